@@ -1,0 +1,21 @@
+"""tvm.ir: the core shared by every IR: nodes, types, attrs, ops, modules, structural equality."""
+
+from .node import Node, SourceName, Span
+from .type import (
+    FuncType, GlobalTypeVar, IncompleteType, PointerType, PrimType, RelayRefType, TensorType,
+    TupleType, Type, TypeCall, TypeConstraint, TypeKind, TypeRelation, TypeVar,
+)
+from .attrs import Attrs, DictAttrs, make_node
+from .expr import BaseExpr, BaseFunc, GlobalVar, RelayExpr
+from .op import Op, OpPattern, register_op_attr
+from .module import IRModule
+from .structural import assert_structural_equal, structural_equal, structural_hash
+from ..tir.expr import PrimExpr, IntImm, FloatImm
+
+
+def load_json(s):
+    raise NotImplementedError("JSON serialization of IR nodes is not supported; use astext/parse")
+
+
+def save_json(node):
+    raise NotImplementedError("JSON serialization of IR nodes is not supported; use astext/parse")

@@ -1,0 +1,191 @@
+"""IRModule: the unit of compilation, a map from GlobalVars to functions plus ADT definitions."""
+
+from __future__ import annotations
+
+from .expr import BaseFunc, GlobalVar
+from .node import Node
+from .type import GlobalTypeVar
+
+
+class IRModule(Node):
+    """Functions by GlobalVar and type definitions by GlobalTypeVar.
+
+    ``mod["main"]`` reads by name or GlobalVar; ``mod["f"] = fn`` adds or replaces a function.
+    Passes copy the module (``shallow_copy``) before changing it, so a caller's module is never
+    modified by a pass.
+    """
+
+    __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_tvars", "global_infos",
+                 "source_map")
+
+    def __init__(self, functions=None, type_definitions=None, attrs=None, global_infos=None):
+        self.functions: dict = {}
+        self.type_definitions: dict = {}
+        self._gvars: dict[str, GlobalVar] = {}
+        self._tvars: dict[str, GlobalTypeVar] = {}
+        self.attrs = dict(attrs or {})
+        self.global_infos = dict(global_infos or {})
+        self.source_map = None
+        for k, v in (type_definitions or {}).items():
+            self._add_type(k, v)
+        for k, v in (functions or {}).items():
+            self._add(k, v, update=True)
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def from_expr(expr, functions=None, type_defs=None) -> IRModule:
+        """A module whose ``main`` is ``expr`` (wrapped in a function of its free vars if needed)."""
+        from ..relay.analysis.free_vars import free_vars
+        from ..relay.expr import Function
+
+        mod = IRModule(functions, type_defs)
+        if not isinstance(expr, BaseFunc):
+            expr = Function(free_vars(expr), expr)
+        gv = mod._gvars.get("main") or GlobalVar("main")
+        mod._add(gv, expr, update=True)
+        return mod
+
+    def shallow_copy(self) -> IRModule:
+        new = IRModule.__new__(IRModule)
+        new.functions = dict(self.functions)
+        new.type_definitions = dict(self.type_definitions)
+        new._gvars = dict(self._gvars)
+        new._tvars = dict(self._tvars)
+        new.attrs = dict(self.attrs)
+        new.global_infos = dict(self.global_infos)
+        new.source_map = self.source_map
+        return new
+
+    def _add(self, var, func, update=False):
+        if isinstance(var, str):
+            var = self._gvars.get(var) or GlobalVar(var)
+        if not isinstance(var, GlobalVar):
+            raise TypeError(f"IRModule keys must be str or GlobalVar, got {type(var).__name__}")
+        existing = self._gvars.get(var.name_hint)
+        if existing is not None and existing is not var:
+            raise ValueError(
+                f"a different GlobalVar named {var.name_hint!r} is already in the module"
+            )
+        if not update and var in self.functions:
+            raise ValueError(f"function {var.name_hint!r} is already in the module")
+        self._gvars[var.name_hint] = var
+        self.functions[var] = func
+
+    def _add_type(self, var, data):
+        if isinstance(var, str):
+            var = self._tvars.get(var) or GlobalTypeVar(var)
+        self._tvars[var.name_hint] = var
+        self.type_definitions[var] = data
+
+    def __setitem__(self, var, val):
+        from .type import Type
+
+        if isinstance(val, Type):
+            self._add_type(var, val)
+        else:
+            self._add(var, val, update=True)
+
+    def add(self, var, func, update=False):
+        self._add(var, func, update)
+        return self
+
+    def update_func(self, var, func):
+        self._add(var, func, update=True)
+
+    def update(self, other: IRModule):
+        for k, v in other.type_definitions.items():
+            self._add_type(k, v)
+        for k, v in other.functions.items():
+            self._add(k, v, update=True)
+
+    def remove(self, var):
+        var = self.get_global_var(var) if isinstance(var, str) else var
+        del self.functions[var]
+        del self._gvars[var.name_hint]
+
+    __delitem__ = remove
+
+    # ------------------------------------------------------------------ lookup
+    def __getitem__(self, var):
+        if isinstance(var, str):
+            if var in self._gvars:
+                return self.functions[self._gvars[var]]
+            if var in self._tvars:
+                return self.type_definitions[self._tvars[var]]
+            raise KeyError(f"no function named {var!r} in the module; has {self._names()}")
+        if isinstance(var, GlobalTypeVar):
+            return self.type_definitions[var]
+        try:
+            return self.functions[var]
+        except KeyError:
+            raise KeyError(f"{var} is not in the module; has {self._names()}") from None
+
+    def _names(self):
+        return sorted(self._gvars)
+
+    def __contains__(self, var):
+        if isinstance(var, str):
+            return var in self._gvars
+        return var in self.functions
+
+    def __len__(self):
+        return len(self.functions)
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        try:
+            return self._gvars[name]
+        except KeyError:
+            raise ValueError(f"Cannot find global var \"{name}\" in the Module; "
+                             f"candidates are: {self._names()}") from None
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        return sorted(self.functions, key=lambda g: g.name_hint)
+
+    def get_global_type_var(self, name: str) -> GlobalTypeVar:
+        try:
+            return self._tvars[name]
+        except KeyError:
+            raise ValueError(f"Cannot find global type var {name!r} in the Module") from None
+
+    def get_global_type_vars(self) -> list[GlobalTypeVar]:
+        return sorted(self.type_definitions, key=lambda g: g.name_hint)
+
+    def get_constructor(self, tag: int):
+        for td in self.type_definitions.values():
+            for c in td.constructors:
+                if c.tag == tag:
+                    return c
+        raise ValueError(f"no constructor with tag {tag}")
+
+    def get_attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+    def with_attr(self, name, value) -> IRModule:
+        new = self.shallow_copy()
+        new.attrs[name] = value
+        return new
+
+    def items(self):
+        return self.functions.items()
+
+    # ------------------------------------------------------------------ printing
+    def astext(self, show_meta_data: bool = True, annotate=None) -> str:
+        from ..relay.printer import astext
+
+        return astext(self, show_meta_data, annotate)
+
+    def script(self, *args, **kwargs) -> str:
+        from ..relay.printer import pretty_print
+
+        return pretty_print(self)
+
+    def show(self, *args, **kwargs) -> None:
+        print(self.script(*args, **kwargs))
+
+    def __str__(self):
+        from ..relay.printer import pretty_print
+
+        return pretty_print(self)
+
+    def __repr__(self):
+        return self.__str__()

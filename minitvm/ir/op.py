@@ -1,0 +1,95 @@
+"""The operator registry: ``Op.get("nn.conv2d")`` and per-op attributes.
+
+Every rule about an op (type relation, numpy reference, pattern, layout hooks, lowering) is an
+attribute keyed by name, set through ``register_op_attr`` with a priority ``level`` as in TVM.
+"""
+
+from __future__ import annotations
+
+from .expr import RelayExpr
+
+
+class OpPattern:
+    """TOpPattern values, ordered from most to least fusable."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+class Op(RelayExpr):
+    """A primitive operator, unique by name."""
+
+    __slots__ = ("name", "num_inputs", "description", "attrs_type", "support_level", "_attrs",
+                 "arguments")
+    _registry: dict[str, Op] = {}
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+        self.num_inputs = -1
+        self.description = ""
+        self.attrs_type = None
+        self.support_level = 10
+        self.arguments = ()
+        self._attrs: dict[str, tuple[int, object]] = {}
+
+    @staticmethod
+    def get(op_name: str) -> Op:
+        try:
+            return Op._registry[op_name]
+        except KeyError:
+            raise ValueError(f"operator {op_name!r} is not registered") from None
+
+    @staticmethod
+    def list_op_names() -> list[str]:
+        return sorted(Op._registry)
+
+    def get_attr(self, attr_name: str):
+        entry = self._attrs.get(attr_name)
+        return None if entry is None else entry[1]
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name in self._attrs
+
+    def set_attr(self, attr_name: str, value, plevel: int = 10):
+        old = self._attrs.get(attr_name)
+        if old is not None and old[0] == plevel and old[1] is not value:
+            raise ValueError(
+                f"attribute {attr_name!r} of op {self.name!r} is already registered at level "
+                f"{plevel}; use a higher level to override it"
+            )
+        if old is None or plevel >= old[0]:
+            self._attrs[attr_name] = (plevel, value)
+
+    def reset_attr(self, attr_name: str):
+        self._attrs.pop(attr_name, None)
+
+    def __repr__(self):
+        return f"Op({self.name})"
+
+    def __str__(self):
+        return self.name
+
+
+def register_op(name: str) -> Op:
+    """Create (or return) the registry entry of an op."""
+    op = Op._registry.get(name)
+    if op is None:
+        op = Op(name)
+        Op._registry[name] = op
+    return op
+
+
+def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
+    """Register an op attribute; usable directly or as a decorator (``value`` omitted)."""
+
+    def _register(v):
+        Op.get(op_name).set_attr(attr_key, v, level)
+        return v
+
+    return _register(value) if value is not None else _register

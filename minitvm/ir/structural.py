@@ -1,0 +1,293 @@
+"""Structural equality and hashing of IR, iterative, modulo renaming of bound variables.
+
+Bound variables (function params, let vars, pattern vars, type params) are equal when bound at
+the same place; free variables must be the same object unless ``map_free_vars`` is set. Both
+functions walk an explicit stack, so a 100,000-deep program compares without recursion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+import numpy as np
+
+from .node import Node
+
+_SKIP = frozenset({"span", "_checked_type", "__weakref__", "tag", "_gvars", "_tvars",
+                   "source_map", "vid", "name_hint", "name", "description", "support_level"})
+_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+_ORDER: dict[str, tuple[str, ...]] = {
+    "Function": ("type_params", "params", "ret_type", "attrs", "body"),
+    "Let": ("var", "value", "body"),
+    "Clause": ("lhs", "rhs"),
+    "PrimFunc": ("params", "buffer_map", "ret_type", "attrs", "body"),
+    "For": ("loop_var", "min", "extent", "kind", "body", "thread_binding", "annotations"),
+    "LetStmt": ("var", "value", "body"),
+}
+# fields whose Var/TypeVar values are binding occurrences
+_DEFS: dict[str, frozenset] = {
+    "Function": frozenset({"params", "type_params"}),
+    "Let": frozenset({"var"}),
+    "PatternVar": frozenset({"var"}),
+    "PrimFunc": frozenset({"params"}),
+    "For": frozenset({"loop_var"}),
+    "LetStmt": frozenset({"var"}),
+    "IterVar": frozenset({"var"}),
+}
+
+
+def _fields(cls) -> tuple[str, ...]:
+    f = _FIELD_CACHE.get(cls)
+    if f is None:
+        names = []
+        for base in reversed(cls.__mro__):
+            for s in getattr(base, "__slots__", ()):
+                if s not in _SKIP and s not in names:
+                    names.append(s)
+        order = _ORDER.get(cls.__name__)
+        if order:
+            names = [n for n in order if n in names] + [n for n in names if n not in order]
+        f = _FIELD_CACHE[cls] = tuple(names)
+    return f
+
+
+def _is_var(x) -> bool:
+    n = type(x).__name__
+    return n in ("Var", "SizeVar", "TypeVar", "DataflowVar") and isinstance(x, Node)
+
+
+def _is_named_leaf(x) -> bool:
+    """Nodes that are equal by name: ops, global vars, constructors, global type vars."""
+    return type(x).__name__ in ("Op", "GlobalVar", "Constructor", "GlobalTypeVar")
+
+
+def _named_key(x):
+    return getattr(x, "name", None) or getattr(x, "name_hint", None)
+
+
+class StructuralMismatch(Exception):
+    def __init__(self, path, lhs, rhs, reason):
+        super().__init__(reason)
+        self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
+
+
+def _short(x, limit=400) -> str:
+    try:
+        s = str(x)
+    except Exception:  # printing must not hide the mismatch
+        s = repr(type(x))
+    return s if len(s) <= limit else s[:limit] + " ..."
+
+
+def _array_equal(a, b) -> bool:
+    a = np.asarray(a.numpy() if hasattr(a, "numpy") else a)
+    b = np.asarray(b.numpy() if hasattr(b, "numpy") else b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+def _compare(lhs, rhs, map_free_vars: bool):
+    lmap: dict[int, object] = {}
+    rmap: dict[int, object] = {}
+    seen: set[tuple[int, int]] = set()
+    stack = [(lhs, rhs, "root", False)]
+    keep = []  # keep compared objects alive so ids stay unique
+    while stack:
+        a, b, path, is_def = stack.pop()
+        if a is b and not is_def and not _is_var(a):
+            continue
+        if _is_var(a) or _is_var(b):
+            if type(a) is not type(b):
+                raise StructuralMismatch(path, a, b, "different kinds of node")
+            ma, mb = lmap.get(id(a)), rmap.get(id(b))
+            if ma is not None or mb is not None:
+                if ma is not b or mb is not a:
+                    raise StructuralMismatch(path, a, b, "variables bound differently")
+                continue
+            if not is_def and not map_free_vars and a is not b:
+                raise StructuralMismatch(path, a, b, "different free variables")
+            lmap[id(a)] = b
+            rmap[id(b)] = a
+            keep.append((a, b))
+            if getattr(a, "dtype", None) != getattr(b, "dtype", None):
+                raise StructuralMismatch(path, a, b, "variable dtypes differ")
+            ta, tb = getattr(a, "type_annotation", None), getattr(b, "type_annotation", None)
+            if ta is not None or tb is not None:
+                stack.append((ta, tb, path + ".type_annotation", False))
+            continue
+        key = (id(a), id(b))
+        if key in seen:
+            continue
+        if isinstance(a, Node) and isinstance(b, Node):
+            seen.add(key)
+            keep.append((a, b))
+            if type(a) is not type(b):
+                raise StructuralMismatch(path, a, b,
+                                         f"{type(a).__name__} vs {type(b).__name__}")
+            if _is_named_leaf(a):
+                if _named_key(a) != _named_key(b):
+                    raise StructuralMismatch(path, a, b, "different names")
+                continue
+            if hasattr(a, "_values") and hasattr(type(a), "_fields"):  # Attrs
+                stack.append((a._values, b._values, path + ".attrs", False))
+                continue
+            if type(a).__name__ == "DictAttrs":
+                stack.append((a._dict, b._dict, path, False))
+                continue
+            if type(a).__name__ == "NDArray" or hasattr(a, "_data") and hasattr(a, "numpy"):
+                if not _array_equal(a, b):
+                    raise StructuralMismatch(path, a, b, "constant values differ")
+                continue
+            if type(a).__name__ == "IRModule":
+                stack.append((_module_items(a), _module_items(b), path, False))
+                continue
+            defs = _DEFS.get(type(a).__name__, frozenset())
+            items = []
+            for f in _fields(type(a)):
+                va, vb = getattr(a, f, None), getattr(b, f, None)
+                items.append((va, vb, f"{path}.{f}", f in defs))
+            stack.extend(reversed(items))
+            continue
+        if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+            if len(a) != len(b):
+                raise StructuralMismatch(path, a, b, f"lengths differ: {len(a)} vs {len(b)}")
+            stack.extend(reversed([(x, y, f"{path}[{i}]", is_def)
+                                   for i, (x, y) in enumerate(zip(a, b))]))
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            if set(a) != set(b):
+                raise StructuralMismatch(path, sorted(map(str, a)), sorted(map(str, b)),
+                                         "different keys")
+            stack.extend(reversed([(a[k], b[k], f"{path}[{k!r}]", False) for k in a]))
+            continue
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            if not _array_equal(a, b):
+                raise StructuralMismatch(path, a, b, "array values differ")
+            continue
+        if isinstance(a, Node) or isinstance(b, Node):
+            raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
+        if type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
+            raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
+        if a != b:
+            raise StructuralMismatch(path, a, b, f"{a!r} vs {b!r}")
+
+
+def _module_items(mod):
+    funcs = {g.name_hint: f for g, f in mod.functions.items()}
+    types = {g.name_hint: t for g, t in mod.type_definitions.items()}
+    return (types, funcs)
+
+
+def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
+    """Whether two IR values are equal up to the renaming of bound variables."""
+    try:
+        _compare(lhs, rhs, map_free_vars)
+    except StructuralMismatch:
+        return False
+    return True
+
+
+def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
+    """Raise ValueError showing the first place where the two programs differ."""
+    try:
+        _compare(lhs, rhs, map_free_vars)
+    except StructuralMismatch as e:
+        raise ValueError(
+            f"StructuralEqual check failed at {e.path}: {e.reason}\n"
+            f"  lhs: {_short(e.lhs)}\n  rhs: {_short(e.rhs)}\n"
+            f"--- lhs program ---\n{_short(lhs, 4000)}\n--- rhs program ---\n{_short(rhs, 4000)}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------- hashing
+def _h(*parts) -> int:
+    m = hashlib.blake2b(digest_size=8)
+    for p in parts:
+        if isinstance(p, int):
+            m.update(struct.pack("<q", p & 0x7FFFFFFFFFFFFFFF))
+        else:
+            m.update(str(p).encode())
+        m.update(b"|")
+    return int.from_bytes(m.digest(), "little") & 0x7FFFFFFFFFFFFFFF
+
+
+def _leaf_hash(x) -> int:
+    if isinstance(x, np.ndarray):
+        return _h("nd", x.dtype.str, x.shape, hashlib.blake2b(x.tobytes(), digest_size=8).hexdigest())
+    if isinstance(x, bool):
+        return _h("b", int(x))
+    if isinstance(x, int | float):
+        return _h("num", repr(float(x)))
+    return _h(type(x).__name__, repr(x))
+
+
+def structural_hash(node, map_free_vars: bool = False) -> int:
+    """A hash consistent with structural_equal (alpha-equivalent programs hash alike)."""
+    var_index: dict[int, int] = {}
+    memo: dict[int, int] = {}
+    keep = []
+    # entries: (obj, is_def, phase) phase 0 = enter, 1 = exit
+    stack = [(node, False, 0, None)]
+    results: list[int] = []
+    # exit entries carry how many child results to pop
+    while stack:
+        obj, is_def, phase, nchild = stack.pop()
+        if phase == 1:
+            kids = results[len(results) - nchild:] if nchild else []
+            del results[len(results) - nchild:]
+            tag = "seq" if isinstance(obj, tuple | list) else type(obj).__name__
+            h = _h(tag, *kids)
+            if isinstance(obj, Node):
+                memo[id(obj)] = h
+                keep.append(obj)
+            results.append(h)
+            continue
+        if _is_var(obj):
+            idx = var_index.get(id(obj))
+            if idx is None:
+                idx = var_index[id(obj)] = len(var_index)
+                keep.append(obj)
+            results.append(_h("var", idx, getattr(obj, "dtype", "")))
+            continue
+        if isinstance(obj, Node):
+            h = memo.get(id(obj))
+            if h is not None:
+                results.append(h)
+                continue
+            if _is_named_leaf(obj):
+                results.append(_h(type(obj).__name__, _named_key(obj)))
+                continue
+            if hasattr(obj, "_values") and hasattr(type(obj), "_fields"):
+                children = [(k, False) for k in obj._values] + [
+                    (v, False) for v in obj._values.values()]
+            elif type(obj).__name__ == "DictAttrs":
+                children = [(k, False) for k in obj._dict] + [(v, False) for v in
+                                                              obj._dict.values()]
+            elif hasattr(obj, "_data") and hasattr(obj, "numpy"):
+                results.append(_leaf_hash(np.asarray(obj.numpy())))
+                continue
+            elif type(obj).__name__ == "IRModule":
+                types, funcs = _module_items(obj)
+                children = [(k, False) for k in sorted(types)] + [
+                    (types[k], False) for k in sorted(types)] + [
+                    (k, False) for k in sorted(funcs)] + [(funcs[k], False) for k in sorted(funcs)]
+            else:
+                defs = _DEFS.get(type(obj).__name__, frozenset())
+                children = [(getattr(obj, f, None), f in defs) for f in _fields(type(obj))]
+            stack.append((obj, False, 1, len(children)))
+            stack.extend(reversed([(c, d, 0, None) for c, d in children]))
+            continue
+        if isinstance(obj, tuple | list):
+            stack.append((obj, False, 1, len(obj)))
+            stack.extend(reversed([(c, is_def, 0, None) for c in obj]))
+            continue
+        if isinstance(obj, dict):
+            keys = sorted(obj, key=str)
+            stack.append((obj, False, 1, 2 * len(keys)))
+            stack.extend(reversed([(k, False, 0, None) for k in keys] +
+                                  [(obj[k], False, 0, None) for k in keys]))
+            continue
+        results.append(_leaf_hash(obj))
+    return results[-1]

@@ -1,0 +1,240 @@
+"""Relay types: tensors (static and symbolic dims), tuples, functions, type variables, ADTs.
+
+Types are small values: ``==`` and ``hash`` are structural, as ``tvm.ir.Type.__eq__`` is.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from ..tir.expr import Any, IntImm, PrimExpr
+from .node import Node
+
+
+class Type(Node):
+    __slots__ = ("span",)
+
+    def _key(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(self) is not type(other):
+            return False
+        return self._key() == other._key()
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._key()))
+
+    def __str__(self):
+        from ..relay.printer import type_to_str
+
+        return type_to_str(self)
+
+    __repr__ = __str__
+
+    def same_as(self, other) -> bool:
+        return self is other
+
+
+def _dim_key(d):
+    if isinstance(d, int):
+        return d
+    if isinstance(d, IntImm):
+        return d.value
+    return d  # Any / Var: identity
+
+
+def normalize_dim(d):
+    """Dims are Python ints when static, tir.Any or tir.Var when not."""
+    if isinstance(d, bool):
+        raise TypeError("a tensor dimension cannot be a bool")
+    if isinstance(d, int):
+        return d
+    if isinstance(d, IntImm):
+        return d.value
+    if isinstance(d, PrimExpr):
+        return d
+    if hasattr(d, "__index__"):
+        return int(d)
+    raise TypeError(f"invalid tensor dimension {d!r}: expected an int, relay.Any() or a tir.Var")
+
+
+class TensorType(Type):
+    """``Tensor[(d0, d1), dtype]``: shape entries are ints, ``Any()`` or symbolic vars."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype: str = "float32", span=None):
+        self.shape = tuple(normalize_dim(d) for d in shape)
+        self.dtype = str(dtype)
+        self.span = span
+
+    def _key(self):
+        return (tuple(_dim_key(d) for d in self.shape), self.dtype)
+
+    @property
+    def concrete_shape(self) -> tuple:
+        return tuple(int(d) for d in self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+
+def scalar_type(dtype: str) -> TensorType:
+    return TensorType((), dtype)
+
+
+class TupleType(Type):
+    __slots__ = ("fields",)
+
+    def __init__(self, fields, span=None):
+        self.fields = tuple(fields)
+        self.span = span
+
+    def _key(self):
+        return self.fields
+
+
+class TypeKind(IntEnum):
+    Type = 0
+    ShapeVar = 1
+    BaseType = 2
+    Constraint = 4
+    AdtHandle = 5
+    TypeData = 6
+
+
+class TypeVar(Type):
+    """A type parameter; equality is identity (alpha-equivalence is structural_equal's job)."""
+
+    __slots__ = ("name_hint", "kind")
+
+    def __init__(self, name_hint: str, kind: TypeKind = TypeKind.Type, span=None):
+        self.name_hint = name_hint
+        self.kind = kind
+        self.span = span
+
+    def _key(self):
+        return id(self)
+
+
+class GlobalTypeVar(TypeVar):
+    """The name of an ADT definition in a module (``List``)."""
+
+    __slots__ = ()
+
+    def __init__(self, name_hint: str, kind: TypeKind = TypeKind.AdtHandle, span=None):
+        super().__init__(name_hint, kind, span)
+
+
+class IncompleteType(Type):
+    """A type still to be inferred; identity is the unknown."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: TypeKind = TypeKind.Type, span=None):
+        self.kind = kind
+        self.span = span
+
+    def _key(self):
+        return id(self)
+
+
+class FuncType(Type):
+    __slots__ = ("arg_types", "ret_type", "type_params", "type_constraints")
+
+    def __init__(self, arg_types, ret_type, type_params=None, type_constraints=None, span=None):
+        self.arg_types = tuple(arg_types)
+        self.ret_type = ret_type
+        self.type_params = tuple(type_params or ())
+        self.type_constraints = tuple(type_constraints or ())
+        self.span = span
+
+    def _key(self):
+        return (self.arg_types, self.ret_type, self.type_params)
+
+
+class RelayRefType(Type):
+    """``ref(T)``: the type of a mutable reference."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value, span=None):
+        self.value = value
+        self.span = span
+
+    def _key(self):
+        return (self.value,)
+
+
+RefType = RelayRefType
+
+
+class TypeCall(Type):
+    """An ADT applied to arguments: ``List[int32]``."""
+
+    __slots__ = ("func", "args")
+
+    def __init__(self, func, args, span=None):
+        self.func = func
+        self.args = tuple(args)
+        self.span = span
+
+    def _key(self):
+        return (self.func, self.args)
+
+
+class TypeConstraint(Type):
+    __slots__ = ()
+
+
+class TypeRelation(TypeConstraint):
+    __slots__ = ("func", "args", "num_inputs", "attrs")
+
+    def __init__(self, func, args, num_inputs, attrs):
+        self.func = func
+        self.args = tuple(args)
+        self.num_inputs = num_inputs
+        self.attrs = attrs
+        self.span = None
+
+    def _key(self):
+        return (id(self),)
+
+
+class PrimType(Type):
+    """The type of a scalar PrimExpr value (used by TIR functions)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str, span=None):
+        self.dtype = dtype
+        self.span = span
+
+    def _key(self):
+        return (self.dtype,)
+
+
+class PointerType(Type):
+    __slots__ = ("element_type", "storage_scope")
+
+    def __init__(self, element_type, storage_scope: str = "", span=None):
+        self.element_type = element_type
+        self.storage_scope = storage_scope
+        self.span = span
+
+    def _key(self):
+        return (self.element_type, self.storage_scope)
+
+
+def is_any(d) -> bool:
+    return isinstance(d, Any)

@@ -1,0 +1,29 @@
+"""tvm.relay: the Relay IR, its operators, passes and executors."""
+
+from ..ir import (
+    FuncType, GlobalTypeVar, IncompleteType, RelayRefType, TensorType, TupleType, Type,
+    TypeCall, TypeKind, TypeVar, GlobalVar, IRModule,
+)
+from ..ir.type import RefType
+from ..tir.expr import Any
+from .expr import (
+    Call, Constant, Expr, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem,
+    TupleWrapper, Var, bind, const, var,
+)
+from .adt import (
+    Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
+    PatternWildcard, TypeData,
+)
+from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
+
+from . import op
+from .op import *
+from .op import nn, annotation
+from .op.reduce import *
+from .op.tensor import *
+from .op.transform import *
+
+from . import analysis, transform
+
+ScopeBuilder = None  # set by relay.scope_builder when available
+scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731

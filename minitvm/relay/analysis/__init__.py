@@ -1,0 +1,4 @@
+"""tvm.relay.analysis."""
+
+from .free_vars import all_vars, bound_vars, free_type_vars, free_vars, all_type_vars, bound_type_vars
+from ..expr_functor import post_order_visit

@@ -1,0 +1,362 @@
+"""The traversal engine: ExprFunctor, ExprVisitor and ExprMutator with TVM's ``visit_*`` hooks.
+
+Visitors and mutators never recurse along dataflow edges: before a Call, Tuple, TupleGetItem,
+If or reference node is dispatched, its dataflow operands are visited from an explicit post-order
+worklist (TVM's MixedModeMutator idea), so the hook's own ``self.visit(arg)`` is a memo hit. Let
+chains are walked by a loop. Python recursion therefore grows only with the nesting depth of
+functions and scopes, never with the length of a program.
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import GlobalVar
+from ..ir.op import Op
+from .adt import (
+    Clause, Constructor, Match, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
+)
+from .expr import (
+    Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+)
+
+_METHOD = {
+    Var: "visit_var", GlobalVar: "visit_global_var", Constant: "visit_constant", Op: "visit_op",
+    Call: "visit_call", Tuple: "visit_tuple", TupleGetItem: "visit_tuple_getitem",
+    Let: "visit_let", If: "visit_if", Function: "visit_function", RefCreate: "visit_ref_create",
+    RefRead: "visit_ref_read", RefWrite: "visit_ref_write", Constructor: "visit_constructor",
+    Match: "visit_match",
+}
+
+
+def _method_name(cls) -> str:
+    name = _METHOD.get(cls)
+    if name is None:
+        for base in cls.__mro__[1:]:
+            if base in _METHOD:
+                name = _METHOD[cls] = _METHOD[base]
+                break
+        else:
+            raise TypeError(f"{cls.__name__} is not a Relay expression")
+    return name
+
+
+def dataflow_children(e) -> tuple:
+    """The operands of a dataflow node, in evaluation order; () for binding nodes and leaves."""
+    t = type(e)
+    if t is Call:
+        return (e.op, *e.args)
+    if t is Tuple:
+        return e.fields
+    if t is TupleGetItem:
+        return (e.tuple_value,)
+    if t is If:
+        return (e.cond, e.true_branch, e.false_branch)
+    if t is RefCreate:
+        return (e.value,)
+    if t is RefRead:
+        return (e.ref,)
+    if t is RefWrite:
+        return (e.ref, e.value)
+    return ()
+
+
+_DATAFLOW = frozenset({Call, Tuple, TupleGetItem, If, RefCreate, RefRead, RefWrite})
+_MISSING = object()
+
+
+class ExprFunctor:
+    """Dispatch on the expression's class to ``visit_<kind>``, memoizing results in memo_map.
+
+    A plain functor recurses as its hooks do; ExprVisitor and ExprMutator add the worklist.
+    """
+
+    _expand_dataflow = False
+
+    def __init__(self):
+        self.memo_map = {}
+
+    def visit(self, expr):
+        memo = self.memo_map
+        res = memo.get(expr, _MISSING)
+        if res is not _MISSING:
+            return res
+        if self._expand_dataflow and type(expr) in _DATAFLOW:
+            self._visit_dataflow(expr)
+            return memo[expr]
+        res = getattr(self, _method_name(type(expr)))(expr)
+        memo[expr] = res
+        return res
+
+    def _visit_dataflow(self, root):
+        memo = self.memo_map
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            pending = [c for c in dataflow_children(node) if type(c) in _DATAFLOW and c not in memo]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            memo[node] = getattr(self, _method_name(type(node)))(node)
+
+    def _let_chain(self, let):
+        """The Let nodes of ``let`` and its directly nested, not yet visited, Let bodies."""
+        chain = [let]
+        body = let.body
+        while type(body) is Let and body not in self.memo_map:
+            chain.append(body)
+            body = body.body
+        return chain
+
+    def visit_function(self, fn):
+        raise NotImplementedError
+
+    def visit_let(self, let):
+        raise NotImplementedError
+
+    def visit_call(self, call):
+        raise NotImplementedError
+
+    def visit_var(self, var):
+        raise NotImplementedError
+
+    def visit_type(self, t):
+        return t
+
+    def visit_if(self, ite):
+        raise NotImplementedError
+
+    def visit_tuple(self, tup):
+        raise NotImplementedError
+
+    def visit_tuple_getitem(self, op):
+        raise NotImplementedError
+
+    def visit_global_var(self, gv):
+        raise NotImplementedError
+
+    def visit_op(self, op):
+        raise NotImplementedError
+
+    def visit_constant(self, const):
+        raise NotImplementedError
+
+    def visit_ref_create(self, ref):
+        raise NotImplementedError
+
+    def visit_ref_write(self, ref):
+        raise NotImplementedError
+
+    def visit_ref_read(self, ref):
+        raise NotImplementedError
+
+    def visit_constructor(self, con):
+        raise NotImplementedError
+
+    def visit_match(self, m):
+        raise NotImplementedError
+
+
+class ExprVisitor(ExprFunctor):
+    """Visits every sub-expression once (DAG-aware); override hooks and call super to descend."""
+
+    _expand_dataflow = True
+
+    def visit_tuple(self, tup):
+        for x in tup.fields:
+            self.visit(x)
+
+    def visit_call(self, call):
+        self.visit(call.op)
+        for a in call.args:
+            self.visit(a)
+
+    def visit_var(self, var):
+        pass
+
+    def visit_let(self, let):
+        chain = self._let_chain(let)
+        for node in chain:
+            self.visit(node.var)
+            self.visit(node.value)
+        self.visit(chain[-1].body)
+        for node in chain[1:]:
+            self.memo_map[node] = None
+
+    def visit_function(self, fn):
+        for x in fn.params:
+            self.visit(x)
+        self.visit(fn.body)
+
+    def visit_if(self, i):
+        self.visit(i.cond)
+        self.visit(i.true_branch)
+        self.visit(i.false_branch)
+
+    def visit_global_var(self, gv):
+        pass
+
+    def visit_constructor(self, c):
+        pass
+
+    def visit_op(self, op):
+        pass
+
+    def visit_constant(self, const):
+        pass
+
+    def visit_ref_create(self, r):
+        self.visit(r.value)
+
+    def visit_ref_read(self, r):
+        self.visit(r.ref)
+
+    def visit_ref_write(self, r):
+        self.visit(r.ref)
+        self.visit(r.value)
+
+    def visit_tuple_getitem(self, t):
+        self.visit(t.tuple_value)
+
+    def visit_match(self, m):
+        self.visit(m.data)
+        for c in m.clauses:
+            self.visit_pattern(c.lhs)
+            self.visit(c.rhs)
+
+    def visit_pattern(self, p):
+        if isinstance(p, PatternVar):
+            self.visit(p.var)
+        elif isinstance(p, PatternConstructor | PatternTuple):
+            for q in p.patterns:
+                self.visit_pattern(q)
+
+
+class ExprMutator(ExprFunctor):
+    """Rebuilds an expression bottom-up; unchanged sub-expressions are returned as they are."""
+
+    _expand_dataflow = True
+
+    def visit_function(self, fn):
+        new_params = [self.visit(x) for x in fn.params]
+        new_body = self.visit(fn.body)
+        if all(a is b for a, b in zip(new_params, fn.params)) and new_body is fn.body:
+            return fn
+        return Function(new_params, new_body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+
+    def visit_let(self, let):
+        chain = self._let_chain(let)
+        new_parts = [(self.visit(n.var), self.visit(n.value)) for n in chain]
+        body = self.visit(chain[-1].body)
+        for node, (v, val) in zip(reversed(chain), reversed(new_parts)):
+            if v is node.var and val is node.value and body is node.body:
+                body = node
+            else:
+                body = Let(v, val, body, node.span)
+            self.memo_map[node] = body
+        return body
+
+    def visit_call(self, call):
+        new_op = self.visit(call.op)
+        new_args = [self.visit(a) for a in call.args]
+        if new_op is call.op and all(a is b for a, b in zip(new_args, call.args)):
+            return call
+        return Call(new_op, new_args, call.attrs, call.type_args, call.span)
+
+    def visit_var(self, var):
+        return var
+
+    def visit_global_id(self, gid):
+        return gid
+
+    def visit_if(self, ite):
+        c = self.visit(ite.cond)
+        t = self.visit(ite.true_branch)
+        f = self.visit(ite.false_branch)
+        return ite.with_fields(c, t, f)
+
+    def visit_tuple(self, tup):
+        fields = [self.visit(f) for f in tup.fields]
+        return tup.with_fields(fields)
+
+    def visit_tuple_getitem(self, op):
+        return op.with_fields(self.visit(op.tuple_value))
+
+    def visit_global_var(self, gv):
+        return gv
+
+    def visit_op(self, op):
+        return op
+
+    def visit_constant(self, const):
+        return const
+
+    def visit_constructor(self, con):
+        return con
+
+    def visit_match(self, m):
+        data = self.visit(m.data)
+        clauses = [self.visit_clause(c) for c in m.clauses]
+        return m.with_fields(data, clauses)
+
+    def visit_clause(self, clause):
+        lhs = self.visit_pattern(clause.lhs)
+        rhs = self.visit(clause.rhs)
+        if lhs is clause.lhs and rhs is clause.rhs:
+            return clause
+        return Clause(lhs, rhs)
+
+    def visit_pattern(self, p):
+        if isinstance(p, PatternVar):
+            v = self.visit(p.var)
+            return p if v is p.var else PatternVar(v)
+        if isinstance(p, PatternConstructor):
+            ps = [self.visit_pattern(q) for q in p.patterns]
+            if all(a is b for a, b in zip(ps, p.patterns)):
+                return p
+            return PatternConstructor(p.constructor, ps)
+        if isinstance(p, PatternTuple):
+            ps = [self.visit_pattern(q) for q in p.patterns]
+            if all(a is b for a, b in zip(ps, p.patterns)):
+                return p
+            return PatternTuple(ps)
+        assert isinstance(p, PatternWildcard)
+        return p
+
+    def visit_ref_create(self, r):
+        return r.with_fields(self.visit(r.value))
+
+    def visit_ref_read(self, r):
+        return r.with_fields(self.visit(r.ref))
+
+    def visit_ref_write(self, r):
+        return r.with_fields(self.visit(r.ref), self.visit(r.value))
+
+
+class _PostOrderHooks(ExprVisitor):
+    """ExprVisitor whose every hook calls ``self.fvisit`` after descending."""
+
+    def __init__(self, fvisit):
+        super().__init__()
+        self.fvisit = fvisit
+
+
+def _hooked(name):
+    base = getattr(ExprVisitor, name)
+
+    def hook(self, e):
+        base(self, e)
+        self.fvisit(e)
+
+    return hook
+
+
+for _name in set(_METHOD.values()):
+    setattr(_PostOrderHooks, _name, _hooked(_name))
+
+
+def post_order_visit(expr, fvisit) -> None:
+    """Call ``fvisit`` on every sub-expression of ``expr`` once, children before parents."""
+    _PostOrderHooks(fvisit).visit(expr)

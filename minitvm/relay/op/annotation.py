@@ -1,0 +1,1 @@
+"""Op family placeholder: being written."""

@@ -1,0 +1,1 @@
+"""relay.nn ops placeholder: being written."""

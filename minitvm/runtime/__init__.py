@@ -1,0 +1,3 @@
+"""tvm.runtime: arrays, devices and (later) compiled modules."""
+
+from .ndarray import NDArray, Device, array, cpu, cuda, device, empty, gpu  # noqa: F401

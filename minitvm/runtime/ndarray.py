@@ -1,0 +1,110 @@
+"""NDArray and devices: ``tvm.nd.array``, ``tvm.cpu()``; a thin wrapper over a numpy array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Device:
+    """A device (only the CPU executes here); ``tvm.cpu(0)``."""
+
+    __slots__ = ("device_type", "device_id")
+    _NAMES = {1: "cpu", 2: "cuda", 4: "opencl", 8: "metal", 10: "rocm"}
+
+    def __init__(self, device_type: int = 1, device_id: int = 0):
+        self.device_type = device_type
+        self.device_id = device_id
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.device_type, self.device_id) == (
+            other.device_type, other.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    @property
+    def exist(self) -> bool:
+        return self.device_type == 1
+
+    def sync(self):
+        pass
+
+    def __repr__(self):
+        return f"{self._NAMES.get(self.device_type, 'dev')}({self.device_id})"
+
+
+def cpu(dev_id: int = 0) -> Device:
+    return Device(1, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    return Device(2, dev_id)
+
+
+gpu = cuda
+
+
+def device(dev_type, dev_id: int = 0) -> Device:
+    if isinstance(dev_type, str):
+        kind = dev_type.split()[0]
+        dev_type = {"cpu": 1, "llvm": 1, "c": 1, "cuda": 2, "gpu": 2, "opencl": 4}.get(kind, 1)
+    return Device(dev_type, dev_id)
+
+
+class NDArray:
+    """An n-dimensional array on a device, backed by a C-contiguous numpy array."""
+
+    __slots__ = ("_data", "device", "__weakref__")
+
+    def __init__(self, data: np.ndarray, dev: Device | None = None):
+        self._data = np.ascontiguousarray(data)
+        self.device = dev or cpu(0)
+
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> str:
+        return str(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numpy(self) -> np.ndarray:
+        return self._data
+
+    asnumpy = numpy
+
+    def copyfrom(self, source) -> NDArray:
+        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self._data.shape:
+            raise ValueError(f"array shape mismatch: copying {src.shape} into {self._data.shape}")
+        np.copyto(self._data, src.astype(self._data.dtype, copy=False))
+        return self
+
+    def copyto(self, target):
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        return NDArray(self._data.copy(), target)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __repr__(self):
+        return f"<tvm.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
+
+    def __str__(self):
+        return str(self._data)
+
+
+def array(arr, device: Device | None = None) -> NDArray:
+    """Copy an array-like into a new NDArray."""
+    if isinstance(arr, NDArray):
+        arr = arr.numpy()
+    return NDArray(np.array(arr, copy=True), device)
+
+
+def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArray:
+    return NDArray(np.empty(tuple(shape), dtype=dtype), device)
