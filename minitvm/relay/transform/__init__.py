@@ -1,1 +1,1 @@
-"""Placeholder package; filled in by its owner."""
+"""tvm.relay.transform: Relay passes (one module per pass) and the function-pass API."""

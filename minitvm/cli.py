@@ -1,0 +1,63 @@
+"""The ``minitvm`` command: with no arguments it runs the embedded example end to end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _cmd_example(args) -> int:
+    from .relay.testing.example import run_example
+
+    return run_example(args)
+
+
+def _cmd_passes(args) -> int:
+    from .transform.cli_commands import cmd_passes
+
+    return cmd_passes(args)
+
+
+def _cmd_reproduce(args) -> int:
+    from .transform.cli_commands import cmd_reproduce
+
+    return cmd_reproduce(args)
+
+
+def _cmd_bisect(args) -> int:
+    from .transform.cli_commands import cmd_bisect
+
+    return cmd_bisect(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="minitvm", description=__doc__)
+    sub = p.add_subparsers(dest="command")
+    ex = sub.add_parser("example", help="run the embedded example end to end (the default)")
+    ex.add_argument("--opt-level", type=int, default=3)
+    ps = sub.add_parser("passes", help="list the relay.build pipeline and which passes run")
+    ps.add_argument("--opt-level", type=int, default=2)
+    ps.add_argument("--all", action="store_true", help="list every registered pass")
+    rp = sub.add_parser("reproduce", help="re-run a crash reproducer file")
+    rp.add_argument("file")
+    bi = sub.add_parser("bisect", help="find the first pass that changes a module's outputs")
+    bi.add_argument("file", help="a Relay text file")
+    bi.add_argument("--pipeline", default=None)
+    bi.add_argument("--opt-level", type=int, default=3)
+    bi.add_argument("--rtol", type=float, default=1e-5)
+    bi.add_argument("--atol", type=float, default=1e-5)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cmd = args.command or "example"
+    if cmd == "example" and not hasattr(args, "opt_level"):
+        args.opt_level = 3
+    handler = {"example": _cmd_example, "passes": _cmd_passes, "reproduce": _cmd_reproduce,
+               "bisect": _cmd_bisect}[cmd]
+    return handler(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
