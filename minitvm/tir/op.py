@@ -191,3 +191,12 @@ def min_value(dtype: str, span=None) -> PrimExpr:
 
 def infinity(dtype: str, span=None) -> PrimExpr:
     return FloatImm(dtype, float("inf"))
+
+
+__all__ = [
+    "call_intrin", "call_extern", "call_pure_extern", "abs", "if_then_else", "likely",
+    "reinterpret", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left",
+    "shift_right", "min", "max", "floordiv", "floormod", "truncdiv", "truncmod", "indexdiv",
+    "indexmod", "div", "all", "any", "logical_not", "max_value", "min_value", "infinity", "power",
+    *UNARY_FLOAT_OPS, *BINARY_FLOAT_OPS, *BOOL_OPS,
+]

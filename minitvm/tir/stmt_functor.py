@@ -1,0 +1,258 @@
+"""Iterative traversal helpers for TIR: children, post-order walks, substitution.
+
+Nothing here recurses in Python: expressions and statements are walked with explicit stacks,
+so a 100,000-statement SeqStmt or a very deep expression is fine at the default recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from . import expr as E
+from . import stmt as S
+
+_EXPR_FIELDS: dict[type, tuple[str, ...]] = {
+    E.Cast: ("value",), E.Not: ("a",), E.Select: ("condition", "true_value", "false_value"),
+    E.Let: ("value", "body"), E.Ramp: ("base", "stride"), E.Broadcast: ("value",),
+}
+_LEAVES = (E.IntImm, E.FloatImm, E.StringImm, E.Var, E.Any)
+
+
+def expr_children(e) -> tuple:
+    """The direct sub-expressions of ``e``."""
+    if isinstance(e, E.BinaryOp):
+        return (e.a, e.b)
+    if isinstance(e, _LEAVES):
+        return ()
+    if isinstance(e, (E.BufferLoad, E.ProducerLoad)):
+        return e.indices
+    if isinstance(e, E.Call):
+        return e.args
+    if isinstance(e, E.Reduce):
+        return (*e.source, e.condition, *e.init)
+    fields = _EXPR_FIELDS.get(type(e))
+    if fields is None:
+        return ()
+    return tuple(getattr(e, f) for f in fields)
+
+
+def _copy(node, **changes):
+    new = object.__new__(type(node))
+    for klass in type(node).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot == "__weakref__":
+                continue
+            if slot in changes:
+                setattr(new, slot, changes[slot])
+            elif hasattr(node, slot):
+                setattr(new, slot, getattr(node, slot))
+    return new
+
+
+def with_children(e, kids) -> E.PrimExpr:
+    """``e`` rebuilt with new sub-expressions (``e`` itself when nothing changed)."""
+    old = expr_children(e)
+    if all(a is b for a, b in zip(old, kids)):
+        return e
+    if isinstance(e, E.BinaryOp):
+        return _copy(e, a=kids[0], b=kids[1])
+    if isinstance(e, (E.BufferLoad, E.ProducerLoad)):
+        return _copy(e, indices=tuple(kids))
+    if isinstance(e, E.Call):
+        return _copy(e, args=tuple(kids))
+    if isinstance(e, E.Reduce):
+        n = len(e.source)
+        return _copy(e, source=list(kids[:n]), condition=kids[n], init=list(kids[n + 1:]))
+    fields = _EXPR_FIELDS[type(e)]
+    return _copy(e, **dict(zip(fields, kids)))
+
+
+def post_order(root) -> Iterator:
+    """Yield every distinct sub-expression of ``root``, children before parents."""
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            yield node
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for c in reversed(expr_children(node)):
+            if id(c) not in seen:
+                stack.append((c, False))
+
+
+def transform_expr(root, fpost: Callable, memo: dict | None = None):
+    """Rebuild ``root`` bottom-up; ``fpost(node)`` may return a replacement or None."""
+    memo = {} if memo is None else memo
+    for node in post_order(root):
+        if id(node) in memo:
+            continue
+        kids = expr_children(node)
+        new = with_children(node, [memo.get(id(k), k) for k in kids]) if kids else node
+        rep = fpost(new)
+        memo[id(node)] = new if rep is None else rep
+    return memo.get(id(root), root)
+
+
+# --------------------------------------------------------------------------- statements
+def stmt_children(s) -> tuple:
+    """The direct sub-statements of ``s``."""
+    if isinstance(s, S.SeqStmt):
+        return s.seq
+    if isinstance(s, S.IfThenElse):
+        return (s.then_case,) if s.else_case is None else (s.then_case, s.else_case)
+    if isinstance(s, S.BlockRealize):
+        return (s.block,)
+    if isinstance(s, S.Block):
+        return (s.body,) if s.init is None else (s.init, s.body)
+    body = getattr(s, "body", None)
+    return () if body is None else (body,)
+
+
+def _region_exprs(regions) -> list:
+    out = []
+    for br in regions:
+        for r in br.region:
+            out.extend((r.min, r.extent))
+    return out
+
+
+def stmt_exprs(s) -> tuple:
+    """The expressions held directly by statement ``s``."""
+    if isinstance(s, S.BufferStore):
+        return (s.value, *s.indices)
+    if isinstance(s, S.For):
+        return (s.min, s.extent)
+    if isinstance(s, (S.LetStmt,)):
+        return (s.value,)
+    if isinstance(s, (S.IfThenElse, S.AssertStmt)):
+        return (s.condition,)
+    if isinstance(s, (S.Evaluate, S.AttrStmt)):
+        return (s.value,)
+    if isinstance(s, S.Allocate):
+        return (*s.extents, s.condition)
+    if isinstance(s, S.BlockRealize):
+        return (*s.iter_values, s.predicate)
+    if isinstance(s, S.Block):
+        doms = [x for iv in s.iter_vars for x in (iv.dom.min, iv.dom.extent)]
+        return (*doms, *_region_exprs(s.reads), *_region_exprs(s.writes))
+    return ()
+
+
+def walk_stmts(root) -> Iterator:
+    """Yield every statement under ``root`` in pre-order."""
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        if s is None:
+            continue
+        yield s
+        stack.extend(reversed(stmt_children(s)))
+
+
+def post_order_visit(node, fvisit: Callable) -> None:
+    """Call ``fvisit`` on every statement and expression under ``node``, children first."""
+    if isinstance(node, E.PrimExpr):
+        for e in post_order(node):
+            fvisit(e)
+        return
+    seen: set[int] = set()
+    stack = [(node, False)]
+    while stack:
+        s, ready = stack.pop()
+        if ready:
+            fvisit(s)
+            continue
+        stack.append((s, True))
+        for c in reversed(stmt_children(s)):
+            stack.append((c, False))
+        for e in stmt_exprs(s):
+            for sub in post_order(e):
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    fvisit(sub)
+
+
+def _rebuild_stmt(s, fe: Callable, kids: list):
+    """``s`` with its expressions mapped by ``fe`` and sub-statements replaced by ``kids``."""
+    if isinstance(s, S.SeqStmt):
+        return s if all(a is b for a, b in zip(s.seq, kids)) else S.SeqStmt(kids)
+    ch = {}
+    if isinstance(s, S.BufferStore):
+        ch = {"value": fe(s.value), "indices": tuple(fe(i) for i in s.indices)}
+    elif isinstance(s, S.For):
+        ch = {"min": fe(s.min), "extent": fe(s.extent), "body": kids[0]}
+    elif isinstance(s, S.LetStmt):
+        ch = {"value": fe(s.value), "body": kids[0]}
+    elif isinstance(s, S.IfThenElse):
+        ch = {"condition": fe(s.condition), "then_case": kids[0],
+              "else_case": kids[1] if len(kids) > 1 else None}
+    elif isinstance(s, (S.Evaluate,)):
+        ch = {"value": fe(s.value)}
+    elif isinstance(s, (S.AttrStmt,)):
+        ch = {"value": fe(s.value), "body": kids[0]}
+    elif isinstance(s, S.AssertStmt):
+        ch = {"condition": fe(s.condition), "body": kids[0]}
+    elif isinstance(s, S.Allocate):
+        ch = {"extents": tuple(fe(e) for e in s.extents), "condition": fe(s.condition),
+              "body": kids[0]}
+    elif isinstance(s, S.DeclBuffer):
+        ch = {"body": kids[0]}
+    elif isinstance(s, S.BlockRealize):
+        ch = {"iter_values": tuple(fe(v) for v in s.iter_values), "predicate": fe(s.predicate),
+              "block": kids[0]}
+    elif isinstance(s, S.Block):
+        def region(rs):
+            return tuple(S.BufferRegion(r.buffer, [E.Range.from_min_extent(fe(x.min),
+                                                                           fe(x.extent))
+                                                   for x in r.region]) for r in rs)
+        ivs = tuple(E.IterVar(E.Range.from_min_extent(fe(iv.dom.min), fe(iv.dom.extent)),
+                              iv.var, iv.iter_type, iv.thread_tag) for iv in s.iter_vars)
+        ch = {"iter_vars": ivs, "reads": region(s.reads), "writes": region(s.writes),
+              "init": kids[0] if s.init is not None else None, "body": kids[-1]}
+    else:
+        return s
+    return _copy(s, **ch)
+
+
+def transform_stmt(root, fexpr: Callable | None = None, fstmt: Callable | None = None):
+    """Rebuild a statement tree bottom-up, iteratively.
+
+    ``fexpr(expr)`` maps each expression field; ``fstmt(stmt)`` may replace a rebuilt statement.
+    """
+    fe = fexpr or (lambda e: e)
+    done: dict[int, object] = {}
+    stack = [(root, False)]
+    while stack:
+        s, ready = stack.pop()
+        if not ready:
+            stack.append((s, True))
+            stack.extend((c, False) for c in stmt_children(s) if id(c) not in done)
+            continue
+        if id(s) in done:
+            continue
+        new = _rebuild_stmt(s, fe, [done[id(c)] for c in stmt_children(s)])
+        if fstmt is not None:
+            rep = fstmt(new)
+            new = new if rep is None else rep
+        done[id(s)] = new
+    return done[id(root)]
+
+
+def substitute(node, vmap: dict):
+    """Replace Vars (keys of ``vmap``) by expressions in an expression or statement."""
+    vmap = {k: E._to_expr(v) for k, v in vmap.items()}
+    if not vmap:
+        return node
+
+    def fpost(e):
+        return vmap.get(e) if isinstance(e, E.Var) else None
+
+    if isinstance(node, E.PrimExpr):
+        return transform_expr(node, fpost)
+    memo: dict = {}
+    return transform_stmt(node, lambda e: transform_expr(e, fpost, memo))
