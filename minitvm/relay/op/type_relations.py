@@ -1,0 +1,242 @@
+"""Shape and dtype rules shared by op families: broadcasting, identity, reductions, axis helpers.
+
+Dims are Python ints when static, ``tir.Any()`` when unknown, or symbolic ``tir.Var``s. A type
+relation takes the fully resolved argument types and returns the output type, raising TypeError
+(or ValueError for bad attributes) with a message naming the shapes involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ir.type import TensorType, TupleType, Type
+from ...tir.expr import Any, IntImm, PrimExpr
+
+__all__ = [
+    "shape_str", "type_str", "tensor_arg", "dims_equal", "is_static_dim", "broadcast_shapes",
+    "broadcast_rel", "broadcast_comp_rel", "broadcast_type", "identity_rel", "identity_comp_rel",
+    "normalize_axis", "reduce_axes", "reduce_shape", "reduce_rel", "arg_reduce_rel", "dims_product",
+    "check_num_args", "same_dtype",
+]
+
+
+# --------------------------------------------------------------------------- formatting
+def _dim_str(d) -> str:
+    if isinstance(d, Any):
+        return "?"
+    if isinstance(d, IntImm):
+        return str(d.value)
+    return repr(d) if isinstance(d, PrimExpr) else str(d)
+
+
+def shape_str(shape: Sequence) -> str:
+    """``(2, ?, n)``: a shape as it reads in error messages."""
+    inner = ", ".join(_dim_str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def type_str(t: Type) -> str:
+    """``Tensor[(2, 3), float32]`` without depending on the printer."""
+    if isinstance(t, TensorType):
+        return f"Tensor[{shape_str(t.shape)}, {t.dtype}]"
+    if isinstance(t, TupleType):
+        return "(" + ", ".join(type_str(f) for f in t.fields) + ")"
+    return type(t).__name__
+
+
+# --------------------------------------------------------------------------- dims
+def is_static_dim(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def dims_equal(a, b) -> bool:
+    """Provably equal dims: equal ints, or the same symbolic expression (never for Any)."""
+    if isinstance(a, Any) or isinstance(b, Any):
+        return False
+    if is_static_dim(a) and is_static_dim(b):
+        return a == b
+    if a is b:
+        return True
+    if is_static_dim(a) or is_static_dim(b):
+        return False
+    from ...ir.structural import structural_equal
+
+    return bool(structural_equal(a, b, map_free_vars=False))
+
+
+def dims_product(dims: Sequence):
+    """Product of dims: an int when all are static, Any when any is Any, else a PrimExpr."""
+    result = 1
+    for d in dims:
+        if isinstance(d, Any):
+            return Any()
+        if is_static_dim(d) and is_static_dim(result):
+            result = result * d
+        elif is_static_dim(d) and d == 1:
+            continue
+        elif is_static_dim(result) and result == 1:
+            result = d
+        else:
+            result = result * d
+    return result
+
+
+# --------------------------------------------------------------------------- arguments
+def check_num_args(op_name: str, arg_types: Sequence, n: int) -> None:
+    if len(arg_types) != n:
+        raise TypeError(f"{op_name} expects {n} argument(s), got {len(arg_types)}")
+
+
+def tensor_arg(arg_types: Sequence, i: int, op_name: str = "op") -> TensorType:
+    """The i-th argument type, which must be a tensor."""
+    t = arg_types[i]
+    if not isinstance(t, TensorType):
+        raise TypeError(f"{op_name}: argument {i} must be a tensor, but its type is {type_str(t)}")
+    return t
+
+
+def same_dtype(op_name: str, types: Sequence[TensorType]) -> str:
+    """The common dtype of ``types``; a TypeError naming both when they differ."""
+    dtype = types[0].dtype
+    for t in types[1:]:
+        if t.dtype != dtype:
+            raise TypeError(
+                f"{op_name}: data types {dtype} and {t.dtype} do not match "
+                f"({type_str(types[0])} vs {type_str(t)})"
+            )
+    return dtype
+
+
+# --------------------------------------------------------------------------- broadcasting
+def broadcast_shapes(s1: Sequence, s2: Sequence, op_name: str = "broadcast") -> tuple:
+    """numpy-style broadcast of two shapes, right-aligned; Any matches 1 or the other dim."""
+    n1, n2 = len(s1), len(s2)
+    out = []
+    for i in range(1, min(n1, n2) + 1):
+        a, b = s1[n1 - i], s2[n2 - i]
+        if is_static_dim(a) and a == 1:
+            out.append(b)
+        elif is_static_dim(b) and b == 1:
+            out.append(a)
+        elif isinstance(a, Any):
+            out.append(b)
+        elif isinstance(b, Any):
+            out.append(a)
+        elif dims_equal(a, b):
+            out.append(a)
+        else:
+            raise TypeError(
+                f"{op_name}: incompatible broadcast shapes {shape_str(s1)} and {shape_str(s2)} "
+                f"(dimension {_dim_str(a)} vs {_dim_str(b)})"
+            )
+    longer = s1 if n1 > n2 else s2
+    out.extend(reversed(longer[: abs(n1 - n2)]))
+    return tuple(reversed(out))
+
+
+def broadcast_type(op_name: str, types: Sequence[TensorType], out_dtype: str | None = None):
+    """Broadcast any number of tensor types with one dtype; output dtype ``out_dtype`` or theirs."""
+    dtype = same_dtype(op_name, list(types))
+    shape = tuple(types[0].shape)
+    for t in types[1:]:
+        shape = broadcast_shapes(shape, t.shape, op_name)
+    return TensorType(shape, out_dtype or dtype)
+
+
+def _binary_types(arg_types, op_name):
+    check_num_args(op_name, arg_types, 2)
+    return [tensor_arg(arg_types, 0, op_name), tensor_arg(arg_types, 1, op_name)]
+
+
+def broadcast_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "broadcast") -> TensorType:
+    """Binary arithmetic: both operands share a dtype; the result has the broadcast shape."""
+    return broadcast_type(op_name, _binary_types(arg_types, op_name))
+
+
+def broadcast_comp_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "compare"):
+    """Comparisons: like ``broadcast_rel`` but the result is bool."""
+    return broadcast_type(op_name, _binary_types(arg_types, op_name), "bool")
+
+
+def named(rel, op_name: str):
+    """Bind the op name into a relation so its errors say which op failed."""
+
+    def bound(arg_types, attrs=None):
+        return rel(arg_types, attrs, op_name=op_name)
+
+    bound.__name__ = f"{rel.__name__}[{op_name}]"
+    bound.__qualname__ = bound.__name__
+    return bound
+
+
+def identity_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "op") -> TensorType:
+    """Unary elementwise: the output type is the input type."""
+    check_num_args(op_name, arg_types, 1)
+    return tensor_arg(arg_types, 0, op_name)
+
+
+def identity_comp_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "op") -> TensorType:
+    """Unary predicates (isnan, ...): the input shape with a bool dtype."""
+    check_num_args(op_name, arg_types, 1)
+    return TensorType(tensor_arg(arg_types, 0, op_name).shape, "bool")
+
+
+# --------------------------------------------------------------------------- axes / reductions
+def normalize_axis(axis: int, ndim: int, op_name: str = "op", extra: int = 0) -> int:
+    """A possibly negative axis in ``[-ndim-extra, ndim+extra)`` as a non-negative index."""
+    lim = ndim + extra
+    axis = int(axis)
+    if not -lim <= axis < max(lim, 1) or (lim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{op_name}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis + lim if axis < 0 else axis
+
+
+def reduce_axes(ndim: int, axis, exclude: bool = False, op_name: str = "reduce") -> list[int]:
+    """The sorted, de-duplicated axes reduced over (None means all; ``exclude`` complements)."""
+    if axis is None:
+        return [] if exclude else list(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    picked = []
+    for a in axis:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(
+                f"{op_name}: reduction axis {a} is out of range for a tensor of rank {ndim}"
+            )
+        a = a + ndim if a < 0 else a
+        if a in picked:
+            raise ValueError(f"{op_name}: axis {a} appears more than once")
+        picked.append(a)
+    picked.sort()
+    if exclude:
+        return [i for i in range(ndim) if i not in picked]
+    return picked
+
+
+def reduce_shape(shape: Sequence, axes: Sequence[int], keepdims: bool) -> tuple:
+    out = []
+    for i, d in enumerate(shape):
+        if i in axes:
+            if keepdims:
+                out.append(1)
+        else:
+            out.append(d)
+    return tuple(out)
+
+
+def reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "reduce") -> TensorType:
+    """sum/max/...: reduced shape (ReduceAttrs axis, keepdims, exclude), dtype kept."""
+    check_num_args(op_name, arg_types, 1)
+    t = tensor_arg(arg_types, 0, op_name)
+    axes = reduce_axes(len(t.shape), attrs.axis, attrs.exclude, op_name)
+    return TensorType(reduce_shape(t.shape, axes, attrs.keepdims), t.dtype)
+
+
+def arg_reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "argreduce") -> TensorType:
+    """argmax/argmin: the reduced shape with int32 indices."""
+    out = reduce_rel(arg_types, attrs, op_name)
+    return TensorType(out.shape, "int32")
+
+
+__all__ += ["named"]
