@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..ir.node import Node
 
 
-def _to_expr(value, dtype: str | None = None) -> "PrimExpr":
+def _to_expr(value, dtype: str | None = None) -> PrimExpr:
     if isinstance(value, PrimExpr):
         return value
     if isinstance(value, bool):
@@ -32,7 +32,7 @@ def _int_bits(dtype: str) -> int:
     return int(digits) if digits else 32
 
 
-def _unify(a, b) -> tuple["PrimExpr", "PrimExpr"]:
+def _unify(a, b) -> tuple[PrimExpr, PrimExpr]:
     """Convert two operands to PrimExprs of one dtype (constants follow the other side)."""
     if not isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
         return _to_expr(a, b.dtype), b
@@ -498,7 +498,7 @@ class Range(Node):
         self.span = span
 
     @staticmethod
-    def from_min_extent(min_value, extent, span=None) -> "Range":
+    def from_min_extent(min_value, extent, span=None) -> Range:
         r = Range.__new__(Range)
         r.min, r.extent = _unify(min_value, extent)
         r.span = span

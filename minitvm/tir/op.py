@@ -5,8 +5,24 @@ from __future__ import annotations
 import numpy as np
 
 from .expr import (
-    And, Call, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Not, Or,
-    PrimExpr, Select, StringImm, _to_expr, _unify,
+    And,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    StringImm,
+    _to_expr,
+    _unify,
 )
 
 # Float intrinsics with one argument: they keep the argument's dtype.

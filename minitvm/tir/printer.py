@@ -27,7 +27,7 @@ _KIND = {S.ForKind.PARALLEL: "parallel", S.ForKind.VECTORIZED: "vectorized",
 def _float_text(dtype: str, v: float) -> str:
     if math.isinf(v) or math.isnan(v):
         return f'T.{dtype}("{"-" if v < 0 else ""}{"inf" if math.isinf(v) else "nan"}")'
-    t = "%.17g" % v
+    t = f"{v:.17g}"
     if "e" not in t and "." not in t:
         t += ".0"
     return f"T.{dtype}({t})"
@@ -58,6 +58,12 @@ class NameTable:
 
     def has(self, obj) -> bool:
         return id(obj) in self.names
+
+    def release(self, obj) -> None:
+        """End ``obj``'s scope: its name may be reused by a later, unrelated object."""
+        name = self.names.get(id(obj))
+        if name is not None:
+            self.used.discard(name)
 
 
 class _ExprPrinter:
@@ -335,6 +341,8 @@ class _Printer:
                 ext = ", ".join(self.expr(lp.extent) for lp in loops)
                 self.out(ind, f"for {names} in T.grid({ext}):")
             self.stmt(loops[-1].body, ind + 1)
+            for lp in loops:
+                self.names.release(lp.loop_var)
             return
         self.loop_extent[id(s.loop_var)] = s.extent
         if isinstance(s.min, E.IntImm) and s.min.value == 0:
@@ -349,6 +357,7 @@ class _Printer:
             extra += f", annotations={self.attr_dict(s.annotations)}"
         self.out(ind, f"for {self.names.get(s.loop_var)} in T.{_KIND[s.kind]}({rng}{extra}):")
         self.stmt(s.body, ind + 1)
+        self.names.release(s.loop_var)
 
     def block(self, r: S.BlockRealize, ind: int) -> None:
         b = r.block
@@ -385,6 +394,10 @@ class _Printer:
             self.out(ind, "with T.init():")
             self.stmt(b.init, ind + 1)
         self.stmt(b.body, ind)
+        for iv in ivs:
+            self.names.release(iv.var)
+        for buf in b.alloc_buffers:
+            self.names.release(buf)
 
 
 def _same(a, b) -> bool:
