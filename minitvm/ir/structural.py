@@ -80,6 +80,10 @@ def _short(x, limit=400) -> str:
     return s if len(s) <= limit else s[:limit] + " ..."
 
 
+def _is_ndarray(x) -> bool:
+    return type(x).__name__ == "NDArray"
+
+
 def _array_equal(a, b) -> bool:
     a = np.asarray(a.numpy() if hasattr(a, "numpy") else a)
     b = np.asarray(b.numpy() if hasattr(b, "numpy") else b)
@@ -120,6 +124,10 @@ def _compare(lhs, rhs, map_free_vars: bool):
         key = (id(a), id(b))
         if key in seen:
             continue
+        if _is_ndarray(a) or _is_ndarray(b):
+            if not (_is_ndarray(a) and _is_ndarray(b)) or not _array_equal(a, b):
+                raise StructuralMismatch(path, a, b, "constant values differ")
+            continue
         if isinstance(a, Node) and isinstance(b, Node):
             seen.add(key)
             keep.append((a, b))
@@ -135,10 +143,6 @@ def _compare(lhs, rhs, map_free_vars: bool):
                 continue
             if type(a).__name__ == "DictAttrs":
                 stack.append((a._dict, b._dict, path, False))
-                continue
-            if type(a).__name__ == "NDArray" or hasattr(a, "_data") and hasattr(a, "numpy"):
-                if not _array_equal(a, b):
-                    raise StructuralMismatch(path, a, b, "constant values differ")
                 continue
             if type(a).__name__ == "IRModule":
                 stack.append((_module_items(a), _module_items(b), path, False))
@@ -234,6 +238,9 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     # exit entries carry how many child results to pop
     while stack:
         obj, is_def, phase, nchild = stack.pop()
+        if _is_ndarray(obj):
+            results.append(_leaf_hash(np.asarray(obj.numpy())))
+            continue
         if phase == 1:
             kids = results[len(results) - nchild:] if nchild else []
             del results[len(results) - nchild:]
@@ -265,9 +272,6 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
             elif type(obj).__name__ == "DictAttrs":
                 children = [(k, False) for k in obj._dict] + [(v, False) for v in
                                                               obj._dict.values()]
-            elif hasattr(obj, "_data") and hasattr(obj, "numpy"):
-                results.append(_leaf_hash(np.asarray(obj.numpy())))
-                continue
             elif type(obj).__name__ == "IRModule":
                 types, funcs = _module_items(obj)
                 children = [(k, False) for k in sorted(types)] + [

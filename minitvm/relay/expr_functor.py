@@ -12,10 +12,26 @@ from __future__ import annotations
 from ..ir.expr import GlobalVar
 from ..ir.op import Op
 from .adt import (
-    Clause, Constructor, Match, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
+    Clause,
+    Constructor,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
 )
 from .expr import (
-    Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 
 _METHOD = {

@@ -1,0 +1,121 @@
+"""Structural equality and hashing: alpha-equivalence, free vars, DAGs, deep chains, messages."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.ir import assert_structural_equal, structural_equal, structural_hash
+from minitvm.relay.expr import Call, Function, Let, Tuple, Var
+
+
+def _fn(name):
+    x = relay.var(name, shape=(2, 3))
+    return Function([x], Tuple([x, x]))
+
+
+def test_alpha_equivalent_functions_are_equal():
+    a, b = _fn("x"), _fn("y")
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+
+
+def test_free_vars_need_identity_unless_mapped():
+    x, y = relay.var("x", shape=(1,)), relay.var("x", shape=(1,))
+    assert not structural_equal(Tuple([x]), Tuple([y]))
+    assert structural_equal(Tuple([x]), Tuple([y]), map_free_vars=True)
+    assert structural_equal(Tuple([x]), Tuple([x]))
+
+
+def test_inconsistent_binding_is_unequal():
+    x, y = relay.var("x"), relay.var("y")
+    a = Function([x, y], Tuple([x, y]))
+    x2, y2 = relay.var("x"), relay.var("y")
+    b = Function([x2, y2], Tuple([y2, x2]))
+    assert not structural_equal(a, b)
+
+
+def test_type_annotations_and_constants_compared():
+    assert not structural_equal(_fn("x"), Function([relay.var("x", shape=(3, 2))],
+                                                   relay.Tuple([])))
+    c1, c2 = relay.const(np.ones(3, "float32")), relay.const(np.ones(3, "float32"))
+    c3 = relay.const(np.zeros(3, "float32"))
+    assert structural_equal(c1, c2) and structural_hash(c1) == structural_hash(c2)
+    assert not structural_equal(c1, c3)
+    assert not structural_equal(relay.const(1.0), relay.const(1, "int32"))
+
+
+def test_let_binding_alpha_equivalence():
+    def build(n):
+        x = relay.var(n)
+        return Let(x, relay.const(1.0), Tuple([x]))
+
+    assert structural_equal(build("a"), build("b"))
+    assert structural_hash(build("a")) == structural_hash(build("b"))
+
+
+def test_module_equality_by_function_names():
+    m1 = tvm.IRModule.from_expr(_fn("x"))
+    m2 = tvm.IRModule.from_expr(_fn("z"))
+    assert structural_equal(m1, m2)
+    assert structural_hash(m1) == structural_hash(m2)
+
+
+def test_failure_message_names_the_path():
+    x = relay.var("x", shape=(2,))
+    a = Function([x], Tuple([x, relay.const(1.0)]))
+    y = relay.var("y", shape=(2,))
+    b = Function([y], Tuple([y, relay.const(2.0)]))
+    with pytest.raises(ValueError, match=r"root\.body\.fields\[1\].*constant values differ"):
+        assert_structural_equal(a, b)
+
+
+def _dag(depth):
+    x = relay.var("x", shape=(1,))
+    e = x
+    for _ in range(depth):
+        e = Tuple([e, e])
+    return Function([x], e)
+
+
+def test_dag_sharing_is_not_exponential():
+    a, b = _dag(200), _dag(200)
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+
+
+def _chain(n, name="x"):
+    x = relay.var(name, shape=(1,))
+    e = x
+    for _ in range(n):
+        e = Tuple([e])
+    return Function([x], e)
+
+
+def _let_chain(n, name="v"):
+    vs = [relay.var(f"{name}{i}") for i in range(n)]
+    body = vs[-1]
+    for i in reversed(range(n)):
+        body = Let(vs[i], relay.const(1.0) if i == 0 else vs[i - 1], body)
+    return body
+
+
+def test_deep_chains_at_default_recursion_limit():
+    a, b = _chain(100_000, "a"), _chain(100_000, "b")
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+    la, lb = _let_chain(100_000, "p"), _let_chain(100_000, "q")
+    assert structural_equal(la, lb)
+    assert structural_hash(la) == structural_hash(lb)
+
+
+def test_call_attrs_compared():
+    from minitvm.ir.attrs import make_attrs_class
+
+    A = make_attrs_class("TestStructAttrs", [("axis", 0)])
+    op = tvm.ir.Op.get  # noqa: F841
+    x = relay.var("x")
+    f = relay.GlobalVar("f")
+    assert structural_equal(Call(f, [x], A(axis=1)), Call(f, [x], A(axis=1)))
+    assert not structural_equal(Call(f, [x], A(axis=1)), Call(f, [x], A(axis=2)))
+    assert isinstance(x, Var)
