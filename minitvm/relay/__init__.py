@@ -24,6 +24,7 @@ from .op.tensor import *
 from .op.transform import *
 
 from . import analysis, transform
+from .build_module import create_executor
 
 ScopeBuilder = None  # set by relay.scope_builder when available
 scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731

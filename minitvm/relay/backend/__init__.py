@@ -1,1 +1,4 @@
-"""Placeholder package; filled in by its owner."""
+"""Relay back ends: the debug interpreter and the executors built on compiled code."""
+
+from . import interpreter
+from .interpreter import ConstructorValue, Executor, Interpreter, RefValue

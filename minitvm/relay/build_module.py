@@ -1,0 +1,88 @@
+"""``relay.create_executor`` and the executor kinds; ``relay.build`` is added here later.
+
+Until the native back end lands, the "graph", "vm" and "aot" executors run the program in the
+debug interpreter after type inference (same results, no compilation). They are separate classes
+so that the compiled executors can replace them without changing callers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.module import IRModule
+from ..runtime.ndarray import NDArray, cpu
+from .backend.executor import Executor
+from .backend.interpreter import Interpreter
+from .expr import Constant, Function, bind
+
+__all__ = [
+    "create_executor", "bind_params_by_name", "Executor", "Interpreter", "GraphExecutor",
+    "VMExecutor", "AotExecutor",
+]
+
+
+def bind_params_by_name(func: Function, params: dict) -> Function:
+    """Replace ``func``'s parameters named in ``params`` by constants (and drop them)."""
+    by_name: dict = {}
+    for p in func.params:
+        by_name[p.name_hint] = None if p.name_hint in by_name else p
+    binds = {}
+    for name, value in params.items():
+        if name not in by_name:
+            continue
+        var = by_name[name]
+        if var is None:
+            raise ValueError(f"multiple parameters of the function are named {name!r}")
+        arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+        binds[var] = Constant(arr)
+    return bind(func, binds) if binds else func
+
+
+class GraphExecutor(Interpreter):
+    """``create_executor("graph")``: for now evaluated by the interpreter (see module doc)."""
+
+
+class VMExecutor(Interpreter):
+    """``create_executor("vm")``: for now evaluated by the interpreter (see module doc)."""
+
+
+class AotExecutor(Interpreter):
+    """``create_executor("aot")``: for now evaluated by the interpreter (see module doc)."""
+
+
+_KINDS = {"debug": Interpreter, "graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor}
+
+
+def create_executor(kind: str = "debug", mod: IRModule | None = None, device=None,
+                    target="llvm", params: dict | None = None) -> Executor:
+    """Create an executor for ``mod``: ``kind`` is "debug", "graph", "vm" or "aot".
+
+    Parameters
+    ----------
+    kind : str
+        The executor kind.
+    mod : IRModule
+        The module to run (an empty one when None).
+    device : Device
+        The device to run on (``tvm.cpu(0)`` when None).
+    target : str or Target
+        The compilation target.
+    params : dict of str to NDArray
+        Values bound to ``main``'s parameters of the same name (they become constants).
+    """
+    if mod is None:
+        mod = IRModule()
+    if device is None:
+        device = cpu(0)
+    if params is not None:
+        mod = mod.shallow_copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    cls = _KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown executor kind {kind!r}; expected one of {sorted(_KINDS)}")
+    return cls(mod, device, target)
+
+
+# --------------------------------------------------------------------------- relay.build
+# ``build``, ``optimize`` and the graph executor factory module are added below by the back-end
+# work; keep ``create_executor`` above independent of them.
