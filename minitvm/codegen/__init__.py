@@ -1,1 +1,4 @@
-"""Placeholder package; filled in by its owner."""
+"""Native code generation: TIR PrimFuncs to machine code with llvmlite (target ``"llvm"``)."""
+
+from .build import build, cache_info, clear_cache, compile_prim_func
+from .module import KernelFunction, Module

@@ -1,0 +1,110 @@
+"""``codegen.build``: PrimFuncs (or an IRModule of them) to a callable native Module.
+
+Compiled kernels are cached in process by a hash of their TVMScript text (the function's own
+name excluded), so identical kernels compile once however many names they have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+from ..tir.analysis import verify_well_formed
+from ..tir.function import PrimFunc
+from ..tir.printer import script
+from .llvm import jit
+from .llvm.codegen import CodeGenLLVM, KernelSignature
+from .module import KernelFunction, Module
+
+CODEGEN_VERSION = "1"
+_CACHE: dict[str, tuple] = {}
+_STATS = {"hits": 0, "misses": 0}
+_LOCK = threading.Lock()
+
+
+def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
+    if isinstance(inputs, PrimFunc):
+        gsym = inputs.attrs.get("global_symbol") if inputs.attrs else None
+        return {name or gsym or "main": inputs}
+    if isinstance(inputs, dict):
+        items = inputs.items()
+    elif hasattr(inputs, "functions"):
+        items = inputs.functions.items()
+    elif isinstance(inputs, (list, tuple)):
+        out = {}
+        for k, f in enumerate(inputs):
+            gsym = f.attrs.get("global_symbol") if f.attrs else None
+            out[gsym or f"func{k}"] = f
+        return out
+    else:
+        raise TypeError(f"cannot build {type(inputs).__name__}; expected a PrimFunc or IRModule")
+    out = {}
+    for key, f in items:
+        if isinstance(f, PrimFunc):
+            out[getattr(key, "name_hint", key)] = f
+    return out
+
+
+def _target_ok(target) -> None:
+    kind = str(getattr(target, "kind", target) or "llvm")
+    kind = getattr(target, "kind", None) and str(getattr(target.kind, "name", target.kind)) or kind
+    if not str(kind).split()[0] in ("llvm", "c", "cpu"):
+        raise ValueError(f"codegen.build only supports the 'llvm' target, got {target!r}")
+
+
+def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
+                      opt_level: int = 3) -> tuple[KernelFunction, str]:
+    """Compile one PrimFunc (through the cache); return its callable and its LLVM IR."""
+    verify_well_formed(func)
+    text = script(func, name="kernel")
+    key = hashlib.sha256(f"{CODEGEN_VERSION}|{fast_math}|{opt_level}|{text}".encode()).hexdigest()
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _STATS["hits"] += 1
+    if hit is None:
+        symbol = "mtvm_" + key[:20]
+        cg = CodeGenLLVM(func, symbol, fast_math=fast_math,
+                         gomp=bool(jit.threadpool.gomp_symbol_addresses()))
+        ir_text = cg.generate()
+        compiled = jit.compile_ir(ir_text, symbol, opt_level)
+        hit = (compiled, ir_text)
+        with _LOCK:
+            _CACHE[key] = hit
+            _STATS["misses"] += 1
+    compiled, ir_text = hit
+    return KernelFunction(name, KernelSignature(func, name), compiled.address, compiled), ir_text
+
+
+def build(inputs, target="llvm", name: str | None = None, fast_math: bool = False,
+          opt_level: int = 3) -> Module:
+    """Compile PrimFuncs to native code for the host CPU.
+
+    Parameters
+    ----------
+    inputs : PrimFunc, IRModule, dict[str, PrimFunc] or list of PrimFunc
+        The functions to compile; an IRModule's non-TIR functions are ignored.
+    target : str
+        Only ``"llvm"`` (the host CPU) is supported.
+    name : str, optional
+        The function name when ``inputs`` is one PrimFunc (default: its global_symbol or main).
+    fast_math : bool
+        Allow LLVM to reassociate float arithmetic (vectorizes float reductions).
+    """
+    _target_ok(target)
+    kernels, sources = {}, {}
+    for fname, func in _functions(inputs, name).items():
+        kernels[fname], sources[fname] = compile_prim_func(func, fname, fast_math, opt_level)
+    return Module(kernels, sources)
+
+
+def cache_info() -> dict:
+    """Kernel cache statistics: hits, misses and number of cached kernels."""
+    with _LOCK:
+        return {**_STATS, "size": len(_CACHE)}
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+        _STATS["hits"] = _STATS["misses"] = 0

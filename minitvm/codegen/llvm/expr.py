@@ -1,0 +1,385 @@
+"""Expression emission: TIR PrimExprs to LLVM values, scalar or vector.
+
+Inside a vectorized loop the loop variable is a ``RampVal`` (base, stride, lanes); affine index
+arithmetic keeps it symbolic so a unit-stride access becomes one vector load or store, and
+anything else is widened to LLVM vectors. Expressions are emitted from an explicit post-order.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...tir import expr as E
+from ...tir.stmt_functor import expr_children
+from . import types as T
+
+LLVM_INTRINSICS = {
+    "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
+    "log10": "llvm.log10", "sqrt": "llvm.sqrt", "fabs": "llvm.fabs", "floor": "llvm.floor",
+    "ceil": "llvm.ceil", "round": "llvm.nearbyint", "nearbyint": "llvm.nearbyint",
+    "trunc": "llvm.trunc", "sin": "llvm.sin", "cos": "llvm.cos", "pow": "llvm.pow",
+    "copysign": "llvm.copysign",
+}
+LIBM = ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+        "log1p", "atan2", "fmod", "hypot", "nextafter")
+
+
+class RampVal:
+    """The integer vector ``base + [0, stride, 2*stride, ...]`` kept symbolic."""
+
+    __slots__ = ("base", "stride", "lanes")
+
+    def __init__(self, base: ir.Value, stride: int, lanes: int):
+        self.base = base
+        self.stride = stride
+        self.lanes = lanes
+
+
+def lanes_of(v) -> int:
+    if isinstance(v, RampVal):
+        return v.lanes
+    return v.type.count if isinstance(v.type, ir.VectorType) else 1
+
+
+class ExprEmitter:
+    """Mixin of CodeGenLLVM: ``emit(expr)`` returns an LLVM value (or a RampVal)."""
+
+    builder: ir.IRBuilder
+    module: ir.Module
+    env: dict
+    fmf: tuple
+
+    # ---------------------------------------------------------------- driver
+    def emit(self, root, memo: dict | None = None):
+        memo = {} if memo is None else memo
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in memo:
+                continue
+            if ready:
+                memo[id(node)] = self._emit_node(node, memo)
+                continue
+            stack.append((node, True))
+            for c in self._deps(node):
+                if id(c) not in memo:
+                    stack.append((c, False))
+        return memo[id(root)]
+
+    def emit_scalar(self, e) -> ir.Value:
+        v = self.emit(e)
+        if lanes_of(v) != 1:
+            raise ValueError(f"expected a scalar expression, got a vector: {e!r}")
+        return v
+
+    @staticmethod
+    def _deps(node) -> tuple:
+        if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
+            return (node.args[0],)
+        if isinstance(node, E.Let):
+            return (node.value,)
+        return expr_children(node)
+
+    def _emit_node(self, e, memo):
+        t = type(e)
+        if t is E.IntImm:
+            return ir.Constant(T.llvm_type(e.dtype), e.value)
+        if t is E.FloatImm:
+            return ir.Constant(T.llvm_type(e.dtype), e.value)
+        if isinstance(e, E.Var):
+            try:
+                return self.env[id(e)]
+            except KeyError:
+                raise ValueError(f"variable {e.name!r} is not defined here") from None
+        if isinstance(e, E.BinaryOp):
+            return self._binary(e, memo[id(e.a)], memo[id(e.b)])
+        if t is E.Cast:
+            return self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+        if t is E.Not:
+            a = memo[id(e.a)]
+            return self.builder.xor(a, T.const(a.type, 1))
+        if t is E.Select:
+            c, a, b = (memo[id(x)] for x in (e.condition, e.true_value, e.false_value))
+            c, a, b = self._match(c, a, b)
+            return self.builder.select(c, a, b)
+        if t is E.BufferLoad:
+            return self.load(e.buffer, [memo[id(i)] for i in e.indices])
+        if t is E.Ramp:
+            base, stride = memo[id(e.base)], memo[id(e.stride)]
+            if isinstance(e.stride, E.IntImm) and lanes_of(base) == 1:
+                return RampVal(base, e.stride.value, e.lanes)
+            steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
+            b = self.broadcast(base, e.lanes)
+            return self.builder.add(b, self.builder.mul(self.broadcast(stride, e.lanes), steps))
+        if t is E.Broadcast:
+            return self.broadcast(memo[id(e.value)], e.lanes)
+        if t is E.Let:
+            self.env[id(e.var)] = memo[id(e.value)]
+            try:
+                return self.emit(e.body, dict(memo))
+            finally:
+                del self.env[id(e.var)]
+        if t is E.Call:
+            return self._call(e, memo)
+        if t is E.StringImm:
+            return self._cstring(e.value)
+        raise NotImplementedError(f"llvm codegen does not support {t.__name__}")
+
+    # ---------------------------------------------------------------- vectors
+    def broadcast(self, v, lanes: int):
+        if isinstance(v, RampVal):
+            steps = ir.Constant(ir.VectorType(v.base.type, lanes),
+                                [k * v.stride for k in range(lanes)])
+            return self.builder.add(self.broadcast(v.base, lanes), steps)
+        if isinstance(v.type, ir.VectorType):
+            return v
+        vt = ir.VectorType(v.type, lanes)
+        if isinstance(v, ir.Constant):
+            return ir.Constant(vt, [v] * lanes)
+        one = self.builder.insert_element(ir.Constant(vt, ir.Undefined), v, T.I32(0))
+        mask = ir.Constant(ir.VectorType(T.I32, lanes), [0] * lanes)
+        return self.builder.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
+
+    def _match(self, *vals):
+        lanes = max(lanes_of(v) for v in vals)
+        if lanes == 1:
+            return vals
+        return tuple(self.broadcast(v, lanes) for v in vals)
+
+    # ---------------------------------------------------------------- arithmetic
+    def _binary(self, e, a, b):
+        dtype = e.a.dtype
+        ramp = isinstance(a, RampVal) or isinstance(b, RampVal)
+        t = type(e)
+        if ramp and t in (E.Add, E.Sub, E.Mul):
+            r = self._ramp_arith(t, a, b)
+            if r is not None:
+                return r
+        a, b = self._match(a, b)
+        bld = self.builder
+        if isinstance(e, E.CmpOp):
+            if t is E.And:
+                return bld.and_(a, b)
+            if t is E.Or:
+                return bld.or_(a, b)
+            op = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}[t]
+            if T.is_float(dtype):
+                return bld.fcmp_unordered(op, a, b) if op == "!=" else bld.fcmp_ordered(op, a, b)
+            if T.is_unsigned(dtype):
+                return bld.icmp_unsigned(op, a, b)
+            return bld.icmp_signed(op, a, b)
+        if T.is_float(dtype):
+            f = self.fmf
+            if t is E.Add:
+                return bld.fadd(a, b, flags=f)
+            if t is E.Sub:
+                return bld.fsub(a, b, flags=f)
+            if t is E.Mul:
+                return bld.fmul(a, b, flags=f)
+            if t is E.Div:
+                return bld.fdiv(a, b, flags=f)
+            if t is E.Mod:
+                return bld.frem(a, b, flags=f)
+            if t is E.FloorDiv:
+                return self._intrin("llvm.floor", [bld.fdiv(a, b, flags=f)])
+            if t is E.FloorMod:
+                q = self._intrin("llvm.floor", [bld.fdiv(a, b, flags=f)])
+                return bld.fsub(a, bld.fmul(q, b, flags=f), flags=f)
+            if t is E.Min:
+                return bld.select(bld.fcmp_ordered("<", a, b), a, b)
+            if t is E.Max:
+                return bld.select(bld.fcmp_ordered(">", a, b), a, b)
+        unsigned = T.is_unsigned(dtype)
+        nsw = () if unsigned else ("nsw",)
+        if t is E.Add:
+            return bld.add(a, b, flags=nsw)
+        if t is E.Sub:
+            return bld.sub(a, b, flags=nsw)
+        if t is E.Mul:
+            return bld.mul(a, b, flags=nsw)
+        if t is E.Div:
+            return bld.udiv(a, b) if unsigned else bld.sdiv(a, b)
+        if t is E.Mod:
+            return bld.urem(a, b) if unsigned else bld.srem(a, b)
+        if t is E.FloorDiv:
+            if unsigned:
+                return bld.udiv(a, b)
+            q, r = bld.sdiv(a, b), bld.srem(a, b)
+            zero = T.const(a.type, 0)
+            fix = bld.and_(bld.icmp_signed("!=", r, zero),
+                           bld.icmp_signed("<", bld.xor(r, b), zero))
+            return bld.sub(q, bld.zext(fix, a.type))
+        if t is E.FloorMod:
+            if unsigned:
+                return bld.urem(a, b)
+            r = bld.srem(a, b)
+            zero = T.const(a.type, 0)
+            fix = bld.and_(bld.icmp_signed("!=", r, zero),
+                           bld.icmp_signed("<", bld.xor(r, b), zero))
+            return bld.select(fix, bld.add(r, b), r)
+        if t is E.Min:
+            cmp = bld.icmp_unsigned if unsigned else bld.icmp_signed
+            return bld.select(cmp("<", a, b), a, b)
+        if t is E.Max:
+            cmp = bld.icmp_unsigned if unsigned else bld.icmp_signed
+            return bld.select(cmp(">", a, b), a, b)
+        raise NotImplementedError(f"binary op {t.__name__} on {dtype}")
+
+    def _ramp_arith(self, t, a, b):
+        bld = self.builder
+        ra, rb = isinstance(a, RampVal), isinstance(b, RampVal)
+        if ra and rb:
+            if t is E.Mul:
+                return None
+            base = bld.add(a.base, b.base) if t is E.Add else bld.sub(a.base, b.base)
+            return RampVal(base, a.stride + (b.stride if t is E.Add else -b.stride), a.lanes)
+        r, s = (a, b) if ra else (b, a)
+        if lanes_of(s) != 1:
+            return None
+        if t is E.Add:
+            return RampVal(bld.add(r.base, s, flags=("nsw",)), r.stride, r.lanes)
+        if t is E.Sub:
+            if ra:
+                return RampVal(bld.sub(r.base, s, flags=("nsw",)), r.stride, r.lanes)
+            return RampVal(bld.sub(s, r.base, flags=("nsw",)), -r.stride, r.lanes)
+        if isinstance(s, ir.Constant):  # Mul by a constant keeps the ramp
+            c = int(s.constant)
+            return RampVal(bld.mul(r.base, s, flags=("nsw",)), r.stride * c, r.lanes)
+        return None
+
+    def _cast(self, v, src: str, dst: str):
+        bld = self.builder
+        sk, sbits, _ = T.parse_dtype(src)
+        dk, dbits, _ = T.parse_dtype(dst)
+        if isinstance(v, RampVal) and sk in ("int", "uint") and dk in ("int", "uint"):
+            return RampVal(self._cast(v.base, src, dst), v.stride, v.lanes)
+        lanes = lanes_of(v)
+        if isinstance(v, RampVal):
+            v = self.broadcast(v, lanes)
+        to = T.llvm_type(dst, lanes)
+        if v.type == to:
+            return v
+        sf, df = sk == "float", dk == "float"
+        if dk == "bool":
+            zero = T.const(v.type, 0)
+            return bld.fcmp_unordered("!=", v, zero) if sf else bld.icmp_unsigned("!=", v, zero)
+        if sf and df:
+            return bld.fpext(v, to) if dbits > sbits else bld.fptrunc(v, to)
+        if sf:
+            return bld.fptoui(v, to) if dk == "uint" else bld.fptosi(v, to)
+        if df:
+            return bld.uitofp(v, to) if sk in ("uint", "bool") else bld.sitofp(v, to)
+        if dbits > sbits:
+            return bld.zext(v, to) if sk in ("uint", "bool") else bld.sext(v, to)
+        return bld.trunc(v, to)
+
+    # ---------------------------------------------------------------- calls
+    def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+    def _intrin(self, base: str, args: list) -> ir.Value:
+        name = f"{base}.{T.mangle(args[0].type)}"
+        fn = self._declare(name, args[0].type, [a.type for a in args])
+        return self.builder.call(fn, args)
+
+    def _libm(self, name: str, args: list, dtype: str) -> ir.Value:
+        lanes = lanes_of(args[0])
+        sname = name + ("f" if T.parse_dtype(dtype)[1] == 32 else "")
+        st = T.scalar_type(dtype)
+        fn = self._declare(sname, st, [st] * len(args))
+        if lanes == 1:
+            return self.builder.call(fn, args)
+        out = ir.Constant(ir.VectorType(st, lanes), ir.Undefined)
+        for k in range(lanes):
+            lane = [self.builder.extract_element(a, T.I32(k)) for a in args]
+            out = self.builder.insert_element(out, self.builder.call(fn, lane), T.I32(k))
+        return out
+
+    def _call(self, e, memo):
+        name = e.op_name
+        short = name[4:] if name.startswith("tir.") else name
+        bld = self.builder
+        if short == "if_then_else":
+            return self._if_then_else(e, memo)
+        args = [memo[id(a)] for a in e.args]
+        if short in ("likely",):
+            return args[0]
+        if short in ("call_extern", "call_pure_extern"):
+            fname = e.args[0].value
+            vals = [a if not isinstance(a, RampVal) else self.broadcast(a, a.lanes)
+                    for a in args[1:]]
+            fn = self._declare(fname, T.llvm_type(e.dtype), [v.type for v in vals])
+            return bld.call(fn, vals)
+        args = list(self._match(*args)) if args else args
+        dtype = e.args[0].dtype if e.args else e.dtype
+        if short in LLVM_INTRINSICS and T.is_float(dtype):
+            return self._intrin(LLVM_INTRINSICS[short], args)
+        if short in LIBM:
+            return self._libm(short, args, dtype)
+        one = T.const(args[0].type, 1.0) if args and T.is_float(dtype) else None
+        if short == "sigmoid":
+            neg = bld.fneg(args[0], flags=self.fmf)
+            den = bld.fadd(one, self._intrin("llvm.exp", [neg]), flags=self.fmf)
+            return bld.fdiv(one, den, flags=self.fmf)
+        if short == "rsqrt":
+            return bld.fdiv(one, self._intrin("llvm.sqrt", args), flags=self.fmf)
+        if short == "exp10":
+            ten = T.const(args[0].type, 10.0)
+            return self._intrin("llvm.pow", [ten, args[0]])
+        if short == "isnan":
+            return bld.fcmp_unordered("uno", args[0], args[0])
+        if short in ("isinf", "isfinite"):
+            a = self._intrin("llvm.fabs", args)
+            inf = T.const(a.type, float("inf"))
+            return bld.fcmp_ordered("==" if short == "isinf" else "<", a, inf)
+        if short == "reinterpret":
+            return bld.bitcast(args[0], T.llvm_type(e.dtype, lanes_of(args[0])))
+        bitwise = {"bitwise_and": bld.and_, "bitwise_or": bld.or_, "bitwise_xor": bld.xor,
+                   "shift_left": bld.shl}
+        if short in bitwise:
+            return bitwise[short](args[0], args[1])
+        if short == "shift_right":
+            return (bld.lshr if T.is_unsigned(dtype) else bld.ashr)(args[0], args[1])
+        if short == "bitwise_not":
+            return bld.xor(args[0], T.const(args[0].type, -1))
+        raise NotImplementedError(f"llvm codegen does not support the intrinsic {name!r}")
+
+    def _if_then_else(self, e, memo):
+        cond = memo[id(e.args[0])]
+        bld = self.builder
+        if lanes_of(cond) != 1:  # inside a vector loop: both sides, then select
+            t = self.emit(e.args[1], dict(memo))
+            f = self.emit(e.args[2], dict(memo))
+            c, t, f = self._match(cond, t, f)
+            return bld.select(c, t, f)
+        then_bb = bld.append_basic_block("ite.then")
+        else_bb = bld.append_basic_block("ite.else")
+        end_bb = bld.append_basic_block("ite.end")
+        bld.cbranch(cond, then_bb, else_bb)
+        bld.position_at_end(then_bb)
+        tv = self.emit(e.args[1], dict(memo))
+        then_end = bld.block
+        bld.branch(end_bb)
+        bld.position_at_end(else_bb)
+        fv = self.emit(e.args[2], dict(memo))
+        else_end = bld.block
+        bld.branch(end_bb)
+        bld.position_at_end(end_bb)
+        tv, fv = (v if not isinstance(v, RampVal) else self.broadcast(v, v.lanes)
+                  for v in (tv, fv))
+        phi = bld.phi(tv.type)
+        phi.add_incoming(tv, then_end)
+        phi.add_incoming(fv, else_end)
+        return phi
+
+    def _cstring(self, text: str) -> ir.Value:
+        data = bytearray(text.encode() + b"\0")
+        ty = ir.ArrayType(ir.IntType(8), len(data))
+        gv = ir.GlobalVariable(self.module, ty, name=self.module.get_unique_name("str"))
+        gv.global_constant = True
+        gv.linkage = "internal"
+        gv.initializer = ir.Constant(ty, data)
+        return gv

@@ -1,0 +1,404 @@
+"""Statement emission: loops (serial, unrolled, vectorized, parallel), stores, blocks, allocation.
+
+Statements recurse only on nesting (loop bodies, branches); sequences and let chains are walked
+with a work list. A parallel loop is outlined into ``<fn>_par<k>(ptr closure)`` and run through
+libgomp's ``GOMP_parallel``; each thread takes one contiguous chunk of the iterations.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.stmt_functor import post_order, walk_stmts
+from . import types as T
+from .expr import RampVal, lanes_of
+
+MAX_UNROLL = 64
+MAX_VECTOR_LANES = 64
+STACK_LIMIT_BYTES = 128 * 1024
+
+
+def _const_int(e) -> int | None:
+    return e.value if isinstance(e, E.IntImm) else None
+
+
+def _uses_var(e, var) -> bool:
+    return any(n is var for n in post_order(e))
+
+
+class StmtEmitter:
+    """Mixin of CodeGenLLVM: ``emit_stmt(stmt)``."""
+
+    def emit_stmt(self, root) -> None:
+        work = [root]
+        while work:
+            s = work.pop()
+            if callable(s):
+                s()
+                continue
+            t = type(s)
+            if t is S.SeqStmt:
+                work.extend(reversed(s.seq))
+            elif t is S.LetStmt:
+                self.env[id(s.var)] = self.emit(s.value)
+                work.append(lambda v=s.var: self.env.pop(id(v), None))
+                work.append(s.body)
+            elif t is S.Allocate:
+                shape = list(s.extents)
+                ptr, cleanup = self.allocate(s.dtype, shape, s.buffer_var.name)
+                self.env[id(s.buffer_var)] = ptr
+                work.append(cleanup)
+                work.append(s.body)
+            elif t in (S.DeclBuffer, S.AttrStmt):
+                work.append(s.body)
+            elif t is S.AssertStmt:
+                work.append(s.body)
+            elif t is S.BufferStore:
+                self.emit_store(s)
+            elif t is S.For:
+                self.emit_for(s)
+            elif t is S.IfThenElse:
+                self.emit_if(s)
+            elif t is S.Evaluate:
+                self.emit(s.value)
+            elif t is S.BlockRealize:
+                self.emit_block(s)
+            elif t is S.Block:
+                self.emit_block(S.BlockRealize([iv.var for iv in s.iter_vars], True, s))
+            else:
+                raise NotImplementedError(f"llvm codegen does not support {t.__name__}")
+
+    # ---------------------------------------------------------------- stores and branches
+    def emit_store(self, s: S.BufferStore) -> None:
+        memo: dict = {}
+        value = self.emit(s.value, memo)
+        idx = [self.emit(i, memo) for i in s.indices]
+        self.store(s.buffer, idx, value)
+
+    def emit_if(self, s: S.IfThenElse) -> None:
+        cond = self.emit_scalar(s.condition)
+        bld = self.builder
+        then_bb = bld.append_basic_block("if.then")
+        end_bb = bld.append_basic_block("if.end")
+        else_bb = bld.append_basic_block("if.else") if s.else_case is not None else end_bb
+        bld.cbranch(cond, then_bb, else_bb)
+        bld.position_at_end(then_bb)
+        self.emit_stmt(s.then_case)
+        bld.branch(end_bb)
+        if s.else_case is not None:
+            bld.position_at_end(else_bb)
+            self.emit_stmt(s.else_case)
+            bld.branch(end_bb)
+        bld.position_at_end(end_bb)
+
+    def emit_guarded(self, cond, fn) -> None:
+        bld = self.builder
+        then_bb = bld.append_basic_block("guard.then")
+        end_bb = bld.append_basic_block("guard.end")
+        bld.cbranch(cond, then_bb, end_bb)
+        bld.position_at_end(then_bb)
+        fn()
+        bld.branch(end_bb)
+        bld.position_at_end(end_bb)
+
+    # ---------------------------------------------------------------- blocks
+    def emit_block(self, r: S.BlockRealize) -> None:
+        b = r.block
+        vals = [self.emit_scalar(v) for v in r.iter_values]
+        for iv, v in zip(b.iter_vars, vals):
+            self.env[id(iv.var)] = v
+        cleanups = []
+        for buf in b.alloc_buffers:
+            ptr, cleanup = self.allocate(buf.dtype, list(buf.shape), buf.name)
+            self.env[id(buf.data)] = ptr
+            cleanups.append(cleanup)
+
+        def body():
+            if b.init is not None:
+                conds = [E.EQ(iv.var, iv.dom.min) for iv in b.iter_vars
+                         if iv.iter_type == E.IterVar.CommReduce]
+                if conds:
+                    cond = conds[0]
+                    for c in conds[1:]:
+                        cond = E.And(cond, c)
+                    self.emit_guarded(self.emit_scalar(cond), lambda: self.emit_stmt(b.init))
+                else:
+                    self.emit_stmt(b.init)
+            self.emit_stmt(b.body)
+
+        if S.is_true(r.predicate):
+            body()
+        else:
+            self.emit_guarded(self.emit_scalar(r.predicate), body)
+        for c in reversed(cleanups):
+            c()
+        for iv in b.iter_vars:
+            self.env.pop(id(iv.var), None)
+
+    # ---------------------------------------------------------------- allocation
+    def allocate(self, dtype: str, shape: list, name: str):
+        """Stack memory when small and constant-sized, else ``malloc``; returns (ptr, cleanup)."""
+        et = self.mem_type(dtype)
+        n = 1
+        for d in shape:
+            c = _const_int(d)
+            if c is None:
+                n = None
+                break
+            n *= c
+        if n is not None and n * max(1, T.element_bytes(dtype)) <= STACK_LIMIT_BYTES:
+            with self.builder.goto_block(self.entry_block):
+                if self.entry_block.instructions:
+                    self.builder.position_before(self.entry_block.instructions[0])
+                ptr = self.builder.alloca(ir.ArrayType(et, max(n, 1)), name=name)
+                ptr.align = 64
+            return ptr, (lambda: None)
+        count = ir.Constant(T.I64, 1)
+        for d in shape:
+            count = self.builder.mul(count, self.to_i64(self.emit_scalar(d)))
+        nbytes = self.builder.mul(count, ir.Constant(T.I64, max(1, T.element_bytes(dtype))))
+        nbytes = self.builder.add(nbytes, ir.Constant(T.I64, 64))
+        malloc = self._declare("malloc", T.PTR, [T.I64])
+        free = self._declare("free", T.VOID, [T.PTR])
+        ptr = self.builder.call(malloc, [nbytes], name=name)
+        return ptr, (lambda: self.builder.call(free, [ptr]))
+
+    # ---------------------------------------------------------------- loops
+    def emit_for(self, s: S.For) -> None:
+        kind = s.kind
+        extent = _const_int(s.extent)
+        if kind == S.ForKind.PARALLEL and self.parallel_depth == 0 and self.gomp:
+            return self.emit_parallel(s)
+        if (kind == S.ForKind.VECTORIZED and self.lanes == 1 and extent is not None
+                and 1 < extent <= MAX_VECTOR_LANES and self._vectorizable(s)):
+            return self.emit_vectorized(s, extent)
+        if kind == S.ForKind.UNROLLED and extent is not None and extent <= MAX_UNROLL:
+            base = self.emit_scalar(s.min)
+            for k in range(extent):
+                self.env[id(s.loop_var)] = self.builder.add(base, ir.Constant(base.type, k))
+                self.emit_stmt(s.body)
+            self.env.pop(id(s.loop_var), None)
+            return None
+        lo = self.emit_scalar(s.min)
+        ext = self.emit_scalar(s.extent)
+        self.serial_loop(s.loop_var, lo, self.builder.add(lo, ext), lambda: self.emit_stmt(s.body))
+        return None
+
+    def serial_loop(self, var, lo, hi, body) -> None:
+        """``for var in [lo, hi): body()`` as a canonical LLVM loop."""
+        bld = self.builder
+        pre = bld.block
+        head = bld.append_basic_block("for.head")
+        body_bb = bld.append_basic_block("for.body")
+        end = bld.append_basic_block("for.end")
+        bld.branch(head)
+        bld.position_at_end(head)
+        i = bld.phi(lo.type, name=getattr(var, "name", "i"))
+        i.add_incoming(lo, pre)
+        bld.cbranch(bld.icmp_signed("<", i, hi), body_bb, end)
+        bld.position_at_end(body_bb)
+        self.env[id(var)] = i
+        body()
+        nxt = bld.add(i, ir.Constant(lo.type, 1), flags=("nsw",))
+        i.add_incoming(nxt, bld.block)
+        bld.branch(head)
+        bld.position_at_end(end)
+        self.env.pop(id(var), None)
+
+    def _vectorizable(self, s: S.For) -> bool:
+        """Only stores whose index moves with the loop var, and no control flow inside."""
+        for st in walk_stmts(s.body):
+            if isinstance(st, S.BufferStore):
+                if not any(_uses_var(i, s.loop_var) for i in st.indices):
+                    return False
+            elif not isinstance(st, S.SeqStmt):
+                return False
+        return True
+
+    def emit_vectorized(self, s: S.For, lanes: int) -> None:
+        self.lanes = lanes
+        base = self.emit_scalar(s.min)
+        self.env[id(s.loop_var)] = RampVal(base, 1, lanes)
+        try:
+            self.emit_stmt(s.body)
+        finally:
+            self.lanes = 1
+            self.env.pop(id(s.loop_var), None)
+
+    # ---------------------------------------------------------------- parallel
+    def emit_parallel(self, s: S.For) -> None:
+        """Outline the loop body into a function and run it on the OpenMP thread pool."""
+        captured = [(k, v) for k, v in self.env.items() if isinstance(v, ir.Value)
+                    and not isinstance(v, RampVal)]
+        lo = self.emit_scalar(s.min)
+        ext = self.emit_scalar(s.extent)
+        fields = [v.type for _, v in captured] + [lo.type, ext.type]
+        sty = ir.LiteralStructType(fields)
+        bld = self.builder
+        with bld.goto_block(self.entry_block):
+            if self.entry_block.instructions:
+                bld.position_before(self.entry_block.instructions[0])
+            closure = bld.alloca(sty, name="closure")
+        for k, (_, v) in enumerate([*captured, (None, lo), (None, ext)]):
+            bld.store(v, bld.gep(closure, [T.I32(0), T.I32(k)], source_etype=sty))
+        self.par_count += 1
+        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR]),
+                         name=f"{self.symbol}_par{self.par_count}")
+        fn.linkage = "internal"
+        saved = (self.builder, self.entry_block, self.env, self.function)
+        entry = fn.append_basic_block("entry")
+        self.function = fn
+        self.entry_block = entry
+        self.builder = ir.IRBuilder(entry)
+        self.env = {}
+        self.parallel_depth += 1
+        try:
+            b = self.builder
+            data = fn.args[0]
+            for k, (key, _) in enumerate(captured):
+                p = b.gep(data, [T.I32(0), T.I32(k)], source_etype=sty)
+                self.env[key] = b.load(p, typ=fields[k])
+            n = len(captured)
+            plo = b.load(b.gep(data, [T.I32(0), T.I32(n)], source_etype=sty), typ=lo.type)
+            pext = b.load(b.gep(data, [T.I32(0), T.I32(n + 1)], source_etype=sty), typ=ext.type)
+            tid = b.call(self._declare("omp_get_thread_num", T.I32, []), [])
+            nth = b.call(self._declare("omp_get_num_threads", T.I32, []), [])
+            tid, nth = (b.sext(x, ext.type) if ext.type.width > 32 else x for x in (tid, nth))
+            one = ir.Constant(ext.type, 1)
+            chunk = b.sdiv(b.sub(b.add(pext, nth), one), nth)
+            begin = b.mul(tid, chunk)
+            begin = b.select(b.icmp_signed("<", begin, pext), begin, pext)
+            end = b.add(begin, chunk)
+            end = b.select(b.icmp_signed("<", end, pext), end, pext)
+            self.serial_loop(s.loop_var, b.add(plo, begin), b.add(plo, end),
+                             lambda: self.emit_stmt(s.body))
+            self.builder.ret_void()
+        finally:
+            self.parallel_depth -= 1
+            self.builder, self.entry_block, self.env, self.function = saved
+        gomp = self._declare("GOMP_parallel", T.VOID, [T.PTR, T.PTR, T.I32, T.I32])
+        bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
+
+    # ---------------------------------------------------------------- memory access
+    def mem_type(self, dtype: str) -> ir.Type:
+        return ir.IntType(8) if dtype == "bool" else T.scalar_type(dtype)
+
+    def to_i64(self, v):
+        if isinstance(v, RampVal):
+            return RampVal(self.to_i64(v.base), v.stride, v.lanes)
+        et = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+        if et.width == 64:
+            return v
+        lanes = lanes_of(v)
+        return self.builder.sext(v, T.I64 if lanes == 1 else ir.VectorType(T.I64, lanes))
+
+    def _strides(self, buf) -> list:
+        if buf.strides:
+            return [(_const_int(st) if _const_int(st) is not None
+                     else self.to_i64(self.emit_scalar(st))) for st in buf.strides]
+        out, acc = [], 1
+        for d in reversed(buf.shape):
+            out.append(acc)
+            c = _const_int(d)
+            if acc is None or isinstance(acc, ir.Value) or c is None:
+                dv = self.to_i64(self.emit_scalar(d))
+                acc = self.builder.mul(acc if isinstance(acc, ir.Value) else
+                                       ir.Constant(T.I64, acc), dv)
+            else:
+                acc = acc * c
+        return out[::-1]
+
+    def _offset(self, buf, idx: list):
+        if len(idx) != len(buf.shape) and not (len(idx) == 1 and not buf.strides):
+            raise ValueError(f"buffer {buf.name!r} of rank {len(buf.shape)} accessed with "
+                             f"{len(idx)} indices")
+        strides = [1] if len(idx) == 1 else self._strides(buf)
+        off = None
+        for v, st in zip(idx, strides):
+            v = self.to_i64(v)
+            if st != 1:
+                stv = st if isinstance(st, ir.Value) else ir.Constant(T.I64, st)
+                v = self._ramp_mul(v, stv)
+            off = v if off is None else self._ramp_add(off, v)
+        eo = _const_int(buf.elem_offset)
+        if eo is None:
+            off = self._ramp_add(off, self.to_i64(self.emit_scalar(buf.elem_offset)))
+        elif eo:
+            off = self._ramp_add(off, ir.Constant(T.I64, eo))
+        return off
+
+    def _ramp_add(self, a, b):
+        r = self._ramp_arith(E.Add, a, b) if isinstance(a, RampVal) or isinstance(b, RampVal) \
+            else None
+        if r is not None:
+            return r
+        a, b = self._match(a, b)
+        return self.builder.add(a, b, flags=("nsw",))
+
+    def _ramp_mul(self, a, b):
+        if isinstance(a, RampVal):
+            r = self._ramp_arith(E.Mul, a, b)
+            if r is not None:
+                return r
+        a, b = self._match(a, b)
+        return self.builder.mul(a, b, flags=("nsw",))
+
+    def _lane_ptrs(self, base_ptr, off, et):
+        bld = self.builder
+        if isinstance(off, RampVal):
+            return [bld.gep(base_ptr, [bld.add(off.base, ir.Constant(T.I64, k * off.stride))],
+                            inbounds=True, source_etype=et) for k in range(off.lanes)]
+        return [bld.gep(base_ptr, [bld.extract_element(off, T.I32(k))], inbounds=True,
+                        source_etype=et) for k in range(lanes_of(off))]
+
+    def load(self, buf, idx: list):
+        bld = self.builder
+        et = self.mem_type(buf.dtype)
+        base_ptr = self.buffer_ptr(buf)
+        off = self._offset(buf, idx)
+        align = max(1, T.element_bytes(buf.dtype))
+        lanes = lanes_of(off)
+        if lanes == 1:
+            v = bld.load(bld.gep(base_ptr, [off], inbounds=True, source_etype=et), typ=et,
+                         align=align)
+        elif isinstance(off, RampVal) and off.stride == 1:
+            p = bld.gep(base_ptr, [off.base], inbounds=True, source_etype=et)
+            v = bld.load(p, typ=ir.VectorType(et, lanes), align=align)
+        else:
+            v = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
+            for k, p in enumerate(self._lane_ptrs(base_ptr, off, et)):
+                v = bld.insert_element(v, bld.load(p, typ=et, align=align), T.I32(k))
+        if buf.dtype == "bool":
+            v = bld.trunc(v, T.I1 if lanes == 1 else ir.VectorType(T.I1, lanes))
+        return v
+
+    def store(self, buf, idx: list, value) -> None:
+        bld = self.builder
+        et = self.mem_type(buf.dtype)
+        base_ptr = self.buffer_ptr(buf)
+        off = self._offset(buf, idx)
+        align = max(1, T.element_bytes(buf.dtype))
+        lanes = lanes_of(off)
+        if isinstance(value, RampVal) or lanes_of(value) != lanes:
+            value = self.broadcast(value, lanes) if lanes > 1 else value
+        if lanes_of(value) != lanes:
+            raise ValueError(f"store to {buf.name!r}: vector value with a scalar index")
+        if buf.dtype == "bool":
+            value = bld.zext(value, et if lanes == 1 else ir.VectorType(et, lanes))
+        if lanes == 1:
+            bld.store(value, bld.gep(base_ptr, [off], inbounds=True, source_etype=et),
+                      align=align)
+        elif isinstance(off, RampVal) and off.stride == 1:
+            p = bld.gep(base_ptr, [off.base], inbounds=True, source_etype=et)
+            bld.store(value, p, align=align)
+        else:
+            for k, p in enumerate(self._lane_ptrs(base_ptr, off, et)):
+                bld.store(bld.extract_element(value, T.I32(k)), p, align=align)
+
+    def buffer_ptr(self, buf):
+        try:
+            return self.env[id(buf.data)]
+        except KeyError:
+            raise ValueError(f"buffer {buf.name!r} is not allocated or passed in") from None
