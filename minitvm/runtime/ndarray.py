@@ -57,7 +57,9 @@ class NDArray:
     __slots__ = ("_data", "device", "__weakref__")
 
     def __init__(self, data: np.ndarray, dev: Device | None = None):
-        self._data = np.ascontiguousarray(data)
+        data = np.asarray(data)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,).
+        self._data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
         self.device = dev or cpu(0)
 
     @property
