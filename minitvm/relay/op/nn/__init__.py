@@ -1,1 +1,5 @@
-"""relay.nn ops placeholder: being written."""
+"""``relay.nn``: neural-network operators; importing this registers them all."""
+
+from . import _activation, _conv, _dense, _norm, _pool, _shape  # registrations
+from . import attrs
+from .nn import *
