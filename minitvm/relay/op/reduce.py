@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ...ir.attrs import Attrs
@@ -66,7 +68,7 @@ def _reducer(np_fn, name):
 def _mean(x, axis, keepdims):
     if np.issubdtype(x.dtype, np.integer):
         count = int(np.prod([x.shape[a] for a in axis])) if axis else 1
-        return np.sum(x, axis=axis, keepdims=keepdims) // max(count, 1)
+        return np.sum(x, axis=axis, keepdims=keepdims) // builtins.max(count, 1)
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
@@ -122,7 +124,7 @@ def _variance_impl(attrs, args, out_type):
     count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     sq = np.sum(np.square(x - m), axis=axes, keepdims=bool(attrs.keepdims))
     denom = count - 1 if attrs.unbiased else count
-    return (sq / max(denom, 1)).astype(out_type.dtype)
+    return (sq / builtins.max(denom, 1)).astype(out_type.dtype)
 
 
 define_op("variance", _variance_rel, _variance_impl, OpPattern.COMM_REDUCE, VarianceAttrs, 2,
