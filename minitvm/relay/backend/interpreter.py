@@ -18,7 +18,17 @@ from ...ir.type import TensorType, TupleType
 from ...runtime.ndarray import NDArray
 from ..adt import Constructor, Match, PatternConstructor, PatternTuple, PatternVar
 from ..expr import (
-    Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from .executor import Executor, check_args, convert_kwargs
 from .values import ADT, Closure, ConstructorValue, RefValue, to_python_value
@@ -107,6 +117,16 @@ def value_type(v):
         fields = [value_type(f) for f in v]
         return None if any(f is None for f in fields) else TupleType(fields)
     return None
+
+
+_NP_DTYPES: dict = {}
+
+
+def _np_dtype(name: str):
+    d = _NP_DTYPES.get(name)
+    if d is None:
+        d = _NP_DTYPES[name] = np.dtype(name)
+    return d
 
 
 def _is_static(t) -> bool:
@@ -426,8 +446,8 @@ class Machine:
             res = tuple(np.asarray(r) for r in res)
         else:
             res = np.asarray(res)
-        if isinstance(out_type, TensorType) and _is_static(out_type) and (
-                res.shape != out_type.shape or str(res.dtype) != out_type.dtype):
+        if type(out_type) is TensorType and _is_static(out_type) and (
+                res.shape != out_type.shape or res.dtype != _np_dtype(out_type.dtype)):
             raise InterpreterError(
                 f"operator {op.name} returned {_describe_value(res)} but its type is "
                 f"{type_str(out_type)}: {describe_call(call, np_args)}")
