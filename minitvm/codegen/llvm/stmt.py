@@ -154,6 +154,7 @@ class StmtEmitter:
                     self.builder.position_before(self.entry_block.instructions[0])
                 ptr = self.builder.alloca(ir.ArrayType(et, max(n, 1)), name=name)
                 ptr.align = 64
+                ptr.type = T.PTR  # opaque pointers throughout
             return ptr, (lambda: None)
         count = ir.Constant(T.I64, 1)
         for d in shape:
@@ -241,6 +242,7 @@ class StmtEmitter:
             if self.entry_block.instructions:
                 bld.position_before(self.entry_block.instructions[0])
             closure = bld.alloca(sty, name="closure")
+            closure.type = T.PTR
         for k, (_, v) in enumerate([*captured, (None, lo), (None, ext)]):
             bld.store(v, bld.gep(closure, [T.I32(0), T.I32(k)], source_etype=sty))
         self.par_count += 1
