@@ -1,1 +1,98 @@
-"""Placeholder package; filled in by its owner."""
+"""tvm.testing: numeric comparison and target parametrization helpers for tests."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+__all__ = [
+    "assert_allclose", "enabled_targets", "parametrize_targets", "device_enabled", "uses_gpu",
+    "requires_gpu", "requires_cuda", "requires_llvm", "main",
+]
+
+# The targets this build can run; only the CPU (llvm) exists here.
+_ENABLED = ("llvm",)
+
+
+def _as_numpy(x):
+    if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
+        return x.numpy()
+    return np.asanyarray(x)
+
+
+def assert_allclose(actual, desired, rtol: float = 1e-7, atol: float = 1e-7) -> None:
+    """Like ``np.testing.assert_allclose`` but also checks shapes and accepts ``tvm.nd`` arrays."""
+    actual, desired = _as_numpy(actual), _as_numpy(desired)
+    if actual.shape != desired.shape:
+        raise AssertionError(f"shape mismatch: actual {actual.shape} vs desired {desired.shape}")
+    np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol, verbose=True)
+
+
+def device_enabled(target) -> bool:
+    """Whether ``target`` (a string such as "llvm" or "cuda") can run here."""
+    kind = str(target).split()[0]
+    return kind in _ENABLED
+
+
+def enabled_targets() -> list:
+    """``[(target, device)]`` for every target that runs here: ``[("llvm", tvm.cpu(0))]``."""
+    from ..runtime.ndarray import device
+
+    return [(t, device(t, 0)) for t in _ENABLED]
+
+
+def parametrize_targets(*args):
+    """Run a ``test(target, dev)`` once per enabled target; usable bare or with target names."""
+    import pytest
+
+    def wrap(targets):
+        def decorator(func):
+            wanted = [t for t in (targets or _ENABLED) if device_enabled(t)]
+            from ..runtime.ndarray import device
+
+            params = inspect.signature(func).parameters
+            if "dev" in params:
+                return pytest.mark.parametrize(
+                    "target,dev", [(t, device(t, 0)) for t in wanted])(func)
+            return pytest.mark.parametrize("target", wanted)(func)
+
+        return decorator
+
+    if len(args) == 1 and callable(args[0]):
+        return wrap(None)(args[0])
+    return wrap(args)
+
+
+def _skip_unless(cond: bool, reason: str):
+    def decorator(func):
+        import pytest
+
+        return pytest.mark.skipif(not cond, reason=reason)(func)
+
+    return decorator
+
+
+def uses_gpu(func):
+    """Marks a test that also runs on GPUs when present; it runs on the CPU here."""
+    return func
+
+
+requires_gpu = _skip_unless(False, "no GPU target in minitvm")
+requires_cuda = requires_gpu
+
+
+def requires_llvm(func):
+    """The llvm target is always available."""
+    return func
+
+
+def main() -> None:
+    """Run the calling test file with pytest (``if __name__ == "__main__": tvm.testing.main()``)."""
+    import sys
+
+    import pytest
+
+    frame = inspect.stack()[1]
+    sys.exit(pytest.main([frame.filename, *sys.argv[1:]]))
+
