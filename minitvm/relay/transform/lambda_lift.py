@@ -1,0 +1,125 @@
+"""LambdaLift: lift local functions (closures) to global functions.
+
+A local function without free variables becomes a global ``@lifted_name<hash>`` used in its place.
+One that captures variables becomes a global taking the captured variables (freshly typed) and
+returning the inner function; it is marked ``Closure=1`` and called with the captured variables
+where the closure was. A let-bound recursive function calls its lifted global. Primitive (fused)
+functions are left alone; inner closures are lifted before outer ones.
+"""
+
+from __future__ import annotations
+
+from ...ir.expr import GlobalVar
+from ...ir.structural import structural_equal, structural_hash
+from ...ir.type import FuncType
+from ..analysis.free_vars import free_type_vars, free_vars
+from ..expr import Call, Function, Var, bind
+from ..expr_functor import ExprMutator
+from ._pass_helpers import has_nonzero_attr, make_module_pass, register
+
+__all__ = ["LambdaLift", "lambda_lift"]
+
+
+def _var_type(v):
+    return v._checked_type if v._checked_type is not None else v.type_annotation
+
+
+def _func_type_annotation(fn):
+    """The FuncType spelled by ``fn``'s annotations, or None when some are missing."""
+    args = [p.type_annotation for p in fn.params]
+    if fn.ret_type is None or any(a is None for a in args):
+        return None
+    return FuncType(args, fn.ret_type, fn.type_params)
+
+
+class _LambdaLifter(ExprMutator):
+    def __init__(self, mod):
+        super().__init__()
+        self.mod = mod
+        self.nesting = 0
+        self.letrec: list = []
+        self.lambda_map: dict = {}
+
+    def visit_let(self, let):
+        chain = self._let_chain(let)
+        parts = []
+        for node in chain:
+            value = node.value
+            is_lambda = isinstance(value, Function) and not has_nonzero_attr(value, "Primitive")
+            if is_lambda:
+                self.letrec.append(node.var)
+            parts.append(self.visit(value))
+            if is_lambda:
+                self.letrec.pop()
+        body = self.visit(chain[-1].body)
+        for node, value in zip(reversed(chain), reversed(parts)):
+            body = node.with_fields(value=value, body=body)
+        return body
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        op = call.op
+        if isinstance(op, Var) and self.letrec and op is self.letrec[-1]:
+            target = self.lambda_map.get(op)
+            if target is not None:
+                return Call(target, new.args, call.attrs, call.type_args, call.span)
+        return new
+
+    def visit_function(self, fn):
+        if has_nonzero_attr(fn, "Primitive"):
+            return fn
+        if self.nesting == 0:
+            self.nesting += 1
+            try:
+                body = self.visit(fn.body)
+            finally:
+                self.nesting -= 1
+            return fn if body is fn.body else fn.with_fields(body=body)
+        return self._lift(fn)
+
+    def _lift(self, fn):
+        name = f"lifted_name{structural_hash(fn)}"
+        gv = self.mod.get_global_var(name) if name in self.mod else GlobalVar(name)
+        recursive_var = self.letrec[-1] if self.letrec else None
+        captured = [v for v in free_vars(fn) if v is not recursive_var]
+        recursive = recursive_var is not None and len(captured) < len(free_vars(fn))
+        tvars = free_type_vars(fn, self.mod)
+        fresh = [Var(v.name_hint, _var_type(v)) for v in captured]
+        if recursive:
+            self.lambda_map[recursive_var] = Call(gv, list(captured)) if captured else gv
+        self.nesting += 1
+        try:
+            body = self.visit(fn.body)
+        finally:
+            self.nesting -= 1
+        if not captured and not tvars:
+            lifted = fn.with_fields(body=body)
+        else:
+            inner = fn.with_fields(body=bind(body, dict(zip(captured, fresh))))
+            lifted = Function(fresh, inner, _func_type_annotation(fn), tvars,
+                              {"Closure": 1}, fn.span)
+        if name in self.mod:
+            existing = self.mod[name]
+            if not structural_equal(lifted, existing):
+                raise ValueError(f"LambdaLift: lifted function hash collision for @{name}")
+        else:
+            self.mod[gv] = lifted
+        return Call(gv, list(captured)) if captured else gv
+
+
+def lambda_lift(mod):
+    """A copy of ``mod`` with every local (non-primitive) function lifted to a global."""
+    new = mod.shallow_copy()
+    for gv, func in list(mod.functions.items()):
+        if not isinstance(func, Function) or func.get_attr("Compiler") is not None:
+            continue
+        out = _LambdaLifter(new).visit(func)
+        if out is not func:
+            new.update_func(gv, out)
+    return new
+
+
+@register("LambdaLift")
+def LambdaLift():  # noqa: N802 - TVM's name
+    """Module pass (opt 1): lift closures to global functions."""
+    return make_module_pass(lambda mod, ctx: lambda_lift(mod), opt_level=1, name="LambdaLift")

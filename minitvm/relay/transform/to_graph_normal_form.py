@@ -1,0 +1,103 @@
+"""ToGraphNormalForm: remove let bindings by substituting each bound value at its uses.
+
+The result is a dataflow graph in which a shared value is one shared node. A binding whose value
+refers to its own variable (a recursive closure) becomes ``let %f = value; %f`` at each use.
+
+Difference from TVM: TVM drops every let, which silently deletes or reorders side effects (an
+unused ``let %u = ref_write(...)`` vanishes). Here a binding whose value has an effect — a
+reference operation or a call of a stateful op, outside nested functions — stays a let.
+"""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ..expr import Call, Function, Let, RefCreate, RefRead, RefWrite, Var
+from ..expr_functor import ExprMutator, ExprVisitor, dataflow_children
+from ._pass_helpers import make_function_pass, register
+
+__all__ = ["ToGraphNormalForm", "to_graph_normal_form"]
+
+_REF = (RefCreate, RefRead, RefWrite)
+
+
+class _EffectAnalysis:
+    """Memoized 'may have an effect when evaluated' over dataflow nodes (not function bodies)."""
+
+    def __init__(self):
+        self.memo: dict = {}
+
+    def __call__(self, expr) -> bool:
+        memo = self.memo
+        stack = [expr]
+        while stack:
+            e = stack[-1]
+            if e in memo:
+                stack.pop()
+                continue
+            t = type(e)
+            if t is Let:
+                kids = (e.value, e.body)
+            elif t is Function:
+                kids = ()
+            else:
+                kids = dataflow_children(e)
+            pending = [k for k in kids if k not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            own = t in _REF or (t is Call and isinstance(e.op, Op)
+                                and bool(e.op.get_attr("TOpIsStateful")))
+            memo[e] = own or any(memo[k] for k in kids)
+        return memo[expr]
+
+
+def _uses_var(var: Var, expr) -> bool:
+    found = []
+
+    class _Finder(ExprVisitor):
+        def visit_var(self, v):
+            if v is var:
+                found.append(v)
+
+    _Finder().visit(expr)
+    return bool(found)
+
+
+class _GraphNormalizer(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.subst: dict = {}
+        self.effects = _EffectAnalysis()
+
+    def visit_var(self, v):
+        return self.subst.get(v, v)
+
+    def visit_let(self, let):
+        chain = self._let_chain(let)
+        kept = []
+        for node in chain:
+            value = self.visit(node.value)
+            if self.effects(value):
+                kept.append((node.var, value, node.span))
+                continue
+            if isinstance(node.value, Function) and _uses_var(node.var, node.value):
+                value = Let(node.var, value, node.var)
+            self.subst[node.var] = value
+            self.memo_map.pop(node.var, None)
+        body = self.visit(chain[-1].body)
+        for var, value, span in reversed(kept):
+            body = Let(var, value, body, span)
+        return body
+
+
+def to_graph_normal_form(expr):
+    """The graph normal form of ``expr`` (lets substituted away, effectful ones kept)."""
+    return _GraphNormalizer().visit(expr)
+
+
+@register("ToGraphNormalForm")
+def ToGraphNormalForm():  # noqa: N802 - TVM's name
+    """Function pass (opt 1): turn A-normal form back into a dataflow graph."""
+    return make_function_pass(lambda f, mod, ctx: to_graph_normal_form(f), opt_level=1,
+                              name="ToGraphNormalForm")
