@@ -235,7 +235,7 @@ class StmtEmitter:
                     and not isinstance(v, RampVal)]
         lo = self.emit_scalar(s.min)
         ext = self.emit_scalar(s.extent)
-        fields = [v.type for _, v in captured] + [lo.type, ext.type]
+        fields = [v.type for _, v in captured] + [lo.type, ext.type, T.I64]
         sty = ir.LiteralStructType(fields)
         bld = self.builder
         with bld.goto_block(self.entry_block):
@@ -243,7 +243,8 @@ class StmtEmitter:
                 bld.position_before(self.entry_block.instructions[0])
             closure = bld.alloca(sty, name="closure")
             closure.type = T.PTR
-        for k, (_, v) in enumerate([*captured, (None, lo), (None, ext)]):
+        values = [v for _, v in captured] + [lo, ext, ir.Constant(T.I64, 0)]
+        for k, v in enumerate(values):
             bld.store(v, bld.gep(closure, [T.I32(0), T.I32(k)], source_etype=sty))
         self.par_count += 1
         fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR]),
@@ -257,31 +258,54 @@ class StmtEmitter:
         self.env = {}
         self.parallel_depth += 1
         try:
-            b = self.builder
-            data = fn.args[0]
-            for k, (key, _) in enumerate(captured):
-                p = b.gep(data, [T.I32(0), T.I32(k)], source_etype=sty)
-                self.env[key] = b.load(p, typ=fields[k])
-            n = len(captured)
-            plo = b.load(b.gep(data, [T.I32(0), T.I32(n)], source_etype=sty), typ=lo.type)
-            pext = b.load(b.gep(data, [T.I32(0), T.I32(n + 1)], source_etype=sty), typ=ext.type)
-            tid = b.call(self._declare("omp_get_thread_num", T.I32, []), [])
-            nth = b.call(self._declare("omp_get_num_threads", T.I32, []), [])
-            tid, nth = (b.sext(x, ext.type) if ext.type.width > 32 else x for x in (tid, nth))
-            one = ir.Constant(ext.type, 1)
-            chunk = b.sdiv(b.sub(b.add(pext, nth), one), nth)
-            begin = b.mul(tid, chunk)
-            begin = b.select(b.icmp_signed("<", begin, pext), begin, pext)
-            end = b.add(begin, chunk)
-            end = b.select(b.icmp_signed("<", end, pext), end, pext)
-            self.serial_loop(s.loop_var, b.add(plo, begin), b.add(plo, end),
-                             lambda: self.emit_stmt(s.body))
-            self.builder.ret_void()
+            self._parallel_worker(fn, s, captured, fields, sty)
         finally:
             self.parallel_depth -= 1
             self.builder, self.entry_block, self.env, self.function = saved
         gomp = self._declare("GOMP_parallel", T.VOID, [T.PTR, T.PTR, T.I32, T.I32])
         bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
+
+    def _parallel_worker(self, fn, s: S.For, captured, fields, sty) -> None:
+        """Body of an outlined parallel loop: threads take chunks from a shared atomic counter.
+
+        Dynamic chunks (about four per thread) balance uneven iterations and keep a loop
+        finishing when one thread is descheduled on a busy machine.
+        """
+        b = self.builder
+        data = fn.args[0]
+        n = len(captured)
+
+        def field(k):
+            return b.gep(data, [T.I32(0), T.I32(k)], source_etype=sty)
+
+        for k, (key, _) in enumerate(captured):
+            self.env[key] = b.load(field(k), typ=fields[k])
+        ity = fields[n]
+        lo = b.load(field(n), typ=ity)
+        ext = b.load(field(n + 1), typ=ity)
+        counter = field(n + 2)
+        nth = b.call(self._declare("omp_get_num_threads", T.I32, []), [])
+        nth = b.sext(nth, ity) if ity.width > 32 else nth
+        chunk = b.sdiv(ext, b.mul(nth, ir.Constant(ity, 4)))
+        chunk = b.select(b.icmp_signed("<", chunk, ir.Constant(ity, 1)), ir.Constant(ity, 1),
+                         chunk)
+        chunk64 = b.sext(chunk, T.I64) if ity.width < 64 else chunk
+        grab = b.append_basic_block("par.grab")
+        work = b.append_basic_block("par.work")
+        done = b.append_basic_block("par.done")
+        b.branch(grab)
+        b.position_at_end(grab)
+        start64 = b.atomic_rmw("add", counter, chunk64, "monotonic")
+        start = b.trunc(start64, ity) if ity.width < 64 else start64
+        b.cbranch(b.icmp_signed("<", start, ext), work, done)
+        b.position_at_end(work)
+        stop = b.add(start, chunk)
+        stop = b.select(b.icmp_signed("<", stop, ext), stop, ext)
+        self.serial_loop(s.loop_var, b.add(lo, start), b.add(lo, stop),
+                         lambda: self.emit_stmt(s.body))
+        self.builder.branch(grab)
+        self.builder.position_at_end(done)
+        self.builder.ret_void()
 
     # ---------------------------------------------------------------- memory access
     def mem_type(self, dtype: str) -> ir.Type:
