@@ -1,75 +1,51 @@
-"""tvm.transform: the pass infrastructure (skeleton; the full version replaces this file)."""
+"""tvm.transform: the pass infrastructure (passes, Sequential, PassContext, registry, debugging).
 
-from __future__ import annotations
+TVM's rules exactly (see ``explain`` for what they imply on a pipeline), plus pipeline debugging
+tools TVM lacks: textual pipelines, explain, verify-each, crash reproducers, IR dumps, a bisect
+limit, pass statistics and IR-property contracts.
+"""
 
-import functools
-
-
-class PassInfo:
-    def __init__(self, opt_level, name, required=None, traceable=False):
-        self.opt_level = opt_level
-        self.name = name
-        self.required = list(required or [])
-        self.traceable = traceable
-
-
-class PassContext:
-    _stack: list = []
-
-    def __init__(self, opt_level=2, required_pass=None, disabled_pass=None, instruments=None,
-                 config=None, **_):
-        self.opt_level = opt_level
-        self.required_pass = list(required_pass or [])
-        self.disabled_pass = list(disabled_pass or [])
-        self.instruments = list(instruments or [])
-        self.config = dict(config or {})
-
-    @staticmethod
-    def current():
-        return PassContext._stack[-1] if PassContext._stack else PassContext()
-
-    def __enter__(self):
-        PassContext._stack.append(self)
-        return self
-
-    def __exit__(self, *a):
-        PassContext._stack.pop()
+from .pass_info import PROPERTIES, PassInfo
+from .config import list_configs, register_pass_config
+from .context import PassContext
+from .pass_base import ModulePass, Pass, PrintIR
+from .sequential import Sequential
+from .decorators import module_pass
+from .registry import get_pass, list_passes, register_pass, unregister_pass
+from .pipeline_text import PipelineSyntaxError, parse_pipeline
+from .explain import Explanation, explain
+from .stats import record_stat
+from .properties import PropertyError, check_property
+from .debug.verify import WellFormedError
+from .debug.crash import reproduce
+from .instrumented import running_passes
 
 
-class Pass:
-    def __init__(self, pass_func, info):
-        self.pass_func = pass_func
-        self.info = info
+def ApplyPassToFunction(transform, func_name_regex: str,
+                        error_if_no_function_matches_regex: bool = False) -> ModulePass:
+    """Apply ``transform`` only to the functions whose names match ``func_name_regex``."""
+    import re
 
-    def __call__(self, mod, ctx=None):
-        return self.pass_func(mod, ctx or PassContext.current())
+    pattern = re.compile(func_name_regex)
 
+    def run(mod, ctx):
+        from ..ir.module import IRModule
 
-class ModulePass(Pass):
-    def __call__(self, mod, ctx=None):
-        return self.pass_func(mod.shallow_copy(), ctx or PassContext.current())
-
-
-class Sequential(Pass):
-    def __init__(self, passes=None, opt_level=0, name="sequential", required=None):
-        self.passes = list(passes or [])
-        self.info = PassInfo(opt_level, name, required)
-
-    def __call__(self, mod, ctx=None):
-        ctx = ctx or PassContext.current()
-        for p in self.passes:
-            if p.info.name in ctx.disabled_pass:
-                continue
-            if p.info.name in ctx.required_pass or ctx.opt_level >= p.info.opt_level:
-                mod = p(mod)
+        keep = {gv: f for gv, f in mod.functions.items() if pattern.fullmatch(gv.name_hint)}
+        if not keep and error_if_no_function_matches_regex:
+            raise ValueError(f"no function matches the regex {func_name_regex!r}")
+        sub = transform(IRModule(keep, mod.type_definitions))
+        for gv, f in sub.functions.items():
+            mod.update_func(gv, f)
         return mod
 
-
-def module_pass(pass_func=None, opt_level=None, name=None, required=None, traceable=False):
-    def create(fn):
-        return ModulePass(fn, PassInfo(opt_level, name or fn.__name__, required))
-
-    return create(pass_func) if pass_func is not None else create
+    return ModulePass(run, PassInfo(0, f"ApplyPassTo{func_name_regex}"))
 
 
-functools  # noqa: B018
+__all__ = [
+    "PassInfo", "PassContext", "Pass", "ModulePass", "Sequential", "module_pass", "PrintIR",
+    "register_pass", "get_pass", "list_passes", "unregister_pass", "register_pass_config",
+    "list_configs", "parse_pipeline", "PipelineSyntaxError", "explain", "Explanation",
+    "record_stat", "PropertyError", "check_property", "WellFormedError", "reproduce",
+    "running_passes", "ApplyPassToFunction", "PROPERTIES",
+]

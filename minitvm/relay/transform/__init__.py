@@ -1,6 +1,14 @@
 """tvm.relay.transform: Relay passes (one module per pass) and the function-pass API."""
+from ...transform import (  # noqa: F401  the pass API, re-exported as TVM's relay.transform
+    ModulePass, Pass, PassContext, PassInfo, PrintIR, Sequential, module_pass,
+)
+from .function_pass import FunctionPass, build_config, function_pass  # noqa: F401
 from .infer_type import InferType, InferTypeLocal
 from .to_a_normal_form import ToANormalForm, ToANormalFormExpr  # noqa: E402,F401
 from .to_basic_block_normal_form import ToBasicBlockNormalForm  # noqa: E402,F401
 from .to_graph_normal_form import ToGraphNormalForm  # noqa: E402,F401
 from .dead_code_elimination import DeadCodeElimination  # noqa: E402,F401
+from .remove_unused_functions import RemoveUnusedFunctions  # noqa: E402,F401
+from .inline import Inline  # noqa: E402,F401
+from .eta_expand import EtaExpand  # noqa: E402,F401
+from .lambda_lift import LambdaLift  # noqa: E402,F401
