@@ -1,0 +1,149 @@
+"""Tokenizer of the Relay text format (one compiled regex, comments dropped, positions kept)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from .errors import ParseError
+
+# token kinds
+LOCAL, GLOBAL, IDENT, NUMBER, STRING, PUNCT, VERSION, METADATA, EOF = (
+    "local", "global", "identifier", "number", "string", "punctuation", "version", "metadata",
+    "end of input",
+)
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<line_comment>//[^\n]*)
+  | (?P<block_open>/\*)
+  | (?P<version>\#\[version\s*=\s*"(?P<ver>[^"]*)"\s*\])
+  | (?P<metadata>\#\[metadata\])
+  | (?P<local>%(?:""" + _NAME + r"""|[0-9]+))
+  | (?P<global>@""" + _NAME + r""")
+  | (?P<float>(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)(?P<fsuf>f16|f32|f64|f)?)
+  | (?P<int>[0-9]+(?P<isuf>f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?)
+  | (?P<ident>""" + _NAME + r""")
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<punct>->|=>|<=|>=|==|!=|[()\[\]{},;:=.?+\-*/<>^])
+    """,
+    re.VERBOSE,
+)
+_INT_ONLY = re.compile(r"[0-9]+")
+_SUFFIX_DTYPE = {
+    "f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+}
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "r": "\r"}
+
+
+class Source:
+    """The text being parsed, with line lookup for error messages."""
+
+    def __init__(self, text: str, name: str):
+        self.text = text
+        self.name = name
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, pos) - 1
+        return line + 1, pos - self._starts[line] + 1
+
+    def error(self, pos: int, message: str, hint: str = "") -> ParseError:
+        line, col = self.line_col(pos)
+        start = self._starts[line - 1]
+        end = self.text.find("\n", start)
+        line_text = self.text[start:] if end < 0 else self.text[start:end]
+        return ParseError(message, self.name, line, col, line_text, hint)
+
+
+def _unescape(body: str) -> str:
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _skip_block_comment(src: Source, pos: int) -> int:
+    """Position after the (possibly nested) block comment opened at ``pos``."""
+    text, depth, i = src.text, 1, pos + 2
+    while depth:
+        close = text.find("*/", i)
+        if close < 0:
+            raise src.error(pos, "unterminated block comment")
+        nested = text.find("/*", i, close)
+        if nested >= 0:
+            depth += 1
+            i = nested + 2
+        else:
+            depth -= 1
+            i = close + 2
+    return i
+
+
+def tokenize(src: Source) -> list[tuple]:
+    """Tokens as ``(kind, value, pos)``; numbers carry ``(value, dtype)``."""
+    text = src.text
+    tokens: list[tuple] = []
+    append = tokens.append
+    match = _TOKEN.match
+    pos, n = 0, len(text)
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            raise src.error(pos, f"unexpected character {text[pos]!r}")
+        kind = m.lastgroup
+        if kind in ("ws", "line_comment"):
+            pos = m.end()
+            continue
+        if kind == "block_open":
+            pos = _skip_block_comment(src, pos)
+            continue
+        if kind == "punct":
+            append((PUNCT, m.group(), pos))
+        elif kind == "local":
+            append((LOCAL, m.group()[1:], pos))
+        elif kind == "ident":
+            append((IDENT, m.group(), pos))
+        elif kind in ("int", "float"):
+            if tokens and tokens[-1][1] == "." and tokens[-1][0] == PUNCT:
+                m = _INT_ONLY.match(text, pos)  # %t.0.1: tuple indices, not a float
+                append((NUMBER, (int(m.group()), "int32"), pos))
+            else:
+                append((NUMBER, _number(m), pos))
+        elif kind == "global":
+            append((GLOBAL, m.group()[1:], pos))
+        elif kind == "string":
+            append((STRING, _unescape(m.group()[1:-1]), pos))
+        elif kind == "version":
+            append((VERSION, m.group("ver"), pos))
+        else:  # metadata: the rest of the text is its JSON
+            append((METADATA, text[m.end():], pos))
+            pos = n
+            break
+        pos = m.end()
+    append((EOF, None, n))
+    return tokens
+
+
+def _number(m) -> tuple:
+    text = m.group()
+    if m.lastgroup == "float" or m.group("float"):
+        suffix = m.group("fsuf") or ""
+        body = text[: len(text) - len(suffix)]
+        return float(body), _SUFFIX_DTYPE.get(suffix, "float32")
+    suffix = m.group("isuf") or ""
+    body = text[: len(text) - len(suffix)]
+    dtype = _SUFFIX_DTYPE.get(suffix, "int32")
+    return (float(body) if dtype.startswith("float") else int(body)), dtype

@@ -1,0 +1,124 @@
+"""The metadata table of the text format: ``meta[relay.Constant][0]`` refs and their JSON section.
+
+Format of the ``#[metadata]`` section (minitvm's own, readable back by the parser): a JSON object
+mapping a type key to the list of its entries, in reference order. Every entry has ``type_key``;
+constants add ``dtype``, ``shape`` and ``data`` (base64 of the raw little-endian C-order bytes);
+tir variables add ``name`` and ``dtype``; attrs add ``fields``; global vars add ``name_hint``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+
+def type_key_of(node) -> str:
+    """TVM's type key for the kinds of node that can land in the metadata table."""
+    name = type(node).__name__
+    explicit = getattr(type(node), "type_key", None)
+    if isinstance(explicit, str) and explicit not in ("Attrs",):
+        return explicit
+    module = type(node).__module__
+    if ".tir." in module or module.endswith(".tir"):
+        return "tir." + name
+    if name in ("GlobalVar", "IncompleteType", "TypeVar", "PrimType", "TensorType"):
+        return name
+    return "relay." + name
+
+
+class MetaContext:
+    """Assigns ``meta[<type key>][<index>]`` refs in order of first use and serializes them."""
+
+    def __init__(self):
+        self.tables: dict[str, list] = {}
+        self._refs: dict[int, str] = {}
+        self._keep: list = []
+
+    def empty(self) -> bool:
+        return not self.tables
+
+    def ref(self, node, type_key: str | None = None) -> str:
+        text = self._refs.get(id(node))
+        if text is not None:
+            return text
+        key = type_key or type_key_of(node)
+        entries = self.tables.setdefault(key, [])
+        text = f"meta[{key}][{len(entries)}]"
+        entries.append(node)
+        self._refs[id(node)] = text
+        self._keep.append(node)
+        return text
+
+    def to_json(self) -> str:
+        """One line per entry, so large constants stay readable line-wise."""
+        blocks = []
+        for key, nodes in self.tables.items():
+            entries = ",\n".join("    " + json.dumps(_encode(key, n)) for n in nodes)
+            blocks.append(f"  {json.dumps(key)}: [\n{entries}\n  ]")
+        return "{\n" + ",\n".join(blocks) + "\n}"
+
+
+def _json_value(v):
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    if hasattr(v, "value") and type(v).__name__ in ("IntImm", "FloatImm", "StringImm"):
+        return v.value
+    return str(v)
+
+
+def _encode(key: str, node) -> dict:
+    entry = {"type_key": key}
+    data = getattr(node, "data", None)
+    if key == "relay.Constant" and data is not None:
+        arr = np.ascontiguousarray(data.numpy())
+        little = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        entry["dtype"] = str(arr.dtype)
+        entry["shape"] = list(arr.shape)
+        entry["data"] = base64.b64encode(little.tobytes()).decode("ascii")
+    elif key.startswith("tir.") and hasattr(node, "name") and hasattr(node, "dtype"):
+        entry["name"] = node.name
+        entry["dtype"] = str(node.dtype)
+    elif hasattr(node, "non_default_items"):
+        entry["fields"] = {k: _json_value(v) for k, v in node.items()}
+    elif hasattr(node, "name_hint"):
+        entry["name_hint"] = node.name_hint
+    else:
+        entry["repr"] = repr(node)
+    return entry
+
+
+def decode_meta_section(text: str) -> dict[str, list]:
+    """Rebuild the nodes of a ``#[metadata]`` JSON section (the inverse of MetaContext.to_json)."""
+    raw = json.loads(text) if text.strip() else {}
+    if not isinstance(raw, dict):
+        raise ValueError("the metadata section must be a JSON object of type key -> entries")
+    return {key: [_decode(key, e) for e in entries] for key, entries in raw.items()}
+
+
+def _decode(key: str, e: dict):
+    from ...ir.attrs import get_attrs_type
+    from ...ir.expr import GlobalVar
+    from ...ir.type import IncompleteType
+    from ...tir import expr as tir_expr
+    from ..expr import Constant
+
+    if key == "relay.Constant":
+        dtype = np.dtype(e["dtype"]).newbyteorder("<")
+        arr = np.frombuffer(base64.b64decode(e["data"]), dtype=dtype)
+        arr = arr.astype(np.dtype(e["dtype"]), copy=True).reshape(tuple(e["shape"]))
+        return Constant(arr)
+    if key in ("tir.SizeVar", "tir.Var"):
+        cls = tir_expr.SizeVar if key == "tir.SizeVar" else tir_expr.Var
+        return cls(e["name"], e.get("dtype", "int32"))
+    if "fields" in e:
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in e["fields"].items()}
+        return get_attrs_type(key)(**fields)
+    if key == "GlobalVar":
+        return GlobalVar(e["name_hint"])
+    if key == "IncompleteType":
+        return IncompleteType()
+    raise ValueError(f"cannot rebuild a metadata entry of type {key!r}")
