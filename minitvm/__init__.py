@@ -12,3 +12,4 @@ from . import relay, target, testing, contrib
 # TVM exposes tvm.ir.transform / tvm.ir.instrument as the same modules.
 ir.transform = transform
 ir.instrument = instrument
+from . import parser

@@ -29,3 +29,5 @@ from .build_module import create_executor
 
 ScopeBuilder = None  # set by relay.scope_builder when available
 scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731
+from .printer import pretty_print, astext
+from .parser import parse, fromtext, parse_expr, SpanCheck
