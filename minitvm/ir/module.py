@@ -41,6 +41,11 @@ class IRModule(Node):
         mod = IRModule(functions, type_defs)
         if not isinstance(expr, BaseFunc):
             expr = Function(free_vars(expr), expr)
+        elif isinstance(expr, Function):
+            extra = free_vars(expr)
+            if extra:  # close the function over its free vars, as the seed tutorial shows
+                expr = Function(list(expr.params) + extra, expr.body, expr.ret_type,
+                                expr.type_params, expr.attrs, expr.span)
         gv = mod._gvars.get("main") or GlobalVar("main")
         mod._add(gv, expr, update=True)
         return mod

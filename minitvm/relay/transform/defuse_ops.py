@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call, Function
 from ..expr_functor import ExprMutator
+from .function_pass import function_pass
 
 
 class _Substitute(ExprMutator):
@@ -30,3 +33,16 @@ class _Defuser(ExprMutator):
 def defuse_ops(expr):
     """Return ``expr`` with every fused primitive function call inlined."""
     return _Defuser().visit(expr)
+
+
+@register_pass("DefuseOps")
+def DefuseOps():
+    """Inline fused Primitive functions back into their callers (function pass, opt_level 3)."""
+
+    def transform(func, mod, ctx):
+        d = _Defuser()
+        out = d.visit(func)
+        record_stat("defused functions", d.count)
+        return out
+
+    return function_pass(transform, opt_level=3, name="DefuseOps", required=["InferType"])

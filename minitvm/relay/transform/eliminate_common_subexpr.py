@@ -11,8 +11,11 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.structural import structural_equal
+from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call, Constant, TupleGetItem
 from ..expr_functor import ExprMutator
+from .function_pass import function_pass
 
 
 def _same_arg(a, b) -> bool:
@@ -88,3 +91,23 @@ def eliminate_common_subexpr(expr, fskip=None):
     return CommonSubexprEliminator(fskip).visit(expr)
 
 
+
+
+@register_pass("EliminateCommonSubexpr")
+def EliminateCommonSubexpr(fskip=None):
+    """Reuse earlier identical calls (function pass, opt_level 3, requires InferType).
+
+    Parameters
+    ----------
+    fskip : Callable[[Expr], bool], optional
+        Calls for which it returns True are never replaced or reused.
+    """
+
+    def transform(func, mod, ctx):
+        cse = CommonSubexprEliminator(fskip)
+        out = cse.visit(func)
+        record_stat("eliminated expressions", cse.eliminated)
+        return out
+
+    return function_pass(transform, opt_level=3, name="EliminateCommonSubexpr",
+                         required=["InferType"])

@@ -12,8 +12,11 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
+from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call, Constant, Let, Tuple, const
 from ..expr_functor import ExprMutator
+from .function_pass import function_pass
 
 _NEVER_FOLD = frozenset({"device_copy", "vm.shape_of", "on_device", "annotation.stop_fusion",
                          "annotation.compiler_begin", "annotation.compiler_end"})
@@ -141,3 +144,27 @@ def fold_constant(expr, mod=None, fold_qnn: bool = False):
     return ConstantFolder().visit(expr)
 
 
+
+
+@register_pass("FoldConstant")
+def FoldConstant(fold_qnn: bool = False):
+    """Fold every call whose arguments are all constants (function pass, opt_level 2).
+
+    Parameters
+    ----------
+    fold_qnn : bool
+        Accepted for compatibility; there are no QNN ops to fold here.
+    """
+
+    def transform(func, mod, ctx):
+        folder = ConstantFolder()
+        out = folder.visit(func)
+        record_stat("folded constants", folder.folded)
+        return out
+
+    return function_pass(transform, opt_level=2, name="FoldConstant")
+
+
+def FoldConstantExpr(expr, mod=None, fold_qnn: bool = False):
+    """Fold constants in one expression, without the pass machinery."""
+    return fold_constant(expr, mod, fold_qnn)

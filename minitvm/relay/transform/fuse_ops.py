@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
+from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator, ExprVisitor
+from .function_pass import function_pass
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -444,3 +447,24 @@ def fuse_ops(func, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH):
     gmap = partition(func, fuse_opt_level, max_depth)
     fuser = _Fuser(gmap)
     return fuser.visit(func), fuser.num_groups
+
+
+@register_pass("FuseOps")
+def FuseOps(fuse_opt_level: int = -1):
+    """Fuse operators into Primitive functions (function pass, opt_level 0, requires InferType).
+
+    Parameters
+    ----------
+    fuse_opt_level : int
+        0 puts every op in its own function; any other level fuses. -1 (the default) uses the
+        PassContext's opt_level. The config ``relay.FuseOps.max_depth`` caps a group's size.
+    """
+
+    def transform(func, mod, ctx):
+        level = ctx.opt_level if fuse_opt_level == -1 else fuse_opt_level
+        max_depth = int(ctx.config.get("relay.FuseOps.max_depth", DEFAULT_MAX_DEPTH))
+        out, groups = fuse_ops(func, level, max_depth)
+        record_stat("fused groups", groups)
+        return out
+
+    return function_pass(transform, opt_level=0, name="FuseOps", required=["InferType"])
