@@ -12,3 +12,7 @@ from .remove_unused_functions import RemoveUnusedFunctions  # noqa: E402,F401
 from .inline import Inline  # noqa: E402,F401
 from .eta_expand import EtaExpand  # noqa: E402,F401
 from .lambda_lift import LambdaLift  # noqa: E402,F401
+from .fold_constant import FoldConstant, FoldConstantExpr  # noqa: E402,F401
+from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402,F401
+from .fuse_ops import FuseOps  # noqa: E402,F401
+from .defuse_ops import DefuseOps  # noqa: E402,F401
