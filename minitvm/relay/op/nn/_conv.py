@@ -111,6 +111,16 @@ def conv2d_nchw(x, w, strides, padding, dilation, groups, dtype):
     if groups == 1:
         cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)
         out = (cols @ w.reshape(o, -1).T).reshape(n, oh, ow, o).transpose(0, 3, 1, 2)
+    elif i == 1:
+        # depthwise (channel multiplier o // c): accumulate one kernel tap at a time
+        m = o // c
+        wd = w.reshape(c, m, kh, kw)
+        out = np.zeros((n, c, m, oh, ow), dtype=acc)
+        for ky in range(kh):
+            for kx in range(kw):
+                tap = win[:, :, :, :, ky, kx][:, :, None]
+                out += tap * wd[None, :, :, ky, kx, None, None]
+        out = out.reshape(n, o, oh, ow)
     else:
         g = groups
         win = win.reshape(n, g, c // g, oh, ow, kh, kw)

@@ -47,11 +47,7 @@ def matmul_rel(arg_types, attrs, op_name: str = "nn.matmul"):
             f"match the weight {shape_str(b.shape)} ({k_b})"
         )
     _check_units(op_name, attrs, units)
-    shape = list(a.shape)
-    if ta:
-        shape[-2] = a.shape[-1]
-        shape = shape[:-1]
-    shape[-1] = units
+    shape = list(a.shape[:-2]) + [a.shape[-1], units] if ta else list(a.shape[:-1]) + [units]
     return TensorType(shape, attrs.out_dtype or a.dtype)
 
 
