@@ -1,1 +1,41 @@
-"""Placeholder package; filled in by its owner."""
+"""tvm.relay.testing: workloads (ResNet, MobileNet, MLP, BERT) and helpers for pass tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import bert, init, layers, mlp, mobilenet, resnet
+from .init import create_workload
+
+__all__ = ["create_workload", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",
+           "mlp", "bert", "layers", "init"]
+
+
+def run_opt_pass(expr, opt_pass, import_prelude: bool = False):
+    """Type-check ``expr`` in a module, apply ``opt_pass`` and return the new main function
+    (or its body when ``expr`` was not a function), as TVM's test helper does."""
+    from ...ir.module import IRModule
+    from ..expr import Function
+    from ..transform import InferType
+
+    if import_prelude:
+        raise NotImplementedError("the Relay prelude is not available in minitvm yet")
+    mod = IRModule.from_expr(expr)
+    mod = InferType()(mod)
+    mod = opt_pass(mod)
+    entry = mod["main"]
+    return entry if isinstance(expr, Function) else entry.body
+
+
+def run_infer_type(expr):
+    """``expr`` type-checked (its main function, or body for a non-function)."""
+    from ..transform import InferType
+
+    return run_opt_pass(expr, InferType())
+
+
+def rand(dtype: str, *shape):
+    """A ``tvm.nd.NDArray`` of uniform random numbers in [0, 1)."""
+    from ...runtime.ndarray import array
+
+    return array(np.random.rand(*shape).astype(dtype))
