@@ -60,9 +60,21 @@ def infer_type_module(mod: IRModule) -> IRModule:
         checker.finish()
     for gv, fn in todo:
         gv._checked_type = fn._checked_type
+        fn = _with_inferred_ret_type(mod, gv, fn)
         _CHECKED_DEPS[fn] = tuple((d, mod.functions[d]._checked_type) for d in deps[gv]
                                   if d in mod.functions)
     return mod
+
+
+def _with_inferred_ret_type(mod: IRModule, gv, fn: Function) -> Function:
+    """As TVM does, a global function without a return annotation gets its inferred one."""
+    if fn.ret_type is not None or fn._checked_type is None:
+        return fn
+    typed = Function(fn.params, fn.body, fn._checked_type.ret_type, fn.type_params, fn.attrs,
+                     fn.span)
+    typed._checked_type = fn._checked_type
+    mod.functions[gv] = typed
+    return typed
 
 
 def _infer_type_pass(mod, ctx):
