@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..op import tensor as _op
 from ..expr import var
 from ..op import nn
+from ..op import tensor as _op
 
 
 def weight(name: str, shape, dtype: str = "float32"):
