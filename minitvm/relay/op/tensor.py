@@ -94,8 +94,14 @@ def _round_half_even(x):
 
 
 def _erf(x):
-    flat = np.asarray(x, dtype="float64").ravel()
-    return np.array([math.erf(v) for v in flat], dtype="float64").reshape(np.shape(x))
+    """The error function; scipy's vectorized one when present, else a per-element loop."""
+    try:
+        from scipy.special import erf as sp_erf
+    except ImportError:  # pragma: no cover - scipy is optional
+        flat = np.asarray(x, dtype="float64").ravel()
+        out = np.array([math.erf(v) for v in flat], dtype="float64")
+        return out.reshape(np.shape(x))
+    return sp_erf(x)
 
 
 def _divide(a, b):

@@ -1,7 +1,7 @@
 """Shape-manipulating operators: reshape, transpose, expand_dims, squeeze, concatenate, stack,
-split, strided_slice, layout_transform, broadcast_to, tile, repeat, reverse.
+split, strided_slice, layout_transform, tile, repeat, reverse, reverse_reshape.
 
-Indexing and tensor-creating ops (take, gather, one_hot, arange, shape_of) live in
+Indexing, broadcasting and creating ops (take, gather, broadcast_to, arange, ...) live in
 ``transform_index``; both are re-exported from here as TVM's ``relay.op.transform``.
 """
 
@@ -18,7 +18,6 @@ from .layout import Layout, transform_array
 from .layout import _layout_shape as _layout_forward_shape
 from .op import define_op
 from .type_relations import (
-    broadcast_shapes,
     check_num_args,
     dims_equal,
     dims_product,
@@ -35,8 +34,8 @@ __all__ = [
     "ConcatenateAttrs", "StackAttrs", "SplitAttrs", "StridedSliceAttrs", "LayoutTransformAttrs",
     "TileAttrs", "RepeatAttrs", "ReverseAttrs",
     "reshape", "reshape_like", "transpose", "expand_dims", "squeeze", "concatenate", "stack",
-    "split", "strided_slice", "layout_transform", "broadcast_to", "broadcast_to_like",
-    "collapse_sum_like", "collapse_sum_to", "tile", "repeat", "reverse",
+    "split", "strided_slice", "layout_transform",
+    "tile", "repeat", "reverse",
 ]
 
 
@@ -630,92 +629,6 @@ def layout_transform(data, src_layout: str, dst_layout: str) -> Call:
                  LayoutTransformAttrs(src_layout=str(src_layout), dst_layout=str(dst_layout)))
 
 
-# --------------------------------------------------------------------------- broadcast_to & co
-def _broadcast_to_rel(arg_types, attrs):
-    check_num_args("broadcast_to", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "broadcast_to")
-    target = tuple(attrs.shape)
-    out = broadcast_shapes(t.shape, target, "broadcast_to")
-    if len(out) != len(target):
-        raise TypeError(f"broadcast_to: cannot broadcast {type_str(t)} to {shape_str(target)}")
-    return TensorType(target, t.dtype)
-
-
-define_op("broadcast_to", _broadcast_to_rel,
-          lambda attrs, a, t: np.broadcast_to(a[0], tuple(attrs.shape)).copy(),
-          OpPattern.BROADCAST, None, 1, "Broadcast the data to a shape.")
-
-
-def _broadcast_to_like_rel(arg_types, attrs=None):
-    check_num_args("broadcast_to_like", arg_types, 2)
-    t = tensor_arg(arg_types, 0, "broadcast_to_like")
-    like = tensor_arg(arg_types, 1, "broadcast_to_like")
-    broadcast_shapes(t.shape, like.shape, "broadcast_to_like")
-    return TensorType(like.shape, t.dtype)
-
-
-define_op("broadcast_to_like", _broadcast_to_like_rel,
-          lambda attrs, a, t: np.broadcast_to(a[0], a[1].shape).copy(), OpPattern.BROADCAST,
-          None, 2, "Broadcast the data to the shape of another tensor.")
-
-
-def _collapse_to(x, shape):
-    shape = tuple(shape)
-    lead = x.ndim - len(shape)
-    out = x.sum(axis=tuple(range(lead))) if lead > 0 else x
-    axes = tuple(i for i, d in enumerate(shape) if d == 1 and out.shape[i] != 1)
-    return out.sum(axis=axes, keepdims=True) if axes else out
-
-
-def _collapse_like_rel(arg_types, attrs=None):
-    check_num_args("collapse_sum_like", arg_types, 2)
-    t = tensor_arg(arg_types, 0, "collapse_sum_like")
-    like = tensor_arg(arg_types, 1, "collapse_sum_like")
-    broadcast_shapes(t.shape, like.shape, "collapse_sum_like")
-    return TensorType(like.shape, t.dtype)
-
-
-def _collapse_to_rel(arg_types, attrs):
-    check_num_args("collapse_sum_to", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "collapse_sum_to")
-    broadcast_shapes(t.shape, tuple(attrs.shape), "collapse_sum_to")
-    return TensorType(tuple(attrs.shape), t.dtype)
-
-
-define_op("collapse_sum_like", _collapse_like_rel,
-          lambda attrs, a, t: _collapse_to(a[0], a[1].shape).astype(t.dtype),
-          OpPattern.COMM_REDUCE, None, 2, "Sum the data down to the shape of another tensor.")
-define_op("collapse_sum_to", _collapse_to_rel,
-          lambda attrs, a, t: _collapse_to(a[0], attrs.shape).astype(t.dtype),
-          OpPattern.COMM_REDUCE, None, 1, "Sum the data down to a broadcast-compatible shape.")
-
-
-def _init_attrs(shape):
-    from .tensor import InitOpAttrs
-
-    return InitOpAttrs(shape=_ints(shape, "shape"))
-
-
-def broadcast_to(data, shape) -> Call:
-    """Broadcast ``data`` to ``shape`` (numpy rules)."""
-    return _call("broadcast_to", [data], _init_attrs(shape))
-
-
-def broadcast_to_like(data, broadcast_type) -> Call:
-    """Broadcast ``data`` to the shape of ``broadcast_type``."""
-    return _call("broadcast_to_like", [data, broadcast_type])
-
-
-def collapse_sum_like(data, collapse_type) -> Call:
-    """Sum ``data`` down to the shape of ``collapse_type`` (the reverse of broadcasting)."""
-    return _call("collapse_sum_like", [data, collapse_type])
-
-
-def collapse_sum_to(data, shape) -> Call:
-    """Sum ``data`` down to ``shape``."""
-    return _call("collapse_sum_to", [data], _init_attrs(shape))
-
-
 # --------------------------------------------------------------------------- tile / repeat / reverse
 def _tile_rel(arg_types, attrs):
     check_num_args("tile", arg_types, 1)
@@ -779,3 +692,27 @@ from .transform_index import *  # noqa: E402,F403
 from .transform_index import __all__ as _index_all  # noqa: E402
 
 __all__ += _index_all
+
+
+# --------------------------------------------------------------------------- reverse_reshape
+def _reverse_reshape_rel(arg_types, attrs):
+    check_num_args("contrib_reverse_reshape", arg_types, 1)
+    t = tensor_arg(arg_types, 0, "contrib_reverse_reshape")
+    out = infer_reshape(tuple(reversed(t.shape)), tuple(reversed(attrs.newshape)),
+                        attrs.allowzero)
+    return TensorType(tuple(reversed(out)), t.dtype)
+
+
+define_op("contrib_reverse_reshape", _reverse_reshape_rel,
+          lambda attrs, a, t: np.reshape(a[0], _static_out(_reverse_reshape_rel, attrs, a)),
+          OpPattern.INJECTIVE, ReshapeAttrs, 1,
+          "Reshape with the special codes inferred from right to left.")
+
+
+def reverse_reshape(data, newshape) -> Call:
+    """Like ``reshape`` but special codes are matched from the right (MXNet semantics)."""
+    return _call("contrib_reverse_reshape", [data],
+                 ReshapeAttrs(newshape=_ints(newshape, "reverse_reshape")))
+
+
+__all__ += ["reverse_reshape", "infer_reshape"]

@@ -1,5 +1,6 @@
-"""Indexing and tensor-creating transform ops: take, gather, one_hot, arange, shape_of,
-ndarray_size (re-exported by ``relay.op.transform``)."""
+"""Indexing, broadcasting and tensor-creating transform ops: take, gather, gather_nd, one_hot,
+arange, shape_of, ndarray_size, broadcast_to, collapse_sum_* (re-exported by ``relay.op.transform``).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from ...ir.type import TensorType
 from ...tir.expr import Any
 from ..expr import Call, Constant, Expr, const
 from .op import define_op
-from .type_relations import check_num_args, normalize_axis, tensor_arg, type_str
+from .type_relations import (
+    broadcast_shapes,
+    check_num_args,
+    normalize_axis,
+    shape_str,
+    tensor_arg,
+    type_str,
+)
 
 __all__ = [
     "TakeAttrs", "GatherAttrs", "OneHotAttrs", "ArangeAttrs", "ShapeOfAttrs", "NdarraySizeAttrs",
-    "take", "gather", "one_hot", "arange", "shape_of", "ndarray_size",
+    "take", "gather", "one_hot", "arange", "shape_of", "ndarray_size", "broadcast_to",
+    "broadcast_to_like", "collapse_sum_like", "collapse_sum_to",
 ]
 
 
@@ -51,6 +60,16 @@ class NdarraySizeAttrs(Attrs):
 
 def _call(name: str, args, attrs=None) -> Call:
     return Call(Op.get(name), list(args), attrs)
+
+
+def _shape_ints(shape) -> tuple:
+    if isinstance(shape, Constant):
+        shape = shape.data.numpy()
+    if isinstance(shape, Expr):
+        raise ValueError("dynamic (non-constant) shapes are not supported")
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    return tuple(int(v) for v in np.asarray(shape).reshape(-1))
 
 
 def _is_int(dtype: str) -> bool:
@@ -255,3 +274,258 @@ def ndarray_size(data, dtype: str = "int32") -> Call:
     """The number of elements of ``data`` as a scalar of ``dtype``."""
     return _call("ndarray_size", [data], NdarraySizeAttrs(dtype=str(dtype)))
 
+
+
+# --------------------------------------------------------------------------- broadcast_to & co
+def _broadcast_to_rel(arg_types, attrs):
+    check_num_args("broadcast_to", arg_types, 1)
+    t = tensor_arg(arg_types, 0, "broadcast_to")
+    target = tuple(attrs.shape)
+    out = broadcast_shapes(t.shape, target, "broadcast_to")
+    if len(out) != len(target):
+        raise TypeError(f"broadcast_to: cannot broadcast {type_str(t)} to {shape_str(target)}")
+    return TensorType(target, t.dtype)
+
+
+define_op("broadcast_to", _broadcast_to_rel,
+          lambda attrs, a, t: np.broadcast_to(a[0], tuple(attrs.shape)).copy(),
+          OpPattern.BROADCAST, None, 1, "Broadcast the data to a shape.")
+
+
+def _broadcast_to_like_rel(arg_types, attrs=None):
+    check_num_args("broadcast_to_like", arg_types, 2)
+    t = tensor_arg(arg_types, 0, "broadcast_to_like")
+    like = tensor_arg(arg_types, 1, "broadcast_to_like")
+    broadcast_shapes(t.shape, like.shape, "broadcast_to_like")
+    return TensorType(like.shape, t.dtype)
+
+
+define_op("broadcast_to_like", _broadcast_to_like_rel,
+          lambda attrs, a, t: np.broadcast_to(a[0], a[1].shape).copy(), OpPattern.BROADCAST,
+          None, 2, "Broadcast the data to the shape of another tensor.")
+
+
+def _collapse_to(x, shape):
+    shape = tuple(shape)
+    lead = x.ndim - len(shape)
+    out = x.sum(axis=tuple(range(lead))) if lead > 0 else x
+    axes = tuple(i for i, d in enumerate(shape) if d == 1 and out.shape[i] != 1)
+    return out.sum(axis=axes, keepdims=True) if axes else out
+
+
+def _collapse_like_rel(arg_types, attrs=None):
+    check_num_args("collapse_sum_like", arg_types, 2)
+    t = tensor_arg(arg_types, 0, "collapse_sum_like")
+    like = tensor_arg(arg_types, 1, "collapse_sum_like")
+    broadcast_shapes(t.shape, like.shape, "collapse_sum_like")
+    return TensorType(like.shape, t.dtype)
+
+
+def _collapse_to_rel(arg_types, attrs):
+    check_num_args("collapse_sum_to", arg_types, 1)
+    t = tensor_arg(arg_types, 0, "collapse_sum_to")
+    broadcast_shapes(t.shape, tuple(attrs.shape), "collapse_sum_to")
+    return TensorType(tuple(attrs.shape), t.dtype)
+
+
+define_op("collapse_sum_like", _collapse_like_rel,
+          lambda attrs, a, t: _collapse_to(a[0], a[1].shape).astype(t.dtype),
+          OpPattern.COMM_REDUCE, None, 2, "Sum the data down to the shape of another tensor.")
+define_op("collapse_sum_to", _collapse_to_rel,
+          lambda attrs, a, t: _collapse_to(a[0], attrs.shape).astype(t.dtype),
+          OpPattern.COMM_REDUCE, None, 1, "Sum the data down to a broadcast-compatible shape.")
+
+
+def _init_attrs(shape):
+    from .tensor import InitOpAttrs
+
+    return InitOpAttrs(shape=_shape_ints(shape))
+
+
+def broadcast_to(data, shape) -> Call:
+    """Broadcast ``data`` to ``shape`` (numpy rules)."""
+    return _call("broadcast_to", [data], _init_attrs(shape))
+
+
+def broadcast_to_like(data, broadcast_type) -> Call:
+    """Broadcast ``data`` to the shape of ``broadcast_type``."""
+    return _call("broadcast_to_like", [data, broadcast_type])
+
+
+def collapse_sum_like(data, collapse_type) -> Call:
+    """Sum ``data`` down to the shape of ``collapse_type`` (the reverse of broadcasting)."""
+    return _call("collapse_sum_like", [data, collapse_type])
+
+
+def collapse_sum_to(data, shape) -> Call:
+    """Sum ``data`` down to ``shape``."""
+    return _call("collapse_sum_to", [data], _init_attrs(shape))
+
+
+# --------------------------------------------------------------------------- more indexing ops
+class SliceLikeAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("axes", None),)
+
+
+class GatherNDAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("batch_dims", 0), ("index_rank", None))
+
+
+class SequenceMaskAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("mask_value", 0.0), ("axis", 0))
+
+
+class ReverseSequenceAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("seq_axis", 1), ("batch_axis", 0))
+
+
+def _slice_like_axes(data, like, axes):
+    if axes is None:
+        if len(like.shape) > len(data.shape):
+            raise TypeError(f"slice_like: shape_like {type_str(like)} has more dims than the "
+                            f"data {type_str(data)}")
+        return list(range(len(like.shape)))
+    return [normalize_axis(a, len(data.shape), "slice_like") for a in axes]
+
+
+def _slice_like_rel(arg_types, attrs):
+    check_num_args("slice_like", arg_types, 2)
+    data = tensor_arg(arg_types, 0, "slice_like")
+    like = tensor_arg(arg_types, 1, "slice_like")
+    shape = list(data.shape)
+    for a in _slice_like_axes(data, like, attrs.axes):
+        if a >= len(like.shape):
+            raise TypeError(f"slice_like: axis {a} is out of range for {type_str(like)}")
+        shape[a] = like.shape[a]
+    return TensorType(shape, data.dtype)
+
+
+def _slice_like_impl(attrs, args, out_type):
+    data, like = args
+    index = [slice(None)] * data.ndim
+    for a in _slice_like_axes(TensorType(data.shape), TensorType(like.shape), attrs.axes):
+        index[a] = slice(0, like.shape[a])
+    return np.ascontiguousarray(data[tuple(index)])
+
+
+define_op("slice_like", _slice_like_rel, _slice_like_impl, OpPattern.INJECTIVE, SliceLikeAttrs,
+          2, "Slice the data to the shape of another tensor on the given axes.")
+
+
+def slice_like(data, shape_like, axes=None) -> Call:
+    """Slice ``data`` (from 0) to the dims of ``shape_like`` on ``axes`` (all when None)."""
+    axes = None if axes is None else tuple(int(a) for a in axes)
+    return _call("slice_like", [data, shape_like], SliceLikeAttrs(axes=axes))
+
+
+def _gather_nd_rel(arg_types, attrs):
+    check_num_args("gather_nd", arg_types, 2)
+    data = tensor_arg(arg_types, 0, "gather_nd")
+    idx = tensor_arg(arg_types, 1, "gather_nd")
+    if not idx.shape:
+        raise TypeError("gather_nd: indices must have at least one dimension")
+    m = attrs.index_rank if attrs.index_rank is not None else idx.shape[0]
+    if not isinstance(m, int):
+        raise TypeError("gather_nd: the index rank (indices.shape[0]) must be static")
+    bd = int(attrs.batch_dims)
+    if bd + m > len(data.shape):
+        raise TypeError(f"gather_nd: indices {type_str(idx)} index more dims than the data "
+                        f"{type_str(data)} has")
+    return TensorType(tuple(idx.shape[1:]) + tuple(data.shape[bd + m:]), data.dtype)
+
+
+def _gather_nd_impl(attrs, args, out_type):
+    data, idx = np.asarray(args[0]), np.asarray(args[1]).astype("int64")
+    bd = int(attrs.batch_dims)
+    if bd == 0:
+        return np.ascontiguousarray(data[tuple(idx)])
+    out = np.empty(idx.shape[1:] + data.shape[bd + idx.shape[0]:], data.dtype)
+    for b in np.ndindex(*data.shape[:bd]):
+        sel = idx[(slice(None),) + b]
+        out[b] = data[b][tuple(sel)]
+    return out
+
+
+define_op("gather_nd", _gather_nd_rel, _gather_nd_impl, OpPattern.INJECTIVE, GatherNDAttrs, 2,
+          "Gather slices of the data at n-dimensional indices (first index axis).")
+
+
+def gather_nd(data, indices, batch_dims: int = 0, index_rank=None) -> Call:
+    """Gather from ``data`` at the n-d indices stored along ``indices``' first axis."""
+    return _call("gather_nd", [data, indices],
+                 GatherNDAttrs(batch_dims=int(batch_dims), index_rank=index_rank))
+
+
+def _sequence_mask_rel(arg_types, attrs):
+    check_num_args("sequence_mask", arg_types, 2)
+    data = tensor_arg(arg_types, 0, "sequence_mask")
+    tensor_arg(arg_types, 1, "sequence_mask")
+    if attrs.axis not in (0, 1):
+        raise ValueError(f"sequence_mask: axis must be 0 or 1, got {attrs.axis}")
+    return data
+
+
+def _sequence_mask_impl(attrs, args, out_type):
+    data, lengths = np.asarray(args[0]), np.asarray(args[1])
+    axis = int(attrs.axis)
+    steps = np.arange(data.shape[axis])
+    mask = steps[:, None] < lengths[None, :] if axis == 0 else lengths[:, None] > steps[None, :]
+    mask = mask.reshape(mask.shape + (1,) * (data.ndim - 2))
+    return np.where(mask, data, np.asarray(attrs.mask_value, data.dtype)).astype(data.dtype)
+
+
+define_op("sequence_mask", _sequence_mask_rel, _sequence_mask_impl, OpPattern.INJECTIVE,
+          SequenceMaskAttrs, 2, "Mask positions past each sequence's valid length.")
+
+
+def sequence_mask(data, valid_length, mask_value: float = 0, axis: int = 0) -> Call:
+    """Replace elements past ``valid_length`` along ``axis`` (0 or 1) with ``mask_value``."""
+    return _call("sequence_mask", [data, valid_length],
+                 SequenceMaskAttrs(mask_value=float(mask_value), axis=int(axis)))
+
+
+def _reverse_sequence_rel(arg_types, attrs):
+    check_num_args("reverse_sequence", arg_types, 2)
+    data = tensor_arg(arg_types, 0, "reverse_sequence")
+    lengths = tensor_arg(arg_types, 1, "reverse_sequence")
+    if len(lengths.shape) != 1:
+        raise TypeError(f"reverse_sequence: seq_lengths must be 1-D, got {type_str(lengths)}")
+    normalize_axis(attrs.seq_axis, len(data.shape), "reverse_sequence")
+    normalize_axis(attrs.batch_axis, len(data.shape), "reverse_sequence")
+    return data
+
+
+def _reverse_sequence_impl(attrs, args, out_type):
+    data, lengths = np.asarray(args[0]), np.asarray(args[1])
+    seq = normalize_axis(attrs.seq_axis, data.ndim)
+    bat = normalize_axis(attrs.batch_axis, data.ndim)
+    out = data.copy()
+    for b in range(data.shape[bat]):
+        n = int(min(max(lengths[b], 0), data.shape[seq]))
+        src = [slice(None)] * data.ndim
+        src[bat] = b
+        src[seq] = slice(0, n)
+        dst = list(src)
+        dst_seq = seq - (1 if bat < seq else 0)
+        piece = data[tuple(src)]
+        out[tuple(dst)] = np.flip(piece, dst_seq)
+    return out
+
+
+define_op("reverse_sequence", _reverse_sequence_rel, _reverse_sequence_impl,
+          OpPattern.INJECTIVE, ReverseSequenceAttrs, 2,
+          "Reverse each batch entry's first seq_lengths[b] elements along seq_axis.")
+
+
+def reverse_sequence(data, seq_lengths, seq_axis: int = 1, batch_axis: int = 0) -> Call:
+    """Reverse the first ``seq_lengths[b]`` elements of each batch entry along ``seq_axis``."""
+    return _call("reverse_sequence", [data, seq_lengths],
+                 ReverseSequenceAttrs(seq_axis=int(seq_axis), batch_axis=int(batch_axis)))
+
+
+__all__ += ["SliceLikeAttrs", "GatherNDAttrs", "SequenceMaskAttrs", "ReverseSequenceAttrs",
+            "slice_like", "gather_nd", "sequence_mask", "reverse_sequence"]

@@ -316,3 +316,35 @@ def test_registry_self_check(name):
     assert op.get_attr("TOpPattern") in (0, 1, 2, 3, 4, 7, 8), f"{name} lacks TOpPattern"
     assert op.num_inputs >= 0 and op.description
     assert callable(getattr(relay, name)), f"relay.{name} constructor missing"
+
+
+def test_slice_like_gather_nd():
+    like = np.zeros((1, 2), "int8")
+    check(relay.slice_like(relay.var("x"), relay.var("l")), [X, like], X[:1, :2])
+    check(relay.slice_like(relay.var("x"), relay.var("l"), axes=(2,)),
+          [X, np.zeros((9, 9, 3), "int8")], X[:, :, :3])
+    idx = np.array([[0, 1, 1], [2, 0, 1]], "int32")
+    check(relay.gather_nd(relay.var("x"), relay.var("i")), [X, idx], X[tuple(idx)])
+    bidx = np.array([[1, 0]], "int32")  # batch_dims=1: per batch b pick X[b, bidx[0, b]]
+    ref = np.stack([X[b][bidx[0, b]] for b in range(2)])
+    check(relay.gather_nd(relay.var("x"), relay.var("i"), batch_dims=1), [X, bidx], ref)
+
+
+def test_sequence_mask_reverse_sequence():
+    data = RNG.normal(size=(4, 3, 2)).astype("float32")  # (seq, batch, feat)
+    lengths = np.array([1, 4, 2], "int32")
+    ref = data.copy()
+    for b, n in enumerate(lengths):
+        ref[n:, b] = -1.0
+    check(relay.sequence_mask(relay.var("d"), relay.var("l"), -1.0, 0), [data, lengths], ref)
+    rev = data.copy()
+    for b, n in enumerate(lengths):
+        rev[:n, b] = data[:n, b][::-1]
+    check(relay.reverse_sequence(relay.var("d"), relay.var("l"), seq_axis=0, batch_axis=1),
+          [data, lengths], rev)
+
+
+def test_reverse_reshape():
+    y = np.zeros((10, 5, 4), "float32")
+    out_t, out = run_op(relay.reverse_reshape(relay.var("y"), (-1, 0)), y)
+    assert out_t.concrete_shape == (50, 4) and out.shape == (50, 4)
