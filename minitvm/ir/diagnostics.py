@@ -180,7 +180,8 @@ def render_program(root, bad, note: str) -> str:
 
     Uses the Relay printer when it is available; falls back to a short description of ``bad``.
     """
-    marker = f"error: {note}".replace("*/", "* /")
+    short = note if len(note) <= 80 else note[:77] + "..."
+    marker = f" /* error: {short.replace('*/', '* /')} */"
     text = None
     try:
         from ..relay.printer import astext
@@ -192,7 +193,7 @@ def render_program(root, bad, note: str) -> str:
         lines = text.splitlines()
         at = next(i for i, ln in enumerate(lines) if marker in ln)
         indent = len(lines[at]) - len(lines[at].lstrip())
-        lines.insert(at + 1, " " * indent + "^^^ here")
+        lines.insert(at + 1, " " * indent + "^^^ the error is here")
         lo, hi = 0, len(lines)
         if len(lines) > _MAX_PROGRAM_LINES:
             lo, hi = max(0, at - _CONTEXT_LINES), min(len(lines), at + _CONTEXT_LINES + 2)

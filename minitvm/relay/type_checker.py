@@ -14,11 +14,26 @@ from ..ir.diagnostics import RelayTypeError, describe_expr, format_type, render_
 from ..ir.expr import GlobalVar
 from ..ir.op import Op
 from ..ir.type import (
-    FuncType, IncompleteType, RelayRefType, TensorType, TupleType, TypeCall,
+    FuncType,
+    IncompleteType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    TypeCall,
 )
 from .adt import Constructor, Match, PatternConstructor, PatternTuple, PatternVar
 from .expr import (
-    Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from .type_solver import TypeSolver, UnifyError, is_ground
 
@@ -68,12 +83,13 @@ class TypeChecker:
         self.var_types: dict = {}
         self.global_types: dict = {}
         self.pending: list[_Pending] = []
-        self.in_scope: set = set()
+        self.in_scope: dict = {}  # var -> number of enclosing binders
         self.ever_bound: set = set()
         self.deps: set = set()
         self.root = None
         self.bound_order: list = []
         self._ctor_types: dict = {}
+        self._rel_fast: dict = {}
         self._dispatch = {
             Var: self._visit_var, Constant: self._visit_constant, GlobalVar: self._visit_global,
             Op: self._visit_op, Constructor: self._visit_constructor, Call: self._visit_call,
@@ -127,7 +143,7 @@ class TypeChecker:
         """Walk ``root``; returns its (unresolved) type. Pending relations are solved in finish."""
         self.root = root
         self.deps = set()
-        self.in_scope = set()
+        self.in_scope = {}
         if gv is not None and isinstance(root, Function):
             placeholder = self.global_types.get(gv)
             if placeholder is not None:
@@ -170,9 +186,16 @@ class TypeChecker:
             t = ann if ann is not None else IncompleteType()
         self.var_types[var] = t
         self.types[var] = t
-        self.in_scope.add(var)
+        self.in_scope[var] = self.in_scope.get(var, 0) + 1
         self.ever_bound.add(var)
         self.bound_order.append((var, self.root))
+
+    def _unbind(self, var: Var):
+        n = self.in_scope.get(var, 0) - 1
+        if n > 0:
+            self.in_scope[var] = n
+        else:
+            self.in_scope.pop(var, None)
 
     # ------------------------------------------------------------------ leaves
     def _visit_var(self, var: Var):
@@ -268,6 +291,10 @@ class TypeChecker:
             self.pending.append(_Pending(call, self.root, out))
 
     def _relate(self, call: Call, rel, arg_types, root):
+        fast_key = (rel, id(call.attrs), *map(id, arg_types))
+        hit = self._rel_fast.get(fast_key)
+        if hit is not None:
+            return hit[0]
         key = None
         try:
             key = (rel, _attrs_key(call.attrs), tuple(arg_types))
@@ -275,12 +302,13 @@ class TypeChecker:
         except TypeError:  # unhashable attrs values
             key, hit = None, None
         if hit is not None:
+            self._rel_fast[fast_key] = (hit, call.attrs, arg_types)
             return hit
         msg, cause = None, None
         try:
             out = rel(arg_types, call.attrs)
         except (TypeError, ValueError, IndexError, KeyError, AssertionError) as e:
-            msg = f"{call.op.name}: {e}"
+            msg = str(e) if str(e).startswith(call.op.name) else f"{call.op.name}: {e}"
         except Exception as e:  # a bug in the relation itself: keep its traceback as the cause
             msg = f"internal error in the type relation of {call.op.name}: {type(e).__name__}: {e}"
             cause = e
@@ -297,6 +325,7 @@ class TypeChecker:
             if len(_REL_CACHE) >= _REL_CACHE_MAX:
                 _REL_CACHE.clear()
             _REL_CACHE[key] = out
+        self._rel_fast[fast_key] = (out, call.attrs, arg_types)  # keeps the id()s alive
         return out
 
     def _post_call(self, call: Call):
@@ -371,7 +400,11 @@ class TypeChecker:
 
     # ------------------------------------------------------------------ binders
     def _visit_let(self, let: Let):
-        self._bind(let.var)
+        var = let.var
+        # Only a function value may refer to its own let variable (recursion); otherwise the
+        # variable simply takes its value's type, bound after the value is checked.
+        if var.type_annotation is not None or type(let.value) is Function:
+            self._bind(var)
         push = self._stack.append
         push((self._post_let, let))
         push((self._visit, let.body))
@@ -380,12 +413,15 @@ class TypeChecker:
 
     def _let_bind(self, let: Let):
         var = let.var
+        if var not in self.in_scope:
+            self._bind(var, self.types[let.value])
+            return
         self.unify(self.var_types[var], self.types[let.value], let,
                    f"the value bound to %{var.name_hint} does not match its type")
 
     def _post_let(self, let: Let):
         self.types[let] = self.types[let.body]
-        self.in_scope.discard(let.var)
+        self._unbind(let.var)
 
     def _visit_function(self, fn: Function):
         for p in fn.params:
@@ -402,7 +438,7 @@ class TypeChecker:
             self.unify(ret, body_t, fn, "the function body's type does not match its "
                                         "annotated return type")
         for p in fn.params:
-            self.in_scope.discard(p)
+            self._unbind(p)
         self.types[fn] = FuncType([self.var_types[p] for p in fn.params], ret, fn.type_params)
 
     def _visit_match(self, m: Match):
@@ -441,7 +477,7 @@ class TypeChecker:
         while stack:
             p = stack.pop()
             if isinstance(p, PatternVar):
-                self.in_scope.discard(p.var)
+                self._unbind(p.var)
             elif isinstance(p, PatternConstructor | PatternTuple):
                 stack.extend(p.patterns)
 

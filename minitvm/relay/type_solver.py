@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from ..ir.diagnostics import format_type
 from ..ir.type import (
-    FuncType, IncompleteType, PrimType, RelayRefType, TensorType, TupleType, TypeCall, TypeVar,
+    FuncType,
+    IncompleteType,
+    PrimType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeVar,
 )
 from ..tir.expr import Any, IntImm, PrimExpr
 from ..tir.expr import Var as TirVar
@@ -96,24 +103,31 @@ def _unify_dim(a, b):
 class TypeSolver:
     """A union-find substitution over IncompleteTypes with structural unification."""
 
-    __slots__ = ("sub",)
+    __slots__ = ("sub", "_keep")
 
     def __init__(self):
-        self.sub: dict = {}
+        self.sub: dict = {}  # id(IncompleteType) -> Type; bound incompletes are kept alive
+        self._keep: list = []
 
     def find(self, t):
         """Follow bindings of an IncompleteType to its current representative."""
         if type(t) is not IncompleteType:
             return t
         sub = self.sub
-        root = t
-        while type(root) is IncompleteType and root in sub:
-            root = sub[root]
-        while t is not root and type(t) is IncompleteType and t in sub:
-            nxt = sub[t]
-            sub[t] = root
-            t = nxt
+        root = sub.get(id(t))
+        if root is None:
+            return t
+        while type(root) is IncompleteType:
+            nxt = sub.get(id(root))
+            if nxt is None:
+                break
+            root = nxt
+        sub[id(t)] = root  # path compression (t stays alive in self._keep)
         return root
+
+    def _bind(self, inc, t) -> None:
+        self.sub[id(inc)] = t
+        self._keep.append(inc)
 
     def resolve(self, t):
         """``t`` with every bound IncompleteType replaced by what it is bound to."""
@@ -180,12 +194,12 @@ class TypeSolver:
         if ta is IncompleteType:
             if self._occurs(a, b):
                 raise UnifyError(a, b, "a type cannot contain itself")
-            self.sub[a] = b
+            self._bind(a, b)
             return b
         if tb is IncompleteType:
             if self._occurs(b, a):
                 raise UnifyError(a, b, "a type cannot contain itself")
-            self.sub[b] = a
+            self._bind(b, a)
             return a
         if ta is not tb:
             raise UnifyError(a, b)
