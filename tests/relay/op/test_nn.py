@@ -562,3 +562,23 @@ def test_small_cnn_through_infer_type_and_interpreter():
     r = r.reshape(1, 4, 4, 2, 4, 2).max(axis=(3, 5)).reshape(1, 64) @ da.T
     e = np.exp(r - r.max())
     np.testing.assert_allclose(out, e / e.sum(), rtol=1e-4, atol=1e-6)
+
+
+def test_convert_op_layout_hooks():
+    x, w = _vars((1, 8, 6, 6), (8, 1, 3, 3))
+    conv = relay.nn.conv2d(x, w, groups=8, padding=1)
+    hook = Op.get("nn.conv2d").get_attr("FTVMConvertOpLayout")
+    tinfos = [x.type_annotation, w.type_annotation]
+    nhwc = hook(conv.attrs, [x, w], tinfos, ["NHWC", "default"])
+    assert (nhwc.attrs.data_layout, nhwc.attrs.kernel_layout) == ("NHWC", "HWOI")
+    assert nhwc.attrs.padding == (1, 1, 1, 1) and nhwc.attrs.groups == 8
+    nchw4c = hook(conv.attrs, [x, w], tinfos, ["NCHW4c", "OIHW4i4o"])
+    assert nchw4c.op.name == "nn.contrib_conv2d_NCHWc"
+    assert nchw4c.attrs.kernel_layout == "OIHW4i4o"
+    with pytest.raises(ValueError, match="Layout HWCN is not yet supported"):
+        hook(conv.attrs, [x, w], tinfos, ["HWCN", "default"])
+    pool = relay.nn.max_pool2d(x, pool_size=2)
+    moved = Op.get("nn.max_pool2d").get_attr("FTVMConvertOpLayout")(pool.attrs, [x], tinfos[:1],
+                                                                    ["NHWC"])
+    assert (moved.attrs.layout, moved.attrs.out_layout, moved.attrs.pool_size) == (
+        "NHWC", "NHWC", (2, 2))

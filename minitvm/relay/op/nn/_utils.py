@@ -7,13 +7,13 @@ plus a lower-case letter. Shapes and numpy arrays convert between such layouts a
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from ....tir.expr import Any
+from ..layout import transform_array
 from ..type_relations import dims_product, is_static_dim, shape_str
 
 __all__ = [
@@ -150,39 +150,13 @@ def shape_from_primal(dims: dict, layout: str, op_name: str = "op", what: str = 
 
 
 def np_to_primal(arr: np.ndarray, layout: str, primal: str) -> np.ndarray:
-    """Transpose/merge an array in ``layout`` into the plain ``primal`` order."""
-    if layout == primal:
-        return arr
-    axes = parse_layout(layout)
-    pos = {name: i for i, (name, _) in enumerate(axes)}
-    perm, shape = [], []
-    for p in primal:
-        perm.append(pos[p])
-        extent = arr.shape[pos[p]]
-        if p.lower() in pos:
-            perm.append(pos[p.lower()])
-            extent *= arr.shape[pos[p.lower()]]
-        shape.append(extent)
-    return arr.transpose(perm).reshape(shape)
+    """Relayout an array in ``layout`` into the plain ``primal`` order (no copy when equal)."""
+    return arr if layout == primal else transform_array(arr, layout, primal)
 
 
 def np_from_primal(arr: np.ndarray, primal: str, layout: str) -> np.ndarray:
-    """Split/transpose an array in the plain ``primal`` order into ``layout``."""
-    if layout == primal:
-        return arr
-    axes = parse_layout(layout)
-    factors = {n.upper(): f for n, f in axes if f is not None}
-    labels, shape = [], []
-    for p, extent in zip(primal, arr.shape):
-        f = factors.get(p)
-        if f is None:
-            labels.append(p)
-            shape.append(extent)
-        else:
-            labels += [p, p.lower()]
-            shape += [extent // f, f]
-    split = arr.reshape(shape)
-    return np.ascontiguousarray(split.transpose([labels.index(n) for n, _ in axes]))
+    """Relayout an array in the plain ``primal`` order into ``layout`` (no copy when equal)."""
+    return arr if layout == primal else transform_array(arr, primal, layout)
 
 
 # --------------------------------------------------------------------------- dtypes
@@ -196,7 +170,3 @@ def acc_dtype(dtype: str):
     if dt.kind in "iu" and dt.itemsize < 4:
         return np.dtype("int32")
     return dt
-
-
-def prod(values) -> int:
-    return math.prod(int(v) for v in values)
