@@ -70,11 +70,11 @@ def module_pass(pass_func=None, opt_level=None, name=None, required=None, tracea
     """
 
     def create(pass_arg):
+        if not callable(pass_arg):
+            raise TypeError("pass_func must be a callable for Module pass")
         info = make_info(pass_arg, opt_level, name, required, traceable, contracts)
         if inspect.isclass(pass_arg):
             return wrap_pass_class(pass_arg, ModulePass, info, "transform_module")
-        if not callable(pass_arg):
-            raise TypeError("pass_func must be a callable for Module pass")
         return ModulePass(pass_arg, info)
 
     if pass_func is not None:

@@ -78,11 +78,11 @@ def function_pass(pass_func=None, opt_level=None, name=None, required=None, **co
     """
 
     def create(pass_arg):
+        if not callable(pass_arg):
+            raise TypeError("pass_func must be a callable for Module pass")
         info = make_info(pass_arg, opt_level, name, required, False, contracts)
         if inspect.isclass(pass_arg):
             return wrap_pass_class(pass_arg, FunctionPass, info, "transform_function")
-        if not callable(pass_arg):
-            raise TypeError("pass_func must be a callable for Module pass")
         return FunctionPass(pass_arg, info)
 
     if pass_func is not None:
