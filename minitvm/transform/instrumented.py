@@ -89,24 +89,24 @@ def _run(p, mod, ctx):
         before_hash = structural_hash(mod)
     try:
         result = p._run(mod, ctx)
+        if before_hash is not None:
+            from ..ir.structural import structural_hash
+
+            if structural_hash(mod) != before_hash:
+                raise RuntimeError(f"Immutable module has been modified in pass: {info.name}")
+        if info.has_contracts:
+            from .properties import record_properties
+
+            record_properties(p, mod, result, ctx)
+        if debug and leaf:
+            from .debug.checks import after_pass_checks
+
+            after_pass_checks(p, mod, result, ctx)
     except Exception as err:
         from .debug.crash import on_pass_crash
 
         on_pass_crash(p, mod, ctx, err)
         raise
-    if before_hash is not None:
-        from ..ir.structural import structural_hash
-
-        if structural_hash(mod) != before_hash:
-            raise RuntimeError(f"Immutable module has been modified in pass: {info.name}")
-    if info.has_contracts:
-        from .properties import record_properties
-
-        record_properties(p, mod, result, ctx)
-    if debug and leaf:
-        from .debug.checks import after_pass_checks
-
-        after_pass_checks(p, mod, result, ctx)
     for inst in insts:
         inst.run_after_pass(result, info)
     return result

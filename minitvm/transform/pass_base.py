@@ -37,15 +37,15 @@ class Pass:
                 mod = ensure_properties(self, mod, ctx)
             try:
                 result = self._run(mod, ctx)
+                if info.has_contracts:
+                    from .properties import record_properties
+
+                    record_properties(self, mod, result, ctx)
             except Exception as err:
                 from .debug.crash import on_pass_crash
 
                 on_pass_crash(self, mod, ctx, err)
                 raise
-            if info.has_contracts:
-                from .properties import record_properties
-
-                record_properties(self, mod, result, ctx)
             return result
         from .instrumented import run_instrumented
 
