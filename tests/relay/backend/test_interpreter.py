@@ -427,3 +427,31 @@ def test_non_scalar_if_condition():
     e = relay.If(c, relay.const(1), relay.const(2))
     with pytest.raises(InterpreterError, match="scalar boolean"):
         Machine().eval_expr(e, {c: np.array([True, False])})
+
+
+def test_dynamic_shape_parameter():
+    x = relay.var("x", shape=(relay.Any(), 3))
+    f = relay.Function([x], relay.nn.relu(relay.add(x, relay.const(1.0))))
+    ex = relay.create_executor("debug", mod=tvm.IRModule.from_expr(f)).evaluate()
+    for n in (1, 4):
+        out = ex(np.full((n, 3), -0.5, "float32"))
+        np.testing.assert_array_equal(out.numpy(), np.full((n, 3), 0.5, "float32"))
+    with pytest.raises(ValueError, match=r"expected Tensor\[\(\?, 3\), float32\], got shape "
+                                         r"\(2, 4\) float32"):
+        ex(np.zeros((2, 4), "float32"))
+
+
+def test_function_evaluated_next_to_an_existing_main():
+    mod = tvm.IRModule()
+    a = relay.var("a", shape=(2,))
+    double = relay.GlobalVar("double")
+    mod[double] = relay.Function([a], relay.add(a, a))
+    b = relay.var("b", shape=(2,))
+    mod["main"] = relay.Function([b], relay.negative(b))
+    ex = relay.create_executor("debug", mod=mod)
+    c = relay.var("c", shape=(2,))
+    other = relay.Function([c], double(mod.get_global_var("main")(c)))
+    np.testing.assert_array_equal(ex.evaluate(other)(np.array([1, 2], "float32")).numpy(),
+                                  [-2, -4])
+    np.testing.assert_array_equal(ex.evaluate(double)(np.array([1, 2], "float32")).numpy(), [2, 4])
+    assert "__interpreter_entry" not in mod  # the caller's module is unchanged
