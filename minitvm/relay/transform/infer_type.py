@@ -13,6 +13,7 @@ from ...ir.module import IRModule
 from ...transform import module_pass
 from ..expr import Function
 from ..type_checker import TypeChecker
+from .annotate_missing_types import annotate_missing_types
 
 __all__ = ["InferType", "InferTypeLocal", "infer_type_module"]
 
@@ -67,13 +68,10 @@ def infer_type_module(mod: IRModule) -> IRModule:
 
 
 def _with_inferred_ret_type(mod: IRModule, gv, fn: Function) -> Function:
-    """As TVM does, a global function without a return annotation gets its inferred one."""
-    if fn.ret_type is not None or fn._checked_type is None:
-        return fn
-    typed = Function(fn.params, fn.body, fn._checked_type.ret_type, fn.type_params, fn.attrs,
-                     fn.span)
-    typed._checked_type = fn._checked_type
-    mod.functions[gv] = typed
+    """As TVM does, missing return types and var annotations get the inferred types."""
+    typed = annotate_missing_types(fn)
+    if typed is not fn:
+        mod.functions[gv] = typed
     return typed
 
 

@@ -1,0 +1,68 @@
+"""After type inference, give functions without a return type and vars without an annotation the
+types that were inferred for them, as TVM's InferType does (so expected programs built without
+annotations compare equal to pass outputs)."""
+
+from __future__ import annotations
+
+from ..adt import pattern_vars
+from ..expr import Function, Let, Var
+from ..expr_functor import ExprMutator, ExprVisitor
+
+
+class _NeedsAnnotation(ExprVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_function(self, fn):
+        if fn.ret_type is None or any(p.type_annotation is None for p in fn.params):
+            self.found = True
+        super().visit_function(fn)
+
+    def visit_let(self, let):
+        node = let
+        while isinstance(node, Let):
+            if node.var.type_annotation is None:
+                self.found = True
+            node = node.body
+        super().visit_let(let)
+
+    def visit_match(self, m):
+        for c in m.clauses:
+            if any(v.type_annotation is None for v in pattern_vars(c.lhs)):
+                self.found = True
+        super().visit_match(m)
+
+
+def _copy_type(new, old):
+    if new is not old and new._checked_type is None:
+        new._checked_type = old._checked_type
+    return new
+
+
+class _Annotator(ExprMutator):
+    def visit_var(self, v):
+        if v.type_annotation is not None or v._checked_type is None:
+            return v
+        new = Var(v.name_hint, v._checked_type, v.span)
+        new._checked_type = v._checked_type
+        return new
+
+    def visit(self, expr):
+        return _copy_type(super().visit(expr), expr)
+
+    def visit_function(self, fn):
+        new = super().visit_function(fn)
+        if new.ret_type is None and fn._checked_type is not None:
+            new = Function(new.params, new.body, fn._checked_type.ret_type, new.type_params,
+                           new.attrs, new.span)
+        return _copy_type(new, fn)
+
+
+def annotate_missing_types(fn: Function) -> Function:
+    """Return ``fn`` with inferred return types and var annotations filled in where missing."""
+    finder = _NeedsAnnotation()
+    finder.visit(fn)
+    if not finder.found:
+        return fn
+    return _Annotator().visit(fn)
