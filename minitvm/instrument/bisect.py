@@ -55,6 +55,11 @@ def run_module(mod, inputs, entry: str = "main") -> list[np.ndarray]:
     return _flatten(ex.evaluate(mod.get_global_var(entry))(*inputs))
 
 
+def _same_module(a, b) -> bool:
+    """The same object, or a copy holding the very same functions (a no-op module pass)."""
+    return a is b or b is not None and a.functions == b.functions
+
+
 class NumericalBisect(PassInstrument):
     """After every pass, run the module in the interpreter on fixed random inputs and record
     the first pass whose outputs differ from the input module's beyond ``rtol``/``atol``.
@@ -69,6 +74,7 @@ class NumericalBisect(PassInstrument):
         self.rtol, self.atol, self.seed, self.entry = rtol, atol, seed, entry
         self.raise_on_mismatch = raise_on_mismatch
         self.reference: list[np.ndarray] | None = None
+        self.ran = 0  # passes run so far (a pass nested in another counts with it)
         self.checked: list[str] = []  # passes after which the outputs were compared
         self.first_bad: tuple[int, str, str] | None = None  # (index, pass, why)
         self.errors: list[tuple[str, str]] = []  # passes after which the module did not run
@@ -76,6 +82,7 @@ class NumericalBisect(PassInstrument):
 
     def enter_pass_ctx(self) -> None:
         self.reference = None
+        self.ran = 0
 
     def run_before_pass(self, mod, info) -> None:
         from ..transform.instrumented import running_passes
@@ -104,7 +111,10 @@ class NumericalBisect(PassInstrument):
 
         if self.reference is None or self.first_bad is not None:
             return
-        if not is_outermost_transform() or mod is self._last:
+        if not is_outermost_transform():
+            return
+        self.ran += 1
+        if _same_module(mod, self._last):
             return
         self._last = mod
         self.checked.append(info.name)
@@ -115,7 +125,7 @@ class NumericalBisect(PassInstrument):
             return
         why = self._compare(outs)
         if why:
-            self.first_bad = (len(self.checked), info.name, why)
+            self.first_bad = (self.ran, info.name, why)
             if self.raise_on_mismatch:
                 raise ValueError(self.report())
 

@@ -69,7 +69,9 @@ class PrintAfterChange(PassInstrument):
     def run_after_pass(self, mod, info) -> None:
         from ..transform.instrumented import is_outermost_transform
 
-        if not is_outermost_transform() or mod is self._last_mod:
+        last = self._last_mod
+        if not is_outermost_transform() or mod is last or \
+                last is not None and mod.functions == last.functions:
             return
         text = str(mod)
         self._last_mod = mod

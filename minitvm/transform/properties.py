@@ -98,7 +98,7 @@ def check_property(prop: str, mod, deep: bool = False) -> str | None:
             for e in walk(fn):
                 kids = dataflow_children(e)
                 if type(e) is Call:
-                    kids = e.args if isinstance(e.op, atomic | Function) else kids
+                    kids = e.args if isinstance(e.op, (*atomic, Function)) else kids
                 elif type(e).__name__ == "If":
                     kids = (e.cond,)
                 for k in kids:

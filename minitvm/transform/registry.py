@@ -186,6 +186,9 @@ def list_passes() -> list[PassEntry]:
 def _load_builtin_passes() -> None:
     """Import the Relay pass modules so their registrations run."""
     try:
-        from ..relay import transform  # noqa: F401
+        from ..relay import transform as rt
     except ImportError:
-        pass
+        return
+    infer = getattr(rt, "InferType", None)
+    if "InferType" not in _REGISTRY and infer is not None:
+        register_pass("InferType", infer)

@@ -31,7 +31,7 @@ class Sequential(Pass):
         self.passes = list(passes)
 
     def _run(self, mod, ctx):
-        from .registry import get_pass
+        from .properties import managed_pass
 
         done: list[str] = []
         for child in self.passes:
@@ -43,7 +43,7 @@ class Sequential(Pass):
                 continue
             try:
                 for req in info.required:
-                    mod = get_pass(req)(mod, ctx)
+                    mod = managed_pass(req)(mod, ctx)
                 mod = child(mod, ctx)
             except Exception as err:
                 _add_pipeline_note(err, self, name, done)

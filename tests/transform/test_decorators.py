@@ -5,8 +5,7 @@ import inspect
 import pytest
 
 import minitvm as tvm
-from minitvm import relay
-from minitvm import transform
+from minitvm import relay, transform
 
 
 def input_module():

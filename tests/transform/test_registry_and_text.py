@@ -5,7 +5,12 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.transform import (
-    PipelineSyntaxError, Sequential, get_pass, list_passes, parse_pipeline, register_pass,
+    PipelineSyntaxError,
+    Sequential,
+    get_pass,
+    list_passes,
+    parse_pipeline,
+    register_pass,
     unregister_pass,
 )
 
