@@ -1,3 +1,4 @@
 """tvm.runtime: arrays, devices and (later) compiled modules."""
 
 from .ndarray import NDArray, Device, array, cpu, cuda, device, empty, gpu  # noqa: F401
+from . import container  # noqa: E402,F401

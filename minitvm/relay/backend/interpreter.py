@@ -169,6 +169,13 @@ def describe_call(call, args=None) -> str:
             text += " " + ", ".join(f"{k}={v!r}" for k, v in items.items())
         except Exception:
             pass
+    if all(a is not None for a in call.args):
+        try:
+            from ...ir.diagnostics import describe_expr
+
+            text += f" [expression `{describe_expr(call)}`]"
+        except Exception:  # diagnostics are optional here
+            pass
     if call.span is not None:
         text += f" at {call.span}"
     return text

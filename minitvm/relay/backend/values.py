@@ -10,31 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime.container import ADT
 from ...runtime.ndarray import NDArray
 
 __all__ = ["ADT", "ConstructorValue", "RefValue", "Closure", "to_python_value", "to_internal"]
-
-
-class ADT:
-    """A tuple value (``tvm.runtime.container.ADT`` with tag 0): indexable, iterable, sized."""
-
-    __slots__ = ("tag", "fields")
-
-    def __init__(self, tag: int, fields):
-        self.tag = tag
-        self.fields = list(fields)
-
-    def __getitem__(self, i):
-        return self.fields[i]
-
-    def __len__(self):
-        return len(self.fields)
-
-    def __iter__(self):
-        return iter(self.fields)
-
-    def __repr__(self):
-        return f"ADT(tag={self.tag}, fields={self.fields!r})"
 
 
 class ConstructorValue:

@@ -455,3 +455,27 @@ def test_function_evaluated_next_to_an_existing_main():
                                   [-2, -4])
     np.testing.assert_array_equal(ex.evaluate(double)(np.array([1, 2], "float32")).numpy(), [2, 4])
     assert "__interpreter_entry" not in mod  # the caller's module is unchanged
+
+
+def test_adt_ref_and_tuple_values_as_arguments():
+    mod, cons, nil = _list_module()
+    lst_type = TypeCall(mod.get_global_type_var("List"), [TensorType((), "float32")])
+
+    def ident(t):
+        v = relay.var("v", t)
+        return relay.Function([v], v)
+
+    ex = relay.create_executor("debug", mod=mod)
+    nil_value = ConstructorValue(nil.tag, [], nil)
+    cons_value = ConstructorValue(cons.tag, [tvm.nd.array(np.float32(1.5)), nil_value], cons)
+    res = ex.evaluate(ident(lst_type))(cons_value)
+    assert res.tag == cons.tag and float(res.fields[0].numpy()) == 1.5
+    assert res.fields[1].tag == nil.tag
+    ref_type = relay.RefType(TensorType((3,), "int64"))
+    res = ex.evaluate(ident(ref_type))(RefValue(tvm.nd.array(np.arange(3))))
+    np.testing.assert_array_equal(res.value.numpy(), np.arange(3))
+    from minitvm.runtime import container
+
+    tup = container.tuple_object([tvm.nd.array(np.float32(i)) for i in range(4)])
+    res = ex.evaluate(ident(relay.TupleType([TensorType((), "float32")] * 4)))(tup)
+    assert isinstance(res, container.ADT) and [float(f.numpy()) for f in res] == [0, 1, 2, 3]
