@@ -87,7 +87,8 @@ class TypeChecker:
         self.ever_bound: set = set()
         self.deps: set = set()
         self.root = None
-        self.bound_order: list = []
+        self.bound_order: list = []  # (var, root) for every variable binding, in order
+        self.functions_seen: list = []  # (function, root) for every function checked
         self._ctor_types: dict = {}
         self._rel_fast: dict = {}
         self._dispatch = {
@@ -431,6 +432,7 @@ class TypeChecker:
         push((self._visit, fn.body))
 
     def _post_function(self, fn: Function):
+        self.functions_seen.append((fn, self.root))
         body_t = self.types[fn.body]
         ret = body_t
         if fn.ret_type is not None:
@@ -536,3 +538,14 @@ class TypeChecker:
         for node, r in resolved.items():
             node._checked_type = r
         return resolved
+
+    def missing_annotations(self) -> dict:
+        """root -> (vars bound without annotation, functions without ret_type) under it."""
+        out: dict = {}
+        for var, root in self.bound_order:
+            if var.type_annotation is None:
+                out.setdefault(root, ([], []))[0].append(var)
+        for fn, root in self.functions_seen:
+            if fn.ret_type is None:
+                out.setdefault(root, ([], []))[1].append(fn)
+        return out

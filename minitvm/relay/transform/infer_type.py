@@ -59,17 +59,24 @@ def infer_type_module(mod: IRModule) -> IRModule:
         deps[gv] = checker.deps
     if todo:
         checker.finish()
+    missing = checker.missing_annotations() if todo else {}
     for gv, fn in todo:
         gv._checked_type = fn._checked_type
-        fn = _with_inferred_ret_type(mod, gv, fn)
+        if fn in missing:
+            fn = _with_inferred_ret_type(mod, gv, fn, *missing[fn])
         _CHECKED_DEPS[fn] = tuple((d, mod.functions[d]._checked_type) for d in deps[gv]
                                   if d in mod.functions)
     return mod
 
 
-def _with_inferred_ret_type(mod: IRModule, gv, fn: Function) -> Function:
+def _with_inferred_ret_type(mod: IRModule, gv, fn: Function, vars_, fns) -> Function:
     """As TVM does, missing return types and var annotations get the inferred types."""
-    typed = annotate_missing_types(fn)
+    if not vars_ and fns == [fn]:  # only the global function's own return type: no walk
+        typed = Function(fn.params, fn.body, fn._checked_type.ret_type, fn.type_params,
+                         fn.attrs, fn.span)
+        typed._checked_type = fn._checked_type
+    else:
+        typed = annotate_missing_types(fn)
     if typed is not fn:
         mod.functions[gv] = typed
     return typed

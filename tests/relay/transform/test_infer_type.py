@@ -60,7 +60,8 @@ def test_op_call_and_checked_type_on_every_node():
     out = relay.multiply(s, c)
     f = Function([x, y], out)
     mod = infer(f)
-    assert mod["main"] is f
+    assert mod["main"].body is out  # the body's nodes are typed in place
+    f = mod["main"]
     for node in (x, y, e, s, out):
         assert node.checked_type == T((2, 3)) or node is y
     assert y.checked_type == T((3,))
@@ -415,6 +416,7 @@ def test_rerun_is_incremental():
     x = relay.var("x", shape=(2,))
     f = Function([x], relay.exp(x))
     mod = infer(f)
+    f = mod["main"]
     f.body._checked_type = T((99,))  # a stale marker: a re-run must not walk f again
     mod2 = relay.transform.InferType()(mod)
     assert mod2["main"] is f
@@ -431,10 +433,18 @@ def test_rerun_rechecks_callers_of_changed_callee():
     mod["main"] = Function([x], call)
     mod = relay.transform.InferType()(mod)
     assert call.checked_type == T((2,))
+    main = mod["main"]
+    # a new callee with the same type: the caller is reused as it is
     b = relay.var("b", shape=(2,))
-    mod[g] = Function([b], relay.cast(b, "int32"))
+    mod[g] = Function([b], relay.negative(b))
     mod = relay.transform.InferType()(mod)
-    assert call.checked_type == T((2,), "int32")
+    assert mod["main"] is main
+    # a callee whose type changed: the caller is checked again (and its inferred
+    # return annotation, filled in by the first run as TVM does, no longer holds)
+    c = relay.var("c", shape=(2,))
+    mod[g] = Function([c], relay.cast(c, "int32"))
+    with pytest.raises(TypeError, match=r"does not match its annotated return type"):
+        relay.transform.InferType()(mod)
 
 
 def test_non_relay_functions_are_skipped():
@@ -517,3 +527,12 @@ def test_deep_error_is_reported_without_recursion():
     e = relay.add(e, y)
     with pytest.raises(TypeError, match="incompatible broadcast"):
         infer(Function([x, y], e))
+
+
+def test_missing_annotations_are_filled_like_tvm():
+    x = relay.var("x", shape=(2,))
+    v = Var("v")
+    f = Function([x], Let(v, relay.exp(x), v))
+    typed = infer(f)["main"]
+    assert typed.ret_type == T((2,))
+    assert typed.body.var.type_annotation == T((2,))
