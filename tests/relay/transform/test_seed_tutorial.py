@@ -9,11 +9,13 @@ import minitvm as tvm
 from minitvm import relay
 
 GOLDEN = Path(__file__).parent / "seed_outputs"
+_RANDOM_C = np.random.default_rng(0).standard_normal((1, 64, 54, 54)).astype("float32")
 
 
-def example():
+def example(c_data=None):
     shape = (1, 64, 54, 54)
-    c_data = np.empty(shape).astype("float32")
+    if c_data is None:  # the seed's (uninitialised) constant; numerics tests pass real data
+        c_data = np.empty(shape).astype("float32")
     c = relay.const(c_data)
     weight = relay.var("weight", shape=(64, 64, 3, 3))
     x = relay.var("x", relay.TensorType((1, 64, 56, 56), "float32"))
@@ -118,7 +120,35 @@ def test_print_ir_inside_sequential(capsys):
 def test_sequential_preserves_numerics(opt_level):
     from pass_test_util import check_numerics
 
-    mod = tvm.IRModule.from_expr(example())
+    mod = tvm.IRModule.from_expr(example(_RANDOM_C))
     with tvm.transform.PassContext(opt_level=opt_level):
         out = _seq()(mod)
     check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_with_registered_hook():
+    from minitvm.ir.op import Op
+
+    def alter_conv2d(attrs, inputs, tinfos, out_type):
+        data, weight = inputs
+        new_attrs = dict(attrs)
+        new_attrs["data_layout"] = "NCHW16c"
+        return relay.nn.conv2d(data, weight, **new_attrs)
+
+    conv = Op.get("nn.conv2d")
+    saved = conv._attrs.get("FTVMAlterOpLayout")
+    relay.op.register_alter_op_layout("nn.conv2d", alter_conv2d, level=101)
+    try:
+        mod = tvm.IRModule.from_expr(example(_RANDOM_C))
+        seq1 = tvm.transform.Sequential([relay.transform.AlterOpLayout()])
+        with tvm.transform.PassContext(opt_level=3):
+            with tvm.target.create("llvm"):
+                mod5 = seq1(mod)
+        assert_prints_as(mod5, "alter_op_layout")
+        from pass_test_util import check_numerics
+
+        check_numerics(mod, mod5, rtol=1e-4, atol=1e-4)
+    finally:
+        conv.reset_attr("FTVMAlterOpLayout")
+        if saved is not None:
+            conv._attrs["FTVMAlterOpLayout"] = saved

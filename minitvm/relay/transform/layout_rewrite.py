@@ -1,0 +1,189 @@
+"""The machinery shared by AlterOpLayout and ConvertLayout: rewrite calls into new layouts and
+insert ``layout_transform`` only where a consumer needs a layout its producer doesn't have.
+
+Every rewritten call carries its result in a *new* layout next to the *old* one it had. Each op's
+``FInferCorrectLayout`` rule (defaults by op pattern below) says which layouts its inputs must be
+in and what layout its output has. An input whose layout is unknown (a param, a constant, an
+untouched op) is assumed to be in the layout the original op expected. Transforms of the same
+value to the same layout are shared, and a non-call consumer always sees the old layout.
+"""
+
+from __future__ import annotations
+
+from ...ir.op import Op, OpPattern
+from ...ir.type import TensorType
+from ..expr import Call
+from ..expr_functor import ExprMutator
+from ..op.layout import Layout
+
+
+def _rank(t) -> int:
+    return len(t.shape) if isinstance(t, TensorType) else -1
+
+
+def _elemwise_rule(attrs, in_layouts, in_types):
+    cur = next((lay for lay in in_layouts if lay is not None), None)
+    return [cur] * len(in_layouts), [cur]
+
+
+def _sub_layout(layout: Layout, rank: int) -> Layout | None:
+    """The layout of a lower-rank operand broadcast against the trailing primal axes of layout."""
+    primal = layout.primal()
+    keep = set(str(primal)[len(primal) - rank:]) if rank else set()
+    axes = [str(a) for a in layout.axes if a.to_primal() in keep]
+    return Layout("".join(axes)) if axes else None
+
+
+def _broadcast_rule(attrs, in_layouts, in_types):
+    ranks = [_rank(t) for t in in_types]
+    top = max(ranks) if ranks else -1
+    chosen = next((lay for lay, r in zip(in_layouts, ranks) if lay is not None and r == top), None)
+    if chosen is None:
+        return [None] * len(in_layouts), [None]
+    req = []
+    for t, r in zip(in_types, ranks):
+        if r == top:
+            req.append(chosen)
+        elif r <= 0:
+            req.append(None)
+        else:
+            sub = _sub_layout(chosen, r)
+            if sub is None or not _splittable(t, sub):
+                return [None] * len(in_layouts), [None]  # fall back to the old layouts
+            req.append(sub)
+    return req, [chosen]
+
+
+def _splittable(t, layout: Layout) -> bool:
+    """A subordinate split of a primal axis needs its extent divisible by the factor."""
+    primal = str(layout.primal())
+    for i, axis in enumerate(primal):
+        f = layout.factor_of(axis)
+        if f > 0 and isinstance(t.shape[i], int) and t.shape[i] % f:
+            return False
+    return True
+
+
+def _layout_transform_rule(attrs, in_layouts, in_types):
+    return [Layout(attrs.src_layout)], [Layout(attrs.dst_layout)]
+
+
+def _conv_rule(attrs, in_layouts, in_types):
+    """Heavily layout-sensitive: the attrs fix every layout."""
+    data = Layout(attrs.data_layout)
+    out = Layout(attrs.out_layout) if getattr(attrs, "out_layout", "") else data
+    return [data, Layout(attrs.kernel_layout)] + [None] * (len(in_layouts) - 2), [out]
+
+
+def _pool_rule(attrs, in_layouts, in_types):
+    layout = Layout(attrs.layout)
+    out = Layout(attrs.out_layout) if getattr(attrs, "out_layout", "") else layout
+    return [layout], [out]
+
+
+_RULES = {
+    "nn.conv2d": _conv_rule, "nn.conv2d_transpose": _conv_rule,
+    "nn.contrib_conv2d_NCHWc": _conv_rule,
+    "nn.max_pool2d": _pool_rule, "nn.avg_pool2d": _pool_rule, "nn.global_avg_pool2d": _pool_rule,
+    "nn.global_max_pool2d": _pool_rule, "nn.adaptive_avg_pool2d": _pool_rule,
+    "nn.adaptive_max_pool2d": _pool_rule,
+}
+
+
+def _fallback_rule(attrs, in_layouts, in_types):
+    """Ops with no rule want their inputs in the original layouts."""
+    return [None] * len(in_layouts), [None]
+
+
+def infer_correct_layout(call: Call, in_layouts, in_types):
+    """(required input layouts, output layouts) of ``call``; None stands for 'the original'."""
+    op = call.op
+    rule = op.get_attr("FInferCorrectLayout") or _RULES.get(op.name)
+    if rule is None:
+        if op.name == "layout_transform":
+            rule = _layout_transform_rule
+        else:
+            pattern = op.get_attr("TOpPattern")
+            if pattern == OpPattern.ELEMWISE and len(call.args) == 1:
+                rule = _elemwise_rule
+            elif pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+                rule = _broadcast_rule
+            else:
+                rule = _fallback_rule
+    return rule(call.attrs, list(in_layouts), list(in_types))
+
+
+class LayoutRewriter(ExprMutator):
+    """Rewrites calls through ``make_call(call, args, tinfos)``; None keeps the call as it is."""
+
+    def __init__(self, make_call):
+        super().__init__()
+        self.make_call = make_call
+        self.altered: dict = {}  # original call -> (expr in new layout, old layout, new layout)
+        self.transforms: dict = {}
+        self.inserted = 0
+
+    def _transform(self, expr, src: Layout, dst: Layout):
+        if src == dst:
+            return expr
+        key = (expr, str(src), str(dst))
+        out = self.transforms.get(key)
+        if out is None:
+            from ..op.transform import layout_transform
+
+            out = self.transforms[key] = layout_transform(expr, str(src), str(dst))
+            self.inserted += 1
+        return out
+
+    def _current(self, arg):
+        entry = self.altered.get(arg)
+        if entry is not None:
+            return entry
+        return self.visit(arg), None, None
+
+    def visit_call(self, call):
+        if not isinstance(call.op, Op) or not all(
+                isinstance(a._checked_type, TensorType) for a in call.args):
+            return super().visit_call(call)
+        tinfos = [a._checked_type for a in call.args]
+        cur = [self._current(a) for a in call.args]
+        old_in = [old for _, old, _ in cur]
+        old_req, old_out = infer_correct_layout(call, old_in, tinfos)
+        args = [e for e, _, _ in cur]
+        new_call = self.make_call(call, args, tinfos)
+        if new_call is None or not (isinstance(new_call, Call) and isinstance(new_call.op, Op)
+                                    and len(new_call.args) == len(args)
+                                    and all(a is b for a, b in zip(new_call.args, args))):
+            if new_call is not None:  # an arbitrary replacement: feed it old-layout inputs
+                return self._replace_opaque(call, cur, old_req, tinfos)
+            new_call = Call(call.op, args, call.attrs, call.type_args, call.span)
+        cur_layouts = [new if new is not None else old for _, old, new in cur]
+        new_req, new_out = infer_correct_layout(new_call, cur_layouts, tinfos)
+        fixed = []
+        for (expr, old, new), want_old, want_new in zip(cur, old_req, new_req):
+            have = new if new is not None else (old if old is not None else want_old)
+            want = want_new if want_new is not None else (old if old is not None else want_old)
+            if have is not None and want is not None and have != want:
+                expr = self._transform(expr, have, want)
+            fixed.append(expr)
+        result = Call(new_call.op, fixed, new_call.attrs, new_call.type_args, call.span)
+        o_old = old_out[0] if old_out else None
+        o_new = new_out[0] if new_out else None
+        if o_new is not None and o_old is None and len(call.args) and o_new != o_old:
+            o_old = old_req[0] if old_req and old_req[0] is not None else None
+        self.altered[call] = (result, o_old, o_new)
+        if o_new is not None and o_old is not None and o_new != o_old:
+            return self._transform(result, o_new, o_old)
+        if o_new is not None and o_old is None:
+            self.altered[call] = (result, None, None)
+        return result
+
+    def _replace_opaque(self, call, cur, old_req, tinfos):
+        args = []
+        for (expr, old, new) in cur:
+            if new is not None and old is not None and new != old:
+                expr = self._transform(expr, new, old)
+            args.append(expr)
+        out = self.make_call(call, args, tinfos)
+        self.altered[call] = (out, None, None)
+        return out
