@@ -16,3 +16,5 @@ from .fold_constant import FoldConstant, FoldConstantExpr  # noqa: E402,F401
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402,F401
 from .fuse_ops import FuseOps  # noqa: E402,F401
 from .defuse_ops import DefuseOps  # noqa: E402,F401
+from .alter_op_layout import AlterOpLayout  # noqa: E402,F401
+from .convert_layout import ConvertLayout, LayoutConfig  # noqa: E402,F401
