@@ -1,0 +1,71 @@
+"""ConvertLayout: layout-sensitive ops converted, agnostic ops follow, transforms only at edges."""
+
+import numpy as np
+from pass_test_util import check_numerics, infer, run_pass
+
+import minitvm as tvm
+from minitvm import relay
+
+
+def convert(f, desired):
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(f))
+    with tvm.transform.PassContext(opt_level=3):
+        out = run_pass(relay.transform.ConvertLayout(desired), mod)
+    return mod, out
+
+
+def test_nchw_to_nhwc_conv_relu():
+    x = relay.var("x", shape=(1, 8, 10, 10))
+    w = relay.var("w", shape=(16, 8, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, channels=16, kernel_size=(3, 3), padding=(1, 1)))
+    mod, out = convert(relay.Function([x, w], y), {"nn.conv2d": ["NHWC", "default"]})
+
+    xx = relay.var("x", shape=(1, 8, 10, 10))
+    ww = relay.var("w", shape=(16, 8, 3, 3))
+    a = relay.layout_transform(xx, "NCHW", "NHWC")
+    b = relay.layout_transform(ww, "OIHW", "HWIO")
+    c = relay.nn.conv2d(a, b, channels=16, kernel_size=(3, 3), padding=(1, 1),
+                        data_layout="NHWC", kernel_layout="HWIO")
+    expected = infer(relay.Function([xx, ww], relay.layout_transform(relay.nn.relu(c), "NHWC",
+                                                                      "NCHW")))
+    tvm.ir.assert_structural_equal(out["main"], expected)
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_broadcast_operand_of_lower_rank_is_transformed():
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    w = relay.var("w", shape=(8, 8, 1, 1))
+    bias = relay.const(np.arange(8, dtype="float32").reshape(8, 1, 1))
+    y = relay.add(relay.nn.conv2d(x, w, kernel_size=(1, 1)), bias)
+    mod, out = convert(relay.Function([x, w], y), {"nn.conv2d": ["NHWC", "default"]})
+    text = str(out)
+    assert text.count("layout_transform") == 4  # x, w, the bias, and the result back
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_layout_sensitive_consumer_gets_original_layout():
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    y = relay.nn.conv2d(x, w, padding=(1, 1))
+    z = relay.sum(y, axis=[1])  # a reduction over C must see NCHW again
+    mod, out = convert(relay.Function([x, w], z), {"nn.conv2d": ["NHWC", "default"]})
+    assert "NHWC" in str(out)
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_unlisted_ops_are_untouched():
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    f = relay.Function([x, w], relay.nn.conv2d(x, w))
+    mod, out = convert(f, {"nn.max_pool2d": ["NHWC"]})
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_deep_elementwise_chain_follows_layout():
+    x = relay.var("x", shape=(1, 4, 4, 4))
+    w = relay.var("w", shape=(4, 4, 1, 1))
+    e = relay.nn.conv2d(x, w)
+    for _ in range(100_000):
+        e = relay.nn.relu(e)
+    _, out = convert(relay.Function([x, w], e), {"nn.conv2d": ["NHWC", "default"]})
+    assert str(out).count("layout_transform") == 3
