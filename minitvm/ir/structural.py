@@ -69,7 +69,17 @@ def _named_key(x):
 class StructuralMismatch(Exception):
     def __init__(self, path, lhs, rhs, reason):
         super().__init__(reason)
-        self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
+        self.path, self.lhs, self.rhs, self.reason = _render_path(path), lhs, rhs, reason
+
+
+def _render_path(path) -> str:
+    """Paths are linked (parent, segment) pairs so deep programs cost O(1) per step."""
+    parts = []
+    while isinstance(path, tuple):
+        path, seg = path
+        parts.append(seg)
+    parts.append(path)
+    return "".join(reversed(parts))
 
 
 def _short(x, limit=400) -> str:
@@ -119,7 +129,7 @@ def _compare(lhs, rhs, map_free_vars: bool):
                 raise StructuralMismatch(path, a, b, "variable dtypes differ")
             ta, tb = getattr(a, "type_annotation", None), getattr(b, "type_annotation", None)
             if ta is not None or tb is not None:
-                stack.append((ta, tb, path + ".type_annotation", False))
+                stack.append((ta, tb, (path, ".type_annotation"), False))
             continue
         key = (id(a), id(b))
         if key in seen:
@@ -139,7 +149,7 @@ def _compare(lhs, rhs, map_free_vars: bool):
                     raise StructuralMismatch(path, a, b, "different names")
                 continue
             if hasattr(a, "_values") and hasattr(type(a), "_fields"):  # Attrs
-                stack.append((a._values, b._values, path + ".attrs", False))
+                stack.append((a._values, b._values, (path, ".attrs"), False))
                 continue
             if type(a).__name__ == "DictAttrs":
                 stack.append((a._dict, b._dict, path, False))
@@ -151,20 +161,20 @@ def _compare(lhs, rhs, map_free_vars: bool):
             items = []
             for f in _fields(type(a)):
                 va, vb = getattr(a, f, None), getattr(b, f, None)
-                items.append((va, vb, f"{path}.{f}", f in defs))
+                items.append((va, vb, (path, "." + f), f in defs))
             stack.extend(reversed(items))
             continue
         if isinstance(a, tuple | list) and isinstance(b, tuple | list):
             if len(a) != len(b):
                 raise StructuralMismatch(path, a, b, f"lengths differ: {len(a)} vs {len(b)}")
-            stack.extend(reversed([(x, y, f"{path}[{i}]", is_def)
+            stack.extend(reversed([(x, y, (path, f"[{i}]"), is_def)
                                    for i, (x, y) in enumerate(zip(a, b))]))
             continue
         if isinstance(a, dict) and isinstance(b, dict):
             if set(a) != set(b):
                 raise StructuralMismatch(path, sorted(map(str, a)), sorted(map(str, b)),
                                          "different keys")
-            stack.extend(reversed([(a[k], b[k], f"{path}[{k!r}]", False) for k in a]))
+            stack.extend(reversed([(a[k], b[k], (path, f"[{k!r}]"), False) for k in a]))
             continue
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             if not _array_equal(a, b):
