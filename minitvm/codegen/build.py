@@ -6,17 +6,22 @@ name excluded), so identical kernels compile once however many names they have.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import threading
 
 from ..tir.analysis import verify_well_formed
 from ..tir.function import PrimFunc
 from ..tir.printer import script
+from ..tir.stmt_functor import walk_stmts
 from .llvm import jit
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
 CODEGEN_VERSION = "1"
+# LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
+# kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
+HUGE_FUNCTION_STMTS = 20000
 _CACHE: dict[str, tuple] = {}
 _STATS = {"hits": 0, "misses": 0}
 _LOCK = threading.Lock()
@@ -66,8 +71,16 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
         symbol = "mtvm_" + key[:20]
         cg = CodeGenLLVM(func, symbol, fast_math=fast_math,
                          gomp=bool(jit.threadpool.gomp_symbol_addresses()))
-        ir_text = cg.generate()
-        compiled = jit.compile_ir(ir_text, symbol, opt_level)
+        if sum(1 for _ in walk_stmts(func.body)) > HUGE_FUNCTION_STMTS:
+            opt_level = 0
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # codegen builds many cyclic llvmlite objects; collecting them is O(n^2)
+        try:
+            ir_text = cg.generate()
+            compiled = jit.compile_ir(ir_text, symbol, opt_level)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         hit = (compiled, ir_text)
         with _LOCK:
             _CACHE[key] = hit

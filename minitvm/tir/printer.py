@@ -286,7 +286,7 @@ class _Printer:
             elif isinstance(s, S.DeclBuffer):
                 b = s.buffer
                 self.out(ind, f"{self.names.get(b)} = T.decl_buffer({self.shape(b.shape)}"
-                              f"{self.buffer_kwargs(b, True)})")
+                              f"{self.buffer_kwargs(b, True)}, data={self.names.get(b.data)})")
                 work.append(s.body)
             else:
                 self.single(s, ind)

@@ -30,6 +30,7 @@ def parse_dtype(dtype: str) -> tuple[str, int, int]:
     raise ValueError(f"unsupported dtype {dtype!r}")
 
 
+@lru_cache(maxsize=None)
 def scalar_type(dtype: str) -> ir.Type:
     """The LLVM type of one element of ``dtype``."""
     kind, bits, _ = parse_dtype(dtype)
@@ -42,6 +43,7 @@ def scalar_type(dtype: str) -> ir.Type:
     return ir.IntType(bits)
 
 
+@lru_cache(maxsize=None)
 def llvm_type(dtype: str, lanes: int = 1) -> ir.Type:
     """The LLVM type of ``dtype`` (a vector when ``lanes`` > 1 or the dtype has lanes)."""
     kind, bits, dl = parse_dtype(dtype)
