@@ -1,0 +1,91 @@
+"""Shared checks for pass tests: the input is left alone, the IR is as expected, numerics agree."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitvm as tvm
+from minitvm import relay
+
+
+def _snapshot(mod):
+    return {gv: (f, tvm.ir.structural_hash(f)) for gv, f in mod.functions.items()}
+
+
+def run_pass(p, mod):
+    """Run ``p`` on ``mod`` and assert that ``mod`` itself was not modified."""
+    before = _snapshot(mod)
+    out = p(mod)
+    after = _snapshot(mod)
+    assert before.keys() == after.keys(), "the pass added or removed functions of its input"
+    for gv, (f, h) in before.items():
+        assert after[gv][0] is f, f"the pass replaced @{gv.name_hint} in its input module"
+        assert after[gv][1] == h, f"the pass mutated @{gv.name_hint} of its input module"
+    return out
+
+
+def infer(mod_or_expr):
+    """InferType of a module, or of an expression/function wrapped in a module (returns main)."""
+    if isinstance(mod_or_expr, tvm.IRModule):
+        return relay.transform.InferType()(mod_or_expr)
+    mod = tvm.IRModule.from_expr(mod_or_expr)
+    return relay.transform.InferType()(mod)["main"]
+
+
+def random_inputs(mod, seed: int = 0, entry: str = "main"):
+    """Random arrays matching the parameter types of ``mod[entry]``."""
+    rng = np.random.default_rng(seed)
+    typed = relay.transform.InferType()(mod)[entry]
+    out = []
+    for p in typed.params:
+        t = p.checked_type
+        shape = tuple(int(d) for d in t.shape)
+        if t.dtype == "bool":
+            out.append(rng.integers(0, 2, size=shape).astype("bool"))
+        elif t.dtype.startswith("int") or t.dtype.startswith("uint"):
+            out.append(rng.integers(1, 5, size=shape).astype(t.dtype))
+        else:
+            out.append((rng.standard_normal(shape) + 0.5).astype(t.dtype))
+    return out
+
+
+def evaluate(mod, args, entry: str = "main"):
+    res = relay.create_executor("debug", mod=mod).evaluate(mod.get_global_var(entry))(*args)
+    return _to_numpy(res)
+
+
+def _to_numpy(v):
+    if hasattr(v, "numpy"):
+        return v.numpy()
+    if isinstance(v, list | tuple):
+        return [_to_numpy(x) for x in v]
+    if hasattr(v, "fields"):
+        return [_to_numpy(x) for x in v.fields]
+    return v
+
+
+def _assert_close(a, b, rtol, atol):
+    if isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _assert_close(x, y, rtol, atol)
+    else:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def check_numerics(before, after, args=None, rtol=1e-5, atol=1e-6, entry: str = "main"):
+    """The interpreter gives the same outputs for ``before`` and ``after`` (modules or funcs)."""
+    if not isinstance(before, tvm.IRModule):
+        before = tvm.IRModule.from_expr(before)
+    if not isinstance(after, tvm.IRModule):
+        after = tvm.IRModule.from_expr(after)
+    if args is None:
+        args = random_inputs(before, entry=entry)
+    _assert_close(evaluate(before, args, entry), evaluate(after, args, entry), rtol, atol)
+    return args
+
+
+def count_nodes(expr, cls) -> int:
+    found = []
+    relay.analysis.post_order_visit(expr, lambda e: found.append(e) if isinstance(e, cls) else None)
+    return len(found)
