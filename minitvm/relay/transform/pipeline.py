@@ -1,0 +1,96 @@
+"""relay.build's optimization pipeline, pass for pass as TVM v0.19 builds it (build_module.cc
+OptimizeImpl + backend/utils.cc GetPassPrefix), and ``relay.optimize``.
+
+``relay_build_pipeline()`` returns the Sequential; which of its passes run is decided by the
+PassContext (opt_level, required_pass, disabled_pass) exactly as for any Sequential, so
+``tvm.transform.explain(relay_build_pipeline())`` or ``minitvm passes --opt-level N`` answers
+"which passes does relay.build run?". The passes TVM runs directly after the Sequential (at every
+opt_level) are listed by ``post_pipeline_passes()``.
+"""
+
+from __future__ import annotations
+
+from ...transform.registry import get_pass
+from ...transform.sequential import Sequential
+
+
+def _cse_skip(expr) -> bool:
+    """TVM's build-pipeline fskip: meant to skip int32 casts, but as written never skips."""
+    return False
+
+
+def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous: bool = True,
+                         is_vm: bool = False) -> Sequential:
+    """The optimization Sequential of ``relay.build`` (``opt_level`` is unused: the context
+    decides; it is accepted so ``minitvm passes --opt-level N`` can call this hook)."""
+    p = get_pass
+    passes = [
+        p("RemoveUnusedFunctions", entry_functions=["main"]),
+        p("ToBasicBlockNormalForm"),
+        Sequential([p("Legalize", legalize_map_attr_name="FTVMQnnLegalize"),
+                    p("Legalize", legalize_map_attr_name="FTVMQnnCanonicalize")],
+                   opt_level=0, name="qnn.Legalize"),
+    ]
+    if homogeneous:
+        passes.append(p("Legalize"))
+    passes.append(p("SimplifyInference"))
+    if is_vm:
+        passes.append(p("EtaExpand", expand_constructor=True, expand_global_var=False))
+    passes += [
+        p("EliminateCommonSubexpr", fskip=_cse_skip),
+        p("CombineParallelConv2d", min_num_branches=3),
+        p("CombineParallelDense", min_num_branches=3),
+        p("CombineParallelBatchMatmul", min_num_branches=3),
+        p("FoldConstant"),
+        p("FoldScaleAxis"),
+        p("SimplifyExpr"),
+        p("CanonicalizeCast"),
+        p("CanonicalizeOps"),
+        p("FlattenAtrousConv"),
+    ]
+    if homogeneous:
+        if not is_vm:
+            passes.append(p("InferType"))
+        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
+    passes += [p("FastMath"), p("FoldConstant")]
+    max_args = getattr(target, "max_function_args", 0) if target is not None else 0
+    if homogeneous:
+        passes.append(p("SplitArgs", max_function_args=max_args))
+    passes += [p("PlanDevices"), p("FuseOps")]
+    return Sequential(passes, opt_level=0, name="sequential")
+
+
+def post_pipeline_passes() -> list:
+    """The passes relay.build runs directly after the Sequential, at every opt_level."""
+    return [get_pass("InferType"), get_pass("InlineGlobals"), get_pass("InferType"),
+            get_pass("LabelOps")]
+
+
+def optimize(mod, target=None, params=None):
+    """``relay.optimize``: bind params, run the build pipeline under the current PassContext.
+
+    Returns ``(mod, params)`` as TVM does.
+    """
+    from ...ir.module import IRModule
+    from ...target import Target
+    from ..expr import Function
+    from .bind_params import bind_params_by_name
+
+    if isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"relay.optimize expects an IRModule, got {type(mod).__name__}")
+    if params:
+        mod = mod.shallow_copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    if isinstance(target, str):
+        target = Target(target)
+    seq = relay_build_pipeline(target=target)
+    if target is not None:
+        with target:
+            mod = seq(mod)
+    else:
+        mod = seq(mod)
+    for p in post_pipeline_passes():
+        mod = p(mod)
+    return mod, params or {}

@@ -1,0 +1,109 @@
+"""FoldScaleAxis: per-channel scales folded into conv2d/dense weights, forward and backward."""
+
+import numpy as np
+from pass_test_util import check_numerics, count_nodes, run_pass
+
+import minitvm as tvm
+from minitvm import relay
+
+RNG = np.random.default_rng(0)
+
+
+def _c(*shape, positive=False):
+    a = RNG.standard_normal(shape).astype("float32")
+    return relay.const(np.abs(a) + 0.5 if positive else a)
+
+
+def _run(f, p):
+    """FoldScaleAxis is a Sequential of opt_level-3 passes: run it where they are enabled."""
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(f))
+    with tvm.transform.PassContext(opt_level=3):
+        out = run_pass(p, mod)
+    return mod, out
+
+
+def _multiplies(mod):
+    names = []
+    relay.analysis.post_order_visit(mod["main"], lambda e: names.append(e.op.name) if isinstance(
+        e, relay.Call) and isinstance(e.op, tvm.ir.Op) else None)
+    return names.count("multiply")
+
+
+def test_backward_conv_bias_scale():
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    w = relay.var("w", shape=(8, 4, 3, 3))
+    y = relay.add(relay.nn.conv2d(x, w, padding=(1, 1)), _c(8, 1, 1))
+    y = relay.multiply(y, _c(8, 1, 1))
+    mod, out = _run(relay.Function([x, w], relay.nn.relu(y)), relay.transform.FoldScaleAxis())
+    body = out["main"].body
+    assert body.op.name == "nn.relu" and body.args[0].op.name == "add"
+    # the scale now multiplies the weight (w is a parameter, so the product stays)
+    conv = body.args[0].args[0]
+    assert conv.op.name == "nn.conv2d" and conv.args[1].op.name == "multiply"
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_backward_folds_into_constant_weight_completely():
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = relay.multiply(relay.nn.conv2d(x, _c(8, 4, 3, 3)), _c(8, 1, 1))
+    mod, out = _run(relay.Function([x], y), relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 0
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_forward_through_add_and_relu():
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = relay.nn.relu(relay.add(relay.multiply(x, _c(4, 1, 1, positive=True)), _c(4, 1, 1)))
+    z = relay.nn.conv2d(y, _c(8, 4, 3, 3))
+    mod, out = _run(relay.Function([x], z), relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 0
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_negative_scale_does_not_pass_relu():
+    x = relay.var("x", shape=(1, 4, 4, 4))
+    s = relay.const(np.array([1, -1, 2, 3], "float32").reshape(4, 1, 1))
+    y = relay.nn.conv2d(relay.nn.relu(relay.multiply(x, s)), _c(4, 4, 1, 1))
+    mod, out = _run(relay.Function([x], y), relay.transform.ForwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_shared_value_is_not_rewritten():
+    x = relay.var("x", shape=(1, 4, 4, 4))
+    conv = relay.nn.conv2d(x, _c(4, 4, 1, 1))
+    y = relay.Tuple([relay.multiply(conv, _c(4, 1, 1)), conv])
+    mod, out = _run(relay.Function([x], y), relay.transform.BackwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_dense_backward():
+    x = relay.var("x", shape=(2, 6))
+    y = relay.multiply(relay.nn.dense(x, _c(5, 6)), _c(5))
+    mod, out = _run(relay.Function([x], y), relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 0
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_folds_after_simplify_inference():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    conv = relay.nn.conv2d(x, _c(4, 3, 3, 3))
+    bn = relay.nn.batch_norm(conv, _c(4, positive=True), _c(4), _c(4), _c(4, positive=True))[0]
+    f = relay.Function([x], relay.nn.relu(bn))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(f))
+    seq = tvm.transform.Sequential([relay.transform.SimplifyInference(),
+                                    relay.transform.FoldConstant(),
+                                    relay.transform.FoldScaleAxis()])
+    with tvm.transform.PassContext(opt_level=3):
+        out = seq(mod)
+    assert _multiplies(out) == 0
+    assert count_nodes(out["main"], relay.Constant) == 2
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_deep_chain():
+    x = relay.var("x", shape=(1, 2, 2, 2))
+    e = x
+    for _ in range(30_000):
+        e = relay.multiply(relay.nn.conv2d(e, _c(2, 2, 1, 1)), _c(2, 1, 1))
+    _, out = _run(relay.Function([x], e), relay.transform.BackwardFoldScaleAxis())
+    assert out["main"].body.op.name == "nn.conv2d"
