@@ -18,3 +18,8 @@ from .fuse_ops import FuseOps  # noqa: E402,F401
 from .defuse_ops import DefuseOps  # noqa: E402,F401
 from .alter_op_layout import AlterOpLayout  # noqa: E402,F401
 from .convert_layout import ConvertLayout, LayoutConfig  # noqa: E402,F401
+from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, ForwardFoldScaleAxis  # noqa: E402,F401
+from .split_args import SplitArgs  # noqa: E402,F401
+from .plan_devices import PlanDevices  # noqa: E402,F401
+from .label_ops import LabelOps  # noqa: E402,F401
+from .pipeline import optimize, post_pipeline_passes, relay_build_pipeline  # noqa: E402,F401
