@@ -23,3 +23,6 @@ from .split_args import SplitArgs  # noqa: E402,F401
 from .plan_devices import PlanDevices  # noqa: E402,F401
 from .label_ops import LabelOps  # noqa: E402,F401
 from .pipeline import optimize, post_pipeline_passes, relay_build_pipeline  # noqa: E402,F401
+from .combine_parallel_conv2d import CombineParallelConv2D  # noqa: E402,F401
+from .combine_parallel_dense import CombineParallelDense  # noqa: E402,F401
+from .combine_parallel_batch_matmul import CombineParallelBatchMatmul  # noqa: E402,F401
