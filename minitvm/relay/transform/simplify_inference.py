@@ -1,0 +1,165 @@
+"""SimplifyInference: lower training-time normalizations to inference arithmetic.
+
+* ``batch_norm(x, gamma, beta, mean, var)[0]`` becomes ``x * scale + shift`` with
+  ``scale = 1 / sqrt(var + eps) * gamma`` and ``shift = -mean * scale + beta``, both expanded to
+  broadcast along ``axis`` (only when output 0 alone is used, as TVM does);
+* ``dropout(x)[0]`` becomes ``x``;
+* ``layer_norm``, ``group_norm`` and ``instance_norm`` become mean/variance arithmetic, and
+  ``l2_normalize`` becomes ``x / sqrt(max(sum(x * x), eps))``.
+
+Needs types (run InferType first). Difference from TVM: the epsilon of instance_norm and
+l2_normalize is a constant of the data's dtype (TVM always uses float32, which fails to type check
+for float16 data).
+"""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ..expr import Call, TupleGetItem, const
+from ..expr_functor import ExprMutator
+from ..op import tensor as _t
+from ..op import transform as _tr
+from ..op.reduce import VarianceAttrs, mean, sum
+from ._pass_helpers import make_function_pass, register
+
+__all__ = ["SimplifyInference", "simplify_inference", "expand_bias_to_match_axis"]
+
+
+def expand_bias_to_match_axis(bias, target_ndim: int, axis: int):
+    """Append unit dims to a 1-D ``bias`` so it broadcasts along ``axis`` of an N-d tensor."""
+    pad = target_ndim - axis - 1
+    return _tr.expand_dims(bias, 1, pad) if pad > 0 else bias
+
+
+def _tensor_type(e, what: str):
+    t = e._checked_type
+    if t is None:
+        raise ValueError(f"SimplifyInference needs the type of the data of {what}; "
+                         "run relay.transform.InferType() first")
+    return t
+
+
+def _norm_axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+def _normalize(data, axes, eps):
+    m = mean(data, axes, True, False)
+    var = Call(Op.get("variance"), [data, m],
+               VarianceAttrs(axis=tuple(axes), keepdims=True, exclude=False, unbiased=False))
+    return _t.divide(_t.subtract(data, m), _t.sqrt(_t.add(var, eps)))
+
+
+def _scale_center(out, gamma, beta, attrs, ndim, axis):
+    if attrs.scale:
+        out = _t.multiply(out, expand_bias_to_match_axis(gamma, ndim, axis))
+    if attrs.center:
+        out = _t.add(out, expand_bias_to_match_axis(beta, ndim, axis))
+    return out
+
+
+def batch_norm_to_infer(attrs, data, gamma, beta, moving_mean, moving_var, ttype):
+    eps = const(float(attrs.epsilon), ttype.dtype)
+    scale = _t.divide(const(1.0, ttype.dtype), _t.sqrt(_t.add(moving_var, eps)))
+    if attrs.scale:
+        scale = _t.multiply(scale, gamma)
+    shift = _t.multiply(_t.negative(moving_mean), scale)
+    if attrs.center:
+        shift = _t.add(shift, beta)
+    ndim = len(ttype.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    scale = expand_bias_to_match_axis(scale, ndim, axis)
+    shift = expand_bias_to_match_axis(shift, ndim, axis)
+    return _t.add(_t.multiply(data, scale), shift)
+
+
+def layer_norm_to_infer(attrs, data, gamma, beta, ttype):
+    ndim = len(ttype.shape)
+    out = _normalize(data, [attrs.axis], const(float(attrs.epsilon), ttype.dtype))
+    return _scale_center(out, gamma, beta, attrs, ndim, _norm_axis(attrs.axis, ndim))
+
+
+def instance_norm_to_infer(attrs, data, gamma, beta, ttype):
+    ndim = len(ttype.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    axes = [i for i in range(1, ndim) if i != axis]
+    out = _normalize(data, axes, const(float(attrs.epsilon), ttype.dtype))
+    return _scale_center(out, gamma, beta, attrs, ndim, axis)
+
+
+def group_norm_to_infer(attrs, data, gamma, beta, ttype):
+    ndim = len(ttype.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    shape = [int(d) for d in ttype.shape]
+    groups = int(attrs.num_groups)
+    new_shape, axes = [], []
+    for i, d in enumerate(shape):
+        if i == axis:
+            new_shape += [groups, d // groups]
+            axes.append(i + 1)
+            continue
+        if i >= axis:
+            axes.append(i + 1)
+        new_shape.append(d)
+    grouped = _tr.reshape(data, new_shape)
+    out = _normalize(grouped, axes, const(float(attrs.epsilon), ttype.dtype))
+    out = _tr.reshape(out, shape)
+    return _scale_center(out, gamma, beta, attrs, ndim, axis)
+
+
+def l2_norm_to_infer(attrs, data, ttype):
+    eps = const(float(attrs.eps), ttype.dtype)
+    total = _t.maximum(sum(_t.multiply(data, data), list(attrs.axis), True, False), eps)
+    return _t.divide(data, _t.sqrt(total))
+
+
+class _InferenceSimplifier(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.bn = Op.get("nn.batch_norm")
+        self.dropout = Op.get("nn.dropout")
+        self.rewrites = {
+            Op.get("nn.layer_norm"): layer_norm_to_infer,
+            Op.get("nn.group_norm"): group_norm_to_infer,
+            Op.get("nn.instance_norm"): instance_norm_to_infer,
+        }
+        self.l2 = Op.get("nn.l2_normalize")
+        self.count = 0
+
+    def visit_tuple_getitem(self, op):
+        new = super().visit_tuple_getitem(op)
+        if new.index != 0 or not isinstance(new, TupleGetItem):
+            return new
+        call, orig = new.tuple_value, op.tuple_value
+        if isinstance(call, Call) and call.op is self.bn and isinstance(orig, Call):
+            self.count += 1
+            ttype = _tensor_type(orig.args[0], "nn.batch_norm")
+            return batch_norm_to_infer(call.attrs, *call.args, ttype)
+        if isinstance(call, Call) and call.op is self.dropout:
+            self.count += 1
+            return call.args[0]
+        return new
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        rewrite = self.rewrites.get(call.op)
+        if rewrite is not None:
+            self.count += 1
+            ttype = _tensor_type(call.args[0], call.op.name)
+            return rewrite(new.attrs, new.args[0], new.args[1], new.args[2], ttype)
+        if call.op is self.l2:
+            self.count += 1
+            return l2_norm_to_infer(new.attrs, new.args[0], _tensor_type(call.args[0], "l2"))
+        return new
+
+
+def simplify_inference(expr):
+    """SimplifyInference on one (type-checked) expression or function."""
+    return _InferenceSimplifier().visit(expr)
+
+
+@register("SimplifyInference")
+def SimplifyInference():  # noqa: N802 - TVM's name
+    """Function pass (opt 0, requires InferType): lower batch_norm, dropout and the norms."""
+    return make_function_pass(lambda f, mod, ctx: simplify_inference(f), opt_level=0,
+                              name="SimplifyInference", required=["InferType"])
