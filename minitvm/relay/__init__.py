@@ -25,6 +25,7 @@ from .op.transform import *
 
 from . import analysis, transform
 transform = __import__('importlib').import_module('.transform', __name__)  # op.transform shadows it
+op = __import__('importlib').import_module('.op', __name__)  # relay.op.op shadows it
 from .build_module import create_executor
 
 ScopeBuilder = None  # set by relay.scope_builder when available

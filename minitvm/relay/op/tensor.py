@@ -441,3 +441,8 @@ def full_like(data, fill_value) -> Call:
 
 
 __all__ += ["ClipAttrs", "CastAttrs", "InitOpAttrs"]
+
+
+# TVM defines these in relay.op.tensor too; the definitions live with the other transforms.
+from .transform import concatenate, stack  # noqa: E402,F401
+from .transform_index import ndarray_size, shape_of  # noqa: E402,F401

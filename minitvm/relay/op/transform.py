@@ -716,3 +716,6 @@ def reverse_reshape(data, newshape) -> Call:
 
 
 __all__ += ["reverse_reshape", "infer_reshape"]
+
+# TVM's relay.op.transform also holds these; they are defined with the elementwise ops.
+from .tensor import cast, cast_like, full, full_like, reinterpret, where  # noqa: E402,F401
