@@ -347,6 +347,9 @@ class _Printer:
         self.loop_extent[id(s.loop_var)] = s.extent
         if isinstance(s.min, E.IntImm) and s.min.value == 0:
             rng = self.expr(s.extent)
+        elif isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm):
+            end = E.IntImm(s.min.dtype, s.min.value + s.extent.value)
+            rng = f"{self.expr(s.min)}, {self.expr(end)}"
         else:
             rng = f"{self.expr(s.min)}, {self.expr(s.min + s.extent)}"
         extra = ""
