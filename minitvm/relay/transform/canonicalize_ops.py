@@ -1,0 +1,48 @@
+"""CanonicalizeOps: rewrite special operators into basic ones.
+
+``nn.bias_add(x, b, axis)`` becomes ``add(x, expand_dims(b, 1, ndim - axis - 1))`` (no
+expand_dims when ``axis`` is the last dimension), which later passes and fusion treat as a plain
+broadcast add. Needs the type of ``x`` (run InferType first).
+"""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ..expr_functor import ExprMutator
+from ..op import tensor as _t
+from ._pass_helpers import make_function_pass, register
+from .simplify_inference import expand_bias_to_match_axis
+
+__all__ = ["CanonicalizeOps", "canonicalize_ops"]
+
+
+class _BiasAddSimplifier(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.bias_add = Op.get("nn.bias_add")
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        if call.op is not self.bias_add:
+            return new
+        t = call.args[0]._checked_type
+        if t is None:
+            raise ValueError("CanonicalizeOps needs the type of the data of nn.bias_add; "
+                             "run relay.transform.InferType() first")
+        ndim = len(t.shape)
+        axis = call.attrs.axis + ndim if call.attrs.axis < 0 else call.attrs.axis
+        out = _t.add(new.args[0], expand_bias_to_match_axis(new.args[1], ndim, axis))
+        out._checked_type = call._checked_type
+        return out
+
+
+def canonicalize_ops(expr):
+    """CanonicalizeOps on one (type-checked) expression or function."""
+    return _BiasAddSimplifier().visit(expr)
+
+
+@register("CanonicalizeOps")
+def CanonicalizeOps():  # noqa: N802 - TVM's name
+    """Function pass (opt 3, requires InferType): expand nn.bias_add into expand_dims + add."""
+    return make_function_pass(lambda f, mod, ctx: canonicalize_ops(f), opt_level=3,
+                              name="CanonicalizeOps", required=["InferType"])
