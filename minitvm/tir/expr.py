@@ -22,6 +22,8 @@ def _to_expr(value, dtype: str | None = None) -> PrimExpr:
         if dtype is not None and not dtype.startswith(("float", "bfloat")):
             dtype = None
         return FloatImm(dtype or "float32", value)
+    if isinstance(value, IterVar):
+        return value.var
     if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
         return _to_expr(value.item(), str(value.dtype))
     raise TypeError(f"cannot convert {value!r} to a PrimExpr")
@@ -534,6 +536,22 @@ class IterVar(Node):
 
     def __repr__(self):
         return f"IterVar({self.var.name}, {self.dom!r}, {self.iter_type})"
+
+
+def _delegate(name: str):
+    def f(self, *args):
+        return getattr(self.var, name)(*args)
+
+    f.__name__ = name
+    return f
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+            "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__lt__", "__le__", "__gt__",
+            "__ge__", "astype", "equal"):
+    setattr(IterVar, _op, _delegate(_op))
+IterVar.__hash__ = Node.__hash__
+IterVar.dtype = property(lambda self: self.var.dtype)
 
 
 class CommReducer(Node):
