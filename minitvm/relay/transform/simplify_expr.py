@@ -1,0 +1,376 @@
+"""SimplifyExpr / SimplifyExprPostAlterOp: algebraic and shape simplifications to a fixed point.
+
+Each rewrite is a small function ``rewrite(call) -> Expr | None`` over a call whose operands are
+already simplified and typed; the rewrites of TVM's SimplifyExpr, in its order:
+
+* concretize ``zeros_like/ones_like/full_like/reshape_like/collapse_sum_like/broadcast_to_like/
+  cast_like`` of a statically shaped operand into the shape-explicit op;
+* ``n / sqrt(x)`` into ``n * rsqrt(x)``;
+* identities ``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` (when the result
+  type is x's type);
+* consecutive reshapes into one reshape;
+* ``transpose(transpose(x))`` into one transpose (or x);
+* ``cast(x, dtype)`` of an x already of that dtype into x; ``cast(cast(x))`` into one cast when the
+  first one is a widening;
+* ``x op full/ones/zeros`` into ``x op scalar`` when the result type is x's type;
+* ``(x + c1) * c2`` into ``x * c2 + c1 * c2`` and ``(x op c1) op c2`` into ``x op (c1 op c2)``
+  for op in add/multiply and constants c1, c2.
+
+Beyond TVM (documented extras): a reshape to the operand's own shape and a concatenate of a single
+tensor are removed. SimplifyExprPostAlterOp runs only the identity and reshape rewrites.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.op import Op
+from ...ir.type import TensorType, TupleType
+from ..expr import Call, Constant, Tuple, TupleGetItem, const
+from ..expr_functor import ExprMutator
+from ..op import tensor as _t
+from ..op import transform as _tr
+from ..op import transform_index as _ti
+from ._pass_helpers import make_function_pass, register
+
+__all__ = ["SimplifyExpr", "SimplifyExprPostAlterOp", "simplify_expr", "REWRITES",
+           "POST_ALTER_OP_REWRITES"]
+
+MAX_ITERATIONS = 16
+
+
+# ----------------------------------------------------------------------------- helpers
+def _op(name):
+    return Op.get(name)
+
+
+def _is_call(e, name) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
+
+
+def _type(e):
+    return e._checked_type
+
+
+def _static_shape(t):
+    if not isinstance(t, TensorType):
+        return None
+    dims = []
+    for d in t.shape:
+        if not isinstance(d, int | np.integer):
+            return None
+        dims.append(int(d))
+    return tuple(dims)
+
+
+def _const_value(e):
+    """The numpy value of a Constant, or None."""
+    return e.data.numpy() if isinstance(e, Constant) else None
+
+
+def _is_all(e, value) -> bool:
+    """``e`` is a constant, or zeros/ones(_like) call, whose every element equals ``value``."""
+    v = _const_value(e)
+    if v is not None:
+        return v.size > 0 and bool(np.all(v == value))
+    if value == 0:
+        return _is_call(e, "zeros") or _is_call(e, "zeros_like")
+    if value == 1:
+        return _is_call(e, "ones") or _is_call(e, "ones_like")
+    return False
+
+
+# ----------------------------------------------------------------------------- rewrites
+def concretize_zeros_like(call):
+    if _is_call(call, "zeros_like") or _is_call(call, "ones_like"):
+        shape = _static_shape(_type(call.args[0]))
+        if shape is not None:
+            ctor = _t.zeros if call.op.name == "zeros_like" else _t.ones
+            return ctor(shape, _type(call.args[0]).dtype)
+    return None
+
+
+def concretize_full_like(call):
+    if _is_call(call, "full_like"):
+        shape = _static_shape(_type(call.args[0]))
+        if shape is not None:
+            return _t.full(call.args[1], shape, _type(call.args[0]).dtype)
+    return None
+
+
+def concretize_reshape_like(call):
+    if _is_call(call, "reshape_like"):
+        a = call.attrs
+        default = (a is None or (a.lhs_begin == 0 and a.lhs_end is None and a.rhs_begin == 0
+                                 and a.rhs_end is None))
+        shape = _static_shape(_type(call))
+        if default and shape is not None:
+            return _tr.reshape(call.args[0], shape)
+    return None
+
+
+def concretize_collapse_sum_like(call):
+    if _is_call(call, "collapse_sum_like"):
+        shape = _static_shape(_type(call.args[1]))
+        if shape is not None:
+            return _ti.collapse_sum_to(call.args[0], shape)
+    return None
+
+
+def concretize_broadcast_to_like(call):
+    if _is_call(call, "broadcast_to_like"):
+        shape = _static_shape(_type(call.args[1]))
+        if shape is not None:
+            return _ti.broadcast_to(call.args[0], shape)
+    return None
+
+
+def concretize_cast_like(call):
+    if _is_call(call, "cast_like") and isinstance(_type(call.args[1]), TensorType):
+        return _t.cast(call.args[0], _type(call.args[1]).dtype)
+    return None
+
+
+def simplify_rsqrt(call):
+    if _is_call(call, "divide") and _is_call(call.args[1], "sqrt"):
+        return _t.multiply(call.args[0], _t.rsqrt(call.args[1].args[0]))
+    return None
+
+
+_IDENTITY = {"add": ((0, 1, 0), (1, 0, 0)), "subtract": ((0, 1, 0),),
+             "multiply": ((0, 1, 1), (1, 0, 1)), "divide": ((0, 1, 1),)}
+
+
+def eliminate_identity(call):
+    forms = _IDENTITY.get(call.op.name) if isinstance(call.op, Op) else None
+    if not forms or len(call.args) != 2:
+        return None
+    for keep, unit, value in forms:
+        x, u = call.args[keep], call.args[unit]
+        if _is_all(u, value) and _type(x) is not None and _type(x) == _type(call):
+            return x
+    return None
+
+
+def simplify_reshape(call):
+    if not _is_call(call, "reshape"):
+        return None
+    x = call.args[0]
+    if _type(x) is not None and _type(x) == _type(call) and _static_shape(_type(x)) is not None:
+        return x
+    if _is_call(x, "reshape") or _is_call(x, "contrib_reverse_reshape"):
+        shape = _static_shape(_type(call))
+        if shape is not None:
+            return _tr.reshape(x.args[0], shape)
+    return None
+
+
+def _axes(call, ndim):
+    axes = call.attrs.axes
+    if not axes:
+        return list(reversed(range(ndim)))
+    return [a + ndim if a < 0 else a for a in axes]
+
+
+def simplify_transpose(call):
+    if not (_is_call(call, "transpose") and _is_call(call.args[0], "transpose")):
+        return None
+    inner = call.args[0]
+    t = _type(inner.args[0])
+    if not isinstance(t, TensorType):
+        return None
+    ndim = len(t.shape)
+    first, second = _axes(inner, ndim), _axes(call, ndim)
+    combined = [first[a] for a in second]
+    if combined == list(range(ndim)):
+        return inner.args[0]
+    return _tr.transpose(inner.args[0], combined)
+
+
+def simplify_same_cast(call):
+    if _is_call(call, "cast") and isinstance(_type(call.args[0]), TensorType):
+        if _type(call.args[0]).dtype == call.attrs.dtype:
+            return call.args[0]
+    return None
+
+
+def _kind_bits(dtype: str):
+    from .canonicalize_cast import dtype_bits
+
+    kind = "bool" if dtype == "bool" else dtype.rstrip("0123456789")
+    return kind, dtype_bits(dtype)
+
+
+def simplify_consecutive_cast(call):
+    if not (_is_call(call, "cast") and _is_call(call.args[0], "cast")):
+        return None
+    x = call.args[0].args[0]
+    if not isinstance(_type(x), TensorType):
+        return None
+    k0, b0 = _kind_bits(_type(x).dtype)
+    k1, b1 = _kind_bits(call.args[0].attrs.dtype)
+    if k0 == k1 and b1 >= b0:  # the first cast loses nothing
+        target = call.attrs.dtype
+        return x if target == _type(x).dtype else _t.cast(x, target)
+    return None
+
+
+def _scalar_fill(e):
+    """The fill constant of a full/ones/zeros call, as a scalar Constant, or None."""
+    if _is_call(e, "ones") or _is_call(e, "zeros"):
+        return const(1 if e.op.name == "ones" else 0, e.attrs.dtype)
+    if _is_call(e, "full") and isinstance(e.args[0], Constant) and e.args[0].data.shape == ():
+        dtype = e.attrs.dtype or e.args[0].data.dtype
+        return const(e.args[0].data.numpy().astype(dtype), dtype)
+    return None
+
+
+_ELEMWISE_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
+                              "power"})
+
+
+def full_elementwise(call):
+    if not (isinstance(call.op, Op) and call.op.name in _ELEMWISE_BINARY and len(call.args) == 2):
+        return None
+    for i in (0, 1):
+        fill = _scalar_fill(call.args[i])
+        other = call.args[1 - i]
+        if fill is not None and _type(other) is not None and _type(other) == _type(call):
+            args = [other, fill] if i == 1 else [fill, other]
+            return Call(call.op, args, call.attrs, call.type_args)
+    return None
+
+
+def switch_add_multiply(call):
+    if not (_is_call(call, "multiply") and _is_call(call.args[0], "add")):
+        return None
+    c2 = call.args[1]
+    x, c1 = call.args[0].args
+    if isinstance(c1, Constant) and isinstance(c2, Constant):
+        return _t.add(_t.multiply(x, c2), _t.multiply(c1, c2))
+    return None
+
+
+def simplify_adjacent_multiply_or_add(call):
+    for name, fn in (("multiply", np.multiply), ("add", np.add)):
+        if _is_call(call, name) and _is_call(call.args[0], name):
+            x, c1 = call.args[0].args
+            c2 = call.args[1]
+            if isinstance(c1, Constant) and isinstance(c2, Constant):
+                v1, v2 = c1.data.numpy(), c2.data.numpy()
+                if v1.dtype == v2.dtype:
+                    folded = const(np.asarray(fn(v1, v2)).astype(v1.dtype), str(v1.dtype))
+                    return Call(call.op, [x, folded], call.attrs, call.type_args)
+    return None
+
+
+def single_concatenate(call):
+    if _is_call(call, "concatenate") and isinstance(call.args[0], Tuple):
+        fields = call.args[0].fields
+        if len(fields) == 1 and _type(fields[0]) == _type(call):
+            return fields[0]
+    return None
+
+
+REWRITES = (
+    concretize_zeros_like, concretize_full_like, concretize_reshape_like,
+    concretize_collapse_sum_like, concretize_broadcast_to_like, concretize_cast_like,
+    simplify_rsqrt, eliminate_identity, simplify_reshape, simplify_transpose, simplify_same_cast,
+    simplify_consecutive_cast, full_elementwise, switch_add_multiply,
+    simplify_adjacent_multiply_or_add, single_concatenate,
+)
+POST_ALTER_OP_REWRITES = (eliminate_identity, simplify_reshape)
+
+
+# ----------------------------------------------------------------------------- driver
+def _type_new(e):
+    """Give a freshly built node its type from its (typed) operands; False if impossible."""
+    if e._checked_type is not None:
+        return True
+    if isinstance(e, Constant):
+        e._checked_type = TensorType(e.data.shape, e.data.dtype)
+        return True
+    if isinstance(e, Tuple):
+        if all(_type_new(f) for f in e.fields):
+            e._checked_type = TupleType([f._checked_type for f in e.fields])
+            return True
+        return False
+    if isinstance(e, TupleGetItem):
+        if _type_new(e.tuple_value) and isinstance(e.tuple_value._checked_type, TupleType):
+            e._checked_type = e.tuple_value._checked_type.fields[e.index]
+            return True
+        return False
+    if isinstance(e, Call) and isinstance(e.op, Op):
+        rel = e.op.get_attr("FTypeRelation")
+        if rel is None or not all(_type_new(a) for a in e.args):
+            return False
+        e._checked_type = rel([a._checked_type for a in e.args], e.attrs)
+        return True
+    return False
+
+
+class _Simplifier(ExprMutator):
+    def __init__(self, rewrites):
+        super().__init__()
+        self.rewrites = rewrites
+        self.count = 0
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        if new is not call:
+            _type_new(new)
+        for _ in range(MAX_ITERATIONS):
+            if not (isinstance(new, Call) and isinstance(new.op, Op)) or new._checked_type is None:
+                break
+            for rewrite in self.rewrites:
+                out = rewrite(new)
+                if out is not None and out is not new:
+                    if out._checked_type is None and not _type_new(out):
+                        continue
+                    self.count += 1
+                    new = out
+                    break
+            else:
+                break
+        return new
+
+    def visit_tuple(self, tup):
+        new = super().visit_tuple(tup)
+        if new is not tup:
+            _type_new(new)
+        return new
+
+    def visit_tuple_getitem(self, op):
+        new = super().visit_tuple_getitem(op)
+        if new is not op:
+            _type_new(new)
+        return new
+
+
+def simplify_expr(expr, rewrites=REWRITES):
+    """Apply ``rewrites`` bottom-up until nothing changes (at most MAX_ITERATIONS rounds).
+
+    ``expr`` must be type-checked; returns the simplified expression.
+    """
+    for _ in range(MAX_ITERATIONS):
+        simplifier = _Simplifier(rewrites)
+        out = simplifier.visit(expr)
+        if out is expr or simplifier.count == 0:
+            return out
+        expr = out
+    return expr
+
+
+@register("SimplifyExpr")
+def SimplifyExpr():  # noqa: N802 - TVM's name
+    """Function pass (opt 0, requires InferType): simplify expressions by pattern rewrites."""
+    return make_function_pass(lambda f, mod, ctx: simplify_expr(f), opt_level=0,
+                              name="SimplifyExpr", required=["InferType"])
+
+
+@register("SimplifyExprPostAlterOp")
+def SimplifyExprPostAlterOp():  # noqa: N802 - TVM's name
+    """Function pass (opt 0, requires InferType): the identity and reshape rewrites only."""
+    return make_function_pass(lambda f, mod, ctx: simplify_expr(f, POST_ALTER_OP_REWRITES),
+                              opt_level=0, name="SimplifyExprPostAlterOp",
+                              required=["InferType"])

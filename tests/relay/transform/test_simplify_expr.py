@@ -1,0 +1,137 @@
+import numpy as np
+import pytest
+from pass_test_util import check_numerics, infer, run_pass
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.transform.simplify_expr import simplify_expr
+
+
+def _check(before, expected, args=None, post_alter=False):
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(before))
+    p = relay.transform.SimplifyExprPostAlterOp() if post_alter else relay.transform.SimplifyExpr()
+    out = run_pass(p, mod)
+    tvm.ir.assert_structural_equal(out["main"], infer(expected))
+    check_numerics(mod, out, args)
+    return out
+
+
+def test_pass_infos():
+    for p, name in [(relay.transform.SimplifyExpr(), "SimplifyExpr"),
+                    (relay.transform.SimplifyExprPostAlterOp(), "SimplifyExprPostAlterOp")]:
+        assert (p.info.name, p.info.opt_level, list(p.info.required)) == (name, 0, ["InferType"])
+
+
+def test_consecutive_reshapes():
+    x = relay.var("x", shape=(1, 16, 16, 16))
+    y = relay.reshape(relay.reshape(relay.reshape(x, (1, 16, 256)), (16, 256)), (4096,))
+    _check(relay.Function([x], relay.exp(y)),
+           relay.Function([x], relay.exp(relay.reshape(x, (4096,)))))
+
+
+def test_reshape_to_same_shape_removed():
+    x = relay.var("x", shape=(2, 3))
+    _check(relay.Function([x], relay.exp(relay.reshape(x, (2, 3)))),
+           relay.Function([x], relay.exp(x)))
+
+
+def test_post_alter_op_only_identity_and_reshape():
+    x = relay.var("x", shape=(2, 3))
+    y = relay.transpose(relay.transpose(relay.reshape(relay.reshape(x, (6,)), (2, 3)), (1, 0)),
+                        (1, 0))
+    expected = relay.transpose(relay.transpose(x, (1, 0)), (1, 0))
+    _check(relay.Function([x], y), relay.Function([x], expected), post_alter=True)
+
+
+@pytest.mark.parametrize("axes1,axes2,expected_axes", [
+    ((1, 0, 2), (1, 0, 2), None), ((0, 2, 1), (2, 0, 1), (1, 0, 2)), (None, None, None)])
+def test_transpose_of_transpose(axes1, axes2, expected_axes):
+    x = relay.var("x", shape=(2, 3, 4))
+    y = relay.transpose(relay.transpose(x, axes1), axes2)
+    exp = x if expected_axes is None else relay.transpose(x, expected_axes)
+    _check(relay.Function([x], relay.negative(y)), relay.Function([x], relay.negative(exp)))
+
+
+def test_casts():
+    x = relay.var("x", shape=(4,), dtype="int8")
+    same = relay.cast(relay.cast(x, "int8"), "int8")
+    _check(relay.Function([x], relay.abs(same)), relay.Function([x], relay.abs(x)),
+           [np.arange(-2, 2, dtype="int8")])
+    widen = relay.cast(relay.cast(x, "int32"), "float32")
+    _check(relay.Function([x], widen), relay.Function([x], relay.cast(x, "float32")),
+           [np.arange(-2, 2, dtype="int8")])
+    y = relay.var("y", shape=(4,), dtype="float32")
+    narrow = relay.cast(relay.cast(y, "int8"), "float32")  # information lost: kept
+    _check(relay.Function([y], narrow), relay.Function([y], narrow))
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: x + relay.const(0.0), lambda x: relay.const(0.0) + x, lambda x: x - relay.zeros(
+        (2, 3), "float32"), lambda x: x * relay.const(1.0), lambda x: relay.ones((2, 3),
+                                                                                "float32") * x,
+    lambda x: x / relay.const(np.ones((2, 3), "float32")), lambda x: x * relay.ones_like(x)])
+def test_identities(build):
+    x = relay.var("x", shape=(2, 3))
+    _check(relay.Function([x], relay.exp(build(x))), relay.Function([x], relay.exp(x)))
+
+
+def test_identity_that_broadcasts_is_kept():
+    x = relay.var("x", shape=(3,))
+    y = x + relay.zeros((2, 3), "float32")
+    _check(relay.Function([x], y), relay.Function([x], y))
+
+
+def test_concretize_like_ops():
+    x = relay.var("x", shape=(2, 3))
+    z = relay.var("z", shape=(6,))
+    y = relay.Tuple([relay.zeros_like(x), relay.full_like(x, relay.const(2.0)),
+                     relay.reshape_like(z, x), relay.cast_like(z, relay.cast(x, "float16")),
+                     relay.broadcast_to_like(relay.const(1.0), x)])
+    expected = relay.Tuple([relay.zeros((2, 3), "float32"),
+                            relay.full(relay.const(2.0), (2, 3), "float32"),
+                            relay.reshape(z, (2, 3)), relay.cast(z, "float16"),
+                            relay.broadcast_to(relay.const(1.0), (2, 3))])
+    _check(relay.Function([x, z], y), relay.Function([x, z], expected))
+
+
+def test_rsqrt():
+    x = relay.var("x", shape=(3,))
+    y = relay.var("y", shape=(3,))
+    _check(relay.Function([x, y], y / relay.sqrt(x)),
+           relay.Function([x, y], y * relay.rsqrt(x)),
+           [np.array([1.0, 4.0, 9.0], "float32"), np.ones(3, "float32")])
+
+
+def test_full_elementwise():
+    x = relay.var("x", shape=(2, 3))
+    y = relay.add(x, relay.full(relay.const(2.0), (2, 3), "float32"))
+    _check(relay.Function([x], y), relay.Function([x], relay.add(x, relay.const(2.0))))
+
+
+def test_constant_reassociation():
+    x = relay.var("x", shape=(3,))
+    c = relay.const
+    y = (x * c(2.0)) * c(3.0)
+    _check(relay.Function([x], y), relay.Function([x], x * c(6.0)))
+    y = (x + c(2.0)) * c(3.0)
+    _check(relay.Function([x], y), relay.Function([x], x * c(3.0) + c(2.0) * c(3.0)))
+
+
+def test_single_concatenate():
+    x = relay.var("x", shape=(2, 3))
+    _check(relay.Function([x], relay.exp(relay.concatenate([x], axis=0))),
+           relay.Function([x], relay.exp(x)))
+
+
+def test_deep_chain():
+    x = relay.var("x", shape=(2,))
+    e = x
+    for _ in range(100_000):
+        e = relay.negative(relay.reshape(e, (2,)))
+    f = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], e)))["main"]
+    out = simplify_expr(f)
+    n, body = 0, out.body
+    while isinstance(body, relay.Call):
+        assert body.op.name == "negative"
+        n, body = n + 1, body.args[0]
+    assert n == 100_000
