@@ -26,3 +26,12 @@ from .pipeline import optimize, post_pipeline_passes, relay_build_pipeline  # no
 from .combine_parallel_conv2d import CombineParallelConv2D  # noqa: E402,F401
 from .combine_parallel_dense import CombineParallelDense  # noqa: E402,F401
 from .combine_parallel_batch_matmul import CombineParallelBatchMatmul  # noqa: E402,F401
+from .simplify_inference import SimplifyInference  # noqa: E402,F401
+from .canonicalize_ops import CanonicalizeOps  # noqa: E402,F401
+from .canonicalize_cast import CanonicalizeCast  # noqa: E402,F401
+from .fast_math import FastMath  # noqa: E402,F401
+from .legalize import Legalize  # noqa: E402,F401
+from .simplify_expr import SimplifyExpr, SimplifyExprPostAlterOp  # noqa: E402,F401
+from .change_batch import ChangeBatch  # noqa: E402,F401
+from .simplify_fc_transpose import DenseToSparse, SimplifyFCTranspose  # noqa: E402,F401
+from .qnn_legalize import QnnCanonicalize, QnnLegalize  # noqa: E402,F401

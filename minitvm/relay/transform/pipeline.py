@@ -27,9 +27,7 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     passes = [
         p("RemoveUnusedFunctions", entry_functions=["main"]),
         p("ToBasicBlockNormalForm"),
-        Sequential([p("Legalize", legalize_map_attr_name="FTVMQnnLegalize"),
-                    p("Legalize", legalize_map_attr_name="FTVMQnnCanonicalize")],
-                   opt_level=0, name="qnn.Legalize"),
+        Sequential([p("QnnLegalize"), p("QnnCanonicalize")], opt_level=0, name="qnn.Legalize"),
     ]
     if homogeneous:
         passes.append(p("Legalize"))

@@ -1,0 +1,29 @@
+"""QnnLegalize and QnnCanonicalize: the two halves of relay.build's ``qnn.Legalize`` group.
+They apply the ``FTVMQnnLegalize`` / ``FTVMQnnCanonicalize`` hooks of quantized ops (none are
+registered in minitvm's op set yet, so on float models they change nothing)."""
+
+from __future__ import annotations
+
+from ...transform.registry import register_pass
+from ...transform.sequential import Sequential
+from .function_pass import function_pass
+from .legalize import legalize
+
+
+@register_pass("QnnLegalize")
+def QnnLegalize():
+    """Apply FTVMQnnLegalize hooks (function pass, opt_level 1, requires InferType)."""
+    return function_pass(lambda f, mod, ctx: legalize(f, "FTVMQnnLegalize"), opt_level=1,
+                         name="QnnLegalize", required=["InferType"])
+
+
+@register_pass("QnnCanonicalize")
+def QnnCanonicalize():
+    """Apply FTVMQnnCanonicalize hooks (function pass, opt_level 1, requires InferType)."""
+    return function_pass(lambda f, mod, ctx: legalize(f, "FTVMQnnCanonicalize"), opt_level=1,
+                         name="QnnCanonicalize", required=["InferType"])
+
+
+def QnnLegalizeGroup() -> Sequential:
+    """The ``qnn.Legalize`` Sequential of relay.build (opt_level 0)."""
+    return Sequential([QnnLegalize(), QnnCanonicalize()], opt_level=0, name="qnn.Legalize")
