@@ -61,7 +61,9 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
                       opt_level: int = 3) -> tuple[KernelFunction, str]:
     """Compile one PrimFunc (through the cache); return its callable and its LLVM IR."""
     verify_well_formed(func)
-    text = script(func, name="kernel")
+    keyed = func.without_attr("global_symbol") if func.attrs and "global_symbol" in func.attrs \
+        else func
+    text = script(keyed, name="kernel")
     key = hashlib.sha256(f"{CODEGEN_VERSION}|{fast_math}|{opt_level}|{text}".encode()).hexdigest()
     with _LOCK:
         hit = _CACHE.get(key)
