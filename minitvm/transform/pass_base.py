@@ -55,9 +55,7 @@ class Pass:
         raise NotImplementedError(f"{type(self).__name__} does not implement _run(mod, ctx)")
 
     def __str__(self) -> str:
-        from .pipeline_text import pass_to_text
-
-        return pass_to_text(self)
+        return self.describe()
 
     def describe(self) -> str:
         """TVM's str() of the pass: its kind, name and optimization level."""

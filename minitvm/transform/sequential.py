@@ -30,6 +30,18 @@ class Sequential(Pass):
         super().__init__(PassInfo(opt_level, name, required, traceable))
         self.passes = list(passes)
 
+    def __str__(self) -> str:
+        """The pipeline as text (``parse_pipeline(str(seq))`` rebuilds it)."""
+        from .pipeline_text import pass_to_text
+
+        return pass_to_text(self)
+
+    def describe(self) -> str:
+        """TVM's str() of a Sequential."""
+        names = "".join(f"{p.info.name} " for p in self.passes)
+        return (f"Run Sequential pass: {self.info.name} at the optimization level "
+                f"{self.info.opt_level}. The passes will be executed are: [{names}]")
+
     def _run(self, mod, ctx):
         from .properties import managed_pass
 

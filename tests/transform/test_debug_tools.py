@@ -100,6 +100,19 @@ def test_verify_each_handles_deep_chain():
     assert tvm.transform.check_property("gnf", mod) is None
 
 
+def test_checks_handle_deep_let_chain():
+    x = relay.var("x", shape=(1,), dtype="float32")
+    body = x
+    vs = [relay.var(f"v{i}") for i in range(100_000)]
+    body = vs[-1]
+    for i in range(len(vs) - 1, -1, -1):
+        body = relay.Let(vs[i], relay.add(x, x) if i == 0 else vs[i - 1], body)
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    assert tvm.transform.debug.well_formed_problems(mod) == []
+    assert tvm.transform.check_property("anf", mod) is None
+    assert "let binding" in tvm.transform.check_property("gnf", mod)
+
+
 # ------------------------------------------------------------------------------- reproducer
 def test_crash_reproducer_written_and_reproduces(tmp_path):
     mod = relay.transform.InferType()(small_module())

@@ -205,5 +205,8 @@ def test_infer_type_required_runs_and_types():
 def test_pass_str_and_describe():
     p = logging_pass("A", 1, [])
     assert p.describe() == "Run Module pass: A at the optimization level 1"
-    seq = Sequential([p], opt_level=2, name="S")
-    assert seq.describe() == "Run Sequential pass: S at the optimization level 2"
+    assert str(p) == p.describe()
+    seq = Sequential([p, p], opt_level=2, name="S")
+    assert seq.describe() == ("Run Sequential pass: S at the optimization level 2. The passes "
+                              "will be executed are: [A A ]")
+    assert str(seq) == "S(opt_level=2)[A,A]"

@@ -77,6 +77,19 @@ def write_reproducer(p, mod, ctx, err: Exception) -> str:
     return path
 
 
+#: At most this many reproducers are written per process (a test suite full of expected errors
+#: must not flood the temp directory); MINITVM_CRASH_REPRODUCER=0 switches them off.
+MAX_REPRODUCERS = 100
+_written = [0]
+
+
+def _reproducers_enabled() -> bool:
+    if os.environ.get("MINITVM_CRASH_REPRODUCER", "1") in ("0", "false", "no"):
+        return False
+    _written[0] += 1
+    return _written[0] <= MAX_REPRODUCERS
+
+
 def on_pass_crash(p, mod, ctx, err: Exception) -> None:
     """Called once per exception, by the innermost pass it escapes from."""
     if getattr(err, "_minitvm_handled", False):
@@ -92,7 +105,7 @@ def on_pass_crash(p, mod, ctx, err: Exception) -> None:
         path = dump_ir(p, mod, ctx, suffix=".input")
         sys.stderr.write(f"IR received by the failing pass {name!r} (also in {path}):\n"
                          f"{module_text(mod)}\n")
-    if cfg.get("transform.crash_reproducer", True):
+    if cfg.get("transform.crash_reproducer", True) and _reproducers_enabled():
         try:
             path = write_reproducer(p, mod, ctx, err)
         except Exception as werr:  # never hide the pass's own error
