@@ -54,6 +54,7 @@ _BINARY = {"*": (3, "multiply"), "/": (3, "divide"), "+": (2, "add"), "-": (2, "
            ">=": (1, "greater_equal"), "==": (1, "equal"), "!=": (1, "not_equal")}
 _DTYPE_PREFIXES = ("float", "int", "uint", "bfloat", "custom")
 _STMT_STARTS = ("let", "free_var")
+_ARG_END = (",", ")")
 
 
 def _is_dtype(name: str) -> bool:
@@ -71,7 +72,7 @@ class Parser:
     def __init__(self, src, tokens, meta_table=None, global_vars=None, type_vars=None,
                  constructors=None):
         self.src = src
-        self.toks = tokens
+        self.toks = tokens + [tokens[-1]] * 4  # peeking past the end sees EOF
         self.i = 0
         self.meta = meta_table if meta_table is not None else {}
         self.globals: dict[str, GlobalVar] = dict(global_vars or {})
@@ -85,11 +86,11 @@ class Parser:
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> tuple:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        return self.toks[self.i + k]
 
     def at(self, value, k: int = 0) -> bool:
-        t = self.peek(k)
-        return t[1] == value and t[0] in (PUNCT, IDENT)
+        t = self.toks[self.i + k]
+        return t[1] == value and (t[0] is PUNCT or t[0] is IDENT)
 
     def next(self) -> tuple:
         t = self.toks[self.i]
@@ -519,13 +520,23 @@ class Parser:
         operands.append(self.make_call(Op.get(name), [lhs, rhs], {}, None, _tok))
 
     def _postfix(self):
-        expr = yield self._primary()
+        t = self.toks[self.i]
+        if t[0] is LOCAL:  # fast path for the most common operand
+            self.i += 1
+            expr = self.lookup_local(t)
+        else:
+            expr = yield self._primary()
+        toks = self.toks
         while True:
             if self.at("("):
                 tok = self.next()
                 args, kwargs, attrs = [], {}, None
                 while not self.at(")"):
-                    if self.peek()[0] == IDENT and self.at("=", 1):
+                    t = toks[self.i]
+                    if t[0] is LOCAL and toks[self.i + 1][1] in _ARG_END:
+                        self.i += 1
+                        args.append(self.lookup_local(t))
+                    elif t[0] is IDENT and self.at("=", 1):
                         key = self.next()[1]
                         self.next()
                         kwargs[key] = self.parse_attr_value()

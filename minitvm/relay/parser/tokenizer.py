@@ -16,8 +16,8 @@ LOCAL, GLOBAL, IDENT, NUMBER, STRING, PUNCT, VERSION, METADATA, EOF = (
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _TOKEN = re.compile(
     r"""
-    (?P<ws>\s+)
-  | (?P<line_comment>//[^\n]*)
+    \s*(?:
+    (?P<line_comment>//[^\n]*)
   | (?P<block_open>/\*)
   | (?P<version>\#\[version\s*=\s*"(?P<ver>[^"]*)"\s*\])
   | (?P<metadata>\#\[metadata\])
@@ -28,7 +28,8 @@ _TOKEN = re.compile(
   | (?P<ident>""" + _NAME + r""")
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<punct>->|=>|<=|>=|==|!=|[()\[\]{},;:=.?+\-*/<>^])
-    """,
+  | (?P<ws>$)
+    )""",
     re.VERBOSE,
 )
 _INT_ONLY = re.compile(r"[0-9]+")
@@ -102,20 +103,23 @@ def tokenize(src: Source) -> list[tuple]:
     while pos < n:
         m = match(text, pos)
         if m is None:
-            raise src.error(pos, f"unexpected character {text[pos]!r}")
+            rest = text[pos:]
+            bad = pos + len(rest) - len(rest.lstrip())
+            raise src.error(bad, f"unexpected character {text[bad]!r}")
         kind = m.lastgroup
-        if kind in ("ws", "line_comment"):
-            pos = m.end()
-            continue
-        if kind == "block_open":
+        pos = m.start(kind)
+        if kind == "punct":
+            append((PUNCT, m.group(kind), pos))
+        elif kind == "local":
+            append((LOCAL, m.group(kind)[1:], pos))
+        elif kind == "ident":
+            append((IDENT, m.group(kind), pos))
+        elif kind == "block_open":
             pos = _skip_block_comment(src, pos)
             continue
-        if kind == "punct":
-            append((PUNCT, m.group(), pos))
-        elif kind == "local":
-            append((LOCAL, m.group()[1:], pos))
-        elif kind == "ident":
-            append((IDENT, m.group(), pos))
+        elif kind in ("ws", "line_comment"):
+            pos = m.end()
+            continue
         elif kind in ("int", "float"):
             if tokens and tokens[-1][1] == "." and tokens[-1][0] == PUNCT:
                 m = _INT_ONLY.match(text, pos)  # %t.0.1: tuple indices, not a float
@@ -123,9 +127,9 @@ def tokenize(src: Source) -> list[tuple]:
             else:
                 append((NUMBER, _number(m), pos))
         elif kind == "global":
-            append((GLOBAL, m.group()[1:], pos))
+            append((GLOBAL, m.group(kind)[1:], pos))
         elif kind == "string":
-            append((STRING, _unescape(m.group()[1:-1]), pos))
+            append((STRING, _unescape(m.group(kind)[1:-1]), pos))
         elif kind == "version":
             append((VERSION, m.group("ver"), pos))
         else:  # metadata: the rest of the text is its JSON
@@ -138,7 +142,7 @@ def tokenize(src: Source) -> list[tuple]:
 
 
 def _number(m) -> tuple:
-    text = m.group()
+    text = m.group(m.lastgroup)
     if m.lastgroup == "float" or m.group("float"):
         suffix = m.group("fsuf") or ""
         body = text[: len(text) - len(suffix)]
