@@ -27,6 +27,7 @@ from . import analysis, transform
 transform = __import__('importlib').import_module('.transform', __name__)  # op.transform shadows it
 op = __import__('importlib').import_module('.op', __name__)  # relay.op.op shadows it
 from .build_module import create_executor
+from . import testing
 
 ScopeBuilder = None  # set by relay.scope_builder when available
 scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731
