@@ -14,6 +14,7 @@ from ..tir.analysis import verify_well_formed
 from ..tir.function import PrimFunc
 from ..tir.printer import script
 from ..tir.stmt_functor import walk_stmts
+from ..tir.transform import parallelize_outer_loops
 from .llvm import jit
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
@@ -51,16 +52,19 @@ def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
 
 
 def _target_ok(target) -> None:
-    kind = str(getattr(target, "kind", target) or "llvm")
-    kind = getattr(target, "kind", None) and str(getattr(target.kind, "name", target.kind)) or kind
-    if not str(kind).split()[0] in ("llvm", "c", "cpu"):
+    kind = getattr(target, "kind", None)
+    text = str(getattr(kind, "name", kind) if kind is not None else (target or "llvm"))
+    if text.split()[0] not in ("llvm", "c", "cpu"):
         raise ValueError(f"codegen.build only supports the 'llvm' target, got {target!r}")
 
 
 def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
-                      opt_level: int = 3) -> tuple[KernelFunction, str]:
+                      opt_level: int = 3, auto_parallel: bool = True
+                      ) -> tuple[KernelFunction, str]:
     """Compile one PrimFunc (through the cache); return its callable and its LLVM IR."""
     verify_well_formed(func)
+    if auto_parallel:
+        func = parallelize_outer_loops(func)
     keyed = func.without_attr("global_symbol") if func.attrs and "global_symbol" in func.attrs \
         else func
     text = script(keyed, name="kernel")
@@ -92,7 +96,7 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
 
 
 def build(inputs, target="llvm", name: str | None = None, fast_math: bool = False,
-          opt_level: int = 3) -> Module:
+          opt_level: int = 3, auto_parallel: bool = True) -> Module:
     """Compile PrimFuncs to native code for the host CPU.
 
     Parameters
@@ -105,11 +109,17 @@ def build(inputs, target="llvm", name: str | None = None, fast_math: bool = Fals
         The function name when ``inputs`` is one PrimFunc (default: its global_symbol or main).
     fast_math : bool
         Allow LLVM to reassociate float arithmetic (vectorizes float reductions).
+    opt_level : int
+        LLVM optimization level (0-3).
+    auto_parallel : bool
+        Run the outermost data-parallel loop of each large block-structured stage on the
+        thread pool (``tir.transform.parallelize_outer_loops``).
     """
     _target_ok(target)
     kernels, sources = {}, {}
     for fname, func in _functions(inputs, name).items():
-        kernels[fname], sources[fname] = compile_prim_func(func, fname, fast_math, opt_level)
+        kernels[fname], sources[fname] = compile_prim_func(func, fname, fast_math, opt_level,
+                                                           auto_parallel)
     return Module(kernels, sources)
 
 

@@ -15,6 +15,13 @@ from ..tir.stmt_functor import post_order
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
 
+_INT_OPS = {
+    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+    E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b, E.Min: min, E.Max: max,
+    E.Div: lambda a, b: int(a / b), E.Mod: lambda a, b: int(np.fmod(a, b)),
+}
+
+
 def _eval_int(e, env: dict) -> int:
     """Evaluate an integer shape expression given values of its Vars."""
     vals: dict[int, int] = {}
@@ -25,13 +32,8 @@ def _eval_int(e, env: dict) -> int:
             if id(n) not in env:
                 raise ValueError(f"cannot infer the value of {n.name!r} from the arguments")
             vals[id(n)] = env[id(n)]
-        elif isinstance(n, E.BinaryOp):
-            a, b = vals[id(n.a)], vals[id(n.b)]
-            ops = {E.Add: lambda: a + b, E.Sub: lambda: a - b, E.Mul: lambda: a * b,
-                   E.FloorDiv: lambda: a // b, E.FloorMod: lambda: a % b,
-                   E.Min: lambda: min(a, b), E.Max: lambda: max(a, b),
-                   E.Div: lambda: int(a / b), E.Mod: lambda: int(np.fmod(a, b))}
-            vals[id(n)] = ops[type(n)]()
+        elif isinstance(n, E.BinaryOp) and type(n) in _INT_OPS:
+            vals[id(n)] = _INT_OPS[type(n)](vals[id(n.a)], vals[id(n.b)])
         elif isinstance(n, E.Cast):
             vals[id(n)] = vals[id(n.value)]
         else:
@@ -70,9 +72,8 @@ class KernelFunction:
         return len(self.sig.params)
 
     def _arg_name(self, k: int) -> str:
-        kind, obj = self._param_kind[k]
-        return obj.name
-    
+        return self._param_kind[k][1].name
+
     def __call__(self, *args):
         sig = self.sig
         if len(args) != len(sig.params):

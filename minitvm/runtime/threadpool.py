@@ -2,7 +2,10 @@
 
 Compiled kernels call ``GOMP_parallel`` with the thread count passed at each call. The count is
 ``TVM_NUM_THREADS`` (or ``OMP_NUM_THREADS``) when set, else the number of usable CPUs; change it
-with ``set_num_threads``. When libgomp cannot be loaded, parallel loops compile as serial loops.
+with ``set_num_threads``. When libgomp cannot be loaded (or ``MINITVM_NO_GOMP`` is set), parallel
+loops compile as serial loops. Unless the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``,
+idle pool threads spin only briefly (``GOMP_SPINCOUNT=10000``) before sleeping: libgomp's default
+long spin makes kernels several times slower when the machine is shared with other processes.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ def gomp_library():
         _LOADED = True
         if os.environ.get("MINITVM_NO_GOMP"):
             return None
+        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+            os.environ["GOMP_SPINCOUNT"] = "10000"  # read by libgomp when it is first loaded
         for name in (ctypes.util.find_library("gomp"), "libgomp.so.1", "libgomp.dylib"):
             if not name:
                 continue

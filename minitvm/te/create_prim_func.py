@@ -5,9 +5,9 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer, decl_buffer
+from ..tir.expr import Range
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from ..tir.expr import Range
 from .tensor import ComputeOp, PlaceholderOp, Tensor
 
 

@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 from ..tir import op as tir_op
 from ..tir.expr import (
-    CommReducer, IterVar, PrimExpr, Range, Reduce, SizeVar, Var, _to_expr,
+    CommReducer,
+    IterVar,
+    PrimExpr,
+    Range,
+    Reduce,
+    SizeVar,
+    Var,
+    _to_expr,
 )
 from ..tir.expr import _unify as E_unify
 from .tensor import ComputeOp, PlaceholderOp, Tensor

@@ -16,3 +16,4 @@ from .op import *
 
 from . import stmt_functor, analysis
 from .gemm import gemm, schedule_dense, pack_b
+from . import transform

@@ -51,3 +51,31 @@ def test_100k_statement_function_compiles():
     b = np.empty(n, "float32")
     k(b)
     np.testing.assert_array_equal(b, np.arange(n) % 7)
+
+
+def test_auto_parallel_marks_outer_spatial_loops_only():
+    from minitvm.tir.transform import parallelize_outer_loops
+
+    A = te.placeholder((512, 256), name="A")
+    B = te.compute((512, 256), lambda i, j: A[i, j] * 2.0, name="B")
+    k = te.reduce_axis((0, 512), name="k")
+    C = te.compute((1,), lambda i: te.sum(B[k, 0], axis=k), name="C")
+    f = parallelize_outer_loops(te.create_prim_func([A, B, C]))
+    text = f.script()
+    assert "for i in T.parallel(512):" in text
+    assert text.count("T.parallel") == 1
+    a = np.ones((512, 256), "float32")
+    b, c = np.empty_like(a), np.empty(1, "float32")
+    codegen.build(f)["main"](a, b, c)
+    np.testing.assert_allclose(c, [1024.0])
+
+
+def test_build_ir_module():
+    from minitvm.ir.module import IRModule
+
+    mod = IRModule({"scale": _func("scale")})
+    built = codegen.build(mod)
+    a = np.zeros(33, "float32")
+    b = np.empty_like(a)
+    built["scale"](a, b)
+    np.testing.assert_allclose(b, 1.0)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...tir import expr as E
-from ...tir.stmt_functor import post_order, walk_stmts
 from ...tir import stmt as S
+from ...tir.stmt_functor import post_order, walk_stmts
 from . import types as T
 from .expr import ExprEmitter
 from .stmt import StmtEmitter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from llvmlite import ir
 
@@ -13,7 +13,7 @@ I64 = ir.IntType(64)
 VOID = ir.VoidType()
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse_dtype(dtype: str) -> tuple[str, int, int]:
     """``"float32x16"`` -> ``("float", 32, 16)``; ``"bool"`` -> ``("bool", 1, 1)``."""
     lanes = 1
@@ -30,7 +30,7 @@ def parse_dtype(dtype: str) -> tuple[str, int, int]:
     raise ValueError(f"unsupported dtype {dtype!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def scalar_type(dtype: str) -> ir.Type:
     """The LLVM type of one element of ``dtype``."""
     kind, bits, _ = parse_dtype(dtype)
@@ -43,7 +43,7 @@ def scalar_type(dtype: str) -> ir.Type:
     return ir.IntType(bits)
 
 
-@lru_cache(maxsize=None)
+@cache
 def llvm_type(dtype: str, lanes: int = 1) -> ir.Type:
     """The LLVM type of ``dtype`` (a vector when ``lanes`` > 1 or the dtype has lanes)."""
     kind, bits, dl = parse_dtype(dtype)

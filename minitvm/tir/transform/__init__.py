@@ -1,0 +1,3 @@
+"""Transformations of PrimFuncs (plain functions; the pass wrappers live with the pass infra)."""
+
+from .parallelize_outer_loops import parallelize_outer_loops
