@@ -242,6 +242,7 @@ class Machine:
                 if hit is not None:
                     self._consume(memo, e, hit)
                     vpush(hit[0])
+                    hit = None  # hold no reference: the value may be freed after its last use
                     continue
                 if t is Call:
                     push((_CALL, e))

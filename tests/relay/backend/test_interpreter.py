@@ -1,5 +1,7 @@
 """The debug interpreter: every expression kind, closures, recursion, ADTs, references, errors."""
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -290,13 +292,37 @@ def test_shared_subexpression_is_computed_once():
     assert use_counts(f.body)[shared] == 3
 
 
+_RECORDED: list = []
+
+
+def _record_impl(attrs, args, out_type):
+    out = args[0] + 1
+    _RECORDED.append(weakref.ref(out))
+    return out
+
+
+def _probe_impl(attrs, args, out_type):
+    _RECORDED.append(_RECORDED[0]() is None)  # was the recorded value already freed?
+    return args[0]
+
+
+for _name, _impl in (("test_interp.record", _record_impl), ("test_interp.probe", _probe_impl)):
+    try:
+        Op.get(_name)
+    except Exception:  # noqa: BLE001
+        from minitvm.relay.op.op import define_op
+
+        define_op(_name, lambda ts, attrs: ts[0], _impl, OpPattern.OPAQUE, num_inputs=1)
+
+
 def test_memo_dropped_after_last_use():
     x = relay.var("x", shape=(2,))
-    shared = relay.add(x, x)
-    body = relay.multiply(shared, shared)
-    m = Machine()
-    np.testing.assert_array_equal(
-        m.eval_expr(body, {x: np.array([1, 2], "float32")}), [4, 16])
+    shared = relay.Call(Op.get("test_interp.record"), [x])
+    body = relay.Call(Op.get("test_interp.probe"), [relay.multiply(shared, shared)])
+    _RECORDED.clear()
+    out = Machine().eval_expr(body, {x: np.array([1, 2], "float32")})
+    np.testing.assert_array_equal(out, [4, 9])
+    assert _RECORDED[1] is True
 
 
 def test_deep_dataflow_chain():
