@@ -190,6 +190,7 @@ class Machine:
         self._uses: dict = {}
         self._free: dict = {}
         self._globals: dict = {}
+        self.peak_tasks = 0  # deepest task stack seen at a (non-tail) call, for diagnostics
 
     # ---- caches
     def _body_uses(self, body) -> dict:
@@ -298,6 +299,8 @@ class Machine:
                         push((_MEMO, e))
                     if tasks[-1][0] != _RET:  # not a tail call: remember the caller
                         push((_RET, (env, memo, uses)))
+                        if len(tasks) > self.peak_tasks:
+                            self.peak_tasks = len(tasks)
                     env = dict(fn.env)
                     for p, a in zip(func.params, args):
                         env[p] = a

@@ -505,3 +505,14 @@ def test_adt_ref_and_tuple_values_as_arguments():
     tup = container.tuple_object([tvm.nd.array(np.float32(i)) for i in range(4)])
     res = ex.evaluate(ident(relay.TupleType([TensorType((), "float32")] * 4)))(tup)
     assert isinstance(res, container.ADT) and [float(f.numpy()) for f in res] == [0, 1, 2, 3]
+
+
+def test_tail_calls_run_in_constant_stack():
+    mod, gv = _sum_module(tail=True)
+    m = Machine(mod)
+    out = m.call(m.global_closure(gv), [np.array(10000, "int32"), np.array(0, "int32")])
+    assert int(out) == 50005000 and m.peak_tasks < 10
+    mod, gv = _sum_module(tail=False)
+    m = Machine(mod)
+    assert int(m.call(m.global_closure(gv), [np.array(10000, "int32")])) == 50005000
+    assert m.peak_tasks > 10000  # a non-tail recursion keeps its frames, on the heap
