@@ -35,3 +35,4 @@ from .simplify_expr import SimplifyExpr, SimplifyExprPostAlterOp  # noqa: E402,F
 from .change_batch import ChangeBatch  # noqa: E402,F401
 from .simplify_fc_transpose import DenseToSparse, SimplifyFCTranspose  # noqa: E402,F401
 from .qnn_legalize import QnnCanonicalize, QnnLegalize  # noqa: E402,F401
+from .flatten_atrous_conv import FlattenAtrousConv  # noqa: E402,F401

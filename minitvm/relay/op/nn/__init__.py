@@ -4,3 +4,4 @@ from . import _activation, _conv, _dense, _norm, _pool, _shape  # registrations
 from . import attrs
 from .nn import *
 from . import _layout_hooks  # ConvertLayout hooks use the constructors above
+from ._space_batch import batch_to_space_nd, space_to_batch_nd  # noqa: E402

@@ -1,0 +1,120 @@
+"""nn.space_to_batch_nd and nn.batch_to_space_nd: move spatial blocks into the batch and back
+(the TensorFlow form of dilated convolution that FlattenAtrousConv folds away)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.attrs import make_attrs_class
+from ....ir.op import OpPattern
+from ....ir.type import TensorType
+from ...expr import Call
+from ..op import define_op
+from ..type_relations import check_num_args, tensor_arg
+
+SpaceToBatchNDAttrs = make_attrs_class(
+    "SpaceToBatchNDAttrs", [("block_shape", None), ("paddings", None), ("pad_value", 0.0)])
+BatchToSpaceNDAttrs = make_attrs_class(
+    "BatchToSpaceNDAttrs", [("block_shape", None), ("crops", None)])
+
+
+def _check(op, data, block, pairs, what):
+    if len(pairs) != len(block):
+        raise TypeError(f"{op}: {what} has {len(pairs)} entries for {len(block)} block dims")
+    if len(data.shape) < len(block) + 1:
+        raise TypeError(f"{op}: data of rank {len(data.shape)} has too few dims for block "
+                        f"{list(block)}")
+    if any(not isinstance(d, int) for d in data.shape):
+        raise TypeError(f"{op}: needs a static shape, got {data.shape}")
+
+
+def _s2b_rel(arg_types, attrs):
+    op = "nn.space_to_batch_nd"
+    check_num_args(op, arg_types, 1)
+    data = tensor_arg(arg_types, 0, op)
+    block, pads = tuple(attrs.block_shape), tuple(attrs.paddings)
+    _check(op, data, block, pads, "paddings")
+    shape = list(data.shape)
+    for i, (b, (lo, hi)) in enumerate(zip(block, pads), start=1):
+        padded = shape[i] + lo + hi
+        if padded % b:
+            raise TypeError(f"{op}: padded dim {i} ({padded}) is not divisible by block {b}")
+        shape[i] = padded // b
+    shape[0] = shape[0] * int(np.prod(block))
+    return TensorType(shape, data.dtype)
+
+
+def _s2b_np(attrs, args, out_type):
+    x = args[0]
+    block = [int(b) for b in attrs.block_shape]
+    m = len(block)
+    pads = [(0, 0)] + [(int(lo), int(hi)) for lo, hi in attrs.paddings] + [(0, 0)] * (
+        x.ndim - m - 1)
+    x = np.pad(x, pads, constant_values=attrs.pad_value)
+    n, rest = x.shape[0], x.shape[m + 1:]
+    shape = [n]
+    for i, b in enumerate(block):
+        shape += [x.shape[i + 1] // b, b]
+    x = x.reshape(shape + list(rest))
+    # move the block offsets in front of the batch
+    order = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(
+        range(2 * m + 1, x.ndim))
+    x = x.transpose(order)
+    return np.ascontiguousarray(x.reshape(out_type.concrete_shape))
+
+
+def _b2s_rel(arg_types, attrs):
+    op = "nn.batch_to_space_nd"
+    check_num_args(op, arg_types, 1)
+    data = tensor_arg(arg_types, 0, op)
+    block, crops = tuple(attrs.block_shape), tuple(attrs.crops)
+    _check(op, data, block, crops, "crops")
+    prod = int(np.prod(block))
+    if data.shape[0] % prod:
+        raise TypeError(f"{op}: batch {data.shape[0]} is not divisible by {prod}")
+    shape = list(data.shape)
+    shape[0] //= prod
+    for i, (b, (lo, hi)) in enumerate(zip(block, crops), start=1):
+        shape[i] = shape[i] * b - lo - hi
+    return TensorType(shape, data.dtype)
+
+
+def _b2s_np(attrs, args, out_type):
+    x = args[0]
+    block = [int(b) for b in attrs.block_shape]
+    m = len(block)
+    n = x.shape[0] // int(np.prod(block))
+    x = x.reshape(block + [n] + list(x.shape[1:]))
+    order = [m]
+    for i in range(m):
+        order += [m + 1 + i, i]
+    order += list(range(2 * m + 1, x.ndim))
+    x = x.transpose(order)
+    shape = [n] + [x.shape[1 + 2 * i] * block[i] for i in range(m)] + list(x.shape[2 * m + 1:])
+    x = x.reshape(shape)
+    index = [slice(None)] + [slice(int(lo), shape[i + 1] - int(hi))
+                             for i, (lo, hi) in enumerate(attrs.crops)]
+    return np.ascontiguousarray(x[tuple(index)])
+
+
+define_op("nn.space_to_batch_nd", _s2b_rel, _s2b_np, OpPattern.INJECTIVE, SpaceToBatchNDAttrs, 1)
+define_op("nn.batch_to_space_nd", _b2s_rel, _b2s_np, OpPattern.INJECTIVE, BatchToSpaceNDAttrs, 1)
+
+
+def space_to_batch_nd(data, block_shape, paddings, pad_value=0):
+    """Divide spatial dims into blocks and interleave them into the batch dim."""
+    return Call(_op("nn.space_to_batch_nd"), [data], SpaceToBatchNDAttrs(
+        block_shape=list(block_shape), paddings=[list(p) for p in paddings],
+        pad_value=float(pad_value)))
+
+
+def batch_to_space_nd(data, block_shape, crops):
+    """Inverse of space_to_batch_nd: move batch blocks back into spatial dims, then crop."""
+    return Call(_op("nn.batch_to_space_nd"), [data], BatchToSpaceNDAttrs(
+        block_shape=list(block_shape), crops=[list(c) for c in crops]))
+
+
+def _op(name):
+    from ....ir.op import Op
+
+    return Op.get(name)
