@@ -1,0 +1,167 @@
+"""GEMM anchors (dense, matmul, batch_matmul, conv2d by im2col) as calls to the BLAS shim.
+
+``use_gemm(t)`` decides whether a tagged stage goes to BLAS (float32, at least two rows, BLAS
+present); otherwise the stage is lowered as the plain reduction it is defined as, which the
+reduction schedule vectorizes (the GEMV case: batch-1 dense).
+"""
+
+from __future__ import annotations
+
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.op import call_extern
+from . import blas
+
+NOTRANS, TRANS = 111, 112
+MIN_GEMM_MACS = 1 << 14
+
+
+def _shape(t) -> tuple[int, ...]:
+    return tuple(int(d) for d in t.shape)
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def _gemm_dims(t):
+    """(M, N, K) of a tagged stage, or None when it is not a plain GEMM shape."""
+    tag, attrs = t.op.tag, t.op.attrs
+    a, b = attrs["operands"]
+    sa, sb, so = _shape(a), _shape(b), _shape(t)
+    if tag == "dense":
+        return _prod(sa[:-1]), so[-1], sa[-1]
+    if tag == "matmul":
+        k = sa[0] if attrs["transpose_a"] else sa[1]
+        return so[0], so[1], k
+    if tag == "batch_matmul":
+        k = sa[1] if attrs["transpose_a"] else sa[2]
+        return so[1], so[2], k
+    if tag == "conv2d_nchw":
+        o, cg, kh, kw = sb
+        g = attrs["groups"]
+        if cg == 1 and g > 1:
+            return None  # depthwise: the reduction schedule does better
+        return o // g, so[2] * so[3], cg * kh * kw
+    return None
+
+
+def use_gemm(t) -> bool:
+    """Route this stage to BLAS?"""
+    a, b = t.op.attrs["operands"]
+    if not (t.dtype == a.dtype == b.dtype == "float32"):
+        return False
+    dims = _gemm_dims(t)
+    if dims is None:
+        return False
+    m, n, k = dims
+    if m < 2 or m * n * k < MIN_GEMM_MACS:
+        return False
+    return blas.available()
+
+
+def _i64(v) -> E.PrimExpr:
+    if isinstance(v, int):
+        return E.IntImm("int64", v)
+    return v if v.dtype == "int64" else E.Cast("int64", v)
+
+
+def _off(buf, extra=0) -> E.PrimExpr:
+    base = int(buf.elem_offset) if isinstance(buf.elem_offset, E.IntImm) else buf.elem_offset
+    if isinstance(extra, int) and isinstance(base, int):
+        return _i64(base + extra)
+    return _i64(base) + _i64(extra) if not (isinstance(base, int) and base == 0) else _i64(extra)
+
+
+def sgemm(ta, tb, m, n, k, a, oa, lda, b, ob, ldb, c, oc, ldc) -> S.Stmt:
+    """``C[oc:] = op(A[oa:]) @ op(B[ob:])`` (row-major) through the BLAS shim."""
+    call = call_extern("int32", blas.SHIM_SYMBOL, _i64(ta), _i64(tb), _i64(m), _i64(n), _i64(k),
+                       a.data, _off(a, oa), _i64(lda), b.data, _off(b, ob), _i64(ldb),
+                       c.data, _off(c, oc), _i64(ldc), E.FloatImm("float32", 0.0))
+    return S.Evaluate(call)
+
+
+def emit(ctx, t, out, operand_bufs) -> S.Stmt:
+    """The statements computing GEMM stage ``t`` into ``out``."""
+    tag, attrs = t.op.tag, t.op.attrs
+    a, b = operand_bufs
+    m, n, k = _gemm_dims(t)
+    if tag == "dense":
+        return sgemm(NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
+    if tag == "matmul":
+        ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+        return sgemm(TRANS if ta else NOTRANS, TRANS if tb else NOTRANS, m, n, k,
+                     a, 0, m if ta else k, b, 0, k if tb else n, out, 0, n)
+    if tag == "batch_matmul":
+        ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+        batch = _shape(t)[0]
+        sa, sb = _shape(attrs["operands"][0]), _shape(attrs["operands"][1])
+        v = ctx.fresh("bi")
+        oa = v * (m * k) if sa[0] != 1 else 0
+        ob = v * (k * n) if sb[0] != 1 else 0
+        call = sgemm(TRANS if ta else NOTRANS, TRANS if tb else NOTRANS, m, n, k,
+                     a, oa, m if ta else k, b, ob, k if tb else n, out, v * (m * n), n)
+        return S.For(v, 0, batch, S.ForKind.SERIAL, call)
+    return _conv2d(ctx, t, out, a, b, m, n, k)
+
+
+def _conv2d(ctx, t, out, x, w, og, ohow, ckk) -> S.Stmt:
+    attrs = t.op.attrs
+    nb, c, h, wd = _shape(attrs["operands"][0])
+    o, cg, kh, kw = _shape(attrs["operands"][1])
+    _, _, oh, ow = _shape(t)
+    g = attrs["groups"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilation"]
+    pt, pl, pb, pr = attrs["padding"]
+    direct = (kh, kw, sh, sw, pt, pl, pb, pr) == (1, 1, 1, 1, 0, 0, 0, 0)
+    nv, gv = ctx.fresh("n"), ctx.fresh("g")
+    if direct:
+        src, src_off = x, (nv * c + gv * cg) * (h * wd)
+        prep = None
+    else:
+        col = ctx.temp((ckk, ohow), "float32", "im2col")
+        src, src_off = col, 0
+        prep = _im2col(ctx, col, x, nv, gv, (c, h, wd), (cg, kh, kw), (oh, ow),
+                       (sh, sw), (dh, dw), (pt, pl))
+    call = sgemm(NOTRANS, NOTRANS, og, ohow, ckk, w, gv * (og * ckk), ckk, src, src_off, ohow,
+                 out, (nv * o + gv * og) * ohow, ohow)
+    body = call if prep is None else S.SeqStmt([prep, call])
+    body = S.For(gv, 0, g, S.ForKind.SERIAL, body)
+    return S.For(nv, 0, nb, S.ForKind.SERIAL, body)
+
+
+def _im2col(ctx, col, x, nv, gv, chw, ckk, ohw, strides, dil, pads) -> S.Stmt:
+    """``col[(c*KH + ky)*KW + kx, oy*OW + ox] = x_padded[n, g*Cg + c, iy, ix]``."""
+    from .schedules import _lanes, _vector_inner
+
+    c, h, wd = chw
+    cg, kh, kw = ckk
+    oh, ow = ohw
+    sh, sw = strides
+    dh, dw = dil
+    pt, pl = pads
+    row = ctx.fresh("row")
+    ci = E.FloorDiv(row, kh * kw) if kh * kw > 1 else row
+    ky = E.FloorMod(E.FloorDiv(row, kw), kh) if kh > 1 else E.IntImm("int32", 0)
+    kx = E.FloorMod(row, kw) if kw > 1 else E.IntImm("int32", 0)
+    oy = ctx.fresh("oy")
+    iy = oy * sh + ky * dh - pt
+    zero = E.IntImm("int32", 0)
+
+    def at(ox):
+        ix = ox * sw + kx * dw - pl
+        ok = E.And(E.And(iy >= 0, iy < h), E.And(ix >= 0, ix < wd))
+        cy = E.Max(E.Min(iy, E.IntImm("int32", h - 1)), zero)
+        cx = E.Max(E.Min(ix, E.IntImm("int32", wd - 1)), zero)
+        v = x[nv, gv * cg + ci, cy, cx] if len(x.shape) == 4 else None
+        val = E.Select(ok, v, E.FloatImm("float32", 0.0))
+        return S.BufferStore(col, val, [row, oy * ow + ox])
+
+    inner = S.For(oy, 0, oh, S.ForKind.SERIAL, _vector_inner(ctx, ow, _lanes("float32"), at))
+    rows = cg * kh * kw
+    kind = S.ForKind.PARALLEL if rows * oh * ow >= (1 << 15) else S.ForKind.SERIAL
+    return S.For(row, 0, rows, kind, inner)

@@ -1,0 +1,205 @@
+"""GraphExecutorCodegen: the optimized ``main`` to TVM's graph JSON plus lowered kernels.
+
+Walks ``main`` (after FuseOps) in dataflow order without recursion. Parameters become input
+nodes, constants become parameter nodes ``p0, p1, ...`` (their values go to ``params``), each call
+of a primitive function becomes a ``tvm_op`` node running one kernel. Identical primitive
+functions share one kernel. Functions that only reshape their input become ``__nop`` views of it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ...ir.op import Op
+from ...ir.type import TensorType
+from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from ..expr_functor import dataflow_children
+from .memory_plan import plan_memory
+from .te_compiler import _static, func_ops, lower_function, tensor_types
+
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_like",
+                         "contrib_reverse_reshape"})
+
+
+class GraphCodegenError(ValueError):
+    """``main`` cannot run on the graph executor (control flow, closures, dynamic shapes)."""
+
+
+def _is_primitive(f) -> bool:
+    return isinstance(f, Function) and f.attrs is not None and bool(f.attrs.get("Primitive", 0))
+
+
+def _is_reshape_only(func: Function) -> bool:
+    """Does ``func`` only reshape its single input (so its output can alias the input)?"""
+    if len(func.params) != 1:
+        return False
+    e = func.body
+    while isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in RESHAPE_OPS:
+        e = e.args[0]
+    return e is func.params[0] and isinstance(func.body, Call)
+
+
+def _wrap_op_call(call: Call) -> Function:
+    """A bare op call (no FuseOps) as a primitive function of fresh parameters."""
+    from ...ir.attrs import DictAttrs
+
+    params, args = [], []
+    for k, a in enumerate(call.args):
+        if isinstance(a, Constant):
+            args.append(a)
+            continue
+        v = Var(f"p{k}", a.checked_type)
+        v._checked_type = a.checked_type
+        params.append(v)
+        args.append(v)
+    body = Call(call.op, args, call.attrs, call.type_args)
+    body._checked_type = call.checked_type
+    return Function(params, body, call.checked_type, attrs=DictAttrs({"Primitive": 1}))
+
+
+class GraphCodegen:
+    """Produce ``(graph_json, kernels, params)`` for ``main``."""
+
+    def __init__(self, native: bool = True):
+        self.native = native
+        self.nodes: list[dict] = []
+        self.params: dict = {}
+        self.kernels: dict[str, object] = {}  # kernel name -> LoweredFunc
+        self._by_func: list = []  # (func, name)
+        self._name_count: dict[str, int] = {}
+        self.entries: list[dict] = []  # per node output: shape, dtype
+
+    # ------------------------------------------------------------------ nodes
+    def _add_node(self, node: dict, types: list[TensorType]) -> list[tuple]:
+        nid = len(self.nodes)
+        node.setdefault("inputs", [])
+        self.nodes.append(node)
+        out = []
+        for k, t in enumerate(types):
+            self.entries.append({"node": nid, "index": k, "shape": list(_static(t)),
+                                 "dtype": t.dtype})
+            out.append((nid, k, 0))
+        node["_num_outputs"] = len(types)
+        return out
+
+    def _kernel_for(self, func: Function):
+        from ...ir.structural import structural_equal
+
+        for f, name in self._by_func:
+            if f is func or structural_equal(f, func):
+                return name
+        ops = func_ops(func)
+        base = "tvmgen_default_fused_" + "_".join(o.replace(".", "_") for o in ops[:6])
+        n = self._name_count.get(base, 0)
+        self._name_count[base] = n + 1
+        name = base if n == 0 else f"{base}_{n}"
+        self.kernels[name] = lower_function(func, name, self.native)
+        self._by_func.append((func, name))
+        return name
+
+    # ------------------------------------------------------------------ main walk
+    def codegen(self, main: Function):
+        env: dict[int, list] = {}
+        arg_nodes = []
+        for p in main.params:
+            t = p.checked_type
+            if not isinstance(t, TensorType):
+                raise GraphCodegenError(f"parameter {p.name_hint} has type {t}; the graph "
+                                        "executor takes tensors only")
+            env[id(p)] = self._add_node({"op": "null", "name": p.name_hint}, [t])
+            arg_nodes.append(len(self.nodes) - 1)
+        order, seen, stack = [], set(), [(main.body, False)]
+        while stack:
+            e, ready = stack.pop()
+            if ready:
+                order.append(e)
+                continue
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            stack.append((e, True))
+            if isinstance(e, Call) and _is_primitive(e.op):
+                kids = e.args
+            else:
+                kids = dataflow_children(e)
+            for c in reversed(kids):
+                if not isinstance(c, Op) and id(c) not in seen:
+                    stack.append((c, False))
+        for e in order:
+            if id(e) in env:
+                continue
+            env[id(e)] = self._visit(e, env, arg_nodes)
+        heads = env[id(main.body)]
+        return heads, arg_nodes
+
+    def _visit(self, e, env, arg_nodes):
+        if isinstance(e, Constant):
+            name = f"p{len(self.params)}"
+            self.params[name] = e.data.numpy()
+            t = TensorType(e.data.numpy().shape, str(e.data.numpy().dtype))
+            out = self._add_node({"op": "null", "name": name}, [t])
+            arg_nodes.append(len(self.nodes) - 1)
+            return out
+        if isinstance(e, Tuple):
+            return [x for f in e.fields for x in env[id(f)]]
+        if isinstance(e, TupleGetItem):
+            src = env[id(e.tuple_value)]
+            types = e.tuple_value.checked_type.fields
+            start = sum(len(tensor_types(t)) for t in types[:e.index])
+            return src[start:start + len(tensor_types(types[e.index]))]
+        if isinstance(e, Call):
+            func = e.op
+            if isinstance(func, Op):
+                func = _wrap_op_call(e)
+                args = [a for a in e.args if not isinstance(a, Constant)]
+                for a in args:
+                    if id(a) not in env:
+                        env[id(a)] = self._visit(a, env, arg_nodes)
+            elif _is_primitive(func):
+                args = e.args
+            else:
+                raise GraphCodegenError(
+                    f"the graph executor runs calls of primitive functions only, found a call of "
+                    f"{type(func).__name__}; use the 'vm' or 'debug' executor")
+            inputs = [x for a in args for x in env[id(a)]]
+            types = tensor_types(e.checked_type)
+            if _is_reshape_only(func) and len(inputs) == 1:
+                node = {"op": "tvm_op", "name": "reshape_nop", "attrs": {
+                    "func_name": "__nop", "num_inputs": "1", "num_outputs": "1",
+                    "flatten_data": "0"}, "inputs": [list(x) for x in inputs]}
+                return self._add_node(node, types)
+            name = self._kernel_for(func)
+            node = {"op": "tvm_op", "name": name, "attrs": {
+                "func_name": name, "num_inputs": str(len(inputs)),
+                "num_outputs": str(len(types)), "flatten_data": "0"},
+                "inputs": [list(x) for x in inputs]}
+            return self._add_node(node, types)
+        if isinstance(e, Var):
+            raise GraphCodegenError(f"free variable %{e.name_hint} in main")
+        raise GraphCodegenError(f"the graph executor cannot run {type(e).__name__} "
+                                "expressions; use the 'vm' or 'debug' executor")
+
+    # ------------------------------------------------------------------ json
+    def graph_json(self, heads, arg_nodes) -> str:
+        plan = plan_memory(self.nodes, self.entries, heads, self.kernels)
+        row_ptr = [0]
+        for n in self.nodes:
+            row_ptr.append(row_ptr[-1] + n["_num_outputs"])
+        nodes = []
+        for n in self.nodes:
+            d = {k: v for k, v in n.items() if not k.startswith("_")}
+            nodes.append(d)
+        graph = {
+            "nodes": nodes,
+            "arg_nodes": arg_nodes,
+            "heads": [list(h) for h in heads],
+            "attrs": {
+                "storage_id": ["list_int", plan["storage_id"]],
+                "shape": ["list_shape", [en["shape"] for en in self.entries]],
+                "dltype": ["list_str", [en["dtype"] for en in self.entries]],
+                "minitvm_storage_bytes": ["list_int", plan["storage_bytes"]],
+                "minitvm_workspace_bytes": ["list_int", [plan["workspace_bytes"]]],
+            },
+            "node_row_ptr": row_ptr,
+        }
+        return json.dumps(graph, indent=2)

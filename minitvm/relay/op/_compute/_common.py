@@ -1,0 +1,124 @@
+"""Helpers shared by the compute definitions: registration, shapes, broadcasting, fast math."""
+
+from __future__ import annotations
+
+from ....ir.type import TensorType, TupleType
+from ....tir import expr as E
+from ....tir import op as tir_op
+from ..op import register_compute
+
+
+def compute(op_name: str):
+    """Decorator registering ``fn`` as ``op_name``'s FTECompute."""
+
+    def reg(fn):
+        register_compute(op_name, fn)
+        return fn
+
+    return reg
+
+
+def static_shape(t) -> tuple[int, ...]:
+    """The shape of a TensorType as ints; raises ValueError for symbolic dims."""
+    out = []
+    for d in t.shape:
+        if isinstance(d, E.IntImm):
+            out.append(d.value)
+        elif isinstance(d, int):
+            out.append(d)
+        else:
+            raise ValueError(f"the native back end needs static shapes, got {t}")
+    return tuple(out)
+
+
+def out_tensor_types(out_type) -> list[TensorType]:
+    return list(out_type.fields) if isinstance(out_type, TupleType) else [out_type]
+
+
+def ishape(t) -> tuple[int, ...]:
+    """Static shape of a te.Tensor."""
+    return tuple(int(d) for d in t.shape)
+
+
+def broadcast_index(t, out_idx) -> list:
+    """Indices into ``t`` for the output element ``out_idx`` (numpy broadcasting rules)."""
+    shape = ishape(t)
+    lead = len(out_idx) - len(shape)
+    return [E.IntImm(out_idx[lead + k].dtype if hasattr(out_idx[lead + k], "dtype") else "int32",
+                     0) if shape[k] == 1 else out_idx[lead + k] for k in range(len(shape))]
+
+
+def load_bcast(t, out_idx):
+    if len(t.shape) == 0:
+        return t[()]
+    return t[tuple(broadcast_index(t, out_idx))]
+
+
+def fconst(value: float, dtype: str) -> E.PrimExpr:
+    return E.const(value, dtype) if dtype.startswith("float") else E._to_expr(int(value), dtype)
+
+
+def is_f32(x) -> bool:
+    return x.dtype == "float32"
+
+
+# ------------------------------------------------------------------ vectorizable math (float32)
+def _poly(x, coeffs):
+    acc = E.FloatImm(x.dtype, coeffs[0])
+    for c in coeffs[1:]:
+        acc = acc * x + E.FloatImm(x.dtype, c)
+    return acc
+
+
+def fast_exp(x):
+    """exp(x) for float32 from LLVM-vectorizable arithmetic (Cephes-style, ~1 ulp)."""
+    if x.dtype != "float32":
+        return tir_op.exp(x)
+    f = lambda v: E.FloatImm("float32", v)  # noqa: E731
+    xc = E.Max(E.Min(x, f(88.3762626647949)), f(-87.3365447504))
+    n = tir_op.floor(xc * f(1.44269504088896341) + f(0.5))
+    r = xc - n * f(0.693359375)
+    r = r + n * f(2.12194440e-4)
+    p = _poly(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                  1.6666665459e-1, 5.0000001201e-1])
+    p = p * r * r + r + f(1.0)
+    ni = E.Cast("int32", n) + 127
+    scale = tir_op.reinterpret("float32", tir_op.shift_left(ni, E.IntImm("int32", 23)))
+    return p * scale
+
+
+_ERF_A = [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02]
+_ERF_B = [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02]
+
+
+def fast_erf(x):
+    """erf(x) for float32 as a rational polynomial (Eigen's approximation, ~1e-7)."""
+    if x.dtype != "float32":
+        return tir_op.erf(x)
+    xc = E.Max(E.Min(x, E.FloatImm("float32", 4.0)), E.FloatImm("float32", -4.0))
+    x2 = xc * xc
+    return xc * _poly(x2, _ERF_A) / _poly(x2, _ERF_B)
+
+
+_TANH_A = [-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+           5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+           4.89352455891786e-03]
+_TANH_B = [1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+           4.89352518554385e-03]
+
+
+def fast_tanh(x):
+    """tanh(x) for float32 as a rational polynomial (Eigen's approximation)."""
+    if x.dtype != "float32":
+        return tir_op.tanh(x)
+    xc = E.Max(E.Min(x, E.FloatImm("float32", 9.0)), E.FloatImm("float32", -9.0))
+    x2 = xc * xc
+    return xc * _poly(x2, _TANH_A) / _poly(x2, _TANH_B)
+
+
+def sigmoid(x):
+    one = E.FloatImm(x.dtype, 1.0)
+    return one / (one + fast_exp(-x))

@@ -1,0 +1,297 @@
+"""Computes of the neural-network operators: dense/matmul, conv2d, pooling, softmax, bias_add.
+
+Heavy ops carry a ``tag`` (``dense``, ``batch_matmul``, ``conv2d_nchw``) and their parameters in
+the compute's ``attrs``, so the scheduler can route them to a GEMM (BLAS or generated) instead of
+lowering the plain reduction.
+"""
+
+from __future__ import annotations
+
+from .... import te
+from ....tir import expr as E
+from ._common import compute, fast_exp, ishape, out_tensor_types, static_shape
+
+
+def _i(v: int) -> E.IntImm:
+    return E.IntImm("int32", v)
+
+
+def _acc(x, dtype):
+    return x if x.dtype == dtype else E.Cast(dtype, x)
+
+
+@compute("nn.bias_add")
+def _bias_add(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x, b = inputs
+    axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
+    return [te.compute(shape, lambda *i: x[i] + b[i[axis]], name="bias_add")]
+
+
+@compute("nn.dense")
+def _dense(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x, w = inputs
+    k = ishape(x)[-1]
+    r = te.reduce_axis((0, k), name="k")
+    lead = len(shape) - 1
+    return [te.compute(shape, lambda *i: te.sum(_acc(x[(*i[:lead], r)], t.dtype) *
+                                                _acc(w[i[lead], r], t.dtype), axis=r),
+                       name="dense", tag="dense",
+                       attrs={"transpose_b": True, "operands": (x, w)})]
+
+
+@compute("nn.matmul")
+def _matmul(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    a, b = inputs
+    ta, tb = bool(attrs.transpose_a), bool(attrs.transpose_b)
+    k = ishape(a)[0] if ta else ishape(a)[-1]
+    r = te.reduce_axis((0, k), name="k")
+
+    def body(i, j):
+        av = a[r, i] if ta else a[i, r]
+        bv = b[j, r] if tb else b[r, j]
+        return te.sum(_acc(av, t.dtype) * _acc(bv, t.dtype), axis=r)
+
+    if len(shape) != 2:
+        raise ValueError("nn.matmul is lowered natively for 2-D operands only")
+    return [te.compute(shape, body, name="matmul", tag="matmul",
+                       attrs={"transpose_a": ta, "transpose_b": tb, "operands": (a, b)})]
+
+
+@compute("nn.batch_matmul")
+def _batch_matmul(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    a, b = inputs
+    ta, tb = bool(attrs.transpose_a), bool(attrs.transpose_b)
+    k = ishape(a)[1] if ta else ishape(a)[2]
+    r = te.reduce_axis((0, k), name="k")
+    ab, bb = ishape(a)[0], ishape(b)[0]
+
+    def body(n, i, j):
+        na = n if ab != 1 else _i(0)
+        nb = n if bb != 1 else _i(0)
+        av = a[na, r, i] if ta else a[na, i, r]
+        bv = b[nb, j, r] if tb else b[nb, r, j]
+        return te.sum(_acc(av, t.dtype) * _acc(bv, t.dtype), axis=r)
+
+    return [te.compute(shape, body, name="batch_matmul", tag="batch_matmul",
+                       attrs={"transpose_a": ta, "transpose_b": tb, "operands": (a, b)})]
+
+
+def _pads(padding, nd=2):
+    p = list(padding)
+    if len(p) == 1:
+        p = p * (2 * nd)
+    elif len(p) == nd:
+        p = p + p
+    return p  # top, left, bottom, right
+
+
+def padded_load(x, idx, hw_axes, sizes):
+    """``x[idx]`` where the spatial indices may fall outside: zero there (loads stay in bounds)."""
+    conds, fixed = [], list(idx)
+    for ax, n in zip(hw_axes, sizes):
+        j = idx[ax]
+        conds.append(E.And(j >= 0, j < n))
+        fixed[ax] = E.Max(E.Min(j, _i(n - 1)), _i(0))
+    c = E.And(conds[0], conds[1]) if len(conds) == 2 else conds[0]
+    return c, x[tuple(fixed)]
+
+
+@compute("nn.conv2d")
+def _conv2d(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x, w = inputs
+    if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
+        raise ValueError("conv2d is lowered natively for NCHW/OIHW only")
+    n, c, h, wd = ishape(x)
+    o, cg, kh, kw = ishape(w)
+    groups = int(attrs.groups)
+    og = o // groups
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl, _, _ = _pads(attrs.padding)
+    rc = te.reduce_axis((0, cg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    padded = any(_pads(attrs.padding))
+
+    def body(b, oc, y, xx):
+        ic = (oc // og) * cg + rc if groups > 1 else rc
+        iy = y * sh + ry * dh - pt
+        ix = xx * sw + rx * dw - pl
+        if padded:
+            cond, v = padded_load(x, (b, ic, iy, ix), (2, 3), (h, wd))
+            v = E.Select(cond, v, E.FloatImm(x.dtype, 0.0))
+        else:
+            v = x[b, ic, iy, ix]
+        return te.sum(_acc(v, t.dtype) * _acc(w[oc, rc, ry, rx], t.dtype), axis=[rc, ry, rx])
+
+    info = {"strides": (sh, sw), "dilation": (dh, dw), "padding": tuple(_pads(attrs.padding)),
+            "groups": groups, "operands": (x, w)}
+    return [te.compute(shape, body, name="conv2d", tag="conv2d_nchw", attrs=info)]
+
+
+def _pool(kind):
+    def fcompute(attrs, inputs, out_type):
+        t = out_tensor_types(out_type)[0]
+        shape = static_shape(t)
+        x = inputs[0]
+        if attrs.layout != "NCHW":
+            raise ValueError("pooling is lowered natively for NCHW only")
+        _, _, h, wd = ishape(x)
+        kh, kw = attrs.pool_size
+        sh, sw = attrs.strides
+        dh, dw = attrs.dilation
+        pt, pl, pb, pr = _pads(attrs.padding)
+        ry = te.reduce_axis((0, kh), name="ry")
+        rx = te.reduce_axis((0, kw), name="rx")
+        padded = any((pt, pl, pb, pr)) or bool(attrs.ceil_mode)
+
+        def src(b, c, y, xx):
+            iy = y * sh + ry * dh - pt
+            ix = xx * sw + rx * dw - pl
+            if not padded:
+                return None, x[b, c, iy, ix]
+            return padded_load(x, (b, c, iy, ix), (2, 3), (h, wd))
+
+        if kind == "max":
+            def body(b, c, y, xx):
+                cond, v = src(b, c, y, xx)
+                if cond is not None:
+                    v = E.Select(cond, v, E.FloatImm(x.dtype, float("-inf")))
+                return te.max(v, axis=[ry, rx])
+
+            return [te.compute(shape, body, name="max_pool2d")]
+
+        def body(b, c, y, xx):
+            cond, v = src(b, c, y, xx)
+            if cond is not None:
+                v = E.Select(cond, v, E.FloatImm(x.dtype, 0.0))
+            return te.sum(v, axis=[ry, rx])
+
+        summed = te.compute(shape, body, name="avg_pool_sum")
+        if attrs.count_include_pad or not padded:
+            def div(b, c, y, xx):
+                if not padded:
+                    return summed[b, c, y, xx] / E.FloatImm(t.dtype, float(kh * kw))
+                # count_include_pad counts the padding but never beyond the padded border
+                y0 = E.Max(y * sh - pt, _i(-pt))
+                x0 = E.Max(xx * sw - pl, _i(-pl))
+                y1 = E.Min(y * sh - pt + kh, _i(h + pb))
+                x1 = E.Min(xx * sw - pl + kw, _i(wd + pr))
+                cnt = E.Cast(t.dtype, (y1 - y0) * (x1 - x0))
+                return summed[b, c, y, xx] / cnt
+        else:
+            def div(b, c, y, xx):
+                y0 = E.Max(y * sh - pt, _i(0))
+                x0 = E.Max(xx * sw - pl, _i(0))
+                y1 = E.Min(y * sh - pt + (kh - 1) * dh + 1, _i(h))
+                x1 = E.Min(xx * sw - pl + (kw - 1) * dw + 1, _i(wd))
+                cnt = E.Cast(t.dtype, E.Max((y1 - y0) * (x1 - x0), _i(1)))
+                return summed[b, c, y, xx] / cnt
+        return [te.compute(shape, div, name="avg_pool2d")]
+
+    return fcompute
+
+
+compute("nn.max_pool2d")(_pool("max"))
+compute("nn.avg_pool2d")(_pool("avg"))
+
+
+def _global_pool(kind):
+    def fcompute(attrs, inputs, out_type):
+        t = out_tensor_types(out_type)[0]
+        shape = static_shape(t)
+        x = inputs[0]
+        if attrs.layout != "NCHW":
+            raise ValueError("global pooling is lowered natively for NCHW only")
+        _, _, h, wd = ishape(x)
+        ry = te.reduce_axis((0, h), name="ry")
+        rx = te.reduce_axis((0, wd), name="rx")
+        red = te.max if kind == "max" else te.sum
+        s = te.compute(shape, lambda b, c, y, xx: red(x[b, c, ry, rx], axis=[ry, rx]),
+                       name=f"global_{kind}_pool")
+        if kind == "max":
+            return [s]
+        return [te.compute(shape, lambda b, c, y, xx: s[b, c, y, xx] /
+                           E.FloatImm(t.dtype, float(h * wd)), name="global_avg_pool2d")]
+
+    return fcompute
+
+
+compute("nn.global_avg_pool2d")(_global_pool("avg"))
+compute("nn.global_max_pool2d")(_global_pool("max"))
+
+
+def _softmax_parts(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x = inputs[0]
+    nd = len(shape)
+    axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
+    rshape = tuple(1 if d == axis else shape[d] for d in range(nd))
+    k1 = te.reduce_axis((0, shape[axis]), name="k")
+    k2 = te.reduce_axis((0, shape[axis]), name="k")
+
+    def at(i, k):
+        return tuple(k if d == axis else i[d] for d in range(nd))
+
+    def red_idx(i):
+        return tuple(_i(0) if d == axis else i[d] for d in range(nd))
+
+    mx = te.compute(rshape, lambda *i: te.max(x[at(i, k1)], axis=k1), name="softmax_max")
+    ex = te.compute(rshape, lambda *i: te.sum(fast_exp(x[at(i, k2)] - mx[i]), axis=k2),
+                    name="softmax_sum")
+    return shape, x, mx, ex, red_idx
+
+
+@compute("nn.softmax")
+def _softmax(attrs, inputs, out_type):
+    shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
+    one = E.FloatImm(x.dtype, 1.0)
+    inv = te.compute(ishape(ex), lambda *i: one / ex[i], name="softmax_inv")
+    return [te.compute(shape, lambda *i: fast_exp(x[i] - mx[red_idx(i)]) * inv[red_idx(i)],
+                       name="softmax")]
+
+
+compute("nn.fast_softmax")(_softmax)
+
+
+@compute("nn.log_softmax")
+def _log_softmax(attrs, inputs, out_type):
+    from ....tir import op as tir_op
+
+    shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
+    lg = te.compute(ishape(ex), lambda *i: tir_op.log(ex[i]), name="log_softmax_log")
+    return [te.compute(shape, lambda *i: x[i] - mx[red_idx(i)] - lg[red_idx(i)],
+                       name="log_softmax")]
+
+
+@compute("nn.prelu")
+def _prelu(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x, a = inputs
+    axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
+    zero = E.FloatImm(x.dtype, 0.0)
+    return [te.compute(shape, lambda *i: E.Select(x[i] > zero, x[i], x[i] * a[i[axis]]),
+                       name="prelu")]
+
+
+@compute("nn.dropout")
+def _dropout(attrs, inputs, out_type):
+    ts = out_tensor_types(out_type)
+    x = inputs[0]
+    shape = static_shape(ts[0])
+    out = te.compute(shape, lambda *i: x[i], name="dropout")
+    if len(ts) == 1:
+        return [out]
+    mask = te.compute(static_shape(ts[1]), lambda *i: E.FloatImm(ts[1].dtype, 1.0),
+                      name="dropout_mask")
+    return [out, mask]

@@ -1,0 +1,108 @@
+"""Computes of the reductions (sum, mean, max, min, prod, all, any, variance)."""
+
+from __future__ import annotations
+
+from .... import te
+from ....tir import expr as E
+from ....tir import op as tir_op
+from ..type_relations import reduce_axes
+from ._common import compute, fconst, ishape, out_tensor_types, static_shape
+
+
+def _reduce_index(x, attrs, out_idx, rvars):
+    """Index into ``x`` for output index ``out_idx`` and reduction variables ``rvars``."""
+    ndim = len(x.shape)
+    axes = reduce_axes(ndim, attrs.axis, attrs.exclude)
+    idx, k, r = [], 0, 0
+    for d in range(ndim):
+        if d in axes:
+            idx.append(rvars[r])
+            r += 1
+            if attrs.keepdims:
+                k += 1
+        else:
+            idx.append(out_idx[k])
+            k += 1
+    return idx, axes
+
+
+def _reduction(reducer, name, post=None, prep=None):
+    def fcompute(attrs, inputs, out_type):
+        t = out_tensor_types(out_type)[0]
+        shape = static_shape(t)
+        x = inputs[0]
+        xs = ishape(x)
+        axes = reduce_axes(len(xs), attrs.axis, attrs.exclude)
+        if not axes:
+            red = te.compute(shape, lambda *i: x[tuple(i)] if i else x[()], name=name)
+        else:
+            rvars = [te.reduce_axis((0, xs[a]), name=f"k{a}") for a in axes]
+
+            def body(*i):
+                idx, _ = _reduce_index(x, attrs, i, rvars)
+                v = x[tuple(idx)]
+                if prep is not None:
+                    v = prep(v)
+                return reducer(v, axis=rvars)
+
+            red = te.compute(shape, body, name=name)
+        if post is None:
+            return [red]
+        count = 1
+        for a in axes:
+            count *= xs[a]
+        return [te.compute(shape, lambda *i: post(red[i] if i else red[()], count, t.dtype),
+                           name=name + "_out")]
+
+    return fcompute
+
+
+def _mean_post(v, count, dtype):
+    if dtype.startswith("float"):
+        return v / E.FloatImm(dtype, float(count))
+    return E.Div(v, E._to_expr(count, dtype))
+
+
+def _to_bool(v):
+    return v if v.dtype == "bool" else E.NE(v, fconst(0, v.dtype))
+
+
+_prod = te.comm_reducer(lambda a, b: a * b, lambda t: fconst(1, t), name="prod")
+_all = te.comm_reducer(lambda a, b: E.And(a, b), lambda t: E.IntImm("bool", 1), name="all")
+_any = te.comm_reducer(lambda a, b: E.Or(a, b), lambda t: E.IntImm("bool", 0), name="any")
+
+compute("sum")(_reduction(te.sum, "sum"))
+compute("max")(_reduction(te.max, "max"))
+compute("min")(_reduction(te.min, "min"))
+compute("prod")(_reduction(_prod, "prod"))
+compute("mean")(_reduction(te.sum, "mean_sum", post=_mean_post))
+compute("all")(_reduction(_all, "all", prep=_to_bool))
+compute("any")(_reduction(_any, "any", prep=_to_bool))
+
+
+@compute("variance")
+def _variance(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x, m = inputs
+    xs = ishape(x)
+    axes = reduce_axes(len(xs), attrs.axis, attrs.exclude)
+    count = 1
+    for a in axes:
+        count *= xs[a]
+    rvars = [te.reduce_axis((0, xs[a]), name=f"k{a}") for a in axes]
+
+    def body(*i):
+        idx, _ = _reduce_index(x, attrs, i, rvars)
+        midx = [E.IntImm("int32", 0) if d in axes else idx[d] for d in range(len(xs))]
+        diff = x[tuple(idx)] - m[tuple(midx)]
+        return te.sum(diff * diff, axis=rvars)
+
+    sq = te.compute(shape, body, name="variance_sq")
+    denom = max(count - 1 if attrs.unbiased else count, 1)
+    return [te.compute(shape, lambda *i: (sq[i] if i else sq[()]) / E.FloatImm(t.dtype,
+                                                                               float(denom)),
+                       name="variance")]
+
+
+_ = tir_op  # keep the import for computes added here later

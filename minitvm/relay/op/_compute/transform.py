@@ -1,0 +1,233 @@
+"""Computes of the injective data-movement operators (reshape, transpose, slices, concat...)."""
+
+from __future__ import annotations
+
+from .... import te
+from ....tir import expr as E
+from ....tir import op as tir_op
+from ._common import compute, ishape, load_bcast, out_tensor_types, static_shape
+
+
+def _i(v: int) -> E.IntImm:
+    return E.IntImm("int32", v)
+
+
+def reshape_index(in_shape, out_shape, out_idx) -> list:
+    """Indices into a tensor of ``in_shape`` for element ``out_idx`` of its reshape."""
+    in_shape, out_shape = list(in_shape), list(out_shape)
+    tail = []
+    while in_shape and out_shape and in_shape[-1] == out_shape[-1]:
+        in_shape.pop()
+        out_shape.pop()
+        tail.append(out_idx[len(out_shape)])
+    tail.reverse()
+    flat = None
+    for d, n in zip(out_idx[:len(out_shape)], out_shape):
+        if n == 1:
+            continue
+        flat = d if flat is None else flat * n + d
+    if flat is None:
+        flat = _i(0)
+    lead = []
+    for k in range(len(in_shape) - 1, -1, -1):
+        n = in_shape[k]
+        if n == 1:
+            lead.append(_i(0))
+        elif k == 0:
+            lead.append(flat)
+        else:
+            lead.append(E.FloorMod(flat, n))
+            flat = E.FloorDiv(flat, n)
+    lead.reverse()
+    return lead + tail
+
+
+def _reshape(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x = inputs[0]
+    xs = ishape(x)
+    return [te.compute(shape, lambda *i: x[tuple(reshape_index(xs, shape, list(i)))] if xs
+                       else x[()], name="reshape")]
+
+
+for _n in ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_like",
+           "contrib_reverse_reshape"):
+    compute(_n)(_reshape)
+
+
+@compute("transpose")
+def _transpose(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    nd = len(shape)
+    axes = list(attrs.axes) if attrs.axes else list(range(nd))[::-1]
+    axes = [a + nd if a < 0 else a for a in axes]
+    inv = [0] * nd
+    for k, a in enumerate(axes):
+        inv[a] = k
+    return [te.compute(shape, lambda *i: x[tuple(i[inv[d]] for d in range(nd))],
+                       name="transpose")]
+
+
+def _broadcast(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    return [te.compute(shape, lambda *i: load_bcast(x, i), name="broadcast_to")]
+
+
+compute("broadcast_to")(_broadcast)
+compute("broadcast_to_like")(_broadcast)
+
+
+@compute("concatenate")
+def _concatenate(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    nd = len(shape)
+    axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
+    offsets, acc = [], 0
+    for x in inputs:
+        offsets.append(acc)
+        acc += ishape(x)[axis]
+
+    def body(*i):
+        # Select from the last input backwards; indices are clamped so every load is in bounds.
+        val = None
+        for x, off in reversed(list(zip(inputs, offsets))):
+            n = ishape(x)[axis]
+            j = E.Max(E.Min(i[axis] - off, _i(n - 1)), _i(0))
+            v = x[tuple(j if d == axis else i[d] for d in range(nd))]
+            val = v if val is None else E.Select(i[axis] < off + n, v, val)
+        return val
+
+    return [te.compute(shape, body, name="concatenate")]
+
+
+@compute("strided_slice")
+def _strided_slice(attrs, inputs, out_type):
+    from ..transform import _slice_params
+
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    xs = ishape(x)
+    params = _slice_params(xs, attrs)
+    starts, steps = [], []
+    for d, n in enumerate(xs):
+        if d in params:
+            start, _, step = slice(*params[d]).indices(n)
+        else:
+            start, step = 0, 1
+        starts.append(start)
+        steps.append(step)
+    return [te.compute(shape, lambda *i: x[tuple(i[d] * steps[d] + starts[d] if
+                                                 (steps[d], starts[d]) != (1, 0) else i[d]
+                                                 for d in range(len(xs)))],
+                       name="strided_slice")]
+
+
+@compute("split")
+def _split(attrs, inputs, out_type):
+    x = inputs[0]
+    xs = ishape(x)
+    axis = attrs.axis + len(xs) if attrs.axis < 0 else attrs.axis
+    outs, start = [], 0
+    for k, t in enumerate(out_tensor_types(out_type)):
+        shape = static_shape(t)
+        outs.append(te.compute(shape, lambda *i, s=start: x[tuple(
+            i[d] + s if d == axis and s else i[d] for d in range(len(xs)))], name=f"split{k}"))
+        start += shape[axis]
+    return outs
+
+
+@compute("take")
+def _take(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    data, ind = inputs
+    ds, ins = ishape(data), ishape(ind)
+    if attrs.axis is None:
+        raise ValueError("take without an axis is lowered through numpy")
+    axis = attrs.axis + len(ds) if attrs.axis < 0 else attrs.axis
+    n = ds[axis]
+    mode = getattr(attrs, "mode", "clip") or "clip"
+
+    def body(*i):
+        j = ind[tuple(i[axis:axis + len(ins)])] if ins else ind[()]
+        j = E.Cast("int32", j) if j.dtype != "int32" else j
+        if mode == "wrap":
+            j = E.FloorMod(j, n)
+        else:
+            j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, _i(n - 1)),
+                      _i(0))
+        idx = list(i[:axis]) + [j] + list(i[axis + len(ins):])
+        return data[tuple(idx)]
+
+    return [te.compute(shape, body, name="take")]
+
+
+@compute("nn.pad")
+def _pad(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    pad_value = inputs[1] if len(inputs) > 1 else None
+    xs = ishape(x)
+    if (attrs.pad_mode or "constant") != "constant":
+        raise ValueError("only constant padding is lowered natively")
+    before = [int(p[0]) for p in attrs.pad_width]
+
+    def body(*i):
+        conds, idx = [], []
+        for d, n in enumerate(xs):
+            j = i[d] - before[d] if before[d] else i[d]
+            if before[d] or shape[d] != n:
+                conds.append(E.And(j >= 0, j < n))
+                j = E.Max(E.Min(j, _i(n - 1)), _i(0))
+            idx.append(j)
+        v = x[tuple(idx)]
+        if not conds:
+            return v
+        c = conds[0]
+        for k in conds[1:]:
+            c = E.And(c, k)
+        pv = pad_value[()] if pad_value is not None else E.FloatImm(x.dtype, 0.0)
+        return E.Select(c, v, pv if pv.dtype == x.dtype else E.Cast(x.dtype, pv))
+
+    return [te.compute(shape, body, name="pad")]
+
+
+@compute("reverse")
+def _reverse(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
+    return [te.compute(shape, lambda *i: x[tuple(shape[d] - 1 - i[d] if d == axis else i[d]
+                                                 for d in range(len(shape)))], name="reverse")]
+
+
+@compute("tile")
+def _tile(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    xs = ishape(x)
+    lead = len(shape) - len(xs)
+    return [te.compute(shape, lambda *i: x[tuple(E.FloorMod(i[lead + d], xs[d]) if xs[d] != 1
+                                                 else _i(0) for d in range(len(xs)))],
+                       name="tile")]
+
+
+@compute("stack")
+def _stack(attrs, inputs, out_type):
+    shape = static_shape(out_tensor_types(out_type)[0])
+    nd = len(shape)
+    axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
+
+    def body(*i):
+        val = None
+        for k in range(len(inputs) - 1, -1, -1):
+            v = inputs[k][tuple(i[d] for d in range(nd) if d != axis)]
+            val = v if val is None else E.Select(E.EQ(i[axis], k), v, val)
+        return val
+
+    return [te.compute(shape, body, name="stack")]
+
+
+_ = tir_op
