@@ -27,9 +27,11 @@ from . import analysis, transform
 transform = __import__('importlib').import_module('.transform', __name__)  # op.transform shadows it
 op = __import__('importlib').import_module('.op', __name__)  # relay.op.op shadows it
 from .build_module import create_executor
+from .build_module import build, optimize  # noqa: E402
 from . import testing
 
 ScopeBuilder = None  # set by relay.scope_builder when available
 scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731
 from .printer import pretty_print, astext
 from .parser import parse, fromtext, parse_expr, SpanCheck
+from .transform.pipeline import optimize  # noqa: E402

@@ -86,3 +86,9 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device=Non
 # --------------------------------------------------------------------------- relay.build
 # ``build``, ``optimize`` and the graph executor factory module are added below by the back-end
 # work; keep ``create_executor`` above independent of them.
+from .backend.graph_build import build  # noqa: E402
+from .backend.built_executor import AotExecutor, GraphExecutor, VMExecutor  # noqa: E402,F811
+from .transform.pipeline import optimize  # noqa: E402
+
+_KINDS.update({"graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor})
+__all__ += ["build", "optimize"]
