@@ -3,6 +3,11 @@
 Native ABI of the entry symbol: ``void f(ptr args, ptr vars, i32 num_threads)`` where ``args``
 holds one data pointer per buffer parameter and ``vars`` one i64 per scalar parameter and per
 symbolic shape variable (floats are passed as their double bit pattern).
+
+Kernels without scalar or shape variables also get ``void f_py(ptr args_tuple, i32 nthreads)``:
+it reads each numpy array's data pointer straight out of a Python tuple of ndarrays, so the
+Python side calls native code once with no ctypes argument arrays to build (see module.py,
+which checks these CPython/numpy struct offsets at import before using this entry).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from ...tir.stmt_functor import post_order, walk_stmts
 from . import types as T
 from .expr import ExprEmitter
 from .stmt import StmtEmitter
+
+PY_TUPLE_ITEMS_OFFSET = 24  # PyTupleObject.ob_item (after refcnt, type, size)
+PY_ARRAY_DATA_OFFSET = 16  # PyArrayObject.data (right after PyObject_HEAD)
 
 
 class KernelSignature:
@@ -88,6 +96,8 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.builder.ret_void()
         ir.IRBuilder(self.entry_block).branch(body_bb)
         self._entry(impl, var_types)
+        if not sig.vars:
+            self._py_entry()
         return str(self.module)
 
     def _entry(self, impl, var_types) -> None:
@@ -110,4 +120,24 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
             else:
                 vals.append(raw)
         b.call(impl, [*vals, nth])
+        b.ret_void()
+
+    def _py_entry(self) -> None:
+        """``void symbol_py(ptr tuple_of_ndarrays, i32 nthreads)``: no ctypes arrays needed."""
+        n = len(self.signature.buffers)
+        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.I32]),
+                         name=self.symbol + "_py")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        tup, nth = fn.args
+        arr_ty = ir.ArrayType(T.PTR, max(1, n))
+        arr = b.alloca(arr_ty, name="ptrs")
+        arr.type = T.PTR  # opaque pointers throughout
+        i8 = ir.IntType(8)
+        for k in range(n):
+            item_p = b.gep(tup, [T.I64(PY_TUPLE_ITEMS_OFFSET + 8 * k)], source_etype=i8)
+            item = b.load(item_p, typ=T.PTR)
+            data = b.load(b.gep(item, [T.I64(PY_ARRAY_DATA_OFFSET)], source_etype=i8), typ=T.PTR)
+            b.store(data, b.gep(arr, [T.I32(0), T.I32(k)], source_etype=arr_ty))
+        entry = self.module.globals[self.symbol]
+        b.call(entry, [arr, ir.Constant(T.PTR, None), nth])
         b.ret_void()

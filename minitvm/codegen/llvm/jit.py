@@ -55,11 +55,13 @@ def optimize(mod, tm, opt: int = 3) -> None:
 class CompiledObject:
     """A finalized MCJIT engine holding one kernel; keeps the engine alive."""
 
-    __slots__ = ("engine", "address", "symbol", "optimized_ir", "from_disk")
+    __slots__ = ("engine", "address", "py_address", "symbol", "optimized_ir", "from_disk")
 
     def __init__(self, engine, address: int, symbol: str, optimized_ir: str | None, from_disk):
         self.engine = engine
         self.address = address
+        # the tuple-of-ndarrays entry (0 when the kernel has scalar or shape variables)
+        self.py_address = engine.get_function_address(symbol + "_py") if address else 0
         self.symbol = symbol
         self.optimized_ir = optimized_ir
         self.from_disk = from_disk

@@ -2,7 +2,9 @@
 
 Statements recurse only on nesting (loop bodies, branches); sequences and let chains are walked
 with a work list. A parallel loop is outlined into ``<fn>_par<k>(ptr closure)`` and run through
-libgomp's ``GOMP_parallel``; each thread takes one contiguous chunk of the iterations.
+libgomp's ``GOMP_parallel``; threads take chunks of iterations from a shared counter. With one
+thread, or fewer iterations than the loop's ``parallel_min_extent`` annotation, the outlined
+function is called directly (no pool wake-up).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from .expr import RampVal, lanes_of
 MAX_UNROLL = 64
 MAX_VECTOR_LANES = 64
 STACK_LIMIT_BYTES = 128 * 1024
+# For-loop annotation: a parallel loop with fewer iterations than this runs on the calling thread
+PARALLEL_MIN_EXTENT = "parallel_min_extent"
 
 
 def _const_int(e) -> int | None:
@@ -263,7 +267,17 @@ class StmtEmitter:
             self.parallel_depth -= 1
             self.builder, self.entry_block, self.env, self.function = saved
         gomp = self._declare("GOMP_parallel", T.VOID, [T.PTR, T.PTR, T.I32, T.I32])
-        bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
+        # One thread, or too few iterations to pay for waking the pool: run the outlined body
+        # on this thread (outside a parallel region it sees one thread and takes every chunk).
+        go = bld.icmp_signed(">", self.num_threads, T.I32(1))
+        min_ext = s.annotations.get(PARALLEL_MIN_EXTENT)
+        if min_ext is not None:
+            go = bld.and_(go, bld.icmp_signed(">=", ext, ir.Constant(ext.type, int(min_ext))))
+        with bld.if_else(go) as (par, ser):
+            with par:
+                bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
+            with ser:
+                bld.call(fn, [closure])
 
     def _parallel_worker(self, fn, s: S.For, captured, fields, sty) -> None:
         """Body of an outlined parallel loop: threads take chunks from a shared atomic counter.
