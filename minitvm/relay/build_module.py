@@ -7,13 +7,10 @@ so that the compiled executors can replace them without changing callers.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.module import IRModule
-from ..runtime.ndarray import NDArray, cpu
+from ..runtime.ndarray import cpu
 from .backend.executor import Executor
 from .backend.interpreter import Interpreter
-from .expr import Constant, Function, bind
 
 __all__ = [
     "create_executor", "bind_params_by_name", "Executor", "Interpreter", "GraphExecutor",
@@ -21,21 +18,7 @@ __all__ = [
 ]
 
 
-def bind_params_by_name(func: Function, params: dict) -> Function:
-    """Replace ``func``'s parameters named in ``params`` by constants (and drop them)."""
-    by_name: dict = {}
-    for p in func.params:
-        by_name[p.name_hint] = None if p.name_hint in by_name else p
-    binds = {}
-    for name, value in params.items():
-        if name not in by_name:
-            continue
-        var = by_name[name]
-        if var is None:
-            raise ValueError(f"multiple parameters of the function are named {name!r}")
-        arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
-        binds[var] = Constant(arr)
-    return bind(func, binds) if binds else func
+from .transform.bind_params import bind_params_by_name  # noqa: E402  (one definition)
 
 
 class GraphExecutor(Interpreter):
@@ -86,8 +69,8 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device=Non
 # --------------------------------------------------------------------------- relay.build
 # ``build``, ``optimize`` and the graph executor factory module are added below by the back-end
 # work; keep ``create_executor`` above independent of them.
-from .backend.graph_build import build  # noqa: E402
 from .backend.built_executor import AotExecutor, GraphExecutor, VMExecutor  # noqa: E402,F811
+from .backend.graph_build import build  # noqa: E402
 from .transform.pipeline import optimize  # noqa: E402
 
 _KINDS.update({"graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor})

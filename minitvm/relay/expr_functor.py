@@ -373,6 +373,17 @@ for _name in set(_METHOD.values()):
     setattr(_PostOrderHooks, _name, _hooked(_name))
 
 
+def _post_order_let(self, let):
+    inner = self._let_chain(let)[1:]
+    ExprVisitor.visit_let(self, let)
+    for node in reversed(inner):  # the chain's inner lets, innermost first
+        self.fvisit(node)
+    self.fvisit(let)
+
+
+_PostOrderHooks.visit_let = _post_order_let
+
+
 def post_order_visit(expr, fvisit) -> None:
     """Call ``fvisit`` on every sub-expression of ``expr`` once, children before parents."""
     _PostOrderHooks(fvisit).visit(expr)

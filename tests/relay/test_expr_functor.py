@@ -91,3 +91,13 @@ def test_from_expr_wraps_free_vars():
     mod = tvm.IRModule.from_expr(Tuple([x]))
     assert list(mod["main"].params) == [x]
     assert "main" in mod and mod.get_global_var("main").name_hint == "main"
+
+
+def test_post_order_visit_sees_every_let_of_a_chain():
+    vs = [relay.var(f"v{i}") for i in range(5)]
+    body = vs[-1]
+    for i in reversed(range(5)):
+        body = Let(vs[i], relay.const(1.0) if i == 0 else vs[i - 1], body)
+    lets = []
+    post_order_visit(body, lambda n: lets.append(n) if isinstance(n, Let) else None)
+    assert len(lets) == 5 and lets[-1] is body

@@ -14,11 +14,6 @@ from ...transform.registry import get_pass
 from ...transform.sequential import Sequential
 
 
-def _cse_skip(expr) -> bool:
-    """TVM's build-pipeline fskip: meant to skip int32 casts, but as written never skips."""
-    return False
-
-
 def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous: bool = True,
                          is_vm: bool = False) -> Sequential:
     """The optimization Sequential of ``relay.build`` (``opt_level`` is unused: the context
@@ -35,7 +30,8 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if is_vm:
         passes.append(p("EtaExpand", expand_constructor=True, expand_global_var=False))
     passes += [
-        p("EliminateCommonSubexpr", fskip=_cse_skip),
+        # TVM passes an fskip meant to skip int32 casts that, as written, never skips anything
+        p("EliminateCommonSubexpr"),
         p("CombineParallelConv2d", min_num_branches=3),
         p("CombineParallelDense", min_num_branches=3),
         p("CombineParallelBatchMatmul", min_num_branches=3),
