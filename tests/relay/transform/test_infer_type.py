@@ -536,3 +536,33 @@ def test_missing_annotations_are_filled_like_tvm():
     typed = infer(f)["main"]
     assert typed.ret_type == T((2,))
     assert typed.body.var.type_annotation == T((2,))
+
+
+def test_recursive_let_bound_function():
+    i = relay.var("i", shape=(), dtype="int32")
+    loop = Var("loop")
+    body = If(relay.less(i, relay.const(10)), Call(loop, [relay.add(i, relay.const(1))]), i)
+    x = relay.var("x", shape=(), dtype="int32")
+    f = infer(Function([x], Let(loop, Function([i], body), Call(loop, [x]))))["main"]
+    assert loop.checked_type == FuncType([T((), "int32")], T((), "int32"))
+    assert f.checked_type == FuncType([T((), "int32")], T((), "int32"))
+
+
+def test_deferred_relations_solved_after_unification():
+    # %p is unknown when exp(%p) and %t.1 are met; later uses fix it.
+    p, tmp, t = Var("p"), Var("tmp"), Var("t")
+    q = relay.var("q", shape=(4,))
+    g = Function([relay.var("a", shape=(4,))], relay.const(0.0))
+    inner = Function([p], Let(tmp, relay.exp(p), Tuple([tmp, Call(g, [p])])))
+    h = Function([t], relay.exp(TupleGetItem(t, 1)))
+    body = Tuple([TupleGetItem(Call(inner, [q]), 0), Call(h, [Tuple([q, q])])])
+    f = infer(Function([q], body))["main"]
+    assert f.checked_type.ret_type == TupleType([T((4,)), T((4,))])
+    assert tmp.checked_type == T((4,))
+
+
+def test_self_application_is_an_infinite_type():
+    a = Var("a")
+    q = relay.var("q", shape=(4,))
+    with pytest.raises(TypeError, match=r"a type cannot contain itself"):
+        infer(Function([q], Call(Function([a], Call(a, [a])), [q])))
