@@ -229,7 +229,8 @@ def _h(*parts) -> int:
 
 def _leaf_hash(x) -> int:
     if isinstance(x, np.ndarray):
-        return _h("nd", x.dtype.str, x.shape, hashlib.blake2b(x.tobytes(), digest_size=8).hexdigest())
+        data = memoryview(np.ascontiguousarray(x)).cast("B") if x.size else b""
+        return _h("nd", x.dtype.str, x.shape, hashlib.blake2b(data, digest_size=8).hexdigest())
     if isinstance(x, bool):
         return _h("b", int(x))
     if isinstance(x, int | float):
@@ -249,7 +250,10 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     while stack:
         obj, is_def, phase, nchild = stack.pop()
         if _is_ndarray(obj):
-            results.append(_leaf_hash(np.asarray(obj.numpy())))
+            h = obj._content_hash
+            if h is None:
+                h = obj._content_hash = _leaf_hash(obj.numpy())
+            results.append(h)
             continue
         if phase == 1:
             kids = results[len(results) - nchild:] if nchild else []

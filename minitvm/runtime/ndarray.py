@@ -54,9 +54,10 @@ def device(dev_type, dev_id: int = 0) -> Device:
 class NDArray:
     """An n-dimensional array on a device, backed by a C-contiguous numpy array."""
 
-    __slots__ = ("_data", "device", "__weakref__")
+    __slots__ = ("_data", "device", "_content_hash", "__weakref__")
 
     def __init__(self, data: np.ndarray, dev: Device | None = None):
+        self._content_hash = None  # cached by structural_hash; arrays are immutable by convention
         data = np.asarray(data)
         # np.ascontiguousarray would turn a 0-d array into shape (1,).
         self._data = data if data.flags.c_contiguous else np.ascontiguousarray(data)

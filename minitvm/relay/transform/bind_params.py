@@ -41,5 +41,5 @@ def bind_params_by_name(func: Function, params: dict) -> Function:
             if (static and shape != arr.shape) or t.dtype != str(arr.dtype):
                 raise ValueError(f"parameter {name!r} is annotated {t.dtype}{list(shape)} but the "
                                  f"bound value is {arr.dtype}{list(arr.shape)}")
-        binds[var] = Constant(arr)
+        binds[var] = Constant(value if isinstance(value, NDArray) else arr)
     return bind(func, binds) if binds else func

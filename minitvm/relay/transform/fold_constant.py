@@ -12,6 +12,7 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
+from ...runtime.ndarray import NDArray
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Let, Tuple, const
@@ -56,7 +57,7 @@ def _to_expr(value, ty):
     arr = np.asarray(value)
     if isinstance(ty, TensorType) and str(arr.dtype) != ty.dtype:
         arr = arr.astype(ty.dtype)
-    return const(arr, str(arr.dtype))
+    return Constant(NDArray(arr))  # a fresh result: no copy needed
 
 
 class ConstantFolder(ExprMutator):
