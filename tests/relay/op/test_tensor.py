@@ -217,3 +217,22 @@ def test_init_ops():
         run_op(relay.full_like(relay.var("x"), relay.var("v")), x, np.ones(2, "float32"))
     for name in ("zeros", "ones", "full", "zeros_like", "ones_like", "full_like"):
         assert Op.get(name).get_attr("TOpPattern") == OpPattern.ELEMWISE
+
+
+def test_broadcast_matches_numpy_property():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    dims = st.lists(st.sampled_from([1, 2, 3]), max_size=4)
+
+    @hypothesis.given(dims, dims)
+    @hypothesis.settings(max_examples=200, deadline=None)
+    def prop(s1, s2):
+        try:
+            expected = np.broadcast_shapes(tuple(s1), tuple(s2))
+        except ValueError:
+            with pytest.raises(TypeError, match="incompatible broadcast shapes"):
+                broadcast_shapes(tuple(s1), tuple(s2))
+            return
+        assert broadcast_shapes(tuple(s1), tuple(s2)) == expected
+
+    prop()

@@ -348,3 +348,22 @@ def test_reverse_reshape():
     y = np.zeros((10, 5, 4), "float32")
     out_t, out = run_op(relay.reverse_reshape(relay.var("y"), (-1, 0)), y)
     assert out_t.concrete_shape == (50, 4) and out.shape == (50, 4)
+
+
+def test_ops_through_infer_type_and_interpreter():
+    x = relay.var("x", shape=(2, 32, 4, 4))
+    y = relay.layout_transform(relay.exp(x) + 1.0, "NCHW", "NCHW16c")
+    parts = relay.split(relay.reshape(y, (-1, 16)), 2, axis=0)
+    z = relay.concatenate([parts[0], parts[1]], 1)
+    out = relay.Tuple([relay.sum(z, axis=1, keepdims=True), relay.argmax(z, axis=0),
+                       relay.strided_slice(z, [0, 15], [100, 0], [1, -4])])
+    mod = tvm.IRModule.from_expr(relay.Function([x], out))
+    mod = relay.transform.InferType()(mod)
+    assert mod["main"].body.fields[2].checked_type == TensorType((32, 4), "float32")
+    a = RNG.normal(size=(2, 32, 4, 4)).astype("float32")
+    res = relay.create_executor("debug", mod=mod).evaluate()(a)
+    blocked = (np.exp(a) + 1).reshape(2, 2, 16, 4, 4).transpose(0, 1, 3, 4, 2).reshape(-1, 16)
+    zz = np.concatenate(np.split(blocked, 2, axis=0), axis=1)
+    np.testing.assert_allclose(res[0].numpy(), zz.sum(axis=1, keepdims=True), rtol=1e-5)
+    assert np.array_equal(res[1].numpy(), zz.argmax(axis=0).astype("int32"))
+    assert np.array_equal(res[2].numpy(), zz[:, 15:0:-4])
