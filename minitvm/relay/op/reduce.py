@@ -68,7 +68,8 @@ def _reducer(np_fn, name):
 def _mean(x, axis, keepdims):
     if np.issubdtype(x.dtype, np.integer):
         count = int(np.prod([x.shape[a] for a in axis])) if axis else 1
-        return np.sum(x, axis=axis, keepdims=keepdims) // builtins.max(count, 1)
+        total = np.sum(x, axis=axis, keepdims=keepdims)
+        return np.trunc(total / builtins.max(count, 1))  # TVM divides integers truncating
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 

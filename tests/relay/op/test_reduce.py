@@ -111,3 +111,9 @@ def test_reduce_attrs_match_tvm():
     arg = relay.argmax(relay.var("x")).attrs
     assert [n for n, _ in arg.list_field_info()] == ["axis", "keepdims", "select_last_index",
                                                      "exclude"]
+
+
+def test_integer_mean_truncates():
+    x = np.array([[-3, -4], [3, 4]], "int32")
+    out_t, out = run_op(relay.mean(relay.var("x"), axis=1), x)
+    assert out_t.dtype == "int32" and out.tolist() == [-3, 3]
