@@ -66,6 +66,14 @@ class Pass:
         return self.describe()
 
 
+def check_module_arg(p: Pass, mod) -> None:
+    from ..ir.module import IRModule
+
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"pass {p.info.name!r} must be called on an IRModule, got "
+                        f"{type(mod).__name__}")
+
+
 def check_module_result(p: Pass, result, what: str = "IRModule"):
     from ..ir.module import IRModule
 
@@ -89,8 +97,7 @@ class ModulePass(Pass):
         self.pass_func = pass_func
 
     def _run(self, mod, ctx):
-        if mod is None:
-            raise ValueError(f"module pass {self.info.name!r} was given no module")
+        check_module_arg(self, mod)
         return check_module_result(self, self.pass_func(mod.shallow_copy(), ctx))
 
 

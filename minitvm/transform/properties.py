@@ -13,6 +13,7 @@ import weakref
 
 from .pass_base import ModulePass
 from .pass_info import PassInfo
+from .stats import record_stat
 
 # module -> {property: name of the pass that established or kept it}
 _KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -130,8 +131,10 @@ class _IncrementalInferType(ModulePass):
         self._real = real
 
     def _run(self, mod, ctx):
-        if not stale_functions(mod):
+        stale = stale_functions(mod)
+        if not stale:
             return mod
+        record_stat("functions re-typed", len(stale))
         return self._real._run(mod, ctx)
 
 

@@ -6,8 +6,9 @@ import inspect
 import warnings
 
 from ...transform.decorators import make_info, wrap_pass_class
-from ...transform.pass_base import Pass
+from ...transform.pass_base import Pass, check_module_arg
 from ...transform.pass_info import PassInfo
+from ...transform.stats import record_stat
 
 
 def is_optimizable(func) -> bool:
@@ -50,8 +51,7 @@ class FunctionPass(Pass):
     def _run(self, mod, ctx):
         from ..expr import Function
 
-        if mod is None:
-            raise ValueError(f"function pass {self.info.name!r} was given no module")
+        check_module_arg(self, mod)
         updated = mod.shallow_copy()
         pass_func = self.pass_func
         changed = []
@@ -67,6 +67,8 @@ class FunctionPass(Pass):
                 changed.append((gvar, new_func))
         for gvar, new_func in changed:
             updated.update_func(gvar, new_func)
+        if changed:
+            record_stat("functions changed", len(changed))
         from ...transform.properties import infer_type_after
 
         return infer_type_after(self, mod, updated, ctx)

@@ -159,3 +159,17 @@ def test_unchanged_typed_module_skips_type_inference_work():
     typed = relay.transform.InferType()(add_module())
     out = identity(typed)
     assert out["main"] is typed["main"]
+
+
+def test_called_on_a_function_is_clear_error():
+    with pytest.raises(TypeError, match="must be called on an IRModule, got Function"):
+        add_to_multiply(add_module()["main"])
+
+
+def test_statistics_of_function_pass_and_its_infer_type():
+    with tvm.transform.PassContext(instruments=[tvm.instrument.PassTimingInstrument()]):
+        add_to_multiply(add_module())
+        text = tvm.instrument.PassTimingInstrument.render()
+    lines = text.splitlines()
+    assert lines[0].startswith("add_to_multiply:") and "{functions changed: 1}" in lines[0]
+    assert lines[1].startswith("\tInferType:") and "{functions re-typed: 1}" in lines[1]
