@@ -1,0 +1,85 @@
+"""Every relay.testing workload through relay.optimize at opt_levels 0-4, and through each
+registered pass alone, with outputs unchanged (interpreter before vs after)."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.testing import bert, mlp, mobilenet, resnet
+from minitvm.transform.registry import get_pass, list_passes
+
+# the same graphs as the full-size workloads, at sizes the interpreter runs quickly
+WORKLOADS = {
+    "resnet18": lambda: resnet.get_workload(num_layers=18, image_shape=(3, 32, 32)),
+    "resnet50": lambda: resnet.get_workload(num_layers=50, image_shape=(3, 32, 32)),
+    "mobilenet": lambda: mobilenet.get_workload(image_shape=(3, 32, 32)),
+    "bert": lambda: bert.get_workload(seq_len=16, hidden=64, num_heads=4, ffn=128),
+    "mlp": lambda: mlp.get_workload(batch_size=2),
+}
+
+
+@functools.cache
+def _workload(name):
+    mod, params = WORKLOADS[name]()
+    main = relay.transform.InferType()(mod)["main"]
+    rng = np.random.default_rng(0)
+    inputs = {p.name_hint: rng.standard_normal(tuple(int(d) for d in p.checked_type.shape))
+              .astype(p.checked_type.dtype) for p in main.params if p.name_hint not in params}
+    return mod, params, inputs
+
+
+def _run(mod, params, inputs):
+    ex = relay.create_executor("debug", mod=mod, params=params)
+    main = relay.transform.InferType()(mod)["main"]
+    names = [p.name_hint for p in main.params if p.name_hint not in (params or {})]
+    return ex.evaluate()(*[inputs[n] for n in names]).numpy()
+
+
+@functools.cache
+def _reference(name):
+    mod, params, inputs = _workload(name)
+    return _run(mod, params, inputs)
+
+
+@pytest.mark.parametrize("opt_level", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_optimize_preserves_outputs(name, opt_level):
+    mod, params, inputs = _workload(name)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        opt, _ = relay.optimize(mod, target="llvm", params=params)
+    got = _run(opt, None, inputs)
+    tol = 1e-3 if opt_level == 4 else 1e-4  # FastMath at 4: documented bound
+    np.testing.assert_allclose(got, _reference(name), rtol=tol, atol=tol)
+
+
+_ARGS = {
+    "ConvertLayout": {"desired_layouts": {"nn.conv2d": ["NHWC", "default"]}},
+    "EtaExpand": {"expand_constructor": True, "expand_global_var": True},
+    "ChangeBatch": None, "DenseToSparse": None, "SimplifyFCTranspose": None,
+}
+
+
+def _single_passes():
+    out = []
+    for e in list_passes():
+        if e.name in _ARGS and _ARGS[e.name] is None:
+            continue  # need model-specific arguments (weight names); tested in their own files
+        out.append(e.name)
+    return out
+
+
+@pytest.mark.parametrize("pass_name", _single_passes())
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet", "bert"])
+def test_each_pass_alone_preserves_outputs(name, pass_name):
+    mod, params, inputs = _workload(name)
+    p = get_pass(pass_name, **(_ARGS.get(pass_name) or {}))
+    typed = relay.transform.InferType()(mod)
+    with tvm.transform.PassContext(opt_level=4):
+        out = p(typed)
+    if "main" not in out:
+        return
+    got = _run(out, params, inputs)
+    np.testing.assert_allclose(got, _reference(name), rtol=1e-3, atol=1e-3)
