@@ -37,4 +37,4 @@ def compile_entry(ir_text: str, symbol: str, kernel_addresses: dict[str, int]):
     jit._init()
     for sym, addr in kernel_addresses.items():
         llvm.add_symbol(sym, addr)
-    return jit.compile_ir(ir_text, symbol, opt=1)
+    return jit.compile_ir(ir_text, symbol, opt=1 if ir_text.count("\n") < 4000 else 0)

@@ -101,6 +101,9 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
                                       time.perf_counter() - t0)
 
 
+MAX_ENTRY_STEPS = 20000  # beyond this, run() loops in Python (LLVM time grows with the entry)
+
+
 def _entry(cg: GraphCodegen, kernels: dict):
     """The whole-graph native entry when every step is native (else None)."""
     steps = []
@@ -116,6 +119,8 @@ def _entry(cg: GraphCodegen, kernels: dict):
         nargs = int(node["attrs"]["num_inputs"]) + len(k.consts) + \
             int(node["attrs"]["num_outputs"]) + (1 if k.ws_bytes else 0)
         steps.append((k.symbol, nargs))
+    if len(steps) > MAX_ENTRY_STEPS:
+        return None
     ir, symbol = aot.entry_ir(steps)
     compiled = aot.compile_entry(ir, symbol, {k.symbol: k.address for k in kernels.values()
                                               if k.kind == "native"})

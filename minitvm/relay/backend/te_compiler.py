@@ -124,13 +124,12 @@ def build_te(func: Function):
     """TE placeholders, extra constant inputs (with values) and outputs of ``func``."""
     _ensure_computes()
     inputs, consts, env = [], [], {}
-    for k, p in enumerate(func.params):
-        t = p.checked_type
-        if not isinstance(t, TensorType):
-            raise LoweringError(f"parameter {p.name_hint} of type {t} is not a tensor")
-        ph = te.placeholder(_static(t), t.dtype, f"p{k}")
-        inputs.append(ph)
-        env[id(p)] = [ph]
+    for p in func.params:
+        phs = []
+        for t in tensor_types(p.checked_type):
+            phs.append(te.placeholder(_static(t), t.dtype, f"p{len(inputs) + len(phs)}"))
+        inputs.extend(phs)
+        env[id(p)] = phs
     for e in _post_order(func.body):
         if id(e) in env:
             continue
@@ -216,9 +215,24 @@ def clear_cache() -> None:
 
 
 # ------------------------------------------------------------------------------ numpy fallback
+def _pack(t, flat: list, pos: int):
+    if isinstance(t, TupleType):
+        out = []
+        for f in t.fields:
+            v, pos = _pack(f, flat, pos)
+            out.append(v)
+        return tuple(out), pos
+    return flat[pos], pos + 1
+
+
 def run_fallback(func: Function, args: list) -> list[np.ndarray]:
-    """Evaluate a primitive function with the ops' numpy references; returns flat outputs."""
-    env = {id(p): a for p, a in zip(func.params, args)}
+    """Evaluate a primitive function with the ops' numpy references.
+
+    ``args`` are the flattened tensors of the parameters; returns the flattened outputs.
+    """
+    env, pos = {}, 0
+    for p in func.params:
+        env[id(p)], pos = _pack(p.checked_type, args, pos)
     for e in _post_order(func.body):
         if id(e) in env:
             continue
