@@ -23,13 +23,15 @@ from ..op.layout import Layout
 from .function_pass import function_pass
 
 
-def _use_counts(expr) -> dict:
+def _use_counts(expr, users: dict | None = None) -> dict:
     counts: dict = {}
 
     class _Count(ExprVisitor):
         def visit_call(self, call):
             for a in call.args:
                 counts[a] = counts.get(a, 0) + 1
+                if users is not None:
+                    users.setdefault(a, []).append(call)
             super().visit_call(call)
 
         def visit_tuple(self, tup):
@@ -149,22 +151,39 @@ class _Backward(ExprMutator):
 
 
 class _Forward(ExprMutator):
-    """Pull input-channel scales forward into the consuming conv2d."""
+    """Pull input-channel scales forward into the consuming conv2ds.
 
-    def __init__(self, counts):
+    A scaled value read by several conv2ds is folded when every one of its readers is a conv2d
+    that can absorb the scale (then each gets its own scaled weight, as TVM does).
+    """
+
+    def __init__(self, counts, users):
         super().__init__()
         self.counts = counts
+        self.users = users
+        self.pulled: dict = {}
         self.folded = 0
+
+    def _absorbs(self, conv, data) -> bool:
+        if _op_name(conv) != "nn.conv2d" or conv.attrs.groups != 1 or conv.args[0] is not data:
+            return False
+        axes = _conv_axes(conv)
+        return axes is not None and conv.args[1] is not data
 
     def visit_call(self, call):
         new = super().visit_call(call)
-        if _op_name(call) != "nn.conv2d" or call.attrs.groups != 1:
+        data = call.args[0] if call.args else None
+        if data is None or not self._absorbs(call, data):
+            return new
+        readers = self.users.get(data, ())
+        if len(readers) != self.counts.get(data, 0) or not all(
+                self._absorbs(r, data) for r in readers):
             return new
         axes = _conv_axes(call)
-        data = call.args[0]
-        if axes is None or self.counts.get(data, 0) != 1:
-            return new
-        pulled = self._pull(data, axes[1])
+        key = (data, axes[1])
+        if key not in self.pulled:
+            self.pulled[key] = self._pull(data, axes[1])
+        pulled = self.pulled[key]
         if pulled is None:
             return new
         unscaled, vec = pulled
@@ -217,7 +236,9 @@ def backward_fold_scale_axis(func):
 
 
 def forward_fold_scale_axis(func):
-    f = _Forward(_use_counts(func))
+    users: dict = {}
+    counts = _use_counts(func, users)
+    f = _Forward(counts, users)
     return f.visit(func), f.folded
 
 

@@ -107,3 +107,17 @@ def test_deep_chain():
         e = relay.multiply(relay.nn.conv2d(e, _c(2, 2, 1, 1)), _c(2, 1, 1))
     _, out = _run(relay.Function([x], e), relay.transform.BackwardFoldScaleAxis())
     assert out["main"].body.op.name == "nn.conv2d"
+
+
+def test_forward_into_every_conv_reading_the_scaled_value():
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    y = relay.nn.relu(relay.add(relay.multiply(x, _c(4, 1, 1, positive=True)), _c(4, 1, 1)))
+    a = relay.nn.conv2d(y, _c(4, 4, 3, 3), padding=(1, 1))
+    b = relay.nn.conv2d(y, _c(8, 4, 1, 1))
+    mod, out = _run(relay.Function([x], relay.Tuple([a, b])), relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 0
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+    # one reader that cannot absorb the scale blocks the fold
+    f = relay.Function([x], relay.Tuple([a, relay.exp(y)]))
+    mod, out = _run(f, relay.transform.ForwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
