@@ -72,6 +72,7 @@ class Parser:
     def __init__(self, src, tokens, meta_table=None, global_vars=None, type_vars=None,
                  constructors=None):
         self.src = src
+        self.n = len(tokens)
         self.toks = tokens + [tokens[-1]] * 4  # peeking past the end sees EOF
         self.i = 0
         self.meta = meta_table if meta_table is not None else {}
@@ -153,7 +154,7 @@ class Parser:
     def prescan(self) -> list[tuple[str, int]]:
         """Top-level items (kind, token index); declares global and type names up front."""
         items, depth = [], 0
-        for idx, (kind, value, _pos) in enumerate(self.toks):
+        for idx, (kind, value, _pos) in enumerate(self.toks[: self.n]):
             if kind == PUNCT:
                 if value in "([{":
                     depth += 1
@@ -252,10 +253,10 @@ class Parser:
         return expr
 
     def _find_metadata(self) -> int:
-        last = len(self.toks) - 2
+        last = self.n - 2
         if last >= 0 and self.toks[last][0] == METADATA:
             return last
-        return len(self.toks) - 1
+        return self.n - 1
 
     # ------------------------------------------------------------------ ADT definitions
     def parse_type_def(self) -> TypeData:

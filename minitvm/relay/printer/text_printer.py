@@ -102,7 +102,7 @@ class RelayTextPrinter:
         final = trampoline.run(self._scope_final(node))
         lines = self._lines.pop()
         lines.append(final)
-        return "\n".join(lines)
+        return _flatten(_join(lines))
 
     def print_module(self, mod) -> str:
         parts = []
@@ -112,7 +112,7 @@ class RelayTextPrinter:
             func = mod.functions[gv]
             if isinstance(func, Function):
                 self._count_uses(func)
-                text = trampoline.run(self._function(func, f"def @{gv.name_hint}"))
+                text = _flatten(trampoline.run(self._function(func, f"def @{gv.name_hint}")))
             else:
                 text = _print_other_function(func, gv.name_hint)
             parts.append(text + "\n")
@@ -146,8 +146,9 @@ class RelayTextPrinter:
         names[name] = 0
         return name
 
-    def _emit(self, text: str) -> None:
-        self._lines[-1].append(self._indent + text)
+    def _emit(self, *parts) -> None:
+        """Append a line to the current scope; parts may be nested docs (lists of parts)."""
+        self._lines[-1].append([self._indent, *parts])
 
     def alloc_var(self, v) -> str:
         """Name a variable at its binding site; returns ``%name[: type]``."""
@@ -176,16 +177,16 @@ class RelayTextPrinter:
         self._lines.append([])
         final = yield self._scope_final(expr)
         lines = self._lines.pop()
-        lines.append(self._indent + final)
+        lines.append([self._indent, final])
         self._indent = outer
-        return open_ + "\n" + "\n".join(lines) + "\n" + outer + close
+        return [open_, "\n", _join(lines), "\n", outer, close]
 
     def _scope_final(self, e):
         """Print the last expression of a scope: its let chain flat, then the body inline."""
         while isinstance(e, Let) and e not in self.memo and self._unique(e):
             name = self.alloc_var(e.var)
             value = yield self._expr(e.value, True)
-            self._emit(f"let {name} = {value};")
+            self._emit("let ", name, " = ", value, ";")
             e = e.body
         return (yield self._expr(e, True))
 
@@ -265,13 +266,14 @@ class RelayTextPrinter:
             text = yield self._match(e)
         else:
             raise TypeError(f"the Relay printer cannot print a {type(e).__name__}")
-        text += self._info(e)
-        if inline:
-            self.memo[e] = text
+        info = self._info(e)
+        if info:
+            text = [text, info]
+        if inline:  # used once: never looked up again, so not memoized (saves quadratic memory)
             return text
         temp = f"%{self._temps}"
         self._temps += 1
-        self._emit(f"{temp} = {text};")
+        self._emit(temp, " = ", text, ";")
         self.memo[e] = temp
         return temp
 
@@ -323,13 +325,13 @@ class RelayTextPrinter:
         if fn.ret_type is not None:
             head += f"-> {self.leaf.type(fn.ret_type)} "
         body = yield self._block(fn.body, "{", "}")
-        return head + body
+        return [head, body]
 
     def _if(self, e):
         cond = yield self._expr(e.cond, False)
         then = yield self._block(e.true_branch, "{", "}")
         other = yield self._block(e.false_branch, "{", "}")
-        return f"if ({cond}) {then} else {other}"
+        return ["if (", cond, ") ", then, " else ", other]
 
     def _match(self, m):
         data = yield self._expr(m.data, False)
@@ -340,9 +342,9 @@ class RelayTextPrinter:
         for clause in m.clauses:
             pattern = self._pattern(clause.lhs)
             rhs = yield self._block(clause.rhs, "{", "}")
-            clauses.append(f"{self._indent}{pattern} => {rhs},")
+            clauses.append([self._indent, pattern, " => ", rhs, ","])
         self._indent = outer
-        return head + "\n" + "\n".join(clauses) + "\n" + outer + "}"
+        return [head, "\n", _join(clauses), "\n", outer, "}"]
 
     def _pattern(self, p) -> str:
         if isinstance(p, PatternVar):
@@ -355,6 +357,31 @@ class RelayTextPrinter:
         if isinstance(p, PatternTuple):
             return "(" + ", ".join(self._pattern(q) for q in p.patterns) + ")"
         return "_"
+
+
+def _join(lines: list) -> list:
+    """Lines separated by newlines, as one doc."""
+    out = []
+    for line in lines:
+        out.append(line)
+        out.append("\n")
+    if out:
+        out.pop()
+    return out
+
+
+def _flatten(doc) -> str:
+    """The text of a doc: a str or a (nested) list of docs, flattened without recursion."""
+    if type(doc) is str:
+        return doc
+    out, stack = [], [doc]
+    while stack:
+        d = stack.pop()
+        if type(d) is str:
+            out.append(d)
+        else:
+            stack.extend(reversed(d))
+    return "".join(out)
 
 
 def _print_other_function(func, name: str) -> str:
