@@ -1,10 +1,14 @@
-"""A register-blocked GEMM written as TIR: ``C = A @ B`` (or ``A @ W.T``) + bias, relu.
+"""A register-blocked GEMM written as TIR: ``C = A @ B`` (or ``A @ W.T``) + bias, relu; batched.
 
 The schedule is the classic one: B is packed into panels of ``nr`` columns (zero padded),
 rows of A are processed ``mr`` at a time by a micro-kernel that keeps an ``mr x nr`` tile of C in
-vector registers (an unrolled ``mr`` loop over a vectorized ``nr`` loop), and blocks of
-``mc`` rows run in parallel. Leftover rows use a one-row kernel; a partial last panel is stored
-with a guarded scalar loop. The elementwise epilogue is applied in the micro-kernel's store.
+vector registers (an unrolled ``mr`` loop over a vectorized ``nr`` loop). The parallel loop runs
+over (batch, block of ``mc`` rows, column panel) fused, so a small M still splits across threads
+by columns; a GEMM under ``parallel_min_work`` multiply-adds runs on the calling thread.
+Leftover rows (and the whole of a one-row GEMV) use a one-row kernel whose reduction is split
+into ``ku`` interleaved partial sums, so the FMA chains do not wait on each other. A partial
+last panel is stored with a guarded scalar loop. The epilogue is applied in the micro-kernel's
+store.
 """
 
 from __future__ import annotations
@@ -18,84 +22,188 @@ from .expr import IntImm, Var
 from .function import PrimFunc
 from .op import if_then_else
 
+PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
+GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 
-def _ceil_div(a, b: int):
-    if isinstance(a, int):
+
+def _ceil_div(a, b):
+    if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
     return E.FloorDiv(a + (b - 1), b)
 
 
 def pack_b(b: np.ndarray, nr: int = 32, transpose_b: bool = False) -> np.ndarray:
-    """Numpy reference of the packed layout ``[ceil(N/nr), K, nr]`` (zero padded)."""
+    """Numpy reference of the packed layout ``[ceil(N/nr), K, nr]`` (zero padded).
+
+    A 3-d ``b`` (a batch of matrices) packs to ``[batch, ceil(N/nr), K, nr]``.
+    """
+    b = np.asarray(b)
+    if b.ndim == 3:
+        return np.stack([pack_b(m, nr, transpose_b) for m in b])
+    if b.ndim != 2:
+        raise ValueError(f"pack_b expects a matrix (or a batch of them), got shape {b.shape}")
+    if nr < 1:
+        raise ValueError(f"pack_b: nr must be positive, got {nr}")
     mat = b.T if transpose_b else b
     k, n = mat.shape
     np_ = -(-n // nr)
-    out = np.zeros((np_, k, nr), dtype=b.dtype)
     padded = np.zeros((k, np_ * nr), dtype=b.dtype)
     padded[:, :n] = mat
-    out[:] = padded.reshape(k, np_, nr).transpose(1, 0, 2)
-    return out
+    return np.ascontiguousarray(padded.reshape(k, np_, nr).transpose(1, 0, 2))
+
+
+def _check(batch, M, N, K, dtype, mr, nr, mc) -> None:
+    for name, v in (("N", N), ("K", K), ("mr", mr), ("nr", nr), ("mc", mc)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"gemm: {name} must be a positive int, got {v!r}")
+    for name, v in (("M", M), ("batch", batch)):
+        if v is None and name == "batch":
+            continue
+        if isinstance(v, E.PrimExpr):
+            if not v.dtype.startswith("int"):
+                raise ValueError(f"gemm: symbolic {name} must be an integer Var, got {v.dtype}")
+        elif not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"gemm: {name} must be a positive int or an integer Var, got {v!r}")
+    if nr > 64:
+        raise ValueError(f"gemm: nr={nr} exceeds the widest vector (64 lanes)")
+    if not dtype.startswith("float"):
+        raise ValueError(f"gemm: only float dtypes are supported, got {dtype!r}")
 
 
 class _Builder:
-    def __init__(self, M, N: int, K: int, transpose_b: bool, bias: bool, relu: bool,
-                 dtype: str, mr: int, nr: int, mc: int, prepacked: bool):
-        self.M, self.N, self.K = M, N, K
+    def __init__(self, batch, M, N: int, K: int, transpose_b: bool, bias: bool, relu: bool,
+                 dtype: str, mr: int, nr: int, mc: int, prepacked: bool, bcast_a: bool,
+                 bcast_b: bool, min_work: int):
+        self.batch, self.M, self.N, self.K = batch, M, N, K
         self.mr, self.nr, self.mc = mr, nr, mc
         self.dtype = dtype
-        self.idx = M.dtype if isinstance(M, E.PrimExpr) else "int32"
+        sym = [v for v in (M, batch) if isinstance(v, E.PrimExpr)]
+        self.idx = sym[0].dtype if sym else "int32"
         self.np = -(-N // nr)
-        self.A = decl_buffer((M, K), dtype, "A")
+        self.min_work = min_work
+        self.batched = batch is not None
+        pa = (batch,) if self.batched and not bcast_a else ()
+        pb = (batch,) if self.batched and not bcast_b else ()
+        pc = (batch,) if self.batched else ()
+        self.a_batched, self.b_batched = bool(pa), bool(pb)
+        self.A = decl_buffer((*pa, M, K), dtype, "A")
         if prepacked:
-            self.B = decl_buffer((self.np, K, nr), dtype, "B_packed")
+            self.B = decl_buffer((*pb, self.np, K, nr), dtype, "B_packed")
         else:
-            self.B = decl_buffer((N, K) if transpose_b else (K, N), dtype, "B")
+            self.B = decl_buffer((*pb, N, K) if transpose_b else (*pb, K, N), dtype, "B")
         self.bias = decl_buffer((N,), dtype, "bias") if bias else None
-        self.C = decl_buffer((M, N), dtype, "C")
-        self.Bp = self.B if prepacked else decl_buffer((self.np, K, nr), dtype, "B_packed")
+        self.C = decl_buffer((*pc, M, N), dtype, "C")
+        self.Bp = self.B if prepacked else decl_buffer((*pb, self.np, K, nr), dtype, "B_packed")
         self.transpose_b, self.relu, self.prepacked = transpose_b, relu, prepacked
 
+    # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
         return Var(name, self.idx)
 
-    def loop(self, name: str, extent, kind, fbody) -> S.For:
+    def c(self, v):
+        return E._to_expr(v, self.idx)
+
+    def loop(self, name: str, extent, kind, fbody, lo=0) -> S.For:
         v = self.var(name)
-        return S.For(v, E._to_expr(0, self.idx), E._to_expr(extent, self.idx), kind, fbody(v))
+        return S.For(v, self.c(lo), self.c(extent), kind, fbody(v))
 
+    def par_loop(self, name: str, extent, iter_work: int, fbody) -> S.Stmt:
+        """A loop that runs on the thread pool when its total work is worth it."""
+        need = _ceil_div(self.min_work, max(1, iter_work))
+        if isinstance(extent, int):
+            if extent == 0:
+                return S.SeqStmt([])
+            if extent < need or extent == 1:
+                return self.loop(name, extent, S.ForKind.SERIAL, fbody)
+        v = self.var(name)
+        return S.For(v, self.c(0), self.c(extent), S.ForKind.PARALLEL, fbody(v),
+                     annotations={"parallel_min_extent": max(2, need)})
+
+    def a_at(self, b, row, k):
+        return self.A[(b, row, k) if self.a_batched else (row, k)]
+
+    def bp_at(self, b, jo, k, jj):
+        return self.Bp[(b, jo, k, jj) if self.b_batched else (jo, k, jj)]
+
+    def split(self, q, sizes):
+        """Mixed-radix digits of the fused loop index ``q`` for ``sizes`` (outer first)."""
+        out = []
+        for k in range(len(sizes) - 1, -1, -1):
+            if k == 0:
+                out.append(q)
+            else:
+                out.append(E.FloorMod(q, sizes[k]))
+                q = E.FloorDiv(q, sizes[k])
+        return out[::-1]
+
+    def fused(self, name, sizes, iter_work, fbody) -> S.Stmt:
+        """Loop over the product of ``sizes`` (1s dropped), ``fbody(*digits)``."""
+        keep = [k for k, s in enumerate(sizes) if not (isinstance(s, int) and s == 1)]
+        total = 1
+        for k in keep:
+            total = total * sizes[k]
+
+        def body(q):
+            digits = self.split(q, [sizes[k] for k in keep]) if keep else []
+            vals = [self.c(0)] * len(sizes)
+            for k, d in zip(keep, digits):
+                vals[k] = d
+            return fbody(*vals)
+
+        return self.par_loop(name, total, iter_work, body)
+
+    # ---------------------------------------------------------------- packing
     def pack(self) -> S.Stmt:
-        """``B_packed[jo, k, jj] = B[k, jo*nr + jj]`` (or ``W[jo*nr + jj, k]``), zero padded."""
-        nr, N = self.nr, self.N
+        """``B_packed[.., jo, k, jj] = B[.., k, jo*nr + jj]`` (or ``W[.., jo*nr + jj, k]``)."""
+        nr, N, K = self.nr, self.N, self.K
+        nb = self.batch if self.b_batched else 1
 
-        def inner(jo, k, jj):
+        def inner(b, jo, k, jj):
             col = jo * nr + jj
-            src = self.B[col, k] if self.transpose_b else self.B[k, col]
+            pre = (b,) if self.b_batched else ()
+            src = self.B[(*pre, col, k)] if self.transpose_b else self.B[(*pre, k, col)]
             if N % nr:
                 src = if_then_else(col < N, src, E.FloatImm(self.dtype, 0.0))
-            return S.BufferStore(self.Bp, src, [jo, k, jj])
+            return S.BufferStore(self.Bp, src, [*pre, jo, k, jj])
 
-        if self.transpose_b:
-            body = lambda jo: self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: self.loop(  # noqa: E731
-                "k", self.K, S.ForKind.SERIAL, lambda k: inner(jo, k, jj)))
-        else:
-            body = lambda jo: self.loop("k", self.K, S.ForKind.SERIAL, lambda k: self.loop(  # noqa: E731
-                "jj", nr, S.ForKind.SERIAL, lambda jj: inner(jo, k, jj)))
-        return self.loop("jo", self.np, S.ForKind.PARALLEL, body)
+        def panel(b, jo):
+            if self.transpose_b:
+                return self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: self.loop(
+                    "k", K, S.ForKind.SERIAL, lambda k: inner(b, jo, k, jj)))
+            return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
+                "jj", nr, S.ForKind.SERIAL, lambda jj: inner(b, jo, k, jj)))
 
-    def micro(self, row0, jo, rows: int, full_panel: bool) -> S.Stmt:
+        return self.fused("pb", [nb, self.np], 8 * K * nr, panel)
+
+    # ---------------------------------------------------------------- micro-kernels
+    def micro(self, b, row0, jo, rows: int, full_panel: bool) -> S.Stmt:
         """The ``rows x nr`` tile of C at (row0, jo*nr), accumulated in registers."""
-        nr = self.nr
-        acc = decl_buffer((rows, nr), self.dtype, "acc", scope="local")
+        nr, K = self.nr, self.K
+        ku = GEMV_SPLIT if rows == 1 and K >= 2 * GEMV_SPLIT else 1
+        acc = decl_buffer((ku * rows, nr), self.dtype, "acc", scope="local")
         zero = E.FloatImm(self.dtype, 0.0)
         unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-        init = self.loop("ii", rows, unroll, lambda ii: self.loop(
+        init = self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
             "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
 
-        def update(k):
+        def fma(slot, k):
             return self.loop("ii", rows, unroll, lambda ii: self.loop(
                 "jj", nr, vec, lambda jj: S.BufferStore(
-                    acc, acc[ii, jj] + self.A[row0 + ii, k] * self.Bp[jo, k, jj], [ii, jj])))
+                    acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k)
+                    * self.bp_at(b, jo, k, jj), [slot + ii, jj])))
 
-        kloop = self.loop("k", self.K, S.ForKind.SERIAL, update)
+        parts = [init]
+        if ku > 1:
+            parts.append(self.loop("k0", K // ku, S.ForKind.SERIAL, lambda k0: self.loop(
+                "u", ku, unroll, lambda u: fma(u * rows, k0 * ku + u))))
+            if K % ku:
+                parts.append(self.loop("k", K % ku, S.ForKind.SERIAL,
+                                       lambda k: fma(0, k), lo=K - K % ku))
+            parts.append(self.loop("u", ku - 1, unroll, lambda u: self.loop(
+                "ii", rows, unroll, lambda ii: self.loop("jj", nr, vec, lambda jj: S.BufferStore(
+                    acc, acc[ii, jj] + acc[(u + 1) * rows + ii, jj], [ii, jj])))))
+        else:
+            parts.append(self.loop("k", K, S.ForKind.SERIAL, lambda k: fma(0, k)))
 
         def out(ii, jj):
             col = jo * nr + jj
@@ -104,36 +212,30 @@ class _Builder:
                 v = v + self.bias[col]
             if self.relu:
                 v = E.Max(v, zero)
-            st = S.BufferStore(self.C, v, [row0 + ii, col])
+            idx = (b, row0 + ii, col) if self.batched else (row0 + ii, col)
+            st = S.BufferStore(self.C, v, list(idx))
             return st if full_panel else S.IfThenElse(col < self.N, st)
 
-        store = self.loop("ii", rows, unroll, lambda ii: self.loop(
-            "jj", nr, vec if full_panel else S.ForKind.SERIAL, lambda jj: out(ii, jj)))
-        body = S.DeclBuffer(acc, S.SeqStmt([init, kloop, store]))
-        return S.Allocate(acc.data, self.dtype, [rows * nr], True, body)
+        parts.append(self.loop("ii", rows, unroll, lambda ii: self.loop(
+            "jj", nr, vec if full_panel else S.ForKind.SERIAL, lambda jj: out(ii, jj))))
+        body = S.DeclBuffer(acc, S.SeqStmt(parts))
+        return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
 
-    def panels(self, row0, rows: int) -> S.Stmt:
-        """All column panels for one tile of rows."""
-        full = self.N // self.nr
-        parts = []
-        if full:
-            parts.append(self.loop("jo", full, S.ForKind.SERIAL,
-                                   lambda jo: self.micro(row0, jo, rows, True)))
-        if self.N % self.nr:
-            parts.append(self.micro(row0, E._to_expr(full, self.idx), rows, False))
-        return S.SeqStmt(parts)
-
+    # ---------------------------------------------------------------- driver
     def compute(self) -> S.Stmt:
-        mr, M = self.mr, self.M
-        tiles = M // mr if isinstance(M, int) else E.FloorDiv(M, mr)
+        mr, M, K, nr = self.mr, self.M, self.K, self.nr
+        const = isinstance(M, int)
+        tiles = M // mr if const else E.FloorDiv(M, mr)
         tpb = max(1, self.mc // mr)
         blocks = _ceil_div(tiles, tpb)
-        const = isinstance(M, int)
+        nb = self.batch if self.batched else 1
+        full, part = self.N // nr, self.N % nr
+        last = self.c(full)
 
-        def block_body(ib):
+        def tiles_of(b, ib, jo, full_panel):
             def tile(t):
                 tile_id = ib * tpb + t
-                body = self.panels(tile_id * mr, mr)
+                body = self.micro(b, tile_id * mr, jo, mr, full_panel)
                 if const and tiles % tpb == 0:
                     return body
                 return S.IfThenElse(tile_id < tiles, body)
@@ -142,43 +244,48 @@ class _Builder:
 
         parts = []
         if not const or tiles:
-            parts.append(self.loop("ib", blocks, S.ForKind.PARALLEL, block_body))
+            work = tpb * mr * nr * K
+            if full:
+                parts.append(self.fused("q", [nb, blocks, full], work,
+                                        lambda b, ib, jo: tiles_of(b, ib, jo, True)))
+            if part:
+                parts.append(self.fused("qp", [nb, blocks], work,
+                                        lambda b, ib: tiles_of(b, ib, last, False)))
         if not const or M % mr:
             rest = M % mr if const else E.FloorMod(M, mr)
             base = tiles * mr
 
-            def row_tail(jo_part):
-                return self.loop("r", rest, S.ForKind.SERIAL, lambda r: jo_part(base + r))
+            def rows_of(b, jo, full_panel):
+                return self.loop("r", rest, S.ForKind.SERIAL,
+                                 lambda r: self.micro(b, base + r, jo, 1, full_panel))
 
-            full = self.N // self.nr
+            work = (rest if const else mr) * nr * K
             if full:
-                parts.append(self.loop("jo", full, S.ForKind.PARALLEL, lambda jo: row_tail(
-                    lambda row: self.micro(row, jo, 1, True))))
-            if self.N % self.nr:
-                jo = E._to_expr(full, self.idx)
-                parts.append(row_tail(lambda row: self.micro(row, jo, 1, False)))
+                parts.append(self.fused("qr", [nb, full], work,
+                                        lambda b, jo: rows_of(b, jo, True)))
+            if part:
+                parts.append(self.fused("qrp", [nb], work, lambda b: rows_of(b, last, False)))
         return S.SeqStmt(parts)
 
-    def build(self) -> PrimFunc:
+    def build(self, name: str) -> PrimFunc:
         params = [self.A, self.B] + ([self.bias] if self.bias is not None else []) + [self.C]
         body = self.compute()
         if not self.prepacked:
-            n = self.np * self.K * self.nr
-            body = S.Allocate(self.Bp.data, self.dtype, [n], True,
+            body = S.Allocate(self.Bp.data, self.dtype, list(self.Bp.shape), True,
                               S.DeclBuffer(self.Bp, S.SeqStmt([self.pack(), body])))
-        attrs = {"global_symbol": "gemm", "tir.noalias": True}
+        attrs = {"global_symbol": name, "tir.noalias": True}
         return PrimFunc(params, body, attrs=attrs)
 
 
 def gemm(M, N: int, K: int, transpose_b: bool = False, bias: bool = False, relu: bool = False,
          dtype: str = "float32", mr: int = 8, nr: int = 32, mc: int = 64,
-         prepacked_b: bool = False) -> PrimFunc:
+         prepacked_b: bool = False, parallel_min_work: int = PARALLEL_MIN_WORK) -> PrimFunc:
     """A fast GEMM PrimFunc ``gemm(A, B[, bias], C)``.
 
     Parameters
     ----------
     M : int or Var
-        Rows of A and C (may be symbolic, e.g. the batch size).
+        Rows of A and C (may be symbolic, e.g. the batch size). ``M == 1`` is a GEMV.
     N, K : int
         Columns of C and the reduction length.
     transpose_b : bool
@@ -188,11 +295,35 @@ def gemm(M, N: int, K: int, transpose_b: bool = False, bias: bool = False, relu:
     prepacked_b : bool
         B is already in the packed layout ``[ceil(N/nr), K, nr]`` (see ``pack_b``), e.g. a
         constant weight packed at build time.
+    parallel_min_work : int
+        Multiply-adds below which the GEMM runs on the calling thread.
     """
     if isinstance(M, IntImm):
         M = M.value
-    return _Builder(M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
-                    prepacked_b).build()
+    _check(None, M, N, K, dtype, mr, nr, mc)
+    return _Builder(None, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
+                    prepacked_b, False, False, parallel_min_work).build("gemm")
+
+
+def batch_gemm(batch, M, N: int, K: int, transpose_b: bool = False, bias: bool = False,
+               relu: bool = False, dtype: str = "float32", mr: int = 8, nr: int = 32,
+               mc: int = 64, prepacked_b: bool = False, broadcast_a: bool = False,
+               broadcast_b: bool = False, parallel_min_work: int = PARALLEL_MIN_WORK
+               ) -> PrimFunc:
+    """Batched GEMM ``batch_gemm(A, B[, bias], C)``: ``C[b] = A[b] @ B[b]`` (relay batch_matmul).
+
+    A is ``[batch, M, K]`` (``[M, K]`` with ``broadcast_a``), B is ``[batch, N, K]`` with
+    ``transpose_b`` else ``[batch, K, N]`` (no batch axis with ``broadcast_b``; packed
+    ``[batch, ceil(N/nr), K, nr]`` with ``prepacked_b``), C is ``[batch, M, N]``. The parallel
+    loop runs over batch, row blocks and column panels fused. Other arguments as ``gemm``.
+    """
+    if isinstance(M, IntImm):
+        M = M.value
+    if isinstance(batch, IntImm):
+        batch = batch.value
+    _check(batch, M, N, K, dtype, mr, nr, mc)
+    return _Builder(batch, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
+                    prepacked_b, broadcast_a, broadcast_b, parallel_min_work).build("batch_gemm")
 
 
 schedule_dense = gemm

@@ -65,12 +65,14 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.lanes = 1
         self.parallel_depth = 0
         self.par_count = 0
+        self.noalias = False
         self.signature = KernelSignature(func, symbol)
 
     def generate(self) -> str:
         """The textual LLVM IR of the module."""
         sig = self.signature
         noalias = bool(self.func.attrs.get("tir.noalias", False)) if self.func.attrs else False
+        self.noalias = noalias
         var_types = [T.llvm_type(v.dtype) if v.dtype != "handle" else T.PTR for v in sig.vars]
         impl_ty = ir.FunctionType(T.VOID, [T.PTR] * len(sig.buffers) + var_types + [T.I32])
         impl = ir.Function(self.module, impl_ty, name=f"{self.symbol}_impl")

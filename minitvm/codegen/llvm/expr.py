@@ -12,6 +12,7 @@ from llvmlite import ir
 from ...tir import expr as E
 from ...tir.stmt_functor import expr_children
 from . import types as T
+from . import vmath
 
 LLVM_INTRINSICS = {
     "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
@@ -315,6 +316,8 @@ class ExprEmitter:
             return bld.call(fn, vals)
         args = list(self._match(*args)) if args else args
         dtype = e.args[0].dtype if e.args else e.dtype
+        if short in vmath.FUNCS and T.parse_dtype(dtype)[:2] == ("float", 32):
+            return vmath.emit(self, short, args[0])
         if short in LLVM_INTRINSICS and T.is_float(dtype):
             return self._intrin(LLVM_INTRINSICS[short], args)
         if short in LIBM:

@@ -283,7 +283,10 @@ class StmtEmitter:
         """Body of an outlined parallel loop: threads take chunks from a shared atomic counter.
 
         Dynamic chunks (about four per thread) balance uneven iterations and keep a loop
-        finishing when one thread is descheduled on a busy machine.
+        finishing when one thread is descheduled on a busy machine. Each chunk runs through
+        ``<fn>_body(captured..., start, stop)``, whose pointer parameters are ``noalias`` in a
+        ``tir.noalias`` kernel (every captured pointer is a distinct buffer or allocation), so
+        LLVM vectorizes the chunk without run-time alias checks.
         """
         b = self.builder
         data = fn.args[0]
@@ -292,12 +295,12 @@ class StmtEmitter:
         def field(k):
             return b.gep(data, [T.I32(0), T.I32(k)], source_etype=sty)
 
-        for k, (key, _) in enumerate(captured):
-            self.env[key] = b.load(field(k), typ=fields[k])
+        vals = [b.load(field(k), typ=fields[k]) for k in range(n)]
         ity = fields[n]
         lo = b.load(field(n), typ=ity)
         ext = b.load(field(n + 1), typ=ity)
         counter = field(n + 2)
+        body_fn = self._chunk_function(fn.name + "_body", s, captured, fields[:n], ity)
         nth = b.call(self._declare("omp_get_num_threads", T.I32, []), [])
         nth = b.sext(nth, ity) if ity.width > 32 else nth
         chunk = b.sdiv(ext, b.mul(nth, ir.Constant(ity, 4)))
@@ -315,11 +318,34 @@ class StmtEmitter:
         b.position_at_end(work)
         stop = b.add(start, chunk)
         stop = b.select(b.icmp_signed("<", stop, ext), stop, ext)
-        self.serial_loop(s.loop_var, b.add(lo, start), b.add(lo, stop),
-                         lambda: self.emit_stmt(s.body))
-        self.builder.branch(grab)
-        self.builder.position_at_end(done)
-        self.builder.ret_void()
+        b.call(body_fn, [*vals, b.add(lo, start), b.add(lo, stop)])
+        b.branch(grab)
+        b.position_at_end(done)
+        b.ret_void()
+
+    def _chunk_function(self, name: str, s: S.For, captured, types, ity) -> ir.Function:
+        """``void name(captured..., start, stop)`` running iterations [start, stop) of ``s``."""
+        body_fn = ir.Function(self.module, ir.FunctionType(T.VOID, [*types, ity, ity]),
+                              name=name)
+        body_fn.linkage = "internal"
+        if self.noalias:
+            for arg, ty in zip(body_fn.args, types):
+                if ty == T.PTR:
+                    arg.add_attribute("noalias")
+        saved = (self.builder, self.entry_block, self.env, self.function)
+        entry = body_fn.append_basic_block("entry")
+        start_bb = body_fn.append_basic_block("start")
+        self.function, self.entry_block = body_fn, entry
+        self.builder = ir.IRBuilder(start_bb)
+        self.env = {key: arg for (key, _), arg in zip(captured, body_fn.args)}
+        try:
+            self.serial_loop(s.loop_var, body_fn.args[-2], body_fn.args[-1],
+                             lambda: self.emit_stmt(s.body))
+            self.builder.ret_void()
+            ir.IRBuilder(entry).branch(start_bb)
+        finally:
+            self.builder, self.entry_block, self.env, self.function = saved
+        return body_fn
 
     # ---------------------------------------------------------------- memory access
     def mem_type(self, dtype: str) -> ir.Type:
