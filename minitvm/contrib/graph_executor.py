@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..relay.backend import blas
 from ..runtime import threadpool
 from ..runtime.ndarray import NDArray, cpu
 
@@ -56,8 +57,6 @@ class GraphModule:
 
     # ------------------------------------------------------------------ setup
     def _setup(self, graph_json: str, lib, params: dict, dev) -> None:
-        from ..relay.backend import blas
-
         self.device = dev or cpu(0)
         g = json.loads(graph_json)
         self.graph = g
@@ -124,7 +123,7 @@ class GraphModule:
         if all_native and lib.entry is not None:
             self._entry = _ENTRY(lib.entry[2].address)
         self._nthreads = threadpool.get_num_threads()
-        blas.set_num_threads(self._nthreads)
+        blas.set_num_threads(1)  # kernels split GEMMs over the thread pool themselves
 
     # ------------------------------------------------------------------ API
     def _set(self, key, value, check: bool = True) -> None:
@@ -158,6 +157,8 @@ class GraphModule:
         """Run the graph once (after setting any inputs given as keywords)."""
         for k, v in inputs.items():
             self._set(k, v)
+        if blas._STATE.get("threads", 1) != 1:
+            blas.set_num_threads(1)
         if self._entry is not None:
             self._entry(self._table, self._nthreads)
             return

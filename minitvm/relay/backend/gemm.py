@@ -84,17 +84,44 @@ def sgemm(ta, tb, m, n, k, a, oa, lda, b, ob, ldb, c, oc, ldc) -> S.Stmt:
     return S.Evaluate(call)
 
 
+PARALLEL_GEMM_MACS = 1 << 20
+
+
+def par_sgemm(ctx, ta, tb, m, n, k, a, oa, lda, b, ob, ldb, c, oc, ldc) -> S.Stmt:
+    """``sgemm`` split into column blocks run on the thread pool (BLAS itself single-threaded).
+
+    Row-major ``C[:, j0:j1] = op(A) @ op(B)[:, j0:j1]``: B moves by ``j0`` columns (``j0`` rows
+    of the transposed operand), C by ``j0``.
+    """
+    if m * n * k < PARALLEL_GEMM_MACS or n < 32:
+        return sgemm(ta, tb, m, n, k, a, oa, lda, b, ob, ldb, c, oc, ldc)
+    width = max(64, (-(-n // 8) + 15) // 16 * 16)
+    nblocks = -(-n // width)
+    jb = ctx.fresh("jb")
+    j0 = jb * width
+    cols = E.Min(E.IntImm("int32", width), n - j0)
+    b_off = (j0 * ldb) if tb == TRANS else j0
+    call = sgemm(ta, tb, m, cols, k, a, oa, lda, b, _add(ob, b_off), ldb, c, _add(oc, j0), ldc)
+    return S.For(jb, 0, nblocks, S.ForKind.PARALLEL, call)
+
+
+def _add(x, y):
+    if isinstance(x, int) and x == 0:
+        return y
+    return x + y
+
+
 def emit(ctx, t, out, operand_bufs) -> S.Stmt:
     """The statements computing GEMM stage ``t`` into ``out``."""
     tag, attrs = t.op.tag, t.op.attrs
     a, b = operand_bufs
     m, n, k = _gemm_dims(t)
     if tag == "dense":
-        return sgemm(NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
+        return par_sgemm(ctx, NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
     if tag == "matmul":
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
-        return sgemm(TRANS if ta else NOTRANS, TRANS if tb else NOTRANS, m, n, k,
-                     a, 0, m if ta else k, b, 0, k if tb else n, out, 0, n)
+        return par_sgemm(ctx, TRANS if ta else NOTRANS, TRANS if tb else NOTRANS, m, n, k,
+                         a, 0, m if ta else k, b, 0, k if tb else n, out, 0, n)
     if tag == "batch_matmul":
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
         batch = _shape(t)[0]
@@ -104,7 +131,9 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
         ob = v * (k * n) if sb[0] != 1 else 0
         call = sgemm(TRANS if ta else NOTRANS, TRANS if tb else NOTRANS, m, n, k,
                      a, oa, m if ta else k, b, ob, k if tb else n, out, v * (m * n), n)
-        return S.For(v, 0, batch, S.ForKind.SERIAL, call)
+        kind = S.ForKind.PARALLEL if batch * m * n * k >= PARALLEL_GEMM_MACS else \
+            S.ForKind.SERIAL
+        return S.For(v, 0, batch, kind, call)
     return _conv2d(ctx, t, out, a, b, m, n, k)
 
 
@@ -127,8 +156,8 @@ def _conv2d(ctx, t, out, x, w, og, ohow, ckk) -> S.Stmt:
         src, src_off = col, 0
         prep = _im2col(ctx, col, x, nv, gv, (c, h, wd), (cg, kh, kw), (oh, ow),
                        (sh, sw), (dh, dw), (pt, pl))
-    call = sgemm(NOTRANS, NOTRANS, og, ohow, ckk, w, gv * (og * ckk), ckk, src, src_off, ohow,
-                 out, (nv * o + gv * og) * ohow, ohow)
+    call = par_sgemm(ctx, NOTRANS, NOTRANS, og, ohow, ckk, w, gv * (og * ckk), ckk, src,
+                     src_off, ohow, out, (nv * o + gv * og) * ohow, ohow)
     body = call if prep is None else S.SeqStmt([prep, call])
     body = S.For(gv, 0, g, S.ForKind.SERIAL, body)
     return S.For(nv, 0, nb, S.ForKind.SERIAL, body)
