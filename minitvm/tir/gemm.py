@@ -173,7 +173,7 @@ class _Builder:
             return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
                 "jj", nr, S.ForKind.SERIAL, lambda jj: inner(b, jo, k, jj)))
 
-        return self.fused("pb", [nb, self.np], 8 * K * nr, panel)
+        return self.fused("pb", [nb, self.np], K * nr, panel)
 
     # ---------------------------------------------------------------- micro-kernels
     def micro(self, b, row0, jo, rows: int, full_panel: bool) -> S.Stmt:

@@ -65,3 +65,84 @@ def test_gemm_uses_vector_fma():
     mod = codegen.build(tir.gemm(64, 64, 64))
     asm = mod.get_source("asm")
     assert "vfmadd" in asm
+
+
+@pytest.mark.parametrize("N,K", [(1, 1), (7, 3), (128, 784), (10, 128), (33, 9), (97, 131)])
+@pytest.mark.parametrize("prepacked", [False, True])
+def test_gemv_one_row(N, K, prepacked, rng):
+    f = codegen.build(tir.gemm(1, N, K, transpose_b=True, bias=True, relu=True,
+                               prepacked_b=prepacked))["gemm"]
+    a = rng.standard_normal((1, K), dtype=np.float32)
+    w = rng.standard_normal((N, K), dtype=np.float32)
+    bias = rng.standard_normal(N, dtype=np.float32)
+    c = np.empty((1, N), np.float32)
+    f(a, tir.pack_b(w, 32, True) if prepacked else w, bias, c)
+    np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_small_gemm_runs_serial_large_gemm_parallel():
+    small = tir.gemm(1, 128, 784, transpose_b=True).script()
+    assert "T.parallel" not in small
+    large = tir.gemm(64, 128, 784, transpose_b=True).script()
+    assert "T.parallel" in large and "parallel_min_extent" in large
+
+
+@pytest.mark.parametrize("batch,M,N,K", [(1, 1, 1, 1), (3, 5, 7, 9), (2, 17, 33, 31),
+                                         (12, 128, 128, 64), (4, 9, 64, 128)])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_batch_gemm(batch, M, N, K, transpose_b, rng):
+    f = codegen.build(tir.batch_gemm(batch, M, N, K, transpose_b=transpose_b))["batch_gemm"]
+    a = rng.standard_normal((batch, M, K), dtype=np.float32)
+    b = rng.standard_normal((batch, N, K) if transpose_b else (batch, K, N), dtype=np.float32)
+    c = np.empty((batch, M, N), np.float32)
+    f(a, b, c)
+    ref = a @ (b.transpose(0, 2, 1) if transpose_b else b)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_gemm_broadcast_prepacked_epilogue_and_symbolic(rng):
+    bsz = tir.Var("b", "int32")
+    f = codegen.build(tir.batch_gemm(bsz, 6, 40, 24, transpose_b=True, bias=True, relu=True,
+                                     broadcast_b=True, prepacked_b=True))["batch_gemm"]
+    w = rng.standard_normal((40, 24), dtype=np.float32)
+    bias = rng.standard_normal(40, dtype=np.float32)
+    for nb in (1, 5):
+        a = rng.standard_normal((nb, 6, 24), dtype=np.float32)
+        c = np.empty((nb, 6, 40), np.float32)
+        f(a, tir.pack_b(w, 32, True), bias, c)
+        np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
+    g = codegen.build(tir.batch_gemm(3, 5, 8, 4, broadcast_a=True))["batch_gemm"]
+    a = rng.standard_normal((5, 4), dtype=np.float32)
+    b = rng.standard_normal((3, 4, 8), dtype=np.float32)
+    c = np.empty((3, 5, 8), np.float32)
+    g(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_pack_b_batched_and_errors():
+    b = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5)
+    p = tir.pack_b(b, nr=4)
+    assert p.shape == (2, 2, 3, 4)
+    np.testing.assert_array_equal(p[1, 1, :, :1], b[1][:, 4:5])
+    with pytest.raises(ValueError, match="expects a matrix"):
+        tir.pack_b(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="nr must be positive"):
+        tir.pack_b(np.zeros((2, 2), np.float32), nr=0)
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(M=0, N=4, K=4), "M must be a positive int"),
+    (dict(M=4, N=0, K=4), "N must be a positive int"),
+    (dict(M=4, N=4, K=-1), "K must be a positive int"),
+    (dict(M=4, N=4, K=4, nr=128), "exceeds the widest vector"),
+    (dict(M=4, N=4, K=4, dtype="int32"), "only float dtypes"),
+    (dict(M=tir.Var("m", "float32"), N=4, K=4), "integer Var"),
+])
+def test_gemm_bad_arguments(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        tir.gemm(**kwargs)
+
+
+def test_batch_gemm_bad_batch():
+    with pytest.raises(ValueError, match="batch must be a positive int"):
+        tir.batch_gemm(0, 4, 4, 4)

@@ -68,3 +68,39 @@ def test_softmax_like_pipeline(rng):
     f(a, o)
     e = np.exp(a - a.max(1, keepdims=True))
     np.testing.assert_allclose(o, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (5, 768), (2, 1031)])
+def test_reassociated_sum_vectorizes_and_stays_accurate(shape, rng):
+    from minitvm import codegen
+
+    A = te.placeholder(shape, name="A")
+    k = te.reduce_axis((0, shape[1]), name="k")
+    B = te.compute((shape[0],), lambda i: te.sum(A[i, k] * A[i, k], axis=k), name="B",
+                   attrs={"reduce_reassociate": True})
+    mod = codegen.build(te.create_prim_func([A, B]), auto_parallel=False)
+    a = rng.standard_normal(shape).astype("float32")
+    b = np.empty(shape[0], "float32")
+    mod["main"](a, b)
+    ref = (a.astype("float64") ** 2).sum(axis=1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5)
+    if shape[1] >= 64:
+        assert "reassoc" in mod.get_source()
+        assert "x float>" in mod["main"]._compiled.optimized_ir  # vector partial sums
+
+
+def test_reassociate_for_annotation_on_hand_written_loop(rng):
+    from minitvm import codegen
+
+    A = tir.decl_buffer((1000,), "float32", "A")
+    S = tir.decl_buffer((1,), "float32", "S")
+    i = tir.Var("i", "int32")
+    body = tir.SeqStmt([tir.BufferStore(S, 0.0, [0]), tir.For(
+        i, 0, 1000, tir.ForKind.SERIAL, tir.BufferStore(S, S[0] + A[i], [0]),
+        annotations={"reduce_reassociate": True})])
+    mod = codegen.build(tir.PrimFunc([A, S], body, attrs={"tir.noalias": True}))
+    a = rng.standard_normal(1000).astype("float32")
+    s = np.empty(1, "float32")
+    mod["main"](a, s)
+    np.testing.assert_allclose(s[0], a.astype("float64").sum(), rtol=1e-5, atol=1e-4)
+    assert any("fadd" in ln and "reassoc" in ln for ln in mod.get_source().splitlines())
