@@ -165,10 +165,22 @@ class _Forward(ExprMutator):
         self.folded = 0
 
     def _absorbs(self, conv, data) -> bool:
-        if _op_name(conv) != "nn.conv2d" or conv.attrs.groups != 1 or conv.args[0] is not data:
+        if _op_name(conv) not in ("nn.dense", "nn.conv2d") or conv.args[0] is not data \
+                or conv.args[1] is data:
             return False
-        axes = _conv_axes(conv)
-        return axes is not None and conv.args[1] is not data
+        if _op_name(conv) == "nn.dense":
+            return len(data._checked_type.shape) == 2
+        if _op_name(conv) != "nn.conv2d" or conv.attrs.groups != 1:
+            return False
+        return _conv_axes(conv) is not None
+
+    @staticmethod
+    def _data_axes(call):
+        """(axis of the input the scale must run along, axis of the weight it scales)."""
+        if _op_name(call) == "nn.dense":
+            return 1, 1
+        axes = _conv_axes(call)
+        return axes[1], axes[3]
 
     def visit_call(self, call):
         new = super().visit_call(call)
@@ -179,16 +191,16 @@ class _Forward(ExprMutator):
         if len(readers) != self.counts.get(data, 0) or not all(
                 self._absorbs(r, data) for r in readers):
             return new
-        axes = _conv_axes(call)
-        key = (data, axes[1])
+        in_axis, w_axis = self._data_axes(call)
+        key = (data, in_axis)
         if key not in self.pulled:
-            self.pulled[key] = self._pull(data, axes[1])
+            self.pulled[key] = self._pull(data, in_axis)
         pulled = self.pulled[key]
         if pulled is None:
             return new
         unscaled, vec = pulled
         w = call.args[1]
-        nw = _scaled_weight(self.visit(w), w._checked_type, vec, axes[3])
+        nw = _scaled_weight(self.visit(w), w._checked_type, vec, w_axis)
         self.folded += 1
         return Call(call.op, [unscaled, nw], call.attrs)
 
@@ -203,6 +215,20 @@ class _Forward(ExprMutator):
                 if vec is not None and np.all(vec != 0):
                     return self.visit(value), vec
             return None
+        if name in ("nn.global_avg_pool2d", "nn.batch_flatten"):
+            inner = e.args[0]
+            if self.counts.get(inner, 0) != 1:
+                return None
+            if name == "nn.batch_flatten":  # a flattened 1x1 NCHW map keeps C on axis 1
+                shape = inner._checked_type.shape
+                if axis != 1 or len(shape) != 4 or tuple(shape[2:]) != (1, 1):
+                    return None
+            elif Layout(e.attrs.layout).index_of("C") != axis:
+                return None
+            got = self._pull(inner, axis)
+            if got is None:
+                return None
+            return Call(e.op, [got[0]], e.attrs), got[1]
         if name == "nn.relu":
             inner = e.args[0]
             if self.counts.get(inner, 0) != 1:
