@@ -293,9 +293,8 @@ class StmtEmitter:
         # One thread, or too few iterations to pay for waking the pool: run the outlined body
         # on this thread (outside a parallel region it sees one thread and takes every chunk).
         go = bld.icmp_signed(">", self.num_threads, T.I32(1))
-        min_ext = s.annotations.get(PARALLEL_MIN_EXTENT)
-        if min_ext is not None:
-            go = bld.and_(go, bld.icmp_signed(">=", ext, ir.Constant(ext.type, int(min_ext))))
+        min_ext = max(2, int(s.annotations.get(PARALLEL_MIN_EXTENT, 2)))
+        go = bld.and_(go, bld.icmp_signed(">=", ext, ir.Constant(ext.type, min_ext)))
         with bld.if_else(go) as (par, ser):
             with par:
                 bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
