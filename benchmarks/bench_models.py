@@ -29,7 +29,7 @@ from minitvm import relay  # noqa: E402
 from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.ir.op import Op  # noqa: E402
 from minitvm.relay import testing  # noqa: E402
-from minitvm.relay.expr import Call, Constant, Tuple, TupleGetItem, Var  # noqa: E402
+from minitvm.relay.expr import Call, Constant, Tuple, TupleGetItem  # noqa: E402
 
 MODELS = {
     "mlp1": ("MLP 784-128-64-10 b1", lambda: testing.mlp.get_workload(batch_size=1)),
@@ -42,8 +42,8 @@ MODELS = {
 # ---------------------------------------------------------------------------- the peers' graph
 def prepare(mod, params):
     """main with params bound, batch norm simplified and constants folded: a flat op list."""
-    from minitvm.relay.transform import FoldConstant, InferType, SimplifyInference
     from minitvm.relay.build_module import bind_params_by_name
+    from minitvm.relay.transform import FoldConstant, InferType, SimplifyInference
 
     mod = mod.shallow_copy()
     mod["main"] = bind_params_by_name(mod["main"], params)
@@ -373,10 +373,11 @@ def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
 
 
 def bench_resnet50() -> str:
+    import json
+
     from minitvm.codegen.build import clear_cache
     from minitvm.relay.backend import te_compiler
     from minitvm.relay.backend.memory_plan import peak_bytes
-    import json
 
     mod, params = testing.resnet.get_workload(num_layers=50)
     te_compiler.clear_cache()

@@ -157,8 +157,8 @@ def _relay_text(func) -> str:
 
 
 def _parse_relay(text: str, where: str):
-    from ..relay.transform import InferType
     from ..relay import parser
+    from ..relay.transform import InferType
 
     try:
         mod = InferType()(parser.parse(text))

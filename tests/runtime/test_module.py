@@ -135,8 +135,9 @@ def test_tuple_outputs():
 
 
 def test_memory_plan_reuses_storage():
-    from minitvm.relay.backend.memory_plan import peak_bytes
     import json
+
+    from minitvm.relay.backend.memory_plan import peak_bytes
 
     mod, params = testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32),
                                               num_classes=10)

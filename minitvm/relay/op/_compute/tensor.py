@@ -5,8 +5,17 @@ from __future__ import annotations
 from .... import te
 from ....tir import expr as E
 from ....tir import op as tir_op
-from ._common import (compute, fast_erf, fast_exp, fast_tanh, fconst, load_bcast,
-                      out_tensor_types, sigmoid, static_shape)
+from ._common import (
+    compute,
+    fast_erf,
+    fast_exp,
+    fast_tanh,
+    fconst,
+    load_bcast,
+    out_tensor_types,
+    sigmoid,
+    static_shape,
+)
 
 
 def _float(x):
