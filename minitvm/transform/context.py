@@ -66,10 +66,9 @@ class PassContext:
         self._refresh()
 
     def _refresh(self) -> None:
-        """Decide once whether passes can take the plain path (no instruments, no debug option)."""
+        """Decide once whether a debugging option asks for the instrumented path."""
         cfg = self.config
         self._debug = any(k in cfg and cfg[k] != config_default(k) for k in DEBUG_KEYS)
-        self._plain = not self.instruments and not self._debug
 
     # ------------------------------------------------------------------ queries
     def get_config(self, key: str, default=None):

@@ -29,7 +29,7 @@ class Pass:
     def __call__(self, mod, ctx: PassContext | None = None):
         if ctx is None:
             ctx = PassContext.current()
-        if ctx._plain:
+        if not ctx.instruments and not ctx._debug:
             info = self._info
             if info.needs:
                 from .properties import ensure_properties

@@ -283,3 +283,11 @@ def test_print_after_change_prints_only_changes_as_diff():
     assert "*** IR changed by pass AddToMul ***" in out
     assert "-  add(%x, %x)" in out and "+  multiply(%x, %x)" in out
     assert "Same" not in out
+
+
+def test_instrument_appended_after_creation_is_used():
+    ev = []
+    ctx = PassContext()
+    ctx.instruments.append(Recorder("late", ev))
+    noop("p")(small_module(), ctx)
+    assert ev == ["late should_run p", "late before p", "late after p"]

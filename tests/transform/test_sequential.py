@@ -210,3 +210,17 @@ def test_pass_str_and_describe():
     assert seq.describe() == ("Run Sequential pass: S at the optimization level 2. The passes "
                               "will be executed are: [A A ]")
     assert str(seq) == "S(opt_level=2)[A,A]"
+
+
+def test_apply_pass_to_function_only_touches_matching_functions():
+    @relay.transform.function_pass(opt_level=0, name="ToMul")
+    def to_mul(func, mod, ctx):
+        return relay.Function(func.params, relay.multiply(*func.body.args))
+
+    mod = small_module()
+    mod["other"] = mod["main"]
+    out = tvm.transform.ApplyPassToFunction(to_mul, "oth.*")(mod)
+    assert out["other"].body.op.name == "multiply"
+    assert out["main"].body.op.name == "add"
+    with pytest.raises(ValueError, match="no function matches"):
+        tvm.transform.ApplyPassToFunction(to_mul, "zzz", True)(mod)
