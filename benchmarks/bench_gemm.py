@@ -1,6 +1,8 @@
 """GEMM benchmark: minitvm's TIR GEMM (llvmlite, 2 threads) against numpy's BLAS, side by side.
 
     python benchmarks/bench_gemm.py [--sizes 256 512 1024 2048] [--threads 2] [--dense]
+    python benchmarks/bench_gemm.py --shapes 1x128x784 64x128x784 --dense   # M x N x K
+    python benchmarks/bench_gemm.py --shapes 128x128x64 --batch 12 --dense  # batch_matmul
 
 Both sides run in alternating rounds in one process and the best round of each is reported,
 so a noisy machine penalizes neither side more than the other.
@@ -28,26 +30,33 @@ def _best(f, reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
-def bench(n: int, dense: bool, rounds: int) -> tuple[float, float, float]:
+def bench(n: int, dense: bool, rounds: int, shape=None, batch: int = 0
+          ) -> tuple[float, float, float]:
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    c = np.empty((n, n), dtype=np.float32)
-    mod = codegen.build(tir.gemm(n, n, n, transpose_b=dense))
-    kernel = mod["gemm"]
+    m, nn, k = shape or (n, n, n)
+    lead = (batch,) if batch else ()
+    a = rng.standard_normal((*lead, m, k), dtype=np.float32)
+    b = rng.standard_normal((*lead, nn, k) if dense else (*lead, k, nn), dtype=np.float32)
+    c = np.empty((*lead, m, nn), dtype=np.float32)
+    if batch:
+        mod = codegen.build(tir.batch_gemm(batch, m, nn, k, transpose_b=dense))
+        kernel = mod["batch_gemm"]
+    else:
+        kernel = codegen.build(tir.gemm(m, nn, k, transpose_b=dense))["gemm"]
+    bt = b.swapaxes(-1, -2) if dense else b
     kernel(a, b, c)
-    ref = a @ (b.T if dense else b)
+    ref = a @ bt
     err = float(np.abs(c - ref).max() / np.abs(ref).max())
     if err > 1e-4:
-        raise SystemExit(f"wrong result at n={n}: relative error {err}")
+        raise SystemExit(f"wrong result at {m}x{nn}x{k}: relative error {err}")
 
     def ours():
         kernel(a, b, c)
 
     def theirs():
-        np.matmul(a, b.T if dense else b, out=c)
+        np.matmul(a, bt, out=c)
 
-    flops = 2.0 * n**3
+    flops = 2.0 * m * nn * k * max(1, batch)
     reps = max(1, int(0.2e9 / flops * 50))
     t_np, t_us = float("inf"), float("inf")
     for _ in range(rounds):
@@ -66,13 +75,18 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--dense", action="store_true", help="B in dense's [N, K] layout")
+    p.add_argument("--shapes", nargs="+", default=None, help="MxNxK shapes instead of --sizes")
+    p.add_argument("--batch", type=int, default=0, help="batch_gemm with this batch size")
     args = p.parse_args(argv)
     threadpool.set_num_threads(args.threads)
-    print(f"threads={args.threads} layout={'A @ W.T' if args.dense else 'A @ B'} float32")
-    print(f"{'size':>6} {'numpy GFLOP/s':>14} {'ours GFLOP/s':>13} {'ratio':>6}")
-    for n in args.sizes:
-        g_np, g_us, _ = bench(n, args.dense, args.rounds)
-        print(f"{n:>6} {g_np:>14.1f} {g_us:>13.1f} {g_us / g_np:>6.2f}", flush=True)
+    print(f"threads={args.threads} layout={'A @ W.T' if args.dense else 'A @ B'} float32"
+          + (f" batch={args.batch}" if args.batch else ""))
+    print(f"{'size':>14} {'numpy GFLOP/s':>14} {'ours GFLOP/s':>13} {'ratio':>6}")
+    runs = [(str(n), n, None) for n in args.sizes] if not args.shapes else [
+        (s, 0, tuple(int(x) for x in s.lower().split("x"))) for s in args.shapes]
+    for label, n, shape in runs:
+        g_np, g_us, _ = bench(n, args.dense, args.rounds, shape, args.batch)
+        print(f"{label:>14} {g_np:>14.1f} {g_us:>13.1f} {g_us / g_np:>6.2f}", flush=True)
 
 
 if __name__ == "__main__":
