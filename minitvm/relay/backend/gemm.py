@@ -49,8 +49,20 @@ def _gemm_dims(t):
     return None
 
 
+GENERATED = {"conv2d": True}  # conv2d by the generated implicit GEMM (conv_direct) when it applies
+
+
+def use_generated_conv(t) -> bool:
+    """Is ``t`` a conv2d computed by the generated implicit GEMM (``conv_direct``)?"""
+    from . import conv_direct
+
+    return t.op.tag == "conv2d_nchw" and GENERATED["conv2d"] and conv_direct.supported(t)
+
+
 def use_gemm(t) -> bool:
-    """Route this stage to BLAS?"""
+    """Route this stage to a GEMM (BLAS, or the generated implicit-GEMM conv)?"""
+    if t.op.tag == "conv2d_nchw" and use_generated_conv(t):
+        return True
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
@@ -115,6 +127,10 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
     """The statements computing GEMM stage ``t`` into ``out``."""
     tag, attrs = t.op.tag, t.op.attrs
     a, b = operand_bufs
+    if tag == "conv2d_nchw" and use_generated_conv(t):
+        from . import conv_direct
+
+        return conv_direct.emit(ctx, t, out, a, b)
     m, n, k = _gemm_dims(t)
     if tag == "dense":
         return par_sgemm(ctx, NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)

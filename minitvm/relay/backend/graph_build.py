@@ -3,7 +3,8 @@
 The result is TVM's factory module. Kernels that cannot be lowered natively (an op without a
 compute, a symbolic shape) run through numpy inside the same graph executor; the factory's
 ``get_lib().summary()`` lists which are which. Config options (``PassContext(config=...)``):
-``relay.backend.use_native`` (default True) and ``relay.backend.use_blas`` (default True).
+``relay.backend.use_native`` (default True), ``relay.backend.use_blas`` (default True) and
+``relay.backend.use_generated_conv`` (default True).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ...ir.module import IRModule
 from ...runtime.module import GraphLib, KernelEntry
 from ...transform.config import register_pass_config
 from ..expr import Function
-from . import aot, blas
+from . import aot, blas, gemm
 from .executor_factory import GraphExecutorFactoryModule
 from .graph_executor_codegen import GraphCodegen
 
@@ -22,6 +23,9 @@ register_pass_config("relay.backend.use_native", bool, True,
                      "Lower fused functions to native code (False: run all kernels in numpy).")
 register_pass_config("relay.backend.use_blas", bool, True,
                      "Let dense/matmul/conv2d call the process's BLAS (like -libs=cblas).")
+register_pass_config("relay.backend.use_generated_conv", bool, True,
+                     "conv2d (float32, groups 1) as the generated implicit GEMM (else im2col "
+                     "+ BLAS when BLAS is allowed).")
 
 
 def _config(key: str, default):
@@ -78,6 +82,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     native = bool(_config("relay.backend.use_native", True))
     use_blas = bool(_config("relay.backend.use_blas", True))
     saved = blas._STATE.get("ok")
+    saved_gen = dict(gemm.GENERATED)
+    gemm.GENERATED["conv2d"] = bool(_config("relay.backend.use_generated_conv", True))
     if not use_blas:
         blas._STATE["ok"] = False
     try:
@@ -85,6 +91,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
         heads, arg_nodes = cg.codegen(opt_mod["main"])
         graph_json = cg.graph_json(heads, arg_nodes)
     finally:
+        gemm.GENERATED.update(saved_gen)
         if not use_blas:
             if saved is None:
                 blas._STATE.pop("ok", None)

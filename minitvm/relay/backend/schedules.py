@@ -364,7 +364,11 @@ def lower_te(inputs, outputs, name: str = "main") -> tuple[PrimFunc, int]:
     # GEMM anchors whose epilogue can run in place share the output's buffer
     gemm_into = {}
     for t in order:
-        if _is_gemm(t):
+        if _is_gemm(t) and gemm.use_generated_conv(t) and id(t) not in ctx.buf:
+            from . import conv_direct  # writes a [N, O, OH, Wq] grid the epilogue reads
+
+            ctx.buf[id(t)] = ctx.temp(conv_direct.grid_shape(t), t.dtype, t.name)
+        elif _is_gemm(t):
             u = _epilogue_consumer(order, list(outputs), t, materialize)
             if u is not None and id(t) not in ctx.buf:
                 ctx.buf[id(t)] = ctx.buf[id(u)]

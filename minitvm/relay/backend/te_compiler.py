@@ -173,9 +173,9 @@ def lower_function(func: Function, name: str = "main", native: bool = True) -> L
     out_types = tensor_types(func.body.checked_type)
     if not native:
         return _fallback(func, out_types, "native lowering disabled")
-    from . import blas
+    from . import blas, gemm
 
-    key = (structural_hash(func), blas._STATE.get("ok"))
+    key = (structural_hash(func), blas._STATE.get("ok"), tuple(sorted(gemm.GENERATED.items())))
     with _LOCK:
         for cand, lowered in _CACHE.get(key, ()):
             if structural_equal(cand, func):
