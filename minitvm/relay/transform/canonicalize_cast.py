@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ...ir.op import Op, OpPattern
+from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from ._pass_helpers import make_function_pass, register
@@ -32,6 +33,7 @@ class _CastCanonicalizer(ExprMutator):
         super().__init__()
         self.cast = Op.get("cast")
         self.uses: dict = {}
+        self.count = 0
 
     def _is_upcast(self, e) -> bool:
         if not (isinstance(e, Call) and e.op is self.cast):
@@ -54,6 +56,7 @@ class _CastCanonicalizer(ExprMutator):
                 n = self.uses[a] = self.uses.get(a, 0) + 1
                 if n > 1:
                     new = Call(new.op, new.args, new.attrs, new.type_args)
+                    self.count += 1
             args.append(new)
         return call.with_fields(args=args)
 
@@ -66,5 +69,12 @@ def canonicalize_cast(expr):
 @register("CanonicalizeCast")
 def CanonicalizeCast():  # noqa: N802 - TVM's name
     """Function pass (opt 3, requires InferType): duplicate shared up-casts per consumer."""
-    return make_function_pass(lambda f, mod, ctx: canonicalize_cast(f), opt_level=3,
-                              name="CanonicalizeCast", required=["InferType"])
+
+    def transform(func, mod, ctx):
+        m = _CastCanonicalizer()
+        out = m.visit(func)
+        record_stat("duplicated casts", m.count)
+        return out
+
+    return make_function_pass(transform, opt_level=3, name="CanonicalizeCast",
+                              required=["InferType"], needs=["typed"])

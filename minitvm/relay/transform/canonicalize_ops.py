@@ -8,6 +8,7 @@ broadcast add. Needs the type of ``x`` (run InferType first).
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...transform.stats import record_stat
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ._pass_helpers import make_function_pass, register
@@ -20,6 +21,7 @@ class _BiasAddSimplifier(ExprMutator):
     def __init__(self):
         super().__init__()
         self.bias_add = Op.get("nn.bias_add")
+        self.count = 0
 
     def visit_call(self, call):
         new = super().visit_call(call)
@@ -33,6 +35,7 @@ class _BiasAddSimplifier(ExprMutator):
         axis = call.attrs.axis + ndim if call.attrs.axis < 0 else call.attrs.axis
         out = _t.add(new.args[0], expand_bias_to_match_axis(new.args[1], ndim, axis))
         out._checked_type = call._checked_type
+        self.count += 1
         return out
 
 
@@ -44,5 +47,12 @@ def canonicalize_ops(expr):
 @register("CanonicalizeOps")
 def CanonicalizeOps():  # noqa: N802 - TVM's name
     """Function pass (opt 3, requires InferType): expand nn.bias_add into expand_dims + add."""
-    return make_function_pass(lambda f, mod, ctx: canonicalize_ops(f), opt_level=3,
-                              name="CanonicalizeOps", required=["InferType"])
+
+    def transform(func, mod, ctx):
+        m = _BiasAddSimplifier()
+        out = m.visit(func)
+        record_stat("expanded bias_adds", m.count)
+        return out
+
+    return make_function_pass(transform, opt_level=3, name="CanonicalizeOps",
+                              required=["InferType"], needs=["typed"])

@@ -9,6 +9,7 @@ nn.fast_softmax`` (attributes kept). The approximations are accurate to ``rtol=1
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from ._pass_helpers import make_function_pass, register
@@ -23,12 +24,14 @@ class _FastMathMutator(ExprMutator):
     def __init__(self):
         super().__init__()
         self.table = {Op.get(k): Op.get(v) for k, v in FAST_OPS.items()}
+        self.count = 0
 
     def visit_call(self, call):
         new = super().visit_call(call)
         fast = self.table.get(call.op)
         if fast is None:
             return new
+        self.count += 1
         return Call(fast, new.args, new.attrs, new.type_args, call.span)
 
 
@@ -40,5 +43,12 @@ def fast_math(expr):
 @register("FastMath")
 def FastMath():  # noqa: N802 - TVM's name
     """Function pass (opt 4, requires InferType): use fast approximate exp/tanh/erf/softmax."""
-    return make_function_pass(lambda f, mod, ctx: fast_math(f), opt_level=4, name="FastMath",
-                              required=["InferType"])
+
+    def transform(func, mod, ctx):
+        m = _FastMathMutator()
+        out = m.visit(func)
+        record_stat("fast ops substituted", m.count)
+        return out
+
+    return make_function_pass(transform, opt_level=4, name="FastMath", required=["InferType"],
+                              needs=["typed"])

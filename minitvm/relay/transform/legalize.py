@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from ...ir.expr import RelayExpr
 from ...ir.op import Op
+from ...transform.stats import record_stat
 from ..expr_functor import ExprMutator
 from ._pass_helpers import make_function_pass, register
 
-__all__ = ["Legalize", "legalize"]
+__all__ = ["Legalize", "legalize", "legalize_transform"]
 
 
 class _Legalizer(ExprMutator):
@@ -52,6 +53,18 @@ def legalize(expr, legalize_map_attr_name: str = "FTVMLegalize"):
     return _Legalizer(legalize_map_attr_name).visit(expr)
 
 
+def legalize_transform(attr_name: str):
+    """The per-function body of a legalize pass; records the "legalized calls" statistic."""
+
+    def transform(func, mod, ctx):
+        m = _Legalizer(attr_name)
+        out = m.visit(func)
+        record_stat("legalized calls", m.count)
+        return out
+
+    return transform
+
+
 @register("Legalize")
 def Legalize(legalize_map_attr_name: str = "FTVMLegalize"):  # noqa: N802 - TVM's name
     """Function pass (opt 1, requires InferType): apply the ops' legalize hooks.
@@ -61,5 +74,5 @@ def Legalize(legalize_map_attr_name: str = "FTVMLegalize"):  # noqa: N802 - TVM'
     legalize_map_attr_name : str
         The op attribute holding the legalize function.
     """
-    return make_function_pass(lambda f, mod, ctx: legalize(f, legalize_map_attr_name),
-                              opt_level=1, name="Legalize", required=["InferType"])
+    return make_function_pass(legalize_transform(legalize_map_attr_name), opt_level=1,
+                              name="Legalize", required=["InferType"], needs=["typed"])

@@ -7,21 +7,21 @@ from __future__ import annotations
 from ...transform.registry import register_pass
 from ...transform.sequential import Sequential
 from .function_pass import function_pass
-from .legalize import legalize
+from .legalize import legalize_transform
 
 
 @register_pass("QnnLegalize")
 def QnnLegalize():
     """Apply FTVMQnnLegalize hooks (function pass, opt_level 1, requires InferType)."""
-    return function_pass(lambda f, mod, ctx: legalize(f, "FTVMQnnLegalize"), opt_level=1,
-                         name="QnnLegalize", required=["InferType"])
+    return function_pass(legalize_transform("FTVMQnnLegalize"), opt_level=1,
+                         name="QnnLegalize", required=["InferType"], needs=["typed"])
 
 
 @register_pass("QnnCanonicalize")
 def QnnCanonicalize():
     """Apply FTVMQnnCanonicalize hooks (function pass, opt_level 1, requires InferType)."""
-    return function_pass(lambda f, mod, ctx: legalize(f, "FTVMQnnCanonicalize"), opt_level=1,
-                         name="QnnCanonicalize", required=["InferType"])
+    return function_pass(legalize_transform("FTVMQnnCanonicalize"), opt_level=1,
+                         name="QnnCanonicalize", required=["InferType"], needs=["typed"])
 
 
 def QnnLegalizeGroup() -> Sequential:

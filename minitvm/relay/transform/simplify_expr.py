@@ -26,6 +26,7 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
+from ...transform.stats import record_stat
 from ..expr import Call, Constant, Tuple, TupleGetItem, const
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
@@ -352,25 +353,41 @@ def simplify_expr(expr, rewrites=REWRITES):
 
     ``expr`` must be type-checked; returns the simplified expression.
     """
+    return _simplify_counted(expr, rewrites)[0]
+
+
+def _simplify_counted(expr, rewrites):
+    """``simplify_expr`` plus the number of rewrites applied over all rounds."""
+    total = 0
     for _ in range(MAX_ITERATIONS):
         simplifier = _Simplifier(rewrites)
         out = simplifier.visit(expr)
+        total += simplifier.count
         if out is expr or simplifier.count == 0:
-            return out
+            return out, total
         expr = out
-    return expr
+    return expr, total
+
+
+def _counting_transform(rewrites):
+    def transform(func, mod, ctx):
+        out, n = _simplify_counted(func, rewrites)
+        record_stat("simplified expressions", n)
+        return out
+
+    return transform
 
 
 @register("SimplifyExpr")
 def SimplifyExpr():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): simplify expressions by pattern rewrites."""
-    return make_function_pass(lambda f, mod, ctx: simplify_expr(f), opt_level=0,
-                              name="SimplifyExpr", required=["InferType"])
+    return make_function_pass(_counting_transform(REWRITES), opt_level=0, name="SimplifyExpr",
+                              required=["InferType"], needs=["typed"])
 
 
 @register("SimplifyExprPostAlterOp")
 def SimplifyExprPostAlterOp():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): the identity and reshape rewrites only."""
-    return make_function_pass(lambda f, mod, ctx: simplify_expr(f, POST_ALTER_OP_REWRITES),
-                              opt_level=0, name="SimplifyExprPostAlterOp",
-                              required=["InferType"])
+    return make_function_pass(_counting_transform(POST_ALTER_OP_REWRITES), opt_level=0,
+                              name="SimplifyExprPostAlterOp", required=["InferType"],
+                              needs=["typed"])

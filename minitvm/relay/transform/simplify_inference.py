@@ -15,6 +15,7 @@ for float16 data).
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...transform.stats import record_stat
 from ..expr import Call, TupleGetItem, const
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
@@ -125,6 +126,8 @@ class _InferenceSimplifier(ExprMutator):
         }
         self.l2 = Op.get("nn.l2_normalize")
         self.count = 0
+        self.batch_norms = 0
+        self.dropouts = 0
 
     def visit_tuple_getitem(self, op):
         new = super().visit_tuple_getitem(op)
@@ -133,10 +136,12 @@ class _InferenceSimplifier(ExprMutator):
         call, orig = new.tuple_value, op.tuple_value
         if isinstance(call, Call) and call.op is self.bn and isinstance(orig, Call):
             self.count += 1
+            self.batch_norms += 1
             ttype = _tensor_type(orig.args[0], "nn.batch_norm")
             return batch_norm_to_infer(call.attrs, *call.args, ttype)
         if isinstance(call, Call) and call.op is self.dropout:
             self.count += 1
+            self.dropouts += 1
             return call.args[0]
         return new
 
@@ -161,5 +166,17 @@ def simplify_inference(expr):
 @register("SimplifyInference")
 def SimplifyInference():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): lower batch_norm, dropout and the norms."""
-    return make_function_pass(lambda f, mod, ctx: simplify_inference(f), opt_level=0,
-                              name="SimplifyInference", required=["InferType"])
+
+    def transform(func, mod, ctx):
+        m = _InferenceSimplifier()
+        out = m.visit(func)
+        record_stat("expanded batch_norms", m.batch_norms)
+        if m.dropouts:
+            record_stat("removed dropouts", m.dropouts)
+        others = m.count - m.batch_norms - m.dropouts
+        if others:
+            record_stat("expanded other normalizations", others)
+        return out
+
+    return make_function_pass(transform, opt_level=0, name="SimplifyInference",
+                              required=["InferType"], needs=["typed"])
