@@ -13,7 +13,8 @@ from ...ir.op import Op, OpPattern
 from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["CanonicalizeCast", "canonicalize_cast", "dtype_bits"]
 
@@ -76,5 +77,5 @@ def CanonicalizeCast():  # noqa: N802 - TVM's name
         record_stat("duplicated casts", m.count)
         return out
 
-    return make_function_pass(transform, opt_level=3, name="CanonicalizeCast",
-                              required=["InferType"], needs=["typed"])
+    return function_pass(transform, opt_level=3, name="CanonicalizeCast",
+                         required=["InferType"], needs=["typed"])

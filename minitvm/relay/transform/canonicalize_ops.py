@@ -11,7 +11,8 @@ from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 from .simplify_inference import expand_bias_to_match_axis
 
 __all__ = ["CanonicalizeOps", "canonicalize_ops"]
@@ -54,5 +55,5 @@ def CanonicalizeOps():  # noqa: N802 - TVM's name
         record_stat("expanded bias_adds", m.count)
         return out
 
-    return make_function_pass(transform, opt_level=3, name="CanonicalizeOps",
-                              required=["InferType"], needs=["typed"])
+    return function_pass(transform, opt_level=3, name="CanonicalizeOps",
+                         required=["InferType"], needs=["typed"])

@@ -12,7 +12,8 @@ from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["FastMath", "fast_math", "FAST_OPS"]
 
@@ -50,5 +51,5 @@ def FastMath():  # noqa: N802 - TVM's name
         record_stat("fast ops substituted", m.count)
         return out
 
-    return make_function_pass(transform, opt_level=4, name="FastMath", required=["InferType"],
-                              needs=["typed"])
+    return function_pass(transform, opt_level=4, name="FastMath", required=["InferType"],
+                         needs=["typed"])

@@ -15,7 +15,8 @@ from ...ir.expr import RelayExpr
 from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr_functor import ExprMutator
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["Legalize", "legalize", "legalize_transform"]
 
@@ -74,5 +75,5 @@ def Legalize(legalize_map_attr_name: str = "FTVMLegalize"):  # noqa: N802 - TVM'
     legalize_map_attr_name : str
         The op attribute holding the legalize function.
     """
-    return make_function_pass(legalize_transform(legalize_map_attr_name), opt_level=1,
-                              name="Legalize", required=["InferType"], needs=["typed"])
+    return function_pass(legalize_transform(legalize_map_attr_name), opt_level=1,
+                         name="Legalize", required=["InferType"], needs=["typed"])

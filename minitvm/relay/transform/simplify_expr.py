@@ -32,7 +32,8 @@ from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ..op import transform as _tr
 from ..op import transform_index as _ti
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["SimplifyExpr", "SimplifyExprPostAlterOp", "simplify_expr", "REWRITES",
            "POST_ALTER_OP_REWRITES"]
@@ -381,13 +382,13 @@ def _counting_transform(rewrites):
 @register("SimplifyExpr")
 def SimplifyExpr():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): simplify expressions by pattern rewrites."""
-    return make_function_pass(_counting_transform(REWRITES), opt_level=0, name="SimplifyExpr",
-                              required=["InferType"], needs=["typed"])
+    return function_pass(_counting_transform(REWRITES), opt_level=0, name="SimplifyExpr",
+                         required=["InferType"], needs=["typed"])
 
 
 @register("SimplifyExprPostAlterOp")
 def SimplifyExprPostAlterOp():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): the identity and reshape rewrites only."""
-    return make_function_pass(_counting_transform(POST_ALTER_OP_REWRITES), opt_level=0,
-                              name="SimplifyExprPostAlterOp", required=["InferType"],
-                              needs=["typed"])
+    return function_pass(_counting_transform(POST_ALTER_OP_REWRITES), opt_level=0,
+                         name="SimplifyExprPostAlterOp", required=["InferType"],
+                         needs=["typed"])

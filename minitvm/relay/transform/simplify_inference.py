@@ -21,7 +21,8 @@ from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ..op import transform as _tr
 from ..op.reduce import VarianceAttrs, mean, sum
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["SimplifyInference", "simplify_inference", "expand_bias_to_match_axis"]
 
@@ -178,5 +179,5 @@ def SimplifyInference():  # noqa: N802 - TVM's name
             record_stat("expanded other normalizations", others)
         return out
 
-    return make_function_pass(transform, opt_level=0, name="SimplifyInference",
-                              required=["InferType"], needs=["typed"])
+    return function_pass(transform, opt_level=0, name="SimplifyInference",
+                         required=["InferType"], needs=["typed"])
