@@ -49,7 +49,9 @@ def _gemm_dims(t):
     return None
 
 
-GENERATED = {"conv2d": True}  # conv2d by the generated implicit GEMM (conv_direct) when it applies
+# which GEMM stages use generated code (else BLAS when available): conv2d by the implicit GEMM
+# of conv_direct, dense by the packed register-blocked GEMM of tir.gemm
+GENERATED = {"conv2d": True, "dense": True}
 
 
 def use_generated_conv(t) -> bool:
@@ -59,9 +61,20 @@ def use_generated_conv(t) -> bool:
     return t.op.tag == "conv2d_nchw" and GENERATED["conv2d"] and conv_direct.supported(t)
 
 
+def use_generated_dense(t) -> bool:
+    """Is ``t`` a float32 dense (at least two rows) computed by the generated ``tir.gemm``?"""
+    if t.op.tag != "dense" or not GENERATED["dense"]:
+        return False
+    a, b = t.op.attrs["operands"]
+    if not (t.dtype == a.dtype == b.dtype == "float32"):
+        return False
+    m, n, k = _gemm_dims(t)
+    return m >= 2 and m * n * k >= MIN_GEMM_MACS
+
+
 def use_gemm(t) -> bool:
-    """Route this stage to a GEMM (BLAS, or the generated implicit-GEMM conv)?"""
-    if t.op.tag == "conv2d_nchw" and use_generated_conv(t):
+    """Route this stage to a GEMM (BLAS, or generated: implicit-GEMM conv, packed dense)?"""
+    if use_generated_conv(t) or use_generated_dense(t):
         return True
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
@@ -131,6 +144,8 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
         from . import conv_direct
 
         return conv_direct.emit(ctx, t, out, a, b)
+    if tag == "dense" and use_generated_dense(t):
+        return _gen_dense(ctx, t, out, a, b)
     m, n, k = _gemm_dims(t)
     if tag == "dense":
         return par_sgemm(ctx, NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
@@ -210,3 +225,27 @@ def _im2col(ctx, col, x, nv, gv, chw, ckk, ohw, strides, dil, pads) -> S.Stmt:
     rows = cg * kh * kw
     kind = S.ForKind.PARALLEL if rows * oh * ow >= (1 << 15) else S.ForKind.SERIAL
     return S.For(row, 0, rows, kind, inner)
+
+
+def _view(ctx, buf, shape, name):
+    """``buf`` seen with another (same-size) shape, declared at the function's top."""
+    from ...tir.buffer import decl_buffer
+
+    v = decl_buffer(shape, buf.dtype, name, data=buf.data, elem_offset=buf.elem_offset)
+    ctx.ws_views.append(v)
+    return v
+
+
+def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
+    """``out = a @ w.T`` by ``tir.gemm``'s packed micro-kernels (weight packed per call)."""
+    from ...tir.gemm import PARALLEL_MIN_WORK, _Builder
+
+    m, n, k = _gemm_dims(t)
+    nr = 32 if n >= 32 else 16
+    bld = _Builder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
+                   PARALLEL_MIN_WORK)
+    bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
+    bld.B = w
+    bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
+    bld.Bp = ctx.temp((bld.np, k, nr), "float32", "dense_wpack")
+    return S.SeqStmt([bld.pack(), bld.compute()])

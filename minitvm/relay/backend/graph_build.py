@@ -4,7 +4,7 @@ The result is TVM's factory module. Kernels that cannot be lowered natively (an 
 compute, a symbolic shape) run through numpy inside the same graph executor; the factory's
 ``get_lib().summary()`` lists which are which. Config options (``PassContext(config=...)``):
 ``relay.backend.use_native`` (default True), ``relay.backend.use_blas`` (default True) and
-``relay.backend.use_generated_conv`` (default True).
+``relay.backend.use_generated_conv`` / ``use_generated_dense`` (default True).
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ register_pass_config("relay.backend.use_blas", bool, True,
 register_pass_config("relay.backend.use_generated_conv", bool, True,
                      "conv2d (float32, groups 1) as the generated implicit GEMM (else im2col "
                      "+ BLAS when BLAS is allowed).")
+register_pass_config("relay.backend.use_generated_dense", bool, True,
+                     "dense (float32, 2+ rows) as the generated packed GEMM (else BLAS when "
+                     "allowed).")
 
 
 def _config(key: str, default):
@@ -84,6 +87,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     saved = blas._STATE.get("ok")
     saved_gen = dict(gemm.GENERATED)
     gemm.GENERATED["conv2d"] = bool(_config("relay.backend.use_generated_conv", True))
+    gemm.GENERATED["dense"] = bool(_config("relay.backend.use_generated_dense", True))
     if not use_blas:
         blas._STATE["ok"] = False
     try:
