@@ -31,4 +31,5 @@ def AlterOpLayout():
         record_stat("layout transforms inserted", inserted)
         return out
 
-    return function_pass(transform, opt_level=3, name="AlterOpLayout", required=["InferType"])
+    return function_pass(transform, opt_level=3, name="AlterOpLayout", required=["InferType"],
+                         needs=["typed"])

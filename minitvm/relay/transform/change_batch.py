@@ -8,6 +8,7 @@ annotation is dropped so that InferType (run after every function pass) recomput
 from __future__ import annotations
 
 from ...ir.type import TensorType
+from ...transform.stats import record_stat
 from ..expr import Function, Var
 from ..expr_functor import ExprMutator
 from ._pass_helpers import register
@@ -36,6 +37,7 @@ class ChangeBatch:
     def transform_function(self, func, mod, ctx):
         func = Function(func.params, func.body, None, func.type_params, func.attrs, func.span)
         data, size = self.data, self.batch_size
+        changed = []
 
         class _Mutator(ExprMutator):
             def visit_var(self, var):
@@ -47,6 +49,9 @@ class ChangeBatch:
                                     "annotation to change")
                 shape = list(ty.shape)
                 shape[data[var]] = size
+                changed.append(var)
                 return Var(var.name_hint, TensorType(shape, ty.dtype))
 
-        return _Mutator().visit(func)
+        out = _Mutator().visit(func)
+        record_stat("changed parameters", len(changed))
+        return out

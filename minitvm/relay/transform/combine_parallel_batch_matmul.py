@@ -48,4 +48,4 @@ def CombineParallelBatchMatmul(min_num_branches: int = 3):
         return out
 
     return function_pass(transform, opt_level=4, name="CombineParallelBatchMatmul",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])

@@ -58,4 +58,4 @@ def CombineParallelConv2D(min_num_branches: int = 3):
         return out
 
     return function_pass(transform, opt_level=4, name="CombineParallelConv2d",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])

@@ -57,4 +57,4 @@ def CombineParallelDense(min_num_branches: int = 3, to_batch: bool = True):
         return out
 
     return function_pass(transform, opt_level=4, name="CombineParallelDense",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])

@@ -69,4 +69,4 @@ def ConvertLayout(desired_layouts: dict):
         return out
 
     return function_pass(transform, opt_level=3, name="ConvertLayout",
-                         required=["InferType", "CanonicalizeOps"])
+                         required=["InferType", "CanonicalizeOps"], needs=["typed"])

@@ -15,10 +15,12 @@ from __future__ import annotations
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...ir.type import FuncType
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
 from ..adt import Constructor, Match, pattern_vars
 from ..expr import Constant, Function, Let, Var
 from ..expr_functor import ExprMutator, dataflow_children
-from ._pass_helpers import GeneratorFunctor, has_nonzero_attr, make_module_pass, register
+from ._pass_helpers import GeneratorFunctor, has_nonzero_attr, register
 
 __all__ = ["DeadCodeElimination", "dead_code_elimination", "purity_map"]
 
@@ -195,6 +197,7 @@ class _Eliminator(ExprMutator):
         self.usage = usage
         self.inline_once = inline_once
         self.inlined: dict = {}
+        self.removed = 0
 
     def action(self, var) -> str:
         u = self.usage
@@ -214,9 +217,11 @@ class _Eliminator(ExprMutator):
         for node in chain:
             act = self.action(node.var)
             if act == "elide":
+                self.removed += 1
                 continue
             value = self.visit(node.value)
             if act == "inline":
+                self.removed += 1
                 self.inlined[node.var] = value
                 self.memo_map.pop(node.var, None)
             else:
@@ -230,6 +235,11 @@ class _Eliminator(ExprMutator):
 def dead_code_elimination(func: Function, purity: dict | None = None, inline_once: bool = False,
                           ignore_impurity: bool = False) -> Function:
     """Eliminate (and optionally inline) let bindings of one function, given a purity map."""
+    return _eliminate(func, purity, inline_once, ignore_impurity)[0]
+
+
+def _eliminate(func, purity, inline_once, ignore_impurity):
+    """``dead_code_elimination`` plus the number of bindings removed (elided or inlined)."""
     purity = purity or {}
     default = bool(ignore_impurity)
 
@@ -238,7 +248,8 @@ def dead_code_elimination(func: Function, purity: dict | None = None, inline_onc
 
     usage = _Usage(is_pure)
     usage.run(func)
-    return _Eliminator(usage, inline_once).visit(func)
+    elim = _Eliminator(usage, inline_once)
+    return elim.visit(func), elim.removed
 
 
 @register("DeadCodeElimination")
@@ -257,12 +268,16 @@ def DeadCodeElimination(inline_once: bool = False,  # noqa: N802 - TVM's name
     def run(mod, ctx):
         purity = {} if ignore_impurity else purity_map(mod)
         new = mod.shallow_copy()
+        removed = 0
         for gv, func in list(mod.functions.items()):
             if isinstance(func, Function):
-                out = dead_code_elimination(func, purity, inline_once, ignore_impurity)
+                out, n = _eliminate(func, purity, inline_once, ignore_impurity)
+                removed += n
                 if out is not func:
                     new.update_func(gv, out)
+        record_stat("removed bindings", removed)
         return new
 
-    return make_module_pass(run, opt_level=1, name="DeadCodeElimination", required=["InferType"])
+    return module_pass(run, opt_level=1, name="DeadCodeElimination", required=["InferType"],
+                       needs=["typed"])
 

@@ -45,4 +45,5 @@ def DefuseOps():
         record_stat("defused functions", d.count)
         return out
 
-    return function_pass(transform, opt_level=3, name="DefuseOps", required=["InferType"])
+    return function_pass(transform, opt_level=3, name="DefuseOps", required=["InferType"],
+                         needs=["typed"], breaks=["fused"])

@@ -110,4 +110,4 @@ def EliminateCommonSubexpr(fskip=None):
         return out
 
     return function_pass(transform, opt_level=3, name="EliminateCommonSubexpr",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])

@@ -9,6 +9,7 @@ are expanded wherever they appear, including as a call's callee (as TVM does).
 from __future__ import annotations
 
 from ...ir.type import FuncType, GlobalTypeVar, RelayRefType, TupleType, TypeCall, TypeVar
+from ...transform.stats import record_stat
 from ..adt import Constructor
 from ..expr import Call, Function, Var
 from ..expr_functor import ExprMutator
@@ -43,6 +44,7 @@ class _EtaExpander(ExprMutator):
         self.mod = mod
         self.expand_constructor = expand_constructor
         self.expand_global_var = expand_global_var
+        self.count = 0
 
     def visit_call(self, call):
         if isinstance(call.op, Constructor):
@@ -59,6 +61,7 @@ class _EtaExpander(ExprMutator):
         type_vars = adt.type_vars if adt is not None else ()
         type_params = [_subst_type(tv, mapping) for tv in type_vars]
         ret_type = TypeCall(con.belong_to, type_params)
+        self.count += 1
         return Function(params, Call(con, params), ret_type, type_params)
 
     def visit_global_var(self, gv):
@@ -68,11 +71,17 @@ class _EtaExpander(ExprMutator):
         if not isinstance(func, Function):
             return gv
         params = [Var("eta_expand_param", p.type_annotation) for p in func.params]
+        self.count += 1
         return func.with_fields(params=params, body=Call(gv, params))
 
 
 def eta_expand(mod, expand_constructor: bool = False, expand_global_var: bool = False):
     """A copy of ``mod`` with constructors and/or global vars eta-expanded in every function."""
+    return _eta_counted(mod, expand_constructor, expand_global_var)[0]
+
+
+def _eta_counted(mod, expand_constructor: bool, expand_global_var: bool):
+    """``eta_expand`` plus the number of expansions made."""
     if not (expand_constructor or expand_global_var):
         raise ValueError("EtaExpand must expand at least one language feature: set "
                          "expand_constructor or expand_global_var")
@@ -84,7 +93,7 @@ def eta_expand(mod, expand_constructor: bool = False, expand_global_var: bool = 
             out = expander.visit(func)
             if out is not func:
                 new.update_func(gv, out)
-    return new
+    return new, expander.count
 
 
 @register("EtaExpand")
@@ -99,7 +108,11 @@ def EtaExpand(expand_constructor: bool = False,  # noqa: N802 - TVM's name
     expand_global_var : bool
         Whether to expand global variables.
     """
-    return make_module_pass(
-        lambda mod, ctx: eta_expand(mod, expand_constructor, expand_global_var),
-        opt_level=1, name="EtaExpand")
+
+    def run(mod, ctx):
+        out, n = _eta_counted(mod, expand_constructor, expand_global_var)
+        record_stat("eta-expanded references", n)
+        return out
+
+    return make_module_pass(run, opt_level=1, name="EtaExpand")
 

@@ -62,4 +62,4 @@ def FlattenAtrousConv():
         return out
 
     return function_pass(transform, opt_level=0, name="FlattenAtrousConv",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])

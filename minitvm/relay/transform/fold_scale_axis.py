@@ -278,7 +278,7 @@ def BackwardFoldScaleAxis():
         return out
 
     return function_pass(transform, opt_level=3, name="BackwardFoldScaleAxis",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])
 
 
 @register_pass("ForwardFoldScaleAxis")
@@ -291,7 +291,7 @@ def ForwardFoldScaleAxis():
         return out
 
     return function_pass(transform, opt_level=3, name="ForwardFoldScaleAxis",
-                         required=["InferType"])
+                         required=["InferType"], needs=["typed"])
 
 
 @register_pass("FoldScaleAxis")

@@ -467,4 +467,5 @@ def FuseOps(fuse_opt_level: int = -1):
         record_stat("fused groups", groups)
         return out
 
-    return function_pass(transform, opt_level=0, name="FuseOps", required=["InferType"])
+    return function_pass(transform, opt_level=0, name="FuseOps", required=["InferType"],
+                         needs=["typed"], establishes=["fused"])

@@ -14,6 +14,7 @@ instead of failing a check.
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...transform.stats import record_stat
 from ..expr import Call, Function, bind
 from ..expr_functor import ExprMutator
 from ._pass_helpers import has_nonzero_attr, make_module_pass, register
@@ -50,6 +51,7 @@ class _Inliner(ExprMutator):
         self.current = current
         self.callees = callees
         self.can_inline = can_inline
+        self.count = 0
 
     def _target(self, gv):
         return self.mod.get_global_var(gv.name_hint) if gv.name_hint in self.mod else None
@@ -62,6 +64,7 @@ class _Inliner(ExprMutator):
         target = self._target(gv)
         if target is not None and self.can_inline(target):
             self.callees[self.current].discard(target)
+            self.count += 1
             return self.mod[target]
         return gv
 
@@ -71,6 +74,7 @@ class _Inliner(ExprMutator):
             target = self._target(op)
             if target is not None and self.can_inline(target):
                 self.callees[self.current].discard(target)
+                self.count += 1
                 args = [self.visit(a) for a in call.args]
                 fn = self.mod[target]
                 if fn.get_attr("Compiler") is not None:
@@ -84,7 +88,13 @@ class _Inliner(ExprMutator):
 
 def inline_globals(mod):
     """A copy of ``mod`` with the ``Inline``-marked global functions inlined into their callers."""
+    return _inline_counted(mod)[0]
+
+
+def _inline_counted(mod):
+    """``inline_globals`` plus the number of uses inlined."""
     new = mod.shallow_copy()
+    inlined = 0
     callees = {gv: {new.get_global_var(r.name_hint) for r in global_refs(f) if r.name_hint in new}
                for gv, f in mod.functions.items()}
     recursive = {gv for gv, cs in callees.items() if gv in cs}
@@ -101,7 +111,9 @@ def inline_globals(mod):
             continue
         fn = new.functions[gv]
         if isinstance(fn, Function):
-            out = _Inliner(new, gv, callees, can_inline).visit_function_body(fn)
+            inliner = _Inliner(new, gv, callees, can_inline)
+            out = inliner.visit_function_body(fn)
+            inlined += inliner.count
             if out is not fn:
                 new.update_func(gv, out)
     still_used = {r.name_hint for f in new.functions.values() for r in global_refs(f)}
@@ -112,11 +124,16 @@ def inline_globals(mod):
             continue
         if gv.name_hint not in still_used:
             new.remove(gv)
-    return new
+    return new, inlined
 
 
 @register("InlineGlobals")
 def Inline():  # noqa: N802 - TVM's name
     """Module pass (opt 1, named "InlineGlobals"): inline global functions marked Inline=1."""
-    return make_module_pass(lambda mod, ctx: inline_globals(mod), opt_level=1,
-                            name="InlineGlobals")
+
+    def run(mod, ctx):
+        out, n = _inline_counted(mod)
+        record_stat("inlined uses", n)
+        return out
+
+    return make_module_pass(run, opt_level=1, name="InlineGlobals")

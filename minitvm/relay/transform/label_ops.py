@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...ir.structural import structural_hash
 from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator, post_order_visit
 from .function_pass import function_pass
@@ -24,10 +25,15 @@ def _layout_attrs(body) -> dict:
 
 
 class _Labeler(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
     def visit_function(self, fn):
         new = super().visit_function(fn)
         if new.get_attr("hash") is not None:
             return new
+        self.count += 1
         attrs = {"hash": f"{structural_hash(new):016x}"}
         attrs.update({k: v for k, v in _layout_attrs(new.body).items() if new.get_attr(k) is None})
         return new.with_attrs(attrs)
@@ -38,7 +44,10 @@ def LabelOps():
     """Label functions with their structural hash and layouts (function pass, opt_level 1)."""
 
     def transform(func, mod, ctx):
-        return _Labeler().visit(func)
+        m = _Labeler()
+        out = m.visit(func)
+        record_stat("labelled functions", m.count)
+        return out
 
     return function_pass(transform, opt_level=1, name="LabelOps")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...ir.expr import GlobalVar
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import FuncType
+from ...transform.stats import record_stat
 from ..analysis.free_vars import free_type_vars, free_vars
 from ..expr import Call, Function, Var, bind
 from ..expr_functor import ExprMutator
@@ -122,4 +123,10 @@ def lambda_lift(mod):
 @register("LambdaLift")
 def LambdaLift():  # noqa: N802 - TVM's name
     """Module pass (opt 1): lift closures to global functions."""
-    return make_module_pass(lambda mod, ctx: lambda_lift(mod), opt_level=1, name="LambdaLift")
+
+    def run(mod, ctx):
+        out = lambda_lift(mod)
+        record_stat("lifted functions", len(out.functions) - len(mod.functions))
+        return out
+
+    return make_module_pass(run, opt_level=1, name="LambdaLift")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from .function_pass import function_pass
@@ -24,6 +25,10 @@ def _device_type(vd) -> int:
 
 
 class _Planner(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
     def visit_call(self, call):
         new = super().visit_call(call)
         if not isinstance(new, Call) or not isinstance(new.op, Op):
@@ -34,8 +39,10 @@ class _Planner(ExprMutator):
             if dev not in (_CPU, -1, 0):
                 raise ValueError(f"PlanDevices: on_device asks for device type {dev}, but "
                                  "minitvm only executes on the CPU")
+            self.count += 1
             return new.args[0]
         if name == "device_copy":
+            self.count += 1
             return new.args[0]
         return new
 
@@ -45,6 +52,10 @@ def PlanDevices(config=None):
     """Resolve device annotations for single-device (CPU) execution (function pass, opt 0)."""
 
     def transform(func, mod, ctx):
-        return _Planner().visit(func)
+        m = _Planner()
+        out = m.visit(func)
+        if m.count:
+            record_stat("removed device annotations", m.count)
+        return out
 
     return function_pass(transform, opt_level=0, name="PlanDevices")

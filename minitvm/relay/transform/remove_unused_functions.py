@@ -6,6 +6,7 @@ starting from the entry functions (``["main"]`` by default). Type definitions ar
 
 from __future__ import annotations
 
+from ...transform.stats import record_stat
 from ..expr_functor import ExprVisitor
 from ._pass_helpers import make_module_pass, register
 
@@ -62,6 +63,11 @@ def RemoveUnusedFunctions(entry_functions=None):  # noqa: N802 - TVM's name
     entry_functions : list of str
         The functions to start from; ``["main"]`` when None.
     """
-    return make_module_pass(lambda mod, ctx: remove_unused_functions(mod, entry_functions),
-                            opt_level=1, name="RemoveUnusedFunctions")
+
+    def run(mod, ctx):
+        out = remove_unused_functions(mod, entry_functions)
+        record_stat("removed functions", len(mod.functions) - len(out.functions))
+        return out
+
+    return make_module_pass(run, opt_level=1, name="RemoveUnusedFunctions")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...ir.type import TensorType
+from ...transform.stats import record_stat
 from ..analysis.free_vars import free_vars
 from ..expr import Call, Var
 from ..expr_functor import ExprMutator
@@ -30,13 +31,17 @@ class _DenseWeightRewriter(ExprMutator):
         self.dense = Op.get("nn.dense")
         self.rewrite_weight = rewrite_weight
         self.new_vars: dict = {}
+        self.count = 0
 
     def visit_call(self, call):
         new = super().visit_call(call)
         if call.op is not self.dense:
             return new
         out = self.rewrite_weight(self, new)
-        return new if out is None else out
+        if out is None:
+            return new
+        self.count += 1
+        return out
 
 
 def _fc_transpose_rule(names):
@@ -84,9 +89,11 @@ def _dense_to_sparse_rule(shapes: dict):
     return rule
 
 
-def _rewrite(func, rule):
+def _rewrite(func, rule, stat: str | None = None):
     m = _DenseWeightRewriter(rule)
     body = m.visit(func.body)
+    if stat is not None:
+        record_stat(stat, m.count)
     if body is func.body:
         return func
     added = [v for vs in m.new_vars.values() for v in (vs if isinstance(vs, tuple) else (vs,))]
@@ -95,21 +102,21 @@ def _rewrite(func, rule):
     return func.with_fields(params=kept + added, body=body)
 
 
-def simplify_fc_transpose(func, target_weight_name):
-    return _rewrite(func, _fc_transpose_rule(set(target_weight_name)))
+def simplify_fc_transpose(func, target_weight_name, stat: str | None = None):
+    return _rewrite(func, _fc_transpose_rule(set(target_weight_name)), stat)
 
 
-def dense_to_sparse(func, weight_name, weight_shape):
+def dense_to_sparse(func, weight_name, weight_shape, stat: str | None = None):
     if len(weight_name) != len(weight_shape):
         raise ValueError("DenseToSparse: weight_name and weight_shape differ in length")
-    return _rewrite(func, _dense_to_sparse_rule(dict(zip(weight_name, weight_shape))))
+    return _rewrite(func, _dense_to_sparse_rule(dict(zip(weight_name, weight_shape))), stat)
 
 
 @register("SimplifyFCTranspose")
 def SimplifyFCTranspose(target_weight_name):  # noqa: N802 - TVM's name
     """Function pass (opt 4, requires DeadCodeElimination): drop transposes of dense weights."""
     names = list(target_weight_name)
-    return make_function_pass(lambda f, mod, ctx: simplify_fc_transpose(f, names), opt_level=4,
+    return make_function_pass(lambda f, mod, ctx: simplify_fc_transpose(f, names, "rewritten denses"), opt_level=4,
                               name="SimplifyFCTranspose", required=["DeadCodeElimination"])
 
 
@@ -117,6 +124,6 @@ def SimplifyFCTranspose(target_weight_name):  # noqa: N802 - TVM's name
 def DenseToSparse(weight_name, weight_shape):  # noqa: N802 - TVM's name
     """Function pass (opt 4, requires DeadCodeElimination): nn.dense -> nn.sparse_dense (BSR)."""
     names, shapes = list(weight_name), [list(s) for s in weight_shape]
-    return make_function_pass(lambda f, mod, ctx: dense_to_sparse(f, names, shapes),
+    return make_function_pass(lambda f, mod, ctx: dense_to_sparse(f, names, shapes, "sparsified denses"),
                               opt_level=4, name="DenseToSparse",
                               required=["DeadCodeElimination"])

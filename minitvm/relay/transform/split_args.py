@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Call, Tuple
 from ..expr_functor import ExprMutator
 from .function_pass import function_pass
@@ -15,6 +16,7 @@ class _Splitter(ExprMutator):
         super().__init__()
         self.limit = limit
         self.concat = Op.get("concatenate")
+        self.count = 0
 
     def visit_call(self, call):
         new = super().visit_call(call)
@@ -24,6 +26,7 @@ class _Splitter(ExprMutator):
         fields = list(new.args[0].fields)
         if len(fields) < self.limit:
             return new
+        self.count += 1
         step = self.limit - 1  # one argument slot is the output
         parts = [Call(self.concat, [Tuple(fields[i:i + step])], new.attrs)
                  for i in range(0, len(fields), step)]
@@ -42,6 +45,12 @@ def SplitArgs(max_function_args: int = 0):
     """Split concatenates with too many inputs (function pass, opt_level 1); 0 = no limit."""
 
     def transform(func, mod, ctx):
-        return split_args(func, max_function_args)
+        if max_function_args <= 0:
+            return func
+        m = _Splitter(max_function_args)
+        out = m.visit(func)
+        record_stat("split concatenates", m.count)
+        return out
 
-    return function_pass(transform, opt_level=1, name="SplitArgs", required=["InferType"])
+    return function_pass(transform, opt_level=1, name="SplitArgs", required=["InferType"],
+                         needs=["typed"])

@@ -13,6 +13,8 @@ from types import GeneratorType
 
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
 from ..adt import Clause, Constructor, Match
 from ..analysis.free_vars import free_vars
 from ..expr import (
@@ -28,7 +30,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
-from ._pass_helpers import has_nonzero_attr, make_module_pass, register
+from ._pass_helpers import has_nonzero_attr, register
 
 __all__ = ["ToANormalForm", "ToANormalFormExpr", "to_a_normal_form", "calc_scopes",
            "fill_normal_form"]
@@ -181,6 +183,7 @@ class _Filler:
         self.include = include
         self.memo: dict = {}
         self.nesting = 0
+        self.bound = 0  # fresh let bindings introduced
 
     def run(self, root):
         out = self._drive(root, None)
@@ -226,7 +229,11 @@ class _Filler:
     def _compound(self, orig, now, v):
         if v is None and self.include is not None and orig not in self.include:
             return now
-        var = v if v is not None else Var("x")
+        if v is None:
+            self.bound += 1
+            var = Var("x")
+        else:
+            var = v
         scope = self.scope[orig]
         if type(now) is Let:
             while type(now) is Let:
@@ -311,6 +318,19 @@ def fill_normal_form(expr, lifted_only: bool):
     return _Filler(scope, sub, lifted if lifted_only else None).run(expr)
 
 
+def fill_counting(lifted_only: bool, total: list):
+    """A ``fill_normal_form`` converter that adds the fresh bindings it makes to ``total[0]``."""
+
+    def convert(expr):
+        scope, sub, lifted = calc_scopes(expr)
+        filler = _Filler(scope, sub, lifted if lifted_only else None)
+        out = filler.run(expr)
+        total[0] += filler.bound
+        return out
+
+    return convert
+
+
 def to_a_normal_form(expr):
     """The A-normal form of an expression (``ToANormalFormExpr``)."""
     return fill_normal_form(expr, lifted_only=False)
@@ -350,6 +370,12 @@ def ToANormalForm():  # noqa: N802 - TVM's name
     Called with an expression instead of being applied to a module, TVM's helper converts that
     expression directly; use :func:`ToANormalFormExpr` for that.
     """
-    return make_module_pass(
-        lambda mod, ctx: transform_module(mod, to_a_normal_form, "ToANormalForm"),
-        opt_level=1, name="ToANormalForm")
+
+    def run(mod, ctx):
+        total = [0]
+        out = transform_module(mod, fill_counting(False, total), "ToANormalForm")
+        record_stat("let-bound expressions", total[0])
+        return out
+
+    return module_pass(run, opt_level=1, name="ToANormalForm", establishes=["anf"],
+                       breaks=["gnf"])

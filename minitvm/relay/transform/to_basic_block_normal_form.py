@@ -8,8 +8,10 @@ are kept. Built on the scope analysis of ToANormalForm.
 
 from __future__ import annotations
 
-from ._pass_helpers import make_module_pass, register
-from .to_a_normal_form import calc_scopes, fill_normal_form, transform_module
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ._pass_helpers import register
+from .to_a_normal_form import calc_scopes, fill_counting, fill_normal_form, transform_module
 
 __all__ = ["ToBasicBlockNormalForm", "to_basic_block_normal_form",
            "check_basic_block_normal_form"]
@@ -33,7 +35,11 @@ def check_basic_block_normal_form(expr) -> bool:
 @register("ToBasicBlockNormalForm")
 def ToBasicBlockNormalForm():  # noqa: N802 - TVM's name
     """Module pass (opt 1): bind values used across blocks, as the build pipeline's first steps."""
-    return make_module_pass(
-        lambda mod, ctx: transform_module(mod, to_basic_block_normal_form,
-                                          "ToBasicBlockNormalForm"),
-        opt_level=1, name="ToBasicBlockNormalForm")
+
+    def run(mod, ctx):
+        total = [0]
+        out = transform_module(mod, fill_counting(True, total), "ToBasicBlockNormalForm")
+        record_stat("let-bound expressions", total[0])
+        return out
+
+    return module_pass(run, opt_level=1, name="ToBasicBlockNormalForm", breaks=["gnf"])

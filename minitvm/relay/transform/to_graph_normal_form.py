@@ -11,9 +11,11 @@ reference operation or a call of a stateful op, outside nested functions — sta
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...transform.stats import record_stat
 from ..expr import Call, Function, Let, RefCreate, RefRead, RefWrite, Var
 from ..expr_functor import ExprMutator, ExprVisitor, dataflow_children
-from ._pass_helpers import make_function_pass, register
+from ._pass_helpers import register
+from .function_pass import function_pass
 
 __all__ = ["ToGraphNormalForm", "to_graph_normal_form"]
 
@@ -69,6 +71,7 @@ class _GraphNormalizer(ExprMutator):
         super().__init__()
         self.subst: dict = {}
         self.effects = _EffectAnalysis()
+        self.count = 0  # bindings substituted away
 
     def visit_var(self, v):
         return self.subst.get(v, v)
@@ -84,6 +87,7 @@ class _GraphNormalizer(ExprMutator):
             if isinstance(node.value, Function) and _uses_var(node.var, node.value):
                 value = Let(node.var, value, node.var)
             self.subst[node.var] = value
+            self.count += 1
             self.memo_map.pop(node.var, None)
         body = self.visit(chain[-1].body)
         for var, value, span in reversed(kept):
@@ -99,5 +103,12 @@ def to_graph_normal_form(expr):
 @register("ToGraphNormalForm")
 def ToGraphNormalForm():  # noqa: N802 - TVM's name
     """Function pass (opt 1): turn A-normal form back into a dataflow graph."""
-    return make_function_pass(lambda f, mod, ctx: to_graph_normal_form(f), opt_level=1,
-                              name="ToGraphNormalForm")
+
+    def transform(func, mod, ctx):
+        m = _GraphNormalizer()
+        out = m.visit(func)
+        record_stat("removed let bindings", m.count)
+        return out
+
+    # no establishes=["gnf"]: effectful bindings and recursive closures stay lets
+    return function_pass(transform, opt_level=1, name="ToGraphNormalForm", breaks=["anf"])
