@@ -1,34 +1,15 @@
-"""Helpers shared by the pass modules of passes-1: building function/module passes by name.
-
-Passes are built through the pass infrastructure's decorators when they exist
-(``relay.transform.function_pass``, ``tvm.transform.module_pass``); until the function-pass
-decorator lands, a function pass falls back to a module pass that maps every optimizable function.
-"""
+"""Helpers shared by the Relay pass modules: building registered function/module passes, and a
+generator-driven functor for traversals that need their own order."""
 
 from __future__ import annotations
 
 from types import GeneratorType
 
 from ...ir.expr import GlobalVar
+from ...transform.decorators import module_pass
+from ...transform.registry import register_pass
 from ..expr import Function
-
-
-def is_optimizable(func) -> bool:
-    """A Relay Function without Compiler, nonzero Extern or nonzero SkipOptimization attrs."""
-    if not isinstance(func, Function):
-        return False
-    attrs = func.attrs
-    if not attrs:
-        return True
-    if attrs.get("Compiler") is not None:
-        return False
-    return not (_nonzero(attrs.get("Extern")) or _nonzero(attrs.get("SkipOptimization")))
-
-
-def _nonzero(value) -> bool:
-    if value is None:
-        return False
-    return bool(int(getattr(value, "value", value)))
+from .function_pass import _nonzero, function_pass, is_optimizable
 
 
 def has_nonzero_attr(func, key: str) -> bool:
@@ -39,56 +20,21 @@ def has_nonzero_attr(func, key: str) -> bool:
     return _nonzero(attrs.get(key))
 
 
-def make_function_pass(transform, opt_level: int, name: str, required=None):
+def make_function_pass(transform, opt_level: int, name: str, required=None, **contracts):
     """A function pass named ``name`` calling ``transform(func, mod, ctx)`` per function."""
-    try:
-        from .function_pass import function_pass
-    except ImportError:  # pass infrastructure not there yet
-        function_pass = None
-    if function_pass is not None:
-        return function_pass(transform, opt_level=opt_level, name=name, required=required or [])
-    module_pass = _module_pass_decorator()
-
-    def run(mod, ctx):
-        updates = {}
-        for gv, func in list(mod.functions.items()):
-            if is_optimizable(func):
-                new = transform(func, mod, ctx)
-                if new is not func:
-                    updates[gv] = new
-        for gv, func in updates.items():
-            mod.update_func(gv, func)
-        return mod
-
-    return module_pass(run, opt_level=opt_level, name=name, required=required or [])
+    return function_pass(transform, opt_level=opt_level, name=name, required=required or [],
+                         **contracts)
 
 
-def _module_pass_decorator():
-    try:
-        from ...transform.decorators import module_pass
-    except ImportError:  # the skeleton pass infrastructure
-        from ...transform import module_pass
-    return module_pass
+def make_module_pass(transform, opt_level: int, name: str, required=None, **contracts):
+    """A module pass named ``name`` calling ``transform(mod, ctx)`` on a copy of the module."""
+    return module_pass(transform, opt_level=opt_level, name=name, required=required or [],
+                       **contracts)
 
 
 def register(name: str):
-    """Register a pass factory by name in the pass registry (a no-op until the registry exists)."""
-
-    def deco(factory):
-        try:
-            from ...transform.registry import register_pass
-        except ImportError:
-            return factory
-        return register_pass(name, factory)
-
-    return deco
-
-
-def make_module_pass(transform, opt_level: int, name: str, required=None):
-    """A module pass named ``name`` calling ``transform(mod, ctx)`` on a copy of the module."""
-    module_pass = _module_pass_decorator()
-
-    return module_pass(transform, opt_level=opt_level, name=name, required=required or [])
+    """Register a pass factory by name in the pass registry."""
+    return lambda factory: register_pass(name, factory)
 
 
 def map_functions(mod, fn, skip=None):
