@@ -123,7 +123,10 @@ class GraphModule:
         if all_native and lib.entry is not None:
             self._entry = _ENTRY(lib.entry[2].address)
         self._nthreads = threadpool.get_num_threads()
-        blas.set_num_threads(1)  # kernels split GEMMs over the thread pool themselves
+        # kernels that call BLAS split GEMMs over the thread pool themselves: BLAS runs on one
+        # thread during run() only, the user's setting (numpy's) is restored afterwards
+        self._uses_blas = any(k.kind == "native" and blas.SHIM_SYMBOL in (k.ir or "")
+                              for k in lib.kernels.values())
 
     # ------------------------------------------------------------------ API
     def _set(self, key, value, check: bool = True) -> None:
@@ -157,8 +160,13 @@ class GraphModule:
         """Run the graph once (after setting any inputs given as keywords)."""
         for k, v in inputs.items():
             self._set(k, v)
-        if blas._STATE.get("threads", 1) != 1:
-            blas.set_num_threads(1)
+        if self._uses_blas:
+            with blas.single_threaded():
+                self._run_kernels()
+        else:
+            self._run_kernels()
+
+    def _run_kernels(self) -> None:
         if self._entry is not None:
             self._entry(self._table, self._nthreads)
             return

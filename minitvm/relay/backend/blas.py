@@ -17,7 +17,8 @@ SHIM_SYMBOL = "mtvm_sgemm"
 _LOCK = threading.Lock()
 _STATE: dict = {}
 
-# (library glob relative to a package dir, cblas symbol, set-threads symbol, integer bits)
+# (library glob relative to a package dir, cblas symbol, set-threads symbol, integer bits);
+# the get-threads symbol is the set-threads one with ``set`` replaced by ``get``
 _CANDIDATES = (
     ("numpy", "../numpy.libs/libscipy_openblas64_*.so*", "scipy_cblas_sgemm64_",
      "scipy_openblas_set_num_threads64_", 64),
@@ -46,8 +47,12 @@ def _find():
             except (OSError, AttributeError):
                 continue
             setter = getattr(lib, threads_sym, None)
+            getter = getattr(lib, threads_sym.replace("_set_", "_get_"), None)
+            if getter is not None:
+                getter.restype = ctypes.c_int
             return {"path": path, "lib": lib, "symbol": sym, "address":
-                    ctypes.cast(fn, ctypes.c_void_p).value, "set_threads": setter, "bits": bits}
+                    ctypes.cast(fn, ctypes.c_void_p).value, "set_threads": setter,
+                    "get_threads": getter, "bits": bits}
     return None
 
 
@@ -104,14 +109,42 @@ def available() -> bool:
         return ok
 
 
+def get_num_threads() -> int | None:
+    """Threads OpenBLAS currently uses (None when unknown)."""
+    if not available():
+        return None
+    getter = _STATE["info"].get("get_threads")
+    return int(getter()) if getter is not None else _STATE.get("threads")
+
+
 def set_num_threads(n: int) -> None:
-    """Threads OpenBLAS uses inside GEMM calls."""
+    """Threads OpenBLAS uses inside GEMM calls (process-wide: numpy's BLAS too)."""
     if not available():
         return
     setter = _STATE["info"]["set_threads"]
-    if setter is not None and _STATE.get("threads") != n:
+    if setter is not None:
         setter(ctypes.c_int(int(n)))
         _STATE["threads"] = n
+
+
+class single_threaded:
+    """``with single_threaded():`` BLAS on one thread inside, the caller's setting restored after.
+
+    Kernels split BLAS GEMMs over minitvm's own thread pool, so BLAS itself must not fork.
+    """
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = get_num_threads()
+        if self.prev is not None and self.prev != 1:
+            set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None and self.prev != 1:
+            set_num_threads(self.prev)
+        return False
 
 
 def describe() -> str:
