@@ -11,6 +11,7 @@ import weakref
 
 from ...ir.module import IRModule
 from ...transform import module_pass
+from ...transform.registry import register_pass
 from ..expr import Function
 from ..type_checker import TypeChecker
 from .annotate_missing_types import annotate_missing_types
@@ -86,6 +87,7 @@ def _infer_type_pass(mod, ctx):
     return infer_type_module(mod)
 
 
+@register_pass("InferType")
 def InferType():
     """Infer the type of every expression in a module (``relay.transform.InferType()``).
 
@@ -94,7 +96,8 @@ def InferType():
     ret : tvm.transform.Pass
         The registered module pass.
     """
-    return module_pass(_infer_type_pass, opt_level=0, name="InferType")
+    return module_pass(_infer_type_pass, opt_level=0, name="InferType", establishes=["typed"],
+                       keeps=["anf", "gnf", "fused"])
 
 
 def InferTypeLocal(expr, mod: IRModule | None = None):
