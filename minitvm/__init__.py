@@ -1,15 +1,14 @@
 """minitvm: Apache TVM's graph-level compiler in pure Python. ``import minitvm as tvm``."""
 
-__version__ = "0.1.0"
-
 from . import ir, tir, runtime
 from .ir import IRModule
 from . import transform, instrument
 from .runtime import cpu, cuda, gpu, device
 from .runtime import ndarray as nd
-from . import relay, target, testing, contrib
+from . import relay, target, testing, contrib, te, parser
+
+__version__ = "0.1.0"
 
 # TVM exposes tvm.ir.transform / tvm.ir.instrument as the same modules.
 ir.transform = transform
 ir.instrument = instrument
-from . import parser

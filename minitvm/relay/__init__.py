@@ -16,22 +16,24 @@ from .adt import (
 )
 from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 
-from . import op
-from .op import *
-from .op import nn, annotation
-from .op.reduce import *
-from .op.tensor import *
-from .op.transform import *
+from .op import *  # noqa: F403  every operator constructor (relay.add, relay.reshape, ...)
+from .op.reduce import *  # noqa: F403
+from .op.tensor import *  # noqa: F403
+from .op.transform import *  # noqa: F403
+from .op import nn, annotation  # noqa: E402
 
-from . import analysis, transform
-transform = __import__('importlib').import_module('.transform', __name__)  # op.transform shadows it
-op = __import__('importlib').import_module('.op', __name__)  # relay.op.op shadows it
-from .build_module import create_executor
-from .build_module import build, optimize  # noqa: E402
-from . import testing
+# the star imports above bind `op` and `transform` to op-family modules: rebind the packages
+import importlib as _importlib  # noqa: E402
 
-ScopeBuilder = None  # set by relay.scope_builder when available
-scalar_type = lambda dtype: TensorType((), dtype)  # noqa: E731
-from .printer import pretty_print, astext
-from .parser import parse, fromtext, parse_expr, SpanCheck
-from .transform.pipeline import optimize  # noqa: E402
+op = _importlib.import_module(".op", __name__)
+transform = _importlib.import_module(".transform", __name__)
+
+from . import analysis, testing  # noqa: E402
+from .build_module import build, create_executor, optimize  # noqa: E402
+from .parser import SpanCheck, fromtext, parse, parse_expr  # noqa: E402
+from .printer import astext, pretty_print  # noqa: E402
+
+
+def scalar_type(dtype: str) -> TensorType:
+    """The type of a 0-d tensor of ``dtype``."""
+    return TensorType((), dtype)
