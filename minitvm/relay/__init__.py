@@ -37,3 +37,4 @@ from .printer import astext, pretty_print  # noqa: E402
 def scalar_type(dtype: str) -> TensorType:
     """The type of a 0-d tensor of ``dtype``."""
     return TensorType((), dtype)
+from .scope_builder import ScopeBuilder  # noqa: E402
