@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
-from .expr import If, Let, Var, var as make_var
+from .expr import If, Let, Var
+from .expr import var as make_var
 
 
 class ScopeBuilder:
