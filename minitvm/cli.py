@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("passes", help="list the relay.build pipeline and which passes run")
     ps.add_argument("--opt-level", type=int, default=2)
     ps.add_argument("--all", action="store_true", help="list every registered pass")
+    ps.add_argument("--pipeline", default=None, metavar="TEXT",
+                    help="explain this textual pipeline instead of relay.build's")
+    ps.add_argument("--disabled-pass", action="append", default=[], metavar="NAME",
+                    help="disable a pass, as PassContext(disabled_pass=...) (repeatable)")
+    ps.add_argument("--required-pass", action="append", default=[], metavar="NAME",
+                    help="force a pass, as PassContext(required_pass=...) (repeatable)")
     rp = sub.add_parser("reproduce", help="re-run a crash reproducer file")
     rp.add_argument("file")
     bi = sub.add_parser("bisect", help="find the first pass that changes a module's outputs")

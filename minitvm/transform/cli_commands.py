@@ -20,6 +20,49 @@ def default_pipeline(opt_level: int):
     return None
 
 
+def default_post_passes() -> list:
+    """The passes relay.build runs directly after its Sequential (empty without the hook)."""
+    for modname in ("minitvm.relay.transform", "minitvm.relay.build_module"):
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        hook = getattr(mod, "post_pipeline_passes", None)
+        if hook is not None:
+            return list(hook())
+    return []
+
+
+POST_PIPELINE_REASON = "run directly by relay.build (no opt_level filter)"
+
+
+def _post_pipeline_text() -> str:
+    posts = default_post_passes()
+    if not posts:
+        return ""
+    from .explain import ExplainEntry, _after_notes
+
+    entries: list = []
+    for p in posts:
+        entries.append(ExplainEntry(p.info.name, 1, True, POST_PIPELINE_REASON, p.kind,
+                                    p.info.opt_level))
+        _after_notes(p, 1, entries)
+    lines = ["then, directly after the Sequential, at every opt_level:"]
+    return "\n".join(lines + [str(e) for e in entries])
+
+
+def _unknown_names(names, seq) -> list[str]:
+    """The names in ``names`` that are neither registered nor in the pipeline ``seq``."""
+    from .registry import get_pass_entry
+
+    known, stack = set(), [seq] if seq is not None else []
+    while stack:
+        p = stack.pop()
+        known.add(p.info.name)
+        stack.extend(getattr(p, "passes", ()))
+    return [n for n in names if n not in known and get_pass_entry(n) is None]
+
+
 def _table(rows: list[tuple], header: tuple) -> str:
     rows = [tuple(str(c) for c in r) for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -64,6 +107,14 @@ def cmd_passes(args) -> int:
         return 0
     print(f"pipeline: {seq}")
     print(explain(seq, ctx))
+    if not pipeline_text:
+        post = _post_pipeline_text()
+        if post:
+            print(post)
+    names = list(ctx.disabled_pass) + list(ctx.required_pass)
+    for name in _unknown_names(names, seq):
+        print(f"warning: no pass named {name!r} is registered or in the pipeline",
+              file=sys.stderr)
     return 0
 
 
