@@ -236,16 +236,43 @@ def _view(ctx, buf, shape, name):
     return v
 
 
+def _dense_nr(n: int) -> int:
+    return 32 if n >= 32 else 16
+
+
+class _PackB:
+    """Picklable numpy transform: a ``[N, K]`` weight to ``tir.gemm``'s packed layout."""
+
+    def __init__(self, nr: int):
+        self.nr = nr
+
+    def __call__(self, w):
+        from ...tir.gemm import pack_b
+
+        return pack_b(w, self.nr, transpose_b=True)
+
+
+def packed_weight(t):
+    """(packed shape, numpy transform) of dense ``t``'s weight for the generated GEMM."""
+    _, n, k = _gemm_dims(t)
+    nr = _dense_nr(n)
+    return (-(-n // nr), k, nr), _PackB(nr)
+
+
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
-    """``out = a @ w.T`` by ``tir.gemm``'s packed micro-kernels (weight packed per call)."""
+    """``out = a @ w.T`` by ``tir.gemm``'s packed micro-kernels (weight prepacked at build
+    time when it is a constant, else packed per call)."""
     from ...tir.gemm import PARALLEL_MIN_WORK, _Builder
 
     m, n, k = _gemm_dims(t)
-    nr = 32 if n >= 32 else 16
+    nr = _dense_nr(n)
     bld = _Builder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
                    PARALLEL_MIN_WORK)
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
     bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
+    if id(t) in ctx.packed:
+        bld.Bp = w
+        return bld.compute()
     bld.Bp = ctx.temp((bld.np, k, nr), "float32", "dense_wpack")
     return S.SeqStmt([bld.pack(), bld.compute()])

@@ -82,20 +82,52 @@ class GraphCodegen:
         node["_num_outputs"] = len(types)
         return out
 
-    def _kernel_for(self, func: Function):
+    def _kernel_for(self, func: Function, const_inputs: frozenset = frozenset()):
         from ...ir.structural import structural_equal
 
-        for f, name in self._by_func:
-            if f is func or structural_equal(f, func):
+        for f, ci, name in self._by_func:
+            if ci == const_inputs and (f is func or structural_equal(f, func)):
                 return name
         ops = func_ops(func)
         base = "tvmgen_default_fused_" + "_".join(o.replace(".", "_") for o in ops[:6])
         n = self._name_count.get(base, 0)
         self._name_count[base] = n + 1
         name = base if n == 0 else f"{base}_{n}"
-        self.kernels[name] = lower_function(func, name, self.native)
-        self._by_func.append((func, name))
+        self.kernels[name] = lower_function(func, name, self.native, const_inputs)
+        self._by_func.append((func, const_inputs, name))
         return name
+
+    def _const_inputs(self, args, inputs) -> frozenset:
+        """Flat input positions fed by a graph parameter holding a constant (a weight)."""
+        out, pos = set(), 0
+        for a in args:
+            n = len(tensor_types(a.checked_type))
+            if isinstance(a, Constant) and n == 1:
+                nid = inputs[pos][0]
+                if self.nodes[nid]["name"] in self.params:
+                    out.add(pos)
+            pos += n
+        return frozenset(out)
+
+    def _repack(self, inputs: list, packs: dict, uses: dict) -> list:
+        """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights."""
+        inputs = list(inputs)
+        for pos, fn in packs.items():
+            nid = inputs[pos][0]
+            name = self.nodes[nid]["name"]
+            value = fn(self.params[name])
+            if uses.get(name, 0) == 1:  # only this call reads it: transform in place
+                self.params[name] = value
+                for en in self.entries:
+                    if en["node"] == nid:
+                        en["shape"] = list(value.shape)
+                continue
+            new = f"p{len(self.params)}"
+            self.params[new] = value
+            t = TensorType(value.shape, str(value.dtype))
+            inputs[pos] = self._add_node({"op": "null", "name": new}, [t])[0]
+            self._arg_nodes.append(len(self.nodes) - 1)
+        return inputs
 
     # ------------------------------------------------------------------ main walk
     def codegen(self, main: Function):
@@ -125,6 +157,14 @@ class GraphCodegen:
             for c in reversed(kids):
                 if not isinstance(c, Op) and id(c) not in seen:
                     stack.append((c, False))
+        self._arg_nodes = arg_nodes
+        self._const_uses: dict[int, int] = {}
+        self._param_uses: dict[str, int] = {}
+        for e in order:
+            if isinstance(e, Call):
+                for a in e.args:
+                    if isinstance(a, Constant):
+                        self._const_uses[id(a)] = self._const_uses.get(id(a), 0) + 1
         for e in order:
             if id(e) in env:
                 continue
@@ -136,6 +176,7 @@ class GraphCodegen:
         if isinstance(e, Constant):
             name = f"p{len(self.params)}"
             self.params[name] = e.data.numpy()
+            self._param_uses[name] = self._const_uses.get(id(e), 0)
             t = TensorType(e.data.numpy().shape, str(e.data.numpy().dtype))
             out = self._add_node({"op": "null", "name": name}, [t])
             arg_nodes.append(len(self.nodes) - 1)
@@ -168,7 +209,10 @@ class GraphCodegen:
                     "func_name": "__nop", "num_inputs": "1", "num_outputs": "1",
                     "flatten_data": "0"}, "inputs": [list(x) for x in inputs]}
                 return self._add_node(node, types)
-            name = self._kernel_for(func)
+            name = self._kernel_for(func, self._const_inputs(args, inputs))
+            packs = getattr(self.kernels[name], "input_packs", None)
+            if packs:
+                inputs = self._repack(inputs, packs, self._param_uses)
             node = {"op": "tvm_op", "name": name, "attrs": {
                 "func_name": name, "num_inputs": str(len(inputs)),
                 "num_outputs": str(len(types)), "flatten_data": "0"},

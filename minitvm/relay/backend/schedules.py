@@ -66,6 +66,7 @@ class _Ctx:
         self.stack_temps: list = []
         self.ws_views: list = []
         self.counter = 0
+        self.packed: set = set()  # ids of dense anchors whose weight input is prepacked
 
     def fresh(self, name: str) -> E.Var:
         self.counter += 1
@@ -337,15 +338,38 @@ def _depends_on(t, anchor, materialize) -> bool:
     return False
 
 
-def lower_te(inputs, outputs, name: str = "main") -> tuple[PrimFunc, int]:
+def _packable(order, t):
+    """The generated dense anchor that is ``t``'s only reader as its weight, or None."""
+    readers = [u for u in order if isinstance(u.op, ComputeOp)
+               and any(x is t for x in u.op.input_tensors)]
+    if len(readers) != 1 or not _is_gemm(readers[0]) or not gemm.use_generated_dense(readers[0]):
+        return None
+    a, w = readers[0].op.attrs["operands"]
+    return readers[0] if w is t and a is not t else None
+
+
+def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
+             packs: dict | None = None) -> tuple[PrimFunc, int]:
     """Lower a TE graph to a PrimFunc ``f(*inputs, *outputs[, workspace])``.
 
-    Returns the function and its workspace size in bytes (0 when it needs none).
+    Returns the function and its workspace size in bytes (0 when it needs none). Inputs at
+    positions ``prepack`` are constants: a dense weight among them is taken prepacked (the
+    numpy transform is recorded in ``packs``).
     """
     ctx = _Ctx()
     order, materialize = plan(outputs, inputs)
     params = []
     for k, t in enumerate(inputs):
+        anchor = _packable(order, t) if k in prepack else None
+        if anchor is not None:
+            shape, fn = gemm.packed_weight(anchor)
+            b = _param_buffer(shape, t.dtype, f"in{k}")
+            ctx.buf[id(t)] = b
+            ctx.packed.add(id(anchor))
+            params.append(b)
+            if packs is not None:
+                packs[k] = fn
+            continue
         b = _param_buffer(_shape(t) or (1,), t.dtype, f"in{k}")
         ctx.buf[id(t)] = b
         params.append(b)

@@ -97,6 +97,7 @@ class LoweredFunc:
         self.ws_bytes = ws_bytes
         self.consts = list(consts)
         self.reason = reason
+        self.input_packs: dict = {}  # input position -> numpy transform of the constant fed
 
     @property
     def symbol(self) -> str:
@@ -168,24 +169,32 @@ def _fallback(func, out_types, reason: str) -> LoweredFunc:
     return LoweredFunc("fallback", func, out_types, reason=reason)
 
 
-def lower_function(func: Function, name: str = "main", native: bool = True) -> LoweredFunc:
-    """Lower one primitive function (through the in-process cache)."""
+def lower_function(func: Function, name: str = "main", native: bool = True,
+                   const_inputs: frozenset = frozenset()) -> LoweredFunc:
+    """Lower one primitive function (through the in-process cache).
+
+    ``const_inputs``: flat input positions that receive constants (weights); the kernel may ask
+    for them in another layout (``LoweredFunc.input_packs``: position -> numpy transform).
+    """
     out_types = tensor_types(func.body.checked_type)
     if not native:
         return _fallback(func, out_types, "native lowering disabled")
     from . import blas, gemm
 
-    key = (structural_hash(func), blas._STATE.get("ok"), tuple(sorted(gemm.GENERATED.items())))
+    key = (structural_hash(func), blas._STATE.get("ok"), tuple(sorted(gemm.GENERATED.items())),
+           const_inputs)
     with _LOCK:
         for cand, lowered in _CACHE.get(key, ()):
             if structural_equal(cand, func):
                 STATS["hits"] += 1
-                return LoweredFunc(lowered.kind, func, out_types, lowered.prim_func,
-                                   lowered.kernel, lowered.ir_text, lowered.ws_bytes,
-                                   lowered.consts, lowered.reason)
+                out = LoweredFunc(lowered.kind, func, out_types, lowered.prim_func,
+                                  lowered.kernel, lowered.ir_text, lowered.ws_bytes,
+                                  lowered.consts, lowered.reason)
+                out.input_packs = lowered.input_packs
+                return out
     STATS["misses"] += 1
     try:
-        lowered = _lower_native(func, name, out_types)
+        lowered = _lower_native(func, name, out_types, const_inputs)
     except LoweringError as err:
         lowered = _fallback(func, out_types, str(err))
     with _LOCK:
@@ -193,19 +202,23 @@ def lower_function(func: Function, name: str = "main", native: bool = True) -> L
     return lowered
 
 
-def _lower_native(func, name, out_types) -> LoweredFunc:
+def _lower_native(func, name, out_types, const_inputs=frozenset()) -> LoweredFunc:
     from ...codegen.build import compile_prim_func
 
     for t in out_types:
         _static(t)
     inputs, consts, outputs = build_te(func)
-    prim, ws = lower_te(inputs + [c[0] for c in consts], outputs, name)
+    packs: dict = {}
+    prim, ws = lower_te(inputs + [c[0] for c in consts], outputs, name,
+                        prepack=const_inputs, packs=packs)
     try:
         kernel, ir_text = compile_prim_func(prim, name)
     except (ValueError, NotImplementedError, KeyError) as err:
         raise LoweringError(f"codegen failed: {err}") from err
-    return LoweredFunc("native", func, out_types, prim, kernel, ir_text, ws,
-                       [c[1] for c in consts])
+    out = LoweredFunc("native", func, out_types, prim, kernel, ir_text, ws,
+                      [c[1] for c in consts])
+    out.input_packs = packs
+    return out
 
 
 def clear_cache() -> None:

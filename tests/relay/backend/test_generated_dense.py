@@ -36,3 +36,19 @@ def test_generated_dense_matches_numpy(shape, units):
     got, used_blas = _run(func, xv, {"relay.backend.use_generated_dense": False})
     assert used_blas == blas.available()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_constant_weight_is_prepacked_at_build_time():
+    rng = np.random.default_rng(2)
+    x = relay.var("x", shape=(16, 40))
+    w = rng.standard_normal((50, 40)).astype("float32")
+    func = relay.Function([x], relay.nn.relu(relay.nn.dense(x, relay.const(w))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(func), target="llvm")
+    shapes = sorted(v.numpy().shape for v in lib.get_params().values())
+    assert shapes == [(2, 40, 32)]  # [ceil(N/nr), K, nr]
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rng.standard_normal((16, 40)).astype("float32")
+    m.run(x=xv)
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(xv @ w.T, 0), rtol=1e-4,
+                               atol=1e-4)
