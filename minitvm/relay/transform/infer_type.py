@@ -12,6 +12,7 @@ import weakref
 from ...ir.module import IRModule
 from ...transform import module_pass
 from ...transform.registry import register_pass
+from ...transform.stats import record_stat
 from ..expr import Function
 from ..type_checker import TypeChecker
 from .annotate_missing_types import annotate_missing_types
@@ -58,6 +59,7 @@ def infer_type_module(mod: IRModule) -> IRModule:
     for gv, fn in todo:
         checker.check(fn, gv)
         deps[gv] = checker.deps
+    record_stat("type-checked functions", len(todo))
     if todo:
         checker.finish()
     missing = checker.missing_annotations() if todo else {}

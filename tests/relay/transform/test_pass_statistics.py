@@ -164,3 +164,11 @@ def test_contracts_hold_under_verify_each():
                                           relay.transform.FuseOps()])(mod)
         assert check_property("fused", fused) is None
         assert check_property("fused", relay.transform.DefuseOps()(fused)) is not None
+
+
+def test_infer_type_counts_checked_functions_and_reuses_types():
+    mod = _small_model()
+    typed, stats = _run_with_stats(relay.transform.InferType(), mod)
+    assert stats == {"type-checked functions": 1}
+    _, stats = _run_with_stats(relay.transform.InferType(), typed)
+    assert stats == {"type-checked functions": 0}  # nothing stale: types reused
