@@ -1,6 +1,7 @@
 """Latency of four models compiled by minitvm, side by side with numpy op-by-op, PyTorch eager
 (2 threads, when installed) and ONNX Runtime (when installed), all in this process on the same
-weights. Also compile times, which path (BLAS / generated / numpy) each model used, and ResNet-50's
+weights. Also compile times, which path each GEMM-like op used (``conv2d:gen`` generated code,
+``dense:BLAS`` the BLAS shim; set by ``relay.backend.use_generated_conv/_dense`` and ``use_blas``), and ResNet-50's
 build time (cold and with the kernel cache warm) and planned peak memory.
 
     python benchmarks/bench_models.py [--models mlp1,mlp64,resnet_small,bert] [--runs 50]
@@ -307,15 +308,26 @@ def median_ms(fn, runs: int, warmup: int = 3) -> float:
 
 
 def paths(lib) -> str:
-    """Which path a model's kernels used: BLAS GEMM, generated code, numpy fallback."""
+    """Which path each GEMM-like op used (BLAS or generated code), numpy fallbacks, the entry."""
     g = lib.get_lib()
     fb = len(g.fallback_functions)
-    blas_used = any("mtvm_sgemm" in k.ir for k in g.kernels.values() if k.kind == "native")
-    parts = ["BLAS GEMM + generated" if blas_used else "generated code"]
+    anchors = {"nn.conv2d": "conv2d", "nn.dense": "dense", "nn.batch_matmul": "batch_matmul",
+               "nn.matmul": "matmul"}
+    used: dict = {}
+    for k in g.kernels.values():
+        if k.kind != "native" or k.func is None:
+            continue
+        from minitvm.relay.backend.te_compiler import func_ops
+
+        for op in func_ops(k.func):
+            if op in anchors:
+                used.setdefault(anchors[op], set()).add("BLAS" if "mtvm_sgemm" in k.ir
+                                                        else "gen")
+    parts = [f"{op}:{'+'.join(sorted(v))}" for op, v in sorted(used.items())] or ["gen"]
     if fb:
         parts.append(f"{fb} numpy kernels")
     parts.append("1-call entry" if g.entry is not None else "python loop")
-    return ", ".join(parts)
+    return " ".join(parts)
 
 
 def bench_model(key: str, runs: int, threads: int, rows: list) -> None:

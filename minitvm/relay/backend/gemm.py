@@ -236,6 +236,11 @@ def _view(ctx, buf, shape, name):
     return v
 
 
+# a dense GEMM under this many multiply-adds (~60 us on one core) stays on the calling thread:
+# waking the pool costs more than it saves, and much more when the machine is shared
+DENSE_PARALLEL_MIN_WORK = 1 << 23
+
+
 def _dense_nr(n: int) -> int:
     return 32 if n >= 32 else 16
 
@@ -262,12 +267,12 @@ def packed_weight(t):
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
     """``out = a @ w.T`` by ``tir.gemm``'s packed micro-kernels (weight prepacked at build
     time when it is a constant, else packed per call)."""
-    from ...tir.gemm import PARALLEL_MIN_WORK, _Builder
+    from ...tir.gemm import _Builder
 
     m, n, k = _gemm_dims(t)
     nr = _dense_nr(n)
     bld = _Builder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
-                   PARALLEL_MIN_WORK)
+                   DENSE_PARALLEL_MIN_WORK)
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
     bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
