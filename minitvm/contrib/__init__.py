@@ -1,1 +1,1 @@
-"""Placeholder package; filled in by its owner."""
+"""tvm.contrib: graph_executor (``tvm.contrib.graph_executor.GraphModule``)."""

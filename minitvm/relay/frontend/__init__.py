@@ -1,1 +1,0 @@
-"""Placeholder package; filled in by its owner."""
