@@ -5,7 +5,7 @@ weights. Also compile times, which path each GEMM-like op used (``conv2d:gen`` g
 build time (cold and with the kernel cache warm) and planned peak memory.
 
     python benchmarks/bench_models.py [--models mlp1,mlp64,resnet_small,bert] [--runs 50]
-                                      [--threads 2] [--resnet50]
+                                      [--threads 2] [--resnet50] [--blas]
 
 Models: relay.testing.mlp (784-128-64-10; batch 1 and 64), ResNet stem + 2 basic blocks
 (``resnet.get_small_workload``, 1x3x224x224), one BERT-base encoder layer (seq 128).
@@ -330,6 +330,9 @@ def paths(lib) -> str:
     return " ".join(parts)
 
 
+CONFIG: dict = {}  # PassContext config of minitvm's build (``--blas`` fills it)
+
+
 def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
     from minitvm.codegen.build import clear_cache
     from minitvm.relay.backend import blas, te_compiler
@@ -342,7 +345,7 @@ def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
     te_compiler.clear_cache()
     clear_cache()
     t0 = time.perf_counter()
-    with tvm.transform.PassContext(opt_level=3):
+    with tvm.transform.PassContext(opt_level=3, config=CONFIG):
         lib = relay.build(mod, target="llvm", params=params)
     compile_s = time.perf_counter() - t0
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
@@ -417,7 +420,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--resnet50", action="store_true", help="also time ResNet-50's build")
+    ap.add_argument("--blas", action="store_true",
+                    help="conv2d (im2col) and dense through BLAS instead of generated GEMMs")
     args = ap.parse_args(argv)
+    if args.blas:
+        CONFIG.update({"relay.backend.use_generated_conv": False,
+                       "relay.backend.use_generated_dense": False})
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
     from minitvm.runtime import threadpool
 
