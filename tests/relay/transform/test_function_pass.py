@@ -172,4 +172,4 @@ def test_statistics_of_function_pass_and_its_infer_type():
         text = tvm.instrument.PassTimingInstrument.render()
     lines = text.splitlines()
     assert lines[0].startswith("add_to_multiply:") and "{functions changed: 1}" in lines[0]
-    assert lines[1].startswith("\tInferType:") and "{functions re-typed: 1}" in lines[1]
+    assert lines[1].startswith("\tInferType:") and "{type-checked functions: 1}" in lines[1]
