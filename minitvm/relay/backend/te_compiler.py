@@ -19,6 +19,7 @@ from ...ir.type import TensorType, TupleType
 from ...tir import expr as E
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children
+from ..op._compute._common import static_shape
 from .schedules import LoweringError, lower_te
 
 _CACHE: dict[int, list] = {}
@@ -31,15 +32,10 @@ def _ensure_computes() -> None:
 
 
 def _static(t) -> tuple[int, ...]:
-    out = []
-    for d in t.shape:
-        if isinstance(d, E.IntImm):
-            out.append(d.value)
-        elif isinstance(d, int):
-            out.append(d)
-        else:
-            raise LoweringError(f"symbolic shape {t} is not supported by the native back end")
-    return tuple(out)
+    try:
+        return static_shape(t)
+    except ValueError as err:  # symbolic dims: this function falls back to numpy
+        raise LoweringError(str(err)) from None
 
 
 def tensor_types(t) -> list[TensorType]:
