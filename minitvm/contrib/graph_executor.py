@@ -78,6 +78,7 @@ class GraphModule:
             self._views.append(view)
         self._input_index = {}
         self._param_names = set()
+        self._unset = set()
         for nid in g["arg_nodes"]:
             name = nodes[nid]["name"]
             self._input_index[name] = row_ptr[nid]
@@ -86,6 +87,7 @@ class GraphModule:
                 self._set(name, value, check=True)
                 self._param_names.add(name)
         self.input_names = [n for n in self._input_index if n not in self._param_names]
+        self._unset = set(self.input_names)  # storage is uninitialized until set (or exposed)
         self._outputs = [row_ptr[h[0]] + h[1] for h in g["heads"]]
         self._keep = []
         self._steps = []
@@ -129,17 +131,25 @@ class GraphModule:
                               for k in lib.kernels.values())
 
     # ------------------------------------------------------------------ API
-    def _set(self, key, value, check: bool = True) -> None:
+    def _input_entry(self, key, what: str) -> tuple[str, int]:
         if isinstance(key, int):
             names = self.input_names
             if not 0 <= key < len(names):
-                raise ValueError(f"set_input: input index {key} out of range; the graph has "
+                raise ValueError(f"{what}: input index {key} out of range; the graph has "
                                  f"{len(names)} inputs {names}")
             key = names[key]
         e = self._input_index.get(key)
         if e is None:
-            raise ValueError(f"set_input: the graph has no input named {key!r}; inputs are "
+            raise ValueError(f"{what}: the graph has no input named {key!r}; inputs are "
                              f"{self.input_names}")
+        return key, e
+
+    def get_input_index(self, name: str) -> int:
+        """Index of input ``name`` (-1 when the graph has no such input), as in TVM."""
+        return self.input_names.index(name) if name in self.input_names else -1
+
+    def _set(self, key, value, check: bool = True) -> None:
+        key, e = self._input_entry(key, "set_input")
         dst = self._views[e]
         src = value.numpy() if isinstance(value, NDArray) else value
         if not isinstance(src, np.ndarray):
@@ -148,6 +158,7 @@ class GraphModule:
             raise ValueError(f"set_input: input {key!r} expects shape {_shape_str(dst.shape)} "
                              f"{dst.dtype}, got shape {_shape_str(src.shape)} {src.dtype}")
         np.copyto(dst, src)
+        self._unset.discard(key)
 
     def set_input(self, key=None, value=None, **params) -> None:
         """Set inputs by name (or index); shapes and dtypes are checked."""
@@ -160,6 +171,10 @@ class GraphModule:
         """Run the graph once (after setting any inputs given as keywords)."""
         for k, v in inputs.items():
             self._set(k, v)
+        if self._unset:
+            missing = sorted(self._unset)
+            raise ValueError(f"run: input(s) {missing} were never set; call set_input first "
+                             f"(inputs are {self.input_names})")
         if self._uses_blas:
             with blas.single_threaded():
                 self._run_kernels()
@@ -206,9 +221,10 @@ class GraphModule:
         return NDArray(view, self.device)
 
     def get_input(self, key) -> NDArray:
-        if isinstance(key, int):
-            key = self.input_names[key]
-        return NDArray(self._views[self._input_index[key]], self.device)
+        """Input ``key`` (name or index): a view of its storage, which callers may fill."""
+        key, e = self._input_entry(key, "get_input")
+        self._unset.discard(key)
+        return NDArray(self._views[e], self.device)
 
     def load_params(self, params) -> None:
         for k, v in params.items():
@@ -220,7 +236,8 @@ class GraphModule:
     def __getitem__(self, name: str):
         fns = {"set_input": self.set_input, "run": self.run, "get_output": self.get_output,
                "get_num_outputs": self.get_num_outputs, "get_input": self.get_input,
-               "get_num_inputs": self.get_num_inputs, "load_params": self.load_params}
+               "get_num_inputs": self.get_num_inputs, "load_params": self.load_params,
+               "get_input_index": self.get_input_index}
         if name not in fns:
             raise AttributeError(f"graph executor module has no function {name!r}")
         return fns[name]

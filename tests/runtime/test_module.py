@@ -172,3 +172,16 @@ def _run_named(lib, name, x):
     m.set_input(name, x)
     m.run()
     return m.get_output(0).numpy()
+
+
+def test_run_before_inputs_are_set_is_an_error(mlp):
+    lib, x, ref = mlp
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    with pytest.raises(ValueError, match=r"run: input\(s\) \['data'\] were never set"):
+        m.run()
+    with pytest.raises(ValueError, match="get_input: the graph has no input named 'nope'"):
+        m.get_input("nope")
+    assert m.get_input_index("data") == 0 and m.get_input_index("nope") == -1
+    m.get_input("data").copyfrom(x)  # filling the exposed input storage counts as setting it
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-6)

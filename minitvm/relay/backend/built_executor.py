@@ -81,6 +81,7 @@ class CompiledExecutor(Interpreter):
             values = check_args(func, args, "main")
             for e, v in zip(entries, values):
                 np.copyto(gm._views[e], v)
+            gm._unset.clear()  # every parameter was just written
             gm.run()
             outs = [NDArray(gm.get_output(k).numpy().copy())
                     for k in range(gm.get_num_outputs())]
