@@ -51,7 +51,7 @@ def _gemm_dims(t):
 
 # which GEMM stages use generated code (else BLAS when available): conv2d by the implicit GEMM
 # of conv_direct, dense by the packed register-blocked GEMM of tir.gemm
-GENERATED = {"conv2d": True, "dense": True}
+GENERATED = {"conv2d": True, "dense": True, "batch_matmul": True}
 
 
 def use_generated_conv(t) -> bool:
@@ -72,9 +72,24 @@ def use_generated_dense(t) -> bool:
     return m >= 2 and m * n * k >= MIN_GEMM_MACS
 
 
+def use_generated_batch_matmul(t) -> bool:
+    """Is ``t`` a float32 batch_matmul (A not transposed) computed by ``tir.batch_gemm``?
+
+    B is an activation, so it is packed on every call; that packing is cheap next to the
+    GEMM once the product is big enough, which the threshold below says.
+    """
+    if t.op.tag != "batch_matmul" or not GENERATED.get("batch_matmul", False):
+        return False
+    a, b = t.op.attrs["operands"]
+    if t.op.attrs["transpose_a"] or not (t.dtype == a.dtype == b.dtype == "float32"):
+        return False
+    m, n, k = _gemm_dims(t)
+    return m >= 2 and m * n * k >= MIN_GEMM_MACS
+
+
 def use_gemm(t) -> bool:
     """Route this stage to a GEMM (BLAS, or generated: implicit-GEMM conv, packed dense)?"""
-    if use_generated_conv(t) or use_generated_dense(t):
+    if use_generated_conv(t) or use_generated_dense(t) or use_generated_batch_matmul(t):
         return True
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
@@ -146,6 +161,8 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
         return conv_direct.emit(ctx, t, out, a, b)
     if tag == "dense" and use_generated_dense(t):
         return _gen_dense(ctx, t, out, a, b)
+    if tag == "batch_matmul" and use_generated_batch_matmul(t):
+        return _gen_batch_matmul(ctx, t, out, a, b)
     m, n, k = _gemm_dims(t)
     if tag == "dense":
         return par_sgemm(ctx, NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
@@ -280,4 +297,26 @@ def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
         bld.Bp = w
         return bld.compute()
     bld.Bp = ctx.temp((bld.np, k, nr), "float32", "dense_wpack")
+    return S.SeqStmt([bld.pack(), bld.compute()])
+
+
+def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
+    """``out[i] = a[i] @ op(b[i])`` by ``tir.batch_gemm``'s micro-kernels; B (an activation)
+    is packed per call into a workspace temporary. A batch-1 operand is broadcast."""
+    from ...tir.gemm import _Builder
+
+    m, n, k = _gemm_dims(t)
+    batch = _shape(t)[0]
+    tb = bool(t.op.attrs["transpose_b"])
+    sa, sb = _shape(t.op.attrs["operands"][0]), _shape(t.op.attrs["operands"][1])
+    bcast_a, bcast_b = sa[0] == 1 and batch > 1, sb[0] == 1 and batch > 1
+    nr = _dense_nr(n)
+    bld = _Builder(batch, m, n, k, tb, False, False, "float32", 8, nr, 64, False, bcast_a,
+                   bcast_b, DENSE_PARALLEL_MIN_WORK)
+    bld.A = _view(ctx, a, (m, k), "bmm_a") if bcast_a else a
+    bld.B = _view(ctx, b, sb[1:], "bmm_b") if bcast_b else b
+    bld.C = out
+    nbp = 1 if bcast_b else batch
+    bld.Bp = ctx.temp((nbp, bld.np, k, nr) if not bcast_b else (bld.np, k, nr), "float32",
+                      "bmm_bpack")
     return S.SeqStmt([bld.pack(), bld.compute()])

@@ -4,7 +4,8 @@ The result is TVM's factory module. Kernels that cannot be lowered natively (an 
 compute, a symbolic shape) run through numpy inside the same graph executor; the factory's
 ``get_lib().summary()`` lists which are which. Config options (``PassContext(config=...)``):
 ``relay.backend.use_native`` (default True), ``relay.backend.use_blas`` (default True) and
-``relay.backend.use_generated_conv`` / ``use_generated_dense`` (default True).
+``relay.backend.use_generated_conv`` / ``use_generated_dense`` / ``use_generated_batch_matmul``
+(default True).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ register_pass_config("relay.backend.use_generated_conv", bool, True,
 register_pass_config("relay.backend.use_generated_dense", bool, True,
                      "dense (float32, 2+ rows) as the generated packed GEMM (else BLAS when "
                      "allowed).")
+register_pass_config("relay.backend.use_generated_batch_matmul", bool, True,
+                     "batch_matmul (float32, A not transposed) as the generated tir.batch_gemm, "
+                     "B packed per call (else BLAS when allowed).")
 
 
 def _config(key: str, default):
@@ -88,6 +92,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     saved_gen = dict(gemm.GENERATED)
     gemm.GENERATED["conv2d"] = bool(_config("relay.backend.use_generated_conv", True))
     gemm.GENERATED["dense"] = bool(_config("relay.backend.use_generated_dense", True))
+    gemm.GENERATED["batch_matmul"] = bool(
+        _config("relay.backend.use_generated_batch_matmul", True))
     if not use_blas:
         blas._STATE["ok"] = False
     try:
