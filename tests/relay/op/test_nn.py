@@ -160,6 +160,24 @@ def test_conv2d_type_errors():
               w.type_annotation)
 
 
+@pytest.mark.parametrize("make, msg", [
+    (lambda x, w: relay.nn.conv2d(x, w, strides=(-1, 1)), r"nn.conv2d: strides must be positive"),
+    (lambda x, w: relay.nn.conv2d(x, w, dilation=(1, 0)), r"nn.conv2d: dilation must be posit"),
+    (lambda x, w: relay.nn.conv2d(x, w, padding=(-5, 1)), r"padding must be non-negative, got "
+                                                          r"\[-5, 1, -5, 1\]"),
+    (lambda x, w: relay.nn.conv2d_transpose(x, w, strides=(0, 1)), "strides must be positive"),
+    (lambda x, w: relay.nn.max_pool2d(x, strides=(0, 1)),
+     r"nn.max_pool2d: strides must be positive, got \[0, 1\]"),
+    (lambda x, w: relay.nn.avg_pool2d(x, pool_size=(2, -2)), "pool_size must be positive"),
+    (lambda x, w: relay.nn.max_pool2d(x, strides=(1, 1, 1)), "strides must have 2 values"),
+])
+def test_window_attrs_are_checked(make, msg):
+    x, w = _vars((1, 4, 8, 8), (4, 4, 3, 3))
+    with pytest.raises(ValueError, match=msg):  # was a ZeroDivisionError or a silent wrong shape
+        call = make(x, w)
+        infer(call, *[a.type_annotation for a in call.args])
+
+
 def test_conv2d_symbolic_and_any_dims():
     n = tir.Var("n", "int32")
     x, w = _vars((1, 3, 8, 8), (4, 3, 3, 3))

@@ -19,6 +19,7 @@ from ._utils import (
     acc_dtype,
     arith,
     check_positive,
+    check_window_attrs,
     np_dtype,
     np_from_primal,
     np_to_primal,
@@ -72,6 +73,7 @@ def conv_rel(arg_types, attrs, op_name: str = "nn.conv2d", nd: int = 2):
     strides = _tuple(attrs.strides, nd, "strides", op_name)
     dilation = _tuple(attrs.dilation, nd, "dilation", op_name)
     pad = pad_tuple(attrs.padding, nd, op_name)
+    check_window_attrs(op_name, nd, pad, strides=strides, dilation=dilation)
     out = {"N": d["N"], "C": out_ch}
     for i, a in enumerate(sp):
         out[a] = _spatial_out(op_name, d[a], w[a], pad[i], pad[i + nd], strides[i], dilation[i],
@@ -171,6 +173,7 @@ def conv2d_transpose_rel(arg_types, attrs, op_name: str = "nn.conv2d_transpose")
     dilation = _tuple(attrs.dilation, 2, "dilation", op_name)
     opad = _tuple(attrs.output_padding, 2, "output_padding", op_name)
     pad = pad_tuple(attrs.padding, 2, op_name)
+    check_window_attrs(op_name, 2, pad, strides=strides, dilation=dilation)
     out = {"N": d["N"], "C": out_ch}
     for i, a in enumerate("HW"):
         dk = arith(lambda k, i=i: (k - 1) * dilation[i] + 1, w[a])

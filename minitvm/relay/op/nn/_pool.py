@@ -14,7 +14,7 @@ from ....ir.type import TensorType
 from ..op import define_op
 from ..type_relations import check_num_args, tensor_arg
 from . import attrs as A
-from ._utils import arith, check_positive, pad_tuple, parse_layout
+from ._utils import arith, check_positive, check_window_attrs, pad_tuple, parse_layout
 
 _NAMES = {"H": "height", "W": "width"}
 
@@ -59,8 +59,7 @@ def pool_rel(arg_types, attrs, op_name: str = "nn.max_pool2d", spatial: str = "H
     strides = _as_tuple(attrs.strides, nd)
     dilation = _as_tuple(attrs.dilation, nd)
     pad = pad_tuple(attrs.padding, nd, op_name)
-    if len(pool) != nd:
-        raise ValueError(f"{op_name}: pool_size must have {nd} values, got {list(pool)}")
+    check_window_attrs(op_name, nd, pad, pool_size=pool, strides=strides, dilation=dilation)
     shape = list(data.shape)
     for i, a in enumerate(spatial):
         shape[idx[i]] = _pool_out(shape[idx[i]], pool[i], pad[i], pad[i + nd], strides[i],

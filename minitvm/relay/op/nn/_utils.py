@@ -19,6 +19,7 @@ from ..type_relations import dims_product, is_static_dim, shape_str
 __all__ = [
     "arith", "pad_tuple", "parse_layout", "shape_to_primal", "shape_from_primal", "np_to_primal",
     "np_from_primal", "layout_axis", "np_dtype", "acc_dtype", "check_positive",
+    "check_window_attrs",
 ]
 
 
@@ -33,6 +34,18 @@ def arith(fn, *dims):
 def check_positive(op_name: str, what: str, value) -> None:
     if is_static_dim(value) and value <= 0:
         raise TypeError(f"{op_name}: the computed {what} is {value}, which is not positive")
+
+
+def check_window_attrs(op_name: str, nd: int, padding=(), **positive) -> None:
+    """Window attributes are sane: each of ``positive`` has ``nd`` values > 0, padding >= 0."""
+    for name, values in positive.items():
+        values = tuple(values)
+        if len(values) != nd:
+            raise ValueError(f"{op_name}: {name} must have {nd} values, got {list(values)}")
+        if any(is_static_dim(v) and v <= 0 for v in values):
+            raise ValueError(f"{op_name}: {name} must be positive, got {list(values)}")
+    if any(is_static_dim(p) and p < 0 for p in padding):
+        raise ValueError(f"{op_name}: padding must be non-negative, got {list(padding)}")
 
 
 def pad_tuple(padding, n: int, op_name: str = "op") -> tuple:
