@@ -27,6 +27,7 @@ class Pass:
         return self._info
 
     def __call__(self, mod, ctx: PassContext | None = None):
+        check_module_arg(self, mod)  # before properties, instruments or crash reports see it
         if ctx is None:
             ctx = PassContext.current()
         if not ctx.instruments and not ctx._debug:

@@ -146,3 +146,16 @@ def test_check_property_fused():
     assert check_property("fused", fused) is None
     assert "add is called outside a Primitive function" in check_property("fused",
                                                                            small_module())
+
+
+@pytest.mark.parametrize("arg", ["abc", None, 3])
+def test_pass_with_needs_on_a_non_module_is_clear_error(arg, monkeypatch):
+    # FuseOps needs 'typed': the argument is checked before properties are established (was a
+    # "cannot create weak reference to 'str' object" TypeError), and no crash reproducer is written
+    from minitvm.transform.debug import crash
+
+    monkeypatch.setattr(crash, "on_pass_crash", lambda *a: pytest.fail("crash report written"))
+    for p in [relay.transform.FuseOps(), typed_reader()]:
+        with pytest.raises(TypeError, match=f"pass '{p.info.name}' must be called on an "
+                                            f"IRModule, got {type(arg).__name__}"):
+            p(arg)
