@@ -18,7 +18,7 @@ from ...tir import stmt as S
 from ...tir.buffer import decl_buffer
 from ...tir.function import PrimFunc
 from ...tir.stmt_functor import post_order, substitute, transform_expr
-from . import gemm
+from . import gemm, pool_schedule
 
 PARALLEL_MIN_WORK = 1 << 18  # elements (times reduction length) before a loop runs in parallel
 STACK_TEMP_BYTES = 64 * 1024  # temporaries up to this size live on the stack
@@ -112,7 +112,7 @@ def plan(outputs, inputs):
             continue
         if isinstance(t.op.body, E.Reduce):
             materialize.add(id(t))
-        if _is_gemm(t):
+        if _is_gemm(t) or pool_schedule.supported(t):
             for src in t.op.attrs["operands"]:
                 if isinstance(src.op, ComputeOp):
                     materialize.add(id(src))
@@ -408,6 +408,10 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         buf = ctx.buf[id(t)]
         if _is_gemm(t):
             stmts.append(gemm.emit(ctx, t, buf, [ctx.buf[id(s)] for s in t.op.attrs["operands"]]))
+        elif pool_schedule.supported(t):
+            _, ident, combine = _reduce_parts(t, bodies[id(t)])
+            x = ctx.buf[id(t.op.attrs["operands"][0])]
+            stmts.append(pool_schedule.emit(ctx, t, buf, x, ident, combine))
         elif isinstance(t.op.body, E.Reduce):
             stmts.append(reduce_nest(ctx, t, buf, bodies[id(t)]))
         else:

@@ -153,6 +153,9 @@ def _pool(kind):
         ry = te.reduce_axis((0, kh), name="ry")
         rx = te.reduce_axis((0, kw), name="rx")
         padded = any((pt, pl, pb, pr)) or bool(attrs.ceil_mode)
+        # read by the back end's row-wise pooling schedule (relay/backend/pool_schedule.py)
+        info = {"operands": (x,), "pool_size": (kh, kw), "strides": (sh, sw),
+                "dilation": (dh, dw), "padding": (pt, pl, pb, pr)}
 
         def src(b, c, y, xx):
             iy = y * sh + ry * dh - pt
@@ -168,7 +171,8 @@ def _pool(kind):
                     v = E.Select(cond, v, E.FloatImm(x.dtype, float("-inf")))
                 return te.max(v, axis=[ry, rx])
 
-            return [te.compute(shape, body, name="max_pool2d")]
+            return [te.compute(shape, body, name="max_pool2d", tag="pool2d_window",
+                               attrs=info)]
 
         def body(b, c, y, xx):
             cond, v = src(b, c, y, xx)
@@ -176,7 +180,7 @@ def _pool(kind):
                 v = E.Select(cond, v, E.FloatImm(x.dtype, 0.0))
             return te.sum(v, axis=[ry, rx])
 
-        summed = te.compute(shape, body, name="avg_pool_sum")
+        summed = te.compute(shape, body, name="avg_pool_sum", tag="pool2d_window", attrs=info)
         if attrs.count_include_pad or not padded:
             def div(b, c, y, xx):
                 if not padded:
@@ -189,13 +193,15 @@ def _pool(kind):
                 cnt = E.Cast(t.dtype, (y1 - y0) * (x1 - x0))
                 return summed[b, c, y, xx] / cnt
         else:
+            def taps(o, s, p, k, d, n):
+                # window taps k (stride d) with 0 <= o*s - p + k*d < n
+                lo = E.Max(E.FloorDiv(_i(p + d - 1) - o * s, _i(d)), _i(0))
+                hi = E.Min(E.FloorDiv(_i(n - 1 + p) - o * s, _i(d)), _i(k - 1))
+                return E.Max(hi - lo + 1, _i(0))
+
             def div(b, c, y, xx):
-                y0 = E.Max(y * sh - pt, _i(0))
-                x0 = E.Max(xx * sw - pl, _i(0))
-                y1 = E.Min(y * sh - pt + (kh - 1) * dh + 1, _i(h))
-                x1 = E.Min(xx * sw - pl + (kw - 1) * dw + 1, _i(wd))
-                cnt = E.Cast(t.dtype, E.Max((y1 - y0) * (x1 - x0), _i(1)))
-                return summed[b, c, y, xx] / cnt
+                cnt = taps(y, sh, pt, kh, dh, h) * taps(xx, sw, pl, kw, dw, wd)
+                return summed[b, c, y, xx] / E.Cast(t.dtype, E.Max(cnt, _i(1)))
         return [te.compute(shape, div, name="avg_pool2d")]
 
     return fcompute
