@@ -50,3 +50,17 @@ def test_transpose_a_is_not_generated():
     bv = rng.standard_normal((2, 40, 50)).astype("float32")
     got, _ = _run(func, {"a": av, "b": bv}, {})
     np.testing.assert_allclose(got, av.transpose(0, 2, 1) @ bv, rtol=1e-4, atol=1e-4)
+
+
+def test_few_rows_stay_on_blas():
+    from minitvm.relay.backend.gemm import BMM_GENERATED_MIN_ROWS
+
+    rng = np.random.default_rng(3)
+    m = BMM_GENERATED_MIN_ROWS - 12
+    a, b = relay.var("a", shape=(8, m, 256)), relay.var("b", shape=(8, 256, 256))
+    func = relay.Function([a, b], relay.nn.batch_matmul(a, b))
+    av = rng.standard_normal((8, m, 256)).astype("float32")
+    bv = rng.standard_normal((8, 256, 256)).astype("float32")
+    got, used_blas = _run(func, {"a": av, "b": bv}, {})
+    assert used_blas == blas.available()
+    np.testing.assert_allclose(got, av @ bv.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
