@@ -1,8 +1,9 @@
 """Latency of four models compiled by minitvm, side by side with numpy op-by-op, PyTorch eager
 (2 threads, when installed) and ONNX Runtime (when installed), all in this process on the same
 weights. Also compile times, which path each GEMM-like op used (``conv2d:gen`` generated code,
-``dense:BLAS`` the BLAS shim; set by ``relay.backend.use_generated_conv/_dense`` and ``use_blas``), and ResNet-50's
-build time (cold and with the kernel cache warm) and planned peak memory.
+``dense:BLAS`` the BLAS shim; set by ``relay.backend.use_generated_conv/_dense/_batch_matmul``
+and ``use_blas``), and ResNet-50's build time (cold and with the kernel cache warm) and planned
+peak memory.
 
     python benchmarks/bench_models.py [--models mlp1,mlp64,resnet_small,bert] [--runs 50]
                                       [--threads 2] [--resnet50] [--blas]
