@@ -5,6 +5,7 @@ Types are small values: ``==`` and ``hash`` are structural, as ``tvm.ir.Type.__e
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 from ..tir.expr import Any, IntImm, PrimExpr
@@ -64,6 +65,38 @@ def normalize_dim(d):
     raise TypeError(f"invalid tensor dimension {d!r}: expected an int, relay.Any() or a tir.Var")
 
 
+_DTYPE_RE = re.compile(r"(bool|handle|void|int|uint|float|bfloat|custom\[\w+\])(\d*)(x\d+)?")
+_DTYPE_BITS = {"int": (1, 4, 8, 16, 32, 64), "uint": (1, 4, 8, 16, 32, 64),
+               "float": (8, 16, 32, 64), "bfloat": (16,)}
+_KNOWN_DTYPES: dict = {}
+
+
+def check_dtype(dtype) -> str:
+    """``dtype`` as a str when it names a TVM data type (int8, float32x4, bool, ...), else raise.
+
+    A bare ``int``/``uint``/``float`` means 32 bits, as TVM's dtype parser reads it.
+    """
+    known = _KNOWN_DTYPES.get(dtype)
+    if known is not None:
+        return known
+    name = str(dtype)
+    m = _DTYPE_RE.fullmatch(name)
+    ok = m is not None
+    if ok:
+        kind, bits, lanes = m.group(1), m.group(2), m.group(3) or ""
+        if kind in _DTYPE_BITS:
+            bits = bits or ("32" if kind != "bfloat" else "")
+            ok = bits.isdigit() and int(bits) in _DTYPE_BITS[kind]
+            name = kind + bits + lanes
+        else:
+            ok = not bits or kind.startswith("custom")
+    if not ok:
+        raise ValueError(f"unknown data type {str(dtype)!r}: expected e.g. float32, int64, uint8, "
+                         f"bool")
+    _KNOWN_DTYPES[dtype] = name
+    return name
+
+
 class TensorType(Type):
     """``Tensor[(d0, d1), dtype]``: shape entries are ints, ``Any()`` or symbolic vars."""
 
@@ -71,7 +104,7 @@ class TensorType(Type):
 
     def __init__(self, shape, dtype: str = "float32", span=None):
         self.shape = tuple(normalize_dim(d) for d in shape)
-        self.dtype = str(dtype)
+        self.dtype = check_dtype(dtype)
         self.span = span
 
     def _key(self):

@@ -59,6 +59,9 @@ class NDArray:
     def __init__(self, data: np.ndarray, dev: Device | None = None):
         self._content_hash = None  # cached by structural_hash; arrays are immutable by convention
         data = np.asarray(data)
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"NDArray: numpy dtype {data.dtype} is not a tensor data type "
+                            f"(bool, int, uint or float)")
         # np.ascontiguousarray would turn a 0-d array into shape (1,).
         self._data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
         self.device = dev or cpu(0)
