@@ -64,6 +64,17 @@ def _splittable(t, layout: Layout) -> bool:
     return True
 
 
+def _primal_set(layout: Layout) -> set:
+    return set(str(layout.primal()))
+
+
+def _full(req, tinfos) -> Layout | None:
+    """The required layout of a highest-rank operand (None when unknown)."""
+    ranks = [_rank(t) for t in tinfos]
+    top = max(ranks) if ranks else -1
+    return next((lay for lay, r in zip(req, ranks) if lay is not None and r == top), None)
+
+
 def _layout_transform_rule(attrs, in_layouts, in_types):
     return [Layout(attrs.src_layout)], [Layout(attrs.dst_layout)]
 
@@ -87,6 +98,8 @@ _RULES = {
     "nn.max_pool2d": _pool_rule, "nn.avg_pool2d": _pool_rule, "nn.global_avg_pool2d": _pool_rule,
     "nn.global_max_pool2d": _pool_rule, "nn.adaptive_avg_pool2d": _pool_rule,
     "nn.adaptive_max_pool2d": _pool_rule,
+    # broadcasts along its ``axis`` attr, not the trailing axes: stays in the old layout
+    "nn.bias_add": lambda attrs, in_layouts, in_types: _fallback_rule(attrs, in_layouts, in_types),
 }
 
 
@@ -159,11 +172,16 @@ class LayoutRewriter(ExprMutator):
             new_call = Call(call.op, args, call.attrs, call.type_args, call.span)
         cur_layouts = [new if new is not None else old for _, old, new in cur]
         new_req, new_out = infer_correct_layout(new_call, cur_layouts, tinfos)
+        if not self._lower_rank_operands_fit(cur, tinfos, old_req, new_req):
+            new_req, new_out = [None] * len(args), [None]  # keep the call in the old layouts
         fixed = []
-        for (expr, old, new), want_old, want_new in zip(cur, old_req, new_req):
+        for (expr, old, new), want_old, want_new, t in zip(cur, old_req, new_req, tinfos):
             have = new if new is not None else (old if old is not None else want_old)
             want = want_new if want_new is not None else (old if old is not None else want_old)
             if have is not None and want is not None and have != want:
+                if _primal_set(have) != _primal_set(want):  # checked to fit above
+                    expr, have = self._expand_to(expr, t, old_req, tinfos)
+                    want = _full(new_req, tinfos)
                 expr = self._transform(expr, have, want)
             fixed.append(expr)
         result = Call(new_call.op, fixed, new_call.attrs, new_call.type_args, call.span)
@@ -177,6 +195,34 @@ class LayoutRewriter(ExprMutator):
         if o_new is not None and o_old is None:
             self.altered[call] = (result, None, None)
         return result
+
+    @staticmethod
+    def _lower_rank_operands_fit(cur, tinfos, old_req, new_req) -> bool:
+        """A lower-rank operand broadcast in the old layout whose axes the new layout reorders
+        (a (C,) bias of NHWC data going to NCHW) is expanded to full rank: that must split."""
+        full_old, full_new = _full(old_req, tinfos), _full(new_req, tinfos)
+        for (_, old, new), want_old, want_new, t in zip(cur, old_req, new_req, tinfos):
+            have = new if new is not None else (old if old is not None else want_old)
+            if have is None or want_new is None or _primal_set(have) == _primal_set(want_new):
+                continue
+            if full_old is None or full_new is None or not isinstance(t, TensorType) or \
+                    have != _sub_layout(full_old, len(t.shape)):
+                return False
+            rank = len(full_old.primal().axes)
+            ones = (1,) * (rank - len(t.shape)) + tuple(t.shape)
+            if not _splittable(TensorType(ones, t.dtype), full_new):
+                return False
+        return True
+
+    def _expand_to(self, expr, t, old_req, tinfos):
+        """``expr`` (a trailing sub-layout of the old full layout) expanded to full rank."""
+        from ..op.transform import expand_dims
+
+        full_old = _full(old_req, tinfos)
+        extra = len(full_old.primal().axes) - len(t.shape)
+        if extra:
+            expr = expand_dims(expr, 0, extra)
+        return expr, full_old
 
     def _replace_opaque(self, call, cur, old_req, tinfos):
         args = []

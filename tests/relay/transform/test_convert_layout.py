@@ -43,6 +43,34 @@ def test_broadcast_operand_of_lower_rank_is_transformed():
     check_numerics(mod, out, rtol=1e-4, atol=1e-4)
 
 
+def test_nhwc_to_nchw_trailing_operands_are_expanded_before_the_transform():
+    # a (C,) / (W, C) operand broadcast against NHWC sits on non-trailing axes in NCHW: it is
+    # expanded to rank 4 and transformed (was a `layout_transform` from C to W: a type error)
+    x = relay.var("x", shape=(1, 6, 6, 4))
+    w = relay.var("w", shape=(3, 3, 4, 8))
+    b = relay.var("b", shape=(8,))
+    b2 = relay.var("b2", shape=(6, 8))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO")
+    y = relay.nn.relu(relay.add(y, b)) * b2
+    mod, out = convert(relay.Function([x, w, b, b2], y), {"nn.conv2d": ["NCHW", "default"]})
+    text = str(out)
+    assert "expand_dims(%b, axis=0, num_newaxis=3)" in text
+    assert "expand_dims(%b2, axis=0, num_newaxis=2)" in text
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_bias_add_stays_in_its_layout():
+    # bias_add broadcasts along its axis attr, not the trailing axes (was transformed C -> W)
+    x = relay.var("x", shape=(1, 6, 6, 4))
+    w = relay.var("w", shape=(3, 3, 4, 8))
+    b = relay.var("b", shape=(8,))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO")
+    y = relay.nn.relu(relay.nn.bias_add(y, b, axis=3))
+    mod, out = convert(relay.Function([x, w, b], y), {"nn.conv2d": ["NCHW", "default"]})
+    assert "nn.bias_add(%3, %b, axis=3)" in str(out)
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
 def test_layout_sensitive_consumer_gets_original_layout():
     x = relay.var("x", shape=(1, 4, 6, 6))
     w = relay.var("w", shape=(4, 4, 3, 3))
