@@ -54,14 +54,17 @@ def normalize_dim(d):
     """Dims are Python ints when static, tir.Any or tir.Var when not."""
     if isinstance(d, bool):
         raise TypeError("a tensor dimension cannot be a bool")
-    if isinstance(d, int):
-        return d
     if isinstance(d, IntImm):
-        return d.value
-    if isinstance(d, PrimExpr):
+        d = d.value
+    elif isinstance(d, PrimExpr):
         return d
-    if hasattr(d, "__index__"):
-        return int(d)
+    elif not isinstance(d, int) and hasattr(d, "__index__"):
+        d = int(d)
+    if isinstance(d, int):
+        if d < 0:
+            raise ValueError(f"invalid tensor dimension {d}: static dimensions must be >= 0 "
+                             "(use relay.Any() for an unknown one)")
+        return d
     raise TypeError(f"invalid tensor dimension {d!r}: expected an int, relay.Any() or a tir.Var")
 
 

@@ -36,3 +36,12 @@ def test_cast_to_unknown_dtype_is_a_located_type_error():
 def test_const_of_a_non_tensor_value_is_clear_error(value):
     with pytest.raises(TypeError, match="is not a tensor data type"):
         relay.const(value)
+
+
+def test_negative_static_dimension_is_clear_error():
+    import pytest
+
+    from minitvm import relay
+
+    with pytest.raises(ValueError, match="static dimensions must be >= 0"):
+        relay.var("x", shape=(-2,))
