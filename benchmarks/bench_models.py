@@ -32,6 +32,7 @@ from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.ir.op import Op  # noqa: E402
 from minitvm.relay import testing  # noqa: E402
 from minitvm.relay.expr import Call, Constant, Tuple, TupleGetItem  # noqa: E402
+from minitvm.relay.expr_functor import dataflow_post_order  # noqa: E402
 
 MODELS = {
     "mlp1": ("MLP 784-128-64-10 b1", lambda: testing.mlp.get_workload(batch_size=1)),
@@ -53,19 +54,9 @@ def prepare(mod, params):
         for p in (InferType(), SimplifyInference(), FoldConstant(), InferType()):
             mod = p(mod)
     main = mod["main"]
-    order, seen, stack = [], set(), [(main.body, False)]
-    while stack:
-        e, ready = stack.pop()
-        if ready:
-            order.append(e)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        kids = e.args if isinstance(e, Call) else e.fields if isinstance(e, Tuple) else \
-            (e.tuple_value,) if isinstance(e, TupleGetItem) else ()
-        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
+    order = dataflow_post_order(main.body, lambda e: e.args if isinstance(e, Call) else
+                                e.fields if isinstance(e, Tuple) else
+                                (e.tuple_value,) if isinstance(e, TupleGetItem) else ())
     return main, order
 
 

@@ -76,6 +76,25 @@ def dataflow_children(e) -> tuple:
 
 
 _DATAFLOW = frozenset({Call, Tuple, TupleGetItem, If, RefCreate, RefRead, RefWrite})
+
+
+def dataflow_post_order(root, children=dataflow_children) -> list:
+    """Every expression reachable from ``root`` through ``children``, each once, operands
+    before their users (iterative). Ops are left out."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        e, ready = stack.pop()
+        if ready:
+            order.append(e)
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        stack.append((e, True))
+        for c in reversed(children(e)):
+            if not isinstance(c, Op) and id(c) not in seen:
+                stack.append((c, False))
+    return order
 _MISSING = object()
 
 

@@ -15,12 +15,9 @@ from __future__ import annotations
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.buffer import decl_buffer
+from ..op._compute._common import static_shape as _shape
 
 MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(int(d) for d in t.shape)
 
 
 def _i(v: int) -> E.IntImm:

@@ -10,21 +10,12 @@ from __future__ import annotations
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.op import call_extern
+from ..op._compute._common import prod as _prod
+from ..op._compute._common import static_shape as _shape
 from . import blas
 
 NOTRANS, TRANS = 111, 112
 MIN_GEMM_MACS = 1 << 14
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(int(d) for d in t.shape)
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= int(x)
-    return out
 
 
 def _gemm_dims(t):

@@ -13,7 +13,7 @@ import json
 from ...ir.op import Op
 from ...ir.type import TensorType
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
-from ..expr_functor import dataflow_children
+from ..expr_functor import dataflow_children, dataflow_post_order
 from .memory_plan import plan_memory
 from .te_compiler import _static, func_ops, lower_function, tensor_types
 
@@ -140,23 +140,8 @@ class GraphCodegen:
                                         "executor takes tensors only")
             env[id(p)] = self._add_node({"op": "null", "name": p.name_hint}, [t])
             arg_nodes.append(len(self.nodes) - 1)
-        order, seen, stack = [], set(), [(main.body, False)]
-        while stack:
-            e, ready = stack.pop()
-            if ready:
-                order.append(e)
-                continue
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            stack.append((e, True))
-            if isinstance(e, Call) and _is_primitive(e.op):
-                kids = e.args
-            else:
-                kids = dataflow_children(e)
-            for c in reversed(kids):
-                if not isinstance(c, Op) and id(c) not in seen:
-                    stack.append((c, False))
+        order = dataflow_post_order(main.body, lambda e: e.args if isinstance(
+            e, Call) and _is_primitive(e.op) else dataflow_children(e))
         self._arg_nodes = arg_nodes
         self._const_uses: dict[int, int] = {}
         self._param_uses: dict[str, int] = {}

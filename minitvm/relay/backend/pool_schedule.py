@@ -12,13 +12,10 @@ from __future__ import annotations
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.buffer import decl_buffer
+from ..op._compute._common import static_shape as _shape
 
 POOL_TAG = "pool2d_window"
 PARALLEL_MIN_WORK = 1 << 16  # window loads before the rows run on the thread pool
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(int(d) for d in t.shape)
 
 
 def supported(t) -> bool:

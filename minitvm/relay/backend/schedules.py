@@ -18,6 +18,8 @@ from ...tir import stmt as S
 from ...tir.buffer import decl_buffer
 from ...tir.function import PrimFunc
 from ...tir.stmt_functor import post_order, substitute, transform_expr
+from ..op._compute._common import prod as _prod
+from ..op._compute._common import static_shape as _shape
 from . import gemm, pool_schedule
 
 PARALLEL_MIN_WORK = 1 << 18  # elements (times reduction length) before a loop runs in parallel
@@ -39,17 +41,6 @@ def _nbytes(dtype: str) -> int:
     if dtype == "bool":
         return 1
     return int("".join(c for c in dtype if c.isdigit())) // 8
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(int(d) for d in t.shape)
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= int(x)
-    return out
 
 
 class LoweringError(ValueError):

@@ -18,7 +18,7 @@ from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType, TupleType
 from ...tir import expr as E
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
-from ..expr_functor import dataflow_children
+from ..expr_functor import dataflow_post_order
 from ..op._compute._common import static_shape
 from .schedules import LoweringError, lower_te
 
@@ -52,27 +52,9 @@ def tensor_types(t) -> list[TensorType]:
     return out
 
 
-def _post_order(root) -> list:
-    """Dataflow nodes of a primitive function body, children first (iterative)."""
-    order, seen, stack = [], set(), [(root, False)]
-    while stack:
-        e, ready = stack.pop()
-        if ready:
-            order.append(e)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        for c in reversed(dataflow_children(e)):
-            if not isinstance(c, Op) and id(c) not in seen:
-                stack.append((c, False))
-    return order
-
-
 def func_ops(func: Function) -> list[str]:
     """Names of the ops called in a primitive function, in evaluation order."""
-    return [e.op.name for e in _post_order(func.body)
+    return [e.op.name for e in dataflow_post_order(func.body)
             if isinstance(e, Call) and isinstance(e.op, Op)]
 
 
@@ -127,7 +109,7 @@ def build_te(func: Function):
             phs.append(te.placeholder(_static(t), t.dtype, f"p{len(inputs) + len(phs)}"))
         inputs.extend(phs)
         env[id(p)] = phs
-    for e in _post_order(func.body):
+    for e in dataflow_post_order(func.body):
         if id(e) in env:
             continue
         if isinstance(e, Var):
@@ -242,7 +224,7 @@ def run_fallback(func: Function, args: list) -> list[np.ndarray]:
     env, pos = {}, 0
     for p in func.params:
         env[id(p)], pos = _pack(p.checked_type, args, pos)
-    for e in _post_order(func.body):
+    for e in dataflow_post_order(func.body):
         if id(e) in env:
             continue
         if isinstance(e, Constant):

@@ -31,6 +31,14 @@ def static_shape(t) -> tuple[int, ...]:
     return tuple(out)
 
 
+def prod(xs) -> int:
+    """The product of integer-valued dims (1 for none)."""
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
 def out_tensor_types(out_type) -> list[TensorType]:
     return list(out_type.fields) if isinstance(out_type, TupleType) else [out_type]
 
