@@ -13,19 +13,19 @@ def _cmd_example(args) -> int:
 
 
 def _cmd_passes(args) -> int:
-    from .transform.cli_commands import cmd_passes
+    from .cli_passes import cmd_passes
 
     return cmd_passes(args)
 
 
 def _cmd_reproduce(args) -> int:
-    from .transform.cli_commands import cmd_reproduce
+    from .cli_passes import cmd_reproduce
 
     return cmd_reproduce(args)
 
 
 def _cmd_bisect(args) -> int:
-    from .transform.cli_commands import cmd_bisect
+    from .cli_passes import cmd_bisect
 
     return cmd_bisect(args)
 

@@ -27,7 +27,7 @@ def test_passes_all_lists_registry(capsys):
 def test_passes_explains_build_pipeline(monkeypatch, capsys, level, mark):
     seq = Sequential([noop("FoldConstant", 2), noop("EliminateCommonSubexpr", 3),
                       noop("FuseOps", 0)])
-    monkeypatch.setattr("minitvm.transform.cli_commands.default_pipeline", lambda lvl: seq)
+    monkeypatch.setattr("minitvm.cli_passes.default_pipeline", lambda lvl: seq)
     assert main(["passes", "--opt-level", str(level)]) == 0
     out = capsys.readouterr().out
     assert f"{mark} EliminateCommonSubexpr" in out
@@ -36,7 +36,7 @@ def test_passes_explains_build_pipeline(monkeypatch, capsys, level, mark):
 
 
 def test_passes_without_build_hook_lists_levels(monkeypatch, capsys):
-    monkeypatch.setattr("minitvm.transform.cli_commands.default_pipeline", lambda lvl: None)
+    monkeypatch.setattr("minitvm.cli_passes.default_pipeline", lambda lvl: None)
     assert main(["passes", "--opt-level", "0"]) == 0
     out = capsys.readouterr().out
     assert "not available" in out

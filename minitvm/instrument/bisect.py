@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.dialect import find_hook
 from .base import PassInstrument
 
 
 def random_inputs(mod, seed: int = 0, entry: str = "main") -> list[np.ndarray]:
-    """Fixed random arguments for ``mod[entry]`` from its parameter types."""
-    from ..ir.type import TensorType
-
+    """Fixed random arguments for ``mod[entry]`` from its parameters' (shape, dtype), which the
+    function's dialect reports through the ``input_specs`` hook."""
+    func = mod[entry]
+    specs = find_hook("input_specs", type(func))
+    if specs is None:
+        raise TypeError(f"cannot make random inputs for a {type(func).__name__}; give inputs= "
+                        "explicitly")
     rng = np.random.default_rng(seed)
     out = []
-    for p in mod[entry].params:
-        t = p._checked_type or p.type_annotation
-        if not isinstance(t, TensorType):
-            raise TypeError(f"cannot make a random input for %{p.name_hint} of type {t}; give "
-                            "inputs= explicitly")
-        shape = tuple(int(d) for d in t.shape)
-        dt = np.dtype(t.dtype)
+    for name, shape, dtype in specs(func):
+        dt = np.dtype(dtype)
         if dt.kind == "f":
             a = rng.standard_normal(shape).astype(dt)
         elif dt.kind in "iu":
@@ -27,7 +27,7 @@ def random_inputs(mod, seed: int = 0, entry: str = "main") -> list[np.ndarray]:
         elif dt.kind == "b":
             a = rng.random(shape) < 0.5
         else:
-            raise TypeError(f"cannot make a random input of dtype {t.dtype}")
+            raise TypeError(f"cannot make a random input of dtype {dtype} for {name}")
         out.append(a)
     return out
 
@@ -47,12 +47,18 @@ def _flatten(value) -> list[np.ndarray]:
     return out
 
 
-def run_module(mod, inputs, entry: str = "main") -> list[np.ndarray]:
-    """Evaluate ``mod[entry]`` on ``inputs`` with the debug interpreter; flat list of arrays."""
-    from .. import relay
+def run_module(mod, inputs, entry: str = "main", evaluator=None) -> list[np.ndarray]:
+    """Evaluate ``mod[entry]`` on ``inputs``; a flat list of arrays.
 
-    ex = relay.create_executor("debug", mod=mod)
-    return _flatten(ex.evaluate(mod.get_global_var(entry))(*inputs))
+    ``evaluator(mod, inputs, entry)`` defaults to the reference evaluator of the entry
+    function's dialect (Relay's debug interpreter for a Relay function).
+    """
+    if evaluator is None:
+        evaluator = find_hook("evaluate", type(mod[entry]))
+        if evaluator is None:
+            raise NotImplementedError(f"no reference evaluator for {type(mod[entry]).__name__}; "
+                                      "pass evaluator= to NumericalBisect")
+    return _flatten(evaluator(mod, inputs, entry))
 
 
 def _same_module(a, b) -> bool:
@@ -61,15 +67,17 @@ def _same_module(a, b) -> bool:
 
 
 class NumericalBisect(PassInstrument):
-    """After every pass, run the module in the interpreter on fixed random inputs and record
-    the first pass whose outputs differ from the input module's beyond ``rtol``/``atol``.
+    """After every pass, run the module on fixed random inputs and record the first pass whose
+    outputs differ from the input module's beyond ``rtol``/``atol``. ``evaluator(mod, inputs,
+    entry)`` runs a module (default: the entry function's dialect's reference evaluator).
 
     ``report()`` says which; with ``raise_on_mismatch`` the pipeline stops there.
     """
 
     def __init__(self, inputs=None, rtol: float = 1e-5, atol: float = 1e-5, seed: int = 0,
-                 entry: str = "main", raise_on_mismatch: bool = False):
+                 entry: str = "main", raise_on_mismatch: bool = False, evaluator=None):
         super().__init__()
+        self.evaluator = evaluator
         self.inputs = inputs
         self.rtol, self.atol, self.seed, self.entry = rtol, atol, seed, entry
         self.raise_on_mismatch = raise_on_mismatch
@@ -90,7 +98,7 @@ class NumericalBisect(PassInstrument):
         if self.reference is None and len(running_passes()) == 1:
             if self.inputs is None:
                 self.inputs = random_inputs(mod, self.seed, self.entry)
-            self.reference = run_module(mod, self.inputs, self.entry)
+            self.reference = run_module(mod, self.inputs, self.entry, self.evaluator)
             self._last = mod
 
     def _compare(self, outs) -> str | None:
@@ -119,7 +127,7 @@ class NumericalBisect(PassInstrument):
         self._last = mod
         self.checked.append(info.name)
         try:
-            outs = run_module(mod, self.inputs, self.entry)
+            outs = run_module(mod, self.inputs, self.entry, self.evaluator)
         except Exception as err:
             self.errors.append((info.name, f"{type(err).__name__}: {err}"))
             return

@@ -10,7 +10,9 @@ from .expr import BaseExpr, BaseFunc, GlobalVar, RelayExpr
 from .op import Op, OpPattern, register_op_attr
 from .module import IRModule
 from .structural import assert_structural_equal, structural_equal, structural_hash
-from ..tir.expr import PrimExpr, IntImm, FloatImm
+from .prim_expr import PrimExpr, IntImm, FloatImm
+from .node import node_fields, node_children
+from . import dialect
 
 
 def load_json(s):

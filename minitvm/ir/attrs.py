@@ -27,6 +27,10 @@ class Attrs(Node):
     """Base of operator attribute classes; fields read as attributes or by ``attrs["name"]``."""
 
     __slots__ = ("_values",)
+    _node_compare = "value"
+
+    def _node_value(self):
+        return self._values
     _fields: tuple[tuple[str, object], ...] = ()
     type_key = "Attrs"
 
@@ -119,6 +123,10 @@ class DictAttrs(Node):
     """A string-keyed map of attributes (function attrs: Primitive, Compiler, Composite, ...)."""
 
     __slots__ = ("_dict",)
+    _node_compare = "value"
+
+    def _node_value(self):
+        return self._dict
     type_key = "DictAttrs"
 
     def __init__(self, values=None):

@@ -8,6 +8,20 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from .dialect import find_hook
+from .prim_expr import Any, IntImm
+from .type import (
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    PrimType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeVar,
+)
+
 __all__ = [
     "DiagnosticLevel", "Diagnostic", "DiagnosticContext", "DiagnosticError", "RelayTypeError",
     "format_type", "describe_expr", "render_program",
@@ -91,10 +105,9 @@ def _span(expr):
 
 # --------------------------------------------------------------------------- type text
 def _dim_text(d) -> str:
-    name = type(d).__name__
-    if name == "Any":
+    if isinstance(d, Any):
         return "?"
-    if name == "IntImm":
+    if isinstance(d, IntImm):
         return str(d.value)
     return str(d) if isinstance(d, int) else repr(d)
 
@@ -103,90 +116,52 @@ def format_type(t) -> str:
     """A type as Relay text (``Tensor[(1, 3), float32]``) without needing the printer."""
     if t is None:
         return "<untyped>"
-    name = type(t).__name__
-    if name == "TensorType":
+    if isinstance(t, TensorType):
         if not t.shape:
             return t.dtype
         dims = ", ".join(_dim_text(d) for d in t.shape)
         if len(t.shape) == 1:
             dims += ","
         return f"Tensor[({dims}), {t.dtype}]"
-    if name == "TupleType":
+    if isinstance(t, TupleType):
         inner = ", ".join(format_type(f) for f in t.fields)
         return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
-    if name == "FuncType":
+    if isinstance(t, FuncType):
         params = f"[{', '.join(format_type(p) for p in t.type_params)}]" if t.type_params else ""
         args = ", ".join(format_type(a) for a in t.arg_types)
         return f"fn {params}({args}) -> {format_type(t.ret_type)}"
-    if name in ("TypeVar", "GlobalTypeVar"):
+    if isinstance(t, TypeVar | GlobalTypeVar):
         return t.name_hint
-    if name == "IncompleteType":
+    if isinstance(t, IncompleteType):
         return "?"
-    if name == "RelayRefType":
+    if isinstance(t, RelayRefType):
         return f"ref({format_type(t.value)})"
-    if name == "TypeCall":
+    if isinstance(t, TypeCall):
         args = ", ".join(format_type(a) for a in t.args)
         return f"{format_type(t.func)}[{args}]"
-    if name == "PrimType":
+    if isinstance(t, PrimType):
         return t.dtype
-    return name
+    return type(t).__name__
 
 
 # --------------------------------------------------------------------------- expressions
 def describe_expr(e) -> str:
-    """A one-line description of an expression (its head and immediate operands)."""
-    name = type(e).__name__
-    if name == "Var":
-        return f"%{e.name_hint}"
-    if name == "GlobalVar":
-        return f"@{e.name_hint}"
-    if name == "Constant":
-        return f"constant of shape {tuple(e.data.shape)} and dtype {e.data.dtype}"
-    if name == "Op":
-        return e.name
-    if name == "Constructor":
-        return e.name_hint
-    if name == "Call":
-        args = ", ".join(_short(a) for a in e.args)
-        return f"{_short(e.op)}({args})"
-    if name == "Tuple":
-        return "(" + ", ".join(_short(f) for f in e.fields) + ")"
-    if name == "TupleGetItem":
-        return f"{_short(e.tuple_value)}.{e.index}"
-    if name == "Let":
-        return f"let %{e.var.name_hint} = {_short(e.value)}; ..."
-    if name == "If":
-        return f"if ({_short(e.cond)}) {{...}} else {{...}}"
-    if name == "Function":
-        return "fn (" + ", ".join(f"%{p.name_hint}" for p in e.params) + ") {...}"
-    if name == "Match":
-        return f"match ({_short(e.data)}) {{...}}"
-    return name
-
-
-def _short(e) -> str:
-    name = type(e).__name__
-    if name in ("Var", "GlobalVar", "Op", "Constructor"):
-        return describe_expr(e)
-    if name == "Constant":
-        return "meta[relay.Constant]"
-    if name == "Call":
-        return f"{_short(e.op)}(...)"
-    return name.lower()
+    """A one-line description of an expression (the dialect's hook ``describe``)."""
+    describe = find_hook("describe", type(e))
+    return describe(e) if describe is not None else type(e).__name__
 
 
 def render_program(root, bad, note: str) -> str:
     """``root`` printed with ``bad`` marked by ``note``, trimmed around the mark.
 
-    Uses the Relay printer when it is available; falls back to a short description of ``bad``.
+    Uses the dialect's printer (hook ``annotated_text``) when there is one; falls back to a short description of ``bad``.
     """
     short = note if len(note) <= 80 else note[:77] + "..."
     marker = f" /* error: {short.replace('*/', '* /')} */"
     text = None
     try:
-        from ..relay.printer import astext
-
-        text = astext(root, False, lambda e: marker if e is bad else "")
+        printer = find_hook("annotated_text", type(root))
+        text = printer(root, lambda e: marker if e is bad else "") if printer else None
     except Exception:  # noqa: BLE001 - the printer is optional here; fall back below
         text = None
     if text and marker in text:

@@ -1,7 +1,11 @@
-"""Expression bases shared by Relay and Relax: RelayExpr (with the cached type slot), GlobalVar."""
+"""Expression bases shared by every dialect: BaseExpr, RelayExpr (with the cached type), GlobalVar.
+
+Nothing here knows a dialect: printing and calling go through the hooks of ``ir.dialect``.
+"""
 
 from __future__ import annotations
 
+from .dialect import find_hook, get_hook
 from .node import Node
 
 
@@ -9,12 +13,9 @@ class BaseExpr(Node):
     __slots__ = ("span",)
 
 
-class PrimExprBase(BaseExpr):
-    __slots__ = ()
-
-
 class RelayExpr(BaseExpr):
-    """Base of Relay expressions. ``checked_type`` is the one mutable slot, filled by InferType."""
+    """Base of Relay and Relax expressions (TVM's ``RelayExpr``). ``checked_type`` is the one
+    mutable slot, filled by type inference (Relay) or normalization (Relax)."""
 
     __slots__ = ("_checked_type",)
 
@@ -32,98 +33,23 @@ class RelayExpr(BaseExpr):
             )
         return t
 
-    @property
-    def struct_info(self):
-        return self._checked_type
-
     def _has_type(self) -> bool:
         return self._checked_type is not None
 
-    # ------------------------------------------------------------------ operators
-    def _lift(self, other):
-        from ..relay.expr import const
-
-        if isinstance(other, RelayExpr):
-            return other
-        if isinstance(other, bool | int | float):
-            dtype = None
-            t = self._checked_type
-            if t is not None and hasattr(t, "dtype"):
-                dtype = t.dtype
-            elif isinstance(other, float):
-                dtype = "float32"
-            return const(other, dtype)
-        raise TypeError(f"cannot combine a Relay expression with {type(other).__name__}")
-
-    def _binop(self, name, other, swap=False):
-        from ..relay.op import tensor as _t
-
-        other = self._lift(other)
-        f = getattr(_t, name)
-        return f(other, self) if swap else f(self, other)
-
-    def __add__(self, o):
-        return self._binop("add", o)
-
-    def __radd__(self, o):
-        return self._binop("add", o, True)
-
-    def __sub__(self, o):
-        return self._binop("subtract", o)
-
-    def __rsub__(self, o):
-        return self._binop("subtract", o, True)
-
-    def __mul__(self, o):
-        return self._binop("multiply", o)
-
-    def __rmul__(self, o):
-        return self._binop("multiply", o, True)
-
-    def __truediv__(self, o):
-        return self._binop("divide", o)
-
-    def __rtruediv__(self, o):
-        return self._binop("divide", o, True)
-
-    def __neg__(self):
-        from ..relay.op import tensor as _t
-
-        return _t.negative(self)
-
-    def __lt__(self, o):
-        return self._binop("less", o)
-
-    def __gt__(self, o):
-        return self._binop("greater", o)
-
-    def __le__(self, o):
-        return self._binop("less_equal", o)
-
-    def __ge__(self, o):
-        return self._binop("greater_equal", o)
-
     __hash__ = Node.__hash__
 
-    def astype(self, dtype: str):
-        from ..relay.op import tensor as _t
-
-        return _t.cast(self, dtype)
-
-    def __call__(self, *args):
-        from ..relay.expr import Call
-
-        return Call(self, list(args))
-
     def astext(self, show_meta_data: bool = True, annotate=None) -> str:
-        from ..relay.printer import astext
+        return get_hook("astext", self)(self, show_meta_data, annotate)
 
-        return astext(self, show_meta_data, annotate)
+    def script(self, **kwargs) -> str:
+        return get_hook("script", self)(self, **kwargs)
+
+    def show(self, **kwargs) -> None:
+        print(self.script(**kwargs))
 
     def __str__(self):
-        from ..relay.printer import pretty_print
-
-        return pretty_print(self)
+        printer = find_hook("str", type(self))
+        return printer(self) if printer is not None else Node.__repr__(self)
 
     def __repr__(self):
         return self.__str__()
@@ -134,9 +60,10 @@ class BaseFunc(RelayExpr):
 
 
 class GlobalVar(RelayExpr):
-    """The name of a function in an IRModule (``@main``)."""
+    """The name of a function in an IRModule (``@main``); equal to another of the same name."""
 
     __slots__ = ("name_hint", "type_annotation")
+    _node_compare = "name"
 
     def __init__(self, name_hint: str, type_annot=None, span=None):
         super().__init__(span)
@@ -144,9 +71,13 @@ class GlobalVar(RelayExpr):
         self.type_annotation = type_annot
 
     def __call__(self, *args):
-        from ..relay.expr import Call
-
-        return Call(self, list(args))
+        """A call of this function, in the dialect of the first argument (Relay with none)."""
+        builder = find_hook("call", type(args[0])) if args else None
+        if builder is None:
+            builder = find_hook("call", GlobalVar)
+        if builder is None:
+            raise NotImplementedError("no dialect can build a call (import minitvm.relay)")
+        return builder(self, list(args))
 
     def __repr__(self):
         return f"GlobalVar({self.name_hint})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .dialect import find_hook, get_hook, module_hook
 from .expr import BaseFunc, GlobalVar
 from .node import Node
 from .type import GlobalTypeVar
@@ -17,6 +18,12 @@ class IRModule(Node):
 
     __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_tvars", "global_infos",
                  "source_map")
+    _node_compare = "value"
+
+    def _node_value(self):
+        """Compared by the names of its type definitions and functions."""
+        return ({g.name_hint: t for g, t in self.type_definitions.items()},
+                {g.name_hint: f for g, f in self.functions.items()})
 
     def __init__(self, functions=None, type_definitions=None, attrs=None, global_infos=None):
         self.functions: dict = {}
@@ -34,21 +41,13 @@ class IRModule(Node):
     # ------------------------------------------------------------------ construction
     @staticmethod
     def from_expr(expr, functions=None, type_defs=None) -> IRModule:
-        """A module whose ``main`` is ``expr`` (wrapped in a function of its free vars if needed)."""
-        from ..relay.analysis.free_vars import free_vars
-        from ..relay.expr import Function
-
-        mod = IRModule(functions, type_defs)
-        if not isinstance(expr, BaseFunc):
-            expr = Function(free_vars(expr), expr)
-        elif isinstance(expr, Function):
-            extra = free_vars(expr)
-            if extra:  # close the function over its free vars, as the seed tutorial shows
-                expr = Function(list(expr.params) + extra, expr.body, expr.ret_type,
-                                expr.type_params, expr.attrs, expr.span)
-        gv = mod._gvars.get("main") or GlobalVar("main")
-        mod._add(gv, expr, update=True)
-        return mod
+        """A module whose ``main`` is ``expr``; the expression's dialect decides how a bare
+        expression becomes a function (Relay closes it over its free variables)."""
+        if isinstance(expr, BaseFunc) and find_hook("from_expr", type(expr)) is None:
+            mod = IRModule(functions, type_defs)
+            mod._add(mod._gvars.get("main") or GlobalVar("main"), expr, update=True)
+            return mod
+        return get_hook("from_expr", expr)(expr, functions, type_defs)
 
     def shallow_copy(self) -> IRModule:
         new = IRModule.__new__(IRModule)
@@ -174,23 +173,25 @@ class IRModule(Node):
         return self.functions.items()
 
     # ------------------------------------------------------------------ printing
-    def astext(self, show_meta_data: bool = True, annotate=None) -> str:
-        from ..relay.printer import astext
+    def _printer(self, kind: str):
+        h = module_hook(kind, self)
+        if h is None:
+            raise NotImplementedError(f"no dialect provides {kind!r} for this module "
+                                      "(is the dialect's package imported?)")
+        return h
 
-        return astext(self, show_meta_data, annotate)
+    def astext(self, show_meta_data: bool = True, annotate=None) -> str:
+        return self._printer("module_astext")(self, show_meta_data, annotate)
 
     def script(self, *args, **kwargs) -> str:
-        from ..relay.printer import pretty_print
-
-        return pretty_print(self)
+        return self._printer("module_script")(self, *args, **kwargs)
 
     def show(self, *args, **kwargs) -> None:
         print(self.script(*args, **kwargs))
 
     def __str__(self):
-        from ..relay.printer import pretty_print
-
-        return pretty_print(self)
+        h = module_hook("module_str", self)
+        return h(self) if h is not None else f"IRModule({len(self.functions)} functions)"
 
     def __repr__(self):
         return self.__str__()

@@ -1,8 +1,25 @@
-"""Node base class and source spans shared by every IR in minitvm."""
+"""Node base class and source spans shared by every IR in minitvm.
+
+Each node class declares its structure once, with three class attributes that structural
+equality, hashing and generic walkers read (no table keyed on class names anywhere):
+
+- ``_node_fields``: the structurally significant fields, in order (``None``: every slot except
+  bookkeeping ones such as ``span`` and the cached type);
+- ``_node_binders``: the fields whose variables are binding occurrences (function parameters,
+  let variables, loop variables, ...);
+- ``_node_compare``: ``"fields"`` (compare the fields), ``"var"`` (equal when bound at the same
+  place; the declared fields are compared where the variable is defined), ``"name"`` (equal by
+  name: ops, global variables, constructors) or ``"value"`` (compare ``_node_value()``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
+
+# slots that never take part in structure: caches, source locations, names of bound things
+_BOOKKEEPING = frozenset({"span", "_checked_type", "__weakref__", "_gvars", "_tvars", "source_map",
+                          "vid", "name_hint", "name", "description", "support_level", "tag"})
 
 
 class Node:
@@ -10,11 +27,51 @@ class Node:
 
     __slots__ = ("__weakref__",)
 
+    _node_fields: ClassVar[tuple[str, ...] | None] = None
+    _node_binders: ClassVar[frozenset[str]] = frozenset()
+    _node_compare: ClassVar[str] = "fields"
+
     def same_as(self, other: object) -> bool:
         return self is other
 
     def __repr__(self) -> str:  # overridden by printable nodes
         return f"{type(self).__name__}(...)"
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The structural fields of a node class: its declaration, or its non-bookkeeping slots."""
+    f = _FIELDS.get(cls)
+    if f is None:
+        declared = cls.__dict__.get("_node_fields")
+        if declared is None:
+            declared = next((c.__dict__["_node_fields"] for c in cls.__mro__
+                             if c.__dict__.get("_node_fields") is not None), None)
+        if declared is not None:
+            f = tuple(declared)
+        else:
+            names: list[str] = []
+            for base in reversed(cls.__mro__):
+                for s in getattr(base, "__slots__", ()):
+                    if s not in _BOOKKEEPING and s not in names:
+                        names.append(s)
+            f = tuple(names)
+        _FIELDS[cls] = f
+    return f
+
+
+def node_children(node) -> list:
+    """The values of ``node``'s structural fields with sequences flattened (for generic walks)."""
+    out = []
+    for name in node_fields(type(node)):
+        v = getattr(node, name, None)
+        if isinstance(v, list | tuple):
+            out.extend(v)
+        elif v is not None:
+            out.append(v)
+    return out
 
 
 @dataclass(frozen=True)

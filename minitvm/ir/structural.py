@@ -12,54 +12,17 @@ import struct
 
 import numpy as np
 
-from .node import Node
-
-_SKIP = frozenset({"span", "_checked_type", "__weakref__", "tag", "_gvars", "_tvars",
-                   "source_map", "vid", "name_hint", "name", "description", "support_level"})
-_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
-_ORDER: dict[str, tuple[str, ...]] = {
-    "Function": ("type_params", "params", "ret_type", "attrs", "body"),
-    "Let": ("var", "value", "body"),
-    "Clause": ("lhs", "rhs"),
-    "PrimFunc": ("params", "buffer_map", "ret_type", "attrs", "body"),
-    "For": ("loop_var", "min", "extent", "kind", "body", "thread_binding", "annotations"),
-    "LetStmt": ("var", "value", "body"),
-}
-# fields whose Var/TypeVar values are binding occurrences
-_DEFS: dict[str, frozenset] = {
-    "Function": frozenset({"params", "type_params"}),
-    "Let": frozenset({"var"}),
-    "PatternVar": frozenset({"var"}),
-    "PrimFunc": frozenset({"params"}),
-    "For": frozenset({"loop_var"}),
-    "LetStmt": frozenset({"var"}),
-    "IterVar": frozenset({"var"}),
-}
+from ..runtime.ndarray import NDArray
+from .node import Node, node_fields
 
 
-def _fields(cls) -> tuple[str, ...]:
-    f = _FIELD_CACHE.get(cls)
-    if f is None:
-        names = []
-        for base in reversed(cls.__mro__):
-            for s in getattr(base, "__slots__", ()):
-                if s not in _SKIP and s not in names:
-                    names.append(s)
-        order = _ORDER.get(cls.__name__)
-        if order:
-            names = [n for n in order if n in names] + [n for n in names if n not in order]
-        f = _FIELD_CACHE[cls] = tuple(names)
-    return f
+def _kind(x) -> str | None:
+    """How a node compares (its class's ``_node_compare``); None for non-nodes."""
+    return type(x)._node_compare if isinstance(x, Node) else None
 
 
 def _is_var(x) -> bool:
-    n = type(x).__name__
-    return n in ("Var", "SizeVar", "TypeVar", "DataflowVar") and isinstance(x, Node)
-
-
-def _is_named_leaf(x) -> bool:
-    """Nodes that are equal by name: ops, global vars, constructors, global type vars."""
-    return type(x).__name__ in ("Op", "GlobalVar", "Constructor", "GlobalTypeVar")
+    return isinstance(x, Node) and type(x)._node_compare == "var"
 
 
 def _named_key(x):
@@ -91,7 +54,7 @@ def _short(x, limit=400) -> str:
 
 
 def _is_ndarray(x) -> bool:
-    return type(x).__name__ == "NDArray"
+    return isinstance(x, NDArray)
 
 
 def _array_equal(a, b) -> bool:
@@ -125,11 +88,10 @@ def _compare(lhs, rhs, map_free_vars: bool):
             lmap[id(a)] = b
             rmap[id(b)] = a
             keep.append((a, b))
-            if getattr(a, "dtype", None) != getattr(b, "dtype", None):
-                raise StructuralMismatch(path, a, b, "variable dtypes differ")
-            ta, tb = getattr(a, "type_annotation", None), getattr(b, "type_annotation", None)
-            if ta is not None or tb is not None:
-                stack.append((ta, tb, (path, ".type_annotation"), False))
+            # the declared fields (annotation, dtype) are compared where the variable is
+            # defined; symbolic variables first seen in them are defined there too
+            stack.extend(reversed([(getattr(a, f, None), getattr(b, f, None), (path, "." + f),
+                                    is_def) for f in node_fields(type(a))]))
             continue
         key = (id(a), id(b))
         if key in seen:
@@ -144,22 +106,17 @@ def _compare(lhs, rhs, map_free_vars: bool):
             if type(a) is not type(b):
                 raise StructuralMismatch(path, a, b,
                                          f"{type(a).__name__} vs {type(b).__name__}")
-            if _is_named_leaf(a):
+            kind = type(a)._node_compare
+            if kind == "name":
                 if _named_key(a) != _named_key(b):
                     raise StructuralMismatch(path, a, b, "different names")
                 continue
-            if hasattr(a, "_values") and hasattr(type(a), "_fields"):  # Attrs
-                stack.append((a._values, b._values, (path, ".attrs"), False))
+            if kind == "value":
+                stack.append((a._node_value(), b._node_value(), path, False))
                 continue
-            if type(a).__name__ == "DictAttrs":
-                stack.append((a._dict, b._dict, path, False))
-                continue
-            if type(a).__name__ == "IRModule":
-                stack.append((_module_items(a), _module_items(b), path, False))
-                continue
-            defs = _DEFS.get(type(a).__name__, frozenset())
+            defs = type(a)._node_binders
             items = []
-            for f in _fields(type(a)):
+            for f in node_fields(type(a)):
                 va, vb = getattr(a, f, None), getattr(b, f, None)
                 items.append((va, vb, (path, "." + f), f in defs))
             stack.extend(reversed(items))
@@ -186,12 +143,6 @@ def _compare(lhs, rhs, map_free_vars: bool):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if a != b:
             raise StructuralMismatch(path, a, b, f"{a!r} vs {b!r}")
-
-
-def _module_items(mod):
-    funcs = {g.name_hint: f for g, f in mod.functions.items()}
-    types = {g.name_hint: t for g, t in mod.type_definitions.items()}
-    return (types, funcs)
 
 
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
@@ -265,35 +216,28 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
                 keep.append(obj)
             results.append(h)
             continue
-        if _is_var(obj):
+        kind = _kind(obj)
+        if kind == "var":
             idx = var_index.get(id(obj))
             if idx is None:
                 idx = var_index[id(obj)] = len(var_index)
                 keep.append(obj)
-            results.append(_h("var", idx, getattr(obj, "dtype", "")))
+            plain = [getattr(obj, f, None) for f in node_fields(type(obj))]
+            results.append(_h("var", idx, *[p for p in plain if isinstance(p, str | int)]))
             continue
-        if isinstance(obj, Node):
+        if kind is not None:
             h = memo.get(id(obj))
             if h is not None:
                 results.append(h)
                 continue
-            if _is_named_leaf(obj):
+            if kind == "name":
                 results.append(_h(type(obj).__name__, _named_key(obj)))
                 continue
-            if hasattr(obj, "_values") and hasattr(type(obj), "_fields"):
-                children = [(k, False) for k in obj._values] + [
-                    (v, False) for v in obj._values.values()]
-            elif type(obj).__name__ == "DictAttrs":
-                children = [(k, False) for k in obj._dict] + [(v, False) for v in
-                                                              obj._dict.values()]
-            elif type(obj).__name__ == "IRModule":
-                types, funcs = _module_items(obj)
-                children = [(k, False) for k in sorted(types)] + [
-                    (types[k], False) for k in sorted(types)] + [
-                    (k, False) for k in sorted(funcs)] + [(funcs[k], False) for k in sorted(funcs)]
+            if kind == "value":
+                children = [(obj._node_value(), False)]
             else:
-                defs = _DEFS.get(type(obj).__name__, frozenset())
-                children = [(getattr(obj, f, None), f in defs) for f in _fields(type(obj))]
+                defs = type(obj)._node_binders
+                children = [(getattr(obj, f, None), f in defs) for f in node_fields(type(obj))]
             stack.append((obj, False, 1, len(children)))
             stack.extend(reversed([(c, d, 0, None) for c, d in children]))
             continue

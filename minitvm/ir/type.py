@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from enum import IntEnum
 
-from ..tir.expr import Any, IntImm, PrimExpr
+from .dialect import find_hook
 from .node import Node
+from .prim_expr import Any, IntImm, PrimExpr
 
 
 class Type(Node):
@@ -32,9 +33,8 @@ class Type(Node):
         return hash((type(self).__name__, self._key()))
 
     def __str__(self):
-        from ..relay.printer import type_to_str
-
-        return type_to_str(self)
+        printer = find_hook("str", type(self))
+        return printer(self) if printer is not None else f"{type(self).__name__}(...)"
 
     __repr__ = __str__
 
@@ -153,6 +153,8 @@ class TypeVar(Type):
     """A type parameter; equality is identity (alpha-equivalence is structural_equal's job)."""
 
     __slots__ = ("name_hint", "kind")
+    _node_compare = "var"
+    _node_fields = ("kind",)
 
     def __init__(self, name_hint: str, kind: TypeKind = TypeKind.Type, span=None):
         self.name_hint = name_hint
@@ -167,6 +169,7 @@ class GlobalTypeVar(TypeVar):
     """The name of an ADT definition in a module (``List``)."""
 
     __slots__ = ()
+    _node_compare = "name"
 
     def __init__(self, name_hint: str, kind: TypeKind = TypeKind.AdtHandle, span=None):
         super().__init__(name_hint, kind, span)

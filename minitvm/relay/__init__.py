@@ -5,7 +5,7 @@ from ..ir import (
     TypeCall, TypeKind, TypeVar, GlobalVar, IRModule,
 )
 from ..ir.type import RefType
-from ..tir.expr import Any
+from ..ir.prim_expr import Any
 from .expr import (
     Call, Constant, Expr, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem,
     TupleWrapper, Var, bind, const, var,
@@ -29,6 +29,8 @@ op = _importlib.import_module(".op", __name__)
 transform = _importlib.import_module(".transform", __name__)
 
 from . import analysis, testing  # noqa: E402
+from . import dialect  # noqa: E402,F401  Relay's printing/calling/evaluation hooks
+from .analysis import properties as _properties  # noqa: E402,F401  typed/anf/gnf/fused
 from .build_module import build, create_executor, optimize  # noqa: E402
 from .parser import SpanCheck, fromtext, parse, parse_expr  # noqa: E402
 from .printer import astext, pretty_print  # noqa: E402

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from ..ir.expr import RelayExpr
 from ..ir.node import Node
 from ..ir.type import Type
+from .expr import ExprWithOp
 
 
-class Constructor(RelayExpr):
+class Constructor(ExprWithOp):
     """A constructor of an ADT; calling it builds a value (``Cons(x, Nil())``)."""
 
     __slots__ = ("name_hint", "inputs", "belong_to", "tag")
+    _node_compare = "name"
 
     def __init__(self, name_hint: str, inputs, belong_to, span=None):
         super().__init__(span)
@@ -55,6 +56,7 @@ class PatternWildcard(Pattern):
 
 class PatternVar(Pattern):
     __slots__ = ("var",)
+    _node_binders = frozenset({"var"})
 
     def __init__(self, var, span=None):
         self.var = var
@@ -80,13 +82,14 @@ class PatternTuple(Pattern):
 
 class Clause(Node):
     __slots__ = ("lhs", "rhs")
+    _node_fields = ("lhs", "rhs")
 
     def __init__(self, lhs: Pattern, rhs):
         self.lhs = lhs
         self.rhs = rhs
 
 
-class Match(RelayExpr):
+class Match(ExprWithOp):
     """``match (data) { pattern => rhs, ... }``; ``complete=False`` prints as ``match?``."""
 
     __slots__ = ("data", "clauses", "complete")

@@ -28,6 +28,83 @@ def _same(a, b) -> bool:
     return False
 
 
+class ExprWithOp(RelayExpr):
+    """Base of Relay's own expressions: Python operators build Relay calls (``x + y``)."""
+
+    __slots__ = ()
+
+    def _lift(self, other):
+        if isinstance(other, RelayExpr):
+            return other
+        if isinstance(other, bool | int | float):
+            dtype = None
+            t = self._checked_type
+            if t is not None and hasattr(t, "dtype"):
+                dtype = t.dtype
+            elif isinstance(other, float):
+                dtype = "float32"
+            return const(other, dtype)
+        raise TypeError(f"cannot combine a Relay expression with {type(other).__name__}")
+
+    def _binop(self, name, other, swap=False):
+        from .op import tensor as _t
+
+        other = self._lift(other)
+        f = getattr(_t, name)
+        return f(other, self) if swap else f(self, other)
+
+    def __add__(self, o):
+        return self._binop("add", o)
+
+    def __radd__(self, o):
+        return self._binop("add", o, True)
+
+    def __sub__(self, o):
+        return self._binop("subtract", o)
+
+    def __rsub__(self, o):
+        return self._binop("subtract", o, True)
+
+    def __mul__(self, o):
+        return self._binop("multiply", o)
+
+    def __rmul__(self, o):
+        return self._binop("multiply", o, True)
+
+    def __truediv__(self, o):
+        return self._binop("divide", o)
+
+    def __rtruediv__(self, o):
+        return self._binop("divide", o, True)
+
+    def __neg__(self):
+        from .op import tensor as _t
+
+        return _t.negative(self)
+
+    def __lt__(self, o):
+        return self._binop("less", o)
+
+    def __gt__(self, o):
+        return self._binop("greater", o)
+
+    def __le__(self, o):
+        return self._binop("less_equal", o)
+
+    def __ge__(self, o):
+        return self._binop("greater_equal", o)
+
+    __hash__ = RelayExpr.__hash__
+
+    def astype(self, dtype: str):
+        from .op import tensor as _t
+
+        return _t.cast(self, dtype)
+
+    def __call__(self, *args):
+        return Call(self, list(args))
+
+
 class Id:
     """The identity of a variable, shared by all its uses."""
 
@@ -37,10 +114,12 @@ class Id:
         self.name_hint = name_hint
 
 
-class Var(RelayExpr):
+class Var(ExprWithOp):
     """A local variable. ``relay.var("x", shape=(2, 3))`` builds one with a tensor annotation."""
 
     __slots__ = ("vid", "type_annotation")
+    _node_compare = "var"
+    _node_fields = ("type_annotation",)
 
     def __init__(self, name_hint: str, type_annotation: Type | None = None, span=None):
         super().__init__(span)
@@ -52,7 +131,7 @@ class Var(RelayExpr):
         return self.vid.name_hint
 
 
-class Constant(RelayExpr):
+class Constant(ExprWithOp):
     """A constant tensor; ``data`` is a ``tvm.nd.NDArray``."""
 
     __slots__ = ("data",)
@@ -64,7 +143,7 @@ class Constant(RelayExpr):
         self.data = data if isinstance(data, NDArray) else array(np.asarray(data))
 
 
-class Call(RelayExpr):
+class Call(ExprWithOp):
     """``op(args..., attrs)``: a call of an Op, a function, a GlobalVar or a constructor."""
 
     __slots__ = ("op", "args", "attrs", "type_args")
@@ -88,7 +167,7 @@ class Call(RelayExpr):
         return Call(op, args, attrs, type_args, self.span if span is None else span)
 
 
-class Tuple(RelayExpr):
+class Tuple(ExprWithOp):
     __slots__ = ("fields",)
 
     def __init__(self, fields, span=None):
@@ -111,7 +190,7 @@ class Tuple(RelayExpr):
         return Tuple(fields, self.span if span is None else span)
 
 
-class TupleGetItem(RelayExpr):
+class TupleGetItem(ExprWithOp):
     __slots__ = ("tuple_value", "index")
 
     def __init__(self, tuple_value, index: int, span=None):
@@ -127,10 +206,12 @@ class TupleGetItem(RelayExpr):
         return TupleGetItem(tv, idx, self.span if span is None else span)
 
 
-class Let(RelayExpr):
+class Let(ExprWithOp):
     """``let %var = value; body``."""
 
     __slots__ = ("var", "value", "body")
+    _node_fields = ("var", "value", "body")
+    _node_binders = frozenset({"var"})
 
     def __init__(self, variable: Var, value, body, span=None):
         super().__init__(span)
@@ -147,7 +228,7 @@ class Let(RelayExpr):
         return Let(var, value, body, self.span if span is None else span)
 
 
-class If(RelayExpr):
+class If(ExprWithOp):
     __slots__ = ("cond", "true_branch", "false_branch")
 
     def __init__(self, cond, true_branch, false_branch, span=None):
@@ -165,10 +246,12 @@ class If(RelayExpr):
         return If(c, t, f, self.span if span is None else span)
 
 
-class Function(BaseFunc):
+class Function(BaseFunc, ExprWithOp):
     """``fn (%params) -> ret_type { body }`` with optional type params and attributes."""
 
     __slots__ = ("params", "body", "ret_type", "type_params")
+    _node_fields = ("type_params", "params", "ret_type", "attrs", "body")
+    _node_binders = frozenset({"params", "type_params"})
 
     def __init__(self, params, body, ret_type=None, type_params=None, attrs=None, span=None):
         super().__init__(span)
@@ -220,7 +303,7 @@ class Function(BaseFunc):
         return Call(self, list(args))
 
 
-class RefCreate(RelayExpr):
+class RefCreate(ExprWithOp):
     __slots__ = ("value",)
 
     def __init__(self, value, span=None):
@@ -232,7 +315,7 @@ class RefCreate(RelayExpr):
         return self if v is self.value else RefCreate(v, self.span)
 
 
-class RefRead(RelayExpr):
+class RefRead(ExprWithOp):
     __slots__ = ("ref",)
 
     def __init__(self, ref, span=None):
@@ -244,7 +327,7 @@ class RefRead(RelayExpr):
         return self if r is self.ref else RefRead(r, self.span)
 
 
-class RefWrite(RelayExpr):
+class RefWrite(ExprWithOp):
     __slots__ = ("ref", "value")
 
     def __init__(self, ref, value, span=None):

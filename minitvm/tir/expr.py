@@ -7,6 +7,7 @@ its loops and indices from them.
 from __future__ import annotations
 
 from ..ir.node import Node
+from ..ir.prim_expr import FloatImm, IntImm, PrimExpr, register_prim_operators
 
 
 def _to_expr(value, dtype: str | None = None) -> PrimExpr:
@@ -54,125 +55,6 @@ def _unify(a, b) -> tuple[PrimExpr, PrimExpr]:
     return a, b
 
 
-class PrimExpr(Node):
-    """A scalar expression with a dtype."""
-
-    __slots__ = ("dtype",)
-
-    def _bin(self, cls, other, swap=False):
-        other = _to_expr(other, self.dtype if not isinstance(other, PrimExpr) else None)
-        return cls(other, self) if swap else cls(self, other)
-
-    def __add__(self, o):
-        return self._bin(Add, o)
-
-    def __radd__(self, o):
-        return self._bin(Add, o, True)
-
-    def __sub__(self, o):
-        return self._bin(Sub, o)
-
-    def __rsub__(self, o):
-        return self._bin(Sub, o, True)
-
-    def __mul__(self, o):
-        return self._bin(Mul, o)
-
-    def __rmul__(self, o):
-        return self._bin(Mul, o, True)
-
-    def __floordiv__(self, o):
-        return self._bin(FloorDiv, o)
-
-    def __rfloordiv__(self, o):
-        return self._bin(FloorDiv, o, True)
-
-    def __truediv__(self, o):
-        return self._bin(Div, o)
-
-    def __rtruediv__(self, o):
-        return self._bin(Div, o, True)
-
-    def __mod__(self, o):
-        return self._bin(FloorMod, o)
-
-    def __rmod__(self, o):
-        return self._bin(FloorMod, o, True)
-
-    def __neg__(self):
-        return Mul(self, _to_expr(-1, self.dtype))
-
-    def __lt__(self, o):
-        return self._bin(LT, o)
-
-    def __le__(self, o):
-        return self._bin(LE, o)
-
-    def __gt__(self, o):
-        return self._bin(GT, o)
-
-    def __ge__(self, o):
-        return self._bin(GE, o)
-
-    __hash__ = Node.__hash__
-
-
-class IntImm(PrimExpr):
-    """An integer constant. Compares and hashes like the Python int it holds."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, dtype: str, value: int):
-        self.dtype = dtype
-        self.value = int(value)
-
-    def __int__(self):
-        return self.value
-
-    def __index__(self):
-        return self.value
-
-    def __bool__(self):
-        return self.value != 0
-
-    def __eq__(self, other):
-        if isinstance(other, IntImm):
-            return self.value == other.value and self.dtype == other.dtype
-        if isinstance(other, int):
-            return self.value == other
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(self.value)
-
-    def __repr__(self):
-        return str(self.value) if self.dtype == "int32" else f"T.{self.dtype}({self.value})"
-
-
-class FloatImm(PrimExpr):
-    __slots__ = ("value",)
-
-    def __init__(self, dtype: str, value: float):
-        self.dtype = dtype
-        self.value = float(value)
-
-    def __float__(self):
-        return self.value
-
-    def __eq__(self, other):
-        if isinstance(other, FloatImm):
-            return self.value == other.value and self.dtype == other.dtype
-        if isinstance(other, (int, float)):
-            return self.value == other
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(self.value)
-
-    def __repr__(self):
-        return f"T.{self.dtype}({self.value})"
-
-
 class StringImm(PrimExpr):
     __slots__ = ("value",)
 
@@ -188,6 +70,8 @@ class Var(PrimExpr):
     """A scalar variable; identity is the variable."""
 
     __slots__ = ("name", "type_annotation")
+    _node_compare = "var"
+    _node_fields = ("dtype",)
 
     def __init__(self, name: str, dtype="int32", span=None):
         self.name = name
@@ -206,18 +90,6 @@ class SizeVar(Var):
     """A variable known to be non-negative (a symbolic dimension)."""
 
     __slots__ = ()
-
-
-class Any(PrimExpr):
-    """An unknown dimension, printed ``?`` (``relay.Any()``)."""
-
-    __slots__ = ()
-
-    def __init__(self, span=None):
-        self.dtype = "int32"
-
-    def __repr__(self):
-        return "?"
 
 
 class BinaryOp(PrimExpr):
@@ -351,11 +223,6 @@ def _astype(self, dtype: str) -> PrimExpr:
     return self if self.dtype == dtype else Cast(dtype, self)
 
 
-PrimExpr.astype = _astype
-PrimExpr.equal = lambda self, other: EQ(self, other)
-PrimExpr.__and__ = lambda self, other: And(self, other)
-PrimExpr.__or__ = lambda self, other: Or(self, other)
-PrimExpr.__invert__ = lambda self: Not(self)
 
 
 class Cast(PrimExpr):
@@ -514,6 +381,7 @@ class IterVar(Node):
     """A variable with a domain and a kind (data parallel, reduction, ...)."""
 
     __slots__ = ("dom", "var", "iter_type", "thread_tag")
+    _node_binders = frozenset({"var"})
     DataPar = 0
     ThreadIndex = 1
     CommReduce = 2
@@ -586,3 +454,29 @@ class Reduce(PrimExpr):
         self.dtype = self.source[value_index].dtype
 
     __repr__ = _printed
+
+
+# --------------------------------------------------------------------------- PrimExpr operators
+def _binary(cls, swap: bool = False):
+    def op(self, other):
+        other = _to_expr(other, self.dtype if not isinstance(other, PrimExpr) else None)
+        return cls(other, self) if swap else cls(self, other)
+
+    return op
+
+
+register_prim_operators({
+    "__add__": _binary(Add), "__radd__": _binary(Add, True),
+    "__sub__": _binary(Sub), "__rsub__": _binary(Sub, True),
+    "__mul__": _binary(Mul), "__rmul__": _binary(Mul, True),
+    "__floordiv__": _binary(FloorDiv), "__rfloordiv__": _binary(FloorDiv, True),
+    "__truediv__": _binary(Div), "__rtruediv__": _binary(Div, True),
+    "__mod__": _binary(FloorMod), "__rmod__": _binary(FloorMod, True),
+    "__neg__": lambda self: Mul(self, _to_expr(-1, self.dtype)),
+    "__lt__": _binary(LT), "__le__": _binary(LE), "__gt__": _binary(GT), "__ge__": _binary(GE),
+    "__and__": lambda self, other: And(self, other),
+    "__or__": lambda self, other: Or(self, other),
+    "__invert__": lambda self: Not(self),
+    "astype": _astype,
+    "equal": lambda self, other: EQ(self, other),
+})

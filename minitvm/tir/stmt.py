@@ -36,6 +36,8 @@ class For(Stmt):
     """``for loop_var in [min, min + extent)`` of the given ``kind``."""
 
     __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_binding", "annotations")
+    _node_fields = ("loop_var", "min", "extent", "kind", "body", "thread_binding", "annotations")
+    _node_binders = frozenset({"loop_var"})
 
     def __init__(self, loop_var: Var, min, extent, kind=ForKind.SERIAL, body=None,
                  thread_binding=None, annotations=None, span=None):
@@ -107,6 +109,8 @@ def stmt_seq(*stmts) -> Stmt:
 
 class LetStmt(Stmt):
     __slots__ = ("var", "value", "body")
+    _node_fields = ("var", "value", "body")
+    _node_binders = frozenset({"var"})
 
     def __init__(self, var: Var, value, body: Stmt, span=None):
         self.var = var

@@ -103,11 +103,11 @@ class ModulePass(Pass):
 
 
 def _print_ir_func(mod, ctx, header: str, show_meta_data: bool):
-    from ..relay.expr import Function
-
     try:
-        has_relay = any(isinstance(f, Function) for f in mod.functions.values())
-        text = mod.astext(show_meta_data) if has_relay else repr(mod)
+        try:
+            text = mod.astext(show_meta_data)
+        except NotImplementedError:  # a dialect without a text format of its own
+            text = str(mod)
     except Exception as err:  # printing must never break a pipeline
         text = f"<module could not be printed: {err}>"
     sys.stderr.write(f"PrintIR({header}):\n{text}\n")

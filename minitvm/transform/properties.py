@@ -1,4 +1,4 @@
-"""IR-property contracts: typed, A-normal form (anf), graph normal form (gnf), fused.
+"""IR-property contracts (Relay registers typed, anf, gnf and fused; any dialect adds its own).
 
 A pass declares the properties it ``needs``, ``establishes``, ``keeps`` and ``breaks`` (on its
 PassInfo). The pass manager remembers, per module object, which properties hold and which pass
@@ -10,6 +10,8 @@ promised property.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .pass_base import ModulePass
 from .pass_info import PassInfo
@@ -17,139 +19,81 @@ from .pass_info import PassInfo
 # module -> {property: name of the pass that established or kept it}
 _KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-_ESTABLISHER = {"typed": "InferType", "anf": "ToANormalForm", "gnf": "ToGraphNormalForm",
-                "fused": "FuseOps"}
-
 
 class PropertyError(ValueError):
     """A pass's input lacks a property it needs, or a pass broke a property it promised."""
 
 
-# ------------------------------------------------------------------------------- walking
-def _children(e):
-    from ..relay.adt import Match
-    from ..relay.expr import Function, Let
-    from ..relay.expr_functor import dataflow_children
+@dataclass(frozen=True)
+class Property:
+    """A checkable IR property: ``check(mod, deep)`` is None when it holds, else a sentence
+    saying where it fails; ``establish`` names the pass that makes it hold (None: none does,
+    ``hint`` says what to do)."""
 
-    t = type(e)
-    if t is Let:
-        return (e.var, e.value, e.body)
-    if t is Function:
-        return (*e.params, e.body)
-    if t is Match:
-        return (e.data, *(c.rhs for c in e.clauses))
-    return dataflow_children(e)
+    name: str
+    check: Callable
+    establish: str | None
+    hint: str = ""
 
 
-def walk(expr, enter=None):
-    """Every node reachable from ``expr`` once (explicit stack); ``enter(fn)`` False skips a
-    function's body."""
-    from ..relay.expr import Function
-
-    seen = {id(expr)}
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        yield e
-        if enter is not None and type(e) is Function and not enter(e):
-            continue
-        for c in _children(e):
-            if id(c) not in seen:
-                seen.add(id(c))
-                stack.append(c)
+_PROPERTIES: dict[str, Property] = {}
 
 
-def relay_functions(mod):
-    from ..relay.expr import Function
+def register_property(name: str, check: Callable, establish: str | None = None,
+                      hint: str = "") -> Property:
+    """Declare property ``name`` (each dialect registers the properties of its IR)."""
+    prop = _PROPERTIES[name] = Property(name, check, establish, hint)
+    return prop
 
-    return [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)]
+
+def registered_properties() -> list[str]:
+    return sorted(_PROPERTIES)
 
 
-# ------------------------------------------------------------------------------- checkers
-def stale_functions(mod) -> list:
-    """Global functions whose types are missing (new or rewritten since the last InferType)."""
-    return [gv for gv, f in relay_functions(mod)
-            if f._checked_type is None or f.body._checked_type is None]
+def _property(name: str) -> Property:
+    prop = _PROPERTIES.get(name)
+    if prop is None:
+        raise ValueError(f"unknown IR property {name!r} (registered: "
+                         f"{', '.join(sorted(_PROPERTIES)) or 'none'})")
+    return prop
 
 
 def check_property(prop: str, mod, deep: bool = False) -> str | None:
     """None when ``prop`` holds on ``mod``, else a sentence saying where it fails."""
-    from ..ir.expr import GlobalVar
-    from ..ir.op import Op
-    from ..relay.adt import Constructor
-    from ..relay.expr import Call, Constant, Function, Let, Var
-    from ..relay.expr_functor import dataflow_children
-
-    for gv, fn in relay_functions(mod):
-        where = f"in @{gv.name_hint}"
-        if prop == "typed":
-            if fn.body._checked_type is None:
-                return f"{where}: the function body has no type"
-            if deep:
-                for e in walk(fn):
-                    if not isinstance(e, Op | Constructor) and e._checked_type is None:
-                        return f"{where}: a {type(e).__name__} has no type"
-        elif prop == "gnf":
-            for e in walk(fn):
-                if type(e) is Let:
-                    return f"{where}: let %{e.var.name_hint} is a let binding"
-        elif prop == "anf":
-            atomic = (Var, GlobalVar, Constant, Op, Constructor)
-            for e in walk(fn):
-                kids = dataflow_children(e)
-                if type(e) is Call:
-                    kids = e.args if isinstance(e.op, (*atomic, Function)) else kids
-                elif type(e).__name__ == "If":
-                    kids = (e.cond,)
-                for k in kids:
-                    if not isinstance(k, atomic):
-                        return f"{where}: a {type(k).__name__} operand of a " \
-                               f"{type(e).__name__} is not let-bound"
-        elif prop == "fused":
-            def enter(f):
-                return not (f.attrs and f.attrs.get("Primitive"))
-
-            for e in walk(fn, enter):
-                if type(e) is Call and isinstance(e.op, Op):
-                    return f"{where}: {e.op.name} is called outside a Primitive function"
-    return None
+    return _property(prop).check(mod, deep)
 
 
-# ------------------------------------------------------------------------------- InferType
-def _real_infer_type():
-    from .registry import get_pass
+# ------------------------------------------------------------------------------- establishers
+class _WhenStale(ModulePass):
+    """A property's establishing pass as the manager runs it: nothing when the property holds
+    (so a required InferType re-checks only modules with missing or stale types)."""
 
-    return get_pass("InferType")
-
-
-class _IncrementalInferType(ModulePass):
-    """The InferType the pass manager inserts: does nothing when no function is stale."""
-
-    def __init__(self, real):
+    def __init__(self, real, prop: Property):
         super().__init__(None, real.info)
         self._real = real
+        self._prop = prop
 
     def _run(self, mod, ctx):
-        stale = stale_functions(mod)
-        if not stale:
+        if self._prop.check(mod, False) is None:
             return mod
-        return self._real._run(mod, ctx)  # InferType itself reports "type-checked functions"
+        return self._real._run(mod, ctx)  # the pass reports its own statistics
 
 
 def managed_pass(name: str):
-    """The pass the manager runs for a required name (InferType is made incremental)."""
+    """The pass the manager runs for a required name: a property's establisher runs only
+    when the property does not hold."""
     from .registry import get_pass
 
     p = get_pass(name)
-    if name == "InferType" and p.kind != "sequential":
-        return _IncrementalInferType(p)
+    prop = next((q for q in _PROPERTIES.values() if q.establish == name), None)
+    if prop is not None and p.kind != "sequential":
+        return _WhenStale(p, prop)
     return p
 
 
 def infer_type_after(p, before, updated, ctx):
     """The InferType TVM runs after every function pass (visible to instruments)."""
-    typed = _IncrementalInferType(_real_infer_type())
-    result = typed(updated, ctx)
+    result = managed_pass("InferType")(updated, ctx)
     if p.info.has_contracts or _KNOWN.get(before):
         record_properties(p, before, result, ctx, extra=("typed",))
     return result
@@ -180,9 +124,12 @@ def ensure_properties(p, mod, ctx):
         if check_property(prop, mod) is None:
             _KNOWN[mod] = {**known, prop: "(checked)"}
             continue
-        if prop == "fused":
-            raise PropertyError(f"pass {info.name!r} needs a fused module; run FuseOps first")
-        fixer = managed_pass(_ESTABLISHER[prop])
+        establish = _property(prop).establish
+        if establish is None:
+            hint = _property(prop).hint
+            raise PropertyError(f"pass {info.name!r} needs property {prop!r}"
+                                + (f"; {hint}" if hint else ""))
+        fixer = managed_pass(establish)
         mod = fixer(mod, ctx)
         why = check_property(prop, mod)
         if why:

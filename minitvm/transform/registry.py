@@ -147,24 +147,34 @@ def get_pass_entry(name: str) -> PassEntry | None:
     return _REGISTRY.get(name)
 
 
-def _fallback_factory(name: str):
-    """TVM's GetPass also finds unregistered factories: look in relay.transform by name."""
-    try:
-        from ..relay import transform as rt
-    except ImportError:
-        return None
-    f = getattr(rt, name, None)
+_FACTORY_NAMES: dict[str, object] = {}
+
+
+def register_factory_names(namespace: dict) -> None:
+    """Make a dialect's pass factories findable by their Python names too (TVM's GetPass finds
+    ``relay.transform.CombineParallelConv2D`` although the pass is named
+    ``CombineParallelConv2d``): every public callable in ``namespace`` that builds a Pass."""
+    for name, f in namespace.items():
+        if name.startswith("_") or not name[:1].isupper() or name in _REGISTRY:
+            continue
+        if isinstance(f, type):
+            if issubclass(f, Pass) and f is not Pass:
+                _FACTORY_NAMES.setdefault(name, f)
+        elif callable(f) and getattr(f, "__module__", "").startswith("minitvm."):
+            _FACTORY_NAMES.setdefault(name, f)
+
+
+def _factory_by_name(name: str):
+    f = _FACTORY_NAMES.get(name)
     if f is None and name.startswith("transform."):
-        f = getattr(rt, name[len("transform."):], None)
-    if isinstance(f, type):
-        return f if issubclass(f, Pass) else None
-    return f if callable(f) else None
+        f = _FACTORY_NAMES.get(name[len("transform."):])
+    return f
 
 
 def get_pass(name: str, **kwargs) -> Pass:
     """Build the pass registered as ``name`` (zero arguments unless given, as TVM's GetPass)."""
     entry = _REGISTRY.get(name)
-    factory = entry.factory if entry is not None else _fallback_factory(name)
+    factory = entry.factory if entry is not None else _factory_by_name(name)
     if factory is None:
         raise ValueError(f"Cannot use {name} to create the pass: no pass is registered under "
                          f"that name (registered: {', '.join(sorted(_REGISTRY)) or 'none'})")
@@ -179,16 +189,4 @@ def get_pass(name: str, **kwargs) -> Pass:
 
 def list_passes() -> list[PassEntry]:
     """Every registered pass (name, opt_level, kind, required, description), sorted by name."""
-    _load_builtin_passes()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
-
-
-def _load_builtin_passes() -> None:
-    """Import the Relay pass modules so their registrations run."""
-    try:
-        from ..relay import transform as rt
-    except ImportError:
-        return
-    infer = getattr(rt, "InferType", None)
-    if "InferType" not in _REGISTRY and infer is not None:
-        register_pass("InferType", infer)

@@ -4,7 +4,7 @@ post-pipeline passes."""
 import pytest
 
 from minitvm.cli import main
-from minitvm.transform.cli_commands import POST_PIPELINE_REASON
+from minitvm.cli_passes import POST_PIPELINE_REASON
 
 
 def _lines(capsys) -> list[str]:

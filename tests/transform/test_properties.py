@@ -134,7 +134,7 @@ def test_fused_cannot_be_established_automatically():
     def needs_fused(mod, ctx):
         return mod
 
-    with pytest.raises(PropertyError, match="needs a fused module; run FuseOps first"):
+    with pytest.raises(PropertyError, match="needs property .fused.; run FuseOps first"):
         needs_fused(small_module())
 
 

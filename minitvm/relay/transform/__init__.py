@@ -36,3 +36,7 @@ from .change_batch import ChangeBatch  # noqa: E402,F401
 from .simplify_fc_transpose import DenseToSparse, SimplifyFCTranspose  # noqa: E402,F401
 from .qnn_legalize import QnnCanonicalize, QnnLegalize  # noqa: E402,F401
 from .flatten_atrous_conv import FlattenAtrousConv  # noqa: E402,F401
+
+from ...transform.registry import register_factory_names as _register_factory_names  # noqa: E402
+
+_register_factory_names(dict(globals()))

@@ -8,9 +8,12 @@ from ..context import _STATE
 
 
 def module_text(mod) -> str:
-    """The module's Relay text with metadata, or a note saying why it cannot be printed."""
+    """The module's text (Relay text with metadata, or TVMScript), or a note saying why it cannot be printed."""
     try:
-        return mod.astext(show_meta_data=True)
+        try:
+            return mod.astext(show_meta_data=True)
+        except NotImplementedError:
+            return mod.script()
     except Exception as err:
         return f"// the module could not be printed: {type(err).__name__}: {err}\n"
 

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 
+from ...ir.dialect import parse_module_text
 from .checks import dump_ir, module_text
 
 _MARK = "//!"
@@ -164,19 +165,6 @@ def _import_file(path: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def parse_module_text(text: str):
-    """Parse Relay text with whichever parser entry point is available."""
-    try:
-        from ...relay import fromtext
-    except ImportError:
-        try:
-            from ...parser import parse as fromtext
-        except ImportError as err:
-            raise ImportError("reproducing needs the Relay text parser (tvm.parser.parse), "
-                              "which is not available") from err
-    return fromtext(text)
 
 
 def reproduce(path: str):

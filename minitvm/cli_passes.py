@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 
 def default_pipeline(opt_level: int):
-    """relay.build's pass pipeline, from the hook the pass catalog provides (or None)."""
-    for modname in ("minitvm.relay.transform", "minitvm.relay.build_module",
-                    "minitvm.relay.backend"):
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            continue
-        hook = getattr(mod, "relay_build_pipeline", None)
-        if hook is not None:
-            return hook(opt_level)
-    return None
+    """relay.build's pass pipeline at ``opt_level``."""
+    from .relay.transform import relay_build_pipeline
+
+    return relay_build_pipeline(opt_level)
 
 
 def default_post_passes() -> list:
-    """The passes relay.build runs directly after its Sequential (empty without the hook)."""
-    for modname in ("minitvm.relay.transform", "minitvm.relay.build_module"):
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            continue
-        hook = getattr(mod, "post_pipeline_passes", None)
-        if hook is not None:
-            return list(hook())
-    return []
+    """The passes relay.build runs directly after its Sequential."""
+    from .relay.transform import post_pipeline_passes
+
+    return list(post_pipeline_passes())
 
 
 POST_PIPELINE_REASON = "run directly by relay.build (no opt_level filter)"
@@ -40,7 +26,7 @@ def _post_pipeline_text() -> str:
     posts = default_post_passes()
     if not posts:
         return ""
-    from .explain import ExplainEntry, _after_notes
+    from .transform.explain import ExplainEntry, _after_notes
 
     entries: list = []
     for p in posts:
@@ -53,7 +39,7 @@ def _post_pipeline_text() -> str:
 
 def _unknown_names(names, seq) -> list[str]:
     """The names in ``names`` that are neither registered nor in the pipeline ``seq``."""
-    from .registry import get_pass_entry
+    from .transform.registry import get_pass_entry
 
     known, stack = set(), [seq] if seq is not None else []
     while stack:
@@ -71,7 +57,7 @@ def _table(rows: list[tuple], header: tuple) -> str:
 
 
 def list_passes_text() -> str:
-    from .registry import list_passes
+    from .transform.registry import list_passes
 
     rows = [(e.name, e.opt_level, e.kind, ",".join(e.required) or "-", e.description)
             for e in list_passes()]
@@ -80,9 +66,9 @@ def list_passes_text() -> str:
 
 def cmd_passes(args) -> int:
     """List the registered passes, and explain relay.build's pipeline at ``--opt-level``."""
-    from .context import PassContext
-    from .explain import explain
-    from .pipeline_text import parse_pipeline
+    from .transform.context import PassContext
+    from .transform.explain import explain
+    from .transform.pipeline_text import parse_pipeline
 
     opt_level = getattr(args, "opt_level", 2)
     pipeline_text = getattr(args, "pipeline", None)
@@ -119,14 +105,14 @@ def cmd_passes(args) -> int:
 
 
 def _entries():
-    from .registry import list_passes
+    from .transform.registry import list_passes
 
     return list_passes()
 
 
 def cmd_reproduce(args) -> int:
     """Re-run a crash reproducer; exit status 1 when the error reproduces."""
-    from .debug.crash import read_reproducer, reproduce
+    from .transform.debug.crash import read_reproducer, reproduce
 
     rep = read_reproducer(args.file)
     print(f"re-running pipeline {rep.pipeline!r} with context {rep.context}")
@@ -141,10 +127,10 @@ def cmd_reproduce(args) -> int:
 
 def cmd_bisect(args) -> int:
     """Run a pipeline on a Relay text file and report the first pass that changes its outputs."""
-    from ..instrument.bisect import NumericalBisect
-    from .context import PassContext
-    from .debug.crash import parse_module_text
-    from .pipeline_text import parse_pipeline
+    from .instrument.bisect import NumericalBisect
+    from .ir.dialect import parse_module_text
+    from .transform.context import PassContext
+    from .transform.pipeline_text import parse_pipeline
 
     with open(args.file) as fh:
         mod = parse_module_text(fh.read())
