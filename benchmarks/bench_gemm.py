@@ -19,8 +19,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from minitvm import codegen, tir  # noqa: E402
+from minitvm import codegen  # noqa: E402
 from minitvm.runtime import threadpool  # noqa: E402
+from minitvm.schedule import gemm_kernel  # noqa: E402
 
 
 def _best(f, reps: int) -> float:
@@ -39,10 +40,10 @@ def bench(n: int, dense: bool, rounds: int, shape=None, batch: int = 0
     b = rng.standard_normal((*lead, nn, k) if dense else (*lead, k, nn), dtype=np.float32)
     c = np.empty((*lead, m, nn), dtype=np.float32)
     if batch:
-        mod = codegen.build(tir.batch_gemm(batch, m, nn, k, transpose_b=dense))
+        mod = codegen.build(gemm_kernel.batch_gemm(batch, m, nn, k, transpose_b=dense))
         kernel = mod["batch_gemm"]
     else:
-        kernel = codegen.build(tir.gemm(m, nn, k, transpose_b=dense))["gemm"]
+        kernel = codegen.build(gemm_kernel.gemm(m, nn, k, transpose_b=dense))["gemm"]
     bt = b.swapaxes(-1, -2) if dense else b
     kernel(a, b, c)
     ref = a @ bt

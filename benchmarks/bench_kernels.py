@@ -6,7 +6,7 @@ Kernels are the building blocks of the issue-5 models: elementwise exp/tanh/erf 
 softmax over 12x128 rows of 128, layer_norm 128x768, GEMV 1x784 @ 784x128, dense 64x784x128,
 batch_matmul 12x(128x64 @ 64x128), and the Python->native call overhead. The elementwise and
 row kernels are written as TIR with explicit 16-lane vector loops (the shape the relay back end
-emits); the GEMMs are ``tir.gemm`` / ``tir.batch_gemm`` with prepacked weights. Both sides run
+emits); the GEMMs are ``schedule.gemm_kernel.gemm`` / ``batch_gemm`` with prepacked weights. Both sides run
 in alternating rounds in one process; the best round of each is reported (ratio = ours/numpy).
 """
 
@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 from minitvm import codegen, tir  # noqa: E402
 from minitvm.runtime import threadpool  # noqa: E402
+from minitvm.schedule import gemm_kernel  # noqa: E402
 
 LANES = 16
 PARALLEL_MIN_ELEMS = 1 << 16  # elementwise loops shorter than this stay on one thread
@@ -182,7 +183,7 @@ def cases(rng):
         bias = rng.standard_normal(128).astype(F32)
         wt = np.ascontiguousarray(w.T)
         c, cz = np.empty((m, 128), F32), np.empty((m, 128), F32)
-        k = codegen.build(tir.gemm(m, 128, 784, transpose_b=True, bias=True,
+        k = codegen.build(gemm_kernel.gemm(m, 128, 784, transpose_b=True, bias=True,
                                    prepacked_b=True))["gemm"]
 
         def np_dense(a=a, wt=wt, bias=bias, cz=cz):
@@ -190,13 +191,13 @@ def cases(rng):
             cz += bias
 
         name = "gemv 1x784x128" if m == 1 else "dense 64x784x128"
-        out[name] = (k, (a, tir.pack_b(w, 32, True), bias, c), np_dense, (c, cz))
+        out[name] = (k, (a, gemm_kernel.pack_b(w, 32, True), bias, c), np_dense, (c, cz))
     q = rng.standard_normal((12, 128, 64)).astype(F32)
     kt = rng.standard_normal((12, 128, 64)).astype(F32)
     bo, bz = np.empty((12, 128, 128), F32), np.empty((12, 128, 128), F32)
     kT = kt.transpose(0, 2, 1)
     out["batch_matmul 12x128x64x128"] = (
-        codegen.build(tir.batch_gemm(12, 128, 128, 64, transpose_b=True))["batch_gemm"],
+        codegen.build(gemm_kernel.batch_gemm(12, 128, 128, 64, transpose_b=True))["batch_gemm"],
         (q, kt, bo), lambda: np.matmul(q, kT, out=bz), (bo, bz))
     one, one_out, one_np = np.ones(1, F32), np.empty(1, F32), np.empty(1, F32)
     out["call overhead (1 float)"] = (codegen.build(elementwise("exp", LANES))["main"],

@@ -307,11 +307,11 @@ def paths(lib) -> str:
                "nn.matmul": "matmul"}
     used: dict = {}
     for k in g.kernels.values():
-        if k.kind != "native" or k.func is None:
+        if k.kind != "native" or k.source is None:
             continue
         from minitvm.relay.backend.te_compiler import func_ops
 
-        for op in func_ops(k.func):
+        for op in func_ops(k.source):
             if op in anchors:
                 used.setdefault(anchors[op], set()).add("BLAS" if "mtvm_sgemm" in k.ir
                                                         else "gen")
@@ -326,15 +326,16 @@ CONFIG: dict = {}  # PassContext config of minitvm's build (``--blas`` fills it)
 
 
 def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
+    from minitvm.backend import kernel_cache
     from minitvm.codegen.build import clear_cache
-    from minitvm.relay.backend import blas, te_compiler
+    from minitvm.runtime import blas
 
     label, make = MODELS[key]
     mod, params = make()
     p = mod["main"].params[0]
     shape = [int(d) for d in p.type_annotation.shape]
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    te_compiler.clear_cache()
+    kernel_cache.clear_cache()
     clear_cache()
     t0 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3, config=CONFIG):
@@ -383,12 +384,12 @@ def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
 def bench_resnet50() -> str:
     import json
 
+    from minitvm.backend import kernel_cache
+    from minitvm.backend.memory_plan import peak_bytes
     from minitvm.codegen.build import clear_cache
-    from minitvm.relay.backend import te_compiler
-    from minitvm.relay.backend.memory_plan import peak_bytes
 
     mod, params = testing.resnet.get_workload(num_layers=50)
-    te_compiler.clear_cache()
+    kernel_cache.clear_cache()
     clear_cache()
     t0 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3):

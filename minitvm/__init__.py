@@ -5,7 +5,8 @@ from .ir import IRModule
 from . import transform, instrument
 from .runtime import cpu, cuda, gpu, device
 from .runtime import ndarray as nd
-from . import relay, target, testing, contrib, te, parser
+from . import te, topi, schedule, codegen, backend
+from . import relay, target, testing, contrib, parser
 
 __version__ = "0.1.0"
 

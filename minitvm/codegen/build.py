@@ -10,12 +10,12 @@ import gc
 import hashlib
 import threading
 
+from ..runtime import jit
 from ..tir.analysis import verify_well_formed
 from ..tir.function import PrimFunc
 from ..tir.printer import script
 from ..tir.stmt_functor import walk_stmts
 from ..tir.transform import parallelize_outer_loops
-from .llvm import jit
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..runtime import threadpool
+from ..runtime.module import ProfileResult
 from ..tir import expr as E
 from ..tir.stmt_functor import post_order
 
@@ -223,21 +224,6 @@ class _Timer:
         return ProfileResult(results)
 
 
-class ProfileResult:
-    """Seconds per call for each repeat; ``mean``, ``median``, ``min`` like TVM's."""
-
-    def __init__(self, results):
-        self.results = tuple(results)
-        self.mean = float(np.mean(results))
-        self.median = float(np.median(results))
-        self.min = float(np.min(results))
-        self.max = float(np.max(results))
-        self.std = float(np.std(results))
-
-    def __repr__(self):
-        return f"ProfileResult(mean={self.mean:.6g} s, results={self.results})"
-
-
 class Module:
     """A compiled LLVM module: ``mod[name](*args)`` runs kernel ``name`` (``runtime.Module``)."""
 
@@ -274,7 +260,7 @@ class Module:
     def get_source(self, fmt: str = "ll") -> str:
         """The LLVM IR (``"ll"``) of every kernel, or host assembly (``"asm"``/``"s"``)."""
         if fmt in ("asm", "s"):
-            from .llvm.jit import assembly
+            from ..runtime.jit import assembly
 
             return "\n".join(assembly(src) for src in self._sources.values())
         return "\n".join(self._sources.values())

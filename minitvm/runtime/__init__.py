@@ -1,4 +1,7 @@
-"""tvm.runtime: arrays, devices and (later) compiled modules."""
+"""tvm.runtime: arrays, devices, compiled modules, the JIT loader and the graph executor.
+
+Nothing here imports the compiler: an exported library loads and runs with this package alone
+(plus the dialect that wrote it when it holds numpy-fallback kernels)."""
 
 from .ndarray import NDArray, Device, array, cpu, cuda, device, empty, gpu  # noqa: F401
 from . import container  # noqa: E402,F401

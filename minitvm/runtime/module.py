@@ -2,9 +2,12 @@
 
 An exported library is a zip archive (never a pickle) holding ``minitvm_lib.json`` (format tag,
 kernel table), ``graph.json``, ``params.npz`` (read with ``allow_pickle=False``), the LLVM IR of
-every native kernel and of the whole-graph entry, and the Relay text of numpy-fallback kernels.
-Loading JIT-compiles the IR for the host (the on-disk object cache ``MINITVM_CACHE_DIR`` makes that
-fast). A file that is not such an archive is a ValueError naming the file and what is wrong.
+every native kernel and of the whole-graph entry, and the source of numpy-fallback kernels in the
+text format of the dialect that made them. Loading JIT-compiles the IR for the host (the on-disk
+object cache ``MINITVM_CACHE_DIR`` makes that fast); nothing of the compiler is needed for a
+library of native kernels. A fallback kernel is read back by the kernel format registered under
+its name (``register_kernel_format``; Relay registers ``"relay"``). A file that is not such an
+archive is a ValueError naming the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -23,6 +26,21 @@ _IR_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
 
+class ProfileResult:
+    """Seconds per call for each repeat; ``mean``, ``median``, ``min`` like TVM's."""
+
+    def __init__(self, results):
+        self.results = tuple(results)
+        self.mean = float(np.mean(results))
+        self.median = float(np.median(results))
+        self.min = float(np.min(results))
+        self.max = float(np.max(results))
+        self.std = float(np.std(results))
+
+    def __repr__(self):
+        return f"ProfileResult(mean={self.mean:.6g} s, results={self.results})"
+
+
 class Module:
     """Base of runtime modules (``tvm.runtime.Module``): ``mod[name]`` gets a function."""
 
@@ -39,14 +57,25 @@ class Module:
         return []
 
 
-class KernelEntry:
-    """One kernel of a graph: native (symbol, address) or a numpy fallback (a Relay function)."""
+class Kernel:
+    """One compiled kernel of a graph — the only record of it, from lowering to the executor.
 
-    __slots__ = ("name", "kind", "symbol", "address", "ir", "ws_bytes", "consts", "func",
-                 "reason", "compiled", "kernel")
+    ``kind`` is ``"native"`` (machine code: ``symbol``/``address``, its LLVM ``ir``, the
+    ``prim_func`` it came from, ``kernel`` a checked callable) or ``"fallback"`` (run by numpy:
+    ``run(list of arrays) -> list of arrays``; ``reason`` says why it is not native). ``source``
+    is the dialect function it was lowered from, written to exported files in ``source_format``.
+    Native kernels take ``(*inputs, *consts, *outputs[, workspace])``; ``input_packs`` maps an
+    input position fed by a constant to the numpy transform (layout) the kernel wants it in.
+    """
 
-    def __init__(self, name, kind, symbol="", address=0, ir="", ws_bytes=0, consts=(),
-                 func=None, reason="", compiled=None, kernel=None):
+    __slots__ = ("name", "kind", "symbol", "address", "ir", "ws_bytes", "consts", "reason",
+                 "compiled", "kernel", "prim_func", "input_packs", "source", "source_format",
+                 "run")
+
+    def __init__(self, name: str, kind: str, *, symbol: str = "", address: int = 0, ir: str = "",
+                 ws_bytes: int = 0, consts=(), reason: str = "", compiled=None, kernel=None,
+                 prim_func=None, input_packs=None, source=None, source_format: str = "",
+                 run=None):
         self.name = name
         self.kind = kind
         self.symbol = symbol
@@ -54,10 +83,36 @@ class KernelEntry:
         self.ir = ir
         self.ws_bytes = ws_bytes
         self.consts = list(consts)
-        self.func = func
         self.reason = reason
         self.compiled = compiled
         self.kernel = kernel
+        self.prim_func = prim_func
+        self.input_packs = dict(input_packs or {})
+        self.source = source
+        self.source_format = source_format
+        self.run = run
+
+    def renamed(self, name: str, source=None) -> Kernel:
+        """The same compiled code under another name (and source), e.g. from a kernel cache."""
+        return Kernel(name, self.kind, symbol=self.symbol, address=self.address, ir=self.ir,
+                      ws_bytes=self.ws_bytes, consts=self.consts, reason=self.reason,
+                      compiled=self.compiled, kernel=self.kernel, prim_func=self.prim_func,
+                      input_packs=self.input_packs,
+                      source=self.source if source is None else source,
+                      source_format=self.source_format, run=self.run)
+
+    def __repr__(self):
+        return f"Kernel({self.name!r}, {self.kind})"
+
+
+# kernel source format name -> (write(source) -> text, read(text) -> (source, run))
+_KERNEL_FORMATS: dict[str, tuple] = {}
+
+
+def register_kernel_format(name: str, write, read) -> None:
+    """How fallback kernels of one dialect are saved: ``write(source) -> str`` and
+    ``read(text) -> (source, run)``, ``run`` mapping a list of input arrays to the outputs."""
+    _KERNEL_FORMATS[name] = (write, read)
 
 
 class GraphLib(Module):
@@ -65,7 +120,7 @@ class GraphLib(Module):
 
     type_key = "llvm"
 
-    def __init__(self, kernels: dict[str, KernelEntry], entry=None, blas: str = ""):
+    def __init__(self, kernels: dict[str, Kernel], entry=None, blas: str = ""):
         self.kernels = kernels
         self.entry = entry  # (ir, symbol, compiled) or None
         self.blas = blas
@@ -77,10 +132,8 @@ class GraphLib(Module):
                                  f"{sorted(self.kernels)}")
         if k.kernel is not None:
             return k.kernel
-        if k.kind == "fallback":
-            from ..relay.backend.te_compiler import run_fallback
-
-            return lambda *args: run_fallback(k.func, [np.asarray(a) for a in args])
+        if k.kind == "fallback" and k.run is not None:
+            return lambda *args: k.run([np.asarray(a) for a in args])
         raise AttributeError(f"kernel {name!r} was loaded from a file; call it through the "
                              "graph executor")
 
@@ -130,7 +183,12 @@ def export_library(factory, path: str) -> None:
         if k.kind == "native":
             files[f"kernels/{name}.ll"] = k.ir
         else:
-            files[f"kernels/{name}.relay"] = _relay_text(k.func)
+            fmt = _KERNEL_FORMATS.get(k.source_format)
+            if fmt is None:
+                raise ValueError(f"export_library: fallback kernel {name!r} has no saveable "
+                                 f"source (format {k.source_format!r} is not registered)")
+            info["format"] = k.source_format
+            files[f"kernels/{name}.{k.source_format}"] = fmt[0](k.source)
         table[name] = info
     meta = {"format": FORMAT, "version": VERSION, "kernels": table, "blas": lib.blas,
             "entry_symbol": lib.entry[1] if lib.entry is not None else None}
@@ -148,27 +206,19 @@ def export_library(factory, path: str) -> None:
     os.replace(tmp, path)
 
 
-def _relay_text(func) -> str:
-    from ..ir.module import IRModule
-    from ..relay.expr import Function
-
-    plain = Function(list(func.params), func.body, func.ret_type)
-    return IRModule.from_expr(plain).astext(show_meta_data=True)
-
-
-def _parse_relay(text: str, where: str):
-    from ..relay import parser
-    from ..relay.transform import InferType
-
+def _read_fallback(fmt_name: str, text: str, where: str):
+    fmt = _KERNEL_FORMATS.get(fmt_name)
+    if fmt is None:
+        raise ValueError(f"{where}: a fallback kernel in format {fmt_name!r}, which no imported "
+                         f"dialect reads (import the dialect that wrote it, e.g. minitvm.relay)")
     try:
-        mod = InferType()(parser.parse(text))
+        return fmt[1](text)
     except Exception as err:  # a damaged kernel text
-        raise ValueError(f"{where}: cannot parse the fallback kernel: {err}") from err
-    return mod["main"]
+        raise ValueError(f"{where}: cannot read the fallback kernel: {err}") from err
 
 
 def _compile_ir(ir: str, symbol: str, where: str):
-    from ..codegen.llvm import jit
+    from . import jit
 
     key = (symbol, ir)
     with _LOCK:
@@ -188,8 +238,8 @@ def _compile_ir(ir: str, symbol: str, where: str):
 
 def load_module(path: str, fmt: str = ""):
     """Load a library written by ``export_library``; returns the graph executor factory."""
-    from ..relay.backend import aot, blas
-    from ..relay.backend.executor_factory import GraphExecutorFactoryModule
+    from . import blas, jit
+    from .graph_executor import GraphExecutorFactoryModule
 
     if not os.path.exists(path):
         raise ValueError(f"load_module: no such file {path!r}")
@@ -226,21 +276,24 @@ def load_module(path: str, fmt: str = ""):
             if ir is None:
                 raise ValueError(f"{where}: its LLVM IR is missing")
             compiled = _compile_ir(ir, info["symbol"], where)
-            kernels[name] = KernelEntry(name, "native", info["symbol"], compiled.address, ir,
-                                        info["ws_bytes"], consts, compiled=compiled)
+            kernels[name] = Kernel(name, "native", symbol=info["symbol"],
+                                   address=compiled.address, ir=ir, ws_bytes=info["ws_bytes"],
+                                   consts=consts, compiled=compiled)
         else:
-            text = texts.get(f"kernels/{name}.relay")
+            fmt = info.get("format", "relay")
+            text = texts.get(f"kernels/{name}.{fmt}")
             if text is None:
-                raise ValueError(f"{where}: its Relay text is missing")
-            kernels[name] = KernelEntry(name, "fallback", func=_parse_relay(text, where),
-                                        consts=consts, reason=info.get("reason", ""))
+                raise ValueError(f"{where}: its {fmt} source is missing")
+            source, run = _read_fallback(fmt, text, where)
+            kernels[name] = Kernel(name, "fallback", consts=consts, reason=info.get("reason", ""),
+                                   source=source, source_format=fmt, run=run)
     entry = None
     if meta.get("entry_symbol"):
         ir = texts.get("entry.ll")
         if ir is None:
             raise ValueError(f"load_module: {path!r} is damaged: entry.ll is missing")
         addrs = {k.symbol: k.address for k in kernels.values() if k.kind == "native"}
-        compiled = aot.compile_entry(ir, meta["entry_symbol"], addrs)
+        compiled = jit.link_entry(ir, meta["entry_symbol"], addrs)
         entry = (ir, meta["entry_symbol"], compiled)
     lib = GraphLib(kernels, entry, meta.get("blas", ""))
     params = {k[len("param:"):]: v for k, v in arrays.items() if k.startswith("param:")}

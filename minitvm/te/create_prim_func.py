@@ -11,7 +11,7 @@ from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .tensor import ComputeOp, PlaceholderOp, Tensor
 
 
-def _topo(outputs: list[Tensor]) -> list[Tensor]:
+def topo_order(outputs: list[Tensor]) -> list[Tensor]:
     """All tensors reachable from ``outputs``, producers first (iterative DFS)."""
     order, state = [], {}
     stack = [(t, False) for t in reversed(outputs)]
@@ -137,7 +137,7 @@ def create_prim_func(ops: list, index_dtype_override: str | None = None) -> Prim
     for a in args:
         if not isinstance(a, Tensor):
             raise TypeError(f"create_prim_func expects te.Tensors, got {type(a).__name__}")
-    tensors = _topo(args)
+    tensors = topo_order(args)
     arg_ids = {id(a) for a in args}
     buffers: dict[int, Buffer] = {}
     for t in tensors:

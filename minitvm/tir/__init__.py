@@ -15,5 +15,4 @@ from .function import PrimFunc
 from .op import *
 
 from . import stmt_functor, analysis
-from .gemm import gemm, schedule_dense, pack_b, batch_gemm
 from . import transform

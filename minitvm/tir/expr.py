@@ -7,7 +7,7 @@ its loops and indices from them.
 from __future__ import annotations
 
 from ..ir.node import Node
-from ..ir.prim_expr import FloatImm, IntImm, PrimExpr, register_prim_operators
+from ..ir.prim_expr import Any, FloatImm, IntImm, PrimExpr, register_prim_operators  # noqa: F401
 
 
 def _to_expr(value, dtype: str | None = None) -> PrimExpr:

@@ -37,9 +37,24 @@ def test_factory_api(mlp):
     m = _run(lib, x)
     assert m.get_num_outputs() == 1
     np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-6)
-    res = m.benchmark(repeat=2, number=2)
-    assert res.mean > 0 and len(res.results) == 2
-    assert m.time_evaluator("run", tvm.cpu(0), number=2)().mean > 0
+    # benchmark/time_evaluator run the graph: one warm-up, then repeat x number timed runs
+    runs = [0]
+    graph_run = m.run
+
+    def counting_run(**kw):
+        runs[0] += 1
+        graph_run(**kw)
+
+    m.run = counting_run
+    res = m.benchmark(repeat=2, number=3)
+    assert runs[0] == 1 + 2 * 3 and len(res.results) == 2
+    assert res.mean == pytest.approx(np.mean(res.results)) and res.min <= res.max
+    runs[0] = 0
+    assert len(m.time_evaluator("run", tvm.cpu(0), number=2)().results) == 1
+    assert runs[0] == 1 + 2
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="only 'run'"):
+        m.time_evaluator("set_input", tvm.cpu(0))
 
 
 def test_inputs_are_checked(mlp):
@@ -121,7 +136,11 @@ def test_executor_falls_back_for_control_flow():
     ex = relay.create_executor("graph", mod=mod)
     out = ex.evaluate()(np.array([1.0, 2.0], "float32"))
     np.testing.assert_allclose(out.numpy(), [2.0, 4.0])
-    assert ex.build_error is not None
+    np.testing.assert_allclose(ex.evaluate()(np.array([-1.0, -2.0], "float32")).numpy(),
+                               [-1.0, -2.0])
+    # the interpreter ran it, and the executor says why the graph build was refused
+    assert ex.factory is None
+    assert "cannot run If" in str(ex.build_error)
 
 
 def test_tuple_outputs():
@@ -137,7 +156,7 @@ def test_tuple_outputs():
 def test_memory_plan_reuses_storage():
     import json
 
-    from minitvm.relay.backend.memory_plan import peak_bytes
+    from minitvm.backend.memory_plan import peak_bytes
 
     mod, params = testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32),
                                               num_classes=10)

@@ -47,7 +47,7 @@ class CompiledExecutor(Interpreter):
         self.factory = None
 
     def _make_executor(self, expr=None):
-        from ...contrib.graph_executor import GraphModule
+        from ...runtime.graph_executor import GraphModule
         from .graph_build import build
 
         if expr is None or (isinstance(expr, GlobalVar) and expr.name_hint == "main"):

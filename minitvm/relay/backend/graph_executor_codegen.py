@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 
+from ...backend.memory_plan import plan_memory
+from ...ir.attrs import DictAttrs
 from ...ir.op import Op
+from ...ir.structural import structural_equal
 from ...ir.type import TensorType
+from ...schedule import LoweringOptions
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children, dataflow_post_order
-from .memory_plan import plan_memory
 from .te_compiler import _static, func_ops, lower_function, tensor_types
 
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_like",
@@ -41,8 +44,6 @@ def _is_reshape_only(func: Function) -> bool:
 
 def _wrap_op_call(call: Call) -> Function:
     """A bare op call (no FuseOps) as a primitive function of fresh parameters."""
-    from ...ir.attrs import DictAttrs
-
     params, args = [], []
     for k, a in enumerate(call.args):
         if isinstance(a, Constant):
@@ -60,11 +61,11 @@ def _wrap_op_call(call: Call) -> Function:
 class GraphCodegen:
     """Produce ``(graph_json, kernels, params)`` for ``main``."""
 
-    def __init__(self, native: bool = True):
-        self.native = native
+    def __init__(self, options: LoweringOptions | None = None):
+        self.options = options if options is not None else LoweringOptions()
         self.nodes: list[dict] = []
         self.params: dict = {}
-        self.kernels: dict[str, object] = {}  # kernel name -> LoweredFunc
+        self.kernels: dict[str, object] = {}  # kernel name -> runtime.Kernel
         self._by_func: list = []  # (func, name)
         self._name_count: dict[str, int] = {}
         self.entries: list[dict] = []  # per node output: shape, dtype
@@ -83,8 +84,6 @@ class GraphCodegen:
         return out
 
     def _kernel_for(self, func: Function, const_inputs: frozenset = frozenset()):
-        from ...ir.structural import structural_equal
-
         for f, ci, name in self._by_func:
             if ci == const_inputs and (f is func or structural_equal(f, func)):
                 return name
@@ -93,7 +92,7 @@ class GraphCodegen:
         n = self._name_count.get(base, 0)
         self._name_count[base] = n + 1
         name = base if n == 0 else f"{base}_{n}"
-        self.kernels[name] = lower_function(func, name, self.native, const_inputs)
+        self.kernels[name] = lower_function(func, name, self.options, const_inputs)
         self._by_func.append((func, const_inputs, name))
         return name
 
@@ -195,7 +194,7 @@ class GraphCodegen:
                     "flatten_data": "0"}, "inputs": [list(x) for x in inputs]}
                 return self._add_node(node, types)
             name = self._kernel_for(func, self._const_inputs(args, inputs))
-            packs = getattr(self.kernels[name], "input_packs", None)
+            packs = self.kernels[name].input_packs
             if packs:
                 inputs = self._repack(inputs, packs, self._param_uses)
             node = {"op": "tvm_op", "name": name, "attrs": {

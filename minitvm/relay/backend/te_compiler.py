@@ -1,34 +1,30 @@
-"""Lowering of fused primitive functions: Relay -> TE (each op's FTECompute) -> PrimFunc -> LLVM.
+"""Relay's half of lowering: a fused primitive function to tensor expressions (each op's
+``FTECompute``, from topi), handed to the shared back end (``minitvm.backend``) for scheduling
+and code generation.
 
-``lower_function(func)`` returns a ``LoweredFunc``: a native kernel when every op has a compute
-and the schedule succeeds, otherwise a numpy fallback that runs the function op by op through
-each op's FNumpy reference (so every model builds and runs). Kernels are cached in process by the
-function's structural hash, so a repeated build (or a repeated block) compiles nothing.
+``lower_function(func, name, options)`` returns a ``runtime.Kernel``: native when every op has a
+compute and the schedule succeeds, otherwise a numpy fallback that runs the function op by op
+through each op's FNumpy reference (so every model builds and runs). Kernels go through the
+shared kernel cache, keyed by the function's structural hash and the lowering options.
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ... import te
+from ...backend.compile import compile_te
+from ...backend.kernel_cache import STATS, cached_kernel, clear_cache  # noqa: F401
+from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType, TupleType
+from ...runtime.module import Kernel, register_kernel_format
+from ...schedule import LoweringError, LoweringOptions
 from ...tir import expr as E
+from ...topi.utils import static_shape
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_post_order
-from ..op._compute._common import static_shape
-from .schedules import LoweringError, lower_te
-
-_CACHE: dict[int, list] = {}
-_LOCK = threading.Lock()
-STATS = {"hits": 0, "misses": 0}
-
-
-def _ensure_computes() -> None:
-    from ..op import _compute  # noqa: F401  (registers FTECompute)
 
 
 def _static(t) -> tuple[int, ...]:
@@ -58,34 +54,6 @@ def func_ops(func: Function) -> list[str]:
             if isinstance(e, Call) and isinstance(e.op, Op)]
 
 
-class LoweredFunc:
-    """One primitive function compiled (``kind == "native"``) or run by numpy (``"fallback"``).
-
-    Native kernels take ``(*params, *extra constants, *outputs[, workspace])``.
-    """
-
-    def __init__(self, kind: str, func: Function, out_types: list, prim_func=None, kernel=None,
-                 ir_text: str = "", ws_bytes: int = 0, consts=(), reason: str = ""):
-        self.kind = kind
-        self.func = func
-        self.out_types = out_types
-        self.prim_func = prim_func
-        self.kernel = kernel
-        self.ir_text = ir_text
-        self.ws_bytes = ws_bytes
-        self.consts = list(consts)
-        self.reason = reason
-        self.input_packs: dict = {}  # input position -> numpy transform of the constant fed
-
-    @property
-    def symbol(self) -> str:
-        return self.kernel._compiled.symbol if self.kernel is not None else ""
-
-    @property
-    def address(self) -> int:
-        return self.kernel._compiled.address if self.kernel is not None else 0
-
-
 def _const_expr(c: Constant):
     arr = c.data.numpy()
     dt = str(arr.dtype)
@@ -101,7 +69,6 @@ def _constant_fn(val):
 
 def build_te(func: Function):
     """TE placeholders, extra constant inputs (with values) and outputs of ``func``."""
-    _ensure_computes()
     inputs, consts, env = [], [], {}
     for p in func.params:
         phs = []
@@ -143,66 +110,35 @@ def build_te(func: Function):
     return inputs, consts, outputs
 
 
-def _fallback(func, out_types, reason: str) -> LoweredFunc:
-    return LoweredFunc("fallback", func, out_types, reason=reason)
+def _fallback(func: Function, name: str, reason: str) -> Kernel:
+    return Kernel(name, "fallback", reason=reason, source=func, source_format="relay",
+                  run=lambda args: run_fallback(func, args))
 
 
-def lower_function(func: Function, name: str = "main", native: bool = True,
-                   const_inputs: frozenset = frozenset()) -> LoweredFunc:
-    """Lower one primitive function (through the in-process cache).
+def lower_function(func: Function, name: str = "main", options: LoweringOptions | None = None,
+                   const_inputs: frozenset = frozenset()) -> Kernel:
+    """Lower one primitive function (through the shared kernel cache).
 
     ``const_inputs``: flat input positions that receive constants (weights); the kernel may ask
-    for them in another layout (``LoweredFunc.input_packs``: position -> numpy transform).
+    for them in another layout (``Kernel.input_packs``: position -> numpy transform).
     """
-    out_types = tensor_types(func.body.checked_type)
-    if not native:
-        return _fallback(func, out_types, "native lowering disabled")
-    from . import blas, gemm
+    options = options if options is not None else LoweringOptions()
+    tensor_types(func.body.checked_type)  # a clear error for non-tensor outputs
+    if not options.native:
+        return _fallback(func, name, "native lowering disabled")
+    key = (structural_hash(func), options, const_inputs)
+    return cached_kernel(key, func, name, structural_equal,
+                         lambda: _lower_native(func, name, options, const_inputs))
 
-    key = (structural_hash(func), blas._STATE.get("ok"), tuple(sorted(gemm.GENERATED.items())),
-           const_inputs)
-    with _LOCK:
-        for cand, lowered in _CACHE.get(key, ()):
-            if structural_equal(cand, func):
-                STATS["hits"] += 1
-                out = LoweredFunc(lowered.kind, func, out_types, lowered.prim_func,
-                                  lowered.kernel, lowered.ir_text, lowered.ws_bytes,
-                                  lowered.consts, lowered.reason)
-                out.input_packs = lowered.input_packs
-                return out
-    STATS["misses"] += 1
+
+def _lower_native(func, name, options, const_inputs=frozenset()) -> Kernel:
     try:
-        lowered = _lower_native(func, name, out_types, const_inputs)
+        for t in tensor_types(func.body.checked_type):
+            _static(t)
+        inputs, consts, outputs = build_te(func)
+        return compile_te(inputs, consts, outputs, name, options, const_inputs, source=func)
     except LoweringError as err:
-        lowered = _fallback(func, out_types, str(err))
-    with _LOCK:
-        _CACHE.setdefault(key, []).append((func, lowered))
-    return lowered
-
-
-def _lower_native(func, name, out_types, const_inputs=frozenset()) -> LoweredFunc:
-    from ...codegen.build import compile_prim_func
-
-    for t in out_types:
-        _static(t)
-    inputs, consts, outputs = build_te(func)
-    packs: dict = {}
-    prim, ws = lower_te(inputs + [c[0] for c in consts], outputs, name,
-                        prepack=const_inputs, packs=packs)
-    try:
-        kernel, ir_text = compile_prim_func(prim, name)
-    except (ValueError, NotImplementedError, KeyError) as err:
-        raise LoweringError(f"codegen failed: {err}") from err
-    out = LoweredFunc("native", func, out_types, prim, kernel, ir_text, ws,
-                      [c[1] for c in consts])
-    out.input_packs = packs
-    return out
-
-
-def clear_cache() -> None:
-    with _LOCK:
-        _CACHE.clear()
-        STATS["hits"] = STATS["misses"] = 0
+        return _fallback(func, name, str(err))
 
 
 # ------------------------------------------------------------------------------ numpy fallback
@@ -251,3 +187,20 @@ def run_fallback(func: Function, args: list) -> list[np.ndarray]:
         else:
             flat.append(np.asarray(x))
     return flat
+
+
+# ------------------------------------------------------------------------------ saved kernels
+def _kernel_text(func: Function) -> str:
+    plain = Function(list(func.params), func.body, func.ret_type)
+    return IRModule.from_expr(plain).astext(show_meta_data=True)
+
+
+def _read_kernel(text: str):
+    from ..parser import parse
+    from ..transform import InferType
+
+    func = InferType()(parse(text))["main"]
+    return func, lambda args: run_fallback(func, args)
+
+
+register_kernel_format("relay", _kernel_text, _read_kernel)

@@ -6,3 +6,4 @@ from .tensor import *
 from .transform import *
 from .reduce import *
 from .annotation import *
+from . import _topi  # noqa: E402,F401  (attaches the shared computes as FTECompute)

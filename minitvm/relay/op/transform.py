@@ -13,6 +13,7 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...tir.expr import Any, FloorDiv, IntImm, Mul
+from ...topi.utils import slice_params
 from ..expr import Call, Constant, Expr, Tuple, TupleWrapper
 from .layout import Layout, transform_array
 from .layout import _layout_shape as _layout_forward_shape
@@ -534,38 +535,6 @@ def split(data, indices_or_sections, axis: int = 0) -> TupleWrapper:
 
 
 # --------------------------------------------------------------------------- strided_slice
-def _slice_params(shape, attrs):
-    """Per-axis (begin, end, stride) for the sliced axes, in Python-slice terms."""
-    ndim = len(shape)
-    begin, end = list(attrs.begin or ()), list(attrs.end or ())
-    strides = list(attrs.strides or (1,))
-    if attrs.axes is not None:
-        axes = [normalize_axis(a, ndim, "strided_slice") for a in attrs.axes]
-        if not len(axes) == len(begin) == len(end):
-            raise ValueError("strided_slice: begin, end and axes must have the same length")
-    else:
-        if len(begin) > ndim or len(end) > ndim:
-            raise ValueError(f"strided_slice: begin {begin} / end {end} name more axes than the "
-                             f"{ndim} of shape {shape_str(shape)}")
-        axes = list(range(max(len(begin), len(end))))
-    params = {}
-    for k, ax in enumerate(axes):
-        stride = strides[k] if k < len(strides) else 1
-        if attrs.slice_mode == "size":
-            stride = 1
-        if stride == 0:
-            raise ValueError("strided_slice: a stride cannot be zero")
-        b = begin[k] if k < len(begin) else (0 if stride > 0 else None)
-        if k < len(end):
-            e = end[k]
-            if attrs.slice_mode == "size":
-                e = None if e < 0 else b + e
-        else:
-            e = None
-        params[ax] = (b, e, stride)
-    return params
-
-
 def _slice_dim(d, b, e, s):
     if not is_static_dim(d):
         if s == 1 and b in (0, None) and (e is None or e >= 2**31 - 1):
@@ -577,14 +546,14 @@ def _slice_dim(d, b, e, s):
 def _strided_slice_rel(arg_types, attrs):
     check_num_args("strided_slice", arg_types, 1)
     t = tensor_arg(arg_types, 0, "strided_slice")
-    params = _slice_params(t.shape, attrs)
+    params = slice_params(t.shape, attrs)
     shape = [(_slice_dim(d, *params[i]) if i in params else d) for i, d in enumerate(t.shape)]
     return TensorType(shape, t.dtype)
 
 
 def _strided_slice_impl(attrs, args, out_type):
     x = args[0]
-    params = _slice_params(x.shape, attrs)
+    params = slice_params(x.shape, attrs)
     index = tuple(slice(*params[i]) if i in params else slice(None) for i in range(x.ndim))
     return np.ascontiguousarray(x[index])
 

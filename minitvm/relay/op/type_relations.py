@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ...ir.type import TensorType, TupleType, Type
 from ...tir.expr import Any, IntImm, PrimExpr
+from ...topi.utils import normalize_axis, reduce_axes
 
 __all__ = [
     "shape_str", "type_str", "tensor_arg", "dims_equal", "is_static_dim", "broadcast_shapes",
@@ -182,38 +183,6 @@ def identity_comp_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "op"
 
 
 # --------------------------------------------------------------------------- axes / reductions
-def normalize_axis(axis: int, ndim: int, op_name: str = "op", extra: int = 0) -> int:
-    """A possibly negative axis in ``[-ndim-extra, ndim+extra)`` as a non-negative index."""
-    lim = ndim + extra
-    axis = int(axis)
-    if not -lim <= axis < max(lim, 1) or (lim == 0 and axis not in (0, -1)):
-        raise ValueError(f"{op_name}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return axis + lim if axis < 0 else axis
-
-
-def reduce_axes(ndim: int, axis, exclude: bool = False, op_name: str = "reduce") -> list[int]:
-    """The sorted, de-duplicated axes reduced over (None means all; ``exclude`` complements)."""
-    if axis is None:
-        return [] if exclude else list(range(ndim))
-    if isinstance(axis, int):
-        axis = (axis,)
-    picked = []
-    for a in axis:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(
-                f"{op_name}: reduction axis {a} is out of range for a tensor of rank {ndim}"
-            )
-        a = a + ndim if a < 0 else a
-        if a in picked:
-            raise ValueError(f"{op_name}: axis {a} appears more than once")
-        picked.append(a)
-    picked.sort()
-    if exclude:
-        return [i for i in range(ndim) if i not in picked]
-    return picked
-
-
 def reduce_shape(shape: Sequence, axes: Sequence[int], keepdims: bool) -> tuple:
     out = []
     for i, d in enumerate(shape):

@@ -6,7 +6,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
-from minitvm.relay.backend import blas
+from minitvm.runtime import blas
 
 
 def test_graph_run_restores_blas_threads():

@@ -48,7 +48,7 @@ def test_conv_direct_matches_numpy(case):
 
 
 def test_conv_blas_path_still_available():
-    from minitvm.relay.backend import blas
+    from minitvm.runtime import blas
 
     if not blas.available():
         pytest.skip("no BLAS in this process")

@@ -6,7 +6,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
-from minitvm.relay.backend import blas
+from minitvm.runtime import blas
 
 
 def _run(func, feeds, config):
@@ -53,7 +53,7 @@ def test_transpose_a_is_not_generated():
 
 
 def test_few_rows_stay_on_blas():
-    from minitvm.relay.backend.gemm import BMM_GENERATED_MIN_ROWS
+    from minitvm.schedule.gemm import BMM_GENERATED_MIN_ROWS
 
     rng = np.random.default_rng(3)
     m = BMM_GENERATED_MIN_ROWS - 12

@@ -31,7 +31,7 @@ def test_generated_dense_matches_numpy(shape, units):
     got, used_blas = _run(func, xv, {})
     assert not used_blas
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    from minitvm.relay.backend import blas
+    from minitvm.runtime import blas
 
     got, used_blas = _run(func, xv, {"relay.backend.use_generated_dense": False})
     assert used_blas == blas.available()

@@ -15,6 +15,14 @@ def _bbnf(func):
     return run_pass(relay.transform.ToBasicBlockNormalForm(), mod)["main"]
 
 
+def _check(before, after, expected, inputs):
+    """``after`` is ``expected``, is in basic block normal form, and computes what ``before`` did."""
+    tvm.ir.assert_structural_equal(after, expected)
+    assert check_basic_block_normal_form(after)
+    for args in inputs:
+        check_numerics(before, after, [np.asarray(a) for a in args])
+
+
 def test_pass_info():
     p = relay.transform.ToBasicBlockNormalForm()
     assert (p.info.name, p.info.opt_level) == ("ToBasicBlockNormalForm", 1)
@@ -25,7 +33,7 @@ def test_no_sharing_across_blocks_is_unchanged():
     y = relay.add(x, x)
     before = relay.Function([x], relay.add(y, y))
     after = _bbnf(before)
-    tvm.ir.assert_structural_equal(after, before)
+    _check(before, after, before, [[np.array(1.5, "float32")]])
 
 
 def test_value_shared_by_branches_is_bound_before_the_if():
@@ -61,7 +69,28 @@ def test_nested_if_binds_in_innermost_common_scope():
                                            relay.const(1.0)))
         return relay.Function([x, y], body)
 
-    tvm.ir.assert_structural_equal(_bbnf(build(False)), build(True))
+    before = build(False)
+    inputs = [[np.array(c), np.array(2.5, "float32")] for c in (True, False)]
+    _check(before, _bbnf(before), build(True), inputs)
+
+
+def test_value_shared_with_a_closure_is_bound_outside_it():
+    x = relay.var("x", shape=())
+    y = relay.var("y", shape=())
+    s = relay.add(x, x)
+    g = relay.Function([y], relay.multiply(y, s))
+    before = relay.Function([x], relay.add(relay.Call(g, [s]), s))
+    expected = tvm.relay.parse_expr("""
+        fn (%x: float32) {
+          let %s = add(%x, %x);
+          %0 = fn (%y: float32) { multiply(%y, %s) };
+          add(%0(%s), %s)
+        }""")
+    _check(before, _bbnf(before), expected, [[np.array(1.5, "float32")]])
+    # (1.5+1.5)*(1.5+1.5) + 3
+    after_mod = tvm.IRModule.from_expr(_bbnf(before))
+    out = relay.create_executor("debug", mod=after_mod).evaluate()(np.array(1.5, "float32"))
+    assert float(out.numpy()) == 12.0
 
 
 def test_existing_lets_kept():
@@ -71,7 +100,10 @@ def test_existing_lets_kept():
     body = relay.Let(z, relay.add(x, y), relay.add(x, z))
     body = relay.Let(x, relay.const(4.0), body)
     body = relay.Let(y, relay.const(3.0), body)
-    tvm.ir.assert_structural_equal(to_basic_block_normal_form(body), body)
+    after = to_basic_block_normal_form(body)
+    _check(relay.Function([], body), relay.Function([], after), relay.Function([], body), [[]])
+    mod = tvm.IRModule.from_expr(relay.Function([], after))
+    assert float(relay.create_executor("debug", mod=mod).evaluate()().numpy()) == 11.0
 
 
 def test_check_reports_violation():
@@ -81,14 +113,31 @@ def test_check_reports_violation():
     bad = relay.Function([c, x], relay.If(c, relay.negative(e), e))
     with pytest.raises(ValueError, match="basic block normal form"):
         check_basic_block_normal_form(bad)
-    assert check_basic_block_normal_form(to_basic_block_normal_form(bad))
+    v = relay.Var("v")
+    expected = relay.Function([c, x], relay.Let(v, relay.exp(x),
+                                                 relay.If(c, relay.negative(v), v)))
+    inputs = [[np.array(b), np.array(0.5, "float32")] for b in (True, False)]
+    _check(bad, to_basic_block_normal_form(bad), expected, inputs)
 
 
-def test_deep_chain():
+def test_deep_chain_without_blocks_is_unchanged():
     x = relay.var("x", shape=())
     e = x
     for _ in range(100_000):
         e = relay.negative(e)
     f = relay.Function([x], e)
-    assert to_basic_block_normal_form(f) is not None
-    assert check_basic_block_normal_form(f)
+    # an even number of negations: the identity, evaluated at the default recursion limit
+    _check(f, _bbnf(f), f, [[np.array(1.5, "float32")]])
+
+
+def test_deep_chain_shared_by_branches_is_bound_once():
+    c = relay.var("c", shape=(), dtype="bool")
+    x = relay.var("x", shape=())
+    e = x
+    for _ in range(100_000):
+        e = relay.negative(e)
+    before = relay.Function([c, x], relay.If(c, relay.negative(e), e))
+    v = relay.Var("v")
+    expected = relay.Function([c, x], relay.Let(v, e, relay.If(c, relay.negative(v), v)))
+    inputs = [[np.array(b), np.array(1.5, "float32")] for b in (True, False)]
+    _check(before, to_basic_block_normal_form(before), expected, inputs)

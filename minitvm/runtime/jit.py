@@ -1,4 +1,8 @@
-"""LLVM back end driver: host target machine, O3 pipeline, MCJIT, and the on-disk object cache.
+"""The JIT loader: LLVM IR to machine code in this process (host target, O3 pipeline, MCJIT), the
+on-disk object cache, and linking a whole-graph entry against kernels already loaded.
+
+It lives in the runtime because loading an exported library needs it and nothing of the compiler:
+the code generator (``minitvm.codegen``) produces the IR and calls ``compile_ir`` too.
 
 ``MINITVM_CACHE_DIR`` names a directory of object files keyed by a hash of the LLVM IR and the
 host CPU; a cached object is loaded into MCJIT without running LLVM's optimizer or codegen.
@@ -13,13 +17,14 @@ import threading
 import llvmlite
 import llvmlite.binding as llvm
 
-from ...runtime import threadpool
+from . import threadpool
 
 _LOCK = threading.RLock()
 _READY = False
 
 
-def _init() -> None:
+def init() -> None:
+    """Initialize LLVM's native target once; make the thread pool's symbols known to the JIT."""
     global _READY
     if _READY:
         return
@@ -32,7 +37,7 @@ def _init() -> None:
 
 def host_cpu() -> tuple[str, str]:
     """(cpu name, feature string) of the machine we run on."""
-    _init()
+    init()
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
@@ -79,7 +84,7 @@ def _cache_path(ir_text: str) -> str | None:
 def compile_ir(ir_text: str, symbol: str, opt: int = 3) -> CompiledObject:
     """Optimize and JIT-compile ``ir_text``; return the address of ``symbol``."""
     with _LOCK:
-        _init()
+        init()
         tm = target_machine(opt)
         path = _cache_path(ir_text)
         if path and os.path.exists(path):
@@ -114,10 +119,19 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3) -> CompiledObject:
 def assembly(ir_text: str, opt: int = 3) -> str:
     """Host assembly of ``ir_text`` after optimization (for inspection and tests)."""
     with _LOCK:
-        _init()
+        init()
         tm = target_machine(opt)
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
         optimize(mod, tm, opt)
         return tm.emit_assembly(mod)
+
+
+def link_entry(ir_text: str, symbol: str, kernel_addresses: dict[str, int]) -> CompiledObject:
+    """JIT a whole-graph entry after telling LLVM where each kernel symbol lives."""
+    with _LOCK:
+        init()
+        for sym, addr in kernel_addresses.items():
+            llvm.add_symbol(sym, addr)
+    return compile_ir(ir_text, symbol, opt=1 if ir_text.count("\n") < 4000 else 0)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from .... import te
-from ....tir import expr as E
-from ....tir import op as tir_op
-from ..type_relations import reduce_axes
-from ._common import compute, fconst, ishape, out_tensor_types, static_shape
+from .. import te
+from ..tir import expr as E
+from ..tir import op as tir_op
+from .utils import compute, fconst, ishape, out_tensor_types, reduce_axes, static_shape
 
 
 def _reduce_index(x, attrs, out_idx, rvars):

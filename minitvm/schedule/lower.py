@@ -1,4 +1,4 @@
-"""Schedules: a TE graph of one fused function to one PrimFunc with fast loop nests.
+"""Lowering of one fused function's TE graph to one PrimFunc with fast loop nests.
 
 Injective stages are inlined into their consumers (no intermediate tensor for an elementwise
 chain); what remains is materialized: outputs, reductions and GEMM anchors. Each materialized
@@ -7,91 +7,92 @@ innermost loop split into 16-lane vector chunks plus a scalar tail. Reductions v
 across output elements (small windows: pooling, depthwise conv) or with vector partial sums along
 the reduction (softmax, layer norm, GEMV). Dense, matmul, batch_matmul and conv2d (by im2col)
 call a GEMM (``gemm.py``) and apply their fused epilogue in place on the GEMM output.
+
+Which schedule a materialized stage gets is a table, ``RULES``: op tag -> candidate rules in
+priority order, each ``(supported(t, options), emit)``; stages no rule takes are scheduled as a
+reduction or as an injective loop nest. ``register_rule`` adds one.
 """
 
 from __future__ import annotations
 
-from ...te.create_prim_func import _topo
-from ...te.tensor import ComputeOp, PlaceholderOp
-from ...tir import expr as E
-from ...tir import stmt as S
-from ...tir.buffer import decl_buffer
-from ...tir.function import PrimFunc
-from ...tir.stmt_functor import post_order, substitute, transform_expr
-from ..op._compute._common import prod as _prod
-from ..op._compute._common import static_shape as _shape
-from . import gemm, pool_schedule
+from collections.abc import Callable
+from dataclasses import dataclass
 
-PARALLEL_MIN_WORK = 1 << 18  # elements (times reduction length) before a loop runs in parallel
-STACK_TEMP_BYTES = 64 * 1024  # temporaries up to this size live on the stack
-SMALL_REDUCE = 64  # reductions this short are unrolled and vectorized across outputs
-GEMM_TAGS = ("dense", "matmul", "batch_matmul", "conv2d_nchw")
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
-
-
-def _lanes(dtype: str) -> int:
-    bits = int("".join(c for c in dtype if c.isdigit()) or 8) if dtype != "bool" else 8
-    return 8 if bits == 64 else 16
+from .. import te
+from ..te.create_prim_func import topo_order
+from ..te.tensor import ComputeOp, PlaceholderOp
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.function import PrimFunc
+from ..tir.stmt_functor import post_order, substitute, transform_expr
+from ..topi.utils import prod as _prod
+from ..topi.utils import static_shape as _shape
+from . import conv_direct, gemm, pool
+from .common import PARALLEL_MIN_WORK, SMALL_REDUCE, LowerCtx, LoweringError
+from .common import imm as _i
+from .common import lanes as _lanes
+from .common import outer_loops as _outer_loops
+from .common import param_buffer as _param_buffer
+from .common import vector_inner as _vector_inner
+from .options import LoweringOptions
 
 
-def _nbytes(dtype: str) -> int:
-    if dtype == "bool":
-        return 1
-    return int("".join(c for c in dtype if c.isdigit())) // 8
+# ---------------------------------------------------------------------------------- rules
+@dataclass(frozen=True)
+class Rule:
+    """A schedule for stages of one op tag.
+
+    kind: "gemm" (a GEMM anchor: operands materialized, fused epilogue applied in place on its
+    output) or "window" (a pooling window: operand materialized). ``supported(t, options)``
+    says whether it takes stage ``t``; ``emit(ctx, t, out_buffer, bodies)`` writes the loops.
+    """
+
+    name: str
+    kind: str
+    supported: Callable
+    emit: Callable
 
 
-class LoweringError(ValueError):
-    """A fused function that this back end cannot lower natively (it falls back to numpy)."""
+def _emit_gemm(ctx, t, buf, bodies):
+    return gemm.emit(ctx, t, buf, [ctx.buf[id(s)] for s in t.op.attrs["operands"]])
 
 
-class _Ctx:
-    """State of one lowering: buffers of materialized tensors and the workspace layout."""
+def _emit_pool(ctx, t, buf, bodies):
+    _, ident, combine = _reduce_parts(t, bodies[id(t)])
+    return pool.emit(ctx, t, buf, ctx.buf[id(t.op.attrs["operands"][0])], ident, combine)
 
-    def __init__(self):
-        self.buf: dict[int, object] = {}
-        self.ws_bytes = 0
-        self.ws = None
-        self.stack_temps: list = []
-        self.ws_views: list = []
-        self.counter = 0
-        self.packed: set = set()  # ids of dense anchors whose weight input is prepacked
 
-    def fresh(self, name: str) -> E.Var:
-        self.counter += 1
-        return E.Var(f"{name}{self.counter}", "int32")
+_GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm)
+RULES: dict[str, list[Rule]] = {
+    "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM], "conv2d_nchw": [_GEMM],
+    pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
+}
 
-    def workspace(self):
-        if self.ws is None:
-            self.ws = _param_buffer((1,), "uint8", "workspace")
-        return self.ws
 
-    def temp(self, shape, dtype: str, name: str):
-        """A temporary buffer: on the stack when small, else a slice of the workspace param."""
-        shape = tuple(shape) or (1,)
-        nbytes = _prod(shape) * _nbytes(dtype)
-        if nbytes <= STACK_TEMP_BYTES:
-            b = decl_buffer(shape, dtype, name)
-            self.stack_temps.append(b)
-            return b
-        off = -(-self.ws_bytes // 64) * 64
-        self.ws_bytes = off + nbytes
-        ws = self.workspace()
-        view = decl_buffer(shape, dtype, name, data=ws.data, elem_offset=off // _nbytes(dtype))
-        self.ws_views.append(view)
-        return view
+def register_rule(tag: str, rule: Rule) -> None:
+    """Try ``rule`` first for stages tagged ``tag``."""
+    RULES.setdefault(tag, []).insert(0, rule)
 
+
+def select_rule(t, options: LoweringOptions) -> Rule | None:
+    """The first rule of ``t``'s tag that supports it, or None (reduction / injective)."""
+    if not isinstance(t.op, ComputeOp):
+        return None
+    for rule in RULES.get(t.op.tag, ()):
+        if rule.supported(t, options):
+            return rule
+    return None
 
 # ---------------------------------------------------------------------------------- inlining
-def _is_gemm(t) -> bool:
-    return isinstance(t.op, ComputeOp) and t.op.tag in GEMM_TAGS and gemm.use_gemm(t)
+def _is_gemm(t, options: LoweringOptions) -> bool:
+    rule = select_rule(t, options)
+    return rule is not None and rule.kind == "gemm"
 
 
-def plan(outputs, inputs):
+def plan(outputs, inputs, options: LoweringOptions):
     """Topological order and which tensors are materialized (not inlined)."""
-    order = _topo(list(outputs))
+    order = topo_order(list(outputs))
     out_ids = {id(t) for t in outputs}
     in_ids = {id(t) for t in inputs}
     for t in order:
@@ -103,7 +104,7 @@ def plan(outputs, inputs):
             continue
         if isinstance(t.op.body, E.Reduce):
             materialize.add(id(t))
-        if _is_gemm(t) or pool_schedule.supported(t):
+        if select_rule(t, options) is not None:
             for src in t.op.attrs["operands"]:
                 if isinstance(src.op, ComputeOp):
                     materialize.add(id(src))
@@ -130,45 +131,6 @@ def _inline_all(order, materialize, ctx) -> dict:
 
         bodies[id(t)] = transform_expr(t.op.body, fpost)
     return bodies
-
-
-# ---------------------------------------------------------------------------------- loops
-def _outer_loops(ctx, dims, parallel: bool, body_fn):
-    """Loop over ``dims`` (fused into one loop, parallel when asked); ``body_fn(idx_list)``."""
-    if not dims:
-        return body_fn([])
-    n = _prod(dims)
-    v = ctx.fresh("o")
-    idx, rest = [], v
-    for k in range(len(dims) - 1, -1, -1):
-        d = dims[k]
-        if d == 1:
-            idx.append(_i(0))
-        elif k == 0 or all(x == 1 for x in dims[:k]):
-            idx.append(rest)
-            rest = _i(0)
-        else:
-            idx.append(E.FloorMod(rest, d))
-            rest = E.FloorDiv(rest, d)
-    idx.reverse()
-    kind = S.ForKind.PARALLEL if parallel and n > 1 else S.ForKind.SERIAL
-    return S.For(v, 0, n, kind, body_fn(idx))
-
-
-def _vector_inner(ctx, extent: int, lanes: int, body_fn):
-    """``for j in [0, extent)``: vector chunks of ``lanes`` plus a scalar tail."""
-    parts = []
-    nvec = extent // lanes if extent >= lanes else 0
-    if nvec:
-        vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
-        inner = S.For(vi, 0, lanes, S.ForKind.VECTORIZED, body_fn(vo * lanes + vi))
-        parts.append(S.For(vo, 0, nvec, S.ForKind.SERIAL, inner) if nvec > 1 else
-                     substitute(inner, {vo: _i(0)}))
-    tail = extent - nvec * lanes
-    if tail:
-        t = ctx.fresh("t")
-        parts.append(S.For(t, nvec * lanes, tail, S.ForKind.SERIAL, body_fn(t)))
-    return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
 
 
 def _sub_axes(body, axis, idx):
@@ -329,29 +291,32 @@ def _depends_on(t, anchor, materialize) -> bool:
     return False
 
 
-def _packable(order, t):
+def _packable(order, t, options: LoweringOptions):
     """The generated dense anchor that is ``t``'s only reader as its weight, or None."""
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
-    if len(readers) != 1 or not _is_gemm(readers[0]) or not gemm.use_generated_dense(readers[0]):
+    if len(readers) != 1 or not _is_gemm(readers[0], options) or \
+            not gemm.use_generated_dense(readers[0], options):
         return None
     a, w = readers[0].op.attrs["operands"]
     return readers[0] if w is t and a is not t else None
 
 
 def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
-             packs: dict | None = None) -> tuple[PrimFunc, int]:
+             packs: dict | None = None, options: LoweringOptions | None = None
+             ) -> tuple[PrimFunc, int]:
     """Lower a TE graph to a PrimFunc ``f(*inputs, *outputs[, workspace])``.
 
     Returns the function and its workspace size in bytes (0 when it needs none). Inputs at
     positions ``prepack`` are constants: a dense weight among them is taken prepacked (the
-    numpy transform is recorded in ``packs``).
+    numpy transform is recorded in ``packs``). ``options`` choose the implementations.
     """
-    ctx = _Ctx()
-    order, materialize = plan(outputs, inputs)
+    ctx = LowerCtx(options)
+    options = ctx.options
+    order, materialize = plan(outputs, inputs, options)
     params = []
     for k, t in enumerate(inputs):
-        anchor = _packable(order, t) if k in prepack else None
+        anchor = _packable(order, t, options) if k in prepack else None
         if anchor is not None:
             shape, fn = gemm.packed_weight(anchor)
             b = _param_buffer(shape, t.dtype, f"in{k}")
@@ -379,11 +344,10 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
     # GEMM anchors whose epilogue can run in place share the output's buffer
     gemm_into = {}
     for t in order:
-        if _is_gemm(t) and gemm.use_generated_conv(t) and id(t) not in ctx.buf:
-            from . import conv_direct  # writes a [N, O, OH, Wq] grid the epilogue reads
-
+        if _is_gemm(t, options) and gemm.use_generated_conv(t, options) and id(t) not in ctx.buf:
+            # the implicit GEMM writes a [N, O, OH, Wq] grid the epilogue reads
             ctx.buf[id(t)] = ctx.temp(conv_direct.grid_shape(t), t.dtype, t.name)
-        elif _is_gemm(t):
+        elif _is_gemm(t, options):
             u = _epilogue_consumer(order, list(outputs), t, materialize)
             if u is not None and id(t) not in ctx.buf:
                 ctx.buf[id(t)] = ctx.buf[id(u)]
@@ -397,12 +361,9 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         if id(t) not in materialize or not isinstance(t.op, ComputeOp):
             continue
         buf = ctx.buf[id(t)]
-        if _is_gemm(t):
-            stmts.append(gemm.emit(ctx, t, buf, [ctx.buf[id(s)] for s in t.op.attrs["operands"]]))
-        elif pool_schedule.supported(t):
-            _, ident, combine = _reduce_parts(t, bodies[id(t)])
-            x = ctx.buf[id(t.op.attrs["operands"][0])]
-            stmts.append(pool_schedule.emit(ctx, t, buf, x, ident, combine))
+        rule = select_rule(t, options)
+        if rule is not None:
+            stmts.append(rule.emit(ctx, t, buf, bodies))
         elif isinstance(t.op.body, E.Reduce):
             stmts.append(reduce_nest(ctx, t, buf, bodies[id(t)]))
         else:
@@ -423,12 +384,5 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
                     attrs=attrs), ctx.ws_bytes
 
 
-def _param_buffer(shape, dtype: str, name: str):
-    """A parameter buffer whose data pointer is the parameter itself."""
-    return decl_buffer(shape, dtype, name, data=E.Var(name, "handle"))
-
-
 def _copy_stage(src):
-    from ... import te
-
     return te.compute(src.shape, lambda *i: src[i] if i else src[()], name=src.name + "_copy")

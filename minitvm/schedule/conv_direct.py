@@ -12,16 +12,15 @@ the result lands in a ``[N, O, OH, Wq]`` buffer that the fused epilogue (or a cr
 
 from __future__ import annotations
 
-from ...tir import expr as E
-from ...tir import stmt as S
-from ...tir.buffer import decl_buffer
-from ..op._compute._common import static_shape as _shape
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..topi.utils import static_shape as _shape
+from .common import imm as _i
+from .common import lanes as _lanes
+from .common import vector_inner as _vector_inner
 
 MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
 
 
 def geometry(t) -> dict:
@@ -63,22 +62,20 @@ def grid_shape(t) -> tuple[int, ...]:
 
 def emit(ctx, t, out, x, w) -> S.Stmt:
     """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``)."""
-    from .schedules import _lanes, _vector_inner
-
     g = geometry(t)
     xph = ctx.temp((g["xph_len"],), "float32", "xph")
     direct = _shape(out)[3] == g["wq"]
     dst = out if direct else ctx.temp((g["n"], g["o"], g["oh"], g["wq"]), "float32", "conv_grid")
     stmts = []
     nv = ctx.fresh("n")
-    body = [_phase(ctx, g, xph, x, nv, _lanes, _vector_inner), _gemm(ctx, g, xph, w, dst, nv)]
+    body = [_phase(ctx, g, xph, x, nv), _gemm(ctx, g, xph, w, dst, nv)]
     stmts.append(S.For(nv, 0, g["n"], S.ForKind.SERIAL, S.SeqStmt(body)))
     if not direct:
-        stmts.append(_crop(ctx, g, dst, out, _vector_inner, _lanes))
+        stmts.append(_crop(ctx, g, dst, out))
     return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
 
 
-def _phase(ctx, g, xph, x, nv, _lanes, _vector_inner) -> S.Stmt:
+def _phase(ctx, g, xph, x, nv) -> S.Stmt:
     """``xph[((c*sh + py)*sw + px)*plane + i*wq + j] = x_padded[n, c, i*sh+py, j*sw+px]``."""
     sh, sw, hq, wq = g["sh"], g["sw"], g["hq"], g["wq"]
     rows = g["c"] * sh * sw * hq
@@ -184,7 +181,7 @@ def _flat(ctx, buf, length: int, name: str):
     return view
 
 
-def _crop(ctx, g, src, out, _vector_inner, _lanes) -> S.Stmt:
+def _crop(ctx, g, src, out) -> S.Stmt:
     """``out[n, o, oy, ox] = grid[n, o, oy, ox]`` for ``ox < OW``."""
     r = ctx.fresh("cr")
     rows = g["n"] * g["o"] * g["oh"]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import expr as E
-from . import stmt as S
-from .buffer import decl_buffer
-from .expr import IntImm, Var
-from .function import PrimFunc
-from .op import if_then_else
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.expr import IntImm, Var
+from ..tir.function import PrimFunc
+from ..tir.op import if_then_else
 
 PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
@@ -70,7 +70,11 @@ def _check(batch, M, N, K, dtype, mr, nr, mc) -> None:
         raise ValueError(f"gemm: only float dtypes are supported, got {dtype!r}")
 
 
-class _Builder:
+class GemmBuilder:
+    """Builds the statements of one packed, register-blocked (batched) GEMM: ``pack()`` copies
+    B into panels of ``nr`` columns, ``compute()`` runs the ``mr x nr`` micro-kernels; ``A``,
+    ``B``, ``Bp`` and ``C`` may be replaced by the caller's buffers before either is called."""
+
     def __init__(self, batch, M, N: int, K: int, transpose_b: bool, bias: bool, relu: bool,
                  dtype: str, mr: int, nr: int, mc: int, prepacked: bool, bcast_a: bool,
                  bcast_b: bool, min_work: int):
@@ -301,7 +305,7 @@ def gemm(M, N: int, K: int, transpose_b: bool = False, bias: bool = False, relu:
     if isinstance(M, IntImm):
         M = M.value
     _check(None, M, N, K, dtype, mr, nr, mc)
-    return _Builder(None, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
+    return GemmBuilder(None, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
                     prepacked_b, False, False, parallel_min_work).build("gemm")
 
 
@@ -322,7 +326,7 @@ def batch_gemm(batch, M, N: int, K: int, transpose_b: bool = False, bias: bool =
     if isinstance(batch, IntImm):
         batch = batch.value
     _check(batch, M, N, K, dtype, mr, nr, mc)
-    return _Builder(batch, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
+    return GemmBuilder(batch, M, int(N), int(K), transpose_b, bias, relu, dtype, mr, nr, mc,
                     prepacked_b, broadcast_a, broadcast_b, parallel_min_work).build("batch_gemm")
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from minitvm import codegen, tir
+from minitvm.schedule import gemm_kernel
 
 SHAPES = [(1, 1, 1), (1, 100, 37), (7, 13, 5), (8, 32, 16), (17, 33, 31), (29, 64, 3),
           (65, 97, 129)]
@@ -20,7 +21,7 @@ def _ref(a, b, bias, relu, transpose_b):
 @pytest.mark.parametrize("transpose_b,bias,relu", [(False, False, False), (True, True, True),
                                                    (True, False, False)])
 def test_gemm_static(M, N, K, transpose_b, bias, relu, rng):
-    f = codegen.build(tir.gemm(M, N, K, transpose_b=transpose_b, bias=bias, relu=relu))["gemm"]
+    f = codegen.build(gemm_kernel.gemm(M, N, K, transpose_b=transpose_b, bias=bias, relu=relu))["gemm"]
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((N, K) if transpose_b else (K, N), dtype=np.float32)
     bv = rng.standard_normal(N, dtype=np.float32) if bias else None
@@ -32,7 +33,7 @@ def test_gemm_static(M, N, K, transpose_b, bias, relu, rng):
 @pytest.mark.parametrize("m", [1, 5, 8, 70])
 def test_gemm_symbolic_rows(m, rng):
     M = tir.Var("m", "int64")
-    f = codegen.build(tir.gemm(M, 40, 24, transpose_b=True, bias=True))["gemm"]
+    f = codegen.build(gemm_kernel.gemm(M, 40, 24, transpose_b=True, bias=True))["gemm"]
     a = rng.standard_normal((m, 24), dtype=np.float32)
     w = rng.standard_normal((40, 24), dtype=np.float32)
     bias = rng.standard_normal(40, dtype=np.float32)
@@ -43,9 +44,9 @@ def test_gemm_symbolic_rows(m, rng):
 
 def test_gemm_prepacked_weight(rng):
     w = rng.standard_normal((50, 16), dtype=np.float32)
-    packed = tir.pack_b(w, nr=32, transpose_b=True)
+    packed = gemm_kernel.pack_b(w, nr=32, transpose_b=True)
     assert packed.shape == (2, 16, 32)
-    f = codegen.build(tir.gemm(9, 50, 16, prepacked_b=True, relu=True))["gemm"]
+    f = codegen.build(gemm_kernel.gemm(9, 50, 16, prepacked_b=True, relu=True))["gemm"]
     a = rng.standard_normal((9, 16), dtype=np.float32)
     c = np.empty((9, 50), np.float32)
     f(a, packed, c)
@@ -53,7 +54,7 @@ def test_gemm_prepacked_weight(rng):
 
 
 def test_gemm_other_blockings(rng):
-    f = codegen.build(tir.gemm(50, 70, 33, mr=6, nr=16, mc=12))["gemm"]
+    f = codegen.build(gemm_kernel.gemm(50, 70, 33, mr=6, nr=16, mc=12))["gemm"]
     a = rng.standard_normal((50, 33), dtype=np.float32)
     b = rng.standard_normal((33, 70), dtype=np.float32)
     c = np.empty((50, 70), np.float32)
@@ -62,7 +63,7 @@ def test_gemm_other_blockings(rng):
 
 
 def test_gemm_uses_vector_fma():
-    mod = codegen.build(tir.gemm(64, 64, 64))
+    mod = codegen.build(gemm_kernel.gemm(64, 64, 64))
     asm = mod.get_source("asm")
     assert "vfmadd" in asm
 
@@ -70,20 +71,20 @@ def test_gemm_uses_vector_fma():
 @pytest.mark.parametrize("N,K", [(1, 1), (7, 3), (128, 784), (10, 128), (33, 9), (97, 131)])
 @pytest.mark.parametrize("prepacked", [False, True])
 def test_gemv_one_row(N, K, prepacked, rng):
-    f = codegen.build(tir.gemm(1, N, K, transpose_b=True, bias=True, relu=True,
+    f = codegen.build(gemm_kernel.gemm(1, N, K, transpose_b=True, bias=True, relu=True,
                                prepacked_b=prepacked))["gemm"]
     a = rng.standard_normal((1, K), dtype=np.float32)
     w = rng.standard_normal((N, K), dtype=np.float32)
     bias = rng.standard_normal(N, dtype=np.float32)
     c = np.empty((1, N), np.float32)
-    f(a, tir.pack_b(w, 32, True) if prepacked else w, bias, c)
+    f(a, gemm_kernel.pack_b(w, 32, True) if prepacked else w, bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_small_gemm_runs_serial_large_gemm_parallel():
-    small = tir.gemm(1, 128, 784, transpose_b=True).script()
+    small = gemm_kernel.gemm(1, 128, 784, transpose_b=True).script()
     assert "T.parallel" not in small
-    large = tir.gemm(64, 128, 784, transpose_b=True).script()
+    large = gemm_kernel.gemm(64, 128, 784, transpose_b=True).script()
     assert "T.parallel" in large and "parallel_min_extent" in large
 
 
@@ -91,7 +92,7 @@ def test_small_gemm_runs_serial_large_gemm_parallel():
                                          (12, 128, 128, 64), (4, 9, 64, 128)])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_batch_gemm(batch, M, N, K, transpose_b, rng):
-    f = codegen.build(tir.batch_gemm(batch, M, N, K, transpose_b=transpose_b))["batch_gemm"]
+    f = codegen.build(gemm_kernel.batch_gemm(batch, M, N, K, transpose_b=transpose_b))["batch_gemm"]
     a = rng.standard_normal((batch, M, K), dtype=np.float32)
     b = rng.standard_normal((batch, N, K) if transpose_b else (batch, K, N), dtype=np.float32)
     c = np.empty((batch, M, N), np.float32)
@@ -102,16 +103,16 @@ def test_batch_gemm(batch, M, N, K, transpose_b, rng):
 
 def test_batch_gemm_broadcast_prepacked_epilogue_and_symbolic(rng):
     bsz = tir.Var("b", "int32")
-    f = codegen.build(tir.batch_gemm(bsz, 6, 40, 24, transpose_b=True, bias=True, relu=True,
+    f = codegen.build(gemm_kernel.batch_gemm(bsz, 6, 40, 24, transpose_b=True, bias=True, relu=True,
                                      broadcast_b=True, prepacked_b=True))["batch_gemm"]
     w = rng.standard_normal((40, 24), dtype=np.float32)
     bias = rng.standard_normal(40, dtype=np.float32)
     for nb in (1, 5):
         a = rng.standard_normal((nb, 6, 24), dtype=np.float32)
         c = np.empty((nb, 6, 40), np.float32)
-        f(a, tir.pack_b(w, 32, True), bias, c)
+        f(a, gemm_kernel.pack_b(w, 32, True), bias, c)
         np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
-    g = codegen.build(tir.batch_gemm(3, 5, 8, 4, broadcast_a=True))["batch_gemm"]
+    g = codegen.build(gemm_kernel.batch_gemm(3, 5, 8, 4, broadcast_a=True))["batch_gemm"]
     a = rng.standard_normal((5, 4), dtype=np.float32)
     b = rng.standard_normal((3, 4, 8), dtype=np.float32)
     c = np.empty((3, 5, 8), np.float32)
@@ -121,13 +122,13 @@ def test_batch_gemm_broadcast_prepacked_epilogue_and_symbolic(rng):
 
 def test_pack_b_batched_and_errors():
     b = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5)
-    p = tir.pack_b(b, nr=4)
+    p = gemm_kernel.pack_b(b, nr=4)
     assert p.shape == (2, 2, 3, 4)
     np.testing.assert_array_equal(p[1, 1, :, :1], b[1][:, 4:5])
     with pytest.raises(ValueError, match="expects a matrix"):
-        tir.pack_b(np.zeros(3, np.float32))
+        gemm_kernel.pack_b(np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="nr must be positive"):
-        tir.pack_b(np.zeros((2, 2), np.float32), nr=0)
+        gemm_kernel.pack_b(np.zeros((2, 2), np.float32), nr=0)
 
 
 @pytest.mark.parametrize("kwargs,msg", [
@@ -140,9 +141,9 @@ def test_pack_b_batched_and_errors():
 ])
 def test_gemm_bad_arguments(kwargs, msg):
     with pytest.raises(ValueError, match=msg):
-        tir.gemm(**kwargs)
+        gemm_kernel.gemm(**kwargs)
 
 
 def test_batch_gemm_bad_batch():
     with pytest.raises(ValueError, match="batch must be a positive int"):
-        tir.batch_gemm(0, 4, 4, 4)
+        gemm_kernel.batch_gemm(0, 4, 4, 4)

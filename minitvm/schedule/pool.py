@@ -9,19 +9,21 @@ the generic small-window reduction, whose strided, bounds-checked gathers cost 4
 
 from __future__ import annotations
 
-from ...tir import expr as E
-from ...tir import stmt as S
-from ...tir.buffer import decl_buffer
-from ..op._compute._common import static_shape as _shape
+from ..te.tensor import ComputeOp
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..topi.utils import static_shape as _shape
+from .common import lanes as _lanes
+from .common import outer_loops as _outer_loops
+from .common import vector_inner as _vector_inner
 
 POOL_TAG = "pool2d_window"
 PARALLEL_MIN_WORK = 1 << 16  # window loads before the rows run on the thread pool
 
 
-def supported(t) -> bool:
+def supported(t, options=None) -> bool:
     """Is ``t`` a tagged float pooling window stage this schedule handles?"""
-    from ...te.tensor import ComputeOp
-
     if not isinstance(t.op, ComputeOp) or t.op.tag != POOL_TAG:
         return False
     a = t.op.attrs
@@ -39,8 +41,6 @@ def supported(t) -> bool:
 
 def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
     """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``."""
-    from .schedules import _lanes, _outer_loops, _vector_inner
-
     a = t.op.attrs
     nb, ch, h, w = _shape(a["operands"][0])
     _, _, oh, ow = _shape(t)

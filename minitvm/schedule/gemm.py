@@ -7,12 +7,18 @@ reduction schedule vectorizes (the GEMV case: batch-1 dense).
 
 from __future__ import annotations
 
-from ...tir import expr as E
-from ...tir import stmt as S
-from ...tir.op import call_extern
-from ..op._compute._common import prod as _prod
-from ..op._compute._common import static_shape as _shape
-from . import blas
+from ..runtime.blas import SHIM_SYMBOL
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.op import call_extern
+from ..topi.utils import prod as _prod
+from ..topi.utils import static_shape as _shape
+from . import conv_direct
+from .common import lanes as _lanes
+from .common import vector_inner as _vector_inner
+from .gemm_kernel import GemmBuilder, pack_b
+from .options import LoweringOptions
 
 NOTRANS, TRANS = 111, 112
 MIN_GEMM_MACS = 1 << 14
@@ -40,21 +46,19 @@ def _gemm_dims(t):
     return None
 
 
-# which GEMM stages use generated code (else BLAS when available): conv2d by the implicit GEMM
-# of conv_direct, dense by the packed register-blocked GEMM of tir.gemm
-GENERATED = {"conv2d": True, "dense": True, "batch_matmul": True}
+# which GEMM stages use generated code (else BLAS when allowed) is in the LoweringOptions:
+# conv2d by the implicit GEMM of conv_direct, dense and batch_matmul by gemm_kernel's packed
+# register-blocked GEMM
 
 
-def use_generated_conv(t) -> bool:
+def use_generated_conv(t, options: LoweringOptions) -> bool:
     """Is ``t`` a conv2d computed by the generated implicit GEMM (``conv_direct``)?"""
-    from . import conv_direct
-
-    return t.op.tag == "conv2d_nchw" and GENERATED["conv2d"] and conv_direct.supported(t)
+    return t.op.tag == "conv2d_nchw" and options.generated_conv and conv_direct.supported(t)
 
 
-def use_generated_dense(t) -> bool:
-    """Is ``t`` a float32 dense (at least two rows) computed by the generated ``tir.gemm``?"""
-    if t.op.tag != "dense" or not GENERATED["dense"]:
+def use_generated_dense(t, options: LoweringOptions) -> bool:
+    """Is ``t`` a float32 dense (at least two rows) computed by the generated ``gemm_kernel``?"""
+    if t.op.tag != "dense" or not options.generated_dense:
         return False
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
@@ -66,13 +70,13 @@ def use_generated_dense(t) -> bool:
 BMM_GENERATED_MIN_ROWS = 16
 
 
-def use_generated_batch_matmul(t) -> bool:
-    """Is ``t`` a float32 batch_matmul (A not transposed) computed by ``tir.batch_gemm``?
+def use_generated_batch_matmul(t, options: LoweringOptions) -> bool:
+    """Is ``t`` a float32 batch_matmul (A not transposed) computed by ``gemm_kernel.batch_gemm``?
 
     B is an activation, so it is packed on every call; that packing is cheap next to the
     GEMM once the product is big enough, which the threshold below says.
     """
-    if t.op.tag != "batch_matmul" or not GENERATED.get("batch_matmul", False):
+    if t.op.tag != "batch_matmul" or not options.generated_batch_matmul:
         return False
     a, b = t.op.attrs["operands"]
     if t.op.attrs["transpose_a"] or not (t.dtype == a.dtype == b.dtype == "float32"):
@@ -83,12 +87,13 @@ def use_generated_batch_matmul(t) -> bool:
     # measured (2 threads): generated 1.4-3.7x faster from 16 rows up (BERT's 12x128x128x64:
     # 0.097 vs 0.135 ms); with fewer rows the per-call packing dominates and BLAS wins (3x at
     # 8x2x512x512), so BLAS keeps those when it is there
-    return m >= BMM_GENERATED_MIN_ROWS or not blas.available()
+    return m >= BMM_GENERATED_MIN_ROWS or not options.blas
 
 
-def use_gemm(t) -> bool:
+def use_gemm(t, options: LoweringOptions) -> bool:
     """Route this stage to a GEMM (BLAS, or generated: implicit-GEMM conv, packed dense)?"""
-    if use_generated_conv(t) or use_generated_dense(t) or use_generated_batch_matmul(t):
+    if use_generated_conv(t, options) or use_generated_dense(t, options) or \
+            use_generated_batch_matmul(t, options):
         return True
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
@@ -99,7 +104,7 @@ def use_gemm(t) -> bool:
     m, n, k = dims
     if m < 2 or m * n * k < MIN_GEMM_MACS:
         return False
-    return blas.available()
+    return options.blas
 
 
 def _i64(v) -> E.PrimExpr:
@@ -117,7 +122,7 @@ def _off(buf, extra=0) -> E.PrimExpr:
 
 def sgemm(ta, tb, m, n, k, a, oa, lda, b, ob, ldb, c, oc, ldc) -> S.Stmt:
     """``C[oc:] = op(A[oa:]) @ op(B[ob:])`` (row-major) through the BLAS shim."""
-    call = call_extern("int32", blas.SHIM_SYMBOL, _i64(ta), _i64(tb), _i64(m), _i64(n), _i64(k),
+    call = call_extern("int32", SHIM_SYMBOL, _i64(ta), _i64(tb), _i64(m), _i64(n), _i64(k),
                        a.data, _off(a, oa), _i64(lda), b.data, _off(b, ob), _i64(ldb),
                        c.data, _off(c, oc), _i64(ldc), E.FloatImm("float32", 0.0))
     return S.Evaluate(call)
@@ -154,13 +159,11 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
     """The statements computing GEMM stage ``t`` into ``out``."""
     tag, attrs = t.op.tag, t.op.attrs
     a, b = operand_bufs
-    if tag == "conv2d_nchw" and use_generated_conv(t):
-        from . import conv_direct
-
+    if tag == "conv2d_nchw" and use_generated_conv(t, ctx.options):
         return conv_direct.emit(ctx, t, out, a, b)
-    if tag == "dense" and use_generated_dense(t):
+    if tag == "dense" and use_generated_dense(t, ctx.options):
         return _gen_dense(ctx, t, out, a, b)
-    if tag == "batch_matmul" and use_generated_batch_matmul(t):
+    if tag == "batch_matmul" and use_generated_batch_matmul(t, ctx.options):
         return _gen_batch_matmul(ctx, t, out, a, b)
     m, n, k = _gemm_dims(t)
     if tag == "dense":
@@ -212,8 +215,6 @@ def _conv2d(ctx, t, out, x, w, og, ohow, ckk) -> S.Stmt:
 
 def _im2col(ctx, col, x, nv, gv, chw, ckk, ohw, strides, dil, pads) -> S.Stmt:
     """``col[(c*KH + ky)*KW + kx, oy*OW + ox] = x_padded[n, g*Cg + c, iy, ix]``."""
-    from .schedules import _lanes, _vector_inner
-
     c, h, wd = chw
     cg, kh, kw = ckk
     oh, ow = ohw
@@ -245,8 +246,6 @@ def _im2col(ctx, col, x, nv, gv, chw, ckk, ohw, strides, dil, pads) -> S.Stmt:
 
 def _view(ctx, buf, shape, name):
     """``buf`` seen with another (same-size) shape, declared at the function's top."""
-    from ...tir.buffer import decl_buffer
-
     v = decl_buffer(shape, buf.dtype, name, data=buf.data, elem_offset=buf.elem_offset)
     ctx.ws_views.append(v)
     return v
@@ -262,14 +261,12 @@ def _dense_nr(n: int) -> int:
 
 
 class _PackB:
-    """Picklable numpy transform: a ``[N, K]`` weight to ``tir.gemm``'s packed layout."""
+    """Picklable numpy transform: a ``[N, K]`` weight to ``gemm_kernel``'s packed layout."""
 
     def __init__(self, nr: int):
         self.nr = nr
 
     def __call__(self, w):
-        from ...tir.gemm import pack_b
-
         return pack_b(w, self.nr, transpose_b=True)
 
 
@@ -281,13 +278,11 @@ def packed_weight(t):
 
 
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
-    """``out = a @ w.T`` by ``tir.gemm``'s packed micro-kernels (weight prepacked at build
+    """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels (weight prepacked at build
     time when it is a constant, else packed per call)."""
-    from ...tir.gemm import _Builder
-
     m, n, k = _gemm_dims(t)
     nr = _dense_nr(n)
-    bld = _Builder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
+    bld = GemmBuilder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
                    DENSE_PARALLEL_MIN_WORK)
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
@@ -300,17 +295,15 @@ def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
 
 
 def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
-    """``out[i] = a[i] @ op(b[i])`` by ``tir.batch_gemm``'s micro-kernels; B (an activation)
+    """``out[i] = a[i] @ op(b[i])`` by ``gemm_kernel``'s micro-kernels; B (an activation)
     is packed per call into a workspace temporary. A batch-1 operand is broadcast."""
-    from ...tir.gemm import _Builder
-
     m, n, k = _gemm_dims(t)
     batch = _shape(t)[0]
     tb = bool(t.op.attrs["transpose_b"])
     sa, sb = _shape(t.op.attrs["operands"][0]), _shape(t.op.attrs["operands"][1])
     bcast_a, bcast_b = sa[0] == 1 and batch > 1, sb[0] == 1 and batch > 1
     nr = _dense_nr(n)
-    bld = _Builder(batch, m, n, k, tb, False, False, "float32", 8, nr, 64, False, bcast_a,
+    bld = GemmBuilder(batch, m, n, k, tb, False, False, "float32", 8, nr, 64, False, bcast_a,
                    bcast_b, DENSE_PARALLEL_MIN_WORK)
     bld.A = _view(ctx, a, (m, k), "bmm_a") if bcast_a else a
     bld.B = _view(ctx, b, sb[1:], "bmm_b") if bcast_b else b

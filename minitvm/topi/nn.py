@@ -7,9 +7,9 @@ lowering the plain reduction.
 
 from __future__ import annotations
 
-from .... import te
-from ....tir import expr as E
-from ._common import compute, fast_exp, ishape, out_tensor_types, static_shape
+from .. import te
+from ..tir import expr as E
+from .utils import compute, fast_exp, ishape, out_tensor_types, static_shape
 
 
 def _i(v: int) -> E.IntImm:
@@ -272,7 +272,7 @@ compute("nn.fast_softmax")(_softmax)
 
 @compute("nn.log_softmax")
 def _log_softmax(attrs, inputs, out_type):
-    from ....tir import op as tir_op
+    from ..tir import op as tir_op
 
     shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
     lg = te.compute(ishape(ex), lambda *i: tir_op.log(ex[i]), name="log_softmax_log")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .... import te
-from ....tir import expr as E
-from ....tir import op as tir_op
-from ._common import (
+from .. import te
+from ..tir import expr as E
+from ..tir import op as tir_op
+from .utils import (
     compute,
     fast_erf,
     fast_exp,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .... import te
-from ....tir import expr as E
-from ....tir import op as tir_op
-from ._common import compute, ishape, load_bcast, out_tensor_types, static_shape
+from .. import te
+from ..tir import expr as E
+from ..tir import op as tir_op
+from .utils import compute, ishape, load_bcast, out_tensor_types, slice_params, static_shape
 
 
 def _i(v: int) -> E.IntImm:
@@ -105,12 +105,11 @@ def _concatenate(attrs, inputs, out_type):
 
 @compute("strided_slice")
 def _strided_slice(attrs, inputs, out_type):
-    from ..transform import _slice_params
 
     shape = static_shape(out_tensor_types(out_type)[0])
     x = inputs[0]
     xs = ishape(x)
-    params = _slice_params(xs, attrs)
+    params = slice_params(xs, attrs)
     starts, steps = [], []
     for d, n in enumerate(xs):
         if d in params:

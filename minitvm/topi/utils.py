@@ -1,21 +1,100 @@
-"""Helpers shared by the compute definitions: registration, shapes, broadcasting, fast math."""
+"""Helpers shared by the compute definitions: registration, shapes, axes, broadcasting, fast math."""
 
 from __future__ import annotations
 
-from ....ir.type import TensorType, TupleType
-from ....tir import expr as E
-from ....tir import op as tir_op
-from ..op import register_compute
+from ..ir.type import TensorType, TupleType
+from ..tir import expr as E
+from ..tir import op as tir_op
+
+_COMPUTES: dict = {}
 
 
 def compute(op_name: str):
-    """Decorator registering ``fn`` as ``op_name``'s FTECompute."""
+    """Decorator registering ``fn`` as the compute of operator ``op_name`` (read by
+    ``get_compute``; a dialect attaches it to its op, Relay as ``FTECompute``)."""
 
     def reg(fn):
-        register_compute(op_name, fn)
+        _COMPUTES[op_name] = fn
         return fn
 
     return reg
+
+
+def get_compute(op_name: str):
+    """The compute registered for ``op_name``, or None."""
+    return _COMPUTES.get(op_name)
+
+
+def registered_computes() -> dict:
+    """Operator name -> compute, for every operator with a tensor-expression definition."""
+    return dict(_COMPUTES)
+
+
+def normalize_axis(axis: int, ndim: int, op_name: str = "op", extra: int = 0) -> int:
+    """A possibly negative axis in ``[-ndim-extra, ndim+extra)`` as a non-negative index."""
+    lim = ndim + extra
+    axis = int(axis)
+    if not -lim <= axis < max(lim, 1) or (lim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{op_name}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis + lim if axis < 0 else axis
+
+
+def reduce_axes(ndim: int, axis, exclude: bool = False, op_name: str = "reduce") -> list[int]:
+    """The sorted, de-duplicated axes reduced over (None means all; ``exclude`` complements)."""
+    if axis is None:
+        return [] if exclude else list(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    picked = []
+    for a in axis:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(
+                f"{op_name}: reduction axis {a} is out of range for a tensor of rank {ndim}"
+            )
+        a = a + ndim if a < 0 else a
+        if a in picked:
+            raise ValueError(f"{op_name}: axis {a} appears more than once")
+        picked.append(a)
+    picked.sort()
+    if exclude:
+        return [i for i in range(ndim) if i not in picked]
+    return picked
+
+
+def slice_params(shape, attrs):
+    """strided_slice: per-axis (begin, end, stride) of the sliced axes, in Python-slice terms."""
+    ndim = len(shape)
+    begin, end = list(attrs.begin or ()), list(attrs.end or ())
+    strides = list(attrs.strides or (1,))
+    if attrs.axes is not None:
+        axes = [normalize_axis(a, ndim, "strided_slice") for a in attrs.axes]
+        if not len(axes) == len(begin) == len(end):
+            raise ValueError("strided_slice: begin, end and axes must have the same length")
+    else:
+        if len(begin) > ndim or len(end) > ndim:
+            dims = ", ".join(str(d) if isinstance(d, int) else
+                             "?" if type(d).__name__ == "Any" else repr(d) for d in shape)
+            dims = f"({dims},)" if ndim == 1 else f"({dims})"
+            raise ValueError(f"strided_slice: begin {begin} / end {end} name more axes than the "
+                             f"{ndim} of shape {dims}")
+        axes = list(range(max(len(begin), len(end))))
+    params = {}
+    for k, ax in enumerate(axes):
+        stride = strides[k] if k < len(strides) else 1
+        if attrs.slice_mode == "size":
+            stride = 1
+        if stride == 0:
+            raise ValueError("strided_slice: a stride cannot be zero")
+        b = begin[k] if k < len(begin) else (0 if stride > 0 else None)
+        if k < len(end):
+            e = end[k]
+            if attrs.slice_mode == "size":
+                e = None if e < 0 else b + e
+        else:
+            e = None
+        params[ax] = (b, e, stride)
+    return params
 
 
 def static_shape(t) -> tuple[int, ...]:

@@ -3,7 +3,9 @@
 Like TVM's ``-libs=cblas``: kernels call ``mtvm_sgemm(transa, transb, m, n, k, A, offset_a, lda,
 B, offset_b, ldb, C, offset_c, ldc, beta)`` (all integers i64, offsets in elements), a small LLVM
 shim compiled here that offsets the pointers and calls the library's row-major ``cblas_sgemm``.
-Set ``MINITVM_NO_BLAS=1`` to lower GEMMs to generated code only.
+Set ``MINITVM_NO_BLAS=1`` to lower GEMMs to generated code only. Whether a build may use it is
+a lowering option (``relay.backend.use_blas``), not state here: this module only finds the
+library once per process.
 """
 
 from __future__ import annotations
@@ -94,9 +96,9 @@ def available() -> bool:
             try:
                 import llvmlite.binding as llvm
 
-                from ...codegen.llvm import jit
+                from . import jit
 
-                jit._init()
+                jit.init()
                 llvm.add_symbol(info["symbol"], info["address"])
                 shim = jit.compile_ir(_shim_ir(info["symbol"], info["bits"]), SHIM_SYMBOL)
                 llvm.add_symbol(SHIM_SYMBOL, shim.address)

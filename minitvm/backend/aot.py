@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ...codegen.llvm import jit
+from ..runtime import jit
 
 
 def entry_ir(steps: list[tuple[str, int]]) -> tuple[str, str]:
@@ -30,11 +30,28 @@ def entry_ir(steps: list[tuple[str, int]]) -> tuple[str, str]:
     return "\n".join(lines) + "\n", symbol
 
 
-def compile_entry(ir_text: str, symbol: str, kernel_addresses: dict[str, int]):
-    """JIT the entry after telling LLVM where each kernel symbol lives."""
-    import llvmlite.binding as llvm
+MAX_ENTRY_STEPS = 20000  # beyond this, run() loops in Python (LLVM time grows with the entry)
 
-    jit._init()
-    for sym, addr in kernel_addresses.items():
-        llvm.add_symbol(sym, addr)
-    return jit.compile_ir(ir_text, symbol, opt=1 if ir_text.count("\n") < 4000 else 0)
+
+def graph_entry(nodes: list[dict], kernels: dict):
+    """The whole-graph native entry ``(ir, symbol, compiled)`` for graph-JSON ``nodes`` when
+    every step is a native kernel (else None)."""
+    steps = []
+    for node in nodes:
+        if node["op"] == "null":
+            continue
+        fname = node["attrs"]["func_name"]
+        if fname == "__nop":
+            continue
+        k = kernels[fname]
+        if k.kind != "native":
+            return None
+        nargs = int(node["attrs"]["num_inputs"]) + len(k.consts) + \
+            int(node["attrs"]["num_outputs"]) + (1 if k.ws_bytes else 0)
+        steps.append((k.symbol, nargs))
+    if len(steps) > MAX_ENTRY_STEPS:
+        return None
+    ir, symbol = entry_ir(steps)
+    compiled = jit.link_entry(ir, symbol, {k.symbol: k.address for k in kernels.values()
+                                           if k.kind == "native"})
+    return ir, symbol, compiled

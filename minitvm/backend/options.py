@@ -1,0 +1,44 @@
+"""The back-end options of a build, read once from the PassContext into a ``LoweringOptions``.
+
+Config keys (``PassContext(config={...})``; the names are TVM-style and shared by every
+dialect's build): ``relay.backend.use_native``, ``relay.backend.use_blas``,
+``relay.backend.use_generated_conv`` / ``_dense`` / ``_batch_matmul``.
+"""
+
+from __future__ import annotations
+
+from ..runtime import blas
+from ..schedule.options import LoweringOptions
+from ..transform.config import register_pass_config
+from ..transform.context import PassContext
+
+register_pass_config("relay.backend.use_native", bool, True,
+                     "Lower fused functions to native code (False: run all kernels in numpy).")
+register_pass_config("relay.backend.use_blas", bool, True,
+                     "Let dense/matmul/conv2d call the process's BLAS (like -libs=cblas).")
+register_pass_config("relay.backend.use_generated_conv", bool, True,
+                     "conv2d (float32, groups 1) as the generated implicit GEMM (else im2col "
+                     "+ BLAS when BLAS is allowed).")
+register_pass_config("relay.backend.use_generated_dense", bool, True,
+                     "dense (float32, 2+ rows) as the generated packed GEMM (else BLAS when "
+                     "allowed).")
+register_pass_config("relay.backend.use_generated_batch_matmul", bool, True,
+                     "batch_matmul (float32, A not transposed) as the generated batch GEMM, "
+                     "B packed per call (else BLAS when allowed).")
+
+
+def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
+    """The options of the current (or given) PassContext; BLAS only when one is present."""
+    ctx = ctx if ctx is not None else PassContext.current()
+    cfg = getattr(ctx, "config", None) or {}
+
+    def get(key: str) -> bool:
+        return bool(cfg.get(key, True))
+
+    return LoweringOptions(
+        native=get("relay.backend.use_native"),
+        blas=get("relay.backend.use_blas") and blas.available(),
+        generated_conv=get("relay.backend.use_generated_conv"),
+        generated_dense=get("relay.backend.use_generated_dense"),
+        generated_batch_matmul=get("relay.backend.use_generated_batch_matmul"),
+    )

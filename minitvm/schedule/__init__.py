@@ -1,0 +1,13 @@
+"""Schedules shared by every dialect: a fused function's tensor expressions to one PrimFunc.
+
+``lower_te(inputs, outputs, name, options=LoweringOptions(...))`` picks a schedule per stage
+from the rule table (``RULES``: op tag -> rules) — the packed GEMM and implicit-GEMM conv
+(``gemm``, ``gemm_kernel``, ``conv_direct``), row-wise pooling (``pool``) — and vectorized
+reduction / injective loop nests for the rest.
+"""
+
+from .options import LoweringOptions
+from .common import LoweringError
+from .lower import RULES, Rule, lower_te, register_rule, select_rule
+from . import gemm_kernel
+from .gemm_kernel import batch_gemm, gemm, pack_b
