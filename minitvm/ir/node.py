@@ -9,11 +9,14 @@ equality, hashing and generic walkers read (no table keyed on class names anywhe
   let variables, loop variables, ...);
 - ``_node_compare``: ``"fields"`` (compare the fields), ``"var"`` (equal when bound at the same
   place; the declared fields are compared where the variable is defined), ``"name"`` (equal by
-  name: ops, global variables, constructors) or ``"value"`` (compare ``_node_value()``).
+  name: ops, global variables, constructors) or ``"value"`` (compare ``_node_value()``);
+- ``_node_operands``: the sub-nodes a walk visits, in evaluation order (``"*args"`` names a
+  sequence field), read through ``node_operands``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -30,6 +33,7 @@ class Node:
     _node_fields: ClassVar[tuple[str, ...] | None] = None
     _node_binders: ClassVar[frozenset[str]] = frozenset()
     _node_compare: ClassVar[str] = "fields"
+    _node_operands: ClassVar[tuple[str, ...]] = ()
 
     def same_as(self, other: object) -> bool:
         return self is other
@@ -72,6 +76,45 @@ def node_children(node) -> list:
         elif v is not None:
             out.append(v)
     return out
+
+
+_OPERANDS: dict[type, Callable] = {}
+
+
+def _operand_getter(names: tuple[str, ...]) -> Callable:
+    parts = [(n.startswith("*"), n.lstrip("*")) for n in names]
+    if not parts:
+        return lambda node: ()
+    if len(parts) == 1:
+        seq, name = parts[0]
+        if seq:
+            return lambda node: tuple(getattr(node, name))
+        return lambda node: (getattr(node, name),)
+
+    def get(node) -> tuple:
+        out: list = []
+        for seq, name in parts:
+            v = getattr(node, name)
+            if seq:
+                out.extend(v)
+            else:
+                out.append(v)
+        return tuple(out)
+
+    return get
+
+
+def operand_getter(cls: type) -> Callable:
+    """``fn(node) -> tuple`` of the operands ``cls`` declares (``_node_operands``), cached."""
+    g = _OPERANDS.get(cls)
+    if g is None:
+        g = _OPERANDS[cls] = _operand_getter(tuple(cls._node_operands))
+    return g
+
+
+def node_operands(node) -> tuple:
+    """The sub-nodes of ``node`` a walk visits, in evaluation order (its ``_node_operands``)."""
+    return operand_getter(type(node))(node)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ class PatternTuple(Pattern):
 
 class Clause(Node):
     __slots__ = ("lhs", "rhs")
+    _node_operands = ("rhs",)
     _node_fields = ("lhs", "rhs")
 
     def __init__(self, lhs: Pattern, rhs):
@@ -93,6 +94,7 @@ class Match(ExprWithOp):
     """``match (data) { pattern => rhs, ... }``; ``complete=False`` prints as ``match?``."""
 
     __slots__ = ("data", "clauses", "complete")
+    _node_operands = ("data", "*clauses")
 
     def __init__(self, data, clauses, complete: bool = True, span=None):
         super().__init__(span)

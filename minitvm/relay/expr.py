@@ -147,6 +147,7 @@ class Call(ExprWithOp):
     """``op(args..., attrs)``: a call of an Op, a function, a GlobalVar or a constructor."""
 
     __slots__ = ("op", "args", "attrs", "type_args")
+    _node_operands = ("op", "*args")
 
     def __init__(self, op, args, attrs: Attrs | None = None, type_args=None, span=None):
         super().__init__(span)
@@ -169,6 +170,7 @@ class Call(ExprWithOp):
 
 class Tuple(ExprWithOp):
     __slots__ = ("fields",)
+    _node_operands = ("*fields",)
 
     def __init__(self, fields, span=None):
         super().__init__(span)
@@ -192,6 +194,7 @@ class Tuple(ExprWithOp):
 
 class TupleGetItem(ExprWithOp):
     __slots__ = ("tuple_value", "index")
+    _node_operands = ("tuple_value",)
 
     def __init__(self, tuple_value, index: int, span=None):
         super().__init__(span)
@@ -210,6 +213,7 @@ class Let(ExprWithOp):
     """``let %var = value; body``."""
 
     __slots__ = ("var", "value", "body")
+    _node_operands = ("var", "value", "body")
     _node_fields = ("var", "value", "body")
     _node_binders = frozenset({"var"})
 
@@ -230,6 +234,7 @@ class Let(ExprWithOp):
 
 class If(ExprWithOp):
     __slots__ = ("cond", "true_branch", "false_branch")
+    _node_operands = ("cond", "true_branch", "false_branch")
 
     def __init__(self, cond, true_branch, false_branch, span=None):
         super().__init__(span)
@@ -250,6 +255,7 @@ class Function(BaseFunc, ExprWithOp):
     """``fn (%params) -> ret_type { body }`` with optional type params and attributes."""
 
     __slots__ = ("params", "body", "ret_type", "type_params")
+    _node_operands = ("*params", "body")
     _node_fields = ("type_params", "params", "ret_type", "attrs", "body")
     _node_binders = frozenset({"params", "type_params"})
 
@@ -305,6 +311,7 @@ class Function(BaseFunc, ExprWithOp):
 
 class RefCreate(ExprWithOp):
     __slots__ = ("value",)
+    _node_operands = ("value",)
 
     def __init__(self, value, span=None):
         super().__init__(span)
@@ -317,6 +324,7 @@ class RefCreate(ExprWithOp):
 
 class RefRead(ExprWithOp):
     __slots__ = ("ref",)
+    _node_operands = ("ref",)
 
     def __init__(self, ref, span=None):
         super().__init__(span)
@@ -329,6 +337,7 @@ class RefRead(ExprWithOp):
 
 class RefWrite(ExprWithOp):
     __slots__ = ("ref", "value")
+    _node_operands = ("ref", "value")
 
     def __init__(self, ref, value, span=None):
         super().__init__(span)

@@ -10,6 +10,7 @@ functions and scopes, never with the length of a program.
 from __future__ import annotations
 
 from ..ir.expr import GlobalVar
+from ..ir.node import operand_getter
 from ..ir.op import Op
 from .adt import (
     Clause,
@@ -55,27 +56,15 @@ def _method_name(cls) -> str:
     return name
 
 
-def dataflow_children(e) -> tuple:
-    """The operands of a dataflow node, in evaluation order; () for binding nodes and leaves."""
-    t = type(e)
-    if t is Call:
-        return (e.op, *e.args)
-    if t is Tuple:
-        return e.fields
-    if t is TupleGetItem:
-        return (e.tuple_value,)
-    if t is If:
-        return (e.cond, e.true_branch, e.false_branch)
-    if t is RefCreate:
-        return (e.value,)
-    if t is RefRead:
-        return (e.ref,)
-    if t is RefWrite:
-        return (e.ref, e.value)
-    return ()
-
-
 _DATAFLOW = frozenset({Call, Tuple, TupleGetItem, If, RefCreate, RefRead, RefWrite})
+_DATAFLOW_OPERANDS = {cls: operand_getter(cls) for cls in _DATAFLOW}
+
+
+def dataflow_children(e) -> tuple:
+    """The operands of a dataflow node, in evaluation order (as the node class declares them in
+    ``_node_operands``); () for binding nodes (Let, Function, Match) and leaves."""
+    get = _DATAFLOW_OPERANDS.get(type(e))
+    return get(e) if get is not None else ()
 
 
 def dataflow_post_order(root, children=dataflow_children) -> list:

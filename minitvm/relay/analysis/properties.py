@@ -4,7 +4,8 @@ with the dialect-neutral pass infrastructure."""
 from __future__ import annotations
 
 from ...ir.dialect import register_hook
-from ...ir.expr import GlobalVar
+from ...ir.expr import GlobalVar, RelayExpr
+from ...ir.node import node_operands
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
 from ...transform.properties import register_property
@@ -13,28 +14,18 @@ from ..expr import Call, Constant, Function, If, Let, Var
 from ..expr_functor import dataflow_children
 
 
-def _children(e):
-    t = type(e)
-    if t is Let:
-        return (e.var, e.value, e.body)
-    if t is Function:
-        return (*e.params, e.body)
-    if t is Match:
-        return (e.data, *(c.rhs for c in e.clauses))
-    return dataflow_children(e)
-
-
 def walk(expr, enter=None):
-    """Every node reachable from ``expr`` once (explicit stack); ``enter(fn)`` False skips a
-    function's body."""
+    """Every expression reachable from ``expr`` once, through the operands each node class
+    declares (explicit stack); ``enter(fn)`` False skips a function's body."""
     seen = {id(expr)}
     stack = [expr]
     while stack:
         e = stack.pop()
-        yield e
+        if isinstance(e, RelayExpr):
+            yield e
         if enter is not None and type(e) is Function and not enter(e):
             continue
-        for c in _children(e):
+        for c in node_operands(e):
             if id(c) not in seen:
                 seen.add(id(c))
                 stack.append(c)
