@@ -15,7 +15,14 @@ core asks for "the printer of this node". Hook names used by the core:
   the first argument;
 - ``"annotated_text"``: ``fn(root, annotate) -> str`` (programs in diagnostics);
 - ``"evaluate"``: ``fn(mod, inputs, entry) -> list of arrays`` (reference evaluation, used by
-  numerical bisection), looked up by the class of the entry function.
+  numerical bisection), looked up by the class of the entry function;
+- ``"describe"``: ``fn(expr) -> str``, a one-line description of an expression (diagnostics);
+- ``"input_specs"``: ``fn(func) -> [(name, shape, dtype)]`` of a function's tensor parameters
+  (random inputs for bisection);
+- ``"well_formed"``: ``fn(func) -> str | None``, a problem of one function (verify-each), looked
+  up by the function's class;
+- ``"file_suffix"``: ``fn(mod) -> str``, the extension of files holding a module's text (IR dumps,
+  crash reproducers), looked up like the module hooks.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ for _cls in (RelayExpr, IRModule, Function):
         register_hook("script", _cls, lambda node, **kw: pretty_print(node))
         register_hook("annotated_text", _cls, lambda root, note: astext(root, False, note))
     register_hook("module_str", _cls, pretty_print)
+    register_hook("file_suffix", _cls, lambda mod: ".relay")
     register_hook("module_astext", _cls, _module_astext)
     register_hook("module_script", _cls, lambda mod, *a, **kw: pretty_print(mod))
 register_hook("annotated_text", IRModule, lambda root, note: astext(root, False, note))

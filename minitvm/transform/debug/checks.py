@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ...ir.dialect import module_hook
 from ..context import _STATE
 
 
@@ -18,17 +19,23 @@ def module_text(mod) -> str:
         return f"// the module could not be printed: {type(err).__name__}: {err}\n"
 
 
+def file_suffix(mod) -> str:
+    """The file extension of ``mod``'s text: its dialect's (``.relay``), else ``.txt``."""
+    hook = module_hook("file_suffix", mod)
+    return hook(mod) if hook is not None else ".txt"
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name.strip()) or "pass"
 
 
 def dump_ir(p, mod, ctx, suffix: str = "") -> str | None:
-    """Write ``mod`` to the dump directory as ``NNN_<pass>.relay``; return the path."""
+    """Write ``mod`` to the dump directory as ``NNN_<pass>.<dialect suffix>``; return the path."""
     d = ctx.config.get("transform.dump_ir_dir")
     if not d:
         return None
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"{_STATE.pass_index:03d}_{_safe(p.info.name)}{suffix}.relay")
+    path = os.path.join(d, f"{_STATE.pass_index:03d}_{_safe(p.info.name)}{suffix}{file_suffix(mod)}")
     with open(path, "w") as fh:
         fh.write(module_text(mod))
     return path

@@ -1,6 +1,6 @@
 """Crash reproducers: when a pass raises, save what is needed to re-run it exactly.
 
-The file holds the input module's Relay text, the failing pass as pipeline text, the files that
+The file holds the input module's text (in its dialect's format), the failing pass as pipeline text, the files that
 define the passes it uses, and the PassContext (opt_level, config, required/disabled passes).
 ``minitvm reproduce FILE`` (or ``tvm.transform.reproduce(FILE)``) re-runs it.
 """
@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from ...ir.dialect import parse_module_text
-from .checks import dump_ir, module_text
+from .checks import dump_ir, file_suffix, module_text
 
 _MARK = "//!"
 _SEPARATOR = "// ---- module ----"
@@ -63,7 +63,7 @@ def write_reproducer(p, mod, ctx, err: Exception) -> str:
         "MINITVM_REPRODUCER_DIR") or os.path.join(tempfile.gettempdir(), "minitvm_reproducers")
     os.makedirs(d, exist_ok=True)
     safe = "".join(c if c.isalnum() else "_" for c in p.info.name)
-    path = os.path.join(d, f"crash_{safe}_{os.getpid()}_{next(_counter)}.relay")
+    path = os.path.join(d, f"crash_{safe}_{os.getpid()}_{next(_counter)}{file_suffix(mod)}")
     context = {"opt_level": ctx.opt_level, "required_pass": ctx.required_pass,
                "disabled_pass": ctx.disabled_pass,
                "config": {k: v for k, v in ctx.config.items() if _jsonable(v)}}
