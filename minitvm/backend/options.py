@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..runtime import blas
 from ..schedule.options import LoweringOptions
-from ..transform.config import register_pass_config
+from ..transform.config import config_default, register_pass_config
 from ..transform.context import PassContext
 
 register_pass_config("relay.backend.use_native", bool, True,
@@ -33,7 +33,7 @@ def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
     cfg = getattr(ctx, "config", None) or {}
 
     def get(key: str) -> bool:
-        return bool(cfg.get(key, True))
+        return bool(cfg.get(key, config_default(key)))
 
     return LoweringOptions(
         native=get("relay.backend.use_native"),

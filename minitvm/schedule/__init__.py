@@ -9,5 +9,4 @@ reduction / injective loop nests for the rest.
 from .options import LoweringOptions
 from .common import LoweringError
 from .lower import RULES, Rule, lower_te, register_rule, select_rule
-from . import gemm_kernel
-from .gemm_kernel import batch_gemm, gemm, pack_b
+from . import conv_direct, gemm, gemm_kernel, pool

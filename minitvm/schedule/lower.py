@@ -43,9 +43,10 @@ from .options import LoweringOptions
 class Rule:
     """A schedule for stages of one op tag.
 
-    kind: "gemm" (a GEMM anchor: operands materialized, fused epilogue applied in place on its
-    output) or "window" (a pooling window: operand materialized). ``supported(t, options)``
-    says whether it takes stage ``t``; ``emit(ctx, t, out_buffer, bodies)`` writes the loops.
+    kind: "gemm" (a GEMM anchor: fused epilogue applied in place on its output) or any other
+    name. ``supported(t, options)`` says whether it takes stage ``t``; ``emit(ctx, t,
+    out_buffer, bodies)`` writes the loops. The stage's operands (``attrs["operands"]``, else
+    its input tensors) are materialized in buffers (``ctx.buf[id(tensor)]``) before it runs.
     """
 
     name: str
@@ -71,7 +72,8 @@ RULES: dict[str, list[Rule]] = {
 
 
 def register_rule(tag: str, rule: Rule) -> None:
-    """Try ``rule`` first for stages tagged ``tag``."""
+    """Try ``rule`` first for stages tagged ``tag``. Kernels already in the kernel cache keep
+    their schedule (``minitvm.backend.clear_cache()`` forgets them)."""
     RULES.setdefault(tag, []).insert(0, rule)
 
 
@@ -104,8 +106,8 @@ def plan(outputs, inputs, options: LoweringOptions):
             continue
         if isinstance(t.op.body, E.Reduce):
             materialize.add(id(t))
-        if select_rule(t, options) is not None:
-            for src in t.op.attrs["operands"]:
+        if select_rule(t, options) is not None:  # its operands are read from buffers
+            for src in t.op.attrs.get("operands", t.op.input_tensors):
                 if isinstance(src.op, ComputeOp):
                     materialize.add(id(src))
     return order, materialize

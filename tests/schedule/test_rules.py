@@ -176,3 +176,30 @@ def test_register_rule_for_a_new_tag():
         RULES.pop("my_test_tag", None)
     prim, _ = lower_te([x], [y], "g", options=GENERATED)
     assert MARK not in prim.script()
+
+
+def test_rule_for_an_untagged_stage_without_operands_attr():
+    """A rule may take a stage whose compute declares no ``operands``: its input tensors are
+    materialized instead (this was a KeyError that crashed relay.build)."""
+    from minitvm.schedule.lower import injective_nest
+
+    rule = Rule("mine", "custom", lambda t, o: t.name == "nn_relu",
+                lambda ctx, t, buf, bodies: injective_nest(ctx, t, buf, bodies[id(t)]))
+    register_rule("", rule)
+    try:
+        x = relay.var("x", shape=(4, 8))
+        mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(x * relay.const(2.0))))
+        with tvm.transform.PassContext(opt_level=3, config={"relay.backend.use_blas": False}):
+            lib = relay.build(mod, target="llvm")
+        assert not lib.get_lib().fallback_functions
+        from minitvm.contrib import graph_executor
+
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+        a = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
+        m.set_input("x", a)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(a * 2, 0), rtol=1e-6)
+    finally:
+        RULES[""].remove(rule)
+        if not RULES[""]:
+            del RULES[""]

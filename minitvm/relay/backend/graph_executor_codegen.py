@@ -1,9 +1,10 @@
 """GraphExecutorCodegen: the optimized ``main`` to TVM's graph JSON plus lowered kernels.
 
-Walks ``main`` (after FuseOps) in dataflow order without recursion. Parameters become input
-nodes, constants become parameter nodes ``p0, p1, ...`` (their values go to ``params``), each call
-of a primitive function becomes a ``tvm_op`` node running one kernel. Identical primitive
-functions share one kernel. Functions that only reshape their input become ``__nop`` views of it.
+Two stages over ``main`` (after FuseOps), each one walk in dataflow order without recursion:
+first every primitive function called is lowered to a kernel (identical functions share one),
+then the graph is emitted: parameters become input nodes, constants parameter nodes ``p0, p1,
+...`` (their values go to ``params``), each kernel call a ``tvm_op`` node. Functions that only
+reshape their input become ``__nop`` views of it. ``graph_json`` then plans memory.
 """
 
 from __future__ import annotations
@@ -96,17 +97,39 @@ class GraphCodegen:
         self._by_func.append((func, const_inputs, name))
         return name
 
-    def _const_inputs(self, args, inputs) -> frozenset:
-        """Flat input positions fed by a graph parameter holding a constant (a weight)."""
-        out, pos = set(), 0
-        for a in args:
-            n = len(tensor_types(a.checked_type))
-            if isinstance(a, Constant) and n == 1:
-                nid = inputs[pos][0]
-                if self.nodes[nid]["name"] in self.params:
-                    out.add(pos)
-            pos += n
-        return frozenset(out)
+    @staticmethod
+    def _kernel_call(e):
+        """(primitive function, its arguments) when call ``e`` runs a kernel, else None."""
+        if isinstance(e.op, Op):
+            return _wrap_op_call(e), [a for a in e.args if not isinstance(a, Constant)]
+        if _is_primitive(e.op):
+            return e.op, list(e.args)
+        return None
+
+    def lower_kernels(self, order) -> None:
+        """Stage 1: lower the primitive function of every kernel call in ``order``.
+
+        A constant argument (a weight; it becomes a graph parameter) is a constant input of the
+        kernel, which may then take it in another layout (``Kernel.input_packs``).
+        """
+        self._call_kernels: dict[int, tuple] = {}
+        for e in order:
+            if not isinstance(e, Call):
+                continue
+            found = self._kernel_call(e)
+            if found is None:
+                continue  # the emit stage says why it cannot run
+            func, args = found
+            counts = [len(tensor_types(a.checked_type)) for a in args]
+            if _is_reshape_only(func) and sum(counts) == 1:
+                self._call_kernels[id(e)] = (func, args, None)
+                continue
+            const, pos = set(), 0
+            for a, n in zip(args, counts):
+                if isinstance(a, Constant) and n == 1:
+                    const.add(pos)
+                pos += n
+            self._call_kernels[id(e)] = (func, args, self._kernel_for(func, frozenset(const)))
 
     def _repack(self, inputs: list, packs: dict, uses: dict) -> list:
         """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights."""
@@ -141,6 +164,7 @@ class GraphCodegen:
             arg_nodes.append(len(self.nodes) - 1)
         order = dataflow_post_order(main.body, lambda e: e.args if isinstance(
             e, Call) and _is_primitive(e.op) else dataflow_children(e))
+        self.lower_kernels(order)
         self._arg_nodes = arg_nodes
         self._const_uses: dict[int, int] = {}
         self._param_uses: dict[str, int] = {}
@@ -173,27 +197,21 @@ class GraphCodegen:
             start = sum(len(tensor_types(t)) for t in types[:e.index])
             return src[start:start + len(tensor_types(types[e.index]))]
         if isinstance(e, Call):
-            func = e.op
-            if isinstance(func, Op):
-                func = _wrap_op_call(e)
-                args = [a for a in e.args if not isinstance(a, Constant)]
-                for a in args:
-                    if id(a) not in env:
-                        env[id(a)] = self._visit(a, env, arg_nodes)
-            elif _is_primitive(func):
-                args = e.args
-            else:
+            if id(e) not in self._call_kernels:
                 raise GraphCodegenError(
                     f"the graph executor runs calls of primitive functions only, found a call of "
-                    f"{type(func).__name__}; use the 'vm' or 'debug' executor")
+                    f"{type(e.op).__name__}; use the 'vm' or 'debug' executor")
+            func, args, name = self._call_kernels[id(e)]
+            for a in args:
+                if id(a) not in env:
+                    env[id(a)] = self._visit(a, env, arg_nodes)
             inputs = [x for a in args for x in env[id(a)]]
             types = tensor_types(e.checked_type)
-            if _is_reshape_only(func) and len(inputs) == 1:
+            if name is None:  # reshape only: a view of its input
                 node = {"op": "tvm_op", "name": "reshape_nop", "attrs": {
                     "func_name": "__nop", "num_inputs": "1", "num_outputs": "1",
                     "flatten_data": "0"}, "inputs": [list(x) for x in inputs]}
                 return self._add_node(node, types)
-            name = self._kernel_for(func, self._const_inputs(args, inputs))
             packs = self.kernels[name].input_packs
             if packs:
                 inputs = self._repack(inputs, packs, self._param_uses)
