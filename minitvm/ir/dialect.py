@@ -65,10 +65,10 @@ def get_hook(name: str, obj) -> Callable:
 
 
 def module_hook(name: str, mod) -> Callable | None:
-    """Hook ``name`` for a module: by its functions' classes (dialect functions before PrimFuncs),
-    then the default registered for ``IRModule``."""
+    """Hook ``name`` for a module: by its functions' classes (a dialect's functions before the
+    shared ones, ``tir.PrimFunc``), then the default registered for ``IRModule``."""
     funcs = list(mod.functions.values())
-    funcs.sort(key=lambda f: type(f).__name__ == "PrimFunc")
+    funcs.sort(key=lambda f: type(f)._node_shared)
     for f in funcs:
         h = find_hook(name, type(f))
         if h is not None:

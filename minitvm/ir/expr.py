@@ -64,6 +64,7 @@ class GlobalVar(RelayExpr):
 
     __slots__ = ("name_hint", "type_annotation")
     _node_compare = "name"
+    _node_shared = True
 
     def __init__(self, name_hint: str, type_annot=None, span=None):
         super().__init__(span)
@@ -71,8 +72,13 @@ class GlobalVar(RelayExpr):
         self.type_annotation = type_annot
 
     def __call__(self, *args):
-        """A call of this function, in the dialect of the first argument (Relay with none)."""
-        builder = find_hook("call", type(args[0])) if args else None
+        """A call of this function in the dialect of its first argument that belongs to one
+        (global variables and ops are shared); Relay's with no such argument."""
+        builder = None
+        for a in args:
+            if isinstance(a, Node) and not type(a)._node_shared:
+                builder = find_hook("call", type(a))
+                break
         if builder is None:
             builder = find_hook("call", GlobalVar)
         if builder is None:

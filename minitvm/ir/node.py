@@ -11,7 +11,9 @@ equality, hashing and generic walkers read (no table keyed on class names anywhe
   place; the declared fields are compared where the variable is defined), ``"name"`` (equal by
   name: ops, global variables, constructors) or ``"value"`` (compare ``_node_value()``);
 - ``_node_operands``: the sub-nodes a walk visits, in evaluation order (``"*args"`` names a
-  sequence field), read through ``node_operands``.
+  sequence field), read through ``node_operands``;
+- ``_node_shared``: True for nodes every dialect uses (``Op``, ``GlobalVar``, ``tir.PrimFunc``):
+  they never decide which dialect's hook applies to their context.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Node:
     _node_binders: ClassVar[frozenset[str]] = frozenset()
     _node_compare: ClassVar[str] = "fields"
     _node_operands: ClassVar[tuple[str, ...]] = ()
+    _node_shared: ClassVar[bool] = False
 
     def same_as(self, other: object) -> bool:
         return self is other

@@ -26,6 +26,7 @@ class Op(RelayExpr):
 
     __slots__ = ("name", "num_inputs", "description", "attrs_type", "support_level", "_attrs",
                  "arguments")
+    _node_shared = True
     _node_compare = "name"
     _registry: dict[str, Op] = {}
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..ir.dialect import register_hook
-from ..ir.expr import RelayExpr
+from ..ir.expr import GlobalVar
+from ..ir.op import Op
+from .expr import ExprWithOp
 
 
-@register_hook("describe", RelayExpr)
 def describe_expr(e) -> str:
     """A one-line description of an expression (its head and immediate operands)."""
     name = type(e).__name__
@@ -47,3 +48,7 @@ def _short(e) -> str:
     if name == "Call":
         return f"{_short(e.op)}(...)"
     return name.lower()
+
+
+for _cls in (ExprWithOp, Op, GlobalVar):
+    register_hook("describe", _cls, describe_expr)

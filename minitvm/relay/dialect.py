@@ -1,18 +1,19 @@
 """Relay's entries in the core's dialect hooks: printing, module construction, calls, evaluation.
 
-Registered on ``ir.RelayExpr`` (and ``IRModule`` for empty modules) as the defaults, so nodes the
-dialects share (``Op``, ``GlobalVar``) print as Relay text; Relax registers its own hooks on its
-own expression classes, which are more specific.
+Registered on Relay's own base class ``ExprWithOp`` and on the nodes the dialects share (``Op``,
+``GlobalVar``: they print as Relay text by default), and for modules on ``relay.Function`` (and
+``IRModule``, for empty modules). Another dialect registers its hooks on its own classes.
 """
 
 from __future__ import annotations
 
 from ..ir.dialect import register_hook, register_text_format
-from ..ir.expr import GlobalVar, RelayExpr
+from ..ir.expr import GlobalVar
 from ..ir.module import IRModule
+from ..ir.op import Op
 from ..ir.type import TensorType, Type
 from . import diagnostics as _diagnostics  # noqa: F401  registers the "describe" hook
-from .expr import Call, Function
+from .expr import Call, ExprWithOp, Function
 from .printer import astext, pretty_print, type_to_str
 
 
@@ -69,12 +70,14 @@ def _parse(text: str):
     return fromtext(text)
 
 
-for _cls in (RelayExpr, IRModule, Function):
-    if _cls is not IRModule:
-        register_hook("str", _cls, pretty_print)
-        register_hook("astext", _cls, astext)
-        register_hook("script", _cls, lambda node, **kw: pretty_print(node))
-        register_hook("annotated_text", _cls, lambda root, note: astext(root, False, note))
+# Relay's own expressions, and the nodes the dialects share (ops and global variables print as
+# Relay text by default); a module of Relay functions, and an empty module, print as Relay text
+for _cls in (ExprWithOp, Op, GlobalVar):
+    register_hook("str", _cls, pretty_print)
+    register_hook("astext", _cls, astext)
+    register_hook("script", _cls, lambda node, **kw: pretty_print(node))
+    register_hook("annotated_text", _cls, lambda root, note: astext(root, False, note))
+for _cls in (IRModule, Function):
     register_hook("module_str", _cls, pretty_print)
     register_hook("file_suffix", _cls, lambda mod: ".relay")
     register_hook("module_astext", _cls, _module_astext)
@@ -82,8 +85,8 @@ for _cls in (RelayExpr, IRModule, Function):
 register_hook("annotated_text", IRModule, lambda root, note: astext(root, False, note))
 register_hook("str", Type, type_to_str)
 register_hook("astext", Type, lambda t, show_meta_data=True, annotate=None: type_to_str(t))
-register_hook("from_expr", RelayExpr, _from_expr)
-register_hook("call", RelayExpr, lambda callee, args: Call(callee, args))
+register_hook("from_expr", ExprWithOp, _from_expr)
+register_hook("call", ExprWithOp, lambda callee, args: Call(callee, args))
 register_hook("call", GlobalVar, lambda callee, args: Call(callee, args))
 register_hook("evaluate", Function, _evaluate)
 register_hook("input_specs", Function, _input_specs)

@@ -23,6 +23,7 @@ class PrimFunc(BaseFunc):
     """
 
     __slots__ = ("params", "body", "ret_type", "buffer_map")
+    _node_shared = True
     _node_fields = ("params", "buffer_map", "ret_type", "attrs", "body")
     _node_binders = frozenset({"params"})
 

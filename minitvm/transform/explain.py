@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .instrumented import BISECT_EXEMPT
+
 
 @dataclass
 class ExplainEntry:
@@ -86,7 +88,7 @@ def explain(seq_or_pipeline, ctx=None, mod=None) -> Explanation:
     counted = [0]
 
     def add(p, depth, runs, reason):
-        if runs and limit >= 0 and p.kind != "sequential" and p.info.name != "InferType":
+        if runs and limit >= 0 and p.kind != "sequential" and p.info.name not in BISECT_EXEMPT:
             counted[0] += 1
             if counted[0] > limit:
                 runs, reason = False, f"beyond transform.bisect_limit={limit} " \
@@ -133,7 +135,7 @@ def explain(seq_or_pipeline, ctx=None, mod=None) -> Explanation:
             why = f"required by {name}: built from the registry and run before it"
             if req in ctx._disabled_set:
                 why += "; runs even though disabled (TVM does not filter required passes)"
-            elif req != "InferType" and _level_of(req) is not None and _level_of(req) > lvl:
+            elif _level_of(req) is not None and _level_of(req) > lvl:
                 why += f"; runs even though its opt_level {_level_of(req)} > {lvl} (TVM)"
             req_pass = _RequiredStub(req)
             add(req_pass, depth, True, why)
@@ -146,8 +148,11 @@ def explain(seq_or_pipeline, ctx=None, mod=None) -> Explanation:
 
 
 def _after_notes(p, depth, entries) -> None:
-    if p.kind == "function":
-        entries.append(ExplainEntry("InferType", depth, True,
+    """The pass a pass runs after itself (``p.runs_after``: Relay function passes re-infer
+    types), as the pass manager does."""
+    after = getattr(p, "runs_after", None)
+    if after:
+        entries.append(ExplainEntry(after, depth, True,
                                     f"after function pass {p.info.name}: function passes "
                                     "re-infer types (skipped when no function changed)",
                                     "module", 0))

@@ -6,8 +6,14 @@ import sys
 
 from .context import _STATE
 
-#: Passes transform.bisect_limit never counts or skips: analyses the pipeline depends on.
-BISECT_EXEMPT = {"InferType"}
+#: Passes transform.bisect_limit never counts or skips: analyses the pipeline depends on
+#: (each dialect adds its own with register_bisect_exempt; Relay: InferType).
+BISECT_EXEMPT: set[str] = set()
+
+
+def register_bisect_exempt(name: str) -> None:
+    """Pass ``name`` is never counted or skipped by ``transform.bisect_limit``."""
+    BISECT_EXEMPT.add(name)
 
 
 def _gate(p, mod, ctx) -> bool:

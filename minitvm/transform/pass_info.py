@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: The IR properties a pass can declare it needs, keeps, establishes or breaks.
+#: The IR properties Relay registers (any dialect registers more with register_property).
 PROPERTIES = ("typed", "anf", "gnf", "fused")
 
 
@@ -17,10 +17,14 @@ def _names(value, what: str) -> tuple[str, ...]:
 
 
 def _props(value, what: str) -> frozenset[str]:
+    from .properties import registered_properties
+
     props = frozenset(_names(value, what))
-    unknown = props.difference(PROPERTIES)
+    known = registered_properties()
+    unknown = props.difference(known)
     if unknown:
-        raise ValueError(f"unknown IR property {sorted(unknown)} in {what}; known: {PROPERTIES}")
+        raise ValueError(f"unknown IR property {sorted(unknown)} in {what}; registered: "
+                         f"{tuple(known)} (a dialect adds its own with register_property)")
     return props
 
 
@@ -29,7 +33,8 @@ class PassInfo:
 
     Beyond TVM, a pass may declare IR-property contracts: ``needs`` (properties its input must
     have), ``establishes`` (hold after it), ``keeps`` (preserved when they held before) and
-    ``breaks`` (no longer hold after it). Properties: "typed", "anf", "gnf", "fused".
+    ``breaks`` (no longer hold after it). Properties are those registered with
+    ``transform.properties.register_property`` (Relay: "typed", "anf", "gnf", "fused").
     """
 
     __slots__ = ("opt_level", "name", "required", "traceable", "needs", "establishes", "keeps",

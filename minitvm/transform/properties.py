@@ -2,8 +2,8 @@
 
 A pass declares the properties it ``needs``, ``establishes``, ``keeps`` and ``breaks`` (on its
 PassInfo). The pass manager remembers, per module object, which properties hold and which pass
-promised them; it re-establishes a needed property only when it is stale (InferType only where
-types are missing or changed) and, under ``transform.verify_each``, names the pass that broke a
+promised them; it re-establishes a needed property only when it is stale (Relay's InferType only
+where types are missing or changed) and, under ``transform.verify_each``, names the pass that broke a
 promised property.
 """
 
@@ -89,14 +89,6 @@ def managed_pass(name: str):
     if prop is not None and p.kind != "sequential":
         return _WhenStale(p, prop)
     return p
-
-
-def infer_type_after(p, before, updated, ctx):
-    """The InferType TVM runs after every function pass (visible to instruments)."""
-    result = managed_pass("InferType")(updated, ctx)
-    if p.info.has_contracts or _KNOWN.get(before):
-        record_properties(p, before, result, ctx, extra=("typed",))
-    return result
 
 
 # ------------------------------------------------------------------------------- contracts

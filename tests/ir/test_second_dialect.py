@@ -342,10 +342,6 @@ def test_module_pass_sequential_printir_and_instruments(capsys):
         seq(program())  # the passes copy the module
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="transform/pass_info.py: PROPERTIES is a closed tuple of Relay's "
-                          "properties, so a pass cannot declare a property that another "
-                          "dialect registered with register_property")
 def test_property_contract(toy_passes):
     seen = []
 

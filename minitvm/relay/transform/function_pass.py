@@ -43,6 +43,7 @@ class FunctionPass(Pass):
     """
 
     kind = "function"
+    runs_after = "InferType"  # function passes re-infer types, as in TVM
 
     def __init__(self, pass_func, info: PassInfo):
         super().__init__(info)
@@ -69,9 +70,17 @@ class FunctionPass(Pass):
             updated.update_func(gvar, new_func)
         if changed:
             record_stat("functions changed", len(changed))
-        from ...transform.properties import infer_type_after
+        return _infer_type_after(self, mod, updated, ctx)
 
-        return infer_type_after(self, mod, updated, ctx)
+
+def _infer_type_after(p, before, updated, ctx):
+    """The InferType TVM runs after every function pass (visible to instruments)."""
+    from ...transform.properties import _KNOWN, managed_pass, record_properties
+
+    result = managed_pass("InferType")(updated, ctx)
+    if p.info.has_contracts or _KNOWN.get(before):
+        record_properties(p, before, result, ctx, extra=("typed",))
+    return result
 
 
 def function_pass(pass_func=None, opt_level=None, name=None, required=None, **contracts):

@@ -11,6 +11,7 @@ import weakref
 
 from ...ir.module import IRModule
 from ...transform import module_pass
+from ...transform.instrumented import register_bisect_exempt
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Function
@@ -87,6 +88,9 @@ def _with_inferred_ret_type(mod: IRModule, gv, fn: Function, vars_, fns) -> Func
 
 def _infer_type_pass(mod, ctx):
     return infer_type_module(mod)
+
+
+register_bisect_exempt("InferType")  # an analysis every pipeline depends on
 
 
 @register_pass("InferType")
