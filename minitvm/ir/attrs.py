@@ -8,6 +8,7 @@ tuples of ints, None.
 from __future__ import annotations
 
 from .node import Node
+from .prim_expr import FloatImm, IntImm
 
 _ATTRS_TYPES: dict[str, type] = {}
 
@@ -16,9 +17,9 @@ def _freeze(value):
     """Lists become tuples so attrs are hashable values; tir IntImm becomes int."""
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
-    if hasattr(value, "value") and type(value).__name__ == "IntImm":
+    if isinstance(value, IntImm):
         return int(value.value)
-    if type(value).__name__ == "FloatImm":
+    if isinstance(value, FloatImm):
         return float(value.value)
     return value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..ir.prim_expr import Any
 from ..ir.type import TensorType, TupleType
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -74,7 +75,7 @@ def slice_params(shape, attrs):
     else:
         if len(begin) > ndim or len(end) > ndim:
             dims = ", ".join(str(d) if isinstance(d, int) else
-                             "?" if type(d).__name__ == "Any" else repr(d) for d in shape)
+                             "?" if isinstance(d, Any) else repr(d) for d in shape)
             dims = f"({dims},)" if ndim == 1 else f"({dims})"
             raise ValueError(f"strided_slice: begin {begin} / end {end} name more axes than the "
                              f"{ndim} of shape {dims}")
