@@ -6,7 +6,7 @@ from . import transform, instrument
 from .runtime import cpu, cuda, gpu, device
 from .runtime import ndarray as nd
 from . import te, topi, schedule, codegen, backend
-from . import relay, target, testing, contrib, parser
+from . import relay, relax, target, testing, contrib, parser
 
 __version__ = "0.1.0"
 

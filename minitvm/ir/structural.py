@@ -118,7 +118,9 @@ def _compare(lhs, rhs, map_free_vars: bool):
             items = []
             for f in node_fields(type(a)):
                 va, vb = getattr(a, f, None), getattr(b, f, None)
-                items.append((va, vb, (path, "." + f), f in defs))
+                # inside a definition (a parameter's annotation) everything is a definition:
+                # symbolic variables first seen there are bound there
+                items.append((va, vb, (path, "." + f), is_def or f in defs))
             stack.extend(reversed(items))
             continue
         if isinstance(a, tuple | list) and isinstance(b, tuple | list):

@@ -1,0 +1,15 @@
+"""tvm.relax: the Relax dialect on the shared core (IR, struct info, ops, BlockBuilder, passes)."""
+
+from .struct_info import (
+    StructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+    TupleStructInfo, FuncStructInfo,
+)
+from .expr import (
+    Expr, Var, DataflowVar, Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm, Tuple,
+    TupleGetItem, Call, If, SeqExpr, Binding, VarBinding, MatchCast, BindingBlock, DataflowBlock,
+    Function, ExternFunc, GlobalVar, const, get_shape_of,
+)
+from . import op
+from . import analysis
+from . import dialect as _dialect  # noqa: F401  (registers the core hooks)
+from .block_builder import BlockBuilder

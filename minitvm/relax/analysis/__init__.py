@@ -1,0 +1,1 @@
+"""tvm.relax.analysis: struct-info relations and checks over Relax programs."""

@@ -1,0 +1,410 @@
+"""``relax.BlockBuilder``: build Relax functions binding by binding, normalized as they go.
+
+Every emitted value is normalized first (struct info filled by each operator's
+``FInferStructInfo``, nested expressions bound where Relax needs a variable), then bound to a
+fresh variable named after its hint (``lv``, ``lv1``, ...; ``gv`` for outputs). Functions are
+collected into an IRModule together with the PrimFuncs ``emit_te`` creates.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..ir.attrs import DictAttrs
+from ..ir.expr import GlobalVar
+from ..ir.module import IRModule
+from ..ir.op import Op
+from .expr import (
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    StructInfo,
+    TupleStructInfo,
+)
+
+__all__ = ["BlockBuilder", "BlockBuilderError"]
+
+class BlockBuilderError(ValueError):
+    """The builder was used out of order (emit outside a function, output outside a block)."""
+
+
+class NameSupply:
+    """Unique names from hints: ``lv``, ``lv1``, ``lv2``... (TVM's NameSupply)."""
+
+    def __init__(self):
+        self._next: dict[str, int] = {}
+        self._used: set[str] = set()
+
+    def fresh(self, hint: str) -> str:
+        hint = hint or "v"
+        if hint not in self._used:
+            self._used.add(hint)
+            self._next.setdefault(hint, 1)
+            return hint
+        k = self._next.get(hint, 1)
+        while f"{hint}{k}" in self._used:
+            k += 1
+        self._next[hint] = k + 1
+        name = f"{hint}{k}"
+        self._used.add(name)
+        return name
+
+    def reserve(self, name: str) -> None:
+        self._used.add(name)
+
+
+class _Frame:
+    """A block being built."""
+
+    __slots__ = ("bindings", "is_dataflow", "outputs")
+
+    def __init__(self, is_dataflow: bool):
+        self.bindings: list = []
+        self.is_dataflow = is_dataflow
+        self.outputs: list = []
+
+
+class _FunctionScope:
+    __slots__ = ("name", "params", "attrs", "pure", "private", "blocks", "names", "done")
+
+    def __init__(self, name, params, attrs, pure, private):
+        self.name = name
+        self.params = list(params) if params is not None else None
+        self.attrs = attrs
+        self.pure = pure
+        self.private = private
+        self.blocks: list = []
+        self.names = NameSupply()
+        self.done = False
+        for p in self.params or ():
+            self.names.reserve(p.name_hint)
+
+
+class _Ctx:
+    """``with bb.function(...)`` / ``with bb.dataflow()``."""
+
+    def __init__(self, enter, leave):
+        self._enter, self._leave = enter, leave
+
+    def __enter__(self):
+        self._enter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._leave(exc_type is not None)
+        return False
+
+
+class BlockBuilder:
+    """Build Relax functions (``with bb.function("main", [x]): ... bb.emit_func_output(y)``)
+    and collect them, with their PrimFuncs, into ``bb.get()``."""
+
+    _tls = threading.local()  # the builders whose function scope is open, per thread
+
+    def __init__(self, mod: IRModule | None = None):
+        self._mod = mod.shallow_copy() if mod is not None else IRModule()
+        self._func: _FunctionScope | None = None
+        self._frames: list[_Frame] = []
+        self._global_names = NameSupply()
+        for gv in self._mod.functions:
+            self._global_names.reserve(gv.name_hint)
+
+    @staticmethod
+    def _stack() -> list:
+        st = getattr(BlockBuilder._tls, "stack", None)
+        if st is None:
+            st = BlockBuilder._tls.stack = []
+        return st
+
+    @staticmethod
+    def current() -> BlockBuilder | None:
+        """The builder whose ``function`` scope is innermost in this thread."""
+        st = BlockBuilder._stack()
+        return st[-1] if st else None
+
+    # ------------------------------------------------------------------ scopes
+    def function(self, name: str, params=None, attrs=None, pure: bool = True,
+                 private: bool = False) -> _Ctx:
+        """Scope of a function named ``name`` with ``params`` (Vars with struct info; None:
+        given later to ``emit_func_output``)."""
+        if isinstance(params, Var):
+            params = [params]
+
+        def enter():
+            if self._func is not None:
+                raise BlockBuilderError(f"cannot start function {name!r} inside function "
+                                        f"{self._func.name!r}")
+            self._func = _FunctionScope(name, params, attrs, pure, private)
+            BlockBuilder._stack().append(self)
+            self._frames = [_Frame(False)]
+
+        def leave(failed):
+            BlockBuilder._stack().pop()
+            func = self._func
+            self._func = None
+            self._frames = []
+            if not failed and func is not None and not func.done:
+                raise BlockBuilderError(f"function {name!r} ended without emit_func_output")
+
+        return _Ctx(enter, leave)
+
+    def dataflow(self) -> _Ctx:
+        """Scope of a dataflow block (``with bb.dataflow():``)."""
+
+        def enter():
+            self._need_function("dataflow")
+            self._close_block()
+            self._frames.append(_Frame(True))
+
+        def leave(failed):
+            frame = self._frames.pop()
+            if failed:
+                return
+            if frame.bindings:
+                self._func.blocks.append(DataflowBlock(frame.bindings))
+            self._frames.append(_Frame(False))
+
+        return _Ctx(enter, leave)
+
+    def _need_function(self, what: str) -> None:
+        if self._func is None:
+            raise BlockBuilderError(f"{what} must be called inside `with bb.function(...)`")
+
+    def _close_block(self) -> None:
+        frame = self._frames.pop()
+        if frame.is_dataflow:
+            raise BlockBuilderError("a dataflow block cannot be nested in another")
+        if frame.bindings:
+            self._func.blocks.append(BindingBlock(frame.bindings))
+
+    def current_block_is_dataflow(self) -> bool:
+        return bool(self._frames) and self._frames[-1].is_dataflow
+
+    # ------------------------------------------------------------------ names
+    def get_unique_name(self, hint: str) -> str:
+        return self._func.names.fresh(hint) if self._func else self._global_names.fresh(hint)
+
+    # ------------------------------------------------------------------ emission
+    def emit(self, expr: Expr, name_hint: str = "") -> Var:
+        """Normalize ``expr`` and bind it to a new variable (a DataflowVar in a dataflow
+        block)."""
+        self._need_function("emit")
+        value = self.normalize(expr)
+        sinfo = value._struct_info
+        name = self._func.names.fresh(name_hint or "lv")
+        var = DataflowVar(name, sinfo) if self.current_block_is_dataflow() else Var(name, sinfo)
+        self._frames[-1].bindings.append(VarBinding(var, value))
+        return var
+
+    def emit_normalized(self, binding) -> None:
+        """Append an already normalized binding as it is."""
+        self._need_function("emit_normalized")
+        self._frames[-1].bindings.append(binding)
+
+    def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
+        """Bind ``value`` cast to ``struct_info`` (checked at run time)."""
+        self._need_function("match_cast")
+        value = self.normalize(value)
+        name = self._func.names.fresh(name_hint or "lv")
+        cls = DataflowVar if self.current_block_is_dataflow() else Var
+        var = cls(name, struct_info)
+        self._frames[-1].bindings.append(MatchCast(var, value, struct_info))
+        return var
+
+    def emit_output(self, output, name_hint: str = "") -> Var:
+        """Bind ``output`` to a variable visible after the dataflow block (``gv``)."""
+        if not self.current_block_is_dataflow():
+            raise BlockBuilderError("emit_output is only valid inside a dataflow block")
+        if isinstance(output, list | tuple):
+            output = Tuple(list(output))
+        value = self.normalize(output)
+        var = Var(self._func.names.fresh(name_hint or "gv"), value._struct_info)
+        self._frames[-1].bindings.append(VarBinding(var, value))
+        return var
+
+    def emit_func_output(self, output, params=None) -> GlobalVar:
+        """End the function with result ``output``; returns its GlobalVar in the module."""
+        self._need_function("emit_func_output")
+        func = self._func
+        if func.done:
+            raise BlockBuilderError(f"function {func.name!r} already has an output")
+        if self.current_block_is_dataflow():
+            raise BlockBuilderError("emit_func_output cannot be called inside a dataflow "
+                                    "block; end the block (emit_output) first")
+        if params is not None:
+            if func.params is not None:
+                raise BlockBuilderError("params were given to both function() and "
+                                        "emit_func_output()")
+            func.params = [params] if isinstance(params, Var) else list(params)
+        if func.params is None:
+            raise BlockBuilderError(f"function {func.name!r} has no params")
+        if isinstance(output, list | tuple):
+            output = Tuple(list(output))
+        output = self.normalize(output)
+        self._close_block()
+        self._frames.append(_Frame(False))
+        body = SeqExpr(func.blocks, output)
+        attrs = dict(func.attrs.items() if isinstance(func.attrs, DictAttrs)
+                     else (func.attrs or {}).items())
+        if not func.private and "global_symbol" not in attrs:
+            attrs["global_symbol"] = func.name
+        new = Function(func.params, body, output._struct_info, func.pure,
+                       DictAttrs(attrs) if attrs else None)
+        func.done = True
+        return self.add_func(new, func.name)
+
+    # ------------------------------------------------------------------ module
+    def add_func(self, func, func_name: str) -> GlobalVar:
+        """Add ``func`` under a unique name (an identical function already there is reused)."""
+        for gv, f in self._mod.functions.items():
+            if gv.name_hint.startswith(func_name) and f is func:
+                return gv
+        name = self._global_names.fresh(func_name)
+        gv = GlobalVar(name)
+        if isinstance(func, Function) and func._struct_info is not None:
+            gv._checked_type = func._struct_info
+        self._mod[gv] = func
+        return gv
+
+    def update_func(self, gv: GlobalVar, func) -> None:
+        self._mod[gv] = func
+
+    def get(self) -> IRModule:
+        """The module built so far (functions emitted and added)."""
+        if self._func is not None:
+            raise BlockBuilderError(f"function {self._func.name!r} is still being built")
+        return self._mod
+
+    finalize = get
+
+    def lookup_binding(self, var: Var):
+        """The value bound to ``var`` in the function being built, or None."""
+        frames = list(self._frames)
+        blocks = [b.bindings for b in (self._func.blocks if self._func else ())]
+        for bindings in blocks + [f.bindings for f in frames]:
+            for b in bindings:
+                if b.var is var and isinstance(b, VarBinding):
+                    return b.value
+        return None
+
+    # ------------------------------------------------------------------ normalization
+    def normalize(self, expr) -> Expr:
+        """Fill the struct info of ``expr`` and of the sub-expressions it needs (iterative)."""
+        if not isinstance(expr, Expr | GlobalVar | Op):
+            if isinstance(expr, list | tuple):
+                expr = Tuple(list(expr))
+            else:
+                raise TypeError(f"cannot normalize {type(expr).__name__} {expr!r}; expected a "
+                                "Relax expression")
+        if expr._checked_type is not None and not isinstance(expr, Tuple | SeqExpr | If):
+            return expr
+        order = _post_order(expr)
+        for e in order:
+            if e._checked_type is not None:
+                continue
+            e._checked_type = self._infer(e)
+        return expr
+
+    def _infer(self, e) -> StructInfo:
+        if isinstance(e, Call):
+            return self._infer_call(e)
+        if isinstance(e, Tuple):
+            return TupleStructInfo([f._checked_type for f in e.fields])
+        if isinstance(e, TupleGetItem):
+            t = e.tuple_value._checked_type
+            if not isinstance(t, TupleStructInfo):
+                raise ValueError(f"TupleGetItem of a value that is not a tuple: {t}")
+            if not 0 <= e.index < len(t.fields):
+                raise IndexError(f"TupleGetItem index {e.index} out of range for a tuple of "
+                                 f"{len(t.fields)}")
+            return t.fields[e.index]
+        if isinstance(e, SeqExpr):
+            return e.body._checked_type
+        if isinstance(e, If):
+            from .analysis import struct_info_lca
+
+            return struct_info_lca(e.true_branch._checked_type, e.false_branch._checked_type)
+        if isinstance(e, GlobalVar):
+            f = self._mod.functions.get(e) if e in self._mod.functions else None
+            if f is None:
+                for gv, fn in self._mod.functions.items():
+                    if gv.name_hint == e.name_hint:
+                        f = fn
+                        break
+            if f is not None and getattr(f, "_checked_type", None) is not None:
+                return f._checked_type
+            return FuncStructInfo.opaque_func()
+        if isinstance(e, Var):
+            raise ValueError(f"variable {e.name_hint!r} has no struct info")
+        if isinstance(e, Function):
+            return FuncStructInfo([p._checked_type for p in e.params],
+                                  e.ret_struct_info or e.body._checked_type, e.is_pure)
+        return ObjectStructInfo()
+
+    def _infer_call(self, call: Call) -> StructInfo:
+        op = call.op
+        if isinstance(op, Op):
+            infer = op.get_attr("FInferStructInfo")
+            if infer is None:
+                raise ValueError(f"operator {op.name} has no struct-info inference "
+                                 "(FInferStructInfo)")
+            return infer(call, self)
+        fsinfo = op._checked_type
+        if not isinstance(fsinfo, FuncStructInfo):
+            raise ValueError(f"cannot call a value of struct info {fsinfo}")
+        if fsinfo.is_opaque():
+            if fsinfo.derive_func is not None:
+                return fsinfo.derive_func(call, self)
+            return fsinfo.ret
+        from .analysis import derive_call_ret_struct_info
+
+        return derive_call_ret_struct_info(fsinfo, call, self)
+
+
+def _post_order(root) -> list:
+    """Sub-expressions of ``root`` still lacking struct info, operands first (iterative).
+    Function bodies and nested scopes are normalized where they are built."""
+    out, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        e, done = stack.pop()
+        if done:
+            out.append(e)
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e._checked_type is not None and not isinstance(e, Tuple):
+            continue
+        stack.append((e, True))
+        if isinstance(e, Call):
+            kids = [e.op, *e.args] if not isinstance(e.op, Op) else list(e.args)
+        elif isinstance(e, Tuple):
+            kids = list(e.fields)
+        elif isinstance(e, TupleGetItem):
+            kids = [e.tuple_value]
+        elif isinstance(e, SeqExpr):
+            kids = [e.body]
+        elif isinstance(e, If):
+            kids = [e.cond, e.true_branch, e.false_branch]
+        else:
+            kids = []
+        for k in reversed(kids):
+            if id(k) not in seen:
+                stack.append((k, False))
+    return out
+

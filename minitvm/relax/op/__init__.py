@@ -1,0 +1,1 @@
+"""tvm.relax.op: Relax operators, each defined once with its struct-info inference."""
