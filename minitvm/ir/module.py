@@ -172,6 +172,18 @@ class IRModule(Node):
     def items(self):
         return self.functions.items()
 
+    def functions_items(self) -> list:
+        """``(GlobalVar, function)`` pairs sorted by name (TVM's ``functions_items``)."""
+        return sorted(self.functions.items(), key=lambda kv: kv[0].name_hint)
+
+    def functions_with_attr(self, attr_key: str) -> dict:
+        """The functions whose attrs hold ``attr_key`` (as ``{GlobalVar: function}``)."""
+        return {gv: f for gv, f in self.functions.items() if _has_attr(f, attr_key)}
+
+    def functions_without_attr(self, attr_key: str) -> dict:
+        """The functions whose attrs lack ``attr_key``."""
+        return {gv: f for gv, f in self.functions.items() if not _has_attr(f, attr_key)}
+
     # ------------------------------------------------------------------ printing
     def _printer(self, kind: str):
         h = module_hook(kind, self)
@@ -195,3 +207,13 @@ class IRModule(Node):
 
     def __repr__(self):
         return self.__str__()
+
+
+def _has_attr(func, key: str) -> bool:
+    attrs = getattr(func, "attrs", None)
+    if attrs is None:
+        return False
+    try:
+        return key in attrs
+    except TypeError:
+        return False

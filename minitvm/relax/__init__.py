@@ -13,3 +13,5 @@ from . import op
 from . import analysis
 from . import dialect as _dialect  # noqa: F401  (registers the core hooks)
 from .block_builder import BlockBuilder
+from . import expr_functor
+from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor

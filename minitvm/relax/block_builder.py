@@ -194,32 +194,60 @@ class BlockBuilder:
     def current_block_is_dataflow(self) -> bool:
         return bool(self._frames) and self._frames[-1].is_dataflow
 
+    # blocks opened directly (mutators rebuild blocks outside a ``function`` scope)
+    def _begin_block(self, is_dataflow: bool) -> None:
+        self._frames.append(_Frame(is_dataflow))
+
+    def _end_block(self) -> list:
+        if not self._frames:
+            raise BlockBuilderError("no block is open")
+        return self._frames.pop().bindings
+
+    def begin_dataflow_block(self) -> None:
+        self._begin_block(True)
+
+    def begin_binding_block(self) -> None:
+        self._begin_block(False)
+
+    def end_block(self) -> BindingBlock:
+        is_dataflow = self.current_block_is_dataflow()
+        bindings = self._end_block()
+        return DataflowBlock(bindings) if is_dataflow else BindingBlock(bindings)
+
+    def _names(self) -> NameSupply:
+        return self._func.names if self._func is not None else self._global_names
+
+    def _need_block(self, what: str) -> None:
+        if not self._frames:
+            raise BlockBuilderError(f"{what} must be called inside `with bb.function(...)` or "
+                                    "an open block")
+
     # ------------------------------------------------------------------ names
     def get_unique_name(self, hint: str) -> str:
-        return self._func.names.fresh(hint) if self._func else self._global_names.fresh(hint)
+        return self._names().fresh(hint)
 
     # ------------------------------------------------------------------ emission
     def emit(self, expr: Expr, name_hint: str = "") -> Var:
         """Normalize ``expr`` and bind it to a new variable (a DataflowVar in a dataflow
         block)."""
-        self._need_function("emit")
+        self._need_block("emit")
         value = self.normalize(expr)
         sinfo = value._struct_info
-        name = self._func.names.fresh(name_hint or "lv")
+        name = self._names().fresh(name_hint or "lv")
         var = DataflowVar(name, sinfo) if self.current_block_is_dataflow() else Var(name, sinfo)
         self._frames[-1].bindings.append(VarBinding(var, value))
         return var
 
     def emit_normalized(self, binding) -> None:
         """Append an already normalized binding as it is."""
-        self._need_function("emit_normalized")
+        self._need_block("emit_normalized")
         self._frames[-1].bindings.append(binding)
 
     def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
         """Bind ``value`` cast to ``struct_info`` (checked at run time)."""
-        self._need_function("match_cast")
+        self._need_block("match_cast")
         value = self.normalize(value)
-        name = self._func.names.fresh(name_hint or "lv")
+        name = self._names().fresh(name_hint or "lv")
         cls = DataflowVar if self.current_block_is_dataflow() else Var
         var = cls(name, struct_info)
         self._frames[-1].bindings.append(MatchCast(var, value, struct_info))
@@ -232,7 +260,7 @@ class BlockBuilder:
         if isinstance(output, list | tuple):
             output = Tuple(list(output))
         value = self.normalize(output)
-        var = Var(self._func.names.fresh(name_hint or "gv"), value._struct_info)
+        var = Var(self._names().fresh(name_hint or "gv"), value._struct_info)
         self._frames[-1].bindings.append(VarBinding(var, value))
         return var
 
