@@ -1,10 +1,22 @@
-"""``tvm.topi``: the operator library shared by every dialect — tensor-expression computes.
+"""``tvm.topi``: the operator library shared by every dialect — tensor-expression computes and
+numpy references.
 
 Each compute is ``fcompute(attrs, inputs: list[te.Tensor], out_type) -> list[te.Tensor]``,
 registered under the operator's name (``get_compute("nn.conv2d")``). Relay attaches them to its
 operators as ``FTECompute``; Relax's legalization calls them to build PrimFuncs. The schedules in
 ``minitvm.schedule`` turn the resulting tensor expressions into loops.
+
+Each numpy reference (``topi.reference``) is ``impl(attrs, args: list[np.ndarray], out_type) ->
+ndarray | tuple``, registered the same way (``get_reference("nn.conv2d")``). Relay's ``define_op``
+takes them as its operators' ``FNumpy`` (the interpreter, constant folding and the fallback
+kernels run them); Relax uses the same ones. The shape, layout and axis rules both need
+(``topi.shape``, ``topi.layout``, ``topi.utils``) live here too, so no dialect is imported.
 """
 
-from . import utils, tensor, reduce, transform, nn  # noqa: F401
-from .utils import get_compute, registered_computes  # noqa: F401
+from . import utils, layout, shape, tensor, reduce, transform, nn, reference  # noqa: F401
+from .utils import (  # noqa: F401
+    get_compute,
+    get_reference,
+    registered_computes,
+    registered_references,
+)

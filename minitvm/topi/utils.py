@@ -1,9 +1,13 @@
-"""Helpers shared by the compute definitions: registration, shapes, axes, broadcasting, fast math."""
+"""Helpers shared by the compute and reference definitions: registration, shapes, axes,
+broadcasting, fast math; the dim and axis rules here are also what the dialects' type relations
+import, so both agree on them."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.prim_expr import Any
-from ..ir.type import TensorType, TupleType
+from ..ir.type import TensorType, TupleType, Type
 from ..tir import expr as E
 from ..tir import op as tir_op
 
@@ -31,6 +35,116 @@ def registered_computes() -> dict:
     return dict(_COMPUTES)
 
 
+_REFERENCES: dict = {}
+
+
+def reference(op_name: str):
+    """Decorator registering ``fn`` as the numpy reference of operator ``op_name``:
+    ``impl(attrs, args: list[np.ndarray], out_type) -> ndarray | tuple`` (read by
+    ``get_reference``; a dialect attaches it to its op, Relay as ``FNumpy``). One function may be
+    registered under several names."""
+
+    def reg(fn):
+        _REFERENCES[op_name] = fn
+        return fn
+
+    return reg
+
+
+def get_reference(op_name: str):
+    """The numpy reference registered for ``op_name``, or None."""
+    return _REFERENCES.get(op_name)
+
+
+def registered_references() -> dict:
+    """Operator name -> numpy reference, for every operator with one."""
+    return dict(_REFERENCES)
+
+
+# ------------------------------------------------------------------ dims (ints, Any, symbolic)
+def dim_str(d) -> str:
+    if isinstance(d, Any):
+        return "?"
+    if isinstance(d, E.IntImm):
+        return str(d.value)
+    return repr(d) if isinstance(d, E.PrimExpr) else str(d)
+
+
+def shape_str(shape) -> str:
+    """``(2, ?, n)``: a shape as it reads in error messages."""
+    inner = ", ".join(dim_str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def type_str(t: Type) -> str:
+    """``Tensor[(2, 3), float32]`` without depending on the printer."""
+    if isinstance(t, TensorType):
+        return f"Tensor[{shape_str(t.shape)}, {t.dtype}]"
+    if isinstance(t, TupleType):
+        return "(" + ", ".join(type_str(f) for f in t.fields) + ")"
+    return type(t).__name__
+
+
+def is_static_dim(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def dims_equal(a, b) -> bool:
+    """Provably equal dims: equal ints, or the same symbolic expression (never for Any)."""
+    if isinstance(a, Any) or isinstance(b, Any):
+        return False
+    if is_static_dim(a) and is_static_dim(b):
+        return a == b
+    if a is b:
+        return True
+    if is_static_dim(a) or is_static_dim(b):
+        return False
+    from ..ir.structural import structural_equal
+
+    return bool(structural_equal(a, b, map_free_vars=False))
+
+
+def dims_product(dims):
+    """Product of dims: an int when all are static, Any when any is Any, else a PrimExpr."""
+    result = 1
+    for d in dims:
+        if isinstance(d, Any):
+            return Any()
+        if is_static_dim(d) and is_static_dim(result):
+            result = result * d
+        elif is_static_dim(d) and d == 1:
+            continue
+        elif is_static_dim(result) and result == 1:
+            result = d
+        else:
+            result = result * d
+    return result
+
+
+def arith(fn, *dims):
+    """Apply ``fn`` to dims: ints stay ints, any unknown dim gives Any, else a symbolic expr."""
+    if any(isinstance(d, Any) for d in dims):
+        return Any()
+    return fn(*dims)
+
+
+def pad_tuple(padding, n: int, op_name: str = "op") -> tuple:
+    """Expand ``n``-d padding given as 1, n or 2n values to 2n values (all befores, then afters)."""
+    if isinstance(padding, int | np.integer):
+        return (int(padding),) * (2 * n)
+    padding = tuple(int(p) if isinstance(p, int | np.integer) else p for p in padding)
+    if len(padding) == 1:
+        return padding * (2 * n)
+    if len(padding) == n:
+        return padding + padding
+    if len(padding) == 2 * n:
+        return padding
+    raise ValueError(
+        f"{op_name}: padding must have 1, {n} or {2 * n} values, got {len(padding)}: {padding}"
+    )
+
+
+# ------------------------------------------------------------------ axes
 def normalize_axis(axis: int, ndim: int, op_name: str = "op", extra: int = 0) -> int:
     """A possibly negative axis in ``[-ndim-extra, ndim+extra)`` as a non-negative index."""
     lim = ndim + extra
@@ -61,6 +175,18 @@ def reduce_axes(ndim: int, axis, exclude: bool = False, op_name: str = "reduce")
     if exclude:
         return [i for i in range(ndim) if i not in picked]
     return picked
+
+
+def reduce_shape(shape, axes, keepdims: bool) -> tuple:
+    """The shape left by reducing ``axes`` (kept as 1s when ``keepdims``)."""
+    out = []
+    for i, d in enumerate(shape):
+        if i in axes:
+            if keepdims:
+                out.append(1)
+        else:
+            out.append(d)
+    return tuple(out)
 
 
 def slice_params(shape, attrs):

@@ -1,5 +1,6 @@
 """Annotation and marker ops: on_device, annotation.stop_fusion, annotation.compiler_begin/end,
-annotation.checkpoint, annotation.cast_hint. All are identities at run time and opaque to fusion.
+annotation.checkpoint, annotation.cast_hint. All are identities at run time (their ``FNumpy``
+comes from ``minitvm.topi.reference.annotation``) and opaque to fusion.
 
 ``relay.annotation.on_device(x, tvm.cpu())`` wraps the device in a ``VirtualDevice`` when
 ``tvm.target.VirtualDevice`` exists; otherwise the device object itself is stored.
@@ -47,13 +48,9 @@ def _identity_rel(op_name: str):
     return rel
 
 
-def _identity_np(attrs, args, out_type):
-    return args[0]
-
-
 def _define(name: str, attrs_type, describe: str, non_computational: bool = False) -> None:
-    op = define_op(name, _identity_rel(name), _identity_np, OpPattern.OPAQUE, attrs_type, 1,
-                   describe)
+    op = define_op(name, _identity_rel(name), pattern=OpPattern.OPAQUE, attrs_type=attrs_type,
+                   num_inputs=1, describe=describe)
     op.set_attr("TOpIsStateful", False)
     if non_computational:
         op.set_attr("TNonComputational", True)

@@ -4,6 +4,8 @@ Attribute keys used across minitvm:
   FTypeRelation  ``rel(arg_types, attrs) -> Type``: output type from fully known input types;
                  raises TypeError/ValueError with a message naming what is wrong.
   FNumpy         ``impl(attrs, args: list[np.ndarray], out_type) -> ndarray | tuple``: reference.
+                 Defined in the shared operator library (``minitvm.topi.reference``, registered
+                 by op name); ``define_op`` attaches ``topi.get_reference(name)`` unless given one.
   TOpPattern     an OpPattern value, read by FuseOps.
   TOpIsStateful  True for ops with side effects or randomness (never folded or CSE'd).
   FTVMAlterOpLayout / FTVMConvertOpLayout / FTVMLegalize / FInferCorrectLayout: pass hooks.
@@ -12,6 +14,7 @@ Attribute keys used across minitvm:
 
 from __future__ import annotations
 
+from ... import topi
 from ...ir.op import Op, OpPattern, register_op, register_op_attr
 
 __all__ = [
@@ -34,9 +37,19 @@ def register(op_name: str, describe: str = "") -> Op:
     return op
 
 
-def define_op(name: str, type_rel, np_impl, pattern: int, attrs_type=None, num_inputs: int = -1,
-              describe: str = "", stateful: bool = False) -> Op:
-    """Register an op with every rule the compiler needs, in one place."""
+def define_op(name: str, type_rel, np_impl=None, pattern: int = OpPattern.OPAQUE,
+              attrs_type=None, num_inputs: int = -1, describe: str = "",
+              stateful: bool = False) -> Op:
+    """Register an op with every rule the compiler needs, in one place.
+
+    ``np_impl`` (the ``FNumpy`` reference) defaults to the one topi registers under ``name``
+    (``topi.get_reference(name)``); passing one is for ops outside the shared library.
+    """
+    if np_impl is None:
+        np_impl = topi.get_reference(name)
+        if np_impl is None:
+            raise ValueError(f"define_op({name!r}): no numpy reference was given and "
+                             "minitvm.topi registers none under that name")
     op = register(name, describe)
     op.attrs_type = attrs_type
     op.num_inputs = num_inputs

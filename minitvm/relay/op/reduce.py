@@ -1,8 +1,9 @@
-"""Reduction operators: sum, mean, max, min, prod, all, any, argmax/argmin, variance and friends."""
+"""Reduction operators: sum, mean, max, min, prod, all, any, argmax/argmin, variance and friends.
+
+The numpy references (``FNumpy``) come from ``minitvm.topi.reference.reduce``.
+"""
 
 from __future__ import annotations
-
-import builtins
 
 import numpy as np
 
@@ -50,61 +51,17 @@ class VarianceAttrs(Attrs):
     _fields = (("axis", None), ("keepdims", False), ("exclude", False), ("unbiased", False))
 
 
-def _axes_of(attrs, ndim: int, name: str) -> tuple:
-    return tuple(reduce_axes(ndim, attrs.axis, attrs.exclude, name))
+_REDUCERS = ("sum", "mean", "max", "min", "prod", "all", "any")
 
+for _name in _REDUCERS:
+    define_op(_name, named(reduce_rel, _name), pattern=OpPattern.COMM_REDUCE,
+              attrs_type=ReduceAttrs, num_inputs=1,
+              describe=f"Reduce the data with {_name} over the given axes.")
 
-def _reducer(np_fn, name):
-    def impl(attrs, args, out_type):
-        x = np.asarray(args[0])
-        axes = _axes_of(attrs, x.ndim, name)
-        with np.errstate(all="ignore"):
-            out = np_fn(x, axis=axes, keepdims=bool(attrs.keepdims))
-        return np.asarray(out).astype(out_type.dtype, copy=False)
-
-    return impl
-
-
-def _mean(x, axis, keepdims):
-    if np.issubdtype(x.dtype, np.integer):
-        count = int(np.prod([x.shape[a] for a in axis])) if axis else 1
-        total = np.sum(x, axis=axis, keepdims=keepdims)
-        return np.trunc(total / builtins.max(count, 1))  # TVM divides integers truncating
-    return np.mean(x, axis=axis, keepdims=keepdims)
-
-
-_REDUCERS = {
-    "sum": np.sum, "mean": _mean, "max": np.max, "min": np.min, "prod": np.prod,
-    "all": np.all, "any": np.any,
-}
-
-for _name, _fn in _REDUCERS.items():
-    define_op(_name, named(reduce_rel, _name), _reducer(_fn, _name), OpPattern.COMM_REDUCE,
-              ReduceAttrs, 1, f"Reduce the data with {_name} over the given axes.")
-
-
-def _arg_reducer(np_fn, name):
-    def impl(attrs, args, out_type):
-        x = np.asarray(args[0])
-        axes = _axes_of(attrs, x.ndim, name)
-        keep = [i for i in range(x.ndim) if i not in axes]
-        # Move reduced axes last and flatten them, so one numpy arg-reduction covers them all.
-        moved = np.transpose(x, keep + list(axes))
-        flat = moved.reshape(tuple(x.shape[i] for i in keep) + (-1,))
-        if attrs.select_last_index:
-            idx = flat.shape[-1] - 1 - np_fn(flat[..., ::-1], axis=-1)
-        else:
-            idx = np_fn(flat, axis=-1)
-        out_shape = reduce_shape(x.shape, axes, bool(attrs.keepdims))
-        return np.asarray(idx).reshape(out_shape).astype(out_type.dtype)
-
-    return impl
-
-
-for _name, _fn in {"argmax": np.argmax, "argmin": np.argmin}.items():
-    define_op(_name, named(arg_reduce_rel, _name), _arg_reducer(_fn, _name),
-              OpPattern.COMM_REDUCE, ArgReduceAttrs, 1,
-              f"Indices of the {_name[3:]}imum values over the given axes.")
+for _name in ("argmax", "argmin"):
+    define_op(_name, named(arg_reduce_rel, _name), pattern=OpPattern.COMM_REDUCE,
+              attrs_type=ArgReduceAttrs, num_inputs=1,
+              describe=f"Indices of the {_name[3:]}imum values over the given axes.")
 
 
 def _variance_rel(arg_types, attrs):
@@ -119,17 +76,8 @@ def _variance_rel(arg_types, attrs):
     return TensorType(reduce_shape(data.shape, axes, attrs.keepdims), data.dtype)
 
 
-def _variance_impl(attrs, args, out_type):
-    x, m = np.asarray(args[0]), np.asarray(args[1])
-    axes = _axes_of(attrs, x.ndim, "variance")
-    count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-    sq = np.sum(np.square(x - m), axis=axes, keepdims=bool(attrs.keepdims))
-    denom = count - 1 if attrs.unbiased else count
-    return (sq / builtins.max(denom, 1)).astype(out_type.dtype)
-
-
-define_op("variance", _variance_rel, _variance_impl, OpPattern.COMM_REDUCE, VarianceAttrs, 2,
-          "Variance of the data around a given mean over the given axes.")
+define_op("variance", _variance_rel, pattern=OpPattern.COMM_REDUCE, attrs_type=VarianceAttrs,
+          num_inputs=2, describe="Variance of the data around a given mean over the given axes.")
 
 
 # --------------------------------------------------------------------------- constructors

@@ -1,12 +1,11 @@
 """Elementwise and broadcast operators: math, comparison, logic, cast, clip, where, init ops.
 
-Each op is defined once (type relation, numpy reference, pattern, attrs) with ``define_op`` and
-gets a TVM-compatible constructor in this module (``relay.add(a, b)``).
+Each op is defined once (type relation, pattern, attrs) with ``define_op`` and gets a
+TVM-compatible constructor in this module (``relay.add(a, b)``); its numpy reference (``FNumpy``)
+comes from ``minitvm.topi.reference.tensor``.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -78,65 +77,21 @@ def _export(fn):
     return fn
 
 
-def _cast_out(fn):
-    """Wrap a numpy ufunc so the result has the output type's dtype."""
-
-    def impl(attrs, args, out_type):
-        with np.errstate(all="ignore"):
-            out = fn(*args)
-        return np.asarray(out).astype(out_type.dtype, copy=False)
-
-    return impl
-
-
-def _round_half_even(x):
-    return np.round(x)
-
-
-def _erf(x):
-    """The error function; scipy's vectorized one when present, else a per-element loop."""
-    try:
-        from scipy.special import erf as sp_erf
-    except ImportError:  # pragma: no cover - scipy is optional
-        flat = np.asarray(x, dtype="float64").ravel()
-        out = np.array([math.erf(v) for v in flat], dtype="float64")
-        return out.reshape(np.shape(x))
-    return sp_erf(x)
-
-
-def _divide(a, b):
-    if np.issubdtype(np.result_type(a, b), np.integer):
-        with np.errstate(all="ignore"):
-            return np.trunc(np.true_divide(a, b))
-    return np.true_divide(a, b)
-
-
-def _floor_divide(a, b):
-    if np.issubdtype(np.result_type(a, b), np.integer):
-        return np.floor_divide(a, b)
-    return np.floor(np.true_divide(a, b))
-
-
 # --------------------------------------------------------------------------- unary ops
-_UNARY = {
-    "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "tanh": np.tanh, "erf": _erf, "negative": np.negative, "abs": np.abs, "floor": np.floor,
-    "ceil": np.ceil, "round": _round_half_even, "trunc": np.trunc, "sign": np.sign,
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "fast_exp": np.exp, "fast_tanh": np.tanh,
-    "fast_erf": _erf, "logical_not": np.logical_not, "bitwise_not": np.invert,
-    "copy": np.copy, "stop_gradient": np.copy,
-}
+_UNARY = (
+    "exp", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "negative", "abs",
+    "floor", "ceil", "round", "trunc", "sign", "sin", "cos", "tan", "sinh", "cosh", "asin",
+    "acos", "atan", "asinh", "acosh", "atanh", "fast_exp", "fast_tanh", "fast_erf",
+    "logical_not", "bitwise_not", "copy", "stop_gradient",
+)
 
-for _name, _fn in _UNARY.items():
-    define_op(_name, named(identity_rel, _name), _cast_out(_fn), OpPattern.ELEMWISE,
-              num_inputs=1, describe=f"Elementwise {_name}.")
+for _name in _UNARY:
+    define_op(_name, named(identity_rel, _name), pattern=OpPattern.ELEMWISE, num_inputs=1,
+              describe=f"Elementwise {_name}.")
 
-for _name, _fn in {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}.items():
-    define_op(_name, named(identity_comp_rel, _name), _cast_out(_fn), OpPattern.ELEMWISE,
-              num_inputs=1, describe=f"Elementwise {_name} predicate (bool result).")
+for _name in ("isnan", "isinf", "isfinite"):
+    define_op(_name, named(identity_comp_rel, _name), pattern=OpPattern.ELEMWISE, num_inputs=1,
+              describe=f"Elementwise {_name} predicate (bool result).")
 
 
 def _unary_ctor(name):
@@ -189,24 +144,18 @@ isfinite = _unary_ctor("isfinite")
 
 
 # --------------------------------------------------------------------------- binary ops
-_BINARY = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _divide,
-    "floor_divide": _floor_divide, "mod": np.fmod, "floor_mod": np.mod, "power": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "logical_and": np.logical_and,
-    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift, "right_shift": np.right_shift, "atan2": np.arctan2,
-}
-_COMPARE = {
-    "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
-    "greater": np.greater, "greater_equal": np.greater_equal,
-}
+_BINARY = (
+    "add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
+    "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "atan2",
+)
+_COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
-for _name, _fn in _BINARY.items():
-    define_op(_name, named(broadcast_rel, _name), _cast_out(_fn), OpPattern.BROADCAST,
-              num_inputs=2, describe=f"Elementwise {_name} with numpy-style broadcasting.")
-for _name, _fn in _COMPARE.items():
-    define_op(_name, named(broadcast_comp_rel, _name), _cast_out(_fn), OpPattern.BROADCAST,
+for _name in _BINARY:
+    define_op(_name, named(broadcast_rel, _name), pattern=OpPattern.BROADCAST, num_inputs=2,
+              describe=f"Elementwise {_name} with numpy-style broadcasting.")
+for _name in _COMPARE:
+    define_op(_name, named(broadcast_comp_rel, _name), pattern=OpPattern.BROADCAST,
               num_inputs=2, describe=f"Broadcasting comparison {_name} (bool result).")
 
 
@@ -255,8 +204,7 @@ def _where_rel(arg_types, attrs=None):
     return broadcast_type("where", [TensorType(cond.shape, value.dtype), value])
 
 
-define_op("where", _where_rel, lambda attrs, a, t: np.where(a[0], a[1], a[2]).astype(t.dtype),
-          OpPattern.BROADCAST, num_inputs=3,
+define_op("where", _where_rel, pattern=OpPattern.BROADCAST, num_inputs=3,
           describe="Select x where condition is true else y, with broadcasting.")
 
 
@@ -271,9 +219,8 @@ def _clip_rel(arg_types, attrs):
     return identity_rel(arg_types, attrs, op_name="clip")
 
 
-define_op("clip", _clip_rel,
-          lambda attrs, a, t: np.clip(a[0], attrs.a_min, attrs.a_max).astype(t.dtype),
-          OpPattern.ELEMWISE, ClipAttrs, 1, "Clip values into [a_min, a_max].")
+define_op("clip", _clip_rel, pattern=OpPattern.ELEMWISE, attrs_type=ClipAttrs, num_inputs=1,
+          describe="Clip values into [a_min, a_max].")
 
 
 @_export
@@ -290,8 +237,8 @@ def _cast_rel(arg_types, attrs):
     return TensorType(t.shape, attrs.dtype)
 
 
-define_op("cast", _cast_rel, lambda attrs, a, t: np.asarray(a[0]).astype(t.dtype),
-          OpPattern.ELEMWISE, CastAttrs, 1, "Cast the data to a new dtype.")
+define_op("cast", _cast_rel, pattern=OpPattern.ELEMWISE, attrs_type=CastAttrs, num_inputs=1,
+          describe="Cast the data to a new dtype.")
 
 
 def _cast_like_rel(arg_types, attrs=None):
@@ -300,8 +247,8 @@ def _cast_like_rel(arg_types, attrs=None):
     return TensorType(t.shape, tensor_arg(arg_types, 1, "cast_like").dtype)
 
 
-define_op("cast_like", _cast_like_rel, lambda attrs, a, t: np.asarray(a[0]).astype(t.dtype),
-          OpPattern.ELEMWISE, None, 2, "Cast the data to the dtype of another tensor.")
+define_op("cast_like", _cast_like_rel, pattern=OpPattern.ELEMWISE, num_inputs=2,
+          describe="Cast the data to the dtype of another tensor.")
 
 
 @_export
@@ -331,9 +278,8 @@ def _reinterpret_rel(arg_types, attrs):
     return t
 
 
-define_op("reinterpret", _reinterpret_rel,
-          lambda attrs, a, t: np.ascontiguousarray(a[0]).view(t.dtype), OpPattern.ELEMWISE,
-          CastAttrs, 1, "Reinterpret the bits of the data as another dtype.")
+define_op("reinterpret", _reinterpret_rel, pattern=OpPattern.ELEMWISE, attrs_type=CastAttrs,
+          num_inputs=1, describe="Reinterpret the bits of the data as another dtype.")
 
 
 # --------------------------------------------------------------------------- init ops
@@ -371,24 +317,18 @@ def _init_rel(op_name, nargs):
     return rel
 
 
-define_op("zeros_like", named(_like_rel, "zeros_like"),
-          lambda attrs, a, t: np.zeros(a[0].shape, t.dtype), OpPattern.ELEMWISE, None, 1,
-          "Zeros with the shape and dtype of the input.")
-define_op("ones_like", named(_like_rel, "ones_like"),
-          lambda attrs, a, t: np.ones(a[0].shape, t.dtype), OpPattern.ELEMWISE, None, 1,
-          "Ones with the shape and dtype of the input.")
-define_op("full_like", _full_like_rel,
-          lambda attrs, a, t: np.full(a[0].shape, a[1], t.dtype), OpPattern.ELEMWISE, None, 2,
-          "A tensor like data filled with fill_value.")
-define_op("zeros", _init_rel("zeros", 0),
-          lambda attrs, a, t: np.zeros(tuple(t.shape), t.dtype), OpPattern.ELEMWISE,
-          InitOpAttrs, 0, "A tensor of zeros.")
-define_op("ones", _init_rel("ones", 0),
-          lambda attrs, a, t: np.ones(tuple(t.shape), t.dtype), OpPattern.ELEMWISE,
-          InitOpAttrs, 0, "A tensor of ones.")
-define_op("full", _init_rel("full", 1),
-          lambda attrs, a, t: np.full(tuple(t.shape), a[0], t.dtype), OpPattern.ELEMWISE,
-          InitOpAttrs, 1, "A tensor filled with fill_value.")
+define_op("zeros_like", named(_like_rel, "zeros_like"), pattern=OpPattern.ELEMWISE,
+          num_inputs=1, describe="Zeros with the shape and dtype of the input.")
+define_op("ones_like", named(_like_rel, "ones_like"), pattern=OpPattern.ELEMWISE, num_inputs=1,
+          describe="Ones with the shape and dtype of the input.")
+define_op("full_like", _full_like_rel, pattern=OpPattern.ELEMWISE, num_inputs=2,
+          describe="A tensor like data filled with fill_value.")
+define_op("zeros", _init_rel("zeros", 0), pattern=OpPattern.ELEMWISE, attrs_type=InitOpAttrs,
+          num_inputs=0, describe="A tensor of zeros.")
+define_op("ones", _init_rel("ones", 0), pattern=OpPattern.ELEMWISE, attrs_type=InitOpAttrs,
+          num_inputs=0, describe="A tensor of ones.")
+define_op("full", _init_rel("full", 1), pattern=OpPattern.ELEMWISE, attrs_type=InitOpAttrs,
+          num_inputs=1, describe="A tensor filled with fill_value.")
 
 
 def _shape_tuple(shape):

@@ -2,7 +2,9 @@
 split, strided_slice, layout_transform, tile, repeat, reverse, reverse_reshape.
 
 Indexing, broadcasting and creating ops (take, gather, broadcast_to, arange, ...) live in
-``transform_index``; both are re-exported from here as TVM's ``relay.op.transform``.
+``transform_index``; both are re-exported from here as TVM's ``relay.op.transform``. The numpy
+references (``FNumpy``) and the shape rules they share with the type relations (``infer_reshape``,
+...) come from ``minitvm.topi.reference.transform`` and ``minitvm.topi.shape``.
 """
 
 from __future__ import annotations
@@ -12,10 +14,20 @@ import numpy as np
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
-from ...tir.expr import Any, FloorDiv, IntImm, Mul
+from ...tir.expr import Any, IntImm
+from ...topi.shape import (  # shape rules shared with topi's numpy references
+    div_dim,
+    expand_dims_type,
+    infer_reshape,
+    reshape_like_type,
+    reshape_type,
+    reverse_reshape_type,
+    squeeze_type,
+    transpose_axes,
+)
 from ...topi.utils import slice_params
 from ..expr import Call, Constant, Expr, Tuple, TupleWrapper
-from .layout import Layout, transform_array
+from .layout import Layout
 from .layout import _layout_shape as _layout_forward_shape
 from .op import define_op
 from .type_relations import (
@@ -25,7 +37,6 @@ from .type_relations import (
     is_static_dim,
     normalize_axis,
     same_dtype,
-    shape_str,
     tensor_arg,
     type_str,
 )
@@ -122,143 +133,14 @@ def _ints(value, what: str) -> tuple:
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
 
-def _static_out(rel, attrs, arrays) -> tuple:
-    """The concrete output shape for the actual input arrays (resolves Any in the type)."""
-    types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
-    return rel(types, attrs).concrete_shape
-
-
-def _factor(d):
-    """A dim as (static multiplier, [symbolic factors])."""
-    if is_static_dim(d):
-        return d, []
-    if isinstance(d, IntImm):
-        return d.value, []
-    if isinstance(d, Mul):
-        sa, fa = _factor(d.a)
-        sb, fb = _factor(d.b)
-        return sa * sb, fa + fb
-    return 1, [d]
-
-
-def _div_dim(num, den):
-    """Exact division of dims, cancelling shared symbolic factors (``n*12 / 12 = n``)."""
-    if isinstance(num, Any) or isinstance(den, Any):
-        return Any()
-    ns, nf = _factor(num)
-    ds, df = _factor(den)
-    rest = list(nf)
-    for f in df:
-        for i, g in enumerate(rest):
-            if dims_equal(f, g):
-                del rest[i]
-                break
-        else:
-            return FloorDiv(num if not is_static_dim(num) else IntImm("int32", num),
-                            den if not is_static_dim(den) else IntImm("int32", den))
-    if ds == 0 or ns % ds:
-        if not rest and ds:
-            raise ValueError(f"cannot split {num} elements evenly by {den}")
-        return FloorDiv(dims_product([ns] + rest), ds)
-    return dims_product([ns // ds] + rest)
-
-
 # --------------------------------------------------------------------------- reshape
-def infer_reshape(shape, newshape, allowzero: bool = False) -> tuple:
-    """Output shape of ``reshape`` with TVM's special codes 0, -1, -2, -3, -4."""
-    oshape: list = []
-    used_in: set[int] = set()
-    used_out: set[int] = set()
-    infer_idx = -1
-    src = 0
-    i = 0
-    ndim = len(shape)
-
-    def need(k):
-        if src + k > ndim:
-            raise ValueError(f"reshape: newshape {list(newshape)} refers to more dimensions than "
-                             f"the input shape {shape_str(shape)} has")
-
-    while i < len(newshape):
-        v = int(newshape[i])
-        if v > 0 or (v == 0 and allowzero):
-            oshape.append(v)
-            src += 1
-        elif v == 0:
-            need(1)
-            used_in.add(src)
-            used_out.add(len(oshape))
-            oshape.append(shape[src])
-            src += 1
-        elif v == -1:
-            if infer_idx >= 0:
-                raise ValueError("reshape: one and only one dim can be inferred (-1)")
-            infer_idx = len(oshape)
-            oshape.append(1)
-            src += 1
-        elif v == -2:
-            while src < ndim:
-                used_in.add(src)
-                used_out.add(len(oshape))
-                oshape.append(shape[src])
-                src += 1
-        elif v == -3:
-            need(2)
-            used_in.update((src, src + 1))
-            used_out.add(len(oshape))
-            oshape.append(dims_product([shape[src], shape[src + 1]]))
-            src += 2
-        elif v == -4:
-            need(1)
-            if i + 2 >= len(newshape):
-                raise ValueError("reshape: -4 must be followed by two dims")
-            d0 = shape[src]
-            d1, d2 = int(newshape[i + 1]), int(newshape[i + 2])
-            if d1 == -1 and d2 == -1:
-                raise ValueError("reshape: -4 may infer only one of its two dims")
-            if d1 == -1:
-                d1 = _div_dim(d0, d2)
-            elif d2 == -1:
-                d2 = _div_dim(d0, d1)
-            elif is_static_dim(d0) and d0 != d1 * d2:
-                raise ValueError(f"reshape: -4 splits dim {d0} into {d1} x {d2}, which differ "
-                                 "in size")
-            used_in.add(src)
-            used_out.update((len(oshape), len(oshape) + 1))
-            oshape += [d1, d2]
-            src += 1
-            i += 2
-        else:
-            raise ValueError(f"reshape: unsupported special value {v} in newshape")
-        i += 1
-
-    if infer_idx >= 0:
-        in_rest = dims_product([d for k, d in enumerate(shape) if k not in used_in])
-        out_rest = dims_product([d for k, d in enumerate(oshape)
-                                 if k not in used_out and k != infer_idx])
-        if is_static_dim(out_rest) and out_rest == 0:
-            raise ValueError("reshape: cannot infer a -1 dim next to a zero-sized dim")
-        if is_static_dim(in_rest) and is_static_dim(out_rest) and in_rest % out_rest:
-            raise ValueError(f"reshape: cannot reshape {shape_str(shape)} into "
-                             f"{list(newshape)}: {in_rest} is not divisible by {out_rest}")
-        oshape[infer_idx] = _div_dim(in_rest, out_rest)
-    else:
-        a, b = dims_product(shape), dims_product(oshape)
-        if is_static_dim(a) and is_static_dim(b) and a != b:
-            raise ValueError(f"reshape: cannot reshape {shape_str(shape)} ({a} elements) into "
-                             f"{shape_str(oshape)} ({b} elements)")
-    return tuple(oshape)
-
-
 def _reshape_rel(arg_types, attrs):
     check_num_args("reshape", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "reshape")
-    return TensorType(infer_reshape(t.shape, attrs.newshape, attrs.allowzero), t.dtype)
+    return reshape_type(tensor_arg(arg_types, 0, "reshape"), attrs)
 
 
-define_op("reshape", _reshape_rel,
-          lambda attrs, a, t: np.reshape(a[0], _static_out(_reshape_rel, attrs, a)),
-          OpPattern.INJECTIVE, ReshapeAttrs, 1, "Reshape the data (codes 0, -1, -2, -3, -4).")
+define_op("reshape", _reshape_rel, pattern=OpPattern.INJECTIVE, attrs_type=ReshapeAttrs,
+          num_inputs=1, describe="Reshape the data (codes 0, -1, -2, -3, -4).")
 
 
 def reshape(data, newshape, allowzero: bool = False) -> Call:
@@ -271,23 +153,12 @@ def _reshape_like_rel(arg_types, attrs):
     check_num_args("reshape_like", arg_types, 2)
     data = tensor_arg(arg_types, 0, "reshape_like")
     like = tensor_arg(arg_types, 1, "reshape_like")
-    ls, rs = data.shape, like.shape
-    le = len(ls) if attrs.lhs_end is None else attrs.lhs_end
-    re = len(rs) if attrs.rhs_end is None else attrs.rhs_end
-    lb, rb = attrs.lhs_begin, attrs.rhs_begin
-    lb, le = (x + len(ls) if x < 0 else x for x in (lb, le))
-    rb, re = (x + len(rs) if x < 0 else x for x in (rb, re))
-    out = tuple(ls[:lb]) + tuple(rs[rb:re]) + tuple(ls[le:])
-    a, b = dims_product(ls), dims_product(out)
-    if is_static_dim(a) and is_static_dim(b) and a != b:
-        raise TypeError(f"reshape_like: cannot reshape {type_str(data)} like {type_str(like)}: "
-                        f"{a} vs {b} elements")
-    return TensorType(out, data.dtype)
+    return reshape_like_type(data, like, attrs)
 
 
-define_op("reshape_like", _reshape_like_rel,
-          lambda attrs, a, t: np.reshape(a[0], _static_out(_reshape_like_rel, attrs, a)),
-          OpPattern.INJECTIVE, ReshapeLikeAttrs, 2, "Reshape the data to the shape of another.")
+define_op("reshape_like", _reshape_like_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=ReshapeLikeAttrs, num_inputs=2,
+          describe="Reshape the data to the shape of another.")
 
 
 def reshape_like(data, shape_like, lhs_begin: int = 0, lhs_end=None, rhs_begin: int = 0,
@@ -299,27 +170,15 @@ def reshape_like(data, shape_like, lhs_begin: int = 0, lhs_end=None, rhs_begin: 
 
 
 # --------------------------------------------------------------------------- transpose & co
-def _transpose_axes(ndim, axes):
-    if axes is None or len(axes) == 0:
-        return tuple(reversed(range(ndim)))
-    if len(axes) != ndim:
-        raise ValueError(f"transpose: axes {list(axes)} must name each of the {ndim} dims once")
-    norm = tuple(normalize_axis(a, ndim, "transpose") for a in axes)
-    if sorted(norm) != list(range(ndim)):
-        raise ValueError(f"transpose: axes {list(axes)} is not a permutation of {ndim} dims")
-    return norm
-
-
 def _transpose_rel(arg_types, attrs):
     check_num_args("transpose", arg_types, 1)
     t = tensor_arg(arg_types, 0, "transpose")
-    perm = _transpose_axes(len(t.shape), attrs.axes)
+    perm = transpose_axes(len(t.shape), attrs.axes)
     return TensorType(tuple(t.shape[p] for p in perm), t.dtype)
 
 
-define_op("transpose", _transpose_rel,
-          lambda attrs, a, t: np.transpose(a[0], _transpose_axes(a[0].ndim, attrs.axes)),
-          OpPattern.INJECTIVE, TransposeAttrs, 1, "Permute the dimensions of the data.")
+define_op("transpose", _transpose_rel, pattern=OpPattern.INJECTIVE, attrs_type=TransposeAttrs,
+          num_inputs=1, describe="Permute the dimensions of the data.")
 
 
 def transpose(data, axes=None) -> Call:
@@ -330,22 +189,12 @@ def transpose(data, axes=None) -> Call:
 
 def _expand_dims_rel(arg_types, attrs):
     check_num_args("expand_dims", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "expand_dims")
-    ndim, n = len(t.shape), int(attrs.num_newaxis)
-    if n < 0:
-        raise ValueError(f"expand_dims: num_newaxis must be >= 0, got {n}")
-    axis = int(attrs.axis)
-    if not -ndim - 1 <= axis <= ndim:
-        raise ValueError(f"expand_dims: axis {axis} is out of range [{-ndim - 1}, {ndim}] for "
-                         f"{type_str(t)}")
-    pivot = axis if axis >= 0 else axis + ndim + 1
-    shape = t.shape[:pivot] + (1,) * n + t.shape[pivot:]
-    return TensorType(shape, t.dtype)
+    return expand_dims_type(tensor_arg(arg_types, 0, "expand_dims"), attrs)
 
 
-define_op("expand_dims", _expand_dims_rel,
-          lambda attrs, a, t: np.reshape(a[0], _static_out(_expand_dims_rel, attrs, a)),
-          OpPattern.BROADCAST, ExpandDimsAttrs, 1, "Insert num_newaxis unit dims at axis.")
+define_op("expand_dims", _expand_dims_rel, pattern=OpPattern.BROADCAST,
+          attrs_type=ExpandDimsAttrs, num_inputs=1,
+          describe="Insert num_newaxis unit dims at axis.")
 
 
 def expand_dims(data, axis: int, num_newaxis: int = 1) -> Call:
@@ -354,31 +203,13 @@ def expand_dims(data, axis: int, num_newaxis: int = 1) -> Call:
                  ExpandDimsAttrs(axis=int(axis), num_newaxis=int(num_newaxis)))
 
 
-def _squeeze_axes(shape, axis):
-    ndim = len(shape)
-    if axis is None:
-        return [i for i, d in enumerate(shape) if is_static_dim(d) and d == 1]
-    out = []
-    for a in axis:
-        k = normalize_axis(a, ndim, "squeeze")
-        d = shape[k]
-        if is_static_dim(d) and d != 1:
-            raise ValueError(f"squeeze: cannot squeeze axis {a} of shape {shape_str(shape)}: "
-                             f"its dimension is {d}, not 1")
-        out.append(k)
-    return out
-
-
 def _squeeze_rel(arg_types, attrs):
     check_num_args("squeeze", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "squeeze")
-    drop = set(_squeeze_axes(t.shape, attrs.axis))
-    return TensorType(tuple(d for i, d in enumerate(t.shape) if i not in drop), t.dtype)
+    return squeeze_type(tensor_arg(arg_types, 0, "squeeze"), attrs)
 
 
-define_op("squeeze", _squeeze_rel,
-          lambda attrs, a, t: np.reshape(a[0], _static_out(_squeeze_rel, attrs, a)),
-          OpPattern.INJECTIVE, SqueezeAttrs, 1, "Remove unit dims (all, or those in axis).")
+define_op("squeeze", _squeeze_rel, pattern=OpPattern.INJECTIVE, attrs_type=SqueezeAttrs,
+          num_inputs=1, describe="Remove unit dims (all, or those in axis).")
 
 
 def squeeze(data, axis=None) -> Call:
@@ -431,13 +262,9 @@ def _concatenate_rel(arg_types, attrs):
     return TensorType(tuple(out), fields[0].dtype)
 
 
-def _tuple_arrays(args):
-    return list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
-
-
-define_op("concatenate", _concatenate_rel,
-          lambda attrs, a, t: np.concatenate(_tuple_arrays(a), axis=int(attrs.axis)),
-          OpPattern.INJECTIVE, ConcatenateAttrs, 1, "Join a tuple of tensors along an axis.")
+define_op("concatenate", _concatenate_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=ConcatenateAttrs, num_inputs=1,
+          describe="Join a tuple of tensors along an axis.")
 
 
 def _as_tuple(data, name):
@@ -470,9 +297,8 @@ def _stack_rel(arg_types, attrs):
     return TensorType(shape, first.dtype)
 
 
-define_op("stack", _stack_rel,
-          lambda attrs, a, t: np.stack(_tuple_arrays(a), axis=int(attrs.axis)),
-          OpPattern.INJECTIVE, StackAttrs, 1, "Stack a tuple of tensors along a new axis.")
+define_op("stack", _stack_rel, pattern=OpPattern.INJECTIVE, attrs_type=StackAttrs,
+          num_inputs=1, describe="Stack a tuple of tensors along a new axis.")
 
 
 def stack(data, axis: int) -> Call:
@@ -496,7 +322,7 @@ def _split_rel(arg_types, attrs):
                                  f"split into {ios} equal sections")
             pieces = [d // ios] * ios
         else:
-            pieces = [_div_dim(d, ios)] * ios
+            pieces = [div_dim(d, ios)] * ios
     else:
         begin = 0
         for idx in ios:
@@ -513,14 +339,8 @@ def _split_rel(arg_types, attrs):
     return TupleType(fields)
 
 
-def _split_impl(attrs, args, out_type):
-    ios = attrs.indices_or_sections
-    return tuple(np.split(args[0], ios if isinstance(ios, int) else list(ios),
-                          axis=int(attrs.axis)))
-
-
-define_op("split", _split_rel, _split_impl, OpPattern.INJECTIVE, SplitAttrs, 1,
-          "Split the data into sections (or at indices) along an axis.")
+define_op("split", _split_rel, pattern=OpPattern.INJECTIVE, attrs_type=SplitAttrs, num_inputs=1,
+          describe="Split the data into sections (or at indices) along an axis.")
 
 
 def split(data, indices_or_sections, axis: int = 0) -> TupleWrapper:
@@ -551,15 +371,9 @@ def _strided_slice_rel(arg_types, attrs):
     return TensorType(shape, t.dtype)
 
 
-def _strided_slice_impl(attrs, args, out_type):
-    x = args[0]
-    params = slice_params(x.shape, attrs)
-    index = tuple(slice(*params[i]) if i in params else slice(None) for i in range(x.ndim))
-    return np.ascontiguousarray(x[index])
-
-
-define_op("strided_slice", _strided_slice_rel, _strided_slice_impl, OpPattern.INJECTIVE,
-          StridedSliceAttrs, 1, "Slice with begin/end/strides (negative strides reverse).")
+define_op("strided_slice", _strided_slice_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=StridedSliceAttrs, num_inputs=1,
+          describe="Slice with begin/end/strides (negative strides reverse).")
 
 
 def strided_slice(data, begin, end, strides=None, axes=None, slice_mode: str = "end") -> Call:
@@ -586,10 +400,9 @@ def _layout_transform_rel(arg_types, attrs):
     return TensorType(shape, t.dtype)
 
 
-define_op("layout_transform", _layout_transform_rel,
-          lambda attrs, a, t: transform_array(a[0], attrs.src_layout, attrs.dst_layout),
-          OpPattern.INJECTIVE, LayoutTransformAttrs, 1,
-          "Convert the data between layouts (NCHW <-> NCHW16c, NHWC, ...).")
+define_op("layout_transform", _layout_transform_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=LayoutTransformAttrs, num_inputs=1,
+          describe="Convert the data between layouts (NCHW <-> NCHW16c, NHWC, ...).")
 
 
 def layout_transform(data, src_layout: str, dst_layout: str) -> Call:
@@ -611,8 +424,8 @@ def _tile_rel(arg_types, attrs):
     return TensorType([dims_product([d, r]) for d, r in zip(shape, reps)], t.dtype)
 
 
-define_op("tile", _tile_rel, lambda attrs, a, t: np.tile(a[0], tuple(attrs.reps)),
-          OpPattern.BROADCAST, TileAttrs, 1, "Repeat the whole tensor reps times per axis.")
+define_op("tile", _tile_rel, pattern=OpPattern.BROADCAST, attrs_type=TileAttrs, num_inputs=1,
+          describe="Repeat the whole tensor reps times per axis.")
 
 
 def tile(data, reps) -> Call:
@@ -631,9 +444,8 @@ def _repeat_rel(arg_types, attrs):
     return TensorType(shape, t.dtype)
 
 
-define_op("repeat", _repeat_rel,
-          lambda attrs, a, t: np.repeat(a[0], int(attrs.repeats), axis=int(attrs.axis)),
-          OpPattern.BROADCAST, RepeatAttrs, 1, "Repeat each element along an axis.")
+define_op("repeat", _repeat_rel, pattern=OpPattern.BROADCAST, attrs_type=RepeatAttrs,
+          num_inputs=1, describe="Repeat each element along an axis.")
 
 
 def repeat(data, repeats: int, axis: int) -> Call:
@@ -648,8 +460,8 @@ def _reverse_rel(arg_types, attrs):
     return t
 
 
-define_op("reverse", _reverse_rel, lambda attrs, a, t: np.flip(a[0], int(attrs.axis)).copy(),
-          OpPattern.INJECTIVE, ReverseAttrs, 1, "Reverse the order of elements along an axis.")
+define_op("reverse", _reverse_rel, pattern=OpPattern.INJECTIVE, attrs_type=ReverseAttrs,
+          num_inputs=1, describe="Reverse the order of elements along an axis.")
 
 
 def reverse(data, axis: int) -> Call:
@@ -666,16 +478,12 @@ __all__ += _index_all
 # --------------------------------------------------------------------------- reverse_reshape
 def _reverse_reshape_rel(arg_types, attrs):
     check_num_args("contrib_reverse_reshape", arg_types, 1)
-    t = tensor_arg(arg_types, 0, "contrib_reverse_reshape")
-    out = infer_reshape(tuple(reversed(t.shape)), tuple(reversed(attrs.newshape)),
-                        attrs.allowzero)
-    return TensorType(tuple(reversed(out)), t.dtype)
+    return reverse_reshape_type(tensor_arg(arg_types, 0, "contrib_reverse_reshape"), attrs)
 
 
-define_op("contrib_reverse_reshape", _reverse_reshape_rel,
-          lambda attrs, a, t: np.reshape(a[0], _static_out(_reverse_reshape_rel, attrs, a)),
-          OpPattern.INJECTIVE, ReshapeAttrs, 1,
-          "Reshape with the special codes inferred from right to left.")
+define_op("contrib_reverse_reshape", _reverse_reshape_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=ReshapeAttrs, num_inputs=1,
+          describe="Reshape with the special codes inferred from right to left.")
 
 
 def reverse_reshape(data, newshape) -> Call:

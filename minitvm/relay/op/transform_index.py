@@ -1,5 +1,6 @@
 """Indexing, broadcasting and tensor-creating transform ops: take, gather, gather_nd, one_hot,
 arange, shape_of, ndarray_size, broadcast_to, collapse_sum_* (re-exported by ``relay.op.transform``).
+Their numpy references (``FNumpy``) come from ``minitvm.topi.reference.transform_index``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...tir.expr import Any
+from ...topi.shape import slice_like_axes
 from ..expr import Call, Constant, Expr, const
 from .op import define_op
 from .type_relations import (
@@ -98,35 +100,8 @@ def _take_rel(arg_types, attrs):
     return TensorType(shape, data.dtype)
 
 
-def _take_1(data, idx, axis, mode):
-    n = data.shape[axis]
-    if mode == "clip":
-        idx = np.clip(idx, 0, n - 1)
-    elif mode == "wrap":
-        idx = np.mod(idx, n)
-    elif np.any((idx < -n) | (idx >= n)):
-        raise IndexError(f"take: an index is out of bounds for axis {axis} of size {n} "
-                         "(mode='fast')")
-    return np.take(data, idx, axis=axis)
-
-
-def _take_impl(attrs, args, out_type):
-    data, idx = np.asarray(args[0]), np.asarray(args[1])
-    if attrs.axis is None:
-        return _take_1(data.reshape(-1), idx, 0, attrs.mode)
-    axis = normalize_axis(attrs.axis, data.ndim, "take")
-    bd = int(attrs.batch_dims)
-    bd = bd + idx.ndim if bd < 0 else bd
-    if bd == 0:
-        return _take_1(data, idx, axis, attrs.mode)
-    out = np.empty(data.shape[:axis] + idx.shape[bd:] + data.shape[axis + 1:], data.dtype)
-    for b in np.ndindex(*idx.shape[:bd]):
-        out[b] = _take_1(data[b], idx[b], axis - bd, attrs.mode)
-    return out
-
-
-define_op("take", _take_rel, _take_impl, OpPattern.INJECTIVE, TakeAttrs, 2,
-          "Take elements of the data along an axis (clip, wrap or fast indices).")
+define_op("take", _take_rel, pattern=OpPattern.INJECTIVE, attrs_type=TakeAttrs, num_inputs=2,
+          describe="Take elements of the data along an axis (clip, wrap or fast indices).")
 
 
 def take(data, indices, axis=None, batch_dims: int = 0, mode: str = "clip") -> Call:
@@ -150,9 +125,8 @@ def _gather_rel(arg_types, attrs):
     return TensorType(idx.shape, data.dtype)
 
 
-define_op("gather", _gather_rel,
-          lambda attrs, a, t: np.take_along_axis(a[0], a[1].astype("int64"), int(attrs.axis)),
-          OpPattern.INJECTIVE, GatherAttrs, 2, "Gather values along an axis at indices.")
+define_op("gather", _gather_rel, pattern=OpPattern.INJECTIVE, attrs_type=GatherAttrs,
+          num_inputs=2, describe="Gather values along an axis at indices.")
 
 
 def gather(data, axis: int, indices) -> Call:
@@ -174,17 +148,8 @@ def _one_hot_rel(arg_types, attrs):
     return TensorType(shape, attrs.dtype or arg_types[1].dtype)
 
 
-def _one_hot_impl(attrs, args, out_type):
-    idx = np.asarray(args[0])
-    depth = int(attrs.depth)
-    axis = idx.ndim if attrs.axis == -1 else attrs.axis % (idx.ndim + 1)
-    hot = np.expand_dims(idx, axis) == np.arange(depth).reshape(
-        (1,) * axis + (depth,) + (1,) * (idx.ndim - axis))
-    return np.where(hot, args[1], args[2]).astype(out_type.dtype)
-
-
-define_op("one_hot", _one_hot_rel, _one_hot_impl, OpPattern.OUT_ELEMWISE_FUSABLE, OneHotAttrs,
-          3, "One-hot encoding of integer indices.")
+define_op("one_hot", _one_hot_rel, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+          attrs_type=OneHotAttrs, num_inputs=3, describe="One-hot encoding of integer indices.")
 
 
 def one_hot(indices, on_value, off_value, depth: int, axis: int, dtype: str) -> Call:
@@ -218,13 +183,8 @@ def _arange_rel(arg_types, attrs):
     return TensorType((max(n, 0),), attrs.dtype)
 
 
-def _arange_impl(attrs, args, out_type):
-    start, stop, step = (np.asarray(a).item() for a in args)
-    return np.arange(start, stop, step).astype(out_type.dtype)
-
-
-define_op("arange", _arange_rel, _arange_impl, OpPattern.OPAQUE, ArangeAttrs, 3,
-          "Evenly spaced values in [start, stop) with the given step.")
+define_op("arange", _arange_rel, pattern=OpPattern.OPAQUE, attrs_type=ArangeAttrs, num_inputs=3,
+          describe="Evenly spaced values in [start, stop) with the given step.")
 
 
 def arange(start, stop=None, step=None, dtype: str = "float32") -> Call:
@@ -249,9 +209,8 @@ def _shape_of_rel(arg_types, attrs):
     return TensorType((len(t.shape),), attrs.dtype or "int32")
 
 
-define_op("shape_of", _shape_of_rel,
-          lambda attrs, a, t: np.array(np.shape(a[0]), dtype=t.dtype).reshape(-1),
-          OpPattern.OPAQUE, ShapeOfAttrs, 1, "The shape of a tensor, as a 1-D tensor.")
+define_op("shape_of", _shape_of_rel, pattern=OpPattern.OPAQUE, attrs_type=ShapeOfAttrs,
+          num_inputs=1, describe="The shape of a tensor, as a 1-D tensor.")
 
 
 def shape_of(data, dtype: str = "int32") -> Call:
@@ -265,9 +224,9 @@ def _ndarray_size_rel(arg_types, attrs):
     return TensorType((), attrs.dtype or "int32")
 
 
-define_op("ndarray_size", _ndarray_size_rel,
-          lambda attrs, a, t: np.array(np.size(a[0]), dtype=t.dtype), OpPattern.INJECTIVE,
-          NdarraySizeAttrs, 1, "The number of elements of a tensor, as a scalar.")
+define_op("ndarray_size", _ndarray_size_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=NdarraySizeAttrs, num_inputs=1,
+          describe="The number of elements of a tensor, as a scalar.")
 
 
 def ndarray_size(data, dtype: str = "int32") -> Call:
@@ -287,9 +246,8 @@ def _broadcast_to_rel(arg_types, attrs):
     return TensorType(target, t.dtype)
 
 
-define_op("broadcast_to", _broadcast_to_rel,
-          lambda attrs, a, t: np.broadcast_to(a[0], tuple(attrs.shape)).copy(),
-          OpPattern.BROADCAST, None, 1, "Broadcast the data to a shape.")
+define_op("broadcast_to", _broadcast_to_rel, pattern=OpPattern.BROADCAST, num_inputs=1,
+          describe="Broadcast the data to a shape.")
 
 
 def _broadcast_to_like_rel(arg_types, attrs=None):
@@ -300,17 +258,8 @@ def _broadcast_to_like_rel(arg_types, attrs=None):
     return TensorType(like.shape, t.dtype)
 
 
-define_op("broadcast_to_like", _broadcast_to_like_rel,
-          lambda attrs, a, t: np.broadcast_to(a[0], a[1].shape).copy(), OpPattern.BROADCAST,
-          None, 2, "Broadcast the data to the shape of another tensor.")
-
-
-def _collapse_to(x, shape):
-    shape = tuple(shape)
-    lead = x.ndim - len(shape)
-    out = x.sum(axis=tuple(range(lead))) if lead > 0 else x
-    axes = tuple(i for i, d in enumerate(shape) if d == 1 and out.shape[i] != 1)
-    return out.sum(axis=axes, keepdims=True) if axes else out
+define_op("broadcast_to_like", _broadcast_to_like_rel, pattern=OpPattern.BROADCAST,
+          num_inputs=2, describe="Broadcast the data to the shape of another tensor.")
 
 
 def _collapse_like_rel(arg_types, attrs=None):
@@ -328,12 +277,10 @@ def _collapse_to_rel(arg_types, attrs):
     return TensorType(tuple(attrs.shape), t.dtype)
 
 
-define_op("collapse_sum_like", _collapse_like_rel,
-          lambda attrs, a, t: _collapse_to(a[0], a[1].shape).astype(t.dtype),
-          OpPattern.COMM_REDUCE, None, 2, "Sum the data down to the shape of another tensor.")
-define_op("collapse_sum_to", _collapse_to_rel,
-          lambda attrs, a, t: _collapse_to(a[0], attrs.shape).astype(t.dtype),
-          OpPattern.COMM_REDUCE, None, 1, "Sum the data down to a broadcast-compatible shape.")
+define_op("collapse_sum_like", _collapse_like_rel, pattern=OpPattern.COMM_REDUCE, num_inputs=2,
+          describe="Sum the data down to the shape of another tensor.")
+define_op("collapse_sum_to", _collapse_to_rel, pattern=OpPattern.COMM_REDUCE, num_inputs=1,
+          describe="Sum the data down to a broadcast-compatible shape.")
 
 
 def _init_attrs(shape):
@@ -383,37 +330,20 @@ class ReverseSequenceAttrs(Attrs):
     _fields = (("seq_axis", 1), ("batch_axis", 0))
 
 
-def _slice_like_axes(data, like, axes):
-    if axes is None:
-        if len(like.shape) > len(data.shape):
-            raise TypeError(f"slice_like: shape_like {type_str(like)} has more dims than the "
-                            f"data {type_str(data)}")
-        return list(range(len(like.shape)))
-    return [normalize_axis(a, len(data.shape), "slice_like") for a in axes]
-
-
 def _slice_like_rel(arg_types, attrs):
     check_num_args("slice_like", arg_types, 2)
     data = tensor_arg(arg_types, 0, "slice_like")
     like = tensor_arg(arg_types, 1, "slice_like")
     shape = list(data.shape)
-    for a in _slice_like_axes(data, like, attrs.axes):
+    for a in slice_like_axes(data, like, attrs.axes):
         if a >= len(like.shape):
             raise TypeError(f"slice_like: axis {a} is out of range for {type_str(like)}")
         shape[a] = like.shape[a]
     return TensorType(shape, data.dtype)
 
 
-def _slice_like_impl(attrs, args, out_type):
-    data, like = args
-    index = [slice(None)] * data.ndim
-    for a in _slice_like_axes(TensorType(data.shape), TensorType(like.shape), attrs.axes):
-        index[a] = slice(0, like.shape[a])
-    return np.ascontiguousarray(data[tuple(index)])
-
-
-define_op("slice_like", _slice_like_rel, _slice_like_impl, OpPattern.INJECTIVE, SliceLikeAttrs,
-          2, "Slice the data to the shape of another tensor on the given axes.")
+define_op("slice_like", _slice_like_rel, pattern=OpPattern.INJECTIVE, attrs_type=SliceLikeAttrs,
+          num_inputs=2, describe="Slice the data to the shape of another tensor on the given axes.")
 
 
 def slice_like(data, shape_like, axes=None) -> Call:
@@ -438,20 +368,9 @@ def _gather_nd_rel(arg_types, attrs):
     return TensorType(tuple(idx.shape[1:]) + tuple(data.shape[bd + m:]), data.dtype)
 
 
-def _gather_nd_impl(attrs, args, out_type):
-    data, idx = np.asarray(args[0]), np.asarray(args[1]).astype("int64")
-    bd = int(attrs.batch_dims)
-    if bd == 0:
-        return np.ascontiguousarray(data[tuple(idx)])
-    out = np.empty(idx.shape[1:] + data.shape[bd + idx.shape[0]:], data.dtype)
-    for b in np.ndindex(*data.shape[:bd]):
-        sel = idx[(slice(None),) + b]
-        out[b] = data[b][tuple(sel)]
-    return out
-
-
-define_op("gather_nd", _gather_nd_rel, _gather_nd_impl, OpPattern.INJECTIVE, GatherNDAttrs, 2,
-          "Gather slices of the data at n-dimensional indices (first index axis).")
+define_op("gather_nd", _gather_nd_rel, pattern=OpPattern.INJECTIVE, attrs_type=GatherNDAttrs,
+          num_inputs=2,
+          describe="Gather slices of the data at n-dimensional indices (first index axis).")
 
 
 def gather_nd(data, indices, batch_dims: int = 0, index_rank=None) -> Call:
@@ -469,17 +388,9 @@ def _sequence_mask_rel(arg_types, attrs):
     return data
 
 
-def _sequence_mask_impl(attrs, args, out_type):
-    data, lengths = np.asarray(args[0]), np.asarray(args[1])
-    axis = int(attrs.axis)
-    steps = np.arange(data.shape[axis])
-    mask = steps[:, None] < lengths[None, :] if axis == 0 else lengths[:, None] > steps[None, :]
-    mask = mask.reshape(mask.shape + (1,) * (data.ndim - 2))
-    return np.where(mask, data, np.asarray(attrs.mask_value, data.dtype)).astype(data.dtype)
-
-
-define_op("sequence_mask", _sequence_mask_rel, _sequence_mask_impl, OpPattern.INJECTIVE,
-          SequenceMaskAttrs, 2, "Mask positions past each sequence's valid length.")
+define_op("sequence_mask", _sequence_mask_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=SequenceMaskAttrs, num_inputs=2,
+          describe="Mask positions past each sequence's valid length.")
 
 
 def sequence_mask(data, valid_length, mask_value: float = 0, axis: int = 0) -> Call:
@@ -499,26 +410,9 @@ def _reverse_sequence_rel(arg_types, attrs):
     return data
 
 
-def _reverse_sequence_impl(attrs, args, out_type):
-    data, lengths = np.asarray(args[0]), np.asarray(args[1])
-    seq = normalize_axis(attrs.seq_axis, data.ndim)
-    bat = normalize_axis(attrs.batch_axis, data.ndim)
-    out = data.copy()
-    for b in range(data.shape[bat]):
-        n = int(min(max(lengths[b], 0), data.shape[seq]))
-        src = [slice(None)] * data.ndim
-        src[bat] = b
-        src[seq] = slice(0, n)
-        dst = list(src)
-        dst_seq = seq - (1 if bat < seq else 0)
-        piece = data[tuple(src)]
-        out[tuple(dst)] = np.flip(piece, dst_seq)
-    return out
-
-
-define_op("reverse_sequence", _reverse_sequence_rel, _reverse_sequence_impl,
-          OpPattern.INJECTIVE, ReverseSequenceAttrs, 2,
-          "Reverse each batch entry's first seq_lengths[b] elements along seq_axis.")
+define_op("reverse_sequence", _reverse_sequence_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=ReverseSequenceAttrs, num_inputs=2,
+          describe="Reverse each batch entry's first seq_lengths[b] elements along seq_axis.")
 
 
 def reverse_sequence(data, seq_lengths, seq_axis: int = 1, batch_axis: int = 0) -> Call:

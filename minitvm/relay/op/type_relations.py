@@ -1,5 +1,8 @@
 """Shape and dtype rules shared by op families: broadcasting, identity, reductions, axis helpers.
 
+The dim helpers (``shape_str``, ``dims_product``, ``normalize_axis``, ...) live in ``minitvm.topi``
+(shared with the computes and numpy references) and are re-exported here.
+
 Dims are Python ints when static, ``tir.Any()`` when unknown, or symbolic ``tir.Var``s. A type
 relation takes the fully resolved argument types and returns the output type, raising TypeError
 (or ValueError for bad attributes) with a message naming the shapes involved.
@@ -9,9 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...ir.type import TensorType, TupleType, Type
-from ...tir.expr import Any, IntImm, PrimExpr
-from ...topi.utils import normalize_axis, reduce_axes
+from ...ir.type import TensorType, Type
+from ...tir.expr import Any
+from ...topi.utils import (  # shared with topi's computes and references
+    dim_str,
+    dims_equal,
+    dims_product,
+    is_static_dim,
+    normalize_axis,
+    reduce_axes,
+    reduce_shape,
+    shape_str,
+    type_str,
+)
 
 __all__ = [
     "shape_str", "type_str", "tensor_arg", "dims_equal", "is_static_dim", "broadcast_shapes",
@@ -19,67 +32,6 @@ __all__ = [
     "normalize_axis", "reduce_axes", "reduce_shape", "reduce_rel", "arg_reduce_rel", "dims_product",
     "check_num_args", "same_dtype",
 ]
-
-
-# --------------------------------------------------------------------------- formatting
-def _dim_str(d) -> str:
-    if isinstance(d, Any):
-        return "?"
-    if isinstance(d, IntImm):
-        return str(d.value)
-    return repr(d) if isinstance(d, PrimExpr) else str(d)
-
-
-def shape_str(shape: Sequence) -> str:
-    """``(2, ?, n)``: a shape as it reads in error messages."""
-    inner = ", ".join(_dim_str(d) for d in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
-
-
-def type_str(t: Type) -> str:
-    """``Tensor[(2, 3), float32]`` without depending on the printer."""
-    if isinstance(t, TensorType):
-        return f"Tensor[{shape_str(t.shape)}, {t.dtype}]"
-    if isinstance(t, TupleType):
-        return "(" + ", ".join(type_str(f) for f in t.fields) + ")"
-    return type(t).__name__
-
-
-# --------------------------------------------------------------------------- dims
-def is_static_dim(d) -> bool:
-    return isinstance(d, int) and not isinstance(d, bool)
-
-
-def dims_equal(a, b) -> bool:
-    """Provably equal dims: equal ints, or the same symbolic expression (never for Any)."""
-    if isinstance(a, Any) or isinstance(b, Any):
-        return False
-    if is_static_dim(a) and is_static_dim(b):
-        return a == b
-    if a is b:
-        return True
-    if is_static_dim(a) or is_static_dim(b):
-        return False
-    from ...ir.structural import structural_equal
-
-    return bool(structural_equal(a, b, map_free_vars=False))
-
-
-def dims_product(dims: Sequence):
-    """Product of dims: an int when all are static, Any when any is Any, else a PrimExpr."""
-    result = 1
-    for d in dims:
-        if isinstance(d, Any):
-            return Any()
-        if is_static_dim(d) and is_static_dim(result):
-            result = result * d
-        elif is_static_dim(d) and d == 1:
-            continue
-        elif is_static_dim(result) and result == 1:
-            result = d
-        else:
-            result = result * d
-    return result
 
 
 # --------------------------------------------------------------------------- arguments
@@ -128,7 +80,7 @@ def broadcast_shapes(s1: Sequence, s2: Sequence, op_name: str = "broadcast") -> 
         else:
             raise TypeError(
                 f"{op_name}: incompatible broadcast shapes {shape_str(s1)} and {shape_str(s2)} "
-                f"(dimension {_dim_str(a)} vs {_dim_str(b)})"
+                f"(dimension {dim_str(a)} vs {dim_str(b)})"
             )
     longer = s1 if n1 > n2 else s2
     out.extend(reversed(longer[: abs(n1 - n2)]))
@@ -183,17 +135,6 @@ def identity_comp_rel(arg_types: Sequence[Type], attrs=None, op_name: str = "op"
 
 
 # --------------------------------------------------------------------------- axes / reductions
-def reduce_shape(shape: Sequence, axes: Sequence[int], keepdims: bool) -> tuple:
-    out = []
-    for i, d in enumerate(shape):
-        if i in axes:
-            if keepdims:
-                out.append(1)
-        else:
-            out.append(d)
-    return tuple(out)
-
-
 def reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "reduce") -> TensorType:
     """sum/max/...: reduced shape (ReduceAttrs axis, keepdims, exclude), dtype kept."""
     check_num_args(op_name, arg_types, 1)

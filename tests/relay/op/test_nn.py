@@ -7,7 +7,7 @@ from minitvm import relay, tir
 from minitvm.ir.op import Op, OpPattern
 from minitvm.ir.type import TensorType, TupleType
 from minitvm.relay.op.nn import attrs as nn_attrs
-from minitvm.relay.op.nn._utils import np_from_primal, np_to_primal
+from minitvm.topi.reference.utils import np_from_primal, np_to_primal
 
 RNG = np.random.default_rng(0)
 

@@ -1,8 +1,9 @@
-"""Matrix products: nn.dense, nn.matmul, nn.batch_matmul and nn.sparse_dense (CSR/BSR weights)."""
+"""Matrix products: nn.dense, nn.matmul, nn.batch_matmul and nn.sparse_dense (CSR/BSR weights).
+
+Numpy references: ``minitvm.topi.reference.nn``.
+"""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ....ir.op import OpPattern
 from ....ir.type import TensorType
@@ -10,7 +11,7 @@ from ....tir.expr import Any
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
 from . import attrs as A
-from ._utils import acc_dtype, arith, np_dtype
+from ._utils import arith
 
 
 def _same_dim(a, b) -> bool:
@@ -51,23 +52,6 @@ def matmul_rel(arg_types, attrs, op_name: str = "nn.matmul"):
     return TensorType(shape, attrs.out_dtype or a.dtype)
 
 
-def _mm(a, b, dtype):
-    dt = np_dtype(dtype)
-    acc = acc_dtype(dtype) if dt.kind in "iu" else np.result_type(a, b, np.float32)
-    return np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False)).astype(dt, copy=False)
-
-
-def _dense_np(attrs, args, out_type):
-    return _mm(args[0], args[1].T, out_type.dtype)
-
-
-def _matmul_np(attrs, args, out_type):
-    a, b = args
-    if attrs.transpose_a:
-        a = np.swapaxes(a, -1, -2)
-    return _mm(a, b.T if attrs.transpose_b else b, out_type.dtype)
-
-
 def batch_matmul_rel(arg_types, attrs, op_name: str = "nn.batch_matmul"):
     """``(B, M, K) x (B, N, K)`` (transpose_b) with batch broadcasting of size-1 batches."""
     check_num_args(op_name, arg_types, 2)
@@ -97,15 +81,6 @@ def batch_matmul_rel(arg_types, attrs, op_name: str = "nn.batch_matmul"):
     return TensorType((batch, m, n), attrs.out_dtype or a.dtype)
 
 
-def _batch_matmul_np(attrs, args, out_type):
-    a, b = args
-    if attrs.transpose_a:
-        a = np.swapaxes(a, 1, 2)
-    if attrs.transpose_b:
-        b = np.swapaxes(b, 1, 2)
-    return _mm(a, b, out_type.dtype)
-
-
 # --------------------------------------------------------------------------- sparse
 def sparse_dense_rel(arg_types, attrs, op_name: str = "nn.sparse_dense"):
     """``dense x sparse^T`` (or ``sparse x dense^T`` when sparse_lhs); CSR or BSR sparse data."""
@@ -126,28 +101,6 @@ def sparse_dense_rel(arg_types, attrs, op_name: str = "nn.sparse_dense"):
     return TensorType(shape, dense.dtype)
 
 
-def _sparse_to_dense(values, indices, indptr, ncols):
-    """Dense matrix of a CSR (1-D values) or BSR (3-D values) sparse matrix with ``ncols``."""
-    nrows = len(indptr) - 1
-    row_of = np.repeat(np.arange(nrows), np.diff(indptr))
-    if values.ndim == 1:
-        out = np.zeros((nrows, ncols), dtype=values.dtype)
-        out[row_of, indices] = values
-        return out
-    _, br, bc = values.shape
-    blocks = np.zeros((nrows, ncols // bc, br, bc), dtype=values.dtype)
-    blocks[row_of, indices] = values
-    return blocks.transpose(0, 2, 1, 3).reshape(nrows * br, ncols)
-
-
-def _sparse_dense_np(attrs, args, out_type):
-    dense, values, indices, indptr = args
-    sparse = _sparse_to_dense(values, indices, indptr, dense.shape[1])
-    if attrs.sparse_lhs:
-        return _mm(sparse, dense.T, out_type.dtype)
-    return _mm(dense, sparse.T, out_type.dtype)
-
-
 def _named(rel, name):
     def bound(arg_types, attrs):
         return rel(arg_types, attrs, name)
@@ -157,11 +110,11 @@ def _named(rel, name):
 
 
 _FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
-define_op("nn.dense", _named(matmul_rel, "nn.dense"), _dense_np, _FUSABLE, A.DenseAttrs, 2,
-          "Y = X W^T.")
-define_op("nn.matmul", _named(matmul_rel, "nn.matmul"), _matmul_np, _FUSABLE, A.MatmulAttrs, 2,
-          "C = A B with optional transposes.")
-define_op("nn.batch_matmul", batch_matmul_rel, _batch_matmul_np, _FUSABLE, A.BatchMatmulAttrs, 2,
-          "Batched matrix product.")
-define_op("nn.sparse_dense", sparse_dense_rel, _sparse_dense_np, _FUSABLE, A.SparseDenseAttrs, 4,
-          "Dense x sparse^T with a CSR or BSR sparse matrix.")
+define_op("nn.dense", _named(matmul_rel, "nn.dense"), pattern=_FUSABLE, attrs_type=A.DenseAttrs,
+          num_inputs=2, describe="Y = X W^T.")
+define_op("nn.matmul", _named(matmul_rel, "nn.matmul"), pattern=_FUSABLE,
+          attrs_type=A.MatmulAttrs, num_inputs=2, describe="C = A B with optional transposes.")
+define_op("nn.batch_matmul", batch_matmul_rel, pattern=_FUSABLE, attrs_type=A.BatchMatmulAttrs,
+          num_inputs=2, describe="Batched matrix product.")
+define_op("nn.sparse_dense", sparse_dense_rel, pattern=_FUSABLE, attrs_type=A.SparseDenseAttrs,
+          num_inputs=4, describe="Dense x sparse^T with a CSR or BSR sparse matrix.")

@@ -1,9 +1,8 @@
 """Normalizations: nn.batch_norm (a 3-tuple result), nn.layer_norm, nn.group_norm,
-nn.instance_norm, nn.lrn and nn.l2_normalize. The references are inference-mode formulas."""
+nn.instance_norm, nn.lrn and nn.l2_normalize. The numpy references
+(``minitvm.topi.reference.nn``) are inference-mode formulas."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ....ir.op import OpPattern
 from ....ir.type import TensorType, TupleType
@@ -63,61 +62,6 @@ def _norm_rel(op_name, n_args):
     return rel
 
 
-def _bcast(v, axis, ndim):
-    shape = [1] * ndim
-    shape[axis] = -1
-    return v.reshape(shape)
-
-
-def _affine(attrs, y, gamma, beta, axis):
-    if attrs.scale:
-        y = y * _bcast(gamma, axis, y.ndim)
-    if attrs.center:
-        y = y + _bcast(beta, axis, y.ndim)
-    return y
-
-
-def _batch_norm_np(attrs, args, out_type):
-    x, gamma, beta, mean, var = args
-    axis = normalize_axis(attrs.axis, x.ndim)
-    y = (x - _bcast(mean, axis, x.ndim)) / np.sqrt(_bcast(var, axis, x.ndim) + attrs.epsilon)
-    y = _affine(attrs, y, gamma, beta, axis)
-    return y.astype(x.dtype, copy=False), mean.copy(), var.copy()
-
-
-def _normalize(x, axes, eps):
-    mean = x.mean(axis=axes, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
-
-
-def _layer_norm_np(attrs, args, out_type):
-    x, gamma, beta = args
-    axis = normalize_axis(attrs.axis, x.ndim)
-    y = _affine(attrs, _normalize(x, (axis,), attrs.epsilon), gamma, beta, axis)
-    return y.astype(x.dtype, copy=False)
-
-
-def _instance_norm_np(attrs, args, out_type):
-    x, gamma, beta = args
-    axis = normalize_axis(attrs.axis, x.ndim)
-    axes = tuple(i for i in range(1, x.ndim) if i != axis)
-    y = _affine(attrs, _normalize(x, axes, attrs.epsilon), gamma, beta, axis)
-    return y.astype(x.dtype, copy=False)
-
-
-def _group_norm_np(attrs, args, out_type):
-    x, gamma, beta = args
-    axis = normalize_axis(attrs.axis, x.ndim)
-    g = int(attrs.num_groups)
-    c = x.shape[axis]
-    split = x.shape[:axis] + (g, c // g) + x.shape[axis + 1:]
-    xs = x.reshape(split)
-    axes = tuple(i for i in range(1, xs.ndim) if i != axis)
-    y = _normalize(xs, axes, attrs.epsilon).reshape(x.shape)
-    return _affine(attrs, y, gamma, beta, axis).astype(x.dtype, copy=False)
-
-
 def _lrn_rel(arg_types, attrs):
     check_num_args("nn.lrn", arg_types, 1)
     data = tensor_arg(arg_types, 0, "nn.lrn")
@@ -125,40 +69,21 @@ def _lrn_rel(arg_types, attrs):
     return data
 
 
-def _lrn_np(attrs, args, out_type):
-    x = args[0]
-    axis = normalize_axis(attrs.axis, x.ndim)
-    size = int(attrs.size)
-    sq = np.moveaxis(x.astype(np.float64) ** 2, axis, -1)
-    half = size // 2
-    padded = np.pad(sq, [(0, 0)] * (sq.ndim - 1) + [(half, size - 1 - half)])
-    csum = np.concatenate([np.zeros(padded.shape[:-1] + (1,)), np.cumsum(padded, -1)], -1)
-    window = csum[..., size:] - csum[..., :-size]
-    window = np.moveaxis(window, -1, axis)
-    return (x / (attrs.bias + attrs.alpha * window / size) ** attrs.beta).astype(x.dtype)
-
-
 def _l2_rel(arg_types, attrs):
     check_num_args("nn.l2_normalize", arg_types, 1)
     return tensor_arg(arg_types, 0, "nn.l2_normalize")
 
 
-def _l2_np(attrs, args, out_type):
-    x = args[0]
-    axes = tuple(int(a) for a in attrs.axis)
-    norm = np.sqrt(np.maximum((x * x).sum(axis=axes, keepdims=True), attrs.eps))
-    return (x / norm).astype(x.dtype, copy=False)
-
-
-define_op("nn.batch_norm", batch_norm_rel, _batch_norm_np, OpPattern.OUT_ELEMWISE_FUSABLE,
-          A.BatchNormAttrs, 5, "Batch normalization (inference): returns (out, mean, var).")
-define_op("nn.layer_norm", _norm_rel("nn.layer_norm", 3), _layer_norm_np, OpPattern.OPAQUE,
-          A.LayerNormAttrs, 3, "Layer normalization over one axis.")
-define_op("nn.instance_norm", _norm_rel("nn.instance_norm", 3), _instance_norm_np,
-          OpPattern.OPAQUE, A.InstanceNormAttrs, 3, "Instance normalization.")
-define_op("nn.group_norm", _norm_rel("nn.group_norm", 3), _group_norm_np, OpPattern.OPAQUE,
-          A.GroupNormAttrs, 3, "Group normalization.")
-define_op("nn.lrn", _lrn_rel, _lrn_np, OpPattern.OPAQUE, A.LRNAttrs, 1,
-          "Local response normalization across channels.")
-define_op("nn.l2_normalize", _l2_rel, _l2_np, OpPattern.OUT_ELEMWISE_FUSABLE, A.L2NormalizeAttrs,
-          1, "L2 normalization over axes.")
+define_op("nn.batch_norm", batch_norm_rel, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+          attrs_type=A.BatchNormAttrs, num_inputs=5,
+          describe="Batch normalization (inference): returns (out, mean, var).")
+define_op("nn.layer_norm", _norm_rel("nn.layer_norm", 3), pattern=OpPattern.OPAQUE,
+          attrs_type=A.LayerNormAttrs, num_inputs=3, describe="Layer normalization over one axis.")
+define_op("nn.instance_norm", _norm_rel("nn.instance_norm", 3), pattern=OpPattern.OPAQUE,
+          attrs_type=A.InstanceNormAttrs, num_inputs=3, describe="Instance normalization.")
+define_op("nn.group_norm", _norm_rel("nn.group_norm", 3), pattern=OpPattern.OPAQUE,
+          attrs_type=A.GroupNormAttrs, num_inputs=3, describe="Group normalization.")
+define_op("nn.lrn", _lrn_rel, pattern=OpPattern.OPAQUE, attrs_type=A.LRNAttrs, num_inputs=1,
+          describe="Local response normalization across channels.")
+define_op("nn.l2_normalize", _l2_rel, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+          attrs_type=A.L2NormalizeAttrs, num_inputs=1, describe="L2 normalization over axes.")

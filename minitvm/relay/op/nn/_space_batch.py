@@ -1,5 +1,6 @@
 """nn.space_to_batch_nd and nn.batch_to_space_nd: move spatial blocks into the batch and back
-(the TensorFlow form of dilated convolution that FlattenAtrousConv folds away)."""
+(the TensorFlow form of dilated convolution that FlattenAtrousConv folds away). Numpy
+references: ``minitvm.topi.reference.nn``."""
 
 from __future__ import annotations
 
@@ -44,25 +45,6 @@ def _s2b_rel(arg_types, attrs):
     return TensorType(shape, data.dtype)
 
 
-def _s2b_np(attrs, args, out_type):
-    x = args[0]
-    block = [int(b) for b in attrs.block_shape]
-    m = len(block)
-    pads = [(0, 0)] + [(int(lo), int(hi)) for lo, hi in attrs.paddings] + [(0, 0)] * (
-        x.ndim - m - 1)
-    x = np.pad(x, pads, constant_values=attrs.pad_value)
-    n, rest = x.shape[0], x.shape[m + 1:]
-    shape = [n]
-    for i, b in enumerate(block):
-        shape += [x.shape[i + 1] // b, b]
-    x = x.reshape(shape + list(rest))
-    # move the block offsets in front of the batch
-    order = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(
-        range(2 * m + 1, x.ndim))
-    x = x.transpose(order)
-    return np.ascontiguousarray(x.reshape(out_type.concrete_shape))
-
-
 def _b2s_rel(arg_types, attrs):
     op = "nn.batch_to_space_nd"
     check_num_args(op, arg_types, 1)
@@ -79,26 +61,10 @@ def _b2s_rel(arg_types, attrs):
     return TensorType(shape, data.dtype)
 
 
-def _b2s_np(attrs, args, out_type):
-    x = args[0]
-    block = [int(b) for b in attrs.block_shape]
-    m = len(block)
-    n = x.shape[0] // int(np.prod(block))
-    x = x.reshape(block + [n] + list(x.shape[1:]))
-    order = [m]
-    for i in range(m):
-        order += [m + 1 + i, i]
-    order += list(range(2 * m + 1, x.ndim))
-    x = x.transpose(order)
-    shape = [n] + [x.shape[1 + 2 * i] * block[i] for i in range(m)] + list(x.shape[2 * m + 1:])
-    x = x.reshape(shape)
-    index = [slice(None)] + [slice(int(lo), shape[i + 1] - int(hi))
-                             for i, (lo, hi) in enumerate(attrs.crops)]
-    return np.ascontiguousarray(x[tuple(index)])
-
-
-define_op("nn.space_to_batch_nd", _s2b_rel, _s2b_np, OpPattern.INJECTIVE, SpaceToBatchNDAttrs, 1)
-define_op("nn.batch_to_space_nd", _b2s_rel, _b2s_np, OpPattern.INJECTIVE, BatchToSpaceNDAttrs, 1)
+define_op("nn.space_to_batch_nd", _s2b_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=SpaceToBatchNDAttrs, num_inputs=1)
+define_op("nn.batch_to_space_nd", _b2s_rel, pattern=OpPattern.INJECTIVE,
+          attrs_type=BatchToSpaceNDAttrs, num_inputs=1)
 
 
 def space_to_batch_nd(data, block_shape, paddings, pad_value=0):

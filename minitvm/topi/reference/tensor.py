@@ -1,0 +1,129 @@
+"""Numpy references of the elementwise and broadcast operators (math, compare, cast, init ops)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..utils import reference
+
+
+def _cast_out(fn):
+    """Wrap a numpy ufunc so the result has the output type's dtype."""
+
+    def impl(attrs, args, out_type):
+        with np.errstate(all="ignore"):
+            out = fn(*args)
+        return np.asarray(out).astype(out_type.dtype, copy=False)
+
+    return impl
+
+
+def _round_half_even(x):
+    return np.round(x)
+
+
+def _erf(x):
+    """The error function; scipy's vectorized one when present, else a per-element loop."""
+    try:
+        from scipy.special import erf as sp_erf
+    except ImportError:  # pragma: no cover - scipy is optional
+        flat = np.asarray(x, dtype="float64").ravel()
+        out = np.array([math.erf(v) for v in flat], dtype="float64")
+        return out.reshape(np.shape(x))
+    return sp_erf(x)
+
+
+def _divide(a, b):
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        with np.errstate(all="ignore"):
+            return np.trunc(np.true_divide(a, b))
+    return np.true_divide(a, b)
+
+
+def _floor_divide(a, b):
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return np.floor_divide(a, b)
+    return np.floor(np.true_divide(a, b))
+
+
+# ------------------------------------------------------------------ unary / binary ufuncs
+UNARY = {
+    "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh, "erf": _erf, "negative": np.negative, "abs": np.abs, "floor": np.floor,
+    "ceil": np.ceil, "round": _round_half_even, "trunc": np.trunc, "sign": np.sign,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "fast_exp": np.exp, "fast_tanh": np.tanh,
+    "fast_erf": _erf, "logical_not": np.logical_not, "bitwise_not": np.invert,
+    "copy": np.copy, "stop_gradient": np.copy,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+}
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _divide,
+    "floor_divide": _floor_divide, "mod": np.fmod, "floor_mod": np.mod, "power": np.power,
+    "maximum": np.maximum, "minimum": np.minimum, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift, "atan2": np.arctan2,
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+}
+
+for _name, _fn in {**UNARY, **BINARY}.items():
+    reference(_name)(_cast_out(_fn))
+
+
+# ------------------------------------------------------------------ where / clip / cast
+@reference("where")
+def _where(attrs, a, t):
+    return np.where(a[0], a[1], a[2]).astype(t.dtype)
+
+
+@reference("clip")
+def _clip(attrs, a, t):
+    return np.clip(a[0], attrs.a_min, attrs.a_max).astype(t.dtype)
+
+
+@reference("cast")
+@reference("cast_like")
+def _cast(attrs, a, t):
+    return np.asarray(a[0]).astype(t.dtype)
+
+
+@reference("reinterpret")
+def _reinterpret(attrs, a, t):
+    return np.ascontiguousarray(a[0]).view(t.dtype)
+
+
+# ------------------------------------------------------------------ init ops
+@reference("zeros_like")
+def _zeros_like(attrs, a, t):
+    return np.zeros(a[0].shape, t.dtype)
+
+
+@reference("ones_like")
+def _ones_like(attrs, a, t):
+    return np.ones(a[0].shape, t.dtype)
+
+
+@reference("full_like")
+def _full_like(attrs, a, t):
+    return np.full(a[0].shape, a[1], t.dtype)
+
+
+@reference("zeros")
+def _zeros(attrs, a, t):
+    return np.zeros(tuple(t.shape), t.dtype)
+
+
+@reference("ones")
+def _ones(attrs, a, t):
+    return np.ones(tuple(t.shape), t.dtype)
+
+
+@reference("full")
+def _full(attrs, a, t):
+    return np.full(tuple(t.shape), a[0], t.dtype)
