@@ -1,12 +1,14 @@
 """minitvm: Apache TVM's graph-level compiler in pure Python. ``import minitvm as tvm``."""
 
 from . import ir, tir, runtime
+from . import arith
 from .ir import IRModule
 from . import transform, instrument
 from .runtime import cpu, cuda, gpu, device
 from .runtime import ndarray as nd
 from . import te, topi, schedule, codegen, backend
 from . import relay, relax, target, testing, contrib, parser
+from . import script
 
 __version__ = "0.1.0"
 

@@ -129,6 +129,17 @@ def _compare(lhs, rhs, map_free_vars: bool):
             stack.extend(reversed([(x, y, (path, f"[{i}]"), is_def)
                                    for i, (x, y) in enumerate(zip(a, b))]))
             continue
+        if isinstance(a, dict) and isinstance(b, dict) and _node_keyed(a, b):
+            # keyed by IR nodes (a PrimFunc's buffer_map by parameter): compare the entries
+            # in order, keys as IR (bound variables map to their counterparts)
+            if len(a) != len(b):
+                raise StructuralMismatch(path, a, b, f"lengths differ: {len(a)} vs {len(b)}")
+            items = []
+            for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items())):
+                items.append((ka, kb, (path, f".keys[{i}]"), is_def))
+                items.append((va, vb, (path, f"[{i}]"), is_def))
+            stack.extend(reversed(items))
+            continue
         if isinstance(a, dict) and isinstance(b, dict):
             if set(a) != set(b):
                 raise StructuralMismatch(path, sorted(map(str, a)), sorted(map(str, b)),
@@ -145,6 +156,10 @@ def _compare(lhs, rhs, map_free_vars: bool):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if a != b:
             raise StructuralMismatch(path, a, b, f"{a!r} vs {b!r}")
+
+
+def _node_keyed(a: dict, b: dict) -> bool:
+    return any(isinstance(k, Node) for k in a) or any(isinstance(k, Node) for k in b)
 
 
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
@@ -246,6 +261,11 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
         if isinstance(obj, tuple | list):
             stack.append((obj, False, 1, len(obj)))
             stack.extend(reversed([(c, is_def, 0, None) for c in obj]))
+            continue
+        if isinstance(obj, dict) and any(isinstance(k, Node) for k in obj):
+            flat = [x for kv in obj.items() for x in kv]
+            stack.append((obj, False, 1, len(flat)))
+            stack.extend(reversed([(c, is_def, 0, None) for c in flat]))
             continue
         if isinstance(obj, dict):
             keys = sorted(obj, key=str)

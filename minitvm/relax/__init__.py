@@ -15,3 +15,4 @@ from . import dialect as _dialect  # noqa: F401  (registers the core hooks)
 from .block_builder import BlockBuilder
 from . import expr_functor
 from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
+from . import transform, frontend

@@ -397,7 +397,9 @@ class Function(BaseFunc, Expr):
     body, the return struct info, purity and attrs (``R.func_attr``)."""
 
     __slots__ = ("params", "body", "ret_struct_info", "is_pure")
-    _node_fields = ("params", "ret_struct_info", "is_pure", "attrs", "body")
+    # the body before the return annotation: symbolic variables a match_cast in the body
+    # defines may appear in it (TVM's order)
+    _node_fields = ("params", "is_pure", "attrs", "body", "ret_struct_info")
     _node_binders = frozenset({"params"})
     _node_operands = ("*params", "body")
 

@@ -76,28 +76,31 @@ class _Functor:
         self.memo_map: dict = {}
 
     def visit_expr(self, expr):
+        if not isinstance(expr, _DATAFLOW):  # leaves and scopes: visited at every use
+            return getattr(self, _hook_name(type(expr)))(expr)
         memo = self.memo_map
         hit = memo.get(expr, _MISSING)
         if hit is not _MISSING:
             return hit
-        if isinstance(expr, _DATAFLOW):
-            self._pre_visit(expr)
+        self._pre_visit(expr)
         res = getattr(self, _hook_name(type(expr)))(expr)
         memo[expr] = res
         return res
 
     def _pre_visit(self, root) -> None:
-        """Visit the nested dataflow operands of ``root`` bottom-up (not ``root`` itself)."""
+        """Visit the nested dataflow operands of ``root`` bottom-up (not ``root`` itself), so
+        the hooks' own ``visit_expr`` calls on them hit the memo."""
         memo = self.memo_map
-        stack = [(c, False) for c in reversed(_dataflow_operands(root))]
+        stack = [(c, False) for c in reversed(_dataflow_operands(root))
+                 if isinstance(c, _DATAFLOW)]
         while stack:
             e, ready = stack.pop()
             if e in memo:
                 continue
-            if not ready and isinstance(e, _DATAFLOW):
+            if not ready:
                 stack.append((e, True))
                 stack.extend((c, False) for c in reversed(_dataflow_operands(e))
-                             if c not in memo)
+                             if isinstance(c, _DATAFLOW) and c not in memo)
                 continue
             memo[e] = getattr(self, _hook_name(type(e)))(e)
 
@@ -230,9 +233,6 @@ class ExprMutator(_Functor):
         return self.builder_.lookup_binding(var)
 
     def visit_expr(self, expr):
-        if isinstance(expr, Var):  # remaps change as bindings are rebuilt: no memo
-            return self.visit_var_(expr) if not isinstance(expr, DataflowVar) else \
-                self.visit_dataflow_var_(expr)
         res = super().visit_expr(expr)
         return self.builder_.normalize(res) if isinstance(res, Expr) else res
 
@@ -310,6 +310,9 @@ class ExprMutator(_Functor):
 
     def visit_function_(self, op: Function):
         params = [self.visit_var_def(p) for p in op.params]
+        for old_p, new_p in zip(op.params, params):
+            if new_p is not old_p:
+                self.set_var_remap(old_p, new_p)
         body = self.visit_with_new_scope(op.body)
         if all(a is b for a, b in zip(params, op.params)) and body is op.body:
             return op

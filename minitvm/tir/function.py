@@ -25,7 +25,7 @@ class PrimFunc(BaseFunc):
     __slots__ = ("params", "body", "ret_type", "buffer_map")
     _node_shared = True
     _node_fields = ("params", "buffer_map", "ret_type", "attrs", "body")
-    _node_binders = frozenset({"params"})
+    _node_binders = frozenset({"params", "buffer_map"})
 
     def __init__(self, params, body, ret_type=None, buffer_map=None, attrs=None, span=None):
         super().__init__(span)

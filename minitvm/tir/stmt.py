@@ -152,6 +152,7 @@ class Allocate(Stmt):
     """Allocate ``extents`` elements of ``dtype`` bound to the pointer var ``buffer_var``."""
 
     __slots__ = ("buffer_var", "dtype", "extents", "condition", "body", "annotations")
+    _node_binders = frozenset({"buffer_var"})
 
     def __init__(self, buffer_var: Var, dtype: str, extents, condition, body: Stmt,
                  annotations=None, span=None):
@@ -166,6 +167,7 @@ class Allocate(Stmt):
 
 class DeclBuffer(Stmt):
     __slots__ = ("buffer", "body")
+    _node_binders = frozenset({"buffer"})
 
     def __init__(self, buffer: Buffer, body: Stmt, span=None):
         self.buffer = buffer
@@ -204,6 +206,10 @@ class Block(Stmt):
 
     __slots__ = ("iter_vars", "reads", "writes", "name_hint", "body", "init", "alloc_buffers",
                  "match_buffers", "annotations")
+    # definitions (iteration variables, buffers it allocates or matches) before their uses
+    _node_fields = ("iter_vars", "alloc_buffers", "match_buffers", "reads", "writes", "init",
+                    "body", "annotations")
+    _node_binders = frozenset({"iter_vars", "alloc_buffers", "match_buffers"})
 
     def __init__(self, iter_vars, reads, writes, name_hint: str, body: Stmt, init=None,
                  alloc_buffers=None, match_buffers=None, annotations=None, span=None):

@@ -5,7 +5,7 @@ Call overhead is measured by benchmarks/bench_kernels.py ("call overhead"), not 
 
 import numpy as np
 import pytest
-from conftest import build_te
+from codegen_helpers import build_te
 
 from minitvm import codegen, te
 from minitvm.codegen import module as kmod

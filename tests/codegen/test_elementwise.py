@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import build_te
+from codegen_helpers import build_te
 
 from minitvm import te, tir
 

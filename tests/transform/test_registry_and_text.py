@@ -53,7 +53,8 @@ def test_every_registered_pass_key_equals_its_info_name():
             p = entry.factory()
         except TypeError:  # factories with mandatory arguments
             continue
-        assert p.info.name == entry.name, entry.name
+        # a dialect may qualify a name another dialect already uses (relax.transform.FoldConstant)
+        assert p.info.name == entry.name or entry.name.endswith("." + p.info.name), entry.name
 
 
 def test_list_passes_fields(fake_passes):

@@ -1,1 +1,8 @@
 """tvm.relax.analysis: struct-info relations and checks over Relax programs."""
+
+from .static_type import ObjectType, PackedFuncType, ShapeType, TensorType
+from .struct_info_analysis import (
+    BaseCheckResult, derive_call_ret_struct_info, erase_to_well_defined, get_static_type,
+    struct_info_base_check, struct_info_base_check_result, struct_info_lca,
+    tir_vars_in_struct_info,
+)

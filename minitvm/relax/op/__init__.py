@@ -1,1 +1,22 @@
 """tvm.relax.op: Relax operators, each defined once with its struct-info inference."""
+
+from . import op_attrs
+from .base import (
+    StructInfoError, StructInfoTypeError, call_dps_packed, call_pure_packed, call_tir,
+    infer_struct_info, null_value, register_op_rule, shape_of,
+)
+from .binary import *
+from .unary import *
+from .datatype import astype
+from .manipulate import (
+    broadcast_to, concat, expand_dims, flatten, permute_dims, repeat, reshape, split, squeeze,
+)
+from .index import strided_slice, take
+from .linear_algebra import linear, matmul
+from .statistical import max, mean, min, prod, std, sum, variance
+from .search import argmax, argmin, where
+from .create import (
+    arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like,
+)
+from . import binary, unary, datatype, manipulate, index, linear_algebra, statistical, search
+from . import create, nn

@@ -1,0 +1,3 @@
+"""tvm.relax.frontend: front ends that build Relax programs (``relax.frontend.nn``)."""
+
+from . import nn

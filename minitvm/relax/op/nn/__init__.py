@@ -1,0 +1,9 @@
+"""tvm.relax.op.nn: neural-network operators (convolution, pooling, activations, norms)."""
+
+from .convolution import conv1d, conv1d_transpose, conv2d, conv2d_transpose
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .nn import (
+    attention, batch_norm, dropout, gelu, gelu_tanh, group_norm, layer_norm, leakyrelu,
+    log_softmax, pad, relu, relu6, rms_norm, silu, softmax,
+)
+from ..linear_algebra import linear

@@ -1,0 +1,30 @@
+"""tvm.relax.transform: Relax passes (one module per pass) and the function / dataflow-block
+pass API, on the shared pass infrastructure (``minitvm.transform``).
+
+Every pass is registered under its ``info.name`` (TVM's name: ``get_pass("Normalize")``),
+except the four whose name Relay's pass already holds in the registry (DeadCodeElimination,
+EliminateCommonSubexpr, FoldConstant, LambdaLift), registered as ``relax.transform.<Name>``
+(``get_pass("relax.transform.FoldConstant")``); textual pipelines print and parse those keys.
+"""
+
+from ...transform import (  # noqa: F401  the pass API, re-exported as TVM's relax.transform
+    ModulePass, Pass, PassContext, PassInfo, PrintIR, Sequential, module_pass,
+)
+from . import properties  # noqa: F401  (registers the Relax IR properties first)
+from .function_pass import (  # noqa: F401
+    DataflowBlockPass, FunctionPass, dataflowblock_pass, function_pass,
+)
+from .normalize import Normalize  # noqa: F401
+from .to_non_dataflow import ToNonDataflow  # noqa: F401
+from .canonicalize_bindings import (  # noqa: F401
+    CanonicalizeBindings, CanonicalizeRelaxBindings, CanonicalizeTIRVariables,
+)
+from .convert_to_dataflow import ConvertToDataflow  # noqa: F401
+from .dead_code_elimination import DeadCodeElimination  # noqa: F401
+from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: F401
+from .fold_constant import FoldConstant  # noqa: F401
+from .lambda_lift import LambdaLift  # noqa: F401
+from .bind_params import BindParams  # noqa: F401
+from .bind_symbolic_vars import BindSymbolicVars  # noqa: F401
+from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: F401
+from .attach_global_symbol import AttachGlobalSymbol  # noqa: F401

@@ -1,0 +1,238 @@
+"""DeadCodeElimination (TVM's ``relax.transform.DeadCodeElimination(entry_functions)``):
+
+1. functions not reachable from the entry functions (``entry_functions`` plus every function
+   with a ``global_symbol``, and ExternFuncs) are removed — unless some reachable function
+   refers to a global the module does not define, in which case nothing is removed;
+2. in every Relax function, bindings whose variable is unused are removed (iterated to a
+   fixed point: a binding used only by removed bindings is unused too), except bindings whose
+   value contains an impure call and ``match_cast``s; variables used in a function's result,
+   in ``If`` conditions outside bindings or inside nested functions count as used;
+3. unreachable functions are removed again (step 2 may drop the last call of one).
+
+Empty blocks left behind are dropped by normalization.
+"""
+
+from __future__ import annotations
+
+from ...ir.expr import GlobalVar
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import (
+    Call,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .normalize import NormalizingMutator
+from .utils import contains_impure_call, has_relax_function, register
+
+__all__ = ["DeadCodeElimination", "remove_all_unused", "remove_unused_functions",
+           "collect_call_map"]
+
+
+# ------------------------------------------------------------------------ unused functions
+def _globals_in(func) -> list:
+    """The GlobalVars a function refers to (iterative walk over Relax or TIR)."""
+    from ...ir.node import node_children
+
+    out, seen = [], set()
+    stack = [func]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, GlobalVar):
+            out.append(e)
+            continue
+        if isinstance(e, Call):
+            stack.append(e.op)
+            stack.extend(e.args)
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+        elif isinstance(e, If):
+            stack.extend((e.cond, e.true_branch, e.false_branch))
+        elif isinstance(e, SeqExpr):
+            for block in e.blocks:
+                stack.extend(b.value for b in block.bindings)
+            stack.append(e.body)
+        elif isinstance(e, Function):
+            stack.append(e.body)
+        elif isinstance(e, Var | ExternFunc):
+            continue
+        elif hasattr(e, "__slots__") and not isinstance(e, str):
+            try:
+                stack.extend(c for c in node_children(e) if hasattr(c, "__slots__"))
+            except Exception:  # pragma: no cover - a foreign node without declared fields
+                pass
+    return out
+
+
+def collect_call_map(mod) -> dict:
+    """GlobalVar -> the GlobalVars its function refers to (TVM's ir::CollectCallMap)."""
+    return {gv: _globals_in(f) for gv, f in mod.functions.items()}
+
+
+def _is_external(func) -> bool:
+    attrs = getattr(func, "attrs", None)
+    return bool(attrs) and attrs.get("global_symbol") is not None
+
+
+def remove_unused_functions(mod, entries) -> tuple:
+    """``mod`` without the functions unreachable from ``entries`` (and how many went)."""
+    call_map = collect_call_map(mod)
+    reachable = set(entries)
+    todo = list(entries)
+    all_in_module = True
+    while todo:
+        gv = todo.pop()
+        callees = call_map.get(gv)
+        if callees is None:
+            all_in_module = False
+            continue
+        for c in callees:
+            if c not in reachable:
+                reachable.add(c)
+                todo.append(c)
+    if not all_in_module:
+        return mod, 0
+    dead = [gv for gv in mod.functions if gv not in reachable]
+    if not dead:
+        return mod, 0
+    mod = mod.shallow_copy()
+    for gv in dead:
+        mod.remove(gv)
+    return mod, len(dead)
+
+
+# ------------------------------------------------------------------------ unused bindings
+class _UseDef:
+    """TVM's UDChain: for every variable, the variables whose bound values use it; variables
+    used outside any binding (results, nested functions, match_cast values) are outputs."""
+
+    def __init__(self):
+        self.bound: dict = {}
+        self.uses: dict = {}  # user var -> vars its value uses
+        self.outputs: set = set()
+
+    def run(self, func: Function) -> None:
+        self._scope(func, None)
+
+    def _scope(self, e, user) -> None:
+        if isinstance(e, Function):
+            self._operands(e.body, None)
+        else:
+            self._operands(e, user)
+
+    def _operands(self, root, user) -> None:
+        stack = [(root, user)]
+        while stack:
+            e, user = stack.pop()
+            if isinstance(e, Var):
+                if user is None:
+                    self.outputs.add(e)
+                else:
+                    self.uses.setdefault(user, []).append(e)
+            elif isinstance(e, Call):
+                stack.append((e.op, user))
+                stack.extend((a, user) for a in e.args)
+            elif isinstance(e, Tuple):
+                stack.extend((f, user) for f in e.fields)
+            elif isinstance(e, TupleGetItem):
+                stack.append((e.tuple_value, user))
+            elif isinstance(e, If):
+                stack.extend(((e.cond, user), (e.true_branch, user), (e.false_branch, user)))
+            elif isinstance(e, SeqExpr):
+                stack.append((e.body, user))
+                for block in e.blocks:
+                    for b in block.bindings:
+                        self.bound[b.var] = b.value
+                        inner = b.var if not isinstance(b, MatchCast) else user
+                        stack.append((b.value, inner))
+            elif isinstance(e, Function):
+                stack.append((e.body, None))
+
+
+def _unused_vars(func: Function) -> set:
+    ud = _UseDef()
+    ud.run(func)
+    live = set(ud.outputs)
+    for var, value in ud.bound.items():
+        if contains_impure_call(value):
+            live.add(var)
+    todo = list(live)
+    while todo:
+        v = todo.pop()
+        for u in ud.uses.get(v, ()):
+            if u not in live:
+                live.add(u)
+                todo.append(u)
+    return {v for v in ud.bound if v not in live}
+
+
+class _RemoveUnused(NormalizingMutator):
+    def __init__(self, unused: set, mod=None):
+        super().__init__(mod)
+        self.unused = unused
+        self.removed = 0
+
+    def visit_var_binding_(self, binding) -> None:
+        if binding.var in self.unused:
+            self.removed += 1
+            return
+        super().visit_var_binding_(binding)
+
+
+def remove_all_unused(func: Function, mod=None):
+    """TVM's ``relax.analysis.remove_all_unused``: ``func`` without unused pure bindings, and
+    how many bindings were removed."""
+    unused = _unused_vars(func)
+    if not unused:
+        return func, 0
+    m = _RemoveUnused(unused, mod)
+    return m.visit_expr(func), m.removed
+
+
+# ------------------------------------------------------------------------ the pass
+def dead_code_elimination(mod, entry_functions=()):
+    """The pass body: returns the new module and (functions removed, bindings removed)."""
+    entries = [mod.get_global_var(name) for name in entry_functions]
+    for gv, func in mod.functions.items():
+        if isinstance(func, ExternFunc) or _is_external(func):
+            entries.append(gv)
+    mod, n_funcs = remove_unused_functions(mod, entries)
+    n_bindings = 0
+    for gv, func in list(mod.functions.items()):
+        if isinstance(func, Function):
+            new, n = remove_all_unused(func, mod)
+            n_bindings += n
+            if new is not func:
+                mod.update_func(gv, new)
+    mod, more = remove_unused_functions(mod, entries)
+    return mod, (n_funcs + more, n_bindings)
+
+
+@register("DeadCodeElimination")
+def DeadCodeElimination(entry_functions=None):  # noqa: N802 - TVM's name
+    """Module pass (opt 1): remove unreachable functions and unused pure bindings."""
+    entry = list(entry_functions or [])
+
+    def run(mod, ctx):
+        if not has_relax_function(mod):
+            return mod  # a module of another dialect: nothing of Relax's to clean
+        mod, (funcs, bindings) = dead_code_elimination(mod, entry)
+        if funcs:
+            record_stat("functions removed", funcs)
+        if bindings:
+            record_stat("bindings removed", bindings)
+        return mod
+
+    return module_pass(run, opt_level=1, name="DeadCodeElimination",
+                       needs=["relax_normalized"], keeps=["relax_normalized"])

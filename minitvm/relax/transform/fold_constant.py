@@ -1,0 +1,223 @@
+"""FoldConstant (TVM's ``relax.transform.FoldConstant``): evaluate at compile time what only
+depends on constants.
+
+- Every use of a variable bound to a constant becomes the constant; a variable bound to a shape
+  value used as an operator argument becomes the shape value.
+- Inside dataflow blocks, a call of a Relax operator whose arguments are all constants and whose
+  result is a tensor of static shape and known dtype is evaluated and replaced by the resulting
+  constant. TVM legalizes the operator to TIR and runs the built PrimFunc; here the operator's
+  numpy reference is run: the shared ``topi`` reference of the same name (``relax.add`` ->
+  ``topi.get_reference("add")``). A result whose shape or dtype disagrees with the call's struct
+  info, or a reference that fails, leaves the call as it is. ``relax.tensor_to_shape`` of a
+  constant becomes a shape value and ``relax.shape_to_tensor`` of a static shape a constant.
+- Bindings left unused are removed (TVM runs RemoveAllUnused afterwards too).
+
+Not folded (TVM folds them by building TIR, which this package cannot run): ``call_tir`` of
+PrimFuncs, and operators without a topi reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.op import Op
+from ...ir.prim_expr import IntImm
+from ...ir.type import TensorType
+from ...runtime.ndarray import NDArray
+from ...transform.stats import record_stat
+from ..expr import Call, Constant, ShapeExpr, Var
+from ..struct_info import TensorStructInfo
+from .dead_code_elimination import remove_all_unused
+from .function_pass import function_pass
+from .normalize import NormalizingMutator
+from .utils import register
+
+__all__ = ["FoldConstant", "fold_constant", "evaluate_call", "run_reference", "op_reference"]
+
+
+class _AttrsView:
+    """Relax call attributes as a topi reference reads them (missing fields with the Relay
+    defaults a reference may consult)."""
+
+    _DEFAULTS = {"exclude": False}
+
+    def __init__(self, attrs):
+        self._attrs = attrs
+
+    def __getattr__(self, name):
+        attrs = object.__getattribute__(self, "_attrs")
+        if attrs is not None:
+            try:
+                return getattr(attrs, name)
+            except (AttributeError, KeyError):
+                pass
+        if name in _AttrsView._DEFAULTS:
+            return _AttrsView._DEFAULTS[name]
+        raise AttributeError(name)
+
+    def __getitem__(self, name):
+        return self.__getattr__(name)
+
+    def get(self, name, default=None):
+        try:
+            return self.__getattr__(name)
+        except AttributeError:
+            return default
+
+
+def _static_tensor(sinfo):
+    """(shape, dtype) of a tensor struct info with a static shape and known dtype, else None."""
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.is_unknown_dtype:
+        return None
+    dims = sinfo.dims()
+    if dims is None or not all(isinstance(d, IntImm) for d in dims):
+        return None
+    return tuple(int(d.value) for d in dims), sinfo.dtype
+
+
+#: Relax operators whose topi reference has another name, with the same attributes
+_REFERENCE_NAMES = {"permute_dims": "transpose", "astype": "cast"}
+
+
+def _matmul(attrs, args, out_type):
+    return np.matmul(args[0], args[1]).astype(out_type.dtype, copy=False)
+
+
+#: Relax operators evaluated directly (no topi reference has their semantics)
+_DIRECT = {"matmul": _matmul}
+
+
+def op_reference(op: Op):
+    """The numpy implementation ``impl(attrs, arrays, out_type)`` of a Relax operator, or
+    None: the topi reference of the op's name without ``relax.`` (a few renamed)."""
+    from ... import topi
+
+    name = op.name[len("relax."):] if op.name.startswith("relax.") else op.name
+    direct = _DIRECT.get(name)
+    if direct is not None:
+        return direct
+    return topi.get_reference(_REFERENCE_NAMES.get(name, name))
+
+
+def run_reference(call: Call, arrays: list, sinfo=None):
+    """Evaluate a call of a Relax operator on numpy ``arrays`` with its numpy reference; the
+    call's struct info must be a tensor of static shape and known dtype. None when that is not
+    possible (no reference, a reference that rejects the attributes, a result that disagrees
+    with the struct info). ``sinfo`` overrides the call's struct info (an interpreter that
+    knows the values of its symbolic dimensions)."""
+    op = call.op
+    if not isinstance(op, Op):
+        return None
+    out = _static_tensor(sinfo if sinfo is not None else call._checked_type)
+    if out is None:
+        return None
+    ref = op_reference(op)
+    if ref is None:
+        return None
+    shape, dtype = out
+    try:
+        result = ref(_AttrsView(call.attrs), arrays, TensorType(shape, dtype))
+    except Exception:  # a reference that cannot handle these attrs: leave the call alone
+        return None
+    if isinstance(result, tuple | list):
+        return None
+    result = np.asarray(result)
+    if tuple(result.shape) != shape or str(result.dtype) != dtype:
+        return None
+    return np.ascontiguousarray(result)
+
+
+def evaluate_call(call: Call):
+    """The constant ``call`` (a call of a Relax operator on constants) evaluates to, or None
+    when it cannot be evaluated here."""
+    op = call.op
+    if not isinstance(op, Op):
+        return None
+    if op.name == "relax.tensor_to_shape":
+        arg = call.args[0] if call.args else None
+        if isinstance(arg, Constant):
+            data = arg.data.numpy()
+            if data.ndim == 1 and data.dtype.kind in "iu":
+                return ShapeExpr([int(v) for v in data])
+        return None
+    if op.name == "relax.shape_to_tensor":
+        arg = call.args[0] if call.args else None
+        if isinstance(arg, ShapeExpr) and all(
+                isinstance(v, IntImm) and v.dtype == "int64" for v in arg.values):
+            return Constant(NDArray(np.array([v.value for v in arg.values], dtype="int64")))
+        return None
+    if not call.args or not all(isinstance(a, Constant) for a in call.args):
+        return None
+    result = run_reference(call, [a.data.numpy() for a in call.args])
+    if result is None:
+        return None
+    return Constant(NDArray(result))
+
+
+class _ConstantFolder(NormalizingMutator):
+    def __init__(self, mod=None):
+        super().__init__(mod)
+        self.bound: dict = {}  # var (after remapping) -> its bound value
+        self.folded = 0
+
+    def visit_var_binding_(self, binding) -> None:
+        super().visit_var_binding_(binding)
+        emitted = self.builder_._frames[-1].bindings[-1]
+        self.bound[emitted.var] = emitted.value
+
+    def _use(self, op):
+        var = self.var_remap_.get(op, op)
+        value = self.bound.get(var)
+        if isinstance(value, Constant):
+            return value
+        return var
+
+    visit_var_ = _use
+    visit_dataflow_var_ = _use
+
+    def visit_call_(self, op: Call):
+        post = super().visit_call_(op)
+        if not isinstance(post.op, Op):
+            return post
+        args = []
+        changed = False
+        for a in post.args:
+            if isinstance(a, Var):
+                value = self.bound.get(a)
+                if isinstance(value, ShapeExpr):
+                    args.append(value)
+                    changed = True
+                    continue
+            args.append(a)
+        if changed:
+            post = Call(post.op, args, post.attrs, post.sinfo_args, post.span)
+        if not self.builder_.current_block_is_dataflow():
+            return post
+        self.builder_.normalize(post)
+        folded = evaluate_call(post)
+        if folded is None:
+            return post
+        self.folded += 1
+        return folded
+
+
+def fold_constant(func, mod=None):
+    """``func`` with constant calls evaluated (and how many calls were folded)."""
+    m = _ConstantFolder(mod)
+    out = m.visit_expr(func)
+    out, _ = remove_all_unused(out, mod)
+    return out, m.folded
+
+
+@register("FoldConstant")
+def FoldConstant():  # noqa: N802 - TVM's name
+    """Function pass (opt 0): evaluate operator calls on constants inside dataflow blocks."""
+
+    def transform(func, mod, ctx):
+        out, n = fold_constant(func, mod)
+        if n:
+            record_stat("calls folded", n)
+        return out
+
+    return function_pass(transform, opt_level=0, name="FoldConstant",
+                         needs=["relax_normalized"], keeps=["relax_normalized"])

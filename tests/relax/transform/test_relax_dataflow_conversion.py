@@ -1,0 +1,126 @@
+"""relax.transform.ConvertToDataflow and ToNonDataflow."""
+
+import numpy as np
+from relax_pass_util import T, assert_equal, assert_same_results
+
+from minitvm import relax
+from minitvm.relax import op as R
+from minitvm.relax import transform as rt
+
+
+def _impure(x):
+    """A call of an external function: impure, as TVM's ExternFunc calls are."""
+    return relax.Call(relax.ExternFunc("effect"), [x])
+
+
+def _build(params, fn, name="main"):
+    bb = relax.BlockBuilder()
+    with bb.function(name, params):
+        bb.emit_func_output(fn(bb))
+    return bb.get()
+
+
+def test_pure_runs_become_dataflow_blocks():
+    x = relax.Var("x", T(2, 3))
+
+    def before(bb):
+        a = bb.emit(R.add(x, x))
+        b = bb.emit(R.exp(a))
+        bb.emit(_impure(b))
+        c = bb.emit(R.multiply(b, b))
+        return bb.emit(R.add(c, x))
+
+    x2 = relax.Var("x", T(2, 3))
+
+    def expected(bb):
+        with bb.dataflow():
+            a = bb.emit(R.add(x2, x2))
+            b = bb.emit_output(R.exp(a))
+        bb.emit(_impure(b))
+        with bb.dataflow():
+            c = bb.emit(R.multiply(b, b))
+            d = bb.emit_output(R.add(c, x2))
+        return d
+
+    mod = _build([x], before)
+    after = rt.ConvertToDataflow()(mod)
+    assert_equal(after, _build([x2], expected))
+    a = np.random.rand(2, 3).astype("float32")
+    # the external call is not evaluated by the test interpreter: compare a pure version
+    pure = rt.ConvertToDataflow()(_build([x], lambda bb: bb.emit(R.exp(bb.emit(R.add(x, x))))))
+    assert_same_results(pure, pure, "main", a)
+
+
+def test_min_size():
+    x = relax.Var("x", T(2, 3))
+
+    def before(bb):
+        a = bb.emit(R.add(x, x))
+        bb.emit(_impure(a))
+        b = bb.emit(R.exp(a))
+        c = bb.emit(R.exp(b))
+        return bb.emit(R.exp(c))
+
+    mod = _build([x], before)
+    after = rt.ConvertToDataflow(min_size=3)(mod)["main"]
+    kinds = [type(b).__name__ for b in after.body.blocks]
+    assert kinds == ["BindingBlock", "DataflowBlock"]
+    assert len(after.body.blocks[0].bindings) == 2  # the lone add stayed outside
+    after1 = rt.ConvertToDataflow(min_size=1)(mod)["main"]
+    assert [type(b).__name__ for b in after1.body.blocks] == [
+        "DataflowBlock", "BindingBlock", "DataflowBlock"]
+    unchanged = rt.ConvertToDataflow(min_size=4)(mod)
+    assert unchanged["main"] is mod["main"]
+
+
+def test_if_ends_a_run_and_existing_blocks_join():
+    x = relax.Var("x", T(2, 3))
+    c = relax.Var("c", relax.TensorStructInfo([], "bool"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, c]):
+        a = bb.emit(R.add(x, x))
+        with bb.dataflow():
+            lv = bb.emit(R.exp(a))
+            gv = bb.emit_output(R.exp(lv))
+        d = bb.emit(R.multiply(gv, gv))
+        branch = relax.If(c, relax.SeqExpr([], d), relax.SeqExpr([], x))
+        r = bb.emit(branch)
+        bb.emit_func_output(r)
+    after = rt.ConvertToDataflow()(bb.get())["main"]
+    blocks = after.body.blocks
+    assert [type(b).__name__ for b in blocks] == ["DataflowBlock", "BindingBlock"]
+    assert len(blocks[0].bindings) == 4
+    assert isinstance(blocks[1].bindings[0].value, relax.If)
+    # a (used only in the block) became a DataflowVar; d is used by the If: still a Var
+    assert isinstance(blocks[0].bindings[0].var, relax.DataflowVar)
+    assert not isinstance(blocks[0].bindings[3].var, relax.DataflowVar)
+
+
+def test_to_non_dataflow():
+    x = relax.Var("x", T(2, 3))
+
+    def before(bb):
+        a = bb.emit(R.exp(x))
+        with bb.dataflow():
+            lv = bb.emit(R.add(a, x))
+            gv = bb.emit_output(R.exp(lv))
+        return bb.emit(R.add(gv, a))
+
+    x2 = relax.Var("x", T(2, 3))
+
+    def expected(bb):
+        a = bb.emit(R.exp(x2))
+        lv = bb.emit(R.add(a, x2))
+        gv = bb.emit(R.exp(lv))
+        return bb.emit(R.add(gv, a))
+
+    mod = _build([x], before)
+    after = rt.ToNonDataflow()(mod)
+    assert_equal(after, _build([x2], expected))
+    assert not any(isinstance(v, relax.DataflowVar)
+                   for b in after["main"].body.blocks for v in [bd.var for bd in b.bindings])
+    arr = np.random.rand(2, 3).astype("float32")
+    assert_same_results(mod, after, "main", arr)
+    # and back
+    again = rt.ConvertToDataflow()(after)["main"]
+    assert [type(b).__name__ for b in again.body.blocks] == ["DataflowBlock"]

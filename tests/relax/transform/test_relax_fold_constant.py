@@ -1,0 +1,131 @@
+"""relax.transform.FoldConstant (numpy references of the shared topi library)."""
+
+import numpy as np
+from relax_pass_util import T, assert_equal, assert_same_results
+
+import minitvm as tvm
+from minitvm import relax
+from minitvm.instrument import PassTimingInstrument
+from minitvm.relax import op as R
+from minitvm.relax import transform as rt
+
+
+def _build(params, fn):
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        bb.emit_func_output(fn(bb))
+    return bb.get()
+
+
+def test_fold_chain_of_constant_calls():
+    a = np.random.rand(2, 3).astype("float32")
+    b = np.random.rand(2, 3).astype("float32")
+    x = relax.Var("x", T(2, 3))
+
+    def before(bb):
+        with bb.dataflow():
+            ca = bb.emit(relax.const(a))
+            lv0 = bb.emit(R.add(ca, relax.const(b)))
+            lv1 = bb.emit(R.exp(lv0))
+            lv2 = bb.emit(R.multiply(lv1, x))
+            gv = bb.emit_output(lv2)
+        return gv
+
+    x2 = relax.Var("x", T(2, 3))
+    folded = relax.const(np.exp(a + b).astype("float32"))
+
+    def expected(bb):
+        with bb.dataflow():
+            lv2 = bb.emit(R.multiply(folded, x2))
+            gv = bb.emit_output(lv2)
+        return gv
+
+    mod = _build([x], before)
+    timing = PassTimingInstrument()
+    with tvm.transform.PassContext(instruments=[timing]):
+        after = rt.FoldConstant()(mod)
+        report = PassTimingInstrument.render()
+    assert "calls folded" in report
+    got = after["main"].body.blocks[0].bindings[0].value.args[0]
+    np.testing.assert_allclose(got.data.numpy(), folded.data.numpy(), rtol=1e-6)
+    assert_equal(after, _build([x2], expected))
+    arr = np.random.rand(2, 3).astype("float32")
+    assert_same_results(mod, after, "main", arr)
+
+
+def test_whole_result_folds_to_a_constant():
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+
+    def before(bb):
+        with bb.dataflow():
+            lv = bb.emit(R.sum(relax.const(a), axis=[1]))
+            gv = bb.emit_output(R.multiply(lv, lv))
+        return gv
+
+    after = rt.FoldConstant()(_build([], before))["main"]
+    assert after.body.blocks == ()
+    assert isinstance(after.body.body, relax.Constant)
+    np.testing.assert_allclose(after.body.body.data.numpy(), np.square(a.sum(axis=1)))
+
+
+def test_not_folded_outside_dataflow_or_with_variable_arguments():
+    a = np.ones((2, 3), "float32")
+    x = relax.Var("x", T(2, 3))
+
+    def before(bb):
+        lv = bb.emit(R.add(relax.const(a), relax.const(a)))  # not in a dataflow block
+        with bb.dataflow():
+            gv = bb.emit_output(R.add(lv, x))
+        return gv
+
+    mod = _build([x], before)
+    after = rt.FoldConstant()(mod)
+    assert after["main"] is mod["main"]
+
+
+def test_constant_variables_are_propagated_and_dropped():
+    a = np.ones((3,), "float32")
+    x = relax.Var("x", T(3))
+
+    def before(bb):
+        c = bb.emit(relax.const(a))  # outside a dataflow block: propagated all the same
+        with bb.dataflow():
+            gv = bb.emit_output(R.add(x, c))
+        return gv
+
+    after = rt.FoldConstant()(_build([x], before))["main"]
+    (block,) = after.body.blocks
+    (binding,) = block.bindings
+    assert isinstance(binding.value.args[1], relax.Constant)
+
+
+def test_renamed_reference_and_matmul():
+    a = np.random.rand(2, 3).astype("float32")
+    b = np.random.rand(3, 4).astype("float32")
+
+    def before(bb):
+        with bb.dataflow():
+            t = bb.emit(R.permute_dims(relax.const(a)))
+            m = bb.emit(R.matmul(relax.const(b.T), relax.const(a.T)))
+            gv = bb.emit_output(relax.Tuple([t, m]))
+        return gv
+
+    after = rt.FoldConstant()(_build([], before))["main"]
+    (block,) = after.body.blocks
+    (binding,) = block.bindings
+    t, m = binding.value.fields
+    np.testing.assert_allclose(t.data.numpy(), a.T)
+    np.testing.assert_allclose(m.data.numpy(), b.T @ a.T, rtol=1e-5)
+
+
+def test_ops_without_a_reference_are_left_alone():
+    a = np.ones((4,), "float32")
+
+    def before(bb):
+        with bb.dataflow():
+            gv = bb.emit_output(R.reshape(relax.const(a), (2, 2)))  # a shape argument
+        return gv
+
+    mod = _build([], before)
+    after = rt.FoldConstant()(mod)
+    assert after["main"] is mod["main"]
