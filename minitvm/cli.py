@@ -7,9 +7,11 @@ import sys
 
 
 def _cmd_example(args) -> int:
+    from .relax.testing import run_tutorial
     from .relay.testing.example import run_example
 
-    return run_example(args)
+    relay_rc = run_example(args)
+    return relay_rc or run_tutorial(args)
 
 
 def _cmd_passes(args) -> int:

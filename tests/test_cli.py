@@ -1,4 +1,4 @@
-"""The ``minitvm`` command: its default job runs the tutorial example end to end."""
+"""The ``minitvm`` command: its default job runs the Relay example and seed 003's Relax flow."""
 
 import subprocess
 import sys
@@ -15,7 +15,13 @@ def test_main_without_arguments(capsys):
     assert "-> Tensor[(1, 64, 54, 54), float32]" in out
     assert "output: (1, 64, 54, 54) float32" in out
     assert "numpy reference: max abs difference" in out and "-> OK" in out
-    assert out.rstrip().endswith("done")
+    assert "\ndone\n" in out
+    # then seed 003's Relax flow: the exported MLP, the ReluToGelu rewrite, round trips
+    relax_part = out.split("== Relax (seed 003)")[1]
+    assert relax_part.count("@I.ir_module") == 2
+    assert 'relu: R.Tensor((n, 128), dtype="float32") = R.nn.relu(add)' in relax_part
+    assert 'relu: R.Tensor((n, 128), dtype="float32") = R.nn.gelu(add)' in relax_part
+    assert out.rstrip().endswith("TVMScript round trip (from_source(mod.script()) == mod): OK")
 
 
 def test_python_dash_m():

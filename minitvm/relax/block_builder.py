@@ -122,6 +122,20 @@ class BlockBuilder:
         self._global_names = NameSupply()
         for gv in self._mod.functions:
             self._global_names.reserve(gv.name_hint)
+        from ..arith import Analyzer
+
+        self.analyzer = Analyzer()  # shape variables are known to be non-negative
+
+    def _mark_shape_vars(self, sinfos) -> None:
+        from .analysis import tir_vars_in_struct_info
+
+        for sinfo in sinfos:
+            if sinfo is not None:
+                for v in tir_vars_in_struct_info(sinfo):
+                    self.analyzer.mark_global_non_neg_value(v)
+
+    def get_analyzer(self):
+        return self.analyzer
 
     @staticmethod
     def _stack() -> list:
@@ -149,6 +163,7 @@ class BlockBuilder:
                 raise BlockBuilderError(f"cannot start function {name!r} inside function "
                                         f"{self._func.name!r}")
             self._func = _FunctionScope(name, params, attrs, pure, private)
+            self._mark_shape_vars(p._struct_info for p in self._func.params or ())
             BlockBuilder._stack().append(self)
             self._frames = [_Frame(False)]
 
@@ -247,6 +262,7 @@ class BlockBuilder:
         """Bind ``value`` cast to ``struct_info`` (checked at run time)."""
         self._need_block("match_cast")
         value = self.normalize(value)
+        self._mark_shape_vars([struct_info])
         name = self._names().fresh(name_hint or "lv")
         cls = DataflowVar if self.current_block_is_dataflow() else Var
         var = cls(name, struct_info)
@@ -278,6 +294,7 @@ class BlockBuilder:
                 raise BlockBuilderError("params were given to both function() and "
                                         "emit_func_output()")
             func.params = [params] if isinstance(params, Var) else list(params)
+            self._mark_shape_vars(p._struct_info for p in func.params)
         if func.params is None:
             raise BlockBuilderError(f"function {func.name!r} has no params")
         if isinstance(output, list | tuple):
