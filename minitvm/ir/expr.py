@@ -55,6 +55,40 @@ class RelayExpr(BaseExpr):
         return self.__str__()
 
 
+class ArithmeticOperators:
+    """Python's arithmetic operators on expressions, as calls of a dialect's operators: the
+    dialect defines ``_binop(op_name, other, swap)`` (``x + y`` is ``_binop("add", y)``)."""
+
+    __slots__ = ()
+
+    def _binop(self, name: str, other, swap: bool = False):
+        raise NotImplementedError(f"{type(self).__name__} has no arithmetic operators")
+
+    def __add__(self, o):
+        return self._binop("add", o)
+
+    def __radd__(self, o):
+        return self._binop("add", o, True)
+
+    def __sub__(self, o):
+        return self._binop("subtract", o)
+
+    def __rsub__(self, o):
+        return self._binop("subtract", o, True)
+
+    def __mul__(self, o):
+        return self._binop("multiply", o)
+
+    def __rmul__(self, o):
+        return self._binop("multiply", o, True)
+
+    def __truediv__(self, o):
+        return self._binop("divide", o)
+
+    def __rtruediv__(self, o):
+        return self._binop("divide", o, True)
+
+
 class BaseFunc(RelayExpr):
     __slots__ = ("attrs",)
 

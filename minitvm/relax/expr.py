@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import DictAttrs
-from ..ir.expr import BaseFunc, GlobalVar, RelayExpr
+from ..ir.expr import ArithmeticOperators, BaseFunc, GlobalVar, RelayExpr
 from ..ir.node import Node
 from ..ir.prim_expr import FloatImm, IntImm, PrimExpr
 from ..runtime.ndarray import NDArray
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-class Expr(RelayExpr):
+class Expr(ArithmeticOperators, RelayExpr):
     """Base of Relax expressions: ``struct_info`` is filled at construction for leaves and by
     normalization (``BlockBuilder.normalize``) for the rest."""
 
@@ -66,30 +66,6 @@ class Expr(RelayExpr):
             other = const(other, getattr(self._struct_info, "dtype", None))
         f = getattr(binary, name)
         return f(other, self) if swap else f(self, other)
-
-    def __add__(self, o):
-        return self._binop("add", o)
-
-    def __radd__(self, o):
-        return self._binop("add", o, True)
-
-    def __sub__(self, o):
-        return self._binop("subtract", o)
-
-    def __rsub__(self, o):
-        return self._binop("subtract", o, True)
-
-    def __mul__(self, o):
-        return self._binop("multiply", o)
-
-    def __rmul__(self, o):
-        return self._binop("multiply", o, True)
-
-    def __truediv__(self, o):
-        return self._binop("divide", o)
-
-    def __rtruediv__(self, o):
-        return self._binop("divide", o, True)
 
     def __call__(self, *args, sinfo_args=None, attrs=None):
         return Call(self, list(args), attrs, sinfo_args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import Attrs, DictAttrs
-from ..ir.expr import BaseFunc, GlobalVar, RelayExpr
+from ..ir.expr import ArithmeticOperators, BaseFunc, GlobalVar, RelayExpr
 from ..ir.type import TensorType, TupleType, Type
 
 Expr = RelayExpr
@@ -28,7 +28,7 @@ def _same(a, b) -> bool:
     return False
 
 
-class ExprWithOp(RelayExpr):
+class ExprWithOp(ArithmeticOperators, RelayExpr):
     """Base of Relay's own expressions: Python operators build Relay calls (``x + y``)."""
 
     __slots__ = ()
@@ -52,30 +52,6 @@ class ExprWithOp(RelayExpr):
         other = self._lift(other)
         f = getattr(_t, name)
         return f(other, self) if swap else f(self, other)
-
-    def __add__(self, o):
-        return self._binop("add", o)
-
-    def __radd__(self, o):
-        return self._binop("add", o, True)
-
-    def __sub__(self, o):
-        return self._binop("subtract", o)
-
-    def __rsub__(self, o):
-        return self._binop("subtract", o, True)
-
-    def __mul__(self, o):
-        return self._binop("multiply", o)
-
-    def __rmul__(self, o):
-        return self._binop("multiply", o, True)
-
-    def __truediv__(self, o):
-        return self._binop("divide", o)
-
-    def __rtruediv__(self, o):
-        return self._binop("divide", o, True)
 
     def __neg__(self):
         from .op import tensor as _t
