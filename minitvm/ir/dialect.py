@@ -19,8 +19,8 @@ core asks for "the printer of this node". Hook names used by the core:
 - ``"describe"``: ``fn(expr) -> str``, a one-line description of an expression (diagnostics);
 - ``"input_specs"``: ``fn(func) -> [(name, shape, dtype)]`` of a function's tensor parameters
   (random inputs for bisection);
-- ``"well_formed"``: ``fn(func) -> str | None``, a problem of one function (verify-each), looked
-  up by the function's class;
+- ``"well_formed"``: ``fn(gv, func, limit) -> list of str``, up to ``limit`` problems of the
+  function bound to ``gv`` (verify-each), looked up by the function's class;
 - ``"file_suffix"``: ``fn(mod) -> str``, the extension of files holding a module's text (IR dumps,
   crash reproducers), looked up like the module hooks.
 """

@@ -16,3 +16,4 @@ from .block_builder import BlockBuilder
 from . import expr_functor
 from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
 from . import transform, frontend
+from .op import make_closure, invoke_closure, invoke_pure_closure  # noqa: F401

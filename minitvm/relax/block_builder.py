@@ -325,6 +325,54 @@ class BlockBuilder:
         self._mod[gv] = func
         return gv
 
+    # ------------------------------------------------------------------ te
+    def call_te(self, func, *args, **kwargs) -> Call:
+        """``call_tir`` of a PrimFunc made from te function ``func`` applied to ``args``.
+
+        Relax tensor arguments (also inside nested lists/tuples) become te placeholders;
+        other arguments are passed to ``func`` as they are. ``primfunc_name_hint`` names the
+        PrimFunc (default: ``func.__name__``); ``primfunc_attrs`` adds attributes to it. An
+        identical PrimFunc already in the module is reused."""
+        from ..ir.structural import structural_equal
+        from ..te import Tensor
+        from ..tir.function import PrimFunc
+        from . import te_bridge
+        from .op.base import call_tir
+
+        name_hint = kwargs.pop("primfunc_name_hint", None)
+        primfunc_attrs = kwargs.pop("primfunc_attrs", None)
+        te_args, te_kwargs, relax_inputs, te_inputs = te_bridge.convert_te_args(args, kwargs)
+        out = func(*te_args, **te_kwargs)
+        outputs = list(out) if isinstance(out, list | tuple) else [out]
+        if not outputs or not all(isinstance(t, Tensor) for t in outputs):
+            raise TypeError("call_te: the te function must return a te.Tensor or a list of "
+                            f"them, got {type(out).__name__}")
+        extra = te_bridge.unbound_tir_vars(te_inputs, outputs)
+        prim = te_bridge.make_te_prim_func(te_inputs, outputs, extra)
+        if primfunc_attrs:
+            prim = prim.with_attr(dict(primfunc_attrs))
+        if name_hint is None:
+            name_hint = getattr(func, "__name__", "te_func")
+            if name_hint == "<lambda>":
+                name_hint = "te_func"
+        gvar = None
+        for gv, f in self._mod.functions.items():
+            if isinstance(f, PrimFunc) and structural_equal(f, prim):
+                gvar = gv
+                break
+        if gvar is None:
+            gvar = self.add_func(prim, name_hint)
+        out_sinfo = te_bridge.out_struct_info(outputs)
+        if isinstance(out, list | tuple) and not isinstance(out_sinfo, list):
+            out_sinfo = [out_sinfo]
+        return call_tir(gvar, Tuple(list(relax_inputs)), out_sinfo,
+                        tir_vars=list(extra) if extra else None)
+
+    def emit_te(self, func, *args, **kwargs) -> Var:
+        """``emit(call_te(func, *args, **kwargs))``; ``name_hint`` names the bound var."""
+        name_hint = kwargs.pop("name_hint", "")
+        return self.emit(self.call_te(func, *args, **kwargs), name_hint)
+
     def update_func(self, gv: GlobalVar, func) -> None:
         self._mod[gv] = func
 

@@ -6,3 +6,7 @@ from .struct_info_analysis import (
     struct_info_base_check, struct_info_base_check_result, struct_info_lca,
     tir_vars_in_struct_info,
 )
+from .var_analysis import all_global_vars, all_vars, bound_vars, free_vars
+from .well_formed import (
+    check_well_formed, defined_symbolic_vars, free_symbolic_vars, well_formed,
+)

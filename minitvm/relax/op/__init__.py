@@ -14,9 +14,10 @@ from .manipulate import (
 from .index import strided_slice, take
 from .linear_algebra import linear, matmul
 from .statistical import max, mean, min, prod, std, sum, variance
+from .closure import invoke_closure, invoke_pure_closure, make_closure
 from .search import argmax, argmin, where
 from .create import (
     arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like,
 )
 from . import binary, unary, datatype, manipulate, index, linear_algebra, statistical, search
-from . import create, nn
+from . import closure, create, nn
