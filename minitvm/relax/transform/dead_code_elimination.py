@@ -38,7 +38,7 @@ __all__ = ["DeadCodeElimination", "remove_all_unused", "remove_unused_functions"
 # ------------------------------------------------------------------------ unused functions
 def _globals_in(func) -> list:
     """The GlobalVars a function refers to (iterative walk over Relax or TIR)."""
-    from ...ir.node import node_children
+    from ...ir.node import Node, node_children, node_operands
 
     out, seen = [], set()
     stack = [func]
@@ -50,23 +50,11 @@ def _globals_in(func) -> list:
         if isinstance(e, GlobalVar):
             out.append(e)
             continue
-        if isinstance(e, Call):
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, Tuple):
-            stack.extend(e.fields)
-        elif isinstance(e, TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, If):
-            stack.extend((e.cond, e.true_branch, e.false_branch))
-        elif isinstance(e, SeqExpr):
-            for block in e.blocks:
-                stack.extend(b.value for b in block.bindings)
-            stack.append(e.body)
-        elif isinstance(e, Function):
-            stack.append(e.body)
-        elif isinstance(e, Var | ExternFunc):
+        if isinstance(e, Var | ExternFunc) or not isinstance(e, Node):
             continue
+        operands = node_operands(e)
+        if operands:  # Relax nodes declare theirs
+            stack.extend(operands)
         elif hasattr(e, "__slots__") and not isinstance(e, str):
             try:
                 stack.extend(c for c in node_children(e) if hasattr(c, "__slots__"))

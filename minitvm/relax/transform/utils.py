@@ -4,6 +4,7 @@ variable substitution, use counts. Nothing here recurses with the size of a prog
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...ir.node import Node, node_operands
 from ...ir.op import Op
 from ...ir.prim_expr import FloatImm, IntImm, PrimExpr
 from ...tir import expr as T
@@ -108,21 +109,12 @@ def contains_impure_call(expr, own_name=None) -> bool:
         if id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, Call):
-            if not (own_name is not None and e.op is own_name) and is_impure_call(e):
-                return True
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, Tuple):
-            stack.extend(e.fields)
-        elif isinstance(e, TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, If):
-            stack.extend((e.cond, e.true_branch, e.false_branch))
-        elif isinstance(e, SeqExpr):
-            for block in e.blocks:
-                stack.extend(b.value for b in block.bindings)
-            stack.append(e.body)
+        if isinstance(e, Call) and not (own_name is not None and e.op is own_name) and \
+                is_impure_call(e):
+            return True
+        if isinstance(e, Function) or not isinstance(e, Node):
+            continue  # a nested function literal runs only when called
+        stack.extend(node_operands(e))
     return False
 
 
