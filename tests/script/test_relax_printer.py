@@ -163,148 +163,15 @@ def legalized_mod() -> tvm.IRModule:
     return mod
 
 
-ORIGIN = """\
-# from tvm.script import ir as I
-# from tvm.script import tir as T
-# from tvm.script import relax as R
+def _seed_text(name: str) -> str:
+    """A module seed 003 prints, as TVM prints it (tests/relax/seed/seed003_<name>.txt)."""
+    return (pathlib.Path(__file__).resolve().parents[1] / "relax" / "seed" /
+            f"seed003_{name}.txt").read_text()
 
-@I.ir_module
-class Module:
-    @R.function
-    def forward(x: R.Tensor(("n", 784), dtype="float32"), fc1_weight: R.Tensor((128, 784), dtype="float32"), fc1_bias: R.Tensor((128,), dtype="float32"), fc2_weight: R.Tensor((10, 128), dtype="float32"), fc2_bias: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
-        n = T.int64()
-        R.func_attr({"num_input": 1})
-        with R.dataflow():
-            permute_dims: R.Tensor((784, 128), dtype="float32") = R.permute_dims(fc1_weight, axes=None)
-            matmul: R.Tensor((n, 128), dtype="float32") = R.matmul(x, permute_dims, out_dtype="void")
-            add: R.Tensor((n, 128), dtype="float32") = R.add(matmul, fc1_bias)
-            relu: R.Tensor((n, 128), dtype="float32") = R.nn.relu(add)
-            permute_dims1: R.Tensor((128, 10), dtype="float32") = R.permute_dims(fc2_weight, axes=None)
-            matmul1: R.Tensor((n, 10), dtype="float32") = R.matmul(relu, permute_dims1, out_dtype="void")
-            add1: R.Tensor((n, 10), dtype="float32") = R.add(matmul1, fc2_bias)
-            gv: R.Tensor((n, 10), dtype="float32") = add1
-            R.output(gv)
-        return gv"""
 
-LEGALIZED = """\
-# from tvm.script import ir as I
-# from tvm.script import tir as T
-# from tvm.script import relax as R
+ORIGIN = _seed_text("origin").rstrip("\n")
 
-@I.ir_module
-class Module:
-    @T.prim_func(private=True)
-    def add(var_matmul: T.handle, fc1_bias: T.Buffer((T.int64(128),), "float32"), var_T_add: T.handle):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        n = T.int64()
-        matmul = T.match_buffer(var_matmul, (n, T.int64(128)))
-        T_add = T.match_buffer(var_T_add, (n, T.int64(128)))
-        # with T.block("root"):
-        for ax0, ax1 in T.grid(n, T.int64(128)):
-            with T.block("T_add"):
-                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
-                T.reads(matmul[v_ax0, v_ax1], fc1_bias[v_ax1])
-                T.writes(T_add[v_ax0, v_ax1])
-                T_add[v_ax0, v_ax1] = matmul[v_ax0, v_ax1] + fc1_bias[v_ax1]
-
-    @T.prim_func(private=True)
-    def add1(var_matmul1: T.handle, fc2_bias: T.Buffer((T.int64(10),), "float32"), var_T_add: T.handle):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        n = T.int64()
-        matmul1 = T.match_buffer(var_matmul1, (n, T.int64(10)))
-        T_add = T.match_buffer(var_T_add, (n, T.int64(10)))
-        # with T.block("root"):
-        for ax0, ax1 in T.grid(n, T.int64(10)):
-            with T.block("T_add"):
-                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
-                T.reads(matmul1[v_ax0, v_ax1], fc2_bias[v_ax1])
-                T.writes(T_add[v_ax0, v_ax1])
-                T_add[v_ax0, v_ax1] = matmul1[v_ax0, v_ax1] + fc2_bias[v_ax1]
-
-    @T.prim_func(private=True)
-    def matmul(var_x: T.handle, permute_dims: T.Buffer((T.int64(784), T.int64(128)), "float32"), var_matmul: T.handle):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        n = T.int64()
-        x = T.match_buffer(var_x, (n, T.int64(784)))
-        matmul = T.match_buffer(var_matmul, (n, T.int64(128)))
-        # with T.block("root"):
-        for i0, i1, k in T.grid(n, T.int64(128), T.int64(784)):
-            with T.block("matmul"):
-                v_i0, v_i1, v_k = T.axis.remap("SSR", [i0, i1, k])
-                T.reads(x[v_i0, v_k], permute_dims[v_k, v_i1])
-                T.writes(matmul[v_i0, v_i1])
-                with T.init():
-                    matmul[v_i0, v_i1] = T.float32(0.0)
-                matmul[v_i0, v_i1] = matmul[v_i0, v_i1] + x[v_i0, v_k] * permute_dims[v_k, v_i1]
-
-    @T.prim_func(private=True)
-    def matmul1(var_relu: T.handle, permute_dims1: T.Buffer((T.int64(128), T.int64(10)), "float32"), var_matmul: T.handle):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        n = T.int64()
-        relu = T.match_buffer(var_relu, (n, T.int64(128)))
-        matmul = T.match_buffer(var_matmul, (n, T.int64(10)))
-        # with T.block("root"):
-        for i0, i1, k in T.grid(n, T.int64(10), T.int64(128)):
-            with T.block("matmul"):
-                v_i0, v_i1, v_k = T.axis.remap("SSR", [i0, i1, k])
-                T.reads(relu[v_i0, v_k], permute_dims1[v_k, v_i1])
-                T.writes(matmul[v_i0, v_i1])
-                with T.init():
-                    matmul[v_i0, v_i1] = T.float32(0.0)
-                matmul[v_i0, v_i1] = matmul[v_i0, v_i1] + relu[v_i0, v_k] * permute_dims1[v_k, v_i1]
-
-    @T.prim_func(private=True)
-    def relu(var_add: T.handle, var_compute: T.handle):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        n = T.int64()
-        add = T.match_buffer(var_add, (n, T.int64(128)))
-        compute = T.match_buffer(var_compute, (n, T.int64(128)))
-        # with T.block("root"):
-        for i0, i1 in T.grid(n, T.int64(128)):
-            with T.block("compute"):
-                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
-                T.reads(add[v_i0, v_i1])
-                T.writes(compute[v_i0, v_i1])
-                compute[v_i0, v_i1] = T.max(add[v_i0, v_i1], T.float32(0.0))
-
-    @T.prim_func(private=True)
-    def transpose(fc1_weight: T.Buffer((T.int64(128), T.int64(784)), "float32"), T_transpose: T.Buffer((T.int64(784), T.int64(128)), "float32")):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        # with T.block("root"):
-        for ax0, ax1 in T.grid(T.int64(784), T.int64(128)):
-            with T.block("T_transpose"):
-                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
-                T.reads(fc1_weight[v_ax1, v_ax0])
-                T.writes(T_transpose[v_ax0, v_ax1])
-                T_transpose[v_ax0, v_ax1] = fc1_weight[v_ax1, v_ax0]
-
-    @T.prim_func(private=True)
-    def transpose1(fc2_weight: T.Buffer((T.int64(10), T.int64(128)), "float32"), T_transpose: T.Buffer((T.int64(128), T.int64(10)), "float32")):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        # with T.block("root"):
-        for ax0, ax1 in T.grid(T.int64(128), T.int64(10)):
-            with T.block("T_transpose"):
-                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
-                T.reads(fc2_weight[v_ax1, v_ax0])
-                T.writes(T_transpose[v_ax0, v_ax1])
-                T_transpose[v_ax0, v_ax1] = fc2_weight[v_ax1, v_ax0]
-
-    @R.function
-    def forward(x: R.Tensor(("n", 784), dtype="float32"), fc1_weight: R.Tensor((128, 784), dtype="float32"), fc1_bias: R.Tensor((128,), dtype="float32"), fc2_weight: R.Tensor((10, 128), dtype="float32"), fc2_bias: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
-        n = T.int64()
-        R.func_attr({"num_input": 1})
-        cls = Module
-        with R.dataflow():
-            permute_dims = R.call_tir(cls.transpose, (fc1_weight,), out_sinfo=R.Tensor((784, 128), dtype="float32"))
-            matmul = R.call_tir(cls.matmul, (x, permute_dims), out_sinfo=R.Tensor((n, 128), dtype="float32"))
-            add = R.call_tir(cls.add, (matmul, fc1_bias), out_sinfo=R.Tensor((n, 128), dtype="float32"))
-            relu = R.call_tir(cls.relu, (add,), out_sinfo=R.Tensor((n, 128), dtype="float32"))
-            permute_dims1 = R.call_tir(cls.transpose1, (fc2_weight,), out_sinfo=R.Tensor((128, 10), dtype="float32"))
-            matmul1 = R.call_tir(cls.matmul1, (relu, permute_dims1), out_sinfo=R.Tensor((n, 10), dtype="float32"))
-            add1 = R.call_tir(cls.add1, (matmul1, fc2_bias), out_sinfo=R.Tensor((n, 10), dtype="float32"))
-            gv: R.Tensor((n, 10), dtype="float32") = add1
-            R.output(gv)
-        return gv"""
+LEGALIZED = _seed_text("legalized").rstrip("\n")
 
 
 def _seed_prints() -> list[list[str]]:

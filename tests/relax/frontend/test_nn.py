@@ -1,5 +1,7 @@
 """relax.frontend.nn: modules, parameters, specs and export_tvm (TVM's nn.Module API)."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -27,29 +29,13 @@ class MLP(nn.Module):
 MLP_SPEC = {"forward": {"x": nn.spec.Tensor(("n", 784), "float32")}}
 
 # TVM's `origin_mod.show()` for the seed (4 spaces per level).
-MLP_SCRIPT = '''\
-# from tvm.script import ir as I
-# from tvm.script import tir as T
-# from tvm.script import relax as R
+def _seed_text(name: str) -> str:
+    """A module seed 003 prints, as TVM prints it (tests/relax/seed/seed003_<name>.txt)."""
+    return (pathlib.Path(__file__).resolve().parents[2] / "relax" / "seed" /
+            f"seed003_{name}.txt").read_text()
 
-@I.ir_module
-class Module:
-    @R.function
-    def forward(x: R.Tensor(("n", 784), dtype="float32"), fc1_weight: R.Tensor((128, 784), dtype="float32"), fc1_bias: R.Tensor((128,), dtype="float32"), fc2_weight: R.Tensor((10, 128), dtype="float32"), fc2_bias: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
-        n = T.int64()
-        R.func_attr({"num_input": 1})
-        with R.dataflow():
-            permute_dims: R.Tensor((784, 128), dtype="float32") = R.permute_dims(fc1_weight, axes=None)
-            matmul: R.Tensor((n, 128), dtype="float32") = R.matmul(x, permute_dims, out_dtype="void")
-            add: R.Tensor((n, 128), dtype="float32") = R.add(matmul, fc1_bias)
-            relu: R.Tensor((n, 128), dtype="float32") = R.nn.relu(add)
-            permute_dims1: R.Tensor((128, 10), dtype="float32") = R.permute_dims(fc2_weight, axes=None)
-            matmul1: R.Tensor((n, 10), dtype="float32") = R.matmul(relu, permute_dims1, out_dtype="void")
-            add1: R.Tensor((n, 10), dtype="float32") = R.add(matmul1, fc2_bias)
-            gv: R.Tensor((n, 10), dtype="float32") = add1
-            R.output(gv)
-        return gv
-'''
+
+MLP_SCRIPT = _seed_text("origin")
 
 
 def _dims(sinfo):
