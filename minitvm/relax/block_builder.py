@@ -120,6 +120,7 @@ class BlockBuilder:
         self._func: _FunctionScope | None = None
         self._frames: list[_Frame] = []
         self._global_names = NameSupply()
+        self._bound: dict = {}  # var -> value of every VarBinding emitted (lookup_binding)
         for gv in self._mod.functions:
             self._global_names.reserve(gv.name_hint)
         from ..arith import Analyzer
@@ -250,13 +251,13 @@ class BlockBuilder:
         sinfo = value._struct_info
         name = self._names().fresh(name_hint or "lv")
         var = DataflowVar(name, sinfo) if self.current_block_is_dataflow() else Var(name, sinfo)
-        self._frames[-1].bindings.append(VarBinding(var, value))
+        self._append(VarBinding(var, value))
         return var
 
     def emit_normalized(self, binding) -> None:
         """Append an already normalized binding as it is."""
         self._need_block("emit_normalized")
-        self._frames[-1].bindings.append(binding)
+        self._append(binding)
 
     def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
         """Bind ``value`` cast to ``struct_info`` (checked at run time)."""
@@ -266,7 +267,7 @@ class BlockBuilder:
         name = self._names().fresh(name_hint or "lv")
         cls = DataflowVar if self.current_block_is_dataflow() else Var
         var = cls(name, struct_info)
-        self._frames[-1].bindings.append(MatchCast(var, value, struct_info))
+        self._append(MatchCast(var, value, struct_info))
         return var
 
     def emit_output(self, output, name_hint: str = "") -> Var:
@@ -277,7 +278,7 @@ class BlockBuilder:
             output = Tuple(list(output))
         value = self.normalize(output)
         var = Var(self._names().fresh(name_hint or "gv"), value._struct_info)
-        self._frames[-1].bindings.append(VarBinding(var, value))
+        self._append(VarBinding(var, value))
         return var
 
     def emit_func_output(self, output, params=None) -> GlobalVar:
@@ -385,14 +386,14 @@ class BlockBuilder:
     finalize = get
 
     def lookup_binding(self, var: Var):
-        """The value bound to ``var`` in the function being built, or None."""
-        frames = list(self._frames)
-        blocks = [b.bindings for b in (self._func.blocks if self._func else ())]
-        for bindings in blocks + [f.bindings for f in frames]:
-            for b in bindings:
-                if b.var is var and isinstance(b, VarBinding):
-                    return b.value
-        return None
+        """The value bound to ``var`` by a binding this builder holds, or None."""
+        return self._bound.get(var)
+
+    def _append(self, binding) -> None:
+        """Add ``binding`` to the open block and to the binding table."""
+        self._frames[-1].bindings.append(binding)
+        if isinstance(binding, VarBinding):
+            self._bound[binding.var] = binding.value
 
     # ------------------------------------------------------------------ normalization
     def normalize(self, expr) -> Expr:

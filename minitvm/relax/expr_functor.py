@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.expr import GlobalVar
 from ..ir.module import IRModule
+from ..ir.node import node_operands
 from ..ir.op import Op
 from ..ir.structural import structural_equal
 from .block_builder import BlockBuilder
@@ -59,16 +60,6 @@ def _hook_name(cls) -> str:
     raise TypeError(f"{cls.__name__} is not a Relax expression")
 
 
-def _dataflow_operands(e) -> tuple:
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    return ()
-
-
 class _Functor:
     """Dispatch with memoization; dataflow operands are visited first from a worklist."""
 
@@ -91,7 +82,7 @@ class _Functor:
         """Visit the nested dataflow operands of ``root`` bottom-up (not ``root`` itself), so
         the hooks' own ``visit_expr`` calls on them hit the memo."""
         memo = self.memo_map
-        stack = [(c, False) for c in reversed(_dataflow_operands(root))
+        stack = [(c, False) for c in reversed(node_operands(root))
                  if isinstance(c, _DATAFLOW)]
         while stack:
             e, ready = stack.pop()
@@ -99,7 +90,7 @@ class _Functor:
                 continue
             if not ready:
                 stack.append((e, True))
-                stack.extend((c, False) for c in reversed(_dataflow_operands(e))
+                stack.extend((c, False) for c in reversed(node_operands(e))
                              if isinstance(c, _DATAFLOW) and c not in memo)
                 continue
             memo[e] = getattr(self, _hook_name(type(e)))(e)
