@@ -1,5 +1,7 @@
 """minitvm: Apache TVM's graph-level compiler in pure Python. ``import minitvm as tvm``."""
 
+import sys as _sys
+
 from . import ir, tir, runtime
 from . import arith
 from .ir import IRModule
@@ -9,9 +11,14 @@ from .runtime import ndarray as nd
 from . import te, topi, schedule, codegen, backend
 from . import relay, relax, target, testing, contrib, parser
 from . import script
+from . import compat
 
 __version__ = "0.1.0"
 
-# TVM exposes tvm.ir.transform / tvm.ir.instrument as the same modules.
+# TVM exposes tvm.ir.transform / tvm.ir.instrument as the same modules (importable by those
+# names too: ``import tvm.ir.instrument``), and tvm.runtime.convert as tvm.ir's converter.
 ir.transform = transform
 ir.instrument = instrument
+_sys.modules.setdefault(__name__ + ".ir.transform", transform)
+_sys.modules.setdefault(__name__ + ".ir.instrument", instrument)
+runtime.convert = ir.convert

@@ -11,6 +11,7 @@ from .op import Op, OpPattern, register_op_attr
 from .module import IRModule
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .prim_expr import PrimExpr, IntImm, FloatImm
+from .convert import convert
 from .node import node_fields, node_children
 from . import dialect
 

@@ -8,8 +8,13 @@ import numpy as np
 
 __all__ = [
     "assert_allclose", "enabled_targets", "parametrize_targets", "device_enabled", "uses_gpu",
-    "requires_gpu", "requires_cuda", "requires_llvm", "main",
+    "requires_gpu", "requires_cuda", "requires_llvm", "main", "parameter", "parameters",
+    "fixture", "known_failing_targets", "CompareBeforeAfter", "requires_package",
 ]
+
+from .fixtures import (  # noqa: E402
+    CompareBeforeAfter, fixture, known_failing_targets, parameter, parameters,
+)
 
 # The targets this build can run; only the CPU (llvm) exists here.
 _ENABLED = ("llvm",)
@@ -80,6 +85,22 @@ def uses_gpu(func):
 
 requires_gpu = _skip_unless(False, "no GPU target in minitvm")
 requires_cuda = requires_gpu
+# Every other device TVM tests can ask for: none exists in minitvm, so those tests skip.
+for _name in ("cudagraph", "cudnn", "cublas", "cutlass", "tensorcore", "opencl", "rocm",
+              "vulkan", "metal", "nvptx", "hexagon", "ethosn", "ethosu", "cmsisnn", "micro",
+              "rpc", "openclml", "vitis_ai", "arm_compute_lib", "matrixcore", "aprofile_aem",
+              "corstone300", "mrvl", "rust", "spirv"):
+    globals()["requires_" + _name] = _skip_unless(False, f"no {_name} support in minitvm")
+requires_x86 = _skip_unless(__import__("platform").machine() in ("x86_64", "AMD64", "i686"),
+                            "needs an x86 CPU")
+
+
+def requires_package(*names):
+    """Skips the test unless every named Python package can be imported."""
+    import importlib.util
+
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    return _skip_unless(not missing, f"needs the package(s) {', '.join(missing)}")
 
 
 def requires_llvm(func):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import bert, init, layers, mlp, mobilenet, resnet
+from . import bert, init, layers, mlp, mobilenet, resnet, temp_op_attr
 from .init import create_workload
 
 __all__ = ["create_workload", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",

@@ -1,0 +1,16 @@
+"""``tvm.topi.testing``: numpy reference implementations under the names TVM's tests call
+(``conv2d_nchw_python``, ``softmax_python``, ...), written over ``topi.reference``."""
+
+from .conv import (
+    conv1d_ncw_python, conv2d_nchw_python, conv2d_nhwc_python, conv2d_transpose_nchw_python,
+    depthwise_conv2d_python_nchw, depthwise_conv2d_python_nhwc, dilate_python, get_pad_tuple,
+)
+from .norm import (
+    batch_norm, group_norm_python, instance_norm_python, l2_normalize_python,
+    layer_norm_python, log_softmax_python, lrn_python, softmax_python,
+)
+from .pool import adaptive_pool, poolnd_python, upsampling_python
+from .transform import (
+    batch_matmul, depth_to_space_python, gather_nd_python, gather_python, one_hot,
+    sequence_mask, space_to_depth_python, strided_slice_python,
+)
