@@ -1,1 +1,4 @@
-"""tvm.contrib: graph_executor (``tvm.contrib.graph_executor.GraphModule``)."""
+"""tvm.contrib: graph_executor (``tvm.contrib.graph_executor.GraphModule``) and utils
+(``tempdir``)."""
+
+from . import graph_executor, utils

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import bert, init, layers, mlp, mobilenet, resnet, temp_op_attr
+from . import dcgan, densenet, dqn, inception_v3, lstm, squeezenet, synthetic, vgg
 from .init import create_workload
 
 __all__ = ["create_workload", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",
-           "mlp", "bert", "layers", "init"]
+           "mlp", "bert", "layers", "init", "vgg", "squeezenet", "dqn", "dcgan", "synthetic",
+           "densenet", "inception_v3", "lstm"]
 
 
 def run_opt_pass(expr, opt_pass, import_prelude: bool = False):
