@@ -66,6 +66,7 @@ class GraphCodegen:
         self.options = options if options is not None else LoweringOptions()
         self.nodes: list[dict] = []
         self.params: dict = {}
+        self._input_names: set[str] = set()
         self.kernels: dict[str, object] = {}  # kernel name -> runtime.Kernel
         self._by_func: list = []  # (func, name)
         self._name_count: dict[str, int] = {}
@@ -144,17 +145,25 @@ class GraphCodegen:
                     if en["node"] == nid:
                         en["shape"] = list(value.shape)
                 continue
-            new = f"p{len(self.params)}"
+            new = self._param_name()
             self.params[new] = value
             t = TensorType(value.shape, str(value.dtype))
             inputs[pos] = self._add_node({"op": "null", "name": new}, [t])[0]
             self._arg_nodes.append(len(self.nodes) - 1)
         return inputs
 
+    def _param_name(self) -> str:
+        """A fresh ``p{k}`` for a constant lifted to a parameter, never an input's name."""
+        k = len(self.params)
+        while f"p{k}" in self.params or f"p{k}" in self._input_names:
+            k += 1
+        return f"p{k}"
+
     # ------------------------------------------------------------------ main walk
     def codegen(self, main: Function):
         env: dict[int, list] = {}
         arg_nodes = []
+        self._input_names = {p.name_hint for p in main.params}
         for p in main.params:
             t = p.checked_type
             if not isinstance(t, TensorType):
@@ -182,7 +191,7 @@ class GraphCodegen:
 
     def _visit(self, e, env, arg_nodes):
         if isinstance(e, Constant):
-            name = f"p{len(self.params)}"
+            name = self._param_name()
             self.params[name] = e.data.numpy()
             self._param_uses[name] = self._const_uses.get(id(e), 0)
             t = TensorType(e.data.numpy().shape, str(e.data.numpy().dtype))

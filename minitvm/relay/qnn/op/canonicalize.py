@@ -1,0 +1,155 @@
+"""FTVMQnnCanonicalize of every ``qnn.*`` op: the same computation in plain integer / float
+Relay (QnnCanonicalize runs these in relay.build). Requantization is computed in float64, which
+is exact for every int32 input and matches ``topi.reference.qnn`` bit for bit."""
+
+from __future__ import annotations
+
+from ....ir.op import register_op_attr
+from ....topi.reference.qnn import dtype_range
+from ...expr import Tuple, TupleGetItem, const
+from ...op import tensor as _t
+from ...op import transform as _tr
+from ...op.nn import nn as _nn
+
+
+def _per_axis(expr, ty, axis: int, ndim: int):
+    """A scalar or 1-D quantization parameter shaped to broadcast along ``axis``."""
+    shape = [int(d) for d in ty.shape]
+    if not shape or shape == [1] or ndim == 0:
+        return _tr.reshape(expr, ()) if shape else expr
+    target = [1] * ndim
+    target[axis % ndim] = shape[0]
+    return _tr.reshape(expr, target)
+
+
+def _f64(e):
+    return _t.cast(e, "float64")
+
+
+def _round(v, rounding: str):
+    half = const(0.5, "float64")
+    if rounding == "TONEAREST":
+        return _t.multiply(_t.sign(v), _t.floor(_t.add(_t.abs(v), half)))
+    return _t.floor(_t.add(v, half))
+
+
+def _requant_f64(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding="UPWARD"):
+    """(data - in_zp) * in_scale / out_scale, rounded, + out_zp, in float64 (no saturation)."""
+    shifted = _t.subtract(_t.cast(data, "int64"), _t.cast(in_zp, "int64"))
+    mult = _t.divide(_f64(in_scale), _f64(out_scale))
+    return _t.add(_round(_t.multiply(_f64(shifted), mult), rounding), _f64(out_zp))
+
+
+def _saturate(v, dtype: str):
+    lo, hi = dtype_range(dtype)
+    return _t.cast(_t.clip(v, lo, hi), dtype)
+
+
+@register_op_attr("qnn.quantize", "FTVMQnnCanonicalize")
+def _quantize(attrs, args, types):
+    data, scale, zp = args
+    nd = len(types[0].shape)
+    q = _t.round(_t.divide(data, _per_axis(scale, types[1], attrs.axis, nd)))
+    q = _t.add(q, _t.cast(_per_axis(zp, types[2], attrs.axis, nd), "float32"))
+    return _saturate(q, attrs.out_dtype)
+
+
+@register_op_attr("qnn.dequantize", "FTVMQnnCanonicalize")
+def _dequantize(attrs, args, types):
+    data, scale, zp = args
+    nd = len(types[0].shape)
+    shifted = _t.subtract(_t.cast(data, "int32"), _per_axis(zp, types[2], attrs.axis, nd))
+    out = _t.multiply(_t.cast(shifted, "float32"), _per_axis(scale, types[1], attrs.axis, nd))
+    return out if attrs.out_dtype == "float32" else _t.cast(out, attrs.out_dtype)
+
+
+@register_op_attr("qnn.requantize", "FTVMQnnCanonicalize")
+def _requantize(attrs, args, types):
+    data, in_scale, in_zp, out_scale, out_zp = args
+    nd = len(types[0].shape)
+    rounding = "TONEAREST" if attrs.rounding == "TONEAREST" else "UPWARD"
+    v = _requant_f64(data, types[0].dtype, _per_axis(in_scale, types[1], attrs.axis, nd),
+                     _per_axis(in_zp, types[2], attrs.axis, nd), out_scale, out_zp, rounding)
+    return _saturate(v, attrs.out_dtype)
+
+
+@register_op_attr("qnn.simulated_quantize", "FTVMQnnCanonicalize")
+def _simulated_quantize(attrs, args, types):
+    data, scale, zp = args
+    nd = len(types[0].shape)
+    q = _t.add(_t.round(_t.divide(data, _per_axis(scale, types[1], attrs.axis, nd))),
+               _per_axis(zp, types[2], attrs.axis, nd))
+    lo, hi = dtype_range(attrs.out_dtype)
+    return _t.clip(q, lo, hi)
+
+
+@register_op_attr("qnn.simulated_dequantize", "FTVMQnnCanonicalize")
+def _simulated_dequantize(attrs, args, types):
+    data, scale, zp = args
+    nd = len(types[0].shape)
+    return _t.multiply(_t.subtract(data, _per_axis(zp, types[2], attrs.axis, nd)),
+                       _per_axis(scale, types[1], attrs.axis, nd))
+
+
+@register_op_attr("qnn.conv2d", "FTVMQnnCanonicalize")
+def _conv2d(attrs, args, types):
+    data, kernel, izp, kzp = args[:4]
+    o_axis = attrs.kernel_layout.index("O")
+    x = _t.subtract(_t.cast(data, "int32"), izp)
+    w = _t.subtract(_t.cast(kernel, "int32"), _per_axis(kzp, types[3], o_axis, 4))
+    return _nn.conv2d(x, w, strides=attrs.strides, padding=attrs.padding,
+                      dilation=attrs.dilation, groups=attrs.groups, channels=attrs.channels,
+                      kernel_size=attrs.kernel_size, data_layout=attrs.data_layout,
+                      kernel_layout=attrs.kernel_layout, out_layout=attrs.out_layout,
+                      out_dtype=attrs.out_dtype or "int32")
+
+
+@register_op_attr("qnn.dense", "FTVMQnnCanonicalize")
+def _dense(attrs, args, types):
+    data, weight, izp, kzp = args[:4]
+    x = _t.subtract(_t.cast(data, "int32"), izp)
+    w = _t.subtract(_t.cast(weight, "int32"), _per_axis(kzp, types[3], 0, 2))
+    return _nn.dense(x, w, units=attrs.units, out_dtype=attrs.out_dtype or "int32")
+
+
+def _addsub(sign: int):
+    def canon(attrs, args, types):
+        lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
+        nl, nr = len(types[0].shape), len(types[1].shape)
+        a = _requant_f64(lhs, types[0].dtype, _per_axis(ls, types[2], attrs.lhs_axis, nl),
+                         _per_axis(lzp, types[3], attrs.lhs_axis, nl), os_, ozp)
+        b = _requant_f64(rhs, types[1].dtype, _per_axis(rs, types[4], attrs.rhs_axis, nr),
+                         _per_axis(rzp, types[5], attrs.rhs_axis, nr), os_, ozp)
+        combine = _t.add if sign > 0 else _t.subtract
+        inverse = _t.subtract if sign > 0 else _t.add
+        return _saturate(inverse(combine(a, b), _f64(ozp)), types[0].dtype)
+
+    return canon
+
+
+register_op_attr("qnn.add", "FTVMQnnCanonicalize", _addsub(1))
+register_op_attr("qnn.subtract", "FTVMQnnCanonicalize", _addsub(-1))
+
+
+@register_op_attr("qnn.mul", "FTVMQnnCanonicalize")
+def _mul(attrs, args, types):
+    lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
+    a = _t.subtract(_t.cast(lhs, "int32"), lzp)
+    b = _t.subtract(_t.cast(rhs, "int32"), rzp)
+    scale = _t.multiply(_f64(ls), _f64(rs))
+    v = _t.multiply(_f64(_t.multiply(a, b)), _t.divide(scale, _f64(os_)))
+    return _saturate(_t.add(_round(v, "UPWARD"), _f64(ozp)), types[0].dtype)
+
+
+@register_op_attr("qnn.concatenate", "FTVMQnnCanonicalize")
+def _concatenate(attrs, args, types):
+    data, scales, zps, os_, ozp = args
+    out_dtype = types[-1].dtype
+    n = len(types[0].fields)
+
+    def item(t, i):
+        return t.fields[i] if isinstance(t, Tuple) else TupleGetItem(t, i)
+
+    parts = [_saturate(_requant_f64(item(data, i), None, item(scales, i), item(zps, i), os_,
+                                    ozp), out_dtype) for i in range(n)]
+    return _tr.concatenate(parts, attrs.axis)
