@@ -17,11 +17,25 @@ class RelayExpr(BaseExpr):
     """Base of Relay and Relax expressions (TVM's ``RelayExpr``). ``checked_type`` is the one
     mutable slot, filled by type inference (Relay) or normalization (Relax)."""
 
-    __slots__ = ("_checked_type",)
+    __slots__ = ("_checked_type", "_virtual_device")
 
     def __init__(self, span=None):
         self.span = span
         self._checked_type = None
+
+    @property
+    def virtual_device_(self):
+        """Where the value lives (TVM's ``virtual_device_``); fully unconstrained unless a
+        device-planning pass or ``with_virtual_device`` set it."""
+        from .virtual_device import VirtualDevice
+
+        vd = getattr(self, "_virtual_device", None)
+        return vd if vd is not None else VirtualDevice.fully_unconstrained()
+
+    def with_virtual_device(self, virtual_device):
+        """Set this node's ``virtual_device_`` (a fresh node's placement; returns self)."""
+        self._virtual_device = virtual_device
+        return self
 
     @property
     def checked_type(self):

@@ -5,19 +5,61 @@ from __future__ import annotations
 import shlex
 import threading
 
+from ..ir.virtual_device import VirtualDevice  # noqa: F401  (TVM's tvm.target.VirtualDevice)
+
 
 class TargetKind:
+    """A target kind (``llvm``, ``cuda``...): its default keys and device type."""
+
     __slots__ = ("name",)
 
     def __init__(self, name: str):
         self.name = name
 
+    @property
+    def default_keys(self) -> list[str]:
+        return list(_KNOWN[self.name][0])
+
+    @property
+    def device_type(self) -> int:
+        return _KNOWN[self.name][1]
+
+    @staticmethod
+    def options_from_name(kind_name: str) -> dict[str, str]:
+        if kind_name not in _KNOWN:
+            raise ValueError(f"Target kind {kind_name!r} is not defined")
+        return dict(_OPTIONS.get(kind_name, {}), **_COMMON_OPTIONS)
+
     def __repr__(self):
         return self.name
 
 
-_KNOWN = {"llvm": ("cpu",), "c": ("cpu",), "cuda": ("cuda", "gpu"), "opencl": ("opencl", "gpu"),
-          "ext_dev": ("ext_dev",), "hybrid": ("cpu",)}
+# kind -> (default keys, DLPack device type), as TVM registers them; only llvm/c compile here
+_KNOWN = {"llvm": (("cpu",), 1), "c": (("cpu",), 1), "cuda": (("cuda", "gpu"), 2),
+          "nvptx": (("cuda", "gpu"), 2), "rocm": (("rocm", "gpu"), 10),
+          "opencl": (("opencl", "gpu"), 4), "metal": (("metal", "gpu"), 8),
+          "vulkan": (("vulkan", "gpu"), 7), "webgpu": (("webgpu", "gpu"), 15),
+          "hexagon": (("hexagon", "cpu"), 16), "stackvm": (("cpu",), 1),
+          "ext_dev": (("ext_dev",), 12), "hybrid": (("cpu",), 1),
+          "composite": ((), 1), "test": (("cpu",), 1)}
+_COMMON_OPTIONS = {"keys": "Array", "libs": "Array", "host": "Target", "tag": "runtime.String",
+                   "device": "runtime.String", "model": "runtime.String",
+                   "from_device": "IntImm"}
+_OPTIONS = {"llvm": {"mcpu": "runtime.String", "mtriple": "runtime.String",
+                     "mattr": "Array", "mfloat-abi": "runtime.String", "mabi": "runtime.String",
+                     "num-cores": "IntImm", "opt-level": "IntImm", "fast-math": "IntImm",
+                     "fast-math-nnan": "IntImm", "fast-math-ninf": "IntImm",
+                     "fast-math-nsz": "IntImm", "fast-math-arcp": "IntImm",
+                     "fast-math-contract": "IntImm", "fast-math-reassoc": "IntImm",
+                     "link-params": "IntImm", "interface-api": "runtime.String",
+                     "system-lib": "IntImm", "runtime": "runtime.String", "jit": "runtime.String",
+                     "cl-opt": "Array", "vector-width": "IntImm"},
+            "cuda": {"arch": "runtime.String", "max_num_threads": "IntImm",
+                     "thread_warp_size": "IntImm", "max_shared_memory_per_block": "IntImm",
+                     "max_threads_per_block": "IntImm"}}
+_INT_OPTIONS = {k for opts in _OPTIONS.values() for k, v in opts.items() if v == "IntImm"} | {
+    "from_device"}
+_LIST_OPTIONS = {"mattr", "libs", "keys", "cl-opt"}
 
 
 class _Stack(threading.local):
@@ -35,7 +77,16 @@ class Target:
         if isinstance(target, Target):
             target, host = str(target), host or target.host
         if isinstance(target, dict):
-            target = target.get("kind", "llvm")
+            spec = dict(target)
+            host = host or spec.pop("host", None)
+            kind = spec.pop("kind", "llvm")
+            if kind in _KNOWN and list(spec.get("keys", ())) == list(_KNOWN[kind][0]):
+                spec.pop("keys")  # the kind's default keys: nothing to add
+            opts = []
+            for k, v in spec.items():
+                v = ",".join(v) if isinstance(v, (list, tuple)) else v
+                opts.append(f"-{k}" if v is True else f"-{k}={v}")
+            target = " ".join([kind, *opts])
         parts = shlex.split(str(target))
         if not parts:
             raise ValueError("Target string is empty")
@@ -45,19 +96,51 @@ class Target:
                              f"{', '.join(sorted(_KNOWN))}")
         self.kind = TargetKind(kind)
         self.attrs: dict = {}
-        self.keys = list(_KNOWN[kind])
+        self.keys = list(_KNOWN[kind][0])
         for opt in parts[1:]:
             if not opt.startswith("-"):
                 raise ValueError(f"invalid target option {opt!r} in {target!r}")
             key, _, value = opt.lstrip("-").partition("=")
             if key == "keys":
                 self.keys = value.split(",") + self.keys
-            self.attrs[key] = value if value else True
+            if key in _INT_OPTIONS and value:
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise ValueError(f"target option -{key} takes an integer, got "
+                                     f"{value!r} in {target!r}") from None
+            self.attrs[key] = value if value != "" else True
         self.host = Target(host) if isinstance(host, str) else host
 
     @property
     def mcpu(self) -> str:
         return self.attrs.get("mcpu", "")
+
+    @property
+    def mattr(self) -> list[str]:
+        v = self.attrs.get("mattr", "")
+        return v.split(",") if isinstance(v, str) and v else []
+
+    @property
+    def model(self) -> str:
+        return self.attrs.get("model", "unknown")
+
+    @property
+    def num_cores(self) -> int:
+        return int(self.attrs.get("num-cores", 0))
+
+    @staticmethod
+    def list_kinds() -> list[str]:
+        return sorted(_KNOWN)
+
+    def export(self) -> dict:
+        """The target as a dict (kind, keys, attributes, host), as TVM exports it."""
+        out = {"kind": self.kind.name, "keys": list(self.keys)}
+        for k, v in self.attrs.items():
+            out[k] = v.split(",") if k in _LIST_OPTIONS and isinstance(v, str) else v
+        if self.host is not None:
+            out["host"] = self.host.export()
+        return out
 
     @property
     def libs(self) -> list[str]:

@@ -1,4 +1,5 @@
 """Relay back ends: the debug interpreter and the executors built on compiled code."""
 
 from . import interpreter
-from .interpreter import ConstructorValue, Executor, Interpreter, RefValue
+from .interpreter import ConstructorValue, Interpreter, RefValue
+from .build_config import Executor, Runtime

@@ -32,6 +32,16 @@ def _as_module(mod) -> IRModule:
     return mod
 
 
+def _check_executor_runtime(executor, runtime) -> None:
+    """relay.build makes graph-executor modules for the C++-style runtime; say so clearly for
+    the other kinds TVM can target."""
+    if executor is not None and getattr(executor, "name", executor) != "graph":
+        raise ValueError(f"relay.build: only the graph executor is supported, got executor "
+                         f"{executor!r} (use relay.backend.Executor('graph'))")
+    if runtime is not None and getattr(runtime, "name", runtime) != "cpp":
+        raise ValueError(f"relay.build: only the 'cpp' runtime is supported, got {runtime!r}")
+
+
 def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
           workspace_memory_pools=None, constant_memory_pools=None, params=None,
           mod_name: str = "default") -> GraphExecutorFactoryModule:
@@ -60,6 +70,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     if kind not in ("llvm", "c", "cpu"):
         raise ValueError(f"relay.build: only the 'llvm' (host CPU) target is supported, "
                          f"got {target!r}")
+    _check_executor_runtime(executor, runtime)
     mod = _as_module(ir_mod)
     options = lowering_options()
     opt_mod, _ = optimize(mod, "llvm", params)

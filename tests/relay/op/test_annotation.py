@@ -36,7 +36,8 @@ def test_on_device_attrs_and_non_computational():
                                                               "constrain_result"]
     assert call.attrs.constrain_body is True
     assert Op.get("on_device").get_attr("TNonComputational") is True
-    assert relay.annotation.on_device(x, "cpu").attrs.virtual_device == tvm.cpu(0)
+    assert relay.annotation.on_device(x, "cpu").attrs.virtual_device == \
+        tvm.target.VirtualDevice(tvm.cpu(0))
     with pytest.raises(ValueError, match="on_device: a device"):
         relay.annotation.on_device(x, None)
 
