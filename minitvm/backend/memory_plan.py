@@ -15,8 +15,16 @@ ALIGN = 64
 
 
 def _nbytes(shape, dtype: str) -> int:
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    return max(1, n * np.dtype(dtype).itemsize)
+    """Bytes of a tensor, in Python integers: a size past int64 (which numpy's product would
+    wrap, planning 0 bytes) is refused at build time."""
+    n = np.dtype(dtype).itemsize
+    for d in shape:
+        n *= int(d)
+    if n >= 1 << 63:
+        dims = ", ".join(str(int(d)) for d in shape)
+        raise ValueError(f"a tensor of shape ({dims}) {dtype} needs {n} bytes, which overflows "
+                         "int64: it cannot be built")
+    return max(1, n)
 
 
 class _Token:

@@ -154,6 +154,16 @@ class IRModule(Node):
     def get_global_type_vars(self) -> list[GlobalTypeVar]:
         return sorted(self.type_definitions, key=lambda g: g.name_hint)
 
+    def get_type(self, name: str) -> tuple:
+        """``(type var, *constructors)`` of the ADT called ``name`` (``List, Cons, Nil``)."""
+        gtv = self.get_global_type_var(name)
+        return (gtv, *self.type_definitions[gtv].constructors)
+
+    def import_from_std(self, file_to_import: str):
+        """Add the definitions of a standard-library file (``"prelude.rly"``) to this module,
+        in place, and return the module type-checked (TVM's behaviour)."""
+        return get_hook("import_from_std", self)(self, file_to_import)
+
     def get_constructor(self, tag: int):
         for td in self.type_definitions.values():
             for c in td.constructors:

@@ -16,4 +16,8 @@ from .block_builder import BlockBuilder
 from . import expr_functor
 from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
 from . import transform, frontend
+from . import dpl  # noqa: F401
 from .op import make_closure, invoke_closure, invoke_pure_closure  # noqa: F401
+from . import pipeline, vm  # noqa: E402,F401
+from .pipeline import get_pipeline  # noqa: E402,F401
+from .vm import build, Executable, VirtualMachine  # noqa: E402,F401

@@ -16,8 +16,13 @@ from .struct_info import PrimStructInfo, TensorStructInfo
 __all__ = ["convert_te_args", "make_te_prim_func", "out_struct_info"]
 
 
-def _tensor_name(k: int) -> str:
-    return chr(ord("A") + k) if k < 26 else f"input{k - 26}"
+def _tensor_name(a, k: int) -> str:
+    """A placeholder's name: the Relax variable's own name (as TVM names it), else A, B, ..."""
+    from .expr import Var
+
+    if isinstance(a, Var):
+        return a.name_hint
+    return chr(ord("A") + k) if k < 26 else f"tensor_input_{k}"
 
 
 def convert_te_args(args, kwargs):
@@ -52,7 +57,7 @@ def convert_te_args(args, kwargs):
             if sinfo.dtype == "void":
                 raise ValueError(f"emit_te/call_te: argument {a!r} has an unknown dtype")
             t = te.placeholder(list(sinfo.shape.values), sinfo.dtype,
-                               _tensor_name(len(te_inputs)))
+                               _tensor_name(a, len(te_inputs)))
             relax_inputs.append(a)
             te_inputs.append(t)
             return t

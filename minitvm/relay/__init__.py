@@ -29,9 +29,13 @@ op = _importlib.import_module(".op", __name__)
 transform = _importlib.import_module(".transform", __name__)
 
 from . import analysis, testing  # noqa: E402
+from . import prelude  # noqa: E402,F401  (registers mod.import_from_std)
+from . import frontend  # noqa: E402  model importers (framework packages load lazily)
 from . import dialect  # noqa: E402,F401  Relay's printing/calling/evaluation hooks
 from .analysis import properties as _properties  # noqa: E402,F401  typed/anf/gnf/fused
 from .build_module import build, create_executor, optimize  # noqa: E402
+from . import dataflow_pattern  # noqa: E402,F401
+from . import qnn  # noqa: E402,F401  quantized ops (relay.qnn.op.*)
 from .parser import SpanCheck, fromtext, parse, parse_expr  # noqa: E402
 from .printer import astext, pretty_print  # noqa: E402
 

@@ -30,6 +30,7 @@ class TypeData(Type):
     """``type List[A] { Cons(A, List[A]), Nil }``: an ADT definition."""
 
     __slots__ = ("header", "type_vars", "constructors")
+    _node_binders = frozenset({"type_vars"})  # A in List[A] is bound by the definition
 
     def __init__(self, header, type_vars, constructors, span=None):
         self.header = header

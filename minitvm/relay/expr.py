@@ -377,6 +377,13 @@ def const(value, dtype: str | None = None, span=None) -> Constant:
         return Constant(value, span)
     if isinstance(value, bool | np.bool_):
         arr = np.array(value, dtype=dtype or "bool")
+    elif isinstance(value, np.generic) and dtype is None:
+        # a numpy scalar keeps its dtype (int8 stays int8, float16 stays float16), except the
+        # 64-bit defaults that TVM narrows: int64 -> int32, float64 -> float32
+        arr = np.array(value)
+        narrow = {np.dtype("int64"): "int32", np.dtype("float64"): "float32"}.get(arr.dtype)
+        if narrow is not None:
+            arr = arr.astype(narrow)
     elif isinstance(value, int | np.integer) and not isinstance(value, np.ndarray):
         arr = np.array(value, dtype=dtype or "int32")
     elif isinstance(value, float | np.floating) and not isinstance(value, np.ndarray):
@@ -385,10 +392,10 @@ def const(value, dtype: str | None = None, span=None) -> Constant:
         arr = np.asarray(value)
         if dtype is not None:
             arr = arr.astype(dtype)
-        elif arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+        elif arr.dtype == np.float64:  # TVM: float64 data (lists and arrays) becomes float32
             arr = arr.astype("float32")
         elif arr.dtype == np.int64 and not isinstance(value, np.ndarray):
-            arr = arr.astype("int32")
+            arr = arr.astype("int32")  # a Python list of ints; int64 arrays keep their dtype
     return Constant(arr, span)
 
 

@@ -1,7 +1,9 @@
 """Unification of Relay types: a substitution from IncompleteTypes, resolution, instantiation.
 
-Types nest only as deep as a program's *types* do (tuples of tuples, functions of functions),
-never as long as the program, so the structural helpers here recurse on type structure.
+Types nest as deep as a program's tuples and closures do, so every structural helper here
+walks types with an explicit stack (a tuple nested 100,000 deep needs no deep Python stack):
+``_children``/``_rebuild`` give a post-order rebuild, and unification runs as generators on
+a small driver that passes sub-results and errors back up.
 """
 
 from __future__ import annotations
@@ -28,52 +30,126 @@ class UnifyError(Exception):
 
     def __init__(self, lhs, rhs, detail: str = ""):
         self.lhs, self.rhs, self.detail = lhs, rhs, detail
-        msg = f"{format_type(lhs)} does not match {format_type(rhs)}"
+        msg = f"{short_type(lhs)} does not match {short_type(rhs)}"
         super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+def short_type(t, depth: int = 0) -> str:
+    """``format_type`` for error messages, eliding what is nested deeper than 12 levels (so a
+    5,000-deep tuple type prints in a line, with bounded recursion)."""
+    if depth > 12:
+        return "..."
+    tt = type(t)
+    if tt is TupleType:
+        inner = ", ".join(short_type(f, depth + 1) for f in t.fields)
+        return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
+    if tt is FuncType:
+        args = ", ".join(short_type(a, depth + 1) for a in t.arg_types)
+        return f"fn ({args}) -> {short_type(t.ret_type, depth + 1)}"
+    if tt is RelayRefType:
+        return f"ref({short_type(t.value, depth + 1)})"
+    if tt is TypeCall:
+        return f"{format_type(t.func)}[{', '.join(short_type(a, depth + 1) for a in t.args)}]"
+    return format_type(t)
+
+
+def _children(t) -> tuple:
+    tt = type(t)
+    if tt is TupleType:
+        return tuple(t.fields)
+    if tt is FuncType:
+        return (*t.arg_types, t.ret_type)
+    if tt is RelayRefType:
+        return (t.value,)
+    if tt is TypeCall:
+        return tuple(t.args)
+    return ()
+
+
+def _rebuild(t, kids: list):
+    """``t`` with its children replaced by ``kids`` (``t`` itself when none changed)."""
+    if all(a is b for a, b in zip(kids, _children(t), strict=True)):
+        return t
+    tt = type(t)
+    if tt is TupleType:
+        return TupleType(kids)
+    if tt is FuncType:
+        return FuncType(kids[:-1], kids[-1], t.type_params, t.type_constraints)
+    if tt is RelayRefType:
+        return RelayRefType(kids[0])
+    return TypeCall(t.func, kids)
+
+
+def _map_type(t, leaf, enter=None):
+    """Post-order rebuild of ``t`` without recursion. ``leaf(node, ctx)`` returns the
+    replacement of a node without children (or None to recurse into a node that has some);
+    ``enter(node, ctx)`` gives the context for a node's children (default: unchanged)."""
+    done: dict = {}
+    stack = [(t, None, False)]
+    while stack:
+        node, ctx, expanded = stack.pop()
+        key = (id(node), id(ctx))
+        if key in done:
+            continue
+        if expanded:
+            inner = enter(node, ctx) if enter else ctx
+            done[key] = _rebuild(node, [done[(id(c), id(inner))] for c in _children(node)])
+            continue
+        r = leaf(node, ctx)
+        if r is not None:
+            done[key] = r
+            continue
+        kids = _children(node)
+        if not kids:
+            done[key] = node
+            continue
+        inner = enter(node, ctx) if enter else ctx
+        stack.append((node, ctx, True))
+        stack.extend((c, inner, False) for c in kids)
+    return done[(id(t), id(None))]
+
+
+def _any_node(t, pred) -> bool:
+    """True when ``pred`` holds for some node of ``t`` (an explicit-stack walk)."""
+    stack, seen = [t], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if pred(node):
+            return True
+        stack.extend(_children(node))
+    return False
 
 
 def is_ground(t) -> bool:
     """True when ``t`` contains no IncompleteType (after resolution)."""
-    tt = type(t)
-    if tt is TensorType or tt is TypeVar or tt is PrimType:
-        return True
-    if tt is IncompleteType:
-        return False
-    if tt is TupleType:
-        return all(is_ground(f) for f in t.fields)
-    if tt is FuncType:
-        return all(is_ground(a) for a in t.arg_types) and is_ground(t.ret_type)
-    if tt is RelayRefType:
-        return is_ground(t.value)
-    if tt is TypeCall:
-        return all(is_ground(a) for a in t.args)
-    return True
+    return not _any_node(t, lambda n: type(n) is IncompleteType)
 
 
 def substitute(t, mapping: dict):
     """Replace TypeVars (and IncompleteTypes) in ``t`` by ``mapping``'s values."""
-    tt = type(t)
-    if tt is TensorType or tt is PrimType:
+    if not mapping:
         return t
-    if tt is TypeVar or tt is IncompleteType:
-        return mapping.get(t, t)
-    if tt is TupleType:
-        fields = [substitute(f, mapping) for f in t.fields]
-        return t if all(a is b for a, b in zip(fields, t.fields)) else TupleType(fields)
-    if tt is FuncType:
-        inner = {k: v for k, v in mapping.items() if k not in t.type_params}
-        args = [substitute(a, inner) for a in t.arg_types]
-        ret = substitute(t.ret_type, inner)
-        if ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types)):
-            return t
-        return FuncType(args, ret, t.type_params, t.type_constraints)
-    if tt is RelayRefType:
-        v = substitute(t.value, mapping)
-        return t if v is t.value else RelayRefType(v)
-    if tt is TypeCall:
-        args = [substitute(a, mapping) for a in t.args]
-        return t if all(a is b for a, b in zip(args, t.args)) else TypeCall(t.func, args)
-    return t
+
+    def leaf(node, m):
+        m = mapping if m is None else m
+        tt = type(node)
+        if tt is TypeVar or tt is IncompleteType:
+            return m.get(node, node)
+        if tt is TensorType or tt is PrimType:
+            return node
+        return None
+
+    def enter(node, m):
+        m = mapping if m is None else m
+        if type(node) is FuncType and any(k in m for k in node.type_params):
+            return {k: v for k, v in m.items() if k not in node.type_params}
+        return m
+
+    out = _map_type(t, leaf, enter)
+    return out
 
 
 def _unify_dim(a, b):
@@ -134,27 +210,34 @@ class TypeSolver:
         tt = type(t)
         if tt is TensorType or tt is TypeVar or tt is PrimType:
             return t
-        if tt is IncompleteType:
-            r = self.find(t)
-            return r if r is t else self.resolve(r)
-        if not self.sub:
+        if tt is not IncompleteType and not self.sub:
             return t
-        if tt is TupleType:
-            fields = [self.resolve(f) for f in t.fields]
-            return t if all(a is b for a, b in zip(fields, t.fields)) else TupleType(fields)
-        if tt is FuncType:
-            args = [self.resolve(a) for a in t.arg_types]
-            ret = self.resolve(t.ret_type)
-            if ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types)):
-                return t
-            return FuncType(args, ret, t.type_params, t.type_constraints)
-        if tt is RelayRefType:
-            v = self.resolve(t.value)
-            return t if v is t.value else RelayRefType(v)
-        if tt is TypeCall:
-            args = [self.resolve(a) for a in t.args]
-            return t if all(a is b for a, b in zip(args, t.args)) else TypeCall(t.func, args)
-        return t
+        done: dict = {}
+        stack = [(t, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if key in done:
+                continue
+            if type(node) is IncompleteType:
+                r = self.find(node)
+                if r is node:
+                    done[key] = node
+                elif expanded:
+                    done[key] = done[id(r)]
+                else:
+                    stack.append((node, True))
+                    stack.append((r, False))
+                continue
+            kids = _children(node)
+            if not kids:
+                done[key] = node
+            elif expanded:
+                done[key] = _rebuild(node, [done[id(c)] for c in kids])
+            else:
+                stack.append((node, True))
+                stack.extend((c, False) for c in kids)
+        return done[id(t)]
 
     def instantiate(self, ft: FuncType, type_args=()) -> FuncType:
         """A monomorphic copy of a polymorphic function type, with fresh (or given) type args."""
@@ -169,22 +252,24 @@ class TypeSolver:
                         substitute(ft.ret_type, mapping))
 
     def _occurs(self, inc, t) -> bool:
-        t = self.find(t)
-        tt = type(t)
-        if t is inc:
-            return True
-        if tt is TupleType:
-            return any(self._occurs(inc, f) for f in t.fields)
-        if tt is FuncType:
-            return any(self._occurs(inc, a) for a in t.arg_types) or self._occurs(inc, t.ret_type)
-        if tt is RelayRefType:
-            return self._occurs(inc, t.value)
-        if tt is TypeCall:
-            return any(self._occurs(inc, a) for a in t.args)
+        stack, seen = [t], set()
+        while stack:
+            node = self.find(stack.pop())
+            if node is inc:
+                return True
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(_children(node))
         return False
 
     def unify(self, a, b):
         """Make ``a`` and ``b`` equal, binding IncompleteTypes; returns the unified type."""
+        if a is b:
+            return a
+        return _drive(self._unify(a, b))
+
+    def _unify(self, a, b):
         if a is b:
             return a
         a, b = self.find(a), self.find(b)
@@ -208,18 +293,21 @@ class TypeSolver:
         if ta is TupleType:
             if len(a.fields) != len(b.fields):
                 raise UnifyError(a, b, f"{len(a.fields)} fields vs {len(b.fields)}")
-            fields = [self._sub_unify(x, y, a, b, f"field {i}")
-                      for i, (x, y) in enumerate(zip(a.fields, b.fields))]
+            fields = []
+            for i, (x, y) in enumerate(zip(a.fields, b.fields, strict=True)):
+                fields.append((yield self._sub_unify(x, y, a, b, f"field {i}")))
             return TupleType(fields)
         if ta is FuncType:
-            return self._unify_func(a, b)
+            return (yield self._unify_func(a, b))
         if ta is RelayRefType:
-            return RelayRefType(self._sub_unify(a.value, b.value, a, b, "referenced value"))
+            v = yield self._sub_unify(a.value, b.value, a, b, "referenced value")
+            return RelayRefType(v)
         if ta is TypeCall:
             if a.func is not b.func or len(a.args) != len(b.args):
                 raise UnifyError(a, b)
-            args = [self._sub_unify(x, y, a, b, f"type argument {i}")
-                    for i, (x, y) in enumerate(zip(a.args, b.args))]
+            args = []
+            for i, (x, y) in enumerate(zip(a.args, b.args, strict=True)):
+                args.append((yield self._sub_unify(x, y, a, b, f"type argument {i}")))
             return TypeCall(a.func, args)
         if ta is PrimType:
             if a.dtype != b.dtype:
@@ -231,10 +319,12 @@ class TypeSolver:
 
     def _sub_unify(self, x, y, a, b, where: str):
         try:
-            return self.unify(x, y)
+            return (yield self._unify(x, y))
         except UnifyError as e:
-            inner = e.detail or f"{format_type(e.lhs)} vs {format_type(e.rhs)}"
+            inner = e.detail or f"{short_type(e.lhs)} vs {short_type(e.rhs)}"
             detail = f"{where}: {inner}"
+            if len(detail) > 400:  # deep types: keep the innermost part of the path
+                detail = detail[:200] + " ... " + detail[-150:]
             raise UnifyError(self.resolve(a), self.resolve(b), detail) from None
 
     def _unify_tensor(self, a: TensorType, b: TensorType) -> TensorType:
@@ -255,7 +345,7 @@ class TypeSolver:
             dims.append(d)
         return TensorType(dims, a.dtype) if changed else a
 
-    def _unify_func(self, a: FuncType, b: FuncType) -> FuncType:
+    def _unify_func(self, a: FuncType, b: FuncType):
         if len(a.type_params) != len(b.type_params):
             raise UnifyError(a, b, "different numbers of type parameters")
         if b.type_params:
@@ -265,10 +355,36 @@ class TypeSolver:
                          a.type_params)
         if len(a.arg_types) != len(b.arg_types):
             raise UnifyError(a, b, f"{len(a.arg_types)} parameters vs {len(b.arg_types)}")
-        args = [self._sub_unify(x, y, a, b, f"parameter {i}")
-                for i, (x, y) in enumerate(zip(a.arg_types, b.arg_types))]
-        ret = self._sub_unify(a.ret_type, b.ret_type, a, b, "return type")
+        args = []
+        for i, (x, y) in enumerate(zip(a.arg_types, b.arg_types, strict=True)):
+            args.append((yield self._sub_unify(x, y, a, b, f"parameter {i}")))
+        ret = yield self._sub_unify(a.ret_type, b.ret_type, a, b, "return type")
         return FuncType(args, ret, a.type_params, a.type_constraints)
+
+
+def _drive(step):
+    """Run generator ``step`` and the sub-generators it yields on an explicit stack; a
+    sub-generator's return value is sent to its parent, its exception thrown into it."""
+    if not hasattr(step, "send"):
+        return step
+    stack, value, err = [step], None, None
+    while True:
+        try:
+            sub = stack[-1].throw(err) if err is not None else stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            if not stack:
+                return stop.value
+            value, err = stop.value, None
+            continue
+        except UnifyError as e:
+            stack.pop()
+            if not stack:
+                raise
+            value, err = None, e
+            continue
+        value, err = None, None
+        stack.append(sub)
 
 
 def format_type_dim(d) -> str:

@@ -6,3 +6,5 @@ Nothing here imports the compiler: an exported library loads and runs with this 
 from .ndarray import NDArray, Device, array, cpu, cuda, device, empty, gpu  # noqa: F401
 from . import container  # noqa: E402,F401
 from .module import Module, load_module  # noqa: E402,F401
+from .registry import get_global_func, register_func  # noqa: E402,F401
+from .relax_vm.builtins import ShapeTuple  # noqa: E402,F401

@@ -1,20 +1,28 @@
 """The graph executor (``tvm.contrib.graph_executor``): run a built graph over planned storage.
 
-``GraphModule(lib["default"](dev))`` allocates every planned storage once; ``set_input`` checks
-shape and dtype and copies into the input's storage; ``run`` executes the kernels — as a single
-call of the whole-graph native entry when every kernel is native, else a flat loop of prepared
-native calls and numpy fallbacks. ``get_output`` returns a view of the output storage.
+``GraphModule(lib["default"](dev))`` checks the graph against its kernels (graph_check) and
+plans storage; ``set_input`` checks shape and dtype and copies into the input's storage; ``run``
+executes the kernels — as a single call of the whole-graph native entry when every kernel is
+native, else a flat loop of prepared native calls and numpy fallbacks. ``get_output`` returns a
+view of the output storage.
+
+Threads: each thread that uses a GraphModule gets its own storage (allocated on its first call),
+so ``set_input``/``run``/``get_output`` sequences in different threads never see each other's
+values. Parameters (from the factory or ``load_params``) are shared by every thread; inputs set
+in one thread are not visible in another.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
+import threading
 import time
+import weakref
 
 import numpy as np
 
 from . import blas, threadpool
+from .graph_check import check_graph, parse_graph_json
 from .module import GraphLib, Module, ProfileResult, export_library
 from .ndarray import NDArray, cpu
 
@@ -33,12 +41,42 @@ def _shape_str(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+class _BlasGuard:
+    """BLAS on one thread while any run that uses it is in flight (runs in several threads
+    share one switch: the user's setting comes back when the last of them finishes)."""
+
+    lock = threading.Lock()
+    active = 0
+    saved = None
+
+    def __enter__(self):
+        with _BlasGuard.lock:
+            if _BlasGuard.active == 0:
+                _BlasGuard.saved = blas.single_threaded().__enter__()
+            _BlasGuard.active += 1
+
+    def __exit__(self, *exc):
+        with _BlasGuard.lock:
+            _BlasGuard.active -= 1
+            if _BlasGuard.active == 0:
+                _BlasGuard.saved.__exit__(None, None, None)
+        return False
+
+
+class _State:
+    """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
+
+    __slots__ = ("storage", "workspace", "views", "steps", "table", "entry", "keep", "unset",
+                 "__weakref__")
+
+
 class GraphModule:
     """The graph executor module (``tvm.contrib.graph_executor.GraphModule``)."""
 
     def __init__(self, module, dev=None):
         if isinstance(module, GraphModule):
             self.__dict__.update(module.__dict__)
+            self._fresh_states()
             return
         if isinstance(module, GraphExecutorFactoryModule):
             module = GraphModule.from_factory(module, dev)
@@ -54,88 +92,98 @@ class GraphModule:
         return self
 
     # ------------------------------------------------------------------ setup
-    def _setup(self, graph_json: str, lib, params: dict, dev) -> None:
+    def _setup(self, graph_json: str, lib, params: dict, dev,
+               where: str = "graph executor: graph.json") -> None:
         self.device = dev or cpu(0)
-        g = json.loads(graph_json)
+        g = parse_graph_json(graph_json, where)
+        plan = check_graph(g, lib.kernels, where)
         self.graph = g
         self.lib = lib
-        nodes, attrs = g["nodes"], g["attrs"]
-        row_ptr = g["node_row_ptr"]
-        sids = attrs["storage_id"][1]
-        shapes = attrs["shape"][1]
-        dtypes = attrs["dltype"][1]
-        sizes = attrs["minitvm_storage_bytes"][1]
-        self._storage = [_aligned(n) for n in sizes]
-        ws_bytes = attrs["minitvm_workspace_bytes"][1][0]
-        self._workspace = _aligned(max(ws_bytes, 64))
-        self._views = []
-        for e, sid in enumerate(sids):
-            dt = np.dtype(dtypes[e])
-            n = int(np.prod(shapes[e], dtype=np.int64)) if shapes[e] else 1
-            view = self._storage[sid][:n * dt.itemsize].view(dt).reshape(shapes[e])
-            self._views.append(view)
-        self._input_index = {}
-        self._param_names = set()
-        self._unset = set()
-        for nid in g["arg_nodes"]:
-            name = nodes[nid]["name"]
-            self._input_index[name] = row_ptr[nid]
+        self._plan = plan
+        self._input_index = plan["inputs"]
+        self._outputs = plan["outputs"]
+        self._params: dict[str, np.ndarray] = {}
         for name, value in params.items():
             if name in self._input_index:
-                self._set(name, value, check=True)
-                self._param_names.add(name)
+                self._params[name] = self._checked(name, value)
+        self._param_names = set(self._params)
         self.input_names = [n for n in self._input_index if n not in self._param_names]
-        self._unset = set(self.input_names)  # storage is uninitialized until set (or exposed)
-        self._outputs = [row_ptr[h[0]] + h[1] for h in g["heads"]]
-        self._keep = []
-        self._steps = []
-        table = []
-        native_steps = []
-        all_native = True
-        for nid, node in enumerate(nodes):
-            if node["op"] == "null":
-                continue
-            fname = node["attrs"]["func_name"]
-            if fname == "__nop":
-                continue
-            k = lib.kernels[fname]
-            ins = [row_ptr[i] + j for i, j, _ in node["inputs"]]
-            outs = list(range(row_ptr[nid], row_ptr[nid + 1]))
-            if k.kind == "native":
-                arrays = [self._views[e] for e in ins] + list(k.consts) + \
-                    [self._views[e] for e in outs]
-                if k.ws_bytes:
-                    arrays.append(self._workspace)
-                ptrs = [a.ctypes.data for a in arrays]
-                self._keep.extend(k.consts)
-                native_steps.append((k.symbol, len(ptrs)))
-                table.extend(ptrs)
-                cptrs = (ctypes.c_void_p * len(ptrs))(*ptrs)
-                self._keep.append(cptrs)
-                fn = _KERNEL(k.address)
-                self._keep.append(fn)
-                self._steps.append(("native", fn, cptrs, node["name"]))
-            else:
-                all_native = False
-                self._steps.append(("fallback", k, ins, outs, node["name"]))
-        self._table = (ctypes.c_void_p * max(1, len(table)))(*table)
-        self._entry = None
-        if all_native and lib.entry is not None:
-            self._entry = _ENTRY(lib.entry[2].address)
+        self._native_steps = [(k.symbol, len(ins) + len(k.consts) + len(outs) +
+                               (1 if k.ws_bytes else 0))
+                              for _, k, ins, outs in plan["steps"] if k.kind == "native"]
+        all_native = len(self._native_steps) == len(plan["steps"])
+        self._entry_addr = lib.entry[2].address if all_native and lib.entry is not None else None
+        if self._entry_addr is not None:
+            from .graph_check import check_entry
+
+            check_entry(lib.entry[0], self._native_steps, where)
         self._nthreads = threadpool.get_num_threads()
         # kernels that call BLAS split GEMMs over the thread pool themselves: BLAS runs on one
         # thread during run() only, the user's setting (numpy's) is restored afterwards
         self._uses_blas = any(k.kind == "native" and blas.SHIM_SYMBOL in (k.ir or "")
                               for k in lib.kernels.values())
+        self._fresh_states()
+        self._state()  # the creating thread's storage, so setup errors surface here
+
+    def _fresh_states(self) -> None:
+        self._local = threading.local()
+        self._states_lock = threading.Lock()
+        self._states = weakref.WeakSet()
+
+    def _state(self) -> _State:
+        st = getattr(self._local, "state", None)
+        if st is None:
+            st = self._new_state()
+            self._local.state = st
+            with self._states_lock:
+                self._states.add(st)
+        return st
+
+    def _new_state(self) -> _State:
+        plan = self._plan
+        st = _State()
+        st.storage = [_aligned(n) for n in plan["sizes"]]
+        st.workspace = _aligned(max(plan["ws_bytes"], 64))
+        st.views = []
+        for sid, dt, shape in plan["entries"]:
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            st.views.append(st.storage[sid][:n * dt.itemsize].view(dt).reshape(shape))
+        with self._states_lock:
+            params = dict(self._params)
+        for name, value in params.items():
+            np.copyto(st.views[self._input_index[name]], value)
+        st.unset = {n for n in self.input_names if n not in params}
+        st.keep, st.steps, table = [], [], []
+        for name, k, ins, outs in plan["steps"]:
+            if k.kind == "native":
+                arrays = [st.views[e] for e in ins] + list(k.consts) + \
+                    [st.views[e] for e in outs]
+                if k.ws_bytes:
+                    arrays.append(st.workspace)
+                ptrs = [a.ctypes.data for a in arrays]
+                st.keep.extend(k.consts)
+                table.extend(ptrs)
+                cptrs = (ctypes.c_void_p * len(ptrs))(*ptrs)
+                fn = _KERNEL(k.address)
+                st.keep.extend((cptrs, fn))
+                st.steps.append(("native", fn, cptrs, name))
+            else:
+                st.steps.append(("fallback", k, ins, outs, name))
+        st.table = (ctypes.c_void_p * max(1, len(table)))(*table)
+        st.entry = _ENTRY(self._entry_addr) if self._entry_addr is not None else None
+        return st
 
     # ------------------------------------------------------------------ API
     def _input_entry(self, key, what: str) -> tuple[str, int]:
-        if isinstance(key, int):
+        if isinstance(key, int | np.integer) and not isinstance(key, bool):
             names = self.input_names
             if not 0 <= key < len(names):
                 raise ValueError(f"{what}: input index {key} out of range; the graph has "
                                  f"{len(names)} inputs {names}")
-            key = names[key]
+            key = names[int(key)]
+        if not isinstance(key, str):
+            raise ValueError(f"{what}: an input is named by a string or an integer index, got "
+                             f"{type(key).__name__} {key!r}")
         e = self._input_index.get(key)
         if e is None:
             raise ValueError(f"{what}: the graph has no input named {key!r}; inputs are "
@@ -146,17 +194,35 @@ class GraphModule:
         """Index of input ``name`` (-1 when the graph has no such input), as in TVM."""
         return self.input_names.index(name) if name in self.input_names else -1
 
-    def _set(self, key, value, check: bool = True) -> None:
-        key, e = self._input_entry(key, "set_input")
-        dst = self._views[e]
+    def _checked(self, key: str, value) -> np.ndarray:
+        """``value`` as an array of input ``key``'s shape and dtype (a clear error if not)."""
+        _, dt, shape = self._plan["entries"][self._input_index[key]]
         src = value.numpy() if isinstance(value, NDArray) else value
         if not isinstance(src, np.ndarray):
-            src = np.asarray(src)
-        if check and (src.shape != dst.shape or src.dtype != dst.dtype):
-            raise ValueError(f"set_input: input {key!r} expects shape {_shape_str(dst.shape)} "
-                             f"{dst.dtype}, got shape {_shape_str(src.shape)} {src.dtype}")
-        np.copyto(dst, src)
-        self._unset.discard(key)
+            try:
+                src = np.asarray(src)
+            except Exception as err:
+                raise ValueError(f"set_input: input {key!r} cannot be read as an array: "
+                                 f"{err}") from None
+        if src.shape != shape or src.dtype != dt:
+            raise ValueError(f"set_input: input {key!r} expects shape {_shape_str(shape)} "
+                             f"{dt}, got shape {_shape_str(src.shape)} {src.dtype}")
+        return src
+
+    def _set(self, key, value, check: bool = True) -> None:
+        key, e = self._input_entry(key, "set_input")
+        src = self._checked(key, value)
+        st = self._state()
+        np.copyto(st.views[e], src)
+        st.unset.discard(key)
+
+    def _write_all_inputs(self, entries: list[int], values: list) -> None:
+        """Copy already-checked ``values`` into input ``entries`` of this thread's storage (the
+        compiled executors' fast path: all of the graph's inputs at once)."""
+        st = self._state()
+        for e, v in zip(entries, values, strict=True):
+            np.copyto(st.views[e], v)
+        st.unset.clear()
 
     def set_input(self, key=None, value=None, **params) -> None:
         """Set inputs by name (or index); shapes and dtypes are checked."""
@@ -169,36 +235,45 @@ class GraphModule:
         """Run the graph once (after setting any inputs given as keywords)."""
         for k, v in inputs.items():
             self._set(k, v)
-        if self._unset:
-            missing = sorted(self._unset)
+        st = self._state()
+        if st.unset:
+            missing = sorted(st.unset)
             raise ValueError(f"run: input(s) {missing} were never set; call set_input first "
-                             f"(inputs are {self.input_names})")
+                             f"(inputs are {self.input_names}; each thread sets its own)")
         if self._uses_blas:
-            with blas.single_threaded():
-                self._run_kernels()
+            with _BlasGuard():
+                self._run_kernels(st)
         else:
-            self._run_kernels()
+            self._run_kernels(st)
 
-    def _run_kernels(self) -> None:
-        if self._entry is not None:
-            self._entry(self._table, self._nthreads)
+    def _run_kernels(self, st: _State) -> None:
+        if st.entry is not None:
+            st.entry(st.table, self._nthreads)
             return
-        for step in self._steps:
+        for step in st.steps:
             if step[0] == "native":
                 step[1](step[2], None, self._nthreads)
             else:
-                self._run_fallback(step)
+                self._run_fallback(st, step)
 
-    def _run_fallback(self, step) -> None:
+    def _run_fallback(self, st: _State, step) -> None:
         _, k, ins, outs, name = step
-        args = [self._views[e] for e in ins] + list(k.consts)
+        args = [st.views[e] for e in ins] + list(k.consts)
         try:
             res = k.run(args)
         except Exception as err:
             raise RuntimeError(f"graph node {name!r} (numpy fallback) failed: "
                                f"{type(err).__name__}: {err}") from err
-        for e, r in zip(outs, res):
-            np.copyto(self._views[e], r, casting="unsafe")
+        if not isinstance(res, list | tuple) or len(res) != len(outs):
+            raise RuntimeError(f"graph node {name!r} (numpy fallback) returned "
+                               f"{type(res).__name__}, expected {len(outs)} arrays")
+        for e, r in zip(outs, res, strict=True):
+            r = np.asarray(r)
+            if r.shape != st.views[e].shape:
+                raise RuntimeError(f"graph node {name!r} (numpy fallback) returned shape "
+                                   f"{_shape_str(r.shape)}, the graph plans "
+                                   f"{_shape_str(st.views[e].shape)}")
+            np.copyto(st.views[e], r, casting="unsafe")
 
     def get_num_outputs(self) -> int:
         return len(self._outputs)
@@ -207,11 +282,14 @@ class GraphModule:
         return len(self.input_names)
 
     def get_output(self, index: int, out=None) -> NDArray:
-        """Output ``index`` (a view of its storage, overwritten by the next run)."""
+        """Output ``index`` (a view of this thread's storage, overwritten by its next run)."""
+        if not isinstance(index, int | np.integer) or isinstance(index, bool):
+            raise ValueError(f"get_output: the output index must be an integer, got "
+                             f"{type(index).__name__} {index!r}")
         if not 0 <= index < len(self._outputs):
             raise ValueError(f"get_output: index {index} out of range; the graph has "
                              f"{len(self._outputs)} outputs")
-        view = self._views[self._outputs[index]]
+        view = self._state().views[self._outputs[int(index)]]
         if out is not None:
             return out.copyfrom(view)
         return NDArray(view, self.device)
@@ -219,12 +297,31 @@ class GraphModule:
     def get_input(self, key) -> NDArray:
         """Input ``key`` (name or index): a view of its storage, which callers may fill."""
         key, e = self._input_entry(key, "get_input")
-        self._unset.discard(key)
-        return NDArray(self._views[e], self.device)
+        st = self._state()
+        st.unset.discard(key)
+        return NDArray(st.views[e], self.device)
 
     def load_params(self, params) -> None:
+        """Set parameters for every thread: a dict name -> array, or the bytes written by
+        ``relay.save_param_dict`` / ``tvm.runtime.save_param_dict``."""
+        if isinstance(params, bytes | bytearray | memoryview):
+            params = _load_param_bytes(bytes(params))
+        if not hasattr(params, "items"):
+            raise ValueError(f"load_params: expected a dict of name -> array or the bytes of "
+                             f"save_param_dict, got {type(params).__name__}")
+        checked = {}
         for k, v in params.items():
-            self._set(k, v)
+            if isinstance(k, str) and k not in self._input_index:
+                continue  # as in TVM: a parameter the graph folded into a constant is skipped
+            key, _ = self._input_entry(k, "load_params")
+            checked[key] = np.array(self._checked(key, v), copy=True)
+        with self._states_lock:
+            self._params.update(checked)
+            states = list(self._states)
+        for st in states:
+            for key, v in checked.items():
+                np.copyto(st.views[self._input_index[key]], v)
+                st.unset.discard(key)
 
     def share_params(self, other, params) -> None:
         self.load_params(params)
@@ -269,7 +366,8 @@ class GraphModule:
     @property
     def memory_bytes(self) -> int:
         """Bytes of planned storage (inputs, parameters, intermediates, outputs, workspace)."""
-        return sum(s.nbytes for s in self._storage) + self._workspace.nbytes
+        st = self._state()
+        return sum(s.nbytes for s in st.storage) + st.workspace.nbytes
 
 
 def create(graph_json_str: str, libmod, device=None) -> GraphModule:
@@ -331,3 +429,18 @@ class GraphExecutorFactoryModule(Module):
 
     def __repr__(self):
         return f"GraphExecutorFactoryModule({self.lib!r})"
+
+
+def _load_param_bytes(data: bytes) -> dict:
+    """Parameters from save_param_dict bytes (an .npz archive); a clear error otherwise."""
+    import io
+    import zipfile
+
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise ValueError("load_params: the bytes are not a parameter archive written by "
+                         "save_param_dict")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as err:
+        raise ValueError(f"load_params: damaged parameter bytes: {err}") from None

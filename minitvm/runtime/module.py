@@ -12,6 +12,7 @@ archive is a ValueError naming the file and what is wrong.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -21,7 +22,7 @@ import zipfile
 import numpy as np
 
 FORMAT = "minitvm-graph-lib"
-VERSION = 1
+VERSION = 2  # 2: members carry SHA-256 digests
 _IR_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
@@ -168,8 +169,16 @@ class GraphLib(Module):
 
 
 # ------------------------------------------------------------------------------ export / load
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def export_library(factory, path: str) -> None:
-    """Write ``factory`` (graph json, params, kernels) to ``path`` as a minitvm archive."""
+    """Write ``factory`` (graph json, params, kernels) to ``path`` as a minitvm archive.
+
+    Every member's SHA-256 is recorded, so a loaded file is exactly what was written. The
+    archive is written to a temporary file renamed into place; a failure removes it.
+    """
     lib: GraphLib = factory.get_lib()
     table = {}
     arrays = {f"param:{k}": np.asarray(v.numpy() if hasattr(v, "numpy") else v)
@@ -190,20 +199,27 @@ def export_library(factory, path: str) -> None:
             info["format"] = k.source_format
             files[f"kernels/{name}.{k.source_format}"] = fmt[0](k.source)
         table[name] = info
-    meta = {"format": FORMAT, "version": VERSION, "kernels": table, "blas": lib.blas,
-            "entry_symbol": lib.entry[1] if lib.entry is not None else None}
     if lib.entry is not None:
         files["entry.ll"] = lib.entry[0]
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("minitvm_lib.json", json.dumps(meta, indent=1))
-        z.writestr("graph.json", factory.get_graph_json())
-        z.writestr("params.npz", buf.getvalue())
-        for fname, text in files.items():
-            z.writestr(fname, text)
-    os.replace(tmp, path)
+    members = {"graph.json": factory.get_graph_json().encode(), "params.npz": buf.getvalue()}
+    members.update((f, t.encode()) for f, t in files.items())
+    meta = {"format": FORMAT, "version": VERSION, "kernels": table, "blas": lib.blas,
+            "entry_symbol": lib.entry[1] if lib.entry is not None else None,
+            "sha256": {f: _sha256(b) for f, b in members.items()}}
+    meta["meta_sha256"] = _meta_digest(meta)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("minitvm_lib.json", json.dumps(meta, indent=1))
+            for fname, data in members.items():
+                z.writestr(fname, data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _read_fallback(fmt_name: str, text: str, where: str):
@@ -236,65 +252,206 @@ def _compile_ir(ir: str, symbol: str, where: str):
     return compiled
 
 
+def _read_members(path: str) -> tuple[dict, dict[str, bytes]]:
+    """The archive's ``minitvm_lib.json`` (checked) and its members, each digest-verified."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            if "minitvm_lib.json" not in names:
+                raise ValueError(f"load_module: {path!r} is not a minitvm library "
+                                 "(minitvm_lib.json is missing)")
+            raw = {}
+            for n in names:
+                try:
+                    raw[n] = z.read(n)
+                except Exception as err:  # CRC, zlib, truncation
+                    raise ValueError(f"load_module: {path!r} member {n!r} is damaged: "
+                                     f"{type(err).__name__}: {err}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError,
+            RuntimeError) as err:
+        raise ValueError(f"load_module: {path!r} is damaged: {type(err).__name__}: "
+                         f"{err}") from None
+    for n in ("graph.json", "params.npz"):
+        if n not in raw:
+            raise ValueError(f"load_module: {path!r} is damaged: member {n!r} is missing")
+    where = f"load_module: {path!r} member 'minitvm_lib.json'"
+    try:
+        meta = json.loads(raw["minitvm_lib.json"])
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{where} is not valid JSON: {str(err)[:200]}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where} must be a JSON object")
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} version "
+                         f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION} "
+                         "(re-export it with this minitvm)")
+    return meta, raw
+
+
+def _meta_digest(meta: dict) -> str:
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return _sha256(json.dumps(body, sort_keys=True).encode())
+
+
+def _verify_digests(meta: dict, raw: dict[str, bytes], path: str) -> None:
+    """Every member (and the kernel table itself) must be byte-identical to what
+    export_library wrote: fields such as a kernel's workspace size cannot be checked against
+    the machine code, so an edited file is refused instead of corrupting memory."""
+    where = f"load_module: {path!r} member 'minitvm_lib.json'"
+    digests = meta.get("sha256")
+    if not isinstance(digests, dict):
+        raise ValueError(f"{where}: field 'sha256' must map member names to digests")
+    if meta.get("meta_sha256") != _meta_digest(meta):
+        raise ValueError(f"{where} was modified or damaged (its SHA-256 differs from the one "
+                         "recorded at export)")
+    for n in ("graph.json", "params.npz"):
+        if n not in digests:
+            raise ValueError(f"{where}: field 'sha256' lacks the required member {n!r}")
+    for n in raw:
+        if n != "minitvm_lib.json" and n not in digests:
+            raise ValueError(f"load_module: {path!r} member {n!r} was not written by "
+                             "export_library")
+    for n, digest in digests.items():
+        if n not in raw:
+            raise ValueError(f"load_module: {path!r} member {n!r} is missing")
+        if not isinstance(digest, str) or _sha256(raw[n]) != digest:
+            raise ValueError(f"load_module: {path!r} member {n!r} was modified or damaged "
+                             "(its SHA-256 differs from the one recorded at export)")
+
+
+def _field(info: dict, key: str, kind, where: str, default=None):
+    v = info.get(key, default)
+    ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+    if not ok or (kind is int and v < 0):
+        raise ValueError(f"{where}: field {key!r} must be a "
+                         f"{'non-negative integer' if kind is int else kind.__name__}, got {v!r}")
+    return v
+
+
+def _load_arrays(data: bytes, path: str) -> dict:
+    where = f"load_module: {path!r} member 'params.npz'"
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise ValueError(f"{where} is not an .npz archive")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except Exception as err:
+        raise ValueError(f"{where} is damaged: {type(err).__name__}: {err}") from None
+    for k, a in arrays.items():
+        if a.dtype.hasobject or a.dtype.kind not in "biuf":
+            raise ValueError(f"{where}: array {k!r} has the unsupported dtype {a.dtype}")
+    return arrays
+
+
 def load_module(path: str, fmt: str = ""):
     """Load a library written by ``export_library``; returns the graph executor factory."""
     from . import blas, jit
+    from .graph_check import check_graph, parse_graph_json
     from .graph_executor import GraphExecutorFactoryModule
 
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"load_module: expected a file path, got {type(path).__name__}")
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"load_module: no such file {path!r}")
     if not zipfile.is_zipfile(path):
         raise ValueError(f"load_module: {path!r} is not a minitvm library (not a zip archive)")
+    from .relax_vm.executable import load_relax_executable  # a Relax VM executable?
+
+    relax_exec = load_relax_executable(path)
+    if relax_exec is not None:
+        return relax_exec
+    meta, raw = _read_members(path)
     try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            if "minitvm_lib.json" not in names:
-                raise ValueError(f"load_module: {path!r} is not a minitvm library "
-                                 "(minitvm_lib.json is missing)")
-            meta = json.loads(z.read("minitvm_lib.json"))
-            if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-                raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} "
-                                 f"version {meta.get('version')!r}; expected {FORMAT!r} "
-                                 f"version {VERSION}")
-            graph_json = z.read("graph.json").decode()
-            json.loads(graph_json)
-            npz = np.load(io.BytesIO(z.read("params.npz")), allow_pickle=False)
-            arrays = {k: npz[k] for k in npz.files}
-            texts = {n: z.read(n).decode() for n in names if n.startswith("kernels/")
-                     or n == "entry.ll"}
-    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError,
-            OSError, EOFError) as err:
-        raise ValueError(f"load_module: {path!r} is damaged: {err}") from err
-    if any(info["kind"] == "native" for info in meta["kernels"].values()):
+        graph_json = raw["graph.json"].decode()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"load_module: {path!r} member 'graph.json' is not text: {err}") from None
+    arrays = _load_arrays(raw["params.npz"], path)
+    where_meta = f"load_module: {path!r} member 'minitvm_lib.json'"
+    table = meta.get("kernels")
+    if not isinstance(table, dict):
+        raise ValueError(f"{where_meta}: field 'kernels' must be an object")
+    if not isinstance(meta.get("blas", ""), str):
+        raise ValueError(f"{where_meta}: field 'blas' must be a string")
+    infos = {}
+    for name, info in table.items():
+        where = f"{where_meta} kernel {name!r}"
+        if not isinstance(info, dict):
+            raise ValueError(f"{where}: must be an object")
+        kind = _field(info, "kind", str, where)
+        if kind not in ("native", "fallback"):
+            raise ValueError(f"{where}: field 'kind' must be 'native' or 'fallback', got {kind!r}")
+        _field(info, "ws_bytes", int, where, 0)
+        _field(info, "num_consts", int, where, 0)
+        _field(info, "reason", str, where, "")
+        if kind == "native":
+            _field(info, "symbol", str, where)
+        else:
+            _field(info, "format", str, where, "relay")
+        infos[name] = info
+
+    def text(member: str, where: str) -> str | None:
+        data = raw.get(member)
+        if data is None:
+            return None
+        try:
+            return data.decode()
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{where}: member {member!r} is not text: {err}") from None
+
+    if any(info["kind"] == "native" for info in infos.values()):
         blas.available()  # kernels may call the BLAS shim
     kernels = {}
-    for name, info in meta["kernels"].items():
-        consts = [arrays[f"kconst:{name}:{j}"] for j in range(info["num_consts"])]
+    for name, info in infos.items():
         where = f"load_module({path!r}) kernel {name!r}"
+        consts = []
+        for j in range(info.get("num_consts", 0)):
+            c = arrays.get(f"kconst:{name}:{j}")
+            if c is None:
+                raise ValueError(f"{where}: constant {j} is missing from member 'params.npz'")
+            consts.append(c)
         if info["kind"] == "native":
-            ir = texts.get(f"kernels/{name}.ll")
+            ir = text(f"kernels/{name}.ll", where)
             if ir is None:
-                raise ValueError(f"{where}: its LLVM IR is missing")
+                raise ValueError(f"{where}: its LLVM IR (member 'kernels/{name}.ll') is missing")
             compiled = _compile_ir(ir, info["symbol"], where)
             kernels[name] = Kernel(name, "native", symbol=info["symbol"],
-                                   address=compiled.address, ir=ir, ws_bytes=info["ws_bytes"],
-                                   consts=consts, compiled=compiled)
+                                   address=compiled.address, ir=ir,
+                                   ws_bytes=info.get("ws_bytes", 0), consts=consts,
+                                   compiled=compiled)
         else:
-            fmt = info.get("format", "relay")
-            text = texts.get(f"kernels/{name}.{fmt}")
-            if text is None:
-                raise ValueError(f"{where}: its {fmt} source is missing")
-            source, run = _read_fallback(fmt, text, where)
+            kfmt = info.get("format", "relay")
+            src_text = text(f"kernels/{name}.{kfmt}", where)
+            if src_text is None:
+                raise ValueError(f"{where}: its {kfmt} source is missing")
+            source, run = _read_fallback(kfmt, src_text, where)
             kernels[name] = Kernel(name, "fallback", consts=consts, reason=info.get("reason", ""),
-                                   source=source, source_format=fmt, run=run)
+                                   source=source, source_format=kfmt, run=run)
+    where_graph = f"load_module: {path!r} member 'graph.json'"
+    plan = check_graph(parse_graph_json(graph_json, where_graph), kernels, where_graph)
     entry = None
-    if meta.get("entry_symbol"):
-        ir = texts.get("entry.ll")
+    symbol = meta.get("entry_symbol")
+    if symbol is not None:
+        if not isinstance(symbol, str):
+            raise ValueError(f"{where_meta}: field 'entry_symbol' must be a string or null")
+        ir = text("entry.ll", where_meta)
         if ir is None:
             raise ValueError(f"load_module: {path!r} is damaged: entry.ll is missing")
         addrs = {k.symbol: k.address for k in kernels.values() if k.kind == "native"}
-        compiled = jit.link_entry(ir, meta["entry_symbol"], addrs)
-        entry = (ir, meta["entry_symbol"], compiled)
+        try:
+            compiled = jit.link_entry(ir, symbol, addrs)
+        except Exception as err:
+            raise ValueError(f"load_module: {path!r} member 'entry.ll' does not compile: "
+                             f"{err}") from None
+        entry = (ir, symbol, compiled)
     lib = GraphLib(kernels, entry, meta.get("blas", ""))
     params = {k[len("param:"):]: v for k, v in arrays.items() if k.startswith("param:")}
+    for name, value in params.items():
+        e = plan["inputs"].get(name)
+        if e is not None and (plan["entries"][e][2] != value.shape
+                              or plan["entries"][e][1] != value.dtype):
+            raise ValueError(f"load_module: {path!r} member 'params.npz': parameter {name!r} "
+                             f"has shape {value.shape} {value.dtype}, the graph expects "
+                             f"{plan['entries'][e][2]} {plan['entries'][e][1]}")
+    _verify_digests(meta, raw, path)
     return GraphExecutorFactoryModule(graph_json, lib, params, "default")

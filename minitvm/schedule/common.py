@@ -36,8 +36,11 @@ class LoweringError(ValueError):
 class LowerCtx:
     """State of one lowering: its options, buffers of materialized tensors, the workspace."""
 
-    def __init__(self, options: LoweringOptions | None = None):
+    def __init__(self, options: LoweringOptions | None = None, own_temps: bool = False):
         self.options = options if options is not None else LoweringOptions()
+        # own_temps: every temporary is allocated in the function body (stack or heap, as the
+        # code generator decides) instead of a slice of a workspace parameter
+        self.own_temps = own_temps
         self.buf: dict[int, object] = {}
         self.ws_bytes = 0
         self.ws = None
@@ -46,9 +49,9 @@ class LowerCtx:
         self.counter = 0
         self.packed: set = set()  # ids of dense anchors whose weight input is prepacked
 
-    def fresh(self, name: str) -> E.Var:
+    def fresh(self, name: str, dtype: str = "int32") -> E.Var:
         self.counter += 1
-        return E.Var(f"{name}{self.counter}", "int32")
+        return E.Var(f"{name}{self.counter}", dtype)
 
     def workspace(self):
         if self.ws is None:
@@ -58,6 +61,10 @@ class LowerCtx:
     def temp(self, shape, dtype: str, name: str):
         """A temporary buffer: on the stack when small, else a slice of the workspace param."""
         shape = tuple(shape) or (1,)
+        if self.own_temps or not is_static(shape):
+            b = decl_buffer(shape, dtype, name)
+            self.stack_temps.append(b)
+            return b
         nbytes = _prod(shape) * dtype_bytes(dtype)
         if nbytes <= STACK_TEMP_BYTES:
             b = decl_buffer(shape, dtype, name)
@@ -71,11 +78,115 @@ class LowerCtx:
         return view
 
 
+# ---------------------------------------------------------------------------------- dims
+def const_int(x) -> int | None:
+    """``x`` as an int when it is a constant, else None."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, E.IntImm):
+        return x.value
+    return None
+
+
+def dim(x):
+    """One extent: an int when constant, else the PrimExpr itself."""
+    c = const_int(x)
+    return c if c is not None else x
+
+
+def dims_of(t) -> tuple:
+    """The shape of tensor or buffer ``t``: ints where static, PrimExprs where symbolic."""
+    return tuple(dim(d) for d in t.shape)
+
+
+def is_static(dims) -> bool:
+    return all(const_int(d) is not None for d in dims)
+
+
+def index_dtype(dims) -> str:
+    """The index type of a loop nest over ``dims``: int32 when static, else the widest var's."""
+    out = "int32"
+    for d in dims:
+        if const_int(d) is None and d.dtype == "int64":
+            out = "int64"
+        elif const_int(d) is None and out != "int64":
+            out = d.dtype
+    return out
+
+
+def prod_dims(dims, dtype: str | None = None):
+    """The product of ``dims``: an int when all are static, else a PrimExpr of ``dtype``."""
+    const, syms = 1, []
+    for d in dims:
+        c = const_int(d)
+        if c is None:
+            syms.append(d)
+        else:
+            const *= c
+    if not syms:
+        return const
+    dtype = dtype or index_dtype(syms)
+    out = None
+    for d in syms:
+        d = d if d.dtype == dtype else E.Cast(dtype, d)
+        out = d if out is None else out * d
+    return out if const == 1 else out * E.IntImm(dtype, const)
+
+
+def static_part(dims) -> int:
+    """The product of the static extents among ``dims`` (a lower bound of the work)."""
+    out = 1
+    for d in dims:
+        c = const_int(d)
+        out *= c if c is not None else 1
+    return out
+
+
+def same_dims(a, b) -> bool:
+    """Structural equality of two shapes (ints, IntImms or the same Vars)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        cx, cy = const_int(x), const_int(y)
+        if cx is not None or cy is not None:
+            if cx != cy:
+                return False
+        elif repr(x) != repr(y):
+            return False
+    return True
+
+
+def parallel_for(ctx, extent, work_per_iter: int, body_fn, dtype: str | None = None):
+    """``for v in [0, extent)``, on the thread pool when the total work is worth it.
+
+    A symbolic extent gets a parallel loop whose ``parallel_min_extent`` annotation makes the
+    generated code run it on the calling thread when the iterations are too few at run time.
+    """
+    c = const_int(extent)
+    dtype = dtype or ("int32" if c is not None else extent.dtype)
+    v = ctx.fresh("o", dtype)
+    if c is not None:
+        kind = S.ForKind.PARALLEL if c > 1 and c * work_per_iter >= PARALLEL_MIN_WORK else \
+            S.ForKind.SERIAL
+        return S.For(v, E.IntImm(dtype, 0), E.IntImm(dtype, c), kind, body_fn(v))
+    need = max(2, -(-PARALLEL_MIN_WORK // max(1, work_per_iter)))
+    return S.For(v, E.IntImm(dtype, 0), extent, S.ForKind.PARALLEL, body_fn(v),
+                 annotations={"parallel_min_extent": need})
+
+
 # ---------------------------------------------------------------------------------- loops
-def outer_loops(ctx, dims, parallel: bool, body_fn):
-    """Loop over ``dims`` (fused into one loop, parallel when asked); ``body_fn(idx_list)``."""
+def outer_loops(ctx, dims, parallel, body_fn, work_per_iter: int = 1):
+    """Loop over ``dims`` (fused into one loop, parallel when asked); ``body_fn(idx_list)``.
+
+    With a symbolic extent among ``dims`` the loop is int64 and, when ``parallel`` is asked,
+    runs on the thread pool once it has enough iterations of ``work_per_iter`` at run time.
+    """
     if not dims:
         return body_fn([])
+    if not is_static(dims):
+        return _outer_loops_symbolic(ctx, dims, parallel, body_fn, work_per_iter)
     n = _prod(dims)
     v = ctx.fresh("o")
     idx, rest = [], v
@@ -94,8 +205,43 @@ def outer_loops(ctx, dims, parallel: bool, body_fn):
     return S.For(v, 0, n, kind, body_fn(idx))
 
 
-def vector_inner(ctx, extent: int, lanes: int, body_fn):
+def _outer_loops_symbolic(ctx, dims, parallel, body_fn, work_per_iter):
+    dtype = index_dtype(dims)
+    keep = [k for k, d in enumerate(dims) if const_int(d) != 1]
+
+    def body(v):
+        idx = [E.IntImm(dtype, 0)] * len(dims)
+        rest = v
+        for pos, k in enumerate(reversed(keep)):
+            d = dims[k]
+            if pos == len(keep) - 1:
+                idx[k] = rest
+            else:
+                dd = E.IntImm(dtype, d) if isinstance(d, int) else d
+                idx[k] = E.FloorMod(rest, dd)
+                rest = E.FloorDiv(rest, dd)
+        return body_fn(idx)
+
+    extent = prod_dims(dims, dtype)
+    if not parallel:
+        v = ctx.fresh("o", dtype)
+        return S.For(v, E.IntImm(dtype, 0), extent, S.ForKind.SERIAL, body(v))
+    return parallel_for(ctx, extent, work_per_iter, body, dtype)
+
+
+def vector_inner(ctx, extent, lanes: int, body_fn):
     """``for j in [0, extent)``: vector chunks of ``lanes`` plus a scalar tail."""
+    if const_int(extent) is None:
+        dt = extent.dtype
+        nvec = E.FloorDiv(extent, E.IntImm(dt, lanes))
+        vo, vi, t = ctx.fresh("vo", dt), ctx.fresh("vi", dt), ctx.fresh("t", dt)
+        vec = S.For(vo, E.IntImm(dt, 0), nvec, S.ForKind.SERIAL, S.For(
+            vi, E.IntImm(dt, 0), E.IntImm(dt, lanes), S.ForKind.VECTORIZED,
+            body_fn(vo * E.IntImm(dt, lanes) + vi)))
+        done = nvec * E.IntImm(dt, lanes)
+        tail = S.For(t, done, extent - done, S.ForKind.SERIAL, body_fn(t))
+        return S.SeqStmt([vec, tail])
+    extent = const_int(extent)
     parts = []
     nvec = extent // lanes if extent >= lanes else 0
     if nvec:

@@ -12,10 +12,12 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
-from ..topi.utils import prod as _prod
 from ..topi.utils import static_shape as _shape
 from . import conv_direct
+from .common import dims_of as _dims
+from .common import is_static as _is_static
 from .common import lanes as _lanes
+from .common import prod_dims as _prod_dims
 from .common import vector_inner as _vector_inner
 from .gemm_kernel import GemmBuilder, pack_b
 from .options import LoweringOptions
@@ -25,19 +27,26 @@ MIN_GEMM_MACS = 1 << 14
 
 
 def _gemm_dims(t):
-    """(M, N, K) of a tagged stage, or None when it is not a plain GEMM shape."""
+    """(M, N, K) of a tagged stage, or None when it is not a plain GEMM shape.
+
+    M (and a batch) may be symbolic PrimExprs; see ``_static_nk``.
+    """
     tag, attrs = t.op.tag, t.op.attrs
     a, b = attrs["operands"]
-    sa, sb, so = _shape(a), _shape(b), _shape(t)
+    sa, sb, so = _dims(a), _dims(b), _dims(t)
     if tag == "dense":
-        return _prod(sa[:-1]), so[-1], sa[-1]
+        return _prod_dims(sa[:-1]), so[-1], sa[-1]
     if tag == "matmul":
+        if len(so) != 2:  # A's leading axes flattened into the rows (B a matrix)
+            return _prod_dims(so[:-1]), so[-1], sa[-1]
         k = sa[0] if attrs["transpose_a"] else sa[1]
         return so[0], so[1], k
-    if tag == "batch_matmul":
-        k = sa[1] if attrs["transpose_a"] else sa[2]
-        return so[1], so[2], k
+    if tag == "batch_matmul":  # rank 3, or more with every leading axis a batch axis
+        k = sa[-2] if attrs["transpose_a"] else sa[-1]
+        return so[-2], so[-1], k
     if tag == "conv2d_nchw":
+        if not (_is_static(sa) and _is_static(sb) and _is_static(so)):
+            return None
         o, cg, kh, kw = sb
         g = attrs["groups"]
         if cg == 1 and g > 1:
@@ -56,6 +65,24 @@ def use_generated_conv(t, options: LoweringOptions) -> bool:
     return t.op.tag == "conv2d_nchw" and options.generated_conv and conv_direct.supported(t)
 
 
+def _static_nk(dims) -> bool:
+    """A GEMM shape the generated kernels take: M, N and K static or symbolic int exprs."""
+    return dims is not None
+
+
+def _enough_work(m, n, k) -> bool:
+    """A GEMM worth the packed kernels: at least two rows and enough multiply-adds. With a
+    symbolic extent (known only at run time) the static ones must not make it tiny."""
+    if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
+        return m >= 2 and m * n * k >= MIN_GEMM_MACS
+    if isinstance(m, int) and m < 2:
+        return False
+    static = 1
+    for d in (m, n, k):
+        static *= d if isinstance(d, int) else 1
+    return static >= 16
+
+
 def use_generated_dense(t, options: LoweringOptions) -> bool:
     """Is ``t`` a float32 dense (at least two rows) computed by the generated ``gemm_kernel``?"""
     if t.op.tag != "dense" or not options.generated_dense:
@@ -63,8 +90,21 @@ def use_generated_dense(t, options: LoweringOptions) -> bool:
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
-    m, n, k = _gemm_dims(t)
-    return m >= 2 and m * n * k >= MIN_GEMM_MACS
+    dims = _gemm_dims(t)
+    return _static_nk(dims) and _enough_work(*dims)
+
+
+def use_generated_matmul(t, options: LoweringOptions) -> bool:
+    """Is ``t`` a float32 matmul ``A @ op(B)`` (A not transposed, B a matrix, A's leading axes
+    the rows) computed by the generated ``gemm_kernel``?"""
+    if t.op.tag != "matmul" or not options.generated_dense or t.op.attrs["transpose_a"]:
+        return False
+    a, b = t.op.attrs["operands"]
+    if not (t.dtype == a.dtype == b.dtype == "float32") or len(b.shape) != 2 or \
+            len(a.shape) != len(t.shape) or len(t.shape) < 2:
+        return False
+    dims = _gemm_dims(t)
+    return _static_nk(dims) and _enough_work(*dims)
 
 
 BMM_GENERATED_MIN_ROWS = 16
@@ -81,9 +121,12 @@ def use_generated_batch_matmul(t, options: LoweringOptions) -> bool:
     a, b = t.op.attrs["operands"]
     if t.op.attrs["transpose_a"] or not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
-    m, n, k = _gemm_dims(t)
-    if m < 2 or m * n * k < MIN_GEMM_MACS:
+    dims = _gemm_dims(t)
+    if not _static_nk(dims) or not _enough_work(*dims):
         return False
+    m = dims[0]
+    if not all(isinstance(d, int) for d in dims) or not isinstance(_dims(t)[0], int):
+        return True
     # measured (2 threads): generated 1.4-3.7x faster from 16 rows up (BERT's 12x128x128x64:
     # 0.097 vs 0.135 ms); with fewer rows the per-call packing dominates and BLAS wins (3x at
     # 8x2x512x512), so BLAS keeps those when it is there
@@ -93,14 +136,18 @@ def use_generated_batch_matmul(t, options: LoweringOptions) -> bool:
 def use_gemm(t, options: LoweringOptions) -> bool:
     """Route this stage to a GEMM (BLAS, or generated: implicit-GEMM conv, packed dense)?"""
     if use_generated_conv(t, options) or use_generated_dense(t, options) or \
-            use_generated_batch_matmul(t, options):
+            use_generated_batch_matmul(t, options) or use_generated_matmul(t, options):
         return True
     a, b = t.op.attrs["operands"]
     if not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
     dims = _gemm_dims(t)
-    if dims is None:
+    if dims is None or not all(isinstance(d, int) for d in dims) or \
+            not _is_static(_dims(t)):
         return False
+    rank = {"matmul": 2, "batch_matmul": 3}.get(t.op.tag)
+    if rank is not None and len(t.shape) != rank:
+        return False  # the BLAS calls below take plain matrices / rank-3 batches
     m, n, k = dims
     if m < 2 or m * n * k < MIN_GEMM_MACS:
         return False
@@ -165,6 +212,8 @@ def emit(ctx, t, out, operand_bufs) -> S.Stmt:
         return _gen_dense(ctx, t, out, a, b)
     if tag == "batch_matmul" and use_generated_batch_matmul(t, ctx.options):
         return _gen_batch_matmul(ctx, t, out, a, b)
+    if tag == "matmul" and use_generated_matmul(t, ctx.options):
+        return _gen_matmul(ctx, t, out, a, b)
     m, n, k = _gemm_dims(t)
     if tag == "dense":
         return par_sgemm(ctx, NOTRANS, TRANS, m, n, k, a, 0, k, b, 0, k, out, 0, n)
@@ -256,8 +305,8 @@ def _view(ctx, buf, shape, name):
 DENSE_PARALLEL_MIN_WORK = 1 << 23
 
 
-def _dense_nr(n: int) -> int:
-    return 32 if n >= 32 else 16
+def _dense_nr(n) -> int:
+    return 32 if not isinstance(n, int) or n >= 32 else 16
 
 
 class _PackB:
@@ -294,14 +343,88 @@ def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
     return S.SeqStmt([bld.pack(), bld.compute()])
 
 
+def _direct_nr(n) -> int | None:
+    """A register tile width that divides ``n`` (B then needs no packing), or None."""
+    if not isinstance(n, int):
+        return None
+    for nr in (32, 16):
+        if n % nr == 0:
+            return nr
+    return n if n <= 32 else None
+
+
+# rows up to which a matmul reads a ``[K, N]`` B in place instead of packing it per call (the
+# packing copies all of B: worth it only when many rows reuse each packed panel). Measured
+# (2 threads, 768-wide BERT GEMMs): in place is 1.2-2.4x faster up to 128 rows while K <= 1024;
+# with a longer K the strided panel falls out of cache and packing wins from 16 rows.
+DIRECT_B_MAX_ROWS = 128
+DIRECT_B_MAX_ROWS_LONG_K = 16
+DIRECT_B_LONG_K = 1024
+# ... and the packing is skipped for any row count when B is this small (cache resident)
+DIRECT_B_MAX_BYTES = 512 * 1024
+
+
+def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
+    """``out = a @ op(b)`` by ``gemm_kernel``'s micro-kernels.
+
+    A ``[K, N]`` B whose width splits into whole register tiles is read in place when there
+    are few rows (a GEMV-like call: packing would cost more than the product) or B is small;
+    otherwise it is packed into panels per call. With a symbolic row count both variants are
+    generated and the row count picks one at run time.
+    """
+    m, n, k = _gemm_dims(t)
+    tb = bool(t.op.attrs["transpose_b"])
+    a2 = _view(ctx, a, (m, k), "matmul_a") if len(a.shape) != 2 else a
+    c2 = _view(ctx, out, (m, n), "matmul_c") if len(out.shape) != 2 else out
+
+    def builder(nr):
+        bld = GemmBuilder(None, m, n, k, tb, False, False, "float32", 8, nr, 64, False, False,
+                          False, DENSE_PARALLEL_MIN_WORK)
+        bld.A, bld.B, bld.C = a2, b, c2
+        return bld
+
+    def packed(own=True):
+        bld = builder(_dense_nr(n))
+        if ctx.own_temps and own:  # allocated around the GEMM that packs, freed after it
+            bld.Bp = decl_buffer((bld.np, k, bld.nr), "float32", "matmul_bpack")
+            return _allocated(bld.Bp, S.SeqStmt([bld.pack(), bld.compute()]))
+        bld.Bp = ctx.temp((bld.np, k, bld.nr), "float32", "matmul_bpack")
+        return S.SeqStmt([bld.pack(), bld.compute()])
+
+    def direct(nr):
+        bld = builder(nr)
+        bld.direct_b = True
+        return bld.compute()
+
+    nr = None if tb else _direct_nr(n)
+    if nr is None:
+        return packed()
+    if isinstance(k, int) and n * k * 4 <= DIRECT_B_MAX_BYTES:
+        return direct(nr)
+    rows = DIRECT_B_MAX_ROWS if isinstance(k, int) and k <= DIRECT_B_LONG_K else \
+        DIRECT_B_MAX_ROWS_LONG_K
+    if isinstance(m, int):
+        return direct(nr) if m <= rows else packed()
+    # (the panel buffer is not allocated inside the branch: a heap allocation there would not
+    # dominate the code after the branch, which parallel loops capture their values from)
+    return S.IfThenElse(m <= rows, direct(nr), packed(own=False))
+
+
 def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
     """``out[i] = a[i] @ op(b[i])`` by ``gemm_kernel``'s micro-kernels; B (an activation)
     is packed per call into a workspace temporary. A batch-1 operand is broadcast."""
     m, n, k = _gemm_dims(t)
-    batch = _shape(t)[0]
+    so = _dims(t)
+    batch = so[0] if len(so) == 3 else _prod_dims(so[:-2])
     tb = bool(t.op.attrs["transpose_b"])
-    sa, sb = _shape(t.op.attrs["operands"][0]), _shape(t.op.attrs["operands"][1])
-    bcast_a, bcast_b = sa[0] == 1 and batch > 1, sb[0] == 1 and batch > 1
+    sa, sb = _dims(t.op.attrs["operands"][0]), _dims(t.op.attrs["operands"][1])
+    if len(so) > 3:  # leading axes flattened into one batch axis (no broadcasting there)
+        a = _view(ctx, a, (batch, *sa[-2:]), "bmm_a3")
+        b = _view(ctx, b, (batch, *sb[-2:]), "bmm_b3")
+        out = _view(ctx, out, (batch, m, n), "bmm_c3")
+        sa, sb = (batch, *sa[-2:]), (batch, *sb[-2:])
+    many = not isinstance(batch, int) or batch > 1
+    bcast_a, bcast_b = sa[0] == 1 and many, sb[0] == 1 and many
     nr = _dense_nr(n)
     bld = GemmBuilder(batch, m, n, k, tb, False, False, "float32", 8, nr, 64, False, bcast_a,
                    bcast_b, DENSE_PARALLEL_MIN_WORK)
@@ -309,6 +432,15 @@ def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
     bld.B = _view(ctx, b, sb[1:], "bmm_b") if bcast_b else b
     bld.C = out
     nbp = 1 if bcast_b else batch
-    bld.Bp = ctx.temp((nbp, bld.np, k, nr) if not bcast_b else (bld.np, k, nr), "float32",
-                      "bmm_bpack")
+    shape = (nbp, bld.np, k, nr) if not bcast_b else (bld.np, k, nr)
+    if ctx.own_temps:  # allocated where it is used (freed right after)
+        bp = decl_buffer(shape, "float32", "bmm_bpack")
+        bld.Bp = bp
+        return _allocated(bp, S.SeqStmt([bld.pack(), bld.compute()]))
+    bld.Bp = ctx.temp(shape, "float32", "bmm_bpack")
     return S.SeqStmt([bld.pack(), bld.compute()])
+
+
+def _allocated(buf, body: S.Stmt) -> S.Stmt:
+    """``body`` inside the allocation of ``buf`` (stack or heap, the code generator decides)."""
+    return S.Allocate(buf.data, buf.dtype, [_prod_dims(buf.shape)], True, S.DeclBuffer(buf, body))

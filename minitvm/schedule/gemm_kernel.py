@@ -70,6 +70,24 @@ def _check(batch, M, N, K, dtype, mr, nr, mc) -> None:
         raise ValueError(f"gemm: only float dtypes are supported, got {dtype!r}")
 
 
+def _static_work(x) -> int:
+    """An integer estimate of a work count with symbolic factors (each counted as 64)."""
+    if isinstance(x, int):
+        return x
+    if isinstance(x, IntImm):
+        return x.value
+    if isinstance(x, E.Mul):
+        return _static_work(x.a) * _static_work(x.b)
+    return 64
+
+
+def _when(extent, stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` guarded by ``extent > 0`` when the extent is symbolic."""
+    if isinstance(extent, int):
+        return stmt
+    return S.IfThenElse(extent > 0, stmt)
+
+
 class GemmBuilder:
     """Builds the statements of one packed, register-blocked (batched) GEMM: ``pack()`` copies
     B into panels of ``nr`` columns, ``compute()`` runs the ``mr x nr`` micro-kernels; ``A``,
@@ -81,9 +99,10 @@ class GemmBuilder:
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.mr, self.nr, self.mc = mr, nr, mc
         self.dtype = dtype
-        sym = [v for v in (M, batch) if isinstance(v, E.PrimExpr)]
+        sym = [v for v in (M, batch, N, K) if isinstance(v, E.PrimExpr)]
         self.idx = sym[0].dtype if sym else "int32"
-        self.np = -(-N // nr)
+        # N and K may be symbolic too (a batch_matmul over a symbolic sequence length)
+        self.np = -(-N // nr) if isinstance(N, int) else _ceil_div(N, nr)
         self.min_work = min_work
         self.batched = batch is not None
         pa = (batch,) if self.batched and not bcast_a else ()
@@ -99,6 +118,9 @@ class GemmBuilder:
         self.C = decl_buffer((*pc, M, N), dtype, "C")
         self.Bp = self.B if prepacked else decl_buffer((*pb, self.np, K, nr), dtype, "B_packed")
         self.transpose_b, self.relu, self.prepacked = transpose_b, relu, prepacked
+        # direct_b: the micro-kernels read a ``[K, N]`` B in place (N a multiple of nr), no
+        # packing; the caller sets it and skips ``pack()``
+        self.direct_b = False
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -111,8 +133,10 @@ class GemmBuilder:
         v = self.var(name)
         return S.For(v, self.c(lo), self.c(extent), kind, fbody(v))
 
-    def par_loop(self, name: str, extent, iter_work: int, fbody) -> S.Stmt:
+    def par_loop(self, name: str, extent, iter_work, fbody) -> S.Stmt:
         """A loop that runs on the thread pool when its total work is worth it."""
+        if not isinstance(iter_work, int):  # a symbolic extent in it: count it as 64
+            iter_work = _static_work(iter_work)
         need = _ceil_div(self.min_work, max(1, iter_work))
         if isinstance(extent, int):
             if extent == 0:
@@ -127,6 +151,9 @@ class GemmBuilder:
         return self.A[(b, row, k) if self.a_batched else (row, k)]
 
     def bp_at(self, b, jo, k, jj):
+        if self.direct_b:
+            col = jo * self.nr + jj
+            return self.B[(b, k, col) if self.b_batched else (k, col)]
         return self.Bp[(b, jo, k, jj) if self.b_batched else (jo, k, jj)]
 
     def split(self, q, sizes):
@@ -166,7 +193,7 @@ class GemmBuilder:
             col = jo * nr + jj
             pre = (b,) if self.b_batched else ()
             src = self.B[(*pre, col, k)] if self.transpose_b else self.B[(*pre, k, col)]
-            if N % nr:
+            if not isinstance(N, int) or N % nr:
                 src = if_then_else(col < N, src, E.FloatImm(self.dtype, 0.0))
             return S.BufferStore(self.Bp, src, [*pre, jo, k, jj])
 
@@ -183,7 +210,7 @@ class GemmBuilder:
     def micro(self, b, row0, jo, rows: int, full_panel: bool) -> S.Stmt:
         """The ``rows x nr`` tile of C at (row0, jo*nr), accumulated in registers."""
         nr, K = self.nr, self.K
-        ku = GEMV_SPLIT if rows == 1 and K >= 2 * GEMV_SPLIT else 1
+        ku = GEMV_SPLIT if rows == 1 and (not isinstance(K, int) or K >= 2 * GEMV_SPLIT) else 1
         acc = decl_buffer((ku * rows, nr), self.dtype, "acc", scope="local")
         zero = E.FloatImm(self.dtype, 0.0)
         unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
@@ -198,9 +225,13 @@ class GemmBuilder:
 
         parts = [init]
         if ku > 1:
-            parts.append(self.loop("k0", K // ku, S.ForKind.SERIAL, lambda k0: self.loop(
+            kq = K // ku if isinstance(K, int) else E.FloorDiv(K, self.c(ku))
+            parts.append(self.loop("k0", kq, S.ForKind.SERIAL, lambda k0: self.loop(
                 "u", ku, unroll, lambda u: fma(u * rows, k0 * ku + u))))
-            if K % ku:
+            if not isinstance(K, int):
+                parts.append(self.loop("k", E.FloorMod(K, self.c(ku)), S.ForKind.SERIAL,
+                                       lambda k: fma(0, k), lo=kq * self.c(ku)))
+            elif K % ku:
                 parts.append(self.loop("k", K % ku, S.ForKind.SERIAL,
                                        lambda k: fma(0, k), lo=K - K % ku))
             parts.append(self.loop("u", ku - 1, unroll, lambda u: self.loop(
@@ -233,7 +264,10 @@ class GemmBuilder:
         tpb = max(1, self.mc // mr)
         blocks = _ceil_div(tiles, tpb)
         nb = self.batch if self.batched else 1
-        full, part = self.N // nr, self.N % nr
+        if isinstance(self.N, int):
+            full, part = self.N // nr, self.N % nr
+        else:  # symbolic N: the partial panel runs when there is one
+            full, part = E.FloorDiv(self.N, self.c(nr)), E.FloorMod(self.N, self.c(nr))
         last = self.c(full)
 
         def tiles_of(b, ib, jo, full_panel):
@@ -249,12 +283,12 @@ class GemmBuilder:
         parts = []
         if not const or tiles:
             work = tpb * mr * nr * K
-            if full:
+            if not isinstance(full, int) or full:
                 parts.append(self.fused("q", [nb, blocks, full], work,
                                         lambda b, ib, jo: tiles_of(b, ib, jo, True)))
-            if part:
-                parts.append(self.fused("qp", [nb, blocks], work,
-                                        lambda b, ib: tiles_of(b, ib, last, False)))
+            if not isinstance(part, int) or part:
+                parts.append(_when(part, self.fused("qp", [nb, blocks], work,
+                                                    lambda b, ib: tiles_of(b, ib, last, False))))
         if not const or M % mr:
             rest = M % mr if const else E.FloorMod(M, mr)
             base = tiles * mr
@@ -264,11 +298,12 @@ class GemmBuilder:
                                  lambda r: self.micro(b, base + r, jo, 1, full_panel))
 
             work = (rest if const else mr) * nr * K
-            if full:
+            if not isinstance(full, int) or full:
                 parts.append(self.fused("qr", [nb, full], work,
                                         lambda b, jo: rows_of(b, jo, True)))
-            if part:
-                parts.append(self.fused("qrp", [nb], work, lambda b: rows_of(b, last, False)))
+            if not isinstance(part, int) or part:
+                parts.append(_when(part, self.fused("qrp", [nb], work,
+                                                    lambda b: rows_of(b, last, False))))
         return S.SeqStmt(parts)
 
     def build(self, name: str) -> PrimFunc:

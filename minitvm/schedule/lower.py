@@ -26,16 +26,22 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from ..topi.utils import prod as _prod
-from ..topi.utils import static_shape as _shape
 from . import conv_direct, gemm, pool
 from .common import PARALLEL_MIN_WORK, SMALL_REDUCE, LowerCtx, LoweringError
+from .common import const_int as _const_int
+from .common import dims_of as _shape
 from .common import imm as _i
+from .common import index_dtype as _index_dtype
+from .common import is_static as _is_static
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import param_buffer as _param_buffer
+from .common import prod_dims as _prod
+from .common import same_dims as _same_dims
+from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .options import LoweringOptions
+from .raise_patterns import affine
 
 
 # ---------------------------------------------------------------------------------- rules
@@ -47,12 +53,14 @@ class Rule:
     name. ``supported(t, options)`` says whether it takes stage ``t``; ``emit(ctx, t,
     out_buffer, bodies)`` writes the loops. The stage's operands (``attrs["operands"]``, else
     its input tensors) are materialized in buffers (``ctx.buf[id(tensor)]``) before it runs.
+    symbolic: the rule is also asked about stages with symbolic extents (else they skip it).
     """
 
     name: str
     kind: str
     supported: Callable
     emit: Callable
+    symbolic: bool = False
 
 
 def _emit_gemm(ctx, t, buf, bodies):
@@ -64,7 +72,7 @@ def _emit_pool(ctx, t, buf, bodies):
     return pool.emit(ctx, t, buf, ctx.buf[id(t.op.attrs["operands"][0])], ident, combine)
 
 
-_GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm)
+_GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM], "conv2d_nchw": [_GEMM],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
@@ -81,10 +89,21 @@ def select_rule(t, options: LoweringOptions) -> Rule | None:
     """The first rule of ``t``'s tag that supports it, or None (reduction / injective)."""
     if not isinstance(t.op, ComputeOp):
         return None
-    for rule in RULES.get(t.op.tag, ()):
+    rules = RULES.get(t.op.tag, ())
+    if rules and not _static_stage(t):
+        rules = [r for r in rules if r.symbolic]
+    for rule in rules:
         if rule.supported(t, options):
             return rule
     return None
+
+
+def _static_stage(t) -> bool:
+    """Are ``t``'s shape, its operands' shapes and its reduction extents all constants?"""
+    tensors = [t, *t.op.attrs.get("operands", t.op.input_tensors)]
+    if not all(_is_static(x.shape) for x in tensors):
+        return False
+    return all(_const_int(r.dom.extent) is not None for r in t.op.reduce_axis)
 
 # ---------------------------------------------------------------------------------- inlining
 def _is_gemm(t, options: LoweringOptions) -> bool:
@@ -129,14 +148,27 @@ def _inline_all(order, materialize, ctx) -> dict:
                 b = ctx.buf[id(p)]
                 return E.BufferLoad(b, e.indices if e.indices else (_i(0),))
             body = bodies[id(p)]
-            return substitute(body, {iv.var: ix for iv, ix in zip(p.op.axis, e.indices)})
+            return substitute(body, _bind(p.op.axis, e.indices))
 
         bodies[id(t)] = transform_expr(t.op.body, fpost)
     return bodies
 
 
+def _bind(axis, idx) -> dict:
+    """``axis var -> index`` (cast to the var's type when the loop index has another)."""
+    out = {}
+    for iv, ix in zip(axis, idx):
+        v = iv.var if hasattr(iv, "var") else iv
+        if isinstance(ix, int):
+            ix = E.IntImm(v.dtype, ix)
+        elif ix.dtype != v.dtype:
+            ix = E.IntImm(v.dtype, ix.value) if isinstance(ix, E.IntImm) else E.Cast(v.dtype, ix)
+        out[v] = ix
+    return out
+
+
 def _sub_axes(body, axis, idx):
-    return substitute(body, {iv.var: ix for iv, ix in zip(axis, idx)})
+    return substitute(body, _bind(axis, idx))
 
 
 def injective_nest(ctx, t, buf, body):
@@ -144,8 +176,10 @@ def injective_nest(ctx, t, buf, body):
     shape = _shape(t)
     if not shape:
         return S.BufferStore(buf, body, [_i(0)])
-    total = _prod(shape)
     lanes = _lanes(t.dtype)
+    p = transposed_axis(t, body)
+    if p is not None:
+        return transpose_nest(ctx, t, buf, body, p)
 
     def store(outer):
         def at(j):
@@ -154,7 +188,91 @@ def injective_nest(ctx, t, buf, body):
 
         return _vector_inner(ctx, shape[-1], lanes, at)
 
-    return _outer_loops(ctx, list(shape[:-1]), total >= PARALLEL_MIN_WORK, store)
+    if _is_static(shape):
+        return _outer_loops(ctx, list(shape[:-1]), _prod(shape) >= PARALLEL_MIN_WORK, store)
+    return _outer_loops(ctx, list(shape[:-1]), True, store, _static_part(shape[-1:]))
+
+
+TRANSPOSE_TILE = 16  # rows of the output read per tile by a transposing stage
+
+
+def transposed_axis(t, body) -> int | None:
+    """The output axis ``p`` whose index is the innermost (unit-stride) index of a load that the
+    innermost output axis reads across rows (a transpose), or None.
+
+    Such a stage, written row by row, reads one element per cache line of its input; tiling
+    ``p`` keeps those lines in cache while the tile's rows are written.
+    """
+    axis = [iv.var for iv in t.op.axis]
+    if len(axis) < 2:
+        return None
+    last = axis[-1]
+    for ld in post_order(body):
+        if not isinstance(ld, E.BufferLoad) or len(ld.indices) < 2:
+            continue
+        inner = affine(ld.indices[-1])
+        if inner is None or id(last) in inner[0]:
+            continue
+        if not any(id(last) in (affine(i) or ({id(last): 0}, 0))[0] for i in ld.indices[:-1]):
+            continue
+        for k, v in enumerate(axis[:-1]):
+            if id(v) in inner[0] and inner[0][id(v)][1] == 1 and \
+                    _const_int(_shape(t)[k]) != 1:
+                return k
+    return None
+
+
+def transpose_nest(ctx, t, buf, body, p: int) -> S.Stmt:
+    """Injective loops tiled over output axis ``p``: per tile of ``TRANSPOSE_TILE`` values of
+    ``p`` and per vector chunk of the innermost axis, the tile's rows are written while the
+    input lines they gather from stay in cache."""
+    shape = list(_shape(t))
+    n = len(shape)
+    lanes = _lanes(t.dtype)
+    static = _is_static(shape)
+    dt = "int32" if static else _index_dtype(shape)
+    tile = TRANSPOSE_TILE
+    dp, dl = shape[p], shape[-1]
+    others = [k for k in range(n - 1) if k != p]
+
+    def c(v):
+        return E.IntImm(dt, v) if isinstance(v, int) else v
+
+    ntiles = -(-dp // tile) if isinstance(dp, int) else E.FloorDiv(dp + c(tile - 1), c(tile))
+
+    def per_tile(idx):
+        tp = idx[-1] if idx[-1].dtype == dt else E.Cast(dt, idx[-1])
+        lo = tp * c(tile)
+        ext = c(tile) if isinstance(dp, int) and dp % tile == 0 else \
+            E.Min(c(tile), c(dp) - lo)
+
+        def store(pv, j):
+            full = [None] * n
+            for k, v in zip(others, idx[:-1]):
+                full[k] = v
+            full[p], full[-1] = pv, j
+            return S.BufferStore(buf, _sub_axes(body, t.op.axis, full), full)
+
+        nvec = dl // lanes if isinstance(dl, int) else E.FloorDiv(dl, c(lanes))
+        parts = []
+        if not isinstance(nvec, int) or nvec:
+            vo, pv, vi = ctx.fresh("vo", dt), ctx.fresh("p", dt), ctx.fresh("vi", dt)
+            vec = S.For(vi, c(0), c(lanes), S.ForKind.VECTORIZED,
+                        store(pv, vo * c(lanes) + vi))
+            parts.append(S.For(vo, c(0), c(nvec), S.ForKind.SERIAL,
+                               S.For(pv, lo, ext, S.ForKind.SERIAL, vec)))
+        done = nvec * lanes if isinstance(nvec, int) else nvec * c(lanes)
+        if not isinstance(dl, int) or dl - done:
+            tl, pv2 = ctx.fresh("t", dt), ctx.fresh("p", dt)
+            rest = dl - done if isinstance(dl, int) else dl - done
+            parts.append(S.For(tl, c(done), c(rest), S.ForKind.SERIAL,
+                               S.For(pv2, lo, ext, S.ForKind.SERIAL, store(pv2, tl))))
+        return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+    dims = [shape[k] for k in others] + [ntiles]
+    if static:
+        return _outer_loops(ctx, dims, _prod(shape) >= PARALLEL_MIN_WORK, per_tile)
+    return _outer_loops(ctx, dims, True, per_tile, tile * _static_part([dl]))
 
 
 def _reduce_parts(t, body):
@@ -172,30 +290,45 @@ def _reduce_parts(t, body):
 
 
 def reduce_nest(ctx, t, buf, body):
-    """The loop nest of a reduction stage (see the module docstring for the strategies)."""
+    """The loop nest of a reduction stage (see the module docstring for the strategies).
+
+    Output and reduction extents may be symbolic: the loops then run over int64 indices, the
+    vectorized partial sums get a run-time tail, and the outer loop goes parallel at run time
+    when it has enough work.
+    """
     src, ident, combine = _reduce_parts(t, body)
     shape = _shape(t)
     raxes = list(body.axis)
-    rext = [int(r.dom.extent) for r in raxes]
-    rmin = [int(r.dom.min) for r in raxes]
-    rtotal = _prod(rext)
-    work = _prod(shape) * rtotal
+    rext = [_const_int(r.dom.extent) if _const_int(r.dom.extent) is not None else r.dom.extent
+            for r in raxes]
+    rmin = [_const_int(r.dom.min) if _const_int(r.dom.min) is not None else r.dom.min
+            for r in raxes]
+    static = _is_static(shape) and _is_static(rext)
+    rtotal = _prod(rext) if _is_static(rext) else None
     lanes = _lanes(t.dtype)
-    parallel = work >= PARALLEL_MIN_WORK
+    if static:
+        parallel = _prod(shape) * rtotal >= PARALLEL_MIN_WORK
+    else:
+        parallel = True
     if not shape:
         shape = (1,)
         out_axes = []
     else:
         out_axes = list(t.op.axis)
+    rdt = _index_dtype([*rext, *rmin]) if not _is_static([*rext, *rmin]) else "int32"
+
+    def c(v, dt=rdt):
+        return E.IntImm(dt, v) if isinstance(v, int) else v
 
     def src_at(idx, rvals):
-        e = substitute(src, {iv.var: ix for iv, ix in zip(out_axes, idx)})
-        return substitute(e, {r.var: v for r, v in zip(raxes, rvals)})
+        e = _sub_axes(src, out_axes, idx)
+        return _sub_axes(e, raxes, rvals)
 
     def store_idx(idx):
         return idx if out_axes else [_i(0)]
 
-    if rtotal <= SMALL_REDUCE and shape[-1] >= 8 and out_axes:
+    if rtotal is not None and rtotal <= SMALL_REDUCE and out_axes and \
+            (_const_int(shape[-1]) is None or shape[-1] >= 8) and _is_static(rmin):
         # unrolled window, vectorized across the innermost output axis
         points = [[]]
         for mn, ext in zip(rmin, rext):
@@ -212,48 +345,52 @@ def reduce_nest(ctx, t, buf, body):
 
             return _vector_inner(ctx, shape[-1], lanes, at)
 
-        return _outer_loops(ctx, list(shape[:-1]), parallel, store)
+        return _outer_loops(ctx, list(shape[:-1]), parallel, store,
+                            rtotal * _static_part(shape[-1:]))
 
     def per_output(idx):
         sidx = store_idx(idx)
         cur = E.BufferLoad(buf, sidx)
         last = rext[-1]
-        rvars = [ctx.fresh("r") for _ in raxes]
+        rvars = [ctx.fresh("r", rdt) for _ in raxes]
 
         def loops(inner_body, upto):
             s = inner_body
             for k in range(upto - 1, -1, -1):
-                s = S.For(rvars[k], rmin[k], rext[k], S.ForKind.SERIAL, s)
+                s = S.For(rvars[k], c(rmin[k]), c(rext[k]), S.ForKind.SERIAL, s)
             return s
 
         init = S.BufferStore(buf, ident, sidx)
-        if last < 2 * lanes:
+        if _const_int(last) is not None and last < 2 * lanes:
             upd = S.BufferStore(buf, combine(cur, src_at(idx, rvars)), sidx)
             return S.SeqStmt([init, loops(upd, len(raxes))])
         acc = decl_buffer((lanes,), t.dtype, "acc")
-        vi, ko = ctx.fresh("vi"), ctx.fresh("ko")
-        nvec = last // lanes
+        vi, ko = ctx.fresh("vi"), ctx.fresh("ko", rdt)
+        nvec = last // lanes if isinstance(last, int) else E.FloorDiv(last, c(lanes))
         acc_init = S.For(vi, 0, lanes, S.ForKind.VECTORIZED, S.BufferStore(acc, ident, [vi]))
-        vi2 = ctx.fresh("vi")
-        rv = [*rvars[:-1], _i(rmin[-1]) + ko * lanes + vi2]
-        acc_upd = S.For(vi2, 0, lanes, S.ForKind.VECTORIZED, S.BufferStore(
+        vi2 = ctx.fresh("vi", rdt)
+        rv = [*rvars[:-1], c(rmin[-1]) + ko * c(lanes) + vi2]
+        acc_upd = S.For(vi2, c(0), c(lanes), S.ForKind.VECTORIZED, S.BufferStore(
             acc, combine(E.BufferLoad(acc, [vi2]), src_at(idx, rv)), [vi2]))
-        vec_loop = loops(S.For(ko, 0, nvec, S.ForKind.SERIAL, acc_upd), len(raxes) - 1)
+        vec_loop = loops(S.For(ko, c(0), c(nvec), S.ForKind.SERIAL, acc_upd), len(raxes) - 1)
         lane = ctx.fresh("l")
         hsum = S.For(lane, 0, lanes, S.ForKind.SERIAL,
                      S.BufferStore(buf, combine(cur, E.BufferLoad(acc, [lane])), sidx))
         parts = [acc_init, vec_loop, init, hsum]
-        tail = last - nvec * lanes
-        if tail:
-            tv = ctx.fresh("tr")
+        tail = last - nvec * lanes if isinstance(last, int) else last - nvec * c(lanes)
+        if not isinstance(tail, int) or tail:
+            tv = ctx.fresh("tr", rdt)
             rt = [*rvars[:-1], tv]
             upd = S.BufferStore(buf, combine(cur, src_at(idx, rt)), sidx)
-            parts.append(loops(S.For(tv, rmin[-1] + nvec * lanes, tail, S.ForKind.SERIAL, upd),
+            start = rmin[-1] + nvec * lanes if isinstance(nvec, int) and \
+                isinstance(rmin[-1], int) else c(rmin[-1]) + c(nvec) * c(lanes)
+            parts.append(loops(S.For(tv, c(start), c(tail), S.ForKind.SERIAL, upd),
                                len(raxes) - 1))
         body_s = S.SeqStmt(parts)
         return S.Allocate(acc.data, t.dtype, [lanes], True, S.DeclBuffer(acc, body_s))
 
-    return _outer_loops(ctx, list(shape if out_axes else ()), parallel, per_output)
+    work = _static_part(rext) if rtotal is None else rtotal
+    return _outer_loops(ctx, list(shape if out_axes else ()), parallel, per_output, work)
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -274,7 +411,7 @@ def _epilogue_consumer(order, outputs, anchor, materialize):
     if len(users) != 1 or users[0] not in outputs:
         return None
     u = users[0]
-    if _shape(u) != _shape(anchor) or u.dtype != anchor.dtype or isinstance(u.op.body, E.Reduce):
+    if not _same_dims(_shape(u), _shape(anchor)) or u.dtype != anchor.dtype or isinstance(u.op.body, E.Reduce):
         return None
     return u
 
@@ -332,28 +469,58 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         ctx.buf[id(t)] = b
         params.append(b)
     out_bufs = []
+    outputs = list(outputs)
     for k, t in enumerate(outputs):
         if id(t) in ctx.buf:  # an input returned as is: copy it
             src = t
             t = _copy_stage(src)
             order.append(t)
             materialize.add(id(t))
-            outputs = list(outputs)
             outputs[k] = t
         b = _param_buffer(_shape(t) or (1,), t.dtype, f"out{k}")
         ctx.buf[id(t)] = b
         out_bufs.append(b)
+    body = _lower_stages(ctx, order, materialize, outputs)
+    all_params = params + out_bufs
+    if ctx.ws is not None:
+        ws = decl_buffer((max(1, ctx.ws_bytes),), "uint8", "workspace", data=ctx.ws.data)
+        all_params.append(ws)
+    attrs = {"global_symbol": name, "tir.noalias": True}
+    handles = [b.data for b in all_params]
+    return PrimFunc(handles, body, buffer_map={b.data: b for b in all_params},
+                    attrs=attrs), ctx.ws_bytes
+
+
+def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | None = None
+                     ) -> S.Stmt:
+    """The statements computing TE ``outputs`` from ``inputs`` in existing buffers.
+
+    ``buffers`` maps ``id(tensor)`` to the buffer of every input and output tensor; other
+    materialized stages get temporaries allocated inside the returned statement (stack or
+    heap), so it needs no workspace parameter. Extents may be symbolic.
+    """
+    ctx = LowerCtx(options, own_temps=True)
+    order, materialize = plan(outputs, inputs, ctx.options)
+    for t in [*inputs, *outputs]:
+        if id(t) not in buffers:
+            raise LoweringError(f"lower_to_buffers: no buffer for tensor {t.name!r}")
+        ctx.buf[id(t)] = buffers[id(t)]
+    return _lower_stages(ctx, order, materialize, list(outputs))
+
+
+def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
+    """The loop nests of every materialized stage, inside their temporaries' allocations."""
+    options = ctx.options
     # GEMM anchors whose epilogue can run in place share the output's buffer
-    gemm_into = {}
     for t in order:
         if _is_gemm(t, options) and gemm.use_generated_conv(t, options) and id(t) not in ctx.buf:
             # the implicit GEMM writes a [N, O, OH, Wq] grid the epilogue reads
             ctx.buf[id(t)] = ctx.temp(conv_direct.grid_shape(t), t.dtype, t.name)
         elif _is_gemm(t, options):
-            u = _epilogue_consumer(order, list(outputs), t, materialize)
-            if u is not None and id(t) not in ctx.buf:
+            u = _epilogue_consumer(order, outputs, t, materialize)
+            if u is not None and id(t) not in ctx.buf and \
+                    _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
                 ctx.buf[id(t)] = ctx.buf[id(u)]
-                gemm_into[id(t)] = u
     for t in order:
         if id(t) in materialize and id(t) not in ctx.buf:
             ctx.buf[id(t)] = ctx.temp(_shape(t), t.dtype, t.name)
@@ -376,14 +543,7 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         body = S.DeclBuffer(b, body)
     for b in reversed(ctx.stack_temps):
         body = S.Allocate(b.data, b.dtype, [_prod(b.shape)], True, S.DeclBuffer(b, body))
-    all_params = params + out_bufs
-    if ctx.ws is not None:
-        ws = decl_buffer((max(1, ctx.ws_bytes),), "uint8", "workspace", data=ctx.ws.data)
-        all_params.append(ws)
-    attrs = {"global_symbol": name, "tir.noalias": True}
-    handles = [b.data for b in all_params]
-    return PrimFunc(handles, body, buffer_map={b.data: b for b in all_params},
-                    attrs=attrs), ctx.ws_bytes
+    return body
 
 
 def _copy_stage(src):

@@ -14,6 +14,19 @@ kernels run them); Relax uses the same ones. The shape, layout and axis rules bo
 """
 
 from . import utils, layout, shape, tensor, reduce, transform, nn, reference  # noqa: F401
+# TVM's te-level topi API (te tensors in, te tensors out; symbolic shapes), as Relax's
+# legalization and ``bb.emit_te(topi.add, x, y)`` use it
+from . import broadcast, math, manipulation, reduction, nn_te  # noqa: F401,E402
+from .broadcast import (  # noqa: F401,E402
+    add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
+    not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,
+)
+from .math import exp, log, sqrt, rsqrt, tanh, sigmoid, erf, abs, negative, cast  # noqa: F401,E402,A004
+from .manipulation import (  # noqa: F401,E402
+    transpose, reshape, expand_dims, squeeze, concatenate, split, strided_slice, take, repeat,
+    where, full, arange, trilu,
+)
+from .reduction import sum, max, min, prod, mean, argmax, argmin  # noqa: F401,E402,A004
 from .utils import (  # noqa: F401
     get_compute,
     get_reference,

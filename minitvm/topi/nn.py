@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
+from ..tir import op as tir_op
 from .utils import compute, fast_exp, ishape, out_tensor_types, static_shape
 
 
@@ -128,7 +129,7 @@ def _conv2d(attrs, inputs, out_type):
         ix = xx * sw + rx * dw - pl
         if padded:
             cond, v = padded_load(x, (b, ic, iy, ix), (2, 3), (h, wd))
-            v = E.Select(cond, v, E.FloatImm(x.dtype, 0.0))
+            v = E.Select(cond, v, E.const(0, x.dtype))
         else:
             v = x[b, ic, iy, ix]
         return te.sum(_acc(v, t.dtype) * _acc(w[oc, rc, ry, rx], t.dtype), axis=[rc, ry, rx])
@@ -168,7 +169,8 @@ def _pool(kind):
             def body(b, c, y, xx):
                 cond, v = src(b, c, y, xx)
                 if cond is not None:
-                    v = E.Select(cond, v, E.FloatImm(x.dtype, float("-inf")))
+                    v = E.Select(cond, v, E.FloatImm(x.dtype, float("-inf"))
+                                 if "float" in x.dtype else tir_op.min_value(x.dtype))
                 return te.max(v, axis=[ry, rx])
 
             return [te.compute(shape, body, name="max_pool2d", tag="pool2d_window",
@@ -177,7 +179,7 @@ def _pool(kind):
         def body(b, c, y, xx):
             cond, v = src(b, c, y, xx)
             if cond is not None:
-                v = E.Select(cond, v, E.FloatImm(x.dtype, 0.0))
+                v = E.Select(cond, v, E.const(0, x.dtype))
             return te.sum(v, axis=[ry, rx])
 
         summed = te.compute(shape, body, name="avg_pool_sum", tag="pool2d_window", attrs=info)
@@ -236,7 +238,7 @@ compute("nn.global_avg_pool2d")(_global_pool("avg"))
 compute("nn.global_max_pool2d")(_global_pool("max"))
 
 
-def _softmax_parts(attrs, inputs, out_type):
+def _softmax_parts(attrs, inputs, out_type, exp=None):
     t = out_tensor_types(out_type)[0]
     shape = static_shape(t)
     x = inputs[0]
@@ -253,27 +255,29 @@ def _softmax_parts(attrs, inputs, out_type):
         return tuple(_i(0) if d == axis else i[d] for d in range(nd))
 
     mx = te.compute(rshape, lambda *i: te.max(x[at(i, k1)], axis=k1), name="softmax_max")
-    ex = te.compute(rshape, lambda *i: te.sum(fast_exp(x[at(i, k2)] - mx[i]), axis=k2),
+    exp = exp or tir_op.exp  # IEEE exp (inf/nan propagate); fast_softmax passes fast_exp
+    ex = te.compute(rshape, lambda *i: te.sum(exp(x[at(i, k2)] - mx[i]), axis=k2),
                     name="softmax_sum")
     return shape, x, mx, ex, red_idx
 
 
-@compute("nn.softmax")
-def _softmax(attrs, inputs, out_type):
-    shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
-    one = E.FloatImm(x.dtype, 1.0)
-    inv = te.compute(ishape(ex), lambda *i: one / ex[i], name="softmax_inv")
-    return [te.compute(shape, lambda *i: fast_exp(x[i] - mx[red_idx(i)]) * inv[red_idx(i)],
-                       name="softmax")]
+def _softmax_with(exp):
+    def fcompute(attrs, inputs, out_type):
+        shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type, exp)
+        one = E.FloatImm(x.dtype, 1.0)
+        inv = te.compute(ishape(ex), lambda *i: one / ex[i], name="softmax_inv")
+        return [te.compute(shape, lambda *i: exp(x[i] - mx[red_idx(i)]) * inv[red_idx(i)],
+                           name="softmax")]
+
+    return fcompute
 
 
-compute("nn.fast_softmax")(_softmax)
+_softmax = compute("nn.softmax")(_softmax_with(tir_op.exp))
+compute("nn.fast_softmax")(_softmax_with(fast_exp))
 
 
 @compute("nn.log_softmax")
 def _log_softmax(attrs, inputs, out_type):
-    from ..tir import op as tir_op
-
     shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
     lg = te.compute(ishape(ex), lambda *i: tir_op.log(ex[i]), name="log_softmax_log")
     return [te.compute(shape, lambda *i: x[i] - mx[red_idx(i)] - lg[red_idx(i)],
@@ -285,7 +289,7 @@ def _prelu(attrs, inputs, out_type):
     shape = static_shape(out_tensor_types(out_type)[0])
     x, a = inputs
     axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
-    zero = E.FloatImm(x.dtype, 0.0)
+    zero = E.const(0, x.dtype)
     return [te.compute(shape, lambda *i: E.Select(x[i] > zero, x[i], x[i] * a[i[axis]]),
                        name="prelu")]
 
@@ -301,3 +305,23 @@ def _dropout(attrs, inputs, out_type):
     mask = te.compute(static_shape(ts[1]), lambda *i: E.FloatImm(ts[1].dtype, 1.0),
                       name="dropout_mask")
     return [out, mask]
+
+
+# TVM's te-level ``topi.nn`` API (te tensors in and out, symbolic shapes; ``topi.nn_te``), as
+# custom legalizations write ``bb.call_te(topi.nn.relu, x)``
+from .manipulation import pad  # noqa: E402,F401
+from .math import relu  # noqa: E402,F401
+from .nn_te import (  # noqa: E402,F401
+    adaptive_avg_pool2d,
+    attention,
+    batch_norm,
+    gelu,
+    group_norm,
+    layer_norm,
+    leaky_relu,
+    log_softmax,
+    relu6,
+    rms_norm,
+    silu,
+    softmax,
+)

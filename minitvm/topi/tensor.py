@@ -13,7 +13,6 @@ from .utils import (
     fconst,
     load_bcast,
     out_tensor_types,
-    sigmoid,
     static_shape,
 )
 
@@ -26,22 +25,28 @@ def _log(x):
     return tir_op.log(x)
 
 
+def _sign(x):
+    s = E.Select(x > fconst(0, x.dtype), fconst(1, x.dtype),
+                 E.Select(x < fconst(0, x.dtype), fconst(-1, x.dtype), fconst(0, x.dtype)))
+    return E.Select(tir_op.isnan(x), x, s) if x.dtype.startswith("float") else s  # sign(nan)=nan
+
+
 _UNARY = {
     "negative": lambda x: -x,
-    "exp": fast_exp, "fast_exp": fast_exp,
+    # exp/tanh/erf/sigmoid: the IEEE intrinsics (codegen's vmath: inf/nan propagate, no early
+    # overflow); the fast_* variants are FastMath's approximations
+    "exp": tir_op.exp, "fast_exp": fast_exp,
     "log": _log, "log2": tir_op.log2, "log10": tir_op.log10,
     "sqrt": tir_op.sqrt, "rsqrt": lambda x: E.FloatImm(x.dtype, 1.0) / tir_op.sqrt(x),
-    "tanh": fast_tanh, "fast_tanh": fast_tanh, "sigmoid": sigmoid,
-    "erf": fast_erf, "fast_erf": fast_erf,
+    "tanh": tir_op.tanh, "fast_tanh": fast_tanh, "sigmoid": tir_op.sigmoid,
+    "erf": tir_op.erf, "fast_erf": fast_erf,
     "abs": tir_op.abs, "floor": tir_op.floor, "ceil": tir_op.ceil, "trunc": tir_op.trunc,
     "round": tir_op.round, "sin": tir_op.sin, "cos": tir_op.cos, "tan": tir_op.tan,
     "asin": tir_op.asin, "acos": tir_op.acos, "atan": tir_op.atan, "sinh": tir_op.sinh,
     "cosh": tir_op.cosh, "asinh": tir_op.asinh, "acosh": tir_op.acosh, "atanh": tir_op.atanh,
     "copy": lambda x: x, "stop_gradient": lambda x: x,
     "nn.relu": lambda x: E.Max(x, fconst(0, x.dtype)),
-    "sign": lambda x: E.Select(x > fconst(0, x.dtype), fconst(1, x.dtype),
-                               E.Select(x < fconst(0, x.dtype), fconst(-1, x.dtype),
-                                        fconst(0, x.dtype))),
+    "sign": lambda x: _sign(x),
     "logical_not": lambda x: E.Not(x),
     "bitwise_not": tir_op.bitwise_not,
     "isnan": tir_op.isnan, "isinf": tir_op.isinf, "isfinite": tir_op.isfinite,

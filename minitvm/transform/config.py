@@ -118,8 +118,10 @@ _R("transform.verify_each", bool, False,
 _R("transform.dump_ir_dir", str, "", "write the IR after every pass into this directory")
 _R("transform.bisect_limit", int, -1,
    "run only the first N passes of the pipeline (-1: all), printing which ran")
-_R("transform.crash_reproducer", bool, True, "write a reproducer file when a pass raises")
-_R("transform.reproducer_dir", str, "", "directory for crash reproducers (default: temp dir)")
+_R("transform.crash_reproducer", bool, False,
+   "write a reproducer file when a pass raises (opt-in; also MINITVM_CRASH_REPRODUCER=1)")
+_R("transform.reproducer_dir", str, "",
+   "directory for crash reproducers (default: temp dir); setting it opts in to reproducers")
 del _R
 
 #: Options whose presence (with a non-default value) switches passes to the instrumented path.

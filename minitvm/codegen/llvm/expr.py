@@ -186,10 +186,12 @@ class ExprEmitter:
             if t is E.FloorMod:
                 q = self._intrin("llvm.floor", [bld.fdiv(a, b, flags=f)])
                 return bld.fsub(a, bld.fmul(q, b, flags=f), flags=f)
-            if t is E.Min:
-                return bld.select(bld.fcmp_ordered("<", a, b), a, b)
-            if t is E.Max:
-                return bld.select(bld.fcmp_ordered(">", a, b), a, b)
+            if t in (E.Min, E.Max):
+                res = bld.select(bld.fcmp_ordered("<" if t is E.Min else ">", a, b), a, b)
+                if "fast" in f:
+                    return res
+                # IEEE (numpy's minimum/maximum): a NaN in either operand gives NaN
+                return bld.select(bld.fcmp_unordered("uno", a, a), a, res)
         unsigned = T.is_unsigned(dtype)
         nsw = () if unsigned else ("nsw",)
         if t is E.Add:
@@ -198,26 +200,8 @@ class ExprEmitter:
             return bld.sub(a, b, flags=nsw)
         if t is E.Mul:
             return bld.mul(a, b, flags=nsw)
-        if t is E.Div:
-            return bld.udiv(a, b) if unsigned else bld.sdiv(a, b)
-        if t is E.Mod:
-            return bld.urem(a, b) if unsigned else bld.srem(a, b)
-        if t is E.FloorDiv:
-            if unsigned:
-                return bld.udiv(a, b)
-            q, r = bld.sdiv(a, b), bld.srem(a, b)
-            zero = T.const(a.type, 0)
-            fix = bld.and_(bld.icmp_signed("!=", r, zero),
-                           bld.icmp_signed("<", bld.xor(r, b), zero))
-            return bld.sub(q, bld.zext(fix, a.type))
-        if t is E.FloorMod:
-            if unsigned:
-                return bld.urem(a, b)
-            r = bld.srem(a, b)
-            zero = T.const(a.type, 0)
-            fix = bld.and_(bld.icmp_signed("!=", r, zero),
-                           bld.icmp_signed("<", bld.xor(r, b), zero))
-            return bld.select(fix, bld.add(r, b), r)
+        if t in (E.Div, E.Mod, E.FloorDiv, E.FloorMod):
+            return self._int_division(t, a, b, unsigned)
         if t is E.Min:
             cmp = bld.icmp_unsigned if unsigned else bld.icmp_signed
             return bld.select(cmp("<", a, b), a, b)
@@ -225,6 +209,40 @@ class ExprEmitter:
             cmp = bld.icmp_unsigned if unsigned else bld.icmp_signed
             return bld.select(cmp(">", a, b), a, b)
         raise NotImplementedError(f"binary op {t.__name__} on {dtype}")
+
+    def _int_division(self, t, a, b, unsigned: bool):
+        """Integer ``/ % // floormod`` that never traps: ``x / 0`` and ``x % 0`` give 0 (numpy's
+        convention) and ``INT_MIN / -1`` wraps to INT_MIN (remainder 0), where LLVM's sdiv/srem
+        would raise SIGFPE. A constant divisor other than 0 and -1 needs no guard."""
+        bld = self.builder
+        zero = T.const(a.type, 0)
+        safe = isinstance(b, ir.Constant) and isinstance(b.constant, int) and \
+            b.constant not in (0, -1)
+        is_zero = None
+        if not safe:
+            is_zero = bld.icmp_unsigned("==", b, zero)
+            bad = is_zero
+            if not unsigned:
+                width = a.type.element.width if isinstance(a.type, ir.VectorType) \
+                    else a.type.width
+                is_min = bld.icmp_signed("==", a, T.const(a.type, -(1 << (width - 1))))
+                bad = bld.or_(bad, bld.and_(is_min, bld.icmp_signed("==", b, T.const(a.type, -1))))
+            b = bld.select(bad, T.const(a.type, 1), b)
+        if unsigned:
+            res = bld.udiv(a, b) if t in (E.Div, E.FloorDiv) else bld.urem(a, b)
+        elif t is E.Div:
+            res = bld.sdiv(a, b)
+        elif t is E.Mod:
+            res = bld.srem(a, b)
+        else:
+            r = bld.srem(a, b)
+            fix = bld.and_(bld.icmp_signed("!=", r, zero),
+                           bld.icmp_signed("<", bld.xor(r, b), zero))
+            if t is E.FloorDiv:
+                res = bld.sub(bld.sdiv(a, b), bld.zext(fix, a.type))
+            else:
+                res = bld.select(fix, bld.add(r, b), r)
+        return res if is_zero is None else bld.select(is_zero, zero, res)
 
     def _ramp_arith(self, t, a, b):
         bld = self.builder

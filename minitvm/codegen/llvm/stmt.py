@@ -410,6 +410,8 @@ class StmtEmitter:
                 stv = st if isinstance(st, ir.Value) else ir.Constant(T.I64, st)
                 v = self._ramp_mul(v, stv)
             off = v if off is None else self._ramp_add(off, v)
+        if off is None:  # a 0-d buffer: its only element
+            off = ir.Constant(T.I64, 0)
         eo = _const_int(buf.elem_offset)
         if eo is None:
             off = self._ramp_add(off, self.to_i64(self.emit_scalar(buf.elem_offset)))

@@ -21,3 +21,4 @@ from .create import (
 )
 from . import binary, unary, datatype, manipulate, index, linear_algebra, statistical, search
 from . import closure, create, nn
+from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)

@@ -28,3 +28,18 @@ from .bind_params import BindParams  # noqa: F401
 from .bind_symbolic_vars import BindSymbolicVars  # noqa: F401
 from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: F401
 from .attach_global_symbol import AttachGlobalSymbol  # noqa: F401
+from .call_tir_rewrite import CallTIRRewrite  # noqa: F401
+from .rewrite_dataflow_reshape import RewriteDataflowReshape  # noqa: F401
+from .static_plan_block_memory import StaticPlanBlockMemory  # noqa: F401
+from .lower_alloc_tensor import LowerAllocTensor  # noqa: F401
+from .kill_after_last_use import KillAfterLastUse  # noqa: F401
+from .vm_builtin_lower import LowerRuntimeBuiltin, VMBuiltinLower  # noqa: F401
+from .vm_shape_lower import VMShapeLower  # noqa: F401
+from .fuse_ops import FuseOps  # noqa: F401
+from .fuse_tir import FuseTIR  # noqa: F401
+from .fuse_ops_by_pattern import (  # noqa: F401
+    FuseOpsByPattern, FusionPattern, PatternCheckContext,
+)
+from .merge_composite_functions import MergeCompositeFunctions  # noqa: F401
+from .legalize_ops import LegalizeOps  # noqa: F401
+from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: F401

@@ -3,6 +3,8 @@
 from .free_vars import all_vars, bound_vars, free_type_vars, free_vars, all_type_vars, bound_type_vars
 from ..expr_functor import post_order_visit
 from .well_formed import check_well_formed, well_formed
+from .feature import Feature, detect_feature  # noqa: F401
+from .kind_check import check_kind  # noqa: F401
 from .model_stats import (
     check_constant, count_layers, extract_fused_functions, get_total_mac_number, list_op_freqs,
     search_fc_transpose,

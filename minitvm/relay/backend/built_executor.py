@@ -8,8 +8,6 @@ the interpreter instead and records why in ``build_error``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.type import TupleType
@@ -79,9 +77,7 @@ class CompiledExecutor(Interpreter):
         def _run(*args, **kwargs):
             args = convert_kwargs(func, args, kwargs, "main")
             values = check_args(func, args, "main")
-            for e, v in zip(entries, values):
-                np.copyto(gm._views[e], v)
-            gm._unset.clear()  # every parameter was just written
+            gm._write_all_inputs(entries, values)  # every parameter, no per-name lookups
             gm.run()
             outs = [NDArray(gm.get_output(k).numpy().copy())
                     for k in range(gm.get_num_outputs())]

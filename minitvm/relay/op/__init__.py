@@ -6,4 +6,11 @@ from .tensor import *
 from .transform import *
 from .reduce import *
 from .annotation import *
+from . import algorithm, scan_scatter, matrix, indexing, image  # noqa: E402
+from .algorithm import *
+from .scan_scatter import *
+from .matrix import *
+from .indexing import *
 from . import _topi  # noqa: E402,F401  (attaches the shared computes as FTECompute)
+from . import _tensor_grad  # noqa: E402,F401  (FPrimalGradient of the ops)
+from . import dyn  # noqa: E402,F401  (dyn.* ops with run-time shape arguments)

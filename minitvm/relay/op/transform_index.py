@@ -423,3 +423,14 @@ def reverse_sequence(data, seq_lengths, seq_axis: int = 1, batch_axis: int = 0) 
 
 __all__ += ["SliceLikeAttrs", "GatherNDAttrs", "SequenceMaskAttrs", "ReverseSequenceAttrs",
             "slice_like", "gather_nd", "sequence_mask", "reverse_sequence"]
+
+
+def _attach_broadcast_to_attrs() -> None:
+    """broadcast_to carries InitOpAttrs (its target ``shape``), as in TVM: declaring the attrs
+    type lets the text parser rebuild ``broadcast_to(%x, shape=[...])``."""
+    from .tensor import InitOpAttrs
+
+    Op.get("broadcast_to").attrs_type = InitOpAttrs
+
+
+_attach_broadcast_to_attrs()

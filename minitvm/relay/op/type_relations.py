@@ -140,7 +140,16 @@ def reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "reduce") -> Ten
     check_num_args(op_name, arg_types, 1)
     t = tensor_arg(arg_types, 0, op_name)
     axes = reduce_axes(len(t.shape), attrs.axis, attrs.exclude, op_name)
+    if op_name in _NO_IDENTITY:
+        for ax in axes:
+            d = t.shape[ax]
+            if getattr(d, "value", d) == 0:  # static zero-size axis: no element to pick
+                raise ValueError(f"{op_name}: cannot reduce over axis {ax} of size 0 of "
+                                 f"{type_str(t)} ({op_name} has no identity value)")
     return TensorType(reduce_shape(t.shape, axes, attrs.keepdims), t.dtype)
+
+
+_NO_IDENTITY = ("max", "min", "argmax", "argmin")
 
 
 def arg_reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "argreduce") -> TensorType:

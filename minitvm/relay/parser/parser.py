@@ -52,17 +52,33 @@ from .tokenizer import EOF, GLOBAL, IDENT, LOCAL, METADATA, NUMBER, PUNCT, STRIN
 _BINARY = {"*": (3, "multiply"), "/": (3, "divide"), "+": (2, "add"), "-": (2, "subtract"),
            "<": (1, "less"), ">": (1, "greater"), "<=": (1, "less_equal"),
            ">=": (1, "greater_equal"), "==": (1, "equal"), "!=": (1, "not_equal")}
-_DTYPE_PREFIXES = ("float", "int", "uint", "bfloat", "custom")
 _STMT_STARTS = ("let", "free_var")
+# attributes whose numbers are integers whatever their default (often None) says
+_INT_ATTRS = frozenset((
+    "axis", "axes", "shape", "newshape", "begin", "end", "strides", "pad_width", "padding",
+    "dilation", "groups", "channels", "kernel_size", "pool_size", "units", "output_size",
+    "indices_or_sections", "k", "depth", "repeats", "reps", "batch_dims", "num_newaxis",
+    "num_outputs", "seq_axis", "batch_axis", "block_size", "output_padding", "stride"))
+_DTYPE_ATTRS = frozenset(("dtype", "out_dtype"))  # not ret_type: topk's is "both"/"values"/...
 _ARG_END = (",", ")")
+MAX_ATTR_DEPTH = 64  # attribute values are small (lists of ints, maybe of lists)
+
+
+_DTYPE_BITS = {"int": (1, 8, 16, 32, 64), "uint": (1, 8, 16, 32, 64), "float": (16, 32, 64),
+               "bfloat": (16,)}
 
 
 def _is_dtype(name: str) -> bool:
+    """``bool``, ``handle``, ``void`` or a known width of int/uint/float/bfloat, with optional
+    ``xLANES`` (``float32x4``); ``custom...`` types are passed through."""
     if name in ("bool", "handle", "void"):
         return True
-    for p in _DTYPE_PREFIXES:
-        if name.startswith(p) and name[len(p):].replace("x", "").isdigit():
-            return True
+    if name.startswith("custom"):
+        return True
+    for p, widths in _DTYPE_BITS.items():
+        if name.startswith(p) and name[len(p):len(p) + 1].isdigit():
+            bits, _, lanes = name[len(p):].partition("x")
+            return bits.isdigit() and int(bits) in widths and (not lanes or lanes.isdigit())
     return False
 
 
@@ -191,8 +207,11 @@ class Parser:
         self.next()
         try:
             table = decode_meta_section(t[1])
-        except (ValueError, KeyError, TypeError) as e:
-            raise self.error(f"invalid metadata section: {e}", t) from None
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError,
+                RecursionError) as e:  # deep JSON nesting is a RecursionError in json.loads
+            what = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+            raise self.error(f"invalid metadata section: {type(e).__name__}: {what}",
+                             t) from None
         for key, nodes in self.meta.items():
             table.setdefault(key, []).extend(nodes)
         self.meta = table
@@ -312,6 +331,10 @@ class Parser:
 
     # ------------------------------------------------------------------ types
     def parse_type(self):
+        """One type; nesting (tuples of tuples, fn types) runs on the explicit stack."""
+        return trampoline.run(self._type())
+
+    def _type(self):
         t = self.peek()
         kind, value = t[0], t[1]
         if kind == PUNCT:
@@ -319,7 +342,7 @@ class Parser:
                 self.next()
                 fields, trailing = [], False
                 while not self.at(")"):
-                    fields.append(self.parse_type())
+                    fields.append((yield self._type()))
                     trailing = self.accept(",")
                     if not trailing:
                         break
@@ -342,17 +365,17 @@ class Parser:
                 self.expect("(")
                 args = []
                 while not self.at(")"):
-                    args.append(self.parse_type())
+                    args.append((yield self._type()))
                     if not self.accept(","):
                         break
                 self.expect(")")
                 self.expect("->")
-                ret = self.parse_type()
+                ret = (yield self._type())
                 self.pop_scope()
                 return FuncType(args, ret, tparams)
             if value == "ref" and self.at("("):
                 self.next()
-                inner = self.parse_type()
+                inner = (yield self._type())
                 self.expect(")")
                 return RelayRefType(inner)
             stack = self.type_env.get(value)
@@ -363,14 +386,14 @@ class Parser:
                 if self.accept("["):
                     args = []
                     while not self.at("]"):
-                        args.append(self.parse_type())
+                        args.append((yield self._type()))
                         if not self.accept(","):
                             break
                     self.expect("]")
                     return TypeCall(gtv, args)
                 return gtv
             if _is_dtype(value):
-                return TensorType((), value)
+                return self._make_tensor_type((), t)
             raise self.error(f"unknown type {value!r}", t)
         raise self.error(f"expected a type, found {_describe(t)}")
 
@@ -382,7 +405,7 @@ class Parser:
             t = self.peek()
             if t[0] == NUMBER:
                 self.next()
-                dims.append(int(t[1][0]))
+                dims.append(self._index_value(t, "a dimension"))
             elif self.accept("?"):
                 dims.append(Any())
             elif self.at("meta"):
@@ -397,12 +420,49 @@ class Parser:
         if not _is_dtype(dtype_tok[1]):
             raise self.error(f"unknown dtype {dtype_tok[1]!r}", dtype_tok)
         self.expect("]")
-        return TensorType(dims, dtype_tok[1])
+        return self._make_tensor_type(dims, dtype_tok)
+
+    def _make_tensor_type(self, dims, dtype_tok) -> TensorType:
+        try:
+            return TensorType(dims, dtype_tok[1])
+        except (ValueError, TypeError) as err:
+            raise self.error(f"invalid tensor type: {err}", dtype_tok) from None
+
+    def _index_value(self, tok, what: str) -> int:
+        """An integer literal used as a dimension or index: an integer, 0 <= value < 2**63."""
+        value, dtype = tok[1]
+        if not dtype.startswith(("int", "uint")) or not isinstance(value, int):
+            raise self.error(f"{what} must be an integer, found {_describe(tok)}", tok)
+        if value >= 1 << 63:
+            raise self.error(f"{what} {value} does not fit in int64", tok)
+        return value
+
+    def literal(self, value, dtype: str, tok) -> Constant:
+        """A scalar constant; a value outside ``dtype``'s range is a ParseError."""
+        if dtype.startswith(("int", "uint")):
+            info = np.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise self.error(f"literal {value} is out of range for {dtype} "
+                                 f"[{info.min}, {info.max}]", tok)
+        else:
+            with np.errstate(over="ignore"):
+                cast = np.array(value, dtype=dtype)
+            if np.isinf(cast) and np.isfinite(value) or np.isinf(value):
+                raise self.error(f"literal {value!r} is out of range for {dtype}", tok)
+            return Constant(cast)
+        return Constant(np.array(value, dtype=dtype))
 
     # ------------------------------------------------------------------ attribute values
     def parse_attr_value(self):
+        """One attribute value; nested lists/dicts run on the explicit stack."""
+        return trampoline.run(self._attr_value())
+
+    def _attr_value(self, depth: int = 0):
         t = self.next()
         kind, value = t[0], t[1]
+        if depth > MAX_ATTR_DEPTH:
+            raise self.error(f"attribute value nested more than {MAX_ATTR_DEPTH} levels deep",
+                             t)
         if kind == NUMBER:
             return value[0]
         if kind == STRING:
@@ -414,7 +474,7 @@ class Parser:
             if value == "[":
                 items = []
                 while not self.at("]"):
-                    items.append(self.parse_attr_value())
+                    items.append((yield self._attr_value(depth + 1)))
                     if not self.accept(","):
                         break
                 self.expect("]")
@@ -424,9 +484,10 @@ class Parser:
             if value == "{":
                 items = {}
                 while not self.at("}"):
-                    key = self.parse_attr_value() if not self.peek()[0] == IDENT else self.next()[1]
+                    key = self.next()[1] if self.peek()[0] == IDENT else \
+                        (yield self._attr_value(depth + 1))
                     self.expect("=")
-                    items[key] = self.parse_attr_value()
+                    items[key] = (yield self._attr_value(depth + 1))
                     if not self.accept(","):
                         break
                 self.expect("}")
@@ -451,7 +512,7 @@ class Parser:
         idx_tok = self.expect_kind(NUMBER)
         self.expect("]")
         entries = self.meta.get(key)
-        index = int(idx_tok[1][0])
+        index = self._index_value(idx_tok, "a metadata index")
         if entries is None or index >= len(entries):
             raise self.error(f"meta[{key}][{index}] is not in the metadata section", start,
                              "print with astext(show_meta_data=True) or pass init_meta_table")
@@ -553,11 +614,36 @@ class Parser:
                 expr = self.make_call(expr, args, kwargs, attrs, tok)
             elif self.at(".") and self.peek(1)[0] == NUMBER:
                 self.next()
-                expr = TupleGetItem(expr, int(self.next()[1][0]))
+                expr = TupleGetItem(expr, self._index_value(self.next(), "a tuple index"))
             else:
                 return expr
 
+    def check_attr_values(self, callee, kwargs: dict, tok) -> None:
+        """Integer attributes (``axis=1.5``, ``shape=[2.5]``) and dtype names are checked here,
+        with the call's position, instead of being truncated or failing later."""
+        defaults = dict(getattr(callee.attrs_type, "_fields", ()) or ())
+        for key, value in kwargs.items():
+            default = defaults.get(key)
+            if key in _DTYPE_ATTRS and isinstance(value, str) and value and \
+                    not _is_dtype(value):
+                raise self.error(f"attribute {key}={value!r} is not a known dtype", tok)
+            is_int = key in _INT_ATTRS or (isinstance(default, int) and
+                                           not isinstance(default, bool))
+            if not is_int:
+                continue
+            stack = [value]
+            while stack:
+                v = stack.pop()
+                if isinstance(v, tuple | list):
+                    stack.extend(v)
+                elif isinstance(v, float):
+                    raise self.error(f"attribute {key} must hold integers, got {v!r}", tok)
+                elif isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):
+                    raise self.error(f"attribute {key} value {v} does not fit in int64", tok)
+
     def make_call(self, callee, args, kwargs, attrs, tok) -> Call:
+        if isinstance(callee, Op) and kwargs:
+            self.check_attr_values(callee, kwargs, tok)
         try:
             if isinstance(callee, Op):
                 if attrs is None and callee.attrs_type is not None:
@@ -586,7 +672,7 @@ class Parser:
             return gv
         if kind == NUMBER:
             self.next()
-            return _scalar(value[0], value[1])
+            return self.literal(value[0], value[1], t)
         if kind == PUNCT:
             if value == "(":
                 return (yield self._paren())
@@ -594,7 +680,7 @@ class Parser:
                 self.next()
                 if self.peek()[0] == NUMBER:
                     num = self.next()[1]
-                    return _scalar(-num[0], num[1])
+                    return self.literal(-num[0], num[1], t)
                 operand = yield self._postfix()
                 return self.make_call(Op.get("negative"), [operand], {}, None, t)
         elif kind == IDENT:
@@ -723,6 +809,10 @@ class Parser:
         return Match(data, clauses, complete)
 
     def parse_pattern(self):
+        """One match pattern; nested patterns run on the explicit stack."""
+        return trampoline.run(self._pattern())
+
+    def _pattern(self):
         t = self.peek()
         if t[0] == LOCAL:
             return PatternVar(self.parse_binding_var())
@@ -731,7 +821,7 @@ class Parser:
         if self.accept("("):
             pats = []
             while not self.at(")"):
-                pats.append(self.parse_pattern())
+                pats.append((yield self._pattern()))
                 if not self.accept(","):
                     break
             self.expect(")")
@@ -741,16 +831,12 @@ class Parser:
             pats = []
             if self.accept("("):
                 while not self.at(")"):
-                    pats.append(self.parse_pattern())
+                    pats.append((yield self._pattern()))
                     if not self.accept(","):
                         break
                 self.expect(")")
             return PatternConstructor(self.ctors[t[1]], pats)
         raise self.error(f"expected a pattern, found {_describe(t)}", t)
-
-
-def _scalar(value, dtype: str) -> Constant:
-    return Constant(np.array(value, dtype=dtype))
 
 
 def _describe(tok) -> str:

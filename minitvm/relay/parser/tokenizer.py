@@ -123,9 +123,14 @@ def tokenize(src: Source) -> list[tuple]:
         elif kind in ("int", "float"):
             if tokens and tokens[-1][1] == "." and tokens[-1][0] == PUNCT:
                 m = _INT_ONLY.match(text, pos)  # %t.0.1: tuple indices, not a float
+                if len(m.group()) > 18:
+                    raise src.error(pos, f"tuple index {m.group()[:20]}... is too large")
                 append((NUMBER, (int(m.group()), "int32"), pos))
             else:
-                append((NUMBER, _number(m), pos))
+                try:
+                    append((NUMBER, _number(m), pos))
+                except (ValueError, OverflowError) as err:  # e.g. Python's digit limit
+                    raise src.error(pos, f"invalid number literal: {err}") from None
         elif kind == "global":
             append((GLOBAL, m.group(kind)[1:], pos))
         elif kind == "string":
@@ -150,4 +155,6 @@ def _number(m) -> tuple:
     suffix = m.group("isuf") or ""
     body = text[: len(text) - len(suffix)]
     dtype = _SUFFIX_DTYPE.get(suffix, "int32")
+    if not dtype.startswith("float") and len(body) > 40:  # beyond every integer dtype
+        raise ValueError(f"{body[:20]}... ({len(body)} digits) is out of range for {dtype}")
     return (float(body) if dtype.startswith("float") else int(body)), dtype

@@ -121,18 +121,25 @@ class TypeAndAttrPrinter:
 
     # ------------------------------------------------------------------ types
     def type(self, t) -> str:
+        """``t`` as text. Nested types are printed bottom-up from an explicit stack, memoized by
+        identity (a type's structural hash would itself recurse on a 5,000-deep tuple type)."""
         memo = self._type_memo
-        try:
-            text = memo.get(t)
-        except TypeError:  # an unhashable type-like value
-            text = None
-        if text is None:
-            text = self._type(t)
-            try:
-                memo[t] = text
-            except TypeError:
-                pass
-        return text
+        hit = memo.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        stack = [(t, False)]
+        while stack:
+            node, ready = stack.pop()
+            hit = memo.get(id(node))
+            if hit is not None and hit[0] is node:
+                continue
+            kids = _type_children(node)
+            if ready or not kids:
+                memo[id(node)] = (node, self._type(node))
+                continue
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+        return memo[id(t)][1]
 
     def _dim(self, d) -> str:
         if isinstance(d, int):
@@ -182,3 +189,16 @@ class TypeAndAttrPrinter:
                 text += "(" + ", ".join(self.type(i) for i in c.inputs) + ")"
             ctors.append("  " + text + ",")
         return head + " {\n" + "\n".join(ctors) + ("\n" if ctors else "") + "}"
+
+
+def _type_children(t) -> tuple:
+    """The types printed inside ``t`` (printed first, so ``t``'s own text finds them memoized)."""
+    if isinstance(t, TupleType):
+        return tuple(t.fields)
+    if isinstance(t, FuncType):
+        return (*t.type_params, *t.arg_types, t.ret_type)
+    if isinstance(t, RelayRefType):
+        return (t.value,)
+    if isinstance(t, TypeCall):
+        return (t.func, *t.args)
+    return ()

@@ -74,11 +74,16 @@ def _encode(key: str, node) -> dict:
     entry = {"type_key": key}
     data = getattr(node, "data", None)
     if key == "relay.Constant" and data is not None:
-        arr = np.ascontiguousarray(data.numpy())
+        arr = np.array(data.numpy(), order="C")  # ascontiguousarray would make a 0-d array 1-d
         little = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         entry["dtype"] = str(arr.dtype)
         entry["shape"] = list(arr.shape)
         entry["data"] = base64.b64encode(little.tobytes()).decode("ascii")
+    elif key == "VirtualDevice":
+        entry["device_type_int"] = node.device_type_int
+        entry["virtual_device_id"] = node.virtual_device_id
+        entry["target"] = None if node.target is None else str(node.target)
+        entry["memory_scope"] = node.memory_scope
     elif key.startswith("tir.") and hasattr(node, "name") and hasattr(node, "dtype"):
         entry["name"] = node.name
         entry["dtype"] = str(node.dtype)
@@ -96,7 +101,14 @@ def decode_meta_section(text: str) -> dict[str, list]:
     raw = json.loads(text) if text.strip() else {}
     if not isinstance(raw, dict):
         raise ValueError("the metadata section must be a JSON object of type key -> entries")
+    for key, entries in raw.items():
+        if not isinstance(entries, list):
+            raise ValueError(f"metadata entries of {key!r} must be a list")
     return {key: [_decode(key, e) for e in entries] for key, entries in raw.items()}
+
+
+_CONST_DTYPES = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                           "uint64", "float16", "float32", "float64"))
 
 
 def _decode(key: str, e: dict):
@@ -106,9 +118,21 @@ def _decode(key: str, e: dict):
     from ...tir import expr as tir_expr
     from ..expr import Constant
 
+    if not isinstance(e, dict):
+        raise ValueError(f"a metadata entry of {key!r} must be an object, got {type(e).__name__}")
     if key == "relay.Constant":
+        shape, dtype_name = e.get("shape"), e.get("dtype")
+        if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 62
+                for d in shape):
+            raise ValueError(f"constant shape must be a list of non-negative integers, "
+                             f"got {shape!r}")
+        if not isinstance(dtype_name, str) or dtype_name not in _CONST_DTYPES:
+            raise ValueError(f"constant dtype {dtype_name!r} is not supported")
+        if not isinstance(e.get("data"), str):
+            raise ValueError("constant data must be a base64 string")
         dtype = np.dtype(e["dtype"]).newbyteorder("<")
-        arr = np.frombuffer(base64.b64decode(e["data"]), dtype=dtype)
+        arr = np.frombuffer(base64.b64decode(e["data"], validate=True), dtype=dtype)
         arr = arr.astype(np.dtype(e["dtype"]), copy=True).reshape(tuple(e["shape"]))
         return Constant(arr)
     if key in ("tir.SizeVar", "tir.Var"):
@@ -119,6 +143,17 @@ def _decode(key: str, e: dict):
         return get_attrs_type(key)(**fields)
     if key == "GlobalVar":
         return GlobalVar(e["name_hint"])
+    if key == "VirtualDevice":
+        from ...ir.virtual_device import VirtualDevice
+
+        vd = VirtualDevice(None, e.get("target"), e.get("memory_scope", ""))
+        vd.device_type_int = int(e["device_type_int"])
+        vd.virtual_device_id = int(e["virtual_device_id"])
+        if vd.target is not None:
+            from ...target import Target
+
+            vd.target = Target(vd.target)
+        return vd
     if key == "IncompleteType":
         return IncompleteType()
     raise ValueError(f"cannot rebuild a metadata entry of type {key!r}")

@@ -36,6 +36,15 @@ from .change_batch import ChangeBatch  # noqa: E402,F401
 from .simplify_fc_transpose import DenseToSparse, SimplifyFCTranspose  # noqa: E402,F401
 from .qnn_legalize import QnnCanonicalize, QnnLegalize  # noqa: E402,F401
 from .flatten_atrous_conv import FlattenAtrousConv  # noqa: E402,F401
+from .gradient import gradient  # noqa: E402,F401
+from .to_cps import ToCPS, to_cps, un_cps  # noqa: E402,F401
+from .partial_evaluate import PartialEvaluate  # noqa: E402,F401
+from .div_to_mul import DivToMul  # noqa: E402,F401
+from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402,F401
+from .dynamic_to_static import DynamicToStatic  # noqa: E402,F401
+from .to_mixed_precision import ToMixedPrecision  # noqa: E402,F401
+from .defunctionalization import Defunctionalization  # noqa: E402,F401
+from .lazy_gradient_init import LazyGradientInit  # noqa: E402,F401
 
 from ...transform.registry import register_factory_names as _register_factory_names  # noqa: E402
 

@@ -8,35 +8,31 @@
    injective ops fuse, then injective ops join tuples already fused into injective consumers).
 4. Each group becomes a function whose params (``p0``, ``p1``, ...) are its outside inputs in the
    order a left-to-right depth-first walk from the group's root meets them.
+Steps 2-3 are the shared partitioner (minitvm.transform.graph_partitioner, also Relax's).
 Everything is iterative; a group never holds more than ``relay.FuseOps.max_depth`` nodes.
 """
 
 from __future__ import annotations
 
-from ...ir.op import Op, OpPattern
+from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
+from ...transform.graph_partitioner import (
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OPAQUE,
+    TUPLE,
+    GraphNode,
+    partition_graph,
+)
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator, ExprVisitor
 from .function_pass import function_pass
 
-ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
-COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
-                                         OpPattern.TUPLE, OpPattern.OPAQUE)
 _SCALAR_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 DEFAULT_MAX_DEPTH = 256
-
-
-class _Node:
-    __slots__ = ("ref", "index", "pattern", "outputs", "extern_ref")
-
-    def __init__(self, ref):
-        self.ref = ref
-        self.index = -1
-        self.pattern = OPAQUE
-        self.outputs: list[tuple[_Node, int]] = []
-        self.extern_ref = False
 
 
 class _GraphBuilder(ExprVisitor):
@@ -45,12 +41,12 @@ class _GraphBuilder(ExprVisitor):
     def __init__(self):
         super().__init__()
         self.nodes: dict = {}
-        self.order: list[_Node] = []
+        self.order: list[GraphNode] = []
 
-    def _node(self, e) -> _Node:
+    def _node(self, e) -> GraphNode:
         n = self.nodes.get(e)
         if n is None:
-            n = self.nodes[e] = _Node(e)
+            n = self.nodes[e] = GraphNode(e)
         return n
 
     def _edge(self, e, parent, pattern):
@@ -172,174 +168,13 @@ class _GraphBuilder(ExprVisitor):
         self._extern_children(m, [m.data] + [c.rhs for c in m.clauses])
 
 
-class _DomNode:
-    __slots__ = ("gnode", "parent", "depth", "pattern")
-
-    def __init__(self, gnode):
-        self.gnode = gnode
-        self.parent = None
-        self.depth = 0
-        self.pattern = OPAQUE
-
-
-def _post_dominators(order: list[_Node]) -> list[_DomNode]:
-    dom = [_DomNode(n) for n in order]
-    for i in range(len(order) - 1, -1, -1):
-        n, d = order[i], dom[i]
-        if n.extern_ref or not n.outputs:
-            d.parent, d.depth, d.pattern = None, 1, OPAQUE
-            continue
-        pattern = ELEMWISE
-        first, epat = n.outputs[0]
-        parent = dom[first.index]
-        pattern = max(pattern, epat)
-        for out, epat in n.outputs[1:]:
-            parent, pattern = _lca(parent, dom[out.index], pattern)
-            pattern = max(pattern, epat)
-        d.parent = parent
-        d.depth = parent.depth + 1 if parent is not None else 1
-        d.pattern = pattern
-    return dom
-
-
-def _lca(lhs, rhs, pattern):
-    while lhs is not rhs:
-        if lhs is None or rhs is None:
-            return None, pattern
-        if lhs.depth < rhs.depth:
-            pattern = max(pattern, rhs.pattern)
-            rhs = rhs.parent
-        elif rhs.depth < lhs.depth:
-            pattern = max(pattern, lhs.pattern)
-            lhs = lhs.parent
-        else:
-            pattern = max(pattern, lhs.pattern, rhs.pattern)
-            lhs, rhs = lhs.parent, rhs.parent
-    return lhs, pattern
-
-
-class _Group:
-    __slots__ = ("parent", "pattern", "root_ref", "anchor_ref", "num_nodes")
-
-    def __init__(self, pattern, ref):
-        self.parent = None
-        self.pattern = pattern
-        self.root_ref = ref
-        self.anchor_ref = ref if pattern == OUT_EWISE else None
-        self.num_nodes = 1
-
-    def find_root(self):
-        root = self
-        while root.parent is not None:
-            root = root.parent
-        node = self
-        while node.parent is not None and node.parent is not root:  # path compression
-            node.parent, node = root, node.parent
-        return root
-
-
-class _Partitioner:
-    def __init__(self, order, max_depth):
-        self.order = order
-        self.max_depth = max_depth
-        self.groups = [_Group(n.pattern, n.ref) for n in order]
-
-    def _paths(self, src, sink):
-        """Nodes on all paths from src's consumers up to and including sink (iterative DFS)."""
-        seen, stack, out = set(), [o for o, _ in src.outputs], []
-        while stack:
-            n = stack.pop()
-            if n.index in seen:
-                continue
-            seen.add(n.index)
-            out.append(n)
-            if n is not sink:
-                stack.extend(o for o, _ in n.outputs)
-        return out
-
-    def _check_path(self, src, sink, fcond) -> bool:
-        for n in self._paths(src, sink):
-            if not fcond(self.groups[n.index].find_root().pattern, n is sink):
-                return False
-        return True
-
-    def _commit(self, src, sink):
-        target = self.groups[sink.index]
-        self._merge(self.groups[src.index], target)
-        for n in self._paths(src, sink):
-            if n is not sink:
-                self._merge(self.groups[n.index], target)
-
-    @staticmethod
-    def _merge(child, parent):
-        child, parent = child.find_root(), parent.find_root()
-        if child is parent:
-            return
-        parent.num_nodes += child.num_nodes
-        child.parent = parent
-        if child.anchor_ref is not None:
-            parent.anchor_ref = child.anchor_ref
-            parent.pattern = max(child.pattern, parent.pattern)
-
-    def _count_with(self, src, sink) -> int:
-        total = self.groups[sink.index].find_root().num_nodes + self.groups[src.index].num_nodes
-        for n in self._paths(src, sink):
-            if n is not sink:
-                total += self.groups[n.index].num_nodes
-        return total
-
-    def run(self, dom, phase):
-        groups = self.groups
-        for nid, gnode in enumerate(self.order):
-            dnode, group = dom[nid], groups[nid]
-            if group.pattern == OPAQUE or dnode.parent is None:
-                continue
-            sink = dnode.parent.gnode
-            if self._count_with(gnode, sink) > self.max_depth:
-                continue
-            parent_group = groups[sink.index]
-            if phase == 2:
-                if group.pattern > INJECTIVE:
-                    continue
-                root = parent_group.find_root()
-                if root.pattern == TUPLE:
-                    continue
-                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
-                    if self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                        self._commit(gnode, sink)
-                continue
-            if group.find_root() is parent_group.find_root():
-                continue
-            if parent_group.pattern == TUPLE:
-                continue
-            if group.pattern == OUT_EWISE:
-                if phase == 0 and dnode.pattern == ELEMWISE and self._check_path(
-                        gnode, sink, lambda k, s: k <= BROADCAST):
-                    self._commit(gnode, sink)
-            elif group.pattern <= BROADCAST:
-                if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
-                    def fcond(k, is_sink):
-                        if not is_sink:
-                            return k <= INJECTIVE
-                        return k <= OUT_EWISE
-                    if self._check_path(gnode, sink, fcond):
-                        self._commit(gnode, sink)
-            elif group.pattern in (INJECTIVE, TUPLE):
-                if phase == 1 and self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                    self._commit(gnode, sink)
-
-
 def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
     """Map each fusable expression to the root Group it belongs to."""
     builder = _GraphBuilder()
     builder.visit(expr)
     order = builder.order
-    parts = _Partitioner(order, max_depth)
-    if fuse_opt_level != 0:
-        dom = _post_dominators(order)
-        for phase in range(3):
-            parts.run(dom, phase)
-    return {n.ref: parts.groups[n.index].find_root() for n in order}
+    groups = partition_graph(order, fuse_opt_level, max_depth)
+    return {n.ref: groups[n.index].find_root() for n in order}
 
 
 class _Fuser(ExprMutator):

@@ -108,6 +108,17 @@ def _fallback_rule(attrs, in_layouts, in_types):
     return [None] * len(in_layouts), [None]
 
 
+# broadcast-pattern ops whose attributes spell out axes or a shape in the original layout
+_SHAPED_BY_ATTRS = frozenset(("broadcast_to", "expand_dims", "broadcast_to_like"))
+
+
+def _changes_rank(call: Call, in_types) -> bool:
+    """True when ``call``'s tensor result has another rank than its highest-rank input."""
+    out = call._checked_type
+    ranks = [_rank(t) for t in in_types]
+    return isinstance(out, TensorType) and bool(ranks) and len(out.shape) != max(ranks)
+
+
 def infer_correct_layout(call: Call, in_layouts, in_types):
     """(required input layouts, output layouts) of ``call``; None stands for 'the original'."""
     op = call.op
@@ -117,7 +128,9 @@ def infer_correct_layout(call: Call, in_layouts, in_types):
             rule = _layout_transform_rule
         else:
             pattern = op.get_attr("TOpPattern")
-            if pattern == OpPattern.ELEMWISE and len(call.args) == 1:
+            if op.name in _SHAPED_BY_ATTRS or _changes_rank(call, in_types):
+                rule = _fallback_rule  # output axes are not the inputs' axes in their order
+            elif pattern == OpPattern.ELEMWISE and len(call.args) == 1:
                 rule = _elemwise_rule
             elif pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
                 rule = _broadcast_rule

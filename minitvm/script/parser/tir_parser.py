@@ -176,7 +176,10 @@ class TIRParser(ExprEvaluator):
         attrs = dict(self.attrs)
         if not kwargs.get("private", False) and "global_symbol" not in attrs:
             attrs["global_symbol"] = node.name
-        return PrimFunc(self.params, body, None, self.buffer_map, attrs)
+        # buffer_map in parameter order (T.Buffer params and T.match_buffer handles alike)
+        bmap = {p: self.buffer_map[p] for p in self.params if p in self.buffer_map}
+        bmap.update((p, b) for p, b in self.buffer_map.items() if p not in bmap)
+        return PrimFunc(self.params, body, None, bmap, attrs)
 
     @staticmethod
     def _name_buffer(buf: Buffer, name: str) -> None:

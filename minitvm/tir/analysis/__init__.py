@@ -1,3 +1,4 @@
 """tvm.tir.analysis: checks and queries over PrimFuncs."""
 
 from .verify_well_formed import verify_well_formed, undefined_vars
+from .op_pattern_kind import analyze_op_pattern_kind  # noqa: F401

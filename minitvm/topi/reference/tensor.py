@@ -35,10 +35,23 @@ def _erf(x):
     return sp_erf(x)
 
 
+def _int_trunc_divide(a, b):
+    """Exact truncating integer division (no float round trip, so int64 stays exact); ``x / 0``
+    gives 0 and ``INT_MIN / -1`` wraps to INT_MIN, the values compiled code gives."""
+    a, b = np.asarray(a), np.asarray(b)
+    dt = np.result_type(a, b)
+    with np.errstate(all="ignore"):
+        zero = b == 0
+        bs = np.where(zero, 1, b).astype(dt)
+        q = np.floor_divide(a, bs)
+        r = a - q * bs
+        q = q + ((r != 0) & ((a < 0) != (bs < 0))).astype(dt)
+        return np.where(zero, np.zeros((), dt), q).astype(dt)
+
+
 def _divide(a, b):
     if np.issubdtype(np.result_type(a, b), np.integer):
-        with np.errstate(all="ignore"):
-            return np.trunc(np.true_divide(a, b))
+        return _int_trunc_divide(a, b)
     return np.true_divide(a, b)
 
 

@@ -79,13 +79,21 @@ def write_reproducer(p, mod, ctx, err: Exception) -> str:
 
 
 #: At most this many reproducers are written per process (a test suite full of expected errors
-#: must not flood the temp directory); MINITVM_CRASH_REPRODUCER=0 switches them off.
+#: must not flood the temp directory).
 MAX_REPRODUCERS = 100
 _written = [0]
+_OFF, _ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
 
 
-def _reproducers_enabled() -> bool:
-    if os.environ.get("MINITVM_CRASH_REPRODUCER", "1") in ("0", "false", "no"):
+def _reproducers_enabled(cfg) -> bool:
+    """Reproducers are opt-in: ``transform.crash_reproducer=True``, a ``transform.reproducer_dir``
+    or ``MINITVM_CRASH_REPRODUCER=1``; an explicit False (config or env) always wins. Errors in
+    user input (a type error in parsed text) are explained by their message and need no file."""
+    env = os.environ.get("MINITVM_CRASH_REPRODUCER", "").strip().lower()
+    flag = cfg.get("transform.crash_reproducer")
+    if env in _OFF or flag is False:
+        return False
+    if not (flag is True or cfg.get("transform.reproducer_dir") or env in _ON):
         return False
     _written[0] += 1
     return _written[0] <= MAX_REPRODUCERS
@@ -106,7 +114,7 @@ def on_pass_crash(p, mod, ctx, err: Exception) -> None:
         path = dump_ir(p, mod, ctx, suffix=".input")
         sys.stderr.write(f"IR received by the failing pass {name!r} (also in {path}):\n"
                          f"{module_text(mod)}\n")
-    if cfg.get("transform.crash_reproducer", True) and _reproducers_enabled():
+    if _reproducers_enabled(cfg):
         try:
             path = write_reproducer(p, mod, ctx, err)
         except Exception as werr:  # never hide the pass's own error

@@ -43,3 +43,47 @@ def test_seed003_prints_as_shown(as_tvm, capsys):
     assert "R.nn.relu(add)" in ns["origin_mod"].script()
     names = [name for name, _ in ns["params"]]
     assert names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]  # as TVM returns them
+
+
+LEGALIZED = (HERE / "seed003_legalized.txt").read_text()  # the module after LegalizeOps
+
+
+def test_seed003_legalized_prints_as_shown(as_tvm, capsys):
+    import tvm
+    from tvm import relax
+
+    ns = runpy.run_path(str(HERE / "seed003_program.py"))
+    capsys.readouterr()
+    origin = ns["origin_mod"]
+    before = origin.script()
+    mod = relax.transform.LegalizeOps()(origin)
+    mod.show()
+    out = capsys.readouterr().out
+    assert _significant(out) == _significant(LEGALIZED)
+    assert origin.script() == before  # the pass built a new module
+    tvm.ir.assert_structural_equal(tvm.script.from_source(mod.script()), mod)
+
+
+FUSED = (HERE / "seed003_fused.txt").read_text()  # after AnnotateTIROpPattern+FuseOps+FuseTIR
+
+
+def test_seed003_fused_prints_as_shown(as_tvm, capsys):
+    import tvm
+    from tvm import relax
+
+    ns = runpy.run_path(str(HERE / "seed003_program.py"))
+    capsys.readouterr()
+    before = relax.transform.LegalizeOps()(ns["origin_mod"])
+    legalized = before.script()
+    mod = tvm.ir.transform.Sequential(
+        [
+            tvm.relax.transform.AnnotateTIROpPattern(),
+            tvm.relax.transform.FuseOps(),
+            tvm.relax.transform.FuseTIR(),
+        ]
+    )(before)
+    mod.show()
+    out = capsys.readouterr().out
+    assert _significant(out) == _significant(FUSED)
+    tvm.ir.assert_structural_equal(tvm.script.from_source(mod.script()), mod)
+    assert before.script() == legalized  # the passes built new modules

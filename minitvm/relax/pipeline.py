@@ -1,0 +1,61 @@
+"""Relax pipelines (TVM's ``relax.get_pipeline``): ``"zero"`` — legalize every op to a PrimFunc,
+annotate op patterns, fold constants, fuse — and ``"default_build"`` — the zero pipeline followed
+by the lowering to the VM (``lowering_pipeline``). Passes another part of minitvm provides
+(LegalizeOps, FuseOps...) are included when they are present."""
+
+from __future__ import annotations
+
+from .. import transform as _transform
+
+__all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_pipeline",
+           "register_pipeline"]
+
+_ZERO = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
+_LOWERING = ("RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
+             "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMBuiltinLower",
+             "VMShapeLower", "AttachGlobalSymbol")
+
+
+def _passes(names) -> list:
+    from . import transform
+
+    out = []
+    for name in names:
+        factory = getattr(transform, name, None)
+        if factory is not None:
+            out.append(factory())
+    return out
+
+
+def zero_pipeline(**kwargs) -> _transform.Pass:
+    """LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR (those present)."""
+    return _transform.Sequential(_passes(_ZERO), opt_level=0, name="relax.zero_pipeline")
+
+
+def lowering_pipeline() -> _transform.Pass:
+    """From legalized Relax to what the VM runs: explicit allocation, memory planning, kills,
+    builtins, shape checks and symbolic shapes on the heap, global symbols."""
+    return _transform.Sequential(_passes(_LOWERING), opt_level=0,
+                                 name="relax.lowering_pipeline")
+
+
+def default_build_pipeline() -> _transform.Pass:
+    """The zero pipeline followed by the lowering to the VM (``relax.build``'s default)."""
+    return _transform.Sequential(_passes(_ZERO) + _passes(_LOWERING), opt_level=0,
+                                 name="relax.default_build_pipeline")
+
+
+_PIPELINES = {"zero": zero_pipeline, "default_build": default_build_pipeline,
+              "default": default_build_pipeline}
+
+
+def register_pipeline(name: str, factory) -> None:
+    """Make ``get_pipeline(name)`` return ``factory(**kwargs)``."""
+    _PIPELINES[name] = factory
+
+
+def get_pipeline(name: str = "zero", **kwargs) -> _transform.Pass:
+    """The pipeline registered as ``name``: "zero", "default_build" (or "default")."""
+    if name not in _PIPELINES:
+        raise ValueError(f"unknown Relax pipeline {name!r}; known: {sorted(_PIPELINES)}")
+    return _PIPELINES[name](**kwargs)

@@ -1,0 +1,105 @@
+"""CallTIRRewrite (TVM's ``relax.transform.CallTIRRewrite``): destination-passing calls made
+explicit. ``lv = R.call_tir(cls.f, (x, w), out_sinfo=R.Tensor((n, 128), "float32"))`` becomes
+
+    alloc = R.builtin.alloc_tensor(R.shape([n, 128]), R.dtype("float32"), R.prim_value(0),
+                                   R.str("global"))
+    _ = cls.f(x, w, alloc)
+    lv = alloc
+
+(a tuple of allocations for several outputs; ``tir_vars`` are passed last as a shape;
+``call_dps_packed`` becomes ``R.call_packed`` of the function with the outputs appended).
+The calls are impure, so the pass runs after ToNonDataflow in the build pipeline."""
+
+from __future__ import annotations
+
+from ...ir.expr import GlobalVar
+from ...ir.op import Op
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
+from ..op.builtin import alloc_tensor
+from ..struct_info import TensorStructInfo, TupleStructInfo
+from .lower_utils import no_gc, Namer, normalized, rewrite_function_seqs
+from .utils import has_relax_function, register
+
+__all__ = ["CallTIRRewrite", "call_tir_rewrite"]
+
+_DPS_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed"})
+
+
+def _is_dps(value) -> bool:
+    return isinstance(value, Call) and isinstance(value.op, Op) and value.op.name in _DPS_OPS
+
+
+def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
+    """``func`` with every call_tir / call_dps_packed binding made explicit; and the count."""
+    namer = Namer(func)
+    count = 0
+
+    def rewrite(bindings, body, _top):
+        nonlocal count
+        out = []
+        for b in bindings:
+            v = b.value
+            if not isinstance(b, VarBinding) or not _is_dps(v):
+                out.append(b)
+                continue
+            count += 1
+            outs = v.sinfo_args[0]
+            fields = list(outs.fields) if isinstance(outs, TupleStructInfo) else [outs]
+            allocs = []
+            for s in fields:
+                if not isinstance(s, TensorStructInfo) or not isinstance(s.shape, ShapeExpr):
+                    raise ValueError(f"CallTIRRewrite: output of {b.var.name_hint!r} needs a "
+                                     f"tensor struct info with a known shape, got {s}")
+                a = normalized(alloc_tensor(ShapeExpr(s.shape.values), s.dtype, 0, "global"),
+                               mod)
+                av = Var(namer.fresh("alloc"), a.struct_info)
+                out.append(VarBinding(av, a))
+                allocs.append(av)
+            args = list(v.args[1].fields) if isinstance(v.args[1], Tuple) else [v.args[1]]
+            callee = v.args[0]
+            if v.op.name == "relax.call_dps_packed" and isinstance(callee, str):
+                callee = ExternFunc(callee)
+            call_args = args + allocs
+            if len(v.args) == 3:  # tir_vars
+                call_args.append(v.args[2])
+            call = Call(callee, call_args, None, None, v.span)
+            call._checked_type = TupleStructInfo([])
+            out.append(VarBinding(Var(namer.fresh("_"), call._checked_type), call))
+            res = allocs[0] if len(allocs) == 1 and not isinstance(outs, TupleStructInfo) \
+                else normalized(Tuple(allocs), mod)
+            out.append(VarBinding(b.var, res, b.span))
+        return out, body
+
+    new = rewrite_function_seqs(func, rewrite)
+    return (new if count else func), count
+
+
+@register("CallTIRRewrite")
+def CallTIRRewrite():  # noqa: N802 - TVM's name
+    """Module pass (opt 0): explicit output allocation for call_tir / call_dps_packed."""
+
+    def run(mod, ctx):
+        with no_gc():
+            return run_impl(mod, ctx)
+
+    def run_impl(mod, ctx):
+        if not has_relax_function(mod):
+            return mod
+        out = mod.shallow_copy()
+        total = 0
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function):
+                new, n = call_tir_rewrite(func, mod)
+                if n:
+                    out.update_func(gv, new)
+                    total += n
+        if total:
+            record_stat("calls rewritten", total)
+        return out
+
+    return module_pass(run, opt_level=0, name="CallTIRRewrite")
+
+
+_ = GlobalVar  # callee kinds: GlobalVar of a PrimFunc, ExternFunc of a packed function

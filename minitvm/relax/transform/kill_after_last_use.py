@@ -1,0 +1,84 @@
+"""KillAfterLastUse (TVM's ``relax.transform.KillAfterLastUse``): right after the last use of a
+storage (``R.memory.alloc_storage``) or a tensor (``R.memory.alloc_tensor``) in its binding
+sequence, ``R.memory.kill_storage`` / ``R.memory.kill_tensor`` drop the VM's reference, so that
+memory is given back as early as possible. Values the sequence returns are never killed; uses
+inside nested If branches count at the If."""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import Call, Function, Var, VarBinding
+from ..op import memory
+from .lower_utils import no_gc, Namer, normalized, rewrite_function_seqs, vars_used
+from .utils import has_relax_function, register
+
+__all__ = ["KillAfterLastUse", "kill_after_last_use"]
+
+_KILL = {"relax.memory.alloc_storage": memory.kill_storage,
+         "relax.memory.alloc_tensor": memory.kill_tensor}
+
+
+def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
+    """``func`` with kills after last uses; and how many were inserted."""
+    namer = Namer(func)
+    count = 0
+
+    def rewrite(bindings, body, _top):
+        nonlocal count
+        killable: dict[Var, object] = {}
+        last: dict[Var, int] = {}
+        for i, b in enumerate(bindings):
+            for u in vars_used(b.value):
+                if u in killable:
+                    last[u] = i
+            v = b.value
+            if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name in _KILL:
+                killable[b.var] = _KILL[v.op.name]
+                last.setdefault(b.var, i)
+        for u in vars_used(body):
+            last.pop(u, None)
+        after: dict[int, list[Var]] = {}
+        for var, i in last.items():
+            after.setdefault(i, []).append(var)
+        if not after:
+            return bindings, body
+        out = []
+        for i, b in enumerate(bindings):
+            out.append(b)
+            # tensors before their storage, as TVM orders them
+            for var in sorted(after.get(i, ()), key=lambda x: killable[x] is memory.kill_storage):
+                k = normalized(killable[var](var), mod)
+                out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
+                count += 1
+        return out, body
+
+    new = rewrite_function_seqs(func, rewrite)
+    return (new if count else func), count
+
+
+@register("KillAfterLastUse")
+def KillAfterLastUse():  # noqa: N802 - TVM's name
+    """Module pass (opt 0): kill storages and tensors after their last use."""
+
+    def run(mod, ctx):
+        with no_gc():
+            return run_impl(mod, ctx)
+
+    def run_impl(mod, ctx):
+        if not has_relax_function(mod):
+            return mod
+        out = mod.shallow_copy()
+        total = 0
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function):
+                new, n = kill_after_last_use(func, mod)
+                if n:
+                    out.update_func(gv, new)
+                    total += n
+        if total:
+            record_stat("kills inserted", total)
+        return out
+
+    return module_pass(run, opt_level=0, name="KillAfterLastUse")

@@ -1,0 +1,209 @@
+"""Helpers shared by the lowering passes (CallTIRRewrite ... VMShapeLower): rewrite every
+binding sequence of a function (its body and the branches of nested ``If``s, inner ones first,
+with an explicit stack), fresh variable names, struct-info filling, byte sizes of tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...ir.prim_expr import IntImm
+from ..expr import (
+    BindingBlock, Call, Expr, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var,
+    VarBinding,
+)
+
+__all__ = ["no_gc", "Namer", "rewrite_function_seqs", "normalized", "dtype_bytes", "vars_used",
+           "simplify"]
+
+
+class no_gc:  # noqa: N801 - a context manager used like a function
+    """Pause the cyclic garbage collector while a pass builds many nodes: its full collections
+    would rescan the whole (large, long-lived) program again and again."""
+
+    def __enter__(self):
+        import gc
+
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self.was:
+            gc.enable()
+        return False
+
+
+class Namer:
+    """Fresh variable names (``alloc``, ``alloc1``, ...) avoiding every name in a function."""
+
+    def __init__(self, func: Function | None = None):
+        self.used: set[str] = set()
+        self.next: dict[str, int] = {}
+        if func is not None:
+            from .utils import iter_bindings
+
+            self.used.update(p.name_hint for p in func.params)
+            for b in iter_bindings(func.body):
+                self.used.add(b.var.name_hint)
+
+    def fresh(self, hint: str) -> str:
+        if hint not in self.used:
+            self.used.add(hint)
+            return hint
+        k = self.next.get(hint, 1)
+        while f"{hint}{k}" in self.used:
+            k += 1
+        self.next[hint] = k + 1
+        name = f"{hint}{k}"
+        self.used.add(name)
+        return name
+
+
+_BUILDER: list = [None, None]  # (module, builder) of the last call: one builder per pass run
+
+
+def normalized(expr: Expr, mod=None) -> Expr:
+    """``expr`` with struct info filled (operands must already carry theirs)."""
+    from ..block_builder import BlockBuilder
+
+    if expr._checked_type is not None:
+        return expr
+    bb = _BUILDER[1]
+    if bb is None or _BUILDER[0] is not mod:
+        bb = BlockBuilder(mod)
+        _BUILDER[0], _BUILDER[1] = mod, bb
+    return bb.normalize(expr)
+
+
+_SIMPLE: dict = {}
+
+
+def simplify(e):
+    """Simplify an integer shape expression with the shared Analyzer (constant folding of
+    products of constants needs no analyzer)."""
+    if isinstance(e, IntImm):
+        return e
+    folded = _fold_const(e)
+    if folded is not None:
+        return folded
+    from ...arith import Analyzer
+
+    an = _SIMPLE.get("analyzer")
+    if an is None:
+        an = _SIMPLE["analyzer"] = Analyzer()
+    return an.simplify(e)
+
+
+def _fold_const(e):
+    """``e`` as an IntImm when it is a tree of constant +, *, - (iteratively), else None."""
+    from ...tir import expr as T
+    from ...tir.stmt_functor import post_order
+
+    vals: dict = {}
+    for n in post_order(e):
+        if isinstance(n, IntImm):
+            vals[id(n)] = n.value
+        elif isinstance(n, T.Mul | T.Add | T.Sub) and id(n.a) in vals and id(n.b) in vals:
+            a, b = vals[id(n.a)], vals[id(n.b)]
+            vals[id(n)] = a * b if isinstance(n, T.Mul) else a + b if isinstance(n, T.Add) \
+                else a - b
+        else:
+            return None
+    return IntImm(e.dtype, vals[id(e)])
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element (bool takes a byte)."""
+    if dtype == "bool":
+        return 1
+    bits = int("".join(c for c in dtype if c.isdigit()) or 32)
+    return max(1, (bits + 7) // 8)
+
+
+def vars_used(expr) -> list:
+    """The Relax variables ``expr`` reads (nested If branches included), each once, in order."""
+    if isinstance(expr, Var):
+        return [expr]
+    if isinstance(expr, Call):  # the common case: a call of leaves, no walk needed
+        out = [expr.op] if isinstance(expr.op, Var) else []
+        for a in expr.args:
+            if isinstance(a, Var):
+                out.append(a)
+            elif isinstance(a, Call | Tuple | TupleGetItem | If | SeqExpr):
+                break
+        else:
+            return list(dict.fromkeys(out))
+    out, seen = [], set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Var):
+            out.append(e)
+        elif isinstance(e, Call):
+            stack.extend(reversed(e.args))
+            stack.append(e.op)
+        elif isinstance(e, Tuple):
+            stack.extend(reversed(e.fields))
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+        elif isinstance(e, If):
+            stack.extend((e.false_branch, e.true_branch, e.cond))
+        elif isinstance(e, SeqExpr):
+            stack.append(e.body)
+            for block in reversed(e.blocks):
+                for b in reversed(block.bindings):
+                    stack.append(b.value)
+    return out
+
+
+SeqRewriter = Callable[[list, Expr, bool], tuple]
+
+
+def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
+    """Apply ``rewrite(bindings, body, is_top) -> (bindings, body)`` to every binding sequence
+    of ``func``: If branches first (their rewritten SeqExprs replace the old ones in the If),
+    then the enclosing sequence. The result has one non-dataflow block per sequence."""
+    if not isinstance(func.body, SeqExpr):
+        return func
+    # collect SeqExprs, outer ones first
+    order, stack = [], [func.body]
+    while stack:
+        seq = stack.pop()
+        order.append(seq)
+        for block in seq.blocks:
+            for b in block.bindings:
+                if isinstance(b.value, If):
+                    for br in (b.value.true_branch, b.value.false_branch):
+                        if isinstance(br, SeqExpr):
+                            stack.append(br)
+    new_seq: dict[int, SeqExpr] = {}
+    for seq in reversed(order):
+        bindings = []
+        for block in seq.blocks:
+            for b in block.bindings:
+                v = b.value
+                if isinstance(v, If) and (id(v.true_branch) in new_seq or
+                                          id(v.false_branch) in new_seq):
+                    t = new_seq.get(id(v.true_branch), v.true_branch)
+                    f = new_seq.get(id(v.false_branch), v.false_branch)
+                    if t is not v.true_branch or f is not v.false_branch:
+                        nv = If(v.cond, t, f, v.span)
+                        nv._checked_type = v._checked_type
+                        b = MatchCast(b.var, nv, b.struct_info, b.span) \
+                            if isinstance(b, MatchCast) else VarBinding(b.var, nv, b.span)
+                bindings.append(b)
+        out_b, body = rewrite(bindings, seq.body, seq is func.body)
+        ns = SeqExpr([BindingBlock(out_b)] if out_b else [], body, seq.span)
+        ns._checked_type = body._checked_type if body._checked_type is not None \
+            else seq._checked_type
+        new_seq[id(seq)] = ns
+    body = new_seq[id(func.body)]
+    return Function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs, func.span)
+
+
+def is_const_int(e) -> bool:
+    return isinstance(e, IntImm)

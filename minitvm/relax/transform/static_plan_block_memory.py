@@ -1,0 +1,231 @@
+"""StaticPlanBlockMemory (TVM's ``relax.transform.StaticPlanBlockMemory``): tensors from
+``R.builtin.alloc_tensor`` share storage when their lives do not overlap.
+
+Within the top-level binding sequence of each function, every allocation gets a storage token;
+a token is released after the last use of every variable that may alias its tensor (plain
+copies, tuples, tuple items, reshape views) and is then reused by a later allocation of the same
+dtype — any size when the sizes are constants (the token grows to the largest), only a provably
+equal size when they are symbolic (or a constant bound from the function's
+``tir_var_upper_bound`` attribute). Tensors reaching the function's result, or handed to a call
+that may keep them (a Relax function, a closure), are left as they are. The result:
+
+    storage = R.memory.alloc_storage(R.shape([bytes]), R.prim_value(0), R.str("global"),
+                                     R.dtype("float32"))
+    alloc = R.memory.alloc_tensor(storage, R.prim_value(0), R.shape([n, 128]),
+                                  R.dtype("float32"))
+"""
+
+from __future__ import annotations
+
+from ...ir.expr import GlobalVar
+from ...ir.op import Op
+from ...ir.prim_expr import IntImm
+from ...tir.function import PrimFunc
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import (
+    Call, DataTypeImm, ExternFunc, Function, If, ShapeExpr, Tuple, TupleGetItem, Var,
+    VarBinding,
+)
+from ..op import memory
+from ..struct_info import TupleStructInfo
+from .lower_utils import no_gc, Namer, dtype_bytes, normalized, rewrite_function_seqs, simplify, \
+    vars_used
+from .utils import has_relax_function, register, substitute_prim
+
+__all__ = ["StaticPlanBlockMemory", "plan_memory"]
+
+_VIEW_PACKED = frozenset({"vm.builtin.reshape"})
+
+
+class _Token:
+    __slots__ = ("dtype", "size", "static", "var", "first", "users")
+
+    def __init__(self, dtype, size, static):
+        self.dtype, self.size, self.static = dtype, size, static
+        self.var = None
+        self.first = None  # binding index of the first allocation using it
+        self.users = 0
+
+
+def _is_op(v, name: str) -> bool:
+    return isinstance(v, Call) and isinstance(v.op, Op) and v.op.name == name
+
+
+def _nbytes(shape_values, dtype: str, bounds: dict):
+    size = IntImm("int64", dtype_bytes(dtype))
+    for d in shape_values:
+        size = size * d
+    size = simplify(size)
+    if not isinstance(size, IntImm) and bounds:
+        bounded = simplify(substitute_prim(size, bounds.get))
+        if isinstance(bounded, IntImm):
+            return bounded, True
+    return size, isinstance(size, IntImm)
+
+
+def _upper_bounds(func: Function) -> dict:
+    attrs = func.attrs
+    ub = attrs.get("tir_var_upper_bound") if attrs else None
+    if not ub:
+        return {}
+    from ..analysis import free_symbolic_vars  # noqa: F401  (names of the function's vars)
+    from .utils import used_symbolic_vars
+
+    by_name = {str(k): int(getattr(v, "value", v)) for k, v in dict(ub.items() if hasattr(
+        ub, "items") else ub).items()}
+    return {v: IntImm(v.dtype, by_name[v.name]) for v in used_symbolic_vars(func)
+            if v.name in by_name}
+
+
+def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
+    """``func`` with storage reuse planned; and (allocations planned, storages created)."""
+    bounds = _upper_bounds(func)
+    namer = Namer(func)
+    stats = [0, 0]
+
+    def rewrite(bindings, body, top):
+        if not top:
+            return bindings, body
+        alloc_at: dict[int, tuple] = {}  # binding index -> (shape values, dtype)
+        alias: dict[Var, set] = {}       # var -> allocation indices it may hold
+        pinned: set[int] = set()         # allocations that must keep their own memory
+        last_use: dict[int, int] = {}
+        for i, b in enumerate(bindings):
+            v = b.value
+            if isinstance(b, VarBinding) and _is_op(v, "relax.builtin.alloc_tensor") and \
+                    isinstance(v.args[0], ShapeExpr) and isinstance(v.args[1], DataTypeImm):
+                alloc_at[i] = (v.args[0].values, v.args[1].value)
+                alias[b.var] = {i}
+                last_use[i] = i
+                continue
+            used = vars_used(v)
+            held = set()
+            for u in used:
+                for a in alias.get(u, ()):
+                    last_use[a] = i
+                    held.add(a)
+            if not held:
+                continue
+            if isinstance(v, Var | Tuple | TupleGetItem) or (
+                    _is_op(v, "relax.reshape")) or (
+                    isinstance(v, Call) and isinstance(v.op, ExternFunc) and
+                    v.op.global_symbol in _VIEW_PACKED):
+                alias[b.var] = held  # the result is (part of) the same memory
+            elif isinstance(v, If) or (isinstance(v, Call) and not _is_dps_kernel_call(v, mod)):
+                pinned |= held  # it may keep or return the tensor
+                alias[b.var] = held
+        for u in vars_used(body):
+            pinned |= alias.get(u, set())
+        # assign storage tokens in program order
+        free: list[_Token] = []
+        token_of: dict[int, _Token] = {}
+        releases: dict[int, list[int]] = {}
+        for a, last in last_use.items():
+            releases.setdefault(last, []).append(a)
+        for i in range(len(bindings)):
+            if i in alloc_at and i not in pinned:
+                shape, dtype = alloc_at[i]
+                size, static = _nbytes(shape, dtype, bounds)
+                tok = _take(free, dtype, size, static)
+                if tok is None:
+                    tok = _Token(dtype, size, static)
+                    tok.first = i
+                    stats[1] += 1
+                tok.users += 1
+                token_of[i] = tok
+                stats[0] += 1
+            for a in releases.get(i, ()):
+                if a in token_of:
+                    free.append(token_of[a])
+        if not token_of:
+            return bindings, body
+        out = []
+        for i, b in enumerate(bindings):
+            tok = token_of.get(i)
+            if tok is None:
+                out.append(b)
+                continue
+            if tok.first == i:
+                size = tok.size
+                s = normalized(memory.alloc_storage(ShapeExpr([size]), 0, "global", tok.dtype),
+                               mod)
+                tok.var = Var(namer.fresh("storage"), s.struct_info)
+                out.append(VarBinding(tok.var, s))
+            shape, dtype = alloc_at[i]
+            t = normalized(memory.alloc_tensor(tok.var, 0, ShapeExpr(shape), dtype), mod)
+            out.append(VarBinding(b.var, t, b.span))
+        return out, body
+
+    new = rewrite_function_seqs(func, rewrite)
+    return (new if stats[0] else func), stats[0], stats[1]
+
+
+def _is_dps_kernel_call(v: Call, mod) -> bool:
+    """A call that only reads its inputs and writes its outputs: a PrimFunc, a packed function
+    returning nothing, or a Relax op."""
+    if isinstance(v.op, Op):
+        return v.op.name not in ("relax.make_closure", "relax.invoke_closure",
+                                 "relax.invoke_pure_closure", "relax.call_builtin_with_ctx")
+    if isinstance(v.op, GlobalVar):
+        f = mod.functions.get(v.op) if mod is not None and v.op in mod.functions else None
+        return isinstance(f, PrimFunc)
+    if isinstance(v.op, ExternFunc):
+        s = v._checked_type
+        return isinstance(s, TupleStructInfo) and not s.fields
+    return False
+
+
+def _take(free: list, dtype: str, size, static: bool):
+    """The free token to reuse for an allocation (removed from ``free``), or None."""
+    best = None
+    for k, tok in enumerate(free):
+        if tok.dtype != dtype or tok.static != static:
+            continue
+        if static:
+            a, b = tok.size.value, size.value
+            if best is None:
+                best = k
+                continue
+            c = free[best].size.value
+            # prefer the smallest token that fits, else the largest one (grown)
+            if (c >= b and a >= b and a < c) or (c < b and a > c):
+                best = k
+        else:
+            d = simplify(tok.size - size)
+            if isinstance(d, IntImm) and d.value == 0:
+                best = k
+                break
+    if best is None:
+        return None
+    tok = free.pop(best)
+    if static and tok.size.value < size.value:
+        tok.size = size
+    return tok
+
+
+@register("StaticPlanBlockMemory")
+def StaticPlanBlockMemory():  # noqa: N802 - TVM's name
+    """Module pass (opt 0): storage reuse between allocations whose lives do not overlap."""
+
+    def run(mod, ctx):
+        with no_gc():
+            return run_impl(mod, ctx)
+
+    def run_impl(mod, ctx):
+        if not has_relax_function(mod):
+            return mod
+        out = mod.shallow_copy()
+        planned = storages = 0
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function):
+                new, p, s = plan_memory(func, mod)
+                if p:
+                    out.update_func(gv, new)
+                    planned, storages = planned + p, storages + s
+        if planned:
+            record_stat("tensors planned", planned)
+            record_stat("storages", storages)
+        return out
+
+    return module_pass(run, opt_level=0, name="StaticPlanBlockMemory")

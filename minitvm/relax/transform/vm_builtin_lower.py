@@ -1,0 +1,116 @@
+"""VMBuiltinLower (TVM's ``relax.transform.VMBuiltinLower`` / ``LowerRuntimeBuiltin``): the
+memory and runtime ops become what the VM executes —
+
+- ``R.memory.alloc_storage`` / ``alloc_tensor`` -> ``R.vm.alloc_storage`` / ``R.vm.alloc_tensor``
+- ``R.memory.kill_storage`` / ``kill_tensor`` -> ``R.vm.kill_object``
+- ``R.builtin.alloc_tensor`` -> ``R.call_builtin_with_ctx("vm.builtin.alloc_tensor", ...)``
+- ``R.reshape`` / ``R.shape_of`` / ``R.null_value`` -> ``R.call_packed("vm.builtin.reshape" |
+  "vm.builtin.shape_of" | "vm.builtin.null_value", ...)``
+- ``R.make_closure`` / ``R.invoke_closure`` -> ``vm.builtin.make_closure`` /
+  ``vm.builtin.invoke_closure`` with the VM as context
+- ``R.call_pure_packed(f, args)`` -> ``R.call_packed(f, args)``
+"""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import Call, ExternFunc, Function, Tuple, VarBinding
+from ..op import vm
+from ..struct_info import ObjectStructInfo
+from .lower_utils import no_gc, normalized, rewrite_function_seqs
+from .utils import has_relax_function, register
+
+__all__ = ["VMBuiltinLower", "vm_builtin_lower"]
+
+
+def _packed(name: str, args, sinfo) -> Call:
+    c = Call(ExternFunc(name), list(args), None, [sinfo])
+    c._checked_type = sinfo
+    return c
+
+
+def _lower_call(v: Call, mod):
+    """The VM form of ``v``, or None when it stays as it is."""
+    if not isinstance(v.op, Op):
+        return None
+    name = v.op.name
+    a = v.args
+    s = v._checked_type
+    if name == "relax.memory.alloc_storage":
+        return vm.alloc_storage(a[0], a[1], a[3], a[2])
+    if name == "relax.memory.alloc_tensor":
+        return vm.alloc_tensor(a[0], a[1], a[2], a[3])
+    if name in ("relax.memory.kill_storage", "relax.memory.kill_tensor"):
+        return vm.kill_object(a[0])
+    if name == "relax.builtin.alloc_tensor":
+        return vm.call_builtin_with_ctx("vm.builtin.alloc_tensor", Tuple(list(a[:3])), s)
+    if name == "relax.reshape":
+        return _packed("vm.builtin.reshape", a, s)
+    if name == "relax.shape_of":
+        return _packed("vm.builtin.shape_of", a, s)
+    if name == "relax.null_value":
+        return _packed("vm.builtin.null_value", (), ObjectStructInfo())
+    if name == "relax.make_closure":
+        return vm.call_builtin_with_ctx("vm.builtin.make_closure",
+                                        Tuple([a[0], *a[1].fields]), ObjectStructInfo())
+    if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
+        return vm.call_builtin_with_ctx("vm.builtin.invoke_closure",
+                                        Tuple([a[0], *a[1].fields]), s)
+    if name == "relax.call_pure_packed":
+        c = Call(a[0], list(a[1:]), v.attrs, list(v.sinfo_args))
+        c._checked_type = s
+        return c
+    return None
+
+
+def vm_builtin_lower(func: Function, mod=None) -> tuple[Function, int]:
+    """``func`` with runtime builtins lowered; and the count."""
+    count = 0
+
+    def rewrite(bindings, body, _top):
+        nonlocal count
+        out = []
+        for b in bindings:
+            v = b.value
+            new = _lower_call(v, mod) if isinstance(b, VarBinding) and isinstance(v, Call) \
+                else None
+            if new is None:
+                out.append(b)
+                continue
+            out.append(VarBinding(b.var, normalized(new, mod), b.span))
+            count += 1
+        return out, body
+
+    new = rewrite_function_seqs(func, rewrite)
+    return (new if count else func), count
+
+
+@register("VMBuiltinLower")
+def VMBuiltinLower():  # noqa: N802 - TVM's name
+    """Module pass (opt 0): memory and runtime ops to VM builtins."""
+
+    def run(mod, ctx):
+        with no_gc():
+            return run_impl(mod, ctx)
+
+    def run_impl(mod, ctx):
+        if not has_relax_function(mod):
+            return mod
+        out = mod.shallow_copy()
+        total = 0
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function):
+                new, n = vm_builtin_lower(func, mod)
+                if n:
+                    out.update_func(gv, new)
+                    total += n
+        if total:
+            record_stat("builtins lowered", total)
+        return out
+
+    return module_pass(run, opt_level=0, name="VMBuiltinLower")
+
+
+LowerRuntimeBuiltin = VMBuiltinLower  # TVM's later name

@@ -1,0 +1,439 @@
+"""VMShapeLower (TVM's ``relax.transform.VMShapeLower``): symbolic shapes become run-time values
+of a per-call *shape heap* (an int64 tensor, one slot per symbolic variable or composite
+expression), and struct info becomes run-time checks.
+
+At function entry every parameter is checked (``vm.builtin.check_tensor_info`` / ``_shape_`` /
+``_tuple_`` / ``_prim_value_info``: kind, rank, dtype) and its dimensions are matched
+(``vm.builtin.match_shape``): a constant is asserted, a symbolic variable seen for the first time
+is stored to the heap, one seen before is asserted equal to the stored value — so ``n`` used by two
+parameters must agree. ``R.match_cast`` does the same on its value. Composite expressions
+(``n * 128``) are computed by a generated PrimFunc ``shape_func`` reading and writing the heap, as
+soon as their variables are known. Shapes and scalars built from symbolic values become
+``vm.builtin.make_shape`` / ``vm.builtin.make_prim_value`` calls. Every check carries an
+``ErrorContext(fn=..., loc=param[k], param=x, annotation=...)`` string for its error message.
+"""
+
+from __future__ import annotations
+
+from ...ir.expr import GlobalVar
+from ...ir.prim_expr import IntImm, PrimExpr
+from ...tir import expr as T
+from ...tir.buffer import decl_buffer
+from ...tir.function import PrimFunc
+from ...tir.stmt import BufferStore, stmt_seq
+from ...tir.stmt_functor import post_order
+from ...transform.decorators import module_pass
+from ...transform.stats import record_stat
+from ..expr import (
+    BindingBlock, Call, DataTypeImm, ExternFunc, Function, If, MatchCast, PrimValue, SeqExpr,
+    ShapeExpr, StringImm, Tuple, TupleGetItem, Var, VarBinding,
+)
+from ..op import vm as vm_op
+from ..struct_info import (
+    PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo,
+)
+from .lower_utils import no_gc, Namer, normalized
+from .utils import has_relax_function, register
+
+__all__ = ["VMShapeLower", "MatchShapeCode", "MakeShapeCode", "vm_shape_lower"]
+
+
+class MatchShapeCode:
+    """What ``vm.builtin.match_shape`` does with one dimension (TVM's codes)."""
+
+    ASSERT_EQUAL_TO_IMM = 0
+    STORE_TO_HEAP = 1
+    NO_OP = 2
+    ASSERT_EQUAL_TO_LOAD = 3
+
+
+class MakeShapeCode:
+    """Where ``vm.builtin.make_shape`` takes one dimension from."""
+
+    USE_IMM = 0
+    LOAD_SHAPE = 1
+
+
+_VOID = TupleStructInfo([])
+
+
+def _pv(v: int) -> PrimValue:
+    return PrimValue(IntImm("int64", int(v)))
+
+
+def _packed(name: str, args, sinfo: StructInfo = _VOID) -> Call:
+    c = Call(ExternFunc(name), list(args), None, [sinfo])
+    c._checked_type = sinfo
+    return c
+
+
+def _tir_vars(e) -> list:
+    return [n for n in post_order(e) if isinstance(n, T.Var)]
+
+
+class _Lowerer:
+    """The rewrite of one function."""
+
+    def __init__(self, func: Function, fname: str, mod, out_mod):
+        self.func, self.fname, self.mod, self.out_mod = func, fname, mod, out_mod
+        self.namer = Namer(func)
+        self.slot: dict = {}          # key -> heap slot
+        self.bound: set = set()       # keys whose heap value is known here
+        self.composites: dict = {}    # key -> expr, every composite the function mentions
+        self.heap = Var(self.namer.fresh("shape_heap"), TensorStructInfo(None, "int64", ndim=1))
+        self.shape_funcs = 0
+        self.heap_used = False
+
+    # ------------------------------------------------------------------ heap slots
+    @staticmethod
+    def key(e: PrimExpr):
+        if isinstance(e, T.Var):
+            return ("var", id(e))
+        return ("expr", repr(e), tuple(id(v) for v in _tir_vars(e)))
+
+    def slot_of(self, e: PrimExpr) -> int:
+        k = self.key(e)
+        if k not in self.slot:
+            self.slot[k] = len(self.slot)
+        return self.slot[k]
+
+    def scan_composites(self) -> None:
+        from .utils import iter_bindings, sinfo_prim_fields
+
+        prims = []
+        for b in iter_bindings(self.func.body):
+            stack = [b.value]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, ShapeExpr):
+                    prims.extend(e.values)
+                elif isinstance(e, PrimValue):
+                    prims.append(e.value)
+                elif isinstance(e, Call):
+                    stack.extend(e.args)
+                elif isinstance(e, Tuple):
+                    stack.extend(e.fields)
+            if isinstance(b, MatchCast):
+                prims.extend(sinfo_prim_fields(b.struct_info))
+        for p in self.func.params:
+            prims.extend(sinfo_prim_fields(p._struct_info))
+        for e in prims:
+            if not isinstance(e, IntImm | T.Var) and _tir_vars(e):
+                self.composites.setdefault(self.key(e), e)
+
+    def compute_ready(self, out: list) -> None:
+        """Emit a shape_func computing every composite whose variables are all known now."""
+        ready = [(k, e) for k, e in self.composites.items()
+                 if k not in self.bound and all(self.key(v) in self.bound for v in _tir_vars(e))]
+        if not ready:
+            return
+        H = decl_buffer((IntImm("int64", 0),), "int64", "H")  # shape fixed below
+        stores = []
+        for k, e in ready:
+            from ...tir.stmt_functor import substitute
+
+            vmap = {v: self._load(H, v) for v in _tir_vars(e)}
+            value = substitute(e, vmap)
+            if value.dtype != "int64":
+                value = T.Cast("int64", value)
+            stores.append((self.slot_of(e), value))
+            self.bound.add(k)
+        self.pending_funcs.append((H, stores))
+        gv = GlobalVar("shape_func")
+        self.func_gvs.append(gv)
+        call = Call(gv, [self.heap])
+        call._checked_type = _VOID
+        out.append(VarBinding(Var(self.namer.fresh("_"), _VOID), call))
+
+    def _load(self, H, v):
+        ld = T.BufferLoad(H, [IntImm("int64", self.slot_of(v))])
+        return ld if v.dtype == "int64" else T.Cast(v.dtype, ld)
+
+    # ------------------------------------------------------------------ checks
+    def check_value(self, value, sinfo: StructInfo, ctx: str, out: list, deferred: list) -> None:
+        """Checks of ``value`` against ``sinfo``; dims needing composites go to ``deferred``."""
+        work = [(value, sinfo)]
+        while work:
+            val, s = work.pop(0)
+            err = StringImm(ctx)
+            if isinstance(s, TensorStructInfo):
+                out.append(self._void(_packed("vm.builtin.check_tensor_info", [
+                    val, _pv(s.ndim), DataTypeImm(s.dtype), err])))
+                if isinstance(s.shape, ShapeExpr):
+                    self.match(val, s.shape.values, ctx, out, deferred)
+            elif isinstance(s, ShapeStructInfo):
+                out.append(self._void(_packed("vm.builtin.check_shape_info", [
+                    val, _pv(s.ndim), err])))
+                if s.values is not None:
+                    self.match(val, s.values, ctx, out, deferred)
+            elif isinstance(s, PrimStructInfo):
+                out.append(self._void(_packed("vm.builtin.check_prim_value_info", [
+                    val, DataTypeImm(s.dtype), err])))
+                if s.value is not None and not isinstance(s.value, IntImm) and \
+                        s.dtype.startswith(("int", "uint")):
+                    self.match(val, [s.value], ctx, out, deferred, prim=True)
+            elif isinstance(s, TupleStructInfo):
+                out.append(self._void(_packed("vm.builtin.check_tuple_info", [
+                    val, _pv(len(s.fields)), err])))
+                for k, f in enumerate(s.fields):
+                    if isinstance(f, TensorStructInfo | ShapeStructInfo | PrimStructInfo |
+                                  TupleStructInfo):
+                        item = normalized(TupleGetItem(val, k), self.mod)
+                        iv = Var(self.namer.fresh("lv"), item.struct_info)
+                        out.append(VarBinding(iv, item))
+                        work.append((iv, f))
+
+    def match(self, val, dims, ctx, out, deferred, prim: bool = False) -> None:
+        args, later = [], False
+        for d in dims:
+            if isinstance(d, IntImm):
+                args += [MatchShapeCode.ASSERT_EQUAL_TO_IMM, d.value]
+            elif isinstance(d, T.Var):
+                k = self.key(d)
+                if k in self.bound:
+                    args += [MatchShapeCode.ASSERT_EQUAL_TO_LOAD, self.slot_of(d)]
+                else:
+                    args += [MatchShapeCode.STORE_TO_HEAP, self.slot_of(d)]
+                    self.bound.add(k)
+            else:
+                args += [MatchShapeCode.NO_OP, 0]
+                later = True
+        name = "vm.builtin.match_prim_value" if prim else "vm.builtin.match_shape"
+        head = [val, self.heap] if prim else [val, self.heap, _pv(len(dims))]
+        if any(a != MatchShapeCode.NO_OP for a in args[::2]):
+            self.heap_used = True
+            out.append(self._void(_packed(name, head + [_pv(a) for a in args] +
+                                          [StringImm(ctx)])))
+        if later:
+            deferred.append((val, dims, ctx, prim))
+
+    def finish_deferred(self, deferred, out) -> None:
+        for val, dims, ctx, prim in deferred:
+            args = []
+            for d in dims:
+                if isinstance(d, IntImm | T.Var):
+                    args += [MatchShapeCode.NO_OP, 0]
+                    continue
+                if self.key(d) not in self.bound:
+                    missing = [v.name for v in _tir_vars(d) if self.key(v) not in self.bound]
+                    raise ValueError(f"VMShapeLower: {ctx}: the dimension {d} uses symbolic "
+                                     f"variable(s) {', '.join(missing)} that no parameter or "
+                                     "match_cast defines")
+                args += [MatchShapeCode.ASSERT_EQUAL_TO_LOAD, self.slot_of(d)]
+            name = "vm.builtin.match_prim_value" if prim else "vm.builtin.match_shape"
+            head = [val, self.heap] if prim else [val, self.heap, _pv(len(dims))]
+            self.heap_used = True
+            out.append(self._void(_packed(name, head + [_pv(a) for a in args] +
+                                          [StringImm(ctx)])))
+
+    def _void(self, call) -> VarBinding:
+        return VarBinding(Var(self.namer.fresh("_"), _VOID), call)
+
+    # ------------------------------------------------------------------ values
+    def lower_operand(self, e, out: list):
+        """A leaf operand with symbolic shapes / prim values replaced by heap reads."""
+        if isinstance(e, ShapeExpr) and not all(isinstance(d, IntImm) for d in e.values):
+            args = []
+            for d in e.values:
+                if isinstance(d, IntImm):
+                    args += [MakeShapeCode.USE_IMM, d.value]
+                else:
+                    args += [MakeShapeCode.LOAD_SHAPE, self.need(d)]
+            c = _packed("vm.builtin.make_shape", [self.heap, _pv(len(e.values))] +
+                        [_pv(a) for a in args], ShapeStructInfo(e.values))
+            v = Var(self.namer.fresh("lv"), c._checked_type)
+            out.append(VarBinding(v, c))
+            return v
+        if isinstance(e, PrimValue) and not isinstance(e.value, IntImm | T.FloatImm):
+            c = _packed("vm.builtin.make_prim_value",
+                        [self.heap, _pv(MakeShapeCode.LOAD_SHAPE), _pv(self.need(e.value))],
+                        PrimStructInfo(e.value.dtype, e.value))
+            v = Var(self.namer.fresh("lv"), c._checked_type)
+            out.append(VarBinding(v, c))
+            return v
+        if isinstance(e, Tuple):
+            fields = [self.lower_operand(f, out) for f in e.fields]
+            if any(a is not b for a, b in zip(fields, e.fields, strict=True)):
+                t = Tuple(fields, e.span)
+                t._checked_type = e._checked_type
+                return t
+        return e
+
+    def need(self, d) -> int:
+        k = self.key(d)
+        if k not in self.bound:
+            names = ", ".join(v.name for v in _tir_vars(d) if self.key(v) not in self.bound)
+            raise ValueError(f"VMShapeLower: in {self.fname}, the shape value {d} needs "
+                             f"symbolic variable(s) {names or d} before any parameter or "
+                             "match_cast defines them")
+        return self.slot_of(d)
+
+    def lower_value(self, v, out: list):
+        if isinstance(v, Call):
+            args = [self.lower_operand(a, out) for a in v.args]
+            if all(a is b for a, b in zip(args, v.args, strict=True)):
+                return v
+            c = Call(v.op, args, v.attrs, v.sinfo_args, v.span)
+            c._checked_type = v._checked_type
+            return c
+        return self.lower_operand(v, out)
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Function:
+        self.pending_funcs: list = []
+        self.func_gvs: list = []
+        self.scan_composites()
+        out: list = []
+        deferred: list = []
+        for k, p in enumerate(self.func.params):
+            ctx = (f"ErrorContext(fn={self.fname}, loc=param[{k}], param={p.name_hint}, "
+                   f"annotation={p._struct_info})")
+            self.check_value(p, p._struct_info, ctx, out, deferred)
+        self.compute_ready(out)
+        self.finish_deferred(deferred, out)
+        body = self.lower_seq(self.func.body, out)
+        uses_heap = self.heap_used or bool(self.slot)
+        blocks = []
+        if uses_heap:
+            alloc = vm_op.call_builtin_with_ctx("vm.builtin.alloc_shape_heap",
+                                                Tuple([_pv(len(self.slot))]),
+                                                self.heap._struct_info)
+            alloc._checked_type = self.heap._struct_info
+            out.insert(0, VarBinding(self.heap, alloc))
+        else:
+            out = [b for b in out]  # checks only, no heap
+        blocks.append(BindingBlock(out))
+        seq = SeqExpr(blocks + list(body.blocks), body.body, body.span)
+        seq._checked_type = body._checked_type
+        self.add_shape_funcs()
+        return Function(self.func.params, seq, self.func.ret_struct_info, False,
+                        self.func.attrs, self.func.span)
+
+    def add_shape_funcs(self) -> None:
+        k = len(self.slot)
+        for gv_tmp, (H0, stores) in zip(self.func_gvs, self.pending_funcs, strict=True):
+            H = decl_buffer((IntImm("int64", k),), "int64", "H")
+            from ...tir.stmt_functor import substitute
+
+            body = []
+            for slot, value in stores:
+                value = _rebuffer(value, H0, H)
+                body.append(BufferStore(H, value, [IntImm("int64", slot)]))
+            f = PrimFunc([H], stmt_seq(*body), attrs={"tir.is_host_func": 1})
+            name = _fresh_global(self.out_mod, "shape_func")
+            gv_tmp.name_hint = name
+            self.out_mod[gv_tmp] = f
+            _ = substitute
+
+    def lower_seq(self, seq: SeqExpr, prologue: list) -> SeqExpr:
+        """Rewrite a sequence (nested If branches through an explicit stack)."""
+        # frames: [seq, bindings_out, block_index, binding_index, saved_bound, pending_if]
+        root = {"seq": seq, "out": [], "bi": 0, "ki": 0, "pending": None}
+        stack = [root]
+        result = None
+        while stack:
+            fr = stack[-1]
+            s = fr["seq"]
+            if fr["pending"] is not None:  # a branch came back
+                b, done = fr["pending"]
+                if len(done) < 2:
+                    br = b.value.true_branch if not done else b.value.false_branch
+                    saved = set(self.bound)
+                    fr["saved"] = saved
+                    stack.append({"seq": br, "out": [], "bi": 0, "ki": 0, "pending": None})
+                    continue
+                nv = If(self.lower_operand(b.value.cond, fr["out"]), done[0], done[1],
+                        b.value.span)
+                nv._checked_type = b.value._checked_type
+                fr["out"].append(VarBinding(b.var, nv, b.span))
+                fr["pending"] = None
+                fr["ki"] += 1
+                continue
+            blocks = s.blocks
+            if fr["bi"] >= len(blocks):
+                body = self.lower_operand(s.body, fr["out"])
+                new = SeqExpr([BindingBlock(fr["out"])] if fr["out"] else [], body, s.span)
+                new._checked_type = s._checked_type
+                stack.pop()
+                if stack:
+                    parent = stack[-1]
+                    self.bound = parent.pop("saved", self.bound)
+                    parent["pending"][1].append(new)
+                else:
+                    result = new
+                continue
+            bindings = blocks[fr["bi"]].bindings
+            if fr["ki"] >= len(bindings):
+                fr["bi"] += 1
+                fr["ki"] = 0
+                continue
+            b = bindings[fr["ki"]]
+            out = fr["out"]
+            if isinstance(b, MatchCast):
+                value = self.lower_operand(b.value, out)
+                deferred: list = []
+                ctx = (f"ErrorContext(fn={self.fname}, loc=match_cast, var={b.var.name_hint}, "
+                       f"annotation={b.struct_info})")
+                self.check_value(value, b.struct_info, ctx, out, deferred)
+                self.compute_ready(out)
+                self.finish_deferred(deferred, out)
+                out.append(VarBinding(b.var, value, b.span))
+                fr["ki"] += 1
+            elif isinstance(b.value, If):
+                fr["pending"] = (b, [])
+            else:
+                out.append(VarBinding(b.var, self.lower_value(b.value, out), b.span))
+                fr["ki"] += 1
+        return result
+
+
+def _rebuffer(e, old, new):
+    """``e`` with loads of buffer ``old`` reading ``new``."""
+    from ...tir.stmt_functor import transform_expr
+
+    def fpost(n):
+        if isinstance(n, T.BufferLoad) and n.buffer is old:
+            return T.BufferLoad(new, n.indices)
+        return None
+
+    return transform_expr(e, fpost)
+
+
+def _fresh_global(mod, hint: str) -> str:
+    names = {gv.name_hint for gv in mod.functions}
+    if hint not in names:
+        return hint
+    k = 1
+    while f"{hint}{k}" in names:
+        k += 1
+    return f"{hint}{k}"
+
+
+def vm_shape_lower(func: Function, fname: str, mod, out_mod) -> Function:
+    """``func`` with shape checks and heap-based symbolic shapes; shape_funcs go to out_mod."""
+    return _Lowerer(func, fname, mod, out_mod).run()
+
+
+@register("VMShapeLower")
+def VMShapeLower(*, emit_err_ctx: bool = True):  # noqa: N802 - TVM's name
+    """Module pass (opt 0): shape checks at entry and after match_cast; heap-based shapes."""
+
+    def run(mod, ctx):
+        with no_gc():
+            return run_impl(mod, ctx)
+
+    def run_impl(mod, ctx):
+        if not has_relax_function(mod):
+            return mod
+        out = mod.shallow_copy()
+        n = 0
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function) and not (func.attrs and
+                                                   func.attrs.get("Primitive")):
+                out.update_func(gv, vm_shape_lower(func, gv.name_hint, mod, out))
+                n += 1
+        if n:
+            record_stat("functions lowered", n)
+        return out
+
+    return module_pass(run, opt_level=0, name="VMShapeLower")

@@ -1,0 +1,93 @@
+"""``relax.build(mod, target)`` / ``tvm.compile``: run the pipeline, compile every PrimFunc of
+the module once with the shared code generator (after the shared schedules,
+``schedule.optimize_prim_func``), generate VM code, and return the Executable.
+
+A symbolic-shape PrimFunc is compiled once and serves every size: its dims are read from the
+buffers it receives."""
+
+from __future__ import annotations
+
+from ...backend.options import lowering_options
+from ...codegen.build import compile_prim_func
+from ...ir.module import IRModule
+from ...runtime.module import Kernel
+from ...runtime.relax_vm import Executable, kernel_spec
+from ...schedule import optimize_prim_func
+from ...transform.context import PassContext
+from ..expr import Function
+from ..transform.lower_utils import no_gc
+from .codegen import codegen
+
+__all__ = ["build", "compile_kernels"]
+
+
+def _target_ok(target) -> None:
+    if target is None:
+        return
+    kind = getattr(target, "kind", None)
+    text = str(getattr(kind, "name", kind) if kind is not None else target)
+    if text.split()[0] not in ("llvm", "c", "cpu"):
+        raise ValueError(f"relax.build only supports the 'llvm' target (the host CPU), got "
+                         f"{target!r}")
+
+
+def compile_kernels(prims: dict, options) -> dict:
+    """Compile each PrimFunc (name -> PrimFunc) once: name -> (Kernel record, spec)."""
+    out = {}
+    for name, prim in prims.items():
+        fast = optimize_prim_func(prim, options)
+        fn, ir_text = compile_prim_func(fast, name)
+        compiled = fn._compiled
+        rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
+                     ir=ir_text, compiled=compiled, kernel=fn, prim_func=fast)
+        out[name] = (rec, kernel_spec(fn.sig))
+    return out
+
+
+def build(mod, target="llvm", params: dict | None = None, pipeline="default_build",
+          exec_mode: str = "bytecode", *, system_lib=None, relax_pipeline=None,
+          tir_pipeline=None) -> Executable:
+    """Compile a Relax IRModule for the Relax VM.
+
+    Parameters
+    ----------
+    mod : IRModule
+        Relax functions (and PrimFuncs they call).
+    target : str or Target
+        ``"llvm"`` (the host CPU).
+    params : dict, optional
+        Values bound to ``main``'s parameters of the same names (``BindParams``) first.
+    pipeline : str, Pass or None
+        ``"default_build"`` (legalize, fuse, lower), ``"zero"`` or another pass run before the
+        lowering to the VM; ``None`` runs only the lowering.
+    """
+    from .. import transform
+    from ..pipeline import get_pipeline, lowering_pipeline
+
+    if not isinstance(mod, IRModule):
+        if isinstance(mod, Function):
+            mod = IRModule({"main": mod})
+        else:
+            raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
+    _target_ok(target)
+    if exec_mode not in ("bytecode", "compiled"):
+        raise ValueError(f"relax.build: exec_mode must be 'bytecode' or 'compiled', got "
+                         f"{exec_mode!r}")
+    if relax_pipeline is not None:
+        pipeline = relax_pipeline
+    if params:
+        mod = transform.BindParams("main", params)(mod)
+    if isinstance(pipeline, str):
+        if pipeline in ("default_build", "default"):
+            mod = get_pipeline(pipeline)(mod)
+        else:
+            mod = lowering_pipeline()(get_pipeline(pipeline)(mod))
+    elif pipeline is not None:
+        mod = lowering_pipeline()(pipeline(mod))
+    else:
+        mod = lowering_pipeline()(mod)
+    options = lowering_options(PassContext.current())
+    with no_gc():
+        funcs, table, consts, prims = codegen(mod)
+    kernels = compile_kernels(prims, options)
+    return Executable(funcs, table, consts, kernels)

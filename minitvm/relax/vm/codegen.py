@@ -1,0 +1,251 @@
+"""VM code generation: lowered Relax functions (after VMShapeLower) to the Relax VM's
+instruction lists, constant pool and function table (``runtime.relax_vm``).
+
+Every variable gets a register (parameters first); a binding becomes one instruction — a call of
+a kernel (a PrimFunc of the module), of another Relax function, of a packed function or builtin
+by name, a register move, or a kill; ``If`` becomes a conditional jump over the true branch and a
+jump over the false one. Nested branches are generated from an explicit stack of generators."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.expr import GlobalVar
+from ...ir.op import Op
+from ...ir.prim_expr import FloatImm, IntImm
+from ...runtime.relax_vm.builtins import ShapeTuple
+from ...runtime.relax_vm.executable import (
+    ARG_CONST, ARG_CTX, ARG_FUNC, ARG_IMM, ARG_REG, CALL, GOTO, IF, KILL, MOVE, RET, VMFunction,
+)
+from ...tir.function import PrimFunc
+from ..expr import (
+    Call, Constant, DataTypeImm, ExternFunc, Function, If, PrimValue, SeqExpr, ShapeExpr,
+    StringImm, Tuple, TupleGetItem, Var,
+)
+
+__all__ = ["VMCodeGenError", "codegen"]
+
+
+class VMCodeGenError(ValueError):
+    """A construct the VM cannot run (an op left unlowered, a local function...)."""
+
+
+class _Tables:
+    def __init__(self, mod):
+        self.mod = mod
+        self.func_index: dict[tuple, int] = {}
+        self.func_table: list[tuple[str, str]] = []
+        self.constants: list = []
+        self.const_index: dict = {}
+        self.kernels: dict[str, PrimFunc] = {}
+        self.sites = 0
+
+    def func(self, kind: str, name: str) -> int:
+        key = (kind, name)
+        if key not in self.func_index:
+            self.func_index[key] = len(self.func_table)
+            self.func_table.append(key)
+        return self.func_index[key]
+
+    def const(self, value, key=None) -> int:
+        if key is not None and key in self.const_index:
+            return self.const_index[key]
+        self.constants.append(value)
+        k = len(self.constants) - 1
+        if key is not None:
+            self.const_index[key] = k
+        return k
+
+    def global_func(self, gv: GlobalVar) -> int:
+        f = self.mod.functions.get(gv) if gv in self.mod.functions else None
+        if f is None:
+            for g, fn in self.mod.functions.items():
+                if g.name_hint == gv.name_hint:
+                    f = fn
+                    break
+        if isinstance(f, PrimFunc):
+            self.kernels[gv.name_hint] = f
+            return self.func("kernel", gv.name_hint)
+        if isinstance(f, Function):
+            return self.func("vm", gv.name_hint)
+        raise VMCodeGenError(f"call of @{gv.name_hint}, which the module does not define")
+
+
+class _FuncGen:
+    def __init__(self, name: str, func: Function, tables: _Tables):
+        self.name, self.func, self.t = name, func, tables
+        self.regs: dict[Var, int] = {}
+        self.code: list = []
+        for p in func.params:
+            self.new_reg(p)
+
+    def new_reg(self, var=None) -> int:
+        r = len(self.regs) if var is not None else None
+        if var is not None:
+            self.regs[var] = r
+            return r
+        k = self._tmp = getattr(self, "_tmp", 0) + 1
+        key = Var(f"%tmp{k}")
+        self.regs[key] = len(self.regs)
+        return self.regs[key]
+
+    # ------------------------------------------------------------------ operands
+    def operand(self, e) -> list:
+        if isinstance(e, Var):
+            if e not in self.regs:
+                raise VMCodeGenError(f"{self.name}: variable {e.name_hint!r} is used before it "
+                                     "is defined")
+            return [ARG_REG, self.regs[e]]
+        if isinstance(e, Constant):
+            return [ARG_CONST, self.t.const(np.ascontiguousarray(e.data.numpy()), ("c", id(e)))]
+        if isinstance(e, ShapeExpr):
+            if not all(isinstance(d, IntImm) for d in e.values):
+                raise VMCodeGenError(f"{self.name}: symbolic shape {list(e.values)} was not "
+                                     "lowered (run VMShapeLower)")
+            vals = tuple(int(d.value) for d in e.values)
+            return [ARG_CONST, self.t.const(ShapeTuple(vals), ("shape", vals))]
+        if isinstance(e, PrimValue):
+            v = e.value
+            if isinstance(v, IntImm):
+                if v.dtype == "bool":
+                    return [ARG_CONST, self.t.const(bool(v.value), ("bool", bool(v.value)))]
+                return [ARG_IMM, int(v.value)]
+            if isinstance(v, FloatImm):
+                return [ARG_CONST, self.t.const(float(v.value), ("float", float(v.value)))]
+            raise VMCodeGenError(f"{self.name}: symbolic value {v} was not lowered (run "
+                                 "VMShapeLower)")
+        if isinstance(e, StringImm | DataTypeImm):
+            return [ARG_CONST, self.t.const(e.value, ("str", e.value))]
+        if isinstance(e, GlobalVar):
+            return [ARG_FUNC, self.t.global_func(e)]
+        if isinstance(e, ExternFunc):
+            return [ARG_FUNC, self.t.func("packed", e.global_symbol)]
+        if isinstance(e, Tuple):
+            fields = [self.operand(f) for f in e.fields]
+            r = self.new_reg()
+            self.code.append([CALL, r, self.t.func("packed", "vm.builtin.make_tuple"), fields])
+            return [ARG_REG, r]
+        if isinstance(e, TupleGetItem | Call):
+            r = self.new_reg()
+            self.value(e, r)
+            return [ARG_REG, r]
+        raise VMCodeGenError(f"{self.name}: cannot pass a {type(e).__name__} as an argument")
+
+    # ------------------------------------------------------------------ values
+    def value(self, v, dst: int) -> None:
+        t, code = self.t, self.code
+        if isinstance(v, Call):
+            op = v.op
+            if isinstance(op, Op):
+                self.op_call(v, dst)
+                return
+            if isinstance(op, ExternFunc):
+                fidx = t.func("packed", op.global_symbol)
+                code.append([CALL, dst, fidx, [self.operand(a) for a in v.args]])
+                return
+            if isinstance(op, GlobalVar):
+                code.append([CALL, dst, t.global_func(op), [self.operand(a) for a in v.args]])
+                return
+            # a closure value held in a variable
+            code.append([CALL, dst, t.func("packed", "vm.builtin.invoke_closure"),
+                         [[ARG_CTX, 0], self.operand(op)] + [self.operand(a) for a in v.args]])
+            return
+        if isinstance(v, TupleGetItem):
+            code.append([CALL, dst, t.func("packed", "vm.builtin.tuple_getitem"),
+                         [self.operand(v.tuple_value), [ARG_IMM, v.index]]])
+            return
+        if isinstance(v, Tuple):
+            code.append([CALL, dst, t.func("packed", "vm.builtin.make_tuple"),
+                         [self.operand(f) for f in v.fields]])
+            return
+        if isinstance(v, GlobalVar):  # a function value
+            code.append([CALL, dst, t.func("packed", "vm.builtin.make_closure"),
+                         [[ARG_CTX, 0], self.operand(v)]])
+            return
+        if isinstance(v, Function):
+            raise VMCodeGenError(f"{self.name}: a local function is left; run "
+                                 "relax.transform.LambdaLift first")
+        code.append([MOVE, dst, self.operand(v)])
+
+    def op_call(self, v: Call, dst: int) -> None:
+        name, a, t, code = v.op.name, v.args, self.t, self.code
+        if name == "relax.vm.alloc_storage":
+            t.sites += 1
+            code.append([CALL, dst, t.func("packed", "vm.builtin.alloc_storage"),
+                         [[ARG_CTX, 0], self.operand(a[0]), self.operand(a[1]),
+                          self.operand(a[2]), [ARG_IMM, t.sites]]])
+        elif name == "relax.vm.alloc_tensor":
+            code.append([CALL, dst, t.func("packed", "vm.builtin.alloc_tensor_from_storage"),
+                         [self.operand(x) for x in a]])
+        elif name == "relax.vm.kill_object":
+            if isinstance(a[0], Var) and a[0] in self.regs:
+                code.append([KILL, self.regs[a[0]]])
+        elif name == "relax.call_builtin_with_ctx":
+            callee = a[0]
+            if not isinstance(callee, ExternFunc):
+                raise VMCodeGenError(f"{self.name}: call_builtin_with_ctx needs a builtin name")
+            args = list(a[1].fields) if isinstance(a[1], Tuple) else [a[1]]
+            code.append([CALL, dst, t.func("packed", callee.global_symbol),
+                         [[ARG_CTX, 0]] + [self.operand(x) for x in args]])
+        else:
+            raise VMCodeGenError(f"{self.name}: operator {name} is not lowered for the VM "
+                                 "(run LegalizeOps and the build pipeline: relax.build)")
+
+    # ------------------------------------------------------------------ sequences
+    def seq(self, s, dst):
+        """Generator: emit a sequence; yields (nested seq, dst) to have branches emitted."""
+        if not isinstance(s, SeqExpr):
+            self.value(s, dst)
+            return
+        for block in s.blocks:
+            for b in block.bindings:
+                r = self.regs.get(b.var)
+                if r is None:
+                    r = self.new_reg(b.var)
+                v = b.value
+                if isinstance(v, If):
+                    cond = self.operand(v.cond)
+                    if cond[0] != ARG_REG:
+                        cr = self.new_reg()
+                        self.code.append([MOVE, cr, cond])
+                        cond = [ARG_REG, cr]
+                    jif = len(self.code)
+                    self.code.append([IF, cond[1], 0])
+                    yield (v.true_branch, r)
+                    jgoto = len(self.code)
+                    self.code.append([GOTO, 0])
+                    self.code[jif][2] = len(self.code) - jif
+                    yield (v.false_branch, r)
+                    self.code[jgoto][1] = len(self.code) - jgoto
+                else:
+                    self.value(v, r)
+        self.value(s.body, dst)
+
+    def run(self) -> VMFunction:
+        ret = self.new_reg()
+        stack = [self.seq(self.func.body, ret)]
+        while stack:
+            try:
+                sub, dst = next(stack[-1])
+            except StopIteration:
+                stack.pop()
+                continue
+            stack.append(self.seq(sub, dst))
+        self.code.append([RET, ret])
+        return VMFunction(self.name, [p.name_hint for p in self.func.params], len(self.regs),
+                          self.code, [str(p._struct_info) for p in self.func.params])
+
+
+def codegen(mod) -> tuple[list, list, list, dict]:
+    """(VM functions, function table, constants, {kernel name: PrimFunc}) of a lowered module."""
+    t = _Tables(mod)
+    funcs = []
+    for gv, f in mod.functions.items():
+        if isinstance(f, Function):
+            if f.attrs and f.attrs.get("Primitive"):
+                continue
+            name = f.attrs.get("global_symbol") if f.attrs else None
+            name = str(getattr(name, "value", name)) if name is not None else gv.name_hint
+            funcs.append(_FuncGen(name, f, t).run())
+            t.func("vm", name)
+    return funcs, t.func_table, t.constants, t.kernels

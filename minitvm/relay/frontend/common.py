@@ -1,0 +1,176 @@
+"""Helpers every importer shares: constant folding while importing, shape queries, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.op import Op
+from ...ir.type import TensorType, TupleType
+from ...runtime.ndarray import NDArray
+from .. import expr as _expr
+from ..expr import Call, Constant, Tuple, TupleGetItem
+from ..transform.infer_type import InferTypeLocal
+
+__all__ = [
+    "OpNotImplemented", "ImportError_", "Folder", "infer_type", "infer_shape", "infer_dtype",
+    "const_value", "unsupported_error", "new_var",
+]
+
+
+class OpNotImplemented(NotImplementedError):
+    """A model uses operators the importer does not convert (``tvm.error.OpNotImplemented``)."""
+
+
+class ImportError_(ValueError):
+    """A model file is malformed or uses an operator in a way that cannot be imported."""
+
+
+def unsupported_error(framework: str, counts: dict[str, int]) -> OpNotImplemented:
+    """One error naming every unsupported operator of a model, with how often each occurs."""
+    listed = ", ".join(f"{name} (x{n})" if n > 1 else name for name, n in sorted(counts.items()))
+    return OpNotImplemented(
+        f"the following {framework} operators are not supported by minitvm's importer: {listed}")
+
+
+def new_var(name: str, shape, dtype: str = "float32") -> _expr.Var:
+    return _expr.var(name, shape=tuple(int(d) for d in shape), dtype=dtype)
+
+
+def infer_type(expr):
+    """The checked type of ``expr`` (free variables typed by their annotations)."""
+    if isinstance(expr, Constant):
+        return TensorType(expr.data.shape, str(expr.data.dtype))
+    if expr._checked_type is not None:
+        return expr._checked_type
+    return InferTypeLocal(expr)
+
+
+def infer_shape(expr) -> tuple[int, ...]:
+    """The static shape of a tensor expression; a clear error when it is not static."""
+    t = infer_type(expr)
+    if not isinstance(t, TensorType):
+        raise ImportError_(f"expected a tensor, got a value of type {t}")
+    if not t.is_static():
+        raise ImportError_(f"the importer needs static shapes here, got {t}")
+    return tuple(int(d) for d in t.concrete_shape)
+
+
+def infer_dtype(expr) -> str:
+    t = infer_type(expr)
+    if not isinstance(t, TensorType):
+        raise ImportError_(f"expected a tensor, got a value of type {t}")
+    return str(t.dtype)
+
+
+def const_value(expr) -> np.ndarray | None:
+    """The numpy value of ``expr`` when it is a constant, else None."""
+    if isinstance(expr, Constant):
+        return expr.data.numpy()
+    return None
+
+
+class Folder:
+    """Folds calls whose arguments are all constants as the importer builds them.
+
+    Shape-computing subgraphs (Shape -> Gather -> Concat -> Reshape) become constants this way,
+    so later converters see concrete shapes. Memoized across one import; the walk over newly
+    built nodes is an explicit post-order stack.
+    """
+
+    def __init__(self, max_elements: int = 1 << 26):
+        self.memo: dict = {}
+        self.max_elements = max_elements
+
+    def __call__(self, expr):
+        if not isinstance(expr, Call | Tuple | TupleGetItem):
+            return expr
+        stack = [(expr, False)]
+        memo = self.memo
+        while stack:
+            node, ready = stack.pop()
+            if node in memo:
+                continue
+            kids = self._children(node)
+            if not ready:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if k not in memo
+                             and isinstance(k, Call | Tuple | TupleGetItem))
+                continue
+            memo[node] = self._fold(node, [memo.get(k, k) for k in kids])
+        return memo[expr]
+
+    @staticmethod
+    def _children(node):
+        if isinstance(node, Call):
+            return list(node.args)
+        if isinstance(node, Tuple):
+            return list(node.fields)
+        return [node.tuple_value]
+
+    def _fold(self, node, kids):
+        if isinstance(node, Tuple):
+            return node if all(a is b for a, b in zip(kids, node.fields)) else Tuple(kids)
+        if isinstance(node, TupleGetItem):
+            tup = kids[0]
+            if isinstance(tup, Tuple):
+                return tup.fields[node.index]
+            return node if tup is node.tuple_value else TupleGetItem(tup, node.index)
+        new = node if all(a is b for a, b in zip(kids, node.args)) else Call(
+            node.op, kids, node.attrs, node.type_args)
+        op = new.op
+        if not isinstance(op, Op) or not kids or op.get_attr("TOpIsStateful"):
+            return new
+        if op.name in ("shape_of", "ndarray_size"):
+            return self._fold_shape(new)
+        if not all(_is_literal(k) for k in kids):
+            return new
+        rel, impl = op.get_attr("FTypeRelation"), op.get_attr("FNumpy")
+        if rel is None or impl is None:
+            return new
+        try:
+            out_type = rel([_literal_type(k) for k in kids], new.attrs)
+            if isinstance(out_type, TensorType) and out_type.is_static() and \
+                    int(np.prod(out_type.concrete_shape)) > self.max_elements:
+                return new
+            value = impl(new.attrs, [_literal_value(k) for k in kids], out_type)
+        except (TypeError, ValueError, NotImplementedError):
+            return new
+        return _to_const(value, out_type)
+
+    def _fold_shape(self, call):
+        try:
+            shape = infer_shape(call.args[0])
+        except Exception:  # noqa: BLE001 - dynamic: leave the call
+            return call
+        dtype = getattr(call.attrs, "dtype", "int32") if call.attrs is not None else "int32"
+        if call.op.name == "shape_of":
+            return _expr.const(np.array(shape, dtype=dtype), dtype)
+        return _expr.const(np.array(int(np.prod(shape)), dtype=dtype), dtype)
+
+
+def _is_literal(e) -> bool:
+    return isinstance(e, Constant) or (isinstance(e, Tuple) and all(
+        isinstance(f, Constant) for f in e.fields))
+
+
+def _literal_type(e):
+    if isinstance(e, Constant):
+        return TensorType(e.data.shape, str(e.data.dtype))
+    return TupleType([_literal_type(f) for f in e.fields])
+
+
+def _literal_value(e):
+    if isinstance(e, Constant):
+        return e.data.numpy()
+    return tuple(f.data.numpy() for f in e.fields)
+
+
+def _to_const(value, ty):
+    if isinstance(ty, TupleType):
+        return Tuple([_to_const(v, t) for v, t in zip(value, ty.fields, strict=True)])
+    arr = np.asarray(value)
+    if isinstance(ty, TensorType) and str(arr.dtype) != ty.dtype:
+        arr = arr.astype(ty.dtype)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        arr = arr.copy(order="C")
+    return Constant(NDArray(arr))

@@ -1,0 +1,330 @@
+"""ONNX neural-network operators: convolutions, matrix products, normalization, pooling,
+softmax."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from ...op import nn as _nn
+from .registry import register
+
+
+def _spatial_pads(ctx, attrs, in_sizes, kernel, strides, dilations):
+    """Begin and end padding per spatial axis, honouring ``auto_pad``."""
+    n = len(kernel)
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for i in range(n):
+            out = -(-in_sizes[i] // strides[i])
+            eff = (kernel[i] - 1) * dilations[i] + 1
+            total = max(0, (out - 1) * strides[i] + eff - in_sizes[i])
+            small, big = total // 2, total - total // 2
+            begin.append(small if auto == "SAME_UPPER" else big)
+            end.append(big if auto == "SAME_UPPER" else small)
+        return begin, end
+    if auto == "VALID":
+        return [0] * n, [0] * n
+    pads = list(attrs.get("pads", [0] * (2 * n)))
+    return pads[:n], pads[n:]
+
+
+def _conv_common(ctx, x, w, attrs):
+    shape = ctx.shape(x)
+    wshape = ctx.shape(w)
+    n = len(shape) - 2
+    kernel = list(attrs.get("kernel_shape", wshape[2:]))
+    strides = list(attrs.get("strides", [1] * n))
+    dilations = list(attrs.get("dilations", [1] * n))
+    begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dilations)
+    return n, kernel, strides, dilations, begin, end
+
+
+def _add_bias(x, b, ndim):
+    if b is None:
+        return x
+    return _nn.bias_add(x, b, axis=1)
+
+
+@register("Conv")
+def _conv(ctx, ins, attrs):
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
+    groups = int(attrs.get("group", 1))
+    channels = ctx.shape(w)[0]
+    if n == 1:
+        out = _nn.conv1d(x, w, strides=strides, padding=(begin[0], end[0]), dilation=dil,
+                         groups=groups, channels=channels, kernel_size=kernel)
+    elif n == 2:
+        out = _nn.conv2d(x, w, strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
+                         dilation=dil, groups=groups, channels=channels, kernel_size=kernel)
+    else:
+        raise NotImplementedError(f"{ctx.where()}: {n}-D convolution is not supported "
+                                  "(1-D and 2-D are)")
+    return _add_bias(out, b, n + 2)
+
+
+@register("ConvTranspose")
+def _conv_transpose(ctx, ins, attrs):
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    shape, wshape = ctx.shape(x), ctx.shape(w)
+    n = len(shape) - 2
+    if n not in (1, 2):
+        raise NotImplementedError(f"{ctx.where()}: {n}-D transposed convolution is not "
+                                  "supported (1-D and 2-D are)")
+    groups = int(attrs.get("group", 1))
+    kernel = list(attrs.get("kernel_shape", wshape[2:]))
+    strides = list(attrs.get("strides", [1] * n))
+    dil = list(attrs.get("dilations", [1] * n))
+    out_pad = list(attrs.get("output_padding", [0] * n))
+    if "output_shape" in attrs or attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        target = list(attrs["output_shape"])[-n:] if "output_shape" in attrs else [
+            shape[2 + i] * strides[i] for i in range(n)]
+        begin, end = [], []
+        for i in range(n):
+            total = strides[i] * (shape[2 + i] - 1) + out_pad[i] + \
+                ((kernel[i] - 1) * dil[i] + 1) - target[i]
+            if total < 0:  # the requested output is larger: grow it with output padding
+                out_pad[i] -= total
+                total = 0
+            lo, hi = total // 2, total - total // 2
+            if attrs.get("auto_pad", "SAME_UPPER") == "SAME_LOWER":
+                lo, hi = hi, lo
+            begin.append(lo)
+            end.append(hi)
+    else:
+        begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dil)
+    channels = wshape[1] * groups
+    if n == 1:
+        x = _op.expand_dims(x, 2)
+        w = _op.expand_dims(w, 2)
+        kernel, strides, dil, out_pad = [1] + kernel, [1] + strides, [1] + dil, [0] + out_pad
+        begin, end = [0] + begin, [0] + end
+    out = _nn.conv2d_transpose(x, w, strides=strides, padding=(begin[0], begin[1], end[0],
+                                                                end[1]),
+                               dilation=dil, groups=groups, channels=channels,
+                               kernel_size=kernel, output_padding=out_pad)
+    if n == 1:
+        out = _op.squeeze(out, axis=[2])
+    return _add_bias(out, b, n + 2)
+
+
+# ------------------------------------------------------------------ matrix products
+def matmul(ctx, a, b):
+    """numpy.matmul semantics on Relay's dense / batch_matmul."""
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    squeeze = []
+    if len(sa) == 1:
+        a, sa = _op.expand_dims(a, 0), (1,) + sa
+        squeeze.append(-2)
+    if len(sb) == 1:
+        b, sb = _op.expand_dims(b, 1), sb + (1,)
+        squeeze.append(-1)
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    if len(sb) == 2:
+        flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
+        out = _nn.dense(flat, _op.transpose(b, (1, 0)))
+        if len(sa) != 2:
+            out = _op.reshape(out, sa[:-1] + (n,))
+        out_shape = sa[:-1] + (n,)
+    else:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+        nb = int(np.prod(batch)) if batch else 1
+        if sa[:-2] != batch:
+            a = _op.broadcast_to(a, batch + sa[-2:])
+        if sb[:-2] != batch:
+            b = _op.broadcast_to(b, batch + sb[-2:])
+        a3 = a if len(batch) == 1 else _op.reshape(a, (nb, m, k))
+        b3 = b if len(batch) == 1 else _op.reshape(b, (nb, k, n))
+        out = _nn.batch_matmul(a3, b3, transpose_b=False)
+        out_shape = batch + (m, n)
+        if len(batch) != 1:
+            out = _op.reshape(out, out_shape)
+    if squeeze:
+        nd = len(out_shape)
+        out = _op.squeeze(out, axis=sorted(nd + s for s in squeeze))
+    return out
+
+
+@register("MatMul")
+def _matmul(ctx, ins, attrs):
+    return matmul(ctx, ins[0], ins[1])
+
+
+@register("Gemm")
+def _gemm(ctx, ins, attrs):
+    a, b = ins[0], ins[1]
+    c = ins[2] if len(ins) > 2 else None
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    if attrs.get("transA", 0):
+        a = _op.transpose(a, (1, 0))
+    w = b if attrs.get("transB", 0) else _op.transpose(b, (1, 0))
+    out = _nn.dense(a, w)
+    dt = ctx.dtype(ins[0])
+    if alpha != 1.0:
+        out = _op.multiply(out, ctx.const(np.array(alpha, dt)))
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = _op.multiply(c, ctx.const(np.array(beta, dt)))
+        out = _op.add(out, c)
+    return out
+
+
+# ------------------------------------------------------------------ normalization
+@register("BatchNormalization")
+def _batch_norm(ctx, ins, attrs):
+    x, scale, bias, mean, var = ins[:5]
+    eps = float(attrs.get("epsilon", 1e-5))
+    if attrs.get("training_mode", 0):
+        raise NotImplementedError(f"{ctx.where()}: training_mode=1 is not supported")
+    return _nn.batch_norm(x, scale, bias, mean, var, axis=1, epsilon=eps)[0]
+
+
+@register("LayerNormalization")
+def _layer_norm(ctx, ins, attrs):
+    x, scale = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 else None
+    shape = ctx.shape(x)
+    axis = int(attrs.get("axis", -1)) % len(shape)
+    eps = float(attrs.get("epsilon", 1e-5))
+    nout = len([o for o in ctx.node.output if o])
+    dt = ctx.dtype(x)
+    if axis == len(shape) - 1 and nout == 1 and ctx.shape(scale) == shape[-1:] and (
+            bias is None or ctx.shape(bias) == shape[-1:]):
+        if bias is None:
+            bias = ctx.const(np.zeros(shape[-1], dt))
+        return _nn.layer_norm(x, scale, bias, axis=-1, epsilon=eps)
+    axes = list(range(axis, len(shape)))
+    mean = _op.mean(x, axes, keepdims=True)
+    centered = _op.subtract(x, mean)
+    var = _op.mean(_op.multiply(centered, centered), axes, keepdims=True)
+    inv = _op.rsqrt(_op.add(var, ctx.const(np.array(eps, dt))))
+    y = _op.multiply(_op.multiply(centered, inv), scale)
+    if bias is not None:
+        y = _op.add(y, bias)
+    return [y, mean, inv]
+
+
+@register("InstanceNormalization")
+def _instance_norm(ctx, ins, attrs):
+    return _nn.instance_norm(ins[0], ins[1], ins[2], axis=1,
+                             epsilon=float(attrs.get("epsilon", 1e-5)))
+
+
+@register("LRN")
+def _lrn(ctx, ins, attrs):
+    return _nn.lrn(ins[0], size=int(attrs["size"]), axis=1, bias=float(attrs.get("bias", 1.0)),
+                   alpha=float(attrs.get("alpha", 1e-4)), beta=float(attrs.get("beta", 0.75)))
+
+
+@register("Dropout")
+def _dropout(ctx, ins, attrs):
+    x = ins[0]
+    return [x, _op.ones(ctx.shape(x), "bool")]
+
+
+# ------------------------------------------------------------------ pooling
+def _pool(kind):
+    def convert(ctx, ins, attrs):
+        x = ins[0]
+        shape = ctx.shape(x)
+        n = len(shape) - 2
+        if n not in (1, 2):
+            raise NotImplementedError(f"{ctx.where()}: {n}-D pooling is not supported "
+                                      "(1-D and 2-D are)")
+        kernel = list(attrs["kernel_shape"])
+        strides = list(attrs.get("strides", [1] * n))
+        dil = list(attrs.get("dilations", [1] * n))
+        begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dil)
+        ceil = bool(attrs.get("ceil_mode", 0))
+        if n == 1:
+            x = _op.expand_dims(x, 2)
+            kernel, strides, dil, begin, end = ([1] + kernel, [1] + strides, [1] + dil,
+                                                [0] + begin, [0] + end)
+        pad = (begin[0], begin[1], end[0], end[1])
+        if kind == "max":
+            out = _nn.max_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil)
+        else:
+            out = _nn.avg_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil,
+                                 count_include_pad=bool(attrs.get("count_include_pad", 0)))
+        if ceil:  # ONNX drops a last window that would start inside the end padding
+            size = []
+            for i in range(2):
+                src = (shape[2:] if n == 2 else [1] + list(shape[2:]))[i]
+                eff = (kernel[i] - 1) * dil[i] + 1
+                o = -(-(src + begin[i] + end[i] - eff) // strides[i]) + 1
+                if (o - 1) * strides[i] >= src + begin[i]:
+                    o -= 1
+                size.append(o)
+            got = ctx.shape(out)[2:]
+            if tuple(size) != tuple(got):
+                out = _op.strided_slice(out, [0, 0], size, axes=[2, 3])
+        return _op.squeeze(out, axis=[2]) if n == 1 else out
+
+    return convert
+
+
+register("MaxPool")(_pool("max"))
+register("AveragePool")(_pool("avg"))
+
+
+def _global_pool(kind):
+    def convert(ctx, ins, attrs):
+        x = ins[0]
+        nd = ctx.ndim(x)
+        if nd == 4:
+            return (_nn.global_max_pool2d if kind == "max" else _nn.global_avg_pool2d)(x)
+        axes = list(range(2, nd))
+        return (_op.max if kind == "max" else _op.mean)(x, axes, keepdims=True)
+
+    return convert
+
+
+register("GlobalMaxPool")(_global_pool("max"))
+register("GlobalAveragePool")(_global_pool("avg"))
+
+
+# ------------------------------------------------------------------ softmax family
+def _softmax(fn):
+    def convert(ctx, ins, attrs):
+        x = ins[0]
+        shape = ctx.shape(x)
+        nd = len(shape)
+        if ctx.opset >= 13:
+            return fn(x, axis=int(attrs.get("axis", -1)))
+        axis = int(attrs.get("axis", 1)) % max(nd, 1)
+        if axis == nd - 1:
+            return fn(x, axis=-1)
+        rows = int(np.prod(shape[:axis])) if axis else 1
+        flat = _op.reshape(x, (rows, -1))
+        return _op.reshape(fn(flat, axis=-1), shape)
+
+    return convert
+
+
+register("Softmax")(_softmax(_nn.softmax))
+register("LogSoftmax")(_softmax(_nn.log_softmax))
+
+
+@register("Hardmax")
+def _hardmax(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    nd = len(shape)
+    dt = ctx.dtype(x)
+    if ctx.opset >= 13:
+        axis = int(attrs.get("axis", -1)) % nd
+        idx = _op.argmax(x, axis=[axis])
+        return _op.one_hot(idx, ctx.const(np.array(1, dt)), ctx.const(np.array(0, dt)),
+                           shape[axis], axis, dt)
+    axis = int(attrs.get("axis", 1)) % nd
+    rows = int(np.prod(shape[:axis])) if axis else 1
+    cols = int(np.prod(shape[axis:]))
+    flat = _op.reshape(x, (rows, cols))
+    idx = _op.argmax(flat, axis=[1])
+    hot = _op.one_hot(idx, ctx.const(np.array(1, dt)), ctx.const(np.array(0, dt)), cols, 1, dt)
+    return _op.reshape(hot, shape)
+

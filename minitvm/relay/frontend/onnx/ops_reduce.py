@@ -1,0 +1,60 @@
+"""ONNX reductions: Reduce* (axes as attribute or, from opset 13/18, as input) and ArgMax/Min."""
+
+from __future__ import annotations
+
+from ... import op as _op
+from .registry import register
+
+
+def _axes(ctx, ins, attrs):
+    """The reduction axes, or None for all; returns (axes, noop)."""
+    axes = None
+    if len(ins) > 1 and ins[1] is not None:
+        axes = [int(a) for a in ctx.value(ins[1], "the axes input").reshape(-1)]
+    elif "axes" in attrs:
+        axes = [int(a) for a in attrs["axes"]]
+    if not axes:
+        return None, bool(attrs.get("noop_with_empty_axes", 0))
+    return axes, False
+
+
+def _reduce(build):
+    def convert(ctx, ins, attrs):
+        axes, noop = _axes(ctx, ins, attrs)
+        x = ins[0]
+        if noop:
+            return x
+        keep = bool(attrs.get("keepdims", 1))
+        return build(x, axes, keep)
+
+    return convert
+
+
+def _sq(x):
+    return _op.multiply(x, x)
+
+
+register("ReduceSum")(_reduce(lambda x, a, k: _op.sum(x, a, keepdims=k)))
+register("ReduceMean")(_reduce(lambda x, a, k: _op.mean(x, a, keepdims=k)))
+register("ReduceMax")(_reduce(lambda x, a, k: _op.max(x, a, keepdims=k)))
+register("ReduceMin")(_reduce(lambda x, a, k: _op.min(x, a, keepdims=k)))
+register("ReduceProd")(_reduce(lambda x, a, k: _op.prod(x, a, keepdims=k)))
+register("ReduceL1")(_reduce(lambda x, a, k: _op.sum(_op.abs(x), a, keepdims=k)))
+register("ReduceL2")(_reduce(lambda x, a, k: _op.sqrt(_op.sum(_sq(x), a, keepdims=k))))
+register("ReduceSumSquare")(_reduce(lambda x, a, k: _op.sum(_sq(x), a, keepdims=k)))
+register("ReduceLogSum")(_reduce(lambda x, a, k: _op.log(_op.sum(x, a, keepdims=k))))
+register("ReduceLogSumExp")(_reduce(lambda x, a, k: _op.logsumexp(x, a, keepdims=k)))
+
+
+def _arg(fn):
+    def convert(ctx, ins, attrs):
+        axis = int(attrs.get("axis", 0))
+        out = fn(ins[0], axis=[axis], keepdims=bool(attrs.get("keepdims", 1)),
+                 select_last_index=bool(attrs.get("select_last_index", 0)))
+        return _op.cast(out, "int64")
+
+    return convert
+
+
+register("ArgMax")(_arg(_op.argmax))
+register("ArgMin")(_arg(_op.argmin))

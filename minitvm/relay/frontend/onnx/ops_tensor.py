@@ -1,0 +1,378 @@
+"""ONNX shape and data-movement operators: Reshape, Transpose, Concat, Split, Slice, Gather, ...
+
+Shape arguments (Reshape's shape, Slice's starts, Expand's shape, ...) must be constants; the
+importer folds shape-computing subgraphs to constants first, so models exported with static
+input shapes import without dynamic shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from .registry import register
+
+
+def _ints(arr) -> list[int]:
+    return [int(v) for v in np.asarray(arr).reshape(-1)]
+
+
+def reshape_target(in_shape, target, allowzero: bool = False) -> tuple[int, ...]:
+    """ONNX Reshape's output shape: 0 copies the input dim (unless allowzero), -1 is inferred."""
+    out = [in_shape[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise ValueError(f"Reshape: more than one -1 in the target shape {list(target)}")
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        total = int(np.prod(in_shape))
+        if known == 0 or total % known:
+            raise ValueError(f"Reshape: cannot reshape {tuple(in_shape)} into {list(target)}")
+        out[out.index(-1)] = total // known
+    if int(np.prod(out)) != int(np.prod(in_shape)):
+        raise ValueError(f"Reshape: cannot reshape {tuple(in_shape)} into {list(target)}")
+    return tuple(out)
+
+
+@register("Reshape")
+def _reshape(ctx, ins, attrs):
+    x = ins[0]
+    target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
+        attrs["shape"])
+    out = reshape_target(ctx.shape(x), target, bool(attrs.get("allowzero", 0)))
+    # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
+    return _op.reshape(x, out, allowzero=0 in out)
+
+
+@register("Flatten")
+def _flatten(ctx, ins, attrs):
+    shape = ctx.shape(ins[0])
+    axis = int(attrs.get("axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    rows = int(np.prod(shape[:axis])) if axis else 1
+    return _op.reshape(ins[0], (rows, int(np.prod(shape[axis:]))))
+
+
+@register("Transpose")
+def _transpose(ctx, ins, attrs):
+    nd = ctx.ndim(ins[0])
+    perm = attrs.get("perm", list(range(nd))[::-1])
+    return _op.transpose(ins[0], [int(p) for p in perm])
+
+
+@register("Concat")
+def _concat(ctx, ins, attrs):
+    parts = [x for x in ins if x is not None and 0 not in ctx.shape(x)] or [ins[0]]
+    if len(parts) == 1:
+        return parts[0]
+    return _op.concatenate(parts, axis=int(attrs["axis"]))
+
+
+@register("Split")
+def _split(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    dim = shape[axis]
+    if len(ins) > 1 and ins[1] is not None:
+        sizes = _ints(ctx.value(ins[1], "Split's split sizes"))
+    elif "split" in attrs:
+        sizes = [int(s) for s in attrs["split"]]
+    else:
+        n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        chunk = -(-dim // n)
+        sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    if sum(sizes) != dim:
+        raise ctx.fail(f"split sizes {sizes} do not add up to dimension {dim}")
+    if len(sizes) == 1:
+        return [x]
+    indices = list(np.cumsum(sizes)[:-1])
+    return list(_op.split(x, [int(i) for i in indices], axis=axis))
+
+
+@register("Slice")
+def _slice(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    if len(ins) > 1:
+        starts = _ints(ctx.value(ins[1], "Slice's starts"))
+        ends = _ints(ctx.value(ins[2], "Slice's ends"))
+        axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
+            else list(range(len(starts)))
+        steps = _ints(ctx.value(ins[4], "Slice's steps")) if len(ins) > 4 and ins[4] is not None \
+            else [1] * len(starts)
+    else:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    return slice_axes(x, shape, starts, ends, axes, steps)
+
+
+def slice_axes(x, shape, starts, ends, axes, steps):
+    """Python slicing per axis; negative steps become a take with constant indices."""
+    begin, end, stride, ax = [], [], [], []
+    out = x
+    for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
+        a = int(a) % len(shape)
+        lo, hi, step = slice(int(s), int(e), int(st)).indices(shape[a])
+        if st < 0:
+            idx = np.arange(lo, hi, step, dtype="int64")
+            out = _op.take(out, _expr.const(idx, "int64"), axis=a)
+            continue
+        hi = max(hi, lo)
+        if (lo, hi, step) == (0, shape[a], 1):
+            continue
+        begin.append(lo)
+        end.append(hi)
+        stride.append(step)
+        ax.append(a)
+    if ax:
+        out = _op.strided_slice(out, begin, end, stride, axes=ax)
+    return out
+
+
+def _normalize_indices(ctx, idx, dim):
+    v = ctx.maybe_value(idx)
+    if v is not None:
+        v = np.where(v < 0, v + dim, v).astype(v.dtype)
+        return ctx.const(v)
+    zero = ctx.const(np.array(0, ctx.dtype(idx)))
+    return _op.where(_op.less(idx, zero), _op.add(idx, ctx.const(np.array(dim, ctx.dtype(idx)))),
+                     idx)
+
+
+@register("Gather")
+def _gather(ctx, ins, attrs):
+    x, idx = ins
+    shape = ctx.shape(x)
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    return _op.take(x, _normalize_indices(ctx, idx, shape[axis]), axis=axis)
+
+
+@register("GatherElements")
+def _gather_elements(ctx, ins, attrs):
+    x, idx = ins
+    shape = ctx.shape(x)
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    return _op.gather(x, axis, _normalize_indices(ctx, idx, shape[axis]))
+
+
+@register("GatherND")
+def _gather_nd(ctx, ins, attrs):
+    x, idx = ins
+    nd = ctx.ndim(idx)
+    idx_t = _op.transpose(idx, [nd - 1] + list(range(nd - 1)))
+    return _op.gather_nd(x, idx_t, batch_dims=int(attrs.get("batch_dims", 0)))
+
+
+def _axes_arg(ctx, ins, attrs, what):
+    if len(ins) > 1 and ins[1] is not None:
+        return _ints(ctx.value(ins[1], f"{what}'s axes"))
+    return [int(a) for a in attrs["axes"]] if "axes" in attrs else None
+
+
+@register("Unsqueeze")
+def _unsqueeze(ctx, ins, attrs):
+    shape = list(ctx.shape(ins[0]))
+    axes = _axes_arg(ctx, ins, attrs, "Unsqueeze")
+    nd = len(shape) + len(axes)
+    for a in sorted(a % nd for a in axes):
+        shape.insert(a, 1)
+    return _op.reshape(ins[0], shape)
+
+
+@register("Squeeze")
+def _squeeze(ctx, ins, attrs):
+    shape = ctx.shape(ins[0])
+    axes = _axes_arg(ctx, ins, attrs, "Squeeze")
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = sorted(a % len(shape) for a in axes)
+    return _op.reshape(ins[0], [d for i, d in enumerate(shape) if i not in axes])
+
+
+@register("Expand")
+def _expand(ctx, ins, attrs):
+    x = ins[0]
+    target = _ints(ctx.value(ins[1], "Expand's shape"))
+    out = tuple(np.broadcast_shapes(ctx.shape(x), tuple(target)))
+    return x if out == ctx.shape(x) else _op.broadcast_to(x, out)
+
+
+@register("Tile")
+def _tile(ctx, ins, attrs):
+    return _op.tile(ins[0], _ints(ctx.value(ins[1], "Tile's repeats")))
+
+
+@register("Shape")
+def _shape(ctx, ins, attrs):
+    shape = ctx.shape(ins[0])
+    nd = len(shape)
+    start = attrs.get("start", 0)
+    end = attrs.get("end", nd)
+    start = min(max(start + nd if start < 0 else start, 0), nd)
+    end = min(max(end + nd if end < 0 else end, 0), nd)
+    return ctx.const(np.array(shape[start:end], dtype="int64"))
+
+
+@register("Size")
+def _size(ctx, ins, attrs):
+    return ctx.const(np.array(int(np.prod(ctx.shape(ins[0]))), dtype="int64"))
+
+
+@register("ConstantOfShape")
+def _constant_of_shape(ctx, ins, attrs):
+    shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
+    value = attrs.get("value", np.zeros(1, "float32"))
+    value = np.asarray(value).reshape(-1)
+    return ctx.const(np.full(shape, value[0], dtype=value.dtype))
+
+
+@register("Constant")
+def _constant(ctx, ins, attrs):
+    if "value" in attrs:
+        return ctx.const(np.asarray(attrs["value"]))
+    for key, dt in (("value_float", "float32"), ("value_floats", "float32"),
+                    ("value_int", "int64"), ("value_ints", "int64")):
+        if key in attrs:
+            return ctx.const(np.array(attrs[key], dtype=dt))
+    raise ctx.fail(f"unsupported Constant attributes {sorted(attrs)} (sparse or string values)")
+
+
+@register("Identity")
+def _identity(ctx, ins, attrs):
+    return ins[0]
+
+
+@register("Range")
+def _range(ctx, ins, attrs):
+    # the output length depends on the values: they must be static for a static shape
+    start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in
+                           zip(ins, ("start", "limit", "delta")))
+    dt = ctx.dtype(ins[0])
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    return ctx.const((start + np.arange(n) * delta).astype(dt))
+
+
+@register("Pad")
+def _pad(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    nd = len(shape)
+    mode = attrs.get("mode", "constant")
+    if len(ins) > 1:
+        pads = _ints(ctx.value(ins[1], "Pad's pads"))
+        value = ctx.value(ins[2], "Pad's constant_value") if len(ins) > 2 and \
+            ins[2] is not None else None
+        value = 0 if value is None else value.item()
+        axes = _ints(ctx.value(ins[3], "Pad's axes")) if len(ins) > 3 and ins[3] is not None \
+            else list(range(nd))
+    else:
+        pads = list(attrs.get("pads", attrs.get("paddings", [])))
+        value = attrs.get("value", 0.0)
+        axes = list(range(nd))
+    k = len(axes)
+    width = [[0, 0] for _ in range(nd)]
+    for i, a in enumerate(axes):
+        width[a % nd] = [pads[i], pads[i + k]]
+    if mode not in ("constant", "reflect", "edge"):
+        raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
+    # negative pads crop
+    starts = [-min(b, 0) for b, _ in width]
+    ends = [shape[i] + min(e, 0) for i, (_, e) in enumerate(width)]
+    if any(s for s in starts) or any(e != d for e, d in zip(ends, shape)):
+        x = _op.strided_slice(x, starts, ends)
+    width = [(max(b, 0), max(e, 0)) for b, e in width]
+    if not any(b or e for b, e in width):
+        return x
+    return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
+
+
+@register("DepthToSpace")
+def _depth_to_space(ctx, ins, attrs):
+    x = ins[0]
+    n, c, h, w = ctx.shape(x)
+    b = int(attrs["blocksize"])
+    if attrs.get("mode", "DCR") == "DCR":
+        y = _op.reshape(x, (n, b, b, c // (b * b), h, w))
+        y = _op.transpose(y, (0, 3, 4, 1, 5, 2))
+    else:
+        y = _op.reshape(x, (n, c // (b * b), b, b, h, w))
+        y = _op.transpose(y, (0, 1, 4, 2, 5, 3))
+    return _op.reshape(y, (n, c // (b * b), h * b, w * b))
+
+
+@register("SpaceToDepth")
+def _space_to_depth(ctx, ins, attrs):
+    x = ins[0]
+    n, c, h, w = ctx.shape(x)
+    b = int(attrs["blocksize"])
+    y = _op.reshape(x, (n, c, h // b, b, w // b, b))
+    crd = attrs.get("mode", "DCR") == "CRD"
+    y = _op.transpose(y, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
+    return _op.reshape(y, (n, c * b * b, h // b, w // b))
+
+
+@register("OneHot")
+def _one_hot(ctx, ins, attrs):
+    idx, depth, values = ins
+    depth = int(ctx.value(depth, "OneHot's depth").reshape(-1)[0])
+    vals = ctx.value(values, "OneHot's values")
+    if not ctx.dtype(idx).startswith("int"):
+        idx = _op.cast(idx, "int64")
+    idx = _normalize_indices(ctx, idx, depth)
+    dt = str(vals.dtype)
+    return _op.one_hot(idx, ctx.const(vals[1]), ctx.const(vals[0]), depth,
+                       int(attrs.get("axis", -1)), dt)
+
+
+@register("Trilu")
+def _trilu(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    k = int(ctx.value(ins[1], "Trilu's k").reshape(-1)[0]) if len(ins) > 1 and \
+        ins[1] is not None else 0
+    ones = np.ones(shape[-2:], dtype=bool)
+    mask = np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k)
+    return _op.where(ctx.const(mask), x, ctx.const(np.zeros((), ctx.dtype(x))))
+
+
+@register("EyeLike")
+def _eye_like(ctx, ins, attrs):
+    from .registry import onnx_dtype
+
+    shape = ctx.shape(ins[0])
+    dt = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
+    return ctx.const(np.eye(shape[0], shape[1], k=int(attrs.get("k", 0)), dtype=dt))
+
+
+@register("CumSum")
+def _cumsum(ctx, ins, attrs):
+    x = ins[0]
+    shape = ctx.shape(x)
+    dt = ctx.dtype(x)
+    axis = int(ctx.value(ins[1], "CumSum's axis").reshape(-1)[0]) % len(shape)
+    n = shape[axis]
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    rev, excl = bool(attrs.get("reverse", 0)), bool(attrs.get("exclusive", 0))
+    if rev:
+        tri = (i > j) if excl else (i >= j)
+    else:
+        tri = (i < j) if excl else (i <= j)
+    # out[..., j] = sum_i x[..., i] * tri[i, j]: a product with a constant 0/1 matrix
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    moved = _op.transpose(x, perm) if axis != len(shape) - 1 else x
+    mshape = tuple(shape[d] for d in perm)
+    flat = _op.reshape(moved, (-1, n))
+    out = _nn.dense(flat, ctx.const(tri.T.astype(dt)))
+    out = _op.reshape(out, mshape)
+    if axis != len(shape) - 1:
+        out = _op.transpose(out, list(np.argsort(perm)))
+    return out
+
+
+@register("ReverseSequence")
+def _reverse_sequence(ctx, ins, attrs):
+    return _op.reverse_sequence(ins[0], ins[1], seq_axis=int(attrs.get("time_axis", 0)),
+                                batch_axis=int(attrs.get("batch_axis", 1)))

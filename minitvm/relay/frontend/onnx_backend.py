@@ -1,0 +1,143 @@
+"""An ``onnx.backend.base.Backend`` running ONNX models through minitvm (import, build, run).
+
+``MinitvmBackend.prepare(model)`` imports the model with ``from_onnx`` and compiles it with
+``relay.build`` (or runs it on the debug interpreter with ``kind="debug"``). Inputs whose
+dimensions the model leaves symbolic are compiled for the shapes of the first call, one
+compiled module per distinct input signature.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # the backend API lives in the optional onnx package
+    from onnx.backend.base import Backend, BackendRep
+except ImportError:  # pragma: no cover - without onnx the module still imports
+    Backend, BackendRep = object, object
+
+__all__ = ["MinitvmBackend", "MinitvmBackendRep", "prepare", "run_model", "run_node",
+           "supports_device"]
+
+
+def _import(model, values: dict):
+    """from_onnx, binding the inputs the importer needs as constants (shapes, axes, pads)."""
+    from .onnx import NeedsConstantInput, from_onnx
+
+    shapes = {n: v.shape for n, v in values.items()}
+    bound: dict = {}
+    while True:
+        try:
+            mod, params = from_onnx(model, shape=shapes, freeze_params=True,
+                                    const_inputs=bound)
+            return mod, params, list(bound)
+        except NeedsConstantInput as e:
+            if e.input_name in bound or e.input_name not in values:
+                raise
+            bound[e.input_name] = values[e.input_name]
+
+
+def _compile(model, values: dict, kind: str, opt_level: int):
+    from ... import transform
+    from ...runtime import cpu
+    from ...runtime.graph_executor import GraphModule
+    from .. import build, create_executor
+
+    mod, params, bound = _import(model, values)
+    if kind == "debug":
+        run = create_executor("debug", mod=mod).evaluate()
+
+        def call(values):
+            out = run(*values) if values else run()
+            return list(out) if not hasattr(out, "numpy") else [out]
+
+        return call, bound
+    with transform.PassContext(opt_level=opt_level):
+        lib = build(mod, target="llvm", params=params)
+    gm = GraphModule(lib["default"](cpu()))
+    names = [p.name_hint for p in mod["main"].params]
+
+    def call(values):
+        for name, v in zip(names, values, strict=True):
+            gm.set_input(name, v)
+        gm.run()
+        return [gm.get_output(i) for i in range(gm.get_num_outputs())]
+
+    return call, bound
+
+
+class MinitvmBackendRep(BackendRep):
+    """A prepared model: compiled per input signature, run with a list of numpy inputs."""
+
+    def __init__(self, model, kind: str = "graph", opt_level: int = 3):
+        self.model = model
+        self.kind = kind
+        self.opt_level = opt_level
+        inits = {t.name for t in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in inits]
+        self._compiled: dict = {}  # input signature -> [(bound names, values, runner)]
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
+        if isinstance(inputs, dict):
+            inputs = [inputs[n] for n in self.input_names]
+        elif not isinstance(inputs, list | tuple):
+            inputs = [inputs]
+        values = [np.asarray(v) for v in inputs]
+        if len(values) != len(self.input_names):
+            raise ValueError(f"the model takes {len(self.input_names)} inputs "
+                             f"({', '.join(self.input_names)}), got {len(values)}")
+        named = dict(zip(self.input_names, values, strict=True))
+        key = tuple((v.shape, str(v.dtype)) for v in values)
+        runner = None
+        for bound, seen, fn in self._compiled.get(key, []):
+            if all(np.array_equal(named[n], seen[n]) for n in bound):
+                runner = (bound, fn)
+                break
+        if runner is None:
+            fn, bound = _compile(self.model, named, self.kind, self.opt_level)
+            self._compiled.setdefault(key, []).append(
+                (bound, {n: named[n].copy() for n in bound}, fn))
+            runner = (bound, fn)
+        bound, fn = runner
+        outs = fn([v for n, v in named.items() if n not in bound])
+        return tuple(o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs)
+
+
+class MinitvmBackend(Backend):
+    """minitvm as an ONNX backend (``onnx.backend.test`` runs through it)."""
+
+    @classmethod
+    def prepare(cls, model, device: str = "CPU", kind: str = "graph", opt_level: int = 3,
+                **kwargs: Any) -> MinitvmBackendRep:
+        if not cls.supports_device(device):
+            raise ValueError(f"minitvm's ONNX backend runs on CPU, not {device!r}")
+        return MinitvmBackendRep(model, kind=kind, opt_level=opt_level)
+
+    @classmethod
+    def run_model(cls, model, inputs: Any, device: str = "CPU", **kwargs: Any):
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node, inputs: Any, device: str = "CPU", outputs_info=None,
+                 **kwargs: Any):
+        from onnx import helper
+
+        values = [np.asarray(v) for v in inputs]
+        names = [n for n in node.input if n]
+        in_vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                               v.shape) for n, v in zip(names, values)]
+        out_vi = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
+        graph = helper.make_graph([node], "run_node", in_vi, out_vi)
+        model = helper.make_model(graph)
+        return cls.run_model(model, values, device, **kwargs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return str(device).upper().startswith("CPU")
+
+
+prepare = MinitvmBackend.prepare
+run_model = MinitvmBackend.run_model
+run_node = MinitvmBackend.run_node
+supports_device = MinitvmBackend.supports_device

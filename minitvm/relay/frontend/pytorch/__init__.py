@@ -1,0 +1,11 @@
+"""PyTorch -> Relay: TorchScript (``from_pytorch``) and ATen-level FX graphs (``from_fx``).
+
+Both go through one table of ATen converters (``aten.py``); torch is imported only when an
+importer is called.
+"""
+
+from .aten import ATEN  # noqa: F401
+from .fx import from_fx  # noqa: F401
+from .torchscript import from_pytorch  # noqa: F401
+
+__all__ = ["from_pytorch", "from_fx", "ATEN"]

@@ -1,0 +1,636 @@
+"""ATen operators -> Relay, shared by the TorchScript importer and the FX (torch.compile) one.
+
+A converter takes the op's arguments in schema order (tensors as Relay expressions; ints,
+floats, lists, None, bools as Python values) and returns an expression, a Python value (for
+size arithmetic), or a tuple of them. Names are the op names without namespace or overload
+("conv2d", "native_layer_norm", ...).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from ..common import Folder, ImportError_, infer_dtype, infer_shape
+
+__all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
+
+ATEN: dict = {}
+
+# c10::ScalarType codes as TorchScript passes them
+_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
+                 6: "float32", 7: "float64", 11: "bool"}
+
+
+class DType(str):
+    """A dtype argument (the walkers wrap torch.dtype / ScalarType arguments in it)."""
+
+
+def torch_dtype(d) -> str:
+    """A dtype name from a torch.dtype, a ScalarType code or a string."""
+    if d is None:
+        return "float32"
+    if isinstance(d, DType):
+        return str(d)
+    if isinstance(d, int):
+        if d not in _SCALAR_TYPES:
+            raise ImportError_(f"PyTorch scalar type {d} is not supported")
+        return _SCALAR_TYPES[d]
+    s = str(d).replace("torch.", "")
+    return {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+            "int": "int32", "bool": "bool"}.get(s, s)
+
+
+def register(*names):
+    def deco(fn):
+        for n in names:
+            ATEN[n] = fn
+        return fn
+
+    return deco
+
+
+class AtenContext:
+    """Shape/dtype queries and constant folding for converters."""
+
+    def __init__(self):
+        self.fold = Folder()
+        self.op_name = "?"
+
+    @staticmethod
+    def shape(e):
+        return infer_shape(e)
+
+    @staticmethod
+    def dtype(e):
+        return infer_dtype(e)
+
+    def fail(self, detail: str) -> ImportError_:
+        return ImportError_(f"aten::{self.op_name}: {detail}")
+
+
+def _is_expr(v) -> bool:
+    return isinstance(v, _expr.Expr)
+
+
+def _scalar_like(ctx, value, like):
+    return _expr.const(np.array(value, dtype=ctx.dtype(like)))
+
+
+def _pair(ctx, a, b):
+    """Two operands as Relay expressions of one dtype (Python numbers take the tensor's)."""
+    if _is_expr(a) and _is_expr(b):
+        da, db = ctx.dtype(a), ctx.dtype(b)
+        if da != db:  # torch's type promotion, for the common float/int mixes
+            target = da if da.startswith("float") else db
+            a = a if da == target else _op.cast(a, target)
+            b = b if db == target else _op.cast(b, target)
+        return a, b
+    if _is_expr(a):
+        return a, _scalar_like(ctx, b, a)
+    return _scalar_like(ctx, a, b), b
+
+
+def _binary(relay_fn, py_fn):
+    def convert(ctx, args):
+        a, b = args[0], args[1]
+        if not _is_expr(a) and not _is_expr(b):
+            return py_fn(a, b)
+        alpha = args[2] if len(args) > 2 and relay_fn in (_op.add, _op.subtract) else 1
+        a, b = _pair(ctx, a, b)
+        if alpha not in (1, None):
+            b = _op.multiply(b, _scalar_like(ctx, alpha, b))
+        return relay_fn(a, b)
+
+    return convert
+
+
+register("add", "add_")(_binary(_op.add, operator.add))
+register("sub", "sub_")(_binary(_op.subtract, operator.sub))
+register("mul", "mul_")(_binary(_op.multiply, operator.mul))
+register("floor_divide")(_binary(_op.floor_divide, operator.floordiv))
+register("pow")(_binary(_op.power, operator.pow))
+register("eq")(_binary(_op.equal, operator.eq))
+register("ne")(_binary(_op.not_equal, operator.ne))
+register("lt")(_binary(_op.less, operator.lt))
+register("gt")(_binary(_op.greater, operator.gt))
+register("le")(_binary(_op.less_equal, operator.le))
+register("ge")(_binary(_op.greater_equal, operator.ge))
+register("maximum")(_binary(_op.maximum, max))
+register("minimum")(_binary(_op.minimum, min))
+
+
+@register("div", "div_")
+def _div(ctx, args):
+    a, b = args[0], args[1]
+    mode = args[2] if len(args) > 2 else None
+    if not _is_expr(a) and not _is_expr(b):
+        return a // b if mode == "floor" else (int(a / b) if mode == "trunc" else a / b)
+    a, b = _pair(ctx, a, b)
+    if mode == "floor":
+        return _op.floor_divide(a, b)
+    out = _op.divide(a, b)
+    return _op.trunc(out) if mode == "trunc" and ctx.dtype(a).startswith("float") else out
+
+
+@register("rsub")
+def _rsub(ctx, args):
+    alpha = args[2] if len(args) > 2 else 1
+    return _binary(_op.subtract, operator.sub)(ctx, [args[1], args[0], alpha])
+
+
+_UNARY = {
+    "relu": _nn.relu, "relu_": _nn.relu, "sigmoid": _op.sigmoid, "sigmoid_": _op.sigmoid,
+    "tanh": _op.tanh, "tanh_": _op.tanh, "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt,
+    "rsqrt": _op.rsqrt, "neg": _op.negative, "abs": _op.abs, "erf": _op.erf, "sin": _op.sin,
+    "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil, "round": _op.round,
+}
+for _n, _f in _UNARY.items():
+    register(_n)(lambda ctx, args, _f=_f: _f(args[0]))
+
+
+@register("contiguous", "clone", "detach", "detach_", "alias", "lift_fresh", "lift_fresh_copy",
+          "dropout", "dropout_", "feature_dropout", "type_as")
+def _identity(ctx, args):
+    return args[0]
+
+
+@register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
+def _clamp(ctx, args):
+    x = args[0]
+    lo = args[1] if len(args) > 1 else None
+    hi = args[2] if len(args) > 2 else None
+    if _is_expr(lo) or _is_expr(hi):
+        out = x if lo is None else _op.maximum(x, lo)
+        return out if hi is None else _op.minimum(out, hi)
+    big = float(np.finfo("float32").max)
+    return _op.clip(x, -big if lo is None else float(lo), big if hi is None else float(hi))
+
+
+@register("leaky_relu", "leaky_relu_")
+def _leaky_relu(ctx, args):
+    return _nn.leaky_relu(args[0], float(args[1]) if len(args) > 1 else 0.01)
+
+
+@register("silu", "silu_")
+def _silu(ctx, args):
+    return _op.multiply(args[0], _op.sigmoid(args[0]))
+
+
+@register("hardsigmoid", "hardsigmoid_")
+def _hardsigmoid(ctx, args):
+    x = args[0]
+    return _op.clip(_op.add(_op.divide(x, _scalar_like(ctx, 6.0, x)),
+                            _scalar_like(ctx, 0.5, x)), 0.0, 1.0)
+
+
+@register("hardswish", "hardswish_")
+def _hardswish(ctx, args):
+    return _op.multiply(args[0], _hardsigmoid(ctx, args))
+
+
+@register("gelu")
+def _gelu(ctx, args):
+    x = args[0]
+    approx = args[1] if len(args) > 1 else "none"
+    half, one = _scalar_like(ctx, 0.5, x), _scalar_like(ctx, 1.0, x)
+    if approx == "tanh":
+        inner = _op.multiply(_scalar_like(ctx, math.sqrt(2 / math.pi), x), _op.add(
+            x, _op.multiply(_scalar_like(ctx, 0.044715, x), _op.multiply(x, _op.multiply(x, x)))))
+        return _op.multiply(_op.multiply(half, x), _op.add(one, _op.tanh(inner)))
+    erf = _op.erf(_op.multiply(x, _scalar_like(ctx, 1 / math.sqrt(2), x)))
+    return _op.multiply(_op.multiply(half, x), _op.add(one, erf))
+
+
+# ------------------------------------------------------------------ convolution / pooling
+def _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    nd = len(ctx.shape(x)) - 2
+    if isinstance(padding, str):
+        raise ctx.fail(f"padding={padding!r} is not supported; pass explicit padding")
+
+    def per(v, fill=1):
+        v = list(v) if isinstance(v, list | tuple) else [v]
+        return v * nd if len(v) == 1 else v
+
+    stride, padding, dilation = per(stride), per(padding, 0), per(dilation)
+    wshape = ctx.shape(w)
+    if transposed:
+        if nd != 2:
+            raise ctx.fail("only 2-D transposed convolutions are supported")
+        out = _nn.conv2d_transpose(x, w, strides=stride, padding=padding, dilation=dilation,
+                                   groups=groups, channels=wshape[1] * groups,
+                                   kernel_size=wshape[2:], output_padding=per(output_padding))
+    elif nd == 2:
+        out = _nn.conv2d(x, w, strides=stride, padding=padding, dilation=dilation,
+                         groups=groups, channels=wshape[0], kernel_size=wshape[2:])
+    elif nd == 1:
+        out = _nn.conv1d(x, w, strides=stride, padding=padding, dilation=dilation,
+                         groups=groups, channels=wshape[0], kernel_size=wshape[2:])
+    else:
+        raise ctx.fail(f"{nd}-D convolution is not supported")
+    return out if b is None else _nn.bias_add(out, b, axis=1)
+
+
+@register("convolution", "_convolution")
+def _convolution(ctx, args):
+    x, w, b, stride, padding, dilation, transposed, output_padding, groups = args[:9]
+    return _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@register("conv1d", "conv2d")
+def _conv2d(ctx, args):
+    x, w, b, stride, padding, dilation, groups = (list(args) + [None] * 7)[:7]
+    return _conv(ctx, x, w, b, stride or 1, padding or 0, dilation or 1, False, 0, groups or 1)
+
+
+@register("batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm",
+          "_native_batch_norm_legit")
+def _batch_norm(ctx, args):
+    name = ctx.op_name
+    if name == "batch_norm":
+        x, w, b, mean, var, training, _, eps = args[:8]
+    elif name == "_native_batch_norm_legit_no_training":
+        x, w, b, mean, var, _, eps = args[:7]
+        training = False
+    else:
+        x, w, b, mean, var, training, _, eps = args[:8]
+    if training:
+        raise ctx.fail("batch norm in training mode is not supported (call model.eval())")
+    c = ctx.shape(x)[1]
+    dt = ctx.dtype(x)
+    w = w if w is not None else _expr.const(np.ones(c, dt))
+    b = b if b is not None else _expr.const(np.zeros(c, dt))
+    out = _nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=float(eps))[0]
+    return out if name == "batch_norm" else (out, None, None)
+
+
+@register("layer_norm", "native_layer_norm")
+def _layer_norm(ctx, args):
+    x, shape, w, b, eps = args[:5]
+    xs = ctx.shape(x)
+    dt = ctx.dtype(x)
+    k = len(shape)
+    if k == 1:
+        w = w if w is not None else _expr.const(np.ones(xs[-1], dt))
+        b = b if b is not None else _expr.const(np.zeros(xs[-1], dt))
+        out = _nn.layer_norm(x, w, b, axis=-1, epsilon=float(eps))
+    else:
+        axes = list(range(len(xs) - k, len(xs)))
+        mean = _op.mean(x, axes, keepdims=True)
+        cen = _op.subtract(x, mean)
+        var = _op.mean(_op.multiply(cen, cen), axes, keepdims=True)
+        out = _op.multiply(cen, _op.rsqrt(_op.add(var, _scalar_like(ctx, eps, x))))
+        out = out if w is None else _op.multiply(out, w)
+        out = out if b is None else _op.add(out, b)
+    return out if ctx.op_name == "layer_norm" else (out, None, None)
+
+
+def _pool_args(ctx, args):
+    x, kernel = args[0], list(args[1])
+    stride = list(args[2]) if len(args) > 2 and args[2] else kernel
+    padding = list(args[3]) if len(args) > 3 else [0]
+    if len(kernel) == 1:
+        kernel = kernel * 2
+    if len(stride) == 1:
+        stride = stride * 2
+    if len(padding) == 1:
+        padding = padding * 2
+    return x, kernel, stride, padding
+
+
+@register("max_pool2d", "max_pool2d_with_indices")
+def _max_pool2d(ctx, args):
+    x, kernel, stride, padding = _pool_args(ctx, args)
+    dilation = list(args[4]) if len(args) > 4 else [1, 1]
+    dilation = dilation * 2 if len(dilation) == 1 else dilation
+    ceil = bool(args[5]) if len(args) > 5 else False
+    out = _nn.max_pool2d(x, kernel, stride, dilation, padding, ceil_mode=ceil)
+    return out if ctx.op_name == "max_pool2d" else (out, None)
+
+
+@register("avg_pool2d")
+def _avg_pool2d(ctx, args):
+    x, kernel, stride, padding = _pool_args(ctx, args)
+    ceil = bool(args[4]) if len(args) > 4 else False
+    include = bool(args[5]) if len(args) > 5 else True
+    if len(args) > 6 and args[6] is not None:
+        raise ctx.fail("avg_pool2d with divisor_override is not supported")
+    return _nn.avg_pool2d(x, kernel, stride, (1, 1), padding, ceil_mode=ceil,
+                          count_include_pad=include)
+
+
+@register("adaptive_avg_pool2d", "_adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(ctx, args):
+    size = list(args[1]) if isinstance(args[1], list | tuple) else [args[1]] * 2
+    if size == [1, 1]:
+        return _nn.global_avg_pool2d(args[0])
+    return _nn.adaptive_avg_pool2d(args[0], size)
+
+
+@register("adaptive_max_pool2d")
+def _adaptive_max_pool2d(ctx, args):
+    size = list(args[1]) if isinstance(args[1], list | tuple) else [args[1]] * 2
+    return (_nn.adaptive_max_pool2d(args[0], size), None)
+
+
+# ------------------------------------------------------------------ matrix products
+def _matmul(ctx, a, b):
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    if len(sa) >= 2 and len(sb) == 2:
+        k, n = sb
+        flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
+        out = _nn.dense(flat, _op.transpose(b, (1, 0)))
+        return out if len(sa) == 2 else _op.reshape(out, sa[:-1] + (n,))
+    if len(sa) >= 3 and len(sb) >= 3:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+        nb = int(np.prod(batch))
+        a = a if sa[:-2] == batch else _op.broadcast_to(a, batch + sa[-2:])
+        b = b if sb[:-2] == batch else _op.broadcast_to(b, batch + sb[-2:])
+        a3 = a if len(batch) == 1 else _op.reshape(a, (nb,) + sa[-2:])
+        b3 = b if len(batch) == 1 else _op.reshape(b, (nb,) + sb[-2:])
+        out = _nn.batch_matmul(a3, b3, transpose_b=False)
+        return out if len(batch) == 1 else _op.reshape(out, batch + (sa[-2], sb[-1]))
+    if len(sa) == 1 and len(sb) == 1:
+        return _op.sum(_op.multiply(a, b))
+    if len(sa) == 1:
+        return _op.squeeze(_matmul(ctx, _op.expand_dims(a, 0), b), axis=[-2 + len(sb)])
+    if len(sb) == 1:
+        return _op.squeeze(_matmul(ctx, a, _op.expand_dims(b, 1)), axis=[len(sa) - 1])
+    # 2-D @ N-D
+    return _matmul(ctx, _op.broadcast_to(a, sb[:-2] + sa), b)
+
+
+@register("matmul", "mm", "bmm")
+def _matmul_op(ctx, args):
+    return _matmul(ctx, args[0], args[1])
+
+
+@register("linear")
+def _linear(ctx, args):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    xs = ctx.shape(x)
+    flat = x if len(xs) == 2 else _op.reshape(x, (-1, xs[-1]))
+    out = _nn.dense(flat, w)
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=-1)
+    return out if len(xs) == 2 else _op.reshape(out, xs[:-1] + (ctx.shape(w)[0],))
+
+
+@register("addmm")
+def _addmm(ctx, args):
+    c, a, b = args[:3]
+    beta = args[3] if len(args) > 3 else 1
+    alpha = args[4] if len(args) > 4 else 1
+    out = _matmul(ctx, a, b)
+    if alpha != 1:
+        out = _op.multiply(out, _scalar_like(ctx, alpha, out))
+    if beta != 0:
+        c = c if beta == 1 else _op.multiply(c, _scalar_like(ctx, beta, c))
+        out = _op.add(out, c)
+    return out
+
+
+# ------------------------------------------------------------------ shapes
+def _norm_dim(d, nd):
+    return d + nd if d < 0 else d
+
+
+def _resolve_shape(ctx, x, shape):
+    shape = [int(s) for s in shape]
+    if -1 in shape:
+        total = int(np.prod(ctx.shape(x)))
+        known = int(np.prod([s for s in shape if s != -1]))
+        shape[shape.index(-1)] = total // known if known else 0
+    return shape
+
+
+@register("view", "reshape", "_unsafe_view", "_reshape_alias")
+def _view(ctx, args):
+    return _op.reshape(args[0], _resolve_shape(ctx, args[0], args[1]))
+
+
+@register("flatten")
+def _flatten(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    nd = len(s)
+    start = _norm_dim(args[1] if len(args) > 1 else 0, nd)
+    end = _norm_dim(args[2] if len(args) > 2 else -1, nd)
+    return _op.reshape(x, s[:start] + (int(np.prod(s[start:end + 1])),) + s[end + 1:])
+
+
+@register("t")
+def _t(ctx, args):
+    return args[0] if len(ctx.shape(args[0])) < 2 else _op.transpose(args[0], (1, 0))
+
+
+@register("transpose", "transpose_")
+def _transpose(ctx, args):
+    nd = len(ctx.shape(args[0]))
+    perm = list(range(nd))
+    a, b = _norm_dim(args[1], nd), _norm_dim(args[2], nd)
+    perm[a], perm[b] = perm[b], perm[a]
+    return _op.transpose(args[0], perm)
+
+
+@register("permute")
+def _permute(ctx, args):
+    nd = len(ctx.shape(args[0]))
+    return _op.transpose(args[0], [_norm_dim(d, nd) for d in args[1]])
+
+
+@register("unsqueeze", "unsqueeze_")
+def _unsqueeze(ctx, args):
+    nd = len(ctx.shape(args[0]))
+    return _op.expand_dims(args[0], _norm_dim(args[1], nd + 1))
+
+
+@register("squeeze", "squeeze_")
+def _squeeze(ctx, args):
+    s = ctx.shape(args[0])
+    if len(args) < 2 or args[1] is None:
+        return _op.squeeze(args[0])
+    dims = args[1] if isinstance(args[1], list | tuple) else [args[1]]
+    dims = [_norm_dim(d, len(s)) for d in dims if s[_norm_dim(d, len(s))] == 1]
+    return _op.squeeze(args[0], axis=dims) if dims else args[0]
+
+
+@register("expand", "expand_as", "broadcast_to")
+def _expand(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    target = list(ctx.shape(args[1])) if ctx.op_name == "expand_as" else list(args[1])
+    off = len(target) - len(s)
+    target = [s[i - off] if d == -1 else int(d) for i, d in enumerate(target)]
+    return x if tuple(target) == s else _op.broadcast_to(x, target)
+
+
+@register("cat", "concat")
+def _cat(ctx, args):
+    tensors = [t for t in args[0]]
+    dim = args[1] if len(args) > 1 else 0
+    nd = len(ctx.shape(tensors[0]))
+    return _op.concatenate(tensors, _norm_dim(dim, nd))
+
+
+@register("stack")
+def _stack(ctx, args):
+    dim = args[1] if len(args) > 1 else 0
+    return _op.stack(list(args[0]), dim)
+
+
+@register("slice")
+def _slice(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    dim = _norm_dim(args[1] if len(args) > 1 else 0, len(s))
+    start = args[2] if len(args) > 2 and args[2] is not None else 0
+    end = args[3] if len(args) > 3 and args[3] is not None else s[dim]
+    step = args[4] if len(args) > 4 and args[4] is not None else 1
+    lo, hi, st = slice(start, min(end, 2 ** 62), step).indices(s[dim])
+    if (lo, hi, st) == (0, s[dim], 1):
+        return x
+    return _op.strided_slice(x, [lo], [max(hi, lo)], [st], axes=[dim])
+
+
+@register("select")
+def _select(ctx, args):
+    x, dim, index = args[:3]
+    s = ctx.shape(x)
+    dim = _norm_dim(dim, len(s))
+    return _op.take(x, _expr.const(np.array(index % s[dim], "int64")), axis=dim)
+
+
+@register("split", "split_with_sizes")
+def _split(ctx, args):
+    x, size = args[0], args[1]
+    dim = args[2] if len(args) > 2 else 0
+    s = ctx.shape(x)
+    dim = _norm_dim(dim, len(s))
+    sizes = list(size) if isinstance(size, list | tuple) else \
+        [size] * (s[dim] // size) + ([s[dim] % size] if s[dim] % size else [])
+    if len(sizes) == 1:
+        return (x,)
+    return tuple(_op.split(x, [int(v) for v in np.cumsum(sizes)[:-1]], axis=dim))
+
+
+@register("chunk")
+def _chunk(ctx, args):
+    x, chunks = args[0], args[1]
+    dim = args[2] if len(args) > 2 else 0
+    s = ctx.shape(x)
+    size = -(-s[_norm_dim(dim, len(s))] // chunks)
+    return _split(ctx, [x, size, dim])
+
+
+@register("size")
+def _size(ctx, args):
+    s = ctx.shape(args[0])
+    return list(s) if len(args) < 2 else s[args[1]]
+
+
+@register("numel")
+def _numel(ctx, args):
+    return int(np.prod(ctx.shape(args[0])))
+
+
+@register("dim")
+def _dim(ctx, args):
+    return len(ctx.shape(args[0]))
+
+
+@register("to", "_to_copy", "type")
+def _to(ctx, args):
+    x = args[0]
+    dtype = next((str(a) for a in args[1:] if isinstance(a, DType)), None)
+    if not _is_expr(x) or dtype is None or dtype == ctx.dtype(x):
+        return x
+    return _op.cast(x, dtype)
+
+
+# ------------------------------------------------------------------ reductions / softmax
+def _dims(arg, nd):
+    if arg is None or (isinstance(arg, list | tuple) and not arg):
+        return None
+    arg = arg if isinstance(arg, list | tuple) else [arg]
+    return [_norm_dim(d, nd) for d in arg]
+
+
+def _reduce(fn):
+    def convert(ctx, args):
+        x = args[0]
+        nd = len(ctx.shape(x))
+        dims = _dims(args[1] if len(args) > 1 else None, nd)
+        keep = bool(args[2]) if len(args) > 2 and args[2] is not None else False
+        return fn(x, dims, keepdims=keep)
+
+    return convert
+
+
+register("mean")(_reduce(_op.mean))
+register("sum")(_reduce(_op.sum))
+register("amax")(_reduce(_op.max))
+register("amin")(_reduce(_op.min))
+
+
+@register("softmax", "_softmax")
+def _softmax(ctx, args):
+    return _nn.softmax(args[0], axis=args[1])
+
+
+@register("log_softmax", "_log_softmax")
+def _log_softmax(ctx, args):
+    return _nn.log_softmax(args[0], axis=args[1])
+
+
+@register("embedding")
+def _embedding(ctx, args):
+    w, idx = args[0], args[1]
+    return _op.take(w, idx, axis=0)
+
+
+@register("masked_fill", "masked_fill_")
+def _masked_fill(ctx, args):
+    x, mask, value = args[:3]
+    v = value if _is_expr(value) else _scalar_like(ctx, value, x)
+    return _op.where(mask, v, x)
+
+
+@register("where")
+def _where(ctx, args):
+    c, a, b = args[:3]
+    if not _is_expr(a):
+        a = _scalar_like(ctx, a, b)
+    if not _is_expr(b):
+        b = _scalar_like(ctx, b, a)
+    return _op.where(c, a, b)
+
+
+@register("Int", "IntImplicit", "ScalarImplicit", "Float", "item")
+def _to_python(ctx, args):
+    v = args[0]
+    if _is_expr(v):
+        folded = ctx.fold(v)
+        if isinstance(folded, _expr.Constant):
+            return folded.data.numpy().item()
+        raise ctx.fail("a tensor value is used as a Python number (data-dependent control)")
+    return v
+
+
+@register("upsample_nearest2d")
+def _upsample_nearest(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    size = args[1]
+    scales = args[2] if len(args) > 2 else None
+    if size is not None:
+        sh, sw = size[0] / s[2], size[1] / s[3]
+    else:
+        sh, sw = scales
+    return _nn.upsampling(x, sh, sw, method="nearest_neighbor")

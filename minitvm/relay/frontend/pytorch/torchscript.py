@@ -1,0 +1,200 @@
+"""TorchScript graph -> Relay: ``relay.frontend.from_pytorch(scripted_or_traced, input_infos)``.
+
+The module is frozen (parameters become constants) and inlined; then the graph's nodes are
+converted in order with the ATen table. Control flow (prim::If / prim::Loop) is not supported.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+import numpy as np
+
+from ....ir.module import IRModule
+from ... import expr as _expr
+from ...analysis import free_vars
+from ...transform.infer_type import InferType
+from ..common import ImportError_, unsupported_error
+from .aten import ATEN, AtenContext, DType, torch_dtype
+
+_PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
+         "prim::TupleUnpack", "prim::NumToTensor", "prim::dtype", "prim::device",
+         "prim::TupleIndex", "aten::__getitem__", "prim::min", "prim::max", "aten::len",
+         "prim::unchecked_cast", "aten::floordiv", "aten::neg", "prim::Uninitialized"}
+
+
+def _numpy(t) -> np.ndarray:
+    return t.detach().cpu().contiguous().numpy().copy()
+
+
+def _scalar_type_args(node) -> set[int]:
+    """Positions of ScalarType arguments in an aten node's schema."""
+    import torch
+
+    try:
+        text = node.schema()
+        if text == "(no schema)":
+            return set()
+        names = [a.name for a in torch._C.parse_schema(text).arguments]
+    except Exception:  # noqa: BLE001 - no schema: nothing is a dtype
+        return set()
+    dtype_names = set(re.findall(r"ScalarType\??\s+(\w+)", text))
+    return {i for i, n in enumerate(names) if n in dtype_names}
+
+
+def _graph_of(module):
+    import torch
+
+    if isinstance(module, torch.jit.ScriptFunction):
+        graph = module.graph.copy()
+        has_self = False
+    elif isinstance(module, torch.jit.ScriptModule):
+        frozen = module if not module.training else module.eval()
+        try:
+            frozen = torch.jit.freeze(frozen)
+        except Exception:  # noqa: BLE001 - freezing fails on some modules; keep attributes
+            pass
+        graph = frozen.graph.copy()
+        has_self = True
+    else:
+        raise TypeError(f"from_pytorch expects a TorchScript module (torch.jit.trace or "
+                        f"torch.jit.script), got {type(module).__name__}; trace it first: "
+                        "torch.jit.trace(model.eval(), example_inputs)")
+    torch._C._jit_pass_inline(graph)
+    return graph, has_self
+
+
+def _check_supported(graph, table) -> None:
+    counts: collections.Counter = collections.Counter()
+    for node in graph.nodes():
+        kind = node.kind()
+        if kind in _PRIM:
+            continue
+        if kind.startswith("aten::") and kind[6:] in table:
+            continue
+        counts[kind] += 1
+    if counts:
+        raise unsupported_error("PyTorch (TorchScript)", dict(counts))
+
+
+def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dtype="float32",
+                 use_parser_friendly_name=False, keep_quantized_weight=False,
+                 export_renamed_c_graph_path=None):
+    """Convert a TorchScript module (traced or scripted) into a Relay module.
+
+    Parameters
+    ----------
+    script_module : torch.jit.ScriptModule or torch.jit.ScriptFunction
+    input_infos : list of (name, shape) or (name, (shape, dtype))
+        One entry per graph input, in order.
+    custom_convert_map : dict of str to callable, optional
+        Extra converters by ATen name (without the ``aten::`` prefix), called as
+        ``fn(ctx, args)``.
+
+    Returns
+    -------
+    mod : tvm.IRModule
+    params : dict of str to tvm.nd.NDArray (empty: parameters are embedded as constants)
+    """
+    graph, has_self = _graph_of(script_module)
+    table = dict(ATEN)
+    table.update({k.replace("aten::", ""): v for k, v in (custom_convert_map or {}).items()})
+    _check_supported(graph, table)
+    inputs = list(graph.inputs())[1 if has_self else 0:]
+    infos = list(input_infos)
+    if len(infos) != len(inputs):
+        raise ImportError_(f"the TorchScript graph takes {len(inputs)} inputs, input_infos "
+                           f"describes {len(infos)}")
+    env: dict = {}
+    params = []
+    for value, info in zip(inputs, infos):
+        name, spec = info
+        if isinstance(spec, tuple | list) and len(spec) == 2 and isinstance(spec[1], str):
+            shape, dtype = spec
+        else:
+            shape, dtype = spec, default_dtype
+        v = _expr.var(name, shape=tuple(int(d) for d in shape), dtype=torch_dtype(dtype))
+        env[value] = v
+        params.append(v)
+    ctx = AtenContext()
+    for node in graph.nodes():
+        _convert(ctx, node, env, table)
+    outs = [env[o] for o in graph.outputs()]
+    body = _to_expr(outs[0] if len(outs) == 1 else tuple(outs))
+    known = set(params)
+    func = _expr.Function(params + [v for v in free_vars(body) if v not in known], body)
+    return InferType()(IRModule.from_expr(func)), {}
+
+
+def _to_expr(value):
+    if isinstance(value, tuple | list):
+        return _expr.Tuple([_to_expr(v) for v in value])
+    if isinstance(value, _expr.Expr):
+        return value
+    raise ImportError_(f"the model returns a non-tensor value {value!r}")
+
+
+def _convert(ctx, node, env, table) -> None:
+    kind = node.kind()
+    outs = list(node.outputs())
+    ins = [env.get(i) for i in node.inputs()]
+    if kind == "prim::Constant":
+        v = outs[0].toIValue() if outs[0].type().kind() != "NoneType" else None
+        if hasattr(v, "detach"):
+            arr = _numpy(v)
+            v = _expr.const(arr, str(arr.dtype))
+        env[outs[0]] = v
+        return
+    if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+        env[outs[0]] = list(ins) if kind == "prim::ListConstruct" else tuple(ins)
+        return
+    if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+        seq = ins[0]
+        if isinstance(seq, _expr.Expr):
+            seq = [_expr.TupleGetItem(seq, i) for i in range(len(outs))]
+        for o, v in zip(outs, seq):
+            env[o] = v
+        return
+    if kind in ("prim::TupleIndex", "aten::__getitem__"):
+        env[outs[0]] = ins[0][ins[1]]
+        return
+    if kind in ("prim::NumToTensor", "prim::unchecked_cast"):
+        env[outs[0]] = ins[0]
+        return
+    if kind == "prim::dtype":
+        env[outs[0]] = DType(ctx.dtype(ins[0]))
+        return
+    if kind == "prim::device":
+        env[outs[0]] = "cpu"
+        return
+    if kind in ("prim::min", "prim::max"):
+        vals = ins[0] if len(ins) == 1 else ins
+        env[outs[0]] = (min if kind == "prim::min" else max)(vals)
+        return
+    if kind == "aten::len":
+        env[outs[0]] = len(ins[0])
+        return
+    if kind == "aten::floordiv":
+        env[outs[0]] = ins[0] // ins[1]
+        return
+    if kind == "aten::neg" and not isinstance(ins[0], _expr.Expr):
+        env[outs[0]] = -ins[0]
+        return
+    name = kind[6:]
+    for i in _scalar_type_args(node):
+        if i < len(ins) and isinstance(ins[i], int) and not isinstance(ins[i], bool):
+            ins[i] = DType(torch_dtype(ins[i]))
+    ctx.op_name = name
+    try:
+        out = table[name](ctx, ins)
+    except ImportError_:
+        raise
+    except Exception as e:  # noqa: BLE001 - name the node in any converter failure
+        raise ImportError_(f"{kind} (output %{outs[0].debugName()}): cannot convert: "
+                           f"{type(e).__name__}: {e}") from e
+    if len(outs) == 1:
+        env[outs[0]] = ctx.fold(out) if isinstance(out, _expr.Expr) else out
+    else:
+        for o, v in zip(outs, out):
+            env[o] = ctx.fold(v) if isinstance(v, _expr.Expr) else v

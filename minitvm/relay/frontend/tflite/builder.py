@@ -1,0 +1,143 @@
+"""A small TFLite flatbuffer writer (tests and examples build models with it; TensorFlow is not
+a dependency). Uses the ``tflite`` package's generated builder functions.
+
+    b = ModelBuilder()
+    x = b.input("x", (1, 8, 8, 3))
+    w = b.constant("w", weights)                     # a tensor with a data buffer
+    y = b.tensor("y", (1, 8, 8, 4))
+    b.operator("CONV_2D", [x, w, bias], [y], "Conv2DOptions",
+               Padding=0, StrideH=1, StrideW=1, DilationHFactor=1, DilationWFactor=1)
+    b.output(y)
+    data = b.finish()                                # bytes of a .tflite file
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ModelBuilder"]
+
+_TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6,
+          "int16": 7, "int8": 9, "float64": 10}
+
+
+class ModelBuilder:
+    """Collects tensors, buffers and operators of one subgraph; ``finish()`` serializes."""
+
+    def __init__(self):
+        self.tensors: list[tuple] = []  # (name, shape, dtype, buffer index)
+        self.buffers: list[bytes] = [b""]  # buffer 0 is the empty buffer, by convention
+        self.ops: list[tuple] = []  # (opcode index, inputs, outputs, options name, fields)
+        self.opcodes: list[str] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def tensor(self, name: str, shape, dtype: str = "float32", data=None) -> int:
+        buf = 0
+        if data is not None:
+            arr = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+            self.buffers.append(arr.tobytes())
+            buf = len(self.buffers) - 1
+        self.tensors.append((name, tuple(int(d) for d in shape), dtype, buf))
+        return len(self.tensors) - 1
+
+    def constant(self, name: str, data, dtype: str | None = None) -> int:
+        arr = np.asarray(data, dtype=dtype or np.asarray(data).dtype)
+        return self.tensor(name, arr.shape, str(arr.dtype), arr)
+
+    def input(self, name: str, shape, dtype: str = "float32") -> int:
+        t = self.tensor(name, shape, dtype)
+        self.inputs.append(t)
+        return t
+
+    def output(self, t: int) -> None:
+        self.outputs.append(t)
+
+    def operator(self, op: str, inputs, outputs, options: str | None = None, **fields) -> None:
+        if op not in self.opcodes:
+            self.opcodes.append(op)
+        self.ops.append((self.opcodes.index(op), list(inputs), list(outputs), options, fields))
+
+    # ------------------------------------------------------------------ serialization
+    def finish(self) -> bytes:
+        import flatbuffers
+        import tflite
+
+        b = flatbuffers.Builder(1024)
+
+        def ivec(values):
+            return b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
+
+        def table_vec(start, offsets):
+            start(b, len(offsets))
+            for off in reversed(offsets):
+                b.PrependUOffsetTRelative(off)
+            return b.EndVector()
+
+        buffers = []
+        for data in self.buffers:
+            vec = b.CreateNumpyVector(np.frombuffer(data, np.uint8)) if data else None
+            tflite.BufferStart(b)
+            if vec is not None:
+                tflite.BufferAddData(b, vec)
+            buffers.append(tflite.BufferEnd(b))
+        tensors = []
+        for name, shape, dtype, buf in self.tensors:
+            nm, sh = b.CreateString(name), ivec(shape)
+            tflite.TensorStart(b)
+            tflite.TensorAddShape(b, sh)
+            tflite.TensorAddType(b, _TYPES[dtype])
+            tflite.TensorAddBuffer(b, buf)
+            tflite.TensorAddName(b, nm)
+            tensors.append(tflite.TensorEnd(b))
+        ops = []
+        for code, ins, outs, options, fields in self.ops:
+            vectors = {}
+            for k, v in fields.items():  # vector fields (e.g. NewShape) first
+                if isinstance(v, list | tuple | np.ndarray):
+                    vectors[k] = ivec(v)
+            opt = None
+            if options is not None:
+                getattr(tflite, f"{options}Start")(b)
+                for k, v in fields.items():
+                    getattr(tflite, f"{options}Add{k}")(b, vectors.get(k, v))
+                opt = getattr(tflite, f"{options}End")(b)
+            iv, ov = ivec(ins), ivec(outs)
+            tflite.OperatorStart(b)
+            tflite.OperatorAddOpcodeIndex(b, code)
+            tflite.OperatorAddInputs(b, iv)
+            tflite.OperatorAddOutputs(b, ov)
+            if opt is not None:
+                tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, options))
+                tflite.OperatorAddBuiltinOptions(b, opt)
+            ops.append(tflite.OperatorEnd(b))
+        tv = table_vec(tflite.SubGraphStartTensorsVector, tensors)
+        opv = table_vec(tflite.SubGraphStartOperatorsVector, ops)
+        iv, ov, name = ivec(self.inputs), ivec(self.outputs), b.CreateString("main")
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, tv)
+        tflite.SubGraphAddInputs(b, iv)
+        tflite.SubGraphAddOutputs(b, ov)
+        tflite.SubGraphAddOperators(b, opv)
+        tflite.SubGraphAddName(b, name)
+        subgraph = tflite.SubGraphEnd(b)
+        codes = []
+        for op in self.opcodes:
+            builtin = getattr(tflite.BuiltinOperator, op)
+            tflite.OperatorCodeStart(b)
+            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
+            tflite.OperatorCodeAddBuiltinCode(b, builtin)
+            tflite.OperatorCodeAddVersion(b, 1)
+            codes.append(tflite.OperatorCodeEnd(b))
+        cv = table_vec(tflite.ModelStartOperatorCodesVector, codes)
+        sv = table_vec(tflite.ModelStartSubgraphsVector, [subgraph])
+        bv = table_vec(tflite.ModelStartBuffersVector, buffers)
+        desc = b.CreateString("written by minitvm.relay.frontend.tflite.builder")
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, cv)
+        tflite.ModelAddSubgraphs(b, sv)
+        tflite.ModelAddDescription(b, desc)
+        tflite.ModelAddBuffers(b, bv)
+        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())

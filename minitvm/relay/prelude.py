@@ -1,0 +1,108 @@
+"""The Relay Prelude: the standard ADTs (List, Option, Tree, nat) and their functions.
+
+``Prelude(mod)`` imports ``std/prelude.rly`` into ``mod`` (``mod.import_from_std``) and exposes the
+global functions (``p.map``, ``p.foldl``, ``p.hd``, ...) and constructors (``p.cons``, ``p.nil``,
+...) as attributes, as TVM's ``relay.prelude.Prelude`` does. The std files are parsed by our
+Relay parser once per process and merged into each module that imports them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..ir.dialect import register_hook
+from ..ir.module import IRModule
+
+__all__ = ["Prelude", "std_path", "import_from_std"]
+
+GLOBAL_DEFS = [
+    "id", "compose", "flip", "hd", "tl", "nth", "update", "map", "foldl", "foldr", "foldr1",
+    "concat", "filter", "zip", "rev", "map_accuml", "map_accumr", "unfoldl", "unfoldr", "sum",
+    "length", "tmap", "size", "iterate", "nat_to_int", "nat_add", "nat_iterate",
+]
+
+_PARSED: dict[str, IRModule] = {}
+
+
+def std_path() -> str:
+    """The directory of the Relay standard library files."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "std")
+
+
+def _parsed(file_to_import: str) -> IRModule:
+    mod = _PARSED.get(file_to_import)
+    if mod is None:
+        path = os.path.join(std_path(), file_to_import)
+        if os.path.basename(file_to_import) != file_to_import or not os.path.isfile(path):
+            have = sorted(f for f in os.listdir(std_path()) if f.endswith(".rly"))
+            raise ValueError(f"import_from_std: no standard library file {file_to_import!r}; "
+                             f"available: {', '.join(have)}")
+        from .parser import parse
+
+        with open(path, encoding="utf-8") as f:
+            mod = parse(f.read(), file_to_import)
+        _PARSED[file_to_import] = mod
+    return mod
+
+
+def import_from_std(mod: IRModule, file_to_import: str) -> IRModule:
+    """Merge the definitions of ``file_to_import`` into ``mod`` (in place; a file already
+    imported is skipped) and return ``mod`` type-checked."""
+    from .transform.infer_type import InferType
+
+    std = _parsed(file_to_import)
+    names = [g.name_hint for g in std.type_definitions] + [g.name_hint for g in std.functions]
+    present = [n for n in names if n in mod._tvars or n in mod._gvars]
+    if present and len(present) < len(names):
+        raise ValueError(f"import_from_std({file_to_import!r}): the module already defines "
+                         f"{', '.join(sorted(present))} differently; rename them first")
+    if not present:
+        for gtv, td in std.type_definitions.items():
+            mod[gtv] = td
+        for gv, fn in std.functions.items():
+            mod[gv] = fn
+    return InferType()(mod)
+
+
+register_hook("import_from_std", IRModule, import_from_std)
+
+
+class Prelude:
+    """The Relay Prelude, loaded into ``mod`` (a new module when None).
+
+    Global functions are attributes by name (``p.map``); the ADTs are available as
+    ``p.mod.get_type("List")`` and as attributes ``l, cons, nil``, ``optional, some, none``,
+    ``tree, rose`` and ``nat, z, s``.
+    """
+
+    def __init__(self, mod: IRModule | None = None):
+        self.mod = mod if mod is not None else IRModule()
+        self.load_prelude()
+
+    def load_prelude(self) -> None:
+        self.mod.import_from_std("prelude.rly")
+        for name in GLOBAL_DEFS:
+            setattr(self, name, self.mod.get_global_var(name))
+        self.l, self.cons, self.nil = self.mod.get_type("List")
+        self.optional, self.some, self.none = self.mod.get_type("Option")
+        self.tree, self.rose = self.mod.get_type("Tree")
+        self.nat, self.z, self.s = self.mod.get_type("nat")
+
+    def get_global_var(self, canonical: str, dtype: str | None = None):
+        """The global function ``canonical`` (a dtype suffix, ``name_dtype``, when given)."""
+        return self.mod.get_global_var(self.get_name(canonical, dtype))
+
+    def get_name(self, canonical: str, dtype: str | None = None) -> str:
+        return canonical if dtype is None else f"{canonical}_{dtype}"
+
+    def get_type(self, canonical: str, dtype: str | None = None):
+        """The ADT's global type var."""
+        return self.mod.get_global_type_var(self.get_name(canonical, dtype))
+
+    def get_ctor(self, ty_name: str, canonical: str, dtype: str | None = None):
+        """The constructor ``canonical`` of the ADT ``ty_name``."""
+        gtv = self.get_type(ty_name, dtype)
+        for c in self.mod.type_definitions[gtv].constructors:
+            if c.name_hint == self.get_name(canonical, dtype) or c.name_hint == canonical:
+                return c
+        raise ValueError(f"the ADT {ty_name} has no constructor {canonical!r}")

@@ -1,0 +1,1 @@
+"""The Relay standard library files (``prelude.rly``, ``gradient.rly``), read by import_from_std."""

@@ -1,0 +1,95 @@
+"""MergeCompilerRegions: merge neighbouring annotated regions of the same compiler.
+
+Regions are visited in topological order; a region joins each parent region of the same
+compiler unless that parent also reaches it through another region (merging would then create a
+cycle between the partitioned functions). The compiler_end/compiler_begin pairs left inside a
+merged region are removed, so PartitionGraph makes one function of it.
+"""
+
+from __future__ import annotations
+
+from ..expr_functor import ExprMutator
+from ._annotated_regions import BEGIN, END, RegionSet, is_annotation
+from ._pass_helpers import make_function_pass, register
+
+__all__ = ["MergeCompilerRegions", "merge_compiler_regions"]
+
+
+class _Merger:
+    def __init__(self, regions: RegionSet):
+        self.rs = regions
+        self.up = {r.id: r.id for r in regions.regions}
+        self.parents = {r.id: {p.id for p in regions.parents(r)} for r in regions.regions}
+        self.target = {r.id: r.target for r in regions.regions}
+
+    def find(self, i: int) -> int:
+        while self.up[i] != i:
+            self.up[i] = self.up[self.up[i]]
+            i = self.up[i]
+        return i
+
+    def _parents(self, i: int) -> set[int]:
+        return {self.find(p) for p in self.parents[i]} - {i}
+
+    def _reaches(self, src: int, dst: int) -> bool:
+        """Does ``dst`` reach ``src`` walking parent edges (is dst an ancestor of src)?"""
+        stack, seen = [src], {src}
+        while stack:
+            for p in self._parents(stack.pop()):
+                if p == dst:
+                    return True
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    def run(self) -> None:
+        for r in self.rs.regions:  # regions are numbered in topological order
+            cur = self.find(r.id)
+            for p in sorted(self._parents(cur)):
+                p = self.find(p)
+                if p == cur or self.target[p] != self.target[cur]:
+                    continue
+                others = self._parents(cur) - {p}
+                if any(self._reaches(o, p) for o in others):
+                    continue  # p reaches cur through another region: merging makes a cycle
+                merged = self._parents(cur) | self._parents(p)
+                self.up[cur] = p
+                self.parents[p] = merged - {p, cur}
+                cur = p
+
+    def same(self, a, b) -> bool:
+        ra, rb = self.rs.region_of(a), self.rs.region_of(b)
+        return ra is not None and rb is not None and self.find(ra.id) == self.find(rb.id)
+
+
+class _RemoveInnerAnnotations(ExprMutator):
+    def __init__(self, merger: _Merger):
+        super().__init__()
+        self.merger = merger
+        self.count = 0
+
+    def visit_call(self, call):
+        if is_annotation(call, BEGIN) and is_annotation(call.args[0], END) and \
+                self.merger.same(call, call.args[0]):
+            self.count += 1
+            return self.visit(call.args[0].args[0])
+        return super().visit_call(call)
+
+
+def merge_compiler_regions(func):
+    """``func`` with adjacent regions of the same compiler merged."""
+    regions = RegionSet(func.body)
+    if not regions.regions:
+        return func
+    merger = _Merger(regions)
+    merger.run()
+    body = _RemoveInnerAnnotations(merger).visit(func.body)
+    return func if body is func.body else func.with_fields(body=body)
+
+
+@register("MergeCompilerRegions")
+def MergeCompilerRegions():  # noqa: N802 - TVM's name
+    """Merge together compiler regions (function pass, opt 0)."""
+    return make_function_pass(lambda f, m, c: merge_compiler_regions(f), opt_level=0,
+                              name="MergeCompilerRegions", required=["InferType"])

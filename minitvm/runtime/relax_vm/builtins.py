@@ -1,0 +1,228 @@
+"""The VM's builtins (``vm.builtin.*``): allocation, shape-heap matching and construction,
+struct-info checks, tuples, reshape views, closures. Builtins marked *with context* receive the
+VirtualMachine first (``R.call_builtin_with_ctx``)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+ALIGN = 64
+
+
+class ShapeTuple(tuple):
+    """A shape value (``R.Shape``): a tuple of ints (``tvm.runtime.ShapeTuple``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"ShapeTuple({list(self)})"
+
+
+class Storage:
+    """A byte buffer tensors are placed in (``R.vm.alloc_storage``)."""
+
+    __slots__ = ("buf", "nbytes")
+
+    def __init__(self, buf: np.ndarray, nbytes: int):
+        self.buf = buf
+        self.nbytes = nbytes
+
+
+class VMClosure:
+    """A Relax function value with captured arguments."""
+
+    __slots__ = ("func", "captured")
+
+    def __init__(self, func, captured):
+        self.func = func
+        self.captured = tuple(captured)
+
+    def __repr__(self):
+        return f"VMClosure({self.func!r}, {len(self.captured)} captured)"
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    off = (-raw.ctypes.data) % ALIGN
+    return raw[off:off + nbytes]
+
+
+def _kind(x) -> str:
+    if isinstance(x, np.ndarray):
+        return f"a tensor of shape {x.shape} and dtype {x.dtype}"
+    if isinstance(x, ShapeTuple):
+        return f"a shape {list(x)}"
+    if isinstance(x, tuple):
+        return f"a tuple of {len(x)} fields"
+    return f"a {type(x).__name__}"
+
+
+def _ctx(err: str) -> str:
+    return err if err else "argument"
+
+
+# --------------------------------------------------------------------------- allocation
+def alloc_storage(vm, size, device_index, dtype, site):
+    """A storage of ``size[0]`` bytes; a site's previous buffer is reused once nothing else
+    holds it (no live tensor views it), so repeated calls do not touch fresh pages."""
+    nbytes = int(size[0])
+    cache = vm._storage_cache
+    buf = cache.get(site)
+    # references: the cache entry, ``buf`` here, getrefcount's argument
+    if buf is None or buf.nbytes < nbytes or sys.getrefcount(buf) > 3:
+        buf = _aligned(max(nbytes, 1))
+        cache[site] = buf
+    return Storage(buf, nbytes)
+
+
+def alloc_tensor_from_storage(storage, offset, shape, dtype):
+    dt = np.dtype(dtype)
+    return np.ndarray(tuple(shape), dt, storage.buf, int(offset))
+
+
+def alloc_tensor(vm, shape, dtype, device_index=0):
+    return np.empty(tuple(int(d) for d in shape), np.dtype(dtype))
+
+
+def alloc_shape_heap(vm, size):
+    return np.zeros(int(size), np.int64)
+
+
+# --------------------------------------------------------------------------- checks
+def check_tensor_info(x, ndim, dtype, err=""):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{_ctx(err)}: expected a tensor, got {_kind(x)}")
+    if ndim != -1 and x.ndim != ndim:
+        raise ValueError(f"{_ctx(err)}: expected a tensor of rank {ndim}, got rank {x.ndim} "
+                         f"(shape {x.shape})")
+    if dtype and dtype != "void" and x.dtype != np.dtype(dtype):
+        raise ValueError(f"{_ctx(err)}: expected dtype {dtype}, got {x.dtype}")
+
+
+def check_shape_info(x, ndim, err=""):
+    if not isinstance(x, ShapeTuple):
+        raise TypeError(f"{_ctx(err)}: expected a shape, got {_kind(x)}")
+    if ndim != -1 and len(x) != ndim:
+        raise ValueError(f"{_ctx(err)}: expected a shape of {ndim} dimensions, got {list(x)}")
+
+
+def check_prim_value_info(x, dtype, err=""):
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x.item()
+    if dtype.startswith(("int", "uint")) and not isinstance(x, int | np.integer | bool):
+        raise TypeError(f"{_ctx(err)}: expected an integer ({dtype}), got {_kind(x)}")
+    if dtype.startswith("float") and not isinstance(x, int | float | np.number):
+        raise TypeError(f"{_ctx(err)}: expected a number ({dtype}), got {_kind(x)}")
+    if dtype == "bool" and not isinstance(x, bool | int | np.bool_):
+        raise TypeError(f"{_ctx(err)}: expected a bool, got {_kind(x)}")
+
+
+def check_tuple_info(x, size, err=""):
+    if not isinstance(x, tuple) or isinstance(x, ShapeTuple):
+        raise TypeError(f"{_ctx(err)}: expected a tuple of {size} fields, got {_kind(x)}")
+    if len(x) != size:
+        raise ValueError(f"{_ctx(err)}: expected a tuple of {size} fields, got {len(x)}")
+
+
+_STORE, _ASSERT_IMM, _NOOP, _ASSERT_LOAD = 1, 0, 2, 3
+
+
+def match_shape(x, heap, ndim, *args):
+    """Match the dims of tensor / shape ``x``: ``(code, value)`` pairs then an error context."""
+    err = args[-1]
+    shape = x.shape if isinstance(x, np.ndarray) else x
+    for d in range(ndim):
+        code, v = args[2 * d], args[2 * d + 1]
+        actual = int(shape[d])
+        if code == _STORE:
+            heap[v] = actual
+        elif code == _ASSERT_IMM:
+            if actual != v:
+                raise ValueError(f"{_ctx(err)}: dimension {d} must be {v}, got {actual} "
+                                 f"(shape {tuple(shape)})")
+        elif code == _ASSERT_LOAD:
+            if actual != heap[v]:
+                raise ValueError(f"{_ctx(err)}: dimension {d} is {actual} but the annotation "
+                                 f"requires {int(heap[v])} (a symbolic size bound earlier; "
+                                 f"shape {tuple(shape)})")
+
+
+def match_prim_value(x, heap, code, v, err=""):
+    x = int(x.item() if isinstance(x, np.ndarray) else x)
+    if code == _STORE:
+        heap[v] = x
+    elif code == _ASSERT_IMM and x != v:
+        raise ValueError(f"{_ctx(err)}: expected {v}, got {x}")
+    elif code == _ASSERT_LOAD and x != heap[v]:
+        raise ValueError(f"{_ctx(err)}: expected {int(heap[v])} (bound earlier), got {x}")
+
+
+def make_shape(heap, ndim, *args):
+    out = []
+    for d in range(ndim):
+        code, v = args[2 * d], args[2 * d + 1]
+        out.append(int(heap[v]) if code == 1 else int(v))
+    return ShapeTuple(out)
+
+
+def make_prim_value(heap, code, v):
+    return int(heap[v]) if code == 1 else int(v)
+
+
+# --------------------------------------------------------------------------- values
+def reshape(x, shape):
+    shape = tuple(int(d) for d in shape)
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ValueError(f"vm.builtin.reshape: cannot reshape {x.shape} into {shape}")
+    return x.reshape(shape)
+
+
+def shape_of(x):
+    return ShapeTuple(x.shape)
+
+
+def null_value():
+    return None
+
+
+def make_tuple(*fields):
+    return tuple(fields)
+
+
+def tuple_getitem(t, index):
+    return t[index]
+
+
+def make_closure(vm, func, *captured):
+    return VMClosure(func, captured)
+
+
+def invoke_closure(vm, closure, *args):
+    if isinstance(closure, VMClosure):
+        return vm._call_value(closure.func, list(closure.captured) + list(args))
+    return vm._call_value(closure, list(args))
+
+
+BUILTINS = {
+    "vm.builtin.alloc_storage": (alloc_storage, True),
+    "vm.builtin.alloc_tensor_from_storage": (alloc_tensor_from_storage, False),
+    "vm.builtin.alloc_tensor": (alloc_tensor, True),
+    "vm.builtin.alloc_shape_heap": (alloc_shape_heap, True),
+    "vm.builtin.check_tensor_info": (check_tensor_info, False),
+    "vm.builtin.check_shape_info": (check_shape_info, False),
+    "vm.builtin.check_prim_value_info": (check_prim_value_info, False),
+    "vm.builtin.check_tuple_info": (check_tuple_info, False),
+    "vm.builtin.match_shape": (match_shape, False),
+    "vm.builtin.match_prim_value": (match_prim_value, False),
+    "vm.builtin.make_shape": (make_shape, False),
+    "vm.builtin.make_prim_value": (make_prim_value, False),
+    "vm.builtin.reshape": (reshape, False),
+    "vm.builtin.shape_of": (shape_of, False),
+    "vm.builtin.null_value": (null_value, False),
+    "vm.builtin.make_tuple": (make_tuple, False),
+    "vm.builtin.tuple_getitem": (tuple_getitem, False),
+    "vm.builtin.make_closure": (make_closure, True),
+    "vm.builtin.invoke_closure": (invoke_closure, True),
+}

@@ -1,0 +1,136 @@
+"""Calling a native kernel from the Relax VM with nothing but its *spec* (a JSON-able record of
+its parameters), so that an exported executable runs without the compiler.
+
+A spec: ``{"params": [["buf", dtype, ndim, dims] | ["scalar", dtype]], "vars": [["scalar", k]
+| ["dim", k, d]]}`` — ``dims`` holds each dimension's constant or -1 when symbolic; ``vars`` says
+where each scalar argument of the machine entry comes from (a scalar parameter, or dimension
+``d`` of buffer parameter ``k``). The entry takes ``(void** buffers, int64* vars, int32
+threads)``; static kernels also have a ``_py`` entry that reads the argument tuple directly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import numpy as np
+
+from .. import threadpool
+
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_PY_ENTRY = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
+_PY_ENTRY_NOGIL = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
+_ND = np.ndarray
+
+
+def kernel_spec(signature) -> dict:
+    """The spec of a compiled kernel from its ``KernelSignature`` (compiler side helper; reads
+    only plain attributes)."""
+    bufs = dict(signature.buffers)
+    params, where = [], {}
+    for k, p in enumerate(signature.params):
+        if p in bufs:
+            b = bufs[p]
+            dims = [int(d.value) if hasattr(d, "value") and not hasattr(d, "name") else -1
+                    for d in b.shape]
+            params.append(["buf", b.dtype, len(b.shape), dims])
+            for d, dim in enumerate(b.shape):
+                if hasattr(dim, "name") and id(dim) not in where:
+                    where[id(dim)] = ["dim", k, d]
+        else:
+            params.append(["scalar", p.dtype])
+            where[id(p)] = ["scalar", k]
+    vars_ = []
+    for v in signature.vars:
+        if id(v) not in where:
+            raise ValueError(f"kernel {signature.name!r}: symbolic variable {v.name!r} is not a "
+                             "dimension of any buffer parameter (it cannot be passed)")
+        vars_.append(where[id(v)])
+    written = [k for k, p in enumerate(signature.params)
+               if p in bufs and id(bufs[p]) in signature.written]
+    return {"params": params, "vars": vars_, "written": written}
+
+
+class NativeKernel:
+    """A callable kernel: ``k(*arrays_and_scalars)``; checks kinds, dtypes, ranks and constant
+    dimensions, then calls the machine code."""
+
+    __slots__ = ("name", "spec", "compiled", "_entry", "_py", "_fast", "_nbuf", "_bufpos",
+                 "_dtypes", "_vars", "_float_vars", "_nparams")
+
+    def __init__(self, name: str, spec: dict, compiled):
+        self.name = name
+        self.spec = spec
+        self.compiled = compiled  # keeps the machine code alive
+        self._entry = _ENTRY(compiled.address)
+        params = spec["params"]
+        self._nparams = len(params)
+        self._bufpos = [k for k, p in enumerate(params) if p[0] == "buf"]
+        self._nbuf = len(self._bufpos)
+        self._dtypes = [np.dtype(p[1]) for p in params]
+        self._vars = [tuple(v) for v in spec["vars"]]
+        self._float_vars = [params[v[1]][1].startswith("float") if v[0] == "scalar" else False
+                            for v in self._vars]
+        self._py = None
+        self._fast = None
+        py_address = getattr(compiled, "py_address", 0)
+        if py_address and not self._vars and all(p[0] == "buf" and -1 not in p[3]
+                                                 for p in params):
+            conds, env, elems = [], {"ND": _ND}, 0
+            for k, p in enumerate(params):
+                env[f"d{k}"], env[f"s{k}"] = np.dtype(p[1]), tuple(p[3])
+                elems += int(np.prod(p[3], dtype=np.int64))
+                conds.append(f"type(a{k}) is ND and a{k}.dtype is d{k} and a{k}.shape == s{k}"
+                             f" and a{k}.flags.c_contiguous")
+            args = ", ".join(f"a{k}" for k in range(len(params)))
+            self._fast = eval(f"lambda {args}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
+            self._py = (_PY_ENTRY_NOGIL if elems > (1 << 16) else _PY_ENTRY)(py_address)
+
+    def __call__(self, *args):
+        if self._fast is not None and len(args) == self._nparams and self._fast(*args):
+            self._py(args, threadpool.get_num_threads())
+            return None
+        self._call_checked(args)
+        return None
+
+    def _call_checked(self, args) -> None:
+        params = self.spec["params"]
+        if len(args) != len(params):
+            raise ValueError(f"kernel {self.name!r} expects {len(params)} arguments, got "
+                             f"{len(args)}")
+        ptrs = []
+        for k, (a, p) in enumerate(zip(args, params, strict=True)):
+            if p[0] != "buf":
+                continue
+            data = getattr(a, "_data", a)
+            if not isinstance(data, np.ndarray):
+                raise ValueError(f"kernel {self.name!r}: argument {k} must be a tensor, got "
+                                 f"{type(a).__name__}")
+            if data.dtype != self._dtypes[k] or data.ndim != p[2]:
+                raise ValueError(f"kernel {self.name!r}: argument {k} must be a {p[2]}-d "
+                                 f"{p[1]} tensor, got shape {data.shape} {data.dtype}")
+            for d, want in enumerate(p[3]):
+                if want != -1 and data.shape[d] != want:
+                    raise ValueError(f"kernel {self.name!r}: argument {k} dimension {d} must "
+                                     f"be {want}, got {data.shape[d]}")
+            if not data.flags.c_contiguous:
+                raise ValueError(f"kernel {self.name!r}: argument {k} must be C-contiguous")
+            ptrs.append(data.ctypes.data)
+        vals = []
+        for (kind, *where), is_float in zip(self._vars, self._float_vars, strict=True):
+            if kind == "scalar":
+                x = args[where[0]]
+                x = x.item() if isinstance(x, np.ndarray) else x
+                if is_float:
+                    vals.append(struct.unpack("<q", struct.pack("<d", float(x)))[0])
+                else:
+                    vals.append(int(x))
+            else:
+                a = args[where[0]]
+                vals.append(int(getattr(a, "_data", a).shape[where[1]]))
+        cptrs = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+        cvars = (ctypes.c_int64 * max(1, len(vals)))(*vals)
+        self._entry(cptrs, cvars, threadpool.get_num_threads())
+
+    def __repr__(self):
+        return f"NativeKernel({self.name!r})"

@@ -1,0 +1,291 @@
+"""``relax.VirtualMachine``: runs an Executable's functions — a loop over instructions with a
+stack of frames (a Relax function calling another, even recursively, costs no Python recursion),
+registers holding numpy arrays, shapes, tuples, closures and storages."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..module import ProfileResult
+from ..ndarray import NDArray
+from ..registry import get_global_func
+from .builtins import BUILTINS, ShapeTuple, VMClosure
+from .executable import (
+    ARG_CONST, ARG_CTX, ARG_FUNC, ARG_IMM, ARG_REG, CALL, GOTO, IF, KILL, MOVE, RET,
+    Executable, VMFunction,
+)
+
+_VM, _KERNEL, _PACKED = range(3)
+
+
+class _Missing:
+    """A packed function not registered when the VM was made; looked up again when called."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args):
+        fn = get_global_func(self.name, allow_missing=True)
+        if fn is None:
+            raise ValueError(f"the program calls packed function {self.name!r}, which is not "
+                             "registered (tvm.register_func)")
+        return fn(*args)
+
+
+def _to_vm(x, where: str):
+    if isinstance(x, NDArray):
+        return x._data
+    if isinstance(x, np.ndarray):
+        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    if isinstance(x, ShapeTuple | VMClosure) or x is None:
+        return x
+    if isinstance(x, bool | int | float | str | np.number):
+        return x
+    if isinstance(x, list | tuple):
+        return tuple(_to_vm(f, where) for f in x)
+    if hasattr(x, "fields"):  # runtime ADT tuple
+        return tuple(_to_vm(f, where) for f in x.fields)
+    if hasattr(x, "__array__"):
+        return np.ascontiguousarray(np.asarray(x))
+    raise TypeError(f"{where}: cannot pass a {type(x).__name__} to a Relax function")
+
+
+def _from_vm(x):
+    if isinstance(x, np.ndarray):
+        return NDArray(x)
+    if isinstance(x, tuple) and not isinstance(x, ShapeTuple):
+        return tuple(_from_vm(f) for f in x)
+    return x
+
+
+class ProfileReport:
+    """Per-kernel and per-builtin times of one profiled call (``vm.profile(...)``)."""
+
+    def __init__(self, rows: dict, total: float):
+        self.rows = rows  # name -> [calls, seconds]
+        self.total = total
+
+    def table(self) -> str:
+        lines = [f"{'Name':40s} {'Calls':>6s} {'Time (us)':>12s} {'Percent':>8s}"]
+        for name, (calls, secs) in sorted(self.rows.items(), key=lambda kv: -kv[1][1]):
+            pct = 100.0 * secs / self.total if self.total else 0.0
+            lines.append(f"{name:40s} {calls:6d} {secs * 1e6:12.2f} {pct:8.2f}")
+        lines.append(f"{'Total':40s} {'':6s} {self.total * 1e6:12.2f}")
+        return "\n".join(lines)
+
+    __str__ = table
+
+    def __repr__(self):
+        return f"ProfileReport({len(self.rows)} entries, total={self.total * 1e6:.1f} us)"
+
+
+class VirtualMachine:
+    """Run a Relax executable: ``vm = relax.VirtualMachine(ex, tvm.cpu()); vm["main"](x)``."""
+
+    def __init__(self, rt_mod, device=None, memory_cfg=None, profile: bool = False):
+        exe = getattr(rt_mod, "executable", rt_mod)
+        if not isinstance(exe, Executable):
+            raise TypeError(f"VirtualMachine expects a relax Executable (relax.build's result "
+                            f"or tvm.runtime.load_module of one), got {type(rt_mod).__name__}")
+        self._exec = exe
+        self.device = device
+        self._storage_cache: dict = {}
+        self._inputs: dict = {}
+        self._outputs: dict = {}
+        self._profile = None
+        table = []
+        for kind, name in exe.func_table:
+            if kind == "vm":
+                if name not in exe.functions:
+                    raise ValueError(f"executable: function table names {name!r}, which it "
+                                     "does not define")
+                table.append((_VM, exe.functions[name], name))
+            elif kind == "kernel":
+                table.append((_KERNEL, exe.native_kernel(name), name))
+            else:
+                entry = BUILTINS.get(name)
+                if entry is not None:
+                    table.append((_PACKED, entry[0], name))
+                else:
+                    fn = get_global_func(name, allow_missing=True)
+                    table.append((_PACKED, fn if fn is not None else _Missing(name), name))
+        self._table = table
+        self._consts = exe.constants
+
+    # ------------------------------------------------------------------ calling
+    def __getitem__(self, name: str):
+        func = self._function(name)
+
+        def call(*args):
+            return self.invoke(func.name, *args)
+
+        call.__name__ = name
+        return call
+
+    def _function(self, name: str) -> VMFunction:
+        f = self._exec.functions.get(name)
+        if f is None:
+            raise AttributeError(f"the executable has no Relax function {name!r}; it has "
+                                 f"{sorted(self._exec.functions)}")
+        return f
+
+    def invoke(self, name: str, *args):
+        func = self._function(name)
+        if len(args) != len(func.params):
+            raise TypeError(f"{name}() takes {len(func.params)} arguments "
+                            f"({', '.join(func.params)}), got {len(args)}")
+        vals = [_to_vm(a, f"{name}() argument {p!r}") for a, p in zip(args, func.params,
+                                                                        strict=True)]
+        return _from_vm(self._run(func, vals))
+
+    def _call_value(self, f, args):
+        """Call a function value (a VM function reference, or a Python callable)."""
+        if isinstance(f, VMFunction):
+            return self._run(f, list(args))
+        if isinstance(f, VMClosure):
+            return self._call_value(f.func, list(f.captured) + list(args))
+        return f(*args)
+
+    def _run(self, func: VMFunction, args: list):
+        if len(args) != len(func.params):
+            raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
+                            f"{len(args)}")
+        table, consts, prof = self._table, self._consts, self._profile
+        regs = [None] * func.num_regs
+        regs[:len(args)] = args
+        code = func.code
+        pc = 0
+        frames = []
+        while True:
+            ins = code[pc]
+            op = ins[0]
+            if op == CALL:
+                kind, target, tname = table[ins[2]]
+                argv = []
+                for k, v in ins[3]:
+                    if k == ARG_REG:
+                        argv.append(regs[v])
+                    elif k == ARG_CONST:
+                        argv.append(consts[v])
+                    elif k == ARG_IMM:
+                        argv.append(v)
+                    elif k == ARG_CTX:
+                        argv.append(self)
+                    else:
+                        argv.append(table[v][1])
+                if kind == _VM:
+                    if len(argv) != len(target.params):
+                        raise TypeError(f"{target.name}() takes {len(target.params)} "
+                                        f"arguments, got {len(argv)}")
+                    frames.append((func, regs, code, pc, ins[1]))
+                    func, code, pc = target, target.code, 0
+                    regs = [None] * target.num_regs
+                    regs[:len(argv)] = argv
+                    continue
+                if prof is None:
+                    regs[ins[1]] = target(*argv)
+                else:
+                    t0 = time.perf_counter()
+                    regs[ins[1]] = target(*argv)
+                    row = prof.setdefault(tname, [0, 0.0])
+                    row[0] += 1
+                    row[1] += time.perf_counter() - t0
+            elif op == MOVE:
+                k, v = ins[2]
+                regs[ins[1]] = regs[v] if k == ARG_REG else consts[v] if k == ARG_CONST else \
+                    v if k == ARG_IMM else table[v][1]
+            elif op == KILL:
+                regs[ins[1]] = None
+            elif op == RET:
+                val = regs[ins[1]]
+                if not frames:
+                    return val
+                func, regs, code, pc, dst = frames.pop()
+                regs[dst] = val
+            elif op == GOTO:
+                pc += ins[1]
+                continue
+            elif op == IF:
+                c = regs[ins[1]]
+                if isinstance(c, np.ndarray):
+                    c = c.item()
+                if not c:
+                    pc += ins[2]
+                    continue
+            pc += 1
+
+    # ------------------------------------------------------------------ stateful API
+    def set_input(self, func_name: str, *args, **kwargs) -> None:
+        """Arguments for a later ``invoke_stateful(func_name)`` (positional or by name)."""
+        func = self._function(func_name)
+        vals = list(args)
+        for p in func.params[len(args):]:
+            if p not in kwargs:
+                raise TypeError(f"set_input({func_name!r}): missing argument {p!r}")
+            vals.append(kwargs.pop(p))
+        if kwargs:
+            raise TypeError(f"set_input({func_name!r}): unknown arguments {sorted(kwargs)}")
+        if len(vals) != len(func.params):
+            raise TypeError(f"set_input({func_name!r}): takes {len(func.params)} arguments "
+                            f"({', '.join(func.params)}), got {len(vals)}")
+        self._inputs[func_name] = vals
+
+    def invoke_stateful(self, func_name: str) -> None:
+        if func_name not in self._inputs:
+            raise ValueError(f"invoke_stateful({func_name!r}): call set_input first")
+        self._outputs[func_name] = self.invoke(func_name, *self._inputs[func_name])
+
+    def get_outputs(self, func_name: str):
+        if func_name not in self._outputs:
+            raise ValueError(f"get_outputs({func_name!r}): call invoke_stateful first")
+        return self._outputs[func_name]
+
+    # ------------------------------------------------------------------ timing, profiling
+    def time_evaluator(self, func_name: str, dev=None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: int = 0, cooldown_interval_ms: int = 0,
+                       repeats_to_cooldown: int = 1, f_preproc: str = ""):
+        """A function of the arguments (or none: those of ``set_input``) returning the seconds
+        per call, as a ProfileResult (``.mean``, ``.median``, ``.results``)."""
+        self._function(func_name)
+
+        def evaluate(*args):
+            if not args:
+                if func_name not in self._inputs:
+                    raise ValueError(f"time_evaluator({func_name!r}): pass arguments or call "
+                                     "set_input first")
+                args = self._inputs[func_name]
+            func = self._function(func_name)
+            vals = [_to_vm(a, f"{func_name}() argument {p!r}")
+                    for a, p in zip(args, func.params, strict=True)]
+            self._run(func, list(vals))
+            results, n = [], number
+            for _ in range(repeat):
+                while True:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        self._run(func, list(vals))
+                    dt = time.perf_counter() - t0
+                    if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
+                        break
+                    n *= 2
+                results.append(dt / n)
+            return ProfileResult(results)
+
+        return evaluate
+
+    def profile(self, func_name: str, *args) -> ProfileReport:
+        """Run ``func_name`` once, timing every kernel and builtin call."""
+        func = self._function(func_name)
+        vals = [_to_vm(a, f"{func_name}() argument {p!r}")
+                for a, p in zip(args, func.params, strict=True)]
+        self._profile = {}
+        try:
+            t0 = time.perf_counter()
+            self._run(func, vals)
+            total = time.perf_counter() - t0
+            rows = self._profile
+        finally:
+            self._profile = None
+        return ProfileReport(rows, total)

@@ -1,0 +1,269 @@
+"""Operator patterns in raised TE stages: which stage is a GEMM or a conv2d, so the rule table
+(keyed by op tag) gives it the packed GEMM or the implicit-GEMM convolution.
+
+``op_tag(t)`` returns ``(tag, attrs)`` in the form the TOPI computes attach them (``matmul`` /
+``batch_matmul`` with ``transpose_*`` and ``operands``; ``conv2d_nchw`` with strides, dilation,
+padding, groups and the unpadded input as operand), or ``("", {})``.
+"""
+
+from __future__ import annotations
+
+from ..te.tensor import ComputeOp, Tensor
+from ..tir import expr as E
+from .common import const_int, same_dims
+
+MAX_INDEX_DEPTH = 64  # index expressions deeper than this are not analyzed (never affine here)
+
+
+def op_tag(t: Tensor) -> tuple[str, dict]:
+    """The tag and attrs the rule table would need for raised stage ``t`` (or ``("", {})``)."""
+    tag = gemm_tag(t)
+    if tag[0]:
+        return tag
+    return conv_tag(t)
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, (E.IntImm, E.FloatImm)) and e.value == 0
+
+
+def _sum_of_products(t: Tensor):
+    """``(a_load, b_load)`` when ``t`` is ``sum(a * b)`` from zero (either operand order)."""
+    body = t.op.body
+    if not isinstance(body, E.Reduce) or len(body.source) != 1:
+        return None
+    comb = body.combiner
+    if not isinstance(comb.result[0], E.Add) or not _is_zero(comb.identity_element[0]) or \
+            (body.init and not _is_zero(body.init[0])) or not S_true(body.condition):
+        return None
+    src = body.source[0]
+    if not isinstance(src, E.Mul) or not isinstance(src.a, E.ProducerLoad) or \
+            not isinstance(src.b, E.ProducerLoad):
+        return None
+    return src.a, src.b
+
+
+def S_true(cond) -> bool:
+    return cond is None or (isinstance(cond, E.IntImm) and cond.value != 0)
+
+
+def _same_vars(idx, want) -> bool:
+    return len(idx) == len(want) and all(
+        (w is None and const_int(i) == 0) or (w is not None and i is w) for i, w in
+        zip(idx, want))
+
+
+def gemm_tag(t: Tensor) -> tuple[str, dict]:
+    """(tag, attrs) of a raised stage that is a GEMM (``matmul`` / ``batch_matmul``), else
+    ("", {}). Recognized: ``sum_k A[.., i, k] * B[k, j]`` (B transposed or not) with A's
+    leading axes the output's, and ``sum_k A[b, i, k] * B[b, k, j]`` (a batch of 1 broadcast).
+    """
+    loads = _sum_of_products(t)
+    if loads is None or len(t.op.body.axis) != 1:
+        return "", {}
+    body = t.op.body
+    k = body.axis[0].var
+    out = [iv.var for iv in t.op.axis]
+    for a, b in (loads, loads[::-1]):
+        if not (isinstance(a, E.ProducerLoad) and isinstance(b, E.ProducerLoad)):
+            continue
+        ta, tb = a.producer, b.producer
+        if len(out) >= 2 and len(ta.shape) == len(out) and len(tb.shape) == 2 and \
+                _same_vars(a.indices, [*out[:-1], k]):
+            if _same_vars(b.indices, [k, out[-1]]):
+                return "matmul", {"transpose_a": False, "transpose_b": False, "operands": (ta, tb)}
+            if _same_vars(b.indices, [out[-1], k]):
+                return "matmul", {"transpose_a": False, "transpose_b": True, "operands": (ta, tb)}
+        if len(out) == 3 and len(ta.shape) == 3 and len(tb.shape) == 3:
+            ba = None if const_int(ta.shape[0]) == 1 else out[0]
+            bb = None if const_int(tb.shape[0]) == 1 else out[0]
+            if not _same_vars(a.indices, [ba, out[1], k]):
+                continue
+            for trans, want in ((False, [bb, k, out[2]]), (True, [bb, out[2], k])):
+                if _same_vars(b.indices, want):
+                    return "batch_matmul", {"transpose_a": False, "transpose_b": trans,
+                                            "operands": (ta, tb)}
+        if len(out) > 3 and len(ta.shape) == len(tb.shape) == len(out) and \
+                same_dims(ta.shape[:-2], tb.shape[:-2]) and \
+                _same_vars(a.indices, [*out[:-1], k]):
+            lead = out[:-2]
+            for trans, want in ((False, [*lead, k, out[-1]]), (True, [*lead, out[-1], k])):
+                if _same_vars(b.indices, want):
+                    return "batch_matmul", {"transpose_a": False, "transpose_b": trans,
+                                            "operands": (ta, tb)}
+    return "", {}
+
+
+# ---------------------------------------------------------------------------------- conv2d
+def affine(e) -> tuple[dict, int] | None:
+    """``e`` as ``sum(coef * var) + const`` (``{id(var): (var, coef)}``, const), or None."""
+    stack = [(e, 1, 0)]
+    terms: dict[int, list] = {}
+    const = 0
+    while stack:
+        x, scale, depth = stack.pop()
+        if depth > MAX_INDEX_DEPTH:
+            return None
+        if isinstance(x, E.IntImm):
+            const += scale * x.value
+        elif isinstance(x, E.Var):
+            entry = terms.setdefault(id(x), [x, 0])
+            entry[1] += scale
+        elif isinstance(x, E.Cast) and x.dtype.startswith("int") and \
+                x.value.dtype.startswith("int"):
+            stack.append((x.value, scale, depth + 1))
+        elif isinstance(x, E.Add):
+            stack.extend(((x.a, scale, depth + 1), (x.b, scale, depth + 1)))
+        elif isinstance(x, E.Sub):
+            stack.extend(((x.a, scale, depth + 1), (x.b, -scale, depth + 1)))
+        elif isinstance(x, E.Mul) and const_int(x.b) is not None:
+            stack.append((x.a, scale * const_int(x.b), depth + 1))
+        elif isinstance(x, E.Mul) and const_int(x.a) is not None:
+            stack.append((x.b, scale * const_int(x.a), depth + 1))
+        else:
+            return None
+    return {k: (v, c) for k, (v, c) in terms.items() if c != 0}, const
+
+
+def _coef(terms: dict, var) -> int:
+    return terms[id(var)][1] if id(var) in terms else 0
+
+
+def _window_index(e, out_var, red_var):
+    """``(stride, dilation, offset)`` when ``e == stride*out + dilation*red + offset``."""
+    aff = affine(e)
+    if aff is None:
+        return None
+    terms, const = aff
+    if set(terms) != {id(out_var), id(red_var)}:
+        return None
+    return _coef(terms, out_var), _coef(terms, red_var), const
+
+
+def _conjuncts(cond) -> list:
+    out, stack = [], [cond]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, E.And):
+            stack.extend((c.a, c.b))
+        else:
+            out.append(c)
+    return out
+
+
+def _bounds(cond, axis_vars) -> dict | None:
+    """``{id(var): [lo, hi]}`` (``lo <= var < hi``; None where unbounded) from a conjunction
+    of comparisons between one axis variable and constants, or None for anything else."""
+    out = {id(v): [None, None] for v in axis_vars}
+    for c in _conjuncts(cond):
+        if not isinstance(c, (E.LT, E.LE, E.GT, E.GE)):
+            return None
+        aff = affine(E.Sub(c.a, c.b))  # c.a - c.b  (op)  0
+        if aff is None or len(aff[0]) != 1:
+            return None
+        (v, coef), = aff[0].values()
+        if id(v) not in out or coef not in (1, -1):
+            return None
+        k = aff[1]
+        # normalize to  coef*v + k  op 0  ->  bound on v
+        op = type(c)
+        if coef == -1:  # -v + k op 0  <=>  v - k  flipped op 0
+            k = -k
+            op = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE}[op]
+        # v + k op 0
+        if op is E.GE:
+            lo = -k
+            out[id(v)][0] = lo if out[id(v)][0] is None else max(out[id(v)][0], lo)
+        elif op is E.GT:
+            lo = -k + 1
+            out[id(v)][0] = lo if out[id(v)][0] is None else max(out[id(v)][0], lo)
+        elif op is E.LT:
+            hi = -k
+            out[id(v)][1] = hi if out[id(v)][1] is None else min(out[id(v)][1], hi)
+        else:
+            hi = -k + 1
+            out[id(v)][1] = hi if out[id(v)][1] is None else min(out[id(v)][1], hi)
+    return out
+
+
+def _call_name(e) -> str:
+    op = getattr(e, "op", None)
+    return str(getattr(op, "name", op))
+
+
+def pad_of(p: Tensor):
+    """``(x, pt, pl, pb, pr)`` when stage ``p`` zero-pads the two last axes of a 4-d ``x``."""
+    if not isinstance(p.op, ComputeOp) or p.op.reduce_axis or len(p.shape) != 4:
+        return None
+    body = p.op.body
+    if isinstance(body, E.Select):
+        cond, val, other = body.condition, body.true_value, body.false_value
+    elif isinstance(body, E.Call) and _call_name(body) == "tir.if_then_else":
+        cond, val, other = body.args
+    else:
+        return None
+    if not _is_zero(other) or not isinstance(val, E.ProducerLoad):
+        return None
+    x = val.producer
+    if len(x.shape) != 4 or any(const_int(d) is None for d in (*x.shape[2:], *p.shape[2:])):
+        return None
+    a = [iv.var for iv in p.op.axis]
+    if val.indices[0] is not a[0] or val.indices[1] is not a[1] or \
+            not same_dims(x.shape[:2], p.shape[:2]):
+        return None
+    pads = []
+    for d in (2, 3):
+        aff = affine(val.indices[d])
+        if aff is None or set(aff[0]) != {id(a[d])} or _coef(aff[0], a[d]) != 1:
+            return None
+        pads.append(-aff[1])
+    pt, pl = pads
+    h, w = const_int(x.shape[2]), const_int(x.shape[3])
+    ph, pw = const_int(p.shape[2]), const_int(p.shape[3])
+    pb, pr = ph - h - pt, pw - w - pl
+    if min(pt, pl, pb, pr) < 0:
+        return None
+    bounds = _bounds(cond, a)
+    if bounds is None or bounds[id(a[0])] != [None, None] or bounds[id(a[1])] != [None, None]:
+        return None
+    for v, lo, n, ext in ((a[2], pt, h, ph), (a[3], pl, w, pw)):
+        blo, bhi = bounds[id(v)]
+        # where the condition holds inside [0, ext) must be exactly the input's [lo, lo + n)
+        eff_lo = 0 if blo is None else max(blo, 0)
+        eff_hi = ext if bhi is None else min(bhi, ext)
+        if eff_lo != lo or eff_hi != lo + n:
+            return None
+    return x, pt, pl, pb, pr
+
+
+def conv_tag(t: Tensor) -> tuple[str, dict]:
+    """``("conv2d_nchw", attrs)`` for ``sum_{c,ky,kx} X[n, c, y*sh + ky*dh, x*sw + kx*dw] *
+    W[o, c, ky, kx]`` (one group; X a zero-pad stage of the input, or the input itself),
+    else ("", {})."""
+    loads = _sum_of_products(t)
+    if loads is None or len(t.shape) != 4 or len(t.op.body.axis) != 3:
+        return "", {}
+    n, o, y, x = (iv.var for iv in t.op.axis)
+    red = {id(r.var): r for r in t.op.body.axis}
+    for d, w in (loads, loads[::-1]):
+        wt, xt = w.producer, d.producer
+        if len(wt.shape) != 4 or len(xt.shape) != 4 or w.indices[0] is not o:
+            continue
+        rc, ry, rx = w.indices[1:]
+        if not all(isinstance(v, E.Var) and id(v) in red for v in (rc, ry, rx)) or \
+                len({id(rc), id(ry), id(rx)}) != 3:
+            continue
+        if d.indices[0] is not n or d.indices[1] is not rc:
+            continue
+        wy, wx = _window_index(d.indices[2], y, ry), _window_index(d.indices[3], x, rx)
+        if wy is None or wx is None or wy[2] != 0 or wx[2] != 0 or min(*wy[:2], *wx[:2]) < 1:
+            continue
+        if not same_dims([red[id(rc)].dom.extent, red[id(ry)].dom.extent,
+                          red[id(rx)].dom.extent], wt.shape[1:]) or \
+                not same_dims(wt.shape[1:2], xt.shape[1:2]):
+            continue
+        pad = pad_of(xt)
+        src, pads = (xt, (0, 0, 0, 0)) if pad is None else (pad[0], pad[1:])
+        return "conv2d_nchw", {"strides": (wy[0], wx[0]), "dilation": (wy[1], wx[1]),
+                               "padding": tuple(pads), "groups": 1, "operands": (src, wt)}
+    return "", {}

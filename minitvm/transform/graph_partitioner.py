@@ -1,0 +1,215 @@
+"""The operator-fusion partitioner shared by Relay's and Relax's FuseOps (TVM's GraphPartitioner).
+
+A dialect builds an indexed forward graph (``GraphNode``s in post-DFS order, each edge labelled
+with the consumer's op pattern) and calls :func:`partition_graph`:
+
+1. each node's immediate post-dominator is the lowest common ancestor of its consumers;
+2. three phases fuse a node into its post-dominator when every node on the paths between them
+   satisfies the phase's rule (anchor ops absorb elementwise epilogues, then injective ops
+   fuse, then injective ops join tuples already fused into injective consumers);
+3. the result is one union-find ``Group`` per node (``find_root()`` gives the group).
+
+Everything is iterative and no group grows past ``max_depth`` nodes.
+"""
+
+from __future__ import annotations
+
+from ..ir.op import OpPattern
+
+__all__ = ["GraphNode", "Group", "partition_graph", "post_dominators",
+           "ELEMWISE", "BROADCAST", "INJECTIVE", "COMM_REDUCE", "OUT_EWISE", "TUPLE", "OPAQUE"]
+
+ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
+COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
+                                         OpPattern.TUPLE, OpPattern.OPAQUE)
+
+
+class GraphNode:
+    """A node of the forward graph: the IR object it stands for, its position in post-DFS
+    order, its op pattern, its consumers as ``(node, edge_pattern)`` and whether something
+    outside the graph refers to it (then it is never fused into a consumer)."""
+
+    __slots__ = ("ref", "index", "pattern", "outputs", "extern_ref")
+
+    def __init__(self, ref):
+        self.ref = ref
+        self.index = -1
+        self.pattern = OPAQUE
+        self.outputs: list[tuple[GraphNode, int]] = []
+        self.extern_ref = False
+
+
+class _DomNode:
+    __slots__ = ("gnode", "parent", "depth", "pattern")
+
+    def __init__(self, gnode):
+        self.gnode = gnode
+        self.parent = None
+        self.depth = 0
+        self.pattern = OPAQUE
+
+
+def post_dominators(order: list[GraphNode]) -> list[_DomNode]:
+    """The post-dominator tree: for each node its immediate post-dominator and the strongest
+    pattern on the paths to it."""
+    dom = [_DomNode(n) for n in order]
+    for i in range(len(order) - 1, -1, -1):
+        n, d = order[i], dom[i]
+        if n.extern_ref or not n.outputs:
+            d.parent, d.depth, d.pattern = None, 1, OPAQUE
+            continue
+        first, epat = n.outputs[0]
+        parent = dom[first.index]
+        pattern = max(ELEMWISE, epat)
+        for out, epat in n.outputs[1:]:
+            parent, pattern = _lca(parent, dom[out.index], pattern)
+            pattern = max(pattern, epat)
+        d.parent = parent
+        d.depth = parent.depth + 1 if parent is not None else 1
+        d.pattern = pattern
+    return dom
+
+
+def _lca(lhs, rhs, pattern):
+    while lhs is not rhs:
+        if lhs is None or rhs is None:
+            return None, pattern
+        if lhs.depth < rhs.depth:
+            pattern = max(pattern, rhs.pattern)
+            rhs = rhs.parent
+        elif rhs.depth < lhs.depth:
+            pattern = max(pattern, lhs.pattern)
+            lhs = lhs.parent
+        else:
+            pattern = max(pattern, lhs.pattern, rhs.pattern)
+            lhs, rhs = lhs.parent, rhs.parent
+    return lhs, pattern
+
+
+class Group:
+    """A union-find set of fused nodes; the root holds the group's pattern, its root node
+    (``root_ref``, the post-dominating sink), its anchor and its size."""
+
+    __slots__ = ("parent", "pattern", "root_ref", "anchor_ref", "num_nodes", "attrs")
+
+    def __init__(self, pattern, ref):
+        self.parent = None
+        self.pattern = pattern
+        self.root_ref = ref
+        self.anchor_ref = ref if pattern == OUT_EWISE else None
+        self.num_nodes = 1
+        self.attrs: dict = {}
+
+    def find_root(self) -> Group:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        node = self
+        while node.parent is not None and node.parent is not root:  # path compression
+            node.parent, node = root, node.parent
+        return root
+
+
+class _Partitioner:
+    def __init__(self, order, max_depth):
+        self.order = order
+        self.max_depth = max_depth
+        self.groups = [Group(n.pattern, n.ref) for n in order]
+
+    def _paths(self, src, sink):
+        """Nodes on all paths from src's consumers up to and including sink (iterative DFS)."""
+        seen, stack, out = set(), [o for o, _ in src.outputs], []
+        while stack:
+            n = stack.pop()
+            if n.index in seen:
+                continue
+            seen.add(n.index)
+            out.append(n)
+            if n is not sink:
+                stack.extend(o for o, _ in n.outputs)
+        return out
+
+    def _check_path(self, src, sink, fcond) -> bool:
+        for n in self._paths(src, sink):
+            if not fcond(self.groups[n.index].find_root().pattern, n is sink):
+                return False
+        return True
+
+    def _commit(self, src, sink):
+        target = self.groups[sink.index]
+        self._merge(self.groups[src.index], target)
+        for n in self._paths(src, sink):
+            if n is not sink:
+                self._merge(self.groups[n.index], target)
+
+    @staticmethod
+    def _merge(child, parent):
+        child, parent = child.find_root(), parent.find_root()
+        if child is parent:
+            return
+        parent.num_nodes += child.num_nodes
+        child.parent = parent
+        if child.anchor_ref is not None:
+            parent.anchor_ref = child.anchor_ref
+            parent.pattern = max(child.pattern, parent.pattern)
+
+    def _count_with(self, src, sink) -> int:
+        total = self.groups[sink.index].find_root().num_nodes + self.groups[src.index].num_nodes
+        for n in self._paths(src, sink):
+            if n is not sink:
+                total += self.groups[n.index].num_nodes
+        return total
+
+    def run(self, dom, phase):
+        groups = self.groups
+        for nid, gnode in enumerate(self.order):
+            dnode, group = dom[nid], groups[nid]
+            if group.pattern == OPAQUE or dnode.parent is None:
+                continue
+            sink = dnode.parent.gnode
+            if self._count_with(gnode, sink) > self.max_depth:
+                continue
+            parent_group = groups[sink.index]
+            if phase == 2:
+                if group.pattern > INJECTIVE:
+                    continue
+                root = parent_group.find_root()
+                if root.pattern == TUPLE:
+                    continue
+                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
+                    if self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
+                        self._commit(gnode, sink)
+                continue
+            if group.find_root() is parent_group.find_root():
+                continue
+            if parent_group.pattern == TUPLE:
+                continue
+            if group.pattern == OUT_EWISE:
+                if phase == 0 and dnode.pattern == ELEMWISE and self._check_path(
+                        gnode, sink, lambda k, s: k <= BROADCAST):
+                    self._commit(gnode, sink)
+            elif group.pattern <= BROADCAST:
+                if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
+                    if self._check_path(gnode, sink, _broadcast_cond):
+                        self._commit(gnode, sink)
+            elif group.pattern in (INJECTIVE, TUPLE):
+                if phase == 1 and self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
+                    self._commit(gnode, sink)
+
+
+def _broadcast_cond(kind, is_sink) -> bool:
+    # injective ops on parallel branches may join an elementwise/broadcast source; the sink
+    # may already be fused into an out-elementwise-fusable (or reduction) group
+    return kind <= INJECTIVE if not is_sink else kind <= OUT_EWISE
+
+
+def partition_graph(order: list[GraphNode], fuse_opt_level: int, max_depth: int) -> list[Group]:
+    """Fuse the graph ``order`` (nodes in post-DFS order, ``index`` set); one Group per node.
+
+    ``fuse_opt_level`` 0 fuses nothing (every node its own group)."""
+    parts = _Partitioner(order, max_depth)
+    if fuse_opt_level != 0:
+        dom = post_dominators(order)
+        for phase in range(3):
+            parts.run(dom, phase)
+    return parts.groups

@@ -1,0 +1,165 @@
+"""Small PyTorch models shaped like ResNet-18, MobileNetV2 and a BERT encoder layer, and a helper
+that compiles a Relay module at opt_level 3 and runs it (shared by the importer tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+
+
+def build_and_run(mod, params, inputs: dict, opt_level: int = 3) -> list[np.ndarray]:
+    """relay.build at ``opt_level`` on llvm, run once on the graph executor."""
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for name, value in inputs.items():
+        g.set_input(name, value)
+    g.run()
+    return [g.get_output(i).numpy() for i in range(g.get_num_outputs())]
+
+
+def randomize_batchnorm(model, seed: int = 0):
+    """Give BatchNorm layers non-trivial running statistics (eval mode uses them)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            n = m.num_features
+            m.running_mean.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
+            m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(n, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
+    return model.eval()
+
+
+def resnet18(width: int = 16, classes: int = 10):
+    """ResNet-18's layout (stem, 4 stages of 2 basic blocks, pool, fc), width configurable."""
+    import torch
+    from torch import nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            y = self.bn2(self.conv2(y))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    class ResNet18(nn.Module):
+        def __init__(self):
+            super().__init__()
+            w = width
+            self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), nn.BatchNorm2d(w),
+                                      nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+            blocks, cin = [], w
+            for i, c in enumerate([w, 2 * w, 4 * w, 8 * w]):
+                blocks += [BasicBlock(cin, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)]
+                cin = c
+            self.blocks = nn.Sequential(*blocks)
+            self.fc = nn.Linear(cin, classes)
+
+        def forward(self, x):
+            x = self.blocks(self.stem(x))
+            x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+            return self.fc(x)
+
+    torch.manual_seed(0)
+    return randomize_batchnorm(ResNet18())
+
+
+def mobilenet_v2(width_mult: float = 0.5, classes: int = 10):
+    """MobileNetV2's inverted residual blocks (1x1 expand, 3x3 depthwise, 1x1 project, ReLU6)."""
+    import torch
+    from torch import nn
+
+    def cbr(cin, cout, k, s, groups=1, act=True):
+        layers = [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        if act:
+            layers.append(nn.ReLU6())
+        return layers
+
+    class Inverted(nn.Module):
+        def __init__(self, cin, cout, stride, expand):
+            super().__init__()
+            hidden = cin * expand
+            layers = [] if expand == 1 else cbr(cin, hidden, 1, 1)
+            layers += cbr(hidden, hidden, 3, stride, groups=hidden)
+            layers += cbr(hidden, cout, 1, 1, act=False)
+            self.body = nn.Sequential(*layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            y = self.body(x)
+            return x + y if self.residual else y
+
+    class MobileNetV2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            c = lambda v: max(8, int(v * width_mult))  # noqa: E731
+            cfg = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2), (6, 96, 1, 1),
+                   (6, 160, 1, 2), (6, 320, 1, 1)]
+            layers, cin = cbr(3, c(32), 3, 2), c(32)
+            for t, ch, n, s in cfg:
+                for i in range(n):
+                    layers.append(Inverted(cin, c(ch), s if i == 0 else 1, t))
+                    cin = c(ch)
+            layers += cbr(cin, c(1280), 1, 1)
+            self.features = nn.Sequential(*layers)
+            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(c(1280), classes))
+
+        def forward(self, x):
+            x = self.features(x).mean([2, 3])
+            return self.classifier(x)
+
+    torch.manual_seed(0)
+    return randomize_batchnorm(MobileNetV2())
+
+
+def bert_layer(hidden: int = 64, heads: int = 4, ffn: int = 256):
+    """One BERT encoder layer: multi-head self-attention with a mask, LayerNorm, GELU FFN."""
+    import math
+
+    import torch
+    from torch import nn
+
+    class BertLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(hidden, hidden) for _ in range(3))
+            self.o = nn.Linear(hidden, hidden)
+            self.ln1 = nn.LayerNorm(hidden, eps=1e-12)
+            self.ff1 = nn.Linear(hidden, ffn)
+            self.ff2 = nn.Linear(ffn, hidden)
+            self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+
+        def split(self, t):
+            b, s, _ = t.shape
+            return t.view(b, s, heads, hidden // heads).transpose(1, 2)
+
+        def forward(self, x, mask):
+            b, s, _ = x.shape
+            q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hidden // heads)
+            scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+            ctx = ctx.transpose(1, 2).reshape(b, s, hidden)
+            x = self.ln1(x + self.o(ctx))
+            y = self.ff2(nn.functional.gelu(self.ff1(x)))
+            return self.ln2(x + y)
+
+    torch.manual_seed(0)
+    return BertLayer().eval()

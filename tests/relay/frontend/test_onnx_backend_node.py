@@ -1,0 +1,161 @@
+"""The ONNX node tests shipped with the ``onnx`` package, run through minitvm's ONNX backend.
+
+Only the tests whose operators the importer claims (its converter table) run; the per-operator
+pass rate must stay at or above the recorded threshold. ``python
+tests/relay/frontend/test_onnx_backend_node.py [--kind debug|graph]`` prints the table.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX node tests need the `onnx` package")
+
+from minitvm.relay.frontend.onnx import supported_ops  # noqa: E402
+from minitvm.relay.frontend.onnx_backend import MinitvmBackend  # noqa: E402
+
+# overall pass rate of the claimed operators' node tests, measured when this file was written
+# (see the report); the test fails if a change makes it drop below this
+PASS_RATE_THRESHOLD = 0.80
+
+
+def collect_cases():
+    """(operator, case) for every node test whose operators all have converters."""
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    claimed = set(supported_ops())
+    single = {c.name: c.model.graph.node[0].op_type for c in cases
+              if len(c.model.graph.node) == 1}
+    out = []
+    for c in cases:
+        ops = {n.op_type for n in c.model.graph.node}
+        if not ops <= claimed:
+            continue
+        if len(c.model.graph.node) == 1:
+            op = c.model.graph.node[0].op_type
+        else:  # an expanded function test: attribute it to the op it expands
+            base = max((n for n in single if c.name.startswith(n)), key=len, default=None)
+            if base is None or single[base] not in claimed:
+                continue
+            op = single[base]
+        out.append((op, c))
+    return out
+
+
+def _arrays(values):
+    from onnx import numpy_helper
+
+    return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
+            for v in values]
+
+
+def _uses_float16(case) -> bool:
+    g = case.model.graph
+    return any(v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+               for v in list(g.input) + list(g.output)) or any(
+        a.name == "to" and a.i == onnx.TensorProto.FLOAT16 for n in g.node for a in n.attribute)
+
+
+def run_case(case, kind: str) -> tuple[bool, str]:
+    """Run one node test; (passed, reason when it did not)."""
+    if kind == "graph" and _uses_float16(case):
+        # compiled float64 -> float16 casts crash the process today (codegen issue), so the
+        # compiled run leaves float16 cases out instead of dying
+        return False, "float16 skipped in compiled mode"
+    try:
+        rep = MinitvmBackend.prepare(case.model, kind=kind)
+        for inputs, expected in case.data_sets:
+            expected = _arrays(expected)
+            got = rep.run(_arrays(inputs))
+            if len(got) < len(expected):
+                return False, f"{len(got)} outputs, expected {len(expected)}"
+            for g, e in zip(got, expected):
+                e = np.asarray(e)
+                if g.shape != e.shape:
+                    return False, f"shape {g.shape} != {e.shape}"
+                if e.dtype.kind in "fc":
+                    np.testing.assert_allclose(g.astype(e.dtype), e, rtol=case.rtol,
+                                               atol=case.atol)
+                else:
+                    np.testing.assert_array_equal(g, e)
+        return True, ""
+    except Exception as e:  # noqa: BLE001 - a failing case is a data point, not a crash
+        return False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]
+
+
+def pass_rates(kind: str = "debug"):
+    per_op: dict = collections.defaultdict(lambda: [0, 0, []])
+    for op, case in collect_cases():
+        ok, why = run_case(case, kind)
+        rec = per_op[op]
+        rec[1] += 1
+        if ok:
+            rec[0] += 1
+        else:
+            rec[2].append(f"{case.name}: {why}")
+    return dict(per_op)
+
+
+@pytest.fixture(scope="module")
+def rates():
+    return pass_rates("debug")
+
+
+def test_node_tests_pass_rate(rates):
+    passed = sum(r[0] for r in rates.values())
+    total = sum(r[1] for r in rates.values())
+    assert total > 500, f"only {total} node tests were collected for the claimed operators"
+    assert passed / total >= PASS_RATE_THRESHOLD, (
+        f"ONNX node tests: {passed}/{total} passed ({passed / total:.1%}), below the recorded "
+        f"{PASS_RATE_THRESHOLD:.0%}")
+
+
+def test_core_operators_all_pass(rates):
+    """The operators of vision/transformer models pass every node test of theirs."""
+    core = ["Conv", "Relu", "Add", "MatMul", "Gemm", "Softmax", "Transpose", "Reshape",
+            "Concat", "Sigmoid", "Tanh", "Sub", "Mul", "Div", "Sqrt", "Erf", "Flatten",
+            "GlobalAveragePool", "Unsqueeze", "Squeeze", "Gather", "Where"]
+    bad = {op: rates[op][2] for op in core if op in rates and rates[op][0] < rates[op][1]}
+    assert not bad, f"failing node tests of core operators: {bad}"
+
+
+def test_compiled_backend_runs_conv_and_matmul_cases():
+    """A few node tests through relay.build and the graph executor (native code)."""
+    chosen = {"test_conv_with_strides_padding", "test_matmul_4d", "test_gemm_default_single_"
+              "elem_vector_bias", "test_softmax_axis_1", "test_relu", "test_averagepool_2d_pads"}
+    cases = [c for _, c in collect_cases() if c.name in chosen]
+    assert len(cases) >= 4
+    for case in cases:
+        ok, why = run_case(case, "graph")
+        assert ok, f"{case.name}: {why}"
+
+
+def main(argv: list[str]) -> int:
+    kind = argv[argv.index("--kind") + 1] if "--kind" in argv else "debug"
+    t = time.time()
+    rates_ = pass_rates(kind)
+    passed = sum(r[0] for r in rates_.values())
+    total = sum(r[1] for r in rates_.values())
+    print("| operator | passed | total | rate |\n|---|---|---|---|")
+    for op in sorted(rates_):
+        p, n, _ = rates_[op]
+        print(f"| {op} | {p} | {n} | {p / n:.0%} |")
+    print(f"\noverall: {passed}/{total} = {passed / total:.1%} ({kind}, {time.time() - t:.0f} s)")
+    if "-v" in argv:
+        for op in sorted(rates_):
+            for why in rates_[op][2]:
+                print("FAIL", why)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
