@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..expr import Call
 from ..op.nn.nn import batch_matmul
 from ..op.transform import concatenate, strided_slice
 from .function_pass import function_pass
@@ -15,25 +16,35 @@ class BatchMatmulCombiner(ParallelOpCombiner):
     op_name = "nn.batch_matmul"
 
     def is_supported(self, call):
-        return not call.attrs.transpose_a
+        # TVM concatenates the right operands on axis 1: their (batch, N, K) layout
+        return not call.attrs.transpose_a and call.attrs.transpose_b and \
+            len(call.args[1]._checked_type.shape) == 3
 
     def key(self, call):
         b = call.args[1]._checked_type
-        n_axis = 1 if call.attrs.transpose_b else 2
-        other = tuple(d for i, d in enumerate(b.shape) if i != n_axis)
-        return other, b.dtype, call.attrs.transpose_b, call.attrs.out_dtype
+        return b.dtype, call._checked_type.dtype, b.shape[0], call.attrs.out_dtype
 
-    def combine(self, calls, visit):
-        a = calls[0].attrs
-        n_axis = 1 if a.transpose_b else 2
-        widths = [int(c.args[1]._checked_type.shape[n_axis]) for c in calls]
-        rhs = concatenate([visit(c.args[1]) for c in calls], axis=n_axis)
-        y = batch_matmul(visit(calls[0].args[0]), rhs, out_dtype=a.out_dtype,
-                         transpose_a=a.transpose_a, transpose_b=a.transpose_b)
-        outs, offset = [], 0
-        for w in widths:
-            outs.append(strided_slice(y, begin=[offset], end=[offset + w], axes=[2]))
-            offset += w
+    def combine_root(self, calls, visit):
+        rhs = concatenate([visit(c.args[1]) for c in calls], axis=1)
+        return batch_matmul(visit(calls[0].args[0]), rhs, out_dtype=calls[0].attrs.out_dtype)
+
+    def is_arg_compatible(self, a, b, index):
+        return True
+
+    def combine_following(self, data, branches, depth, parent_index, visit):
+        call = branches[0][depth]
+        args = [data if i == parent_index else
+                concatenate([visit(b[depth].args[i]) for b in branches], axis=-1)
+                for i in range(len(call.args))]
+        return Call(call.op, args, call.attrs)
+
+    def split(self, data, branches, depth):
+        outs, index = [], 0
+        for br in branches:
+            features = int(br[0].args[1]._checked_type.shape[1])
+            outs.append(strided_slice(data, begin=[0, 0, index], end=[-1, -1, features],
+                                      strides=[1, 1, 1], slice_mode="size"))
+            index += features
         return outs
 
 

@@ -38,9 +38,10 @@ def test_three_convs_become_one():
     w = relay.concatenate([y.args[1] for y in ys], axis=0)
     y = relay.nn.conv2d(xx, w, channels=10, kernel_size=(3, 3), padding=(1, 1))
     expected = relay.Function([xx], relay.Tuple([
-        relay.strided_slice(y, begin=[0], end=[2], axes=[1]),
-        relay.strided_slice(y, begin=[2], end=[5], axes=[1]),
-        relay.strided_slice(y, begin=[5], end=[10], axes=[1])]))
+        # TVM's form: size-mode slices with -1 before the channel axis
+        relay.strided_slice(y, begin=[0, 0], end=[-1, 2], strides=[1, 1], slice_mode="size"),
+        relay.strided_slice(y, begin=[0, 2], end=[-1, 3], strides=[1, 1], slice_mode="size"),
+        relay.strided_slice(y, begin=[0, 5], end=[-1, 5], strides=[1, 1], slice_mode="size")]))
     tvm.ir.assert_structural_equal(out["main"], infer(expected))
 
 
