@@ -14,17 +14,21 @@ already simplified and typed; the rewrites of TVM's SimplifyExpr, in its order:
   first one is a widening;
 * ``x op full/ones/zeros`` into ``x op scalar`` when the result type is x's type;
 * ``(x + c1) * c2`` into ``x * c2 + c1 * c2`` and ``(x op c1) op c2`` into ``x op (c1 op c2)``
-  for op in add/multiply and constants c1, c2.
+  for op in add/multiply and constants c1, c2;
+* ``x + x`` into ``x * 2``; a transpose/layout_transform that keeps every axis in place removed;
+  ``argmax/argmin/argsort(qnn.dequantize(x))`` into the op on ``x``; casts after a clip whose
+  range the cast's dtype holds removed; a clip wider than its dtype removed.
 
-Beyond TVM (documented extras): a reshape to the operand's own shape and a concatenate of a single
-tensor are removed. SimplifyExprPostAlterOp runs only the identity and reshape rewrites.
+Not done: TVM's SimplifyBinomial (``a*x*x + b*x*y + c*y*y`` factoring) and the folding of
+rank-changing layout_transform pairs. SimplifyExprPostAlterOp runs TVM's subset: identities,
+reshapes, same/consecutive casts, clip + casts, clip.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir.op import Op
+from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Tuple, TupleGetItem, const
@@ -73,8 +77,8 @@ def _const_value(e):
 def _is_all(e, value) -> bool:
     """``e`` is a constant, or zeros/ones(_like) call, whose every element equals ``value``."""
     v = _const_value(e)
-    if v is not None:
-        return v.size > 0 and bool(np.all(v == value))
+    if v is not None:  # TVM only takes scalar constants here
+        return v.ndim == 0 and v.dtype.kind in "biuf" and bool(v == value)
     if value == 0:
         return _is_call(e, "zeros") or _is_call(e, "zeros_like")
     if value == 1:
@@ -155,11 +159,9 @@ def eliminate_identity(call):
 
 
 def simplify_reshape(call):
-    if not _is_call(call, "reshape"):
+    if not (_is_call(call, "reshape") or _is_call(call, "contrib_reverse_reshape")):
         return None
     x = call.args[0]
-    if _type(x) is not None and _type(x) == _type(call) and _static_shape(_type(x)) is not None:
-        return x
     if _is_call(x, "reshape") or _is_call(x, "contrib_reverse_reshape"):
         shape = _static_shape(_type(call))
         if shape is not None:
@@ -174,19 +176,45 @@ def _axes(call, ndim):
     return [a + ndim if a < 0 else a for a in axes]
 
 
+def _permutation(call, ndim):
+    """The axis order of a transpose, or of a same-rank layout_transform; None otherwise."""
+    if _is_call(call, "transpose"):
+        return _axes(call, ndim)
+    if _is_call(call, "layout_transform"):
+        src, dst = call.attrs.src_layout, call.attrs.dst_layout
+        if len(src) == len(dst) == ndim and src.isupper() and sorted(src) == sorted(dst):
+            return [src.index(c) for c in dst]
+    return None
+
+
 def simplify_transpose(call):
-    if not (_is_call(call, "transpose") and _is_call(call.args[0], "transpose")):
+    """Two consecutive transposes / layout_transforms become one transpose (TVM's rule; an
+    identity result is then removed by simplify_noop_transpose)."""
+    if not (isinstance(call.args[0] if call.args else None, Call)):
         return None
     inner = call.args[0]
-    t = _type(inner.args[0])
+    t = _type(inner.args[0]) if inner.args else None
     if not isinstance(t, TensorType):
         return None
     ndim = len(t.shape)
-    first, second = _axes(inner, ndim), _axes(call, ndim)
-    combined = [first[a] for a in second]
-    if combined == list(range(ndim)):
-        return inner.args[0]
-    return _tr.transpose(inner.args[0], combined)
+    first, second = _permutation(inner, ndim), _permutation(call, ndim)
+    if first is None or second is None:
+        return None
+    return _tr.transpose(inner.args[0], [first[a] for a in second])
+
+
+def simplify_noop_transpose(call):
+    t = _type(call)
+    if not isinstance(t, TensorType) or not call.args:
+        return None
+    if _is_call(call, "layout_transform") and \
+            call.attrs.src_layout != call.attrs.dst_layout:
+        return None
+    perm = _permutation(call, len(t.shape)) if _is_call(call, "transpose") else (
+        list(range(len(t.shape))) if _is_call(call, "layout_transform") else None)
+    if perm is not None and perm == list(range(len(t.shape))):
+        return call.args[0]
+    return None
 
 
 def simplify_same_cast(call):
@@ -217,25 +245,27 @@ def simplify_consecutive_cast(call):
     return None
 
 
-def _scalar_fill(e):
-    """The fill constant of a full/ones/zeros call, as a scalar Constant, or None."""
-    if _is_call(e, "ones") or _is_call(e, "zeros"):
-        return const(1 if e.op.name == "ones" else 0, e.attrs.dtype)
-    if _is_call(e, "full") and isinstance(e.args[0], Constant) and e.args[0].data.shape == ():
-        dtype = e.attrs.dtype or e.args[0].data.dtype
-        return const(e.args[0].data.numpy().astype(dtype), dtype)
+def _scalar_fill(e, dtype):
+    """The fill value of a full/ones/zeros(_like) call as TVM passes it on (the fill constant
+    itself, or a ``dtype`` scalar 1/0), or None."""
+    for name, value in (("ones", 1), ("ones_like", 1), ("zeros", 0), ("zeros_like", 0)):
+        if _is_call(e, name):
+            return const(value, dtype)
+    if _is_call(e, "full") or _is_call(e, "full_like"):
+        value = e.args[-1]
+        if isinstance(value, Constant) and value.data.shape == ():
+            return value
     return None
 
 
-_ELEMWISE_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
-                              "power"})
-
-
 def full_elementwise(call):
-    if not (isinstance(call.op, Op) and call.op.name in _ELEMWISE_BINARY and len(call.args) == 2):
+    """``op(full, x)`` / ``op(x, full)`` for a broadcast-pattern op: pass the fill value."""
+    if not (isinstance(call.op, Op) and len(call.args) == 2
+            and call.op.get_attr("TOpPattern") == OpPattern.BROADCAST):
         return None
-    for i in (0, 1):
-        fill = _scalar_fill(call.args[i])
+    dtype = getattr(_type(call), "dtype", None)
+    for i in (1, 0):
+        fill = _scalar_fill(call.args[i], dtype)
         other = call.args[1 - i]
         if fill is not None and _type(other) is not None and _type(other) == _type(call):
             args = [other, fill] if i == 1 else [fill, other]
@@ -248,8 +278,11 @@ def switch_add_multiply(call):
         return None
     c2 = call.args[1]
     x, c1 = call.args[0].args
-    if isinstance(c1, Constant) and isinstance(c2, Constant):
-        return _t.add(_t.multiply(x, c2), _t.multiply(c1, c2))
+    if isinstance(c1, Constant) and isinstance(c2, Constant) and not isinstance(x, Constant):
+        v1, v2 = c1.data.numpy(), c2.data.numpy()
+        if v1.dtype == v2.dtype:  # folded at once, as TVM's FoldConstantExpr does
+            folded = const(np.asarray(np.multiply(v1, v2)).astype(v1.dtype), str(v1.dtype))
+            return _t.add(_t.multiply(x, c2), folded)
     return None
 
 
@@ -266,22 +299,81 @@ def simplify_adjacent_multiply_or_add(call):
     return None
 
 
-def single_concatenate(call):
-    if _is_call(call, "concatenate") and isinstance(call.args[0], Tuple):
-        fields = call.args[0].fields
-        if len(fields) == 1 and _type(fields[0]) == _type(call):
-            return fields[0]
+def simplify_add(call):
+    """``x + x`` into ``x * 2``."""
+    if _is_call(call, "add") and call.args[0] is call.args[1] and isinstance(
+            _type(call), TensorType):
+        return _t.multiply(call.args[0], const(2, _type(call).dtype))
+    return None
+
+
+def simplify_dq_arg(call):
+    """``argmax/argmin/argsort(qnn.dequantize(x))`` into the op on ``x`` (dequantize keeps
+    the order)."""
+    for name in ("argmax", "argmin", "argsort"):
+        if _is_call(call, name) and _is_call(call.args[0], "qnn.dequantize"):
+            return Call(call.op, [call.args[0].args[0]], call.attrs, call.type_args)
+    return None
+
+
+def _dtype_range(dtype: str):
+    if dtype == "bool":
+        return 0.0, 1.0
+    info = np.iinfo(dtype) if dtype.startswith(("int", "uint")) else np.finfo(
+        "float16" if dtype == "bfloat16" else dtype)
+    return float(info.min), float(info.max)
+
+
+def simplify_clip_and_consecutive_cast(call):
+    """``cast(...cast(clip(x)))``: casts whose dtype holds the clip's range are dropped (a final
+    cast to the result dtype stays when needed), as TVM does."""
+    if not _is_call(call, "cast"):
+        return None
+    chain = [call]
+    inner = call.args[0]
+    while _is_call(inner, "cast"):
+        chain.append(inner)
+        inner = inner.args[0]
+    if not _is_call(inner, "clip"):
+        return None
+    lo, hi = float(inner.attrs.a_min), float(inner.attrs.a_max)
+    kept = [c for c in chain if not (_dtype_range(c.attrs.dtype)[0] <= lo
+                                     and hi <= _dtype_range(c.attrs.dtype)[1])]
+    if len(kept) == len(chain):
+        return None
+    out = inner
+    for c in reversed(kept):
+        out = _t.cast(out, c.attrs.dtype)
+    target = _type(call).dtype
+    last = kept[0].attrs.dtype if kept else _type(inner).dtype
+    return out if last == target else _t.cast(out, target)
+
+
+def simplify_clip(call):
+    """A clip whose bounds cover the whole range of its dtype is removed (not after
+    qnn.requantize / qnn.add, whose clip oneDNN legalization expects)."""
+    if not _is_call(call, "clip") or not isinstance(_type(call), TensorType):
+        return None
+    x = call.args[0]
+    if _is_call(x, "qnn.requantize") or _is_call(x, "qnn.add"):
+        return None
+    lo, hi = _dtype_range(_type(call).dtype)
+    if float(call.attrs.a_min) <= lo and float(call.attrs.a_max) >= hi:
+        return x
     return None
 
 
 REWRITES = (
     concretize_zeros_like, concretize_full_like, concretize_reshape_like,
     concretize_collapse_sum_like, concretize_broadcast_to_like, concretize_cast_like,
-    simplify_rsqrt, eliminate_identity, simplify_reshape, simplify_transpose, simplify_same_cast,
-    simplify_consecutive_cast, full_elementwise, switch_add_multiply,
-    simplify_adjacent_multiply_or_add, single_concatenate,
+    simplify_add, simplify_rsqrt, eliminate_identity, simplify_reshape, simplify_transpose,
+    simplify_noop_transpose, simplify_same_cast, simplify_consecutive_cast, full_elementwise,
+    switch_add_multiply, simplify_adjacent_multiply_or_add, simplify_dq_arg,
+    simplify_clip_and_consecutive_cast, simplify_clip,
 )
-POST_ALTER_OP_REWRITES = (eliminate_identity, simplify_reshape)
+POST_ALTER_OP_REWRITES = (eliminate_identity, simplify_reshape, simplify_same_cast,
+                          simplify_consecutive_cast, simplify_clip_and_consecutive_cast,
+                          simplify_clip)
 
 
 # ----------------------------------------------------------------------------- driver
