@@ -509,6 +509,9 @@ class TypeChecker:
                 else:
                     arg_types = [resolve(self.types[a]) for a in node.args]
                     if not all(is_ground(t) for t in arg_types):
+                        if self._hint_arg_types(node, arg_types):
+                            arg_types = [resolve(self.types[a]) for a in node.args]
+                    if not all(is_ground(t) for t in arg_types):
                         rest.append(p)
                         continue
                     out = self._relate(node, node.op.get_attr("FTypeRelation"), arg_types,
@@ -517,6 +520,24 @@ class TypeChecker:
             if len(rest) == len(self.pending):
                 break
             self.pending = rest
+
+    def _hint_arg_types(self, call, arg_types) -> bool:
+        """Type the unknown arguments of ``call`` that its op's ``FInferArgTypes`` hint
+        determines (a conv2d weight from ``channels``/``kernel_size``, ...); True if any."""
+        hint = call.op.get_attr("FInferArgTypes") if type(call.op) is Op else None
+        if hint is None:
+            return False
+        known = [t if is_ground(t) else None for t in arg_types]
+        try:
+            proposed = hint(known, call.attrs)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+            return False
+        progress = False
+        for arg, t, new in zip(call.args, known, proposed):
+            if t is None and new is not None:
+                self.unify(self.types[arg], new, arg, f"the argument of {call.op.name}")
+                progress = True
+        return progress
 
     def finish(self) -> dict:
         """Check that every type is known, then write ``_checked_type``; returns node->type."""

@@ -1,0 +1,62 @@
+"""Unannotated weights and per-channel parameters get their types from the call's other
+arguments and attributes, as TVM's relations assign them (``relay.var("weight")`` in a conv2d
+with channels and kernel_size)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+
+
+def _typed(body):
+    f = relay.Function(relay.analysis.free_vars(body), body)
+    return relay.transform.InferType()(tvm.IRModule.from_expr(f))["main"]
+
+
+def _param_types(f):
+    return {p.name_hint: tuple(int(d) for d in p.checked_type.shape) for p in f.params}
+
+
+def test_conv_and_dense_weights():
+    x = relay.var("x", shape=(2, 4, 10, 10))
+    w = relay.var("weight")
+    f = _typed(relay.nn.conv2d(x, w, channels=6, kernel_size=(3, 3), padding=(1, 1)))
+    assert _param_types(f)["weight"] == (6, 4, 3, 3)
+    xh = relay.var("xh", shape=(1, 8, 8, 4))
+    wh = relay.var("wh")
+    f = _typed(relay.nn.conv2d(xh, wh, channels=4, kernel_size=(3, 3), groups=4,
+                               data_layout="NHWC", kernel_layout="HWOI"))
+    assert _param_types(f)["wh"] == (3, 3, 4, 1)
+    xt = relay.var("xt", shape=(1, 4, 5, 5))
+    wt = relay.var("wt")
+    f = _typed(relay.nn.conv2d_transpose(xt, wt, channels=3, kernel_size=(2, 2)))
+    assert _param_types(f)["wt"] == (4, 3, 2, 2)
+    d = relay.var("d", shape=(3, 16))
+    dw = relay.var("dw")
+    f = _typed(relay.nn.dense(d, dw, units=5))
+    assert _param_types(f)["dw"] == (5, 16)
+
+
+def test_per_channel_parameters():
+    x = relay.var("x", shape=(2, 3, 4, 4))
+    b, g, be, m, v = (relay.var(n) for n in ("b", "g", "be", "m", "v"))
+    y = relay.nn.batch_norm(relay.nn.bias_add(x, b), g, be, m, v)[0]
+    types = _param_types(_typed(y))
+    assert all(types[n] == (3,) for n in ("b", "g", "be", "m", "v"))
+    lg, lb = relay.var("lg"), relay.var("lb")
+    types = _param_types(_typed(relay.nn.layer_norm(x, lg, lb, axis=-1)))
+    assert types["lg"] == types["lb"] == (4,)
+
+
+def test_hinted_module_runs_and_missing_attrs_still_error():
+    x = relay.var("x", shape=(1, 2, 5, 5))
+    w = relay.var("w")
+    f = _typed(relay.nn.conv2d(x, w, channels=3, kernel_size=(3, 3)))
+    xs = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype("float32")
+    ws = np.random.default_rng(1).standard_normal((3, 2, 3, 3)).astype("float32")
+    out = relay.create_executor("debug", mod=tvm.IRModule.from_expr(f)).evaluate()(xs, ws)
+    assert out.numpy().shape == (1, 3, 3, 3)
+    bare = relay.var("bare")
+    with pytest.raises(Exception, match="cannot infer the type of %bare"):
+        _typed(relay.nn.conv2d(x, bare))  # no channels/kernel_size: nothing to go on
