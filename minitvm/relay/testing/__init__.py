@@ -7,8 +7,9 @@ import numpy as np
 from . import bert, init, layers, mlp, mobilenet, resnet, temp_op_attr
 from . import dcgan, densenet, dqn, inception_v3, lstm, squeezenet, synthetic, vgg
 from .init import create_workload
+from .check_grad import check_grad
 
-__all__ = ["create_workload", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",
+__all__ = ["create_workload", "check_grad", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",
            "mlp", "bert", "layers", "init", "vgg", "squeezenet", "dqn", "dcgan", "synthetic",
            "densenet", "inception_v3", "lstm"]
 
