@@ -21,9 +21,11 @@ def run_opt_pass(expr, opt_pass, import_prelude: bool = False):
     from ..expr import Function
     from ..transform import InferType
 
-    if import_prelude:
-        raise NotImplementedError("the Relay prelude is not available in minitvm yet")
     mod = IRModule.from_expr(expr)
+    if import_prelude:
+        from ..prelude import Prelude
+
+        Prelude(mod)
     mod = InferType()(mod)
     mod = opt_pass(mod)
     entry = mod["main"]
