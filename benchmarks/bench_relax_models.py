@@ -2,7 +2,7 @@
 sizes on the Relax VM, side by side with numpy, ONNX Runtime and PyTorch eager.
 
     python benchmarks/bench_relax_models.py [--rounds 7] [--reps 5] [--models mlp,bert,convnet]
-                                            [--bind-weights]
+                                            [--threads N] [--bind-weights]
 
 Models (``relax.frontend.nn`` modules exported with a symbolic dim, float32):
   * the seed-003 MLP 784-128-10 (relu), batch ``n`` = 1, 64, 1024;
@@ -19,7 +19,10 @@ constants instead (``BindParams``; ``FoldConstant`` folds the transposes at buil
 Every implementation's output is checked against numpy (max relative error shown). Rounds are
 interleaved over the implementations; each cell is the median over rounds of each round's
 median of ``--reps`` runs, and ratios are minitvm / peer (below 1: minitvm is faster). ORT and
-torch columns are left out when the package is not importable.
+torch columns are left out when the package is not importable. ``--threads`` sizes every
+library's pool (minitvm, OpenBLAS under numpy, torch, ORT; default: all cores); ORT's workers do
+not spin between calls (``session.intra_op.allow_spinning=0``), so that no peer's idle threads
+take the cores from the next one measured.
 """
 
 from __future__ import annotations
@@ -31,17 +34,32 @@ import os
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
-import numpy as np
+
+def _threads_from_argv() -> int:
+    """``--threads`` is read before numpy / torch are imported: their pools size at import."""
+    for k, a in enumerate(sys.argv):
+        if a == "--threads" and k + 1 < len(sys.argv):
+            return int(sys.argv[k + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return int(os.environ.get("TVM_NUM_THREADS", os.cpu_count() or 1))
+
+
+THREADS = _threads_from_argv()
+for _var in ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+             "MKL_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend import nn  # noqa: E402
-
-THREADS = int(os.environ.get("MINITVM_NUM_THREADS", os.cpu_count() or 1))
 
 
 # ---------------------------------------------------------------------------------- models
@@ -242,12 +260,16 @@ def ort_session(key, w, example, dyn_axis: int, dyn_name: str):
     import torch
 
     f = io.BytesIO()
-    torch.onnx.export(torch_model(key, w), (torch.from_numpy(example),), f, input_names=["x"],
-                      output_names=["y"], dynamic_axes={"x": {dyn_axis: dyn_name}},
-                      opset_version=17, dynamo=False)
+    with warnings.catch_warnings():  # the TorchScript exporter's deprecation / tracer notes
+        warnings.simplefilter("ignore")
+        torch.onnx.export(torch_model(key, w), (torch.from_numpy(example),), f,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {dyn_axis: dyn_name}}, opset_version=17,
+                          dynamo=False)
     so = ort.SessionOptions()
     so.intra_op_num_threads = THREADS
     so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(f.getvalue(), so, providers=["CPUExecutionProvider"])
 
 
@@ -333,6 +355,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--models", default="mlp,bert,convnet")
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="threads of every library (read before the imports)")
     ap.add_argument("--bind-weights", action="store_true",
                     help="bind the weights as constants instead of passing them to the VM")
     args = ap.parse_args(argv)

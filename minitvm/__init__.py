@@ -12,7 +12,7 @@ from . import te, topi, schedule, codegen, backend
 from . import relay, relax, target, testing, contrib, parser
 from . import script
 from .runtime import get_global_func, register_func  # noqa: E402,F401
-from .relax.vm import build as compile  # noqa: E402,F401  (tvm.compile)
+from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
 from . import compat
 
 __version__ = "0.1.0"

@@ -32,6 +32,14 @@ def _cmd_bisect(args) -> int:
     return cmd_bisect(args)
 
 
+def _cmd_check_pass(args) -> int:
+    from .testing.fuzz.check_pass import run_check_pass
+
+    return run_check_pass(args.name, programs=args.programs, seed=args.seed,
+                          imports=args.imports, round_trip=not args.no_round_trip,
+                          max_ops=args.max_ops)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minitvm", description=__doc__)
     sub = p.add_subparsers(dest="command")
@@ -54,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--opt-level", type=int, default=3)
     bi.add_argument("--rtol", type=float, default=1e-5)
     bi.add_argument("--atol", type=float, default=1e-5)
+    from .cli_model import add_parsers  # compile / run / bench / viz on model files
+
+    p.set_defaults(model_handlers=add_parsers(sub))
+    cp = sub.add_parser("check-pass", help="differential checks of a pass on random programs")
+    cp.add_argument("name", help="a registered pass, or module:attr / file.py:attr")
+    cp.add_argument("--programs", type=int, default=100)
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE",
+                    help="import this file first (it may register the pass)")
+    cp.add_argument("--max-ops", type=int, default=14)
+    cp.add_argument("--no-round-trip", action="store_true",
+                    help="skip the print/parse round trip of the output")
     return p
 
 
@@ -62,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.command or "example"
     if cmd == "example" and not hasattr(args, "opt_level"):
         args.opt_level = 3
+    if cmd in getattr(args, "model_handlers", {}):
+        from .cli_model import run_command
+
+        return run_command(args.model_handlers[cmd], args)
     handler = {"example": _cmd_example, "passes": _cmd_passes, "reproduce": _cmd_reproduce,
-               "bisect": _cmd_bisect}[cmd]
+               "bisect": _cmd_bisect, "check-pass": _cmd_check_pass}[cmd]
     return handler(args) or 0
 
 

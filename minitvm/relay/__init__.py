@@ -36,6 +36,7 @@ from .analysis import properties as _properties  # noqa: E402,F401  typed/anf/gn
 from .build_module import build, create_executor, optimize  # noqa: E402
 from . import dataflow_pattern  # noqa: E402,F401
 from . import qnn  # noqa: E402,F401  quantized ops (relay.qnn.op.*)
+from . import quantize  # noqa: E402,F401  post-training quantization (relay.quantize)
 from .parser import SpanCheck, fromtext, parse, parse_expr  # noqa: E402
 from .printer import astext, pretty_print  # noqa: E402
 

@@ -146,12 +146,18 @@ def _inline_all(order, materialize, ctx) -> dict:
             p = e.producer
             if id(p) in ctx.buf:
                 b = ctx.buf[id(p)]
-                return E.BufferLoad(b, e.indices if e.indices else (_i(0),))
+                return E.BufferLoad(b, e.indices if e.indices else _scalar_idx(b))
             body = bodies[id(p)]
             return substitute(body, _bind(p.op.axis, e.indices))
 
         bodies[id(t)] = transform_expr(t.op.body, fpost)
     return bodies
+
+
+def _scalar_idx(buf) -> list:
+    """Indices of the one element of a scalar tensor's buffer: none for a rank-0 buffer, [0]
+    for the 1-element buffers ``lower_te`` gives scalars."""
+    return [] if len(buf.shape) == 0 else [_i(0)]
 
 
 def _bind(axis, idx) -> dict:
@@ -175,7 +181,7 @@ def injective_nest(ctx, t, buf, body):
     """The loop nest storing the inlined ``body`` of tensor ``t`` into ``buf``."""
     shape = _shape(t)
     if not shape:
-        return S.BufferStore(buf, body, [_i(0)])
+        return S.BufferStore(buf, body, _scalar_idx(buf))
     lanes = _lanes(t.dtype)
     p = transposed_axis(t, body)
     if p is not None:
@@ -325,7 +331,7 @@ def reduce_nest(ctx, t, buf, body):
         return _sub_axes(e, raxes, rvals)
 
     def store_idx(idx):
-        return idx if out_axes else [_i(0)]
+        return idx if out_axes else _scalar_idx(buf)
 
     if rtotal is not None and rtotal <= SMALL_REDUCE and out_axes and \
             (_const_int(shape[-1]) is None or shape[-1] >= 8) and _is_static(rmin):

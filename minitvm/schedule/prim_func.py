@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
-from .common import LoweringError
 from .lower import lower_to_buffers
 from .options import LoweringOptions
 from .raise_blocks import analyze_nest, referenced_buffers, segments, unwrap_root
@@ -40,18 +39,20 @@ def optimize_prim_func(func: PrimFunc, options: LoweringOptions | None = None) -
     if not any(n.block is not None for n in nests):
         return func
     param_bufs = {id(b) for b in func.buffer_map.values()}
-    try:
-        groups = segments(nests, param_bufs)
-        parts = []
-        for seg in groups:
-            if not seg.raised:
-                parts.extend(n.stmt for n in seg.nests)
-                continue
+    groups = segments(nests, param_bufs)
+    parts = []
+    for seg in groups:
+        if seg.raised:
             buffers = {id(t): b for t, b in (*seg.inputs, *seg.outputs)}
-            parts.append(lower_to_buffers([t for t, _ in seg.inputs],
-                                          [t for t, _ in seg.outputs], buffers, options))
-    except (LoweringError, ValueError, NotImplementedError):
-        return func  # a stage the schedules cannot take: the function as written still runs
+            try:
+                parts.append(lower_to_buffers([t for t, _ in seg.inputs],
+                                              [t for t, _ in seg.outputs], buffers, options))
+                continue
+            except (ValueError, NotImplementedError):  # LoweringError is a ValueError
+                seg.raised = False  # a stage the schedules cannot take: keep the segment
+        parts.extend(n.stmt for n in seg.nests)
+    if not any(seg.raised for seg in groups):
+        return func
     body = S.SeqStmt(parts) if len(parts) != 1 else parts[0]
     used = referenced_buffers(body)
     allocs = [b for b in (root.alloc_buffers if root is not None else ()) if id(b) in used]

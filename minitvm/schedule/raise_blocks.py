@@ -96,8 +96,12 @@ def analyze_nest(stmt: S.Stmt) -> Nest:
             any(i is not iv.var for i, iv in zip(st.indices, spatial)) or \
             not same_dims(out.shape, [iv.dom.extent for iv in spatial]):
         return kept
-    if (blk.init is None) != (not reduce):
+    if (blk.init is None) != (not reduce) or st.value.dtype != out.dtype:
         return kept
+    loop_ids = {id(lp.loop_var) for lp in loops}
+    for e in (st.value, *([blk.init.value] if blk.init is not None else [])):
+        if any(isinstance(v, E.Var) and id(v) in loop_ids for v in post_order(e)):
+            return kept  # the body reads a loop variable directly, not through the block's
     reads = []
     for ld in _loads(st.value):
         if not _buffer_plain(ld.buffer):
@@ -221,11 +225,13 @@ def segments(nests: list, param_bufs: set) -> list[Segment]:
                 for n in g.nests:
                     later.update(id(b) for b in (n.reads if n.block is not None
                                                  else _referenced(n.stmt)))
-            _raise_segment(seg, param_bufs, later)
+            if not _raise_segment(seg, param_bufs, later):
+                seg.raised = False
     return groups
 
 
-def _raise_segment(seg: Segment, param_bufs: set, read_later: set) -> None:
+def _raise_segment(seg: Segment, param_bufs: set, read_later: set) -> bool:
+    """Raise the nests of ``seg`` into one TE graph; False when they must stay as written."""
     produced: dict[int, Tensor] = {}
     inputs: dict[int, tuple] = {}
 
@@ -239,10 +245,11 @@ def _raise_segment(seg: Segment, param_bufs: set, read_later: set) -> None:
     for n in seg.nests:
         produced[id(n.out)] = raise_nest(n, tensor_of)
     if any(k in produced for k in inputs):
-        raise ValueError("a buffer is read before the statement that writes it")
+        return False  # a buffer read before the statement writing it: keep the order
     seg.inputs = list(inputs.values())
     seg.outputs = [(produced[id(n.out)], n.out) for n in seg.nests
                    if id(n.out) in param_bufs or id(n.out) in read_later]
+    return True
 
 
 def _stored(stmt) -> list:

@@ -341,6 +341,48 @@ def test_int32_static_conv_and_pool_shapes(rng):
     _check([x, w, p], [{}], rng)
 
 
+def test_full_reduction_to_a_rank0_buffer(rng):
+    n = tir.Var("n", "int64")
+    x = te.placeholder((n, i64(5)), name="x")
+    r1, r2 = te.reduce_axis((i64(0), n), name="r1"), te.reduce_axis((i64(0), i64(5)), name="r2")
+    total = te.compute((), lambda: te.sum(x[r1, r2], axis=[r1, r2]), name="total")
+    scaled = te.compute((i64(3),), lambda i: x[i, i] * total[()], name="scaled")
+    g = _check([x, total], [{"n": 1}, {"n": 40}], rng)
+    assert not _has_blocks(g)
+    _check([x, scaled], [{"n": 3}, {"n": 9}], rng)
+
+
+def test_legalized_relax_ops(rng):
+    """What LegalizeOps writes for a few heavy ops, optimized and run against the blocks."""
+    from minitvm import relax
+    from minitvm.relax.transform import LegalizeOps
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((2, 3, 12, 12), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((8, 3, 3, 3), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            c = bb.emit(relax.op.nn.conv2d(x, w, padding=(1, 1)))
+            p = bb.emit(relax.op.nn.max_pool2d(c, pool_size=(2, 2), strides=(2, 2)))
+            s = bb.emit(relax.op.nn.softmax(p, axis=-1))
+            m = bb.emit(relax.op.mean(s, axis=[2, 3]))
+            gv = bb.emit_output(m)
+        bb.emit_func_output(gv)
+    mod = LegalizeOps()(bb.get())
+    prims = {gv.name_hint: f for gv, f in mod.functions.items() if isinstance(f, PrimFunc)}
+    assert {"conv2d", "max_pool2d", "softmax", "mean"} <= set(prims)
+    for name, f in prims.items():
+        g = optimize_prim_func(f)
+        assert not _has_blocks(g), name
+        args = [rng.standard_normal([int(d) for d in f.buffer_map[p].shape]).astype("float32")
+                for p in f.params]
+        b = [a.copy() for a in args]
+        build(f, name="k")["k"](*args)
+        build(g, name="k")["k"](*b)
+        np.testing.assert_allclose(b[-1], args[-1], rtol=1e-5, atol=1e-5, err_msg=name)
+    assert _conv_taken(optimize_prim_func(prims["conv2d"]))
+
+
 def test_seed003_fused_functions(rng):
     """The PrimFuncs FuseTIR prints for seed 003, optimized, at several batch sizes."""
     mod = from_source(SEED.read_text())

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ..expr import Call, DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm
-from ..struct_info import ObjectStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo, \
-    TupleStructInfo
+from ..struct_info import (
+    ObjectStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 from .base import StructInfoError, register_op_rule
 
 __all__ = ["alloc_storage", "alloc_tensor", "kill_storage", "kill_tensor"]

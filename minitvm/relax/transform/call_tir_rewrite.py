@@ -12,14 +12,13 @@ The calls are impure, so the pass runs after ToNonDataflow in the build pipeline
 
 from __future__ import annotations
 
-from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
 from ..op.builtin import alloc_tensor
 from ..struct_info import TensorStructInfo, TupleStructInfo
-from .lower_utils import no_gc, Namer, normalized, rewrite_function_seqs
+from .lower_utils import Namer, no_gc, normalized, rewrite_function_seqs
 from .utils import has_relax_function, register
 
 __all__ = ["CallTIRRewrite", "call_tir_rewrite"]
@@ -101,5 +100,3 @@ def CallTIRRewrite():  # noqa: N802 - TVM's name
 
     return module_pass(run, opt_level=0, name="CallTIRRewrite")
 
-
-_ = GlobalVar  # callee kinds: GlobalVar of a PrimFunc, ExternFunc of a packed function

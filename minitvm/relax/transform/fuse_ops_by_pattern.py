@@ -93,6 +93,7 @@ class _BlockPartition:
         self.groups = {b.var: Group(OPAQUE, b.var) for b in self.bindings}
         self.value_to_var = {id(b.value): b.var for b in self.bindings
                              if isinstance(b, VarBinding)}
+        self.bound_var_of = {b.value: b.var for b in self.bindings if isinstance(b, VarBinding)}
         self.users: dict = {}
         for b in self.bindings:
             for leaf in _leaves(b.value):
@@ -131,18 +132,19 @@ class _BlockPartition:
                 members.append(var)
         if not self._convex(binding.var, members):
             return
-        if self.fp.check is not None:
+        ctx = None
+        if self.fp.check is not None or self.fp.attrs_getter is not None:
             annotated = {name: matches[p] for name, p in self.fp.annotation_patterns.items()
                          if p in matches}
             matched = {v: var2val[v] for v in [*members, binding.var]}
-            ctx = PatternCheckContext(binding.value, annotated, matched, dict(self.users),
-                                      {v: k for k, v in var2val.items()})
-            if not self.fp.check(ctx):
-                return
+            ctx = PatternCheckContext(binding.value, annotated, matched, self.users,
+                                      self.bound_var_of)
+        if self.fp.check is not None and not self.fp.check(ctx):
+            return
         group = self.groups[binding.var]
         group.attrs = {"Composite": self.fp.name}
         if self.fp.attrs_getter is not None:
-            group.attrs.update(self.fp.attrs_getter(ctx if self.fp.check else None))
+            group.attrs.update(self.fp.attrs_getter(ctx))
         for var in members:
             member = self.groups[var]
             member.parent = group

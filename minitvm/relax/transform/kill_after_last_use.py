@@ -11,7 +11,7 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Function, Var, VarBinding
 from ..op import memory
-from .lower_utils import no_gc, Namer, normalized, rewrite_function_seqs, vars_used
+from .lower_utils import Namer, no_gc, normalized, rewrite_function_seqs, vars_used
 from .utils import has_relax_function, register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]

@@ -10,7 +10,7 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Function, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from ..op import memory
-from .lower_utils import no_gc, Namer, dtype_bytes, normalized, rewrite_function_seqs, simplify
+from .lower_utils import Namer, dtype_bytes, no_gc, normalized, rewrite_function_seqs, simplify
 from .utils import has_relax_function, register
 
 __all__ = ["LowerAllocTensor", "lower_alloc_tensor"]

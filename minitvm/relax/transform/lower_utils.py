@@ -4,11 +4,21 @@ with an explicit stack), fresh variable names, struct-info filling, byte sizes o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from ...ir.prim_expr import IntImm
 from ..expr import (
-    BindingBlock, Call, Expr, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var,
+    BindingBlock,
+    Call,
+    Expr,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
     VarBinding,
 )
 
@@ -60,7 +70,7 @@ class Namer:
         return name
 
 
-_BUILDER: list = [None, None]  # (module, builder) of the last call: one builder per pass run
+_LOCAL = threading.local()  # per thread: the last (module, builder) and an Analyzer
 
 
 def normalized(expr: Expr, mod=None) -> Expr:
@@ -69,14 +79,10 @@ def normalized(expr: Expr, mod=None) -> Expr:
 
     if expr._checked_type is not None:
         return expr
-    bb = _BUILDER[1]
-    if bb is None or _BUILDER[0] is not mod:
-        bb = BlockBuilder(mod)
-        _BUILDER[0], _BUILDER[1] = mod, bb
-    return bb.normalize(expr)
-
-
-_SIMPLE: dict = {}
+    last = getattr(_LOCAL, "builder", None)
+    if last is None or last[0] is not mod:
+        last = _LOCAL.builder = (mod, BlockBuilder(mod))
+    return last[1].normalize(expr)
 
 
 def simplify(e):
@@ -89,9 +95,9 @@ def simplify(e):
         return folded
     from ...arith import Analyzer
 
-    an = _SIMPLE.get("analyzer")
+    an = getattr(_LOCAL, "analyzer", None)
     if an is None:
-        an = _SIMPLE["analyzer"] = Analyzer()
+        an = _LOCAL.analyzer = Analyzer()
     return an.simplify(e)
 
 

@@ -17,8 +17,15 @@ from ...tir.function import PrimFunc
 from ...tir.stmt_functor import walk_stmts
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
-from ..expr import BindingBlock, Call, DataflowBlock, Function, SeqExpr, ShapeExpr, Tuple, \
-    VarBinding
+from ..expr import (
+    Call,
+    DataflowBlock,
+    Function,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    VarBinding,
+)
 from ..op.manipulate import reshape
 from ..struct_info import TensorStructInfo
 from .lower_utils import no_gc, normalized, simplify
@@ -155,5 +162,3 @@ def RewriteDataflowReshape():  # noqa: N802 - TVM's name
 
     return module_pass(run, opt_level=0, name="RewriteDataflowReshape")
 
-
-_ = BindingBlock

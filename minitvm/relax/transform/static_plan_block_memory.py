@@ -24,13 +24,28 @@ from ...tir.function import PrimFunc
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import (
-    Call, DataTypeImm, ExternFunc, Function, If, ShapeExpr, Tuple, TupleGetItem, Var,
+    Call,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    If,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
     VarBinding,
 )
 from ..op import memory
 from ..struct_info import TupleStructInfo
-from .lower_utils import no_gc, Namer, dtype_bytes, normalized, rewrite_function_seqs, simplify, \
-    vars_used
+from .lower_utils import (
+    Namer,
+    dtype_bytes,
+    no_gc,
+    normalized,
+    rewrite_function_seqs,
+    simplify,
+    vars_used,
+)
 from .utils import has_relax_function, register, substitute_prim
 
 __all__ = ["StaticPlanBlockMemory", "plan_memory"]
@@ -69,7 +84,6 @@ def _upper_bounds(func: Function) -> dict:
     ub = attrs.get("tir_var_upper_bound") if attrs else None
     if not ub:
         return {}
-    from ..analysis import free_symbolic_vars  # noqa: F401  (names of the function's vars)
     from .utils import used_symbolic_vars
 
     by_name = {str(k): int(getattr(v, "value", v)) for k, v in dict(ub.items() if hasattr(

@@ -6,8 +6,9 @@ memory and runtime ops become what the VM executes —
 - ``R.builtin.alloc_tensor`` -> ``R.call_builtin_with_ctx("vm.builtin.alloc_tensor", ...)``
 - ``R.reshape`` / ``R.shape_of`` / ``R.null_value`` -> ``R.call_packed("vm.builtin.reshape" |
   "vm.builtin.shape_of" | "vm.builtin.null_value", ...)``
-- ``R.make_closure`` / ``R.invoke_closure`` -> ``vm.builtin.make_closure`` /
-  ``vm.builtin.invoke_closure`` with the VM as context
+- ``R.invoke_closure`` -> ``vm.builtin.invoke_closure`` with the VM as context
+  (``R.make_closure`` names a global function, which only the code generator can refer to:
+  it stays, and becomes a ``vm.builtin.make_closure`` call there)
 - ``R.call_pure_packed(f, args)`` -> ``R.call_packed(f, args)``
 """
 
@@ -52,9 +53,6 @@ def _lower_call(v: Call, mod):
         return _packed("vm.builtin.shape_of", a, s)
     if name == "relax.null_value":
         return _packed("vm.builtin.null_value", (), ObjectStructInfo())
-    if name == "relax.make_closure":
-        return vm.call_builtin_with_ctx("vm.builtin.make_closure",
-                                        Tuple([a[0], *a[1].fields]), ObjectStructInfo())
     if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
         return vm.call_builtin_with_ctx("vm.builtin.invoke_closure",
                                         Tuple([a[0], *a[1].fields]), s)

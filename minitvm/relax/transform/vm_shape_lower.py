@@ -6,7 +6,8 @@ At function entry every parameter is checked (``vm.builtin.check_tensor_info`` /
 ``_tuple_`` / ``_prim_value_info``: kind, rank, dtype) and its dimensions are matched
 (``vm.builtin.match_shape``): a constant is asserted, a symbolic variable seen for the first time
 is stored to the heap, one seen before is asserted equal to the stored value — so ``n`` used by two
-parameters must agree. ``R.match_cast`` does the same on its value. Composite expressions
+parameters must agree. ``R.match_cast`` does the same on its value, and so does a call whose result
+names symbolic variables not known yet (a packed function returning a data-dependent shape). Composite expressions
 (``n * 128``) are computed by a generated PrimFunc ``shape_func`` reading and writing the heap, as
 soon as their variables are known. Shapes and scalars built from symbolic values become
 ``vm.builtin.make_shape`` / ``vm.builtin.make_prim_value`` calls. Every check carries an
@@ -21,18 +22,35 @@ from ...tir import expr as T
 from ...tir.buffer import decl_buffer
 from ...tir.function import PrimFunc
 from ...tir.stmt import BufferStore, stmt_seq
-from ...tir.stmt_functor import post_order
+from ...tir.stmt_functor import post_order, substitute
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import (
-    BindingBlock, Call, DataTypeImm, ExternFunc, Function, If, MatchCast, PrimValue, SeqExpr,
-    ShapeExpr, StringImm, Tuple, TupleGetItem, Var, VarBinding,
+    BindingBlock,
+    Call,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 from ..op import vm as vm_op
 from ..struct_info import (
-    PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
 )
-from .lower_utils import no_gc, Namer, normalized
+from .lower_utils import Namer, no_gc, normalized
 from .utils import has_relax_function, register
 
 __all__ = ["VMShapeLower", "MatchShapeCode", "MakeShapeCode", "vm_shape_lower"]
@@ -81,7 +99,6 @@ class _Lowerer:
         self.bound: set = set()       # keys whose heap value is known here
         self.composites: dict = {}    # key -> expr, every composite the function mentions
         self.heap = Var(self.namer.fresh("shape_heap"), TensorStructInfo(None, "int64", ndim=1))
-        self.shape_funcs = 0
         self.heap_used = False
 
     # ------------------------------------------------------------------ heap slots
@@ -127,11 +144,9 @@ class _Lowerer:
                  if k not in self.bound and all(self.key(v) in self.bound for v in _tir_vars(e))]
         if not ready:
             return
-        H = decl_buffer((IntImm("int64", 0),), "int64", "H")  # shape fixed below
+        H = decl_buffer((IntImm("int64", 0),), "int64", "H")  # sized in add_shape_funcs
         stores = []
         for k, e in ready:
-            from ...tir.stmt_functor import substitute
-
             vmap = {v: self._load(H, v) for v in _tir_vars(e)}
             value = substitute(e, vmap)
             if value.dtype != "int64":
@@ -300,8 +315,6 @@ class _Lowerer:
                                                 self.heap._struct_info)
             alloc._checked_type = self.heap._struct_info
             out.insert(0, VarBinding(self.heap, alloc))
-        else:
-            out = [b for b in out]  # checks only, no heap
         blocks.append(BindingBlock(out))
         seq = SeqExpr(blocks + list(body.blocks), body.body, body.span)
         seq._checked_type = body._checked_type
@@ -313,8 +326,6 @@ class _Lowerer:
         k = len(self.slot)
         for gv_tmp, (H0, stores) in zip(self.func_gvs, self.pending_funcs, strict=True):
             H = decl_buffer((IntImm("int64", k),), "int64", "H")
-            from ...tir.stmt_functor import substitute
-
             body = []
             for slot, value in stores:
                 value = _rebuffer(value, H0, H)
@@ -323,7 +334,6 @@ class _Lowerer:
             name = _fresh_global(self.out_mod, "shape_func")
             gv_tmp.name_hint = name
             self.out_mod[gv_tmp] = f
-            _ = substitute
 
     def lower_seq(self, seq: SeqExpr, prologue: list) -> SeqExpr:
         """Rewrite a sequence (nested If branches through an explicit stack)."""
@@ -384,7 +394,26 @@ class _Lowerer:
             else:
                 out.append(VarBinding(b.var, self.lower_value(b.value, out), b.span))
                 fr["ki"] += 1
+                self.bind_from_result(b, out)
         return result
+
+    def bind_from_result(self, b, out: list) -> None:
+        """A call whose result struct info names symbolic variables not known yet (a packed
+        function returning a data-dependent shape): check the result and bind them."""
+        if not isinstance(b.value, Call):
+            return
+        from .utils import sinfo_prim_fields
+
+        fresh = [v for e in sinfo_prim_fields(b.var._struct_info) for v in _tir_vars(e)
+                 if self.key(v) not in self.bound]
+        if not fresh:
+            return
+        deferred: list = []
+        ctx = (f"ErrorContext(fn={self.fname}, loc=call result, var={b.var.name_hint}, "
+               f"annotation={b.var._struct_info})")
+        self.check_value(b.var, b.var._struct_info, ctx, out, deferred)
+        self.compute_ready(out)
+        self.finish_deferred(deferred, out)
 
 
 def _rebuffer(e, old, new):

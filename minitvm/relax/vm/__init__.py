@@ -2,5 +2,5 @@
 executable and the virtual machine that runs it live in ``minitvm.runtime.relax_vm``."""
 
 from .codegen import VMCodeGenError, codegen  # noqa: F401
-from .build import build, compile_kernels  # noqa: F401
+from .build import build, compile, compile_kernels  # noqa: F401,A004
 from ...runtime.relax_vm import Executable, VirtualMachine  # noqa: F401

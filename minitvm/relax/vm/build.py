@@ -91,3 +91,17 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         funcs, table, consts, prims = codegen(mod)
     kernels = compile_kernels(prims, options)
     return Executable(funcs, table, consts, kernels)
+
+
+def compile(mod, target="llvm", *, relax_pipeline="default_build", tir_pipeline=None,
+            params: dict | None = None):  # noqa: A001 - TVM's name (tvm.compile)
+    """``tvm.compile``: a module with Relax functions becomes a Relax VM Executable
+    (``relax.build``); a module (or function) of PrimFuncs only becomes a native Module
+    (``codegen.build``)."""
+    from ...codegen.build import build as tir_build
+    from ...tir.function import PrimFunc
+
+    if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule) and not any(
+            isinstance(f, Function) for f in mod.functions.values())):
+        return tir_build(mod, target)
+    return build(mod, target, params, pipeline=relax_pipeline)

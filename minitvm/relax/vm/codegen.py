@@ -15,12 +15,34 @@ from ...ir.op import Op
 from ...ir.prim_expr import FloatImm, IntImm
 from ...runtime.relax_vm.builtins import ShapeTuple
 from ...runtime.relax_vm.executable import (
-    ARG_CONST, ARG_CTX, ARG_FUNC, ARG_IMM, ARG_REG, CALL, GOTO, IF, KILL, MOVE, RET, VMFunction,
+    ARG_CONST,
+    ARG_CTX,
+    ARG_FUNC,
+    ARG_IMM,
+    ARG_REG,
+    CALL,
+    GOTO,
+    IF,
+    KILL,
+    MOVE,
+    RET,
+    VMFunction,
 )
 from ...tir.function import PrimFunc
 from ..expr import (
-    Call, Constant, DataTypeImm, ExternFunc, Function, If, PrimValue, SeqExpr, ShapeExpr,
-    StringImm, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    If,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 
 __all__ = ["VMCodeGenError", "codegen"]
@@ -187,6 +209,11 @@ class _FuncGen:
             args = list(a[1].fields) if isinstance(a[1], Tuple) else [a[1]]
             code.append([CALL, dst, t.func("packed", callee.global_symbol),
                          [[ARG_CTX, 0]] + [self.operand(x) for x in args]])
+        elif name == "relax.make_closure":
+            captured = list(a[1].fields) if isinstance(a[1], Tuple) else [a[1]]
+            code.append([CALL, dst, t.func("packed", "vm.builtin.make_closure"),
+                         [[ARG_CTX, 0], self.operand(a[0])] +
+                         [self.operand(x) for x in captured]])
         else:
             raise VMCodeGenError(f"{self.name}: operator {name} is not lowered for the VM "
                                  "(run LegalizeOps and the build pipeline: relax.build)")

@@ -91,6 +91,9 @@ class GraphCodegen:
                 return name
         ops = func_ops(func)
         base = "tvmgen_default_fused_" + "_".join(o.replace(".", "_") for o in ops[:6])
+        if func.attrs is not None and func.attrs.get("Compiler") is not None:
+            compiler = func.attrs.get("Compiler")
+            base = str(func.attrs.get("global_symbol") or f"tvmgen_default_{compiler}")
         n = self._name_count.get(base, 0)
         self._name_count[base] = n + 1
         name = base if n == 0 else f"{base}_{n}"

@@ -124,6 +124,10 @@ def lower_function(func: Function, name: str = "main", options: LoweringOptions 
     """
     options = options if options is not None else LoweringOptions()
     tensor_types(func.body.checked_type)  # a clear error for non-tensor outputs
+    if func.attrs is not None and func.attrs.get("Compiler") is not None:
+        from .contrib import lower_external  # partitioned for an external codegen (BYOC)
+
+        return lower_external(func, name)
     if not options.native:
         return _fallback(func, name, "native lowering disabled")
     key = (structural_hash(func), options, const_inputs)

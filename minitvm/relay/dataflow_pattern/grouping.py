@@ -91,7 +91,7 @@ class PatternGrouper:
         return groups
 
     def _make_group(self, root, memo, users, assigned, number):
-        inputs, internal = [], set()
+        internal: set[int] = set()
         input_ids = set()
         for p, exprs in memo.items():
             for x in exprs:

@@ -4,7 +4,21 @@ Each importer needs its framework's package only when called, so importing minit
 requires onnx, torch or tflite.
 """
 
+from ...contrib import relay_viz as _relay_viz
+from ...contrib import torch_backend as _torch_backend
 from .common import ImportError_, OpNotImplemented  # noqa: F401
+from .viz_parser import RelayVizParser as _RelayVizParser
+
+
+def _compile_graph(gm, example_inputs, opt_level, fallback):
+    """torch.compile(backend="minitvm") compiles here (the PyTorch importer loads on first use)."""
+    from .pytorch.dynamo import compile_graph
+
+    return compile_graph(gm, example_inputs, opt_level, fallback)
+
+
+_torch_backend.set_compiler(_compile_graph)
+_relay_viz.set_default_parser(_RelayVizParser)  # tvm.contrib.relay_viz draws Relay with it
 
 
 def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=True, **kwargs):

@@ -12,5 +12,7 @@ from .scan_scatter import *
 from .matrix import *
 from .indexing import *
 from . import _topi  # noqa: E402,F401  (attaches the shared computes as FTECompute)
+from . import arg_type_hints  # noqa: E402,F401  (FInferArgTypes: weights typed from attrs)
 from . import _tensor_grad  # noqa: E402,F401  (FPrimalGradient of the ops)
 from . import dyn  # noqa: E402,F401  (dyn.* ops with run-time shape arguments)
+from . import contrib  # noqa: E402,F401  (BYOC pattern tables: relay.op.contrib)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..expr import Call, Tuple, TupleGetItem, const
+from . import reduce as _reduce
 from . import tensor as _t
 from . import transform as _tr
 from .nn import _pool_grad  # noqa: F401  registers nn.max_pool2d_grad / nn.avg_pool2d_grad
@@ -227,6 +228,49 @@ def _pad_grad(orig, g):
     return [_tr.strided_slice(g, begin, end)] + rest
 
 
+@register_gradient("strided_slice")
+def _strided_slice_grad(orig, g):
+    """Pad the gradient back to the data's shape (unit strides)."""
+    x = orig.args[0]
+    shape = _shape(x)
+    at = orig.attrs
+    begin, end = list(at.begin), list(at.end)
+    strides = list(at.strides or [1])
+    axes = list(at.axes) if at.axes is not None else list(range(len(begin)))
+    widths = [(0, 0)] * len(shape)
+    for i, axis in enumerate(axes):
+        axis = int(axis) % len(shape)
+        stride = int(strides[i]) if i < len(strides) else 1
+        b = int(begin[i])
+        e = None if end[i] is None else int(end[i])
+        if at.slice_mode == "size":
+            e = shape[axis] if e is None or e < 0 else b + e
+        start, stop, step = slice(b, e, stride).indices(shape[axis])
+        if step != 1:
+            raise ValueError(f"the gradient of strided_slice supports unit strides, got {step} "
+                             f"on axis {axis}")
+        stop = max(stop, start)
+        widths[axis] = (start, shape[axis] - stop)
+    return [_nn.pad(g, widths)]
+
+
+@register_gradient("split")
+def _split_grad(orig, g):
+    n = len(_type(orig).fields)
+    parts = [g.fields[i] if isinstance(g, Tuple) else TupleGetItem(g, i) for i in range(n)]
+    return [_tr.concatenate(parts, int(orig.attrs.axis))]
+
+
+@register_gradient("stack")
+def _stack_grad(orig, g):
+    fields = orig.args[0]
+    n = len(_type(fields).fields)
+    ndim = len(_type(orig).shape)
+    axis = int(orig.attrs.axis) % ndim
+    return [Tuple([_tr.squeeze(_tr.strided_slice(g, [i], [i + 1], axes=[axis]), [axis])
+                   for i in range(n)])]
+
+
 @register_gradient("take")
 def _take_grad(orig, g):
     """Scatter-add through a one-hot matrix: grad_x[.., j, ..] sums the rows taking index j."""
@@ -347,6 +391,35 @@ def _softmax_grad(orig, g):
 def _log_softmax_grad(orig, g):
     axis = int(orig.attrs.axis)
     return [_t.subtract(g, _t.multiply(_t.exp(orig), _sum(g, [axis], keepdims=True)))]
+
+
+@register_gradient("nn.layer_norm")
+def _layer_norm_grad(orig, g):
+    """With xhat = (x - mean) * rstd over ``axis``: dgamma = sum(g * xhat), dbeta = sum(g),
+    dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)) where gx = g * gamma."""
+    x, gamma, beta = orig.args
+    at = orig.attrs
+    ndim = len(_shape(x))
+    axis = int(at.axis) % ndim
+    mean = _reduce.mean(x, [axis], keepdims=True)
+    centered = _t.subtract(x, mean)
+    var = _reduce.mean(_t.multiply(centered, centered), [axis], keepdims=True)
+    rstd = _t.rsqrt(_t.add(var, _c(float(at.epsilon), x)))
+    xhat = _t.multiply(centered, rstd)
+    gx = _t.multiply(g, _expand_to(gamma, ndim, axis)) if at.scale else g
+    inner = _t.subtract(_t.subtract(gx, _reduce.mean(gx, [axis], keepdims=True)), _t.multiply(
+        xhat, _reduce.mean(_t.multiply(gx, xhat), [axis], keepdims=True)))
+    dx = _t.multiply(rstd, inner)
+    dgamma = _sum(_t.multiply(g, xhat), [axis], exclude=True) if at.scale else _t.zeros_like(
+        gamma)
+    dbeta = _sum(g, [axis], exclude=True) if at.center else _t.zeros_like(beta)
+    return [dx, dgamma, dbeta]
+
+
+def _expand_to(v, ndim: int, axis: int):
+    """A 1-D tensor along ``axis`` shaped to broadcast against an ``ndim`` tensor."""
+    trailing = ndim - axis - 1
+    return _tr.expand_dims(v, 1, trailing) if trailing > 0 else v
 
 
 @register_gradient("nn.conv2d")

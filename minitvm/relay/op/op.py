@@ -30,7 +30,11 @@ def get(op_name: str) -> Op:
     return Op.get(op_name)
 
 
-def register(op_name: str, describe: str = "") -> Op:
+def register(op_name: str, describe: str = "", value=None, level: int = 10) -> Op:
+    """Create an op entry; ``register(op, attr_key, value)`` (TVM's older form, seed 004's
+    ``reg.register("nn.conv2d", "target.dnnl", fn)``) sets an attribute instead."""
+    if value is not None:
+        return register_op_attr(op_name, describe, value, level)
     op = register_op(op_name)
     if describe:
         op.description = describe

@@ -78,7 +78,8 @@ def _is_dtype(name: str) -> bool:
     for p, widths in _DTYPE_BITS.items():
         if name.startswith(p) and name[len(p):len(p) + 1].isdigit():
             bits, _, lanes = name[len(p):].partition("x")
-            return bits.isdigit() and int(bits) in widths and (not lanes or lanes.isdigit())
+            return bits.isdigit() and len(bits) <= 3 and int(bits) in widths and (
+                not lanes or (lanes.isdigit() and len(lanes) <= 5))
     return False
 
 

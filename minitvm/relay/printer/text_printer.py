@@ -81,7 +81,7 @@ class RelayTextPrinter:
         self.leaf = TypeAndAttrPrinter(self.meta, show_meta_data)
         self.show_meta_data = show_meta_data
         self.annotate = annotate
-        self.memo: dict = {}
+        self.memo: _ScopedMemo = _ScopedMemo()
         self.uses: dict = {}
         self._names: dict[str, int] = {}
         self._temps = 0
@@ -112,7 +112,11 @@ class RelayTextPrinter:
             func = mod.functions[gv]
             if isinstance(func, Function):
                 self._count_uses(func)
+                # a value shared by two global functions (LambdaLift's output) is printed in
+                # each: a %N of one function is out of scope in the next
+                mark = self.memo.mark()
                 text = _flatten(trampoline.run(self._function(func, f"def @{gv.name_hint}")))
+                self.memo.forget_since(mark)
             else:
                 text = _print_other_function(func, gv.name_hint)
             parts.append(text + "\n")
@@ -170,20 +174,23 @@ class RelayTextPrinter:
         return ""
 
     # ------------------------------------------------------------------ scopes
-    def _block(self, expr, open_: str, close: str):
+    def _block(self, expr, open_: str, close: str, let_root: bool = False):
         """``{`` + the scope of ``expr`` indented one level + ``}``."""
         outer = self._indent
         self._indent = outer + "  "
         self._lines.append([])
-        final = yield self._scope_final(expr)
+        final = yield self._scope_final(expr, let_root)
         lines = self._lines.pop()
         lines.append([self._indent, final])
         self._indent = outer
         return [open_, "\n", _join(lines), "\n", outer, close]
 
-    def _scope_final(self, e):
-        """Print the last expression of a scope: its let chain flat, then the body inline."""
-        while isinstance(e, Let) and e not in self.memo and self._unique(e):
+    def _scope_final(self, e, let_root: bool = False):
+        """Print the last expression of a scope: its let chain flat, then the body inline.
+        ``let_root``: ``e`` is a Let printed as its own ``(...)`` block, even when shared (a
+        shared Let would otherwise be sent back to ``_expr``, which sends it here again)."""
+        while isinstance(e, Let) and e not in self.memo and (let_root or self._unique(e)):
+            let_root = False
             name = self.alloc_var(e.var)
             value = yield self._expr(e.value, True)
             self._emit("let ", name, " = ", value, ";")
@@ -257,7 +264,7 @@ class RelayTextPrinter:
         if isinstance(e, _DATAFLOW):
             text = self._dataflow(e)
         elif isinstance(e, Let):
-            text = yield self._block(e, "(", ")")
+            text = yield self._block(e, "(", ")", let_root=True)
         elif isinstance(e, Function):
             text = yield self._function(e, "fn ")
         elif isinstance(e, If):
@@ -357,6 +364,31 @@ class RelayTextPrinter:
         if isinstance(p, PatternTuple):
             return "(" + ", ".join(self._pattern(q) for q in p.patterns) + ")"
         return "_"
+
+
+class _ScopedMemo(dict):
+    """The printed text of each node, with a journal of insertions so a scope can forget
+    what it added (amortized O(1) per node)."""
+
+    __slots__ = ("journal",)
+
+    def __init__(self):
+        super().__init__()
+        self.journal: list = []
+
+    def __setitem__(self, key, value):
+        if key not in self:
+            self.journal.append(key)
+        dict.__setitem__(self, key, value)
+
+    def mark(self) -> int:
+        return len(self.journal)
+
+    def forget_since(self, mark: int) -> None:
+        journal = self.journal
+        for key in journal[mark:]:
+            self.pop(key, None)
+        del journal[mark:]
 
 
 def _join(lines: list) -> list:

@@ -36,6 +36,11 @@ from .change_batch import ChangeBatch  # noqa: E402,F401
 from .simplify_fc_transpose import DenseToSparse, SimplifyFCTranspose  # noqa: E402,F401
 from .qnn_legalize import QnnCanonicalize, QnnLegalize  # noqa: E402,F401
 from .flatten_atrous_conv import FlattenAtrousConv  # noqa: E402,F401
+from .merge_composite import MergeComposite  # noqa: E402,F401
+from .annotate_target import AnnotateTarget  # noqa: E402,F401
+from .merge_compiler_regions import MergeCompilerRegions  # noqa: E402,F401
+from .partition_graph import PartitionGraph  # noqa: E402,F401
+from .rewrite_annotated_ops import RewriteAnnotatedOps  # noqa: E402,F401
 from .gradient import gradient  # noqa: E402,F401
 from .to_cps import ToCPS, to_cps, un_cps  # noqa: E402,F401
 from .partial_evaluate import PartialEvaluate  # noqa: E402,F401

@@ -6,7 +6,8 @@ becomes a call of ``@apply_k``, which matches on the constructor and runs the fu
 Global functions are cloned for the argument types of each call site, their type parameters
 substituted, so every function type met is concrete. ``Defunctionalization(func, mod)`` returns
 the first-order ``func`` and adds the ADTs, apply functions and specialized globals to ``mod``
-(in place, as TVM does). Let chains are walked with loops; only scopes nest.
+(in place, as TVM does). Works on the A-normal form: let chains are walked with loops and
+only scopes nest.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ..expr import (
     Var,
 )
 from .infer_type import InferTypeLocal
+from .to_a_normal_form import to_a_normal_form
 
 __all__ = ["Defunctionalization"]
 
@@ -146,9 +148,12 @@ class _Defunc:
         binds = []
         e = expr
         while isinstance(e, Let):
-            v = Var(e.var.name_hint)
-            env[e.var] = v
-            binds.append((v, self.expr(e.value, env, s)))
+            if isinstance(e.value, Var):  # a renaming (A-normal form makes them): substitute
+                env[e.var] = self.expr(e.value, env, s)
+            else:
+                v = Var(e.var.name_hint)
+                env[e.var] = v
+                binds.append((v, self.expr(e.value, env, s)))
             e = e.body
         out = self.expr(e, env, s)
         for v, value in reversed(binds):
@@ -280,7 +285,8 @@ class _Defunc:
     def run_pending(self, out_mod):
         while self.pending:
             gv, new, s = self.pending.pop()
-            func = self.mod[gv]
+            func = to_a_normal_form(self.mod[gv])
+            InferTypeLocal(func, self.mod)
             env: dict = {}
             params = []
             for p in func.params:
@@ -318,6 +324,7 @@ def Defunctionalization(func: Function, mod):  # noqa: N802 - TVM's name
                         f"{type(func).__name__}")
     if func.type_params:
         raise ValueError("Defunctionalization: the function must not be polymorphic")
+    func = to_a_normal_form(func)
     InferTypeLocal(func, mod)
     ftype = func.checked_type
     if not all(_is_first_order(t) for t in [*ftype.arg_types, ftype.ret_type]):

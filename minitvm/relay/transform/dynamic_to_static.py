@@ -8,7 +8,6 @@ static, so chains of dynamic ops resolve in one pass.
 
 from __future__ import annotations
 
-
 from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function

@@ -5,8 +5,9 @@ become ``Zero(thunk)``, ``ones``/``ones_like`` become ``One(thunk)``, ``add`` an
 two values of one type go through ``@AddGradCell``/``@MultiplyGradCell`` (adding a zero or
 multiplying by one returns the other cell, no tensor is made), and every other operator reads
 its arguments with ``@FromGradCell`` and wraps its result in ``Raw``. Each function keeps its
-tensor interface: parameters are wrapped on entry and the result read on exit, and calls of
-global functions unwrap and rewrap around the call. Run it after ``gradient``, whose reference
+tensor interface: parameters are wrapped on entry and the result read on exit, calls of global
+functions unwrap and rewrap around the call (function values by eta-expansion), and ADT values
+keep plain contents: constructor arguments are read and pattern variables wrapped. Run it after ``gradient``, whose reference
 cells start at ``zeros_like``; PartialEvaluate then removes the cells that are statically known.
 """
 
@@ -17,7 +18,8 @@ from ...ir.op import Op
 from ...ir.type import FuncType, RelayRefType, TensorType, TupleType, TypeCall
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
-from ..expr import Call, Function, If, Tuple, TupleGetItem, Var
+from ..adt import Clause, Constructor, Match, PatternConstructor, PatternTuple, PatternVar
+from ..expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ._ad_common import lets
 from ._pass_helpers import register
@@ -28,6 +30,14 @@ __all__ = ["LazyGradientInit", "lazy_gradient_init"]
 _STD_FUNCS = ("FromGradCell", "AddGradCell", "MultiplyGradCell")
 _LAZY = {"zeros": "Zero", "zeros_like": "Zero", "ones": "One", "ones_like": "One"}
 _OVERLOADED = {"add": "AddGradCell", "multiply": "MultiplyGradCell"}
+
+
+def _shared(e, build):
+    """``build(v)`` with ``e`` evaluated once into ``v`` (a let unless ``e`` is a variable)."""
+    if isinstance(e, Var):
+        return build(e)
+    v = Var("t")
+    return Let(v, e, build(v))
 
 
 class _Std:
@@ -49,16 +59,19 @@ class _Std:
                             t.type_params, t.type_constraints)
         if isinstance(t, RelayRefType):
             return RelayRefType(self.cell_type(t.value))
-        if isinstance(t, TypeCall):
-            return TypeCall(t.func, [self.cell_type(a) for a in t.args])
-        return t
+        return t  # ADT values keep plain contents (converted at constructors and patterns)
 
     def wrap(self, e, t):
-        """A plain value of type ``t`` as cells."""
+        """A plain value of type ``t`` as cells (functions are wrapped by eta-expansion)."""
         if isinstance(t, TensorType):
             return Call(self.raw, [e])
         if isinstance(t, TupleType):
-            return Tuple([self.wrap(TupleGetItem(e, i), f) for i, f in enumerate(t.fields)])
+            return _shared(e, lambda v: Tuple([self.wrap(TupleGetItem(v, i), f)
+                                               for i, f in enumerate(t.fields)]))
+        if isinstance(t, FuncType):
+            params = [Var(f"p{i}", self.cell_type(a)) for i, a in enumerate(t.arg_types)]
+            call = Call(e, [self.unwrap(p, a) for p, a in zip(params, t.arg_types)])
+            return Function(params, self.wrap(call, t.ret_type))
         return e
 
     def unwrap(self, e, t):
@@ -66,7 +79,12 @@ class _Std:
         if isinstance(t, TensorType):
             return Call(self.from_cell, [e])
         if isinstance(t, TupleType):
-            return Tuple([self.unwrap(TupleGetItem(e, i), f) for i, f in enumerate(t.fields)])
+            return _shared(e, lambda v: Tuple([self.unwrap(TupleGetItem(v, i), f)
+                                               for i, f in enumerate(t.fields)]))
+        if isinstance(t, FuncType):
+            params = [Var(f"p{i}", a) for i, a in enumerate(t.arg_types)]
+            call = Call(e, [self.wrap(p, a) for p, a in zip(params, t.arg_types)])
+            return Function(params, self.unwrap(call, t.ret_type), t.ret_type)
         return e
 
 
@@ -93,11 +111,34 @@ class _Lazy(ExprMutator):
         cond = self.std.unwrap(self.visit(ite.cond), ite.cond.checked_type)
         return If(cond, self.visit(ite.true_branch), self.visit(ite.false_branch))
 
+    def visit_match(self, m):
+        """Constructor fields hold plain values: rebind each pattern variable as cells."""
+        clauses = []
+        for c in m.clauses:
+            binds: list = []
+            lhs = self._plain_pattern(c.lhs, binds)
+            clauses.append(Clause(lhs, lets(binds, self.visit(c.rhs))))
+        data = self.std.unwrap(self.visit(m.data), m.data.checked_type)
+        return Match(data, clauses, m.complete)
+
+    def _plain_pattern(self, p, binds):
+        if isinstance(p, PatternVar):
+            plain = Var(p.var.name_hint)
+            binds.append((self.visit(p.var), self.std.wrap(plain, p.var.checked_type)))
+            return PatternVar(plain)
+        if isinstance(p, PatternConstructor):
+            return PatternConstructor(p.constructor,
+                                      [self._plain_pattern(q, binds) for q in p.patterns])
+        if isinstance(p, PatternTuple):
+            return PatternTuple([self._plain_pattern(q, binds) for q in p.patterns])
+        return p
+
     def visit_call(self, call):
         op = call.op
-        if isinstance(op, GlobalVar):
+        if isinstance(op, GlobalVar | Constructor):
             args = [self.std.unwrap(self.visit(a), a.checked_type) for a in call.args]
-            return self.std.wrap(Call(op, args), call.checked_type)
+            out = Call(op, args)
+            return self.std.wrap(out, call.checked_type) if isinstance(op, GlobalVar) else out
         if not isinstance(op, Op):
             return super().visit_call(call)
         plain = [self.std.unwrap(self.visit(a), a.checked_type) for a in call.args]
@@ -164,5 +205,5 @@ def LazyGradientInit():  # noqa: N802 - TVM's name
         record_stat("overloaded add/multiply", overloaded)
         return new
 
-    return module_pass(run, opt_level=2, name="LazyGradientInit")
+    return module_pass(run, opt_level=1, name="LazyGradientInit")
 

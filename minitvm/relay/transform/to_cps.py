@@ -14,7 +14,6 @@ from __future__ import annotations
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...ir.type import FuncType, RelayRefType, TupleType, TypeCall, TypeVar
-from ...transform.decorators import module_pass
 from ..adt import Clause, Constructor, Match, PatternConstructor, PatternTuple, PatternVar
 from ..expr import (
     Call,
@@ -30,6 +29,7 @@ from ..expr import (
     Var,
 )
 from ._pass_helpers import register
+from .function_pass import function_pass
 from .infer_type import InferTypeLocal
 from .to_a_normal_form import to_a_normal_form
 
@@ -271,23 +271,20 @@ def _free_type_vars_of(t) -> list:
 
 @register("ToCPS")
 def _to_cps_pass():
-    """Module pass (opt 1): every Relay function of a module in CPS."""
+    """Function pass (opt 1, as TVM): every Relay function in CPS; a called global ``@f``
+    gets its CPS version ``@f_cps`` added to the module."""
 
-    def run(m, ctx):
-        new = m.shallow_copy()
-        for gv, f in list(m.functions.items()):
-            if isinstance(f, Function) and not (f.attrs and f.attrs.get("Primitive")):
-                new[gv] = to_cps(f, new)
-        return new
+    def transform(func, mod, ctx):
+        return to_cps(func, mod)
 
-    return module_pass(run, opt_level=1, name="ToCPS")
+    return function_pass(transform, opt_level=1, name="ToCPS")
 
 
 def ToCPS(expr=None, mod=None):  # noqa: N802 - TVM's name
     """Turn expression into continuation passing style (CPS).
 
     Called with a function (``ToCPS(expr, mod)``), returns its CPS form as ``to_cps`` does; called
-    with no argument, returns a module pass converting every Relay function of a module.
+    with no argument, returns the function pass converting every Relay function of a module.
     """
     if expr is not None:
         return to_cps(expr, mod)

@@ -65,16 +65,18 @@ def _ctx(err: str) -> str:
 
 # --------------------------------------------------------------------------- allocation
 def alloc_storage(vm, size, device_index, dtype, site):
-    """A storage of ``size[0]`` bytes; a site's previous buffer is reused once nothing else
-    holds it (no live tensor views it), so repeated calls do not touch fresh pages."""
-    nbytes = int(size[0])
+    """A storage of ``size[0]`` bytes. Each allocation site keeps its last buffer and reuses it
+    once nothing else refers to it (no storage, tensor or view of it is alive: numpy views all
+    point at the owning array), so repeated calls do not touch fresh pages."""
+    nbytes = max(int(size[0]), 1)
     cache = vm._storage_cache
-    buf = cache.get(site)
-    # references: the cache entry, ``buf`` here, getrefcount's argument
-    if buf is None or buf.nbytes < nbytes or sys.getrefcount(buf) > 3:
-        buf = _aligned(max(nbytes, 1))
-        cache[site] = buf
-    return Storage(buf, nbytes)
+    owner = cache.get(site)
+    # references to a free owner: the cache entry, ``owner`` here, getrefcount's argument
+    if owner is None or owner.nbytes < nbytes + ALIGN or sys.getrefcount(owner) > 3:
+        owner = np.empty(nbytes + ALIGN, np.uint8)
+        cache[site] = owner
+    off = (-owner.ctypes.data) % ALIGN
+    return Storage(owner[off:off + nbytes], nbytes)
 
 
 def alloc_tensor_from_storage(storage, offset, shape, dtype):

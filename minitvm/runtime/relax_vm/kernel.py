@@ -95,6 +95,9 @@ class NativeKernel:
 
     def _call_checked(self, args) -> None:
         params = self.spec["params"]
+        if args and isinstance(args[-1], tuple) and params and params[-1][0] == "scalar":
+            # call_tir's tir_vars arrive as one shape value: its ints are the scalar params
+            args = (*args[:-1], *args[-1])
         if len(args) != len(params):
             raise ValueError(f"kernel {self.name!r} expects {len(params)} arguments, got "
                              f"{len(args)}")

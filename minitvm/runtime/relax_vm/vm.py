@@ -13,8 +13,19 @@ from ..ndarray import NDArray
 from ..registry import get_global_func
 from .builtins import BUILTINS, ShapeTuple, VMClosure
 from .executable import (
-    ARG_CONST, ARG_CTX, ARG_FUNC, ARG_IMM, ARG_REG, CALL, GOTO, IF, KILL, MOVE, RET,
-    Executable, VMFunction,
+    ARG_CONST,
+    ARG_CTX,
+    ARG_FUNC,
+    ARG_IMM,
+    ARG_REG,
+    CALL,
+    GOTO,
+    IF,
+    KILL,
+    MOVE,
+    RET,
+    Executable,
+    VMFunction,
 )
 
 _VM, _KERNEL, _PACKED = range(3)
@@ -113,6 +124,33 @@ class VirtualMachine:
                     table.append((_PACKED, fn if fn is not None else _Missing(name), name))
         self._table = table
         self._consts = exe.constants
+        self._linked = {id(f): self._link(f) for f in exe.functions.values()}
+
+    def _link(self, func: VMFunction) -> list:
+        """Instructions with constants, immediates, functions and the VM resolved in advance:
+        a call becomes ``(CALL, dst, kind, target, name, template, [(position, register)])``."""
+        out = []
+        for ins in func.code:
+            if ins[0] != CALL:
+                out.append(ins)
+                continue
+            kind, target, name = self._table[ins[2]]
+            tmpl, slots = [], []
+            for k, v in ins[3]:
+                if k == ARG_REG:
+                    slots.append((len(tmpl), v))
+                    tmpl.append(None)
+                elif k == ARG_CONST:
+                    tmpl.append(self._consts[v])
+                elif k == ARG_IMM:
+                    tmpl.append(v)
+                elif k == ARG_CTX:
+                    tmpl.append(self)
+                else:
+                    tmpl.append(self._table[v][1])
+            regs_only = [r for _, r in slots] if len(slots) == len(tmpl) else None
+            out.append((CALL, ins[1], kind, target, name, tmpl, slots, regs_only))
+        return out
 
     # ------------------------------------------------------------------ calling
     def __getitem__(self, name: str):
@@ -152,50 +190,44 @@ class VirtualMachine:
         if len(args) != len(func.params):
             raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
                             f"{len(args)}")
-        table, consts, prof = self._table, self._consts, self._profile
+        consts, prof, linked = self._consts, self._profile, self._linked
         regs = [None] * func.num_regs
         regs[:len(args)] = args
-        code = func.code
+        code = linked[id(func)]
         pc = 0
         frames = []
         while True:
             ins = code[pc]
             op = ins[0]
             if op == CALL:
-                kind, target, tname = table[ins[2]]
-                argv = []
-                for k, v in ins[3]:
-                    if k == ARG_REG:
-                        argv.append(regs[v])
-                    elif k == ARG_CONST:
-                        argv.append(consts[v])
-                    elif k == ARG_IMM:
-                        argv.append(v)
-                    elif k == ARG_CTX:
-                        argv.append(self)
-                    else:
-                        argv.append(table[v][1])
+                _, dst, kind, target, tname, tmpl, slots, regs_only = ins
+                if regs_only is not None:
+                    argv = [regs[r] for r in regs_only]
+                else:
+                    argv = tmpl.copy()
+                    for k, r in slots:
+                        argv[k] = regs[r]
                 if kind == _VM:
                     if len(argv) != len(target.params):
                         raise TypeError(f"{target.name}() takes {len(target.params)} "
                                         f"arguments, got {len(argv)}")
-                    frames.append((func, regs, code, pc, ins[1]))
-                    func, code, pc = target, target.code, 0
+                    frames.append((func, regs, code, pc, dst))
+                    func, code, pc = target, linked[id(target)], 0
                     regs = [None] * target.num_regs
                     regs[:len(argv)] = argv
                     continue
                 if prof is None:
-                    regs[ins[1]] = target(*argv)
+                    regs[dst] = target(*argv)
                 else:
                     t0 = time.perf_counter()
-                    regs[ins[1]] = target(*argv)
+                    regs[dst] = target(*argv)
                     row = prof.setdefault(tname, [0, 0.0])
                     row[0] += 1
                     row[1] += time.perf_counter() - t0
             elif op == MOVE:
                 k, v = ins[2]
                 regs[ins[1]] = regs[v] if k == ARG_REG else consts[v] if k == ARG_CONST else \
-                    v if k == ARG_IMM else table[v][1]
+                    v if k == ARG_IMM else self._table[v][1] if k == ARG_FUNC else self
             elif op == KILL:
                 regs[ins[1]] = None
             elif op == RET:

@@ -12,6 +12,7 @@ is a reproducible test case; ``shrink`` reduces the program to a minimal one tha
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +27,13 @@ PASS_ARGS: dict[str, tuple] = {
     "ConvertLayout": (({"nn.conv2d": ["NHWC", "default"], "nn.max_pool2d": ["NHWC"],
                         "nn.avg_pool2d": ["NHWC"], "nn.global_avg_pool2d": ["NHWC"]},), {}),
     "ChangeBatch": ((), {"data": {}, "batch_size": 1}),
+    "EtaExpand": ((), {"expand_constructor": True, "expand_global_var": True}),
+    "MergeComposite": (([],), {}),  # no patterns: nothing merges, every other check applies
+    "RewriteAnnotatedOps": ((0,), {}),
 }
 #: Passes that need the names of particular weights: not applicable to random programs.
 NOT_APPLICABLE = {"DenseToSparse": "needs a weight name", "SimplifyFCTranspose":
-                  "needs weight names"}
+                  "needs weight names", "AnnotateTarget": "needs an external codegen target"}
 #: Passes documented to change numerics: (rtol, atol), or None to skip the value comparison.
 NUMERIC_TOLERANCE: dict[str, tuple | None] = {
     "FastMath": None, "ToMixedPrecision": None,
@@ -93,7 +97,7 @@ def flatten(value) -> list[np.ndarray]:
 
 
 def run_interpreter(mod, inputs: list) -> list[np.ndarray]:
-    from ...relay.backend.interpreter import create_executor
+    from ...relay.build_module import create_executor
 
     with np.errstate(all="ignore"):
         return flatten(create_executor("debug", mod=mod).evaluate()(*inputs))
@@ -134,6 +138,14 @@ def compare_values(ref: list, got: list, rtol: float | None = None,
 
 
 # ------------------------------------------------------------------------------ checks
+_TYPE_COMMENT = re.compile(r" /\* ty=[^*]*\*/")
+
+
+def _untyped(text: str) -> str:
+    """Text without ``/* ty=... */``: filling the cached type slot is not a modification."""
+    return _TYPE_COMMENT.sub("", text)
+
+
 def _text(mod) -> str:
     try:
         return mod.astext()
@@ -163,7 +175,7 @@ def check_pass(prog: GeneratedProgram, name: str, inputs: list | None = None,
     except Exception as err:  # noqa: BLE001
         return [finding("exception", f"{type(err).__name__}: {str(err)[:500]}")]
     found = []
-    if structural_hash(mod) != before or _text(mod) != text:
+    if structural_hash(mod) != before or _untyped(_text(mod)) != _untyped(text):
         found.append(finding("mutated", "the pass modified its input module"))
     problems = check_well_formed(out)
     if problems:
@@ -275,3 +287,34 @@ def output_types(mod) -> list:
         else:
             stack.extend(reversed(getattr(u, "fields", ())))
     return out
+
+
+# ------------------------------------------------------------------------------ shrinking
+def shrink(seed: int, fails, max_ops: int = 14, **options) -> GeneratedProgram | None:
+    """The smallest program of ``seed`` (fewest operators) for which ``fails(program)`` holds:
+    programs are regenerated with growing ``max_ops``, so the first failing one is minimal in
+    the generator's own terms. None when none fails."""
+    from .generator import generate_program
+
+    for n in range(2, max_ops + 1):
+        prog = generate_program(seed, max_ops=n, **options)
+        if fails(prog):
+            return prog
+    return None
+
+
+def regression_test_source(finding: Finding, test_name: str | None = None) -> str:
+    """A pytest function that replays ``finding`` from its program text."""
+    name = test_name or f"test_{finding.pass_name.lower()}_seed{finding.seed}"
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    program = finding.program.replace('"""', '\\"\\"\\"')
+    return (
+        f"def {name}():\n"
+        f"    # found by minitvm.testing.fuzz: [{finding.kind}] {finding.detail[:120]!r}\n"
+        f"    from minitvm import relay\n"
+        f"    from minitvm.testing.fuzz.differential import check_pass\n"
+        f"    from minitvm.testing.fuzz.generator import GeneratedProgram\n"
+        f"    mod = relay.parse(\"\"\"{program}\"\"\")\n"
+        f"    types = [(p.name_hint, p.type_annotation) for p in mod['main'].params]\n"
+        f"    prog = GeneratedProgram(mod, {finding.seed}, types)\n"
+        f"    assert check_pass(prog, {finding.pass_name!r}) == []\n")

@@ -63,9 +63,10 @@ def test_static_shapes():
             gv = bb.emit_output(bb.emit_te(_scale, bb.emit_te(_add, x, x)))
         bb.emit_func_output(gv)
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
-    a = np.random.rand(3, 5).astype("float32")
-    for _ in range(3):  # storage reused across calls must not corrupt results
-        np.testing.assert_allclose(vm["main"](a).numpy(), a * 6, rtol=1e-6)
+    inputs = [np.random.rand(3, 5).astype("float32") for _ in range(4)]
+    outs = [vm["main"](a) for a in inputs]  # results held while later calls run
+    for a, out in zip(inputs, outs, strict=True):
+        np.testing.assert_allclose(out.numpy(), a * 6, rtol=1e-6)
 
 
 @pytest.mark.parametrize("args, match", [
@@ -195,28 +196,124 @@ def test_unlowered_op_is_a_clear_error():
 
 
 def test_tvm_compile_alias_and_target_check():
-    assert tvm.compile is relax.build
+    ex = tvm.compile(_sym_module(), target="llvm")
+    assert isinstance(ex, relax.Executable)
+    a = np.ones((2, 4), "float32")
+    np.testing.assert_allclose(relax.VirtualMachine(ex, tvm.cpu())["main"](a, a).numpy(),
+                               np.full((2, 4), 7.0))
+    prim = _sym_module()["_add"]
+    lib = tvm.compile(prim)  # PrimFuncs only: a native module
+    out = np.empty((2, 4), "float32")
+    lib[lib.function_names[0]](a, a, out)
+    np.testing.assert_allclose(out, 2 * a)
     with pytest.raises(ValueError, match="only supports the 'llvm' target"):
         relax.build(_sym_module(), target="cuda")
 
 
 def test_100k_bindings_through_the_pipeline():
-    """A 100,000-binding chain builds (one kernel) and runs at the default recursion limit."""
+    """A 100,000-binding chain goes through the whole default pipeline (one kernel, marked
+    opaque so that fusion leaves the chain as it is) and runs at the default recursion limit."""
     limit = sys.getrecursionlimit()
     x = relax.Var("x", relax.TensorStructInfo([4], "float32"))
     bb = relax.BlockBuilder()
     length = 100_000
     with bb.function("main", [x]):
         with bb.dataflow():
-            v = x
-            for _ in range(length):
-                v = bb.emit_te(_add, v, x)
+            v = bb.emit_te(_add, x, x, primfunc_attrs={"op_pattern": 8})
+            first = bb.lookup_binding(v)
+            for _ in range(length - 1):
+                v = bb.emit(relax.op.call_tir(first.args[0], (v, x), first.sinfo_args[0]))
             gv = bb.emit_output(v)
         bb.emit_func_output(gv)
-    mod = bb.get()
-    ex = relax.build(mod, "llvm", pipeline=None)
+    ex = relax.build(bb.get(), "llvm")
     assert len(ex.kernels) == 1
     vm = relax.VirtualMachine(ex, tvm.cpu())
     a = np.ones(4, "float32")
     np.testing.assert_allclose(vm["main"](a).numpy(), a * (length + 1))
     assert sys.getrecursionlimit() == limit
+
+
+def test_closure_tir_vars_and_symbolic_prim_value():
+    """make_closure / invoke_closure, a kernel taking a symbolic scalar (call_te tir_vars), and
+    a symbolic R.prim_value handed to a packed function."""
+    seen = []
+    tvm.register_func("test_relax_vm.seen", lambda k: seen.append(k) or k, override=True)
+    n = tir.Var("n", "int64")
+    m = tir.Var("m", "int64")
+    bb = relax.BlockBuilder()
+    c = relax.Var("c", relax.TensorStructInfo([n], "float32"))
+    a = relax.Var("a", relax.TensorStructInfo([n], "float32"))
+    with bb.function("add_captured", [c, a]):
+        gv = bb.emit_te(_add, c, a)
+        add_captured = bb.emit_func_output(gv)
+    x = relax.Var("x", relax.TensorStructInfo([n], "float32"))
+    s = relax.Var("s", relax.ShapeStructInfo([m]))
+    with bb.function("main", [x, s]):
+        clo = bb.emit(relax.op.make_closure(add_captured, relax.Tuple([x])))
+        y = bb.emit(relax.op.invoke_closure(clo, relax.Tuple([x]),
+                                            relax.TensorStructInfo([n], "float32")))
+        # m is no input's dimension: the kernel receives it as a scalar (tir_vars)
+        z = bb.emit_te(lambda t: te.compute((m,), lambda i: t[i % n] + tir.Cast("float32", m),
+                                            name="plus_m"), y)
+        k = bb.emit(relax.Call(relax.ExternFunc("test_relax_vm.seen"), [relax.PrimValue(n)],
+                               sinfo_args=[relax.PrimStructInfo("int64")]))
+        bb.emit_func_output(relax.Tuple([z, k]))
+    mod = bb.get()
+    assert "tir_vars=R.shape([m])" in mod.script()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for rows in (3, 8):
+        v = np.random.rand(rows).astype("float32")
+        out = vm["main"](v, tvm.runtime.ShapeTuple([10]))
+        np.testing.assert_allclose(out[0].numpy(), np.resize(2 * v, 10) + 10, rtol=1e-6)
+        assert out[1] == rows
+    assert seen == [3, 8]
+    with pytest.raises(TypeError, match="param=s.*expected a shape"):
+        vm["main"](v, 10)
+
+
+def test_recursive_relax_function_runs_without_python_recursion():
+    """count(x, i) = count(x + 1, i - 1) if i > 0 else x, 5,000 calls deep."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo([], "float32"))
+    i = relax.Var("i", relax.TensorStructInfo([], "int64"))
+    gv_count = relax.GlobalVar("count")
+    gv_count._checked_type = relax.FuncStructInfo(
+        [x.struct_info, i.struct_info], relax.TensorStructInfo([], "float32"))
+    with bb.function("count_body", [x, i]):
+        cond = bb.emit_te(lambda t: te.compute((), lambda: t() > 0, name="positive"), i)
+        x1 = bb.emit_te(lambda t: te.compute((), lambda: t() + 1.0, name="inc"), x)
+        i1 = bb.emit_te(lambda t: te.compute((), lambda: t() - 1, name="dec"), i)
+        then = relax.SeqExpr([], bb.normalize(relax.Call(gv_count, [x1, i1])))
+        r = bb.emit(relax.If(cond, bb.normalize(then), bb.normalize(relax.SeqExpr([], x))))
+        gv = bb.emit_func_output(r)
+    mod = bb.get()
+    func = mod[gv]
+    mod.remove(gv)
+    mod[gv_count] = func.without_attr("global_symbol") if func.attrs else func
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    out = vm["count"](np.array(0.5, "float32"), np.array(5000, "int64"))
+    assert float(out.numpy()) == 5000.5
+
+
+def test_symbolic_dims_bound_from_a_call_result():
+    """A packed function returning a data-dependent shape binds its new symbolic variable; the
+    later allocation uses it, and a wrong rank from the function is a clear error."""
+    tvm.register_func("test_relax_vm.positives", lambda a: a[a > 0].copy(), override=True)
+    n = tir.Var("n", "int64")
+    k = tir.Var("k", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        p = bb.emit(relax.op.call_pure_packed("test_relax_vm.positives", x,
+                                              sinfo_args=relax.TensorStructInfo([k], "float32")))
+        y = bb.emit_te(_scale, p)
+        bb.emit_func_output(y)
+    ex = relax.build(bb.get(), "llvm")
+    assert "loc=call result, var=lv" in ex.as_text()
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    v = np.array([1.0, -2.0, 3.0, -4.0, 5.0], "float32")
+    np.testing.assert_allclose(vm["main"](v).numpy(), [3.0, 9.0, 15.0])
+    tvm.register_func("test_relax_vm.positives", lambda a: a.reshape(1, -1), override=True)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    with pytest.raises(ValueError, match="call result.*expected a tensor of rank 1, got rank 2"):
+        vm["main"](v)

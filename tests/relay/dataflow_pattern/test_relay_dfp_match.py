@@ -5,8 +5,23 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.relay.dataflow_pattern import (
-    DFPattern, DFPatternMatcher, FunctionPattern, dominates, has_attr, has_dtype, has_shape, has_type,
-    is_constant, is_expr, is_if, is_let, is_op, is_tuple, is_tuple_get_item, is_var, wildcard,
+    DFPattern,
+    DFPatternMatcher,
+    FunctionPattern,
+    dominates,
+    has_attr,
+    has_dtype,
+    has_shape,
+    has_type,
+    is_constant,
+    is_expr,
+    is_if,
+    is_let,
+    is_op,
+    is_tuple,
+    is_tuple_get_item,
+    is_var,
+    wildcard,
 )
 
 

@@ -6,7 +6,12 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.relay.dataflow_pattern import (
-    DFPatternCallback, is_constant, is_op, partition, rewrite, wildcard,
+    DFPatternCallback,
+    is_constant,
+    is_op,
+    partition,
+    rewrite,
+    wildcard,
 )
 
 

@@ -133,3 +133,16 @@ def test_deep_chain():
         assert isinstance(un_cps(cps), relay.Function)
     finally:
         gc.enable()
+
+
+def test_ToCPS_pass_on_a_module_with_globals():
+    mod = relay.fromtext(HIGHER_ORDER_PROGRAM)
+    out = ToCPS()(mod)
+    names = [g.name_hint for g in out.get_global_vars()]
+    assert {"sumlist_cps", "pow_cps"} <= set(names)
+    assert "sumlist_cps" not in [g.name_hint for g in mod.get_global_vars()]
+    assert len(out["main"].params) == 3  # x, y and the continuation
+    x = np.array([1.0, 2.0, 3.0])
+    y = np.array([0.5, -1.0, 2.0])
+    want = _run(mod, mod["main"], [x, y]).numpy()
+    np.testing.assert_allclose(_run(out, un_cps(out["main"]), [x, y]).numpy(), want)

@@ -131,6 +131,17 @@ OPS = [
     ("matmul", lambda x: relay.nn.matmul(x, relay.transpose(relay.cos(x)))),
     ("pad", lambda x: relay.multiply(relay.nn.pad(x, ((1, 0), (0, 2))), relay.const(
         np.arange(15.0).reshape(3, 5), "float64"))),
+    ("strided_slice", lambda x: relay.add(
+        relay.sum(relay.multiply(relay.strided_slice(x, [0, 1], [2, 3]),
+                                 relay.sin(relay.strided_slice(x, [0, 0], [2, 2])))),
+        relay.sum(relay.exp(relay.strided_slice(x, [1], [2], axes=[0]))))),
+    ("split", lambda x: relay.multiply(relay.split(x, 3, axis=1)[0],
+                                       relay.exp(relay.split(x, 3, axis=1)[2]))),
+    ("stack", lambda x: relay.multiply(relay.stack([x, relay.cos(x)], axis=1),
+                                       relay.const(np.arange(12.0).reshape(2, 2, 3), "float64"))),
+    ("layer_norm", lambda x: relay.multiply(relay.nn.layer_norm(
+        x, relay.cos(relay.sum(x, axis=[0])), relay.sin(relay.sum(x, axis=[0]))),
+        relay.const(np.arange(6.0).reshape(2, 3), "float64"))),
     ("where", lambda x: relay.where(relay.greater(x, relay.const(0.0, "float64")), x,
                                     relay.multiply(x, x))),
 ]
@@ -229,6 +240,12 @@ def test_errors():
                          else relay.nn.lrn(relay.reshape(x, (1, 2, 1, 1))))
     with pytest.raises(ValueError, match="has no registered gradient"):
         gradient(lrn, mode="first_order")
+    fn_param = relay.var("f", relay.FuncType([relay.TensorType((2,))], relay.TensorType((2,))))
+    with pytest.raises(TypeError, match="parameter %f has type fn"):
+        gradient(relay.Function([x, fn_param], relay.Call(fn_param, [x])))
+    r = relay.Function([x], relay.RefCreate(x))
+    with pytest.raises(TypeError, match="result must be a tensor or a tuple of tensors"):
+        gradient(r)
 
 
 @pytest.fixture

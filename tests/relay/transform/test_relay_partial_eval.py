@@ -168,3 +168,29 @@ def test_deep_chain():
         assert isinstance(out, relay.Function)
     finally:
         gc.enable()
+
+
+def test_higher_order_gradient_becomes_first_order():
+    """TVM's classic: gradient -> PartialEvaluate -> DCE leaves no closure or reference."""
+    from minitvm.relay.analysis import Feature, detect_feature
+
+    x = relay.var("x", T)
+    y = relay.var("y", T)
+    f = relay.Function([x, y], relay.multiply(relay.add(x, y), relay.exp(x)))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.transform.gradient(f)))
+    assert Feature.fRefCreate in detect_feature(mod["main"])
+    out = relay.transform.InferType()(PartialEvaluate()(mod))
+    out = relay.transform.DeadCodeElimination(inline_once=True, ignore_impurity=True)(out)
+    out = relay.transform.InferType()(out)
+    assert detect_feature(out["main"]) == {Feature.fVar, Feature.fOp, Feature.fCall,
+                                           Feature.fLet, Feature.fTuple, Feature.fFunction}
+    inner = []
+    relay.analysis.post_order_visit(out["main"].body, lambda e: inner.append(e)
+                                    if isinstance(e, relay.Function) else None)
+    assert not inner
+    args = [np.array([1.0, 2.0, 3.0], "float32"), np.array([0.5, -1.0, 2.0], "float32")]
+    want = _run(mod, mod["main"], args)
+    got = _run(out, out["main"], args)
+    for a, b in zip(want[1].fields, got[1].fields, strict=True):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)

@@ -5,7 +5,8 @@ importer is called.
 """
 
 from .aten import ATEN  # noqa: F401
+from .exported import from_exported_program  # noqa: F401
 from .fx import from_fx  # noqa: F401
 from .torchscript import from_pytorch  # noqa: F401
 
-__all__ = ["from_pytorch", "from_fx", "ATEN"]
+__all__ = ["from_pytorch", "from_fx", "from_exported_program", "ATEN"]

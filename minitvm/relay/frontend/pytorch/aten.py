@@ -634,3 +634,113 @@ def _upsample_nearest(ctx, args):
     else:
         sh, sw = scales
     return _nn.upsampling(x, sh, sw, method="nearest_neighbor")
+
+
+# ------------------------------------------------------------------ creation / masks
+def _value_dtype(dtype, values) -> str:
+    if isinstance(dtype, DType):
+        return str(dtype)
+    return "int64" if all(isinstance(v, int) for v in values) else "float32"
+
+
+@register("arange")
+def _arange(ctx, args):
+    n = len(args)
+    if n <= 5:
+        start, end, step, dtype = 0, args[0], 1, args[1] if n > 1 else None
+    elif n == 6:
+        start, end, step, dtype = args[0], args[1], 1, args[2]
+    else:
+        start, end, step, dtype = args[0], args[1], args[2], args[3]
+    vals = [_to_python(ctx, [v]) for v in (start, end, step)]
+    dt = _value_dtype(dtype, vals)
+    return _expr.const(np.arange(*vals).astype(dt), dt)
+
+
+def _full(shape, value, dtype):
+    dt = _value_dtype(dtype, [value])
+    return _expr.const(np.full([int(s) for s in shape], value, dtype=dt), dt)
+
+
+@register("zeros", "ones", "full", "new_zeros", "new_ones", "new_full", "empty")
+def _creation(ctx, args):
+    name = ctx.op_name
+    if name.startswith("new_"):
+        like, args = args[0], args[1:]
+        dtype = next((a for a in args[1:] if isinstance(a, DType)), DType(ctx.dtype(like)))
+    else:
+        dtype = next((a for a in args[1:] if isinstance(a, DType)), None)
+        dtype = dtype or DType("float32")
+    value = {"zeros": 0, "ones": 1, "empty": 0}.get(name.replace("new_", ""))
+    if value is None:
+        value = _to_python(ctx, [args[1]])
+    return _full(args[0], value, dtype)
+
+
+@register("zeros_like", "ones_like", "full_like")
+def _like(ctx, args):
+    x = args[0]
+    value = {"zeros_like": 0, "ones_like": 1}.get(ctx.op_name)
+    if value is None:
+        value = _to_python(ctx, [args[1]])
+    dtype = next((a for a in args[1:] if isinstance(a, DType)), DType(ctx.dtype(x)))
+    return _full(ctx.shape(x), value, dtype)
+
+
+@register("tril", "triu")
+def _tril(ctx, args):
+    x = args[0]
+    k = args[1] if len(args) > 1 and args[1] is not None else 0
+    s = ctx.shape(x)
+    ones = np.ones(s[-2:], dtype=bool)
+    mask = np.tril(ones, k) if ctx.op_name == "tril" else np.triu(ones, k)
+    return _op.where(_expr.const(mask), x, _expr.const(np.zeros((), ctx.dtype(x))))
+
+
+@register("argmax", "argmin")
+def _argmax(ctx, args):
+    x = args[0]
+    dim = args[1] if len(args) > 1 else None
+    keep = bool(args[2]) if len(args) > 2 else False
+    fn = _op.argmax if ctx.op_name == "argmax" else _op.argmin
+    out = fn(x, None if dim is None else [dim], keepdims=keep)
+    return _op.cast(out, "int64")
+
+
+@register("index_select")
+def _index_select(ctx, args):
+    x, dim, idx = args[:3]
+    return _op.take(x, idx, axis=_norm_dim(dim, len(ctx.shape(x))))
+
+
+@register("repeat")
+def _repeat(ctx, args):
+    x, reps = args[0], [int(r) for r in args[1]]
+    s = ctx.shape(x)
+    if len(reps) > len(s):
+        x = _op.reshape(x, (1,) * (len(reps) - len(s)) + s)
+    return _op.tile(x, reps)
+
+
+@register("flip")
+def _flip(ctx, args):
+    x = args[0]
+    nd = len(ctx.shape(x))
+    for d in args[1]:
+        x = _op.reverse(x, _norm_dim(d, nd))
+    return x
+
+
+@register("cumsum")
+def _cumsum(ctx, args):
+    x, dim = args[0], args[1]
+    s = ctx.shape(x)
+    dim = _norm_dim(dim, len(s))
+    dt = ctx.dtype(x)
+    n = s[dim]
+    tri = np.triu(np.ones((n, n), dtype=dt))  # out[..., j] = sum_{i <= j} x[..., i]
+    perm = [d for d in range(len(s)) if d != dim] + [dim]
+    moved = _op.transpose(x, perm) if dim != len(s) - 1 else x
+    flat = _op.reshape(moved, (-1, n))
+    out = _op.reshape(_nn.dense(flat, _expr.const(tri.T.copy())), tuple(s[d] for d in perm))
+    return out if dim == len(s) - 1 else _op.transpose(out, list(np.argsort(perm)))

@@ -1,8 +1,9 @@
-"""dyn.full, dyn.zeros, dyn.ones: tensors whose shape is a run-time tensor argument."""
+"""dyn.full, dyn.zeros, dyn.ones: tensors whose shape is a run-time tensor argument.
+
+Numpy references: ``minitvm.topi.reference.dyn``.
+"""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ....ir.op import OpPattern
 from ...expr import Call
@@ -31,24 +32,11 @@ def _init_rel(name):
     return rel
 
 
-def _full_ref(attrs, args, out_type):
-    fill, shape = args
-    return np.full(tuple(int(s) for s in np.asarray(shape)), np.asarray(fill),
-                   dtype=out_type.dtype)
-
-
-def _init_ref(value):
-    def ref(attrs, args, out_type):
-        return np.full(tuple(int(s) for s in np.asarray(args[0])), value, dtype=out_type.dtype)
-
-    return ref
-
-
-define_op("dyn.full", _full_rel, _full_ref, pattern=OpPattern.ELEMWISE, attrs_type=InitOpAttrs,
+define_op("dyn.full", _full_rel, pattern=OpPattern.ELEMWISE, attrs_type=InitOpAttrs,
           num_inputs=2, describe="A tensor filled with a scalar, of a run-time shape.")
-define_op("dyn.zeros", _init_rel("dyn.zeros"), _init_ref(0), pattern=OpPattern.ELEMWISE,
+define_op("dyn.zeros", _init_rel("dyn.zeros"), pattern=OpPattern.ELEMWISE,
           attrs_type=InitOpAttrs, num_inputs=1, describe="Zeros of a run-time shape.")
-define_op("dyn.ones", _init_rel("dyn.ones"), _init_ref(1), pattern=OpPattern.ELEMWISE,
+define_op("dyn.ones", _init_rel("dyn.ones"), pattern=OpPattern.ELEMWISE,
           attrs_type=InitOpAttrs, num_inputs=1, describe="Ones of a run-time shape.")
 
 

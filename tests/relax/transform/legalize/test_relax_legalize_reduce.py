@@ -61,3 +61,14 @@ def test_matmul_symbolic_and_out_dtype():
     check(lambda x, y: R.matmul(x, y, out_dtype="float32"),
           [tensor(a16.shape, "float16"), tensor(b16.shape, "float16")], [a16, b16],
           a16.astype("float32") @ b16.astype("float32"), rtol=1e-3, atol=1e-3)
+
+
+def test_linear_composite():
+    """``R.linear`` is permute_dims + matmul + add: three PrimFuncs, numerics as numpy."""
+    (n,) = sym("n")
+    x, w, b = rand((6, 5)), rand((3, 5)), rand((3,))
+    mod = check(lambda a, c, d: R.linear(a, c, d), [tensor([n, 5]), tensor(w.shape),
+                                                    tensor(b.shape)], [x, w, b], x @ w.T + b,
+                rtol=1e-4, atol=1e-5)
+    names = sorted(g.name_hint for g in mod.functions if g.name_hint != "main")
+    assert names == ["add", "matmul", "transpose"]

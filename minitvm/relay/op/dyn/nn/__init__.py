@@ -1,8 +1,7 @@
-"""dyn.nn.pad: padding whose widths (and value) are run-time tensors."""
+"""dyn.nn.pad: padding whose widths (and value) are run-time tensors (numpy reference in
+``minitvm.topi.reference.dyn``)."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from .....ir.op import OpPattern
 from ....expr import Call
@@ -24,15 +23,7 @@ def _pad_rel(arg_types, attrs):
     return any_shape(len(data.shape), data.dtype)
 
 
-def _pad_ref(attrs, args, out_type):
-    data, widths, value = (np.asarray(a) for a in args)
-    pairs = [tuple(int(w) for w in row) for row in widths]
-    if attrs.pad_mode == "constant":
-        return np.pad(data, pairs, constant_values=value.reshape(()).item())
-    return np.pad(data, pairs, mode={"edge": "edge", "reflect": "reflect"}[attrs.pad_mode])
-
-
-define_op("dyn.nn.pad", _pad_rel, _pad_ref, pattern=OpPattern.INJECTIVE, attrs_type=PadAttrs,
+define_op("dyn.nn.pad", _pad_rel, pattern=OpPattern.INJECTIVE, attrs_type=PadAttrs,
           num_inputs=3, describe="Pad by run-time widths.")
 
 

@@ -1,0 +1,1 @@
+"""External code generators (BYOC back ends) shared by the dialects."""

@@ -1,0 +1,53 @@
+"""torch.export ExportedProgram (a ``.pt2`` file) -> Relay, through the ATen FX importer.
+
+Parameters, buffers and lifted constants are embedded as constants; user inputs become Relay
+inputs named after the program's placeholders.
+"""
+
+from __future__ import annotations
+
+from ..common import ImportError_
+from .aten import torch_dtype
+from .fx import from_fx
+
+__all__ = ["from_exported_program"]
+
+
+def from_exported_program(ep, input_shapes: dict | None = None):
+    """Convert a ``torch.export.ExportedProgram`` (or a path to a saved ``.pt2``).
+
+    ``input_shapes`` overrides the shapes of user inputs (by placeholder name); by default the
+    example shapes recorded in the program are used.
+    """
+    import torch
+
+    if isinstance(ep, str) or hasattr(ep, "__fspath__"):
+        try:
+            ep = torch.export.load(ep)
+        except Exception as e:  # noqa: BLE001 - zip / pickle errors of a bad file
+            raise ImportError_(f"cannot read exported program {str(ep)!r}: "
+                               f"{type(e).__name__}: {e}") from e
+    if not isinstance(ep, torch.export.ExportedProgram):
+        raise TypeError(f"expected a torch.export.ExportedProgram or a .pt2 path, got "
+                        f"{type(ep).__name__}")
+    ep = ep.run_decompositions({})  # functional ATen ops (no in-place variants)
+    gm = ep.graph_module
+    specs = ep.graph_signature.input_specs
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    input_shapes = dict(input_shapes or {})
+    infos, constants = [], {}
+    state = dict(ep.state_dict)
+    state.update(getattr(ep, "constants", {}) or {})
+    for i, (spec, node) in enumerate(zip(specs, placeholders, strict=True)):
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            val = node.meta.get("val")
+            shape = input_shapes.get(node.name, tuple(int(d) for d in val.shape))
+            infos.append((node.name, tuple(shape), torch_dtype(val.dtype)))
+        else:
+            if spec.target not in state:
+                raise ImportError_(f"exported program input {spec.target!r} ({kind}) has no "
+                                   "value in its state dict")
+            infos.append(None)
+            constants[i] = state[spec.target]
+    return from_fx(gm, infos, constants)

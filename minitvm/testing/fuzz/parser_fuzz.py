@@ -1,0 +1,132 @@
+"""Mutation fuzzing of the Relay text parser: "a clear error or a module, never anything else".
+
+Texts of random programs are mutated (characters and tokens deleted, duplicated, swapped or
+replaced; numbers made huge, negative, fractional or out of range; brackets nested thousands
+deep; the metadata JSON damaged; the text truncated) and parsed. Allowed outcomes: a module, a
+``ParseError`` (syntax, with line and column) or the type checker's ``RelayTypeError`` (the text
+parsed but the program is ill-typed). Anything else — KeyError, RecursionError, OverflowError,
+a hang — is a failure.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from ...ir.diagnostics import RelayTypeError
+from ...relay.parser import ParseError, parse
+from .generator import generate_program
+
+_TOKENS = ["(", ")", "[", "]", "{", "}", ",", ";", "=", "%0", "%x0", "@main", "fn", "let",
+           "if", "else", "match", "meta", "Tensor", "float32", "int8", "?", "->", ".", "0",
+           "1.5", "-", "1e999", "300i8", "-1u8", "99999999999999999999", "axis=", "axis=1.5",
+           "/*", "*/", "//", '"', "#[metadata]", "#[version = \"0.0.5\"]", "free_var",
+           "Tensor[(2.5, 3), float32]", "float7", "ref(", "meta[relay.Constant][9]", "\n"]
+_NUMBERS = ["0", "-1", "1.5", "1e999", "1e-999", "99999999999999999999", "2.5", "300i8",
+            "-129i8", "65536u16", "1" * 5000, "0x10", "1e39f", "nan", "inf", "-0"]
+
+
+@dataclass
+class ParserFuzzReport:
+    """Counts of outcomes and the failing texts (at most ``keep`` of them)."""
+
+    total: int = 0
+    parsed: int = 0
+    parse_errors: int = 0
+    type_errors: int = 0
+    failures: list = field(default_factory=list)
+    slowest: float = 0.0
+
+    def __str__(self):
+        return (f"{self.total} mutated texts: {self.parsed} parsed, {self.parse_errors} "
+                f"ParseError, {self.type_errors} type errors, {len(self.failures)} failures "
+                f"(slowest parse {self.slowest:.2f} s)")
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """One to three random mutations of ``text``."""
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(10)
+        n = len(text)
+        i = rng.randrange(n + 1)
+        j = min(n, i + rng.randint(1, 20))
+        if kind == 0:
+            text = text[:i] + text[j:]
+        elif kind == 1:
+            text = text[:i] + rng.choice(_TOKENS) + text[i:]
+        elif kind == 2:
+            text = text[:i] + text[i:j] * rng.randint(2, 4) + text[j:]
+        elif kind == 3:  # replace a number
+            digits = [k for k, c in enumerate(text) if c.isdigit()]
+            if digits:
+                k = rng.choice(digits)
+                e = k
+                while e < n and (text[e].isalnum() or text[e] == "."):
+                    e += 1
+                text = text[:k] + rng.choice(_NUMBERS) + text[e:]
+        elif kind == 4:
+            text = text[: rng.randrange(n + 1)]
+        elif kind == 5:  # deep nesting
+            depth = rng.choice([50, 500, 3000])
+            open_, close = rng.choice([("(", ")"), ("[", "]"), ("{", "}"), ("(", ",)")])
+            text = text[:i] + open_ * depth + text[i:j] + close * depth + text[j:]
+        elif kind == 6:  # swap two spans
+            a, b = sorted(rng.sample(range(n + 1), 2)) if n > 1 else (0, 0)
+            text = text[:a] + text[b:b + 10] + text[a + 10:b] + text[a:a + 10] + text[b + 10:]
+        elif kind == 7:
+            text = text[:i] + chr(rng.randrange(32, 0x2FF)) + text[i:]
+        elif kind == 8:  # damage the metadata JSON
+            k = text.find("#[metadata]")
+            if k >= 0:
+                body = k + len("#[metadata]")
+                m = rng.randrange(body, len(text) + 1)
+                text = text[:m] + rng.choice(["[" * 5000, "}", '"x"', "null", "1e999",
+                                              '{"relay.Constant": 5}', ""]) + text[m + 1:]
+        else:
+            text = text.replace(rng.choice(["float32", "int32", "axis", "Tensor", "%x0"]),
+                                rng.choice(["float7", "int3", "axes", "Tensr", "%y"]), 1)
+    return text
+
+
+def check_text(text: str) -> tuple[str, BaseException | None]:
+    """``("parsed" | "parse_error" | "type_error" | "failure", exception)``."""
+    try:
+        parse(text)
+    except ParseError as err:
+        if not err.line:
+            return "failure", err  # a ParseError must say where
+        return "parse_error", err
+    except RelayTypeError as err:
+        return "type_error", err
+    except Exception as err:  # noqa: BLE001 - what the fuzzer looks for
+        return "failure", err
+    return "parsed", None
+
+
+def fuzz_parser(n: int, seed: int = 0, keep: int = 20, programs: int = 40) -> ParserFuzzReport:
+    """Parse ``n`` mutations of the texts of ``programs`` random programs."""
+    rng = random.Random(seed)
+    bases = [generate_program(seed * 1000 + k).mod.astext() for k in range(programs)]
+    bases.append('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32]) {\n'
+                 '  %0 = sum(%x, axis=[1]);\n  (%0, meta[relay.Constant][0])\n}\n#[metadata]\n'
+                 '{"relay.Constant": [{"type_key": "relay.Constant", "dtype": "float32", '
+                 '"shape": [], "data": "AACAfw=="}]}\n')
+    report = ParserFuzzReport()
+    for _ in range(n):
+        text = mutate(rng.choice(bases), rng)
+        t0 = time.perf_counter()
+        outcome, err = check_text(text)
+        report.slowest = max(report.slowest, time.perf_counter() - t0)
+        report.total += 1
+        if outcome == "parsed":
+            report.parsed += 1
+        elif outcome == "parse_error":
+            report.parse_errors += 1
+        elif outcome == "type_error":
+            report.type_errors += 1
+        elif len(report.failures) < keep:
+            report.failures.append((text, f"{type(err).__name__}: {str(err)[:300]}"))
+        else:
+            report.failures.append((None, type(err).__name__))
+    return report
