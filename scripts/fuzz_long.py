@@ -34,7 +34,12 @@ def run_programs(args, report):
     findings = []
     runs = builds = 0
     t0 = time.time()
+    done = 0
     for k in range(args.programs):
+        if args.time_budget and time.time() - t0 > args.time_budget:
+            print(f"  time budget reached after {k} programs", flush=True)
+            break
+        done = k + 1
         seed = args.seed + k
         prog = generate_program(seed, bounded=True)
         for name in names:
@@ -63,10 +68,10 @@ def run_programs(args, report):
                     f.pass_name += " [ieee]"
                     counts[(f.kind, f.pass_name)] += 1
                     findings.append(f)
-        if (k + 1) % 100 == 0:
+        if (k + 1) % 25 == 0:
             print(f"  {k + 1} programs, {time.time() - t0:.0f} s, findings "
                   f"{sum(counts.values())}", flush=True)
-    report["programs"] = {"count": args.programs, "passes": len(names), "pass_runs": runs,
+    report["programs"] = {"count": done, "passes": len(names), "pass_runs": runs,
                           "builds": builds, "seconds": round(time.time() - t0, 1),
                           "findings": {f"{k[0]} / {k[1]}": v for k, v in counts.items()}}
     return findings
@@ -83,6 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--known", action="append", default=[],
                     help="a pass whose findings are known bugs (repeatable)")
     ap.add_argument("--out", default="fuzz_long_report.json")
+    ap.add_argument("--time-budget", type=float, default=0,
+                    help="stop generating programs after this many seconds (0: no limit)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     report: dict = {"command": " ".join([os.path.basename(sys.argv[0])] + (argv or sys.argv[1:]))}

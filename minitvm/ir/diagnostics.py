@@ -112,8 +112,11 @@ def _dim_text(d) -> str:
     return str(d) if isinstance(d, int) else repr(d)
 
 
-def format_type(t) -> str:
-    """A type as Relay text (``Tensor[(1, 3), float32]``) without needing the printer."""
+def format_type(t, _depth: int = 0) -> str:
+    """A type as Relay text (``Tensor[(1, 3), float32]``) without needing the printer; what is
+    nested more than 100 levels deep prints as ``...`` (bounded recursion)."""
+    if _depth > 100:
+        return "..."
     if t is None:
         return "<untyped>"
     if isinstance(t, TensorType):
@@ -124,21 +127,21 @@ def format_type(t) -> str:
             dims += ","
         return f"Tensor[({dims}), {t.dtype}]"
     if isinstance(t, TupleType):
-        inner = ", ".join(format_type(f) for f in t.fields)
+        inner = ", ".join(format_type(f, _depth + 1) for f in t.fields)
         return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
     if isinstance(t, FuncType):
-        params = f"[{', '.join(format_type(p) for p in t.type_params)}]" if t.type_params else ""
-        args = ", ".join(format_type(a) for a in t.arg_types)
-        return f"fn {params}({args}) -> {format_type(t.ret_type)}"
+        params = f"[{', '.join(format_type(p, _depth + 1) for p in t.type_params)}]" if t.type_params else ""
+        args = ", ".join(format_type(a, _depth + 1) for a in t.arg_types)
+        return f"fn {params}({args}) -> {format_type(t.ret_type, _depth + 1)}"
     if isinstance(t, TypeVar | GlobalTypeVar):
         return t.name_hint
     if isinstance(t, IncompleteType):
         return "?"
     if isinstance(t, RelayRefType):
-        return f"ref({format_type(t.value)})"
+        return f"ref({format_type(t.value, _depth + 1)})"
     if isinstance(t, TypeCall):
-        args = ", ".join(format_type(a) for a in t.args)
-        return f"{format_type(t.func)}[{args}]"
+        args = ", ".join(format_type(a, _depth + 1) for a in t.args)
+        return f"{format_type(t.func, _depth + 1)}[{args}]"
     if isinstance(t, PrimType):
         return t.dtype
     return type(t).__name__

@@ -300,8 +300,8 @@ class TypeChecker:
         try:
             key = (rel, _attrs_key(call.attrs), tuple(arg_types))
             hit = _REL_CACHE.get(key)
-        except TypeError:  # unhashable attrs values
-            key, hit = None, None
+        except (TypeError, RecursionError):  # unhashable attrs values; a type nested
+            key, hit = None, None  # thousands deep (Type.__hash__ recurses): skip the cache
         if hit is not None:
             self._rel_fast[fast_key] = (hit, call.attrs, arg_types)
             return hit

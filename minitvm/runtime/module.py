@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import threading
 import zipfile
 
@@ -233,9 +234,22 @@ def _read_fallback(fmt_name: str, text: str, where: str):
         raise ValueError(f"{where}: cannot read the fallback kernel: {err}") from err
 
 
+_SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]{0,200}")
+
+
+def _check_symbol(ir: str, symbol, where: str) -> None:
+    """A symbol must be a plain identifier that the IR defines (LLVM aborts the process on
+    some malformed names, e.g. an empty one)."""
+    if not isinstance(symbol, str) or not _SYMBOL.fullmatch(symbol):
+        raise ValueError(f"{where}: symbol {symbol!r} is not a valid function name")
+    if not re.search(r"define [^\n]*@\"?" + re.escape(symbol) + r"\"?\(", ir):
+        raise ValueError(f"{where}: symbol {symbol!r} is not defined by its LLVM IR")
+
+
 def _compile_ir(ir: str, symbol: str, where: str):
     from . import jit
 
+    _check_symbol(ir, symbol, where)
     key = (symbol, ir)
     with _LOCK:
         hit = _IR_CACHE.get(key)
@@ -437,6 +451,7 @@ def load_module(path: str, fmt: str = ""):
         ir = text("entry.ll", where_meta)
         if ir is None:
             raise ValueError(f"load_module: {path!r} is damaged: entry.ll is missing")
+        _check_symbol(ir, symbol, f"load_module: {path!r} member 'entry.ll'")
         addrs = {k.symbol: k.address for k in kernels.values() if k.kind == "native"}
         try:
             compiled = jit.link_entry(ir, symbol, addrs)

@@ -2,11 +2,12 @@
 
 A PrimFunc from ``te.create_prim_func``, Relax's LegalizeOps or FuseTIR is a root block whose
 body is a sequence of loop nests, each running one ``T.block`` that stores one element of one
-buffer (a reduction block adds ``T.init``). ``analyze`` turns each such nest into a TE stage
-(a ``ComputeOp`` over the stages or placeholders it reads; a reduction block becomes a
-``te`` reduction) and recognizes GEMMs (``matmul`` / ``batch_matmul`` tags, as the rule table
-keys them). Statements it cannot raise are kept as they are; ``segments`` groups the top-level
-statements into runs of raised stages and kept statements, in program order.
+buffer (a reduction block adds ``T.init``). ``analyze_nest`` checks that a nest is such a
+block, ``raise_nest`` turns it into a TE stage (a ``ComputeOp`` over the stages or
+placeholders it reads; a reduction block becomes a ``te`` reduction) tagged by
+``raise_patterns.op_tag`` when it is a GEMM or a conv2d, as the rule table keys them.
+Statements it cannot raise are kept as they are; ``segments`` groups the top-level statements
+into runs of raised stages and kept statements, in program order.
 """
 
 from __future__ import annotations

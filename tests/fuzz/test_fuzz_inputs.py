@@ -57,3 +57,11 @@ def test_check_pass_command(tmp_path, capsys):
     from minitvm.testing.fuzz.check_pass import run_check_pass
 
     assert run_check_pass(f"{user}:MyBrokenSwap", programs=40, out=buf) == 1
+
+
+def test_executor_api_abuse_gives_clear_errors_or_correct_outputs():
+    from minitvm.testing.fuzz.executor_fuzz import fuzz_executor
+
+    report = fuzz_executor(600, seed=11)
+    assert report.ok > 100 and report.clear_errors > 100
+    assert not report.failures, report.failures[:3]

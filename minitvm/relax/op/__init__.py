@@ -21,4 +21,12 @@ from .create import (
 )
 from . import binary, unary, datatype, manipulate, index, linear_algebra, statistical, search
 from . import closure, create, nn
+from .scan import cumprod, cumsum
+from . import scan
+from . import image
+from .shape_tensor import shape_to_tensor, tensor_to_shape
+from .debug import assert_op, print  # noqa: A004 - TVM's name
+from . import shape_tensor, debug
+from .einsum import einsum
+from . import einsum as _einsum_module  # noqa: F401
 from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)

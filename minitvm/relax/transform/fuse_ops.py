@@ -407,6 +407,10 @@ class _Fusor(ExprMutator):
     def _emit_group(self, info: _GroupInfo, group: Group) -> None:
         gv, args = self.table.add(info, group.attrs)
         call = Call(gv, [self.visit_expr(a) for a in args])
+        # the function returns the group's outputs: the call has their struct info (in the
+        # caller's terms already, so nothing needs deriving)
+        sinfos = [o.struct_info for o in info.outputs]
+        call._struct_info = sinfos[0] if len(sinfos) == 1 else TupleStructInfo(sinfos)
         if len(info.outputs) == 1:
             out = info.outputs[0]
             if isinstance(out, DataflowVar):

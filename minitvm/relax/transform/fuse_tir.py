@@ -12,9 +12,11 @@ The fused PrimFunc runs the callees' bodies in binding order inside one root blo
   (a callee used twice stays SSA) and repeated block names numbered ``T_add_1``...;
 * a ``tir_vars`` shape parameter becomes scalar parameters after the outputs (``call_tir``'s
   convention) and the call passes them as ``tir_vars``.
-The pass then runs DeadCodeElimination (the callees and Primitive functions go) and, as TVM's
-DCE of that version does, binds a block output directly to the value of a dataflow variable
-that only feeds it (``lv = f(..); gv = lv`` becomes ``gv = f(..)``).
+Primitive functions with a ``Composite`` attribute (FuseOpsByPattern's, meant for an external
+codegen) are left as they are. The pass then runs DeadCodeElimination (the callees and the
+Primitive functions go) and, as TVM's DCE of that version does, binds a block output directly
+to the value of a dataflow variable that only feeds it (``lv = f(..); gv = lv`` becomes
+``gv = f(..)``; our DCE does not do this yet, so FuseTIR does it itself).
 """
 
 from __future__ import annotations
@@ -395,7 +397,8 @@ def elide_intermediate_dataflow_vars(func: Function) -> Function:
 def fuse_tir(mod: IRModule) -> tuple[IRModule, int]:
     """The pass body: the module with each Primitive function fused into a PrimFunc."""
     primitive = {gv: f for gv, f in mod.functions.items()
-                 if isinstance(f, Function) and _nonzero_attr(f, "Primitive")}
+                 if isinstance(f, Function) and _nonzero_attr(f, "Primitive")
+                 and "Composite" not in (f.attrs or {})}  # those go to external codegens
     if not primitive:
         return mod, 0
     mod = mod.shallow_copy()

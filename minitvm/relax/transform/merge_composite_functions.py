@@ -45,8 +45,10 @@ class _Grouper:
         self.groups: dict = {}
         self.codegen: dict = {}  # root group -> codegen (None: not offloaded)
         self.deps: dict = {}  # root group -> groups it uses directly
-        for b in block.bindings:
+        self.span: dict = {}  # root group -> (first, last) position of its bindings
+        for pos, b in enumerate(block.bindings):
             g = Group(OPAQUE, b.var)
+            self.span[g] = (pos, pos)
             cg = _codegen_of(mod, b.value)
             self.groups[b.var] = g
             self.codegen[g] = cg
@@ -65,13 +67,16 @@ class _Grouper:
             g.find_root().attrs = {"Codegen": cg}
 
     def _reaches(self, start, target, skip) -> bool:
-        """Whether ``target`` is reachable from ``start`` through dependencies."""
+        """Whether ``target`` is reachable from ``start`` through dependencies. A group that
+        depends on ``target`` has a binding after ``target``'s first one, so groups ending
+        before it are not explored (keeps a long chain linear)."""
+        first = self.span[target][0]
         stack, seen = [start], set()
         while stack:
             g = stack.pop().find_root()
             if g is target:
                 return True
-            if g in seen:
+            if g in seen or self.span[g][1] < first:
                 continue
             seen.add(g)
             stack.extend(d for d in self.deps.get(g, ()) if d.find_root() is not skip)
@@ -89,6 +94,8 @@ class _Grouper:
     def _merge(self, child, parent) -> None:
         child.parent = parent
         parent.num_nodes += child.num_nodes
+        (a, b), (c, d) = self.span.pop(child), self.span[parent]
+        self.span[parent] = (min(a, c), max(b, d))
         self.deps[parent] = {d.find_root() for d in self.deps[parent] | self.deps.pop(child)
                              if d.find_root() is not parent}
 

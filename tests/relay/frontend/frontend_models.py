@@ -163,3 +163,43 @@ def bert_layer(hidden: int = 64, heads: int = 4, ffn: int = 256):
 
     torch.manual_seed(0)
     return BertLayer().eval()
+
+
+def gpt(vocab: int = 100, dim: int = 32, heads: int = 4, layers: int = 2, ctx: int = 16):
+    """A GPT-2-shaped decoder: token + position embeddings (arange), causal mask from a tril
+    buffer with masked_fill(-inf), tanh-GELU MLP, tied-free LM head."""
+    import math
+
+    import torch
+    from torch import nn
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(ctx, dim)
+            self.blocks = nn.ModuleList(nn.ModuleDict(dict(
+                ln1=nn.LayerNorm(dim), attn=nn.Linear(dim, 3 * dim), proj=nn.Linear(dim, dim),
+                ln2=nn.LayerNorm(dim), fc=nn.Linear(dim, 4 * dim), out=nn.Linear(4 * dim, dim)))
+                for _ in range(layers))
+            self.lnf = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, vocab, bias=False)
+            self.register_buffer("mask", torch.tril(torch.ones(ctx, ctx)).view(1, 1, ctx, ctx))
+
+        def forward(self, idx):
+            b, t = idx.shape
+            pos = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
+            x = self.tok(idx) + self.pos(pos)
+            hs = dim // heads
+            for blk in self.blocks:
+                q, k, v = blk["attn"](blk["ln1"](x)).split(dim, dim=2)
+                q, k, v = (z.view(b, t, heads, hs).transpose(1, 2) for z in (q, k, v))
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+                att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+                y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, dim)
+                x = x + blk["proj"](y)
+                x = x + blk["out"](nn.functional.gelu(blk["fc"](blk["ln2"](x)),
+                                                      approximate="tanh"))
+            return self.head(self.lnf(x))
+
+    torch.manual_seed(0)
+    return GPT().eval()

@@ -214,6 +214,23 @@ CASES = {
                    [("x", F, [3, 1])], [("y", F, None)],
                    [("s", np.array([2, 3, 4], "int64")), ("z", np.zeros(1, "float32"))]),
         {"x": rand(3, 1)}),
+    "einsum_attention": (
+        _single("Einsum", [("q", F, [2, 3, 4, 5]), ("k", F, [2, 3, 6, 5])], [("y", F, None)],
+                {"equation": "bhqd,bhkd->bhqk"}, opset=12),
+        {"q": rand(2, 3, 4, 5), "k": rand(2, 3, 6, 5)}),
+    "einsum_ellipsis_broadcast": (
+        _single("Einsum", [("a", F, [2, 1, 3, 4]), ("b", F, [2, 5, 4, 2])], [("y", F, None)],
+                {"equation": "...ij,...jk->...ik"}, opset=12),
+        {"a": rand(2, 1, 3, 4), "b": rand(2, 5, 4, 2)}),
+    "einsum_three_operands_implicit": (
+        make_model([helper.make_node("Einsum", ["a", "b", "c"], ["y"], equation="bn,anm,bm")],
+                   [("a", F, [2, 3]), ("b", F, [4, 3, 5]), ("c", F, [2, 5])], [("y", F, None)],
+                   opset=12),
+        {"a": rand(2, 3), "b": rand(4, 3, 5), "c": rand(2, 5)}),
+    "einsum_batch_diagonal": (
+        _single("Einsum", [("a", F, [2, 3, 3])], [("y", F, None)], {"equation": "...ii->...i"},
+                opset=12),
+        {"a": rand(2, 3, 3)}),
     "depth_to_space_crd": (
         _single("DepthToSpace", [("x", F, [1, 8, 2, 3])], [("y", F, None)],
                 {"blocksize": 2, "mode": "CRD"}),

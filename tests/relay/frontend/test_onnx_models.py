@@ -72,3 +72,22 @@ def test_matches_onnxruntime_on_the_same_file():
     mod, params = relay.frontend.from_onnx(proto)
     out = build_and_run(mod, params, {"data": x.numpy()})[0]
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_gpt_shaped_with_dynamic_axes():
+    from frontend_models import gpt
+
+    model = gpt()
+    idx = torch.randint(0, 100, (2, 16))
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (idx,), buf, opset_version=17, input_names=["idx"],
+                          dynamo=False, dynamic_axes={"idx": {0: "B", 1: "T"}})
+    proto = onnx.load_from_string(buf.getvalue())
+    with pytest.raises(relay.frontend.ImportError_, match="dynamic dimensions"):
+        relay.frontend.from_onnx(proto)
+    mod, params = relay.frontend.from_onnx(proto, shape={"idx": (2, 16)})
+    out = build_and_run(mod, params, {"idx": idx.numpy()})[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(out, model(idx).numpy(), rtol=1e-4, atol=1e-4)

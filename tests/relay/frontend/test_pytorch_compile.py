@@ -108,3 +108,10 @@ def test_new_shapes_are_compiled_per_shape():
             x = torch.randn(batch, 6)
             torch.testing.assert_close(c(x), model(x), rtol=1e-4, atol=1e-4)
     assert torch_backend.fallback_reasons == []
+
+
+def test_gpt_shaped_matches_eager():
+    from frontend_models import gpt
+
+    compiled_matches_eager(gpt(), (torch.randint(0, 100, (2, 16)),))
+    assert torch_backend.fallback_reasons == []

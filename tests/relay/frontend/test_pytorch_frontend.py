@@ -74,6 +74,7 @@ OPS = {
     "softmax_dim1": lambda x: torch.softmax(x, dim=1) - 1.0,
     "masked_fill": lambda x: x.masked_fill(x < 0, -1.0),
     "size_arithmetic": lambda x: x.view(x.size(0) * x.size(1), -1),
+    "einsum": lambda x: torch.einsum("bij,bkj->bik", x, x),
 }
 
 
@@ -131,3 +132,25 @@ def test_structure_of_linear_relu():
         relay.Function([x], relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b,
                                                             axis=-1)))))
     assert tvm.ir.structural_equal(mod["main"], expected["main"], map_free_vars=True)
+
+
+def test_gpt_shaped_traced():
+    from frontend_models import gpt
+
+    model = gpt()
+    idx = torch.randint(0, 100, (2, 16))
+    ts = torch.jit.trace(model, (idx,))
+    mod, params = relay.frontend.from_pytorch(ts, [("idx", ((2, 16), "int64"))])
+    out = build_and_run(mod, params, {"idx": idx.numpy()})[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(out, model(idx).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("arange_cumsum", lambda x: torch.cumsum(x, 1) + torch.arange(6.0)),
+    ("tril_argmax", lambda x: torch.tril(x[0]).argmax(-1).float()),
+    ("repeat_flip", lambda x: x.repeat(1, 2, 1).flip([1])),
+    ("zeros_like_full", lambda x: torch.zeros_like(x) + torch.full((6,), 2.0)),
+])
+def test_creation_and_scan_ops(name, fn):
+    import_and_compare(Wrap(fn).eval(), (torch.randn(2, 4, 6),), ["x"], compiled=False)

@@ -123,10 +123,10 @@ def test_forward_into_every_conv_reading_the_scaled_value():
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
 
 
-def test_forward_through_global_pool_and_flatten_into_dense():
+def test_forward_stops_at_global_pool_and_flatten_as_in_tvm():
+    """TVM has no forward rule for global_avg_pool2d / batch_flatten: the scale stays."""
     x = relay.var("x", shape=(1, 4, 5, 5))
     y = relay.nn.relu(relay.add(relay.multiply(x, _c(4, 1, 1, positive=True)), _c(4, 1, 1)))
     z = relay.nn.dense(relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y)), _c(3, 4))
-    mod, out = _run(relay.Function([x], z), relay.transform.FoldScaleAxis())
-    assert _multiplies(out) == 0
-    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+    mod, out = _run(relay.Function([x], z), relay.transform.ForwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])

@@ -7,3 +7,7 @@ from .nn import (
     log_softmax, pad, relu, relu6, rms_norm, silu, softmax,
 )
 from ..linear_algebra import linear
+from .conv3d import conv3d
+from .pooling_nd import (
+    adaptive_avg_pool1d, adaptive_avg_pool3d, avg_pool1d, avg_pool3d, max_pool1d, max_pool3d,
+)

@@ -111,7 +111,9 @@ class _Legalizer(NormalizingMutator):
                               "are left as they are", stacklevel=2)
             return call
         self.builder_.normalize(call)
-        if not has_known_shapes(call):
+        # TVM's ``RequiresArgumentShapes`` (default true): shape conversions lower without them
+        if call.op.get_attr("RequiresArgumentShapes") is not False and \
+                not has_known_shapes(call):
             return call
         key = self._key(call)
         hit = self.cache.get(key) if key is not None else None

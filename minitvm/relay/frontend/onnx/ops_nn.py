@@ -328,3 +328,10 @@ def _hardmax(ctx, ins, attrs):
     hot = _op.one_hot(idx, ctx.const(np.array(1, dt)), ctx.const(np.array(0, dt)), cols, 1, dt)
     return _op.reshape(hot, shape)
 
+
+
+@register("Einsum")
+def _einsum(ctx, ins, attrs):
+    from ..einsum import einsum
+
+    return einsum(attrs["equation"], list(ins))

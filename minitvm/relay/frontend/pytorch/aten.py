@@ -79,7 +79,8 @@ def _is_expr(v) -> bool:
 
 
 def _scalar_like(ctx, value, like):
-    return _expr.const(np.array(value, dtype=ctx.dtype(like)))
+    dt = ctx.dtype(like)
+    return _expr.const(np.array(value, dtype=dt), dt)
 
 
 def _pair(ctx, a, b):
@@ -263,8 +264,8 @@ def _batch_norm(ctx, args):
         raise ctx.fail("batch norm in training mode is not supported (call model.eval())")
     c = ctx.shape(x)[1]
     dt = ctx.dtype(x)
-    w = w if w is not None else _expr.const(np.ones(c, dt))
-    b = b if b is not None else _expr.const(np.zeros(c, dt))
+    w = w if w is not None else _expr.const(np.ones(c, dt), dt)
+    b = b if b is not None else _expr.const(np.zeros(c, dt), dt)
     out = _nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=float(eps))[0]
     return out if name == "batch_norm" else (out, None, None)
 
@@ -276,8 +277,8 @@ def _layer_norm(ctx, args):
     dt = ctx.dtype(x)
     k = len(shape)
     if k == 1:
-        w = w if w is not None else _expr.const(np.ones(xs[-1], dt))
-        b = b if b is not None else _expr.const(np.zeros(xs[-1], dt))
+        w = w if w is not None else _expr.const(np.ones(xs[-1], dt), dt)
+        b = b if b is not None else _expr.const(np.zeros(xs[-1], dt), dt)
         out = _nn.layer_norm(x, w, b, axis=-1, epsilon=float(eps))
     else:
         axes = list(range(len(xs) - k, len(xs)))
@@ -694,7 +695,8 @@ def _tril(ctx, args):
     s = ctx.shape(x)
     ones = np.ones(s[-2:], dtype=bool)
     mask = np.tril(ones, k) if ctx.op_name == "tril" else np.triu(ones, k)
-    return _op.where(_expr.const(mask), x, _expr.const(np.zeros((), ctx.dtype(x))))
+    dt = ctx.dtype(x)
+    return _op.where(_expr.const(mask), x, _expr.const(np.zeros((), dt), dt))
 
 
 @register("argmax", "argmin")
@@ -744,3 +746,10 @@ def _cumsum(ctx, args):
     flat = _op.reshape(moved, (-1, n))
     out = _op.reshape(_nn.dense(flat, _expr.const(tri.T.copy())), tuple(s[d] for d in perm))
     return out if dim == len(s) - 1 else _op.transpose(out, list(np.argsort(perm)))
+
+
+@register("einsum")
+def _einsum(ctx, args):
+    from ..einsum import einsum
+
+    return einsum(args[0], list(args[1]))

@@ -103,6 +103,11 @@ def test_patterns_make_composite_functions():
     assert_same_results(before, after, "main", *inputs(), rtol=1e-5)
 
 
+def test_fuse_tir_leaves_composite_functions_to_their_codegen():
+    composite = rt.FuseOpsByPattern(PATTERNS)(parse(BEFORE))
+    tvm.ir.assert_structural_equal(rt.FuseTIR()(composite), composite)
+
+
 def test_check_callback_and_annotations_can_refuse_a_match():
     seen = []
 
