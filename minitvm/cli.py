@@ -40,6 +40,12 @@ def _cmd_check_pass(args) -> int:
                           max_ops=args.max_ops)
 
 
+def _cmd_cache(args) -> int:
+    from .cli_cache import cmd_cache
+
+    return cmd_cache(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minitvm", description=__doc__)
     sub = p.add_subparsers(dest="command")
@@ -74,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--max-ops", type=int, default=14)
     cp.add_argument("--no-round-trip", action="store_true",
                     help="skip the print/parse round trip of the output")
+    from .cli_cache import add_parser as add_cache_parser
+
+    add_cache_parser(sub)
     return p
 
 
@@ -87,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_command(args.model_handlers[cmd], args)
     handler = {"example": _cmd_example, "passes": _cmd_passes, "reproduce": _cmd_reproduce,
-               "bisect": _cmd_bisect, "check-pass": _cmd_check_pass}[cmd]
+               "bisect": _cmd_bisect, "check-pass": _cmd_check_pass,
+               "cache": _cmd_cache}[cmd]
     return handler(args) or 0
 
 

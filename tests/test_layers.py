@@ -20,7 +20,7 @@ ROOT = pathlib.Path(minitvm.__file__).parent
 TIERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
-    {"cli_passes", "cli_model", "compat", "parser", "testing"},
+    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing"},
     {"script"},
     {"relay", "relax"},
     {"backend"},

@@ -3,5 +3,6 @@ cache, TE -> native kernel compilation, static memory planning, the whole-graph 
 
 from .options import lowering_options
 from .kernel_cache import clear_cache
+from . import disk_cache, parallel_compile
 from .compile import compile_te
 from . import aot, memory_plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..codegen.build import compile_prim_func
 from ..runtime.module import Kernel
 from ..schedule import LoweringError, LoweringOptions, lower_te
+from .disk_cache import active_cache
 
 
 def compile_te(inputs, consts, outputs, name: str, options: LoweringOptions,
@@ -19,7 +20,7 @@ def compile_te(inputs, consts, outputs, name: str, options: LoweringOptions,
     prim, ws = lower_te(list(inputs) + [c[0] for c in consts], outputs, name,
                         prepack=const_inputs, packs=packs, options=options)
     try:
-        kernel, ir_text = compile_prim_func(prim, name)
+        kernel, ir_text = compile_prim_func(prim, name, object_cache=active_cache())
     except (ValueError, NotImplementedError, KeyError) as err:
         raise LoweringError(f"codegen failed: {err}") from err
     compiled = kernel._compiled

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import threading
 
 from ..runtime import jit
@@ -59,9 +60,13 @@ def _target_ok(target) -> None:
 
 
 def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
-                      opt_level: int = 3, auto_parallel: bool = True
+                      opt_level: int = 3, auto_parallel: bool = True, object_cache=None
                       ) -> tuple[KernelFunction, str]:
-    """Compile one PrimFunc (through the cache); return its callable and its LLVM IR."""
+    """Compile one PrimFunc (through the cache); return its callable and its LLVM IR.
+
+    ``object_cache``: an on-disk cache (``get(key) -> (object, ir) | None``, ``put(key, object,
+    ir)``; see ``backend.disk_cache``) consulted on an in-process miss, before generating IR.
+    """
     verify_well_formed(func)
     if auto_parallel:
         func = parallelize_outer_loops(func)
@@ -73,6 +78,8 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
         hit = _CACHE.get(key)
         if hit is not None:
             _STATS["hits"] += 1
+    if hit is None and object_cache is not None:
+        hit = _load_cached_object(object_cache, key, opt_level)
     if hit is None:
         symbol = "mtvm_" + key[:20]
         cg = CodeGenLLVM(func, symbol, fast_math=fast_math,
@@ -83,7 +90,11 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
         gc.disable()  # codegen builds many cyclic llvmlite objects; collecting them is O(n^2)
         try:
             ir_text = cg.generate()
-            compiled = jit.compile_ir(ir_text, symbol, opt_level)
+            if object_cache is None:
+                compiled = jit.compile_ir(ir_text, symbol, opt_level)
+            else:
+                compiled, obj = jit.compile_ir_to_object(ir_text, symbol, opt_level)
+                object_cache.put(_disk_key(key), obj, ir_text)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -93,6 +104,44 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
             _STATS["misses"] += 1
     compiled, ir_text = hit
     return KernelFunction(name, KernelSignature(func, name), compiled.address, compiled), ir_text
+
+
+# ------------------------------------------------------------------ on-disk object cache
+_FINGERPRINT: list[str] = []
+
+
+def _disk_key(key: str) -> str:
+    """The on-disk key: the in-process key plus what else shapes the object code (host CPU,
+    LLVM, and the code generator's own sources, so an edited code generator never reuses
+    stale objects)."""
+    if not _FINGERPRINT:
+        h = hashlib.sha256(jit.object_fingerprint().encode())
+        root = os.path.dirname(os.path.abspath(__file__))
+        files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+                       if f.endswith(".py"))
+        for path in [*files, jit.__file__]:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        _FINGERPRINT.append(h.hexdigest())
+    return f"{key}|{_FINGERPRINT[0]}"
+
+
+def _load_cached_object(object_cache, key: str, opt_level: int):
+    """(compiled, ir_text) from the on-disk cache, or None (absent, corrupt or unloadable)."""
+    entry = object_cache.get(_disk_key(key))
+    if entry is None:
+        return None
+    obj, ir_text = entry
+    try:
+        compiled = jit.load_object(obj, "mtvm_" + key[:20], ir_text, opt_level,
+                                   jit.external_symbols(ir_text))
+    except (ValueError, RuntimeError):
+        return None
+    hit = (compiled, ir_text)
+    with _LOCK:
+        _CACHE.setdefault(key, hit)
+        _STATS["misses"] += 1
+    return hit
 
 
 def build(inputs, target="llvm", name: str | None = None, fast_math: bool = False,

@@ -32,6 +32,7 @@ from .expr import (
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
+    PrimStructInfo,
     StructInfo,
     TupleStructInfo,
 )
@@ -348,8 +349,7 @@ class BlockBuilder:
         if not outputs or not all(isinstance(t, Tensor) for t in outputs):
             raise TypeError("call_te: the te function must return a te.Tensor or a list of "
                             f"them, got {type(out).__name__}")
-        extra = te_bridge.unbound_tir_vars(te_inputs, outputs)
-        prim = te_bridge.make_te_prim_func(te_inputs, outputs, extra)
+        prim, extra = te_bridge.make_te_prim_func(te_inputs, outputs)
         if primfunc_attrs:
             prim = prim.with_attr(dict(primfunc_attrs))
         if name_hint is None:
@@ -441,6 +441,8 @@ class BlockBuilder:
                         break
             if f is not None and getattr(f, "_checked_type", None) is not None:
                 return f._checked_type
+            if f is not None and hasattr(f, "buffer_map"):  # a PrimFunc called directly
+                return _prim_func_struct_info(f)
             return FuncStructInfo.opaque_func()
         if isinstance(e, Var):
             raise ValueError(f"variable {e.name_hint!r} has no struct info")
@@ -463,10 +465,26 @@ class BlockBuilder:
         if fsinfo.is_opaque():
             if fsinfo.derive_func is not None:
                 return fsinfo.derive_func(call, self)
+            if call.sinfo_args:  # an ExternFunc / opaque callee: the call states its result
+                sargs = list(call.sinfo_args)
+                return sargs[0] if len(sargs) == 1 else TupleStructInfo(sargs)
             return fsinfo.ret
         from .analysis import derive_call_ret_struct_info
 
         return derive_call_ret_struct_info(fsinfo, call, self)
+
+
+def _prim_func_struct_info(f) -> FuncStructInfo:
+    """What a direct call of PrimFunc ``f`` returns, as TVM infers it: nothing (an empty tuple,
+    the destination-passing calls CallTIRRewrite makes) or its scalar return type."""
+    from ..ir.type import PrimType, TupleType
+
+    ret = f.ret_type
+    if isinstance(ret, PrimType):
+        return FuncStructInfo.opaque_func(ret=PrimStructInfo(ret.dtype))
+    if ret is None or (isinstance(ret, TupleType) and not ret.fields):
+        return FuncStructInfo.opaque_func(ret=TupleStructInfo([]))
+    return FuncStructInfo.opaque_func()
 
 
 def _post_order(root) -> list:

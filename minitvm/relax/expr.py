@@ -428,7 +428,20 @@ class ExternFunc(BaseFunc, Expr):
         self.attrs = None
         from .struct_info import FuncStructInfo
 
-        self._struct_info = struct_info or FuncStructInfo.opaque_func()
+        self._struct_info = struct_info or FuncStructInfo.opaque_func(
+            derive_func=infer_by_sinfo_args)
+
+
+def infer_by_sinfo_args(call, ctx=None):
+    """TVM's ``tvm.relax.struct_info.infer_by_sinfo_args``: a call of an opaque packed function
+    returns the struct info its ``sinfo_args`` state (an Object when none)."""
+    from .struct_info import ObjectStructInfo, TupleStructInfo
+
+    if not call.sinfo_args:
+        return ObjectStructInfo()
+    if len(call.sinfo_args) == 1:
+        return call.sinfo_args[0]
+    return TupleStructInfo(list(call.sinfo_args))
 
 
 def get_shape_of(expr: Expr) -> Expr:

@@ -23,6 +23,8 @@ def as_dim(d) -> PrimExpr:
         raise TypeError(f"a shape dimension cannot be a bool, got {d!r}")
     if isinstance(d, int):
         return IntImm("int64", d)
+    if isinstance(d, IntImm) and d.dtype in ("int32", "int16", "int8"):
+        return IntImm("int64", d.value)  # as TVM's ShapeExpr: constant dims are int64
     if isinstance(d, PrimExpr):
         return d
     if hasattr(d, "__index__"):

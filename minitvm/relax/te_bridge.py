@@ -85,21 +85,43 @@ def _shape_vars(tensors) -> list:
     return out
 
 
-def unbound_tir_vars(te_inputs, outputs) -> list:
-    """Symbolic vars in the outputs' shapes that no input shape defines (TVM's tir_vars)."""
+def unbound_tir_vars(te_inputs, outputs, body=None) -> list:
+    """Symbolic vars the PrimFunc must take as scalar parameters (TVM's ``tir_vars``): those in
+    the outputs' shapes that no input shape defines, then those the compute body (``body``, the
+    statement ``te.create_prim_func`` made) uses without any shape defining them — a step or
+    offset given as a ``tir.Var`` or a ``R.prim_value``, in first-use order."""
     bound = {id(v) for v in _shape_vars(te_inputs)}
-    return [v for v in _shape_vars(outputs) if id(v) not in bound]
+    extra = [v for v in _shape_vars(outputs) if id(v) not in bound]
+    if body is not None:
+        from ..tir.analysis.verify_well_formed import undefined_vars
+
+        defs = [*_shape_vars([*te_inputs, *outputs]), *extra]
+        known = {id(v) for v in defs}
+        for v in undefined_vars(body, defs):
+            if id(v) in known or v.dtype == "handle":
+                continue
+            if not v.dtype.startswith(("int", "uint")):
+                raise TypeError(f"emit_te/call_te: the compute uses variable {v.name!r} of "
+                                f"dtype {v.dtype}, which no shape defines; only integer "
+                                "variables can be passed as tir_vars")
+            known.add(id(v))
+            extra.append(v)
+    return extra
 
 
-def make_te_prim_func(te_inputs, outputs, extra_vars) -> PrimFunc:
-    """The PrimFunc ``(inputs..., outputs..., extra scalar vars...)`` (private, noalias)."""
+def make_te_prim_func(te_inputs, outputs, extra_vars=None) -> tuple[PrimFunc, list]:
+    """The PrimFunc ``(inputs..., outputs..., scalar vars...)`` (private, noalias) and its scalar
+    vars: ``extra_vars`` when given, else :func:`unbound_tir_vars` of the compute."""
     from ..te import create_prim_func
 
     f = create_prim_func([*te_inputs, *outputs])
+    if extra_vars is None:
+        extra_vars = unbound_tir_vars(te_inputs, outputs, f.body)
     params = list(f.params) + list(extra_vars)
     attrs = {"tir.noalias": True}
     f = PrimFunc(params, f.body, f.ret_type, f.buffer_map, attrs)
-    return _renew_shape_vars(f, [*_shape_vars([*te_inputs, *outputs]), *extra_vars])
+    return (_renew_shape_vars(f, [*_shape_vars([*te_inputs, *outputs]), *extra_vars]),
+            list(extra_vars))
 
 
 def _renew_shape_vars(f: PrimFunc, shape_vars) -> PrimFunc:

@@ -346,8 +346,15 @@ class TypeSolver:
         return TensorType(dims, a.dtype) if changed else a
 
     def _unify_func(self, a: FuncType, b: FuncType):
-        if len(a.type_params) != len(b.type_params):
-            raise UnifyError(a, b, "different numbers of type parameters")
+        if len(a.type_params) < len(b.type_params):
+            a, b = b, a
+        if len(a.type_params) > len(b.type_params):
+            # As TVM: the more polymorphic side's first type params take the other's, the rest
+            # become fresh incomplete types (``fn[A](A) -> A`` unifies with ``fn(B) -> B``).
+            extra = {p: IncompleteType() for p in a.type_params[len(b.type_params):]}
+            keep = list(a.type_params[:len(b.type_params)])
+            a = FuncType([substitute(t, extra) for t in a.arg_types],
+                         substitute(a.ret_type, extra), keep, a.type_constraints)
         if b.type_params:
             b = FuncType([substitute(t, dict(zip(b.type_params, a.type_params)))
                           for t in b.arg_types],

@@ -74,9 +74,8 @@ class GraphModule:
     """The graph executor module (``tvm.contrib.graph_executor.GraphModule``)."""
 
     def __init__(self, module, dev=None):
-        if isinstance(module, GraphModule):
+        if isinstance(module, GraphModule):  # GraphModule(lib["default"](dev)): same storage
             self.__dict__.update(module.__dict__)
-            self._fresh_states()
             return
         if isinstance(module, GraphExecutorFactoryModule):
             module = GraphModule.from_factory(module, dev)

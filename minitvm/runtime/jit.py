@@ -10,12 +10,14 @@ host CPU; a cached object is loaded into MCJIT without running LLVM's optimizer 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
 
 import llvmlite
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi as _ffi
 
 from . import threadpool
 
@@ -58,18 +60,118 @@ def optimize(mod, tm, opt: int = 3) -> None:
 
 
 class CompiledObject:
-    """A finalized MCJIT engine holding one kernel; keeps the engine alive."""
+    """A finalized MCJIT engine holding one kernel; keeps the engine alive.
 
-    __slots__ = ("engine", "address", "py_address", "symbol", "optimized_ir", "from_disk")
+    ``optimized_ir`` is the LLVM IR after optimization; for code loaded from object files it is
+    recomputed from ``source_ir`` on first use (when that was given).
+    """
 
-    def __init__(self, engine, address: int, symbol: str, optimized_ir: str | None, from_disk):
+    __slots__ = ("engine", "address", "py_address", "symbol", "_optimized_ir", "from_disk",
+                 "source_ir", "opt")
+
+    def __init__(self, engine, address: int, symbol: str, optimized_ir: str | None, from_disk,
+                 source_ir: str | None = None, opt: int = 3):
         self.engine = engine
         self.address = address
         # the tuple-of-ndarrays entry (0 when the kernel has scalar or shape variables)
         self.py_address = engine.get_function_address(symbol + "_py") if address else 0
         self.symbol = symbol
-        self.optimized_ir = optimized_ir
+        self._optimized_ir = optimized_ir
         self.from_disk = from_disk
+        self.source_ir = source_ir
+        self.opt = opt
+
+    @property
+    def optimized_ir(self) -> str | None:
+        if self._optimized_ir is None and self.source_ir is not None:
+            with _LOCK:
+                init()
+                tm = target_machine(self.opt)
+                mod = _parse(self.source_ir, tm)
+                optimize(mod, tm, self.opt)
+                self._optimized_ir = str(mod)
+        return self._optimized_ir
+
+
+def object_fingerprint() -> str:
+    """What object code depends on besides the IR: host CPU, its features, llvmlite, OpenMP."""
+    cpu, features = host_cpu()
+    gomp = ",".join(sorted(threadpool.gomp_symbol_addresses()))
+    return "\0".join([cpu, features, llvmlite.__version__, llvm.get_process_triple(), gomp])
+
+
+def _parse(ir_text: str, tm):
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    return mod
+
+
+def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3
+                         ) -> tuple[CompiledObject, bytes]:
+    """Optimize and JIT-compile ``ir_text`` like ``compile_ir``, also returning the object code
+    MCJIT produced (for an on-disk cache; ``load_object`` loads it back)."""
+    with _LOCK:
+        init()
+        tm = target_machine(opt)
+        mod = _parse(ir_text, tm)
+        optimize(mod, tm, opt)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        saved: list[bytes] = []
+        engine.set_object_cache(lambda _m, buf: saved.append(bytes(buf)), lambda _m: None)
+        engine.finalize_object()
+        addr = engine.get_function_address(symbol)
+        if not saved:  # pragma: no cover - MCJIT always notifies the object cache
+            raise RuntimeError(f"LLVM produced no object code for {symbol}")
+        return CompiledObject(engine, addr, symbol, str(mod), False), saved[0]
+
+
+@contextlib.contextmanager
+def quiescent():
+    """Hold the JIT's lock and llvmlite's: no LLVM call is in flight in any thread meanwhile,
+    so a process forked inside inherits no lock held mid-call (it could never take it)."""
+    lib_lock = getattr(getattr(_ffi, "lib", None), "_lock", None)
+    with _LOCK:
+        if lib_lock is None:  # pragma: no cover - an llvmlite without the global lock
+            yield
+        else:
+            with lib_lock:
+                yield
+
+
+def external_symbols(ir_text: str) -> list[str]:
+    """The functions ``ir_text`` declares but does not define (LLVM intrinsics excluded)."""
+    out = []
+    for line in ir_text.splitlines():
+        if line.startswith("declare "):
+            at = line.find("@")
+            name = line[at + 1:line.index("(", at)].strip('"')
+            if not name.startswith("llvm."):
+                out.append(name)
+    return out
+
+
+def load_object(data: bytes, symbol: str, source_ir: str | None = None, opt: int = 3,
+                externals: list[str] = ()) -> CompiledObject:
+    """Load object code (from ``compile_ir_to_object``) into a fresh MCJIT engine.
+
+    Raises ``ValueError`` when ``symbol`` is not defined by it, or when one of ``externals``
+    (the functions it calls outside itself) is unknown in this process: linking it would abort.
+    """
+    with _LOCK:
+        init()
+        missing = [s for s in externals if not llvm.address_of_symbol(s)]
+        if missing:
+            raise ValueError(f"object code for {symbol!r} needs unknown symbols {missing}")
+        tm = target_machine(opt)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+        engine.finalize_object()
+        addr = engine.get_function_address(symbol)
+        if not addr:
+            raise ValueError(f"the object code defines no symbol {symbol!r}")
+        return CompiledObject(engine, addr, symbol, None, True, source_ir, opt)
 
 
 def _cache_path(ir_text: str) -> str | None:

@@ -130,7 +130,7 @@ class _ExprPrinter:
         if t is E.BufferLoad or t is E.ProducerLoad:
             obj = e.buffer if t is E.BufferLoad else e.producer
             idx = [self._index(i, k[0]) for i, k in zip(e.indices, kids)]
-            return f"{self.names.get(obj)}[{', '.join(idx)}]", _ATOM
+            return f"{self.names.get(obj)}[{', '.join(idx) or '()'}]", _ATOM  # 0-d: x[()]
         if t is E.Call:
             name = e.op_name
             args = ", ".join(k[0] for k in kids)
@@ -177,7 +177,7 @@ class _Printer:
             else:
                 lo = self.expr(r.min)
                 parts.append(f"{lo}:{self.expr(r.min + r.extent)}")
-        return f"{self.names.get(br.buffer)}[{', '.join(parts)}]"
+        return f"{self.names.get(br.buffer)}[{', '.join(parts) or '()'}]"
 
     def buffer_kwargs(self, b, skip_dtype: bool) -> str:
         out = "" if skip_dtype and b.dtype == "float32" else f', "{b.dtype}"'
@@ -293,7 +293,7 @@ class _Printer:
 
     def single(self, s, ind: int) -> None:
         if isinstance(s, S.BufferStore):
-            idx = ", ".join(self.expr._index(i, self.expr(i)) for i in s.indices)
+            idx = ", ".join(self.expr._index(i, self.expr(i)) for i in s.indices) or "()"
             self.out(ind, f"{self.names.get(s.buffer)}[{idx}] = {self.expr(s.value)}")
         elif isinstance(s, S.For):
             self.loop(s, ind)

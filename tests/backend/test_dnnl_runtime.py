@@ -186,3 +186,32 @@ def test_missing_library_is_a_clear_error(monkeypatch):
     with pytest.raises(ImportError, match=r"minitvm\[dnnl\]"):
         partition_for_dnnl(mod, params)
     assert not L.available()
+
+
+@needs_dnnl
+def test_multi_output_region_and_unsupported_ops_stay_home():
+    """A dnnl region with two outputs; an NHWC conv2d is not offloaded (the predicate asks the
+    codegen)."""
+    from minitvm.relay.op.contrib.dnnl import partition_for_dnnl
+
+    x = relay.var("x", shape=(2, 8))
+    a = relay.nn.relu(x)
+    out = relay.Tuple([relay.tanh(a), relay.sigmoid(a)])
+    mod = tvm.IRModule.from_expr(relay.Function([x], out))
+    pm = partition_for_dnnl(mod)
+    assert [g.name_hint for g in pm.functions if g.name_hint != "main"] == [
+        "tvmgen_default_dnnl_main_0"]
+    lib, m = _graph_build(pm)
+    xv = _rand(2, 8, seed=2)
+    m.set_input("x", xv)
+    m.run()
+    r = np.maximum(xv, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.tanh(r), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m.get_output(1).numpy(), 1 / (1 + np.exp(-r)), rtol=1e-5,
+                               atol=1e-6)
+
+    d = relay.var("d", shape=(1, 8, 8, 3))
+    w = relay.var("w", shape=(3, 3, 3, 4))
+    nhwc = relay.nn.conv2d(d, w, data_layout="NHWC", kernel_layout="HWIO")
+    pm = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([d, w], nhwc)))
+    assert all("dnnl" not in g.name_hint for g in pm.functions)

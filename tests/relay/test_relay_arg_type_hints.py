@@ -60,3 +60,19 @@ def test_hinted_module_runs_and_missing_attrs_still_error():
     bare = relay.var("bare")
     with pytest.raises(Exception, match="cannot infer the type of %bare"):
         _typed(relay.nn.conv2d(x, bare))  # no channels/kernel_size: nothing to go on
+
+
+def test_polymorphic_function_type_unifies_with_a_less_polymorphic_one():
+    # TVM's unifier: the extra type parameters become fresh unknowns (a constructor used as a
+    # value in a function annotated with the instantiated type)
+    mod = relay.fromtext("""
+#[version = "0.0.5"]
+type List[A] {
+    Cons(A, List[A]),
+    Nil,
+}
+def @main[A]() -> fn(A, List[A]) -> List[A] {
+    Cons
+}
+""")
+    assert "List" in str(mod["main"].checked_type)

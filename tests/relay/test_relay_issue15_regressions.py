@@ -303,3 +303,11 @@ def test_type_solver_on_a_100000_deep_type():
     for _ in range(100_000):
         d = d.fields[0]
     assert d is leaf
+
+
+def test_deep_tuple_argument_of_an_operator_is_a_type_error():
+    # found by the parser fuzzer: the relation cache hashed the 3,000-deep argument type and
+    # the error message formatted it, both recursively
+    val = "(" * 3000 + "%x" + ",)" * 3000
+    with pytest.raises(TypeError, match="negative"):
+        relay.parse(HEADER + f"def @main(%x: float32) {{ negative({val}) }}")

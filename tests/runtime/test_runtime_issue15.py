@@ -210,6 +210,10 @@ def test_edited_member_is_refused_by_name(exported, tmp_path, member):
     (lambda m: next(iter(m["kernels"].values())).update(num_consts=-1), "field 'num_consts'"),
     (lambda m: m.pop("sha256"), "field 'sha256'"),
     (lambda m: m.update(version=1), "version 1"),
+    # an empty symbol made LLVM abort the whole process (found by the library fuzzer)
+    (lambda m: next(iter(m["kernels"].values())).update(symbol=""), "not a valid function name"),
+    (lambda m: next(iter(m["kernels"].values())).update(symbol="nope"), "not defined by its"),
+    (lambda m: m.update(entry_symbol=""), "not a valid function name"),
 ])
 def test_wrong_field_types_are_value_errors(exported, tmp_path, meta_edit, message):
     members = _members(exported)

@@ -6,7 +6,9 @@ scope (If branches and inner functions scope their bindings; a DataflowVar only 
 dataflow block); no variable is defined twice; symbolic (tir) variables in struct info are defined
 (by a parameter's struct info or a match_cast) before use; dataflow blocks hold no If and no
 impure call; function bodies and If branches are SeqExprs; GlobalVars name functions of the
-module; every expression has struct info (``check_struct_info``). The walk uses explicit stacks,
+module; every expression has struct info (``check_struct_info``). Across a module's functions:
+a Relax variable belongs to one function, and a call of a module function passes as many
+arguments as its FuncStructInfo has parameters, none provably incompatible with them. The walk uses explicit stacks,
 so blocks of any length and programs of any depth are checked at the default recursion limit.
 """
 
@@ -103,10 +105,14 @@ def _name(v) -> str:
 
 
 class _Checker:
-    def __init__(self, mod: IRModule | None, check_struct_info: bool):
+    def __init__(self, mod: IRModule | None, check_struct_info: bool, owners: dict | None = None,
+                 func_name: str = ""):
         self.mod = mod
         self.check_sinfo = check_struct_info
         self.where = ""
+        # across the module's functions: id(var) -> name of the function defining it
+        self.owners = owners if owners is not None else {}
+        self.func_name = func_name
         # scoped state, undone through logs
         self.visible: set[int] = set()
         self.visible_log: list = []
@@ -126,6 +132,11 @@ class _Checker:
             self.fail(f"{what} binds {type(v).__name__}, not a Var")
         if id(v) in self.ever:
             self.fail(f"variable %{_name(v)} is defined more than once")
+        other = self.owners.get(id(v))
+        if other is not None and other != self.func_name:
+            self.fail(f"variable %{_name(v)} is also defined in function @{other} (a Relax "
+                      "variable belongs to one function)")
+        self.owners[id(v)] = self.func_name
         if isinstance(v, DataflowVar) and not self.in_dataflow:
             self.fail(f"DataflowVar %{_name(v)} is defined outside a dataflow block")
         if self.check_sinfo and v.struct_info_ is None:
@@ -293,10 +304,38 @@ class _Checker:
     def visit_call(self, c: Call, stack):
         if self.in_dataflow and _is_impure(c):
             self.fail(f"impure call {_describe(c)} in a dataflow block")
+        if isinstance(c.op, GlobalVar) and self.mod is not None:
+            self.check_global_call(c)
         for s in c.sinfo_args:
             self.check_sinfo_syms(s, f"the sinfo_args of {_describe(c)}")
         stack.extend(("expr", a) for a in reversed(c.args))
         stack.append(("expr", c.op))
+
+    def check_global_call(self, c: Call):
+        """A call of a module function: its arguments against the callee's FuncStructInfo
+        (count, and no provably incompatible argument)."""
+        callee = self.mod.functions.get(c.op)
+        if not isinstance(callee, Function):
+            return
+        fsinfo = callee.struct_info_
+        if not isinstance(fsinfo, FuncStructInfo) or fsinfo.is_opaque():
+            return
+        if len(c.args) != len(fsinfo.params):
+            self.fail(f"call to @{c.op.name_hint} passes {len(c.args)} argument(s), but the "
+                      f"function takes {len(fsinfo.params)}")
+        if not self.check_sinfo:
+            return
+        from ..op._common import fmt_sinfo
+        from .struct_info_analysis import BaseCheckResult, struct_info_base_check_result
+
+        for i, (p, a) in enumerate(zip(fsinfo.params, c.args, strict=True)):
+            arg = getattr(a, "struct_info_", None)
+            if arg is None:
+                continue
+            res = struct_info_base_check_result(p, arg)
+            if res in (BaseCheckResult.FAIL_L0, BaseCheckResult.FAIL_L1):
+                self.fail(f"argument {i} of the call to @{c.op.name_hint} is {fmt_sinfo(arg)}, "
+                          f"which the parameter's {fmt_sinfo(p)} does not accept")
 
     def visit_if(self, e: If, stack):
         if self.in_dataflow:
@@ -326,8 +365,9 @@ def _is_impure(c: Call) -> bool:
     return isinstance(sinfo, FuncStructInfo) and not sinfo.purity
 
 
-def _function_problem(func: Function, mod, check_struct_info: bool, name: str = "") -> str | None:
-    checker = _Checker(mod, check_struct_info)
+def _function_problem(func: Function, mod, check_struct_info: bool, name: str = "",
+                      owners: dict | None = None) -> str | None:
+    checker = _Checker(mod, check_struct_info, owners, name)
     checker.where = f"in @{name}: " if name else ""
     try:
         checker.run(func)
@@ -340,9 +380,10 @@ def check_well_formed(obj, check_struct_info: bool = True) -> str | None:
     """The first problem that makes ``obj`` (an IRModule or a relax.Function) ill formed, or
     None when it is well formed."""
     if isinstance(obj, IRModule):
+        owners: dict = {}
         for gv, fn in obj.functions.items():
             if isinstance(fn, Function):
-                why = _function_problem(fn, obj, check_struct_info, gv.name_hint)
+                why = _function_problem(fn, obj, check_struct_info, gv.name_hint, owners)
                 if why:
                     return why
         return None

@@ -10,6 +10,8 @@ The fused PrimFunc runs the callees' bodies in binding order inside one root blo
   returns it;
 * callee symbolic variables are matched to the fused shapes, loop and block variables renewed
   (a callee used twice stays SSA) and repeated block names numbered ``T_add_1``...;
+* a Relax constant argument of a callee (a weight bound by BindParams) becomes a tensor
+  parameter ``p_param_<k>`` after the function's own, and the call passes the constant;
 * a ``tir_vars`` shape parameter becomes scalar parameters after the outputs (``call_tir``'s
   convention) and the call passes them as ``tir_vars``.
 Primitive functions with a ``Composite`` attribute (FuseOpsByPattern's, meant for an external
@@ -39,6 +41,7 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import (
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
     Function,
@@ -46,6 +49,7 @@ from ..expr import (
     ShapeExpr,
     Tuple,
     TupleGetItem,
+    Var,
     VarBinding,
 )
 from ..expr_functor import ExprMutator
@@ -89,6 +93,7 @@ class _FusedBuilder:
         self.allocs: list = []
         self.bodies: list = []
         self.block_names: dict = {}
+        self.constants: list = []  # Relax constants lifted to tensor parameters, in order
 
     # ------------------------------------------------------------------ symbolic shapes
     def _fused_dim(self, e):
@@ -135,6 +140,17 @@ class _FusedBuilder:
                 bufs.append(buf)
             self.expr2bufs[p] = bufs
 
+    def _lift_constant(self, const: Constant) -> None:
+        """A constant argument (a weight bound by BindParams) becomes one more tensor parameter
+        after the function's own; the rewritten call passes the constant there."""
+        name = f"param_{len(self.params)}"
+        buf = self._tensor_buffer(const.struct_info, name)
+        handle = TE.Var(f"p_{name}", "handle")
+        self.params.append(handle)
+        self.buffer_map[handle] = buf
+        self.expr2bufs[const] = [buf]
+        self.constants.append(const)
+
     # ------------------------------------------------------------------ bindings
     def add_binding(self, binding) -> None:
         value = binding.value
@@ -144,6 +160,9 @@ class _FusedBuilder:
             start = sum(len(_tensor_fields(f)) for f in fields[:value.index])
             self.expr2bufs[binding.var] = bufs[start:start + len(_tensor_fields(
                 fields[value.index]))]
+            return
+        if isinstance(value, Var) and value in self.expr2bufs and value not in self.func.params:
+            self.expr2bufs[binding.var] = self.expr2bufs[value]  # an alias (``gv = lv``)
             return
         if not (isinstance(value, Call) and value.op is Op.get("relax.call_tir")):
             raise FuseTIRError(f"FuseTIR: {self.name}: binding {binding.var.name_hint!r} is "
@@ -157,6 +176,8 @@ class _FusedBuilder:
     def _inline_callee(self, binding, call: Call, callee: PrimFunc) -> None:
         in_bufs = []
         for a in call.args[1].fields:
+            if isinstance(a, Constant) and a not in self.expr2bufs:
+                self._lift_constant(a)
             if a not in self.expr2bufs:
                 raise FuseTIRError(f"FuseTIR: {self.name}: argument {a} of "
                                    f"{binding.var.name_hint!r} must be a parameter or a "
@@ -307,6 +328,11 @@ def _match_shape(callee_shape, fused_shape, vmap: dict) -> None:
 
 def fuse_primitive_function(mod: IRModule, func: Function, name: str) -> PrimFunc:
     """The PrimFunc that computes Primitive function ``func`` (named ``name``) of ``mod``."""
+    return _fuse(mod, func, name)[0]
+
+
+def _fuse(mod: IRModule, func: Function, name: str) -> tuple[PrimFunc, list]:
+    """The fused PrimFunc and the constants it takes after the function's tensor arguments."""
     body = func.body
     if not isinstance(body, SeqExpr):
         raise FuseTIRError(f"FuseTIR: {name}: the body must be a sequence of bindings")
@@ -315,7 +341,7 @@ def fuse_primitive_function(mod: IRModule, func: Function, name: str) -> PrimFun
     for block in body.blocks:
         for b in block.bindings:
             builder.add_binding(b)
-    return builder.finish(body.body)
+    return builder.finish(body.body), builder.constants
 
 
 class _CallRewriter(ExprMutator):
@@ -330,7 +356,7 @@ class _CallRewriter(ExprMutator):
         rep = self.replacements.get(call.op) if isinstance(call.op, GlobalVar) else None
         if rep is None:
             return call
-        new_gv, func = rep
+        new_gv, func, constants = rep
         tensors, tir_vars = [], []
         for a, p in zip(call.args, func.params):
             if isinstance(p.struct_info, ShapeStructInfo):
@@ -340,6 +366,7 @@ class _CallRewriter(ExprMutator):
                 tensors.extend(_flat_items(a, n, self.builder_))
             else:
                 tensors.append(a)
+        tensors.extend(constants)
         out = self.builder_.normalize(call).struct_info
         out_sinfo = out if isinstance(out, TensorStructInfo) else _tensor_fields(out)
         return call_tir(new_gv, Tuple(tensors), out_sinfo, tir_vars or None)
@@ -404,9 +431,9 @@ def fuse_tir(mod: IRModule) -> tuple[IRModule, int]:
     mod = mod.shallow_copy()
     replacements = {}
     for gv, func in primitive.items():
-        prim = fuse_primitive_function(mod, func, gv.name_hint)
+        prim, constants = _fuse(mod, func, gv.name_hint)
         new_gv = GlobalVar(gv.name_hint)
-        replacements[gv] = (new_gv, func)
+        replacements[gv] = (new_gv, func, constants)
         mod.remove(gv)
         mod[new_gv] = prim
     rewriter = _CallRewriter(mod, replacements)

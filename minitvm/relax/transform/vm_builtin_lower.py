@@ -9,7 +9,8 @@ memory and runtime ops become what the VM executes —
 - ``R.invoke_closure`` -> ``vm.builtin.invoke_closure`` with the VM as context
   (``R.make_closure`` names a global function, which only the code generator can refer to:
   it stays, and becomes a ``vm.builtin.make_closure`` call there)
-- ``R.call_pure_packed(f, args)`` -> ``R.call_packed(f, args)``
+- ``R.call_pure_packed(f, args)`` / ``R.call_inplace_packed`` -> ``R.call_packed(f, args)`` (the
+  in-place function returns the arguments it wrote)
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def _lower_call(v: Call, mod):
     if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
         return vm.call_builtin_with_ctx("vm.builtin.invoke_closure",
                                         Tuple([a[0], *a[1].fields]), s)
-    if name == "relax.call_pure_packed":
-        c = Call(a[0], list(a[1:]), v.attrs, list(v.sinfo_args))
+    if name in ("relax.call_pure_packed", "relax.call_inplace_packed"):
+        attrs = v.attrs if name == "relax.call_pure_packed" else None
+        c = Call(a[0], list(a[1:]), attrs, list(v.sinfo_args))
         c._checked_type = s
         return c
     return None

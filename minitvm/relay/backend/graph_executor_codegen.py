@@ -19,7 +19,7 @@ from ...ir.type import TensorType
 from ...schedule import LoweringOptions
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children, dataflow_post_order
-from .te_compiler import _static, func_ops, lower_function, tensor_types
+from .te_compiler import _static, func_ops, lower_function, prefetch_kernels, tensor_types
 
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_like",
                          "contrib_reverse_reshape"})
@@ -117,6 +117,7 @@ class GraphCodegen:
         kernel, which may then take it in another layout (``Kernel.input_packs``).
         """
         self._call_kernels: dict[int, tuple] = {}
+        pending = []  # (call, func, args, const inputs), lowered below after a parallel prefetch
         for e in order:
             if not isinstance(e, Call):
                 continue
@@ -133,7 +134,10 @@ class GraphCodegen:
                 if isinstance(a, Constant) and n == 1:
                     const.add(pos)
                 pos += n
-            self._call_kernels[id(e)] = (func, args, self._kernel_for(func, frozenset(const)))
+            pending.append((e, func, args, frozenset(const)))
+        prefetch_kernels([(func, const) for _, func, _, const in pending], self.options)
+        for e, func, args, const in pending:
+            self._call_kernels[id(e)] = (func, args, self._kernel_for(func, const))
 
     def _repack(self, inputs: list, packs: dict, uses: dict) -> list:
         """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights."""

@@ -15,6 +15,7 @@ import numpy as np
 from ... import te
 from ...backend.compile import compile_te
 from ...backend.kernel_cache import STATS, cached_kernel, clear_cache  # noqa: F401
+from ...backend.parallel_compile import run_sharded
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
@@ -133,6 +134,22 @@ def lower_function(func: Function, name: str = "main", options: LoweringOptions 
     key = (structural_hash(func), options, const_inputs)
     return cached_kernel(key, func, name, structural_equal,
                          lambda: _lower_native(func, name, options, const_inputs))
+
+
+def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int:
+    """Lower ``funcs`` (``[(function, const_inputs)]``) in parallel worker processes
+    (``backend.parallel_compile``) so that lowering them afterwards, one by one, loads their
+    code from the on-disk cache. Returns the number of workers used (0: nothing to share)."""
+    options = options if options is not None else LoweringOptions()
+    tasks = [(f, c) for f, c in funcs
+             if options.native and not (f.attrs is not None and f.attrs.get("Compiler"))]
+
+    def group(task):  # structurally equal functions share a group (cheaper than hashing)
+        f, c = task
+        return (tuple(func_ops(f)), tuple(str(p.checked_type) for p in f.params),
+                str(f.body.checked_type), c)
+
+    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1]), group)
 
 
 def _lower_native(func, name, options, const_inputs=frozenset()) -> Kernel:

@@ -4,6 +4,11 @@
 List[A] { Cons(...) }`` and ``@f`` becomes ``fn (%eta_expand_param...) { @f(...) }`` keeping
 @f's return type, type params and attributes. Applied constructors are left alone; global vars
 are expanded wherever they appear, including as a call's callee (as TVM does).
+
+As in TVM, one replacement of type variables serves the whole run: every type variable met gets
+one fresh ``A`` (of kind Type), shared by all the expansions that mention it, and a constructor or
+global var used in several places is expanded once and that one function reused. Globals are
+expanded from the module as updated so far (TVM updates its module in place while it walks it).
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ def _subst_type(t, mapping: dict):
         return t
     if isinstance(t, TypeVar):
         if t not in mapping:
-            mapping[t] = TypeVar("A", t.kind)
+            mapping[t] = TypeVar("A")
         return mapping[t]
     if isinstance(t, TupleType):
         return TupleType([_subst_type(f, mapping) for f in t.fields])
     if isinstance(t, FuncType):
         return FuncType([_subst_type(a, mapping) for a in t.arg_types],
-                        _subst_type(t.ret_type, mapping), t.type_params, t.type_constraints)
+                        _subst_type(t.ret_type, mapping),
+                        [_subst_type(v, mapping) for v in t.type_params], t.type_constraints)
     if isinstance(t, TypeCall):
         return TypeCall(_subst_type(t.func, mapping), [_subst_type(a, mapping) for a in t.args])
     if isinstance(t, RelayRefType):
@@ -45,6 +51,7 @@ class _EtaExpander(ExprMutator):
         self.expand_constructor = expand_constructor
         self.expand_global_var = expand_global_var
         self.count = 0
+        self.type_map: dict = {}  # one fresh type variable per original, for the whole run
 
     def visit_call(self, call):
         if isinstance(call.op, Constructor):
@@ -55,7 +62,7 @@ class _EtaExpander(ExprMutator):
     def visit_constructor(self, con):
         if not self.expand_constructor:
             return con
-        mapping: dict = {}
+        mapping = self.type_map
         params = [Var("eta_expand_param", _subst_type(t, mapping)) for t in con.inputs]
         adt = self.mod.type_definitions.get(con.belong_to)
         type_vars = adt.type_vars if adt is not None else ()
@@ -86,7 +93,7 @@ def _eta_counted(mod, expand_constructor: bool, expand_global_var: bool):
         raise ValueError("EtaExpand must expand at least one language feature: set "
                          "expand_constructor or expand_global_var")
     new = mod.shallow_copy()
-    expander = _EtaExpander(mod, expand_constructor, expand_global_var)
+    expander = _EtaExpander(new, expand_constructor, expand_global_var)
     for gv in mod.get_global_vars():
         func = mod.functions[gv]
         if isinstance(func, Function):

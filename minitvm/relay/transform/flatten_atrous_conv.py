@@ -1,6 +1,15 @@
-"""FlattenAtrousConv: ``batch_to_space_nd(conv2d(space_to_batch_nd(x)))`` — how TensorFlow
-expresses a dilated convolution — becomes one conv2d with ``dilation`` = the block shape and the
-padding the space-to-batch pads minus the batch-to-space crops."""
+"""FlattenAtrousConv: ``space_to_batch_nd -> conv2d -> batch_to_space_nd`` (how TensorFlow writes a
+dilated convolution) becomes one NHWC ``conv2d`` (or ``qnn.conv2d``) with ``dilation`` = the block
+shape and TVM's "SAME" padding.
+
+As in TVM, the three calls are recognised by the order the rewrite meets them (post-order: a
+``space_to_batch_nd``, then a conv, then a ``batch_to_space_nd``, with no other call between), the
+new conv has strides 1 and keeps groups, channels, kernel_size, layouts and out_dtype, and its
+padding is ``(k - 1) * d`` split as ``before = total // 2``. TVM does not check that this padding
+is the one the pattern had; here the pattern is also left alone when the space-to-batch paddings
+minus the batch-to-space crops differ from it, or the conv itself is strided, dilated or padded,
+since the flattened conv would compute something else.
+"""
 
 from __future__ import annotations
 
@@ -12,39 +21,78 @@ from ..expr_functor import ExprMutator
 from ..op.nn.nn import conv2d
 from .function_pass import function_pass
 
+_STAGES = (frozenset({"nn.space_to_batch_nd"}), frozenset({"nn.conv2d", "qnn.conv2d"}),
+           frozenset({"nn.batch_to_space_nd"}))
 
-def _is(e, name) -> bool:
-    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
+
+def _name(e) -> str:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else ""
+
+
+def _ints(v) -> list:
+    return [int(x) for x in v]
+
+
+def _same_pad(kernel: int, dilation: int) -> tuple:
+    total = max((kernel - 1) * dilation, 0)
+    return total // 2, total - total // 2
+
+
+def flatten_subgraph(b2s):
+    """The dilated conv replacing ``b2s(conv(s2b(x)))``, or None when it does not apply."""
+    conv = b2s.args[0] if b2s.args else None
+    if _name(conv) not in _STAGES[1] or _name(conv.args[0]) != "nn.space_to_batch_nd":
+        return None
+    s2b = conv.args[0]
+    a = conv.attrs
+    if a.data_layout != "NHWC" or not a.kernel_size or len(a.kernel_size) < 2:
+        return None
+    block = _ints(b2s.attrs.block_shape)
+    if len(block) != 2 or _ints(s2b.attrs.block_shape) != block:
+        return None
+    kh, kw = (int(k) for k in a.kernel_size[:2])
+    top, bottom = _same_pad(kh, block[0])
+    left, right = _same_pad(kw, block[1])
+    # what the pattern really pads (TVM assumes it is the SAME padding above)
+    pads, crops = s2b.attrs.paddings, b2s.attrs.crops
+    real = (int(pads[0][0]) - int(crops[0][0]), int(pads[1][0]) - int(crops[1][0]),
+            int(pads[0][1]) - int(crops[0][1]), int(pads[1][1]) - int(crops[1][1]))
+    if (real != (top, left, bottom, right) or _ints(a.strides) != [1, 1]
+            or _ints(a.dilation) != [1, 1] or any(_ints(a.padding))
+            or float(getattr(s2b.attrs, "pad_value", 0.0)) != 0.0):
+        return None
+    common = dict(strides=(1, 1), padding=(top, left, bottom, right), dilation=tuple(block),
+                  groups=a.groups, channels=a.channels, kernel_size=a.kernel_size,
+                  data_layout=a.data_layout, kernel_layout=a.kernel_layout,
+                  out_layout=a.out_layout, out_dtype=a.out_dtype)
+    data, weight = s2b.args[0], conv.args[1]
+    if _name(conv) == "nn.conv2d":
+        return conv2d(data, weight, **common)
+    from ..qnn.op import conv2d as qnn_conv2d
+    return qnn_conv2d(data, weight, *conv.args[2:6], **common)
 
 
 class _Flattener(ExprMutator):
+    """Counts consecutive calls of the three stages in post-order, as TVM's rewriter does."""
+
     def __init__(self):
         super().__init__()
+        self.stage = 0
         self.count = 0
 
     def visit_call(self, call):
         new = super().visit_call(call)
-        if not _is(new, "nn.batch_to_space_nd") or not _is(new.args[0], "nn.conv2d"):
-            return new
-        conv = new.args[0]
-        if not _is(conv.args[0], "nn.space_to_batch_nd"):
-            return new
-        s2b = conv.args[0]
-        a = conv.attrs
-        block = tuple(int(b) for b in s2b.attrs.block_shape)
-        if (len(block) != 2 or tuple(new.attrs.block_shape) != block or a.groups != 1
-                or tuple(a.strides) != (1, 1) or tuple(a.dilation) != (1, 1)
-                or any(int(p) for p in a.padding) or float(s2b.attrs.pad_value) != 0.0):
-            return new
-        pads, crops = s2b.attrs.paddings, new.attrs.crops
-        top, bottom = pads[0][0] - crops[0][0], pads[0][1] - crops[0][1]
-        left, right = pads[1][0] - crops[1][0], pads[1][1] - crops[1][1]
-        if min(top, bottom, left, right) < 0:
-            return new
-        attrs = dict(a)
-        attrs.update(dilation=block, padding=(top, left, bottom, right))
-        self.count += 1
-        return conv2d(s2b.args[0], conv.args[1], **attrs)
+        if _name(new) in _STAGES[self.stage]:
+            self.stage += 1
+            if self.stage == len(_STAGES):
+                self.stage = 0
+                flat = flatten_subgraph(new)
+                if flat is not None:
+                    self.count += 1
+                    return flat
+        else:
+            self.stage = 0
+        return new
 
 
 def flatten_atrous_conv(func):

@@ -13,7 +13,9 @@ multiplied by ``scale``. Each direction runs in two phases, like TVM's fold_scal
   scale down through relu, add/subtract and bias_add (scaling the bias) into the weight of the
   producing conv/dense.
 
-The scale is reshaped exactly as TVM builds it (``squeeze`` of the broadcast dims, then
+Deviations, only where TVM's result would be wrong: dense takes part only with 2-D data (TVM
+assumes the channel axis is 1), and a multi-axis scale is not pushed into an add whose extents
+are symbolic (TVM drops the scale there). The scale is reshaped exactly as TVM builds it (``squeeze`` of the broadcast dims, then
 ``expand_dims`` or ``reshape`` to the target axes), so the result is structurally equal to TVM's.
 Every traversal is iterative. The weight products are folded by the FoldConstant that follows.
 """
@@ -163,6 +165,7 @@ def reshape_or_expand_to_match_axis(scale, shape, axes):
     return expand_bias_to_match_axis(scale, len(shape), axes)
 
 
+_POSITIVE_CHECKED = frozenset({"float32", "float64", "int8", "int32", "uint8", "uint32"})
 _PEELABLE = frozenset({"expand_dims", "reshape", "transpose", "squeeze", "repeat"})
 
 
@@ -173,7 +176,7 @@ def is_all_positive_constant(e) -> bool:
     if not isinstance(e, Constant):
         return False
     data = e.data.numpy()
-    if data.dtype.kind not in "fiu":
+    if data.dtype.name not in _POSITIVE_CHECKED:  # TVM answers "no" for other dtypes
         return False
     return bool(np.all(data >= 0))
 
@@ -456,6 +459,12 @@ def _ref_counts(func) -> dict:
     return counts
 
 
+def _static_axes(t, axes) -> bool:
+    """A multi-axis scale is reshaped onto the bias: its extents must be known. (TVM drops the
+    scale silently when they are not; refusing here keeps the program correct.)"""
+    return len(axes) < 2 or all(_as_int(t.shape[a]) is not None for a in axes)
+
+
 def _bwd_prep(call, ins) -> Message | None:
     name = _op_name(call)
     if name in ("nn.relu", "nn.leaky_relu"):
@@ -463,9 +472,9 @@ def _bwd_prep(call, ins) -> Message | None:
     if name in ("add", "subtract"):
         tl, tr = _ttype(call.args[0]), _ttype(call.args[1])
         if ins[0] is not None and match_broadcast_to_left_axes(tl, tr, ins[0].axes)[0]:
-            return ins[0]
+            return ins[0] if _static_axes(tl, ins[0].axes) else None
         if ins[1] is not None and match_broadcast_to_left_axes(tr, tl, ins[1].axes)[0]:
-            return ins[1]
+            return ins[1] if _static_axes(tr, ins[1].axes) else None
         if ins[0] is not None and ins[1] is not None and ins[0].axes == ins[1].axes and \
                 tl is not None and tr is not None and len(tl.shape) == len(tr.shape) and \
                 all(_dim_equal(a, b) for a, b in zip(tl.shape, tr.shape)):

@@ -92,4 +92,5 @@ def merge_compiler_regions(func):
 def MergeCompilerRegions():  # noqa: N802 - TVM's name
     """Merge together compiler regions (function pass, opt 0)."""
     return make_function_pass(lambda f, m, c: merge_compiler_regions(f), opt_level=0,
-                              name="MergeCompilerRegions", required=["InferType"])
+                              name="MergeCompilerRegions", required=["InferType"],
+                              needs=["typed"])

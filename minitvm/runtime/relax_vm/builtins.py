@@ -43,12 +43,6 @@ class VMClosure:
         return f"VMClosure({self.func!r}, {len(self.captured)} captured)"
 
 
-def _aligned(nbytes: int) -> np.ndarray:
-    raw = np.empty(nbytes + ALIGN, np.uint8)
-    off = (-raw.ctypes.data) % ALIGN
-    return raw[off:off + nbytes]
-
-
 def _kind(x) -> str:
     if isinstance(x, np.ndarray):
         return f"a tensor of shape {x.shape} and dtype {x.dtype}"
@@ -64,6 +58,16 @@ def _ctx(err: str) -> str:
 
 
 # --------------------------------------------------------------------------- allocation
+_DTYPES: dict = {}
+
+
+def _dt(dtype) -> np.dtype:
+    d = _DTYPES.get(dtype)
+    if d is None:
+        d = _DTYPES[dtype] = np.dtype(dtype)
+    return d
+
+
 def alloc_storage(vm, size, device_index, dtype, site):
     """A storage of ``size[0]`` bytes. Each allocation site keeps its last buffer and reuses it
     once nothing else refers to it (no storage, tensor or view of it is alive: numpy views all
@@ -75,17 +79,17 @@ def alloc_storage(vm, size, device_index, dtype, site):
     if owner is None or owner.nbytes < nbytes + ALIGN or sys.getrefcount(owner) > 3:
         owner = np.empty(nbytes + ALIGN, np.uint8)
         cache[site] = owner
-    off = (-owner.ctypes.data) % ALIGN
+        vm._storage_offset[site] = (-owner.ctypes.data) % ALIGN
+    off = vm._storage_offset[site]
     return Storage(owner[off:off + nbytes], nbytes)
 
 
 def alloc_tensor_from_storage(storage, offset, shape, dtype):
-    dt = np.dtype(dtype)
-    return np.ndarray(tuple(shape), dt, storage.buf, int(offset))
+    return np.ndarray(shape, _dt(dtype), storage.buf, offset)
 
 
 def alloc_tensor(vm, shape, dtype, device_index=0):
-    return np.empty(tuple(int(d) for d in shape), np.dtype(dtype))
+    return np.empty(tuple(int(d) for d in shape), _dt(dtype))
 
 
 def alloc_shape_heap(vm, size):
@@ -99,7 +103,7 @@ def check_tensor_info(x, ndim, dtype, err=""):
     if ndim != -1 and x.ndim != ndim:
         raise ValueError(f"{_ctx(err)}: expected a tensor of rank {ndim}, got rank {x.ndim} "
                          f"(shape {x.shape})")
-    if dtype and dtype != "void" and x.dtype != np.dtype(dtype):
+    if dtype and dtype != "void" and x.dtype != _dt(dtype):
         raise ValueError(f"{_ctx(err)}: expected dtype {dtype}, got {x.dtype}")
 
 

@@ -103,6 +103,7 @@ class VirtualMachine:
         self._exec = exe
         self.device = device
         self._storage_cache: dict = {}
+        self._storage_offset: dict = {}
         self._inputs: dict = {}
         self._outputs: dict = {}
         self._profile = None

@@ -26,7 +26,7 @@ from .entry import parse_decorated as _parse_decorated
 __all__ = [
     "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable", "function", "dataflow", "output",
     "func_attr", "match_cast", "const", "shape", "prim_value", "str", "dtype", "tuple",
-    "ExternFunc", "as_struct_info",
+    "ExternFunc", "as_struct_info", "call_packed",
 ]
 
 
@@ -284,6 +284,28 @@ def ExternFunc(global_symbol, struct_info=None) -> _rx.ExternFunc:  # noqa: N802
     if struct_info is not None:
         struct_info = as_struct_info(struct_info)
     return _rx.ExternFunc(global_symbol, struct_info)
+
+
+def call_packed(func, *args, sinfo_args=None, **kwargs) -> _rx.Call:
+    """``R.call_packed("name", *args, sinfo_args=...)``: a call of a runtime packed function
+    (extra keywords become the call's attrs; ``attrs_type_key`` names their type)."""
+    type_key = kwargs.pop("attrs_type_key", None)
+    attrs = None
+    if kwargs or type_key is not None:
+        attrs = _DictAttrs(kwargs)
+        if type_key not in (None, "DictAttrs"):
+            from ...ir.attrs import get_attrs_type
+
+            atype = get_attrs_type(type_key)
+            attrs = atype(**kwargs) if isinstance(atype, type) else attrs
+    if sinfo_args is None:
+        sinfo_args = ()
+    elif not isinstance(sinfo_args, list | _builtins.tuple):
+        sinfo_args = [sinfo_args]
+    if isinstance(func, _builtins.str):
+        func = _rx.ExternFunc(func)
+    return _rx.Call(func, [to_relax(a) for a in args], attrs,
+                    [as_struct_info(s) for s in sinfo_args])
 
 
 # ---------------------------------------------------------------------------- operators

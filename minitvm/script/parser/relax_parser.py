@@ -134,6 +134,11 @@ class RelaxParser(ExprEvaluator):
                 sinfo_args = [sinfo_args]
             return rx.Call(func, [R_ns.to_relax(a) for a in args], attrs,
                            [R_ns.as_struct_info(s) for s in sinfo_args or ()])
+        sinfo_args = kwargs.get("sinfo_args")
+        if isinstance(sinfo_args, list | tuple):  # a bare ``R.Object`` among them: its default
+            kwargs["sinfo_args"] = type(sinfo_args)(R_ns.as_struct_info(s) for s in sinfo_args)
+        elif sinfo_args is not None:
+            kwargs["sinfo_args"] = R_ns.as_struct_info(sinfo_args)
         return super().call(func, args, kwargs, node)
 
     def subscript(self, obj, index, node):

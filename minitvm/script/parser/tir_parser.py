@@ -169,7 +169,7 @@ class TIRParser(ExprEvaluator):
                 raise self.unsupported(node.returns, "a return annotation on a PrimFunc")
             body = self._body(node.body)
         root = (isinstance(body, S.BlockRealize) and not body.block.iter_vars
-                and not self.root_allocs)
+                and body.block.name_hint == "root" and not self.root_allocs)
         if (self.saw_block or self.root_allocs) and not root:
             body = S.BlockRealize([], True, S.Block([], [], [], "root", body,
                                                     alloc_buffers=self.root_allocs))

@@ -16,6 +16,8 @@ definition to the end of the scope (function, SeqExpr) that defined it; a clash 
 
 from __future__ import annotations
 
+import re
+
 import json
 from types import GeneratorType
 
@@ -134,7 +136,11 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
         return name
 
     def define_var(self, var, frame: Frame) -> str:
-        return self.define(var, frame, var.name_hint or "v")
+        name = var.name_hint or "v"
+        if not name.isidentifier():  # e.g. "0_weight": a name the parser can read back
+            name = re.sub(r"\W", "_", name)
+            name = name if name.isidentifier() else "v_" + name
+        return self.define(var, frame, name)
 
     def relax_frame(self) -> Frame | None:
         """The outermost Relax function frame, else the outermost Relax frame."""

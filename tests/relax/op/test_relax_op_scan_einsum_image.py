@@ -245,3 +245,27 @@ class Mod:
         run_assert(np.array(False), "bad {}", 7)
     run_print("v = {}", np.array([1, 2]))
     assert Op.get("relax.print").get_attr("FCallPacked") == "relax.run.print"
+
+
+# ------------------------------------------------------------------ call_inplace_packed
+def test_call_inplace_packed():
+    c = relax.Var("c", relax.ObjectStructInfo())
+    x = tvar("x", [2])
+    call = R.call_inplace_packed("f", c, x, inplace_indices=0, sinfo_args=relax.ObjectStructInfo())
+    assert call.attrs.inplace_indices == (0,) and call.args[0].global_symbol == "f"
+    same(inf(call), relax.ObjectStructInfo())
+    two = R.call_inplace_packed("g", c, x, inplace_indices=[1, -1],
+                                sinfo_args=[T([2]), relax.ObjectStructInfo()])
+    same(inf(two), relax.TupleStructInfo([T([2]), relax.ObjectStructInfo()]))
+    with pytest.raises(StructInfoError, match="inplace index 2 is out of range"):
+        inf(R.call_inplace_packed("f", c, x, inplace_indices=2,
+                                  sinfo_args=relax.ObjectStructInfo()))
+    with pytest.raises(StructInfoError, match="has 1 output.* but 2 inplace_indices"):
+        inf(R.call_inplace_packed("f", c, x, inplace_indices=[0, 1],
+                                  sinfo_args=relax.ObjectStructInfo()))
+    with pytest.raises(StructInfoError, match="at least one in-place output"):
+        inf(R.call_inplace_packed("f", c, inplace_indices=-1,
+                                  sinfo_args=relax.ObjectStructInfo()))
+    text = roundtrip(lambda a, b: R.call_inplace_packed("f", a, b, inplace_indices=[0],
+                                                       sinfo_args=relax.ObjectStructInfo()), c, x)
+    assert 'R.call_inplace_packed("f", c, x, inplace_indices=[0], sinfo_args=(R.Object,))' in text

@@ -317,3 +317,79 @@ def test_symbolic_dims_bound_from_a_call_result():
     vm = relax.VirtualMachine(ex, tvm.cpu())
     with pytest.raises(ValueError, match="call result.*expected a tensor of rank 1, got rank 2"):
         vm["main"](v)
+
+
+def test_call_inplace_packed():
+    op = pytest.importorskip("minitvm.relax.op.call_inplace")
+    tvm.register_func("test_relax_vm.double_inplace", lambda a: np.multiply(a, 2, out=a),
+                      override=True)
+    x = relax.Var("x", relax.TensorStructInfo([3], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        y = bb.emit_te(_scale, x)
+        z = bb.emit(op.call_inplace_packed("test_relax_vm.double_inplace", y,
+                                           inplace_indices=0,
+                                           sinfo_args=relax.TensorStructInfo([3], "float32")))
+        bb.emit_func_output(z)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    v = np.arange(3, dtype="float32")
+    np.testing.assert_allclose(vm["main"](v).numpy(), v * 6)
+    np.testing.assert_allclose(v, np.arange(3))  # the input itself is untouched
+
+
+def test_exported_executable_runs_in_a_fresh_process(sym_vm, tmp_path):
+    import subprocess
+
+    ex, _ = sym_vm
+    path = str(tmp_path / "fresh.so")
+    ex.export_library(path)
+    code = (
+        "import numpy as np, minitvm as tvm\n"
+        "from minitvm.runtime.relax_vm import VirtualMachine\n"
+        f"vm = VirtualMachine(tvm.runtime.load_module({path!r}), tvm.cpu())\n"
+        "a = np.full((5, 4), 2.0, 'float32'); b = np.ones((5, 4), 'float32')\n"
+        "print(float(vm['main'](a, b).numpy().sum()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True)
+    assert float(out.stdout.strip()) == 20 * ((2 + 1) * 3 + 1)
+
+
+def test_tuple_parameter_with_symbolic_fields():
+    n = tir.Var("n", "int64")
+    t = relax.Var("t", relax.TupleStructInfo([relax.TensorStructInfo([n], "float32"),
+                                              relax.TensorStructInfo([n], "float32")]))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [t]):
+        a = bb.emit(relax.TupleGetItem(t, 0))
+        b = bb.emit(relax.TupleGetItem(t, 1))
+        bb.emit_func_output(bb.emit_te(_add, a, b))
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    u, v = np.arange(4, dtype="float32"), np.ones(4, "float32")
+    np.testing.assert_allclose(vm["main"]((u, v)).numpy(), u + v)
+    with pytest.raises(ValueError, match=r"param=t.*dimension 0 is 3 but the annotation "
+                                         r"requires 4"):
+        vm["main"]((u, np.ones(3, "float32")))
+    with pytest.raises(ValueError, match=r"param=t.*expected a tuple of 2 fields, got 3"):
+        vm["main"]((u, v, v))
+
+
+def test_if_branches_allocate_with_symbolic_shapes():
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 2], "float32"))
+    flag = relax.Var("flag", relax.TensorStructInfo([], "bool"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, flag]):
+        branches = []
+        for call in (bb.call_te(_scale, x), bb.call_te(_add, x, x)):
+            call = bb.normalize(call)
+            v = relax.Var("r", call.struct_info)
+            branches.append(bb.normalize(relax.SeqExpr(
+                [relax.BindingBlock([relax.VarBinding(v, call)])], v)))
+        r = bb.emit(relax.If(flag, branches[0], branches[1]))
+        bb.emit_func_output(bb.emit_te(_add, r, x))
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    for rows in (1, 5):
+        a = np.random.rand(rows, 2).astype("float32")
+        np.testing.assert_allclose(vm["main"](a, np.array(True)).numpy(), 4 * a, rtol=1e-6)
+        np.testing.assert_allclose(vm["main"](a, np.array(False)).numpy(), 3 * a, rtol=1e-6)

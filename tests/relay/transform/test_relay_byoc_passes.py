@@ -231,3 +231,24 @@ def test_deep_chain_annotate_merge_partition():
     mod = transform.MergeCompilerRegions()(mod)
     out = transform.PartitionGraph()(mod)
     assert out["main"].body.op.name_hint == "tvmgen_default_t_main_0"
+
+
+def test_seed004_register_form():
+    """``reg.register("nn.conv2d", "target.<name>", fn)`` as seed 004 writes it."""
+    import minitvm.relay.op as reg
+    from minitvm.ir.op import Op
+
+    def batch_norm_func(attrs, args):
+        return True
+
+    conv = Op.get("nn.conv2d")
+    try:
+        reg.register("nn.conv2d", "target.seedlib", batch_norm_func)
+        assert conv.get_attr("target.seedlib") is batch_norm_func
+        x = relay.var("x", shape=(1, 3, 8, 8))
+        w = relay.var("w", shape=(4, 3, 3, 3))
+        mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.conv2d(x, w)))
+        out = transform.AnnotateTarget(["seedlib"])(mod)
+        assert out.astext().count('compiler="seedlib"') == 3
+    finally:
+        conv.reset_attr("target.seedlib")

@@ -545,3 +545,10 @@ def test_ill_typed_input_names_the_operator():
     f = relay.Function([x, w], relay.multiply(relay.nn.conv2d(x, w), _scale((2, 1, 1))))
     with pytest.raises(Exception, match="conv2d"):
         transform.BackwardFoldScaleAxis()(tvm.IRModule.from_expr(f))
+
+
+def test_dense_with_3d_data_is_left_alone():
+    """TVM assumes dense's channel axis is 1 and would scale the weight by the wrong axis."""
+    x, w = relay.var("x", shape=(2, 4, 4)), relay.var("weight", shape=(3, 4))
+    f = relay.Function([x, w], relay.nn.dense(relay.multiply(x, _scale((4, 1))), w))
+    _unchanged(f, transform.ForwardFoldScaleAxis())

@@ -27,4 +27,5 @@ from .modules import (
     Linear, ReLU, RMSNorm, SiLU,
 )
 from . import modules
+from .kv_cache import KVCache
 from .op import *

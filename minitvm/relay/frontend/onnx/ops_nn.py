@@ -227,42 +227,57 @@ def _dropout(ctx, ins, attrs):
 
 
 # ------------------------------------------------------------------ pooling
+def _pool2d(ctx, x, kind, kernel, strides, dil, begin, end, ceil, include_pad):
+    """One 2-D pooling on NCHW with ONNX's output size (ceil mode drops a last window that
+    would start inside the end padding)."""
+    pad = (begin[0], begin[1], end[0], end[1])
+    if kind == "max":
+        out = _nn.max_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil)
+    else:
+        out = _nn.avg_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil,
+                             count_include_pad=include_pad)
+    if ceil:
+        src = ctx.shape(x)[2:]
+        size = []
+        for i in range(2):
+            eff = (kernel[i] - 1) * dil[i] + 1
+            o = -(-(src[i] + begin[i] + end[i] - eff) // strides[i]) + 1
+            if (o - 1) * strides[i] >= src[i] + begin[i]:
+                o -= 1
+            size.append(o)
+        if tuple(size) != tuple(ctx.shape(out)[2:]):
+            out = _op.strided_slice(out, [0, 0], size, axes=[2, 3])
+    return out
+
+
 def _pool(kind):
     def convert(ctx, ins, attrs):
         x = ins[0]
         shape = ctx.shape(x)
         n = len(shape) - 2
-        if n not in (1, 2):
-            raise NotImplementedError(f"{ctx.where()}: {n}-D pooling is not supported "
-                                      "(1-D and 2-D are)")
+        if n not in (1, 2, 3):
+            raise NotImplementedError(f"{ctx.where()}: {n}-D pooling is not supported")
         kernel = list(attrs["kernel_shape"])
         strides = list(attrs.get("strides", [1] * n))
         dil = list(attrs.get("dilations", [1] * n))
         begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dil)
         ceil = bool(attrs.get("ceil_mode", 0))
+        inc = bool(attrs.get("count_include_pad", 0))
         if n == 1:
-            x = _op.expand_dims(x, 2)
-            kernel, strides, dil, begin, end = ([1] + kernel, [1] + strides, [1] + dil,
-                                                [0] + begin, [0] + end)
-        pad = (begin[0], begin[1], end[0], end[1])
-        if kind == "max":
-            out = _nn.max_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil)
-        else:
-            out = _nn.avg_pool2d(x, kernel, strides, dil, pad, ceil_mode=ceil,
-                                 count_include_pad=bool(attrs.get("count_include_pad", 0)))
-        if ceil:  # ONNX drops a last window that would start inside the end padding
-            size = []
-            for i in range(2):
-                src = (shape[2:] if n == 2 else [1] + list(shape[2:]))[i]
-                eff = (kernel[i] - 1) * dil[i] + 1
-                o = -(-(src + begin[i] + end[i] - eff) // strides[i]) + 1
-                if (o - 1) * strides[i] >= src + begin[i]:
-                    o -= 1
-                size.append(o)
-            got = ctx.shape(out)[2:]
-            if tuple(size) != tuple(got):
-                out = _op.strided_slice(out, [0, 0], size, axes=[2, 3])
-        return _op.squeeze(out, axis=[2]) if n == 1 else out
+            y = _pool2d(ctx, _op.expand_dims(x, 2), kind, [1] + kernel, [1] + strides,
+                        [1] + dil, [0] + begin, [0] + end, ceil, inc)
+            return _op.squeeze(y, axis=[2])
+        if n == 2:
+            return _pool2d(ctx, x, kind, kernel, strides, dil, begin, end, ceil, inc)
+        # 3-D: a box window is separable (max of maxes; sums and pad-aware counts multiply),
+        # so pool (H, W) with the depth folded into channels, then pool D as a 2-D (kd, 1)
+        nb, c, d, h, w = shape
+        y = _pool2d(ctx, _op.reshape(x, (nb, c * d, h, w)), kind, kernel[1:], strides[1:],
+                    dil[1:], begin[1:], end[1:], ceil, inc)
+        oh, ow = ctx.shape(y)[2:]
+        y = _pool2d(ctx, _op.reshape(y, (nb, c, d, oh * ow)), kind, [kernel[0], 1],
+                    [strides[0], 1], [dil[0], 1], [begin[0], 0], [end[0], 0], ceil, inc)
+        return _op.reshape(y, (nb, c, ctx.shape(y)[2], oh, ow))
 
     return convert
 

@@ -1,0 +1,240 @@
+"""The on-disk kernel cache: compiled object code that outlives the process.
+
+A warm ``relay.build`` of a model seen before loads each kernel's machine code from here instead
+of generating LLVM IR and running LLVM's optimizer and code generator again.
+
+Where: ``$MINITVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/minitvm``, else ``~/.cache/minitvm``.
+Entries live in its ``kernels/`` folder, one file per kernel, named by a hash of the kernel's
+source text, the code generator's version and sources, and the host CPU / LLVM it was compiled
+for (see ``codegen.build.compile_prim_func``). Each file holds the object code and the LLVM IR
+(kept for exporting libraries) behind a checksum: a corrupt or truncated entry is ignored,
+removed, and rebuilt. Writes go to a temporary file renamed into place, so concurrent processes
+never see a partial entry. The folder is kept under a size limit (``$MINITVM_CACHE_MAX_BYTES``,
+default 512 MiB) by removing the least recently used entries (by file mtime; a hit touches it).
+
+Off switches: ``MINITVM_DISABLE_DISK_CACHE=1`` or
+``PassContext(config={"relay.backend.use_disk_cache": False})``. ``minitvm cache info`` and
+``minitvm cache clear`` inspect and empty it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+import time
+import uuid
+import warnings
+import zlib
+from pathlib import Path
+
+from ..transform.config import config_default, register_pass_config
+from ..transform.context import PassContext
+
+CONFIG_KEY = "relay.backend.use_disk_cache"
+ENV_DIR = "MINITVM_CACHE_DIR"
+ENV_DISABLE = "MINITVM_DISABLE_DISK_CACHE"
+ENV_MAX_BYTES = "MINITVM_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 512 << 20
+SUFFIX = ".mtk"
+_MAGIC = b"MTVMKC01"
+_HEADER = struct.Struct("<QQ32s")  # object length, compressed IR length, sha256 of both
+STALE_TMP_SECONDS = 3600
+
+register_pass_config(CONFIG_KEY, bool, True,
+                     "Keep compiled kernels in the on-disk cache ($MINITVM_CACHE_DIR, else "
+                     "~/.cache/minitvm) and load them from there on later builds.")
+
+
+def default_dir() -> Path:
+    """The cache directory the environment names (it need not exist yet)."""
+    root = os.environ.get(ENV_DIR)
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "minitvm"
+
+
+def _env_max_bytes() -> int:
+    text = os.environ.get(ENV_MAX_BYTES)
+    if not text:
+        return DEFAULT_MAX_BYTES
+    try:
+        return max(0, int(float(text)))
+    except ValueError:
+        raise ValueError(f"{ENV_MAX_BYTES}={text!r} is not a number of bytes") from None
+
+
+def disabled_by_env() -> bool:
+    return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class DiskCache:
+    """Kernel object code in ``root/kernels``: ``get`` / ``put`` by key, LRU size limit."""
+
+    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.root = Path(root)
+        self.dir = self.root / "kernels"
+        self.max_bytes = int(max_bytes)
+        self.stats = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0}
+        self._warned = False
+
+    def _path(self, key: str) -> Path:
+        return self.dir / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
+
+    # ------------------------------------------------------------------ entries
+    def get(self, key: str) -> tuple[bytes, str] | None:
+        """(object code, LLVM IR) stored under ``key``, or None (absent or corrupt)."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            self.stats["misses"] += 1
+            return None
+        entry = _decode(data)
+        if entry is None:
+            self.stats["corrupt"] += 1
+            self.stats["misses"] += 1
+            _unlink(path)
+            return None
+        try:
+            os.utime(path)  # least recently used is judged by mtime
+        except OSError:
+            pass
+        self.stats["hits"] += 1
+        return entry
+
+    def put(self, key: str, obj: bytes, ir_text: str) -> None:
+        """Store an entry atomically (temporary file + rename); never raises for I/O errors."""
+        path = self._path(key)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(_encode(obj, ir_text))
+            os.replace(tmp, path)
+            self.stats["writes"] += 1
+        except OSError as err:
+            _unlink(locals().get("tmp"))
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"minitvm: cannot write the kernel cache in {self.dir}: {err}; "
+                              f"set {ENV_DIR} or {ENV_DISABLE}=1", RuntimeWarning, stacklevel=2)
+            return
+        self.evict()
+
+    # ------------------------------------------------------------------ maintenance
+    def _files(self) -> list[tuple[float, int, Path]]:
+        """(mtime, size, path) of every entry, stale temporaries removed on the way."""
+        out = []
+        now = time.time()
+        for folder, pattern in ((self.dir, "*" + SUFFIX), (self.dir, "*.tmp"),
+                                (self.root, "*.o")):  # *.o: runtime.jit's IR-keyed objects
+            if not folder.is_dir():
+                continue
+            for p in folder.glob(pattern):
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                if p.suffix == ".tmp":
+                    if now - st.st_mtime > STALE_TMP_SECONDS:
+                        _unlink(p)
+                    continue
+                out.append((st.st_mtime, st.st_size, p))
+        return out
+
+    def evict(self) -> int:
+        """Remove least recently used entries until the cache fits ``max_bytes``; the count."""
+        files = self._files()
+        total = sum(size for _, size, _ in files)
+        if total <= self.max_bytes:
+            return 0
+        removed = 0
+        for _, size, p in sorted(files, key=lambda x: x[0]):
+            if total <= self.max_bytes:
+                break
+            if _unlink(p):
+                removed += 1
+            total -= size
+        self.stats["evicted"] += removed
+        return removed
+
+    def info(self) -> dict:
+        """Location, entry count, bytes used, the limit and this process's counters."""
+        files = self._files()
+        return {"path": str(self.root), "entries": len(files),
+                "bytes": sum(size for _, size, _ in files), "max_bytes": self.max_bytes,
+                **self.stats}
+
+    def clear(self) -> int:
+        """Remove every entry (and temporary file); return how many entries were removed."""
+        removed = sum(1 for _, _, p in self._files() if _unlink(p))
+        if self.dir.is_dir():
+            for p in self.dir.glob("*.tmp"):
+                _unlink(p)
+        return removed
+
+
+def _encode(obj: bytes, ir_text: str) -> bytes:
+    irz = zlib.compress(ir_text.encode(), 1)
+    digest = hashlib.sha256(obj + irz).digest()
+    return _MAGIC + _HEADER.pack(len(obj), len(irz), digest) + obj + irz
+
+
+def _decode(data: bytes) -> tuple[bytes, str] | None:
+    head = len(_MAGIC) + _HEADER.size
+    if len(data) < head or not data.startswith(_MAGIC):
+        return None
+    n_obj, n_ir, digest = _HEADER.unpack_from(data, len(_MAGIC))
+    if len(data) != head + n_obj + n_ir:
+        return None
+    body = data[head:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        ir_text = zlib.decompress(body[n_obj:]).decode()
+    except (zlib.error, UnicodeDecodeError):
+        return None
+    return body[:n_obj], ir_text
+
+
+def _unlink(path) -> bool:
+    if path is None:
+        return False
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+_CACHES: dict[tuple[str, int], DiskCache] = {}
+_LOCK = threading.Lock()
+
+
+def get_cache(root: str | os.PathLike | None = None, max_bytes: int | None = None) -> DiskCache:
+    """The cache object for ``root`` (default: the environment's directory), one per process."""
+    root = Path(root) if root is not None else default_dir()
+    max_bytes = _env_max_bytes() if max_bytes is None else int(max_bytes)
+    with _LOCK:
+        key = (str(root), max_bytes)
+        cache = _CACHES.get(key)
+        if cache is None:
+            cache = _CACHES[key] = DiskCache(root, max_bytes)
+        return cache
+
+
+def active_cache(ctx: PassContext | None = None) -> DiskCache | None:
+    """The disk cache a build in ``ctx`` (default: the current PassContext) uses, or None when
+    it is switched off there or by ``MINITVM_DISABLE_DISK_CACHE``."""
+    if disabled_by_env():
+        return None
+    ctx = ctx if ctx is not None else PassContext.current()
+    cfg = getattr(ctx, "config", None) or {}
+    if not bool(cfg.get(CONFIG_KEY, config_default(CONFIG_KEY))):
+        return None
+    return get_cache()

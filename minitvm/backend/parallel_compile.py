@@ -1,0 +1,158 @@
+"""Kernels compiled in parallel: forked worker processes fill the on-disk kernel cache.
+
+LLVM's optimizer dominates a cold build and llvmlite serializes every LLVM call behind one lock,
+so threads cannot overlap it; processes can. ``run_sharded`` forks ``jobs - 1`` workers, each
+lowering its share of the kernels (its code reaches the parent through the on-disk cache of
+``backend.disk_cache``), lowers the parent's own share meanwhile, and waits for the workers.
+The sequential lowering that follows then loads every kernel instead of compiling it. A worker
+that fails, crashes or outlives ``WORKER_TIMEOUT`` costs nothing but time: whatever it did not
+store is compiled by the parent as usual.
+
+Jobs: ``PassContext(config={"relay.backend.compile_jobs": n})`` or ``$MINITVM_COMPILE_JOBS``
+(``1`` turns it off; ``0``, the default, means one per available CPU core). Needs ``os.fork``
+and the on-disk cache (with the cache switched off the build stays sequential).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+
+from ..runtime import jit
+from ..transform.config import config_default, register_pass_config
+from ..transform.context import PassContext
+from .disk_cache import active_cache
+
+CONFIG_KEY = "relay.backend.compile_jobs"
+ENV_JOBS = "MINITVM_COMPILE_JOBS"
+MIN_TASKS = 8  # below this many distinct kernels forking costs more than it saves
+MAX_JOBS = 16
+MAX_TASKS = 8192  # the work queue is a pipe of 4-byte task numbers; it must not fill up
+WORKER_TIMEOUT = 300.0
+
+register_pass_config(CONFIG_KEY, int, 0,
+                     "Processes that compile kernels in parallel (0: one per CPU core, 1: "
+                     "sequential). Workers hand their code over through the on-disk cache.")
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def compile_jobs(ctx: PassContext | None = None) -> int:
+    """How many processes a build in ``ctx`` (default: the current context) compiles with."""
+    ctx = ctx if ctx is not None else PassContext.current()
+    cfg = getattr(ctx, "config", None) or {}
+    jobs = int(cfg.get(CONFIG_KEY, config_default(CONFIG_KEY)))
+    if jobs == 0:
+        text = os.environ.get(ENV_JOBS, "").strip()
+        if text:
+            try:
+                jobs = int(text)
+            except ValueError:
+                raise ValueError(f"{ENV_JOBS}={text!r} is not a number of processes") from None
+    if jobs < 0:
+        raise ValueError(f"compile jobs must be >= 0, got {jobs}")
+    return min(jobs or _cores(), MAX_JOBS)
+
+
+def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
+                group: Callable[[object], Hashable], ctx: PassContext | None = None) -> int:
+    """Run ``run_one(task)`` for every task, shared among forked workers and this process.
+
+    Tasks with the same ``group`` key go to the same process (identical kernels compile once).
+    Returns the number of worker processes forked (0: everything ran here, or nothing ran
+    because there was too little to share or no disk cache to hand results over).
+    """
+    jobs = compile_jobs(ctx)
+    groups: dict[Hashable, list] = {}
+    for t in tasks:
+        groups.setdefault(group(t), []).append(t)
+    if jobs < 2 or not MIN_TASKS <= len(groups) <= MAX_TASKS or not hasattr(os, "fork") \
+            or sys.platform == "win32" or active_cache(ctx) is None \
+            or threading.current_thread() is not threading.main_thread():
+        return 0  # (a build in a thread stays in process: forking there is not safe)
+    jobs = min(jobs, len(groups) // 2)
+    members = list(groups.values())
+    # a pipe of group numbers is the work queue: each process takes the next group when it is
+    # free (reads of 4 bytes from a pipe are atomic), so the shares balance themselves
+    rd, wr = os.pipe()
+    try:
+        os.write(wr, b"".join(struct.pack("<I", k) for k in range(len(members))))
+    finally:
+        os.close(wr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    try:
+        for _ in range(jobs - 1):
+            try:
+                with jit.quiescent():  # no LLVM lock held mid-call by another thread
+                    pid = os.fork()
+            except OSError:  # no more processes: fewer workers
+                break
+            if pid == 0:  # a worker: compile into the disk cache, then leave at once
+                code = 0
+                try:
+                    code = _drain(rd, members, run_one)
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        try:
+            _drain(rd, members, run_one)
+        except BaseException:  # interrupted: stop the workers now rather than wait for them
+            _wait(pids, 0.0)
+            raise
+        _wait(pids, WORKER_TIMEOUT)
+    finally:
+        os.close(rd)
+    return len(pids)
+
+
+def _drain(rd: int, members: list, run_one) -> int:
+    """Run groups taken from the queue ``rd`` until it is empty; 1 if a task failed, else 0."""
+    code = 0
+    while True:
+        data = os.read(rd, 4)
+        if len(data) < 4:
+            return code
+        for t in members[struct.unpack("<I", data)[0]]:
+            try:
+                run_one(t)
+            except Exception:  # compiled again (and reported) by the sequential lowering after
+                code = 1
+
+
+def _wait(pids: list[int], timeout: float) -> None:
+    """Reap the workers; kill those still running after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pending = set(pids)
+    delay = 0.001
+    while pending:
+        for pid in list(pending):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                pending.discard(pid)
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            for pid in pending:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)

@@ -1,0 +1,193 @@
+"""What an ONNX -> Relax converter works with: the BlockBuilder, and values known at import
+time (constants as numpy arrays, shape arithmetic as arrays of symbolic ``tir`` dims).
+
+Keeping ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape`` chains as known values is what
+lets a model exported with a dynamic batch axis import with a symbolic ``batch`` dim instead of
+data-dependent shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ....ir.prim_expr import IntImm, PrimExpr
+from ... import op as _op
+from ...expr import Constant, Expr, ShapeExpr, const
+from ...struct_info import ShapeStructInfo, TensorStructInfo
+
+__all__ = ["CONVERTERS", "register", "Context", "ONNXImportError", "OpNotImplemented",
+           "onnx_dtype", "is_known", "normalize_known"]
+
+# op_type -> converter(ctx, inputs, attrs) -> value | list of values
+CONVERTERS: dict[str, Callable] = {}
+
+
+class ONNXImportError(ValueError):
+    """The ONNX model cannot be imported: malformed, or a node the converter rejects."""
+
+
+class OpNotImplemented(NotImplementedError):
+    """The model uses ONNX operators this importer does not convert (all listed at once)."""
+
+
+def register(*op_types: str):
+    """Register one converter under one or more ONNX op types."""
+
+    def deco(fn):
+        for name in op_types:
+            CONVERTERS[name] = fn
+        return fn
+
+    return deco
+
+
+_ONNX_DTYPES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
+}
+
+
+def onnx_dtype(code: int) -> str:
+    """The dtype name of an ONNX TensorProto element type."""
+    if code not in _ONNX_DTYPES:
+        raise ONNXImportError(f"ONNX element type {code} is not supported (supported: "
+                              f"{', '.join(sorted(set(_ONNX_DTYPES.values())))})")
+    return _ONNX_DTYPES[code]
+
+
+def is_known(v) -> bool:
+    """A value known at import time: a numpy array (numeric or of symbolic dims)."""
+    return isinstance(v, np.ndarray)
+
+
+def _as_int(e):
+    if isinstance(e, IntImm):
+        return int(e.value)
+    return e
+
+
+def normalize_known(arr: np.ndarray) -> np.ndarray:
+    """An object array whose entries are all plain integers becomes an int64 array."""
+    if arr.dtype != object:
+        return arr
+    flat = [_as_int(e) for e in arr.reshape(-1)]
+    if all(isinstance(e, int | np.integer) for e in flat):
+        return np.array(flat, dtype="int64").reshape(arr.shape)
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat
+    return out.reshape(arr.shape)
+
+
+class Context:
+    """The state converters share: the opset, the node being converted, the BlockBuilder."""
+
+    def __init__(self, bb, opset: int):
+        self.bb = bb
+        self.opset = opset
+        self.node = None
+        self.analyzer = bb.get_analyzer()
+
+    # -- errors ------------------------------------------------------------------------------
+    def where(self) -> str:
+        n = self.node
+        if n is None:
+            return "?"
+        return f"{n.op_type} node {n.name!r}" if n.name else n.op_type
+
+    def fail(self, detail: str) -> ONNXImportError:
+        return ONNXImportError(f"{self.where()}: {detail}")
+
+    # -- emitting ----------------------------------------------------------------------------
+    def emit(self, e: Expr) -> Expr:
+        """Bind a call in the current dataflow block (named like TVM's ``lv``)."""
+        return self.bb.emit(e)
+
+    def expr(self, v, dtype: str | None = None) -> Expr:
+        """A Relax expression for a value: known values become constants or shape tensors."""
+        if v is None:
+            raise self.fail("a required input is missing")
+        if not is_known(v):
+            return v
+        v = normalize_known(v)
+        if v.dtype != object:
+            return const(v if dtype is None else v.astype(dtype))
+        if v.ndim > 1:
+            raise self.fail(f"cannot materialize a {v.ndim}-D tensor of symbolic dims")
+        dims = [e if isinstance(e, PrimExpr) else IntImm("int64", int(e)) for e in v.reshape(-1)]
+        t = self.emit(_op.shape_to_tensor(ShapeExpr(dims)))
+        if v.ndim == 0:
+            t = self.emit(_op.reshape(t, ShapeExpr([])))
+        if dtype is not None and dtype != "int64":
+            t = self.emit(_op.astype(t, dtype))
+        return t
+
+    # -- static information ------------------------------------------------------------------
+    def sinfo(self, v) -> TensorStructInfo:
+        if is_known(v):
+            return TensorStructInfo(list(v.shape), "int64" if v.dtype == object else str(v.dtype))
+        s = v.struct_info
+        if not isinstance(s, TensorStructInfo):
+            raise self.fail(f"expected a tensor, got {s}")
+        return s
+
+    def ndim(self, v) -> int:
+        if is_known(v):
+            return v.ndim
+        n = self.sinfo(v).ndim
+        if n < 0:
+            raise self.fail("the rank of an input is unknown")
+        return n
+
+    def dtype(self, v) -> str:
+        if is_known(v):
+            return "int64" if v.dtype == object else str(v.dtype)
+        return str(self.sinfo(v).dtype)
+
+    def shape(self, v) -> list:
+        """The dims of a value: ints where static, ``tir`` expressions where symbolic."""
+        if is_known(v):
+            return list(v.shape)
+        s = self.sinfo(v)
+        if s.shape is None:
+            raise self.fail("the shape of an input is unknown")
+        dims = s.shape.values if isinstance(s.shape, ShapeExpr) else None
+        if dims is None:
+            sh = s.shape.struct_info
+            if isinstance(sh, ShapeStructInfo) and sh.values is not None:
+                dims = sh.values
+        if dims is None:
+            raise self.fail("the shape of an input is unknown")
+        return [_as_int(d) for d in dims]
+
+    def known(self, v) -> np.ndarray | None:
+        """The value of ``v`` when known at import time (numpy array), else None."""
+        if v is None:
+            return None
+        if is_known(v):
+            return normalize_known(v)
+        if isinstance(v, Constant):
+            return v.data.numpy()
+        return None
+
+    def value(self, v, what: str) -> np.ndarray:
+        """The import-time value of an input that must be known (a shape, axes, pads...)."""
+        k = self.known(v)
+        if k is None:
+            raise self.fail(f"{what} must be a constant or computed from shapes; "
+                            "data-dependent values are not supported")
+        return k
+
+    def ints(self, v, what: str) -> list:
+        """A 1-D known integer value as a list (symbolic dims kept as ``tir`` expressions)."""
+        return [_as_int(e) if not isinstance(e, np.integer) else int(e)
+                for e in self.value(v, what).reshape(-1)]
+
+    def simplify(self, e):
+        if isinstance(e, PrimExpr):
+            return _as_int(self.analyzer.simplify(e))
+        return e
+
+    def shape_expr(self, dims) -> ShapeExpr:
+        return ShapeExpr([d if isinstance(d, PrimExpr) else IntImm("int64", int(d))
+                          for d in dims])

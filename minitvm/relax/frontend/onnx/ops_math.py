@@ -1,0 +1,262 @@
+"""Elementwise ONNX ops (arithmetic, comparisons, activations, Cast, Clip) and reductions.
+
+Arithmetic on values known at import time (constants, shape arithmetic) is folded here, so
+shape computations stay symbolic instead of becoming tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from ...expr import const
+from .context import Context, normalize_known, onnx_dtype, register
+
+_BINARY = {
+    "Add": (_op.add, np.add), "Sub": (_op.subtract, np.subtract),
+    "Mul": (_op.multiply, np.multiply), "Div": (_op.divide, None),
+    "Pow": (_op.power, np.power), "Equal": (_op.equal, np.equal),
+    "Less": (_op.less, np.less), "LessOrEqual": (_op.less_equal, np.less_equal),
+    "Greater": (_op.greater, np.greater), "GreaterOrEqual": (_op.greater_equal, np.greater_equal),
+    "And": (_op.logical_and, np.logical_and), "Or": (_op.logical_or, np.logical_or),
+    "Xor": (_op.logical_xor, np.logical_xor), "BitwiseAnd": (_op.bitwise_and, np.bitwise_and),
+    "BitwiseOr": (_op.bitwise_or, np.bitwise_or),
+}
+_SYMBOLIC_OK = {"Add", "Sub", "Mul", "Div"}
+
+
+def _fold_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == object or b.dtype == object or (a.dtype.kind in "iu" and b.dtype.kind in "iu"):
+        if a.dtype != object and b.dtype != object:
+            return (np.trunc(a / b)).astype(np.result_type(a, b))  # ONNX truncates
+        return np.floor_divide(a, b)  # symbolic dims are non-negative
+    return np.true_divide(a, b).astype(np.result_type(a, b))
+
+
+def _binary(name, rop, nfn):
+    def convert(ctx: Context, ins, attrs):
+        a, b = ctx.known(ins[0]), ctx.known(ins[1])
+        if a is not None and b is not None and (
+                name in _SYMBOLIC_OK or (a.dtype != object and b.dtype != object)):
+            out = _fold_div(a, b) if name == "Div" else nfn(a, b)
+            if out.dtype == object:
+                out = np.vectorize(ctx.simplify, otypes=[object])(out)
+            elif a.dtype == b.dtype and out.dtype != np.bool_:
+                out = out.astype(a.dtype)
+            return normalize_known(np.asarray(out))
+        x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
+        if name == "Div" and ctx.dtype(x).startswith(("int", "uint")):
+            return ctx.emit(_op.astype(_op.trunc(_op.divide(
+                _op.astype(x, "float64"), _op.astype(y, "float64"))), ctx.dtype(x)))
+        if name == "Mod" or rop is None:
+            raise ctx.fail(f"{name} is not supported here")
+        return ctx.emit(rop(x, y))
+
+    return convert
+
+
+for _name, (_rop, _nfn) in _BINARY.items():
+    register(_name)(_binary(_name, _rop, _nfn))
+
+
+@register("Mod")
+def _mod(ctx: Context, ins, attrs):
+    x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
+    if attrs.get("fmod", 0) or ctx.dtype(x).startswith("float"):
+        return ctx.emit(_op.subtract(x, _op.multiply(_op.trunc(_op.divide(x, y)), y)))
+    return ctx.emit(_op.floor_mod(x, y))
+
+
+_UNARY = {
+    "Relu": _op.nn.relu, "Sigmoid": _op.sigmoid, "Tanh": _op.tanh, "Erf": _op.erf,
+    "Exp": _op.exp, "Log": _op.log, "Sqrt": _op.sqrt, "Neg": _op.negative, "Abs": _op.abs,
+    "Floor": _op.floor, "Ceil": _op.ceil, "Sin": _op.sin, "Cos": _op.cos, "Tan": _op.tan,
+    "Not": _op.logical_not, "Sign": _op.sign, "Round": _op.round, "Asin": _op.asin,
+    "Acos": _op.acos, "Atan": _op.atan, "Sinh": _op.sinh, "Cosh": _op.cosh,
+    "IsNaN": _op.isnan, "IsInf": _op.isinf,
+}
+_UNARY_NP = {
+    "Neg": np.negative, "Abs": np.abs, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
+    "Floor": np.floor, "Ceil": np.ceil, "Not": np.logical_not, "Sign": np.sign,
+    "Round": np.round,
+}
+
+
+def _unary(name, rop):
+    def convert(ctx: Context, ins, attrs):
+        k = ctx.known(ins[0])
+        if k is not None and k.dtype != object and name in _UNARY_NP:
+            return np.asarray(_UNARY_NP[name](k)).astype(k.dtype)
+        return ctx.emit(rop(ctx.expr(ins[0])))
+
+    return convert
+
+
+for _name, _rop in _UNARY.items():
+    register(_name)(_unary(_name, _rop))
+
+
+def _scalar(ctx: Context, x, value: float):
+    return const(np.array(value, dtype=ctx.dtype(x)))
+
+
+@register("Reciprocal")
+def _reciprocal(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    return ctx.emit(_op.divide(_scalar(ctx, x, 1.0), x))
+
+
+@register("Gelu")
+def _gelu(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    if attrs.get("approximate", "none") == "tanh":
+        return ctx.emit(_op.nn.gelu_tanh(x))
+    return ctx.emit(_op.nn.gelu(x))
+
+
+@register("LeakyRelu")
+def _leaky_relu(ctx: Context, ins, attrs):
+    return ctx.emit(_op.nn.leakyrelu(ctx.expr(ins[0]), float(attrs.get("alpha", 0.01))))
+
+
+@register("Elu")
+def _elu(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    neg = _op.multiply(_scalar(ctx, x, alpha), _op.subtract(_op.exp(x), _scalar(ctx, x, 1.0)))
+    return ctx.emit(_op.where(_op.greater(x, _scalar(ctx, x, 0.0)), x, neg))
+
+
+@register("HardSigmoid")
+def _hard_sigmoid(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    a, b = float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))
+    lin = _op.add(_op.multiply(x, _scalar(ctx, x, a)), _scalar(ctx, x, b))
+    return ctx.emit(_op.clip(lin, 0.0, 1.0))
+
+
+@register("HardSwish")
+def _hard_swish(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    gate = _op.clip(_op.add(_op.multiply(x, _scalar(ctx, x, 1 / 6)), _scalar(ctx, x, 0.5)),
+                    0.0, 1.0)
+    return ctx.emit(_op.multiply(x, gate))
+
+
+@register("Softplus")
+def _softplus(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    return ctx.emit(_op.log(_op.add(_op.exp(x), _scalar(ctx, x, 1.0))))
+
+
+@register("Clip")
+def _clip(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    if ctx.opset < 11:
+        lo, hi = attrs.get("min", -np.inf), attrs.get("max", np.inf)
+    else:
+        lo = ctx.value(ins[1], "Clip's min").item() if len(ins) > 1 and ins[1] is not None \
+            else -np.inf
+        hi = ctx.value(ins[2], "Clip's max").item() if len(ins) > 2 and ins[2] is not None \
+            else np.inf
+    if np.isinf(lo) and np.isinf(hi):
+        return x
+    if np.isinf(lo):
+        return ctx.emit(_op.minimum(x, _scalar(ctx, x, hi)))
+    if np.isinf(hi):
+        return ctx.emit(_op.maximum(x, _scalar(ctx, x, lo)))
+    return ctx.emit(_op.clip(x, float(lo), float(hi)))
+
+
+@register("Max", "Min", "Sum", "Mean")
+def _variadic(ctx: Context, ins, attrs):
+    fn = {"Max": _op.maximum, "Min": _op.minimum}.get(ctx.node.op_type, _op.add)
+    acc = ctx.expr(ins[0])
+    for other in ins[1:]:
+        acc = fn(acc, ctx.expr(other))
+    if ctx.node.op_type == "Mean":
+        acc = _op.divide(acc, _scalar(ctx, ctx.expr(ins[0]), float(len(ins))))
+    return ctx.emit(acc) if len(ins) > 1 else acc
+
+
+@register("Identity", "Dropout")
+def _identity(ctx: Context, ins, attrs):
+    return ins[0]
+
+
+@register("Cast")
+def _cast(ctx: Context, ins, attrs):
+    dtype = onnx_dtype(int(attrs["to"]))
+    k = ctx.known(ins[0])
+    if k is not None and (k.dtype != object or dtype.startswith("int")):
+        return k if k.dtype == object else k.astype(dtype)
+    x = ctx.expr(ins[0])
+    return x if ctx.dtype(x) == dtype else ctx.emit(_op.astype(x, dtype))
+
+
+@register("Softmax", "LogSoftmax")
+def _softmax(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
+    fn = _op.nn.softmax if ctx.node.op_type == "Softmax" else _op.nn.log_softmax
+    if ctx.opset >= 13:
+        return ctx.emit(fn(x, axis))
+    # before opset 13 the input is coerced to 2-D at ``axis``
+    shape = ctx.shape(x)
+    axis = axis % len(shape)
+    flat = _op.reshape(x, ctx.shape_expr([_prod(ctx, shape[:axis]), _prod(ctx, shape[axis:])]))
+    return ctx.emit(_op.reshape(fn(flat, 1), ctx.shape_expr(shape)))
+
+
+def _prod(ctx: Context, dims):
+    out = 1
+    for d in dims:
+        out = out * d
+    return ctx.simplify(out)
+
+
+_REDUCE = {
+    "ReduceSum": _op.sum, "ReduceMean": _op.mean, "ReduceMax": _op.max, "ReduceMin": _op.min,
+    "ReduceProd": _op.prod,
+}
+
+
+@register(*_REDUCE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
+def _reduce(ctx: Context, ins, attrs):
+    name = ctx.node.op_type
+    x = ctx.expr(ins[0])
+    keep = bool(attrs.get("keepdims", 1))
+    axes_from_input = name == "ReduceSum" and ctx.opset >= 13 or ctx.opset >= 18
+    if axes_from_input:
+        axes = ctx.ints(ins[1], f"{name}'s axes") if len(ins) > 1 and ins[1] is not None \
+            else None
+    else:
+        axes = attrs.get("axes")
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return x
+        axes = None
+    else:
+        axes = [int(a) for a in axes]
+    if name == "ReduceL1":
+        return ctx.emit(_op.sum(_op.abs(x), axes, keep))
+    if name == "ReduceL2":
+        return ctx.emit(_op.sqrt(_op.sum(_op.multiply(x, x), axes, keep)))
+    if name == "ReduceSumSquare":
+        return ctx.emit(_op.sum(_op.multiply(x, x), axes, keep))
+    if name == "ReduceLogSumExp":
+        m = ctx.emit(_op.max(x, axes, True))
+        s = _op.sum(_op.exp(_op.subtract(x, m)), axes, True)
+        out = _op.add(_op.log(s), m)
+        if not keep:
+            out = _op.squeeze(out, axes if axes is not None else None)
+        return ctx.emit(out)
+    return ctx.emit(_REDUCE[name](x, axes, keep))
+
+
+@register("ArgMax", "ArgMin")
+def _argmax(ctx: Context, ins, attrs):
+    if attrs.get("select_last_index", 0):
+        raise ctx.fail("select_last_index=1 is not supported")
+    fn = _op.argmax if ctx.node.op_type == "ArgMax" else _op.argmin
+    return ctx.emit(fn(ctx.expr(ins[0]), int(attrs.get("axis", 0)),
+                       bool(attrs.get("keepdims", 1))))

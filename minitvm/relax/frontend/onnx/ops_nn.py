@@ -1,0 +1,212 @@
+"""Neural-network ONNX ops: Conv, ConvTranspose, Gemm, MatMul, normalizations, pooling, Pad."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import op as _op
+from ...expr import TupleGetItem, const
+from .context import Context, register
+
+
+def _spatial_pads(ctx: Context, attrs, in_dims, kernel, strides, dilations) -> list[int]:
+    """ONNX ``pads`` (all begins, then all ends) resolving ``auto_pad`` on static dims."""
+    n = len(kernel)
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", "VALID"):
+        pads = list(attrs.get("pads", [0] * (2 * n)))
+        return [0] * (2 * n) if auto == "VALID" else [int(p) for p in pads]
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.fail(f"auto_pad={auto!r} is not supported")
+    begins, ends = [], []
+    for d, k, s, dl in zip(in_dims, kernel, strides, dilations, strict=True):
+        if not isinstance(d, int):
+            raise ctx.fail("auto_pad SAME needs static spatial dims")
+        out = math.ceil(d / s)
+        total = max(0, (out - 1) * s + (k - 1) * dl + 1 - d)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else big)
+        ends.append(big if auto == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _add_channel_bias(ctx: Context, y, bias, ndim: int):
+    b = ctx.expr(bias)
+    b = _op.reshape(b, ctx.shape_expr([1, -1] + [1] * (ndim - 2)))
+    return ctx.emit(_op.add(y, b))
+
+
+@register("Conv")
+def _conv(ctx: Context, ins, attrs):
+    x, w = ctx.expr(ins[0]), ctx.expr(ins[1])
+    ndim = ctx.ndim(x)
+    wshape = ctx.shape(w)
+    kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
+    n = len(kernel)
+    strides = [int(s) for s in attrs.get("strides", [1] * n)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
+    pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dilations)
+    groups = int(attrs.get("group", 1))
+    if n == 1:
+        y = _op.nn.conv1d(x, w, strides, pads, dilations, groups)
+    elif n == 2:
+        y = _op.nn.conv2d(x, w, strides, pads, dilations, groups)
+    elif n == 3:
+        y = _op.nn.conv3d(x, w, strides, pads, dilations, groups)
+    else:
+        raise ctx.fail(f"{n}-D convolution is not supported")
+    y = ctx.emit(y)
+    if len(ins) > 2 and ins[2] is not None:
+        y = _add_channel_bias(ctx, y, ins[2], ndim)
+    return y
+
+
+@register("ConvTranspose")
+def _conv_transpose(ctx: Context, ins, attrs):
+    x, w = ctx.expr(ins[0]), ctx.expr(ins[1])
+    wshape = ctx.shape(w)
+    kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
+    n = len(kernel)
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or "output_shape" in attrs:
+        raise ctx.fail("auto_pad SAME and output_shape are not supported")
+    strides = [int(s) for s in attrs.get("strides", [1] * n)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
+    pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
+    out_pad = [int(p) for p in attrs.get("output_padding", [0] * n)]
+    groups = int(attrs.get("group", 1))
+    if n == 1:
+        y = _op.nn.conv1d_transpose(x, w, strides, pads, out_pad, dilations, groups)
+    elif n == 2:
+        y = _op.nn.conv2d_transpose(x, w, strides, pads, out_pad, dilations, groups)
+    else:
+        raise ctx.fail(f"{n}-D transposed convolution is not supported")
+    y = ctx.emit(y)
+    if len(ins) > 2 and ins[2] is not None:
+        y = _add_channel_bias(ctx, y, ins[2], n + 2)
+    return y
+
+
+def _transposed(ctx: Context, v):
+    """The transpose of a 2-D value (folded when it is a constant)."""
+    k = ctx.known(v)
+    if k is not None and k.dtype != object:
+        return const(np.ascontiguousarray(k.T))
+    return _op.permute_dims(ctx.expr(v), [1, 0])
+
+
+@register("Gemm")
+def _gemm(ctx: Context, ins, attrs):
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    a = _transposed(ctx, ins[0]) if attrs.get("transA", 0) else ctx.expr(ins[0])
+    b = _transposed(ctx, ins[1]) if attrs.get("transB", 0) else ctx.expr(ins[1])
+    dtype = ctx.dtype(ins[0])
+    y = _op.matmul(a, b)
+    if alpha != 1.0:
+        y = _op.multiply(y, const(np.array(alpha, dtype)))
+    if len(ins) > 2 and ins[2] is not None:
+        c = ctx.expr(ins[2])
+        if beta != 1.0:
+            c = _op.multiply(c, const(np.array(beta, dtype)))
+        y = _op.add(ctx.emit(y), c)
+    return ctx.emit(y)
+
+
+@register("MatMul")
+def _matmul(ctx: Context, ins, attrs):
+    return ctx.emit(_op.matmul(ctx.expr(ins[0]), ctx.expr(ins[1])))
+
+
+@register("BatchNormalization")
+def _batch_norm(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    gamma, beta, mean, var = (ctx.expr(v) for v in ins[1:5])
+    bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1,
+                                    epsilon=float(attrs.get("epsilon", 1e-5))))
+    return ctx.emit(TupleGetItem(bn, 0))
+
+
+@register("LayerNormalization")
+def _layer_norm(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    ndim = ctx.ndim(x)
+    axis = int(attrs.get("axis", -1)) % ndim
+    axes = list(range(axis, ndim))
+    gamma = ctx.expr(ins[1])
+    if len(ins) > 2 and ins[2] is not None:
+        beta = ctx.expr(ins[2])
+    else:
+        beta = const(np.zeros([int(d) for d in ctx.shape(gamma)], ctx.dtype(x)))
+    return ctx.emit(_op.nn.layer_norm(x, gamma, beta, axes,
+                                      float(attrs.get("epsilon", 1e-5))))
+
+
+@register("InstanceNormalization")
+def _instance_norm(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    ndim = ctx.ndim(x)
+    channels = ctx.shape(x)[1]
+    return ctx.emit(_op.nn.group_norm(x, ctx.expr(ins[1]), ctx.expr(ins[2]), channels, 1,
+                                      list(range(2, ndim)), float(attrs.get("epsilon", 1e-5))))
+
+
+_POOLS = {
+    ("MaxPool", 1): _op.nn.max_pool1d, ("MaxPool", 2): _op.nn.max_pool2d,
+    ("MaxPool", 3): _op.nn.max_pool3d, ("AveragePool", 1): _op.nn.avg_pool1d,
+    ("AveragePool", 2): _op.nn.avg_pool2d, ("AveragePool", 3): _op.nn.avg_pool3d,
+}
+
+
+@register("MaxPool", "AveragePool")
+def _pool(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    name = ctx.node.op_type
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    n = len(kernel)
+    if (name, n) not in _POOLS:
+        raise ctx.fail(f"{n}-D {name} is not supported")
+    if name == "MaxPool" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.fail("MaxPool's Indices output is not supported")
+    strides = [int(s) for s in attrs.get("strides", [1] * n)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
+    pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dilations)
+    ceil = bool(attrs.get("ceil_mode", 0))
+    include = bool(attrs.get("count_include_pad", 0))
+    return ctx.emit(_POOLS[(name, n)](x, kernel, strides, pads, dilations, ceil, include))
+
+
+@register("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    axes = list(range(2, ctx.ndim(x)))
+    fn = _op.mean if ctx.node.op_type == "GlobalAveragePool" else _op.max
+    return ctx.emit(fn(x, axes, True))
+
+
+@register("Pad")
+def _pad(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    ndim = ctx.ndim(x)
+    if ctx.opset < 11:
+        pads, value = list(attrs["pads"]), float(attrs.get("value", 0.0))
+    else:
+        pads = ctx.ints(ins[1], "Pad's pads")
+        value = 0.0
+        if len(ins) > 2 and ins[2] is not None:
+            value = float(ctx.value(ins[2], "Pad's constant_value").reshape(-1)[0])
+    if len(ins) > 3 and ins[3] is not None:
+        axes = [a % ndim for a in ctx.ints(ins[3], "Pad's axes")]
+        full = [0] * (2 * ndim)
+        for i, a in enumerate(axes):
+            full[a], full[ndim + a] = pads[i], pads[len(axes) + i]
+        pads = full
+    if any(p < 0 for p in pads):
+        raise ctx.fail("negative pads (cropping) are not supported")
+    mode = attrs.get("mode", "constant")
+    if mode not in ("constant", "edge", "reflect"):
+        raise ctx.fail(f"mode {mode!r} is not supported")
+    flat = []
+    for i in range(ndim):
+        flat += [int(pads[i]), int(pads[ndim + i])]
+    return ctx.emit(_op.nn.pad(x, flat, value, mode))

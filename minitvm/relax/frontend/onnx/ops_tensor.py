@@ -1,0 +1,288 @@
+"""Shape and data-movement ONNX ops: Shape, Reshape, Transpose, Concat, Split, Slice, Gather,
+(Un)Squeeze, Flatten, Expand, Where, Constant(OfShape), Range, Size, CumSum, Einsum.
+
+Each folds when its inputs are known at import time (constants or symbolic shape values)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.prim_expr import PrimExpr
+from ... import op as _op
+from ...expr import const
+from .context import Context, normalize_known, onnx_dtype, register
+
+
+def _axes(ctx: Context, ins, attrs, index: int, what: str) -> list[int] | None:
+    """Axes from the attribute (before opset 13) or from input ``index`` (opset 13 on)."""
+    if "axes" in attrs:
+        return [int(a) for a in attrs["axes"]]
+    if len(ins) > index and ins[index] is not None:
+        return [int(a) for a in ctx.ints(ins[index], what)]
+    return None
+
+
+def _obj(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+@register("Constant")
+def _constant(ctx: Context, ins, attrs):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in attrs:
+            v = attrs[key]
+            if key == "value":
+                return np.array(v)
+            dtype = "float32" if "float" in key else "int64"
+            return np.array(v, dtype=dtype)
+    raise ctx.fail(f"unsupported Constant attributes {sorted(attrs)}")
+
+
+@register("Shape")
+def _shape(ctx: Context, ins, attrs):
+    dims = ctx.shape(ins[0])
+    n = len(dims)
+    start, end = int(attrs.get("start", 0)), attrs.get("end")
+    dims = dims[start:(int(end) if end is not None else n)]
+    return normalize_known(_obj(dims))
+
+
+@register("Size")
+def _size(ctx: Context, ins, attrs):
+    out = 1
+    for d in ctx.shape(ins[0]):
+        out = out * d
+    return normalize_known(np.array(ctx.simplify(out), dtype=object))
+
+
+@register("Reshape")
+def _reshape(ctx: Context, ins, attrs):
+    shape = ctx.ints(ins[1], "Reshape's shape") if ctx.opset >= 5 else list(attrs["shape"])
+    in_dims = ctx.shape(ins[0])
+    if not attrs.get("allowzero", 0):
+        shape = [in_dims[i] if isinstance(s, int) and s == 0 else s for i, s in enumerate(shape)]
+    k = ctx.known(ins[0])
+    if k is not None and all(isinstance(s, int) for s in shape):
+        return normalize_known(k.reshape(shape))
+    return ctx.emit(_op.reshape(ctx.expr(ins[0]), ctx.shape_expr(shape)))
+
+
+@register("Transpose")
+def _transpose(ctx: Context, ins, attrs):
+    perm = attrs.get("perm")
+    k = ctx.known(ins[0])
+    if k is not None:
+        return np.transpose(k, perm)
+    x = ctx.expr(ins[0])
+    return ctx.emit(_op.permute_dims(x, [int(p) for p in perm] if perm is not None else None))
+
+
+@register("Concat")
+def _concat(ctx: Context, ins, attrs):
+    axis = int(attrs["axis"])
+    ins = [v for v in ins if v is not None]
+    known = [ctx.known(v) for v in ins]
+    if all(k is not None for k in known):
+        if any(k.dtype == object for k in known):
+            known = [k.astype(object) for k in known]
+        return normalize_known(np.concatenate(known, axis=axis))
+    return ctx.emit(_op.concat([ctx.expr(v) for v in ins], axis))
+
+
+@register("Split")
+def _split(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    axis = int(attrs.get("axis", 0))
+    dim = ctx.shape(x)[axis]
+    if "split" in attrs:
+        sizes = [int(s) for s in attrs["split"]]
+    elif len(ins) > 1 and ins[1] is not None:
+        sizes = [int(s) for s in ctx.ints(ins[1], "Split's split")]
+    else:
+        n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        if not isinstance(dim, int):
+            return _tuple_fields(ctx, ctx.emit(_op.split(x, n, axis)), n)
+        chunk = -(-dim // n)
+        sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    cuts, acc = [], 0
+    for s in sizes[:-1]:
+        acc += s
+        cuts.append(acc)
+    return _tuple_fields(ctx, ctx.emit(_op.split(x, cuts, axis)), len(sizes))
+
+
+def _tuple_fields(ctx: Context, tup, n: int) -> list:
+    from ...expr import TupleGetItem
+
+    return [ctx.emit(TupleGetItem(tup, i)) for i in range(n)]
+
+
+_INT_MAX = 2**62
+
+
+@register("Slice")
+def _slice(ctx: Context, ins, attrs):
+    if ctx.opset < 10:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes, steps = attrs.get("axes"), None
+    else:
+        starts = ctx.ints(ins[1], "Slice's starts")
+        ends = ctx.ints(ins[2], "Slice's ends")
+        axes = ctx.ints(ins[3], "Slice's axes") if len(ins) > 3 and ins[3] is not None \
+            else None
+        steps = ctx.ints(ins[4], "Slice's steps") if len(ins) > 4 and ins[4] is not None \
+            else None
+    ndim = ctx.ndim(ins[0])
+    axes = [int(a) % ndim for a in (axes if axes is not None else range(len(starts)))]
+    steps = [int(s) for s in (steps if steps is not None else [1] * len(starts))]
+    k = ctx.known(ins[0])
+    if k is not None and all(isinstance(v, int) for v in starts + ends):
+        index = [slice(None)] * ndim
+        for a, b, e, s in zip(axes, starts, ends, steps, strict=True):
+            index[a] = slice(b, e, s)
+        return normalize_known(k[tuple(index)])
+    dims = ctx.shape(ins[0])
+    begin, end = [], []
+    for a, b, e, s in zip(axes, starts, ends, steps, strict=True):
+        d = dims[a]
+        if isinstance(e, int) and s > 0 and e >= _INT_MAX:
+            e = d
+        if isinstance(e, int) and s < 0 and e <= -_INT_MAX:
+            e = -(2**31) if not isinstance(d, int) else -d - 1
+        begin.append(b)
+        end.append(e)
+    return ctx.emit(_op.strided_slice(ctx.expr(ins[0]), axes, begin, end, steps))
+
+
+@register("Gather")
+def _gather(ctx: Context, ins, attrs):
+    axis = int(attrs.get("axis", 0))
+    ndim = ctx.ndim(ins[0])
+    axis %= ndim
+    dim = ctx.shape(ins[0])[axis]
+    data, idx = ctx.known(ins[0]), ctx.known(ins[1])
+    if idx is not None and isinstance(dim, int):
+        idx = np.where(idx < 0, idx + dim, idx).astype("int64")
+    if data is not None and idx is not None:
+        return normalize_known(np.take(data, idx, axis=axis))
+    indices = ctx.expr(idx if idx is not None else ins[1])
+    return ctx.emit(_op.take(ctx.expr(ins[0]), indices, axis))
+
+
+@register("Unsqueeze")
+def _unsqueeze(ctx: Context, ins, attrs):
+    axes = _axes(ctx, ins, attrs, 1, "Unsqueeze's axes")
+    out_rank = ctx.ndim(ins[0]) + len(axes)
+    axes = sorted(a % out_rank for a in axes)
+    k = ctx.known(ins[0])
+    if k is not None:
+        for a in axes:
+            k = np.expand_dims(k, a)
+        return k
+    return ctx.emit(_op.expand_dims(ctx.expr(ins[0]), axes))
+
+
+@register("Squeeze")
+def _squeeze(ctx: Context, ins, attrs):
+    axes = _axes(ctx, ins, attrs, 1, "Squeeze's axes")
+    ndim = ctx.ndim(ins[0])
+    k = ctx.known(ins[0])
+    if axes is not None:
+        axes = [a % ndim for a in axes]
+    if k is not None:
+        return np.squeeze(k, tuple(axes) if axes is not None else None)
+    return ctx.emit(_op.squeeze(ctx.expr(ins[0]), axes))
+
+
+@register("Flatten")
+def _flatten(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    dims = ctx.shape(x)
+    axis = int(attrs.get("axis", 1)) % max(len(dims), 1) if dims else 0
+    lead, rest = 1, 1
+    for d in dims[:axis]:
+        lead = lead * d
+    for d in dims[axis:]:
+        rest = rest * d
+    return ctx.emit(_op.reshape(x, ctx.shape_expr([ctx.simplify(lead), ctx.simplify(rest)])))
+
+
+def _broadcast_dims(ctx: Context, a: list, b: list) -> list:
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + a
+    b = [1] * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if isinstance(y, int) and y == 1:
+            out.append(x)
+        elif isinstance(x, int) and x == 1:
+            out.append(y)
+        elif isinstance(x, int) and isinstance(y, int) and x != y:
+            raise ctx.fail(f"cannot broadcast dims {x} and {y}")
+        else:
+            out.append(x if isinstance(x, PrimExpr) or not isinstance(y, PrimExpr) else y)
+    return out
+
+
+@register("Expand")
+def _expand(ctx: Context, ins, attrs):
+    shape = ctx.ints(ins[1], "Expand's shape")
+    out = _broadcast_dims(ctx, ctx.shape(ins[0]), shape)
+    k = ctx.known(ins[0])
+    if k is not None and k.dtype != object and all(isinstance(d, int) for d in out):
+        return np.broadcast_to(k, out).copy()
+    x = ctx.expr(ins[0])
+    if list(ctx.shape(x)) == out:
+        return x
+    return ctx.emit(_op.broadcast_to(x, ctx.shape_expr(out)))
+
+
+@register("Where")
+def _where(ctx: Context, ins, attrs):
+    c, a, b = (ctx.known(v) for v in ins)
+    if c is not None and a is not None and b is not None:
+        return normalize_known(np.where(c.astype(bool), a, b))
+    return ctx.emit(_op.where(ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])))
+
+
+@register("ConstantOfShape")
+def _constant_of_shape(ctx: Context, ins, attrs):
+    shape = ctx.ints(ins[0], "ConstantOfShape's shape")
+    value = np.asarray(attrs.get("value", np.zeros(1, "float32"))).reshape(-1)
+    if all(isinstance(d, int) for d in shape):
+        return np.full(shape, value[0], dtype=value.dtype)
+    return ctx.emit(_op.full(ctx.shape_expr(shape), const(value[0], str(value.dtype)),
+                             str(value.dtype)))
+
+
+@register("Range")
+def _range(ctx: Context, ins, attrs):
+    start, limit, delta = (ctx.value(v, "Range's inputs").reshape(()) for v in ins)
+    if any(v.dtype == object for v in (start, limit, delta)):
+        raise ctx.fail("Range with symbolic bounds is not supported")
+    return np.arange(start, limit, delta, dtype=start.dtype)
+
+
+@register("CumSum")
+def _cumsum(ctx: Context, ins, attrs):
+    axis = int(ctx.value(ins[1], "CumSum's axis").reshape(-1)[0])
+    x = ctx.expr(ins[0])
+    if attrs.get("reverse", 0):
+        raise ctx.fail("reverse=1 is not supported")
+    return ctx.emit(_op.cumsum(x, axis, exclusive=bool(attrs.get("exclusive", 0))))
+
+
+@register("Einsum")
+def _einsum(ctx: Context, ins, attrs):
+    return ctx.emit(_op.einsum([ctx.expr(v) for v in ins], attrs["equation"]))
+
+
+@register("EyeLike")
+def _eye_like(ctx: Context, ins, attrs):
+    dims = ctx.shape(ins[0])
+    if not all(isinstance(d, int) for d in dims):
+        raise ctx.fail("EyeLike needs a static shape")
+    dtype = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
+    return np.eye(dims[0], dims[1], int(attrs.get("k", 0)), dtype=dtype)

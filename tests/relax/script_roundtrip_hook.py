@@ -1,0 +1,79 @@
+"""Records every IRModule a test builds and checks that each one holding Relax functions prints
+and parses back structurally equal (``from_source(m.script()) == m``).
+
+Used by ``tests/relax/conftest.py`` when ``MINITVM_RELAX_ROUNDTRIP=1`` (the whole Relax suite as
+a TVMScript round-trip corpus) and by ``test_relax_script_roundtrip_suite.py``."""
+
+from __future__ import annotations
+
+import contextlib
+
+import minitvm as tvm
+from minitvm.ir.module import IRModule
+from minitvm.relax.analysis import well_formed
+from minitvm.relax.expr import Function as RelaxFunction
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect the IRModules constructed inside the block (a list, filled as they are made)."""
+    made: list[IRModule] = []
+    original = IRModule.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    original_copy = IRModule.shallow_copy
+
+    def shallow_copy(self):  # how passes make their result modules
+        new = original_copy(self)
+        made.append(new)
+        return new
+
+    IRModule.__init__ = init
+    IRModule.shallow_copy = shallow_copy
+    try:
+        yield made
+    finally:
+        IRModule.__init__ = original
+        IRModule.shallow_copy = original_copy
+
+
+def has_relax(mod: IRModule) -> bool:
+    return any(isinstance(f, RelaxFunction) for f in mod.functions.values())
+
+
+def roundtrip_failure(mod: IRModule) -> str | None:
+    """None when ``mod`` round-trips; else a message with the stage that failed."""
+    try:
+        text = mod.script(show_meta=True)  # non-scalar constants in the metadata section
+    except Exception as err:  # noqa: BLE001 - reported, not swallowed
+        return f"printing failed: {type(err).__name__}: {err}"
+    if "R.call_builtin_with_ctx(" in text:
+        return None  # VM-lowered IR: adjacent binding blocks print as one and merge on parsing
+    try:
+        back = tvm.script.from_source(text)
+    except Exception as err:  # noqa: BLE001
+        return f"parsing failed: {type(err).__name__}: {err}\n{text}"
+    try:
+        tvm.ir.assert_structural_equal(back, mod, map_free_vars=True)
+    except ValueError as err:
+        return f"parsed module differs from the original: {err}\n{text}"
+    return None
+
+
+def check_all(mods) -> list[str]:
+    """Round-trip failures of the distinct well-formed Relax modules in ``mods`` (TVMScript
+    describes normalized IR: a module the well-formedness check rejects is skipped)."""
+    failures, seen = [], set()
+    for mod in mods:
+        if id(mod) in seen or not mod.functions or not has_relax(mod):
+            continue
+        if not well_formed(mod):  # deliberately broken or not-yet-normalized inputs
+            continue
+        seen.add(id(mod))
+        msg = roundtrip_failure(mod)
+        if msg is not None:
+            failures.append(msg)
+    return failures

@@ -1,0 +1,143 @@
+"""TVMScript round trip over the modules the Relax test suite builds: every TVMScript module
+written in the Relax test files, every module the op / TVMScript-pass / frontend tests build
+(recorded by ``script_roundtrip_hook`` in a child pytest run), and the regressions the full-suite
+run (``MINITVM_RELAX_ROUNDTRIP=1 pytest tests/relax``) found."""
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from script_roundtrip_hook import check_all, recording, roundtrip_failure
+
+import minitvm as tvm
+from minitvm import relax, te
+from minitvm.ir.module import IRModule
+from minitvm.relax.frontend import nn
+
+HERE = pathlib.Path(__file__).parent
+REPO = HERE.parent.parent
+
+
+def _tvmscript_sources():
+    """(file:line, text) of every TVMScript module written in the Relax test files: module-level
+    IRModules and the ``@I.ir_module`` source strings the tests parse."""
+    out = []
+    for path in sorted(HERE.rglob("*.py")):
+        if path.name == pathlib.Path(__file__).name:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    "@I.ir_module" in node.value and "class " in node.value:
+                out.append((f"{path.relative_to(HERE)}:{node.lineno}", node.value))
+    return out
+
+
+_SOURCES = _tvmscript_sources()
+
+
+def test_found_tvmscript_sources():
+    assert len(_SOURCES) >= 30, [n for n, _ in _SOURCES]
+
+
+@pytest.mark.parametrize("name,text", _SOURCES, ids=[n for n, _ in _SOURCES])
+def test_tvmscript_of_the_tests_round_trips(name, text):
+    try:
+        mod = tvm.script.from_source(text)
+    except Exception:  # noqa: BLE001 - sources of error tests are meant not to parse
+        pytest.skip("the source does not parse (an error test's input)")
+    if not isinstance(mod, IRModule):
+        pytest.skip("not a module")
+    assert check_all([mod]) == []
+
+
+def test_recorded_modules_of_test_files_round_trip():
+    """A child pytest run of fast Relax test files with the recording hook on: each test
+    fails if a well-formed Relax module it built does not round-trip. (The whole suite is run
+    the same way with ``MINITVM_RELAX_ROUNDTRIP=1 pytest tests/relax``.)"""
+    files = ["tests/relax/op", "tests/relax/frontend", "tests/relax/analysis",
+             "tests/relax/transform/legalize/test_relax_legalize_pass.py",
+             "tests/relax/transform/test_relax_canonicalize_bindings.py",
+             "tests/relax/transform/test_relax_bind.py"]
+    env = dict(os.environ, MINITVM_RELAX_ROUNDTRIP="1")
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          *files], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout[-4000:]
+
+
+def test_recording_hook_sees_modules_built_by_passes():
+    x = relax.Var("x", relax.TensorStructInfo([2, 3], "float32"))
+    with recording() as made:
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                y = bb.emit_output(bb.emit(relax.op.add(x, x)))
+            bb.emit_func_output(y)
+        relax.transform.LegalizeOps()(bb.get())
+    assert len([m for m in made if m.functions]) >= 2
+    assert check_all(made) == []
+
+
+# ------------------------------------------------------------------ regressions it found
+def test_zero_dim_buffers_print_as_empty_tuple_index():
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo([], "float32"))
+    with bb.function("main", [x]):
+        y = bb.emit_te(lambda a: te.compute((), lambda: a[()] + 1.0, name="inc"), x)
+        bb.emit_func_output(y)
+    mod = bb.get()
+    text = mod.script()
+    assert "T.reads(x[()])" in text and "inc[()] = x[()] + T.float32(1.0)" in text
+    assert roundtrip_failure(mod) is None
+
+
+def test_int32_constant_dims_become_int64():
+    from minitvm.ir.prim_expr import IntImm
+
+    s = relax.ShapeExpr([IntImm("int32", 24)])
+    assert s.values[0].dtype == "int64"
+    assert relax.TensorStructInfo([IntImm("int32", 3)], "float32").shape.values[0].dtype == \
+        "int64"
+
+
+def test_names_that_are_not_identifiers_are_printed_legally():
+    class Net(nn.Module):
+        def __init__(self):
+            self.layers = nn.ModuleList([nn.Linear(3, 3)])
+
+        def forward(self, x):
+            return self.layers[0](x)
+
+    layers = nn.ModuleList([nn.Linear(3, 3)])
+    mod, _ = layers.export_tvm({"forward": {"x": nn.spec.Tensor([1, 3], "float32")}}) \
+        if hasattr(layers, "forward") else Net().export_tvm(
+            {"forward": {"x": nn.spec.Tensor([1, 3], "float32")}})
+    x = relax.Var("0_weight", relax.TensorStructInfo([2], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.exp(x)))
+    odd = bb.get()
+    text = odd.script()
+    assert "v_0_weight: R.Tensor((2,), dtype=\"float32\")" in text
+    assert roundtrip_failure(odd) is None
+    assert roundtrip_failure(mod) is None
+
+
+def test_call_packed_and_bare_object_sinfo_parse():
+    src = '''
+@I.ir_module
+class Mod:
+    @R.function(pure=False)
+    def main(x: R.Tensor((2,), "float32")) -> R.Object:
+        y = R.call_packed("my.func", x, sinfo_args=R.Object)
+        z = R.call_pure_packed("my.other", x, sinfo_args=(R.Object,))
+        return y
+'''
+    mod = tvm.script.from_source(src)
+    text = mod.script()
+    assert 'R.call_packed("my.func", x, sinfo_args=(R.Object,))' in text
+    assert roundtrip_failure(mod) is None
