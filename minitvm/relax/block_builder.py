@@ -442,7 +442,7 @@ class BlockBuilder:
             if f is not None and getattr(f, "_checked_type", None) is not None:
                 return f._checked_type
             if f is not None and hasattr(f, "buffer_map"):  # a PrimFunc called directly
-                return _prim_func_struct_info(f)
+                return prim_func_struct_info(f)
             return FuncStructInfo.opaque_func()
         if isinstance(e, Var):
             raise ValueError(f"variable {e.name_hint!r} has no struct info")
@@ -474,7 +474,7 @@ class BlockBuilder:
         return derive_call_ret_struct_info(fsinfo, call, self)
 
 
-def _prim_func_struct_info(f) -> FuncStructInfo:
+def prim_func_struct_info(f) -> FuncStructInfo:
     """What a direct call of PrimFunc ``f`` returns, as TVM infers it: nothing (an empty tuple,
     the destination-passing calls CallTIRRewrite makes) or its scalar return type."""
     from ..ir.type import PrimType, TupleType

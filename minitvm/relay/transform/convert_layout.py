@@ -57,11 +57,16 @@ def ConvertLayout(desired_layouts: dict):
 
     Parameters
     ----------
-    desired_layouts : dict[str, list[str]]
-        Op name to its desired layouts, e.g. ``{"nn.conv2d": ["NHWC", "default"]}``.
+    desired_layouts : dict[str, list[str]] or str
+        Op name to its desired layouts, e.g. ``{"nn.conv2d": ["NHWC", "default"]}``; a bare
+        layout string (TVM's older API, seed 004's ``ConvertLayout('NCHW')``) means that data
+        layout for conv2d with the default kernel layout.
     """
+    if isinstance(desired_layouts, str):
+        desired_layouts = {"nn.conv2d": [desired_layouts, "default"]}
     if not isinstance(desired_layouts, dict):
-        raise TypeError("ConvertLayout expects a dict of op name -> list of desired layouts")
+        raise TypeError("ConvertLayout expects a dict of op name -> list of desired layouts "
+                        "(or a data layout string)")
 
     def transform(func, mod, ctx):
         out, inserted = convert_layout(func, desired_layouts)

@@ -85,10 +85,14 @@ def parse_module(src: Source, node: ast.ClassDef, env: dict) -> IRModule:
             sig = p.declare(fdef, kwargs, nested=False)
             gvars[fdef.name]._checked_type = sig.struct_info
             relax_parsers[fdef.name] = p
-    for fdef, kind, kwargs in defs:
+    from ...relax.block_builder import prim_func_struct_info
+
+    for fdef, kind, kwargs in defs:  # PrimFuncs first: a direct call's result needs them
         if kind == "tir":
             funcs[fdef.name] = parse_prim_func(src, fdef, env, kwargs, in_module=True)
-        else:
+            gvars[fdef.name]._checked_type = prim_func_struct_info(funcs[fdef.name])
+    for fdef, kind, kwargs in defs:
+        if kind != "tir":
             p = relax_parsers[fdef.name]
             func = p.finish()
             funcs[fdef.name] = func

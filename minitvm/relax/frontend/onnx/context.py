@@ -13,7 +13,7 @@ import numpy as np
 
 from ....ir.prim_expr import IntImm, PrimExpr
 from ... import op as _op
-from ...expr import Constant, Expr, ShapeExpr, const
+from ...expr import Call, Constant, Expr, ShapeExpr, const
 from ...struct_info import ShapeStructInfo, TensorStructInfo
 
 __all__ = ["CONVERTERS", "register", "Context", "ONNXImportError", "OpNotImplemented",
@@ -69,6 +69,13 @@ def _as_int(e):
 
 def normalize_known(arr: np.ndarray) -> np.ndarray:
     """An object array whose entries are all plain integers becomes an int64 array."""
+    if not isinstance(arr, np.ndarray):
+        if isinstance(arr, int | float | bool | np.generic):
+            arr = np.asarray(arr)
+        else:
+            box = np.empty((), dtype=object)
+            box[()] = arr
+            arr = box
     if arr.dtype != object:
         return arr
     flat = [_as_int(e) for e in arr.reshape(-1)]
@@ -100,7 +107,12 @@ class Context:
 
     # -- emitting ----------------------------------------------------------------------------
     def emit(self, e: Expr) -> Expr:
-        """Bind a call in the current dataflow block (named like TVM's ``lv``)."""
+        """Bind a call in the current dataflow block (named like TVM's ``lv``); nested calls
+        among its arguments are bound first, innermost first, as TVM's normalizer does."""
+        if isinstance(e, Call):
+            args = [self.emit(a) if isinstance(a, Call) else a for a in e.args]
+            if any(a is not b for a, b in zip(args, e.args, strict=True)):
+                e = Call(e.op, args, e.attrs, e.sinfo_args)
         return self.bb.emit(e)
 
     def expr(self, v, dtype: str | None = None) -> Expr:
