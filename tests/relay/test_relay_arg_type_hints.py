@@ -76,3 +76,21 @@ def @main[A]() -> fn(A, List[A]) -> List[A] {
 }
 """)
     assert "List" in str(mod["main"].checked_type)
+
+
+def test_seed004_old_style_layout_flow():
+    # seed 004: ConvertLayout('NCHW') (a bare layout string), relay.build_config and the
+    # three-value unpacking of relay.build's result
+    x = relay.var("x", shape=(1, 8, 8, 3))
+    w = relay.var("w", shape=(3, 3, 3, 4))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC",
+                                      kernel_layout="HWIO"))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    seq = relay.transform.Sequential([relay.transform.RemoveUnusedFunctions(),
+                                      relay.transform.ConvertLayout("NCHW")])
+    with relay.transform.PassContext(opt_level=3):
+        out = seq(mod)
+    assert 'dst_layout="NCHW"' in out.astext()
+    with pytest.warns(DeprecationWarning, match="PassContext"), relay.build_config(opt_level=3):
+        graph, lib, params = relay.build(out, "llvm", params={})
+    assert isinstance(graph, str) and lib is not None
