@@ -287,6 +287,11 @@ class TypeSolver:
             self._bind(b, a)
             return a
         if ta is not tb:
+            # a non-generic ADT named bare (``nat``) is the same type as its call ``nat[]``
+            if ta is TypeCall and not a.args and a.func == b:
+                return b
+            if tb is TypeCall and not b.args and b.func == a:
+                return a
             raise UnifyError(a, b)
         if ta is TensorType:
             return self._unify_tensor(a, b)

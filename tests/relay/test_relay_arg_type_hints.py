@@ -94,3 +94,17 @@ def test_seed004_old_style_layout_flow():
     with pytest.warns(DeprecationWarning, match="PassContext"), relay.build_config(opt_level=3):
         graph, lib, params = relay.build(out, "llvm", params={})
     assert isinstance(graph, str) and lib is not None
+
+
+def test_non_generic_adt_named_bare_unifies_with_its_call():
+    mod = relay.fromtext("""
+#[version = "0.0.5"]
+type nat {
+  z,
+  s(nat),
+}
+def @main(%x: nat) -> nat {
+  s(%x)
+}
+""")
+    assert str(mod["main"].checked_type) == "fn (nat) -> nat"
