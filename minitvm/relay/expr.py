@@ -418,8 +418,8 @@ def bind(expr, binds: dict):
             body = self.visit(fn.body)
             if len(new_params) == len(fn.params) and body is fn.body:
                 return fn
-            return Function(new_params, body, fn.ret_type if len(new_params) == len(fn.params)
-                            else None, fn.type_params, fn.attrs, fn.span)
+            # the annotated return type stays, as TVM's Bind keeps it
+            return Function(new_params, body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
 
     return _Binder().visit(expr)
 

@@ -59,7 +59,12 @@ _ARGS = {
     "ConvertLayout": {"desired_layouts": {"nn.conv2d": ["NHWC", "default"]}},
     "EtaExpand": {"expand_constructor": True, "expand_global_var": True},
     "ChangeBatch": None, "DenseToSparse": None, "SimplifyFCTranspose": None,
+    "AnnotateTarget": {"targets": ["dnnl"]}, "MergeComposite": {"pattern_table": []},
+    "RewriteAnnotatedOps": {"fallback_device": 1},
+    "ToCPS": None,  # adds a continuation parameter to main: tested in test_relay_cps.py
 }
+# passes whose documented purpose is to change numerics, with their bound
+_TOLERANCE = {"ToMixedPrecision": 5e-2}
 
 
 def _single_passes():
@@ -82,4 +87,5 @@ def test_each_pass_alone_preserves_outputs(name, pass_name):
     if "main" not in out:
         return
     got = _run(out, params, inputs)
-    np.testing.assert_allclose(got, _reference(name), rtol=1e-3, atol=1e-3)
+    tol = _TOLERANCE.get(pass_name, 1e-3)
+    np.testing.assert_allclose(got, _reference(name), rtol=tol, atol=tol)
