@@ -45,9 +45,9 @@ def build(num_layers: int):
     return lib, time.perf_counter() - t0
 
 
-def time_all(lib, counts: list[int], data: np.ndarray, runs: int) -> dict[int, float]:
-    """Median latency (ms) per thread count; the counts alternate run by run, so each sees the
-    same background load."""
+def time_all(lib, counts: list[int], data: np.ndarray, runs: int) -> dict[int, list[float]]:
+    """[median, mean] latency (ms) per thread count; the counts alternate run by run, so each
+    sees the same background load (the mean shows stalls that the median hides)."""
     mods = {}
     for t in counts:  # GraphModule reads the thread count when it is created
         threadpool.set_num_threads(t)
@@ -65,7 +65,7 @@ def time_all(lib, counts: list[int], data: np.ndarray, runs: int) -> dict[int, f
             out = m.get_output(0).numpy()
             times[t].append(time.perf_counter() - t0)
             np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
-    return {t: float(np.median(v)) * 1e3 for t, v in times.items()}
+    return {t: [float(np.median(v)) * 1e3, float(np.mean(v)) * 1e3] for t, v in times.items()}
 
 
 def start_hogs(n: int) -> list[subprocess.Popen]:
@@ -84,7 +84,9 @@ def child(args) -> None:
     counts = [int(t) for t in args.threads.split(",")]
     lib, build_s = build(args.layers)
     data = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
-    result = {"build_s": build_s, "pool": threadpool.backend(), "spin": threadpool.spin_count()}
+    spin = (threadpool.spin_count() if threadpool.backend() == "minitvm"
+            else os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"))
+    result = {"build_s": build_s, "pool": threadpool.backend(), "spin": spin}
     for label, hogs in (("idle", 0), ("hog", args.hogs)):
         procs = start_hogs(hogs)
         try:
@@ -118,16 +120,18 @@ def main() -> None:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1]
         results[pool] = json.loads(line[len("RESULT "):])
-    print(f"ResNet-{args.layers} batch 1 (relay.build opt_level 3), median of {args.runs} "
-          f"runs, ms; {os.cpu_count()} CPUs; hog = {args.hogs} busy processes")
-    head = f"{'pool (spin)':<18}{'threads':>8}{'idle':>10}{'hog':>10}"
+    print(f"ResNet-{args.layers} batch 1 (relay.build opt_level 3), {args.runs} runs, "
+          f"median / mean ms; {os.cpu_count()} CPUs; hog = {args.hogs} busy processes")
+    head = f"{'pool (spin)':<18}{'threads':>8}{'idle':>16}{'hog':>16}"
     print(head)
     print("-" * len(head))
     for pool, r in results.items():
         for t in counts:
             name = f"{pool} ({r['spin']})"
-            print(f"{name:<18}{t:>8}{r['idle'][str(t)]:>10.1f}{r['hog'][str(t)]:>10.1f}")
-        print(f"{'  load average':<26}{r['idle_load']:>10.1f}{r['hog_load']:>10.1f}")
+            cells = "".join(f"{r[k][str(t)][0]:>9.1f} /{r[k][str(t)][1]:>5.0f}"
+                            for k in ("idle", "hog"))
+            print(f"{name:<18}{t:>8}{cells}")
+        print(f"{'  load average':<26}{r['idle_load']:>16.1f}{r['hog_load']:>16.1f}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ CONFIG_KEY = "relay.backend.compile_jobs"
 ENV_JOBS = "MINITVM_COMPILE_JOBS"
 MIN_TASKS = 8  # below this many distinct kernels forking costs more than it saves
 MAX_JOBS = 16
+PROBES = 3  # kernels lowered here first to tell a cold build from a warm one
 MAX_TASKS = 8192  # the work queue is a pipe of 4-byte task numbers; it must not fill up
 WORKER_TIMEOUT = 300.0
 
@@ -69,8 +70,9 @@ def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
     """Run ``run_one(task)`` for every task, shared among forked workers and this process.
 
     Tasks with the same ``group`` key go to the same process (identical kernels compile once).
-    Returns the number of worker processes forked (0: everything ran here, or nothing ran
-    because there was too little to share or no disk cache to hand results over).
+    The first groups run here as probes: when their code came from the disk cache (a warm
+    build) no worker is started. Returns the number of workers forked; with 0 some or none of
+    the tasks ran, and the caller's sequential lowering does the rest as usual.
     """
     jobs = compile_jobs(ctx)
     groups: dict[Hashable, list] = {}
@@ -80,8 +82,24 @@ def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
             or sys.platform == "win32" or active_cache(ctx) is None \
             or threading.current_thread() is not threading.main_thread():
         return 0  # (a build in a thread stays in process: forking there is not safe)
-    jobs = min(jobs, len(groups) // 2)
     members = list(groups.values())
+    cache = active_cache(ctx)
+    for _ in range(PROBES):  # a warm build (code already on disk) gains nothing from workers
+        hits, writes = cache.stats["hits"], cache.stats["writes"]
+        for t in members.pop(0):
+            try:
+                run_one(t)
+            except Exception:  # the sequential lowering after this reports it
+                pass
+        if cache.stats["writes"] > writes:
+            break  # compiled: a cold build, share the rest
+        if cache.stats["hits"] > hits or len(members) < 2:
+            return 0  # loaded from disk: the rest very likely is too
+    else:
+        return 0  # nothing compiled nor loaded (cached in process, or not native): no gain
+    jobs = min(jobs, len(members) // 2)
+    if jobs < 2:
+        return 0
     # a pipe of group numbers is the work queue: each process takes the next group when it is
     # free (reads of 4 bytes from a pipe are atomic), so the shares balance themselves
     rd, wr = os.pipe()

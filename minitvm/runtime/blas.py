@@ -132,20 +132,34 @@ def set_num_threads(n: int) -> None:
 class single_threaded:
     """``with single_threaded():`` BLAS on one thread inside, the caller's setting restored after.
 
-    Kernels split BLAS GEMMs over minitvm's own thread pool, so BLAS itself must not fork.
+    Kernels split BLAS GEMMs over minitvm's own thread pool, so BLAS itself must not fork: two
+    pool threads each starting OpenBLAS's threads would oversubscribe the CPUs. Nesting and use
+    from several threads at once are safe: the setting is saved by the first section to enter
+    and restored when the last one leaves.
     """
 
     __slots__ = ("prev",)
+    _lock = threading.Lock()
+    _depth = 0
+    _saved: int | None = None
 
     def __enter__(self):
-        self.prev = get_num_threads()
-        if self.prev is not None and self.prev != 1:
-            set_num_threads(1)
+        cls = single_threaded
+        with cls._lock:
+            if cls._depth == 0:
+                cls._saved = get_num_threads()
+                if cls._saved is not None and cls._saved != 1:
+                    set_num_threads(1)
+            cls._depth += 1
+            self.prev = cls._saved
         return self
 
     def __exit__(self, *exc):
-        if self.prev is not None and self.prev != 1:
-            set_num_threads(self.prev)
+        cls = single_threaded
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0 and cls._saved is not None and cls._saved != 1:
+                set_num_threads(cls._saved)
         return False
 
 

@@ -6,6 +6,8 @@ the code generator (``minitvm.codegen``) produces the IR and calls ``compile_ir`
 
 ``MINITVM_CACHE_DIR`` names a directory of object files keyed by a hash of the LLVM IR and the
 host CPU; a cached object is loaded into MCJIT without running LLVM's optimizer or codegen.
+Kernels use the code generator's own on-disk cache (``backend.disk_cache``, keyed before any IR
+is generated) through ``compile_ir_to_object`` and ``load_object``.
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ took 10x longer with 2 threads than with 1 on a loaded 2-core machine. Idle work
 bounded time (``MINITVM_SPIN_COUNT``; from ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY`` when the user
 set those), then sleep on a condition variable.
 
-``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead (``GOMP_SPINCOUNT=10000`` unless the
-user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``); ``MINITVM_NO_GOMP=1`` compiles parallel loops
+``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead. Either way ``GOMP_SPINCOUNT=10000`` is
+put in the environment when the JIT starts, unless the user set ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT``: a libgomp loaded after that (ours, or oneDNN's) spins only briefly before
+sleeping instead of 300,000 iterations. ``MINITVM_NO_GOMP=1`` compiles parallel loops
 as serial loops. The thread count is ``TVM_NUM_THREADS`` (or ``OMP_NUM_THREADS``) when set, else
 the number of usable CPUs; change it with ``set_num_threads``.
 """
@@ -31,12 +33,15 @@ _GOMP = None
 _LOADED = False
 _NUM_THREADS: int | None = None
 _POOL: dict = {}
+_SYMBOLS: dict[str, int] | None = None
 _POOL_LOCK = threading.Lock()
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_num_threads")
 MAX_WORKERS = 255
 # spin iterations (an atomic load each, a few ns) before an idle thread sleeps
 DEFAULT_SPIN = 20000
 ACTIVE_SPIN = 50_000_000
+_GOMP_SPIN = "10000"
+_SPIN_SET_HERE = False  # GOMP_SPINCOUNT in the environment is ours, not the user's
 
 
 def _default_threads() -> int:
@@ -86,6 +91,8 @@ def spin_count() -> int:
     """
     for key in ("MINITVM_SPIN_COUNT", "GOMP_SPINCOUNT"):
         val = os.environ.get(key, "").strip()
+        if key == "GOMP_SPINCOUNT" and _SPIN_SET_HERE and val == _GOMP_SPIN:
+            continue
         if val.isdigit():
             return int(val)
         if key == "GOMP_SPINCOUNT" and val.lower() == "infinity":
@@ -384,6 +391,18 @@ def _minitvm_pool() -> dict:
 
 
 # ------------------------------------------------------------------------------ libgomp
+def bound_gomp_spin() -> bool:
+    """Set ``GOMP_SPINCOUNT=10000`` (libgomp reads it when it is first loaded, so it also covers
+    a libgomp that oneDNN or another library loads later) unless the user set
+    ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``. Returns whether it was set by this call."""
+    global _SPIN_SET_HERE
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return False
+    os.environ["GOMP_SPINCOUNT"] = _GOMP_SPIN
+    _SPIN_SET_HERE = True
+    return True
+
+
 def gomp_library():
     """The loaded libgomp (``ctypes.CDLL``) or None when it is not available."""
     global _GOMP, _LOADED
@@ -391,8 +410,7 @@ def gomp_library():
         _LOADED = True
         if os.environ.get("MINITVM_NO_GOMP"):
             return None
-        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-            os.environ["GOMP_SPINCOUNT"] = "10000"  # read by libgomp when it is first loaded
+        bound_gomp_spin()
         for name in (ctypes.util.find_library("gomp"), "libgomp.so.1", "libgomp.dylib"):
             if not name:
                 continue
@@ -407,13 +425,16 @@ def gomp_library():
 def gomp_symbol_addresses() -> dict[str, int]:
     """Addresses for the OpenMP entry points kernels call: minitvm's pool, libgomp's
     (``MINITVM_THREADPOOL=gomp``), or none (parallel loops compile serial)."""
-    kind = backend()
-    if kind == "serial":
-        return {}
-    if kind == "minitvm":
-        pool = _minitvm_pool()
-        return {s: pool[s] for s in GOMP_SYMBOLS}
-    lib = gomp_library()
-    if lib is None:
-        return {}
-    return {s: ctypes.cast(getattr(lib, s), ctypes.c_void_p).value for s in GOMP_SYMBOLS}
+    global _SYMBOLS
+    if _SYMBOLS is None:  # chosen once: the JIT links every kernel against the same pool
+        kind = backend()
+        bound_gomp_spin()
+        if kind == "minitvm":
+            pool = _minitvm_pool()
+            _SYMBOLS = {s: pool[s] for s in GOMP_SYMBOLS}
+        elif kind == "gomp" and gomp_library() is not None:
+            _SYMBOLS = {s: ctypes.cast(getattr(_GOMP, s), ctypes.c_void_p).value
+                        for s in GOMP_SYMBOLS}
+        else:
+            _SYMBOLS = {}
+    return dict(_SYMBOLS)

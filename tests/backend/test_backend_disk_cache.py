@@ -275,6 +275,7 @@ def test_run_sharded_survives_crashing_and_hanging_workers(cache_dir, monkeypatc
     done.mkdir()
 
     def run_one(k):
+        disk_cache.get_cache().put(f"task{k}", b"code", "")  # compiled: not a warm build
         if os.getpid() != parent and k == 3:
             os._exit(7)  # a crashing worker
         if os.getpid() != parent and k == 5:
@@ -286,6 +287,21 @@ def test_run_sharded_survives_crashing_and_hanging_workers(cache_dir, monkeypatc
         n = parallel_compile.run_sharded(list(range(12)), run_one, group=lambda k: k)
     assert n == 2 and time.monotonic() - t0 < 30
     assert len(list(done.iterdir())) >= 6  # the rest is left to the sequential lowering
+
+
+def test_warm_build_forks_no_worker(cache_dir, monkeypatch):
+    mod, params = _mlp(tuple(range(12, 12 + 4 * 10, 4)))
+    cold = _build_run(mod, params)
+    _fresh_process_caches()
+    monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")
+    forked = []
+    real = parallel_compile.run_sharded
+    monkeypatch.setattr("minitvm.relay.backend.te_compiler.run_sharded",
+                        lambda *a, **k: forked.append(real(*a, **k)) or forked[-1])
+    np.testing.assert_array_equal(_build_run(mod, params), cold)
+    assert forked == [0]  # the first kernel came from disk: no worker
+    np.testing.assert_array_equal(_build_run(mod, params), cold)
+    assert forked == [0, 0]  # everything cached in process: no worker either
 
 
 def test_run_sharded_stays_in_process_when_it_cannot_help(cache_dir, monkeypatch):

@@ -68,6 +68,30 @@ def test_parallel_kernel_same_result_for_1_2_8_threads(threads, count):
     np.testing.assert_array_equal(b, ref)
 
 
+def test_compiled_model_same_output_for_1_2_8_threads(threads):
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+    from minitvm.relay import testing
+
+    mod, params = testing.resnet.get_small_workload(image_shape=(3, 48, 48), channels=16,
+                                                    num_blocks=1)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    data = np.random.default_rng(0).standard_normal((1, 3, 48, 48)).astype("float32")
+    outs = []
+    for count in (1, 2, 8):
+        threads(count)  # a GraphModule reads the thread count when it is created
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+        m.set_input("data", data)
+        for _ in range(3):
+            m.run()
+        outs.append(m.get_output(0).numpy())
+    assert np.isfinite(outs[0]).all() and np.abs(outs[0]).max() > 0
+    for out in outs[1:]:
+        np.testing.assert_allclose(out, outs[0], rtol=1e-5, atol=1e-6)
+
+
 def _run_with_deadline(fn, seconds: float):
     """Run ``fn`` in a thread; fail (instead of hanging the suite) when it is not done in time."""
     errors: list[BaseException] = []
@@ -162,6 +186,16 @@ def test_wait_policy_follows_user_settings(monkeypatch, env, spin):
     assert threadpool.spin_count() == spin
 
 
+def test_own_gomp_setting_is_not_taken_for_the_users(monkeypatch):
+    for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MINITVM_SPIN_COUNT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(threadpool, "_SPIN_SET_HERE", False)
+    assert threadpool.bound_gomp_spin()
+    assert os.environ["GOMP_SPINCOUNT"] == "10000"
+    assert threadpool.spin_count() == threadpool.DEFAULT_SPIN
+    assert not threadpool.bound_gomp_spin()  # already set: left alone
+
+
 def test_backend_choice_and_bad_value(monkeypatch):
     monkeypatch.delenv("MINITVM_NO_GOMP", raising=False)
     monkeypatch.setenv("MINITVM_THREADPOOL", "gomp")
@@ -180,23 +214,58 @@ def test_set_num_threads_rejects_zero():
 
 _GOMP_PROBE = """
 import os
-from minitvm.runtime import threadpool
+from minitvm.runtime import jit, threadpool
+jit.init()
 lib = threadpool.gomp_library()
 print(lib is not None, os.environ.get("GOMP_SPINCOUNT"))
 """
 
 
+@pytest.mark.parametrize("pool", ["gomp", "minitvm"])
 @pytest.mark.parametrize("user, expect", [
     ({}, "10000"),
     ({"OMP_WAIT_POLICY": "ACTIVE"}, "None"),
     ({"GOMP_SPINCOUNT": "55"}, "55"),
 ])
-def test_gomp_spin_set_before_load_unless_user_set(user, expect):
+def test_gomp_spin_set_before_load_unless_user_set(user, expect, pool):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MINITVM_NO_GOMP")}
-    env.update(user, MINITVM_THREADPOOL="gomp")
-    out = subprocess.run([sys.executable, "-c", _GOMP_PROBE], env=env, capture_output=True,
-                         text=True, check=True, timeout=120).stdout.split()
+    env.update(user, MINITVM_THREADPOOL=pool)
+    proc = subprocess.run([sys.executable, "-c", _GOMP_PROBE], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, f"probe failed ({proc.returncode}): {proc.stderr[-2000:]}"
+    out = proc.stdout.split()
     if out[0] != "True":
         pytest.skip("libgomp is not installed")
     assert out[1] == expect
+
+
+def test_blas_single_threaded_sections_nest_and_overlap():
+    from minitvm.runtime import blas
+
+    if blas.get_num_threads() is None:
+        pytest.skip("no BLAS with a thread setting was found")
+    old = blas.get_num_threads()
+    blas.set_num_threads(2)
+    try:
+        started, release = threading.Barrier(2), threading.Event()
+        seen = []
+
+        def section():
+            with blas.single_threaded():
+                started.wait(30)
+                seen.append(blas.get_num_threads())
+                release.wait(30)
+
+        t = threading.Thread(target=section)
+        t.start()
+        with blas.single_threaded():
+            with blas.single_threaded():  # nested
+                started.wait(30)
+            release.set()  # the other section may now leave: this one still holds BLAS at 1
+            t.join(30)
+            seen.append(blas.get_num_threads())
+        assert seen == [1, 1]
+        assert blas.get_num_threads() == 2  # restored when the last section left
+    finally:
+        blas.set_num_threads(old)

@@ -29,6 +29,7 @@ from .debug import assert_op, print  # noqa: A004 - TVM's name
 from . import shape_tensor, debug
 from .call_inplace import call_inplace_packed
 from . import call_inplace
+from .call_tir_inplace import call_tir_inplace
 from .einsum import einsum
 from . import einsum as _einsum_module  # noqa: F401
 from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)

@@ -57,10 +57,20 @@ def run_tutorial(args=None) -> int:
         {"forward": {"x": nn.spec.Tensor(("n", 784), "float32")}})
     mod.show()
     print(f"  {len(params)} parameters: {', '.join(name for name, _ in params)}")
+    from ...transform import Sequential
+    from ..transform import AnnotateTIROpPattern, FuseOps, FuseTIR, LegalizeOps
+
+    print("== Relax: LegalizeOps (every operator to a tir.PrimFunc called by R.call_tir)")
+    legalized = LegalizeOps()(mod)
+    legalized.show()
+    print("== Relax: AnnotateTIROpPattern + FuseOps + FuseTIR")
+    fused = Sequential([AnnotateTIROpPattern(), FuseOps(), FuseTIR()])(legalized)
+    fused.show()
     print("== Relax: custom module pass ReluToGelu (a PyExprMutator)")
     rewritten = ReluToGelu()(mod)
     rewritten.show()
-    ok = all(structural_equal(parse_module_text(m.script()), m) for m in (mod, rewritten))
+    ok = all(structural_equal(parse_module_text(m.script()), m)
+             for m in (mod, legalized, fused, rewritten))
     print("  TVMScript round trip (from_source(mod.script()) == mod): "
           f"{'OK' if ok else 'FAILED'}")
     ran = build_and_run(rewritten, params)

@@ -7,23 +7,23 @@ explicit. ``lv = R.call_tir(cls.f, (x, w), out_sinfo=R.Tensor((n, 128), "float32
     lv = alloc
 
 (a tuple of allocations for several outputs; ``tir_vars`` are passed last as a shape;
-``call_dps_packed`` becomes ``R.call_packed`` of the function with the outputs appended).
+``call_dps_packed`` becomes ``R.call_packed`` of the function with the outputs appended;
+``call_tir_inplace`` allocates only the outputs whose in-place index is -1, the others are
+the arguments the PrimFunc writes).
 The calls are impure, so the pass runs after ToNonDataflow in the build pipeline."""
 
 from __future__ import annotations
 
 from ...ir.op import Op
-from ...transform.decorators import module_pass
-from ...transform.stats import record_stat
 from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
 from ..op.builtin import alloc_tensor
 from ..struct_info import TensorStructInfo, TupleStructInfo
-from .lower_utils import Namer, no_gc, normalized, rewrite_function_seqs
-from .utils import has_relax_function, register
+from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs
+from .utils import register
 
 __all__ = ["CallTIRRewrite", "call_tir_rewrite"]
 
-_DPS_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed"})
+_DPS_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace"})
 
 
 def _is_dps(value) -> bool:
@@ -46,8 +46,14 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
             count += 1
             outs = v.sinfo_args[0]
             fields = list(outs.fields) if isinstance(outs, TupleStructInfo) else [outs]
-            allocs = []
-            for s in fields:
+            args = list(v.args[1].fields) if isinstance(v.args[1], Tuple) else [v.args[1]]
+            inplace = [int(i) for i in v.attrs.inplace_indices] \
+                if v.op.name == "relax.call_tir_inplace" else [-1] * len(fields)
+            allocs, results = [], []
+            for s, idx in zip(fields, inplace, strict=True):
+                if idx >= 0:  # written into the argument: no allocation
+                    results.append(args[idx])
+                    continue
                 if not isinstance(s, TensorStructInfo) or not isinstance(s.shape, ShapeExpr):
                     raise ValueError(f"CallTIRRewrite: output of {b.var.name_hint!r} needs a "
                                      f"tensor struct info with a known shape, got {s}")
@@ -56,7 +62,7 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
                 av = Var(namer.fresh("alloc"), a.struct_info)
                 out.append(VarBinding(av, a))
                 allocs.append(av)
-            args = list(v.args[1].fields) if isinstance(v.args[1], Tuple) else [v.args[1]]
+                results.append(av)
             callee = v.args[0]
             if v.op.name == "relax.call_dps_packed" and isinstance(callee, str):
                 callee = ExternFunc(callee)
@@ -66,8 +72,8 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
             call = Call(callee, call_args, None, None, v.span)
             call._checked_type = TupleStructInfo([])
             out.append(VarBinding(Var(namer.fresh("_"), call._checked_type), call))
-            res = allocs[0] if len(allocs) == 1 and not isinstance(outs, TupleStructInfo) \
-                else normalized(Tuple(allocs), mod)
+            res = results[0] if len(results) == 1 and not isinstance(outs, TupleStructInfo) \
+                else normalized(Tuple(results), mod)
             out.append(VarBinding(b.var, res, b.span))
         return out, body
 
@@ -78,25 +84,5 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
 @register("CallTIRRewrite")
 def CallTIRRewrite():  # noqa: N802 - TVM's name
     """Module pass (opt 0): explicit output allocation for call_tir / call_dps_packed."""
-
-    def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
-        if not has_relax_function(mod):
-            return mod
-        out = mod.shallow_copy()
-        total = 0
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new, n = call_tir_rewrite(func, mod)
-                if n:
-                    out.update_func(gv, new)
-                    total += n
-        if total:
-            record_stat("calls rewritten", total)
-        return out
-
-    return module_pass(run, opt_level=0, name="CallTIRRewrite")
+    return function_rewrite_pass(call_tir_rewrite, "CallTIRRewrite", "calls rewritten")
 

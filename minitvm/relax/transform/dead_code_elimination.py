@@ -7,7 +7,10 @@
    fixed point: a binding used only by removed bindings is unused too), except bindings whose
    value contains an impure call and ``match_cast``s; variables used in a function's result,
    in ``If`` conditions outside bindings or inside nested functions count as used;
-3. unreachable functions are removed again (step 2 may drop the last call of one).
+3. in every dataflow block, ``lv = value; gv = lv`` with ``lv`` used nowhere else becomes
+   ``gv = value`` (the binding of the intermediate dataflow variable is elided, as TVM's DCE
+   leaves FuseTIR's output: ``gv = R.call_tir(cls.fused_..., ...)``);
+4. unreachable functions are removed again (step 2 may drop the last call of one).
 
 Empty blocks left behind are dropped by normalization.
 """
@@ -19,6 +22,8 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import (
     Call,
+    DataflowBlock,
+    DataflowVar,
     ExternFunc,
     Function,
     If,
@@ -27,12 +32,13 @@ from ..expr import (
     Tuple,
     TupleGetItem,
     Var,
+    VarBinding,
 )
 from .normalize import NormalizingMutator
 from .utils import contains_impure_call, has_relax_function, register
 
 __all__ = ["DeadCodeElimination", "remove_all_unused", "remove_unused_functions",
-           "collect_call_map"]
+           "collect_call_map", "elide_intermediate_dataflow_vars"]
 
 
 # ------------------------------------------------------------------------ unused functions
@@ -188,6 +194,57 @@ def remove_all_unused(func: Function, mod=None):
     return m.visit_expr(func), m.removed
 
 
+# ------------------------------------------------------------------------ output aliases
+def _block_elisions(block: DataflowBlock) -> dict:
+    """Dataflow var -> its bound value, for each ``lv`` of the block used only by one
+    ``gv = lv`` binding of a non-dataflow variable."""
+    from .lower_utils import vars_used
+
+    value_of: dict = {}
+    aliased: dict = {}  # lv -> number of ``gv = lv`` bindings
+    other_use: set = set()
+    for b in block.bindings:
+        if isinstance(b, VarBinding) and isinstance(b.value, DataflowVar) and \
+                not isinstance(b.var, DataflowVar):
+            aliased[b.value] = aliased.get(b.value, 0) + 1
+        else:
+            other_use.update(v for v in vars_used(b.value) if isinstance(v, DataflowVar))
+        if isinstance(b, VarBinding) and isinstance(b.var, DataflowVar):
+            value_of[b.var] = b.value
+    return {v: value_of[v] for v, n in aliased.items()
+            if n == 1 and v in value_of and v not in other_use}
+
+
+def elide_intermediate_dataflow_vars(func: Function) -> tuple[Function, int]:
+    """``func`` with ``lv = value; gv = lv`` made ``gv = value`` in its dataflow blocks when
+    ``lv`` is used only there; and the number of bindings elided."""
+    body = func.body
+    if not isinstance(body, SeqExpr):
+        return func, 0
+    count, blocks = 0, []
+    for block in body.blocks:
+        elide = _block_elisions(block) if isinstance(block, DataflowBlock) else {}
+        if not elide:
+            blocks.append(block)
+            continue
+        new = []
+        for b in block.bindings:
+            if b.var in elide:
+                continue
+            if isinstance(b, VarBinding) and not isinstance(b.var, DataflowVar) and \
+                    b.value in elide:
+                b = VarBinding(b.var, elide[b.value], b.span)
+            new.append(b)
+        blocks.append(DataflowBlock(new, block.span))
+        count += len(elide)
+    if not count:
+        return func, 0
+    new_body = SeqExpr(blocks, body.body, body.span)
+    new_body._checked_type = body._checked_type
+    return Function(func.params, new_body, func.ret_struct_info, func.is_pure, func.attrs,
+                    func.span), count
+
+
 # ------------------------------------------------------------------------ the pass
 def dead_code_elimination(mod, entry_functions=()):
     """The pass body: returns the new module and (functions removed, bindings removed)."""
@@ -200,7 +257,8 @@ def dead_code_elimination(mod, entry_functions=()):
     for gv, func in list(mod.functions.items()):
         if isinstance(func, Function):
             new, n = remove_all_unused(func, mod)
-            n_bindings += n
+            new, m = elide_intermediate_dataflow_vars(new)
+            n_bindings += n + m
             if new is not func:
                 mod.update_func(gv, new)
     mod, more = remove_unused_functions(mod, entries)

@@ -16,9 +16,7 @@ The fused PrimFunc runs the callees' bodies in binding order inside one root blo
   convention) and the call passes them as ``tir_vars``.
 Primitive functions with a ``Composite`` attribute (FuseOpsByPattern's, meant for an external
 codegen) are left as they are. The pass then runs DeadCodeElimination (the callees and the
-Primitive functions go) and, as TVM's DCE of that version does, binds a block output directly
-to the value of a dataflow variable that only feeds it (``lv = f(..); gv = lv`` becomes
-``gv = f(..)``; our DCE does not do this yet, so FuseTIR does it itself).
+Primitive functions go; ``lv = f(..); gv = lv`` becomes ``gv = f(..)``).
 """
 
 from __future__ import annotations
@@ -42,21 +40,18 @@ from ...transform.stats import record_stat
 from ..expr import (
     Call,
     Constant,
-    DataflowBlock,
-    DataflowVar,
     Function,
     SeqExpr,
     ShapeExpr,
     Tuple,
     TupleGetItem,
     Var,
-    VarBinding,
 )
 from ..expr_functor import ExprMutator
 from ..op.base import call_tir
 from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from .dead_code_elimination import dead_code_elimination
-from .fuse_ops import _leaves, _nonzero_attr
+from .fuse_ops import _nonzero_attr
 from .utils import has_relax_function, register
 
 __all__ = ["FuseTIR", "fuse_tir", "fuse_primitive_function"]
@@ -143,7 +138,11 @@ class _FusedBuilder:
     def _lift_constant(self, const: Constant) -> None:
         """A constant argument (a weight bound by BindParams) becomes one more tensor parameter
         after the function's own; the rewritten call passes the constant there."""
-        name = f"param_{len(self.params)}"
+        taken = {h.name for h in self.params}
+        k = len(self.params)
+        while f"p_param_{k}" in taken:
+            k += 1
+        name = f"param_{k}"
         buf = self._tensor_buffer(const.struct_info, name)
         handle = TE.Var(f"p_{name}", "handle")
         self.params.append(handle)
@@ -379,48 +378,6 @@ def _flat_items(a, n: int, builder) -> list:
     return [builder.emit(TupleGetItem(a, k)) for k in range(n)]
 
 
-def elide_intermediate_dataflow_vars(func: Function) -> Function:
-    """``lv = value; gv = lv`` becomes ``gv = value`` when ``lv`` is used only there."""
-    body = func.body
-    if not isinstance(body, SeqExpr):
-        return func
-    changed, blocks = False, []
-    for block in body.blocks:
-        if not isinstance(block, DataflowBlock):
-            blocks.append(block)
-            continue
-        value_of, dead = {}, set()
-        outputs: set = set()
-        for b in block.bindings:
-            if isinstance(b, VarBinding) and not isinstance(b.var, DataflowVar) and \
-                    isinstance(b.value, DataflowVar):
-                if b.value in outputs:
-                    dead.add(b.value)
-                outputs.add(b.value)
-            else:
-                dead.update(x for x in _leaves(b.value) if isinstance(x, DataflowVar))
-            if isinstance(b, VarBinding) and isinstance(b.var, DataflowVar):
-                value_of[b.var] = b.value
-        elide = {v for v in outputs if v in value_of and v not in dead}
-        if not elide:
-            blocks.append(block)
-            continue
-        new = []
-        for b in block.bindings:
-            if b.var in elide:
-                continue
-            if isinstance(b, VarBinding) and b.value in elide and \
-                    not isinstance(b.var, DataflowVar):
-                b = VarBinding(b.var, value_of[b.value], b.span)
-            new.append(b)
-        blocks.append(DataflowBlock(new, block.span))
-        changed = True
-    if not changed:
-        return func
-    return Function(func.params, SeqExpr(blocks, body.body, body.span), func.ret_struct_info,
-                    func.is_pure, func.attrs, func.span)
-
-
 def fuse_tir(mod: IRModule) -> tuple[IRModule, int]:
     """The pass body: the module with each Primitive function fused into a PrimFunc."""
     primitive = {gv: f for gv, f in mod.functions.items()
@@ -443,11 +400,6 @@ def fuse_tir(mod: IRModule) -> tuple[IRModule, int]:
             if new is not func:
                 mod[gv] = new
     mod, _ = dead_code_elimination(mod)
-    for gv, func in list(mod.functions.items()):
-        if isinstance(func, Function):
-            new = elide_intermediate_dataflow_vars(func)
-            if new is not func:
-                mod[gv] = new
     return mod, len(primitive)
 
 

@@ -7,12 +7,10 @@ inside nested If branches count at the If."""
 from __future__ import annotations
 
 from ...ir.op import Op
-from ...transform.decorators import module_pass
-from ...transform.stats import record_stat
 from ..expr import Call, Function, Var, VarBinding
 from ..op import memory
-from .lower_utils import Namer, no_gc, normalized, rewrite_function_seqs, vars_used
-from .utils import has_relax_function, register
+from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs, vars_used
+from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
 
@@ -61,24 +59,4 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
 @register("KillAfterLastUse")
 def KillAfterLastUse():  # noqa: N802 - TVM's name
     """Module pass (opt 0): kill storages and tensors after their last use."""
-
-    def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
-        if not has_relax_function(mod):
-            return mod
-        out = mod.shallow_copy()
-        total = 0
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new, n = kill_after_last_use(func, mod)
-                if n:
-                    out.update_func(gv, new)
-                    total += n
-        if total:
-            record_stat("kills inserted", total)
-        return out
-
-    return module_pass(run, opt_level=0, name="KillAfterLastUse")
+    return function_rewrite_pass(kill_after_last_use, "KillAfterLastUse", "kills inserted")

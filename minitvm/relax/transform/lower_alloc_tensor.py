@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...ir.prim_expr import IntImm
-from ...transform.decorators import module_pass
-from ...transform.stats import record_stat
 from ..expr import Call, Function, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from ..op import memory
-from .lower_utils import Namer, dtype_bytes, no_gc, normalized, rewrite_function_seqs, simplify
-from .utils import has_relax_function, register
+from .lower_utils import (
+    Namer,
+    dtype_bytes,
+    function_rewrite_pass,
+    normalized,
+    rewrite_function_seqs,
+    simplify,
+)
+from .utils import register
 
 __all__ = ["LowerAllocTensor", "lower_alloc_tensor"]
 
@@ -55,24 +60,4 @@ def lower_alloc_tensor(func: Function, mod=None) -> tuple[Function, int]:
 @register("LowerAllocTensor")
 def LowerAllocTensor():  # noqa: N802 - TVM's name
     """Module pass (opt 0): the remaining builtin.alloc_tensor calls get their own storage."""
-
-    def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
-        if not has_relax_function(mod):
-            return mod
-        out = mod.shallow_copy()
-        total = 0
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new, n = lower_alloc_tensor(func, mod)
-                if n:
-                    out.update_func(gv, new)
-                    total += n
-        if total:
-            record_stat("allocations lowered", total)
-        return out
-
-    return module_pass(run, opt_level=0, name="LowerAllocTensor")
+    return function_rewrite_pass(lower_alloc_tensor, "LowerAllocTensor", "allocations lowered")

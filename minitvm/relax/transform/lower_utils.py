@@ -23,7 +23,7 @@ from ..expr import (
 )
 
 __all__ = ["no_gc", "Namer", "rewrite_function_seqs", "normalized", "dtype_bytes", "vars_used",
-           "simplify"]
+           "simplify", "function_rewrite_pass"]
 
 
 class no_gc:  # noqa: N801 - a context manager used like a function
@@ -213,3 +213,34 @@ def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
 
 def is_const_int(e) -> bool:
     return isinstance(e, IntImm)
+
+
+FunctionRewrite = Callable[[Function, object], tuple]
+
+
+def function_rewrite_pass(rewrite: FunctionRewrite, name: str, stat: str):
+    """The module pass (opt 0) ``name`` applying ``rewrite(func, mod) -> (func, count)`` to
+    every Relax function of the module (garbage collector paused); the functions with a
+    nonzero count are replaced and the total is recorded as statistic ``stat``. A module
+    without Relax functions is returned unchanged."""
+    from ...transform.decorators import module_pass
+    from ...transform.stats import record_stat
+    from .utils import has_relax_function
+
+    def run(mod, _ctx):
+        if not has_relax_function(mod):
+            return mod
+        with no_gc():
+            out = mod.shallow_copy()
+            total = 0
+            for gv, func in list(mod.functions.items()):
+                if isinstance(func, Function):
+                    new, n = rewrite(func, mod)
+                    if n:
+                        out.update_func(gv, new)
+                        total += n
+        if total:
+            record_stat(stat, total)
+        return out
+
+    return module_pass(run, opt_level=0, name=name)

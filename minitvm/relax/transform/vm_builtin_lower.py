@@ -6,7 +6,8 @@ memory and runtime ops become what the VM executes —
 - ``R.builtin.alloc_tensor`` -> ``R.call_builtin_with_ctx("vm.builtin.alloc_tensor", ...)``
 - ``R.reshape`` / ``R.shape_of`` / ``R.null_value`` -> ``R.call_packed("vm.builtin.reshape" |
   "vm.builtin.shape_of" | "vm.builtin.null_value", ...)``
-- ``R.invoke_closure`` -> ``vm.builtin.invoke_closure`` with the VM as context
+- ``R.invoke_closure`` -> ``vm.builtin.invoke_closure`` with the VM as context (a direct call
+  when the closure is a global function, as LambdaLift leaves one without captures)
   (``R.make_closure`` names a global function, which only the code generator can refer to:
   it stays, and becomes a ``vm.builtin.make_closure`` call there)
 - ``R.call_pure_packed(f, args)`` / ``R.call_inplace_packed`` -> ``R.call_packed(f, args)`` (the
@@ -15,14 +16,13 @@ memory and runtime ops become what the VM executes —
 
 from __future__ import annotations
 
+from ...ir.expr import GlobalVar
 from ...ir.op import Op
-from ...transform.decorators import module_pass
-from ...transform.stats import record_stat
 from ..expr import Call, ExternFunc, Function, Tuple, VarBinding
 from ..op import vm
 from ..struct_info import ObjectStructInfo
-from .lower_utils import no_gc, normalized, rewrite_function_seqs
-from .utils import has_relax_function, register
+from .lower_utils import function_rewrite_pass, normalized, rewrite_function_seqs
+from .utils import register
 
 __all__ = ["VMBuiltinLower", "vm_builtin_lower"]
 
@@ -55,6 +55,10 @@ def _lower_call(v: Call, mod):
     if name == "relax.null_value":
         return _packed("vm.builtin.null_value", (), ObjectStructInfo())
     if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
+        if isinstance(a[0], GlobalVar):  # a lifted function without captures: call it
+            c = Call(a[0], list(a[1].fields), None, None, v.span)
+            c._checked_type = s
+            return c
         return vm.call_builtin_with_ctx("vm.builtin.invoke_closure",
                                         Tuple([a[0], *a[1].fields]), s)
     if name in ("relax.call_pure_packed", "relax.call_inplace_packed"):
@@ -90,27 +94,7 @@ def vm_builtin_lower(func: Function, mod=None) -> tuple[Function, int]:
 @register("VMBuiltinLower")
 def VMBuiltinLower():  # noqa: N802 - TVM's name
     """Module pass (opt 0): memory and runtime ops to VM builtins."""
-
-    def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
-        if not has_relax_function(mod):
-            return mod
-        out = mod.shallow_copy()
-        total = 0
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new, n = vm_builtin_lower(func, mod)
-                if n:
-                    out.update_func(gv, new)
-                    total += n
-        if total:
-            record_stat("builtins lowered", total)
-        return out
-
-    return module_pass(run, opt_level=0, name="VMBuiltinLower")
+    return function_rewrite_pass(vm_builtin_lower, "VMBuiltinLower", "builtins lowered")
 
 
 LowerRuntimeBuiltin = VMBuiltinLower  # TVM's later name

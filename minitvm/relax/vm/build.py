@@ -7,6 +7,7 @@ buffers it receives."""
 
 from __future__ import annotations
 
+from ...backend.disk_cache import active_cache
 from ...backend.options import lowering_options
 from ...codegen.build import compile_prim_func
 from ...ir.module import IRModule
@@ -34,9 +35,10 @@ def _target_ok(target) -> None:
 def compile_kernels(prims: dict, options) -> dict:
     """Compile each PrimFunc (name -> PrimFunc) once: name -> (Kernel record, spec)."""
     out = {}
+    cache = active_cache()  # the on-disk kernel cache Relay builds use too
     for name, prim in prims.items():
         fast = optimize_prim_func(prim, options)
-        fn, ir_text = compile_prim_func(fast, name)
+        fn, ir_text = compile_prim_func(fast, name, object_cache=cache)
         compiled = fn._compiled
         rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
                      ir=ir_text, compiled=compiled, kernel=fn, prim_func=fast)

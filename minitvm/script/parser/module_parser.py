@@ -91,7 +91,7 @@ def parse_module(src: Source, node: ast.ClassDef, env: dict) -> IRModule:
         if kind == "tir":
             funcs[fdef.name] = parse_prim_func(src, fdef, env, kwargs, in_module=True)
             gvars[fdef.name]._checked_type = prim_func_struct_info(funcs[fdef.name])
-    for fdef, kind, kwargs in defs:
+    for fdef, kind, _kwargs in defs:
         if kind != "tir":
             p = relax_parsers[fdef.name]
             func = p.finish()

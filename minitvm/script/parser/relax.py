@@ -26,7 +26,7 @@ from .entry import parse_decorated as _parse_decorated
 __all__ = [
     "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable", "function", "dataflow", "output",
     "func_attr", "match_cast", "const", "shape", "prim_value", "str", "dtype", "tuple",
-    "ExternFunc", "as_struct_info", "call_packed",
+    "ExternFunc", "as_struct_info", "call_packed", "call_builtin_with_ctx",
 ]
 
 
@@ -306,6 +306,21 @@ def call_packed(func, *args, sinfo_args=None, **kwargs) -> _rx.Call:
         func = _rx.ExternFunc(func)
     return _rx.Call(func, [to_relax(a) for a in args], attrs,
                     [as_struct_info(s) for s in sinfo_args])
+
+
+def call_builtin_with_ctx(func, args, sinfo_args=None) -> _rx.Call:
+    """``R.call_builtin_with_ctx("vm.builtin.x", (args,), sinfo_args=...)``: a runtime builtin
+    called with the VM as hidden first argument (a name becomes an ``ExternFunc``, as TVM
+    does)."""
+    from ...relax.op.vm import call_builtin_with_ctx as make
+
+    if isinstance(args, _builtins.list | _builtins.tuple):
+        args = _rx.Tuple([to_relax(a) for a in args])
+    if sinfo_args is not None:
+        if not isinstance(sinfo_args, list | _builtins.tuple):
+            sinfo_args = [sinfo_args]
+        sinfo_args = [as_struct_info(si) for si in sinfo_args]
+    return make(func if isinstance(func, _builtins.str) else to_relax(func), args, sinfo_args)
 
 
 # ---------------------------------------------------------------------------- operators

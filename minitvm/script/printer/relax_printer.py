@@ -591,7 +591,8 @@ def _inferred_sinfo(rhs):
 
 def _default_extern_sinfo(s) -> bool:
     return (isinstance(s, si.FuncStructInfo) and s.params is None
-            and isinstance(s.ret, si.ObjectStructInfo) and s.derive_func is None)
+            and isinstance(s.ret, si.ObjectStructInfo)
+            and (s.derive_func is None or s.derive_func is rx.infer_by_sinfo_args))
 
 
 _PRIORITY = {PrimFunc: 1, rx.ExternFunc: 2, rx.Function: 3}

@@ -16,7 +16,11 @@ from ...block_builder import BlockBuilder
 from ...expr import Tuple, Var
 from ...struct_info import TensorStructInfo
 from .context import (
-    CONVERTERS, Context, ONNXImportError, OpNotImplemented, onnx_dtype,
+    CONVERTERS,
+    Context,
+    ONNXImportError,
+    OpNotImplemented,
+    onnx_dtype,
 )
 
 __all__ = ["ONNXGraphImporter", "unsupported_ops", "sanitize_name"]

@@ -260,3 +260,25 @@ def _argmax(ctx: Context, ins, attrs):
     fn = _op.argmax if ctx.node.op_type == "ArgMax" else _op.argmin
     return ctx.emit(fn(ctx.expr(ins[0]), int(attrs.get("axis", 0)),
                        bool(attrs.get("keepdims", 1))))
+
+
+@register("PRelu")
+def _prelu(ctx: Context, ins, attrs):
+    x, slope = ctx.expr(ins[0]), ctx.expr(ins[1])
+    return ctx.emit(_op.where(_op.less(x, _scalar(ctx, x, 0.0)), _op.multiply(x, slope), x))
+
+
+@register("Selu")
+def _selu(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    neg = _op.multiply(_scalar(ctx, x, alpha), _op.subtract(_op.exp(x), _scalar(ctx, x, 1.0)))
+    body = _op.where(_op.greater(x, _scalar(ctx, x, 0.0)), x, neg)
+    return ctx.emit(_op.multiply(body, _scalar(ctx, x, gamma)))
+
+
+@register("Softsign")
+def _softsign(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    return ctx.emit(_op.divide(x, _op.add(_op.abs(x), _scalar(ctx, x, 1.0))))

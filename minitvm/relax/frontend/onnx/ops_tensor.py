@@ -286,3 +286,52 @@ def _eye_like(ctx: Context, ins, attrs):
         raise ctx.fail("EyeLike needs a static shape")
     dtype = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
     return np.eye(dims[0], dims[1], int(attrs.get("k", 0)), dtype=dtype)
+
+
+@register("Tile")
+def _tile(ctx: Context, ins, attrs):
+    reps = [int(r) for r in ctx.ints(ins[1], "Tile's repeats")]
+    k = ctx.known(ins[0])
+    if k is not None and k.dtype != object:
+        return np.tile(k, reps)
+    x = ctx.expr(ins[0])
+    dims = ctx.shape(x)
+    # (d0, d1, ...) -> (1, d0, 1, d1, ...) -> broadcast (r0, d0, r1, d1, ...) -> (r0*d0, ...)
+    inter = [v for d in dims for v in (1, d)]
+    wide = [v for r, d in zip(reps, dims, strict=True) for v in (r, d)]
+    out = [ctx.simplify(r * d) for r, d in zip(reps, dims, strict=True)]
+    y = _op.broadcast_to(_op.reshape(x, ctx.shape_expr(inter)), ctx.shape_expr(wide))
+    return ctx.emit(_op.reshape(y, ctx.shape_expr(out)))
+
+
+@register("Trilu")
+def _trilu(ctx: Context, ins, attrs):
+    k = int(ctx.value(ins[1], "Trilu's k").reshape(-1)[0]) if len(ins) > 1 and ins[1] \
+        is not None else 0
+    fn = _op.triu if attrs.get("upper", 1) else _op.tril
+    return ctx.emit(fn(ctx.expr(ins[0]), k))
+
+
+_RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
+
+
+@register("Resize")
+def _resize(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    dims = ctx.shape(x)
+    if len(dims) != 4:
+        raise ctx.fail(f"only 4-D (NCHW) Resize is supported, got rank {len(dims)}")
+    sizes = ctx.ints(ins[3], "Resize's sizes") if len(ins) > 3 and ins[3] is not None else None
+    if sizes is None:
+        scales = ctx.value(ins[2], "Resize's scales").reshape(-1)
+        if not all(isinstance(d, int) for d in dims[2:]):
+            raise ctx.fail("Resize by scales needs static spatial dims")
+        sizes = [int(np.floor(d * s)) for d, s in zip(dims, scales, strict=True)]
+    if list(sizes[:2]) != list(dims[:2]):
+        raise ctx.fail("Resize of the batch or channel axis is not supported")
+    mode = attrs.get("mode", "nearest")
+    return ctx.emit(_op.image.resize2d(
+        x, sizes[2:], [0.0, 0.0, 0.0, 0.0], "NCHW", _RESIZE_MODES[mode],
+        attrs.get("coordinate_transformation_mode", "half_pixel"),
+        attrs.get("nearest_mode", "round_prefer_floor"), float(attrs.get("cubic_coeff_a", -0.75)),
+        int(attrs.get("exclude_outside", 0)), float(attrs.get("extrapolation_value", 0.0))))

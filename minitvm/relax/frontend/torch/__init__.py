@@ -1,2 +1,68 @@
-"""PyTorch -> Relax: ``relax.frontend.torch.from_exported_program`` (placeholder until the
-converter module lands)."""
+"""PyTorch -> Relax: ``relax.frontend.torch.from_exported_program`` for ``torch.export``
+programs (core ATen after decomposition); a dynamic ``Dim`` becomes a symbolic ``tir`` var."""
+
+from __future__ import annotations
+
+from . import aten_ops  # noqa: F401  (registers the converters)
+from .context import ATEN, OpNotImplemented, TorchImportError
+from .exported_program import ExportedProgramImporter
+
+__all__ = ["from_exported_program", "supported_ops", "TorchImportError", "OpNotImplemented"]
+
+
+def supported_ops() -> list[str]:
+    """The ATen overloads (and size arithmetic) this importer converts."""
+    return sorted(ATEN)
+
+
+# composite ops Relax has directly: kept whole rather than decomposed (a 4-D matmul would
+# otherwise become expand / reshape / bmm with merged symbolic dims)
+_KEEP = ("matmul.default", "linear.default")
+
+
+def _decomposition_table():
+    """torch.export's default (core ATen) decompositions, minus the ops in ``_KEEP``."""
+    import torch
+
+    table = torch.export.default_decompositions()
+    for name in _KEEP:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        if op in table:
+            del table[op]
+    return table
+
+
+def from_exported_program(exported_program, *, keep_params_as_input: bool = False,
+                          unwrap_unit_return_tuple: bool = False):
+    """Convert a ``torch.export.ExportedProgram`` into a Relax IRModule (function ``main``).
+
+    Parameters
+    ----------
+    exported_program : torch.export.ExportedProgram or str
+        The program (``torch.export.export(model, args, dynamic_shapes=...)``) or a ``.pt2``.
+    keep_params_as_input : bool
+        Keep the parameters as trailing inputs of ``main`` (values in its ``"params"``
+        attribute, see ``relax.frontend.detach_params``) instead of constants.
+    unwrap_unit_return_tuple : bool
+        Return a single output as a tensor rather than a 1-tuple.
+
+    Returns
+    -------
+    mod : tvm.IRModule
+    """
+    import torch
+
+    ep = exported_program
+    if isinstance(ep, str) or hasattr(ep, "__fspath__"):
+        try:
+            ep = torch.export.load(ep)
+        except Exception as e:  # noqa: BLE001 - zip / pickle errors of a bad file
+            raise TorchImportError(f"cannot read exported program {str(ep)!r}: "
+                                   f"{type(e).__name__}: {e}") from e
+    if not isinstance(ep, torch.export.ExportedProgram):
+        raise TypeError(f"from_exported_program expects a torch.export.ExportedProgram, got "
+                        f"{type(ep).__name__}")
+    ep = ep.run_decompositions(_decomposition_table())
+    importer = ExportedProgramImporter(keep_params_as_input, unwrap_unit_return_tuple)
+    return importer.from_exported_program(ep)

@@ -1,0 +1,408 @@
+"""Core-ATen op converters onto ``relax.op`` (arguments arrive in schema order)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.prim_expr import PrimExpr
+from ... import op as _op
+from ...expr import Expr, TupleGetItem, const
+from .context import AtenContext, register, torch_dtype
+
+
+def _binary(rop, pyop):
+    def convert(ctx: AtenContext, args):
+        a, b = args[0], args[1]
+        if not isinstance(a, Expr) and not isinstance(b, Expr):
+            return ctx.simplify(pyop(a, b))  # size arithmetic
+        like = a if isinstance(a, Expr) else b
+        x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
+            y = _op.multiply(y, ctx.tensor(args[2], like))
+        return ctx.emit(rop(x, y))
+
+    return convert
+
+
+for _names, _rop, _py in [
+    (("add.Tensor", "add.Scalar"), _op.add, lambda a, b: a + b),
+    (("sub.Tensor", "sub.Scalar"), _op.subtract, lambda a, b: a - b),
+    (("mul.Tensor", "mul.Scalar"), _op.multiply, lambda a, b: a * b),
+    (("div.Tensor", "div.Scalar"), _op.divide, lambda a, b: a / b),
+    (("pow.Tensor_Scalar", "pow.Tensor_Tensor"), _op.power, lambda a, b: a**b),
+    (("maximum.default",), _op.maximum, max), (("minimum.default",), _op.minimum, min),
+    (("eq.Tensor", "eq.Scalar"), _op.equal, lambda a, b: a == b),
+    (("ne.Tensor", "ne.Scalar"), _op.not_equal, lambda a, b: a != b),
+    (("lt.Tensor", "lt.Scalar"), _op.less, lambda a, b: a < b),
+    (("le.Tensor", "le.Scalar"), _op.less_equal, lambda a, b: a <= b),
+    (("gt.Tensor", "gt.Scalar"), _op.greater, lambda a, b: a > b),
+    (("ge.Tensor", "ge.Scalar"), _op.greater_equal, lambda a, b: a >= b),
+    (("logical_and.default",), _op.logical_and, lambda a, b: a and b),
+]:
+    register(*_names)(_binary(_rop, _py))
+
+
+@register("rsub.Scalar")
+def _rsub(ctx: AtenContext, args):
+    x = args[0]
+    return ctx.emit(_op.subtract(ctx.tensor(args[1], x), x))
+
+
+@register("div.Tensor_mode")
+def _div_mode(ctx: AtenContext, args):
+    x, y, mode = args[0], args[1], args[2]
+    like = x if isinstance(x, Expr) else y
+    q = _op.divide(ctx.tensor(x, like), ctx.tensor(y, like))
+    if mode == "floor":
+        q = _op.floor(q)
+    elif mode == "trunc":
+        q = _op.trunc(q)
+    return ctx.emit(q)
+
+
+# python size arithmetic torch.export records as call_function nodes
+register("operator.add")(lambda ctx, a: ctx.simplify(a[0] + a[1]))
+register("operator.sub")(lambda ctx, a: ctx.simplify(a[0] - a[1]))
+register("operator.mul")(lambda ctx, a: ctx.simplify(a[0] * a[1]))
+register("operator.floordiv")(lambda ctx, a: ctx.simplify(a[0] // a[1]))
+register("operator.mod")(lambda ctx, a: ctx.simplify(a[0] % a[1]))
+
+_UNARY = {
+    "relu": _op.nn.relu, "sigmoid": _op.sigmoid, "tanh": _op.tanh, "erf": _op.erf,
+    "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt, "rsqrt": _op.rsqrt, "neg": _op.negative,
+    "abs": _op.abs, "sin": _op.sin, "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil,
+    "round": _op.round, "silu": _op.nn.silu, "logical_not": _op.logical_not,
+    "sign": _op.sign, "reciprocal": None,
+}
+
+
+def _unary(rop):
+    def convert(ctx: AtenContext, args):
+        return ctx.emit(rop(args[0]))
+
+    return convert
+
+
+for _name, _rop in _UNARY.items():
+    if _rop is not None:
+        register(f"{_name}.default")(_unary(_rop))
+
+
+@register("reciprocal.default")
+def _reciprocal(ctx: AtenContext, args):
+    return ctx.emit(_op.divide(ctx.tensor(1.0, args[0]), args[0]))
+
+
+@register("gelu.default")
+def _gelu(ctx: AtenContext, args):
+    fn = _op.nn.gelu_tanh if args[1] == "tanh" else _op.nn.gelu
+    return ctx.emit(fn(args[0]))
+
+
+@register("leaky_relu.default")
+def _leaky_relu(ctx: AtenContext, args):
+    return ctx.emit(_op.nn.leakyrelu(args[0], float(args[1])))
+
+
+@register("hardtanh.default", "clamp.default")
+def _clamp(ctx: AtenContext, args):
+    x, lo, hi = args[0], args[1], args[2]
+    lo = -np.inf if lo is None else float(lo)
+    hi = np.inf if hi is None else float(hi)
+    return ctx.emit(_op.clip(x, lo, hi))
+
+
+@register("_softmax.default", "_log_softmax.default")
+def _softmax(ctx: AtenContext, args):
+    fn = _op.nn.softmax if "log" not in ctx.node.target.__name__ else _op.nn.log_softmax
+    return ctx.emit(fn(args[0], int(args[1])))
+
+
+@register("addmm.default")
+def _addmm(ctx: AtenContext, args):
+    bias, a, b, beta, alpha = args
+    y = _op.matmul(a, b)
+    if alpha not in (None, 1):
+        y = _op.multiply(y, ctx.tensor(float(alpha), a))
+    if beta not in (None, 1):
+        bias = _op.multiply(bias, ctx.tensor(float(beta), a))
+    return ctx.emit(_op.add(ctx.emit(y), bias))
+
+
+@register("mm.default", "bmm.default", "matmul.default")
+def _matmul(ctx: AtenContext, args):
+    return ctx.emit(_op.matmul(args[0], args[1]))
+
+
+@register("linear.default")
+def _linear(ctx: AtenContext, args):
+    return ctx.emit(_op.linear(args[0], args[1], args[2]))
+
+
+@register("convolution.default")
+def _convolution(ctx: AtenContext, args):
+    x, w, bias, stride, padding, dilation, transposed, out_pad, groups = args
+    n = ctx.ndim(x) - 2
+    pads = [int(p) for p in padding] * 2
+    stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
+    if transposed:
+        fns = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose}
+        if n not in fns:
+            raise ctx.fail(f"{n}-D transposed convolution is not supported")
+        y = fns[n](x, w, stride, pads, [int(p) for p in out_pad], dilation, int(groups))
+    else:
+        fns = {1: _op.nn.conv1d, 2: _op.nn.conv2d, 3: _op.nn.conv3d}
+        if n not in fns:
+            raise ctx.fail(f"{n}-D convolution is not supported")
+        y = fns[n](x, w, stride, pads, dilation, int(groups))
+    y = ctx.emit(y)
+    if bias is not None:
+        b = _op.reshape(bias, ctx.shape_expr([1, -1] + [1] * n))
+        y = ctx.emit(_op.add(y, b))
+    return y
+
+
+@register("_native_batch_norm_legit_no_training.default")
+def _batch_norm(ctx: AtenContext, args):
+    x, gamma, beta, mean, var, _momentum, eps = args
+    c = ctx.shape(x)[1]
+    dtype = ctx.dtype(x)
+    gamma = gamma if gamma is not None else const(np.ones(c, dtype))
+    beta = beta if beta is not None else const(np.zeros(c, dtype))
+    bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=float(eps)))
+    return (ctx.emit(TupleGetItem(bn, 0)), mean, var)
+
+
+@register("native_layer_norm.default")
+def _layer_norm(ctx: AtenContext, args):
+    x, normalized_shape, gamma, beta, eps = args
+    ndim = ctx.ndim(x)
+    k = len(normalized_shape)
+    dtype = ctx.dtype(x)
+    shape = [int(d) for d in normalized_shape]
+    gamma = gamma if gamma is not None else const(np.ones(shape, dtype))
+    beta = beta if beta is not None else const(np.zeros(shape, dtype))
+    y = ctx.emit(_op.nn.layer_norm(x, gamma, beta, list(range(ndim - k, ndim)), float(eps)))
+    return (y, None, None)
+
+
+@register("max_pool2d_with_indices.default", "max_pool2d.default")
+def _max_pool2d(ctx: AtenContext, args):
+    x, kernel, stride, padding, dilation, ceil = args
+    kernel = [int(k) for k in kernel]
+    stride = [int(s) for s in stride] or kernel
+    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
+    dilation = [int(d) for d in (dilation if isinstance(dilation, list | tuple)
+                                 else [dilation] * 2)]
+    y = ctx.emit(_op.nn.max_pool2d(x, kernel, stride, padding * 2, dilation, bool(ceil)))
+    return (y, None) if "indices" in ctx.node.target.__name__ else y
+
+
+@register("avg_pool2d.default")
+def _avg_pool2d(ctx: AtenContext, args):
+    x, kernel, stride, padding, ceil, include, divisor = args
+    if divisor is not None:
+        raise ctx.fail("divisor_override is not supported")
+    kernel = [int(k) for k in kernel]
+    stride = [int(s) for s in stride] or kernel
+    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
+    return ctx.emit(_op.nn.avg_pool2d(x, kernel, stride, padding * 2, [1, 1], bool(ceil),
+                                      bool(include)))
+
+
+@register("_adaptive_avg_pool2d.default", "adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(ctx: AtenContext, args):
+    x, size = args
+    size = [int(s) for s in size]
+    if size == [1, 1]:
+        return ctx.emit(_op.mean(x, [2, 3], True))
+    return ctx.emit(_op.nn.adaptive_avg_pool2d(x, size))
+
+
+def _reduce(rop):
+    def convert(ctx: AtenContext, args):
+        x, dims, keep = args[0], args[1] if len(args) > 1 else None, \
+            args[2] if len(args) > 2 else False
+        dims = [int(d) for d in dims] if dims else None
+        return ctx.emit(rop(x, dims, bool(keep)))
+
+    return convert
+
+
+register("mean.dim", "mean.default")(_reduce(_op.mean))
+register("sum.dim_IntList", "sum.default")(_reduce(_op.sum))
+register("amax.default")(_reduce(_op.max))
+register("amin.default")(_reduce(_op.min))
+
+
+@register("argmax.default", "argmin.default")
+def _argmax(ctx: AtenContext, args):
+    fn = _op.argmax if "argmax" in ctx.node.target.__name__ else _op.argmin
+    return ctx.emit(fn(args[0], args[1], bool(args[2])))
+
+
+@register("sym_size.int")
+def _sym_size(ctx: AtenContext, args):
+    return ctx.shape(args[0])[int(args[1])]
+
+
+@register("view.default", "_unsafe_view.default", "reshape.default")
+def _view(ctx: AtenContext, args):
+    x, size = args
+    return ctx.emit(_op.reshape(x, ctx.shape_expr(list(size))))
+
+
+@register("permute.default")
+def _permute(ctx: AtenContext, args):
+    return ctx.emit(_op.permute_dims(args[0], [int(a) for a in args[1]]))
+
+
+@register("transpose.int")
+def _transpose(ctx: AtenContext, args):
+    x, a, b = args
+    n = ctx.ndim(x)
+    perm = list(range(n))
+    perm[a % n], perm[b % n] = perm[b % n], perm[a % n]
+    return ctx.emit(_op.permute_dims(x, perm))
+
+
+@register("t.default")
+def _t(ctx: AtenContext, args):
+    return ctx.emit(_op.permute_dims(args[0], [1, 0])) if ctx.ndim(args[0]) == 2 else args[0]
+
+
+@register("expand.default")
+def _expand(ctx: AtenContext, args):
+    x, size = args[0], list(args[1])
+    in_dims = ctx.shape(x)
+    lead = len(size) - len(in_dims)
+    out = [in_dims[i - lead] if isinstance(s, int) and s == -1 else s
+           for i, s in enumerate(size)]
+    if out == in_dims:
+        return x
+    return ctx.emit(_op.broadcast_to(x, ctx.shape_expr(out)))
+
+
+@register("clone.default", "alias.default", "detach.default", "contiguous.default",
+          "lift_fresh_copy.default", "dropout.default")
+def _identity(ctx: AtenContext, args):
+    return args[0]
+
+
+@register("_to_copy.default")
+def _to_copy(ctx: AtenContext, args):
+    x, dtype = args[0], args[1]
+    if dtype is None:
+        return x
+    dtype = torch_dtype(dtype)
+    return x if ctx.dtype(x) == dtype else ctx.emit(_op.astype(x, dtype))
+
+
+@register("unsqueeze.default")
+def _unsqueeze(ctx: AtenContext, args):
+    x, dim = args
+    return ctx.emit(_op.expand_dims(x, int(dim) % (ctx.ndim(x) + 1)))
+
+
+@register("squeeze.dims", "squeeze.dim", "squeeze.default")
+def _squeeze(ctx: AtenContext, args):
+    x = args[0]
+    dims = args[1] if len(args) > 1 else None
+    if isinstance(dims, int):
+        dims = [dims]
+    n = ctx.ndim(x)
+    shape = ctx.shape(x)
+    if dims is not None:
+        dims = [d % n for d in dims if shape[d % n] == 1]  # torch ignores non-1 dims
+        if not dims:
+            return x
+    return ctx.emit(_op.squeeze(x, dims))
+
+
+@register("cat.default")
+def _cat(ctx: AtenContext, args):
+    tensors, dim = args
+    return ctx.emit(_op.concat(list(tensors), int(dim)))
+
+
+@register("slice.Tensor")
+def _slice(ctx: AtenContext, args):
+    x, dim, start, end, step = args
+    n = ctx.ndim(x)
+    dim = int(dim) % n
+    d = ctx.shape(x)[dim]
+    start = 0 if start is None else start
+    if end is None or (isinstance(end, int) and end >= 2**62):
+        end = d
+    if isinstance(start, int) and start == 0 and (end is d) and step == 1:
+        return x
+    return ctx.emit(_op.strided_slice(x, [dim], [start], [end], [int(step)]))
+
+
+@register("select.int")
+def _select(ctx: AtenContext, args):
+    x, dim, index = args
+    n = ctx.ndim(x)
+    idx = const(np.array(index, "int64")) if isinstance(index, int) else ctx.tensor(index)
+    return ctx.emit(_op.take(x, idx, int(dim) % n))
+
+
+@register("split_with_sizes.default", "split.Tensor")
+def _split(ctx: AtenContext, args):
+    x, sizes, dim = args
+    dim = int(dim) % ctx.ndim(x)
+    if isinstance(sizes, int):
+        total = ctx.shape(x)[dim]
+        if not isinstance(total, int):
+            raise ctx.fail("split of a symbolic dim by size is not supported")
+        sizes = [min(sizes, total - i) for i in range(0, total, sizes)]
+    cuts, acc = [], 0
+    for s in sizes[:-1]:
+        acc += int(s)
+        cuts.append(acc)
+    tup = ctx.emit(_op.split(x, cuts, dim))
+    return [ctx.emit(TupleGetItem(tup, i)) for i in range(len(sizes))]
+
+
+@register("index_select.default")
+def _index_select(ctx: AtenContext, args):
+    x, dim, index = args
+    return ctx.emit(_op.take(x, index, int(dim)))
+
+
+@register("embedding.default")
+def _embedding(ctx: AtenContext, args):
+    return ctx.emit(_op.take(args[0], args[1], 0))
+
+
+@register("where.self")
+def _where(ctx: AtenContext, args):
+    c, a, b = args
+    like = a if isinstance(a, Expr) else b
+    return ctx.emit(_op.where(c, ctx.tensor(a, like), ctx.tensor(b, like)))
+
+
+@register("full.default")
+def _full(ctx: AtenContext, args):
+    size, value, dtype = args[0], args[1], args[2]
+    dtype = torch_dtype(dtype) if dtype is not None else (
+        "float32" if isinstance(value, float) else "int64")
+    if all(isinstance(d, int) for d in size):
+        return const(np.full([int(d) for d in size], value, dtype=dtype))
+    return ctx.emit(_op.full(ctx.shape_expr(list(size)), const(np.array(value, dtype)), dtype))
+
+
+@register("arange.start_step", "arange.default", "arange.start")
+def _arange(ctx: AtenContext, args):
+    name = ctx.node.target.__name__
+    if name.endswith("default"):
+        start, end, step, dtype = 0, args[0], 1, args[1]
+    elif name.endswith("start_step"):
+        start, end, step, dtype = args[0], args[1], args[2], args[3]
+    else:
+        start, end, step, dtype = args[0], args[1], 1, args[2]
+    if any(isinstance(v, PrimExpr) for v in (start, end, step)):
+        raise ctx.fail("arange with symbolic bounds is not supported")
+    dtype = torch_dtype(dtype) if dtype is not None else (
+        "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
+    return const(np.arange(start, end, step, dtype=dtype))

@@ -1,0 +1,188 @@
+"""relax.frontend.torch.from_exported_program: MLP / ResNet-block / attention models exported
+with torch.export and a dynamic batch ``Dim`` import with a symbolic batch var, build once and
+match PyTorch eager at two batch sizes; keep_params_as_input; errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax, tir  # noqa: E402
+from minitvm.relax.frontend.torch import (  # noqa: E402
+    OpNotImplemented,
+    from_exported_program,
+    supported_ops,
+)
+
+nn = torch.nn
+Dim = torch.export.Dim
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(12, 32), nn.Linear(32, 32), nn.Linear(32, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.sigmoid(self.fc2(x)) * x
+        return torch.log_softmax(self.fc3(x), dim=-1)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin=3, c=8):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, c, 3, 2, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, 1, 1)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.down = nn.Conv2d(cin, c, 1, 2)
+        self.fc = nn.Linear(c, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = torch.relu(self.bn2(self.conv2(y)) + self.down(x))
+        y = nn.functional.max_pool2d(y, 2, 2)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
+class Attention(nn.Module):
+    """A BERT-style encoder layer (separate q/k/v projections, post-LayerNorm, GELU MLP)."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.proj = nn.Linear(d, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, 32), nn.GELU(), nn.Linear(32, d))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = (p(x).reshape(b, t, self.heads, hd).transpose(1, 2)
+                   for p in (self.q, self.k, self.v))
+        a = torch.softmax(q @ k.transpose(-2, -1) / hd**0.5, dim=-1)
+        y = (a @ v).transpose(1, 2).reshape(b, t, d)
+        x = self.ln1(x + self.proj(y))
+        return self.ln2(x + self.ff(x))
+
+
+def randomize_bn(model):
+    gen = torch.Generator().manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            n = m.num_features
+            m.running_mean.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
+            m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+    return model.eval()
+
+
+def export(model, example, dynamic=True):
+    shapes = {"x": {0: Dim("batch", min=1, max=64)}} if dynamic else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.export.export(model, (example,), dynamic_shapes=shapes)
+
+
+CASES = {"mlp": (MLP, (12,)), "resnet_block": (ResBlock, (3, 16, 16)),
+         "attention": (Attention, (6, 16))}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_dynamic_batch_model_matches_eager(name):
+    torch.manual_seed(0)
+    cls, tail = CASES[name]
+    model = randomize_bn(cls())
+    mod = from_exported_program(export(model, torch.randn(2, *tail)))
+    dims = mod["main"].params[0].struct_info.shape.values
+    assert isinstance(dims[0], tir.Var) and dims[0].dtype == "int64"
+    assert [int(d) for d in dims[1:]] == list(tail)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 5):
+        x = torch.randn(b, *tail)
+        out = vm["main"](x.numpy())
+        assert len(out) == 1  # a tuple of the program's outputs, as TVM returns
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(out[0].numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_printed_form_and_unwrap():
+    torch.manual_seed(0)
+    mod = from_exported_program(export(MLP().eval(), torch.randn(2, 12)),
+                                unwrap_unit_return_tuple=True)
+    text = mod.script()
+    sym = mod["main"].params[0].struct_info.shape.values[0].name
+    assert f'def main(x: R.Tensor(("{sym}", 12), dtype="float32")) -> ' \
+           f'R.Tensor(("{sym}", 5), dtype="float32"):' in text
+    assert f"{sym} = T.int64()" in text
+    assert "R.nn.log_softmax(" in text and "R.sigmoid(" in text
+
+
+def test_static_program_and_keep_params_as_input():
+    torch.manual_seed(0)
+    model = MLP().eval()
+    mod = from_exported_program(export(model, torch.randn(3, 12), dynamic=False),
+                                keep_params_as_input=True)
+    main = mod["main"]
+    assert [int(d) for d in main.params[0].struct_info.shape.values] == [3, 12]
+    assert main.attrs["num_input"] == 1 and len(main.params) == 7
+    assert [p.name_hint for p in main.params[1:3]] == ["fc1_weight", "fc1_bias"]
+    mod, params = relax.frontend.detach_params(mod)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    x = torch.randn(3, 12)
+    out = vm["main"](x.numpy(), *params["main"])[0].numpy()
+    with torch.no_grad():
+        np.testing.assert_allclose(out, model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+class Various(nn.Module):
+    """Ops beyond the three models: cat, slicing, select, split, clamp, pooling, mean."""
+
+    def forward(self, x):
+        a, b = x.split([1, 2], dim=1)
+        y = torch.cat([b, a * 2.0], dim=1)[:, :, 1:, ::2]
+        y = nn.functional.avg_pool2d(torch.clamp(y, -0.5, 0.7), 2)
+        z = y.select(1, 0).unsqueeze(1) - y.mean(dim=(2, 3), keepdim=True)
+        return torch.tanh(z).permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+
+
+def test_various_ops_match_eager():
+    model = Various().eval()
+    mod = from_exported_program(export(model, torch.randn(2, 3, 9, 8)))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 3, 9, 8)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_unsupported_ops_are_listed_at_once():
+    class Bad(nn.Module):
+        def forward(self, x):
+            return torch.sort(x).values + torch.cumprod(x, 0) + torch.sort(x * 2).values
+
+    with pytest.raises(OpNotImplemented, match=r"cumprod\.default \(x1\), sort\.default "
+                                               r"\(x2\)"):
+        from_exported_program(export(Bad(), torch.randn(3, 4), dynamic=False))
+
+
+def test_bad_input_type():
+    with pytest.raises(TypeError, match="expects a torch.export.ExportedProgram"):
+        from_exported_program(nn.Linear(2, 2))
+
+
+def test_supported_ops_cover_the_models():
+    need = {"convolution.default", "addmm.default", "linear.default", "matmul.default",
+            "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
+            "max_pool2d_with_indices.default", "_softmax.default", "view.default",
+            "permute.default", "gelu.default", "relu.default", "sym_size.int"}
+    assert need <= set(supported_ops())
