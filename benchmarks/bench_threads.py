@@ -2,16 +2,17 @@
 run with 1, 2, ... threads, first alone, then next to background processes that each spin a
 CPU (the "hog"), side by side in one run.
 
-    python benchmarks/bench_threads.py [--threads 1,2] [--hogs 2] [--runs 20] [--layers 18]
+    python benchmarks/bench_threads.py [--threads 1,2] [--hogs 2] [--runs 30] [--layers 18]
                                        [--pools minitvm,gomp]
 
-Each pool (``MINITVM_THREADPOOL``: minitvm's own, or libgomp's) runs in its own process, since
-the pool is chosen when the JIT starts.
+Each pool (``MINITVM_THREADPOOL``: minitvm's own, or libgomp's) lives in its own process, since
+the pool is chosen when the JIT starts; the processes run in lockstep (one round of every thread
+count in one, then in the next, and so on), so a change in the machine's load hits all of them.
 
 A parallel runtime that spins or waits for descheduled workers collapses on a busy machine (the
 2-thread run becomes many times slower than the 1-thread one); ours should stay close to the
-1-thread time there and be faster when idle. Times are the median end-to-end ``run()`` latency in
-milliseconds (set input, run, read output); the load average is printed with the table since an
+1-thread time there and be faster when idle. Times are the median and mean end-to-end latency in
+milliseconds (set input, run, read output; the mean shows stalls the median hides); the load average is printed with the table since an
 "idle" shared machine is rarely idle.
 """
 
@@ -45,27 +46,29 @@ def build(num_layers: int):
     return lib, time.perf_counter() - t0
 
 
-def time_all(lib, counts: list[int], data: np.ndarray, runs: int) -> dict[int, list[float]]:
-    """[median, mean] latency (ms) per thread count; the counts alternate run by run, so each
-    sees the same background load (the mean shows stalls that the median hides)."""
+def modules(lib, counts: list[int], data: np.ndarray) -> dict:
+    """One GraphModule per thread count (a GraphModule reads the count when it is created)."""
     mods = {}
-    for t in counts:  # GraphModule reads the thread count when it is created
+    for t in counts:
         threadpool.set_num_threads(t)
         m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
         m.set_input("data", data)
         m.run()
         mods[t] = m
-    ref = mods[counts[0]].get_output(0).numpy()
-    times: dict[int, list[float]] = {t: [] for t in counts}
-    for _ in range(runs):
-        for t, m in mods.items():
-            t0 = time.perf_counter()
-            m.set_input("data", data)
-            m.run()
-            out = m.get_output(0).numpy()
-            times[t].append(time.perf_counter() - t0)
-            np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
-    return {t: [float(np.median(v)) * 1e3, float(np.mean(v)) * 1e3] for t, v in times.items()}
+    return mods
+
+
+def one_round(mods: dict, data: np.ndarray, ref: np.ndarray) -> dict[int, float]:
+    """Seconds of one end-to-end run (set input, run, read output) per thread count."""
+    out = {}
+    for t, m in mods.items():
+        t0 = time.perf_counter()
+        m.set_input("data", data)
+        m.run()
+        y = m.get_output(0).numpy()
+        out[t] = time.perf_counter() - t0
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    return out
 
 
 def start_hogs(n: int) -> list[subprocess.Popen]:
@@ -80,29 +83,37 @@ def stop_hogs(procs: list[subprocess.Popen]) -> None:
 
 
 def child(args) -> None:
-    """One pool: build, then time idle and with hogs; print one JSON line."""
+    """One pool: build, say READY, then time one round per line read from stdin."""
     counts = [int(t) for t in args.threads.split(",")]
     lib, build_s = build(args.layers)
     data = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
+    mods = modules(lib, counts, data)
+    ref = mods[counts[0]].get_output(0).numpy()
+    for m in mods.values():  # warm up every module
+        m.run()
     spin = (threadpool.spin_count() if threadpool.backend() == "minitvm"
             else os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"))
-    result = {"build_s": build_s, "pool": threadpool.backend(), "spin": spin}
-    for label, hogs in (("idle", 0), ("hog", args.hogs)):
-        procs = start_hogs(hogs)
-        try:
-            time.sleep(0.3 if hogs else 0.0)
-            result[label] = time_all(lib, counts, data, args.runs)
-            result[label + "_load"] = os.getloadavg()[0]
-        finally:
-            stop_hogs(procs)
-    print("RESULT " + json.dumps(result), flush=True)
+    print("READY " + json.dumps({"build_s": build_s, "spin": spin}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "round":
+            break
+        print("ROUND " + json.dumps(one_round(mods, data, ref)), flush=True)
+
+
+def _expect(proc: subprocess.Popen, tag: str) -> dict:
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"benchmark process exited: {proc.stderr.read()[-2000:]}")
+        if line.startswith(tag + " "):
+            return json.loads(line[len(tag) + 1:])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--hogs", type=int, default=2, help="busy background processes")
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=30, help="rounds per condition")
     ap.add_argument("--layers", type=int, default=18)
     ap.add_argument("--pools", default="minitvm,gomp",
                     help="thread pools to compare (MINITVM_THREADPOOL values)")
@@ -112,26 +123,47 @@ def main() -> None:
         child(args)
         return
     counts = [int(t) for t in args.threads.split(",")]
-    results = {}
-    for pool in args.pools.split(","):
-        env = dict(os.environ, MINITVM_THREADPOOL=pool)
-        cmd = [sys.executable, __file__, "--child", "--threads", args.threads, "--hogs",
-               str(args.hogs), "--runs", str(args.runs), "--layers", str(args.layers)]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-        line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1]
-        results[pool] = json.loads(line[len("RESULT "):])
-    print(f"ResNet-{args.layers} batch 1 (relay.build opt_level 3), {args.runs} runs, "
-          f"median / mean ms; {os.cpu_count()} CPUs; hog = {args.hogs} busy processes")
+    pools = args.pools.split(",")
+    procs = {}
+    for pool in pools:
+        cmd = [sys.executable, __file__, "--child", "--threads", args.threads,
+               "--layers", str(args.layers)]
+        procs[pool] = subprocess.Popen(cmd, env=dict(os.environ, MINITVM_THREADPOOL=pool),
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+    info = {pool: _expect(p, "READY") for pool, p in procs.items()}
+    times = {(pool, cond): {t: [] for t in counts} for pool in pools for cond in ("idle", "hog")}
+    loads = {}
+    try:
+        for cond, hogs in (("idle", 0), ("hog", args.hogs)):
+            background = start_hogs(hogs)
+            try:
+                time.sleep(0.3 if hogs else 0.0)
+                for _ in range(args.runs):  # pools in lockstep
+                    for pool, p in procs.items():
+                        p.stdin.write("round\n")
+                        p.stdin.flush()
+                        for t, sec in _expect(p, "ROUND").items():
+                            times[(pool, cond)][int(t)].append(sec * 1e3)
+                loads[cond] = os.getloadavg()[0]
+            finally:
+                stop_hogs(background)
+    finally:
+        for p in procs.values():
+            p.stdin.close()
+            p.wait()
+    print(f"ResNet-{args.layers} batch 1 (relay.build opt_level 3, {info[pools[0]]['build_s']:.1f}"
+          f" s): median / mean ms of {args.runs} runs, pools in lockstep; {os.cpu_count()} "
+          f"CPUs; hog = {args.hogs} busy processes")
     head = f"{'pool (spin)':<18}{'threads':>8}{'idle':>16}{'hog':>16}"
     print(head)
     print("-" * len(head))
-    for pool, r in results.items():
+    for pool in pools:
         for t in counts:
-            name = f"{pool} ({r['spin']})"
-            cells = "".join(f"{r[k][str(t)][0]:>9.1f} /{r[k][str(t)][1]:>5.0f}"
-                            for k in ("idle", "hog"))
-            print(f"{name:<18}{t:>8}{cells}")
-        print(f"{'  load average':<26}{r['idle_load']:>16.1f}{r['hog_load']:>16.1f}")
+            cells = "".join(f"{np.median(times[(pool, c)][t]):>9.1f} /"
+                            f"{np.mean(times[(pool, c)][t]):>5.0f}" for c in ("idle", "hog"))
+            print(f"{pool + ' (' + str(info[pool]['spin']) + ')':<18}{t:>8}{cells}")
+    print(f"{'load average (1 min)':<26}{loads['idle']:>16.1f}{loads['hog']:>16.1f}")
 
 
 if __name__ == "__main__":

@@ -9,15 +9,18 @@ rule: **the calling thread never waits for a worker that has not started.** The 
 ``fn`` itself (kernels take chunks from a shared counter, so any subset of threads finishes every
 iteration); workers that wake in time join, and when the caller is done it closes the job and
 waits only for the workers that joined. On a busy machine a descheduled worker then costs
-nothing, where a fork-join barrier (libgomp's) waits for it at every parallel loop: ResNet-18
-took 10x longer with 2 threads than with 1 on a loaded 2-core machine. Idle workers spin for a
+nothing, where a fork-join barrier (libgomp's) waits for it at every parallel loop. Idle
+threads must not spin long either: on a loaded 2-core machine ResNet-18 took 2x to 13x longer
+with 2 threads than with 1 on libgomp with ``GOMP_SPINCOUNT=10000``
+(``benchmarks/bench_threads.py`` compares the pools). Idle workers spin for a
 bounded time (``MINITVM_SPIN_COUNT``; from ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY`` when the user
 set those), then sleep on a condition variable.
 
-``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead. Either way ``GOMP_SPINCOUNT=10000`` is
+``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead. Either way ``GOMP_SPINCOUNT=200`` is
 put in the environment when the JIT starts, unless the user set ``OMP_WAIT_POLICY`` or
-``GOMP_SPINCOUNT``: a libgomp loaded after that (ours, or oneDNN's) spins only briefly before
-sleeping instead of 300,000 iterations. ``MINITVM_NO_GOMP=1`` compiles parallel loops
+``GOMP_SPINCOUNT``: a libgomp loaded after that (ours, or oneDNN's) spins as briefly as our
+pool before sleeping instead of 300,000 iterations (with 10,000, 2 threads still ran ResNet-18
+2x slower than 1 thread on the busy machine; with 200 or ``PASSIVE`` they were not slower). ``MINITVM_NO_GOMP=1`` compiles parallel loops
 as serial loops. The thread count is ``TVM_NUM_THREADS`` (or ``OMP_NUM_THREADS``) when set, else
 the number of usable CPUs; change it with ``set_num_threads``.
 """
@@ -37,10 +40,13 @@ _SYMBOLS: dict[str, int] | None = None
 _POOL_LOCK = threading.Lock()
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_num_threads")
 MAX_WORKERS = 255
-# spin iterations (an atomic load each, a few ns) before an idle thread sleeps
-DEFAULT_SPIN = 20000
+# spin iterations (an atomic load and a CPU pause each, ~10-50 ns) before an idle thread sleeps:
+# short, because on a shared machine a spinning worker burns its process's share of the CPUs
+# (ResNet-18 with 2 threads next to busy processes: no slower with 0 or 200, ~20% slower with
+# 1000 and more with 10000 than with 1 thread, in benchmarks/bench_threads.py)
+DEFAULT_SPIN = 200
 ACTIVE_SPIN = 50_000_000
-_GOMP_SPIN = "10000"
+_GOMP_SPIN = str(DEFAULT_SPIN)
 _SPIN_SET_HERE = False  # GOMP_SPINCOUNT in the environment is ours, not the user's
 
 
@@ -179,6 +185,7 @@ spinloop:
   %fresh = icmp ne i64 %gs, %seen
   br i1 %fresh, label %lockit, label %spinnext
 spinnext:
+  PAUSE
   %i1 = add i64 %i, 1
   %more = icmp ult i64 %i1, %spinmax
   br i1 %more, label %spinloop, label %lockit
@@ -276,6 +283,7 @@ spinloop:
   %none = icmp eq i32 %a, 0
   br i1 %none, label %lockdone, label %spinnext
 spinnext:
+  PAUSE
   %i1 = add i64 %i, 1
   %more = icmp ult i64 %i1, %spinmax
   br i1 %more, label %spinloop, label %lockdone
@@ -333,6 +341,18 @@ entry:
 """
 
 
+def _spin_hint(triple: str) -> tuple[str, str]:
+    """(declaration, call) of the CPU's spin-wait hint (x86 ``pause``, Arm ``yield``): a
+    spinning thread leaves the core to its sibling and each spin iteration takes tens of cycles,
+    as libgomp's do."""
+    arch = triple.split("-")[0]
+    if arch in ("x86_64", "i386", "i686"):
+        return "declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"
+    if arch in ("aarch64", "arm64"):
+        return "declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"
+    return "", ""
+
+
 def _build_pool() -> dict:
     """JIT the pool (its own MCJIT engine, kept alive here), start ``get_num_threads() - 1``
     workers, and arrange a clean state in a forked child and worker exit at interpreter exit."""
@@ -344,7 +364,9 @@ def _build_pool() -> dict:
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     tm = target.create_target_machine(opt=2, jit=True)
-    mod = llvm.parse_assembly(_POOL_IR)
+    triple = llvm.get_process_triple()
+    decl, call = _spin_hint(triple)
+    mod = llvm.parse_assembly(decl + "\n" + _POOL_IR.replace("PAUSE", call))
     mod.verify()
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
@@ -362,7 +384,7 @@ def _build_pool() -> dict:
     pool["init"](spin_count())
     atexit.register(pool["stop"])
     if hasattr(os, "register_at_fork"):
-        # the child has no workers (and maybe a mutex held by one): start over with none
+        # the child has none of the workers (and maybe a mutex one held): fresh state, new ones
         os.register_at_fork(after_in_child=_restart_after_fork)
     return pool
 
@@ -392,7 +414,7 @@ def _minitvm_pool() -> dict:
 
 # ------------------------------------------------------------------------------ libgomp
 def bound_gomp_spin() -> bool:
-    """Set ``GOMP_SPINCOUNT=10000`` (libgomp reads it when it is first loaded, so it also covers
+    """Set ``GOMP_SPINCOUNT`` to our short spin (libgomp reads it when it is first loaded, so it also covers
     a libgomp that oneDNN or another library loads later) unless the user set
     ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``. Returns whether it was set by this call."""
     global _SPIN_SET_HERE

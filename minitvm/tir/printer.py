@@ -176,7 +176,13 @@ class _Printer:
                 parts.append(self.expr(r.min))
             else:
                 lo = self.expr(r.min)
-                parts.append(f"{lo}:{self.expr(r.min + r.extent)}")
+                if isinstance(r.min, E.IntImm) and isinstance(r.extent, E.IntImm):
+                    hi = self.expr(E.IntImm(r.min.dtype, r.min.value + r.extent.value))
+                elif isinstance(r.min, E.IntImm) and r.min.value == 0:
+                    hi = self.expr(r.extent)
+                else:
+                    hi = self.expr(r.min + r.extent)
+                parts.append(f"{lo}:{hi}")
         return f"{self.names.get(br.buffer)}[{', '.join(parts) or '()'}]"
 
     def buffer_kwargs(self, b, skip_dtype: bool) -> str:

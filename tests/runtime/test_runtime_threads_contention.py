@@ -191,7 +191,7 @@ def test_own_gomp_setting_is_not_taken_for_the_users(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(threadpool, "_SPIN_SET_HERE", False)
     assert threadpool.bound_gomp_spin()
-    assert os.environ["GOMP_SPINCOUNT"] == "10000"
+    assert os.environ["GOMP_SPINCOUNT"] == str(threadpool.DEFAULT_SPIN)
     assert threadpool.spin_count() == threadpool.DEFAULT_SPIN
     assert not threadpool.bound_gomp_spin()  # already set: left alone
 
@@ -223,7 +223,7 @@ print(lib is not None, os.environ.get("GOMP_SPINCOUNT"))
 
 @pytest.mark.parametrize("pool", ["gomp", "minitvm"])
 @pytest.mark.parametrize("user, expect", [
-    ({}, "10000"),
+    ({}, threadpool._GOMP_SPIN),
     ({"OMP_WAIT_POLICY": "ACTIVE"}, "None"),
     ({"GOMP_SPINCOUNT": "55"}, "55"),
 ])
@@ -269,3 +269,19 @@ def test_blas_single_threaded_sections_nest_and_overlap():
         assert blas.get_num_threads() == 2  # restored when the last section left
     finally:
         blas.set_num_threads(old)
+
+
+@pytest.mark.parametrize("triple, hint", [
+    ("x86_64-unknown-linux-gnu", "pause"),
+    ("aarch64-unknown-linux-gnu", "aarch64.hint"),
+    ("riscv64-unknown-linux-gnu", ""),
+])
+def test_pool_ir_with_each_spin_hint_verifies(triple, hint):
+    import llvmlite.binding as llvm
+
+    decl, call = threadpool._spin_hint(triple)
+    assert hint in call
+    mod = llvm.parse_assembly(decl + "\n" + threadpool._POOL_IR.replace("PAUSE", call))
+    mod.verify()
+    assert {"mtvm_parallel", "mtvm_num_threads", "mtvm_pool_grow"} <= {
+        f.name for f in mod.functions}

@@ -217,11 +217,17 @@ def _fused_name(bindings) -> str:
 
 
 class _Substituter(ExprMutator):
-    """Replace variables by the values of a map (a plain, normalizing rebuild)."""
+    """Replace variables (and lifted constants) by the values of a map (a plain, normalizing
+    rebuild)."""
 
     def __init__(self, vmap: dict):
         super().__init__()
         self.var_remap_ = vmap
+
+    def visit_constant_(self, op):
+        # a constant lifted to a parameter: the function must read the parameter, since a
+        # deduplicated function is called with other groups' constants
+        return self.var_remap_.get(op, op)
 
 
 def _make_function(info: _GroupInfo, attrs: dict) -> tuple[Function, list]:

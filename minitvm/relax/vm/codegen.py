@@ -8,8 +8,6 @@ jump over the false one. Nested branches are generated from an explicit stack of
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...ir.prim_expr import FloatImm, IntImm
@@ -119,7 +117,9 @@ class _FuncGen:
                                      "is defined")
             return [ARG_REG, self.regs[e]]
         if isinstance(e, Constant):
-            return [ARG_CONST, self.t.const(np.ascontiguousarray(e.data.numpy()), ("c", id(e)))]
+            data = e.data.numpy()  # (np.ascontiguousarray would make a 0-d array 1-d)
+            data = data if data.flags.c_contiguous else data.copy(order="C")
+            return [ARG_CONST, self.t.const(data, ("c", id(e)))]
         if isinstance(e, ShapeExpr):
             if not all(isinstance(d, IntImm) for d in e.values):
                 raise VMCodeGenError(f"{self.name}: symbolic shape {list(e.values)} was not "

@@ -19,6 +19,19 @@ class Source:
         self.line_offset = line_offset
         self.col_offset = col_offset
 
+    def span(self, node):
+        """The ``Span`` of ``node`` (an ``ast`` node) in the original file, or None."""
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return None
+        from ...ir.node import Span
+
+        col = getattr(node, "col_offset", 0) or 0
+        end_line = getattr(node, "end_lineno", None) or lineno
+        end_col = getattr(node, "end_col_offset", None) or col
+        return Span(self.name, lineno + self.line_offset, col + self.col_offset + 1,
+                    end_line + self.line_offset, end_col + self.col_offset + 1)
+
     def error(self, node, message: str) -> ParserError:
         """A ParserError at ``node`` (an ``ast`` node; None: no position)."""
         lineno = getattr(node, "lineno", None)

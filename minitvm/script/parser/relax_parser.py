@@ -176,7 +176,8 @@ class RelaxParser(ExprEvaluator):
                 if arg.annotation is None:
                     raise self.error(arg, f"parameter {arg.arg!r} needs a struct info "
                                           "annotation (x: R.Tensor(...))")
-                params.append(rx.Var(arg.arg, self.eval_sinfo(arg.annotation)))
+                params.append(rx.Var(arg.arg, self.eval_sinfo(arg.annotation),
+                                     self.source.span(arg)))
             sig.ret = None
             if node.returns is not None:
                 self._stmt = node.returns
@@ -340,14 +341,22 @@ class RelaxParser(ExprEvaluator):
         self.var_table.add(name, fresh)
 
     def _var(self, name: str, sinfo, node):
+        span = self.source.span(node)
         df = self._seq.dataflow
         if df is None:
-            return rx.Var(name, sinfo)
+            return rx.Var(name, sinfo, span)
         if df.outputs.get(name) == df.index:
-            v = rx.Var(name, sinfo)
+            v = rx.Var(name, sinfo, span)
             df.out_vars[name] = v
             return v
-        return rx.DataflowVar(name, sinfo)
+        return rx.DataflowVar(name, sinfo, span)
+
+    def _spanned(self, value, node):
+        """``value`` with the span of ``node`` when it was made by this statement (no span
+        yet); spans are bookkeeping, ignored by structural equality."""
+        if getattr(value, "span", 1) is None:
+            value.span = self.source.span(node)
+        return value
 
     def _emit(self, name: str, value, ann, node) -> rx.Var:
         at = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else node
@@ -359,7 +368,8 @@ class RelaxParser(ExprEvaluator):
         else:
             sinfo = inferred
         var = self._var(name, sinfo, node)
-        self._seq.bindings.append(rx.VarBinding(var, value))
+        self._spanned(value, at)
+        self._seq.bindings.append(rx.VarBinding(var, value, self.source.span(node)))
         self.var_table.add(name, var)
         return var
 

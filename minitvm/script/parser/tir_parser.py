@@ -493,7 +493,14 @@ class TIRParser(ExprEvaluator):
             body = self._body(stmt.body)
         finally:
             self.blocks.pop()
-        block = S.Block(frame.iter_vars, frame.reads or (), frame.writes or (), frame.name,
+        reads, writes = frame.reads, frame.writes
+        if reads is None or writes is None:  # omitted: inferred from the accesses, as TVM does
+            from .tir_block_access import infer_block_access
+
+            got_reads, got_writes = infer_block_access(body, frame.init, frame.allocs)
+            reads = got_reads if reads is None else reads
+            writes = got_writes if writes is None else writes
+        block = S.Block(frame.iter_vars, reads or (), writes or (), frame.name,
                         body, frame.init, frame.allocs, frame.match_buffers, frame.annotations)
         if scope.no_realize:
             return block

@@ -16,9 +16,8 @@ definition to the end of the scope (function, SeqExpr) that defined it; a clash 
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from types import GeneratorType
 
 import numpy as np

@@ -102,18 +102,20 @@ def export(model, example, opset=17) -> onnx.ModelProto:
 
 
 CASES = {
-    "mlp": (MLP, (12,)),
-    "resnet_block": (ResBlock, (3, 16, 16)),
-    "attention": (Attention, (6, 16)),
+    "mlp": (MLP, (12,), 17),
+    "resnet_block": (ResBlock, (3, 16, 16), 17),
+    "attention": (Attention, (6, 16), 17),
+    "attention_opset11": (Attention, (6, 16), 11),
+    "mlp_opset11": (MLP, (12,), 11),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_dynamic_batch_model_matches_onnxruntime(name):
     torch.manual_seed(0)
-    cls, tail = CASES[name]
+    cls, tail, opset = CASES[name]
     model = randomize_bn(cls())
-    proto = export(model, torch.randn(2, *tail))
+    proto = export(model, torch.randn(2, *tail), opset)
     mod = from_onnx(proto)
     x_sinfo = mod["main"].params[0].struct_info
     batch = x_sinfo.shape.values[0]
@@ -130,6 +132,40 @@ def test_dynamic_batch_model_matches_onnxruntime(name):
         np.testing.assert_allclose(out, sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
+class Embeddings(nn.Module):
+    """BERT-style embeddings: token + position lookup (arange over the dynamic seq axis)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok, self.pos, self.ln = nn.Embedding(50, 16), nn.Embedding(32, 16), nn.LayerNorm(16)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1]).unsqueeze(0)
+        return self.ln(self.tok(ids) + self.pos(pos))
+
+
+def test_two_symbolic_axes_embeddings():
+    torch.manual_seed(0)
+    model = Embeddings().eval()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randint(0, 50, (2, 5)),), buf, input_names=["ids"],
+                          opset_version=17, dynamo=False,
+                          dynamic_axes={"ids": {0: "batch", 1: "seq"}})
+    proto = onnx.load_from_string(buf.getvalue())
+    mod = from_onnx(proto)
+    text = mod.script()
+    assert 'def main(ids: R.Tensor(("batch", "seq"), dtype="int64"))' in text
+    assert "R.arange(R.prim_value(0), R.prim_value(seq), R.prim_value(1)" in text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    sess = ort.InferenceSession(proto.SerializeToString())
+    for b, t in ((1, 3), (4, 7)):
+        ids = np.random.RandomState(t).randint(0, 50, (b, t)).astype("int64")
+        np.testing.assert_allclose(vm["main"](ids).numpy(), sess.run(None, {"ids": ids})[0],
+                                   rtol=1e-4, atol=1e-5)
+
+
 def test_printed_signature_and_num_input():
     proto = export(MLP().eval(), torch.randn(2, 12))
     text = from_onnx(proto).script()
@@ -138,6 +174,16 @@ def test_printed_signature_and_num_input():
     assert "batch = T.int64()" in text
     assert 'R.func_attr({"num_input": 1})' in text
     assert "R.nn.softmax(" in text and "R.matmul(" in text
+
+
+def test_sanitized_input_names():
+    node = helper.make_node("Relu", ["input.1"], ["out"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert from_onnx(proto)["main"].params[0].name_hint == "input_1"
+    assert from_onnx(proto, sanitize_input_names=False)["main"].params[0].name_hint == "input.1"
 
 
 def test_shape_dict_overrides_and_names_symbols():
@@ -238,6 +284,13 @@ SWEEP = [
     ("Cast", [("x", X3)], {"to": TensorProto.INT32}, []),
     ("Identity", [("x", X3)], {}, []),
     ("PRelu", [("x", X3)], {}, [("s", R.rand(6).astype("float32"))]),
+    ("ArgMax", [("x", X3)], {"axis": 2, "keepdims": 0}, []),
+    ("Equal", [("x", np.round(X3)), ("y", np.round(X3[::-1].copy()))], {}, []),
+    ("CumSum", [("x", X3)], {}, [("a", np.array(1, "int64"))]),
+    ("Einsum", [("x", X3), ("y", X3)], {"equation": "bij,bkj->bik"}, []),
+    ("Mean", [("x", X3), ("y", X3 * 2), ("z", X3[:1])], {}, []),
+    ("Reciprocal", [("x", np.abs(X3) + 0.5)], {}, []), ("Sqrt", [("x", np.abs(X3))], {}, []),
+    ("Softmax", [("x", X4)], {"axis": 1}, []),  # opset 11: coerced to 2-D at axis 1
     ("Selu", [("x", X3)], {}, []), ("Softsign", [("x", X3)], {}, []),
     ("Tile", [("x", X3)], {}, [("r", I64(2, 1, 3))]),
     ("Trilu", [("x", X3)], {"upper": 0}, [("k", I64(1))]),
@@ -248,17 +301,23 @@ SWEEP = [
 ]
 
 
+def ins_rank(inputs) -> int:
+    return inputs[0][1].ndim
+
+
 _OPSETS = {"Gelu": 20, "ReduceMean": 18, "ReduceMax": 18, "ReduceL2": 18}
+_OUT_TYPES = {"Cast": TensorProto.INT32, "ArgMax": TensorProto.INT64, "Equal": TensorProto.BOOL}
 
 
 @pytest.mark.parametrize("case", SWEEP, ids=[c[0] for c in SWEEP])
 def test_op_matches_onnxruntime(case):
     op, inputs, attrs, inits = case
     inputs = list(inputs)
-    out_dtype = TensorProto.INT32 if op == "Cast" else None
+    out_dtype = _OUT_TYPES.get(op)
+    opset = 11 if op == "Softmax" and ins_rank(inputs) == 4 else _OPSETS.get(op, 17)
     if op == "Where":
         inputs.insert(0, ("c", X3 > 0))
-    proto = _single_node_model(op, inputs, attrs, inits, opset=_OPSETS.get(op, 17),
+    proto = _single_node_model(op, inputs, attrs, inits, opset=opset,
                                out_dtype=out_dtype)
     feeds = {n: a for n, a in inputs}
     ref = ort.InferenceSession(proto.SerializeToString()).run(None, feeds)[0]

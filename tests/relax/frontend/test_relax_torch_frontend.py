@@ -165,6 +165,38 @@ def test_various_ops_match_eager():
                                    atol=1e-5)
 
 
+class MobileBlock(nn.Module):
+    """MobileNetV2/V3 pieces: depthwise conv, hardswish / hardsigmoid squeeze-excite, padding,
+    nearest upsampling, ELU, softplus, cumsum."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.expand = nn.Conv2d(3, c, 1)
+        self.dw = nn.Conv2d(c, c, 3, 1, 1, groups=c)
+        self.se1, self.se2 = nn.Linear(c, 4), nn.Linear(4, c)
+
+    def forward(self, x):
+        y = nn.functional.hardswish(self.dw(self.expand(x)))
+        s = nn.functional.hardsigmoid(self.se2(torch.relu(self.se1(y.mean((2, 3))))))
+        y = y * s[:, :, None, None]
+        y = nn.functional.pad(y, (1, 0, 0, 2), value=0.5)
+        y = nn.functional.interpolate(y, scale_factor=2, mode="nearest")
+        return nn.functional.elu(y).cumsum(1) + nn.functional.softplus(y)
+
+
+def test_mobile_block_matches_eager():
+    torch.manual_seed(0)
+    model = MobileBlock().eval()
+    mod = from_exported_program(export(model, torch.randn(2, 3, 6, 6)))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 3, 6, 6)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-4,
+                                   atol=1e-5)
+
+
 def test_unsupported_ops_are_listed_at_once():
     class Bad(nn.Module):
         def forward(self, x):
@@ -173,6 +205,23 @@ def test_unsupported_ops_are_listed_at_once():
     with pytest.raises(OpNotImplemented, match=r"cumprod\.default \(x1\), sort\.default "
                                                r"\(x2\)"):
         from_exported_program(export(Bad(), torch.randn(3, 4), dynamic=False))
+
+
+def test_saved_pt2_file(tmp_path):
+    torch.manual_seed(0)
+    model = MLP().eval()
+    path = tmp_path / "mlp.pt2"
+    torch.export.save(export(model, torch.randn(2, 12)), str(path))
+    mod = from_exported_program(str(path), unwrap_unit_return_tuple=True)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    x = torch.randn(3, 12)
+    with torch.no_grad():
+        np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), model(x).numpy(), rtol=1e-4,
+                                   atol=1e-5)
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"not a zip archive")
+    with pytest.raises(ValueError, match="cannot read exported program"):
+        from_exported_program(str(bad))
 
 
 def test_bad_input_type():

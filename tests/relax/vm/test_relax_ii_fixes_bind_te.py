@@ -169,3 +169,48 @@ def test_extern_func_call_uses_sinfo_args():
     tvm.ir.assert_structural_equal(y.struct_info, t)
     tvm.ir.assert_structural_equal(z.struct_info, relax.TupleStructInfo([t, t]))
     assert isinstance(w.struct_info, relax.ObjectStructInfo)
+
+
+def test_fused_scalar_constant_keeps_rank_zero():
+    """A 0-d constant lifted into a fused PrimFunc reaches the kernel as a 0-d tensor."""
+    x = relax.Var("x", relax.TensorStructInfo([2, 3], "float32"))
+    w = relax.Var("w", relax.TensorStructInfo([3, 4], "float32"))
+    c = relax.const(np.array(2.0, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            m = bb.emit(relax.op.matmul(x, w))
+            gv = bb.emit_output(relax.op.divide(m, c))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    a = np.random.rand(2, 3).astype("float32")
+    b = np.random.rand(3, 4).astype("float32")
+    np.testing.assert_allclose(vm["main"](a, b).numpy(), a @ b / 2, rtol=1e-5)
+
+
+def test_shared_fused_function_reads_its_constant_parameters():
+    """Groups that differ only in their constants share one fused function: each call must use
+    its own constants (the function reads the lifted parameters, not the first constants)."""
+    x = relax.Var("x", relax.TensorStructInfo([2, 4], "float32"))
+    rng = np.random.default_rng(5)
+    ws = [rng.standard_normal((4, 4)).astype("float32") for _ in range(3)]
+    bs = [rng.standard_normal((4,)).astype("float32") for _ in range(3)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            outs = [bb.emit_output(relax.op.add(relax.op.matmul(x, relax.const(w)),
+                                                relax.const(b)))
+                    for w, b in zip(ws, bs, strict=True)]
+        bb.emit_func_output(relax.Tuple(outs))
+    mod = bb.get()
+    fused = tvm.transform.Sequential([rt.LegalizeOps(), rt.AnnotateTIROpPattern(),
+                                      rt.FuseOps()])(mod)
+    names = [gv.name_hint for gv in fused.get_global_vars()]
+    assert names.count("fused_matmul_add") == 1  # one function for the three groups
+    f = fused["fused_matmul_add"]
+    assert not any(isinstance(b.value.args[1].fields[-1], relax.Constant)
+                   for blk in f.body.blocks for b in blk.bindings)  # reads its parameters
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    a = rng.standard_normal((2, 4)).astype("float32")
+    for got, w, b in zip(vm["main"](a), ws, bs, strict=True):
+        np.testing.assert_allclose(got.numpy(), a @ w + b, rtol=1e-5, atol=1e-5)

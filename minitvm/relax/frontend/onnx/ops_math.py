@@ -198,10 +198,10 @@ def _softmax(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
     fn = _op.nn.softmax if ctx.node.op_type == "Softmax" else _op.nn.log_softmax
-    if ctx.opset >= 13:
-        return ctx.emit(fn(x, axis))
-    # before opset 13 the input is coerced to 2-D at ``axis``
     shape = ctx.shape(x)
+    if ctx.opset >= 13 or axis % len(shape) == len(shape) - 1:
+        return ctx.emit(fn(x, axis))
+    # before opset 13 the input is coerced to 2-D at ``axis`` (the same when axis is the last)
     axis = axis % len(shape)
     flat = _op.reshape(x, ctx.shape_expr([_prod(ctx, shape[:axis]), _prod(ctx, shape[axis:])]))
     return ctx.emit(_op.reshape(fn(flat, 1), ctx.shape_expr(shape)))

@@ -260,9 +260,12 @@ def _constant_of_shape(ctx: Context, ins, attrs):
 @register("Range")
 def _range(ctx: Context, ins, attrs):
     start, limit, delta = (ctx.value(v, "Range's inputs").reshape(()) for v in ins)
-    if any(v.dtype == object for v in (start, limit, delta)):
-        raise ctx.fail("Range with symbolic bounds is not supported")
-    return np.arange(start, limit, delta, dtype=start.dtype)
+    if all(v.dtype != object for v in (start, limit, delta)):
+        return np.arange(start, limit, delta, dtype=start.dtype)
+    dtype = ctx.dtype(ins[0])
+    if not dtype.startswith("int"):
+        raise ctx.fail("a floating-point Range needs constant bounds")
+    return ctx.emit(_op.arange(start.item(), limit.item(), delta.item(), dtype))
 
 
 @register("CumSum")

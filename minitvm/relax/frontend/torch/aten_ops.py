@@ -406,3 +406,82 @@ def _arange(ctx: AtenContext, args):
     dtype = torch_dtype(dtype) if dtype is not None else (
         "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
     return const(np.arange(start, end, step, dtype=dtype))
+
+
+@register("hardswish.default")
+def _hardswish(ctx: AtenContext, args):
+    x = args[0]
+    gate = _op.clip(_op.add(x, ctx.tensor(3.0, x)), 0.0, 6.0)
+    return ctx.emit(_op.divide(_op.multiply(x, gate), ctx.tensor(6.0, x)))
+
+
+@register("hardsigmoid.default")
+def _hardsigmoid(ctx: AtenContext, args):
+    x = args[0]
+    return ctx.emit(_op.divide(_op.clip(_op.add(x, ctx.tensor(3.0, x)), 0.0, 6.0),
+                               ctx.tensor(6.0, x)))
+
+
+@register("elu.default")
+def _elu(ctx: AtenContext, args):
+    x, alpha, scale, input_scale = args
+    xs = _op.multiply(x, ctx.tensor(float(input_scale), x))
+    neg = _op.multiply(ctx.tensor(float(alpha), x), _op.subtract(_op.exp(xs), ctx.tensor(1.0, x)))
+    y = _op.where(_op.greater(x, ctx.tensor(0.0, x)), x, neg)
+    return ctx.emit(_op.multiply(y, ctx.tensor(float(scale), x)) if scale != 1 else y)
+
+
+@register("softplus.default")
+def _softplus(ctx: AtenContext, args):
+    x, beta, threshold = args
+    bx = _op.multiply(x, ctx.tensor(float(beta), x))
+    soft = _op.divide(_op.log(_op.add(_op.exp(bx), ctx.tensor(1.0, x))),
+                      ctx.tensor(float(beta), x))
+    return ctx.emit(_op.where(_op.greater(bx, ctx.tensor(float(threshold), x)), x, soft))
+
+
+@register("constant_pad_nd.default")
+def _constant_pad(ctx: AtenContext, args):
+    x, pad, value = args
+    n = ctx.ndim(x)
+    flat = [0] * (2 * n)
+    for i in range(len(pad) // 2):  # torch lists (before, after) from the last axis backwards
+        axis = n - 1 - i
+        flat[2 * axis], flat[2 * axis + 1] = int(pad[2 * i]), int(pad[2 * i + 1])
+    if any(p < 0 for p in flat):
+        raise ctx.fail("negative padding (cropping) is not supported")
+    return ctx.emit(_op.nn.pad(x, flat, float(value)))
+
+
+@register("cumsum.default")
+def _cumsum(ctx: AtenContext, args):
+    x, dim, dtype = args
+    return ctx.emit(_op.cumsum(x, int(dim), torch_dtype(dtype) if dtype is not None else None))
+
+
+@register("tril.default", "triu.default")
+def _trilu(ctx: AtenContext, args):
+    fn = _op.tril if "tril" in ctx.node.target.__name__ else _op.triu
+    return ctx.emit(fn(args[0], int(args[1])))
+
+
+@register("upsample_nearest2d.vec")
+def _upsample_nearest(ctx: AtenContext, args):
+    x, size, scales = args
+    dims = ctx.shape(x)
+    if size is None:
+        if not all(isinstance(d, int) for d in dims[2:]):
+            raise ctx.fail("upsampling by scale needs static spatial dims")
+        size = [int(d * s) for d, s in zip(dims[2:], scales, strict=True)]
+    return ctx.emit(_op.image.resize2d(x, list(size), [0.0] * 4, "NCHW", "nearest_neighbor",
+                                       "asymmetric", "floor"))
+
+
+@register("log1p.default")
+def _log1p(ctx: AtenContext, args):
+    return ctx.emit(_op.log(_op.add(args[0], ctx.tensor(1.0, args[0]))))
+
+
+@register("expm1.default")
+def _expm1(ctx: AtenContext, args):
+    return ctx.emit(_op.subtract(_op.exp(args[0]), ctx.tensor(1.0, args[0])))
