@@ -116,3 +116,12 @@ def test_int64_divide_is_exact():
     exact = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # truncating, in Python ints
              for x, y in zip(a.tolist(), b.tolist(), strict=True)]
     np.testing.assert_array_equal(got, np.array(exact, "int64"))
+
+
+def test_float64_to_float16_cast_does_not_crash():
+    # found by scripts/fuzz_long.py (seed 102001): fptrunc double -> half became a call of
+    # __truncdfhf2, unresolved in the JIT: the process died with SIGSEGV
+    x = np.array([1.5, -2.25, 65504.0, 1e6, np.inf, np.nan, 3.0e-8, 0.1], "float64")
+    ref, got = _both(lambda v: relay.cast(v, "float16"), x)
+    assert got.dtype == np.float16
+    _assert_same(ref, got, rtol=1e-3)

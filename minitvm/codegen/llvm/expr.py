@@ -283,7 +283,12 @@ class ExprEmitter:
             zero = T.const(v.type, 0)
             return bld.fcmp_unordered("!=", v, zero) if sf else bld.icmp_unsigned("!=", v, zero)
         if sf and df:
-            return bld.fpext(v, to) if dbits > sbits else bld.fptrunc(v, to)
+            if dbits > sbits:
+                return bld.fpext(v, to)
+            if sbits == 64 and dbits == 16:  # via float32: a direct fptrunc is a libcall
+                # (__truncdfhf2) the JIT cannot resolve, a call through address 0 (SIGSEGV)
+                v = bld.fptrunc(v, T.llvm_type("float32", lanes))
+            return bld.fptrunc(v, to)
         if sf:
             return bld.fptoui(v, to) if dk == "uint" else bld.fptosi(v, to)
         if df:

@@ -198,9 +198,10 @@ def test_shared_fused_function_reads_its_constant_parameters():
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
-            outs = [bb.emit_output(relax.op.add(relax.op.matmul(x, relax.const(w)),
-                                                relax.const(b)))
-                    for w, b in zip(ws, bs, strict=True)]
+            outs = []
+            for w, b in zip(ws, bs, strict=True):
+                m = bb.emit(relax.op.matmul(x, relax.const(w)))
+                outs.append(bb.emit_output(relax.op.add(m, relax.const(b))))
         bb.emit_func_output(relax.Tuple(outs))
     mod = bb.get()
     fused = tvm.transform.Sequential([rt.LegalizeOps(), rt.AnnotateTIROpPattern(),
