@@ -9,6 +9,7 @@ from minitvm.relay.dataflow_pattern import (
     DFPatternCallback,
     is_constant,
     is_op,
+    is_var,
     partition,
     rewrite,
     wildcard,
@@ -88,9 +89,12 @@ def test_rewrite_once_and_round_cap():
     tvm.ir.assert_structural_equal(out, relay.nn.relu(relay.nn.relu(x)))
 
     class Forever(Once):
+        """Wraps the innermost relu each round: the program grows by one node per round."""
+
         def __init__(self):
             super().__init__()
             self.rewrite_once = False
+            self.pattern = is_op("nn.relu")(is_var())
 
     with pytest.raises(RuntimeError, match="still changes after 100 rounds"):
         rewrite(Forever(), relay.nn.relu(x))
