@@ -2,7 +2,7 @@
 sizes on the Relax VM, side by side with numpy, ONNX Runtime and PyTorch eager.
 
     python benchmarks/bench_relax_models.py [--rounds 7] [--reps 5] [--models mlp,bert,convnet]
-                                            [--threads N] [--bind-weights]
+                                            [--threads N] [--weights-as-args]
 
 Models (``relax.frontend.nn`` modules exported with a symbolic dim, float32):
   * the seed-003 MLP 784-128-10 (relu), batch ``n`` = 1, 64, 1024;
@@ -12,9 +12,12 @@ Models (``relax.frontend.nn`` modules exported with a symbolic dim, float32):
     NCHW 32x32, ``batch`` = 1, 8, 32.
 Each model is compiled once (the default build pipeline: LegalizeOps, fusion, FuseTIR, the
 shared schedules via ``schedule.optimize_prim_func``, llvmlite) and that one executable serves
-every size. The weights are VM arguments, as in the seed (each call then also transposes them,
-which ONNX Runtime does not: its weights are initializers); ``--bind-weights`` binds them as
-constants instead (``BindParams``; ``FoldConstant`` folds the transposes at build time).
+every size. The weights are bound as constants (``BindParams``), as they are in the peers
+(ONNX Runtime initializers, the torch module's tensors): ``FoldConstant`` folds the transposes
+and the build packs matmul weights into the GEMM's layout once. ``--weights-as-args`` passes
+them as VM arguments instead, as the seed does (each call then transposes and packs them, which
+no peer does). Straight-line Relax functions run through the VM's native entry: one native call
+per run once a shape has been seen (``runtime/relax_vm/native_entry.py``).
 
 Every implementation's output is checked against numpy (max relative error shown). Rounds are
 interleaved over the implementations; each cell is the median over rounds of each round's
@@ -359,8 +362,12 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="mlp,bert,convnet")
     ap.add_argument("--threads", type=int, default=THREADS,
                     help="threads of every library (read before the imports)")
-    ap.add_argument("--bind-weights", action="store_true",
-                    help="bind the weights as constants instead of passing them to the VM")
+    ap.add_argument("--weights-as-args", dest="bind_weights", action="store_false",
+                    help="pass the weights to the VM at run time (as the seed does) instead of "
+                         "binding them as constants")
+    ap.add_argument("--bind-weights", dest="bind_weights", action="store_true",
+                    help="bind the weights as constants (the default)")
+    ap.set_defaults(bind_weights=True)
     args = ap.parse_args(argv)
     rows: list = []
     for key in args.models.split(","):

@@ -46,6 +46,14 @@ def _cmd_cache(args) -> int:
     return cmd_cache(args)
 
 
+def _cmd_tune(args) -> int:
+    from .cli_model import _parse_shapes, load_model
+    from .tune.cli import run_tune
+
+    mod, params, _ = load_model(args.model, _parse_shapes(args.input_shape))
+    return run_tune(args, mod, params)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minitvm", description=__doc__)
     sub = p.add_subparsers(dest="command")
@@ -83,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_cache import add_parser as add_cache_parser
 
     add_cache_parser(sub)
+    from .tune.cli import add_parser as add_tune_parser
+
+    add_tune_parser(sub)
     return p
 
 
@@ -97,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(args.model_handlers[cmd], args)
     handler = {"example": _cmd_example, "passes": _cmd_passes, "reproduce": _cmd_reproduce,
                "bisect": _cmd_bisect, "check-pass": _cmd_check_pass,
-               "cache": _cmd_cache}[cmd]
+               "cache": _cmd_cache, "tune": _cmd_tune}[cmd]
     return handler(args) or 0
 
 

@@ -20,9 +20,10 @@ ROOT = pathlib.Path(minitvm.__file__).parent
 TIERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
-    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing"},
+    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune"},
     {"script"},
     {"relay", "relax"},
+    {"frontend_common"},
     {"backend"},
     {"schedule"},
     {"topi"},
@@ -39,7 +40,7 @@ TIERS: list[set[str]] = [
 ]
 DIALECTS = {"relay", "relax"}
 SHARED = {"ir", "tir", "te", "topi", "transform", "instrument", "codegen", "runtime", "target",
-          "schedule", "backend", "arith", "contrib"}
+          "schedule", "backend", "arith", "contrib", "frontend_common"}
 
 
 def _tier(pkg: str) -> int:

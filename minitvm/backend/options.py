@@ -8,6 +8,7 @@ dialect's build): ``relay.backend.use_native``, ``relay.backend.use_blas``,
 from __future__ import annotations
 
 from ..runtime import blas
+from ..schedule.knobs import current_table
 from ..schedule.options import LoweringOptions
 from ..transform.config import config_default, register_pass_config
 from ..transform.context import PassContext
@@ -41,4 +42,5 @@ def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
         generated_conv=get("relay.backend.use_generated_conv"),
         generated_dense=get("relay.backend.use_generated_dense"),
         generated_batch_matmul=get("relay.backend.use_generated_batch_matmul"),
+        knobs=current_table(),  # tuned schedule knobs (``minitvm.tune.apply_history_best``)
     )

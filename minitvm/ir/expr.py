@@ -32,6 +32,14 @@ class RelayExpr(BaseExpr):
         vd = getattr(self, "_virtual_device", None)
         return vd if vd is not None else VirtualDevice.fully_unconstrained()
 
+    @virtual_device_.setter
+    def virtual_device_(self, value):
+        """TVM code assigns ``expr.virtual_device_ = tvm.cpu()``: a Device or VirtualDevice."""
+        from .virtual_device import VirtualDevice
+
+        self._virtual_device = value if value is None or isinstance(value, VirtualDevice) \
+            else VirtualDevice(value)
+
     def with_virtual_device(self, virtual_device):
         """Set this node's ``virtual_device_`` (a fresh node's placement; returns self)."""
         self._virtual_device = virtual_device

@@ -150,12 +150,35 @@ def _compare(lhs, rhs, map_free_vars: bool):
             if not _array_equal(a, b):
                 raise StructuralMismatch(path, a, b, "array values differ")
             continue
+        if _int_is_imm(a, b) or _int_is_imm(b, a):
+            continue
         if isinstance(a, Node) or isinstance(b, Node):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
-        if a != b:
+        if a != b and not (a != a and b != b):  # NaN constants equal themselves (same bits)
             raise StructuralMismatch(path, a, b, f"{a!r} vs {b!r}")
+
+
+def _imm_as_int(x):
+    """The Python value TVM would convert to this IntImm (int32 from int, bool from bool), or
+    None: ``with_attr("Primitive", 1)`` here stores 1, TVM stores ``IntImm("int32", 1)``."""
+    from .prim_expr import IntImm
+
+    if type(x) is IntImm:
+        if x.dtype == "int32":
+            return x.value
+        if x.dtype == "bool":
+            return bool(x.value)
+    return None
+
+
+def _int_is_imm(a, b) -> bool:
+    """A Python int/bool against the IntImm TVM would have made of it: equal if same value."""
+    if not isinstance(a, int):
+        return False
+    v = _imm_as_int(b)
+    return v is not None and type(v) is type(a) and v == a
 
 
 def _node_keyed(a: dict, b: dict) -> bool:
@@ -223,6 +246,11 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
                 h = obj._content_hash = _leaf_hash(obj.numpy())
             results.append(h)
             continue
+        if phase == 0 and not isinstance(obj, int):
+            as_int = _imm_as_int(obj)
+            if as_int is not None:  # hashes as the Python value it equals
+                results.append(_leaf_hash(as_int))
+                continue
         if phase == 1:
             kids = results[len(results) - nchild:] if nchild else []
             del results[len(results) - nchild:]

@@ -10,7 +10,11 @@ from .. import transform as _transform
 __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_pipeline",
            "register_pipeline"]
 
-_ZERO = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
+# FoldConstant runs first too: it evaluates Relax operators on constants (numpy references),
+# while after LegalizeOps it cannot fold ``call_tir`` (TVM builds the PrimFunc there), so bound
+# weights would otherwise be transposed on every call.
+_ZERO = ("FoldConstant", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
+         "FuseTIR")
 _LOWERING = ("RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
              "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMBuiltinLower",
              "VMShapeLower", "AttachGlobalSymbol")
@@ -28,7 +32,8 @@ def _passes(names) -> list:
 
 
 def zero_pipeline(**kwargs) -> _transform.Pass:
-    """LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR (those present)."""
+    """FoldConstant, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR (those
+    present)."""
     return _transform.Sequential(_passes(_ZERO), opt_level=0, name="relax.zero_pipeline")
 
 

@@ -5,6 +5,14 @@ If or reference node is dispatched, its dataflow operands are visited from an ex
 worklist (TVM's MixedModeMutator idea), so the hook's own ``self.visit(arg)`` is a memo hit. Let
 chains are walked by a loop. Python recursion therefore grows only with the nesting depth of
 functions and scopes, never with the length of a program.
+
+Scopes (Function, Let, Match) join the worklist too, with all their children in the order their
+hook visits them (parameters before the body; a let's variable, value, body; a match's data, then
+each clause's pattern variables and right-hand side), where that cannot change what a visitor
+sees: for a class that keeps ExprVisitor's/ExprMutator's hook for that scope and ``visit``, or
+that declares ``_expand_scopes = True`` (its hooks do not depend on the order children are
+visited in). Functions nested in lets, lets in functions, clauses in matches then nest to any
+depth without recursion.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from ..ir.node import operand_getter
 from ..ir.op import Op
 from .adt import (
     Clause,
+    pattern_vars,
     Constructor,
     Match,
     PatternConstructor,
@@ -85,6 +94,47 @@ def dataflow_post_order(root, children=dataflow_children) -> list:
                 stack.append((c, False))
     return order
 _MISSING = object()
+_SCOPES = (Function, Let, Match)
+_SCOPE_TYPES: dict = {}
+
+
+def scope_children(e) -> tuple:
+    """The children of a Function, Let or Match in the order the base hooks visit them."""
+    t = type(e)
+    if t is Function:
+        return (*e.params, e.body)
+    if t is Let:
+        return (e.var, e.value, e.body)
+    out = [e.data]
+    for c in e.clauses:
+        out.extend(pattern_vars(c.lhs))
+        out.append(c.rhs)
+    return tuple(out)
+
+
+def _scope_types(cls) -> frozenset:
+    """The scope classes whose children ``cls``'s worklist may visit before the hook."""
+    found = _SCOPE_TYPES.get(cls)
+    if found is not None:
+        return found
+    kinds: list = []
+    opt = getattr(cls, "_expand_scopes", None)
+    if (cls._expand_dataflow and opt is not False
+            and cls._visit_dataflow is ExprFunctor._visit_dataflow):
+        if opt:
+            kinds = list(_SCOPES)
+        elif cls.visit is ExprFunctor.visit and cls._let_chain is ExprFunctor._let_chain:
+            base = ExprMutator if issubclass(cls, ExprMutator) else ExprVisitor
+            if cls.visit_function is base.visit_function:
+                kinds.append(Function)
+            if cls.visit_let is base.visit_let:
+                kinds.append(Let)
+            if (cls.visit_match is base.visit_match and cls.visit_pattern is base.visit_pattern
+                    and getattr(cls, "visit_clause", None) is getattr(base, "visit_clause",
+                                                                       None)):
+                kinds.append(Match)
+    found = _SCOPE_TYPES[cls] = frozenset(kinds)
+    return found
 
 
 class ExprFunctor:
@@ -94,6 +144,9 @@ class ExprFunctor:
     """
 
     _expand_dataflow = False
+    #: None: scopes join the worklist where the class keeps the base hooks; True: always (the
+    #: class's scope hooks do not depend on visiting order); False: never.
+    _expand_scopes: bool | None = None
 
     def __init__(self):
         self.memo_map = {}
@@ -103,27 +156,35 @@ class ExprFunctor:
         res = memo.get(expr, _MISSING)
         if res is not _MISSING:
             return res
-        if self._expand_dataflow and type(expr) in _DATAFLOW:
-            self._visit_dataflow(expr)
-            return memo[expr]
+        if self._expand_dataflow:
+            t = type(expr)
+            if t in _DATAFLOW or t in _scope_types(type(self)):
+                self._visit_dataflow(expr)
+                return memo[expr]
         res = getattr(self, _method_name(type(expr)))(expr)
         memo[expr] = res
         return res
 
     def _visit_dataflow(self, root):
         memo = self.memo_map
+        scopes = _scope_types(type(self))
         stack = [root]
         while stack:
             node = stack[-1]
             if node in memo:
                 stack.pop()
                 continue
-            pending = [c for c in dataflow_children(node) if type(c) in _DATAFLOW and c not in memo]
+            t = type(node)
+            if t in scopes:  # every child, in the hook's order
+                pending = [c for c in scope_children(node) if c not in memo]
+            else:
+                pending = [c for c in dataflow_children(node)
+                           if type(c) in _DATAFLOW and c not in memo]
             if pending:
                 stack.extend(reversed(pending))
                 continue
             stack.pop()
-            memo[node] = getattr(self, _method_name(type(node)))(node)
+            memo[node] = getattr(self, _method_name(t))(node)
 
     def _let_chain(self, let):
         """The Let nodes of ``let`` and its directly nested, not yet visited, Let bodies."""
@@ -361,6 +422,8 @@ class ExprMutator(ExprFunctor):
 
 class _PostOrderHooks(ExprVisitor):
     """ExprVisitor whose every hook calls ``self.fvisit`` after descending."""
+
+    _expand_scopes = True  # children are visited in the base hooks' order either way
 
     def __init__(self, fvisit):
         super().__init__()

@@ -564,7 +564,7 @@ class TypeChecker:
         """root -> (vars bound without annotation, functions without ret_type) under it."""
         out: dict = {}
         for var, root in self.bound_order:
-            if var.type_annotation is None:
+            if var.type_annotation is None or isinstance(var.type_annotation, IncompleteType):
                 out.setdefault(root, ([], []))[0].append(var)
         for fn, root in self.functions_seen:
             if fn.ret_type is None:

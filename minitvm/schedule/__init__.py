@@ -11,3 +11,4 @@ from .common import LoweringError
 from .lower import RULES, Rule, lower_te, register_rule, select_rule
 from .prim_func import optimize_prim_func
 from . import conv_direct, gemm, gemm_kernel, pool
+from . import knobs, tunable

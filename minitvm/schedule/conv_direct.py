@@ -21,6 +21,7 @@ from .common import dims_of as _dims
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
+from .knobs import select as _knobs
 
 MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
 # a convolution of fewer multiply-adds per image than this runs on the calling thread: waking
@@ -30,14 +31,18 @@ PARALLEL_MIN_MACS = 1 << 23
 
 
 def _parallel(g) -> bool:
-    return g["o"] * g["grid"] * g["c"] * g["kh"] * g["kw"] >= PARALLEL_MIN_MACS
+    return g["o"] * g["grid"] * g["c"] * g["kh"] * g["kw"] >= g["min_macs"]
 
 
-def geometry(t) -> dict:
-    """Sizes of the phased input and of the output grid of conv2d stage ``t``.
+def geometry(t, knobs: dict | None = None) -> dict:
+    """Sizes of the phased input and of the output grid of conv2d stage ``t``, plus the
+    schedule's knobs (register tile ``mr x nr``, parallel threshold, unrolling; defaults: the
+    constants above, else ``knobs`` from ``knobs.select``).
 
     The batch ``n`` may be symbolic (a PrimExpr); every other extent is static.
     """
+    kn = knobs or {}
+    mr, nr = kn.get("mr", MR), kn.get("nr", NR)
     attrs = t.op.attrs
     x = attrs["operands"][0]
     n = _dims(x)[0]
@@ -50,13 +55,14 @@ def geometry(t) -> dict:
     hq = oh + ((kh - 1) * dh) // sh
     wq = ow + ((kw - 1) * dw) // sw
     grid = oh * wq
-    panels = -(-grid // NR)
+    panels = -(-grid // nr)
     plane = hq * wq
     max_off = (c * sh * sw - 1) * plane + (hq - oh) * wq + (wq - ow)
-    xph_len = max_off + panels * NR
+    xph_len = max_off + panels * nr
     return dict(n=n, c=c, h=h, w=w, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh, dw=dw,
                 pt=pt, pl=pl, hq=hq, wq=wq, grid=grid, panels=panels, plane=plane,
-                xph_len=xph_len)
+                xph_len=xph_len, mr=mr, nr=nr, min_macs=kn.get("min_macs", PARALLEL_MIN_MACS),
+                unroll_kw=kn.get("unroll_kw", True))
 
 
 def supported(t) -> bool:
@@ -79,7 +85,7 @@ def grid_shape(t) -> tuple[int, ...]:
 
 def emit(ctx, t, out, x, w) -> S.Stmt:
     """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``)."""
-    g = geometry(t)
+    g = geometry(t, _knobs(ctx.options, t))
     xph = ctx.temp((g["xph_len"],), "float32", "xph")
     direct = _dims(out)[3] == g["wq"]
     dst = out if direct else ctx.temp((g["n"], g["o"], g["oh"], g["wq"]), "float32", "conv_grid")
@@ -127,16 +133,16 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
 
 def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
     """Parallel over pixel panels; ``mr``-channel tiles inside, all taps accumulated in registers."""
-    o = g["o"]
+    o, mr = g["o"], g["mr"]
     q = ctx.fresh("panel")
-    full_tiles, rest = o // MR, o % MR
+    full_tiles, rest = o // mr, o % mr
     parts = []
     if full_tiles:
         tv = ctx.fresh("tile")
         parts.append(S.For(tv, 0, full_tiles, S.ForKind.SERIAL,
-                           _micro(ctx, g, xph, w, dst, nv, tv * MR, q, MR)))
+                           _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr)))
     if rest:
-        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * MR), q, rest))
+        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest))
     body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
     kind = S.ForKind.PARALLEL if g["panels"] > 1 and _parallel(g) else S.ForKind.SERIAL
     return S.For(q, 0, g["panels"], kind, body)
@@ -145,7 +151,8 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
 def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
     flat = _flat(ctx, dst, g["n"] * g["o"] * g["grid"], dst.name + "_flat")
     sh, sw, dh, dw, wq, plane = g["sh"], g["sw"], g["dh"], g["dw"], g["wq"], g["plane"]
-    acc = decl_buffer((rows, NR), "float32", "acc", scope="local")
+    nr = g["nr"]
+    acc = decl_buffer((rows, nr), "float32", "acc", scope="local")
     zero = E.FloatImm("float32", 0.0)
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
@@ -154,23 +161,23 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
         return S.For(v, 0, extent, kind, fbody(v))
 
     init = loop("ii", rows, unroll, lambda ii: loop(
-        "jj", NR, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
-    base = q * NR
+        "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
+    base = q * nr
 
     def tap(c, ky, kx):
         ry, rx = ky * dh, kx * dw
         py, px = (E.FloorMod(ry, sh), E.FloorMod(rx, sw)) if sh * sw > 1 else (_i(0), _i(0))
         oy, ox = (E.FloorDiv(ry, sh), E.FloorDiv(rx, sw)) if sh * sw > 1 else (ry, rx)
         off = ((c * sh + py) * sw + px) * plane + oy * wq + ox + base
-        return loop("ii", rows, unroll, lambda ii: loop("jj", NR, vec, lambda jj: S.BufferStore(
+        return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
             acc, acc[ii, jj] + w[row0 + ii, c, ky, kx] * xph[off + jj], [ii, jj])))
 
-    kw_kind = unroll if g["kw"] <= 7 else S.ForKind.SERIAL
+    kw_kind = unroll if g["kw"] <= 7 and g["unroll_kw"] else S.ForKind.SERIAL
     taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: loop(
         "ky", g["kh"], S.ForKind.SERIAL, lambda ky: loop(
             "kx", g["kw"], kw_kind, lambda kx: tap(c, ky, kx))))
     grid = g["grid"]
-    full = grid % NR == 0
+    full = grid % nr == 0
 
     def store(ii, jj):
         col = base + jj
@@ -179,18 +186,18 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
 
     if full:
         # the flat index is contiguous: store through the flattened position directly
-        out = loop("ii", rows, unroll, lambda ii: loop("jj", NR, vec, lambda jj: S.BufferStore(
+        out = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
             flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * g["grid"] + base + jj])))
     else:
         last = g["panels"] - 1
-        fast = loop("ii", rows, unroll, lambda ii: loop("jj", NR, vec, lambda jj: S.BufferStore(
+        fast = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
             flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * g["grid"] + base + jj])))
         slow = loop("ii", rows, S.ForKind.SERIAL, lambda ii: loop(
-            "jj", NR, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
+            "jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
                 base + jj < grid, store(ii, jj))))
         out = S.IfThenElse(q < last, fast, slow)
     body = S.DeclBuffer(acc, S.SeqStmt([init, taps, out]))
-    return S.Allocate(acc.data, "float32", [rows * NR], True, body)
+    return S.Allocate(acc.data, "float32", [rows * nr], True, body)
 
 
 def _flat(ctx, buf, length: int, name: str):

@@ -20,6 +20,7 @@ from .common import lanes as _lanes
 from .common import prod_dims as _prod_dims
 from .common import vector_inner as _vector_inner
 from .gemm_kernel import GemmBuilder, pack_b
+from .knobs import select as _knobs
 from .options import LoweringOptions
 
 NOTRANS, TRANS = 111, 112
@@ -62,7 +63,9 @@ def _gemm_dims(t):
 
 def use_generated_conv(t, options: LoweringOptions) -> bool:
     """Is ``t`` a conv2d computed by the generated implicit GEMM (``conv_direct``)?"""
-    return t.op.tag == "conv2d_nchw" and options.generated_conv and conv_direct.supported(t)
+    if not (t.op.tag == "conv2d_nchw" and options.generated_conv and conv_direct.supported(t)):
+        return False
+    return _knobs(options, t)["impl"] != "im2col" or not options.blas
 
 
 def _static_nk(dims) -> bool:
@@ -91,7 +94,9 @@ def use_generated_dense(t, options: LoweringOptions) -> bool:
     if not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
     dims = _gemm_dims(t)
-    return _static_nk(dims) and _enough_work(*dims)
+    if not (_static_nk(dims) and _enough_work(*dims)):
+        return False
+    return _knobs(options, t)["impl"] != "blas" or not options.blas
 
 
 def use_generated_matmul(t, options: LoweringOptions) -> bool:
@@ -310,29 +315,41 @@ def _dense_nr(n) -> int:
 
 
 class _PackB:
-    """Picklable numpy transform: a ``[N, K]`` weight to ``gemm_kernel``'s packed layout."""
+    """Picklable numpy transform: a ``[N, K]`` weight (``[K, N]`` when not ``transpose_b``) to
+    ``gemm_kernel``'s packed layout."""
 
-    def __init__(self, nr: int):
+    def __init__(self, nr: int, transpose_b: bool = True):
         self.nr = nr
+        self.transpose_b = transpose_b
 
     def __call__(self, w):
-        return pack_b(w, self.nr, transpose_b=True)
+        return pack_b(w, self.nr, transpose_b=self.transpose_b)
 
 
-def packed_weight(t):
+def packed_weight(t, options: LoweringOptions | None = None):
     """(packed shape, numpy transform) of dense ``t``'s weight for the generated GEMM."""
     _, n, k = _gemm_dims(t)
-    nr = _dense_nr(n)
+    nr = _knobs(options if options is not None else LoweringOptions(), t)["nr"]
     return (-(-n // nr), k, nr), _PackB(nr)
+
+
+def packed_matmul_weight(t, options: LoweringOptions | None = None):
+    """(packed shape, numpy transform) of matmul ``t``'s B, a build-time constant, for the
+    generated GEMM (``_gen_matmul`` then reads it packed: no packing per call)."""
+    _, n, k = _gemm_dims(t)
+    nr = _knobs(options if options is not None else LoweringOptions(), t)["nr"]
+    return (-(-n // nr), k, nr), _PackB(nr, bool(t.op.attrs["transpose_b"]))
 
 
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
     """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels (weight prepacked at build
     time when it is a constant, else packed per call)."""
     m, n, k = _gemm_dims(t)
-    nr = _dense_nr(n)
-    bld = GemmBuilder(None, m, n, k, True, False, False, "float32", 8, nr, 64, False, False, False,
-                   DENSE_PARALLEL_MIN_WORK)
+    kn = _knobs(ctx.options, t)
+    nr = kn["nr"]
+    bld = GemmBuilder(None, m, n, k, True, False, False, "float32", kn["mr"], nr, kn["mc"], False,
+                      False, False, kn["min_work"])
+    bld.gemv_split = kn["gemv_split"]
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
     bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
@@ -376,15 +393,16 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
     tb = bool(t.op.attrs["transpose_b"])
     a2 = _view(ctx, a, (m, k), "matmul_a") if len(a.shape) != 2 else a
     c2 = _view(ctx, out, (m, n), "matmul_c") if len(out.shape) != 2 else out
+    kn = _knobs(ctx.options, t)
 
     def builder(nr):
-        bld = GemmBuilder(None, m, n, k, tb, False, False, "float32", 8, nr, 64, False, False,
-                          False, DENSE_PARALLEL_MIN_WORK)
+        bld = GemmBuilder(None, m, n, k, tb, False, False, "float32", kn["mr"], nr, kn["mc"],
+                          False, False, False, kn["min_work"])
         bld.A, bld.B, bld.C = a2, b, c2
         return bld
 
     def packed(own=True):
-        bld = builder(_dense_nr(n))
+        bld = builder(kn["nr"])
         if ctx.own_temps and own:  # allocated around the GEMM that packs, freed after it
             bld.Bp = decl_buffer((bld.np, k, bld.nr), "float32", "matmul_bpack")
             return _allocated(bld.Bp, S.SeqStmt([bld.pack(), bld.compute()]))
@@ -396,6 +414,10 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
         bld.direct_b = True
         return bld.compute()
 
+    if id(t) in ctx.packed:  # B is a constant packed at build time (packed_matmul_weight)
+        bld = builder(kn["nr"])
+        bld.Bp = b
+        return bld.compute()
     nr = None if tb else _direct_nr(n)
     if nr is None:
         return packed()
@@ -425,9 +447,10 @@ def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
         sa, sb = (batch, *sa[-2:]), (batch, *sb[-2:])
     many = not isinstance(batch, int) or batch > 1
     bcast_a, bcast_b = sa[0] == 1 and many, sb[0] == 1 and many
-    nr = _dense_nr(n)
-    bld = GemmBuilder(batch, m, n, k, tb, False, False, "float32", 8, nr, 64, False, bcast_a,
-                   bcast_b, DENSE_PARALLEL_MIN_WORK)
+    kn = _knobs(ctx.options, t)
+    nr = kn["nr"]
+    bld = GemmBuilder(batch, m, n, k, tb, False, False, "float32", kn["mr"], nr, kn["mc"], False,
+                      bcast_a, bcast_b, kn["min_work"])
     bld.A = _view(ctx, a, (m, k), "bmm_a") if bcast_a else a
     bld.B = _view(ctx, b, sb[1:], "bmm_b") if bcast_b else b
     bld.C = out

@@ -121,6 +121,7 @@ class GemmBuilder:
         # direct_b: the micro-kernels read a ``[K, N]`` B in place (N a multiple of nr), no
         # packing; the caller sets it and skips ``pack()``
         self.direct_b = False
+        self.gemv_split = GEMV_SPLIT  # interleaved partial sums of the one-row kernel
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -210,7 +211,8 @@ class GemmBuilder:
     def micro(self, b, row0, jo, rows: int, full_panel: bool) -> S.Stmt:
         """The ``rows x nr`` tile of C at (row0, jo*nr), accumulated in registers."""
         nr, K = self.nr, self.K
-        ku = GEMV_SPLIT if rows == 1 and (not isinstance(K, int) or K >= 2 * GEMV_SPLIT) else 1
+        split = self.gemv_split
+        ku = split if rows == 1 and (not isinstance(K, int) or K >= 2 * split) else 1
         acc = decl_buffer((ku * rows, nr), self.dtype, "acc", scope="local")
         zero = E.FloatImm(self.dtype, 0.0)
         unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED

@@ -367,7 +367,10 @@ def reduce_nest(ctx, t, buf, body):
             return s
 
         init = S.BufferStore(buf, ident, sidx)
-        if _const_int(last) is not None and last < 2 * lanes:
+        # a short innermost axis still gets vector partial sums when outer reduction axes
+        # repeat it (a global mean over 16x16: 16 vector adds instead of a 256-add chain)
+        if _const_int(last) is not None and (last < lanes or (last < 2 * lanes
+                                                                and len(raxes) == 1)):
             upd = S.BufferStore(buf, combine(cur, src_at(idx, rvars)), sidx)
             return S.SeqStmt([init, loops(upd, len(raxes))])
         acc = decl_buffer((lanes,), t.dtype, "acc")
@@ -463,7 +466,7 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
     for k, t in enumerate(inputs):
         anchor = _packable(order, t, options) if k in prepack else None
         if anchor is not None:
-            shape, fn = gemm.packed_weight(anchor)
+            shape, fn = gemm.packed_weight(anchor, options)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b
             ctx.packed.add(id(anchor))
@@ -497,13 +500,16 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
                     attrs=attrs), ctx.ws_bytes
 
 
-def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | None = None
-                     ) -> S.Stmt:
+def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | None = None,
+                     prepack=frozenset(), packs: dict | None = None) -> S.Stmt:
     """The statements computing TE ``outputs`` from ``inputs`` in existing buffers.
 
     ``buffers`` maps ``id(tensor)`` to the buffer of every input and output tensor; other
     materialized stages get temporaries allocated inside the returned statement (stack or
-    heap), so it needs no workspace parameter. Extents may be symbolic.
+    heap), so it needs no workspace parameter. Extents may be symbolic. Inputs at positions
+    ``prepack`` are build-time constants: one that is the B of a single generated matmul is
+    read in the GEMM's packed layout from a new buffer; ``packs[k]`` gets (that buffer, the
+    numpy transform of the constant).
     """
     ctx = LowerCtx(options, own_temps=True)
     order, materialize = plan(outputs, inputs, ctx.options)
@@ -511,7 +517,26 @@ def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | 
         if id(t) not in buffers:
             raise LoweringError(f"lower_to_buffers: no buffer for tensor {t.name!r}")
         ctx.buf[id(t)] = buffers[id(t)]
+    for k, t in enumerate(inputs):
+        anchor = _packable_matmul(order, t, ctx.options) if k in prepack else None
+        if anchor is not None and packs is not None:
+            shape, fn = gemm.packed_matmul_weight(anchor, ctx.options)
+            b = _param_buffer(shape, t.dtype, f"{buffers[id(t)].name}_packed")
+            ctx.buf[id(t)] = b
+            ctx.packed.add(id(anchor))
+            packs[k] = (b, fn)
     return _lower_stages(ctx, order, materialize, list(outputs))
+
+
+def _packable_matmul(order, t, options: LoweringOptions):
+    """The generated matmul that is ``t``'s only reader, as its B, or None."""
+    readers = [u for u in order if isinstance(u.op, ComputeOp)
+               and any(x is t for x in u.op.input_tensors)]
+    if len(readers) != 1 or not _is_gemm(readers[0], options) or \
+            not gemm.use_generated_matmul(readers[0], options):
+        return None
+    a, b = readers[0].op.attrs["operands"]
+    return readers[0] if b is t and a is not t else None
 
 
 def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:

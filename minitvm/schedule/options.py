@@ -26,3 +26,5 @@ class LoweringOptions:
     generated_conv: bool = True
     generated_dense: bool = True
     generated_batch_matmul: bool = True
+    # knobs: a ``knobs.KnobTable`` of tuned schedule constants per workload (None: defaults)
+    knobs: object = None

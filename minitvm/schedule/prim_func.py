@@ -29,30 +29,56 @@ def optimize_prim_func(func: PrimFunc, options: LoweringOptions | None = None) -
     options : LoweringOptions, optional
         Which implementations the schedules may use (defaults: generated kernels, no BLAS).
     """
+    return optimize_prim_func_prepacked(func, options)[0]
+
+
+def optimize_prim_func_prepacked(func: PrimFunc, options: LoweringOptions | None = None,
+                                 const_params=()) -> tuple[PrimFunc, dict]:
+    """``optimize_prim_func`` where the buffer parameters at positions ``const_params`` (of
+    ``func.params``) are build-time constants: one that is the B of a generated matmul (and
+    read nowhere else) becomes a parameter in the GEMM's packed layout, so no call packs it.
+
+    Returns (the function, {parameter position: numpy transform of its constant}).
+    """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"optimize_prim_func expects a tir.PrimFunc, got {type(func).__name__}")
     options = options if options is not None else LoweringOptions()
     if not options.native:
-        return func
+        return func, {}
     root, stmts = unwrap_root(func)
     nests = [analyze_nest(s) for s in stmts]
     if not any(n.block is not None for n in nests):
-        return func
+        return func, {}
     param_bufs = {id(b) for b in func.buffer_map.values()}
     groups = segments(nests, param_bufs)
-    parts = []
+    const_bufs = {id(func.buffer_map[func.params[k]]): k for k in const_params
+                  if func.params[k] in func.buffer_map}
+    uses: dict[int, int] = {}  # buffer id -> number of nests referencing it
+    for n in nests:
+        for b in referenced_buffers(n.stmt):
+            uses[b] = uses.get(b, 0) + 1
+    parts, buffer_map, transforms = [], dict(func.buffer_map), {}
     for seg in groups:
         if seg.raised:
             buffers = {id(t): b for t, b in (*seg.inputs, *seg.outputs)}
+            prepack = frozenset(j for j, (_, b) in enumerate(seg.inputs)
+                                if id(b) in const_bufs and uses.get(id(b)) == 1)
+            packs: dict = {}
             try:
                 parts.append(lower_to_buffers([t for t, _ in seg.inputs],
-                                              [t for t, _ in seg.outputs], buffers, options))
-                continue
+                                              [t for t, _ in seg.outputs], buffers, options,
+                                              prepack=prepack, packs=packs))
             except (ValueError, NotImplementedError):  # LoweringError is a ValueError
                 seg.raised = False  # a stage the schedules cannot take: keep the segment
+            else:
+                for j, (packed, fn) in packs.items():
+                    k = const_bufs[id(seg.inputs[j][1])]
+                    buffer_map[func.params[k]] = packed
+                    transforms[k] = fn
+                continue
         parts.extend(n.stmt for n in seg.nests)
     if not any(seg.raised for seg in groups):
-        return func
+        return func, {}
     body = S.SeqStmt(parts) if len(parts) != 1 else parts[0]
     used = referenced_buffers(body)
     allocs = [b for b in (root.alloc_buffers if root is not None else ()) if id(b) in used]
@@ -62,4 +88,4 @@ def optimize_prim_func(func: PrimFunc, options: LoweringOptions | None = None) -
             not seg.raised for seg in groups):
         # kept blocks stay under a root block, as the code generator expects them
         body = S.BlockRealize([], True, S.Block([], [], [], "root", body))
-    return PrimFunc(func.params, body, func.ret_type, func.buffer_map, func.attrs)
+    return PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs), transforms

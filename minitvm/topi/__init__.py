@@ -17,6 +17,7 @@ from . import utils, layout, shape, tensor, reduce, transform, nn, reference  # 
 # TVM's te-level topi API (te tensors in, te tensors out; symbolic shapes), as Relax's
 # legalization and ``bb.emit_te(topi.add, x, y)`` use it
 from . import broadcast, math, manipulation, reduction, nn_te  # noqa: F401,E402
+from . import nn_nd  # noqa: F401,E402  (computes of the N-d / detection ops)
 from .broadcast import (  # noqa: F401,E402
     add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
     not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,

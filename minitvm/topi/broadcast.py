@@ -98,9 +98,19 @@ def _floor_div(a, b):
     return E.FloorDiv(a, b)
 
 
+def float_floor_mod(a, b):
+    """numpy's float ``mod``: ``fmod`` moved into ``b``'s sign, a zero result with ``b``'s
+    sign (``a - floor(a / b) * b`` overflows to inf when ``a / b`` does)."""
+    r = tir_op.fmod(a, b)
+    zero = E.FloatImm(r.dtype, 0.0)
+    wrong_sign = E.Or(E.And(E.LT(r, zero), E.GT(b, zero)), E.And(E.GT(r, zero), E.LT(b, zero)))
+    moved = E.Select(wrong_sign, r + b, r)
+    return E.Select(E.EQ(moved, zero), tir_op.copysign(zero, b), moved)
+
+
 def _floor_mod(a, b):
     if a.dtype.startswith("float"):
-        return a - tir_op.floor(a / b) * b
+        return float_floor_mod(a, b)
     return E.FloorMod(a, b)
 
 

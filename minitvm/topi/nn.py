@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, fast_exp, ishape, out_tensor_types, static_shape
+from .utils import compute, fast_exp, ieee_max, ishape, lowest, out_tensor_types, static_shape
 
 
 def _i(v: int) -> E.IntImm:
@@ -169,9 +169,8 @@ def _pool(kind):
             def body(b, c, y, xx):
                 cond, v = src(b, c, y, xx)
                 if cond is not None:
-                    v = E.Select(cond, v, E.FloatImm(x.dtype, float("-inf"))
-                                 if "float" in x.dtype else tir_op.min_value(x.dtype))
-                return te.max(v, axis=[ry, rx])
+                    v = E.Select(cond, v, lowest(x.dtype))
+                return ieee_max(v, axis=[ry, rx])
 
             return [te.compute(shape, body, name="max_pool2d", tag="pool2d_window",
                                attrs=info)]
@@ -223,7 +222,7 @@ def _global_pool(kind):
         _, _, h, wd = ishape(x)
         ry = te.reduce_axis((0, h), name="ry")
         rx = te.reduce_axis((0, wd), name="rx")
-        red = te.max if kind == "max" else te.sum
+        red = ieee_max if kind == "max" else te.sum
         s = te.compute(shape, lambda b, c, y, xx: red(x[b, c, ry, rx], axis=[ry, rx]),
                        name=f"global_{kind}_pool")
         if kind == "max":

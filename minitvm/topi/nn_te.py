@@ -16,6 +16,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, broadcast_shape, const_like, is_one
 from .reduction import count_of, norm_axes
+from .utils import ieee_max, lowest
 
 __all__ = [
     "matmul", "conv", "conv_transpose", "pool2d", "adaptive_avg_pool2d", "softmax",
@@ -209,11 +210,9 @@ def pool2d(x, kind: str, pool_size, strides, dilation, padding, count_include_pa
         return E.And(conds[0], conds[1]), x[tuple(idx)]
 
     if kind == "max":
-        lowest = tir_op.min_value(x.dtype)
-
         def body(*i):
             c, v = src(i)
-            return te.max(E.Select(c, v, lowest), axis=[ry, rx])
+            return ieee_max(E.Select(c, v, lowest(x.dtype)), axis=[ry, rx])
 
         return te.compute(out_shape, body, name="pool_max", varargs_names=ax_names(len(x.shape)))
 
@@ -296,7 +295,7 @@ def _reduce_along(x, axis: int, kind: str, name: str, f=None):
     n = x.shape[axis]
     k = te.reduce_axis((_zero(n), n), name="k")
     shape = [E.IntImm("int64", 1) if d == axis else x.shape[d] for d in range(nd)]
-    red = te.max if kind == "max" else te.sum
+    red = ieee_max if kind == "max" else te.sum
 
     def body(*i):
         idx = tuple(k if d == axis else i[d] for d in range(nd))

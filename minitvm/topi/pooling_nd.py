@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
-from ..tir import op as tir_op
 from .broadcast import ax_names, const_like
+from .utils import ieee_max, lowest
 
 __all__ = ["pool_nd", "adaptive_avg_pool_nd"]
 
@@ -61,11 +61,9 @@ def pool_nd(x, kind: str, pool_size, strides, dilation, padding, count_include_p
 
     names = ax_names(len(x.shape))
     if kind == "max":
-        lowest = tir_op.min_value(x.dtype)
-
         def body(*i):
             c, v = src(i)
-            return te.max(E.Select(c, v, lowest), axis=rk)
+            return ieee_max(E.Select(c, v, lowest(x.dtype)), axis=rk)
 
         return te.compute(out_shape, body, name="pool_max", varargs_names=names)
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, fconst, ishape, out_tensor_types, reduce_axes, static_shape
+from .utils import (
+    compute,
+    fconst,
+    ieee_max,
+    ieee_min,
+    ishape,
+    out_tensor_types,
+    reduce_axes,
+    static_shape,
+)
 
 
 def _reduce_index(x, attrs, out_idx, rvars):
@@ -71,8 +80,8 @@ _all = te.comm_reducer(lambda a, b: E.And(a, b), lambda t: E.IntImm("bool", 1), 
 _any = te.comm_reducer(lambda a, b: E.Or(a, b), lambda t: E.IntImm("bool", 0), name="any")
 
 compute("sum")(_reduction(te.sum, "sum"))
-compute("max")(_reduction(te.max, "max"))
-compute("min")(_reduction(te.min, "min"))
+compute("max")(_reduction(ieee_max, "max"))
+compute("min")(_reduction(ieee_min, "min"))
 compute("prod")(_reduction(_prod, "prod"))
 compute("mean")(_reduction(te.sum, "mean_sum", post=_mean_post))
 compute("all")(_reduction(_all, "all", prep=_to_bool))

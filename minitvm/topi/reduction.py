@@ -11,12 +11,13 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from .broadcast import ax_names, const_like
+from .utils import ieee_max, ieee_min
 
 __all__ = ["reduce", "sum", "max", "min", "prod", "mean", "variance", "argmax", "argmin",
            "norm_axes", "count_of"]
 
 _prod = te.comm_reducer(lambda a, b: a * b, lambda t: const_like(1, t), name="prod")
-_REDUCERS = {"sum": te.sum, "max": te.max, "min": te.min, "prod": _prod}
+_REDUCERS = {"sum": te.sum, "max": ieee_max, "min": ieee_min, "prod": _prod}
 
 
 def norm_axes(ndim: int, axis) -> list[int]:

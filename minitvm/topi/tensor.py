@@ -61,7 +61,9 @@ def _floor_div(a, b):
 
 def _floor_mod(a, b):
     if a.dtype.startswith("float"):
-        return a - tir_op.floor(a / b) * b
+        from .broadcast import float_floor_mod
+
+        return float_floor_mod(a, b)
     return E.FloorMod(a, b)
 
 

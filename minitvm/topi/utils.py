@@ -272,6 +272,36 @@ def fconst(value: float, dtype: str) -> E.PrimExpr:
     return E.const(value, dtype) if dtype.startswith("float") else E._to_expr(int(value), dtype)
 
 
+def lowest(dtype: str) -> E.PrimExpr:
+    """The identity of a max reduction: -inf for floats (so -inf inputs survive, as numpy),
+    the smallest value otherwise (TVM's ``te.max`` starts at the smallest finite float)."""
+    if dtype.startswith("float"):
+        return E.FloatImm(dtype, float("-inf"))
+    return tir_op.min_value(dtype)
+
+
+def highest(dtype: str) -> E.PrimExpr:
+    """The identity of a min reduction: +inf for floats, the largest value otherwise."""
+    if dtype.startswith("float"):
+        return E.FloatImm(dtype, float("inf"))
+    return tir_op.max_value(dtype)
+
+
+def _ieee_reducer(fcombine, fidentity, name):
+    def reducer(*args, **kwargs):
+        from .. import te
+
+        return te.comm_reducer(fcombine, fidentity, name=name)(*args, **kwargs)
+
+    reducer.__name__ = name
+    return reducer
+
+
+#: te.max / te.min whose float identity is -inf / +inf (an all -inf window gives -inf)
+ieee_max = _ieee_reducer(tir_op.max, lowest, "max")
+ieee_min = _ieee_reducer(tir_op.min, highest, "min")
+
+
 def is_f32(x) -> bool:
     return x.dtype == "float32"
 

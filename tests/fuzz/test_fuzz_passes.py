@@ -17,18 +17,6 @@ from minitvm.testing.fuzz.differential import (
 )
 
 PROGRAMS = 7
-DATAFLOW = dict(control_flow=False, closures=False, adts=False, lets=False)
-#: Known bugs found by this harness in passes owned elsewhere, with the program subset that
-#: still gets checked for them (reported in the issue 15 note).
-KNOWN = {
-    "ToMixedPrecision": (DATAFLOW, "keeps float32 annotations of let vars, if/match branches "
-                                   "and closure return types (ill-typed output)"),
-    "LambdaLift": (dict(closures=False), "a value shared by the lifted closure and @main "
-                                         "round-trips to a different module"),
-    "PartialEvaluate": (dict(adts=False), "loses the type of a parameter inside a match"),
-    "DeadCodeElimination": (dict(closures=False), "a let-bound closure shared across scopes "
-                                                  "leaves its variable free"),
-}
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +24,10 @@ def programs():
     return {}
 
 
-def _programs(name, cache):
-    options = KNOWN.get(name, ({}, ""))[0]
-    key = tuple(sorted(options.items()))
-    if key not in cache:
-        cache[key] = [generate_program(1000 + k, **options) for k in range(PROGRAMS)]
-    return cache[key]
+def _programs(cache):
+    if "all" not in cache:  # every pass gets the same programs: no pass is restricted
+        cache["all"] = [generate_program(1000 + k) for k in range(PROGRAMS)]
+    return cache["all"]
 
 
 @pytest.mark.parametrize("name", [n for n in relay_pass_names() if n not in NOT_APPLICABLE])
@@ -53,7 +39,7 @@ def test_pass_on_random_programs(name, programs):
     found = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ToMixedPrecision warns about unlisted ops
-        for prog in _programs(name, programs):
+        for prog in _programs(programs):
             found += check_pass(prog, name)
     assert not found, "\n\n".join(str(f)[:3000] for f in found[:2])
 

@@ -339,6 +339,15 @@ class ExprEmitter:
             return bld.call(fn, vals)
         args = list(self._match(*args)) if args else args
         dtype = e.args[0].dtype if e.args else e.dtype
+        if short in LIBM and short not in LLVM_INTRINSICS and T.parse_dtype(dtype)[:2] == (
+                "float", 16):  # libm has no half versions: compute in float32, round back
+            wide_t = T.llvm_type("float32", lanes_of(args[0]))
+            wide = [bld.fpext(a, wide_t) for a in args]
+            if short in vmath.FUNCS:
+                out = vmath.emit(self, short, wide[0])
+            else:
+                out = self._libm(short, wide, "float32")
+            return bld.fptrunc(out, args[0].type)
         if short in vmath.FUNCS and T.parse_dtype(dtype)[:2] == ("float", 32):
             return vmath.emit(self, short, args[0])
         if short in LLVM_INTRINSICS and T.is_float(dtype):

@@ -5,11 +5,13 @@ Checked: every Relax variable is defined (a parameter, a binding, a match_cast) 
 scope (If branches and inner functions scope their bindings; a DataflowVar only inside its
 dataflow block); no variable is defined twice; symbolic (tir) variables in struct info are defined
 (by a parameter's struct info or a match_cast) before use; dataflow blocks hold no If and no
-impure call; function bodies and If branches are SeqExprs; GlobalVars name functions of the
+impure call; function bodies and If branches are SeqExprs (a branch's body a leaf or a tuple of
+leaves), and a SeqExpr is nothing else (not a bound value: normalization flattens those); GlobalVars name functions of the
 module; every expression has struct info (``check_struct_info``). Across a module's functions:
-a Relax variable belongs to one function, and a call of a module function passes as many
-arguments as its FuncStructInfo has parameters, none provably incompatible with them. The walk uses explicit stacks,
-so blocks of any length and programs of any depth are checked at the default recursion limit.
+a Relax variable and a symbolic variable belong to one function (TVM's rule), and a call of a
+module function passes as many arguments as its FuncStructInfo has parameters, none provably
+incompatible with them. The walk uses explicit stacks, so blocks of any length and programs of
+any depth are checked at the default recursion limit.
 """
 
 from __future__ import annotations
@@ -23,15 +25,19 @@ from ...tir import expr as T
 from ...tir.stmt_functor import post_order
 from ..expr import (
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
     Expr,
+    ExternFunc,
     Function,
     If,
     MatchCast,
     PrimValue,
     SeqExpr,
     ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -151,6 +157,7 @@ class _Checker:
         items = _sinfo_prim_exprs(sinfo, definable_only=True)
         for e, definable in items:
             if definable and id(e) not in self.sym:
+                self.claim_sym(e)
                 self.sym.add(id(e))
                 self.sym_log.append(e)
         for e, _ in items:
@@ -166,8 +173,20 @@ class _Checker:
         for rv in _sinfo_relax_vars(sinfo):
             self.use_var(rv)
 
+    def claim_sym(self, tv):
+        """A symbolic variable belongs to one function of a module (TVM's rule: each function
+        declares its own ``n = T.int64()``; the printed module could not say they are one)."""
+        key = ("sym", id(tv))
+        other = self.owners.get(key)
+        if other is not None and other[0] != self.func_name:
+            self.fail(f"symbolic variable {_name(tv)} is used in both @{other[0]} and "
+                      f"@{self.func_name} (a symbolic variable belongs to one function of a "
+                      "module)")
+        self.owners[key] = (self.func_name, tv)  # the variable kept alive: its id stays unique
+
     def check_sym_expr(self, e, what: str):
         for tv in _tir_vars(e):
+            self.claim_sym(tv)
             if id(tv) not in self.sym:
                 self.fail(f"symbolic variable {_name(tv)} is used in {what} before it is "
                           "defined (by a parameter's struct info or a match_cast)")
@@ -188,6 +207,8 @@ class _Checker:
             kind, x = stack.pop()
             if kind == "expr":
                 self.visit_expr(x, stack)
+            elif kind == "seq":
+                self.visit_seq(x, stack)
             elif kind == "func":
                 self.visit_function(x, stack)
             elif kind == "call":
@@ -215,7 +236,7 @@ class _Checker:
         if not isinstance(f.body, SeqExpr):
             self.fail(f"the body of a function must be a SeqExpr, got {type(f.body).__name__}")
         stack.append(("call", lambda: self._restore(state)))
-        stack.append(("expr", f.body))
+        stack.append(("seq", f.body))
 
     def visit_seq(self, seq: SeqExpr, stack):
         state = self._save()
@@ -297,7 +318,9 @@ class _Checker:
         elif isinstance(e, If):
             self.visit_if(e, stack)
         elif isinstance(e, SeqExpr):
-            self.visit_seq(e, stack)
+            self.fail("a SeqExpr is only a function body or an If branch (here it is nested in "
+                      "another expression or bound to a variable; relax.transform.Normalize "
+                      "flattens it)")
         elif isinstance(e, Function):
             stack.append(("func", e))
 
@@ -343,9 +366,29 @@ class _Checker:
         for br in (e.true_branch, e.false_branch):
             if not isinstance(br, SeqExpr):
                 self.fail(f"If branches must be SeqExprs, got {type(br).__name__}")
-        stack.append(("expr", e.false_branch))
-        stack.append(("expr", e.true_branch))
+            if not _is_leaf_or_tuple(br.body):
+                self.fail(f"the body of an If branch must be a leaf expression (a variable, "
+                          f"constant or a tuple of them), got a {type(br.body).__name__} "
+                          "(relax.transform.Normalize binds it to a variable)")
+        stack.append(("seq", e.false_branch))
+        stack.append(("seq", e.true_branch))
         stack.append(("expr", e.cond))
+
+
+_LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar, ExternFunc,
+           Op)
+
+
+def _is_leaf_or_tuple(e) -> bool:
+    """TVM's IsLeafOrTuple: what may sit where normalized Relax allows no computation."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tuple):
+            stack.extend(x.fields)
+        elif not isinstance(x, _LEAVES):
+            return False
+    return True
 
 
 def _describe(e) -> str:

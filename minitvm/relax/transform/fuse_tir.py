@@ -302,7 +302,8 @@ class _FusedBuilder:
         params.extend(self.scalar_params)
         taken = {id(b) for b in out_bufs}
         allocs = [b for b in self.allocs if id(b) not in taken]
-        root = TS.Block([], [], [], "root", TS.SeqStmt(self.bodies), alloc_buffers=allocs)
+        root = TS.Block([], [], [], "root", TS.stmt_seq(*self.bodies),
+                        alloc_buffers=allocs)
         body = TS.BlockRealize([], True, root)
         return PrimFunc(params, body, None, buffer_map, {"tir.noalias": True})
 

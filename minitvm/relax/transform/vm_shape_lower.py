@@ -315,8 +315,16 @@ class _Lowerer:
                                                 self.heap._struct_info)
             alloc._checked_type = self.heap._struct_info
             out.insert(0, VarBinding(self.heap, alloc))
-        blocks.append(BindingBlock(out))
-        seq = SeqExpr(blocks + list(body.blocks), body.body, body.span)
+        # the checks go before the body; like TVM's normalizer, an empty block is dropped and
+        # the checks join the body's first block when it is a plain binding block (adjacent
+        # blocks of one kind are one block: what the TVMScript of the result parses back to)
+        rest = list(body.blocks)
+        if rest and type(rest[0]) is BindingBlock:
+            first = rest.pop(0)
+            out = out + list(first.bindings)
+        if out:
+            blocks.append(BindingBlock(out))
+        seq = SeqExpr(blocks + rest, body.body, body.span)
         seq._checked_type = body._checked_type
         self.add_shape_funcs()
         return Function(self.func.params, seq, self.func.ret_struct_info, False,

@@ -14,10 +14,12 @@ from ...ir.module import IRModule
 from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
 from ...schedule import optimize_prim_func
+from ...schedule.prim_func import optimize_prim_func_prepacked
 from ...transform.context import PassContext
 from ..expr import Function
 from ..transform.lower_utils import no_gc
 from .codegen import codegen
+from .const_prepack import apply_packs, compact_constants, constant_params
 
 __all__ = ["build", "compile_kernels"]
 
@@ -32,12 +34,23 @@ def _target_ok(target) -> None:
                          f"{target!r}")
 
 
-def compile_kernels(prims: dict, options) -> dict:
-    """Compile each PrimFunc (name -> PrimFunc) once: name -> (Kernel record, spec)."""
+def compile_kernels(prims: dict, options, const_params: dict | None = None,
+                    transforms: dict | None = None) -> dict:
+    """Compile each PrimFunc (name -> PrimFunc) once: name -> (Kernel record, spec).
+
+    ``const_params`` (name -> parameter positions fed by constants) lets a GEMM take such a
+    weight packed at build time; ``transforms[name]`` then gets {position: numpy transform}.
+    """
     out = {}
     cache = active_cache()  # the on-disk kernel cache Relay builds use too
     for name, prim in prims.items():
-        fast = optimize_prim_func(prim, options)
+        pos = (const_params or {}).get(name)
+        if pos and transforms is not None:
+            fast, packs = optimize_prim_func_prepacked(prim, options, pos)
+            if packs:
+                transforms[name] = packs
+        else:
+            fast = optimize_prim_func(prim, options)
         fn, ir_text = compile_prim_func(fast, name, object_cache=cache)
         compiled = fn._compiled
         rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
@@ -91,7 +104,14 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
     options = lowering_options(PassContext.current())
     with no_gc():
         funcs, table, consts, prims = codegen(mod)
-    kernels = compile_kernels(prims, options)
+    # matmul weights that are constants at every call site are packed once, here
+    const_params, sites = constant_params(funcs, table, consts, prims)
+    transforms: dict = {}
+    kernels = compile_kernels(prims, options, const_params, transforms)
+    for name, packs in transforms.items():
+        apply_packs(name, packs, sites, consts)
+    if transforms:
+        consts = compact_constants(funcs, consts)
     return Executable(funcs, table, consts, kernels)
 
 

@@ -214,6 +214,9 @@ class _FuncGen:
             code.append([CALL, dst, t.func("packed", "vm.builtin.make_closure"),
                          [[ARG_CTX, 0], self.operand(a[0])] +
                          [self.operand(x) for x in captured]])
+        elif v.op.get_attr("FCallPacked") is not None:  # R.print, R.assert_op: run as is
+            code.append([CALL, dst, t.func("packed", str(v.op.get_attr("FCallPacked"))),
+                         [self.operand(x) for x in a]])
         else:
             raise VMCodeGenError(f"{self.name}: operator {name} is not lowered for the VM "
                                  "(run LegalizeOps and the build pipeline: relax.build)")

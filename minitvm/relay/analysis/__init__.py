@@ -9,3 +9,10 @@ from .model_stats import (
     check_constant, count_layers, extract_fused_functions, get_total_mac_number, list_op_freqs,
     search_fc_transpose,
 )
+
+
+def check_basic_block_normal_form(expr) -> bool:
+    """True when ``expr`` is in basic block normal form; a ValueError names the culprit."""
+    from ..transform.to_basic_block_normal_form import check_basic_block_normal_form as _check
+
+    return _check(expr)

@@ -4,7 +4,8 @@ Two stages over ``main`` (after FuseOps), each one walk in dataflow order withou
 first every primitive function called is lowered to a kernel (identical functions share one),
 then the graph is emitted: parameters become input nodes, constants parameter nodes ``p0, p1,
 ...`` (their values go to ``params``), each kernel call a ``tvm_op`` node. Functions that only
-reshape their input become ``__nop`` views of it. ``graph_json`` then plans memory.
+reshape their input become ``__nop`` views of it. ``graph_json`` then plans memory. A ``let``
+names its value's nodes (as TVM's graph codegen), so let-bound dataflow programs build too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...ir.type import TensorType
 from ...schedule import LoweringOptions
-from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children, dataflow_post_order
 from .te_compiler import _static, func_ops, lower_function, prefetch_kernels, tensor_types
 
@@ -178,8 +179,17 @@ class GraphCodegen:
                                         "executor takes tensors only")
             env[id(p)] = self._add_node({"op": "null", "name": p.name_hint}, [t])
             arg_nodes.append(len(self.nodes) - 1)
-        order = dataflow_post_order(main.body, lambda e: e.args if isinstance(
-            e, Call) and _is_primitive(e.op) else dataflow_children(e))
+        self._let_values: dict[int, object] = {}
+
+        def children(e):
+            if isinstance(e, Call) and _is_primitive(e.op):
+                return e.args
+            if type(e) is Let:  # the value's nodes first: the body refers to them by the var
+                self._let_values[id(e.var)] = e.value
+                return (e.value, e.body)
+            return dataflow_children(e)
+
+        order = dataflow_post_order(main.body, children)
         self.lower_kernels(order)
         self._arg_nodes = arg_nodes
         self._const_uses: dict[int, int] = {}
@@ -236,7 +246,12 @@ class GraphCodegen:
                 "num_outputs": str(len(types)), "flatten_data": "0"},
                 "inputs": [list(x) for x in inputs]}
             return self._add_node(node, types)
+        if type(e) is Let:
+            return env[id(e.body)]
         if isinstance(e, Var):
+            value = self._let_values.get(id(e))
+            if value is not None and id(value) in env:
+                return env[id(value)]
             raise GraphCodegenError(f"free variable %{e.name_hint} in main")
         raise GraphCodegenError(f"the graph executor cannot run {type(e).__name__} "
                                 "expressions; use the 'vm' or 'debug' executor")

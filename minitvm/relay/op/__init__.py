@@ -11,6 +11,15 @@ from .algorithm import *
 from .scan_scatter import *
 from .matrix import *
 from .indexing import *
+from . import transform_extra  # noqa: E402
+from .transform_extra import *  # noqa: E402,F403
+from . import sparse_ops  # noqa: E402
+from .sparse_ops import *  # noqa: E402,F403
+from . import random  # noqa: E402,F401  (relay.random: Threefry generator ops)
+from . import vision  # noqa: E402,F401  (relay.vision: detection ops)
+from . import signal  # noqa: E402
+from .signal import device_copy, dft, stft  # noqa: E402,F401
+from . import vm  # noqa: E402,F401  (relay.op.vm: Relay VM tensor helpers)
 from . import _topi  # noqa: E402,F401  (attaches the shared computes as FTECompute)
 from . import arg_type_hints  # noqa: E402,F401  (FInferArgTypes: weights typed from attrs)
 from . import _tensor_grad  # noqa: E402,F401  (FPrimalGradient of the ops)

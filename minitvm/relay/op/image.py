@@ -64,3 +64,13 @@ def resize2d(data, size, roi=None, layout: str = "NCHW", method: str = "linear",
         rounding_method=rounding_method, cubic_alpha=float(cubic_alpha),
         cubic_exclude=int(cubic_exclude), extrapolation_value=float(extrapolation_value),
         out_dtype=out_dtype))
+
+
+from .image_nd import (  # noqa: E402,F401  (TVM's other image ops, in relay.image)
+    affine_grid,
+    crop_and_resize,
+    dilation2d,
+    grid_sample,
+    resize1d,
+    resize3d,
+)

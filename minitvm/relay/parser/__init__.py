@@ -82,7 +82,28 @@ def parse_expr(source: str):
 
 
 def SpanCheck():  # noqa: N802 - TVM's name
-    """TVM's span checking pass; spans are not tracked by this parser, so it is the identity."""
-    from ...transform import module_pass
+    """TVM's span checking pass: warns (once per function) about the calls, lets and functions
+    without a source span (the parser gives every parsed node one); the module is unchanged."""
+    import warnings
 
-    return module_pass(lambda mod, ctx: mod, opt_level=0, name="SpanCheck")
+    from ...transform import module_pass
+    from ..expr import Call, Function, Let
+    from ..expr_functor import post_order_visit
+
+    def check(mod, ctx):
+        for gv, fn in mod.functions.items():
+            if not isinstance(fn, Function):
+                continue
+            missing = []
+
+            def note(e, missing=missing):
+                if isinstance(e, Call | Let | Function) and e.span is None:
+                    missing.append(e)
+
+            post_order_visit(fn, note)
+            if missing:
+                warnings.warn(f"SpanCheck: {len(missing)} expression(s) of @{gv.name_hint} have "
+                              f"no span", stacklevel=2)
+        return mod
+
+    return module_pass(check, opt_level=0, name="SpanCheck")

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir.attrs import DictAttrs, get_attrs_type
 from ...ir.expr import GlobalVar, RelayExpr
+from ...ir.node import SourceName, Span
 from ...ir.op import Op
 from ...ir.type import (
     FuncType,
@@ -101,6 +102,13 @@ class Parser:
         self.scope_log: list[list] = [[]]
         self.temps: dict[str, RelayExpr] = {}
         self.free_vars: dict[str, Var] = {}
+        self._source_name = SourceName(src.name)
+
+    def span(self, tok) -> Span:
+        """Where ``tok`` starts (and its line's extent of the token): the node's ``span``."""
+        line, col = self.src.line_col(tok[2])
+        width = len(tok[1]) if isinstance(tok[1], str) else 1
+        return Span(self._source_name, line, col, line, col + width)
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> tuple:
@@ -450,8 +458,8 @@ class Parser:
                 cast = np.array(value, dtype=dtype)
             if np.isinf(cast) and np.isfinite(value) or np.isinf(value):
                 raise self.error(f"literal {value!r} is out of range for {dtype}", tok)
-            return Constant(cast)
-        return Constant(np.array(value, dtype=dtype))
+            return Constant(cast, self.span(tok))
+        return Constant(np.array(value, dtype=dtype), self.span(tok))
 
     # ------------------------------------------------------------------ attribute values
     def parse_attr_value(self):
@@ -543,18 +551,18 @@ class Parser:
                 self.expect("=")
                 value = yield self._expr()
                 self.expect(";")
-                lets.append((var, value))
+                lets.append((var, value, t))
             else:
                 break
         body = yield self._expr()
-        for var, value in reversed(lets):
-            body = Let(var, value, body)
+        for var, value, tok in reversed(lets):
+            body = Let(var, value, body, self.span(tok))
         return body
 
     def parse_binding_var(self) -> Var:
         tok = self.expect_kind(LOCAL)
         ann = self.parse_type() if self.accept(":") else None
-        var = Var(tok[1], ann)
+        var = Var(tok[1], ann, self.span(tok))
         self.bind(tok[1], var)
         return var
 
@@ -583,7 +591,7 @@ class Parser:
         operands.append(self.make_call(Op.get(name), [lhs, rhs], {}, None, _tok))
 
     def _postfix(self):
-        t = self.toks[self.i]
+        t = start = self.toks[self.i]
         if t[0] is LOCAL:  # fast path for the most common operand
             self.i += 1
             expr = self.lookup_local(t)
@@ -612,10 +620,11 @@ class Parser:
                     if not self.accept(","):
                         break
                 self.expect(")")
-                expr = self.make_call(expr, args, kwargs, attrs, tok)
+                expr = self.make_call(expr, args, kwargs, attrs, tok, start)
             elif self.at(".") and self.peek(1)[0] == NUMBER:
-                self.next()
-                expr = TupleGetItem(expr, self._index_value(self.next(), "a tuple index"))
+                dot = self.next()
+                expr = TupleGetItem(expr, self._index_value(self.next(), "a tuple index"),
+                                    self.span(dot))
             else:
                 return expr
 
@@ -642,7 +651,7 @@ class Parser:
                 elif isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):
                     raise self.error(f"attribute {key} value {v} does not fit in int64", tok)
 
-    def make_call(self, callee, args, kwargs, attrs, tok) -> Call:
+    def make_call(self, callee, args, kwargs, attrs, tok, start=None) -> Call:
         if isinstance(callee, Op) and kwargs:
             self.check_attr_values(callee, kwargs, tok)
         try:
@@ -657,7 +666,7 @@ class Parser:
                 attrs = get_attrs_type(key)(**kwargs) if key else DictAttrs(kwargs)
         except (TypeError, ValueError, AttributeError) as e:
             raise self.error(f"invalid attributes: {e}", tok) from None
-        return Call(callee, args, attrs)
+        return Call(callee, args, attrs, None, self.span(start or tok))
 
     def _primary(self):
         t = self.peek()
@@ -696,7 +705,7 @@ class Parser:
                 return (yield self._ref(value))
             if value in ("True", "False"):
                 self.next()
-                return Constant(np.array(value == "True"))
+                return Constant(np.array(value == "True"), self.span(t))
             if value == "meta":
                 return self.parse_meta_ref()
             self.next()
@@ -745,6 +754,7 @@ class Parser:
 
     def _function_rest(self, prefix_tok=None):
         """After ``fn`` (or ``def @name``): ``[T](params) -> ret { body }``."""
+        start = prefix_tok or self.toks[self.i - 1]
         self.push_scope()
         tparams = self.parse_type_params()
         self.expect("(")
@@ -762,17 +772,18 @@ class Parser:
         ret = self.parse_type() if self.accept("->") else None
         body = yield self._block()
         self.pop_scope()
-        return Function(params, body, ret, tparams, DictAttrs(attrs) if attrs else None)
+        return Function(params, body, ret, tparams, DictAttrs(attrs) if attrs else None,
+                        self.span(start))
 
     def _if(self):
-        self.expect("if")
+        start = self.expect("if")
         self.expect("(")
         cond = yield self._expr()
         self.expect(")")
         then = yield self._block()
         self.expect("else")
         other = yield self._block()
-        return If(cond, then, other)
+        return If(cond, then, other, self.span(start))
 
     def _ref(self, which: str):
         self.next()

@@ -1,35 +1,45 @@
 """After type inference, give functions without a return type and vars without an annotation the
 types that were inferred for them, as TVM's InferType does (so expected programs built without
-annotations compare equal to pass outputs)."""
+annotations compare equal to pass outputs). Both walks are iterative at any nesting depth."""
 
 from __future__ import annotations
 
+from ...ir.type import IncompleteType
 from ..adt import pattern_vars
 from ..expr import Function, Let, Var
 from ..expr_functor import ExprMutator, ExprVisitor
 
 
+def unannotated(v) -> bool:
+    """No annotation, or an IncompleteType one (``relay.Var("a", relay.IncompleteType())``):
+    either way InferType writes the inferred type in, so TVM's expected programs built with
+    placeholder vars compare equal to pass outputs."""
+    return v.type_annotation is None or isinstance(v.type_annotation, IncompleteType)
+
+
 class _NeedsAnnotation(ExprVisitor):
+    _expand_scopes = True  # the hooks only raise a flag: any visiting order (no recursion)
+
     def __init__(self):
         super().__init__()
         self.found = False
 
     def visit_function(self, fn):
-        if fn.ret_type is None or any(p.type_annotation is None for p in fn.params):
+        if fn.ret_type is None or any(unannotated(p) for p in fn.params):
             self.found = True
         super().visit_function(fn)
 
     def visit_let(self, let):
         node = let
         while isinstance(node, Let):
-            if node.var.type_annotation is None:
+            if unannotated(node.var):
                 self.found = True
             node = node.body
         super().visit_let(let)
 
     def visit_match(self, m):
         for c in m.clauses:
-            if any(v.type_annotation is None for v in pattern_vars(c.lhs)):
+            if any(unannotated(v) for v in pattern_vars(c.lhs)):
                 self.found = True
         super().visit_match(m)
 
@@ -41,8 +51,10 @@ def _copy_type(new, old):
 
 
 class _Annotator(ExprMutator):
+    _expand_scopes = True  # each hook depends on its own node only: no recursion on nesting
+
     def visit_var(self, v):
-        if v.type_annotation is not None or v._checked_type is None:
+        if not unannotated(v) or v._checked_type is None:
             return v
         new = Var(v.name_hint, v._checked_type, v.span)
         new._checked_type = v._checked_type

@@ -176,9 +176,10 @@ class _Usage:
                 todo = []
                 node = e
                 while type(node) is Let:
-                    values[node.var] = node.value
-                    uses[node.var] = 0
-                    levels[node.var] = lvl
+                    if node.var not in values:  # a shared let is reached again: keep counts
+                        values[node.var] = node.value
+                        uses[node.var] = 0
+                        levels[node.var] = lvl
                     if not self.is_pure(node.var):
                         todo.append((node.value, lvl))
                     node = node.body

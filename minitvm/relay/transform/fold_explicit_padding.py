@@ -1,7 +1,8 @@
 """FoldExplicitPadding: fold an explicit ``nn.pad`` into the padding of the op consuming it.
 
-``conv(pad(x, 0))`` becomes ``conv(x)`` with the pad widths added to the convolution's padding,
-and likewise for max pooling when the pad value is the dtype's lowest value (or -inf) and for
+``conv(pad(x, 0))`` becomes ``conv(x)`` with the pad widths added to the convolution's padding
+(conv1d/2d/3d; ``qnn.conv2d`` when the pad value is its input zero point), and likewise for
+max pooling (1-D to 3-D) when the pad value is the dtype's lowest value (or -inf) and for
 average pooling when it is 0 (the pool then counts the padded elements, as the explicit pad did:
 ``count_include_pad=True``; not folded when the pool already pads without counting). Only
 constant-mode pads that leave the batch and channel axes alone are folded.
@@ -28,6 +29,10 @@ _CONSUMERS = {
     "nn.max_pool2d": ("layout", "HW", "max"),
     "nn.avg_pool1d": ("layout", "W", "avg"),
     "nn.avg_pool2d": ("layout", "HW", "avg"),
+    "nn.conv3d": ("data_layout", "DHW", "conv"),
+    "nn.max_pool3d": ("layout", "DHW", "max"),
+    "nn.avg_pool3d": ("layout", "DHW", "avg"),
+    "qnn.conv2d": ("data_layout", "HW", "qconv"),
 }
 
 
@@ -38,9 +43,13 @@ def _pad_value(pad_call):
     return v.data.numpy().reshape(()).item()
 
 
-def _value_ok(kind: str, value, dtype: str) -> bool:
+def _value_ok(kind: str, value, dtype: str, call=None) -> bool:
     if kind in ("conv", "avg"):
         return value == 0
+    if kind == "qconv":  # the padded values must read as zero: the input zero point
+        zp = call.args[2] if len(call.args) > 2 else None
+        return isinstance(zp, Constant) and zp.data.numpy().size == 1 and \
+            value == zp.data.numpy().reshape(()).item()
     lowest = np.finfo(dtype).min if np.issubdtype(np.dtype(dtype), np.floating) else \
         np.iinfo(dtype).min
     return value == -np.inf or value == lowest
@@ -83,7 +92,7 @@ class _FoldPad(ExprMutator):
         value = _pad_value(pad)
         t = pad.args[0]._checked_type
         dtype = t.dtype if t is not None else "float32"
-        if value is None or not _value_ok(kind, value, dtype):
+        if value is None or not _value_ok(kind, value, dtype, call):
             return None
         for axis, w in zip(layout, widths, strict=True):
             if axis not in spatial and w != (0, 0):

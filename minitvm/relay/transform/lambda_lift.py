@@ -4,7 +4,9 @@ A local function without free variables becomes a global ``@lifted_name<hash>`` 
 One that captures variables becomes a global taking the captured variables (freshly typed) and
 returning the inner function; it is marked ``Closure=1`` and called with the captured variables
 where the closure was. A let-bound recursive function calls its lifted global. Primitive (fused)
-functions are left alone; inner closures are lifted before outer ones.
+functions are left alone; inner closures are lifted before outer ones. Every variable a lifted
+function binds is fresh: a match or let shared (graph form) by the closure and its enclosing
+function must not bind the same variable in two global functions.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from ...ir.expr import GlobalVar
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import FuncType
 from ...transform.stats import record_stat
-from ..analysis.free_vars import free_type_vars, free_vars
+from ..analysis.free_vars import bound_vars, free_type_vars, free_vars
 from ..expr import Call, Function, Var, bind
 from ..expr_functor import ExprMutator
 from ._pass_helpers import has_nonzero_attr, make_module_pass, register
@@ -31,6 +33,27 @@ def _func_type_annotation(fn):
     if fn.ret_type is None or any(a is None for a in args):
         return None
     return FuncType(args, fn.ret_type, fn.type_params)
+
+
+class _Renamer(ExprMutator):
+    """Substitutes variables (binders included) by a mapping."""
+
+    def __init__(self, mapping: dict):
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_var(self, v):
+        return self.mapping.get(v, v)
+
+
+def _fresh_binders(fn: Function) -> Function:
+    """``fn`` with a fresh variable for each one it binds (its parameters included)."""
+    mapping = {}
+    for v in bound_vars(fn):
+        new = Var(v.name_hint, v.type_annotation, v.span)
+        new._checked_type = v._checked_type
+        mapping[v] = new
+    return _Renamer(mapping).visit(fn) if mapping else fn
 
 
 class _LambdaLifter(ExprMutator):
@@ -99,6 +122,7 @@ class _LambdaLifter(ExprMutator):
             inner = fn.with_fields(body=bind(body, dict(zip(captured, fresh))))
             lifted = Function(fresh, inner, _func_type_annotation(fn), tvars,
                               {"Closure": 1}, fn.span)
+        lifted = _fresh_binders(lifted)
         if name in self.mod:
             existing = self.mod[name]
             if not structural_equal(lifted, existing):

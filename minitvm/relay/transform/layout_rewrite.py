@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
-from ..expr import Call
+from ..expr import Call, Tuple
 from ..expr_functor import ExprMutator
 from ..op.layout import Layout
 
@@ -87,9 +87,15 @@ def _conv_rule(attrs, in_layouts, in_types):
 
 
 def _pool_rule(attrs, in_layouts, in_types):
+    """As TVM's pooling: an explicit ``out_layout`` fixes the layouts; otherwise the pool
+    follows the layout its input arrives in (the ``layout`` attribute is rewritten)."""
     layout = Layout(attrs.layout)
-    out = Layout(attrs.out_layout) if getattr(attrs, "out_layout", "") else layout
-    return [layout], [out]
+    if getattr(attrs, "out_layout", ""):
+        return [layout], [Layout(attrs.out_layout)]
+    cur = in_layouts[0] if in_layouts else None
+    if cur is not None and cur != layout and _primal_set(cur) == _primal_set(layout):
+        return [cur], [cur], attrs.with_fields(layout=str(cur))
+    return [layout], [layout]
 
 
 _RULES = {
@@ -108,8 +114,19 @@ def _fallback_rule(attrs, in_layouts, in_types):
     return [None] * len(in_layouts), [None]
 
 
+# reductions that follow their input's new layout (renaming their axes), as in TVM
+_REDUCE_OPS = frozenset(("sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"))
+
 # broadcast-pattern ops whose attributes spell out axes or a shape in the original layout
 _SHAPED_BY_ATTRS = frozenset(("broadcast_to", "expand_dims", "broadcast_to_like"))
+
+
+def _axes_in_attrs(call: Call) -> bool:
+    """True when ``call``'s attributes name axes or a shape (``repeat(axis=2)``, ``tile``):
+    those count in the original layout."""
+    attrs = call.attrs
+    keys = set(attrs.keys()) if attrs is not None and hasattr(attrs, "keys") else set()
+    return bool(keys & {"axis", "axes", "shape", "newshape", "reps", "repeats"})
 
 
 def _changes_rank(call: Call, in_types) -> bool:
@@ -120,7 +137,9 @@ def _changes_rank(call: Call, in_types) -> bool:
 
 
 def infer_correct_layout(call: Call, in_layouts, in_types):
-    """(required input layouts, output layouts) of ``call``; None stands for 'the original'."""
+    """(required input layouts, output layouts, new attrs or None) of ``call``; a layout None
+    stands for 'the original'. A rule may return new attributes (a pool taking on its input's
+    layout), as TVM's FInferCorrectLayout does."""
     op = call.op
     rule = op.get_attr("FInferCorrectLayout") or _RULES.get(op.name)
     if rule is None:
@@ -128,7 +147,8 @@ def infer_correct_layout(call: Call, in_layouts, in_types):
             rule = _layout_transform_rule
         else:
             pattern = op.get_attr("TOpPattern")
-            if op.name in _SHAPED_BY_ATTRS or _changes_rank(call, in_types):
+            if (op.name in _SHAPED_BY_ATTRS or _changes_rank(call, in_types)
+                    or _axes_in_attrs(call)):
                 rule = _fallback_rule  # output axes are not the inputs' axes in their order
             elif pattern == OpPattern.ELEMWISE and len(call.args) == 1:
                 rule = _elemwise_rule
@@ -136,7 +156,8 @@ def infer_correct_layout(call: Call, in_layouts, in_types):
                 rule = _broadcast_rule
             else:
                 rule = _fallback_rule
-    return rule(call.attrs, list(in_layouts), list(in_types))
+    res = rule(call.attrs, list(in_layouts), list(in_types))
+    return res if len(res) == 3 else (res[0], res[1], None)
 
 
 class LayoutRewriter(ExprMutator):
@@ -168,13 +189,22 @@ class LayoutRewriter(ExprMutator):
         return self.visit(arg), None, None
 
     def visit_call(self, call):
+        if isinstance(call.op, Op) and call.op.name == "concatenate" and \
+                type(call.args[0]) is Tuple:
+            out = self._visit_concatenate(call)
+            if out is not None:
+                return out
+        if isinstance(call.op, Op) and call.op.name in _REDUCE_OPS and len(call.args) == 1:
+            out = self._visit_reduce(call)
+            if out is not None:
+                return out
         if not isinstance(call.op, Op) or not all(
                 isinstance(a._checked_type, TensorType) for a in call.args):
             return super().visit_call(call)
         tinfos = [a._checked_type for a in call.args]
         cur = [self._current(a) for a in call.args]
         old_in = [old for _, old, _ in cur]
-        old_req, old_out = infer_correct_layout(call, old_in, tinfos)
+        old_req, old_out, _ = infer_correct_layout(call, old_in, tinfos)
         args = [e for e, _, _ in cur]
         new_call = self.make_call(call, args, tinfos)
         if new_call is None or not (isinstance(new_call, Call) and isinstance(new_call.op, Op)
@@ -184,9 +214,13 @@ class LayoutRewriter(ExprMutator):
                 return self._replace_opaque(call, cur, old_req, tinfos)
             new_call = Call(call.op, args, call.attrs, call.type_args, call.span)
         cur_layouts = [new if new is not None else old for _, old, new in cur]
-        new_req, new_out = infer_correct_layout(new_call, cur_layouts, tinfos)
+        new_req, new_out, new_attrs = infer_correct_layout(new_call, cur_layouts, tinfos)
         if not self._lower_rank_operands_fit(cur, tinfos, old_req, new_req):
             new_req, new_out = [None] * len(args), [None]  # keep the call in the old layouts
+            new_attrs = None
+        if new_attrs is not None:
+            new_call = Call(new_call.op, new_call.args, new_attrs, new_call.type_args,
+                            new_call.span)
         fixed = []
         for (expr, old, new), want_old, want_new, t in zip(cur, old_req, new_req, tinfos):
             have = new if new is not None else (old if old is not None else want_old)
@@ -208,6 +242,69 @@ class LayoutRewriter(ExprMutator):
         if o_new is not None and o_old is None:
             self.altered[call] = (result, None, None)
         return result
+
+    def _visit_concatenate(self, call):
+        """``concatenate`` of a literal tuple whose fields all arrive in one new layout (TVM's
+        ConcatenateLayout): concatenate in that layout along the axis the old one names. None
+        when that does not apply (the fields then go back to their old layouts)."""
+        from ..op.transform import concatenate
+
+        tup = call.args[0]
+        if not tup.fields or not all(isinstance(f._checked_type, TensorType)
+                                     for f in tup.fields):
+            return None
+        cur = [self._current(f) for f in tup.fields]
+        olds = [old for _, old, _ in cur]
+        news = [new for _, _, new in cur]
+        new, old = news[0], olds[0]
+        if new is None or old is None or new == old or any(
+                n != new for n in news) or any(o != old for o in olds):
+            return None
+        rank = len(tup.fields[0]._checked_type.shape)
+        axis = call.attrs.axis + rank if call.attrs.axis < 0 else call.attrs.axis
+        dim = old[axis] if 0 <= axis < len(old) else None
+        if dim is None or not dim.isupper() or new.factor_of(dim) > 0:
+            return None  # a split concatenation axis: keep the old layout
+        fields = Tuple([e for e, _, _ in cur], tup.span)
+        out = concatenate(fields, new.index_of(dim))
+        result = Call(out.op, out.args, out.attrs, call.type_args, call.span)
+        self.altered[call] = (result, old, new)
+        return self._transform(result, new, old)
+
+    def _visit_reduce(self, call):
+        """A reduction whose input arrives in a new layout reduces there (TVM's
+        ReduceInferCorrectLayout): the axes are renamed through the old layout and the output
+        keeps the new order of the kept axes. Primal layouts only; None otherwise."""
+        t = call.args[0]._checked_type
+        if not isinstance(t, TensorType):
+            return None
+        expr, old, new = self._current(call.args[0])
+        rank = len(t.shape)
+        if new is None or old is None or new == old or len(old) != rank or len(new) != rank \
+                or not all(a.isupper() for a in str(old) + str(new)):
+            return None
+        attrs = call.attrs
+        axes = range(rank) if attrs.axis is None else [a + rank if a < 0 else a
+                                                          for a in attrs.axis]
+        exclude = bool(getattr(attrs, "exclude", False))
+        keep = bool(getattr(attrs, "keepdims", False))
+        named = {old[a] for a in axes}
+        reduced = {old[i] for i in range(rank)} - named if exclude else named
+        # the attribute names the reduced axes, or with ``exclude`` the kept ones
+        new_axes = [i for i in range(rank) if (new[i] in reduced) != exclude]
+
+        def out_layout(layout):
+            kept = "".join(layout[i] for i in range(rank) if keep or layout[i] not in reduced)
+            return Layout(kept) if kept else None
+
+        result = Call(call.op, [expr], attrs.with_fields(axis=tuple(new_axes)),
+                      call.type_args, call.span)
+        o_old, o_new = out_layout(old), out_layout(new)
+        if o_old is None or o_old == o_new:
+            self.altered[call] = (result, None, None)
+            return result
+        self.altered[call] = (result, o_old, o_new)
+        return self._transform(result, o_new, o_old)
 
     @staticmethod
     def _lower_rank_operands_fit(cur, tinfos, old_req, new_req) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
-from ...ir.type import GlobalTypeVar, TensorType, TupleType, Type, TypeVar
+from ...ir.type import GlobalTypeVar, TensorType, TupleType, Type, TypeCall, TypeVar
 from ...runtime.ndarray import NDArray
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
@@ -109,9 +109,12 @@ class _PE:
         self._anf: dict = {}
 
     # -------------------------------------------------------------- residual code
-    def push(self, binds, value, hint="x"):
+    def push(self, binds, value, hint="x", like=None):
+        """Bind ``value`` to a fresh variable; annotated with the type of ``like`` (the input
+        expression it computes) when that mentions an ADT: an unused ``Nothing`` or a match
+        on one cannot be typed from its uses."""
         self.count += 1
-        v = Var(f"{hint}{self.count}")
+        v = Var(f"{hint}{self.count}", _adt_annotation(like))
         binds.append((v, value))
         return v
 
@@ -148,12 +151,13 @@ class _PE:
             return env.vars.pop(v)
         if isinstance(e, Tuple):
             fields = [self.eval(f, env, binds, hint) for f in e.fields]
-            return _PV("tuple", fields, self.push(binds, Tuple([f.dyn for f in fields]), hint))
+            return _PV("tuple", fields, self.push(binds, Tuple([f.dyn for f in fields]), hint,
+                                                  e))
         if isinstance(e, TupleGetItem):
             t = self.eval(e.tuple_value, env, binds, hint)
             if t.kind == "tuple":
                 return t.data[e.index]
-            return _dynamic(self.push(binds, TupleGetItem(t.dyn, e.index), hint))
+            return _dynamic(self.push(binds, TupleGetItem(t.dyn, e.index), hint, e))
         if isinstance(e, Call):
             return self.call(e, env, binds, hint)
         if isinstance(e, If):
@@ -210,7 +214,8 @@ class _PE:
         if isinstance(f, Op):
             return self.op_call(e, args, binds, hint)
         if isinstance(f, Constructor):
-            return _PV("ctor", (f, args), self.push(binds, Call(f, [a.dyn for a in args]), hint))
+            return _PV("ctor", (f, args), self.push(binds, Call(f, [a.dyn for a in args]), hint,
+                                                    e))
         fpv = self.eval(f, env, binds, hint)
         target = None
         if fpv.kind == "closure":
@@ -222,12 +227,13 @@ class _PE:
         if target is not None and self._may_inline(target[0], args):
             return self.inline(target[0], target[1], args, binds)
         self.store = {}  # an unknown call may write any reference
-        return _dynamic(self.push(binds, Call(fpv.dyn, [a.dyn for a in args], e.attrs), hint))
+        return _dynamic(self.push(binds, Call(fpv.dyn, [a.dyn for a in args], e.attrs), hint,
+                                  e))
 
     def _global_anf(self, gv, func):
         anf = self._anf.get(gv)
         if anf is None:
-            anf = self._anf[gv] = to_a_normal_form(func)
+            anf = self._anf[gv] = _typed_anf(func, self.mod)
         return anf
 
     def _may_inline(self, fn, args) -> bool:
@@ -287,7 +293,7 @@ class _PE:
         self.store = dict(saved)
         other = self.block(e.false_branch, _Env(env))
         self.store = {}
-        return _dynamic(self.push(binds, If(cond.dyn, then, other), hint))
+        return _dynamic(self.push(binds, If(cond.dyn, then, other), hint, e))
 
     def eval_match(self, e, env, binds, hint) -> _PV:
         data = self.eval(e.data, env, binds, hint)
@@ -306,7 +312,7 @@ class _PE:
             self.store = dict(saved)
             clauses.append(Clause(pattern, self.block(clause.rhs, frame)))
         self.store = {}
-        return _dynamic(self.push(binds, Match(data.dyn, clauses, e.complete), hint))
+        return _dynamic(self.push(binds, Match(data.dyn, clauses, e.complete), hint, e))
 
 
 def _is_static_data(pv) -> bool:
@@ -390,6 +396,32 @@ def _annotation(t):
     return t
 
 
+def _typed_anf(func, mod):
+    """The A-normal form of ``func``, type checked where possible (for ``_adt_annotation``)."""
+    from .infer_type import InferTypeLocal
+
+    anf = to_a_normal_form(func)
+    try:
+        InferTypeLocal(anf, mod)
+    except Exception:  # noqa: BLE001 - an untyped input: residual vars stay unannotated
+        pass
+    return anf
+
+
+def _adt_annotation(e):
+    """The checked type of ``e`` when it mentions an ADT (and no type parameter), else None."""
+    t = getattr(e, "_checked_type", None)
+    if t is None:
+        return None
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TypeCall):
+            return _annotation(t)
+        stack.extend(getattr(x, "fields", ()) or ())
+    return None
+
+
 def _dynamic_pattern(p, out: dict):
     if isinstance(p, PatternVar):
         nv = Var(p.var.name_hint, _annotation(p.var.type_annotation))
@@ -405,7 +437,7 @@ def _dynamic_pattern(p, out: dict):
 def partial_evaluate(func: Function, mod=None, stats: list | None = None) -> Function:
     """PartialEvaluate on one function (its parameters unknown)."""
     pe = _PE(mod)
-    anf = to_a_normal_form(func)
+    anf = _typed_anf(func, mod)
     env = _Env()
     for p in anf.params:
         env.vars[p] = _dynamic(p)

@@ -17,10 +17,11 @@ already simplified and typed; the rewrites of TVM's SimplifyExpr, in its order:
   for op in add/multiply and constants c1, c2;
 * ``x + x`` into ``x * 2``; a transpose/layout_transform that keeps every axis in place removed;
   ``argmax/argmin/argsort(qnn.dequantize(x))`` into the op on ``x``; casts after a clip whose
-  range the cast's dtype holds removed; a clip wider than its dtype removed.
+  range the cast's dtype holds removed; a clip wider than its dtype removed;
+* ``a*x*x + b*x*y + c*y*y`` (constants a, b, c; any operand order) factored into
+  ``a * ((x + p*y) * (x + q*y))`` when the discriminant is not negative (TVM's SimplifyBinomial).
 
-Not done: TVM's SimplifyBinomial (``a*x*x + b*x*y + c*y*y`` factoring) and the folding of
-rank-changing layout_transform pairs. SimplifyExprPostAlterOp runs TVM's subset: identities,
+Not done: the folding of rank-changing layout_transform pairs. SimplifyExprPostAlterOp runs TVM's subset: identities,
 reshapes, same/consecutive casts, clip + casts, clip.
 """
 
@@ -363,13 +364,71 @@ def simplify_clip(call):
     return None
 
 
+_BINOMIAL = None
+
+
+def _binomial_pattern():
+    """TVM's SimplifyBinomial pattern, built once: the wildcards and constants it binds."""
+    global _BINOMIAL
+    if _BINOMIAL is None:
+        from ..dataflow_pattern import is_constant, is_op, wildcard
+
+        x, y = wildcard(), wildcard()
+        a, b, c = is_constant(), is_constant(), is_constant()
+        add, mul = is_op("add"), is_op("multiply")
+        x_sq = mul(a, mul(x, x)) | mul(x, mul(a, x)) | mul(x, x)
+        xy = mul(b, mul(x, y)) | mul(x, mul(b, y)) | mul(y, mul(b, x)) | mul(x, y)
+        y_sq = mul(c, mul(y, y)) | mul(y, mul(c, y)) | mul(y, y)
+        pattern = add(add(xy, x_sq), y_sq) | add(add(xy, y_sq), x_sq) | add(add(x_sq, y_sq), xy)
+        _BINOMIAL = (pattern, x, y, a, b, c)
+    return _BINOMIAL
+
+
+def _scalar_const(dtype: str, value: float):
+    return const(np.array(value).astype(dtype), dtype)
+
+
+def simplify_binomial(call):
+    """``a*x*x + b*x*y + c*y*y`` into ``a * ((x + p*y) * (x + q*y))`` (p, q the roots of
+    a*t*t - b*t + c, one shared factor when they coincide); unchanged if they are complex."""
+    if not _is_call(call, "add") or not isinstance(_type(call), TensorType):
+        return None
+    from ..dataflow_pattern.matcher import DFPatternMatcher
+
+    pattern, px, py, pa, pb, pc = _binomial_pattern()
+    m = DFPatternMatcher(call)
+    if not m.match(pattern, call):
+        return None
+    dtype = _type(call).dtype
+    vals = []
+    for p in (pa, pb, pc):
+        v = 1.0
+        if p in m.memo and dtype in ("int32", "float32", "float64"):
+            v = float(np.asarray(m.memo[p][0].data.numpy()).reshape(-1)[0])
+        vals.append(v)
+    a, b, c = vals
+    x, y = m.memo[px][0], m.memo[py][0]
+    if c == 1 and a > 1:  # TVM normalizes to the leading coefficient 1 when it can
+        x, y, a, c = y, x, c, a
+    disc2 = b * b - 4 * a * c
+    if disc2 < 0:
+        return None
+    same = disc2 < 10e-5
+    disc = float(np.sqrt(disc2))
+    first = _scalar_const(dtype, (b + disc) / (2 * a))
+    second = first if same else _scalar_const(dtype, (b - disc) / (2 * a))
+    m1 = _t.add(x, _t.multiply(y, first))
+    m2 = m1 if same else _t.add(x, _t.multiply(y, second))
+    return _t.multiply(_scalar_const(dtype, a), _t.multiply(m1, m2))
+
+
 REWRITES = (
     concretize_zeros_like, concretize_full_like, concretize_reshape_like,
     concretize_collapse_sum_like, concretize_broadcast_to_like, concretize_cast_like,
     simplify_add, simplify_rsqrt, eliminate_identity, simplify_reshape, simplify_transpose,
     simplify_noop_transpose, simplify_same_cast, simplify_consecutive_cast, full_elementwise,
     switch_add_multiply, simplify_adjacent_multiply_or_add, simplify_dq_arg,
-    simplify_clip_and_consecutive_cast, simplify_clip,
+    simplify_clip_and_consecutive_cast, simplify_clip, simplify_binomial,
 )
 POST_ALTER_OP_REWRITES = (eliminate_identity, simplify_reshape, simplify_same_cast,
                           simplify_consecutive_cast, simplify_clip_and_consecutive_cast,

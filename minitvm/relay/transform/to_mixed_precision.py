@@ -10,6 +10,12 @@ get their inputs cast back to the original float type. Ops without a category fo
 reused by every consumer. With PassContext config
 ``relay.ToMixedPrecision.keep_orig_output_dtype`` the function's result is cast back.
 Variables and constants never keep a FOLLOW op in float32: they are cast (TVM's rule).
+
+Control flow stays well typed: a let variable takes its value's new type (as TVM), the branches
+of an ``if`` or the clauses of a ``match`` that end in different types are cast back to the
+original type, closures (and global functions other than ``main``) keep their signatures (their
+result is cast back), and the arguments of calls to anything but an operator (closures,
+constructors, global functions) and the values stored in references keep their original types.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from ...ir.type import TensorType, TupleType
 from ...transform.config import register_pass_config
 from ...transform.context import PassContext
 from ...transform.stats import record_stat
-from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from ..adt import Clause
+from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ._pass_helpers import register
@@ -129,6 +136,26 @@ class _MixedPrecision(ExprMutator):
             out = self.casts[key] = self._typed(out)
         return out
 
+    def cast_to(self, e, target):
+        """``e`` with each float tensor cast to the dtype it has in type ``target`` (the
+        expression's type before the pass): restores an original signature."""
+        t = self._typed(e).checked_type
+        if t == target:
+            return e
+        if isinstance(target, TensorType) and isinstance(t, TensorType):
+            if _is_float(t.dtype) and _is_float(target.dtype) and t.dtype != target.dtype:
+                return self.cast(e, target.dtype)
+            return e
+        if isinstance(target, TupleType) and isinstance(t, TupleType) and len(
+                target.fields) == len(t.fields):
+            fields = (e.fields if isinstance(e, Tuple) else
+                      [self._typed(TupleGetItem(e, i)) for i in range(len(t.fields))])
+            new = [self.cast_to(f, ft) for f, ft in zip(fields, target.fields, strict=True)]
+            if isinstance(e, Tuple) and all(a is b for a, b in zip(new, e.fields, strict=True)):
+                return e
+            return self._typed(Tuple(new))
+        return e
+
     def _all_float_mixed(self, args) -> bool:
         """FOLLOW's test: every argument is in the mixed type, not a float, or a variable or
         constant (those are cast as needed)."""
@@ -163,7 +190,13 @@ class _MixedPrecision(ExprMutator):
 
     def visit_call(self, call):
         new = super().visit_call(call)
-        if not isinstance(new, Call) or not isinstance(new.op, Op):
+        if not isinstance(new, Call):
+            return self._typed(new)
+        if not isinstance(new.op, Op):  # closure, constructor or global: original signature
+            args = [self.cast_to(a, old.checked_type)
+                    for a, old in zip(new.args, call.args, strict=True)]
+            if any(a is not b for a, b in zip(args, new.args, strict=True)):
+                new = new.with_fields(args=args)
             return self._typed(new)
         category, accum, out_dtype = self._category(new)
         if category == MIXED_PRECISION_FOLLOW:
@@ -185,18 +218,88 @@ class _MixedPrecision(ExprMutator):
     def visit_function(self, fn):
         if fn.attrs and fn.attrs.get("Primitive"):
             return fn
-        return super().visit_function(fn)
+        new = super().visit_function(fn)
+        body = self.cast_to(new.body, fn.checked_type.ret_type)  # a closure keeps its type
+        if body is not new.body:
+            new = Function(new.params, body, new.ret_type, new.type_params, new.attrs, new.span)
+        return self._typed(new)
+
+    def visit_let(self, let):
+        chain = self._let_chain(let)
+        parts = []
+        for node in chain:
+            value = self.visit(node.value)
+            var = node.var
+            old_t, new_t = var.checked_type, self._typed(value).checked_type
+            if new_t != old_t:
+                if var in self.memo_map:  # used inside its own value (recursion): keep its type
+                    value = self.cast_to(value, old_t)
+                else:  # the variable takes its value's new type (as TVM)
+                    new_var = Var(var.name_hint, new_t, var.span)
+                    new_var._checked_type = new_t
+                    self.memo_map[var] = var = new_var
+            parts.append((var, value))
+        body = self.visit(chain[-1].body)
+        for node, (var, value) in zip(reversed(chain), reversed(parts), strict=True):
+            if var is node.var and value is node.value and body is node.body:
+                body = node
+            else:
+                body = Let(var, value, body, node.span)
+            self.memo_map[node] = body
+        return self._typed(body)
+
+    def _join(self, branches, original):
+        """Branches that must agree on a type: as they are when they do, else each cast back
+        to the ``original`` type."""
+        types = [self._typed(b).checked_type for b in branches]
+        if all(t == types[0] for t in types):
+            return branches
+        return [self.cast_to(b, original) for b in branches]
+
+    def visit_if(self, ite):
+        cond = self.visit(ite.cond)
+        t, f = self._join([self.visit(ite.true_branch), self.visit(ite.false_branch)],
+                          ite.checked_type)
+        return self._typed(ite.with_fields(cond, t, f))
+
+    def visit_match(self, m):
+        data = self.visit(m.data)
+        clauses = [self.visit_clause(c) for c in m.clauses]
+        rhs = self._join([c.rhs for c in clauses], m.checked_type)
+        clauses = [c if r is c.rhs else Clause(c.lhs, r) for c, r in zip(clauses, rhs,
+                                                                            strict=True)]
+        return self._typed(m.with_fields(data, clauses))
+
+    def visit_ref_create(self, r):
+        return self._typed(r.with_fields(self.cast_to(self.visit(r.value),
+                                                      r.value.checked_type)))
+
+    def visit_ref_write(self, r):
+        return self._typed(r.with_fields(self.visit(r.ref),
+                                         self.cast_to(self.visit(r.value), r.value.checked_type)))
 
 
 def to_mixed_precision(func: Function, mixed_type: str = "float16", missing_op_mode: int = 1,
                        mod=None, keep_output: bool = False):
-    """ToMixedPrecision on one type-checked function."""
+    """ToMixedPrecision on one type-checked function (``keep_output``: its result keeps the
+    original type)."""
     m = _MixedPrecision(mixed_type, missing_op_mode, mod)
     body = m.visit(func.body)
-    if keep_output:
+    if keep_output == "signature":
+        body = m.cast_to(body, func.body.checked_type)
+    elif keep_output:
         body = m.cast(body, _orig_float(func.body.checked_type))
     out = Function(func.params, body, None, func.type_params, func.attrs, func.span)
     return out, m.converted
+
+
+def _is_main(func, mod) -> bool:
+    if mod is None:
+        return True
+    for gv, f in mod.functions.items():
+        if f is func:
+            return gv.name_hint == "main"
+    return True
 
 
 def _orig_float(t) -> str:
@@ -234,6 +337,8 @@ def ToMixedPrecision(mixed_precision_type: str = "float16", missing_op_mode: int
 
     def transform(func, mod, ctx):
         keep = bool((ctx or PassContext.current()).get_config(_KEEP_OUTPUT, False))
+        if not keep and not _is_main(func, mod):
+            keep = "signature"  # callers of other global functions were typed with it
         out, n = to_mixed_precision(func, mixed_precision_type, missing_op_mode, mod, keep)
         record_stat("ops converted", n)
         return out

@@ -94,6 +94,14 @@ class NativeKernel:
         return None
 
     def _call_checked(self, args) -> None:
+        arrays, vals = self.pack(args)
+        cptrs = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
+        cvars = (ctypes.c_int64 * max(1, len(vals)))(*vals)
+        self._entry(cptrs, cvars, threadpool.get_num_threads())
+
+    def pack(self, args) -> tuple[list, list]:
+        """Check ``args`` and return (the buffer arguments as numpy arrays, in order; the i64
+        values of the entry's ``vars``, floats as their double bit pattern)."""
         params = self.spec["params"]
         if args and isinstance(args[-1], tuple) and params and params[-1][0] == "scalar":
             # call_tir's tir_vars arrive as one shape value: its ints are the scalar params
@@ -101,7 +109,7 @@ class NativeKernel:
         if len(args) != len(params):
             raise ValueError(f"kernel {self.name!r} expects {len(params)} arguments, got "
                              f"{len(args)}")
-        ptrs = []
+        arrays = []
         for k, (a, p) in enumerate(zip(args, params, strict=True)):
             if p[0] != "buf":
                 continue
@@ -118,7 +126,7 @@ class NativeKernel:
                                      f"be {want}, got {data.shape[d]}")
             if not data.flags.c_contiguous:
                 raise ValueError(f"kernel {self.name!r}: argument {k} must be C-contiguous")
-            ptrs.append(data.ctypes.data)
+            arrays.append(data)
         vals = []
         for (kind, *where), is_float in zip(self._vars, self._float_vars, strict=True):
             if kind == "scalar":
@@ -131,9 +139,7 @@ class NativeKernel:
             else:
                 a = args[where[0]]
                 vals.append(int(getattr(a, "_data", a).shape[where[1]]))
-        cptrs = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
-        cvars = (ctypes.c_int64 * max(1, len(vals)))(*vals)
-        self._entry(cptrs, cvars, threadpool.get_num_threads())
+        return arrays, vals
 
     def __repr__(self):
         return f"NativeKernel({self.name!r})"

@@ -27,6 +27,7 @@ from .executable import (
     Executable,
     VMFunction,
 )
+from .native_entry import MISS, RECORD, native_function
 
 _VM, _KERNEL, _PACKED = range(3)
 
@@ -60,7 +61,11 @@ def _to_vm(x, where: str):
         return tuple(_to_vm(f, where) for f in x.fields)
     if hasattr(x, "__array__"):
         return np.ascontiguousarray(np.asarray(x))
-    raise TypeError(f"{where}: cannot pass a {type(x).__name__} to a Relax function")
+    if isinstance(x, dict | set):
+        raise TypeError(f"{where}: cannot pass a {type(x).__name__} to a Relax function")
+    # an opaque run-time object (an nn.KVCache's cache...): an R.Object parameter takes it as
+    # is; a parameter of another kind rejects it in its entry check (vm.builtin.check_*_info)
+    return x
 
 
 def _from_vm(x):
@@ -126,6 +131,13 @@ class VirtualMachine:
         self._table = table
         self._consts = exe.constants
         self._linked = {id(f): self._link(f) for f in exe.functions.values()}
+        # straight-line functions get a native entry (native_entry.py); False turns it off
+        self.native_entry = True
+        self._native = {}
+        for f in exe.functions.values():
+            nf = native_function(f, self._linked[id(f)], self._consts)
+            if nf is not None:
+                self._native[f.name] = nf
 
     def _link(self, func: VMFunction) -> list:
         """Instructions with constants, immediates, functions and the VM resolved in advance:
@@ -156,9 +168,15 @@ class VirtualMachine:
     # ------------------------------------------------------------------ calling
     def __getitem__(self, name: str):
         func = self._function(name)
+        nf = self._native.get(func.name)
 
         def call(*args):
-            return self.invoke(func.name, *args)
+            if nf is not None and self.native_entry:  # the native entry's fast path first
+                got = nf.try_call(args)
+                if got is not MISS and got is not RECORD:
+                    return got
+                return self._interpret(func, args, nf if got is RECORD else None)
+            return self._interpret(func, args, None)
 
         call.__name__ = name
         return call
@@ -171,12 +189,23 @@ class VirtualMachine:
         return f
 
     def invoke(self, name: str, *args):
-        func = self._function(name)
+        nf = self._native.get(name) if self.native_entry else None
+        got = MISS if nf is None else nf.try_call(args)
+        if got is not MISS and got is not RECORD:
+            return got
+        return self._interpret(self._function(name), args, nf if got is RECORD else None)
+
+    def _interpret(self, func: VMFunction, args, recorder):
+        """Run ``func`` in the interpreter; ``recorder`` (a NativeFunction) records a plan of
+        this call shape for the native entry."""
+        name = func.name
         if len(args) != len(func.params):
             raise TypeError(f"{name}() takes {len(func.params)} arguments "
                             f"({', '.join(func.params)}), got {len(args)}")
         vals = [_to_vm(a, f"{name}() argument {p!r}") for a, p in zip(args, func.params,
                                                                         strict=True)]
+        if recorder is not None:
+            return _from_vm(recorder.record(vals))
         return _from_vm(self._run(func, vals))
 
     def _call_value(self, f, args):
@@ -289,16 +318,14 @@ class VirtualMachine:
                     raise ValueError(f"time_evaluator({func_name!r}): pass arguments or call "
                                      "set_input first")
                 args = self._inputs[func_name]
-            func = self._function(func_name)
-            vals = [_to_vm(a, f"{func_name}() argument {p!r}")
-                    for a, p in zip(args, func.params, strict=True)]
-            self._run(func, list(vals))
+            run = self[func_name]  # the native entry when the function has one
+            run(*args)
             results, n = [], number
             for _ in range(repeat):
                 while True:
                     t0 = time.perf_counter()
                     for _ in range(n):
-                        self._run(func, list(vals))
+                        run(*args)
                     dt = time.perf_counter() - t0
                     if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
                         break

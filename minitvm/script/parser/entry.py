@@ -201,6 +201,7 @@ def _load_metadata(top: _TopLevel, stmt) -> dict:
     import numpy as np
 
     from ...relax.expr import const
+    from ...runtime.ndarray import NDArray
 
     out = {}
     for key, items in raw.items():
@@ -208,7 +209,12 @@ def _load_metadata(top: _TopLevel, stmt) -> dict:
         for item in items:
             if isinstance(item, dict) and {"dtype", "shape", "data"} <= set(item):
                 arr = np.asarray(item["data"], dtype=item["dtype"]).reshape(item["shape"])
-                objs.append(const(arr, item["dtype"]) if key == "relax.expr.Constant" else arr)
+                if key == "relax.expr.Constant":
+                    objs.append(const(arr, item["dtype"]))
+                elif key == "NDArray":  # a tvm.nd.array held in attrs
+                    objs.append(NDArray(arr))
+                else:
+                    objs.append(arr)
             else:
                 objs.append(item)
         out[key] = objs

@@ -147,6 +147,9 @@ class RelaxParser(ExprEvaluator):
                 return rx.TupleGetItem(obj, index)
             raise self.error(node, f"a Relax value is indexed by an int (a tuple field), got "
                                    f"{type(index).__name__}")
+        if (isinstance(obj, tuple) and obj and isinstance(index, int)
+                and all(isinstance(f, rx.Expr) for f in obj)):
+            return rx.TupleGetItem(rx.Tuple(list(obj)), index)  # ``(x, y)[0]``: a Relax tuple
         return obj[index]
 
     def eval_sinfo(self, node) -> si.StructInfo:
@@ -358,7 +361,7 @@ class RelaxParser(ExprEvaluator):
             value.span = self.source.span(node)
         return value
 
-    def _emit(self, name: str, value, ann, node) -> rx.Var:
+    def _emit(self, name: str, value, ann, node, var=None) -> rx.Var:
         at = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else node
         value = self._normalize(self._to_relax(value, at), at)
         inferred = value.struct_info_
@@ -367,7 +370,8 @@ class RelaxParser(ExprEvaluator):
             sinfo = ann
         else:
             sinfo = inferred
-        var = self._var(name, sinfo, node)
+        if var is None:
+            var = self._var(name, sinfo, node)
         self._spanned(value, at)
         self._seq.bindings.append(rx.VarBinding(var, value, self.source.span(node)))
         self.var_table.add(name, var)
@@ -443,6 +447,8 @@ class RelaxParser(ExprEvaluator):
                     self._expr_stmt(s)
                 elif t is ast.Pass:
                     continue
+                elif t is ast.FunctionDef:  # a local function (MergeCompositeFunctions')
+                    self._local_function(s)
                 elif t is ast.If:
                     raise self.error(s, "control flow (if) is not allowed in a dataflow block")
                 elif t is ast.Return:
@@ -492,6 +498,8 @@ class RelaxParser(ExprEvaluator):
                 n = s.targets[0].id
             elif t is ast.AnnAssign and isinstance(s.target, ast.Name):
                 n = s.target.id
+            elif t is ast.FunctionDef:
+                n = s.name
             else:
                 continue
             if n in wanted:
@@ -556,10 +564,16 @@ class RelaxParser(ExprEvaluator):
                                    "@R.function (inline @T.prim_func is not allowed)")
         sub = RelaxParser(self.source, self.env, self.var_table, self.bb)
         sub.sym = dict(self.sym)
-        sub.declare(stmt, kwargs, nested=True)
+        sig = sub.declare(stmt, kwargs, nested=True)
+        # the function's own name is visible in its body (a recursive local function), as a
+        # variable of the struct info its signature declares
+        self_var = None
+        if sig.ret is not None:  # in the function's own scope, which finish() closes
+            self_var = self._var(stmt.name, sig.struct_info, stmt)
+            self.var_table.add(stmt.name, self_var)
         func = sub.finish()
         self._stmt = stmt
-        self._emit(stmt.name, func, None, stmt)
+        self._emit(stmt.name, func, None, stmt, var=self_var)
 
 
 # ---------------------------------------------------------------------------- struct info

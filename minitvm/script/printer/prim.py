@@ -91,6 +91,19 @@ def _int(e) -> str:
     return str(e.value)
 
 
+def _typed_args(e, kids, tir) -> list[str]:
+    """The operands of an operation printed as a call: with no variable beside it to take the
+    dtype from, an integer constant that is not int32 states its dtype (``T.int64(3)``)."""
+    out = []
+    for c, k in zip((e.a, e.b), kids):
+        if type(c) is E.IntImm and c.dtype not in ("int32", "bool") and (
+                _const(e.a) is not None and _const(e.b) is not None or e.a.dtype != e.b.dtype):
+            out.append(_call(tir(c.dtype), [str(c.value)]))
+        else:
+            out.append(k[0])
+    return out
+
+
 def _call(name: str, args) -> str:
     return f"{name}({', '.join(args)})"
 
@@ -100,7 +113,7 @@ def _node(e, kids, var_doc, tir) -> tuple[str, int]:
     sugar = _SUGAR.get(t)
     if sugar is not None:
         if _folds(e):
-            return _call(tir(_NAMES[t]), [k[0] for k in kids]), IDENT
+            return _call(tir(_NAMES[t]), _typed_args(e, kids, tir)), IDENT
         sym, prec = sugar
         return f"{_wrap(kids[0], prec)} {sym} {_wrap(kids[1], prec, True)}", prec
     if t is E.IntImm:

@@ -286,6 +286,8 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
             return float_literal(v)
         if isinstance(v, str):
             return self.add_metadata(v, "runtime.String") if "\n" in v else D.quote(v)
+        if isinstance(v, _AttrImm):
+            return f"{self.T(v.imm.dtype)}({v.imm.value})"
         if isinstance(v, PrimExpr):
             return self.prim(v)
         return self.run_value(v)
@@ -347,8 +349,8 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
         name = self.define(mod, f, self.binding_names[-1] if self.binding_names else "Module")
         stmts = f.stmts
         if mod.attrs:
-            stmts.append(D.expr_stmt(D.call_text(self.I("module_attrs"),
-                                               [(yield ("value", dict(mod.attrs)))])))
+            stmts.append(D.expr_stmt(D.call_text(
+                self.I("module_attrs"), [(yield ("value", _explicit_imms(dict(mod.attrs))))])))
         if mod.global_infos:
             stmts.append(D.expr_stmt(D.call_text(self.I("module_global_infos"),
                                                [(yield ("value", dict(mod.global_infos)))])))
@@ -399,8 +401,8 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
             if top and gsym is not None and gsym == name:
                 shown = {k: v for k, v in attrs.items() if k != "global_symbol"}
             if shown:
-                f.stmts.append(D.expr_stmt(D.call_text(self.R("func_attr"),
-                                                     [(yield ("value", shown))])))
+                f.stmts.append(D.expr_stmt(D.call_text(
+                    self.R("func_attr"), [(yield ("value", _explicit_imms(shown)))])))
         dec_kw = []
         if not n.is_pure:
             dec_kw.append(("pure", "False"))
@@ -521,7 +523,16 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
             self.binding_names.append(lhs)
             d = yield value
             self.binding_names.pop()
-            return d
+            return d[-1] if isinstance(d, list) else d  # no import header inside a function
+        if isinstance(value, rx.SeqExpr):  # not normalized: its bindings, then the body's
+            stmts = []
+            for blk in value.blocks:
+                d = yield blk
+                stmts.extend(d if isinstance(d, list) else [d])
+            rhs = yield value.body
+            ann = yield ("ann", b.var, value.body)
+            stmts.append(D.assign(self.define_var(b.var, frame), rhs, ann))
+            return stmts
         if self.cfg.syntax_sugar and _is_void(value) and _is_void(b.var):
             return D.expr_stmt((yield value))
         rhs = yield value
@@ -568,6 +579,31 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
 
     def if_expr(self, n):
         return (yield ("if", n, None, None))
+
+
+class _AttrImm:
+    """An integer constant node among attributes, printed with its dtype (``T.int64(3)``) so it
+    parses back as the node, not as the Python int an attribute ``3`` is."""
+
+    __slots__ = ("imm",)
+
+    def __init__(self, imm):
+        self.imm = imm
+
+
+def _explicit_imms(attrs: dict) -> dict:
+    """``attrs`` with integer IntImm values (also inside lists and dicts) marked to print with
+    their dtype; bools print as Python bools, which is what the parser makes of them."""
+    def mark(v):
+        if isinstance(v, tir_expr.IntImm) and v.dtype != "bool":
+            return _AttrImm(v)
+        if isinstance(v, list | tuple):
+            return [mark(x) for x in v]
+        if isinstance(v, dict):
+            return {k: mark(x) for k, x in v.items()}
+        return v
+
+    return {k: mark(v) for k, v in attrs.items()}
 
 
 def _is_void(x) -> bool:
@@ -641,6 +677,7 @@ _HANDLERS = {
     float: lambda p, v: p.value(v),
     bool: lambda p, v: p.value(v),
     type(None): lambda p, v: "None",
+    _AttrImm: lambda p, v: p.value(v),
 }
 
 

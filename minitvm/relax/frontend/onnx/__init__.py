@@ -5,7 +5,14 @@ dim, so one build serves every batch size."""
 
 from __future__ import annotations
 
-from . import ops_math, ops_nn, ops_tensor  # noqa: F401  (register the converters)
+from ....frontend_common.onnx_model import default_opset, load_model
+from . import (  # noqa: F401  (register the converters)
+    ops_control,
+    ops_math,
+    ops_nn,
+    ops_recurrent,
+    ops_tensor,
+)
 from .context import CONVERTERS, ONNXImportError, OpNotImplemented
 from .importer import ONNXGraphImporter
 
@@ -15,27 +22,6 @@ __all__ = ["from_onnx", "supported_ops", "ONNXImportError", "OpNotImplemented"]
 def supported_ops() -> list[str]:
     """The ONNX op types this importer converts."""
     return sorted(CONVERTERS)
-
-
-def _load(model):
-    try:
-        import onnx
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("from_onnx needs the `onnx` package: pip install 'minitvm[onnx]'") \
-            from e
-    if isinstance(model, str | bytes) or hasattr(model, "__fspath__"):
-        src = model
-        try:
-            model = onnx.load_from_string(src) if isinstance(src, bytes) else onnx.load(src)
-        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-            raise ONNXImportError(f"cannot read ONNX model {src!r:.80}: "
-                                  f"{type(e).__name__}: {e}") from e
-    if not isinstance(model, onnx.ModelProto):
-        raise TypeError(f"from_onnx expects an onnx.ModelProto or a file path, got "
-                        f"{type(model).__name__}")
-    if not model.HasField("graph"):
-        raise ONNXImportError("the ONNX model has no graph (empty or malformed file)")
-    return model
 
 
 def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
@@ -64,10 +50,8 @@ def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
     -------
     mod : tvm.IRModule
     """
-    model = _load(model)
-    if opset is None:
-        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-                    default=1)
-    importer = ONNXGraphImporter(shape_dict, dtype_dict, int(opset), keep_params_in_input,
+    model = load_model(model, ONNXImportError)
+    importer = ONNXGraphImporter(shape_dict, dtype_dict, default_opset(model, opset),
+                                 keep_params_in_input,
                                  sanitize_input_names)
     return importer.from_onnx(model.graph)

@@ -7,10 +7,10 @@ data-dependent shapes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
+from ....frontend_common.onnx_model import ConverterTable, NodeContext
+from ....frontend_common.onnx_model import onnx_dtype as _onnx_dtype
 from ....ir.prim_expr import IntImm, PrimExpr
 from ... import op as _op
 from ...expr import Call, Constant, Expr, ShapeExpr, const
@@ -20,7 +20,8 @@ __all__ = ["CONVERTERS", "register", "Context", "ONNXImportError", "OpNotImpleme
            "onnx_dtype", "is_known", "normalize_known"]
 
 # op_type -> converter(ctx, inputs, attrs) -> value | list of values
-CONVERTERS: dict[str, Callable] = {}
+CONVERTERS = ConverterTable()
+register = CONVERTERS.register
 
 
 class ONNXImportError(ValueError):
@@ -31,29 +32,9 @@ class OpNotImplemented(NotImplementedError):
     """The model uses ONNX operators this importer does not convert (all listed at once)."""
 
 
-def register(*op_types: str):
-    """Register one converter under one or more ONNX op types."""
-
-    def deco(fn):
-        for name in op_types:
-            CONVERTERS[name] = fn
-        return fn
-
-    return deco
-
-
-_ONNX_DTYPES = {
-    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
-}
-
-
 def onnx_dtype(code: int) -> str:
     """The dtype name of an ONNX TensorProto element type."""
-    if code not in _ONNX_DTYPES:
-        raise ONNXImportError(f"ONNX element type {code} is not supported (supported: "
-                              f"{', '.join(sorted(set(_ONNX_DTYPES.values())))})")
-    return _ONNX_DTYPES[code]
+    return _onnx_dtype(code, ONNXImportError)
 
 
 def is_known(v) -> bool:
@@ -86,24 +67,15 @@ def normalize_known(arr: np.ndarray) -> np.ndarray:
     return out.reshape(arr.shape)
 
 
-class Context:
+class Context(NodeContext):
     """The state converters share: the opset, the node being converted, the BlockBuilder."""
 
+    error = ONNXImportError
+
     def __init__(self, bb, opset: int):
+        super().__init__(opset)
         self.bb = bb
-        self.opset = opset
-        self.node = None
         self.analyzer = bb.get_analyzer()
-
-    # -- errors ------------------------------------------------------------------------------
-    def where(self) -> str:
-        n = self.node
-        if n is None:
-            return "?"
-        return f"{n.op_type} node {n.name!r}" if n.name else n.op_type
-
-    def fail(self, detail: str) -> ONNXImportError:
-        return ONNXImportError(f"{self.where()}: {detail}")
 
     # -- emitting ----------------------------------------------------------------------------
     def emit(self, e: Expr) -> Expr:

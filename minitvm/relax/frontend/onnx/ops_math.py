@@ -178,7 +178,7 @@ def _variadic(ctx: Context, ins, attrs):
     return ctx.emit(acc) if len(ins) > 1 else acc
 
 
-@register("Identity", "Dropout")
+@register("Identity")
 def _identity(ctx: Context, ins, attrs):
     return ins[0]
 

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from ....frontend_common.onnx_model import check_dropout_is_identity
+from ....frontend_common.onnx_pool import maxpool_indices
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import Context, register
@@ -122,9 +124,34 @@ def _matmul(ctx: Context, ins, attrs):
 def _batch_norm(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     gamma, beta, mean, var = (ctx.expr(v) for v in ins[1:5])
-    bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1,
-                                    epsilon=float(attrs.get("epsilon", 1e-5))))
+    eps = float(attrs.get("epsilon", 1e-5))
+    if attrs.get("training_mode", 0):
+        return _batch_norm_training(ctx, x, gamma, beta, mean, var, eps,
+                                    float(attrs.get("momentum", 0.9)))
+    bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=eps))
     return ctx.emit(TupleGetItem(bn, 0))
+
+
+def _batch_norm_training(ctx: Context, x, gamma, beta, mean, var, eps, momentum):
+    """training_mode=1 (opset 14+): normalize with the batch's statistics (population
+    variance) and return the running mean and variance updated with ``momentum``."""
+    nd, dt = ctx.ndim(x), ctx.dtype(x)
+    axes = [0] + list(range(2, nd))
+    bshape = ctx.shape_expr([1, -1] + [1] * (nd - 2))
+    cur_mean = ctx.emit(_op.mean(x, axes))
+    cur_var = ctx.emit(_op.variance(x, axes))
+    inv = ctx.emit(_op.rsqrt(ctx.emit(_op.add(cur_var, const(np.array(eps, dt))))))
+    centered = ctx.emit(_op.subtract(x, ctx.emit(_op.reshape(cur_mean, bshape))))
+    factor = ctx.emit(_op.reshape(ctx.emit(_op.multiply(inv, gamma)), bshape))
+    y = ctx.emit(_op.add(ctx.emit(_op.multiply(centered, factor)),
+                         ctx.emit(_op.reshape(beta, bshape))))
+    keep, new = const(np.array(momentum, dt)), const(np.array(1.0 - momentum, dt))
+
+    def update(old, cur):
+        return ctx.emit(_op.add(ctx.emit(_op.multiply(old, keep)),
+                                ctx.emit(_op.multiply(cur, new))))
+
+    return [y, update(mean, cur_mean), update(var, cur_var)]
 
 
 @register("LayerNormalization")
@@ -166,14 +193,47 @@ def _pool(ctx: Context, ins, attrs):
     n = len(kernel)
     if (name, n) not in _POOLS:
         raise ctx.fail(f"{n}-D {name} is not supported")
-    if name == "MaxPool" and len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.fail("MaxPool's Indices output is not supported")
     strides = [int(s) for s in attrs.get("strides", [1] * n)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dilations)
     ceil = bool(attrs.get("ceil_mode", 0))
     include = bool(attrs.get("count_include_pad", 0))
-    return ctx.emit(_POOLS[(name, n)](x, kernel, strides, pads, dilations, ceil, include))
+    y = ctx.emit(_POOLS[(name, n)](x, kernel, strides, pads, dilations, ceil, include))
+    if name == "MaxPool" and ctx.output_used(1):
+        shape = ctx.shape(x)
+        if not all(isinstance(d, int) for d in shape):
+            raise ctx.fail("MaxPool's Indices output needs static input dims")
+        idx = maxpool_indices(_RelaxIndicesOps(ctx), shape, ctx.dtype(x), x,
+                              ctx.shape(y)[2:], kernel, strides, dilations, pads[:n], pads[n:],
+                              int(attrs.get("storage_order", 0)))
+        return [y, idx]
+    return y
+
+
+class _RelaxIndicesOps:
+    """``IndicesOps`` (frontend_common.onnx_pool) on Relax."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def pad(self, x, widths, value):
+        flat = [int(p) for w in widths for p in w]
+        return self.ctx.emit(_op.nn.pad(x, flat, pad_value=value))
+
+    def strided_slice(self, x, begin, end, strides, axes):
+        return self.ctx.emit(_op.strided_slice(x, axes, begin, end, strides))
+
+    def stack(self, xs):
+        return self.ctx.emit(_op.concat([self.ctx.emit(_op.expand_dims(v, 0)) for v in xs], 0))
+
+    def argmax0(self, x):
+        return self.ctx.emit(_op.argmax(x, axis=0))
+
+    def take0(self, table, idx):
+        return self.ctx.emit(_op.take(const(table), idx, axis=0))
+
+    def add_const(self, x, c):
+        return self.ctx.emit(_op.add(x, const(c)))
 
 
 @register("GlobalAveragePool", "GlobalMaxPool")
@@ -210,3 +270,12 @@ def _pad(ctx: Context, ins, attrs):
     for i in range(ndim):
         flat += [int(pads[i]), int(pads[ndim + i])]
     return ctx.emit(_op.nn.pad(x, flat, value, mode))
+
+
+@register("Dropout")
+def _dropout(ctx: Context, ins, attrs):
+    """Inference Dropout is the identity with an all-true mask (see check_dropout_is_identity)."""
+    check_dropout_is_identity(ctx, ins, attrs, ctx.value)
+    if not ctx.output_used(1):
+        return [ins[0]]
+    return [ins[0], ctx.emit(_op.ones(ctx.shape_expr(ctx.shape(ins[0])), "bool"))]

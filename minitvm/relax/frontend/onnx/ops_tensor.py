@@ -338,3 +338,10 @@ def _resize(ctx: Context, ins, attrs):
         attrs.get("coordinate_transformation_mode", "half_pixel"),
         attrs.get("nearest_mode", "round_prefer_floor"), float(attrs.get("cubic_coeff_a", -0.75)),
         int(attrs.get("exclude_outside", 0)), float(attrs.get("extrapolation_value", 0.0))))
+
+
+@register("NonZero")
+def _nonzero(ctx: Context, ins, attrs):
+    """The output's shape depends on the values: the input must be known at import."""
+    v = ctx.value(ins[0], "NonZero's input (its output shape depends on the values)")
+    return np.array(np.nonzero(v), dtype="int64").reshape(np.ndim(v), -1)

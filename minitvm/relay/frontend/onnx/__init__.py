@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from ....frontend_common.onnx_model import default_opset, load_model
 from ..common import ImportError_, OpNotImplemented
-from . import ops_elemwise, ops_nn, ops_reduce, ops_resize, ops_tensor  # noqa: F401
+from . import (  # noqa: F401  (register the converters)
+    ops_control,
+    ops_elemwise,
+    ops_nn,
+    ops_recurrent,
+    ops_reduce,
+    ops_resize,
+    ops_scatter,
+    ops_search,
+    ops_tensor,
+)
 from .graph import GraphProto
 from .registry import CONVERTERS, NeedsConstantInput
 
@@ -13,26 +24,6 @@ __all__ = ["from_onnx", "supported_ops", "OpNotImplemented", "NeedsConstantInput
 def supported_ops() -> list[str]:
     """The ONNX op types this importer converts."""
     return sorted(CONVERTERS)
-
-
-def _load(model):
-    try:
-        import onnx
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("from_onnx needs the `onnx` package: pip install 'minitvm[onnx]'") from e
-    if isinstance(model, str | bytes) or hasattr(model, "__fspath__"):
-        path = model
-        try:
-            model = onnx.load(path) if not isinstance(path, bytes) else onnx.load_from_string(path)
-        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-            raise ImportError_(f"cannot read ONNX model {path!r:.80}: {type(e).__name__}: {e}") \
-                from e
-    if not isinstance(model, onnx.ModelProto):
-        raise TypeError(f"from_onnx expects an onnx.ModelProto or a file path, got "
-                        f"{type(model).__name__}")
-    if not model.HasField("graph"):
-        raise ImportError_("the ONNX model has no graph (empty or malformed file)")
-    return model
 
 
 def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | None = None,
@@ -61,9 +52,6 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     mod : tvm.IRModule
     params : dict of str to tvm.nd.NDArray
     """
-    model = _load(model)
-    if opset is None:
-        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-                    default=1)
-    g = GraphProto(shape, dtype, freeze_params, int(opset), const_inputs)
+    model = load_model(model, ImportError_)
+    g = GraphProto(shape, dtype, freeze_params, default_opset(model, opset), const_inputs)
     return g.from_onnx(model.graph)

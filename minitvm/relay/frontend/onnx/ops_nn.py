@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_model import check_dropout_is_identity
 from ... import op as _op
 from ...op import nn as _nn
+from .pool_indices import maxpool_indices
 from .registry import register
 
 
@@ -179,8 +181,29 @@ def _batch_norm(ctx, ins, attrs):
     x, scale, bias, mean, var = ins[:5]
     eps = float(attrs.get("epsilon", 1e-5))
     if attrs.get("training_mode", 0):
-        raise NotImplementedError(f"{ctx.where()}: training_mode=1 is not supported")
+        return _batch_norm_training(ctx, x, scale, bias, mean, var, eps,
+                                    float(attrs.get("momentum", 0.9)))
     return _nn.batch_norm(x, scale, bias, mean, var, axis=1, epsilon=eps)[0]
+
+
+def _batch_norm_training(ctx, x, scale, bias, mean, var, eps, momentum):
+    """training_mode=1 (opset 14+): normalize with the batch's own statistics (population
+    variance) and also return the updated running mean and variance. Deterministic: no
+    randomness is involved, only which statistics are used."""
+    shape = ctx.shape(x)
+    dt = ctx.dtype(x)
+    axes = [0] + list(range(2, len(shape)))
+    bshape = [1, shape[1]] + [1] * (len(shape) - 2)
+    cur_mean = _op.mean(x, axes)
+    centered = _op.subtract(x, _op.reshape(cur_mean, bshape))
+    cur_var = _op.mean(_op.multiply(centered, centered), axes)
+    inv = _op.rsqrt(_op.add(cur_var, ctx.const(np.array(eps, dt))))
+    y = _op.add(_op.multiply(centered, _op.reshape(_op.multiply(inv, scale), bshape)),
+                _op.reshape(bias, bshape))
+    keep, new = ctx.const(np.array(momentum, dt)), ctx.const(np.array(1.0 - momentum, dt))
+    run_mean = _op.add(_op.multiply(mean, keep), _op.multiply(cur_mean, new))
+    run_var = _op.add(_op.multiply(var, keep), _op.multiply(cur_var, new))
+    return [y, run_mean, run_var]
 
 
 @register("LayerNormalization")
@@ -222,8 +245,9 @@ def _lrn(ctx, ins, attrs):
 
 @register("Dropout")
 def _dropout(ctx, ins, attrs):
-    x = ins[0]
-    return [x, _op.ones(ctx.shape(x), "bool")]
+    """Inference Dropout is the identity with an all-true mask (see check_dropout_is_identity)."""
+    check_dropout_is_identity(ctx, ins, attrs, ctx.value)
+    return [ins[0], _op.ones(ctx.shape(ins[0]), "bool")]
 
 
 # ------------------------------------------------------------------ pooling
@@ -263,23 +287,34 @@ def _pool(kind):
         begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dil)
         ceil = bool(attrs.get("ceil_mode", 0))
         inc = bool(attrs.get("count_include_pad", 0))
-        if n == 1:
-            y = _pool2d(ctx, _op.expand_dims(x, 2), kind, [1] + kernel, [1] + strides,
-                        [1] + dil, [0] + begin, [0] + end, ceil, inc)
-            return _op.squeeze(y, axis=[2])
-        if n == 2:
-            return _pool2d(ctx, x, kind, kernel, strides, dil, begin, end, ceil, inc)
-        # 3-D: a box window is separable (max of maxes; sums and pad-aware counts multiply),
-        # so pool (H, W) with the depth folded into channels, then pool D as a 2-D (kd, 1)
-        nb, c, d, h, w = shape
-        y = _pool2d(ctx, _op.reshape(x, (nb, c * d, h, w)), kind, kernel[1:], strides[1:],
-                    dil[1:], begin[1:], end[1:], ceil, inc)
-        oh, ow = ctx.shape(y)[2:]
-        y = _pool2d(ctx, _op.reshape(y, (nb, c, d, oh * ow)), kind, [kernel[0], 1],
-                    [strides[0], 1], [dil[0], 1], [begin[0], 0], [end[0], 0], ceil, inc)
-        return _op.reshape(y, (nb, c, ctx.shape(y)[2], oh, ow))
+        y = _pool_nd(ctx, x, kind, n, kernel, strides, dil, begin, end, ceil, inc)
+        if kind == "max" and ctx.output_used(1):
+            idx = maxpool_indices(ctx, x, ctx.shape(y)[2:], kernel, strides, dil, begin, end,
+                                  int(attrs.get("storage_order", 0)))
+            return [y, idx]
+        return y
 
     return convert
+
+
+def _pool_nd(ctx, x, kind, n, kernel, strides, dil, begin, end, ceil, inc):
+    """1-, 2- or 3-D pooling on a channels-first input."""
+    shape = ctx.shape(x)
+    if n == 1:
+        y = _pool2d(ctx, _op.expand_dims(x, 2), kind, [1] + kernel, [1] + strides,
+                    [1] + dil, [0] + begin, [0] + end, ceil, inc)
+        return _op.squeeze(y, axis=[2])
+    if n == 2:
+        return _pool2d(ctx, x, kind, kernel, strides, dil, begin, end, ceil, inc)
+    # 3-D: a box window is separable (max of maxes; sums and pad-aware counts multiply),
+    # so pool (H, W) with the depth folded into channels, then pool D as a 2-D (kd, 1)
+    nb, c, d, h, w = shape
+    y = _pool2d(ctx, _op.reshape(x, (nb, c * d, h, w)), kind, kernel[1:], strides[1:],
+                dil[1:], begin[1:], end[1:], ceil, inc)
+    oh, ow = ctx.shape(y)[2:]
+    y = _pool2d(ctx, _op.reshape(y, (nb, c, d, oh * ow)), kind, [kernel[0], 1],
+                [strides[0], 1], [dil[0], 1], [begin[0], 0], [end[0], 0], ceil, inc)
+    return _op.reshape(y, (nb, c, ctx.shape(y)[2], oh, ow))
 
 
 register("MaxPool")(_pool("max"))

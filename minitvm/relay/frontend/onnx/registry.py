@@ -2,42 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
+from ....frontend_common.onnx_model import ConverterTable, NodeContext
+from ....frontend_common.onnx_model import onnx_dtype as _onnx_dtype
 from ... import expr as _expr
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
 
 # op_type -> converter(ctx, inputs, attrs) -> Expr | list[Expr]
-CONVERTERS: dict[str, Callable] = {}
-
-
-def register(*op_types: str):
-    """Register one converter under one or more ONNX op types."""
-
-    def deco(fn):
-        for name in op_types:
-            CONVERTERS[name] = fn
-        return fn
-
-    return deco
-
-
-_ONNX_DTYPES = {
-    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
-}
+CONVERTERS = ConverterTable()
+register = CONVERTERS.register
 
 
 def onnx_dtype(code: int) -> str:
     """The dtype name of an ONNX TensorProto element type."""
-    if code not in _ONNX_DTYPES:
-        raise ImportError_(f"ONNX element type {code} is not supported (supported: "
-                           f"{', '.join(sorted(set(_ONNX_DTYPES.values())))})")
-    return _ONNX_DTYPES[code]
+    return _onnx_dtype(code, ImportError_)
 
 
 class NeedsConstantInput(ImportError_):
@@ -52,22 +33,15 @@ class NeedsConstantInput(ImportError_):
         self.input_name = input_name
 
 
-class Context:
+class Context(NodeContext):
     """What a converter may ask about: the opset, the node, static shapes and constants."""
 
+    error = ImportError_
+
     def __init__(self, opset: int, fold, graph_inputs=()):
-        self.opset = opset
+        super().__init__(opset)
         self.fold = fold
-        self.node = None
         self.graph_inputs = set(graph_inputs)
-
-    def where(self) -> str:
-        n = self.node
-        return f"{n.op_type} node {n.name!r}" if n is not None and n.name else (
-            n.op_type if n is not None else "?")
-
-    def fail(self, detail: str) -> ImportError_:
-        return ImportError_(f"{self.where()}: {detail}")
 
     def shape(self, e) -> tuple[int, ...]:
         return infer_shape(e)

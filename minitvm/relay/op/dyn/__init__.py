@@ -13,3 +13,5 @@ from ._transform import (  # noqa: F401
     strided_slice,
     tile,
 )
+from ._more import resize2d, sparse_to_dense, squeeze, topk  # noqa: E402,F401
+from . import image  # noqa: E402,F401  (dyn.image.resize2d)

@@ -6,3 +6,22 @@ from .nn import *
 from . import _layout_hooks  # ConvertLayout hooks use the constructors above
 from ._space_batch import batch_to_space_nd, space_to_batch_nd  # noqa: E402
 from ._rearrange import depth_to_space, dilate, mirror_pad, space_to_depth  # noqa: E402
+from ._conv_nd import (  # noqa: E402
+    conv1d_transpose, conv2d_backward_weight, conv3d, conv3d_transpose, correlation,
+    deformable_conv2d,
+)
+from ._pool_nd import (  # noqa: E402
+    adaptive_avg_pool1d, adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool3d,
+    avg_pool3d, global_avg_pool1d, global_avg_pool3d, global_max_pool1d, global_max_pool3d,
+    max_pool3d, upsampling3d,
+)
+from ._loss import cross_entropy, cross_entropy_with_logits, fifo_buffer, nll_loss  # noqa: E402,E501
+from ._contrib_more import (  # noqa: E402
+    contrib_dense_pack, contrib_depthwise_conv2d_nchwc, sparse_add, sparse_transpose,
+)
+from ._winograd import (  # noqa: E402
+    contrib_conv2d_gemm_weight_transform, contrib_conv2d_gemm_without_weight_transform,
+    contrib_conv2d_winograd_weight_transform, contrib_conv2d_winograd_without_weight_transform,
+    contrib_conv3d_winograd_weight_transform, contrib_conv3d_winograd_without_weight_transform,
+)
+from ._bit_sparse import bitpack, sparse_conv2d  # noqa: E402

@@ -3,7 +3,7 @@ nn.softmax, nn.fast_softmax, nn.log_softmax. Numpy references: ``minitvm.topi.re
 
 from __future__ import annotations
 
-from ....ir.op import OpPattern
+from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
 from ..op import define_op
 from ..type_relations import (
@@ -63,6 +63,8 @@ define_op("nn.bias_add", channel_vector_rel, pattern=OpPattern.BROADCAST,
           attrs_type=A.BiasAddAttrs, num_inputs=2, describe="Add a 1-D bias along one axis.")
 define_op("nn.dropout", _dropout_rel, pattern=OpPattern.OPAQUE, attrs_type=A.DropoutAttrs,
           num_inputs=1, describe="Dropout: (output, mask); identity at inference.")
+# random at training time: stateful as in TVM (FoldConstant never evaluates it)
+Op.get("nn.dropout").set_attr("TOpIsStateful", True)
 for _name in ("nn.softmax", "nn.fast_softmax", "nn.log_softmax"):
     define_op(_name, _softmax_rel(_name), pattern=_FUSABLE, attrs_type=A.SoftmaxAttrs,
               num_inputs=1, describe=f"{_name} along an axis.")

@@ -5,3 +5,4 @@ from .qnn import (  # noqa: F401
     simulated_dequantize, simulated_quantize, subtract,
 )
 from . import canonicalize  # noqa: F401  (registers FTVMQnnCanonicalize)
+from .qnn_more import batch_matmul, conv2d_transpose  # noqa: F401,E402

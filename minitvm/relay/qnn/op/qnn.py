@@ -201,6 +201,11 @@ for _name in ("qnn.add", "qnn.subtract", "qnn.mul"):
               describe=f"Quantized elementwise {_name[4:]} with output requantization.")
 define_op("qnn.concatenate", _concatenate_rel, pattern=_INJ, attrs_type=ConcatenateAttrs,
           num_inputs=5, describe="Concatenate quantized tensors, requantizing to one output.")
+# As in TVM, qnn ops are non-computational until canonicalized: FoldConstant folds them only
+# with fold_qnn=True.
+for _name in Op.list_op_names():
+    if _name.startswith("qnn."):
+        Op.get(_name).set_attr("TNonComputational", True)
 
 
 def _f32(v) -> Expr:

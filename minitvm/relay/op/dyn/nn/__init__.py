@@ -35,3 +35,6 @@ def pad(data, pad_width, pad_value=0.0, pad_mode: str = "constant") -> Call:
         pad_value = const(pad_value)
     return Call(Op.get("dyn.nn.pad"), [data, pad_width, pad_value],
                 PadAttrs(pad_width=None, pad_mode=pad_mode))
+
+
+from .._more import upsampling, upsampling3d  # noqa: E402,F401

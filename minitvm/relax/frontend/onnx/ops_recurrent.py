@@ -1,0 +1,131 @@
+"""ONNX recurrent operators (RNN, GRU, LSTM) on Relax: the shared unrolling of
+``frontend_common.onnx_rnn`` driven by Relax operators. Weights known at import (the
+initializers) are sliced and transposed in numpy, so only the per-step products are emitted.
+``sequence_lens`` must be known at import for a reverse direction (the reversal is a gather)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unary_op, unroll
+from ... import op as _op
+from ...expr import TupleGetItem, const
+from .context import Context, register
+
+# products folded in numpy when both sides are known at import (weights, biases)
+_NP_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+
+
+def _numeric(v) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype != object
+
+
+class RelaxRecurrentOps:
+    """``RecurrentOps`` on Relax: known arrays stay numpy, everything else is emitted."""
+
+    def __init__(self, ctx: Context, dtype: str):
+        self.ctx = ctx
+        self.dtype = dtype
+
+    def _e(self, v):
+        return self.ctx.expr(v)
+
+    def shape(self, x):
+        dims = self.ctx.shape(x)
+        if not all(isinstance(d, int) for d in dims):
+            raise self.ctx.fail(f"the recurrent input needs static dims, got {dims}")
+        return tuple(dims)
+
+    def scalar(self, value):
+        return np.array(value, self.dtype)
+
+    def unary(self, name, x):
+        name = unary_op(name)
+        fn = getattr(_op.nn, name[3:]) if name.startswith("nn.") else getattr(_op, name)
+        return self.ctx.emit(fn(self._e(x)))
+
+    def binary(self, name, a, b):
+        if _numeric(a) and _numeric(b) and name in _NP_BINARY:
+            return _NP_BINARY[name](a, b).astype(self.dtype)
+        return self.ctx.emit(getattr(_op, name)(self._e(a), self._e(b)))
+
+    def where(self, cond, a, b):
+        return self.ctx.emit(_op.where(self._e(cond), self._e(a), self._e(b)))
+
+    def dense(self, x, w):
+        if _numeric(x) and _numeric(w):
+            return (x @ w.T).astype(self.dtype)
+        wt = np.ascontiguousarray(w.T) if _numeric(w) else _op.permute_dims(self._e(w))
+        return self.ctx.emit(_op.matmul(self._e(x), self._e(wt)))
+
+    def reshape(self, x, shape):
+        if _numeric(x):
+            return x.reshape(shape)
+        return self.ctx.emit(_op.reshape(self._e(x), self.ctx.shape_expr(shape)))
+
+    def transpose(self, x, axes):
+        if _numeric(x):
+            return np.ascontiguousarray(x.transpose(axes))
+        return self.ctx.emit(_op.permute_dims(self._e(x), list(axes)))
+
+    def take(self, x, index, axis):
+        if _numeric(x):
+            return np.ascontiguousarray(np.take(x, index, axis))
+        return self.ctx.emit(_op.take(self._e(x), const(np.array(index, "int64")), axis))
+
+    def split(self, x, parts, axis):
+        if _numeric(x):
+            return [np.ascontiguousarray(p) for p in np.split(x, parts, axis)]
+        tup = self.ctx.emit(_op.split(self._e(x), parts, axis))
+        return [self.ctx.emit(TupleGetItem(tup, i)) for i in range(parts)]
+
+    def stack(self, xs, axis):
+        return self.ctx.emit(_op.concat([self.ctx.emit(_op.expand_dims(self._e(v), axis))
+                                         for v in xs], axis))
+
+    def zeros(self, shape):
+        return np.zeros(shape, self.dtype)
+
+    def reverse(self, x, axis):
+        n = self.shape(x)[axis]
+        return self.ctx.emit(_op.take(self._e(x), const(np.arange(n - 1, -1, -1,
+                                                                  dtype="int64")), axis))
+
+    def reverse_sequence(self, x, lens):
+        known = self.ctx.known(lens)
+        if known is None:
+            raise self.ctx.fail("a reverse direction with sequence_lens needs the lengths "
+                                "known at import")
+        shape = self.shape(x)
+        seq, batch = shape[0], shape[1]
+        t = np.arange(seq)[:, None]
+        ln = known.astype("int64")[None, :]
+        src = np.where(t < ln, ln - 1 - t, t) * batch + np.arange(batch)[None, :]
+        flat = self.ctx.emit(_op.reshape(self._e(x), self.ctx.shape_expr(
+            [seq * batch] + list(shape[2:]))))
+        out = self.ctx.emit(_op.take(flat, const(src.reshape(-1).astype("int64")), 0))
+        return self.ctx.emit(_op.reshape(out, self.ctx.shape_expr(shape)))
+
+    def step_mask(self, lens, t):
+        t_ = const(np.array(t, self.ctx.dtype(lens)))
+        return self.ctx.emit(_op.expand_dims(self.ctx.emit(_op.less(t_, self._e(lens))), 1))
+
+
+def _recurrent(kind: str):
+    def convert(ctx: Context, ins, attrs):
+        x, w, r, b, lens, h0, c0, p = recurrent_inputs(kind, ins)
+        spec = parse_spec(kind, attrs, ctx.shape(w)[0], ctx.fail)
+        if lens is not None:
+            known = ctx.known(lens)
+            seq = ctx.shape(x)[1 if spec.layout else 0]
+            if known is not None and (known == seq).all():
+                lens = None  # every sequence is full length: no masking needed
+        ops = RelaxRecurrentOps(ctx, ctx.dtype(x))
+        y, y_h, y_c = unroll(spec, ops, x, w, r, b, lens, h0, c0, p)
+        return [ctx.expr(y), ctx.expr(y_h)] + ([ctx.expr(y_c)] if kind == "LSTM" else [])
+
+    return convert
+
+
+for _kind in ("RNN", "GRU", "LSTM"):
+    register(_kind)(_recurrent(_kind))

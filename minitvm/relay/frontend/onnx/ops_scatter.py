@@ -1,0 +1,47 @@
+"""ONNX scatter operators on Relay: ScatterElements (and the deprecated Scatter), ScatterND.
+Negative indices are wrapped; ONNX's reductions map onto Relay's scatter modes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from .ops_tensor import _normalize_indices
+from .registry import Context, register
+
+# ONNX ``reduction`` -> Relay ``reduction`` / ``mode``
+_REDUCTION = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _reduction(ctx: Context, attrs) -> str:
+    red = attrs.get("reduction", "none")
+    if red not in _REDUCTION:
+        raise ctx.fail(f"reduction={red!r} is not one of {', '.join(_REDUCTION)}")
+    return _REDUCTION[red]
+
+
+@register("ScatterElements", "Scatter")
+def _scatter_elements(ctx: Context, ins, attrs):
+    data, idx, upd = ins
+    shape = ctx.shape(data)
+    axis = int(attrs.get("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise ctx.fail(f"axis {axis} is out of range for a rank-{len(shape)} input")
+    axis %= len(shape)
+    idx = _normalize_indices(ctx, idx, shape[axis])
+    return _op.scatter_elements(data, idx, upd, axis=axis, reduction=_reduction(ctx, attrs))
+
+
+@register("ScatterND")
+def _scatter_nd(ctx: Context, ins, attrs):
+    data, idx, upd = ins
+    shape = ctx.shape(data)
+    ishape = ctx.shape(idx)
+    k = ishape[-1]
+    if k > len(shape):
+        raise ctx.fail(f"indices' last dimension {k} exceeds the data's rank {len(shape)}")
+    idx = _normalize_indices(ctx, idx, np.array(shape[:k], ctx.dtype(idx)))
+    # Relay (as TVM) puts the index tuple first: (k, ...) instead of ONNX's (..., k)
+    nd = len(ishape)
+    idx = _op.transpose(idx, [nd - 1] + list(range(nd - 1)))
+    return _op.scatter_nd(data, idx, upd, mode=_reduction(ctx, attrs))

@@ -1,0 +1,10 @@
+"""``relay.vision``: detection operators (NMS, ROI pooling, SSD priors, proposals, YOLO)."""
+
+from .nms import (  # noqa: F401
+    all_class_non_max_suppression,
+    get_valid_counts,
+    non_max_suppression,
+)
+from .rcnn import proposal, roi_align, roi_pool  # noqa: F401
+from .ssd import multibox_prior, multibox_transform_loc  # noqa: F401
+from .yolo import yolo_reorg  # noqa: F401

@@ -1,0 +1,56 @@
+"""``relay.op.vm``: the Relay VM's tensor helpers vm.shape_of and vm.reshape_tensor (the ops
+memory planning emits for dynamic shapes), with TVM's attrs and type relations. References:
+``minitvm.topi.reference.signal``."""
+
+from __future__ import annotations
+
+from ...ir.attrs import Attrs
+from ...ir.op import Op, OpPattern
+from ...ir.type import TensorType
+from ..expr import Call, Expr
+from .op import define_op
+from .transform_index import ShapeOfAttrs
+from .type_relations import check_num_args, dims_product, is_static_dim, tensor_arg, type_str
+
+__all__ = ["ReshapeTensorAttrs", "shape_of", "reshape_tensor"]
+
+
+class ReshapeTensorAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("newshape", ()),)
+
+
+def _shape_of_rel(arg_types, attrs):
+    check_num_args("vm.shape_of", arg_types, 1)
+    x = tensor_arg(arg_types, 0, "vm.shape_of")
+    return TensorType((len(x.shape),), attrs.dtype or "int64")
+
+
+def _reshape_tensor_rel(arg_types, attrs):
+    check_num_args("vm.reshape_tensor", arg_types, 2)
+    x = tensor_arg(arg_types, 0, "vm.reshape_tensor")
+    shape = tensor_arg(arg_types, 1, "vm.reshape_tensor")
+    new = tuple(attrs.newshape)
+    if len(shape.shape) != 1 or (is_static_dim(shape.shape[0]) and shape.shape[0] != len(new)):
+        raise TypeError(f"vm.reshape_tensor: the shape tensor {type_str(shape)} must hold the "
+                        f"{len(new)} dims of newshape {list(new)}")
+    if all(is_static_dim(d) for d in (*x.shape, *new)) and \
+            dims_product(list(x.shape)) != dims_product(list(new)):
+        raise TypeError(f"vm.reshape_tensor: cannot reshape {type_str(x)} to {list(new)}")
+    return TensorType(new, x.dtype)
+
+
+define_op("vm.shape_of", _shape_of_rel, pattern=OpPattern.OPAQUE, attrs_type=ShapeOfAttrs,
+          num_inputs=1, describe="The shape of a tensor as a 1-D tensor (Relay VM).")
+define_op("vm.reshape_tensor", _reshape_tensor_rel, pattern=OpPattern.OPAQUE,
+          attrs_type=ReshapeTensorAttrs, num_inputs=2,
+          describe="Reshape to a shape given as a tensor and as attrs (Relay VM).")
+
+
+def shape_of(expr: Expr) -> Call:
+    return Call(Op.get("vm.shape_of"), [expr], ShapeOfAttrs(dtype="int64"))
+
+
+def reshape_tensor(data: Expr, shape: Expr, newshape) -> Call:
+    return Call(Op.get("vm.reshape_tensor"), [data, shape],
+                ReshapeTensorAttrs(newshape=tuple(int(s) for s in newshape)))

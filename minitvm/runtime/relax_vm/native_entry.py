@@ -1,0 +1,476 @@
+"""The native entry of a straight-line Relax VM function: a call is one ctypes call.
+
+A function after VMShapeLower and memory planning is, unless it branches or calls other
+functions, a fixed sequence: shape checks and symbolic-dim binding, storage allocations sized
+from the shape heap, kernel calls. For one *call shape* (the shapes and dtypes of the tensor
+arguments, the values of the others) everything but the data pointers of the arguments and
+outputs is then fixed. So the first call at a shape runs in the interpreter and records a
+**plan**: the kernels in order, each kernel's vars (its symbolic dims), a pointer table in which
+intermediate buffers point into storages the plan keeps (one arena per call shape) and in which
+argument and output buffers are *patched* per call. Later calls at that shape check the
+arguments cheaply in Python (generated code), allocate the outputs and make one call of
+``mtvm_relax_run_plan`` — a single LLVM function, compiled once per process, that reads the
+numpy data pointers straight out of the argument tuple, patches the table and calls every
+kernel through its machine address.
+
+Shape errors keep their messages: a call whose shapes were never seen goes through the
+interpreter, which checks the arguments against the function's annotations. Functions with
+branches, calls of Relax functions, closures or packed functions (other than the VM's shape and
+allocation builtins) always run in the interpreter.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from .. import threadpool
+from ..ndarray import NDArray, cpu
+from .builtins import BUILTINS, ShapeTuple
+from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET
+from .kernel import NativeKernel
+
+__all__ = ["NativeFunction", "MISS", "RECORD", "native_function", "run_plan_address"]
+
+# Builtins that only check, compute shapes or allocate: replaying the kernels of a recorded
+# call at the same call shape is equivalent to running them again.
+PLANNABLE_BUILTINS = frozenset({
+    "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor_from_storage",
+    "vm.builtin.alloc_tensor", "vm.builtin.alloc_shape_heap", "vm.builtin.check_tensor_info",
+    "vm.builtin.check_shape_info", "vm.builtin.check_prim_value_info",
+    "vm.builtin.check_tuple_info", "vm.builtin.match_shape", "vm.builtin.match_prim_value",
+    "vm.builtin.make_shape", "vm.builtin.make_prim_value", "vm.builtin.reshape",
+    "vm.builtin.shape_of", "vm.builtin.null_value", "vm.builtin.make_tuple",
+    "vm.builtin.tuple_getitem",
+})
+MAX_PLANS = 16  # call shapes remembered per function (oldest dropped first)
+MAX_RESULT_DEPTH = 32  # nesting of tuples in a result the fast path rebuilds
+GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
+_HEADER = 4  # plan words: npatch, nsteps, table address, vars address
+_TUPLE_ITEMS = 24  # PyTupleObject.ob_item
+_ARRAY_DATA = 16  # PyArrayObject.data
+
+
+class _Token:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+MISS = _Token("MISS")  # the fast path does not apply: interpret
+RECORD = _Token("RECORD")  # a new call shape: interpret once and record a plan
+_NO_PLAN = _Token("NO_PLAN")  # recorded, but not plannable: always interpret this shape
+
+_RUN_PLAN_IR = f"""
+define void @mtvm_relax_run_plan(ptr %tup, ptr %plan, i32 %nth) {{
+entry:
+  %np = load i64, ptr %plan
+  %h1 = getelementptr i64, ptr %plan, i64 1
+  %ns = load i64, ptr %h1
+  %h2 = getelementptr i64, ptr %plan, i64 2
+  %table = load ptr, ptr %h2
+  %h3 = getelementptr i64, ptr %plan, i64 3
+  %vars = load ptr, ptr %h3
+  %patches = getelementptr i64, ptr %plan, i64 {_HEADER}
+  %anyp = icmp sgt i64 %np, 0
+  br i1 %anyp, label %patch, label %patched
+patch:
+  %i = phi i64 [ 0, %entry ], [ %inext, %patch ]
+  %pi = mul i64 %i, 3
+  %q0 = getelementptr i64, ptr %patches, i64 %pi
+  %slot = load i64, ptr %q0
+  %q1 = getelementptr i64, ptr %q0, i64 1
+  %idx = load i64, ptr %q1
+  %q2 = getelementptr i64, ptr %q0, i64 2
+  %off = load i64, ptr %q2
+  %ib = mul i64 %idx, 8
+  %ioff = add i64 %ib, {_TUPLE_ITEMS}
+  %itemp = getelementptr i8, ptr %tup, i64 %ioff
+  %item = load ptr, ptr %itemp
+  %datap = getelementptr i8, ptr %item, i64 {_ARRAY_DATA}
+  %data = load ptr, ptr %datap
+  %dst = getelementptr i8, ptr %data, i64 %off
+  %slotp = getelementptr ptr, ptr %table, i64 %slot
+  store ptr %dst, ptr %slotp
+  %inext = add i64 %i, 1
+  %pmore = icmp slt i64 %inext, %np
+  br i1 %pmore, label %patch, label %patched
+patched:
+  %np3 = mul i64 %np, 3
+  %steps = getelementptr i64, ptr %patches, i64 %np3
+  %anys = icmp sgt i64 %ns, 0
+  br i1 %anys, label %step, label %done
+step:
+  %j = phi i64 [ 0, %patched ], [ %jnext, %step ]
+  %sj = mul i64 %j, 3
+  %r0 = getelementptr i64, ptr %steps, i64 %sj
+  %fn = load ptr, ptr %r0
+  %r1 = getelementptr i64, ptr %r0, i64 1
+  %toff = load i64, ptr %r1
+  %r2 = getelementptr i64, ptr %r0, i64 2
+  %voff = load i64, ptr %r2
+  %targs = getelementptr ptr, ptr %table, i64 %toff
+  %vargs = getelementptr i64, ptr %vars, i64 %voff
+  call void %fn(ptr %targs, ptr %vargs, i32 %nth)
+  %jnext = add i64 %j, 1
+  %smore = icmp slt i64 %jnext, %ns
+  br i1 %smore, label %step, label %done
+done:
+  ret void
+}}
+"""
+
+_RUN_PLAN = None
+_RUN_PLAN_LOCK = threading.Lock()
+_PY_RUN = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_int32)
+_NOGIL_RUN = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_int32)
+
+
+def _layout_ok() -> bool:
+    """Do the CPython tuple / numpy array offsets the run-plan function reads hold here?"""
+    try:
+        a = np.zeros(3, "float32")
+        tup = (a, a)
+        item = ctypes.c_void_p.from_address(id(tup) + _TUPLE_ITEMS + 8).value
+        data = ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value
+        return ctypes.sizeof(ctypes.c_void_p) == 8 and item == id(a) and data == a.ctypes.data
+    except (ValueError, OverflowError):  # pragma: no cover - exotic interpreters
+        return False
+
+
+LAYOUT_OK = _layout_ok()
+
+
+def run_plan_address() -> tuple[object, object]:
+    """(GIL-holding, GIL-releasing) ctypes functions of ``mtvm_relax_run_plan``: JIT-compiled
+    once per process."""
+    global _RUN_PLAN
+    with _RUN_PLAN_LOCK:
+        if _RUN_PLAN is None:
+            from .. import jit
+
+            compiled = jit.compile_ir(_RUN_PLAN_IR, "mtvm_relax_run_plan", opt=2)
+            _RUN_PLAN = (compiled, _PY_RUN(compiled.address), _NOGIL_RUN(compiled.address))
+        return _RUN_PLAN[1], _RUN_PLAN[2]
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array owning ``a``'s memory (numpy views point at their owner, or at a view of it)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _wrap(a: np.ndarray) -> NDArray:
+    """An NDArray around a fresh C-contiguous array, without NDArray's checks."""
+    o = object.__new__(NDArray)
+    o._data = a
+    o.device = _CPU
+    o._content_hash = None
+    return o
+
+
+_CPU = cpu(0)
+
+
+class _Unplannable(Exception):
+    """The recorded call cannot be replayed natively (the shape then always interprets)."""
+
+
+class _Plan:
+    """One call shape's replay: the plan words, output allocation and result rebuilding."""
+
+    __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock")
+
+    def __init__(self, words, run, outs, build, keep):
+        self.words = words
+        self.addr = words.ctypes.data
+        self.run = run
+        self.outs = outs  # [(shape, dtype)] of each output owner, allocated per call
+        self.build = build  # (arrays, outs) -> the function's result
+        self.keep = keep  # intermediate buffers, constants: alive as long as the plan
+        self.lock = threading.Lock()
+
+
+class NativeFunction:
+    """The fast path of one straight-line VM function: plans by call shape (see the module
+    docstring). ``try_call(args)`` returns the result, ``MISS`` or ``RECORD``."""
+
+    def __init__(self, func, code, consts):
+        self.func = func
+        self.code = code  # the VM's linked instructions
+        self.consts = consts
+        self.const_ids = {id(c) for c in consts if isinstance(c, np.ndarray)}
+        self.plans: dict = {}
+        self.conv = None  # generated argument check -> (key, arrays), from the first call
+        self.tensor_params: list[int] = []
+        self._lock = threading.Lock()  # guards conv creation and the plan table's updates
+
+    # ------------------------------------------------------------------ calling
+    def try_call(self, args):
+        conv = self.conv
+        if conv is None:
+            return RECORD
+        got = conv(*args) if len(args) == len(self.func.params) else None
+        if got is None:
+            return MISS
+        key, arrays = got
+        plan = self.plans.get(key)
+        if plan is None:
+            return RECORD
+        if plan is _NO_PLAN or not plan.lock.acquire(False):
+            return MISS
+        try:
+            outs = [np.empty(s, d) for s, d in plan.outs]
+            plan.run((*arrays, *outs), plan.addr, threadpool.get_num_threads())
+            return plan.build(arrays, outs)
+        finally:
+            plan.lock.release()
+
+    def record(self, vals: list):
+        """Run the function on VM values ``vals`` in Python, recording a plan for their call
+        shape; returns the function's (VM) result."""
+        result, calls, heaps = self._interpret(vals)
+        with self._lock:
+            if self.conv is None:
+                self._make_conv(vals)
+        got = self.conv(*vals)
+        if got is not None:
+            key = got[0]
+            try:
+                plan = self._plan(vals, calls, heaps, result)
+            except _Unplannable:
+                plan = _NO_PLAN
+            with self._lock:
+                while len(self.plans) >= MAX_PLANS:
+                    self.plans.pop(next(iter(self.plans)))
+                self.plans[key] = plan
+        return result
+
+    # ------------------------------------------------------------------ recording
+    def _interpret(self, vals: list):
+        regs = [None] * self.func.num_regs
+        regs[:len(vals)] = vals
+        calls, heaps = [], []
+        for ins in self.code:
+            op = ins[0]
+            if op == CALL:
+                _, dst, _kind, target, tname, tmpl, slots, regs_only = ins
+                if regs_only is not None:
+                    argv = [regs[r] for r in regs_only]
+                else:
+                    argv = tmpl.copy()
+                    for k, r in slots:
+                        argv[k] = regs[r]
+                out = target(*argv)
+                if isinstance(target, NativeKernel):
+                    calls.append((target, argv))
+                elif tname == "vm.builtin.alloc_shape_heap":
+                    heaps.append(out)
+                regs[dst] = out
+            elif op == MOVE:
+                k, v = ins[2]
+                regs[ins[1]] = regs[v] if k == ARG_REG else self.consts[v] \
+                    if k == ARG_CONST else v
+            elif op == KILL:
+                regs[ins[1]] = None
+            elif op == RET:
+                return regs[ins[1]], calls, heaps
+        raise ValueError(f"{self.func.name}: the function ends without returning")
+
+    def _make_conv(self, vals: list) -> None:
+        """Generate the per-call argument check from the kinds of the first call's values."""
+        env = {"ND": np.ndarray, "NDA": NDArray}
+        lines, keys, arrays, tensor_params = [], [], [], []
+        params = [f"a{k}" for k in range(len(vals))]
+        for k, v in enumerate(vals):
+            a = f"a{k}"
+            if isinstance(v, np.ndarray):
+                env[f"d{k}"] = v.dtype
+                lines.append(f"    if type({a}) is NDA: {a} = {a}._data")
+                lines.append(f"    if type({a}) is not ND or {a}.dtype is not d{k} or not "
+                             f"{a}.flags.c_contiguous: return None")
+                keys.append(f"{a}.shape")
+                arrays.append(a)
+                tensor_params.append(k)
+            elif isinstance(v, bool | int | float | str | ShapeTuple) or v is None:
+                env[f"t{k}"] = type(v)
+                lines.append(f"    if type({a}) is not t{k}: return None")
+                keys.append(a)
+            else:  # tuples, closures: interpret
+                lines.append("    return None")
+        src = (f"def conv({', '.join(params)}):\n" + "\n".join(lines or ["    pass"]) +
+               f"\n    return ({', '.join(keys)}{',' if keys else ''}), "
+               f"({', '.join(arrays)}{',' if arrays else ''})\n")
+        exec(compile(src, f"<relax native entry {self.func.name}>", "exec"), env)  # noqa: S102
+        self.tensor_params = tensor_params
+        self.conv = env["conv"]
+
+    def _plan(self, vals, calls, heaps, result) -> _Plan:
+        if not LAYOUT_OK:
+            raise _Unplannable
+        pos = {k: i for i, k in enumerate(self.tensor_params)}
+        ranges = []  # (start, end, tuple index) of the tensor arguments
+        for k, i in pos.items():
+            a = vals[k]
+            ranges.append((a.ctypes.data, a.ctypes.data + a.nbytes, i))
+        spans = sorted((s, e) for s, e, _ in ranges if e > s)
+        for (_, e0), (s1, _) in zip(spans, spans[1:]):
+            if s1 < e0:
+                raise _Unplannable  # aliased arguments: a later call may not alias them
+        heap_ids = {id(h) for h in heaps}
+
+        def in_args(ptr, nbytes):
+            for s, e, i in ranges:
+                if s <= ptr and ptr + nbytes <= e:
+                    return i, ptr - s
+            return None
+
+        # the result's tensors: in an argument, a constant, or in memory the call fills
+        out_roots: dict[int, list] = {}  # id(root) -> [root, lo, hi, leaves]
+        leaves = []
+
+        def scan(v, depth):
+            if depth > MAX_RESULT_DEPTH:
+                raise _Unplannable
+            if isinstance(v, np.ndarray):
+                if not v.flags.c_contiguous:
+                    raise _Unplannable
+                leaves.append(v)
+                root = _root(v)
+                if in_args(v.ctypes.data, v.nbytes) is None and id(root) not in \
+                        self.const_ids and id(root) not in heap_ids:
+                    ent = out_roots.setdefault(id(root), [root, v.ctypes.data,
+                                                          v.ctypes.data + v.nbytes, []])
+                    ent[1] = min(ent[1], v.ctypes.data)
+                    ent[2] = max(ent[2], v.ctypes.data + v.nbytes)
+                    ent[3].append(v)
+            elif isinstance(v, tuple) and not isinstance(v, ShapeTuple):
+                for f in v:
+                    scan(f, depth + 1)
+            elif not (isinstance(v, bool | int | float | str | ShapeTuple) or v is None):
+                raise _Unplannable
+
+        scan(result, 0)
+        # the kernels (shape functions, which only read and write the shape heap, are done)
+        steps, keep, nbytes_total = [], [], 0
+        for kernel, argv in calls:
+            arrays, kvars = kernel.pack(argv)
+            on_heap = [id(_root(a)) in heap_ids for a in arrays]
+            if any(on_heap):
+                if all(on_heap):
+                    continue
+                raise _Unplannable  # data flowing into shapes: not a function of the shapes
+            refs = []
+            for a in arrays:
+                ptr, n = a.ctypes.data, a.nbytes
+                nbytes_total += n
+                hit = in_args(ptr, n)
+                if hit is not None:
+                    refs.append(("arg", hit[0], hit[1]))
+                    continue
+                ent = out_roots.get(id(_root(a)))
+                if ent is not None and n:
+                    ent[1] = min(ent[1], ptr)
+                    ent[2] = max(ent[2], ptr + n)
+                    refs.append(("out", id(ent[0]), ptr))
+                else:
+                    keep.append(a)
+                    refs.append(("fixed", ptr, 0))
+            steps.append((kernel.compiled.address, refs, kvars))
+        # one owner per output root, allocated per call over the bytes the call uses
+        owners, owner_index, direct = [], {}, {}
+        for rid, (_root_arr, lo, hi, outs) in out_roots.items():
+            owner_index[rid] = len(owners)
+            first = outs[0]
+            if len(outs) == 1 and first.ctypes.data == lo and first.nbytes == hi - lo:
+                owners.append((first.shape, first.dtype))
+                direct[id(first)] = owner_index[rid]
+            else:
+                owners.append(((hi - lo,), np.dtype("uint8")))
+        nargs = len(ranges)
+        patches, table, kv = [], [], []
+        step_words = []
+        for address, refs, kvars in steps:
+            step_words.append((address, len(table), len(kv)))
+            for kind, a, b in refs:
+                if kind == "arg":
+                    patches.append((len(table), a, b))
+                    table.append(0)
+                elif kind == "out":
+                    lo = out_roots[a][1]
+                    patches.append((len(table), nargs + owner_index[a], b - lo))
+                    table.append(0)
+                else:
+                    table.append(a)
+            kv.extend(kvars)
+        head = _HEADER + 3 * len(patches) + 3 * len(step_words)
+        words = np.zeros(head + len(table) + len(kv), np.int64)
+        words[0], words[1] = len(patches), len(step_words)
+        words[2] = words.ctypes.data + 8 * head
+        words[3] = words.ctypes.data + 8 * (head + len(table))
+        flat = [x for p in patches for x in p] + [x for s in step_words for x in s]
+        words[_HEADER:head] = np.array(flat, np.uint64).view(np.int64) if flat else 0
+        words[head:head + len(table)] = np.array(table, np.uint64).view(np.int64) \
+            if table else 0
+        words[head + len(table):] = kv
+        py_run, nogil_run = run_plan_address()
+        run = nogil_run if nbytes_total > GIL_RELEASE_BYTES else py_run
+        build = self._builder(result, leaves, in_args, out_roots, owner_index, direct)
+        return _Plan(words, run, owners, build, keep)
+
+    def _builder(self, result, leaves, in_args, out_roots, owner_index, direct):
+        """A function (arrays, outs) -> result rebuilding ``result``'s structure per call."""
+        if isinstance(result, np.ndarray) and id(result) in direct:
+            j = direct[id(result)]
+            return lambda arrays, outs: _wrap(outs[j])
+        # generic: a template of leaf makers
+        def maker(v):
+            if not isinstance(v, np.ndarray):
+                return lambda arrays, outs: v
+            shape, dtype = v.shape, v.dtype
+            hit = in_args(v.ctypes.data, v.nbytes)
+            if hit is not None:
+                i, off = hit
+                return lambda arrays, outs: _wrap(np.ndarray(shape, dtype, arrays[i], off))
+            rid = id(_root(v))
+            if rid in out_roots:
+                j = owner_index[rid]
+                if id(v) in direct:
+                    return lambda arrays, outs: _wrap(outs[j])
+                off = v.ctypes.data - out_roots[rid][1]
+                return lambda arrays, outs: _wrap(np.ndarray(shape, dtype, outs[j], off))
+            return lambda arrays, outs: _wrap(v)  # a constant: the same array every call
+
+        def template(v, depth):
+            if isinstance(v, tuple) and not isinstance(v, ShapeTuple):
+                parts = [template(f, depth + 1) for f in v]
+                return lambda arrays, outs: tuple(p(arrays, outs) for p in parts)
+            return maker(v)
+
+        return template(result, 0)
+
+
+def native_function(func, code, consts) -> NativeFunction | None:
+    """The fast path of ``func`` (its linked ``code``), or None when the function does more
+    than check shapes, allocate and call kernels (branches, calls, closures, packed calls)."""
+    for ins in code:
+        op = ins[0]
+        if op == CALL:
+            target, tname = ins[3], ins[4]
+            if isinstance(target, NativeKernel):
+                continue
+            if tname not in PLANNABLE_BUILTINS or BUILTINS.get(tname, (None,))[0] is not target:
+                return None
+        elif op == MOVE:
+            if ins[2][0] not in (ARG_REG, ARG_CONST, ARG_IMM):
+                return None
+        elif op not in (KILL, RET):
+            return None
+    return NativeFunction(func, code, consts)

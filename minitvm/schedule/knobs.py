@@ -1,0 +1,193 @@
+"""Schedule knobs: the constants of the tunable schedules, declared as a search space per workload.
+
+A schedule module declares, per op tag, a function ``(stage, options) -> (workload key or None,
+Space)``: the key names the workload (op, shapes, dtype, layout attributes) as plain JSON-able
+values, the ``Space`` lists each knob's candidate values and its default (today's hand-picked
+constant). When a stage is lowered the schedule asks ``select(options, stage)`` for its knob
+values: the defaults, overridden by the entry for the workload in ``options.knobs`` (a
+``KnobTable``, chosen for the build by ``use_knobs`` — e.g. ``minitvm.tune.apply_history_best``).
+The table is part of ``LoweringOptions`` and so of the kernel cache keys.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+Knobs = dict  # knob name -> value (int, bool or str)
+
+
+@dataclass(frozen=True)
+class Space:
+    """The candidate values of each knob (first axis = name) and the default configuration."""
+
+    knobs: tuple[tuple[str, tuple], ...]
+    defaults: tuple[tuple[str, object], ...]
+
+    @staticmethod
+    def of(defaults: Mapping[str, object], **candidates) -> Space:
+        """A space from ``name=[values...]`` with ``defaults`` (added to the values if absent)."""
+        if set(defaults) != set(candidates):
+            raise ValueError(f"Space: defaults {sorted(defaults)} and knobs "
+                             f"{sorted(candidates)} differ")
+        knobs = []
+        for name, values in candidates.items():
+            vals = list(dict.fromkeys(values))
+            if defaults[name] not in vals:
+                vals.insert(0, defaults[name])
+            knobs.append((name, tuple(vals)))
+        return Space(tuple(knobs), tuple((k, defaults[k]) for k, _ in knobs))
+
+    @property
+    def names(self) -> list[str]:
+        return [k for k, _ in self.knobs]
+
+    def values(self, name: str) -> tuple:
+        for k, v in self.knobs:
+            if k == name:
+                return v
+        raise KeyError(f"no knob {name!r} in this space (knobs: {self.names})")
+
+    def default(self) -> Knobs:
+        return dict(self.defaults)
+
+    def size(self) -> int:
+        n = 1
+        for _, v in self.knobs:
+            n *= len(v)
+        return n
+
+    def validate(self, knobs: Mapping) -> Knobs:
+        """``knobs`` restricted to this space: unknown names and undeclared values raise."""
+        out = self.default()
+        for name, value in knobs.items():
+            if value not in self.values(name):
+                raise ValueError(f"knob {name}={value!r} is not among the declared values "
+                                 f"{list(self.values(name))}")
+            out[name] = value
+        return out
+
+    def to_json(self) -> dict:
+        return {"knobs": {k: list(v) for k, v in self.knobs}, "defaults": dict(self.defaults)}
+
+
+def key_text(key) -> str:
+    """The canonical text of a workload key (tuples as JSON lists, no spaces)."""
+    return json.dumps(key, separators=(",", ":"), sort_keys=True)
+
+
+class KnobTable:
+    """Chosen knobs per workload (``key_text(key) -> knobs``); hashable, picklable.
+
+    ``trace=True`` makes a table that also records every workload asked about (key and space)
+    in ``seen``, for task extraction; a tracing table hashes by identity so that a build under
+    it never reuses kernels lowered without it.
+    """
+
+    __slots__ = ("entries", "trace", "seen", "_hash")
+
+    def __init__(self, entries: Mapping[str, Mapping] | None = None, trace: bool = False):
+        self.entries = {str(k): dict(v) for k, v in (entries or {}).items()}
+        self.trace = trace
+        self.seen: dict[str, tuple] = {}  # key text -> (key, space, count)
+        frozen = tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.entries.items()))
+        self._hash = hash((frozen, id(self) if trace else 0))
+
+    def lookup(self, key) -> Knobs | None:
+        return self.entries.get(key_text(key))
+
+    def note(self, key, space: Space) -> None:
+        if self.trace:
+            text = key_text(key)
+            _, _, n = self.seen.get(text, (key, space, 0))
+            self.seen[text] = (key, space, n + 1)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, KnobTable):
+            return NotImplemented
+        if self.trace or other.trace:
+            return self is other
+        return self.entries == other.entries
+
+    def __getstate__(self):
+        return {"entries": self.entries, "trace": self.trace}
+
+    def __setstate__(self, state):
+        KnobTable.__init__(self, state["entries"], state["trace"])
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __repr__(self) -> str:
+        return f"KnobTable({len(self.entries)} workloads{', tracing' if self.trace else ''})"
+
+
+# op tag -> declaration ``(stage, options) -> (key or None, Space)``
+SPACES: dict[str, Callable] = {}
+
+
+def register_space(tag: str, declare: Callable) -> None:
+    """Declare the search space of stages tagged ``tag``."""
+    SPACES[tag] = declare
+
+
+def space_of(t, options) -> tuple | None:
+    """``(workload key or None, Space)`` of stage ``t``, or None when its op has no knobs."""
+    declare = SPACES.get(getattr(t.op, "tag", None))
+    return declare(t, options) if declare is not None else None
+
+
+def select(options, t) -> Knobs:
+    """The knob values stage ``t`` is scheduled with: defaults, overridden by the table's entry.
+
+    Table entries are validated against the declared space (a value outside it is ignored, so
+    a stale or hand-edited records file can never make a build emit an undeclared schedule).
+    """
+    got = space_of(t, options)
+    if got is None:
+        raise KeyError(f"no search space is declared for op tag {t.op.tag!r}")
+    key, space = got
+    table = getattr(options, "knobs", None)
+    if key is None or table is None:
+        return space.default()
+    table.note(key, space)
+    entry = table.lookup(key)
+    if not entry:
+        return space.default()
+    try:
+        return space.validate(entry)
+    except (ValueError, KeyError):
+        return space.default()
+
+
+# ------------------------------------------------------------------ the build's knob table
+_STATE = threading.local()
+
+
+def _stack() -> list:
+    if not hasattr(_STATE, "stack"):
+        _STATE.stack = []
+    return _STATE.stack
+
+
+def current_table() -> KnobTable | None:
+    """The knob table of the innermost ``use_knobs`` block of this thread, or None."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
+@contextmanager
+def use_knobs(table: KnobTable | None) -> Iterator[KnobTable | None]:
+    """Builds started inside this block (in this thread) schedule with ``table``'s knobs."""
+    stack = _stack()
+    stack.append(table)
+    try:
+        yield table
+    finally:
+        stack.pop()

@@ -1,0 +1,282 @@
+"""Tensor-expression computes (``FTECompute``) of the N-d and detection ops lowered natively:
+nn.conv3d, nn.max_pool3d / avg_pool3d, adaptive and global 1-D/3-D pools, vision.yolo_reorg,
+sliding_window, meshgrid, nn.fifo_buffer and the cross-entropy losses.
+
+Out-of-range window taps read a clamped index and are masked with ``Select`` (every load stays
+in bounds); the schedules treat these stages as generic reductions or injective loop nests.
+"""
+
+from __future__ import annotations
+
+from .. import te
+from ..tir import expr as E
+from ..tir import op as tir_op
+from .shape import spatial_axes
+from .utils import compute, ieee_max, ishape, lowest, out_tensor_types, pad_tuple, static_shape
+
+
+def _i(v: int) -> E.IntImm:
+    return E.IntImm("int32", v)
+
+
+def _acc(x, dtype):
+    return x if x.dtype == dtype else E.Cast(dtype, x)
+
+
+def _all(conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = E.And(out, c)
+    return out
+
+
+def _masked_load(x, idx, axes, sizes):
+    """(in-bounds condition, load at indices clamped into bounds) for the ``axes`` of idx."""
+    fixed, conds = list(idx), []
+    for ax, n in zip(axes, sizes):
+        j = idx[ax]
+        conds.append(E.And(j >= 0, j < n))
+        fixed[ax] = E.Max(E.Min(j, _i(n - 1)), _i(0))
+    return _all(conds), x[tuple(fixed)]
+
+
+# ------------------------------------------------------------------ conv3d
+@compute("nn.conv3d")
+def _conv3d(attrs, inputs, out_type):
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    x, w = inputs
+    if attrs.data_layout != "NCDHW" or attrs.kernel_layout != "OIDHW" or \
+            (attrs.out_layout or "NCDHW") != "NCDHW":
+        raise ValueError("conv3d is lowered natively for NCDHW/OIDHW only")
+    _, _, d, h, wd = ishape(x)
+    o, cg, kd, kh, kw = ishape(w)
+    groups = int(attrs.groups)
+    og = o // groups
+    st = [int(s) for s in attrs.strides]
+    dl = [int(v) for v in attrs.dilation]
+    pad = pad_tuple(attrs.padding, 3)
+    rc = te.reduce_axis((0, cg), name="rc")
+    rk = [te.reduce_axis((0, k), name=f"r{a}") for k, a in zip((kd, kh, kw), "dhw")]
+    padded = any(pad)
+
+    def body(b, oc, z, y, xx):
+        ic = (oc // og) * cg + rc if groups > 1 else rc
+        pos = [o_ * s + r * dd - p for o_, s, r, dd, p in zip((z, y, xx), st, rk, dl, pad[:3])]
+        idx = (b, ic, *pos)
+        if padded:
+            cond, v = _masked_load(x, idx, (2, 3, 4), (d, h, wd))
+            v = E.Select(cond, v, E.const(0, x.dtype))
+        else:
+            v = x[idx]
+        return te.sum(_acc(v, t.dtype) * _acc(w[oc, rc, rk[0], rk[1], rk[2]], t.dtype),
+                      axis=[rc, *rk])
+
+    return [te.compute(shape, body, name="conv3d", tag="conv3d_ncdhw")]
+
+
+# ------------------------------------------------------------------ windowed 3-D pools
+def _pool3d(kind):
+    def fcompute(attrs, inputs, out_type):
+        t = out_tensor_types(out_type)[0]
+        shape = static_shape(t)
+        x = inputs[0]
+        if attrs.layout != "NCDHW":
+            raise ValueError("3-D pooling is lowered natively for NCDHW only")
+        sizes = ishape(x)[2:]
+        ks = [int(k) for k in attrs.pool_size]
+        st = [int(s) for s in attrs.strides]
+        dl = [int(v) for v in attrs.dilation]
+        pad = pad_tuple(attrs.padding, 3)
+        rk = [te.reduce_axis((0, k), name=f"r{a}") for k, a in zip(ks, "dhw")]
+
+        def taps(o):
+            return [oi * s + r * dd - p for oi, s, r, dd, p in zip(o, st, rk, dl, pad[:3])]
+
+        if kind == "max":
+            def body(b, c, *o):
+                cond, v = _masked_load(x, (b, c, *taps(o)), (2, 3, 4), sizes)
+                return ieee_max(E.Select(cond, v, lowest(x.dtype)), axis=rk)
+
+            return [te.compute(shape, body, name="max_pool3d")]
+
+        def total(b, c, *o):
+            cond, v = _masked_load(x, (b, c, *taps(o)), (2, 3, 4), sizes)
+            return te.sum(E.Select(cond, _acc(v, t.dtype), E.const(0, t.dtype)), axis=rk)
+
+        include = bool(attrs.count_include_pad)
+
+        def count(b, c, *o):
+            conds = []
+            for j, n, p, q in zip(taps(o), sizes, pad[:3], pad[3:]):
+                lo, hi = (-p, n + q) if include else (0, n)
+                conds.append(E.And(j >= lo, j < hi))
+            return te.sum(E.Select(_all(conds), E.const(1, t.dtype), E.const(0, t.dtype)),
+                          axis=rk)
+
+        s = te.compute(shape, total, name="avg_pool3d_sum")
+        rk = [te.reduce_axis((0, k), name=f"q{a}") for k, a in zip(ks, "dhw")]
+        n = te.compute(shape, count, name="avg_pool3d_count")
+        one = E.const(1, t.dtype)
+        return [te.compute(shape, lambda *i: s[i] / E.Max(n[i], one), name="avg_pool3d")]
+
+    return fcompute
+
+
+compute("nn.max_pool3d")(_pool3d("max"))
+compute("nn.avg_pool3d")(_pool3d("avg"))
+
+
+# ------------------------------------------------------------------ adaptive / global pools
+def _adaptive(kind, spatial):
+    def fcompute(attrs, inputs, out_type):
+        t = out_tensor_types(out_type)[0]
+        shape = static_shape(t)
+        x = inputs[0]
+        xs = ishape(x)
+        axes = spatial_axes(attrs.layout, len(xs), spatial, "pool")
+        ins = [xs[a] for a in axes]
+        outs = [shape[a] for a in axes]
+        # the widest bin [floor(i n / o), ceil((i + 1) n / o)) of each axis
+        widths = [max(-(-(i + 1) * n // o) - (i * n) // o for i in range(o))
+                  for n, o in zip(ins, outs)]
+        rk = [te.reduce_axis((0, k), name=f"r{j}") for j, k in enumerate(widths)]
+
+        def bounds(i, n, o):
+            return E.FloorDiv(i * n, _i(o)), E.FloorDiv((i + 1) * n + _i(o - 1), _i(o))
+
+        def window(idx):
+            src, conds = list(idx), []
+            for a, n, o, r in zip(axes, ins, outs, rk):
+                lo, hi = bounds(idx[a], n, o)
+                src[a] = E.Min(lo + r, _i(n - 1))
+                conds.append(lo + r < hi)
+            return _all(conds), x[tuple(src)]
+
+        if kind == "max":
+            def body(*idx):
+                cond, v = window(idx)
+                return ieee_max(E.Select(cond, v, lowest(x.dtype)), axis=rk)
+
+            return [te.compute(shape, body, name="adaptive_max_pool")]
+
+        def body(*idx):
+            cond, v = window(idx)
+            return te.sum(E.Select(cond, _acc(v, t.dtype), E.const(0, t.dtype)), axis=rk)
+
+        s = te.compute(shape, body, name="adaptive_pool_sum")
+
+        def mean(*idx):
+            cnt = None
+            for a, n, o in zip(axes, ins, outs):
+                lo, hi = bounds(idx[a], n, o)
+                cnt = hi - lo if cnt is None else cnt * (hi - lo)
+            return s[idx] / E.Cast(t.dtype, cnt)
+
+        return [te.compute(shape, mean, name="adaptive_avg_pool")]
+
+    return fcompute
+
+
+for _nd, _sp in ((1, "W"), (3, "DHW")):
+    for _kind in ("max", "avg"):
+        compute(f"nn.adaptive_{_kind}_pool{_nd}d")(_adaptive(_kind, _sp))
+        compute(f"nn.global_{_kind}_pool{_nd}d")(_adaptive(_kind, _sp))
+
+
+# ------------------------------------------------------------------ rearrangements
+@compute("vision.yolo_reorg")
+def _yolo_reorg(attrs, inputs, out_type):
+    x = inputs[0]
+    b, c, h, w = ishape(x)
+    s = int(attrs.stride)
+    oc = c // (s * s)
+    shape = static_shape(out_tensor_types(out_type)[0])
+
+    def body(n, k, y, xx):
+        # the output's flat position in the (B, C, H, W) order of Darknet's loop
+        flat = ((n * _i(c * s * s) + k) * _i(h // s) + y) * _i(w // s) + xx
+        i = E.FloorMod(flat, _i(w))
+        j = E.FloorMod(E.FloorDiv(flat, _i(w)), _i(h))
+        kk = E.FloorMod(E.FloorDiv(flat, _i(w * h)), _i(c))
+        bb = E.FloorDiv(flat, _i(w * h * c))
+        off = E.FloorDiv(kk, _i(oc))
+        src = ((bb * _i(oc) + E.FloorMod(kk, _i(oc))) * _i(h * s)
+               + j * _i(s) + E.FloorDiv(off, _i(s))) * _i(w * s) + i * _i(s) + E.FloorMod(off, _i(s))
+        return x[E.FloorDiv(src, _i(c * h * w)), E.FloorMod(E.FloorDiv(src, _i(h * w)), _i(c)),
+                 E.FloorMod(E.FloorDiv(src, _i(w)), _i(h)), E.FloorMod(src, _i(w))]
+
+    return [te.compute(shape, body, name="yolo_reorg")]
+
+
+@compute("sliding_window")
+def _sliding_window(attrs, inputs, out_type):
+    x = inputs[0]
+    axis = int(attrs.axis)
+    axis = axis + len(ishape(x)) if axis < 0 else axis
+    strides = [int(s) for s in attrs.strides]
+    nd = len(strides)
+    shape = static_shape(out_tensor_types(out_type)[0])
+
+    def body(*i):
+        lead, counts, win = i[:axis], i[axis:axis + nd], i[axis + nd:]
+        return x[(*lead, *(c * _i(s) + w for c, s, w in zip(counts, strides, win)))]
+
+    return [te.compute(shape, body, name="sliding_window")]
+
+
+@compute("meshgrid")
+def _meshgrid(attrs, inputs, out_type):
+    types = out_tensor_types(out_type)
+    xy = attrs.indexing == "xy" and len(inputs) >= 2
+    outs = []
+    for k, (x, t) in enumerate(zip(inputs, types)):
+        axis = {0: 1, 1: 0}.get(k, k) if xy else k
+
+        def body(*i, x=x, axis=axis):
+            return x[i[axis]] if len(ishape(x)) == 1 else x[()]
+
+        outs.append(te.compute(static_shape(t), body, name=f"meshgrid{k}"))
+    return outs
+
+
+@compute("nn.fifo_buffer")
+def _fifo_buffer(attrs, inputs, out_type):
+    data, buf = inputs
+    bs = ishape(buf)
+    axis = int(attrs.axis)
+    axis = axis + len(bs) if axis < 0 else axis
+    nd_, nb = ishape(data)[axis], bs[axis]
+
+    def body(*i):
+        j = i[axis] + _i(nd_)  # position in concat(buffer, data)
+        from_buf = list(i)
+        from_buf[axis] = E.Min(j, _i(nb - 1))
+        from_data = list(i)
+        from_data[axis] = E.Max(j - _i(nb), _i(0))
+        return E.Select(j < _i(nb), buf[tuple(from_buf)], data[tuple(from_data)])
+
+    return [te.compute(tuple(bs), body, name="fifo_buffer")]
+
+
+# ------------------------------------------------------------------ losses
+def _cross_entropy(logits: bool):
+    def fcompute(attrs, inputs, out_type):
+        x, y = inputs
+        t = out_tensor_types(out_type)[0]
+        xs = ishape(x)
+        rs = [te.reduce_axis((0, n), name=f"r{j}") for j, n in enumerate(xs)]
+
+        def term():
+            v = x[tuple(rs)] if logits else tir_op.log(x[tuple(rs)])
+            return te.sum(v * y[tuple(rs)], axis=rs)
+
+        s = te.compute((), term, name="cross_entropy_sum")
+        return [te.compute((), lambda: -s[()] / E.FloatImm(t.dtype, float(xs[0])),
+                           name="cross_entropy")]
+
+    return fcompute
+
+
+compute("nn.cross_entropy")(_cross_entropy(False))
+compute("nn.cross_entropy_with_logits")(_cross_entropy(True))

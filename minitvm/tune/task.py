@@ -1,0 +1,92 @@
+"""Tuning tasks: the tunable workloads of a model, found by scheduling its fused functions.
+
+``extract_tasks`` runs ``relay.build``'s optimization pipeline, then schedules (without code
+generation) every fused primitive function with a tracing knob table: each workload the
+schedules ask knobs for becomes a task, so the keys are exactly those a later build looks up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..backend.options import lowering_options
+from ..ir.module import IRModule
+from ..relay.backend.te_compiler import build_te
+from ..relay.expr import Call, Function
+from ..relay.expr_functor import dataflow_post_order
+from ..schedule import LoweringError, lower_te
+from ..schedule.knobs import KnobTable, Space, key_text
+from ..transform.context import PassContext
+from .workload import can_rebuild
+
+
+@dataclass
+class Task:
+    """One workload to tune: its key, its declared knob space, and how often the model runs it.
+
+    ``measure``: the candidate measurement function (``(task, knobs, options) -> costs``) the
+    runners call in a worker; the default builds the workload alone and times it.
+    """
+
+    workload: list
+    space: Space
+    weight: int = 1
+    target: str = "llvm"
+    measure: object = None
+
+    @property
+    def key(self) -> str:
+        return key_text(self.workload)
+
+    @property
+    def name(self) -> str:
+        w = self.workload
+        return f"{w[0]}{tuple(x for x in w[1:] if not isinstance(x, str))}"
+
+    def __repr__(self) -> str:
+        return f"Task({self.name}, space={self.space.size()}, weight={self.weight})"
+
+
+def _primitive_functions(main: Function) -> list[Function]:
+    out, seen = [], set()
+    for e in dataflow_post_order(main.body):
+        f = e.op if isinstance(e, Call) else None
+        if isinstance(f, Function) and f.attrs is not None and f.attrs.get("Primitive") \
+                and not f.attrs.get("Compiler") and id(f) not in seen:
+            seen.add(id(f))
+            out.append(f)
+    return out
+
+
+def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int = 3
+                  ) -> list[Task]:
+    """The tunable workloads of Relay module ``mod`` (as ``relay.build`` would compile it).
+
+    Workloads repeated in the model appear once, with ``weight`` = the number of fused
+    functions using them; workloads the measurement cannot rebuild alone are left out.
+    """
+    from ..relay.transform.pipeline import optimize
+
+    if isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
+    ctx = PassContext.current()
+    with PassContext(opt_level=opt_level, config=dict(getattr(ctx, "config", {}) or {}),
+                     disabled_pass=list(getattr(ctx, "disabled_pass", []) or [])):
+        opt_mod, _ = optimize(mod, target, params)
+        base = lowering_options()
+    tasks: dict[str, Task] = {}
+    for func in _primitive_functions(opt_mod["main"]):
+        table = KnobTable(trace=True)
+        try:
+            inputs, consts, outputs = build_te(func)
+            lower_te(list(inputs) + [c[0] for c in consts], outputs, "extract",
+                     options=dataclasses.replace(base, knobs=table))
+        except (LoweringError, ValueError, TypeError, NotImplementedError, KeyError):
+            continue  # this function runs in numpy: nothing to tune
+        for text, (key, space, _) in table.seen.items():
+            if text in tasks:
+                tasks[text].weight += 1
+            elif can_rebuild(key):
+                tasks[text] = Task(list(key), space, 1, str(target))
+    return list(tasks.values())

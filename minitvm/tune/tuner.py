@@ -1,0 +1,127 @@
+"""The tuner: for each task, measure candidates proposed by the search and record every result.
+
+Budgets: ``trials`` candidates per task and/or ``seconds`` in all (split over the tasks still to
+tune). Records already in the database for a workload count as measured: they seed the search
+and use up trials, so tuning a second model that shares workloads with the first measures only
+what is new.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from .progress import Progress
+from .records import Record, RecordDatabase, host_cpu
+from .runner import LocalRunner, MeasureResult
+from .search import EvolutionarySearch, RandomSearch
+from .task import Task, extract_tasks
+
+
+def _make_runner(runner, timeout: float):
+    if runner is None or runner == "local":
+        return LocalRunner(timeout=timeout), True
+    if isinstance(runner, str) and runner.startswith("ray"):
+        from .ray_runner import RayRunner
+
+        address = runner.split(":", 1)[1] if ":" in runner else None
+        return RayRunner(address=address or None, timeout=timeout), True
+    if isinstance(runner, str):
+        raise ValueError(f"unknown runner {runner!r}: 'local', 'ray' or 'ray:ADDRESS'")
+    return runner, False
+
+
+def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike | None = None,
+               trials: int = 32, seconds: float | None = None, runner=None,
+               timeout: float = 60.0, strategy: str = "evolutionary", batch: int = 4,
+               seed: int = 0, progress: str = "auto", confirm: int = 3) -> RecordDatabase:
+    """Tune ``tasks``; every measured candidate is appended to ``database`` (a path makes one).
+
+    ``runner``: None / "local" (a worker process), "ray" / "ray:ADDRESS", or a runner object
+    with ``run(task, candidates) -> [MeasureResult]``. ``timeout``: seconds per candidate.
+    ``confirm``: the best few configurations of a task are measured again at its end (0: not).
+    Returns the database.
+    """
+    if trials < 1:
+        raise ValueError(f"tune: trials must be at least 1, got {trials}")
+    if strategy not in ("evolutionary", "random"):
+        raise ValueError(f"tune: strategy must be 'evolutionary' or 'random', got {strategy!r}")
+    db = database if isinstance(database, RecordDatabase) else RecordDatabase(database)
+    run, owned = _make_runner(runner, timeout)
+    report = Progress(len(tasks), progress)
+    deadline = time.perf_counter() + seconds if seconds is not None else None
+    cpu = host_cpu()
+    try:
+        for n, task in enumerate(tasks):
+            search = (RandomSearch(task.space, seed + n) if strategy == "random" else
+                      EvolutionarySearch(task.space, seed + n))
+            default = task.space.default()
+            default_cost = None
+            for r in db.for_workload(task.workload):
+                if r.cpu == cpu or not r.cpu:
+                    search.tell(r.knobs, r.cost)
+                    if r.knobs == default:
+                        default_cost = r.cost
+            budget = min(trials, task.space.size()) - len(search.measured)
+            report.start(task, max(0, budget))
+            task_deadline = None
+            if deadline is not None:
+                task_deadline = time.perf_counter() + \
+                    max(0.0, deadline - time.perf_counter()) / (len(tasks) - n)
+            measured_now = 0
+            while budget > 0 and not search.exhausted():
+                if task_deadline is not None and time.perf_counter() >= task_deadline:
+                    break
+                cands = search.propose(min(batch, budget))
+                if not cands:
+                    break
+                results = run.run(task, cands)
+                for knobs, res in zip(cands, results, strict=True):
+                    res = res if isinstance(res, MeasureResult) else MeasureResult([], str(res))
+                    db.add(Record(list(task.workload), dict(knobs), list(res.costs), res.error,
+                                  target=task.target, cpu=cpu))
+                    cost = Record([], {}, list(res.costs), res.error).cost
+                    search.tell(knobs, cost)
+                    if knobs == default:
+                        default_cost = cost
+                    best = search.best()
+                    report.update(best[1] if best else None, default_cost, res)
+                budget -= len(cands)
+                measured_now += len(cands)
+            if confirm and measured_now and len(search.measured) > 1:
+                _confirm(task, search, run, db, cpu, confirm, default)
+            best = db.best(task.workload, task.target, cpu)
+            report.finish(best.cost if best else None, default_cost)
+    finally:
+        if owned:
+            run.close()
+    return db
+
+
+def _confirm(task, search, run, db, cpu: str, k: int, default: dict) -> None:
+    """Measure the ``k`` best configurations (and the default) once more, back to back, so
+    the winner is not just the one measured during a quiet moment of the machine."""
+    ranked = sorted((c, key) for key, c in search.measured.items() if c != float("inf"))
+    cands = [search.configs[key] for _, key in ranked[:k]]
+    if default not in cands and any(search.configs[key] == default for _, key in ranked):
+        cands.append(default)
+    for knobs, res in zip(cands, run.run(task, cands), strict=True):
+        db.add(Record(list(task.workload), dict(knobs), list(res.costs), res.error,
+                      target=task.target, cpu=cpu))
+
+
+def tune_relay(mod, params: dict | None = None, target="llvm", work_dir=None, records=None,
+               trials: int = 32, seconds: float | None = None, runner=None,
+               timeout: float = 60.0, **kwargs) -> RecordDatabase:
+    """Extract the tasks of Relay module ``mod`` and tune them (``tune_tasks``).
+
+    Records go to ``records`` (a JSON-lines path), else ``work_dir/records.jsonl``, else stay
+    in memory. Build with them: ``with apply_history_best(db_or_path): relay.build(...)``.
+    """
+    if records is None and work_dir is not None:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+        records = Path(work_dir) / "records.jsonl"
+    tasks = extract_tasks(mod, params, target)
+    return tune_tasks(tasks, records, trials=trials, seconds=seconds, runner=runner,
+                      timeout=timeout, **kwargs)

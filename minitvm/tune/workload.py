@@ -1,0 +1,114 @@
+"""A workload key back to a one-operator Relay program, built and timed for one knob choice.
+
+The program has the op alone, its weight a constant (as in a model, where a dense weight is
+prepacked at build time) and its activations inputs. Building it under a one-entry knob table
+must reach the workload; the measurement says so when it does not.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..ir.module import IRModule
+from ..schedule.knobs import KnobTable, key_text, use_knobs
+from ..transform.context import PassContext
+
+
+def can_rebuild(key) -> bool:
+    """Can ``workload_program`` rebuild this workload alone?"""
+    if key[0] == "matmul":
+        return not key[4]  # relay.nn.matmul with transpose_b is emitted as dense
+    return key[0] in ("dense", "batch_matmul", "conv2d_nchw")
+
+
+def workload_program(key, seed: int = 0):
+    """(Relay module, {input name: array}) computing workload ``key`` alone."""
+    from .. import relay
+
+    rng = np.random.default_rng(seed)
+    op = key[0]
+
+    def rand(shape, dtype):
+        return rng.uniform(-1, 1, size=tuple(shape)).astype(dtype)
+
+    if op == "dense":
+        _, m, n, k, dtype = key
+        x = relay.var("data", shape=(m, k), dtype=dtype)
+        body = relay.nn.dense(x, relay.const(rand((n, k), dtype)))
+        inputs = {"data": rand((m, k), dtype)}
+    elif op == "matmul" and can_rebuild(key):
+        _, m, n, k, _, dtype = key
+        x = relay.var("data", shape=(m, k), dtype=dtype)
+        body = relay.nn.matmul(x, relay.const(rand((k, n), dtype)))
+        inputs = {"data": rand((m, k), dtype)}
+    elif op == "batch_matmul":
+        _, sa, sb, tb, dtype = key
+        a = relay.var("a", shape=tuple(sa), dtype=dtype)
+        b = relay.var("b", shape=tuple(sb), dtype=dtype)
+        body = relay.nn.batch_matmul(a, b, transpose_b=tb)
+        inputs = {"a": rand(sa, dtype), "b": rand(sb, dtype)}
+    elif op == "conv2d_nchw":
+        _, sx, sw, strides, padding, dilation, groups, dtype = key
+        x = relay.var("data", shape=tuple(sx), dtype=dtype)
+        body = relay.nn.conv2d(x, relay.const(rand(sw, dtype)), strides=tuple(strides),
+                               padding=tuple(padding), dilation=tuple(dilation), groups=groups,
+                               channels=sw[0], kernel_size=tuple(sw[2:]))
+        inputs = {"data": rand(sx, dtype)}
+    else:
+        raise ValueError(f"cannot rebuild workload {key_text(key)} as a Relay program")
+    return IRModule.from_expr(relay.Function(relay.analysis.free_vars(body), body)), inputs
+
+
+def build_workload(key, knobs: dict | None, target="llvm"):
+    """(graph module, inputs) of workload ``key`` built with ``knobs`` (None: the defaults).
+
+    Raises ``RuntimeError`` when the build never asked for the workload's knobs (the key and the
+    program disagree), so a candidate can never be credited for another schedule.
+    """
+    from .. import relay
+    from ..runtime import cpu
+    from ..runtime.graph_executor import GraphModule
+
+    mod, inputs = workload_program(key)
+    table = KnobTable({key_text(key): knobs} if knobs else {}, trace=True)
+    with use_knobs(table), PassContext(opt_level=3):
+        lib = relay.build(mod, target=target)
+    if key_text(key) not in table.seen:
+        raise RuntimeError(f"building workload {key_text(key)} did not reach its schedule")
+    gm = GraphModule(lib["default"](cpu(0)))
+    for name, value in inputs.items():
+        gm.set_input(name, value)
+    return gm, inputs
+
+
+def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0) -> list[float]:
+    """Seconds per run of ``gm``: ``repeat`` samples, each the median of the runs (timed one by
+    one, at least 3) that fill ``min_repeat_ms``, after one warm-up run.
+
+    Runs are timed one by one and summarized by a median because on a shared machine a
+    parallel kernel now and then waits a whole time slice for a descheduled worker: an average
+    over back-to-back runs would mostly measure those stalls.
+    """
+    gm.run()
+    costs = []
+    for _ in range(repeat):
+        runs: list[float] = []
+        start = time.perf_counter()
+        while len(runs) < 3 or (time.perf_counter() - start) * 1000.0 < min_repeat_ms:
+            t0 = time.perf_counter()
+            gm.run()
+            runs.append(time.perf_counter() - t0)
+            if len(runs) >= 1000:
+                break
+        runs.sort()
+        costs.append(runs[len(runs) // 2])
+    return costs
+
+
+def measure_workload(task, knobs: dict, repeat: int = 5, min_repeat_ms: float = 10.0
+                     ) -> list[float]:
+    """The default candidate measurement: build ``task``'s workload with ``knobs``, time it."""
+    gm, _ = build_workload(task.workload, knobs, task.target)
+    return time_module(gm, repeat, min_repeat_ms)

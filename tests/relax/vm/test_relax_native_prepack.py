@@ -1,0 +1,140 @@
+"""Constant matmul weights packed at build time (relax/vm/const_prepack.py and
+``schedule.optimize_prim_func_prepacked``): the kernel reads the packed layout, no call packs."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax, te, tir
+from minitvm.relax.vm.const_prepack import compact_constants
+from minitvm.runtime.relax_vm import VMFunction
+from minitvm.runtime.relax_vm.executable import ARG_CONST, ARG_REG, CALL, MOVE, RET
+from minitvm.schedule.gemm_kernel import pack_b
+from minitvm.schedule.prim_func import optimize_prim_func_prepacked
+
+
+def _matmul_prim(k=64, n=48):
+    m = tir.Var("m", "int64")
+    a = te.placeholder((m, k), "float32", "a")
+    b = te.placeholder((k, n), "float32", "b")
+    r = te.reduce_axis((0, k), "r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="matmul",
+                   tag="matmul", attrs={"operands": (a, b), "transpose_a": False,
+                                        "transpose_b": False})
+    return te.create_prim_func([a, b, c])
+
+
+def test_prepacked_prim_func_reads_the_packed_layout():
+    prim = _matmul_prim()
+    fast, transforms = optimize_prim_func_prepacked(prim, None, [1])
+    if not transforms:
+        pytest.skip("the generated matmul does not take this shape here")
+    assert list(transforms) == [1]
+    packed_buf = fast.buffer_map[fast.params[1]]
+    w = np.random.rand(64, 48).astype("float32")
+    packed = transforms[1](w)
+    assert tuple(int(d) for d in packed_buf.shape) == packed.shape
+    np.testing.assert_array_equal(packed, pack_b(w, packed.shape[2]))
+    f = tvm.compile(fast, "llvm")
+    for rows in (1, 5, 200):
+        a = np.random.rand(rows, 64).astype("float32")
+        c = np.empty((rows, 48), "float32")
+        f(a, packed, c)
+        np.testing.assert_allclose(c, a @ w, rtol=1e-5, atol=1e-5)
+    # a non-constant B (or one read elsewhere) keeps the plain layout
+    same, none = optimize_prim_func_prepacked(prim, None, [])
+    assert none == {} and tuple(int(d) for d in same.buffer_map[same.params[1]].shape) == \
+        (64, 48)
+
+
+def _linear_module(widths=(40, 64, 10), share=False, reuse_weight=False):
+    """x: (n, 40) -> matmuls with bound weights (``share``: the same weight twice;
+    ``reuse_weight``: the weight is also added to the result, so it stays unpacked too)."""
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((a, b)).astype("float32") for a, b in zip(widths, widths[1:])]
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, widths[0]], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = x
+            for w in ws:
+                h = bb.emit(relax.op.nn.relu(relax.op.matmul(h, relax.const(w))))
+            if share:
+                h = bb.emit(relax.op.matmul(h, relax.const(np.eye(widths[-1], dtype="float32"))))
+                h = bb.emit(relax.op.matmul(h, relax.const(np.eye(widths[-1], dtype="float32"))))
+            if reuse_weight:
+                h = bb.emit(relax.op.add(relax.op.sum(relax.const(ws[-1])), h))
+            gv = bb.emit_output(h)
+        bb.emit_func_output(gv)
+    return bb.get(), ws
+
+
+def _ref(ws, x, reuse_weight=False):
+    for w in ws:
+        x = np.maximum(x @ w, 0)
+    return x + ws[-1].sum() if reuse_weight else x
+
+
+@pytest.mark.parametrize("share, reuse", [(False, False), (True, False), (False, True)])
+def test_bound_weights_are_packed_once_at_every_size(share, reuse, tmp_path):
+    mod, ws = _linear_module(share=share, reuse_weight=reuse)
+    ex = relax.build(mod, "llvm")
+    shapes = {tuple(c.shape) for c in ex.constants if isinstance(c, np.ndarray)}
+    assert any(len(s) == 3 for s in shapes)  # a packed [N/nr, K, nr] weight
+    if not reuse:
+        assert (40, 64) not in shapes  # the plain copy is gone
+    path = str(tmp_path / "packed.so")
+    ex.export_library(path)
+    for exe in (ex, tvm.runtime.load_module(path)):
+        vm = relax.VirtualMachine(exe, tvm.cpu())
+        for rows in (1, 7, 130, 7):
+            x = np.random.rand(rows, 40).astype("float32")
+            np.testing.assert_allclose(vm["main"](x).numpy(), _ref(ws, x, reuse), rtol=1e-4,
+                                       atol=1e-4)
+
+
+def test_weights_passed_at_run_time_are_not_packed():
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 40], "float32"))
+    w = relax.Var("w", relax.TensorStructInfo([40, 64], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.matmul(x, w)))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    assert not [c for c in ex.constants if isinstance(c, np.ndarray) and c.ndim == 3]
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    a, b = np.random.rand(9, 40).astype("float32"), np.random.rand(40, 64).astype("float32")
+    np.testing.assert_allclose(vm["main"](a, b).numpy(), a @ b, rtol=1e-5)
+
+
+def test_compact_constants_renumbers_references():
+    consts = [np.zeros(1), np.ones(2), np.full(3, 2.0)]
+    code = [[MOVE, 1, [ARG_CONST, 2]], [CALL, 2, 0, [[ARG_REG, 1], [ARG_CONST, 0]]], [RET, 2]]
+    f = VMFunction("main", ["x"], 3, code)
+    kept = compact_constants([f], consts)
+    assert len(kept) == 2
+    assert f.code[0][2] == [ARG_CONST, 1] and f.code[1][3][1] == [ARG_CONST, 0]
+    np.testing.assert_array_equal(kept[1], consts[2])
+
+
+def test_global_mean_uses_vector_partial_sums():
+    """A mean over a 16x16 window (innermost axis as wide as a vector) accumulates in vector
+    lanes, not one 256-long chain of scalar adds; results match numpy at several batches."""
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 3, 16, 16], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.mean(x, axis=[2, 3])))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    (rec, _spec), = [v for k, v in ex.kernels.items() if k.startswith("mean")]
+    text = rec.prim_func.script()
+    assert "acc_1[vi" in text and "T.vectorized(16)" in text  # lane-wise partial sums
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    for batch in (1, 5, 2):
+        a = np.random.rand(batch, 3, 16, 16).astype("float32")
+        np.testing.assert_allclose(vm["main"](a).numpy(), a.mean(axis=(2, 3)), rtol=1e-5)

@@ -1,0 +1,79 @@
+"""Candidates that crash, hang or raise are recorded as failures; the tuner goes on."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from tune_helpers import DENSE
+
+from minitvm.schedule.knobs import Space
+from minitvm.tune import LocalRunner, RecordDatabase, Task, tune_tasks
+
+SPACE = Space.of({"mode": "ok", "v": 1}, mode=("ok", "crash", "hang", "raise"), v=(1, 2, 3))
+
+
+def broken_measure(task, knobs):
+    """A candidate measurement that misbehaves on purpose, by knob."""
+    if knobs["mode"] == "crash":
+        os._exit(3)  # like a kernel that segfaults: the worker dies without a word
+    if knobs["mode"] == "hang":
+        time.sleep(3600)
+    if knobs["mode"] == "raise":
+        raise RuntimeError("bad candidate")
+    return [1e-3 / knobs["v"]]
+
+
+def _task():
+    return Task(list(DENSE), SPACE, measure=broken_measure)
+
+
+def test_runner_survives_crash_hang_and_exception():
+    task = _task()
+    with LocalRunner(timeout=1.0) as runner:
+        ok = runner.measure(task, {"mode": "ok", "v": 2})
+        assert ok.ok and ok.costs == [5e-4]
+        crash = runner.measure(task, {"mode": "crash", "v": 1})
+        assert not crash.ok and "worker crashed (exit code 3)" in crash.error
+        t0 = time.perf_counter()
+        hang = runner.measure(task, {"mode": "hang", "v": 1})
+        assert time.perf_counter() - t0 < 10
+        assert not hang.ok and hang.error.startswith("timeout")
+        err = runner.measure(task, {"mode": "raise", "v": 1})
+        assert not err.ok and "RuntimeError: bad candidate" in err.error
+        after = runner.measure(task, {"mode": "ok", "v": 3})  # a fresh worker took over
+        assert after.ok
+        assert runner.restarts == 2
+
+
+def test_tuner_records_failures_and_keeps_the_best(tmp_path):
+    path = tmp_path / "records.jsonl"
+    db = tune_tasks([_task()], path, trials=SPACE.size(), timeout=0.5, progress="none",
+                    strategy="random", confirm=2)
+    # every candidate measured once, failures included; the best two and the default again
+    assert len(db) == SPACE.size() + 3
+    errors = sorted(r.error.split(":")[0].split(" (")[0] for r in db if not r.ok)
+    assert errors == ["RuntimeError"] * 3 + ["timeout"] * 3 + ["worker crashed"] * 3
+    best = RecordDatabase(path).best(DENSE)
+    assert best.knobs == {"mode": "ok", "v": 3} and best.costs == [1e-3 / 3] * 2
+    # tuning again with the same budget measures nothing new: the records are reused
+    again = tune_tasks([_task()], path, trials=SPACE.size(), progress="none")
+    assert len(again) == SPACE.size() + 3
+
+
+def test_runner_errors():
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        LocalRunner(timeout=0)
+    with pytest.raises(ValueError, match="trials must be at least 1"):
+        tune_tasks([_task()], None, trials=0)
+    with pytest.raises(ValueError, match="unknown runner"):
+        tune_tasks([_task()], None, runner="nowhere", progress="none")
+
+
+def test_spawned_worker_survives_a_crash():
+    task = _task()
+    with LocalRunner(timeout=30.0, start_method="spawn") as runner:
+        crash = runner.measure(task, {"mode": "crash", "v": 1})
+        assert "worker crashed (exit code 3)" in crash.error
+        assert runner.measure(task, {"mode": "ok", "v": 1}).costs == [1e-3]
