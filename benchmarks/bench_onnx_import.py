@@ -3,6 +3,7 @@ relay.frontend.from_onnx, compiled at opt_level 3, timed beside ONNX Runtime on 
 and the same input, interleaved in one process.
 
     python benchmarks/bench_onnx_import.py [--repeat 30] [--threads N] [--model FILE.onnx]
+    python benchmarks/bench_onnx_import.py --save resnet18.onnx   # only write the model
 
 Prints import / compile times, both latencies (median of --repeat runs, rounds interleaved so
 machine noise hits both alike), the ratio, and the largest output difference. Needs torch (to
@@ -42,7 +43,14 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0,
                     help="threads for both runtimes (0: each runtime's default)")
     ap.add_argument("--model", default=None, help="an .onnx file instead of the built ResNet-18")
+    ap.add_argument("--save", default=None, metavar="FILE.onnx",
+                    help="only write the built ResNet-18 to FILE.onnx (for minitvm compile)")
     args = ap.parse_args(argv)
+    if args.save:
+        with open(args.save, "wb") as f:
+            f.write(resnet18_onnx())
+        print(f"wrote {args.save}")
+        return 0
 
     import onnx
     import onnxruntime as ort

@@ -74,7 +74,8 @@ def bench(key: str, args) -> dict:
         untuned = relay.build(mod, target="llvm", params=params)
     t0 = time.perf_counter()
     db = tune.tune_relay(mod, params, "llvm", records=args.records, trials=args.trials,
-                         seconds=args.seconds, progress="lines" if args.verbose else "none")
+                         seconds=args.seconds, progress="lines" if args.verbose else "none",
+                         verbose=True)
     tune_s = time.perf_counter() - t0
     with tune.apply_history_best(args.records), tvm.transform.PassContext(opt_level=3):
         tuned = relay.build(mod, target="llvm", params=params)

@@ -544,8 +544,10 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
     options = ctx.options
     # GEMM anchors whose epilogue can run in place share the output's buffer
     for t in order:
-        if _is_gemm(t, options) and gemm.use_generated_conv(t, options) and id(t) not in ctx.buf:
-            # the implicit GEMM writes a [N, O, OH, Wq] grid the epilogue reads
+        if _is_gemm(t, options) and gemm.use_generated_conv(t, options) and id(t) not in \
+                ctx.buf and conv_direct.grid_shape(t)[3] != _const_int(t.shape[3]):
+            # the implicit GEMM writes a [N, O, OH, Wq] grid the epilogue reads (in row mode
+            # it writes [N, O, OH, OW]: an epilogue then runs in place, like a GEMM's)
             ctx.buf[id(t)] = ctx.temp(conv_direct.grid_shape(t), t.dtype, t.name)
         elif _is_gemm(t, options):
             u = _epilogue_consumer(order, outputs, t, materialize)

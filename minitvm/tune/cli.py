@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
                    help="measure candidates on a Ray cluster ('auto', 'ray://host:10001')")
     t.add_argument("--strategy", choices=["evolutionary", "random"], default="evolutionary")
     t.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...")
-    t.add_argument("-q", "--quiet", action="store_true", help="a line per task only")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    t.add_argument("-v", "--verbose", action="store_true", help="a line per candidate")
 
 
 def run_tune(args, mod, params) -> int:
@@ -32,7 +33,7 @@ def run_tune(args, mod, params) -> int:
     runner = f"ray:{args.ray}" if args.ray else None
     db = tune_tasks(tasks, args.output, trials=args.trials, seconds=args.seconds,
                     runner=runner, timeout=args.timeout, strategy=args.strategy,
-                    progress="lines" if not args.quiet else "none")
+                    progress="lines" if not args.quiet else "none", verbose=args.verbose)
     for t in tasks:
         best = db.best(t.workload)
         cost = f"{best.cost * 1e3:.4f} ms {best.knobs}" if best else "no successful candidate"

@@ -10,13 +10,17 @@ def _ms(cost: float | None) -> str:
 
 
 class Progress:
-    """``start(task, total)``, ``update(best, default, ok)`` per candidate, ``finish()``.
+    """``start(task, total)``, ``update(best, default, result)`` per candidate, ``finish()``.
 
-    ``mode``: "auto" (tqdm if installed, else lines), "bar", "lines" or "none".
+    ``mode``: "auto" (tqdm if installed, else "lines"), "bar", "lines" (a line per candidate
+    that improves the best, fails, or is every 10th; ``verbose=True``: every one) or "none".
     """
 
-    def __init__(self, ntasks: int, mode: str = "auto", stream=None):
+    def __init__(self, ntasks: int, mode: str = "auto", stream=None, verbose: bool = False):
+        if mode not in ("auto", "bar", "lines", "none"):
+            raise ValueError(f"progress: mode must be auto, bar, lines or none, got {mode!r}")
         self.ntasks = ntasks
+        self.verbose = verbose
         self.stream = stream if stream is not None else sys.stderr
         self._tqdm = None
         if mode in ("auto", "bar"):
@@ -34,10 +38,12 @@ class Progress:
         self._done = 0
         self._total = 0
         self._name = ""
+        self._shown_best: float | None = None
 
     def start(self, task, total: int) -> None:
         self._index += 1
         self._done, self._total, self._name = 0, total, task.name
+        self._shown_best = None
         if self.mode == "bar":
             self._bar = self._tqdm(total=total, desc=f"[{self._index}/{self.ntasks}] {task.name}",
                                    file=self.stream, leave=True)
@@ -51,6 +57,11 @@ class Progress:
             self._bar.set_postfix_str(f"best {_ms(best)} default {_ms(default)}")
             self._bar.update(1)
         elif self.mode == "lines":
+            improved = best is not None and (self._shown_best is None or best < self._shown_best)
+            if not (self.verbose or improved or not result.ok or self._done % 10 == 0
+                    or self._done == self._total):
+                return
+            self._shown_best = best
             what = _ms(min(result.costs)) if result.ok else f"failed ({result.error})"
             print(f"  {self._name} {self._done}/{self._total}: {what}; best {_ms(best)} "
                   f"(default {_ms(default)})", file=self.stream, flush=True)

@@ -16,7 +16,7 @@ from ..relay.backend.te_compiler import build_te
 from ..relay.expr import Call, Function
 from ..relay.expr_functor import dataflow_post_order
 from ..schedule import LoweringError, lower_te
-from ..schedule.knobs import KnobTable, Space, key_text
+from ..schedule.knobs import KnobTable, Space, key_text, use_knobs
 from ..transform.context import PassContext
 from .workload import can_rebuild
 
@@ -59,17 +59,39 @@ def _primitive_functions(main: Function) -> list[Function]:
     return out
 
 
+def _is_relax(mod) -> bool:
+    from ..relax.expr import Function as RelaxFunction
+
+    return any(isinstance(f, RelaxFunction) for f in mod.functions.values())
+
+
+def _extract_relax(mod, params, target) -> list[Task]:
+    """Relax: build the module once under a tracing table (Relax schedules its kernels while
+    building them); each workload is one task (weight 1)."""
+    from ..relax.vm.build import build
+
+    table = KnobTable(trace=True)
+    with use_knobs(table):
+        build(mod, target, params=params)
+    return [Task(list(key), space, 1, str(target)) for key, space, _ in table.seen.values()
+            if can_rebuild(key)]
+
+
 def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int = 3
                   ) -> list[Task]:
-    """The tunable workloads of Relay module ``mod`` (as ``relay.build`` would compile it).
+    """The tunable workloads of ``mod`` as ``relay.build`` (or ``relax.build``, for a Relax
+    module) would compile it.
 
-    Workloads repeated in the model appear once, with ``weight`` = the number of fused
+    Workloads repeated in a Relay model appear once, with ``weight`` = the number of fused
     functions using them; workloads the measurement cannot rebuild alone are left out.
     """
     from ..relay.transform.pipeline import optimize
 
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)
+    if _is_relax(mod):
+        with PassContext(opt_level=opt_level):
+            return _extract_relax(mod, params, target)
     ctx = PassContext.current()
     with PassContext(opt_level=opt_level, config=dict(getattr(ctx, "config", {}) or {}),
                      disabled_pass=list(getattr(ctx, "disabled_pass", []) or [])):

@@ -35,12 +35,14 @@ def _make_runner(runner, timeout: float):
 def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike | None = None,
                trials: int = 32, seconds: float | None = None, runner=None,
                timeout: float = 60.0, strategy: str = "evolutionary", batch: int = 4,
-               seed: int = 0, progress: str = "auto", confirm: int = 3) -> RecordDatabase:
+               seed: int = 0, progress: str = "auto", confirm: int = 3,
+               verbose: bool = False) -> RecordDatabase:
     """Tune ``tasks``; every measured candidate is appended to ``database`` (a path makes one).
 
     ``runner``: None / "local" (a worker process), "ray" / "ray:ADDRESS", or a runner object
     with ``run(task, candidates) -> [MeasureResult]``. ``timeout``: seconds per candidate.
     ``confirm``: the best few configurations of a task are measured again at its end (0: not).
+    ``progress``: "auto", "bar", "lines" or "none" (``verbose``: a line per candidate).
     Returns the database.
     """
     if trials < 1:
@@ -49,7 +51,7 @@ def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike |
         raise ValueError(f"tune: strategy must be 'evolutionary' or 'random', got {strategy!r}")
     db = database if isinstance(database, RecordDatabase) else RecordDatabase(database)
     run, owned = _make_runner(runner, timeout)
-    report = Progress(len(tasks), progress)
+    report = Progress(len(tasks), progress, verbose=verbose)
     deadline = time.perf_counter() + seconds if seconds is not None else None
     cpu = host_cpu()
     try:

@@ -10,7 +10,7 @@ TVM_OPS = [line.strip() for line in
            (pathlib.Path(__file__).parent / "tvm_relay_ops.txt").read_text().splitlines()
            if line.strip() and not line.startswith("#")]
 # The number of TVM's Relay ops minitvm registers; raise it as ops land, never lower it.
-MIN_COVERED = 270
+MIN_COVERED = 272
 
 
 def _ours() -> set[str]:

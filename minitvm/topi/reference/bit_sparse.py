@@ -1,5 +1,6 @@
 """Numpy references of nn.bitpack (bit planes packed into words, the first element in the most
-significant bit) and nn.sparse_conv2d (1x1, or 3x3 NHWC with same padding, by a CSR/BSR
+significant bit), nn.bitserial_dense / nn.bitserial_conv2d (sums of bit-plane products, TVM's
+unipolar encoding counting a weight bit 0 as -1) and nn.sparse_conv2d (1x1, or 3x3 NHWC with same padding, by a CSR/BSR
 weight matrix whose columns are ordered (kh, kw, c))."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 from ..utils import reference
 from .nn import _sparse_to_dense
 
-__all__ = ["bitpack_np", "sparse_conv2d_np"]
+__all__ = ["bitpack_np", "sparse_conv2d_np", "bitserial_dense_np", "bitserial_conv2d_nchw_np"]
 
 _WIDTH = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "int8": 8, "int16": 16,
           "int32": 32, "int64": 64}
@@ -57,3 +58,58 @@ def sparse_conv2d_np(data, values, indices, indptr, layout="NHWC", kernel_size=1
 @reference("nn.sparse_conv2d")
 def _sparse_conv2d(attrs, args, out_type):
     return sparse_conv2d_np(*args, attrs.layout, int(tuple(attrs.kernel_size)[0]))
+
+
+# ------------------------------------------------------------------ bit-serial products
+def _planes(x, bits):
+    return [((x.astype(np.int64) >> b) & 1) for b in range(bits)]
+
+
+def _weight_value(wb, unipolar):
+    # unipolar: popcount(w & d) - popcount(~w & d), i.e. a weight bit 1 counts +1 and 0 counts -1
+    return 2 * wb - 1 if unipolar else wb
+
+
+def bitserial_dense_np(data, weight, data_bits, weight_bits, unipolar, out_dtype):
+    """sum over data bit db and weight bit wb of 2^(db+wb) * (d_db . w_wb) with TVM's
+    bit-serial encodings."""
+    out = np.zeros((data.shape[0], weight.shape[0]), np.int64)
+    for db, d in enumerate(_planes(data, data_bits)):
+        for wb, w in enumerate(_planes(weight, weight_bits)):
+            out += (d @ _weight_value(w, unipolar).T) << (db + wb)
+    return out.astype(out_dtype)
+
+
+@reference("nn.bitserial_dense")
+def _bitserial_dense(attrs, args, out_type):
+    return bitserial_dense_np(args[0], args[1], int(attrs.data_bits), int(attrs.weight_bits),
+                              bool(attrs.unipolar), out_type.dtype)
+
+
+def bitserial_conv2d_nchw_np(data, kernel, strides, padding, activation_bits, weight_bits,
+                             unipolar, out_dtype):
+    """Bit-serial conv2d of NCHW data and OIHW kernels (zero padding contributes nothing)."""
+    from .conv_nd import conv_nd
+
+    pt, pl, pb, pr = padding
+    out = 0
+    for db, d in enumerate(_planes(data, activation_bits)):
+        for wb, w in enumerate(_planes(kernel, weight_bits)):
+            part = conv_nd(d, _weight_value(w, unipolar), strides, (pt, pl), (pb, pr), (1, 1),
+                           1, "int64")
+            out = out + (part << (db + wb))
+    return np.asarray(out).astype(out_dtype)
+
+
+@reference("nn.bitserial_conv2d")
+def _bitserial_conv2d(attrs, args, out_type):
+    from ..utils import pad_tuple
+
+    data, kernel = args
+    nhwc = attrs.data_layout == "NHWC"
+    x = data.transpose(0, 3, 1, 2) if nhwc else data
+    w = kernel.transpose(3, 2, 0, 1) if attrs.kernel_layout == "HWIO" else kernel
+    out = bitserial_conv2d_nchw_np(x, w, tuple(int(s) for s in attrs.strides),
+                                   pad_tuple(attrs.padding, 2), int(attrs.activation_bits),
+                                   int(attrs.weight_bits), bool(attrs.unipolar), out_type.dtype)
+    return np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if nhwc else out

@@ -50,3 +50,36 @@ def test_sparse_conv2d():
     with pytest.raises(Exception, match="nn.sparse_conv2d: supports 1x1 kernels"):
         _type(lambda a, v, i, p: relay.nn.sparse_conv2d(a, (v, i, p), "NCHW", 3), (1, 3, 4, 5),
               (4,), (4,), (7,))
+
+
+@pytest.mark.parametrize("unipolar", [True, False])
+def test_bitserial_dense(unipolar):
+    x = RNG.integers(0, 4, (3, 32)).astype("int8")
+    w = RNG.integers(0, 2, (5, 32)).astype("int8")
+    got = run(lambda a, b: relay.nn.bitserial_dense(a, b, units=5, data_bits=2,
+                                                    unipolar=unipolar), x, w)
+    # unipolar weights are +-1 (bit 0 counts -1); otherwise plain 0/1 products
+    ww = 2 * w.astype(np.int64) - 1 if unipolar else w.astype(np.int64)
+    np.testing.assert_array_equal(got, x.astype(np.int64) @ ww.T)
+    assert got.dtype == np.int16
+    with pytest.raises(Exception, match="nn.bitserial_dense: K=30 must be a multiple"):
+        _type(lambda a, b: relay.nn.bitserial_dense(relay.cast(a, "int8"), relay.cast(b, "int8"),
+                                                    units=5), (3, 30), (5, 30))
+
+
+def test_bitserial_conv2d():
+    x = RNG.integers(0, 4, (1, 32, 5, 5)).astype("int8")
+    w = RNG.integers(0, 2, (4, 32, 3, 3)).astype("int8")
+    got = run(lambda a, b: relay.nn.bitserial_conv2d(a, b, padding=(1, 1), channels=4,
+                                                     activation_bits=2, out_dtype="int32"), x, w)
+    want = tt.conv2d_nchw_python(x.astype("float64"), 2 * w.astype("float64") - 1, 1, 1)
+    np.testing.assert_array_equal(got, want.astype("int32"))
+    nhwc = run(lambda a, b: relay.nn.bitserial_conv2d(
+        a, b, padding=(1, 1), channels=4, activation_bits=2, out_dtype="int32",
+        data_layout="NHWC", kernel_layout="HWIO"), x.transpose(0, 2, 3, 1).copy(),
+        w.transpose(2, 3, 1, 0).copy())
+    np.testing.assert_array_equal(nhwc, got.transpose(0, 2, 3, 1))
+    with pytest.raises(Exception, match="nn.bitserial_conv2d: channels 16 must be a multiple"):
+        _type(lambda a, b: relay.nn.bitserial_conv2d(relay.cast(a, "int8"),
+                                                     relay.cast(b, "int8")),
+              (1, 16, 5, 5), (4, 16, 3, 3))

@@ -24,6 +24,10 @@ def test_depthwise_conv2d_nchwc():
         kernel_layout="OIHW1i4o"), packed_x, packed_w)
     np.testing.assert_allclose(got, want.reshape(1, 2, 4, 5, 6).transpose(0, 1, 3, 4, 2),
                                rtol=1e-4, atol=1e-5)
+    with pytest.raises(Exception, match="nn.contrib_depthwise_conv2d_NCHWc: input channels 8"):
+        _type(lambda a, b: relay.nn.contrib_depthwise_conv2d_nchwc(
+            a, b, groups=4, data_layout="NCHW4c", kernel_layout="OIHW1i4o"), packed_x.shape,
+            packed_w.shape)
 
 
 def test_dense_pack():
@@ -60,3 +64,6 @@ def test_sparse_add_transpose_and_padded_dense():
     np.testing.assert_allclose(got, x @ s.T, rtol=1e-5, atol=1e-6)
     with pytest.raises(Exception, match="nn.sparse_add: indptr .* does not fit 3 rows"):
         _type(lambda a, v, i, p: relay.nn.sparse_add(a, (v, i, p)), (3, 4), (5,), (5,), (5,))
+    with pytest.raises(Exception, match="nn.sparse_transpose: expects a CSR matrix"):
+        _type(lambda v, i, p: relay.nn.sparse_transpose((v, i, p)).astuple(), (2, 2), (4,),
+              (5,))

@@ -42,6 +42,9 @@ def test_dyn_squeeze_and_sparse_to_dense():
     np.testing.assert_array_equal(got, want)
     with pytest.raises(Exception, match="dyn.squeeze: axis must be a 1-D tensor"):
         _mod(dyn.squeeze, x, np.array([[0]], "int64"))
+    with pytest.raises(Exception, match="dyn.sparse_to_dense: output_shape must be an integer tensor"):
+        _mod(lambda i, v, s: dyn.sparse_to_dense(i, s, v, relay.const(-1.0)), idx, vals,
+             shape.astype("float32"))
 
 
 def test_dyn_upsampling_and_resize():
@@ -53,6 +56,8 @@ def test_dyn_upsampling_and_resize():
     want = run_all(lambda a: relay.nn.upsampling(a, 2.0, 1.5, method="bilinear",
                                                  align_corners=True), x)[0]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(Exception, match="dyn.nn.upsampling: scale must be a scalar"):
+        _mod(lambda a, h, w: dyn.nn.upsampling(a, h, w), x, np.ones(2), sw)
     x3 = RNG.standard_normal((1, 2, 2, 3, 2)).astype("float32")
     s = np.array(2.0)
     got = run_all(lambda a, d, h, w: dyn.nn.upsampling3d(a, d, h, w), x3, s, s, s,

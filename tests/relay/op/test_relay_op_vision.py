@@ -63,6 +63,8 @@ def test_get_valid_counts():
     np.testing.assert_array_equal(out[0, :2], data[0, [0, 3]])
     assert (out[0, 2:] == -1).all()
     assert idx.tolist() == [[0, 3, -1, -1]]
+    with pytest.raises(Exception, match="vision.get_valid_counts: data must be 3-D"):
+        _type(lambda d: relay.vision.get_valid_counts(d, 0.5).astuple(), (4, 6))
 
 
 def test_non_max_suppression_tvm_example():

@@ -139,7 +139,7 @@ def sparse_to_dense(sparse_indices: Expr, output_shape: Expr, sparse_values: Exp
     return Call(Op.get("dyn.sparse_to_dense"),
                 [sparse_indices, sparse_values, _tensor(default_value, "float32")
                  if not isinstance(default_value, Expr) else default_value, output_shape],
-                SparseToDenseAttrs(output_shape=None))
+                SparseToDenseAttrs())
 
 
 def upsampling(data: Expr, scale_h: Expr, scale_w: Expr, layout: str = "NCHW",

@@ -24,4 +24,4 @@ from ._winograd import (  # noqa: E402
     contrib_conv2d_winograd_weight_transform, contrib_conv2d_winograd_without_weight_transform,
     contrib_conv3d_winograd_weight_transform, contrib_conv3d_winograd_without_weight_transform,
 )
-from ._bit_sparse import bitpack, sparse_conv2d  # noqa: E402
+from ._bit_sparse import bitpack, bitserial_conv2d, bitserial_dense, sparse_conv2d  # noqa: E402

@@ -1,4 +1,4 @@
-"""nn.bitpack and nn.sparse_conv2d with TVM's attrs, type relations and constructors (numpy
+"""nn.bitpack, nn.bitserial_dense, nn.bitserial_conv2d and nn.sparse_conv2d with TVM's attrs, type relations and constructors (numpy
 references: ``minitvm.topi.reference.bit_sparse``)."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, normalize_axis, tensor_arg, type_str
 from ._utils import arith
 
-__all__ = ["BitPackAttrs", "SparseConv2DAttrs", "bitpack", "sparse_conv2d"]
+__all__ = ["BitPackAttrs", "SparseConv2DAttrs", "BinaryDenseAttrs", "BinaryConv2DAttrs",
+           "bitpack", "sparse_conv2d", "bitserial_dense", "bitserial_conv2d"]
 
 _WIDTH = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "int8": 8, "int16": 16,
           "int32": 32, "int64": 64}
@@ -28,6 +29,81 @@ class BitPackAttrs(Attrs):
 class SparseConv2DAttrs(Attrs):
     __slots__ = ()
     _fields = (("layout", "NHWC"), ("kernel_size", (1, 1)))
+
+
+class BinaryDenseAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("units", None), ("data_bits", 1), ("weight_bits", 1), ("pack_dtype", "uint32"),
+               ("out_dtype", "int16"), ("unipolar", True))
+
+
+class BinaryConv2DAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("strides", (1, 1)), ("padding", (0, 0)), ("channels", None),
+               ("kernel_size", (3, 3)), ("activation_bits", 1), ("weight_bits", 1),
+               ("data_layout", "NCHW"), ("kernel_layout", "OIHW"), ("pack_dtype", "uint32"),
+               ("out_dtype", "int16"), ("unipolar", True))
+
+
+def _int_tensor(t, op_name, what):
+    if not t.dtype.startswith(("int", "uint")):
+        raise TypeError(f"{op_name}: the {what} must be an integer tensor, got {type_str(t)}")
+
+
+def _bitserial_dense_rel(arg_types, attrs):
+    op_name = "nn.bitserial_dense"
+    check_num_args(op_name, arg_types, 2)
+    data = tensor_arg(arg_types, 0, op_name)
+    weight = tensor_arg(arg_types, 1, op_name)
+    _int_tensor(data, op_name, "data")
+    _int_tensor(weight, op_name, "weight")
+    if len(data.shape) != 2 or len(weight.shape) != 2 or (
+            is_static_dim(data.shape[1]) and is_static_dim(weight.shape[1])
+            and data.shape[1] != weight.shape[1]):
+        raise TypeError(f"{op_name}: expects data (M, K) and weight (N, K), got {type_str(data)} "
+                        f"and {type_str(weight)}")
+    width = _WIDTH.get(str(attrs.pack_dtype), 0)
+    if width == 0 or (is_static_dim(data.shape[1]) and data.shape[1] % width):
+        raise TypeError(f"{op_name}: K={data.shape[1]} must be a multiple of the "
+                        f"{attrs.pack_dtype} word")
+    units = weight.shape[0] if attrs.units is None else int(attrs.units)
+    if is_static_dim(weight.shape[0]) and units != weight.shape[0]:
+        raise TypeError(f"{op_name}: units={units} does not match the weight {type_str(weight)}")
+    return TensorType((data.shape[0], units), attrs.out_dtype)
+
+
+def _bitserial_conv2d_rel(arg_types, attrs):
+    op_name = "nn.bitserial_conv2d"
+    check_num_args(op_name, arg_types, 2)
+    data = tensor_arg(arg_types, 0, op_name)
+    weight = tensor_arg(arg_types, 1, op_name)
+    _int_tensor(data, op_name, "data")
+    _int_tensor(weight, op_name, "weight")
+    layouts = (attrs.data_layout, attrs.kernel_layout)
+    if layouts not in (("NCHW", "OIHW"), ("NHWC", "HWIO")) or len(data.shape) != 4 or \
+            len(weight.shape) != 4:
+        raise TypeError(f"{op_name}: supports NCHW/OIHW or NHWC/HWIO, got {type_str(data)} and "
+                        f"{type_str(weight)} in {layouts[0]}/{layouts[1]}")
+    nchw = attrs.data_layout == "NCHW"
+    n, c, h, w = data.shape if nchw else (data.shape[0], data.shape[3], *data.shape[1:3])
+    o, i, kh, kw = weight.shape if nchw else (weight.shape[3], weight.shape[2],
+                                               *weight.shape[:2])
+    if is_static_dim(c) and is_static_dim(i) and c != i:
+        raise TypeError(f"{op_name}: data channels {c} do not match weight in-channels {i}")
+    width = _WIDTH.get(str(attrs.pack_dtype), 0)
+    if width == 0 or (is_static_dim(c) and c % width):
+        raise TypeError(f"{op_name}: channels {c} must be a multiple of the {attrs.pack_dtype} "
+                        f"word")
+    from ....topi.utils import pad_tuple
+
+    pt, pl, pb, pr = pad_tuple(attrs.padding, 2, op_name)
+    sh, sw = (int(s) for s in attrs.strides)
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise TypeError(f"{op_name}: the computed output size ({oh}, {ow}) is not positive")
+    shape = (n, o, oh, ow) if nchw else (n, oh, ow, o)
+    return TensorType(shape, attrs.out_dtype)
 
 
 def _bitpack_rel(arg_types, attrs):
@@ -78,6 +154,12 @@ def _sparse_conv2d_rel(arg_types, attrs):
 
 define_op("nn.bitpack", _bitpack_rel, pattern=OpPattern.INJECTIVE, attrs_type=BitPackAttrs,
           num_inputs=1, describe="Pack bit planes of integers into words.")
+define_op("nn.bitserial_dense", _bitserial_dense_rel, pattern=OpPattern.OPAQUE,
+          attrs_type=BinaryDenseAttrs, num_inputs=2,
+          describe="Bit-serial (low-bit integer) dense product.")
+define_op("nn.bitserial_conv2d", _bitserial_conv2d_rel, pattern=OpPattern.OPAQUE,
+          attrs_type=BinaryConv2DAttrs, num_inputs=2,
+          describe="Bit-serial (low-bit integer) 2D convolution.")
 define_op("nn.sparse_conv2d", _sparse_conv2d_rel, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
           attrs_type=SparseConv2DAttrs, num_inputs=4,
           describe="1x1 (or 3x3 NHWC) convolution by a sparse weight matrix.")
@@ -98,3 +180,26 @@ def sparse_conv2d(dense_data: Expr, sparse_kernel, layout: str = "NHWC", kernel_
     ks = (int(kernel_size),) * 2 if isinstance(kernel_size, int) else tuple(kernel_size)
     return Call(Op.get("nn.sparse_conv2d"), [dense_data, *parts],
                 SparseConv2DAttrs(layout=layout, kernel_size=ks))
+
+
+def bitserial_dense(data: Expr, weight: Expr, units=None, data_bits: int = 1,
+                    weight_bits: int = 1, pack_dtype: str = "uint32", out_dtype: str = "int16",
+                    unipolar: bool = True) -> Call:
+    attrs = BinaryDenseAttrs(units=None if units is None else int(units),
+                             data_bits=int(data_bits), weight_bits=int(weight_bits),
+                             pack_dtype=pack_dtype, out_dtype=out_dtype, unipolar=bool(unipolar))
+    return Call(Op.get("nn.bitserial_dense"), [data, weight], attrs)
+
+
+def bitserial_conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), channels=None,
+                     kernel_size=(3, 3), activation_bits: int = 1, weight_bits: int = 1,
+                     data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+                     pack_dtype: str = "uint32", out_dtype: str = "int16",
+                     unipolar: bool = True) -> Call:
+    attrs = BinaryConv2DAttrs(
+        strides=tuple(strides), padding=tuple(padding) if not isinstance(padding, int)
+        else (padding, padding), channels=channels, kernel_size=tuple(kernel_size),
+        activation_bits=int(activation_bits), weight_bits=int(weight_bits),
+        data_layout=data_layout, kernel_layout=kernel_layout, pack_dtype=pack_dtype,
+        out_dtype=out_dtype, unipolar=bool(unipolar))
+    return Call(Op.get("nn.bitserial_conv2d"), [data, weight], attrs)

@@ -1,5 +1,6 @@
-"""Constant matmul weights packed at build time (relax/vm/const_prepack.py and
-``schedule.optimize_prim_func_prepacked``): the kernel reads the packed layout, no call packs."""
+"""Kernel work behind the Relax native entry's latency: constant matmul weights packed at build
+time (relax/vm/const_prepack.py, ``schedule.optimize_prim_func_prepacked``), vector partial sums
+for short reductions, and the implicit-GEMM conv2d's row mode (no padding columns computed)."""
 
 import numpy as np
 import pytest
@@ -138,3 +139,50 @@ def test_global_mean_uses_vector_partial_sums():
     for batch in (1, 5, 2):
         a = np.random.rand(batch, 3, 16, 16).astype("float32")
         np.testing.assert_allclose(vm["main"](a).numpy(), a.mean(axis=(2, 3)), rtol=1e-5)
+
+
+def _conv_ref(x, w, stride, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride,
+                       kx:kx + stride * (ow - 1) + 1:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
+    return out
+
+
+@pytest.mark.parametrize("c, h, w, o, stride, pad, rows_mode", [
+    (3, 6, 32, 8, 1, 1, True),    # OW = 32: one row per 32-pixel panel
+    (5, 7, 16, 9, 1, 1, True),    # OW = 16, odd rows: the last panel overhangs the grid
+    (4, 9, 31, 6, 2, 1, True),    # stride 2: OW = 16
+    (3, 5, 15, 4, 1, 1, False),   # OW = 15: padded grid columns, cropped
+])
+def test_conv2d_row_mode_matches_numpy(c, h, w, o, stride, pad, rows_mode):
+    from minitvm.schedule import conv_direct
+
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
+    rng = np.random.default_rng(3)
+    wt = rng.standard_normal((o, c, 3, 3)).astype("float32")
+    bias = rng.standard_normal((1, o, 1, 1)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(wt), strides=stride, padding=pad))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.add(y, relax.const(bias)))))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
+    ow = (w + 2 * pad - 3) // stride + 1
+    assert (ow % conv_direct.ROW_LANES == 0) == rows_mode
+    # row mode writes the output layout itself: no padded grid temporary
+    assert ("conv2d_nchw = T.allocate" not in rec.prim_func.script()) == rows_mode
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    for batch in (1, 3, 1):
+        a = rng.standard_normal((batch, c, h, w)).astype("float32")
+        want = np.maximum(_conv_ref(a, wt, stride, pad) + bias, 0)
+        np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
