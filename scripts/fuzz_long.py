@@ -9,7 +9,9 @@ Two processes side by side (each takes every 2nd program and half the parser/lib
     python scripts/fuzz_long.py ... --shard 1/2 --out b.json &
     python scripts/fuzz_long.py --merge a.json b.json --out all.json
 
-Re-run particular programs (after a fix): ``--seeds 17,4242``.
+Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
+ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
+end while the first pair works from its start -- ``--merge`` counts each seed once).
 
 The report (a summary and every finding) is rewritten to --out as JSON after every finding and
 every 25 programs, so a killed run keeps what it found. Exit status 1 when any check failed.
@@ -60,9 +62,21 @@ class Report:
         os.replace(tmp, self.path)
 
 
+def parse_seeds(text: str) -> list[int]:
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if ":" in part:
+            a, b = (int(x) for x in part.split(":"))
+            seeds.extend(range(a, b + 1) if a <= b else range(a, b - 1, -1))
+        elif part:
+            seeds.append(int(part))
+    return seeds
+
+
 def program_seeds(args) -> list[int]:
     if args.seeds:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        seeds = parse_seeds(args.seeds)
     else:
         seeds = [args.seed + k for k in range(args.programs)]
     k, n = args.shard
@@ -105,7 +119,7 @@ def run_programs(args, report: Report) -> list:
     findings = []
     stats = report.data["programs"] = {"count": 0, "planned": len(seeds), "passes": len(names),
                                        "pass_runs": 0, "builds": 0, "seconds": 0.0,
-                                       "last_seed": None, "findings": {}}
+                                       "last_seed": None, "findings": {}, "builds_by_seed": {}}
     t0 = time.time()
     for k, seed in enumerate(seeds):
         if args.time_budget and time.time() - t0 > args.time_budget:
@@ -115,6 +129,7 @@ def run_programs(args, report: Report) -> list:
         stats.update(count=k + 1, pass_runs=stats["pass_runs"] + len(names),
                      builds=stats["builds"] + builds, last_seed=seed,
                      seconds=round(time.time() - t0, 1))
+        stats["builds_by_seed"][str(seed)] = builds
         for f in found:
             findings.append(f)
             report.add_finding(f)
@@ -138,17 +153,40 @@ def merge(paths: list[str], out: str) -> int:
     parts = [json.load(open(p)) for p in paths]
     merged: dict = {"command": [p["command"] for p in parts], "status":
                     "done" if all(p.get("status") == "done" for p in parts) else "incomplete",
-                    "program_findings": [f for p in parts for f in p["program_findings"]]}
-    progs = [p["programs"] for p in parts if "programs" in p]
+                    "program_findings": []}
+    seen = set()
+    for p in parts:  # a seed two reports both checked is reported once
+        for f in p["program_findings"]:
+            key = (f["kind"], f["pass"], f["seed"], f["detail"])
+            if key not in seen:
+                seen.add(key)
+                merged["program_findings"].append(f)
+    progs = [(p["programs"], p["command"]) for p in parts if "programs" in p]
     if progs:
         counts: collections.Counter = collections.Counter()
-        for p in progs:
+        done: dict = {}  # seed -> relay.build runs (each seed counted once)
+        unknown_builds = 0
+        for p, command in progs:
             counts.update(p["findings"])
+            seeds = _seeds_done(p, command)
+            per_seed = p.get("builds_by_seed")
+            if per_seed is None:  # a report without per-seed counts: its total, minus repeats
+                unknown_builds += p["builds"]
+                for s in seeds:
+                    done.setdefault(s, None)
+            else:
+                for s in seeds:
+                    done[s] = per_seed.get(str(s), 0)
+        builds = unknown_builds + sum(v for v in done.values() if v is not None)
+        passes = progs[0][0]["passes"]
         merged["programs"] = {
-            "count": sum(p["count"] for p in progs), "passes": progs[0]["passes"],
-            "pass_runs": sum(p["pass_runs"] for p in progs),
-            "builds": sum(p["builds"] for p in progs),
-            "seconds": max(p["seconds"] for p in progs), "findings": dict(counts)}
+            "count": len(done), "passes": passes, "pass_runs": len(done) * passes,
+            "builds": builds, "seeds": _ranges(sorted(done)),
+            "seconds": max(p["seconds"] for p, _ in progs), "findings": dict(counts)}
+        if all(sum(p["findings"].values()) <= MAX_FINDINGS for p, _ in progs):
+            counts = collections.Counter(f"{f['kind']} / {f['pass']}"
+                                         for f in merged["program_findings"])
+            merged["programs"]["findings"] = dict(counts)
     for key in ("parser", "library"):
         got = [p[key] for p in parts if key in p]
         if got:
@@ -166,6 +204,28 @@ def merge(paths: list[str], out: str) -> int:
     return 1 if bad else 0
 
 
+def _seeds_done(stats: dict, command: str) -> list[int]:
+    """The seeds a (possibly killed) report checked: its first ``count`` of its plan."""
+    ap = _parser()
+    args = ap.parse_args(command.split()[1:])
+    return program_seeds(args)[:stats["count"]]
+
+
+def _ranges(seeds: list[int]) -> str:
+    out, start, prev = [], None, None
+    for s in seeds:
+        if start is None:
+            start = prev = s
+        elif s == prev + 1:
+            prev = s
+        else:
+            out.append(f"{start}:{prev}" if prev != start else str(start))
+            start = prev = s
+    if start is not None:
+        out.append(f"{start}:{prev}" if prev != start else str(start))
+    return ",".join(out)
+
+
 def _shard(text: str) -> tuple[int, int]:
     k, _, n = text.partition("/")
     k, n = int(k), int(n or 1)
@@ -174,7 +234,7 @@ def _shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--programs", type=int, default=1000)
     ap.add_argument("--parser", type=int, default=20000)
@@ -192,7 +252,11 @@ def main(argv=None) -> int:
                     help="merge the JSON reports of shards into --out and exit")
     ap.add_argument("--time-budget", type=float, default=0,
                     help="stop generating programs after this many seconds (0: no limit)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     if args.merge:
         return merge(args.merge, args.out)
     warnings.simplefilter("ignore")

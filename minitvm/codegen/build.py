@@ -20,7 +20,7 @@ from ..tir.transform import parallelize_outer_loops
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "3"  # 3: float16 libm functions computed in float32
+CODEGEN_VERSION = "4"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

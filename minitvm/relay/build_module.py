@@ -73,5 +73,7 @@ from .backend.built_executor import AotExecutor, GraphExecutor, VMExecutor  # no
 from .backend.graph_build import build  # noqa: E402
 from .transform.pipeline import optimize  # noqa: E402
 
+from .backend.vm import VMExecutor  # noqa: E402,F811  the Relay VM (relay.vm.compile)
+
 _KINDS.update({"graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor})
 __all__ += ["build", "optimize"]

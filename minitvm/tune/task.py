@@ -3,6 +3,7 @@
 ``extract_tasks`` runs ``relay.build``'s optimization pipeline, then schedules (without code
 generation) every fused primitive function with a tracing knob table: each workload the
 schedules ask knobs for becomes a task, so the keys are exactly those a later build looks up.
+A Relax module is built once under the tracing table instead (Relax schedules while building).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from .workload import can_rebuild
 class Task:
     """One workload to tune: its key, its declared knob space, and how often the model runs it.
 
-    ``measure``: the candidate measurement function (``(task, knobs, options) -> costs``) the
-    runners call in a worker; the default builds the workload alone and times it.
+    ``measure``: the candidate measurement function (``(task, knobs) -> costs in seconds``)
+    the runners call in a worker; None: ``workload.measure_workload`` (the workload built
+    alone with the knobs, then timed). Tests give one that crashes or hangs.
     """
 
     workload: list
@@ -90,8 +92,7 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)
     if _is_relax(mod):
-        with PassContext(opt_level=opt_level):
-            return _extract_relax(mod, params, target)
+        return _extract_relax(mod, params, target)
     ctx = PassContext.current()
     with PassContext(opt_level=opt_level, config=dict(getattr(ctx, "config", {}) or {}),
                      disabled_pass=list(getattr(ctx, "disabled_pass", []) or [])):

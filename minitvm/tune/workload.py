@@ -7,6 +7,8 @@ must reach the workload; the measurement says so when it does not.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
 import numpy as np
@@ -107,8 +109,37 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0) -> list[float]
     return costs
 
 
+@functools.lru_cache(maxsize=8)
+def _reference(text: str) -> np.ndarray:
+    from .. import relay
+
+    mod, inputs = workload_program(json.loads(text))
+    return relay.create_executor("debug", mod=mod).evaluate()(*inputs.values()).numpy()
+
+
+def reference_output(key) -> np.ndarray:
+    """The output of workload ``key`` on ``workload_program``'s inputs, by the ops' numpy
+    references (kept for the last few workloads: a worker measures one task at a time)."""
+    return _reference(key_text(key))
+
+
+def check_output(gm, key, rtol: float = 1e-3) -> None:
+    """Raise ``ValueError`` when ``gm``'s output differs from the numpy reference: a candidate
+    that computes the wrong thing is a failure, however fast."""
+    out = gm.get_output(0).numpy()
+    ref = reference_output(key)
+    err = float(np.max(np.abs(out - ref))) if out.shape == ref.shape else float("inf")
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    if not err <= rtol * scale:
+        raise ValueError(f"wrong result: max abs error {err:.3g} against the numpy reference "
+                         f"(allowed {rtol * scale:.3g})")
+
+
 def measure_workload(task, knobs: dict, repeat: int = 5, min_repeat_ms: float = 10.0
                      ) -> list[float]:
-    """The default candidate measurement: build ``task``'s workload with ``knobs``, time it."""
+    """The default candidate measurement: build ``task``'s workload with ``knobs``, check its
+    output against the numpy reference, then time it."""
     gm, _ = build_workload(task.workload, knobs, task.target)
-    return time_module(gm, repeat, min_repeat_ms)
+    costs = time_module(gm, repeat, min_repeat_ms)
+    check_output(gm, task.workload)
+    return costs

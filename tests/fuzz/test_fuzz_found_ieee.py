@@ -84,3 +84,36 @@ def test_order_dependent_overflow_is_told_apart_from_a_mismatch():
     tamed = [np.where(np.abs(x) >= 1e30, 1, x).astype(x.dtype) if x.dtype.kind == "f" else x
              for x in prog.inputs(special=True)]
     assert check_build(prog, tamed) == []
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8"])
+def test_integer_arithmetic_on_loaded_values_wraps(dtype):
+    """Seed 500311: max(where(x > 0, x, -x)) gave INT_MIN for an input holding INT_MAX: the
+    negation was emitted ``mul nsw`` (overflow is poison), so LLVM rewrote the fused
+    reduction; values from buffers now wrap as numpy's do."""
+    info = np.iinfo(dtype)
+    a = np.array([-1, 0, 2, info.max, info.min, 5], dtype)
+    x = relay.var("x", shape=a.shape, dtype=dtype)
+    zero = relay.const(0, dtype)
+    body = relay.Tuple([
+        relay.max(relay.where(relay.greater(x, zero), x, relay.negative(x))),
+        relay.multiply(x, relay.const(-1, dtype)), relay.add(x, x), relay.sum(relay.abs(x))])
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    ref = run_interpreter(mod, [a])
+    got = _build_run(mod, [a])
+    for r, g in zip(ref, got, strict=True):
+        np.testing.assert_array_equal(r, g)
+    assert got[0] == info.max
+
+
+def test_float64_output_of_float32_math_is_compared_at_float32_precision():
+    """Seed 500469: cast(erf(x: float32), "float64") differs from the interpreter by one
+    float32 ulp; the harness compares at the precision the program computes in."""
+    from minitvm.testing.fuzz.differential import check_pipeline, precision_floor
+
+    prog = generate_program(500469, control_flow=False, closures=False, adts=False)
+    assert precision_floor(prog.mod) == "float32"
+    assert check_pipeline(prog, opt_levels=()) == []
+    a = [np.array([1.0, 2.0], "float64")]
+    assert compare_values(a, [a[0] * (1 + 1e-7)]) is not None  # float64 alone stays strict
+    assert compare_values(a, [a[0] * (1 + 1e-7)], floor="float32") is None

@@ -102,6 +102,21 @@ def test_recorded_knobs_change_the_build_and_keep_numerics():
     assert 256 in _acc_sizes(relay.build(mod, "llvm"))
 
 
+def test_disk_cache_keys_on_the_knobs():
+    from minitvm.backend import kernel_cache
+    from minitvm.codegen.build import clear_cache
+
+    mod = small_mlp(seed=7)
+    x = np.random.default_rng(8).standard_normal((16, 64)).astype("float32")
+    relay.build(mod, "llvm")  # the default kernels go to the on-disk cache
+    kernel_cache.clear_cache()
+    clear_cache()
+    with apply_history_best([Record(DENSE, {"mr": 4, "nr": 16}, [1e-6])]):
+        lib = relay.build(mod, "llvm")
+    # a stale default kernel would read the weight packed 16 wide as if 32 wide: wrong numbers
+    np.testing.assert_allclose(_run(lib, x), mlp_reference(mod, x), rtol=1e-4, atol=1e-4)
+
+
 def test_conv2d_knobs_keep_numerics():
     x = relay.var("x", shape=tuple(CONV[1]))
     wv = np.random.default_rng(3).standard_normal(CONV[2]).astype("float32")
@@ -122,3 +137,14 @@ def test_primitive_function_walk_is_not_recursive():
     for _ in range(100_000):
         y = relay.negative(y)
     assert _primitive_functions(relay.Function([x], y)) == []
+
+
+def test_a_candidate_with_wrong_results_is_a_failure(monkeypatch):
+    from minitvm.tune import run_candidate, workload
+
+    task = extract_tasks(small_mlp())[0]
+    assert run_candidate(task, {"mr": 4, "nr": 16}).ok
+    ref = workload.reference_output(DENSE)
+    monkeypatch.setattr(workload, "reference_output", lambda key: ref + 1.0)
+    res = run_candidate(task, {"mr": 4, "nr": 16})
+    assert not res.ok and "wrong result: max abs error 1" in res.error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from tune_helpers import CONV, DENSE
+from tune_helpers import BATCH_MATMUL, CONV, DENSE, MATMUL
 
 from minitvm.relay.backend.te_compiler import build_te
 from minitvm.relay.transform.pipeline import optimize
@@ -51,10 +51,12 @@ def test_conv2d_space_declared():
     assert "im2col" in blas_space.values("impl")
 
 
-@pytest.mark.parametrize("key", [DENSE, CONV], ids=["dense", "conv2d"])
+@pytest.mark.parametrize("key", [DENSE, CONV, MATMUL, BATCH_MATMUL],
+                         ids=["dense", "conv2d", "matmul", "batch_matmul"])
 def test_default_knobs_reproduce_the_untuned_schedule(key):
     t, untuned = _stage_and_script(key)
     _, space = space_of(t, LoweringOptions())
+    assert space_of(t, LoweringOptions())[0] == key
     _, explicit = _stage_and_script(key, KnobTable({key_text(key): space.default()}))
     assert explicit == untuned
     # and a non-default knob changes the kernel text (the kernel caches key on it)

@@ -8,6 +8,8 @@ from minitvm import relay
 from minitvm.ir.module import IRModule
 
 DENSE = ["dense", 16, 48, 64, "float32"]  # small_mlp's first layer
+MATMUL = ["matmul", 16, 48, 64, False, "float32"]
+BATCH_MATMUL = ["batch_matmul", [2, 16, 64], [2, 48, 64], True, "float32"]
 CONV = ["conv2d_nchw", [1, 8, 10, 10], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1,
         "float32"]
 

@@ -51,14 +51,25 @@ class ExprEmitter:
     fmf: tuple
 
     # ---------------------------------------------------------------- driver
+    def _data_ids(self) -> set:
+        """Ids of expressions (and let variables) whose value derives from a buffer load: their
+        signed integer arithmetic wraps (numpy's), index arithmetic keeps ``nsw``."""
+        ids = getattr(self, "_data", None)
+        if ids is None:
+            ids = self._data = set()
+        return ids
+
     def emit(self, root, memo: dict | None = None):
         memo = {} if memo is None else memo
+        data = self._data_ids()
         stack = [(root, False)]
         while stack:
             node, ready = stack.pop()
             if id(node) in memo:
                 continue
             if ready:
+                if type(node) is E.BufferLoad or any(id(c) in data for c in self._deps(node)):
+                    data.add(id(node))
                 memo[id(node)] = self._emit_node(node, memo)
                 continue
             stack.append((node, True))
@@ -115,6 +126,8 @@ class ExprEmitter:
         if t is E.Broadcast:
             return self.broadcast(memo[id(e.value)], e.lanes)
         if t is E.Let:
+            if id(e.value) in self._data_ids():
+                self._data_ids().add(id(e.var))
             self.env[id(e.var)] = memo[id(e.value)]
             try:
                 return self.emit(e.body, dict(memo))
@@ -193,7 +206,9 @@ class ExprEmitter:
                 # IEEE (numpy's minimum/maximum): a NaN in either operand gives NaN
                 return bld.select(bld.fcmp_unordered("uno", a, a), a, res)
         unsigned = T.is_unsigned(dtype)
-        nsw = () if unsigned else ("nsw",)
+        # values loaded from buffers wrap on overflow (numpy, the interpreter): -INT_MIN is
+        # INT_MIN, not poison; pure index arithmetic keeps nsw for the optimizer
+        nsw = () if unsigned or id(e) in self._data_ids() else ("nsw",)
         if t is E.Add:
             return bld.add(a, b, flags=nsw)
         if t is E.Sub:

@@ -52,6 +52,8 @@ class StmtEmitter:
                 work.extend(reversed(s.seq))
             elif t is S.LetStmt:
                 self.env[id(s.var)] = self.emit(s.value)
+                if id(s.value) in self._data_ids():  # a loaded value: its arithmetic wraps
+                    self._data_ids().add(id(s.var))
                 work.append(lambda v=s.var: self.env.pop(id(v), None))
                 work.append(s.body)
             elif t is S.Allocate:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...ir.op import Op
 from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
 from ..op.builtin import alloc_tensor
-from ..struct_info import TensorStructInfo, TupleStructInfo
+from ..struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
 from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs
 from .utils import register
 
@@ -70,7 +70,10 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
             if len(v.args) == 3:  # tir_vars
                 call_args.append(v.args[2])
             call = Call(callee, call_args, None, None, v.span)
-            call._checked_type = TupleStructInfo([])
+            # a kernel returns nothing; a packed function's result is opaque, as TVM infers
+            # for a call of an ExternFunc without sinfo_args (what its TVMScript parses to)
+            call._checked_type = ObjectStructInfo() if isinstance(callee, ExternFunc) \
+                else TupleStructInfo([])
             out.append(VarBinding(Var(namer.fresh("_"), call._checked_type), call))
             res = results[0] if len(results) == 1 and not isinstance(outs, TupleStructInfo) \
                 else normalized(Tuple(results), mod)

@@ -4,13 +4,16 @@ Patterns are applied in table order (earlier entries take priority); each match 
 of a function with ``Composite=<name>`` and ``PartitionedFromPattern`` attributes, as
 ``dataflow_pattern.partition`` builds it. A table entry's optional ``check(expr)`` vetoes a
 match. Matches are never looked for inside functions already made composite. Types are
-re-inferred after each entry, so checks can read ``checked_type`` of every node.
+re-inferred after each entry, so checks can read ``checked_type`` of every node; as TVM's pass
+ends with InferType, the composite functions' parameters and return types get the inferred
+types written in.
 """
 
 from __future__ import annotations
 
 from ..dataflow_pattern import DFPattern, partition
 from ._pass_helpers import make_function_pass, register
+from .annotate_missing_types import annotate_missing_types
 from .infer_type import InferTypeLocal
 
 __all__ = ["MergeComposite", "merge_composite"]
@@ -57,6 +60,10 @@ def MergeComposite(pattern_table):  # noqa: N802 - TVM's name
     entries = _entries(pattern_table)
 
     def run(func, mod, ctx):
-        return merge_composite(func, entries)
+        out = merge_composite(func, entries)
+        if out is not func:
+            InferTypeLocal(out)
+            out = annotate_missing_types(out)
+        return out
 
     return make_function_pass(run, opt_level=0, name="MergeComposite", required=["InferType"])

@@ -3,8 +3,10 @@
 Each sub-expression is bound in the innermost scope common to all its uses (function bodies, If
 branches, let bodies and match clauses open scopes), in evaluation order within a scope. Constants
 are bound too; variables, global vars, ops and constructors are atomic. Primitive functions are
-kept whole; a let nested in a bound value is flattened into the enclosing scope. The same
-machinery, told to bind only values whose scope was lifted, gives ToBasicBlockNormalForm.
+kept whole; a let nested in a bound value is flattened into the enclosing scope. Inside a fixed
+``on_device`` annotation (constraining result and body) the bound values carry the annotation's
+device, as TVM's device-aware pass does. The same machinery, told to bind only values whose scope
+was lifted, gives ToBasicBlockNormalForm.
 """
 
 from __future__ import annotations
@@ -169,6 +171,18 @@ def calc_scopes(root):
     return scope, sub_scopes, lifted
 
 
+def _ON_DEVICE():  # noqa: N802 - looked up lazily: the op registry fills at import
+    return Op.get("on_device")
+
+
+def _is_fixed_on_device(e) -> bool:
+    """An ``on_device`` call constraining both its result and its body (TVM's is_fixed)."""
+    if type(e) is not Call or not isinstance(e.op, Op) or e.op.name != "on_device":
+        return False
+    return bool(getattr(e.attrs, "constrain_result", False)) and \
+        bool(getattr(e.attrs, "constrain_body", True))
+
+
 class _Filler:
     """Rebuilds an expression, pushing bindings into the let lists of the scopes computed above.
 
@@ -184,6 +198,7 @@ class _Filler:
         self.memo: dict = {}
         self.nesting = 0
         self.bound = 0  # fresh let bindings introduced
+        self.devices: list = []  # attrs of the lexically enclosing fixed on_device annotations
 
     def run(self, root):
         out = self._drive(root, None)
@@ -226,9 +241,18 @@ class _Filler:
             return res
         return self._handlers[type(e)](self, e, v)
 
+    def _on_device(self, now):
+        """``now`` annotated with the enclosing on_device's device (TVM's MaybeOnDeviceFixed:
+        variables, globals, operators, constructors, functions and already-annotated values
+        are left as they are)."""
+        if not self.devices or isinstance(now, Var | GlobalVar | Op | Constructor | Function) \
+                or _is_fixed_on_device(now):
+            return now
+        return Call(_ON_DEVICE(), [now], self.devices[-1])
+
     def _compound(self, orig, now, v):
         if v is None and self.include is not None and orig not in self.include:
-            return now
+            return self._on_device(now)
         if v is None:
             self.bound += 1
             var = Var("x")
@@ -239,9 +263,15 @@ class _Filler:
             while type(now) is Let:
                 scope.push(now.var, now.value)
                 now = now.body
-        return scope.push(var, now)
+        return scope.push(var, self._on_device(now))
 
     def _call(self, e, v):
+        if _is_fixed_on_device(e):
+            # as TVM: the annotation is transparent; what its body binds is bound on its device
+            self.devices.append(e.attrs)
+            body = yield e.args[0], v
+            self.devices.pop()
+            return Call(e.op, [body], e.attrs, e.type_args, e.span)
         args = []
         for a in e.args:
             args.append((yield a, None))

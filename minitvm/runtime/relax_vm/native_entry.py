@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 
 import numpy as np
 
@@ -46,6 +47,7 @@ PLANNABLE_BUILTINS = frozenset({
     "vm.builtin.tuple_getitem",
 })
 MAX_PLANS = 16  # call shapes remembered per function (oldest dropped first)
+MAX_PLAN_BYTES = 1 << 30  # and at most this much intermediate memory held by them together
 MAX_RESULT_DEPTH = 32  # nesting of tuples in a result the fast path rebuilds
 GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
 _HEADER = 4  # plan words: npatch, nsteps, table address, vars address
@@ -186,9 +188,9 @@ class _Unplannable(Exception):
 class _Plan:
     """One call shape's replay: the plan words, output allocation and result rebuilding."""
 
-    __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock")
+    __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock", "nbytes")
 
-    def __init__(self, words, run, outs, build, keep):
+    def __init__(self, words, run, outs, build, keep, nbytes: int = 0):
         self.words = words
         self.addr = words.ctypes.data
         self.run = run
@@ -196,6 +198,7 @@ class _Plan:
         self.build = build  # (arrays, outs) -> the function's result
         self.keep = keep  # intermediate buffers, constants: alive as long as the plan
         self.lock = threading.Lock()
+        self.nbytes = nbytes  # the intermediate memory the plan holds
 
 
 class NativeFunction:
@@ -247,9 +250,17 @@ class NativeFunction:
                 plan = self._plan(vals, calls, heaps, result)
             except _Unplannable:
                 plan = _NO_PLAN
+            except Exception as err:  # noqa: BLE001 - the call itself succeeded: keep it
+                warnings.warn(f"Relax VM native entry: {self.func.name}() cannot be planned "
+                              f"({type(err).__name__}: {err}); it stays interpreted at this "
+                              "shape", RuntimeWarning, stacklevel=3)
+                plan = _NO_PLAN
             with self._lock:
-                while len(self.plans) >= MAX_PLANS:
-                    self.plans.pop(next(iter(self.plans)))
+                held = sum(getattr(p, "nbytes", 0) for p in self.plans.values())
+                need = getattr(plan, "nbytes", 0)
+                while self.plans and (len(self.plans) >= MAX_PLANS or
+                                      held + need > MAX_PLAN_BYTES):
+                    held -= getattr(self.plans.pop(next(iter(self.plans))), "nbytes", 0)
                 self.plans[key] = plan
         return result
 
@@ -299,11 +310,11 @@ class NativeFunction:
                 keys.append(f"{a}.shape")
                 arrays.append(a)
                 tensor_params.append(k)
-            elif isinstance(v, bool | int | float | str | ShapeTuple) or v is None:
-                env[f"t{k}"] = type(v)
+            elif isinstance(v, bool | int | str | ShapeTuple) or v is None:
+                env[f"t{k}"] = type(v)  # part of the call shape (a plan per value)
                 lines.append(f"    if type({a}) is not t{k}: return None")
                 keys.append(a)
-            else:  # tuples, closures: interpret
+            else:  # floats (a plan per value would not be reused), tuples, closures: interpret
                 lines.append("    return None")
         src = (f"def conv({', '.join(params)}):\n" + "\n".join(lines or ["    pass"]) +
                f"\n    return ({', '.join(keys)}{',' if keys else ''}), "
@@ -423,7 +434,8 @@ class NativeFunction:
         py_run, nogil_run = run_plan_address()
         run = nogil_run if nbytes_total > GIL_RELEASE_BYTES else py_run
         build = self._builder(result, leaves, in_args, out_roots, owner_index, direct)
-        return _Plan(words, run, owners, build, keep)
+        roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
+        return _Plan(words, run, owners, build, keep, sum(r.nbytes for r in roots.values()))
 
     def _builder(self, result, leaves, in_args, out_roots, owner_index, direct):
         """A function (arrays, outs) -> result rebuilding ``result``'s structure per call."""

@@ -255,3 +255,69 @@ def test_bound_weight_transposes_fold_at_build_time():
     for rows in (1, 5, 5):
         a = np.random.rand(rows, 6).astype("float32")
         np.testing.assert_allclose(vm["main"](a).numpy(), a @ wt.T, rtol=1e-5)
+
+
+def test_a_planning_failure_warns_and_interprets(mlp, monkeypatch):
+    from minitvm.runtime.relax_vm import native_entry
+
+    ex, w = mlp
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+
+    def broken(self, *args):
+        raise IndexError("simulated")
+
+    monkeypatch.setattr(native_entry.NativeFunction, "_plan", broken)
+    x = np.random.rand(3, 16).astype("float32")
+    with pytest.warns(RuntimeWarning, match=r"main\(\) cannot be planned.*simulated"):
+        out = vm["main"](x)
+    np.testing.assert_allclose(out.numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
+    assert _fast(vm, "main", x) is MISS
+    np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
+
+
+def test_shape_and_scalar_arguments():
+    """A shape argument is part of the call shape (a plan per value); a float argument keeps
+    the function interpreted (a plan per value would never be reused)."""
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 4], "float32"))
+    s = relax.Var("s", relax.ShapeStructInfo([m, 2]))
+    f = relax.Var("f", relax.PrimStructInfo("float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, s]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(x, x))
+            gv = bb.emit_output(bb.emit(relax.op.reshape(y, s)))
+        bb.emit_func_output(gv)
+    with bb.function("scaled", [x, f]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.add(x, x)))
+        bb.emit_func_output(relax.Tuple([gv, f]))
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    for rows in (3, 3, 5, 5):
+        a = np.random.rand(rows, 4).astype("float32")
+        shape = tvm.runtime.ShapeTuple([rows * 2, 2])
+        np.testing.assert_allclose(vm["main"](a, shape).numpy(), (a + a).reshape(-1, 2))
+    assert len(vm._native["main"].plans) == 2
+    assert _fast(vm, "main", a, shape) not in (MISS, RECORD)
+    with pytest.raises(ValueError, match=r"param=s.*dimension 1 must be 2, got 3"):
+        vm["main"](a, tvm.runtime.ShapeTuple([10, 3]))
+    for k in range(3):
+        out, g = vm["scaled"](a, 0.5 + k)
+        np.testing.assert_allclose(out.numpy(), a + a)
+        assert g == 0.5 + k
+    assert _fast(vm, "scaled", a, 1.5) is MISS
+
+
+def test_plans_hold_bounded_memory(mlp, monkeypatch):
+    from minitvm.runtime.relax_vm import native_entry
+
+    ex, w = mlp
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    vm["main"](np.random.rand(64, 16).astype("float32"))
+    plan, = vm._native["main"].plans.values()
+    assert plan.nbytes >= 64 * 32 * 4  # holds the (64, 32) hidden activation at least
+    monkeypatch.setattr(native_entry, "MAX_PLAN_BYTES", plan.nbytes + 1)
+    for rows in (63, 62, 61):
+        x = np.random.rand(rows, 16).astype("float32")
+        np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
+        assert len(vm._native["main"].plans) == 1  # each new shape evicts the previous one

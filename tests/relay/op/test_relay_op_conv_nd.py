@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from relay_op_check import _type, run
 
+import minitvm as tvm
 from minitvm import relay
 from minitvm.topi import testing as tt
 
@@ -163,3 +164,17 @@ def test_correlation():
     assert sub.shape == (1, 9, 2, 3)  # border 3: ceil((10 - 6) / 2), ceil((11 - 6) / 2)
     with pytest.raises(Exception, match="nn.correlation: kernel_size must be odd"):
         _type(lambda p, q: relay.nn.correlation(p, q, 2, 2, 1, 1, 0, True), a.shape, a.shape)
+
+
+def test_unannotated_weights_are_typed_from_attrs():
+    r = relay
+    x = r.var("x", shape=(1, 4, 5, 6, 7))
+    y = r.nn.conv3d(x, r.var("w"), channels=8, kernel_size=(3, 3, 3), groups=2)
+    mod = r.transform.InferType()(tvm.IRModule.from_expr(r.Function(r.analysis.free_vars(y),
+                                                                     y)))
+    assert [str(p.checked_type) for p in mod["main"].params] == [
+        "Tensor[(1, 4, 5, 6, 7), float32]", "Tensor[(8, 2, 3, 3, 3), float32]"]
+    z = r.nn.conv3d_transpose(x, r.var("w"), channels=6, kernel_size=(2, 2, 2))
+    mod = r.transform.InferType()(tvm.IRModule.from_expr(r.Function(r.analysis.free_vars(z),
+                                                                     z)))
+    assert str(mod["main"].params[1].checked_type) == "Tensor[(4, 6, 2, 2, 2), float32]"

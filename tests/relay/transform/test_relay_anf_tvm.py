@@ -1,12 +1,11 @@
 """ToANormalForm builds TVM's programs: the structural cases of TVM v0.19's own test, restated.
 
 Every non-atomic sub-expression gets a let in post-DFS order within its scope (constants too);
-``if`` branches are scopes of their own. TVM's device-aware binding inside ``on_device`` scopes
-is not done yet (the xfail case below).
+``if`` branches are scopes of their own; inside a fixed ``on_device`` the bound values carry its
+device (TVM's device-aware binding).
 """
 
 import numpy as np
-import pytest
 
 import minitvm as tvm
 from minitvm import relay
@@ -65,8 +64,6 @@ def test_if_branches_are_scopes():
     assert int(_eval(got)) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="not yet device-aware: TVM binds the constant under the "
-                   "on_device scope as on_device(c) and the annotated add directly to x")
 def test_let_as_subexpression_keeps_on_device():
     def on_cpu(e):
         return relay.annotation.on_device(e, tvm.device("cpu"), constrain_result=True)

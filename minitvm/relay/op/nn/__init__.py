@@ -25,3 +25,4 @@ from ._winograd import (  # noqa: E402
     contrib_conv3d_winograd_weight_transform, contrib_conv3d_winograd_without_weight_transform,
 )
 from ._bit_sparse import bitpack, bitserial_conv2d, bitserial_dense, sparse_conv2d  # noqa: E402
+from . import _layout_hooks_nd  # noqa: E402,F401  (layout rules of the N-d ops)

@@ -369,3 +369,19 @@ def correlation(data1: Expr, data2: Expr, kernel_size: int, max_displacement: in
                              stride1=int(stride1), stride2=int(stride2), padding=padding,
                              is_multiply=bool(is_multiply), layout=layout)
     return Call(Op.get("nn.correlation"), [data1, data2], attrs)
+
+
+# --------------------------------------------------------------------------- weight types
+def _register_weight_hints() -> None:
+    """Unannotated weights typed from ``channels`` and ``kernel_size``, as for conv2d."""
+    from ..arg_type_hints import _conv_weight
+    from ..op import register_op_attr
+
+    register_op_attr("nn.conv3d", "FInferArgTypes", _conv_weight("DHW", "NCDHW", "OIDHW"))
+    register_op_attr("nn.conv1d_transpose", "FInferArgTypes",
+                     _conv_weight("W", "NCW", "IOW", transpose=True))
+    register_op_attr("nn.conv3d_transpose", "FInferArgTypes",
+                     _conv_weight("DHW", "NCDHW", "IODHW", transpose=True))
+
+
+_register_weight_hints()

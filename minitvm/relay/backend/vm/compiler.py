@@ -1,0 +1,126 @@
+"""``relay.vm.compile`` / ``VMCompiler``: a Relay module to a Relay VM ``Executable``.
+
+The module goes through relay.build's pipeline in its VM form (``is_vm=True``: constructors are
+eta-expanded, the homogeneous InferType before AlterOpLayout is skipped, as TVM does), then
+LambdaLift turns closures into global functions and InferType types them; every global function
+is compiled to bytecode (``codegen.FunctionCompiler``) and every primitive function to a kernel
+(``kernels.KernelTable``: native code, per-shape specialization for dynamic shapes).
+"""
+
+from __future__ import annotations
+
+from ....backend.options import lowering_options
+from ....ir.module import IRModule
+from ....runtime.vm import Executable
+from ....target import Target
+from ....transform.context import PassContext
+from ...expr import Function
+from .codegen import FunctionCompiler
+from .kernels import KernelTable
+
+__all__ = ["VMCompiler", "compile"]
+
+
+def _check_target(target) -> None:
+    if target is None:
+        return
+    if isinstance(target, dict):
+        for t in target.values():
+            _check_target(t)
+        return
+    kind = str(getattr(getattr(target, "kind", None), "name", target) or "llvm").split()[0]
+    if kind not in ("llvm", "c", "cpu"):
+        raise ValueError(f"relay.vm.compile: only the 'llvm' (host CPU) target is supported, "
+                         f"got {target!r}")
+
+
+class VMCompiler:
+    """TVM's VMCompiler: ``set_params``, ``lower``, ``codegen``, ``optimize``, ``get_exec``."""
+
+    def __init__(self):
+        self._params: dict = {}
+        self._exec: Executable | None = None
+        self.optimized_mod: IRModule | None = None
+
+    def set_params(self, params: dict | None) -> None:
+        """Bind these values to ``main``'s parameters of the same name (they become constants)."""
+        self._params = dict(params or {})
+
+    def get_params(self) -> dict:
+        return dict(self._params)
+
+    def optimize(self, mod, target=None, params=None):
+        """The VM's optimization pipeline; returns ``(mod, params)``."""
+        from ...transform import InferType, LambdaLift
+        from ...transform.bind_params import bind_params_by_name
+        from ...transform.pipeline import _gc_paused, relay_build_pipeline
+
+        if isinstance(mod, Function):
+            mod = IRModule.from_expr(mod)
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"relay.vm.compile expects an IRModule, got {type(mod).__name__}")
+        if "main" not in [gv.name_hint for gv in mod.functions]:
+            raise ValueError("relay.vm.compile: the module has no 'main' function")
+        _check_target(target)
+        params = dict(params if params is not None else self._params)
+        if params:
+            mod = mod.shallow_copy()
+            mod["main"] = bind_params_by_name(mod["main"], params)
+        tgt = Target("llvm")
+        seq = relay_build_pipeline(target=tgt, is_vm=True)
+        with _gc_paused(), tgt:
+            mod = InferType()(mod)
+            mod = seq(mod)
+            mod = InferType()(mod)
+            mod = LambdaLift()(mod)
+            mod = InferType()(mod)
+        return mod, params
+
+    def lower(self, mod, target=None, target_host=None) -> None:
+        """Optimize ``mod`` and compile it to bytecode and kernels (``get_exec`` returns it)."""
+        opt, _ = self.optimize(mod, target, None)
+        self.optimized_mod = opt
+        options = lowering_options(PassContext.current())
+        kernels = KernelTable(options)
+        constants: list = []
+        names = sorted((gv.name_hint for gv, f in opt.functions.items()
+                        if isinstance(f, Function)), key=lambda n: (n != "main", n))
+        index = {n: k for k, n in enumerate(names)}
+        funcs = []
+        for n in names:
+            func = opt[n]
+            funcs.append(FunctionCompiler(opt, index, kernels, constants).compile(n, func))
+        self._exec = Executable(funcs, constants, kernels.kernels)
+
+    def codegen(self) -> None:
+        """Kept for TVM's API: ``lower`` already generated the code."""
+
+    def get_exec(self) -> Executable:
+        if self._exec is None:
+            raise ValueError("VMCompiler.get_exec: call lower() first")
+        return self._exec
+
+
+def compile(mod, target=None, target_host=None, params=None) -> Executable:  # noqa: A001
+    """Compile ``mod`` for the Relay VM (``relay.vm.compile``).
+
+    Parameters
+    ----------
+    mod : IRModule
+        The program; ``main`` is the entry, other global functions are compiled too.
+    target : str or Target
+        ``"llvm"`` (the host CPU); None means llvm.
+    params : dict of str to NDArray
+        Values bound to ``main``'s parameters of the same name.
+
+    Returns
+    -------
+    Executable
+        Run it with ``tvm.runtime.vm.VirtualMachine(exe, device)``.
+    """
+    compiler = VMCompiler()
+    if params:
+        compiler.set_params(params)
+    compiler.lower(mod, target, target_host)
+    compiler.codegen()
+    return compiler.get_exec()

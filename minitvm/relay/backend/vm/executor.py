@@ -1,0 +1,50 @@
+"""``relay.create_executor("vm")`` (TVM's ``VMExecutor``): compile with ``relay.vm.compile`` and
+run on ``tvm.runtime.vm.VirtualMachine``."""
+
+from __future__ import annotations
+
+from ....ir.expr import GlobalVar
+from ....ir.module import IRModule
+from ....runtime.vm import VirtualMachine
+from ...expr import Function
+from ..executor import Executor
+from .compiler import compile as vm_compile
+
+__all__ = ["VMExecutor"]
+
+
+class VMExecutor(Executor):
+    """Evaluates ``main`` (or a given function) on the Relay VM; results are NDArrays, ADTs
+    and closures as ``VirtualMachine.invoke`` returns them."""
+
+    def __init__(self, mod: IRModule | None, device=None, target="llvm"):
+        self.mod = mod if mod is not None else IRModule()
+        self.device = device
+        self.target = target
+        self.executable = None
+        self.vm = None
+        self.factory = None  # the built code (the Executable), as the compiled executors say
+        self.build_error = None
+
+    def _make_executor(self, expr=None):
+        mod = self.mod
+        name = "main"
+        if isinstance(expr, GlobalVar):
+            name = expr.name_hint
+        elif isinstance(expr, Function):
+            mod = self.mod.shallow_copy()
+            mod["main"] = expr
+        elif expr is not None:
+            raise ValueError(f"the vm executor evaluates functions, got {type(expr).__name__}")
+        if name != "main":
+            mod = mod.shallow_copy()
+            mod["main"] = mod[name]
+        self.executable = vm_compile(mod, self.target)
+        self.vm = VirtualMachine(self.executable, self.device)
+        self.factory = self.executable
+        vm = self.vm
+
+        def _vm_wrapper(*args, **kwargs):
+            return vm.run(*args, **kwargs)
+
+        return _vm_wrapper

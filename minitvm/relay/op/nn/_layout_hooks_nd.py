@@ -1,0 +1,92 @@
+"""Layout rules of the N-d convolutions and pools: ``FInferCorrectLayout`` (which layouts a call
+needs and produces, read by ConvertLayout / AlterOpLayout) and TVM's ConvertLayout hooks
+(``FTVMConvertOpLayout``) for nn.conv3d, nn.conv3d_transpose and the 3-D pools."""
+
+from __future__ import annotations
+
+from ..layout import Layout
+from ..op import register_convert_op_layout, register_op_attr
+from ._conv_nd import conv3d, conv3d_transpose
+from ._pool_nd import avg_pool3d, max_pool3d
+
+
+def _conv_layouts(attrs, in_layouts, in_types):
+    """The attrs fix every layout of a convolution."""
+    data = Layout(attrs.data_layout)
+    out = Layout(attrs.out_layout) if attrs.out_layout else data
+    return [data, Layout(attrs.kernel_layout)] + [None] * (len(in_layouts) - 2), [out]
+
+
+def _primal(layout: Layout) -> set:
+    return set(str(layout.primal()))
+
+
+def _pool_layouts(attrs, in_layouts, in_types):
+    """A pool follows the layout its input arrives in (rewriting its ``layout``) unless an
+    explicit ``out_layout`` pins it, as TVM's pools do."""
+    layout = Layout(attrs.layout)
+    if attrs.out_layout:
+        return [layout], [Layout(attrs.out_layout)]
+    cur = in_layouts[0] if in_layouts else None
+    if cur is not None and cur != layout and _primal(cur) == _primal(layout) and \
+            not any(ch.islower() for ch in str(cur)):
+        return [cur], [cur], attrs.with_fields(layout=str(cur))
+    return [layout], [layout]
+
+
+for _name in ("nn.conv3d", "nn.conv1d_transpose", "nn.conv3d_transpose",
+              "nn.contrib_depthwise_conv2d_NCHWc", "nn.deformable_conv2d"):
+    register_op_attr(_name, "FInferCorrectLayout", _conv_layouts)
+for _name in ("nn.max_pool3d", "nn.avg_pool3d", "nn.adaptive_max_pool1d",
+              "nn.adaptive_avg_pool1d", "nn.adaptive_max_pool3d", "nn.adaptive_avg_pool3d",
+              "nn.global_max_pool1d", "nn.global_avg_pool1d", "nn.global_max_pool3d",
+              "nn.global_avg_pool3d"):
+    register_op_attr(_name, "FInferCorrectLayout", _pool_layouts)
+
+
+def _desired(desired_layouts, op_name):
+    if len(desired_layouts) != 2:
+        raise ValueError(f"A desired layout is expected for both of {op_name}'s inputs")
+    data_layout, kernel_layout = (str(x) for x in desired_layouts)
+    if data_layout == "default":
+        raise ValueError(f"{op_name}: data layout cannot be default")
+    return data_layout, kernel_layout
+
+
+_DEFAULT_KERNEL = {"nn.conv3d": {"NCDHW": "OIDHW", "NDHWC": "DHWIO"},
+                   "nn.conv3d_transpose": {"NCDHW": "IODHW", "NDHWC": "DHWIO"}}
+
+
+def _conv_hook(op_name, ctor):
+    def convert(attrs, inputs, tinfos, desired_layouts):
+        data_layout, kernel_layout = _desired(desired_layouts, op_name)
+        new_attrs = dict(attrs)
+        new_attrs["data_layout"] = data_layout
+        if kernel_layout == "default":
+            kernel_layout = _DEFAULT_KERNEL[op_name].get(data_layout)
+            if kernel_layout is None:
+                raise ValueError(f"{op_name}: layout {data_layout} is not yet supported")
+        new_attrs["kernel_layout"] = kernel_layout
+        return ctor(*inputs, **new_attrs)
+
+    convert.__name__ = f"convert_{op_name.split('.')[1]}"
+    register_convert_op_layout(op_name, convert)
+    return convert
+
+
+def _pool_hook(op_name, ctor):
+    def convert(attrs, inputs, tinfos, desired_layouts):
+        new_attrs = dict(attrs)
+        new_attrs["layout"] = str(desired_layouts[0])
+        new_attrs["out_layout"] = str(desired_layouts[0])
+        return ctor(*inputs, **new_attrs)
+
+    convert.__name__ = f"convert_{op_name.split('.')[1]}"
+    register_convert_op_layout(op_name, convert)
+    return convert
+
+
+convert_conv3d = _conv_hook("nn.conv3d", conv3d)
+convert_conv3d_transpose = _conv_hook("nn.conv3d_transpose", conv3d_transpose)
+convert_max_pool3d = _pool_hook("nn.max_pool3d", max_pool3d)
+convert_avg_pool3d = _pool_hook("nn.avg_pool3d", avg_pool3d)

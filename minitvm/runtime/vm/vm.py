@@ -1,0 +1,444 @@
+"""The Relay virtual machine (``tvm.runtime.vm.VirtualMachine``): runs an ``Executable``.
+
+One dispatch loop over the bytecode with explicit frames: ``Invoke`` / ``InvokeClosure`` push a
+frame (code, pc, registers, destination) and ``Ret`` pops one, so recursion in the program never
+recurses in Python — a recursion 100,000 deep needs 100,000 frames in a list, not Python stack.
+Registers hold numpy arrays (tensors), ``ADT`` (tuples, constructor values), ``VMClosure`` and
+``Storage``; arguments and results cross the API as ``tvm.nd.NDArray``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import math
+import time
+
+import numpy as np
+
+from .. import threadpool
+from ..container import ADT
+from ..module import ProfileResult
+from ..ndarray import NDArray, cpu
+from . import bytecode as B
+from .executable import Executable, _type_text
+
+__all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
+
+_KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+class VMClosure:
+    """A function value: the index of its VM function and the captured values."""
+
+    __slots__ = ("func_index", "captured")
+
+    def __init__(self, func_index: int, captured: list):
+        self.func_index = func_index
+        self.captured = captured
+
+    def __repr__(self):
+        return f"VMClosure(Function[{self.func_index}], {len(self.captured)} captured)"
+
+
+class Storage:
+    """A block of bytes (``AllocStorage``) that tensors are carved from (``AllocTensor``).
+    Kernels need element alignment only, which numpy's allocator gives."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, nbytes: int):
+        self.buffer = np.empty(nbytes, dtype=np.uint8)
+
+    def tensor(self, offset: int, shape: tuple, dtype) -> np.ndarray:
+        dt = np.dtype(dtype)
+        n = math.prod(shape) * dt.itemsize
+        if offset + n > self.buffer.nbytes:
+            raise RuntimeError(f"Relay VM: a tensor of {n} bytes at offset {offset} does not fit "
+                               f"its storage of {self.buffer.nbytes} bytes")
+        return self.buffer[offset:offset + n].view(dt).reshape(shape)
+
+
+def call_native(kernel, inputs: list, outputs: list, workspace=None) -> list:
+    """Run native ``kernel`` on contiguous ``inputs`` writing ``outputs`` (both numpy)."""
+    arrays = list(inputs) + list(kernel.consts) + list(outputs)
+    if kernel.ws_bytes:
+        arrays.append(workspace if workspace is not None else
+                      np.empty(kernel.ws_bytes, np.uint8))
+    ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    _KERNEL(kernel.address)(ptrs, None, threadpool.get_num_threads())
+    return outputs
+
+
+# ------------------------------------------------------------------------------ arguments
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` in C order (``np.ascontiguousarray`` would turn a 0-d array into shape (1,))."""
+    return a if a.flags.c_contiguous else a.copy()
+
+
+def _shape_str(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _check_tensor(arg, rec, where: str) -> np.ndarray:
+    _, dims, dtype = rec
+    if isinstance(arg, NDArray):
+        arr = _contiguous(arg.numpy())
+    elif isinstance(arg, np.ndarray | np.generic):
+        arr = _contiguous(np.asarray(arg))
+    elif isinstance(arg, bool | int | float | list):
+        arr = np.asarray(arg, dtype=dtype)
+    else:
+        raise ValueError(f"{where}: expected {_type_text(rec)}, got a {type(arg).__name__}")
+    if arr.ndim != len(dims) or str(arr.dtype) != dtype or \
+            any(d >= 0 and d != s for d, s in zip(dims, arr.shape)):
+        raise ValueError(f"{where}: expected {_type_text(rec)}, got shape "
+                         f"{_shape_str(arr.shape)} {arr.dtype}")
+    return arr
+
+
+def _check_arg(arg, rec, where: str):
+    """Convert an argument to the VM's representation, checking it against its record
+    (tuples nest shallowly in practice; nesting depth is the type's, not the program's)."""
+    if rec[0] == "tensor":
+        return _check_tensor(arg, rec, where)
+    if rec[0] == "tuple":
+        if not isinstance(arg, tuple | list | ADT):
+            raise ValueError(f"{where}: expected a tuple {_type_text(rec)}, got a "
+                             f"{type(arg).__name__}")
+        if len(arg) != len(rec[1]):
+            raise ValueError(f"{where}: expected a tuple of {len(rec[1])} fields, got "
+                             f"{len(arg)}")
+        return ADT(0, [_check_arg(a, r, f"{where}[{i}]")
+                       for i, (a, r) in enumerate(zip(arg, rec[1]))])
+    return _to_internal(arg)
+
+
+def _convert(value, leaf):
+    """Rebuild nested ADTs bottom-up with an explicit stack, applying ``leaf`` to the rest."""
+    if not isinstance(value, ADT | tuple | list):
+        return leaf(value)
+    root: list = []
+    stack = [(value, root, None)]
+    while stack:
+        v, sink, parts = stack.pop()
+        if parts is not None:
+            sink.append(ADT(getattr(v, "tag", 0), parts))
+            continue
+        if isinstance(v, ADT | tuple | list):
+            parts = []
+            stack.append((v, sink, parts))
+            for f in reversed(list(v)):
+                stack.append((f, parts, None))
+        else:
+            sink.append(leaf(v))
+    return root[0]
+
+
+def _to_internal(value):
+    return _convert(value, lambda v: v.numpy() if isinstance(v, NDArray) else
+                    (np.asarray(v) if isinstance(v, np.generic) else v))
+
+
+def _to_external(value):
+    return _convert(value, lambda v: NDArray(v.copy() if v.base is not None else v)
+                    if isinstance(v, np.ndarray) else v)
+
+
+def _scalar(v):
+    if isinstance(v, np.ndarray):
+        return v.item()
+    return v
+
+
+# ------------------------------------------------------------------------------ the VM
+class VirtualMachine:
+    """``VirtualMachine(exe, device)``: ``invoke(name, *args)``, ``run(*args)``,
+    ``set_input``, ``invoke_stateful`` / ``get_outputs``, ``benchmark``."""
+
+    def __init__(self, exe: Executable, device=None, memory_cfg=None):
+        if not isinstance(exe, Executable):
+            raise TypeError(f"VirtualMachine expects a Relay VM Executable, got "
+                            f"{type(exe).__name__}")
+        if isinstance(device, list | tuple):
+            device = device[0] if device else None
+        self.exe = exe
+        self.device = device if device is not None else cpu(0)
+        self.memory_cfg = memory_cfg
+        self._inputs: dict[str, list] = {}
+        self._outputs: list | None = None
+        self._nthreads = threadpool.get_num_threads()
+        self._entries = [_KERNEL(k.address) if k.kind == "native" else None
+                         for k in exe.kernels]
+        # shapes and dtypes are the compiler's (typed) and arguments are checked on entry, so
+        # kernels are called without per-call checks: by their tuple-reading entry when present
+        self._fast = [getattr(getattr(k, "kernel", None), "_fast_call", None)
+                      if k.kind == "native" else None for k in exe.kernels]
+        self._workspaces: dict[int, np.ndarray] = {}
+        self._code = self._prepare()
+        self.module = self
+
+    # ------------------------------------------------------------------ API
+    def _func(self, func_name: str):
+        return self.exe._function(func_name)
+
+    def _check(self, func_name: str, args, kwargs) -> list:
+        f = self._func(func_name)
+        args = list(args)
+        if kwargs:
+            unknown = [k for k in kwargs if k not in f.params]
+            if unknown:
+                raise ValueError(f"{func_name}() got an unexpected keyword argument "
+                                 f"{unknown[0]!r}; parameters are {f.params}")
+            for name in f.params[len(args):]:
+                if name not in kwargs:
+                    raise ValueError(f"{func_name}() missing argument {name!r}")
+                args.append(kwargs[name])
+        if len(args) != len(f.params):
+            raise ValueError(f"{func_name}() takes {len(f.params)} argument(s) "
+                             f"({', '.join(f.params)}), got {len(args)}")
+        return [_check_arg(a, rec, f"{func_name}() argument '{n}'")
+                for a, rec, n in zip(args, f.param_types, f.params)]
+
+    def set_input(self, func_name: str, *args, **kwargs) -> None:
+        """Store the arguments of ``func_name`` for a later ``invoke`` without arguments."""
+        self._inputs[func_name] = self._check(func_name, args, kwargs)
+
+    def get_input_index(self, input_name: str, func_name: str = "main") -> int:
+        params = self._func(func_name).params
+        return params.index(input_name) if input_name in params else -1
+
+    def invoke(self, func_name: str, *args, **kwargs):
+        """Run ``func_name``; results are NDArrays, tuples and ADT values ``ADT``s."""
+        if args or kwargs:
+            values = self._check(func_name, args, kwargs)
+        elif func_name in self._inputs:
+            values = self._inputs[func_name]
+        else:
+            values = self._check(func_name, (), {})
+        return _to_external(self._execute(self.exe.global_map[func_name], values))
+
+    def run(self, *args, **kwargs):
+        return self.invoke("main", *args, **kwargs)
+
+    def invoke_stateful(self, func_name: str, *args, **kwargs) -> None:
+        """Run ``func_name`` and keep its outputs for ``get_outputs``."""
+        self._outputs = [self.invoke(func_name, *args, **kwargs)]
+
+    def get_outputs(self) -> list:
+        """The outputs of the last ``invoke_stateful``: a tuple result's fields, else [result]."""
+        if self._outputs is None:
+            raise ValueError("get_outputs: call invoke_stateful first")
+        res = self._outputs[0]
+        return list(res.fields) if isinstance(res, ADT) and res.tag == 0 else [res]
+
+    def get_num_outputs(self) -> int:
+        return len(self.get_outputs())
+
+    def benchmark(self, device=None, *args, func_name: str = "main", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
+                  **kwargs) -> ProfileResult:
+        """Seconds per call of ``func_name`` over ``repeat`` rounds of ``number`` calls."""
+        if args or kwargs:
+            self.set_input(func_name, *args, **kwargs)
+        values = self._inputs.get(func_name) or self._check(func_name, (), {})
+        index = self.exe.global_map[func_name]
+        self._execute(index, values)
+        results = []
+        for _ in range(repeat):
+            n = number
+            while True:
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    self._execute(index, values)
+                dt = time.perf_counter() - t0
+                if not min_repeat_ms or dt * 1000 >= min_repeat_ms:
+                    break
+                n *= 2
+            results.append(dt / n)
+        return ProfileResult(results)
+
+    # ------------------------------------------------------------------ kernels
+    def _invoke_packed(self, idx: int, inputs: list, outputs: list | None) -> list:
+        k = self.exe.kernels[idx]
+        if outputs is not None and k.kind == "native":
+            arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
+            arrays += k.consts
+            arrays += outputs
+            if k.ws_bytes:
+                ws = self._workspaces.get(idx)
+                if ws is None:
+                    ws = self._workspaces[idx] = np.empty(k.ws_bytes, np.uint8)
+                arrays.append(ws)
+            fast = self._fast[idx]
+            if fast is not None:  # the entry that reads the arrays' data pointers itself
+                fast(tuple(arrays), self._nthreads)
+            else:
+                ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+                self._entries[idx](ptrs, None, self._nthreads)
+            return outputs
+        if k.run is None:
+            raise RuntimeError(f"Relay VM: kernel {k.name!r} cannot run (no code loaded)")
+        try:
+            res = k.run([np.asarray(a) for a in inputs] + list(k.consts))
+        except Exception as err:
+            raise RuntimeError(f"Relay VM: kernel {k.name!r} failed: {type(err).__name__}: "
+                               f"{err}") from err
+        res = [_contiguous(np.asarray(r)) for r in res]
+        if outputs is None:
+            return res
+        if len(res) != len(outputs):
+            raise RuntimeError(f"Relay VM: kernel {k.name!r} returned {len(res)} outputs, "
+                               f"expected {len(outputs)}")
+        for o, r in zip(outputs, res):
+            if o.shape != r.shape:
+                raise RuntimeError(f"Relay VM: kernel {k.name!r} returned shape "
+                                   f"{_shape_str(r.shape)}, expected {_shape_str(o.shape)}")
+            np.copyto(o, r, casting="unsafe")
+        return outputs
+
+    # ------------------------------------------------------------------ dispatch loop
+    def _execute(self, func_index: int, args: list):
+        """Run function ``func_index``; Python's cyclic collector is paused meanwhile (VM values
+        are acyclic, and a deep recursion would otherwise rescan its frames again and again)."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._loop(func_index, args)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _prepare(self) -> list[tuple]:
+        """Per function: (instructions with kernel entries and dtypes resolved, register file
+        size, parameter count). ``InvokePacked`` becomes ``(op, idx, inputs, outputs, dyn, fast
+        entry, constants)``; ``AllocTensor`` gets its numpy dtype and byte size."""
+        prepared = []
+        for f in self.exe.functions:
+            code = []
+            for ins in f.instructions:
+                op = ins[0]
+                if op == B.INVOKE_PACKED:
+                    _, idx, arity, nout, args, dyn = ins
+                    k = self.exe.kernels[idx]
+                    fast = self._fast[idx] if not k.ws_bytes else None
+                    code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
+                                 bool(dyn), fast, tuple(k.consts)))
+                elif op == B.ALLOC_TENSOR:
+                    dt = np.dtype(ins[4])
+                    shape = tuple(ins[3])
+                    code.append((op, ins[1], ins[2], shape, dt, ins[5],
+                                 math.prod(shape) * dt.itemsize))
+                else:
+                    code.append(ins)
+            prepared.append((code, f.register_file_size, len(f.params), f.name))
+        return prepared
+
+    def _loop(self, func_index: int, args: list):
+        prepared = self._code
+        consts = self.exe.constants
+        nthreads = self._nthreads
+        code, nreg, _, _ = prepared[func_index]
+        regs = [None] * nreg
+        regs[:len(args)] = args
+        pc = 0
+        frames: list = []
+        INVOKE_PACKED, ALLOC_STORAGE, ALLOC_TENSOR, MOVE = \
+            B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.MOVE
+        empty, uint8 = np.empty, np.uint8
+        while True:
+            ins = code[pc]
+            op = ins[0]
+            if op == INVOKE_PACKED:
+                fast = ins[5]
+                if fast is not None:
+                    outs = [regs[r] for r in ins[3]]
+                    fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
+                else:
+                    outs = self._invoke_packed(ins[1], [regs[r] for r in ins[2]],
+                                               None if ins[4] else [regs[r] for r in ins[3]])
+                    if ins[4]:
+                        for r, v in zip(ins[3], outs):
+                            regs[r] = v
+                pc += 1
+            elif op == ALLOC_STORAGE:
+                regs[ins[4]] = empty(ins[1], uint8)
+                pc += 1
+            elif op == ALLOC_TENSOR:
+                off = ins[2]
+                regs[ins[5]] = regs[ins[1]][off:off + ins[6]].view(ins[4]).reshape(ins[3])
+                pc += 1
+            elif op == MOVE:
+                regs[ins[2]] = regs[ins[1]]
+                pc += 1
+            elif op == B.LOAD_CONSTI:
+                regs[ins[2]] = ins[1]
+                pc += 1
+            elif op == B.IF:
+                a, b = regs[ins[1]], regs[ins[2]]
+                if type(a) is np.ndarray:
+                    a = a.item()
+                if type(b) is np.ndarray:
+                    b = b.item()
+                pc += ins[3] if a == b else ins[4]
+            elif op == B.GET_FIELD:
+                regs[ins[3]] = regs[ins[1]].fields[ins[2]]
+                pc += 1
+            elif op == B.GET_TAG:
+                regs[ins[2]] = regs[ins[1]].tag
+                pc += 1
+            elif op == B.INVOKE or op == B.INVOKE_CLOSURE:
+                if op == B.INVOKE:
+                    target = ins[1]
+                    values = [regs[r] for r in ins[2]]
+                else:
+                    clo = regs[ins[1]]
+                    if type(clo) is not VMClosure:
+                        raise RuntimeError(f"Relay VM: invoke_closure on a "
+                                           f"{type(clo).__name__}, not a closure")
+                    target = clo.func_index
+                    values = clo.captured + [regs[r] for r in ins[2]]
+                callee, cnreg, nparams, cname = prepared[target]
+                if len(values) != nparams:
+                    raise RuntimeError(f"Relay VM: {cname} takes {nparams} arguments, got "
+                                       f"{len(values)}")
+                frames.append((code, pc + 1, regs, ins[3]))
+                regs = [None] * cnreg
+                regs[:nparams] = values
+                code = callee
+                pc = 0
+            elif op == B.RET:
+                value = regs[ins[1]]
+                if not frames:
+                    return value
+                code, pc, regs, dst = frames.pop()
+                regs[dst] = value
+            elif op == B.GOTO:
+                pc += ins[1]
+            elif op == B.LOAD_CONST:
+                regs[ins[2]] = consts[ins[1]]
+                pc += 1
+            elif op == B.ALLOC_ADT:
+                regs[ins[3]] = ADT(ins[1], [regs[r] for r in ins[2]])
+                pc += 1
+            elif op == B.ALLOC_CLOSURE:
+                regs[ins[3]] = VMClosure(ins[1], [regs[r] for r in ins[2]])
+                pc += 1
+            elif op == B.SHAPE_OF:
+                regs[ins[2]] = np.asarray(regs[ins[1]].shape, dtype="int64")
+                pc += 1
+            elif op == B.RESHAPE_TENSOR:
+                shape = tuple(int(d) for d in np.asarray(regs[ins[2]]).reshape(-1))
+                regs[ins[3]] = np.reshape(regs[ins[1]], shape)
+                pc += 1
+            elif op == B.ALLOC_TENSOR_REG:
+                shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))
+                dt = np.dtype(ins[4])
+                n = math.prod(shape) * dt.itemsize
+                regs[ins[5]] = regs[ins[1]][ins[2]:ins[2] + n].view(dt).reshape(shape)
+                pc += 1
+            elif op == B.FATAL:
+                raise RuntimeError("Relay VM: reached a fatal instruction (no match clause "
+                                   "applies)")
+            else:
+                raise RuntimeError(f"Relay VM: unknown opcode {op!r} at pc {pc}")

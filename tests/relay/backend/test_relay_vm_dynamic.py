@@ -1,0 +1,62 @@
+"""Dynamic shapes on the Relay VM: one compile serves several input sizes (Any dims)."""
+
+import numpy as np
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.runtime import vm as runtime_vm
+
+
+def test_any_batch_dense_runs_for_several_sizes():
+    x = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+    w = relay.var("w", shape=(4, 3), dtype="float32")
+    y = relay.nn.relu(relay.nn.dense(x, w)) + relay.const(1.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.sum(y, axis=0) * relay.const(2.0)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert "Tensor[(?, 3), float32]" in exe.bytecode
+    assert "outputs allocated by the kernel" in exe.bytecode  # dynamic output shape
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    rng = np.random.default_rng(1)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    ref = relay.create_executor("debug", mod=mod).evaluate()
+    for n in (1, 5, 2, 5):
+        xv = rng.standard_normal((n, 3)).astype("float32")
+        np.testing.assert_allclose(vm.run(xv, wv).numpy(), ref(xv, wv).numpy(), rtol=1e-5,
+                                   atol=1e-5)
+    dyn = [k for k in exe.kernels if k.kind == "fallback"]
+    assert dyn and all("per input shape" in k.reason for k in dyn)
+    # each dynamic kernel compiled natively once per distinct input shape (1, 5, 2)
+    for k in dyn:
+        assert len(k.run.cache) == 3
+        assert all(entry[0].kind == "native" for entry in k.run.cache.values())
+
+
+def test_dynamic_output_shape_flows_into_a_static_tail():
+    x = relay.var("x", shape=(relay.Any(),), dtype="float32")
+    y = relay.reshape(relay.exp(x), (-1, 1))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([y, relay.sum(y)])))
+    exe = relay.vm.compile(mod, target="llvm")
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    for n in (3, 6):
+        xv = np.linspace(0, 1, n).astype("float32")
+        out = vm.run(xv)
+        np.testing.assert_allclose(out[0].numpy(), np.exp(xv).reshape(-1, 1), rtol=1e-6)
+        np.testing.assert_allclose(out[1].numpy(), np.exp(xv).sum(), rtol=1e-5)
+
+
+def test_dynamic_recursion_concatenates_to_growing_shapes():
+    """A loop whose carried tensor grows each iteration: shapes differ on every call."""
+    mod = tvm.IRModule()
+    loop = relay.GlobalVar("grow")
+    i = relay.var("i", shape=(), dtype="int32")
+    acc = relay.var("acc", shape=(relay.Any(),), dtype="float32")
+    step = relay.concatenate([acc, relay.reshape(i.astype("float32"), (1,))], axis=0)
+    mod[loop] = relay.Function(
+        [i, acc], relay.If(relay.equal(i, relay.const(0)), acc,
+                           relay.Call(loop, [i - relay.const(1), step])),
+        relay.TensorType((relay.Any(),), "float32"))
+    n = relay.var("n", shape=(), dtype="int32")
+    mod["main"] = relay.Function([n], relay.Call(loop, [n, relay.zeros((0,), "float32")]))
+    exe = relay.vm.compile(mod, target="llvm")
+    out = runtime_vm.VirtualMachine(exe, tvm.cpu()).run(np.array(4, "int32"))
+    np.testing.assert_array_equal(out.numpy(), [4.0, 3.0, 2.0, 1.0])
