@@ -13,7 +13,7 @@ import numpy as np
 
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
-from ....ir.structural import structural_equal, structural_hash
+from ....ir.structural import structural_equal
 from ....ir.type import TensorType, TupleType
 from ....runtime.module import Kernel
 from ....runtime.vm.vm import call_native
@@ -101,12 +101,15 @@ class KernelTable:
     def __init__(self, options: LoweringOptions):
         self.options = options
         self.kernels: list[Kernel] = []
-        self._buckets: dict[int, list] = {}
+        self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
 
     def index(self, func: Function) -> int:
         """The kernel index of primitive function ``func`` (lowering it the first time)."""
-        h = structural_hash(func)
+        # a cheap key narrows the search; structural equality decides (hashing every fused
+        # function of a long program costs more than comparing it with its bucket's members)
+        h = (tuple(func_ops(func)), tuple(str(p.checked_type) for p in func.params),
+             str(func.body.checked_type))
         bucket = self._buckets.setdefault(h, [])
         for f, k in bucket:
             if f is func or structural_equal(f, func):
