@@ -12,10 +12,11 @@ __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_
 
 # FoldConstant runs first too: it evaluates Relax operators on constants (numpy references),
 # while after LegalizeOps it cannot fold ``call_tir`` (TVM builds the PrimFunc there), so bound
-# weights would otherwise be transposed on every call.
+# weights would otherwise be transposed on every call. FoldTransposeIntoConsumer does the same
+# for weights passed as arguments: the matmul reads W untransposed (the NT-GEMM schedules).
 _ZERO = ("FoldConstant", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
          "FuseTIR")
-_LOWERING = ("RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
+_LOWERING = ("FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
              "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMBuiltinLower",
              "VMShapeLower", "AttachGlobalSymbol")
 

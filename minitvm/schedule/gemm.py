@@ -13,7 +13,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
 from ..topi.utils import static_shape as _shape
-from . import conv_direct
+from . import conv_direct, gemm_tb
 from .common import dims_of as _dims
 from .common import is_static as _is_static
 from .common import lanes as _lanes
@@ -418,6 +418,11 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
         bld = builder(kn["nr"])
         bld.Bp = b
         return bld.compute()
+    if tb and gemm_tb.supported(m, n, k):  # W [N, K] read in place for few rows
+        if isinstance(m, int):
+            return gemm_tb.emit(m, n, k, a2, b, c2) if m <= gemm_tb.MAX_ROWS else packed()
+        return S.IfThenElse(m <= gemm_tb.MAX_ROWS, gemm_tb.emit(m, n, k, a2, b, c2),
+                            packed(own=False))
     nr = None if tb else _direct_nr(n)
     if nr is None:
         return packed()

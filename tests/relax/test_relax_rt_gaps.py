@@ -286,3 +286,26 @@ def test_vm_shape_lower_puts_its_checks_in_the_body_block():
     x = np.random.default_rng(0).random((3, 4), dtype="float32")
     y = np.arange(4, dtype="float32")
     np.testing.assert_allclose(vm["main"](tvm.nd.array(x), tvm.nd.array(y)).numpy(), x + y)
+
+
+def test_parsed_tir_statements_carry_their_source_position():
+    src = '''
+@I.ir_module
+class Mod:
+    @T.prim_func
+    def f(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("c"):
+                vi = T.axis.spatial(4, i)
+                b[vi] = a[vi] * T.float32(2)
+'''
+    f = tvm.script.from_source(src)["f"]
+    loop = f.body.block.body
+    assert isinstance(loop, tir.For)
+    assert (loop.span.line, loop.span.column) == (6, 9)
+    realize = loop.body
+    assert realize.span.line == 7
+    store = realize.block.body
+    assert isinstance(store, tir.BufferStore) and store.span.line == 9
+    # spans are bookkeeping: the same program without them is structurally equal
+    assert tvm.ir.structural_equal(tvm.script.from_source(src.replace("\n\n", "\n"))["f"], f)

@@ -44,3 +44,4 @@ from .fuse_ops_by_pattern import (  # noqa: F401
 from .merge_composite_functions import MergeCompositeFunctions  # noqa: F401
 from .legalize_ops import LegalizeOps  # noqa: F401
 from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: F401
+from .fold_transpose_into_consumer import FoldTransposeIntoConsumer  # noqa: F401

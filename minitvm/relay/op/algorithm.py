@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
-from ..expr import Call, TupleWrapper
+from ..expr import Call, Constant, Expr, TupleWrapper
 from .op import define_op
 from .type_relations import check_num_args, normalize_axis, tensor_arg, type_str
 
@@ -98,7 +98,15 @@ def argsort(data, axis: int = -1, is_ascend: bool = True, dtype: str = "int32") 
 
 def topk(data, k: int = 1, axis: int = -1, ret_type: str = "both", is_ascend: bool = False,
          dtype: str = "int32"):
-    """The top ``k`` along ``axis``; ``ret_type="both"`` gives (values, indices)."""
+    """The top ``k`` along ``axis``; ``ret_type="both"`` gives (values, indices).
+
+    A constant ``k`` is read as an int; any other expression builds ``dyn.topk`` (as TVM)."""
+    if isinstance(k, Constant):
+        k = k.data.numpy().item()
+    if isinstance(k, Expr):
+        from .dyn import _more as _dyn
+
+        return _dyn.topk(data, k, axis, ret_type, is_ascend, dtype)
     call = Call(Op.get("topk"), [data], TopKAttrs(k=int(k), axis=int(axis), ret_type=ret_type,
                                                   is_ascend=bool(is_ascend), dtype=dtype))
     return TupleWrapper(call, 2) if ret_type == "both" else call

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
-from ..expr import Call
+from ..expr import Call, Constant, Expr, const
 from .op import define_op
 from .type_relations import check_num_args, tensor_arg, type_str
 
@@ -56,8 +56,25 @@ def resize2d(data, size, roi=None, layout: str = "NCHW", method: str = "linear",
              coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
              cubic_alpha: float = -0.5, cubic_exclude: int = 0,
              extrapolation_value: float = 0.0, out_dtype=None) -> Call:
+    """Resize the spatial dims; a non-constant ``size`` or ``roi`` expression builds
+    ``dyn.image.resize2d`` (constants are read as values, as in TVM)."""
+    if isinstance(size, Constant):
+        size = [int(s) for s in size.data.numpy().astype("int32").reshape(-1)]
+    if isinstance(roi, Constant):
+        roi = [float(r) for r in roi.data.numpy().astype("float32").reshape(-1)]
+    if isinstance(size, Expr) or isinstance(roi, Expr):
+        from .dyn import _more as _dyn
+
+        if not isinstance(size, Expr):
+            size = const([int(s) for s in size], "int64")
+        if not isinstance(roi, Expr):
+            roi = const([float(r) for r in (roi if roi is not None else (0.0,) * 4)],
+                        "float32")
+        return _dyn.resize2d(data, size, roi, layout, method, coordinate_transformation_mode,
+                             rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
+                             out_dtype)
     size = (int(size), int(size)) if isinstance(size, int) else tuple(int(s) for s in size)
-    roi = tuple(float(r) for r in roi) if roi is not None else None
+    roi = tuple(float(r) for r in roi) if roi is not None else (0.0,) * 4  # TVM's default
     return Call(Op.get("image.resize2d"), [data], Resize2DAttrs(
         size=size, roi=roi, layout=layout, method=method,
         coordinate_transformation_mode=coordinate_transformation_mode,

@@ -84,8 +84,14 @@ def indices_dtype(indices) -> str:
 
 
 def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0) -> Call:
+    """Scatter ``sparse_values`` into a dense tensor; an ``output_shape`` given as a Relay
+    expression (a constant too, as in TVM) builds ``dyn.sparse_to_dense``."""
     if not isinstance(default_value, Expr):
         default_value = const(default_value)
+    if isinstance(output_shape, Expr):
+        return Call(Op.get("dyn.sparse_to_dense"),
+                    [sparse_indices, sparse_values, default_value, output_shape],
+                    SparseToDenseAttrs())
     return Call(Op.get("sparse_to_dense"), [sparse_indices, sparse_values, default_value],
                 SparseToDenseAttrs(output_shape=tuple(int(s) for s in output_shape)))
 

@@ -331,6 +331,13 @@ define_op("full", _init_rel("full", 1), pattern=OpPattern.ELEMWISE, attrs_type=I
           num_inputs=1, describe="A tensor filled with fill_value.")
 
 
+def _dynamic(shape) -> bool:
+    """A Relay expression that is not a constant: the op's ``dyn.*`` twin takes it."""
+    from ..expr import Constant
+
+    return isinstance(shape, Expr) and not isinstance(shape, Constant)
+
+
 def _shape_tuple(shape):
     if isinstance(shape, Expr):
         from .. import expr as _e
@@ -345,19 +352,32 @@ def _shape_tuple(shape):
 
 @_export
 def zeros(shape, dtype: str) -> Call:
-    """A tensor of zeros of the given shape and dtype."""
+    """A tensor of zeros of the given shape and dtype (a shape expression: ``dyn.zeros``)."""
+    if _dynamic(shape):
+        from .dyn import _tensor as _dyn
+
+        return _dyn.zeros(shape, str(dtype))
     return _call("zeros", [], InitOpAttrs(shape=_shape_tuple(shape), dtype=str(dtype)))
 
 
 @_export
 def ones(shape, dtype: str) -> Call:
-    """A tensor of ones of the given shape and dtype."""
+    """A tensor of ones of the given shape and dtype (a shape expression: ``dyn.ones``)."""
+    if _dynamic(shape):
+        from .dyn import _tensor as _dyn
+
+        return _dyn.ones(shape, str(dtype))
     return _call("ones", [], InitOpAttrs(shape=_shape_tuple(shape), dtype=str(dtype)))
 
 
 @_export
 def full(fill_value, shape=(), dtype: str = "") -> Call:
-    """A tensor of ``shape`` filled with the scalar ``fill_value``."""
+    """A tensor of ``shape`` filled with the scalar ``fill_value`` (a shape expression:
+    ``dyn.full``)."""
+    if _dynamic(shape):
+        from .dyn import _tensor as _dyn
+
+        return _dyn.full(_wrap(fill_value), shape, str(dtype))
     return _call("full", [_wrap(fill_value)],
                  InitOpAttrs(shape=_shape_tuple(shape), dtype=str(dtype) or None))
 

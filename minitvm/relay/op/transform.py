@@ -133,6 +133,11 @@ def _ints(value, what: str) -> tuple:
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
 
+def _dynamic(value) -> bool:
+    """A Relay expression that is not a constant: the op's ``dyn.*`` twin takes it."""
+    return isinstance(value, Expr) and not isinstance(value, Constant)
+
+
 # --------------------------------------------------------------------------- reshape
 def _reshape_rel(arg_types, attrs):
     check_num_args("reshape", arg_types, 1)
@@ -144,7 +149,12 @@ define_op("reshape", _reshape_rel, pattern=OpPattern.INJECTIVE, attrs_type=Resha
 
 
 def reshape(data, newshape, allowzero: bool = False) -> Call:
-    """Reshape ``data``; ``newshape`` may use TVM's special codes 0, -1, -2, -3, -4."""
+    """Reshape ``data``; ``newshape`` may use TVM's special codes 0, -1, -2, -3, -4.
+    A non-constant ``newshape`` expression builds ``dyn.reshape`` (as TVM)."""
+    if _dynamic(newshape):
+        from .dyn import _transform as _dyn
+
+        return _dyn.reshape(data, newshape, bool(allowzero))
     return _call("reshape", [data],
                  ReshapeAttrs(newshape=_ints(newshape, "reshape"), allowzero=bool(allowzero)))
 
@@ -198,7 +208,13 @@ define_op("expand_dims", _expand_dims_rel, pattern=OpPattern.BROADCAST,
 
 
 def expand_dims(data, axis: int, num_newaxis: int = 1) -> Call:
-    """Insert ``num_newaxis`` dims of size 1 at ``axis``."""
+    """Insert ``num_newaxis`` dims of size 1 at ``axis`` (an expression: ``dyn.expand_dims``)."""
+    if isinstance(axis, Constant):
+        axis = int(axis.data.numpy())
+    if isinstance(axis, Expr):
+        from .dyn import _transform as _dyn
+
+        return _dyn.expand_dims(data, axis, int(num_newaxis))
     return _call("expand_dims", [data],
                  ExpandDimsAttrs(axis=int(axis), num_newaxis=int(num_newaxis)))
 
@@ -213,7 +229,14 @@ define_op("squeeze", _squeeze_rel, pattern=OpPattern.INJECTIVE, attrs_type=Squee
 
 
 def squeeze(data, axis=None) -> Call:
-    """Remove dims of size 1 (those listed in ``axis``, or all)."""
+    """Remove dims of size 1 (those listed in ``axis``, or all); a non-constant ``axis``
+    expression builds ``dyn.squeeze`` (as TVM)."""
+    if isinstance(axis, Constant):
+        axis = [int(a) for a in axis.data.numpy().reshape(-1)]
+    if isinstance(axis, Expr):
+        from .dyn import _more as _dyn
+
+        return _dyn.squeeze(data, axis)
     if isinstance(axis, int):
         axis = [axis]
     axis = None if axis is None else tuple(int(a) for a in axis)
@@ -376,11 +399,33 @@ define_op("strided_slice", _strided_slice_rel, pattern=OpPattern.INJECTIVE,
           describe="Slice with begin/end/strides (negative strides reverse).")
 
 
+def _dynamic_strided_slice(data, begin, end, strides, axes, slice_mode):
+    """``dyn.strided_slice`` as TVM builds it: a negative begin counts from the end and a begin
+    past the end is clamped, both computed from ``shape_of(data)`` in the graph."""
+    from ..expr import const
+    from .dyn import _transform as _dyn
+    from .transform_index import shape_of, slice_like
+
+    if axes is not None:
+        raise ValueError("strided_slice: axes is not supported with run-time begin/end/strides")
+    begin, end, strides = (v if isinstance(v, Expr) else const([int(i) for i in v])
+                           for v in (begin, end, strides))
+    dims = slice_like(cast_like(shape_of(data), begin), begin)
+    begin = where(_call("less", [begin, cast_like(const(0), begin)]),
+                  _call("add", [begin, dims]), begin)
+    begin = where(_call("greater_equal", [begin, dims]), dims, begin)
+    return _dyn.strided_slice(data, begin, end, strides, slice_mode)
+
+
 def strided_slice(data, begin, end, strides=None, axes=None, slice_mode: str = "end") -> Call:
     """``data[begin:end:strides]`` on each axis (or on ``axes``); ``slice_mode`` end|size."""
     if slice_mode not in ("end", "size"):
         raise ValueError(f"strided_slice: slice_mode must be 'end' or 'size', got {slice_mode!r}")
-    strides = strides or [1]
+    strides = strides if strides is not None else [1]
+    begin, end, strides = (list(v.data.numpy().reshape(-1)) if isinstance(v, Constant) else v
+                           for v in (begin, end, strides))
+    if any(isinstance(v, Expr) for v in (begin, end, strides)):
+        return _dynamic_strided_slice(data, begin, end, strides, axes, slice_mode)
     attrs = StridedSliceAttrs(
         begin=_ints(begin, "strided_slice"), end=_ints(end, "strided_slice"),
         strides=_ints(strides, "strided_slice"), slice_mode=slice_mode,
@@ -430,6 +475,10 @@ define_op("tile", _tile_rel, pattern=OpPattern.BROADCAST, attrs_type=TileAttrs, 
 
 def tile(data, reps) -> Call:
     """Construct a tensor by repeating ``data`` ``reps`` times along each axis."""
+    if _dynamic(reps):
+        from .dyn import _transform as _dyn
+
+        return _dyn.tile(data, reps)
     return _call("tile", [data], TileAttrs(reps=_ints(reps, "tile")))
 
 

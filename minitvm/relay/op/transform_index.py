@@ -153,7 +153,14 @@ define_op("one_hot", _one_hot_rel, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
 
 
 def one_hot(indices, on_value, off_value, depth: int, axis: int, dtype: str) -> Call:
-    """One-hot tensor: ``on_value`` at ``indices`` along a new ``axis``, else ``off_value``."""
+    """One-hot tensor: ``on_value`` at ``indices`` along a new ``axis``, else ``off_value``.
+    A non-constant ``depth`` expression builds ``dyn.one_hot`` (as TVM)."""
+    if isinstance(depth, Constant):
+        depth = depth.data.numpy().item()
+    if isinstance(depth, Expr):
+        from .dyn import _transform as _dyn
+
+        return _dyn.one_hot(indices, on_value, off_value, depth, int(axis), str(dtype))
     on_value = on_value if isinstance(on_value, Expr) else const(on_value, dtype)
     off_value = off_value if isinstance(off_value, Expr) else const(off_value, dtype)
     return _call("one_hot", [indices, on_value, off_value],
@@ -290,7 +297,11 @@ def _init_attrs(shape):
 
 
 def broadcast_to(data, shape) -> Call:
-    """Broadcast ``data`` to ``shape`` (numpy rules)."""
+    """Broadcast ``data`` to ``shape`` (numpy rules); a shape expression: ``dyn.broadcast_to``."""
+    if isinstance(shape, Expr) and not isinstance(shape, Constant):
+        from .dyn import _transform as _dyn
+
+        return _dyn.broadcast_to(data, shape)
     return _call("broadcast_to", [data], _init_attrs(shape))
 
 

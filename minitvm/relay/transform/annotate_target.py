@@ -14,7 +14,18 @@ from __future__ import annotations
 import inspect
 
 from ...ir.op import Op
-from ..expr import Call, Function, If, Let, Tuple, TupleGetItem
+from ..expr import (
+    Call,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ..expr_functor import ExprMutator
 from ..op.annotation import compiler_begin, compiler_end
 from ._pass_helpers import make_function_pass, register
@@ -87,29 +98,33 @@ class _Annotator(ExprMutator):
         return op_target, begins + [compiler_begin(e, op_target) for e in ends]
 
     def _end(self, e):
-        """``compiler_end`` after an annotated expression (a function body, a branch)."""
-        target = DEFAULT
-        if _is(e, "annotation.compiler_begin"):
-            target = _compiler(e)
-        elif id(e) in self.target_of:
-            target = self.target_of[id(e)]
-        out = e
-        if not _is(e, "annotation.compiler_end") and id(e) in self.target_of:
-            out = compiler_end(e, target)
-        self._set(out, target)
-        return out
+        """``compiler_end`` after an annotated expression (a function or let body, an if's
+        parts, a field in call-ops-only mode): the expression's own target; an existing
+        default end is re-targeted. Argument-free calls (``zeros``) get none."""
+        if id(e) in self.target_of:
+            if isinstance(e, RefCreate | RefRead | RefWrite | Tuple | TupleGetItem) or (
+                    isinstance(e, Call) and e.args):
+                target = self.target_of[id(e)]
+                e = compiler_end(e, target)
+                self._set(e, target)
+        elif _is(e, "annotation.compiler_end") and _compiler(e) == DEFAULT:
+            inner = e.args[0]
+            target = self.target_of.get(id(inner), DEFAULT)
+            e = compiler_end(inner, target)
+            self._set(e, target)
+        return e
 
     # ------------------------------------------------------------------ hooks
     def visit_call(self, call):
         post = super().visit_call(call)
         op = call.op
         if isinstance(op, Op) and op.name == "annotation.compiler_begin":
-            return post.args[0]
+            return post  # kept: the op using it decides (a later run)
         if isinstance(op, Op) and op.name == "annotation.compiler_end":
             inner = post.args[0]
             if id(inner) not in self.target_of:
                 self._set(inner, _compiler(post))
-            return inner
+            return post
         if call.args and _is(call.args[0], "annotation.compiler_begin") and \
                 _compiler(call.args[0]) != DEFAULT:
             return post  # annotated by an earlier run
@@ -126,26 +141,46 @@ class _Annotator(ExprMutator):
                 if prefix in self.targets:
                     supported.append(prefix)
         supported.append(DEFAULT)
+        if isinstance(op, Var) and not self.include_non_call_ops:
+            # a call of a local function: its arguments leave their regions, no new one
+            return Call(post.op, [self._end(a) for a in post.args], post.attrs,
+                        post.type_args, post.span)
         target, args = self._annotate_args(post.args, supported[0])
         new = Call(post.op, args, post.attrs, post.type_args, post.span)
         self._set(new, target)
         return new
 
-    def visit_tuple(self, tup):
-        post = super().visit_tuple(tup)
-        target, fields = self._annotate_args(
-            post.fields, "" if self.include_non_call_ops else DEFAULT)
-        new = Tuple(fields, post.span)
+    def _non_call(self, post, parts, rebuild):
+        """A tuple, projection or reference node: joins its inputs' region when
+        ``include_non_call_ops``; otherwise its inputs just end their regions."""
+        if not self.include_non_call_ops:
+            return rebuild([self._end(p) for p in parts])
+        target, args = self._annotate_args(parts)
+        new = rebuild(args)
         self._set(new, target)
         return new
 
+    def visit_tuple(self, tup):
+        post = super().visit_tuple(tup)
+        return self._non_call(post, post.fields, lambda a: Tuple(a, post.span))
+
     def visit_tuple_getitem(self, op):
         post = super().visit_tuple_getitem(op)
-        target, args = self._annotate_args(
-            [post.tuple_value], "" if self.include_non_call_ops else DEFAULT)
-        new = TupleGetItem(args[0], post.index, post.span)
-        self._set(new, target)
-        return new
+        return self._non_call(post, [post.tuple_value],
+                              lambda a: TupleGetItem(a[0], post.index, post.span))
+
+    def visit_ref_create(self, ref):
+        post = super().visit_ref_create(ref)
+        return self._non_call(post, [post.value], lambda a: RefCreate(a[0], post.span))
+
+    def visit_ref_read(self, ref):
+        post = super().visit_ref_read(ref)
+        return self._non_call(post, [post.ref], lambda a: RefRead(a[0], post.span))
+
+    def visit_ref_write(self, ref):
+        post = super().visit_ref_write(ref)
+        return self._non_call(post, [post.ref, post.value],
+                              lambda a: RefWrite(a[0], a[1], post.span))
 
     def visit_function(self, fn):
         if fn.get_attr("Composite") is not None:

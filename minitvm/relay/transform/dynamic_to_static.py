@@ -3,7 +3,8 @@
 A shape argument counts as known when constant folding (which also folds ``shape_of`` of a
 statically shaped tensor) reduces it to a constant: ``dyn.reshape(x, shape_of(y))`` becomes
 ``reshape(x, newshape=[...])``. Arguments are folded after the ops feeding them were made
-static, so chains of dynamic ops resolve in one pass.
+static, so chains of dynamic ops resolve in one pass. As in TVM, the pass (opt level 2) ends by
+constant-folding the whole function and drops its return-type annotation.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function
 from ..expr_functor import ExprMutator
+from ..op import image as _img
+from ..op import indexing as _ix
 from ..op import tensor as _t
 from ..op import transform as _tr
+from ..op.algorithm import TopKAttrs
+from ..op.nn import _pool_nd as _nd
 from ..op.nn import nn as _nn
 from ._pass_helpers import register
 from .fold_constant import fold_constant
@@ -29,6 +34,25 @@ def _ints(c: Constant) -> list[int]:
 
 def _int(c: Constant) -> int:
     return int(c.data.numpy().reshape(()))
+
+
+def _scalar(c: Constant) -> float:
+    return c.data.numpy().reshape(-1)[0].item()
+
+
+def _topk(c, a):
+    at = c.attrs
+    return Call(Op.get("topk"), [a[0]], TopKAttrs(k=int(_scalar(a[1])), axis=int(at.axis),
+                                                  ret_type=at.ret_type,
+                                                  is_ascend=bool(at.is_ascend), dtype=at.dtype))
+
+
+def _resize2d(c, a):
+    at = c.attrs
+    return _img.resize2d(a[0], _ints(a[1]), [float(r) for r in a[2].data.numpy().reshape(-1)],
+                         at.layout, at.method, at.coordinate_transformation_mode,
+                         at.rounding_method, at.cubic_alpha, at.cubic_exclude,
+                         at.extrapolation_value, at.out_dtype)
 
 
 def _dtype(attrs, default):
@@ -52,9 +76,20 @@ _RULES = {
     "dyn.one_hot": ((3,), lambda c, a: _tr.one_hot(a[0], a[1], a[2], _int(a[3]),
                                                    int(c.attrs.axis), _dtype(c.attrs, None)
                                                    or a[1].checked_type.dtype)),
-    "dyn.nn.pad": ((1,), lambda c, a: _nn.pad(a[0], [tuple(int(w) for w in row) for row in
-                                                     a[1].data.numpy()], a[2],
-                                              c.attrs.pad_mode)),
+    "dyn.nn.pad": ((1, 2), lambda c, a: _nn.pad(a[0], [tuple(int(w) for w in row) for row in
+                                                        a[1].data.numpy()], a[2],
+                                                 c.attrs.pad_mode)),
+    "dyn.squeeze": ((1,), lambda c, a: _tr.squeeze(a[0], _ints(a[1]))),
+    "dyn.topk": ((1,), _topk),
+    "dyn.sparse_to_dense": ((3,), lambda c, a: _ix.sparse_to_dense(a[0], _ints(a[3]), a[1],
+                                                                   a[2])),
+    "dyn.nn.upsampling": ((1, 2), lambda c, a: _nn.upsampling(
+        a[0], _scalar(a[1]), _scalar(a[2]), c.attrs.layout, c.attrs.method,
+        bool(c.attrs.align_corners))),
+    "dyn.nn.upsampling3d": ((1, 2, 3), lambda c, a: _nd.upsampling3d(
+        a[0], _scalar(a[1]), _scalar(a[2]), _scalar(a[3]), c.attrs.layout, c.attrs.method,
+        c.attrs.coordinate_transformation_mode)),
+    "dyn.image.resize2d": ((1, 2), _resize2d),
 }
 
 
@@ -113,11 +148,13 @@ def DynamicToStatic():  # noqa: N802 - TVM's name
         m = _DynamicToStatic(mod)
         out = m.visit(func)
         record_stat("dynamic ops made static", m.count)
-        if m.count and out.ret_type is not None:
-            # the inferred result type had '?' dimensions the static ops now know
-            out = Function(out.params, out.body, None, out.type_params, out.attrs, out.span)
-        return out
+        # TVM folds the whole function at the end (a constant `if` condition picks its branch)
+        # and leaves the return type unannotated: it had '?' dimensions the static ops now know
+        out = fold_constant(out, mod)
+        InferTypeLocal(out, mod)
+        out = fold_constant(out, mod)
+        return Function(out.params, out.body, None, out.type_params, out.attrs, out.span)
 
-    return function_pass(transform, opt_level=3, name="DynamicToStatic")
+    return function_pass(transform, opt_level=2, name="DynamicToStatic")
 
 

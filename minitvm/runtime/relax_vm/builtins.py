@@ -185,6 +185,17 @@ def reshape(x, shape):
     return x.reshape(shape)
 
 
+def check_reshape(x, shape):
+    """``x`` itself once its element count equals that of ``shape`` (a reshape whose sizes
+    were not provably equal at build time: its kernel would otherwise read out of bounds)."""
+    shape = tuple(int(d) for d in shape)
+    want = int(np.prod(shape, dtype=np.int64))
+    if want != x.size:
+        raise ValueError(f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} "
+                         f"({x.size} elements) into shape {shape} ({want} elements)")
+    return x
+
+
 def shape_of(x):
     return ShapeTuple(x.shape)
 
@@ -226,6 +237,7 @@ BUILTINS = {
     "vm.builtin.make_prim_value": (make_prim_value, False),
     "vm.builtin.reshape": (reshape, False),
     "vm.builtin.shape_of": (shape_of, False),
+    "vm.builtin.check_reshape": (check_reshape, False),
     "vm.builtin.null_value": (null_value, False),
     "vm.builtin.make_tuple": (make_tuple, False),
     "vm.builtin.tuple_getitem": (tuple_getitem, False),

@@ -200,16 +200,23 @@ class TIRParser(ExprEvaluator):
                 if r is None:
                     continue
                 if type(r) is _Wrap:
-                    segments.append((cur, r))
+                    segments.append((cur, r, stmt))
                     cur = []
                 else:
-                    cur.append(r)
+                    cur.append(self._spanned(r, stmt))
         finally:
             self.var_table.pop()
         body = _seq(cur)
-        for pre, wrap in reversed(segments):
-            body = _seq(pre + [wrap.make(body)])
+        for pre, wrap, stmt in reversed(segments):
+            body = _seq(pre + [self._spanned(wrap.make(body), stmt)])
         return body
+
+    def _spanned(self, node, stmt):
+        """``node`` with the source position of ``stmt`` (file, line, column) unless it has
+        one; spans are bookkeeping, which structural equality ignores."""
+        if getattr(node, "span", 1) is None:
+            node.span = self.source.span(stmt)
+        return node
 
     def _statement(self, stmt):
         t = type(stmt)

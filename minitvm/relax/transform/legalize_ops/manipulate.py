@@ -20,7 +20,38 @@ def _permute_dims(bb, call):
 
 def _reshape_to(bb, call, name="reshape"):
     shape = out_shape(call)
-    return call_topi(bb, lambda x: topi_manip.reshape(x, shape), call.args[0], name=name)
+    x = _size_checked(bb, call.args[0], shape, name)
+    return call_topi(bb, lambda x: topi_manip.reshape(x, shape), x, name=name)
+
+
+def _size_checked(bb, x, shape, name):
+    """``x``, passed through a run-time element-count check first when the sizes of ``x`` and
+    the target ``shape`` cannot be proved equal (a shape given as an argument): the fused
+    kernel indexes ``x`` with the target shape, so a larger one would read out of bounds."""
+    from ....tir import expr as T
+    from ...expr import ShapeExpr
+    from ...op.base import call_pure_packed
+    from ..lower_utils import simplify
+
+    sinfo = x.struct_info
+    if getattr(sinfo, "shape", None) is None or not hasattr(sinfo.shape, "values"):
+        return x
+    src = list(sinfo.shape.values)
+
+    def prod(dims):
+        p = T.IntImm("int64", 1)
+        for d in dims:
+            p = p * (d if d.dtype == "int64" else T.Cast("int64", d))
+        return p
+
+    try:
+        diff = simplify(prod(src) - prod(shape))
+    except Exception:  # an expression the analyzer cannot take: check at run time
+        diff = None
+    if isinstance(diff, T.IntImm) and diff.value == 0:
+        return x
+    return bb.emit(call_pure_packed("vm.builtin.check_reshape", x, ShapeExpr(shape),
+                                    sinfo_args=sinfo), name_hint=f"{name}_checked")
 
 
 register_legalize("relax.reshape", _reshape_to)

@@ -34,6 +34,27 @@ def _check_target(target) -> None:
                          f"got {target!r}")
 
 
+def _has_local_functions(mod: IRModule) -> bool:
+    """Does any global function hold a non-primitive local function (work for LambdaLift)?"""
+    from ...expr import Let
+    from ...adt import Match
+    from ...expr_functor import dataflow_children, dataflow_post_order, scope_children
+
+    def children(e):
+        if type(e) is Function and e.attrs is not None and e.attrs.get("Primitive", 0):
+            return ()
+        return scope_children(e) if type(e) in (Function, Let, Match) else dataflow_children(e)
+
+    for func in mod.functions.values():
+        if not isinstance(func, Function):
+            continue
+        for e in dataflow_post_order(func.body, children):
+            if isinstance(e, Function) and not (e.attrs is not None and
+                                                e.attrs.get("Primitive", 0)):
+                return True
+    return False
+
+
 class VMCompiler:
     """TVM's VMCompiler: ``set_params``, ``lower``, ``codegen``, ``optimize``, ``get_exec``."""
 
@@ -69,11 +90,9 @@ class VMCompiler:
         tgt = Target("llvm")
         seq = relay_build_pipeline(target=tgt, is_vm=True)
         with _gc_paused(), tgt:
-            mod = InferType()(mod)
-            mod = seq(mod)
-            mod = InferType()(mod)
-            mod = LambdaLift()(mod)
-            mod = InferType()(mod)
+            mod = InferType()(seq(mod))
+            if _has_local_functions(mod):
+                mod = InferType()(LambdaLift()(mod))
         return mod, params
 
     def lower(self, mod, target=None, target_host=None) -> None:

@@ -18,10 +18,12 @@ from ....ir.type import TensorType, TupleType
 from ....runtime.module import Kernel
 from ....runtime.vm.vm import call_native
 from ....schedule import LoweringOptions
-from ...expr import Function, Var, bind
+from ....ir.op import Op
+from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
+from ...expr_functor import dataflow_post_order
 from ..te_compiler import func_ops, lower_function, run_fallback, tensor_types
 
-__all__ = ["KernelTable", "is_static_type"]
+__all__ = ["KernelTable", "is_static_type", "same_primitive"]
 
 
 def is_static_type(t) -> bool:
@@ -95,6 +97,78 @@ class ShapeSpecializer:
         return call_native(kernel, [np.ascontiguousarray(a) for a in args], outputs)
 
 
+def _attrs_equal(a, b) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        da, db = dict(a.items()), dict(b.items())
+        if all(isinstance(v, int | str | float) for v in (*da.values(), *db.values())):
+            return da == db
+    except (AttributeError, TypeError):
+        pass
+    return structural_equal(a, b)
+
+
+def _order(func: Function) -> tuple[list, dict]:
+    order = dataflow_post_order(func.body)
+    return order, {id(e): k for k, e in enumerate(order)}
+
+
+def _type_key(t):
+    """A cheap hashable stand-in for a type (printing types is slow)."""
+    if isinstance(t, TensorType):
+        return (tuple(d if isinstance(d, int) else
+                      (d.value if isinstance(getattr(d, "value", None), int) else str(d))
+                      for d in t.shape), t.dtype)
+    return str(t)
+
+
+def same_primitive(f: Function, g: Function, fo=None, go=None) -> bool:
+    """Structural equality of two primitive functions whose parameter and result types are
+    known equal (``KernelTable``'s key), in one linear walk of each body (the general
+    ``structural_equal`` is much slower, and a long program has one fused function per operation
+    to compare). ``fo``/``go``: their ``_order`` when already computed. Anything unusual defers
+    to ``structural_equal``."""
+    if len(f.params) != len(g.params) or not _attrs_equal(f.attrs, g.attrs):
+        return False
+    fo, fi = fo if fo is not None else _order(f)
+    go, gi = go if go is not None else _order(g)
+    if len(fo) != len(go):
+        return False
+    fp = {id(p): k for k, p in enumerate(f.params)}
+    gp = {id(p): k for k, p in enumerate(g.params)}
+    for a, b in zip(fo, go):
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, Var):
+            if id(a) not in fp or fp[id(a)] != gp.get(id(b)):
+                return False
+        elif isinstance(a, Constant):
+            x, y = a.data.numpy(), b.data.numpy()
+            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
+                return False
+        elif isinstance(a, Call):
+            if not isinstance(a.op, Op) or a.op is not b.op or len(a.args) != len(b.args):
+                return structural_equal(f, g)
+            if [fi[id(x)] for x in a.args] != [gi[id(y)] for y in b.args]:
+                return False
+            if not _attrs_equal(a.attrs, b.attrs):
+                return False
+            if _type_key(a.checked_type) != _type_key(b.checked_type):
+                return False
+        elif isinstance(a, Tuple):
+            if [fi[id(x)] for x in a.fields] != [gi[id(y)] for y in b.fields]:
+                return False
+        elif isinstance(a, TupleGetItem):
+            if a.index != b.index or fi[id(a.tuple_value)] != gi[id(b.tuple_value)]:
+                return False
+        else:
+            return structural_equal(f, g)
+    return True
+
+
 class KernelTable:
     """The kernels of one executable, indexed as ``InvokePacked`` refers to them."""
 
@@ -108,11 +182,13 @@ class KernelTable:
         """The kernel index of primitive function ``func`` (lowering it the first time)."""
         # a cheap key narrows the search; structural equality decides (hashing every fused
         # function of a long program costs more than comparing it with its bucket's members)
-        h = (tuple(func_ops(func)), tuple(str(p.checked_type) for p in func.params),
-             str(func.body.checked_type))
+        order = _order(func)
+        ops = tuple(e.op.name for e in order[0] if isinstance(e, Call) and isinstance(e.op, Op))
+        h = (ops, tuple(_type_key(p.checked_type) for p in func.params),
+             _type_key(func.body.checked_type))
         bucket = self._buckets.setdefault(h, [])
-        for f, k in bucket:
-            if f is func or structural_equal(f, func):
+        for f, forder, k in bucket:
+            if f is func or same_primitive(f, func, forder, order):
                 return k
         name = self._fresh_name(func)
         static = all(is_static_type(p.checked_type) for p in func.params) and \
@@ -124,7 +200,7 @@ class KernelTable:
                             source=func, source_format="relay",
                             run=ShapeSpecializer(func, name, self.options))
         self.kernels.append(kernel)
-        bucket.append((func, len(self.kernels) - 1))
+        bucket.append((func, order, len(self.kernels) - 1))
         return len(self.kernels) - 1
 
     def _fresh_name(self, func: Function) -> str:

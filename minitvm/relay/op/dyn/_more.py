@@ -90,7 +90,8 @@ def _resize2d_rel(arg_types, attrs):
     op_name = "dyn.image.resize2d"
     check_num_args(op_name, arg_types, 3)
     x = tensor_arg(arg_types, 0, op_name)
-    if shape_arg_len(arg_types, 1, op_name, "size") != 2:
+    # TVM accepts a float size tensor (its DynamicToStatic test passes one)
+    if shape_arg_len(arg_types, 1, op_name, "size", integer=False) != 2:
         raise TypeError(f"{op_name}: size must hold 2 values, got {type_str(arg_types[1])}")
     roi = tensor_arg(arg_types, 2, op_name)
     if tuple(roi.shape) != (4,):

@@ -8,13 +8,13 @@ from ....tir.expr import Any
 from ..type_relations import tensor_arg
 
 
-def shape_arg_len(arg_types, i: int, op_name: str, what: str) -> int:
-    """The static length of the 1-D integer tensor argument ``i``."""
+def shape_arg_len(arg_types, i: int, op_name: str, what: str, integer: bool = True) -> int:
+    """The static length of the 1-D (integer, unless ``integer`` is False) tensor argument."""
     t = tensor_arg(arg_types, i, op_name)
     if len(t.shape) != 1 or not isinstance(t.shape[0], int):
         raise TypeError(f"{op_name}: {what} must be a 1-D tensor of static length, got "
                         f"{t.shape}")
-    if not t.dtype.startswith(("int", "uint")):
+    if integer and not t.dtype.startswith(("int", "uint")):
         raise TypeError(f"{op_name}: {what} must be an integer tensor, got {t.dtype}")
     return int(t.shape[0])
 

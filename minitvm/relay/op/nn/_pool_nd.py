@@ -14,7 +14,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
 from ....topi.shape import spatial_axes
-from ...expr import Call, Expr
+from ...expr import Call, Constant, Expr
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, tensor_arg
 from ._pool import pool_rel
@@ -213,6 +213,15 @@ def global_avg_pool3d(data: Expr, layout: str = "NCDHW", out_layout: str = "") -
 def upsampling3d(data: Expr, scale_d=1, scale_h=1, scale_w=1, layout: str = "NCDHW",
                  method: str = "nearest_neighbor",
                  coordinate_transformation_mode: str = "half_pixel") -> Call:
+    """Upsample D, H and W; a non-constant scale expression builds ``dyn.nn.upsampling3d``."""
+    scales = [s.data.numpy().item() if isinstance(s, Constant) else s
+              for s in (scale_d, scale_h, scale_w)]
+    if any(isinstance(s, Expr) for s in scales):
+        from ..dyn import _more as _dyn
+
+        return _dyn.upsampling3d(data, *scales, layout=layout, method=method,
+                                 coordinate_transformation_mode=coordinate_transformation_mode)
+    scale_d, scale_h, scale_w = scales
     attrs = UpSampling3DAttrs(scale_d=float(scale_d), scale_h=float(scale_h),
                               scale_w=float(scale_w), layout=layout, method=method,
                               coordinate_transformation_mode=coordinate_transformation_mode)

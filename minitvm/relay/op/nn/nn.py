@@ -300,10 +300,12 @@ def pad(data, pad_width, pad_value=0, pad_mode="constant") -> Call:
         pad_value = pad_value.data.numpy().item()
     if isinstance(pad_width, Constant):
         pad_width = [list(w) for w in pad_width.data.numpy()]
-    if isinstance(pad_width, Expr):
-        raise NotImplementedError("nn.pad with a dynamic pad_width (dyn.nn.pad) is not supported")
     if not isinstance(pad_value, Expr):
         pad_value = const(pad_value)
+    if isinstance(pad_width, Expr):
+        from ..dyn import nn as _dyn_nn
+
+        return _dyn_nn.pad(data, pad_width, pad_value, pad_mode)
     widths = tuple(tuple(int(v) for v in w) for w in pad_width)
     return _call("nn.pad", [data, pad_value], A.PadAttrs(pad_width=widths, pad_mode=pad_mode))
 
@@ -314,6 +316,15 @@ def batch_flatten(data) -> Call:
 
 def upsampling(data, scale_h=1, scale_w=1, layout="NCHW", method="nearest_neighbor",
                align_corners=False) -> Call:
+    """Upsample H and W; a non-constant scale expression builds ``dyn.nn.upsampling``."""
+    if isinstance(scale_h, Constant):
+        scale_h = scale_h.data.numpy().item()
+    if isinstance(scale_w, Constant):
+        scale_w = scale_w.data.numpy().item()
+    if isinstance(scale_h, Expr) or isinstance(scale_w, Expr):
+        from ..dyn import _more as _dyn
+
+        return _dyn.upsampling(data, scale_h, scale_w, layout, method, align_corners)
     attrs = A.UpSamplingAttrs(scale_h=float(scale_h), scale_w=float(scale_w), layout=layout,
                               method=method, align_corners=align_corners)
     return _call("nn.upsampling", [data], attrs)

@@ -29,9 +29,9 @@ define_op("dyn.nn.pad", _pad_rel, pattern=OpPattern.INJECTIVE, attrs_type=PadAtt
 
 def pad(data, pad_width, pad_value=0.0, pad_mode: str = "constant") -> Call:
     """Pad ``data`` by the (rank, 2) integer tensor ``pad_width``."""
-    from ....expr import const
+    from ....expr import Expr, const
 
-    if not hasattr(pad_value, "checked_type"):
+    if not isinstance(pad_value, Expr):
         pad_value = const(pad_value)
     return Call(Op.get("dyn.nn.pad"), [data, pad_width, pad_value],
                 PadAttrs(pad_width=None, pad_mode=pad_mode))
