@@ -34,7 +34,8 @@ from . import frontend  # noqa: E402  model importers (framework packages load l
 from . import dialect  # noqa: E402,F401  Relay's printing/calling/evaluation hooks
 from .analysis import properties as _properties  # noqa: E402,F401  typed/anf/gnf/fused
 from .build_module import build, create_executor, optimize  # noqa: E402
-from .backend import vm  # noqa: E402,F401  relay.vm: compile to the Relay VM
+# relay.vm: the Relay VM compiler (the star import of .op bound `vm` to relay.op.vm)
+vm = _importlib.import_module(".vm", __name__)
 from .transform import build_config  # noqa: E402,F401  TVM's old alias of PassContext
 from . import dataflow_pattern  # noqa: E402,F401
 from . import qnn  # noqa: E402,F401  quantized ops (relay.qnn.op.*)

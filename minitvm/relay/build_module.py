@@ -71,9 +71,8 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device=Non
 # work; keep ``create_executor`` above independent of them.
 from .backend.built_executor import AotExecutor, GraphExecutor, VMExecutor  # noqa: E402,F811
 from .backend.graph_build import build  # noqa: E402
-from .transform.pipeline import optimize  # noqa: E402
-
 from .backend.vm import VMExecutor  # noqa: E402,F811  the Relay VM (relay.vm.compile)
+from .transform.pipeline import optimize  # noqa: E402
 
 _KINDS.update({"graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor})
 __all__ += ["build", "optimize"]

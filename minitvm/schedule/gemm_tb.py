@@ -18,8 +18,10 @@ TILE_ROWS, TILE_COLS, LANES = 4, 4, 16
 PARALLEL_MIN_WORK = 1 << 21  # multiply-adds of a column block worth a thread-pool task
 # rows up to which reading W in place beats packing it per call. Measured (one thread, weights
 # passed at run time): seed MLP n=1 0.006 vs 0.038 ms, n=16 0.023 vs 0.045, n=64 0.071 vs
-# 0.083, n=256 0.250 vs 0.236; BERT layer seq 32 10.8 vs 22.7 ms, seq 128 43.1 vs 41.8
-MAX_ROWS = 96
+# 0.083, n=128 0.13-0.14 vs 0.135, n=192 0.21 vs 0.19; BERT layer seq 32 10.8 vs 22.7 ms,
+# seq 128 37.7-39.5 vs 38.6-40.7; one (3072x768)^T matmul, 128 rows: 9.0 vs 10.0 ms (bound
+# and packed at build time: 7.6). Wider tiles (2x8, 3x8) measured slower than 4x4.
+MAX_ROWS = 128
 
 
 def supported(m, n, k) -> bool:

@@ -50,6 +50,8 @@ def test_a_symbolic_variable_shared_by_two_functions_is_ill_formed():
     back = tvm.script.from_source(text)
     tvm.ir.assert_structural_equal(back, own)
     assert well_formed(back)
+    # as in TVM, a variable mapping holds across the module's functions: sharing is a difference
+    assert not tvm.ir.structural_equal(back, shared, map_free_vars=True)
 
 
 # ------------------------------------------------------------------ If, SeqExpr
@@ -177,8 +179,6 @@ class Mod:
     assert isinstance(block, relax.DataflowBlock)
     assert isinstance(block.bindings[0].var, relax.DataflowVar)
     assert isinstance(block.bindings[0].value, relax.Function)
-    text = mod.script()
-    assert text.count("# from tvm.script import relax as R") == 1  # no header inside
     _round_trips(mod)
 
 

@@ -13,6 +13,7 @@ from minitvm.ir.structural import structural_equal
 from minitvm.relay.expr_functor import ExprMutator, ExprVisitor, post_order_visit
 
 DEPTH = 10_000
+TEXT_DEPTH = 1_000  # the text indents each level: its size grows with the depth squared
 
 
 def nested_closures(n: int) -> tvm.IRModule:
@@ -35,7 +36,7 @@ def deep():
     return nested_closures(DEPTH)
 
 
-def test_infer_type_print_parse_of_deeply_nested_closures(deep):
+def test_infer_type_of_deeply_nested_closures(deep):
     typed = relay.transform.InferType()(deep)  # RecursionError at ~250 before
     fn = typed["main"]
     assert str(fn.checked_type.ret_type) == "Tensor[(2), float32]"
@@ -43,8 +44,20 @@ def test_infer_type_print_parse_of_deeply_nested_closures(deep):
     for _ in range(DEPTH - 1):
         inner = inner.value.body
     assert inner.value.ret_type is not None  # annotate_missing_types reached the bottom
+
+
+def test_print_parse_of_nested_closures():
+    typed = relay.transform.InferType()(nested_closures(TEXT_DEPTH))
     back = relay.parse(typed.astext())
     assert structural_equal(back, typed)
+
+
+def test_traversals_at_100000_nested_closures():
+    fn = nested_closures(100_000)["main"]
+    count = [0]
+    post_order_visit(fn, lambda e: count.__setitem__(0, count[0] + 1))
+    assert count[0] == 5 * 100_000 + 4
+    assert ExprMutator().visit(fn) is fn  # nothing changed: the same function back
 
 
 def test_base_visitors_and_mutators_walk_deep_nesting(deep):
@@ -87,15 +100,17 @@ def test_passes_survive_moderate_nesting(name):
 
 
 def test_visiting_order_is_the_recursive_order():
-    """Scopes join the worklist without changing the order hooks run in (parameters before
-    the body; a let's variable, value, then body; a match's data, pattern, clause)."""
-    x = relay.var("x", shape=(), dtype="float32")
-    v = relay.var("v")
-    p = relay.var("p", shape=(), dtype="float32")
-    f = relay.Function([p], relay.add(p, x))
-    body = relay.Let(v, relay.Call(f, [x]), relay.multiply(v, x))
-    order = []
-    post_order_visit(relay.Function([x], body),
-                     lambda e: order.append(e.name_hint if isinstance(e, relay.Var) else
-                                            type(e).__name__))
-    assert order == ["x", "v", "p", "Call", "Function", "Call", "Call", "Let", "Function"]
+    """Scopes join the worklist without changing the order hooks run in: the same order as
+    the recursive walk (``_expand_scopes = False``) on a program with every kind of scope."""
+    from minitvm.relay.expr_functor import _PostOrderHooks
+    from minitvm.testing.fuzz import generate_program
+
+    class Recursive(_PostOrderHooks):
+        _expand_scopes = False
+
+    for seed in (1, 7, 19, 62):
+        fn = generate_program(seed).mod["main"]
+        fast, slow = [], []
+        _PostOrderHooks(fast.append).visit(fn)
+        Recursive(slow.append).visit(fn)
+        assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow, strict=True))

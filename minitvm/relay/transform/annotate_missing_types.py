@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...ir.type import IncompleteType
 from ..adt import pattern_vars
-from ..expr import Function, Let, Var
+from ..expr import Function, Var
 from ..expr_functor import ExprMutator, ExprVisitor
 
 
@@ -30,11 +30,11 @@ class _NeedsAnnotation(ExprVisitor):
         super().visit_function(fn)
 
     def visit_let(self, let):
-        node = let
-        while isinstance(node, Let):
+        # only the lets this hook covers: the worklist visits every let of a chain on its own,
+        # so walking the whole chain from each one would be quadratic
+        for node in self._let_chain(let):
             if unannotated(node.var):
                 self.found = True
-            node = node.body
         super().visit_let(let)
 
     def visit_match(self, m):

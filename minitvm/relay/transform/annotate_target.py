@@ -5,8 +5,9 @@ predicate registered with ``tvm.ir.register_op_attr``) accepts the call; a call 
 function goes to the target its ``Composite`` name starts with (``"dnnl.conv2d_relu"``);
 everything else to ``"default"``. Every argument gets ``compiler_begin(arg, target)`` and an
 argument produced by an annotated expression first gets that expression's ``compiler_end``.
-Tuples and projections follow their fields' target when ``include_non_call_ops`` (else
-"default"). Running the pass again on annotated code keeps non-default annotations.
+Tuples, projections and reference nodes follow their inputs' target when
+``include_non_call_ops``; otherwise they stay outside every region and their annotated inputs
+just end there (TVM's two rewriters). Running the pass again keeps existing annotations.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import inspect
 
 from ...ir.op import Op
+from ...transform.sequential import Sequential
 from ..expr import (
     Call,
     Function,
@@ -29,6 +31,7 @@ from ..expr import (
 from ..expr_functor import ExprMutator
 from ..op.annotation import compiler_begin, compiler_end
 from ._pass_helpers import make_function_pass, register
+from .infer_type import InferType
 
 __all__ = ["AnnotateTarget", "annotate_target"]
 
@@ -101,7 +104,7 @@ class _Annotator(ExprMutator):
         """``compiler_end`` after an annotated expression (a function or let body, an if's
         parts, a field in call-ops-only mode): the expression's own target; an existing
         default end is re-targeted. Argument-free calls (``zeros``) get none."""
-        if id(e) in self.target_of:
+        if self.target_of.get(id(e), "") != "":  # "" = an empty tuple: no region
             if isinstance(e, RefCreate | RefRead | RefWrite | Tuple | TupleGetItem) or (
                     isinstance(e, Call) and e.args):
                 target = self.target_of[id(e)]
@@ -239,4 +242,8 @@ def AnnotateTarget(targets, include_non_call_ops: bool = True):  # noqa: N802 - 
     def run(func, mod, ctx):
         return _Annotator(names, include_non_call_ops).visit(func)
 
-    return make_function_pass(run, opt_level=0, name="AnnotateTarget", required=["InferType"])
+    # TVM: Sequential([AnnotateTargetFunc (requires InferType), InferType]); a Sequential there
+    # runs a pass's required passes first, so the op predicates see checked types
+    func_pass = make_function_pass(run, opt_level=0, name="AnnotateTargetFunc",
+                                   required=["InferType"])
+    return Sequential([InferType(), func_pass, InferType()], opt_level=0, name="AnnotateTarget")

@@ -523,7 +523,7 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
             self.binding_names.append(lhs)
             d = yield value
             self.binding_names.pop()
-            return d[-1] if isinstance(d, list) else d  # no import header inside a function
+            return d  # TVM prints the import header before a local function too
         if isinstance(value, rx.SeqExpr):  # not normalized: its bindings, then the body's
             stmts = []
             for blk in value.blocks:

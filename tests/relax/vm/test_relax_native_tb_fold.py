@@ -152,7 +152,7 @@ def test_shared_transpose_and_elementwise_consumers_keep_the_transpose():
     np.testing.assert_allclose(z.numpy(), 2 * w.T, rtol=1e-6)
 
 
-@pytest.mark.parametrize("k,h,o", [(37, 20, 10), (64, 32, 16)])
+@pytest.mark.parametrize("k,h,o", [(37, 20, 10), (64, 32, 16), (5, 6, 3)])
 def test_weights_as_args_numerics_at_three_sizes_one_build(k, h, o):
     ex = relax.build(_linear_module(k, h, o), "llvm")
     vm = relax.VirtualMachine(ex, tvm.cpu())
@@ -190,7 +190,7 @@ def test_transposed_a_operand_is_not_folded():
     mod = relax.transform.LegalizeOps()(Mod)
     after = relax.transform.FoldTransposeIntoConsumer()(mod)
     assert after is mod or tvm.ir.structural_equal(after, mod)
-    with pytest.raises(ValueError, match="ValueError|relax"):
+    with pytest.raises(TypeError, match="FoldTransposeIntoConsumer.*IRModule"):
         relax.transform.FoldTransposeIntoConsumer()(relax.Var("x"))
 
 

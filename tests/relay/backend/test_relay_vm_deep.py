@@ -37,12 +37,15 @@ def _typed(e, t):
     return e
 
 
-def _fused_add_one():
+PRIMITIVE = DictAttrs({"Primitive": 1})
+F32_TO_F32 = relay.FuncType([F32], F32)
+
+
+def _fused_add_one(one):
     """fn (%p0: float32, Primitive=1) { add(%p0, 1f) } — what FuseOps makes of one binding."""
     p = _typed(relay.var("p0", F32), F32)
-    body = _typed(relay.add(p, _typed(relay.const(1.0), F32)), F32)
-    f = relay.Function([p], body, F32, attrs=DictAttrs({"Primitive": 1}))
-    return _typed(f, relay.FuncType([F32], F32))
+    body = _typed(relay.add(p, one), F32)
+    return _typed(relay.Function([p], body, F32, attrs=PRIMITIVE), F32_TO_F32)
 
 
 def test_codegen_of_a_100k_fused_let_chain():
@@ -50,8 +53,9 @@ def test_codegen_of_a_100k_fused_let_chain():
     x = _typed(relay.var("x", F32), F32)
     vs = [_typed(relay.var(f"v{k}", F32), F32) for k in range(n)]
     body = vs[-1]
+    one = _typed(relay.const(1.0), F32)
     for k in reversed(range(n)):  # a fresh (structurally equal) fused function per binding
-        call = _typed(relay.Call(_fused_add_one(), [x if k == 0 else vs[k - 1]]), F32)
+        call = _typed(relay.Call(_fused_add_one(one), [x if k == 0 else vs[k - 1]]), F32)
         body = _typed(relay.Let(vs[k], call, body), F32)
     main = _typed(relay.Function([x], body, F32), relay.FuncType([F32], F32))
     mod = tvm.IRModule()

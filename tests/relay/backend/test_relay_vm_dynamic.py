@@ -60,3 +60,17 @@ def test_dynamic_recursion_concatenates_to_growing_shapes():
     exe = relay.vm.compile(mod, target="llvm")
     out = runtime_vm.VirtualMachine(exe, tvm.cpu()).run(np.array(4, "int32"))
     np.testing.assert_array_equal(out.numpy(), [4.0, 3.0, 2.0, 1.0])
+
+
+def test_vm_shape_of_and_reshape_tensor_become_instructions():
+    x = relay.var("x", shape=(relay.Any(), 4), dtype="float32")
+    shape = relay.op.vm.shape_of(x)
+    y = relay.op.vm.reshape_tensor(relay.exp(x), relay.const(np.array([4, 3], "int64")), (4, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([shape, y])))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert "shape_of $" in exe.bytecode and "reshape_tensor $" in exe.bytecode
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    xv = np.arange(12, dtype="float32").reshape(3, 4) / 10
+    out = vm.run(xv)
+    np.testing.assert_array_equal(out[0].numpy(), [3, 4])
+    np.testing.assert_allclose(out[1].numpy(), np.exp(xv).reshape(4, 3), rtol=1e-6)

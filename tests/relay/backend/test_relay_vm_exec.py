@@ -186,3 +186,35 @@ def test_references_are_refused_clearly():
     mod = tvm.IRModule.from_expr(relay.Function([x], body))
     with pytest.raises(ValueError, match="does not support references"):
         relay.vm.compile(mod, "llvm")
+
+
+def test_let_bound_recursive_local_function_with_a_capture():
+    m, k = scalar("m"), scalar("k")
+    f = relay.var("f", relay.FuncType([relay.TensorType((), "int32")],
+                                      relay.TensorType((), "int32")))
+    n = scalar("n")
+    # let f = fn (n) { if n == 0 { k } else { n + f(n - 1) } }  (captures %k, calls itself)
+    inner = relay.Function([n], relay.If(relay.equal(n, relay.const(0)), k,
+                                         n + relay.Call(f, [n - relay.const(1)])),
+                           relay.TensorType((), "int32"))
+    body = relay.Let(f, inner, relay.Call(f, [m]))
+    mod = tvm.IRModule.from_expr(relay.Function([m, k], body))
+    args = (np.array(5, "int32"), np.array(100, "int32"))
+    assert int(vm_run(mod, *args).numpy()) == 115 == int(interp(mod, *args).numpy())
+
+
+def test_prelude_foldl_and_tuple_patterns():
+    mod, p, build, _, _, _ = _list_mod()
+    n = scalar("n")
+    acc, x = relay.var("acc", shape=(), dtype="float32"), relay.var("x", shape=(),
+                                                                      dtype="float32")
+    total = relay.Call(p.foldl, [relay.Function([acc, x], acc * relay.const(2.0) + x),
+                                 relay.const(0.0), relay.Call(build, [n])])
+    a, b = relay.var("a"), relay.var("b")
+    swapped = relay.Match(relay.Tuple([total, n.astype("float32")]), [relay.Clause(
+        relay.PatternTuple([relay.PatternVar(a), relay.PatternVar(b)]), relay.Tuple([b, a]))])
+    mod["main"] = relay.Function([n], swapped)
+    out = vm_run(mod, np.array(3, "int32"))
+    ref = interp(mod, np.array(3, "int32"))
+    assert float(out[0].numpy()) == 3.0
+    assert float(out[1].numpy()) == float(ref[1].numpy()) == ((0 * 2 + 3) * 2 + 2) * 2 + 1

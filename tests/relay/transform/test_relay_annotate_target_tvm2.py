@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pass_test_util import check_numerics
 
 import minitvm as tvm
 from minitvm import relay
@@ -14,8 +15,6 @@ from minitvm.relay import transform
 from minitvm.relay.op.annotation import compiler_begin as cb
 from minitvm.relay.op.annotation import compiler_end as ce
 from minitvm.relay.testing.temp_op_attr import TempOpAttr
-
-from pass_test_util import check_numerics  # noqa: I001
 
 
 def _yes(expr):

@@ -20,15 +20,28 @@ from ....ir.op import Op
 from ....ir.type import TensorType, TupleType
 from ....runtime.vm import bytecode as B
 from ....runtime.vm.bytecode import VMFunction
-from ...adt import Constructor, Match, PatternConstructor, PatternTuple, PatternVar, \
-    PatternWildcard
-from ...expr import Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, \
-    TupleGetItem, Var
+from ...adt import Constructor, Match, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
+from ...expr import (
+    Call,
+    Constant,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ..graph_executor_codegen import _is_primitive, _wrap_op_call
 from ..te_compiler import tensor_types
 from .kernels import KernelTable, is_static_type
 
 __all__ = ["VMCodegenError", "FunctionCompiler", "type_record"]
+
+
+_VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor"})
 
 
 class VMCodegenError(ValueError):
@@ -307,6 +320,12 @@ class FunctionCompiler:
     def _call(self, e: Call, work) -> None:
         op = e.op
         args = list(e.args)
+        if _is_primitive(op):  # a fused function holding only vm.shape_of / vm.reshape_tensor
+            b = op.body
+            if isinstance(b, Call) and isinstance(b.op, Op) and b.op.name in _VM_OPS and \
+                    len(b.args) == len(op.params) and \
+                    all(a is p for a, p in zip(b.args, op.params)):
+                op = b.op
         if isinstance(op, Op) and op.name == "vm.shape_of":
             return self._simple(e, args, lambda a, r: self.emit(B.SHAPE_OF, a[0], r), work)
         if isinstance(op, Op) and op.name == "vm.reshape_tensor":

@@ -36,8 +36,8 @@ def _check_target(target) -> None:
 
 def _has_local_functions(mod: IRModule) -> bool:
     """Does any global function hold a non-primitive local function (work for LambdaLift)?"""
-    from ...expr import Let
     from ...adt import Match
+    from ...expr import Let
     from ...expr_functor import dataflow_children, dataflow_post_order, scope_children
 
     def children(e):
