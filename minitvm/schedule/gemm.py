@@ -403,11 +403,16 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
 
     def packed(own=True):
         bld = builder(kn["nr"])
+
+        def pack():  # an [N, K] weight: the L1-blocked packing of gemm_tb
+            return gemm_tb.pack_panels(bld) if tb and gemm_tb.supported(m, n, k) else \
+                bld.pack()
+
         if ctx.own_temps and own:  # allocated around the GEMM that packs, freed after it
             bld.Bp = decl_buffer((bld.np, k, bld.nr), "float32", "matmul_bpack")
-            return _allocated(bld.Bp, S.SeqStmt([bld.pack(), bld.compute()]))
+            return _allocated(bld.Bp, S.SeqStmt([pack(), bld.compute()]))
         bld.Bp = ctx.temp((bld.np, k, bld.nr), "float32", "matmul_bpack")
-        return S.SeqStmt([bld.pack(), bld.compute()])
+        return S.SeqStmt([pack(), bld.compute()])
 
     def direct(nr):
         bld = builder(nr)

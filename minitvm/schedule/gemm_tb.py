@@ -132,3 +132,45 @@ class _NT:
         for j in range(blocks * TILE_COLS, n):
             parts.append(self.rows_of(self.ex(j), 1))
         return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+
+PACK_KB = 16  # K positions per block of the blocked panel packing
+
+
+def pack_panels(bld) -> S.Stmt:
+    """``bld.Bp[jo, k, jj] = W[jo*nr + jj, k]`` for an unbatched ``GemmBuilder`` with
+    ``transpose_b`` (W ``[N, K]``, static N and K), in blocks of ``PACK_KB`` K positions: each
+    block's ``PACK_KB x nr`` piece of the panel stays in L1 while W's rows are read in
+    contiguous runs (the whole-K order wrote a panel larger than L1 once per column)."""
+    nr, n, k = bld.nr, bld.N, bld.K
+    w, bp = bld.B, bld.Bp
+    kb_full = k // PACK_KB
+
+    def block(jo, k0, width, jj_full):
+        def store(jj, kk):
+            col = jo * nr + jj
+            src = w[col, k0 + kk]
+            if not jj_full:
+                src = E.Select(col < n, src, E.FloatImm(bp.dtype, 0.0))
+            return S.BufferStore(bp, src, [jo, k0 + kk, jj])
+
+        return bld.loop("jj", nr, S.ForKind.SERIAL, lambda jj: bld.loop(
+            "kk", width, S.ForKind.VECTORIZED if width == PACK_KB else S.ForKind.SERIAL,
+            lambda kk: store(jj, kk)))
+
+    def panel(jo, jj_full):
+        parts = []
+        if kb_full:
+            parts.append(bld.loop("kb", kb_full, S.ForKind.SERIAL,
+                                  lambda kb: block(jo, kb * PACK_KB, PACK_KB, jj_full)))
+        if k % PACK_KB:
+            parts.append(block(jo, bld.c(kb_full * PACK_KB), k % PACK_KB, jj_full))
+        return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+    full = n // nr
+    parts = []
+    if full:
+        parts.append(bld.par_loop("pb", full, k * nr, lambda jo: panel(jo, True)))
+    if n % nr:
+        parts.append(panel(bld.c(full), False))
+    return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
