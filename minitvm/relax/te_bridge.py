@@ -86,12 +86,15 @@ def _shape_vars(tensors) -> list:
 
 
 def unbound_tir_vars(te_inputs, outputs, body=None) -> list:
-    """Symbolic vars the PrimFunc must take as scalar parameters (TVM's ``tir_vars``): those in
-    the outputs' shapes that no input shape defines, then those the compute body (``body``, the
-    statement ``te.create_prim_func`` made) uses without any shape defining them — a step or
-    offset given as a ``tir.Var`` or a ``R.prim_value``, in first-use order."""
-    bound = {id(v) for v in _shape_vars(te_inputs)}
-    extra = [v for v in _shape_vars(outputs) if id(v) not in bound]
+    """Symbolic vars the PrimFunc must take as scalar parameters (TVM's ``tir_vars``): those
+    the buffer shapes use that no input buffer has as a whole dimension, then those the compute
+    body (``body``, the statement ``te.create_prim_func`` made) uses without any shape defining
+    them — a step or offset given as a ``tir.Var`` or a ``R.prim_value``, in first-use order."""
+    # as TVM, only a dimension that *is* a variable defines it (a buffer of extent ``n * 2``
+    # cannot give ``n`` back); the others are passed as scalars. Unlike TVM an output's
+    # dimension does not count (kept: an output-only ``n`` of ``zeros((n, 3))`` is passed)
+    bound = {id(d) for t in te_inputs for d in t.shape if isinstance(d, tir_expr.Var)}
+    extra = [v for v in _shape_vars([*te_inputs, *outputs]) if id(v) not in bound]
     if body is not None:
         from ..tir.analysis.verify_well_formed import undefined_vars
 

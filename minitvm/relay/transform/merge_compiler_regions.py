@@ -1,8 +1,9 @@
 """MergeCompilerRegions: merge neighbouring annotated regions of the same compiler.
 
-Regions are visited in topological order; a region joins each parent region of the same
-compiler unless that parent also reaches it through another region (merging would then create a
-cycle between the partitioned functions). The compiler_end/compiler_begin pairs left inside a
+Regions are visited in topological order (TVM's RegionMerger): a region inherits its parents'
+restrictions, a parent of another compiler is a restriction, and a parent of the same compiler
+that is not restricted is merged into it -- merging a restricted one would create a cycle
+between the partitioned functions. The compiler_end/compiler_begin pairs left inside a
 merged region are removed, so PartitionGraph makes one function of it.
 """
 
@@ -31,32 +32,30 @@ class _Merger:
     def _parents(self, i: int) -> set[int]:
         return {self.find(p) for p in self.parents[i]} - {i}
 
-    def _reaches(self, src: int, dst: int) -> bool:
-        """Does ``dst`` reach ``src`` walking parent edges (is dst an ancestor of src)?"""
-        stack, seen = [src], {src}
-        while stack:
-            for p in self._parents(stack.pop()):
-                if p == dst:
-                    return True
-                if p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-        return False
-
     def run(self) -> None:
-        for r in self.rs.regions:  # regions are numbered in topological order
+        """TVM's RegionMerger: each region, after its parents (ids are topological), first
+        inherits its parents' restrictions; a parent of another compiler becomes a
+        restriction, and a parent of the same compiler not in the restrictions is merged into
+        it (restrictions naming the parent then name the merged region)."""
+        restrictions: dict[int, set[int]] = {}
+        for r in self.rs.regions:
             cur = self.find(r.id)
-            for p in sorted(self._parents(cur)):
-                p = self.find(p)
-                if p == cur or self.target[p] != self.target[cur]:
+            parents = sorted(self._parents(cur))
+            own = restrictions.setdefault(cur, set())
+            for p in parents:
+                own |= restrictions.get(p, set())
+            for p in parents:
+                if self.target[p] != self.target[cur]:
+                    own.add(p)
                     continue
-                others = self._parents(cur) - {p}
-                if any(self._reaches(o, p) for o in others):
-                    continue  # p reaches cur through another region: merging makes a cycle
-                merged = self._parents(cur) | self._parents(p)
-                self.up[cur] = p
-                self.parents[p] = merged - {p, cur}
-                cur = p
+                if p in own:
+                    continue  # merging would make a cycle through another compiler's region
+                self.up[p] = cur
+                self.parents[cur] = (self.parents[cur] | self.parents[p]) - {p, cur}
+                for rs in restrictions.values():
+                    if p in rs:
+                        rs.discard(p)
+                        rs.add(cur)
 
     def same(self, a, b) -> bool:
         ra, rb = self.rs.region_of(a), self.rs.region_of(b)

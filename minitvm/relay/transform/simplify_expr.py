@@ -338,7 +338,22 @@ def simplify_clip_and_consecutive_cast(call):
     if not _is_call(inner, "clip"):
         return None
     lo, hi = float(inner.attrs.a_min), float(inner.attrs.a_max)
-    kept = [c for c in chain if not (_dtype_range(c.attrs.dtype)[0] <= lo
+    src = _type(inner).dtype if isinstance(_type(inner), TensorType) else None
+
+    def lossless(dtype: str) -> bool:
+        """The clipped values keep their value through ``dtype``: an integer clip into an
+        integer type holding its range, or a float into a float at least as wide (a float
+        clipped into int32's range still loses its fraction through an int32 cast)."""
+        if src is None:
+            return False
+        k0, b0 = _kind_bits(src)
+        k1, b1 = _kind_bits(dtype)
+        if k0 in ("int", "uint", "bool"):
+            return k1 in ("int", "uint", "bool") or (k1 == "float" and b1 > b0)
+        return k0 == k1 == "float" and b1 >= b0
+
+    kept = [c for c in chain if not (lossless(c.attrs.dtype)
+                                     and _dtype_range(c.attrs.dtype)[0] <= lo
                                      and hi <= _dtype_range(c.attrs.dtype)[1])]
     if len(kept) == len(chain):
         return None

@@ -156,6 +156,8 @@ class _Legalizer(NormalizingMutator):
         if not (isinstance(result, Call) and isinstance(result.op, Op)
                 and result.op.name == "relax.call_tir" and isinstance(result.args[1], Tuple)):
             return
+        if len({id(a) for a in call.args}) != len(call.args):
+            return  # add(y, y): which y a field is cannot be told, add(y, w) must not reuse it
         positions = []
         for a in result.args[1].fields:
             pos = next((k for k, b in enumerate(call.args) if b is a), None)
