@@ -22,13 +22,13 @@ from ..ir.node import operand_getter
 from ..ir.op import Op
 from .adt import (
     Clause,
-    pattern_vars,
     Constructor,
     Match,
     PatternConstructor,
     PatternTuple,
     PatternVar,
     PatternWildcard,
+    pattern_vars,
 )
 from .expr import (
     Call,

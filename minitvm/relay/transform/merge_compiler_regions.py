@@ -32,14 +32,33 @@ class _Merger:
     def _parents(self, i: int) -> set[int]:
         return {self.find(p) for p in self.parents[i]} - {i}
 
+    def _parents_first(self) -> list[int]:
+        """Region ids with every region after its parents (an iterative post-order DFS)."""
+        order, seen = [], set()
+        for r in self.rs.regions:
+            if r.id in seen:
+                continue
+            seen.add(r.id)
+            stack = [(r.id, iter(sorted(self.parents[r.id])))]
+            while stack:
+                rid, it = stack[-1]
+                nxt = next((p for p in it if p not in seen), None)
+                if nxt is None:
+                    stack.pop()
+                    order.append(rid)
+                else:
+                    seen.add(nxt)
+                    stack.append((nxt, iter(sorted(self.parents[nxt]))))
+        return order
+
     def run(self) -> None:
-        """TVM's RegionMerger: each region, after its parents (ids are topological), first
+        """TVM's RegionMerger: each region, after its parents, first
         inherits its parents' restrictions; a parent of another compiler becomes a
         restriction, and a parent of the same compiler not in the restrictions is merged into
         it (restrictions naming the parent then name the merged region)."""
         restrictions: dict[int, set[int]] = {}
-        for r in self.rs.regions:
-            cur = self.find(r.id)
+        for rid in self._parents_first():
+            cur = self.find(rid)
             parents = sorted(self._parents(cur))
             own = restrictions.setdefault(cur, set())
             for p in parents:

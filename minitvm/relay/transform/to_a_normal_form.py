@@ -41,14 +41,24 @@ _ATOMIC = (Var, GlobalVar, Op, Constructor)
 
 
 class _Scope:
-    """A lexical scope: its parent, depth and the bindings collected for it so far."""
+    """A lexical scope: its parent, depth and the bindings collected for it so far.
 
-    __slots__ = ("parent", "level", "bindings")
+    ``jump`` is a skew-binary jump pointer (Myers' scheme): ancestor and common-ancestor queries
+    take O(log depth) steps, so an expression used at every level of a 100,000-deep let chain
+    (an operator, a weight) does not make scope computation quadratic.
+    """
+
+    __slots__ = ("parent", "level", "bindings", "jump")
 
     def __init__(self, parent=None):
         self.parent = parent
-        self.level = 0 if parent is None else parent.level + 1
         self.bindings: list = []
+        if parent is None:
+            self.level, self.jump = 0, self
+            return
+        self.level = parent.level + 1
+        j = parent.jump
+        self.jump = j.jump if parent.level - j.level == j.level - j.jump.level else parent
 
     def push(self, var: Var, value) -> Var:
         self.bindings.append((var, value))
@@ -62,12 +72,20 @@ class _Scope:
         return body
 
 
+def _ancestor(a: _Scope, level: int) -> _Scope:
+    while a.level > level:
+        a = a.jump if a.jump.level >= level else a.parent
+    return a
+
+
 def _lca(a: _Scope, b: _Scope) -> _Scope:
-    while a is not b:
-        if a.level > b.level:
-            a = a.parent
-        elif a.level < b.level:
-            b = b.parent
+    if a.level > b.level:
+        a = _ancestor(a, b.level)
+    elif b.level > a.level:
+        b = _ancestor(b, a.level)
+    while a is not b:  # same level, so the jump pointers are at the same level too
+        if a.jump is not b.jump:
+            a, b = a.jump, b.jump
         else:
             a, b = a.parent, b.parent
     return a
