@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ..expr import Call, Tuple, TupleGetItem
-from ..expr_functor import dataflow_post_order
+from ..expr_functor import dataflow_children, dataflow_post_order
 
 BEGIN = "annotation.compiler_begin"
 END = "annotation.compiler_end"
@@ -130,3 +130,24 @@ class RegionSet:
                     seen.add(p.id)
                     out.append(p)
         return out
+
+    def upstream_outside(self, r: Region) -> list[Region]:
+        """Regions that feed ``r`` through nodes in no region (an If, a tuple built outside):
+        ``r`` may never merge with them, or the merged region would wait on its own output."""
+        out, seen, visited = [], set(), set()
+        stack = [b.args[0] for b in r.ins if not is_annotation(b.args[0], END)
+                 and self.region_of(b.args[0]) is None]
+        while stack:
+            e = stack.pop()
+            if id(e) in visited:
+                continue
+            visited.add(id(e))
+            p = self.region_of(e)
+            if p is not None:
+                if p is not r and p.id not in seen:
+                    seen.add(p.id)
+                    out.append(p)
+                continue
+            stack.extend(dataflow_children(e))
+        return out
+

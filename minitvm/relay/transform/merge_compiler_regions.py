@@ -22,6 +22,9 @@ class _Merger:
         self.up = {r.id: r.id for r in regions.regions}
         self.parents = {r.id: {p.id for p in regions.parents(r)} for r in regions.regions}
         self.target = {r.id: r.target for r in regions.regions}
+        # regions reaching this one only through nodes outside every region: never merged
+        self.outside = {r.id: {p.id for p in regions.upstream_outside(r)}
+                        for r in regions.regions}
 
     def find(self, i: int) -> int:
         while self.up[i] != i:
@@ -39,7 +42,7 @@ class _Merger:
             if r.id in seen:
                 continue
             seen.add(r.id)
-            stack = [(r.id, iter(sorted(self.parents[r.id])))]
+            stack = [(r.id, iter(sorted(self.parents[r.id] | self.outside[r.id])))]
             while stack:
                 rid, it = stack[-1]
                 nxt = next((p for p in it if p not in seen), None)
@@ -48,7 +51,7 @@ class _Merger:
                     order.append(rid)
                 else:
                     seen.add(nxt)
-                    stack.append((nxt, iter(sorted(self.parents[nxt]))))
+                    stack.append((nxt, iter(sorted(self.parents[nxt] | self.outside[nxt]))))
         return order
 
     def run(self) -> None:
@@ -63,6 +66,9 @@ class _Merger:
             own = restrictions.setdefault(cur, set())
             for p in parents:
                 own |= restrictions.get(p, set())
+            for q in {self.find(i) for i in self.outside[rid]} - {cur}:
+                own.add(q)
+                own |= restrictions.get(q, set())
             for p in parents:
                 if self.target[p] != self.target[cur]:
                     own.add(p)

@@ -93,6 +93,7 @@ class _Partitioner(ExprMutator):
         # a compiler_end waits only for its region's inputs, never walks into the region
         memo = self.memo_map
         stack = [root]
+        entered: set = set()  # expanded, waiting for their inputs: the current path
         while stack:
             node = stack[-1]
             if node in memo:
@@ -104,6 +105,13 @@ class _Partitioner(ExprMutator):
                 kids = dataflow_children(node)
             pending = [c for c in kids if type(c) in _DATAFLOW and c not in memo]
             if pending:
+                if node in entered or any(c in entered for c in pending):
+                    raise ValueError(
+                        "PartitionGraph: the annotated regions form a cycle (a region needs "
+                        "a value computed from its own output, e.g. through an If outside the "
+                        "region); annotate so that every region is a contiguous piece of "
+                        "dataflow")
+                entered.add(node)
                 stack.extend(reversed(pending))
                 continue
             stack.pop()

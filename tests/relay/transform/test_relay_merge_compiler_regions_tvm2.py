@@ -80,9 +80,8 @@ def test_rfc_example_graph():
 
 @pytest.mark.parametrize("non_call", [True, False])
 def test_if_else_regions_then_partition(non_call):
-    """TVM checks that annotate -> merge -> partition completes. Here annotate -> merge runs
-    and computes the same values; PartitionGraph on this merged If program does not finish yet
-    (its region walk loops: see notes/issue13_pass_audit_2.md), so it is not called."""
+    """TVM checks that annotate -> merge -> partition completes. A region reached only through
+    the If (outside every region) is never merged with, so partitioning finds no cycle."""
     target = "t2merge_if"
     data = relay.var("data", shape=(1, 8))
     add0 = relay.add(data, data)
@@ -98,3 +97,21 @@ def test_if_else_regions_then_partition(non_call):
     assert f'compiler="{target}"' in merged.astext()
     x = np.random.default_rng(0).standard_normal((1, 8)).astype("float32")
     check_numerics(mod, merged, [x])
+    parted = transform.PartitionGraph()(merged)
+    assert any(gv.name_hint.startswith("tvmgen_default_" + target) for gv in parted.functions)
+    check_numerics(mod, parted, [x])
+
+
+def test_partition_refuses_regions_that_form_a_cycle():
+    """Hand-annotated regions where one region needs its own output through an If outside
+    every region: a clear error, never a hang."""
+    target = "t2cycle"
+    data = relay.var("data", shape=(2,))
+    a = cb(data, target)
+    add0 = relay.add(a, a)
+    out0 = ce(add0, target)
+    ife = relay.If(relay.equal(relay.sum(out0), relay.const(0.0)), out0, relay.negative(out0))
+    both = relay.add(add0, cb(ife, target))  # the If feeds back into the first region
+    mod = _typed(relay.Function([data], ce(both, target)))
+    with pytest.raises(ValueError, match="cycle"):
+        transform.PartitionGraph()(mod)
