@@ -93,10 +93,18 @@ def test_symbolic_row_matmul_takes_the_packed_gemm(rng):
     assert par and "parallel_min_extent" in par[0].annotations
 
 
+def _uses_transposed_b_kernel(func) -> bool:
+    """schedule.gemm_tb's kernel (few rows, W read untransposed): its ``nt_sum`` accumulators."""
+    return any(s.buffer_var.name.startswith("nt_sum") for s in _stmts(func, S.Allocate))
+
+
 def test_odd_static_matmul_with_transposed_weight(rng):
     x, w, y = _matmul(i64(37), 53, 29, trans_b=True)
     g = _check([x, w, y], [{}], rng)
-    assert _uses_gemm_microkernel(g)
+    # at most gemm_tb.MAX_ROWS rows: the dot-product kernel reading W as stored, no packing
+    assert _uses_transposed_b_kernel(g)
+    x, w, y = _matmul(i64(301), 53, 29, trans_b=True)
+    assert _uses_gemm_microkernel(_check([x, w, y], [{}], rng))
 
 
 def test_fused_matmul_add_relu_writes_the_gemm_into_the_output(rng):

@@ -8,6 +8,8 @@ from ....ir.module import IRModule
 from ....runtime.vm import VirtualMachine
 from ...expr import Function
 from ..executor import Executor
+from ..interpreter import Interpreter
+from .codegen import VMCodegenError
 from .compiler import compile as vm_compile
 
 __all__ = ["VMExecutor"]
@@ -39,7 +41,15 @@ class VMExecutor(Executor):
         if name != "main":
             mod = mod.shallow_copy()
             mod["main"] = mod[name]
-        self.executable = vm_compile(mod, self.target)
+        try:
+            self.executable = vm_compile(mod, self.target)
+        except VMCodegenError as err:
+            if "references" not in str(err):
+                raise
+            # as the other compiled executors do for what their back end lacks: the
+            # interpreter evaluates the program (the reason stays in build_error)
+            self.build_error = err
+            return Interpreter(self.mod, self.device, self.target)._make_executor(expr)
         self.vm = VirtualMachine(self.executable, self.device)
         self.factory = self.executable
         vm = self.vm
