@@ -23,7 +23,8 @@ from ._utils import (
     shape_to_primal,
 )
 
-_SPATIAL = {1: "W", 2: "HW"}
+_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+_DIM_NAMES = {"D": "depth", "H": "height", "W": "width"}
 
 
 def _spatial_out(op_name, size, k, pad_before, pad_after, stride, dilation, what):
@@ -72,7 +73,7 @@ def conv_rel(arg_types, attrs, op_name: str = "nn.conv2d", nd: int = 2):
     out = {"N": d["N"], "C": out_ch}
     for i, a in enumerate(sp):
         out[a] = _spatial_out(op_name, d[a], w[a], pad[i], pad[i + nd], strides[i], dilation[i],
-                              {"H": "height", "W": "width"}[a])
+                              _DIM_NAMES[a])
     out_layout = attrs.out_layout or attrs.data_layout
     dtype = attrs.out_dtype or data.dtype
     return TensorType(shape_from_primal(out, out_layout, op_name), dtype)

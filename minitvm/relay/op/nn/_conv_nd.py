@@ -18,6 +18,7 @@ from ...expr import Call, Expr
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
 from . import attrs as A
+from ._conv import conv_rel
 from ._utils import (
     arith,
     check_positive,
@@ -70,48 +71,9 @@ def _check_channels(op_name, attrs, out_ch, weight):
                         f"weight's out-channels {out_ch} (weight {shape_str(weight.shape)})")
 
 
-def _check_kernel_size(op_name, attrs, w, sp):
-    if attrs.kernel_size is None:
-        return
-    ks = tuple(attrs.kernel_size)
-    got = tuple(w[a] for a in sp)
-    if len(ks) != len(sp) or any(is_static_dim(g) and g != k for g, k in zip(got, ks)):
-        raise TypeError(f"{op_name}: attribute kernel_size={list(ks)} does not match the "
-                        f"weight's kernel {shape_str(got)}")
-
-
 def conv_nd_rel(arg_types, attrs, op_name: str, nd: int) -> TensorType:
-    """Output type of an nd convolution (any layouts)."""
-    check_num_args(op_name, arg_types, 2)
-    data = tensor_arg(arg_types, 0, op_name)
-    weight = tensor_arg(arg_types, 1, op_name)
-    sp = _SPATIAL[nd]
-    d = shape_to_primal(data.shape, attrs.data_layout, "NC" + sp, "data", op_name)
-    w = shape_to_primal(weight.shape, attrs.kernel_layout, "OI" + sp, "weight", op_name)
-    groups = int(attrs.groups)
-    if groups < 1:
-        raise ValueError(f"{op_name}: groups must be positive, got {groups}")
-    if is_static_dim(d["C"]) and is_static_dim(w["I"]) and d["C"] != w["I"] * groups:
-        raise TypeError(f"{op_name}: input channels {d['C']} (data {shape_str(data.shape)}) do "
-                        f"not match weight in-channels {w['I']} * groups {groups} (weight "
-                        f"{shape_str(weight.shape)})")
-    if is_static_dim(w["O"]) and w["O"] % groups:
-        raise TypeError(f"{op_name}: weight out-channels {w['O']} are not divisible by groups "
-                        f"{groups}")
-    _check_channels(op_name, attrs, w["O"], weight)
-    _check_kernel_size(op_name, attrs, w, sp)
-    strides = window_tuple(attrs.strides, nd, "strides", op_name)
-    dilation = window_tuple(attrs.dilation, nd, "dilation", op_name)
-    pad = pad_tuple(attrs.padding, nd, op_name)
-    check_window_attrs(op_name, nd, pad, strides=strides, dilation=dilation)
-    out = {"N": d["N"], "C": w["O"]}
-    for i, a in enumerate(sp):
-        dk = arith(lambda k, i=i: (k - 1) * dilation[i] + 1, w[a])
-        out[a] = arith(lambda s, k, i=i: (s + pad[i] + pad[i + nd] - k) // strides[i] + 1,
-                       d[a], dk)
-        check_positive(op_name, f"output {_NAMES[a]}", out[a])
-    layout = attrs.out_layout or attrs.data_layout
-    return TensorType(shape_from_primal(out, layout, op_name), attrs.out_dtype or data.dtype)
+    """Output type of an nd convolution (any layouts): the shared rule of ``_conv``."""
+    return conv_rel(arg_types, attrs, op_name, nd)
 
 
 def conv_transpose_nd_rel(arg_types, attrs, op_name: str, nd: int) -> TensorType:

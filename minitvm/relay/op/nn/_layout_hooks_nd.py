@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..layout import Layout
 from ..op import register_convert_op_layout, register_op_attr
 from ._conv_nd import conv3d, conv3d_transpose
+from ._layout_hooks import _pool_hook
 from ._pool_nd import avg_pool3d, max_pool3d
 
 
@@ -67,18 +68,6 @@ def _conv_hook(op_name, ctor):
             if kernel_layout is None:
                 raise ValueError(f"{op_name}: layout {data_layout} is not yet supported")
         new_attrs["kernel_layout"] = kernel_layout
-        return ctor(*inputs, **new_attrs)
-
-    convert.__name__ = f"convert_{op_name.split('.')[1]}"
-    register_convert_op_layout(op_name, convert)
-    return convert
-
-
-def _pool_hook(op_name, ctor):
-    def convert(attrs, inputs, tinfos, desired_layouts):
-        new_attrs = dict(attrs)
-        new_attrs["layout"] = str(desired_layouts[0])
-        new_attrs["out_layout"] = str(desired_layouts[0])
         return ctor(*inputs, **new_attrs)
 
     convert.__name__ = f"convert_{op_name.split('.')[1]}"
