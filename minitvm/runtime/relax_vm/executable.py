@@ -32,6 +32,17 @@ META = "minitvm_relax_vm.json"
 
 CALL, RET, GOTO, IF, KILL, MOVE = range(6)
 ARG_REG, ARG_CONST, ARG_IMM, ARG_FUNC, ARG_CTX = range(5)
+
+
+def call_argv(tmpl: list, slots: list, regs_only, regs: list) -> list:
+    """The arguments of a linked CALL: its template with the register slots filled in
+    (``regs_only`` lists the registers when every argument is one)."""
+    if regs_only is not None:
+        return [regs[r] for r in regs_only]
+    argv = tmpl.copy()
+    for k, r in slots:
+        argv[k] = regs[r]
+    return argv
 _OPNAMES = {CALL: "call", RET: "ret", GOTO: "goto", IF: "if", KILL: "kill", MOVE: "move"}
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from .. import threadpool
 from ..ndarray import NDArray, cpu
 from .builtins import BUILTINS, ShapeTuple
-from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET
+from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET, call_argv
 from .kernel import NativeKernel
 
 __all__ = ["NativeFunction", "MISS", "RECORD", "native_function", "run_plan_address"]
@@ -273,12 +273,7 @@ class NativeFunction:
             op = ins[0]
             if op == CALL:
                 _, dst, _kind, target, tname, tmpl, slots, regs_only = ins
-                if regs_only is not None:
-                    argv = [regs[r] for r in regs_only]
-                else:
-                    argv = tmpl.copy()
-                    for k, r in slots:
-                        argv[k] = regs[r]
+                argv = call_argv(tmpl, slots, regs_only, regs)
                 out = target(*argv)
                 if isinstance(target, NativeKernel):
                     calls.append((target, argv))

@@ -26,6 +26,7 @@ from .executable import (
     RET,
     Executable,
     VMFunction,
+    call_argv,
 )
 from .native_entry import MISS, RECORD, native_function
 
@@ -231,12 +232,7 @@ class VirtualMachine:
             op = ins[0]
             if op == CALL:
                 _, dst, kind, target, tname, tmpl, slots, regs_only = ins
-                if regs_only is not None:
-                    argv = [regs[r] for r in regs_only]
-                else:
-                    argv = tmpl.copy()
-                    for k, r in slots:
-                        argv[k] = regs[r]
+                argv = call_argv(tmpl, slots, regs_only, regs)
                 if kind == _VM:
                     if len(argv) != len(target.params):
                         raise TypeError(f"{target.name}() takes {len(target.params)} "
