@@ -305,12 +305,39 @@ class ExprEmitter:
                 v = bld.fptrunc(v, T.llvm_type("float32", lanes))
             return bld.fptrunc(v, to)
         if sf:
-            return bld.fptoui(v, to) if dk == "uint" else bld.fptosi(v, to)
+            return self._float_to_int(v, sbits, dk, dbits, lanes)
         if df:
             return bld.uitofp(v, to) if sk in ("uint", "bool") else bld.sitofp(v, to)
         if dbits > sbits:
             return bld.zext(v, to) if sk in ("uint", "bool") else bld.sext(v, to)
         return bld.trunc(v, to)
+
+    def _float_to_int(self, v, sbits: int, dk: str, dbits: int, lanes: int):
+        """A float -> integer cast with one defined result for every input, the rule of
+        ``topi.reference.tensor.float_to_int`` (LLVM's fptosi/fptoui are poison for NaN and
+        out-of-range values): truncate through int32 (int64 for 64-bit targets and uint32),
+        NaN or out of that range gives its minimum, then wrap to the target width; uint64 also
+        takes [2**63, 2**64) exactly."""
+        bld = self.builder
+        if sbits == 16:  # half -> float: exact, and the range tests below need the headroom
+            v = bld.fpext(v, T.llvm_type("float32", lanes))
+        ft = v.type
+        wide = 64 if dbits == 64 or (dk == "uint" and dbits == 32) else 32
+        wt = T.llvm_type(f"int{wide}", lanes)
+
+        def exact(x, lo: float, hi: float):
+            ok = bld.and_(bld.fcmp_ordered(">=", x, T.const(ft, lo)),
+                          bld.fcmp_ordered("<", x, T.const(ft, hi)))
+            return ok, bld.fptosi(bld.select(ok, x, T.const(ft, 0.0)), wt)
+
+        half = float(2 ** (wide - 1))
+        ok, r = exact(v, -half, half)
+        r = bld.select(ok, r, T.const(wt, -(2 ** (wide - 1))))
+        if dk == "uint" and dbits == 64:  # [2**63, 2**64): shift down, convert, set the top bit
+            big, q = exact(bld.fsub(v, T.const(ft, half)), 0.0, half)
+            r = bld.select(big, bld.xor(q, T.const(wt, -(2 ** 63))), r)
+        to = T.llvm_type(f"{dk}{dbits}", lanes)
+        return r if wide == dbits else bld.trunc(r, to)
 
     # ---------------------------------------------------------------- calls
     def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:

@@ -100,10 +100,33 @@ def _clip(attrs, a, t):
     return np.clip(a[0], attrs.a_min, attrs.a_max).astype(t.dtype)
 
 
+def float_to_int(x, dtype) -> np.ndarray:
+    """Cast ``x`` to ``dtype`` with one defined result for every float input, so compiled code
+    (which follows the same rule) and this reference agree: C leaves NaN and out-of-range
+    conversions undefined and numpy's answer for them varies by platform. Truncate toward zero
+    through int32 (int64 for 64-bit targets and uint32); NaN or a value outside that range
+    gives its minimum (x86's "integer indefinite"); then wrap to the target width. uint64 also
+    takes [2**63, 2**64) exactly. In-range values convert as numpy converts them."""
+    x, dt = np.asarray(x), np.dtype(dtype)
+    if x.dtype.kind != "f" or dt.kind not in "iu":
+        with np.errstate(all="ignore"):
+            return x.astype(dt)
+    xf = x.astype(np.float64)
+    wide = np.int64 if dt.itemsize == 8 or (dt.kind == "u" and dt.itemsize == 4) else np.int32
+    half = float(-np.iinfo(wide).min)
+    ok = (xf >= -half) & (xf < half)
+    r = np.where(ok, np.trunc(np.where(ok, xf, 0.0)), np.iinfo(wide).min).astype(wide)
+    if dt == np.uint64:
+        big = (xf >= 2.0 ** 63) & (xf < 2.0 ** 64)
+        shifted = np.trunc(np.where(big, xf - 2.0 ** 63, 0.0)).astype(np.int64)
+        r = np.where(big, shifted.view(np.uint64) | np.uint64(2 ** 63), r.view(np.uint64))
+    return r.astype(dt)
+
+
 @reference("cast")
 @reference("cast_like")
 def _cast(attrs, a, t):
-    return np.asarray(a[0]).astype(t.dtype)
+    return float_to_int(a[0], t.dtype)
 
 
 @reference("reinterpret")
