@@ -24,3 +24,9 @@ ir.instrument = instrument
 _sys.modules.setdefault(__name__ + ".ir.transform", transform)
 _sys.modules.setdefault(__name__ + ".ir.instrument", instrument)
 runtime.convert = ir.convert
+# tvm.error and tvm._ffi (TVM's error classes and registration entry points)
+error = runtime.error
+_ffi = runtime.ffi
+TVMError = runtime.error.TVMError
+_sys.modules.setdefault(__name__ + ".error", runtime.error)
+_sys.modules.setdefault(__name__ + "._ffi", runtime.ffi)

@@ -37,7 +37,7 @@ def _cmd_check_pass(args) -> int:
 
     return run_check_pass(args.name, programs=args.programs, seed=args.seed,
                           imports=args.imports, round_trip=not args.no_round_trip,
-                          max_ops=args.max_ops)
+                          max_ops=args.max_ops, dialect=args.dialect)
 
 
 def _cmd_cache(args) -> int:
@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--max-ops", type=int, default=14)
     cp.add_argument("--no-round-trip", action="store_true",
                     help="skip the print/parse round trip of the output")
+    cp.add_argument("--relax", dest="dialect", action="store_const", const="relax",
+                    default=None, help="random Relax programs (default for a registered "
+                    "Relax pass; needed for a module:attr Relax pass)")
     from .cli_cache import add_parser as add_cache_parser
 
     add_cache_parser(sub)

@@ -9,6 +9,11 @@ Two processes side by side (each takes every 2nd program and half the parser/lib
     python scripts/fuzz_long.py ... --shard 1/2 --out b.json &
     python scripts/fuzz_long.py --merge a.json b.json --out all.json
 
+Relax (the same report; shards split these too):
+
+    python scripts/fuzz_long.py --programs 0 --parser 0 --library 0 --relax-programs 1000 \
+        --relax-parser 5000 --relax-library 100 --out relax.json
+
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
 end while the first pair works from its start -- ``--merge`` counts each seed once).
@@ -33,7 +38,7 @@ import time
 import warnings
 
 MAX_FINDINGS = 300
-TOLERATED = {"order-dependent"}
+TOLERATED = {"order-dependent", "rewrite-dependent"}
 
 
 class Report:
@@ -143,6 +148,96 @@ def run_programs(args, report: Report) -> list:
     return findings
 
 
+def run_relax_programs(args, report: Report) -> list:
+    """Random Relax programs: every standalone Relax pass, the build pipeline stage by stage,
+    relax.build + VM at two values of the symbolic dimension (``relax_differential``)."""
+    from minitvm.testing.fuzz.relax_differential import (
+        check_relax_build,
+        check_relax_program,
+        standalone_pass_names,
+    )
+    from minitvm.testing.fuzz.relax_generator import generate_relax_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")  # random kernels: no reuse
+    k, n = args.shard
+    seeds = ([args.seed + i for i in range(args.relax_programs)] if not args.relax_seeds
+             else parse_seeds(args.relax_seeds))[k::n]
+    names = standalone_pass_names()
+    stats = report.data["relax_programs"] = {
+        "count": 0, "planned": len(seeds), "passes": len(names), "pass_runs": 0, "builds": 0,
+        "seconds": 0.0, "last_seed": None, "findings": {}, "features": {}}
+    findings, counts = [], collections.Counter()
+    features: collections.Counter = collections.Counter()
+    t0 = time.time()
+    for i, seed in enumerate(seeds):
+        if args.time_budget and time.time() - t0 > args.time_budget:
+            print(f"  time budget reached after {i} Relax programs", flush=True)
+            break
+        prog = generate_relax_program(seed)
+        features.update(prog.features | ({"symbolic"} if prog.symbolic else set()))
+        found = check_relax_program(prog, sample=args.relax_sample)
+        builds = 1
+        if args.ieee:  # unbounded operators, inf/nan/huge/zero-size inputs
+            raw = generate_relax_program(seed, bounded=False)
+            found += check_relax_build(raw, special=True)
+            builds += 1
+        stats.update(count=i + 1, pass_runs=stats["pass_runs"] + len(names),
+                     builds=stats["builds"] + builds, last_seed=seed,
+                     seconds=round(time.time() - t0, 1))
+        for f in found:
+            findings.append(f)
+            counts[(f.kind, f.pass_name)] += 1
+            if len(report.data["program_findings"]) < MAX_FINDINGS:
+                report.data["program_findings"].append(
+                    {"kind": f.kind, "pass": "relax:" + f.pass_name, "seed": f.seed,
+                     "detail": f.detail[:500], "program": f.program[:4000]})
+            print(f"  relax finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
+                  f"{f.detail[:200]}", flush=True)
+        stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
+        stats["features"] = dict(features)
+        if found or (i + 1) % 10 == 0:
+            report.write()
+        if (i + 1) % 25 == 0:
+            print(f"  {i + 1}/{len(seeds)} Relax programs, {time.time() - t0:.0f} s, "
+                  f"findings {len(findings)}", flush=True)
+    report.write()
+    return findings
+
+
+def run_relax_fuzzers(args, report: Report) -> bool:
+    """The Relax TVMScript parser and executable-file fuzzers; True when any failed."""
+    failed = False
+    shard_seed = args.seed + 7919 * args.shard[0]
+    parser_n = _share(args.relax_parser, args.shard)
+    library_n = _share(args.relax_library, args.shard)
+    if parser_n:
+        from minitvm.testing.fuzz.relax_parser_fuzz import fuzz_relax_parser
+
+        t0 = time.time()
+        r = fuzz_relax_parser(parser_n, seed=shard_seed)
+        report.data["relax_parser"] = {
+            "summary": str(r), "total": r.total, "parsed": r.parsed,
+            "parse_errors": r.parse_errors, "seconds": round(time.time() - t0, 1),
+            "failures": [m for _, m in r.failures[:50]]}
+        report.write()
+        failed |= bool(r.failures)
+        print(r, flush=True)
+    if library_n:
+        from minitvm.testing.fuzz.relax_library_fuzz import fuzz_relax_library
+
+        t0 = time.time()
+        with tempfile.TemporaryDirectory() as d:
+            r = fuzz_relax_library(library_n, d, seed=shard_seed)
+        report.data["relax_library"] = {
+            "summary": str(r), "total": r.total, "loaded_ok": r.loaded_ok,
+            "value_errors": r.value_errors, "seconds": round(time.time() - t0, 1),
+            "failures": r.failures}
+        report.write()
+        failed |= bool(r.failures)
+        print(r, flush=True)
+    return failed
+
+
 def _share(n: int, shard: tuple[int, int]) -> int:
     k, count = shard
     return n // count + (1 if k < n % count else 0)
@@ -187,7 +282,20 @@ def merge(paths: list[str], out: str) -> int:
             counts = collections.Counter(f"{f['kind']} / {f['pass']}"
                                          for f in merged["program_findings"])
             merged["programs"]["findings"] = dict(counts)
-    for key in ("parser", "library"):
+    rprogs = [p["relax_programs"] for p in parts if "relax_programs" in p]
+    if rprogs:
+        rcounts: collections.Counter = collections.Counter()
+        feats: collections.Counter = collections.Counter()
+        for p in rprogs:
+            rcounts.update(p["findings"])
+            feats.update(p.get("features", {}))
+        merged["relax_programs"] = {
+            "count": sum(p["count"] for p in rprogs), "passes": rprogs[0]["passes"],
+            "pass_runs": sum(p["pass_runs"] for p in rprogs),
+            "builds": sum(p["builds"] for p in rprogs),
+            "seconds": max(p["seconds"] for p in rprogs), "findings": dict(rcounts),
+            "features": dict(feats)}
+    for key in ("parser", "library", "relax_parser", "relax_library"):
         got = [p[key] for p in parts if key in p]
         if got:
             merged[key] = {"summaries": [g["summary"] for g in got],
@@ -200,7 +308,8 @@ def merge(paths: list[str], out: str) -> int:
     print(json.dumps({k: v for k, v in merged.items() if k != "program_findings"}, indent=1))
     print(f"{len(merged['program_findings'])} program findings; written to {out}")
     bad = any(f["kind"] not in TOLERATED for f in merged["program_findings"]) or any(
-        merged.get(k, {}).get("failures") for k in ("parser", "library"))
+        merged.get(k, {}).get("failures") for k in ("parser", "library", "relax_parser",
+                                                    "relax_library"))
     return 1 if bad else 0
 
 
@@ -247,6 +356,18 @@ def _parser() -> argparse.ArgumentParser:
                     help="also build each program with unbounded values and inf/nan inputs")
     ap.add_argument("--known", action="append", default=[],
                     help="a pass whose findings are known bugs (repeatable)")
+    ap.add_argument("--relax-programs", type=int, default=0,
+                    help="random Relax programs through every Relax pass, the build "
+                         "pipeline and relax.build + VM")
+    ap.add_argument("--relax-seeds", default="",
+                    help="comma-separated Relax program seeds (ranges a:b) to run instead")
+    ap.add_argument("--relax-parser", type=int, default=0,
+                    help="mutated Relax TVMScript texts")
+    ap.add_argument("--relax-library", type=int, default=0,
+                    help="damaged Relax VM executables (export_library)")
+    ap.add_argument("--relax-sample", type=int, default=3,
+                    help="determinism and round-trip checks of each Relax pass on one "
+                         "program in K (every other check on every program)")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -295,8 +416,22 @@ def main(argv=None) -> int:
             "failures": r.failures}
         failed |= bool(r.failures)
         print(r, flush=True)
+    relax_unknown = []
+    if args.relax_programs or args.relax_seeds:
+        relax_unknown = [f for f in run_relax_programs(args, report)
+                         if f.kind not in TOLERATED]
+        failed |= bool(relax_unknown)
+    failed |= run_relax_fuzzers(args, report)
     report.data["status"] = "done"
     report.write()
+    if "relax_programs" in report.data:
+        p = report.data["relax_programs"]
+        print(f"{p['count']} Relax programs x {p['passes']} passes = {p['pass_runs']} pass "
+              f"runs, the build pipeline stage by stage and {p['builds']} relax.build runs "
+              f"(two symbolic sizes each), {p['seconds']} s")
+        for key, v in sorted(p["findings"].items(), key=lambda kv: -kv[1]):
+            print(f"  {v:6d}  {key}")
+        print(f"  unexpected Relax findings: {len(relax_unknown)}")
     if "programs" in report.data:
         p = report.data["programs"]
         print(f"{p['count']} programs x {p['passes']} passes = {p['pass_runs']} pass runs, "

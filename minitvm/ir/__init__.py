@@ -14,6 +14,7 @@ from .prim_expr import PrimExpr, IntImm, FloatImm
 from .convert import convert
 from .node import node_fields, node_children
 from . import dialect
+from .affine_type import AffineType, TensorAffineType, TupleAffineType  # noqa: F401
 
 
 def load_json(s):

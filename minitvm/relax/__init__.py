@@ -21,3 +21,4 @@ from .op import make_closure, invoke_closure, invoke_pure_closure  # noqa: F401
 from . import pipeline, vm  # noqa: E402,F401
 from .pipeline import get_pipeline  # noqa: E402,F401
 from .vm import build, Executable, VirtualMachine  # noqa: E402,F401
+from . import utils  # noqa: E402,F401

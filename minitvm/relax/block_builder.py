@@ -406,12 +406,31 @@ class BlockBuilder:
                                 "Relax expression")
         if expr._checked_type is not None and not isinstance(expr, Tuple | SeqExpr | If):
             return expr
+        if isinstance(expr, If):
+            expr = self._if_with_seq_branches(expr)
         order = _post_order(expr)
         for e in order:
             if e._checked_type is not None:
                 continue
             e._checked_type = self._infer(e)
         return expr
+
+    def _if_with_seq_branches(self, e: If) -> If:
+        """``e`` with each branch a SeqExpr, as TVM's normalizer makes them (a non-leaf branch
+        is bound to a variable inside its own scope): well-formed Relax requires it."""
+        branches = []
+        for br in (e.true_branch, e.false_branch):
+            if not isinstance(br, SeqExpr):
+                self.normalize(br)
+                if isinstance(br, Call | Tuple | TupleGetItem | If):
+                    var = Var(self._names().fresh("lv"), br._checked_type)
+                    br = SeqExpr([BindingBlock([VarBinding(var, br)])], var)
+                else:
+                    br = SeqExpr([], br)
+            branches.append(br)
+        if branches[0] is e.true_branch and branches[1] is e.false_branch:
+            return e
+        return If(e.cond, branches[0], branches[1], e.span)
 
     def _infer(self, e) -> StructInfo:
         if isinstance(e, Call):

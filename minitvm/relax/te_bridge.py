@@ -173,6 +173,19 @@ def _renew_shape_vars(f: PrimFunc, shape_vars) -> PrimFunc:
     return PrimFunc(params, body, f.ret_type, buffer_map, f.attrs)
 
 
+def _simplified_shape(shape) -> list:
+    """``shape`` with arithmetic on constants folded (``2 * 3`` -> ``6``): the VM's shape
+    lowering reads a non-constant dimension as one a symbolic variable must define."""
+    from ..arith import Analyzer
+
+    if all(isinstance(d, tir_expr.IntImm | tir_expr.Var) for d in shape):
+        return list(shape)
+    ana = Analyzer()
+    return [d if isinstance(d, tir_expr.IntImm | tir_expr.Var) else ana.simplify(d)
+            for d in shape]
+
+
 def out_struct_info(outputs):
-    sinfos = [TensorStructInfo(ShapeExpr(list(t.shape)), t.dtype) for t in outputs]
+    sinfos = [TensorStructInfo(ShapeExpr(_simplified_shape(t.shape)), t.dtype)
+              for t in outputs]
     return sinfos[0] if len(sinfos) == 1 else sinfos

@@ -40,6 +40,11 @@ from .transform import build_config  # noqa: E402,F401  TVM's old alias of PassC
 from . import dataflow_pattern  # noqa: E402,F401
 from . import qnn  # noqa: E402,F401  quantized ops (relay.qnn.op.*)
 from . import quantize  # noqa: E402,F401  post-training quantization (relay.quantize)
+from . import data_dep_optimization  # noqa: E402,F401  (bsr_dense, simplify_fc_transpose)
+from . import base, function, ty, type_functor  # noqa: E402,F401  (TVM's module paths)
+from .ty import ShapeVar, TypeRelation  # noqa: E402,F401
+from . import loops  # noqa: E402,F401
+from .param_dict import load_param_dict, save_param_dict  # noqa: E402,F401
 from .parser import SpanCheck, fromtext, parse, parse_expr  # noqa: E402
 from .printer import astext, pretty_print  # noqa: E402
 

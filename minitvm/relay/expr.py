@@ -368,7 +368,8 @@ def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32"
 
 
 def const(value, dtype: str | None = None, span=None) -> Constant:
-    """Create a constant; Python floats default to float32 and ints to int32, as in TVM."""
+    """Create a constant; without ``dtype``, 64-bit ints/floats (Python or numpy) narrow to
+    int32/float32, as TVM's ``relay.const`` does; an NDArray keeps its dtype."""
     from ..runtime.ndarray import NDArray
 
     if isinstance(value, NDArray):
@@ -394,8 +395,8 @@ def const(value, dtype: str | None = None, span=None) -> Constant:
             arr = arr.astype(dtype)
         elif arr.dtype == np.float64:  # TVM: float64 data (lists and arrays) becomes float32
             arr = arr.astype("float32")
-        elif arr.dtype == np.int64 and not isinstance(value, np.ndarray):
-            arr = arr.astype("int32")  # a Python list of ints; int64 arrays keep their dtype
+        elif arr.dtype == np.int64:  # TVM: int64 data (lists and numpy arrays) becomes int32
+            arr = arr.astype("int32")
     return Constant(arr, span)
 
 

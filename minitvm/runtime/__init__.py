@@ -8,3 +8,6 @@ from . import container  # noqa: E402,F401
 from .module import Module, load_module  # noqa: E402,F401
 from .registry import get_global_func, register_func  # noqa: E402,F401
 from .relax_vm.builtins import ShapeTuple  # noqa: E402,F401
+from . import error, ffi  # noqa: E402,F401  (tvm.error, tvm._ffi)
+from .params import (  # noqa: E402,F401
+    load_param_dict, load_param_dict_from_file, save_param_dict, save_param_dict_to_file)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -21,6 +23,15 @@ def imm(v: int) -> E.IntImm:
 def lanes(dtype: str) -> int:
     bits = int("".join(c for c in dtype if c.isdigit()) or 8) if dtype != "bool" else 8
     return 8 if bits == 64 else 16
+
+
+@functools.cache
+def vector_isa() -> str:
+    """``"avx512"`` when the host has 512-bit float vectors (32 registers), else ``"avx2"``:
+    register tiles are sized by it."""
+    from ..runtime.jit import host_cpu
+
+    return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
 
 
 def dtype_bytes(dtype: str) -> int:

@@ -26,18 +26,36 @@ from .common import dims_of as _dims
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
+from .common import vector_isa
 from .knobs import select as _knobs
 
 MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
+# the tile by vector ISA: its mr * nr / lanes accumulators plus the nr / lanes pixel vectors
+# loaded per tap must fit the register file. 8x32 fills 16 of AVX-512's 32 zmm registers; with
+# AVX2's 16 ymm registers it needs 32 and spills. Measured on a Zen 2 (AVX2), imported
+# ResNet-18, one thread: 8x32 176 ms, 4x32 136, 8x16 119, 6x16 101, 5x16 84-100 (ORT 52-63)
+TILES = {"avx512": (MR, NR), "avx2": (6, 16)}
 ROW_LANES = 16  # float32 lanes of one vector: row mode needs OW a multiple of it
 # a convolution of fewer multiply-adds per image than this runs on the calling thread: waking
-# the pool costs more than it saves (0.3 ms per parallel loop measured on a loaded 2-core
-# machine against 20-40 us for a whole 16-32 channel 32x32 conv on one thread)
-PARALLEL_MIN_MACS = 1 << 23
+# the pool costs more than it saves. (It was 8M when a parallel loop waited for every worker:
+# 0.3 ms on a loaded 2-core machine. The pool's caller now starts at once and never waits for
+# a worker that has not joined; with 2M the Relax convnet at batch 1, 2 threads, went from
+# 1.27-1.48x ONNX Runtime to 1.05x on a Zen 2.)
+PARALLEL_MIN_MACS = 1 << 21
+# a batch of images is split over the pool image by image once it has this many multiply-adds
+# in all (each image is then one task: no fork-join inside it), and always from this many
+# images up (then they balance over the threads better than one image's pixel panels do)
+BATCH_PARALLEL_MIN_MACS = 1 << 21
+BATCH_PARALLEL_MIN_IMAGES = 4
+
+
+def default_tile() -> tuple[int, int]:
+    """(mr, nr): the register tile of this machine's vector ISA (``TILES``)."""
+    return TILES[vector_isa()]
 
 
 def _parallel(g) -> bool:
-    return g["o"] * g["grid"] * g["c"] * g["kh"] * g["kw"] >= g["min_macs"]
+    return _macs(g) >= g["min_macs"]
 
 
 def geometry(t, knobs: dict | None = None) -> dict:
@@ -48,7 +66,7 @@ def geometry(t, knobs: dict | None = None) -> dict:
     The batch ``n`` may be symbolic (a PrimExpr); every other extent is static.
     """
     kn = knobs or {}
-    mr, nr = kn.get("mr", MR), kn.get("nr", NR)
+    mr, nr = kn.get("mr") or default_tile()[0], kn.get("nr") or default_tile()[1]
     attrs = t.op.attrs
     x = attrs["operands"][0]
     n = _dims(x)[0]
@@ -96,20 +114,62 @@ def grid_shape(t) -> tuple[int, ...]:
 
 
 def emit(ctx, t, out, x, w) -> S.Stmt:
-    """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``)."""
+    """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``).
+
+    Images run one after another with each image's phase copy and pixel panels split over the
+    thread pool, or, when there are several images and one image's work is too small to split
+    (or there are enough images to balance), the images themselves are split over the pool,
+    each with its own phased copy. A symbolic batch chooses between the two at run time.
+    """
     g = geometry(t, _knobs(ctx.options, t))
-    xph = ctx.temp((g["xph_len"],), "float32", "xph")
     direct = _dims(out)[3] == g["gw"]
     dst = out if direct else ctx.temp((g["n"], g["o"], g["oh"], g["gw"]), "float32", "conv_grid")
-    stmts = []
+    nb = g["n"]
+    per_image = _macs(g)
+    if isinstance(nb, int):
+        if nb > 1 and nb * per_image >= BATCH_PARALLEL_MIN_MACS and \
+                (not _parallel(g) or nb >= BATCH_PARALLEL_MIN_IMAGES):
+            conv = _by_image(ctx, g, x, w, dst)
+        else:
+            conv = _image_loop(ctx, g, x, w, dst)
+    elif _parallel(g):  # big images: split each one unless there are enough of them
+        conv = S.IfThenElse(nb >= BATCH_PARALLEL_MIN_IMAGES, _by_image(ctx, g, x, w, dst),
+                            _image_loop(ctx, g, x, w, dst))
+    else:
+        conv = _by_image(ctx, g, x, w, dst)
+    if direct:
+        return conv
+    return S.SeqStmt([conv, _crop(ctx, g, dst, out)])
+
+
+def _macs(g) -> int:
+    return g["o"] * g["grid"] * g["c"] * g["kh"] * g["kw"]
+
+
+def _image_loop(ctx, g, x, w, dst) -> S.Stmt:
+    """Images in turn, one shared phased copy; its fill and the panels run on the pool."""
+    xph = ctx.temp((g["xph_len"],), "float32", "xph")
     nb = g["n"]
     nv = ctx.fresh("n", "int32" if isinstance(nb, int) else nb.dtype)
-    body = [_phase(ctx, g, xph, x, nv), _gemm(ctx, g, xph, w, dst, nv)]
-    stmts.append(S.For(nv, 0, nb, S.ForKind.SERIAL, S.SeqStmt(body)) if isinstance(nb, int)
-                 else S.For(nv, E.IntImm(nb.dtype, 0), nb, S.ForKind.SERIAL, S.SeqStmt(body)))
-    if not direct:
-        stmts.append(_crop(ctx, g, dst, out))
-    return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
+    body = S.SeqStmt([_phase(ctx, g, xph, x, nv), _gemm(ctx, g, xph, w, dst, nv)])
+    lo = 0 if isinstance(nb, int) else E.IntImm(nb.dtype, 0)
+    return S.For(nv, lo, nb, S.ForKind.SERIAL, body)
+
+
+def _by_image(ctx, g, x, w, dst) -> S.Stmt:
+    """Images split over the thread pool; each iteration phases its image into its own copy
+    (on the stack of the thread running it, or from the heap when large)."""
+    nb = g["n"]
+    serial = dict(g, min_macs=1 << 62)  # the loops inside one image stay on its thread
+    dt = "int32" if isinstance(nb, int) else nb.dtype
+    nv = ctx.fresh("n", dt)
+    xph = decl_buffer((g["xph_len"],), "float32", "xph")
+    body = S.SeqStmt([_phase(ctx, serial, xph, x, nv), _gemm(ctx, serial, xph, w, dst, nv)])
+    body = S.Allocate(xph.data, "float32", [g["xph_len"]], True, S.DeclBuffer(xph, body))
+    need = max(2, -(-BATCH_PARALLEL_MIN_MACS // max(1, _macs(g))))
+    ann = {} if isinstance(nb, int) else {"parallel_min_extent": need}
+    return S.For(nv, E.IntImm(dt, 0), nb if not isinstance(nb, int) else E.IntImm(dt, nb),
+                 S.ForKind.PARALLEL, body, annotations=ann)
 
 
 def _phase(ctx, g, xph, x, nv) -> S.Stmt:
@@ -134,7 +194,10 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
         return S.BufferStore(xph, val, [r * wq + j])
 
     kind = S.ForKind.PARALLEL if _parallel(g) and rows * wq >= (1 << 15) else S.ForKind.SERIAL
-    fill = S.For(r, 0, rows, kind, _vector_inner(ctx, wq, _lanes("float32"), at))
+    if sw == 1:
+        fill = S.For(r, 0, rows, kind, _phase_row(ctx, g, xph, x, nv, r, c, iy))
+    else:
+        fill = S.For(r, 0, rows, kind, _vector_inner(ctx, wq, _lanes("float32"), at))
     tail_start = rows * wq
     tail = g["xph_len"] - tail_start
     z = ctx.fresh("z")
@@ -143,11 +206,48 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
     return S.SeqStmt([fill, zero_tail])
 
 
+def _phase_row(ctx, g, xph, x, nv, r, c, iy) -> S.Stmt:
+    """One phased row of a stride-1 (in width) conv: the input row copied with contiguous
+    vectors between its zero padding columns, or zeros for a padding row (the general fill
+    gathers every element through clamped, bounds-checked indices)."""
+    wq, pl, lanes = g["wq"], g["pl"], _lanes("float32")
+    width = max(0, min(g["w"], wq - pl))  # input columns the row holds
+    zero = E.FloatImm("float32", 0.0)
+
+    def put(j0, n, value):
+        return _vector_inner(ctx, n, lanes, lambda j: S.BufferStore(
+            xph, value(j), [r * wq + j0 + j]))
+
+    parts = [put(0, min(pl, wq), lambda j: zero)] if pl > 0 else []
+    if width:
+        parts.append(put(pl, width, lambda j: x[nv, c, iy, j]))
+    if wq - pl - width > 0:
+        parts.append(put(pl + width, wq - pl - width, lambda j: zero))
+    row = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
+    return S.IfThenElse(E.And(iy >= 0, iy < g["h"]), row, put(0, wq, lambda j: zero))
+
+
 def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
-    """Parallel over pixel panels; ``mr``-channel tiles inside, all taps accumulated in registers."""
+    """``mr``-channel tiles x pixel panels, all taps accumulated in registers.
+
+    When the weights are larger than the phased image (deep layers: 512 channels of 7x7 pixels
+    carry 9.4 MB of weights for a 0.2 MB image) the channel tiles are the outer, parallel loop:
+    each tile's weights are read once and stay in cache over every panel, and each thread reads
+    only its own tiles' weights. Otherwise the panels are (the image is read once per tile).
+    """
     o, mr = g["o"], g["mr"]
     q = ctx.fresh("panel")
     full_tiles, rest = o // mr, o % mr
+    par = _parallel(g)
+    if weights_outer(g):
+        tv = ctx.fresh("tile")
+        tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr)
+        if rest:
+            tile = S.IfThenElse(tv < full_tiles, tile, _micro(
+                ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest))
+        ntiles = full_tiles + (1 if rest else 0)
+        kind = S.ForKind.PARALLEL if par and ntiles > 1 else S.ForKind.SERIAL
+        return S.For(tv, 0, ntiles, kind, S.For(q, 0, g["panels"], S.ForKind.SERIAL, tile))
     parts = []
     if full_tiles:
         tv = ctx.fresh("tile")
@@ -156,8 +256,14 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
     if rest:
         parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest))
     body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
-    kind = S.ForKind.PARALLEL if g["panels"] > 1 and _parallel(g) else S.ForKind.SERIAL
+    kind = S.ForKind.PARALLEL if g["panels"] > 1 and par else S.ForKind.SERIAL
     return S.For(q, 0, g["panels"], kind, body)
+
+
+def weights_outer(g) -> bool:
+    """Do the channel tiles form the outer loop (weights larger than the phased image, and
+    at least two full tiles)?"""
+    return g["o"] * g["c"] * g["kh"] * g["kw"] > g["xph_len"] and g["o"] >= 2 * g["mr"]
 
 
 def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:

@@ -1,27 +1,64 @@
 """A matmul ``C = A @ W.T`` that reads W as ``[N, K]`` row-major in place: no packing.
 
 For few rows (a GEMV, or a short sequence through a linear layer whose weight arrives at run
-time) packing W into panels costs a full copy of W per call, more than the product itself.
-Here each ``rows x cols`` tile of C (4 x 4) is a set of dot products along K: the K loop runs in
-vectors of ``lanes`` with one vector accumulator per output, so every A and W vector loaded
-feeds four FMAs, and W's rows stream contiguously. The lanes are summed once per output after
-the loop (plus a scalar K tail). Column blocks run on the thread pool when the work pays.
+time) packing W into panels costs a full copy of W per call, more than the product itself;
+up to ``MAX_ROWS`` rows (by vector ISA, measured) the matmul reads W in place.
+Here each ``rows x cols`` tile of C (4 x 4 of 16 lanes with AVX-512, 4 x 3 of 8 with AVX2) is
+a set of dot products along K: the K loop runs in vectors of ``lanes`` with one vector
+accumulator per output, so every A vector loaded feeds ``cols`` FMAs and every W vector
+``rows``, and W's rows stream contiguously. The lanes are summed once per output after the
+loop (plus a scalar K tail). Column blocks run on the thread pool when the work pays.
 """
 
 from __future__ import annotations
+
+import functools
+
+from llvmlite import binding as llvm
 
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 
-TILE_ROWS, TILE_COLS, LANES = 4, 4, 16
+# (rows, cols, lanes) of a tile by vector ISA: its rows*cols vector accumulators plus the rows
+# and cols vectors loaded per K step must fit the register file. 4x4 of 16 lanes fills 32 zmm
+# registers; with 16 ymm registers (AVX2) the same tile spilled. Measured on a Zen 2 (AVX2, one
+# thread, weights passed at run time, best of 31 runs in thread CPU time, ms, 4x4x16 vs 4x3x8):
+# 784->128 at 64 rows 0.30-0.40 vs 0.17-0.20, 768->768 at 128 rows 4.0 vs 1.9-2.5, 768->3072 at
+# 128 rows 16.1 vs 8.7-10.6 (4x2, 2x4, 3x4, 6x2 and 3x3 of 8 lanes measured in between).
+TILES = {"avx512": (4, 4, 16), "avx2": (4, 3, 8)}
 PARALLEL_MIN_WORK = 1 << 21  # multiply-adds of a column block worth a thread-pool task
-# rows up to which reading W in place beats packing it per call. Measured (one thread, weights
-# passed at run time): seed MLP n=1 0.006 vs 0.038 ms, n=16 0.023 vs 0.045, n=64 0.071 vs
-# 0.083, n=128 0.13-0.14 vs 0.135, n=192 0.21 vs 0.19; BERT layer seq 32 10.8 vs 22.7 ms,
-# seq 128 37.7-39.5 vs 38.6-40.7; one (3072x768)^T matmul, 128 rows: 9.0 vs 10.0 ms (bound
-# and packed at build time: 7.6). Wider tiles (2x8, 3x8) measured slower than 4x4.
-MAX_ROWS = 128
+# rows up to which reading W in place beats packing it per call (above: gemm.py packs W into
+# panels and runs the packed micro-kernel). Measured with AVX-512 (one thread, weights passed
+# at run time): seed MLP n=1 0.006 vs 0.038 ms, n=16 0.023 vs 0.045, n=64 0.071 vs 0.083,
+# n=128 0.13-0.14 vs 0.135, n=192 0.21 vs 0.19; BERT layer seq 32 10.8 vs 22.7 ms, seq 128
+# 37.7-39.5 vs 38.6-40.7; one (3072x768)^T matmul, 128 rows: 9.0 vs 10.0 ms (bound and packed
+# at build time: 7.6). Wider tiles (2x8, 3x8) measured slower than 4x4. With AVX2 (Zen 2, as
+# above, in place vs packed per call) in place wins at every size measured: 768->768 at 128
+# rows 2.7 vs 5.4-8.9 ms, at 256 rows 5.6-5.8 vs 9.1-16.6, at 512 rows 11.6-12.1 vs 25-26;
+# 3072->768 at 512 rows 55-57 vs 96-101; 784->128 at 1024 rows 4.2-4.3 vs 4.5-4.7.
+MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 1024}
+
+
+def vector_isa() -> str:
+    """``"avx512"`` when the host has AVX-512F, else ``"avx2"`` (the widest float vectors the
+    kernels are shaped for)."""
+    return _isa()
+
+
+@functools.cache
+def _isa() -> str:
+    # llvmlite's host query needs no target initialization (cheap at import time)
+    return "avx512" if "+avx512f" in llvm.get_host_cpu_features().flatten().split(",") \
+        else "avx2"
+
+
+def tile_shape() -> tuple[int, int, int]:
+    """(rows, cols, lanes) of the output tile for this machine's widest float vectors."""
+    return TILES[vector_isa()]
+
+
+MAX_ROWS = MAX_ROWS_BY_ISA[vector_isa()]
 
 
 def supported(m, n, k) -> bool:
@@ -41,6 +78,7 @@ class _NT:
         self.m, self.n, self.k, self.a, self.w, self.c, self.idx = m, n, k, a, w, c, idx
         self.dtype = c.dtype
         self.count = 0
+        self.tile_rows, self.tile_cols, self.lanes = tile_shape()
 
     def ex(self, v):
         return E._to_expr(v, self.idx)
@@ -55,7 +93,7 @@ class _NT:
 
     def tile(self, row0, col0, rows: int, cols: int) -> S.Stmt:
         """The ``rows x cols`` outputs at (row0, col0), each a K-long dot product."""
-        k, lanes = self.k, LANES
+        k, lanes = self.k, self.lanes
         kv = k // lanes
         nacc = rows * cols
         acc = decl_buffer((nacc, lanes), self.dtype, "nt_acc", scope="local")
@@ -101,35 +139,35 @@ class _NT:
 
     def rows_of(self, col0, cols: int) -> S.Stmt:
         """All rows of the C columns [col0, col0 + cols): full row tiles, then single rows."""
-        m = self.m
-        tiles = m // TILE_ROWS if isinstance(m, int) else E.FloorDiv(m, self.ex(TILE_ROWS))
-        rest_lo = tiles * TILE_ROWS if isinstance(m, int) else tiles * self.ex(TILE_ROWS)
-        rest = m - rest_lo if isinstance(m, int) else m - rest_lo
+        m, tr = self.m, self.tile_rows
+        tiles = m // tr if isinstance(m, int) else E.FloorDiv(m, self.ex(tr))
+        rest_lo = tiles * tr if isinstance(m, int) else tiles * self.ex(tr)
+        rest = m - rest_lo
         parts = []
         if not isinstance(tiles, int) or tiles:
             parts.append(self.loop("ib", 0, tiles, S.ForKind.SERIAL, lambda ib: self.tile(
-                ib * TILE_ROWS, col0, TILE_ROWS, cols)))
+                ib * tr, col0, tr, cols)))
         if not isinstance(rest, int) or rest:
             parts.append(self.loop("i", rest_lo, rest, S.ForKind.SERIAL,
                                    lambda i: self.tile(i, col0, 1, cols)))
         return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
 
     def compute(self) -> S.Stmt:
-        n, k = self.n, self.k
-        blocks = n // TILE_COLS
+        n, k, tc = self.n, self.k, self.tile_cols
+        blocks = n // tc
         parts = []
         if blocks:
             # work per column block, counting a symbolic row count as 64 rows
             rows = self.m if isinstance(self.m, int) else 64
-            work = rows * TILE_COLS * k
+            work = rows * tc * k
             need = max(2, -(-PARALLEL_MIN_WORK // max(1, work)))
             kind = S.ForKind.PARALLEL if blocks >= 2 else S.ForKind.SERIAL
             ann = {"parallel_min_extent": need} if kind == S.ForKind.PARALLEL else None
             if isinstance(self.m, int) and blocks < need:
                 kind, ann = S.ForKind.SERIAL, None
             parts.append(self.loop("jb", 0, blocks, kind, lambda jb: self.rows_of(
-                jb * TILE_COLS, TILE_COLS), annotations=ann))
-        for j in range(blocks * TILE_COLS, n):
+                jb * tc, tc), annotations=ann))
+        for j in range(blocks * tc, n):
             parts.append(self.rows_of(self.ex(j), 1))
         return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
 

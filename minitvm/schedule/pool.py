@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
+from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.utils import static_shape as _shape
@@ -54,6 +55,9 @@ def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
     hw = (ow - 1) * sw + 1  # columns of the horizontal pass (all start columns)
     wvalid = max(0, min(w, wp - pl))
     parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
+    # a max pool's padding holds the dtype's lowest finite value (TVM's topi), not the
+    # reduction's identity (-inf): a window over padding and -inf inputs gives that value
+    padv = tir_op.min_value(dt) if t.op.name == "max_pool2d" else None
 
     def row(idx):
         b, c, oy = idx
@@ -64,7 +68,17 @@ def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
             upd = _vector_inner(ctx, wvalid, lanes, lambda j, iy=iy: S.BufferStore(
                 vrow, combine(E.BufferLoad(vrow, [j + pl]), E.BufferLoad(x, [b, c, iy, j])),
                 [j + pl]))
-            parts.append(S.IfThenElse(E.And(iy >= 0, iy < h), upd))
+            pad_row = None if padv is None else _vector_inner(
+                ctx, wp, lanes, lambda j: S.BufferStore(
+                    vrow, combine(E.BufferLoad(vrow, [j]), padv), [j]))
+            parts.append(S.IfThenElse(E.And(iy >= 0, iy < h), upd, pad_row))
+        if padv is not None:  # the padding columns read only padding
+            if pl > 0:
+                parts.append(_vector_inner(ctx, pl, lanes,
+                                           lambda j: S.BufferStore(vrow, padv, [j])))
+            if wp > pl + wvalid:
+                parts.append(_vector_inner(ctx, wp - pl - wvalid, lanes, lambda j: S.BufferStore(
+                    vrow, padv, [j + pl + wvalid])))
 
         def window(j):
             v = E.BufferLoad(vrow, [j])

@@ -9,8 +9,6 @@ extents get the defaults and no key (they are not tuned).
 from __future__ import annotations
 
 from .common import const_int, dims_of
-from .conv_direct import MR as CONV_MR
-from .conv_direct import NR as CONV_NR
 from .conv_direct import PARALLEL_MIN_MACS as CONV_PARALLEL_MIN_MACS
 from .gemm import (
     DENSE_PARALLEL_MIN_WORK,
@@ -99,7 +97,8 @@ def conv2d_space(t, options):
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS."""
     from . import conv_direct
 
-    defaults = dict(impl="direct", mr=CONV_MR, nr=CONV_NR, min_macs=CONV_PARALLEL_MIN_MACS,
+    mr, nr = conv_direct.default_tile()
+    defaults = dict(impl="direct", mr=mr, nr=nr, min_macs=CONV_PARALLEL_MIN_MACS,
                     unroll_kw=True)
     impl = ("direct", "im2col") if getattr(options, "blas", False) else ("direct",)
     space = Space.of(defaults, impl=impl, mr=_MR, nr=_NR,

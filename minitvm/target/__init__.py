@@ -149,7 +149,9 @@ class Target:
 
     @property
     def max_function_args(self) -> int:
-        return int(self.attrs.get("max_function_args", 0))
+        # TVM's kind defaults: metal takes 31 kernel arguments, opencl 128; 0 = no limit
+        default = {"metal": 31, "opencl": 128}.get(self.kind.name, 0)
+        return int(self.attrs.get("max_function_args", default))
 
     @staticmethod
     def current(allow_none: bool = True):

@@ -20,8 +20,8 @@ def _float(x):
 
 def _sign(x):
     z = const_like(0, x.dtype)
-    return E.Select(x > z, const_like(1, x.dtype),
-                    E.Select(x < z, const_like(-1, x.dtype), z))
+    s = E.Select(x > z, const_like(1, x.dtype), E.Select(x < z, const_like(-1, x.dtype), z))
+    return E.Select(tir_op.isnan(x), x, s) if x.dtype.startswith("float") else s  # sign(nan)
 
 
 def _round(x):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, fast_exp, ieee_max, ishape, lowest, out_tensor_types, static_shape
+from .utils import compute, fast_exp, ieee_max, ishape, out_tensor_types, static_shape
 
 
 def _i(v: int) -> E.IntImm:
@@ -169,7 +169,8 @@ def _pool(kind):
             def body(b, c, y, xx):
                 cond, v = src(b, c, y, xx)
                 if cond is not None:
-                    v = E.Select(cond, v, lowest(x.dtype))
+                    # TVM's topi pads a max pool with the dtype's lowest finite value
+                    v = E.Select(cond, v, tir_op.min_value(x.dtype))
                 return ieee_max(v, axis=[ry, rx])
 
             return [te.compute(shape, body, name="max_pool2d", tag="pool2d_window",
@@ -185,7 +186,7 @@ def _pool(kind):
         if attrs.count_include_pad or not padded:
             def div(b, c, y, xx):
                 if not padded:
-                    return summed[b, c, y, xx] / E.FloatImm(t.dtype, float(kh * kw))
+                    return summed[b, c, y, xx] / E.const(kh * kw, t.dtype)
                 # count_include_pad counts the padding but never beyond the padded border
                 y0 = E.Max(y * sh - pt, _i(-pt))
                 x0 = E.Max(xx * sw - pl, _i(-pl))

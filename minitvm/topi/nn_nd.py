@@ -96,7 +96,8 @@ def _pool3d(kind):
         if kind == "max":
             def body(b, c, *o):
                 cond, v = _masked_load(x, (b, c, *taps(o)), (2, 3, 4), sizes)
-                return ieee_max(E.Select(cond, v, lowest(x.dtype)), axis=rk)
+                # TVM's topi pads a max pool with the dtype's lowest finite value
+                return ieee_max(E.Select(cond, v, tir_op.min_value(x.dtype)), axis=rk)
 
             return [te.compute(shape, body, name="max_pool3d")]
 

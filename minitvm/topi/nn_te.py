@@ -16,7 +16,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, broadcast_shape, const_like, is_one
 from .reduction import count_of, norm_axes
-from .utils import ieee_max, lowest
+from .utils import ieee_max
 
 __all__ = [
     "matmul", "conv", "conv_transpose", "pool2d", "adaptive_avg_pool2d", "softmax",
@@ -35,6 +35,12 @@ def _zero(like) -> E.IntImm:
 
 def _to(v, dtype):
     return v if v.dtype == dtype else E.Cast(dtype, v)
+
+
+def _norm_acc(dtype: str) -> str:
+    """The dtype a normalization's statistics are computed in (float16: float32, as the sum of
+    squares ``_moments`` accumulates)."""
+    return "float32" if dtype == "float16" else dtype
 
 
 def _simplify(e):
@@ -212,7 +218,7 @@ def pool2d(x, kind: str, pool_size, strides, dilation, padding, count_include_pa
     if kind == "max":
         def body(*i):
             c, v = src(i)
-            return ieee_max(E.Select(c, v, lowest(x.dtype)), axis=[ry, rx])
+            return ieee_max(E.Select(c, v, tir_op.min_value(x.dtype)), axis=[ry, rx])
 
         return te.compute(out_shape, body, name="pool_max", varargs_names=ax_names(len(x.shape)))
 
@@ -361,20 +367,21 @@ def layer_norm(x, gamma, beta, axes, epsilon: float, center: bool = True, scale:
     nd = len(x.shape)
     axes = norm_axes(nd, axes)
     s, sq = _moments(x, axes, "T_layer_norm")
-    n = _to(count_of(x, axes), x.dtype)
-    eps = const_like(epsilon, x.dtype)
+    acc = _norm_acc(x.dtype)  # float16: the statistics in float32 (as the sum of squares)
+    n = _to(count_of(x, axes), acc)
+    eps = const_like(epsilon, acc)
 
     def body(*i):
         u = _at_units(i, axes)
-        mean = s[u] / n
+        mean = _to(s[u], acc) / n
         var = sq[u] / n - mean * mean
-        v = (x[i] - mean) * tir_op.rsqrt(var + eps)
+        v = (_to(x[i], acc) - mean) * tir_op.rsqrt(var + eps)
         gi = tuple(i[a] for a in axes)
         if scale and gamma is not None:
-            v = v * gamma[gi]
+            v = v * _to(gamma[gi], acc)
         if center and beta is not None:
-            v = v + beta[gi]
-        return v
+            v = v + _to(beta[gi], acc)
+        return _to(v, x.dtype)
 
     return te.compute(x.shape, body, name="T_layer_norm", varargs_names=ax_names(nd))
 
@@ -388,12 +395,13 @@ def rms_norm(x, weight, axes, epsilon: float):
     nd = len(x.shape)
     axes = norm_axes(nd, axes)
     _, sq = _moments(x, axes, "T_rms_norm", square_only=True)
-    n = _to(count_of(x, axes), x.dtype)
-    eps = const_like(epsilon, x.dtype)
+    acc = _norm_acc(x.dtype)
+    n = _to(count_of(x, axes), acc)
+    eps = const_like(epsilon, acc)
 
     def body(*i):
-        v = x[i] * tir_op.rsqrt(sq[_at_units(i, axes)] / n + eps)
-        return v * weight[tuple(i[a] for a in axes)]
+        v = _to(x[i], acc) * tir_op.rsqrt(sq[_at_units(i, axes)] / n + eps)
+        return _to(v * _to(weight[tuple(i[a] for a in axes)], acc), x.dtype)
 
     return te.compute(x.shape, body, name="T_rms_norm", varargs_names=ax_names(nd))
 
@@ -418,8 +426,9 @@ def group_norm(x, gamma, beta, num_groups: int, channel_axis: int, axes, epsilon
         for d in range(nd))], name="T_reshape", varargs_names=ax_names(len(gshape)))
     red = [c_ax + 1] + [a + 1 if a > c_ax else a for a in axes]
     s, sq = _moments(xg, red, "T_group_norm")
-    n = _to(count_of(xg, red), x.dtype)
-    eps = const_like(epsilon, x.dtype)
+    acc = _norm_acc(x.dtype)
+    n = _to(count_of(xg, red), acc)
+    eps = const_like(epsilon, acc)
 
     def body(*i):
         gi = []
@@ -429,14 +438,14 @@ def group_norm(x, gamma, beta, num_groups: int, channel_axis: int, axes, epsilon
             else:
                 gi.append(i[d])
         u = _at_units(tuple(gi), red)
-        mean = s[u] / n
+        mean = _to(s[u], acc) / n
         var = sq[u] / n - mean * mean
-        v = (x[i] - mean) * tir_op.rsqrt(var + eps)
+        v = (_to(x[i], acc) - mean) * tir_op.rsqrt(var + eps)
         if scale and gamma is not None:
-            v = v * gamma[(i[c_ax],)]
+            v = v * _to(gamma[(i[c_ax],)], acc)
         if center and beta is not None:
-            v = v + beta[(i[c_ax],)]
-        return v
+            v = v + _to(beta[(i[c_ax],)], acc)
+        return _to(v, x.dtype)
 
     return te.compute(x.shape, body, name="T_group_norm", varargs_names=ax_names(nd))
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
+from ..tir import op as tir_op
 from .broadcast import ax_names, const_like
-from .utils import ieee_max, lowest
+from .utils import ieee_max
 
 __all__ = ["pool_nd", "adaptive_avg_pool_nd"]
 
@@ -63,7 +64,7 @@ def pool_nd(x, kind: str, pool_size, strides, dilation, padding, count_include_p
     if kind == "max":
         def body(*i):
             c, v = src(i)
-            return ieee_max(E.Select(c, v, lowest(x.dtype)), axis=rk)
+            return ieee_max(E.Select(c, v, tir_op.min_value(x.dtype)), axis=rk)
 
         return te.compute(out_shape, body, name="pool_max", varargs_names=names)
 

@@ -159,7 +159,11 @@ def _arg(kind: str, x, axis=None, keepdims: bool = False):
         full = list(i) if keepdims else list(i[:a]) + [None] + list(i[a:])
         idx = [k if d == a else full[d] for d in range(len(x.shape))]
         eidx = [E.IntImm(n.dtype, 0) if d == a else full[d] for d in range(len(x.shape))]
-        hit = E.EQ(x[tuple(idx)], ext[tuple(eidx)])
+        v = x[tuple(idx)]
+        hit = E.EQ(v, ext[tuple(eidx)])
+        if str(x.dtype).startswith(("float", "bfloat")):
+            # the extreme of a slice holding NaN is NaN (IEEE, as numpy): the first NaN is it
+            hit = E.Or(hit, E.NE(v, v))
         return te.min(E.Select(hit, k, n), axis=k)
 
     idx = _compute(shape, body, f"{x.name}_{kind}_index")

@@ -29,10 +29,10 @@ def test_qconfig_fields_and_context():
     with relay.quantize.qconfig(global_scale=4.0, skip_conv_layers=[]) as q:
         assert relay.quantize.current_qconfig() is q and q.global_scale == 4.0
     assert relay.quantize.current_qconfig().global_scale == 8.0
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.warns(UserWarning, match="unknown option"):  # TVM ignores unknown options
         relay.quantize.qconfig(bits=4)
     with relay.quantize.qconfig(calibrate_mode="kl_divergence"):
-        with pytest.raises(ValueError, match="global_scale"):
+        with pytest.raises(ValueError, match="needs a calibration dataset"):
             relay.quantize.quantize(*_net())
 
 
@@ -42,11 +42,14 @@ def test_quantized_model_is_close_and_compiles(skip):
     with relay.quantize.qconfig(global_scale=4.0, skip_conv_layers=skip,
                                 skip_dense_layer=False):
         qmod = relay.quantize.quantize(mod, params)
-    freqs = relay.analysis.list_op_freqs(qmod)
-    assert freqs.get("qnn.conv2d", 0) == 2 - len(skip) and freqs.get("qnn.dense") == 1
-    assert freqs.get("nn.conv2d", 0) == len(skip)
-    # weights were quantized ahead of time: only activations are quantized at run time
-    assert freqs["qnn.quantize"] == 3 - len(skip)
+    # TVM's realized form: int8 x int8 -> int32 conv2d/dense, float ones where skipped
+    seen = []
+    relay.analysis.post_order_visit(qmod["main"], lambda e: seen.append(
+        (e.op.name, e.args[0].checked_type.dtype, e.checked_type.dtype)) if isinstance(
+        e, relay.Call) and e.op.name in ("nn.conv2d", "nn.dense") else None)
+    assert sorted(seen) == sorted([("nn.conv2d", "float32", "float32")] * len(skip)
+                                  + [("nn.conv2d", "int8", "int32")] * (2 - len(skip))
+                                  + [("nn.dense", "int8", "int32")])
     x = np.random.default_rng(1).uniform(0, 1, (1, 3, 16, 16)).astype("float32")
     ref = relay.create_executor("debug", mod=mod).evaluate()(x, *params.values()).numpy()
     got = relay.create_executor("debug", mod=qmod).evaluate()(x).numpy()

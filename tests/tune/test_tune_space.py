@@ -44,7 +44,8 @@ def test_conv2d_space_declared():
     t, _ = _stage_and_script(CONV)
     key, space = space_of(t, LoweringOptions())
     assert key == CONV
-    assert space.default() == {"impl": "direct", "mr": conv_direct.MR, "nr": conv_direct.NR,
+    mr, nr = conv_direct.default_tile()
+    assert space.default() == {"impl": "direct", "mr": mr, "nr": nr,
                                "min_macs": conv_direct.PARALLEL_MIN_MACS, "unroll_kw": True}
     assert "im2col" not in space.values("impl")  # BLAS is not allowed by these options
     _, blas_space = space_of(t, LoweringOptions(blas=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import IntImm
@@ -11,6 +12,7 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, as_dim
 from ._common import (
     UNKNOWN_NDIM,
+    _ctx_analyzer,
     fail,
     fmt_sinfo,
     is_int,
@@ -87,6 +89,50 @@ def _slice_len(b, e, s, n, ctx):
     return simplify(diff, ctx)
 
 
+def canon_index_expr(i, n, s: int, ctx=None):
+    """A symbolic index ``i`` into an axis of length ``n`` as the position it reads: negative
+    counts from the end, then clamped into [0, n] (stride ``s`` > 0) or [-1, n - 1] (``s`` < 0),
+    as TVM's topi canonicalizes slice bounds."""
+    i, n = as_dim(i), as_dim(n)
+    if i.dtype != n.dtype:
+        i = T.Cast(n.dtype, i)
+    zero = IntImm(n.dtype, 0)
+    wrapped = T.Select(T.LT(i, zero), T.Add(i, n), i)
+    lo, hi = (zero, n) if s > 0 else (IntImm(n.dtype, -1), T.Sub(n, IntImm(n.dtype, 1)))
+    with _dim_scope(n, ctx):
+        return simplify(T.Min(T.Max(wrapped, lo), hi), ctx)
+
+
+@contextmanager
+def _dim_scope(n, ctx):
+    """Simplify knowing that the axis length ``n`` is not negative (``x[m:n]`` then reads
+    up to ``n``, not a clamped select)."""
+    an = _ctx_analyzer(ctx)
+    if an is None or not hasattr(an, "constraint_scope"):
+        yield
+        return
+    with an.constraint_scope(T.GE(n, IntImm(n.dtype, 0))):
+        yield
+
+
+def _symbolic_slice_len(b, e, s: int, n, assume_inbound: bool, ctx):
+    """Length of ``b:e:s`` on an axis of length ``n`` when ``b`` or ``e`` is a PrimExpr:
+    ceil((end - begin) / stride) of the canonicalized bounds, at least 0 (``assume_inbound``:
+    the bounds are taken as given, as TVM does)."""
+    n = as_dim(n)
+    if assume_inbound:
+        lo, hi = as_dim(b), as_dim(e)
+    else:
+        lo, hi = canon_index_expr(b, n, s, ctx), canon_index_expr(e, n, s, ctx)
+    span, step = (T.Sub(hi, lo), s) if s > 0 else (T.Sub(lo, hi), -s)
+    if span.dtype != n.dtype:
+        span = T.Cast(n.dtype, span)
+    if step != 1:
+        span = T.FloorDiv(T.Add(span, IntImm(n.dtype, step - 1)), IntImm(n.dtype, step))
+    with _dim_scope(n, ctx):
+        return simplify(span if assume_inbound else T.Max(span, IntImm(n.dtype, 0)), ctx)
+
+
 def _infer_strided_slice(call: Call, ctx) -> StructInfo:
     (x,) = tensor_args(call, ["x"])
     a = call.attrs
@@ -102,11 +148,14 @@ def _infer_strided_slice(call: Call, ctx) -> StructInfo:
     out = list(dims)
     for k, ax in enumerate(axes):
         b, e, s = a.begin[k], a.end[k], strides[k]
-        if not all(isinstance(v, int) for v in (b, e, s)):
+        if not isinstance(s, int):  # a symbolic stride: its sign, and so the length, unknown
             return make_tensor(None, x.dtype, x.ndim, x.vdevice)
         if s == 0:
             fail(call, "strides must be non-zero")
-        length = _slice_len(b, e, s, dims[ax], ctx)
+        if isinstance(b, int) and isinstance(e, int):
+            length = _slice_len(b, e, s, dims[ax], ctx)
+        else:
+            length = _symbolic_slice_len(b, e, s, dims[ax], a.assume_inbound, ctx)
         if length is None:
             return make_tensor(None, x.dtype, x.ndim, x.vdevice)
         out[ax] = length

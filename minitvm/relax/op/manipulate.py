@@ -98,6 +98,15 @@ def permute_dims(x: Expr, axes: Sequence[int] | None = None) -> Call:
 
 
 # --------------------------------------------------------------------------- reshape
+def _maybe_empty(x: Expr) -> bool:
+    """Whether ``x`` may have no elements (a static 0 dimension, or a shape not known)."""
+    s = getattr(x, "struct_info_", None)
+    dims = shape_values(s) if isinstance(s, TensorStructInfo) else None
+    if dims is None:
+        return True
+    return not all(isinstance(d, IntImm) and d.value > 0 for d in dims)
+
+
 def _new_shape_expr(x: Expr, shape) -> Expr:
     """``shape`` as a Relax expr; a ``-1`` entry is inferred from ``x``'s shape (as TVM)."""
     if isinstance(shape, Expr) and not isinstance(shape, ShapeExpr):
@@ -118,9 +127,11 @@ def _new_shape_expr(x: Expr, shape) -> Expr:
                                       f"shape, got {fmt_shape(values)}")
             infer_at = i
         else:
-            if isinstance(d, IntImm) and d.value <= 0:
+            if isinstance(d, IntImm) and (d.value < 0 or (d.value == 0
+                                                          and not _maybe_empty(x))):
                 raise StructInfoError(f"relax.reshape: the new shape must be positive except "
-                                      f"for a single -1, got {fmt_shape(values)}")
+                                      f"for a single -1 (0 only for an empty tensor), got "
+                                      f"{fmt_shape(values)}")
             known = mul(known, d)
         dims.append(d)
     if infer_at == -1:
@@ -131,6 +142,9 @@ def _new_shape_expr(x: Expr, shape) -> Expr:
         raise StructInfoError(f"relax.reshape: inferring the -1 of new shape "
                               f"{fmt_shape(values)} needs an input of known shape, got "
                               f"{fmt_sinfo(s)}")
+    if is_const(known, 0):
+        raise StructInfoError(f"relax.reshape: the -1 of new shape {fmt_shape(values)} is "
+                              "ambiguous when the other dimensions multiply to 0")
     dims[infer_at] = simplify(floordiv(shape_product(old), known))
     return ShapeExpr(dims)
 

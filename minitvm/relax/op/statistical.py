@@ -8,11 +8,22 @@ from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import IntImm
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
-from ._common import UNKNOWN_NDIM, make_tensor, normalize_axes, shape_expr_values, tensor_args
+from ._common import (
+    UNKNOWN_NDIM,
+    fail,
+    fmt_sinfo,
+    make_tensor,
+    normalize_axes,
+    shape_expr_values,
+    tensor_args,
+)
 from .base import register_op_rule
 from .op_attrs import StatisticalAttrs
 
 __all__ = ["sum", "mean", "max", "min", "prod", "variance", "std"]
+
+#: Reductions without an identity value: over a static zero-size axis they have no result.
+_NO_IDENTITY = ("relax.max", "relax.min", "relax.argmax", "relax.argmin")
 
 
 def reduce_struct_info(call: Call, x: TensorStructInfo, axes, keepdims: bool,
@@ -37,6 +48,11 @@ def reduce_struct_info(call: Call, x: TensorStructInfo, axes, keepdims: bool,
             return make_tensor([], dtype, vdevice=x.vdevice)
         return make_tensor(None, dtype, ndim, x.vdevice)
     reduced = set(range(x.ndim)) if axes is None else set(norm)
+    if call.op.name in _NO_IDENTITY:
+        for i in sorted(reduced):
+            if isinstance(dims[i], IntImm) and dims[i].value == 0:  # nothing to pick
+                fail(call, f"cannot reduce over axis {i} of size 0 of {fmt_sinfo(x)} "
+                     f"({call.op.name[len('relax.'):]} has no identity value)")
     out = []
     for i, d in enumerate(dims):
         if i not in reduced:

@@ -124,7 +124,8 @@ def run_reference(call: Call, arrays: list, sinfo=None):
     result = np.asarray(result)
     if tuple(result.shape) != shape or str(result.dtype) != dtype:
         return None
-    return np.ascontiguousarray(result)
+    # ascontiguousarray makes a rank-0 array rank 1: keep the struct info's shape
+    return np.ascontiguousarray(result).reshape(shape)
 
 
 def evaluate_call(call: Call):

@@ -9,6 +9,9 @@ from .model_stats import (
     check_constant, count_layers, extract_fused_functions, get_total_mac_number, list_op_freqs,
     search_fc_transpose,
 )
+from .fake_quantized_ops import list_fake_quantized_op_freqs  # noqa: F401
+from .sparse_dense import search_dense_op_weight  # noqa: F401
+from .call_graph import CallGraph  # noqa: F401
 
 
 def check_basic_block_normal_form(expr) -> bool:

@@ -117,6 +117,8 @@ def _type_vars(expr):
     bound = {}
 
     class _V(ExprVisitor):
+        _expand_scopes = True  # collects into dicts: the order children are visited in is moot
+
         def visit_function(self, fn):
             for t in fn.type_params:
                 bound.setdefault(t, None)

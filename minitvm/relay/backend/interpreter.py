@@ -201,10 +201,12 @@ class Machine:
 
     def _free_vars(self, fn) -> tuple:
         fv = self._free.get(fn)
-        if fv is None:
-            from ..analysis.free_vars import free_vars
+        if fv is None:  # every closure inside ``fn`` at once: per closure is quadratic
+            from ..analysis.scoped_free_vars import free_vars_of_functions
 
-            fv = self._free[fn] = tuple(free_vars(fn))
+            for f, vs in free_vars_of_functions(fn).items():
+                self._free.setdefault(f, tuple(vs))
+            fv = self._free[fn]
         return fv
 
     def global_closure(self, gv) -> Closure:

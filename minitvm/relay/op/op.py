@@ -20,9 +20,11 @@ from ...ir.op import Op, OpPattern, register_op, register_op_attr
 __all__ = [
     "Op", "OpPattern", "define_op", "get", "register", "register_compute", "register_pattern",
     "register_alter_op_layout", "register_convert_op_layout", "register_legalize",
+    "register_infer_correct_layout",
     "register_injective_schedule", "register_broadcast_schedule", "register_reduce_schedule",
     "register_strategy", "register_shape_func", "register_gradient", "register_stateful",
-    "register_type_rel", "register_numpy",
+    "register_type_rel", "register_numpy", "register_fake_quantization_to_integer",
+    "register_optional_fake_quantization_to_integer",
 ]
 
 
@@ -78,10 +80,13 @@ register_type_rel = _reg("FTypeRelation")
 register_numpy = _reg("FNumpy")
 register_alter_op_layout = _reg("FTVMAlterOpLayout")
 register_convert_op_layout = _reg("FTVMConvertOpLayout")
+register_infer_correct_layout = _reg("FInferCorrectLayout")
 register_legalize = _reg("FTVMLegalize")
 register_shape_func = _reg("FShapeFunc")
 register_gradient = _reg("FPrimalGradient")
 register_strategy = _reg("FTVMStrategy")
+register_fake_quantization_to_integer = _reg("FTVMFakeQuantizationToInteger")
+register_optional_fake_quantization_to_integer = _reg("FTVMOptionalFakeQuantizationToInteger")
 
 
 def register_pattern(op_name: str, pattern: int, level: int = 10):

@@ -2,3 +2,4 @@
 canonicalization to integer Relay (QnnCanonicalize, run by relay.build)."""
 
 from . import op  # noqa: F401
+from . import transform  # noqa: F401,E402

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import threading
-
-import numpy as np
+import warnings
 
 from ...ir.module import IRModule
-from ...ir.op import Op
+from ...transform.context import PassContext
 from ...transform.sequential import Sequential
-from ..expr import Constant, Function, const
-from ..expr_functor import ExprMutator
+from ..expr import Function
 
 _FIELDS = {
     "nbit_input": 8, "nbit_weight": 8, "nbit_activation": 32, "dtype_input": "int8",
@@ -27,11 +25,31 @@ class QConfig:
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_FIELDS))
-        if unknown:
-            raise ValueError(f"qconfig: unknown option(s) {', '.join(unknown)}; known: "
-                             f"{', '.join(sorted(_FIELDS))}")
+        if unknown:  # TVM ignores them silently; say so
+            warnings.warn(f"qconfig: unknown option(s) {', '.join(unknown)} ignored; known: "
+                          f"{', '.join(sorted(_FIELDS))}", stacklevel=3)
         for k, v in _FIELDS.items():
-            setattr(self, k, kwargs.get(k, v))
+            object.__setattr__(self, k, kwargs.get(k, v))
+
+    def __setattr__(self, name, value):
+        if name in _FIELDS:
+            raise AttributeError(f"QConfig field {name!r} cannot be set; build a new qconfig")
+        object.__setattr__(self, name, value)
+
+    def get_nbit_by_kind(self, kind: int) -> int:
+        from .annotate import kind2str
+
+        return getattr(self, "nbit_" + kind2str(kind))
+
+    def get_dtype_by_kind(self, kind: int) -> str:
+        from .annotate import kind2str
+
+        return getattr(self, "dtype_" + kind2str(kind))
+
+    def guard(self, ref_call) -> bool:
+        """Whether ``ref_call``'s op may be quantized under ``debug_enabled_ops``."""
+        ops = self.debug_enabled_ops
+        return ops is None or ref_call.op.name in [str(x) for x in ops]
 
     def __enter__(self):
         _STACK.items.append(self)
@@ -62,81 +80,53 @@ def current_qconfig() -> QConfig:
     return _STACK.items[-1] if _STACK.items else _DEFAULT
 
 
-def _power2_scale(w: np.ndarray, nbit: int) -> float:
-    peak = float(np.max(np.abs(w))) if w.size else 0.0
-    if peak == 0.0:
-        return 1.0
-    return 2.0 ** np.ceil(np.log2(peak)) / (2 ** (nbit - 1))
+def prerequisite_optimize(mod, params: dict | None = None) -> IRModule:
+    """Bind ``params`` and run SimplifyInference, FoldConstant, FoldScaleAxis,
+    CanonicalizeOps, FoldConstant (TVM's preparation for quantization)."""
+    from ..transform import (
+        CanonicalizeOps,
+        FoldConstant,
+        FoldScaleAxis,
+        InferType,
+        SimplifyInference,
+    )
 
-
-class _Realize(ExprMutator):
-    """conv2d/dense with a constant weight -> dequantize(qnn op(quantize(x), quantize(w)))."""
-
-    def __init__(self, cfg: QConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.conv_index = 0
-        self.count = 0
-
-    def visit_call(self, call):
-        new = super().visit_call(call)
-        op = call.op
-        if not isinstance(op, Op) or op.name not in ("nn.conv2d", "nn.dense"):
-            return new
-        if op.name == "nn.conv2d":
-            index = self.conv_index
-            self.conv_index += 1
-            if index in (self.cfg.skip_conv_layers or []):
-                return new
-        elif self.cfg.skip_dense_layer:
-            return new
-        weight = new.args[1]
-        if not isinstance(weight, Constant) or str(weight.data.dtype) != "float32":
-            return new
-        return self._quantized(op.name, new)
-
-    def _quantized(self, name, call):
-        from ..qnn import op as qnn
-
-        cfg = self.cfg
-        w = call.args[1].data.numpy()
-        ws = _power2_scale(w, cfg.nbit_weight)
-        xs = float(cfg.global_scale) / (2 ** (cfg.nbit_input - 1))
-        qx = qnn.quantize(call.args[0], xs, 0, out_dtype=cfg.dtype_input)
-        qw = qnn.quantize(call.args[1], ws, 0, out_dtype=cfg.dtype_weight)
-        a = call.attrs
-        if name == "nn.conv2d":
-            acc = qnn.conv2d(qx, qw, 0, 0, xs, ws, a.kernel_size, a.channels, a.strides,
-                             a.padding, a.dilation, a.groups, a.data_layout, a.kernel_layout,
-                             a.out_layout, out_dtype=cfg.dtype_activation)
-        else:
-            acc = qnn.dense(qx, qw, 0, 0, xs, ws, a.units, out_dtype=cfg.dtype_activation)
-        self.count += 1
-        return qnn.dequantize(acc, const(xs * ws, "float32"), 0)
-
-
-def quantize(mod, params: dict | None = None, dataset=None) -> IRModule:
-    """Quantize ``mod``'s main function with the current qconfig (params bound first)."""
-    from ..transform import FoldConstant, InferType
-
-    cfg = current_qconfig()
-    if cfg.calibrate_mode != "global_scale":
-        raise ValueError(f"quantize: calibrate_mode {cfg.calibrate_mode!r} is not supported; "
-                         "minitvm implements 'global_scale'")
-    if cfg.weight_scale != "power2":
-        raise ValueError(f"quantize: weight_scale {cfg.weight_scale!r} is not supported; "
-                         "minitvm implements 'power2'")
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)
     if params:
         mod = _bind(mod, params)
-    mod = Sequential([InferType(), FoldConstant()])(mod)
-    realize = _Realize(cfg)
-    main = realize.visit(mod["main"])
-    out = mod.shallow_copy() if hasattr(mod, "shallow_copy") else IRModule(dict(mod.functions))
-    out["main"] = main
-    # quantize(constant weight) becomes an int8 constant, as TVM's realize leaves it
-    return Sequential([InferType(), FoldConstant(fold_qnn=True)])(out)
+    seq = Sequential([InferType(), SimplifyInference(), FoldConstant(), FoldScaleAxis(),
+                      CanonicalizeOps(), FoldConstant()])
+    with PassContext(opt_level=3):
+        return seq(mod)
+
+
+def quantize(mod, params: dict | None = None, dataset=None) -> IRModule:
+    """Quantize ``mod``'s main function with the current qconfig: prerequisite_optimize, then
+    annotate, calibrate (on ``dataset`` for kl_divergence / percentile), realize (unless
+    ``do_simulation``) and FoldConstant."""
+    from ...transform.decorators import module_pass
+    from ..transform import FoldConstant, InferType
+    from .annotate import annotate
+    from .calibrate import calibrate
+    from .realize import realize
+
+    cfg = current_qconfig()
+    if cfg.partition_conversions not in ("disabled", "enabled", "fully_integral"):
+        raise ValueError(f"quantize: partition_conversions must be disabled, enabled or "
+                         f"fully_integral, got {cfg.partition_conversions!r}")
+    if cfg.partition_conversions != "disabled":
+        raise NotImplementedError("quantize: partition_conversions="
+                                  f"{cfg.partition_conversions!r} (splitting the result into "
+                                  "prefix/middle/suffix functions) is not implemented")
+    mod = prerequisite_optimize(mod, params)
+    passes = [annotate(), module_pass(calibrate(dataset), opt_level=1, name="QuantizeCalibrate"),
+              InferType()]
+    if not cfg.do_simulation:
+        passes.append(realize())
+    passes += [InferType(), FoldConstant()]
+    with PassContext(opt_level=3):
+        return Sequential(passes)(mod)
 
 
 def _bind(mod, params):
@@ -147,4 +137,4 @@ def _bind(mod, params):
     return out
 
 
-__all__ = ["QConfig", "qconfig", "current_qconfig", "quantize"]
+__all__ = ["QConfig", "qconfig", "current_qconfig", "quantize", "prerequisite_optimize"]

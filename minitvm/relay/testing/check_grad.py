@@ -40,7 +40,7 @@ def check_grad(func, inputs=None, test_inputs=None, eps: float = 1e-6, atol: flo
         for p in fwd.params:
             t = p.checked_type
             shape = tuple(int(d) for d in t.shape)
-            s = 1.0 if scale is None else scale
+            s = 10 * eps if scale is None else scale  # TVM: inputs on eps's scale (precision)
             inputs.append((rng.standard_normal(shape) * s + mean).astype(t.dtype))
     inputs = [np.asarray(i.numpy() if hasattr(i, "numpy") else i) for i in inputs]
     test_inputs = inputs if test_inputs is None else test_inputs
@@ -57,7 +57,9 @@ def check_grad(func, inputs=None, test_inputs=None, eps: float = 1e-6, atol: flo
             minus = [a.copy() for a in inputs]
             plus[pos][idx] += eps
             minus[pos][idx] -= eps
-            approx[idx] = (_total(run_fwd(*plus)) - _total(run_fwd(*minus))) / (2 * eps)
+            # the step the input's dtype could represent (x + eps rounds in float32)
+            step = float(plus[pos][idx]) - float(minus[pos][idx]) or 2 * eps
+            approx[idx] = (_total(run_fwd(*plus)) - _total(run_fwd(*minus))) / step
         name = fwd.params[pos].name_hint
         try:
             np.testing.assert_allclose(grads[pos], approx, atol=atol, rtol=rtol)

@@ -50,6 +50,8 @@ from .dynamic_to_static import DynamicToStatic  # noqa: E402,F401
 from .to_mixed_precision import ToMixedPrecision  # noqa: E402,F401
 from .defunctionalization import Defunctionalization  # noqa: E402,F401
 from .lazy_gradient_init import LazyGradientInit  # noqa: E402,F401
+from .fake_quantization_to_integer import FakeQuantizationToInteger  # noqa: E402,F401
+from .annotate_spans import AnnotateSpans  # noqa: E402,F401
 
 from ...transform.registry import register_factory_names as _register_factory_names  # noqa: E402
 

@@ -6,7 +6,8 @@ reference ``bp`` that reads its output's gradient, applies the op's ``FPrimalGra
 the results into its arguments' gradient references, then runs the previously pushed closure.
 Closures, If, Match, references and tuples carry the pairs through unchanged; a global function
 ``@f`` is differentiated into ``@f_grad`` taking ``bp`` as an extra last parameter. Traversal is a
-loop over each let chain, so only scope nesting (not program length) uses the Python stack.
+loop over each let chain; entering a scope is a generator step run on one explicit stack
+(``printer.trampoline``), so neither program length nor nesting depth uses the Python stack.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..expr import (
     Var,
 )
 from ..op import tensor as _t
+from ..printer import trampoline
 from ._ad_common import ad_type, bind_rule, differentiable, grad_rule, lets
 from .infer_type import InferTypeLocal
 from .to_a_normal_form import to_a_normal_form
@@ -86,12 +88,14 @@ def _accumulate(value, g, t, out: list):
 
 
 def _seed(value, t, out: list):
-    """Statements setting the output's gradient to ones."""
+    """Statements setting the output's gradient to ones. A tuple result seeds only its first
+    field, recursively (TVM's higher-order ``init_grad``): the gradient is that of field 0."""
+    while isinstance(t, TupleType) and t.fields:
+        value, t = TupleGetItem(value, 0), t.fields[0]
     if isinstance(t, TensorType):
         out.append(RefWrite(TupleGetItem(value, 1), _t.ones_like(TupleGetItem(value, 0))))
     elif isinstance(t, TupleType):
-        for i, ft in enumerate(t.fields):
-            _seed(TupleGetItem(value, i), ft, out)
+        return  # an empty tuple: nothing to seed, every gradient stays zero
     else:
         raise TypeError(f"gradient: the function's result must be a tensor or a tuple of "
                         f"tensors, got {t}")
@@ -108,19 +112,27 @@ class _ReverseAD:
 
     # ------------------------------------------------------------------ blocks
     def block(self, expr):
+        """The transformed block ``expr`` (its bindings as lets)."""
+        return trampoline.run(self._block(expr))
+
+    def _block(self, expr):
         binds: list = []
-        return lets(binds, self.block_into(expr, binds))
+        result = yield self._block_into(expr, binds)
+        return lets(binds, result)
 
     def block_into(self, expr, binds: list):
         """Transform a let chain, appending its bindings to ``binds``; returns its result."""
+        return trampoline.run(self._block_into(expr, binds))
+
+    def _block_into(self, expr, binds: list):
         e = expr
         while isinstance(e, Let):
-            value = self.value(e.value, binds)
+            value = yield self._value(e.value, binds)
             nv = Var(e.var.name_hint)
             binds.append((nv, value))
             self.env[e.var] = nv
             e = e.body
-        return self.value(e, binds)
+        return (yield self._value(e, binds))
 
     def _emitter(self, binds):
         def emit(value, t=None, hint="t"):
@@ -132,7 +144,8 @@ class _ReverseAD:
         return emit
 
     # ------------------------------------------------------------------ values
-    def value(self, e, binds):
+    def _value(self, e, binds):
+        """A generator: the reverse-mode value of ``e`` (sub-steps yielded to the driver)."""
         if isinstance(e, Var):
             if e not in self.env:
                 raise ValueError(f"gradient: free variable %{e.name_hint}")
@@ -146,32 +159,40 @@ class _ReverseAD:
         if isinstance(e, Op):
             raise TypeError(f"gradient: operator {e.name} used as a value; call it instead")
         if isinstance(e, Call):
-            return self._call(e, binds)
+            return (yield self._call(e, binds))
         if isinstance(e, Tuple):
-            return Tuple([self.value(f, binds) for f in e.fields])
+            fields = []
+            for f in e.fields:
+                fields.append((yield self._value(f, binds)))
+            return Tuple(fields)
         if isinstance(e, TupleGetItem):
-            return TupleGetItem(self.value(e.tuple_value, binds), e.index)
+            return TupleGetItem((yield self._value(e.tuple_value, binds)), e.index)
         if isinstance(e, If):
-            cond = TupleGetItem(self.value(e.cond, binds), 0)
-            return If(cond, self.block(e.true_branch), self.block(e.false_branch))
+            cond = TupleGetItem((yield self._value(e.cond, binds)), 0)
+            then = yield self._block(e.true_branch)
+            return If(cond, then, (yield self._block(e.false_branch)))
         if isinstance(e, Function):
             params = []
             for p in e.params:
                 np_ = Var(p.name_hint, ad_type(p.checked_type))
                 self.env[p] = np_
                 params.append(np_)
-            return Function(params, self.block(e.body), None, e.type_params)
+            return Function(params, (yield self._block(e.body)), None, e.type_params)
         if isinstance(e, Let):
-            return self.block(e)
+            return (yield self._block(e))
         if isinstance(e, RefCreate):
-            return RefCreate(self.value(e.value, binds))
+            return RefCreate((yield self._value(e.value, binds)))
         if isinstance(e, RefRead):
-            return RefRead(self.value(e.ref, binds))
+            return RefRead((yield self._value(e.ref, binds)))
         if isinstance(e, RefWrite):
-            return RefWrite(self.value(e.ref, binds), self.value(e.value, binds))
+            ref = yield self._value(e.ref, binds)
+            return RefWrite(ref, (yield self._value(e.value, binds)))
         if isinstance(e, Match):
-            data = self.value(e.data, binds)
-            clauses = [Clause(self._pattern(c.lhs), self.block(c.rhs)) for c in e.clauses]
+            data = yield self._value(e.data, binds)
+            clauses = []
+            for c in e.clauses:
+                lhs = self._pattern(c.lhs)
+                clauses.append(Clause(lhs, (yield self._block(c.rhs))))
             return Match(data, clauses, e.complete)
         raise TypeError(f"gradient: unsupported expression {type(e).__name__}")
 
@@ -188,14 +209,16 @@ class _ReverseAD:
 
     def _call(self, e, binds):
         op = e.op
-        args = [self.value(a, binds) for a in e.args]
+        args = []
+        for a in e.args:
+            args.append((yield self._value(a, binds)))
         if isinstance(op, Op):
             return self._op_call(e, args, binds)
         if isinstance(op, GlobalVar):
             return Call(self.global_grad(op), args + [self.bp])
         if isinstance(op, Constructor):
             return Call(op, args)
-        return Call(self.value(op, binds), args)
+        return Call((yield self._value(op, binds)), args)
 
     def _op_call(self, e, args, binds):
         emit = self._emitter(binds)

@@ -5,20 +5,30 @@ from __future__ import annotations
 
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..expr import Call
 from .function_pass import function_pass
 from .layout_rewrite import LayoutRewriter
 
 
-def _alter(call, args, tinfos):
+def _alter(call, attrs, args):
+    """The op's FTVMAlterOpLayout hook's call (TVM's CallWithNewLayouts); the op as it was,
+    with ``attrs``, when there is no hook or it returns None."""
     hook = call.op.get_attr("FTVMAlterOpLayout")
-    if hook is None:
-        return None
-    return hook(call.attrs, args, tinfos, call._checked_type)
+    new = None
+    if hook is not None:
+        tinfos = [a._checked_type for a in call.args]
+        new = hook(attrs, list(args), tinfos, call._checked_type)
+    if new is None:
+        return Call(call.op, args, attrs, None, call.span)
+    if not isinstance(new, Call):
+        raise TypeError(f"AlterOpLayout: the {call.op.name} hook must return a call, got "
+                        f"{type(new).__name__}")
+    return new
 
 
 def alter_op_layout(func):
     """Rewrite one type-checked function through the registered alter-layout hooks."""
-    rw = LayoutRewriter(_alter)
+    rw = LayoutRewriter(_alter, alter=True)
     return rw.visit(func), rw.inserted
 
 

@@ -5,8 +5,10 @@ everything else gets its inputs transformed back to the original layout."""
 
 from __future__ import annotations
 
+from ...ir.type import TupleType
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..expr import Call
 from .function_pass import function_pass
 from .layout_rewrite import LayoutRewriter
 
@@ -37,15 +39,30 @@ class LayoutConfig:
         LayoutConfig.current = self._old
 
 
+def _tinfos(call) -> list:
+    """The tensor types of ``call``'s arguments, tuple fields flattened (TVM's tinfos)."""
+    out = []
+    for a in call.args:
+        t = a._checked_type
+        out.extend(t.fields if isinstance(t, TupleType) else [t])
+    return out
+
+
 def convert_layout(func, desired_layouts: dict):
     """Rewrite one type-checked function to the desired layouts."""
 
-    def convert(call, args, tinfos):
+    def convert(call, attrs, args):
         wanted = desired_layouts.get(call.op.name)
         hook = call.op.get_attr("FTVMConvertOpLayout")
-        if wanted is None or hook is None:
-            return None
-        return hook(call.attrs, args, tinfos, list(wanted))
+        new = None
+        if wanted is not None and hook is not None:
+            new = hook(attrs, args, _tinfos(call), [str(w) for w in wanted])
+        if new is None:
+            return Call(call.op, args, attrs, None, call.span)
+        if not isinstance(new, Call):
+            raise TypeError(f"ConvertLayout: the {call.op.name} hook must return a call, got "
+                            f"{type(new).__name__}")
+        return Call(new.op, new.args, new.attrs, new.type_args, call.span)
 
     rw = LayoutRewriter(convert)
     return rw.visit(func), rw.inserted

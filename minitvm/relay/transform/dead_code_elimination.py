@@ -19,7 +19,8 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..adt import Constructor, Match, pattern_vars
 from ..expr import Constant, Function, Let, Var
-from ..expr_functor import ExprMutator, dataflow_children
+from ..expr_functor import dataflow_children
+from ..scoped_functor import ScopedMutator
 from ._pass_helpers import GeneratorFunctor, has_nonzero_attr, register
 
 __all__ = ["DeadCodeElimination", "dead_code_elimination", "purity_map"]
@@ -192,7 +193,9 @@ class _Usage:
                 stack.extend((k, lvl) for k in reversed(dataflow_children(e)))
 
 
-class _Eliminator(ExprMutator):
+class _Eliminator(ScopedMutator):
+    """Drops/inlines let bindings; its let hook runs on the driver's stack (any nesting depth)."""
+
     def __init__(self, usage, inline_once):
         super().__init__()
         self.usage = usage
@@ -212,7 +215,7 @@ class _Eliminator(ExprMutator):
     def visit_var(self, v):
         return self.inlined.get(v, v)
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         chain = self._let_chain(let)
         kept = []
         for node in chain:
@@ -220,14 +223,14 @@ class _Eliminator(ExprMutator):
             if act == "elide":
                 self.removed += 1
                 continue
-            value = self.visit(node.value)
+            value = yield node.value
             if act == "inline":
                 self.removed += 1
                 self.inlined[node.var] = value
                 self.memo_map.pop(node.var, None)
             else:
                 kept.append((node, value))
-        body = self.visit(chain[-1].body)
+        body = yield chain[-1].body
         for node, value in reversed(kept):
             body = node.with_fields(value=value, body=body)
         return body

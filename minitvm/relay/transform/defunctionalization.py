@@ -19,6 +19,7 @@ from ...ir.type import (
     FuncType,
     GlobalTypeVar,
     RelayRefType,
+    TensorType,
     TupleType,
     TypeCall,
     TypeVar,
@@ -32,7 +33,7 @@ from ..adt import (
     PatternVar,
     TypeData,
 )
-from ..analysis.free_vars import free_vars
+from ..analysis.scoped_free_vars import free_vars_of_functions
 from ..expr import (
     Call,
     Constant,
@@ -46,6 +47,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
+from ..printer import trampoline
 from .infer_type import InferTypeLocal
 from .to_a_normal_form import to_a_normal_form
 
@@ -68,22 +70,61 @@ def _subst(t, s: dict):
     return t
 
 
-def _unify(pattern, concrete, s: dict) -> None:
-    """Bind the type variables of ``pattern`` so that it equals ``concrete``."""
-    stack = [(pattern, concrete)]
+def _unify_vars(a, b, s: dict, flexible: set) -> None:
+    """Make ``a`` and ``b`` equal by binding the type variables in ``flexible`` (on either
+    side) in ``s``: a callee's type parameters against a polymorphic argument's own."""
+    stack = [(a, b)]
     while stack:
-        p, c = stack.pop()
-        if isinstance(p, TypeVar) and not isinstance(p, GlobalTypeVar):
-            s.setdefault(p, c)
-        elif isinstance(p, FuncType) and isinstance(c, FuncType):
-            stack.extend(zip(p.arg_types, c.arg_types))
-            stack.append((p.ret_type, c.ret_type))
-        elif isinstance(p, TupleType) and isinstance(c, TupleType):
-            stack.extend(zip(p.fields, c.fields))
-        elif isinstance(p, RelayRefType) and isinstance(c, RelayRefType):
-            stack.append((p.value, c.value))
-        elif isinstance(p, TypeCall) and isinstance(c, TypeCall):
-            stack.extend(zip(p.args, c.args))
+        x, y = stack.pop()
+        while x in flexible and x in s:
+            x = s[x]
+        while y in flexible and y in s:
+            y = s[y]
+        if x is y:
+            continue
+        if x in flexible:
+            s[x] = y
+        elif y in flexible:
+            s[y] = x
+        elif isinstance(x, FuncType) and isinstance(y, FuncType):
+            stack.extend(zip(x.arg_types, y.arg_types))
+            stack.append((x.ret_type, y.ret_type))
+        elif isinstance(x, TupleType) and isinstance(y, TupleType):
+            stack.extend(zip(x.fields, y.fields))
+        elif isinstance(x, RelayRefType) and isinstance(y, RelayRefType):
+            stack.append((x.value, y.value))
+        elif isinstance(x, TypeCall) and isinstance(y, TypeCall):
+            stack.extend(zip(x.args, y.args))
+
+
+def _resolved(s: dict) -> dict:
+    """``s`` with chains of variable bindings followed to their ends (bounded by its size)."""
+    out = dict(s)
+    for _ in range(len(out) + 1):
+        nxt = {k: _subst(v, out) for k, v in out.items()}
+        if all(nxt[k] is out[k] for k in out):
+            break
+        out = nxt
+    return out
+
+
+_MISSING = object()
+
+
+def _restore(env: dict, saved: list) -> None:
+    """Put back the bindings a scope overrode (``_MISSING``: there was none)."""
+    for v, old in reversed(saved):
+        if old is _MISSING:
+            env.pop(v, None)
+        else:
+            env[v] = old
+
+
+class _PolyClosure:
+    """A let-bound polymorphic lambda: encoded at each use, with that use's type arguments."""
+
+    def __init__(self, fn: Function, env: dict, s: dict):
+        self.fn, self.env, self.s = fn, env, s
 
 
 def _is_first_order(t) -> bool:
@@ -99,6 +140,32 @@ def _is_first_order(t) -> bool:
         elif isinstance(x, TypeCall):
             stack.extend(x.args)
     return True
+
+
+def _type_key(t) -> tuple:
+    """A cheap structural key of a type (iterative; TypeVars and ADTs by identity)."""
+    key: list = []
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TensorType):
+            key.append(("T", tuple(str(d) for d in x.shape), x.dtype))
+        elif isinstance(x, FuncType):
+            key.append(("F", len(x.arg_types)))
+            stack.append(x.ret_type)
+            stack.extend(reversed(x.arg_types))
+        elif isinstance(x, TupleType):
+            key.append(("U", len(x.fields)))
+            stack.extend(reversed(x.fields))
+        elif isinstance(x, RelayRefType):
+            key.append(("R",))
+            stack.append(x.value)
+        elif isinstance(x, TypeCall):
+            key.append(("C", id(x.func), len(x.args)))
+            stack.extend(reversed(x.args))
+        else:
+            key.append(("X", id(x)) if isinstance(x, TypeVar) else ("S", str(x)))
+    return tuple(key)
 
 
 class _FuncADT:
@@ -122,6 +189,7 @@ class _Defunc:
         self.specialized: dict = {}
         self.pending: list = []
         self.globals_as_values: dict = {}
+        self.free_vars: dict = {}  # Function -> its free variables
 
     # -------------------------------------------------------------- types
     def dtype(self, t):
@@ -136,7 +204,7 @@ class _Defunc:
         return t
 
     def adt(self, ftype: FuncType) -> _FuncADT:
-        key = structural_hash(FuncType(ftype.arg_types, ftype.ret_type))
+        key = _type_key(FuncType(ftype.arg_types, ftype.ret_type))
         adt = self.adts.get(key)
         if adt is None:
             adt = _FuncADT(len(self.adts), ftype, self.dtype)
@@ -144,54 +212,82 @@ class _Defunc:
         return adt
 
     # -------------------------------------------------------------- expressions
+    # The steps that enter scopes are generators run on one explicit stack
+    # (``printer.trampoline``): nesting depth costs no Python recursion. ``env`` is one dict
+    # for the whole function; a closure body rebinds its free variables and parameters in it
+    # and restores them after (no copy per closure).
     def block(self, expr, env: dict, s: dict):
+        """The first-order form of block ``expr``."""
+        return trampoline.run(self._block(expr, env, s))
+
+    def expr(self, e, env: dict, s: dict):
+        """The first-order form of expression ``e``."""
+        return trampoline.run(self._expr(e, env, s))
+
+    def _block(self, expr, env: dict, s: dict):
         binds = []
         e = expr
         while isinstance(e, Let):
             if isinstance(e.value, Var):  # a renaming (A-normal form makes them): substitute
-                env[e.var] = self.expr(e.value, env, s)
+                env[e.var] = yield self._expr(e.value, env, s)
+            elif isinstance(e.value, Function) and e.value.type_params:
+                env[e.var] = _PolyClosure(e.value, env, s)  # encoded where it is used
             else:
                 v = Var(e.var.name_hint)
-                env[e.var] = v
-                binds.append((v, self.expr(e.value, env, s)))
+                env[e.var] = v  # before the value: a closure may call itself
+                binds.append((v, (yield self._expr(e.value, env, s))))
             e = e.body
-        out = self.expr(e, env, s)
+        out = yield self._expr(e, env, s)
         for v, value in reversed(binds):
             out = Let(v, value, out)
         return out
 
-    def expr(self, e, env: dict, s: dict):
+    def _exprs(self, items, env, s):
+        out = []
+        for x in items:
+            out.append((yield self._expr(x, env, s)))
+        return out
+
+    def _expr(self, e, env: dict, s: dict):
         if isinstance(e, Var):
             if e not in env:
                 raise ValueError(f"Defunctionalization: free variable %{e.name_hint}")
+            if isinstance(env[e], _PolyClosure):
+                raise ValueError(f"Defunctionalization: the polymorphic function %{e.name_hint} "
+                                 "is used where its type arguments are unknown; only calls and "
+                                 "arguments of global functions can instantiate it")
             return env[e]
         if isinstance(e, Constant | Op | Constructor):
             return e
         if isinstance(e, GlobalVar):
-            return self.global_value(e, s)
+            return (yield self._global_value(e, s))
         if isinstance(e, Function):
-            return self.closure(e, env, s)
+            return (yield self._closure(e, env, s))
         if isinstance(e, Call):
-            return self.call(e, env, s)
+            return (yield self._call(e, env, s))
         if isinstance(e, Let):
-            return self.block(e, env, s)
+            return (yield self._block(e, env, s))
         if isinstance(e, Tuple):
-            return Tuple([self.expr(f, env, s) for f in e.fields])
+            return Tuple((yield self._exprs(e.fields, env, s)))
         if isinstance(e, TupleGetItem):
-            return TupleGetItem(self.expr(e.tuple_value, env, s), e.index)
+            return TupleGetItem((yield self._expr(e.tuple_value, env, s)), e.index)
         if isinstance(e, If):
-            return If(self.expr(e.cond, env, s), self.block(e.true_branch, env, s),
-                      self.block(e.false_branch, env, s))
+            cond = yield self._expr(e.cond, env, s)
+            then = yield self._block(e.true_branch, env, s)
+            return If(cond, then, (yield self._block(e.false_branch, env, s)))
         if isinstance(e, RefCreate):
-            return RefCreate(self.expr(e.value, env, s))
+            return RefCreate((yield self._expr(e.value, env, s)))
         if isinstance(e, RefRead):
-            return RefRead(self.expr(e.ref, env, s))
+            return RefRead((yield self._expr(e.ref, env, s)))
         if isinstance(e, RefWrite):
-            return RefWrite(self.expr(e.ref, env, s), self.expr(e.value, env, s))
+            ref, value = yield self._exprs([e.ref, e.value], env, s)
+            return RefWrite(ref, value)
         if isinstance(e, Match):
-            clauses = [Clause(self.pattern(c.lhs, env), self.block(c.rhs, env, s))
-                       for c in e.clauses]
-            return Match(self.expr(e.data, env, s), clauses, e.complete)
+            clauses = []
+            for c in e.clauses:
+                lhs = self.pattern(c.lhs, env)
+                clauses.append(Clause(lhs, (yield self._block(c.rhs, env, s))))
+            return Match((yield self._expr(e.data, env, s)), clauses, e.complete)
         raise TypeError(f"Defunctionalization: unsupported expression {type(e).__name__}")
 
     def pattern(self, p, env):
@@ -210,63 +306,116 @@ class _Defunc:
             InferTypeLocal(e, self.mod)
         return _subst(e.checked_type, s)
 
-    def closure(self, fn: Function, env: dict, s: dict):
+    def _closure(self, fn: Function, env: dict, s: dict):
         """A lambda: a constructor holding its free variables; its body joins @apply."""
         ftype = self._type_of(fn, s)
         adt = self.adt(ftype)
-        fvs = free_vars(fn)
+        fvs = self.free_vars.get(fn)
+        if fvs is None:  # a function made here (an eta-expanded global, a specialization)
+            self.free_vars.update(free_vars_of_functions(fn))
+            fvs = self.free_vars[fn]
         fields = [self.dtype(self._type_of(v, s)) for v in fvs]
         ctor = Constructor(f"{adt.gtv.name_hint}_{len(adt.ctors)}", fields, adt.gtv)
         adt.ctors.append(ctor)
-        inner = dict(env)
+        args = []
+        for v in fvs:
+            args.append(env[v] if v in env else (yield self._expr(v, env, s)))
+        saved = [(v, env.get(v, _MISSING)) for v in (*fvs, *fn.params)]
         pattern_vars = []
         for v in fvs:
             pv = Var(v.name_hint)
-            inner[v] = pv
+            env[v] = pv
             pattern_vars.append(PatternVar(pv))
         for p, a in zip(fn.params, adt.params, strict=True):
-            inner[p] = a
-        body = self.block(fn.body, inner, s)
+            env[p] = a
+        body = yield self._block(fn.body, env, s)
+        _restore(env, saved)
         adt.clauses.append(Clause(PatternConstructor(ctor, pattern_vars), body))
-        return Call(ctor, [env[v] if v in env else self.expr(v, env, s) for v in fvs])
+        return Call(ctor, args)
 
-    def global_value(self, gv: GlobalVar, s: dict):
+    def _global_value(self, gv: GlobalVar, s: dict):
         """A global function used as a value: a field-less constructor calling it."""
         func = self.mod[gv]
         params = [Var(p.name_hint, p.type_annotation) for p in func.params]
         wrapper = Function(params, Call(gv, params))
-        return self.closure(wrapper, {}, s)
+        return (yield self._closure(wrapper, {}, s))
 
-    def call(self, e: Call, env: dict, s: dict):
-        args = [self.expr(a, env, s) for a in e.args]
+    def _poly(self, e, env):
+        """The polymorphic lambda ``e`` stands for (a literal or a let-bound one), else None."""
+        if isinstance(e, Function) and e.type_params:
+            return _PolyClosure(e, env, {})
+        if isinstance(e, GlobalVar):
+            func = self.mod[e]
+            if isinstance(func, Function) and func.type_params:  # eta-expanded, then encoded
+                params = [Var(p.name_hint, p.type_annotation) for p in func.params]
+                return _PolyClosure(Function(params, Call(e, params), func.ret_type,
+                                             func.type_params), {}, {})
+        found = env.get(e) if isinstance(e, Var) else None
+        return found if isinstance(found, _PolyClosure) else None
+
+    def _instantiate(self, poly: _PolyClosure, expected, env: dict, s: dict):
+        """``poly``'s lambda encoded at the (concrete) function type ``expected``; its free
+        variables are read where it is used (``env``)."""
+        fn = poly.fn
+        inst: dict = {}
+        _unify_vars(self._type_of(fn, {}), expected, inst, set(fn.type_params))
+        return (yield self._closure(fn, env, {**s, **poly.s, **_resolved(inst)}))
+
+    def _call(self, e: Call, env: dict, s: dict):
         f = e.op
+        polys = [self._poly(a, env) for a in e.args]
+        if isinstance(f, GlobalVar) and any(polys):
+            types = [self._type_of(a, s) for a in e.args]
+            callee, inst = self.specialize(f, types, with_subst=True)
+            func = self.mod[f]
+            args = []
+            for a, p, q in zip(e.args, polys, func.params, strict=True):
+                args.append((yield self._expr(a, env, s)) if p is None else
+                            (yield self._instantiate(p, _subst(q.checked_type, inst), env, s)))
+            return Call(callee, args)
+        if isinstance(f, Var) and isinstance(env.get(f), _PolyClosure):  # called directly
+            poly = env[f]
+            args = yield self._exprs(e.args, env, s)
+            expected = FuncType([self._type_of(a, s) for a in e.args],
+                                self._type_of(e, s))
+            closure = yield self._instantiate(poly, expected, env, s)
+            return Call(self.adt(expected).apply, [closure, *args])
+        args = yield self._exprs(e.args, env, s)
         if isinstance(f, Op | Constructor):
             return Call(f, args, e.attrs, e.type_args)
         if isinstance(f, GlobalVar):
             types = [self._type_of(a, s) for a in e.args]
             return Call(self.specialize(f, types), args)
         if isinstance(f, Function):  # an immediately applied lambda: bind its parameters
-            inner = dict(env)
+            saved = [(p, env.get(p, _MISSING)) for p in f.params]
             binds = []
             for p, a in zip(f.params, args, strict=True):
                 v = Var(p.name_hint)
-                inner[p] = v
+                env[p] = v
                 binds.append((v, a))
-            out = self.block(f.body, inner, s)
+            out = yield self._block(f.body, env, s)
+            _restore(env, saved)
             for v, a in reversed(binds):
                 out = Let(v, a, out)
             return out
         adt = self.adt(self._type_of(f, s))
-        return Call(adt.apply, [self.expr(f, env, s), *args])
+        return Call(adt.apply, [(yield self._expr(f, env, s)), *args])
 
     # -------------------------------------------------------------- globals
-    def specialize(self, gv: GlobalVar, arg_types: list) -> GlobalVar:
+    def specialize(self, gv: GlobalVar, arg_types: list, with_subst: bool = False):
+        """``gv`` cloned for these argument types (``gv`` itself when it is first-order)."""
         func = self.mod[gv]
         if not isinstance(func, Function):
-            return gv
+            return (gv, {}) if with_subst else gv
         s: dict = {}
+        flexible = set(func.type_params)
+        for t in arg_types:  # a polymorphic lambda's own type parameters are unknowns too
+            if isinstance(t, FuncType):
+                flexible.update(t.type_params)
         for p, t in zip(func.params, arg_types, strict=True):
-            _unify(p.checked_type if p._checked_type is not None else p.type_annotation, t, s)
+            _unify_vars(p.checked_type if p._checked_type is not None else p.type_annotation,
+                        t, s, flexible)
+        s = _resolved(s)
         concrete = [_subst(p.checked_type, s) for p in func.params]
         if not func.type_params and all(_is_first_order(t) for t in concrete):
             key = (gv, None)
@@ -280,7 +429,7 @@ class _Defunc:
                 new = GlobalVar(f"{gv.name_hint}_{len(self.specialized)}")
             self.specialized[key] = new
             self.pending.append((gv, new, s))
-        return new
+        return (new, s) if with_subst else new
 
     def run_pending(self, out_mod):
         while self.pending:

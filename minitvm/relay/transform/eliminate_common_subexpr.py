@@ -14,7 +14,7 @@ from ...ir.structural import structural_equal
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, TupleGetItem
-from ..expr_functor import ExprMutator
+from ..scoped_functor import ScopedMutator
 from .function_pass import function_pass
 
 
@@ -33,7 +33,7 @@ def _arg_key(a):
     return id(a)
 
 
-class CommonSubexprEliminator(ExprMutator):
+class CommonSubexprEliminator(ScopedMutator):
     """The mutator behind EliminateCommonSubexpr; ``eliminated`` counts the reused calls."""
 
     def __init__(self, fskip=None):
@@ -43,10 +43,10 @@ class CommonSubexprEliminator(ExprMutator):
         self.items: dict[tuple, TupleGetItem] = {}
         self.eliminated = 0
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if fn.get_attr("Primitive", 0):
             return fn
-        return super().visit_function(fn)
+        return (yield from self.base_gen_function(fn))
 
     def visit_call(self, call):
         new = super().visit_call(call)

@@ -23,7 +23,7 @@ from ...runtime.ndarray import NDArray
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Let, Tuple, const
-from ..expr_functor import ExprMutator
+from ..scoped_functor import ScopedMutator
 from .function_pass import function_pass
 
 _NEVER_FOLD = frozenset({"device_copy", "on_device", "annotation.stop_fusion",
@@ -83,7 +83,7 @@ def _to_expr(value, ty):
     return Constant(NDArray(arr))  # a fresh result: no copy needed
 
 
-class ConstantFolder(ExprMutator):
+class ConstantFolder(ScopedMutator):
     """The mutator behind FoldConstant; ``folded`` counts the calls it evaluated."""
 
     def __init__(self, fold_qnn: bool = False):
@@ -92,18 +92,18 @@ class ConstantFolder(ExprMutator):
         self.fold_qnn = fold_qnn
         self._inside_primitive = False
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if not fn.get_attr("Primitive", 0):
-            return super().visit_function(fn)
+            return (yield from self.base_gen_function(fn))
         # as TVM: inside a primitive function calls stay as they are (lets, ifs and tuple
         # projections around them are still simplified)
         outer, self._inside_primitive = self._inside_primitive, True
         try:
-            return super().visit_function(fn)
+            return (yield from self.base_gen_function(fn))
         finally:
             self._inside_primitive = outer
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         # walk the chain iteratively, substituting lets whose value folds to a constant
         chain, node = [], let
         while isinstance(node, Let) and node not in self.memo_map:
@@ -111,12 +111,12 @@ class ConstantFolder(ExprMutator):
             node = node.body
         kept = []
         for n in chain:
-            value = self.visit(n.value)
+            value = yield n.value
             if _is_simple_constant(value):
                 self.memo_map[n.var] = value
             else:
-                kept.append((n, self.visit(n.var), value))
-        body = self.visit(node)
+                kept.append((n, (yield n.var), value))
+        body = yield node
         for n, v, value in reversed(kept):
             body = n if (v is n.var and value is n.value and body is n.body) else Let(
                 v, value, body, n.span)

@@ -28,14 +28,14 @@ from ...transform.graph_partitioner import (
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..scoped_functor import ScopedMutator, ScopedVisitor
 from .function_pass import function_pass
 
 _SCALAR_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 DEFAULT_MAX_DEPTH = 256
 
 
-class _GraphBuilder(ExprVisitor):
+class _GraphBuilder(ScopedVisitor):
     """Builds the indexed forward graph: nodes in post-DFS order with pattern-labelled edges."""
 
     def __init__(self):
@@ -65,14 +65,14 @@ class _GraphBuilder(ExprVisitor):
         n.index = len(self.order)
         self.order.append(n)
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if fn.get_attr("Primitive", 0) or fn.get_attr("Compiler"):
             self._add(fn)
             return
         for p in fn.params:
             self._edge(p, None, OPAQUE)
         self._edge(fn.body, None, OPAQUE)
-        super().visit_function(fn)
+        yield from self.base_gen_function(fn)
         self._add(fn)
 
     def visit_constant(self, c):
@@ -130,7 +130,7 @@ class _GraphBuilder(ExprVisitor):
     def visit_constructor(self, c):
         self._add(c)
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         chain, node = [], let
         while isinstance(node, Let) and node not in self.memo_map:
             chain.append(node)
@@ -138,7 +138,7 @@ class _GraphBuilder(ExprVisitor):
             self._edge(node.value, None, OPAQUE)
             node = node.body
         self._edge(node, None, OPAQUE)
-        super().visit_let(let)
+        yield from self.base_gen_let(let)
         for n in reversed(chain):
             self._add(n)
 
@@ -163,8 +163,8 @@ class _GraphBuilder(ExprVisitor):
         super().visit_ref_write(r)
         self._extern_children(r, (r.ref, r.value))
 
-    def visit_match(self, m):
-        super().visit_match(m)
+    def gen_match(self, m):
+        yield from self.base_gen_match(m)
         self._extern_children(m, [m.data] + [c.rhs for c in m.clauses])
 
 
@@ -177,7 +177,7 @@ def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> 
     return {n.ref: groups[n.index].find_root() for n in order}
 
 
-class _Fuser(ExprMutator):
+class _Fuser(ScopedMutator):
     """Rewrites each group rooted at a call (or tuple-get-item) into a call of a new function."""
 
     def __init__(self, gmap):
@@ -188,10 +188,10 @@ class _Fuser(ExprMutator):
     def _member(self, e, group) -> bool:
         return self.gmap.get(e) is group and not isinstance(e, Var)
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if fn.get_attr("Primitive", 0):
             return fn
-        return super().visit_function(fn)
+        return (yield from self.base_gen_function(fn))
 
     def visit_call(self, call):
         if isinstance(call.op, Op):

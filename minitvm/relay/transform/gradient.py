@@ -1,7 +1,8 @@
 """gradient: reverse-mode automatic differentiation of a Relay function.
 
 ``gradient(f)`` returns ``fn(params) -> (f(params), (d out / d p for each p))``: the gradient of
-the sum of the output's elements (a ones seed), TVM's contract. ``mode="first_order"`` works on
+the sum of the output's elements (a ones seed), TVM's contract; for a tuple result the
+first-order mode seeds every field, the higher-order mode only the first (TVM's ``init_grad``). ``mode="first_order"`` works on
 first-order dataflow programs (ops, tuples, lets) and produces a plain let chain: the forward
 values, then one accumulated gradient per value in reverse order. ``mode="higher_order"`` (the
 default) works on every program -- closures, If, recursion through global functions, ADTs and

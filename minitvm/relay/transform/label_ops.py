@@ -1,42 +1,79 @@
 """LabelOps: give every function a ``hash`` attribute (16 hex digits of its structural hash) and
-the layout attributes of the calls in its body, as relay.build does before lowering."""
+the layout attributes of the calls in its body, as relay.build does before lowering.
+
+A nested function counts in its enclosing function's hash through its own label (it is hashed
+as a global named after that label), so labelling closures nested N deep costs time linear in
+the program, not N times its size; the layouts of a nested function's calls are inherited from
+its record in the same post order as a full walk would meet them.
+"""
 
 from __future__ import annotations
 
+from ...ir.expr import GlobalVar
 from ...ir.structural import structural_hash
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
-from ..expr import Call
-from ..expr_functor import ExprMutator, post_order_visit
+from ..expr import Function
+from ..expr_functor import ExprMutator, ExprVisitor
 from .function_pass import function_pass
 
 
-def _layout_attrs(body) -> dict:
-    found = {}
+def _own_layouts(body, nested: dict) -> dict:
+    """Layout attributes of the calls in ``body`` in post order; a nested function contributes
+    its recorded layouts (``nested``) where the walk meets it, without being walked again."""
+    found: dict = {}
 
-    def visit(e):
-        if isinstance(e, Call) and e.attrs is not None and hasattr(e.attrs, "keys"):
-            for k in e.attrs.keys():
-                if "layout" in k and e.attrs[k]:
-                    found.setdefault(k, e.attrs[k])
+    class _Calls(ExprVisitor):
+        def visit_function(self, fn):
+            for k, v in nested.get(fn, {}).items():
+                found.setdefault(k, v)
 
-    post_order_visit(body, visit)
+        def visit_call(self, e):
+            super().visit_call(e)
+            if e.attrs is not None and hasattr(e.attrs, "keys"):
+                for k in e.attrs.keys():
+                    if "layout" in k and e.attrs[k]:
+                        found.setdefault(k, e.attrs[k])
+
+    _Calls().visit(body)
     return found
 
 
+class _Stubs(ExprMutator):
+    """The function's own nodes with each nested function replaced by a global named after the
+    nested function's label."""
+
+    def visit_function(self, fn):
+        return GlobalVar(f"labelled_{fn.get_attr('hash') or structural_hash(fn):}")
+
+
+def _label_hash(fn) -> int:
+    return structural_hash(Function(fn.params, _Stubs().visit(fn.body), fn.ret_type,
+                                    fn.type_params, fn.attrs))
+
+
 class _Labeler(ExprMutator):
+    #: the function hook only acts after the children are rewritten: the worklist may visit
+    #: them first, so nested closures cost no Python stack
+    _expand_scopes = True
+
     def __init__(self):
         super().__init__()
         self.count = 0
+        self.layouts: dict = {}
 
     def visit_function(self, fn):
         new = super().visit_function(fn)
+        layouts = _own_layouts(new.body, self.layouts)
         if new.get_attr("hash") is not None:
+            self.layouts[new] = layouts
             return new
         self.count += 1
-        attrs = {"hash": f"{structural_hash(new):016x}"}
-        attrs.update({k: v for k, v in _layout_attrs(new.body).items() if new.get_attr(k) is None})
-        return new.with_attrs(attrs)
+        attrs = {"hash": f"{_label_hash(new):016x}"}
+        attrs.update({k: v for k, v in layouts.items() if new.get_attr(k) is None})
+        out = new.with_attrs(attrs)
+        self.layouts[out] = layouts
+        return out
 
 
 @register_pass("LabelOps")

@@ -18,6 +18,7 @@ from ...transform.stats import record_stat
 from ..analysis.free_vars import bound_vars, free_type_vars, free_vars
 from ..expr import Call, Function, Var, bind
 from ..expr_functor import ExprMutator
+from ..scoped_functor import ScopedMutator
 from ._pass_helpers import has_nonzero_attr, make_module_pass, register
 
 __all__ = ["LambdaLift", "lambda_lift"]
@@ -56,7 +57,11 @@ def _fresh_binders(fn: Function) -> Function:
     return _Renamer(mapping).visit(fn) if mapping else fn
 
 
-class _LambdaLifter(ExprMutator):
+class _LambdaLifter(ScopedMutator):
+    """Lifts closures innermost first. Each is named and analysed after its body is lifted (the
+    inner closures are then calls of globals), so nesting N deep costs time linear in the
+    program; a recursive call is first a placeholder, bound to the global once it is named."""
+
     def __init__(self, mod):
         super().__init__()
         self.mod = mod
@@ -64,62 +69,75 @@ class _LambdaLifter(ExprMutator):
         self.letrec: list = []
         self.lambda_map: dict = {}
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         chain = self._let_chain(let)
         parts = []
         for node in chain:
             value = node.value
             is_lambda = isinstance(value, Function) and not has_nonzero_attr(value, "Primitive")
             if is_lambda:
-                self.letrec.append(node.var)
-            parts.append(self.visit(value))
-            if is_lambda:
-                self.letrec.pop()
-        body = self.visit(chain[-1].body)
-        for node, value in zip(reversed(chain), reversed(parts)):
+                self.letrec.append((node.var, value))
+            try:
+                parts.append((yield value))
+            finally:
+                if is_lambda:
+                    self.letrec.pop()
+        body = yield chain[-1].body
+        for node, value in zip(reversed(chain), reversed(parts), strict=True):
             body = node.with_fields(value=value, body=body)
         return body
 
     def visit_call(self, call):
         new = super().visit_call(call)
         op = call.op
-        if isinstance(op, Var) and self.letrec and op is self.letrec[-1]:
+        if isinstance(op, Var) and self.letrec and op is self.letrec[-1][0]:
             target = self.lambda_map.get(op)
             if target is not None:
                 return Call(target, new.args, call.attrs, call.type_args, call.span)
         return new
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if has_nonzero_attr(fn, "Primitive"):
             return fn
         if self.nesting == 0:
             self.nesting += 1
             try:
-                body = self.visit(fn.body)
+                body = yield fn.body
             finally:
                 self.nesting -= 1
             return fn if body is fn.body else fn.with_fields(body=body)
-        return self._lift(fn)
+        return (yield from self._lift(fn))
 
     def _lift(self, fn):
-        name = f"lifted_name{structural_hash(fn)}"
-        gv = self.mod.get_global_var(name) if name in self.mod else GlobalVar(name)
-        recursive_var = self.letrec[-1] if self.letrec else None
-        captured = [v for v in free_vars(fn) if v is not recursive_var]
-        recursive = recursive_var is not None and len(captured) < len(free_vars(fn))
-        tvars = free_type_vars(fn, self.mod)
-        fresh = [Var(v.name_hint, _var_type(v)) for v in captured]
-        if recursive:
-            self.lambda_map[recursive_var] = Call(gv, list(captured)) if captured else gv
+        # only the function a let binds is that let's recursive function (a closure nested in
+        # it that calls the let's variable captures the enclosing function's global instead)
+        recursive_var = self.letrec[-1][0] if self.letrec and self.letrec[-1][1] is fn else None
+        placeholder = None
+        if recursive_var is not None:
+            placeholder = Var(recursive_var.name_hint, recursive_var.type_annotation)
+            placeholder._checked_type = recursive_var._checked_type
+            self.lambda_map[recursive_var] = placeholder
         self.nesting += 1
         try:
-            body = self.visit(fn.body)
+            body = yield fn.body
         finally:
             self.nesting -= 1
+        shallow = fn if body is fn.body else fn.with_fields(body=body)
+        found = free_vars(shallow)
+        captured = [v for v in found if v is not recursive_var and v is not placeholder]
+        recursive = placeholder is not None and placeholder in found
+        name = f"lifted_name{structural_hash(shallow)}"
+        gv = self.mod.get_global_var(name) if name in self.mod else GlobalVar(name)
+        if placeholder is not None:
+            del self.lambda_map[recursive_var]
+        if recursive:
+            body = bind(body, {placeholder: Call(gv, list(captured)) if captured else gv})
+        tvars = free_type_vars(shallow, self.mod)
+        fresh = [Var(v.name_hint, _var_type(v)) for v in captured]
         if not captured and not tvars:
             lifted = fn.with_fields(body=body)
         else:
-            inner = fn.with_fields(body=bind(body, dict(zip(captured, fresh))))
+            inner = fn.with_fields(body=bind(body, dict(zip(captured, fresh, strict=True))))
             lifted = Function(fresh, inner, _func_type_annotation(fn), tvars,
                               {"Closure": 1}, fn.span)
         lifted = _fresh_binders(lifted)

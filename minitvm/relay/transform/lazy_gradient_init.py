@@ -20,10 +20,10 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..adt import Clause, Constructor, Match, PatternConstructor, PatternTuple, PatternVar
 from ..expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
-from ..expr_functor import ExprMutator
+from ..scoped_functor import ScopedMutator
 from ._ad_common import lets
 from ._pass_helpers import register
-from .infer_type import InferTypeLocal
+from .infer_type import InferType, InferTypeLocal
 
 __all__ = ["LazyGradientInit", "lazy_gradient_init"]
 
@@ -88,7 +88,10 @@ class _Std:
         return e
 
 
-class _Lazy(ExprMutator):
+class _Lazy(ScopedMutator):
+    """The rewrite; function and match hooks are generators (``scoped_functor``), so scopes
+    nest to any depth without Python recursion."""
+
     def __init__(self, std: _Std, mod):
         super().__init__()
         self.std = std
@@ -102,23 +105,26 @@ class _Lazy(ExprMutator):
     def visit_constant(self, c):
         return Call(self.std.raw, [c])
 
-    def visit_function(self, fn):
-        params = [self.visit(p) for p in fn.params]
+    def gen_function(self, fn):
+        params = []
+        for p in fn.params:
+            params.append((yield p))
         ret = self.std.cell_type(fn.ret_type) if fn.ret_type is not None else None
-        return Function(params, self.visit(fn.body), ret, fn.type_params, fn.attrs, fn.span)
+        body = yield fn.body
+        return Function(params, body, ret, fn.type_params, fn.attrs, fn.span)
 
     def visit_if(self, ite):
         cond = self.std.unwrap(self.visit(ite.cond), ite.cond.checked_type)
         return If(cond, self.visit(ite.true_branch), self.visit(ite.false_branch))
 
-    def visit_match(self, m):
+    def gen_match(self, m):
         """Constructor fields hold plain values: rebind each pattern variable as cells."""
         clauses = []
         for c in m.clauses:
             binds: list = []
             lhs = self._plain_pattern(c.lhs, binds)
-            clauses.append(Clause(lhs, lets(binds, self.visit(c.rhs))))
-        data = self.std.unwrap(self.visit(m.data), m.data.checked_type)
+            clauses.append(Clause(lhs, lets(binds, (yield c.rhs))))
+        data = self.std.unwrap((yield m.data), m.data.checked_type)
         return Match(data, clauses, m.complete)
 
     def _plain_pattern(self, p, binds):
@@ -203,7 +209,8 @@ def LazyGradientInit():  # noqa: N802 - TVM's name
             overloaded += n_over
         record_stat("lazy zero/one tensors", lazy)
         record_stat("overloaded add/multiply", overloaded)
-        return new
+        return InferType()(new)  # TVM's function pass re-infers types afterwards
 
-    return module_pass(run, opt_level=1, name="LazyGradientInit")
+    # opt level 2: TVM v0.19 registers it as a function pass at level 2
+    return module_pass(run, opt_level=2, name="LazyGradientInit")
 

@@ -58,17 +58,23 @@ class _Merger:
         """TVM's RegionMerger: each region, after its parents, first
         inherits its parents' restrictions; a parent of another compiler becomes a
         restriction, and a parent of the same compiler not in the restrictions is merged into
-        it (restrictions naming the parent then name the merged region)."""
+        it. Restriction and parent sets hold region ids as recorded and are read through
+        ``find``, so a set naming a merged region names the merged result without rewriting
+        every set at each merge (which made a long chain of regions quadratic)."""
         restrictions: dict[int, set[int]] = {}
+
+        def restricted_by(i: int) -> set[int]:
+            return {self.find(q) for q in restrictions.get(i, ())}
+
         for rid in self._parents_first():
             cur = self.find(rid)
             parents = sorted(self._parents(cur))
-            own = restrictions.setdefault(cur, set())
+            own = restricted_by(cur)
             for p in parents:
-                own |= restrictions.get(p, set())
+                own |= restricted_by(p)
             for q in {self.find(i) for i in self.outside[rid]} - {cur}:
                 own.add(q)
-                own |= restrictions.get(q, set())
+                own |= restricted_by(q)
             for p in parents:
                 if self.target[p] != self.target[cur]:
                     own.add(p)
@@ -76,11 +82,9 @@ class _Merger:
                 if p in own:
                     continue  # merging would make a cycle through another compiler's region
                 self.up[p] = cur
-                self.parents[cur] = (self.parents[cur] | self.parents[p]) - {p, cur}
-                for rs in restrictions.values():
-                    if p in rs:
-                        rs.discard(p)
-                        rs.add(cur)
+                self.parents[cur] = {self.find(i) for i in self.parents[cur] | self.parents[p]}
+                self.parents[cur].discard(cur)
+            restrictions[cur] = own
 
     def same(self, a, b) -> bool:
         ra, rb = self.rs.region_of(a), self.rs.region_of(b)

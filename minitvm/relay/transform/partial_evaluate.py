@@ -43,6 +43,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
+from ..printer import trampoline
 from ._ad_common import lets
 from ._pass_helpers import register
 from .to_a_normal_form import to_a_normal_form
@@ -74,6 +75,33 @@ class _PV:
         self.dyn = dyn
 
 
+class _Deferred:
+    """The residual of a let-bound closure, made when its block ends and only if some emitted
+    code names it: a closure that is only ever inlined costs one evaluation of its body, not
+    two per nesting level (which is exponential in the depth)."""
+
+    __slots__ = ("fn", "env", "name", "used")
+
+    def __init__(self, fn, env, name):
+        self.fn, self.env, self.name, self.used = fn, env, name, False
+
+
+class _ClosurePV(_PV):
+    """A known closure; reading its residual (``dyn``) marks the residual as needed."""
+
+    __slots__ = ("deferred",)
+
+    def __init__(self, closure, deferred):  # noqa: D107 - no base __init__: dyn is derived
+        self.kind = "closure"
+        self.data = closure
+        self.deferred = deferred
+
+    @property
+    def dyn(self):
+        self.deferred.used = True
+        return self.deferred.name
+
+
 def _dynamic(atom) -> _PV:
     return _PV(None, None, atom)
 
@@ -103,6 +131,7 @@ class _PE:
         self.store: dict = {}
         self.active: dict = {}
         self.depth = 0
+        self.bound: frozenset = frozenset()  # the evaluated function's type parameters
         self.count = 0
         self.folded = 0
         self.inlined = 0
@@ -114,27 +143,42 @@ class _PE:
         expression it computes) when that mentions an ADT: an unused ``Nothing`` or a match
         on one cannot be typed from its uses."""
         self.count += 1
-        v = Var(f"{hint}{self.count}", _adt_annotation(like))
+        v = Var(f"{hint}{self.count}", _adt_annotation(like, self.bound))
         binds.append((v, value))
         return v
 
+    # Every step that may enter a scope or an inlined call is a generator: it ``yield``s its
+    # sub-steps to one explicit stack (``printer.trampoline``), so the Python stack stays flat
+    # however deeply closures, branches and lets nest.
     def block(self, expr, env):
-        binds: list = []
-        pv = self.eval_block(expr, env, binds)
-        return lets(binds, pv.dyn)
+        """The residual of block ``expr`` in ``env`` (its bindings as lets)."""
+        return trampoline.run(self._block(expr, env))
 
-    def eval_block(self, expr, env, binds) -> _PV:
+    def _block(self, expr, env):
+        binds: list = []
+        pv = yield self._eval_block(expr, env, binds)
+        result = pv.dyn
+        # the residuals of this block's closures, innermost first: making one may need an
+        # earlier one; the unneeded ones are dropped
+        for i in range(len(binds) - 1, -1, -1):
+            v, value = binds[i]
+            if isinstance(value, _Deferred):
+                binds[i] = (v, (yield self._residual_function(value.fn, value.env))
+                            if value.used else None)
+        return lets([b for b in binds if b[1] is not None], result)
+
+    def _eval_block(self, expr, env, binds):
         e = expr
         while isinstance(e, Let):
             if isinstance(e.value, Function):
                 self._bind_function(e.var, e.value, env, binds)
             else:
-                env.vars[e.var] = self.eval(e.value, env, binds, e.var.name_hint)
+                env.vars[e.var] = yield self._eval(e.value, env, binds, e.var.name_hint)
             e = e.body
-        return self.eval(e, env, binds, "x")
+        return (yield self._eval(e, env, binds, "x"))
 
     # -------------------------------------------------------------- values
-    def eval(self, e, env, binds, hint) -> _PV:
+    def _eval(self, e, env, binds, hint):
         if isinstance(e, Var):
             return env.lookup(e)
         if isinstance(e, Constant):
@@ -150,35 +194,37 @@ class _PE:
             self._bind_function(v, e, env, binds)
             return env.vars.pop(v)
         if isinstance(e, Tuple):
-            fields = [self.eval(f, env, binds, hint) for f in e.fields]
+            fields = []
+            for f in e.fields:
+                fields.append((yield self._eval(f, env, binds, hint)))
             return _PV("tuple", fields, self.push(binds, Tuple([f.dyn for f in fields]), hint,
                                                   e))
         if isinstance(e, TupleGetItem):
-            t = self.eval(e.tuple_value, env, binds, hint)
+            t = yield self._eval(e.tuple_value, env, binds, hint)
             if t.kind == "tuple":
                 return t.data[e.index]
             return _dynamic(self.push(binds, TupleGetItem(t.dyn, e.index), hint, e))
         if isinstance(e, Call):
-            return self.call(e, env, binds, hint)
+            return (yield self._call(e, env, binds, hint))
         if isinstance(e, If):
-            return self.eval_if(e, env, binds, hint)
+            return (yield self._eval_if(e, env, binds, hint))
         if isinstance(e, Match):
-            return self.eval_match(e, env, binds, hint)
+            return (yield self._eval_match(e, env, binds, hint))
         if isinstance(e, Let):
-            return self.eval_block(e, _Env(env), binds)
+            return (yield self._eval_block(e, _Env(env), binds))
         if isinstance(e, RefCreate):
-            value = self.eval(e.value, env, binds, hint)
+            value = yield self._eval(e.value, env, binds, hint)
             atom = self.push(binds, RefCreate(value.dyn), hint)
             self.store[atom] = value
             return _PV("ref", atom, atom)
         if isinstance(e, RefRead):
-            ref = self.eval(e.ref, env, binds, hint)
+            ref = yield self._eval(e.ref, env, binds, hint)
             if ref.kind == "ref" and ref.data in self.store:
                 return self.store[ref.data]
             return _dynamic(self.push(binds, RefRead(ref.dyn), hint))
         if isinstance(e, RefWrite):
-            ref = self.eval(e.ref, env, binds, hint)
-            value = self.eval(e.value, env, binds, hint)
+            ref = yield self._eval(e.ref, env, binds, hint)
+            value = yield self._eval(e.value, env, binds, hint)
             atom = self.push(binds, RefWrite(ref.dyn, value.dyn), hint)
             if ref.kind == "ref":
                 self.store[ref.data] = value
@@ -189,34 +235,37 @@ class _PE:
 
     def _bind_function(self, var, fn, env, binds):
         """``let var = fn``: a known closure (recursive through ``var``) and its residual."""
-        name = Var(var.name_hint, _annotation(var.type_annotation))
-        pv = _PV("closure", _Closure(fn, env), name)
-        env.vars[var] = pv
-        binds.append((name, self.residual_function(fn, env)))
+        name = Var(var.name_hint, _annotation(var.type_annotation, self.bound))
+        deferred = _Deferred(fn, env, name)
+        env.vars[var] = _ClosurePV(_Closure(fn, env), deferred)
+        binds.append((name, deferred))
 
-    def residual_function(self, fn, env):
+    def _residual_function(self, fn, env):
         """The function with its body partially evaluated for unknown arguments."""
         saved, self.store = self.store, {}
         inner = _Env(env)
         params = []
         for p in fn.params:
-            np_ = Var(p.name_hint, _annotation(p.type_annotation))
+            np_ = Var(p.name_hint, _annotation(p.type_annotation, self.bound))
             inner.vars[p] = _dynamic(np_)
             params.append(np_)
-        body = self.block(fn.body, inner)
+        body = yield self._block(fn.body, inner)
         self.store = saved
-        return Function(params, body, _annotation(fn.ret_type), fn.type_params, fn.attrs)
+        return Function(params, body, _annotation(fn.ret_type, self.bound), fn.type_params,
+                        fn.attrs)
 
     # -------------------------------------------------------------- calls
-    def call(self, e, env, binds, hint) -> _PV:
+    def _call(self, e, env, binds, hint):
         f = e.op
-        args = [self.eval(a, env, binds, hint) for a in e.args]
+        args = []
+        for a in e.args:
+            args.append((yield self._eval(a, env, binds, hint)))
         if isinstance(f, Op):
             return self.op_call(e, args, binds, hint)
         if isinstance(f, Constructor):
             return _PV("ctor", (f, args), self.push(binds, Call(f, [a.dyn for a in args]), hint,
                                                     e))
-        fpv = self.eval(f, env, binds, hint)
+        fpv = yield self._eval(f, env, binds, hint)
         target = None
         if fpv.kind == "closure":
             target = (fpv.data.fn, fpv.data.env)
@@ -225,7 +274,7 @@ class _PE:
             if isinstance(func, Function) and not (func.attrs and func.attrs.get("Primitive")):
                 target = (self._global_anf(fpv.data, func), None)
         if target is not None and self._may_inline(target[0], args):
-            return self.inline(target[0], target[1], args, binds)
+            return (yield self._inline(target[0], target[1], args, binds))
         self.store = {}  # an unknown call may write any reference
         return _dynamic(self.push(binds, Call(fpv.dyn, [a.dyn for a in args], e.attrs), hint,
                                   e))
@@ -244,7 +293,7 @@ class _PE:
             return True
         return active < MAX_RECURSION and any(a.kind is not None for a in args)
 
-    def inline(self, fn, env, args, binds) -> _PV:
+    def _inline(self, fn, env, args, binds):
         frame = _Env(env)
         for p, a in zip(fn.params, args, strict=True):
             frame.vars[p] = a
@@ -252,7 +301,7 @@ class _PE:
         self.depth += 1
         self.inlined += 1
         try:
-            return self.eval_block(fn.body, frame, binds)
+            return (yield self._eval_block(fn.body, frame, binds))
         finally:
             self.depth -= 1
             self.active[fn] -= 1
@@ -282,35 +331,35 @@ class _PE:
         return _from_value(value, out_t)
 
     # -------------------------------------------------------------- control flow
-    def eval_if(self, e, env, binds, hint) -> _PV:
-        cond = self.eval(e.cond, env, binds, hint)
+    def _eval_if(self, e, env, binds, hint):
+        cond = yield self._eval(e.cond, env, binds, hint)
         if cond.kind == "tensor":
             branch = e.true_branch if bool(np.asarray(cond.data)) else e.false_branch
-            return self.eval_block(branch, _Env(env), binds)
+            return (yield self._eval_block(branch, _Env(env), binds))
         saved = self.store
         self.store = dict(saved)
-        then = self.block(e.true_branch, _Env(env))
+        then = yield self._block(e.true_branch, _Env(env))
         self.store = dict(saved)
-        other = self.block(e.false_branch, _Env(env))
+        other = yield self._block(e.false_branch, _Env(env))
         self.store = {}
         return _dynamic(self.push(binds, If(cond.dyn, then, other), hint, e))
 
-    def eval_match(self, e, env, binds, hint) -> _PV:
-        data = self.eval(e.data, env, binds, hint)
+    def _eval_match(self, e, env, binds, hint):
+        data = yield self._eval(e.data, env, binds, hint)
         for clause in e.clauses:
             frame = _Env(env)
             verdict = _static_match(clause.lhs, data, frame.vars)
             if verdict is None:
                 break  # undecidable statically
             if verdict:
-                return self.eval_block(clause.rhs, frame, binds)
+                return (yield self._eval_block(clause.rhs, frame, binds))
         saved = self.store
         clauses = []
         for clause in e.clauses:
             frame = _Env(env)
             pattern = _dynamic_pattern(clause.lhs, frame.vars)
             self.store = dict(saved)
-            clauses.append(Clause(pattern, self.block(clause.rhs, frame)))
+            clauses.append(Clause(pattern, (yield self._block(clause.rhs, frame))))
         self.store = {}
         return _dynamic(self.push(binds, Match(data.dyn, clauses, e.complete), hint, e))
 
@@ -377,15 +426,16 @@ def _match_all(patterns, fields, out):
     return result
 
 
-def _annotation(t):
-    """A variable's annotation for the residual, dropped when it names type parameters (code
-    inlined from a polymorphic function is not polymorphic where it lands)."""
+def _annotation(t, bound=frozenset()):
+    """A variable's annotation for the residual, dropped when it names type parameters other
+    than ``bound`` (the evaluated function's own): code inlined from a polymorphic function is
+    not polymorphic where it lands."""
     if t is None:
         return None
     stack = [t]
     while stack:
         x = stack.pop()
-        if isinstance(x, TypeVar) and not isinstance(x, GlobalTypeVar):
+        if isinstance(x, TypeVar) and not isinstance(x, GlobalTypeVar) and x not in bound:
             return None
         for name in ("fields", "arg_types", "args"):
             stack.extend(getattr(x, name, ()) or ())
@@ -408,7 +458,7 @@ def _typed_anf(func, mod):
     return anf
 
 
-def _adt_annotation(e):
+def _adt_annotation(e, bound=frozenset()):
     """The checked type of ``e`` when it mentions an ADT (and no type parameter), else None."""
     t = getattr(e, "_checked_type", None)
     if t is None:
@@ -417,7 +467,7 @@ def _adt_annotation(e):
     while stack:
         x = stack.pop()
         if isinstance(x, TypeCall):
-            return _annotation(t)
+            return _annotation(t, bound)
         stack.extend(getattr(x, "fields", ()) or ())
     return None
 
@@ -438,6 +488,7 @@ def partial_evaluate(func: Function, mod=None, stats: list | None = None) -> Fun
     """PartialEvaluate on one function (its parameters unknown)."""
     pe = _PE(mod)
     anf = _typed_anf(func, mod)
+    pe.bound = frozenset(anf.type_params)
     env = _Env()
     for p in anf.params:
         env.vars[p] = _dynamic(p)

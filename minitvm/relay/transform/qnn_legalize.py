@@ -1,6 +1,7 @@
 """QnnLegalize and QnnCanonicalize: the two halves of relay.build's ``qnn.Legalize`` group.
-They apply the ``FTVMQnnLegalize`` / ``FTVMQnnCanonicalize`` hooks of quantized ops (none are
-registered in minitvm's op set yet, so on float models they change nothing)."""
+They apply the ``FTVMQnnLegalize`` (target-dependent operand dtypes, in
+``relay.qnn.op.legalizations``) / ``FTVMQnnCanonicalize`` (integer Relay) hooks of quantized ops;
+on float models they change nothing."""
 
 from __future__ import annotations
 

@@ -21,8 +21,9 @@ already simplified and typed; the rewrites of TVM's SimplifyExpr, in its order:
 * ``a*x*x + b*x*y + c*y*y`` (constants a, b, c; any operand order) factored into
   ``a * ((x + p*y) * (x + q*y))`` when the discriminant is not negative (TVM's SimplifyBinomial).
 
-Not done: the folding of rank-changing layout_transform pairs. SimplifyExprPostAlterOp runs TVM's subset: identities,
-reshapes, same/consecutive casts, clip + casts, clip.
+A rank-changing layout_transform next to a transpose or another layout_transform folds into one
+layout_transform (TVM's FoldRankChangingLayoutTrans). SimplifyExprPostAlterOp runs TVM's
+subset: identities, reshapes, same/consecutive casts, clip + casts, clip.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ..op import transform as _tr
 from ..op import transform_index as _ti
+from ..op.layout import Layout
 from ._pass_helpers import register
 from .function_pass import function_pass
 
@@ -188,15 +190,81 @@ def _permutation(call, ndim):
     return None
 
 
+def _axis_order(call, ndim: int):
+    """TVM's GetTransposeAxisOrder: a transpose's axes, or for a layout_transform the source
+    position of each of the first ``ndim`` destination axes."""
+    if _is_call(call, "transpose"):
+        return _axes(call, ndim)
+    src, dst = Layout(call.attrs.src_layout), Layout(call.attrs.dst_layout)
+    return [src.index_of(dst[i]) for i in range(ndim)]
+
+
+def _rank_changing(call) -> bool:
+    """A layout_transform whose layouts have different numbers of axes (TVM compares the
+    strings' lengths, so NCHW8c -> NCHW16c counts there and folds wrongly)."""
+    return _is_call(call, "layout_transform") and \
+        len(Layout(call.attrs.src_layout)) != len(Layout(call.attrs.dst_layout))
+
+
+def _fold_rank_changing(data, outer, inner):
+    """TVM's FoldRankChangingLayoutTrans: a rank-changing layout_transform next to a transpose
+    or another layout_transform becomes one layout_transform of ``data``; None otherwise."""
+    desc = None
+    if _rank_changing(outer):
+        desc = [Layout(outer.attrs.src_layout), Layout(outer.attrs.dst_layout), inner]
+    if _rank_changing(inner):
+        if desc is None:
+            desc = [Layout(inner.attrs.src_layout), Layout(inner.attrs.dst_layout), outer]
+        elif desc[0].name != Layout(inner.attrs.dst_layout).name:
+            return None  # TVM checks this: back-to-back transforms meet in one layout
+        else:
+            desc[0] = Layout(inner.attrs.src_layout)
+    if desc is None:
+        return None
+    src, dst, other = desc
+    if len(src) < len(dst):
+        if not src.name.isupper():
+            return None
+        order = _axis_order(other, len(src))
+        inverse = [0] * len(order)
+        for i, a in enumerate(order):
+            inverse[a] = i
+        return _tr.layout_transform(data, "".join(src.name[i] for i in inverse), dst.name)
+    if len(src) > len(dst):
+        if not dst.name.isupper():
+            return None
+        order = _axis_order(other, len(dst))
+        return _tr.layout_transform(data, src.name, "".join(dst.name[i] for i in order))
+    if _is_call(other, "layout_transform"):
+        if src == dst:
+            return data
+        return _tr.layout_transform(data, src.name, dst.name)
+    return None
+
+
 def simplify_transpose(call):
-    """Two consecutive transposes / layout_transforms become one transpose (TVM's rule; an
-    identity result is then removed by simplify_noop_transpose)."""
+    """Two consecutive transposes / layout_transforms become one transpose, or one
+    layout_transform when either changes rank (TVM's rule; an identity transpose is then
+    removed by simplify_noop_transpose)."""
     if not (isinstance(call.args[0] if call.args else None, Call)):
         return None
     inner = call.args[0]
     t = _type(inner.args[0]) if inner.args else None
     if not isinstance(t, TensorType):
         return None
+    if not (_is_call(call, "transpose") or _is_call(call, "layout_transform")) or not (
+            _is_call(inner, "transpose") or _is_call(inner, "layout_transform")):
+        return None
+    folded = _fold_rank_changing(inner.args[0], call, inner)
+    if folded is not None:
+        if _is_call(folded, "layout_transform") and \
+                folded.attrs.src_layout == folded.attrs.dst_layout:
+            return inner.args[0]
+        return folded
+    if _is_call(call, "layout_transform") and _is_call(inner, "layout_transform") and \
+            call.attrs.dst_layout == inner.attrs.src_layout and \
+            call.attrs.src_layout == inner.attrs.dst_layout:
+        return inner.args[0]  # a blocked layout there and back (TVM: an identity transpose)
     ndim = len(t.shape)
     first, second = _permutation(inner, ndim), _permutation(call, ndim)
     if first is None or second is None:

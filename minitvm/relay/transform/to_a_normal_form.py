@@ -342,8 +342,15 @@ class _Filler:
     def _let(self, e, v):
         (bscope,) = self.sub[e]
         yield e.value, e.var
-        body = bscope.get((yield e.body, None))
-        return self._compound(e, body, v)
+        body = yield e.body, None
+        scope = self.scope[e]
+        if scope is not bscope and (v is not None or self.include is None or e in self.include):
+            # _compound would unwrap the lets get() wraps: hand the bindings over instead, or
+            # every let of a chain rebuilds the whole chain below it (quadratic)
+            scope.bindings.extend(bscope.bindings)
+            bscope.bindings = []
+            return self._compound(e, body, v)
+        return self._compound(e, bscope.get(body), v)
 
     def _match(self, e, v):
         data = yield e.data, None

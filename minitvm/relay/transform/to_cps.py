@@ -6,7 +6,9 @@ continuation; primitive operator calls stay direct. ``If`` and ``match`` bind th
 block once as a join-point continuation shared by the branches. Function types inside become CPS
 function types with the same answer type; a called global ``@f`` is converted once into
 ``@f_cps`` (added to the module, as TVM does). ``un_cps`` applies a CPS function to the identity
-continuation. Works on the A-normal form; let chains are folded with loops.
+continuation. Works on the A-normal form; let chains are folded with loops, and the steps that
+enter a nested scope (a function body, the branches of an ``if`` or ``match``) are generators run
+on one explicit stack (``printer.trampoline``), so nesting depth costs no Python recursion.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
+from ..printer import trampoline
 from ._pass_helpers import register
 from .function_pass import function_pass
 from .infer_type import InferTypeLocal
@@ -74,17 +77,20 @@ class _CPS:
     # -------------------------------------------------------------- blocks
     def block(self, expr, k):
         """CPS of an ANF block whose result goes to continuation ``k`` (a Var)."""
+        return trampoline.run(self._block(expr, k))
+
+    def _block(self, expr, k):
         steps: list = []  # ("let", var, value) | ("call", var, f, args) | ("branch", var, build)
         e = expr
         while isinstance(e, Let):
             if isinstance(e.value, Var | GlobalVar | Op | Constructor):
                 self.env[e.var] = self.atom(e.value)  # a renaming: no binding needed
             else:
-                steps.append(self.step(e.var, e.value))
+                steps.append((yield self._step(e.var, e.value)))
             e = e.body
         if self._needs_cont(e):
             tail_var = self.fresh("x", _type_of(e))
-            steps.append(self.step(None, e, tail_var))
+            steps.append((yield self._step(None, e, tail_var)))
             body = Call(k, [tail_var])
         else:
             body = Call(k, [self.atom(e)])
@@ -100,7 +106,7 @@ class _CPS:
                 join = self.fresh("k", None)
                 join = Var(join.name_hint, FuncType([v.type_annotation], self.answer)
                            if v.type_annotation is not None else None)
-                body = Let(join, Function([v], body), build(join))
+                body = Let(join, Function([v], body), (yield build(join)))
         return body
 
     def _needs_cont(self, e) -> bool:
@@ -108,8 +114,9 @@ class _CPS:
             return not isinstance(e.op, Op | Constructor)
         return isinstance(e, If | Match)
 
-    def step(self, var, value, new_var=None):
-        """One binding of the chain: a direct let, a call with continuation, or a branch."""
+    def _step(self, var, value, new_var=None):
+        """One binding of the chain: a direct let, a call with continuation, or a branch (whose
+        builder makes the generator of the branches' blocks)."""
         if new_var is None:
             new_var = self.fresh(var.name_hint if var is not None else "x", _type_of(value))
         if var is not None:
@@ -120,14 +127,24 @@ class _CPS:
         if isinstance(value, If):
             cond = self.atom(value.cond)
             t_br, f_br = value.true_branch, value.false_branch
-            return ("branch", new_var,
-                    lambda j: If(cond, self.block(t_br, j), self.block(f_br, j)))
+            return ("branch", new_var, lambda j: self._if(cond, t_br, f_br, j))
         if isinstance(value, Match):
             data = self.atom(value.data)
-            return ("branch", new_var, lambda j: Match(data, [
-                Clause(self.pattern(c.lhs), self.block(c.rhs, j)) for c in value.clauses],
-                value.complete))
+            return ("branch", new_var, lambda j: self._match(data, value, j))
+        if isinstance(value, Function):
+            return ("let", new_var, (yield self._function(value)))
         return ("let", new_var, self.simple(value))
+
+    def _if(self, cond, t_br, f_br, j):
+        then = yield self._block(t_br, j)
+        return If(cond, then, (yield self._block(f_br, j)))
+
+    def _match(self, data, m, j):
+        clauses = []
+        for c in m.clauses:
+            lhs = self.pattern(c.lhs)
+            clauses.append(Clause(lhs, (yield self._block(c.rhs, j))))
+        return Match(data, clauses, m.complete)
 
     # -------------------------------------------------------------- values
     def callee(self, f):
@@ -166,6 +183,9 @@ class _CPS:
         raise TypeError(f"to_cps: unexpected {type(e).__name__} in A-normal form")
 
     def function(self, fn, type_params=()):
+        return trampoline.run(self._function(fn, type_params))
+
+    def _function(self, fn, type_params=()):
         params = []
         for p in fn.params:
             np_ = Var(p.name_hint, self._ty(_type_of(p) or p.type_annotation))
@@ -173,7 +193,7 @@ class _CPS:
             params.append(np_)
         ret = _type_of(fn.body)
         k = Var("k", FuncType([self._ty(ret)], self.answer) if ret is not None else None)
-        body = self.block(fn.body, k)
+        body = yield self._block(fn.body, k)
         return Function(params + [k], body, self.answer, list(fn.type_params) + list(type_params))
 
     def pattern(self, p):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...transform.stats import record_stat
-from ..expr import Call, Function, Let, RefCreate, RefRead, RefWrite, Var
-from ..expr_functor import ExprMutator, ExprVisitor, dataflow_children
+from ..expr import Call, Function, Let, RefCreate, RefRead, RefWrite
+from ..expr_functor import dataflow_children
+from ..scoped_functor import ScopedMutator
 from ._pass_helpers import register
 from .function_pass import function_pass
 
@@ -54,42 +55,36 @@ class _EffectAnalysis:
         return memo[expr]
 
 
-def _uses_var(var: Var, expr) -> bool:
-    found = []
+class _GraphNormalizer(ScopedMutator):
+    """Substitutes let values at their uses; the let hook runs on the driver's stack, and
+    whether a closure refers to its own variable is read from the variables its visit met (a
+    let variable can only occur inside its own value or the let's body)."""
 
-    class _Finder(ExprVisitor):
-        def visit_var(self, v):
-            if v is var:
-                found.append(v)
-
-    _Finder().visit(expr)
-    return bool(found)
-
-
-class _GraphNormalizer(ExprMutator):
     def __init__(self):
         super().__init__()
         self.subst: dict = {}
         self.effects = _EffectAnalysis()
         self.count = 0  # bindings substituted away
+        self.met: set = set()
 
     def visit_var(self, v):
+        self.met.add(v)
         return self.subst.get(v, v)
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         chain = self._let_chain(let)
         kept = []
         for node in chain:
-            value = self.visit(node.value)
+            value = yield node.value
             if self.effects(value):
                 kept.append((node.var, value, node.span))
                 continue
-            if isinstance(node.value, Function) and _uses_var(node.var, node.value):
+            if isinstance(node.value, Function) and node.var in self.met:
                 value = Let(node.var, value, node.var)
             self.subst[node.var] = value
             self.count += 1
             self.memo_map.pop(node.var, None)
-        body = self.visit(chain[-1].body)
+        body = yield chain[-1].body
         for var, value, span in reversed(kept):
             body = Let(var, value, body, span)
         return body

@@ -29,7 +29,7 @@ from ...transform.context import PassContext
 from ...transform.stats import record_stat
 from ..adt import Clause
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
-from ..expr_functor import ExprMutator
+from ..scoped_functor import ScopedMutator
 from ..op import tensor as _t
 from ._pass_helpers import register
 from .function_pass import function_pass
@@ -97,7 +97,10 @@ def _is_float(dtype: str) -> bool:
     return dtype.startswith(("float", "bfloat"))
 
 
-class _MixedPrecision(ExprMutator):
+class _MixedPrecision(ScopedMutator):
+    """The rewrite; scope hooks are generators (``scoped_functor``), so closures and lets
+    nest to any depth without Python recursion."""
+
     def __init__(self, mixed_type: str, missing_op_mode: int, mod=None):
         super().__init__()
         self.mixed = mixed_type
@@ -215,20 +218,24 @@ class _MixedPrecision(ExprMutator):
             out = self.cast(out, out_dtype)
         return out
 
-    def visit_function(self, fn):
+    def gen_function(self, fn):
         if fn.attrs and fn.attrs.get("Primitive"):
             return fn
-        new = super().visit_function(fn)
+        new = yield from self.base_gen_function(fn)
         body = self.cast_to(new.body, fn.checked_type.ret_type)  # a closure keeps its type
         if body is not new.body:
             new = Function(new.params, body, new.ret_type, new.type_params, new.attrs, new.span)
+        if new is not fn and new._checked_type is None:
+            if self._typed(body).checked_type == fn.checked_type.ret_type and all(
+                    a is b for a, b in zip(new.params, fn.params, strict=True)):
+                new._checked_type = fn.checked_type  # same signature: no re-inference
         return self._typed(new)
 
-    def visit_let(self, let):
+    def gen_let(self, let):
         chain = self._let_chain(let)
         parts = []
         for node in chain:
-            value = self.visit(node.value)
+            value = yield node.value
             var = node.var
             old_t, new_t = var.checked_type, self._typed(value).checked_type
             if new_t != old_t:
@@ -239,14 +246,16 @@ class _MixedPrecision(ExprMutator):
                     new_var._checked_type = new_t
                     self.memo_map[var] = var = new_var
             parts.append((var, value))
-        body = self.visit(chain[-1].body)
+        body = yield chain[-1].body
+        body_type = self._typed(body).checked_type
         for node, (var, value) in zip(reversed(chain), reversed(parts), strict=True):
             if var is node.var and value is node.value and body is node.body:
                 body = node
             else:
                 body = Let(var, value, body, node.span)
+                body._checked_type = body_type  # a let has its body's type
             self.memo_map[node] = body
-        return self._typed(body)
+        return body
 
     def _join(self, branches, original):
         """Branches that must agree on a type: as they are when they do, else each cast back
@@ -262,9 +271,13 @@ class _MixedPrecision(ExprMutator):
                           ite.checked_type)
         return self._typed(ite.with_fields(cond, t, f))
 
-    def visit_match(self, m):
-        data = self.visit(m.data)
-        clauses = [self.visit_clause(c) for c in m.clauses]
+    def gen_match(self, m):
+        data = yield m.data
+        clauses = []
+        for c in m.clauses:
+            lhs = self.visit_pattern(c.lhs)
+            rhs = yield c.rhs
+            clauses.append(c if (lhs is c.lhs and rhs is c.rhs) else Clause(lhs, rhs))
         rhs = self._join([c.rhs for c in clauses], m.checked_type)
         clauses = [c if r is c.rhs else Clause(c.lhs, r) for c, r in zip(clauses, rhs,
                                                                             strict=True)]

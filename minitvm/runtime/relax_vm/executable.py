@@ -22,12 +22,12 @@ import zipfile
 
 import numpy as np
 
-from ..module import Kernel, Module
+from ..module import Kernel, Module, _meta_digest, _sha256
 from .builtins import ShapeTuple
 from .kernel import NativeKernel
 
 FORMAT = "minitvm-relax-vm"
-VERSION = 1
+VERSION = 2  # 2: members and the metadata carry SHA-256 digests
 META = "minitvm_relax_vm.json"
 
 CALL, RET, GOTO, IF, KILL, MOVE = range(6)
@@ -161,52 +161,182 @@ class Executable(Module):
                               for f in self.functions.values()]}
         buf = io.BytesIO()
         np.savez(buf, **arrays)
+        members = {"constants.npz": buf.getvalue()}
+        members.update((f, t.encode()) for f, t in files.items())
+        # digests: a damaged or edited file is refused on load instead of running code whose
+        # sizes, registers or kernel specs no longer match (memory safety)
+        meta["sha256"] = {f: _sha256(b) for f, b in members.items()}
+        meta["meta_sha256"] = _meta_digest(meta)
         tmp = f"{path}.{os.getpid()}.tmp"
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr(META, json.dumps(meta))
-            z.writestr("constants.npz", buf.getvalue())
-            for fname, text in files.items():
-                z.writestr(fname, text)
-        os.replace(tmp, path)
+        try:
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr(META, json.dumps(meta))
+                for fname, data in members.items():
+                    z.writestr(fname, data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
 
     def __repr__(self):
         return f"Executable(functions={list(self.functions)}, kernels={len(self.kernels)})"
 
 
+def _read_archive(path: str, z: zipfile.ZipFile) -> tuple[dict, dict[str, bytes]]:
+    """The checked metadata and every member of archive ``z``, digest-verified."""
+    raw = {}
+    for n in z.namelist():
+        try:
+            raw[n] = z.read(n)
+        except Exception as err:  # noqa: BLE001 - CRC, zlib, truncation
+            raise ValueError(f"load_module: {path!r} member {n!r} is damaged: "
+                             f"{type(err).__name__}: {err}") from None
+    where = f"load_module: {path!r} member {META!r}"
+    try:
+        meta = json.loads(raw[META])
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{where} is not valid JSON: {str(err)[:200]}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where} must be a JSON object")
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} version "
+                         f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION} "
+                         "(re-export it with this minitvm)")
+    digests = meta.get("sha256")
+    if not isinstance(digests, dict) or meta.get("meta_sha256") != _meta_digest(meta):
+        raise ValueError(f"{where} was modified or damaged (its SHA-256 differs from the one "
+                         "recorded at export)")
+    for n in raw:
+        if n != META and n not in digests:
+            raise ValueError(f"load_module: {path!r} member {n!r} was not written by "
+                             "export_library")
+    for n, digest in digests.items():
+        if n not in raw:
+            raise ValueError(f"load_module: {path!r} member {n!r} is missing")
+        if not isinstance(digest, str) or _sha256(raw[n]) != digest:
+            raise ValueError(f"load_module: {path!r} member {n!r} was modified or damaged "
+                             "(its SHA-256 differs from the one recorded at export)")
+    if "constants.npz" not in raw:
+        raise ValueError(f"load_module: {path!r} member 'constants.npz' is missing")
+    return meta, raw
+
+
+def _is_index(v, bound: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < bound
+
+
+def _valid_arg(a, nregs: int, nfuncs: int, nconsts: int) -> bool:
+    if not isinstance(a, list | tuple) or len(a) != 2 or a[0] not in range(5):
+        return False
+    kind, v = a
+    if kind == ARG_REG:
+        return _is_index(v, nregs)
+    if kind == ARG_CONST:
+        return _is_index(v, nconsts)
+    if kind == ARG_FUNC:
+        return _is_index(v, nfuncs)
+    if kind == ARG_IMM:
+        return isinstance(v, int) and not isinstance(v, bool)
+    return True
+
+
+def _valid_instruction(ins, pc: int, f: VMFunction, nfuncs: int, nconsts: int) -> bool:
+    if not ins or ins[0] not in _OPNAMES:
+        return False
+    op, nregs = ins[0], f.num_regs
+    if op == CALL:
+        return (len(ins) == 4 and _is_index(ins[1], nregs) and _is_index(ins[2], nfuncs)
+                and isinstance(ins[3], list | tuple)
+                and all(_valid_arg(a, nregs, nfuncs, nconsts) for a in ins[3]))
+    if op in (RET, KILL):
+        return len(ins) == 2 and _is_index(ins[1], nregs)
+    if op == MOVE:
+        return len(ins) == 3 and _is_index(ins[1], nregs) and \
+            _valid_arg(ins[2], nregs, nfuncs, nconsts)
+    off = ins[-1]  # GOTO off / IF cond off
+    if len(ins) != (2 if op == GOTO else 3) or not isinstance(off, int) \
+            or not 0 <= pc + off <= len(f.code):
+        return False
+    return op == GOTO or _is_index(ins[1], nregs)
+
+
+def _check_code(f: VMFunction, nfuncs: int, nconsts: int, where: str) -> None:
+    """Every instruction of ``f`` well formed: known opcode, registers below ``num_regs``,
+    function table / constant indices in range, jumps inside the function."""
+    for pc, ins in enumerate(f.code):
+        if not _valid_instruction(ins, pc, f, nfuncs, nconsts):
+            raise ValueError(f"{where}: function {f.name!r} instruction {pc} {list(ins)!r} "
+                             "is malformed")
+
+
 def load_executable(path: str, z: zipfile.ZipFile) -> Executable:
-    """Read an archive written by ``Executable.export_library`` (opened as ``z``)."""
+    """Read an archive written by ``Executable.export_library`` (opened as ``z``): every
+    member is digest-verified and every field checked, so a damaged file is a ValueError
+    naming the file and the member, never a crash."""
     from .. import blas
     from ..module import _compile_ir
 
+    meta, raw = _read_archive(path, z)
+    where = f"load_module: {path!r} member {META!r}"
     try:
-        meta = json.loads(z.read(META))
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-            raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} version "
-                             f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION}")
-        npz = np.load(io.BytesIO(z.read("constants.npz")), allow_pickle=False)
+        try:
+            npz = np.load(io.BytesIO(raw["constants.npz"]), allow_pickle=False)
+            arrays = {k: npz[k] for k in npz.files}
+        except Exception as err:  # noqa: BLE001 - numpy's messages mislead ("pickled data")
+            raise ValueError(f"load_module: {path!r} member 'constants.npz' is damaged: "
+                             f"{type(err).__name__}") from None
         consts = []
         for k, c in enumerate(meta["constants"]):
             t = c["t"]
-            consts.append(npz[f"c{k}"] if t == "nd" else ShapeTuple(c["v"]) if t == "shape"
-                          else None if t == "none" else c["v"])
-        texts = {n: z.read(n).decode() for n in z.namelist() if n.startswith("kernels/")}
-        functions = [VMFunction(f["name"], f["params"], f["num_regs"], f["code"],
-                                f.get("param_sinfo")) for f in meta["functions"]]
-    except (KeyError, json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile) as err:
-        raise ValueError(f"load_module: {path!r} is damaged: {err}") from err
-    if meta["kernels"]:
+            if t == "nd":
+                if f"c{k}" not in arrays:
+                    raise ValueError(f"load_module: {path!r} member 'constants.npz' lacks c{k}")
+                consts.append(arrays[f"c{k}"])
+            elif t == "shape":
+                consts.append(ShapeTuple([int(x) for x in c["v"]]))
+            elif t == "none":
+                consts.append(None)
+            elif t in ("str", "int", "float") and isinstance(c["v"], {"str": str, "int": int,
+                                                                       "float": float}[t]):
+                consts.append(c["v"])
+            else:
+                raise ValueError(f"{where}: constant {k} has an unknown kind {t!r}")
+        texts = {n: raw[n].decode() for n in raw if n.startswith("kernels/")}
+        table = [tuple(e) for e in meta["func_table"]]
+        if not all(len(e) == 2 and all(isinstance(x, str) for x in e) for e in table):
+            raise ValueError(f"{where}: field 'func_table' is malformed")
+        functions = []
+        for f in meta["functions"]:
+            vf = VMFunction(str(f["name"]), [str(p) for p in f["params"]], f["num_regs"],
+                            f["code"], f.get("param_sinfo"))
+            if vf.num_regs < 0 or vf.num_regs > 1 << 24:
+                raise ValueError(f"{where}: function {vf.name!r} has {vf.num_regs} registers")
+            _check_code(vf, len(table), len(consts), where)
+            functions.append(vf)
+        specs = meta["kernels"]
+        if not isinstance(specs, dict):
+            raise ValueError(f"{where}: field 'kernels' must be an object")
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, UnicodeDecodeError,
+            OverflowError) as err:
+        raise ValueError(f"{where} is damaged: {type(err).__name__}: {err}") from None
+    if specs:
         blas.available()  # kernels may call the BLAS shim
     kernels = {}
-    for name, info in meta["kernels"].items():
+    for name, info in specs.items():
         ir = texts.get(f"kernels/{name}.ll")
-        where = f"load_module({path!r}) kernel {name!r}"
+        kwhere = f"load_module({path!r}) member 'kernels/{name}.ll'"
         if ir is None:
-            raise ValueError(f"{where}: its LLVM IR is missing")
-        compiled = _compile_ir(ir, info["symbol"], where)
+            raise ValueError(f"{kwhere}: the kernel's LLVM IR is missing")
+        if not isinstance(info, dict) or not isinstance(info.get("spec"), dict):
+            raise ValueError(f"{where}: kernel {name!r} has no spec")
+        compiled = _compile_ir(ir, info.get("symbol"), kwhere)
         rec = Kernel(name, "native", symbol=info["symbol"], address=compiled.address, ir=ir,
                      compiled=compiled)
         kernels[name] = (rec, info["spec"])
-    return Executable(functions, meta["func_table"], consts, kernels)
+    return Executable(functions, table, consts, kernels)
 
 
 def load_relax_executable(path: str) -> Executable | None:
@@ -216,6 +346,7 @@ def load_relax_executable(path: str) -> Executable | None:
             if META not in z.namelist():
                 return None
             return load_executable(path, z)
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError,
+            RuntimeError) as err:
         raise ValueError(f"load_module: {path!r} is damaged: {type(err).__name__}: "
                          f"{err}") from None

@@ -157,13 +157,40 @@ def _from_source(source: str, extra_vars: dict | None, source_name: str):
             continue
         results.append(_parse_def(top, stmt, env))
     if not results:
-        raise ParserError("the text defines nothing to parse: expected an @I.ir_module class, "
-                          "an @R.function or a @T.prim_func", source_name)
+        raise src.error(tree.body[-1] if tree.body else _Pos(1, 0),
+                        "the text defines nothing to parse: expected an @I.ir_module class, "
+                        "an @R.function or a @T.prim_func")
     if len(results) > 1:
-        raise ParserError(f"the text defines {len(results)} top-level objects; from_source "
-                          "parses one (an @I.ir_module class holds several functions)",
-                          source_name)
+        defs = [st for st in tree.body if isinstance(st, ast.FunctionDef | ast.ClassDef)]
+        raise src.error(defs[1] if len(defs) > 1 else tree.body[-1],
+                        f"the text defines {len(results)} top-level objects; from_source "
+                        "parses one (an @I.ir_module class holds several functions)")
     return results[0]
+
+
+class _Pos:
+    """A position (1-based line, 0-based column) where no ``ast`` node is at hand."""
+
+    def __init__(self, lineno: int, col_offset: int):
+        self.lineno = lineno
+        self.col_offset = col_offset
+
+
+def _deepest(text: str) -> tuple[int, int]:
+    """(line, column) of the most deeply nested bracket of ``text`` (both 1-based)."""
+    depth = best = 0
+    line, col, where = 1, 0, (1, 1)
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "([{":
+            depth += 1
+            if depth > best:
+                best, where = depth, (line, col)
+        elif ch in ")]}":
+            depth -= 1
+    return where
 
 
 def _ast_parse(text: str, name: str, line_offset: int = 0, col_offset: int = 0):
@@ -173,9 +200,14 @@ def _ast_parse(text: str, name: str, line_offset: int = 0, col_offset: int = 0):
         raise ParserError(f"invalid Python syntax: {e.msg}", name, (e.lineno or 1) + line_offset,
                           (e.offset or 1) + col_offset, (e.text or "").rstrip("\n"),
                           max((e.offset or 1) - 1, 0)) from None
-    except RecursionError:
+    except (RecursionError, MemoryError):
+        line, col = _deepest(text)
+        lines = text.splitlines()
         raise ParserError("an expression is nested too deeply for Python's own parser "
-                          "(ast.parse); split it into several bindings", name) from None
+                          "(ast.parse); split it into several bindings", name,
+                          line + line_offset, col + col_offset,
+                          lines[line - 1][:200] if 0 < line <= len(lines) else "",
+                          col - 1) from None
 
 
 def _is_metadata_assign(stmt) -> bool:
@@ -198,6 +230,18 @@ def _load_metadata(top: _TopLevel, stmt) -> dict:
         raw = json.loads(text)
     except ValueError as e:
         raise top.error(stmt, f"the metadata is not valid JSON: {e}") from None
+    except RecursionError:
+        raise top.error(stmt, "the metadata JSON is nested too deeply") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+        raise top.error(stmt, "the metadata must be a JSON object of lists")
+    try:
+        return _metadata_objects(raw)
+    except (TypeError, ValueError, KeyError, OverflowError, MemoryError) as e:
+        raise top.error(stmt, f"bad metadata entry: {type(e).__name__}: {e}") from None
+
+
+def _metadata_objects(raw: dict) -> dict:
+    """The constants and arrays of the parsed metadata JSON ``raw``."""
     import numpy as np
 
     from ...relax.expr import const
@@ -208,6 +252,11 @@ def _load_metadata(top: _TopLevel, stmt) -> dict:
         objs = []
         for item in items:
             if isinstance(item, dict) and {"dtype", "shape", "data"} <= set(item):
+                if not isinstance(item["dtype"], str) or not isinstance(item["shape"], list) \
+                        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                   for d in item["shape"]):
+                    raise ValueError(f"{key}: a constant needs a dtype string and a shape of "
+                                     f"non-negative integers, got {str(item)[:100]}")
                 arr = np.asarray(item["data"], dtype=item["dtype"]).reshape(item["shape"])
                 if key == "relax.expr.Constant":
                     objs.append(const(arr, item["dtype"]))

@@ -2,7 +2,10 @@
 
 ``generator``: seeded random well-typed Relay programs; ``strategies``: the same as hypothesis
 strategies; ``differential``: the checks every registered pass must pass on them;
-``parser_fuzz`` and ``library_fuzz``: "clear error or correct result" fuzzers.
+``parser_fuzz`` and ``library_fuzz``: "clear error or correct result" fuzzers. The Relax side:
+``relax_generator`` (+ ``relax_strategies``), ``relax_reference`` (the numpy oracle),
+``relax_differential`` (every Relax pass, the build pipeline, relax.build + VM at two symbolic
+sizes), ``relax_parser_fuzz``, ``relax_library_fuzz`` and ``relax_executor_fuzz``.
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -53,12 +53,26 @@ def resolve_pass(name: str):
     raise ValueError(f"{name} is neither a pass nor a factory of one")
 
 
+def _is_relax_pass_name(name: str) -> bool:
+    from .relax_differential import relax_pass_names
+
+    return any(n == name or n.rsplit(".", 1)[-1] == name for n in relax_pass_names())
+
+
 def run_check_pass(name: str, programs: int = 100, seed: int = 0, imports=(),
                    round_trip: bool = True, max_ops: int = 14, show: int = 3,
-                   out=sys.stdout) -> int:
-    """Check pass ``name`` on ``programs`` random programs; print a summary; exit status."""
+                   out=sys.stdout, dialect: str | None = None) -> int:
+    """Check pass ``name`` on ``programs`` random programs; print a summary; exit status.
+    ``dialect="relax"`` (automatic for a registered Relax pass) uses random Relax programs."""
     for path in imports:
         _import_file(path)
+    from ...transform.registry import get_pass_entry
+
+    entry = get_pass_entry(name)
+    if dialect == "relax" or (dialect is None and (
+            (entry is not None and entry.module.startswith("minitvm.relax."))
+            or (entry is None and ":" not in name and _is_relax_pass_name(name)))):
+        return _run_relax(name, programs, seed, round_trip, max_ops, show, out)
     try:
         factory = resolve_pass(name)
     except (ValueError, ImportError) as err:
@@ -86,4 +100,50 @@ def run_check_pass(name: str, programs: int = 100, seed: int = 0, imports=(),
     for f in failures[:show]:
         out.write("\n" + str(f)[:4000] + "\n")
     out.write(f"\nre-run one: minitvm check-pass {name} --programs 1 --seed {failures[0].seed}\n")
+    return 1
+
+
+def _run_relax(name: str, programs: int, seed: int, round_trip: bool, max_ops: int, show: int,
+               out) -> int:
+    """The Relax differential checks (``relax_differential``) of pass ``name``."""
+    from .relax_differential import check_relax_pass, make_relax_pass
+    from .relax_generator import generate_relax_program
+
+    if ":" in name:
+        try:
+            factory = resolve_pass(name)
+        except (ValueError, ImportError) as err:
+            out.write(f"minitvm check-pass: {err}\n")
+            return 2
+    else:
+        try:
+            make_relax_pass(name)
+        except ValueError as err:
+            out.write(f"minitvm check-pass: {err}\n")
+            return 2
+        factory = None
+    t0 = time.perf_counter()
+    failures = []
+    kinds: dict[str, int] = {}
+    for k in range(programs):
+        prog = generate_relax_program(seed + k, max_ops=max_ops)
+        found = check_relax_pass(prog, name, pass_factory=factory, round_trip=round_trip)
+        for f in found:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        failures.extend(found)
+    dt = time.perf_counter() - t0
+    out.write(f"check-pass {name} (Relax): {programs} random Relax programs (seeds {seed}.."
+              f"{seed + programs - 1}) in {dt:.1f} s: "
+              f"{programs - len({f.seed for f in failures})} passed every check\n")
+    out.write("checks: runs without error, well formed after (relax.analysis.well_formed), same "
+              "values as the numpy reference (NaN-aware, both symbolic sizes), deterministic, "
+              "input unchanged, TVMScript round trip\n")
+    if not failures:
+        return 0
+    out.write("failures by kind: " + ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
+              + "\n")
+    for f in failures[:show]:
+        out.write("\n" + str(f)[:4000] + "\n")
+    out.write(f"\nre-run one: minitvm check-pass {name} --programs 1 --seed "
+              f"{failures[0].seed}\n")
     return 1

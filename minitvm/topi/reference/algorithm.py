@@ -24,7 +24,8 @@ def _argsort_values(x, axis, ascend):
     if ascend:
         return np.argsort(x, axis=axis, kind="stable")
     # descending, ties keep their original order
-    return np.argsort(-x if x.dtype.kind in "fi" else ~x, axis=axis, kind="stable")
+    # (~x, not -x, for integers: -x overflows on the most negative value)
+    return np.argsort(-x if x.dtype.kind == "f" else ~x, axis=axis, kind="stable")
 
 
 @reference("argsort")

@@ -334,7 +334,7 @@ def _pool(attrs, args, out_type, kind: str, spatial: str = "HW"):
     axes = tuple(range(-nd, 0))
     if kind == "max":
         if np.issubdtype(x.dtype, np.floating):
-            low = -np.inf
+            low = np.finfo(x.dtype).min  # TVM's topi pads with the lowest finite value
         elif x.dtype == np.bool_:
             low = False
         else:
@@ -343,7 +343,8 @@ def _pool(attrs, args, out_type, kind: str, spatial: str = "HW"):
         win = sliding_window_view(xp, dks, axis=tuple(range(lead, x.ndim)))
         res = win[(Ellipsis,) + sl][cut].max(axis=axes)
     else:
-        acc = np.float64 if x.dtype == np.float64 else np.float32
+        integer = np.issubdtype(x.dtype, np.integer)
+        acc = np.int64 if integer else np.float64 if x.dtype == np.float64 else np.float32
         xp = np.pad(x.astype(acc), widths)
         win = sliding_window_view(xp, dks, axis=tuple(range(lead, x.ndim)))
         total = win[(Ellipsis,) + sl][cut].sum(axis=axes)
@@ -355,9 +356,13 @@ def _pool(attrs, args, out_type, kind: str, spatial: str = "HW"):
         mask[region] = 1
         mwin = sliding_window_view(mask, dks)[sl][tuple(slice(0, o) for o in outs)]
         count = np.maximum(mwin.sum(axis=axes), 1)
-        res = total / count
-        if np.issubdtype(x.dtype, np.integer):
-            res = np.floor(res)
+        if integer:  # TVM's topi sums in the input dtype (wrapping) and divides with C
+            # semantics: truncation toward zero
+            total = total.astype(x.dtype).astype(np.int64)
+            count = count.astype(np.int64)
+            res = np.sign(total) * (np.abs(total) // count)
+        else:
+            res = total / count
     res = res.astype(x.dtype, copy=False)
     return np.ascontiguousarray(np.moveaxis(res, list(range(lead, x.ndim)), idx))
 

@@ -19,7 +19,12 @@ def poolnd_python(np_data, kernel, strides, dilation, padding_before, padding_af
         spatial = list(range(np_data.ndim - nd, np_data.ndim))
     x = np.moveaxis(np_data, spatial, range(np_data.ndim - nd, np_data.ndim)).astype(dtype)
     lead = x.shape[:-nd]
-    fill = -np.inf if pool_type == "max" else 0.0
+    # TVM's reference pads a max pool with the dtype's lowest value only without
+    # count_include_pad; otherwise (and for avg) with 0
+    fill = 0.0
+    if pool_type == "max" and not count_include_pad:
+        dt = np.dtype(dtype)
+        fill = np.finfo(dt).min if np.issubdtype(dt, np.floating) else np.iinfo(dt).min
     outs, dks = [], []
     for i in range(nd):
         dk = (kernel[i] - 1) * dilation[i] + 1

@@ -4,45 +4,21 @@ needs and produces, read by ConvertLayout / AlterOpLayout) and TVM's ConvertLayo
 
 from __future__ import annotations
 
-from ..layout import Layout
+from .._layout_rules import conv_layout, deformable_conv_layout, pool_layout
 from ..op import register_convert_op_layout, register_op_attr
-from ._conv_nd import conv3d, conv3d_transpose
+from ._conv_nd import conv3d, conv3d_transpose, deformable_conv2d
 from ._layout_hooks import _pool_hook
 from ._pool_nd import avg_pool3d, max_pool3d
 
-
-def _conv_layouts(attrs, in_layouts, in_types):
-    """The attrs fix every layout of a convolution."""
-    data = Layout(attrs.data_layout)
-    out = Layout(attrs.out_layout) if attrs.out_layout else data
-    return [data, Layout(attrs.kernel_layout)] + [None] * (len(in_layouts) - 2), [out]
-
-
-def _primal(layout: Layout) -> set:
-    return set(str(layout.primal()))
-
-
-def _pool_layouts(attrs, in_layouts, in_types):
-    """A pool follows the layout its input arrives in (rewriting its ``layout``) unless an
-    explicit ``out_layout`` pins it, as TVM's pools do."""
-    layout = Layout(attrs.layout)
-    if attrs.out_layout:
-        return [layout], [Layout(attrs.out_layout)]
-    cur = in_layouts[0] if in_layouts else None
-    if cur is not None and cur != layout and _primal(cur) == _primal(layout) and \
-            not any(ch.islower() for ch in str(cur)):
-        return [cur], [cur], attrs.with_fields(layout=str(cur))
-    return [layout], [layout]
-
-
 for _name in ("nn.conv3d", "nn.conv1d_transpose", "nn.conv3d_transpose",
-              "nn.contrib_depthwise_conv2d_NCHWc", "nn.deformable_conv2d"):
-    register_op_attr(_name, "FInferCorrectLayout", _conv_layouts)
+              "nn.contrib_depthwise_conv2d_NCHWc"):
+    register_op_attr(_name, "FInferCorrectLayout", conv_layout)
+register_op_attr("nn.deformable_conv2d", "FInferCorrectLayout", deformable_conv_layout)
 for _name in ("nn.max_pool3d", "nn.avg_pool3d", "nn.adaptive_max_pool1d",
               "nn.adaptive_avg_pool1d", "nn.adaptive_max_pool3d", "nn.adaptive_avg_pool3d",
               "nn.global_max_pool1d", "nn.global_avg_pool1d", "nn.global_max_pool3d",
               "nn.global_avg_pool3d"):
-    register_op_attr(_name, "FInferCorrectLayout", _pool_layouts)
+    register_op_attr(_name, "FInferCorrectLayout", pool_layout)
 
 
 def _desired(desired_layouts, op_name):
@@ -55,7 +31,8 @@ def _desired(desired_layouts, op_name):
 
 
 _DEFAULT_KERNEL = {"nn.conv3d": {"NCDHW": "OIDHW", "NDHWC": "DHWIO"},
-                   "nn.conv3d_transpose": {"NCDHW": "IODHW", "NDHWC": "DHWIO"}}
+                   "nn.conv3d_transpose": {"NCDHW": "IODHW", "NDHWC": "DHWIO"},
+                   "nn.deformable_conv2d": {"NCHW": "OIHW", "NHWC": "HWIO"}}
 
 
 def _conv_hook(op_name, ctor):
@@ -77,5 +54,6 @@ def _conv_hook(op_name, ctor):
 
 convert_conv3d = _conv_hook("nn.conv3d", conv3d)
 convert_conv3d_transpose = _conv_hook("nn.conv3d_transpose", conv3d_transpose)
+convert_deformable_conv2d = _conv_hook("nn.deformable_conv2d", deformable_conv2d)
 convert_max_pool3d = _pool_hook("nn.max_pool3d", max_pool3d)
 convert_avg_pool3d = _pool_hook("nn.avg_pool3d", avg_pool3d)

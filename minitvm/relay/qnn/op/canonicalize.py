@@ -67,7 +67,9 @@ def _dequantize(attrs, args, types):
 def _requantize(attrs, args, types):
     data, in_scale, in_zp, out_scale, out_zp = args
     nd = len(types[0].shape)
-    rounding = "TONEAREST" if attrs.rounding == "TONEAREST" else "UPWARD"
+    from .qnn import requantize_rounding
+
+    rounding = requantize_rounding(attrs)
     v = _requant_f64(data, types[0].dtype, _per_axis(in_scale, types[1], attrs.axis, nd),
                      _per_axis(in_zp, types[2], attrs.axis, nd), out_scale, out_zp, rounding)
     return _saturate(v, attrs.out_dtype)

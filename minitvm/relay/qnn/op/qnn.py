@@ -13,6 +13,55 @@ from ...op.op import define_op
 from ...op.type_relations import broadcast_shapes, check_num_args, tensor_arg, type_str
 
 _QUANT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
+_COMPUTE_DTYPES = ("None", "int64", "float32", "float64")
+_ROUNDINGS = ("UPWARD", "TONEAREST")
+
+
+class RequantizeConfig:
+    """Defaults for requantize calls whose ``rounding`` / ``compute_dtype`` is "None"
+    (TVM's ``relay.qnn.op.requantize_config``); read when the op is lowered or evaluated."""
+
+    def __init__(self, rounding: str = "UPWARD", compute_dtype: str = "int64"):
+        if rounding not in _ROUNDINGS:
+            raise ValueError(f"requantize_config: rounding must be UPWARD or TONEAREST, got "
+                             f"{rounding!r}")
+        if compute_dtype not in _COMPUTE_DTYPES[1:]:
+            raise ValueError(f"requantize_config: compute_dtype must be int64, float32 or "
+                             f"float64, got {compute_dtype!r}")
+        self.rounding = rounding
+        self.compute_dtype = compute_dtype
+
+    def get_rounding(self) -> str:
+        return self.rounding
+
+    def get_compute_dtype(self) -> str:
+        return self.compute_dtype
+
+    def __enter__(self):
+        _CONFIGS.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _CONFIGS.remove(self)
+
+
+_CONFIGS: list = []
+
+
+def requantize_config(**kwargs) -> RequantizeConfig:
+    """A RequantizeConfig to use as ``with relay.qnn.op.requantize_config(rounding=...):``."""
+    return RequantizeConfig(**kwargs)
+
+
+def current_requantize_config() -> RequantizeConfig:
+    """The innermost active RequantizeConfig (TVM's defaults outside any)."""
+    return _CONFIGS[-1] if _CONFIGS else RequantizeConfig()
+
+
+def requantize_rounding(attrs) -> str:
+    """A requantize call's rounding, "None" resolved through the current config."""
+    r = attrs.rounding
+    return current_requantize_config().rounding if r in ("None", None) else r
 
 
 class QuantizeAttrs(Attrs):
@@ -107,6 +156,9 @@ def _requantize_rel(arg_types, attrs):
     if attrs.rounding not in ("None", "UPWARD", "TONEAREST"):
         raise TypeError(f"qnn.requantize: rounding must be UPWARD or TONEAREST, got "
                         f"{attrs.rounding!r}")
+    if attrs.compute_dtype not in _COMPUTE_DTYPES:
+        raise TypeError(f"qnn.requantize: compute_dtype must be one of "
+                        f"{', '.join(_COMPUTE_DTYPES)}, got {attrs.compute_dtype!r}")
     return TensorType(data.shape, _out_dtype("qnn.requantize", attrs.out_dtype))
 
 
@@ -201,6 +253,15 @@ for _name in ("qnn.add", "qnn.subtract", "qnn.mul"):
               describe=f"Quantized elementwise {_name[4:]} with output requantization.")
 define_op("qnn.concatenate", _concatenate_rel, pattern=_INJ, attrs_type=ConcatenateAttrs,
           num_inputs=5, describe="Concatenate quantized tensors, requantizing to one output.")
+def _requantize_np(attrs, args, out_type):
+    from ....topi.reference.qnn import requantize_values
+
+    data, in_scale, in_zp, out_scale, out_zp = args
+    return requantize_values(data, in_scale, in_zp, out_scale, out_zp, attrs.axis,
+                             requantize_rounding(attrs), out_type.dtype)
+
+
+Op.get("qnn.requantize").set_attr("FNumpy", _requantize_np, 11)
 # As in TVM, qnn ops are non-computational until canonicalized: FoldConstant folds them only
 # with fold_qnn=True.
 for _name in Op.list_op_names():
