@@ -41,6 +41,8 @@ SUFFIX = ".mtk"
 _MAGIC = b"MTVMKC01"
 _HEADER = struct.Struct("<QQ32s")  # object length, compressed IR length, sha256 of both
 STALE_TMP_SECONDS = 3600
+# a store rescans the directory after this many of its own writes (else it counts them)
+RESCAN_WRITES = 256
 
 register_pass_config(CONFIG_KEY, bool, True,
                      "Keep compiled kernels in the on-disk cache ($MINITVM_CACHE_DIR, else "
@@ -80,6 +82,10 @@ class DiskCache:
         self.max_bytes = int(max_bytes)
         self.stats = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0}
         self._warned = False
+        # bytes in the cache as of the last directory scan plus this process's writes since:
+        # listing the directory on every store made a cold build spend seconds in stat calls
+        self._approx_bytes: int | None = None
+        self._writes_since_scan = 0
 
     def _path(self, key: str) -> Path:
         return self.dir / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
@@ -113,8 +119,9 @@ class DiskCache:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+            data = _encode(obj, ir_text)
             with open(tmp, "wb") as f:
-                f.write(_encode(obj, ir_text))
+                f.write(data)
             os.replace(tmp, path)
             self.stats["writes"] += 1
         except OSError as err:
@@ -124,7 +131,13 @@ class DiskCache:
                 warnings.warn(f"minitvm: cannot write the kernel cache in {self.dir}: {err}; "
                               f"set {ENV_DIR} or {ENV_DISABLE}=1", RuntimeWarning, stacklevel=2)
             return
-        self.evict()
+        self._writes_since_scan += 1
+        if self._approx_bytes is None or self._writes_since_scan >= RESCAN_WRITES:
+            self.evict()  # rescans: other processes may have written meanwhile
+        else:
+            self._approx_bytes += len(data)
+            if self._approx_bytes > self.max_bytes:
+                self.evict()
 
     # ------------------------------------------------------------------ maintenance
     def _files(self) -> list[tuple[float, int, Path]]:
@@ -151,6 +164,8 @@ class DiskCache:
         """Remove least recently used entries until the cache fits ``max_bytes``; the count."""
         files = self._files()
         total = sum(size for _, size, _ in files)
+        self._writes_since_scan = 0
+        self._approx_bytes = total
         if total <= self.max_bytes:
             return 0
         removed = 0
@@ -161,6 +176,7 @@ class DiskCache:
                 removed += 1
             total -= size
         self.stats["evicted"] += removed
+        self._approx_bytes = total
         return removed
 
     def info(self) -> dict:

@@ -331,3 +331,21 @@ def test_run_sharded_never_forks_from_a_thread(cache_dir, monkeypatch):
     t.start()
     t.join()
     assert out == [0]
+
+
+def test_store_does_not_list_the_directory_each_time(tmp_path, monkeypatch):
+    """A store counts its own writes and rescans only on the first store, every
+    RESCAN_WRITES stores or when the count passes the limit (listing the directory on
+    every store cost seconds of a cold build)."""
+    from minitvm.backend import disk_cache as dc
+
+    cache = dc.DiskCache(tmp_path, max_bytes=1 << 30)
+    scans = []
+    real = cache._files
+    monkeypatch.setattr(cache, "_files", lambda: scans.append(1) or real())
+    for k in range(20):
+        cache.put(f"k{k}", b"x" * 100, "ir")
+    assert len(scans) == 1
+    cache.max_bytes = 1  # now over the limit: the next store rescans and evicts
+    cache.put("last", b"y" * 100, "ir")
+    assert len(scans) == 2 and cache.stats["evicted"] > 0
