@@ -21,9 +21,31 @@ from ..tir.buffer import decl_buffer
 from ..tir.expr import IntImm, Var
 from ..tir.function import PrimFunc
 from ..tir.op import if_then_else
+from .common import vector_isa
 
 PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
+# the compiler's default register tile (mr rows x nr columns) by vector ISA: its mr * nr / lanes
+# accumulators plus the nr / lanes B vectors loaded per step must fit the register file. 8x32
+# fills 16 of AVX-512's 32 zmm registers; with AVX2's 16 ymm registers it needs 32 and spills.
+# Measured on a Zen 2 (AVX2), one thread, geomean over the MLP (784-128-10, batch 64/1024) and
+# BERT-base layer GEMMs: relative to 8x32, 6x16 0.53, 5x16 0.47-0.6, 4x16 0.50-0.62,
+# 8x8 0.58, 3x32 1.11, 4x24 11 (a 24-lane vector is not a whole number of registers). The
+# row block mc (64/128/256) made no difference beyond the noise. (``gemm``/``batch_gemm``'s
+# own defaults stay 8x32: callers pack B for those.)
+TILES = {"avx512": (8, 32), "avx2": (6, 16)}
+# widths of a tile that reads a [K, N] B in place (widest first): ones dividing N qualify
+DIRECT_WIDTHS = {"avx512": (32, 16), "avx2": (16, 8)}
+
+
+def default_tile() -> tuple[int, int]:
+    """(mr, nr): the packed GEMM's register tile for this machine's vector ISA (``TILES``)."""
+    return TILES[vector_isa()]
+
+
+def direct_widths() -> tuple[int, ...]:
+    """Register tile widths for a B read in place, widest first (``DIRECT_WIDTHS``)."""
+    return DIRECT_WIDTHS[vector_isa()]
 
 
 def _ceil_div(a, b):

@@ -264,3 +264,27 @@ def test_float16_normalizations_build(name):
     got = _run(mod, xv)
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype("float32"), want, rtol=2e-2, atol=2e-2)
+
+
+def test_decorator_called_on_a_value_is_a_positioned_parser_error():
+    """A mutated text calling ``R.function(x)`` raised a ParserError without line/column
+    ("cannot read the source of x"); helpers' position-less errors now get the call's."""
+    text = ('from tvm.script import relax as R\n\n@R.function\n'
+            'def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):\n'
+            '    y: R.Tensor((2,), dtype="float32") = R.function(x)\n    return y\n')
+    with pytest.raises(ParserError, match="cannot read the source of x") as info:
+        from_source(text)
+    assert (info.value.lineno, info.value.col) == (5, 42)
+
+
+def test_unnamed_symbolic_variable_in_prim_value_is_a_parser_error():
+    """``R.prim_value(T.float64())`` (a mutated ``T.float64(1.0)``) parsed into an ill-formed
+    module using an unnamed, undefined symbolic variable; it is a ParserError now."""
+    text = ('from tvm.script import relax as R\nfrom tvm.script import tir as T\n\n@R.function\n'
+            'def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):\n'
+            '    y: R.Tensor((2,), dtype="float32") = R.clip(x, R.prim_value(T.float64(-1.5)),'
+            ' R.prim_value(T.float64()))\n    return y\n')
+    assert from_source(text.replace("T.float64())", "T.float64(1.0))")) is not None
+    with pytest.raises(ParserError, match="unnamed variable") as info:
+        from_source(text)
+    assert info.value.lineno == 6 and info.value.col

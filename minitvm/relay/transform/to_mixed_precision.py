@@ -29,8 +29,8 @@ from ...transform.context import PassContext
 from ...transform.stats import record_stat
 from ..adt import Clause
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
-from ..scoped_functor import ScopedMutator
 from ..op import tensor as _t
+from ..scoped_functor import ScopedMutator
 from ._pass_helpers import register
 from .function_pass import function_pass
 from .infer_type import InferTypeLocal

@@ -230,7 +230,9 @@ class ExprEvaluator:
     def _apply(self, node, args):
         try:
             return self._combine(node, args)
-        except ParserError:
+        except ParserError as e:
+            if e.lineno is None:  # raised by a helper that does not know where: here
+                raise self.error(node, e.message) from None
             raise
         except Exception as e:  # an IR constructor or helper rejected its operands
             raise self.error(node, _describe(e)) from e

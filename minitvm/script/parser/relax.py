@@ -261,6 +261,12 @@ def prim_value(value) -> _rx.PrimValue:
         value = _IntImm("bool", int(value))
     elif isinstance(value, _builtins.str):
         value = _dim(value)
+    if getattr(value, "name", None) == "" and type(value).__name__ == "Var":
+        # ``T.int64()`` with no value declares a symbolic variable (``n = T.int64()``);
+        # inline, the variable has no name and nothing defines it
+        raise ValueError("R.prim_value of an unnamed variable: `T.<dtype>()` declares a "
+                         "symbolic variable (`n = T.int64()`); give a value (`T.int64(3)`) "
+                         "or use a declared name")
     return _rx.PrimValue(value)
 
 
