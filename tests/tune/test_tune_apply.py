@@ -11,6 +11,7 @@ import minitvm
 from minitvm import relay
 from minitvm.runtime import cpu
 from minitvm.runtime.graph_executor import GraphModule
+from minitvm.schedule import gemm, gemm_kernel
 from minitvm.tune import (
     Record,
     RecordDatabase,
@@ -91,15 +92,17 @@ def test_recorded_knobs_change_the_build_and_keep_numerics():
     mod = small_mlp()
     x = np.random.default_rng(2).standard_normal((16, 64)).astype("float32")
     untuned = relay.build(mod, "llvm")
-    assert 256 in _acc_sizes(untuned)  # the default 8 x 32 register tile
+    mr, nr = gemm_kernel.default_tile()  # 8 x 32 on AVX-512
+    default = mr * gemm._dense_nr(DENSE[2])
+    assert default in _acc_sizes(untuned)  # the default register tile
     recs = [Record(DENSE, {"mr": 4, "nr": 16, "mc": 32, "gemv_split": 2}, [1e-6]),
             Record(DENSE, {"mr": 8, "nr": 64}, [5e-6])]  # slower: not chosen
     with apply_history_best(recs):
         lib = relay.build(mod, "llvm")
-    assert 64 in _acc_sizes(lib) and 256 not in _acc_sizes(lib)
+    assert 64 in _acc_sizes(lib) and default not in _acc_sizes(lib)
     np.testing.assert_allclose(_run(lib, x), mlp_reference(mod, x), rtol=1e-4, atol=1e-4)
     # outside the context the untuned schedule is back (the kernel caches key on the knobs)
-    assert 256 in _acc_sizes(relay.build(mod, "llvm"))
+    assert default in _acc_sizes(relay.build(mod, "llvm"))
 
 
 def test_disk_cache_keys_on_the_knobs():
