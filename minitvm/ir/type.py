@@ -90,7 +90,8 @@ def check_dtype(dtype) -> str:
         if kind in _DTYPE_BITS:
             bits = bits or ("32" if kind != "bfloat" else "")
             ok = bits.isdigit() and int(bits) in _DTYPE_BITS[kind]
-            name = kind + bits + lanes
+            # TVM's bool is uint1: the two names are one data type, printed "bool"
+            name = ("bool" if kind + bits == "uint1" else kind + bits) + lanes
         else:
             ok = not bits or kind.startswith("custom")
     if not ok:
@@ -173,6 +174,10 @@ class GlobalTypeVar(TypeVar):
 
     def __init__(self, name_hint: str, kind: TypeKind = TypeKind.AdtHandle, span=None):
         super().__init__(name_hint, kind, span)
+
+    def __call__(self, *args: Type) -> TypeCall:
+        """The ADT applied to type arguments (TVM code writes ``nat()``, ``List(t)``)."""
+        return TypeCall(self, list(args))
 
 
 class IncompleteType(Type):

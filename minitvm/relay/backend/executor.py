@@ -83,7 +83,10 @@ def check_args(func: Function, args, fname: str = "main") -> list:
 
 
 def convert_kwargs(func, args, kwargs, fname: str = "main") -> list:
-    """Merge keyword arguments (by parameter name) into the positional list, as TVM does."""
+    """Merge keyword arguments (by parameter name) into the positional list, as TVM does; a
+    ``relay.Constant`` argument stands for its value (TVM's executors accept one)."""
+    args = [a.data if isinstance(a, Constant) else a for a in args]
+    kwargs = {k: v.data if isinstance(v, Constant) else v for k, v in (kwargs or {}).items()}
     if not kwargs:
         return list(args)
     if not isinstance(func, Function):

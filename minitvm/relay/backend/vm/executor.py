@@ -6,7 +6,7 @@ from __future__ import annotations
 from ....ir.expr import GlobalVar
 from ....ir.module import IRModule
 from ....runtime.vm import VirtualMachine
-from ...expr import Function
+from ...expr import Constant, Function
 from ..executor import Executor
 from ..interpreter import Interpreter
 from .codegen import VMCodegenError
@@ -55,6 +55,8 @@ class VMExecutor(Executor):
         vm = self.vm
 
         def _vm_wrapper(*args, **kwargs):
+            args = [a.data if isinstance(a, Constant) else a for a in args]
+            kwargs = {k: v.data if isinstance(v, Constant) else v for k, v in kwargs.items()}
             return vm.run(*args, **kwargs)
 
         return _vm_wrapper
