@@ -116,39 +116,54 @@ def damage(members: dict[str, bytes], rng: random.Random) -> dict[str, bytes]:
     return out
 
 
-def _worker() -> None:
-    """Subprocess loop: read ``path`` lines, load and run, answer one JSON line each."""
-    import minitvm as tvm
-    from minitvm.contrib import graph_executor
+def outcome(path: str, run) -> dict:
+    """Classify one load-and-run of the damaged file ``path``: ``run()`` says whether the
+    outputs were right; a ValueError must name the file; anything else is what fuzzing seeks."""
+    try:
+        ok = run()
+        return {"outcome": "ok" if ok else "wrong", "detail": "" if ok else "wrong outputs"}
+    except ValueError as err:
+        named = os.path.basename(path) in str(err)
+        return {"outcome": "value_error" if named else "unnamed", "detail": str(err)[:300]}
+    except Exception as err:  # noqa: BLE001 - what the fuzzer looks for
+        return {"outcome": "exception", "detail": f"{type(err).__name__}: {str(err)[:300]}"}
 
-    xv = np.linspace(-2, 2, 16, dtype="float32").reshape(2, 8)
+
+def serve(check) -> None:
+    """Subprocess loop: read ``path<TAB>expected`` lines, answer one JSON outcome line each
+    (``check(path, expected)`` loads, runs and compares)."""
     for line in sys.stdin:
         path, expected = line.rstrip("\n").split("\t")
-        want = np.load(expected)
-        res: dict = {}
-        try:
-            m = graph_executor.GraphModule(tvm.runtime.load_module(path)["default"](tvm.cpu()))
-            m.set_input("x", xv)
-            m.run()
-            got = np.concatenate([m.get_output(k).numpy().ravel().astype("float64")
-                                  for k in range(m.get_num_outputs())])
-            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-6)
-            res = {"outcome": "ok" if ok else "wrong", "detail": "" if ok else "wrong outputs"}
-        except ValueError as err:
-            named = os.path.basename(path) in str(err)
-            res = {"outcome": "value_error" if named else "unnamed",
-                   "detail": str(err)[:300]}
-        except Exception as err:  # noqa: BLE001 - what the fuzzer looks for
-            res = {"outcome": "exception", "detail": f"{type(err).__name__}: {str(err)[:300]}"}
+        res = outcome(path, lambda p=path, e=expected: check(p, e))
         sys.stdout.write(json.dumps(res) + "\n")
         sys.stdout.flush()
 
 
+def _check_graph_library(path: str, expected: str) -> bool:
+    import minitvm as tvm
+    from minitvm.contrib import graph_executor
+
+    want = np.load(expected)
+    xv = np.linspace(-2, 2, 16, dtype="float32").reshape(2, 8)
+    m = graph_executor.GraphModule(tvm.runtime.load_module(path)["default"](tvm.cpu()))
+    m.set_input("x", xv)
+    m.run()
+    got = np.concatenate([m.get_output(k).numpy().ravel().astype("float64")
+                          for k in range(m.get_num_outputs())])
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5, atol=1e-6))
+
+
+def _worker() -> None:
+    serve(_check_graph_library)
+
+
 class _Worker:
-    def __init__(self):
+    """A subprocess running ``module._worker()``, asked one damaged file at a time."""
+
+    def __init__(self, module: str = __name__):
+        self.module = module
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from minitvm.testing.fuzz.library_fuzz import _worker; "
-                                   "_worker()"],
+            [sys.executable, "-c", f"from {module} import _worker; _worker()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def ask(self, path: str, expected: str, timeout: float) -> dict:
@@ -173,21 +188,17 @@ class _Worker:
             self.proc.wait(timeout=30)
 
 
-def fuzz_library(n: int, workdir: str, seed: int = 0, timeout: float = 60.0,
-                 keep: int = 20) -> LibraryFuzzReport:
-    """Load and run ``n`` damaged copies of a reference library (in a worker subprocess)."""
-    rng = random.Random(seed)
-    ref, _, expected = build_reference(workdir)
-    exp_path = os.path.join(workdir, "expected.npy")
-    np.save(exp_path, expected.astype("float64"))
-    members = _members(ref)
-    report = LibraryFuzzReport()
-    worker = _Worker()
+def run_cases(n: int, report, members: dict, damage_fn, rng, exp_path: str, workdir: str,
+              prefix: str, module: str, timeout: float, keep: int):
+    """Write ``n`` damaged archives (``damage_fn(members, rng)``), have a worker subprocess of
+    ``module`` load and run each, and count the outcomes in ``report``; a hang or a crash
+    restarts the worker."""
+    worker = _Worker(module)
     try:
         for i in range(n):
-            path = os.path.join(workdir, f"case{i % 8}.so")
+            path = os.path.join(workdir, f"{prefix}{i % 8}.so")
             with zipfile.ZipFile(path, "w") as z:
-                for name, data in damage(members, rng).items():
+                for name, data in damage_fn(members, rng).items():
                     z.writestr(name, data)
             res = worker.ask(path, exp_path, timeout)
             report.total += 1
@@ -199,7 +210,20 @@ def fuzz_library(n: int, workdir: str, seed: int = 0, timeout: float = 60.0,
                 if len(report.failures) < keep:
                     report.failures.append((i, res["outcome"], res["detail"]))
                 if res["outcome"] in ("hang", "crash"):
-                    worker = _Worker()
+                    worker.close()
+                    worker = _Worker(module)
     finally:
         worker.close()
     return report
+
+
+def fuzz_library(n: int, workdir: str, seed: int = 0, timeout: float = 60.0,
+                 keep: int = 20) -> LibraryFuzzReport:
+    """Load and run ``n`` damaged copies of a reference library (in a worker subprocess)."""
+    rng = random.Random(seed)
+    ref, _, expected = build_reference(workdir)
+    exp_path = os.path.join(workdir, "expected.npy")
+    np.save(exp_path, expected.astype("float64"))
+    members = _members(ref)
+    return run_cases(n, LibraryFuzzReport(), members, damage, rng, exp_path, workdir, "case",
+                     __name__, timeout, keep)

@@ -44,6 +44,30 @@ class ParserFuzzReport:
                 f"(slowest parse {self.slowest:.2f} s)")
 
 
+def splice(text: str, kind: int, i: int, j: int, rng: random.Random, tokens, numbers):
+    """The text-level mutations both dialects' fuzzers share (kinds 0-4: delete ``[i, j)``,
+    insert a token, repeat a span, replace a number, truncate); None for another kind."""
+    n = len(text)
+    if kind == 0:
+        return text[:i] + text[j:]
+    if kind == 1:
+        return text[:i] + rng.choice(tokens) + text[i:]
+    if kind == 2:
+        return text[:i] + text[i:j] * rng.randint(2, 4) + text[j:]
+    if kind == 3:  # replace a number
+        digits = [k for k, c in enumerate(text) if c.isdigit()]
+        if not digits:
+            return text
+        k = rng.choice(digits)
+        e = k
+        while e < n and (text[e].isalnum() or text[e] == "."):
+            e += 1
+        return text[:k] + rng.choice(numbers) + text[e:]
+    if kind == 4:
+        return text[: rng.randrange(n + 1)]
+    return None
+
+
 def mutate(text: str, rng: random.Random) -> str:
     """One to three random mutations of ``text``."""
     for _ in range(rng.randint(1, 3)):
@@ -51,22 +75,9 @@ def mutate(text: str, rng: random.Random) -> str:
         n = len(text)
         i = rng.randrange(n + 1)
         j = min(n, i + rng.randint(1, 20))
-        if kind == 0:
-            text = text[:i] + text[j:]
-        elif kind == 1:
-            text = text[:i] + rng.choice(_TOKENS) + text[i:]
-        elif kind == 2:
-            text = text[:i] + text[i:j] * rng.randint(2, 4) + text[j:]
-        elif kind == 3:  # replace a number
-            digits = [k for k, c in enumerate(text) if c.isdigit()]
-            if digits:
-                k = rng.choice(digits)
-                e = k
-                while e < n and (text[e].isalnum() or text[e] == "."):
-                    e += 1
-                text = text[:k] + rng.choice(_NUMBERS) + text[e:]
-        elif kind == 4:
-            text = text[: rng.randrange(n + 1)]
+        spliced = splice(text, kind, i, j, rng, _TOKENS, _NUMBERS)
+        if spliced is not None:
+            text = spliced
         elif kind == 5:  # deep nesting
             depth = rng.choice([50, 500, 3000])
             open_, close = rng.choice([("(", ")"), ("[", "]"), ("{", "}"), ("(", ",)")])

@@ -11,17 +11,14 @@ the VM raises a ``ValueError`` whose message names the file and the member.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .library_fuzz import _edit_json
+from .library_fuzz import _edit_json, run_cases, serve
 
 __all__ = ["fuzz_relax_library", "build_relax_reference", "damage_relax"]
 
@@ -114,62 +111,23 @@ def damage_relax(members: dict[str, bytes], rng: random.Random) -> dict[str, byt
     return out
 
 
-def _worker() -> None:
-    """Subprocess loop: read ``path`` lines, load and run, answer one JSON line each."""
+def _check_relax_executable(path: str, expected_path: str) -> bool:
     import minitvm as tvm
     from minitvm import relax
 
-    for line in sys.stdin:
-        path, expected_path = line.rstrip("\n").split("\t")
-        expected = np.load(expected_path)
-        res: dict = {}
-        try:
-            vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
-            ok = True
-            for k, rows in enumerate((3, 4)):
-                out = vm["main"](*_inputs(rows))
-                got = np.concatenate([np.asarray(o.numpy()).ravel().astype("float64")
-                                      for o in out])
-                want = expected[f"e{k}"]
-                ok &= got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5,
-                                                                   atol=1e-6))
-            res = {"outcome": "ok" if ok else "wrong", "detail": "" if ok else "wrong outputs"}
-        except ValueError as err:
-            named = os.path.basename(path) in str(err)
-            res = {"outcome": "value_error" if named else "unnamed", "detail": str(err)[:300]}
-        except Exception as err:  # noqa: BLE001 - what the fuzzer looks for
-            res = {"outcome": "exception", "detail": f"{type(err).__name__}: {str(err)[:300]}"}
-        sys.stdout.write(json.dumps(res) + "\n")
-        sys.stdout.flush()
+    expected = np.load(expected_path)
+    vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+    ok = True
+    for k, rows in enumerate((3, 4)):
+        out = vm["main"](*_inputs(rows))
+        got = np.concatenate([np.asarray(o.numpy()).ravel().astype("float64") for o in out])
+        want = expected[f"e{k}"]
+        ok &= got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5, atol=1e-6))
+    return ok
 
 
-class _Worker:
-    def __init__(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from minitvm.testing.fuzz.relax_library_fuzz import "
-                                   "_worker; _worker()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, path: str, expected: str, timeout: float) -> dict:
-        import select
-
-        self.proc.stdin.write(f"{path}\t{expected}\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            self.proc.kill()
-            self.proc.wait()
-            return {"outcome": "hang", "detail": f"no answer in {timeout} s"}
-        line = self.proc.stdout.readline()
-        if not line:
-            code = self.proc.wait()
-            return {"outcome": "crash", "detail": f"the process died (exit status {code})"}
-        return json.loads(line)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+def _worker() -> None:
+    serve(_check_relax_executable)
 
 
 def fuzz_relax_library(n: int, workdir: str, seed: int = 0, timeout: float = 60.0,
@@ -181,25 +139,5 @@ def fuzz_relax_library(n: int, workdir: str, seed: int = 0, timeout: float = 60.
     np.savez(exp_path, e0=expected[0], e1=expected[1])
     with zipfile.ZipFile(ref) as z:
         members = {m: z.read(m) for m in z.namelist()}
-    report = RelaxLibraryFuzzReport()
-    worker = _Worker()
-    try:
-        for i in range(n):
-            path = os.path.join(workdir, f"relax_case{i % 8}.so")
-            with zipfile.ZipFile(path, "w") as z:
-                for name, data in damage_relax(members, rng).items():
-                    z.writestr(name, data)
-            res = worker.ask(path, exp_path, timeout)
-            report.total += 1
-            if res["outcome"] == "ok":
-                report.loaded_ok += 1
-            elif res["outcome"] == "value_error":
-                report.value_errors += 1
-            else:
-                if len(report.failures) < keep:
-                    report.failures.append((i, res["outcome"], res["detail"]))
-                if res["outcome"] in ("hang", "crash"):
-                    worker = _Worker()
-    finally:
-        worker.close()
-    return report
+    return run_cases(n, RelaxLibraryFuzzReport(), members, damage_relax, rng, exp_path, workdir,
+                     "relax_case", __name__, timeout, keep)

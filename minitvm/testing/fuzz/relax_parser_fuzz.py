@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...script.parser.error import ParserError
+from .parser_fuzz import splice
 from .relax_generator import generate_relax_program
 
 __all__ = ["fuzz_relax_parser", "check_script", "mutate_script", "RelaxParserFuzzReport"]
@@ -71,22 +72,9 @@ def mutate_script(text: str, rng: random.Random) -> str:
         n = len(text)
         i = rng.randrange(n + 1)
         j = min(n, i + rng.randint(1, 20))
-        if kind == 0:
-            text = text[:i] + text[j:]
-        elif kind == 1:
-            text = text[:i] + rng.choice(_TOKENS) + text[i:]
-        elif kind == 2:
-            text = text[:i] + text[i:j] * rng.randint(2, 4) + text[j:]
-        elif kind == 3:  # replace a number
-            digits = [k for k, c in enumerate(text) if c.isdigit()]
-            if digits:
-                k = rng.choice(digits)
-                e = k
-                while e < n and (text[e].isalnum() or text[e] == "."):
-                    e += 1
-                text = text[:k] + rng.choice(_NUMBERS) + text[e:]
-        elif kind == 4:
-            text = text[: rng.randrange(n + 1)]
+        spliced = splice(text, kind, i, j, rng, _TOKENS, _NUMBERS)
+        if spliced is not None:
+            text = spliced
         elif kind == 5:  # deep nesting, at an expression position when one is found
             eq = [k for k in range(n) if text.startswith(" = ", k)]
             depth = rng.choice([30, 200, 1000, 5000])
