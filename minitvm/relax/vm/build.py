@@ -34,22 +34,31 @@ def _target_ok(target) -> None:
                          f"{target!r}")
 
 
-def _check_functions_distinct(mod: IRModule) -> None:
-    """A Relax function (its parameter variables) may be bound to one global only: one
-    function object under two names (``mod["main"] = mod["forward"]``) is ill-formed, and
-    the passes, which key their maps on variables, would mix the two copies' bindings."""
-    owner: dict[int, str] = {}
+def _distinct_functions(mod: IRModule) -> IRModule:
+    """``mod`` with every Relax function that shares parameter variables with an earlier one
+    (one function bound to two names, ``mod["main"] = mod["forward"]``, or functions built
+    with the same Var objects) replaced by a copy with fresh variables: a Relax variable
+    belongs to one function (TVM's well-formedness), and the passes, which key their maps on
+    variables, would mix the functions' bindings ("variable 'lv1' is used before it is
+    defined")."""
+    from ..utils import copy_with_new_vars
+
+    seen: set[int] = set()
+    copies = {}
     for gv, func in mod.functions.items():
         if not isinstance(func, Function):
             continue
-        for p in func.params:
-            other = owner.setdefault(id(p), gv.name_hint)
-            if other != gv.name_hint:
-                raise ValueError(
-                    f"relax.build: @{gv.name_hint} and @{other} share the parameter variable "
-                    f"{p.name_hint!r} (one function bound to two names?); a Relax variable "
-                    f"belongs to one function -- bind a copy instead: "
-                    f"relax.utils.copy_with_new_vars(mod[{other!r}])")
+        ids = {id(p) for p in func.params}
+        if ids & seen:
+            func = copies[gv] = copy_with_new_vars(func)
+            ids = {id(p) for p in func.params}
+        seen |= ids
+    if not copies:
+        return mod
+    mod = mod.shallow_copy()
+    for gv, func in copies.items():
+        mod[gv] = func
+    return mod
 
 
 def compile_kernels(prims: dict, options, const_params: dict | None = None,
@@ -103,7 +112,7 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         else:
             raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
     _target_ok(target)
-    _check_functions_distinct(mod)
+    mod = _distinct_functions(mod)
     if exec_mode not in ("bytecode", "compiled"):
         raise ValueError(f"relax.build: exec_mode must be 'bytecode' or 'compiled', got "
                          f"{exec_mode!r}")
