@@ -8,10 +8,16 @@ from minitvm import relay
 from minitvm.ir.type import TensorType, check_dtype
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8", "uint1", "bool", "float16", "bfloat16",
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool", "float16", "bfloat16",
                                    "int64x4", "handle"])
 def test_valid_dtypes_are_kept(dtype):
     assert TensorType((2,), dtype).dtype == dtype
+
+
+def test_uint1_is_bool():
+    """TVM's bool is uint1: one data type, spelled "bool"."""
+    assert TensorType((2,), "uint1").dtype == "bool"
+    assert check_dtype("uint1x8") == "boolx8"
 
 
 def test_bare_kinds_mean_32_bits():
