@@ -123,19 +123,25 @@ def fuzz_parser(n: int, seed: int = 0, keep: int = 20, programs: int = 40) -> Pa
                  '  %0 = sum(%x, axis=[1]);\n  (%0, meta[relay.Constant][0])\n}\n#[metadata]\n'
                  '{"relay.Constant": [{"type_key": "relay.Constant", "dtype": "float32", '
                  '"shape": [], "data": "AACAfw=="}]}\n')
-    report = ParserFuzzReport()
+    return run_mutations(n, bases, rng, mutate, check_text, ParserFuzzReport(), keep)
+
+
+_COUNTERS = {"parsed": "parsed", "parse_error": "parse_errors", "type_error": "type_errors"}
+
+
+def run_mutations(n: int, bases: list, rng: random.Random, mutate_fn, check_fn, report,
+                  keep: int):
+    """Check ``n`` mutations of texts drawn from ``bases``; count each allowed outcome in the
+    report's field of that name and keep the first ``keep`` failures' texts."""
     for _ in range(n):
-        text = mutate(rng.choice(bases), rng)
+        text = mutate_fn(rng.choice(bases), rng)
         t0 = time.perf_counter()
-        outcome, err = check_text(text)
+        outcome, err = check_fn(text)
         report.slowest = max(report.slowest, time.perf_counter() - t0)
         report.total += 1
-        if outcome == "parsed":
-            report.parsed += 1
-        elif outcome == "parse_error":
-            report.parse_errors += 1
-        elif outcome == "type_error":
-            report.type_errors += 1
+        field_name = _COUNTERS.get(outcome)
+        if field_name is not None and hasattr(report, field_name):
+            setattr(report, field_name, getattr(report, field_name) + 1)
         elif len(report.failures) < keep:
             report.failures.append((text, f"{type(err).__name__}: {str(err)[:300]}"))
         else:

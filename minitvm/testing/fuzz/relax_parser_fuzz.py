@@ -14,11 +14,10 @@ from __future__ import annotations
 import random
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 
 from ...script.parser.error import ParserError
-from .parser_fuzz import splice
+from .parser_fuzz import run_mutations, splice
 from .relax_generator import generate_relax_program
 
 __all__ = ["fuzz_relax_parser", "check_script", "mutate_script", "RelaxParserFuzzReport"]
@@ -160,19 +159,5 @@ def fuzz_relax_parser(n: int, seed: int = 0, keep: int = 20,
     rng = random.Random(seed)
     bases = [generate_relax_program(seed * 1000 + k, max_ops=8).script()
              for k in range(programs)]
-    report = RelaxParserFuzzReport()
-    for _ in range(n):
-        text = mutate_script(rng.choice(bases), rng)
-        t0 = time.perf_counter()
-        outcome, err = check_script(text)
-        report.slowest = max(report.slowest, time.perf_counter() - t0)
-        report.total += 1
-        if outcome == "parsed":
-            report.parsed += 1
-        elif outcome == "parse_error":
-            report.parse_errors += 1
-        elif len(report.failures) < keep:
-            report.failures.append((text, f"{type(err).__name__}: {str(err)[:300]}"))
-        else:
-            report.failures.append((None, type(err).__name__))
-    return report
+    return run_mutations(n, bases, rng, mutate_script, check_script, RelaxParserFuzzReport(),
+                         keep)
