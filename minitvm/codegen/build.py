@@ -20,7 +20,8 @@ from ..tir.transform import parallelize_outer_loops
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "4"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw)
+CODEGEN_VERSION = "6"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+# 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

@@ -172,3 +172,17 @@ def test_overflow_through_a_huge_constant_is_order_dependent():
                            adts=False)
     kinds = {f.kind for f in check_build(raw, raw.inputs(special=True))}
     assert kinds <= {"order-dependent"}
+
+
+def test_overflow_of_a_mean_seen_through_a_division_is_order_dependent():
+    """Seed 502738: ``mean`` of values holding +3.4e38 once and -3.4e38 twice is -inf in numpy's
+    pairwise order and -1.4e37 in the kernel's sequential one; ``x / mean`` then differs by
+    normal-sized values (24 against 0). The accumulation itself differs only by overflow and the
+    tamed run agrees: order-dependent, not a mismatch."""
+    from minitvm.testing.fuzz.differential import check_build
+    from minitvm.testing.fuzz.generator import generate_program
+
+    raw = generate_program(502738, bounded=False, control_flow=False, closures=False,
+                           adts=False)
+    kinds = [f.kind for f in check_build(raw, raw.inputs(special=True))]
+    assert kinds == ["order-dependent"]

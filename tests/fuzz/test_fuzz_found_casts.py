@@ -72,3 +72,20 @@ def @main(%x0: Tensor[(1, 4, 1, 3), float32], %x2: Tensor[(3, 1, 3, 3), float32]
     types = [(p.name_hint, p.type_annotation) for p in mod["main"].params]
     prog = GeneratedProgram(mod, 500453, types)
     assert check_build(prog, prog.inputs(special=True)) == []
+
+
+@pytest.mark.parametrize("op", ["tanh", "erf"])
+def test_odd_functions_keep_the_sign_of_zero(op):
+    """Fuzz seed 502055: compiled tanh(-0.0) gave +0.0 (the fast-math flags of the loop drop
+    the polynomial's sign of zero), so 1/tanh(-0.0) was +inf against the interpreter's -inf."""
+    v = np.array([-0.0, 0.0, -1e-30, 1e-30, -1e-40, -2.0, 2.0, np.nan, -np.inf] * 8, "float32")
+    x = relay.var("x", shape=v.shape)
+    body = relay.divide(relay.const(1.0), getattr(relay, op)(x))
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    m = graph_executor.GraphModule(relay.build(mod, target="llvm")["default"](tvm.cpu()))
+    m.set_input("x", v)
+    m.run()
+    got = m.get_output(0).numpy()
+    want = relay.create_executor("debug", mod=mod).evaluate()(v).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -138,7 +138,9 @@ def _tanh(m: _Emit, x):
     small = m.fma(m.mul(x, z), m.poly(z, _TANH_P), x)
     e = _exp(m, m.add(ax, ax))
     large = m.sub(m.c(1.0), m.div(m.c(2.0), m.add(e, m.c(1.0))))
-    return m.sel(m.cmp("<", ax, m.c(0.625)), small, m.copysign(large, x))
+    # both odd functions: the sign comes from x also for -0.0 (the polynomial's sign of zero
+    # does not survive the fast-math flags the loop is compiled with)
+    return m.copysign(m.sel(m.cmp("<", ax, m.c(0.625)), small, large), x)
 
 
 def _erf(m: _Emit, x):
@@ -147,7 +149,7 @@ def _erf(m: _Emit, x):
     small = m.mul(x, m.poly(z, _ERF_P))
     q = m.poly(m.div(m.c(1.0), ax), _ERFC_Q)
     large = m.sub(m.c(1.0), m.mul(_exp(m, m.b.fneg(z)), q))
-    return m.sel(m.cmp("<", ax, m.c(1.0)), small, m.copysign(large, x))
+    return m.copysign(m.sel(m.cmp("<", ax, m.c(1.0)), small, large), x)
 
 
 def _sigmoid(m: _Emit, x):
