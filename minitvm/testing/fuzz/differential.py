@@ -290,6 +290,11 @@ ACCUMULATING_OPS = frozenset({
     "nn.global_avg_pool2d", "nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d",
     "nn.adaptive_avg_pool3d", "cumsum", "cumprod", "einsum", "nn.softmax", "nn.log_softmax",
     "nn.layer_norm", "nn.batch_norm", "nn.instance_norm", "nn.group_norm", "nn.l2_normalize",
+    # not accumulations but as sensitive: a periodic function of a huge argument (|x| >= 2**24
+    # in float32: neighbouring floats are more than pi/2 apart) turns a 1-ulp difference of the
+    # argument (an exp within its error bound, seed 503045) into any value in [-1, 1]; the
+    # run with huge values tamed must still agree
+    "sin", "cos", "tan",
 })
 
 
@@ -370,6 +375,17 @@ def _overflow_scale(x: np.ndarray) -> np.ndarray:
     different huge finite value, seed 502738)."""
     with np.errstate(invalid="ignore"):
         return ~np.isfinite(x) | (np.abs(x.astype("float64")) >= 1e30)
+
+
+def absorbed(ref: list, got: list, accumulates: list[bool], floor: str | None) -> bool:
+    """True when every differing output is a float computed from an accumulation (a sum with
+    huge operands: +3.4e38 and -3.4e38 cancel before or after a small term is absorbed, so a
+    normal-sized total depends on the order, seed 503785); the caller also requires the run
+    with the huge values tamed to agree."""
+    for a, b, acc in zip(ref, got, accumulates, strict=True):
+        if differing_elements(a, b, floor).any() and (not acc or a.dtype.kind != "f"):
+            return False
+    return True
 
 
 def overflow_explains(ref: list, got: list, accumulates: list[bool],
@@ -559,8 +575,8 @@ def check_build(prog: GeneratedProgram, inputs: list, ref: list | None = None,
         except Exception:  # noqa: BLE001 - then it is reported as the mismatch below
             return False
 
-    if (overflow_explains(ref, got, accumulates, floor) or (
-            any(accumulates) and overflow_apart())) and (tamed_mod is not None or any(
+    if (overflow_explains(ref, got, accumulates, floor) or absorbed(ref, got, accumulates, floor)
+            or (any(accumulates) and overflow_apart())) and (tamed_mod is not None or any(
             not np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
             for a, b in zip(tamed, inputs, strict=True))):
         # the same program agrees once the huge finite inputs and constants are gone: an
