@@ -87,21 +87,30 @@ def _edit_json(data: bytes, rng: random.Random) -> bytes:
     return json.dumps(obj).encode()
 
 
+def damage_bytes(data: bytes, kind: int, rng: random.Random) -> bytes | None:
+    """The byte-level damages both archive fuzzers use (kind 0: bits flipped, 1: truncated,
+    2: replaced by garbage); None for another kind (or kind 0 of an empty member)."""
+    if kind == 0 and data:
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        return bytes(b)
+    if kind == 1:
+        return data[: rng.randrange(len(data) + 1)]
+    if kind == 2:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(0, 64)))
+    return None
+
+
 def damage(members: dict[str, bytes], rng: random.Random) -> dict[str, bytes]:
     """One random damage to a copy of ``members``."""
     out = dict(members)
     name = rng.choice(sorted(out))
     data = out[name]
     kind = rng.randrange(8)
-    if kind == 0 and data:
-        b = bytearray(data)
-        for _ in range(rng.randint(1, 4)):
-            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-        out[name] = bytes(b)
-    elif kind == 1:
-        out[name] = data[: rng.randrange(len(data) + 1)]
-    elif kind == 2:
-        out[name] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 64)))
+    damaged = damage_bytes(data, kind, rng)
+    if damaged is not None:
+        out[name] = damaged
     elif kind == 3 and name.endswith(".json"):
         out[name] = _edit_json(data, rng)
     elif kind == 4:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .library_fuzz import _edit_json, run_cases, serve
+from .library_fuzz import _edit_json, damage_bytes, run_cases, serve
 
 __all__ = ["fuzz_relax_library", "build_relax_reference", "damage_relax"]
 
@@ -90,15 +90,9 @@ def damage_relax(members: dict[str, bytes], rng: random.Random) -> dict[str, byt
         name = rng.choice(sorted(out))
     data = out[name]
     kind = rng.randrange(8)
-    if kind == 0 and data:
-        b = bytearray(data)
-        for _ in range(rng.randint(1, 4)):
-            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-        out[name] = bytes(b)
-    elif kind == 1:
-        out[name] = data[: rng.randrange(len(data) + 1)]
-    elif kind == 2:
-        out[name] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 64)))
+    damaged = damage_bytes(data, kind, rng)
+    if damaged is not None:
+        out[name] = damaged
     elif kind == 3:
         del out[name]
     elif kind == 4:
