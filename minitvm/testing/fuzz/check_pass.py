@@ -19,6 +19,20 @@ from .differential import check_pass, make_pass
 from .generator import generate_program
 
 
+def _check_programs(programs: int, seed: int, check) -> tuple[list, dict[str, int], float]:
+    """Run ``check(seed)`` on ``programs`` consecutive seeds: the findings, their count per
+    kind, and the seconds taken."""
+    t0 = time.perf_counter()
+    failures: list = []
+    kinds: dict[str, int] = {}
+    for k in range(programs):
+        found = check(seed + k)
+        for f in found:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        failures.extend(found)
+    return failures, kinds, time.perf_counter() - t0
+
+
 def _import_file(path: str):
     name = "_minitvm_user_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     spec = importlib.util.spec_from_file_location(name, path)
@@ -78,16 +92,9 @@ def run_check_pass(name: str, programs: int = 100, seed: int = 0, imports=(),
     except (ValueError, ImportError) as err:
         out.write(f"minitvm check-pass: {err}\n")
         return 2
-    t0 = time.perf_counter()
-    failures = []
-    kinds: dict[str, int] = {}
-    for k in range(programs):
-        prog = generate_program(seed + k, max_ops=max_ops)
-        found = check_pass(prog, name, round_trip=round_trip, pass_factory=factory)
-        for f in found:
-            kinds[f.kind] = kinds.get(f.kind, 0) + 1
-        failures.extend(found)
-    dt = time.perf_counter() - t0
+    failures, kinds, dt = _check_programs(
+        programs, seed, lambda s: check_pass(generate_program(s, max_ops=max_ops), name,
+                                             round_trip=round_trip, pass_factory=factory))
     out.write(f"check-pass {name}: {programs} random programs (seeds {seed}..{seed + programs - 1})"
               f" in {dt:.1f} s: {programs - len({f.seed for f in failures})} passed every check"
               f"\n")
@@ -122,16 +129,10 @@ def _run_relax(name: str, programs: int, seed: int, round_trip: bool, max_ops: i
             out.write(f"minitvm check-pass: {err}\n")
             return 2
         factory = None
-    t0 = time.perf_counter()
-    failures = []
-    kinds: dict[str, int] = {}
-    for k in range(programs):
-        prog = generate_relax_program(seed + k, max_ops=max_ops)
-        found = check_relax_pass(prog, name, pass_factory=factory, round_trip=round_trip)
-        for f in found:
-            kinds[f.kind] = kinds.get(f.kind, 0) + 1
-        failures.extend(found)
-    dt = time.perf_counter() - t0
+    failures, kinds, dt = _check_programs(
+        programs, seed, lambda s: check_relax_pass(generate_relax_program(s, max_ops=max_ops),
+                                                   name, pass_factory=factory,
+                                                   round_trip=round_trip))
     out.write(f"check-pass {name} (Relax): {programs} random Relax programs (seeds {seed}.."
               f"{seed + programs - 1}) in {dt:.1f} s: "
               f"{programs - len({f.seed for f in failures})} passed every check\n")
