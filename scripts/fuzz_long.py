@@ -67,6 +67,20 @@ class Report:
         os.replace(tmp, self.path)
 
 
+def run_library_fuzz(report: Report, key: str, fuzz, n: int, seed: int):
+    """Run one damaged-archive fuzzer (``fuzz(n, workdir, seed=...)``) in a temporary
+    directory and record its counts under ``key`` in the report."""
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as d:
+        r = fuzz(n, d, seed=seed)
+    report.data[key] = {
+        "summary": str(r), "total": r.total, "loaded_ok": r.loaded_ok,
+        "value_errors": r.value_errors, "seconds": round(time.time() - t0, 1),
+        "failures": r.failures}
+    report.write()
+    return r
+
+
 def parse_seeds(text: str) -> list[int]:
     seeds: list[int] = []
     for part in text.split(","):
@@ -225,14 +239,7 @@ def run_relax_fuzzers(args, report: Report) -> bool:
     if library_n:
         from minitvm.testing.fuzz.relax_library_fuzz import fuzz_relax_library
 
-        t0 = time.time()
-        with tempfile.TemporaryDirectory() as d:
-            r = fuzz_relax_library(library_n, d, seed=shard_seed)
-        report.data["relax_library"] = {
-            "summary": str(r), "total": r.total, "loaded_ok": r.loaded_ok,
-            "value_errors": r.value_errors, "seconds": round(time.time() - t0, 1),
-            "failures": r.failures}
-        report.write()
+        r = run_library_fuzz(report, "relax_library", fuzz_relax_library, library_n, shard_seed)
         failed |= bool(r.failures)
         print(r, flush=True)
     return failed
@@ -407,13 +414,7 @@ def main(argv=None) -> int:
     if library_n:
         from minitvm.testing.fuzz.library_fuzz import fuzz_library
 
-        t0 = time.time()
-        with tempfile.TemporaryDirectory() as d:
-            r = fuzz_library(library_n, d, seed=shard_seed)
-        report.data["library"] = {
-            "summary": str(r), "total": r.total, "loaded_ok": r.loaded_ok,
-            "value_errors": r.value_errors, "seconds": round(time.time() - t0, 1),
-            "failures": r.failures}
+        r = run_library_fuzz(report, "library", fuzz_library, library_n, shard_seed)
         failed |= bool(r.failures)
         print(r, flush=True)
     relax_unknown = []
