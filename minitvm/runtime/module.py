@@ -288,18 +288,24 @@ def _read_members(path: str) -> tuple[dict, dict[str, bytes]]:
     for n in ("graph.json", "params.npz"):
         if n not in raw:
             raise ValueError(f"load_module: {path!r} is damaged: member {n!r} is missing")
-    where = f"load_module: {path!r} member 'minitvm_lib.json'"
+    return read_meta(raw, path, "minitvm_lib.json", FORMAT, VERSION), raw
+
+
+def read_meta(raw: dict[str, bytes], path: str, member: str, fmt: str, version) -> dict:
+    """The JSON object in archive member ``member``, refused with a ValueError naming the file
+    and the member unless it is valid JSON of format ``fmt`` and version ``version``."""
+    where = f"load_module: {path!r} member {member!r}"
     try:
-        meta = json.loads(raw["minitvm_lib.json"])
+        meta = json.loads(raw[member])
     except (ValueError, RecursionError) as err:
         raise ValueError(f"{where} is not valid JSON: {str(err)[:200]}") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{where} must be a JSON object")
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+    if meta.get("format") != fmt or meta.get("version") != version:
         raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} version "
-                         f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION} "
+                         f"{meta.get('version')!r}; expected {fmt!r} version {version} "
                          "(re-export it with this minitvm)")
-    return meta, raw
+    return meta
 
 
 def _meta_digest(meta: dict) -> str:
@@ -321,8 +327,13 @@ def _verify_digests(meta: dict, raw: dict[str, bytes], path: str) -> None:
     for n in ("graph.json", "params.npz"):
         if n not in digests:
             raise ValueError(f"{where}: field 'sha256' lacks the required member {n!r}")
+    check_member_digests(raw, digests, path, "minitvm_lib.json")
+
+
+def check_member_digests(raw: dict[str, bytes], digests: dict, path: str, meta: str) -> None:
+    """Every archive member but ``meta`` is listed in ``digests`` and hashes to its entry."""
     for n in raw:
-        if n != "minitvm_lib.json" and n not in digests:
+        if n != meta and n not in digests:
             raise ValueError(f"load_module: {path!r} member {n!r} was not written by "
                              "export_library")
     for n, digest in digests.items():

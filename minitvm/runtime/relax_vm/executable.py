@@ -22,7 +22,7 @@ import zipfile
 
 import numpy as np
 
-from ..module import Kernel, Module, _meta_digest, _sha256
+from ..module import Kernel, Module, _meta_digest, _sha256, check_member_digests, read_meta
 from .builtins import ShapeTuple
 from .kernel import NativeKernel
 
@@ -193,30 +193,12 @@ def _read_archive(path: str, z: zipfile.ZipFile) -> tuple[dict, dict[str, bytes]
             raise ValueError(f"load_module: {path!r} member {n!r} is damaged: "
                              f"{type(err).__name__}: {err}") from None
     where = f"load_module: {path!r} member {META!r}"
-    try:
-        meta = json.loads(raw[META])
-    except (ValueError, RecursionError) as err:
-        raise ValueError(f"{where} is not valid JSON: {str(err)[:200]}") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{where} must be a JSON object")
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise ValueError(f"load_module: {path!r} has format {meta.get('format')!r} version "
-                         f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION} "
-                         "(re-export it with this minitvm)")
+    meta = read_meta(raw, path, META, FORMAT, VERSION)
     digests = meta.get("sha256")
     if not isinstance(digests, dict) or meta.get("meta_sha256") != _meta_digest(meta):
         raise ValueError(f"{where} was modified or damaged (its SHA-256 differs from the one "
                          "recorded at export)")
-    for n in raw:
-        if n != META and n not in digests:
-            raise ValueError(f"load_module: {path!r} member {n!r} was not written by "
-                             "export_library")
-    for n, digest in digests.items():
-        if n not in raw:
-            raise ValueError(f"load_module: {path!r} member {n!r} is missing")
-        if not isinstance(digest, str) or _sha256(raw[n]) != digest:
-            raise ValueError(f"load_module: {path!r} member {n!r} was modified or damaged "
-                             "(its SHA-256 differs from the one recorded at export)")
+    check_member_digests(raw, digests, path, META)
     if "constants.npz" not in raw:
         raise ValueError(f"load_module: {path!r} member 'constants.npz' is missing")
     return meta, raw
