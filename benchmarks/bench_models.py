@@ -288,14 +288,17 @@ def torch_runner(main, order, threads: int):
 
 
 # ---------------------------------------------------------------------------- timing
+CLOCK = time.perf_counter  # --cpu-time: time.thread_time (the calling thread's CPU time)
+
+
 def median_ms(fn, runs: int, warmup: int = 3) -> float:
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return float(np.median(times)) * 1e3
 
 
@@ -416,7 +419,13 @@ def main(argv=None) -> int:
     ap.add_argument("--resnet50", action="store_true", help="also time ResNet-50's build")
     ap.add_argument("--blas", action="store_true",
                     help="conv2d (im2col) and dense through BLAS instead of generated GEMMs")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with the calling thread's CPU time (fair at --threads 1 on a "
+                         "loaded machine; set OPENBLAS_NUM_THREADS=1 for numpy's BLAS)")
     args = ap.parse_args(argv)
+    global CLOCK
+    if args.cpu_time:
+        CLOCK = time.thread_time
     if args.blas:
         CONFIG.update({"relay.backend.use_generated_conv": False,
                        "relay.backend.use_generated_dense": False})

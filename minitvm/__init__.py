@@ -30,3 +30,14 @@ _ffi = runtime.ffi
 TVMError = runtime.error.TVMError
 _sys.modules.setdefault(__name__ + ".error", runtime.error)
 _sys.modules.setdefault(__name__ + "._ffi", runtime.ffi)
+# tvm.ir.Range is TIR's Range (one class); tvm.tir.layout / bijective_layout are the layouts
+# the operator library defines; tvm.save_json / load_json and tvm.support as in TVM
+ir.Range = tir.Range
+from .relay.op.layout import BijectiveLayout, Layout, bijective_layout, layout  # noqa: E402
+
+tir.Layout, tir.BijectiveLayout, tir.layout, tir.bijective_layout = (
+    Layout, BijectiveLayout, layout, bijective_layout)
+del BijectiveLayout, Layout, bijective_layout, layout
+from .ir import load_json, save_json  # noqa: E402,F401
+support = runtime.support
+_sys.modules.setdefault(__name__ + ".support", runtime.support)

@@ -4,7 +4,10 @@ A warm ``relay.build`` of a model seen before loads each kernel's machine code f
 of generating LLVM IR and running LLVM's optimizer and code generator again.
 
 Where: ``$MINITVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/minitvm``, else ``~/.cache/minitvm``.
-Entries live in its ``kernels/`` folder, one file per kernel, named by a hash of the kernel's
+Whole builds (``relay.build``'s result: graph, weights and every kernel's object code, keyed by
+the input program, parameters, options and compiler sources; see
+``relay.backend.graph_build``) live in its ``builds/`` folder, one file each, behind a
+CRC-32 of the payload. Kernel entries live in its ``kernels/`` folder, one file per kernel, named by a hash of the kernel's
 source text, the code generator's version and sources, and the host CPU / LLVM it was compiled
 for (see ``codegen.build.compile_prim_func``). Each file holds the object code and the LLVM IR
 (kept for exporting libraries) behind a checksum: a corrupt or truncated entry is ignored,
@@ -29,6 +32,8 @@ import warnings
 import zlib
 from pathlib import Path
 
+import numpy as np
+
 from ..transform.config import config_default, register_pass_config
 from ..transform.context import PassContext
 
@@ -40,6 +45,10 @@ DEFAULT_MAX_BYTES = 512 << 20
 SUFFIX = ".mtk"
 _MAGIC = b"MTVMKC01"
 _HEADER = struct.Struct("<QQ32s")  # object length, compressed IR length, sha256 of both
+BUILD_SUFFIX = ".mtb"
+_BUILD_MAGIC = b"MTVMBD01"
+_BUILD_HEADER = struct.Struct("<QI")  # payload length, CRC-32 of the payload
+_BUILD_HEAD = 64  # magic + header, padded: the payload starts 64-byte aligned
 STALE_TMP_SECONDS = 3600
 # a store rescans the directory after this many of its own writes (else it counts them)
 RESCAN_WRITES = 256
@@ -80,7 +89,8 @@ class DiskCache:
         self.root = Path(root)
         self.dir = self.root / "kernels"
         self.max_bytes = int(max_bytes)
-        self.stats = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0}
+        self.stats = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0,
+                      "build_hits": 0, "build_misses": 0, "build_writes": 0}
         self._warned = False
         # bytes in the cache as of the last directory scan plus this process's writes since:
         # listing the directory on every store made a cold build spend seconds in stat calls
@@ -139,12 +149,78 @@ class DiskCache:
             if self._approx_bytes > self.max_bytes:
                 self.evict()
 
+    # ------------------------------------------------------------------ whole builds
+    def _build_path(self, key: str) -> Path:
+        return self.root / "builds" / (hashlib.sha256(key.encode()).hexdigest()[:40] +
+                                       BUILD_SUFFIX)
+
+    def get_build(self, key: str) -> memoryview | None:
+        """The payload of a whole build stored under ``key`` (writable, 64-byte aligned), or
+        None (absent or corrupt)."""
+        path = self._build_path(key)
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                raw = np.empty(size + 64, np.uint8)  # numpy memory: aligned, no zero fill
+                shift = (-raw.ctypes.data) % 64
+                view = memoryview(raw)[shift:shift + size]
+                got = f.readinto(view)
+        except OSError:
+            self.stats["build_misses"] += 1
+            return None
+        ok = got == size and size >= _BUILD_HEAD and view[:len(_BUILD_MAGIC)] == _BUILD_MAGIC
+        if ok:
+            n, crc = _BUILD_HEADER.unpack_from(view, len(_BUILD_MAGIC))
+            payload = view[_BUILD_HEAD:]
+            ok = len(payload) == n and zlib.crc32(payload) == crc
+        if not ok:
+            self.stats["corrupt"] += 1
+            self.stats["build_misses"] += 1
+            _unlink(path)
+            return None
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        self.stats["build_hits"] += 1
+        return payload
+
+    def put_build(self, key: str, chunks) -> None:
+        """Store a whole build's payload (bytes-like ``chunks``, written back to back)
+        atomically; never raises for I/O errors."""
+        path = self._build_path(key)
+        tmp = None
+        n, crc = 0, 0
+        for c in chunks:
+            n += memoryview(c).nbytes
+            crc = zlib.crc32(c, crc)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+            with open(tmp, "wb") as f:
+                head = _BUILD_MAGIC + _BUILD_HEADER.pack(n, crc)
+                f.write(head + bytes(_BUILD_HEAD - len(head)))
+                for c in chunks:
+                    f.write(c)
+            os.replace(tmp, path)
+            self.stats["build_writes"] += 1
+        except OSError as err:
+            _unlink(tmp)
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"minitvm: cannot write the build cache in {path.parent}: {err}; "
+                              f"set {ENV_DIR} or {ENV_DISABLE}=1", RuntimeWarning, stacklevel=2)
+            return
+        self.evict()  # a build entry is large (it holds the weights): rescan and trim now
+
     # ------------------------------------------------------------------ maintenance
     def _files(self) -> list[tuple[float, int, Path]]:
         """(mtime, size, path) of every entry, stale temporaries removed on the way."""
         out = []
         now = time.time()
+        builds = self.root / "builds"
         for folder, pattern in ((self.dir, "*" + SUFFIX), (self.dir, "*.tmp"),
+                                (builds, "*" + BUILD_SUFFIX), (builds, "*.tmp"),
                                 (self.root, "*.o")):  # *.o: runtime.jit's IR-keyed objects
             if not folder.is_dir():
                 continue
@@ -189,9 +265,10 @@ class DiskCache:
     def clear(self) -> int:
         """Remove every entry (and temporary file); return how many entries were removed."""
         removed = sum(1 for _, _, p in self._files() if _unlink(p))
-        if self.dir.is_dir():
-            for p in self.dir.glob("*.tmp"):
-                _unlink(p)
+        for folder in (self.dir, self.root / "builds"):
+            if folder.is_dir():
+                for p in folder.glob("*.tmp"):
+                    _unlink(p)
         return removed
 
 

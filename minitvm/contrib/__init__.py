@@ -2,3 +2,4 @@
 (``tempdir``)."""
 
 from . import graph_executor, utils
+from . import cc, download  # noqa: E402,F401

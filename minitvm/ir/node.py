@@ -22,12 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..runtime.object import Object
+
 # slots that never take part in structure: caches, source locations, names of bound things
 _BOOKKEEPING = frozenset({"span", "_checked_type", "__weakref__", "_gvars", "_tvars", "source_map",
                           "vid", "name_hint", "name", "description", "support_level", "tag"})
 
 
-class Node:
+class Node(Object):
     """Base of every IR node: plain ``__slots__`` objects, equal by identity."""
 
     __slots__ = ("__weakref__",)
@@ -122,19 +124,35 @@ def node_operands(node) -> tuple:
 
 @dataclass(frozen=True)
 class SourceName:
+    """The name of a source file or text, as spans refer to it."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Span:
-    """A source location: file, line and column range (1-based lines)."""
+    """A source location: file, line and column range (1-based lines); TVM's argument order
+    ``Span(source_name, line, end_line, column, end_column)``."""
 
     source_name: SourceName | str
     line: int
-    column: int
     end_line: int = 0
+    column: int = 0
     end_column: int = 0
 
     def __str__(self) -> str:
         name = self.source_name.name if isinstance(self.source_name, SourceName) else self.source_name
         return f"{name}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class SequentialSpan:
+    """The spans of several source expressions that a transform merged into one node."""
+
+    spans: tuple
+
+    def __init__(self, spans):
+        object.__setattr__(self, "spans", tuple(spans))
+
+    def __str__(self) -> str:
+        return "; ".join(str(s) for s in self.spans)

@@ -95,3 +95,14 @@ def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
         return v
 
     return _register(value) if value is not None else _register
+
+
+def register_intrin_lowering(op_name: str, target: str, *, f=None, level: int = 10):
+    """Register ``f`` as the lowering of intrinsic ``op_name`` (``"tir.exp"``) for ``target``
+    (its ``"<target>.FLowerIntrinsic"`` attribute); usable as a decorator when ``f`` is omitted.
+    The op entry is created if the intrinsic has none yet."""
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"register_intrin_lowering({op_name!r}): target must be a target kind "
+                         f"name such as 'llvm', got {target!r}")
+    register_op(op_name)
+    return register_op_attr(op_name, f"{target}.FLowerIntrinsic", f, level)

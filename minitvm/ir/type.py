@@ -195,6 +195,9 @@ class IncompleteType(Type):
 
 class FuncType(Type):
     __slots__ = ("arg_types", "ret_type", "type_params", "type_constraints")
+    # the type parameters bind their uses (fn [T](T) -> T equals fn [U](U) -> U)
+    _node_fields = ("type_params", "arg_types", "ret_type", "type_constraints")
+    _node_binders = frozenset({"type_params"})
 
     def __init__(self, arg_types, ret_type, type_params=None, type_constraints=None, span=None):
         self.arg_types = tuple(arg_types)

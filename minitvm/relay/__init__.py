@@ -53,3 +53,7 @@ def scalar_type(dtype: str) -> TensorType:
     """The type of a 0-d tensor of ``dtype``."""
     return TensorType((), dtype)
 from .scope_builder import ScopeBuilder  # noqa: E402
+# TVM's names for source locations, the debug hooks and the constructor tables
+from ..ir.node import SequentialSpan, SourceName, Span  # noqa: E402,F401
+debug = _importlib.import_module(".debug", __name__)  # the module (relay.op's star bound the op)
+from . import _ffi_api, _make  # noqa: E402,F401

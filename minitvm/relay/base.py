@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..ir.node import Node, SourceName, Span
+from ..ir.node import Node, SequentialSpan, SourceName, Span
 
-__all__ = ["Node", "SourceName", "Span", "pretty_print", "astext"]
+__all__ = ["Node", "SourceName", "Span", "SequentialSpan", "pretty_print", "astext"]
 
 
 def pretty_print(obj) -> str:

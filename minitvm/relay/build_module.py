@@ -76,3 +76,4 @@ from .transform.pipeline import optimize  # noqa: E402
 
 _KINDS.update({"graph": GraphExecutor, "vm": VMExecutor, "aot": AotExecutor})
 __all__ += ["build", "optimize"]
+from .backend.build_module_class import BuildModule  # noqa: E402,F401  (TVM's BuildModule)

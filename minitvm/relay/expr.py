@@ -95,7 +95,7 @@ class Var(ExprWithOp):
 
     __slots__ = ("vid", "type_annotation")
     _node_compare = "var"
-    _node_fields = ("type_annotation",)
+    _node_fields = ("type_annotation", "virtual_device_")
 
     def __init__(self, name_hint: str, type_annotation: Type | None = None, span=None):
         super().__init__(span)
@@ -232,7 +232,7 @@ class Function(BaseFunc, ExprWithOp):
 
     __slots__ = ("params", "body", "ret_type", "type_params")
     _node_operands = ("*params", "body")
-    _node_fields = ("type_params", "params", "ret_type", "attrs", "body")
+    _node_fields = ("type_params", "params", "ret_type", "attrs", "virtual_device_", "body")
     _node_binders = frozenset({"params", "type_params"})
 
     def __init__(self, params, body, ret_type=None, type_params=None, attrs=None, span=None):
@@ -255,26 +255,26 @@ class Function(BaseFunc, ExprWithOp):
         if (_same(params, self.params) and body is self.body and ret_type is self.ret_type
                 and _same(type_params, self.type_params) and attrs is self.attrs and span is None):
             return self
-        return Function(params, body, ret_type, type_params, attrs,
-                        self.span if span is None else span)
+        return _keep_device(Function(params, body, ret_type, type_params, attrs,
+                                     self.span if span is None else span), self)
 
     def with_attr(self, attr_key: str, attr_value=None) -> Function:
         d = dict(self.attrs.items()) if self.attrs else {}
         d[attr_key] = attr_value
-        return Function(self.params, self.body, self.ret_type, self.type_params, DictAttrs(d),
-                        self.span)
+        return _keep_device(Function(self.params, self.body, self.ret_type, self.type_params,
+                                     DictAttrs(d), self.span), self)
 
     def with_attrs(self, attrs: dict) -> Function:
         d = dict(self.attrs.items()) if self.attrs else {}
         d.update(attrs)
-        return Function(self.params, self.body, self.ret_type, self.type_params, DictAttrs(d),
-                        self.span)
+        return _keep_device(Function(self.params, self.body, self.ret_type, self.type_params,
+                                     DictAttrs(d), self.span), self)
 
     def without_attr(self, attr_key: str) -> Function:
         d = dict(self.attrs.items()) if self.attrs else {}
         d.pop(attr_key, None)
-        return Function(self.params, self.body, self.ret_type, self.type_params,
-                        DictAttrs(d) if d else None, self.span)
+        return _keep_device(Function(self.params, self.body, self.ret_type, self.type_params,
+                                     DictAttrs(d) if d else None, self.span), self)
 
     def get_attr(self, key: str, default=None):
         if self.attrs is None:
@@ -283,6 +283,12 @@ class Function(BaseFunc, ExprWithOp):
 
     def __call__(self, *args):
         return Call(self, list(args))
+
+
+def _keep_device(new: Function, old: Function) -> Function:
+    """``new`` (a fresh copy of ``old``) keeps ``old``'s virtual device, as TVM's WithFields."""
+    new._virtual_device = getattr(old, "_virtual_device", None)
+    return new
 
 
 class RefCreate(ExprWithOp):

@@ -329,7 +329,7 @@ class ExprMutator(ExprFunctor):
         new_body = self.visit(fn.body)
         if all(a is b for a, b in zip(new_params, fn.params)) and new_body is fn.body:
             return fn
-        return Function(new_params, new_body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+        return fn.with_fields(params=new_params, body=new_body)  # keeps its virtual device
 
     def visit_let(self, let):
         chain = self._let_chain(let)

@@ -2,8 +2,10 @@
 
 ``Prelude(mod)`` imports ``std/prelude.rly`` into ``mod`` (``mod.import_from_std``) and exposes the
 global functions (``p.map``, ``p.foldl``, ``p.hd``, ...) and constructors (``p.cons``, ``p.nil``,
-...) as attributes, as TVM's ``relay.prelude.Prelude`` does. The std files are parsed by our
-Relay parser once per process and merged into each module that imports them.
+...) as attributes, as TVM's ``relay.prelude.Prelude`` does. It also imports ``std/nat.rly`` (TVM
+leaves that to ``mod.import_from_std("nat.rly")``, which is then a no-op). The std files are
+parsed by our Relay parser once per process and merged into each module that imports them; a
+file that uses another's definitions (nat.rly uses the prelude's lists) imports it first.
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ __all__ = ["Prelude", "std_path", "import_from_std"]
 GLOBAL_DEFS = [
     "id", "compose", "flip", "hd", "tl", "nth", "update", "map", "foldl", "foldr", "foldr1",
     "concat", "filter", "zip", "rev", "map_accuml", "map_accumr", "unfoldl", "unfoldr", "sum",
-    "length", "tmap", "size", "iterate", "nat_to_int", "nat_add", "nat_iterate",
+    "length", "tmap", "size", "iterate",
 ]
+NAT_DEFS = ["nat_double", "nat_add", "nat_nth", "nat_update", "nat_iterate", "nat_to_int"]
 
-_PARSED: dict[str, IRModule] = {}
+# std files whose definitions another std file uses: imported (and parsed) before it
+_STD_DEPENDS = {"nat.rly": ("prelude.rly",)}
+
+_PARSED: dict[str, tuple] = {}  # file -> (its type definitions, its functions)
 
 
 def std_path() -> str:
@@ -29,9 +35,10 @@ def std_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "std")
 
 
-def _parsed(file_to_import: str) -> IRModule:
-    mod = _PARSED.get(file_to_import)
-    if mod is None:
+def _parsed(file_to_import: str) -> tuple:
+    """The (type definitions, functions) a std file defines, parsed once per process."""
+    found = _PARSED.get(file_to_import)
+    if found is None:
         path = os.path.join(std_path(), file_to_import)
         if os.path.basename(file_to_import) != file_to_import or not os.path.isfile(path):
             have = sorted(f for f in os.listdir(std_path()) if f.endswith(".rly"))
@@ -39,10 +46,34 @@ def _parsed(file_to_import: str) -> IRModule:
                              f"available: {', '.join(have)}")
         from .parser import parse
 
+        base = IRModule()
+        for dep in _STD_DEPENDS.get(file_to_import, ()):
+            _merge(base, dep)
         with open(path, encoding="utf-8") as f:
-            mod = parse(f.read(), file_to_import)
-        _PARSED[file_to_import] = mod
-    return mod
+            mod = parse(f.read(), file_to_import, init_module=base if len(base) else None)
+        found = (
+            {g: td for g, td in mod.type_definitions.items() if g not in base.type_definitions},
+            {g: fn for g, fn in mod.functions.items() if g not in base.functions},
+        )
+        _PARSED[file_to_import] = found
+    return found
+
+
+def _merge(mod: IRModule, file_to_import: str) -> None:
+    """Add the definitions of ``file_to_import`` (and of the files it uses) to ``mod``."""
+    for dep in _STD_DEPENDS.get(file_to_import, ()):
+        _merge(mod, dep)
+    type_defs, funcs = _parsed(file_to_import)
+    names = [g.name_hint for g in type_defs] + [g.name_hint for g in funcs]
+    present = [n for n in names if n in mod._tvars or n in mod._gvars]
+    if present and len(present) < len(names):
+        raise ValueError(f"import_from_std({file_to_import!r}): the module already defines "
+                         f"{', '.join(sorted(present))} differently; rename them first")
+    if not present:
+        for gtv, td in type_defs.items():
+            mod[gtv] = td
+        for gv, fn in funcs.items():
+            mod[gv] = fn
 
 
 def import_from_std(mod: IRModule, file_to_import: str) -> IRModule:
@@ -50,17 +81,7 @@ def import_from_std(mod: IRModule, file_to_import: str) -> IRModule:
     imported is skipped) and return ``mod`` type-checked."""
     from .transform.infer_type import InferType
 
-    std = _parsed(file_to_import)
-    names = [g.name_hint for g in std.type_definitions] + [g.name_hint for g in std.functions]
-    present = [n for n in names if n in mod._tvars or n in mod._gvars]
-    if present and len(present) < len(names):
-        raise ValueError(f"import_from_std({file_to_import!r}): the module already defines "
-                         f"{', '.join(sorted(present))} differently; rename them first")
-    if not present:
-        for gtv, td in std.type_definitions.items():
-            mod[gtv] = td
-        for gv, fn in std.functions.items():
-            mod[gv] = fn
+    _merge(mod, file_to_import)
     return InferType()(mod)
 
 
@@ -72,7 +93,7 @@ class Prelude:
 
     Global functions are attributes by name (``p.map``); the ADTs are available as
     ``p.mod.get_type("List")`` and as attributes ``l, cons, nil``, ``optional, some, none``,
-    ``tree, rose`` and ``nat, z, s``.
+    ``tree, rose`` and ``nat, z, s`` (nat.rly's ``zero`` and ``succ``).
     """
 
     def __init__(self, mod: IRModule | None = None):
@@ -80,8 +101,8 @@ class Prelude:
         self.load_prelude()
 
     def load_prelude(self) -> None:
-        self.mod.import_from_std("prelude.rly")
-        for name in GLOBAL_DEFS:
+        self.mod.import_from_std("nat.rly")  # imports prelude.rly first; one type check
+        for name in GLOBAL_DEFS + NAT_DEFS:
             setattr(self, name, self.mod.get_global_var(name))
         self.l, self.cons, self.nil = self.mod.get_type("List")
         self.optional, self.some, self.none = self.mod.get_type("Option")

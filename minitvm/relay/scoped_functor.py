@@ -145,7 +145,7 @@ class ScopedMutator(_ScopedDriver, ExprMutator):
         body = yield fn.body
         if body is fn.body and all(a is b for a, b in zip(params, fn.params, strict=True)):
             return fn
-        return Function(params, body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+        return fn.with_fields(params=params, body=body)  # keeps its virtual device
 
     def base_gen_let(self, let):
         chain = [let]

@@ -11,3 +11,9 @@ from .relax_vm.builtins import ShapeTuple  # noqa: E402,F401
 from . import error, ffi  # noqa: E402,F401  (tvm.error, tvm._ffi)
 from .params import (  # noqa: E402,F401
     load_param_dict, load_param_dict_from_file, save_param_dict, save_param_dict_to_file)
+from .object import Object, ObjectGeneric  # noqa: E402,F401
+from .container import String  # noqa: E402,F401
+from . import object as _object  # noqa: E402
+
+ObjectTypes = _object.ObjectTypes = (Object, NDArray, Module)
+from . import profiling, profiler_vm, support  # noqa: E402,F401

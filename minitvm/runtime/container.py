@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ADT", "tuple_object"]
+__all__ = ["ADT", "String", "tuple_object"]
 
 
 class ADT:
@@ -30,3 +30,12 @@ class ADT:
 def tuple_object(fields=None) -> ADT:
     """A tuple value to pass to an executor (``container.tuple_object([a, b])``)."""
     return ADT(0, fields or [])
+
+
+class String(str):
+    """``tvm.runtime.String``: an immutable string object; equal to (and usable as) ``str``."""
+
+    __slots__ = ()
+
+    def same_as(self, other: object) -> bool:
+        return self is other

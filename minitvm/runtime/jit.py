@@ -110,13 +110,14 @@ def _parse(ir_text: str, tm):
     return mod
 
 
-def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3
-                         ) -> tuple[CompiledObject, bytes]:
+def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3,
+                         codegen_opt: int | None = None) -> tuple[CompiledObject, bytes]:
     """Optimize and JIT-compile ``ir_text`` like ``compile_ir``, also returning the object code
-    MCJIT produced (for an on-disk cache; ``load_object`` loads it back)."""
+    MCJIT produced (for an on-disk cache; ``load_object`` loads it back). ``opt`` is the IR
+    pass pipeline's level, ``codegen_opt`` the machine code generator's (default: ``opt``)."""
     with _LOCK:
         init()
-        tm = target_machine(opt)
+        tm = target_machine(opt if codegen_opt is None else codegen_opt)
         mod = _parse(ir_text, tm)
         optimize(mod, tm, opt)
         engine = llvm.create_mcjit_compiler(mod, tm)
@@ -176,6 +177,30 @@ def load_object(data: bytes, symbol: str, source_ir: str | None = None, opt: int
         return CompiledObject(engine, addr, symbol, None, True, source_ir, opt)
 
 
+def load_objects(items: list[tuple[bytes, str, str | None, int, list[str]]]
+                 ) -> list[CompiledObject]:
+    """Load several object files (``(object, symbol, source_ir, opt, externals)`` as for
+    ``load_object``) into ONE fresh MCJIT engine: one target machine and one link for all, much
+    cheaper than an engine each. Their non-internal symbols must be distinct. Raises
+    ``ValueError`` like ``load_object``."""
+    with _LOCK:
+        init()
+        missing = sorted({s for *_, ext in items for s in ext if not llvm.address_of_symbol(s)})
+        if missing:
+            raise ValueError(f"object code needs unknown symbols {missing}")
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(3))
+        for data, *_ in items:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+        engine.finalize_object()
+        out = []
+        for _, symbol, source_ir, opt, _ in items:
+            addr = engine.get_function_address(symbol)
+            if not addr:
+                raise ValueError(f"the object code defines no symbol {symbol!r}")
+            out.append(CompiledObject(engine, addr, symbol, None, True, source_ir, opt))
+        return out
+
+
 def _cache_path(ir_text: str) -> str | None:
     root = os.environ.get("MINITVM_CACHE_DIR")
     if not root:
@@ -185,11 +210,13 @@ def _cache_path(ir_text: str) -> str | None:
     return os.path.join(root, key.hexdigest()[:40] + ".o")
 
 
-def compile_ir(ir_text: str, symbol: str, opt: int = 3) -> CompiledObject:
-    """Optimize and JIT-compile ``ir_text``; return the address of ``symbol``."""
+def compile_ir(ir_text: str, symbol: str, opt: int = 3,
+               codegen_opt: int | None = None) -> CompiledObject:
+    """Optimize (pipeline level ``opt``) and JIT-compile (level ``codegen_opt``, default
+    ``opt``) ``ir_text``; return the address of ``symbol``."""
     with _LOCK:
         init()
-        tm = target_machine(opt)
+        tm = target_machine(opt if codegen_opt is None else codegen_opt)
         path = _cache_path(ir_text)
         if path and os.path.exists(path):
             with open(path, "rb") as f:

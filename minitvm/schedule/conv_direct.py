@@ -17,9 +17,12 @@ computed (``Wq - OW`` of every ``Wq``: 12% of a 16-wide 3x3 conv) and the kernel
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
+from ..tir.stmt_functor import substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from .common import const_int as _const_int
 from .common import dims_of as _dims
@@ -47,6 +50,22 @@ PARALLEL_MIN_MACS = 1 << 21
 # images up (then they balance over the threads better than one image's pixel panels do)
 BATCH_PARALLEL_MIN_MACS = 1 << 21
 BATCH_PARALLEL_MIN_IMAGES = 4
+# strided convs: unroll the filter rows as well as the columns, so each tap's phase plane and
+# row are constants (measured on a Zen 2: stride-2 3x3 convs of ResNet-18 5-7% faster; not the
+# 7x7 stem). AVX-512 keeps its schedule
+UNROLL_STRIDED_ROWS = {"avx512": False, "avx2": True}
+# the fused elementwise epilogue (bias, residual add, relu) applied to the register tile and
+# stored once by the micro-kernel, instead of a grid buffer and a separate (crop +) epilogue
+# pass over the output; AVX-512 keeps its schedule
+FUSED_EPILOGUE = {"avx512": False, "avx2": True}
+# input channels in blocks whose input window stays in L1 while the panel's tiles read it
+# (``channel_block``); AVX-512 keeps its schedule
+CHANNEL_BLOCK = {"avx512": False, "avx2": True}
+CHANNEL_BLOCK_BYTES = 12 * 1024
+# the partial sums kept between channel blocks (a panel's over every channel tile, or with
+# the channel tiles outermost a tile's over every panel): at most this many floats (stack
+# memory of the thread), else one pass
+CHANNEL_BLOCK_SUMS_MAX = 16 * 1024
 
 
 def default_tile() -> tuple[int, int]:
@@ -113,16 +132,38 @@ def grid_shape(t) -> tuple[int, ...]:
     return (g["n"], g["o"], g["oh"], g["gw"])
 
 
-def emit(ctx, t, out, x, w) -> S.Stmt:
+def fuses_epilogue(t, options) -> bool:
+    """Can stage ``t``'s micro-kernel apply an elementwise epilogue to its register tile and
+    store the ``[N, O, OH, OW]`` result itself (``emit(..., epilogue=...)``)? On AVX2 machines
+    (``FUSED_EPILOGUE``), when the pixel tile is a whole number of store pieces."""
+    if not FUSED_EPILOGUE[vector_isa()]:
+        return False
+    nr = _knobs(options, t).get("nr") or default_tile()[1]
+    return nr % _piece() == 0
+
+
+def _piece() -> int:
+    """Lanes of one fused-epilogue store: one vector register of float32."""
+    return 8 if vector_isa() == "avx2" else 16
+
+
+def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``).
 
     Images run one after another with each image's phase copy and pixel panels split over the
     thread pool, or, when there are several images and one image's work is too small to split
     (or there are enough images to balance), the images themselves are split over the pool,
     each with its own phased copy. A symbolic batch chooses between the two at run time.
+
+    ``epilogue(indices, value)``, when given (see ``fuses_epilogue``), is the expression of the
+    fused elementwise stage at output ``indices`` given the convolution's ``value`` there: the
+    micro-kernel applies it to its registers and stores ``out`` (``[N, O, OH, OW]``) once, with
+    no grid buffer, crop or separate epilogue pass.
     """
     g = geometry(t, _knobs(ctx.options, t))
-    direct = _dims(out)[3] == g["gw"]
+    if epilogue is not None:
+        g["epi"] = epilogue
+    direct = _dims(out)[3] == g["gw"] or epilogue is not None
     dst = out if direct else ctx.temp((g["n"], g["o"], g["oh"], g["gw"]), "float32", "conv_grid")
     nb = g["n"]
     per_image = _macs(g)
@@ -196,6 +237,8 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
     kind = S.ForKind.PARALLEL if _parallel(g) and rows * wq >= (1 << 15) else S.ForKind.SERIAL
     if sw == 1:
         fill = S.For(r, 0, rows, kind, _phase_row(ctx, g, xph, x, nv, r, c, iy))
+    elif g["dw"] == 1:
+        fill = _phase_strided(ctx, g, xph, x, nv, kind)
     else:
         fill = S.For(r, 0, rows, kind, _vector_inner(ctx, wq, _lanes("float32"), at))
     tail_start = rows * wq
@@ -227,6 +270,48 @@ def _phase_row(ctx, g, xph, x, nv, r, c, iy) -> S.Stmt:
     return S.IfThenElse(E.And(iy >= 0, iy < g["h"]), row, put(0, wq, lambda j: zero))
 
 
+def _phase_strided(ctx, g, xph, x, nv, kind) -> S.Stmt:
+    """The phased rows of a conv strided in width: per input row, its ``sw`` column phases
+    (each one's valid columns known at build time), each a strided copy between zero padding
+    columns, or zeros for a padding row (instead of the general per-element bounds checks).
+    Phases no filter tap reads (three of the four of a 1x1 stride-2 conv) are not filled."""
+    sh, sw, hq, wq, pl, w = g["sh"], g["sw"], g["hq"], g["wq"], g["pl"], g["w"]
+    used_py = sorted({(ky * g["dh"]) % sh for ky in range(g["kh"])})
+    used_px = sorted({(kx * g["dw"]) % sw for kx in range(g["kw"])})
+    r = ctx.fresh("pr")
+    i = E.FloorMod(r, hq)
+    ph = E.FloorDiv(r, hq)  # c * sh + py
+    py = E.FloorMod(ph, sh) if sh > 1 else _i(0)
+    c = E.FloorDiv(ph, sh) if sh > 1 else ph
+    iy = i * sh + py - g["pt"]
+    lanes = _lanes("float32")
+    zero = E.FloatImm("float32", 0.0)
+    inside, pad = [], []
+    for px in used_px:
+        row = ((ph * sw + px) * hq + i) * wq
+
+        def put(j0, n, value, row=row):
+            return _vector_inner(ctx, n, lanes, lambda j: S.BufferStore(
+                xph, value(j0 + j), [row + j0 + j]))
+
+        j0 = min(wq, max(0, -(-(pl - px) // sw)))  # first column reading x[.., ix >= 0]
+        j1 = min(wq, max(j0, (w - 1 - px + pl) // sw + 1))  # one past the last ix < w
+        parts = [put(0, j0, lambda j: zero)] if j0 else []
+        if j1 > j0:
+            parts.append(put(j0, j1 - j0, lambda j, px=px: x[nv, c, iy, j * sw + px - pl]))
+        if wq > j1:
+            parts.append(put(j1, wq - j1, lambda j: zero))
+        inside.extend(parts)
+        pad.append(put(0, wq, lambda j: zero))
+    body = S.IfThenElse(E.And(iy >= 0, iy < g["h"]), S.SeqStmt(inside), S.SeqStmt(pad))
+    if len(used_py) < sh:  # rows of phases no tap reads are skipped
+        used = E.EQ(py, _i(used_py[0]))
+        for v in used_py[1:]:
+            used = E.Or(used, E.EQ(py, _i(v)))
+        body = S.IfThenElse(used, body)
+    return S.For(r, 0, g["c"] * sh * hq, kind, body)
+
+
 def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
     """``mr``-channel tiles x pixel panels, all taps accumulated in registers.
 
@@ -239,25 +324,69 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
     q = ctx.fresh("panel")
     full_tiles, rest = o // mr, o % mr
     par = _parallel(g)
+    kc = channel_block(g)
+    nr = g["nr"]
     if weights_outer(g):
         tv = ctx.fresh("tile")
-        tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr)
+        size = mr * g["panels"] * nr
+        kb = None
+        if kc < g["c"] and size <= CHANNEL_BLOCK_SUMS_MAX:
+            # channel blocks: the tile's partial sums over all panels kept in a scratch
+            kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
+                  lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
+        tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)
         if rest:
             tile = S.IfThenElse(tv < full_tiles, tile, _micro(
-                ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest))
+                ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest, kb))
         ntiles = full_tiles + (1 if rest else 0)
         kind = S.ForKind.PARALLEL if par and ntiles > 1 else S.ForKind.SERIAL
-        return S.For(tv, 0, ntiles, kind, S.For(q, 0, g["panels"], S.ForKind.SERIAL, tile))
+        body = S.For(q, 0, g["panels"], S.ForKind.SERIAL, tile)
+        if kb is not None:
+            body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)
+            body = S.Allocate(kb[3].data, "float32", [size], True, S.DeclBuffer(kb[3], body))
+        return S.For(tv, 0, ntiles, kind, body)
+    kb = None
+    if kc < g["c"] and o * nr <= CHANNEL_BLOCK_SUMS_MAX:
+        # channel blocks: partial sums of the panel's tiles kept in a scratch
+        scratch = decl_buffer((o * nr,), "float32", "panel_sums")
+        kb = (ctx.fresh("kb"), kc, g["c"] // kc, scratch,
+              lambda row0, q, ii, jj: (row0 + ii) * nr + jj)
     parts = []
     if full_tiles:
         tv = ctx.fresh("tile")
         parts.append(S.For(tv, 0, full_tiles, S.ForKind.SERIAL,
-                           _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr)))
+                           _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)))
     if rest:
-        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest))
+        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest, kb))
     body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
+    if kb is not None:
+        body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)
+        body = S.Allocate(kb[3].data, "float32", [o * g["nr"]], True, S.DeclBuffer(kb[3], body))
     kind = S.ForKind.PARALLEL if g["panels"] > 1 and par else S.ForKind.SERIAL
     return S.For(q, 0, g["panels"], kind, body)
+
+
+def channel_block(g) -> int:
+    """Input channels per pass over a pixel panel's tiles (all of them: one pass, unless
+    ``CHANNEL_BLOCK`` is on for this ISA and the panel's input window would overflow L1).
+
+    Each pass reads, per channel, the filter rows of the input window under the panel: kept
+    to about ``CHANNEL_BLOCK_BYTES``, that window stays in L1 while every channel tile of the
+    panel reads it (one pass over 64 channels of a 3x3 conv reads 24 KB; a Zen 2's L1 is 32 KB).
+    Block sizes divide the channel count, else there is one pass.
+    """
+    c = g["c"]
+    if not CHANNEL_BLOCK[vector_isa()]:
+        return c
+    planes = len({(kx * g["dw"]) % g["sw"] for kx in range(g["kw"])})
+    per_channel = g["kh"] * planes * 128  # two cache lines per filter row of a panel
+    target = max(1, CHANNEL_BLOCK_BYTES // per_channel)
+    if c < 2 * target:
+        return c
+    for kc in range(target, max(1, target // 2) - 1, -1):
+        if c % kc == 0:
+            return kc
+    return c
 
 
 def weights_outer(g) -> bool:
@@ -266,7 +395,13 @@ def weights_outer(g) -> bool:
     return g["o"] * g["c"] * g["kh"] * g["kw"] > g["xph_len"] and g["o"] >= 2 * g["mr"]
 
 
-def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
+def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
+    """One ``rows x nr`` register tile: output channels ``row0 ..`` of pixel panel ``q``.
+
+    ``kb = (block var, channels per block, blocks, scratch, index)``: the tile sums one block of
+    input channels, starting from (and, but for the last block, ending in) its partial sums in
+    the scratch, at ``index(row0, q, ii, jj)``.
+    """
     flat = _flat(ctx, dst, g["n"] * g["o"] * g["grid"], dst.name + "_flat")
     sh, sw, dh, dw, wq, plane = g["sh"], g["sw"], g["dh"], g["dw"], g["wq"], g["plane"]
     nr = g["nr"]
@@ -280,7 +415,14 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
 
     init = loop("ii", rows, unroll, lambda ii: loop(
         "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
+    if kb is not None:
+        kv, kc, nkb, sums, at = kb
+        init = S.IfThenElse(E.EQ(kv, _i(0)), init, loop("ii", rows, unroll, lambda ii: loop(
+            "jj", nr, vec, lambda jj: S.BufferStore(acc, sums[at(row0, q, ii, jj)], [ii, jj]))))
     base = q * nr
+
+    def wt(ii, c, ky, kx):  # the weight of output channel row0 + ii at tap (c, ky, kx)
+        return w[row0 + ii, c, ky, kx]
 
     def tap(c, ky, kx):
         ry, rx = ky * dh, kx * dw
@@ -293,24 +435,34 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
                 p0 = base + jr * ROW_LANES
                 roff = chan + E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"])
                 return loop("jl", ROW_LANES, vec, lambda jl: S.BufferStore(
-                    acc, acc[ii, jr * ROW_LANES + jl] + w[row0 + ii, c, ky, kx] *
+                    acc, acc[ii, jr * ROW_LANES + jl] + wt(ii, c, ky, kx) *
                     xph[roff + jl], [ii, jr * ROW_LANES + jl]))
 
             return loop("ii", rows, unroll, lambda ii: loop(
                 "jr", nr // ROW_LANES, unroll, lambda jr: piece(ii, jr)))
         if g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
             return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-                acc, acc[ii, jj] + w[row0 + ii, c, ky, kx] * xph[
+                acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[
                     chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
                 [ii, jj])))
         off = chan + base
         return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            acc, acc[ii, jj] + w[row0 + ii, c, ky, kx] * xph[off + jj], [ii, jj])))
+            acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[off + jj], [ii, jj])))
 
     kw_kind = unroll if g["kw"] <= 7 and g["unroll_kw"] else S.ForKind.SERIAL
-    taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: loop(
-        "ky", g["kh"], S.ForKind.SERIAL, lambda ky: loop(
-            "kx", g["kw"], kw_kind, lambda kx: tap(c, ky, kx))))
+    # strided: the filter rows unrolled too, so each tap's phase plane and row offset
+    # (ky mod sh, ky div sh) are constants rather than integer arithmetic in the inner loop
+    ky_kind = unroll if kw_kind == unroll and sh > 1 and g["kh"] * g["kw"] <= 9 and \
+        UNROLL_STRIDED_ROWS[vector_isa()] \
+        else S.ForKind.SERIAL
+    if kb is not None:
+        taps = loop("c", kc, S.ForKind.SERIAL, lambda cc: loop(
+            "ky", g["kh"], ky_kind, lambda ky: loop(
+                "kx", g["kw"], kw_kind, lambda kx: tap(kv * kc + cc, ky, kx))))
+    else:
+        taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: loop(
+            "ky", g["kh"], ky_kind, lambda ky: loop(
+                "kx", g["kw"], kw_kind, lambda kx: tap(c, ky, kx))))
     grid = g["grid"]
     full = grid % nr == 0
 
@@ -331,8 +483,116 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int) -> S.Stmt:
             "jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
                 base + jj < grid, store(ii, jj))))
         out = S.IfThenElse(q < last, fast, slow)
+    if g.get("epi") is not None:
+        out = _fused_store(ctx, g, acc, dst, nv, row0, base, rows)
+    if kb is not None:
+        out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: loop(
+            "jj", nr, vec, lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
     body = S.DeclBuffer(acc, S.SeqStmt([init, taps, out]))
     return S.Allocate(acc.data, "float32", [rows * nr], True, body)
+
+
+def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
+    """The register tile through the fused epilogue into ``dst`` (``[N, O, OH, OW]``), in
+    pieces of one vector: a piece inside one output row is one vector store (with vector
+    loads of the epilogue's other operands); one that spans the grid's padding columns or a
+    row end, or runs past the grid, is stored element by element where it is an output pixel.
+    """
+    lanes, ow, gw, grid, fn = _piece(), g["ow"], g["gw"], g["grid"], g["epi"]
+    # in row mode every piece lies inside one row; otherwise a piece may cross a row end
+    crosses = not (gw == ow and ow % lanes == 0)
+
+    def loop(name, extent, kind, fbody):
+        v = ctx.fresh(name)
+        return S.For(v, 0, extent, kind, fbody(v))
+
+    if crosses and gw == ow:  # no padding columns: the tile's pixels are contiguous in `dst`
+        return _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows, loop)
+
+    def piece(ii, k):
+        p0 = base + k * lanes
+        oy, x0 = E.FloorDiv(p0, gw), E.FloorMod(p0, gw)
+        o = row0 + ii
+
+        def put(jl):
+            idx = [nv, o, oy, x0 + jl]
+            return S.BufferStore(dst, fn(idx, acc[ii, k * lanes + jl]), idx)
+
+        vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
+        inside = p0 + lanes <= grid
+        if not crosses:
+            return vec if grid % g["nr"] == 0 else S.IfThenElse(inside, vec)
+
+        def one(jl):
+            p = p0 + jl
+            idx = [nv, o, E.FloorDiv(p, gw), E.FloorMod(p, gw)]
+            return S.IfThenElse(E.And(E.FloorMod(p, gw) < ow, p < grid), S.BufferStore(
+                dst, fn(idx, acc[ii, k * lanes + jl]), idx))
+
+        return S.IfThenElse(E.And(x0 + lanes <= ow, inside), vec,
+                            loop("jl", lanes, S.ForKind.SERIAL, one))
+
+    unroll = S.ForKind.UNROLLED
+    return loop("ii", rows, unroll, lambda ii: loop(
+        "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
+
+
+def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.Stmt:
+    """The fused store when the grid is the output (no padding columns) but rows are not whole
+    vectors: pixel ``p`` of the tile is element ``p`` of its output plane, so each piece is one
+    vector store through a flat view, and so is each epilogue operand laid out like the output
+    plane (a residual); only a piece running past the grid is stored element by element."""
+    lanes, ow, grid, fn = _piece(), g["ow"], g["grid"], g["epi"]
+    views = g.setdefault("flat_views", {})
+    oy_v, ox_v = E.Var("oy", "int32"), E.Var("ox", "int32")
+
+    def flat_of(buf):
+        if id(buf) not in views:
+            length = 1
+            for d in buf.shape:
+                length = length * d
+            view = decl_buffer((length,), buf.dtype, buf.name + "_flat", data=buf.data,
+                               elem_offset=buf.elem_offset)
+            ctx.ws_views.append(view)
+            views[id(buf)] = view
+        return views[id(buf)]
+
+    def value(o, p, v):
+        e = fn([nv, o, oy_v, ox_v], v)
+
+        def fpost(n):  # buf[..., oy, ox] of a buffer whose last dims are the output plane
+            if not (isinstance(n, E.BufferLoad) and len(n.indices) >= 2 and
+                    n.indices[-2] is oy_v and n.indices[-1] is ox_v and
+                    [_const_int(d) for d in n.buffer.shape[-2:]] == [g["oh"], ow]):
+                return None
+            lead = _i(0)
+            for i, d in zip(n.indices[:-2], n.buffer.shape[:-2]):
+                lead = lead * d + i
+            return E.BufferLoad(flat_of(n.buffer), [lead * grid + p])
+
+        e = transform_expr(e, fpost)
+        return substitute(e, {oy_v: E.FloorDiv(p, ow), ox_v: E.FloorMod(p, ow)})
+
+    out = flat_of(dst)
+
+    def piece(ii, k):
+        p0 = base + k * lanes
+        o = row0 + ii
+
+        def put(jl):
+            p = p0 + jl
+            return S.BufferStore(out, value(o, p, acc[ii, k * lanes + jl]),
+                                 [(nv * g["o"] + o) * grid + p])
+
+        vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
+        if grid % g["nr"] == 0:
+            return vec
+        return S.IfThenElse(p0 + lanes <= grid, vec, loop(
+            "jl", lanes, S.ForKind.SERIAL, lambda jl: S.IfThenElse(p0 + jl < grid, put(jl))))
+
+    unroll = S.ForKind.UNROLLED
+    return loop("ii", rows, unroll, lambda ii: loop(
+        "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
 
 
 def _flat(ctx, buf, length: int, name: str):

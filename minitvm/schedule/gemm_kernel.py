@@ -9,6 +9,10 @@ Leftover rows (and the whole of a one-row GEMV) use a one-row kernel whose reduc
 into ``ku`` interleaved partial sums, so the FMA chains do not wait on each other. A partial
 last panel is stored with a guarded scalar loop. The epilogue is applied in the micro-kernel's
 store.
+
+With AVX2 (``BLOCKING``) the schedule is cache blocked: K runs in blocks (C accumulates across
+them), a row block's tiles run over a group of panels per K block, and the leftover rows are one
+multi-row tile in the last row block (a symbolic row count picks the tile by its remainder).
 """
 
 from __future__ import annotations
@@ -34,6 +38,24 @@ GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # row block mc (64/128/256) made no difference beyond the noise. (``gemm``/``batch_gemm``'s
 # own defaults stay 8x32: callers pack B for those.)
 TILES = {"avx512": (8, 32), "avx2": (6, 16)}
+# cache blocking of the packed GEMM by vector ISA: (kc, panels per group) or None for the
+# unblocked schedule (a micro-kernel runs the whole K; AVX-512 keeps it). With it, the reduction
+# runs in blocks of at most ``kc`` (the ``kc x nr`` piece of a B panel, 24 KB at 384 x 16, stays
+# in L1 while every row tile of the block uses it; C accumulates across blocks), the row tiles
+# of a block of ``mc`` rows (its ``mc x kc`` piece of A in L2) run over every panel of a group
+# before the next K block, and the leftover rows are one ``rows x nr`` tile in the last row
+# block, so B streams from memory once per row block (it also streamed once per leftover row).
+# The parallel loop runs over (batch, row block, group of panels). Measured on a Zen 2 (32 KB
+# L1d, 512 KB L2; one thread, thread CPU time, ms, interleaved; unblocked with mc 64 -> blocked
+# with mc 144): 128x768x3072 8.4 -> 7.1 (numpy 6.9), 128x3072x768 8.5 -> 8.1 (7.6), 512x3072x768
+# 31.2 -> 28.2 (26.0), 128x768x768 1.61 -> 1.57 (1.68), 64x128x784 0.161 -> 0.158 (0.147); the
+# BERT layer (bound weights, seq 32/128/512) 1.13/1.11/1.13 -> 0.96/1.05/1.06x ONNX Runtime.
+# kc 192/256/384 and groups of 1 to 8 panels were within the noise (+-5%) of each other.
+BLOCKING = {"avx512": None, "avx2": (384, 8)}
+MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
+# groups (tasks for the thread pool even when there is one row block)
+# default row block (``mc``) by vector ISA: the blocked schedule keeps ``mc x kc`` of A in L2
+BLOCK_ROWS = {"avx512": 64, "avx2": 144}
 # widths of a tile that reads a [K, N] B in place (widest first): ones dividing N qualify
 DIRECT_WIDTHS = {"avx512": (32, 16), "avx2": (16, 8)}
 
@@ -41,6 +63,11 @@ DIRECT_WIDTHS = {"avx512": (32, 16), "avx2": (16, 8)}
 def default_tile() -> tuple[int, int]:
     """(mr, nr): the packed GEMM's register tile for this machine's vector ISA (``TILES``)."""
     return TILES[vector_isa()]
+
+
+def default_mc() -> int:
+    """The packed GEMM's default row block for this machine's vector ISA (``BLOCK_ROWS``)."""
+    return BLOCK_ROWS[vector_isa()]
 
 
 def direct_widths() -> tuple[int, ...]:
@@ -144,6 +171,10 @@ class GemmBuilder:
         # packing; the caller sets it and skips ``pack()``
         self.direct_b = False
         self.gemv_split = GEMV_SPLIT  # interleaved partial sums of the one-row kernel
+        # (kc, panels per group) of the cache-blocked schedule (``BLOCKING``), or None; it needs a
+        # static N and K (the weights' GEMMs)
+        blocking = BLOCKING[vector_isa()]
+        self.blocking = blocking if isinstance(N, int) and isinstance(K, int) else None
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -151,6 +182,9 @@ class GemmBuilder:
 
     def c(self, v):
         return E._to_expr(v, self.idx)
+
+    def eq(self, a, b) -> E.PrimExpr:
+        return E.EQ(self.c(a), self.c(b))
 
     def loop(self, name: str, extent, kind, fbody, lo=0) -> S.For:
         v = self.var(name)
@@ -280,8 +314,151 @@ class GemmBuilder:
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
         return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
 
+    # ---------------------------------------------------------------- cache-blocked schedule
+    def micro_kb(self, b, row0, jo, rows: int, full_panel: bool, kb, nkb: int, kc: int
+                 ) -> S.Stmt:
+        """The ``rows x nr`` tile of C at (row0, jo*nr) over K block ``kb`` (of ``nkb``, ``kc``
+        long, the last one possibly shorter): block 0 stores its sum, later blocks add theirs
+        to C, the last one applies the epilogue."""
+        nr, K = self.nr, self.K
+        k0 = kb * kc if not isinstance(kb, int) else self.c(kb * kc)
+        kext = kc if K % kc == 0 else E.Min(self.c(kc), self.c(K) - k0)
+        short = isinstance(kext, int) and kext < 2 * self.gemv_split
+        ku = self.gemv_split if rows == 1 and not short else 1
+        acc = decl_buffer((ku * rows, nr), self.dtype, "acc", scope="local")
+        zero = E.FloatImm(self.dtype, 0.0)
+        unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+        def fma(slot, k):
+            return self.loop("ii", rows, unroll, lambda ii: self.loop(
+                "jj", nr, vec, lambda jj: S.BufferStore(
+                    acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
+                    * self.bp_at(b, jo, k0 + k, jj), [slot + ii, jj])))
+
+        parts = [self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
+            "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))]
+        if ku > 1:
+            kq = kext // ku if isinstance(kext, int) else E.FloorDiv(kext, self.c(ku))
+            parts.append(self.loop("k0", kq, S.ForKind.SERIAL, lambda q: self.loop(
+                "u", ku, unroll, lambda u: fma(u * rows, q * ku + u))))
+            if not isinstance(kext, int):
+                parts.append(self.loop("k", E.FloorMod(kext, self.c(ku)), S.ForKind.SERIAL,
+                                       lambda k: fma(0, k), lo=kq * self.c(ku)))
+            elif kext % ku:
+                parts.append(self.loop("k", kext % ku, S.ForKind.SERIAL,
+                                       lambda k: fma(0, k), lo=kext - kext % ku))
+            parts.append(self.loop("u", ku - 1, unroll, lambda u: self.loop(
+                "ii", rows, unroll, lambda ii: self.loop("jj", nr, vec, lambda jj: S.BufferStore(
+                    acc, acc[ii, jj] + acc[(u + 1) * rows + ii, jj], [ii, jj])))))
+        else:
+            parts.append(self.loop("k", kext, S.ForKind.SERIAL, lambda k: fma(0, k)))
+
+        def store(add_c: bool, epi: bool) -> S.Stmt:
+            def out(ii, jj):
+                col = jo * nr + jj
+                idx = [b, row0 + ii, col] if self.batched else [row0 + ii, col]
+                v = acc[ii, jj]
+                if add_c:
+                    v = v + self.C[tuple(idx)]
+                if epi and self.bias is not None:
+                    v = v + self.bias[col]
+                if epi and self.relu:
+                    v = E.Max(v, zero)
+                st = S.BufferStore(self.C, v, idx)
+                return st if full_panel else S.IfThenElse(col < self.N, st)
+
+            return self.loop("ii", rows, unroll, lambda ii: self.loop(
+                "jj", nr, vec if full_panel else S.ForKind.SERIAL, lambda jj: out(ii, jj)))
+
+        epilogue = self.bias is not None or self.relu
+        if nkb == 1:
+            parts.append(store(False, True))
+        elif not epilogue:
+            parts.append(S.IfThenElse(self.eq(kb, 0), store(False, False), store(True, False)))
+        else:
+            parts.append(S.IfThenElse(self.eq(kb, 0), store(False, False), S.IfThenElse(
+                self.eq(kb, nkb - 1), store(True, True), store(True, False))))
+        body = S.DeclBuffer(acc, S.SeqStmt(parts))
+        return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
+
+    def compute_blocked(self) -> S.Stmt:
+        """The cache-blocked schedule (``BLOCKING``): parallel over (batch, row block, panel
+        group); in each, K blocks outermost, then the group's panels, then the row tiles."""
+        mr, M, K, nr, N = self.mr, self.M, self.K, self.nr, self.N
+        kc_max, width = self.blocking
+        nkb = -(-K // kc_max)
+        kc = -(-K // nkb)  # K blocks of (nearly) equal length
+        const = isinstance(M, int)
+        tiles = M // mr if const else E.FloorDiv(M, self.c(mr))
+        rest = M % mr if const else E.FloorMod(M, self.c(mr))
+        tpb = max(1, self.mc // mr)
+        blocks = _ceil_div(M, tpb * mr)
+        npan, full = self.np, N // nr
+        # panels per group: at most ``width``, and at least MIN_GROUPS groups for the pool
+        per = max(1, min(width, npan // MIN_GROUPS))
+        groups = -(-npan // per)
+        nb = self.batch if self.batched else 1
+        # the block holding the leftover rows (its last), when there are any
+        rest_block = tiles // tpb if const else E.FloorDiv(tiles, self.c(tpb))
+
+        def rest_tiles(b, jo, full_panel, kb):
+            if const:
+                return self.micro_kb(b, tiles * mr, jo, rest, full_panel, kb, nkb, kc) \
+                    if rest else None
+            chain = None
+            for r in range(mr - 1, 0, -1):
+                tile = self.micro_kb(b, tiles * self.c(mr), jo, r, full_panel, kb, nkb, kc)
+                chain = S.IfThenElse(self.eq(rest, r), tile, chain)
+            return chain
+
+        def row_tiles(b, ib, jo, full_panel, kb):
+            def tile(t):
+                tile_id = ib * tpb + t
+                body = self.micro_kb(b, tile_id * mr, jo, mr, full_panel, kb, nkb, kc)
+                if const and blocks * tpb == tiles:
+                    return body
+                return S.IfThenElse(tile_id < tiles, body)
+
+            parts = []
+            if const and blocks == 1 and tiles:  # one row block: its tiles, unguarded
+                parts.append(self.loop("t", tiles, S.ForKind.SERIAL, lambda t: self.micro_kb(
+                    b, t * mr, jo, mr, full_panel, kb, nkb, kc)))
+            elif not const or tiles:
+                parts.append(self.loop("t", tpb, S.ForKind.SERIAL, tile))
+            tail = rest_tiles(b, jo, full_panel, kb)
+            if tail is not None:
+                parts.append(tail if const and blocks == 1 else
+                             S.IfThenElse(self.eq(ib, rest_block), tail))
+            return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+        def panel(b, ib, jo, kb):
+            if full == npan:
+                return row_tiles(b, ib, jo, True, kb)
+            if full == 0:
+                return row_tiles(b, ib, jo, False, kb)
+            return S.IfThenElse(jo < full, row_tiles(b, ib, jo, True, kb),
+                                row_tiles(b, ib, jo, False, kb))
+
+        def group(b, ib, g):
+            def over_panels(kb):
+                def one(j):
+                    jo = g * per + j
+                    body = panel(b, ib, jo, kb)
+                    return body if npan % per == 0 else S.IfThenElse(jo < npan, body)
+
+                return self.loop("j", per, S.ForKind.SERIAL, one)
+
+            if nkb == 1:
+                return over_panels(0)
+            return self.loop("kb", nkb, S.ForKind.SERIAL, over_panels)
+
+        rows = min(M, tpb * mr) if const else tpb * mr  # rows of one row block
+        return self.fused("q", [nb, blocks, groups], rows * per * nr * K, group)
+
     # ---------------------------------------------------------------- driver
     def compute(self) -> S.Stmt:
+        if self.blocking is not None:
+            return self.compute_blocked()
         mr, M, K, nr = self.mr, self.M, self.K, self.nr
         const = isinstance(M, int)
         tiles = M // mr if const else E.FloorDiv(M, mr)

@@ -36,8 +36,13 @@ PARALLEL_MIN_WORK = 1 << 21  # multiply-adds of a column block worth a thread-po
 # at build time: 7.6). Wider tiles (2x8, 3x8) measured slower than 4x4. With AVX2 (Zen 2, as
 # above, in place vs packed per call) in place wins at every size measured: 768->768 at 128
 # rows 2.7 vs 5.4-8.9 ms, at 256 rows 5.6-5.8 vs 9.1-16.6, at 512 rows 11.6-12.1 vs 25-26;
-# 3072->768 at 512 rows 55-57 vs 96-101; 784->128 at 1024 rows 4.2-4.3 vs 4.5-4.7.
-MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 1024}
+# 3072->768 at 512 rows 55-57 vs 96-101; 784->128 at 1024 rows 4.2-4.3 vs 4.5-4.7. Re-measured
+# once the packed GEMM was cache-blocked (gemm_kernel.BLOCKING; Zen 2, one thread, thread CPU
+# time, BERT layer kernels with weights passed at run time, in place vs packed per call, ms):
+# 768->768 at 64/192/256/384 rows 0.89/3.24/4.28/6.0 vs 1.13/3.27/4.04/6.17, 3072->768
+# 4.8/14.1/19.1/30.6 vs 6.0/14.1/15.8/23.6, 768->3072 (+gelu) 4.9/13.8/18.9/29.2 vs
+# 6.2/16.1/18.9/28.3; at 512 rows 38.6 vs 31.0 (3072->768), 41.5 vs 40.3 (768->3072).
+MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 192}
 
 
 def vector_isa() -> str:

@@ -26,7 +26,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import conv_direct, gemm, pool
+from . import conv_direct, depthwise, gemm, pool
 from .common import PARALLEL_MIN_WORK, SMALL_REDUCE, LowerCtx, LoweringError
 from .common import const_int as _const_int
 from .common import dims_of as _shape
@@ -54,6 +54,8 @@ class Rule:
     out_buffer, bodies)`` writes the loops. The stage's operands (``attrs["operands"]``, else
     its input tensors) are materialized in buffers (``ctx.buf[id(tensor)]``) before it runs.
     symbolic: the rule is also asked about stages with symbolic extents (else they skip it).
+    epilogue: the stage's only materialized reader, when it is an elementwise output, shares its
+    buffer and is computed by ``emit`` too (``ctx.epilogues[id(t)]`` names it).
     """
 
     name: str
@@ -61,10 +63,47 @@ class Rule:
     supported: Callable
     emit: Callable
     symbolic: bool = False
+    epilogue: bool = False
 
 
 def _emit_gemm(ctx, t, buf, bodies):
-    return gemm.emit(ctx, t, buf, [ctx.buf[id(s)] for s in t.op.attrs["operands"]])
+    operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
+    u = getattr(ctx, "epilogues", {}).get(id(t))
+    if u is not None:  # a generated conv computing its epilogue (_fuse_conv_epilogue)
+        return _emit_conv_fused(ctx, t, u, buf, operands, bodies[id(u)])
+    return gemm.emit(ctx, t, buf, operands)
+
+
+def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
+    """Conv ``t`` with elementwise stage ``u`` (whose ``body`` reads the conv from ``buf``, the
+    buffer both share) applied by the micro-kernel. Should ``u`` read the conv away from its own
+    output position, the conv is computed into a temporary that ``u`` then reads instead."""
+    axes = [iv.var for iv in u.op.axis]
+    ext = [_const_int(d) for d in u.shape]
+    value = E.Var("conv_value", buf.dtype)
+    ok = [True]
+
+    def at_axes(idx) -> bool:  # (a unit axis may be read at a constant 0)
+        return len(idx) == len(axes) and all(
+            i is v or (n == 1 and _const_int(i) == 0) for i, v, n in zip(idx, axes, ext))
+
+    def fpost(e):
+        if isinstance(e, E.BufferLoad) and e.buffer is buf:
+            ok[0] = ok[0] and at_axes(e.indices)
+            return value
+        return None
+
+    template = transform_expr(body, fpost)
+    if not ok[0]:
+        tmp = ctx.temp(_shape(t), t.dtype, t.name)
+        moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
+            e, E.BufferLoad) and e.buffer is buf else None)
+        return S.SeqStmt([gemm.emit(ctx, t, tmp, operands), injective_nest(ctx, u, buf, moved)])
+
+    def epilogue(idx, val):
+        return substitute(substitute(template, {value: val}), _bind(u.op.axis, idx))
+
+    return conv_direct.emit(ctx, t, buf, *operands, epilogue=epilogue)
 
 
 def _emit_pool(ctx, t, buf, bodies):
@@ -74,7 +113,9 @@ def _emit_pool(ctx, t, buf, bodies):
 
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
 RULES: dict[str, list[Rule]] = {
-    "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM], "conv2d_nchw": [_GEMM],
+    "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
+    "conv2d_nchw": [_GEMM, Rule("depthwise", "window", depthwise.supported, depthwise.emit,
+                                epilogue=True)],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
 }
 
@@ -543,7 +584,10 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
     """The loop nests of every materialized stage, inside their temporaries' allocations."""
     options = ctx.options
     # GEMM anchors whose epilogue can run in place share the output's buffer
+    fused, ctx.epilogues = {}, {}  # epilogue <-> anchor whose rule computes it (Rule.epilogue)
     for t in order:
+        if _fuse_conv_epilogue(ctx, order, materialize, outputs, t, fused):
+            continue  # a generated conv whose micro-kernel applies its epilogue
         if _is_gemm(t, options) and gemm.use_generated_conv(t, options) and id(t) not in \
                 ctx.buf and conv_direct.grid_shape(t)[3] != _const_int(t.shape[3]):
             # the implicit GEMM writes a [N, O, OH, Wq] grid the epilogue reads (in row mode
@@ -554,14 +598,20 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
             if u is not None and id(t) not in ctx.buf and \
                     _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
                 ctx.buf[id(t)] = ctx.buf[id(u)]
+        elif id(t) not in ctx.buf and getattr(select_rule(t, options), "epilogue", False):
+            u = _epilogue_consumer(order, outputs, t, materialize)
+            if u is not None and _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
+                ctx.buf[id(t)] = ctx.buf[id(u)]
+                fused[id(u)], ctx.epilogues[id(t)] = t, u
     for t in order:
         if id(t) in materialize and id(t) not in ctx.buf:
             ctx.buf[id(t)] = ctx.temp(_shape(t), t.dtype, t.name)
     bodies = _inline_all(order, materialize, ctx)
     stmts = []
     for t in order:
-        if id(t) not in materialize or not isinstance(t.op, ComputeOp):
-            continue
+        if id(t) not in materialize or not isinstance(t.op, ComputeOp) or id(t) in ctx.epilogues:
+            continue  # (an anchor computing its epilogue is emitted in the epilogue's place)
+        t = fused.get(id(t), t)
         buf = ctx.buf[id(t)]
         rule = select_rule(t, options)
         if rule is not None:
@@ -577,6 +627,22 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
     for b in reversed(ctx.stack_temps):
         body = S.Allocate(b.data, b.dtype, [_prod(b.shape)], True, S.DeclBuffer(b, body))
     return body
+
+
+def _fuse_conv_epilogue(ctx, order, materialize, outputs, t, fused: dict) -> bool:
+    """Let generated conv ``t``'s micro-kernel apply its only consumer, an elementwise output
+    of its shape (bias, residual add, relu): the conv shares that output's buffer and is
+    emitted in the consumer's place (``fused``, ``ctx.epilogues``, as ``Rule.epilogue``)."""
+    options = ctx.options
+    if id(t) in ctx.buf or not _is_gemm(t, options) or \
+            not gemm.use_generated_conv(t, options) or not conv_direct.fuses_epilogue(t, options):
+        return False
+    u = _epilogue_consumer(order, outputs, t, materialize)
+    if u is None or not _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
+        return False
+    ctx.buf[id(t)] = ctx.buf[id(u)]
+    fused[id(u)], ctx.epilogues[id(t)] = t, u
+    return True
 
 
 def _copy_stage(src):

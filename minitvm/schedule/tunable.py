@@ -18,7 +18,7 @@ from .gemm import (
     use_generated_batch_matmul,
     use_generated_matmul,
 )
-from .gemm_kernel import GEMV_SPLIT, default_tile
+from .gemm_kernel import GEMV_SPLIT, default_mc, default_tile
 from .knobs import Space, register_space
 
 NEVER_PARALLEL = 1 << 40  # a parallel threshold no workload reaches: run on the calling thread
@@ -58,7 +58,7 @@ def dense_space(t, options):
     """dense ``[M, K] x [N, K]^T``: register tile ``mr x nr``, row block ``mc``, parallel
     threshold, one-row kernel's partial sums, and generated code vs the process's BLAS."""
     m, n, k = _gemm_dims(t)
-    defaults = dict(impl="generated", mr=default_tile()[0], nr=_dense_nr(n), mc=64,
+    defaults = dict(impl="generated", mr=default_tile()[0], nr=_dense_nr(n), mc=default_mc(),
                     min_work=DENSE_PARALLEL_MIN_WORK, gemv_split=GEMV_SPLIT)
     space = _gemm_space(t, defaults, options, True)
     mnk = _static_ints(m, n, k)
@@ -71,7 +71,8 @@ def dense_space(t, options):
 def matmul_space(t, options):
     """matmul ``A @ op(B)``: the packed kernel's tile, row block and parallel threshold."""
     m, n, k = _gemm_dims(t)
-    defaults = dict(mr=default_tile()[0], nr=_dense_nr(n), mc=64, min_work=DENSE_PARALLEL_MIN_WORK)
+    defaults = dict(mr=default_tile()[0], nr=_dense_nr(n), mc=default_mc(),
+                    min_work=DENSE_PARALLEL_MIN_WORK)
     space = _gemm_space(t, defaults, options, False)
     mnk = _static_ints(m, n, k)
     ok = mnk is not None and use_generated_matmul(t, options)
@@ -82,7 +83,8 @@ def matmul_space(t, options):
 def batch_matmul_space(t, options):
     """batch_matmul: the batched packed kernel's tile, row block and parallel threshold."""
     _, n, _ = _gemm_dims(t)
-    defaults = dict(mr=default_tile()[0], nr=_dense_nr(n), mc=64, min_work=DENSE_PARALLEL_MIN_WORK)
+    defaults = dict(mr=default_tile()[0], nr=_dense_nr(n), mc=default_mc(),
+                    min_work=DENSE_PARALLEL_MIN_WORK)
     space = _gemm_space(t, defaults, options, False)
     a, b = t.op.attrs["operands"]
     sa, sb = _static_ints(*dims_of(a)), _static_ints(*dims_of(b))

@@ -22,5 +22,7 @@ def _is_tvmscript(text: str) -> bool:
 
 
 _register_text_format("tvmscript", _is_tvmscript, from_source)
+ir_module = ir.ir_module  # tvm.script.ir_module (the @I.ir_module decorator)
 
-__all__ = ["printer", "parser", "ParserError", "from_source", "parse", "ir", "relax", "tir"]
+__all__ = ["printer", "parser", "ParserError", "from_source", "parse", "ir", "relax", "tir",
+           "ir_module"]

@@ -153,6 +153,14 @@ class Target:
         default = {"metal": 31, "opencl": 128}.get(self.kind.name, 0)
         return int(self.attrs.get("max_function_args", default))
 
+    def with_host(self, host=None) -> Target:
+        """This target with ``host`` as its host (TVM's Target.with_host)."""
+        return Target(str(self), host=Target(host) if isinstance(host, str) else host)
+
+    def get_target_device_type(self) -> int:
+        """The DLPack device type this target compiles for."""
+        return self.kind.device_type
+
     @staticmethod
     def current(allow_none: bool = True):
         if _STACK.stack:
@@ -193,3 +201,6 @@ def arm_cpu(model="unknown", options=None) -> Target:
 
 def cuda(model="unknown", arch=None, options=None) -> Target:
     return Target("cuda")
+
+
+from .compilation_config import CompilationConfig, make_compilation_config  # noqa: E402,F401

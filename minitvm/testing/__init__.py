@@ -117,3 +117,11 @@ def main() -> None:
     frame = inspect.stack()[1]
     sys.exit(pytest.main([frame.filename, *sys.argv[1:]]))
 
+
+
+from . import env, utils  # noqa: E402
+from .utils import (  # noqa: E402,F401
+    DEFAULT_TEST_TARGETS, SKIP_SLOW_TESTS, assert_prim_expr_equal, check_numerical_grads,
+    exclude_targets, is_ampere_or_newer, skip_if_32bit, skip_parameterizations, slow,
+    xfail_parameterizations,
+)

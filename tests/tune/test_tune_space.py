@@ -36,7 +36,8 @@ def test_dense_space_declared():
     assert space.size() > 100
     # the defaults are the constants the schedule used before it was tunable
     mr, nr = gemm_kernel.default_tile()  # (8, 32) on AVX-512
-    assert space.default() == {"impl": "generated", "mr": mr, "nr": nr, "mc": 64,
+    assert space.default() == {"impl": "generated", "mr": mr, "nr": nr,
+                               "mc": gemm_kernel.default_mc(),
                                "min_work": gemm.DENSE_PARALLEL_MIN_WORK,
                                "gemv_split": gemm_kernel.GEMV_SPLIT}
 

@@ -458,6 +458,8 @@ class StmtEmitter:
         elif isinstance(off, RampVal) and off.stride == 1:
             p = bld.gep(base_ptr, [off.base], inbounds=True, source_etype=et)
             v = bld.load(p, typ=ir.VectorType(et, lanes), align=align)
+        elif isinstance(off, RampVal) and 2 <= off.stride <= 4 and buf.dtype != "bool":
+            v = self._strided_load(base_ptr, off, et, align)
         else:
             v = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
             for k, p in enumerate(self._lane_ptrs(base_ptr, off, et)):
@@ -465,6 +467,33 @@ class StmtEmitter:
         if buf.dtype == "bool":
             v = bld.trunc(v, T.I1 if lanes == 1 else ir.VectorType(T.I1, lanes))
         return v
+
+    def _strided_load(self, base_ptr, off, et, align: int):
+        """A load at constant stride 2-4 as whole vector loads of the span it covers (the last
+        one ending at its last element: nothing past it is read) and shuffles, instead of one
+        scalar load per lane (stride-2 column phases, strided pooling picks)."""
+        bld, lanes, st = self.builder, off.lanes, off.stride
+        span = (lanes - 1) * st + 1
+        starts = [min(k * lanes, span - lanes) for k in range(-(-span // lanes))]
+        vt = ir.VectorType(et, lanes)
+        parts = [bld.load(bld.gep(base_ptr, [bld.add(off.base, ir.Constant(T.I64, s0))],
+                                  inbounds=True, source_etype=et), typ=vt, align=align)
+                 for s0 in starts]
+        width = lanes
+        while len(parts) > 1:  # concatenate pairwise (an odd one out padded with undef lanes)
+            if len(parts) % 2:
+                parts.append(ir.Constant(ir.VectorType(et, width), ir.Undefined))
+            mask = ir.Constant(ir.VectorType(T.I32, 2 * width), list(range(2 * width)))
+            parts = [bld.shuffle_vector(parts[k], parts[k + 1], mask)
+                     for k in range(0, len(parts), 2)]
+            width *= 2
+        pick = []
+        for i in range(lanes):  # lane i is element i*st of the span: in the last load covering it
+            e = i * st
+            k = max(j for j, s0 in enumerate(starts) if s0 <= e)
+            pick.append(k * lanes + e - starts[k])
+        mask = ir.Constant(ir.VectorType(T.I32, lanes), pick)
+        return bld.shuffle_vector(parts[0], ir.Constant(parts[0].type, ir.Undefined), mask)
 
     def store(self, buf, idx: list, value) -> None:
         bld = self.builder

@@ -11,7 +11,14 @@ from .model_stats import (
 )
 from .fake_quantized_ops import list_fake_quantized_op_freqs  # noqa: F401
 from .sparse_dense import search_dense_op_weight  # noqa: F401
+from . import sparse_conv2d  # noqa: F401,E402  (relay.analysis.sparse_conv2d)
 from .call_graph import CallGraph  # noqa: F401
+from . import annotated_regions, call_graph, feature  # noqa: F401
+from .annotated_regions import AnnotatedRegionSet  # noqa: F401
+from .match_exhaustion import unmatched_cases  # noqa: F401
+from .calibration import get_calibration_data  # noqa: F401
+from .dtypes import all_dtypes  # noqa: F401
+from ...runtime.ndarray import cpu  # noqa: F401  (TVM's module exposes it too)
 
 
 def check_basic_block_normal_form(expr) -> bool:
@@ -19,3 +26,6 @@ def check_basic_block_normal_form(expr) -> bool:
     from ..transform.to_basic_block_normal_form import check_basic_block_normal_form as _check
 
     return _check(expr)
+from ..transform.plan_devices import (  # noqa: E402,F401  (device planning's analyses)
+    collect_device_annotation_ops, collect_device_info,
+)

@@ -7,7 +7,18 @@ its value); ``relay.Function(free_vars(e), e)`` then has the parameter order TVM
 
 from __future__ import annotations
 
-from ..adt import Match, pattern_vars
+from ...ir.type import (
+    FuncType,
+    GlobalTypeVar,
+    PointerType,
+    RelayRefType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeRelation,
+    TypeVar,
+)
+from ..adt import Constructor, Match, TypeData, pattern_vars
 from ..expr import (
     Call,
     Function,
@@ -20,7 +31,6 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
-from ..expr_functor import ExprVisitor
 
 _BIND = object()  # a stack marker: the item under it is a list of variables to mark bound
 
@@ -110,38 +120,139 @@ def all_vars(expr) -> list:
     return list(_collect(expr).all)
 
 
-def _type_vars(expr):
-    from ..expr import Function
+class _TypeVarCollector:
+    """TVM's type-variable walk: records every type variable met (``all``) and those a function,
+    a function type or a constructor's ADT binds (``bound``), in first-occurrence order.
 
-    found = {}
-    bound = {}
+    The order is TVM's: a call's operator and arguments before its type arguments, a function's
+    type parameters before its parameters' annotations and body (not its return type), a let's
+    variable before its value; match patterns are not read. Explicit stacks, any depth."""
 
-    class _V(ExprVisitor):
-        _expand_scopes = True  # collects into dicts: the order children are visited in is moot
+    def __init__(self, mod):
+        self.mod = mod
+        self.all: dict = {}
+        self.bound: dict = {}
+        self.seen: set[int] = set()
 
-        def visit_function(self, fn):
-            for t in fn.type_params:
-                bound.setdefault(t, None)
-            super().visit_function(fn)
+    def _bind(self, tvs) -> None:
+        for tv in tvs:
+            self.all.setdefault(tv, None)
+            self.bound.setdefault(tv, None)
 
-    _V().visit(expr)
-    if isinstance(expr, Function):
-        for t in expr.type_params:
-            found.setdefault(t, None)
-    return found, bound
+    def _adt_vars(self, ctor) -> tuple:
+        tds = getattr(self.mod, "type_definitions", None) or {}
+        td = tds.get(ctor.belong_to)
+        if td is None:
+            raise ValueError(f"type variables of constructor {ctor.name_hint!r}: its ADT "
+                             f"{getattr(ctor.belong_to, 'name_hint', ctor.belong_to)!r} is not "
+                             "in the module; pass the module that defines it as `mod`")
+        return td.type_vars
+
+    def run(self, root) -> None:
+        stack: list = [root]
+        seen = self.seen
+        while stack:
+            item = stack.pop()
+            if isinstance(item, Type):
+                if id(item) in seen:
+                    continue
+                seen.add(id(item))
+                stack.extend(reversed(self._type_children(item)))
+                continue
+            if isinstance(item, _TypeArgs):  # a call's type arguments, after its operands
+                stack.extend(reversed(item.types))
+                continue
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(reversed(self._expr_children(item)))
+
+    def _type_children(self, t) -> list:
+        if isinstance(t, TypeVar):
+            if not isinstance(t, GlobalTypeVar):
+                self.all.setdefault(t, None)
+            return []
+        if isinstance(t, FuncType):
+            self._bind(t.type_params)
+            return [*t.type_params, *t.type_constraints, *t.arg_types, t.ret_type]
+        if isinstance(t, TupleType):
+            return list(t.fields)
+        if isinstance(t, TypeCall):
+            return [t.func, *t.args]
+        if isinstance(t, RelayRefType):
+            return [t.value]
+        if isinstance(t, TypeRelation):
+            return list(t.args)
+        if isinstance(t, TypeData):
+            return [t.header, *t.type_vars, *(i for c in t.constructors for i in c.inputs)]
+        if isinstance(t, PointerType):
+            return [t.element_type]
+        return []
+
+    def _expr_children(self, e) -> list:
+        t = type(e)
+        if t is Var:
+            return [] if e.type_annotation is None else [e.type_annotation]
+        if t is Call:
+            out = [e.op, *e.args]
+            if e.type_args:
+                out.append(_TypeArgs(e.type_args))
+            return out
+        if t is Tuple:
+            return list(e.fields)
+        if t is TupleGetItem:
+            return [e.tuple_value]
+        if t is Function:
+            self._bind(e.type_params)
+            return [*e.params, e.body]
+        if t is Let:
+            return [e.var, e.value, e.body]
+        if t is If:
+            return [e.cond, e.true_branch, e.false_branch]
+        if t is RefCreate:
+            return [e.value]
+        if t is RefRead:
+            return [e.ref]
+        if t is RefWrite:
+            return [e.ref, e.value]
+        if t is Match:
+            return [e.data, *(c.rhs for c in e.clauses)]
+        if t is Constructor:
+            self._bind(self._adt_vars(e))
+            return [*e.inputs, e.belong_to]
+        return []
+
+
+class _TypeArgs:
+    """A stack marker: the type arguments of a call, visited once its operands are."""
+
+    __slots__ = ("types",)
+
+    def __init__(self, types):
+        self.types = list(types)
+
+
+def _type_vars(expr, mod) -> _TypeVarCollector:
+    if expr is None:
+        raise ValueError("type variables of None: pass a Relay expression or type")
+    c = _TypeVarCollector(mod)
+    c.run(expr)
+    return c
 
 
 def free_type_vars(expr, mod=None) -> list:
-    found, bound = _type_vars(expr)
-    return [t for t in found if t not in bound]
+    """Type variables used in ``expr`` (an expression or a type) and not bound in it, in the
+    order TVM's walk first meets them; ``mod`` gives the ADTs of constructors."""
+    c = _type_vars(expr, mod)
+    return [t for t in c.all if t not in c.bound]
 
 
 def bound_type_vars(expr, mod=None) -> list:
-    return list(_type_vars(expr)[1])
+    """Type variables bound in ``expr`` (function and function-type type parameters, the type
+    variables of the ADTs its constructors belong to), in first-occurrence order."""
+    return list(_type_vars(expr, mod).bound)
 
 
 def all_type_vars(expr, mod=None) -> list:
-    found, bound = _type_vars(expr)
-    out = dict(bound)
-    out.update(found)
-    return list(out)
+    """Every type variable of ``expr``, bound or free, in first-occurrence order."""
+    return list(_type_vars(expr, mod).all)

@@ -17,7 +17,10 @@ from ...ir.module import IRModule
 from ...runtime import blas
 from ...runtime.graph_executor import GraphExecutorFactoryModule
 from ...runtime.module import GraphLib
+from ...schedule.knobs import use_knobs
+from ...transform.context import PassContext
 from ..expr import Function
+from . import build_cache
 from .graph_executor_codegen import GraphCodegen
 
 
@@ -63,8 +66,6 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     GraphExecutorFactoryModule
         ``get_graph_json()``, ``get_lib()``, ``get_params()``, ``export_library(path)``.
     """
-    from ..transform.pipeline import optimize
-
     t0 = time.perf_counter()
     kind = str(getattr(getattr(target, "kind", None), "name", target) or "llvm").split()[0]
     if kind not in ("llvm", "c", "cpu"):
@@ -73,7 +74,33 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     _check_executor_runtime(executor, runtime)
     mod = _as_module(ir_mod)
     options = lowering_options()
+    cache = build_cache.enabled()
+    key = build_cache.build_key(mod, params, kind, options) if cache is not None else None
+    if key is not None:
+        ctx = PassContext.current()
+
+        def rebuild() -> GraphExecutorFactoryModule:  # what a cached factory does not carry
+            with ctx, use_knobs(options.knobs):
+                return _build(mod, params, mod_name, lowering_options(), t0)
+
+        hit = build_cache.load(cache, key, mod_name, rebuild)
+        if hit is not None:
+            hit.build_seconds = time.perf_counter() - t0
+            return hit
+    factory = _build(mod, params, mod_name, options, t0)
+    if key is not None:
+        build_cache.store(cache, key, factory)
+    return factory
+
+
+def _build(mod: IRModule, params, mod_name: str, options, t0: float
+           ) -> GraphExecutorFactoryModule:
+    """Optimize, lower, plan and emit (no whole-build cache)."""
+    from ..transform.pipeline import optimize
+    from ..transform.plan_devices import host_program
+
     opt_mod, _ = optimize(mod, "llvm", params)
+    opt_mod = host_program(opt_mod, "relay.build")
     cg = GraphCodegen(options)
     heads, arg_nodes = cg.codegen(opt_mod["main"])
     graph_json = cg.graph_json(heads, arg_nodes)

@@ -38,6 +38,9 @@ __all__ = [
     "Closure", "ADT", "type_str", "value_type",
 ]
 
+# annotations planning leaves in a program: values pass through unchanged on the host
+_DEVICE_IDENTITIES = frozenset({"on_device", "device_copy"})
+
 
 class InterpreterError(RuntimeError):
     """An error while evaluating a Relay program; the message names the failing expression."""
@@ -440,6 +443,8 @@ class Machine:
         return bool(arr.reshape(()))
 
     def _apply_op(self, op: Op, call, args):
+        if op.name in _DEVICE_IDENTITIES:  # any value (closure, reference, ADT) stays itself
+            return args[0]
         impl = op.get_attr("FNumpy")
         if impl is None:
             raise InterpreterError(

@@ -68,8 +68,9 @@ def _constant_fn(val):
     return lambda: val
 
 
-def build_te(func: Function):
-    """TE placeholders, extra constant inputs (with values) and outputs of ``func``."""
+def build_te(func: Function, compute_of=None):
+    """TE placeholders, extra constant inputs (with values) and outputs of ``func``;
+    ``compute_of(call)`` (optional) chooses each op call's compute instead of its FTECompute."""
     inputs, consts, env = [], [], {}
     for p in func.params:
         phs = []
@@ -96,7 +97,7 @@ def build_te(func: Function):
         elif isinstance(e, TupleGetItem):
             env[id(e)] = [env[id(e.tuple_value)][e.index]]
         elif isinstance(e, Call) and isinstance(e.op, Op):
-            fcompute = e.op.get_attr("FTECompute")
+            fcompute = e.op.get_attr("FTECompute") if compute_of is None else compute_of(e)
             if fcompute is None:
                 raise LoweringError(f"operator {e.op.name} has no compute (FTECompute)")
             args = [t for a in e.args for t in env[id(a)]]
@@ -225,3 +226,162 @@ def _read_kernel(text: str):
 
 
 register_kernel_format("relay", _kernel_text, _read_kernel)
+
+
+# ------------------------------------------------------------------------------ TVM's TECompiler
+def get_valid_implementations(op: Op, attrs, inputs, out_type, target) -> list:
+    """The implementations of ``op`` for ``target``: its ``FTVMStrategy``, else the default
+    strategy (its FTECompute with the schedule rule table)."""
+    from ..op.strategy.generic import default_strategy
+
+    fstrategy = op.get_attr("FTVMStrategy")
+    strategy = fstrategy(attrs, inputs, out_type, target) if fstrategy is not None else \
+        default_strategy(op.name)
+    impls = strategy.implementations
+    if not impls:
+        raise LoweringError(f"the strategy of {op.name} has no implementation for {target}")
+    return impls
+
+
+def select_implementation(op: Op, attrs, inputs, out_type, target, use_autotvm: bool = True):
+    """The highest-priority implementation of ``op`` and its outputs on ``inputs``:
+    ``(implementation, [te.Tensor])``."""
+    impls = get_valid_implementations(op, attrs, inputs, out_type, target)
+    best = max(impls, key=lambda i: i.plevel)  # the first one wins a tie
+    return best, best.compute(attrs, inputs, out_type)
+
+
+class CachedFunc:
+    """A lowered function: its PrimFunc (``funcs``, under ``prim_fn_var``), TE inputs and
+    outputs, and the target."""
+
+    __slots__ = ("target", "prim_fn_var", "inputs", "outputs", "funcs", "prim_func", "consts",
+                 "source", "_kernel")
+
+    def __init__(self, target, prim_fn_var, inputs, outputs, prim_func, consts, source):
+        self.target = target
+        self.prim_fn_var = prim_fn_var
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.prim_func = prim_func
+        self.funcs = IRModule({prim_fn_var: prim_func})
+        self.consts = consts
+        self.source = source
+        self._kernel = None
+
+    def __repr__(self):
+        return f"CachedFunc({self.prim_fn_var.name_hint}, target={self.target})"
+
+
+def _ensure_typed(func: Function) -> Function:
+    if func.body._checked_type is not None:
+        return func
+    from ..transform import InferType
+
+    mod = InferType()(IRModule.from_expr(func))
+    return mod["main"]
+
+
+def _fused_name(func: Function, mod_name: str) -> str:
+    ops = [n.replace(".", "_") for n in func_ops(func)]
+    base = "fused_" + "_".join(ops) if ops else "fused_identity"
+    return f"tvmgen_{mod_name}_{base}" if mod_name else base
+
+
+class TECompiler:
+    """Lowers Relay primitive functions to PrimFuncs (``lower``) and native code (``jit``),
+    caching by structural equality and target."""
+
+    def __init__(self):
+        self._cache: list[tuple[Function, str, CachedFunc]] = []
+
+    def _lookup(self, func: Function, target_key: str) -> CachedFunc | None:
+        for f, t, cf in self._cache:
+            if t == target_key and structural_equal(f, func):
+                return cf
+        return None
+
+    def lower(self, source_func: Function, target=None, mod_name: str = "default") -> CachedFunc:
+        """The PrimFunc of ``source_func`` for ``target`` (each op's compute chosen by
+        ``select_implementation``)."""
+        from ...ir.expr import GlobalVar
+        from ...schedule import lower_te
+
+        if not isinstance(source_func, Function):
+            raise TypeError(f"TECompiler.lower expects a relay.Function, got "
+                            f"{type(source_func).__name__}")
+        target = target if target is not None else "llvm"
+        key = str(target)
+        cached = self._lookup(source_func, key)
+        if cached is not None:
+            return cached
+        func = _ensure_typed(source_func)
+        for t in tensor_types(func.body.checked_type):
+            _static(t)
+
+        def compute_of(call):
+            def fcompute(attrs, args, out_type):
+                return select_implementation(call.op, attrs, args, out_type, target)[1]
+
+            return fcompute
+
+        inputs, consts, outputs = build_te(func, compute_of)
+        name = _fused_name(func, mod_name)
+        prim, _ws = lower_te(list(inputs) + [c[0] for c in consts], outputs, name)
+        cf = CachedFunc(target, GlobalVar(name), inputs, outputs, prim, consts, func)
+        self._cache.append((source_func, key, cf))
+        return cf
+
+    def jit(self, source_func: Function, target=None):
+        """A Python function running ``source_func`` natively: ``f(*tensors)`` returns its
+        output (a list for several)."""
+        from ...runtime.ndarray import NDArray, array
+        from ...runtime.vm.vm import call_native
+
+        cf = self.lower(source_func, target)
+        if cf._kernel is None:
+            try:
+                cf._kernel = compile_te(cf.inputs, cf.consts, cf.outputs,
+                                        cf.prim_fn_var.name_hint, LoweringOptions(),
+                                        source=cf.source)
+            except LoweringError as err:
+                cf._kernel = _fallback(cf.source, cf.prim_fn_var.name_hint, str(err))
+        kernel = cf._kernel
+        out_types = tensor_types(cf.source.body.checked_type)
+
+        def run(*args):
+            arrays = [np.ascontiguousarray(a.numpy() if isinstance(a, NDArray) else a)
+                      for a in args]
+            if len(arrays) != len(cf.inputs):
+                raise ValueError(f"{cf.prim_fn_var.name_hint} takes {len(cf.inputs)} "
+                                 f"tensors, got {len(arrays)}")
+            if kernel.kind == "native":
+                outs = [np.empty(_static(t), t.dtype) for t in out_types]
+                call_native(kernel, arrays, outs)
+            else:
+                outs = kernel.run(arrays)
+            res = [array(o) for o in outs]
+            return res[0] if len(res) == 1 else res
+
+        return run
+
+    def clear(self) -> None:
+        """Forget every lowered function."""
+        self._cache.clear()
+
+    def items(self) -> list[tuple[Function, CachedFunc]]:
+        """The cached ``(function, lowered)`` pairs."""
+        return [(f, cf) for f, _t, cf in self._cache]
+
+
+_TE_COMPILER = TECompiler()
+
+
+def get() -> TECompiler:
+    """The process-wide TECompiler."""
+    return _TE_COMPILER
+
+
+def lower_to_primfunc(relay_func: Function, target=None):
+    """The PrimFunc of a primitive Relay function."""
+    return TECompiler().lower(relay_func, target).prim_func

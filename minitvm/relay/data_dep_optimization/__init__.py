@@ -1,6 +1,6 @@
 """Optimizations that depend on parameter values (TVM's ``relay.data_dep_optimization``):
-convert sparse dense weights to BSR, pre-transpose fully connected weights."""
+convert sparse dense and conv2d weights to BSR, pre-transpose fully connected weights."""
 
-from . import bsr_dense, simplify_fc_transpose, utils  # noqa: F401
+from . import bsr_conv2d, bsr_dense, simplify_fc_transpose, utils  # noqa: F401
 
-__all__ = ["bsr_dense", "simplify_fc_transpose", "utils"]
+__all__ = ["bsr_conv2d", "bsr_dense", "simplify_fc_transpose", "utils"]

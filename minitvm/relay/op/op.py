@@ -105,3 +105,6 @@ def _schedule(op_name: str, level: int = 10):
 register_injective_schedule = _schedule
 register_broadcast_schedule = _schedule
 register_reduce_schedule = _schedule
+
+
+from .op_strategy import OpImplementation, OpSpecialization, OpStrategy  # noqa: E402,F401

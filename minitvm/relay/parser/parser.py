@@ -108,7 +108,7 @@ class Parser:
         """Where ``tok`` starts (and its line's extent of the token): the node's ``span``."""
         line, col = self.src.line_col(tok[2])
         width = len(tok[1]) if isinstance(tok[1], str) else 1
-        return Span(self._source_name, line, col, line, col + width)
+        return Span(self._source_name, line, column=col, end_line=line, end_column=col + width)
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> tuple:
@@ -400,7 +400,7 @@ class Parser:
                             break
                     self.expect("]")
                     return TypeCall(gtv, args)
-                return gtv
+                return TypeCall(gtv, [])  # as TVM: a bare ADT name is its call with no arguments
             if _is_dtype(value):
                 return self._make_tensor_type((), t)
             raise self.error(f"unknown type {value!r}", t)
@@ -765,15 +765,44 @@ class Parser:
                 self.next()
                 attrs[key] = self.parse_attr_value()
             else:
-                params.append(self.parse_binding_var())
+                params.append(self.parse_param_var())
             if not self.accept(","):
                 break
         self.expect(")")
+        vd = attrs.pop("virtual_device", None)  # TVM's printer lists it with the attributes
         ret = self.parse_type() if self.accept("->") else None
         body = yield self._block()
         self.pop_scope()
-        return Function(params, body, ret, tparams, DictAttrs(attrs) if attrs else None,
-                        self.span(start))
+        fn = Function(params, body, ret, tparams, DictAttrs(attrs) if attrs else None,
+                      self.span(start))
+        if vd is not None:
+            fn.virtual_device_ = self._virtual_device(vd, start)
+        return fn
+
+    def parse_param_var(self) -> Var:
+        """A function parameter: ``%x``, ``%x: T`` or ``%x {virtual_device=...}: T``."""
+        tok = self.expect_kind(LOCAL)
+        vd = None
+        if self.at("{"):
+            fake = self.parse_attr_value()
+            if set(fake) != {"virtual_device"}:
+                raise self.error(f"a parameter takes only {{virtual_device=...}}, got keys "
+                                 f"{sorted(map(str, fake))}", tok)
+            vd = self._virtual_device(fake["virtual_device"], tok)
+        ann = self.parse_type() if self.accept(":") else None
+        var = Var(tok[1], ann, self.span(tok))
+        if vd is not None:
+            var.virtual_device_ = vd
+        self.bind(tok[1], var)
+        return var
+
+    def _virtual_device(self, value, tok):
+        from ...ir.virtual_device import VirtualDevice
+
+        if not isinstance(value, VirtualDevice):
+            raise self.error(f"virtual_device must be a meta[VirtualDevice][i] reference, got "
+                             f"{value!r}", tok)
+        return value
 
     def _if(self):
         start = self.expect("if")
@@ -809,10 +838,9 @@ class Parser:
             self.push_scope()
             pattern = self.parse_pattern()
             self.expect("=>")
-            if self.at("{"):
-                rhs = yield self._block()
-            else:
-                rhs = yield self._expr()
+            # TVM reads a clause's right side as a full expression, so `%0 = ...;` and `let`
+            # bindings may precede its value without braces
+            rhs = yield (self._block() if self.at("{") else self._seq())
             self.pop_scope()
             clauses.append(Clause(pattern, rhs))
             if not self.accept(","):

@@ -102,6 +102,8 @@ class TypeAndAttrPrinter:
             return "{" + ", ".join(f"{self.attr_value(k)}={self.attr_value(x)}"
                                    for k, x in v.items()) + "}"
         name = type(v).__name__
+        if name == "VirtualDevice" and not self.show_meta_data:
+            return repr(v)  # TVM prints VirtualDevices inline unless showing the meta table
         if name == "GlobalVar":
             return self.meta.ref(v) if self.show_meta_data else f"'{v.name_hint}'"
         if hasattr(v, "non_default_items"):

@@ -161,9 +161,13 @@ class RelayTextPrinter:
             name = "v" + name
         name = self._unique_name("%" + name)
         self.memo[v] = name
+        vd = getattr(v, "_virtual_device", None)
+        decl = name
+        if vd is not None and not vd.is_fully_unconstrained():
+            decl += f" {{virtual_device={self.leaf.attr_value(vd)}}}"
         if v.type_annotation is not None:
-            return f"{name}: {self.leaf.type(v.type_annotation)}"
-        return name
+            return f"{decl}: {self.leaf.type(v.type_annotation)}"
+        return decl
 
     def _info(self, e) -> str:
         if self.annotate is not None:
@@ -328,6 +332,9 @@ class RelayTextPrinter:
         params = [self.alloc_var(p) for p in fn.params]
         if fn.attrs:
             params.extend(f"{k}={self.leaf.attr_value(v)}" for k, v in fn.attrs.items())
+        vd = getattr(fn, "_virtual_device", None)
+        if vd is not None and not vd.is_fully_unconstrained():
+            params.append(f"virtual_device={self.leaf.attr_value(vd)}")
         head += "(" + ", ".join(params) + ") "
         if fn.ret_type is not None:
             head += f"-> {self.leaf.type(fn.ret_type)} "

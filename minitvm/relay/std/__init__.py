@@ -1,1 +1,2 @@
-"""The Relay standard library files (``prelude.rly``, ``gradient.rly``), read by import_from_std."""
+"""The Relay standard library files (``prelude.rly``, ``nat.rly``, ``gradient.rly``), read by
+import_from_std."""

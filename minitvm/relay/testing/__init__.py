@@ -8,6 +8,8 @@ from . import bert, init, layers, mlp, mobilenet, resnet, temp_op_attr
 from . import dcgan, densenet, dqn, inception_v3, lstm, squeezenet, synthetic, vgg
 from .init import create_workload
 from .check_grad import check_grad
+from . import nat  # noqa: E402
+from .nat import count, make_nat_expr, make_nat_value  # noqa: F401
 
 __all__ = ["create_workload", "check_grad", "run_opt_pass", "run_infer_type", "rand", "resnet", "mobilenet",
            "mlp", "bert", "layers", "init", "vgg", "squeezenet", "dqn", "dcgan", "synthetic",

@@ -52,6 +52,19 @@ from .defunctionalization import Defunctionalization  # noqa: E402,F401
 from .lazy_gradient_init import LazyGradientInit  # noqa: E402,F401
 from .fake_quantization_to_integer import FakeQuantizationToInteger  # noqa: E402,F401
 from .annotate_spans import AnnotateSpans  # noqa: E402,F401
+from .mark_compiler_functions_as_extern import MarkCompilerFunctionsAsExtern  # noqa: E402,F401
+from .outline_compiler_functions import OutlineCompilerFunctionsWithExistingGlobalSymbols  # noqa: E402,F401,E501
+from .inline_compiler_functions_bound_to import InlineCompilerFunctionsBoundTo  # noqa: E402,F401
+from .recast import recast  # noqa: E402,F401
+from . import mixed_precision  # noqa: E402,F401  TVM's default op rules
+from .combine_parallel_op_batch import CombineParallelOpBatch  # noqa: E402,F401
+from .first_order_gradient import FirstOrderGradient  # noqa: E402,F401
+from .capture_post_dfs_index_in_spans import CapturePostDfsIndexInSpans  # noqa: E402,F401
+from .annotate_used_memory import AnnotateUsedMemory  # noqa: E402,F401
+from .remove_standalone_reshapes import RemoveStandaloneReshapes  # noqa: E402,F401
+from .conv2d_to_sparse import Conv2dToSparse, Conv2dToSparse2  # noqa: E402,F401
+from .manifest_lifetimes import ManifestLifetimes  # noqa: E402,F401
+from .batching_ops import BatchingOps  # noqa: E402,F401
 
 from ...transform.registry import register_factory_names as _register_factory_names  # noqa: E402
 

@@ -58,6 +58,7 @@ class _Annotator(ExprMutator):
             return v
         new = Var(v.name_hint, v._checked_type, v.span)
         new._checked_type = v._checked_type
+        new._virtual_device = getattr(v, "_virtual_device", None)
         return new
 
     def visit(self, expr):
@@ -66,8 +67,7 @@ class _Annotator(ExprMutator):
     def visit_function(self, fn):
         new = super().visit_function(fn)
         if new.ret_type is None and fn._checked_type is not None:
-            new = Function(new.params, new.body, fn._checked_type.ret_type, new.type_params,
-                           new.attrs, new.span)
+            new = new.with_fields(ret_type=fn._checked_type.ret_type)
         return _copy_type(new, fn)
 
 

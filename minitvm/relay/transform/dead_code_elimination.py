@@ -5,6 +5,10 @@ reference reads/writes, stateful ops and calls of unknown (higher-order, externa
 impure unless ``ignore_impurity``. A binding used inside a local function counts as used twice
 (the function may run many times), so it is never inlined there. PrimFuncs pass through.
 
+Types: as in TVM, the pass does not re-run type inference; a rebuilt function keeps the type of
+the function it replaces (TVM's copy-on-write rebuild keeps it), rebuilt lets have none until
+InferType runs, and unchanged sub-expressions keep theirs.
+
 Difference from TVM: TVM assumes any call nested more than 25 calls deep is impure (to bound its
 recursion), which keeps dead bindings alive in deep graphs; this analysis is iterative and has no
 such cut-off. Global purity is the greatest fixed point over the call graph.
@@ -278,6 +282,10 @@ def DeadCodeElimination(inline_once: bool = False,  # noqa: N802 - TVM's name
                 out, n = _eliminate(func, purity, inline_once, ignore_impurity)
                 removed += n
                 if out is not func:
+                    if out._checked_type is None:
+                        # as TVM's (whose rebuilt function is a copy of the typed one): the
+                        # function keeps its type, which eliminating bindings never changes
+                        out._checked_type = func._checked_type
                     new.update_func(gv, out)
         record_stat("removed bindings", removed)
         return new

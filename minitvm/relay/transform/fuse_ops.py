@@ -197,6 +197,8 @@ class _Fuser(ScopedMutator):
         if isinstance(call.op, Op):
             if call.op.name == "annotation.stop_fusion":
                 return self.visit(call.args[0])
+            if call.op.get_attr("TNonComputational"):  # on_device: stays a plain call (TVM)
+                return super().visit_call(call)
             group = self.gmap.get(call)
             if group is not None:
                 if group.root_ref is call:

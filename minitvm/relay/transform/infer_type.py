@@ -76,8 +76,7 @@ def infer_type_module(mod: IRModule) -> IRModule:
 def _with_inferred_ret_type(mod: IRModule, gv, fn: Function, vars_, fns) -> Function:
     """As TVM does, missing return types and var annotations get the inferred types."""
     if not vars_ and fns == [fn]:  # only the global function's own return type: no walk
-        typed = Function(fn.params, fn.body, fn._checked_type.ret_type, fn.type_params,
-                         fn.attrs, fn.span)
+        typed = fn.with_fields(ret_type=fn._checked_type.ret_type)
         typed._checked_type = fn._checked_type
     else:
         typed = annotate_missing_types(fn)

@@ -29,8 +29,8 @@ class Source:
         col = getattr(node, "col_offset", 0) or 0
         end_line = getattr(node, "end_lineno", None) or lineno
         end_col = getattr(node, "end_col_offset", None) or col
-        return Span(self.name, lineno + self.line_offset, col + self.col_offset + 1,
-                    end_line + self.line_offset, end_col + self.col_offset + 1)
+        return Span(self.name, lineno + self.line_offset, column=col + self.col_offset + 1,
+                    end_line=end_line + self.line_offset, end_column=end_col + self.col_offset + 1)
 
     def error(self, node, message: str) -> ParserError:
         """A ParserError at ``node`` (an ``ast`` node; None: no position)."""

@@ -62,6 +62,13 @@ _ARGS = {
     "AnnotateTarget": {"targets": ["dnnl"]}, "MergeComposite": {"pattern_table": []},
     "RewriteAnnotatedOps": {"fallback_device": 1},
     "ToCPS": None,  # adds a continuation parameter to main: tested in test_relay_cps.py
+    "FirstOrderGradient": None,  # main returns (result, gradients): its own test file
+    "InlineCompilerFunctionsBoundTo": {"global_vars": []},
+    "CombineParallelOpBatch": {"op_name": "add", "batch_op_name": "add"},
+    "Conv2dToSparse": {"weight_name": [], "weight_shape": [], "layout": "NCHW",
+                       "kernel_size": 1},
+    "Conv2dToSparse2": {"layout": "NCHW", "kernel_size": 1, "blocksize": (4, 4),
+                        "sparsity_threshold": 0.5},
 }
 # passes whose documented purpose is to change numerics, with their bound
 _TOLERANCE = {"ToMixedPrecision": 5e-2}

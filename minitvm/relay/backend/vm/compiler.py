@@ -75,6 +75,7 @@ class VMCompiler:
         from ...transform import InferType, LambdaLift
         from ...transform.bind_params import bind_params_by_name
         from ...transform.pipeline import _gc_paused, relay_build_pipeline
+        from ...transform.plan_devices import host_program
 
         if isinstance(mod, Function):
             mod = IRModule.from_expr(mod)
@@ -91,6 +92,7 @@ class VMCompiler:
         seq = relay_build_pipeline(target=tgt, is_vm=True)
         with _gc_paused(), tgt:
             mod = InferType()(seq(mod))
+            mod = host_program(mod, "relay.vm.compile")
             if _has_local_functions(mod):
                 mod = InferType()(LambdaLift()(mod))
         return mod, params

@@ -1,0 +1,356 @@
+"""Whole-build cache for ``relay.build``: a build seen before is loaded, not compiled again.
+
+A warm ``relay.build`` through the per-kernel disk cache still optimizes the program and lowers
+and schedules every fused function to find each kernel's cache key (most of a second for
+ResNet-50). This cache keys the whole result instead, before any pass runs, on everything that
+decides it:
+
+- the input module (its text, which names every variable, and its structural hash, which covers
+  the values of its constants) and every parameter's name, dtype, shape and bytes;
+- the PassContext (opt level, required and disabled passes, config), the lowering options
+  (BLAS, generated kernels, the tuned knob table in effect), the target kind;
+- the compiler itself: every file of the ``minitvm`` package, the code generator's version,
+  the host CPU and LLVM (``runtime.jit.object_fingerprint``), and the registered op attributes
+  (a build is not cached when one of them comes from outside the package, e.g. a user's
+  ``register_op_attr`` override, whose code this key cannot see);
+- ``MINITVM_*`` / ``TVM_*`` environment variables, except the cache's own settings.
+
+An entry holds the graph JSON, the parameters, each kernel's constants and workspace size, each
+distinct kernel's object code and LLVM IR, and the whole-graph entry's IR. A hit loads the
+object code into fresh MCJIT engines. What an entry does not carry (the optimized module
+``ir_mod``, kernels' PrimFuncs, Relay sources and callables) is rebuilt on first access by a
+normal build (through the per-kernel cache), so a cached factory behaves like a fresh one.
+
+Builds are not cached when the disk cache is off, with ``relay.backend.use_build_cache`` false
+or ``MINITVM_DISABLE_BUILD_CACHE=1``, under pass instruments or a tracing knob table, or when a
+kernel is not native (numpy fallback, external codegen) or lacks its object code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import re
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+
+from ...backend.disk_cache import DiskCache, active_cache
+from ...codegen.build import CODEGEN_VERSION, object_code
+from ...ir.op import Op
+from ...ir.structural import structural_hash
+from ...runtime import jit
+from ...runtime.graph_executor import GraphExecutorFactoryModule
+from ...runtime.module import GraphLib, Kernel
+from ...transform.config import config_default, register_pass_config
+from ...transform.context import PassContext
+
+CONFIG_KEY = "relay.backend.use_build_cache"
+ENV_DISABLE = "MINITVM_DISABLE_BUILD_CACHE"
+FORMAT_VERSION = "1"
+# environment variables that never change what a build produces
+_ENV_IGNORED = frozenset({"MINITVM_CACHE_DIR", "MINITVM_CACHE_MAX_BYTES", "MINITVM_COMPILE_JOBS",
+                          ENV_DISABLE})
+
+register_pass_config(CONFIG_KEY, bool, True,
+                     "Keep whole relay.build results in the on-disk cache and load a build seen "
+                     "before instead of compiling it (needs the disk cache).")
+
+
+def enabled(ctx: PassContext | None = None) -> DiskCache | None:
+    """The disk cache whole builds go to in ``ctx`` (default: current), or None when off."""
+    if os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no", "off"):
+        return None
+    ctx = ctx if ctx is not None else PassContext.current()
+    cfg = getattr(ctx, "config", None) or {}
+    if not bool(cfg.get(CONFIG_KEY, config_default(CONFIG_KEY))):
+        return None
+    if getattr(ctx, "instruments", None):
+        return None  # instruments expect the passes to run
+    return active_cache(ctx)
+
+
+# ------------------------------------------------------------------ the key
+_PACKAGE: list[str] = []
+
+
+def package_fingerprint() -> str:
+    """SHA-256 of every file of the installed ``minitvm`` package (paths and contents)."""
+    if not _PACKAGE:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        h = hashlib.sha256()
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for f in sorted(files):
+                if f.endswith((".pyc", ".pyo")):
+                    continue
+                path = os.path.join(folder, f)
+                try:
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue
+                h.update(os.path.relpath(path, root).encode() + b"\0")
+                h.update(hashlib.sha256(data).digest())
+        _PACKAGE.append(h.hexdigest())
+    return _PACKAGE[0]
+
+
+def _op_registry_digest() -> str | None:
+    """A digest of the registered op attributes; None when one comes from outside minitvm."""
+    h = hashlib.sha256()
+    for name in sorted(Op.list_op_names()):
+        op = Op.get(name)
+        for attr, (level, value) in sorted(getattr(op, "_attrs", {}).items()):
+            if callable(value) or hasattr(value, "__module__"):
+                module = getattr(value, "__module__", None) or type(value).__module__ or ""
+                if not module.startswith("minitvm"):
+                    return None
+                what = f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+            else:
+                what = repr(value)
+                if " at 0x" in what:
+                    return None
+            h.update(f"{name}|{attr}|{level}|{what}\n".encode())
+    return h.hexdigest()
+
+
+def _array(v) -> np.ndarray:
+    data = getattr(v, "_data", None)
+    if isinstance(data, np.ndarray):
+        return data
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _params_digest(params: dict | None) -> str:
+    h = hashlib.sha256()
+    for name in sorted(params or {}):
+        a = np.ascontiguousarray(_array(params[name]))
+        h.update(f"{name}|{a.dtype.str}|{a.shape}\n".encode())
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
+    return h.hexdigest()
+
+
+def _plain(value) -> str | None:
+    """A process-independent text of a config value, or None when it has none."""
+    text = repr(value)
+    return None if " at 0x" in text else text
+
+
+def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = None
+              ) -> str | None:
+    """The whole-build cache key of ``relay.build(mod, target, params)`` in ``ctx``, or None
+    when this build must not be cached (see the module docstring)."""
+    ctx = ctx if ctx is not None else PassContext.current()
+    knobs = getattr(options, "knobs", None)
+    if knobs is not None and getattr(knobs, "trace", False):
+        return None
+    ops = _op_registry_digest()
+    if ops is None:
+        return None
+    cfg = []
+    for k in sorted(getattr(ctx, "config", None) or {}):
+        text = _plain(ctx.config[k])
+        if text is None:
+            return None
+        cfg.append((k, text))
+    opts = {f: getattr(options, f) for f in ("native", "blas", "generated_conv",
+                                            "generated_dense", "generated_batch_matmul")}
+    env = sorted((k, v) for k, v in os.environ.items()
+                 if k.startswith(("MINITVM_", "TVM_")) and k not in _ENV_IGNORED)
+    try:
+        text = mod.astext(show_meta_data=False)
+        shash = structural_hash(mod)
+    except Exception:  # a module the printer or hasher cannot handle: build it normally
+        return None
+    from ...runtime import blas
+
+    head = json.dumps({
+        "format": FORMAT_VERSION, "codegen": CODEGEN_VERSION,
+        "package": package_fingerprint(), "host": jit.object_fingerprint(), "ops": ops,
+        "target": target_kind, "opt_level": ctx.opt_level,
+        "required": list(ctx.required_pass), "disabled": list(ctx.disabled_pass),
+        "config": cfg, "options": opts, "blas": blas.describe() if options.blas else "",
+        "knobs": sorted((k, sorted(v.items())) for k, v in knobs.entries.items())
+        if knobs is not None else None,
+        "env": env, "structural_hash": shash,
+    }, sort_keys=True, default=repr)
+    h = hashlib.sha256(head.encode())
+    h.update(hashlib.sha256(text.encode()).digest())
+    h.update(_params_digest(params).encode())
+    return "relay.build|" + h.hexdigest()
+
+
+# ------------------------------------------------------------------ entries
+# non-internal definitions of an LLVM module (kernels loaded into one engine must not clash)
+_GLOBAL_DEFS = re.compile(r'^(?:define (?!internal|private)[^@\n]*@"?([\w.$]+)'
+                          r'|@"?([\w.$]+)"? = (?!internal|private))', re.M)
+_LAYOUT = struct.Struct("<QQ")  # pickle length, number of out-of-band buffers
+ALIGN = 64
+
+
+def _pad(n: int) -> int:
+    return (-n) % ALIGN
+
+
+def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bool:
+    """Write ``factory`` under ``key``; False (nothing written) when it cannot be cached."""
+    lib = factory.get_lib()
+    if lib.entry is None:
+        return False
+    kernels, objects = [], {}
+    for name, k in lib.kernels.items():
+        if k.kind != "native" or k.compiled is None:
+            return False
+        if k.symbol not in objects:
+            code = object_code(k.symbol)
+            if code is None:
+                return False
+            obj, pipeline = code
+            defs = [a or b for a, b in _GLOBAL_DEFS.findall(k.ir)]
+            objects[k.symbol] = (obj, pipeline, zlib.compress(k.ir.encode(), 1),
+                                 jit.external_symbols(k.ir), defs)
+        kernels.append((name, k.symbol, int(k.ws_bytes),
+                        [np.ascontiguousarray(c) for c in k.consts]))
+    payload = {"graph_json": factory.get_graph_json(), "blas": lib.blas,
+               "params": {n: np.ascontiguousarray(_array(v))
+                          for n, v in factory.get_params().items()},
+               "kernels": kernels, "objects": objects, "entry": lib.entry[:2]}
+    buffers: list = []
+    try:  # arrays go out of band: a load maps them in place, without copying
+        pickled = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+    except (pickle.PicklingError, TypeError, ValueError, BufferError):
+        return False
+    head = _LAYOUT.pack(len(pickled), len(raws)) + b"".join(
+        struct.pack("<Q", r.nbytes) for r in raws)
+    chunks = [head, bytes(_pad(len(head))), pickled, bytes(_pad(len(pickled)))]
+    for r in raws:
+        chunks += [r, bytes(_pad(r.nbytes))]
+    cache.put_build(key, chunks)
+    return True
+
+
+def _unpack(data: memoryview) -> dict:
+    """The payload of a stored build; arrays are views of ``data``."""
+    n_pickle, n_bufs = _LAYOUT.unpack_from(data, 0)
+    sizes = struct.unpack_from(f"<{n_bufs}Q", data, _LAYOUT.size)
+    pos = _LAYOUT.size + 8 * n_bufs
+    pos += _pad(pos)
+    pickled = data[pos:pos + n_pickle]
+    pos += n_pickle + _pad(n_pickle)
+    bufs = []
+    for n in sizes:
+        if pos + n > len(data):
+            raise ValueError("truncated build entry")
+        bufs.append(data[pos:pos + n])
+        pos += n + _pad(n)
+    return pickle.loads(pickled, buffers=bufs)
+
+
+def _load_objects(objects: dict) -> dict:
+    """symbol -> CompiledObject for every stored kernel object (one engine when possible)."""
+    items, irs, seen, clash = [], {}, set(), False
+    for sym, (obj, pipeline, irz, externals, defs) in objects.items():
+        irs[sym] = zlib.decompress(irz).decode()
+        items.append((obj, sym, irs[sym], pipeline, externals))
+        clash = clash or not seen.isdisjoint(defs)
+        seen.update(defs)
+    if not clash:
+        return {it[1]: c for it, c in zip(items, jit.load_objects(items))}
+    return {it[1]: jit.load_object(*it) for it in items}
+
+
+class _Rebuild:
+    """The full build behind a cached factory, made once on first need."""
+
+    def __init__(self, make: Callable[[], GraphExecutorFactoryModule]):
+        self._make = make
+        self._lock = threading.Lock()
+        self._factory: GraphExecutorFactoryModule | None = None
+
+    def get(self) -> GraphExecutorFactoryModule:
+        with self._lock:
+            if self._factory is None:
+                self._factory = self._make()
+            return self._factory
+
+
+def _lazy_slot(slot: str) -> property:
+    base = Kernel.__dict__[slot]  # the slot's member descriptor
+
+    def get(self):
+        value = base.__get__(self)
+        rebuild = getattr(self, "_rebuild", None)
+        if value is None and rebuild is not None:
+            real = rebuild.get().get_lib().kernels.get(self.name)
+            for s in ("kernel", "prim_func", "source", "source_format", "input_packs"):
+                base_s = Kernel.__dict__[s]
+                if real is not None and not base_s.__get__(self):
+                    base_s.__set__(self, getattr(real, s))
+            self._rebuild = None
+            value = base.__get__(self)
+        return value
+
+    return property(get, base.__set__, doc=f"``{slot}``, rebuilt on first use")
+
+
+class CachedKernel(Kernel):
+    """A kernel loaded from the build cache: its callable, PrimFunc and Relay source are
+    rebuilt on first access."""
+
+    __slots__ = ("_rebuild",)
+    kernel = _lazy_slot("kernel")
+    prim_func = _lazy_slot("prim_func")
+    source = _lazy_slot("source")
+
+
+class CachedFactory(GraphExecutorFactoryModule):
+    """A factory loaded from the build cache; ``ir_mod`` is rebuilt on first access."""
+
+    def __init__(self, *args, rebuild: _Rebuild, **kwargs):
+        self._rebuild = rebuild
+        self._ir_mod = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def ir_mod(self):
+        if self._ir_mod is None and self._rebuild is not None:
+            self._ir_mod = self._rebuild.get().ir_mod
+        return self._ir_mod
+
+    @ir_mod.setter
+    def ir_mod(self, value) -> None:
+        self._ir_mod = value
+
+
+def load(cache: DiskCache, key: str, mod_name: str,
+         rebuild: Callable[[], GraphExecutorFactoryModule]) -> GraphExecutorFactoryModule | None:
+    """The factory stored under ``key``, or None (absent, damaged or not loadable here)."""
+    data = cache.get_build(key)
+    if data is None:
+        return None
+    try:
+        payload = _unpack(data)
+        compiled = _load_objects(payload["objects"])
+        lazy = _Rebuild(rebuild)
+        kernels = {}
+        for name, sym, ws, consts in payload["kernels"]:
+            c = compiled[sym]
+            k = CachedKernel(name, "native", symbol=sym, address=c.address, ir=c.source_ir,
+                             ws_bytes=ws, consts=consts, compiled=c)
+            k._rebuild = lazy
+            kernels[name] = k
+        ir, symbol = payload["entry"]
+        entry = (ir, symbol, jit.link_entry(ir, symbol, {s: c.address
+                                                         for s, c in compiled.items()}))
+        lib = GraphLib(kernels, entry, payload["blas"])
+        return CachedFactory(payload["graph_json"], lib, payload["params"], mod_name, None,
+                             0.0, rebuild=lazy)
+    except Exception:  # a damaged or foreign entry: build from scratch instead
+        return None

@@ -1,0 +1,154 @@
+"""The packed GEMM's cache-blocked schedule (AVX2: K blocks, panel groups, leftover rows as one
+multi-row tile in the last row block): its loop structure, numerics against numpy on odd shapes
+(M, N, K not multiples of the tile, M = 1, K = 1, symbolic M) with each ISA forced, and the
+inner loop's machine code (12 ymm accumulators, FMAs, no spill) on an AVX2 host."""
+
+import re
+
+import numpy as np
+import pytest
+
+from minitvm import codegen
+from minitvm.codegen.llvm.codegen import CodeGenLLVM
+from minitvm.runtime import jit
+from minitvm.schedule import common, gemm_kernel
+from minitvm.tir import stmt as S
+from minitvm.tir.expr import Var
+from minitvm.tir.stmt_functor import walk_stmts
+
+ISAS = sorted(gemm_kernel.TILES)
+
+
+@pytest.fixture
+def isa(request, monkeypatch):
+    """Force the vector ISA the GEMM schedule sizes its tile and blocking by."""
+    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: request.param)
+    return request.param
+
+
+def _loops(func) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for s in walk_stmts(func.body):
+        if isinstance(s, S.For):
+            out.setdefault(s.loop_var.name, []).append(s)
+    return out
+
+
+def _tile(isa):
+    return gemm_kernel.TILES[isa]
+
+
+@pytest.mark.parametrize("isa", ["avx2"], indirect=True)
+def test_avx2_structure_k_blocks_and_rows_in_the_last_block(isa):
+    mr, nr = _tile(isa)
+    kc, _ = gemm_kernel.BLOCKING[isa]
+    m, n, k = 4 * mr + 3, 5 * nr, 3 * (kc - 50)  # three leftover rows; K in 3 equal blocks
+    func = gemm_kernel.gemm(m, n, k, mr=mr, nr=nr, mc=gemm_kernel.default_mc(),
+                            prepacked_b=True)
+    loops = _loops(func)
+    assert [int(f.extent.value) for f in loops["kb"]] == [3]
+    # every micro-kernel's reduction runs over one K block, never all of K
+    red = loops["k"]
+    assert red and all(int(f.extent.value) == kc - 50 for f in red)
+    # a K that does not split evenly: the last block is shorter (a min() extent)
+    odd = _loops(gemm_kernel.gemm(m, n, k + 1, mr=mr, nr=nr, prepacked_b=True))["k"]
+    assert odd and all(str(f.extent).startswith("T.min(") for f in odd)
+    # no separate loop over leftover rows: they are one 3-row tile inside the row blocks
+    assert "qr" not in loops and "r" not in loops
+    accs = {int(s.extents[0].value) for s in walk_stmts(func.body) if isinstance(s, S.Allocate)
+            and s.buffer_var.name == "acc"}
+    assert accs == {mr * nr, 3 * nr}
+
+
+@pytest.mark.parametrize("isa", ["avx512"], indirect=True)
+def test_avx512_keeps_the_unblocked_schedule(isa):
+    mr, nr = _tile(isa)
+    assert gemm_kernel.BLOCKING[isa] is None and gemm_kernel.default_mc() == 64
+    func = gemm_kernel.gemm(4 * mr + 3, 5 * nr, 1001, mr=mr, nr=nr, prepacked_b=True)
+    loops = _loops(func)
+    assert "kb" not in loops and "qr" in loops  # whole-K micro-kernels, a row loop for the rest
+    # the full tiles' reduction runs over the whole K (the one-row kernel's in steps of 4)
+    assert max(int(f.extent.value) for f in loops["k"]) == 1001
+
+
+def _check(fn, m, n, k, transpose_b=False, bias=False, relu=False, prepacked=False,
+           sym=False, mc=None, seed=0):
+    mr, nr = gemm_kernel.default_tile()
+    mc = mc if mc is not None else gemm_kernel.default_mc()
+    rows = Var("n", "int64") if sym else m
+    kern = codegen.build(fn(rows, n, k, transpose_b=transpose_b, bias=bias, relu=relu, mr=mr,
+                            nr=nr, mc=mc, prepacked_b=prepacked))
+    kern = kern["gemm"]
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    w = rng.standard_normal((n, k) if transpose_b else (k, n), dtype=np.float32)
+    b = rng.standard_normal(n, dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    wb = gemm_kernel.pack_b(w, nr, transpose_b) if prepacked else w
+    kern(*([a, wb] + ([b] if bias else []) + [c]))
+    ref = a.astype(np.float64) @ (w.T if transpose_b else w).astype(np.float64)
+    if bias:
+        ref = ref + b
+    if relu:
+        ref = np.maximum(ref, 0)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(ref).max()))
+
+
+SHAPES = [(1, 1, 1), (1, 17, 300), (2, 10, 1), (7, 33, 3), (13, 10, 777), (64, 48, 785),
+          (29, 16, 1030)]
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_gemm_odd_shapes(isa, m, n, k):
+    _check(gemm_kernel.gemm, m, n, k)
+    _check(gemm_kernel.gemm, m, n, k, transpose_b=True, bias=True, relu=True, sym=True)
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("m", [1, 5, 6, 12, 13, 31, 150])
+def test_gemm_symbolic_rows_every_leftover(isa, m):
+    # a small row block: several blocks, the leftover rows in the last one (or a block of
+    # their own when the full tiles fill the blocks exactly)
+    mr, _ = gemm_kernel.default_tile()
+    _check(gemm_kernel.gemm, m, 40, 515, prepacked=True, sym=True, mc=2 * mr)
+    _check(gemm_kernel.gemm, m, 40, 515, prepacked=True, mc=2 * mr, bias=True, seed=1)
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+def test_batch_gemm_broadcast_and_odd_shapes(isa):
+    mr, nr = gemm_kernel.default_tile()
+    rng = np.random.default_rng(3)
+    batch, m, n, k = 3, 2 * mr + 1, nr + 3, 401
+    for bcast_a, bcast_b in ((False, False), (True, False), (False, True)):
+        kern = codegen.build(gemm_kernel.batch_gemm(
+            batch, m, n, k, transpose_b=True, mr=mr, nr=nr, mc=gemm_kernel.default_mc(),
+            broadcast_a=bcast_a, broadcast_b=bcast_b))["batch_gemm"]
+        a = rng.standard_normal((m, k) if bcast_a else (batch, m, k), dtype=np.float32)
+        b = rng.standard_normal((n, k) if bcast_b else (batch, n, k), dtype=np.float32)
+        c = np.full((batch, m, n), np.nan, np.float32)
+        kern(a, b, c)
+        ref = np.matmul(a, np.swapaxes(b, -1, -2))
+        np.testing.assert_allclose(c, np.broadcast_to(ref, c.shape), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(common.vector_isa() != "avx2", reason="the AVX2 micro-kernel's machine code")
+def test_avx2_inner_loop_is_twelve_ymm_fmas_without_spills():
+    mr, nr = gemm_kernel.default_tile()
+    func = gemm_kernel.gemm(64, 128, 784, mr=mr, nr=nr, prepacked_b=True,
+                            parallel_min_work=1 << 40)
+    asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=False, gomp=False).generate())
+    # the hottest loops: basic blocks with FMAs that branch back to themselves
+    inner = []
+    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
+        label = block.split(":")[0].strip()
+        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
+        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
+            inner.append(block[:back.end()])
+    assert inner, "no FMA loop found"
+    full = [b for b in inner if b.count("vfmadd231ps") == mr * nr // 8]
+    assert full, [b.count("vfmadd") for b in inner]
+    for b in full:
+        fmas = re.findall(r"vfmadd231ps\s+[^\n]*", b)
+        assert all(re.search(r"%ymm\d+, %ymm\d+$", f) for f in fmas), fmas
+        assert "rsp" not in b and "rbp" not in b  # no spill / reload in the K loop
