@@ -2,7 +2,7 @@
 
 Each build runs in a fresh Python process with the on-disk kernel cache in a temporary
 directory: "cold" starts from an empty cache, "warm" is a second fresh process after the cold one
-filled it. "seq" is a cold build with parallel compilation off (``MINITVM_COMPILE_JOBS=1``).
+filled it (it loads the whole build: "whole" says so; see ``relay.backend.build_cache``). "seq" is a cold build with parallel compilation off (``MINITVM_COMPILE_JOBS=1``).
 Times are of ``relay.build`` alone (imports and model construction excluded): wall seconds, and
 CPU seconds of the building process plus its compile workers. On a machine shared with other
 work the wall times grow with the load; the CPU figures do not.
@@ -51,12 +51,16 @@ def child(name: str) -> None:
     workers = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     stats = disk_cache.get_cache().stats
     print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers,
-                      "disk_hits": stats["hits"], "disk_writes": stats["writes"]}))
+                      "disk_hits": stats["hits"], "disk_writes": stats["writes"],
+                      "build_hit": stats["build_hits"]}))
 
 
 def _run(name: str, cache_dir: str, extra_env: dict | None = None) -> dict:
-    env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, **(extra_env or {}))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
     env.pop("MINITVM_DISABLE_DISK_CACHE", None)
+    env.pop("MINITVM_DISABLE_BUILD_CACHE", None)
     out = subprocess.run([sys.executable, __file__, "--child", name], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -74,7 +78,7 @@ def main() -> None:
     print(f"relay.build opt_level=3 target=llvm, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'model':10s} {'run':5s} {'wall s':>7s} {'cpu s':>6s} {'workers':>8s} "
-          f"{'hits':>5s} {'writes':>6s}")
+          f"{'hits':>5s} {'writes':>6s} {'whole':>5s}")
     for name in args.models.split(","):
         runs = []
         with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
@@ -85,7 +89,8 @@ def main() -> None:
                 runs.append(("seq", _run(name, d, {"MINITVM_COMPILE_JOBS": "1"})))
         for label, r in runs:
             print(f"{name:10s} {label:5s} {r['wall']:7.2f} {r['cpu']:6.2f} "
-                  f"{r['worker_cpu']:8.2f} {r['disk_hits']:5d} {r['disk_writes']:6d}")
+                  f"{r['worker_cpu']:8.2f} {r['disk_hits']:5d} {r['disk_writes']:6d} "
+                  f"{'yes' if r.get('build_hit') else 'no':>5s}")
 
 
 if __name__ == "__main__":

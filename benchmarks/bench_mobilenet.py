@@ -3,12 +3,16 @@ PyTorch to ONNX, imported with relay.frontend.from_onnx, compiled at opt_level 3
 timed side by side with ONNX Runtime and PyTorch eager, interleaved in one process.
 
     python benchmarks/bench_mobilenet.py [--repeat 20] [--threads 1] [--profile]
+                                         [--records FILE.jsonl]
 
 With ``--threads 1`` (the default) every runtime computes on the calling thread, so latency is
 that thread's CPU time (``time.thread_time``: robust on a loaded machine); with more threads it
 is wall-clock (noisy). Prints compile time, the three latencies (best and median of --repeat
 interleaved rounds), the ratios to ONNX Runtime, and the largest difference to PyTorch.
-``--profile`` also prints minitvm's time per kernel (thread CPU time, summed by kernel kind).
+``--profile`` also prints minitvm's time per kernel (thread CPU time, summed by kernel kind),
+with its operands' shapes. ``--records`` builds with tuned knobs (``minitvm.tune``'s records
+file) instead of the defaults. The build time printed is warm when the on-disk kernel cache
+already holds the kernels (cold and warm compile times: ``bench_compile_time.py``).
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="minitvm time per kernel")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch eager")
+    ap.add_argument("--records", default=None, help="build with these tuning records")
     args = ap.parse_args(argv)
 
     import onnx
@@ -148,11 +153,17 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     mod, params = relay.frontend.from_onnx(onnx.load_from_string(blob), shape={"data": shape})
     t1 = time.perf_counter()
-    with tvm.transform.PassContext(opt_level=3):
+    import contextlib
+
+    from minitvm import tune
+
+    tuned = tune.apply_history_best(args.records) if args.records else contextlib.nullcontext()
+    with tuned, tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
     t2 = time.perf_counter()
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    print(f"import {t1 - t0:.2f} s, relay.build -O3 {t2 - t1:.2f} s")
+    print(f"import {t1 - t0:.2f} s, relay.build -O3 {t2 - t1:.2f} s"
+          f"{' (tuned: ' + args.records + ')' if args.records else ' (untuned)'}")
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads

@@ -41,3 +41,9 @@ del BijectiveLayout, Layout, bijective_layout, layout
 from .ir import load_json, save_json  # noqa: E402,F401
 support = runtime.support
 _sys.modules.setdefault(__name__ + ".support", runtime.support)
+ir.expr.Range = tir.Range
+runtime.convert_to_object = ir.convert
+# tvm.ir.adt: Relay's algebraic data types (TVM keeps them in tvm.ir)
+ir.Constructor, ir.TypeData = relay.Constructor, relay.TypeData
+ir.adt = relay.adt
+_sys.modules.setdefault(__name__ + ".ir.adt", relay.adt)

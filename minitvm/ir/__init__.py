@@ -20,3 +20,4 @@ from .virtual_device import VirtualDevice  # noqa: F401  (TVM's tvm.ir.VirtualDe
 from .serialization import load_json, save_json  # noqa: E402
 from . import base, container, type_relation  # noqa: E402,F401  (TVM's module paths)
 from .container import Array, Map  # noqa: E402,F401
+from .base import EnvFunc, get_first_structural_mismatch  # noqa: E402,F401

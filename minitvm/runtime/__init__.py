@@ -17,3 +17,6 @@ from . import object as _object  # noqa: E402
 
 ObjectTypes = _object.ObjectTypes = (Object, NDArray, Module)
 from . import profiling, profiler_vm, support  # noqa: E402,F401
+from .support import enabled  # noqa: E402,F401
+from .threadpool import get_num_threads as num_threads  # noqa: E402,F401
+container.ShapeTuple = ShapeTuple

@@ -6,7 +6,7 @@ import importlib.util
 import platform
 import sys
 
-__all__ = ["libinfo", "describe"]
+__all__ = ["libinfo", "describe", "enabled"]
 
 
 def _llvm_version() -> str:
@@ -54,3 +54,10 @@ def describe() -> None:
     width = max(len(k) for k in info)
     for k, v in sorted(info.items()):
         print(f"  {k.ljust(width)} = {v}")
+
+
+def enabled(target) -> bool:
+    """Whether code for ``target`` (a kind name such as "llvm", "cuda") can be built and run
+    here: the host CPU (llvm) only."""
+    kind = str(getattr(getattr(target, "kind", None), "name", target) or "").split()[0]
+    return kind in ("llvm", "cpu") and libinfo()["USE_LLVM"] == "ON"

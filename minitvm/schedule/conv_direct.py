@@ -13,6 +13,10 @@ When ``OW`` is a whole number of vectors the pixels are taken row by row instead
 each vector of a panel is one contiguous piece of an output row, so no padding column is
 computed (``Wq - OW`` of every ``Wq``: 12% of a 16-wide 3x3 conv) and the kernel writes the
 ``[N, O, OH, OW]`` output layout itself.
+
+On AVX2 machines the micro-kernel also applies the conv's fused elementwise epilogue (bias,
+residual add, relu) to its register tile and stores the output once (no grid buffer, crop or
+epilogue pass), and sums the input channels in blocks whose input window stays in L1.
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   in whole vectors (its ``Wq - OW`` extra columns are ignored) into a small temporary, then
   each output row is read from it through the epilogue.
 
-No bounds check is left in the inner loops (the padding is in the copy) and no strided load (the
-stride is in the phases). The generic schedule of the same stage — a small-window reduction with
+No bounds check is left in the inner loops (the padding is in the copy) and the multiply-adds
+read no strided vector (the stride is in the phases). The generic schedule of the same stage — a small-window reduction with
 clamped, bounds-checked gathers — is 10-30x slower (MobileNetV2).
 
 The epilogue is fused when the lowering driver names it (``ctx.epilogues[id(stage)]``: the one
-elementwise output stage reading this conv, which then shares its output buffer).
+elementwise output stage reading this conv, which then shares its output buffer). Should it read
+the conv away from its own position, the conv goes to a temporary the epilogue then reads.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from .common import LoweringError, vector_isa
 from .common import const_int as _const_int
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
+from .common import vector_isa
 
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
 PARALLEL_MIN_MACS = 1 << 19
@@ -87,28 +88,35 @@ def _loads(expr, buf) -> list:
     return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]
 
 
-def _epilogue(ctx, t, out, bodies):
-    """(the fused epilogue's body, its axis vars) when the driver fused one into this stage
-    (it then shares ``out`` with it), else None."""
-    u = getattr(ctx, "epilogues", {}).get(id(t))
-    if u is None:
-        return None
-    body = bodies[id(u)]
+def _at_own_position(body, out, u) -> bool:
+    """Does ``body`` read ``out`` only at ``u``'s own output position?"""
     axes = [iv.var for iv in u.op.axis]
     ext = [_const_int(d) for d in u.shape]
-    for ld in _loads(body, out):  # (a unit axis may be read at a constant 0)
-        if len(ld.indices) != 4 or any(i is not v and not (n == 1 and _const_int(i) == 0)
-                                       for i, v, n in zip(ld.indices, axes, ext)):
-            raise LoweringError(f"depthwise conv {t.name!r}: its epilogue {u.name!r} reads "
-                                "the conv at other positions than its own")
-    return body, axes
+    return all(len(ld.indices) == len(axes) and all(  # (a unit axis may be read at 0)
+        i is v or (n == 1 and _const_int(i) == 0) for i, v, n in zip(ld.indices, axes, ext))
+        for ld in _loads(body, out))
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing depthwise stage ``t`` (and its fused epilogue) into ``out``."""
+    u = getattr(ctx, "epilogues", {}).get(id(t))
+    if u is None:
+        return _emit(ctx, t, out, None)
+    body = bodies[id(u)]
+    if _at_own_position(body, out, u):
+        return _emit(ctx, t, out, (body, [iv.var for iv in u.op.axis]))
+    from .lower import injective_nest  # (lower imports this module)
+
+    tmp = ctx.temp(tuple(_const_int(d) for d in t.shape), t.dtype, t.name)
+    moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
+        e, E.BufferLoad) and e.buffer is out else None)
+    return S.SeqStmt([_emit(ctx, t, tmp, None), injective_nest(ctx, u, out, moved)])
+
+
+def _emit(ctx, t, out, epi) -> S.Stmt:
+    """The conv (and the epilogue ``epi``: its body and axis vars, or None) into ``out``."""
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
     g = geometry(t)
-    epi = _epilogue(ctx, t, out, bodies)
     macs = g["n"] * g["c"] * g["m"] * g["oh"] * g["ow"] * g["kh"] * g["kw"]
 
     def task(idx):

@@ -1,6 +1,7 @@
 """relay.analysis as TVM v0.19 defines it, part 2: type-variable collection (free, bound, all),
-unmatched_cases, get_calibration_data, AnnotatedRegionSet and all_dtypes — TVM's documented
-behaviour restated in our words, plus deep programs at the default recursion limit."""
+unmatched_cases, get_calibration_data, AnnotatedRegionSet, all_dtypes and
+extract_intermdeiate_expr — TVM's documented behaviour restated in our words, plus deep programs
+at the default recursion limit."""
 
 from __future__ import annotations
 
@@ -350,6 +351,40 @@ def test_all_dtypes_of_a_100000_deep_chain():
     assert all_dtypes(mod["main"]) == {"float16"}
 
 
+# --- extract_intermdeiate_expr ------------------------------------------------------------
+
+
+def _conv_module():
+    x, w1, w2 = relay.var("x", shape=(1, 1, 5, 1)), relay.var("w1"), relay.var("w2")
+    c0 = relay.nn.conv2d(x, w1, padding=(1, 1), channels=1, kernel_size=(3, 3))
+    c1 = relay.nn.conv2d(c0, w2, padding=(1, 1), channels=1, kernel_size=(3, 3))
+    parts = relay.split(relay.add(c0, c1), indices_or_sections=1)
+    out = relay.add(parts[0], relay.const(1.0))
+    return tvm.IRModule.from_expr(relay.Function([x, w1, w2], out)), (x, w1, w2, c0, c1)
+
+
+def test_extract_intermediate_expr_by_its_printed_number():
+    """TVM's documented example: id 1 is `%1 = nn.conv2d(%0, %w2)`; its free variables become
+    the new main's parameters."""
+    mod, (x, w1, w2, c0, c1) = _conv_module()
+    got = relay.analysis.extract_intermdeiate_expr(mod, 1)
+    tvm.ir.assert_structural_equal(got["main"], relay.Function([x, w1, w2], c1))
+    last = relay.analysis.extract_intermdeiate_expr(mod, 4)["main"].body
+    assert isinstance(last, relay.TupleGetItem) and last.index == 0
+    with pytest.raises(ValueError, match="out of range.*ids 0..5"):
+        relay.analysis.extract_intermdeiate_expr(mod, 6)
+
+
+def test_extract_intermediate_expr_of_a_100000_deep_chain():
+    x = relay.var("x", shape=(2,))
+    e = x
+    for _ in range(N):
+        e = relay.negative(e)
+    mod = tvm.IRModule.from_expr(relay.Function([x], e))
+    got = relay.analysis.extract_intermdeiate_expr(mod, 2)["main"]
+    assert got.body.args[0].args[0].args[0] is x
+
+
 # --- through install_as_tvm ---------------------------------------------------------------
 
 
@@ -362,6 +397,7 @@ def test_names_reachable_as_tvm_relay_analysis():
     ana = real_name.relay.analysis
     for name in ("free_type_vars", "bound_type_vars", "all_type_vars", "unmatched_cases",
                  "get_calibration_data", "AnnotatedRegionSet", "all_dtypes", "CallGraph",
+                 "extract_intermdeiate_expr",
                  "list_op_freqs", "cpu"):
         assert callable(getattr(ana, name)), name
     assert ana.annotated_regions.AnnotatedRegionSet is AnnotatedRegionSet

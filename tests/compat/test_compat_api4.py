@@ -97,6 +97,27 @@ def test_parser_spans_keep_columns():
     assert span.line == 3 and span.end_line == 3 and span.column > 0
 
 
+def test_mismatch_env_func_and_runtime_helpers():
+    x = relay.var("x", shape=(2,))
+    a = relay.Function([x], relay.add(x, x))
+    y = relay.var("y", shape=(2,))
+    b = relay.Function([y], relay.multiply(y, y))
+    assert tvm.ir.get_first_structural_mismatch(a, relay.Function([y], relay.add(y, y))) is None
+    diff = tvm.ir.get_first_structural_mismatch(a, b)
+    assert diff.lhs_path == "root.body.op" and "name" in diff.reason
+
+    tvm.register_func("issue13.twice", lambda v: 2 * v, override=True)
+    f = tvm.ir.EnvFunc.get("issue13.twice")
+    assert f(21) == 42 and f.name == "issue13.twice"
+    with pytest.raises(ValueError, match="no global function"):
+        tvm.ir.EnvFunc.get("issue13.no_such_function")
+
+    assert tvm.runtime.enabled("llvm") and not tvm.runtime.enabled("cuda")
+    assert tvm.runtime.num_threads() >= 1
+    assert tvm.runtime.container.ShapeTuple is tvm.runtime.ShapeTuple
+    assert tvm.ir.Constructor is relay.Constructor and tvm.ir.adt.TypeData is relay.TypeData
+
+
 def test_register_intrin_lowering():
     def lower_exp(op):
         return op
@@ -333,6 +354,20 @@ def test_te_compiler_lower_and_jit():
     run = eng.jit(f, "llvm")
     a, b = (np.random.randn(4, 8).astype("float32") for _ in range(2))
     np.testing.assert_allclose(run(a, b).numpy(), np.maximum(a + b, 0), rtol=1e-6)
+    # TVM's calling convention: outputs passed in, written in place
+    out = tvm.nd.empty((4, 8), "float32")
+    assert run(tvm.nd.array(a), tvm.nd.array(b), out) is None
+    np.testing.assert_allclose(out.numpy(), np.maximum(a + b, 0), rtol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        run(a[:2], b[:2])
+    # a structurally equal function is the same cached lowering; another shape is not
+    x2 = relay.var("x", shape=(4, 8))
+    y2 = relay.var("y", shape=(4, 8))
+    assert eng.lower(relay.Function([x2, y2], relay.nn.relu(relay.add(x2, y2))), "llvm") \
+        .same_as(cf)
+    x3 = relay.var("x", shape=(2,))
+    assert not eng.lower(relay.Function([x3], relay.nn.relu(x3)), "llvm").same_as(cf)
+    assert "tvmgen_default_fused_add_nn_relu" in eng.dump()
     eng.clear()
     assert eng.items() == []
 

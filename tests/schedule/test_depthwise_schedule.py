@@ -106,6 +106,7 @@ def _run(shape, rng, **kw):
     ((1, 11, 13, 12), dict(stride=3, pad=1)),
     ((2, 10, 9, 9), dict(stride=1, pad=1, epilogue="hardswish")),  # epilogue reads it twice
     ((1, 33, 3, 3), dict(stride=1, pad=1, epilogue="relu6")),  # planes smaller than a vector
+    ((1, 6, 5, 9), dict(k=1, stride=1, pad=0)),  # a 1x1 depthwise filter
 ])
 def test_depthwise_matches_numpy(rng, shape, kw):
     out, want, _ = _run(shape, rng, **kw)
@@ -117,6 +118,64 @@ def test_depthwise_large_plane_runs_parallel_and_matches(rng):
     out, want, prim = _run((1, 32, 56, 56), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert isinstance(prim.body, S.For) and prim.body.kind == S.ForKind.PARALLEL
+
+
+def test_asymmetric_padding_matches_numpy(rng):
+    # padding (top, left, bottom, right) = (0, 1, 2, 0), stride 2
+    x = relay.var("x", shape=(1, 5, 10, 11))
+    w = relay.var("w", shape=(5, 1, 3, 3))
+    ins, _, outs = _te([x, w], relay.nn.conv2d(x, w, strides=(2, 2), padding=(0, 1, 2, 0),
+                                               groups=5))
+    prim, _ = lower_te(ins, outs, "f")
+    xv = rng.standard_normal((1, 5, 10, 11), dtype=np.float32)
+    wv = rng.standard_normal((5, 1, 3, 3), dtype=np.float32)
+    xp = np.pad(xv.astype(np.float64), ((0, 0), (0, 0), (0, 2), (1, 0)))
+    want = np.zeros((1, 5, 5, 5))
+    for ky in range(3):
+        for kx in range(3):
+            want += xp[:, :, ky:ky + 9:2, kx:kx + 9:2] * wv[None, :, 0, ky, kx, None, None]
+    out = np.empty(want.shape, np.float32)
+    codegen.build(prim)["f"](xv, wv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_read_by_two_outputs_keeps_its_own_buffer(rng):
+    # the conv feeds two outputs: no epilogue is fused, the conv is computed once into a
+    # temporary both read
+    x = relay.var("x", shape=(1, 6, 9, 9))
+    w = relay.var("w", shape=(6, 1, 3, 3))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), groups=6)
+    ins, _, outs = _te([x, w], relay.Tuple([relay.nn.relu(y), y * relay.const(2.0)]))
+    prim, ws = lower_te(ins, outs, "f")
+    assert "conv2d" in _allocs(prim)
+    xv = rng.standard_normal((1, 6, 9, 9), dtype=np.float32)
+    wv = rng.standard_normal((6, 1, 3, 3), dtype=np.float32)
+    o1, o2 = np.empty((1, 6, 9, 9), np.float32), np.empty((1, 6, 9, 9), np.float32)
+    extra = [np.zeros(max(ws, 64), np.uint8)] if ws else []
+    codegen.build(prim)["f"](xv, wv, o1, o2, *extra)
+    want = _reference(xv, wv, 1, 1, 1, 1)
+    np.testing.assert_allclose(o1, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(o2, want * 2, rtol=1e-4, atol=1e-4)
+
+
+def test_epilogue_reading_other_positions_reads_a_temporary(rng):
+    # an output stage reading the conv upside down (not at its own position): the conv goes to
+    # a temporary first, which the flipped epilogue then reads
+    x = relay.var("x", shape=(1, 6, 9, 8))
+    w = relay.var("w", shape=(6, 1, 3, 3))
+    ins, _, outs = _te([x, w], relay.nn.conv2d(x, w, padding=(1, 1), groups=6))
+    conv = outs[0]
+    flip = tvm.te.compute(conv.shape, lambda n, c, y, xx: conv[n, c, 8 - y, xx] * 2.0,
+                          name="flip")
+    prim, ws = lower_te(ins, [flip], "f")
+    assert "conv2d" in _allocs(prim)
+    xv = rng.standard_normal((1, 6, 9, 8), dtype=np.float32)
+    wv = rng.standard_normal((6, 1, 3, 3), dtype=np.float32)
+    out = np.empty((1, 6, 9, 8), np.float32)
+    extra = [np.zeros(max(ws, 64), np.uint8)] if ws else []
+    codegen.build(prim)["f"](xv, wv, out, *extra)
+    want = _reference(xv, wv, 1, 1, 1, 1)[:, :, ::-1] * 2
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
 # ------------------------------------------------------------------------------ structure

@@ -152,3 +152,19 @@ def test_avx2_inner_loop_is_twelve_ymm_fmas_without_spills():
         fmas = re.findall(r"vfmadd231ps\s+[^\n]*", b)
         assert all(re.search(r"%ymm\d+, %ymm\d+$", f) for f in fmas), fmas
         assert "rsp" not in b and "rbp" not in b  # no spill / reload in the K loop
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+def test_batch_gemm_symbolic_batch_and_rows(isa):
+    mr, nr = gemm_kernel.default_tile()
+    rng = np.random.default_rng(4)
+    n, k = 2 * nr + 5, 130
+    kern = codegen.build(gemm_kernel.batch_gemm(
+        Var("b", "int64"), Var("m", "int64"), n, k, mr=mr, nr=nr, mc=2 * mr,
+        broadcast_b=True))["batch_gemm"]
+    for batch, m in ((1, 1), (2, 3 * mr + 4), (3, 2 * mr)):
+        a = rng.standard_normal((batch, m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        c = np.full((batch, m, n), np.nan, np.float32)
+        kern(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)

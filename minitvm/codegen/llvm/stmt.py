@@ -199,6 +199,8 @@ class StmtEmitter:
     def _emit_for(self, s: S.For) -> None:
         kind = s.kind
         extent = _const_int(s.extent)
+        if type(s.min) is E.IntImm and s.min.value >= 0:
+            self.nonneg_vars().add(id(s.loop_var))  # every value it takes is >= min
         if kind == S.ForKind.PARALLEL and self.parallel_depth == 0 and self.gomp:
             return self.emit_parallel(s)
         if (kind == S.ForKind.VECTORIZED and self.lanes == 1 and extent is not None

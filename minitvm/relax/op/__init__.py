@@ -33,3 +33,11 @@ from .call_tir_inplace import call_tir_inplace
 from .einsum import einsum
 from . import einsum as _einsum_module  # noqa: F401
 from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)
+from .manipulate_extra import (
+    bucketize, collapse_sum_like, collapse_sum_to, ewise_fma, eye, eye_like, flip,
+    gather_elements, gather_nd, log_add_exp, masked_fill, meshgrid, one_hot, outer,
+    scatter_elements, scatter_nd, stack, tile,
+)
+from .sorting import argsort, sort, topk
+from .qdq import dequantize, quantize
+from . import manipulate_extra, sorting, qdq  # noqa: E402

@@ -18,6 +18,7 @@ from .annotated_regions import AnnotatedRegionSet  # noqa: F401
 from .match_exhaustion import unmatched_cases  # noqa: F401
 from .calibration import get_calibration_data  # noqa: F401
 from .dtypes import all_dtypes  # noqa: F401
+from .intermediate_expr import extract_intermdeiate_expr  # noqa: F401
 from ...runtime.ndarray import cpu  # noqa: F401  (TVM's module exposes it too)
 
 

@@ -21,6 +21,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType, TupleType
 from ...runtime.module import Kernel, register_kernel_format
+from ...runtime.object import Object
 from ...schedule import LoweringError, LoweringOptions
 from ...tir import expr as E
 from ...topi.utils import static_shape
@@ -251,7 +252,7 @@ def select_implementation(op: Op, attrs, inputs, out_type, target, use_autotvm: 
     return best, best.compute(attrs, inputs, out_type)
 
 
-class CachedFunc:
+class CachedFunc(Object):
     """A lowered function: its PrimFunc (``funcs``, under ``prim_fn_var``), TE inputs and
     outputs, and the target."""
 
@@ -271,6 +272,10 @@ class CachedFunc:
 
     def __repr__(self):
         return f"CachedFunc({self.prim_fn_var.name_hint}, target={self.target})"
+
+
+def _static_te(t) -> tuple[int, ...]:
+    return tuple(int(getattr(d, "value", d)) for d in t.shape)
 
 
 def _ensure_typed(func: Function) -> Function:
@@ -333,8 +338,9 @@ class TECompiler:
         return cf
 
     def jit(self, source_func: Function, target=None):
-        """A Python function running ``source_func`` natively: ``f(*tensors)`` returns its
-        output (a list for several)."""
+        """A function running ``source_func`` natively, called as TVM's packed functions are:
+        ``f(*inputs, *outputs)`` writes the outputs in place; ``f(*inputs)`` returns them (one
+        NDArray, or a list for several)."""
         from ...runtime.ndarray import NDArray, array
         from ...runtime.vm.vm import call_native
 
@@ -349,25 +355,45 @@ class TECompiler:
         kernel = cf._kernel
         out_types = tensor_types(cf.source.body.checked_type)
 
+        n_in, n_out = len(cf.inputs), len(out_types)
+
         def run(*args):
+            if len(args) not in (n_in, n_in + n_out):
+                raise ValueError(f"{cf.prim_fn_var.name_hint} takes {n_in} input tensors (and "
+                                 f"optionally its {n_out} outputs), got {len(args)}")
             arrays = [np.ascontiguousarray(a.numpy() if isinstance(a, NDArray) else a)
-                      for a in args]
-            if len(arrays) != len(cf.inputs):
-                raise ValueError(f"{cf.prim_fn_var.name_hint} takes {len(cf.inputs)} "
-                                 f"tensors, got {len(arrays)}")
+                      for a in args[:n_in]]
+            for a, t in zip(arrays, cf.inputs):
+                if a.shape != tuple(_static_te(t)) or str(a.dtype) != t.dtype:
+                    raise ValueError(f"{cf.prim_fn_var.name_hint}: expected a {t.dtype} tensor "
+                                     f"of shape {tuple(_static_te(t))}, got {a.dtype} {a.shape}")
             if kernel.kind == "native":
                 outs = [np.empty(_static(t), t.dtype) for t in out_types]
                 call_native(kernel, arrays, outs)
             else:
                 outs = kernel.run(arrays)
-            res = [array(o) for o in outs]
-            return res[0] if len(res) == 1 else res
+            if len(args) == n_in:
+                res = [array(o) for o in outs]
+                return res[0] if len(res) == 1 else res
+            for dst, o in zip(args[n_in:], outs):
+                if isinstance(dst, NDArray):
+                    dst.copyfrom(o)
+                else:
+                    np.copyto(dst, o)
+            return None
 
         return run
 
     def clear(self) -> None:
         """Forget every lowered function."""
         self._cache.clear()
+
+    def dump(self) -> str:
+        """A listing of the cached functions: name, target and Relay source."""
+        lines = []
+        for _f, t, cf in self._cache:
+            lines += [f"{cf.prim_fn_var.name_hint} (target={t})", str(cf.source), ""]
+        return "\n".join(lines)
 
     def items(self) -> list[tuple[Function, CachedFunc]]:
         """The cached ``(function, lowered)`` pairs."""

@@ -11,3 +11,6 @@ from .conv3d import conv3d
 from .pooling_nd import (
     adaptive_avg_pool1d, adaptive_avg_pool3d, avg_pool1d, avg_pool3d, max_pool1d, max_pool3d,
 )
+from .nn_extra import (
+    batch_flatten, instance_norm, pixel_shuffle, prelu, selu, softplus,
+)

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (registration of every family's legalizations)
     create,
     datatype,
     einsum,
+    extra,
     image,
     index,
     linear_algebra,

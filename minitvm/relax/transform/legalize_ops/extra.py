@@ -1,0 +1,277 @@
+"""Legalization of the ops added after the first set (``relax.op.manipulate_extra``,
+``sorting``, ``qdq``, ``nn.nn_extra``) onto ``topi.transform_extra`` and the shared nn / math
+computes: one ``bb.call_te`` each, PrimFuncs named as TVM names them."""
+
+from __future__ import annotations
+
+from ....tir import expr as E
+from ....tir import op as tir_op
+from ....topi import broadcast as topi_bcast
+from ....topi import manipulation as topi_manip
+from ....topi import math as topi_math
+from ....topi import nn_te
+from ....topi import transform_extra as tx
+from ...expr import Tuple, TupleGetItem
+from .common import LegalizeError, arg_shape, call_topi, out_dtype, out_shape, prim_arg, \
+    register_legalize
+
+__all__: list[str] = []
+
+
+def _fields(bb, tup):
+    if isinstance(tup, Tuple):
+        return list(tup.fields)
+    return [bb.emit(TupleGetItem(tup, k)) for k in range(len(tup.struct_info.fields))]
+
+
+@register_legalize("relax.flip")
+def _flip(bb, call):
+    axis = int(call.attrs.axis)
+    return call_topi(bb, lambda x: tx.flip(x, axis), call.args[0], name="flip")
+
+
+@register_legalize("relax.tile")
+def _tile(bb, call):
+    reps = [int(r) for r in call.attrs.repeats]
+    return call_topi(bb, lambda x: tx.tile(x, reps), call.args[0], name="tile")
+
+
+@register_legalize("relax.stack")
+def _stack(bb, call):
+    axis = int(call.attrs.axis)
+    return call_topi(bb, lambda xs: tx.stack(xs, axis), _fields(bb, call.args[0]), name="stack")
+
+
+@register_legalize("relax.one_hot")
+def _one_hot(bb, call):
+    on, off = prim_arg(call, 1), prim_arg(call, 2)
+    a = call.attrs
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda i: tx.one_hot(i, on, off, int(a.depth), int(a.axis), dtype),
+                     call.args[0], name="one_hot")
+
+
+@register_legalize("relax.gather_elements")
+def _gather_elements(bb, call):
+    axis = int(call.attrs.axis)
+    return call_topi(bb, lambda x, i: tx.gather_elements(x, i, axis), *call.args,
+                     name="gather_elements")
+
+
+@register_legalize("relax.gather_nd")
+def _gather_nd(bb, call):
+    nb = int(call.attrs.batch_dims)
+    return call_topi(bb, lambda x, i: tx.gather_nd(x, i, nb), *call.args, name="gather_nd")
+
+
+@register_legalize("relax.scatter_elements")
+def _scatter_elements(bb, call):
+    a = call.attrs
+    return call_topi(bb, lambda x, i, u: tx.scatter_elements(x, i, u, int(a.axis), a.reduction),
+                     *call.args, name="scatter_elements")
+
+
+@register_legalize("relax.scatter_nd")
+def _scatter_nd(bb, call):
+    red = call.attrs.reduction
+    return call_topi(bb, lambda x, i, u: tx.scatter_nd(x, i, u, red), *call.args,
+                     name="scatter_nd")
+
+
+def _collapse(bb, call):
+    target = out_shape(call)
+    return call_topi(bb, lambda x: tx.collapse_sum(x, target), call.args[0],
+                     name="collapse_sum")
+
+
+register_legalize("relax.collapse_sum_like", _collapse)
+register_legalize("relax.collapse_sum_to", _collapse)
+
+
+@register_legalize("relax.meshgrid")
+def _meshgrid(bb, call):
+    indexing = call.attrs.indexing
+    return call_topi(bb, lambda xs: tx.meshgrid(xs, indexing), _fields(bb, call.args[0]),
+                     name="meshgrid")
+
+
+@register_legalize("relax.outer")
+def _outer(bb, call):
+    def te_func(a, b):
+        a2 = topi_manip.expand_dims(a, [1])
+        return topi_bcast.binary("multiply", a2, b, out_shape(call))
+
+    return call_topi(bb, te_func, *call.args, name="outer")
+
+
+@register_legalize("relax.log_add_exp")
+def _log_add_exp(bb, call):
+    shape = out_shape(call)
+
+    def te_func(a, b):
+        from .... import te
+
+        def body(*i):
+            x = topi_bcast.broadcast_load(a, i, shape)
+            y = topi_bcast.broadcast_load(b, i, shape)
+            hi = E.Max(x, y)
+            # exp(-|x - y|): NaN for inf - inf when both are the same infinity, so use hi then
+            d = E.Select(E.EQ(x, y), E.FloatImm(x.dtype, 0.0), -tir_op.fabs(x - y))
+            return hi + tir_op.log1p(tir_op.exp(d))
+
+        return te.compute(shape, body, name="T_log_add_exp",
+                          varargs_names=topi_bcast.ax_names(len(shape)))
+
+    return call_topi(bb, te_func, *call.args, name="log_add_exp")
+
+
+@register_legalize("relax.eye")
+def _eye(bb, call):
+    n, m = out_shape(call)
+    k = prim_arg(call, 2)
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda: tx.eye(n, m, k, dtype), name="eye")
+
+
+@register_legalize("relax.eye_like")
+def _eye_like(bb, call):
+    n, m = out_shape(call)
+    k = prim_arg(call, 1)
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda x: tx.eye(n, m, k, dtype), call.args[0], name="eye_like")
+
+
+@register_legalize("relax.bucketize")
+def _bucketize(bb, call):
+    right = bool(call.attrs.right)
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda x, b: tx.bucketize(x, b, right, dtype), *call.args,
+                     name="bucketize")
+
+
+@register_legalize("relax.ewise_fma")
+def _ewise_fma(bb, call):
+    from .... import te
+
+    def te_func(a, b, c):
+        return te.compute(a.shape, lambda *i: a[i] * b[i] + c[i], name="T_ewise_fma",
+                          varargs_names=topi_bcast.ax_names(len(a.shape)))
+
+    return call_topi(bb, te_func, *call.args, name="ewise_fma")
+
+
+# --------------------------------------------------------------------------- sorting
+@register_legalize("relax.sort")
+def _sort(bb, call):
+    a = call.attrs
+    return call_topi(bb, lambda x: tx.sort(x, int(a.axis), bool(a.descending)), call.args[0],
+                     name="sort")
+
+
+@register_legalize("relax.argsort")
+def _argsort(bb, call):
+    a = call.attrs
+    return call_topi(bb, lambda x: tx.argsort(x, int(a.axis), bool(a.descending), a.dtype),
+                     call.args[0], name="argsort")
+
+
+@register_legalize("relax.topk")
+def _topk(bb, call):
+    a = call.attrs
+
+    def te_func(x):
+        vals, idx = tx.topk(x, int(a.k), int(a.axis), bool(a.largest), a.dtype)
+        if a.ret_type == "values":
+            return vals
+        if a.ret_type == "indices":
+            return idx
+        return [vals, idx]
+
+    return call_topi(bb, te_func, call.args[0], name="topk")
+
+
+# --------------------------------------------------------------------------- qdq
+@register_legalize("relax.quantize")
+def _quantize(bb, call):
+    a = call.attrs
+    return call_topi(bb, lambda x, s, z: tx.quantize(x, s, z, int(a.axis), a.out_dtype),
+                     *call.args, name="quantize")
+
+
+@register_legalize("relax.dequantize")
+def _dequantize(bb, call):
+    a = call.attrs
+    return call_topi(bb, lambda x, s, z: tx.dequantize(x, s, z, int(a.axis), a.out_dtype),
+                     *call.args, name="dequantize")
+
+
+# --------------------------------------------------------------------------- nn
+@register_legalize("relax.nn.prelu")
+def _prelu(bb, call):
+    axis = int(call.attrs.axis) % len(arg_shape(call, 0))
+
+    def te_func(x, alpha):
+        def f(*i):
+            al = alpha[(E.IntImm("int64", 0),)] if (
+                isinstance(alpha.shape[0], E.IntImm) and alpha.shape[0].value == 1) \
+                else alpha[(i[axis],)]
+            return E.Select(x[i] > topi_bcast.const_like(0, x.dtype), x[i], x[i] * al)
+
+        from .... import te
+
+        return te.compute(x.shape, f, name="compute")
+
+    return call_topi(bb, te_func, *call.args, name="prelu")
+
+
+@register_legalize("relax.nn.softplus")
+def _softplus(bb, call):
+    beta, thr = float(call.attrs.beta), float(call.attrs.threshold)
+
+    def f(v):
+        b = E.FloatImm(v.dtype, beta)
+        bx = v * b
+        soft = tir_op.log1p(tir_op.exp(E.Min(bx, E.FloatImm(v.dtype, thr)))) / b
+        return E.Select(bx > E.FloatImm(v.dtype, thr), v, soft)
+
+    return call_topi(bb, lambda x: topi_math.elemwise(x, f), call.args[0], name="softplus")
+
+
+@register_legalize("relax.nn.selu")
+def _selu(bb, call):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+
+    def f(v):
+        neg = E.FloatImm(v.dtype, alpha) * (tir_op.exp(E.Min(v, E.FloatImm(v.dtype, 0.0)))
+                                            - E.FloatImm(v.dtype, 1.0))
+        return E.FloatImm(v.dtype, scale) * E.Select(v > E.FloatImm(v.dtype, 0.0), v, neg)
+
+    return call_topi(bb, lambda x: topi_math.elemwise(x, f), call.args[0], name="selu")
+
+
+@register_legalize("relax.nn.pixel_shuffle")
+def _pixel_shuffle(bb, call):
+    r = int(call.attrs.upscale_factor)
+    return call_topi(bb, lambda x: tx.pixel_shuffle(x, r), call.args[0], name="pixel_shuffle")
+
+
+@register_legalize("relax.nn.batch_flatten")
+def _batch_flatten(bb, call):
+    shape = out_shape(call)
+    return call_topi(bb, lambda x: topi_manip.reshape(x, shape), call.args[0],
+                     name="batch_flatten")
+
+
+@register_legalize("relax.nn.instance_norm")
+def _instance_norm(bb, call):
+    a = call.attrs
+    shape = arg_shape(call, 0)
+    ch = int(a.channel_axis) % len(shape)
+    c = shape[ch]
+    if not isinstance(c, E.IntImm):
+        raise LegalizeError(f"relax.nn.instance_norm: the channel dim must be static to "
+                            f"legalize, got {c}")
+    axes = [int(v) for v in a.axes]
+    return call_topi(bb, lambda x, g, b: nn_te.group_norm(
+        x, g, b, int(c.value), ch, axes, float(a.epsilon), bool(a.center), bool(a.scale)),
+        *call.args, name="instance_norm")

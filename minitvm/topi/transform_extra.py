@@ -1,0 +1,441 @@
+"""te computes of the Relax operators ported from TVM's topi after the first set: flip, tile,
+stack, one_hot, gather_elements, gather_nd, scatter_elements, scatter_nd, collapse_sum,
+meshgrid, sort/argsort/topk, quantize/dequantize, bucketize, pixel_shuffle, eye.
+
+Every compute works on possibly symbolic shapes. Data-dependent reads (gathers, scatters) clamp
+their index into range before loading, so an index that the selecting condition rejects never
+reads out of bounds. Sorting ranks each element by counting the elements ordered before it
+(stable, ``O(n^2)`` along the sorted axis), then places each element at its rank.
+"""
+
+from __future__ import annotations
+
+from .. import te
+from ..tir import expr as E
+from ..tir import op as tir_op
+from .broadcast import ax_names, const_like
+
+__all__ = [
+    "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
+    "scatter_nd", "collapse_sum", "meshgrid", "sort", "argsort", "topk", "quantize",
+    "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index",
+]
+
+_REDUCTIONS = ("update", "add", "mul", "min", "max")
+
+
+def _i64(v) -> E.PrimExpr:
+    if isinstance(v, E.PrimExpr):
+        return v if v.dtype == "int64" else E.Cast("int64", v)
+    return E.IntImm("int64", int(v))
+
+
+def _zero() -> E.IntImm:
+    return E.IntImm("int64", 0)
+
+
+def _compute(shape, body, name: str):
+    shape = [_i64(s) for s in shape]
+    if not shape:
+        return te.compute((), lambda: body(), name=name)
+    return te.compute(shape, body, name=name, varargs_names=ax_names(len(shape)))
+
+
+def _rvar(extent, name: str):
+    return te.reduce_axis((_zero(), _i64(extent)), name=name)
+
+
+def clamp_index(j, n) -> E.PrimExpr:
+    """``j`` (negative counts from the end) clamped into ``[0, n)``, as int64."""
+    j = _i64(j)
+    n = _i64(n)
+    j = E.Select(j < _zero(), j + n, j)
+    return E.Max(E.Min(j, n - E.IntImm("int64", 1)), _zero())
+
+
+def _wrap(j, n) -> E.PrimExpr:
+    """``j`` with a negative value counted from the end (no clamping)."""
+    j = _i64(j)
+    return E.Select(j < _zero(), j + _i64(n), j)
+
+
+def _all(conds):
+    out = None
+    for c in conds:
+        out = c if out is None else E.And(out, c)
+    return out if out is not None else E.IntImm("bool", 1)
+
+
+def flip(x, axis: int):
+    """``x`` reversed along ``axis`` (``topi.flip``)."""
+    nd = len(x.shape)
+    axis %= nd
+    one = E.IntImm("int64", 1)
+    return _compute(x.shape, lambda *i: x[tuple(
+        x.shape[d] - one - i[d] if d == axis else i[d] for d in range(nd))], "T_reverse_sequence")
+
+
+def tile(x, reps):
+    """``numpy.tile``: ``x`` repeated ``reps[k]`` times along each dim (ranks aligned right)."""
+    reps = [int(r) for r in reps]
+    nd = max(len(x.shape), len(reps))
+    xs = [E.IntImm("int64", 1)] * (nd - len(x.shape)) + list(x.shape)
+    reps = [1] * (nd - len(reps)) + reps
+    shape = [xs[d] if reps[d] == 1 else xs[d] * reps[d] for d in range(nd)]
+    lead = nd - len(x.shape)
+
+    def body(*i):
+        idx = [i[d] if reps[d] == 1 else E.FloorMod(i[d], xs[d]) for d in range(lead, nd)]
+        return x[tuple(idx)] if idx else x[()]
+
+    return _compute(shape, body, "T_tile")
+
+
+def stack(xs, axis: int):
+    """The tensors ``xs`` (one shape) stacked along a new dim ``axis``."""
+    nd = len(xs[0].shape) + 1
+    axis %= nd
+    shape = list(xs[0].shape[:axis]) + [E.IntImm("int64", len(xs))] + list(xs[0].shape[axis:])
+
+    def body(*i):
+        rest = tuple(i[:axis]) + tuple(i[axis + 1:])
+        val = xs[-1][rest]
+        for k in range(len(xs) - 2, -1, -1):
+            val = E.Select(E.EQ(i[axis], E.IntImm("int64", k)), xs[k][rest], val)
+        return val
+
+    return _compute(shape, body, "T_stack")
+
+
+def one_hot(indices, on_value, off_value, depth: int, axis: int, dtype: str):
+    """``on_value`` where the new dim ``axis`` equals the index, ``off_value`` elsewhere."""
+    nd = len(indices.shape) + 1
+    axis %= nd
+    shape = list(indices.shape[:axis]) + [E.IntImm("int64", depth)] + \
+        list(indices.shape[axis:])
+    on = on_value if on_value.dtype == dtype else E.Cast(dtype, on_value)
+    off = off_value if off_value.dtype == dtype else E.Cast(dtype, off_value)
+
+    def body(*i):
+        j = indices[tuple(i[:axis]) + tuple(i[axis + 1:])]
+        return E.Select(E.EQ(_wrap(j, depth), i[axis]), on, off)
+
+    return _compute(shape, body, "T_one_hot")
+
+
+def gather_elements(x, indices, axis: int):
+    """``out[i] = x[i with dim axis replaced by indices[i]]`` (``numpy.take_along_axis``)."""
+    nd = len(x.shape)
+    axis %= nd
+
+    def body(*i):
+        j = clamp_index(indices[i], x.shape[axis])
+        return x[tuple(j if d == axis else i[d] for d in range(nd))]
+
+    return _compute(indices.shape, body, "T_gather_elements")
+
+
+def gather_nd(x, indices, batch_dims: int = 0):
+    """``out[b, y, r] = x[b, indices[b, y, :], r]`` with the index tuple on the LAST dim of
+    ``indices`` (ONNX's GatherND, TVM's Relax convention) and ``batch_dims`` leading batch
+    dims shared by both."""
+    m = int(indices.shape[-1].value)
+    nb = int(batch_dims)
+    ishape = list(indices.shape[:-1])
+    shape = ishape + list(x.shape[nb + m:])
+
+    def body(*i):
+        lead = list(i[:len(ishape)])
+        src = list(i[:nb])
+        for k in range(m):
+            src.append(clamp_index(indices[tuple(lead + [E.IntImm("int64", k)])],
+                                   x.shape[nb + k]))
+        src += list(i[len(ishape):])
+        return x[tuple(src)]
+
+    return _compute(shape, body, "T_gather_nd")
+
+
+def _combine(reduction: str, old, new):
+    if reduction == "update":
+        return new
+    if reduction == "add":
+        return old + new
+    if reduction == "mul":
+        return old * new
+    if reduction == "min":
+        return E.Min(old, new)
+    return E.Max(old, new)
+
+
+def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, name: str):
+    """Shared body of the scatters: for output element ``i``, the update positions ``y``
+    (``n_upd_dims`` reduce dims of ``upd_extents``) with ``match(i, y)`` are combined into
+    ``x[i]`` in row-major order of ``y``; with ``update`` the last match wins."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{name}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    one = E.IntImm("int64", 1)
+
+    def flat(ys):
+        f = _zero()
+        for y, n in zip(ys, upd_extents):
+            f = f * _i64(n) + y
+        return f
+
+    # the last matching position (row-major); -1 when none
+    def last_body(*i):
+        ys = [_rvar(n, f"r{k}") for k, n in enumerate(upd_extents)]
+        return te.max(E.Select(match(i, [y.var for y in ys]), flat([y.var for y in ys]),
+                               E.IntImm("int64", -1)), axis=ys)
+
+    last = _compute(x.shape, last_body, f"{name}_last")
+    if reduction == "update":
+        def body(*i):
+            pos = E.Max(last[i], _zero())
+            ys, rest = [], pos
+            for n in reversed(upd_extents[1:]):
+                ys.append(E.FloorMod(rest, _i64(n)))
+                rest = E.FloorDiv(rest, _i64(n))
+            ys.append(rest)
+            return E.Select(last[i] >= _zero(), load_update(i, ys[::-1]), x[i])
+
+        return _compute(x.shape, body, name)
+    # a combining reduction: fold the matches one position at a time would need a loop; the
+    # commutative reductions are te reductions over the update positions instead
+    ident = {"add": const_like(0, x.dtype), "mul": const_like(1, x.dtype),
+             "min": tir_op.max_value(x.dtype), "max": tir_op.min_value(x.dtype)}[reduction]
+    if reduction == "mul":
+        red = te.comm_reducer(lambda a, b: a * b, lambda t: const_like(1, t), name="prod")
+    else:
+        red = {"add": te.sum, "min": te.min, "max": te.max}[reduction]
+
+    def acc_body(*i):
+        ys = [_rvar(n, f"r{k}") for k, n in enumerate(upd_extents)]
+        vs = [y.var for y in ys]
+        return red(E.Select(match(i, vs), load_update(i, vs), ident), axis=ys)
+
+    acc = _compute(x.shape, acc_body, f"{name}_acc")
+    del one
+    return _compute(x.shape, lambda *i: _combine(reduction, x[i], acc[i]), name)
+
+
+def scatter_elements(x, indices, updates, axis: int, reduction: str = "update"):
+    """``out[... indices[j] ...] (op)= updates[j]`` along ``axis`` (ONNX ScatterElements)."""
+    nd = len(x.shape)
+    axis %= nd
+    ext = list(indices.shape)
+
+    def match(i, ys):
+        conds = [E.EQ(_wrap(indices[tuple(_clamped(ys, ext))], x.shape[axis]), i[axis])]
+        for d in range(nd):
+            if d != axis:
+                conds.append(E.EQ(ys[d], i[d]))
+        return _all(conds)
+
+    return _scatter(x, nd, ext, match, lambda i, ys: updates[tuple(_clamped(ys, ext))],
+                    reduction, "T_scatter_elements")
+
+
+def _clamped(ys, ext):
+    return [E.Min(_i64(y), _i64(n) - E.IntImm("int64", 1)) for y, n in zip(ys, ext)]
+
+
+def scatter_nd(x, indices, updates, reduction: str = "update"):
+    """``out[indices[y, :]] (op)= updates[y]`` with the index tuple on the last dim of
+    ``indices`` (ONNX ScatterND)."""
+    m = int(indices.shape[-1].value)
+    ext = list(indices.shape[:-1])
+    ny = len(ext)
+
+    def match(i, ys):
+        ys = _clamped(ys, ext)
+        return _all(E.EQ(_wrap(indices[tuple(ys + [E.IntImm("int64", k)])], x.shape[k]), i[k])
+                    for k in range(m))
+
+    def load(i, ys):
+        return updates[tuple(_clamped(ys, ext) + list(i[m:]))]
+
+    return _scatter(x, ny, ext, match, load, reduction, "T_scatter_nd")
+
+
+def collapse_sum(x, target_shape):
+    """The sum of ``x`` down to ``target_shape`` (the inverse of broadcasting it there)."""
+    nd, nt = len(x.shape), len(target_shape)
+    lead = nd - nt
+    red_dims = list(range(lead)) + [lead + k for k in range(nt)
+                                    if isinstance(target_shape[k], E.IntImm)
+                                    and target_shape[k].value == 1
+                                    and not (isinstance(x.shape[lead + k], E.IntImm)
+                                             and x.shape[lead + k].value == 1)]
+    if not red_dims:
+        return _compute(target_shape, lambda *i: x[tuple(i)], "T_collapse_sum")
+
+    def body(*i):
+        rv = {d: _rvar(x.shape[d], f"k{d}") for d in red_dims}
+        idx = [rv[d].var if d in rv else i[d - lead] for d in range(nd)]
+        return te.sum(x[tuple(idx)], axis=[rv[d] for d in red_dims])
+
+    return _compute(target_shape, body, "T_collapse_sum")
+
+
+def meshgrid(xs, indexing: str = "ij"):
+    """``numpy.meshgrid`` of 1-D tensors (``xy`` swaps the first two output dims)."""
+    shape = [t.shape[0] if len(t.shape) else E.IntImm("int64", 1) for t in xs]
+    if indexing == "xy" and len(xs) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    outs = []
+    for k, t in enumerate(xs):
+        d = k
+        if indexing == "xy" and len(xs) >= 2 and k < 2:
+            d = 1 - k
+        outs.append(_compute(shape, lambda *i, t=t, d=d: t[(i[d],)] if len(t.shape) else t[()],
+                             "T_meshgrid"))
+    return outs
+
+
+def _before(a, b, ia, ib, descending: bool):
+    """Whether element ``a`` (at ``ia``) sorts strictly before ``b`` (at ``ib``), stable:
+    NaN sorts last ascending (first descending, as numpy's ``-sort(-x)``)."""
+    if a.dtype.startswith(("float", "bfloat")):
+        na, nb = tir_op.isnan(a), tir_op.isnan(b)
+        less = E.And(E.Not(na), E.Or(nb, a > b if descending else a < b))
+        tie = E.Or(E.And(na, nb), E.And(E.Not(E.Or(na, nb)), E.EQ(a, b)))
+        if descending:  # NaN first
+            less = E.And(E.Not(nb), E.Or(na, a > b))
+    else:
+        less = a > b if descending else a < b
+        tie = E.EQ(a, b)
+    return E.Or(less, E.And(tie, ia < ib))
+
+
+def _rank(x, axis: int, descending: bool):
+    """The stable sorted position of each element along ``axis``."""
+    nd = len(x.shape)
+    n = x.shape[axis]
+
+    def body(*i):
+        r = _rvar(n, "k")
+        other = tuple(r.var if d == axis else i[d] for d in range(nd))
+        cond = _before(x[other], x[i], r.var, i[axis], descending)
+        return te.sum(E.Select(cond, E.IntImm("int64", 1), _zero()), axis=r)
+
+    return _compute(x.shape, body, "T_rank")
+
+
+def _place(x, rank, axis: int, length, value, dtype: str, name: str):
+    """``out[.., k, ..]`` = ``value(j)`` of the element ``j`` ranked ``k`` along ``axis``."""
+    nd = len(x.shape)
+    shape = [length if d == axis else x.shape[d] for d in range(nd)]
+
+    def body(*i):
+        r = _rvar(x.shape[axis], "j")
+        other = tuple(r.var if d == axis else i[d] for d in range(nd))
+        return te.max(E.Select(E.EQ(rank[other], i[axis]), value(other, r.var),
+                               tir_op.min_value(dtype)), axis=r)
+
+    return _compute(shape, body, name)
+
+
+def sort(x, axis: int = -1, descending: bool = False):
+    """The values of ``x`` sorted along ``axis``."""
+    axis %= len(x.shape)
+    rank = _rank(x, axis, descending)
+    return _place(x, rank, axis, x.shape[axis], lambda o, j: x[o], x.dtype, "T_sort")
+
+
+def argsort(x, axis: int = -1, descending: bool = False, dtype: str = "int32"):
+    """The positions that sort ``x`` along ``axis`` (stable)."""
+    axis %= len(x.shape)
+    rank = _rank(x, axis, descending)
+    return _place(x, rank, axis, x.shape[axis], lambda o, j: E.Cast(dtype, j) if dtype !=
+                  "int64" else j, dtype, "T_argsort")
+
+
+def topk(x, k: int, axis: int = -1, largest: bool = True, dtype: str = "int32"):
+    """The ``k`` largest (smallest) values along ``axis`` and their positions, in order."""
+    axis %= len(x.shape)
+    rank = _rank(x, axis, largest)
+    kk = E.IntImm("int64", int(k))
+    vals = _place(x, rank, axis, kk, lambda o, j: x[o], x.dtype, "T_topk_values")
+    idx = _place(x, rank, axis, kk, lambda o, j: E.Cast(dtype, j) if dtype != "int64" else j,
+                 dtype, "T_topk_indices")
+    return vals, idx
+
+
+def _per_axis(t, i, axis):
+    """A scale / zero point: a scalar, or a 1-D tensor read at ``i[axis]``."""
+    if isinstance(t, E.PrimExpr):
+        return t
+    if len(t.shape) == 0:
+        return t[()]
+    if isinstance(t.shape[0], E.IntImm) and t.shape[0].value == 1:
+        return t[(_zero(),)]
+    return t[(i[axis],)]
+
+
+def quantize(x, scale, zero_point, axis: int, out_dtype: str):
+    """``clip(round(x / scale) + zero_point)`` into ``out_dtype``'s range (round half even)."""
+    axis %= max(len(x.shape), 1)
+    lo, hi = tir_op.min_value(out_dtype), tir_op.max_value(out_dtype)
+
+    def body(*i):
+        s = _per_axis(scale, i, axis)
+        z = _per_axis(zero_point, i, axis)
+        v = tir_op.nearbyint(x[i] / (s if s.dtype == x.dtype else E.Cast(x.dtype, s)))
+        v = v + E.Cast(x.dtype, z)
+        v = E.Min(E.Max(v, E.Cast(x.dtype, lo)), E.Cast(x.dtype, hi))
+        return E.Cast(out_dtype, v)
+
+    return _compute(x.shape, body, "quantized")
+
+
+def dequantize(x, scale, zero_point, axis: int, out_dtype: str):
+    """``(x - zero_point) * scale`` in ``out_dtype`` (the difference taken in int32)."""
+    axis %= max(len(x.shape), 1)
+
+    def body(*i):
+        s = _per_axis(scale, i, axis)
+        z = _per_axis(zero_point, i, axis)
+        d = E.Cast("int32", x[i]) - E.Cast("int32", z)
+        return E.Cast(out_dtype, E.Cast("float32", d) * (s if s.dtype == "float32" else
+                                                          E.Cast("float32", s)))
+
+    return _compute(x.shape, body, "dequantized")
+
+
+def bucketize(x, boundaries, right: bool, dtype: str):
+    """The bucket of each element of ``x`` among sorted ``boundaries`` (torch.bucketize)."""
+    n = boundaries.shape[0]
+
+    def body(*i):
+        r = _rvar(n, "k")
+        b = boundaries[(r.var,)]
+        cond = b <= x[i] if right else b < x[i]
+        return te.sum(E.Select(cond, const_like(1, dtype), const_like(0, dtype)), axis=r)
+
+    return _compute(x.shape, body, "T_bucketize")
+
+
+def pixel_shuffle(x, r: int):
+    """Depth to space on the last two dims: ``(.., C*r*r, H, W)`` -> ``(.., C, H*r, W*r)``."""
+    nd = len(x.shape)
+    rr = E.IntImm("int64", r)
+    c = x.shape[nd - 3]
+    shape = list(x.shape[:nd - 3]) + [E.FloorDiv(c, E.IntImm("int64", r * r))
+                                       if not isinstance(c, E.IntImm)
+                                       else E.IntImm("int64", c.value // (r * r)),
+                                       x.shape[nd - 2] * rr, x.shape[nd - 1] * rr]
+
+    def body(*i):
+        ch, h, w = i[nd - 3], i[nd - 2], i[nd - 1]
+        src_c = ch * E.IntImm("int64", r * r) + E.FloorMod(h, rr) * rr + E.FloorMod(w, rr)
+        return x[tuple(list(i[:nd - 3]) + [src_c, E.FloorDiv(h, rr), E.FloorDiv(w, rr)])]
+
+    return _compute(shape, body, "T_pixel_shuffle")
+
+
+def eye(n, m, k, dtype: str):
+    """Ones on the ``k``-th diagonal of an ``n x m`` matrix, zeros elsewhere."""
+    kk = _i64(k)
+    return _compute([n, m], lambda i, j: E.Select(E.EQ(j - i, kk), const_like(1, dtype),
+                                                  const_like(0, dtype)), "T_eye")

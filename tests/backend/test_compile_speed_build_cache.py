@@ -1,0 +1,265 @@
+"""The whole-build cache of ``relay.build`` (relay.backend.build_cache): a build seen before is
+loaded with the same graph, weights and results; everything that decides a build is in its key
+(program, parameters, PassContext, knobs, target, compiler version and sources, foreign op
+attributes); damaged entries are rebuilt; the switches turn it off; what an entry does not carry
+(optimized module, PrimFuncs, kernel callables) is rebuilt on first use."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import codegen, relay
+from minitvm.backend import clear_cache, disk_cache
+from minitvm.backend.options import lowering_options
+from minitvm.contrib import graph_executor
+from minitvm.instrument import PassTimingInstrument
+from minitvm.ir.op import Op
+from minitvm.relay.backend import build_cache
+from minitvm.schedule.knobs import KnobTable
+
+X = np.linspace(-1, 1, 16, dtype="float32").reshape(2, 8)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private cache directory with the build cache on and empty in-process caches."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("MINITVM_CACHE_DIR", str(d))
+    for var in ("MINITVM_DISABLE_DISK_CACHE", "MINITVM_DISABLE_BUILD_CACHE",
+                "MINITVM_CACHE_MAX_BYTES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MINITVM_COMPILE_JOBS", "1")
+    _fresh()
+    yield d
+    _fresh()
+
+
+def _fresh():
+    """As in a new process: no kernel compiled or loaded yet."""
+    clear_cache()
+    codegen.clear_cache()
+
+
+def _mlp(seed=0, widths=(24, 16)):
+    rng = np.random.default_rng(seed)
+    x = relay.var("x", shape=(2, 8))
+    y, params, k = x, {}, 8
+    for i, n in enumerate(widths):
+        w, b = relay.var(f"w{i}", shape=(n, k)), relay.var(f"b{i}", shape=(n,))
+        params[f"w{i}"] = rng.standard_normal((n, k)).astype("float32")
+        params[f"b{i}"] = rng.standard_normal(n).astype("float32")
+        y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(y, w), b))
+        k = n
+    return tvm.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y)), params
+
+
+def _build(mod, params, config=None, opt_level=3, instruments=None):
+    with tvm.transform.PassContext(opt_level=opt_level, config=config or {},
+                                   instruments=instruments):
+        return relay.build(mod, target="llvm", params=params)
+
+
+def _run(lib):
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", X)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+def _reference(params):
+    y = X
+    for i in range(len(params) // 2):
+        y = np.maximum(y @ params[f"w{i}"].T + params[f"b{i}"], 0)
+    return y
+
+
+def _entries(d):
+    return sorted((d / "builds").glob("*.mtb")) if (d / "builds").is_dir() else []
+
+
+def test_warm_build_is_loaded_and_runs_the_same(cache_dir):
+    mod, params = _mlp()
+    cold = _build(mod, params)
+    assert not isinstance(cold, build_cache.CachedFactory) and len(_entries(cache_dir)) == 1
+    _fresh()
+    warm = _build(mod, params)
+    assert isinstance(warm, build_cache.CachedFactory)
+    assert disk_cache.get_cache().stats["build_hits"] >= 1
+    assert warm.get_graph_json() == cold.get_graph_json()
+    assert sorted(warm.get_lib().kernels) == sorted(cold.get_lib().kernels)
+    for name, k in cold.get_lib().kernels.items():
+        w = warm.get_lib().kernels[name]
+        assert (w.symbol, w.ws_bytes, w.ir) == (k.symbol, k.ws_bytes, k.ir)
+        for a, b in zip(w.consts, k.consts):
+            np.testing.assert_array_equal(a, b)
+    out = _run(warm)
+    np.testing.assert_array_equal(out, _run(cold))
+    np.testing.assert_allclose(out, _reference(params), rtol=1e-5, atol=1e-5)
+    assert _run(warm) is not None  # a second executor from the same cached factory
+
+
+def test_cached_factory_rebuilds_what_it_does_not_carry(cache_dir):
+    rng = np.random.default_rng(0)
+    mod, params = _mlp()
+    cold = _build(mod, params)
+    _fresh()
+    warm = _build(mod, params)
+    assert warm._rebuild._factory is None  # nothing rebuilt yet
+    tvm.ir.assert_structural_equal(warm.ir_mod, cold.ir_mod)
+    name, k = next(iter(warm.get_lib().kernels.items()))
+    assert k.prim_func is not None and k.source is not None
+    tvm.ir.assert_structural_equal(k.prim_func, cold.get_lib().kernels[name].prim_func)
+    f, g = warm.get_lib().get_function(name), cold.get_lib().get_function(name)
+    args = [rng.standard_normal([int(d) for d in b.shape]).astype(b.dtype)
+            for _, b in cold.get_lib().kernels[name].prim_func.buffer_map.items()]
+    args2 = [a.copy() for a in args]
+    f(*args)
+    g(*args2)
+    for a, b in zip(args, args2):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("change", ["params", "opt_level", "config", "codegen_version",
+                                    "package", "knobs", "program", "env"])
+def test_anything_that_decides_a_build_changes_its_key(cache_dir, monkeypatch, change):
+    mod, params = _mlp()
+    with tvm.transform.PassContext(opt_level=3):
+        base = build_cache.build_key(mod, params, "llvm", lowering_options())
+        assert build_cache.build_key(*_mlp(), "llvm", lowering_options()) == base  # stable
+    assert base is not None
+    opt_level, config, options = 3, {}, None
+    if change == "params":
+        params = dict(params, b0=params["b0"] + np.float32(1e-3))
+    elif change == "opt_level":
+        opt_level = 2
+    elif change == "config":
+        config = {"relay.backend.use_generated_dense": False}
+    elif change == "codegen_version":
+        monkeypatch.setattr(build_cache, "CODEGEN_VERSION", "test-next")
+    elif change == "package":
+        monkeypatch.setattr(build_cache, "_PACKAGE", ["an-edited-compiler"])
+    elif change == "knobs":
+        options = dataclasses.replace(lowering_options(), knobs=KnobTable({"w": {"mr": 4}}))
+    elif change == "program":
+        mod, _ = _mlp(widths=(24, 12))
+    elif change == "env":
+        monkeypatch.setenv("MINITVM_SOME_NEW_SWITCH", "1")
+    with tvm.transform.PassContext(opt_level=opt_level, config=config):
+        key = build_cache.build_key(mod, params, "llvm", options or lowering_options())
+    assert key is not None and key != base
+
+
+def test_changed_weights_are_built_not_reused(cache_dir):
+    mod, params = _mlp(seed=0)
+    _build(mod, params)
+    _fresh()
+    params2 = _mlp(seed=1)[1]
+    lib = _build(mod, params2)
+    assert not isinstance(lib, build_cache.CachedFactory)
+    np.testing.assert_allclose(_run(lib), _reference(params2), rtol=1e-5, atol=1e-5)
+    assert len(_entries(cache_dir)) == 2
+
+
+def test_uncachable_builds_have_no_key(cache_dir):
+    mod, params = _mlp()
+    options = lowering_options()
+    tracing = dataclasses.replace(options, knobs=KnobTable(trace=True))
+    assert build_cache.build_key(mod, params, "llvm", tracing) is None
+    op = Op.get("nn.relu")
+    op.set_attr("TestOnlyForeignAttr", lambda *a: None)  # code the key cannot see
+    try:
+        assert build_cache.build_key(mod, params, "llvm", options) is None
+    finally:
+        op.reset_attr("TestOnlyForeignAttr")
+    assert build_cache.build_key(mod, params, "llvm", options) is not None
+
+
+@pytest.mark.parametrize("how", ["env", "config", "instruments", "fallback"])
+def test_switched_off_or_uncachable_builds_store_nothing(cache_dir, monkeypatch, how):
+    mod, params = _mlp()
+    config, instruments = {}, None
+    if how == "env":
+        monkeypatch.setenv("MINITVM_DISABLE_BUILD_CACHE", "1")
+    elif how == "config":
+        config = {"relay.backend.use_build_cache": False}
+    elif how == "instruments":
+        instruments = [PassTimingInstrument()]
+    else:
+        config = {"relay.backend.use_native": False}  # numpy fallback kernels
+    for _ in range(2):
+        lib = _build(mod, params, config, instruments=instruments)
+        assert not isinstance(lib, build_cache.CachedFactory)
+        np.testing.assert_allclose(_run(lib), _reference(params), rtol=1e-5, atol=1e-5)
+    assert _entries(cache_dir) == []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_entry_is_rebuilt(cache_dir, damage):
+    mod, params = _mlp()
+    cold = _run(_build(mod, params))
+    (path,) = _entries(cache_dir)
+    data = bytearray(path.read_bytes())
+    if damage == "truncate":
+        data = data[:len(data) // 2]
+    else:
+        data[-5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    _fresh()
+    lib = _build(mod, params)
+    assert not isinstance(lib, build_cache.CachedFactory)
+    np.testing.assert_array_equal(_run(lib), cold)
+    assert disk_cache.get_cache().stats["corrupt"] >= 1
+    _fresh()
+    assert isinstance(_build(mod, params), build_cache.CachedFactory)  # rewritten whole
+
+
+def test_clashing_objects_load_one_engine_each(cache_dir):
+    mod, params = _mlp()
+    cold = _build(mod, params)
+    cache = disk_cache.get_cache()
+    with tvm.transform.PassContext(opt_level=3):
+        key = build_cache.build_key(mod, params, "llvm", lowering_options())
+    payload = build_cache._unpack(cache.get_build(key))
+    objects = {s: (*v[:4], ["shared_symbol"]) for s, v in payload["objects"].items()}
+    loaded = build_cache._load_objects(objects)
+    assert len({id(c.engine) for c in loaded.values()}) == len(loaded)
+    together = build_cache._load_objects(payload["objects"])
+    assert len({id(c.engine) for c in together.values()}) == 1
+    assert {s: c.symbol for s, c in loaded.items()} == {s: s for s in payload["objects"]}
+    assert _run(cold) is not None
+
+
+def test_a_new_process_loads_the_build(cache_dir, tmp_path):
+    script = tmp_path / "build_twice.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import minitvm as tvm\n"
+        "from minitvm import relay\n"
+        "from minitvm.contrib import graph_executor\n"
+        "from minitvm.relay.backend import build_cache\n"
+        "from test_compile_speed_build_cache import _mlp, X\n"
+        "build_cache._PACKAGE[:] = ['pinned']  # others may edit the tree between the runs\n"
+        "mod, params = _mlp()\n"
+        "with tvm.transform.PassContext(opt_level=3):\n"
+        "    lib = relay.build(mod, target='llvm', params=params)\n"
+        "m = graph_executor.GraphModule(lib['default'](tvm.cpu()))\n"
+        "m.set_input('x', X); m.run()\n"
+        "np.save(sys.argv[2], m.get_output(0).numpy())\n"
+        "print(isinstance(lib, build_cache.CachedFactory))\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, here]))
+    outs = []
+    for k in range(2):
+        out = subprocess.run([sys.executable, str(script), root, str(tmp_path / f"o{k}.npy")],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        outs.append(out.stdout.strip().splitlines()[-1])
+    assert outs == ["False", "True"]  # cold, then loaded in a fresh process
+    np.testing.assert_array_equal(np.load(tmp_path / "o0.npy"), np.load(tmp_path / "o1.npy"))

@@ -1,0 +1,98 @@
+"""Compile-speed paths of the code generator: explicitly vectorized kernels take the light LLVM
+IR pipeline (same results as the full one), object code is remembered per symbol for the
+whole-build cache, and ``runtime.jit.load_objects`` links several kernels into one engine."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from minitvm import codegen, tir
+from minitvm.backend import disk_cache
+from minitvm.runtime import jit
+
+cg = sys.modules[codegen.__name__ + ".build"]  # the module (``codegen.build`` is the function)
+
+
+def _kernel(vectorized: bool, lanes: int = 8, scale: float = 3.0):
+    """``B[i, j] = A[i, j] * scale + A[i, 0]`` with the inner loop vectorized or serial."""
+    A = tir.decl_buffer((4, lanes), "float32", "A")
+    B = tir.decl_buffer((4, lanes), "float32", "B")
+    i, j = tir.Var("i", "int32"), tir.Var("j", "int32")
+    kind = tir.ForKind.VECTORIZED if vectorized else tir.ForKind.SERIAL
+    body = tir.For(i, 0, 4, 0, tir.For(j, 0, lanes, kind, tir.BufferStore(
+        B, A[i, j] * tir.const(scale, "float32") + A[i, 0], [i, j])))
+    return tir.PrimFunc([A, B], body, attrs={"tir.noalias": True})
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
+    cg.clear_cache()
+    yield disk_cache.get_cache(tmp_path / "cache")
+    cg.clear_cache()
+
+
+def test_pipeline_level_follows_explicit_vectorization(monkeypatch):
+    assert cg.ir_pipeline_level(_kernel(True), 3) == cg.LIGHT_PIPELINE_LEVEL
+    assert cg.ir_pipeline_level(_kernel(False), 3) == 3  # LLVM may vectorize it: full pipeline
+    assert cg.ir_pipeline_level(_kernel(True), 0) == 0  # never raised above the request
+    assert cg.ir_pipeline_level(_kernel(True), 1) == 1
+    monkeypatch.setattr(cg, "HUGE_FUNCTION_STMTS", 1)
+    assert cg.ir_pipeline_level(_kernel(True), 3) == 0  # huge: O0 as before
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_light_and_full_pipeline_compute_the_same(vectorized, fresh, rng):
+    a = rng.standard_normal((4, 8)).astype("float32")
+    outs = []
+    for level in (3, cg.LIGHT_PIPELINE_LEVEL):
+        sym = f"speed_k{level}{int(vectorized)}"
+        compiled, obj = jit.compile_ir_to_object(cg.CodeGenLLVM(_kernel(vectorized), sym)
+                                                 .generate(), sym, level, codegen_opt=3)
+        assert obj and compiled.address
+        f = cg.KernelFunction("f", cg.KernelSignature(_kernel(vectorized), "f"),
+                              compiled.address, compiled)
+        b = np.empty_like(a)
+        f(a, b)
+        outs.append(b)
+    np.testing.assert_array_equal(outs[0], outs[1])  # bit for bit
+    # and through compile_prim_func, which picks the level itself
+    k, _ = cg.compile_prim_func(_kernel(vectorized), "f", object_cache=fresh)
+    b = np.empty_like(a)
+    k(a, b)
+    np.testing.assert_allclose(b, a * 3 + a[:, :1], rtol=1e-6)
+
+
+def test_object_code_is_remembered_only_with_a_disk_cache(fresh):
+    k, _ = cg.compile_prim_func(_kernel(True, scale=5.0), "f")
+    assert cg.object_code(k._compiled.symbol) is None  # compiled without an object cache
+    cg.clear_cache()
+    k, _ = cg.compile_prim_func(_kernel(True, scale=5.0), "f", object_cache=fresh)
+    obj, level = cg.object_code(k._compiled.symbol)
+    assert isinstance(obj, bytes) and obj and level == cg.LIGHT_PIPELINE_LEVEL
+    cg.clear_cache()  # loaded back from disk: remembered too, with the same level
+    k2, _ = cg.compile_prim_func(_kernel(True, scale=5.0), "f", object_cache=fresh)
+    assert k2._compiled.from_disk and cg.object_code(k2._compiled.symbol) == (obj, level)
+    assert "fmul" in k2._compiled.optimized_ir  # recomputed at the light level
+
+
+def test_load_objects_links_several_kernels_into_one_engine(fresh, rng):
+    items = []
+    for n, scale in enumerate((2.0, 7.0)):
+        sym = f"speed_multi_{n}"
+        ir = cg.CodeGenLLVM(_kernel(True, scale=scale), sym).generate()
+        _, obj = jit.compile_ir_to_object(ir, sym, 1, codegen_opt=3)
+        items.append((obj, sym, ir, 1, jit.external_symbols(ir)))
+    loaded = jit.load_objects(items)
+    assert loaded[0].engine is loaded[1].engine and loaded[0].address != loaded[1].address
+    a = rng.standard_normal((4, 8)).astype("float32")
+    for c, scale in zip(loaded, (2.0, 7.0)):
+        f = cg.KernelFunction("f", cg.KernelSignature(_kernel(True), "f"), c.address, c)
+        b = np.empty_like(a)
+        f(a, b)
+        np.testing.assert_allclose(b, a * scale + a[:, :1], rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown symbols"):
+        jit.load_objects([(items[0][0], items[0][1], None, 1, ["mtvm_no_such_symbol"])])
+    with pytest.raises(ValueError, match="defines no symbol"):
+        jit.load_objects([(items[0][0], "mtvm_not_in_it", None, 1, [])])
