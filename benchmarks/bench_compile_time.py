@@ -52,7 +52,7 @@ def child(name: str) -> None:
     stats = disk_cache.get_cache().stats
     print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers,
                       "disk_hits": stats["hits"], "disk_writes": stats["writes"],
-                      "build_hit": stats["build_hits"]}))
+                      "build_hit": stats.get("build_hits", 0)}))
 
 
 def _run(name: str, cache_dir: str, extra_env: dict | None = None) -> dict:

@@ -22,7 +22,9 @@ core asks for "the printer of this node". Hook names used by the core:
 - ``"well_formed"``: ``fn(gv, func, limit) -> list of str``, up to ``limit`` problems of the
   function bound to ``gv`` (verify-each), looked up by the function's class;
 - ``"file_suffix"``: ``fn(mod) -> str``, the extension of files holding a module's text (IR dumps,
-  crash reproducers), looked up like the module hooks.
+  crash reproducers), looked up like the module hooks;
+- ``"make_op_call"``: ``fn(op_name, args, attrs: dict) -> Call``, a call of an operator built by
+  the dialect of ``args[0]`` (topi's AlterOpLayout rules, ``topi.x86``).
 """
 
 from __future__ import annotations

@@ -58,6 +58,9 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 # row are constants (measured on a Zen 2: stride-2 3x3 convs of ResNet-18 5-7% faster; not the
 # 7x7 stem). AVX-512 keeps its schedule
 UNROLL_STRIDED_ROWS = {"avx512": False, "avx2": True}
+# a last channel tile of at most a third of the tile's rows is merged with the full tile before
+# it and split in two about equal ones (see ``_gemm``); AVX-512 keeps its schedule
+SPLIT_SHORT_TILE = {"avx512": False, "avx2": True}
 # the fused elementwise epilogue (bias, residual add, relu) applied to the register tile and
 # stored once by the micro-kernel, instead of a grid buffer and a separate (crop +) epilogue
 # pass over the output; AVX-512 keeps its schedule
@@ -327,6 +330,13 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
     o, mr = g["o"], g["mr"]
     q = ctx.fresh("panel")
     full_tiles, rest = o // mr, o % mr
+    tails = [(full_tiles * mr, rest)] if rest else []  # (first channel, rows) of short tiles
+    if SPLIT_SHORT_TILE[vector_isa()] and 0 < rest <= mr // 3 and full_tiles:
+        # a tile of one or two rows waits on its few accumulators' FMA latency: the last full
+        # tile and it become two of about equal height (128 channels: ... 6, 4, 4 not 6, 6, 2)
+        full_tiles -= 1
+        a = (mr + rest + 1) // 2
+        tails = [(full_tiles * mr, a), (full_tiles * mr + a, mr + rest - a)]
     par = _parallel(g)
     kc = channel_block(g)
     nr = g["nr"]
@@ -339,10 +349,14 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
             kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
                   lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
         tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)
-        if rest:
-            tile = S.IfThenElse(tv < full_tiles, tile, _micro(
-                ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest, kb))
-        ntiles = full_tiles + (1 if rest else 0)
+        if tails:  # tile full_tiles + k is the k-th short one
+            shorts = [_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb)
+                      for first, rows in tails]
+            chain = shorts[-1]
+            for k in range(len(shorts) - 2, -1, -1):
+                chain = S.IfThenElse(tv < full_tiles + k + 1, shorts[k], chain)
+            tile = S.IfThenElse(tv < full_tiles, tile, chain) if full_tiles else chain
+        ntiles = full_tiles + len(tails)
         kind = S.ForKind.PARALLEL if par and ntiles > 1 else S.ForKind.SERIAL
         body = S.For(q, 0, g["panels"], S.ForKind.SERIAL, tile)
         if kb is not None:
@@ -360,8 +374,8 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
         tv = ctx.fresh("tile")
         parts.append(S.For(tv, 0, full_tiles, S.ForKind.SERIAL,
                            _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)))
-    if rest:
-        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(full_tiles * mr), q, rest, kb))
+    for first, rows in tails:
+        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb))
     body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
     if kb is not None:
         body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)

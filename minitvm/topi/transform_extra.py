@@ -18,7 +18,9 @@ from .broadcast import ax_names, const_like
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
     "scatter_nd", "collapse_sum", "meshgrid", "sort", "argsort", "topk", "quantize",
-    "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index",
+    "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
+    "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
+    "hamming_window",
 ]
 
 _REDUCTIONS = ("update", "add", "mul", "min", "max")
@@ -59,6 +61,14 @@ def _wrap(j, n) -> E.PrimExpr:
     return E.Select(j < _zero(), j + _i64(n), j)
 
 
+def _mul_dim(d, r: int) -> E.PrimExpr:
+    """``d * r`` folded when ``d`` is a constant (a shape dim as TVM's operators build it)."""
+    d = _i64(d)
+    if isinstance(d, E.IntImm):
+        return E.IntImm("int64", d.value * r)
+    return d if r == 1 else d * E.IntImm("int64", r)
+
+
 def _all(conds):
     out = None
     for c in conds:
@@ -81,7 +91,7 @@ def tile(x, reps):
     nd = max(len(x.shape), len(reps))
     xs = [E.IntImm("int64", 1)] * (nd - len(x.shape)) + list(x.shape)
     reps = [1] * (nd - len(reps)) + reps
-    shape = [xs[d] if reps[d] == 1 else xs[d] * reps[d] for d in range(nd)]
+    shape = [_mul_dim(xs[d], reps[d]) for d in range(nd)]
     lead = nd - len(x.shape)
 
     def body(*i):
@@ -108,7 +118,8 @@ def stack(xs, axis: int):
 
 
 def one_hot(indices, on_value, off_value, depth: int, axis: int, dtype: str):
-    """``on_value`` where the new dim ``axis`` equals the index, ``off_value`` elsewhere."""
+    """``on_value`` where the new dim ``axis`` equals the index, ``off_value`` elsewhere (an
+    index outside ``[0, depth)`` gives a row of ``off_value``, as TVM's topi)."""
     nd = len(indices.shape) + 1
     axis %= nd
     shape = list(indices.shape[:axis]) + [E.IntImm("int64", depth)] + \
@@ -117,8 +128,8 @@ def one_hot(indices, on_value, off_value, depth: int, axis: int, dtype: str):
     off = off_value if off_value.dtype == dtype else E.Cast(dtype, off_value)
 
     def body(*i):
-        j = indices[tuple(i[:axis]) + tuple(i[axis + 1:])]
-        return E.Select(E.EQ(_wrap(j, depth), i[axis]), on, off)
+        j = indices[tuple(i[:axis]) + tuple(i[axis + 1:])]  # out of range: all off_value
+        return E.Select(E.EQ(_i64(j), i[axis]), on, off)
 
     return _compute(shape, body, "T_one_hot")
 
@@ -174,8 +185,6 @@ def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, nam
     ``x[i]`` in row-major order of ``y``; with ``update`` the last match wins."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{name}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
-    one = E.IntImm("int64", 1)
-
     def flat(ys):
         f = _zero()
         for y, n in zip(ys, upd_extents):
@@ -200,8 +209,7 @@ def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, nam
             return E.Select(last[i] >= _zero(), load_update(i, ys[::-1]), x[i])
 
         return _compute(x.shape, body, name)
-    # a combining reduction: fold the matches one position at a time would need a loop; the
-    # commutative reductions are te reductions over the update positions instead
+    # the commutative reductions: a te reduction over the update positions that match
     ident = {"add": const_like(0, x.dtype), "mul": const_like(1, x.dtype),
              "min": tir_op.max_value(x.dtype), "max": tir_op.min_value(x.dtype)}[reduction]
     if reduction == "mul":
@@ -215,7 +223,6 @@ def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, nam
         return red(E.Select(match(i, vs), load_update(i, vs), ident), axis=ys)
 
     acc = _compute(x.shape, acc_body, f"{name}_acc")
-    del one
     return _compute(x.shape, lambda *i: _combine(reduction, x[i], acc[i]), name)
 
 
@@ -424,7 +431,7 @@ def pixel_shuffle(x, r: int):
     shape = list(x.shape[:nd - 3]) + [E.FloorDiv(c, E.IntImm("int64", r * r))
                                        if not isinstance(c, E.IntImm)
                                        else E.IntImm("int64", c.value // (r * r)),
-                                       x.shape[nd - 2] * rr, x.shape[nd - 1] * rr]
+                                       _mul_dim(x.shape[nd - 2], r), _mul_dim(x.shape[nd - 1], r)]
 
     def body(*i):
         ch, h, w = i[nd - 3], i[nd - 2], i[nd - 1]
@@ -439,3 +446,186 @@ def eye(n, m, k, dtype: str):
     kk = _i64(k)
     return _compute([n, m], lambda i, j: E.Select(E.EQ(j - i, kk), const_like(1, dtype),
                                                   const_like(0, dtype)), "T_eye")
+
+
+def instance_norm(x, gamma, beta, channel_axis: int, axes, epsilon: float, center: bool = True,
+                  scale: bool = True):
+    """``(x - mean) / sqrt(var + eps) * gamma[c] + beta[c]`` with the moments over ``axes`` of
+    each sample and channel (any channel count, symbolic included)."""
+    nd = len(x.shape)
+    axes = sorted({int(a) % nd for a in axes})
+    ch = int(channel_axis) % nd
+    red_shape = [E.IntImm("int64", 1) if d in axes else x.shape[d] for d in range(nd)]
+    count = None
+    for a in axes:
+        count = _i64(x.shape[a]) if count is None else count * _i64(x.shape[a])
+    dt = x.dtype
+    cnt = E.Cast(dt, count if count is not None else E.IntImm("int64", 1))
+
+    def src(i, rv):
+        return tuple(rv[d].var if d in axes else i[d] for d in range(nd))
+
+    def mean_body(*i):
+        rv = {a: _rvar(x.shape[a], f"k{a}") for a in axes}
+        return te.sum(x[src(i, rv)], axis=[rv[a] for a in axes])
+
+    total = _compute(red_shape, mean_body, "T_instance_norm_sum")
+
+    def at_red(t, i):
+        return t[tuple(_zero() if d in axes else i[d] for d in range(nd))]
+
+    def var_body(*i):
+        rv = {a: _rvar(x.shape[a], f"k{a}") for a in axes}
+        dv = x[src(i, rv)] - total[i] / cnt
+        return te.sum(dv * dv, axis=[rv[a] for a in axes])
+
+    sq = _compute(red_shape, var_body, "T_instance_norm_var")
+
+    def body(*i):
+        mean = at_red(total, i) / cnt
+        var = at_red(sq, i) / cnt
+        v = (x[i] - mean) * tir_op.rsqrt(var + E.FloatImm(dt, float(epsilon)))
+        if scale:
+            v = v * gamma[(i[ch],)]
+        if center:
+            v = v + beta[(i[ch],)]
+        return v
+
+    return _compute(x.shape, body, "T_instance_norm")
+
+
+def cross_entropy_with_logits(pred, labels):
+    """``-sum(pred * labels) / batch`` as a 0-D tensor (batch 1 for 1-D inputs)."""
+    nd = len(pred.shape)
+
+    def total():
+        rv = [_rvar(pred.shape[d], f"k{d}") for d in range(nd)]
+        idx = tuple(r.var for r in rv)
+        return te.sum(pred[idx] * labels[idx], axis=rv)
+
+    s = _compute([], total, "T_cross_entropy_sum")
+    batch = E.Cast(pred.dtype, _i64(pred.shape[0])) if nd == 2 else E.FloatImm(pred.dtype, 1.0)
+    return _compute([], lambda: -s[()] / batch, "T_cross_entropy")
+
+
+def nll_loss(pred, targets, weights, reduction: str, ignore_index: int):
+    """Negative log likelihood over class dim 1 (dim 0 for 1-D predictions)."""
+    nd = len(pred.shape)
+    dt = pred.dtype
+    zero = const_like(0, dt)
+    ign = E.IntImm("int64", int(ignore_index))
+
+    def parts(t_idx):
+        t = _i64(targets[tuple(t_idx)] if t_idx else targets[()])
+        ncls = pred.shape[0] if nd == 1 else pred.shape[1]
+        tc = clamp_index(t, ncls)
+        w = weights[(tc,)] if weights is not None else const_like(1, dt)
+        keep = E.NE(t, ign)
+        if nd == 1:
+            p = pred[(tc,)]
+        else:
+            p = pred[tuple([t_idx[0], tc] + list(t_idx[1:]))]
+        return E.Select(keep, -w * p, zero), E.Select(keep, w, zero)
+
+    if reduction == "none":
+        return _compute(targets.shape, lambda *i: parts(list(i))[0], "T_nll_loss")
+    tshape = list(targets.shape)
+
+    def red(which):
+        def body():
+            rv = [_rvar(d, f"k{k}") for k, d in enumerate(tshape)]
+            v = parts([r.var for r in rv])[which]
+            return te.sum(v, axis=rv) if rv else v
+
+        return body
+
+    loss = _compute([], red(0), "T_nll_loss_sum")
+    if reduction == "sum":
+        return _compute([], lambda: loss[()], "T_nll_loss")
+    wsum = _compute([], red(1), "T_nll_loss_weight")
+    return _compute([], lambda: loss[()] / wsum[()], "T_nll_loss")
+
+
+def _bcast_read(t, ys, out_nd):
+    """``t`` read at position ``ys`` of a broadcast shape of rank ``out_nd`` (numpy rules)."""
+    nd = len(t.shape)
+    idx = []
+    for k in range(nd):
+        y = ys[out_nd - nd + k]
+        d = t.shape[k]
+        idx.append(_zero() if isinstance(d, E.IntImm) and d.value == 1 else y)
+    return t[tuple(idx)] if idx else t[()]
+
+
+def index_tensor(x, indices, bshape):
+    """numpy advanced indexing ``x[i0, i1, ...]`` with index tensors broadcast to ``bshape``
+    applied to the leading dims (negative indices count from the end)."""
+    k = len(indices)
+    nb = len(bshape)
+    shape = list(bshape) + list(x.shape[k:])
+
+    def body(*i):
+        ys = list(i[:nb])
+        src = [clamp_index(_bcast_read(t, ys, nb), x.shape[d]) for d, t in enumerate(indices)]
+        return x[tuple(src + list(i[nb:]))]
+
+    return _compute(shape, body, "T_index_tensor")
+
+
+def index_put(x, indices, values, bshape, accumulate: bool):
+    """``x`` with ``x[i0, i1, ...] = values`` (``+=`` when ``accumulate``), the index tensors
+    broadcast to ``bshape`` and ``values`` broadcast to ``bshape + x.shape[k:]``."""
+    k = len(indices)
+    nb = len(bshape)
+    vnd = nb + len(x.shape) - k
+
+    def match(i, ys):
+        ys = _clamped(ys, bshape)
+        return _all(E.EQ(_wrap(_bcast_read(t, ys, nb), x.shape[d]), i[d])
+                    for d, t in enumerate(indices))
+
+    def load(i, ys):
+        full = _clamped(ys, bshape) + list(i[k:])
+        return _bcast_read(values, full, vnd)
+
+    return _scatter(x, nb, list(bshape), match, load, "add" if accumulate else "update",
+                    "T_index_put")
+
+
+def slice_scatter(x, src, start, step: int, axis: int):
+    """``x`` with ``x[.., start::step, ..][:len] = src`` along ``axis``."""
+    nd = len(x.shape)
+    axis %= nd
+    st = _i64(start)
+    stp = E.IntImm("int64", int(step))
+    length = src.shape[axis]
+
+    def body(*i):
+        off = i[axis] - st
+        q = E.FloorDiv(off, stp)
+        hit = _all([off >= _zero(), E.EQ(E.FloorMod(off, stp), _zero()), q < _i64(length)])
+        qc = E.Max(E.Min(q, _i64(length) - E.IntImm("int64", 1)), _zero())
+        s = src[tuple(qc if d == axis else i[d] for d in range(nd))]
+        return E.Select(hit, s, x[i])
+
+    return _compute(x.shape, body, "T_slice_scatter")
+
+
+def hamming_window(size, periodic, alpha, beta, dtype: str):
+    """``alpha - beta * cos(2 pi k / N)`` with ``N = size`` (periodic) or ``size - 1``."""
+    import math
+
+    n = _i64(size)
+    per = periodic if isinstance(periodic, E.PrimExpr) else E.IntImm("int64", int(periodic))
+    denom = E.Select(E.NE(_i64(per), _zero()), n, n - E.IntImm("int64", 1))
+
+    def body(k):
+        dd = E.Cast("float64", E.Max(denom, E.IntImm("int64", 1)))
+        ang = E.FloatImm("float64", 2 * math.pi) * E.Cast("float64", k) / dd
+        a = E.Cast("float64", alpha) if alpha.dtype != "float64" else alpha
+        b = E.Cast("float64", beta) if beta.dtype != "float64" else beta
+        v = E.Select(E.EQ(n, E.IntImm("int64", 1)), E.FloatImm("float64", 1.0),
+                     a - b * tir_op.cos(ang))
+        return E.Cast(dtype, v)
+
+    return _compute([n], body, "T_hamming_window")

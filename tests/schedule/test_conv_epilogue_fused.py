@@ -92,6 +92,7 @@ CASES = [
     ((1, 48, 17, 19), 10, 3, 2, 1, "bias_relu"),      # channel blocks of a stride-2 conv
     ((1, 66, 12, 12), 8, 3, 1, 1, "bias_relu"),       # blocks of 22 channels
     ((1, 96, 9, 9), 40, 3, 1, 1, "residual_relu"),    # channel blocks, channel tiles outer
+    ((1, 96, 9, 9), 38, 3, 1, 1, "bias_relu"),        # ... with two short tiles (4 + 4)
     ((1, 200, 7, 7), 20, 1, 1, 0, "bias_relu"),       # 1x1, blocks of 50 channels
     ((1, 70, 10, 10), 14, 3, 1, 1, "residual_relu"),  # no block size divides 70: one pass
     ((1, 5, 12, 14), 6, 3, 1, 1, "swish"),
@@ -251,3 +252,16 @@ def test_epilogue_on_register_tile_lowered_directly():
     if AVX2:
         names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
         assert "conv_grid" not in names
+
+
+@pytest.mark.skipif(not AVX2, reason="split short tiles are the AVX2 schedule")
+@pytest.mark.parametrize("o, rows", [(14, {6, 4}), (13, {6, 4, 3}), (16, {6, 4}), (38, {6, 4})])
+def test_short_last_tile_split(o, rows):
+    """A last channel tile of one or two rows (of 6) is merged with the full tile before it and
+    split into two of about equal height: 14 channels as 6 + 4 + 4, not 6 + 6 + 2."""
+    shape = (1, 96, 9, 9) if o == 38 else (1, 8, 12, 12)
+    lib = _run(shape, o, 3, 1, 1, "bias_relu")
+    prim = _conv_prim(lib)
+    got = {int(s.buffer.shape[0]) for s in walk_stmts(prim.body)
+           if isinstance(s, S.DeclBuffer) and s.buffer.name == "acc"}
+    assert got == rows

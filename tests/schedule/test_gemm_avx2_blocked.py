@@ -168,3 +168,38 @@ def test_batch_gemm_symbolic_batch_and_rows(isa):
         c = np.full((batch, m, n), np.nan, np.float32)
         kern(a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("sym_n,sym_k", [(True, False), (False, True), (True, True)])
+def test_symbolic_n_and_k(isa, sym_n, sym_k):
+    # as relax's attention batch_matmuls build it: N or K the symbolic sequence length
+    mr, nr = gemm_kernel.default_tile()
+    rng = np.random.default_rng(5)
+    batch, n, k = 3, nr + 7, 70
+    bld = gemm_kernel.GemmBuilder(
+        batch, Var("m", "int64"), Var("n", "int64") if sym_n else n,
+        Var("k", "int64") if sym_k else k, False, False, False, "float32", mr, nr, 2 * mr,
+        False, False, False, gemm_kernel.PARALLEL_MIN_WORK)
+    kern = codegen.build(bld.build("bg"))["bg"]
+    for m in (1, 2 * mr + 3):
+        a = rng.standard_normal((batch, m, k), dtype=np.float32)
+        b = rng.standard_normal((batch, k, n), dtype=np.float32)
+        c = np.full((batch, m, n), np.nan, np.float32)
+        kern(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4 * np.abs(a @ b).max())
+
+
+@pytest.mark.parametrize("isa", ["avx2"], indirect=True)
+def test_short_k_runs_each_tile_over_the_panels(isa):
+    mr, nr = gemm_kernel.default_tile()
+
+    def nesting(k):
+        func = gemm_kernel.gemm(4 * mr, 8 * nr, k, mr=mr, nr=nr, prepacked_b=True)
+        loops = _loops(func)
+        t_loop = loops["t"][0]
+        inner = {s.loop_var.name for s in walk_stmts(t_loop.body) if isinstance(s, S.For)}
+        return "j" in inner
+
+    assert nesting(gemm_kernel.PANELS_INNER_MAX_K)  # tiles outer, panels inner
+    assert not nesting(gemm_kernel.PANELS_INNER_MAX_K + 1)  # a panel over the row tiles

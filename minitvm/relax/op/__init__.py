@@ -35,9 +35,11 @@ from . import einsum as _einsum_module  # noqa: F401
 from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)
 from .manipulate_extra import (
     bucketize, collapse_sum_like, collapse_sum_to, ewise_fma, eye, eye_like, flip,
-    gather_elements, gather_nd, log_add_exp, masked_fill, meshgrid, one_hot, outer,
-    scatter_elements, scatter_nd, stack, tile,
+    gather_elements, gather_nd, hamming_window, index_put, index_tensor, log_add_exp,
+    masked_fill, meshgrid, one_hot, outer, scatter_elements, scatter_nd, slice_scatter, stack,
+    tile,
 )
+from .vm import call_builtin_with_ctx
 from .sorting import argsort, sort, topk
 from .qdq import dequantize, quantize
 from . import manipulate_extra, sorting, qdq  # noqa: E402

@@ -80,8 +80,8 @@ def _canon_index(i: int, n):
 def _slice_len(b, e, s, n, ctx):
     if isinstance(n, IntImm):
         return IntImm(n.dtype, len(range(*slice(b, e, s).indices(n.value))))
-    if s < 0:
-        return None
+    if s < 0:  # a reversed slice: bounds canonicalized into [-1, n - 1], as TVM's topi does
+        return _symbolic_slice_len(b, e, s, n, False, ctx)
     lo, hi = _canon_index(b, n), _canon_index(e, n)
     diff = T.Sub(hi, lo) if not (isinstance(lo, IntImm) and lo.value == 0) else hi
     if s != 1:

@@ -8,8 +8,13 @@ from __future__ import annotations
 from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import IntImm
 from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
-from ..struct_info import PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo, \
-    TupleStructInfo
+from ..struct_info import (
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 from ._common import (
     UNKNOWN_NDIM,
     arg_sinfo,
@@ -41,7 +46,8 @@ from .op_attrs import _attrs
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
     "scatter_nd", "collapse_sum_like", "collapse_sum_to", "meshgrid", "masked_fill", "outer",
-    "log_add_exp", "eye", "eye_like", "bucketize", "ewise_fma",
+    "log_add_exp", "eye", "eye_like", "bucketize", "ewise_fma", "index_tensor", "index_put",
+    "slice_scatter", "hamming_window",
 ]
 
 FlipAttrs = _attrs("FlipAttrs", [("axis", 0)], "Attributes of flip.")
@@ -586,3 +592,172 @@ register_op_rule("relax.ewise_fma", _infer_ewise_fma, pattern=OpPattern.ELEMWISE
 def ewise_fma(x1: Expr, x2: Expr, x3: Expr) -> Call:
     """``x1 * x2 + x3`` elementwise (three tensors of one shape)."""
     return Call(Op.get("relax.ewise_fma"), [x1, x2, x3])
+
+
+# --------------------------------------------------------------------------- index_tensor / put
+def _index_tuple(call: Call, i: int, x: TensorStructInfo, ctx):
+    """The index tensors of argument ``i`` and their broadcast dims (None when unknown)."""
+    from ._common import broadcast_shapes
+
+    fields = tuple_tensor_fields(call, i)
+    if not fields:
+        fail(call, "expects at least one index tensor, got an empty tuple")
+    for k, f in enumerate(fields):
+        _int_dtype(call, f, f"index tensor {k}")
+    if x.ndim != UNKNOWN_NDIM and len(fields) > x.ndim:
+        fail(call, f"got {len(fields)} index tensors for data of rank {x.ndim} ({fmt_sinfo(x)})")
+    dims = shape_expr_values(fields[0])
+    for f in fields[1:]:
+        other = shape_expr_values(f)
+        if dims is None or other is None:
+            dims = None
+            break
+        dims = broadcast_shapes(call, dims, other, ctx)
+        if dims is None:
+            break
+    return fields, dims
+
+
+def _infer_index_tensor(call: Call, ctx) -> StructInfo:
+    check_num_args(call, 2)
+    x = tensor_arg(call, 0, "data")
+    fields, bdims = _index_tuple(call, 1, x, ctx)
+    xd = shape_expr_values(x)
+    if bdims is None or xd is None:
+        return make_tensor(None, x.dtype, UNKNOWN_NDIM, x.vdevice)
+    return make_tensor(list(bdims) + list(xd[len(fields):]), x.dtype, vdevice=x.vdevice)
+
+
+register_op_rule("relax.index_tensor", _infer_index_tensor, pattern=OpPattern.INJECTIVE,
+                 num_inputs=2, arguments=("data", "indices"))
+
+
+def _as_tuple(v) -> Expr:
+    return v if isinstance(v, Expr) else Tuple(list(v))
+
+
+def index_tensor(data: Expr, indices) -> Call:
+    """numpy / torch advanced indexing ``data[indices[0], indices[1], ...]``: the index tensors
+    broadcast together and select along the leading dims."""
+    return Call(Op.get("relax.index_tensor"), [data, _as_tuple(indices)])
+
+
+IndexPutAttrs = _attrs("IndexPutAttrs", [("accumulate", False)], "Attributes of index_put.")
+
+
+def _infer_index_put(call: Call, ctx) -> StructInfo:
+    check_num_args(call, 3)
+    x = tensor_arg(call, 0, "data")
+    fields, bdims = _index_tuple(call, 1, x, ctx)
+    v = tensor_arg(call, 2, "values")
+    if not is_void(v.dtype) and not is_void(x.dtype) and v.dtype != x.dtype:
+        fail(call, f"expects values of the data's dtype, got {fmt_sinfo(v)} for {fmt_sinfo(x)}")
+    xd, vd = shape_expr_values(x), shape_expr_values(v)
+    if bdims is not None and xd is not None and vd is not None:
+        target = list(bdims) + list(xd[len(fields):])
+        if len(vd) > len(target):
+            fail(call, f"values {fmt_sinfo(v)} do not broadcast to the indexed shape "
+                       f"({', '.join(fmt_dim(d) for d in target)})")
+        for a, b in zip(reversed(vd), reversed(target)):
+            if not is_const(a, 1) and prove_not_equal(a, b, ctx):
+                fail(call, f"values {fmt_sinfo(v)} do not broadcast to the indexed shape "
+                           f"({', '.join(fmt_dim(d) for d in target)})")
+    return x
+
+
+register_op_rule("relax.index_put", _infer_index_put, pattern=OpPattern.OPAQUE, num_inputs=3,
+                 arguments=("data", "indices", "values"), attrs_type=IndexPutAttrs)
+
+
+def index_put(data: Expr, indices, values: Expr, accumulate: bool = False) -> Call:
+    """``data`` with ``data[indices] = values`` (``+=`` when ``accumulate``), torch's
+    ``index_put``."""
+    return Call(Op.get("relax.index_put"), [data, _as_tuple(indices), values],
+                IndexPutAttrs(accumulate=bool(accumulate)))
+
+
+# --------------------------------------------------------------------------- slice_scatter
+SliceScatterAttrs = _attrs("SliceScatterAttrs", [("axis", 0)], "Attributes of slice_scatter.")
+
+
+def _infer_slice_scatter(call: Call, ctx) -> StructInfo:
+    check_num_args(call, 5)
+    x = tensor_arg(call, 0, "input_tensor")
+    src = tensor_arg(call, 1, "src")
+    vals = [_prim_dim(call, k, what) for k, what in ((2, "start"), (3, "end"), (4, "step"))]
+    if not is_void(src.dtype) and not is_void(x.dtype) and src.dtype != x.dtype:
+        fail(call, f"expects src of the input's dtype, got {fmt_sinfo(src)} for {fmt_sinfo(x)}")
+    if x.ndim != UNKNOWN_NDIM and src.ndim != UNKNOWN_NDIM and x.ndim != src.ndim:
+        fail(call, f"expects src of the input's rank, got {fmt_sinfo(src)} for {fmt_sinfo(x)}")
+    if x.ndim == UNKNOWN_NDIM:
+        return x
+    axis = normalize_axis(call, x.ndim, call.attrs.axis)
+    step = vals[2]
+    if isinstance(step, IntImm) and step.value <= 0:
+        fail(call, f"step must be positive, got {step.value}")
+    xd, sd = shape_expr_values(x), shape_expr_values(src)
+    if xd is not None and sd is not None:
+        for d, (a, b) in enumerate(zip(xd, sd)):
+            if d != axis and prove_not_equal(a, b, ctx):
+                fail(call, f"expects src to match the input on dim {d}, got {fmt_dim(b)} and "
+                           f"{fmt_dim(a)}")
+        start, end = vals[0], vals[1]
+        if all(isinstance(v, IntImm) for v in (start, end, step, xd[axis], sd[axis])):
+            want = len(range(*slice(start.value, end.value, step.value).indices(
+                xd[axis].value)))
+            if want != sd[axis].value:
+                fail(call, f"expects src of length {want} on axis {axis} (the slice "
+                           f"{start.value}:{end.value}:{step.value}), got {sd[axis].value}")
+    return x
+
+
+register_op_rule("relax.slice_scatter", _infer_slice_scatter, pattern=OpPattern.INJECTIVE,
+                 num_inputs=5, arguments=("input_tensor", "src", "start", "end", "step"),
+                 attrs_type=SliceScatterAttrs)
+
+
+def slice_scatter(input_tensor: Expr, src: Expr, start, end, step=1, axis: int = 0) -> Call:
+    """``input_tensor`` with the slice ``start:end:step`` of ``axis`` replaced by ``src``."""
+    return Call(Op.get("relax.slice_scatter"),
+                [input_tensor, src, _prim(start), _prim(end), _prim(step)],
+                SliceScatterAttrs(axis=int(axis)))
+
+
+# --------------------------------------------------------------------------- hamming_window
+HammingAttrs = _attrs("HammingWindowAttrs", [("dtype", "float32")],
+                      "Attributes of hamming_window.")
+
+
+def _infer_hamming(call: Call, ctx) -> StructInfo:
+    check_num_args(call, 4)
+    size = _prim_dim(call, 0, "window_size")
+    _prim_dim(call, 1, "periodic")
+    for k, what in ((2, "alpha"), (3, "beta")):
+        s = arg_sinfo(call, k)
+        if not isinstance(s, PrimStructInfo):
+            fail(call, f"expects {what} to be an R.Prim value, got {fmt_sinfo(s)}",
+                 type_error=True)
+    dtype = call.attrs.dtype
+    if not is_float(dtype):
+        fail(call, f"dtype must be a float type, got {dtype}")
+    if isinstance(size, IntImm) and size.value < 1:
+        fail(call, f"window_size must be positive, got {size.value}")
+    return make_tensor(None if size is None else [size], dtype, 1)
+
+
+register_op_rule("relax.hamming_window", _infer_hamming, pattern=OpPattern.INJECTIVE,
+                 num_inputs=4, arguments=("window_size", "periodic", "alpha", "beta"),
+                 attrs_type=HammingAttrs)
+
+
+def hamming_window(window_size, periodic, alpha, beta, dtype: str = "float32") -> Call:
+    """A Hamming window ``alpha - beta * cos(2 pi k / N)`` (torch.hamming_window)."""
+    def f(v):
+        if isinstance(v, float):
+            from ...tir import expr as T
+
+            return PrimValue(T.FloatImm("float32", v))
+        return _prim(int(v) if isinstance(v, bool) else v)
+
+    return Call(Op.get("relax.hamming_window"),
+                [f(window_size), f(periodic), f(alpha), f(beta)], HammingAttrs(dtype=str(dtype)))

@@ -23,7 +23,7 @@ from ...ir.type import (
     TypeCall,
     TypeVar,
 )
-from ...tir.expr import Any
+from ...tir.expr import Any, FloatImm, IntImm
 from ..adt import (
     Clause,
     Constructor,
@@ -185,6 +185,13 @@ class Parser:
                     depth += 1
                 elif value in ")]}":
                     depth -= 1
+            elif depth == 0 and kind == IDENT and value == "extern":
+                # ``extern type Name``: an opaque type without constructors (core.rly's Storage)
+                _, tv, _ = self.toks[idx + 1]
+                nk, nv, _ = self.toks[idx + 2]
+                if tv == "type" and nk == IDENT:
+                    self.global_types.setdefault(nv, GlobalTypeVar(nv))
+                    items.append(("extern", idx))
             elif depth == 0 and kind == IDENT and value in ("def", "type"):
                 nk, nv, _ = self.toks[idx + 1]
                 if value == "def" and nk == GLOBAL:
@@ -240,6 +247,9 @@ class Parser:
                 self.i = idx
                 td = self.parse_type_def()
                 type_defs[td.header] = td
+            elif kind == "extern":
+                gtv = self.global_types[self.toks[idx + 2][1]]
+                type_defs[gtv] = TypeData(gtv, [], [])
         self.i = saved
         while True:
             t = self.peek()
@@ -247,6 +257,10 @@ class Parser:
                 break
             if t[0] == IDENT and t[1] == "type":
                 self.skip_type_def()
+            elif t[0] == IDENT and t[1] == "extern":
+                self.next()
+                self.expect("type")
+                self.expect_kind(IDENT)
             elif t[0] == IDENT and t[1] == "def":
                 self.next()
                 gv = self.globals[self.expect_kind(GLOBAL)[1]]
@@ -466,6 +480,15 @@ class Parser:
         """One attribute value; nested lists/dicts run on the explicit stack."""
         return trampoline.run(self._attr_value())
 
+    def parse_function_attr_value(self):
+        """A function attribute: numbers with a width suffix (``48u64``, also inside lists) stay
+        IntImm/FloatImm of that dtype, since function attributes have no schema to restore it."""
+        self._typed_numbers = True
+        try:
+            return self.parse_attr_value()
+        finally:
+            self._typed_numbers = False
+
     def _attr_value(self, depth: int = 0):
         t = self.next()
         kind, value = t[0], t[1]
@@ -473,7 +496,11 @@ class Parser:
             raise self.error(f"attribute value nested more than {MAX_ATTR_DEPTH} levels deep",
                              t)
         if kind == NUMBER:
-            return value[0]
+            number, dtype = value
+            if getattr(self, "_typed_numbers", False) and dtype not in ("int32", "float32"):
+                return FloatImm(dtype, number) if dtype.startswith("float") else \
+                    IntImm(dtype, number)
+            return number
         if kind == STRING:
             return value
         if kind == PUNCT:
@@ -553,8 +580,13 @@ class Parser:
                 self.expect(";")
                 lets.append((var, value, t))
             else:
-                break
-        body = yield self._expr()
+                value = yield self._expr()
+                if not self.at(";"):
+                    body = value
+                    break
+                # ``e1; e2``: e1 runs for its effect (TVM's sequencing, a let of ``%_``)
+                tok = self.next()
+                lets.append((Var("_", None, self.span(tok)), value, tok))
         for var, value, tok in reversed(lets):
             body = Let(var, value, body, self.span(tok))
         return body
@@ -763,7 +795,7 @@ class Parser:
             if self.peek()[0] == IDENT and self.at("=", 1):
                 key = self.next()[1]
                 self.next()
-                attrs[key] = self.parse_attr_value()
+                attrs[key] = self.parse_function_attr_value()
             else:
                 params.append(self.parse_param_var())
             if not self.accept(","):

@@ -8,6 +8,7 @@ trips exactly (TVM loses precision there).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -91,7 +92,12 @@ class TypeAndAttrPrinter:
         if isinstance(v, Any):
             return "?"
         if isinstance(v, IntImm):
-            return scalar_to_str(v.value, v.dtype) or str(v.value)
+            text = scalar_to_str(v.value, v.dtype)
+            width = re.fullmatch(r"(u?)int(8|16|32|64)", v.dtype)
+            if text is None and width:
+                # keep the dtype so the attribute parses back to the same IntImm (``48u64``)
+                text = f"{int(v.value)}{width.group(1) or 'i'}{width.group(2)}"
+            return text or str(v.value)
         if isinstance(v, FloatImm):
             return scalar_to_str(v.value, v.dtype) or format_float(v.value)
         if isinstance(v, StringImm):

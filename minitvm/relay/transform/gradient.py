@@ -12,6 +12,8 @@ closures (see ``_higher_order_ad``).
 
 from __future__ import annotations
 
+import warnings
+
 from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -63,7 +65,18 @@ def gradient(expr, mod: IRModule | None = None, mode: str = "higher_order"):
         The transformed expression.
     """
     if mode == "first_order":
-        return first_order_gradient(expr, mod)
+        # TVM v0.19: deprecated in favour of the FirstOrderGradient module pass, which it runs
+        warnings.warn("using transform.gradient for first-order AD is deprecated, please use "
+                      "the FirstOrderGradient module pass", DeprecationWarning, stacklevel=2)
+        if mod is not None:
+            raise RuntimeError("to run first-order AD on a module, please use the "
+                               "FirstOrderGradient module pass.")
+        if not isinstance(expr, Function):
+            raise TypeError(f"gradient(mode='first_order') expects a relay.Function, got "
+                            f"{type(expr).__name__}")
+        from .first_order_gradient import FirstOrderGradient
+
+        return FirstOrderGradient()(IRModule.from_expr(expr))["main"]
     if mode == "higher_order":
         from ._higher_order_ad import higher_order_gradient
 

@@ -103,7 +103,9 @@ class _KillInserter(ExprMutator):
             bindings.append((self.visit(node.var), self.visit(node.value), node.span))
             n = self.cfg.let_map.get(node)
             if n is None:
-                raise ValueError("ManifestLifetimes: a let outside the analysed function body")
+                raise ValueError("ManifestLifetimes: a let inside an expression or a nested "
+                                 "function; the body must be in A-normal form with no nested "
+                                 "functions (run ToANormalForm and then LambdaLift first)")
             dead = self.live_in[n] - self.live_out[n]
             for v in sorted(dead, key=lambda x: self.order.get(x, len(self.order))):
                 bindings.append((Var("x"), kill(self.visit(v)), None))
@@ -116,8 +118,13 @@ class _KillInserter(ExprMutator):
 
 def _binding_order(func: Function) -> dict:
     """Var -> position: parameters first, then let and pattern variables in program order."""
-    order = {p: i for i, p in enumerate(func.params)}
-    stack = [func.body]
+    params = list(func.params)
+    body = func.body
+    if type(body) is Function:  # a lifted closure: its inner function's parameters come next
+        params += list(body.params)
+        body = body.body
+    order = {p: i for i, p in enumerate(params)}
+    stack = [body]
     while stack:
         e = stack.pop()
         t = type(e)

@@ -589,3 +589,30 @@ def test_collect_device_info_and_annotation_ops():
     # the annotation's own value, and what uses it, default to the CPU: a copy sits there
     assert info[o] == info[e] == 1
     assert relay.analysis.collect_device_annotation_ops(e) == {o: 2}
+
+
+def test_core_std_declares_the_extern_storage_type():
+    core = tvm.IRModule()
+    core.import_from_std("core.rly")  # TVM's PlanDevices test imports it at module level
+    (storage,) = [g for g in core.type_definitions if g.name_hint == "Storage"]
+    assert not core.type_definitions[storage].constructors
+    mod = relay.parse('#[version = "0.0.5"]\nextern type Blob\ndef @main(%b: Blob[]) { %b }')
+    assert [g.name_hint for g in mod.type_definitions] == ["Blob"]
+
+
+def test_parsed_sequencing_plans_like_a_let():
+    # TVM's ref case is written with ``e1; e2`` (e1 run for its effect): parse it that way
+    src = """#[version = "0.0.5"]
+    def @main(%p: Tensor[(5, 7), float32], %q: Tensor[(5, 7), float32]) {
+      let %cell = ref(%p);
+      ref_write(%cell, on_device(%q, virtual_device=meta[VirtualDevice][0]));
+      add(%p, ref_read(%cell))
+    }"""
+    mod = relay.parse(src, "seq", None, {"VirtualDevice": [CPU, GPU]})
+    seq = mod["main"].body.body
+    assert isinstance(seq, relay.Let) and seq.var.name_hint == "_"
+    assert isinstance(seq.value, relay.RefWrite)
+    out = plan(mod)
+    written = out["main"].body.body.value
+    assert written.op.name == "on_device" and written.attrs.virtual_device == GPU
+    assert written.args[0].value.op.name == "device_copy"

@@ -12,5 +12,6 @@ from .pooling_nd import (
     adaptive_avg_pool1d, adaptive_avg_pool3d, avg_pool1d, avg_pool3d, max_pool1d, max_pool3d,
 )
 from .nn_extra import (
-    batch_flatten, instance_norm, pixel_shuffle, prelu, selu, softplus,
+    attention_bias, batch_flatten, conv3d_transpose, cross_entropy_with_logits, instance_norm,
+    nll_loss, pixel_shuffle, prelu, selu, softplus,
 )

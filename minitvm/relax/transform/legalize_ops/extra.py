@@ -12,8 +12,15 @@ from ....topi import math as topi_math
 from ....topi import nn_te
 from ....topi import transform_extra as tx
 from ...expr import Tuple, TupleGetItem
-from .common import LegalizeError, arg_shape, call_topi, out_dtype, out_shape, prim_arg, \
-    register_legalize
+from .common import (
+    LegalizeError,
+    arg_shape,
+    call_topi,
+    out_dtype,
+    out_shape,
+    prim_arg,
+    register_legalize,
+)
 
 __all__: list[str] = []
 
@@ -265,13 +272,96 @@ def _batch_flatten(bb, call):
 @register_legalize("relax.nn.instance_norm")
 def _instance_norm(bb, call):
     a = call.attrs
-    shape = arg_shape(call, 0)
-    ch = int(a.channel_axis) % len(shape)
-    c = shape[ch]
-    if not isinstance(c, E.IntImm):
-        raise LegalizeError(f"relax.nn.instance_norm: the channel dim must be static to "
-                            f"legalize, got {c}")
     axes = [int(v) for v in a.axes]
-    return call_topi(bb, lambda x, g, b: nn_te.group_norm(
-        x, g, b, int(c.value), ch, axes, float(a.epsilon), bool(a.center), bool(a.scale)),
+    return call_topi(bb, lambda x, g, b: tx.instance_norm(
+        x, g, b, int(a.channel_axis), axes, float(a.epsilon), bool(a.center), bool(a.scale)),
         *call.args, name="instance_norm")
+
+
+@register_legalize("relax.nn.conv3d_transpose")
+def _conv3d_transpose(bb, call):
+    a = call.attrs
+    if a.data_layout != "NCDHW" or a.kernel_layout != "IODHW" or \
+            (a.out_layout or "NCDHW") != "NCDHW":
+        import warnings
+
+        warnings.warn(f"LegalizeOps: conv3d_transpose is lowered for NCDHW/IODHW only; a call "
+                      f"with {a.data_layout}/{a.kernel_layout} is left as it is", stacklevel=2)
+        return call
+    shape, dtype = out_shape(call), out_dtype(call)
+    return call_topi(bb, lambda x, w: nn_te.conv_transpose(
+        x, w, list(a.strides), list(a.padding), list(a.output_padding), list(a.dilation),
+        int(a.groups), shape, dtype), call.args[0], call.args[1], name="conv3d_transpose")
+
+
+@register_legalize("relax.nn.attention_bias")
+def _attention_bias(bb, call):
+    a = call.attrs
+    scale = None if a.scale is None else float(a.scale)
+    return call_topi(bb, lambda q, k, v, b: nn_te.attention(
+        q, k, v, b, scale, a.causal_mask, a.window_size), *call.args, name="attention_bias")
+
+
+@register_legalize("relax.nn.cross_entropy_with_logits")
+def _cross_entropy(bb, call):
+    return call_topi(bb, tx.cross_entropy_with_logits, *call.args,
+                     name="cross_entropy_with_logits")
+
+
+@register_legalize("relax.nn.nll_loss")
+def _nll_loss(bb, call):
+    a = call.attrs
+
+    def te_func(p, t, *w):
+        return tx.nll_loss(p, t, w[0] if w else None, a.reduction, int(a.ignore_index))
+
+    return call_topi(bb, te_func, *call.args, name="nll_loss")
+
+
+@register_legalize("relax.index_tensor")
+def _index_tensor(bb, call):
+    x_nd = len(arg_shape(call, 0))
+    idx = _fields(bb, call.args[1])
+    shape = out_shape(call)
+    bshape = shape[:len(shape) - (x_nd - len(idx))]
+    return call_topi(bb, lambda x, ts: tx.index_tensor(x, ts, bshape), call.args[0], idx,
+                     name="index_tensor")
+
+
+@register_legalize("relax.index_put")
+def _index_put(bb, call):
+    from ....topi.broadcast import broadcast_shape
+
+    idx = _fields(bb, call.args[1])
+    shapes = [list(t.struct_info.shape.values) for t in idx]
+    bshape = broadcast_shape(*shapes)
+    acc = bool(call.attrs.accumulate)
+    return call_topi(bb, lambda x, ts, v: tx.index_put(x, ts, v, bshape, acc), call.args[0],
+                     idx, call.args[2], name="index_put")
+
+
+@register_legalize("relax.slice_scatter")
+def _slice_scatter(bb, call):
+    start, step = prim_arg(call, 2), prim_arg(call, 4)
+    if not isinstance(step, E.IntImm):
+        raise LegalizeError(f"relax.slice_scatter: the step must be a static integer to "
+                            f"legalize, got {step}")
+    axis = int(call.attrs.axis)
+    nd = len(arg_shape(call, 0))
+    n = arg_shape(call, 0)[axis % nd]
+    from ....topi.transform_extra import clamp_index
+
+    st = start  # a negative start counts from the end of the axis
+    if not (isinstance(start, E.IntImm) and start.value >= 0):
+        st = clamp_index(start, n)
+    return call_topi(bb, lambda x, s: tx.slice_scatter(x, s, st, int(step.value), axis),
+                     call.args[0], call.args[1], name="slice_scatter")
+
+
+@register_legalize("relax.hamming_window")
+def _hamming_window(bb, call):
+    (size,) = out_shape(call)
+    per, alpha, beta = prim_arg(call, 1), prim_arg(call, 2), prim_arg(call, 3)
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda: tx.hamming_window(size, per, alpha, beta, dtype),
+                     name="hamming_window")
