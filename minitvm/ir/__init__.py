@@ -16,6 +16,7 @@ from .node import node_fields, node_children
 from . import dialect
 from .affine_type import AffineType, TensorAffineType, TupleAffineType  # noqa: F401
 from .virtual_device import VirtualDevice  # noqa: F401  (TVM's tvm.ir.VirtualDevice)
+from .global_info import DummyGlobalInfo, GlobalInfo, VDevice  # noqa: E402,F401
 
 from .serialization import load_json, save_json  # noqa: E402
 from . import base, container, type_relation  # noqa: E402,F401  (TVM's module paths)

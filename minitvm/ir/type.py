@@ -209,6 +209,26 @@ class FuncType(Type):
     def _key(self):
         return (self.arg_types, self.ret_type, self.type_params)
 
+    def __eq__(self, other):
+        """Alpha-equivalence over ``type_params`` (TVM's ``Type.__eq__`` is structural_equal):
+        ``fn [A](List[A])`` equals ``fn [B](List[B])``; free type vars still compare by identity."""
+        if self is other:
+            return True
+        if type(other) is not FuncType:
+            return False
+        if not self.type_params and not other.type_params:
+            return self._key() == other._key()
+        if len(self.type_params) != len(other.type_params):
+            return False
+        from .structural import structural_equal
+
+        return structural_equal(self, other)
+
+    def __hash__(self):
+        if self.type_params:  # must not depend on which type vars are bound (see __eq__)
+            return hash(("FuncType", len(self.type_params), len(self.arg_types)))
+        return hash(("FuncType", self._key()))
+
 
 class RelayRefType(Type):
     """``ref(T)``: the type of a mutable reference."""

@@ -14,8 +14,10 @@ import os
 
 from ..ir.dialect import register_hook
 from ..ir.module import IRModule
+from .tensor_array import StaticTensorArrayOps, TensorArrayOps, get_tensor_array_shape
 
-__all__ = ["Prelude", "std_path", "import_from_std"]
+__all__ = ["Prelude", "std_path", "import_from_std", "TensorArrayOps", "StaticTensorArrayOps",
+           "get_tensor_array_shape"]
 
 GLOBAL_DEFS = [
     "id", "compose", "flip", "hd", "tl", "nth", "update", "map", "foldl", "foldr", "foldr1",
@@ -111,14 +113,59 @@ class Prelude:
 
     def get_global_var(self, canonical: str, dtype: str | None = None):
         """The global function ``canonical`` (a dtype suffix, ``name_dtype``, when given)."""
+        self._tensor_array_ops(canonical, dtype)
         return self.mod.get_global_var(self.get_name(canonical, dtype))
 
     def get_name(self, canonical: str, dtype: str | None = None) -> str:
-        return canonical if dtype is None else f"{canonical}_{dtype}"
+        """The module name of ``canonical`` for ``dtype`` (``tensor_{dtype}_t`` for the
+        tensor ADT, else ``{canonical}_{dtype}``)."""
+        if dtype is None:
+            return canonical
+        return f"tensor_{dtype}_t" if canonical == "tensor_t" else f"{canonical}_{dtype}"
 
     def get_type(self, canonical: str, dtype: str | None = None):
         """The ADT's global type var."""
+        self._tensor_array_ops(canonical, dtype)
         return self.mod.get_global_type_var(self.get_name(canonical, dtype))
+
+    def _tensor_array_ops(self, canonical: str, dtype: str | None) -> None:
+        """Register the tensor arrays of ``dtype`` on first use of one of their names.
+
+        TVM's Prelude registers them for nine dtypes up front; doing it on demand keeps the
+        Prelude as cheap to load and type-check as before, with the same names afterwards.
+        """
+        if dtype is None or not canonical.startswith(("tensor", "ta_")):
+            return
+        if self.get_name(canonical, dtype) in self.mod or (
+                self.get_name(canonical, dtype) in self.mod._tvars):
+            return
+        TensorArrayOps(self, dtype).register()
+
+    def get_tensor_ctor(self, canonical: str, dtype: str):
+        """A constructor of the dynamic tensor ADT of ``dtype`` (``tensor_nil``, ``tensor2``)."""
+        return self.get_ctor("tensor_t", canonical, dtype)
+
+    def _static(self, dtype: str, shape, batch_dim=None):
+        ops = StaticTensorArrayOps(self, dtype, shape, batch_dim)
+        ops.define_tensor_adt()
+        return ops
+
+    def get_global_var_static(self, canonical: str, dtype: str, shape, batch_dim=None):
+        """The function ``canonical`` of the static tensor arrays of ``dtype`` and ``shape``
+        (registered with ``StaticTensorArrayOps(p, dtype, shape).register()``)."""
+        return self.mod.get_global_var(self._static(dtype, shape, batch_dim).get_name(canonical))
+
+    def get_type_static(self, canonical: str, dtype: str, shape):
+        """The static tensor ADT of ``dtype`` and ``shape``."""
+        return self.mod.get_global_type_var(self._static(dtype, shape).get_name(canonical))
+
+    def get_ctor_static(self, ty_name: str, canonical: str, dtype: str, shape):
+        """A constructor of the static tensor ADT of ``dtype`` and ``shape``."""
+        return self._static(dtype, shape).get_ctor(canonical)
+
+    def get_tensor_ctor_static(self, canonical: str, dtype: str, shape):
+        """``tensor_nil`` or ``tensor_constructor`` of the static tensor ADT."""
+        return self.get_ctor_static("tensor_t", canonical, dtype, shape)
 
     def get_ctor(self, ty_name: str, canonical: str, dtype: str | None = None):
         """The constructor ``canonical`` of the ADT ``ty_name``."""
@@ -127,3 +174,4 @@ class Prelude:
             if c.name_hint == self.get_name(canonical, dtype) or c.name_hint == canonical:
                 return c
         raise ValueError(f"the ADT {ty_name} has no constructor {canonical!r}")
+

@@ -59,6 +59,32 @@ def _attrs_key(attrs):
     return (type(attrs), tuple(values.items()))
 
 
+def _pattern_text(pat) -> str:
+    """``Cons(_, Nil)``, ``(_, _)``, ``_``: a pattern as Relay text (an explicit-stack walk)."""
+    out: list[str] = []
+    stack: list = [pat]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, PatternVar):
+            out.append("%" + p.var.name_hint)
+        elif isinstance(p, PatternConstructor | PatternTuple):
+            is_ctor = isinstance(p, PatternConstructor)
+            head = p.constructor.name_hint if is_ctor else ""
+            if is_ctor and not p.patterns:
+                out.append(head)
+                continue
+            items: list = [head + "("]
+            for i, q in enumerate(p.patterns):
+                items += [", "] * (i > 0) + [q]
+            items.append(",)" if not is_ctor and len(p.patterns) == 1 else ")")
+            stack.extend(reversed(items))
+        else:
+            out.append("_")
+    return "".join(out)
+
+
 class _Pending:
     """A deferred rule: an op relation or a tuple projection waiting for its input types."""
 
@@ -491,6 +517,21 @@ class TypeChecker:
             t = self.unify(t, self.types[c.rhs], c.rhs, f"clause {i} of the match has a "
                                                         "different type than clause 0")
         self.types[m] = t
+        if m.complete and self.mod is not None:
+            self._check_exhaustive(m)
+
+    def _check_exhaustive(self, m: Match):
+        """A ``match`` (not ``match?``) must cover every value, as TVM's type checker demands."""
+        from .analysis.match_exhaustion import unmatched_cases
+
+        try:
+            missing = unmatched_cases(m, self.mod)
+        except ValueError as e:
+            self.error(m, str(e))
+        if missing:
+            self.error(m, "match expression does not handle the following cases: "
+                          + ", ".join(_pattern_text(p) for p in missing)
+                          + " (add clauses for them, or write `match?` for a partial match)")
 
     # ------------------------------------------------------------------ solving
     def solve(self) -> None:

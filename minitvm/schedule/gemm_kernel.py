@@ -49,9 +49,11 @@ TILES = {"avx512": (8, 32), "avx2": (6, 16)}
 # The parallel loop runs over (batch, row block, group of panels). Measured on a Zen 2 (32 KB
 # L1d, 512 KB L2; one thread, thread CPU time, ms, interleaved; unblocked with mc 64 -> blocked
 # with mc 144): 128x768x3072 8.4 -> 7.1 (numpy 6.9), 128x3072x768 8.5 -> 8.1 (7.6), 512x3072x768
-# 31.2 -> 28.2 (26.0), 128x768x768 1.61 -> 1.57 (1.68), 64x128x784 0.161 -> 0.158 (0.147); the
-# BERT layer (bound weights, seq 32/128/512) 1.13/1.11/1.13 -> 0.96/1.05/1.06x ONNX Runtime.
-# kc 192/256/384 and groups of 1 to 8 panels were within the noise (+-5%) of each other.
+# 31.2 -> 28.2 (26.0), 128x768x768 1.61 -> 1.57 (1.68), 64x128x784 0.161 -> 0.158 (0.147).
+# Relax BERT layer, bound weights, seq 32/128/512, both builds and ORT interleaved in one
+# process, x ONNX Runtime: 1.14/1.11/1.08 -> 1.00/1.01/1.05 and 1.02/1.01/1.05 -> 0.87/0.95/1.02
+# (two runs); seed MLP n=64 0.92-0.95 -> 0.85-0.88. kc 192/256/384 and groups of 1 to 8 panels
+# were within the noise (+-5%) of each other.
 BLOCKING = {"avx512": None, "avx2": (384, 8)}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)

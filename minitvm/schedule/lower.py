@@ -94,6 +94,13 @@ def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
         return None
 
     template = transform_expr(body, fpost)
+    plane = [_const_int(d) for d in _shape(t)[-2:]]
+    if ok[0] and not conv_direct.fuses_plane_operands(t, ctx.options) and any(
+            isinstance(e, E.BufferLoad) and e.buffer is not buf and
+            [_const_int(d) for d in e.buffer.shape[-2:]] == plane for e in post_order(body)):
+        # an operand laid out like the output (a residual) the schedule reads better in a
+        # pass of its own: the conv, then the epilogue in place (as for a GEMM)
+        return S.SeqStmt([gemm.emit(ctx, t, buf, operands), injective_nest(ctx, u, buf, body)])
     if not ok[0]:
         tmp = ctx.temp(_shape(t), t.dtype, t.name)
         moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(

@@ -204,3 +204,9 @@ def cuda(model="unknown", arch=None, options=None) -> Target:
 
 
 from .compilation_config import CompilationConfig, make_compilation_config  # noqa: E402,F401
+
+# ``tvm.ir.VDevice("llvm")``: the core builds targets from their specs through this hook
+from ..ir.dialect import register_hook  # noqa: E402
+
+register_hook("make_target", str, Target)
+register_hook("make_target", dict, Target)

@@ -20,7 +20,8 @@ __all__ = [
     "scatter_nd", "collapse_sum", "meshgrid", "sort", "argsort", "topk", "quantize",
     "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
     "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
-    "hamming_window",
+    "hamming_window", "int_power", "broadcast_int_power",
+    "multinomial_from_uniform",
 ]
 
 _REDUCTIONS = ("update", "add", "mul", "min", "max")
@@ -629,3 +630,51 @@ def hamming_window(size, periodic, alpha, beta, dtype: str):
         return E.Cast(dtype, v)
 
     return _compute([n], body, "T_hamming_window")
+
+
+def int_power(a, b) -> E.PrimExpr:
+    """``a ** b`` of two integers (the llvm back end has no integer ``pow``): computed in
+    float64 and rounded back, exact while ``|a ** b| < 2**53``; a negative exponent gives the
+    truncated ``1 / a ** -b`` (1 for ``a == 1``, +-1 for ``a == -1``, 0 otherwise)."""
+    dt = a.dtype
+    f = tir_op.power(E.Cast("float64", a), E.Cast("float64", b))
+    v = E.Cast(dt, tir_op.nearbyint(f))
+    if dt.startswith("uint"):
+        return v
+    one, zero = const_like(1, dt), const_like(0, dt)
+    odd = E.EQ(tir_op.bitwise_and(b, const_like(1, b.dtype)), const_like(1, b.dtype))
+    neg = E.Select(E.EQ(a, one), one, E.Select(E.EQ(a, -one), E.Select(odd, -one, one), zero))
+    return E.Select(b < const_like(0, b.dtype), neg, v)
+
+
+def broadcast_int_power(lhs, rhs, out_shape):
+    """The broadcast integer ``power`` of two te tensors (stage ``T_power``)."""
+    from .broadcast import broadcast_load
+
+    shape = [_i64(d) for d in out_shape]
+
+    def body(*i):
+        return int_power(broadcast_load(lhs, i, shape), broadcast_load(rhs, i, shape))
+
+    return _compute(shape, body, "T_power")
+
+
+def multinomial_from_uniform(prob, uniform, sample_indices, dtype: str):
+    """For each sample ``j``: the first class whose cumulative probability in row
+    ``sample_indices[j]`` of ``prob`` exceeds ``uniform[j]`` (the last class at most)."""
+    from .scan import cumsum
+
+    cum = cumsum(prob, axis=1)
+    vocab = prob.shape[1]
+
+    def body(j, z):
+        r = _rvar(vocab, "k")
+        row = clamp_index(sample_indices[(j, z)], prob.shape[0])
+        cnt = te.sum(E.Select(cum[(row, r.var)] <= uniform[(j, z)], E.IntImm("int64", 1),
+                              _zero()), axis=r)
+        return cnt
+
+    count = _compute(uniform.shape, body, "T_multinomial_count")
+    last = _i64(vocab) - E.IntImm("int64", 1)
+    return _compute(uniform.shape, lambda j, z: E.Cast(dtype, E.Min(count[(j, z)], last))
+                    if dtype != "int64" else E.Min(count[(j, z)], last), "T_multinomial")

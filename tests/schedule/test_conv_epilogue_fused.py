@@ -85,7 +85,8 @@ CASES = [
     # (N, C, H, W), O, K, stride, pad, epilogue
     ((1, 5, 13, 11), 7, 3, 1, 1, "residual_relu"),    # grid wider than the output, partial panel
     ((1, 7, 9, 13), 13, 1, 1, 0, "bias_relu"),        # 1x1: pieces cross row ends
-    ((2, 7, 9, 13), 13, 1, 1, 0, "residual_relu"),    # ... the residual read as flat vectors
+    ((2, 7, 9, 13), 13, 1, 1, 0, "residual_relu"),    # (residual: an epilogue pass)
+    ((2, 128, 5, 7), 128, 1, 1, 0, "residual_relu"),  # channel tiles outer: residual fused
     ((1, 6, 16, 32), 11, 3, 1, 1, "residual_relu"),   # row mode (OW a multiple of 16)
     ((2, 5, 15, 17), 9, 3, 2, 1, "residual_relu"),    # batch, stride 2
     ((1, 64, 20, 20), 13, 3, 1, 1, "residual_relu"),  # channel blocks, pixel panels outer
@@ -126,7 +127,7 @@ def _out_buffer(prim):
 def test_output_written_once_by_the_micro_kernel(shape, o, k, stride):
     """Every store into the output applies the epilogue (relu: a Max) to the register tile,
     and nothing reads the output back: no grid buffer, crop or in-place epilogue pass."""
-    lib = _run(shape, o, k, stride, 1, "residual_relu")
+    lib = _run(shape, o, k, stride, 1, "bias_relu")
     prim = _conv_prim(lib)
     out = _out_buffer(prim)
     stores = [s for s in walk_stmts(prim.body)
@@ -144,10 +145,11 @@ def test_output_written_once_by_the_micro_kernel(shape, o, k, stride):
 
 @pytest.mark.skipif(not AVX2, reason="the fused epilogue is the AVX2 schedule")
 def test_contiguous_grid_reads_residual_as_flat_vectors():
-    """A 1x1 conv 13 wide: no padding columns, so the tile's pixels (crossing row ends) are
-    contiguous in the output and in the residual, which the vector stores read through flat
-    views; nothing is gathered through per-pixel row and column indices."""
-    lib = _run((2, 7, 9, 13), 13, 1, 1, 0, "residual_relu")
+    """A 1x1 conv 7 wide (channel tiles outer): no padding columns, so the tile's pixels
+    (crossing row ends) are contiguous in the output and in the residual, which the vector
+    stores read through flat views; nothing is gathered through per-pixel row and column
+    indices."""
+    lib = _run((2, 128, 5, 7), 128, 1, 1, 0, "residual_relu")
     prim = _conv_prim(lib)
     out = _out_buffer(prim)
     vector_stores = [s for s in walk_stmts(prim.body) if isinstance(s, S.For)
@@ -265,3 +267,40 @@ def test_short_last_tile_split(o, rows):
     got = {int(s.buffer.shape[0]) for s in walk_stmts(prim.body)
            if isinstance(s, S.DeclBuffer) and s.buffer.name == "acc"}
     assert got == rows
+
+
+def _reads_output_back(prim) -> bool:
+    out = _out_buffer(prim)
+    return any(isinstance(s, S.BufferStore) and any(
+        isinstance(e, E.BufferLoad) and e.buffer.data is out.data for e in post_order(s.value))
+        for s in walk_stmts(prim.body))
+
+
+@pytest.mark.skipif(not AVX2, reason="the fused epilogue is the AVX2 schedule")
+@pytest.mark.parametrize("shape, o, k, fused", [
+    ((1, 8, 20, 22), 16, 3, False),  # pixel panels outer: the residual in a pass of its own
+    ((1, 64, 8, 8), 64, 3, True),    # channel tiles outer: each tile reads its rows in order
+])
+def test_residual_fused_only_with_channel_tiles_outer(shape, o, k, fused):
+    """With the pixel panels outer, an operand laid out like the output (a residual) would be
+    read by each panel's tiles in as many scattered rows as there are channels: the epilogue
+    then runs as an in-place pass after the conv; with the channel tiles outer it is fused."""
+    from minitvm.schedule.conv_direct import geometry, weights_outer
+
+    lib = _run(shape, o, k, 1, 1, "residual_relu")
+    prim = _conv_prim(lib)
+    assert _reads_output_back(prim) != fused
+    (t,) = [s for s in _conv_stage(shape, o, k)]
+    assert weights_outer(geometry(t)) == fused
+    # a bias and relu alone are fused either way
+    assert not _reads_output_back(_conv_prim(_run(shape, o, k, 1, 1, "bias_relu")))
+
+
+def _conv_stage(shape, o, k):
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(o, shape[1], k, k))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, padding=(k // 2, k // 2)))))
+    _, _, outs = te_compiler.build_te(mod["main"])
+    return outs

@@ -15,7 +15,7 @@ from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.stmt_functor import post_order, walk_stmts
 from . import types as T
-from .expr import RampVal, lanes_of
+from .expr import RampVal, fold_int_cast, lanes_of
 
 MAX_UNROLL = 64
 MAX_VECTOR_LANES = 64
@@ -384,7 +384,8 @@ class StmtEmitter:
         if et.width == 64:
             return v
         lanes = lanes_of(v)
-        return self.builder.sext(v, T.I64 if lanes == 1 else ir.VectorType(T.I64, lanes))
+        return fold_int_cast(self.builder, "sext", v,
+                             T.I64 if lanes == 1 else ir.VectorType(T.I64, lanes))
 
     def _strides(self, buf) -> list:
         if buf.strides:

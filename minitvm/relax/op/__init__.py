@@ -36,10 +36,11 @@ from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)
 from .manipulate_extra import (
     bucketize, collapse_sum_like, collapse_sum_to, ewise_fma, eye, eye_like, flip,
     gather_elements, gather_nd, hamming_window, index_put, index_tensor, log_add_exp,
-    masked_fill, meshgrid, one_hot, outer, scatter_elements, scatter_nd, slice_scatter, stack,
-    tile,
+    masked_fill, meshgrid, multinomial_from_uniform, one_hot, outer, scatter_elements,
+    scatter_nd, slice_scatter, stack, tile, wrap_param,
 )
 from .vm import call_builtin_with_ctx
 from .sorting import argsort, sort, topk
 from .qdq import dequantize, quantize
-from . import manipulate_extra, sorting, qdq  # noqa: E402
+from .set_ops import nonzero, unique
+from . import manipulate_extra, sorting, qdq, set_ops  # noqa: E402

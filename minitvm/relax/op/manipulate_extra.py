@@ -47,7 +47,7 @@ __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
     "scatter_nd", "collapse_sum_like", "collapse_sum_to", "meshgrid", "masked_fill", "outer",
     "log_add_exp", "eye", "eye_like", "bucketize", "ewise_fma", "index_tensor", "index_put",
-    "slice_scatter", "hamming_window",
+    "slice_scatter", "hamming_window", "wrap_param", "multinomial_from_uniform",
 ]
 
 FlipAttrs = _attrs("FlipAttrs", [("axis", 0)], "Attributes of flip.")
@@ -761,3 +761,64 @@ def hamming_window(window_size, periodic, alpha, beta, dtype: str = "float32") -
 
     return Call(Op.get("relax.hamming_window"),
                 [f(window_size), f(periodic), f(alpha), f(beta)], HammingAttrs(dtype=str(dtype)))
+
+
+# --------------------------------------------------------------------------- wrap_param
+WrapParamAttrs = _attrs("WrapParamAttrs", [("dtype", "float32")], "Attributes of wrap_param.")
+
+
+def _infer_wrap_param(call: Call, ctx) -> StructInfo:
+    (x,) = tensor_args(call, ["data"])
+    return with_dtype(x, call.attrs.dtype)
+
+
+register_op_rule("relax.wrap_param", _infer_wrap_param, pattern=OpPattern.ELEMWISE,
+                 num_inputs=1, arguments=("data",), attrs_type=WrapParamAttrs)
+
+
+def wrap_param(data: Expr, dtype: str = "float32") -> Call:
+    """A parameter (constant) cast to ``dtype`` where it is used (mixed-precision weights)."""
+    return Call(Op.get("relax.wrap_param"), [data], WrapParamAttrs(dtype=str(dtype)))
+
+
+# --------------------------------------------------------------------------- multinomial
+MultinomialAttrs = _attrs("MultinomialFromUniformAttrs", [("dtype", "int64")],
+                          "Attributes of multinomial_from_uniform.")
+
+
+def _infer_multinomial(call: Call, ctx) -> StructInfo:
+    prob, u, idx = tensor_args(call, ["prob", "uniform_sample", "sample_indices"])
+    if not is_void(prob.dtype) and not is_float(prob.dtype):
+        fail(call, f"requires float probabilities, got {fmt_sinfo(prob)}")
+    if not is_void(u.dtype) and u.dtype != prob.dtype:
+        fail(call, f"requires uniform_sample of the probabilities' dtype, got {fmt_sinfo(u)}")
+    _int_dtype(call, idx, "sample_indices")
+    for s, what in ((prob, "prob"), (u, "uniform_sample"), (idx, "sample_indices")):
+        if s.ndim not in (2, UNKNOWN_NDIM):
+            fail(call, f"expects {what} to be 2-D, got {fmt_sinfo(s)}")
+    ud, idd = shape_expr_values(u), shape_expr_values(idx)
+    for d in (ud, idd):
+        if d is not None and not is_const(d[1], 1):
+            fail(call, f"expects uniform_sample and sample_indices of shape (n, 1), got "
+                       f"{fmt_sinfo(u)} and {fmt_sinfo(idx)}")
+    if ud is not None and idd is not None and prove_not_equal(ud[0], idd[0], ctx):
+        fail(call, f"expects uniform_sample and sample_indices with one row per sample, got "
+                   f"{fmt_sinfo(u)} and {fmt_sinfo(idx)}")
+    dtype = call.attrs.dtype
+    if not is_int(dtype):
+        fail(call, f"dtype must be an integer type, got {dtype}")
+    return with_dtype(u, dtype)
+
+
+register_op_rule("relax.multinomial_from_uniform", _infer_multinomial,
+                 pattern=OpPattern.OPAQUE, num_inputs=3,
+                 arguments=("prob", "uniform_sample", "sample_indices"),
+                 attrs_type=MultinomialAttrs)
+
+
+def multinomial_from_uniform(prob: Expr, uniform_sample: Expr, sample_indices: Expr,
+                             dtype: str = "int64") -> Call:
+    """Samples of the categorical rows of ``prob`` picked by ``sample_indices``, from uniform
+    draws: the first class whose cumulative probability exceeds the draw."""
+    return Call(Op.get("relax.multinomial_from_uniform"), [prob, uniform_sample, sample_indices],
+                MultinomialAttrs(dtype=str(dtype)))

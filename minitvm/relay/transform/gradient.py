@@ -57,7 +57,9 @@ def gradient(expr, mod: IRModule | None = None, mode: str = "higher_order"):
         differentiated versions (``@name_grad``) are added to it, as TVM does.
     mode : Optional[str]
         'first_order' only works on first order code, but will not produce reference nor
-        closure. 'higher_order' works on all code using reference and closure.
+        closure; as in TVM v0.19 it is deprecated (a DeprecationWarning), runs the
+        FirstOrderGradient module pass on ``expr`` alone and refuses a ``mod``.
+        'higher_order' works on all code using reference and closure.
 
     Returns
     -------

@@ -303,3 +303,79 @@ def test_sort_nan_last():
                   lambda x: np.sort(x, 1))
     check_numeric(lambda x: R.argsort(x, axis=1, dtype="int64"), [(["n", 4], F, make_nan)],
                   lambda x: np.argsort(x, 1, kind="stable"))
+
+
+def test_integer_power_including_negative_exponents():
+    def ref(a, b):
+        out = np.zeros(np.broadcast(a, b).shape, a.dtype)
+        for pos in np.ndindex(*out.shape):
+            x, e = int(np.broadcast_to(a, out.shape)[pos]), int(np.broadcast_to(b, out.shape)[pos])
+            out[pos] = x ** e if e >= 0 else (1 if x == 1 else (-1) ** e if x == -1 else 0)
+        return out
+
+    check_numeric(R.power, [(["n", 4], "int32", ints(-3, 4, "int32")),
+                            ([4], "int32", lambda r, s, nv: np.array([0, 1, 3, -2], "int32"))],
+                  ref)
+    check_numeric(R.power, [(["n", 3], "int64", ints(-9, 9)), ([1], "int64", ints(5, 6))],
+                  lambda a, b: a ** b)
+
+
+def _probs(rng, s, nv):
+    p = rng.random(s).astype("float32") + 0.1
+    return (p / p.sum(-1, keepdims=True)).astype("float32")
+
+
+def test_multinomial_from_uniform_and_wrap_param():
+    def ref(p, u, i):
+        c = np.cumsum(p, 1)
+        return np.minimum((c[i[:, 0]] <= u).sum(1, keepdims=True), p.shape[1] - 1)
+
+    check_numeric(lambda p, u, i: R.multinomial_from_uniform(p, u, i),
+                  [([3, 6], F, _probs), (["n", 1], F, lambda r, s, nv: r.random(s).astype(F)),
+                   (["n", 1], "int64", ints(0, 3))], ref)
+    check_numeric(lambda x: R.wrap_param(x, "float16"), [(["n", 3], F)],
+                  lambda x: x.astype("float16"), rtol=1e-3, atol=1e-3)
+
+
+def _build_main(body, params):
+    import minitvm as tvm
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(body(bb, *params))
+        bb.emit_func_output(out)
+    return relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+
+
+def test_nonzero_and_unique_data_dependent_shapes():
+    from minitvm import tir
+
+    x = relax.Var("x", relax.TensorStructInfo([n, 3], "float32"))
+    vm = _build_main(lambda bb, a: bb.emit(R.nonzero(a)), [x])
+    rng = np.random.default_rng(1)
+    for rows in (3, 7):
+        a = (rng.random((rows, 3)) > 0.6).astype("float32") * rng.standard_normal((rows, 3))
+        np.testing.assert_array_equal(vm["main"](a.astype("float32")).numpy(),
+                                      np.stack(np.nonzero(a)))
+    m = tir.Var("m", "int64")
+    y = relax.Var("y", relax.TensorStructInfo([n], "int32"))
+
+    def body(bb, a):
+        u = bb.emit(R.unique(a, return_inverse=True, return_counts=True))
+        vals = bb.match_cast(relax.TupleGetItem(u, 0), relax.TensorStructInfo([m], "int32"))
+        shifted = bb.emit(R.add(vals, relax.const(1, "int32")))  # legalized on the cast shape
+        return bb.emit(relax.Tuple([shifted, relax.TupleGetItem(u, 1),
+                                    relax.TupleGetItem(u, 2)]))
+
+    vm = _build_main(body, [y])
+    for size in (3, 7):
+        a = rng.integers(0, 4, size=size).astype("int32")
+        got = vm["main"](a)
+        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True)
+        np.testing.assert_array_equal(got[0].numpy(), vals + 1)
+        np.testing.assert_array_equal(got[1].numpy(), inv)
+        np.testing.assert_array_equal(got[2].numpy(), cnt)
+    vm = _build_main(lambda bb, a: bb.emit(R.unique(a, sorted=False)), [y])
+    np.testing.assert_array_equal(vm["main"](np.array([3, 1, 3, 0, 1], "int32")).numpy(),
+                                  [3, 1, 0])

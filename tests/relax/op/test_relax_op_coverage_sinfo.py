@@ -327,3 +327,34 @@ def test_tvm_top_level_names_are_exported():
         assert callable(getattr(R, name)), name
     for name in ("conv3d_transpose", "attention_bias", "nll_loss", "instance_norm"):
         assert callable(getattr(R.nn, name)), name
+
+
+def test_wrap_param_and_multinomial():
+    check(R.wrap_param(x, "float16"), [n, 4], "float16")
+    p, u, i = tvar("p", [3, m]), tvar("u", [n, 1]), tvar("i", [n, 1], "int64")
+    check(R.multinomial_from_uniform(p, u, i, "int32"), [n, 1], "int32")
+    with pytest.raises(StructInfoError, match=r"relax.multinomial_from_uniform: expects "
+                                              r"uniform_sample and sample_indices of shape"):
+        inf(R.multinomial_from_uniform(p, tvar("u2", [n, 2]), i))
+    with pytest.raises(StructInfoError, match=r"requires float probabilities"):
+        inf(R.multinomial_from_uniform(tvar("pi", [3, m], "int32"), u, i))
+    roundtrip(lambda a: R.wrap_param(a, "float16"), x)
+    text = roundtrip(lambda a, b, c: R.multinomial_from_uniform(a, b, c), p, u, i)
+    assert 'R.multinomial_from_uniform(p, u, i, dtype="int64")' in text
+
+
+def test_nonzero_unique_struct_info():
+    s = inf(R.nonzero(x))
+    assert s.ndim == 2 and s.shape is None and s.dtype == "int64"
+    s = inf(R.unique(tvar("d", [n, 3, m])))
+    assert s.ndim == 1 and s.shape is None and s.dtype == "float32"
+    s = inf(R.unique(tvar("d", [n, 3]), axis=1, return_index=True, return_counts=True))
+    assert [f.ndim for f in s.fields] == [2, 1, 1] and s.fields[2].dtype == "int64"
+    with pytest.raises(StructInfoError, match=r"relax.unique: axis 2 is out of range"):
+        inf(R.unique(x, axis=2))
+    with pytest.raises(StructInfoError, match=r"relax.nonzero: expects a tensor of rank at "
+                                              r"least 1"):
+        inf(R.nonzero(tvar("s", [])))
+    roundtrip(lambda a: R.nonzero(a), x)
+    text = roundtrip(lambda a: R.unique(a, return_inverse=True, axis=0), x)
+    assert "R.unique(x, " in text

@@ -388,12 +388,14 @@ def test_a_function_stored_in_a_tuple_is_forced_onto_the_tuple_device():
 
 def test_conditional_over_functions():
     x, y, z = var("x", shape=(), dtype="bool"), var("y"), var("z")
+    # annotated: InferType cannot type this unannotated builder form (TVM's text form parses)
     pa, pa1, f, g, h = var("a"), var("a1"), relay.Var("f"), relay.Var("g"), relay.Var("h")
     prog = relay.Let(f, func([pa], relay.add(pa, on(y, CPU, result=True))), relay.Let(
         g, func([pa1], relay.subtract(pa1, y)), relay.Let(h, relay.If(x, f, g),
                                                           relay.Call(h, [z]))))
     before = func([x, y, z], prog)
     x, y, z = var("x", CPU, (), "bool"), var("y", CPU), var("z", CPU)
+    # annotated: InferType cannot type this unannotated builder form (TVM's text form parses)
     pa, pa1, f, g, h = var("a"), var("a1"), relay.Var("f"), relay.Var("g"), relay.Var("h")
     pa.virtual_device_ = pa1.virtual_device_ = CPU
     prog = relay.Let(f, func([pa], relay.add(pa, y), CPU), relay.Let(
@@ -616,3 +618,22 @@ def test_parsed_sequencing_plans_like_a_let():
     written = out["main"].body.body.value
     assert written.op.name == "on_device" and written.attrs.virtual_device == GPU
     assert written.args[0].value.op.name == "device_copy"
+
+
+def test_conditional_over_unannotated_closures_from_text():
+    src = """#[version = "0.0.5"]
+    def @main(%c: bool, %k: Tensor[(5, 7), float32], %v: Tensor[(5, 7), float32]) {
+      let %plus = fn (%p) { add(%p, on_device(%k, virtual_device=meta[VirtualDevice][0],
+                                              constrain_result=True)) };
+      let %minus = fn (%m) { subtract(%m, %k) };
+      let %pick = if (%c) { %plus } else { %minus };
+      %pick(%v)
+    }"""
+    out = plan(relay.parse(src, "cond", None, {"VirtualDevice": [CPU, GPU]}))
+    main = out["main"]
+    assert main.virtual_device_ == CPU and all(p.virtual_device_ == CPU for p in main.params)
+    plus, minus = main.body.value, main.body.body.value
+    assert plus.virtual_device_ == minus.virtual_device_ == plus.params[0].virtual_device_ == CPU
+    assert plus.body.args[1] is main.params[1]  # the annotation is gone: already on the CPU
+    pick = main.body.body.body.value
+    assert pick.op.name == "on_device" and isinstance(pick.args[0], relay.If)

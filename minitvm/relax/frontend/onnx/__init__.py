@@ -8,15 +8,17 @@ from __future__ import annotations
 from ....frontend_common.onnx_model import default_opset, load_model
 from . import (  # noqa: F401  (register the converters)
     ops_control,
+    ops_extra,
     ops_math,
     ops_nn,
     ops_recurrent,
     ops_tensor,
 )
-from .context import CONVERTERS, ONNXImportError, OpNotImplemented
+from .context import CONVERTERS, NeedsConstantInput, ONNXImportError, OpNotImplemented
 from .importer import ONNXGraphImporter
 
-__all__ = ["from_onnx", "supported_ops", "ONNXImportError", "OpNotImplemented"]
+__all__ = ["from_onnx", "supported_ops", "ONNXImportError", "OpNotImplemented",
+           "NeedsConstantInput"]
 
 
 def supported_ops() -> list[str]:
@@ -26,7 +28,7 @@ def supported_ops() -> list[str]:
 
 def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
               opset: int | None = None, keep_params_in_input: bool = False,
-              sanitize_input_names: bool = True):
+              sanitize_input_names: bool = True, const_inputs: dict | None = None):
     """Convert an ONNX model into a Relax IRModule with one function, ``main``.
 
     Parameters
@@ -45,6 +47,9 @@ def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
         embedding them as constants.
     sanitize_input_names : bool
         Turn input names into valid identifiers.
+    const_inputs : dict of str to numpy.ndarray, optional
+        Graph inputs to bind to known values (minitvm extension): a shape or axes tensor fed
+        as an input becomes a known value, so the shapes it computes are static.
 
     Returns
     -------
@@ -53,5 +58,5 @@ def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
     model = load_model(model, ONNXImportError)
     importer = ONNXGraphImporter(shape_dict, dtype_dict, default_opset(model, opset),
                                  keep_params_in_input,
-                                 sanitize_input_names)
+                                 sanitize_input_names, const_inputs)
     return importer.from_onnx(model.graph)

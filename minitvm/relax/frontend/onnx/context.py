@@ -17,7 +17,7 @@ from ...expr import Call, Constant, Expr, ShapeExpr, const
 from ...struct_info import ShapeStructInfo, TensorStructInfo
 
 __all__ = ["CONVERTERS", "register", "Context", "ONNXImportError", "OpNotImplemented",
-           "onnx_dtype", "is_known", "normalize_known"]
+           "NeedsConstantInput", "onnx_dtype", "is_known", "normalize_known"]
 
 # op_type -> converter(ctx, inputs, attrs) -> value | list of values
 CONVERTERS = ConverterTable()
@@ -30,6 +30,18 @@ class ONNXImportError(ValueError):
 
 class OpNotImplemented(NotImplementedError):
     """The model uses ONNX operators this importer does not convert (all listed at once)."""
+
+
+class NeedsConstantInput(ONNXImportError):
+    """A graph input is used where a value known at import is required (a shape, axes, pads).
+
+    ``input_name`` names it: a caller that knows its value (the ONNX backend, at run time) can
+    re-import with ``from_onnx(..., const_inputs={name: value})``.
+    """
+
+    def __init__(self, message: str, input_name: str):
+        super().__init__(message)
+        self.input_name = input_name
 
 
 def onnx_dtype(code: int) -> str:
@@ -76,6 +88,7 @@ class Context(NodeContext):
         super().__init__(opset)
         self.bb = bb
         self.analyzer = bb.get_analyzer()
+        self.graph_inputs: dict = {}  # id(graph-input Var) -> its ONNX name
 
     # -- emitting ----------------------------------------------------------------------------
     def emit(self, e: Expr) -> Expr:
@@ -157,6 +170,11 @@ class Context(NodeContext):
     def value(self, v, what: str) -> np.ndarray:
         """The import-time value of an input that must be known (a shape, axes, pads...)."""
         k = self.known(v)
+        if k is None and id(v) in self.graph_inputs:
+            name = self.graph_inputs[id(v)]
+            raise NeedsConstantInput(
+                f"{self.where()}: {what} must be known at import, but it is the graph input "
+                f"{name!r}: bind it with from_onnx(..., const_inputs={{'{name}': value}})", name)
         if k is None:
             raise self.fail(f"{what} must be a constant or computed from shapes; "
                             "data-dependent values are not supported")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ....frontend_common import onnx_model as _om
 from ....ir.module import IRModule
 from ....ir.prim_expr import PrimExpr
@@ -43,8 +45,9 @@ class ONNXGraphImporter(_om.GraphImporterBase):
     converters = CONVERTERS
 
     def __init__(self, shape_dict: dict | None, dtype_dict, opset: int,
-                 keep_params_in_input: bool, sanitize: bool):
+                 keep_params_in_input: bool, sanitize: bool, const_inputs: dict | None = None):
         self.shape_dict = dict(shape_dict or {})
+        self.const_inputs = dict(const_inputs or {})
         self.dtype_dict = dtype_dict
         self.opset = opset
         self.keep_params = keep_params_in_input
@@ -98,19 +101,24 @@ class ONNXGraphImporter(_om.GraphImporterBase):
                 self.values[t.name] = v
             else:
                 self.values[t.name] = arr
-        inputs = []
+        inputs, input_names = [], {}
         for vi in graph.input:
             if vi.name in init_names:
+                continue
+            if vi.name in self.const_inputs:
+                self.values[vi.name] = np.asarray(self.const_inputs[vi.name])
                 continue
             name = sanitize_name(vi.name) if self.sanitize else vi.name
             v = Var(name, TensorStructInfo(self._input_shape(vi), self._input_dtype(vi)))
             self.values[vi.name] = v
             inputs.append(v)
+            input_names[id(v)] = vi.name
         attrs = {"num_input": len(inputs)}
         if self.keep_params:
             attrs["params"] = param_values
         bb = BlockBuilder()
         ctx = Context(bb, self.opset)
+        ctx.graph_inputs = input_names
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         with bb.function("main", inputs + params, attrs=attrs):
             with bb.dataflow():

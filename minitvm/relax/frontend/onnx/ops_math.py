@@ -14,7 +14,7 @@ from .context import Context, normalize_known, onnx_dtype, register
 _BINARY = {
     "Add": (_op.add, np.add), "Sub": (_op.subtract, np.subtract),
     "Mul": (_op.multiply, np.multiply), "Div": (_op.divide, None),
-    "Pow": (_op.power, np.power), "Equal": (_op.equal, np.equal),
+    "Equal": (_op.equal, np.equal),
     "Less": (_op.less, np.less), "LessOrEqual": (_op.less_equal, np.less_equal),
     "Greater": (_op.greater, np.greater), "GreaterOrEqual": (_op.greater_equal, np.greater_equal),
     "And": (_op.logical_and, np.logical_and), "Or": (_op.logical_or, np.logical_or),
@@ -61,9 +61,11 @@ for _name, (_rop, _nfn) in _BINARY.items():
 @register("Mod")
 def _mod(ctx: Context, ins, attrs):
     x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
-    if attrs.get("fmod", 0) or ctx.dtype(x).startswith("float"):
-        return ctx.emit(_op.subtract(x, _op.multiply(_op.trunc(_op.divide(x, y)), y)))
-    return ctx.emit(_op.floor_mod(x, y))
+    if attrs.get("fmod", 0):  # C fmod: the sign of the dividend
+        if ctx.dtype(x).startswith("float"):
+            return ctx.emit(_op.subtract(x, _op.multiply(_op.trunc(_op.divide(x, y)), y)))
+        return ctx.emit(_op.mod(x, y))
+    return ctx.emit(_op.floor_mod(x, y))  # Python's %: the sign of the divisor
 
 
 _UNARY = {
@@ -72,7 +74,7 @@ _UNARY = {
     "Floor": _op.floor, "Ceil": _op.ceil, "Sin": _op.sin, "Cos": _op.cos, "Tan": _op.tan,
     "Not": _op.logical_not, "Sign": _op.sign, "Round": _op.round, "Asin": _op.asin,
     "Acos": _op.acos, "Atan": _op.atan, "Sinh": _op.sinh, "Cosh": _op.cosh,
-    "IsNaN": _op.isnan, "IsInf": _op.isinf,
+    "IsNaN": _op.isnan,
 }
 _UNARY_NP = {
     "Neg": np.negative, "Abs": np.abs, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
@@ -97,6 +99,35 @@ for _name, _rop in _UNARY.items():
 
 def _scalar(ctx: Context, x, value: float):
     return const(np.array(value, dtype=ctx.dtype(x)))
+
+
+@register("IsInf")
+def _isinf(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    pos, neg = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
+    inf = _op.isinf(x)
+    if pos and neg:
+        return ctx.emit(inf)
+    if not pos and not neg:
+        return ctx.emit(_op.logical_and(inf, _op.logical_not(inf)))
+    side = _op.greater if pos else _op.less
+    return ctx.emit(_op.logical_and(inf, side(x, _scalar(ctx, x, 0.0))))
+
+
+@register("Pow")
+def _pow(ctx: Context, ins, attrs):
+    kx, ky = ctx.known(ins[0]), ctx.known(ins[1])
+    if kx is not None and ky is not None and kx.dtype != object and ky.dtype != object:
+        return np.asarray(np.power(kx.astype("float64"), ky)).astype(kx.dtype)
+    x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
+    dt = ctx.dtype(x)
+    if ctx.dtype(y) == dt:
+        return ctx.emit(_op.power(x, y))
+    if dt.startswith("float"):  # the output has the base's type
+        return ctx.emit(_op.power(x, _op.astype(y, dt)))
+    # an integer base with another exponent type: compute in float64, back to the base's
+    return ctx.emit(_op.astype(_op.power(_op.astype(x, "float64"), _op.astype(y, "float64")),
+                               dt))
 
 
 @register("Reciprocal")
@@ -255,11 +286,19 @@ def _reduce(ctx: Context, ins, attrs):
 
 @register("ArgMax", "ArgMin")
 def _argmax(ctx: Context, ins, attrs):
-    if attrs.get("select_last_index", 0):
-        raise ctx.fail("select_last_index=1 is not supported")
     fn = _op.argmax if ctx.node.op_type == "ArgMax" else _op.argmin
-    return ctx.emit(fn(ctx.expr(ins[0]), int(attrs.get("axis", 0)),
-                       bool(attrs.get("keepdims", 1))))
+    x = ctx.expr(ins[0])
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    keep = bool(attrs.get("keepdims", 1))
+    if not attrs.get("select_last_index", 0):
+        return ctx.emit(fn(x, axis, keep))
+    # the last index of the extreme: the first one in the flipped input, mapped back
+    dim = ctx.shape(x)[axis]
+    idx = ctx.emit(fn(ctx.emit(_op.flip(x, axis)), axis, keep))
+    last = dim - 1 if isinstance(dim, int) else ctx.simplify(dim - 1)
+    return ctx.emit(_op.subtract(ctx.expr(np.array(last, dtype=object)
+                                          if not isinstance(last, int)
+                                          else np.array(last, "int64"), ctx.dtype(idx)), idx))
 
 
 @register("PRelu")

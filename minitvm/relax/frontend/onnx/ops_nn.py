@@ -165,8 +165,17 @@ def _layer_norm(ctx: Context, ins, attrs):
         beta = ctx.expr(ins[2])
     else:
         beta = const(np.zeros([int(d) for d in ctx.shape(gamma)], ctx.dtype(x)))
-    return ctx.emit(_op.nn.layer_norm(x, gamma, beta, axes,
-                                      float(attrs.get("epsilon", 1e-5))))
+    eps = float(attrs.get("epsilon", 1e-5))
+    if ctx.num_outputs() == 1:
+        return ctx.emit(_op.nn.layer_norm(x, gamma, beta, axes, eps))
+    # the optional Mean and InvStdDev outputs (kept dims): spell the normalization out
+    mean = ctx.emit(_op.mean(x, axes, True))
+    cent = ctx.emit(_op.subtract(x, mean))
+    var = _op.mean(_op.multiply(cent, cent), axes, True)
+    inv = ctx.emit(_op.divide(const(np.array(1.0, ctx.dtype(x))),
+                              _op.sqrt(_op.add(var, const(np.array(eps, ctx.dtype(x)))))))
+    y = ctx.emit(_op.add(_op.multiply(_op.multiply(cent, inv), gamma), beta))
+    return [y, mean, inv]
 
 
 @register("InstanceNormalization")

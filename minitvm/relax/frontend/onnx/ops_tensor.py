@@ -168,6 +168,10 @@ def _gather(ctx: Context, ins, attrs):
     if data is not None and idx is not None:
         return normalize_known(np.take(data, idx, axis=axis))
     indices = ctx.expr(idx if idx is not None else ins[1])
+    if idx is None and isinstance(dim, int):  # negative run-time indices count from the end
+        zero = const(np.array(0, ctx.dtype(indices)))
+        indices = ctx.emit(_op.where(_op.less(indices, zero), _op.add(
+            indices, const(np.array(dim, ctx.dtype(indices)))), indices))
     return ctx.emit(_op.take(ctx.expr(ins[0]), indices, axis))
 
 
@@ -272,9 +276,11 @@ def _range(ctx: Context, ins, attrs):
 def _cumsum(ctx: Context, ins, attrs):
     axis = int(ctx.value(ins[1], "CumSum's axis").reshape(-1)[0])
     x = ctx.expr(ins[0])
-    if attrs.get("reverse", 0):
-        raise ctx.fail("reverse=1 is not supported")
-    return ctx.emit(_op.cumsum(x, axis, exclusive=bool(attrs.get("exclusive", 0))))
+    exclusive = bool(attrs.get("exclusive", 0))
+    if attrs.get("reverse", 0):  # a reversed scan is the scan of the flipped input, flipped
+        flipped = ctx.emit(_op.flip(x, axis))
+        return ctx.emit(_op.flip(_op.cumsum(flipped, axis, exclusive=exclusive), axis))
+    return ctx.emit(_op.cumsum(x, axis, exclusive=exclusive))
 
 
 @register("Einsum")

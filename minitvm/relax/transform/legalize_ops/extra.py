@@ -365,3 +365,71 @@ def _hamming_window(bb, call):
     dtype = out_dtype(call)
     return call_topi(bb, lambda: tx.hamming_window(size, per, alpha, beta, dtype),
                      name="hamming_window")
+
+
+@register_legalize("relax.wrap_param")
+def _wrap_param(bb, call):
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda x: topi_math.cast(x, dtype), call.args[0], name="cast")
+
+
+@register_legalize("relax.multinomial_from_uniform")
+def _multinomial(bb, call):
+    dtype = out_dtype(call)
+    return call_topi(bb, lambda p, u, i: tx.multinomial_from_uniform(p, u, i, dtype),
+                     *call.args, name="multinomial_from_uniform")
+
+
+# --------------------------------------------------------------------------- set ops
+def _run_nonzero(x):
+    """``relax.run.nonzero``: the indices of the non-zero elements, shape (ndim, count)."""
+    import numpy as np
+
+    a = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    return np.ascontiguousarray(np.stack(np.nonzero(a)).astype("int64").reshape(a.ndim, -1))
+
+
+def _run_unique(x, sorted_, return_index, return_inverse, return_counts, axis=None):
+    """``relax.run.unique``: numpy's ``unique`` (first-occurrence order when not sorted)."""
+    import numpy as np
+
+    a = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    ax = None if axis is None or isinstance(axis, tuple) else int(axis)
+    vals, first, inv, cnt = np.unique(a, return_index=True, return_inverse=True,
+                                      return_counts=True, axis=ax)
+    if not bool(sorted_):  # reorder by first occurrence
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        vals = np.take(vals, order, axis=0 if ax is None else ax)
+        first, cnt, inv = first[order], cnt[order], rank[inv.reshape(-1)]
+    outs = [np.ascontiguousarray(vals)]
+    for flag, arr in ((return_index, first), (return_inverse, inv), (return_counts, cnt)):
+        if bool(flag):
+            outs.append(np.ascontiguousarray(np.asarray(arr).reshape(-1).astype("int64")))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _register_runtime_funcs():
+    from ....runtime.registry import get_global_func, register_func
+
+    for name, fn in (("relax.run.nonzero", _run_nonzero), ("relax.run.unique", _run_unique)):
+        if get_global_func(name, allow_missing=True) is None:
+            register_func(name, fn)
+
+
+_register_runtime_funcs()
+
+
+@register_legalize("relax.nonzero")
+def _nonzero(bb, call):
+    from ...op.base import call_pure_packed
+
+    return call_pure_packed("relax.run.nonzero", call.args[0], sinfo_args=call.struct_info)
+
+
+@register_legalize("relax.unique")
+def _unique(bb, call):
+    from ...op.base import call_pure_packed
+
+    return call_pure_packed("relax.run.unique", *call.args, sinfo_args=call.struct_info)

@@ -252,3 +252,39 @@ def test_numeric_nn_second_batch():
     check(lambda a, b: R.nn.nll_loss(a, b, reduction="sum"), [tensor(pr.shape),
                                                               tensor([3], "int64")],
           [pr, t], np.array(-pr[np.arange(3), t].sum(), "float32"), rtol=1e-5)
+
+
+def test_numeric_power_wrap_param_multinomial():
+    a = np.array([[2, -3, 1], [0, 5, -1]], "int32")
+    b = np.array([3, 2, -2], "int32")
+    check(lambda x, y: R.power(x, y), [tensor(a.shape, "int32"), tensor([3], "int32")], [a, b],
+          np.array([[8, 9, 1], [0, 25, 1]], "int32"))
+    w = rand((2, 3))
+    check(lambda x: R.wrap_param(x, "float16"), [tensor(w.shape)], [w], w.astype("float16"),
+          rtol=1e-3, atol=1e-3)
+    p = np.array([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0]], "float32")
+    u = np.array([[0.05], [0.31], [0.99], [0.6]], "float32")
+    rows = np.array([[0], [0], [0], [1]], "int64")
+    check(lambda x, y, z: R.multinomial_from_uniform(x, y, z),
+          [tensor(p.shape), tensor(u.shape), tensor(rows.shape, "int64")], [p, u, rows],
+          np.array([[0], [2], [2], [1]], "int64"))
+
+
+def test_nonzero_unique_lower_to_runtime_packed_functions():
+    """Data-dependent shapes: legalized to ``relax.run.*`` packed calls even with unknown
+    argument shapes (TVM's RequiresArgumentShapes=false), registered in the runtime."""
+    from legalize_util import bindings, one_op_module
+
+    import minitvm as tvm
+
+    x = relax.TensorStructInfo(dtype="float32", ndim=2)
+    for make, func in ((lambda a: R.nonzero(a), "relax.run.nonzero"),
+                       (lambda a: R.unique(a, return_counts=True), "relax.run.unique")):
+        mod = LegalizeOps()(one_op_module(make, [x]))
+        call = bindings(mod["main"])[0].value
+        assert call.op.name == "relax.call_pure_packed" and call.args[0].global_symbol == func
+        assert tvm.get_global_func(func) is not None
+    got = tvm.get_global_func("relax.run.unique")(np.array([2, 0, 2], "int32"), True, False,
+                                                  False, True, None)
+    np.testing.assert_array_equal(got[0], [0, 2])
+    np.testing.assert_array_equal(got[1], [1, 2])

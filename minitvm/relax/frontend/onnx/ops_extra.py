@@ -1,0 +1,336 @@
+"""ONNX ops the Relax importer converts beyond the core set: gathers and scatters, TopK,
+OneHot / Hardmax, DepthToSpace / SpaceToDepth, CastLike, bit shifts, the rarer activations,
+ReduceLogSum, and the normalizations and (de)quantization of exported real-world models."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from ...expr import TupleGetItem, const
+from .context import Context, onnx_dtype, register
+
+
+def _scalar(ctx: Context, x, value: float):
+    return const(np.array(value, dtype=ctx.dtype(x)))
+
+
+def _wrap_negative(ctx: Context, idx, bound):
+    """Indices with negative entries counted from ``bound`` (ONNX allows negative indices)."""
+    zero = const(np.array(0, dtype=ctx.dtype(idx)))
+    b = bound if not isinstance(bound, int) else const(np.array(bound, dtype=ctx.dtype(idx)))
+    return _op.where(_op.less(idx, zero), _op.add(idx, b), idx)
+
+
+@register("CastLike")
+def _cast_like(ctx: Context, ins, attrs):
+    x, dtype = ctx.expr(ins[0]), ctx.dtype(ins[1])
+    return x if ctx.dtype(x) == dtype else ctx.emit(_op.astype(x, dtype))
+
+
+@register("GatherElements")
+def _gather_elements(ctx: Context, ins, attrs):
+    x, idx = ctx.expr(ins[0]), ctx.expr(ins[1])
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    dim = ctx.shape(x)[axis]
+    if isinstance(dim, int):
+        idx = _wrap_negative(ctx, idx, dim)
+    return ctx.emit(_op.gather_elements(x, idx, axis))
+
+
+@register("GatherND")
+def _gather_nd(ctx: Context, ins, attrs):
+    x, idx = ctx.expr(ins[0]), ctx.expr(ins[1])
+    return ctx.emit(_op.gather_nd(x, idx, int(attrs.get("batch_dims", 0))))
+
+
+_SCATTER_REDUCTION = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _reduction(ctx: Context, attrs) -> str:
+    r = attrs.get("reduction", "none")
+    if r not in _SCATTER_REDUCTION:
+        raise ctx.fail(f"reduction {r!r} is not supported (none, add, mul, max, min are)")
+    return _SCATTER_REDUCTION[r]
+
+
+@register("ScatterElements", "Scatter")
+def _scatter_elements(ctx: Context, ins, attrs):
+    x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    dim = ctx.shape(x)[axis]
+    if isinstance(dim, int):
+        idx = _wrap_negative(ctx, idx, dim)
+    return ctx.emit(_op.scatter_elements(x, idx, upd, axis, _reduction(ctx, attrs)))
+
+
+@register("ScatterND")
+def _scatter_nd(ctx: Context, ins, attrs):
+    x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
+    return ctx.emit(_op.scatter_nd(x, idx, upd, _reduction(ctx, attrs)))
+
+
+@register("TopK")
+def _topk(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    if ctx.opset < 10:
+        k = int(attrs["k"])
+    else:
+        k = int(np.asarray(ctx.value(ins[1], "TopK's k")).reshape(-1)[0])
+    axis = int(attrs.get("axis", -1))
+    largest = bool(attrs.get("largest", 1))
+    out = ctx.emit(_op.topk(x, k, axis, "both", largest, "int64"))
+    return [ctx.emit(TupleGetItem(out, 0)), ctx.emit(TupleGetItem(out, 1))]
+
+
+@register("OneHot")
+def _one_hot(ctx: Context, ins, attrs):
+    idx = ctx.expr(ins[0])
+    depth = int(np.asarray(ctx.value(ins[1], "OneHot's depth")).reshape(-1)[0])
+    vals = np.asarray(ctx.value(ins[2], "OneHot's values")).reshape(-1)
+    if ctx.dtype(idx).startswith("float"):
+        idx = ctx.emit(_op.astype(idx, "int64"))
+    idx = ctx.emit(_wrap_negative(ctx, idx, depth))
+    off, on = vals[0].item(), vals[1].item()
+    out = ctx.emit(_op.one_hot(idx, on, off, depth, int(attrs.get("axis", -1))))
+    if ctx.dtype(out) != str(vals.dtype):
+        out = ctx.emit(_op.astype(out, str(vals.dtype)))
+    return out
+
+
+@register("Hardmax")
+def _hardmax(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    shape = ctx.shape(x)
+    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1)) % len(shape)
+    if ctx.opset < 13 and axis != len(shape) - 1:  # coerced to 2-D at axis before opset 13
+        rows, cols = 1, 1
+        for d in shape[:axis]:
+            rows *= d
+        for d in shape[axis:]:
+            cols *= d
+        flat = ctx.emit(_op.reshape(x, ctx.shape_expr([rows, cols])))
+        hot = _hardmax_last(ctx, flat, 1, cols)
+        return ctx.emit(_op.reshape(hot, ctx.shape_expr(shape)))
+    return _hardmax_last(ctx, x, axis, shape[axis])
+
+
+def _hardmax_last(ctx: Context, x, axis: int, depth):
+    if not isinstance(depth, int):
+        raise ctx.fail("Hardmax needs a static size along its axis")
+    arg = ctx.emit(_op.argmax(x, axis, False))
+    return ctx.emit(_op.one_hot(arg, 1.0, 0.0, depth, axis)) if ctx.dtype(x) == "float32" \
+        else ctx.emit(_op.astype(_op.one_hot(arg, 1.0, 0.0, depth, axis), ctx.dtype(x)))
+
+
+def _blocks(ctx: Context, x, attrs, what: str):
+    shape = ctx.shape(x)
+    if len(shape) != 4 or not all(isinstance(d, int) for d in shape):
+        raise ctx.fail(f"{what} needs a 4-D input with static dims, got {shape}")
+    return shape, int(attrs["blocksize"])
+
+
+@register("DepthToSpace")
+def _depth_to_space(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    (n, c, h, w), b = _blocks(ctx, x, attrs, "DepthToSpace")
+    if attrs.get("mode", "DCR") == "DCR":
+        t = _op.reshape(x, ctx.shape_expr([n, b, b, c // (b * b), h, w]))
+        t = _op.permute_dims(t, [0, 3, 4, 1, 5, 2])
+    else:
+        t = _op.reshape(x, ctx.shape_expr([n, c // (b * b), b, b, h, w]))
+        t = _op.permute_dims(t, [0, 1, 4, 2, 5, 3])
+    return ctx.emit(_op.reshape(t, ctx.shape_expr([n, c // (b * b), h * b, w * b])))
+
+
+@register("SpaceToDepth")
+def _space_to_depth(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    (n, c, h, w), b = _blocks(ctx, x, attrs, "SpaceToDepth")
+    t = _op.reshape(x, ctx.shape_expr([n, c, h // b, b, w // b, b]))
+    t = _op.permute_dims(t, [0, 3, 5, 1, 2, 4])
+    return ctx.emit(_op.reshape(t, ctx.shape_expr([n, c * b * b, h // b, w // b])))
+
+
+@register("BitShift")
+def _bit_shift(ctx: Context, ins, attrs):
+    x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
+    fn = _op.left_shift if attrs.get("direction", "LEFT") == "LEFT" else _op.right_shift
+    return ctx.emit(fn(x, y))
+
+
+@register("BitwiseXor")
+def _bitwise_xor(ctx: Context, ins, attrs):
+    return ctx.emit(_op.bitwise_xor(ctx.expr(ins[0]), ctx.expr(ins[1])))
+
+
+@register("BitwiseNot")
+def _bitwise_not(ctx: Context, ins, attrs):
+    return ctx.emit(_op.bitwise_not(ctx.expr(ins[0])))
+
+
+@register("Acosh", "Asinh", "Atanh")
+def _inverse_hyperbolic(ctx: Context, ins, attrs):
+    fn = {"Acosh": _op.acosh, "Asinh": _op.asinh, "Atanh": _op.atanh}[ctx.node.op_type]
+    return ctx.emit(fn(ctx.expr(ins[0])))
+
+
+@register("Celu")
+def _celu(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    a = float(attrs.get("alpha", 1.0))
+    neg = _op.multiply(_scalar(ctx, x, a),
+                       _op.subtract(_op.exp(_op.divide(x, _scalar(ctx, x, a))),
+                                    _scalar(ctx, x, 1.0)))
+    zero = _scalar(ctx, x, 0.0)
+    return ctx.emit(_op.add(_op.maximum(x, zero), _op.minimum(neg, zero)))
+
+
+@register("Mish")
+def _mish(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    sp = _op.log(_op.add(_op.exp(x), _scalar(ctx, x, 1.0)))
+    return ctx.emit(_op.multiply(x, _op.tanh(sp)))
+
+
+@register("Swish")
+def _swish(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    return ctx.emit(_op.multiply(x, _op.sigmoid(_op.multiply(x, _scalar(ctx, x, alpha)))))
+
+
+@register("ThresholdedRelu")
+def _thresholded_relu(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    return ctx.emit(_op.where(_op.greater(x, _scalar(ctx, x, alpha)), x, _scalar(ctx, x, 0.0)))
+
+
+@register("Shrink")
+def _shrink(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    lambd, bias = float(attrs.get("lambd", 0.5)), float(attrs.get("bias", 0.0))
+    lo = _op.where(_op.less(x, _scalar(ctx, x, -lambd)), _op.add(x, _scalar(ctx, x, bias)),
+                   _scalar(ctx, x, 0.0))
+    return ctx.emit(_op.where(_op.greater(x, _scalar(ctx, x, lambd)),
+                              _op.subtract(x, _scalar(ctx, x, bias)), lo))
+
+
+@register("ReduceLogSum")
+def _reduce_log_sum(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    keep = bool(attrs.get("keepdims", 1))
+    if ctx.opset >= 18:
+        axes = ctx.ints(ins[1], "ReduceLogSum's axes") if len(ins) > 1 and ins[1] is not None \
+            else None
+    else:
+        axes = attrs.get("axes")
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return x
+        axes = None
+    else:
+        axes = [int(a) for a in axes]
+    return ctx.emit(_op.log(_op.sum(x, axes, keep)))
+
+
+@register("GroupNormalization")
+def _group_norm(ctx: Context, ins, attrs):
+    x, scale, bias = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
+    shape = ctx.shape(x)
+    groups = int(attrs["num_groups"])
+    eps = float(attrs.get("epsilon", 1e-5))
+    c = shape[1]
+    if not isinstance(c, int):
+        raise ctx.fail("GroupNormalization needs a static channel dim")
+    rest = list(shape[2:])
+    g = _op.reshape(x, ctx.shape_expr([shape[0], groups, -1]))
+    mean = _op.mean(g, [2], True)
+    cent = _op.subtract(g, mean)
+    var = _op.mean(_op.multiply(cent, cent), [2], True)
+    y = _op.divide(cent, _op.sqrt(_op.add(var, _scalar(ctx, x, eps))))
+    y = _op.reshape(y, ctx.shape_expr(shape))
+    per = [1] * len(rest)
+    if ctx.shape(scale)[0] != c:  # opset 18's per-group scale and bias
+        scale = _op.repeat(scale, c // groups, 0)
+        bias = _op.repeat(bias, c // groups, 0)
+    scale = _op.reshape(scale, ctx.shape_expr([c, *per]))
+    bias = _op.reshape(bias, ctx.shape_expr([c, *per]))
+    return ctx.emit(_op.add(_op.multiply(y, scale), bias))
+
+
+@register("LpNormalization")
+def _lp_norm(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    axis, p = int(attrs.get("axis", -1)), int(attrs.get("p", 2))
+    if p == 1:
+        n = _op.sum(_op.abs(x), [axis], True)
+    elif p == 2:
+        n = _op.sqrt(_op.sum(_op.multiply(x, x), [axis], True))
+    else:
+        raise ctx.fail(f"p={p} is not supported (1 or 2)")
+    return ctx.emit(_op.divide(x, n))
+
+
+@register("MeanVarianceNormalization")
+def _mvn(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    axes = [int(a) for a in attrs.get("axes", [0, 2, 3])]
+    mean = _op.mean(x, axes, True)
+    cent = _op.subtract(x, mean)
+    var = _op.mean(_op.multiply(cent, cent), axes, True)
+    return ctx.emit(_op.divide(cent, _op.sqrt(_op.add(var, _scalar(ctx, x, 1e-9)))))
+
+
+def _axis_shape(ctx: Context, param, ndim: int, axis: int):
+    """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``."""
+    if ctx.ndim(param) != 1 or ndim == 0:
+        return param
+    shape = [1] * ndim
+    shape[axis % ndim] = -1
+    return _op.reshape(param, ctx.shape_expr(shape))
+
+
+_QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
+           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+
+
+@register("QuantizeLinear")
+def _quantize_linear(ctx: Context, ins, attrs):
+    x, scale = ctx.expr(ins[0]), ctx.expr(ins[1])
+    zp = ctx.expr(ins[2]) if len(ins) > 2 and ins[2] is not None else None
+    out_dtype = ctx.dtype(zp) if zp is not None else "uint8"
+    if "output_dtype" in attrs and attrs["output_dtype"]:
+        out_dtype = onnx_dtype(int(attrs["output_dtype"]))
+    if out_dtype not in _QRANGE:
+        raise ctx.fail(f"quantizing to {out_dtype} is not supported")
+    if int(attrs.get("block_size", 0)):
+        raise ctx.fail("blocked quantization (block_size > 0) is not supported")
+    ndim = ctx.ndim(x)
+    axis = int(attrs.get("axis", 1))
+    scale = _axis_shape(ctx, scale, ndim, axis)
+    y = _op.round(_op.divide(x, _op.astype(scale, ctx.dtype(x))))  # round half to even
+    if zp is not None:
+        y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis), ctx.dtype(x)))
+    lo, hi = _QRANGE[out_dtype]
+    y = _op.clip(y, float(lo), float(hi))  # integer outputs always saturate
+    return ctx.emit(_op.astype(y, out_dtype))
+
+
+@register("DequantizeLinear")
+def _dequantize_linear(ctx: Context, ins, attrs):
+    x, scale = ctx.expr(ins[0]), ctx.expr(ins[1])
+    zp = ctx.expr(ins[2]) if len(ins) > 2 and ins[2] is not None else None
+    if int(attrs.get("block_size", 0)):
+        raise ctx.fail("blocked dequantization (block_size > 0) is not supported")
+    ndim = ctx.ndim(x)
+    axis = int(attrs.get("axis", 1))
+    fdtype = ctx.dtype(scale)
+    y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
+    if zp is not None:
+        y = _op.subtract(y, _op.astype(_axis_shape(ctx, zp, ndim, axis),
+                                       "float64" if ctx.dtype(x) == "int32" else fdtype))
+    if ctx.dtype(x) == "int32":
+        y = _op.astype(y, fdtype)
+    return ctx.emit(_op.multiply(y, _axis_shape(ctx, scale, ndim, axis)))
