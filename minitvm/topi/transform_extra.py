@@ -21,7 +21,7 @@ __all__ = [
     "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
     "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
     "hamming_window", "int_power", "broadcast_int_power",
-    "multinomial_from_uniform",
+    "multinomial_from_uniform", "dynamic_slice_lengths", "dynamic_strided_slice",
 ]
 
 _REDUCTIONS = ("update", "add", "mul", "min", "max")
@@ -678,3 +678,51 @@ def multinomial_from_uniform(prob, uniform, sample_indices, dtype: str):
     last = _i64(vocab) - E.IntImm("int64", 1)
     return _compute(uniform.shape, lambda j, z: E.Cast(dtype, E.Min(count[(j, z)], last))
                     if dtype != "int64" else E.Min(count[(j, z)], last), "T_multinomial")
+
+
+def _canon_bound(v, n, s):
+    """Slice bound ``v`` on an axis of length ``n`` with stride sign of ``s`` (numpy rules)."""
+    v, n = _i64(v), _i64(n)
+    one = E.IntImm("int64", 1)
+    w = E.Select(v < _zero(), v + n, v)
+    pos = E.Max(E.Min(w, n), _zero())
+    neg = E.Max(E.Min(w, n - one), -one)
+    return E.Select(s > _zero(), pos, neg)
+
+
+def dynamic_slice_lengths(x, begin, end, strides):
+    """The result length on each axis of ``x[begin:end:strides]`` with the bounds in tensors."""
+    nd = len(x.shape)
+    one = E.IntImm("int64", 1)
+
+    def body(d):
+        length = _zero()
+        for k in range(nd - 1, -1, -1):
+            n = x.shape[k]
+            kk = E.IntImm("int64", k)
+            s = _i64(strides[(kk,)])
+            b = _canon_bound(begin[(kk,)], n, s)
+            e = _canon_bound(end[(kk,)], n, s)
+            span = E.Select(s > _zero(), e - b, b - e)
+            step = E.Select(s > _zero(), s, -s)
+            ln = E.Max(E.FloorDiv(span + step - one, step), _zero())
+            length = ln if k == nd - 1 else E.Select(E.EQ(d, kk), ln, length)
+        return length
+
+    return _compute([E.IntImm("int64", nd)], body, "T_dynamic_slice_shape")
+
+
+def dynamic_strided_slice(x, begin, strides, out_shape):
+    """``x[begin::strides]`` cut to ``out_shape`` (the lengths computed at run time)."""
+    nd = len(x.shape)
+
+    def body(*i):
+        idx = []
+        for k in range(nd):
+            kk = E.IntImm("int64", k)
+            s = _i64(strides[(kk,)])
+            b = _canon_bound(begin[(kk,)], x.shape[k], s)
+            idx.append(b + i[k] * s)
+        return x[tuple(idx)]
+
+    return _compute(out_shape, body, "T_dynamic_strided_slice")

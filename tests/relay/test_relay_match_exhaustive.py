@@ -80,7 +80,6 @@ def test_long_program_with_complete_matches_checks_in_linear_time(prelude):
     """100,000 let bindings, every 10th a complete match: one pass, no recursion limit."""
     p = prelude
     x = relay.Var("x", p.l(I32))
-    h, t = relay.Var("h"), relay.Var("t")
 
     def head_or_zero():
         hv = relay.Var("hv")
@@ -94,7 +93,6 @@ def test_long_program_with_complete_matches_checks_in_linear_time(prelude):
     for i in range(n - 1, -1, -1):
         value = head_or_zero() if i % 10 == 0 else relay.add(vs[i - 1], relay.const(1))
         body = relay.Let(vs[i], value, body)
-    del h, t
     start = time.process_time()
     mod = _infer(p, relay.Function([x], body))
     assert mod["f"].checked_type == relay.FuncType([p.l(I32)], I32)

@@ -34,7 +34,8 @@ from .einsum import einsum
 from . import einsum as _einsum_module  # noqa: F401
 from . import builtin, memory, vm  # noqa: E402  (lowering ops: allocation, VM)
 from .manipulate_extra import (
-    bucketize, collapse_sum_like, collapse_sum_to, ewise_fma, eye, eye_like, flip,
+    bucketize, collapse_sum_like, collapse_sum_to, dynamic_strided_slice, ewise_fma, eye,
+    eye_like, flip,
     gather_elements, gather_nd, hamming_window, index_put, index_tensor, log_add_exp,
     masked_fill, meshgrid, multinomial_from_uniform, one_hot, outer, scatter_elements,
     scatter_nd, slice_scatter, stack, tile, wrap_param,

@@ -48,6 +48,7 @@ __all__ = [
     "scatter_nd", "collapse_sum_like", "collapse_sum_to", "meshgrid", "masked_fill", "outer",
     "log_add_exp", "eye", "eye_like", "bucketize", "ewise_fma", "index_tensor", "index_put",
     "slice_scatter", "hamming_window", "wrap_param", "multinomial_from_uniform",
+    "dynamic_strided_slice",
 ]
 
 FlipAttrs = _attrs("FlipAttrs", [("axis", 0)], "Attributes of flip.")
@@ -822,3 +823,30 @@ def multinomial_from_uniform(prob: Expr, uniform_sample: Expr, sample_indices: E
     draws: the first class whose cumulative probability exceeds the draw."""
     return Call(Op.get("relax.multinomial_from_uniform"), [prob, uniform_sample, sample_indices],
                 MultinomialAttrs(dtype=str(dtype)))
+
+
+# --------------------------------------------------------------------------- dynamic slice
+def _infer_dynamic_strided_slice(call: Call, ctx) -> StructInfo:
+    x, *bounds = tensor_args(call, ["x", "begin", "end", "strides"])
+    for s, what in zip(bounds, ("begin", "end", "strides")):
+        _int_dtype(call, s, what)
+        if s.ndim not in (1, UNKNOWN_NDIM):
+            fail(call, f"expects {what} to be a 1-D tensor, got {fmt_sinfo(s)}")
+        d = shape_expr_values(s)
+        if d is not None and x.ndim != UNKNOWN_NDIM and isinstance(d[0], IntImm) and \
+                d[0].value != x.ndim:
+            fail(call, f"expects {what} to have one value per axis of the input ({x.ndim}), "
+                       f"got {fmt_sinfo(s)}")
+    return make_tensor(None, x.dtype, x.ndim, x.vdevice)
+
+
+register_op_rule("relax.dynamic_strided_slice", _infer_dynamic_strided_slice,
+                 pattern=OpPattern.INJECTIVE, num_inputs=4,
+                 arguments=("x", "begin", "end", "strides"))
+# its result shape is only known at run time: lowered as soon as the input's shape is known
+Op.get("relax.dynamic_strided_slice").set_attr("RequiresArgumentShapes", False)
+
+
+def dynamic_strided_slice(x: Expr, begin: Expr, end: Expr, strides: Expr) -> Call:
+    """``x[begin:end:strides]`` on every axis with the bounds given as 1-D int tensors."""
+    return Call(Op.get("relax.dynamic_strided_slice"), [x, begin, end, strides])

@@ -379,3 +379,20 @@ def test_nonzero_and_unique_data_dependent_shapes():
     vm = _build_main(lambda bb, a: bb.emit(R.unique(a, sorted=False)), [y])
     np.testing.assert_array_equal(vm["main"](np.array([3, 1, 3, 0, 1], "int32")).numpy(),
                                   [3, 1, 0])
+
+
+@pytest.mark.parametrize("bounds", [
+    ((0, 1), (None, 4), (1, 2)), ((-1, 4), (-100, 0), (-1, -1)), ((1, -2), (100, 5), (2, 1)),
+    ((5, 0), (1, 5), (1, 1)),
+])
+def test_dynamic_strided_slice_one_build_two_sizes(bounds):
+    (b, e, s) = bounds
+    params = [relax.Var("x", relax.TensorStructInfo([n, 5], F))] + [
+        relax.Var(k, relax.TensorStructInfo([2], "int64")) for k in ("b", "e", "s")]
+    vm = _build_main(lambda bb, *a: bb.emit(R.dynamic_strided_slice(*a)), params)
+    rng = np.random.default_rng(2)
+    for rows in (3, 7):
+        x = rng.standard_normal((rows, 5)).astype(F)
+        end = tuple(rows if v is None else v for v in e)
+        got = vm["main"](x, np.array(b), np.array(end), np.array(s)).numpy()
+        np.testing.assert_array_equal(got, x[b[0]:end[0]:s[0], b[1]:end[1]:s[1]])

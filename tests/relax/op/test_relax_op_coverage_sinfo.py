@@ -358,3 +358,15 @@ def test_nonzero_unique_struct_info():
     roundtrip(lambda a: R.nonzero(a), x)
     text = roundtrip(lambda a: R.unique(a, return_inverse=True, axis=0), x)
     assert "R.unique(x, " in text
+
+
+def test_dynamic_strided_slice_struct_info():
+    bnd = tvar("bnd", [2], "int64")
+    s = inf(R.dynamic_strided_slice(x, bnd, bnd, bnd))
+    assert s.ndim == 2 and s.shape is None and s.dtype == "float32"
+    with pytest.raises(StructInfoError, match=r"relax.dynamic_strided_slice: expects begin to "
+                                              r"have one value per axis of the input \(2\)"):
+        inf(R.dynamic_strided_slice(x, tvar("b3", [3], "int64"), bnd, bnd))
+    with pytest.raises(StructInfoError, match=r"requires strides to have an integer dtype"):
+        inf(R.dynamic_strided_slice(x, bnd, bnd, tvar("f", [2])))
+    roundtrip(lambda a, b: R.dynamic_strided_slice(a, b, b, b), x, bnd)

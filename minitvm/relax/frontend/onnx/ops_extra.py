@@ -119,8 +119,8 @@ def _hardmax_last(ctx: Context, x, axis: int, depth):
     if not isinstance(depth, int):
         raise ctx.fail("Hardmax needs a static size along its axis")
     arg = ctx.emit(_op.argmax(x, axis, False))
-    return ctx.emit(_op.one_hot(arg, 1.0, 0.0, depth, axis)) if ctx.dtype(x) == "float32" \
-        else ctx.emit(_op.astype(_op.one_hot(arg, 1.0, 0.0, depth, axis), ctx.dtype(x)))
+    hot = ctx.emit(_op.one_hot(arg, 1.0, 0.0, depth, axis))
+    return hot if ctx.dtype(hot) == ctx.dtype(x) else ctx.emit(_op.astype(hot, ctx.dtype(x)))
 
 
 def _blocks(ctx: Context, x, attrs, what: str):
@@ -148,7 +148,10 @@ def _space_to_depth(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     (n, c, h, w), b = _blocks(ctx, x, attrs, "SpaceToDepth")
     t = _op.reshape(x, ctx.shape_expr([n, c, h // b, b, w // b, b]))
-    t = _op.permute_dims(t, [0, 3, 5, 1, 2, 4])
+    if attrs.get("mode", "DCR") == "CRD":  # channel-major output blocks (opset 25)
+        t = _op.permute_dims(t, [0, 1, 3, 5, 2, 4])
+    else:
+        t = _op.permute_dims(t, [0, 3, 5, 1, 2, 4])
     return ctx.emit(_op.reshape(t, ctx.shape_expr([n, c * b * b, h // b, w // b])))
 
 

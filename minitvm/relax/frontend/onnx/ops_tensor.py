@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_resize import axis_taps, resize_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import const
@@ -328,22 +329,73 @@ _RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cu
 def _resize(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
-    if len(dims) != 4:
-        raise ctx.fail(f"only 4-D (NCHW) Resize is supported, got rank {len(dims)}")
-    sizes = ctx.ints(ins[3], "Resize's sizes") if len(ins) > 3 and ins[3] is not None else None
-    if sizes is None:
-        scales = ctx.value(ins[2], "Resize's scales").reshape(-1)
-        if not all(isinstance(d, int) for d in dims[2:]):
-            raise ctx.fail("Resize by scales needs static spatial dims")
-        sizes = [int(np.floor(d * s)) for d, s in zip(dims, scales, strict=True)]
-    if list(sizes[:2]) != list(dims[:2]):
-        raise ctx.fail("Resize of the batch or channel axis is not supported")
+    nd = len(dims)
+    if attrs.get("antialias", 0):
+        raise ctx.fail("Resize with antialias=1 is not supported")
+
+    def known(i, what):
+        return ctx.value(ins[i], what) if len(ins) > i and ins[i] is not None else None
+
+    sizes_v = known(3, "Resize's sizes")
+    scales_v = known(2, "Resize's scales")
+    static = all(isinstance(d, int) for d in dims)
     mode = attrs.get("mode", "nearest")
-    return ctx.emit(_op.image.resize2d(
-        x, sizes[2:], [0.0, 0.0, 0.0, 0.0], "NCHW", _RESIZE_MODES[mode],
-        attrs.get("coordinate_transformation_mode", "half_pixel"),
-        attrs.get("nearest_mode", "round_prefer_floor"), float(attrs.get("cubic_coeff_a", -0.75)),
-        int(attrs.get("exclude_outside", 0)), float(attrs.get("extrapolation_value", 0.0))))
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if nd == 4 and ctm != "tf_crop_and_resize" and "axes" not in attrs and (
+            not static or attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"):
+        # the common NCHW spatial resize: resize2d, when its output size's ratio is the scale
+        if sizes_v is not None and sizes_v.size:
+            sizes = [ctx.simplify(d) if not isinstance(d, np.integer) else int(d)
+                     for d in sizes_v.reshape(-1)]
+            plain = list(sizes[:2]) == list(dims[:2])
+        else:
+            sc = [float(v) for v in scales_v.reshape(-1)] if scales_v is not None else []
+            sizes = [int(np.floor(d * f)) if isinstance(d, int) else None
+                     for d, f in zip(dims, sc, strict=False)]
+            plain = (len(sc) == 4 and sc[:2] == [1.0, 1.0] and None not in sizes[2:]
+                     and all(float(sizes[i]) == dims[i] * sc[i] for i in (2, 3)))
+        if plain:
+            return ctx.emit(_op.image.resize2d(
+                x, sizes[2:], [0.0, 0.0, 0.0, 0.0], "NCHW", _RESIZE_MODES[mode], ctm,
+                attrs.get("nearest_mode", "round_prefer_floor"),
+                float(attrs.get("cubic_coeff_a", -0.75)), int(attrs.get("exclude_outside", 0)),
+                float(attrs.get("extrapolation_value", 0.0))))
+    if not static:
+        raise ctx.fail(f"this Resize needs static input dims, got {dims}")
+    out, scales, roi = resize_plan(dims, attrs, known(1, "Resize's roi"), scales_v, sizes_v,
+                                   ctx.fail)
+    return _resize_taps(ctx, x, attrs, out, scales, roi)
+
+
+def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):
+    """Separable interpolation: per resized axis, a weighted sum of gathers at constant
+    indices (exact for every coordinate-transformation mode)."""
+    shape = ctx.shape(x)
+    nd, dt = len(shape), ctx.dtype(x)
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    mask = np.zeros(out_shape, dtype=bool)
+    for a in range(nd):
+        if shape[a] == out_shape[a] and scales[a] == 1.0 and ctm != "tf_crop_and_resize":
+            continue
+        try:
+            taps, outside = axis_taps(attrs, shape[a], out_shape[a], scales[a], roi[a],
+                                      roi[a + nd])
+        except NotImplementedError as e:
+            raise ctx.fail(str(e)) from e
+        bshape = [1] * nd
+        bshape[a] = out_shape[a]
+        acc = None
+        for idx, w in taps:
+            term = _op.take(x, const(idx), a)
+            if w is not None:
+                term = _op.multiply(term, const(w.reshape(bshape).astype(dt)))
+            acc = term if acc is None else _op.add(acc, term)
+        x = ctx.emit(acc)
+        mask |= outside.reshape(bshape)
+    if mask.any():
+        fill = const(np.array(attrs.get("extrapolation_value", 0.0), dt))
+        x = ctx.emit(_op.where(const(mask), fill, x))
+    return x
 
 
 @register("NonZero")

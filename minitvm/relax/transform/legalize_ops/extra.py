@@ -433,3 +433,32 @@ def _unique(bb, call):
     from ...op.base import call_pure_packed
 
     return call_pure_packed("relax.run.unique", *call.args, sinfo_args=call.struct_info)
+
+
+@register_legalize("relax.dynamic_strided_slice")
+def _dynamic_strided_slice(bb, call):
+    """Two kernels: the result lengths from the bound tensors, then (after the lengths are
+    bound to fresh symbolic dims by a match_cast) the slice itself."""
+    from ....tir import expr as T
+    from ...op.shape_tensor import tensor_to_shape
+    from ...struct_info import ShapeStructInfo
+    from .common import _known, get_legalize
+
+    x = call.args[0]
+    if not all(_known(a.struct_info) for a in call.args):
+        return call  # the input's shape is needed for the lengths
+    nd = len(arg_shape(call, 0))
+    for k in (1, 2, 3):  # the kernels read one bound per axis: a static length is needed
+        d = arg_shape(call, k)[0]
+        if not (isinstance(d, E.IntImm) and d.value == nd):
+            return call
+    lengths = call_topi(bb, tx.dynamic_slice_lengths, *call.args,
+                        name="dynamic_strided_slice_shape")
+    lengths = bb.emit(lengths)
+    to_shape = bb.normalize(tensor_to_shape(lengths))  # lowered here: not visited again
+    shape = bb.emit(get_legalize(to_shape.op)(bb, to_shape))
+    dims = [T.Var(f"dyn_len{k}", "int64") for k in range(nd)]
+    bb.match_cast(shape, ShapeStructInfo(dims))
+    out = call_topi(bb, lambda v, b, s: tx.dynamic_strided_slice(v, b, s, dims), x,
+                    call.args[1], call.args[3], name="dynamic_strided_slice")
+    return out

@@ -7,6 +7,7 @@ from ..common import ImportError_, OpNotImplemented
 from . import (  # noqa: F401  (register the converters)
     ops_control,
     ops_elemwise,
+    ops_extra,
     ops_nn,
     ops_recurrent,
     ops_reduce,

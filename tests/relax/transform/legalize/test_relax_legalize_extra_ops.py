@@ -288,3 +288,24 @@ def test_nonzero_unique_lower_to_runtime_packed_functions():
                                                   False, True, None)
     np.testing.assert_array_equal(got[0], [0, 2])
     np.testing.assert_array_equal(got[1], [1, 2])
+
+
+def test_dynamic_strided_slice_lowers_to_two_kernels_and_a_match_cast():
+    from legalize_util import bindings, one_op_module
+
+    (n,) = sym("n")
+    mod = LegalizeOps()(one_op_module(lambda x, b, e, s: R.dynamic_strided_slice(x, b, e, s),
+                                      [tensor([n, 4])] + [tensor([2], "int64")] * 3))
+    binds = bindings(mod["main"])
+    values = [b.value for b in binds]
+    kinds = [type(b).__name__ if not isinstance(b.value, relax.Call) else b.value.op.name
+             for b in binds]
+    assert kinds[:4] == ["relax.call_tir", "relax.call_pure_packed", "MatchCast",
+                         "relax.call_tir"], kinds
+    assert [v.args[0].name_hint for v in values if isinstance(v, relax.Call) and
+            v.op.name == "relax.call_tir"] == ["dynamic_strided_slice_shape",
+                                               "dynamic_strided_slice"]
+    # bounds of unknown length: the kernels could not know how many to read; left as a call
+    mod = LegalizeOps()(one_op_module(lambda x, b, e, s: R.dynamic_strided_slice(x, b, e, s),
+                                      [tensor([n, 4])] + [tensor(sym("k"), "int64")] * 3))
+    assert bindings(mod["main"])[0].value.op.name == "relax.dynamic_strided_slice"
