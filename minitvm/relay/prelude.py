@@ -14,7 +14,12 @@ import os
 
 from ..ir.dialect import register_hook
 from ..ir.module import IRModule
-from .tensor_array import StaticTensorArrayOps, TensorArrayOps, get_tensor_array_shape
+from .tensor_array import (
+    StaticTensorArrayOps,
+    TensorArrayOps,
+    get_tensor_array_shape,
+    static_tensor_name,
+)
 
 __all__ = ["Prelude", "std_path", "import_from_std", "TensorArrayOps", "StaticTensorArrayOps",
            "get_tensor_array_shape"]
@@ -145,23 +150,23 @@ class Prelude:
         """A constructor of the dynamic tensor ADT of ``dtype`` (``tensor_nil``, ``tensor2``)."""
         return self.get_ctor("tensor_t", canonical, dtype)
 
-    def _static(self, dtype: str, shape, batch_dim=None):
-        ops = StaticTensorArrayOps(self, dtype, shape, batch_dim)
-        ops.define_tensor_adt()
-        return ops
-
     def get_global_var_static(self, canonical: str, dtype: str, shape, batch_dim=None):
         """The function ``canonical`` of the static tensor arrays of ``dtype`` and ``shape``
         (registered with ``StaticTensorArrayOps(p, dtype, shape).register()``)."""
-        return self.mod.get_global_var(self._static(dtype, shape, batch_dim).get_name(canonical))
+        return self.mod.get_global_var(static_tensor_name(canonical, dtype, shape, batch_dim))
 
     def get_type_static(self, canonical: str, dtype: str, shape):
         """The static tensor ADT of ``dtype`` and ``shape``."""
-        return self.mod.get_global_type_var(self._static(dtype, shape).get_name(canonical))
+        return self.mod.get_global_type_var(static_tensor_name(canonical, dtype, shape))
 
     def get_ctor_static(self, ty_name: str, canonical: str, dtype: str, shape):
         """A constructor of the static tensor ADT of ``dtype`` and ``shape``."""
-        return self._static(dtype, shape).get_ctor(canonical)
+        gtv = self.get_type_static(ty_name, dtype, shape)
+        name = static_tensor_name(canonical, dtype, shape)
+        for c in self.mod.type_definitions[gtv].constructors:
+            if c.name_hint == name:
+                return c
+        raise ValueError(f"the ADT {gtv.name_hint} has no constructor {name!r}")
 
     def get_tensor_ctor_static(self, canonical: str, dtype: str, shape):
         """``tensor_nil`` or ``tensor_constructor`` of the static tensor ADT."""

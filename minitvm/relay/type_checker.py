@@ -59,6 +59,9 @@ def _attrs_key(attrs):
     return (type(attrs), tuple(values.items()))
 
 
+_MAX_CASES_SHOWN = 10  # a type error lists at most this many unmatched cases
+
+
 def _pattern_text(pat) -> str:
     """``Cons(_, Nil)``, ``(_, _)``, ``_``: a pattern as Relay text (an explicit-stack walk)."""
     out: list[str] = []
@@ -529,8 +532,10 @@ class TypeChecker:
         except ValueError as e:
             self.error(m, str(e))
         if missing:
-            self.error(m, "match expression does not handle the following cases: "
-                          + ", ".join(_pattern_text(p) for p in missing)
+            shown = ", ".join(_pattern_text(p) for p in missing[:_MAX_CASES_SHOWN])
+            if len(missing) > _MAX_CASES_SHOWN:
+                shown += f", ... ({len(missing) - _MAX_CASES_SHOWN} more)"
+            self.error(m, "match expression does not handle the following cases: " + shown
                           + " (add clauses for them, or write `match?` for a partial match)")
 
     # ------------------------------------------------------------------ solving

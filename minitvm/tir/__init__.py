@@ -12,6 +12,7 @@ from .stmt import (
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, stmt_seq,
 )
 from .function import PrimFunc
+from .index_map import IndexMap
 from .op import *
 
 from . import stmt_functor, analysis

@@ -45,3 +45,4 @@ from .sorting import argsort, sort, topk
 from .qdq import dequantize, quantize
 from .set_ops import nonzero, unique
 from . import manipulate_extra, sorting, qdq, set_ops  # noqa: E402
+from .layout_transform import layout_transform  # noqa: E402

@@ -33,6 +33,7 @@ from ...relax import struct_info as si
 from ...runtime.ndarray import NDArray
 from ...tir import expr as tir_expr
 from ...tir.function import PrimFunc
+from ...tir.index_map import IndexMap
 from ...tir.printer import prim_func_lines
 from ...tir.stmt_functor import post_order
 from . import doc as D
@@ -290,6 +291,8 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
             return f"{self.T(v.imm.dtype)}({v.imm.value})"
         if isinstance(v, PrimExpr):
             return self.prim(v)
+        if isinstance(v, IndexMap):
+            return v.script(self.T("index_map").rsplit(".", 1)[0])
         return self.run_value(v)
 
     def run_value(self, v):

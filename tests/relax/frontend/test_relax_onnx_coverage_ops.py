@@ -98,6 +98,10 @@ CASES = {
     "quantize_per_channel": lambda: case(
         "QuantizeLinear", {"x": f32(2, 3, 4) * 20},
         inits={"s": np.array([0.1, 0.2, 0.3], "float32"), "z": np.array([3, 120, 250], "uint8")}),
+    "quantize_blocked": lambda: case(
+        "QuantizeLinear", {"x": f32(2, 6) * 10}, {"axis": 1, "block_size": 4},
+        inits={"s": np.array([[0.1, 0.3], [0.2, 0.05]], "float32"),
+               "z": np.array([[1, -2], [0, 5]], "int8")}),
     "dequantize_int8": lambda: case(
         "DequantizeLinear", {"x": rng.integers(-128, 128, (3, 4)).astype("int8")},
         inits={"s": np.array(0.05, "float32"), "z": np.array(-3, "int8")}),

@@ -1,7 +1,8 @@
 """The ONNX node tests shipped with the ``onnx`` package, run through minitvm's ONNX backend.
 
-Only the tests whose operators the importer claims (its converter table) run; the per-operator
-pass rate must stay at or above the recorded threshold. ``python
+Only the tests whose operators the importer claims (its converter table) and whose element
+types it supports (``ONNX_DTYPES``: not bfloat16, float8/float4, int4/int2 or strings) run;
+the pass rate must stay at or above the recorded threshold. ``python
 tests/relay/frontend/test_onnx_backend_node.py [--kind debug|graph]`` prints the table.
 """
 
@@ -109,9 +110,9 @@ def run_case(case, kind: str) -> tuple[bool, str]:
         return False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]
 
 
-def pass_rates(kind: str = "debug"):
+def pass_rates(kind: str = "debug", cases=None):
     per_op: dict = collections.defaultdict(lambda: [0, 0, []])
-    for op, case in collect_cases():
+    for op, case in (collect_cases() if cases is None else cases):
         ok, why = run_case(case, kind)
         rec = per_op[op]
         rec[1] += 1
@@ -122,15 +123,23 @@ def pass_rates(kind: str = "debug"):
     return dict(per_op)
 
 
+CORE = ["Conv", "Relu", "Add", "MatMul", "Gemm", "Softmax", "Transpose", "Reshape",
+        "Concat", "Sigmoid", "Tanh", "Sub", "Mul", "Div", "Sqrt", "Erf", "Flatten",
+        "GlobalAveragePool", "Unsqueeze", "Squeeze", "Gather", "Where"]
+CI_STRIDE = 2  # the CI run: every case of the core operators, every 2nd of the others
+
+
 @pytest.fixture(scope="module")
 def rates():
-    return pass_rates("debug")
+    cases = collect_cases()
+    assert len(cases) > 900, f"only {len(cases)} node tests were collected for the claimed ops"
+    return pass_rates("debug", [(op, c) for i, (op, c) in enumerate(cases)
+                                if op in CORE or i % CI_STRIDE == 0])
 
 
 def test_node_tests_pass_rate(rates):
     passed = sum(r[0] for r in rates.values())
     total = sum(r[1] for r in rates.values())
-    assert total > 500, f"only {total} node tests were collected for the claimed operators"
     assert passed / total >= PASS_RATE_THRESHOLD, (
         f"ONNX node tests: {passed}/{total} passed ({passed / total:.1%}), below the recorded "
         f"{PASS_RATE_THRESHOLD:.0%}")
@@ -138,10 +147,7 @@ def test_node_tests_pass_rate(rates):
 
 def test_core_operators_all_pass(rates):
     """The operators of vision/transformer models pass every node test of theirs."""
-    core = ["Conv", "Relu", "Add", "MatMul", "Gemm", "Softmax", "Transpose", "Reshape",
-            "Concat", "Sigmoid", "Tanh", "Sub", "Mul", "Div", "Sqrt", "Erf", "Flatten",
-            "GlobalAveragePool", "Unsqueeze", "Squeeze", "Gather", "Where"]
-    bad = {op: rates[op][2] for op in core if op in rates and rates[op][0] < rates[op][1]}
+    bad = {op: rates[op][2] for op in CORE if op in rates and rates[op][0] < rates[op][1]}
     assert not bad, f"failing node tests of core operators: {bad}"
 
 

@@ -286,8 +286,14 @@ def _mvn(ctx: Context, ins, attrs):
     return ctx.emit(_op.divide(cent, _op.sqrt(_op.add(var, _scalar(ctx, x, 1e-9)))))
 
 
-def _axis_shape(ctx: Context, param, ndim: int, axis: int):
-    """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``."""
+def _axis_shape(ctx: Context, param, ndim: int, axis: int, x_shape=None, block: int = 0):
+    """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``; a
+    blocked one (``block`` > 0, one value per ``block`` elements) repeated to ``x_shape``."""
+    if block:
+        d = x_shape[axis % ndim]
+        if not isinstance(d, int):
+            raise ctx.fail("blocked (de)quantization needs a static blocked axis")
+        return _op.take(param, const(np.arange(d, dtype="int64") // block), axis % ndim)
     if ctx.ndim(param) != 1 or ndim == 0:
         return param
     shape = [1] * ndim
@@ -308,14 +314,13 @@ def _quantize_linear(ctx: Context, ins, attrs):
         out_dtype = onnx_dtype(int(attrs["output_dtype"]))
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
-    if int(attrs.get("block_size", 0)):
-        raise ctx.fail("blocked quantization (block_size > 0) is not supported")
-    ndim = ctx.ndim(x)
+    shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
+    ndim = len(shape)
     axis = int(attrs.get("axis", 1))
-    scale = _axis_shape(ctx, scale, ndim, axis)
+    scale = _axis_shape(ctx, scale, ndim, axis, shape, bs)
     y = _op.round(_op.divide(x, _op.astype(scale, ctx.dtype(x))))  # round half to even
     if zp is not None:
-        y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis), ctx.dtype(x)))
+        y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
     y = _op.clip(y, float(lo), float(hi))  # integer outputs always saturate
     return ctx.emit(_op.astype(y, out_dtype))
@@ -325,15 +330,14 @@ def _quantize_linear(ctx: Context, ins, attrs):
 def _dequantize_linear(ctx: Context, ins, attrs):
     x, scale = ctx.expr(ins[0]), ctx.expr(ins[1])
     zp = ctx.expr(ins[2]) if len(ins) > 2 and ins[2] is not None else None
-    if int(attrs.get("block_size", 0)):
-        raise ctx.fail("blocked dequantization (block_size > 0) is not supported")
-    ndim = ctx.ndim(x)
+    shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
+    ndim = len(shape)
     axis = int(attrs.get("axis", 1))
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
     if zp is not None:
-        y = _op.subtract(y, _op.astype(_axis_shape(ctx, zp, ndim, axis),
+        y = _op.subtract(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs),
                                        "float64" if ctx.dtype(x) == "int32" else fdtype))
     if ctx.dtype(x) == "int32":
         y = _op.astype(y, fdtype)
-    return ctx.emit(_op.multiply(y, _axis_shape(ctx, scale, ndim, axis)))
+    return ctx.emit(_op.multiply(y, _axis_shape(ctx, scale, ndim, axis, shape, bs)))

@@ -268,6 +268,18 @@ def _reduce(ctx: Context, ins, attrs):
         axes = None
     else:
         axes = [int(a) for a in axes]
+    if name in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
+        shape = ctx.shape(x)
+        red = range(len(shape)) if axes is None else [a % len(shape) for a in axes]
+        if all(isinstance(d, int) for d in shape) and any(shape[a] == 0 for a in red):
+            # an empty reduction: ONNX's identity value (-inf/+inf, the integer extreme, bool)
+            out = [1 if a in red else d for a, d in enumerate(shape)] if keep else \
+                [d for a, d in enumerate(shape) if a not in red]
+            dt, low = np.dtype(ctx.dtype(x)), name != "ReduceMin"
+            fill = (not low) if dt.kind == "b" else (
+                (np.iinfo(dt).min if low else np.iinfo(dt).max) if dt.kind in "iu"
+                else (-np.inf if low else np.inf))
+            return np.full(out, fill, dtype=dt)
     if name == "ReduceL1":
         return ctx.emit(_op.sum(_op.abs(x), axes, keep))
     if name == "ReduceL2":

@@ -71,12 +71,30 @@ def _conv_transpose(ctx: Context, ins, attrs):
     wshape = ctx.shape(w)
     kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
     n = len(kernel)
-    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or "output_shape" in attrs:
-        raise ctx.fail("auto_pad SAME and output_shape are not supported")
     strides = [int(s) for s in attrs.get("strides", [1] * n)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
     pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
     out_pad = [int(p) for p in attrs.get("output_padding", [0] * n)]
+    auto = attrs.get("auto_pad", "NOTSET")
+    if "output_shape" in attrs or auto in ("SAME_UPPER", "SAME_LOWER"):
+        # pads that give the requested output size (auto_pad SAME: input size * stride)
+        spatial = ctx.shape(x)[2:]
+        if not all(isinstance(d, int) for d in spatial):
+            raise ctx.fail("output_shape / auto_pad SAME need static spatial dims")
+        want = [int(d) for d in attrs["output_shape"]][-n:] if "output_shape" in attrs \
+            else [spatial[i] * strides[i] for i in range(n)]
+        begin, end = [], []
+        for i in range(n):
+            full = strides[i] * (spatial[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1
+            extra = full - want[i]
+            if extra < 0:  # a larger output than the kernel covers: extend by output padding
+                out_pad[i] -= extra
+                extra = 0
+            small, big = extra // 2, extra - extra // 2
+            lo, hi = (big, small) if auto == "SAME_LOWER" else (small, big)
+            begin.append(lo)
+            end.append(hi)
+        pads = begin + end
     groups = int(attrs.get("group", 1))
     if n == 1:
         y = _op.nn.conv1d_transpose(x, w, strides, pads, out_pad, dilations, groups)

@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration of every family's legalizations)
     extra,
     image,
     index,
+    layout_transform,
     linear_algebra,
     manipulate,
     nn,

@@ -17,8 +17,12 @@ def _scalar(ctx, x, value):
     return ctx.const(np.array(value, dtype=ctx.dtype(x)))
 
 
-def _along(ctx, param, ndim: int, axis: int):
-    """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``."""
+def _along(ctx, param, ndim: int, axis: int, x_shape=None, block: int = 0):
+    """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``; a
+    blocked one (``block`` > 0, one value per ``block`` elements) repeated to ``x_shape``."""
+    if block:
+        d = x_shape[axis % ndim]
+        return _op.take(param, ctx.const(np.arange(d, dtype="int64") // block), axis=axis % ndim)
     if len(ctx.shape(param)) != 1 or ndim == 0:
         return param
     shape = [1] * ndim
@@ -35,12 +39,11 @@ def _quantize_linear(ctx, ins, attrs):
         out_dtype = onnx_dtype(int(attrs["output_dtype"]))
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
-    if int(attrs.get("block_size", 0)):
-        raise ctx.fail("blocked quantization (block_size > 0) is not supported")
-    nd, axis, dt = len(ctx.shape(x)), int(attrs.get("axis", 1)), ctx.dtype(x)
-    y = _op.round(_op.divide(x, _op.cast(_along(ctx, scale, nd, axis), dt)))  # half to even
-    if zp is not None:
-        y = _op.add(y, _op.cast(_along(ctx, zp, nd, axis), dt))
+    shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
+    nd, axis, dt = len(shape), int(attrs.get("axis", 1)), ctx.dtype(x)
+    y = _op.round(_op.divide(x, _op.cast(_along(ctx, scale, nd, axis, shape, bs), dt)))
+    if zp is not None:  # (round is half to even, as ONNX asks)
+        y = _op.add(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), dt))
     lo, hi = _QRANGE[out_dtype]
     return _op.cast(_op.clip(y, float(lo), float(hi)), out_dtype)  # integer outputs saturate
 
@@ -49,17 +52,16 @@ def _quantize_linear(ctx, ins, attrs):
 def _dequantize_linear(ctx, ins, attrs):
     x, scale = ins[0], ins[1]
     zp = ins[2] if len(ins) > 2 else None
-    if int(attrs.get("block_size", 0)):
-        raise ctx.fail("blocked dequantization (block_size > 0) is not supported")
-    nd, axis = len(ctx.shape(x)), int(attrs.get("axis", 1))
+    shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
+    nd, axis = len(shape), int(attrs.get("axis", 1))
     fdt = ctx.dtype(scale)
     wide = "float64" if ctx.dtype(x) == "int32" else fdt  # int32 exceeds float32's mantissa
     y = _op.cast(x, wide)
     if zp is not None:
-        y = _op.subtract(y, _op.cast(_along(ctx, zp, nd, axis), wide))
+        y = _op.subtract(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), wide))
     if wide != fdt:
         y = _op.cast(y, fdt)
-    return _op.multiply(y, _along(ctx, scale, nd, axis))
+    return _op.multiply(y, _along(ctx, scale, nd, axis, shape, bs))
 
 
 @register("GroupNormalization")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import op as _op
 from .registry import register
 
@@ -25,9 +27,35 @@ def _reduce(build):
         if noop:
             return x
         keep = bool(attrs.get("keepdims", 1))
+        empty = _empty_reduction(ctx, x, axes, keep)
+        if empty is not None:
+            return empty
         return build(x, axes, keep)
 
     return convert
+
+
+def _empty_reduction(ctx, x, axes, keep):
+    """ReduceMax / ReduceMin / ReduceLogSumExp over an empty axis: ONNX's identity value
+    (-inf / +inf, the dtype's extreme for integers, False / True for bool), as a constant."""
+    op = ctx.node.op_type if ctx.node is not None else ""
+    if op not in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
+        return None
+    shape = ctx.shape(x)
+    red = range(len(shape)) if axes is None else [a % len(shape) for a in axes]
+    if not all(isinstance(d, int) for d in shape) or all(shape[a] != 0 for a in red):
+        return None
+    out = [1 if a in red else d for a, d in enumerate(shape)] if keep else \
+        [d for a, d in enumerate(shape) if a not in red]
+    dt = np.dtype(ctx.dtype(x))
+    lowest = op != "ReduceMin"
+    if dt.kind == "b":
+        fill = not lowest
+    elif dt.kind in "iu":
+        fill = np.iinfo(dt).min if lowest else np.iinfo(dt).max
+    else:
+        fill = -np.inf if lowest else np.inf
+    return ctx.const(np.full(out, fill, dtype=dt))
 
 
 def _sq(x):
