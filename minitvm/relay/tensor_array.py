@@ -64,9 +64,6 @@ class _Ops:
         self.dtype = dtype
         self.list, self.cons, self.nil = prelude.mod.get_type("List")
 
-    def get_name(self, canonical: str) -> str:
-        raise NotImplementedError
-
     def _gvar(self, canonical: str) -> GlobalVar:
         """The module's GlobalVar called ``get_name(canonical)`` (a new one when absent)."""
         name = self.get_name(canonical)
@@ -152,15 +149,19 @@ class TensorArrayOps(_Ops):
     """Tensor arrays of any rank up to 6 and unknown dims (TVM's ``TensorArrayOps``)."""
 
     def get_name(self, canonical: str) -> str:
+        """The module name of ``canonical`` for this dtype (``tensor_array_float32``)."""
         return self.prelude.get_name(canonical, self.dtype)
 
     def get_global_var(self, canonical: str) -> GlobalVar:
+        """The registered function ``canonical`` of this dtype."""
         return self.prelude.mod.get_global_var(self.get_name(canonical))
 
     def get_type(self, canonical: str) -> GlobalTypeVar:
+        """The registered ADT ``canonical`` (``tensor_t``) of this dtype."""
         return self.prelude.mod.get_global_type_var(self.get_name(canonical))
 
     def get_ctor(self, canonical: str) -> Constructor:
+        """A constructor of this dtype's tensor ADT (``tensor_nil``, ``tensor0``..)."""
         return self.prelude.get_ctor("tensor_t", canonical, self.dtype)
 
     def _rank_ctor(self, rank: int) -> Constructor:
@@ -232,7 +233,7 @@ class TensorArrayOps(_Ops):
     def define_tensor_array_split(self) -> None:
         """``tensor_array_split(ta, value, lengths)``: piece ``k`` of ``value`` (``lengths[k]``
         rows, axis 0) written to ``ta[k]``."""
-        helper = self._gvar("tensor_array_split_helper")
+        helper = self._gvar("ta_split_helper")
         write, take_rows = self.get_global_var("tensor_array_write"), self.get_global_var(
             "tensor_take")
         ta, value = Var("ta", self._ta_type()), Var("value", self.tensor_type_var())
@@ -319,21 +320,26 @@ class StaticTensorArrayOps(_Ops):
         self.batch_dim = batch_dim
 
     def get_name(self, canonical: str, extra_shapes: dict | None = None) -> str:
+        """The module name of ``canonical`` for this dtype and shape."""
         return static_tensor_name(canonical, self.dtype, self.shape, self.batch_dim,
                                   extra_shapes)
 
     def get_global_var(self, canonical: str) -> GlobalVar:
+        """The registered function ``canonical`` of this dtype and shape."""
         return self.prelude.mod.get_global_var(self.get_name(canonical))
 
     def get_type(self, canonical: str) -> GlobalTypeVar:
+        """The registered static ADT (``tensor_t``) of this dtype and shape."""
         return self.prelude.mod.get_global_type_var(self.get_name(canonical))
 
     def get_ctor(self, canonical: str) -> Constructor:
+        """``tensor_nil`` or ``tensor_constructor`` of this shape's ADT."""
         name = self.get_name(canonical)
-        for ctor in self.prelude.mod.type_definitions[self.tensor_type_var].constructors:
+        gtv = self.get_type("tensor_t")
+        for ctor in self.prelude.mod.type_definitions[gtv].constructors:
             if ctor.name_hint == name:
                 return ctor
-        raise ValueError(f"{self.tensor_type_var.name_hint} has no constructor {name!r}")
+        raise ValueError(f"{gtv.name_hint} has no constructor {name!r}")
 
     def define_tensor_adt(self) -> None:
         """``static_tensor_{dtype}_{dims}_t``: ``tensor_nil`` or ``tensor_constructor``."""

@@ -132,6 +132,14 @@ CASES = {
         {"mode": "cubic", "coordinate_transformation_mode": "align_corners"},
         inits={"r": np.zeros(0, "float32"), "s": np.zeros(0, "float32"),
                "z": np.array([1, 1, 7, 5])}),
+    "conv_transpose_output_shape": lambda: case(
+        "ConvTranspose", {"x": f32(1, 2, 3, 3)}, {"strides": [3, 2], "output_shape": [10, 8]},
+        inits={"w": f32(2, 3, 3, 3)}),
+    "conv_transpose_same_lower": lambda: case(
+        "ConvTranspose", {"x": f32(1, 2, 3, 4)}, {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+        inits={"w": f32(2, 2, 3, 3)}),
+    "reduce_max_empty_axis": lambda: case("ReduceMax", {"x": f32(2, 0, 4)},
+                                          inits={"a": np.array([1])}),
     "resize_nearest_upsample2x": lambda: case(
         "Resize", {"x": f32(2, 3, 4, 5)},
         inits={"r": np.zeros(0, "float32"), "s": np.array([1, 1, 2, 2], "float32")}),

@@ -59,6 +59,8 @@ CASES = {
                                {"num_groups": 2}, inits={"s": f32(6), "b": f32(6)}),
     "lp_norm_l2": lambda: case("LpNormalization", {"x": f32(3, 4)}, {"axis": 1}),
     "mvn": lambda: case("MeanVarianceNormalization", {"x": f32(2, 3, 4, 4)}),
+    "reduce_min_empty_axis": lambda: case("ReduceMin", {"x": f32(2, 0, 4)}, {"keepdims": 0},
+                                          inits={"a": np.array([1])}),
     "resize_downsample_linear": lambda: case(
         "Resize", {"x": f32(1, 2, 4, 5)}, {"mode": "linear"},
         inits={"r": np.zeros(0, "float32"), "s": np.array([1, 1, 0.6, 0.6], "float32")}),
