@@ -24,7 +24,7 @@ from minitvm.relax.frontend.onnx.backend import RelaxBackend  # noqa: E402
 
 STRIDE = 6  # the CI sample: every STRIDE-th claimed case, in the onnx package's order
 # pass rate of the CI sample, measured when this was written; the test fails below it
-PASS_RATE_THRESHOLD = 0.80
+PASS_RATE_THRESHOLD = 0.95  # sample 171/173 = 98.8%, full set 1010/1034 = 97.7%, 2026-12-02
 
 
 def collect_cases():

@@ -173,7 +173,7 @@ class Context(NodeContext):
         if k is None and id(v) in self.graph_inputs:
             name = self.graph_inputs[id(v)]
             raise NeedsConstantInput(
-                f"{self.where()}: {what} must be known at import, but it is the graph input "
+                f"{self.where()}: {what} must be a constant, but it is the graph input "
                 f"{name!r}: bind it with from_onnx(..., const_inputs={{'{name}': value}})", name)
         if k is None:
             raise self.fail(f"{what} must be a constant or computed from shapes; "

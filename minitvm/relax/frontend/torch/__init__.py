@@ -17,7 +17,7 @@ def supported_ops() -> list[str]:
 
 # composite ops Relax has directly: kept whole rather than decomposed (a 4-D matmul would
 # otherwise become expand / reshape / bmm with merged symbolic dims)
-_KEEP = ("matmul.default", "linear.default")
+_KEEP = ("matmul.default", "linear.default", "scaled_dot_product_attention.default")
 
 
 def _decomposition_table():

@@ -343,8 +343,15 @@ def _slice(ctx: AtenContext, args):
 def _select(ctx: AtenContext, args):
     x, dim, index = args
     n = ctx.ndim(x)
+    dim = int(dim) % n
+    size = ctx.shape(x)[dim]
+    if isinstance(index, int) and index < 0:  # take's fast mode does not wrap negatives
+        if not isinstance(size, int):  # symbolic dim: slice [size + index, size + index + 1)
+            part = _op.strided_slice(x, [dim], [size + index], [size + index + 1], [1])
+            return ctx.emit(_op.squeeze(part, [dim]))
+        index += size
     idx = const(np.array(index, "int64")) if isinstance(index, int) else ctx.tensor(index)
-    return ctx.emit(_op.take(x, idx, int(dim) % n))
+    return ctx.emit(_op.take(x, idx, dim))
 
 
 @register("split_with_sizes.default", "split.Tensor")
@@ -485,3 +492,155 @@ def _log1p(ctx: AtenContext, args):
 @register("expm1.default")
 def _expm1(ctx: AtenContext, args):
     return ctx.emit(_op.subtract(_op.exp(args[0]), ctx.tensor(1.0, args[0])))
+
+
+# ---------------------------------------------------------------- models beyond the basics
+@register("_assert_tensor_metadata.default")
+def _assert_metadata(ctx: AtenContext, args):
+    return None  # a runtime check torch.export records; the program's types already say it
+
+
+@register("scalar_tensor.default")
+def _scalar_tensor(ctx: AtenContext, args):
+    value, dtype = args[0], args[1] if len(args) > 1 else None
+    dtype = torch_dtype(dtype) if dtype is not None else "float32"
+    return const(np.array(value, dtype=dtype))
+
+
+@register("full_like.default")
+def _full_like(ctx: AtenContext, args):
+    x, value, dtype = args[0], args[1], args[2] if len(args) > 2 else None
+    dtype = torch_dtype(dtype) if dtype is not None else ctx.dtype(x)
+    return ctx.emit(_op.full_like(x, const(np.array(value, dtype)), dtype))
+
+
+@register("any.dim", "any.dims", "any.default")
+def _any(ctx: AtenContext, args):
+    x = args[0]
+    dims = args[1] if len(args) > 1 else None
+    dims = [int(dims)] if isinstance(dims, int) else (
+        [int(d) for d in dims] if dims else None)
+    keep = bool(args[2]) if len(args) > 2 else False
+    flags = _op.astype(_op.not_equal(x, ctx.tensor(0, x)), "int8")
+    return ctx.emit(_op.greater(_op.max(flags, dims, keep), const(np.array(0, "int8"))))
+
+
+@register("repeat.default")
+def _repeat(ctx: AtenContext, args):
+    x, reps = args[0], [int(r) for r in args[1]]
+    extra = len(reps) - ctx.ndim(x)
+    if extra > 0:
+        x = ctx.emit(_op.reshape(x, ctx.shape_expr([1] * extra + list(ctx.shape(x)))))
+    return ctx.emit(_op.tile(x, reps))
+
+
+@register("gather.default")
+def _gather(ctx: AtenContext, args):
+    x, dim, index = args[0], args[1], args[2]
+    return ctx.emit(_op.gather_elements(x, index, int(dim) % ctx.ndim(x)))
+
+
+@register("topk.default")
+def _topk(ctx: AtenContext, args):
+    x, k, dim, largest = args[0], int(args[1]), args[2], args[3]
+    tup = ctx.emit(_op.topk(x, k, int(dim) % ctx.ndim(x), "both", bool(largest), "int64"))
+    return (ctx.emit(TupleGetItem(tup, 0)), ctx.emit(TupleGetItem(tup, 1)))
+
+
+@register("max.dim", "min.dim")
+def _max_dim(ctx: AtenContext, args):
+    x, dim, keep = args[0], int(args[1]) % ctx.ndim(args[0]), bool(args[2])
+    is_max = ctx.node.target.__name__.startswith("max")
+    vals = ctx.emit((_op.max if is_max else _op.min)(x, [dim], keep))
+    idx = ctx.emit((_op.argmax if is_max else _op.argmin)(x, dim, keep))
+    return (vals, idx)
+
+
+@register("max.default", "min.default")
+def _max_all(ctx: AtenContext, args):
+    is_max = ctx.node.target.__name__.startswith("max")
+    return ctx.emit((_op.max if is_max else _op.min)(args[0]))
+
+
+@register("diagonal.default")
+def _diagonal(ctx: AtenContext, args):
+    x, off, d1, d2 = args[0], int(args[1]), args[2], args[3]
+    n = ctx.ndim(x)
+    d1, d2 = int(d1) % n, int(d2) % n
+    shape = ctx.shape(x)
+    n1, n2 = shape[d1], shape[d2]
+    if not isinstance(n1, int) or not isinstance(n2, int):
+        raise ctx.fail("diagonal over symbolic dims is not supported")
+    rest = [d for d in range(n) if d not in (d1, d2)]
+    moved = _op.permute_dims(x, rest + [d1, d2])
+    flat = ctx.emit(_op.reshape(moved, ctx.shape_expr([shape[d] for d in rest] + [n1 * n2])))
+    rows = np.arange(max(0, -off), min(n1, n2 - off))
+    return ctx.emit(_op.take(flat, const((rows * n2 + rows + off).astype("int64")), len(rest)))
+
+
+def _norm_affine(ctx: AtenContext, x, gamma, beta):
+    c = ctx.shape(x)[1]
+    dtype = ctx.dtype(x)
+    if gamma is None or beta is None:
+        if not isinstance(c, int):
+            raise ctx.fail("a norm without affine weights needs a static channel dim")
+    gamma = gamma if gamma is not None else const(np.ones(c, dtype))
+    beta = beta if beta is not None else const(np.zeros(c, dtype))
+    return gamma, beta
+
+
+@register("native_group_norm.default")
+def _group_norm(ctx: AtenContext, args):
+    x, gamma, beta, groups, eps = args[0], args[1], args[2], int(args[6]), float(args[7])
+    gamma, beta = _norm_affine(ctx, x, gamma, beta)
+    y = ctx.emit(_op.nn.group_norm(x, gamma, beta, groups, 1, list(range(2, ctx.ndim(x))),
+                                   eps))
+    return (y, None, None)
+
+
+@register("_native_batch_norm_legit.no_stats")
+def _batch_norm_no_stats(ctx: AtenContext, args):
+    """Batch norm with no running statistics (instance norm's decomposition): batch stats."""
+    x, gamma, beta, eps = args[0], args[1], args[2], float(args[5])
+    gamma, beta = _norm_affine(ctx, x, gamma, beta)
+    axes = [d for d in range(ctx.ndim(x)) if d != 1]
+    mean = ctx.emit(_op.mean(x, axes))
+    var = ctx.emit(_op.variance(x, axes))
+    bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=eps))
+    return (ctx.emit(TupleGetItem(bn, 0)), None, None)
+
+
+@register("upsample_bilinear2d.vec")
+def _upsample_bilinear(ctx: AtenContext, args):
+    x, size, align, scales = args
+    dims = ctx.shape(x)
+    if size is None:
+        if not all(isinstance(d, int) for d in dims[2:]):
+            raise ctx.fail("upsampling by scale needs static spatial dims")
+        size = [int(d * s) for d, s in zip(dims[2:], scales, strict=True)]
+    mode = "align_corners" if align else "half_pixel"
+    return ctx.emit(_op.image.resize2d(x, list(size), [0.0] * 4, "NCHW", "linear", mode))
+
+
+@register("scaled_dot_product_attention.default")
+def _sdpa(ctx: AtenContext, args):
+    q, k, v, mask, dropout, causal, scale = (list(args) + [None] * 8)[:7]
+    if dropout:
+        raise ctx.fail("dropout_p > 0 is a training-only setting")
+    n = ctx.ndim(q)
+    head = ctx.shape(q)[-1]
+    if scale is None and not isinstance(head, int):
+        raise ctx.fail("attention needs a static head size to derive its scale")
+    scale = float(scale) if scale is not None else 1.0 / float(np.sqrt(head))
+    kt = _op.permute_dims(k, list(range(n - 2)) + [n - 1, n - 2])
+    s = ctx.emit(_op.multiply(_op.matmul(q, kt), ctx.tensor(scale, q)))
+    neg = const(np.array(-np.inf, ctx.dtype(q)))
+    if causal:
+        lq, lk = ctx.shape(q)[-2], ctx.shape(k)[-2]
+        if not isinstance(lq, int) or not isinstance(lk, int):
+            raise ctx.fail("is_causal attention needs static sequence lengths")
+        s = ctx.emit(_op.where(const(np.tril(np.ones((lq, lk), bool))), s, neg))
+    if mask is not None:
+        s = ctx.emit(_op.where(mask, s, neg) if ctx.dtype(mask) == "bool" else
+                     _op.add(s, mask))
+    return ctx.emit(_op.matmul(_op.nn.softmax(s, -1), v))

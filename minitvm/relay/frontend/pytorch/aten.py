@@ -258,14 +258,21 @@ def _batch_norm(ctx, args):
     elif name == "_native_batch_norm_legit_no_training":
         x, w, b, mean, var, _, eps = args[:7]
         training = False
+    elif len(args) == 6:  # _native_batch_norm_legit.no_stats (instance norm's decomposition)
+        x, w, b, training, _, eps = args
+        mean = var = None
     else:
         x, w, b, mean, var, training, _, eps = args[:8]
-    if training:
+    if training and mean is not None:
         raise ctx.fail("batch norm in training mode is not supported (call model.eval())")
     c = ctx.shape(x)[1]
     dt = ctx.dtype(x)
     w = w if w is not None else _expr.const(np.ones(c, dt), dt)
     b = b if b is not None else _expr.const(np.zeros(c, dt), dt)
+    if mean is None:  # no running statistics: normalise with the batch's own
+        axes = [d for d in range(len(ctx.shape(x))) if d != 1]
+        mean = _op.mean(x, axes)
+        var = _op.variance(x, axes)
     out = _nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=float(eps))[0]
     return out if name == "batch_norm" else (out, None, None)
 
@@ -753,3 +760,260 @@ def _einsum(ctx, args):
     from ..einsum import einsum
 
     return einsum(args[0], list(args[1]))
+
+
+# ------------------------------------------------------------------ models beyond the basics
+@register("relu6", "relu6_")
+def _relu6(ctx, args):
+    return _op.clip(args[0], 0.0, 6.0)
+
+
+@register("elu", "elu_")
+def _elu(ctx, args):
+    x = args[0]
+    alpha = float(args[1]) if len(args) > 1 else 1.0
+    scale = float(args[2]) if len(args) > 2 else 1.0
+    in_scale = float(args[3]) if len(args) > 3 else 1.0
+    neg = _op.multiply(_scalar_like(ctx, alpha, x),
+                       _op.subtract(_op.exp(_op.multiply(x, _scalar_like(ctx, in_scale, x))),
+                                    _scalar_like(ctx, 1.0, x)))
+    out = _op.where(_op.greater(x, _scalar_like(ctx, 0.0, x)), x, neg)
+    return out if scale == 1.0 else _op.multiply(out, _scalar_like(ctx, scale, x))
+
+
+def _affine(ctx, x, w, b):
+    c = ctx.shape(x)[1]
+    dt = ctx.dtype(x)
+    w = w if w is not None else _expr.const(np.ones(c, dt), dt)
+    b = b if b is not None else _expr.const(np.zeros(c, dt), dt)
+    return w, b
+
+
+@register("group_norm", "native_group_norm")
+def _group_norm(ctx, args):
+    x = args[0]
+    if ctx.op_name == "group_norm":  # (input, num_groups, weight, bias, eps, cudnn)
+        groups, w, b, eps = args[1], args[2], args[3], args[4]
+    else:  # (input, weight, bias, N, C, HxW, group, eps) -> (out, mean, rstd)
+        w, b, groups, eps = args[1], args[2], args[6], args[7]
+    w, b = _affine(ctx, x, w, b)
+    out = _nn.group_norm(x, w, b, int(groups), axis=1, epsilon=float(eps))
+    return out if ctx.op_name == "group_norm" else (out, None, None)
+
+
+@register("instance_norm")
+def _instance_norm(ctx, args):
+    x, w, b, use_input_stats, eps = args[0], args[1], args[2], args[5], args[7]
+    if not use_input_stats:
+        raise ctx.fail("instance_norm with running statistics (track_running_stats=True) "
+                       "is not supported")
+    w, b = _affine(ctx, x, w, b)
+    return _nn.instance_norm(x, w, b, axis=1, epsilon=float(eps))
+
+
+@register("gather")
+def _gather(ctx, args):
+    x, dim, idx = args[:3]
+    return _op.gather(x, _norm_dim(dim, len(ctx.shape(x))), idx)
+
+
+@register("topk")
+def _topk(ctx, args):
+    x, k = args[0], int(args[1])
+    dim = args[2] if len(args) > 2 else -1
+    largest = bool(args[3]) if len(args) > 3 else True
+    out = _op.topk(x, k, axis=_norm_dim(dim, len(ctx.shape(x))), ret_type="both",
+                   is_ascend=not largest, dtype="int64")
+    return out[0], out[1]
+
+
+@register("max", "min")
+def _max_min(ctx, args):
+    """max(x) reduces all; max(x, dim, keepdim) -> (values, indices); max(x, other) elementwise."""
+    x = args[0]
+    is_max = ctx.op_name == "max"
+    if len(args) == 1:
+        return (_op.max if is_max else _op.min)(x)
+    if _is_expr(args[1]):
+        return (_op.maximum if is_max else _op.minimum)(x, args[1])
+    dim = _norm_dim(args[1], len(ctx.shape(x)))
+    keep = bool(args[2]) if len(args) > 2 else False
+    vals = (_op.max if is_max else _op.min)(x, [dim], keepdims=keep)
+    idx = (_op.argmax if is_max else _op.argmin)(x, [dim], keepdims=keep)
+    return vals, _op.cast(idx, "int64")
+
+
+@register("pixel_shuffle")
+def _pixel_shuffle(ctx, args):
+    return _nn.depth_to_space(args[0], int(args[1]), mode="CRD")
+
+
+@register("upsample_bilinear2d")
+def _upsample_bilinear(ctx, args):
+    """(input, output_size, align_corners, scale_factors) or (..., scales_h, scales_w)."""
+    x, size, align = args[0], args[1], bool(args[2])
+    s = ctx.shape(x)
+    if size is None:
+        scales = args[3] if isinstance(args[3], list | tuple) else args[3:5]
+        size = [int(math.floor(s[2] * scales[0])), int(math.floor(s[3] * scales[1]))]
+    mode = "align_corners" if align else "half_pixel"
+    return _op.image.resize2d(x, [int(v) for v in size], method="linear",
+                              coordinate_transformation_mode=mode)
+
+
+def _sdpa(ctx, q, k, v, mask, causal, scale):
+    qs, ks = ctx.shape(q), ctx.shape(k)
+    dt = ctx.dtype(q)
+    scale = float(scale) if scale is not None else 1.0 / math.sqrt(qs[-1])
+    kt = _op.transpose(k, list(range(len(ks) - 2)) + [len(ks) - 1, len(ks) - 2])
+    scores = _op.multiply(_matmul(ctx, q, kt), _scalar_like(ctx, scale, q))
+    if causal:
+        keep = np.tril(np.ones((qs[-2], ks[-2]), dtype=bool))
+        scores = _op.where(_expr.const(keep), scores,
+                           _expr.const(np.array(-np.inf, dt), dt))
+    if mask is not None:
+        if ctx.dtype(mask) == "bool":
+            scores = _op.where(mask, scores, _expr.const(np.array(-np.inf, dt), dt))
+        else:
+            scores = _op.add(scores, mask)
+    return _matmul(ctx, _nn.softmax(scores, axis=-1), v), scores
+
+
+@register("scaled_dot_product_attention")
+def _scaled_dot_product_attention(ctx, args):
+    q, k, v = args[:3]
+    mask = args[3] if len(args) > 3 else None
+    causal = bool(args[5]) if len(args) > 5 else False
+    scale = args[6] if len(args) > 6 else None
+    if len(args) > 4 and args[4]:
+        raise ctx.fail("dropout_p > 0 is a training-only setting")
+    return _sdpa(ctx, q, k, v, mask, causal, scale)[0]
+
+
+@register("_scaled_dot_product_flash_attention_for_cpu")
+def _sdpa_flash_cpu(ctx, args):
+    """(q, k, v, dropout_p, is_causal, attn_mask, scale) -> (output, logsumexp)."""
+    q, k, v = args[:3]
+    causal = bool(args[4]) if len(args) > 4 else False
+    mask = args[5] if len(args) > 5 else None
+    scale = args[6] if len(args) > 6 else None
+    out, scores = _sdpa(ctx, q, k, v, mask, causal, scale)
+    mx = _op.max(scores, [-1], keepdims=True)
+    lse = _op.add(_op.log(_op.sum(_op.exp(_op.subtract(scores, mx)), [-1])),
+                  _op.squeeze(mx, [-1]))
+    return out, lse
+
+
+@register("diagonal")
+def _diagonal(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    nd = len(s)
+    off = int(args[1]) if len(args) > 1 else 0
+    d1 = _norm_dim(args[2] if len(args) > 2 else 0, nd)
+    d2 = _norm_dim(args[3] if len(args) > 3 else 1, nd)
+    rest = [d for d in range(nd) if d not in (d1, d2)]
+    moved = _op.transpose(x, rest + [d1, d2])
+    n1, n2 = s[d1], s[d2]
+    rows = np.arange(max(0, -off), min(n1, n2 - off))
+    flat_idx = (rows * n2 + rows + off).astype("int64")
+    flat = _op.reshape(moved, tuple(s[d] for d in rest) + (n1 * n2,))
+    return _op.take(flat, _expr.const(flat_idx), axis=len(rest))
+
+
+@register("unflatten")
+def _unflatten(ctx, args):
+    x, dim, sizes = args[0], args[1], [int(v) for v in args[2]]
+    s = list(ctx.shape(x))
+    dim = _norm_dim(dim, len(s))
+    return _op.reshape(x, tuple(s[:dim] + sizes + s[dim + 1:]))
+
+
+def _rnn_cell(kind, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """One LSTM / GRU step on (batch, features) tensors; returns (h, c)."""
+    gi = _nn.dense(x, w_ih)
+    gh = _nn.dense(h, w_hh)
+    if b_ih is not None:
+        gi, gh = _op.add(gi, b_ih), _op.add(gh, b_hh)
+    if kind == "lstm":
+        i, f, g, o = (_op.split(_op.add(gi, gh), 4, axis=1)[k] for k in range(4))
+        c = _op.add(_op.multiply(_op.sigmoid(f), c), _op.multiply(_op.sigmoid(i), _op.tanh(g)))
+        return _op.multiply(_op.sigmoid(o), _op.tanh(c)), c
+    si, sh = _op.split(gi, 3, axis=1), _op.split(gh, 3, axis=1)
+    r = _op.sigmoid(_op.add(si[0], sh[0]))
+    z = _op.sigmoid(_op.add(si[1], sh[1]))
+    n = _op.tanh(_op.add(si[2], _op.multiply(r, sh[2])))
+    return _op.add(n, _op.multiply(z, _op.subtract(h, n))), None  # (1 - z) * n + z * h
+
+
+@register("lstm", "gru")
+def _rnn(ctx, args):
+    """aten::lstm / aten::gru (the ``.input`` overloads), unrolled over the static sequence."""
+    kind = ctx.op_name
+    x, hx, params, has_biases, layers, _, _, bidir, batch_first = args[:9]
+    if not isinstance(params, list | tuple):
+        raise ctx.fail("packed (PackedSequence) inputs are not supported")
+    h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
+    dirs = 2 if bidir else 1
+    per = 4 if has_biases else 2
+    if len(params) != per * dirs * int(layers):
+        raise ctx.fail("LSTM with proj_size is not supported")
+    seq = _op.transpose(x, [1, 0, 2]) if batch_first else x
+    t = int(ctx.shape(seq)[0])
+    steps = [_op.squeeze(_op.split(seq, t, axis=0)[i], [0]) for i in range(t)] if t > 1 else \
+        [_op.squeeze(seq, [0])]
+
+    def pick(v, i):
+        return _op.take(v, _expr.const(np.array(i, "int64")), axis=0)
+
+    hn, cn = [], []
+    for layer in range(int(layers)):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w_ih, w_hh = params[k], params[k + 1]
+            b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
+            h = pick(h0, layer * dirs + d)
+            c = pick(c0, layer * dirs + d) if c0 is not None else None
+            order = range(t) if d == 0 else range(t - 1, -1, -1)
+            ys = [None] * t
+            for i in order:
+                h, c = _rnn_cell(kind, steps[i], h, c, w_ih, w_hh, b_ih, b_hh)
+                ys[i] = h
+            outs.append(ys)
+            hn.append(h)
+            cn.append(c)
+        steps = outs[0] if dirs == 1 else [_op.concatenate([a, b], -1)
+                                           for a, b in zip(outs[0], outs[1])]
+    y = _op.stack(steps, 0)
+    y = _op.transpose(y, [1, 0, 2]) if batch_first else y
+    h_n = _op.stack(hn, 0)
+    return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
+
+
+@register("_native_multi_head_attention")
+def _native_mha(ctx, args):
+    """nn.MultiheadAttention's inference fast path (batch-first, packed in-projection)."""
+    q, k, v, embed, heads, w_qkv, b_qkv, w_out, b_out = args[:9]
+    mask = args[9] if len(args) > 9 else None
+    need_weights = bool(args[10]) if len(args) > 10 else True
+    average = bool(args[11]) if len(args) > 11 else True
+    if mask is not None:
+        raise ctx.fail("masks on the MultiheadAttention fast path are not supported")
+    embed, heads = int(embed), int(heads)
+    ws, bs = _op.split(w_qkv, 3, axis=0), _op.split(b_qkv, 3, axis=0)
+
+    def heads_first(x, i):
+        b, n = ctx.shape(x)[:2]
+        y = _op.add(_nn.dense(x, ws[i]), bs[i])
+        return _op.transpose(_op.reshape(y, (b, n, heads, embed // heads)), [0, 2, 1, 3])
+
+    qh, kh, vh = heads_first(q, 0), heads_first(k, 1), heads_first(v, 2)
+    out, scores = _sdpa(ctx, qh, kh, vh, None, False, None)
+    b, n = ctx.shape(q)[:2]
+    out = _op.reshape(_op.transpose(out, [0, 2, 1, 3]), (b, n, embed))
+    out = _op.add(_nn.dense(out, w_out), b_out)
+    if not need_weights:
+        return out, None
+    probs = _nn.softmax(scores, axis=-1)
+    return out, (_op.mean(probs, [1]) if average else probs)

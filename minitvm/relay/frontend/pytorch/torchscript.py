@@ -21,7 +21,8 @@ from .aten import ATEN, AtenContext, DType, torch_dtype
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
          "prim::TupleUnpack", "prim::NumToTensor", "prim::dtype", "prim::device",
          "prim::TupleIndex", "aten::__getitem__", "prim::min", "prim::max", "aten::len",
-         "prim::unchecked_cast", "aten::floordiv", "aten::neg", "prim::Uninitialized"}
+         "prim::unchecked_cast", "aten::floordiv", "aten::neg", "prim::Uninitialized",
+         "prim::DictConstruct"}
 
 
 def _numpy(t) -> np.ndarray:
@@ -144,10 +145,16 @@ def _convert(ctx, node, env, table) -> None:
         if hasattr(v, "detach"):
             arr = _numpy(v)
             v = _expr.const(arr, str(arr.dtype))
+        elif isinstance(v, list | tuple) and any(hasattr(t, "detach") for t in v):
+            v = [_expr.const(_numpy(t), str(_numpy(t).dtype)) if hasattr(t, "detach") else t
+                 for t in v]  # a frozen Tensor[] constant (an RNN's weights)
         env[outs[0]] = v
         return
     if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
         env[outs[0]] = list(ins) if kind == "prim::ListConstruct" else tuple(ins)
+        return
+    if kind == "prim::DictConstruct":  # a dict output: its values, in insertion order
+        env[outs[0]] = tuple(ins[1::2])
         return
     if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
         seq = ins[0]

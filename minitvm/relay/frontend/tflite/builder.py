@@ -26,24 +26,31 @@ class ModelBuilder:
 
     def __init__(self):
         self.tensors: list[tuple] = []  # (name, shape, dtype, buffer index)
+        self.quant: dict[int, tuple] = {}  # tensor -> (scales, zero points, quantized dim)
         self.buffers: list[bytes] = [b""]  # buffer 0 is the empty buffer, by convention
         self.ops: list[tuple] = []  # (opcode index, inputs, outputs, options name, fields)
         self.opcodes: list[str] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        self.children: list[ModelBuilder] = []  # further subgraphs (control-flow bodies)
 
-    def tensor(self, name: str, shape, dtype: str = "float32", data=None) -> int:
+    def tensor(self, name: str, shape, dtype: str = "float32", data=None, quant=None) -> int:
+        """A tensor; ``quant=(scale(s), zero point(s)[, axis])`` marks it quantized."""
         buf = 0
         if data is not None:
             arr = np.ascontiguousarray(np.asarray(data, dtype=dtype))
             self.buffers.append(arr.tobytes())
             buf = len(self.buffers) - 1
         self.tensors.append((name, tuple(int(d) for d in shape), dtype, buf))
+        if quant is not None:
+            self.quant[len(self.tensors) - 1] = (np.atleast_1d(quant[0]).astype("float32"),
+                                                 np.atleast_1d(quant[1]).astype("int64"),
+                                                 int(quant[2]) if len(quant) > 2 else 0)
         return len(self.tensors) - 1
 
-    def constant(self, name: str, data, dtype: str | None = None) -> int:
+    def constant(self, name: str, data, dtype: str | None = None, quant=None) -> int:
         arr = np.asarray(data, dtype=dtype or np.asarray(data).dtype)
-        return self.tensor(name, arr.shape, str(arr.dtype), arr)
+        return self.tensor(name, arr.shape, str(arr.dtype), arr, quant=quant)
 
     def input(self, name: str, shape, dtype: str = "float32") -> int:
         t = self.tensor(name, shape, dtype)
@@ -57,6 +64,13 @@ class ModelBuilder:
         if op not in self.opcodes:
             self.opcodes.append(op)
         self.ops.append((self.opcodes.index(op), list(inputs), list(outputs), options, fields))
+
+    def add_subgraph(self) -> ModelBuilder:
+        """Another subgraph of the same model (shares buffers and operator codes)."""
+        child = ModelBuilder()
+        child.buffers, child.opcodes = self.buffers, self.opcodes
+        self.children.append(child)
+        return child
 
     # ------------------------------------------------------------------ serialization
     def finish(self) -> bytes:
@@ -81,46 +95,60 @@ class ModelBuilder:
             if vec is not None:
                 tflite.BufferAddData(b, vec)
             buffers.append(tflite.BufferEnd(b))
-        tensors = []
-        for name, shape, dtype, buf in self.tensors:
-            nm, sh = b.CreateString(name), ivec(shape)
-            tflite.TensorStart(b)
-            tflite.TensorAddShape(b, sh)
-            tflite.TensorAddType(b, _TYPES[dtype])
-            tflite.TensorAddBuffer(b, buf)
-            tflite.TensorAddName(b, nm)
-            tensors.append(tflite.TensorEnd(b))
-        ops = []
-        for code, ins, outs, options, fields in self.ops:
-            vectors = {}
-            for k, v in fields.items():  # vector fields (e.g. NewShape) first
-                if isinstance(v, list | tuple | np.ndarray):
-                    vectors[k] = ivec(v)
-            opt = None
-            if options is not None:
-                getattr(tflite, f"{options}Start")(b)
-                for k, v in fields.items():
-                    getattr(tflite, f"{options}Add{k}")(b, vectors.get(k, v))
-                opt = getattr(tflite, f"{options}End")(b)
-            iv, ov = ivec(ins), ivec(outs)
-            tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, code)
-            tflite.OperatorAddInputs(b, iv)
-            tflite.OperatorAddOutputs(b, ov)
-            if opt is not None:
-                tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, options))
-                tflite.OperatorAddBuiltinOptions(b, opt)
-            ops.append(tflite.OperatorEnd(b))
-        tv = table_vec(tflite.SubGraphStartTensorsVector, tensors)
-        opv = table_vec(tflite.SubGraphStartOperatorsVector, ops)
-        iv, ov, name = ivec(self.inputs), ivec(self.outputs), b.CreateString("main")
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, tv)
-        tflite.SubGraphAddInputs(b, iv)
-        tflite.SubGraphAddOutputs(b, ov)
-        tflite.SubGraphAddOperators(b, opv)
-        tflite.SubGraphAddName(b, name)
-        subgraph = tflite.SubGraphEnd(b)
+        subgraphs = []
+        for k, sg in enumerate([self, *self.children]):
+            tensors = []
+            for t, (name, shape, dtype, buf) in enumerate(sg.tensors):
+                q = None
+                if t in sg.quant:
+                    scale, zp, dim = sg.quant[t]
+                    sv, zv = b.CreateNumpyVector(scale), b.CreateNumpyVector(zp)
+                    tflite.QuantizationParametersStart(b)
+                    tflite.QuantizationParametersAddScale(b, sv)
+                    tflite.QuantizationParametersAddZeroPoint(b, zv)
+                    tflite.QuantizationParametersAddQuantizedDimension(b, dim)
+                    q = tflite.QuantizationParametersEnd(b)
+                nm, sh = b.CreateString(name), ivec(shape)
+                tflite.TensorStart(b)
+                if q is not None:
+                    tflite.TensorAddQuantization(b, q)
+                tflite.TensorAddShape(b, sh)
+                tflite.TensorAddType(b, _TYPES[dtype])
+                tflite.TensorAddBuffer(b, buf)
+                tflite.TensorAddName(b, nm)
+                tensors.append(tflite.TensorEnd(b))
+            ops = []
+            for code, ins, outs, options, fields in sg.ops:
+                vectors = {}
+                for k, v in fields.items():  # vector fields (e.g. NewShape) first
+                    if isinstance(v, list | tuple | np.ndarray):
+                        vectors[k] = ivec(v)
+                opt = None
+                if options is not None:
+                    getattr(tflite, f"{options}Start")(b)
+                    for k, v in fields.items():
+                        getattr(tflite, f"{options}Add{k}")(b, vectors.get(k, v))
+                    opt = getattr(tflite, f"{options}End")(b)
+                iv, ov = ivec(ins), ivec(outs)
+                tflite.OperatorStart(b)
+                tflite.OperatorAddOpcodeIndex(b, code)
+                tflite.OperatorAddInputs(b, iv)
+                tflite.OperatorAddOutputs(b, ov)
+                if opt is not None:
+                    tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, options))
+                    tflite.OperatorAddBuiltinOptions(b, opt)
+                ops.append(tflite.OperatorEnd(b))
+            tv = table_vec(tflite.SubGraphStartTensorsVector, tensors)
+            opv = table_vec(tflite.SubGraphStartOperatorsVector, ops)
+            iv, ov = ivec(sg.inputs), ivec(sg.outputs)
+            name = b.CreateString("main" if k == 0 else f"subgraph{k}")
+            tflite.SubGraphStart(b)
+            tflite.SubGraphAddTensors(b, tv)
+            tflite.SubGraphAddInputs(b, iv)
+            tflite.SubGraphAddOutputs(b, ov)
+            tflite.SubGraphAddOperators(b, opv)
+            tflite.SubGraphAddName(b, name)
+            subgraphs.append(tflite.SubGraphEnd(b))
         codes = []
         for op in self.opcodes:
             builtin = getattr(tflite.BuiltinOperator, op)
@@ -130,7 +158,7 @@ class ModelBuilder:
             tflite.OperatorCodeAddVersion(b, 1)
             codes.append(tflite.OperatorCodeEnd(b))
         cv = table_vec(tflite.ModelStartOperatorCodesVector, codes)
-        sv = table_vec(tflite.ModelStartSubgraphsVector, [subgraph])
+        sv = table_vec(tflite.ModelStartSubgraphsVector, subgraphs)
         bv = table_vec(tflite.ModelStartBuffersVector, buffers)
         desc = b.CreateString("written by minitvm.relay.frontend.tflite.builder")
         tflite.ModelStart(b)

@@ -1,0 +1,96 @@
+"""Models beyond the acceptance trio (ViT / GPT-2 blocks, UNet upsampling, LSTM / GRU,
+SE blocks, group / instance norm, indexing ops, einsum, pooling variants, dict and tuple
+outputs) through relay.frontend.from_pytorch and torch.compile(backend="minitvm"), against
+eager PyTorch."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from frontend_models import build_and_run  # noqa: E402
+from sweep_models import CASES, flat, mkbn  # noqa: E402
+
+from minitvm import relay  # noqa: E402
+from minitvm.contrib import torch_backend  # noqa: E402
+from minitvm.relay.frontend import ImportError_, OpNotImplemented  # noqa: E402
+
+
+def _case(name):
+    cls, make_args, tol = CASES[name]
+    torch.manual_seed(0)
+    model = mkbn(cls())
+    return model, make_args(), tol
+
+
+def _check(outs, ref, tol):
+    ref = [r.detach().numpy() for r in flat(ref)]
+    assert len(outs) == len(ref)
+    for o, r in zip(outs, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(o), r, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_traced_model_matches_eager(name):
+    model, args, tol = _case(name)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # the check re-traces and compares graphs; MultiheadAttention's fast path differs
+        ts = torch.jit.trace(model, args, strict=False, check_trace=False)
+        ref = model(*args)
+    names = [f"in{i}" for i in range(len(args))]
+    infos = [(n, (tuple(a.shape), str(a.dtype).replace("torch.", "")))
+             for n, a in zip(names, args, strict=True)]
+    mod, params = relay.frontend.from_pytorch(ts, infos)
+    outs = build_and_run(mod, params, {n: a.numpy() for n, a in zip(names, args, strict=True)})
+    _check(outs, ref, tol)
+
+
+@pytest.mark.parametrize("name", ["vit_mha", "gpt2_block", "unet", "lstm", "norm_conv",
+                                  "tensor_ops", "pool", "dict_out", "tuple_out"])
+def test_torch_compile_matches_eager(name):
+    model, args, tol = _case(name)
+    torch._dynamo.reset()
+    torch_backend.fallback_reasons.clear()
+    try:
+        compiled = torch.compile(model, backend="minitvm")
+        with torch.no_grad():
+            out, ref = compiled(*args), model(*args)
+        assert torch_backend.fallback_reasons == []
+        _check([o.detach().numpy() for o in flat(out)], ref, tol)
+    finally:
+        torch._dynamo.reset()
+
+
+def test_rnn_structure_is_unrolled():
+    """aten::gru becomes a static unroll: one dense pair per step, layer and direction."""
+    model, args, _ = _case("bigru")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = torch.jit.trace(model, args)
+    mod, _ = relay.frontend.from_pytorch(ts, [("x", (4, 2, 8))])
+    text = mod.astext()
+    assert text.count("nn.dense(") == 4 * 2 * 2 * 2  # steps x layers x directions x (ih, hh)
+    assert "aten" not in text
+
+
+def test_unsupported_ops_listed_once_for_new_models():
+    class Odd(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.i0(x) + torch.fft.fft(x).real + torch.special.i0(x)
+
+    ts = torch.jit.trace(Odd(), (torch.randn(4),))
+    with pytest.raises(OpNotImplemented) as e:
+        relay.frontend.from_pytorch(ts, [("x", (4,))])
+    assert "aten::i0 (x2)" in str(e.value) and "aten::fft_fft" in str(e.value)
+
+
+def test_instance_norm_with_running_stats_is_a_clear_error():
+    model = torch.nn.InstanceNorm2d(4, track_running_stats=True).eval()
+    ts = torch.jit.trace(model, (torch.randn(1, 4, 5, 5),))
+    with pytest.raises(ImportError_, match="instance_norm with running statistics"):
+        relay.frontend.from_pytorch(ts, [("x", (1, 4, 5, 5))])
