@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import sys
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ onnx = pytest.importorskip("onnx", reason="the ONNX node tests need the `onnx` p
 
 from minitvm.relax.frontend.onnx import supported_ops  # noqa: E402
 from minitvm.relax.frontend.onnx.backend import RelaxBackend  # noqa: E402
+from minitvm.testing.onnx_node_cases import claimed_cases, to_arrays  # noqa: E402
 
 STRIDE = 6  # the CI sample: every STRIDE-th claimed case, in the onnx package's order
 # pass rate of the CI sample, measured when this was written; the test fails below it
@@ -29,51 +29,7 @@ PASS_RATE_THRESHOLD = 0.95  # sample 171/173 = 98.8%, full set 1010/1034 = 97.7%
 
 def collect_cases():
     """(operator, case) for every node test whose operators all have Relax converters."""
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = node.collect_testcases(None)
-    claimed = set(supported_ops())
-    single = {c.name: c.model.graph.node[0].op_type for c in cases
-              if len(c.model.graph.node) == 1}
-    out = []
-    for c in sorted(cases, key=lambda c: c.name):
-        if not {n.op_type for n in c.model.graph.node} <= claimed or uses_unsupported_dtype(c):
-            continue
-        if len(c.model.graph.node) == 1:
-            op = c.model.graph.node[0].op_type
-        else:  # an expanded function test: attributed to the op it expands
-            base = max((n for n in single if c.name.startswith(n)), key=len, default=None)
-            if base is None or single[base] not in claimed:
-                continue
-            op = single[base]
-        out.append((op, c))
-    return out
-
-
-def uses_unsupported_dtype(case) -> bool:
-    """Whether a case uses an element type outside the importers' (``ONNX_DTYPES``): bfloat16,
-    the float8/float4 and int4/int2 formats, strings. Such cases are not claimed."""
-    from minitvm.frontend_common.onnx_model import ONNX_DTYPES
-
-    g = case.model.graph
-    codes = [v.type.tensor_type.elem_type for v in list(g.input) + list(g.output)]
-    codes += [t.data_type for t in g.initializer]
-    for n in g.node:
-        for a in n.attribute:
-            if a.name in ("to", "output_dtype", "dtype") and a.type == a.INT:
-                codes.append(a.i)
-            elif a.type == a.TENSOR:
-                codes.append(a.t.data_type)
-    return any(c and c not in ONNX_DTYPES for c in codes)
-
-
-def _arrays(values):
-    from onnx import numpy_helper
-
-    return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
-            for v in values]
+    return claimed_cases(set(supported_ops()), order_by_name=True)
 
 
 def run_case(case) -> tuple[bool, str]:
@@ -81,8 +37,8 @@ def run_case(case) -> tuple[bool, str]:
     try:
         rep = RelaxBackend.prepare(case.model)
         for inputs, expected in case.data_sets:
-            expected = _arrays(expected)
-            got = rep.run(_arrays(inputs))
+            expected = to_arrays(expected)
+            got = rep.run(to_arrays(inputs))
             if len(got) < len(expected):
                 return False, f"{len(got)} outputs, expected {len(expected)}"
             for g, e in zip(got, expected):

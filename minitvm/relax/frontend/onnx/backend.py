@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ....frontend_common.onnx_backend_rep import CachedBackendRep
+
 try:  # the backend API lives in the optional onnx package
-    from onnx.backend.base import Backend, BackendRep
+    from onnx.backend.base import Backend
 except ImportError:  # pragma: no cover - without onnx the module still imports
-    Backend, BackendRep = object, object
+    Backend = object
 
 __all__ = ["RelaxBackend", "RelaxBackendRep", "prepare", "run_model", "run_node",
            "supports_device"]
@@ -55,40 +57,11 @@ def _compile(model, values: dict):
     return call, bound
 
 
-class RelaxBackendRep(BackendRep):
+class RelaxBackendRep(CachedBackendRep):
     """A prepared model: compiled per input signature, run with a list of numpy inputs."""
 
-    def __init__(self, model):
-        self.model = model
-        inits = {t.name for t in model.graph.initializer}
-        self.input_names = [i.name for i in model.graph.input if i.name not in inits]
-        self._compiled: dict = {}  # input signature -> [(bound names, values, runner)]
-
-    def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
-        if isinstance(inputs, dict):
-            inputs = [inputs[n] for n in self.input_names]
-        elif not isinstance(inputs, list | tuple):
-            inputs = [inputs]
-        values = [np.asarray(v) for v in inputs]
-        if len(values) != len(self.input_names):
-            raise ValueError(f"the model takes {len(self.input_names)} inputs "
-                             f"({', '.join(self.input_names)}), got {len(values)}")
-        named = dict(zip(self.input_names, values, strict=True))
-        key = tuple((v.shape, str(v.dtype)) for v in values)
-        runner = None
-        for bound, seen, fn in self._compiled.get(key, []):
-            if all(np.array_equal(named[n], seen[n]) for n in bound):
-                runner = (bound, fn)
-                break
-        if runner is None:
-            fn, bound = _compile(self.model, named)
-            self._compiled.setdefault(key, []).append(
-                (bound, {n: named[n].copy() for n in bound}, fn))
-            runner = (bound, fn)
-        bound, fn = runner
-        outs = fn([v for n, v in named.items() if n not in bound])
-        return tuple(o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs)
-
+    def compile(self, named: dict) -> tuple:
+        return _compile(self.model, named)
 
 class RelaxBackend(Backend):
     """minitvm's Relax path as an ONNX backend (``onnx.backend.test`` runs through it)."""

@@ -644,3 +644,11 @@ def _sdpa(ctx: AtenContext, args):
         s = ctx.emit(_op.where(mask, s, neg) if ctx.dtype(mask) == "bool" else
                      _op.add(s, mask))
     return ctx.emit(_op.matmul(_op.nn.softmax(s, -1), v))
+
+
+@register("flip.default")
+def _flip(ctx: AtenContext, args):
+    x = args[0]
+    for d in args[1]:
+        x = ctx.emit(_op.flip(x, int(d) % ctx.ndim(x)))
+    return x
