@@ -49,6 +49,18 @@ class ViTSdpa(nn.Module):
         return x + self.o(y.transpose(1, 2).reshape(b, t, d))
 
 
+class MaskedSdpa(nn.Module):
+    def forward(self, q, mask):
+        causal = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return causal + F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+def _mask():
+    m = torch.rand(5, 5, generator=torch.Generator().manual_seed(2)) > 0.3
+    m[:, 0] = True  # every query sees at least one key
+    return m
+
+
 class GPT2Block(nn.Module):
     def __init__(self, d=32, heads=4, t=8):
         super().__init__()
@@ -256,6 +268,7 @@ def mkbn(m):
 CASES = {
     "vit_mha": (ViTBlock, lambda: (torch.randn(2, 3, 16, 16),), 1e-4),
     "vit_sdpa": (ViTSdpa, lambda: (torch.randn(2, 9, 32),), 1e-4),
+    "masked_sdpa": (MaskedSdpa, lambda: (torch.randn(2, 2, 5, 8), _mask()), 1e-4),
     "gpt2_block": (GPT2Block, lambda: (torch.randn(2, 8, 32),), 1e-4),
     "gpt_triu": (GPTCausalTriu, lambda: (torch.randn(2, 8, 16),), 1e-4),
     "unet": (UNetBlock, lambda: (torch.randn(1, 4, 16, 16),), 1e-4),

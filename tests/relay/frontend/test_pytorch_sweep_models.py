@@ -50,7 +50,7 @@ def test_traced_model_matches_eager(name):
     _check(outs, ref, tol)
 
 
-@pytest.mark.parametrize("name", ["vit_mha", "gpt2_block", "unet", "lstm", "norm_conv",
+@pytest.mark.parametrize("name", ["vit_mha", "masked_sdpa", "gpt2_block", "unet", "lstm", "norm_conv",
                                   "tensor_ops", "pool", "dict_out", "tuple_out"])
 def test_torch_compile_matches_eager(name):
     model, args, tol = _case(name)

@@ -1017,3 +1017,10 @@ def _native_mha(ctx, args):
         return out, None
     probs = _nn.softmax(scores, axis=-1)
     return out, (_op.mean(probs, [1]) if average else probs)
+
+
+@register("scalar_tensor")
+def _scalar_tensor(ctx, args):
+    value = _to_python(ctx, [args[0]])
+    dtype = next((a for a in args[1:] if isinstance(a, DType)), DType("float32"))
+    return _expr.const(np.array(value, dtype=str(dtype)), str(dtype))
