@@ -641,9 +641,10 @@ def int_power(a, b) -> E.PrimExpr:
     v = E.Cast(dt, tir_op.nearbyint(f))
     if dt.startswith("uint"):
         return v
-    one, zero = const_like(1, dt), const_like(0, dt)
+    one, zero, minus_one = const_like(1, dt), const_like(0, dt), const_like(-1, dt)
     odd = E.EQ(tir_op.bitwise_and(b, const_like(1, b.dtype)), const_like(1, b.dtype))
-    neg = E.Select(E.EQ(a, one), one, E.Select(E.EQ(a, -one), E.Select(odd, -one, one), zero))
+    neg = E.Select(E.EQ(a, one), one,
+                   E.Select(E.EQ(a, minus_one), E.Select(odd, minus_one, one), zero))
     return E.Select(b < const_like(0, b.dtype), neg, v)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import operator
 import threading
 
@@ -50,6 +51,29 @@ class _Active:
     def __exit__(self, *exc):
         _state.stack.pop()
         return False
+
+
+class _ScriptLambda:
+    """A ``lambda`` in parsed text: calling it evaluates its body with the parameters bound
+    (in a scope of their own), as Python would."""
+
+    def __init__(self, parser, node: ast.Lambda):
+        self.parser, self.node = parser, node
+        self.params = [a.arg for a in node.args.args]
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self.params])
+
+    def __call__(self, *args):
+        if len(args) != len(self.params):
+            raise TypeError(f"lambda takes {len(self.params)} arguments, got {len(args)}")
+        table = self.parser.var_table
+        table.push()
+        try:
+            for name, value in zip(self.params, args, strict=True):
+                table.add(name, value)
+            return self.parser.eval_expr(self.node.body)
+        finally:
+            table.pop()
 
 
 class VarTable:
@@ -272,10 +296,17 @@ class ExprEvaluator:
             return [*node.keys, *node.values]
         if t is ast.IfExp:
             return [node.test, node.body, node.orelse]
+        if t is ast.Lambda:  # its body is evaluated when it is called (``T.index_map``)
+            a = node.args
+            if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+                raise self.unsupported(node, "lambda parameters other than plain names")
+            return []
         raise self.unsupported(node)
 
     def _combine(self, node, args: list):
         t = type(node)
+        if t is ast.Lambda:
+            return _ScriptLambda(self, node)
         if t is ast.Attribute:
             return self.get_attr(args[0], node.attr, node)
         if t is ast.Call:

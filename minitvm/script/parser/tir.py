@@ -397,6 +397,15 @@ def Any():  # noqa: N802
     return _E.Any()
 
 
+def index_map(mapping, *, inverse_index_map=None, index_dtype: str = "int64"):
+    """``T.index_map(lambda i, j: (j, i))``: the IndexMap of a lambda (as printed in a
+    ``R.layout_transform``'s attributes)."""
+    from ...tir.index_map import IndexMap
+
+    return IndexMap.from_func(mapping, inverse_index_map=inverse_index_map,
+                              index_dtype=index_dtype)
+
+
 def call_extern(dtype, func_name, *args):
     return _op.call_extern(_dtype_of(dtype), func_name, *args)
 
