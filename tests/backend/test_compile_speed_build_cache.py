@@ -284,3 +284,21 @@ def test_a_new_process_loads_the_build(cache_dir, tmp_path):
         outs.append(out.stdout.strip().splitlines()[-1])
     assert outs == ["False", "True"]  # cold, then loaded in a fresh process
     np.testing.assert_array_equal(np.load(tmp_path / "o0.npy"), np.load(tmp_path / "o1.npy"))
+
+
+def test_entries_are_data_only_and_round_trip():
+    """An entry is a JSON header plus raw buffers: loading one never runs code (no pickle)."""
+    raws: list = []
+    payload = {"s": "x", "n": 3, "b": b"\x00obj", "a": np.arange(6, dtype="float32").reshape(2, 3),
+               "l": [("k", 1, [np.zeros(0, "int64")])], "d": {"sym": (b"o", 2, b"z", ["f"], [])}}
+    head = build_cache._encode(payload, raws)
+    back = build_cache._decode(head, [bytes(r) for r in raws])
+    assert back["s"] == "x" and back["n"] == 3 and back["b"] == b"\x00obj"
+    np.testing.assert_array_equal(back["a"], payload["a"])
+    assert back["l"][0][2][0].dtype == np.int64 and back["d"]["sym"][0] == b"o"
+    with pytest.raises(TypeError):
+        build_cache._encode({"f": lambda: 0}, [])
+    with pytest.raises(TypeError):
+        build_cache._encode(np.array([object()]), [])
+    source = open(build_cache.__file__).read()
+    assert "import pickle" not in source and "pickle.load" not in source

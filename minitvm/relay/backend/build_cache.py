@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import re
 import struct
 import threading
@@ -52,7 +51,7 @@ from ...transform.context import PassContext
 
 CONFIG_KEY = "relay.backend.use_build_cache"
 ENV_DISABLE = "MINITVM_DISABLE_BUILD_CACHE"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # 2: JSON header, no pickle
 # environment variables that never change what a build produces
 _ENV_IGNORED = frozenset({"MINITVM_CACHE_DIR", "MINITVM_CACHE_MAX_BYTES", "MINITVM_COMPILE_JOBS",
                           ENV_DISABLE})
@@ -190,7 +189,7 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
 # non-internal definitions of an LLVM module (kernels loaded into one engine must not clash)
 _GLOBAL_DEFS = re.compile(r'^(?:define (?!internal|private)[^@\n]*@"?([\w.$]+)'
                           r'|@"?([\w.$]+)"? = (?!internal|private))', re.M)
-_LAYOUT = struct.Struct("<QQ")  # pickle length, number of out-of-band buffers
+_LAYOUT = struct.Struct("<QQ")  # JSON header length, number of out-of-band buffers
 ALIGN = 64
 
 
@@ -221,36 +220,71 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bo
                "params": {n: np.ascontiguousarray(_array(v))
                           for n, v in factory.get_params().items()},
                "kernels": kernels, "objects": objects, "entry": lib.entry[:2]}
-    buffers: list = []
-    try:  # arrays go out of band: a load maps them in place, without copying
-        pickled = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
-        raws = [b.raw() for b in buffers]
-    except (pickle.PicklingError, TypeError, ValueError, BufferError):
+    raws: list = []
+    try:  # a JSON header; arrays and bytes go out of band, so a load maps them in place
+        head_json = json.dumps(_encode(payload, raws)).encode()
+    except (TypeError, ValueError):
         return False
-    head = _LAYOUT.pack(len(pickled), len(raws)) + b"".join(
+    head = _LAYOUT.pack(len(head_json), len(raws)) + b"".join(
         struct.pack("<Q", r.nbytes) for r in raws)
-    chunks = [head, bytes(_pad(len(head))), pickled, bytes(_pad(len(pickled)))]
+    chunks = [head, bytes(_pad(len(head))), head_json, bytes(_pad(len(head_json)))]
     for r in raws:
         chunks += [r, bytes(_pad(r.nbytes))]
     cache.put_build(key, chunks)
     return True
 
 
+def _encode(value, raws: list):
+    """``value`` (str/int/float/bool/None, bytes, numeric arrays, lists/tuples, str-keyed dicts)
+    as JSON data, its arrays and bytes appended to ``raws`` and referred to by index. Data only:
+    a load never runs code (no pickle)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        raws.append(memoryview(value))
+        return {"$bytes": len(raws) - 1}
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError("an object array cannot be stored")
+        a = np.ascontiguousarray(value)
+        raws.append(memoryview(a.reshape(-1).view(np.uint8)))
+        return {"$array": len(raws) - 1, "dtype": a.dtype.str, "shape": list(a.shape)}
+    if isinstance(value, list | tuple):
+        return [_encode(v, raws) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"$dict": {k: _encode(v, raws) for k, v in value.items()}}
+    raise TypeError(f"cannot store a {type(value).__name__} in a build entry")
+
+
+def _decode(value, bufs: list):
+    """The inverse of ``_encode``; arrays are read-only views of the entry's buffers."""
+    if isinstance(value, list):
+        return [_decode(v, bufs) for v in value]
+    if isinstance(value, dict):
+        if "$bytes" in value:
+            return bytes(bufs[value["$bytes"]])
+        if "$array" in value:
+            a = np.frombuffer(bufs[value["$array"]], dtype=np.dtype(value["dtype"]))
+            return a.reshape(value["shape"])
+        return {k: _decode(v, bufs) for k, v in value["$dict"].items()}
+    return value
+
+
 def _unpack(data: memoryview) -> dict:
     """The payload of a stored build; arrays are views of ``data``."""
-    n_pickle, n_bufs = _LAYOUT.unpack_from(data, 0)
+    n_head, n_bufs = _LAYOUT.unpack_from(data, 0)
     sizes = struct.unpack_from(f"<{n_bufs}Q", data, _LAYOUT.size)
     pos = _LAYOUT.size + 8 * n_bufs
     pos += _pad(pos)
-    pickled = data[pos:pos + n_pickle]
-    pos += n_pickle + _pad(n_pickle)
+    head = bytes(data[pos:pos + n_head])
+    pos += n_head + _pad(n_head)
     bufs = []
     for n in sizes:
         if pos + n > len(data):
             raise ValueError("truncated build entry")
         bufs.append(data[pos:pos + n])
         pos += n + _pad(n)
-    return pickle.loads(pickled, buffers=bufs)
+    return _decode(json.loads(head), bufs)
 
 
 def _load_objects(objects: dict) -> dict:
