@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 try:  # the backend API lives in the optional onnx package
-    from onnx.backend.base import BackendRep
+    from onnx.backend.base import Backend, BackendRep
 except ImportError:  # pragma: no cover - without onnx the module still imports
-    BackendRep = object
+    Backend, BackendRep = object, object
 
-__all__ = ["CachedBackendRep"]
+__all__ = ["CachedBackendRep", "CpuBackend"]
 
 
 class CachedBackendRep(BackendRep):
@@ -53,3 +53,29 @@ class CachedBackendRep(BackendRep):
         bound, fn = runner
         outs = fn([v for n, v in named.items() if n not in bound])
         return tuple(o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs)
+
+
+class CpuBackend(Backend):
+    """An ``onnx.backend`` backend on the CPU; subclasses define ``prepare``. A node runs as a
+    one-node model."""
+
+    @classmethod
+    def run_model(cls, model, inputs: Any, device: str = "CPU", **kwargs: Any):
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node, inputs: Any, device: str = "CPU", outputs_info=None,
+                 **kwargs: Any):
+        from onnx import helper
+
+        values = [np.asarray(v) for v in inputs]
+        names = [n for n in node.input if n]
+        in_vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                               v.shape) for n, v in zip(names, values)]
+        out_vi = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
+        graph = helper.make_graph([node], "run_node", in_vi, out_vi)
+        return cls.run_model(helper.make_model(graph), values, device, **kwargs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return str(device).upper().startswith("CPU")

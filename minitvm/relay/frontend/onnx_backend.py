@@ -10,14 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ...frontend_common.onnx_backend_rep import CachedBackendRep
-
-try:  # the backend API lives in the optional onnx package
-    from onnx.backend.base import Backend
-except ImportError:  # pragma: no cover - without onnx the module still imports
-    Backend = object
+from ...frontend_common.onnx_backend_rep import CachedBackendRep, CpuBackend
 
 __all__ = ["MinitvmBackend", "MinitvmBackendRep", "prepare", "run_model", "run_node",
            "supports_device"]
@@ -80,7 +73,8 @@ class MinitvmBackendRep(CachedBackendRep):
     def compile(self, named: dict) -> tuple:
         return _compile(self.model, named, self.kind, self.opt_level)
 
-class MinitvmBackend(Backend):
+
+class MinitvmBackend(CpuBackend):
     """minitvm as an ONNX backend (``onnx.backend.test`` runs through it)."""
 
     @classmethod
@@ -89,28 +83,6 @@ class MinitvmBackend(Backend):
         if not cls.supports_device(device):
             raise ValueError(f"minitvm's ONNX backend runs on CPU, not {device!r}")
         return MinitvmBackendRep(model, kind=kind, opt_level=opt_level)
-
-    @classmethod
-    def run_model(cls, model, inputs: Any, device: str = "CPU", **kwargs: Any):
-        return cls.prepare(model, device, **kwargs).run(inputs)
-
-    @classmethod
-    def run_node(cls, node, inputs: Any, device: str = "CPU", outputs_info=None,
-                 **kwargs: Any):
-        from onnx import helper
-
-        values = [np.asarray(v) for v in inputs]
-        names = [n for n in node.input if n]
-        in_vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
-                                               v.shape) for n, v in zip(names, values)]
-        out_vi = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
-        graph = helper.make_graph([node], "run_node", in_vi, out_vi)
-        model = helper.make_model(graph)
-        return cls.run_model(model, values, device, **kwargs)
-
-    @classmethod
-    def supports_device(cls, device: str) -> bool:
-        return str(device).upper().startswith("CPU")
 
 
 prepare = MinitvmBackend.prepare
