@@ -62,3 +62,37 @@ def to_arrays(values) -> list:
 
     return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
             for v in values]
+
+
+def tally(cases, run_case) -> dict:
+    """op -> [passed, total, failure reasons] over ``(op, case)`` pairs, ``run_case(case)``
+    giving ``(ok, why)``."""
+    per_op: dict = {}
+    for op, case in cases:
+        ok, why = run_case(case)
+        rec = per_op.setdefault(op, [0, 0, []])
+        rec[1] += 1
+        if ok:
+            rec[0] += 1
+        else:
+            rec[2].append(f"{case.name}: {why}")
+    return per_op
+
+
+def overall(rates: dict) -> tuple[int, int]:
+    """(passed, total) over every operator of a ``tally``."""
+    return sum(r[0] for r in rates.values()), sum(r[1] for r in rates.values())
+
+
+def print_rates(rates: dict, label: str, verbose: bool = False) -> None:
+    """The per-operator pass-rate table (markdown), the overall line, and failures if asked."""
+    passed, total = overall(rates)
+    print("| operator | passed | total | rate |\n|---|---|---|---|")
+    for op in sorted(rates):
+        p, n, _ = rates[op]
+        print(f"| {op} | {p} | {n} | {p / n:.0%} |")
+    print(f"\noverall: {passed}/{total} = {passed / total:.1%} ({label})")
+    if verbose:
+        for op in sorted(rates):
+            for why in rates[op][2]:
+                print("FAIL", why)

@@ -9,7 +9,6 @@ per-operator table.
 
 from __future__ import annotations
 
-import collections
 import sys
 import time
 
@@ -20,7 +19,13 @@ onnx = pytest.importorskip("onnx", reason="the ONNX node tests need the `onnx` p
 
 from minitvm.relax.frontend.onnx import supported_ops  # noqa: E402
 from minitvm.relax.frontend.onnx.backend import RelaxBackend  # noqa: E402
-from minitvm.testing.onnx_node_cases import claimed_cases, to_arrays  # noqa: E402
+from minitvm.testing.onnx_node_cases import (  # noqa: E402
+    claimed_cases,
+    overall,
+    print_rates,
+    tally,
+    to_arrays,
+)
 
 STRIDE = 6  # the CI sample: every STRIDE-th claimed case, in the onnx package's order
 # pass rate of the CI sample, measured when this was written; the test fails below it
@@ -57,16 +62,7 @@ def run_case(case) -> tuple[bool, str]:
 
 
 def pass_rates(cases):
-    per_op: dict = collections.defaultdict(lambda: [0, 0, []])
-    for op, case in cases:
-        ok, why = run_case(case)
-        rec = per_op[op]
-        rec[1] += 1
-        if ok:
-            rec[0] += 1
-        else:
-            rec[2].append(f"{case.name}: {why}")
-    return dict(per_op)
+    return tally(cases, run_case)
 
 
 def test_relax_node_tests_pass_rate_sample():
@@ -74,8 +70,7 @@ def test_relax_node_tests_pass_rate_sample():
     cases = collect_cases()
     assert len(cases) > 500, f"only {len(cases)} node tests were collected"
     rates = pass_rates(cases[::STRIDE])
-    passed = sum(r[0] for r in rates.values())
-    total = sum(r[1] for r in rates.values())
+    passed, total = overall(rates)
     fails = [w for r in rates.values() for w in r[2]]
     assert passed / total >= PASS_RATE_THRESHOLD, (
         f"Relax ONNX node tests (sample): {passed}/{total} passed ({passed / total:.1%}), below "
@@ -91,17 +86,7 @@ def main(argv: list[str]) -> int:
         cases = cases[::STRIDE]
     t = time.time()
     rates = pass_rates(cases)
-    passed = sum(r[0] for r in rates.values())
-    total = sum(r[1] for r in rates.values())
-    print("| operator | passed | total | rate |\n|---|---|---|---|")
-    for op in sorted(rates):
-        p, n, _ = rates[op]
-        print(f"| {op} | {p} | {n} | {p / n:.0%} |")
-    print(f"\noverall: {passed}/{total} = {passed / total:.1%} (relax, {time.time() - t:.0f} s)")
-    if "-v" in argv:
-        for op in sorted(rates):
-            for why in rates[op][2]:
-                print("FAIL", why)
+    print_rates(rates, f"relax, {time.time() - t:.0f} s", "-v" in argv)
     return 0
 
 

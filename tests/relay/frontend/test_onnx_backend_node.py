@@ -8,7 +8,6 @@ tests/relay/frontend/test_onnx_backend_node.py [--kind debug|graph]`` prints the
 
 from __future__ import annotations
 
-import collections
 import sys
 import time
 
@@ -19,7 +18,13 @@ onnx = pytest.importorskip("onnx", reason="the ONNX node tests need the `onnx` p
 
 from minitvm.relay.frontend.onnx import supported_ops  # noqa: E402
 from minitvm.relay.frontend.onnx_backend import MinitvmBackend  # noqa: E402
-from minitvm.testing.onnx_node_cases import claimed_cases, to_arrays  # noqa: E402
+from minitvm.testing.onnx_node_cases import (  # noqa: E402
+    claimed_cases,
+    overall,
+    print_rates,
+    tally,
+    to_arrays,
+)
 
 # overall pass rate of the claimed operators' node tests, measured when this file was written
 # (see the report); the test fails if a change makes it drop below this
@@ -66,16 +71,7 @@ def run_case(case, kind: str) -> tuple[bool, str]:
 
 
 def pass_rates(kind: str = "debug", cases=None):
-    per_op: dict = collections.defaultdict(lambda: [0, 0, []])
-    for op, case in (collect_cases() if cases is None else cases):
-        ok, why = run_case(case, kind)
-        rec = per_op[op]
-        rec[1] += 1
-        if ok:
-            rec[0] += 1
-        else:
-            rec[2].append(f"{case.name}: {why}")
-    return dict(per_op)
+    return tally(collect_cases() if cases is None else cases, lambda c: run_case(c, kind))
 
 
 CORE = ["Conv", "Relu", "Add", "MatMul", "Gemm", "Softmax", "Transpose", "Reshape",
@@ -93,8 +89,7 @@ def rates():
 
 
 def test_node_tests_pass_rate(rates):
-    passed = sum(r[0] for r in rates.values())
-    total = sum(r[1] for r in rates.values())
+    passed, total = overall(rates)
     assert passed / total >= PASS_RATE_THRESHOLD, (
         f"ONNX node tests: {passed}/{total} passed ({passed / total:.1%}), below the recorded "
         f"{PASS_RATE_THRESHOLD:.0%}")
@@ -121,17 +116,7 @@ def main(argv: list[str]) -> int:
     kind = argv[argv.index("--kind") + 1] if "--kind" in argv else "debug"
     t = time.time()
     rates_ = pass_rates(kind)
-    passed = sum(r[0] for r in rates_.values())
-    total = sum(r[1] for r in rates_.values())
-    print("| operator | passed | total | rate |\n|---|---|---|---|")
-    for op in sorted(rates_):
-        p, n, _ = rates_[op]
-        print(f"| {op} | {p} | {n} | {p / n:.0%} |")
-    print(f"\noverall: {passed}/{total} = {passed / total:.1%} ({kind}, {time.time() - t:.0f} s)")
-    if "-v" in argv:
-        for op in sorted(rates_):
-            for why in rates_[op][2]:
-                print("FAIL", why)
+    print_rates(rates_, f"{kind}, {time.time() - t:.0f} s", "-v" in argv)
     return 0
 
 
