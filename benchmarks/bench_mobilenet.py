@@ -168,6 +168,8 @@ def main(argv=None) -> int:
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
+    # calls alternate one by one: ORT's idle pool threads must not spin into the next runner's turn
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
 
     def run_tvm():

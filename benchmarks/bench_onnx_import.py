@@ -85,6 +85,9 @@ def main(argv=None) -> int:
     so = ort.SessionOptions()
     if args.threads:
         so.intra_op_num_threads = args.threads
+    # calls alternate one by one: ORT's pool threads must not spin after each run, or they hold
+    # a core while minitvm runs next (2 threads on 2 cores: minitvm measured 2x slower so)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
     feeds = {sess.get_inputs()[0].name: x}
 
