@@ -1,33 +1,16 @@
 """Struct-info inference of relax.op.nn: convolution, pooling, activations, norms, ..."""
 
 import pytest
+from sinfo_util import T, assert_sinfo, tvar
 
 from minitvm import relax, tir
 from minitvm.ir import Op, OpPattern
 from minitvm.relax import op as R
-from minitvm.relax.analysis import struct_info_base_check
 
 n = tir.Var("n", "int64")
 h = tir.Var("h", "int64")
 w = tir.Var("w", "int64")
 inf = R.infer_struct_info
-
-
-def tvar(name, shape=None, dtype="float32", ndim=-1):
-    return relax.Var(name, relax.TensorStructInfo(shape, dtype, ndim=ndim))
-
-
-def T(shape=None, dtype="float32", ndim=-1):
-    return relax.TensorStructInfo(shape, dtype, ndim=ndim)
-
-
-def assert_sinfo(actual, expected):
-    assert type(actual) is type(expected), (actual, expected)
-    if isinstance(expected, relax.TensorStructInfo):
-        assert actual.dtype == expected.dtype and actual.ndim == expected.ndim
-        assert (actual.shape is None) == (expected.shape is None), (actual, expected)
-    assert struct_info_base_check(expected, actual) and struct_info_base_check(actual, expected), \
-        (str(actual), str(expected))
 
 
 # --------------------------------------------------------------------------- conv2d
