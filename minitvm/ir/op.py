@@ -71,11 +71,38 @@ class Op(RelayExpr):
     def reset_attr(self, attr_name: str):
         self._attrs.pop(attr_name, None)
 
+    # TVM's builder methods for ops registered from Python (``op.register`` then these)
+    def set_num_inputs(self, n: int) -> None:
+        self.num_inputs = int(n)
+
+    def add_argument(self, name: str, type: str, description: str) -> None:  # noqa: A002
+        self.arguments = (*self.arguments, (name, type, description))
+
+    def set_support_level(self, level: int) -> None:
+        self.support_level = int(level)
+
+    def set_attrs_type_key(self, key: str) -> None:
+        self.attrs_type = key
+
+    def add_type_rel(self, rel_name: str, type_rel_func=None) -> None:
+        """The op's type relation: ``type_rel_func(arg_types, attrs) -> type``, or one of the
+        relations registered by name (``"Identity"``, ``"Broadcast"``, ...)."""
+        if type_rel_func is None:
+            type_rel_func = NAMED_TYPE_RELATIONS.get(rel_name)
+            if type_rel_func is None:
+                raise ValueError(f"op {self.name}: no type relation named {rel_name!r}; known: "
+                                 f"{sorted(NAMED_TYPE_RELATIONS)} (or pass type_rel_func)")
+        self.set_attr("FTypeRelation", type_rel_func)
+
     def __repr__(self):
         return f"Op({self.name})"
 
     def __str__(self):
         return self.name
+
+
+# type relations ops may name in ``add_type_rel`` (a dialect fills it with its own)
+NAMED_TYPE_RELATIONS: dict = {}
 
 
 def register_op(name: str) -> Op:

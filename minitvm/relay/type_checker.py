@@ -257,6 +257,8 @@ class TypeChecker:
                 where = "the module" if self.mod is not None else "a module (none was given)"
                 self.error(gv, f"global function @{gv.name_hint} is not defined in {where}")
             t = fn._checked_type
+            if t is None and not isinstance(fn, Function):  # a PrimFunc: its Relay type is
+                t = gv._checked_type or gv.type_annotation  # the GlobalVar's, as in TVM
             if t is None:
                 self.error(gv, f"@{gv.name_hint} refers to a {type(fn).__name__} that has no type")
             self.global_types[gv] = t

@@ -204,6 +204,12 @@ def cuda(model="unknown", arch=None, options=None) -> Target:
 
 
 from .compilation_config import CompilationConfig, make_compilation_config  # noqa: E402,F401
+from .generic_func import (  # noqa: E402,F401  (TVM's tvm.target.generic_func family)
+    GenericFunc,
+    generic_func,
+    get_native_generic_func,
+    override_native_generic_func,
+)
 
 # ``tvm.ir.VDevice("llvm")``: the core builds targets from their specs through this hook
 from ..ir.dialect import register_hook  # noqa: E402

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir.node import Node
+from ..ir.type import PointerType, PrimType
 from .expr import BufferLoad, IntImm, PrimExpr, Var, _to_expr
 
 
@@ -56,8 +57,9 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", data: Var |
     """Declare a buffer (``tvm.tir.decl_buffer``); dims may be symbolic ``Var``s."""
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
-    if data is None:
-        data = Var(name, "handle")
+    if data is None:  # a fresh pointer, its declared scope on its type as TVM keeps it ("" is
+        data = Var(name, "handle")  # no constraint for device planning, unlike "global")
+        data.type_annotation = PointerType(PrimType(str(dtype)), scope or "")
     return Buffer(data, dtype, shape, strides or (), elem_offset, name, scope or "global",
                   64 if data_alignment == -1 else data_alignment, offset_factor or 1,
                   axis_separators or (), span)

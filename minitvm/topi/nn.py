@@ -325,3 +325,21 @@ from .nn_te import (  # noqa: E402,F401
     silu,
     softmax,
 )
+
+
+# ------------------------------------------------------------------ graph-level layout hooks
+def _keep_op(attrs, inputs, tinfos, out_type):
+    """No rewrite (None): the op stays as it is, TVM's default where a target has no rule."""
+    return None
+
+
+def _layout_hook(name: str):
+    from ..target.generic_func import GenericFunc
+
+    return GenericFunc(name, _keep_op)
+
+
+# TVM's ``topi.nn.conv2d_alter_layout`` / ``dense_alter_layout``: dispatched on the current
+# target's keys; topi.x86 registers its rules for "cpu"
+conv2d_alter_layout = _layout_hook("conv2d_alter_layout")
+dense_alter_layout = _layout_hook("dense_alter_layout")

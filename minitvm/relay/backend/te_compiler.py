@@ -22,6 +22,7 @@ from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType, TupleType
 from ...runtime.module import Kernel, register_kernel_format
 from ...runtime.object import Object
+from ...runtime.registry import get_global_func, register_func
 from ...schedule import LoweringError, LoweringOptions
 from ...tir import expr as E
 from ...topi.utils import static_shape
@@ -133,9 +134,66 @@ def lower_function(func: Function, name: str = "main", options: LoweringOptions 
         return lower_external(func, name)
     if not options.native:
         return _fallback(func, name, "native lowering disabled")
-    key = (structural_hash(func), options, const_inputs)
+    users = user_strategies(func)
+    target = _current_target() if users else None
+    key = (structural_hash(func), options, const_inputs,
+           (str(target), tuple((n, _Identity(f)) for n, f in users)) if users else None)
     return cached_kernel(key, func, name, structural_equal,
-                         lambda: _lower_native(func, name, options, const_inputs))
+                         lambda: _lower_native(func, name, options, const_inputs, target))
+
+
+class _Identity:
+    """Keys a cache on an object's identity and keeps it alive (an ``id()`` alone could be
+    reused by a later strategy once the first one is freed)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+def _current_target():
+    from ...target import Target
+
+    target = Target.current(allow_none=True)
+    return target if target is not None else Target("llvm")
+
+
+def user_strategies(func: Function) -> list:
+    """``(op name, FTVMStrategy)`` of the ops in ``func`` that carry a strategy: minitvm's ops
+    have none of their own, so each one was registered by user code (``register_strategy``,
+    ``TempOpAttr``) and decides the op's compute, as in TVM."""
+    out, seen = [], set()
+    for e in dataflow_post_order(func.body):
+        if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name not in seen:
+            seen.add(e.op.name)
+            fstrategy = e.op.get_attr("FTVMStrategy")
+            if fstrategy is not None:
+                out.append((e.op.name, fstrategy))
+    return out
+
+
+def _strategy_compute_of(target):
+    """``compute_of`` for ``build_te``: an op with a strategy computes with the implementation
+    it selects for ``target``; the others with their FTECompute."""
+
+    def compute_of(call: Call):
+        op = call.op
+        if op.get_attr("FTVMStrategy") is None:
+            return op.get_attr("FTECompute")
+
+        def fcompute(attrs, inputs, out_type):
+            return select_implementation(op, attrs, inputs, out_type, target)[1]
+
+        return fcompute
+
+    return compute_of
 
 
 def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int:
@@ -143,22 +201,46 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int
     (``backend.parallel_compile``) so that lowering them afterwards, one by one, loads their
     code from the on-disk cache. Returns the number of workers used (0: nothing to share)."""
     options = options if options is not None else LoweringOptions()
-    tasks = [(f, c) for f, c in funcs
-             if options.native and not (f.attrs is not None and f.attrs.get("Compiler"))]
+    tasks = [(f, c) for f, c in funcs  # user strategies live in this process only
+             if options.native and not (f.attrs is not None and f.attrs.get("Compiler"))
+             and not user_strategies(f)]
 
     def group(task):  # structurally equal functions share a group (cheaper than hashing)
         f, c = task
         return (tuple(func_ops(f)), tuple(str(p.checked_type) for p in f.params),
                 str(f.body.checked_type), c)
 
-    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1]), group)
+    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1]), group,
+                       cost=lambda t: compile_cost(t[0]))
 
 
-def _lower_native(func, name, options, const_inputs=frozenset()) -> Kernel:
+def compile_cost(func: Function) -> float:
+    """A rough relative guess at how long ``func``'s kernel takes to compile, to hand out the
+    costliest first: a convolution's schedule unrolls its window, a GEMM its register block."""
+    cost = 1.0
+    for e in dataflow_post_order(func.body):
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            continue
+        if e.op.name.startswith("nn.conv") and len(e.args) > 1:
+            try:
+                window = 1
+                for d in getattr(e.args[1].checked_type, "shape", ())[2:4]:
+                    window *= int(d)
+            except (TypeError, ValueError):  # a symbolic kernel size
+                window = 9
+            cost += 4.0 + window
+        elif e.op.name in ("nn.dense", "nn.matmul", "nn.batch_matmul", "nn.contrib_dense_pack"):
+            cost += 4.0
+    return cost
+
+
+def _lower_native(func, name, options, const_inputs=frozenset(), target=None) -> Kernel:
+    """``target``: lower the ops that carry a user strategy with its selected compute."""
     try:
         for t in tensor_types(func.body.checked_type):
             _static(t)
-        inputs, consts, outputs = build_te(func)
+        compute_of = _strategy_compute_of(target) if target is not None else None
+        inputs, consts, outputs = build_te(func, compute_of)
         return compile_te(inputs, consts, outputs, name, options, const_inputs, source=func)
     except LoweringError as err:
         return _fallback(func, name, str(err))
@@ -233,11 +315,19 @@ register_kernel_format("relay", _kernel_text, _read_kernel)
 def get_valid_implementations(op: Op, attrs, inputs, out_type, target) -> list:
     """The implementations of ``op`` for ``target``: its ``FTVMStrategy``, else the default
     strategy (its FTECompute with the schedule rule table)."""
+    from ...target import Target
     from ..op.strategy.generic import default_strategy
 
     fstrategy = op.get_attr("FTVMStrategy")
-    strategy = fstrategy(attrs, inputs, out_type, target) if fstrategy is not None else \
-        default_strategy(op.name)
+    if fstrategy is None:
+        strategy = default_strategy(op.name)
+    else:  # in the target's scope, so generic functions dispatch on its keys (as TVM)
+        tgt = Target(target) if isinstance(target, str) else target
+        if tgt is not None:
+            with tgt:
+                strategy = fstrategy(attrs, inputs, out_type, tgt)
+        else:
+            strategy = fstrategy(attrs, inputs, out_type, tgt)
     impls = strategy.implementations
     if not impls:
         raise LoweringError(f"the strategy of {op.name} has no implementation for {target}")
@@ -250,6 +340,78 @@ def select_implementation(op: Op, attrs, inputs, out_type, target, use_autotvm: 
     impls = get_valid_implementations(op, attrs, inputs, out_type, target)
     best = max(impls, key=lambda i: i.plevel)  # the first one wins a tie
     return best, best.compute(attrs, inputs, out_type)
+
+
+class LoweredOutput(Object):
+    """What lowering one op call gives: its output tensors and the implementation chosen."""
+
+    __slots__ = ("outputs", "implement")
+
+    def __init__(self, outputs, implement):
+        self.outputs = list(outputs)
+        self.implement = implement
+
+    def __repr__(self):
+        return f"LoweredOutput({getattr(self.implement, 'name', self.implement)}, " \
+               f"{len(self.outputs)} outputs)"
+
+
+def _int32_shape(ty):
+    """A tensor type with its constant dimensions as int32 immediates (TVM's ``get_shape``);
+    tuple types field by field."""
+    if isinstance(ty, TensorType):
+        dims = [E.IntImm("int32", int(d)) if isinstance(d, E.IntImm | int) else d
+                for d in ty.shape]
+        return TensorType(dims, ty.dtype)
+    if isinstance(ty, TupleType):
+        return TupleType([_int32_shape(f) if isinstance(f, TensorType) else f
+                          for f in ty.fields])
+    return ty
+
+
+def lower_call(call: Call, inputs: list, target, otype=None) -> LoweredOutput:
+    """Lower one op call to tensor expressions: choose the op's implementation for ``target``
+    (the highest-priority one of its strategy) and apply it to the TE tensors ``inputs``.
+    ``otype`` is the output type to lower for (default: the call's checked type, with int32
+    dimensions)."""
+    if not isinstance(call, Call) or not isinstance(call.op, Op):
+        raise TypeError(f"lower_call takes a call of an operator, got "
+                        f"{type(call).__name__}"
+                        + (f" of {type(call.op).__name__}" if isinstance(call, Call) else ""))
+    ret_type = otype if otype is not None else _int32_shape(call.checked_type)
+    from ...target import Target
+
+    tgt = Target(target) if isinstance(target, str) else target
+    best, outputs = select_implementation(call.op, call.attrs, list(inputs), ret_type, tgt)
+    return LoweredOutput(outputs, best)
+
+
+register_func("relay.backend.lower_call", lower_call, override=True)
+
+
+class CCacheKey(Object):
+    """A key of the TE compiler's cache: a primitive function and the target to lower it for
+    (``TECompiler.lower`` and ``jit`` take one in place of the function and target)."""
+
+    __slots__ = ("source_func", "target")
+
+    def __init__(self, source_func: Function, target):
+        if not isinstance(source_func, Function):
+            raise TypeError(f"CCacheKey: source_func must be a relay.Function, got "
+                            f"{type(source_func).__name__}")
+        from ...target import Target
+
+        self.source_func = source_func
+        self.target = Target(target) if isinstance(target, str) else target
+
+    def __repr__(self):
+        return f"CCacheKey({self.target})"
+
+
+def _unpack_key(source_func, target):
+    if isinstance(source_func, CCacheKey):
+        return source_func.source_func, source_func.target
+    return source_func, target
 
 
 class CachedFunc(Object):
@@ -312,6 +474,7 @@ class TECompiler:
         from ...ir.expr import GlobalVar
         from ...schedule import lower_te
 
+        source_func, target = _unpack_key(source_func, target)
         if not isinstance(source_func, Function):
             raise TypeError(f"TECompiler.lower expects a relay.Function, got "
                             f"{type(source_func).__name__}")
@@ -326,7 +489,10 @@ class TECompiler:
 
         def compute_of(call):
             def fcompute(attrs, args, out_type):
-                return select_implementation(call.op, attrs, args, out_type, target)[1]
+                # through the global function, as TVM's TE compiler calls it
+                lowered = get_global_func("relay.backend.lower_call")(call, args, target,
+                                                                      out_type)
+                return lowered.outputs
 
             return fcompute
 

@@ -36,7 +36,12 @@ def sub_layout(layout: Layout, pos: int, length: int) -> Layout:
     """``Layout::SubLayout``: ``length`` axes from ``pos`` (the scalar layout for 0)."""
     if length <= 0:
         return SCALAR
-    return Layout("".join(str(a) for a in layout.axes[pos:pos + length]))
+    axes = tuple(layout.axes[pos:pos + length])
+    if all(a.is_primal or a.to_primal() in axes for a in axes):
+        return Layout("".join(str(a) for a in axes))
+    out = Layout.__new__(Layout)  # a split axis without its primal (TVM's SubLayout allows it)
+    out.axes, out.name = axes, "".join(str(a) for a in axes)
+    return out
 
 
 def expand_primal(src: Layout, dst: Layout) -> Layout:
@@ -109,12 +114,13 @@ def try_transform_like(old: Layout, ref_old: Layout, ref_new: Layout) -> Layout 
 
 
 def adjust_subordinate_factors(src: Layout, old: Layout, old_shape) -> Layout:
-    """``src`` with the factor of each split axis set to 1 where ``old`` has extent 1 there."""
+    """``src`` with the factor of each split axis set to 1 where ``old`` has extent 1 there
+    (a broadcast), unless ``old`` itself splits that axis (its extent-1 block is real)."""
     parts = []
     for a in src.axes:
         if not a.is_primal:
             idx = old.index_of(a.to_primal())
-            if idx == -1 or old_shape[idx] == 1:
+            if idx == -1 or (old_shape[idx] == 1 and old.index_of(a.name) == -1):
                 parts.append("1")
             else:
                 parts.append(str(src.factor_of(a.name)))

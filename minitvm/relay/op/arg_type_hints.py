@@ -26,10 +26,13 @@ def _conv_weight(spatial: str, data_default: str, kernel_default: str, transpose
             return [None, None]
         if attrs.channels is None or attrs.kernel_size is None:
             return [None, None]
+        from .nn._utils import shape_from_primal, shape_to_primal
+
         layout = attrs.data_layout or data_default
-        if "C" not in layout or len(layout) != len(data.shape):
+        try:  # blocked layouts (NCHW16c) count their channels in full, as TVM's ForwardShape
+            in_c = shape_to_primal(data.shape, layout, "NC" + spatial, "data")["C"]
+        except (TypeError, ValueError):
             return [None, None]
-        in_c = data.shape[layout.index("C")]
         groups = int(attrs.groups)
         channels = int(attrs.channels)
         dims = dict(zip(spatial, (int(k) for k in attrs.kernel_size)))
@@ -37,10 +40,11 @@ def _conv_weight(spatial: str, data_default: str, kernel_default: str, transpose
             dims["I"], dims["O"] = in_c, channels // groups
         else:
             dims["O"], dims["I"] = channels, int(in_c) // groups
-        kernel_layout = attrs.kernel_layout or kernel_default
-        if sorted(kernel_layout) != sorted(dims):
+        try:
+            shape = shape_from_primal(dims, attrs.kernel_layout or kernel_default, what="weight")
+        except (TypeError, ValueError):
             return [None, None]
-        return [None, TensorType(tuple(dims[c] for c in kernel_layout), data.dtype)]
+        return [None, TensorType(shape, data.dtype)]
 
     return hint
 

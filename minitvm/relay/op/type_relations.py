@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...ir.op import NAMED_TYPE_RELATIONS
 from ...ir.type import TensorType, Type
 from ...tir.expr import Any
 from ...topi.utils import (  # shared with topi's computes and references
@@ -159,3 +160,10 @@ def arg_reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "argreduce")
 
 
 __all__ += ["named"]
+
+# the relations TVM ops registered from Python may name in ``op.add_type_rel``
+NAMED_TYPE_RELATIONS.update({
+    "Identity": identity_rel, "IdentityCompRel": identity_comp_rel,
+    "Broadcast": broadcast_rel, "BroadcastComp": broadcast_comp_rel,
+    "Reduce": reduce_rel, "ArgReduce": arg_reduce_rel,
+})

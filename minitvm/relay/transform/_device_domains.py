@@ -108,6 +108,22 @@ def maybe_on_device_fixed(body, vd: VirtualDevice):
     return maybe_on_device(body, vd, True, True)
 
 
+def call_lowered_parts(e):
+    """``(global_var, arguments)`` of a ``call_lowered`` call, else None."""
+    if type(e) is Call and isinstance(e.op, Op) and e.op.name == "call_lowered":
+        if len(e.args) != 2 or not isinstance(e.args[0], GlobalVar) or \
+                type(e.args[1]) is not Tuple:
+            raise ValueError("call_lowered expects a GlobalVar and a Tuple of arguments")
+        return e.args[0], list(e.args[1].fields)
+    return None
+
+
+def call_args(call: Call) -> list:
+    """The arguments of a call, those of the lowered function for ``call_lowered``."""
+    lowered = call_lowered_parts(call)
+    return list(call.args) if lowered is None else lowered[1]
+
+
 # ------------------------------------------------------------------ walks
 def is_primitive(fn) -> bool:
     attrs = fn.attrs
@@ -122,6 +138,9 @@ def children(e) -> tuple:
     t = type(e)
     if t is Call:
         op = e.op
+        lowered = call_lowered_parts(e)
+        if lowered is not None:  # the tuple of arguments is a calling convention, not a value
+            return (lowered[0], *lowered[1])
         return tuple(e.args) if isinstance(op, Op | Constructor) else (op, *e.args)
     if t is Tuple:
         return tuple(e.fields)
@@ -206,7 +225,10 @@ class DeviceDomains:
     def type_of(self, e):
         t = e._checked_type
         if t is None and isinstance(e, GlobalVar) and e in self.mod.functions:
-            t = self.mod.functions[e]._checked_type
+            fn = self.mod.functions[e]
+            # a PrimFunc's Relay type is its GlobalVar's (its own is of the flattened form)
+            t = fn._checked_type if isinstance(fn, Function) else (
+                e.type_annotation if e.type_annotation is not None else e._checked_type)
         if t is None:
             raise ValueError(f"PlanDevices needs typed expressions (run InferType first); no "
                              f"type for {type(e).__name__} {str(e)[:200]}")
@@ -297,6 +319,9 @@ class DeviceDomains:
         if d is not None:
             return self.lookup(d)
         op = call.op
+        lowered = call_lowered_parts(call)
+        if lowered is not None:  # the lowered function's own domain (no polymorphism)
+            return self.domain_for(lowered[0])
         props = on_device_props(call)
         copy = device_copy_props(call) if props is None else None
         if props is not None:

@@ -1,6 +1,13 @@
 """LabelOps: give every function a ``hash`` attribute (16 hex digits of its structural hash) and
 the layout attributes of the calls in its body, as relay.build does before lowering.
 
+As TVM's LabelOpsMutator: every attribute whose name contains "layout" is copied, empty ones too
+(a conv2d's ``out_layout=""``), and where calls disagree the last one in post order wins. Two
+deliberate differences: a function already labelled keeps its label (TVM hashes it again, with
+the old label inside, so labels change on every run), and an enclosing function gets the layouts
+of all its calls (TVM's shared record is reset by a nested function, dropping the calls visited
+before it).
+
 A nested function counts in its enclosing function's hash through its own label (it is hashed
 as a global named after that label), so labelling closures nested N deep costs time linear in
 the program, not N times its size; the layouts of a nested function's calls are inherited from
@@ -19,21 +26,21 @@ from .function_pass import function_pass
 
 
 def _own_layouts(body, nested: dict) -> dict:
-    """Layout attributes of the calls in ``body`` in post order; a nested function contributes
-    its recorded layouts (``nested``) where the walk meets it, without being walked again."""
+    """Layout attributes of the calls in ``body``, the last in post order winning; a nested
+    function contributes its recorded layouts (``nested``) where the walk meets it, without
+    being walked again."""
     found: dict = {}
 
     class _Calls(ExprVisitor):
         def visit_function(self, fn):
-            for k, v in nested.get(fn, {}).items():
-                found.setdefault(k, v)
+            found.update(nested.get(fn, {}))
 
         def visit_call(self, e):
             super().visit_call(e)
             if e.attrs is not None and hasattr(e.attrs, "keys"):
                 for k in e.attrs.keys():
-                    if "layout" in k and e.attrs[k]:
-                        found.setdefault(k, e.attrs[k])
+                    if "layout" in k and e.attrs[k] is not None:
+                        found[k] = e.attrs[k]
 
     _Calls().visit(body)
     return found
@@ -70,7 +77,7 @@ class _Labeler(ExprMutator):
             return new
         self.count += 1
         attrs = {"hash": f"{_label_hash(new):016x}"}
-        attrs.update({k: v for k, v in layouts.items() if new.get_attr(k) is None})
+        attrs.update(layouts)  # as TVM's WithAttr: the calls' values replace older ones
         out = new.with_attrs(attrs)
         self.layouts[out] = layouts
         return out

@@ -6,6 +6,11 @@ destination), ops that keep shapes on the host (``vm.shape_of``, ``vm.reshape_te
 virtual devices already on function parameters and results. Primitive ops are device
 polymorphic; a Relay function has one device per parameter and one for its result.
 
+After lowering, a PrimFunc called through ``call_lowered`` constrains its arguments and result
+by the memory scopes its buffers declare (its GlobalVar carries the Relay type); phase 0 lets a
+copy in around each such call, and phase 3 writes the scopes chosen back into the buffers that
+declared none (``tir.analysis.device_constraints``).
+
 Phases (TVM's): 0 ``PlanDevicesRewrite`` fixes annotations at a function's body and let-bound
 values and copies after a projection, not before; 1 unifies the domains of all expressions;
 2 defaults what is left (free ``on_device`` first, then the config's default device: a function's
@@ -19,15 +24,25 @@ from __future__ import annotations
 
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...ir.type import FuncType
+from ...ir.virtual_device import VirtualDevice
+from ...tir.analysis.device_constraints import (
+    apply_prim_func_arg_and_result_memory_constraints,
+    prim_func_arg_and_result_memory_scopes,
+)
+from ...tir.function import PrimFunc
 from ...transform.registry import register_pass
 from ...transform.sequential import Sequential
 from ...transform.stats import record_stat
 from ..adt import Clause, Constructor, Match
 from ..expr import Call, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
+from ..op.call import call_lowered
 from ._device_domains import (
     UNCONSTRAINED,
     DeviceDomains,
+    call_args,
+    call_lowered_parts,
     device_copy_props,
     is_primitive,
     make_on_device,
@@ -50,9 +65,22 @@ def _normal(props) -> bool:
 
 
 class _RewriteOnDevices(ExprMutator):
-    """Fix annotations at function bodies and let-bound values; project before copying."""
+    """Fix annotations at function bodies and let-bound values; project before copying; allow
+    copies around calls of PrimFuncs, whose buffers may ask for other memory scopes."""
 
     _expand_scopes = True
+
+    def __init__(self, mod: IRModule | None = None):
+        super().__init__()
+        self.mod = mod
+
+    def visit_call(self, call):
+        lowered = call_lowered_parts(call)
+        if lowered is None or self.mod is None or \
+                not isinstance(self.mod.functions.get(lowered[0]), PrimFunc):
+            return super().visit_call(call)
+        args = [_copy_ok(self.visit(a)) for a in lowered[1]]
+        return _copy_ok(call_lowered(lowered[0], args, call.attrs, call.span))
 
     def visit_tuple_getitem(self, op):
         new = super().visit_tuple_getitem(op)
@@ -85,12 +113,42 @@ class _RewriteOnDevices(ExprMutator):
         return new
 
 
+def _copy_ok(e):
+    """``e`` in a free ``on_device``: a copy may go here, no device is imposed (TVM's
+    OnDeviceCopyOk)."""
+    return make_on_device(e, UNCONSTRAINED, False, False)
+
+
 # ------------------------------------------------------------------ phase 1
+def _relay_type(gv):
+    """The Relay function type of a PrimFunc's GlobalVar (its annotation, as TVM reads the
+    GlobalVar's type: the PrimFunc's own is of the flattened, destination-passing form)."""
+    t = gv.type_annotation if gv.type_annotation is not None else gv._checked_type
+    return t if isinstance(t, FuncType) else None
+
+
+def _prim_funcs(mod: IRModule) -> list:
+    """The PrimFuncs of ``mod`` whose GlobalVar carries their Relay function type."""
+    return [(gv, f) for gv, f in mod.functions.items()
+            if isinstance(f, PrimFunc) and _relay_type(gv) is not None]
+
+
+def _prim_func_domain(d: DeviceDomains, gv, prim_func):
+    """The domain the memory scopes of ``prim_func``'s buffers imply for its Relay type."""
+    from ._device_domains import Domain
+
+    scopes = prim_func_arg_and_result_memory_scopes(prim_func, _relay_type(gv))
+    return Domain(None, tuple(Domain(VirtualDevice(memory_scope=s) if s else UNCONSTRAINED)
+                              for s in scopes))
+
+
 def _analyze(mod: IRModule, domains: DeviceDomains, funcs: list) -> set:
     """Unify the domains of every sub-expression; returns the parameters of Relay functions."""
     params: set = set()
     seen: set = set()
     d = domains
+    for gv, pf in _prim_funcs(mod):
+        d.unify_exprs(gv, _prim_func_domain(d, gv, pf))
     for gv, fn in funcs:
         d.unify_exprs(gv, fn)
         for e in post_order([fn], seen):
@@ -141,10 +199,11 @@ def _pattern_vars(clause) -> list:
 
 def _analyze_call(d: DeviceDomains, call: Call) -> None:
     func = d.domain_for_callee(call)
-    if func.args is None or len(func.args) != len(call.args) + 1:
+    args = call_args(call)
+    if func.args is None or len(func.args) != len(args) + 1:
         raise ValueError(f"PlanDevices: the callee of {str(call)[:200]} takes a different "
-                         f"number of arguments ({len(call.args)} given)")
-    implied = [d.domain_for(a) for a in call.args]
+                         f"number of arguments ({len(args)} given)")
+    implied = [d.domain_for(a) for a in args]
     implied.append(d.domain_for(call))
     from ._device_domains import Domain
 
@@ -329,14 +388,28 @@ class _Capturer:
         d = self.d
         func = d.domain_for_callee(call)
         call_vd = self.vd_of(call)
-        op = self.child(call_vd, call_vd, d.result_virtual_device(func), call.op)
+        lowered = call_lowered_parts(call)
+        callee, old_args = lowered if lowered is not None else (call.op, call.args)
+        op = self.child(call_vd, call_vd, d.result_virtual_device(func), callee)
         args = []
-        for i, a in enumerate(call.args):
+        for i, a in enumerate(old_args):
             param_vd = d.result_virtual_device(d.param_domain(func, i))
             args.append(self.child(call_vd, param_vd, self.vd_of(a), a))
-        if op is call.op and all(x is y for x, y in zip(args, call.args, strict=True)):
+        if op is callee and all(x is y for x, y in zip(args, old_args, strict=True)):
             return call
+        if lowered is not None:
+            return call_lowered(op, args, call.attrs, call.span)
         return Call(op, args, call.attrs, call.type_args, call.span)
+
+    def prim_func(self, gv, prim_func):
+        """``prim_func`` with the memory scopes planned for its parameters and result written
+        into the buffers that declared none (TVM's UpdatePrimFunc)."""
+        func = self.d.domain_for(gv)
+        ty = _relay_type(gv)
+        vds = [self.d.result_virtual_device(self.d.param_domain(func, i))
+               for i in range(len(ty.arg_types) + 1)]
+        return apply_prim_func_arg_and_result_memory_constraints(
+            prim_func, ty, [vd.memory_scope or "" for vd in vds])
 
 
 # ------------------------------------------------------------------ build-time check
@@ -495,6 +568,11 @@ def plan_devices(mod: IRModule, config) -> IRModule:
         if new is not fn:
             out.update_func(gv, new)
             changed += 1
+    for gv, pf in _prim_funcs(mod):
+        new = cap.prim_func(gv, pf)
+        if new is not pf:
+            out.update_func(gv, new)
+            changed += 1
     if cap.copies:
         record_stat("device copies inserted", cap.copies)
     return out if changed else mod
@@ -521,7 +599,7 @@ def PlanDevices(config=None):  # noqa: N802 - TVM's name
     def core(mod, ctx):
         return plan_devices(mod, _config_for(config, ctx))
 
-    rewrite = make_function_pass(lambda f, m, c: _RewriteOnDevices().visit(f), opt_level=0,
+    rewrite = make_function_pass(lambda f, m, c: _RewriteOnDevices(m).visit(f), opt_level=0,
                                  name="PlanDevicesRewrite")
     return Sequential([rewrite, make_module_pass(core, opt_level=0, name="PlanDevicesCore")],
                       opt_level=0, name="PlanDevices")

@@ -13,9 +13,13 @@ reference("nn.internal.sparse_dense_padded")(_sparse_dense)
 
 
 def unpack_weight(weight: np.ndarray) -> np.ndarray:
-    """(N/n, K, n) packed dense weights back to (N, K); 2-D weights are returned as they are."""
+    """(N/n, K, n) or (N/n, K/k, n, k) (``NC{n}n{k}c``, TVM's VNNI packing) dense weights back
+    to (N, K); 2-D weights are returned as they are."""
     if weight.ndim == 2:
         return weight
+    if weight.ndim == 4:
+        no, ko, n, k = weight.shape
+        return weight.transpose(0, 2, 1, 3).reshape(no * n, ko * k)
     no, k, n = weight.shape
     return weight.transpose(0, 2, 1).reshape(no * n, k)
 

@@ -139,7 +139,27 @@ def _conv1d(a, x, t):
 
 
 reference("nn.conv2d")(_conv)
-reference("nn.contrib_conv2d_NCHWc")(_conv)
+
+
+class _KernelLayoutAs:
+    """``attrs`` read through, with another kernel_layout."""
+
+    def __init__(self, attrs, kernel_layout: str):
+        self._attrs, self.kernel_layout = attrs, kernel_layout
+
+    def __getattr__(self, name):
+        return getattr(self._attrs, name)
+
+
+@reference("nn.contrib_conv2d_NCHWc")
+def _conv2d_nchwc(attrs, args, out_type):
+    """As conv2d; a 6-D weight whose kernel_layout names 4 axes is read as TVM's conv2d_NCHWc
+    reads it, (O/oc, I/ic, H, W, ic, oc)."""
+    weight = args[1]
+    kernel_layout = str(attrs.kernel_layout)
+    if weight.ndim == 6 and len(kernel_layout) == 4 and kernel_layout.isalpha():
+        attrs = _KernelLayoutAs(attrs, f"OIHW{weight.shape[4]}i{weight.shape[5]}o")
+    return _conv(attrs, args, out_type)
 
 
 def _pad_or_crop(x, before_h, after_h, before_w, after_w):

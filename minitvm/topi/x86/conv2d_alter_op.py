@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ...ir.dialect import get_hook
 from ...target import Target
-from .utils import get_simd_32bit_lanes, target_has_avx512, target_has_vnni
+from ..nn import conv2d_alter_layout
+from .utils import get_simd_32bit_lanes, is_x86_target, target_has_avx512, target_has_vnni
 
 __all__ = ["conv2d_channel_blocks", "conv2d_nchwc_attrs", "_alter_conv2d_layout"]
 
@@ -94,3 +95,12 @@ def _alter_conv2d_layout(attrs, inputs, tinfos, out_type):
         return None
     op_name, new_attrs = plan
     return get_hook("make_op_call", inputs[0])(op_name, list(inputs), new_attrs)
+
+
+@conv2d_alter_layout.register("cpu")
+def _conv2d_alter_layout_cpu(attrs, inputs, tinfos, out_type):
+    """``topi.nn.conv2d_alter_layout`` under a CPU target: the x86 rule where the target is
+    x86 (other CPUs, e.g. ``-device=arm_cpu``, keep the op: their rules are not implemented)."""
+    if not is_x86_target():
+        return None
+    return _alter_conv2d_layout(attrs, inputs, tinfos, out_type)

@@ -54,7 +54,7 @@ def alter_op_layout_dense(attrs, inputs, tinfos, out_type):
 
 
 def _two_dim(types) -> bool:
-    return len(types) == 2 and all(len(getattr(t, "shape", ())) in (2, 3) for t in types) and \
+    return len(types) == 2 and all(len(getattr(t, "shape", ())) in (2, 3, 4) for t in types) and \
         len(types[0].shape) == 2
 
 
@@ -68,7 +68,7 @@ def infer_correct_layout_dense(attrs, new_in, old_in, types):
 
 @register_infer_correct_layout("nn.contrib_dense_pack")
 def infer_correct_layout_dense_pack(attrs, new_in, old_in, types):
-    """NC data and weights in the op's ``weight_layout`` (NC{n}n); NC output."""
+    """NC data and weights in the op's ``weight_layout`` (NC{n}n, NC16n4c); NC output."""
     if not _two_dim(types):
         return [None] * len(old_in), [None], attrs
     return [Layout("NC"), Layout(attrs.weight_layout)], [Layout("NC")], attrs

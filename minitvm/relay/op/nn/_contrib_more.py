@@ -40,10 +40,11 @@ def _dense_pack_rel(arg_types, attrs):
     check_num_args(op_name, arg_types, 2)
     data = tensor_arg(arg_types, 0, op_name)
     w = tensor_arg(arg_types, 1, op_name)
-    if len(data.shape) != 2 or len(w.shape) not in (2, 3):
-        raise TypeError(f"{op_name}: expects 2-D data and (N, K) or packed (N/n, K, n) "
-                        f"weights, got {type_str(data)} and {type_str(w)}")
-    if not dims_equal(data.shape[1], w.shape[1]):
+    if len(data.shape) != 2 or len(w.shape) not in (2, 3, 4):
+        raise TypeError(f"{op_name}: expects 2-D data and (N, K), packed (N/n, K, n) or "
+                        f"(N/n, K/k, n, k) weights, got {type_str(data)} and {type_str(w)}")
+    k = w.shape[1] if len(w.shape) < 4 else arith(lambda a, b: a * b, w.shape[1], w.shape[3])
+    if not dims_equal(data.shape[1], k):
         raise TypeError(f"{op_name}: data {type_str(data)} and weight {type_str(w)} disagree "
                         f"on the reduction length")
     n = w.shape[0] if len(w.shape) == 2 else arith(lambda a, b: a * b, w.shape[0], w.shape[2])

@@ -115,6 +115,35 @@ def conv2d_transpose_rel(arg_types, attrs, op_name: str = "nn.conv2d_transpose")
     return TensorType(shape_from_primal(out, layout, op_name), attrs.out_dtype or data.dtype)
 
 
+def conv2d_nchwc_rel(arg_types, attrs, op_name: str = "nn.contrib_conv2d_NCHWc"):
+    """contrib_conv2d_NCHWc: checked as a convolution when the weight's rank fits its
+    kernel_layout; otherwise, as TVM's relation (Conv2DWinogradRel) does, the output comes from
+    the data, ``channels`` and ``kernel_size`` alone (the packed weight is not read)."""
+    check_num_args(op_name, arg_types, 2)
+    weight = tensor_arg(arg_types, 1, op_name)
+    from ....topi.layout import Layout
+
+    if len(weight.shape) == len(Layout(attrs.kernel_layout).axes):
+        return conv_rel(arg_types, attrs, op_name, 2)
+    data = tensor_arg(arg_types, 0, op_name)
+    if attrs.channels is None or attrs.kernel_size is None:
+        raise TypeError(f"{op_name}: a weight {shape_str(weight.shape)} that does not follow "
+                        f"kernel_layout {attrs.kernel_layout} needs the channels and kernel_size "
+                        f"attributes")
+    d = shape_to_primal(data.shape, attrs.data_layout, "NCHW", "data", op_name)
+    ks = window_tuple(attrs.kernel_size, 2, "kernel_size", op_name)
+    strides = window_tuple(attrs.strides, 2, "strides", op_name)
+    dilation = window_tuple(attrs.dilation, 2, "dilation", op_name)
+    pad = pad_tuple(attrs.padding, 2, op_name)
+    check_window_attrs(op_name, 2, pad, strides=strides, dilation=dilation)
+    out = {"N": d["N"], "C": attrs.channels}
+    for i, a in enumerate("HW"):
+        out[a] = _spatial_out(op_name, d[a], ks[i], pad[i], pad[i + 2], strides[i], dilation[i],
+                              _DIM_NAMES[a])
+    layout = attrs.out_layout or attrs.data_layout
+    return TensorType(shape_from_primal(out, layout, op_name), attrs.out_dtype or data.dtype)
+
+
 def _rel(nd, name):
     def rel(arg_types, attrs):
         return conv_rel(arg_types, attrs, name, nd)
@@ -128,7 +157,7 @@ define_op("nn.conv1d", _rel(1, "nn.conv1d"), pattern=_FUSABLE, attrs_type=A.Conv
           num_inputs=2, describe="1D convolution.")
 define_op("nn.conv2d", _rel(2, "nn.conv2d"), pattern=_FUSABLE, attrs_type=A.Conv2DAttrs,
           num_inputs=2, describe="2D convolution.")
-define_op("nn.contrib_conv2d_NCHWc", _rel(2, "nn.contrib_conv2d_NCHWc"), pattern=_FUSABLE,
+define_op("nn.contrib_conv2d_NCHWc", conv2d_nchwc_rel, pattern=_FUSABLE,
           attrs_type=A.Conv2DAttrs, num_inputs=2,
           describe="2D convolution on packed NCHW{x}c data with OIHW{y}i{z}o weights.")
 define_op("nn.conv2d_transpose", conv2d_transpose_rel, pattern=_FUSABLE,

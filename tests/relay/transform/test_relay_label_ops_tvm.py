@@ -1,0 +1,81 @@
+"""LabelOps as TVM v0.19's LabelOpsMutator labels functions (label_ops.cc read as facts; TVM has
+no Before/Expected test of the pass): a 16-hex-digit ``hash`` of the function and every call
+attribute whose name contains "layout", empty ones included, the last call in post order winning
+where calls disagree. Deliberate differences (documented in the pass): a labelled function keeps
+its label, and an enclosing function records the layouts of all its calls, where TVM's record
+forgets the calls visited before a nested function."""
+
+import numpy as np
+from pass_test_util import check_numerics
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay import transform
+
+
+def _label(func):
+    mod = transform.InferType()(tvm.IRModule.from_expr(func))
+    return transform.LabelOps()(mod)["main"]
+
+
+def _conv(x, w, **kw):
+    return relay.nn.conv2d(x, w, channels=4, kernel_size=(3, 3), padding=(1, 1), **kw)
+
+
+def test_layouts_of_the_calls_become_function_attributes_empty_ones_too():
+    x = relay.var("x", shape=(1, 4, 5, 5))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    before = relay.Function([x, w], relay.nn.relu(_conv(x, w)))
+    got = _label(before)
+    expected = before.with_attrs(
+        {
+            "hash": got.get_attr("hash"),
+            "data_layout": "NCHW",
+            "kernel_layout": "OIHW",
+            "out_layout": "",
+        }
+    )
+    tvm.ir.assert_structural_equal(
+        got, transform.InferType()(tvm.IRModule.from_expr(expected))["main"]
+    )
+    h = got.get_attr("hash")
+    assert len(h) == 16 and int(h, 16) >= 0
+    check_numerics(before, got, rtol=1e-5, atol=1e-5)
+
+
+def test_the_last_call_in_post_order_wins():
+    """conv2d NCHW then max_pool2d NHWC... both write ``layout``-named keys; the pool (later in
+    post order) decides ``layout``, the conv's keys stay."""
+    x = relay.var("x", shape=(1, 4, 5, 5))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    y = _conv(x, w)
+    y = relay.nn.max_pool2d(
+        relay.transpose(y, (0, 2, 3, 1)), pool_size=(2, 2), layout="NHWC", out_layout="NHWC"
+    )
+    y = relay.nn.avg_pool2d(relay.transpose(y, (0, 3, 1, 2)), pool_size=(1, 1), layout="NCHW")
+    got = _label(relay.Function([x, w], y))
+    assert got.get_attr("layout") == "NCHW"  # avg_pool2d, the last call
+    assert got.get_attr("out_layout") == ""  # avg_pool2d's, replacing max_pool2d's NHWC
+    assert got.get_attr("data_layout") == "NCHW"
+
+
+def test_nested_functions_are_labelled_and_feed_their_parent():
+    x = relay.var("x", shape=(1, 4, 5, 5))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    a = relay.var("a", shape=(1, 4, 5, 5))
+    inner = relay.Function([a], relay.nn.avg_pool2d(a, pool_size=(1, 1), layout="NCHW"))
+    f = relay.var("f")
+    y = relay.Let(f, inner, relay.Call(f, [_conv(x, w)]))
+    before = relay.Function([x, w], y)
+    got = _label(before)
+    nested = got.body.value
+    assert nested.get_attr("layout") == "NCHW" and nested.get_attr("data_layout") is None
+    assert got.get_attr("layout") == "NCHW" and got.get_attr("data_layout") == "NCHW"
+    assert nested.get_attr("hash") != got.get_attr("hash")
+    again = transform.LabelOps()(tvm.IRModule.from_expr(got))["main"]
+    assert again.get_attr("hash") == got.get_attr("hash")  # labels are kept
+    args = [
+        np.random.default_rng(0).standard_normal((1, 4, 5, 5)).astype("float32"),
+        np.random.default_rng(1).standard_normal((4, 4, 3, 3)).astype("float32"),
+    ]
+    check_numerics(before, got, args=args, rtol=1e-5, atol=1e-5)
