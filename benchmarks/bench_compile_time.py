@@ -61,9 +61,12 @@ def _run(name: str, cache_dir: str, extra_env: dict | None = None) -> dict:
     env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
     env.pop("MINITVM_DISABLE_DISK_CACHE", None)
     env.pop("MINITVM_DISABLE_BUILD_CACHE", None)
-    out = subprocess.run([sys.executable, __file__, "--child", name], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    proc = subprocess.run([sys.executable, __file__, "--child", name], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:  # say why: the child's traceback, not only its exit status
+        raise SystemExit(f"building {name} failed (exit {proc.returncode}):\n"
+                         f"{proc.stderr.strip()[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from . import te, topi, schedule, codegen, backend
 from . import relay, relax, target, testing, contrib, parser
 from . import script
 from .runtime import get_global_func, register_func  # noqa: E402,F401
+from .runtime import DataType, DataTypeCode  # noqa: E402,F401  (tvm.DataType)
 from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
 from . import compat
 
@@ -42,7 +43,6 @@ from .ir import load_json, save_json  # noqa: E402,F401
 support = runtime.support
 _sys.modules.setdefault(__name__ + ".support", runtime.support)
 ir.expr.Range = tir.Range
-runtime.convert_to_object = ir.convert
 # tvm.ir.adt: Relay's algebraic data types (TVM keeps them in tvm.ir)
 ir.Constructor, ir.TypeData = relay.Constructor, relay.TypeData
 ir.adt = relay.adt

@@ -65,12 +65,27 @@ def compile_jobs(ctx: PassContext | None = None) -> int:
     return min(jobs or _cores(), MAX_JOBS)
 
 
+def probe_order(groups: list[list], cost: Callable[[object], float] | None) -> list[list]:
+    """``groups`` with the cheapest (by ``cost`` of a group's first task; the first among
+    equals) moved to the front, the rest in their order: the probes that run here before any
+    worker starts should be short, not a model's biggest kernel that happens to come first.
+    (Handing the queue out costliest first measured no better on ResNet-50: the estimate is
+    rough and dynamic hand-out already balances the processes.)"""
+    if cost is None or not groups:
+        return list(groups)
+    costs = [float(cost(g[0])) for g in groups]
+    cheap = sorted(range(len(groups)), key=lambda k: costs[k])[:PROBES]
+    return [groups[k] for k in cheap] + [g for k, g in enumerate(groups) if k not in cheap]
+
+
 def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
-                group: Callable[[object], Hashable], ctx: PassContext | None = None) -> int:
+                group: Callable[[object], Hashable], ctx: PassContext | None = None,
+                cost: Callable[[object], float] | None = None) -> int:
     """Run ``run_one(task)`` for every task, shared among forked workers and this process.
 
     Tasks with the same ``group`` key go to the same process (identical kernels compile once).
-    The first groups run here as probes: when their code came from the disk cache (a warm
+    The first groups run here as probes (the cheapest by ``cost``, an optional estimate of a
+    task's compile time: ``probe_order``): when their code came from the disk cache (a warm
     build) no worker is started. Returns the number of workers forked; with 0 some or none of
     the tasks ran, and the caller's sequential lowering does the rest as usual.
     """
@@ -82,7 +97,7 @@ def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
             or sys.platform == "win32" or active_cache(ctx) is None \
             or threading.current_thread() is not threading.main_thread():
         return 0  # (a build in a thread stays in process: forking there is not safe)
-    members = list(groups.values())
+    members = probe_order(list(groups.values()), cost)
     cache = active_cache(ctx)
     for _ in range(PROBES):  # a warm build (code already on disk) gains nothing from workers
         hits, writes = cache.stats["hits"], cache.stats["writes"]

@@ -18,12 +18,14 @@ from ..tir.printer import script
 from ..tir.stmt import For, ForKind
 from ..tir.stmt_functor import walk_stmts
 from ..tir.transform import parallelize_outer_loops
+from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "7"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "8"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
-# 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``)
+# 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
+# 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
@@ -79,6 +81,7 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
     ir)``; see ``backend.disk_cache``) consulted on an in-process miss, before generating IR.
     """
     verify_well_formed(func)
+    func = lower_intrin(func, "llvm")  # user-registered intrinsic lowerings (TVM's LowerIntrin)
     if auto_parallel:
         func = parallelize_outer_loops(func)
     keyed = func.without_attr("global_symbol") if func.attrs and "global_symbol" in func.attrs \

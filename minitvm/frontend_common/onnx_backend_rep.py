@@ -18,12 +18,15 @@ __all__ = ["CachedBackendRep", "CpuBackend"]
 
 class CachedBackendRep(BackendRep):
     """A prepared model; subclasses say how to compile it (``compile(named) -> (run, bound)``:
-    ``run`` takes the unbound inputs in order, ``bound`` names the inputs baked in)."""
+    ``run`` takes the unbound inputs in order, a sequence input's tensors one by one, and
+    returns the function's result: the single output, or a tuple of the outputs; ``bound``
+    names the inputs baked in)."""
 
     def __init__(self, model):
         self.model = model
         inits = {t.name for t in model.graph.initializer}
         self.input_names = [i.name for i in model.graph.input if i.name not in inits]
+        self.output_kinds = [o.type.WhichOneof("value") for o in model.graph.output]
         self._compiled: dict = {}  # input signature -> [(bound names, values, runner)]
 
     def compile(self, named: dict) -> tuple:
@@ -34,12 +37,13 @@ class CachedBackendRep(BackendRep):
             inputs = [inputs[n] for n in self.input_names]
         elif not isinstance(inputs, list | tuple):
             inputs = [inputs]
-        values = [np.asarray(v) for v in inputs]
+        # a sequence input is a list of arrays, an empty optional None
+        values = [_as_value(v) for v in inputs]
         if len(values) != len(self.input_names):
             raise ValueError(f"the model takes {len(self.input_names)} inputs "
                              f"({', '.join(self.input_names)}), got {len(values)}")
         named = dict(zip(self.input_names, values, strict=True))
-        key = tuple((v.shape, str(v.dtype)) for v in values)
+        key = tuple(_signature(v) for v in values)
         runner = None
         for bound, seen, fn in self._compiled.get(key, []):
             if all(np.array_equal(named[n], seen[n]) for n in bound):
@@ -51,8 +55,43 @@ class CachedBackendRep(BackendRep):
                 (bound, {n: named[n].copy() for n in bound}, fn))
             runner = (bound, fn)
         bound, fn = runner
-        outs = fn([v for n, v in named.items() if n not in bound])
-        return tuple(o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs)
+        args: list = []
+        for n, v in named.items():
+            if n not in bound:
+                args.extend(v if isinstance(v, list) else [] if v is None else [v])
+        outs = fn(args)
+        if len(self.output_kinds) == 1:
+            outs = [outs]  # one output: a sequence output stays one value
+        return tuple(_as_output(o, kind) for o, kind in zip(outs, self.output_kinds))
+
+
+def _as_value(v):
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [np.asarray(e) for e in v]
+    return np.asarray(v)
+
+
+def _signature(v):
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return ("sequence",) + tuple((e.shape, str(e.dtype)) for e in v)
+    return v.shape, str(v.dtype)
+
+
+def _as_output(o, kind: str | None):
+    """A run's output as numpy: a tuple (a sequence output) becomes a list of arrays, an
+    empty tuple for an optional output None."""
+    if hasattr(o, "numpy"):
+        return o.numpy()
+    if isinstance(o, np.ndarray | np.generic):
+        return np.asarray(o)
+    items = [e.numpy() if hasattr(e, "numpy") else np.asarray(e) for e in o]
+    if kind == "optional_type" and not items:
+        return None
+    return items
 
 
 class CpuBackend(Backend):

@@ -16,6 +16,7 @@ __all__ = [
     "ConverterTable", "NodeContext", "load_model", "default_opset", "attr_value", "node_attrs",
     "tensor_to_numpy", "ONNX_DTYPES", "onnx_dtype", "unsupported_ops", "input_dims",
     "input_elem_dtype", "convert_node", "graph_outputs", "check_dropout_is_identity",
+    "dropout_training_mask",
     "GraphImporterBase",
 ]
 
@@ -200,6 +201,9 @@ def convert_node(node, values: dict, converters: dict, ctx: NodeContext,
                         "graph is not topologically sorted or is malformed)")
         else:
             ins.append(values[name])
+    from .onnx_sequence import check_tensor_inputs
+
+    check_tensor_inputs(ctx, ins)
     try:
         out = converters[node.op_type](ctx, ins, node_attrs(node))
     except (error, NotImplementedError):
@@ -228,17 +232,34 @@ def check_dropout_is_identity(ctx: NodeContext, ins: list, attrs: dict,
     """Dropout converts to the identity (and an all-true mask) in inference mode, or in
     training mode with ratio 0; training with a non-zero ratio is random and rejected.
     ``value(input, what)`` is the dialect's "this input must be known at import"."""
+    if dropout_training_mask(ctx, ins, attrs, value, None, seeded=False) is not None:
+        raise AssertionError("unreachable: an unseeded training-mode Dropout is rejected")
+
+
+def dropout_training_mask(ctx: NodeContext, ins: list, attrs: dict, value: Callable,
+                          shape, seeded: bool = True) -> tuple[np.ndarray, float] | None:
+    """None when Dropout is the identity (inference mode, or ratio 0); else, for a
+    training-mode Dropout with a ``seed`` attribute, (keep mask, scale): the mask is drawn
+    once, at import, from ``numpy.random.RandomState(seed)`` (the generator the ONNX reference
+    uses), so every run of the compiled model applies the same mask. Training mode without a
+    seed is random per run and rejected."""
     training = bool(ctx.opset < 7 and attrs.get("is_test", 1) == 0)
     if len(ins) > 2 and ins[2] is not None:
         training = bool(np.asarray(value(ins[2], "Dropout's training_mode")).reshape(-1)[0])
     if not training:
-        return
+        return None
     ratio = float(attrs.get("ratio", 0.5))
     if len(ins) > 1 and ins[1] is not None:
         ratio = float(np.asarray(value(ins[1], "Dropout's ratio")).reshape(-1)[0])
-    if ratio != 0.0:
-        raise ctx.fail(f"training-mode Dropout with ratio {ratio:g} is random; only inference "
-                       "mode (or ratio 0) is supported")
+    if ratio == 0.0:
+        return None
+    if not seeded or "seed" not in attrs:
+        raise ctx.fail(f"training-mode Dropout with ratio {ratio:g} is random (it has no seed "
+                       "attribute); only inference mode, ratio 0 or a fixed seed is supported")
+    if not 0.0 <= ratio < 1.0:
+        raise ctx.fail(f"the ratio must be in [0, 1), got {ratio:g}")
+    keep = np.random.RandomState(int(attrs["seed"])).uniform(0.0, 1.0, tuple(shape)) >= ratio
+    return keep, 1.0 / (1.0 - ratio)
 
 
 class GraphImporterBase:

@@ -1,7 +1,8 @@
 """ONNX Resize arithmetic both importers share (numpy only, no IR): the output shape, scales
 and region of interest a Resize node asks for, and per resized axis the source indices and
-weights of each interpolation tap (one tap for nearest, two for linear, four for cubic), for
-every coordinate-transformation mode of the ONNX specification."""
+weights of each interpolation tap (one tap for nearest, two for linear, four for cubic, more
+for an antialiased downsample), for every coordinate-transformation mode of the ONNX
+specification."""
 
 from __future__ import annotations
 
@@ -62,8 +63,14 @@ def axis_taps(attrs, in_n, out_n, scale, roi_lo=0.0, roi_hi=1.0):
     outside = (coords < 0) | (coords > in_n - 1) if ctm == "tf_crop_and_resize" else \
         np.zeros(out_n, bool)
     if mode == "nearest":
+        if attrs.get("antialias", 0):
+            raise NotImplementedError("Resize: antialias=1 applies to the linear and cubic "
+                                      "modes only, not 'nearest'")
         idx = _nearest(coords, attrs.get("nearest_mode", "round_prefer_floor"))
         return [(np.clip(idx, 0, in_n - 1).astype("int64"), None)], outside
+    if attrs.get("antialias", 0):
+        offsets, weights, lo = _antialias_taps(attrs, mode, coords, scale)
+        return _finish_taps(attrs, in_n, lo, offsets, weights), outside
     lo = np.floor(coords)
     r = coords - lo
     if mode == "linear":
@@ -73,13 +80,49 @@ def axis_taps(attrs, in_n, out_n, scale, roi_lo=0.0, roi_hi=1.0):
                                                                              -0.75)))
     else:
         raise NotImplementedError(f"Resize: mode {mode!r} is not supported")
+    return _finish_taps(attrs, in_n, lo, offsets, weights), outside
+
+
+def _finish_taps(attrs, in_n, lo, offsets, weights):
+    """(clamped indices, weights) per tap; ``exclude_outside`` drops the weight of taps past
+    either edge and renormalizes the rest."""
     raw = [lo + o for o in offsets]
     if attrs.get("exclude_outside", 0):
         weights = [np.where((i < 0) | (i > in_n - 1), 0.0, w) for i, w in zip(raw, weights)]
         total = np.sum(weights, axis=0)
         weights = [w / np.where(total == 0, 1, total) for w in weights]
-    taps = [(np.clip(i, 0, in_n - 1).astype("int64"), w) for i, w in zip(raw, weights)]
-    return taps, outside
+    return [(np.clip(i, 0, in_n - 1).astype("int64"), w) for i, w in zip(raw, weights)]
+
+
+def _antialias_taps(attrs, mode, coords, scale):
+    """Offsets, weights and base indices of an antialiased linear or cubic resize: when
+    downsampling (scale < 1) the interpolation kernel is stretched by 1 / scale, so each
+    output averages every input the stretched kernel covers, the weights normalized to sum
+    to 1 (the ONNX specification; upsampling is the plain kernel)."""
+    s = min(float(scale), 1.0)
+    support = 1.0 if mode == "linear" else 2.0
+    if mode == "linear":
+        def kernel(t):
+            return np.clip(1.0 - np.abs(t), 0.0, 1.0)
+    elif mode == "cubic":
+        a = float(attrs.get("cubic_coeff_a", -0.75))
+
+        def kernel(t):
+            t = np.abs(t)
+            return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                            np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
+    else:
+        raise NotImplementedError(f"Resize: mode {mode!r} is not supported")
+    # the base index is the nearest input at or left of the coordinate, strictly left when
+    # the coordinate is an integer (the ratio lies in (0, 1]), as the specification's
+    # reference picks the neighbours
+    lo = np.ceil(coords) - 1
+    r = coords - lo
+    start = int(np.floor(-support / s) + 1)
+    offsets = list(range(start, 2 - start))
+    weights = [kernel((o - r) * s) for o in offsets]
+    total = np.sum(weights, axis=0)
+    return offsets, [w / total for w in weights], lo
 
 
 def resize_plan(shape: list, attrs: dict, roi_v, scales_v, sizes_v, fail):

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import ast
+
 from ..runtime.object import Object
+from ..runtime.object_path import ObjectPath, ObjectPathPair
 from ..runtime.registry import get_global_func
 from .node import Node, SequentialSpan, SourceName, Span
 from .serialization import load_json, save_json
@@ -17,31 +20,56 @@ from .structural import (
 
 __all__ = ["Object", "Node", "SourceName", "Span", "SequentialSpan", "load_json", "save_json",
            "structural_equal", "assert_structural_equal", "structural_hash", "EnvFunc",
-           "ObjectPathPair", "get_first_structural_mismatch"]
+           "ObjectPath", "ObjectPathPair", "get_first_structural_mismatch"]
 
 
-class ObjectPathPair(Object):
-    """Where two structures first differ: ``lhs_path`` and ``rhs_path`` (``root.body.args[0]``)
-    and the reason."""
-
-    __slots__ = ("lhs_path", "rhs_path", "reason")
-
-    def __init__(self, lhs_path: str, rhs_path: str, reason: str = ""):
-        self.lhs_path = lhs_path
-        self.rhs_path = rhs_path
-        self.reason = reason
-
-    def __repr__(self):
-        return f"ObjectPathPair({self.lhs_path}, {self.rhs_path}: {self.reason})"
+def _object_path(raw) -> ObjectPath:
+    """The ObjectPath of a linked ``(parent, segment)`` path of the structural comparison
+    (segments ``.field``, ``[3]``, ``['key']``, ``.keys[2]``)."""
+    segs = []
+    while isinstance(raw, tuple):
+        raw, seg = raw
+        segs.append(seg)
+    path = ObjectPath.root()
+    for seg in reversed(segs):
+        if seg.startswith("."):
+            name, bracket, rest = seg[1:].partition("[")
+            path = path.attr(name)
+            if bracket:
+                path = path.array_index(int(rest.rstrip("]")))
+            continue
+        inner = seg[1:-1]
+        if inner.lstrip("-").isdigit():
+            path = path.array_index(int(inner))
+        else:
+            try:
+                key = ast.literal_eval(inner)
+            except (ValueError, SyntaxError):
+                key = inner
+            path = path.map_value(key)
+    return path
 
 
 def get_first_structural_mismatch(lhs, rhs, map_free_vars: bool = False) -> ObjectPathPair | None:
-    """None when ``lhs`` and ``rhs`` are structurally equal, else the paths (the same in both:
-    the comparison walks them in step) of the first difference."""
+    """None when ``lhs`` and ``rhs`` are structurally equal, else the paths of the first
+    difference in each (``<root>.body.args[0]``); where one side lacks an array element or a
+    map entry, its path ends in ``[<missing element #i>]`` / ``[<missing entry>]``."""
     try:
         _compare(lhs, rhs, map_free_vars)
     except StructuralMismatch as e:
-        return ObjectPathPair(e.path, e.path, e.reason)
+        base = _object_path(e.raw_path)
+        lp = rp = base
+        if e.reason.startswith("lengths differ") and hasattr(e.lhs, "__len__"):
+            n = min(len(e.lhs), len(e.rhs))
+            longer_left = len(e.lhs) > len(e.rhs)
+            lp = base.array_index(n) if longer_left else base.missing_array_element(n)
+            rp = base.missing_array_element(n) if longer_left else base.array_index(n)
+        elif e.reason == "different keys":
+            only_l = [k for k in e.lhs if k not in e.rhs]
+            key = only_l[0] if only_l else next(k for k in e.rhs if k not in e.lhs)
+            lp = base.map_value(key) if only_l else base.missing_map_entry()
+            rp = base.missing_map_entry() if only_l else base.map_value(key)
+        return ObjectPathPair(lp, rp, e.reason)
     return None
 
 

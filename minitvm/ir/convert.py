@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..runtime.registry import register_func
 from .node import Node
 from .prim_expr import FloatImm, IntImm
 
@@ -35,3 +36,21 @@ def convert(value, span=None):
 
 
 const = convert
+
+
+def make_const(value, dtype: str, span=None):
+    """The scalar immediate of ``dtype`` holding ``value`` (``IntImm`` for int, uint and bool,
+    ``FloatImm`` for float); what ``tvm.runtime.const`` builds."""
+    base = dtype.rstrip("0123456789")
+    if dtype == "bool":
+        return IntImm("bool", int(bool(value)))
+    if base in ("int", "uint"):
+        if isinstance(value, numbers.Real) and not float(value).is_integer():
+            raise ValueError(f"const: {value!r} is not an integer value of dtype {dtype}")
+        return IntImm(dtype, int(value))
+    if base in ("float", "bfloat"):
+        return FloatImm(dtype, float(value))
+    raise ValueError(f"const: cannot make a scalar constant of dtype {dtype!r}")
+
+
+register_func("node._const", make_const, override=True)

@@ -5,11 +5,12 @@ Nothing here knows a dialect: printing and calling go through the hooks of ``ir.
 
 from __future__ import annotations
 
+from ..runtime.script_printer import Scriptable
 from .dialect import find_hook, get_hook
 from .node import Node
 
 
-class BaseExpr(Node):
+class BaseExpr(Node, Scriptable):
     __slots__ = ("span",)
 
 

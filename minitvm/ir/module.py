@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ..runtime.script_printer import Scriptable
 from .dialect import find_hook, get_hook, module_hook
 from .expr import BaseFunc, GlobalVar
 from .node import Node
 from .type import GlobalTypeVar
 
 
-class IRModule(Node):
+class IRModule(Node, Scriptable):
     """Functions by GlobalVar and type definitions by GlobalTypeVar.
 
     ``mod["main"]`` reads by name or GlobalVar; ``mod["f"] = fn`` adds or replaces a function.
@@ -178,6 +179,12 @@ class IRModule(Node):
         new = self.shallow_copy()
         new.attrs[name] = value
         return new
+
+    def update_global_info(self, name: str, global_info: list) -> None:
+        """Set the global infos stored under ``name`` (``"vdevice"``), in place as TVM does."""
+        if not isinstance(name, str):
+            raise TypeError(f"update_global_info: name must be a str, got {type(name).__name__}")
+        self.global_infos[name] = list(global_info)
 
     def items(self):
         return self.functions.items()

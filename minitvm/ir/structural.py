@@ -33,6 +33,7 @@ class StructuralMismatch(Exception):
     def __init__(self, path, lhs, rhs, reason):
         super().__init__(reason)
         self.path, self.lhs, self.rhs, self.reason = _render_path(path), lhs, rhs, reason
+        self.raw_path = path  # the linked (parent, segment) form, for ir.base's ObjectPath
 
 
 def _render_path(path) -> str:
@@ -200,7 +201,7 @@ def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
         _compare(lhs, rhs, map_free_vars)
     except StructuralMismatch as e:
         raise ValueError(
-            f"StructuralEqual check failed at {e.path}: {e.reason}\n"
+            f"StructuralEqual check failed, caused by lhs at {e.path}: {e.reason}\n"
             f"  lhs: {_short(e.lhs)}\n  rhs: {_short(e.rhs)}\n"
             f"--- lhs program ---\n{_short(lhs, 4000)}\n--- rhs program ---\n{_short(rhs, 4000)}"
         ) from None

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from enum import IntEnum
 
+from ..runtime.script_printer import Scriptable
 from .dialect import find_hook
 from .node import Node
 from .prim_expr import Any, IntImm, PrimExpr
 
 
-class Type(Node):
+class Type(Node, Scriptable):
     __slots__ = ("span",)
 
     def _key(self):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir.dialect import find_hook
 from ..ir.node import Node
 from ..ir.prim_expr import IntImm, PrimExpr
+from ..runtime.script_printer import Scriptable
 
 __all__ = [
     "StructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "TensorStructInfo",
@@ -33,7 +34,7 @@ def as_dim(d) -> PrimExpr:
                     f"{type(d).__name__} {d!r}")
 
 
-class StructInfo(Node):
+class StructInfo(Node, Scriptable):
     """Base of struct infos; printed as TVMScript (``R.Tensor((n, 4), dtype="float32")``)."""
 
     __slots__ = ("span",)

@@ -28,6 +28,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from ..topi.utils import static_shape as _shape
+from . import conv_lanes
 from .common import const_int as _const_int
 from .common import dims_of as _dims
 from .common import imm as _i
@@ -73,6 +74,10 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
 # memory of the thread), else one pass
 CHANNEL_BLOCK_SUMS_MAX = 16 * 1024
+# convs computed by conv_lanes (``packs_weight``) read an operand laid out like the output (a
+# residual) in their fused epilogue, one output channel per lane (measured on a Zen 2 against
+# a separate pass: within the noise at 56x56 .. 7x7); it saves a pass over the output
+LANES_PLANE_OPERANDS = True
 
 
 def default_tile() -> tuple[int, int]:
@@ -151,12 +156,31 @@ def fuses_epilogue(t, options) -> bool:
 
 def fuses_plane_operands(t, options) -> bool:
     """May the fused epilogue also read operands laid out like the output plane (a residual)?
-    Only with the channel tiles as the outer loop: with the pixel panels outer, each panel's
-    tiles read such an operand in as many scattered rows as there are channels, which the
-    hardware prefetcher does not follow (measured on a Zen 2: a 64 -> 256 1x1 conv at 56x56
-    with a residual add took 3.96 ms fused, 3.25 ms with a separate epilogue pass; without the
-    residual 2.49 ms fused, 3.20 ms not)."""
+    For ``conv_lanes``: ``LANES_PLANE_OPERANDS``. Else only with the channel tiles as the outer
+    loop: with the pixel panels outer, each panel's tiles read such an operand in as many
+    scattered rows as there are channels, which the hardware prefetcher does not follow
+    (measured on a Zen 2: a 64 -> 256 1x1 conv at 56x56 with a residual add took 3.96 ms fused,
+    3.25 ms with a separate epilogue pass; without the residual 2.49 ms fused, 3.20 ms not)."""
+    if packs_weight(t, options):
+        return LANES_PLANE_OPERANDS
     return weights_outer(geometry(t, _knobs(options, t)))
+
+
+def packs_weight(t, options) -> bool:
+    """Is generated conv2d ``t`` computed by ``conv_lanes`` once its weight is a build-time
+    constant (which the lowering then passes prepacked: ``packed_weight``)? Not in row mode,
+    where this implicit GEMM computes no padding column either (the ResNet stem: 2.47 ms here,
+    2.79 in ``conv_lanes``)."""
+    if t.op.tag != "conv2d_nchw" or not options.generated_conv or not supported(t):
+        return False
+    if _knobs(options, t)["impl"] == "im2col" and options.blas:
+        return False
+    return not geometry(t)["rows_mode"] and conv_lanes.supported(t, options)
+
+
+def packed_weight(t):
+    """(packed shape, numpy transform) of the constant weight of conv2d ``t`` (``packs_weight``)."""
+    return conv_lanes.packed_weight(t)
 
 
 def _piece() -> int:
@@ -177,6 +201,8 @@ def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     micro-kernel applies it to its registers and stores ``out`` (``[N, O, OH, OW]``) once, with
     no grid buffer, crop or separate epilogue pass.
     """
+    if id(t) in ctx.packed:  # the weight is prepacked for conv_lanes (packs_weight)
+        return conv_lanes.emit(ctx, t, out, x, w, epilogue)
     g = geometry(t, _knobs(ctx.options, t))
     if epilogue is not None:
         g["epi"] = epilogue

@@ -12,8 +12,10 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_direct, gemm_tb
+from .common import const_int, vector_isa
 from .common import dims_of as _dims
 from .common import is_static as _is_static
 from .common import lanes as _lanes
@@ -207,6 +209,24 @@ def _add(x, y):
     return x + y
 
 
+# whether a generated matmul applies its fused elementwise epilogue (bias add, residual add,
+# relu: no function calls) to the register tile as it stores it, by vector ISA
+# (``fuses_epilogue``); else the epilogue is a second pass over the output. Measured on a Zen 2
+# (AVX2, one thread, thread CPU time, BERT layer kernels at seq 128/512, weights passed at run
+# time, separate pass -> fused, ms): 768->768 + bias 1.89/7.51 -> 1.90/7.18, + bias + residual
+# 1.89/6.89 -> 1.94/7.22 (within the noise; the pass is cheap next to the GEMM), + bias + gelu
+# at 512 rows 31.8 -> 34.1 (the erf costs more in the tile store, so an epilogue with calls
+# keeps its pass). AVX-512 keeps the separate pass.
+FUSED_EPILOGUE = {"avx512": False, "avx2": True}
+
+
+def fuses_epilogue(t, options: LoweringOptions) -> bool:
+    """Does generated matmul stage ``t`` apply an elementwise epilogue in its store
+    (``emit_fused``)? On AVX2 machines (``FUSED_EPILOGUE``)."""
+    return FUSED_EPILOGUE[vector_isa()] and t.op.tag == "matmul" and \
+        use_generated_matmul(t, options)
+
+
 def emit(ctx, t, out, operand_bufs) -> S.Stmt:
     """The statements computing GEMM stage ``t`` into ``out``."""
     tag, attrs = t.op.tag, t.op.attrs
@@ -386,13 +406,107 @@ DIRECT_B_LONG_K = 1024
 DIRECT_B_MAX_BYTES = 512 * 1024
 
 
-def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
+def _int_as(v, dtype):
+    """Index ``v`` (an int or an integer expr) as a ``dtype`` expression."""
+    if isinstance(v, int):
+        return E.IntImm(dtype, v)
+    if v.dtype == dtype:
+        return v
+    return E.IntImm(dtype, v.value) if isinstance(v, E.IntImm) else E.Cast(dtype, v)
+
+
+def _unravel(row, lead: list, dtype: str) -> list:
+    """The indices of the leading axes (extents ``lead``) of flat row ``row``, as ``dtype``.
+    Unit axes are 0; a single other axis is the row itself."""
+    out = [None] * len(lead)
+    multi = [p for p, d in enumerate(lead) if not (isinstance(d, int) and d == 1)]
+    q = row
+    for j, p in enumerate(reversed(multi)):
+        if j == len(multi) - 1:
+            out[p] = q
+        else:
+            d = _int_as(lead[p], q.dtype)
+            out[p], q = E.FloorMod(q, d), E.FloorDiv(q, d)
+    return [E.IntImm(dtype, 0) if o is None else _int_as(o, dtype) for o in out]
+
+
+def emit_fused(ctx, t, u, out, operand_bufs, body, separate) -> S.Stmt:
+    """Generated matmul ``t`` (``fuses_epilogue``) with its elementwise consumer ``u`` applied
+    to each value as the micro-kernel stores it into ``out``, the buffer both share (``body``:
+    ``u``'s expression, reading the matmul from ``out``). ``separate(expr)`` gives the
+    epilogue as a pass of its own storing ``expr`` into ``out`` after the matmul: used when
+    ``u`` calls a function (``FUSED_EPILOGUE``: a ``gelu``'s ``erf`` costs more in the tile's
+    store than in a pass of its own), and when ``u`` reads the matmul away from its own output
+    position (the matmul then goes to a temporary the pass reads).
+    """
+    axes = [iv.var for iv in u.op.axis]
+    shape = _dims(u)
+    value = E.Var("matmul_value", out.dtype)
+    ok = [True]
+
+    def at_axes(idx) -> bool:
+        return len(idx) == len(axes) and all(
+            i is v or (isinstance(d, int) and d == 1 and const_int(i) == 0)
+            for i, v, d in zip(idx, axes, shape))
+
+    def fpost(e):
+        if isinstance(e, E.BufferLoad) and e.buffer is out:
+            ok[0] = ok[0] and at_axes(e.indices)
+            return value
+        return None
+
+    template = transform_expr(body, fpost)
+    if not ok[0]:  # the matmul into a temporary the epilogue pass reads (not in place)
+        tmp = ctx.temp(_dims(t), t.dtype, "matmul_out")
+        moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
+            e, E.BufferLoad) and e.buffer is out else None)
+        return S.SeqStmt([emit(ctx, t, tmp, operand_bufs), separate(moved)])
+    if any(isinstance(e, E.Call) for e in post_order(template)):
+        return S.SeqStmt([emit(ctx, t, out, operand_bufs), separate(body)])
+
+    def epilogue(row, col, val):
+        dt = axes[-1].dtype
+        idx = [*_unravel(row, list(shape[:-1]), dt), _int_as(col, dt)]
+        return substitute(template, {value: val, **dict(zip(axes, idx))})
+
+    a, b = operand_bufs
+    return _gen_matmul(ctx, t, out, a, b, epilogue)
+
+
+# ``C = A @ W.T`` with W ``[N, K]`` passed at run time (not a constant packed at build time),
+# by vector ISA: between SWAP_MIN_ROWS and gemm_tb.MAX_ROWS rows, for a weight of at least
+# SWAP_MIN_WEIGHT elements that is no wider than long (N <= K), computed as ``C.T = W @ A.T``:
+# the packed micro-kernel reads W in place as its rows and packs only A (M x K, smaller than
+# W there), storing its tiles transposed. Measured on a Zen 2 (AVX2, one thread, thread CPU
+# time, BERT layer kernels with weights passed at run time, in-place gemm_tb -> swapped, ms):
+# 768->768 (+bias) at 32/128 rows 0.47/2.16 -> 0.46/1.78, 3072->768 (+bias, +residual)
+# 2.24/9.37 -> 1.98/7.64; at 512 rows within the noise of packing W (kept). Slower where not
+# used: 768->3072 (N > K) at 128 rows 8.9 -> 10.6; the seed MLP's 784->128 at 64 rows 0.185 ->
+# 0.216 (a weight that stays in cache: gemm_tb). AVX-512 keeps gemm_tb.
+SWAP_TB = {"avx512": False, "avx2": True}
+# whether a [N, K] W packed per call (static N and K, cache-blocked schedule) is packed one K
+# block of a panel group at a time, just before the row tiles use it (``GemmBuilder.
+# compute_inline_pack``), instead of in a pass over all of W first, by vector ISA. Measured on
+# a Zen 2 (one thread, thread CPU time, best of 9, BERT layer kernels with weights passed at
+# run time, whole pass -> inline, ms): at 200/512 rows 768->768 + bias 3.76/9.33 -> 3.48/8.45,
+# + residual 4.36/9.55 -> 3.78/8.57, 768->3072 + gelu 17.0/37.3 -> 14.0/34.4, 3072->768 +
+# residual 13.8/33.8 -> 11.9/30.6. Row chunks of gemm_kernel.INLINE_PACK_ROWS (256) rows as
+# tasks beside the panel groups (each chunk packs its own copy) against one chunk: at 512 rows
+# 11.5/10.9/43.1/40.5 -> 10.1/10.2/39.4/38.7 (the chunk's rows of A stay in L2), the seed
+# MLP's 784->128 at 1024 rows 4.74 -> 3.60, 128->10 0.236 -> 0.117.
+INLINE_PACK = {"avx512": False, "avx2": True}
+SWAP_MIN_ROWS = 16
+SWAP_MIN_WEIGHT = 1 << 19
+
+
+def _gen_matmul(ctx, t, out, a, b, epilogue=None) -> S.Stmt:
     """``out = a @ op(b)`` by ``gemm_kernel``'s micro-kernels.
 
     A ``[K, N]`` B whose width splits into whole register tiles is read in place when there
     are few rows (a GEMV-like call: packing would cost more than the product) or B is small;
     otherwise it is packed into panels per call. With a symbolic row count both variants are
-    generated and the row count picks one at run time.
+    generated and the row count picks one at run time. ``epilogue(row, col, value)`` (from
+    ``emit_fused``) is applied to each value as it is stored.
     """
     m, n, k = _gemm_dims(t)
     tb = bool(t.op.attrs["transpose_b"])
@@ -404,10 +518,20 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
         bld = GemmBuilder(None, m, n, k, tb, False, False, "float32", kn["mr"], nr, kn["mc"],
                           False, False, False, kn["min_work"])
         bld.A, bld.B, bld.C = a2, b, c2
+        bld.epilogue = epilogue
         return bld
 
     def packed(own=True):
         bld = builder(kn["nr"])
+        if tb and gemm_tb.supported(m, n, k) and INLINE_PACK[vector_isa()] and \
+                bld.blocking is not None:
+            # each K block of a group's panels packed just before the row tiles use it
+            shape = bld.inline_pack_shape()
+            if ctx.own_temps and own:
+                bld.Bp = decl_buffer(shape, "float32", "matmul_bblock")
+                return _allocated(bld.Bp, bld.compute_inline_pack())
+            bld.Bp = ctx.temp(shape, "float32", "matmul_bblock")
+            return bld.compute_inline_pack()
 
         def pack():  # an [N, K] weight: the L1-blocked packing of gemm_tb
             return gemm_tb.pack_panels(bld) if tb and gemm_tb.supported(m, n, k) else \
@@ -424,15 +548,39 @@ def _gen_matmul(ctx, t, out, a, b) -> S.Stmt:
         bld.direct_b = True
         return bld.compute()
 
+    def swapped(own=True):
+        # C.T = W @ A.T: W [N, K] is read in place as the micro-kernel's rows and A [M, K]
+        # (the smaller operand) is packed into panels of M; the tile is stored transposed
+        bld = GemmBuilder(None, n, m, k, True, False, False, "float32", kn["mr"], kn["nr"],
+                          kn["mc"], False, False, False, kn["min_work"])
+        bld.A, bld.B, bld.C = b, a2, c2
+        bld.c_transposed = True
+        if epilogue is not None:
+            bld.epilogue = lambda row, col, v: epilogue(col, row, v)
+        shape = (bld.np, k, bld.nr)
+        if ctx.own_temps and own:
+            bld.Bp = decl_buffer(shape, "float32", "matmul_apack")
+            return _allocated(bld.Bp, S.SeqStmt([bld.pack(), bld.compute()]))
+        bld.Bp = ctx.temp(shape, "float32", "matmul_apack")
+        return S.SeqStmt([bld.pack(), bld.compute()])
+
     if id(t) in ctx.packed:  # B is a constant packed at build time (packed_matmul_weight)
         bld = builder(kn["nr"])
         bld.Bp = b
         return bld.compute()
     if tb and gemm_tb.supported(m, n, k):  # W [N, K] read in place for few rows
+        def in_place():
+            return gemm_tb.emit(m, n, k, a2, b, c2, epilogue)
+
+        if SWAP_TB[vector_isa()] and n <= k and n * k >= SWAP_MIN_WEIGHT:
+            lo, hi = SWAP_MIN_ROWS, gemm_tb.MAX_ROWS
+            if isinstance(m, int):
+                return swapped() if lo <= m <= hi else in_place() if m < lo else packed()
+            return S.IfThenElse(m < lo, in_place(), S.IfThenElse(
+                m <= hi, swapped(own=False), packed(own=False)))
         if isinstance(m, int):
-            return gemm_tb.emit(m, n, k, a2, b, c2) if m <= gemm_tb.MAX_ROWS else packed()
-        return S.IfThenElse(m <= gemm_tb.MAX_ROWS, gemm_tb.emit(m, n, k, a2, b, c2),
-                            packed(own=False))
+            return in_place() if m <= gemm_tb.MAX_ROWS else packed()
+        return S.IfThenElse(m <= gemm_tb.MAX_ROWS, in_place(), packed(own=False))
     nr = None if tb else _direct_nr(n)
     if nr is None:
         return packed()

@@ -64,6 +64,9 @@ MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least
 # symbolic N): unblocked 10.6 ms, panels inner 9.6, tiles outer 7.9 (numpy 8.1); from K 768 up
 # the two orders were within the noise (0.96-1.04).
 PANELS_INNER_MAX_K = 256
+# rows of a task of ``compute_inline_pack`` (each packs its own copy of its panels' K block):
+# tasks for the thread pool beside the panel groups. Measured: see ``gemm.INLINE_PACK``.
+INLINE_PACK_ROWS = 256
 # default row block (``mc``) by vector ISA: the blocked schedule keeps ``mc x kc`` of A in L2
 BLOCK_ROWS = {"avx512": 64, "avx2": 144}
 # widths of a tile that reads a [K, N] B in place (widest first): ones dividing N qualify
@@ -181,6 +184,15 @@ class GemmBuilder:
         # packing; the caller sets it and skips ``pack()``
         self.direct_b = False
         self.gemv_split = GEMV_SPLIT  # interleaved partial sums of the one-row kernel
+        # epilogue(row, col, value): an elementwise stage applied to the register tile as it
+        # is stored (unbatched only; the caller sets it, ``gemm.emit_fused``), or None
+        self.epilogue = None
+        # c_transposed: C is given as ``[N, M]`` (unbatched) and stored transposed, for
+        # ``C.T = W @ A.T`` computed with W as this GEMM's A (see ``gemm._gen_matmul``)
+        self.c_transposed = False
+        # bp_block_local: ``Bp`` holds one K block of each panel (``compute_inline_pack``)
+        self.bp_block_local = False
+        self.bp_slot_shift = None  # the current task's first slot in that ``Bp``
         # (kc, panels per group) of the cache-blocked schedule (``BLOCKING``), or None
         self.blocking = BLOCKING[vector_isa()]
 
@@ -219,7 +231,20 @@ class GemmBuilder:
         if self.direct_b:
             col = jo * self.nr + jj
             return self.B[(b, k, col) if self.b_batched else (k, col)]
+        if self.bp_block_local:  # (compute_inline_pack: this task's slots)
+            jo = jo + self.bp_slot_shift
         return self.Bp[(b, jo, k, jj) if self.b_batched else (jo, k, jj)]
+
+    def c_index(self, idx) -> list:
+        """Where C's element ``idx`` (batch, row, column) is stored (``c_transposed``)."""
+        return [*idx[:-2], idx[-1], idx[-2]] if self.c_transposed else list(idx)
+
+    def store_kind(self, full_panel: bool):
+        """The loop kind of a tile row's store: a vector store along a contiguous row of a
+        full panel; element by element when guarded or when C is transposed (strided)."""
+        if not full_panel:
+            return S.ForKind.SERIAL
+        return S.ForKind.VECTORIZED
 
     def split(self, q, sizes):
         """Mixed-radix digits of the fused loop index ``q`` for ``sizes`` (outer first)."""
@@ -313,12 +338,14 @@ class GemmBuilder:
                 v = v + self.bias[col]
             if self.relu:
                 v = E.Max(v, zero)
+            if self.epilogue is not None:
+                v = self.epilogue(row0 + ii, col, v)
             idx = (b, row0 + ii, col) if self.batched else (row0 + ii, col)
-            st = S.BufferStore(self.C, v, list(idx))
+            st = S.BufferStore(self.C, v, self.c_index(idx))
             return st if full_panel else S.IfThenElse(col < self.N, st)
 
         parts.append(self.loop("ii", rows, unroll, lambda ii: self.loop(
-            "jj", nr, vec if full_panel else S.ForKind.SERIAL, lambda jj: out(ii, jj))))
+            "jj", nr, self.store_kind(full_panel), lambda jj: out(ii, jj))))
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
         return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
 
@@ -344,7 +371,8 @@ class GemmBuilder:
             return self.loop("ii", rows, unroll, lambda ii: self.loop(
                 "jj", nr, vec, lambda jj: S.BufferStore(
                     acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
-                    * self.bp_at(b, jo, k0 + k, jj), [slot + ii, jj])))
+                    * self.bp_at(b, jo, k if self.bp_block_local else k0 + k, jj),
+                    [slot + ii, jj])))
 
         parts = [self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
             "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))]
@@ -367,7 +395,7 @@ class GemmBuilder:
         def store(add_c: bool, epi: bool) -> S.Stmt:
             def out(ii, jj):
                 col = jo * nr + jj
-                idx = [b, row0 + ii, col] if self.batched else [row0 + ii, col]
+                idx = self.c_index([b, row0 + ii, col] if self.batched else [row0 + ii, col])
                 v = acc[ii, jj]
                 if add_c:
                     v = v + self.C[tuple(idx)]
@@ -375,13 +403,15 @@ class GemmBuilder:
                     v = v + self.bias[col]
                 if epi and self.relu:
                     v = E.Max(v, zero)
+                if epi and self.epilogue is not None:
+                    v = self.epilogue(row0 + ii, col, v)
                 st = S.BufferStore(self.C, v, idx)
                 return st if full_panel else S.IfThenElse(col < self.N, st)
 
             return self.loop("ii", rows, unroll, lambda ii: self.loop(
-                "jj", nr, vec if full_panel else S.ForKind.SERIAL, lambda jj: out(ii, jj)))
+                "jj", nr, self.store_kind(full_panel), lambda jj: out(ii, jj)))
 
-        epilogue = self.bias is not None or self.relu
+        epilogue = self.bias is not None or self.relu or self.epilogue is not None
         if nkb == 1:
             parts.append(store(False, True))
         elif not epilogue:
@@ -505,6 +535,138 @@ class GemmBuilder:
 
         rows = min(M, tpb * mr) if const else tpb * mr  # rows of one row block
         return self.fused("q", [nb, blocks, groups], rows * per * nr * K, group)
+
+    def compute_inline_pack(self) -> S.Stmt:
+        """The cache-blocked GEMM of an unbatched ``[N, K]`` B (``transpose_b``, static N and
+        K) packed as it is used: parallel over groups of panels; per K block the group's
+        ``kc x nr`` panel pieces are packed into ``Bp`` (``[groups * per, kc, nr]``, the slot
+        of each group its own), then every row tile of A runs over them. B is read once and
+        packed once, each piece while it is hot; no pass writes and rereads the whole packed
+        B. The caller allocates ``Bp`` with ``inline_pack_shape()``."""
+        mr, M, K, nr, N = self.mr, self.M, self.K, self.nr, self.N
+        kc_max, width = self.blocking
+        nkb = -(-K // kc_max)
+        kc = -(-K // nkb)
+        last = K - (nkb - 1) * kc
+        const = isinstance(M, int)
+        tiles = M // mr if const else E.FloorDiv(M, self.c(mr))
+        rest = M % mr if const else E.FloorMod(M, self.c(mr))
+        npan, full = self.np, N // nr
+        per, groups = self.inline_pack_groups()
+        self.bp_block_local = True
+        pkb = 16  # K positions per packing step (a vector of W's row)
+
+        def pack(jo, k0, kext):
+            def piece(q, cnt, vec):
+                def row(jj, zero):  # one column of the panel: W's row, or zeros past N
+                    col = jo * nr + jj
+                    return self.loop("kk", cnt, S.ForKind.VECTORIZED if vec else
+                                     S.ForKind.SERIAL, lambda kk: S.BufferStore(
+                                         self.Bp, E.FloatImm(self.dtype, 0.0) if zero else
+                                         self.B[col, k0 + q * pkb + kk],
+                                         [jo + self.bp_slot_shift, q * pkb + kk, jj]))
+
+                if full == npan:
+                    return self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: row(jj, False))
+                # (a partial panel: W is not read past its last row)
+                return self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
+                    jo * nr + jj < N, row(jj, False), row(jj, True)))
+
+            parts = []
+            if kext // pkb:
+                parts.append(self.loop("q", kext // pkb, S.ForKind.SERIAL,
+                                       lambda q: piece(q, pkb, True)))
+            if kext % pkb:
+                parts.append(piece(self.c(kext // pkb), kext % pkb, False))
+            return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+        def each_panel(g, fbody):
+            def one(j):
+                jo = g * per + j
+                if full == npan:
+                    body = fbody(jo, True)
+                elif full == 0:
+                    body = fbody(jo, False)
+                else:
+                    body = S.IfThenElse(jo < full, fbody(jo, True), fbody(jo, False))
+                return body if npan % per == 0 else S.IfThenElse(jo < npan, body)
+
+            return self.loop("j", per, S.ForKind.SERIAL, one)
+
+        def rest_tile(jo, fp, kb):
+            if const:
+                return self.micro_kb(0, tiles * mr, jo, rest, fp, kb, nkb, kc) if rest else None
+            chain = None
+            for r in range(mr - 1, 0, -1):
+                tile = self.micro_kb(0, tiles * self.c(mr), jo, r, fp, kb, nkb, kc)
+                chain = S.IfThenElse(self.eq(rest, r), tile, chain)
+            return chain
+
+        tpc, chunks = self.inline_pack_chunks()
+        rest_chunk = tiles // tpc if const else E.FloorDiv(tiles, self.c(tpc))
+
+        def group(c, g):
+            # this task's slots in Bp: (chunk, group) pairs run at once on the pool
+            self.bp_slot_shift = c * self.c(groups * per) if not isinstance(c, int) else \
+                self.c(c * groups * per)
+
+            def block(kb):
+                k0 = kb * kc if not isinstance(kb, int) else self.c(kb * kc)
+                if last == kc:
+                    packed = each_panel(g, lambda jo, fp: pack(jo, k0, kc))
+                else:
+                    packed = S.IfThenElse(self.eq(kb, nkb - 1),
+                                          each_panel(g, lambda jo, fp: pack(jo, k0, last)),
+                                          each_panel(g, lambda jo, fp: pack(jo, k0, kc)))
+                parts = [packed]
+
+                def tile(t):
+                    tid = c * tpc + t
+                    body = each_panel(g, lambda jo, fp: self.micro_kb(0, tid * mr, jo, mr, fp,
+                                                                      kb, nkb, kc))
+                    if const and (chunks == 1 or chunks * tpc == tiles):
+                        return body
+                    return S.IfThenElse(tid < tiles, body)
+
+                if const and chunks == 1 and tiles:
+                    parts.append(self.loop("t", tiles, S.ForKind.SERIAL, tile))
+                elif not const or tiles:
+                    parts.append(self.loop("t", tpc, S.ForKind.SERIAL, tile))
+                if not const or rest:
+                    tail = each_panel(g, lambda jo, fp: rest_tile(jo, fp, kb))
+                    parts.append(tail if const and chunks == 1 else
+                                 S.IfThenElse(self.eq(c, rest_chunk), tail))
+                return S.SeqStmt(parts)
+
+            body = block(0) if nkb == 1 else self.loop("kb", nkb, S.ForKind.SERIAL, block)
+            self.bp_slot_shift = None
+            return body
+
+        rows = min(M, tpc * mr) if const else tpc * mr
+        return self.fused("q", [chunks, groups], rows * per * nr * K, group)
+
+    def inline_pack_chunks(self):
+        """(row tiles per chunk, chunks) of ``compute_inline_pack``: the rows split into
+        chunks of about ``INLINE_PACK_ROWS`` (tasks for the pool beside the panel groups;
+        each chunk packs its own copy of the panels it uses)."""
+        tpc = max(1, INLINE_PACK_ROWS // self.mr)
+        return tpc, _ceil_div(self.M, tpc * self.mr)
+
+    def inline_pack_groups(self) -> tuple[int, int]:
+        """(panels per group, groups) of ``compute_inline_pack``: as ``compute_blocked``."""
+        width = self.blocking[1]
+        per = max(1, min(width, self.np // MIN_GROUPS))
+        return per, -(-self.np // per)
+
+    def inline_pack_shape(self) -> tuple:
+        """Shape of the ``Bp`` that ``compute_inline_pack`` packs into: one K block of every
+        panel, per row chunk."""
+        per, groups = self.inline_pack_groups()
+        chunks = self.inline_pack_chunks()[1]
+        nkb = -(-self.K // self.blocking[0])
+        slots = chunks * (groups * per) if isinstance(chunks, int) else \
+            chunks * self.c(groups * per)
+        return slots, -(-self.K // nkb), self.nr
 
     # ---------------------------------------------------------------- driver
     def compute(self) -> S.Stmt:

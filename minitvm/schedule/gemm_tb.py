@@ -42,7 +42,11 @@ PARALLEL_MIN_WORK = 1 << 21  # multiply-adds of a column block worth a thread-po
 # 768->768 at 64/192/256/384 rows 0.89/3.24/4.28/6.0 vs 1.13/3.27/4.04/6.17, 3072->768
 # 4.8/14.1/19.1/30.6 vs 6.0/14.1/15.8/23.6, 768->3072 (+gelu) 4.9/13.8/18.9/29.2 vs
 # 6.2/16.1/18.9/28.3; at 512 rows 38.6 vs 31.0 (3072->768), 41.5 vs 40.3 (768->3072).
-MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 192}
+# Re-measured once W was packed block by block as the GEMM uses it (gemm_kernel's
+# compute_inline_pack; Zen 2, one thread, thread CPU time, ms, in place vs packed): at 128 rows
+# 768->768 1.89 vs 1.87, 768->3072 (+gelu) 9.7 vs 10.2, 3072->768 8.4 vs 8.5; at 192 rows
+# 3.05 vs 3.08, 13.9 vs 12.5, 12.3 vs 11.9, the seed MLP's 784->128 0.62 vs 0.51: AVX2 128.
+MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 128}
 
 
 def vector_isa() -> str:
@@ -71,16 +75,18 @@ def supported(m, n, k) -> bool:
     return isinstance(n, int) and isinstance(k, int) and n >= 1 and k >= 1
 
 
-def emit(m, n: int, k: int, a, w, c) -> S.Stmt:
-    """``c[i, j] = sum_k a[i, k] * w[j, k]`` for the ``m x n`` C (buffers 2-D row-major)."""
+def emit(m, n: int, k: int, a, w, c, epilogue=None) -> S.Stmt:
+    """``c[i, j] = sum_k a[i, k] * w[j, k]`` for the ``m x n`` C (buffers 2-D row-major);
+    ``epilogue(i, j, value)``, when given, is what is stored instead of the dot product."""
     idx = m.dtype if isinstance(m, E.PrimExpr) else "int32"
-    builder = _NT(m, n, k, a, w, c, idx)
+    builder = _NT(m, n, k, a, w, c, idx, epilogue)
     return builder.compute()
 
 
 class _NT:
-    def __init__(self, m, n, k, a, w, c, idx):
+    def __init__(self, m, n, k, a, w, c, idx, epilogue=None):
         self.m, self.n, self.k, self.a, self.w, self.c, self.idx = m, n, k, a, w, c, idx
+        self.epilogue = epilogue
         self.dtype = c.dtype
         self.count = 0
         self.tile_rows, self.tile_cols, self.lanes = tile_shape()
@@ -132,7 +138,10 @@ class _NT:
                                        lambda kt: S.BufferStore(
                                            red, red[slot] + self.a[row0 + r, kt] *
                                            self.w[col0 + cc, kt], [slot])))
-            steps.append(S.BufferStore(self.c, red[slot], [row0 + r, col0 + cc]))
+            value = red[slot]
+            if self.epilogue is not None:
+                value = self.epilogue(row0 + r, col0 + cc, value)
+            steps.append(S.BufferStore(self.c, value, [row0 + r, col0 + cc]))
             return S.SeqStmt(steps)
 
         parts.append(self.loop("r", 0, rows, unroll, lambda r: self.loop(
@@ -190,16 +199,17 @@ def pack_panels(bld) -> S.Stmt:
     kb_full = k // PACK_KB
 
     def block(jo, k0, width, jj_full):
-        def store(jj, kk):
-            col = jo * nr + jj
-            src = w[col, k0 + kk]
-            if not jj_full:
-                src = E.Select(col < n, src, E.FloatImm(bp.dtype, 0.0))
-            return S.BufferStore(bp, src, [jo, k0 + kk, jj])
+        def row(jj, zero):  # one column of the panel: W's row, or zeros past N
+            return bld.loop("kk", width, S.ForKind.VECTORIZED if width == PACK_KB else
+                            S.ForKind.SERIAL, lambda kk: S.BufferStore(
+                                bp, E.FloatImm(bp.dtype, 0.0) if zero else
+                                w[jo * nr + jj, k0 + kk], [jo, k0 + kk, jj]))
 
-        return bld.loop("jj", nr, S.ForKind.SERIAL, lambda jj: bld.loop(
-            "kk", width, S.ForKind.VECTORIZED if width == PACK_KB else S.ForKind.SERIAL,
-            lambda kk: store(jj, kk)))
+        if jj_full:
+            return bld.loop("jj", nr, S.ForKind.SERIAL, lambda jj: row(jj, False))
+        # (the partial last panel: W is not read past its last row)
+        return bld.loop("jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
+            jo * nr + jj < n, row(jj, False), row(jj, True)))
 
     def panel(jo, jj_full):
         parts = []

@@ -26,7 +26,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import conv_direct, depthwise, gemm, pool
+from . import conv_direct, conv_pointwise, depthwise, gemm, pool
 from .common import PARALLEL_MIN_WORK, SMALL_REDUCE, LowerCtx, LoweringError
 from .common import const_int as _const_int
 from .common import dims_of as _shape
@@ -69,6 +69,9 @@ class Rule:
 def _emit_gemm(ctx, t, buf, bodies):
     operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
     u = getattr(ctx, "epilogues", {}).get(id(t))
+    if u is not None and t.op.tag == "matmul":  # a generated matmul storing its epilogue
+        return gemm.emit_fused(ctx, t, u, buf, operands, bodies[id(u)],
+                               lambda body: injective_nest(ctx, u, buf, body))
     if u is not None:  # a generated conv computing its epilogue (_fuse_conv_epilogue)
         return _emit_conv_fused(ctx, t, u, buf, operands, bodies[id(u)])
     return gemm.emit(ctx, t, buf, operands)
@@ -119,10 +122,12 @@ def _emit_pool(ctx, t, buf, bodies):
 
 
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
+_POINTWISE = Rule("conv 1x1", "pointwise", conv_pointwise.supported, conv_pointwise.emit,
+                  symbolic=True, epilogue=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
-    "conv2d_nchw": [_GEMM, Rule("depthwise", "window", depthwise.supported, depthwise.emit,
-                                epilogue=True)],
+    "conv2d_nchw": [_POINTWISE, _GEMM, Rule("depthwise", "window", depthwise.supported,
+                                            depthwise.emit, epilogue=True)],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
 }
 
@@ -498,6 +503,17 @@ def _packable(order, t, options: LoweringOptions):
     return readers[0] if w is t and a is not t else None
 
 
+def _packable_conv(order, t, options: LoweringOptions):
+    """The 1x1 conv (``conv_pointwise``) that is ``t``'s only reader, as its weight, or None."""
+    readers = [u for u in order if isinstance(u.op, ComputeOp)
+               and any(x is t for x in u.op.input_tensors)]
+    if len(readers) != 1 or not (select_rule(readers[0], options) is _POINTWISE or
+                                 conv_direct.packs_weight(readers[0], options)):
+        return None
+    x, w = readers[0].op.attrs["operands"]
+    return readers[0] if w is t and x is not t else None
+
+
 def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
              packs: dict | None = None, options: LoweringOptions | None = None
              ) -> tuple[PrimFunc, int]:
@@ -513,11 +529,14 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
     params = []
     for k, t in enumerate(inputs):
         anchor = _packable(order, t, options) if k in prepack else None
-        if anchor is not None:
-            shape, fn = gemm.packed_weight(anchor, options)
+        conv = _packable_conv(order, t, options) if k in prepack and anchor is None else None
+        if anchor is not None or conv is not None:
+            shape, fn = gemm.packed_weight(anchor, options) if conv is None else \
+                conv_pointwise.packed_weight(conv) if select_rule(conv, options) is _POINTWISE \
+                else conv_direct.packed_weight(conv)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b
-            ctx.packed.add(id(anchor))
+            ctx.packed.add(id(anchor if conv is None else conv))
             params.append(b)
             if packs is not None:
                 packs[k] = fn
@@ -605,6 +624,8 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
             if u is not None and id(t) not in ctx.buf and \
                     _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
                 ctx.buf[id(t)] = ctx.buf[id(u)]
+                if gemm.fuses_epilogue(t, options):  # the matmul's store applies it
+                    fused[id(u)], ctx.epilogues[id(t)] = t, u
         elif id(t) not in ctx.buf and getattr(select_rule(t, options), "epilogue", False):
             u = _epilogue_consumer(order, outputs, t, materialize)
             if u is not None and _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):

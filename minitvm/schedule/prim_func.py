@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from . import softmax_rows
+from .common import LowerCtx
 from .lower import lower_to_buffers
 from .options import LoweringOptions
 from .raise_blocks import analyze_nest, referenced_buffers, segments, unwrap_root
@@ -59,6 +61,15 @@ def optimize_prim_func_prepacked(func: PrimFunc, options: LoweringOptions | None
             uses[b] = uses.get(b, 0) + 1
     parts, buffer_map, transforms = [], dict(func.buffer_map), {}
     for seg in groups:
+        if seg.raised and softmax_rows.applies():
+            found = softmax_rows.match([t for t, _ in seg.inputs], [t for t, _ in seg.outputs])
+            if found is not None:  # a last-axis softmax: one pass per row
+                ctx = LowerCtx(options, own_temps=True)
+                stmt = softmax_rows.emit(ctx, found, seg.inputs[0][1], seg.outputs[0][1])
+                for view in reversed(ctx.ws_views):
+                    stmt = S.DeclBuffer(view, stmt)
+                parts.append(stmt)
+                continue
         if seg.raised:
             buffers = {id(t): b for t, b in (*seg.inputs, *seg.outputs)}
             prepack = frozenset(j for j, (_, b) in enumerate(seg.inputs)

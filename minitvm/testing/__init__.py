@@ -125,3 +125,13 @@ from .utils import (  # noqa: E402,F401
     exclude_targets, is_ampere_or_newer, skip_if_32bit, skip_parameterizations, slow,
     xfail_parameterizations,
 )
+from .utils import identity_after, install_request_hook, terminate_self  # noqa: E402,F401
+from . import _ffi_api, popen_pool  # noqa: E402,F401  (TVM's FFI test functions, pool jobs)
+from ._ffi_api import (  # noqa: E402,F401
+    ErrorTest, device_test, echo, identity_cpp, nop, run_check_signal, test_check_eq_callback,
+    test_raise_error_callback, test_wrap_callback,
+)
+from .popen_pool import (  # noqa: E402,F401
+    after_initializer, call_cpp_ffi, call_cpp_py_ffi, call_py_ffi, fast_summation, initializer,
+    register_ffi, slow_summation, timeout_job,
+)

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["claimed_cases", "to_arrays", "uses_unsupported_dtype"]
+__all__ = ["claimed_cases", "to_arrays", "compare_outputs", "uses_unsupported_dtype"]
 
 
 def claimed_cases(claimed: set, order_by_name: bool = False) -> list:
@@ -56,12 +56,50 @@ def uses_unsupported_dtype(case) -> bool:
 
 
 def to_arrays(values) -> list:
-    """A case's inputs or outputs (TensorProtos or arrays) as numpy arrays."""
+    """A case's inputs or outputs (TensorProtos or arrays) as numpy arrays; a sequence value
+    (a list) stays a list of arrays and an empty optional (None) stays None."""
     import onnx
     from onnx import numpy_helper
 
-    return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
-            for v in values]
+    def one(v):
+        if v is None:
+            return None
+        if isinstance(v, onnx.TensorProto):
+            return numpy_helper.to_array(v)
+        if isinstance(v, list):
+            return [one(e) for e in v]
+        return np.asarray(v)
+
+    return [one(v) for v in values]
+
+
+def compare_outputs(got: list, expected: list, rtol: float, atol: float) -> str:
+    """Why a run's outputs differ from a case's expected ones ('' when they match); floats
+    to the case's tolerance, everything else exactly, sequences element by element."""
+    if len(got) < len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    pairs = list(zip(got, expected))
+    while pairs:
+        g, e = pairs.pop()
+        if e is None or isinstance(e, list):
+            if not (g is None and e is None) and not (isinstance(g, list) and
+                                                       isinstance(e, list)):
+                return f"got {type(g).__name__}, expected {type(e).__name__}"
+            if e is not None:
+                if len(g) != len(e):
+                    return f"a sequence of {len(g)} tensors, expected {len(e)}"
+                pairs.extend(zip(g, e))
+            continue
+        e = np.asarray(e)
+        if isinstance(g, list) or g is None:
+            return f"got {type(g).__name__}, expected a tensor"
+        if g.shape != e.shape:
+            return f"shape {g.shape} != {e.shape}"
+        if e.dtype.kind in "fc":
+            np.testing.assert_allclose(g.astype(e.dtype), e, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, e)
+    return ""
 
 
 def tally(cases, run_case) -> dict:

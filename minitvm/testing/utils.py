@@ -14,7 +14,8 @@ import numpy as np
 
 __all__ = ["check_numerical_grads", "slow", "exclude_targets", "skip_if_32bit",
            "is_ampere_or_newer", "skip_parameterizations", "xfail_parameterizations",
-           "SKIP_SLOW_TESTS", "DEFAULT_TEST_TARGETS", "assert_prim_expr_equal"]
+           "SKIP_SLOW_TESTS", "DEFAULT_TEST_TARGETS", "assert_prim_expr_equal", "IS_IN_CI",
+           "identity_after", "terminate_self", "install_request_hook"]
 
 SKIP_SLOW_TESTS = os.getenv("SKIP_SLOW_TESTS", "").lower() in {"true", "1", "yes"}
 DEFAULT_TEST_TARGETS = ["llvm"]  # the only target minitvm compiles for
@@ -202,3 +203,47 @@ def check_numerical_grads(function, input_values, grad_values, function_value=No
                 f"numeric {numeric.reshape(-1)[j]:.6g}, given {grad.reshape(-1)[j]:.6g} "
                 f"({int(bad.sum())} of {bad.size} elements beyond atol={atol}, rtol={rtol}; "
                 f"max abs error {float(err.max()):.6g})")
+
+
+# ------------------------------------------------------------------ process helpers (popen tests)
+IS_IN_CI = os.getenv("CI", "") == "true"
+
+
+def identity_after(x, sleep):
+    """``x``, returned after sleeping ``sleep`` seconds (a slow job for worker-pool tests)."""
+    if sleep:
+        import time
+
+        time.sleep(sleep)
+    return x
+
+
+def terminate_self():
+    """End the calling process with a failure status (``sys.exit(-1)``, as TVM's helper does:
+    worker-pool tests send it to a worker to see the pool survive a dying child)."""
+    sys.exit(-1)
+
+
+def install_request_hook(depth: int) -> None:
+    """In CI (``CI=true``), wrap ``urllib.request`` with the project's request hook: the
+    ``request_hook`` module of ``tests/scripts/request_hook``, found ``depth`` directories above
+    this file, is imported and its ``init()`` called (it redirects downloads to a mirror).
+    Outside CI nothing happens, as in TVM."""
+    if not IS_IN_CI:
+        return
+    from pathlib import Path
+
+    base = globals().get("__file__")
+    where = Path(base).resolve().parent if base else Path.cwd().resolve()
+    if depth <= 0:
+        raise ValueError(f"depth less than 1 not supported, found: {depth}")
+    for _ in range(depth):
+        where = where.parent
+    hook_dir = where / "tests" / "scripts" / "request_hook"
+    if not hook_dir.exists():
+        raise RuntimeError(f"Directory {hook_dir} does not exist (install_request_hook looked "
+                           f"{depth} directories above {base or 'the working directory'})")
+    sys.path.append(str(hook_dir))
+    import request_hook  # noqa: PLC0415  (only in CI: the hook is not part of the package)
+
+    request_hook.init()

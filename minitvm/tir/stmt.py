@@ -5,11 +5,12 @@ from __future__ import annotations
 from enum import IntEnum
 
 from ..ir.node import Node
+from ..runtime.script_printer import Scriptable
 from .buffer import Buffer
 from .expr import IntImm, PrimExpr, Range, StringImm, Var, _to_expr
 
 
-class Stmt(Node):
+class Stmt(Node, Scriptable):
     """Base of all statements."""
 
     __slots__ = ("span",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -76,7 +77,9 @@ def _parse(name: str) -> tuple[LayoutAxis, ...]:
         raise ValueError(f"invalid layout {name!r}: a factor must precede an axis")
     seen: set[str] = set()
     for ax in axes:
-        if ax.name in seen:
+        # a primal axis appears once; a subordinate one may repeat (TVM's double split, e.g.
+        # OIHW4i16o4i: the input channels blocked by 16 and each block again by 4)
+        if ax.is_primal and ax.name in seen:
             raise ValueError(f"invalid layout {name!r}: axis {ax.name} appears twice")
         seen.add(ax.name)
     for ax in axes:
@@ -130,12 +133,11 @@ class Layout:
         return -1
 
     def factor_of(self, axis: str) -> int:
-        """Factor of the subordinate axis of ``axis`` (either case), -1 when not split."""
+        """Factor of the subordinate axis of ``axis`` (either case), -1 when not split; the
+        product of the factors when the axis is split more than once (TVM's FactorOf)."""
         sub = axis.lower()
-        for a in self.axes:
-            if a.name == sub:
-                return a.factor
-        return -1
+        factors = [a.factor for a in self.axes if a.name == sub]
+        return math.prod(factors) if factors else -1
 
     def primal(self) -> Layout:
         """The layout with subordinate axes dropped: ``NCHW16c`` -> ``NCHW``."""
@@ -148,7 +150,7 @@ class Layout:
         return Layout("".join(parts))
 
     def subordinate_layout_of(self):
-        return {a.to_primal(): a.factor for a in self.axes if not a.is_primal}
+        return {a.to_primal(): self.factor_of(a.name) for a in self.axes if not a.is_primal}
 
     def __eq__(self, other):
         if isinstance(other, str):
@@ -188,41 +190,53 @@ def primal_extents(src: Layout, shape) -> dict:
     return ext
 
 
+def _primal_groups(layout: Layout) -> dict[str, list[int]]:
+    """Primal axis name -> positions of that axis and its sub-axes in ``layout``, outermost
+    first: the primal axis, then its sub-axes in layout order (TVM nests a later sub-axis
+    inside an earlier one)."""
+    groups: dict[str, list[int]] = {}
+    for i, a in enumerate(layout.axes):
+        if a.is_primal:
+            groups.setdefault(a.name, []).insert(0, i)
+    for i, a in enumerate(layout.axes):
+        if not a.is_primal:
+            groups.setdefault(a.to_primal(), []).append(i)
+    return groups
+
+
 def transform_array(data: np.ndarray, src, dst) -> np.ndarray:
     """Relayout a numpy array from ``src`` to ``dst`` (the layout_transform reference)."""
     src, dst = Layout(src), Layout(dst)
     check_convertible(src, dst)
     if len(src) != data.ndim:
         raise ValueError(f"array of rank {data.ndim} does not match layout {src.name}")
-    # 1. Bring each primal axis next to its subordinate block and merge them: a primal-only array.
+    # 1. Bring each primal axis next to its sub-axes (outer to inner) and merge them.
     primal_order = [a.name for a in src.axes if a.is_primal]
-    perm = []
-    for name in primal_order:
-        perm.append(src.index_of(name))
-        sub = src.index_of(name.lower())
-        if sub >= 0:
-            perm.append(sub)
+    groups = _primal_groups(src)
+    perm = [i for name in primal_order for i in groups[name]]
     moved = np.transpose(data, perm)
     ext = primal_extents(src, data.shape)
     primal = moved.reshape([ext[n] for n in primal_order])
-    # 2. Reorder primal axes into dst's primal order, then split dst's blocked axes.
+    # 2. Reorder primal axes into dst's primal order, then split dst's blocked axes (the
+    # primal part outermost, then each sub-axis in dst's order) and permute into dst.
     dst_primal = [a.name for a in dst.axes if a.is_primal]
     primal = np.transpose(primal, [primal_order.index(n) for n in dst_primal])
-    split_shape, split_names = [], []
+    dst_groups = _primal_groups(dst)
+    split_shape, split_pos = [], []
     for name in dst_primal:
         f = dst.factor_of(name)
         if f > 0:
             if ext[name] % f:
                 raise ValueError(f"layout_transform {src.name} -> {dst.name}: dimension "
                                  f"{ext[name]} of axis {name} is not divisible by {f}")
-            split_shape += [ext[name] // f, f]
-            split_names += [name, name.lower()]
+            split_shape.append(ext[name] // f)
+            split_shape += [dst.axes[i].factor for i in dst_groups[name][1:]]
         else:
             split_shape.append(ext[name])
-            split_names.append(name)
+        split_pos += dst_groups[name]
     blocked = primal.reshape(split_shape)
-    return np.ascontiguousarray(
-        np.transpose(blocked, [split_names.index(a.name) for a in dst.axes]))
+    return np.ascontiguousarray(np.transpose(blocked, [split_pos.index(i)
+                                                       for i in range(len(dst.axes))]))
 
 
 # ------------------------------------------------------------------ layout strings as axis lists
@@ -249,7 +263,8 @@ def parse_layout(layout: str, op_name: str = "op") -> list[tuple[str, int | None
                                  f"a positive factor")
             axes.append((name, int(factor)))
     names = [a for a, _ in axes]
-    if pos != len(layout) or len(set(names)) != len(names):
+    primal = [a for a in names if a.isupper()]
+    if pos != len(layout) or len(set(primal)) != len(primal):  # sub-axes may repeat
         raise ValueError(f"{op_name}: invalid layout {layout!r}")
     for name, factor in axes:
         if factor is not None and name.upper() not in names:

@@ -343,3 +343,13 @@ def _layout_hook(name: str):
 # target's keys; topi.x86 registers its rules for "cpu"
 conv2d_alter_layout = _layout_hook("conv2d_alter_layout")
 dense_alter_layout = _layout_hook("dense_alter_layout")
+
+
+def _no_legalization(attrs, inputs, types):
+    """No rewrite (None): TVM's default ``conv2d_legalize`` where a target has no rule."""
+    return None
+
+
+# TVM's ``topi.nn.conv2d_legalize`` (Legalize's nn.conv2d hook): topi.arm_cpu registers its rule
+conv2d_legalize = _layout_hook("conv2d_legalize")
+conv2d_legalize.set_default(_no_legalization, allow_override=True)

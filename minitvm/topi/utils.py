@@ -217,7 +217,7 @@ def slice_params(shape, attrs):
         if k < len(end):
             e = end[k]
             if attrs.slice_mode == "size":
-                e = None if e < 0 else b + e
+                e = None if e is None or e < 0 else (b or 0) + e
         else:
             e = None
         params[ax] = (b, e, stride)

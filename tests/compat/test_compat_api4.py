@@ -40,6 +40,25 @@ _PATHS = [
     ("tvm.testing.utils", "assert_allclose"), ("tvm.testing.env", "has_cuda"),
     ("tvm.script", "ir_module"), ("tvm.support", "libinfo"), ("tvm.contrib.cc", "create_shared"),
     ("tvm.contrib.download", "download_testdata"),
+    # object paths, Scriptable, object_generic, lower_call, process helpers, vdevices, LowerIntrin
+    ("tvm.runtime", "ObjectPath"), ("tvm.runtime", "ObjectPathPair"), ("tvm.runtime", "Scriptable"),
+    ("tvm.runtime", "const"), ("tvm.runtime", "convert_to_object"), ("tvm.runtime", "Report"),
+    ("tvm.runtime.object_generic", "ObjectGeneric"), ("tvm.runtime.object_generic", "ObjectTypes"),
+    ("tvm.runtime.object_path", "MissingArrayElementPath"),
+    ("tvm.runtime.script_printer", "Scriptable"), ("tvm.ir.base", "get_first_structural_mismatch"),
+    ("tvm.relay.backend.te_compiler", "lower_call"),
+    ("tvm.relay.backend.te_compiler", "LoweredOutput"), ("tvm.testing", "terminate_self"),
+    ("tvm.testing", "install_request_hook"), ("tvm.testing", "identity_after"),
+    ("tvm.testing.utils", "IS_IN_CI"), ("tvm.script.ir", "vdevice"),
+    ("tvm.script.ir", "dummy_global_info"), ("tvm.script.ir", "lookup_vdevice"),
+    ("tvm.tir.transform", "LowerIntrin"), ("tvm.runtime", "DataType"),
+    ("tvm.runtime", "DataTypeCode"), ("tvm", "DataType"),
+    ("tvm.relay.backend.te_compiler", "CCacheKey"), ("tvm.relax.op", "to_vdevice"),
+    ("tvm.script.relax", "to_vdevice"), ("tvm.testing", "echo"), ("tvm.testing", "ErrorTest"),
+    ("tvm.testing", "test_check_eq_callback"), ("tvm.testing._ffi_api", "sleep_in_ffi"),
+    ("tvm.testing.popen_pool", "timeout_job"), ("tvm.testing", "call_cpp_py_ffi"),
+    ("tvm.contrib.popen_pool", "PopenWorker"), ("tvm.contrib.popen_pool", "PopenPoolExecutor"),
+    ("tvm.contrib.popen_pool", "MapResult"),
 ]
 
 
@@ -104,7 +123,7 @@ def test_mismatch_env_func_and_runtime_helpers():
     b = relay.Function([y], relay.multiply(y, y))
     assert tvm.ir.get_first_structural_mismatch(a, relay.Function([y], relay.add(y, y))) is None
     diff = tvm.ir.get_first_structural_mismatch(a, b)
-    assert diff.lhs_path == "root.body.op" and "name" in diff.reason
+    assert str(diff.lhs_path) == "<root>.body.op" and "name" in diff.reason
 
     tvm.register_func("issue13.twice", lambda v: 2 * v, override=True)
     f = tvm.ir.EnvFunc.get("issue13.twice")

@@ -7,3 +7,16 @@ import pytest
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def direct_conv_only(monkeypatch):
+    """Pin ``conv_direct``'s own schedule: ``conv_lanes`` (which takes convs with constant
+    weights on AVX2) is switched off, and kernels built with it on are forgotten."""
+    from minitvm.backend import kernel_cache
+    from minitvm.schedule import conv_lanes
+
+    monkeypatch.setattr(conv_lanes, "ENABLED", {"avx512": False, "avx2": False})
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()

@@ -127,7 +127,7 @@ def _xph_copies(prim):
 
 
 @pytest.mark.parametrize("k, copies", [((1, 1), 1), ((3, 3), 2)])
-def test_strided_phase_fill_copies_only_read_phases(k, copies):
+def test_strided_phase_fill_copies_only_read_phases(k, copies, direct_conv_only):
     """A 1x1 stride-2 conv reads one column phase of the input, a 3x3 one both: one strided
     row copy per column phase read, with no per-element bounds checks (Select)."""
     rng = np.random.default_rng(0)

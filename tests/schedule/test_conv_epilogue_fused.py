@@ -258,7 +258,7 @@ def test_epilogue_on_register_tile_lowered_directly():
 
 @pytest.mark.skipif(not AVX2, reason="split short tiles are the AVX2 schedule")
 @pytest.mark.parametrize("o, rows", [(14, {6, 4}), (13, {6, 4, 3}), (16, {6, 4}), (38, {6, 4})])
-def test_short_last_tile_split(o, rows):
+def test_short_last_tile_split(o, rows, direct_conv_only):
     """A last channel tile of one or two rows (of 6) is merged with the full tile before it and
     split into two of about equal height: 14 channels as 6 + 4 + 4, not 6 + 6 + 2."""
     shape = (1, 96, 9, 9) if o == 38 else (1, 8, 12, 12)
@@ -281,7 +281,7 @@ def _reads_output_back(prim) -> bool:
     ((1, 8, 20, 22), 16, 3, False),  # pixel panels outer: the residual in a pass of its own
     ((1, 64, 8, 8), 64, 3, True),    # channel tiles outer: each tile reads its rows in order
 ])
-def test_residual_fused_only_with_channel_tiles_outer(shape, o, k, fused):
+def test_residual_fused_only_with_channel_tiles_outer(shape, o, k, fused, direct_conv_only):
     """With the pixel panels outer, an operand laid out like the output (a residual) would be
     read by each panel's tiles in as many scattered rows as there are channels: the epilogue
     then runs as an in-place pass after the conv; with the channel tiles outer it is fused."""

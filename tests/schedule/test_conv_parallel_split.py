@@ -45,7 +45,7 @@ def two_threads():
     ((2, 32, 34, 30), 32, False),  # two big images: each one's pixel panels split
     ((5, 32, 34, 30), 32, True),   # enough big images to split the batch
 ])
-def test_relay_conv_split_matches_numpy(shape, o, by_image, two_threads):
+def test_relay_conv_split_matches_numpy(shape, o, by_image, two_threads, direct_conv_only):
     rng = np.random.default_rng(0)
     wv = rng.standard_normal((o, shape[1], 3, 3)).astype("float32")
     bias = rng.standard_normal(o).astype("float32")

@@ -85,6 +85,32 @@ def fold_int_cast(builder: ir.IRBuilder, op: str, v, to):
     return getattr(builder, op)(v, to)
 
 
+class _Spelled(ir.Constant):
+    """A vector constant spelled as one word (``poison``, ``zeroinitializer``): llvmlite
+    writes vector constants element by element, and a broadcast needs two of them."""
+
+    def __init__(self, typ: ir.Type, value, word: str):
+        super().__init__(typ, value)
+        self.word = word
+
+    def get_reference(self) -> str:
+        return self.word
+
+
+_SPLAT: dict = {}  # (element type, lanes) -> (poison vector, all-zero i32 mask)
+
+
+def splat_operands(et: ir.Type, lanes: int) -> tuple[ir.Constant, ir.Constant]:
+    """(the poison vector a broadcast inserts into, its all-zero shuffle mask), shared."""
+    key = (str(et), lanes)
+    hit = _SPLAT.get(key)
+    if hit is None:
+        hit = _SPLAT[key] = (
+            _Spelled(ir.VectorType(et, lanes), ir.Undefined, "poison"),
+            _Spelled(ir.VectorType(T.I32, lanes), [0] * lanes, "zeroinitializer"))
+    return hit
+
+
 class ExprEmitter:
     """Mixin of CodeGenLLVM: ``emit(expr)`` returns an LLVM value (or a RampVal)."""
 
@@ -146,20 +172,22 @@ class ExprEmitter:
     def emit(self, root, memo: dict | None = None):
         memo = {} if memo is None else memo
         data = self._data_ids()
-        stack = [(root, False)]
+        deps_of, emit_node = self._deps, self._emit_node
+        stack = [(root, None)]  # (node, its operands once they are queued)
         while stack:
-            node, ready = stack.pop()
-            if id(node) in memo:
+            node, deps = stack.pop()
+            key = id(node)
+            if key in memo:
                 continue
-            if ready:
-                if type(node) is E.BufferLoad or any(id(c) in data for c in self._deps(node)):
-                    data.add(id(node))
-                memo[id(node)] = self._emit_node(node, memo)
-                continue
-            stack.append((node, True))
-            for c in self._deps(node):
-                if id(c) not in memo:
-                    stack.append((c, False))
+            if deps is None:
+                deps = deps_of(node)
+                if deps:  # operands first, then this node again
+                    stack.append((node, deps))
+                    stack.extend((c, None) for c in deps if id(c) not in memo)
+                    continue
+            if type(node) is E.BufferLoad or any(id(c) in data for c in deps):
+                data.add(key)
+            memo[key] = emit_node(node, memo)
         return memo[id(root)]
 
     def emit_scalar(self, e) -> ir.Value:
@@ -231,12 +259,11 @@ class ExprEmitter:
             return self.builder.add(self.broadcast(v.base, lanes), steps)
         if isinstance(v.type, ir.VectorType):
             return v
-        vt = ir.VectorType(v.type, lanes)
         if isinstance(v, ir.Constant):
-            return ir.Constant(vt, [v] * lanes)
-        one = self.builder.insert_element(ir.Constant(vt, ir.Undefined), v, T.I32(0))
-        mask = ir.Constant(ir.VectorType(T.I32, lanes), [0] * lanes)
-        return self.builder.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
+            return ir.Constant(ir.VectorType(v.type, lanes), [v] * lanes)
+        poison, zeros = splat_operands(v.type, lanes)
+        one = self.builder.insert_element(poison, v, T.I32(0))
+        return self.builder.shuffle_vector(one, poison, zeros)
 
     def _match(self, *vals):
         lanes = max(lanes_of(v) for v in vals)

@@ -15,7 +15,7 @@ from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.stmt_functor import post_order, walk_stmts
 from . import types as T
-from .expr import RampVal, fold_int_cast, lanes_of
+from .expr import RampVal, fold_int, fold_int_cast, lanes_of
 
 MAX_UNROLL = 64
 MAX_VECTOR_LANES = 64
@@ -209,13 +209,15 @@ class StmtEmitter:
         if kind == S.ForKind.UNROLLED and extent is not None and extent <= MAX_UNROLL:
             base = self.emit_scalar(s.min)
             for k in range(extent):
-                self.env[id(s.loop_var)] = self.builder.add(base, ir.Constant(base.type, k))
+                self.env[id(s.loop_var)] = fold_int(self.builder, "add", base,
+                                                    ir.Constant(base.type, k))
                 self.emit_stmt(s.body)
             self.env.pop(id(s.loop_var), None)
             return None
         lo = self.emit_scalar(s.min)
         ext = self.emit_scalar(s.extent)
-        self.serial_loop(s.loop_var, lo, self.builder.add(lo, ext), lambda: self.emit_stmt(s.body))
+        self.serial_loop(s.loop_var, lo, fold_int(self.builder, "add", lo, ext),
+                         lambda: self.emit_stmt(s.body))
         return None
 
     def serial_loop(self, var, lo, hi, body) -> None:
@@ -430,7 +432,7 @@ class StmtEmitter:
         if r is not None:
             return r
         a, b = self._match(a, b)
-        return self.builder.add(a, b, flags=("nsw",))
+        return fold_int(self.builder, "add", a, b, ("nsw",))
 
     def _ramp_mul(self, a, b):
         if isinstance(a, RampVal):
@@ -438,7 +440,7 @@ class StmtEmitter:
             if r is not None:
                 return r
         a, b = self._match(a, b)
-        return self.builder.mul(a, b, flags=("nsw",))
+        return fold_int(self.builder, "mul", a, b, ("nsw",))
 
     def _lane_ptrs(self, base_ptr, off, et):
         bld = self.builder

@@ -10,6 +10,8 @@ memory and runtime ops become what the VM executes —
   when the closure is a global function, as LambdaLift leaves one without captures)
   (``R.make_closure`` names a global function, which only the code generator can refer to:
   it stays, and becomes a ``vm.builtin.make_closure`` call there)
+- ``R.to_vdevice(x, dst_vdevice)`` -> ``R.call_packed("vm.builtin.to_device", x, device_type,
+  device_id)``
 - ``R.call_pure_packed(f, args)`` / ``R.call_inplace_packed`` -> ``R.call_packed(f, args)`` (the
   in-place function returns the arguments it wrote)
 """
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
-from ..expr import Call, ExternFunc, Function, Tuple, VarBinding
+from ...ir.prim_expr import IntImm
+from ..expr import Call, ExternFunc, Function, PrimValue, Tuple, VarBinding
 from ..op import vm
 from ..struct_info import ObjectStructInfo
 from .lower_utils import function_rewrite_pass, normalized, rewrite_function_seqs
@@ -52,6 +55,12 @@ def _lower_call(v: Call, mod):
         return _packed("vm.builtin.reshape", a, s)
     if name == "relax.shape_of":
         return _packed("vm.builtin.shape_of", a, s)
+    if name == "relax.to_vdevice":  # TVM's LowerRuntimeBuiltin: vm.builtin.to_device
+        dev = v.attrs.dst_vdevice
+        kind = getattr(getattr(dev.target, "kind", None), "device_type", 1)
+        return _packed("vm.builtin.to_device",
+                       (a[0], PrimValue(IntImm("int32", kind)),
+                        PrimValue(IntImm("int32", dev.vdevice_id))), s)
     if name == "relax.null_value":
         return _packed("vm.builtin.null_value", (), ObjectStructInfo())
     if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):

@@ -215,8 +215,9 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int
 
 
 def compile_cost(func: Function) -> float:
-    """A rough relative guess at how long ``func``'s kernel takes to compile, to hand out the
-    costliest first: a convolution's schedule unrolls its window, a GEMM its register block."""
+    """A rough relative guess at how long ``func``'s kernel takes to compile, so that a parallel
+    build probes with a cheap one: a convolution's schedule unrolls its window, a GEMM its
+    register block."""
     cost = 1.0
     for e in dataflow_post_order(func.body):
         if not (isinstance(e, Call) and isinstance(e.op, Op)):

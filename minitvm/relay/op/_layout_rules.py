@@ -123,7 +123,7 @@ def adjust_subordinate_factors(src: Layout, old: Layout, old_shape) -> Layout:
             if idx == -1 or (old_shape[idx] == 1 and old.index_of(a.name) == -1):
                 parts.append("1")
             else:
-                parts.append(str(src.factor_of(a.name)))
+                parts.append(str(a.factor))
         parts.append(a.name)
     return Layout("".join(parts)) if parts else SCALAR
 
@@ -391,8 +391,8 @@ def strided_slice_layout(attrs, new_in, old_in, types):
                     continue
                 if i < len(strides) and strides[i] != 1:
                     return fail
-                bg = begin[i]
-                if i >= len(end):
+                bg = 0 if begin[i] is None else begin[i]
+                if i >= len(end) or end[i] is None:  # None: to the end of the axis (TVM)
                     ed = shape[i]
                 elif size_mode:
                     ed = shape[i] if end[i] < 0 else bg + end[i]

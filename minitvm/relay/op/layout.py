@@ -11,6 +11,8 @@ of the same letter). ``NCHW16c`` splits C into an outer ``C`` of extent C/16 and
 
 from __future__ import annotations
 
+import math
+
 from ...tir.expr import Any
 from ...topi.layout import (  # shared with topi's references (transform_array)
     Layout,
@@ -81,20 +83,30 @@ def bijective_layout(src_layout, dst_layout) -> BijectiveLayout:
     return BijectiveLayout(src_layout, dst_layout)
 
 
+def _inner_extent(layout: Layout, pos: int) -> int:
+    """Product of the factors of the sub-axes of the same letter after ``pos`` (how many
+    elements one step of the sub-axis at ``pos`` spans; 1 when it is the innermost)."""
+    name = layout.axes[pos].name
+    return math.prod(a.factor for a in layout.axes[pos + 1:] if a.name == name)
+
+
 def _map_index(src: Layout, dst: Layout, index) -> tuple:
-    """Map a (static) index in ``src`` to the same element's index in ``dst``."""
+    """Map a (static) index in ``src`` to the same element's index in ``dst`` (TVM's store
+    rule: a sub-axis counts in units of the sub-axes of its letter nested inside it)."""
     full: dict[str, int] = {}
-    for a, i in zip(src.axes, index):
+    for pos, (a, i) in enumerate(zip(src.axes, index)):
         if a.is_primal:
             f = src.factor_of(a.name)
             full[a.name] = full.get(a.name, 0) + int(i) * (f if f > 0 else 1)
         else:
-            full[a.to_primal()] = full.get(a.to_primal(), 0) + int(i)
+            step = _inner_extent(src, pos)
+            full[a.to_primal()] = full.get(a.to_primal(), 0) + int(i) * step
     out = []
-    for a in dst.axes:
+    for pos, a in enumerate(dst.axes):
         if a.is_primal:
             f = dst.factor_of(a.name)
             out.append(full[a.name] // f if f > 0 else full[a.name])
         else:
-            out.append(full[a.to_primal()] % a.factor)
+            inner = _inner_extent(dst, pos)
+            out.append(full[a.to_primal()] % (a.factor * inner) // inner)
     return tuple(out)

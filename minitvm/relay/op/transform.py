@@ -133,6 +133,14 @@ def _ints(value, what: str) -> tuple:
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
 
+def _ints_or_none(value, what: str) -> tuple:
+    """As ``_ints``, but a list may hold None (strided_slice's begin/end: "from the start" /
+    "to the end" of that axis, as TVM's attributes allow)."""
+    if isinstance(value, list | tuple) and any(v is None for v in value):
+        return tuple(None if v is None else _ints(v, what)[0] for v in value)
+    return _ints(value, what)
+
+
 def _dynamic(value) -> bool:
     """A Relay expression that is not a constant: the op's ``dyn.*`` twin takes it."""
     return isinstance(value, Expr) and not isinstance(value, Constant)
@@ -427,7 +435,7 @@ def strided_slice(data, begin, end, strides=None, axes=None, slice_mode: str = "
     if any(isinstance(v, Expr) for v in (begin, end, strides)):
         return _dynamic_strided_slice(data, begin, end, strides, axes, slice_mode)
     attrs = StridedSliceAttrs(
-        begin=_ints(begin, "strided_slice"), end=_ints(end, "strided_slice"),
+        begin=_ints_or_none(begin, "strided_slice"), end=_ints_or_none(end, "strided_slice"),
         strides=_ints(strides, "strided_slice"), slice_mode=slice_mode,
         axes=None if axes is None else _ints(axes, "strided_slice"))
     return _call("strided_slice", [data], attrs)

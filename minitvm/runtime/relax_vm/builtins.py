@@ -200,6 +200,14 @@ def shape_of(x):
     return ShapeTuple(x.shape)
 
 
+def to_device(x, device_type, device_id):
+    """``x`` copied to the device (``R.to_vdevice``); only the CPU (device type 1) exists."""
+    if int(device_type) != 1:
+        raise RuntimeError(f"vm.builtin.to_device: device type {int(device_type)} (device "
+                           f"{int(device_id)}) is not available; minitvm runs on the CPU only")
+    return np.array(x, copy=True)
+
+
 def null_value():
     return None
 
@@ -239,6 +247,7 @@ BUILTINS = {
     "vm.builtin.shape_of": (shape_of, False),
     "vm.builtin.check_reshape": (check_reshape, False),
     "vm.builtin.null_value": (null_value, False),
+    "vm.builtin.to_device": (to_device, False),
     "vm.builtin.make_tuple": (make_tuple, False),
     "vm.builtin.tuple_getitem": (tuple_getitem, False),
     "vm.builtin.make_closure": (make_closure, True),

@@ -61,46 +61,47 @@ def parse_module(src: Source, node: ast.ClassDef, env: dict) -> IRModule:
             raise top.unsupported(stmt, f"a `{type(stmt).__name__}` statement in an "
                                         "@I.ir_module class")
 
-    proxy = ModuleProxy(node.name, gvars)
-    env = dict(env)
-    env[node.name] = proxy
-    funcs: dict[str, object] = {}
-    for name, stmt in externs:
-        ev = _TopLevel(src, env)
-        value = ev.eval_expr(stmt.value)
-        from ...relax.expr import ExternFunc
+    with I_ns.global_infos_scope(global_infos):  # `vdevice="llvm:0"` refers to them
+        proxy = ModuleProxy(node.name, gvars)
+        env = dict(env)
+        env[node.name] = proxy
+        funcs: dict[str, object] = {}
+        for name, stmt in externs:
+            ev = _TopLevel(src, env)
+            value = ev.eval_expr(stmt.value)
+            from ...relax.expr import ExternFunc
 
-        if not isinstance(value, ExternFunc):
-            raise top.error(stmt, f"a module-level assignment must bind an R.ExternFunc, got "
-                                  f"{type(value).__name__}")
-        funcs[name] = value
-        if value.struct_info_ is not None:
-            gvars[name]._checked_type = value.struct_info_
+            if not isinstance(value, ExternFunc):
+                raise top.error(stmt, f"a module-level assignment must bind an R.ExternFunc, got "
+                                      f"{type(value).__name__}")
+            funcs[name] = value
+            if value.struct_info_ is not None:
+                gvars[name]._checked_type = value.struct_info_
 
-    # declare the Relax signatures first: callers see their callees' struct info
-    relax_parsers: dict[str, RelaxParser] = {}
-    for fdef, kind, kwargs in defs:
-        if kind == "relax":
-            p = RelaxParser(src, env, VarTable())
-            sig = p.declare(fdef, kwargs, nested=False)
-            gvars[fdef.name]._checked_type = sig.struct_info
-            relax_parsers[fdef.name] = p
-    from ...relax.block_builder import prim_func_struct_info
+        # declare the Relax signatures first: callers see their callees' struct info
+        relax_parsers: dict[str, RelaxParser] = {}
+        for fdef, kind, kwargs in defs:
+            if kind == "relax":
+                p = RelaxParser(src, env, VarTable())
+                sig = p.declare(fdef, kwargs, nested=False)
+                gvars[fdef.name]._checked_type = sig.struct_info
+                relax_parsers[fdef.name] = p
+        from ...relax.block_builder import prim_func_struct_info
 
-    for fdef, kind, kwargs in defs:  # PrimFuncs first: a direct call's result needs them
-        if kind == "tir":
-            funcs[fdef.name] = parse_prim_func(src, fdef, env, kwargs, in_module=True)
-            gvars[fdef.name]._checked_type = prim_func_struct_info(funcs[fdef.name])
-    for fdef, kind, _kwargs in defs:
-        if kind != "tir":
-            p = relax_parsers[fdef.name]
-            func = p.finish()
-            funcs[fdef.name] = func
-            if func.struct_info_ is not None:
-                gvars[fdef.name]._checked_type = func.struct_info_
-    mod = IRModule(attrs=_plain(module_attrs), global_infos=global_infos)
-    for name, gv in gvars.items():
-        mod[gv] = funcs[name]
+        for fdef, kind, kwargs in defs:  # PrimFuncs first: a direct call's result needs them
+            if kind == "tir":
+                funcs[fdef.name] = parse_prim_func(src, fdef, env, kwargs, in_module=True)
+                gvars[fdef.name]._checked_type = prim_func_struct_info(funcs[fdef.name])
+        for fdef, kind, _kwargs in defs:
+            if kind != "tir":
+                p = relax_parsers[fdef.name]
+                func = p.finish()
+                funcs[fdef.name] = func
+                if func.struct_info_ is not None:
+                    gvars[fdef.name]._checked_type = func.struct_info_
+        mod = IRModule(attrs=_plain(module_attrs), global_infos=global_infos)
+        for name, gv in gvars.items():
+            mod[gv] = funcs[name]
     return mod
 
 

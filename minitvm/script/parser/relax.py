@@ -26,7 +26,7 @@ from .entry import parse_decorated as _parse_decorated
 __all__ = [
     "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable", "function", "dataflow", "output",
     "func_attr", "match_cast", "const", "shape", "prim_value", "str", "dtype", "tuple",
-    "ExternFunc", "as_struct_info", "call_packed", "call_builtin_with_ctx",
+    "ExternFunc", "as_struct_info", "call_packed", "call_builtin_with_ctx", "to_vdevice",
 ]
 
 
@@ -106,7 +106,23 @@ def _tensor(shape=None, dtype=None, vdevice=None, ndim: int = -1):
         else:
             raise TypeError(f"R.Tensor's shape must be a tuple or list of dimensions or a "
                             f"shape-valued expression, got {type(shape).__name__}")
+    if vdevice is not None:
+        from .ir import resolve_vdevice
+
+        vdevice = resolve_vdevice(vdevice)
     return _si.TensorStructInfo(shape, dtype, vdevice, ndim)
+
+
+def to_vdevice(data, dst_vdevice):
+    """``R.to_vdevice(x, dst_vdevice="cuda:0")``: the destination names a device of the
+    module's ``I.module_global_infos`` (or is a VDevice)."""
+    from ...relax.op import to_vdevice as make
+    from .ir import resolve_vdevice
+
+    dev = resolve_vdevice(dst_vdevice)
+    if dev is None:
+        raise ValueError(f"R.to_vdevice: the module declares no virtual device {dst_vdevice!r}")
+    return make(to_relax(data), dev)
 
 
 def _shape(values=None, ndim: int = -1):

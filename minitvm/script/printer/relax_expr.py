@@ -17,7 +17,8 @@ from .prim import float_literal
 DTYPE_FIELDS = frozenset({"dtype", "out_dtype"})
 CALL_TIR_LIKE = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
                            "relax.call_tir_with_grad", "relax.dist.call_tir_local_view"})
-SPECIAL_OPS = CALL_TIR_LIKE | {"relax.assert_op", "relax.print", "relax.hint_on_device"}
+SPECIAL_OPS = CALL_TIR_LIKE | {"relax.assert_op", "relax.print", "relax.hint_on_device",
+                               "relax.to_vdevice"}
 _SCALAR_DTYPES = frozenset({"int8", "int16", "int32", "int64", "float16", "float32", "float64",
                             "bool"})
 
@@ -87,6 +88,11 @@ class ExprPrinter:
                 for a in n.args[1:]:
                     args.append((yield a))
                 return D.call_text(self.R("print"), args, [("format", fmt)])
+            if name == "relax.to_vdevice" and n.attrs is not None and len(n.args) == 1:
+                x = yield from self.callee(n.args[0])
+                dev = self.vdevice_text(n.attrs.dst_vdevice)
+                kw = [("dst_vdevice", D.quote(dev))] if dev is not None else []
+                return D.call_text(self.R("to_vdevice"), [x], kw)
             if name == "relax.hint_on_device" and n.attrs is not None:
                 x = yield from self.callee(n.args[0])
                 kw = []

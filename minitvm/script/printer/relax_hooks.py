@@ -13,6 +13,7 @@ import warnings
 from ...ir.dialect import register_hook
 from ...relax.expr import Binding, BindingBlock, Expr, ExternFunc, Function
 from ...relax.struct_info import StructInfo
+from ...runtime.registry import register_func
 from ...tir.function import PrimFunc
 from .relax_printer import script
 
@@ -48,3 +49,28 @@ for _cls in (Function, ExternFunc, PrimFunc):
     register_hook("module_script", _cls, _module_script)
     register_hook("module_astext", _cls, _astext)
     register_hook("file_suffix", _cls, lambda mod: ".py")
+
+
+def _printer_script(obj, options: dict) -> str:
+    """``tvm.runtime.Scriptable.script``'s printer: the dialect's ``script`` hook of ``obj``'s
+    class, an IRModule's or PrimFunc's own printer, TIR's for expressions and statements;
+    anything else has no TVMScript form."""
+    from ...ir.dialect import find_hook
+    from ...ir.module import IRModule
+    from ...ir.prim_expr import PrimExpr
+    from ...tir.printer import expr_to_str, stmt_to_str
+    from ...tir.stmt import Stmt
+
+    hook = find_hook("script", type(obj))
+    if hook is not None:
+        return hook(obj, **options)
+    if isinstance(obj, IRModule | PrimFunc):
+        return type(obj).script(obj, **options)
+    if isinstance(obj, PrimExpr):
+        return expr_to_str(obj)
+    if isinstance(obj, Stmt):
+        return stmt_to_str(obj)
+    raise TypeError(f"no TVMScript printer is registered for {type(obj).__name__}")
+
+
+register_func("node.TVMScriptPrinterScript", _printer_script, override=True)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...ir.attrs import Attrs, DictAttrs
 from ...ir.expr import GlobalVar
+from ...ir.global_info import DummyGlobalInfo, VDevice
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.prim_expr import PrimExpr
@@ -74,6 +75,7 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
         self.metadata: dict[str, list] = {}
         self.binding_names: list[str] = [cfg.name] if cfg.name else []
         self.module_ctx: tuple[str, set[str]] | None = None
+        self.global_infos: dict = {}  # of the module being printed (vdevice="llvm:0")
         self._next_suffix: dict[str, int] = {}
         self._handlers: dict[type, object] = {}
 
@@ -354,6 +356,7 @@ class RelaxPrinter(ExprPrinter, StructInfoPrinter):
         if mod.attrs:
             stmts.append(D.expr_stmt(D.call_text(
                 self.I("module_attrs"), [(yield ("value", _explicit_imms(dict(mod.attrs))))])))
+        self.global_infos = mod.global_infos
         if mod.global_infos:
             stmts.append(D.expr_stmt(D.call_text(self.I("module_global_infos"),
                                                [(yield ("value", dict(mod.global_infos)))])))
@@ -681,6 +684,8 @@ _HANDLERS = {
     bool: lambda p, v: p.value(v),
     type(None): lambda p, v: "None",
     _AttrImm: lambda p, v: p.value(v),
+    VDevice: RelaxPrinter.vdevice,
+    DummyGlobalInfo: lambda p, v: D.call_text(p.I("dummy_global_info"), []),
 }
 
 

@@ -23,12 +23,36 @@ class StructInfoPrinter:
             kwargs.append(("dtype", D.quote(s.dtype)))
         if shape is None and s.ndim != -1:
             kwargs.append(("ndim", str(s.ndim)))
-        vdev = _vdevice_text(s.vdevice)
+        vdev = self.vdevice_text(s.vdevice)
         if vdev is not None:
             kwargs.append(("vdevice", D.quote(vdev)))
         if not args and not kwargs:
             return self.R("Tensor")
         return D.call_text(self.R("Tensor"), args, kwargs)
+
+    def vdevice_text(self, vdev) -> str | None:
+        """``"kind:index"``: the device's position among the module's global-info vdevices of
+        the same target kind (TVM's text; -1 when the module does not declare it)."""
+        kind = getattr(getattr(getattr(vdev, "target", None), "kind", None), "name", None)
+        if kind is None:
+            return None
+        devices = self.global_infos.get("vdevice", ()) if self.global_infos else ()
+        same = [d for d in devices
+                if getattr(getattr(d.target, "kind", None), "name", None) == kind]
+        index = next((k for k, d in enumerate(same) if d is vdev), -1)
+        if index < 0:  # an equal device declared in the module (a rebuilt one) names it too
+            index = next((k for k, d in enumerate(same) if d == vdev), -1)
+        return f"{kind}:{index}"
+
+    def vdevice(self, v):
+        """``I.vdevice({target config}, id, "scope")`` in ``I.module_global_infos``."""
+        if v.target is None:
+            return D.call_text(self.I("vdevice"), [])
+        config = dict(v.target.export())
+        config.setdefault("tag", "")  # TVM's exported targets always carry their tag
+        spec = yield ("value", config)
+        return D.call_text(self.I("vdevice"),
+                           [spec, str(v.vdevice_id), D.quote(v.memory_scope)])
 
     def _tensor_sinfo_shape_var(self, s):
         return self.tensor_sinfo(s, (yield s.shape))
@@ -70,14 +94,3 @@ class StructInfoPrinter:
             dims = [self.shape_var(v) for v in s.values]
             return D.call_text(self.R("Shape"), [D.list_text(dims)])
         return D.call_text(self.R("Shape"), (), [("ndim", str(s.ndim))])
-
-
-
-def _vdevice_text(vdev):
-    if vdev is None:
-        return None
-    target = getattr(vdev, "target", None)
-    kind = getattr(getattr(target, "kind", None), "name", None)
-    if kind is None:
-        return None
-    return f"{kind}:{getattr(vdev, 'vdevice_id', 0)}"

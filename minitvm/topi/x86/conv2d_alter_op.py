@@ -10,9 +10,13 @@ from __future__ import annotations
 from ...ir.dialect import get_hook
 from ...target import Target
 from ..nn import conv2d_alter_layout
-from .utils import get_simd_32bit_lanes, is_x86_target, target_has_avx512, target_has_vnni
+from .utils import get_simd_32bit_lanes, is_x86_target, target_has_sse42
 
-__all__ = ["conv2d_channel_blocks", "conv2d_nchwc_attrs", "_alter_conv2d_layout"]
+__all__ = ["conv2d_channel_blocks", "conv2d_int8_channel_blocks", "conv2d_nchwc_attrs",
+           "conv2d_nchwc_int8_attrs", "_alter_conv2d_layout"]
+
+# int8 elements one 32-bit lane of TVM's x86 int8 dot product (vpdpbusd, pmaddubsw) reduces
+_INT8_ELEMS = 4
 
 
 def _largest_divisor(n: int, limit: int) -> int:
@@ -32,6 +36,22 @@ def conv2d_channel_blocks(in_channels: int, out_channels: int, lanes: int) -> tu
                          f"{in_channels}, {out_channels}, {lanes}")
     oc_bn = _largest_divisor(out_channels, lanes)
     return _largest_divisor(in_channels, oc_bn), oc_bn
+
+
+def conv2d_int8_channel_blocks(in_channels: int, out_channels: int,
+                               lanes: int) -> tuple[int, int] | None:
+    """(ic_bn, oc_bn) of TVM's fallback x86 int8 conv2d configuration: output blocks of one
+    register of int32 lanes, input blocks the largest of oc_bn, oc_bn - 4, ... dividing the input
+    channels. None where TVM's fallback asserts: output channels not a multiple of the lanes,
+    or input channels not a multiple of 4 (Legalize pads them first in TVM's flow)."""
+    if in_channels < 1 or out_channels < 1 or lanes < 1:
+        raise ValueError(f"conv2d_int8_channel_blocks: channels and lanes must be positive, got "
+                         f"{in_channels}, {out_channels}, {lanes}")
+    if out_channels % lanes or in_channels % _INT8_ELEMS:
+        return None
+    oc_bn = max(lanes, _INT8_ELEMS)
+    ic_bn = next(bn for bn in range(oc_bn, 0, -_INT8_ELEMS) if in_channels % bn == 0)
+    return ic_bn, oc_bn
 
 
 def _static(dims) -> tuple | None:
@@ -78,9 +98,33 @@ def conv2d_nchwc_attrs(attrs, data_type, kernel_type, lanes: int) -> tuple[str, 
     return None
 
 
+def conv2d_nchwc_int8_attrs(attrs, data_type, kernel_type, lanes: int) -> dict | None:
+    """The attrs of the ``nn.contrib_conv2d_NCHWc`` TVM's x86 int8 template
+    (``conv2d_NCHWc_int8.x86``) turns a uint8 x int8 NCHW conv2d into: data NCHW{ic}c, kernel
+    OIHW{ic/4}i{oc}o4i (the input-channel block split again into the 4 bytes one int32 lane
+    reduces), out NCHW{oc}c. None keeps the op (not NCHW/OIHW, grouped, dynamic channels, or
+    channel counts the template cannot block)."""
+    if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW" or \
+            int(attrs["groups"]) != 1 or len(data_type.shape) != 4:
+        return None
+    dshape, kshape = _static(data_type.shape[1:2]), _static(kernel_type.shape)
+    if dshape is None or kshape is None or len(kshape) != 4:
+        return None
+    blocks = conv2d_int8_channel_blocks(dshape[0], kshape[0], lanes)
+    if blocks is None:
+        return None
+    ic_bn, oc_bn = blocks
+    new = dict(attrs)
+    new["channels"] = kshape[0]
+    new["data_layout"] = f"NCHW{ic_bn}c"
+    new["kernel_layout"] = f"OIHW{ic_bn // _INT8_ELEMS}i{oc_bn}o{_INT8_ELEMS}i"
+    new["out_layout"] = f"NCHW{oc_bn}c"
+    return new
+
+
 def _int8_hw_support(data_dtype: str, kernel_dtype: str, mcpu: str) -> bool:
-    return data_dtype == "uint8" and kernel_dtype == "int8" and (
-        target_has_vnni(mcpu) or target_has_avx512(mcpu))
+    """TVM's ``topi.x86.is_int8_hw_support``: uint8 data, int8 kernel, an SSE4.2 CPU or newer."""
+    return data_dtype == "uint8" and kernel_dtype == "int8" and target_has_sse42(mcpu)
 
 
 def _alter_conv2d_layout(attrs, inputs, tinfos, out_type):
@@ -88,8 +132,14 @@ def _alter_conv2d_layout(attrs, inputs, tinfos, out_type):
     blocked convolution for an NCHW conv2d, None to keep the op."""
     data_type, kernel_type = tinfos
     lanes = get_simd_32bit_lanes()
-    if _int8_hw_support(str(data_type.dtype), str(kernel_type.dtype), Target.current().mcpu):
-        return None  # TVM's int8 (VNNI / AVX-512) template re-blocks by 4-wide dot products
+    if int(attrs["groups"]) == 1 and _int8_hw_support(
+            str(data_type.dtype), str(kernel_type.dtype), Target.current().mcpu):
+        # TVM's strategy picks the int8 template (conv2d_NCHWc_int8.x86) for this conv
+        new_attrs = conv2d_nchwc_int8_attrs(attrs, data_type, kernel_type, lanes)
+        if new_attrs is None:
+            return None
+        return get_hook("make_op_call", inputs[0])("nn.contrib_conv2d_NCHWc", list(inputs),
+                                                   new_attrs)
     plan = conv2d_nchwc_attrs(attrs, data_type, kernel_type, lanes)
     if plan is None:
         return None
@@ -100,7 +150,13 @@ def _alter_conv2d_layout(attrs, inputs, tinfos, out_type):
 @conv2d_alter_layout.register("cpu")
 def _conv2d_alter_layout_cpu(attrs, inputs, tinfos, out_type):
     """``topi.nn.conv2d_alter_layout`` under a CPU target: the x86 rule where the target is
-    x86 (other CPUs, e.g. ``-device=arm_cpu``, keep the op: their rules are not implemented)."""
+    x86, the Arm rule under ``-device=arm_cpu`` (TVM dispatches it on the ``arm_cpu`` key, which
+    our targets do not add), other CPUs keep the op."""
+    from ..arm_cpu import conv2d_alter_op as arm_rule
+    from ..arm_cpu.arm_utils import is_arm_cpu_target
+
+    if is_arm_cpu_target():
+        return arm_rule._alter_conv2d_layout(attrs, inputs, tinfos, out_type)
     if not is_x86_target():
         return None
     return _alter_conv2d_layout(attrs, inputs, tinfos, out_type)

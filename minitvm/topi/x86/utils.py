@@ -42,6 +42,11 @@ def target_has_avx(mcpu: str) -> bool:
     return mcpu in _AVX or target_has_avx2(mcpu)
 
 
+def target_has_sse42(mcpu: str) -> bool:
+    """True when ``mcpu`` names a CPU with SSE4.2 (the gate of TVM's x86 int8 kernels)."""
+    return mcpu in _SSE42 or target_has_avx(mcpu) or mcpu in _OTHER_X86 - {"x86-64"}
+
+
 def _current(target: Target | None, who: str) -> Target:
     target = target if target is not None else Target.current()
     if target is None:

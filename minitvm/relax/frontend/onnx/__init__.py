@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_math,
     ops_nn,
     ops_recurrent,
+    ops_sequence,
     ops_tensor,
 )
 from .context import CONVERTERS, NeedsConstantInput, ONNXImportError, OpNotImplemented
@@ -29,7 +30,8 @@ def supported_ops() -> list[str]:
 def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
               opset: int | None = None, keep_params_in_input: bool = False,
               sanitize_input_names: bool = True, const_inputs: dict | None = None):
-    """Convert an ONNX model into a Relax IRModule with one function, ``main``.
+    """Convert an ONNX model into a Relax IRModule: ``main``, plus a private function per
+    ``If`` / ``Loop`` whose condition or trip count is only known at run time.
 
     Parameters
     ----------
@@ -37,6 +39,9 @@ def from_onnx(model, shape_dict: dict | None = None, dtype_dict="float32",
         The model, the path of an ``.onnx`` file, or its serialized bytes.
     shape_dict : dict of str to sequence, optional
         Input shapes overriding the model's; a string entry is a symbolic dim of that name.
+        A sequence-typed input takes a list of element shapes (one parameter per element,
+        ``NAME_0``, ``NAME_1``, ...); an optional-typed one its element's shape, or None when
+        it is empty.
     dtype_dict : str or dict of str to str
         Input dtypes where the model does not say (default float32).
     opset : int, optional

@@ -20,8 +20,9 @@ def _import(model, values: dict):
     """from_onnx with the input shapes of this call, binding the inputs it needs as known."""
     from . import NeedsConstantInput, from_onnx
 
-    shapes = {n: list(v.shape) for n, v in values.items()}
-    dtypes = {n: str(v.dtype) for n, v in values.items()}
+    shapes = {n: None if v is None else [list(e.shape) for e in v] if isinstance(v, list)
+              else list(v.shape) for n, v in values.items()}
+    dtypes = {n: str(v.dtype) for n, v in values.items() if hasattr(v, "dtype")}
     bound: dict = {}
     while True:
         try:
@@ -42,10 +43,7 @@ def _compile(model, values: dict):
     vm = VirtualMachine(build(mod, "llvm"), runtime.cpu())
 
     def call(args):
-        out = vm["main"](*args)
-        if hasattr(out, "numpy"):
-            return [out]
-        return list(out)
+        return vm["main"](*args)
 
     return call, bound
 

@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from ....frontend_common import onnx_model as _om
+from ....frontend_common import onnx_sequence as _seq
 from ....ir.module import IRModule
 from ....ir.prim_expr import PrimExpr
 from ....runtime.ndarray import NDArray
@@ -109,6 +110,10 @@ class ONNXGraphImporter(_om.GraphImporterBase):
                 self.values[vi.name] = np.asarray(self.const_inputs[vi.name])
                 continue
             name = sanitize_name(vi.name) if self.sanitize else vi.name
+            kind, code = _seq.graph_input_kind(vi)
+            if kind != "tensor":
+                self.values[vi.name] = self._container_input(vi, name, kind, code, inputs)
+                continue
             v = Var(name, TensorStructInfo(self._input_shape(vi), self._input_dtype(vi)))
             self.values[vi.name] = v
             inputs.append(v)
@@ -120,13 +125,60 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         ctx = Context(bb, self.opset)
         ctx.graph_inputs = input_names
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
+        ctx.scope = lambda: self.values  # the ONNX names visible now (run-time If / Loop)
+        ctx.root_bb = bb  # where the private functions of run-time If / Loop go
         with bb.function("main", inputs + params, attrs=attrs):
             with bb.dataflow():
                 for node in graph.node:
                     self.convert_node(ctx, node)
-                outs = [ctx.expr(v) for v in _om.graph_outputs(graph, self.values,
-                                                                ONNXImportError)]
+                outs = [self._output_expr(ctx, v) for v in
+                        _om.graph_outputs(graph, self.values, ONNXImportError)]
                 out = outs[0] if len(outs) == 1 else Tuple(outs)
                 gv = bb.emit_output(out)
             bb.emit_func_output(gv)
         return bb.get()
+
+    def _container_input(self, vi, name: str, kind: str, code, inputs: list):
+        """A graph input of sequence or optional type: its value at import, one parameter
+        per tensor in it. ``shape_dict`` gives a sequence as a list of element shapes and an
+        empty optional as None."""
+        if isinstance(self.dtype_dict, dict) and vi.name in self.dtype_dict:
+            dtype = str(self.dtype_dict[vi.name])
+        elif code:
+            dtype = _om.onnx_dtype(code, ONNXImportError)
+        else:
+            dtype = self.dtype_dict if isinstance(self.dtype_dict, str) else "float32"
+        if vi.name not in self.shape_dict:
+            what = "a list of element shapes" if "sequence" in kind else "the element shape"
+            raise ONNXImportError(
+                f"graph input {vi.name!r} is {kind.replace('_', ' ')}-typed: pass "
+                f"shape_dict={{'{vi.name}': ...}} with {what} (None for an empty optional) "
+                "to from_onnx")
+        given = self.shape_dict[vi.name]
+        if kind.startswith("optional") and given is None:
+            return _seq.OnnxOptional(None)
+
+        def tensor(var_name, dims):
+            v = Var(var_name, TensorStructInfo([self._dim_var(d) if isinstance(d, str) else
+                                                int(d) for d in dims], dtype))
+            inputs.append(v)
+            return v
+
+        if "sequence" in kind:
+            value = _seq.OnnxSequence([tensor(f"{name}_{i}", dims)
+                                       for i, dims in enumerate(given)], dtype)
+        else:
+            value = tensor(name, given)
+        return _seq.OnnxOptional(value) if kind.startswith("optional") else value
+
+    @staticmethod
+    def _output_expr(ctx: Context, value):
+        """A graph output as a Relax expression: a sequence is a tuple of its tensors, an
+        empty optional an empty tuple, a present one its value."""
+        if isinstance(value, _seq.OnnxOptional):
+            value = value.value
+            if value is None:
+                return Tuple([])
+        if isinstance(value, _seq.OnnxSequence):
+            return Tuple([ctx.expr(v) for v in value.items])
+        return ctx.expr(value)

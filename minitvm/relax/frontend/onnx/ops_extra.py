@@ -158,8 +158,23 @@ def _space_to_depth(ctx: Context, ins, attrs):
 @register("BitShift")
 def _bit_shift(ctx: Context, ins, attrs):
     x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
-    fn = _op.left_shift if attrs.get("direction", "LEFT") == "LEFT" else _op.right_shift
-    return ctx.emit(fn(x, y))
+    left = attrs.get("direction", "LEFT") == "LEFT"
+    fn = _op.left_shift if left else _op.right_shift
+    dt = ctx.dtype(x)
+    width = np.iinfo(np.dtype(dt)).bits
+    known = ctx.known(ins[1])
+    if known is not None and ((known >= 0) & (known < width)).all():
+        return ctx.emit(fn(x, y))
+    # a shift outside [0, width) shifts every bit out (the ONNX specification): 0, or the
+    # sign fill for a right shift; the amount is clamped first so no native shift overflows
+    out_of_range = _op.logical_or(_op.less(y, _scalar(ctx, x, 0)),
+                                  _op.greater_equal(y, _scalar(ctx, x, width)))
+    out_of_range = ctx.emit(out_of_range)
+    shifted = fn(x, _op.where(out_of_range, _scalar(ctx, x, 0), y))
+    fill = _scalar(ctx, x, 0)
+    if not left and np.dtype(dt).kind == "i":
+        fill = _op.right_shift(x, _scalar(ctx, x, width - 1))
+    return ctx.emit(_op.where(out_of_range, fill, shifted))
 
 
 @register("BitwiseXor")
@@ -273,7 +288,11 @@ def _lp_norm(ctx: Context, ins, attrs):
         n = _op.sqrt(_op.sum(_op.multiply(x, x), [axis], True))
     else:
         raise ctx.fail(f"p={p} is not supported (1 or 2)")
-    return ctx.emit(_op.divide(x, n))
+    # a zero norm gives 0 (the spec's 0/0 = 0), not NaN
+    zero = _scalar(ctx, x, 0)
+    is_zero = _op.equal(n, zero)
+    safe = _op.where(is_zero, _scalar(ctx, x, 1), n)
+    return ctx.emit(_op.where(is_zero, zero, _op.divide(x, safe)))
 
 
 @register("MeanVarianceNormalization")

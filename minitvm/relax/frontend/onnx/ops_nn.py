@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ....frontend_common.onnx_model import check_dropout_is_identity
+from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_pool import maxpool_indices
 from ... import op as _op
 from ...expr import TupleGetItem, const
@@ -100,8 +100,11 @@ def _conv_transpose(ctx: Context, ins, attrs):
         y = _op.nn.conv1d_transpose(x, w, strides, pads, out_pad, dilations, groups)
     elif n == 2:
         y = _op.nn.conv2d_transpose(x, w, strides, pads, out_pad, dilations, groups)
+    elif n == 3:
+        y = _op.nn.conv3d_transpose(x, w, strides, pads, out_pad, dilations, groups)
     else:
-        raise ctx.fail(f"{n}-D transposed convolution is not supported")
+        raise ctx.fail(f"{n}-D transposed convolution is not supported (1-D, 2-D and 3-D "
+                       "are)")
     y = ctx.emit(y)
     if len(ins) > 2 and ins[2] is not None:
         y = _add_channel_bias(ctx, y, ins[2], n + 2)
@@ -212,6 +215,25 @@ _POOLS = {
 }
 
 
+def _drop_window_in_end_pad(ctx: Context, x, y, kernel, strides, dilations, pads):
+    """ONNX's ceil mode drops a last window that would start inside the end padding; the
+    pooling ops keep it, so slice it off (static spatial dims only)."""
+    n = len(kernel)
+    src, got = ctx.shape(x)[2:], ctx.shape(y)[2:]
+    if not all(isinstance(d, int) for d in list(src) + list(got)):
+        return y
+    want = []
+    for i in range(n):
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        o = -(-(src[i] + pads[i] + pads[n + i] - eff) // strides[i]) + 1
+        if (o - 1) * strides[i] >= src[i] + pads[i]:
+            o -= 1
+        want.append(o)
+    if want == list(got):
+        return y
+    return ctx.emit(_op.strided_slice(y, list(range(2, n + 2)), [0] * n, want))
+
+
 @register("MaxPool", "AveragePool")
 def _pool(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
@@ -225,7 +247,19 @@ def _pool(ctx: Context, ins, attrs):
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dilations)
     ceil = bool(attrs.get("ceil_mode", 0))
     include = bool(attrs.get("count_include_pad", 0))
-    y = ctx.emit(_POOLS[(name, n)](x, kernel, strides, pads, dilations, ceil, include))
+    src, op_pads = x, pads
+    if name == "AveragePool" and include:
+        # ONNX counts the padding but not a ceil-mode window's overhang past it: pad with
+        # zeros explicitly and count only in-bounds elements of the padded input
+        flat = [0, 0, 0, 0]
+        for i in range(n):
+            flat += [int(pads[i]), int(pads[n + i])]
+        if any(flat):
+            x = ctx.emit(_op.nn.pad(x, flat, 0.0, "constant"))
+        op_pads, include = [0] * (2 * n), False
+    y = ctx.emit(_POOLS[(name, n)](x, kernel, strides, op_pads, dilations, ceil, include))
+    if ceil:
+        y = _drop_window_in_end_pad(ctx, src, y, kernel, strides, dilations, pads)
     if name == "MaxPool" and ctx.output_used(1):
         shape = ctx.shape(x)
         if not all(isinstance(d, int) for d in shape):
@@ -271,6 +305,23 @@ def _global_pool(ctx: Context, ins, attrs):
     return ctx.emit(fn(x, axes, True))
 
 
+def _pad_wrap(ctx: Context, x, pads, ndim: int):
+    """Circular padding: negative pads crop first, then each padded axis is gathered with
+    indices taken modulo its (cropped) length, as ONNX Runtime does."""
+    shape = ctx.shape(x)
+    for a in range(ndim):
+        b, e = int(pads[a]), int(pads[ndim + a])
+        if not (b or e):
+            continue
+        if not isinstance(shape[a], int):
+            raise ctx.fail(f"mode 'wrap' needs a static length on padded axis {a}")
+        lo, hi = max(-b, 0), shape[a] - max(-e, 0)
+        n = hi - lo
+        idx = lo + np.arange(-max(b, 0), n + max(e, 0), dtype="int64") % n
+        x = ctx.emit(_op.take(x, const(idx), axis=a))
+    return x
+
+
 @register("Pad")
 def _pad(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
@@ -288,9 +339,11 @@ def _pad(ctx: Context, ins, attrs):
         for i, a in enumerate(axes):
             full[a], full[ndim + a] = pads[i], pads[len(axes) + i]
         pads = full
+    mode = attrs.get("mode", "constant")
+    if mode == "wrap":
+        return _pad_wrap(ctx, x, pads, ndim)
     if any(p < 0 for p in pads):
         raise ctx.fail("negative pads (cropping) are not supported")
-    mode = attrs.get("mode", "constant")
     if mode not in ("constant", "edge", "reflect"):
         raise ctx.fail(f"mode {mode!r} is not supported")
     flat = []
@@ -301,8 +354,19 @@ def _pad(ctx: Context, ins, attrs):
 
 @register("Dropout")
 def _dropout(ctx: Context, ins, attrs):
-    """Inference Dropout is the identity with an all-true mask (see check_dropout_is_identity)."""
-    check_dropout_is_identity(ctx, ins, attrs, ctx.value)
+    """Inference Dropout is the identity with an all-true mask; a seeded training-mode one
+    applies a mask drawn at import (see dropout_training_mask)."""
+    shape = ctx.shape(ins[0])
+    plan = None
+    if all(isinstance(d, int) for d in shape):
+        plan = dropout_training_mask(ctx, ins, attrs, ctx.value, shape)
+    else:
+        check_dropout_is_identity(ctx, ins, attrs, ctx.value)
+    if plan is not None:
+        keep, scale = plan
+        y = ctx.emit(_op.multiply(ctx.expr(ins[0]),
+                                  const((keep * scale).astype(ctx.dtype(ins[0])))))
+        return [y, keep]
     if not ctx.output_used(1):
         return [ins[0]]
     return [ins[0], ctx.emit(_op.ones(ctx.shape_expr(ctx.shape(ins[0])), "bool"))]

@@ -330,8 +330,6 @@ def _resize(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
     nd = len(dims)
-    if attrs.get("antialias", 0):
-        raise ctx.fail("Resize with antialias=1 is not supported")
 
     def known(i, what):
         return ctx.value(ins[i], what) if len(ins) > i and ins[i] is not None else None
@@ -341,7 +339,8 @@ def _resize(ctx: Context, ins, attrs):
     static = all(isinstance(d, int) for d in dims)
     mode = attrs.get("mode", "nearest")
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    if nd == 4 and ctm != "tf_crop_and_resize" and "axes" not in attrs and (
+    if nd == 4 and ctm != "tf_crop_and_resize" and "axes" not in attrs and \
+            not attrs.get("antialias", 0) and (
             not static or attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"):
         # the common NCHW spatial resize: resize2d, when its output size's ratio is the scale
         if sizes_v is not None and sizes_v.size:

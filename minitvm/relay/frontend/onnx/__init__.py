@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_resize,
     ops_scatter,
     ops_search,
+    ops_sequence,
     ops_tensor,
 )
 from .graph import GraphProto
@@ -37,7 +38,10 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     model : onnx.ModelProto or str
         The model, or the path of an ``.onnx`` file.
     shape : dict of str to tuple, optional
-        Input shapes; required for inputs whose dimensions are symbolic in the model.
+        Input shapes; required for inputs whose dimensions are symbolic in the model. A
+        sequence-typed input takes a list of element shapes (it becomes one parameter per
+        element, ``NAME_0``, ``NAME_1``, ...); an optional-typed one its element's shape, or
+        None when it is empty.
     dtype : str or dict of str to str
         Input dtypes (default float32 where the model does not say).
     opset : int, optional

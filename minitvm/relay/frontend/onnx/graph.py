@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common import onnx_model as _om
+from ....frontend_common import onnx_sequence as _seq
 from ....ir.module import IRModule
 from ....runtime.ndarray import NDArray
 from ... import expr as _expr
@@ -78,6 +79,10 @@ class GraphProto(_om.GraphImporterBase):
                 arr = np.asarray(self.const_inputs[vi.name])
                 self.values[vi.name] = _expr.const(arr, str(arr.dtype))
                 continue
+            kind, code = _seq.graph_input_kind(vi)
+            if kind != "tensor":
+                self.values[vi.name] = self._container_input(vi, kind, code, inputs)
+                continue
             proto = _om.input_elem_dtype(vi, ImportError_)
             v = _expr.var(vi.name, shape=self._input_shape(vi),
                           dtype=self._input_dtype(vi.name, proto))
@@ -87,7 +92,8 @@ class GraphProto(_om.GraphImporterBase):
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:
             self.convert_node(ctx, node)
-        outs = _om.graph_outputs(graph, self.values, ImportError_)
+        outs = [self._output_expr(o) for o in _om.graph_outputs(graph, self.values,
+                                                                  ImportError_)]
         body = outs[0] if len(outs) == 1 else Tuple(outs)
         known = set(inputs)
         params = inputs + [v for v in free_vars(body) if v not in known]
@@ -96,8 +102,49 @@ class GraphProto(_om.GraphImporterBase):
         kept = {v.name_hint for v in params}
         return mod, {k: v for k, v in self.params.items() if k in kept}
 
+    def _container_input(self, vi, kind: str, code, inputs: list):
+        """A graph input of sequence or optional type: its value at import, one parameter
+        per tensor in it. ``shape`` gives a sequence as a list of element shapes and an
+        empty optional as None."""
+        name = vi.name
+        dtype = self._input_dtype(name, _om.onnx_dtype(code, ImportError_) if code else None)
+        if name not in self.shape:
+            what = "a list of element shapes" if "sequence" in kind else "the element shape"
+            raise ImportError_(f"graph input {name!r} is {kind.replace('_', ' ')}-typed: pass "
+                               f"shape={{'{name}': ...}} with {what} (None for an empty "
+                               "optional) to from_onnx")
+        given = self.shape[name]
+        if kind.startswith("optional") and given is None:
+            return _seq.OnnxOptional(None)
+        if "sequence" in kind:
+            items = []
+            for i, dims in enumerate(given):
+                v = _expr.var(f"{name}_{i}", shape=tuple(int(d) for d in dims), dtype=dtype)
+                inputs.append(v)
+                items.append(v)
+            value = _seq.OnnxSequence(items, dtype)
+        else:
+            value = _expr.var(name, shape=tuple(int(d) for d in given), dtype=dtype)
+            inputs.append(value)
+        return _seq.OnnxOptional(value) if kind.startswith("optional") else value
+
+    @staticmethod
+    def _output_expr(value):
+        """A graph output as a Relay expression: a sequence is a tuple of its tensors, an
+        empty optional an empty tuple, a present one its value."""
+        if isinstance(value, _seq.OnnxOptional):
+            value = value.value
+            if value is None:
+                return Tuple([])
+        if isinstance(value, _seq.OnnxSequence):
+            return Tuple(list(value.items))
+        return value
+
     def constant(self, arr):
         return _expr.const(arr, str(arr.dtype))
 
     def bind(self, value):
+        if isinstance(value, _seq.OnnxSequence | _seq.OnnxOptional):
+            structure, leaves = _seq.flatten(value)
+            return _seq.unflatten(structure, [self.fold(v) for v in leaves])
         return self.fold(value)

@@ -91,7 +91,11 @@ def _lp_norm(ctx, ins, attrs):
         n = _op.sqrt(_op.sum(_op.multiply(x, x), [axis], keepdims=True))
     else:
         raise ctx.fail(f"p={p} is not supported (1 or 2)")
-    return _op.divide(x, n)
+    # a zero norm gives 0 (the spec's 0/0 = 0), not NaN
+    zero = _scalar(ctx, x, 0)
+    is_zero = _op.equal(n, zero)
+    safe = _op.where(is_zero, _scalar(ctx, x, 1), n)
+    return _op.where(is_zero, zero, _op.divide(x, safe))
 
 
 @register("MeanVarianceNormalization")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_model import check_dropout_is_identity
+from ....frontend_common.onnx_model import dropout_training_mask
 from ... import op as _op
 from ...op import nn as _nn
 from .pool_indices import maxpool_indices
@@ -74,9 +74,9 @@ def _conv_transpose(ctx, ins, attrs):
     b = ins[2] if len(ins) > 2 else None
     shape, wshape = ctx.shape(x), ctx.shape(w)
     n = len(shape) - 2
-    if n not in (1, 2):
+    if n not in (1, 2, 3):
         raise NotImplementedError(f"{ctx.where()}: {n}-D transposed convolution is not "
-                                  "supported (1-D and 2-D are)")
+                                  "supported (1-D, 2-D and 3-D are)")
     groups = int(attrs.get("group", 1))
     kernel = list(attrs.get("kernel_shape", wshape[2:]))
     strides = list(attrs.get("strides", [1] * n))
@@ -100,6 +100,11 @@ def _conv_transpose(ctx, ins, attrs):
     else:
         begin, end = _spatial_pads(ctx, attrs, shape[2:], kernel, strides, dil)
     channels = wshape[1] * groups
+    if n == 3:
+        out = _nn.conv3d_transpose(x, w, strides=strides, padding=tuple(begin) + tuple(end),
+                                   dilation=dil, groups=groups, channels=channels,
+                                   kernel_size=kernel, output_padding=out_pad)
+        return _add_bias(out, b, n + 2)
     if n == 1:
         x = _op.expand_dims(x, 2)
         w = _op.expand_dims(w, 2)
@@ -245,9 +250,15 @@ def _lrn(ctx, ins, attrs):
 
 @register("Dropout")
 def _dropout(ctx, ins, attrs):
-    """Inference Dropout is the identity with an all-true mask (see check_dropout_is_identity)."""
-    check_dropout_is_identity(ctx, ins, attrs, ctx.value)
-    return [ins[0], _op.ones(ctx.shape(ins[0]), "bool")]
+    """Inference Dropout is the identity with an all-true mask; a seeded training-mode one
+    applies a mask drawn at import (see dropout_training_mask)."""
+    x = ins[0]
+    plan = dropout_training_mask(ctx, ins, attrs, ctx.value, ctx.shape(x))
+    if plan is None:
+        return [x, _op.ones(ctx.shape(x), "bool")]
+    keep, scale = plan
+    factor = ctx.const((keep * scale).astype(ctx.dtype(x)))
+    return [_op.multiply(x, factor), ctx.const(keep)]
 
 
 # ------------------------------------------------------------------ pooling

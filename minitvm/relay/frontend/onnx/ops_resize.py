@@ -49,8 +49,6 @@ def _resize(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
     nd = len(shape)
-    if attrs.get("antialias", 0):
-        raise NotImplementedError(f"{ctx.where()}: Resize with antialias=1 is not supported")
     if ctx.opset < 11:
         scales = [float(s) for s in ctx.value(ins[1], "Resize's scales")]
         attrs = dict(attrs)

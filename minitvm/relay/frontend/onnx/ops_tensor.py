@@ -276,7 +276,7 @@ def _pad(ctx, ins, attrs):
     width = [[0, 0] for _ in range(nd)]
     for i, a in enumerate(axes):
         width[a % nd] = [pads[i], pads[i + k]]
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
     # negative pads crop
     starts = [-min(b, 0) for b, _ in width]
@@ -285,6 +285,14 @@ def _pad(ctx, ins, attrs):
         x = _op.strided_slice(x, starts, ends)
     width = [(max(b, 0), max(e, 0)) for b, e in width]
     if not any(b or e for b, e in width):
+        return x
+    if mode == "wrap":
+        # circular padding of the (cropped) input: gather each padded axis with indices
+        # taken modulo its length
+        for a, (b, e) in enumerate(width):
+            if b or e:
+                n = ends[a] - starts[a]
+                x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
     return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
 

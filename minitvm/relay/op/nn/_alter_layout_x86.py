@@ -15,13 +15,24 @@ from ....topi.x86.utils import is_x86_target
 from ...expr import ExprWithOp
 from ..layout import Layout
 from ..op import register_alter_op_layout, register_infer_correct_layout
+from ..tensor import cast
 from ._contrib_more import contrib_dense_pack, contrib_depthwise_conv2d_nchwc
-from .nn import contrib_conv2d_nchwc
+from ._winograd import (
+    contrib_conv2d_gemm_weight_transform,
+    contrib_conv2d_gemm_without_weight_transform,
+)
+from .nn import contrib_conv2d_nchwc, conv2d
 
 _CONSTRUCTORS = {
     "nn.contrib_conv2d_NCHWc": contrib_conv2d_nchwc,
     "nn.contrib_depthwise_conv2d_NCHWc": contrib_depthwise_conv2d_nchwc,
     "nn.contrib_dense_pack": contrib_dense_pack,
+    # the Arm int8 rules (topi.arm_cpu.conv2d_alter_op)
+    "nn.contrib_conv2d_gemm_weight_transform": contrib_conv2d_gemm_weight_transform,
+    "nn.contrib_conv2d_gemm_without_weight_transform":
+        contrib_conv2d_gemm_without_weight_transform,
+    "nn.conv2d": conv2d,
+    "cast": cast,
 }
 
 

@@ -59,16 +59,17 @@ def shape_to_primal(shape: Sequence, layout: str, primal: str, what: str = "inpu
     """Map each primal axis of ``primal`` to its full extent in ``shape`` (given in ``layout``)."""
     axes = parse_layout(layout, op_name)
     _check_rank(shape, axes, layout, what, op_name)
-    pos = {name: i for i, (name, _) in enumerate(axes)}
+    pos = {name: i for i, (name, _) in enumerate(axes) if name.isupper()}
     out = {}
     for p in primal:
         if p not in pos:
             raise ValueError(f"{op_name}: {what} layout {layout} has no {p} axis (needs {primal})")
         d = shape[pos[p]]
         sub = p.lower()
-        if sub in pos:
-            factor = axes[pos[sub]][1]
-            inner = shape[pos[sub]]
+        for i, (name, factor) in enumerate(axes):  # every sub-axis (a double split has two)
+            if name != sub:
+                continue
+            inner = shape[i]
             if is_static_dim(inner) and inner != factor:
                 raise TypeError(f"{op_name}: {what} {shape_str(shape)} has {inner} at sub-axis "
                                 f"{factor}{sub} of layout {layout}")
@@ -83,7 +84,10 @@ def shape_to_primal(shape: Sequence, layout: str, primal: str, what: str = "inpu
 def shape_from_primal(dims: dict, layout: str, op_name: str = "op", what: str = "output") -> tuple:
     """Build a shape in ``layout`` from primal extents (splitting the sub-axes)."""
     axes = parse_layout(layout, op_name)
-    factors = {n.upper(): f for n, f in axes if f is not None}
+    factors: dict = {}  # primal axis -> product of its sub-axis factors
+    for n, f in axes:
+        if f is not None:
+            factors[n.upper()] = factors.get(n.upper(), 1) * f
     shape = []
     for name, factor in axes:
         if factor is not None:

@@ -1,0 +1,236 @@
+"""conv2d with the output channels in the vector lanes (``conv_lanes``): Relay convs with
+constant weights on AVX2 read them prepacked and match numpy on odd shapes, padding, strides,
+dilation, fused epilogues and batches at one and two threads; everything else keeps the
+implicit GEMM of ``conv_direct``."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax, relay, tir
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
+from minitvm.schedule import conv_direct, conv_lanes
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+AVX2 = vector_isa() == "avx2"
+
+
+def _conv_ref(x, w, strides, pads, dil):
+    """NCHW conv2d in float64 with (top, left, bottom, right) padding."""
+    o, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dil
+    pt, pl, pb, pr = pads
+    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], o, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dh, kx * dw
+            patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
+    return out
+
+
+def _build(shape, o, k, strides, pads, dil, epi, rng):
+    """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
+    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
+    bias = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    want = _conv_ref(xv, wv, strides, pads, dil)
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
+                        kernel_size=k, channels=o)
+    args, inputs = [x], {"x": xv}
+    if epi != "none":
+        y = relay.nn.bias_add(y, relay.const(bias))
+        want = want + bias[:, None, None]
+    if epi == "residual_relu":
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=want.shape)
+        y = y + r
+        args.append(r)
+        inputs["r"] = rv
+        want = want + rv
+    if epi != "none":
+        y = relay.nn.relu(y)
+        want = np.maximum(want, 0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def _conv_kernel(lib):
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return k
+
+
+def _uses_lanes(kernel) -> bool:
+    return any(isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"
+               for s in walk_stmts(kernel.prim_func.body))
+
+
+@pytest.fixture
+def restore_threads():
+    before = threadpool.get_num_threads()
+    yield
+    threadpool.set_num_threads(before)
+
+
+@pytest.mark.parametrize("shape, o, k, strides, pads, dil, epi", [
+    ((1, 5, 9, 11), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),   # odd everything
+    ((1, 64, 7, 7), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # 49 = 6s + 5s
+    ((2, 7, 13, 10), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "residual_relu"),  # stride 2
+    ((1, 3, 23, 19), 48, (5, 3), (2, 1), (2, 0, 1, 2), (1, 2), "none"),  # asymmetric, dilated
+    ((1, 8, 17, 17), 16, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), "bias_relu"),  # dilation 2
+    ((1, 16, 14, 14), 32, (1, 3), (1, 1), (0, 1, 0, 1), (1, 1), "bias_relu"),  # a 1x3 filter
+    ((2, 6, 30, 30), 16, (3, 3), (3, 3), (0, 0, 0, 0), (1, 1), "none"),  # stride 3, no padding
+    ((3, 4, 8, 8), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),  # a batch, per image
+    ((5, 32, 15, 15), 32, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # by image
+    # channel blocks: 64 channels in 4 blocks over 2 bands of pixel tiles (the second one
+    # ragged), the tiles cut in 4 parts for the pool (one channel tile only)
+    ((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),
+    ((2, 40, 11, 13), 32, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), "bias_relu"),  # 5x5: 4 blocks
+])
+def test_lanes_conv_matches_numpy(shape, o, k, strides, pads, dil, epi, restore_threads):
+    lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi, np.random.default_rng(0))
+    kernel = _conv_kernel(lib)
+    assert _uses_lanes(kernel) == AVX2
+    for threads in (1, 2):
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
+def test_weight_is_taken_prepacked_and_input_padded_once():
+    """The kernel's weight parameter has the packed shape ``[O/16, C, KH, KW, 16]`` and the
+    input is copied once into a padded buffer (no phased planes, no pixel grid)."""
+    lib, _, _ = _build((1, 6, 12, 12), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
+                       np.random.default_rng(1))
+    kernel = _conv_kernel(lib)
+    prim = kernel.prim_func
+    shapes = [tuple(int(d) for d in prim.buffer_map[p].shape) for p in prim.params]
+    assert (2, 6, 3, 3, 16) in shapes
+    names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+    assert "xpad" in names and not names & {"xph", "conv_grid", "acc"}
+    assert any(c.shape == (2, 6, 3, 3, 16) for c in kernel.consts) or kernel.input_packs
+
+
+@pytest.mark.parametrize("shape, o, pads", [
+    ((1, 4, 16, 16), 16, (1, 1, 1, 1)),  # OW = 16: a whole number of pixel vectors
+    ((1, 4, 9, 9), 24, (1, 1, 1, 1)),    # 24 output channels: not whole 16-lane tiles
+    ((1, 4, 4, 4), 16, (1, 1, 1, 1)),    # 16 output pixels: too few for the pixel tiles
+])
+def test_other_convs_keep_the_implicit_gemm(shape, o, pads):
+    lib, inputs, want = _build(shape, o, (3, 3), (1, 1), pads, (1, 1), "bias_relu",
+                               np.random.default_rng(2))
+    assert not _uses_lanes(_conv_kernel(lib))
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.run(**inputs)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_relax_symbolic_batch_keeps_the_implicit_gemm():
+    """Relax passes weights unpacked: a symbolic-batch conv stays on conv_direct and matches
+    numpy at several batch sizes."""
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 5, 14, 14], "float32"))
+    rng = np.random.default_rng(3)
+    wt = rng.standard_normal((32, 5, 3, 3)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(wt), padding=1))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(y)))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    for batch in (1, 3):
+        a = rng.standard_normal((batch, 5, 14, 14)).astype("float32")
+        want = np.maximum(_conv_ref(a, wt, (1, 1), (1, 1, 1, 1), (1, 1)), 0)
+        np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("extent", [20, 21, 25, 49, 196, 784, 3136, 401])
+def test_pixel_tiles_cover_the_plane_exactly(extent):
+    groups = conv_lanes.pixel_tiles(extent)
+    covered = [p for first, pixels, count in groups for p in range(first, first + pixels * count)]
+    assert covered == list(range(extent))
+    assert {pixels for _, pixels, _ in groups} <= {6, 5}
+
+
+def test_pixel_tiles_reject_tiny_planes():
+    with pytest.raises(ValueError, match="not a sum of 6s and 5s"):
+        conv_lanes.pixel_tiles(7)
+
+
+def test_pack_weight_layout():
+    w = np.arange(32 * 3 * 2 * 3, dtype="float32").reshape(32, 3, 2, 3)
+    p = conv_lanes.PackWeight(32, 3, 2, 3)(w)
+    assert p.shape == (2, 3, 2, 3, 16)
+    for o in (0, 17, 31):
+        np.testing.assert_array_equal(p[o // 16, :, :, :, o % 16], w[o])
+
+
+def _conv_stage(shape, o, k):
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(o, shape[1], k, k))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, padding=(k // 2, k // 2)))))
+    _, _, outs = te_compiler.build_te(mod["main"])
+    (t,) = outs
+    return t
+
+
+def test_avx512_keeps_conv_direct(monkeypatch):
+    """Machines with AVX-512 keep conv_direct's schedule: conv_lanes declines every conv (and
+    conv_direct then takes the weight unpacked)."""
+    from minitvm.schedule import LoweringOptions
+
+    t = _conv_stage((1, 8, 14, 14), 32, 3)
+    assert conv_lanes.geometry(t) is not None
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    assert not conv_lanes.supported(t)
+    assert not conv_direct.packs_weight(t, LoweringOptions())
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx2")
+    assert conv_lanes.supported(t)
+    assert conv_direct.packs_weight(t, LoweringOptions()) == (
+        not conv_direct.geometry(t)["rows_mode"])
+
+
+def test_channel_block_sizes():
+    """Blocks keep a channel tile's weights near CHANNEL_BLOCK_BYTES (16 KB: 28 channels of a
+    3x3 filter) and divide the channel count; few channels take one pass."""
+    def g(c, k):
+        return dict(c=c, kh=k, kw=k)
+
+    assert conv_lanes.channel_block(g(64, 3)) == 16
+    assert conv_lanes.channel_block(g(512, 3)) == 16
+    assert conv_lanes.channel_block(g(96, 3)) == 24
+    assert conv_lanes.channel_block(g(40, 5)) == 10
+    assert conv_lanes.channel_block(g(32, 3)) == 32
+    assert conv_lanes.channel_block(g(58, 3)) == 58  # no divisor between 14 and 28
+
+
+@pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
+def test_blocked_loops_and_parallel_parts():
+    """64 channels of a 3x3 conv run in 4 blocks over bands of pixel tiles, with their partial
+    sums in a scratch; one channel tile of a big conv is cut in parts for the pool."""
+    lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
+                       np.random.default_rng(4))
+    prim = _conv_kernel(lib).prim_func
+    loops = {s.loop_var.name.rstrip("0123456789"): s for s in walk_stmts(prim.body)
+             if isinstance(s, S.For)}
+    assert int(loops["kb"].extent.value) == 4
+    assert "band" in loops
+    names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+    assert "cl_sums" in names
+    par = [s for s in walk_stmts(prim.body) if isinstance(s, S.For)
+           and s.kind == S.ForKind.PARALLEL and s.loop_var.name.startswith("o")]
+    assert par and int(par[0].extent.value) == conv_lanes.PARALLEL_PARTS

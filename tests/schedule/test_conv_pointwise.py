@@ -1,0 +1,351 @@
+"""The 1x1 conv2d schedule of AVX2 machines (``schedule/conv_pointwise.py``): numerics against
+numpy for both micro-kernels (pixel vectors, channel vectors) on odd channel counts, odd and
+strided planes, batches, symbolic batches (Relax), two threads and every kind of epilogue; the
+fallbacks (no kernel fits, weights that are not build-time constants); and the structure of the
+lowered kernels (prepacked weights, tile heights, no phased copy, where the epilogue runs)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax, relay, tir
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
+from minitvm.schedule import conv_pointwise
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import post_order, walk_stmts
+
+AVX2 = vector_isa() == "avx2"
+needs_avx2 = pytest.mark.skipif(not AVX2, reason="the 1x1 schedule is AVX2's")
+
+
+def _ref(x, w, strides=(1, 1), pad=0):
+    """numpy 1x1 conv (float64): ``out[n, o, i, j] = sum_c w[o, c] x[n, c, i*sh, j*sw]``."""
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    sub = x[:, :, ::strides[0], ::strides[1]].astype("float64")
+    return np.einsum("nchw,oc->nohw", sub, w[:, :, 0, 0].astype("float64"))
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+EPILOGUES = {
+    # name: (relay (conv, bias, residual) -> out, numpy (conv, bias, residual) -> out)
+    "none": (lambda y, b, r: y, lambda y, b, r: y),
+    "bias_clip": (lambda y, b, r: relay.clip(relay.nn.bias_add(y, b), 0.0, 6.0),
+                  lambda y, b, r: np.clip(y + b.reshape(1, -1, 1, 1), 0, 6)),
+    "residual": (lambda y, b, r: relay.nn.bias_add(y, b) + r,
+                 lambda y, b, r: y + b.reshape(1, -1, 1, 1) + r),
+    "residual_relu": (lambda y, b, r: relay.nn.relu(relay.nn.bias_add(y, b) + r),
+                      lambda y, b, r: np.maximum(y + b.reshape(1, -1, 1, 1) + r, 0)),
+    "swish": (lambda y, b, r: y * relay.sigmoid(y), lambda y, b, r: y * _sigmoid(y)),
+    "reversed": (lambda y, b, r: relay.nn.relu(relay.reverse(y, axis=3)),  # other position
+                 lambda y, b, r: np.maximum(y[..., ::-1], 0)),
+}
+
+
+def _build(shape, o, epi, strides=(1, 1), pad=0, const_weight=True, seed=0):
+    """Relay conv2d 1x1 (+ epilogue) built at opt_level 3: (lib, inputs, expected output)."""
+    rng = np.random.default_rng(seed)
+    wv = rng.standard_normal((o, shape[1], 1, 1)).astype("float32")
+    bv = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    x = relay.var("x", shape=shape)
+    wvar = relay.var("w", shape=wv.shape)
+    y = relay.nn.conv2d(x, relay.const(wv) if const_weight else wvar, kernel_size=(1, 1),
+                        channels=o, strides=strides, padding=(pad, pad))
+    oh = (shape[2] + 2 * pad - 1) // strides[0] + 1
+    ow = (shape[3] + 2 * pad - 1) // strides[1] + 1
+    rv = rng.standard_normal((shape[0], o, oh, ow)).astype("float32")
+    r = relay.var("r", shape=rv.shape)
+    build, ref = EPILOGUES[epi]
+    args, feeds = [x], {"x": xv}
+    if epi.startswith("residual"):
+        args.append(r)
+        feeds["r"] = rv
+    if not const_weight:
+        args.append(wvar)
+        feeds["w"] = wv
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, build(y, relay.const(bv), r))),
+                          target="llvm")
+    return lib, feeds, ref(_ref(xv, wv, strides, pad), bv, rv)
+
+
+def _run(lib, feeds, threads=1):
+    before = threadpool.get_num_threads()
+    try:
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**feeds)
+        return m.get_output(0).numpy()
+    finally:
+        threadpool.set_num_threads(before)
+
+
+def _conv_prim(lib):
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return prim
+
+
+def _buffer_names(prim) -> set:
+    return {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+
+
+def _tile_rows(prim) -> set:
+    return {int(s.buffer.shape[0]) for s in walk_stmts(prim.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "pw_acc"}
+
+
+CASES = [
+    # (N, C, H, W), O, epilogue, strides, the kernel that takes it on AVX2
+    ((1, 7, 4, 8), 13, "bias_clip", (1, 1), "pixels"),        # 13 channels: tiles 6, 6, 1
+    ((2, 33, 8, 6), 20, "residual_relu", (1, 1), "pixels"),   # batch 2, residual fused
+    ((3, 16, 16, 16), 24, "none", (1, 1), "pixels"),          # batch 3, no epilogue
+    ((1, 40, 7, 7), 24, "bias_clip", (1, 1), "channels"),     # 49 pixels, a half panel (8)
+    ((2, 13, 5, 7), 32, "residual", (1, 1), "channels"),      # residual read per lane
+    ((1, 96, 14, 14), 16, "bias_clip", (1, 1), "channels"),   # pixel tiles outer
+    ((1, 16, 3, 3), 48, "residual_relu", (1, 1), "channels"),  # 9 pixels: tiles 6 + 3
+    ((1, 16, 9, 11), 40, "residual_relu", (2, 2), None),      # strided: conv_direct
+    ((2, 8, 20, 20), 8, "none", (2, 2), None),
+    ((1, 8, 9, 10), 16, "bias_clip", (2, 1), None),
+    ((1, 16, 9, 11), 40, "residual_relu", (1, 1), "channels"),  # odd plane (99 pixels)
+    ((2, 8, 5, 4), 8, "none", (1, 1), "channels"),            # one half panel, batch 2
+    ((2, 128, 7, 7), 64, "residual_relu", (1, 1), "channels"),  # 2 channel blocks of 64
+    ((1, 150, 5, 5), 40, "bias_clip", (1, 1), "channels"),    # 3 blocks of 50, a half panel
+    ((2, 33, 4, 8), 13, "swish", (1, 1), "pixels"),           # the epilogue reads it twice
+    ((1, 33, 4, 8), 16, "reversed", (1, 1), "pixels"),        # another position: a temporary
+    ((1, 9, 5, 7), 16, "reversed", (1, 1), "channels"),
+    ((1, 7, 5, 7), 13, "bias_clip", (1, 1), None),            # 35 pixels, 13 channels: neither
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_numpy(case):
+    shape, o, epi, strides, mode = case
+    lib, feeds, want = _build(shape, o, epi, strides)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    names = _buffer_names(_conv_prim(lib))
+    if AVX2:
+        assert ("pw_acc" in names) == (mode is not None)
+        assert "xph" not in names or mode is None  # no phased copy of the input
+
+
+@pytest.mark.parametrize("shape, o, epi", [((1, 64, 32, 32), 64, "residual_relu"),
+                                           ((1, 128, 14, 14), 96, "bias_clip")])
+def test_two_threads_match_numpy(shape, o, epi):
+    lib, feeds, want = _build(shape, o, epi, seed=1)
+    np.testing.assert_allclose(_run(lib, feeds, threads=2), want, rtol=1e-4, atol=1e-4)
+    if AVX2:
+        prim = _conv_prim(lib)
+        assert any(isinstance(s, S.For) and s.kind == S.ForKind.PARALLEL
+                   for s in walk_stmts(prim.body))
+
+
+@pytest.mark.parametrize("shape, o, pad, groups", [((1, 8, 6, 8), 16, 1, 1),
+                                                   ((1, 8, 4, 8), 16, 0, 2)])
+def test_padded_or_grouped_1x1_takes_other_schedules(shape, o, pad, groups):
+    rng = np.random.default_rng(2)
+    wv = rng.standard_normal((o, shape[1] // groups, 1, 1)).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), kernel_size=(1, 1), channels=o,
+                        padding=(pad, pad), groups=groups)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    got = _run(lib, {"x": xv})
+    if groups == 1:
+        want = _ref(xv, wv, pad=pad)
+    else:
+        half = shape[1] // groups
+        want = np.concatenate([_ref(xv[:, g * half:(g + 1) * half], wv[g * o // groups:
+                               (g + 1) * o // groups]) for g in range(groups)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert "pw_acc" not in _buffer_names(_conv_prim(lib))
+
+
+@pytest.mark.parametrize("shape, o, mode", [((1, 12, 7, 7), 32, "channels"),
+                                            ((2, 12, 4, 8), 20, "pixels")])
+def test_weight_not_a_constant(shape, o, mode):
+    """A weight given at run time: the pixel-vector kernel reads it in place; the channel-vector
+    kernel needs it transposed at build time, so the implicit GEMM of conv_direct runs."""
+    lib, feeds, want = _build(shape, o, "bias_clip", const_weight=False, seed=3)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    if AVX2:
+        assert ("pw_acc" in _buffer_names(_conv_prim(lib))) == (mode == "pixels")
+
+
+# ------------------------------------------------------------------------------ structure
+def _weight_param(prim):
+    return prim.buffer_map[prim.params[1]]
+
+
+def _out_param(prim):
+    (out,) = [b for b in prim.buffer_map.values() if b.name == "out0"]
+    return out
+
+
+@needs_avx2
+def test_pixel_kernel_structure():
+    """Prepacked weights (one flat array, tile by tile), 6- and 5-channel tiles (20 = 5 x 4:
+    no short tile), the residual read as flat vectors in the fused store, int64 reduction."""
+    lib, feeds, want = _build((1, 16, 4, 8), 20, "residual_relu")
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    prim = _conv_prim(lib)
+    assert [int(d) for d in _weight_param(prim).shape] == [20 * 16]
+    assert _tile_rows(prim) == {5}
+    out = _out_param(prim)
+    stores = [s.body for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+              s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
+              s.body.buffer.data is out.data]
+    assert stores
+    for st in stores:
+        loads = [e for e in post_order(st.value) if isinstance(e, E.BufferLoad)]
+        assert any(e.buffer.name == "in3_flat" for e in loads)  # the residual, contiguous
+        assert not any(isinstance(e, (E.FloorDiv, E.FloorMod)) for e in post_order(st.value))
+    red = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+           s.loop_var.name.startswith("c") and int(s.extent.value) == 16]
+    assert red and all(s.loop_var.dtype == "int64" for s in red)
+
+
+@needs_avx2
+def test_channel_kernel_structure():
+    """Weights transposed into 16-channel panels at build time; 49 pixels as 6- and 5-pixel
+    tiles; the residual read through a flat view by the tile's store (one output channel per
+    lane), which is the only store into the output; nothing reads the output back."""
+    lib, feeds, want = _build((1, 24, 7, 7), 40, "residual")
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    prim = _conv_prim(lib)
+    assert [int(d) for d in _weight_param(prim).shape] == [3, 24, 16]
+    assert _tile_rows(prim) == {6, 5}
+    out = _out_param(prim)
+    stores = [s for s in walk_stmts(prim.body) if isinstance(s, S.BufferStore) and
+              s.buffer.data is out.data]
+    assert stores
+    for st in stores:
+        loads = [e for e in post_order(st.value) if isinstance(e, E.BufferLoad)]
+        assert any(e.buffer.name == "pw_acc" for e in loads)
+        assert any(e.buffer.name == "in3_flat" for e in loads)  # the residual
+        assert not any(e.buffer.data is out.data for e in loads)
+
+
+@needs_avx2
+@pytest.mark.parametrize("c, blocks", [(128, 2), (150, 3), (64, None), (131, None)])
+def test_channel_blocks(c, blocks):
+    """Weight panels outer (more channels than pixels) and more than 64 input channels: every
+    pixel tile sums a block of channels (partial sums in ``pw_sums``) before the next block;
+    a channel count with no divisor in [32, 64] is summed in one pass."""
+    lib, feeds, want = _build((1, c, 5, 5), 48, "bias_clip", seed=8)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    prim = _conv_prim(lib)
+    kb = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+          s.loop_var.name.startswith("kb")]
+    assert ("pw_sums" in _buffer_names(prim)) == (blocks is not None)
+    assert {int(s.extent.value) for s in kb} == ({blocks} if blocks else set())
+
+
+def _conv_stage(shape, o, strides=(1, 1), k=1, pad=0):
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(o, shape[1], k, k))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, strides=strides, padding=(pad, pad)))))
+    _, _, (conv,) = te_compiler.build_te(mod["main"])
+    return conv
+
+
+def test_geometry_and_support():
+    g = conv_pointwise.geometry(_conv_stage((1, 8, 4, 8), 12))
+    assert g["mode"] == "pixels" and g["p"] == 32
+    g = conv_pointwise.geometry(_conv_stage((2, 8, 7, 7), 24))
+    assert g["mode"] == "channels" and g["panels_outer"] is False
+    g = conv_pointwise.geometry(_conv_stage((1, 8, 7, 7), 64))
+    assert g["panels_outer"] is True
+    assert conv_pointwise.geometry(_conv_stage((1, 8, 4, 8), 12, strides=(2, 2))) is None
+    assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, k=3, pad=1)) is None
+    assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, pad=1)) is None
+    assert conv_pointwise.supported(_conv_stage((1, 8, 4, 8), 12)) == AVX2
+
+
+def test_avx512_keeps_conv_direct(monkeypatch):
+    from minitvm.schedule.lower import select_rule
+    from minitvm.schedule.options import LoweringOptions
+
+    t = _conv_stage((1, 8, 4, 8), 12)
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx512")
+    assert not conv_pointwise.supported(t)
+    assert select_rule(t, LoweringOptions()).name == "gemm"
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx2")
+    assert select_rule(t, LoweringOptions()).name == "conv 1x1"
+    assert not conv_pointwise.supported(t, LoweringOptions(generated_conv=False))
+
+
+def test_row_tiles_cover_extent():
+    for extent in range(1, 300):
+        groups = conv_pointwise.row_tiles(extent)
+        at = 0
+        for start, rows, count in groups:
+            assert start == at and rows >= 1 and count >= 1
+            at += rows * count
+        assert at == extent
+        if extent >= 20:  # 6s and 5s only: every tile has 10 or 12 accumulators
+            assert {rows for _, rows, _ in groups} <= {5, 6}
+    assert conv_pointwise.row_tiles(49) == [(0, 6, 4), (24, 5, 5)]
+    assert conv_pointwise.row_tiles(4) == [(0, 4, 1)]
+
+
+def test_packed_weight_layouts():
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((13, 7, 1, 1)).astype("float32")
+    t = _conv_stage((1, 7, 4, 8), 13)
+    shape, fn = conv_pointwise.packed_weight(t)
+    packed = fn(w)
+    assert shape == (13 * 7,) and packed.shape == shape
+    for start, rows, count in conv_pointwise.row_tiles(13):
+        for k in range(count):
+            o0 = start + k * rows
+            for c in range(7):
+                for ii in range(rows):
+                    assert packed[o0 * 7 + c * rows + ii] == w[o0 + ii, c, 0, 0]
+    w = rng.standard_normal((24, 5, 1, 1)).astype("float32")
+    shape, fn = conv_pointwise.packed_weight(_conv_stage((1, 5, 7, 7), 24))
+    packed = fn(w)
+    assert shape == (2, 5, 16) and packed.shape == shape
+    np.testing.assert_array_equal(packed[0], w[:16, :, 0, 0].T)
+    np.testing.assert_array_equal(packed[1, :, :8], w[16:, :, 0, 0].T)
+    assert not packed[1, :, 8:].any()
+    import pickle
+
+    assert np.array_equal(pickle.loads(pickle.dumps(fn))(w), packed)  # (the kernel cache)
+    with pytest.raises(ValueError, match="not a 1x1 conv"):
+        conv_pointwise.packed_weight(_conv_stage((1, 8, 8, 8), 16, k=3, pad=1))
+
+
+# ------------------------------------------------------------------------------ Relax
+@pytest.mark.parametrize("c, h, w, o", [(12, 4, 8, 20),   # pixel vectors, symbolic batch
+                                        (12, 7, 7, 24)])  # channel vectors: conv_direct
+def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
+    rng = np.random.default_rng(7)
+    wt = rng.standard_normal((o, c, 1, 1)).astype("float32")
+    bias = rng.standard_normal((1, o, 1, 1)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(wt)))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.add(y, relax.const(bias)))))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
+    if AVX2:
+        assert ("pw_acc" in rec.prim_func.script()) == (h * w % 16 == 0)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    for batch in (1, 3, 2):
+        a = rng.standard_normal((batch, c, h, w)).astype("float32")
+        want = np.maximum(_ref(a, wt) + bias, 0)
+        np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
