@@ -528,6 +528,7 @@ def _qnn_concat_rule(attrs, new_in, old_in, types):
 _BUILTIN = {
     "nn.conv2d": conv_layout, "nn.conv2d_transpose": conv_layout,
     "nn.contrib_conv2d_NCHWc": conv_layout, "nn.conv3d": conv_layout,
+    "nn.contrib_conv2d_gemm_without_weight_transform": conv_layout,
     "nn.conv1d_transpose": conv_layout, "nn.conv3d_transpose": conv_layout,
     "nn.contrib_depthwise_conv2d_NCHWc": conv_layout, "nn.deformable_conv2d": deformable_conv_layout,
     "concatenate": concatenate_layout, "transpose": transpose_layout,

@@ -126,7 +126,8 @@ def test_arm_rule_leaves_aligned_or_float_convs(make):
 def test_arm_target_facts():
     assert is_arm_cpu_target(tvm.target.Target(AARCH64))
     assert not is_arm_cpu_target(tvm.target.Target("llvm -mcpu=core-avx2"))
-    assert is_dotprod_available(tvm.target.Target(AARCH64 + " -mattr=+dotprod"))
+    assert is_dotprod_available(tvm.target.Target(AARCH64 + " -mattr=+v8.2a,+dotprod"))
+    assert not is_dotprod_available(tvm.target.Target(AARCH64 + " -mattr=+dotprod"))  # v8.0
     assert is_dotprod_available(tvm.target.Target(AARCH64 + " -mattr=+v8.4a"))
     assert not is_dotprod_available(tvm.target.Target(AARCH64 + " -mattr=+v8.2a,+i8mm"))
     # the generic function with no target in scope: its default, no rewrite
