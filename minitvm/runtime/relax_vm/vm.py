@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..module import ProfileResult
-from ..ndarray import NDArray
+from ..ndarray import NDArray, cpu
 from ..registry import get_global_func
 from .builtins import BUILTINS, ShapeTuple, VMClosure
 from .executable import (
@@ -31,6 +31,7 @@ from .executable import (
 from .native_entry import MISS, RECORD, native_function
 
 _VM, _KERNEL, _PACKED = range(3)
+_CPU = cpu(0)
 
 
 class _Missing:
@@ -45,6 +46,60 @@ class _Missing:
             raise ValueError(f"the program calls packed function {self.name!r}, which is not "
                              "registered (tvm.register_func)")
         return fn(*args)
+
+
+class _PackedArray(NDArray, np.lib.mixins.NDArrayOperatorsMixin):
+    """A register's array as a registered packed function sees it: an NDArray sharing the
+    register's memory (``numpy()``, ``copyfrom`` write through, as TVM's DPS functions expect),
+    which also takes numpy's operators and indexing for functions written against numpy."""
+
+    __slots__ = ()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(i._data if isinstance(i, NDArray) else i for i in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o._data if isinstance(o, NDArray) else o
+                                  for o in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __setitem__(self, key, value):
+        self._data[key] = np.asarray(value)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __getattr__(self, name):  # numpy's methods (reshape, astype, sum...) on the data
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._data, name)
+
+
+def _to_packed(x):
+    """A VM value as a registered function's argument (arrays become NDArrays)."""
+    if isinstance(x, np.ndarray):
+        view = object.__new__(_PackedArray)
+        view._data, view.device, view._content_hash = x, _CPU, None
+        return view
+    if isinstance(x, tuple) and not isinstance(x, ShapeTuple):
+        return tuple(_to_packed(f) for f in x)
+    return x
+
+
+class _UserPacked:
+    """A registered (non-builtin) packed function called from the VM: arguments as NDArrays,
+    the result back to VM values."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        out = self.fn(*[_to_packed(a) for a in args])
+        return out if out is None else _to_vm(out, "a packed function's result")
 
 
 def _to_vm(x, where: str):
@@ -128,7 +183,8 @@ class VirtualMachine:
                     table.append((_PACKED, entry[0], name))
                 else:
                     fn = get_global_func(name, allow_missing=True)
-                    table.append((_PACKED, fn if fn is not None else _Missing(name), name))
+                    fn = _UserPacked(fn if fn is not None else _Missing(name))
+                    table.append((_PACKED, fn, name))
         self._table = table
         self._consts = exe.constants
         self._linked = {id(f): self._link(f) for f in exe.functions.values()}
