@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir.dialect import find_hook
 from ..ir.node import Node
 from ..ir.prim_expr import IntImm, PrimExpr
+from ..ir.type import check_dtype
 from ..runtime.script_printer import Scriptable
 
 __all__ = [
@@ -78,7 +79,7 @@ class PrimStructInfo(StructInfo):
             dtype = dtype or value.dtype
         if dtype is None:
             raise ValueError("PrimStructInfo needs a dtype or a value")
-        self.dtype = str(dtype)
+        self.dtype = check_dtype(dtype)
         self.value = value
         self.span = span
 
@@ -127,7 +128,7 @@ class TensorStructInfo(StructInfo):
         if ndim < -1:
             raise ValueError(f"TensorStructInfo: ndim must be -1 (unknown) or >= 0, got {ndim}")
         self.shape = shape
-        self.dtype = "void" if dtype is None else str(dtype)
+        self.dtype = "void" if dtype is None else check_dtype(dtype)
         self.ndim = int(ndim)
         self.vdevice = vdevice
         self.span = span

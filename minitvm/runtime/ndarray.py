@@ -33,6 +33,13 @@ class Device:
         return f"{self._NAMES.get(self.device_type, 'dev')}({self.device_id})"
 
 
+def contiguous(a) -> np.ndarray:
+    """``a`` as a C-contiguous numpy array of the same shape, copied only when it is not one
+    already (``np.ascontiguousarray`` turns a 0-d array into shape (1,))."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def cpu(dev_id: int = 0) -> Device:
     return Device(1, dev_id)
 
@@ -62,8 +69,7 @@ class NDArray:
         if data.dtype.kind not in "biuf":
             raise TypeError(f"NDArray: numpy dtype {data.dtype} is not a tensor data type "
                             f"(bool, int, uint or float)")
-        # np.ascontiguousarray would turn a 0-d array into shape (1,).
-        self._data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+        self._data = contiguous(data)
         self.device = dev or cpu(0)
 
     @property

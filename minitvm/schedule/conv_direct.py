@@ -154,14 +154,15 @@ def fuses_epilogue(t, options) -> bool:
     return nr % _piece() == 0
 
 
-def fuses_plane_operands(t, options) -> bool:
+def fuses_plane_operands(t, options, packed: bool = False) -> bool:
     """May the fused epilogue also read operands laid out like the output plane (a residual)?
-    For ``conv_lanes``: ``LANES_PLANE_OPERANDS``. Else only with the channel tiles as the outer
+    For ``conv_lanes`` (``packed``: the weight is prepacked, ``packs_weight``):
+    ``LANES_PLANE_OPERANDS``. Else only with the channel tiles as the outer
     loop: with the pixel panels outer, each panel's tiles read such an operand in as many
     scattered rows as there are channels, which the hardware prefetcher does not follow
     (measured on a Zen 2: a 64 -> 256 1x1 conv at 56x56 with a residual add took 3.96 ms fused,
     3.25 ms with a separate epilogue pass; without the residual 2.49 ms fused, 3.20 ms not)."""
-    if packs_weight(t, options):
+    if packed:
         return LANES_PLANE_OPERANDS
     return weights_outer(geometry(t, _knobs(options, t)))
 

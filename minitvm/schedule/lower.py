@@ -98,7 +98,8 @@ def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
 
     template = transform_expr(body, fpost)
     plane = [_const_int(d) for d in _shape(t)[-2:]]
-    if ok[0] and not conv_direct.fuses_plane_operands(t, ctx.options) and any(
+    packed = id(t) in ctx.packed  # (a conv_lanes conv)
+    if ok[0] and not conv_direct.fuses_plane_operands(t, ctx.options, packed) and any(
             isinstance(e, E.BufferLoad) and e.buffer is not buf and
             [_const_int(d) for d in e.buffer.shape[-2:]] == plane for e in post_order(body)):
         # an operand laid out like the output (a residual) the schedule reads better in a

@@ -302,3 +302,25 @@ def test_entries_are_data_only_and_round_trip():
         build_cache._encode(np.array([object()]), [])
     source = open(build_cache.__file__).read()
     assert "import pickle" not in source and "pickle.load" not in source
+
+
+def test_scalar_params_keep_their_shape(cache_dir):
+    """0-d parameters (scalar constants relay.build binds as ``p0``...) load as 0-d arrays: a
+    loaded build once had them as shape (1,) and its graph refused them at set_input."""
+    x = relay.var("x", shape=(3,), dtype="int8")
+    y = relay.var("y", shape=(3,), dtype="int8")
+    big = relay.greater_equal(y, relay.const(np.int8(7)))
+    body = relay.where(big, relay.right_shift(x, relay.const(np.int8(7))), relay.right_shift(x, y))
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], body))
+    cold = _build(mod, None)
+    _fresh()
+    warm = _build(mod, None)
+    assert isinstance(warm, build_cache.CachedFactory)
+    shapes = {k: v.shape for k, v in cold.get_params().items()}
+    assert {k: np.asarray(v).shape for k, v in warm.get_params().items()} == shapes
+    xv, yv = np.array([-128, 64, 5], "int8"), np.array([1, 9, 2], "int8")
+    want = np.where(yv >= 7, xv >> 7, xv >> yv)
+    for lib in (cold, warm):
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+        m.run(x=xv, y=yv)
+        np.testing.assert_array_equal(m.get_output(0).numpy(), want)

@@ -61,6 +61,30 @@ def _distinct_functions(mod: IRModule) -> IRModule:
     return mod
 
 
+def _has_local_functions(mod: IRModule) -> bool:
+    """Whether a Relax function of ``mod`` binds a local function (``@R.function`` inside
+    another): the VM runs only module-level functions, so LambdaLift must lift it first."""
+    from ..expr import If, SeqExpr
+
+    for func in mod.functions.values():
+        if not isinstance(func, Function):
+            continue
+        stack = [func.body]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, SeqExpr):
+                for block in e.blocks:
+                    for b in block.bindings:
+                        if isinstance(b.value, Function):
+                            return True
+                        if isinstance(b.value, If | SeqExpr):
+                            stack.append(b.value)
+                stack.append(e.body)
+            elif isinstance(e, If):
+                stack.extend((e.true_branch, e.false_branch))
+    return False
+
+
 def compile_kernels(prims: dict, options, const_params: dict | None = None,
                     transforms: dict | None = None) -> dict:
     """Compile each PrimFunc (name -> PrimFunc) once: name -> (Kernel record, spec).
@@ -113,6 +137,8 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
             raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
     _target_ok(target)
     mod = _distinct_functions(mod)
+    if _has_local_functions(mod):  # local functions and closures become module functions
+        mod = transform.LambdaLift()(mod)
     if exec_mode not in ("bytecode", "compiled"):
         raise ValueError(f"relax.build: exec_mode must be 'bytecode' or 'compiled', got "
                          f"{exec_mode!r}")

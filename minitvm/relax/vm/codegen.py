@@ -50,6 +50,28 @@ class VMCodeGenError(ValueError):
     """A construct the VM cannot run (an op left unlowered, a local function...)."""
 
 
+def _why_not_lowered(call: Call) -> str:
+    """Why LegalizeOps left ``call`` as it is: no lowering, or a shape not known at compile
+    time (with the fix), for the error that stops the build."""
+    from ..struct_info import TensorStructInfo
+
+    if call.op.get_attr("FLegalize") is None:
+        return " (it has no legalization: register one with customize_legalize_map, or " \
+               "replace the call before relax.build)"
+    unknown = []
+    for what, e in [("its result", call)] + [(f"argument {i}", a)
+                                             for i, a in enumerate(call.args)]:
+        sinfo = e.struct_info_ if hasattr(e, "struct_info_") else None
+        if isinstance(sinfo, TensorStructInfo) and (sinfo.shape is None or
+                                                    sinfo.dtype == "void"):
+            unknown.append(f"{what} is {sinfo}")
+    if unknown:
+        return (": LegalizeOps needs every shape and dtype known at compile time, but "
+                f"{'; '.join(unknown)} (give it one with R.match_cast, e.g. when two symbolic "
+                "dimensions cannot be proven equal)")
+    return " (run LegalizeOps and the build pipeline: relax.build)"
+
+
 class _Tables:
     def __init__(self, mod):
         self.mod = mod
@@ -218,8 +240,8 @@ class _FuncGen:
             code.append([CALL, dst, t.func("packed", str(v.op.get_attr("FCallPacked"))),
                          [self.operand(x) for x in a]])
         else:
-            raise VMCodeGenError(f"{self.name}: operator {name} is not lowered for the VM "
-                                 "(run LegalizeOps and the build pipeline: relax.build)")
+            raise VMCodeGenError(f"{self.name}: operator {name} is not lowered for the VM"
+                                 f"{_why_not_lowered(v)}")
 
     # ------------------------------------------------------------------ sequences
     def seq(self, s, dst):

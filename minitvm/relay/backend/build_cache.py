@@ -46,6 +46,7 @@ from ...ir.structural import structural_hash
 from ...runtime import jit
 from ...runtime.graph_executor import GraphExecutorFactoryModule
 from ...runtime.module import GraphLib, Kernel
+from ...runtime.ndarray import contiguous
 from ...transform.config import config_default, register_pass_config
 from ...transform.context import PassContext
 
@@ -129,7 +130,7 @@ def _array(v) -> np.ndarray:
 def _params_digest(params: dict | None) -> str:
     h = hashlib.sha256()
     for name in sorted(params or {}):
-        a = np.ascontiguousarray(_array(params[name]))
+        a = contiguous(_array(params[name]))
         h.update(f"{name}|{a.dtype.str}|{a.shape}\n".encode())
         h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
     return h.hexdigest()
@@ -139,6 +140,10 @@ def _plain(value) -> str | None:
     """A process-independent text of a config value, or None when it has none."""
     text = repr(value)
     return None if " at 0x" in text else text
+
+
+def _no_comment(_expr) -> str:
+    return ""
 
 
 def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = None
@@ -163,7 +168,9 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     env = sorted((k, v) for k, v in os.environ.items()
                  if k.startswith(("MINITVM_", "TVM_")) and k not in _ENV_IGNORED)
     try:
-        text = mod.astext(show_meta_data=False)
+        # without the ``/* ty= */`` comments: InferType fills in checked types in place, so a
+        # module built once would print (and key) differently the second time
+        text = mod.astext(show_meta_data=False, annotate=_no_comment)
         shash = structural_hash(mod)
     except Exception:  # a module the printer or hasher cannot handle: build it normally
         return None
@@ -215,9 +222,9 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bo
             objects[k.symbol] = (obj, pipeline, zlib.compress(k.ir.encode(), 1),
                                  jit.external_symbols(k.ir), defs)
         kernels.append((name, k.symbol, int(k.ws_bytes),
-                        [np.ascontiguousarray(c) for c in k.consts]))
+                        [contiguous(c) for c in k.consts]))
     payload = {"graph_json": factory.get_graph_json(), "blas": lib.blas,
-               "params": {n: np.ascontiguousarray(_array(v))
+               "params": {n: contiguous(_array(v))
                           for n, v in factory.get_params().items()},
                "kernels": kernels, "objects": objects, "entry": lib.entry[:2]}
     raws: list = []
@@ -246,7 +253,7 @@ def _encode(value, raws: list):
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
             raise TypeError("an object array cannot be stored")
-        a = np.ascontiguousarray(value)
+        a = contiguous(value)
         raws.append(memoryview(a.reshape(-1).view(np.uint8)))
         return {"$array": len(raws) - 1, "dtype": a.dtype.str, "shape": list(a.shape)}
     if isinstance(value, list | tuple):

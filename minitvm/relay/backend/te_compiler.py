@@ -21,6 +21,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType, TupleType
 from ...runtime.module import Kernel, register_kernel_format
+from ...runtime.ndarray import contiguous
 from ...runtime.object import Object
 from ...runtime.registry import get_global_func, register_func
 from ...schedule import LoweringError, LoweringOptions
@@ -92,7 +93,7 @@ def build_te(func: Function, compute_of=None):
                 env[id(e)] = [te.compute((), _constant_fn(val), name="const")]
             else:
                 ph = te.placeholder(arr.shape, str(arr.dtype), f"c{len(consts)}")
-                consts.append((ph, np.ascontiguousarray(arr)))
+                consts.append((ph, contiguous(arr)))
                 env[id(e)] = [ph]
         elif isinstance(e, Tuple):
             env[id(e)] = [t for f in e.fields for t in env[id(f)]]
@@ -528,7 +529,7 @@ class TECompiler:
             if len(args) not in (n_in, n_in + n_out):
                 raise ValueError(f"{cf.prim_fn_var.name_hint} takes {n_in} input tensors (and "
                                  f"optionally its {n_out} outputs), got {len(args)}")
-            arrays = [np.ascontiguousarray(a.numpy() if isinstance(a, NDArray) else a)
+            arrays = [contiguous(a.numpy() if isinstance(a, NDArray) else a)
                       for a in args[:n_in]]
             for a, t in zip(arrays, cf.inputs):
                 if a.shape != tuple(_static_te(t)) or str(a.dtype) != t.dtype:

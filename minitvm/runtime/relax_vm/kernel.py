@@ -48,7 +48,65 @@ def kernel_spec(signature) -> dict:
         vars_.append(where[id(v)])
     written = [k for k, p in enumerate(signature.params)
                if p in bufs and id(bufs[p]) in signature.written]
-    return {"params": params, "vars": vars_, "written": written}
+    # every other symbolic dimension is checked against the values bound above (``B`` of
+    # shape ``(n, 4)`` when ``A`` bound ``n``; ``(n * 2 + m,)``), as TVM's packed-API entry does
+    checks = []
+    for k, p in enumerate(signature.params):
+        for d, dim in enumerate(bufs[p].shape if p in bufs else ()):
+            if hasattr(dim, "name"):
+                if where.get(id(dim)) == ["dim", k, d]:
+                    continue
+            elif type(dim).__name__ == "IntImm":
+                continue
+            enc = _encode_dim(dim, where)
+            if enc is not None:
+                checks.append([k, d, enc, str(dim)])
+    return {"params": params, "vars": vars_, "written": written, "checks": checks}
+
+
+_DIM_OPS = {"Add": "+", "Sub": "-", "Mul": "*", "FloorDiv": "//", "FloorMod": "%",
+            "Div": "//", "Mod": "%", "Min": "min", "Max": "max"}
+
+
+def _encode_dim(e, where: dict):
+    """A dimension expression as JSON-able nested lists over the places its variables are
+    bound (``["at", "dim", k, d]``); None when it uses anything else (not checked)."""
+    if hasattr(e, "name"):
+        at = where.get(id(e))
+        return None if at is None else ["at", *at]
+    kind = type(e).__name__
+    if kind == "IntImm":
+        return int(e.value)
+    if kind == "Cast":
+        return _encode_dim(e.value, where)
+    op = _DIM_OPS.get(kind)
+    if op is None:
+        return None
+    a, b = _encode_dim(e.a, where), _encode_dim(e.b, where)
+    return None if a is None or b is None else [op, a, b]
+
+
+def _eval_dim(e, args) -> int:
+    """Value of an encoded dimension for the call's arguments (sizes are not negative, so
+    truncating and flooring division agree)."""
+    if isinstance(e, int):
+        return e
+    if e[0] == "at":
+        a = args[e[2]]
+        return int(getattr(a, "_data", a).shape[e[3]]) if e[1] == "dim" else int(a)
+    a, b = _eval_dim(e[1], args), _eval_dim(e[2], args)
+    op = e[0]
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("//", "%"):
+        if b == 0:
+            return -1  # never a valid dimension: reported as a mismatch
+        return a // b if op == "//" else a % b
+    return min(a, b) if op == "min" else max(a, b)
 
 
 class NativeKernel:
@@ -56,7 +114,7 @@ class NativeKernel:
     dimensions, then calls the machine code."""
 
     __slots__ = ("name", "spec", "compiled", "_entry", "_py", "_fast", "_nbuf", "_bufpos",
-                 "_dtypes", "_vars", "_float_vars", "_nparams")
+                 "_dtypes", "_vars", "_float_vars", "_nparams", "_checks")
 
     def __init__(self, name: str, spec: dict, compiled):
         self.name = name
@@ -69,6 +127,7 @@ class NativeKernel:
         self._nbuf = len(self._bufpos)
         self._dtypes = [np.dtype(p[1]) for p in params]
         self._vars = [tuple(v) for v in spec["vars"]]
+        self._checks = spec.get("checks", [])
         self._float_vars = [params[v[1]][1].startswith("float") if v[0] == "scalar" else False
                             for v in self._vars]
         self._py = None
@@ -127,6 +186,12 @@ class NativeKernel:
             if not data.flags.c_contiguous:
                 raise ValueError(f"kernel {self.name!r}: argument {k} must be C-contiguous")
             arrays.append(data)
+        for k, d, enc, text in self._checks:
+            want = _eval_dim(enc, args)
+            got = getattr(args[k], "_data", args[k]).shape[d]
+            if got != want:
+                raise ValueError(f"kernel {self.name!r}: argument {k} dimension {d} must be "
+                                 f"{text} = {want} (from the other arguments), got {got}")
         vals = []
         for (kind, *where), is_float in zip(self._vars, self._float_vars, strict=True):
             if kind == "scalar":

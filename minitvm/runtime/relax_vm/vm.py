@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..module import ProfileResult
-from ..ndarray import NDArray, cpu
+from ..ndarray import NDArray, contiguous, cpu
 from ..registry import get_global_func
 from .builtins import BUILTINS, ShapeTuple, VMClosure
 from .executable import (
@@ -106,7 +106,7 @@ def _to_vm(x, where: str):
     if isinstance(x, NDArray):
         return x._data
     if isinstance(x, np.ndarray):
-        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        return contiguous(x)
     if isinstance(x, ShapeTuple | VMClosure) or x is None:
         return x
     if isinstance(x, bool | int | float | str | np.number):
@@ -116,7 +116,7 @@ def _to_vm(x, where: str):
     if hasattr(x, "fields"):  # runtime ADT tuple
         return tuple(_to_vm(f, where) for f in x.fields)
     if hasattr(x, "__array__"):
-        return np.ascontiguousarray(np.asarray(x))
+        return contiguous(x)
     if isinstance(x, dict | set):
         raise TypeError(f"{where}: cannot pass a {type(x).__name__} to a Relax function")
     # an opaque run-time object (an nn.KVCache's cache...): an R.Object parameter takes it as
@@ -324,6 +324,10 @@ class VirtualMachine:
             elif op == IF:
                 c = regs[ins[1]]
                 if isinstance(c, np.ndarray):
+                    if c.size != 1:
+                        raise ValueError(f"{func.name}: the condition of an if must be a "
+                                         f"scalar (a 0-d bool tensor), got a tensor of shape "
+                                         f"{c.shape}")
                     c = c.item()
                 if not c:
                     pc += ins[2]

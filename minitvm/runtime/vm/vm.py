@@ -19,7 +19,7 @@ import numpy as np
 from .. import threadpool
 from ..container import ADT
 from ..module import ProfileResult
-from ..ndarray import NDArray, cpu
+from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
 
@@ -71,9 +71,6 @@ def call_native(kernel, inputs: list, outputs: list, workspace=None) -> list:
 
 
 # ------------------------------------------------------------------------------ arguments
-def _contiguous(a: np.ndarray) -> np.ndarray:
-    """``a`` in C order (``np.ascontiguousarray`` would turn a 0-d array into shape (1,))."""
-    return a if a.flags.c_contiguous else a.copy()
 
 
 def _shape_str(shape) -> str:
@@ -83,9 +80,9 @@ def _shape_str(shape) -> str:
 def _check_tensor(arg, rec, where: str) -> np.ndarray:
     _, dims, dtype = rec
     if isinstance(arg, NDArray):
-        arr = _contiguous(arg.numpy())
+        arr = contiguous(arg.numpy())
     elif isinstance(arg, np.ndarray | np.generic):
-        arr = _contiguous(np.asarray(arg))
+        arr = contiguous(np.asarray(arg))
     elif isinstance(arg, bool | int | float | list):
         arr = np.asarray(arg, dtype=dtype)
     else:
@@ -262,7 +259,7 @@ class VirtualMachine:
     def _invoke_packed(self, idx: int, inputs: list, outputs: list | None) -> list:
         k = self.exe.kernels[idx]
         if outputs is not None and k.kind == "native":
-            arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
+            arrays = [contiguous(a) for a in inputs]
             arrays += k.consts
             arrays += outputs
             if k.ws_bytes:
@@ -284,7 +281,7 @@ class VirtualMachine:
         except Exception as err:
             raise RuntimeError(f"Relay VM: kernel {k.name!r} failed: {type(err).__name__}: "
                                f"{err}") from err
-        res = [_contiguous(np.asarray(r)) for r in res]
+        res = [contiguous(np.asarray(r)) for r in res]
         if outputs is None:
             return res
         if len(res) != len(outputs):

@@ -191,6 +191,9 @@ class RelaxParser(ExprEvaluator):
                 raise self.error(node, f"duplicate parameter {p.name_hint!r}")
             seen.add(p.name_hint)
             self.var_table.add(p.name_hint, p)
+        # the parameters' shape variables are sizes, so not negative (as TVM's BlockBuilder
+        # knows when it enters a function): x[:n] on an axis of length n * 2 + m is n long
+        self.bb._mark_shape_vars(p.struct_info_ for p in params)
         sig.params = params
         sig.struct_info = si.FuncStructInfo(
             [p.struct_info_ for p in params],
@@ -382,6 +385,7 @@ class RelaxParser(ExprEvaluator):
         if ann is not None:
             self._check(ann, mc.struct_info, node, f"R.match_cast bound to {name!r}")
         var = self._var(name, mc.struct_info, node)
+        self.bb._mark_shape_vars([mc.struct_info])
         self._seq.bindings.append(rx.MatchCast(var, value, mc.struct_info))
         self.var_table.add(name, var)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...runtime.ndarray import contiguous
 from ..shape import (
     adaptive_output_size,
     hw_axes,
@@ -521,4 +522,4 @@ def _batch_to_space_nd(attrs, args, out_type):
     x = x.reshape(shape)
     index = [slice(None)] + [slice(int(lo), shape[i + 1] - int(hi))
                              for i, (lo, hi) in enumerate(attrs.crops)]
-    return np.ascontiguousarray(x[tuple(index)])
+    return contiguous(x[tuple(index)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime.ndarray import contiguous
 from ..layout import transform_array
 from ..shape import (
     expand_dims_type,
@@ -78,7 +79,7 @@ def _strided_slice(attrs, args, out_type):
     x = args[0]
     params = slice_params(x.shape, attrs)
     index = tuple(slice(*params[i]) if i in params else slice(None) for i in range(x.ndim))
-    return np.ascontiguousarray(x[index])
+    return contiguous(x[index])
 
 
 @reference("layout_transform")

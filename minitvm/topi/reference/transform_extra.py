@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...runtime.ndarray import contiguous
 from ..utils import reference
 
 __all__ = ["unique_padded", "strided_set_np"]
@@ -55,7 +56,7 @@ def _unique(attrs, args, out_type):
 @reference("adv_index")
 def _adv_index(attrs, args, out_type):
     data, *indices = args[0]
-    return np.ascontiguousarray(data[tuple(i.astype(np.int64) for i in indices)])
+    return contiguous(data[tuple(i.astype(np.int64) for i in indices)])
 
 
 @reference("sliding_window")
@@ -67,7 +68,7 @@ def _sliding_window(attrs, args, out_type):
     axes = tuple(range(axis, x.ndim))
     v = sliding_window_view(x, win, axis=axes)
     v = v[(slice(None),) * axis + tuple(slice(None, None, s) for s in strides)]
-    return np.ascontiguousarray(v)
+    return contiguous(v)
 
 
 def strided_set_np(data, v, begin, end, strides):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.type import TensorType
+from ...runtime.ndarray import contiguous
 from ..shape import slice_like_axes
 from ..utils import normalize_axis, reference
 
@@ -48,7 +49,7 @@ def _gather_nd(attrs, args, out_type):
     data, idx = np.asarray(args[0]), np.asarray(args[1]).astype("int64")
     bd = int(attrs.batch_dims)
     if bd == 0:
-        return np.ascontiguousarray(data[tuple(idx)])
+        return contiguous(data[tuple(idx)])
     out = np.empty(idx.shape[1:] + data.shape[bd + idx.shape[0]:], data.dtype)
     for b in np.ndindex(*data.shape[:bd]):
         sel = idx[(slice(None),) + b]
@@ -119,7 +120,7 @@ def _slice_like(attrs, args, out_type):
     index = [slice(None)] * data.ndim
     for a in slice_like_axes(TensorType(data.shape), TensorType(like.shape), attrs.axes):
         index[a] = slice(0, like.shape[a])
-    return np.ascontiguousarray(data[tuple(index)])
+    return contiguous(data[tuple(index)])
 
 
 @reference("sequence_mask")

@@ -652,3 +652,131 @@ def _flip(ctx: AtenContext, args):
     for d in args[1]:
         x = ctx.emit(_op.flip(x, int(d) % ctx.ndim(x)))
     return x
+
+
+# ------------------------------------------------------------------ more models' ops
+register("remainder.Tensor", "remainder.Scalar")(_binary(_op.floor_mod, lambda a, b: a % b))
+register("fmod.Tensor", "fmod.Scalar")(_binary(_op.mod, lambda a, b: float(np.fmod(a, b))))
+
+
+@register("isnan.default")
+def _isnan(ctx: AtenContext, args):
+    return ctx.emit(_op.isnan(args[0]))
+
+
+def _static_count(ctx: AtenContext, x, dims) -> int:
+    shape = ctx.shape(x)
+    sizes = [shape[d] for d in dims]
+    if not all(isinstance(s, int) for s in sizes):
+        raise ctx.fail("the reduced dims must be static")
+    return int(np.prod(sizes))
+
+
+@register("var.correction", "std.correction", "var.dim", "std.dim")
+def _var(ctx: AtenContext, args):
+    """Variance / std with any Bessel correction: sum((x - mean)^2) / (N - correction)."""
+    x, dims = args[0], args[1] if len(args) > 1 else None
+    n = ctx.ndim(x)
+    dims = [int(d) % n for d in dims] if dims else list(range(n))
+    if ctx.node.target.__name__.endswith("dim"):  # (x, dim, unbiased, keepdim)
+        correction = 1 if len(args) < 3 or args[2] is None else int(bool(args[2]))
+    else:  # (x, dim, *, correction, keepdim)
+        correction = 1 if len(args) < 3 or args[2] is None else args[2]
+    keep = bool(args[3]) if len(args) > 3 and args[3] is not None else False
+    count = max(_static_count(ctx, x, dims) - correction, 0)
+    cen = ctx.emit(_op.subtract(x, _op.mean(x, dims, True)))
+    out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keep), ctx.tensor(float(count), x))
+    return ctx.emit(_op.sqrt(out) if "std" in ctx.node.target.__name__ else out)
+
+
+@register("linalg_vector_norm.default")
+def _vector_norm(ctx: AtenContext, args):
+    x, p, dims, keep, dtype = (list(args) + [None] * 5)[:5]
+    if dtype is not None:
+        x = ctx.emit(_op.astype(x, torch_dtype(dtype)))
+    dims = [int(d) for d in dims] if dims else None
+    keep = bool(keep)
+    p = 2.0 if p is None else float(p)
+    a = _op.abs(x)
+    if p == 2:
+        out = _op.sqrt(_op.sum(_op.multiply(x, x), dims, keep))
+    elif p == 1:
+        out = _op.sum(a, dims, keep)
+    elif p == np.inf:
+        out = _op.max(a, dims, keep)
+    elif p == -np.inf:
+        out = _op.min(a, dims, keep)
+    elif p == 0:
+        out = _op.sum(_op.astype(_op.not_equal(x, ctx.tensor(0.0, x)), ctx.dtype(x)), dims, keep)
+    else:
+        s = _op.sum(_op.power(a, ctx.tensor(p, x)), dims, keep)
+        out = _op.power(s, ctx.tensor(1.0 / p, x))
+    return ctx.emit(out)
+
+
+@register("adaptive_max_pool2d.default")
+def _adaptive_max_pool2d(ctx: AtenContext, args):
+    """Adaptive max pooling: a plain max_pool2d when the sizes divide, else one max per cell."""
+    x, size = args[0], [int(s) for s in args[1]]
+    h, w = ctx.shape(x)[2:]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise ctx.fail("adaptive max pooling needs static spatial dims")
+    if h % size[0] == 0 and w % size[1] == 0:
+        k = [h // size[0], w // size[1]]
+        return (ctx.emit(_op.nn.max_pool2d(x, k, k)), None)
+    if size[0] * size[1] > 256:
+        raise ctx.fail(f"adaptive max pooling {h}x{w} -> {size} (not divisible) has too many "
+                       "cells to unroll")
+
+    def cell(i, n, out):  # torch's window [floor(i*n/out), ceil((i+1)*n/out))
+        return i * n // out, -(-(i + 1) * n // out)
+
+    rows = []
+    for i in range(size[0]):
+        h0, h1 = cell(i, h, size[0])
+        cols = []
+        for j in range(size[1]):
+            w0, w1 = cell(j, w, size[1])
+            part = _op.strided_slice(x, [2, 3], [h0, w0], [h1, w1])
+            cols.append(ctx.emit(_op.max(part, [2, 3], True)))
+        rows.append(ctx.emit(_op.concat(cols, 3)) if len(cols) > 1 else cols[0])
+    return (ctx.emit(_op.concat(rows, 2)) if len(rows) > 1 else rows[0], None)
+
+
+@register("index.Tensor", "_unsafe_index.Tensor")
+def _index(ctx: AtenContext, args):
+    """x[i0, i1, ...] with integer index tensors (None = a whole axis), numpy placement."""
+    x, indices = args[0], list(args[1])
+    n = ctx.ndim(x)
+    pos = [i for i, t in enumerate(indices) if t is not None]
+    if not pos:
+        return x
+    if any(ctx.dtype(indices[i]) == "bool" for i in pos):
+        raise ctx.fail("indexing with a boolean mask gives a data-dependent shape; it is not "
+                       "supported (use torch.where or masked_fill)")
+    if len(pos) == 1:  # one index tensor: a take along that axis (wrap = negative indices)
+        return ctx.emit(_op.take(x, indices[pos[0]], pos[0], mode="wrap"))
+    shape = ctx.shape(x)
+    sizes = [shape[i] for i in pos]
+    if not all(isinstance(s, int) for s in sizes):
+        raise ctx.fail("indexing several axes at once needs them static")
+    rest = [d for d in range(n) if d not in pos]
+    moved = x if pos == list(range(len(pos))) else _op.permute_dims(x, pos + rest)
+    flat = ctx.emit(_op.reshape(moved, ctx.shape_expr([int(np.prod(sizes))] +
+                                                      [shape[d] for d in rest])))
+    linear, stride = None, 1
+    for i, size in reversed(list(zip(pos, sizes, strict=True))):
+        t = indices[i]
+        t = t if ctx.dtype(t) == "int64" else _op.astype(t, "int64")
+        t = _op.floor_mod(t, const(np.array(size, "int64")))  # negative indices wrap
+        t = t if stride == 1 else _op.multiply(t, const(np.array(stride, "int64")))
+        linear = t if linear is None else _op.add(linear, t)
+        stride *= size
+    linear = ctx.emit(linear)
+    out = ctx.emit(_op.take(flat, linear, 0))
+    adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
+    if adjacent and pos[0] > 0:  # the indexed block stays where the indexed axes were
+        k, lead = ctx.ndim(linear), pos[0]
+        order = list(range(k, k + lead)) + list(range(k)) + list(range(k + lead, k + len(rest)))
+        out = ctx.emit(_op.permute_dims(out, order))
+    return out

@@ -17,6 +17,7 @@ from ....ir.op import Op
 from ....ir.structural import structural_equal
 from ....ir.type import TensorType, TupleType
 from ....runtime.module import Kernel
+from ....runtime.ndarray import contiguous
 from ....runtime.vm.vm import call_native
 from ....schedule import LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
@@ -90,7 +91,7 @@ class ShapeSpecializer:
         if kernel.kind != "native":
             return kernel.run(list(args) + list(kernel.consts))
         outputs = [np.empty(s, dtype=d) for s, d in outs]
-        return call_native(kernel, [np.ascontiguousarray(a) for a in args], outputs)
+        return call_native(kernel, [contiguous(a) for a in args], outputs)
 
 
 def _attrs_equal(a, b) -> bool:

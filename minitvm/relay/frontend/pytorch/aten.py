@@ -1024,3 +1024,326 @@ def _scalar_tensor(ctx, args):
     value = _to_python(ctx, [args[0]])
     dtype = next((a for a in args[1:] if isinstance(a, DType)), DType("float32"))
     return _expr.const(np.array(value, dtype=str(dtype)), str(dtype))
+
+
+# ------------------------------------------------------------------ more models' ops
+@register("reciprocal")
+def _reciprocal(ctx, args):
+    if not _is_expr(args[0]):
+        return 1.0 / args[0]
+    return _op.divide(_scalar_like(ctx, 1.0, args[0]), args[0])
+
+
+@register("isnan")
+def _isnan(ctx, args):
+    return _op.isnan(args[0])
+
+
+register("remainder")(_binary(_op.floor_mod, operator.mod))
+register("fmod")(_binary(_op.mod, math.fmod))
+
+
+@register("clamp_min", "clamp_min_")
+def _clamp_min(ctx, args):
+    return _clamp(ctx, [args[0], args[1], None])
+
+
+@register("clamp_max", "clamp_max_")
+def _clamp_max(ctx, args):
+    return _clamp(ctx, [args[0], None, args[1]])
+
+
+def _softplus_expr(ctx, x, beta=1.0, threshold=20.0):
+    bx = x if beta == 1 else _op.multiply(x, _scalar_like(ctx, beta, x))
+    soft = _op.log(_op.add(_scalar_like(ctx, 1.0, x), _op.exp(bx)))
+    soft = soft if beta == 1 else _op.divide(soft, _scalar_like(ctx, beta, x))
+    return _op.where(_op.greater(bx, _scalar_like(ctx, threshold, x)), x, soft)
+
+
+@register("softplus")
+def _softplus(ctx, args):
+    beta = float(args[1]) if len(args) > 1 and args[1] is not None else 1.0
+    threshold = float(args[2]) if len(args) > 2 and args[2] is not None else 20.0
+    return _softplus_expr(ctx, args[0], beta, threshold)
+
+
+@register("mish", "mish_")
+def _mish(ctx, args):
+    return _op.multiply(args[0], _op.tanh(_softplus_expr(ctx, args[0])))
+
+
+@register("prelu", "_prelu_kernel")
+def _prelu(ctx, args):
+    x, w = args[0], args[1]
+    s = ctx.shape(x)
+    if len(s) > 1 and int(np.prod(ctx.shape(w))) > 1:  # one slope per channel (dim 1)
+        w = _op.reshape(w, (-1,) + (1,) * (len(s) - 2))
+    return _op.where(_op.greater(x, _scalar_like(ctx, 0.0, x)), x, _op.multiply(x, w))
+
+
+@register("std", "var")
+def _std_var(ctx, args):
+    x = args[0]
+    nd = len(ctx.shape(x))
+    if len(args) == 2 and isinstance(args[1], bool):  # std(x, unbiased)
+        dim, correction, keep = None, int(args[1]), False
+    else:
+        dim = args[1] if len(args) > 1 else None
+        corr = args[2] if len(args) > 2 else None
+        keep = bool(args[3]) if len(args) > 3 and args[3] is not None else False
+        correction = 1 if corr is None else (int(corr) if isinstance(corr, bool) else corr)
+    dims = _dims(dim, nd) or list(range(nd))
+    n = int(np.prod([ctx.shape(x)[d] for d in dims]))
+    cen = _op.subtract(x, _op.mean(x, dims, keepdims=True))
+    out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keepdims=keep),
+                     _scalar_like(ctx, max(n - correction, 0), x))
+    return _op.sqrt(out) if ctx.op_name == "std" else out
+
+
+def _vector_norm(ctx, x, p, dim, keep):
+    dims = _dims(dim, len(ctx.shape(x)))
+    p = 2.0 if p is None else float(p)
+    if p == 2:
+        return _op.sqrt(_op.sum(_op.multiply(x, x), dims, keepdims=keep))
+    a = _op.abs(x)
+    if p == 1:
+        return _op.sum(a, dims, keepdims=keep)
+    if p == math.inf:
+        return _op.max(a, dims, keepdims=keep)
+    if p == -math.inf:
+        return _op.min(a, dims, keepdims=keep)
+    if p == 0:
+        return _op.sum(_op.cast(_op.not_equal(x, _scalar_like(ctx, 0, x)), ctx.dtype(x)), dims,
+                       keepdims=keep)
+    s = _op.sum(_op.power(a, _scalar_like(ctx, p, x)), dims, keepdims=keep)
+    return _op.power(s, _scalar_like(ctx, 1.0 / p, x))
+
+
+@register("linalg_vector_norm")
+def _linalg_vector_norm(ctx, args):
+    x, p, dim, keep = (list(args) + [None] * 4)[:4]
+    if len(args) > 4 and args[4] is not None:
+        x = _op.cast(x, torch_dtype(args[4]))
+    return _vector_norm(ctx, x, p, dim, bool(keep))
+
+
+@register("norm")
+def _norm(ctx, args):
+    x, p, dim, keep = (list(args) + [None] * 4)[:4]
+    if isinstance(p, str):
+        if p != "fro":
+            raise ctx.fail(f"norm with p={p!r} is not supported")
+        p = 2.0
+    return _vector_norm(ctx, x, p, dim, bool(keep))
+
+
+@register("narrow")
+def _narrow(ctx, args):
+    x, dim, start, length = args[:4]
+    if _is_expr(start):
+        raise ctx.fail("narrow with a tensor start is not supported")
+    n = ctx.shape(x)[_norm_dim(dim, len(ctx.shape(x)))]
+    start = start % n if start < 0 else start
+    return _slice(ctx, [x, dim, start, start + length, 1])
+
+
+@register("unbind")
+def _unbind(ctx, args):
+    x = args[0]
+    dim = args[1] if len(args) > 1 and args[1] is not None else 0
+    s = ctx.shape(x)
+    dim = _norm_dim(dim, len(s))
+    if s[dim] == 1:
+        return (_op.squeeze(x, [dim]),)
+    return tuple(_op.squeeze(p, [dim]) for p in _op.split(x, s[dim], axis=dim))
+
+
+@register("roll")
+def _roll(ctx, args):
+    x = args[0]
+    shifts = args[1] if isinstance(args[1], list | tuple) else [args[1]]
+    dims = args[2] if len(args) > 2 and args[2] is not None else []
+    dims = dims if isinstance(dims, list | tuple) else [dims]
+    s = ctx.shape(x)
+    if not dims:  # roll the flattened tensor, then restore the shape
+        return _op.reshape(_roll(ctx, [_op.reshape(x, (-1,)), shifts, [0]]), s)
+    if len(shifts) != len(dims):
+        raise ctx.fail(f"roll got {len(shifts)} shifts for {len(dims)} dims")
+    for shift, d in zip(shifts, dims, strict=True):
+        d = _norm_dim(d, len(s))
+        k = int(shift) % s[d]
+        if k:
+            tail = _op.strided_slice(x, [s[d] - k], [s[d]], [1], axes=[d])
+            head = _op.strided_slice(x, [0], [s[d] - k], [1], axes=[d])
+            x = _op.concatenate([tail, head], axis=d)
+    return x
+
+
+def _pad_pairs(ctx, x, pad):
+    """torch's last-dim-first (before, after) list -> Relay's per-axis pad_width."""
+    nd = len(ctx.shape(x))
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > nd:
+        raise ctx.fail(f"pad {pad} does not fit a {nd}-D tensor")
+    width = [[0, 0] for _ in range(nd)]
+    for i in range(len(pad) // 2):
+        width[nd - 1 - i] = [pad[2 * i], pad[2 * i + 1]]
+    return width
+
+
+def _pad_expr(ctx, x, pad, mode, value):
+    width = _pad_pairs(ctx, x, pad)
+    if any(a < 0 or b < 0 for a, b in width):
+        raise ctx.fail("negative padding (cropping) is not supported")
+    if mode == "constant":
+        return _nn.pad(x, width, _scalar_like(ctx, 0.0 if value is None else value, x))
+    if mode == "reflect":
+        return _nn.mirror_pad(x, width, mode="REFLECT")
+    if mode == "replicate":
+        return _nn.pad(x, width, pad_mode="edge")
+    if mode == "circular":
+        for d, (a, b) in enumerate(width):
+            if a or b:
+                n = ctx.shape(x)[d]
+                parts = [_op.strided_slice(x, [n - a], [n], [1], axes=[d])] if a else []
+                parts.append(x)
+                if b:
+                    parts.append(_op.strided_slice(x, [0], [b], [1], axes=[d]))
+                x = _op.concatenate(parts, axis=d)
+        return x
+    raise ctx.fail(f"padding mode {mode!r} is not supported")
+
+
+@register("pad")
+def _pad(ctx, args):
+    x, pad = args[0], args[1]
+    mode = args[2] if len(args) > 2 and args[2] is not None else "constant"
+    return _pad_expr(ctx, x, pad, mode, args[3] if len(args) > 3 else None)
+
+
+@register("constant_pad_nd")
+def _constant_pad_nd(ctx, args):
+    return _pad_expr(ctx, args[0], args[1], "constant", args[2] if len(args) > 2 else 0)
+
+
+@register("reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
+def _reflection_pad(ctx, args):
+    return _pad_expr(ctx, args[0], args[1], "reflect", None)
+
+
+@register("replication_pad1d", "replication_pad2d", "replication_pad3d")
+def _replication_pad(ctx, args):
+    return _pad_expr(ctx, args[0], args[1], "replicate", None)
+
+
+def _one(v, default):
+    v = default if v is None or (isinstance(v, list | tuple) and not v) else v
+    return [int(v[0])] if isinstance(v, list | tuple) else [int(v)]
+
+
+@register("max_pool1d", "max_pool1d_with_indices")
+def _max_pool1d(ctx, args):
+    x, k = args[0], _one(args[1], 1)
+    stride = _one(args[2] if len(args) > 2 else None, k)
+    pad = _one(args[3] if len(args) > 3 else None, 0)
+    dil = _one(args[4] if len(args) > 4 else None, 1)
+    ceil = bool(args[5]) if len(args) > 5 else False
+    out = _nn.max_pool1d(x, k, stride, dil, pad, ceil_mode=ceil)
+    return out if ctx.op_name == "max_pool1d" else (out, None)
+
+
+@register("avg_pool1d")
+def _avg_pool1d(ctx, args):
+    x, k = args[0], _one(args[1], 1)
+    stride = _one(args[2] if len(args) > 2 else None, k)
+    pad = _one(args[3] if len(args) > 3 else None, 0)
+    ceil = bool(args[4]) if len(args) > 4 else False
+    include = bool(args[5]) if len(args) > 5 else True
+    return _nn.avg_pool1d(x, k, stride, (1,), pad, ceil_mode=ceil, count_include_pad=include)
+
+
+@register("adaptive_avg_pool1d")
+def _adaptive_avg_pool1d(ctx, args):
+    return _nn.adaptive_avg_pool1d(args[0], _one(args[1], 1))
+
+
+@register("adaptive_max_pool1d")
+def _adaptive_max_pool1d(ctx, args):
+    return (_nn.adaptive_max_pool1d(args[0], _one(args[1], 1)), None)
+
+
+@register("baddbmm")
+def _baddbmm(ctx, args):
+    return _addmm(ctx, list(args))
+
+
+@register("nan_to_num", "nan_to_num_")
+def _nan_to_num(ctx, args):
+    x = args[0]
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        return x
+    info = np.finfo(dt)
+    nan = 0.0 if len(args) < 2 or args[1] is None else float(args[1])
+    pos = float(info.max) if len(args) < 3 or args[2] is None else float(args[2])
+    neg = float(info.min) if len(args) < 4 or args[3] is None else float(args[3])
+    inf = _scalar_like(ctx, np.inf, x)
+    out = _op.where(_op.equal(x, inf), _scalar_like(ctx, pos, x), x)
+    out = _op.where(_op.equal(x, _op.negative(inf)), _scalar_like(ctx, neg, x), out)
+    return _op.where(_op.isnan(x), _scalar_like(ctx, nan, x), out)
+
+
+@register("index", "_unsafe_index")
+def _index(ctx, args):
+    """x[i0, i1, ...] with integer index tensors (None = a whole axis), numpy placement."""
+    x, indices = args[0], list(args[1])
+    s = ctx.shape(x)
+    pos = [i for i, t in enumerate(indices) if t is not None]
+    if not pos:
+        return x
+    for i in pos:
+        if ctx.dtype(indices[i]) == "bool":
+            raise ctx.fail("indexing with a boolean mask gives a data-dependent shape; it is "
+                           "not supported (use torch.where or masked_fill)")
+    bshape = tuple(np.broadcast_shapes(*[ctx.shape(indices[i]) for i in pos]))
+    idx = []
+    for i in pos:
+        t = indices[i]
+        t = t if ctx.dtype(t) == "int64" else _op.cast(t, "int64")
+        n = _expr.const(np.array(s[i], "int64"), "int64")
+        t = _op.where(_op.less(t, _expr.const(np.array(0, "int64"), "int64")), _op.add(t, n), t)
+        idx.append(t if ctx.shape(t) == bshape else _op.broadcast_to(t, bshape))
+    rest = [d for d in range(len(s)) if d not in pos]
+    moved = x if pos == list(range(len(pos))) else _op.transpose(x, pos + rest)
+    out = _op.adv_index([moved] + idx)
+    adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
+    if adjacent and pos[0] > 0:  # the indexed block stays where the indexed axes were
+        k, lead = len(bshape), pos[0]
+        order = list(range(k, k + lead)) + list(range(k)) + list(range(k + lead, k + len(rest)))
+        out = _op.transpose(out, order)
+    return out
+
+
+@register("_transformer_encoder_layer_fwd")
+def _transformer_encoder_layer(ctx, args):
+    """nn.TransformerEncoderLayer's inference fast path (batch-first, no mask)."""
+    (x, embed, heads, w_qkv, b_qkv, w_out, b_out, use_gelu, norm_first, eps,
+     g1, be1, g2, be2, w1, b1, w2, b2) = args[:18]
+    if len(args) > 18 and args[18] is not None:
+        raise ctx.fail("masks on the TransformerEncoderLayer fast path are not supported")
+    eps = float(eps)
+
+    def attn(h):
+        return _native_mha(ctx, [h, h, h, embed, heads, w_qkv, b_qkv, w_out, b_out, None,
+                                 False])[0]
+
+    def ffn(h):
+        y = _op.add(_nn.dense(h, w1), b1)
+        y = _gelu(ctx, [y]) if use_gelu else _nn.relu(y)
+        return _op.add(_nn.dense(y, w2), b2)
+
+    if norm_first:
+        x = _op.add(x, attn(_nn.layer_norm(x, g1, be1, axis=-1, epsilon=eps)))
+        return _op.add(x, ffn(_nn.layer_norm(x, g2, be2, axis=-1, epsilon=eps)))
+    x = _nn.layer_norm(_op.add(x, attn(x)), g1, be1, axis=-1, epsilon=eps)
+    return _nn.layer_norm(_op.add(x, ffn(x)), g2, be2, axis=-1, epsilon=eps)
