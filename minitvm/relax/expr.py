@@ -28,7 +28,7 @@ __all__ = [
     "Expr", "Var", "DataflowVar", "Constant", "PrimValue", "ShapeExpr", "StringImm",
     "DataTypeImm", "Tuple", "TupleGetItem", "Call", "If", "SeqExpr", "Binding", "VarBinding",
     "MatchCast", "BindingBlock", "DataflowBlock", "Function", "ExternFunc", "GlobalVar",
-    "const", "get_shape_of",
+    "const", "get_shape_of", "extern",
 ]
 
 
@@ -430,6 +430,11 @@ class ExternFunc(BaseFunc, Expr):
 
         self._struct_info = struct_info or FuncStructInfo.opaque_func(
             derive_func=infer_by_sinfo_args)
+
+
+def extern(name: str, struct_info=None, span=None) -> ExternFunc:
+    """``relax.extern("name")``: the runtime function registered as ``name``."""
+    return ExternFunc(name, struct_info, span)
 
 
 def infer_by_sinfo_args(call, ctx=None):

@@ -66,6 +66,14 @@ class _Functor:
     def __init__(self):
         self.memo_map: dict = {}
 
+    def __getattr__(self, name):
+        # a subclass whose __init__ does not call super().__init__() (TVM's decorated
+        # visitors need not): the state is made on first use
+        if name == "memo_map":
+            self.memo_map = {}
+            return self.memo_map
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def visit_expr(self, expr):
         if not isinstance(expr, _DATAFLOW):  # leaves and scopes: visited at every use
             return getattr(self, _hook_name(type(expr)))(expr)
@@ -210,6 +218,15 @@ class ExprMutator(_Functor):
         super().__init__()
         self.builder_ = BlockBuilder(mod)
         self.var_remap_: dict = {}
+
+    def __getattr__(self, name):
+        if name == "builder_":  # __init__ did not call super().__init__(mod)
+            self.builder_ = BlockBuilder()
+            return self.builder_
+        if name == "var_remap_":
+            self.var_remap_ = {}
+            return self.var_remap_
+        return super().__getattr__(name)
 
     # ------------------------------------------------------------------ helpers
     def set_var_remap(self, vid, var: Var) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..tir import expr as T
-from .expr import DataflowVar, Function, Var
+from .expr import DataflowVar, Expr, Function, Var
 from .expr_functor import ExprMutator
 
 __all__ = ["copy_with_new_vars"]
@@ -34,3 +34,27 @@ def copy_with_new_vars(func: Function) -> Function:
     if syms:
         func = function_bind_symbolic_vars(func, {v: T.Var(v.name, v.dtype) for v in syms})
     return _FreshVars().visit_expr(func)
+
+
+def convert_to_expr(value) -> Expr:
+    """A Python value as a Relax expression, as TVM's ``relax.utils.convert_to_expr``: an Expr
+    as it is, a number, numpy array or NDArray as a constant, a PrimExpr as a PrimValue, a str
+    as a StringImm, a list or tuple as a Tuple of converted fields."""
+    import numpy as np
+
+    from ..ir.prim_expr import PrimExpr
+    from ..runtime.ndarray import NDArray
+    from .expr import PrimValue, StringImm, Tuple, const
+
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool | int | float | np.ndarray | np.number | NDArray):
+        return const(value)
+    if isinstance(value, PrimExpr):
+        return PrimValue(value)
+    if isinstance(value, str):
+        return StringImm(value)
+    if isinstance(value, list | tuple):
+        return Tuple([convert_to_expr(v) for v in value])
+    raise TypeError(f"convert_to_expr: cannot convert {type(value).__name__} {value!r} to a "
+                    "Relax expression")

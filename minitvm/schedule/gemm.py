@@ -490,11 +490,13 @@ SWAP_TB = {"avx512": False, "avx2": True}
 # a Zen 2 (one thread, thread CPU time, best of 9, BERT layer kernels with weights passed at
 # run time, whole pass -> inline, ms): at 200/512 rows 768->768 + bias 3.76/9.33 -> 3.48/8.45,
 # + residual 4.36/9.55 -> 3.78/8.57, 768->3072 + gelu 17.0/37.3 -> 14.0/34.4, 3072->768 +
-# residual 13.8/33.8 -> 11.9/30.6. Row chunks of gemm_kernel.INLINE_PACK_ROWS (256) rows as
-# tasks beside the panel groups (each chunk packs its own copy) against one chunk: at 512 rows
-# 11.5/10.9/43.1/40.5 -> 10.1/10.2/39.4/38.7 (the chunk's rows of A stay in L2), the seed
-# MLP's 784->128 at 1024 rows 4.74 -> 3.60, 128->10 0.236 -> 0.117.
+# residual 13.8/33.8 -> 11.9/30.6. The rows run in chunks of gemm_kernel.INLINE_PACK_ROWS
+# (tasks for the pool beside the panel groups; each chunk packs its own copy of its panels),
+# within the noise of one chunk at one thread. A weight under INLINE_PACK_MIN_WEIGHT elements
+# (it stays in cache; the seed MLP's 784->128 at 1024 rows: 2.54 whole pass, 2.84 inline, its
+# chunks repacking it) keeps the pass.
 INLINE_PACK = {"avx512": False, "avx2": True}
+INLINE_PACK_MIN_WEIGHT = 1 << 19
 SWAP_MIN_ROWS = 16
 SWAP_MIN_WEIGHT = 1 << 19
 
@@ -524,7 +526,7 @@ def _gen_matmul(ctx, t, out, a, b, epilogue=None) -> S.Stmt:
     def packed(own=True):
         bld = builder(kn["nr"])
         if tb and gemm_tb.supported(m, n, k) and INLINE_PACK[vector_isa()] and \
-                bld.blocking is not None:
+                bld.blocking is not None and n * k >= INLINE_PACK_MIN_WEIGHT:
             # each K block of a group's panels packed just before the row tiles use it
             shape = bld.inline_pack_shape()
             if ctx.own_temps and own:

@@ -630,8 +630,14 @@ class GemmBuilder:
 
                 if const and chunks == 1 and tiles:
                     parts.append(self.loop("t", tiles, S.ForKind.SERIAL, tile))
-                elif not const or tiles:
+                elif const and tiles:
                     parts.append(self.loop("t", tpc, S.ForKind.SERIAL, tile))
+                elif not const:  # this chunk's tiles only (none past the last full tile)
+                    parts.append(self.loop("t", E.Min(self.c(tpc), tiles - c * self.c(tpc)),
+                                           S.ForKind.SERIAL, lambda t: each_panel(
+                                               g, lambda jo, fp: self.micro_kb(
+                                                   0, (c * tpc + t) * mr, jo, mr, fp, kb, nkb,
+                                                   kc))))
                 if not const or rest:
                     tail = each_panel(g, lambda jo, fp: rest_tile(jo, fp, kb))
                     parts.append(tail if const and chunks == 1 else

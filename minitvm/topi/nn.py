@@ -183,24 +183,22 @@ def _pool(kind):
             return te.sum(v, axis=[ry, rx])
 
         summed = te.compute(shape, body, name="avg_pool_sum", tag="pool2d_window", attrs=info)
+
+        def taps(o, s, p, k, d, n):
+            # window taps t < k (spaced d) with 0 <= o*s - p + t*d < n
+            lo = E.Max(E.FloorDiv(_i(p + d - 1) - o * s, _i(d)), _i(0))
+            hi = E.Min(E.FloorDiv(_i(n - 1 + p) - o * s, _i(d)), _i(k - 1))
+            return E.Max(hi - lo + 1, _i(0))
+
         if attrs.count_include_pad or not padded:
             def div(b, c, y, xx):
                 if not padded:
                     return summed[b, c, y, xx] / E.const(kh * kw, t.dtype)
-                # count_include_pad counts the padding but never beyond the padded border
-                y0 = E.Max(y * sh - pt, _i(-pt))
-                x0 = E.Max(xx * sw - pl, _i(-pl))
-                y1 = E.Min(y * sh - pt + kh, _i(h + pb))
-                x1 = E.Min(xx * sw - pl + kw, _i(wd + pr))
-                cnt = E.Cast(t.dtype, (y1 - y0) * (x1 - x0))
-                return summed[b, c, y, xx] / cnt
+                # count_include_pad counts the padding but never a tap beyond the padded border
+                # (a ceil-mode window hangs over it), with dilated taps counted one by one
+                cnt = taps(y, sh, 0, kh, dh, h + pt + pb) * taps(xx, sw, 0, kw, dw, wd + pl + pr)
+                return summed[b, c, y, xx] / E.Cast(t.dtype, E.Max(cnt, _i(1)))
         else:
-            def taps(o, s, p, k, d, n):
-                # window taps k (stride d) with 0 <= o*s - p + k*d < n
-                lo = E.Max(E.FloorDiv(_i(p + d - 1) - o * s, _i(d)), _i(0))
-                hi = E.Min(E.FloorDiv(_i(n - 1 + p) - o * s, _i(d)), _i(k - 1))
-                return E.Max(hi - lo + 1, _i(0))
-
             def div(b, c, y, xx):
                 cnt = taps(y, sh, pt, kh, dh, h) * taps(xx, sw, pl, kw, dw, wd)
                 return summed[b, c, y, xx] / E.Cast(t.dtype, E.Max(cnt, _i(1)))

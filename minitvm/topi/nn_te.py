@@ -15,6 +15,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, broadcast_shape, const_like, is_one
+from .pooling_nd import pool_nd
 from .reduction import count_of, norm_axes
 from .utils import ieee_max
 
@@ -193,58 +194,8 @@ def pool2d(x, kind: str, pool_size, strides, dilation, padding, count_include_pa
     """Max or average pooling over the H, W letters of ``layout`` (``pool_max`` /
     ``pool_sum`` + ``pool_avg`` stages); padded positions never win a max and are counted by
     an average only with ``count_include_pad``."""
-    pos = _layout_pos(layout)
-    hw = [pos["H"], pos["W"]]
-    kh, kw = (int(v) for v in pool_size)
-    ry = te.reduce_axis((E.IntImm("int64", 0), E.IntImm("int64", kh)), name="rv0")
-    rx = te.reduce_axis((E.IntImm("int64", 0), E.IntImm("int64", kw)), name="rv1")
-    pt, pl = int(padding[0]), int(padding[1])
-    sizes = [x.shape[hw[0]], x.shape[hw[1]]]
-
-    def window(i, r, q):
-        s, d, p = int(strides[q]), int(dilation[q]), (pt, pl)[q]
-        v = i * s if s != 1 else i
-        v = v + (r * d if d != 1 else r)
-        return v - p if p else v
-
-    def src(i):
-        idx, conds = list(i), []
-        for q, (r, ax) in enumerate(zip((ry, rx), hw)):
-            j = window(i[ax], r, q)
-            conds.append(E.And(j >= 0, j < sizes[q]))
-            idx[ax] = E.Min(E.Max(j, E.IntImm("int64", 0)), sizes[q] - 1)
-        return E.And(conds[0], conds[1]), x[tuple(idx)]
-
-    if kind == "max":
-        def body(*i):
-            c, v = src(i)
-            return ieee_max(E.Select(c, v, tir_op.min_value(x.dtype)), axis=[ry, rx])
-
-        return te.compute(out_shape, body, name="pool_max", varargs_names=ax_names(len(x.shape)))
-
-    def sbody(*i):
-        c, v = src(i)
-        return te.sum(E.Select(c, v, const_like(0, x.dtype)), axis=[ry, rx])
-
-    summed = te.compute(out_shape, sbody, name="pool_sum", varargs_names=ax_names(len(x.shape)))
-
-    def avg(*i):
-        if count_include_pad:
-            cnt = E.IntImm("int64", kh * kw)
-        else:
-            counts = []
-            for q, ax in enumerate(hw):
-                k = (kh, kw)[q]
-                d = int(dilation[q])
-                lo = window(i[ax], E.IntImm("int64", 0), q)
-                # taps t in [0, k) with 0 <= lo + t*d < size
-                first = E.Max(E.FloorDiv(-lo + (d - 1), _i64(d)), E.IntImm("int64", 0))
-                last = E.Min(E.FloorDiv(sizes[q] - 1 - lo, _i64(d)), E.IntImm("int64", k - 1))
-                counts.append(E.Max(last - first + 1, E.IntImm("int64", 1)))
-            cnt = counts[0] * counts[1]
-        return summed[i] / _to(cnt, x.dtype)
-
-    return te.compute(out_shape, avg, name="pool_avg", varargs_names=ax_names(len(x.shape)))
+    return pool_nd(x, kind, pool_size, strides, dilation, padding, count_include_pad, layout,
+                   out_shape)
 
 
 def adaptive_avg_pool2d(x, layout: str, out_shape):

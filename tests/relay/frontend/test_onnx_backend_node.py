@@ -36,19 +36,8 @@ def collect_cases():
     return claimed_cases(set(supported_ops()))
 
 
-def _uses_float16(case) -> bool:
-    g = case.model.graph
-    return any(v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
-               for v in list(g.input) + list(g.output)) or any(
-        a.name == "to" and a.i == onnx.TensorProto.FLOAT16 for n in g.node for a in n.attribute)
-
-
 def run_case(case, kind: str) -> tuple[bool, str]:
     """Run one node test; (passed, reason when it did not)."""
-    if kind == "graph" and _uses_float16(case):
-        # compiled float64 -> float16 casts crash the process today (codegen issue), so the
-        # compiled run leaves float16 cases out instead of dying
-        return False, "float16 skipped in compiled mode"
     try:
         rep = MinitvmBackend.prepare(case.model, kind=kind)
         for inputs, expected in case.data_sets:

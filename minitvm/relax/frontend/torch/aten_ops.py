@@ -780,3 +780,20 @@ def _index(ctx: AtenContext, args):
         order = list(range(k, k + lead)) + list(range(k)) + list(range(k + lead, k + len(rest)))
         out = ctx.emit(_op.permute_dims(out, order))
     return out
+
+
+# size comparisons torch.export records for its runtime assertions on data-dependent sizes
+register("operator.ge")(lambda ctx, a: ctx.simplify(a[0] >= a[1]))
+register("operator.le")(lambda ctx, a: ctx.simplify(a[0] <= a[1]))
+register("operator.gt")(lambda ctx, a: ctx.simplify(a[0] > a[1]))
+register("operator.lt")(lambda ctx, a: ctx.simplify(a[0] < a[1]))
+register("operator.eq")(lambda ctx, a: ctx.simplify(a[0] == a[1]))
+
+
+@register("_assert_scalar.default")
+def _assert_scalar(ctx: AtenContext, args):
+    """A size assertion: checked now when it folds to a constant, else left to torch.export."""
+    cond = args[0]
+    if isinstance(cond, bool | int) and not cond:
+        raise ctx.fail(f"the exported program's assertion fails for these shapes: {args[1]}")
+    return None

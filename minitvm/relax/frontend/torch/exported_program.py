@@ -20,7 +20,9 @@ __all__ = ["ExportedProgramImporter", "aten_name"]
 
 _PY_OPS = {operator.add: "operator.add", operator.sub: "operator.sub",
            operator.mul: "operator.mul", operator.floordiv: "operator.floordiv",
-           operator.mod: "operator.mod"}
+           operator.mod: "operator.mod", operator.ge: "operator.ge",
+           operator.le: "operator.le", operator.gt: "operator.gt", operator.lt: "operator.lt",
+           operator.eq: "operator.eq"}
 
 
 def aten_name(target) -> str:

@@ -220,9 +220,14 @@ def _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, g
 
     stride, padding, dilation = per(stride), per(padding, 0), per(dilation)
     wshape = ctx.shape(w)
-    if transposed:
+    if transposed and nd == 1:  # a 1-row 2-D transposed convolution
+        out = _conv(ctx, _op.expand_dims(x, 2), _op.expand_dims(w, 2), None, [1] + per(stride),
+                    [0] + per(padding, 0), [1] + per(dilation), True,
+                    [0] + per(output_padding), groups)
+        out = _op.squeeze(out, [2])
+    elif transposed:
         if nd != 2:
-            raise ctx.fail("only 2-D transposed convolutions are supported")
+            raise ctx.fail("only 1-D and 2-D transposed convolutions are supported")
         out = _nn.conv2d_transpose(x, w, strides=stride, padding=padding, dilation=dilation,
                                    groups=groups, channels=wshape[1] * groups,
                                    kernel_size=wshape[2:], output_padding=per(output_padding))
@@ -998,8 +1003,13 @@ def _native_mha(ctx, args):
     mask = args[9] if len(args) > 9 else None
     need_weights = bool(args[10]) if len(args) > 10 else True
     average = bool(args[11]) if len(args) > 11 else True
-    if mask is not None:
-        raise ctx.fail("masks on the MultiheadAttention fast path are not supported")
+    mask_type = args[12] if len(args) > 12 else None
+    keep = None
+    if mask is not None:  # bool masks are True where a key is ignored; float ones are added
+        keep = _op.logical_not(mask) if ctx.dtype(mask) == "bool" else mask
+        if mask_type == 1 and len(ctx.shape(mask)) == 2:  # key padding: (batch, keys)
+            b, s = ctx.shape(mask)
+            keep = _op.reshape(keep, (b, 1, 1, s))
     embed, heads = int(embed), int(heads)
     ws, bs = _op.split(w_qkv, 3, axis=0), _op.split(b_qkv, 3, axis=0)
 
@@ -1009,7 +1019,7 @@ def _native_mha(ctx, args):
         return _op.transpose(_op.reshape(y, (b, n, heads, embed // heads)), [0, 2, 1, 3])
 
     qh, kh, vh = heads_first(q, 0), heads_first(k, 1), heads_first(v, 2)
-    out, scores = _sdpa(ctx, qh, kh, vh, None, False, None)
+    out, scores = _sdpa(ctx, qh, kh, vh, keep, False, None)
     b, n = ctx.shape(q)[:2]
     out = _op.reshape(_op.transpose(out, [0, 2, 1, 3]), (b, n, embed))
     out = _op.add(_nn.dense(out, w_out), b_out)
@@ -1347,3 +1357,46 @@ def _transformer_encoder_layer(ctx, args):
         return _op.add(x, ffn(_nn.layer_norm(x, g2, be2, axis=-1, epsilon=eps)))
     x = _nn.layer_norm(_op.add(x, attn(x)), g1, be1, axis=-1, epsilon=eps)
     return _nn.layer_norm(_op.add(x, ffn(x)), g2, be2, axis=-1, epsilon=eps)
+
+
+@register("logsumexp")
+def _logsumexp(ctx, args):
+    x = args[0]
+    dims = _dims(args[1] if len(args) > 1 else None, len(ctx.shape(x)))
+    keep = bool(args[2]) if len(args) > 2 and args[2] is not None else False
+    mx = _op.max(x, dims, keepdims=True)
+    out = _op.log(_op.sum(_op.exp(_op.subtract(x, mx)), dims, keepdims=True))
+    out = _op.add(out, mx)
+    return out if keep else _op.squeeze(out, dims if dims is not None else None)
+
+
+@register("_convolution_mode", "conv1d.padding", "conv2d.padding")
+def _convolution_mode(ctx, args):
+    """A convolution with padding="same" / "valid" (TorchScript's string-padding overload)."""
+    x, w, b, stride, padding, dilation, groups = (list(args) + [None] * 7)[:7]
+    nd = len(ctx.shape(x)) - 2
+    kernel = ctx.shape(w)[2:]
+    dilation = list(dilation) if isinstance(dilation, list | tuple) else [dilation or 1]
+    dilation = dilation * nd if len(dilation) == 1 else dilation
+    if padding == "valid":
+        pads = [0] * nd
+    elif padding == "same":
+        totals = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
+        pads = [t // 2 for t in totals] + [t - t // 2 for t in totals]  # extra goes after
+    else:
+        raise ctx.fail(f"padding={padding!r} is not supported")
+    return _conv(ctx, x, w, b, stride or 1, pads, dilation, False, 0, groups or 1)
+
+
+@register("upsample_linear1d")
+def _upsample_linear1d(ctx, args):
+    """(input, output_size, align_corners, scale_factors): a 1-row bilinear resize."""
+    x, size, align = args[0], args[1], bool(args[2])
+    s = ctx.shape(x)
+    if size is None:
+        scale = args[3][0] if isinstance(args[3], list | tuple) else args[3]
+        size = [int(math.floor(s[2] * scale))]
+    mode = "align_corners" if align else "half_pixel"
+    y = _op.image.resize2d(_op.expand_dims(x, 2), [1, int(size[0])], method="linear",
+                           coordinate_transformation_mode=mode)
+    return _op.squeeze(y, [2])
