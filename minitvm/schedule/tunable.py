@@ -97,7 +97,7 @@ def batch_matmul_space(t, options):
 def conv2d_space(t, options):
     """conv2d NCHW by implicit GEMM: output-channel x pixel register tile, parallel threshold,
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS."""
-    from . import conv_direct
+    from . import conv_direct, conv_pointwise
 
     mr, nr = conv_direct.default_tile()
     defaults = dict(impl="direct", mr=mr, nr=nr, min_macs=CONV_PARALLEL_MIN_MACS,
@@ -110,6 +110,8 @@ def conv2d_space(t, options):
     sa, sw, so = _static_ints(*dims_of(a)), _static_ints(*dims_of(w)), _static_ints(*dims_of(t))
     if sa is None or sw is None or so is None or not conv_direct.supported(t) or \
             not getattr(options, "generated_conv", True):
+        return None, space
+    if conv_pointwise.supported(t, options):  # its own kernels, which read none of these knobs
         return None, space
     attrs = t.op.attrs
     key = ["conv2d_nchw", list(sa), list(sw), *([int(v) for v in attrs[name]]

@@ -268,6 +268,51 @@ class TransformerLayers(nn.Module):
         return self.post(self.pre(x))
 
 
+class Audio(nn.Module):
+    """Grouped strided Conv1d, ConvTranspose1d, a 2-D LayerNorm, linear resize, 1-D pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(2, 8, 5, stride=2, padding=2, groups=2)
+        self.t = nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1)
+        self.ln = nn.LayerNorm([4, 16])
+
+    def forward(self, x):
+        y = self.ln(self.t(F.gelu(self.c(x))))
+        return (F.interpolate(y, scale_factor=2, mode="linear", align_corners=False),
+                F.adaptive_max_pool1d(y, 4))
+
+
+class Segmenter(nn.Module):
+    """Reflect-padded and padding="same" convs, resizes, a per-pixel argmax, logsumexp."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")
+        self.c2 = nn.Conv2d(4, 4, 3, padding="same")
+
+    def forward(self, x):
+        y = self.c2(torch.relu(self.c(x)))
+        z = F.interpolate(y, size=(10, 7), mode="bilinear", align_corners=False)
+        w = F.interpolate(y, scale_factor=0.5, mode="nearest")
+        return z.softmax(1).argmax(1), w.flatten(1).logsumexp(-1), torch.max(y, 1, True)[0]
+
+
+class PaddedAttention(nn.Module):
+    """nn.MultiheadAttention with a key padding mask (TorchScript traces its fast path)."""
+
+    def __init__(self):
+        super().__init__()
+        self.m = nn.MultiheadAttention(16, 2, batch_first=True)
+
+    def forward(self, x, pad):
+        return self.m(x, x, x, key_padding_mask=pad)[0]
+
+
+def _pad_mask():
+    return torch.tensor([[False] * 4 + [True], [False] * 5])
+
+
 CASES = {
     "vgg": (VGGish, lambda: (torch.randn(2, 3, 16, 16),), 1e-4, True),
     "squeezenet": (SqueezeNet, lambda: (torch.randn(2, 3, 33, 33),), 1e-4, True),
@@ -282,6 +327,10 @@ CASES = {
     "negative_index": (NegativeIndex, lambda: (torch.randn(2, 3, 4), torch.tensor([0, 1, 2])),
                        1e-5, False),
     "transformer_layers": (TransformerLayers, lambda: (torch.randn(2, 5, 16),), 1e-4, False),
+    "audio": (Audio, lambda: (torch.randn(2, 2, 16),), 1e-4, True),
+    "segmenter": (Segmenter, lambda: (torch.randn(2, 3, 8, 8),), 1e-4, True),
+    "padded_attention": (PaddedAttention, lambda: (torch.randn(2, 5, 16), _pad_mask()), 1e-4,
+                         False),
 }
 """name -> (model class, example inputs, tolerance, whether the batch dim can be dynamic)"""
 

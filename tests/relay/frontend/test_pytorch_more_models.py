@@ -55,7 +55,7 @@ def test_traced_model_matches_eager(name):
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "mbconv", "vit", "gpt2", "unet", "misc", "more",
-                                  "transformer_layers"])
+                                  "transformer_layers", "audio", "segmenter"])
 def test_torch_compile_matches_eager(name):
     model, args, tol = _case(name)
     torch._dynamo.reset()

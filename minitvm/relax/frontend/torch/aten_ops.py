@@ -10,6 +10,20 @@ from ...expr import Expr, TupleGetItem, const
 from .context import AtenContext, register, torch_dtype
 
 
+def _promote(ctx: AtenContext, x, y):
+    """torch's type promotion for two tensors of different dtypes (float wins, then width)."""
+    dx, dy = ctx.dtype(x), ctx.dtype(y)
+    if dx == dy:
+        return x, y
+
+    def rank(d):
+        return (d.startswith("float"), d != "bool", int("".join(c for c in d if c.isdigit()) or 1))
+
+    target = dx if rank(dx) >= rank(dy) else dy
+    return (x if dx == target else _op.astype(x, target)), (y if dy == target else
+                                                             _op.astype(y, target))
+
+
 def _binary(rop, pyop):
     def convert(ctx: AtenContext, args):
         a, b = args[0], args[1]
@@ -17,6 +31,7 @@ def _binary(rop, pyop):
             return ctx.simplify(pyop(a, b))  # size arithmetic
         like = a if isinstance(a, Expr) else b
         x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        x, y = _promote(ctx, x, y)
         if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
             y = _op.multiply(y, ctx.tensor(args[2], like))
         return ctx.emit(rop(x, y))
