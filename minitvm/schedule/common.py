@@ -7,7 +7,7 @@ import functools
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import substitute
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import prod as _prod
 from .options import LoweringOptions
 
@@ -272,3 +272,30 @@ def vector_inner(ctx, extent, lanes: int, body_fn):
 def param_buffer(shape, dtype: str, name: str):
     """A parameter buffer whose data pointer is the parameter itself."""
     return decl_buffer(shape, dtype, name, data=E.Var(name, "handle"))
+
+
+# ------------------------------------------------------------------ epilogues sharing a buffer
+def loads_of(expr, buf) -> list:
+    """The loads of buffer ``buf`` in ``expr``."""
+    return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]
+
+
+def at_own_position(indices, axes, shape) -> bool:
+    """Are ``indices`` the output position ``axes`` of a stage of ``shape`` (a unit axis may be
+    read at 0)?"""
+    return len(indices) == len(axes) and all(
+        i is v or (const_int(n) == 1 and const_int(i) == 0)
+        for i, v, n in zip(indices, axes, shape))
+
+
+def reads_only_at_own_position(body, buf, u) -> bool:
+    """Does ``body`` (stage ``u``'s expression) read ``buf`` only at ``u``'s own output position?
+    Only then may the producer of ``buf`` write ``u``'s output buffer and ``u`` run in place."""
+    axes = [iv.var for iv in u.op.axis]
+    return all(at_own_position(e.indices, axes, u.shape) for e in loads_of(body, buf))
+
+
+def redirect_loads(body, src, dst):
+    """``body`` with its loads of buffer ``src`` reading ``dst`` at the same indices."""
+    return transform_expr(body, lambda e: E.BufferLoad(dst, e.indices) if isinstance(
+        e, E.BufferLoad) and e.buffer is src else None)

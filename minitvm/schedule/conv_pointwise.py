@@ -35,13 +35,13 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order, substitute, transform_expr
+from ..tir.stmt_functor import substitute, transform_expr
 from .common import const_int as _const_int
 from .common import dims_of as _dims
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 from .common import prod_dims as _prod
-from .common import vector_isa
+from .common import reads_only_at_own_position, redirect_loads, vector_isa
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # pixels of a pixel-vector tile, output channels of a channel-vector panel
@@ -177,19 +177,6 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
 
 
 # ---------------------------------------------------------------------------------- emit
-def _loads(expr, buf) -> list:
-    return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]
-
-
-def _at_own_position(body, out, u) -> bool:
-    """Does ``body`` read ``out`` only at ``u``'s own output position?"""
-    axes = [iv.var for iv in u.op.axis]
-    ext = [_const_int(d) for d in u.shape]
-    return all(len(ld.indices) == len(axes) and all(
-        i is v or (n == 1 and _const_int(i) == 0) for i, v, n in zip(ld.indices, axes, ext))
-        for ld in _loads(body, out))
-
-
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing 1x1 conv ``t`` (and its fused epilogue, when the lowering driver
     names one in ``ctx.epilogues``) into ``out``."""
@@ -202,14 +189,13 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     if u is None:
         return _emit(ctx, g, t, out, None)
     body = bodies[id(u)]
-    if _at_own_position(body, out, u):
+    if reads_only_at_own_position(body, out, u):
         return _emit(ctx, g, t, out, (body, [iv.var for iv in u.op.axis]))
     from .lower import injective_nest
 
     tmp = ctx.temp(_dims(t), t.dtype, t.name)
-    moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
-        e, E.BufferLoad) and e.buffer is out else None)
-    return S.SeqStmt([_emit(ctx, g, t, tmp, None), injective_nest(ctx, u, out, moved)])
+    return S.SeqStmt([_emit(ctx, g, t, tmp, None),
+                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
 
 
 def _flat(ctx, g, buf):

@@ -28,11 +28,11 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order, substitute, transform_expr
+from ..tir.stmt_functor import substitute, transform_expr
 from .common import const_int as _const_int
 from .common import imm as _i
+from .common import loads_of, reads_only_at_own_position, redirect_loads, vector_isa
 from .common import outer_loops as _outer_loops
-from .common import vector_isa
 
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
 PARALLEL_MIN_MACS = 1 << 19
@@ -84,33 +84,19 @@ def geometry(t) -> dict:
                 rows_mode=rows_mode, grid=grid, xph_len=max(sh * sw * plane, reach))
 
 
-def _loads(expr, buf) -> list:
-    return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]
-
-
-def _at_own_position(body, out, u) -> bool:
-    """Does ``body`` read ``out`` only at ``u``'s own output position?"""
-    axes = [iv.var for iv in u.op.axis]
-    ext = [_const_int(d) for d in u.shape]
-    return all(len(ld.indices) == len(axes) and all(  # (a unit axis may be read at 0)
-        i is v or (n == 1 and _const_int(i) == 0) for i, v, n in zip(ld.indices, axes, ext))
-        for ld in _loads(body, out))
-
-
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing depthwise stage ``t`` (and its fused epilogue) into ``out``."""
     u = getattr(ctx, "epilogues", {}).get(id(t))
     if u is None:
         return _emit(ctx, t, out, None)
     body = bodies[id(u)]
-    if _at_own_position(body, out, u):
+    if reads_only_at_own_position(body, out, u):
         return _emit(ctx, t, out, (body, [iv.var for iv in u.op.axis]))
     from .lower import injective_nest  # (lower imports this module)
 
     tmp = ctx.temp(tuple(_const_int(d) for d in t.shape), t.dtype, t.name)
-    moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
-        e, E.BufferLoad) and e.buffer is out else None)
-    return S.SeqStmt([_emit(ctx, t, tmp, None), injective_nest(ctx, u, out, moved)])
+    return S.SeqStmt([_emit(ctx, t, tmp, None),
+                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
 
 
 def _emit(ctx, t, out, epi) -> S.Stmt:
@@ -235,7 +221,7 @@ def _store(out, value, idx, epi) -> S.Stmt:
         return S.BufferStore(out, value, idx)
     body, axes = epi
     e = substitute(body, dict(zip(axes, idx)))
-    if len(_loads(e, out)) == 1:
+    if len(loads_of(e, out)) == 1:
         e = transform_expr(e, lambda n: value if isinstance(n, E.BufferLoad) and
                            n.buffer is out else None)
         return S.BufferStore(out, e, idx)

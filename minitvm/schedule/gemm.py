@@ -15,7 +15,7 @@ from ..tir.op import call_extern
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_direct, gemm_tb
-from .common import const_int, vector_isa
+from .common import at_own_position, redirect_loads, vector_isa
 from .common import dims_of as _dims
 from .common import is_static as _is_static
 from .common import lanes as _lanes
@@ -444,23 +444,16 @@ def emit_fused(ctx, t, u, out, operand_bufs, body, separate) -> S.Stmt:
     value = E.Var("matmul_value", out.dtype)
     ok = [True]
 
-    def at_axes(idx) -> bool:
-        return len(idx) == len(axes) and all(
-            i is v or (isinstance(d, int) and d == 1 and const_int(i) == 0)
-            for i, v, d in zip(idx, axes, shape))
-
     def fpost(e):
         if isinstance(e, E.BufferLoad) and e.buffer is out:
-            ok[0] = ok[0] and at_axes(e.indices)
+            ok[0] = ok[0] and at_own_position(e.indices, axes, shape)
             return value
         return None
 
     template = transform_expr(body, fpost)
     if not ok[0]:  # the matmul into a temporary the epilogue pass reads (not in place)
         tmp = ctx.temp(_dims(t), t.dtype, "matmul_out")
-        moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
-            e, E.BufferLoad) and e.buffer is out else None)
-        return S.SeqStmt([emit(ctx, t, tmp, operand_bufs), separate(moved)])
+        return S.SeqStmt([emit(ctx, t, tmp, operand_bufs), separate(redirect_loads(body, out, tmp))])
     if any(isinstance(e, E.Call) for e in post_order(template)):
         return S.SeqStmt([emit(ctx, t, out, operand_bufs), separate(body)])
 

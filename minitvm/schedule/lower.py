@@ -27,7 +27,14 @@ from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from . import conv_direct, conv_pointwise, depthwise, gemm, pool
-from .common import PARALLEL_MIN_WORK, SMALL_REDUCE, LowerCtx, LoweringError
+from .common import (
+    PARALLEL_MIN_WORK,
+    SMALL_REDUCE,
+    LowerCtx,
+    LoweringError,
+    reads_only_at_own_position,
+    redirect_loads,
+)
 from .common import const_int as _const_int
 from .common import dims_of as _shape
 from .common import imm as _i
@@ -612,6 +619,8 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
     options = ctx.options
     # GEMM anchors whose epilogue can run in place share the output's buffer
     fused, ctx.epilogues = {}, {}  # epilogue <-> anchor whose rule computes it (Rule.epilogue)
+    in_place = []  # (anchor, consumer): the anchor writes the consumer's buffer, which then
+    # runs in place over it (checked below: only if it reads the anchor at its own position)
     for t in order:
         if _fuse_conv_epilogue(ctx, order, materialize, outputs, t, fused):
             continue  # a generated conv whose micro-kernel applies its epilogue
@@ -627,6 +636,8 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
                 ctx.buf[id(t)] = ctx.buf[id(u)]
                 if gemm.fuses_epilogue(t, options):  # the matmul's store applies it
                     fused[id(u)], ctx.epilogues[id(t)] = t, u
+                else:
+                    in_place.append((t, u))
         elif id(t) not in ctx.buf and getattr(select_rule(t, options), "epilogue", False):
             u = _epilogue_consumer(order, outputs, t, materialize)
             if u is not None and _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
@@ -636,6 +647,11 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
         if id(t) in materialize and id(t) not in ctx.buf:
             ctx.buf[id(t)] = ctx.temp(_shape(t), t.dtype, t.name)
     bodies = _inline_all(order, materialize, ctx)
+    for t, u in in_place:  # a consumer reading elsewhere (a transpose, a flip) would overwrite
+        shared = ctx.buf[id(t)]  # values it has yet to read: the anchor gets its own buffer
+        if not reads_only_at_own_position(bodies[id(u)], shared, u):
+            ctx.buf[id(t)] = ctx.temp(_shape(t), t.dtype, t.name)
+            bodies[id(u)] = redirect_loads(bodies[id(u)], shared, ctx.buf[id(t)])
     stmts = []
     for t in order:
         if id(t) not in materialize or not isinstance(t.op, ComputeOp) or id(t) in ctx.epilogues:

@@ -101,7 +101,8 @@ class Expected:
 
 def test_legalize_begin_from_another_tensors_dim():
     # m is bound by y only: the PrimFunc takes it as a tir_vars scalar; the begin it reads is
-    # canonicalized (a negative m counts from the end, then clamped into [0, n])
+    # canonicalized (a negative m counts from the end, then clamped into [0, n]); m is a
+    # parameter's dimension, so not negative: the result has length max(n - min(m, n), 0)
     check("""
 @I.ir_module
 class Before:
@@ -120,10 +121,8 @@ class Expected:
         n = T.int64()
         x = T.match_buffer(var_x, (n, T.int64(4)))
         T_strided_slice_with_axes = T.match_buffer(var_T_strided_slice_with_axes, (T.max(
-            n - T.min(T.max(T.Select(m < T.int64(0), m + n, m), T.int64(0)), n), T.int64(0)),
-            T.int64(4)))
-        for ax0, ax1 in T.grid(T.max(n - T.min(T.max(T.Select(m < T.int64(0), m + n, m),
-                                                       T.int64(0)), n), T.int64(0)), T.int64(4)):
+            n - T.min(m, n), T.int64(0)), T.int64(4)))
+        for ax0, ax1 in T.grid(T.max(n - T.min(m, n), T.int64(0)), T.int64(4)):
             with T.block("T_strided_slice_with_axes"):
                 v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
                 T.reads(x[v_ax0 + T.min(T.min(T.max(T.Select(m < T.int64(0), m + n, m),
@@ -134,12 +133,12 @@ class Expected:
 
     @R.function
     def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(("m",), "float32")) -> R.Tensor(
-            ("T.max(n - T.min(T.max(T.Select(m < 0, m + n, m), 0), n), 0)", 4), "float32"):
+            ("T.max(n - T.min(m, n), 0)", 4), "float32"):
         n = T.int64()
         m = T.int64()
         cls = Expected
         gv = R.call_tir(cls.strided_slice, (x,), out_sinfo=R.Tensor(
-            (T.max(n - T.min(T.max(T.Select(m < 0, m + n, m), 0), n), 0), 4), "float32"),
+            (T.max(n - T.min(m, n), 0), 4), "float32"),
             tir_vars=R.shape([m]))
         return gv
 """)
