@@ -25,7 +25,8 @@ median of ``--reps`` runs, and ratios are minitvm / peer (below 1: minitvm is fa
 torch columns are left out when the package is not importable. ``--threads`` sizes every
 library's pool (minitvm, OpenBLAS under numpy, torch, ORT; default: all cores); ORT's workers do
 not spin between calls (``session.intra_op.allow_spinning=0``), so that no peer's idle threads
-take the cores from the next one measured.
+take the cores from the next one measured, and each implementation's runs start after a short
+pause (``SETTLE_S``) in which the previous one's spinning pool threads (OpenBLAS, libgomp) go idle.
 """
 
 from __future__ import annotations
@@ -302,6 +303,10 @@ def build_model(key: str, bind_weights: bool):
     return relax.VirtualMachine(ex, tvm.cpu()), w, names, compile_s
 
 
+# a pause before each implementation's runs: OpenBLAS (numpy) and libgomp (torch) workers keep
+# spinning for a while after a call (OpenBLAS ~0.1 s by default) and would otherwise hold a core
+# through the next peer's turn (minitvm's MLP n=1024 at 2 threads read 2.35 ms here, 1.42 ms alone)
+SETTLE_S = 0.15
 CLOCK = time.perf_counter  # --cpu-time: time.thread_time (the calling thread's CPU time)
 
 
@@ -349,6 +354,8 @@ def bench(key: str, args, rows: list) -> None:
         times = {k: [] for k in impls}
         for _ in range(args.rounds):
             for k, f in impls.items():
+                time.sleep(SETTLE_S)  # the previous peer's pool threads stop spinning first
+                f()  # (untimed: wakes this implementation's own threads and caches)
                 times[k].append(median_ms(f, args.reps))
         med = {k: statistics.median(v) for k, v in times.items()}
         best = {k: min(v) for k, v in times.items()}
