@@ -16,42 +16,10 @@ import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.onnx import ONNXImportError, from_onnx  # noqa: E402
 from minitvm.relax.frontend.onnx.backend import RelaxBackend  # noqa: E402
+from minitvm.testing.onnx_graphs import assert_same, model, ort_run, seq_vi, vi  # noqa: E402
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 rng = np.random.default_rng(11)
-
-
-def vi(name, t, shape):
-    return helper.make_tensor_value_info(name, t, shape)
-
-
-def seq_vi(name, t=F):
-    return helper.make_tensor_sequence_value_info(name, t, None)
-
-
-def model(nodes, inputs, outputs, inits=None, opset=18):
-    outs = [o if not isinstance(o, str) else helper.make_empty_tensor_value_info(o)
-            for o in outputs]
-    g = helper.make_graph(nodes, "g", inputs, outs,
-                          initializer=[numpy_helper.from_array(v, k)
-                                       for k, v in (inits or {}).items()])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def ort_run(m, feeds):
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
-
-
-def assert_same(got, ref):
-    assert len(got) == len(ref)
-    for g, r in zip(got, ref):
-        if isinstance(r, list):
-            assert isinstance(g, list)
-            assert_same(g, r)
-        else:
-            assert g.shape == np.asarray(r).shape
-            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
 
 
 def check(m, feeds):
