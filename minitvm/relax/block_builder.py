@@ -248,7 +248,7 @@ class BlockBuilder:
         """Normalize ``expr`` and bind it to a new variable (a DataflowVar in a dataflow
         block)."""
         self._need_block("emit")
-        value = self.normalize(expr)
+        value = self.normalize(self._bind_operands(expr))
         sinfo = value._struct_info
         name = self._names().fresh(name_hint or "lv")
         var = DataflowVar(name, sinfo) if self.current_block_is_dataflow() else Var(name, sinfo)
@@ -263,7 +263,7 @@ class BlockBuilder:
     def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
         """Bind ``value`` cast to ``struct_info`` (checked at run time)."""
         self._need_block("match_cast")
-        value = self.normalize(value)
+        value = self.normalize(self._bind_operands(value))
         self._mark_shape_vars([struct_info])
         name = self._names().fresh(name_hint or "lv")
         cls = DataflowVar if self.current_block_is_dataflow() else Var
@@ -277,7 +277,7 @@ class BlockBuilder:
             raise BlockBuilderError("emit_output is only valid inside a dataflow block")
         if isinstance(output, list | tuple):
             output = Tuple(list(output))
-        value = self.normalize(output)
+        value = self.normalize(self._bind_operands(output))
         var = Var(self._names().fresh(name_hint or "gv"), value._struct_info)
         self._append(VarBinding(var, value))
         return var
@@ -396,6 +396,10 @@ class BlockBuilder:
             self._bound[binding.var] = binding.value
 
     # ------------------------------------------------------------------ normalization
+    def _bind_operands(self, expr):
+        """``expr`` with its call operands bound first (``bind_operands``)."""
+        return bind_operands(expr, self.emit)
+
     def normalize(self, expr) -> Expr:
         """Fill the struct info of ``expr`` and of the sub-expressions it needs (iterative)."""
         if not isinstance(expr, Expr | GlobalVar | Op):
@@ -491,6 +495,56 @@ class BlockBuilder:
         from .analysis import derive_call_ret_struct_info
 
         return derive_call_ret_struct_info(fsinfo, call, self)
+
+
+def bind_operands(expr, emit):
+    """``expr`` with each operand that is itself a call (a TupleGetItem, an If, a SeqExpr)
+    bound first by ``emit(operand) -> Var``, innermost first, as TVM's normalizer binds
+    non-leaf arguments: ``add(multiply(x, x), x)`` becomes ``lv = multiply(x, x)`` then
+    ``add(lv, x)``. Iterative; tuples stay inline with their fields bound."""
+    if not isinstance(expr, Call | Tuple | TupleGetItem):
+        return expr
+    done: dict[int, Expr] = {}
+    stack = [(expr, False)]
+    while stack:
+        e, ready = stack.pop()
+        if id(e) in done:
+            continue
+        kids = _operands(e)
+        if not ready:
+            stack.append((e, True))
+            stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
+            continue
+        new = [done.get(id(k), k) for k in kids]
+        new = [emit(k) if _needs_binding(k) else k for k in new]
+        done[id(e)] = e if all(a is b for a, b in zip(new, kids)) else _with_operands(e, new)
+    return done[id(expr)]
+
+
+def _operands(e) -> list:
+    """The operands ``_bind_operands`` looks into: a call's arguments, a tuple's fields, the
+    tuple of a TupleGetItem (not into If branches, SeqExprs or functions: their own scopes)."""
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Tuple):
+        return list(e.fields)
+    if isinstance(e, TupleGetItem):
+        return [e.tuple_value]
+    return []
+
+
+def _needs_binding(e) -> bool:
+    """An operand Relax wants bound to a variable: a call, a TupleGetItem, an If or a SeqExpr
+    (leaves — vars, constants, shapes, prim values, functions — and tuples stay inline)."""
+    return isinstance(e, Call | TupleGetItem | If | SeqExpr)
+
+
+def _with_operands(e, new: list):
+    if isinstance(e, Call):
+        return Call(e.op, new, e.attrs, e.sinfo_args, e.span)
+    if isinstance(e, Tuple):
+        return Tuple(new, e.span)
+    return TupleGetItem(new[0], e.index, e.span)
 
 
 def prim_func_struct_info(f) -> FuncStructInfo:

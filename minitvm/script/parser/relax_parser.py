@@ -18,7 +18,7 @@ from ...ir.op import Op
 from ...ir.prim_expr import IntImm, PrimExpr
 from ...relax import expr as rx
 from ...relax import struct_info as si
-from ...relax.block_builder import BlockBuilder
+from ...relax.block_builder import BlockBuilder, bind_operands
 from ...tir import expr as tir
 from . import relax as R_ns
 from .core import _MISSING, ExprEvaluator, VarTable, _Active
@@ -75,6 +75,7 @@ class RelaxParser(ExprEvaluator):
         self.env = env
         self.var_table = var_table
         self.bb = bb or BlockBuilder()
+        self._operand_names: set[str] = set()  # names given to bound nested calls
         self.sig: _Signature | None = None
         self.attrs: dict = {}
         self.sym: dict[str, tir.Var] = {}
@@ -373,7 +374,7 @@ class RelaxParser(ExprEvaluator):
 
     def _emit(self, name: str, value, ann, node, var=None) -> rx.Var:
         at = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else node
-        value = self._normalize(self._to_relax(value, at), at)
+        value = self._normalize(self._bind_operands(self._to_relax(value, at), node), at)
         inferred = value.struct_info_
         if ann is not None:
             self._check(ann, inferred, node, f"the value bound to {name!r}")
@@ -388,13 +389,26 @@ class RelaxParser(ExprEvaluator):
         return var
 
     def _match_cast(self, name: str, mc, ann, node) -> None:
-        value = self._normalize(self._to_relax(mc.value, node), node)
+        value = self._normalize(self._bind_operands(self._to_relax(mc.value, node), node), node)
         if ann is not None:
             self._check(ann, mc.struct_info, node, f"R.match_cast bound to {name!r}")
         var = self._var(name, mc.struct_info, node)
         self.bb._mark_shape_vars([mc.struct_info])
         self._seq.bindings.append(rx.MatchCast(var, value, mc.struct_info))
         self.var_table.add(name, var)
+
+    def _bind_operands(self, value, node):
+        """``value`` with its nested calls bound first, each to a fresh ``lv`` variable, as
+        TVM's parser (through its BlockBuilder) binds them."""
+        def emit(operand):
+            k = 0
+            while (name := "lv" if k == 0 else f"lv{k}") in self.var_table or \
+                    name in self._operand_names:
+                k += 1
+            self._operand_names.add(name)
+            return self._emit(name, operand, None, node)
+
+        return bind_operands(value, emit)
 
     def _to_relax(self, value, node):
         try:
