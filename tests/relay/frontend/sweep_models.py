@@ -294,3 +294,30 @@ def flat(o):
     if isinstance(o, (tuple, list)):
         return [t for v in o for t in flat(v)]
     return [o]
+
+
+def check_outputs(outs, ref, tol):
+    """Our outputs (numpy) equal the torch reference ``ref`` (a possibly nested output)."""
+    import numpy as np
+
+    ref = [r.detach().numpy() for r in flat(ref)]
+    assert len(outs) == len(ref)
+    for o, r in zip(outs, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(o), r, rtol=tol, atol=tol)
+
+
+def check_torch_compile(model, args, tol):
+    """``torch.compile(model, backend="minitvm")`` compiles every graph (no fallback) and
+    matches eager."""
+    from minitvm.contrib import torch_backend
+
+    torch._dynamo.reset()
+    torch_backend.fallback_reasons.clear()
+    try:
+        compiled = torch.compile(model, backend="minitvm")
+        with torch.no_grad():
+            out, ref = compiled(*args), model(*args)
+        assert torch_backend.fallback_reasons == []
+        check_outputs([o.detach().numpy() for o in flat(out)], ref, tol)
+    finally:
+        torch._dynamo.reset()

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 from frontend_models import build_and_run  # noqa: E402
 from more_models import CASES, mkbn  # noqa: E402
-from sweep_models import flat  # noqa: E402
+from sweep_models import check_outputs, check_torch_compile  # noqa: E402
 
 from minitvm import relay  # noqa: E402
-from minitvm.contrib import torch_backend  # noqa: E402
 from minitvm.relay.frontend import ImportError_  # noqa: E402
 
 
@@ -25,13 +23,6 @@ def _case(name):
     cls, make_args, tol, _ = CASES[name]
     torch.manual_seed(0)
     return mkbn(cls()), make_args(), tol
-
-
-def _check(outs, ref, tol):
-    ref = [r.detach().numpy() for r in flat(ref)]
-    assert len(outs) == len(ref)
-    for o, r in zip(outs, ref, strict=True):
-        np.testing.assert_allclose(np.asarray(o), r, rtol=tol, atol=tol)
 
 
 def _import(model, args):
@@ -51,23 +42,13 @@ def test_traced_model_matches_eager(name):
     mod, params, names = _import(model, args)
     outs = build_and_run(mod, params, {n: a.numpy() for n, a in zip(names, args, strict=True)})
     with torch.no_grad():
-        _check(outs, model(*args), tol)
+        check_outputs(outs, model(*args), tol)
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "mbconv", "vit", "gpt2", "unet", "misc", "more",
                                   "transformer_layers", "audio", "segmenter"])
 def test_torch_compile_matches_eager(name):
-    model, args, tol = _case(name)
-    torch._dynamo.reset()
-    torch_backend.fallback_reasons.clear()
-    try:
-        compiled = torch.compile(model, backend="minitvm")
-        with torch.no_grad():
-            out, ref = compiled(*args), model(*args)
-        assert torch_backend.fallback_reasons == []
-        _check([o.detach().numpy() for o in flat(out)], ref, tol)
-    finally:
-        torch._dynamo.reset()
+    check_torch_compile(*_case(name))
 
 
 def test_new_ops_are_single_relay_ops():
@@ -101,4 +82,4 @@ def test_var_correction_and_norm_orders():
 
     x = torch.randn(4, 5)
     mod, params, names = _import(Stats(), (x,))
-    _check(build_and_run(mod, params, {names[0]: x.numpy()}), Stats()(x), 1e-5)
+    check_outputs(build_and_run(mod, params, {names[0]: x.numpy()}), Stats()(x), 1e-5)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 from frontend_models import build_and_run  # noqa: E402
-from sweep_models import CASES, flat, mkbn  # noqa: E402
+from sweep_models import CASES, check_outputs, check_torch_compile, mkbn  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.contrib import torch_backend  # noqa: E402
@@ -25,13 +24,6 @@ def _case(name):
     torch.manual_seed(0)
     model = mkbn(cls())
     return model, make_args(), tol
-
-
-def _check(outs, ref, tol):
-    ref = [r.detach().numpy() for r in flat(ref)]
-    assert len(outs) == len(ref)
-    for o, r in zip(outs, ref, strict=True):
-        np.testing.assert_allclose(np.asarray(o), r, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -47,23 +39,13 @@ def test_traced_model_matches_eager(name):
              for n, a in zip(names, args, strict=True)]
     mod, params = relay.frontend.from_pytorch(ts, infos)
     outs = build_and_run(mod, params, {n: a.numpy() for n, a in zip(names, args, strict=True)})
-    _check(outs, ref, tol)
+    check_outputs(outs, ref, tol)
 
 
 @pytest.mark.parametrize("name", ["vit_mha", "masked_sdpa", "gpt2_block", "unet", "lstm", "norm_conv",
                                   "tensor_ops", "pool", "dict_out", "tuple_out"])
 def test_torch_compile_matches_eager(name):
-    model, args, tol = _case(name)
-    torch._dynamo.reset()
-    torch_backend.fallback_reasons.clear()
-    try:
-        compiled = torch.compile(model, backend="minitvm")
-        with torch.no_grad():
-            out, ref = compiled(*args), model(*args)
-        assert torch_backend.fallback_reasons == []
-        _check([o.detach().numpy() for o in flat(out)], ref, tol)
-    finally:
-        torch._dynamo.reset()
+    check_torch_compile(*_case(name))
 
 
 def test_rnn_structure_is_unrolled():
