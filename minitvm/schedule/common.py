@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -275,6 +276,17 @@ def param_buffer(shape, dtype: str, name: str):
 
 
 # ------------------------------------------------------------------ epilogues sharing a buffer
+def float32_conv2d(t) -> bool:
+    """Is ``t`` a float32 NCHW conv2d stage (tag ``conv2d_nchw``) with one group and 4-D data,
+    weight and output: the convs the generated kernels take, before their own conditions?"""
+    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+        return False
+    a = t.op.attrs
+    x, w = a["operands"]
+    return t.dtype == x.dtype == w.dtype == "float32" and a["groups"] == 1 and \
+        len(x.shape) == len(w.shape) == len(t.shape) == 4
+
+
 def loads_of(expr, buf) -> list:
     """The loads of buffer ``buf`` in ``expr``."""
     return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]

@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import const_int as _const_int
+from .common import float32_conv2d, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
-from .common import vector_isa
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # output channels of a tile: two AVX2 vectors
@@ -61,14 +60,10 @@ def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
     static float32 NCHW conv with one group, a filter of two or more taps, a multiple of 16
     output channels and at least ``MIN_PIXELS`` output pixels."""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+    if not float32_conv2d(t):
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    if not (t.dtype == x.dtype == w.dtype == "float32") or a["groups"] != 1:
-        return None
-    if len(x.shape) != 4 or len(w.shape) != 4 or len(t.shape) != 4:
-        return None
     dims = [_const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
     if any(d is None for d in dims):
         return None

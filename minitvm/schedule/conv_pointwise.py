@@ -31,17 +31,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import const_int as _const_int
 from .common import dims_of as _dims
+from .common import float32_conv2d, reads_only_at_own_position, redirect_loads, vector_isa
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 from .common import prod_dims as _prod
-from .common import reads_only_at_own_position, redirect_loads, vector_isa
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # pixels of a pixel-vector tile, output channels of a channel-vector panel
@@ -55,14 +54,10 @@ def geometry(t) -> dict | None:
     """Sizes and kernel choice of 1x1 conv stage ``t`` (None when this schedule does not
     apply: not a float32 1x1 conv with one group, stride 1 and no padding, static but for the
     batch, or no kernel fits)."""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+    if not float32_conv2d(t):
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    if not (t.dtype == x.dtype == w.dtype == "float32") or a["groups"] != 1:
-        return None
-    if len(x.shape) != 4 or len(w.shape) != 4 or len(t.shape) != 4:
-        return None
     dims = [_const_int(d) for d in (*x.shape[1:], *w.shape, *t.shape[1:])]
     if any(d is None for d in dims):
         return None
