@@ -89,3 +89,28 @@ def count_nodes(expr, cls) -> int:
     found = []
     relay.analysis.post_order_visit(expr, lambda e: found.append(e) if isinstance(e, cls) else None)
     return len(found)
+
+
+def opt_main(expr, passes, opt_level: int = 3):
+    """``main`` of ``expr``'s module after ``passes`` (one pass or a list) at ``opt_level``."""
+    mod = tvm.IRModule.from_expr(expr)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        mod = tvm.transform.Sequential(passes if isinstance(passes, list) else [passes])(mod)
+    return mod["main"]
+
+
+def fn_of(y):
+    """A function of ``y`` over its free variables."""
+    return relay.Function(relay.analysis.free_vars(y), y)
+
+
+def conv2d_layout_hook(data_layout, kernel_layout=None):
+    """An FTVMAlterOpLayout for nn.conv2d that rebuilds the conv in the given layouts."""
+    def alter(attrs, inputs, tinfos, out_type):
+        new_attrs = dict(attrs)
+        new_attrs["data_layout"] = data_layout
+        if kernel_layout is not None:
+            new_attrs["kernel_layout"] = kernel_layout
+        return relay.nn.conv2d(*inputs, **new_attrs)
+
+    return alter

@@ -4,20 +4,15 @@ small shapes. Each test registers its alter hook for the duration of the test wi
 after on random inputs."""
 
 from pass_test_util import check_numerics
+from pass_test_util import fn_of as _fn
+from pass_test_util import opt_main as _opt
 
 import minitvm as tvm
 from minitvm import relay
-from minitvm.relay import analysis, transform
+from minitvm.relay import transform
 from minitvm.relay.testing.temp_op_attr import TempOpAttr
 
 C, H, W = 32, 6, 6
-
-
-def _opt(expr, passes):
-    mod = tvm.IRModule.from_expr(expr)
-    with tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(passes if isinstance(passes, list) else [passes])(mod)
-    return mod["main"]
 
 
 def _check(before, expected, hook, canonicalize=False, op="nn.conv2d", numerics=True):
@@ -29,10 +24,6 @@ def _check(before, expected, hook, canonicalize=False, op="nn.conv2d", numerics=
     if numerics:
         check_numerics(before, got, rtol=1e-4, atol=1e-4)
     return got
-
-
-def _fn(y):
-    return relay.Function(analysis.free_vars(y), y)
 
 
 def _to_nchw16c(attrs, inputs, tinfos, out_type):

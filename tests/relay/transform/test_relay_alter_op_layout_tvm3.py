@@ -6,33 +6,14 @@ checks TVM's expected program and runs the program before and after on random in
 
 import numpy as np
 from pass_test_util import check_numerics
+from pass_test_util import conv2d_layout_hook as _hook
+from pass_test_util import fn_of as _fn
+from pass_test_util import opt_main as _opt
 
 import minitvm as tvm
 from minitvm import relay
-from minitvm.relay import analysis, transform
+from minitvm.relay import transform
 from minitvm.relay.testing.temp_op_attr import TempOpAttr
-
-
-def _opt(expr, passes, opt_level=3):
-    mod = tvm.IRModule.from_expr(expr)
-    with tvm.transform.PassContext(opt_level=opt_level):
-        mod = tvm.transform.Sequential(passes if isinstance(passes, list) else [passes])(mod)
-    return mod["main"]
-
-
-def _fn(y):
-    return relay.Function(analysis.free_vars(y), y)
-
-
-def _hook(data_layout, kernel_layout=None):
-    def alter(attrs, inputs, tinfos, out_type):
-        new_attrs = dict(attrs)
-        new_attrs["data_layout"] = data_layout
-        if kernel_layout is not None:
-            new_attrs["kernel_layout"] = kernel_layout
-        return relay.nn.conv2d(*inputs, **new_attrs)
-
-    return alter
 
 
 def _check(before, expected, hook, passes=None, numerics=True):

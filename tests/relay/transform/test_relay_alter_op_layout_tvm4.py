@@ -11,10 +11,13 @@ import itertools
 import numpy as np
 import pytest
 from pass_test_util import check_numerics
+from pass_test_util import conv2d_layout_hook as _hook
+from pass_test_util import fn_of as _fn
+from pass_test_util import opt_main as _opt
 
 import minitvm as tvm
 from minitvm import relay
-from minitvm.relay import analysis, transform
+from minitvm.relay import transform
 from minitvm.relay.op.layout import BijectiveLayout, Layout, transform_array
 from minitvm.relay.testing.temp_op_attr import TempOpAttr
 from minitvm.topi.x86 import conv2d_alter_op
@@ -22,28 +25,6 @@ from minitvm.topi.x86 import conv2d_alter_op
 VNNI = "llvm -mcpu=cascadelake"
 AVX512 = "llvm -mcpu=skylake-avx512"
 AVX2 = "llvm -mtriple=x86_64-linux-gnu -mcpu=core-avx2"
-
-
-def _opt(expr, passes):
-    mod = tvm.IRModule.from_expr(expr)
-    with tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(passes if isinstance(passes, list) else [passes])(mod)
-    return mod["main"]
-
-
-def _fn(y):
-    return relay.Function(analysis.free_vars(y), y)
-
-
-def _hook(data_layout, kernel_layout=None):
-    def alter(attrs, inputs, tinfos, out_type):
-        new_attrs = dict(attrs)
-        new_attrs["data_layout"] = data_layout
-        if kernel_layout is not None:
-            new_attrs["kernel_layout"] = kernel_layout
-        return relay.nn.conv2d(*inputs, **new_attrs)
-
-    return alter
 
 
 def _check(before, expected, hook, args=None):

@@ -6,27 +6,18 @@ v0.19's test of the pass restated) and compute what the original computes."""
 import numpy as np
 import pytest
 from pass_test_util import check_numerics
+from pass_test_util import fn_of as _fn
+from pass_test_util import opt_main as _opt
 
 import minitvm as tvm
 from minitvm import relay, topi
-from minitvm.relay import analysis, transform
+from minitvm.relay import transform
 from minitvm.relay.testing.temp_op_attr import TempOpAttr
 from minitvm.topi.x86 import conv2d_alter_op, dense_alter_op
 from minitvm.topi.x86.utils import get_simd_32bit_lanes, is_x86_target
 
 AVX2 = "llvm -mtriple=x86_64-linux-gnu -mcpu=core-avx2"
 AVX512 = "llvm -mcpu=skylake-avx512"
-
-
-def _opt(expr, passes):
-    mod = tvm.IRModule.from_expr(expr)
-    with tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(passes if isinstance(passes, list) else [passes])(mod)
-    return mod["main"]
-
-
-def _fn(y):
-    return relay.Function(analysis.free_vars(y), y)
 
 
 def _alter(before, target):
