@@ -276,6 +276,15 @@ def param_buffer(shape, dtype: str, name: str):
 
 
 # ------------------------------------------------------------------ epilogues sharing a buffer
+def divisor_near(c: int, target: int) -> int | None:
+    """The largest divisor of ``c`` between half of ``target`` and ``target`` (a block size that
+    splits ``c`` evenly without shrinking much), or None."""
+    for k in range(target, max(1, target // 2) - 1, -1):
+        if c % k == 0:
+            return k
+    return None
+
+
 def float32_conv2d(t) -> bool:
     """Is ``t`` a float32 NCHW conv2d stage (tag ``conv2d_nchw``) with one group and 4-D data,
     weight and output: the convs the generated kernels take, before their own conditions?"""

@@ -31,10 +31,10 @@ from ..topi.utils import static_shape as _shape
 from . import conv_lanes
 from .common import const_int as _const_int
 from .common import dims_of as _dims
+from .common import divisor_near, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
-from .common import vector_isa
 from .knobs import select as _knobs
 
 MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
@@ -438,10 +438,7 @@ def channel_block(g) -> int:
     target = max(1, CHANNEL_BLOCK_BYTES // per_channel)
     if c < 2 * target:
         return c
-    for kc in range(target, max(1, target // 2) - 1, -1):
-        if c % kc == 0:
-            return kc
-    return c
+    return divisor_near(c, target) or c
 
 
 def weights_outer(g) -> bool:

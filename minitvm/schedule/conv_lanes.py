@@ -35,7 +35,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import const_int as _const_int
-from .common import float32_conv2d, vector_isa
+from .common import divisor_near, float32_conv2d, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -244,10 +244,7 @@ def channel_block(g) -> int:
     target = max(1, CHANNEL_BLOCK_BYTES // (g["kh"] * g["kw"] * LANES * 4))
     if c < 2 * target:
         return c
-    for kc in range(target, max(1, target // 2) - 1, -1):
-        if c % kc == 0:
-            return kc
-    return c
+    return divisor_near(c, target) or c
 
 
 def _tile(ctx, g, xp, wp, out, nv, ob, p0, pixels: int, epilogue, kb=None) -> S.Stmt:

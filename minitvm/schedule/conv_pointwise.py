@@ -37,7 +37,13 @@ from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import const_int as _const_int
 from .common import dims_of as _dims
-from .common import float32_conv2d, reads_only_at_own_position, redirect_loads, vector_isa
+from .common import (
+    divisor_near,
+    float32_conv2d,
+    reads_only_at_own_position,
+    redirect_loads,
+    vector_isa,
+)
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 from .common import prod_dims as _prod
@@ -107,10 +113,7 @@ def channel_block(g) -> int | None:
     to ``CHANNEL_BLOCK`` (at least half of it), when ``CHANNEL_BLOCKS`` is on."""
     if not CHANNEL_BLOCKS or g["c"] <= CHANNEL_BLOCK:
         return None
-    for kc in range(CHANNEL_BLOCK, CHANNEL_BLOCK // 2 - 1, -1):
-        if g["c"] % kc == 0:
-            return kc
-    return None
+    return divisor_near(g["c"], CHANNEL_BLOCK)
 
 
 def supported(t, options=None) -> bool:
