@@ -88,6 +88,18 @@ def flatten(value) -> tuple:
     return walk(value), leaves
 
 
+def output_parts(value) -> tuple[list, bool]:
+    """A graph output as (tensors, whether it is a tuple): a sequence gives its tensors as a
+    tuple, an empty optional an empty tuple, a present optional or a tensor the value itself."""
+    if isinstance(value, OnnxOptional):
+        value = value.value
+        if value is None:
+            return [], True
+    if isinstance(value, OnnxSequence):
+        return list(value.items), True
+    return [value], False
+
+
 def unflatten(structure, leaves: list):
     """The value of ``structure`` built from ``leaves`` (the inverse of ``flatten``)."""
     it = iter(leaves)

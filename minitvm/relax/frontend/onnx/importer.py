@@ -175,10 +175,5 @@ class ONNXGraphImporter(_om.GraphImporterBase):
     def _output_expr(ctx: Context, value):
         """A graph output as a Relax expression: a sequence is a tuple of its tensors, an
         empty optional an empty tuple, a present one its value."""
-        if isinstance(value, _seq.OnnxOptional):
-            value = value.value
-            if value is None:
-                return Tuple([])
-        if isinstance(value, _seq.OnnxSequence):
-            return Tuple([ctx.expr(v) for v in value.items])
-        return ctx.expr(value)
+        items, as_tuple = _seq.output_parts(value)
+        return Tuple([ctx.expr(v) for v in items]) if as_tuple else ctx.expr(items[0])

@@ -132,13 +132,8 @@ class GraphProto(_om.GraphImporterBase):
     def _output_expr(value):
         """A graph output as a Relay expression: a sequence is a tuple of its tensors, an
         empty optional an empty tuple, a present one its value."""
-        if isinstance(value, _seq.OnnxOptional):
-            value = value.value
-            if value is None:
-                return Tuple([])
-        if isinstance(value, _seq.OnnxSequence):
-            return Tuple(list(value.items))
-        return value
+        items, as_tuple = _seq.output_parts(value)
+        return Tuple(items) if as_tuple else items[0]
 
     def constant(self, arr):
         return _expr.const(arr, str(arr.dtype))
