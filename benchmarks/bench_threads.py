@@ -109,6 +109,25 @@ def _expect(proc: subprocess.Popen, tag: str) -> dict:
             return json.loads(line[len(tag) + 1:])
 
 
+def _split_pools(text: str) -> list[str]:
+    """Pool specs separated by ';' (or by ',' when no spec has settings)."""
+    sep = ";" if ";" in text or ":" in text else ","
+    return [p for p in text.split(sep) if p]
+
+
+def pool_env(spec: str) -> dict:
+    """The environment of one pool's process: ``NAME`` or ``NAME:KEY=VAL,...`` (e.g.
+    ``minitvm:MINITVM_SPIN_COUNT=0`` for minitvm's pool with a passive wait)."""
+    name, _, extra = spec.partition(":")
+    env = dict(os.environ, MINITVM_THREADPOOL=name)
+    for item in filter(None, extra.split(",")):
+        key, sep, val = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--pools: {item!r} in {spec!r} is not KEY=VALUE")
+        env[key] = val
+    return env
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
@@ -116,19 +135,20 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30, help="rounds per condition")
     ap.add_argument("--layers", type=int, default=18)
     ap.add_argument("--pools", default="minitvm,gomp",
-                    help="thread pools to compare (MINITVM_THREADPOOL values)")
+                    help="thread pools to compare, separated by ';' or ',': MINITVM_THREADPOOL "
+                         "values, each optionally with ':KEY=VAL' environment settings")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args)
         return
     counts = [int(t) for t in args.threads.split(",")]
-    pools = args.pools.split(",")
+    pools = _split_pools(args.pools)
     procs = {}
     for pool in pools:
         cmd = [sys.executable, __file__, "--child", "--threads", args.threads,
                "--layers", str(args.layers)]
-        procs[pool] = subprocess.Popen(cmd, env=dict(os.environ, MINITVM_THREADPOOL=pool),
+        procs[pool] = subprocess.Popen(cmd, env=pool_env(pool),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True)
     info = {pool: _expect(p, "READY") for pool, p in procs.items()}

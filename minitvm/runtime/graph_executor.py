@@ -239,11 +239,16 @@ class GraphModule:
             missing = sorted(st.unset)
             raise ValueError(f"run: input(s) {missing} were never set; call set_input first "
                              f"(inputs are {self.input_names}; each thread sets its own)")
-        if self._uses_blas:
-            with _BlasGuard():
+        done = threadpool.keep_warm()
+        try:
+            if self._uses_blas:
+                with _BlasGuard():
+                    self._run_kernels(st)
+            else:
                 self._run_kernels(st)
-        else:
-            self._run_kernels(st)
+        finally:
+            if done is not None:
+                done()
 
     def _run_kernels(self, st: _State) -> None:
         if st.entry is not None:

@@ -10,16 +10,19 @@ rule: **the calling thread never waits for a worker that has not started.** The 
 iteration); workers that wake in time join, and when the caller is done it closes the job and
 waits only for the workers that joined. On a busy machine a descheduled worker then costs
 nothing, where a fork-join barrier (libgomp's) waits for it at every parallel loop. Idle
-threads must not spin long either: on a loaded 2-core machine ResNet-18 took 2x to 13x longer
-with 2 threads than with 1 on libgomp with ``GOMP_SPINCOUNT=10000``
-(``benchmarks/bench_threads.py`` compares the pools). Idle workers spin for a
-bounded time (``MINITVM_SPIN_COUNT``; from ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY`` when the user
-set those), then sleep on a condition variable.
+threads spin politely: a CPU pause per poll and a ``sched_yield`` every ``MINITVM_SPIN_YIELD``
+polls; a yield that returns late means other threads wanted the CPU, and the thread goes to
+sleep on a condition variable at once, so on a busy machine it costs others almost nothing.
+On an idle one it spins ``MINITVM_SPIN_COUNT`` polls (about a millisecond; from
+``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY`` when the user set those) after each job, and for the
+whole length of a model's run while an executor holds ``keep_warm``: waking a sleeping thread
+costs tens of microseconds or more (an idle vCPU halts), and a model's small kernels are done
+before a sleeping worker has woken.
 
-``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead. Either way ``GOMP_SPINCOUNT=200`` is
+``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead, which has no such check. Either way ``GOMP_SPINCOUNT=200`` is
 put in the environment when the JIT starts, unless the user set ``OMP_WAIT_POLICY`` or
-``GOMP_SPINCOUNT``: a libgomp loaded after that (ours, or oneDNN's) spins as briefly as our
-pool before sleeping instead of 300,000 iterations (with 10,000, 2 threads still ran ResNet-18
+``GOMP_SPINCOUNT``: a libgomp loaded after that (ours, or oneDNN's) spins briefly
+before sleeping instead of 300,000 iterations (with 10,000, 2 threads still ran ResNet-18
 2x slower than 1 thread on the busy machine; with 200 or ``PASSIVE`` they were not slower). ``MINITVM_NO_GOMP=1`` compiles parallel loops
 as serial loops. The thread count is ``TVM_NUM_THREADS`` (or ``OMP_NUM_THREADS``) when set, else
 the number of usable CPUs; change it with ``set_num_threads``.
@@ -31,6 +34,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+import time
 
 _GOMP = None
 _LOADED = False
@@ -40,13 +44,23 @@ _SYMBOLS: dict[str, int] | None = None
 _POOL_LOCK = threading.Lock()
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_num_threads")
 MAX_WORKERS = 255
-# spin iterations (an atomic load and a CPU pause each, ~10-50 ns) before an idle thread sleeps:
-# short, because on a shared machine a spinning worker burns its process's share of the CPUs
-# (ResNet-18 with 2 threads next to busy processes: no slower with 0 or 200, ~20% slower with
-# 1000 and more with 10000 than with 1 thread, in benchmarks/bench_threads.py)
-DEFAULT_SPIN = 200
+# Spin iterations (an atomic load and a CPU pause each, ~10-50 ns; a polite yield every
+# MINITVM_SPIN_YIELD of them) before an idle thread of our pool sleeps: about a millisecond,
+# enough to bridge the gap between two runs of a model. Waking a sleeping thread costs far more
+# on a virtual machine (the idle vCPU halts): with 200, a Relax convnet at batch 32 ran at its
+# 1-thread speed with 2 threads (2.9 ms against 1.5 ms). The spin stays cheap for other
+# processes: a yield that took long means others wanted the CPU, and the thread sleeps at once.
+DEFAULT_SPIN = 20_000
 ACTIVE_SPIN = 50_000_000
-_GOMP_SPIN = str(DEFAULT_SPIN)
+# libgomp's spin (GOMP_SPINCOUNT) is plain busy-waiting with no such check, so it stays short:
+# ResNet-18 with 2 threads next to busy processes was no slower with 0 or 200, ~20% slower with
+# 1000 and more with 10000 than with 1 thread (benchmarks/bench_threads.py)
+GOMP_DEFAULT_SPIN = 200
+_GOMP_SPIN = str(GOMP_DEFAULT_SPIN)
+# a sched_yield that returns later than this (ns) gave the CPU to another thread: the machine
+# is busy, so a spinning thread goes to sleep instead
+BUSY_NS = 20_000
+_CLOCK_MONOTONIC = getattr(time, "CLOCK_MONOTONIC", 1)
 _SPIN_SET_HERE = False  # GOMP_SPINCOUNT in the environment is ours, not the user's
 
 
@@ -111,6 +125,14 @@ def spin_count() -> int:
     return DEFAULT_SPIN
 
 
+def yield_every() -> int:
+    """An idle pool thread calls ``sched_yield`` once every this many spin iterations (a power
+    of two; 0: never): ``MINITVM_SPIN_YIELD``, by default 32."""
+    val = os.environ.get("MINITVM_SPIN_YIELD", "").strip()
+    n = int(val) if val.isdigit() else 32
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+
+
 # ------------------------------------------------------------------------------ minitvm's pool
 # One job at a time (a second caller, e.g. another Python thread, runs its loop serially).
 # ``gen`` counts jobs; a worker considers each job once and joins while ``open`` and ``slots``
@@ -130,6 +152,8 @@ _POOL_IR = r"""
 @nworkers = internal global i32 0
 @stop = internal global i32 0
 @spin = internal global i64 0
+@yieldevery = internal global i64 0
+@hot = internal global i32 0, align 64
 @tids = internal global [256 x i64] zeroinitializer, align 8
 
 declare i32 @pthread_mutex_init(ptr, ptr)
@@ -139,9 +163,12 @@ declare i32 @pthread_cond_init(ptr, ptr)
 declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_broadcast(ptr)
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
 
-define void @mtvm_pool_init(i64 %spin) {
+define void @mtvm_pool_init(i64 %spin, i64 %yevery) {
 entry:
+  store atomic i64 %yevery, ptr @yieldevery monotonic, align 8
   %a = call i32 @pthread_mutex_init(ptr @mu, ptr null)
   %b = call i32 @pthread_cond_init(ptr @cv_work, ptr null)
   %c = call i32 @pthread_cond_init(ptr @cv_done, ptr null)
@@ -149,6 +176,7 @@ entry:
   store atomic i32 0, ptr @nworkers monotonic, align 4
   store atomic i32 0, ptr @active monotonic, align 4
   store atomic i32 0, ptr @stop monotonic, align 4
+  store atomic i32 0, ptr @hot monotonic, align 4
   store atomic i32 1, ptr @nth monotonic, align 4
   store i32 0, ptr @busy
   store i32 0, ptr @open
@@ -160,6 +188,47 @@ define i32 @mtvm_num_threads() {
 entry:
   %v = load atomic i32, ptr @nth monotonic, align 4
   ret i32 %v
+}
+
+define void @mtvm_hot_enter() {
+entry:
+  %h = atomicrmw add ptr @hot, i32 1 monotonic
+  ret void
+}
+
+define i32 @mtvm_hot_count() {
+entry:
+  %h = load atomic i32, ptr @hot monotonic, align 4
+  ret i32 %h
+}
+
+define void @mtvm_hot_exit() {
+entry:
+  %h = atomicrmw sub ptr @hot, i32 1 monotonic
+  ret void
+}
+
+define internal i64 @mtvm_now_ns() {
+entry:
+  %ts = alloca [2 x i64], align 8
+  %r = call i32 @clock_gettime(i32 CLOCK_ID, ptr %ts)
+  %s = load i64, ptr %ts, align 8
+  %pn = getelementptr [2 x i64], ptr %ts, i64 0, i64 1
+  %n = load i64, ptr %pn, align 8
+  %sn = mul i64 %s, 1000000000
+  %t = add i64 %sn, %n
+  ret i64 %t
+}
+
+; yield the CPU once; true when that took long, i.e. other threads wanted this CPU and ran
+define internal i1 @mtvm_yield_busy() {
+entry:
+  %t0 = call i64 @mtvm_now_ns()
+  %y = call i32 @sched_yield()
+  %t1 = call i64 @mtvm_now_ns()
+  %d = sub i64 %t1, %t0
+  %busy = icmp sgt i64 %d, BUSY_NS
+  ret i1 %busy
 }
 
 define i32 @mtvm_pool_workers() {
@@ -180,14 +249,28 @@ loop:
   %dospin = icmp ugt i64 %spinmax, 0
   br i1 %dospin, label %spinloop, label %lockit
 spinloop:
-  %i = phi i64 [ 0, %loop ], [ %i1, %spinnext ]
+  %i = phi i64 [ 0, %loop ], [ %i1, %spintest ]
   %gs = load atomic i64, ptr @gen acquire, align 8
   %fresh = icmp ne i64 %gs, %seen
   br i1 %fresh, label %lockit, label %spinnext
 spinnext:
   PAUSE
   %i1 = add i64 %i, 1
-  %more = icmp ult i64 %i1, %spinmax
+  %ye = load atomic i64, ptr @yieldevery monotonic, align 8
+  %ym = sub i64 %ye, 1
+  %ybits = and i64 %i1, %ym
+  %doyield = icmp eq i64 %ybits, 0
+  %ymset = icmp ne i64 %ye, 0
+  %yieldnow = and i1 %doyield, %ymset
+  br i1 %yieldnow, label %yieldit, label %spintest
+yieldit:
+  %busy = call i1 @mtvm_yield_busy()
+  br i1 %busy, label %lockit, label %spintest
+spintest:
+  %short = icmp ult i64 %i1, %spinmax
+  %hv = load atomic i32, ptr @hot monotonic, align 4
+  %inrun = icmp sgt i32 %hv, 0
+  %more = or i1 %short, %inrun
   br i1 %more, label %spinloop, label %lockit
 lockit:
   %l1 = call i32 @pthread_mutex_lock(ptr @mu)
@@ -278,7 +361,7 @@ start:
   %spinmax = load atomic i64, ptr @spin monotonic, align 8
   br label %spinloop
 spinloop:
-  %i = phi i64 [ 0, %start ], [ %i1, %spinnext ]
+  %i = phi i64 [ 0, %start ], [ %i1, %spinon ], [ %i1, %yieldit ]
   %a = load atomic i32, ptr @active acquire, align 4
   %none = icmp eq i32 %a, 0
   br i1 %none, label %lockdone, label %spinnext
@@ -286,6 +369,18 @@ spinnext:
   PAUSE
   %i1 = add i64 %i, 1
   %more = icmp ult i64 %i1, %spinmax
+  %ye = load atomic i64, ptr @yieldevery monotonic, align 8
+  %ym = sub i64 %ye, 1
+  %ybits = and i64 %i1, %ym
+  %doyield = icmp eq i64 %ybits, 0
+  %ymset = icmp ne i64 %ye, 0
+  %yieldnow = and i1 %doyield, %ymset
+  %yieldmore = and i1 %yieldnow, %more
+  br i1 %yieldmore, label %yieldit, label %spinon
+yieldit:
+  %busy = call i1 @mtvm_yield_busy()
+  br i1 %busy, label %lockdone, label %spinloop
+spinon:
   br i1 %more, label %spinloop, label %lockdone
 lockdone:
   %l2 = call i32 @pthread_mutex_lock(ptr @mu)
@@ -353,6 +448,14 @@ def _spin_hint(triple: str) -> tuple[str, str]:
     return "", ""
 
 
+def pool_ir(triple: str) -> str:
+    """The pool's LLVM IR for a target triple (its spin hint filled in)."""
+    decl, call = _spin_hint(triple)
+    ir = (_POOL_IR.replace("PAUSE", call).replace("CLOCK_ID", str(_CLOCK_MONOTONIC))
+          .replace("BUSY_NS", str(BUSY_NS)))
+    return decl + "\n" + ir
+
+
 def _build_pool() -> dict:
     """JIT the pool (its own MCJIT engine, kept alive here), start ``get_num_threads() - 1``
     workers, and arrange a clean state in a forked child and worker exit at interpreter exit."""
@@ -365,8 +468,7 @@ def _build_pool() -> dict:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     tm = target.create_target_machine(opt=2, jit=True)
     triple = llvm.get_process_triple()
-    decl, call = _spin_hint(triple)
-    mod = llvm.parse_assembly(decl + "\n" + _POOL_IR.replace("PAUSE", call))
+    mod = llvm.parse_assembly(pool_ir(triple))
     mod.verify()
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
@@ -375,13 +477,17 @@ def _build_pool() -> dict:
         "engine": engine,
         "GOMP_parallel": addr("mtvm_parallel"),
         "omp_get_num_threads": addr("mtvm_num_threads"),
-        "init": ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("mtvm_pool_init")),
+        "init": ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addr("mtvm_pool_init")),
         "grow": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addr("mtvm_pool_grow")),
         "workers": ctypes.CFUNCTYPE(ctypes.c_int32)(addr("mtvm_pool_workers")),
         "stop": ctypes.CFUNCTYPE(None)(addr("mtvm_pool_stop")),
         "num_threads": ctypes.CFUNCTYPE(ctypes.c_int32)(addr("mtvm_num_threads")),
+        "hot_enter": ctypes.CFUNCTYPE(None)(addr("mtvm_hot_enter")),
+        "hot_exit": ctypes.CFUNCTYPE(None)(addr("mtvm_hot_exit")),
+        "hot_count": ctypes.CFUNCTYPE(ctypes.c_int32)(addr("mtvm_hot_count")),
     }
-    pool["init"](spin_count())
+    pool["init"](spin_count(), yield_every())
+    pool["warm"] = spin_count() > 0  # a passive wait policy never spins, in a run or not
     atexit.register(pool["stop"])
     if hasattr(os, "register_at_fork"):
         # the child has none of the workers (and maybe a mutex one held): fresh state, new ones
@@ -391,12 +497,36 @@ def _build_pool() -> dict:
 
 def _restart_after_fork() -> None:
     if _POOL:
-        _POOL["init"](spin_count())
+        _POOL["init"](spin_count(), yield_every())
+        _POOL["warm"] = spin_count() > 0
         _grow(get_num_threads() - 1)
 
 
 def _grow(workers: int) -> int:
     return int(_POOL["grow"](max(0, min(int(workers), MAX_WORKERS))))
+
+
+def keep_warm():
+    """Keep the pool's idle workers spinning (politely: ``sched_yield`` between polls) until the
+    returned function is called, instead of sleeping after a short spin; None when there is
+    nothing to keep warm (one thread, libgomp, no pool yet).
+
+    Executors call it around one whole run of a model (as ONNX Runtime spins its pool for the
+    length of ``Run``): between two kernels of a run there are only microseconds, too few for
+    a sleeping worker to wake, so without it a 2-thread run of many small kernels ran at the
+    1-thread speed (Relax convnet, batch 32: 2.9 ms, 1.7 ms kept warm). Between runs the
+    workers go back to sleeping after the short spin.
+    """
+    enter = _POOL.get("hot_enter")
+    if enter is None or _NUM_THREADS == 1 or not _POOL["warm"]:
+        return None
+    enter()
+    return _POOL["hot_exit"]
+
+
+def warm_runs() -> int:
+    """Runs that keep the pool warm right now (``keep_warm`` entered, not yet left)."""
+    return int(_POOL["hot_count"]()) if _POOL.get("hot_count") is not None else 0
 
 
 def pool_workers() -> int:

@@ -191,7 +191,7 @@ def test_own_gomp_setting_is_not_taken_for_the_users(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(threadpool, "_SPIN_SET_HERE", False)
     assert threadpool.bound_gomp_spin()
-    assert os.environ["GOMP_SPINCOUNT"] == str(threadpool.DEFAULT_SPIN)
+    assert os.environ["GOMP_SPINCOUNT"] == str(threadpool.GOMP_DEFAULT_SPIN)
     assert threadpool.spin_count() == threadpool.DEFAULT_SPIN
     assert not threadpool.bound_gomp_spin()  # already set: left alone
 
@@ -281,7 +281,7 @@ def test_pool_ir_with_each_spin_hint_verifies(triple, hint):
 
     decl, call = threadpool._spin_hint(triple)
     assert hint in call
-    mod = llvm.parse_assembly(decl + "\n" + threadpool._POOL_IR.replace("PAUSE", call))
+    mod = llvm.parse_assembly(threadpool.pool_ir(triple))
     mod.verify()
     assert {"mtvm_parallel", "mtvm_num_threads", "mtvm_pool_grow"} <= {
         f.name for f in mod.functions}

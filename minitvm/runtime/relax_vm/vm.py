@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from .. import threadpool
 from ..module import ProfileResult
 from ..ndarray import NDArray, contiguous, cpu
 from ..registry import get_global_func
@@ -246,11 +247,16 @@ class VirtualMachine:
         return f
 
     def invoke(self, name: str, *args):
-        nf = self._native.get(name) if self.native_entry else None
-        got = MISS if nf is None else nf.try_call(args)
-        if got is not MISS and got is not RECORD:
-            return got
-        return self._interpret(self._function(name), args, nf if got is RECORD else None)
+        done = threadpool.keep_warm()
+        try:
+            nf = self._native.get(name) if self.native_entry else None
+            got = MISS if nf is None else nf.try_call(args)
+            if got is not MISS and got is not RECORD:
+                return got
+            return self._interpret(self._function(name), args, nf if got is RECORD else None)
+        finally:
+            if done is not None:
+                done()
 
     def _interpret(self, func: VMFunction, args, recorder):
         """Run ``func`` in the interpreter; ``recorder`` (a NativeFunction) records a plan of

@@ -213,7 +213,12 @@ class VirtualMachine:
             values = self._inputs[func_name]
         else:
             values = self._check(func_name, (), {})
-        return _to_external(self._execute(self.exe.global_map[func_name], values))
+        done = threadpool.keep_warm()
+        try:
+            return _to_external(self._execute(self.exe.global_map[func_name], values))
+        finally:
+            if done is not None:
+                done()
 
     def run(self, *args, **kwargs):
         return self.invoke("main", *args, **kwargs)
