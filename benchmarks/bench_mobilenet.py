@@ -2,7 +2,7 @@
 PyTorch to ONNX, imported with relay.frontend.from_onnx, compiled at opt_level 3 (untuned) and
 timed side by side with ONNX Runtime and PyTorch eager, interleaved in one process.
 
-    python benchmarks/bench_mobilenet.py [--repeat 20] [--threads 1] [--profile]
+    python benchmarks/bench_mobilenet.py [--repeat 20] [--reps 3] [--threads 1] [--profile]
                                          [--records FILE.jsonl]
 
 With ``--threads 1`` (the default) every runtime computes on the calling thread, so latency is
@@ -27,6 +27,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from interleave import settled_rounds  # noqa: E402
 
 
 def mobilenet_v2(classes: int = 1000):
@@ -127,7 +130,8 @@ def profile(gmod, reps: int = 5) -> list[tuple[str, float, int]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=20, help="interleaved rounds")
+    ap.add_argument("--reps", type=int, default=3, help="timed calls per runtime per round")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="minitvm time per kernel")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch eager")
@@ -193,16 +197,13 @@ def main(argv=None) -> int:
     if not args.no_torch:
         runners["torch eager"] = run_torch
     clock = _clock(args.threads)
-    times = {k: [] for k in runners}
     for f in runners.values():  # warm up
         f()
-    for _ in range(args.repeat):
-        for name, f in runners.items():
-            t0 = clock()
-            f()
-            times[name].append(clock() - t0)
+    # rounds of --reps calls per runtime, each after a pause (interleave.settled_rounds)
+    times = settled_rounds(runners, args.repeat, args.reps, clock)
     kind = "thread CPU time" if args.threads == 1 else "wall clock, noisy"
-    print(f"latency, {args.threads} thread(s), {kind}, {args.repeat} interleaved rounds:")
+    print(f"latency, {args.threads} thread(s), {kind}, {args.repeat} interleaved rounds of "
+          f"{args.reps}-call medians:")
     ort_best = min(times["onnxruntime"])
     for name, ts in times.items():
         print(f"  {name:12s} best {min(ts) * 1e3:8.2f} ms  median "

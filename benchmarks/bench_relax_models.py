@@ -26,7 +26,7 @@ torch columns are left out when the package is not importable. ``--threads`` siz
 library's pool (minitvm, OpenBLAS under numpy, torch, ORT; default: all cores); ORT's workers do
 not spin between calls (``session.intra_op.allow_spinning=0``), so that no peer's idle threads
 take the cores from the next one measured, and each implementation's runs start after a short
-pause (``SETTLE_S``) in which the previous one's spinning pool threads (OpenBLAS, libgomp) go idle.
+pause (``interleave.SETTLE_S``) in which the previous one's spinning pool threads (OpenBLAS, libgomp) go idle.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ for _var in ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from interleave import settled_rounds  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
@@ -303,20 +306,7 @@ def build_model(key: str, bind_weights: bool):
     return relax.VirtualMachine(ex, tvm.cpu()), w, names, compile_s
 
 
-# a pause before each implementation's runs: OpenBLAS (numpy) and libgomp (torch) workers keep
-# spinning for a while after a call (OpenBLAS ~0.1 s by default) and would otherwise hold a core
-# through the next peer's turn (minitvm's MLP n=1024 at 2 threads read 2.35 ms here, 1.42 ms alone)
-SETTLE_S = 0.15
 CLOCK = time.perf_counter  # --cpu-time: time.thread_time (the calling thread's CPU time)
-
-
-def median_ms(fn, reps: int) -> float:
-    ts = []
-    for _ in range(reps):
-        t0 = CLOCK()
-        fn()
-        ts.append(CLOCK() - t0)
-    return statistics.median(ts) * 1e3
 
 
 def rel_err(got, want) -> float:
@@ -351,12 +341,8 @@ def bench(key: str, args, rows: list) -> None:
         if tr is not None:
             impls["torch"] = tr
         errs = {k: rel_err(f(), want) for k, f in impls.items()}
-        times = {k: [] for k in impls}
-        for _ in range(args.rounds):
-            for k, f in impls.items():
-                time.sleep(SETTLE_S)  # the previous peer's pool threads stop spinning first
-                f()  # (untimed: wakes this implementation's own threads and caches)
-                times[k].append(median_ms(f, args.reps))
+        times = {k: [t * 1e3 for t in v] for k, v in
+                 settled_rounds(impls, args.rounds, args.reps, CLOCK).items()}
         med = {k: statistics.median(v) for k, v in times.items()}
         best = {k: min(v) for k, v in times.items()}
         rows.append((title, f"{shape[dyn_axis]}={size}", med, best, errs))

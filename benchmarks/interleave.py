@@ -1,0 +1,36 @@
+"""Timing peers side by side without one disturbing the next: interleaved rounds, each
+implementation's turn preceded by a pause in which the previous one's pool threads go idle.
+
+OpenBLAS (under numpy) and libgomp (under PyTorch) keep their worker threads spinning for a
+while after a call (libgomp up to ``GOMP_SPINCOUNT`` = 300,000 polls when torch loaded it before
+minitvm set a shorter one). Timed right after them, a 2-thread runtime finds a core taken:
+minitvm's MLP n=1024 read 2.35 ms instead of 1.42 ms, MobileNetV2 9.9 ms instead of 5.2 ms.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+SETTLE_S = 0.15
+
+
+def settled_rounds(impls: dict[str, Callable[[], object]], rounds: int, reps: int,
+                   clock: Callable[[], float] = time.perf_counter,
+                   settle_s: float = SETTLE_S) -> dict[str, list[float]]:
+    """Seconds per call of each implementation: one median of ``reps`` calls per round. Each
+    turn starts with a ``settle_s`` pause and one untimed call (which wakes this
+    implementation's own threads and caches)."""
+    times: dict[str, list[float]] = {k: [] for k in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            time.sleep(settle_s)
+            fn()
+            ts = []
+            for _ in range(reps):
+                t0 = clock()
+                fn()
+                ts.append(clock() - t0)
+            times[name].append(statistics.median(ts))
+    return times
