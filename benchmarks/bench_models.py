@@ -25,6 +25,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from interleave import settled_rounds  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -291,17 +294,6 @@ def torch_runner(main, order, threads: int):
 CLOCK = time.perf_counter  # --cpu-time: time.thread_time (the calling thread's CPU time)
 
 
-def median_ms(fn, runs: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = CLOCK()
-        fn()
-        times.append(CLOCK() - t0)
-    return float(np.median(times)) * 1e3
-
-
 def paths(lib) -> str:
     """Which path each GEMM-like op used (BLAS or generated code), numpy fallbacks, the entry."""
     g = lib.get_lib()
@@ -354,13 +346,14 @@ def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
 
     out = run_tvm().copy()
     res = {"model": label, "compile_s": compile_s, "path": paths(lib)}
-    res["minitvm"] = median_ms(run_tvm, runs)
+    runners = {"minitvm": run_tvm}
     main, order = prepare(mod, params)
     blas.set_num_threads(threads)  # numpy's own BLAS threading for the numpy peer
     np_run = numpy_runner(main, order)
     ref = np_run(x)
     res["err"] = float(np.max(np.abs(out - ref)) / max(1e-6, float(np.max(np.abs(ref)))))
-    res["numpy"] = median_ms(lambda: np_run(x), max(5, runs // 5))
+    runners["numpy"] = lambda: np_run(x)
+    res["ort"] = res["torch"] = None
     try:
         import onnxruntime as ort
 
@@ -368,19 +361,24 @@ def bench_model(key: str, runs: int, threads: int, rows: list) -> None:
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.log_severity_level = 3  # no warnings about the unused initializers we export
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(to_onnx(main, order), so, providers=["CPUExecutionProvider"])
         feed = {name: x}
-        res["ort"] = median_ms(lambda: sess.run(None, feed), runs)
+        runners["ort"] = lambda: sess.run(None, feed)
     except ImportError:
-        res["ort"] = None
+        pass
     try:
         import torch
 
         tr = torch_runner(main, order, threads)
         xt = torch.from_numpy(x)
-        res["torch"] = median_ms(lambda: tr(xt).numpy(), runs)
+        runners["torch"] = lambda: tr(xt).numpy()
     except ImportError:
-        res["torch"] = None
+        pass
+    # interleaved rounds, each peer's turn after a pause (interleave.settled_rounds)
+    reps = 5
+    times = settled_rounds(runners, max(3, runs // reps), reps, CLOCK)
+    res.update({k: float(np.median(v)) * 1e3 for k, v in times.items()})
     rows.append(res)
 
 
