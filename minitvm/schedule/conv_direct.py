@@ -69,6 +69,13 @@ FUSED_EPILOGUE = {"avx512": False, "avx2": True}
 # input channels in blocks whose input window stays in L1 while the panel's tiles read it
 # (``channel_block``); AVX-512 keeps its schedule
 CHANNEL_BLOCK = {"avx512": False, "avx2": True}
+# compact code for LLVM (a cold build spends most of its time optimizing the kernels): each
+# tap's pixel vectors loaded once into a local for all the tile's rows and its offset bound
+# once, the two equal short channel tiles of ``SPLIT_SHORT_TILE`` one loop, and the fused
+# store of a panel running past the grid a loop over a copy of the tile rather than every
+# vector with a fallback. Measured on a Zen 2 for ResNet-50's strided 1x1 convs and stem:
+# the LLVM IR 6-50% smaller, LLVM's time 0-47% less, the same speed. AVX-512 keeps its schedule
+COMPACT = {"avx512": False, "avx2": True}
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
@@ -386,7 +393,11 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
             kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
                   lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
         tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)
-        if tails:  # tile full_tiles + k is the k-th short one
+        if _equal_tails(tails):  # the two short tiles: one kernel, its first row computed
+            first, rows = tails[0]
+            tile = S.IfThenElse(tv < full_tiles, tile, _micro(
+                ctx, g, xph, w, dst, nv, _i(first) + (tv - full_tiles) * rows, q, rows, kb))
+        elif tails:  # tile full_tiles + k is the k-th short one
             shorts = [_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb)
                       for first, rows in tails]
             chain = shorts[-1]
@@ -411,14 +422,26 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
         tv = ctx.fresh("tile")
         parts.append(S.For(tv, 0, full_tiles, S.ForKind.SERIAL,
                            _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)))
-    for first, rows in tails:
-        parts.append(_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb))
+    if _equal_tails(tails):
+        tv = ctx.fresh("short")
+        first, rows = tails[0]
+        parts.append(S.For(tv, 0, len(tails), S.ForKind.SERIAL, _micro(
+            ctx, g, xph, w, dst, nv, _i(first) + tv * rows, q, rows, kb)))
+    else:
+        for first, rows in tails:
+            parts.append(_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb))
     body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
     if kb is not None:
         body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)
         body = S.Allocate(kb[3].data, "float32", [o * g["nr"]], True, S.DeclBuffer(kb[3], body))
     kind = S.ForKind.PARALLEL if g["panels"] > 1 and par else S.ForKind.SERIAL
     return S.For(q, 0, g["panels"], kind, body)
+
+
+def _equal_tails(tails) -> bool:
+    """Are the short channel tiles two of the same height, computed by one kernel
+    (``COMPACT``)?"""
+    return COMPACT[vector_isa()] and len(tails) == 2 and tails[0][1] == tails[1][1]
 
 
 def channel_block(g) -> int:
@@ -501,6 +524,34 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[off + jj], [ii, jj])))
 
+    compact = COMPACT[vector_isa()]
+    xv = decl_buffer((nr,), "float32", "xv", scope="local")  # a tap's pixels (compact)
+    pieces = nr // ROW_LANES if g["rows_mode"] and nr % ROW_LANES == 0 else 0
+    # (compact, row mode) where each vector piece of the tile starts in the phased plane
+    roff = [ctx.fresh("roff") for _ in range(pieces)] if compact else []
+
+    def tap_compact(c, ky, kx):
+        """The tap's pixel vectors loaded once (into ``xv``) for all the tile's rows."""
+        ry, rx = ky * dh, kx * dw
+        py, px = (E.FloorMod(ry, sh), E.FloorMod(rx, sw)) if sh * sw > 1 else (_i(0), _i(0))
+        oy, ox = (E.FloorDiv(ry, sh), E.FloorDiv(rx, sw)) if sh * sw > 1 else (ry, rx)
+        chan = ctx.fresh("chan")
+        if pieces:
+            loads = [loop("jl", ROW_LANES, vec, lambda jl, jr=jr: S.BufferStore(
+                xv, xph[chan + roff[jr] + jl], [jr * ROW_LANES + jl])) for jr in range(pieces)]
+        elif g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
+            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[
+                chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
+                [jj]))]
+        else:
+            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[chan + base + jj],
+                                                                    [jj]))]
+        macs = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+            acc, acc[ii, jj] + wt(ii, c, ky, kx) * xv[jj], [ii, jj])))
+        return S.LetStmt(chan, ((c * sh + py) * sw + px) * plane + oy * wq + ox,
+                         S.SeqStmt([*loads, macs]))
+
+    tap_of = tap_compact if compact else tap
     kw_kind = unroll if g["kw"] <= 7 and g["unroll_kw"] else S.ForKind.SERIAL
     # strided: the filter rows unrolled too, so each tap's phase plane and row offset
     # (ky mod sh, ky div sh) are constants rather than integer arithmetic in the inner loop
@@ -510,18 +561,18 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     if kb is not None:
         taps = loop("c", kc, S.ForKind.SERIAL, lambda cc: loop(
             "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kw_kind, lambda kx: tap(kv * kc + cc, ky, kx))))
+                "kx", g["kw"], kw_kind, lambda kx: tap_of(kv * kc + cc, ky, kx))))
     else:
         taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: loop(
             "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kw_kind, lambda kx: tap(c, ky, kx))))
+                "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
     grid = g["grid"]
     full = grid % nr == 0
 
-    def store(ii, jj):
+    def store(ii, jj, src=acc):
         col = base + jj
         oy, ox = E.FloorDiv(col, g["gw"]), E.FloorMod(col, g["gw"])
-        return S.BufferStore(dst, acc[ii, jj], [nv, row0 + ii, oy, ox])
+        return S.BufferStore(dst, src[ii, jj], [nv, row0 + ii, oy, ox])
 
     if full:
         # the flat index is contiguous: store through the flattened position directly
@@ -531,9 +582,19 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         last = g["panels"] - 1
         fast = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
             flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * g["grid"] + base + jj])))
-        slow = loop("ii", rows, S.ForKind.SERIAL, lambda ii: loop(
-            "jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
-                base + jj < grid, store(ii, jj))))
+
+        def slow_of(src):
+            return loop("ii", rows, S.ForKind.SERIAL, lambda ii: loop(
+                "jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
+                    base + jj < grid, store(ii, jj, src))))
+
+        slow = slow_of(acc)
+        if compact:  # read from a copy of the tile: the accumulators stay in registers
+            res = decl_buffer((rows, nr), "float32", "tile_res")
+            copy = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj:
+                        S.BufferStore(res, acc[ii, jj], [ii, jj])))
+            slow = S.Allocate(res.data, "float32", [rows * nr], True, S.DeclBuffer(
+                res, S.SeqStmt([copy, slow_of(res)])))
         out = S.IfThenElse(q < last, fast, slow)
     if g.get("epi") is not None:
         out = _fused_store(ctx, g, acc, dst, nv, row0, base, rows)
@@ -541,6 +602,12 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: loop(
             "jj", nr, vec, lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
     body = S.DeclBuffer(acc, S.SeqStmt([init, taps, out]))
+    if compact:
+        body = S.Allocate(xv.data, "float32", [nr], True, S.DeclBuffer(xv, body))
+        for jr in range(len(roff) - 1, -1, -1):
+            p0 = base + jr * ROW_LANES
+            body = S.LetStmt(roff[jr], E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"]),
+                             body)
     return S.Allocate(acc.data, "float32", [rows * nr], True, body)
 
 
@@ -635,14 +702,33 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
                                  [(nv * g["o"] + o) * grid + p])
 
         vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
-        if grid % g["nr"] == 0:
+        if grid % g["nr"] == 0 or COMPACT[vector_isa()]:
             return vec
         return S.IfThenElse(p0 + lanes <= grid, vec, loop(
             "jl", lanes, S.ForKind.SERIAL, lambda jl: S.IfThenElse(p0 + jl < grid, put(jl))))
 
     unroll = S.ForKind.UNROLLED
-    return loop("ii", rows, unroll, lambda ii: loop(
+    whole = loop("ii", rows, unroll, lambda ii: loop(
         "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
+    if grid % g["nr"] == 0 or not COMPACT[vector_isa()]:
+        return whole
+    # compact: a panel running past the grid (the last) is stored pixel by pixel from a copy
+    # of the tile, one loop instead of every vector with its element-wise fallback. (The rows
+    # of the other panels stay unrolled: in a loop over a copy of the tile, the small strided
+    # 1x1 convs of ResNet-50 measured 2-3% slower on a Zen 2)
+    nr = g["nr"]
+    res = decl_buffer((rows, nr), "float32", "tile_res")
+    ii, jj = ctx.fresh("ii"), ctx.fresh("jj")
+    p = base + jj
+    one = S.BufferStore(out, value(row0 + ii, p, res[ii, jj]), [(nv * g["o"] + row0 + ii) *
+                                                                grid + p])
+    ragged = S.SeqStmt([
+        loop("ii", rows, unroll, lambda i: loop("jj", nr, S.ForKind.VECTORIZED, lambda j:
+             S.BufferStore(res, acc[i, j], [i, j]))),
+        S.For(ii, 0, rows, S.ForKind.SERIAL, S.For(jj, 0, E.Min(_i(nr), grid - base),
+                                                   S.ForKind.SERIAL, one))])
+    ragged = S.Allocate(res.data, "float32", [rows * nr], True, S.DeclBuffer(res, ragged))
+    return S.IfThenElse(base + nr <= grid, whole, ragged)
 
 
 def _flat(ctx, buf, length: int, name: str):

@@ -7,10 +7,17 @@ at 14x14, 2 of 9 at 7x7), stride 2 needs a phased copy of the input, and every i
 load is unaligned. Here a tile is 16 output channels x 6 (or 5) output pixels, held in 12 (or
 10) accumulators: per filter tap, two aligned vector loads of the weights, prepacked at build
 time as ``[O/16][C][KH][KW][16]``, and one broadcast input value per pixel. A pixel is read
-through its own offset into a zero-padded copy of the input, so the tiles cover the output
-plane exactly (any size, any stride or dilation, rows crossed freely) and nothing is computed
-twice. The fused elementwise epilogue (bias, residual add, relu) is applied to the tile and
-stored one output channel per lane.
+through its own offset into a zero-padded copy of the input (from a table of offsets filled
+once per call), so the tiles cover the output plane exactly (any size, any stride or
+dilation, rows crossed freely) and nothing is computed twice. The fused elementwise epilogue
+(bias, residual add, relu) is applied to the tile and stored one output channel per lane.
+
+The code is kept small for LLVM, whose optimizer is most of a cold build: the filter taps are
+loops and a tile is stored one pixel an iteration (both were unrolled: 4,800 LLVM
+instructions for a 3x3 conv, about 1,000 now; LLVM's time 2x less, the run time the same on a
+Zen 2). (One tile size with the last tile moved back over the one before, instead of 6s and
+5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10 tiles of 5 for 49
+pixels, or 9 of 6 computing 54.)
 
 The tiles of 16 output channels are the outer (parallel) loop. Inside one, the input channels
 run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
@@ -45,6 +52,11 @@ LANES = 16  # output channels of a tile: two AVX2 vectors
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
 # planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
 MIN_PIXELS = 20
+# filter taps unrolled in the reduction: the rows and columns of a filter of at most this many
+# taps, the columns of one at most this wide; the rest are loops. (A tap is 12 or 10 FMAs, so
+# the loop costs nothing: ResNet-50's 3x3 convs ran within 1% of fully unrolled taps on a Zen 2,
+# with a third of the code)
+UNROLL_TAPS = 1
 # a convolution of at least this many multiply-adds per image splits over the thread pool
 PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; None: one pass over them all)
@@ -135,6 +147,7 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     when one image is too small to split or there are enough of them to balance."""
     g = geometry(t)
     nv = ctx.fresh("n")
+    pix, fill = _pixel_offsets(ctx, g)
     size = g["c"] * g["hp"] * g["wp"]
     macs = g["o"] * g["c"] * g["kh"] * g["kw"] * g["grid"]
     if g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
@@ -142,12 +155,22 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
         one = dict(g, parallel=False)  # the loops inside one image stay on its thread
         xp = decl_buffer((size,), "float32", "xpad")
         body = S.SeqStmt([_pad(ctx, one, xp, x, nv), _tiles(ctx, one, xp, wp, out, nv,
-                                                             epilogue)])
+                                                             epilogue, pix)])
         body = S.Allocate(xp.data, "float32", [size], True, S.DeclBuffer(xp, body))
-        return S.For(nv, 0, g["n"], S.ForKind.PARALLEL, body)
+        return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.PARALLEL, body)])
     xp = ctx.temp((size,), "float32", "xpad")
-    body = S.SeqStmt([_pad(ctx, g, xp, x, nv), _tiles(ctx, g, xp, wp, out, nv, epilogue)])
-    return S.For(nv, 0, g["n"], S.ForKind.SERIAL, body)
+    body = S.SeqStmt([_pad(ctx, g, xp, x, nv), _tiles(ctx, g, xp, wp, out, nv, epilogue, pix)])
+    return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.SERIAL, body)])
+
+
+def _pixel_offsets(ctx, g):
+    """(table, fill): ``table[p]``, the padded-input offset of output pixel ``p`` at tap (0, 0)
+    of channel 0, filled once per call so that a pixel tile loads its pixels' offsets rather
+    than dividing by the row width for each (the tile's setup runs once per channel block)."""
+    pix = ctx.temp((g["grid"],), "int32", "cl_pix")
+    p = ctx.fresh("pp")
+    at = E.FloorDiv(p, g["ow"]) * (g["sh"] * g["wp"]) + E.FloorMod(p, g["ow"]) * g["sw"]
+    return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
 
 
 def _pad(ctx, g, xp, x, nv) -> S.Stmt:
@@ -178,7 +201,7 @@ def _pad(ctx, g, xp, x, nv) -> S.Stmt:
     return S.For(r, 0, rows, kind, body)
 
 
-def _tiles(ctx, g, xp, wp, out, nv, epilogue) -> S.Stmt:
+def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     """Channel tiles x pixel tiles, the channel tiles outer; inside one, bands of pixel tiles
     x blocks of input channels (``channel_block``). On the thread pool the pixel tiles are
     also cut in a few parts when there are fewer than ``PARALLEL_PARTS`` channel tiles, so that
@@ -200,10 +223,10 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue) -> S.Stmt:
         k = ctx.fresh("pt")
         if kc == g["c"]:
             return S.For(k, lo, count, S.ForKind.SERIAL, _tile(
-                ctx, g, xp, wp, out, nv, ob, first + k * pixels, pixels, epilogue))
+                ctx, g, xp, wp, out, nv, pix, ob, first + k * pixels, pixels, epilogue))
         b, kb, kk = ctx.fresh("band"), ctx.fresh("kb"), ctx.fresh("pk")
-        tile = _tile(ctx, g, xp, wp, out, nv, ob, first + (lo + b * band + kk) * pixels, pixels,
-                     epilogue, (kb, kc, g["c"] // kc, sums, kk))
+        tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (lo + b * band + kk) * pixels,
+                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk))
         static = isinstance(count, int)
         if not static or count % band:
             tile = S.IfThenElse(b * band + kk < count, tile)
@@ -247,8 +270,12 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
-def _tile(ctx, g, xp, wp, out, nv, ob, p0, pixels: int, epilogue, kb=None) -> S.Stmt:
+def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) -> S.Stmt:
     """Output channels ``ob*16 ..`` x output pixels ``p0 .. p0+pixels`` (flattened).
+
+    The tile's pixel offsets into the padded input are read from the table ``pix`` once; the
+    filter taps run as loops (only the tile's pixels are unrolled: ``UNROLL_TAPS``), which
+    keeps the code LLVM optimizes small at no cost in speed.
 
     ``kb = (block var, channels per block, blocks, scratch, slot)``: the tile sums one block
     of input channels, starting from (and, but for the last block, ending in) its partial sums
@@ -262,46 +289,65 @@ def _tile(ctx, g, xp, wp, out, nv, ob, p0, pixels: int, epilogue, kb=None) -> S.
         lo = E.IntImm(dtype, 0)
         return S.For(v, lo, E.IntImm(dtype, extent), kind, fbody(v))
 
-    def at(jj):  # the padded-input offset of output pixel p0 + jj at tap (0, 0, 0)
-        p = p0 + jj
-        return E.FloorDiv(p, ow) * (g["sh"] * wpd) + E.FloorMod(p, ow) * g["sw"]
-
+    q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
     init = loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll:
                 S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
     if kb is not None:
         kv, kc, nkb, sums, slot = kb
 
         def at_sums(jj, ll):
-            return (slot * 6 + jj) * LANES + ll
+            return (slot * pixels + jj) * LANES + ll
 
         init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: loop(
             "ll", LANES, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
 
-    def tap(ci, ky, kx):
-        off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
-        return loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll:
-                    S.BufferStore(acc, acc[jj, ll] + wp[ob, ci, ky, kx, ll] *
-                                  xp[off + at(jj)], [jj, ll])))
+    wv = decl_buffer((LANES,), "float32", "cl_w", scope="local")  # the tap's weights
 
+    def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
+        xo = ctx.fresh("xo", "int64")
+        macs = [loop("ll", LANES, vec, lambda ll, jj=jj: S.BufferStore(
+            acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
+        load = loop("ll", LANES, vec, lambda ll: S.BufferStore(wv, wp[ob, ci, ky, kx, ll], [ll]))
+        off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
+        return S.LetStmt(xo, E.Cast("int64", off), S.SeqStmt([load, *macs]))
+
+    taps = g["kh"] * g["kw"]
+    ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
+    kx_kind = unroll if g["kw"] <= UNROLL_TAPS else S.ForKind.SERIAL
     if kb is None:
         macs = loop("c", c, S.ForKind.SERIAL, lambda ci: loop(
-            "ky", g["kh"], unroll, lambda ky: loop(
-                "kx", g["kw"], unroll, lambda kx: tap(ci, ky, kx))), dtype="int64")
+            "ky", g["kh"], ky_kind, lambda ky: loop(
+                "kx", g["kw"], kx_kind, lambda kx: tap(ci, ky, kx))), dtype="int64")
     else:
         macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: loop(
-            "ky", g["kh"], unroll, lambda ky: loop(
-                "kx", g["kw"], unroll, lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))),
+            "ky", g["kh"], ky_kind, lambda ky: loop(
+                "kx", g["kw"], kx_kind, lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))),
             dtype="int64")
+
+    # the tile is stored through a scratch copy, one pixel an iteration (a pixel's 16 output
+    # channels are 16 scalar stores: unrolled over the pixels they were most of the kernel's
+    # code)
+    res = decl_buffer((pixels, LANES), "float32", "cl_res")
 
     def put(jj, ll):
         p = p0 + jj
         idx = [nv, ob * LANES + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
-        val = acc[jj, ll] if epilogue is None else epilogue(idx, acc[jj, ll])
+        val = res[jj, ll] if epilogue is None else epilogue(idx, res[jj, ll])
         return S.BufferStore(out, val, idx)
 
-    store = loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll: put(jj, ll)))
+    jp = ctx.fresh("jj")
+    store = S.SeqStmt([
+        loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll: S.BufferStore(
+            res, acc[jj, ll], [jj, ll]))),
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop(
+            "ll", LANES, vec, lambda ll: put(jp, ll)))])
+    store = S.Allocate(res.data, "float32", [pixels * LANES], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop("jj", pixels, unroll, lambda jj: loop(
             "ll", LANES, vec, lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
-    body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
-    return S.Allocate(acc.data, "float32", [pixels * LANES], True, body)
+    body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, macs, store])))
+    body = S.Allocate(wv.data, "float32", [LANES], True, body)
+    body = S.Allocate(acc.data, "float32", [pixels * LANES], True, body)
+    for jj in range(pixels - 1, -1, -1):
+        body = S.LetStmt(q[jj], pix[p0 + jj], body)
+    return body

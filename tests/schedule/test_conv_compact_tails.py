@@ -1,0 +1,176 @@
+"""Compact conv kernels on AVX2 (code that LLVM compiles quickly): ``conv_lanes`` with its
+filter taps as loops, pixel offsets from a table and each tile stored pixel by pixel;
+``conv_direct`` (``COMPACT``) with a tap's pixels loaded once for all rows, equal short channel
+tiles as one kernel and ragged panels stored in a loop. Odd shapes (planes of every remainder
+of 6 and 5, channel blocks, parts, batches, residuals) match numpy at one and two threads;
+AVX-512 keeps its schedule."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.backend import kernel_cache
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
+from minitvm.schedule import conv_direct, conv_lanes, conv_pointwise
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+AVX2 = vector_isa() == "avx2"
+
+
+def _conv_ref(x, w, strides, pads, dil):
+    """NCHW conv2d in float64 with (top, left, bottom, right) padding."""
+    o, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dil
+    pt, pl, pb, pr = pads
+    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], o, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dh, kx * dw
+            patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
+    return out
+
+
+def _build(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="bias_relu",
+           seed=0):
+    """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
+    rng = np.random.default_rng(seed)
+    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
+    bias = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    want = _conv_ref(xv, wv, strides, pads, dil)
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
+                        kernel_size=k, channels=o)
+    args, inputs = [x], {"x": xv}
+    if epi != "none":
+        y = relay.nn.bias_add(y, relay.const(bias))
+        want = want + bias[:, None, None]
+    if epi == "residual_relu":
+        r = relay.var("r", shape=want.shape)
+        inputs["r"] = rng.standard_normal(want.shape).astype("float32")
+        y = y + r
+        args.append(r)
+        want = want + inputs["r"]
+    if epi != "none":
+        y = relay.nn.relu(y)
+        want = np.maximum(want, 0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def _conv_kernel(lib):
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return k
+
+
+def _decls(kernel, name):
+    return [s.buffer for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == name]
+
+
+@pytest.fixture
+def implicit_gemm_only(monkeypatch, direct_conv_only):
+    """Every conv on ``conv_direct``: neither conv_lanes nor conv_pointwise (which would take
+    the 1x1 convs) is used."""
+    monkeypatch.setattr(conv_pointwise, "ENABLED", {"avx512": False, "avx2": False})
+    kernel_cache.clear_cache()
+
+
+def _check(lib, inputs, want):
+    before = threadpool.get_num_threads()
+    try:
+        for threads in (1, 2):
+            threadpool.set_num_threads(threads)
+            m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+            m.run(**inputs)
+            np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    finally:
+        threadpool.set_num_threads(before)
+
+
+# planes of every remainder of 6 and 5, channel blocks (64 input channels of a 3x3 filter),
+# a plane split in parts for the pool (16 output channels, a big plane), residuals, batches
+@pytest.mark.parametrize("shape, o, k, strides, pads, dil, epi", [
+    ((1, 3, 5, 4), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),      # 20: 5s
+    ((1, 5, 3, 7), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # 21: 6 + 5s
+    ((1, 4, 5, 5), 32, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "none"),           # 25: 5s
+    ((1, 64, 7, 7), 32, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # 49, blocks
+    ((1, 64, 9, 13), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),    # 117, blocks
+    ((1, 7, 41, 23), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # parts
+    ((1, 64, 23, 19), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),   # parts, blocks
+    ((2, 6, 15, 11), 32, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1), "residual_relu"),  # 5x5 taps
+    ((1, 5, 17, 15), 16, (3, 5), (1, 1), (2, 2, 2, 2), (2, 1), "bias_relu"),    # dilated
+    ((5, 8, 9, 9), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # by image
+])
+def test_lanes_tail_tiles_match_numpy(shape, o, k, strides, pads, dil, epi):
+    lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi)
+    kernel = _conv_kernel(lib)
+    assert bool(_decls(kernel, "cl_acc")) == AVX2
+    _check(lib, inputs, want)
+
+
+@pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
+def test_lanes_kernel_has_tap_loops_and_an_offset_table():
+    """49 pixels: tiles of 6 and of 5, their filter taps as loops (no unrolled filter row or
+    column), the pixels' input offsets from a table filled once, each tile stored in a loop
+    over its pixels (from a copy of the tile)."""
+    lib, _, _ = _build((1, 64, 7, 7), 32, (3, 3), epi="residual_relu", seed=1)
+    kernel = _conv_kernel(lib)
+    tiles = sorted(int(b.shape[0]) for b in _decls(kernel, "cl_acc"))
+    assert tiles == [5, 6]
+    assert conv_lanes.pixel_tiles(49) == [(0, 6, 4), (24, 5, 5)]
+    assert _decls(kernel, "cl_pix") and len(_decls(kernel, "cl_res")) == 2
+    loops = [s for s in walk_stmts(kernel.prim_func.body) if isinstance(s, S.For)]
+    taps = [f for f in loops if f.loop_var.name.startswith(("ky", "kx"))]
+    assert taps and all(f.kind == S.ForKind.SERIAL for f in taps)
+
+
+@pytest.mark.parametrize("shape, o, k, strides, pads, epi", [
+    ((1, 40, 14, 14), 128, (1, 1), (2, 2), (0, 0, 0, 0), "bias_relu"),  # tails 4 + 4, 49 px
+    ((1, 24, 28, 28), 127, (1, 1), (2, 2), (0, 0, 0, 0), "bias_relu"),  # tails 4 + 3
+    ((1, 300, 10, 10), 128, (1, 1), (2, 2), (0, 0, 0, 0), "none"),      # weights outer, 25 px
+    ((1, 300, 10, 10), 62, (1, 1), (2, 2), (0, 0, 0, 0), "bias_relu"),  # weights outer, 4 + 4
+    ((2, 130, 12, 12), 50, (1, 1), (2, 2), (0, 0, 0, 0), "none"),       # a batch, 36 px
+    ((1, 3, 40, 40), 20, (7, 7), (2, 2), (3, 3, 3, 3), "bias_relu"),    # a stem: row mode
+    ((1, 9, 13, 11), 22, (3, 3), (1, 1), (1, 1, 1, 1), "bias_relu"),    # padding columns
+])
+def test_direct_compact_matches_numpy(shape, o, k, strides, pads, epi, implicit_gemm_only):
+    lib, inputs, want = _build(shape, o, k, strides, pads, epi=epi, seed=2)
+    kernel = _conv_kernel(lib)
+    assert not _decls(kernel, "cl_acc")
+    assert bool(_decls(kernel, "xv")) == AVX2
+    _check(lib, inputs, want)
+
+
+@pytest.mark.skipif(not AVX2, reason="COMPACT is the AVX2 schedule")
+def test_direct_equal_short_tiles_are_one_kernel(implicit_gemm_only):
+    """128 output channels in tiles of 6: 20 full ones and two of 4 rows, computed by one
+    kernel (two register tiles in all, not three)."""
+    lib, _, _ = _build((1, 40, 14, 14), 128, (1, 1), (2, 2), (0, 0, 0, 0), seed=3)
+    tiles = sorted(int(b.shape[0]) for b in _decls(_conv_kernel(lib), "acc"))
+    assert tiles == [4, 6]
+
+
+def test_avx512_keeps_its_direct_schedule(monkeypatch, implicit_gemm_only):
+    """With AVX-512 the implicit GEMM keeps its unrolled taps and per-vector stores (no tap
+    vector, no tile copy) and a split of short tiles is not taken; the result is the same."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(conv_direct, "vector_isa", lambda: "avx512")
+    kernel_cache.clear_cache()
+    try:
+        lib, inputs, want = _build((1, 40, 14, 14), 40, (1, 1), (2, 2), (0, 0, 0, 0), seed=4)
+        kernel = _conv_kernel(lib)
+        assert not _decls(kernel, "xv") and not _decls(kernel, "tile_res")
+        assert not conv_direct._equal_tails([(32, 4), (36, 4)])
+        _check(lib, inputs, want)
+    finally:
+        kernel_cache.clear_cache()
