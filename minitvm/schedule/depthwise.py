@@ -38,6 +38,9 @@ from .common import outer_loops as _outer_loops
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
+# see ``_vec``: bit 1 the phased copy, bit 2 the crop (measured on AVX2 only: AVX-512 keeps
+# scalar tails)
+OVERLAP_TAILS = {"avx512": 0, "avx2": 3}
 
 
 def supported(t, options=None) -> bool:
@@ -118,16 +121,29 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     return _outer_loops(ctx, [g["n"], g["c"]], macs >= PARALLEL_MIN_MACS, task)
 
 
+def _overlap(bit: int) -> bool:
+    """Are the tails of this kind (``OVERLAP_TAILS`` bit) overlapping vectors on this host?"""
+    return bool(OVERLAP_TAILS[vector_isa()] & bit)
+
+
 def _zeros(ctx, buf, start, count: int, lanes: int) -> S.Stmt | None:
     """``buf[start : start + count] = 0`` in vectors plus a scalar tail (None when empty)."""
     if count <= 0:
         return None
     return _vec(ctx, count, lanes, lambda j: S.BufferStore(
-        buf, E.FloatImm("float32", 0.0), [start + j]))
+        buf, E.FloatImm("float32", 0.0), [start + j]), _overlap(1))
 
 
-def _vec(ctx, extent: int, lanes: int, body_fn) -> S.Stmt:
-    """``for j in [0, extent)``: vectors of ``lanes`` then a scalar tail."""
+def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt:
+    """``for j in [0, extent)``: vectors of ``lanes`` then a scalar tail. With ``overlap``
+    (a body that may run twice at a position: it reads nothing it writes) the tail is instead
+    one more vector ending at ``extent``, over the last positions of the vectors before it;
+    rows of 5-7 (7x7 planes and their phases) become two overlapping 4-lane vectors."""
+    if overlap and extent % lanes and extent > 4 and lanes > 4:
+        vl = lanes if extent > lanes else 4
+        vi = ctx.fresh("dl")
+        tail = S.For(vi, 0, vl, S.ForKind.VECTORIZED, body_fn(vi + (extent - vl)))
+        return S.SeqStmt([_vec(ctx, extent // vl * vl, lanes, body_fn), tail])
     parts = []
     nvec = extent // lanes
     if nvec:
@@ -194,7 +210,7 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
         parts += [_zeros(ctx, xph, base, j0, lanes), _zeros(ctx, xph, base + j1, wq - j1, lanes)]
         if j1 > j0:
             parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
-                xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j])))
+                xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))
     return _seq(parts)
 
 
@@ -240,7 +256,9 @@ def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
     grid = decl_buffer((g["grid"],), "float32", "dw_grid")
     fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
         grid, _taps_sum(g, xph, w, oc, p), [p]))
+    # (an epilogue reading the conv twice reads it back from ``out``: no position twice)
+    once = epi is None or len(loads_of(epi[0], out)) == 1
     crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-        out, grid[oy * wq + j], [b, oc, oy, j], epi)))
+        out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2) and once))
     return S.Allocate(grid.data, "float32", [g["grid"]], True,
                       S.DeclBuffer(grid, S.SeqStmt([fill, crop])))

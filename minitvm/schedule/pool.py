@@ -1,7 +1,10 @@
-"""A row-wise schedule for 2-d window pooling (max, and the sum stage of avg) on NCHW.
+"""Schedules for 2-d window pooling (max, and the sum stage of avg) on NCHW.
 
-Per output row (parallel over batch x channel x row), the valid input rows of the window are
-combined into a row temporary with unit-stride vector loads (padding columns hold the
+On AVX2 (``DIRECT``), windows up to ``DIRECT_MAX_TAPS`` taps at column strides up to
+``DIRECT_MAX_STRIDE`` take the direct form (``emit_direct``: output vectors from the input,
+edges written out); the others, and every window on AVX-512, the row form (``emit_rows``),
+described here. Per output row (parallel over batch x channel x row), the valid input rows of
+the window are combined into a row temporary with unit-stride vector loads (padding columns hold the
 reduction's identity), then the window's columns are combined along that row, again with
 unit-stride vectors; a strided pooling finally picks every ``stride``-th column. This replaces
 the generic small-window reduction, whose strided, bounds-checked gathers cost 4-5x more.
@@ -15,12 +18,21 @@ from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.utils import static_shape as _shape
+from .common import imm as _i
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
+from .common import vector_isa
 
 POOL_TAG = "pool2d_window"
 PARALLEL_MIN_WORK = 1 << 16  # window loads before the rows run on the thread pool
+# the direct form (see ``emit_direct``): windows of at most this many taps, column strides the
+# code generator loads as whole vectors and shuffles, and at most this many edge rows or columns
+# (written out one by one)
+DIRECT_MAX_TAPS, DIRECT_MAX_STRIDE, DIRECT_MAX_EDGES = 25, 4, 16
+DIRECT_LANES = 8  # output columns per vector of the direct form
+DIRECT = {"avx512": False, "avx2": True}  # (measured on AVX2 only: AVX-512 keeps the row form)
+VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary first
 
 
 def supported(t, options=None) -> bool:
@@ -41,7 +53,127 @@ def supported(t, options=None) -> bool:
 
 
 def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
-    """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``."""
+    """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``: the direct
+    form where it applies, else the row form."""
+    direct = emit_direct(ctx, t, out, x, combine) if DIRECT[vector_isa()] else None
+    return direct if direct is not None else emit_rows(ctx, t, out, x, ident, combine)
+
+
+def _interior(n: int, k: int, s: int, d: int, p: int, o: int) -> tuple[int, int]:
+    """The output positions ``[lo, hi)`` whose whole window (``k`` taps, dilation ``d``) lies
+    inside an input of ``n`` (padding ``p`` before it, stride ``s``)."""
+    lo = -(-p // s)
+    hi = (n - 1 + p - (k - 1) * d) // s + 1
+    lo, hi = min(max(lo, 0), o), min(max(hi, 0), o)
+    return lo, max(lo, hi)
+
+
+def _taps(pos: int, n: int, k: int, s: int, d: int, p: int) -> list[int]:
+    """The window taps of output position ``pos`` that fall inside the input."""
+    return [kk for kk in range(k) if 0 <= pos * s + kk * d - p < n]
+
+
+def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
+    """Pooling stage ``t`` computed output vector by output vector from the input (None when
+    the window, stride or edges are too large for it).
+
+    Each output row splits into edge columns (written one by one with only their in-bounds
+    taps) and interior columns, whose windows lie inside the input: ``DIRECT_LANES`` outputs
+    at a time combine their ``kh * kw`` taps as vector loads, the last vector overlapping the
+    one before rather than a scalar tail. Rows split the same way (edge rows written out,
+    interior rows a loop). At stride 1 the taps are contiguous loads of the input; at stride
+    2-4 (``VERTICAL_FIRST``) the row's input columns are first combined down the window's rows
+    into a row temporary (contiguous vectors), whose ``kw`` taps per output are then strided
+    loads (whole vectors and shuffles): a third of the shuffles of loading every tap strided.
+    On a Zen 2 this takes ResNet's 3x3 / 2 max pool of 64x112x112 from 0.57 ms (the row form)
+    to 0.15 ms (0.27 ms without ``VERTICAL_FIRST``); ONNX Runtime's takes 0.13 ms."""
+    a = t.op.attrs
+    nb, ch, h, w = _shape(a["operands"][0])
+    _, _, oh, ow = _shape(t)
+    kh, kw = a["pool_size"]
+    sh, sw = a["strides"]
+    dh, dw = a["dilation"]
+    pt, pl = a["padding"][0], a["padding"][1]
+    dt = t.dtype
+    if kh * kw > DIRECT_MAX_TAPS or not 1 <= sw <= DIRECT_MAX_STRIDE:
+        return None
+    ylo, yhi = _interior(h, kh, sh, dh, pt, oh)
+    xlo, xhi = _interior(w, kw, sw, dw, pl, ow)
+    if oh - (yhi - ylo) > DIRECT_MAX_EDGES or ow - (xhi - xlo) > DIRECT_MAX_EDGES:
+        return None
+    lanes = DIRECT_LANES
+    parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
+    # (a max pool's padding holds the dtype's lowest finite value, as in ``emit_rows``)
+    padv = tir_op.min_value(dt) if t.op.name == "max_pool2d" else None
+
+    def tree(vals):  # a balanced combine: short dependency chains
+        while len(vals) > 1:
+            vals = [combine(vals[k], vals[k + 1]) if k + 1 < len(vals) else vals[k]
+                    for k in range(0, len(vals), 2)]
+        return vals[0]
+
+    def window(b, c, oy, j, kys, kxs, padded, col):
+        if col is not None:  # the rows already combined per input column
+            cols = [E.BufferLoad(col, [j * sw + (kx * dw - pl)]) for kx in kxs]
+        else:
+            cols = [tree([E.BufferLoad(x, [b, c, oy * sh + (ky * dh - pt),
+                                           j * sw + (kx * dw - pl)]) for ky in kys])
+                    for kx in kxs]
+        if padded and padv is not None:
+            cols.append(padv)
+        return tree(cols)
+
+    def vector_loop(n, first, fbody):
+        """``fbody(j)`` for ``j`` in ``[first, first + n)``: vectors, the last one overlapping."""
+        vl = lanes if n >= lanes else (4 if n >= 4 else 0)
+        if not vl:
+            v = ctx.fresh("t")
+            return [S.For(v, first, n, S.ForKind.SERIAL, fbody(v))] if n else []
+        vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
+        parts = [S.For(vo, 0, n // vl, S.ForKind.SERIAL, S.For(
+            vi, 0, vl, S.ForKind.VECTORIZED, fbody(vo * vl + vi + first)))]
+        if n % vl:  # the last vector overlaps the one before it
+            vi = ctx.fresh("vi")
+            parts.append(S.For(vi, 0, vl, S.ForKind.VECTORIZED, fbody(vi + (first + n - vl))))
+        return parts
+
+    def row(b, c, oy, kys):
+        rpad = len(kys) < kh
+        col = decl_buffer((w,), dt, "pool_col") if sw > 1 and VERTICAL_FIRST else None
+
+        def put(j, kxs=tuple(range(kw)), cpad=False):
+            return S.BufferStore(out, window(b, c, oy, j, kys, kxs, rpad or cpad, col),
+                                 [b, c, oy, j])
+
+        def edge(j):
+            return put(_i(j), _taps(j, w, kw, sw, dw, pl), True)
+
+        parts = []
+        if col is not None:  # each input column's taps down the window's rows, once
+            parts += vector_loop(w, 0, lambda j: S.BufferStore(col, tree([E.BufferLoad(
+                x, [b, c, oy * sh + (ky * dh - pt), j]) for ky in kys]), [j]))
+        parts += [edge(j) for j in range(xlo)]
+        parts += vector_loop(xhi - xlo, xlo, put)
+        parts += [edge(j) for j in range(xhi, ow)]
+        body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+        if col is not None:
+            body = S.Allocate(col.data, dt, [w], True, S.DeclBuffer(col, body))
+        return body
+
+    def plane(idx):
+        b, c = idx
+        parts = [row(b, c, _i(y), _taps(y, h, kh, sh, dh, pt)) for y in range(ylo)]
+        if yhi > ylo:
+            v = ctx.fresh("oy")
+            parts.append(S.For(v, ylo, yhi - ylo, S.ForKind.SERIAL, row(b, c, v, range(kh))))
+        parts += [row(b, c, _i(y), _taps(y, h, kh, sh, dh, pt)) for y in range(yhi, oh)]
+        return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+    return _outer_loops(ctx, [nb, ch], parallel, plane)
+
+
+def emit_rows(ctx, t, out, x, ident, combine) -> S.Stmt:
+    """Pooling stage ``t`` (input buffer ``x``) into ``out`` row by row through temporaries."""
     a = t.op.attrs
     nb, ch, h, w = _shape(a["operands"][0])
     _, _, oh, ow = _shape(t)

@@ -110,9 +110,9 @@ CASES = [
     ((2, 13, 5, 7), 32, "residual", (1, 1), "channels"),      # residual read per lane
     ((1, 96, 14, 14), 16, "bias_clip", (1, 1), "channels"),   # pixel tiles outer
     ((1, 16, 3, 3), 48, "residual_relu", (1, 1), "channels"),  # 9 pixels: tiles 6 + 3
-    ((1, 16, 9, 11), 40, "residual_relu", (2, 2), None),      # strided: conv_direct
-    ((2, 8, 20, 20), 8, "none", (2, 2), None),
-    ((1, 8, 9, 10), 16, "bias_clip", (2, 1), None),
+    ((1, 16, 9, 11), 40, "residual_relu", (2, 2), "channels"),  # strided: a subsampled copy
+    ((2, 8, 20, 20), 8, "none", (2, 2), "channels"),
+    ((1, 8, 9, 10), 16, "bias_clip", (2, 1), "channels"),
     ((1, 16, 9, 11), 40, "residual_relu", (1, 1), "channels"),  # odd plane (99 pixels)
     ((2, 8, 5, 4), 8, "none", (1, 1), "channels"),            # one half panel, batch 2
     ((2, 128, 7, 7), 64, "residual_relu", (1, 1), "channels"),  # 2 channel blocks of 64
