@@ -12,7 +12,10 @@ from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import prod as _prod
 from .options import LoweringOptions
 
-PARALLEL_MIN_WORK = 1 << 18  # elements (times reduction length) before a loop runs in parallel
+# elements (times reduction length) before a loop runs in parallel: ~15 us of work, while a
+# parallel loop costs a few microseconds under threadpool.keep_warm (was 2**18: a BERT layer's
+# layer norms and head transposes stayed on one thread up to seq 341)
+PARALLEL_MIN_WORK = 1 << 16
 STACK_TEMP_BYTES = 64 * 1024  # temporaries up to this size live on the stack
 SMALL_REDUCE = 64  # reductions this short are unrolled and vectorized across outputs
 

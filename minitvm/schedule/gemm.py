@@ -325,9 +325,12 @@ def _view(ctx, buf, shape, name):
     return v
 
 
-# a dense GEMM under this many multiply-adds (~60 us on one core) stays on the calling thread:
-# waking the pool costs more than it saves, and much more when the machine is shared
-DENSE_PARALLEL_MIN_WORK = 1 << 23
+# a dense GEMM under this many multiply-adds (~35 us on one core) stays on the calling thread.
+# It was 2**23 (~280 us) while every parallel loop woke a sleeping pool; executors now keep the
+# pool spinning for a whole run (threadpool.keep_warm) and a loop costs a few microseconds to
+# dispatch. With 2**23, BERT's attention-probs x V (12 x seq x seq x 64, symbolic seq: the
+# symbolic K counted as 64) stayed on one thread up to seq 143.
+DENSE_PARALLEL_MIN_WORK = 1 << 20
 
 
 def _dense_nr(n) -> int:

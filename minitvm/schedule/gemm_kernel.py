@@ -29,6 +29,12 @@ from ..tir.op import if_then_else
 from .common import vector_isa
 
 PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
+# elements copied below which the packing of B stays on the calling thread: a copy, not
+# multiply-adds, so it has a threshold of its own (~10 us of copying; a parallel loop costs a
+# few microseconds to dispatch while an executor keeps the pool warm). Under the GEMM's
+# threshold the packing of an activation (a batch_matmul's B, the swapped GEMM's A) ran on
+# one thread while the GEMM after it ran on all (BERT's attention at seq 128: 12 x 128 x 64).
+PACK_PARALLEL_MIN_WORK = 1 << 15
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # the compiler's default register tile (mr rows x nr columns) by vector ISA: its mr * nr / lanes
 # accumulators plus the nr / lanes B vectors loaded per step must fit the register file. 8x32
@@ -143,6 +149,16 @@ def _static_work(x) -> int:
     return 64
 
 
+def _balanced(tiles: int, most: int) -> int:
+    """Row tiles per block for ``tiles`` tiles in blocks of at most ``most``: as few blocks as
+    that allows, of (nearly) equal size, so the thread pool's tasks are even (768 rows of 6:
+    blocks of 22 tiles, 22 x 5 + 18, not 24 x 5 + 8 whose short block left one of two threads
+    idle for an eighth of the GEMM)."""
+    if tiles <= most:
+        return most
+    return -(-tiles // -(-tiles // most))
+
+
 def _when(extent, stmt: S.Stmt) -> S.Stmt:
     """``stmt`` guarded by ``extent > 0`` when the extent is symbolic."""
     if isinstance(extent, int):
@@ -210,11 +226,13 @@ class GemmBuilder:
         v = self.var(name)
         return S.For(v, self.c(lo), self.c(extent), kind, fbody(v))
 
-    def par_loop(self, name: str, extent, iter_work, fbody) -> S.Stmt:
-        """A loop that runs on the thread pool when its total work is worth it."""
+    def par_loop(self, name: str, extent, iter_work, fbody, min_work=None) -> S.Stmt:
+        """A loop that runs on the thread pool when its total work (over ``min_work``, by
+        default the GEMM's threshold) is worth it."""
         if not isinstance(iter_work, int):  # a symbolic extent in it: count it as 64
             iter_work = _static_work(iter_work)
-        need = _ceil_div(self.min_work, max(1, iter_work))
+        min_work = self.min_work if min_work is None else min_work
+        need = _ceil_div(min_work, max(1, iter_work))
         if isinstance(extent, int):
             if extent == 0:
                 return S.SeqStmt([])
@@ -257,7 +275,7 @@ class GemmBuilder:
                 q = E.FloorDiv(q, sizes[k])
         return out[::-1]
 
-    def fused(self, name, sizes, iter_work, fbody) -> S.Stmt:
+    def fused(self, name, sizes, iter_work, fbody, min_work=None) -> S.Stmt:
         """Loop over the product of ``sizes`` (1s dropped), ``fbody(*digits)``."""
         keep = [k for k, s in enumerate(sizes) if not (isinstance(s, int) and s == 1)]
         total = 1
@@ -271,7 +289,7 @@ class GemmBuilder:
                 vals[k] = d
             return fbody(*vals)
 
-        return self.par_loop(name, total, iter_work, body)
+        return self.par_loop(name, total, iter_work, body, min_work)
 
     # ---------------------------------------------------------------- packing
     def pack(self) -> S.Stmt:
@@ -294,7 +312,17 @@ class GemmBuilder:
             return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
                 "jj", nr, S.ForKind.SERIAL, lambda jj: inner(b, jo, k, jj)))
 
-        return self.fused("pb", [nb, self.np], K * nr, panel)
+        return self.fused("pb", [nb, self.np], K * nr, panel, self.pack_min_work())
+
+    def pack_min_work(self) -> int:
+        """The parallel threshold (elements copied) of the packing loop: as the GEMM, the
+        packing stays on the calling thread when the whole GEMM is under ``min_work``
+        multiply-adds (symbolic extents counted as ``_static_work`` does), else it runs on the
+        pool from ``PACK_PARALLEL_MIN_WORK`` elements."""
+        macs = 1
+        for d in (self.batch if self.batched else 1, self.M, self.N, self.K):
+            macs *= _static_work(d)
+        return PACK_PARALLEL_MIN_WORK if macs >= self.min_work else self.min_work
 
     # ---------------------------------------------------------------- micro-kernels
     def micro(self, b, row0, jo, rows: int, full_panel: bool) -> S.Stmt:
@@ -432,7 +460,7 @@ class GemmBuilder:
         const = isinstance(M, int)
         tiles = M // mr if const else E.FloorDiv(M, self.c(mr))
         rest = M % mr if const else E.FloorMod(M, self.c(mr))
-        tpb = max(1, self.mc // mr)
+        tpb = _balanced(tiles, max(1, self.mc // mr)) if const else max(1, self.mc // mr)
         blocks = _ceil_div(M, tpb * mr)
         static_n = isinstance(N, int)
         npan = self.np
@@ -655,7 +683,9 @@ class GemmBuilder:
         """(row tiles per chunk, chunks) of ``compute_inline_pack``: the rows split into
         chunks of about ``INLINE_PACK_ROWS`` (tasks for the pool beside the panel groups;
         each chunk packs its own copy of the panels it uses)."""
-        tpc = max(1, INLINE_PACK_ROWS // self.mr)
+        tpc = -(-INLINE_PACK_ROWS // self.mr)
+        if isinstance(self.M, int):
+            tpc = _balanced(self.M // self.mr, tpc)
         return tpc, _ceil_div(self.M, tpc * self.mr)
 
     def inline_pack_groups(self) -> tuple[int, int]:

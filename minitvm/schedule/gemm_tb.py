@@ -223,7 +223,8 @@ def pack_panels(bld) -> S.Stmt:
     full = n // nr
     parts = []
     if full:
-        parts.append(bld.par_loop("pb", full, k * nr, lambda jo: panel(jo, True)))
+        parts.append(bld.par_loop("pb", full, k * nr, lambda jo: panel(jo, True),
+                                  bld.pack_min_work()))
     if n % nr:
         parts.append(panel(bld.c(full), False))
     return S.SeqStmt(parts) if len(parts) != 1 else parts[0]

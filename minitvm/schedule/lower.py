@@ -248,16 +248,66 @@ def injective_nest(ctx, t, buf, body):
     if p is not None:
         return transpose_nest(ctx, t, buf, body, p)
 
+    split = _split_inner(t, body, lanes)
+
     def store(outer):
         def at(j):
             idx = outer + [j]
             return S.BufferStore(buf, _sub_axes(body, t.op.axis, idx), idx)
 
-        return _vector_inner(ctx, shape[-1], lanes, at)
+        if split is None:
+            return _vector_inner(ctx, shape[-1], lanes, at)
+        c, jo_var, ji_var, split_body = split
+        jo = ctx.fresh("jo")
+
+        def at_split(ji):  # the last axis at jo * c + ji: its // c is jo and its % c is ji
+            idx = outer + [jo * c + ji]
+            vals = _bind(t.op.axis, idx)
+            vals.update(_bind([jo_var, ji_var], [jo, ji]))
+            return S.BufferStore(buf, substitute(split_body, vals), idx)
+
+        return S.For(jo, 0, shape[-1] // c, S.ForKind.SERIAL,
+                     _vector_inner(ctx, c, lanes, at_split))
 
     if _is_static(shape):
         return _outer_loops(ctx, list(shape[:-1]), _prod(shape) >= PARALLEL_MIN_WORK, store)
     return _outer_loops(ctx, list(shape[:-1]), True, store, _static_part(shape[-1:]))
+
+
+def _split_inner(t, body, lanes: int):
+    """``(c, jo, ji, body')`` when ``body`` divides stage ``t``'s innermost axis ``j`` by one
+    constant ``c`` (``j // c``, ``j % c``: a reshape that merges axes, as ``[.., 12, 64]``
+    read as ``[.., 768]``) that is a whole number of vectors dividing the axis; ``body'`` reads
+    ``jo`` for ``j // c``, ``ji`` for ``j % c`` and ``jo * c + ji`` for ``j``. Else None.
+
+    Looped as ``jo`` outer and ``ji`` vectorized, the loads are contiguous vectors; with ``j``
+    vectorized, every lane's ``j // c`` and ``j % c`` were computed and the load gathered
+    (BERT's merge of the heads at seq 128: 90 us, the split of the heads, its mirror: 37 us).
+    """
+    n = _const_int(_shape(t)[-1])
+    last = t.op.axis[-1].var
+    divisors = set()
+    for e in post_order(body):
+        if isinstance(e, (E.FloorDiv, E.FloorMod)):
+            a = e.a.value if isinstance(e.a, E.Cast) else e.a
+            if a is last:
+                divisors.add(_const_int(e.b))
+    if n is None or len(divisors) != 1:
+        return None
+    c = divisors.pop()
+    if c is None or c < lanes or c % lanes or n % c or c == n:
+        return None
+    jo, ji = E.Var("jo", last.dtype), E.Var("ji", last.dtype)
+
+    def fpost(e):
+        if isinstance(e, (E.FloorDiv, E.FloorMod)) and _const_int(e.b) == c:
+            a = e.a.value if isinstance(e.a, E.Cast) else e.a
+            if a is last:
+                v = jo if isinstance(e, E.FloorDiv) else ji
+                return v if e.dtype == v.dtype else E.Cast(e.dtype, v)
+        return None
+
+    return c, jo, ji, transform_expr(body, fpost)
 
 
 TRANSPOSE_TILE = 16  # rows of the output read per tile by a transposing stage

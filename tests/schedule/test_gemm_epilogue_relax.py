@@ -300,7 +300,7 @@ def test_inline_pack_buffer_holds_one_k_block_per_panel():
     blocks = [s for s in walk_stmts(g.body) if isinstance(s, S.Allocate)
               and s.buffer_var.name.startswith("matmul_bblock")]
     assert len(blocks) == 1
-    for m, chunks in ((1, 1), (252, 1), (253, 2), (1000, 4)):  # 252-row chunks (6 x 42)
+    for m, chunks in ((1, 1), (258, 1), (259, 2), (1000, 4)):  # 258-row chunks (6 x 43)
         size = 1
         for d in blocks[0].extents:
             size *= _eval(d, m)
