@@ -159,6 +159,24 @@ def _disk_key(key: str) -> str:
     return f"{key}|{_FINGERPRINT[0]}"
 
 
+def declared_externals(ir_text: str) -> list[str]:
+    """The functions ``ir_text`` declares but does not define, LLVM intrinsics excluded (what
+    ``runtime.jit.external_symbols`` finds line by line; here a jump from one ``declare`` line to
+    the next)."""
+    out = []
+    pos = 0 if ir_text.startswith("declare ") else ir_text.find("\ndeclare ")
+    while pos != -1:
+        start = pos if pos == 0 and ir_text.startswith("declare ") else pos + 1
+        end = ir_text.find("\n", start)
+        line = ir_text[start:] if end == -1 else ir_text[start:end]
+        at = line.find("@")
+        name = line[at + 1:line.index("(", at)].strip('"')
+        if not name.startswith("llvm."):
+            out.append(name)
+        pos = ir_text.find("\ndeclare ", start)
+    return out
+
+
 def _load_cached_object(object_cache, key: str, pipeline: int):
     """(compiled, ir_text) from the on-disk cache, or None (absent, corrupt or unloadable);
     ``pipeline`` is the IR pipeline level the object was optimized at (``optimized_ir``)."""
@@ -168,7 +186,7 @@ def _load_cached_object(object_cache, key: str, pipeline: int):
     obj, ir_text = entry
     try:
         compiled = jit.load_object(obj, "mtvm_" + key[:20], ir_text, pipeline,
-                                   jit.external_symbols(ir_text))
+                                   declared_externals(ir_text))
     except (ValueError, RuntimeError):
         return None
     hit = (compiled, ir_text)

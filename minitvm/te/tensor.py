@@ -39,7 +39,9 @@ class PlaceholderOp(Operation):
 class ComputeOp(Operation):
     """A tensor defined elementwise by ``body`` over ``axis`` (plus ``reduce_axis``)."""
 
-    __slots__ = ("axis", "reduce_axis", "body", "_outputs")
+    __slots__ = ("axis", "reduce_axis", "body", "_outputs", "_inputs")
+    # the structural fields: every slot but ``_inputs``, a cache of ``input_tensors``
+    _node_fields = ("attrs", "axis", "reduce_axis", "body", "_outputs")
 
     def __init__(self, name: str, tag: str, attrs, axis, body: PrimExpr):
         self.name = name
@@ -51,6 +53,10 @@ class ComputeOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
+        # kept with the body it was read from (schedules ask for it once per stage pair)
+        cached = getattr(self, "_inputs", None)
+        if cached is not None and cached[0] is self.body:
+            return list(cached[1])
         from ..tir.stmt_functor import post_order
 
         out, seen = [], set()
@@ -58,6 +64,7 @@ class ComputeOp(Operation):
             if isinstance(n, ProducerLoad) and id(n.producer) not in seen:
                 seen.add(id(n.producer))
                 out.append(n.producer)
+        self._inputs = (self.body, tuple(out))
         return out
 
 

@@ -17,6 +17,7 @@ from llvmlite import ir
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.stmt_functor import post_order, walk_stmts
+from . import textir
 from . import types as T
 from .expr import ExprEmitter
 from .stmt import StmtEmitter
@@ -60,12 +61,13 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.symbol = symbol
         self.fmf = ("fast",) if fast_math else ("contract",)
         self.gomp = gomp
-        self.module = ir.Module(name=symbol)
+        self.module = textir.Module(symbol)
         self.env: dict = {}
         self.lanes = 1
         self.parallel_depth = 0
         self.par_count = 0
         self.noalias = False
+        self._int_consts: dict = {}  # (dtype, type, value) -> shared ir.Constant
         self.signature = KernelSignature(func, symbol)
 
     def generate(self) -> str:
@@ -75,7 +77,7 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.noalias = noalias
         var_types = [T.llvm_type(v.dtype) if v.dtype != "handle" else T.PTR for v in sig.vars]
         impl_ty = ir.FunctionType(T.VOID, [T.PTR] * len(sig.buffers) + var_types + [T.I32])
-        impl = ir.Function(self.module, impl_ty, name=f"{self.symbol}_impl")
+        impl = textir.Function(self.module, impl_ty, name=f"{self.symbol}_impl")
         impl.linkage = "internal"
         for k, (_, buf) in enumerate(sig.buffers):
             arg = impl.args[k]
@@ -93,10 +95,10 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.function = impl
         self.entry_block = impl.append_basic_block("entry")
         body_bb = impl.append_basic_block("body")
-        self.builder = ir.IRBuilder(body_bb)
+        self.builder = textir.IRBuilder(body_bb)
         self.emit_stmt(self.func.body)
         self.builder.ret_void()
-        ir.IRBuilder(self.entry_block).branch(body_bb)
+        textir.IRBuilder(self.entry_block).branch(body_bb)
         self._entry(impl, var_types)
         if not sig.vars:
             self._py_entry()
@@ -105,9 +107,9 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
     def _entry(self, impl, var_types) -> None:
         """``void symbol(ptr args, ptr vars, i32 nthreads)`` unpacking into the kernel body."""
         sig = self.signature
-        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.PTR, T.I32]),
-                         name=self.symbol)
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fn = textir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.PTR, T.I32]),
+                             name=self.symbol)
+        b = textir.IRBuilder(fn.append_basic_block("entry"))
         args, vars_, nth = fn.args
         vals = []
         for k in range(len(sig.buffers)):
@@ -127,9 +129,9 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
     def _py_entry(self) -> None:
         """``void symbol_py(ptr tuple_of_ndarrays, i32 nthreads)``: no ctypes arrays needed."""
         n = len(self.signature.buffers)
-        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.I32]),
-                         name=self.symbol + "_py")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fn = textir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.I32]),
+                             name=self.symbol + "_py")
+        b = textir.IRBuilder(fn.append_basic_block("entry"))
         tup, nth = fn.args
         arr_ty = ir.ArrayType(T.PTR, max(1, n))
         arr = b.alloca(arr_ty, name="ptrs")

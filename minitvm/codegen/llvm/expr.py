@@ -11,8 +11,8 @@ from llvmlite import ir
 
 from ...tir import expr as E
 from ...tir.stmt_functor import expr_children
+from . import textir, vmath
 from . import types as T
-from . import vmath
 
 LLVM_INTRINSICS = {
     "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
@@ -56,7 +56,7 @@ def wrap_signed(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def fold_int(builder: ir.IRBuilder, op: str, a, b, flags=()):
+def fold_int(builder: textir.IRBuilder, op: str, a, b, flags=()):
     """Integer ``add``/``sub``/``mul`` that folds constants and identities (x+0, x*1, x*0) in
     Python: index arithmetic is full of them, and every instruction not emitted is one LLVM's
     optimizer does not have to remove (about a seventh of a conv kernel's IR)."""
@@ -75,7 +75,7 @@ def fold_int(builder: ir.IRBuilder, op: str, a, b, flags=()):
     return getattr(builder, op)(a, b, flags=flags)
 
 
-def fold_int_cast(builder: ir.IRBuilder, op: str, v, to):
+def fold_int_cast(builder: textir.IRBuilder, op: str, v, to):
     """``sext``/``zext``/``trunc`` of an integer, folded for a scalar constant."""
     c = const_int(v)
     if c is not None and isinstance(to, ir.IntType) and to.width >= 8:
@@ -114,8 +114,8 @@ def splat_operands(et: ir.Type, lanes: int) -> tuple[ir.Constant, ir.Constant]:
 class ExprEmitter:
     """Mixin of CodeGenLLVM: ``emit(expr)`` returns an LLVM value (or a RampVal)."""
 
-    builder: ir.IRBuilder
-    module: ir.Module
+    builder: textir.IRBuilder
+    module: textir.Module
     env: dict
     fmf: tuple
 
@@ -172,21 +172,34 @@ class ExprEmitter:
     def emit(self, root, memo: dict | None = None):
         memo = {} if memo is None else memo
         data = self._data_ids()
-        deps_of, emit_node = self._deps, self._emit_node
+        emit_node, children = self._emit_node, expr_children
         stack = [(root, None)]  # (node, its operands once they are queued)
+        pop, push = stack.pop, stack.append
         while stack:
-            node, deps = stack.pop()
+            node, deps = pop()
             key = id(node)
             if key in memo:
                 continue
             if deps is None:
-                deps = deps_of(node)
+                if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
+                    deps = (node.args[0],)
+                elif isinstance(node, E.Let):
+                    deps = (node.value,)
+                else:
+                    deps = children(node)
                 if deps:  # operands first, then this node again
-                    stack.append((node, deps))
-                    stack.extend((c, None) for c in deps if id(c) not in memo)
+                    push((node, deps))
+                    for c in deps:
+                        if id(c) not in memo:
+                            push((c, None))
                     continue
-            if type(node) is E.BufferLoad or any(id(c) in data for c in deps):
+            if type(node) is E.BufferLoad:
                 data.add(key)
+            else:
+                for c in deps:
+                    if id(c) in data:
+                        data.add(key)
+                        break
             memo[key] = emit_node(node, memo)
         return memo[id(root)]
 
@@ -206,8 +219,13 @@ class ExprEmitter:
 
     def _emit_node(self, e, memo):
         t = type(e)
-        if t is E.IntImm:
-            return ir.Constant(T.llvm_type(e.dtype), e.value)
+        if t is E.IntImm:  # one constant per distinct (dtype, value): index code repeats them
+            v = e.value
+            ckey = (e.dtype, type(v), v)
+            c = self._int_consts.get(ckey)
+            if c is None:
+                c = self._int_consts[ckey] = ir.Constant(T.llvm_type(e.dtype), v)
+            return c
         if t is E.FloatImm:
             return ir.Constant(T.llvm_type(e.dtype), e.value)
         if isinstance(e, E.Var):
@@ -266,7 +284,11 @@ class ExprEmitter:
         return self.builder.shuffle_vector(one, poison, zeros)
 
     def _match(self, *vals):
-        lanes = max(lanes_of(v) for v in vals)
+        lanes = 1
+        for v in vals:
+            n = lanes_of(v)
+            if n > lanes:
+                lanes = n
         if lanes == 1:
             return vals
         return tuple(self.broadcast(v, lanes) for v in vals)
@@ -456,10 +478,10 @@ class ExprEmitter:
         return r if wide == dbits else bld.trunc(r, to)
 
     # ---------------------------------------------------------------- calls
-    def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
+    def _declare(self, name: str, ret: ir.Type, args: list) -> textir.Function:
         fn = self.module.globals.get(name)
         if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+            fn = textir.Function(self.module, ir.FunctionType(ret, args), name=name)
         return fn
 
     def _intrin(self, base: str, args: list) -> ir.Value:
@@ -571,7 +593,7 @@ class ExprEmitter:
     def _cstring(self, text: str) -> ir.Value:
         data = bytearray(text.encode() + b"\0")
         ty = ir.ArrayType(ir.IntType(8), len(data))
-        gv = ir.GlobalVariable(self.module, ty, name=self.module.get_unique_name("str"))
+        gv = textir.GlobalVariable(self.module, ty, name=self.module.get_unique_name("str"))
         gv.global_constant = True
         gv.linkage = "internal"
         gv.initializer = ir.Constant(ty, data)

@@ -14,6 +14,7 @@ from llvmlite import ir
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.stmt_functor import post_order, walk_stmts
+from . import textir
 from . import types as T
 from .expr import RampVal, fold_int, fold_int_cast, lanes_of
 
@@ -280,14 +281,14 @@ class StmtEmitter:
         for k, v in enumerate(values):
             bld.store(v, bld.gep(closure, [T.I32(0), T.I32(k)], source_etype=sty))
         self.par_count += 1
-        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR]),
-                         name=f"{self.symbol}_par{self.par_count}")
+        fn = textir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR]),
+                             name=f"{self.symbol}_par{self.par_count}")
         fn.linkage = "internal"
         saved = (self.builder, self.entry_block, self.env, self.function)
         entry = fn.append_basic_block("entry")
         self.function = fn
         self.entry_block = entry
-        self.builder = ir.IRBuilder(entry)
+        self.builder = textir.IRBuilder(entry)
         self.env = {}
         self.parallel_depth += 1
         try:
@@ -351,10 +352,10 @@ class StmtEmitter:
         b.position_at_end(done)
         b.ret_void()
 
-    def _chunk_function(self, name: str, s: S.For, captured, types, ity) -> ir.Function:
+    def _chunk_function(self, name: str, s: S.For, captured, types, ity) -> textir.Function:
         """``void name(captured..., start, stop)`` running iterations [start, stop) of ``s``."""
-        body_fn = ir.Function(self.module, ir.FunctionType(T.VOID, [*types, ity, ity]),
-                              name=name)
+        body_fn = textir.Function(self.module, ir.FunctionType(T.VOID, [*types, ity, ity]),
+                                  name=name)
         body_fn.linkage = "internal"
         if self.noalias:
             for arg, ty in zip(body_fn.args, types):
@@ -364,13 +365,13 @@ class StmtEmitter:
         entry = body_fn.append_basic_block("entry")
         start_bb = body_fn.append_basic_block("start")
         self.function, self.entry_block = body_fn, entry
-        self.builder = ir.IRBuilder(start_bb)
+        self.builder = textir.IRBuilder(start_bb)
         self.env = {key: arg for (key, _), arg in zip(captured, body_fn.args)}
         try:
             self.serial_loop(s.loop_var, body_fn.args[-2], body_fn.args[-1],
                              lambda: self.emit_stmt(s.body))
             self.builder.ret_void()
-            ir.IRBuilder(entry).branch(start_bb)
+            textir.IRBuilder(entry).branch(start_bb)
         finally:
             self.builder, self.entry_block, self.env, self.function = saved
         return body_fn

@@ -40,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...backend.disk_cache import DiskCache, active_cache
-from ...codegen.build import CODEGEN_VERSION, object_code
+from ...codegen.build import CODEGEN_VERSION, declared_externals, object_code
 from ...ir.op import Op
 from ...ir.structural import structural_hash
 from ...runtime import jit
@@ -220,7 +220,7 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bo
             obj, pipeline = code
             defs = [a or b for a, b in _GLOBAL_DEFS.findall(k.ir)]
             objects[k.symbol] = (obj, pipeline, zlib.compress(k.ir.encode(), 1),
-                                 jit.external_symbols(k.ir), defs)
+                                 declared_externals(k.ir), defs)
         kernels.append((name, k.symbol, int(k.ws_bytes),
                         [contiguous(c) for c in k.consts]))
     payload = {"graph_json": factory.get_graph_json(), "blas": lib.blas,

@@ -15,7 +15,7 @@ import json
 from ...backend.memory_plan import plan_memory
 from ...ir.attrs import DictAttrs
 from ...ir.op import Op
-from ...ir.structural import structural_equal
+from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType
 from ...schedule import LoweringOptions
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
@@ -69,7 +69,7 @@ class GraphCodegen:
         self.params: dict = {}
         self._input_names: set[str] = set()
         self.kernels: dict[str, object] = {}  # kernel name -> runtime.Kernel
-        self._by_func: list = []  # (func, name)
+        self._by_func: dict = {}  # (structural hash, const inputs) -> [(func, kernel name)]
         self._name_count: dict[str, int] = {}
         self.entries: list[dict] = []  # per node output: shape, dtype
 
@@ -86,9 +86,14 @@ class GraphCodegen:
         node["_num_outputs"] = len(types)
         return out
 
-    def _kernel_for(self, func: Function, const_inputs: frozenset = frozenset()):
-        for f, ci, name in self._by_func:
-            if ci == const_inputs and (f is func or structural_equal(f, func)):
+    def _kernel_for(self, func: Function, const_inputs: frozenset = frozenset(),
+                    shash: int | None = None):
+        """The kernel name of ``func`` (``shash``: its structural hash when known); an equal
+        function lowered before (found among those of the same hash) shares its kernel."""
+        shash = structural_hash(func) if shash is None else shash
+        bucket = self._by_func.setdefault((shash, const_inputs), [])
+        for f, name in bucket:
+            if f is func or structural_equal(f, func):
                 return name
         ops = func_ops(func)
         base = "tvmgen_default_fused_" + "_".join(o.replace(".", "_") for o in ops[:6])
@@ -98,8 +103,8 @@ class GraphCodegen:
         n = self._name_count.get(base, 0)
         self._name_count[base] = n + 1
         name = base if n == 0 else f"{base}_{n}"
-        self.kernels[name] = lower_function(func, name, self.options, const_inputs)
-        self._by_func.append((func, const_inputs, name))
+        self.kernels[name] = lower_function(func, name, self.options, const_inputs, shash=shash)
+        bucket.append((func, name))
         return name
 
     @staticmethod
@@ -136,9 +141,14 @@ class GraphCodegen:
                     const.add(pos)
                 pos += n
             pending.append((e, func, args, frozenset(const)))
-        prefetch_kernels([(func, const) for _, func, _, const in pending], self.options)
+        hashes: dict[int, int] = {}  # id(func) -> structural hash, computed once per function
+        for _, func, _, _ in pending:
+            if id(func) not in hashes:
+                hashes[id(func)] = structural_hash(func)
+        prefetch_kernels([(func, const) for _, func, _, const in pending], self.options, hashes)
         for e, func, args, const in pending:
-            self._call_kernels[id(e)] = (func, args, self._kernel_for(func, const))
+            self._call_kernels[id(e)] = (func, args,
+                                         self._kernel_for(func, const, hashes[id(func)]))
 
     def _repack(self, inputs: list, packs: dict, uses: dict) -> list:
         """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights."""

@@ -121,11 +121,12 @@ def _fallback(func: Function, name: str, reason: str) -> Kernel:
 
 
 def lower_function(func: Function, name: str = "main", options: LoweringOptions | None = None,
-                   const_inputs: frozenset = frozenset()) -> Kernel:
+                   const_inputs: frozenset = frozenset(), shash: int | None = None) -> Kernel:
     """Lower one primitive function (through the shared kernel cache).
 
     ``const_inputs``: flat input positions that receive constants (weights); the kernel may ask
     for them in another layout (``Kernel.input_packs``: position -> numpy transform).
+    ``shash``: ``structural_hash(func)`` when the caller has it already.
     """
     options = options if options is not None else LoweringOptions()
     tensor_types(func.body.checked_type)  # a clear error for non-tensor outputs
@@ -137,7 +138,7 @@ def lower_function(func: Function, name: str = "main", options: LoweringOptions 
         return _fallback(func, name, "native lowering disabled")
     users = user_strategies(func)
     target = _current_target() if users else None
-    key = (structural_hash(func), options, const_inputs,
+    key = (structural_hash(func) if shash is None else shash, options, const_inputs,
            (str(target), tuple((n, _Identity(f)) for n, f in users)) if users else None)
     return cached_kernel(key, func, name, structural_equal,
                          lambda: _lower_native(func, name, options, const_inputs, target))
@@ -197,10 +198,13 @@ def _strategy_compute_of(target):
     return compute_of
 
 
-def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int:
+def prefetch_kernels(funcs: list, options: LoweringOptions | None = None,
+                     hashes: dict | None = None) -> int:
     """Lower ``funcs`` (``[(function, const_inputs)]``) in parallel worker processes
     (``backend.parallel_compile``) so that lowering them afterwards, one by one, loads their
-    code from the on-disk cache. Returns the number of workers used (0: nothing to share)."""
+    code from the on-disk cache. Returns the number of workers used (0: nothing to share).
+    ``hashes``: id(function) -> its structural hash, where the caller computed them."""
+    hashes = hashes or {}
     options = options if options is not None else LoweringOptions()
     tasks = [(f, c) for f, c in funcs  # user strategies live in this process only
              if options.native and not (f.attrs is not None and f.attrs.get("Compiler"))
@@ -211,7 +215,8 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None) -> int
         return (tuple(func_ops(f)), tuple(str(p.checked_type) for p in f.params),
                 str(f.body.checked_type), c)
 
-    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1]), group,
+    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1],
+                                                       hashes.get(id(t[0]))), group,
                        cost=lambda t: compile_cost(t[0]))
 
 

@@ -6,6 +6,8 @@ from .. import expr as E
 from .. import stmt as S
 from ..stmt_functor import post_order
 
+_CONST_LEAVES = frozenset({E.IntImm, E.FloatImm, E.StringImm})
+
 
 class _Checker:
     def __init__(self):
@@ -30,11 +32,11 @@ class _Checker:
         self.keep.append(b)
 
     def check_expr(self, e, where: str) -> None:
-        lets = set()
-        for n in post_order(e):
-            if isinstance(n, E.Let):
-                lets.add(id(n.var))
-        for n in post_order(e):
+        if type(e) in _CONST_LEAVES:  # most loop bounds and many indices: nothing to check
+            return
+        nodes = list(post_order(e))  # one walk, read twice
+        lets = {id(n.var) for n in nodes if isinstance(n, E.Let)}
+        for n in nodes:
             if isinstance(n, E.Var):
                 if not self.defined.get(id(n)) and id(n) not in lets:
                     self.errors.append(
