@@ -17,7 +17,9 @@ On an idle one it spins ``MINITVM_SPIN_COUNT`` polls (about a millisecond; from
 ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY`` when the user set those) after each job, and for the
 whole length of a model's run while an executor holds ``keep_warm``: waking a sleeping thread
 costs tens of microseconds or more (an idle vCPU halts), and a model's small kernels are done
-before a sleeping worker has woken.
+before a sleeping worker has woken. One hazard stays: a worker descheduled while it holds a
+chunk makes the caller wait. When the caller sees such a stall (``STALL_NS``), parallel loops
+run on the calling thread alone for ``BACKOFF_NS``, then the pool is tried again.
 
 ``MINITVM_THREADPOOL=gomp`` uses libgomp's pool instead, which has no such check. Either way ``GOMP_SPINCOUNT=200`` is
 put in the environment when the JIT starts, unless the user set ``OMP_WAIT_POLICY`` or
@@ -61,6 +63,13 @@ _GOMP_SPIN = str(GOMP_DEFAULT_SPIN)
 # is busy, so a spinning thread goes to sleep instead
 BUSY_NS = 20_000
 _CLOCK_MONOTONIC = getattr(time, "CLOCK_MONOTONIC", 1)
+# A parallel loop whose caller then waited for a joined worker longer than STALL_NS (and than
+# half its own share of the loop took) had that worker descheduled mid-chunk: the machine has
+# more running threads than CPUs. Parallel loops then run on the calling thread alone for
+# BACKOFF_NS before the pool is tried again (at most one stall per interval). Without this, a
+# 2-thread BERT layer ran 3-4x slower than 1 thread on this 2-core box at load 4-8.
+STALL_NS = 1_000_000
+BACKOFF_NS = 20_000_000
 _SPIN_SET_HERE = False  # GOMP_SPINCOUNT in the environment is ours, not the user's
 
 
@@ -154,6 +163,8 @@ _POOL_IR = r"""
 @spin = internal global i64 0
 @yieldevery = internal global i64 0
 @hot = internal global i32 0, align 64
+@backoff_until = internal global i64 0, align 64
+@nbackoffs = internal global i64 0, align 8
 @tids = internal global [256 x i64] zeroinitializer, align 8
 
 declare i32 @pthread_mutex_init(ptr, ptr)
@@ -325,10 +336,15 @@ entry:
   %nw = load atomic i32, ptr @nworkers monotonic, align 4
   %have = icmp sgt i32 %nw, 0
   %try = and i1 %multi, %have
-  br i1 %try, label %lockit, label %serial
+  br i1 %try, label %checkback, label %serial
 serial:
   call void %f(ptr %d)
   ret void
+checkback:
+  %t0 = call i64 @mtvm_now_ns()
+  %bu = load atomic i64, ptr @backoff_until monotonic, align 8
+  %inback = icmp slt i64 %t0, %bu
+  br i1 %inback, label %serial, label %lockit
 lockit:
   %l0 = call i32 @pthread_mutex_lock(ptr @mu)
   %b = load i32, ptr @busy
@@ -355,6 +371,7 @@ start:
   %bc = call i32 @pthread_cond_broadcast(ptr @cv_work)
   %u1 = call i32 @pthread_mutex_unlock(ptr @mu)
   call void %f(ptr %d)
+  %tc = call i64 @mtvm_now_ns()
   %l1 = call i32 @pthread_mutex_lock(ptr @mu)
   store i32 0, ptr @open
   %u2 = call i32 @pthread_mutex_unlock(ptr @mu)
@@ -396,7 +413,38 @@ done:
   store i32 0, ptr @busy
   store atomic i32 1, ptr @nth monotonic, align 4
   %u3 = call i32 @pthread_mutex_unlock(ptr @mu)
+  ; a stall: the caller waited for joined workers longer than STALL_NS and than half its own
+  ; share took, i.e. a worker holding a chunk was descheduled (the machine is oversubscribed);
+  ; parallel loops then run on the caller alone for BACKOFF_NS
+  %td = call i64 @mtvm_now_ns()
+  %waited = sub i64 %td, %tc
+  %ran = sub i64 %tc, %t0
+  %half = ashr i64 %ran, 1
+  %long = icmp sgt i64 %waited, STALL_NS
+  %behind = icmp sgt i64 %waited, %half
+  %stall = and i1 %long, %behind
+  br i1 %stall, label %backoff, label %out
+backoff:
+  %until = add i64 %td, BACKOFF_NS
+  store atomic i64 %until, ptr @backoff_until monotonic, align 8
+  %nb = atomicrmw add ptr @nbackoffs, i64 1 monotonic
+  br label %out
+out:
   ret void
+}
+
+define void @mtvm_pool_backoff_for(i64 %ns) {
+entry:
+  %now = call i64 @mtvm_now_ns()
+  %until = add i64 %now, %ns
+  store atomic i64 %until, ptr @backoff_until monotonic, align 8
+  ret void
+}
+
+define i64 @mtvm_pool_backoffs() {
+entry:
+  %v = load atomic i64, ptr @nbackoffs monotonic, align 8
+  ret i64 %v
 }
 
 define i32 @mtvm_pool_grow(i32 %want) {
@@ -452,7 +500,8 @@ def pool_ir(triple: str) -> str:
     """The pool's LLVM IR for a target triple (its spin hint filled in)."""
     decl, call = _spin_hint(triple)
     ir = (_POOL_IR.replace("PAUSE", call).replace("CLOCK_ID", str(_CLOCK_MONOTONIC))
-          .replace("BUSY_NS", str(BUSY_NS)))
+          .replace("BUSY_NS", str(BUSY_NS)).replace("STALL_NS", str(STALL_NS))
+          .replace("BACKOFF_NS", str(BACKOFF_NS)))
     return decl + "\n" + ir
 
 
@@ -485,6 +534,8 @@ def _build_pool() -> dict:
         "hot_enter": ctypes.CFUNCTYPE(None)(addr("mtvm_hot_enter")),
         "hot_exit": ctypes.CFUNCTYPE(None)(addr("mtvm_hot_exit")),
         "hot_count": ctypes.CFUNCTYPE(ctypes.c_int32)(addr("mtvm_hot_count")),
+        "backoffs": ctypes.CFUNCTYPE(ctypes.c_int64)(addr("mtvm_pool_backoffs")),
+        "backoff_for": ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("mtvm_pool_backoff_for")),
     }
     pool["init"](spin_count(), yield_every())
     pool["warm"] = spin_count() > 0  # a passive wait policy never spins, in a run or not
@@ -527,6 +578,12 @@ def keep_warm():
 def warm_runs() -> int:
     """Runs that keep the pool warm right now (``keep_warm`` entered, not yet left)."""
     return int(_POOL["hot_count"]()) if _POOL.get("hot_count") is not None else 0
+
+
+def pool_backoffs() -> int:
+    """How many times this process's pool saw a stalled worker and ran serially for a while
+    (``STALL_NS``, ``BACKOFF_NS``)."""
+    return int(_POOL["backoffs"]()) if _POOL.get("backoffs") is not None else 0
 
 
 def pool_workers() -> int:

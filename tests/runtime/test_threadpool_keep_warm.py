@@ -111,3 +111,28 @@ def test_relax_vm_leaves_the_pool_cold_even_when_a_call_fails(two_threads):
 def test_yield_every_setting(monkeypatch, value, every):
     monkeypatch.setenv("MINITVM_SPIN_YIELD", value)
     assert threadpool.yield_every() == every
+
+
+def test_stall_backoff_runs_loops_on_the_caller_with_the_same_results(two_threads):
+    """While the pool backs off (after a stalled worker), parallel loops run serially on the
+    calling thread; results are the same before, during and after."""
+    f = _scale_kernel()
+    a = np.random.default_rng(1).standard_normal(50_000).astype("float32")
+    b = tvm.nd.empty((50_000,), "float32")
+    before = threadpool.pool_backoffs()
+    threadpool._POOL["backoff_for"](2_000_000_000)  # as after a stall, for 2 s
+    for _ in range(10):
+        f(tvm.nd.array(a), b)
+        np.testing.assert_array_equal(b.numpy(), a * np.float32(3.0))
+    threadpool._POOL["backoff_for"](0)  # over: the pool is tried again
+    for _ in range(10):
+        f(tvm.nd.array(a), b)
+        np.testing.assert_array_equal(b.numpy(), a * np.float32(3.0))
+    assert threadpool.pool_backoffs() >= before
+
+
+def test_stall_settings_reach_the_pool_ir():
+    text = threadpool.pool_ir("x86_64-unknown-linux-gnu")
+    assert "STALL_NS" not in text and "BACKOFF_NS" not in text and "BUSY_NS" not in text
+    assert f"icmp sgt i64 %waited, {threadpool.STALL_NS}" in text
+    assert f"add i64 %td, {threadpool.BACKOFF_NS}" in text
