@@ -582,9 +582,16 @@ class ExprEmitter:
         fv = self.emit(e.args[2], dict(memo))
         else_end = bld.block
         bld.branch(end_bb)
+        # a phi takes one type: widen a narrower arm (a scalar beside a vector, or a symbolic
+        # ramp) in its own block, before that block's branch, where its value is defined
+        lanes = max(lanes_of(tv), lanes_of(fv))
+        if lanes_of(tv) != lanes or isinstance(tv, RampVal):
+            bld.position_before(then_end.terminator)
+            tv = self.broadcast(tv, lanes)
+        if lanes_of(fv) != lanes or isinstance(fv, RampVal):
+            bld.position_before(else_end.terminator)
+            fv = self.broadcast(fv, lanes)
         bld.position_at_end(end_bb)
-        tv, fv = (v if not isinstance(v, RampVal) else self.broadcast(v, v.lanes)
-                  for v in (tv, fv))
         phi = bld.phi(tv.type)
         phi.add_incoming(tv, then_end)
         phi.add_incoming(fv, else_end)
