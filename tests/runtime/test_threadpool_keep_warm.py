@@ -136,3 +136,12 @@ def test_stall_settings_reach_the_pool_ir():
     assert "STALL_NS" not in text and "BACKOFF_NS" not in text and "BUSY_NS" not in text
     assert f"icmp sgt i64 %waited, {threadpool.STALL_NS}" in text
     assert f"add i64 %td, {threadpool.BACKOFF_NS}" in text
+
+
+def test_backoff_needs_several_stalls_in_a_window():
+    """One stall (the host preempting this VM for a moment) does not make the pool back off;
+    STALL_COUNT of them within STALL_WINDOW_NS do."""
+    text = threadpool.pool_ir("x86_64-unknown-linux-gnu")
+    assert threadpool.STALL_COUNT >= 2
+    assert f"icmp sge i64 %c1, {threadpool.STALL_COUNT}" in text
+    assert f"icmp sgt i64 %age, {threadpool.STALL_WINDOW_NS}" in text
