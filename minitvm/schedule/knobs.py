@@ -7,15 +7,26 @@ constant). When a stage is lowered the schedule asks ``select(options, stage)`` 
 values: the defaults, overridden by the entry for the workload in ``options.knobs`` (a
 ``KnobTable``, chosen for the build by ``use_knobs`` — e.g. ``minitvm.tune.apply_history_best``).
 The table is part of ``LoweringOptions`` and so of the kernel cache keys.
+
+A build outside any ``use_knobs`` block uses the built-in table of the host's vector ISA
+(``builtin_table``: tuned records shipped in ``minitvm/tune/builtin/{avx2,avx512}.jsonl``), so an
+untuned build still gets the knobs measured best for common workloads; ``MINITVM_BUILTIN_KNOBS=0``
+or ``PassContext(config={"schedule.use_builtin_knobs": False})`` turns it off.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+
+from ..transform.config import register_pass_config
+from ..transform.context import PassContext
 
 Knobs = dict  # knob name -> value (int, bool or str)
 
@@ -177,9 +188,60 @@ def _stack() -> list:
 
 
 def current_table() -> KnobTable | None:
-    """The knob table of the innermost ``use_knobs`` block of this thread, or None."""
+    """The knob table of the innermost ``use_knobs`` block of this thread; outside every block,
+    the built-in table of the host's ISA (``builtin_table``), or None."""
     stack = _stack()
-    return stack[-1] if stack else None
+    return stack[-1] if stack else builtin_table()
+
+
+# ------------------------------------------------------------------ the built-in knob table
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "tune" / "builtin"  # package data
+BUILTIN_ENV = "MINITVM_BUILTIN_KNOBS"
+BUILTIN_CONFIG = "schedule.use_builtin_knobs"
+register_pass_config(BUILTIN_CONFIG, bool, True,
+                     "Builds outside any tuning-records context use the knobs shipped for the "
+                     "host's ISA (minitvm/tune/builtin/*.jsonl); False: the schedules' defaults.")
+
+
+def builtin_enabled() -> bool:
+    """Whether builds may use the built-in table (the env var and the PassContext say yes)."""
+    if os.environ.get(BUILTIN_ENV, "1").strip().lower() in ("0", "false", "off", "no"):
+        return False
+    cfg = getattr(PassContext.current(), "config", None) or {}
+    return bool(cfg.get(BUILTIN_CONFIG, True))
+
+
+@functools.cache
+def _builtin(isa: str) -> KnobTable | None:
+    """The built-in table of ``isa``: per workload, the knobs of its lowest-cost record."""
+    path = BUILTIN_DIR / f"{isa}.jsonl"
+    if not path.exists():
+        return None
+    best: dict[str, tuple[float, dict]] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            key, knobs = key_text(d["workload"]), dict(d["knobs"])
+            cost = min(float(c) for c in d.get("costs") or [float("inf")])
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}:{n}: not a tuning record ({err})") from None
+        if key not in best or cost < best[key][0]:
+            best[key] = (cost, knobs)
+    return KnobTable({k: v for k, (_, v) in best.items()}) if best else None
+
+
+def builtin_table(isa: str | None = None) -> KnobTable | None:
+    """The built-in knob table of ``isa`` (default: the host's vector ISA), or None when it is
+    empty or turned off."""
+    if not builtin_enabled():
+        return None
+    if isa is None:
+        from .common import vector_isa
+
+        isa = vector_isa()
+    return _builtin(isa)
 
 
 @contextmanager

@@ -42,6 +42,9 @@ class Record:
     timestamp: float = field(default_factory=time.time)
     target: str = "llvm"
     cpu: str = field(default_factory=host_cpu)
+    # measured in a tuning run's confirmation round (the few best and the default again, side
+    # by side): such records alone decide their workload's best (see ``best_records``)
+    confirm: bool = False
 
     @property
     def ok(self) -> bool:
@@ -58,10 +61,12 @@ class Record:
         return key_text(self.workload)
 
     def to_json(self) -> str:
-        return json.dumps({"version": RECORD_VERSION, "workload": self.workload,
-                           "knobs": self.knobs, "costs": self.costs, "error": self.error,
-                           "timestamp": self.timestamp, "target": self.target,
-                           "cpu": self.cpu}, sort_keys=True, separators=(",", ":"))
+        d = {"version": RECORD_VERSION, "workload": self.workload, "knobs": self.knobs,
+             "costs": self.costs, "error": self.error, "timestamp": self.timestamp,
+             "target": self.target, "cpu": self.cpu}
+        if self.confirm:
+            d["confirm"] = True
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def from_json(line: str) -> Record:
@@ -76,7 +81,8 @@ class Record:
                              f"minitvm reads ({RECORD_VERSION})")
         return Record(list(d["workload"]), dict(d["knobs"]), [float(c) for c in d["costs"]],
                       d.get("error"), float(d.get("timestamp", 0.0)),
-                      str(d.get("target", "llvm")), str(d.get("cpu", "")))
+                      str(d.get("target", "llvm")), str(d.get("cpu", "")),
+                      bool(d.get("confirm", False)))
 
 
 def _target_kind(target) -> str:
@@ -137,20 +143,24 @@ def best_records(records: Iterable[Record], target="llvm", cpu: str | None = Non
     """The fastest successful configuration per workload for ``target`` (and ``cpu`` when
     given: records measured on another CPU are used only for workloads with none from this one).
 
-    A configuration measured several times (a confirmation round, a second tuning run) has
-    its costs pooled in the record returned.
+    A configuration measured several times (a second tuning run) has its costs pooled in the
+    record returned. Where a workload has confirmation-round records (``Record.confirm``),
+    only those compete: the search's best cost is the least of many noisy estimates, biased
+    low by the choice itself, while the round measures the finalists and the default afresh.
     """
     kind = _target_kind(target)
+    records = [r for r in records if r.ok and _target_kind(r.target) == kind]
+    confirmed = {(r.key, cpu is None or r.cpu == cpu) for r in records if r.confirm}
     pooled: dict[tuple, Record] = {}
     for r in records:
-        if not r.ok or _target_kind(r.target) != kind:
-            continue
         same_cpu = cpu is None or r.cpu == cpu
+        if not r.confirm and (r.key, same_cpu) in confirmed:
+            continue
         k = (r.key, json.dumps(r.knobs, sort_keys=True), same_cpu)
         if k in pooled:
             p = pooled[k]
             pooled[k] = Record(p.workload, p.knobs, p.costs + r.costs, None,
-                               max(p.timestamp, r.timestamp), p.target, p.cpu)
+                               max(p.timestamp, r.timestamp), p.target, p.cpu, p.confirm)
         else:
             pooled[k] = r
     best: dict[str, tuple] = {}

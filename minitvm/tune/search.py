@@ -28,6 +28,7 @@ class EvolutionarySearch:
         self.init_random, self.eps, self.top_k = init_random, eps, top_k
         self.measured: dict[str, float] = {}  # config key -> cost (inf: failed)
         self.configs: dict[str, dict] = {}
+        self.seeds: list[dict] = []  # proposed right after the default (the built-in entry)
 
     def tell(self, knobs: dict, cost: float) -> None:
         k = config_key(knobs)
@@ -73,9 +74,10 @@ class EvolutionarySearch:
         out: list[dict] = []
         seen = set(self.measured)
         default = self.space.default()
-        if config_key(default) not in seen:
-            out.append(default)
-            seen.add(config_key(default))
+        for first in [default, *self.seeds]:
+            if config_key(first) not in seen and len(out) < n:
+                out.append(dict(first))
+                seen.add(config_key(first))
         ok = sum(1 for c in self.measured.values() if c != float("inf"))
         tries = 0
         while len(out) < n and len(seen) < self.space.size() and tries < 200 * n:

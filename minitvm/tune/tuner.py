@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from ..schedule.knobs import builtin_table
 from .progress import Progress
 from .records import Record, RecordDatabase, host_cpu
 from .runner import LocalRunner, MeasureResult
@@ -54,11 +55,18 @@ def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike |
     report = Progress(len(tasks), progress, verbose=verbose)
     deadline = time.perf_counter() + seconds if seconds is not None else None
     cpu = host_cpu()
+    builtin = builtin_table()
     try:
         for n, task in enumerate(tasks):
             search = (RandomSearch(task.space, seed + n) if strategy == "random" else
                       EvolutionarySearch(task.space, seed + n))
             default = task.space.default()
+            seed_knobs = builtin.lookup(task.workload) if builtin is not None else None
+            if seed_knobs:  # the built-in table's entry is worth measuring early
+                try:
+                    search.seeds.append(task.space.validate(seed_knobs))
+                except (ValueError, KeyError):
+                    pass  # an entry the space no longer declares: not a candidate
             default_cost = None
             for r in db.for_workload(task.workload):
                 if r.cpu == cpu or not r.cpu:
@@ -103,14 +111,15 @@ def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike |
 
 def _confirm(task, search, run, db, cpu: str, k: int, default: dict) -> None:
     """Measure the ``k`` best configurations (and the default) once more, back to back, so
-    the winner is not just the one measured during a quiet moment of the machine."""
+    the winner is not just the one measured during a quiet moment of the machine: these
+    records (``confirm``) alone decide the workload's best (``records.best_records``)."""
     ranked = sorted((c, key) for key, c in search.measured.items() if c != float("inf"))
     cands = [search.configs[key] for _, key in ranked[:k]]
     if default not in cands and any(search.configs[key] == default for _, key in ranked):
         cands.append(default)
     for knobs, res in zip(cands, run.run(task, cands), strict=True):
         db.add(Record(list(task.workload), dict(knobs), list(res.costs), res.error,
-                      target=task.target, cpu=cpu))
+                      target=task.target, cpu=cpu, confirm=True))
 
 
 def tune_relay(mod, params: dict | None = None, target="llvm", work_dir=None, records=None,

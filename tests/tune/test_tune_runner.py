@@ -56,7 +56,8 @@ def test_tuner_records_failures_and_keeps_the_best(tmp_path):
     errors = sorted(r.error.split(":")[0].split(" (")[0] for r in db if not r.ok)
     assert errors == ["RuntimeError"] * 3 + ["timeout"] * 3 + ["worker crashed"] * 3
     best = RecordDatabase(path).best(DENSE)
-    assert best.knobs == {"mode": "ok", "v": 3} and best.costs == [1e-3 / 3] * 2
+    # (decided by the confirmation round's measurement alone)
+    assert best.knobs == {"mode": "ok", "v": 3} and best.costs == [1e-3 / 3]
     # tuning again with the same budget measures nothing new: the records are reused
     again = tune_tasks([_task()], path, trials=SPACE.size(), progress="none")
     assert len(again) == SPACE.size() + 3

@@ -93,12 +93,15 @@ def test_knob_table_hash_pickle_and_tracing():
 
 def test_use_knobs_reaches_lowering_options():
     from minitvm.backend.options import lowering_options
+    from minitvm.schedule.knobs import builtin_table
 
     table = KnobTable({"k": {"mr": 4}})
-    assert lowering_options().knobs is None
+    assert lowering_options().knobs is builtin_table()  # outside: the built-in table, if any
     with use_knobs(table):
         assert lowering_options().knobs is table
-    assert lowering_options().knobs is None
+    with use_knobs(None):
+        assert lowering_options().knobs is None
+    assert lowering_options().knobs is builtin_table()
 
 
 def test_space_errors():

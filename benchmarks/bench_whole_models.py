@@ -1,0 +1,274 @@
+"""Whole ResNet-50, MobileNetV2 and BERT-base built by minitvm, side by side with ONNX Runtime
+and PyTorch eager in one process: untuned and tuned, at 1 and 2 threads, with compile times.
+
+    python benchmarks/bench_whole_models.py [--models resnet50,mobilenetv2,bert]
+        [--records FILE.jsonl] [--defaults] [--threads 1,2] [--rounds 5] [--runs 3]
+        [--no-compile]
+
+Models (fp32): ResNet-50 (``relay.testing.resnet``, 224x224), MobileNetV2
+(torchvision's layout, ``bench_mobilenet.mobilenet_v2``, exported to ONNX and imported) and
+BERT-base (``relay.testing.bert``, 12 encoder layers, sequence 128), batch 1; on request the
+ResNet stem + 2 blocks and the MLP 784-128-10 at batch 1 and 64 (``bench_tune``'s). ONNX
+Runtime runs the same graph and weights: the ONNX file minitvm imported (MobileNetV2), or the
+Relay graph after batch norm folding written as ONNX (``bench_models.to_onnx``); it runs with
+``session.intra_op.allow_spinning=0`` (its idle threads must not spin into the next runner's
+turn). PyTorch eager runs the torch module (MobileNetV2) or the same folded graph op by op
+(``bench_models.torch_runner``).
+
+Contenders: "untuned" (a plain ``relay.build``: the schedules' knobs plus the built-in table of
+the host ISA), "defaults" (``--defaults``: the built-in table off), "tuned" (``--records``:
+built under ``minitvm.tune.apply_history_best``). Each thread count is timed in interleaved
+rounds (every contender once per round, so load spikes hit all alike), each the median of
+``--runs`` runs; the table shows the median over rounds (1 thread: the calling thread's CPU
+time, where all three runtimes compute; more threads: wall clock, noisy on a shared machine).
+Compile time: ``relay.build`` at opt_level 3 in a fresh process with an empty on-disk cache
+("cold") and again in a second fresh process over the filled cache ("warm").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+MODELS = {"resnet50": "ResNet-50", "mobilenetv2": "MobileNetV2", "bert": "BERT-base 12L s128",
+          # the issue's smaller models, on request (``--models ...,resnet_small,mlp64``)
+          "resnet_small": "ResNet stem+2 blocks", "mlp1": "MLP 784-128-10 b1",
+          "mlp64": "MLP 784-128-10 b64"}
+DEFAULT_MODELS = "resnet50,mobilenetv2,bert"
+
+
+# ---------------------------------------------------------------------------- the models
+def load(name: str) -> dict:
+    """The model as minitvm builds it (mod, params, input name and shape), its ONNX bytes and
+    a PyTorch eager runner factory ``threads -> (x -> output)``."""
+    from minitvm.relay import testing
+
+    if name == "mobilenetv2":
+        import onnx
+        import torch
+        from bench_mobilenet import mobilenet_v2, to_onnx
+
+        from minitvm import relay
+
+        shape = (1, 3, 224, 224)
+        model = mobilenet_v2()
+        blob = to_onnx(model, shape)
+        mod, params = relay.frontend.from_onnx(onnx.load_from_string(blob), shape={"data": shape})
+
+        def torch_eager(threads):
+            torch.set_num_threads(threads)
+
+            def run(x):
+                with torch.no_grad():
+                    return model(torch.from_numpy(x)).numpy()
+
+            return run
+
+        return dict(mod=mod, params=params, input="data", shape=shape, onnx=blob,
+                    torch=torch_eager)
+    if name == "resnet50":
+        mod, params = testing.resnet.get_workload(num_layers=50)
+    elif name == "bert":
+        mod, params = testing.bert.get_workload(num_layers=12)  # BERT-base, sequence 128
+    elif name == "resnet_small":
+        mod, params = testing.resnet.get_small_workload()
+    elif name in ("mlp1", "mlp64"):
+        from bench_tune import mlp_784_128_10
+
+        mod, params = mlp_784_128_10(int(name[3:]))
+    else:
+        raise SystemExit(f"unknown model {name!r}; choose from {list(MODELS)}")
+    from bench_models import prepare, to_onnx, torch_runner
+
+    main, order = prepare(mod, params)
+    p = mod["main"].params[0]
+
+    def torch_graph(threads):
+        import torch
+
+        run = torch_runner(main, order, threads)
+        return lambda x: run(torch.from_numpy(x)).numpy()
+
+    return dict(mod=mod, params=params, input=p.name_hint,
+                shape=tuple(int(d) for d in p.type_annotation.shape),
+                onnx=to_onnx(main, order), torch=torch_graph)
+
+
+def build(m: dict, records: str | None = None, builtin: bool = True):
+    """relay.build at opt_level 3 (under ``records``' knobs when given); (factory, seconds)."""
+    import minitvm as tvm
+    from minitvm import relay, tune
+
+    ctx = tune.apply_history_best(records) if records else contextlib.nullcontext()
+    t0 = time.perf_counter()
+    with ctx, tvm.transform.PassContext(
+            opt_level=3, config={"schedule.use_builtin_knobs": builtin}):
+        lib = relay.build(m["mod"], target="llvm", params=m["params"])
+    return lib, time.perf_counter() - t0
+
+
+def minitvm_runner(lib, name: str, x):
+    import minitvm as tvm
+    from minitvm.contrib import graph_executor
+
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+
+    def run():
+        g.set_input(name, x)
+        g.run()
+        return g.get_output(0).numpy()
+
+    return run
+
+
+def ort_runner(blob: bytes, name: str, x, threads: int):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    return lambda: sess.run(None, feed)[0]
+
+
+# ---------------------------------------------------------------------------- timing
+def interleaved(runners: dict, clock, rounds: int, runs: int, min_ms: float = 20.0
+                ) -> dict[str, float]:
+    """Median over ``rounds`` interleaved rounds of each runner's median of ``runs`` (ms); a
+    model faster than ``min_ms`` gets more runs per round, so each round spans about that."""
+    per_round = {}
+    for k, fn in runners.items():  # warm up, and size the rounds
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        per_round[k] = max(runs, int(min_ms / 1e3 / max(time.perf_counter() - t0, 1e-6)))
+    per: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(rounds):
+        for k, fn in runners.items():
+            ts = []
+            for _ in range(per_round[k]):
+                t0 = clock()
+                fn()
+                ts.append(clock() - t0)
+            per[k].append(float(np.median(ts)) * 1e3)
+    return {k: float(np.median(v)) for k, v in per.items()}
+
+
+def compile_child(name: str, records: str | None) -> None:
+    """Build ``name`` once in this process; print relay.build's wall seconds as JSON."""
+    m = load(name)
+    _, secs = build(m, records)
+    print(json.dumps({"wall": secs}))
+
+
+def compile_times(name: str, records: str | None) -> tuple[float, float]:
+    """(cold, warm) relay.build seconds, each in a fresh process, over one cache directory."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
+        env = dict(os.environ, MINITVM_CACHE_DIR=d, PYTHONPATH=path)
+        for var in ("MINITVM_DISABLE_DISK_CACHE", "MINITVM_DISABLE_BUILD_CACHE"):
+            env.pop(var, None)
+        cmd = [sys.executable, __file__, "--compile-child", name] + \
+            (["--records", records] if records else [])
+        for _ in range(2):
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"building {name} failed (exit {proc.returncode}):\n"
+                                 f"{proc.stderr.strip()[-4000:]}")
+            out.append(json.loads(proc.stdout.strip().splitlines()[-1])["wall"])
+    return out[0], out[1]
+
+
+def bench(name: str, args) -> list[dict]:
+    from minitvm.runtime import threadpool
+
+    m = load(name)
+    x = np.random.default_rng(0).standard_normal(m["shape"]).astype("float32")
+    libs = {"untuned": build(m)[0]}
+    if args.defaults:
+        libs["defaults"] = build(m, builtin=False)[0]
+    if args.records:
+        libs["tuned"] = build(m, args.records)[0]
+    ref = m["torch"](1)(x)
+    mt = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
+    scale = max(1e-6, float(np.max(np.abs(ref))))
+    errs = {k: float(np.max(np.abs(fn() - ref))) / scale for k, fn in mt.items()}
+    errs["ORT"] = float(np.max(np.abs(ort_runner(m["onnx"], m["input"], x, 1)() - ref))) / scale
+    cold = warm = None
+    if not args.no_compile:
+        cold, warm = compile_times(name, None)
+    rows = []
+    for threads in args.threads:
+        threadpool.set_num_threads(threads)  # before the graph modules: they keep the count
+        runners = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
+        runners["ORT"] = ort_runner(m["onnx"], m["input"], x, threads)
+        runners["torch"] = (lambda tr: lambda: tr(x))(m["torch"](threads))
+        clock = time.thread_time if threads == 1 else time.perf_counter
+        ms = interleaved(runners, clock, args.rounds, args.runs)
+        rows.append(dict(model=MODELS[name], threads=threads, ms=ms, err=max(errs.values()),
+                         cold=cold, warm=warm))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=DEFAULT_MODELS, help=f"of {','.join(MODELS)}")
+    ap.add_argument("--records", default=None, help="also build tuned with this records file")
+    ap.add_argument("--defaults", action="store_true",
+                    help="also build with the built-in knob table off")
+    ap.add_argument("--threads", default="1,2", help="thread counts (1: thread CPU time)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    ap.add_argument("--runs", type=int, default=3, help="runs per round (their median)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile times")
+    ap.add_argument("--compile-child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.compile_child:
+        compile_child(args.compile_child, args.records)
+        return 0
+    if args.records and not os.path.exists(args.records):
+        raise SystemExit(f"no records file {args.records!r}")
+    args.threads = [int(t) for t in args.threads.split(",")]
+    from minitvm.runtime import jit
+
+    jit.init()  # before torch loads libgomp: its idle threads then spin as briefly as ours
+    t_start = time.time()
+    rows = [r for name in args.models.split(",") for r in bench(name.strip(), args)]
+    mine = [k for k in ("untuned", "defaults", "tuned") if k in rows[0]["ms"]]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}; ms, median of {args.rounds} interleaved "
+          f"rounds of median-of-{args.runs}+ (20 ms a round at least); 1 thread: thread CPU "
+          "time, 2+: wall (noisy)")
+    head = "".join(f"{k:>9s}" for k in mine + ["ORT", "torch"])
+    ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + f"{'untuned/pt':>11s}"
+    print(f"{'model':20s}{'thr':>4s}{head}{ratios}{'cold s':>8s}{'warm s':>8s}  max rel err")
+    for r in rows:
+        ms = r["ms"]
+        cells = "".join(f"{ms[k]:9.3f}" for k in mine + ["ORT", "torch"])
+        rat = "".join(f"{ms[k] / ms['ORT']:11.2f}x" for k in mine)
+        rat += f"{ms['untuned'] / ms['torch']:10.2f}x"
+        comp = f"{r['cold']:8.2f}{r['warm']:8.2f}" if r["cold"] is not None else f"{'':16s}"
+        print(f"{r['model']:20s}{r['threads']:4d}{cells}{rat}{comp}  {r['err']:.1e}")
+    print("ratios are latency ratios: below 1 means minitvm is faster; compile: relay.build "
+          "opt_level 3 (untuned) in a fresh process, empty on-disk cache (cold) then filled "
+          f"(warm); total {time.time() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,253 @@
+"""The built-in knob table: loading, precedence under apply_history_best, turning it off, a
+build reaching a built-in entry's knobs (and computing the right thing), promotion from
+verified tuning records, the tuner trying the built-in entry early, and the shipped tables."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from tune_helpers import DENSE, mlp_reference, small_mlp
+
+from minitvm import relay
+from minitvm.runtime import cpu
+from minitvm.runtime.graph_executor import GraphModule
+from minitvm.schedule import knobs as knobs_mod
+from minitvm.schedule.knobs import KnobTable, builtin_table, current_table, key_text, use_knobs
+from minitvm.transform import PassContext
+from minitvm.tune import Record, apply_history_best, tune_tasks
+from minitvm.tune.builtin import (
+    ISAS,
+    builtin_path,
+    builtin_records,
+    declared_space,
+    gains,
+    promote,
+    verify,
+)
+from minitvm.tune.runner import MeasureResult
+from minitvm.tune.task import Task
+
+OTHER = ["dense", 32, 48, 64, "float32"]
+BUILTIN_KNOBS = {"impl": "generated", "mr": 4, "nr": 32, "mc": 64, "min_work": 1 << 40,
+                 "gemv_split": 4}
+
+
+def _line(workload, knobs, cost):
+    return Record(list(workload), dict(knobs), [cost]).to_json()
+
+
+@pytest.fixture
+def builtin_dir(tmp_path, monkeypatch):
+    """A built-in table (both ISAs, so the test is the same on every host) in ``tmp_path``."""
+    monkeypatch.setattr(knobs_mod, "BUILTIN_DIR", tmp_path)
+    monkeypatch.delenv(knobs_mod.BUILTIN_ENV, raising=False)
+    knobs_mod._builtin.cache_clear()
+    lines = [_line(DENSE, dict(BUILTIN_KNOBS, mr=8), 2e-3),  # slower: not the entry
+             _line(DENSE, BUILTIN_KNOBS, 1e-3),
+             _line(OTHER, dict(BUILTIN_KNOBS, nr=16), 1e-3)]
+    for isa in ISAS:
+        (tmp_path / f"{isa}.jsonl").write_text("\n".join(lines) + "\n\n")
+    yield tmp_path
+    knobs_mod._builtin.cache_clear()
+
+
+def _acc_sizes(lib) -> set[int]:
+    out = set()
+    for k in lib.get_lib().kernels.values():
+        text = k.prim_func.script() if k.prim_func is not None else ""
+        out |= {int(n) for n in re.findall(r"acc = T\.allocate\(\[(\d+)\]", text)}
+    return out
+
+
+def _build_and_run(mod, x):
+    with PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm")
+    gm = GraphModule(lib["default"](cpu(0)))
+    gm.set_input("x", x)
+    gm.run()
+    return lib, gm.get_output(0).numpy()
+
+
+def test_builtin_table_loads_the_lowest_cost_entry(builtin_dir):
+    for isa in ISAS:
+        table = builtin_table(isa)
+        assert len(table) == 2
+        assert table.lookup(DENSE) == BUILTIN_KNOBS
+        assert table.lookup(OTHER)["nr"] == 16
+    assert builtin_table("no-such-isa") is None
+    assert [r.key for r in builtin_records("avx2")] == [key_text(DENSE)] * 2 + [key_text(OTHER)]
+    # outside every use_knobs block builds see the host ISA's table; inside, exactly theirs
+    assert current_table().lookup(DENSE) == BUILTIN_KNOBS
+    with use_knobs(None):
+        assert current_table() is None
+    mine = KnobTable()
+    with use_knobs(mine):
+        assert current_table() is mine
+
+
+def test_bad_builtin_line_is_a_clear_error(builtin_dir):
+    for isa in ISAS:
+        (builtin_dir / f"{isa}.jsonl").write_text(_line(DENSE, BUILTIN_KNOBS, 1e-3) +
+                                                  '\n{"workload": [1]}\n')
+    knobs_mod._builtin.cache_clear()
+    with pytest.raises(ValueError, match=r"\.jsonl:2: not a tuning record"):
+        builtin_table()
+    with pytest.raises(ValueError, match="no built-in records for ISA 'sse2'"):
+        builtin_path("sse2")
+
+
+def test_builtin_table_turned_off(builtin_dir, monkeypatch):
+    with PassContext(config={"schedule.use_builtin_knobs": False}):
+        assert builtin_table() is None and current_table() is None
+    monkeypatch.setenv(knobs_mod.BUILTIN_ENV, "0")
+    assert builtin_table() is None and current_table() is None
+    monkeypatch.setenv(knobs_mod.BUILTIN_ENV, "1")
+    assert current_table().lookup(DENSE) == BUILTIN_KNOBS
+
+
+def test_user_records_take_precedence(builtin_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("user") / "records.jsonl"
+    mine = dict(BUILTIN_KNOBS, mr=12, nr=16)
+    path.write_text(_line(DENSE, mine, 5e-4) + "\n")
+    with apply_history_best(path) as ctx:
+        assert ctx.table.lookup(DENSE) == mine  # the user's record, not the built-in one
+        assert ctx.table.lookup(OTHER)["nr"] == 16  # the built-in table fills in the rest
+        assert current_table() is ctx.table
+    with apply_history_best(path, builtin=False) as ctx:
+        assert ctx.table.lookup(DENSE) == mine and ctx.table.lookup(OTHER) is None
+
+
+def test_build_uses_the_builtin_knobs_and_stays_right(builtin_dir, monkeypatch):
+    mod = small_mlp()
+    x = np.random.default_rng(3).standard_normal((16, 64)).astype("float32")
+    ref = mlp_reference(mod, x)
+    lib, out = _build_and_run(mod, x)
+    # the dense kernel got the built-in 4 x 32 register tile, not the default tile
+    assert 4 * 32 in _acc_sizes(lib)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    monkeypatch.setenv(knobs_mod.BUILTIN_ENV, "0")
+    lib_off, out_off = _build_and_run(mod, x)
+    assert 4 * 32 not in _acc_sizes(lib_off)
+    np.testing.assert_allclose(out_off, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_promote_keeps_only_clear_wins(tmp_path):
+    path = tmp_path / "avx2.jsonl"
+    path.write_text(_line(OTHER, BUILTIN_KNOBS, 1e-3) + "\n" + _line(DENSE, BUILTIN_KNOBS, 1e-3)
+                    + "\n")
+    default = {"impl": "generated", "mr": 6, "nr": 16, "mc": 144, "min_work": 1 << 23,
+               "gemv_split": 4}
+
+    def pair(workload, best_costs, default_costs, **kn):
+        return (Record(list(workload), dict(BUILTIN_KNOBS, **kn), best_costs),
+                Record(list(workload), default, default_costs))
+
+    added = promote([pair(DENSE, [0.9e-3, 1.0e-3], [1.0e-3, 1.0e-3], mr=8),   # 10% at 1 thread
+                     pair(OTHER, [0.8e-3, 1.1e-3], [1.0e-3, 1.0e-3], mr=8)],  # loses at 2
+                    "avx2", min_gain=0.05, how="a test", path=str(path))
+    assert [r.key for r in added] == [key_text(DENSE)]
+    lines = [json.loads(ln) for ln in path.read_text().splitlines()]
+    assert [ln["workload"] for ln in lines] == [OTHER, DENSE]  # DENSE's old entry replaced
+    assert lines[0]["knobs"] == BUILTIN_KNOBS
+    assert lines[1]["knobs"]["mr"] == 8 and lines[1]["how"] == "a test"
+    assert lines[1]["baseline"] == [1.0e-3, 1.0e-3]
+    assert promote([pair(DENSE, [0.99e-3], [1e-3], mr=8)], "avx2", path=str(path)) == []
+
+
+class _FakeRunner:
+    """Measures nothing: the candidates' order is what the test looks at."""
+
+    def __init__(self):
+        self.seen: list[dict] = []
+
+    def run(self, task, candidates):
+        self.seen += candidates
+        return [MeasureResult([1e-3 * (1 + len(self.seen) + i)]) for i in range(len(candidates))]
+
+
+def test_tuner_tries_the_builtin_entry_right_after_the_default(builtin_dir):
+    space = declared_space(DENSE)
+    runner = _FakeRunner()
+    tune_tasks([Task(list(DENSE), space)], None, trials=4, runner=runner, progress="none",
+               confirm=0)
+    assert runner.seen[0] == space.default() and runner.seen[1] == BUILTIN_KNOBS
+    assert len({json.dumps(c, sort_keys=True) for c in runner.seen}) == 4
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_shipped_tables_are_declared_configurations(isa):
+    """Every shipped entry names a workload the schedules declare, knobs inside its space, not
+    the defaults, a measured cost below its baseline's, and the command that made it."""
+    knobs_mod._builtin.cache_clear()
+    lines = [json.loads(ln) for ln in open(builtin_path(isa)).read().splitlines() if ln.strip()]
+    assert len({key_text(d["workload"]) for d in lines}) == len(lines)  # one entry a workload
+    for d in lines:
+        space = declared_space(d["workload"])
+        assert space is not None, d["workload"]
+        assert space.validate(d["knobs"]) == d["knobs"] != space.default()
+        assert min(b / c for b, c in zip(d["baseline"], d["costs"], strict=True)) > 0.98
+        assert d["how"]
+
+
+def test_verify_measures_best_and_default_side_by_side():
+    space = declared_space(DENSE)
+    best = dict(space.default(), mr=4, nr=32)
+    recs = [Record(list(DENSE), space.default(), [2e-3]), Record(list(DENSE), best, [1e-3]),
+            Record(list(OTHER), dict(space.default(), mr=8), [], error="crashed")]
+    pairs = verify(recs, rounds=2, threads=(1, 2), runs=2)
+    assert len(pairs) == 1  # the failed record's workload has no best to check
+    b, d = pairs[0]
+    assert b.knobs == best and d.knobs == space.default() and b.key == key_text(DENSE)
+    assert len(b.costs) == len(d.costs) == 2 and min(b.costs + d.costs) > 0
+    assert len(gains(b, d)) == 2
+    # a run whose best is the default has nothing to verify
+    assert verify([Record(list(DENSE), space.default(), [1e-3])], rounds=1, runs=1) == []
+
+
+def test_relax_build_consults_the_builtin_table(monkeypatch):
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.script import ir as I
+    from minitvm.script import relax as R
+
+    @I.ir_module
+    class Mlp:
+        @R.function
+        def main(x: R.Tensor((16, 64), "float32"), w: R.Tensor((64, 48), "float32")
+                 ) -> R.Tensor((16, 48), "float32"):
+            with R.dataflow():
+                y = R.matmul(x, w)
+                R.output(y)
+            return y
+
+    matmul = ["matmul", 16, 48, 64, False, "float32"]
+    table = KnobTable({key_text(matmul): {"mr": 4, "nr": 32, "mc": 32}}, trace=True)
+    monkeypatch.setattr(knobs_mod, "builtin_table", lambda isa=None: table)
+    ex = relax.build(Mlp, "llvm")
+    assert list(table.seen) == [key_text(matmul)]  # relax.build looked the workload up there
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 64)).astype("float32")
+    w = rng.standard_normal((64, 48)).astype("float32")
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x), tvm.nd.array(w))
+    np.testing.assert_allclose(out.numpy(), x @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_the_confirmation_round_decides_the_best():
+    """A configuration that looked best once during the search (a lucky, low-biased sample)
+    loses to the default when the confirmation round measures both again."""
+    from minitvm.tune import best_records
+
+    lucky, default = {"mr": 8}, {"mr": 6}
+    recs = [Record(DENSE, default, [2e-3], cpu="a"), Record(DENSE, lucky, [1e-3], cpu="a"),
+            Record(DENSE, lucky, [2.2e-3], cpu="a", confirm=True),
+            Record(DENSE, default, [2.0e-3], cpu="a", confirm=True),
+            Record(OTHER, lucky, [1e-3], cpu="a")]  # no confirmation round: all records count
+    best = best_records(recs, cpu="a")
+    assert best[key_text(DENSE)].knobs == default and best[key_text(DENSE)].costs == [2.0e-3]
+    assert best[key_text(OTHER)].knobs == lucky
+    back = Record.from_json(recs[2].to_json())
+    assert back.confirm and back == recs[2]
+    assert '"confirm"' not in recs[0].to_json()  # plain records keep their format
