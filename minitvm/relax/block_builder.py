@@ -28,6 +28,7 @@ from .expr import (
     TupleGetItem,
     Var,
     VarBinding,
+    seq_struct_info,
 )
 from .struct_info import (
     FuncStructInfo,
@@ -309,7 +310,7 @@ class BlockBuilder:
                      else (func.attrs or {}).items())
         if not func.private and "global_symbol" not in attrs:
             attrs["global_symbol"] = func.name
-        new = Function(func.params, body, output._struct_info, func.pure,
+        new = Function(func.params, body, body._struct_info, func.pure,
                        DictAttrs(attrs) if attrs else None)
         func.done = True
         return self.add_func(new, func.name)
@@ -450,7 +451,7 @@ class BlockBuilder:
                                  f"{len(t.fields)}")
             return t.fields[e.index]
         if isinstance(e, SeqExpr):
-            return e.body._checked_type
+            return seq_struct_info(e.blocks, e.body._checked_type)
         if isinstance(e, If):
             from .analysis import struct_info_lca
 

@@ -350,6 +350,47 @@ class DataflowBlock(BindingBlock):
     __slots__ = ()
 
 
+def seq_struct_info(blocks, sinfo):
+    """The struct info of a SeqExpr whose body has ``sinfo``: a tensor whose shape is a shape
+    variable bound in ``blocks`` (out of scope after the SeqExpr, e.g. ``y = R.full(s, ...)``)
+    keeps only its rank and dtype, as TVM's normalizer erases it."""
+    from .struct_info import TensorStructInfo, TupleStructInfo
+
+    def local_shape(s) -> bool:
+        return isinstance(s, TensorStructInfo) and isinstance(s.shape, Var)
+
+    def needs(s) -> bool:
+        stack = [s]
+        while stack:
+            t = stack.pop()
+            if local_shape(t):
+                return True
+            if isinstance(t, TupleStructInfo):
+                stack.extend(t.fields)
+        return False
+
+    if not needs(sinfo):
+        return sinfo
+    bound = {b.var for blk in blocks for b in blk.bindings}
+    done: dict[int, object] = {}
+    stack = [(sinfo, False)]
+    while stack:  # post-order rebuild of the tuple tree
+        t, visited = stack.pop()
+        if isinstance(t, TupleStructInfo) and not visited:
+            stack.append((t, True))
+            stack.extend((f, False) for f in t.fields)
+            continue
+        if isinstance(t, TupleStructInfo):
+            fields = [done[id(f)] for f in t.fields]
+            done[id(t)] = t if all(a is b for a, b in zip(fields, t.fields)) \
+                else TupleStructInfo(fields, t.span)
+        elif local_shape(t) and t.shape in bound:
+            done[id(t)] = TensorStructInfo(None, t.dtype, t.vdevice, t.ndim, t.span)
+        else:
+            done[id(t)] = t
+    return done[id(sinfo)]
+
+
 class SeqExpr(Expr):
     """Blocks of bindings followed by the result ``body``."""
 
@@ -365,7 +406,7 @@ class SeqExpr(Expr):
                 raise TypeError(f"SeqExpr blocks must be BindingBlocks, got {type(b).__name__}")
         self.body = body
         if body._struct_info is not None:
-            self._struct_info = body._struct_info
+            self._struct_info = seq_struct_info(self.blocks, body._struct_info)
 
 
 class Function(BaseFunc, Expr):

@@ -97,10 +97,14 @@ class Target:
         self.kind = TargetKind(kind)
         self.attrs: dict = {}
         self.keys = list(_KNOWN[kind][0])
-        for opt in parts[1:]:
+        rest = parts[1:]
+        while rest:
+            opt = rest.pop(0)
             if not opt.startswith("-"):
                 raise ValueError(f"invalid target option {opt!r} in {target!r}")
-            key, _, value = opt.lstrip("-").partition("=")
+            key, eq, value = opt.lstrip("-").partition("=")
+            if not eq and rest and not rest[0].startswith("-"):
+                value = rest.pop(0)  # "-num-cores 4", as TVM's parser also reads it
             if key == "keys":
                 self.keys = value.split(",") + self.keys
             if key in _INT_OPTIONS and value:

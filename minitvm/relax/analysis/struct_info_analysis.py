@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import IntEnum
 
+from ...ir.expr import GlobalVar
 from ...ir.structural import structural_equal
 from ...ir.type import FuncType, PrimType, TupleType, Type
 from ...tir import expr as T
@@ -423,10 +424,14 @@ def derive_call_ret_struct_info(func_sinfo: FuncStructInfo, call: Call, ctx=None
     checker = _Checker(bind=True, ctx=ctx)
     for i, (p, a) in enumerate(zip(params, call.args)):
         arg = getattr(a, "struct_info_", None)
+        if arg is None and isinstance(a, GlobalVar):  # a global function passed as a value
+            arg = a._checked_type if isinstance(a._checked_type, StructInfo) else None
         if arg is None:
             raise StructInfoError(f"argument {i} of the call has no struct info; normalize it "
                                   "first")
-        res = checker.check(p, arg)
+        # a function-typed parameter binds nothing: its symbolic variables would otherwise be
+        # bound to those of the function passed, which belong to that function's scope
+        res = (_Checker(ctx=ctx) if isinstance(p, FuncStructInfo) else checker).check(p, arg)
         if res in (BaseCheckResult.FAIL_L0, BaseCheckResult.FAIL_L1):
             from ..op._common import fmt_sinfo
 

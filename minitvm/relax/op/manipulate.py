@@ -314,6 +314,7 @@ def _infer_concat(call: Call, ctx) -> StructInfo:
         total = IntImm(first.dtype, 0)
         for d in all_dims:
             total = add(total, d[axis])
+        total = simplify(total, ctx)  # x, y, x: n * m * 2 + k, as TVM's analyzer writes it
     unknown = False
     for k in range(ndim):
         if k == axis:

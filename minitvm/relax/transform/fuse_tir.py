@@ -14,8 +14,9 @@ The fused PrimFunc runs the callees' bodies in binding order inside one root blo
   parameter ``p_param_<k>`` after the function's own, and the call passes the constant;
 * a ``tir_vars`` shape parameter becomes scalar parameters after the outputs (``call_tir``'s
   convention) and the call passes them as ``tir_vars``.
-Primitive functions with a ``Composite`` attribute (FuseOpsByPattern's, meant for an external
-codegen) are left as they are. The pass then runs DeadCodeElimination (the callees and the
+Primitive functions for an external codegen (a ``Codegen`` attribute, or a ``Composite`` one
+still holding Relax operators) are left as they are; a Composite function lowered by LegalizeOps
+is fused like the others, as TVM fuses every Primitive function. The pass then runs DeadCodeElimination (the callees and the
 Primitive functions go; ``lv = f(..); gv = lv`` becomes ``gv = f(..)``).
 """
 
@@ -62,14 +63,16 @@ class FuseTIRError(ValueError):
 
 
 def _tensor_fields(sinfo) -> list:
-    """The tensors of a (possibly nested) tuple struct info, flattened."""
+    """The tensors of a (possibly nested) tuple struct info, flattened; the other fields of a
+    tuple (an ``R.Prim``, a shape) are no buffers of the fused PrimFunc and are left out."""
     out, stack = [], [sinfo]
     while stack:
         s = stack.pop()
         if isinstance(s, TupleStructInfo):
             stack.extend(reversed(s.fields))
-        else:
-            out.append(s)
+        elif isinstance(s, TensorStructInfo) or (
+                s is sinfo and not isinstance(s, PrimStructInfo | ShapeStructInfo)):
+            out.append(s)  # (a lone non-tensor stays, for add_params' error message)
     return out
 
 
@@ -373,17 +376,49 @@ class _CallRewriter(ExprMutator):
 
 
 def _flat_items(a, n: int, builder) -> list:
-    """The tensors of tuple value ``a`` (its fields, or tuple-get-items bound to new vars)."""
-    if isinstance(a, Tuple) and len(a.fields) == n:
-        return list(a.fields)
-    return [builder.emit(TupleGetItem(a, k)) for k in range(n)]
+    """The ``n`` tensors of (possibly nested) tuple value ``a``, in the order of
+    ``_tensor_fields``: its fields, or tuple-get-items bound to new vars (an explicit stack, so
+    deep nesting does not recurse)."""
+    out, stack = [], [a]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Tuple):
+            stack.extend(reversed(v.fields))
+        elif isinstance(v.struct_info, TupleStructInfo):
+            fields = v.struct_info.fields
+            items = [builder.emit(TupleGetItem(v, k)) for k, f in enumerate(fields)
+                     if isinstance(f, TensorStructInfo | TupleStructInfo)]
+            stack.extend(reversed(items))
+        elif isinstance(v.struct_info, TensorStructInfo):
+            out.append(v)
+    if len(out) != n:
+        raise FuseTIRError(f"FuseTIR: a tuple argument holds {len(out)} tensors where the fused "
+                           f"function's parameter holds {n}")
+    return out
+
+
+def _left_to_codegen(func: Function) -> bool:
+    """Whether Primitive function ``func`` is not FuseTIR's to fuse: one for an external codegen
+    (a ``Codegen`` attribute), or a ``Composite`` one still holding Relax operators (a group
+    FuseOpsByPattern made for a codegen). A composite whose body LegalizeOps has lowered to
+    ``call_tir``s is fused like any Primitive function (relax.build after FuseOpsByPattern)."""
+    attrs = func.attrs or {}
+    if "Codegen" in attrs:
+        return True
+    if "Composite" not in attrs:
+        return False
+    body = func.body
+    return not isinstance(body, SeqExpr) or any(
+        isinstance(b.value, Call) and isinstance(b.value.op, Op)
+        and b.value.op.name != "relax.call_tir"
+        for blk in body.blocks for b in blk.bindings)
 
 
 def fuse_tir(mod: IRModule) -> tuple[IRModule, int]:
     """The pass body: the module with each Primitive function fused into a PrimFunc."""
     primitive = {gv: f for gv, f in mod.functions.items()
                  if isinstance(f, Function) and _nonzero_attr(f, "Primitive")
-                 and "Composite" not in (f.attrs or {})}  # those go to external codegens
+                 and not _left_to_codegen(f)}
     if not primitive:
         return mod, 0
     mod = mod.shallow_copy()

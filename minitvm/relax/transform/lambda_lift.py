@@ -23,6 +23,7 @@ from ...transform.stats import record_stat
 from ..analysis.var_analysis import free_vars
 from ..expr import Call, Function, If, SeqExpr, Tuple, Var, VarBinding
 from ..struct_info import FuncStructInfo
+from ..utils import copy_with_new_vars
 from .normalize import NormalizingMutator, normalize_function
 from .symbolic import SymbolicVarMutator
 from .utils import register
@@ -206,7 +207,9 @@ class _LambdaLifter(NormalizingMutator):
             lifted = op
         else:
             lifted = Function(params, body, ret, op.is_pure, op.attrs, op.span)
-        lifted = normalize_function(lifted, self.builder_._mod)
+        # fresh variables: the symbolic dims the lambda shares with its enclosing function
+        # (``n`` of both signatures) belong to one function of a module only
+        lifted = copy_with_new_vars(normalize_function(lifted, self.builder_._mod))
         if is_closure or self._is_closure(lifted):
             self.closures.add(gvar)
         gvar._checked_type = lifted._struct_info

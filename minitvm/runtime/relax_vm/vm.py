@@ -168,6 +168,7 @@ class VirtualMachine:
         self._storage_offset: dict = {}
         self._inputs: dict = {}
         self._outputs: dict = {}
+        self._saved: dict = {}  # save_function's closures by name
         self._profile = None
         table = []
         for kind, name in exe.func_table:
@@ -225,6 +226,8 @@ class VirtualMachine:
 
     # ------------------------------------------------------------------ calling
     def __getitem__(self, name: str):
+        if name in self._saved:
+            return self._saved[name]
         func = self._function(name)
         nf = self._native.get(func.name)
 
@@ -340,6 +343,47 @@ class VirtualMachine:
                     continue
             pc += 1
 
+    # ------------------------------------------------------------------ introspection
+    def get_function_arity(self, func_name: str) -> int:
+        """The number of parameters of Relax function ``func_name`` (TVM's VM API)."""
+        return len(self._function(func_name).params)
+
+    def get_function_param_name(self, func_name: str, index: int) -> str:
+        """The name of parameter ``index`` of Relax function ``func_name``."""
+        params = self._function(func_name).params
+        if not 0 <= index < len(params):
+            raise IndexError(f"get_function_param_name({func_name!r}, {index}): the function "
+                             f"has {len(params)} parameters ({', '.join(params)})")
+        return params[index]
+
+    def save_function(self, func_name: str, saved_name: str, *args,
+                      include_return: bool = True, **kwargs) -> None:
+        """Make ``vm[saved_name]()`` call ``func_name`` on these arguments (converted once, so
+        timing the saved function leaves the conversion out), as TVM's ``save_function``;
+        with ``include_return=False`` the saved function returns None."""
+        func = self._function(func_name)
+        vals = list(args)
+        for p in func.params[len(args):]:
+            if p not in kwargs:
+                raise TypeError(f"save_function({func_name!r}): missing argument {p!r}")
+            vals.append(kwargs.pop(p))
+        if kwargs:
+            raise TypeError(f"save_function({func_name!r}): unknown arguments "
+                            f"{sorted(kwargs)}")
+        if len(vals) != len(func.params):
+            raise TypeError(f"save_function({func_name!r}): takes {len(func.params)} "
+                            f"arguments ({', '.join(func.params)}), got {len(vals)}")
+        vals = [v if isinstance(v, NDArray) or not isinstance(v, np.ndarray) else NDArray(v)
+                for v in vals]
+        run = self[func_name]
+
+        def saved():
+            out = run(*vals)
+            return out if include_return else None
+
+        saved.__name__ = saved_name
+        self._saved[saved_name] = saved
+
     # ------------------------------------------------------------------ stateful API
     def set_input(self, func_name: str, *args, **kwargs) -> None:
         """Arguments for a later ``invoke_stateful(func_name)`` (positional or by name)."""
@@ -372,10 +416,12 @@ class VirtualMachine:
                        repeats_to_cooldown: int = 1, f_preproc: str = ""):
         """A function of the arguments (or none: those of ``set_input``) returning the seconds
         per call, as a ProfileResult (``.mean``, ``.median``, ``.results``)."""
-        self._function(func_name)
+        saved = func_name in self._saved  # save_function's: called without arguments
+        if not saved:
+            self._function(func_name)
 
         def evaluate(*args):
-            if not args:
+            if not args and not saved:
                 if func_name not in self._inputs:
                     raise ValueError(f"time_evaluator({func_name!r}): pass arguments or call "
                                      "set_input first")

@@ -227,7 +227,7 @@ class RelaxParser(ExprEvaluator):
         body = rx.SeqExpr(seq.blocks, body_expr)
         ret_sinfo = sig.ret
         if ret_sinfo is None:
-            ret_sinfo = body_expr.struct_info_
+            ret_sinfo = body.struct_info_  # shape variables bound in the body erased
         else:
             self._check(ret_sinfo, body_expr.struct_info_, ret_node, "the return value")
         attrs = dict(self.attrs)

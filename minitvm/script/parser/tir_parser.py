@@ -267,6 +267,9 @@ class TIRParser(ExprEvaluator):
         value = self.eval_expr(stmt.value)
         if isinstance(target, ast.Subscript):
             return self._store(target, value)
+        if isinstance(target, ast.Name) and isinstance(value, T_ns.AxisRemap) \
+                and len(value.bindings) == 1:
+            target = ast.Tuple([target], ast.Store())  # ``vi = T.axis.remap("S", [i])``
         if isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, T_ns.AxisRemap):
                 raise self.unsupported(target, "tuple unpacking (except of T.axis.remap)")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from . import aten_ops  # noqa: F401  (registers the converters)
 from .context import ATEN, OpNotImplemented, TorchImportError
 from .exported_program import ExportedProgramImporter
+from .fx_translator import from_fx
 
-__all__ = ["from_exported_program", "supported_ops", "TorchImportError", "OpNotImplemented"]
+__all__ = ["from_exported_program", "from_fx", "supported_ops", "TorchImportError", "OpNotImplemented"]
 
 
 def supported_ops() -> list[str]:

@@ -423,10 +423,17 @@ def _arange(ctx: AtenContext, args):
         start, end, step, dtype = args[0], args[1], args[2], args[3]
     else:
         start, end, step, dtype = args[0], args[1], 1, args[2]
-    if any(isinstance(v, PrimExpr) for v in (start, end, step)):
-        raise ctx.fail("arange with symbolic bounds is not supported")
+    symbolic = any(isinstance(v, PrimExpr) for v in (start, end, step))
+
+    def is_int(v):
+        if isinstance(v, PrimExpr):
+            return v.dtype.startswith("int")
+        return isinstance(v, int)
+
     dtype = torch_dtype(dtype) if dtype is not None else (
-        "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
+        "int64" if all(is_int(v) for v in (start, end, step)) else "float32")
+    if symbolic:  # torch.arange(x.shape[1]) of a dynamic dim: R.arange of R.Prim bounds
+        return ctx.emit(_op.arange(start, end, step, dtype))
     return const(np.arange(start, end, step, dtype=dtype))
 
 

@@ -69,6 +69,10 @@ class ExportedProgramImporter:
         self.keep_params = keep_params_as_input
         self.unwrap = unwrap_unit_return_tuple
         self.env: dict = {}
+        # torch symbol name ("s0") -> the tir var to use for it (from_fx: the user's names)
+        self.symbols: dict = {}
+        # False: main returns its output tuple unbound (from_fx's no_bind_return_tuple)
+        self.bind_return_tuple = True
 
     def unsupported(self, gm) -> dict[str, int]:
         counts: collections.Counter = collections.Counter()
@@ -103,6 +107,7 @@ class ExportedProgramImporter:
                                    f"Relax importer does not support: {listed}")
         bb = BlockBuilder()
         ctx = AtenContext(bb)
+        ctx.symbols.update(self.symbols)
         state = dict(ep.state_dict)
         state.update(getattr(ep, "constants", {}) or {})
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -158,8 +163,12 @@ class ExportedProgramImporter:
                 bad = [i for i, o in enumerate(flat) if not isinstance(o, Expr)]
                 if bad:
                     raise TorchImportError(f"program outputs {bad} are not tensors")
-                out = flat[0] if self.unwrap and len(flat) == 1 else Tuple(flat)
-                gv = bb.emit_output(out)
+                if self.unwrap and len(flat) == 1:
+                    gv = bb.emit_output(flat[0])
+                elif self.bind_return_tuple:
+                    gv = bb.emit_output(Tuple(flat))
+                else:
+                    gv = Tuple([bb.emit_output(o) for o in flat])
             bb.emit_func_output(gv)
         return bb.get()
 
