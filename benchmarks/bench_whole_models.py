@@ -41,6 +41,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
+from interleave import settled_rounds  # noqa: E402
+
 MODELS = {"resnet50": "ResNet-50", "mobilenetv2": "MobileNetV2", "bert": "BERT-base 12L s128",
           # the issue's smaller models, on request (``--models ...,resnet_small,mlp64``)
           "resnet_small": "ResNet stem+2 blocks", "mlp1": "MLP 784-128-10 b1",
@@ -146,26 +148,11 @@ def ort_runner(blob: bytes, name: str, x, threads: int):
 
 
 # ---------------------------------------------------------------------------- timing
-def interleaved(runners: dict, clock, rounds: int, runs: int, min_ms: float = 20.0
-                ) -> dict[str, float]:
-    """Median over ``rounds`` interleaved rounds of each runner's median of ``runs`` (ms); a
-    model faster than ``min_ms`` gets more runs per round, so each round spans about that."""
-    per_round = {}
-    for k, fn in runners.items():  # warm up, and size the rounds
-        fn()
-        t0 = time.perf_counter()
-        fn()
-        per_round[k] = max(runs, int(min_ms / 1e3 / max(time.perf_counter() - t0, 1e-6)))
-    per: dict[str, list[float]] = {k: [] for k in runners}
-    for _ in range(rounds):
-        for k, fn in runners.items():
-            ts = []
-            for _ in range(per_round[k]):
-                t0 = clock()
-                fn()
-                ts.append(clock() - t0)
-            per[k].append(float(np.median(ts)) * 1e3)
-    return {k: float(np.median(v)) for k, v in per.items()}
+def interleaved(runners: dict, clock, rounds: int, runs: int) -> dict[str, float]:
+    """Median over ``rounds`` interleaved rounds of each runner's median of ``runs`` (ms), each
+    runner's turn after a pause and a warm-up (``interleave.settled_rounds``)."""
+    times = settled_rounds(runners, rounds, runs, clock)
+    return {k: float(np.median(v)) * 1e3 for k, v in times.items()}
 
 
 def compile_child(name: str, records: str | None) -> None:
@@ -252,7 +239,7 @@ def main(argv=None) -> int:
     mine = [k for k in ("untuned", "defaults", "tuned") if k in rows[0]["ms"]]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; ms, median of {args.rounds} interleaved "
-          f"rounds of median-of-{args.runs}+ (20 ms a round at least); 1 thread: thread CPU "
+          f"rounds of median-of-{args.runs}, each after a pause and 20 ms of warm-up; 1 thread: thread CPU "
           "time, 2+: wall (noisy)")
     head = "".join(f"{k:>9s}" for k in mine + ["ORT", "torch"])
     ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + f"{'untuned/pt':>11s}"
