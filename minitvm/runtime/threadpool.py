@@ -249,6 +249,25 @@ entry:
   ret i1 %busy
 }
 
+; one poll of a spin: a CPU pause, and a yield every @yieldevery polls; true when that yield
+; showed another thread wanted this CPU (the spinner should sleep instead)
+define internal i1 @mtvm_spin_step(i64 %i) {
+entry:
+  PAUSE
+  %ye = load atomic i64, ptr @yieldevery monotonic, align 8
+  %ym = sub i64 %ye, 1
+  %ybits = and i64 %i, %ym
+  %doyield = icmp eq i64 %ybits, 0
+  %ymset = icmp ne i64 %ye, 0
+  %yieldnow = and i1 %doyield, %ymset
+  br i1 %yieldnow, label %yieldit, label %no
+yieldit:
+  %busy = call i1 @mtvm_yield_busy()
+  ret i1 %busy
+no:
+  ret i1 false
+}
+
 define i32 @mtvm_pool_workers() {
 entry:
   %v = load atomic i32, ptr @nworkers monotonic, align 4
@@ -272,18 +291,9 @@ spinloop:
   %fresh = icmp ne i64 %gs, %seen
   br i1 %fresh, label %lockit, label %spinnext
 spinnext:
-  PAUSE
   %i1 = add i64 %i, 1
-  %ye = load atomic i64, ptr @yieldevery monotonic, align 8
-  %ym = sub i64 %ye, 1
-  %ybits = and i64 %i1, %ym
-  %doyield = icmp eq i64 %ybits, 0
-  %ymset = icmp ne i64 %ye, 0
-  %yieldnow = and i1 %doyield, %ymset
-  br i1 %yieldnow, label %yieldit, label %spintest
-yieldit:
-  %busy = call i1 @mtvm_yield_busy()
-  br i1 %busy, label %lockit, label %spintest
+  %wanted = call i1 @mtvm_spin_step(i64 %i1)
+  br i1 %wanted, label %lockit, label %spintest
 spintest:
   %short = icmp ult i64 %i1, %spinmax
   %hv = load atomic i32, ptr @hot monotonic, align 4
@@ -385,27 +395,17 @@ start:
   %spinmax = load atomic i64, ptr @spin monotonic, align 8
   br label %spinloop
 spinloop:
-  %i = phi i64 [ 0, %start ], [ %i1, %spinon ], [ %i1, %yieldit ]
+  %i = phi i64 [ 0, %start ], [ %i1, %spinnext ]
   %a = load atomic i32, ptr @active acquire, align 4
   %none = icmp eq i32 %a, 0
   br i1 %none, label %lockdone, label %spinnext
 spinnext:
-  PAUSE
   %i1 = add i64 %i, 1
+  %wanted = call i1 @mtvm_spin_step(i64 %i1)
   %more = icmp ult i64 %i1, %spinmax
-  %ye = load atomic i64, ptr @yieldevery monotonic, align 8
-  %ym = sub i64 %ye, 1
-  %ybits = and i64 %i1, %ym
-  %doyield = icmp eq i64 %ybits, 0
-  %ymset = icmp ne i64 %ye, 0
-  %yieldnow = and i1 %doyield, %ymset
-  %yieldmore = and i1 %yieldnow, %more
-  br i1 %yieldmore, label %yieldit, label %spinon
-yieldit:
-  %busy = call i1 @mtvm_yield_busy()
-  br i1 %busy, label %lockdone, label %spinloop
-spinon:
-  br i1 %more, label %spinloop, label %lockdone
+  %free = xor i1 %wanted, true
+  %stay = and i1 %more, %free
+  br i1 %stay, label %spinloop, label %lockdone
 lockdone:
   %l2 = call i32 @pthread_mutex_lock(ptr @mu)
   br label %waitcheck
