@@ -17,10 +17,13 @@ pytestmark = pytest.mark.skipif(threadpool.backend() != "minitvm",
 
 
 @pytest.fixture
-def two_threads():
+def two_threads(monkeypatch):
     old = threadpool.get_num_threads()
     threadpool.set_num_threads(2)
     _scale_kernel()  # builds the JIT, and with it the pool
+    # (the pool reads the wait policy once, when it is built: an earlier test in this process
+    # may have built it under a passive policy)
+    monkeypatch.setitem(threadpool._POOL, "warm", True)
     yield
     threadpool.set_num_threads(old)
 

@@ -211,6 +211,14 @@ def _cumsum(call, args, sym):
     return np.cumsum(x, axis=call.attrs.axis, dtype=dt)
 
 
+def _matmul(call, args, sym):
+    """``out_dtype`` (when set) is the dtype the product is accumulated and returned in."""
+    dt = call.attrs.out_dtype if call.attrs is not None and \
+        call.attrs.out_dtype not in (None, "void", "") else None
+    a, b = (args[0], args[1]) if dt is None else (args[0].astype(dt), args[1].astype(dt))
+    return np.matmul(a, b)
+
+
 def _clip(call, args, sym):
     lo, hi = (float(a.value.value) if hasattr(a.value, "value") else float(a.value)
               for a in call.args[1:])
@@ -244,7 +252,7 @@ _DIRECT = {
         c.attrs.alpha, a[0].dtype)).astype(a[0].dtype),
     "nn.adaptive_avg_pool2d": _adaptive_avg_pool2d, "where": _where, "astype": _astype,
     "tril": _tri(np.tril), "triu": _tri(np.triu), "take": _take, "repeat": _repeat,
-    "cumsum": _cumsum, "clip": _clip, "matmul": lambda c, a, s: np.matmul(a[0], a[1]),
+    "cumsum": _cumsum, "clip": _clip, "matmul": _matmul,
     "square": lambda c, a, s: a[0] * a[0],
     "erf": _float_fn(_erf64), "atan": _float_fn(np.arctan),
 }
