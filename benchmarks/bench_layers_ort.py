@@ -57,16 +57,10 @@ def resnet50(classes: int = 1000):
             layers.append(Bottleneck(cin, mid, stride if i == 0 else 1))
             cin = mid * 4
     model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, classes))
+    from bench_mobilenet import with_bn_statistics
+
     torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            n = m.num_features
-            m.running_mean.copy_(torch.randn(n, generator=gen) * 0.1)
-            m.running_var.copy_(torch.rand(n, generator=gen) * 0.5 + 0.75)
-            m.weight.data.copy_(torch.rand(n, generator=gen) * 0.5 + 0.75)
-            m.bias.data.copy_(torch.randn(n, generator=gen) * 0.1)
-    return model.eval()
+    return with_bn_statistics(model)
 
 
 def model_bytes(name: str) -> bytes:

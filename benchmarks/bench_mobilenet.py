@@ -75,9 +75,17 @@ def mobilenet_v2(classes: int = 1000):
             return self.classifier(x)
 
     torch.manual_seed(0)
-    model = MobileNetV2()
+    return with_bn_statistics(MobileNetV2())
+
+
+def with_bn_statistics(model):
+    """``model`` in eval mode with non-trivial batch-norm statistics and affine parameters
+    (eval mode uses them; the defaults would make every batch norm the identity)."""
+    import torch
+    from torch import nn
+
     gen = torch.Generator().manual_seed(1)
-    for m in model.modules():  # non-trivial running statistics (eval mode uses them)
+    for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             n = m.num_features
             m.running_mean.copy_(torch.randn(n, generator=gen) * 0.1)
