@@ -78,16 +78,9 @@ def model_bytes(name: str) -> bytes:
 def kernel_times(gmod, reps: int = 9) -> list[tuple[str, str, float, list, tuple]]:
     """(kernel, shapes, median seconds, input shapes, output shape) per step of ``gmod`` in
     execution order, each step called on this thread in graph order (thread CPU time)."""
-    st = gmod._state()
-    times = [[] for _ in st.steps]
-    for _ in range(reps):
-        for k, step in enumerate(st.steps):
-            t0 = time.thread_time()
-            if step[0] == "native":
-                step[1](step[2], None, 1)
-            else:
-                gmod._run_fallback(st, step)
-            times[k].append(time.thread_time() - t0)
+    from bench_mobilenet import step_times
+
+    times = step_times(gmod, reps)
     entries = gmod._plan["entries"]
     rows = []
     for k, (name, _, ins, outs) in enumerate(gmod._plan["steps"]):

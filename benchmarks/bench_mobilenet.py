@@ -110,11 +110,11 @@ def _clock(threads: int):
     return time.thread_time if threads == 1 else time.perf_counter
 
 
-def profile(gmod, reps: int = 5) -> list[tuple[str, float, int]]:
-    """(kernel name, best seconds over ``reps`` summed over its calls, calls) per kernel, by
-    calling each prepared native step alone on this thread (thread CPU time)."""
+def step_times(gmod, reps: int) -> list[list[float]]:
+    """Per step of ``gmod`` in execution order, the seconds of each of ``reps`` calls, every
+    prepared step called alone on this thread in graph order (thread CPU time)."""
     st = gmod._state()
-    best: dict[int, float] = {}
+    times: list[list[float]] = [[] for _ in st.steps]
     for _ in range(reps):
         for k, step in enumerate(st.steps):
             t0 = time.thread_time()
@@ -122,8 +122,14 @@ def profile(gmod, reps: int = 5) -> list[tuple[str, float, int]]:
                 step[1](step[2], None, 1)
             else:
                 gmod._run_fallback(st, step)
-            dt = time.thread_time() - t0
-            best[k] = min(best.get(k, dt), dt)
+            times[k].append(time.thread_time() - t0)
+    return times
+
+
+def profile(gmod, reps: int = 5) -> list[tuple[str, float, int]]:
+    """(kernel name, best seconds over ``reps`` summed over its calls, calls) per kernel
+    (``step_times``)."""
+    best = [min(ts) for ts in step_times(gmod, reps)]
     rows: dict[str, list] = {}
     entries = gmod._plan["entries"]
     for k, (name, kern, ins, outs) in enumerate(gmod._plan["steps"]):
