@@ -214,14 +214,15 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
     return _seq(parts)
 
 
-def _taps_sum(g, xph, w, oc, pos):
-    """The conv's value at grid position ``pos`` (a vector lane expression) of channel ``oc``.
+def _taps_sum(g, xph, taps, pos):
+    """The conv's value at grid position ``pos`` (a vector lane expression) from the filter
+    ``taps`` (one scalar per ``g["taps"]`` entry).
 
     One multiply-add chain per filter row, the rows then summed pairwise: a single chain of
     ``kh * kw`` dependent FMAs per vector fills the FP scheduler and runs 2-3x slower."""
     rows: dict[int, object] = {}
-    for ky, kx, off in g["taps"]:
-        term = w[oc, 0, ky, kx] * xph[pos + off]
+    for (ky, _, off), tap in zip(g["taps"], taps):
+        term = tap * xph[pos + off]
         rows[ky] = term if ky not in rows else rows[ky] + term
     sums = list(rows.values())
     while len(sums) > 1:
@@ -245,20 +246,27 @@ def _store(out, value, idx, epi) -> S.Stmt:
 
 
 def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
-    """Output channel ``oc`` of image ``b`` from the phased plane ``xph``."""
+    """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
+    loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
+    from LLVM (the light IR pipeline of ``codegen.build`` has none)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
+    taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
     if g["rows_mode"]:
         def row(oy):
             return _vec(ctx, ow, lanes, lambda j: _store(
-                out, _taps_sum(g, xph, w, oc, oy * wq + j), [b, oc, oy, j], epi))
+                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, oy, j], epi))
 
-        return _rows(ctx, 0, g["oh"], row)
-    grid = decl_buffer((g["grid"],), "float32", "dw_grid")
-    fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
-        grid, _taps_sum(g, xph, w, oc, p), [p]))
-    # (an epilogue reading the conv twice reads it back from ``out``: no position twice)
-    once = epi is None or len(loads_of(epi[0], out)) == 1
-    crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-        out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2) and once))
-    return S.Allocate(grid.data, "float32", [g["grid"]], True,
-                      S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
+        body = _rows(ctx, 0, g["oh"], row)
+    else:
+        grid = decl_buffer((g["grid"],), "float32", "dw_grid")
+        fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
+            grid, _taps_sum(g, xph, taps, p), [p]))
+        # (an epilogue reading the conv twice reads it back from ``out``: no position twice)
+        once = epi is None or len(loads_of(epi[0], out)) == 1
+        crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
+            out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2) and once))
+        body = S.Allocate(grid.data, "float32", [g["grid"]], True,
+                          S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
+    for tap, (ky, kx, _) in reversed(list(zip(taps, g["taps"]))):
+        body = S.LetStmt(tap, w[oc, 0, ky, kx], body)
+    return body

@@ -1,5 +1,6 @@
-"""Compile-speed paths of the code generator: explicitly vectorized kernels take the light LLVM
-IR pipeline (same results as the full one), object code is remembered per symbol for the
+"""Compile-speed paths of the code generator: explicitly vectorized kernels take the minimal
+LLVM IR pipeline, or the light one when they have loop-invariant accesses worth hoisting (same
+results as the full one), object code is remembered per symbol for the
 whole-build cache, and ``runtime.jit.load_objects`` links several kernels into one engine."""
 
 import sys
@@ -33,8 +34,26 @@ def fresh(tmp_path, monkeypatch):
     cg.clear_cache()
 
 
+def _row_sums(lanes: int = 8):
+    """``S[i] = sum_j A[i, j]``: the inner loop reads and writes ``S[i]`` in every iteration,
+    a store LLVM's loop passes keep in a register."""
+    A = tir.decl_buffer((4, 4 * lanes), "float32", "A")
+    S = tir.decl_buffer((4,), "float32", "S")
+    i, j, v = tir.Var("i", "int32"), tir.Var("j", "int32"), tir.Var("v", "int32")
+    body = tir.For(i, 0, 4, 0, tir.SeqStmt([
+        tir.BufferStore(S, tir.const(0.0, "float32"), [i]),
+        tir.For(j, 0, 4, 0, tir.For(v, 0, lanes, tir.ForKind.SERIAL, tir.BufferStore(
+            S, S[i] + A[i, j * lanes + v], [i])))]))
+    mark = tir.decl_buffer((lanes,), "float32", "M")  # (a vectorized loop somewhere)
+    k = tir.Var("k", "int32")
+    body = tir.SeqStmt([body, tir.For(k, 0, lanes, tir.ForKind.VECTORIZED,
+                                      tir.BufferStore(mark, A[0, k], [k]))])
+    return tir.PrimFunc([A, S, mark], body, attrs={"tir.noalias": True})
+
+
 def test_pipeline_level_follows_explicit_vectorization(monkeypatch):
-    assert cg.ir_pipeline_level(_kernel(True), 3) == cg.LIGHT_PIPELINE_LEVEL
+    assert cg.ir_pipeline_level(_kernel(True), 3) == jit.MINIMAL_PIPELINE  # nothing to hoist
+    assert cg.ir_pipeline_level(_row_sums(), 3) == cg.LIGHT_PIPELINE_LEVEL  # S[i] to hoist
     assert cg.ir_pipeline_level(_kernel(False), 3) == 3  # LLVM may vectorize it: full pipeline
     assert cg.ir_pipeline_level(_kernel(True), 0) == 0  # never raised above the request
     assert cg.ir_pipeline_level(_kernel(True), 1) == 1
@@ -46,7 +65,7 @@ def test_pipeline_level_follows_explicit_vectorization(monkeypatch):
 def test_light_and_full_pipeline_compute_the_same(vectorized, fresh, rng):
     a = rng.standard_normal((4, 8)).astype("float32")
     outs = []
-    for level in (3, cg.LIGHT_PIPELINE_LEVEL):
+    for level in (3, cg.LIGHT_PIPELINE_LEVEL, jit.MINIMAL_PIPELINE):
         sym = f"speed_k{level}{int(vectorized)}"
         compiled, obj = jit.compile_ir_to_object(cg.CodeGenLLVM(_kernel(vectorized), sym)
                                                  .generate(), sym, level, codegen_opt=3)
@@ -57,6 +76,7 @@ def test_light_and_full_pipeline_compute_the_same(vectorized, fresh, rng):
         f(a, b)
         outs.append(b)
     np.testing.assert_array_equal(outs[0], outs[1])  # bit for bit
+    np.testing.assert_array_equal(outs[0], outs[2])
     # and through compile_prim_func, which picks the level itself
     k, _ = cg.compile_prim_func(_kernel(vectorized), "f", object_cache=fresh)
     b = np.empty_like(a)
@@ -70,11 +90,11 @@ def test_object_code_is_remembered_only_with_a_disk_cache(fresh):
     cg.clear_cache()
     k, _ = cg.compile_prim_func(_kernel(True, scale=5.0), "f", object_cache=fresh)
     obj, level = cg.object_code(k._compiled.symbol)
-    assert isinstance(obj, bytes) and obj and level == cg.LIGHT_PIPELINE_LEVEL
+    assert isinstance(obj, bytes) and obj and level == jit.MINIMAL_PIPELINE
     cg.clear_cache()  # loaded back from disk: remembered too, with the same level
     k2, _ = cg.compile_prim_func(_kernel(True, scale=5.0), "f", object_cache=fresh)
     assert k2._compiled.from_disk and cg.object_code(k2._compiled.symbol) == (obj, level)
-    assert "fmul" in k2._compiled.optimized_ir  # recomputed at the light level
+    assert "fmul" in k2._compiled.optimized_ir  # recomputed at the same level
 
 
 def test_load_objects_links_several_kernels_into_one_engine(fresh, rng):
@@ -96,3 +116,20 @@ def test_load_objects_links_several_kernels_into_one_engine(fresh, rng):
         jit.load_objects([(items[0][0], items[0][1], None, 1, ["mtvm_no_such_symbol"])])
     with pytest.raises(ValueError, match="defines no symbol"):
         jit.load_objects([(items[0][0], "mtvm_not_in_it", None, 1, [])])
+
+
+def test_row_sums_compute_the_same_at_every_level(fresh, rng):
+    a = rng.standard_normal((4, 32)).astype("float32")
+    outs = []
+    for level in (3, cg.LIGHT_PIPELINE_LEVEL, jit.MINIMAL_PIPELINE):
+        sym = f"rowsum_k{level}"
+        compiled, _ = jit.compile_ir_to_object(cg.CodeGenLLVM(_row_sums(), sym).generate(), sym,
+                                               level, codegen_opt=3)
+        f = cg.KernelFunction("f", cg.KernelSignature(_row_sums(), "f"), compiled.address,
+                              compiled)
+        s, m = np.empty(4, "float32"), np.empty(8, "float32")
+        f(a, s, m)
+        outs.append(s)
+        np.testing.assert_allclose(s, a.sum(axis=1), rtol=1e-5)
+        np.testing.assert_array_equal(m, a[0, :8])
+    np.testing.assert_array_equal(outs[0], outs[1])
