@@ -4,7 +4,8 @@ Per image a 1x1 conv is ``out[O, P] = W[O, C] @ x[C, P]`` over the ``P = OH * OW
 pixels. Two micro-kernels, both reading the input in place (no phased copy, no im2col); a
 strided conv first copies the pixels it reads into a temporary (``subsample``, static batch):
 
-- pixel vectors (``P`` a whole number of 16-pixel panels, stride 1): a tile of 5 or 6 output
+- pixel vectors (``P`` a whole number of 16-pixel panels, or nearly: ``OVERLAP_PANEL_WASTE``;
+  stride 1): a tile of 5 or 6 output
   channels x 16 pixels; per input channel, two vector loads of the input row and one broadcast
   weight per channel row. The weights are read prepacked (``[tile][C][rows]``, contiguous per
   tile) when they are a build-time constant, else in place. The tile is stored along output
@@ -59,6 +60,14 @@ CHANNEL_BLOCKS, CHANNEL_BLOCK = True, 64  # see ``channel_block``
 # strided 1x1 convs (ResNet's downsampling) copy the pixels they read into the workspace, then
 # run the stride-1 kernels on it; see ``subsample``
 STRIDED = True
+# pixel vectors also for a pixel count not a multiple of 16 when the last panel, moved back to
+# end at the last pixel, recomputes at most this share of the pixels (14x14: 12 of 196), and
+# there are at most OVERLAP_PANEL_CHANNELS input channels: the channel-vector tile's scalar
+# stores (one output channel per lane) are then a large share of its work. Measured on a Zen 2
+# (one thread, kernel alone) at 14x14: 96->576 0.306 -> 0.261 ms; with 256 or more input
+# channels pixel panels were 1-3% slower (256->1024 + residual, 512->128, 1024->256).
+OVERLAP_PANEL_WASTE = 1 / 16
+OVERLAP_PANEL_CHANNELS = 128
 
 
 def geometry(t) -> dict | None:
@@ -82,8 +91,9 @@ def geometry(t) -> dict | None:
         # (a strided conv subsamples its input into the workspace first: a static batch)
         return None
     p = oh * ow
-    if p % LANES == 0:
-        mode = "pixels"
+    if p % LANES == 0 or (p > LANES and (-p) % LANES <= OVERLAP_PANEL_WASTE * p
+                          and c <= OVERLAP_PANEL_CHANNELS):
+        mode = "pixels"  # (the last panel of a plane of P % 16 pixels overlaps the one before)
     elif o % 8 == 0:
         mode = "channels"
     else:
@@ -111,7 +121,7 @@ def panel_block(g, plane_operand: bool = False) -> int:
     L1-sized blocks): 64->256 + residual at 56x56 1.78 -> 1.49 ms, 128->512 + residual at
     28x28 1.84 -> 1.44 ms, MobileNetV2's 144->24 + residual at 56x56 0.50 -> 0.46 ms; the
     input in L2 rather than L1 costs nothing measurable there."""
-    panels = g["p"] // LANES
+    panels = -(-g["p"] // LANES)
     most, nbytes = (PANEL_BLOCK_RES, PANEL_BLOCK_RES_BYTES) if plane_operand else \
         (PANEL_BLOCK, PANEL_BLOCK_BYTES)
     cap = max(1, min(most, nbytes // (g["c"] * LANES * 4)))
@@ -352,8 +362,8 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
             return _seq([_loop(ctx, "pt", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
                                tiles(k, s, r)) for start, rows, count in row_tiles(g["o"])])
 
-        return _outer(ctx, g, [g["n"], g["p"] // LANES // nb], g["o"] * g["c"] * LANES * nb,
-                      block)
+        return _outer(ctx, g, [g["n"], -(-g["p"] // LANES) // nb],
+                      g["o"] * g["c"] * LANES * nb, block)
     panels, half = g["o"] // LANES, g["o"] % LANES == 8
     groups = row_tiles(g["p"])
 
@@ -403,11 +413,13 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
 
 
 def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool) -> S.Stmt:
-    """Output channels ``o0 ..`` (``rows`` of them) x the 16 pixels of panel ``q``."""
+    """Output channels ``o0 ..`` (``rows`` of them) x the 16 pixels of panel ``q`` (the last
+    panel of a plane of ``P % 16`` pixels ends at its last pixel, over part of the panel before:
+    those pixels are computed and stored twice, the same values)."""
     c, p = g["c"], g["p"]
     acc = decl_buffer((rows, LANES), "float32", "pw_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-    base = q * LANES
+    base = q * LANES if p % LANES == 0 else ctx.fresh("pw_base")
 
     def wt(ii, ci):
         return w[o0 * c + ci * rows + ii] if packed else w[o0 + ii, ci, 0, 0]
@@ -426,6 +438,8 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool)
     store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec,
                                                              lambda jj: put(ii, jj)))
     body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
+    if p % LANES:
+        body = S.LetStmt(base, E.Min(q * LANES, _i(p - LANES)), body)
     return S.Allocate(acc.data, "float32", [rows * LANES], True, body)
 
 

@@ -108,7 +108,10 @@ CASES = [
     ((3, 16, 16, 16), 24, "none", (1, 1), "pixels"),          # batch 3, no epilogue
     ((1, 40, 7, 7), 24, "bias_clip", (1, 1), "channels"),     # 49 pixels, a half panel (8)
     ((2, 13, 5, 7), 32, "residual", (1, 1), "channels"),      # residual read per lane
-    ((1, 96, 14, 14), 16, "bias_clip", (1, 1), "channels"),   # pixel tiles outer
+    ((1, 160, 14, 14), 16, "bias_clip", (1, 1), "channels"),  # pixel tiles outer
+    ((2, 24, 14, 14), 40, "residual_relu", (1, 1), "pixels"),  # 196 pixels: last panel overlaps
+    ((1, 20, 17, 17), 13, "bias_clip", (1, 1), "pixels"),     # 289 pixels: 15 of them twice
+    ((1, 20, 17, 17), 16, "swish", (1, 1), "pixels"),
     ((1, 16, 3, 3), 48, "residual_relu", (1, 1), "channels"),  # 9 pixels: tiles 6 + 3
     ((1, 16, 9, 11), 40, "residual_relu", (2, 2), "channels"),  # strided: a subsampled copy
     ((2, 8, 20, 20), 8, "none", (2, 2), "channels"),
@@ -136,7 +139,8 @@ def test_matches_numpy(case):
 
 
 @pytest.mark.parametrize("shape, o, epi", [((1, 64, 32, 32), 64, "residual_relu"),
-                                           ((1, 128, 14, 14), 96, "bias_clip")])
+                                           ((1, 128, 14, 14), 96, "bias_clip"),
+                                           ((1, 128, 14, 14), 256, "residual_relu")])
 def test_two_threads_match_numpy(shape, o, epi):
     lib, feeds, want = _build(shape, o, epi, seed=1)
     np.testing.assert_allclose(_run(lib, feeds, threads=2), want, rtol=1e-4, atol=1e-4)
@@ -349,3 +353,24 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
         a = rng.standard_normal((batch, c, h, w)).astype("float32")
         want = np.maximum(_ref(a, wt) + bias, 0)
         np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_avx2
+def test_overlapping_last_panel():
+    # 14x14 = 196 pixels: 12 panels of 16, then one ending at pixel 195 (computing 180..191
+    # again), with few input channels; many input channels keep the channel vectors, and so
+    # does 7x7 (15 of 64 pixels would be computed twice)
+    assert conv_pointwise.geometry(_conv_stage((1, 96, 14, 14), 64))["mode"] == "pixels"
+    assert conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))["mode"] == "channels"
+    assert conv_pointwise.geometry(_conv_stage((1, 32, 7, 7), 64))["mode"] == "channels"
+    lib, feeds, want = _build((1, 96, 14, 14), 64, "residual_relu")
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+    bases = [s for s in walk_stmts(_conv_prim(lib).body) if isinstance(s, S.LetStmt)
+             and s.var.name.startswith("pw_base")]
+    assert bases and all(isinstance(s.value, E.Min) and int(s.value.b.value) == 196 - 16
+                         for s in bases)
+    for shape in ((1, 256, 14, 14), (1, 32, 7, 7)):
+        lib, feeds, want = _build(shape, 64, "residual_relu")
+        np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+        assert not any(isinstance(s, S.LetStmt) and s.var.name.startswith("pw_base")
+                       for s in walk_stmts(_conv_prim(lib).body))
