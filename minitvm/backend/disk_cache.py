@@ -23,6 +23,7 @@ Off switches: ``MINITVM_DISABLE_DISK_CACHE=1`` or
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import struct
 import threading
@@ -31,8 +32,6 @@ import uuid
 import warnings
 import zlib
 from pathlib import Path
-
-import numpy as np
 
 from ..transform.config import config_default, register_pass_config
 from ..transform.context import PassContext
@@ -156,19 +155,22 @@ class DiskCache:
 
     def get_build(self, key: str) -> memoryview | None:
         """The payload of a whole build stored under ``key`` (writable, 64-byte aligned), or
-        None (absent or corrupt)."""
+        None (absent or corrupt). The file is mapped copy-on-write, not read: its pages come
+        from the OS's file cache as they are touched (the checksum touches each once), and a
+        write to the weights stays private to this process. (Reading ResNet-50's 100 MB into
+        fresh memory took 0.19 s of a 0.4 s warm build.)"""
         path = self._build_path(key)
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                raw = np.empty(size + 64, np.uint8)  # numpy memory: aligned, no zero fill
-                shift = (-raw.ctypes.data) % 64
-                view = memoryview(raw)[shift:shift + size]
-                got = f.readinto(view)
+                # (the mapping outlives the file object; the payload's views keep it alive;
+                # a file too short to hold a header is corrupt, and mmap refuses an empty one)
+                view = memoryview(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)) \
+                    if size >= _BUILD_HEAD else memoryview(b"")
         except OSError:
             self.stats["build_misses"] += 1
             return None
-        ok = got == size and size >= _BUILD_HEAD and view[:len(_BUILD_MAGIC)] == _BUILD_MAGIC
+        ok = len(view) >= _BUILD_HEAD and view[:len(_BUILD_MAGIC)] == _BUILD_MAGIC
         if ok:
             n, crc = _BUILD_HEADER.unpack_from(view, len(_BUILD_MAGIC))
             payload = view[_BUILD_HEAD:]

@@ -80,23 +80,23 @@ _PACKAGE: list[str] = []
 
 
 def package_fingerprint() -> str:
-    """SHA-256 of every file of the installed ``minitvm`` package (paths and contents)."""
+    """SHA-256 of the path, size and modification time (ns) of every file of the installed
+    ``minitvm`` package: an edited, reinstalled or replaced file changes it. (Hashing the
+    contents of its 700-odd files took 0.07 s of every warm build.)"""
     if not _PACKAGE:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         h = hashlib.sha256()
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            rel = folder[len(root):]
             for f in sorted(files):
                 if f.endswith((".pyc", ".pyo")):
                     continue
-                path = os.path.join(folder, f)
                 try:
-                    with open(path, "rb") as fh:
-                        data = fh.read()
+                    st = os.stat(os.path.join(folder, f))
                 except OSError:
                     continue
-                h.update(os.path.relpath(path, root).encode() + b"\0")
-                h.update(hashlib.sha256(data).digest())
+                h.update(f"{rel}/{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
         _PACKAGE.append(h.hexdigest())
     return _PACKAGE[0]
 
@@ -127,6 +127,30 @@ def _array(v) -> np.ndarray:
     return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
 
 
+def _in_thread(fn, *args) -> Callable[[], object]:
+    """Start ``fn(*args)`` on a thread; the returned callable waits for its result (or raises
+    its exception). Used for work that releases the GIL: it overlaps with this thread's."""
+    out: list = []
+
+    def run():
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as err:  # handed to the caller
+            out.append((False, err))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+    def result():
+        t.join()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
+
+
 def _params_digest(params: dict | None) -> str:
     h = hashlib.sha256()
     for name in sorted(params or {}):
@@ -154,6 +178,7 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     knobs = getattr(options, "knobs", None)
     if knobs is not None and getattr(knobs, "trace", False):
         return None
+    params_digest = _in_thread(_params_digest, params)  # (hashing releases the GIL)
     ops = _op_registry_digest()
     if ops is None:
         return None
@@ -188,7 +213,7 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     }, sort_keys=True, default=repr)
     h = hashlib.sha256(head.encode())
     h.update(hashlib.sha256(text.encode()).digest())
-    h.update(_params_digest(params).encode())
+    h.update(params_digest().encode())
     return "relay.build|" + h.hexdigest()
 
 
