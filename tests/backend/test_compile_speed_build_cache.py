@@ -351,3 +351,23 @@ def test_writes_to_a_loaded_build_stay_in_the_process(cache_dir):
     again = _build(mod, params)
     assert isinstance(again, build_cache.CachedFactory)
     np.testing.assert_array_equal(_run(again), cold)
+
+
+def test_package_fingerprint_follows_edits(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub" / "__pycache__").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    first = build_cache.package_fingerprint(str(pkg))
+    assert build_cache.package_fingerprint(str(pkg)) == first
+    (pkg / "sub" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\0" * 9)
+    (pkg / "c.pyc").write_bytes(b"\0")
+    assert build_cache.package_fingerprint(str(pkg)) == first  # compiled files do not count
+    st = os.stat(pkg / "sub" / "b.py")
+    (pkg / "sub" / "b.py").write_text("y = 3\n")  # same size, new contents
+    os.utime(pkg / "sub" / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    edited = build_cache.package_fingerprint(str(pkg))
+    assert edited != first
+    (pkg / "d.py").write_text("")
+    assert build_cache.package_fingerprint(str(pkg)) not in (first, edited)
+    assert build_cache.package_fingerprint() == build_cache.package_fingerprint()
