@@ -406,6 +406,41 @@ def _reduce_parts(t, body):
     return body.source[0], ident, combine
 
 
+def _flat_trailing_reduction(ctx, src, raxes, rmin, rext):
+    """``(source, axes, mins, extents)`` of the same reduction over one axis, or None: when
+    ``src`` loads a buffer whose trailing dimensions are the reduction axes, whole and in
+    order, and the last is shorter than a vector, the reduction runs over those dimensions
+    flattened (contiguous in memory), so it gets vector partial sums (a global average pool's
+    7x7 plane: 49 floats, not seven rows of 7)."""
+    k = len(raxes)
+    if k < 2 or not isinstance(src, E.BufferLoad) or len(src.indices) < k or \
+            not all(isinstance(v, int) for v in (*rmin, *rext)) or any(rmin) or \
+            rext[-1] >= _lanes(src.buffer.dtype):
+        return None
+    dims = [_const_int(d) for d in src.buffer.shape]
+    if any(d is None for d in dims) or dims[-k:] != rext or \
+            any(i is not iv.var for i, iv in zip(src.indices[-k:], raxes)):
+        return None
+    rvars = {id(iv.var) for iv in raxes}
+    lead = src.indices[:-k]
+    if any(isinstance(n, E.Var) and id(n) in rvars for i in lead for n in post_order(i)):
+        return None
+    total = 1
+    for d in rext:
+        total *= d
+    size = 1
+    for d in dims:
+        size *= d
+    view = decl_buffer((size,), src.buffer.dtype, src.buffer.name + "_rflat",
+                       data=src.buffer.data, elem_offset=src.buffer.elem_offset)
+    ctx.ws_views.append(view)
+    r = te.reduce_axis((0, total), name="rf")
+    base = _i(0)
+    for i, d in zip(lead, dims[:-k]):
+        base = base * d + i
+    return E.BufferLoad(view, [base * total + r.var]), [r], [0], [total]
+
+
 def reduce_nest(ctx, t, buf, body):
     """The loop nest of a reduction stage (see the module docstring for the strategies).
 
@@ -420,6 +455,9 @@ def reduce_nest(ctx, t, buf, body):
             for r in raxes]
     rmin = [_const_int(r.dom.min) if _const_int(r.dom.min) is not None else r.dom.min
             for r in raxes]
+    flat = _flat_trailing_reduction(ctx, src, raxes, rmin, rext)
+    if flat is not None:  # (a global pool over 7x7: one reduction over 49 contiguous floats)
+        src, raxes, rmin, rext = flat
     static = _is_static(shape) and _is_static(rext)
     rtotal = _prod(rext) if _is_static(rext) else None
     lanes = _lanes(t.dtype)

@@ -1,0 +1,72 @@
+"""Reductions over a buffer's whole trailing dimensions, the last shorter than a vector (a
+global pool over 7x7), run over those dimensions flattened: vector partial sums over 49
+contiguous floats instead of scalar rows of 7 (``schedule.lower._flat_trailing_reduction``)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _build(shape, make):
+    x = relay.var("x", shape=shape)
+    mod = tvm.IRModule.from_expr(relay.Function([x], make(x)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    return lib
+
+
+def _run(lib, xv):
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+def _flat_views(lib) -> list:
+    names = []
+    for k in lib.get_lib().kernels.values():
+        if k.prim_func is not None:
+            names += [s.buffer.name for s in walk_stmts(k.prim_func.body)
+                      if isinstance(s, S.DeclBuffer) and s.buffer.name.endswith("_rflat")]
+    return names
+
+
+CASES = [
+    ((1, 64, 7, 7), lambda x: relay.nn.global_avg_pool2d(x),
+     lambda v: v.mean(axis=(2, 3), keepdims=True), True),
+    ((2, 5, 7, 7), lambda x: relay.nn.global_max_pool2d(x),
+     lambda v: v.max(axis=(2, 3), keepdims=True), True),
+    ((3, 4, 5, 3), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), False),
+    ((2, 3, 6, 5, 7), lambda x: relay.mean(x, axis=(2, 3, 4)),
+     lambda v: v.mean(axis=(2, 3, 4)), True),
+    # not trailing, or the last axis a whole vector: unchanged
+    ((2, 7, 7, 6), lambda x: relay.sum(x, axis=(1, 2)), lambda v: v.sum(axis=(1, 2)), False),
+    ((2, 3, 4, 32), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), False),
+]
+
+
+@pytest.mark.parametrize("shape, make, ref, flat", CASES)
+def test_matches_numpy(shape, make, ref, flat, rng):
+    xv = rng.standard_normal(shape).astype("float32")
+    xv.flat[5] = -np.inf if flat else xv.flat[5]
+    lib = _build(shape, make)
+    want = ref(xv.astype("float64")).astype("float32")
+    np.testing.assert_allclose(_run(lib, xv), want, rtol=1e-5, atol=1e-5)
+    if flat:
+        assert _flat_views(lib)
+    elif shape[-1] >= 8:
+        assert not _flat_views(lib)
+
+
+def test_nan_propagates_through_the_flat_max(rng):
+    xv = rng.standard_normal((1, 4, 7, 7)).astype("float32")
+    xv[0, 2, 6, 6] = np.nan  # the scalar tail of the flattened 49
+    xv[0, 1, 0, 3] = np.nan  # inside a vector
+    out = _run(_build(xv.shape, relay.nn.global_max_pool2d), xv)[:, :, 0, 0]
+    assert np.isnan(out[0, 1]) and np.isnan(out[0, 2])
+    np.testing.assert_array_equal(out[0, [0, 3]], xv[0, [0, 3]].max(axis=(1, 2)))
