@@ -159,6 +159,7 @@ class DiskCache:
         from the OS's file cache as they are touched (the checksum touches each once), and a
         write to the weights stays private to this process. (Reading ResNet-50's 100 MB into
         fresh memory took 0.19 s of a 0.4 s warm build.)"""
+        self._wait_for(key)  # (a write of this key still in progress)
         path = self._build_path(key)
         try:
             with open(path, "rb") as f:
@@ -187,9 +188,42 @@ class DiskCache:
         self.stats["build_hits"] += 1
         return payload
 
-    def put_build(self, key: str, chunks) -> None:
+    def put_build(self, key: str, chunks, wait: bool = True) -> None:
         """Store a whole build's payload (bytes-like ``chunks``, written back to back)
-        atomically; never raises for I/O errors."""
+        atomically; never raises for I/O errors. ``wait=False`` writes on a thread (checksum
+        and file writes release the GIL): ``chunks`` must not change until it is done, which
+        ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for."""
+        if wait:
+            self._write_build(key, chunks)
+            return
+        t = threading.Thread(target=self._write_build, args=(key, chunks),
+                             name="minitvm-build-cache-write")
+        with _WRITERS_LOCK:
+            _WRITERS[(id(self), key)] = t
+        t.start()
+
+    def flush(self) -> None:
+        """Wait for this cache's writes in progress (``put_build(wait=False)``)."""
+        with _WRITERS_LOCK:
+            pending = [t for (owner, _), t in _WRITERS.items() if owner == id(self)]
+        for t in pending:
+            t.join()
+
+    def _wait_for(self, key: str) -> None:
+        with _WRITERS_LOCK:
+            t = _WRITERS.get((id(self), key))
+        if t is not None:
+            t.join()
+
+    def _write_build(self, key: str, chunks) -> None:
+        try:
+            self._write_build_file(key, chunks)
+        finally:
+            with _WRITERS_LOCK:
+                if _WRITERS.get((id(self), key)) is threading.current_thread():
+                    del _WRITERS[(id(self), key)]
+
+    def _write_build_file(self, key: str, chunks) -> None:
         path = self._build_path(key)
         tmp = None
         n, crc = 0, 0
@@ -259,6 +293,7 @@ class DiskCache:
 
     def info(self) -> dict:
         """Location, entry count, bytes used, the limit and this process's counters."""
+        self.flush()
         files = self._files()
         return {"path": str(self.root), "entries": len(files),
                 "bytes": sum(size for _, size, _ in files), "max_bytes": self.max_bytes,
@@ -266,6 +301,7 @@ class DiskCache:
 
     def clear(self) -> int:
         """Remove every entry (and temporary file); return how many entries were removed."""
+        self.flush()
         removed = sum(1 for _, _, p in self._files() if _unlink(p))
         for folder in (self.dir, self.root / "builds"):
             if folder.is_dir():
@@ -309,6 +345,18 @@ def _unlink(path) -> bool:
 
 _CACHES: dict[tuple[str, int], DiskCache] = {}
 _LOCK = threading.Lock()
+# whole-build writes in progress: (id(cache), key) -> writer thread (not daemonic: the
+# interpreter's exit waits for them)
+_WRITERS: dict[tuple[int, str], threading.Thread] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def flush_all() -> None:
+    """Wait for every whole-build write in progress, in every cache."""
+    with _WRITERS_LOCK:
+        pending = list(_WRITERS.values())
+    for t in pending:
+        t.join()
 
 
 def get_cache(root: str | os.PathLike | None = None, max_bytes: int | None = None) -> DiskCache:

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -100,6 +101,7 @@ def _reference(params):
 
 
 def _entries(d):
+    disk_cache.flush_all()  # (builds are written on a thread)
     return sorted((d / "builds").glob("*.mtb")) if (d / "builds").is_dir() else []
 
 
@@ -371,3 +373,24 @@ def test_package_fingerprint_follows_edits(tmp_path):
     (pkg / "d.py").write_text("")
     assert build_cache.package_fingerprint(str(pkg)) not in (first, edited)
     assert build_cache.package_fingerprint() == build_cache.package_fingerprint()
+
+
+def test_the_entry_is_written_while_the_caller_goes_on(cache_dir, monkeypatch):
+    # relay.build returns before its entry is on disk; a load of that key (and flush) waits
+    release = threading.Event()
+    real = disk_cache.DiskCache._write_build_file
+
+    def slow(self, key, chunks):
+        assert release.wait(30)
+        real(self, key, chunks)
+
+    monkeypatch.setattr(disk_cache.DiskCache, "_write_build_file", slow)
+    mod, params = _mlp()
+    cold = _build(mod, params)  # returns while the writer waits
+    assert not (cache_dir / "builds").is_dir() or not list((cache_dir / "builds").glob("*.mtb"))
+    release.set()
+    _fresh()
+    warm = _build(mod, params)  # waits for the write of its key, then loads it
+    assert isinstance(warm, build_cache.CachedFactory)
+    np.testing.assert_array_equal(_run(warm), _run(cold))
+    assert len(_entries(cache_dir)) == 1

@@ -235,8 +235,11 @@ def _pad(n: int) -> int:
     return (-n) % ALIGN
 
 
-def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bool:
-    """Write ``factory`` under ``key``; False (nothing written) when it cannot be cached."""
+def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule,
+          wait: bool = True) -> bool:
+    """Write ``factory`` under ``key``; False (nothing written) when it cannot be cached.
+    ``wait=False``: the file is written on a thread (``DiskCache.put_build``) while the caller
+    goes on; the factory's weights must not be changed in place meanwhile."""
     lib = factory.get_lib()
     if lib.entry is None:
         return False
@@ -268,7 +271,7 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule) -> bo
     chunks = [head, bytes(_pad(len(head))), head_json, bytes(_pad(len(head_json)))]
     for r in raws:
         chunks += [r, bytes(_pad(r.nbytes))]
-    cache.put_build(key, chunks)
+    cache.put_build(key, chunks, wait=wait)
     return True
 
 

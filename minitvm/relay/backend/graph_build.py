@@ -88,8 +88,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
             hit.build_seconds = time.perf_counter() - t0
             return hit
     factory = _build(mod, params, mod_name, options, t0)
-    if key is not None:
-        build_cache.store(cache, key, factory)
+    if key is not None:  # (written on a thread: ResNet-50's 100 MB take 0.15 s)
+        build_cache.store(cache, key, factory, wait=False)
     return factory
 
 
