@@ -132,8 +132,7 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     """The level of LLVM's IR pass pipeline for ``func`` compiled at ``opt_level``: 0 for huge
     functions; for explicitly vectorized ones ``jit.MINIMAL_PIPELINE`` when no memory access
     that stays put in its loop is worth hoisting (``hoistable_accesses``: nothing for LLVM's
-    loop passes to do),
-    else ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest."""
+    loop passes to do), else ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest."""
     count, vectorized = 0, False
     for s in walk_stmts(func.body):
         count += 1

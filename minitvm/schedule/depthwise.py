@@ -248,7 +248,7 @@ def _store(out, value, idx, epi) -> S.Stmt:
 def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
     """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
     loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
-    from LLVM (the light IR pipeline of ``codegen.build`` has none)."""
+    from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
     taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
     if g["rows_mode"]:
