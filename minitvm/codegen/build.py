@@ -14,6 +14,7 @@ import threading
 from ..runtime import jit
 from ..tir.analysis import verify_well_formed
 from ..tir.analysis.loop_invariant import hoistable_accesses
+from ..tir.expr import IntImm
 from ..tir.function import PrimFunc
 from ..tir.printer import script
 from ..tir.stmt import For, ForKind
@@ -23,12 +24,13 @@ from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "10"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "11"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
 # 9: lower parallel thresholds and even GEMM row blocks (schedule/gemm_kernel, common)
 # 10: vectorized kernels with nothing to hoist take jit.MINIMAL_PIPELINE; depthwise taps let-bound
+# 11: ... only when every loop and parameter has a static size
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
@@ -130,18 +132,25 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
 
 def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     """The level of LLVM's IR pass pipeline for ``func`` compiled at ``opt_level``: 0 for huge
-    functions; for explicitly vectorized ones ``jit.MINIMAL_PIPELINE`` when no memory access
-    that stays put in its loop is worth hoisting (``hoistable_accesses``: nothing for LLVM's
-    loop passes to do), else ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest."""
-    count, vectorized = 0, False
+    functions; for explicitly vectorized ones ``jit.MINIMAL_PIPELINE`` when every loop and
+    parameter has a constant size and no memory access that stays put in its loop is worth hoisting
+    (``hoistable_accesses``: nothing for LLVM's loop passes to do), else
+    ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops over a symbolic extent index
+    with run-time strides and divisions that LLVM's loop passes hoist: a Relax BERT layer of
+    symbolic length ran 10x slower without them.)"""
+    count, vectorized, static = 0, False, True
     for s in walk_stmts(func.body):
         count += 1
-        if isinstance(s, For) and s.kind == ForKind.VECTORIZED:
-            vectorized = True
+        if isinstance(s, For):
+            vectorized = vectorized or s.kind == ForKind.VECTORIZED
+            static = static and isinstance(s.extent, IntImm) and isinstance(s.min, IntImm)
     if count > HUGE_FUNCTION_STMTS:
         return 0
+    static = static and all(isinstance(d, IntImm) for b in func.buffer_map.values()
+                            for d in b.shape)
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
-        return LIGHT_PIPELINE_LEVEL if hoistable_accesses(func) else jit.MINIMAL_PIPELINE
+        return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
+            LIGHT_PIPELINE_LEVEL
     return opt_level
 
 
