@@ -63,10 +63,22 @@ class LowerCtx:
         self.ws_views: list = []
         self.counter = 0
         self.packed: set = set()  # ids of dense anchors whose weight input is prepacked
+        self.flat_views: dict[int, object] = {}  # id(buffer) -> its 1-d view (``flat_view``)
 
     def fresh(self, name: str, dtype: str = "int32") -> E.Var:
         self.counter += 1
         return E.Var(f"{name}{self.counter}", dtype)
+
+    def flat_view(self, buf):
+        """A 1-d view ``<name>_flat`` of ``buf`` (the same data), declared once per lowering at
+        the function's top: kernels address a plane across its rows through it."""
+        view = self.flat_views.get(id(buf))
+        if view is None:
+            view = decl_buffer((prod_dims(buf.shape),), buf.dtype, buf.name + "_flat",
+                               data=buf.data, elem_offset=buf.elem_offset)
+            self.ws_views.append(view)
+            self.flat_views[id(buf)] = view
+        return view
 
     def workspace(self):
         if self.ws is None:

@@ -660,19 +660,8 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
     output plane (a residual); only a piece running past the grid is stored element by
     element."""
     lanes, ow, grid, fn = _piece(), g["ow"], g["grid"], g["epi"]
-    views = g.setdefault("flat_views", {})
     oy_v, ox_v = E.Var("oy", "int32"), E.Var("ox", "int32")
-
-    def flat_of(buf):
-        if id(buf) not in views:
-            length = 1
-            for d in buf.shape:
-                length = length * d
-            view = decl_buffer((length,), buf.dtype, buf.name + "_flat", data=buf.data,
-                               elem_offset=buf.elem_offset)
-            ctx.ws_views.append(view)
-            views[id(buf)] = view
-        return views[id(buf)]
+    flat_of = ctx.flat_view
 
     def value(o, p, v):
         e = fn([nv, o, oy_v, ox_v], v)

@@ -48,7 +48,6 @@ from .common import (
 )
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
-from .common import prod_dims as _prod
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # pixels of a pixel-vector tile, output channels of a channel-vector panel
@@ -220,17 +219,6 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
                       injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
 
 
-def _flat(ctx, g, buf):
-    """A 1-d view of ``buf`` (declared once per lowering, at the function's top)."""
-    views = g.setdefault("views", {})
-    if id(buf) not in views:
-        view = decl_buffer((_prod(buf.shape),), buf.dtype, buf.name + "_flat", data=buf.data,
-                           elem_offset=buf.elem_offset)
-        ctx.ws_views.append(view)
-        views[id(buf)] = view
-    return views[id(buf)]
-
-
 def _value(ctx, g, out, epi, n, o, p, value):
     """The stored value at output channel ``o``, pixel ``p`` of image ``n``: the conv's
     ``value`` through the epilogue ``epi`` (its body and axis vars, or None). Epilogue operands
@@ -255,7 +243,7 @@ def _value(ctx, g, out, epi, n, o, p, value):
             lead = _i(0)
             for i, d in zip(ld.indices[:-2], ld.buffer.shape[:-2]):
                 lead = lead * d + i
-            return E.BufferLoad(_flat(ctx, g, ld.buffer), [lead * g["p"] + p])
+            return E.BufferLoad(ctx.flat_view(ld.buffer), [lead * g["p"] + p])
         return None
 
     e = transform_expr(e, fpost)
@@ -313,7 +301,7 @@ def subsample(ctx, g, x) -> tuple[S.Stmt, object]:
     2.85 and 3.76 ms to 2.15, 2.28 and 2.62 ms (ONNX Runtime's: 2.30, 2.49 and 3.14 ms)."""
     n, c, h, w, oh, ow = (g[k] for k in ("n", "c", "h", "w", "oh", "ow"))
     sh, sw = g["sh"], g["sw"]
-    xf = _flat(ctx, g, x)
+    xf = ctx.flat_view(x)
     sub = ctx.temp((n * c * g["p"],), "float32", "pw_sub")
     lanes = 8
 
@@ -342,12 +330,12 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
     if (g["sh"], g["sw"]) != (1, 1):
         copy, xf = subsample(ctx, g, x)
         return _seq([copy, _emit_stride1(ctx, g, t, out, epi, xf)])
-    return _emit_stride1(ctx, g, t, out, epi, _flat(ctx, g, x))
+    return _emit_stride1(ctx, g, t, out, epi, ctx.flat_view(x))
 
 
 def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
     w = ctx.buf[id(t.op.attrs["operands"][1])]
-    of = _flat(ctx, g, out)
+    of = ctx.flat_view(out)
     packed = id(t) in ctx.packed
     if g["mode"] == "pixels":
         nb = panel_block(g, epi is not None and _reads_plane(g, out, epi[0]))

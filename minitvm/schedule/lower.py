@@ -425,15 +425,8 @@ def _flat_trailing_reduction(ctx, src, raxes, rmin, rext):
     lead = src.indices[:-k]
     if any(isinstance(n, E.Var) and id(n) in rvars for i in lead for n in post_order(i)):
         return None
-    total = 1
-    for d in rext:
-        total *= d
-    size = 1
-    for d in dims:
-        size *= d
-    view = decl_buffer((size,), src.buffer.dtype, src.buffer.name + "_rflat",
-                       data=src.buffer.data, elem_offset=src.buffer.elem_offset)
-    ctx.ws_views.append(view)
+    total = _prod(rext)
+    view = ctx.flat_view(src.buffer)
     r = te.reduce_axis((0, total), name="rf")
     base = _i(0)
     for i, d in zip(lead, dims[:-k]):

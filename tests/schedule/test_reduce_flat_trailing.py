@@ -32,7 +32,7 @@ def _flat_views(lib) -> list:
     for k in lib.get_lib().kernels.values():
         if k.prim_func is not None:
             names += [s.buffer.name for s in walk_stmts(k.prim_func.body)
-                      if isinstance(s, S.DeclBuffer) and s.buffer.name.endswith("_rflat")]
+                      if isinstance(s, S.DeclBuffer) and s.buffer.name.endswith("_flat")]
     return names
 
 
