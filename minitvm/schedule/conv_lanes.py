@@ -46,6 +46,7 @@ from .common import divisor_near, float32_conv2d, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
+from .knobs import select as _knobs
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # output channels of a tile: two AVX2 vectors
@@ -59,10 +60,17 @@ MIN_PIXELS = 20
 UNROLL_TAPS = 1
 # a convolution of at least this many multiply-adds per image splits over the thread pool
 PARALLEL_MIN_MACS = 1 << 21
-# the weights of a block of input channels (``channel_block``; None: one pass over them all)
-CHANNEL_BLOCK_BYTES: int | None = 16 * 1024
+# the weights of a block of input channels (``channel_block``; 0: one pass over them all)
+CHANNEL_BLOCK_BYTES = 16 * 1024
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
+# the outer loop: "channels" (channel tiles, each over every pixel) or "bands" (bands of pixel
+# tiles, each running every channel tile while its input rows stay in L2); "bands" by default
+# when the weights are at most BANDS_MAX_WEIGHT_BYTES (re-read from L2 by every band) and the
+# plane gives at least BANDS_MIN bands
+BANDS_MAX_WEIGHT_BYTES = 1024 * 1024
+BANDS_MIN = 4
+ORDERS = ("channels", "bands")
 # a batch of images is split over the pool image by image as in conv_direct
 BATCH_PARALLEL_MIN_MACS = 1 << 21
 BATCH_PARALLEL_MIN_IMAGES = 4
@@ -90,6 +98,24 @@ def geometry(t) -> dict | None:
     return dict(n=n, c=c, h=h, w=wd, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh,
                 dw=dw, pt=pt, pl=pl, hp=hp, wp=wp, grid=oh * ow,
                 parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+
+
+def default_knobs(g) -> dict:
+    """The knob values of geometry ``g`` untuned (``tunable.conv2d_space`` declares the rest)."""
+    weights = g["o"] * g["c"] * g["kh"] * g["kw"] * 4
+    knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
+                 lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS)
+    if weights <= BANDS_MAX_WEIGHT_BYTES and \
+            _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:
+        knobs["lanes_order"] = "bands"
+    return knobs
+
+
+def with_knobs(g, knobs: dict | None) -> dict:
+    """Geometry ``g`` with its knob values: the defaults, overridden by ``knobs``' lanes_*."""
+    out = dict(g, **default_knobs(g))
+    out.update({k: v for k, v in (knobs or {}).items() if k.startswith("lanes_")})
+    return out
 
 
 def supported(t, options=None) -> bool:
@@ -145,7 +171,7 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     Images run in turn, each padded once and its tiles split over the thread pool, or, as in
     ``conv_direct``, the images themselves are split over the pool (each padding its own copy)
     when one image is too small to split or there are enough of them to balance."""
-    g = geometry(t)
+    g = with_knobs(geometry(t), _knobs(ctx.options, t))
     nv = ctx.fresh("n")
     pix, fill = _pixel_offsets(ctx, g)
     size = g["c"] * g["hp"] * g["wp"]
@@ -208,14 +234,16 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     a conv of 16 or 32 output channels still splits. (Pixel bands as the outermost loop
     instead, each running every channel tile so that its input rows stay in L2, measured within
     the noise at 56x56 on a Zen 2: 2-3% faster with a bias, 2% slower with a residual.)"""
+    if g["lanes_order"] == "bands":
+        return _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix)
     obs = g["o"] // LANES
     groups = pixel_tiles(g["grid"])
     parts = 1
-    if g["parallel"] and obs < PARALLEL_PARTS:
-        parts = max(1, min(-(-PARALLEL_PARTS // obs), groups[0][2]))
+    if g["parallel"] and obs < g["lanes_parts"]:
+        parts = max(1, min(-(-g["lanes_parts"] // obs), groups[0][2]))
 
     kc = channel_block(g)
-    band = max(1, BLOCK_SUMS // (6 * LANES))  # tiles whose partial sums one scratch holds
+    band = _band_tiles(g)
 
     def run(ob, first, pixels, lo, count, sums):
         """Tiles ``lo .. lo+count`` of a group, in bands over the channel blocks (or, with
@@ -257,14 +285,67 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     return _outer_loops(ctx, [parts, obs], g["parallel"], over_pixels)
 
 
+def _band_tiles(g) -> int:
+    """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
+    return max(1, g["lanes_sums"] // (6 * LANES))
+
+
+def _band_split(g, count: int) -> tuple[int, int]:
+    """(bands, tiles a band) of ``count`` pixel tiles in the "bands" order: bands of at most
+    ``_band_tiles`` tiles, their number a multiple of ``lanes_parts`` on the thread pool so that
+    the threads get equal shares."""
+    bands = -(-count // _band_tiles(g))
+    if g["parallel"]:
+        parts = g["lanes_parts"]
+        bands = min(count, -(-bands // parts) * parts)
+    return bands, -(-count // bands)
+
+
+def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
+    """The "bands" order: bands of pixel tiles outermost (the parallel loop), each running every
+    channel tile (and block of input channels) over its pixels, so that a band's input rows are
+    read from memory once and stay in L2 while the weights, re-read by every band, come from L2
+    too; the few 5-pixel tiles at the end then run per channel tile."""
+    obs = g["o"] // LANES
+    (first, pixels, count), *rest = pixel_tiles(g["grid"])
+    kc = channel_block(g)
+    nbands, band = _band_split(g, count)
+
+    def one_band(idx):
+        b, ob, kk = idx[0], ctx.fresh("ob"), ctx.fresh("pk")
+        sums = decl_buffer((band * 6 * LANES,), "float32", "cl_sums") if kc < g["c"] else None
+        kb = None if sums is None else ctx.fresh("kb")
+        tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
+                     epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk))
+        if nbands * band != count:
+            tile = S.IfThenElse(b * band + kk < count, tile)
+        body = S.For(kk, 0, band, S.ForKind.SERIAL, tile)
+        if kb is not None:
+            body = S.For(kb, 0, g["c"] // kc, S.ForKind.SERIAL, body)
+        body = S.For(ob, 0, obs, S.ForKind.SERIAL, body)
+        if sums is not None:
+            body = S.Allocate(sums.data, "float32", [band * 6 * LANES], True,
+                              S.DeclBuffer(sums, body))
+        return body
+
+    parts = [_outer_loops(ctx, [nbands], g["parallel"], one_band)]
+    for first2, pixels2, count2 in rest:
+        def tail(idx, first2=first2, pixels2=pixels2, count2=count2):
+            k = ctx.fresh("pt")
+            return S.For(k, 0, count2, S.ForKind.SERIAL, _tile(
+                ctx, g, xp, wp, out, nv, pix, idx[0], first2 + k * pixels2, pixels2, epilogue))
+        parts.append(_outer_loops(ctx, [obs], g["parallel"], tail))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
 def channel_block(g) -> int:
     """Input channels per pass over a band of pixel tiles: their weights (``KH*KW*16`` floats
     a channel) kept to about ``CHANNEL_BLOCK_BYTES`` so that they stay in L1 over the band;
     block sizes divide the channel count, else there is one pass."""
     c = g["c"]
-    if CHANNEL_BLOCK_BYTES is None:
+    if not g["lanes_cblock"]:
         return c
-    target = max(1, CHANNEL_BLOCK_BYTES // (g["kh"] * g["kw"] * LANES * 4))
+    target = max(1, g["lanes_cblock"] // (g["kh"] * g["kw"] * LANES * 4))
     if c < 2 * target:
         return c
     return divisor_near(c, target) or c

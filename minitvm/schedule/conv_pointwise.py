@@ -48,6 +48,7 @@ from .common import (
 )
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
+from .knobs import select as _knobs
 
 ENABLED = {"avx512": False, "avx2": True}
 LANES = 16  # pixels of a pixel-vector tile, output channels of a channel-vector panel
@@ -61,18 +62,40 @@ CHANNEL_BLOCKS, CHANNEL_BLOCK = True, 64  # see ``channel_block``
 STRIDED = True
 # pixel vectors also for a pixel count not a multiple of 16 when the last panel, moved back to
 # end at the last pixel, recomputes at most this share of the pixels (14x14: 12 of 196), and
-# there are at most OVERLAP_PANEL_CHANNELS input channels: the channel-vector tile's scalar
-# stores (one output channel per lane) are then a large share of its work. Measured on a Zen 2
-# (one thread, kernel alone) at 14x14: 96->576 0.306 -> 0.261 ms; with 256 or more input
-# channels pixel panels were 1-3% slower (256->1024 + residual, 512->128, 1024->256).
+# there are at most OVERLAP_PANEL_CHANNELS input channels (the channel-vector tile's scalar
+# stores, one output channel per lane, are then a large share of its work) or at least
+# OVERLAP_PANEL_OUTPUTS output channels. Measured at 14x14, one thread, kernel alone: on a Zen 2
+# 96->576 0.306 -> 0.261 ms, and with 256 or more input channels pixel panels were 1-3% slower
+# (256->1024 + residual, 512->128, 1024->256); on a Zen 3, against ONNX Runtime side by side,
+# 256->1024 + residual 2.80 -> 2.29 ms, 256->1024 1.95 -> 1.70, 1024->512 3.54 -> 3.40,
+# 1024->256 the same, but 384->96 0.22 -> 0.30 and 576->96 + residual 0.36 -> 0.38 (few
+# output channels). ``pw_mode`` (a knob) picks either kernel per workload.
 OVERLAP_PANEL_WASTE = 1 / 16
 OVERLAP_PANEL_CHANNELS = 128
+OVERLAP_PANEL_OUTPUTS = 256
 
 
-def geometry(t) -> dict | None:
+def modes_of(c: int, o: int, p: int) -> list[str]:
+    """The micro-kernels that can compute a 1x1 conv of ``c`` -> ``o`` channels over ``p``
+    pixels, the default first: pixel vectors when ``p`` is a whole number of panels, or nearly
+    (the last panel of a plane of P % 16 pixels overlaps the one before) with at most
+    ``OVERLAP_PANEL_CHANNELS`` input channels or at least ``OVERLAP_PANEL_OUTPUTS`` output
+    channels; channel vectors when ``o`` is a multiple of 8."""
+    whole = p % LANES == 0
+    nearly = p > LANES and (-p) % LANES <= OVERLAP_PANEL_WASTE * p
+    modes = ["channels"] if o % 8 == 0 else []
+    if whole or (nearly and (c <= OVERLAP_PANEL_CHANNELS or o >= OVERLAP_PANEL_OUTPUTS)):
+        modes.insert(0, "pixels")
+    elif nearly:
+        modes.append("pixels")
+    return modes
+
+
+def geometry(t, knobs: dict | None = None) -> dict | None:
     """Sizes and kernel choice of 1x1 conv stage ``t`` (None when this schedule does not
     apply: not a float32 1x1 conv with one group, stride 1 and no padding, static but for the
-    batch, or no kernel fits)."""
+    batch, or no kernel fits). The kernel is ``modes_of``'s default, or ``knobs["pw_mode"]``
+    when that is one of them."""
     if not float32_conv2d(t):
         return None
     a = t.op.attrs
@@ -90,13 +113,12 @@ def geometry(t) -> dict | None:
         # (a strided conv subsamples its input into the workspace first: a static batch)
         return None
     p = oh * ow
-    if p % LANES == 0 or (p > LANES and (-p) % LANES <= OVERLAP_PANEL_WASTE * p
-                          and c <= OVERLAP_PANEL_CHANNELS):
-        mode = "pixels"  # (the last panel of a plane of P % 16 pixels overlaps the one before)
-    elif o % 8 == 0:
-        mode = "channels"
-    else:
+    modes = modes_of(c, o, p)
+    if not modes:
         return None
+    mode = modes[0]
+    if knobs and knobs.get("pw_mode") in modes:
+        mode = knobs["pw_mode"]
     static_n = n if isinstance(n, int) else 1
     if static_n * max(c * h * wd, o * p) >= 1 << 31:
         return None  # (int32 offsets inside one image's planes)
@@ -187,9 +209,10 @@ class PackWeight:
         return np.ascontiguousarray(padded.reshape(panels, LANES, self.c).transpose(0, 2, 1))
 
 
-def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
-    """(packed shape, numpy transform) of 1x1 conv ``t``'s constant weight."""
-    g = geometry(t)
+def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
+    """(packed shape, numpy transform) of 1x1 conv ``t``'s constant weight (for the kernel the
+    knobs of ``options`` choose)."""
+    g = geometry(t, None if options is None else _knobs(options, t))
     if g is None:
         raise ValueError(f"conv_pointwise.packed_weight: stage {t.name!r} is not a 1x1 conv "
                          "this schedule takes")
@@ -201,7 +224,7 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing 1x1 conv ``t`` (and its fused epilogue, when the lowering driver
     names one in ``ctx.epilogues``) into ``out``."""
-    g = geometry(t)
+    g = geometry(t, _knobs(ctx.options, t))
     if g["mode"] == "channels" and id(t) not in ctx.packed:
         from .lower import _emit_gemm  # (lower imports this module)
 

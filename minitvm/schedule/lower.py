@@ -621,7 +621,7 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         conv = _packable_conv(order, t, options) if k in prepack and anchor is None else None
         if anchor is not None or conv is not None:
             shape, fn = gemm.packed_weight(anchor, options) if conv is None else \
-                conv_pointwise.packed_weight(conv) if select_rule(conv, options) is _POINTWISE \
+                conv_pointwise.packed_weight(conv, options) if select_rule(conv, options) is _POINTWISE \
                 else conv_direct.packed_weight(conv)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b

@@ -96,8 +96,9 @@ def batch_matmul_space(t, options):
 
 def conv2d_space(t, options):
     """conv2d NCHW by implicit GEMM: output-channel x pixel register tile, parallel threshold,
-    unrolled filter columns, and the implicit GEMM vs im2col + BLAS."""
-    from . import conv_direct, conv_pointwise
+    unrolled filter columns, and the implicit GEMM vs im2col + BLAS; for a conv ``conv_lanes``
+    computes, its loop order, channel block, band of partial sums and parallel parts."""
+    from . import conv_direct, conv_lanes, conv_pointwise
 
     mr, nr = conv_direct.default_tile()
     defaults = dict(impl="direct", mr=mr, nr=nr, min_macs=CONV_PARALLEL_MIN_MACS,
@@ -111,8 +112,21 @@ def conv2d_space(t, options):
     if sa is None or sw is None or so is None or not conv_direct.supported(t) or \
             not getattr(options, "generated_conv", True):
         return None, space
-    if conv_pointwise.supported(t, options):  # its own kernels, which read none of these knobs
-        return None, space
+    if conv_pointwise.supported(t, options):  # its own kernels: the pixel or channel vectors
+        pg = conv_pointwise.geometry(t)
+        modes = conv_pointwise.modes_of(pg["c"], pg["o"], pg["p"])
+        fixed = {k: (v,) for k, v in defaults.items()}
+        space = Space.of({**defaults, "pw_mode": modes[0]}, **fixed, pw_mode=tuple(modes))
+        if len(modes) < 2:
+            return None, space
+    lanes = conv_lanes.geometry(t) if conv_lanes.supported(t, options) and \
+        not conv_direct.geometry(t)["rows_mode"] else None
+    if lanes is not None:  # (computed by conv_lanes once its weight is prepacked: its knobs)
+        fixed = {k: (v,) for k, v in defaults.items() if k != "impl"}
+        lanes_defaults = conv_lanes.default_knobs(lanes)
+        space = Space.of({**defaults, **lanes_defaults}, **fixed, impl=impl,
+                         lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
+                         lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16))
     attrs = t.op.attrs
     key = ["conv2d_nchw", list(sa), list(sw), *([int(v) for v in attrs[name]]
            for name in ("strides", "padding", "dilation")), int(attrs["groups"]), t.dtype]

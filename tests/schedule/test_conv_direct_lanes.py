@@ -8,6 +8,7 @@ import pytest
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
+from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
 from minitvm.schedule import conv_direct, conv_lanes
@@ -74,6 +75,21 @@ def _uses_lanes(kernel) -> bool:
 
 
 @pytest.fixture
+def force_knobs(monkeypatch):
+    """``force_knobs(**knobs)``: build every conv_lanes kernel with these knob values. The
+    in-process kernel cache, which keys on the knob table and not on the defaults, is emptied
+    before and after, so that no other test gets these kernels."""
+    default = conv_lanes.default_knobs
+
+    def force(**knobs):
+        kernel_cache.clear_cache()
+        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
+
+    yield force
+    kernel_cache.clear_cache()
+
+
+@pytest.fixture
 def restore_threads():
     before = threadpool.get_num_threads()
     yield
@@ -95,7 +111,10 @@ def restore_threads():
     ((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),
     ((2, 40, 11, 13), 32, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), "bias_relu"),  # 5x5: 4 blocks
 ])
-def test_lanes_conv_matches_numpy(shape, o, k, strides, pads, dil, epi, restore_threads):
+@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+def test_lanes_conv_matches_numpy(shape, o, k, strides, pads, dil, epi, order, restore_threads,
+                                  force_knobs):
+    force_knobs(lanes_order=order)
     lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi, np.random.default_rng(0))
     kernel = _conv_kernel(lib)
     assert _uses_lanes(kernel) == AVX2
@@ -208,7 +227,7 @@ def test_channel_block_sizes():
     """Blocks keep a channel tile's weights near CHANNEL_BLOCK_BYTES (16 KB: 28 channels of a
     3x3 filter) and divide the channel count; few channels take one pass."""
     def g(c, k):
-        return dict(c=c, kh=k, kw=k)
+        return dict(c=c, kh=k, kw=k, lanes_cblock=conv_lanes.CHANNEL_BLOCK_BYTES)
 
     assert conv_lanes.channel_block(g(64, 3)) == 16
     assert conv_lanes.channel_block(g(512, 3)) == 16
@@ -219,9 +238,11 @@ def test_channel_block_sizes():
 
 
 @pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
-def test_blocked_loops_and_parallel_parts():
-    """64 channels of a 3x3 conv run in 4 blocks over bands of pixel tiles, with their partial
-    sums in a scratch; one channel tile of a big conv is cut in parts for the pool."""
+def test_blocked_loops_and_parallel_parts(force_knobs):
+    """In the "channels" order, 64 channels of a 3x3 conv run in 4 blocks over bands of pixel
+    tiles, with their partial sums in a scratch; one channel tile of a big conv is cut in parts
+    for the pool."""
+    force_knobs(lanes_order="channels")
     lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(4))
     prim = _conv_kernel(lib).prim_func
@@ -234,3 +255,37 @@ def test_blocked_loops_and_parallel_parts():
     par = [s for s in walk_stmts(prim.body) if isinstance(s, S.For)
            and s.kind == S.ForKind.PARALLEL and s.loop_var.name.startswith("o")]
     assert par and int(par[0].extent.value) == conv_lanes.PARALLEL_PARTS
+
+
+@pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
+def test_bands_order_loops(force_knobs):
+    """In the "bands" order the parallel loop runs bands of pixel tiles, as many as a multiple of
+    ``lanes_parts``; inside one, every channel tile, its blocks of input channels, then the
+    band's tiles (65 six-pixel tiles of a 20x20 plane in 4 bands of 17, the last one ragged);
+    the two 5-pixel tiles follow per channel tile."""
+    force_knobs(lanes_order="bands")
+    lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
+                       np.random.default_rng(4))
+    prim = _conv_kernel(lib).prim_func
+    loops = [s for s in walk_stmts(prim.body) if isinstance(s, S.For)]
+    par = [s for s in loops if s.kind == S.ForKind.PARALLEL and s.loop_var.name.startswith("o")]
+    assert int(par[0].extent.value) == 4  # (4 parts on the pool: conv_lanes.PARALLEL_PARTS)
+    names = [s.loop_var.name.rstrip("0123456789") for s in loops]
+    assert names.index("o") < names.index("ob") < names.index("kb") < names.index("pk")
+    pk = next(s for s in loops if s.loop_var.name.startswith("pk"))
+    assert int(pk.extent.value) == 17
+    assert any(isinstance(s, S.IfThenElse) for s in walk_stmts(pk.body))  # 4 x 17 > 65
+
+
+def test_default_order():
+    """Bands of pixel tiles outer when the weights are small enough to be re-read from L2 by
+    every band and the plane gives enough bands; the channel tiles outer otherwise."""
+    def g(c, o, plane, k=3):
+        return dict(c=c, o=o, kh=k, kw=k, grid=plane * plane,
+                    parallel=o * c * k * k * plane * plane >= conv_lanes.PARALLEL_MIN_MACS)
+
+    assert conv_lanes.default_knobs(g(64, 64, 56))["lanes_order"] == "bands"
+    assert conv_lanes.default_knobs(g(128, 128, 28))["lanes_order"] == "bands"
+    assert conv_lanes.default_knobs(g(256, 256, 14))["lanes_order"] == "channels"  # 2.4 MB
+    assert conv_lanes.default_knobs(g(512, 512, 7))["lanes_order"] == "channels"
+    assert conv_lanes.default_knobs(g(8, 16, 6))["lanes_order"] == "channels"  # one band

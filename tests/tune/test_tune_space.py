@@ -9,7 +9,14 @@ from tune_helpers import BATCH_MATMUL, CONV, DENSE, MATMUL
 
 from minitvm.relay.backend.te_compiler import build_te
 from minitvm.relay.transform.pipeline import optimize
-from minitvm.schedule import LoweringOptions, conv_direct, gemm, gemm_kernel, lower_te
+from minitvm.schedule import (
+    LoweringOptions,
+    conv_direct,
+    conv_lanes,
+    gemm,
+    gemm_kernel,
+    lower_te,
+)
 from minitvm.schedule.knobs import KnobTable, Space, key_text, select, space_of, use_knobs
 from minitvm.transform.context import PassContext
 from minitvm.tune.task import _primitive_functions
@@ -23,7 +30,9 @@ def _stage_and_script(key, table=None):
         opt, _ = optimize(mod, "llvm", None)
     func = _primitive_functions(opt["main"])[0]
     inputs, consts, outputs = build_te(func)
-    prim, _ = lower_te(list(inputs) + [c[0] for c in consts], outputs, "k",
+    # (the weight, a constant of the workload, is passed prepacked as a build passes it)
+    weight = frozenset({1}) if key[0] in ("dense", "matmul", "conv2d_nchw") else frozenset()
+    prim, _ = lower_te(list(inputs) + [c[0] for c in consts], outputs, "k", prepack=weight,
                        options=LoweringOptions(knobs=table))
     return outputs[0], prim.script()
 
@@ -47,8 +56,17 @@ def test_conv2d_space_declared():
     key, space = space_of(t, LoweringOptions())
     assert key == CONV
     mr, nr = conv_direct.default_tile()
-    assert space.default() == {"impl": "direct", "mr": mr, "nr": nr,
-                               "min_macs": conv_direct.PARALLEL_MIN_MACS, "unroll_kw": True}
+    direct = {"impl": "direct", "mr": mr, "nr": nr, "min_macs": conv_direct.PARALLEL_MIN_MACS,
+              "unroll_kw": True}
+    default = space.default()
+    assert {k: default[k] for k in direct} == direct
+    if conv_lanes.supported(t):  # (AVX2: conv_lanes computes it; its knobs, the others fixed)
+        assert set(default) - set(direct) == {"lanes_order", "lanes_cblock", "lanes_sums",
+                                              "lanes_parts"}
+        assert all(len(space.values(k)) == 1 for k in direct if k != "impl")
+        assert space.values("lanes_order") == ("channels", "bands")
+    else:
+        assert set(default) == set(direct)
     assert "im2col" not in space.values("impl")  # BLAS is not allowed by these options
     _, blas_space = space_of(t, LoweringOptions(blas=True))
     assert "im2col" in blas_space.values("impl")
@@ -63,7 +81,10 @@ def test_default_knobs_reproduce_the_untuned_schedule(key):
     _, explicit = _stage_and_script(key, KnobTable({key_text(key): space.default()}))
     assert explicit == untuned
     # and a non-default knob changes the kernel text (the kernel caches key on it)
-    other = dict(space.default(), mr=4, nr=16)
+    name = next(k for k in ("mr", "lanes_order") if len(space.values(k) if k in space.names
+                                                         else ()) > 1)
+    other = dict(space.default(), **{name: next(v for v in space.values(name)
+                                                if v != space.default()[name])})
     _, tuned = _stage_and_script(key, KnobTable({key_text(key): other}))
     assert tuned != untuned
 

@@ -1,28 +1,86 @@
-"""Task extraction leaves out the 1x1 convs the AVX2 pointwise kernels compute (they read no
-conv knob, so tuning them would measure the same kernel over and over) and keeps the others."""
+"""Task extraction and the 1x1 convs the AVX2 pointwise kernels compute: such a conv is a task
+only when both of its micro-kernels (pixel vectors, channel vectors) can compute it, with the
+choice between them (``pw_mode``) its one knob; the other convs keep theirs."""
 
 import numpy as np
+import pytest
 
 import minitvm as tvm
 from minitvm import relay, tune
+from minitvm.contrib import graph_executor
 from minitvm.schedule import common, conv_pointwise
+from minitvm.schedule.knobs import KnobTable, key_text, use_knobs
 
 
-def _model():
-    x = relay.var("x", shape=(1, 16, 14, 14))
-    w1 = relay.const(np.ones((32, 16, 1, 1), "float32"))
-    w3 = relay.const(np.ones((32, 32, 3, 3), "float32"))
+def _model(o1=32, plane=14):
+    x = relay.var("x", shape=(1, 16, plane, plane))
+    w1 = relay.const(np.ones((o1, 16, 1, 1), "float32"))
+    w3 = relay.const(np.ones((32, o1, 3, 3), "float32"))
     y = relay.nn.relu(relay.nn.conv2d(x, w1, kernel_size=(1, 1)))
     y = relay.nn.conv2d(y, w3, kernel_size=(3, 3), padding=(1, 1))
     return tvm.IRModule.from_expr(relay.Function([x], y))
 
 
-def test_pointwise_convs_are_not_tasks(monkeypatch):
-    for isa in ("avx2", "avx512"):
-        monkeypatch.setattr(common, "vector_isa", lambda isa=isa: isa)
-        monkeypatch.setattr(conv_pointwise, "vector_isa", lambda isa=isa: isa)
-        convs = sorted(tuple(t.workload[2]) for t in tune.extract_tasks(_model())
-                       if t.workload[0] == "conv2d_nchw")
-        kernels = [w[2:] for w in convs]
-        assert (3, 3) in kernels, (isa, convs)
-        assert ((1, 1) in kernels) == (not conv_pointwise.ENABLED[isa]), (isa, convs)
+def _convs(mod):
+    return sorted((tuple(t.workload[2]), t) for t in tune.extract_tasks(mod)
+                  if t.workload[0] == "conv2d_nchw")
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_pointwise_convs_with_two_kernels_are_tasks(monkeypatch, isa):
+    monkeypatch.setattr(common, "vector_isa", lambda: isa)
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: isa)
+    kernels = [w[2:] for w, _ in _convs(_model())]
+    assert (3, 3) in kernels
+    # 196 pixels (pixel panels, the last overlapping) and 32 output channels (channel vectors):
+    # on AVX2 both kernels apply; on AVX-512 conv_direct's knobs make it a task anyway
+    assert (1, 1) in kernels
+
+
+def test_pointwise_conv_with_one_kernel_is_not_a_task(monkeypatch):
+    monkeypatch.setattr(common, "vector_isa", lambda: "avx2")
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx2")
+    # 20 output channels: no channel-vector kernel, and 256 pixels: pixel panels only
+    kernels = [w[2:] for w, _ in _convs(_model(o1=20, plane=16))]
+    assert (1, 1) not in kernels and (3, 3) in kernels
+
+
+def test_modes_of():
+    assert conv_pointwise.modes_of(16, 32, 256) == ["pixels", "channels"]
+    assert conv_pointwise.modes_of(16, 20, 256) == ["pixels"]
+    assert conv_pointwise.modes_of(16, 32, 49) == ["channels"]  # 15 of 64 wasted: too many
+    assert conv_pointwise.modes_of(16, 20, 49) == []
+    few, many = conv_pointwise.OVERLAP_PANEL_CHANNELS, conv_pointwise.OVERLAP_PANEL_CHANNELS * 2
+    assert conv_pointwise.modes_of(few, 64, 196)[0] == "pixels"
+    assert conv_pointwise.modes_of(many, 64, 196) == ["channels", "pixels"]
+    wide = conv_pointwise.OVERLAP_PANEL_OUTPUTS
+    assert conv_pointwise.modes_of(many, wide, 196) == ["pixels", "channels"]
+
+
+@pytest.mark.skipif(not conv_pointwise.ENABLED[common.vector_isa()],
+                    reason="the pointwise kernels are AVX2's")
+@pytest.mark.parametrize("mode", ["pixels", "channels"])
+def test_pw_mode_knob_builds_that_kernel_with_the_same_result(mode):
+    """The knob picks the kernel (and the weight packing that goes with it: one flat array
+    for pixel vectors, ``[O/16][C][16]`` for channel vectors); both compute the conv with its
+    residual epilogue."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((32, 16, 1, 1)).astype("float32")
+    x, r = relay.var("x", shape=(1, 16, 14, 14)), relay.var("r", shape=(1, 32, 14, 14))
+    y = relay.nn.relu(relay.add(relay.nn.conv2d(x, relay.const(w), kernel_size=(1, 1)), r))
+    mod = tvm.IRModule.from_expr(relay.Function([x, r], y))
+    ((_, task),) = _convs(mod)
+    with use_knobs(KnobTable({key_text(task.workload): {"pw_mode": mode}})):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm")
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    weight = prim.buffer_map[prim.params[1]]
+    assert len(weight.shape) == (1 if mode == "pixels" else 3)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    xn = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    rn = rng.standard_normal((1, 32, 14, 14)).astype("float32")
+    m.set_input("x", xn)
+    m.set_input("r", rn)
+    m.run()
+    want = np.maximum(np.einsum("oc,nchw->nohw", w[:, :, 0, 0], xn) + rn, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
