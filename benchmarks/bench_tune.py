@@ -63,7 +63,8 @@ def _graph_runner(lib, name, x):
 
 
 def bench(key: str, args) -> dict:
-    from bench_models import median_ms, prepare, to_onnx
+    from bench_models import prepare, to_onnx
+    from interleave import settled_rounds
 
     label, make = MODELS[key]
     mod, params = make()
@@ -91,16 +92,17 @@ def bench(key: str, args) -> dict:
         so.intra_op_num_threads = args.threads
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        # (its idle threads must not spin into minitvm's turn: see interleave.py)
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(to_onnx(main, order), so,
                                     providers=["CPUExecutionProvider"])
         feed = {p.name_hint: x}
         runs["ort"] = lambda: sess.run(None, feed)
     except ImportError:
         pass
-    best = {k: float("inf") for k in runs}
-    for _ in range(args.rounds):  # interleaved: a load spike hits every contender alike
-        for k, fn in runs.items():
-            best[k] = min(best[k], median_ms(fn, args.runs))
+    # interleaved rounds: a load spike hits every contender alike
+    times = settled_rounds(runs, args.rounds, args.runs)
+    best = {k: min(v) * 1e3 for k, v in times.items()}
     tasks = tune.extract_tasks(mod, params)
     tuned_tasks = sum(1 for t in tasks if db.best(t.workload) is not None)
     return dict(model=label, err=err, tune_s=tune_s, tasks=len(tasks), ntuned=tuned_tasks,
