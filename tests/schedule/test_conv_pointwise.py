@@ -124,6 +124,8 @@ CASES = [
     ((1, 33, 4, 8), 16, "reversed", (1, 1), "pixels"),        # another position: a temporary
     ((1, 9, 5, 7), 16, "reversed", (1, 1), "channels"),
     ((1, 7, 5, 7), 13, "bias_clip", (1, 1), None),            # 35 pixels, 13 channels: neither
+    # many input channels and 256 or more output channels: pixel panels, the last overlapping
+    ((1, 144, 14, 14), 256, "residual_relu", (1, 1), "pixels"),
 ]
 
 
@@ -358,10 +360,12 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
 @needs_avx2
 def test_overlapping_last_panel():
     # 14x14 = 196 pixels: 12 panels of 16, then one ending at pixel 195 (computing 180..191
-    # again), with few input channels; many input channels keep the channel vectors, and so
-    # does 7x7 (15 of 64 pixels would be computed twice)
+    # again), with few input channels or many output channels; many input channels and few
+    # output channels keep the channel vectors, and so does 7x7 (15 of 64 pixels would be
+    # computed twice)
     assert conv_pointwise.geometry(_conv_stage((1, 96, 14, 14), 64))["mode"] == "pixels"
     assert conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))["mode"] == "channels"
+    assert conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 1024))["mode"] == "pixels"
     assert conv_pointwise.geometry(_conv_stage((1, 32, 7, 7), 64))["mode"] == "channels"
     lib, feeds, want = _build((1, 96, 14, 14), 64, "residual_relu")
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
