@@ -23,6 +23,7 @@ from minitvm.contrib import graph_executor
 from minitvm.relay import testing
 from minitvm.runtime import blas
 from minitvm.schedule import LoweringOptions
+from minitvm.schedule.knobs import builtin_table
 
 KEYS = {
     "relay.backend.use_native": "native",
@@ -40,7 +41,8 @@ def _expected(overrides):
     want = {field: True for field in KEYS.values()}
     want.update(overrides)
     want["blas"] = want["blas"] and blas.available()
-    return LoweringOptions(**want)
+    # (outside any use_knobs block a build reads the built-in table of the host's ISA)
+    return LoweringOptions(**want, knobs=builtin_table())
 
 
 def test_defaults_outside_and_inside_a_context():
@@ -67,7 +69,7 @@ def test_all_keys_off_at_once():
     with tvm.transform.PassContext(opt_level=3, config=cfg):
         assert lowering_options() == LoweringOptions(
             native=False, blas=False, generated_conv=False, generated_dense=False,
-            generated_batch_matmul=False)
+            generated_batch_matmul=False, knobs=builtin_table())
 
 
 def test_blas_is_only_on_when_a_blas_is_available(monkeypatch):
