@@ -12,10 +12,11 @@ once per call), so the tiles cover the output plane exactly (any size, any strid
 dilation, rows crossed freely) and nothing is computed twice. The fused elementwise epilogue
 (bias, residual add, relu) is applied to the tile and stored one output channel per lane.
 
-The code is kept small for LLVM, whose optimizer is most of a cold build: the filter taps are
-loops and a tile is stored one pixel an iteration (both were unrolled: 4,800 LLVM
-instructions for a 3x3 conv, about 1,000 now; LLVM's time 2x less, the run time the same on a
-Zen 2). (One tile size with the last tile moved back over the one before, instead of 6s and
+The code is kept small for LLVM, whose optimizer is most of a cold build: the filter rows are
+a loop and a tile is stored one pixel an iteration (both were unrolled, with the columns: 4,800
+LLVM instructions for a 3x3 conv, about 1,000 with all taps as loops; LLVM's time 2x less, the
+run time the same on a Zen 2, but 5-25% slower on a Zen 3 until the columns were unrolled
+again: ``UNROLL_TAPS``). (One tile size with the last tile moved back over the one before, instead of 6s and
 5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10 tiles of 5 for 49
 pixels, or 9 of 6 computing 54.)
 
@@ -54,10 +55,13 @@ LANES = 16  # output channels of a tile: two AVX2 vectors
 # planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
 MIN_PIXELS = 20
 # filter taps unrolled in the reduction: the rows and columns of a filter of at most this many
-# taps, the columns of one at most this wide; the rest are loops. (A tap is 12 or 10 FMAs, so
-# the loop costs nothing: ResNet-50's 3x3 convs ran within 1% of fully unrolled taps on a Zen 2,
-# with a third of the code)
-UNROLL_TAPS = 1
+# taps, the columns of one at most this wide (``lanes_unroll_kx``, a knob); the rest are loops.
+# On a Zen 2 ResNet-50's 3x3 convs ran within 1% of fully unrolled taps with the taps as loops.
+# On a Zen 3 the 3-iteration column loop cost 5-25%: with the columns unrolled (one thread, ms,
+# against ONNX Runtime side by side) 64->64 at 56x56 3.03 -> 2.87 (ORT 2.95), 128->128 at 28x28
+# 3.48 -> 2.92 (2.93), 256->256 at 14x14 3.46 -> 3.05 (3.08), 512->512 at 7x7 5.64 -> 4.36
+# (4.47); at two threads 2.21 -> 1.72 ms at 14x14, 3.06 -> 2.28 at 7x7.
+UNROLL_TAPS = 3
 # a convolution of at least this many multiply-adds per image splits over the thread pool
 PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; 0: one pass over them all)
@@ -104,7 +108,8 @@ def default_knobs(g) -> dict:
     """The knob values of geometry ``g`` untuned (``tunable.conv2d_space`` declares the rest)."""
     weights = g["o"] * g["c"] * g["kh"] * g["kw"] * 4
     knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
-                 lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS)
+                 lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
+                 lanes_unroll_kx=g["kw"] <= UNROLL_TAPS)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
             _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
@@ -394,7 +399,7 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
 
     taps = g["kh"] * g["kw"]
     ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
-    kx_kind = unroll if g["kw"] <= UNROLL_TAPS else S.ForKind.SERIAL
+    kx_kind = unroll if g["lanes_unroll_kx"] else S.ForKind.SERIAL
     if kb is None:
         macs = loop("c", c, S.ForKind.SERIAL, lambda ci: loop(
             "ky", g["kh"], ky_kind, lambda ky: loop(

@@ -97,7 +97,8 @@ def batch_matmul_space(t, options):
 def conv2d_space(t, options):
     """conv2d NCHW by implicit GEMM: output-channel x pixel register tile, parallel threshold,
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS; for a conv ``conv_lanes``
-    computes, its loop order, channel block, band of partial sums and parallel parts."""
+    computes, its loop order, channel block, band of partial sums, parallel parts and whether
+    the filter's columns are unrolled."""
     from . import conv_direct, conv_lanes, conv_pointwise
 
     mr, nr = conv_direct.default_tile()
@@ -126,7 +127,8 @@ def conv2d_space(t, options):
         lanes_defaults = conv_lanes.default_knobs(lanes)
         space = Space.of({**defaults, **lanes_defaults}, **fixed, impl=impl,
                          lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
-                         lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16))
+                         lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
+                         lanes_unroll_kx=(False, True))
     attrs = t.op.attrs
     key = ["conv2d_nchw", list(sa), list(sw), *([int(v) for v in attrs[name]]
            for name in ("strides", "padding", "dilation")), int(attrs["groups"]), t.dtype]
