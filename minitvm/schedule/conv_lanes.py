@@ -16,9 +16,9 @@ The code is kept small for LLVM, whose optimizer is most of a cold build: the fi
 a loop and a tile is stored one pixel an iteration (both were unrolled, with the columns: 4,800
 LLVM instructions for a 3x3 conv, about 1,000 with all taps as loops; LLVM's time 2x less, the
 run time the same on a Zen 2, but 5-25% slower on a Zen 3 until the columns were unrolled
-again: ``UNROLL_TAPS``). (One tile size with the last tile moved back over the one before, instead of 6s and
-5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10 tiles of 5 for 49
-pixels, or 9 of 6 computing 54.)
+again: ``UNROLL_TAPS``). (One tile size with the last tile moved back over the one before,
+instead of 6s and 5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10
+tiles of 5 for 49 pixels, or 9 of 6 computing 54.)
 
 The tiles of 16 output channels are the outer (parallel) loop. Inside one, the input channels
 run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
@@ -236,9 +236,10 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     """Channel tiles x pixel tiles, the channel tiles outer; inside one, bands of pixel tiles
     x blocks of input channels (``channel_block``). On the thread pool the pixel tiles are
     also cut in a few parts when there are fewer than ``PARALLEL_PARTS`` channel tiles, so that
-    a conv of 16 or 32 output channels still splits. (Pixel bands as the outermost loop
-    instead, each running every channel tile so that its input rows stay in L2, measured within
-    the noise at 56x56 on a Zen 2: 2-3% faster with a bias, 2% slower with a residual.)"""
+    a conv of 16 or 32 output channels still splits. The "bands" order (``lanes_order``) runs
+    ``_bands_outer`` instead: on a Zen 2 it measured within the noise of this one at 56x56; on
+    a Zen 3 at two threads, with the filter columns as a loop, 17% faster at 56x56 and 10% at
+    28x28 (with them unrolled, within 2%)."""
     if g["lanes_order"] == "bands":
         return _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix)
     obs = g["o"] // LANES
