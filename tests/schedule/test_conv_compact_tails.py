@@ -120,9 +120,9 @@ def test_lanes_tail_tiles_match_numpy(shape, o, k, strides, pads, dil, epi):
 
 @pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
 def test_lanes_kernel_has_tap_loops_and_an_offset_table():
-    """49 pixels: tiles of 6 and of 5, their filter taps as loops (no unrolled filter row or
-    column), the pixels' input offsets from a table filled once, each tile stored in a loop
-    over its pixels (from a copy of the tile)."""
+    """49 pixels: tiles of 6 and of 5, their filter rows as a loop (the columns of a 3-wide
+    filter unrolled: ``conv_lanes.UNROLL_TAPS``), the pixels' input offsets from a table filled
+    once, each tile stored in a loop over its pixels (from a copy of the tile)."""
     lib, _, _ = _build((1, 64, 7, 7), 32, (3, 3), epi="residual_relu", seed=1)
     kernel = _conv_kernel(lib)
     tiles = sorted(int(b.shape[0]) for b in _decls(kernel, "cl_acc"))
@@ -130,8 +130,10 @@ def test_lanes_kernel_has_tap_loops_and_an_offset_table():
     assert conv_lanes.pixel_tiles(49) == [(0, 6, 4), (24, 5, 5)]
     assert _decls(kernel, "cl_pix") and len(_decls(kernel, "cl_res")) == 2
     loops = [s for s in walk_stmts(kernel.prim_func.body) if isinstance(s, S.For)]
-    taps = [f for f in loops if f.loop_var.name.startswith(("ky", "kx"))]
-    assert taps and all(f.kind == S.ForKind.SERIAL for f in taps)
+    rows = [f for f in loops if f.loop_var.name.startswith("ky")]
+    cols = [f for f in loops if f.loop_var.name.startswith("kx")]
+    assert rows and all(f.kind == S.ForKind.SERIAL for f in rows)
+    assert cols and all(f.kind == S.ForKind.UNROLLED for f in cols)
 
 
 @pytest.mark.parametrize("shape, o, k, strides, pads, epi", [
