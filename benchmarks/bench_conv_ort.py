@@ -1,0 +1,136 @@
+"""One convolution (+ bias [+ residual] + relu) built by minitvm beside ONNX Runtime's, and
+optionally the same conv under other schedule knobs, timed side by side in one process.
+
+    python benchmarks/bench_conv_ort.py [--threads 1] [--rounds 9] [--runs 10]
+        [--knobs '{"lanes_unroll_kx": false}'] C,O,HW,K,STRIDE,PAD[,RESIDUAL] ...
+
+Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
+``K x K`` filter; a trailing ``1`` adds a residual input. ``--knobs`` builds a second minitvm
+kernel with those knob values for the conv's workload (the rest at their defaults: see
+``minitvm.schedule.tunable``). Rounds are interleaved (``interleave.settled_rounds``); at one
+thread the clock is the thread's CPU time, else wall clock; ORT's threads do not spin. Prints
+the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from interleave import settled_rounds  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relay, tune  # noqa: E402
+from minitvm.contrib import graph_executor  # noqa: E402
+from minitvm.runtime import threadpool  # noqa: E402
+from minitvm.schedule.knobs import KnobTable, key_text, use_knobs  # noqa: E402
+
+
+def conv_model(c, o, hw, k, s, p, res, rng):
+    """(Relay module, weight, bias, feeds) of the conv."""
+    w = (rng.random((o, c, k, k), dtype=np.float32) - 0.5)
+    b = rng.random(o, dtype=np.float32)
+    oh = (hw + 2 * p - k) // s + 1
+    x = relay.var("x", shape=(1, c, hw, hw))
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), strides=(s, s), padding=(p, p),
+                                          kernel_size=(k, k), channels=o), relay.const(b))
+    params, feeds = [x], {"x": rng.random((1, c, hw, hw), dtype=np.float32)}
+    if res:
+        r = relay.var("r", shape=(1, o, oh, oh))
+        y = relay.add(y, r)
+        params.append(r)
+        feeds["r"] = rng.random((1, o, oh, oh), dtype=np.float32)
+    y = relay.nn.relu(y)
+    return tvm.IRModule.from_expr(relay.Function(params, y)), w, b, feeds
+
+
+def minitvm_runner(mod, feeds, knobs: dict | None):
+    """A run() of the conv built at opt_level 3, under ``knobs`` for its workload when given
+    (None when its schedule declares none of them)."""
+    table = None
+    if knobs is not None:
+        tasks = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
+        mine = {k: v for k, v in knobs.items() if tasks and k in tasks[0].space.names}
+        if not mine:
+            return None  # (the conv's schedule declares none of these knobs)
+        table = KnobTable({key_text(tasks[0].workload): tasks[0].space.validate(mine)})
+    with use_knobs(table) if table is not None else contextlib.nullcontext():
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for name, v in feeds.items():
+        m.set_input(name, v)
+    return m.run
+
+
+def ort_runner(c, o, hw, k, s, p, res, w, b, feeds, threads: int):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    oh = (hw + 2 * p - k) // s + 1
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
+                              strides=[s, s], pads=[p] * 4)]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])]
+    if res:
+        nodes.append(helper.make_node("Add", ["c", "r"], ["a"]))
+        ins.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, o, oh, oh]))
+    nodes.append(helper.make_node("Relu", [nodes[-1].output[0]], ["y"]))
+    graph = helper.make_graph(nodes, "conv", ins,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return lambda: sess.run(None, feeds)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("shapes", nargs="+", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL]")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=10, help="runs per round (their median)")
+    ap.add_argument("--knobs", default=None, help="JSON knob values for a second kernel")
+    args = ap.parse_args(argv)
+    knobs = json.loads(args.knobs) if args.knobs else None
+    threadpool.set_num_threads(args.threads)
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
+    print(f"threads={args.threads}; ms, median of {args.rounds} interleaved rounds of "
+          f"median-of-{args.runs} ({'thread CPU time' if args.threads == 1 else 'wall'})")
+    print(f"{'conv':28s} {'minitvm':>8s} {'knobs':>8s} {'ORT':>8s} {'mt/ORT':>7s} "
+          f"{'knobs/ORT':>9s}")
+    for text in args.shapes:
+        c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
+        res = bool(rest and rest[0])
+        mod, w, b, feeds = conv_model(c, o, hw, k, s, p, res, np.random.default_rng(0))
+        runs = {"minitvm": minitvm_runner(mod, feeds, None)}
+        variant = minitvm_runner(mod, feeds, knobs) if knobs is not None else None
+        if variant is not None:
+            runs["knobs"] = variant
+        runs["ORT"] = ort_runner(c, o, hw, k, s, p, res, w, b, feeds, args.threads)
+        times = settled_rounds(runs, args.rounds, args.runs, clock=clock)
+        ms = {n: statistics.median(v) * 1e3 for n, v in times.items()}
+        label = f"{c}->{o} {k}x{k}/{s} at {hw}x{hw}" + (" +res" if res else "")
+        kn = f"{ms['knobs']:8.3f}" if "knobs" in ms else f"{'':8s}"
+        kr = f"{ms['knobs'] / ms['ORT']:9.2f}" if "knobs" in ms else ""
+        print(f"{label:28s} {ms['minitvm']:8.3f} {kn} {ms['ORT']:8.3f} "
+              f"{ms['minitvm'] / ms['ORT']:7.2f} {kr}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
