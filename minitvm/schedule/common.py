@@ -143,6 +143,11 @@ def index_dtype(dims) -> str:
     return out
 
 
+def allocated(buf, body: S.Stmt) -> S.Stmt:
+    """``body`` inside the allocation of ``buf`` (stack or heap, the code generator decides)."""
+    return S.Allocate(buf.data, buf.dtype, [prod_dims(buf.shape)], True, S.DeclBuffer(buf, body))
+
+
 def prod_dims(dims, dtype: str | None = None):
     """The product of ``dims``: an int when all are static, else a PrimExpr of ``dtype``."""
     const, syms = 1, []

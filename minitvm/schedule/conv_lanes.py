@@ -42,6 +42,7 @@ import numpy as np
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
+from .common import allocated as _allocated
 from .common import const_int as _const_int
 from .common import divisor_near, float32_conv2d, vector_isa
 from .common import lanes as _lanes
@@ -270,7 +271,7 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
     def over_pixels(idx):
         part, ob = idx
-        sums = decl_buffer((band * 6 * LANES,), "float32", "cl_sums") if kc < g["c"] else None
+        sums = _sums_scratch(band) if kc < g["c"] else None
         out_parts = []
         for gi, (first, pixels, count) in enumerate(groups):
             if gi == 0 and parts > 1:  # this part's share of the first group's tiles
@@ -283,10 +284,7 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
                     loop = S.IfThenElse(E.EQ(part, parts - 1), loop)
             out_parts.append(loop)
         body = out_parts[0] if len(out_parts) == 1 else S.SeqStmt(out_parts)
-        if sums is not None:
-            body = S.Allocate(sums.data, "float32", [band * 6 * LANES], True,
-                              S.DeclBuffer(sums, body))
-        return body
+        return body if sums is None else _allocated(sums, body)
 
     return _outer_loops(ctx, [parts, obs], g["parallel"], over_pixels)
 
@@ -294,6 +292,11 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 def _band_tiles(g) -> int:
     """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
     return max(1, g["lanes_sums"] // (6 * LANES))
+
+
+def _sums_scratch(band: int):
+    """The partial sums of a band of ``band`` pixel tiles between blocks of input channels."""
+    return decl_buffer((band * 6 * LANES,), "float32", "cl_sums")
 
 
 def _band_split(g, count: int) -> tuple[int, int]:
@@ -319,7 +322,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
     def one_band(idx):
         b, ob, kk = idx[0], ctx.fresh("ob"), ctx.fresh("pk")
-        sums = decl_buffer((band * 6 * LANES,), "float32", "cl_sums") if kc < g["c"] else None
+        sums = _sums_scratch(band) if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
                      epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk))
@@ -329,10 +332,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         if kb is not None:
             body = S.For(kb, 0, g["c"] // kc, S.ForKind.SERIAL, body)
         body = S.For(ob, 0, obs, S.ForKind.SERIAL, body)
-        if sums is not None:
-            body = S.Allocate(sums.data, "float32", [band * 6 * LANES], True,
-                              S.DeclBuffer(sums, body))
-        return body
+        return body if sums is None else _allocated(sums, body)
 
     parts = [_outer_loops(ctx, [nbands], g["parallel"], one_band)]
     for first2, pixels2, count2 in rest:

@@ -15,6 +15,7 @@ from ..tir.op import call_extern
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_direct, gemm_tb
+from .common import allocated as _allocated
 from .common import at_own_position, redirect_loads, vector_isa
 from .common import dims_of as _dims
 from .common import is_static as _is_static
@@ -623,8 +624,3 @@ def _gen_batch_matmul(ctx, t, out, a, b) -> S.Stmt:
         return _allocated(bp, S.SeqStmt([bld.pack(), bld.compute()]))
     bld.Bp = ctx.temp(shape, "float32", "bmm_bpack")
     return S.SeqStmt([bld.pack(), bld.compute()])
-
-
-def _allocated(buf, body: S.Stmt) -> S.Stmt:
-    """``body`` inside the allocation of ``buf`` (stack or heap, the code generator decides)."""
-    return S.Allocate(buf.data, buf.dtype, [_prod_dims(buf.shape)], True, S.DeclBuffer(buf, body))
