@@ -183,6 +183,12 @@ def packs_weight(t, options) -> bool:
         return False
     if _knobs(options, t)["impl"] == "im2col" and options.blas:
         return False
+    return lanes_candidate(t, options)
+
+
+def lanes_candidate(t, options) -> bool:
+    """Would ``conv_lanes`` compute supported conv2d ``t`` given a prepacked weight (whatever
+    the knobs): not in row mode, and a shape ``conv_lanes`` takes."""
     return not geometry(t)["rows_mode"] and conv_lanes.supported(t, options)
 
 

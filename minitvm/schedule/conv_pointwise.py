@@ -122,7 +122,8 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     static_n = n if isinstance(n, int) else 1
     if static_n * max(c * h * wd, o * p) >= 1 << 31:
         return None  # (int32 offsets inside one image's planes)
-    return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, sh=sh, sw=sw,
+    return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
+                sw=sw,
                 # (a symbolic batch: parallel once there are enough images at run time)
                 parallel=not isinstance(n, int) or n * o * c * p >= PARALLEL_MIN_MACS,
                 # channel vectors: the weight panels outer (each read once) when the weights

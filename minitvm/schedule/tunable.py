@@ -114,17 +114,14 @@ def conv2d_space(t, options):
             not getattr(options, "generated_conv", True):
         return None, space
     if conv_pointwise.supported(t, options):  # its own kernels: the pixel or channel vectors
-        pg = conv_pointwise.geometry(t)
-        modes = conv_pointwise.modes_of(pg["c"], pg["o"], pg["p"])
+        modes = conv_pointwise.geometry(t)["modes"]
         fixed = {k: (v,) for k, v in defaults.items()}
         space = Space.of({**defaults, "pw_mode": modes[0]}, **fixed, pw_mode=tuple(modes))
         if len(modes) < 2:
             return None, space
-    lanes = conv_lanes.geometry(t) if conv_lanes.supported(t, options) and \
-        not conv_direct.geometry(t)["rows_mode"] else None
-    if lanes is not None:  # (computed by conv_lanes once its weight is prepacked: its knobs)
+    if conv_direct.lanes_candidate(t, options):  # conv_lanes computes it: its knobs
         fixed = {k: (v,) for k, v in defaults.items() if k != "impl"}
-        lanes_defaults = conv_lanes.default_knobs(lanes)
+        lanes_defaults = conv_lanes.default_knobs(conv_lanes.geometry(t))
         space = Space.of({**defaults, **lanes_defaults}, **fixed, impl=impl,
                          lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
                          lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
