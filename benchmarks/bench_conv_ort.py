@@ -37,7 +37,7 @@ from minitvm.schedule.knobs import KnobTable, key_text, use_knobs  # noqa: E402
 
 
 def conv_model(c, o, hw, k, s, p, res, rng):
-    """(Relay module, weight, bias, feeds) of the conv."""
+    """(Relay module, feeds) of the conv."""
     w = (rng.random((o, c, k, k), dtype=np.float32) - 0.5)
     b = rng.random(o, dtype=np.float32)
     oh = (hw + 2 * p - k) // s + 1
@@ -51,7 +51,7 @@ def conv_model(c, o, hw, k, s, p, res, rng):
         params.append(r)
         feeds["r"] = rng.random((1, o, oh, oh), dtype=np.float32)
     y = relay.nn.relu(y)
-    return tvm.IRModule.from_expr(relay.Function(params, y)), w, b, feeds
+    return tvm.IRModule.from_expr(relay.Function(params, y)), feeds
 
 
 def minitvm_runner(mod, feeds, knobs: dict | None):
@@ -73,27 +73,17 @@ def minitvm_runner(mod, feeds, knobs: dict | None):
     return m.run
 
 
-def ort_runner(c, o, hw, k, s, p, res, w, b, feeds, threads: int):
+def ort_runner(mod, feeds, threads: int):
+    """ONNX Runtime on the same program (``bench_models.to_onnx``), its threads not spinning."""
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
+    from bench_models import prepare, to_onnx
 
-    oh = (hw + 2 * p - k) // s + 1
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
-                              strides=[s, s], pads=[p] * 4)]
-    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])]
-    if res:
-        nodes.append(helper.make_node("Add", ["c", "r"], ["a"]))
-        ins.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, o, oh, oh]))
-    nodes.append(helper.make_node("Relu", [nodes[-1].output[0]], ["y"]))
-    graph = helper.make_graph(nodes, "conv", ins,
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
+    so.log_severity_level = 3
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), so,
+    sess = ort.InferenceSession(to_onnx(*prepare(mod, {})), so,
                                 providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, feeds)
 
@@ -116,12 +106,12 @@ def main(argv=None) -> int:
     for text in args.shapes:
         c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
         res = bool(rest and rest[0])
-        mod, w, b, feeds = conv_model(c, o, hw, k, s, p, res, np.random.default_rng(0))
+        mod, feeds = conv_model(c, o, hw, k, s, p, res, np.random.default_rng(0))
         runs = {"minitvm": minitvm_runner(mod, feeds, None)}
         variant = minitvm_runner(mod, feeds, knobs) if knobs is not None else None
         if variant is not None:
             runs["knobs"] = variant
-        runs["ORT"] = ort_runner(c, o, hw, k, s, p, res, w, b, feeds, args.threads)
+        runs["ORT"] = ort_runner(mod, feeds, args.threads)
         times = settled_rounds(runs, args.rounds, args.runs, clock=clock)
         ms = {n: statistics.median(v) * 1e3 for n, v in times.items()}
         label = f"{c}->{o} {k}x{k}/{s} at {hw}x{hw}" + (" +res" if res else "")

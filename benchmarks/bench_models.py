@@ -197,9 +197,8 @@ def to_onnx(main, order):
                                           keepdims=int(a.keepdims)))
         else:
             raise ValueError(f"no ONNX translation for {op}")
-    p = main.params[0]
     inputs = [helper.make_tensor_value_info(p.name_hint, TensorProto.FLOAT,
-                                            shape_of(p.checked_type))]
+                                            shape_of(p.checked_type)) for p in main.params]
     outputs = [helper.make_tensor_value_info(names[id(main.body)], TensorProto.FLOAT,
                                              shape_of(main.body.checked_type))]
     graph = helper.make_graph(nodes, "model", inputs, outputs, inits)
