@@ -114,11 +114,11 @@ def conv2d_space(t, options):
             not getattr(options, "generated_conv", True):
         return None, space
     if conv_pointwise.supported(t, options):  # its own kernels: the pixel or channel vectors
-        modes = conv_pointwise.geometry(t)["modes"]
+        g = conv_pointwise.geometry(t)
+        modes = g["modes"]
         fixed = {k: (v,) for k, v in defaults.items()}
-        space = Space.of({**defaults, "pw_mode": modes[0]}, **fixed, pw_mode=tuple(modes))
-        if len(modes) < 2:
-            return None, space
+        space = Space.of({**defaults, "pw_mode": modes[0], "pw_pack": g["pw_pack"]},
+                         **fixed, pw_mode=tuple(modes), pw_pack=(g["pw_pack"], not g["pw_pack"]))
     if conv_direct.lanes_candidate(t, options):  # conv_lanes computes it: its knobs
         fixed = {k: (v,) for k, v in defaults.items() if k != "impl"}
         lanes_defaults = conv_lanes.default_knobs(conv_lanes.geometry(t))

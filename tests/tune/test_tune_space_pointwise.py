@@ -1,6 +1,6 @@
-"""Task extraction and the 1x1 convs the AVX2 pointwise kernels compute: such a conv is a task
-only when both of its micro-kernels (pixel vectors, channel vectors) can compute it, with the
-choice between them (``pw_mode``) its one knob; the other convs keep theirs."""
+"""Task extraction and the 1x1 convs the AVX2 pointwise kernels compute: each is a task, whose
+knobs are the micro-kernel (``pw_mode``: pixel vectors or channel vectors, where both can compute
+it) and whether the input is packed for the tiles (``pw_pack``); the other convs keep theirs."""
 
 import numpy as np
 import pytest
@@ -37,12 +37,18 @@ def test_pointwise_convs_with_two_kernels_are_tasks(monkeypatch, isa):
     assert (1, 1) in kernels
 
 
-def test_pointwise_conv_with_one_kernel_is_not_a_task(monkeypatch):
+def test_pointwise_conv_with_one_kernel_tunes_the_packing_only(monkeypatch):
     monkeypatch.setattr(common, "vector_isa", lambda: "avx2")
     monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx2")
     # 20 output channels: no channel-vector kernel, and 256 pixels: pixel panels only
-    kernels = [w[2:] for w, _ in _convs(_model(o1=20, plane=16))]
-    assert (1, 1) not in kernels and (3, 3) in kernels
+    tasks = {w[2:]: t for w, t in _convs(_model(o1=20, plane=16))}
+    assert set(tasks) == {(1, 1), (3, 3)}
+    space = tasks[(1, 1)].space
+    assert space.default()["pw_mode"] == "pixels"
+    # 256 pixels, whole cache lines a row, 20 output channels: read in place by default
+    assert space.default()["pw_pack"] is False
+    assert set(space.values("pw_pack")) == {False, True}
+    assert space.values("pw_mode") == ("pixels",)
 
 
 def test_modes_of():
@@ -83,4 +89,43 @@ def test_pw_mode_knob_builds_that_kernel_with_the_same_result(mode):
     m.set_input("r", rn)
     m.run()
     want = np.maximum(np.einsum("oc,nchw->nohw", w[:, :, 0, 0], xn) + rn, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not conv_pointwise.ENABLED[common.vector_isa()],
+                    reason="the pointwise kernels are AVX2's")
+@pytest.mark.parametrize("mode", ["pixels", "channels"])
+@pytest.mark.parametrize("pack", [False, True])
+@pytest.mark.parametrize("batch,plane,stride", [(1, 14, 1), (2, 14, 1), (2, 28, 2), (1, 16, 1)])
+def test_pw_pack_knob_gives_the_same_result(mode, pack, batch, plane, stride):
+    """The input packed for the tiles (a block per pixel panel, or the image tile by tile for
+    channel vectors) or read in place: the same conv with its bias, residual and relu, for one
+    or two images, a plane whose last panel overlaps the one before, and a strided conv."""
+    rng = np.random.default_rng(1)
+    c, o = 24, 48
+    w = rng.standard_normal((o, c, 1, 1)).astype("float32")
+    b = rng.standard_normal((o, 1, 1)).astype("float32")
+    out_plane = (plane - 1) // stride + 1
+    x = relay.var("x", shape=(batch, c, plane, plane))
+    r = relay.var("r", shape=(batch, o, out_plane, out_plane))
+    y = relay.nn.conv2d(x, relay.const(w), kernel_size=(1, 1), strides=(stride, stride))
+    y = relay.nn.relu(relay.add(relay.add(y, relay.const(b)), r))
+    mod = tvm.IRModule.from_expr(relay.Function([x, r], y))
+    ((_, task),) = _convs(mod)
+    if mode not in task.space.values("pw_mode"):
+        pytest.skip(f"{mode} does not compute {task.workload}")
+    with use_knobs(KnobTable({key_text(task.workload): {"pw_mode": mode, "pw_pack": pack}})):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm")
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    scratch = "pw_panel" if mode == "pixels" else "pw_xt"
+    assert (scratch in prim.script()) == pack
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    xn = rng.standard_normal((batch, c, plane, plane)).astype("float32")
+    rn = rng.standard_normal((batch, o, out_plane, out_plane)).astype("float32")
+    m.set_input("x", xn)
+    m.set_input("r", rn)
+    m.run()
+    conv = np.einsum("oc,nchw->nohw", w[:, :, 0, 0], xn[:, :, ::stride, ::stride])
+    want = np.maximum(conv + b + rn, 0)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
