@@ -2,12 +2,14 @@
 optionally the same conv under other schedule knobs, timed side by side in one process.
 
     python benchmarks/bench_conv_ort.py [--threads 1] [--rounds 9] [--runs 10]
-        [--knobs '{"lanes_unroll_kx": false}'] C,O,HW,K,STRIDE,PAD[,RESIDUAL] ...
+        [--knobs '{"lanes_unroll_kx": false}'] [--against DIR] C,O,HW,K,STRIDE,PAD[,RESIDUAL] ...
 
 Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
 ``K x K`` filter; a trailing ``1`` adds a residual input. ``--knobs`` builds a second minitvm
 kernel with those knob values for the conv's workload (the rest at their defaults: see
-``minitvm.schedule.tunable``). Rounds are interleaved (``interleave.settled_rounds``); at one
+``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv as another checkout of
+minitvm builds it (``git worktree add DIR COMMIT``): built there in a child process, exported,
+and loaded here, so that two versions of the code are timed side by side. Rounds are interleaved (``interleave.settled_rounds``); at one
 thread the clock is the thread's CPU time, else wall clock; ORT's threads do not spin. Prints
 the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
 """
@@ -73,6 +75,34 @@ def minitvm_runner(mod, feeds, knobs: dict | None):
     return m.run
 
 
+def export_conv(text: str, path: str) -> None:
+    """Build the conv of shape ``text`` (default knobs) and export it to ``path``."""
+    c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
+    mod, _ = conv_model(c, o, hw, k, s, p, bool(rest and rest[0]), np.random.default_rng(0))
+    with tvm.transform.PassContext(opt_level=3):
+        relay.build(mod, target="llvm").export_library(path)
+
+
+def checkout_runner(root: str, text: str, feeds):
+    """A run() of the conv as the minitvm checkout at ``root`` builds it."""
+    import subprocess
+    import tempfile
+
+    from minitvm.runtime.module import load_module
+
+    path = os.path.join(tempfile.mkdtemp(), "conv.so")
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys; sys.path.insert(0, {os.path.abspath(root)!r}); import minitvm; "
+            f"sys.path.insert(0, {here!r}); import bench_conv_ort as b; "
+            f"b.export_conv({text!r}, {path!r})")
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   env={**os.environ, "PYTHONPATH": os.path.abspath(root)})
+    m = graph_executor.GraphModule(load_module(path)["default"](tvm.cpu()))
+    for name, v in feeds.items():
+        m.set_input(name, v)
+    return m.run
+
+
 def ort_runner(mod, feeds, threads: int):
     """ONNX Runtime on the same program (``bench_models.to_onnx``), its threads not spinning."""
     import onnxruntime as ort
@@ -95,14 +125,18 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=10, help="runs per round (their median)")
     ap.add_argument("--knobs", default=None, help="JSON knob values for a second kernel")
+    ap.add_argument("--against", default=None, help="another minitvm checkout to time beside")
     args = ap.parse_args(argv)
     knobs = json.loads(args.knobs) if args.knobs else None
+    if knobs is not None and args.against:
+        ap.error("--knobs and --against each add a column: give one of them")
     threadpool.set_num_threads(args.threads)
     clock = time.thread_time if args.threads == 1 else time.perf_counter
     print(f"threads={args.threads}; ms, median of {args.rounds} interleaved rounds of "
           f"median-of-{args.runs} ({'thread CPU time' if args.threads == 1 else 'wall'})")
-    print(f"{'conv':28s} {'minitvm':>8s} {'knobs':>8s} {'ORT':>8s} {'mt/ORT':>7s} "
-          f"{'knobs/ORT':>9s}")
+    other = "other" if args.against else "knobs"
+    print(f"{'conv':28s} {'minitvm':>8s} {other:>8s} {'ORT':>8s} {'mt/ORT':>7s} "
+          f"{other + '/ORT':>9s}")
     for text in args.shapes:
         c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
         res = bool(rest and rest[0])
@@ -111,6 +145,8 @@ def main(argv=None) -> int:
         variant = minitvm_runner(mod, feeds, knobs) if knobs is not None else None
         if variant is not None:
             runs["knobs"] = variant
+        if args.against:
+            runs["knobs"] = checkout_runner(args.against, text, feeds)
         runs["ORT"] = ort_runner(mod, feeds, args.threads)
         times = settled_rounds(runs, args.rounds, args.runs, clock=clock)
         ms = {n: statistics.median(v) * 1e3 for n, v in times.items()}
