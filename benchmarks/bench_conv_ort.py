@@ -9,7 +9,8 @@ Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (bat
 kernel with those knob values for the conv's workload (the rest at their defaults: see
 ``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv as another checkout of
 minitvm builds it (``git worktree add DIR COMMIT``): built there in a child process, exported,
-and loaded here, so that two versions of the code are timed side by side. Rounds are interleaved (``interleave.settled_rounds``); at one
+and loaded here, so that two versions of the code are timed side by side (this checkout's
+kernel then too: a loaded library is compiled anew, its IR through LLVM's full pipeline). Rounds are interleaved (``interleave.settled_rounds``); at one
 thread the clock is the thread's CPU time, else wall clock; ORT's threads do not spin. Prints
 the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
 """
@@ -141,7 +142,10 @@ def main(argv=None) -> int:
         c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
         res = bool(rest and rest[0])
         mod, feeds = conv_model(c, o, hw, k, s, p, res, np.random.default_rng(0))
-        runs = {"minitvm": minitvm_runner(mod, feeds, None)}
+        # (with --against both are exported and loaded: a loaded library is compiled anew)
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        runs = {"minitvm": checkout_runner(here, text, feeds) if args.against else
+                minitvm_runner(mod, feeds, None)}
         variant = minitvm_runner(mod, feeds, knobs) if knobs is not None else None
         if variant is not None:
             runs["knobs"] = variant

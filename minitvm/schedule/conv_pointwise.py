@@ -85,6 +85,7 @@ OVERLAP_PANEL_OUTPUTS = 256
 # 28x28 1.60 -> 1.70). Channel vectors: 2048->512 at 7x7 2.19 -> 1.84, but 512->2048 + residual
 # 1.92 -> 2.13 and 960->160 0.23 -> 0.29.
 PACK_MIN_OUTPUTS = 256
+REDUCE_UNROLL = 2
 PACK_MIN_CHANNELS = 1024
 
 
@@ -313,6 +314,21 @@ def _loop64(ctx, name, extent: int, fbody):
     return S.For(v, E.IntImm("int64", 0), E.IntImm("int64", extent), S.ForKind.SERIAL, fbody(v))
 
 
+def _reduce64(ctx, name, extent: int, fbody) -> S.Stmt:
+    """The reduction over input channels, ``REDUCE_UNROLL`` channels an iteration (an int64
+    variable, as ``_loop64``)."""
+    u = REDUCE_UNROLL
+    if u <= 1 or extent < 2 * u:
+        return _loop64(ctx, name, extent, fbody)
+    main = _loop64(ctx, name, extent // u, lambda co: _loop(
+        ctx, name + "i", u, S.ForKind.UNROLLED, lambda ci: fbody(co * u + E.Cast("int64", ci))))
+    if extent % u == 0:
+        return main
+    tail = _loop(ctx, name + "t", extent % u, S.ForKind.UNROLLED,
+                 lambda ci: fbody(E.Cast("int64", ci) + (extent - extent % u)))
+    return S.SeqStmt([main, tail])
+
+
 def _outer(ctx, g, dims, work: int, fbody) -> S.Stmt:
     """``outer_loops`` over ``dims`` with each index bound once to a variable (the fused loop's
     div/mod appear once per iteration, not in every address of the tile)."""
@@ -508,7 +524,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
 
     init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec, lambda jj:
                  S.BufferStore(acc, E.FloatImm("float32", 0.0), [ii, jj])))
-    macs = _loop64(ctx, "c", c, lambda ci: _loop(
+    macs = _reduce64(ctx, "c", c, lambda ci: _loop(
         ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec, lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wt(ii, ci) * xin(ci, jj), [ii, jj]))))
 
@@ -553,7 +569,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
         init = S.IfThenElse(E.EQ(kb, _i(0)), init, each(lambda ii, jj: S.BufferStore(
             acc, sums[(p0 + ii) * lanes + jj], [ii, jj])))
         first, extent = E.Cast("int64", kb * kc), kc
-    macs = _loop64(ctx, "c", extent, lambda cc: _loop(
+    macs = _reduce64(ctx, "c", extent, lambda cc: _loop(
         ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec, lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wp[ob, first + cc, jj] * xin(first + cc, ii), [ii, jj]))))
 

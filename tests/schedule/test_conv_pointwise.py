@@ -213,9 +213,13 @@ def test_pixel_kernel_structure():
         loads = [e for e in post_order(st.value) if isinstance(e, E.BufferLoad)]
         assert any(e.buffer.name == "in3_flat" for e in loads)  # the residual, contiguous
         assert not any(isinstance(e, (E.FloorDiv, E.FloorMod)) for e in post_order(st.value))
+    # the reduction over the 16 input channels: an int64 loop, REDUCE_UNROLL channels a turn
+    u = conv_pointwise.REDUCE_UNROLL
     red = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
-           s.loop_var.name.startswith("c") and int(s.extent.value) == 16]
+           s.loop_var.name.startswith("c") and int(s.extent.value) == 16 // u]
     assert red and all(s.loop_var.dtype == "int64" for s in red)
+    assert all(isinstance(s.body, S.For) and s.body.kind == S.ForKind.UNROLLED and
+               int(s.body.extent.value) == u for s in red)
 
 
 @needs_avx2
