@@ -20,7 +20,11 @@ strided conv first copies the pixels it reads into a temporary (``subsample``, s
 
 Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles``: 6- and
 5-row tiles), enough independent FMA chains to hide the FMA latency. The reduction runs over an
-int64 variable (``_loop64``). Measured on a Zen 2, one thread, thread CPU time, this kernel
+int64 variable, two input channels a turn (``_reduce64``: these kernels skip LLVM's loop
+passes, which would otherwise unroll it). Either tile can read its input packed for it first
+(``pw_pack``, ``_pack_panels`` / ``_pack_tiles``): contiguous, so that a tile's reads neither
+straddle cache lines (a 14x14 plane's rows are 784 bytes) nor map a panel's 256 rows onto a few
+L1 sets (rows 4 KB apart). Measured on a Zen 2, one thread, thread CPU time, this kernel
 alone (warm caches) against ONNX Runtime's NCHWc kernel in its MobileNetV2 profile (us), and
 conv_direct in minitvm's: 96->576 at 14x14 252 vs 242 (267), 160->960 at 7x7 164 vs 192 (273),
 320->1280 at 7x7 473 vs 462 (770), 576->96 + residual at 14x14 232 vs 222 (290), 16->96 at
@@ -85,8 +89,11 @@ OVERLAP_PANEL_OUTPUTS = 256
 # 28x28 1.60 -> 1.70). Channel vectors: 2048->512 at 7x7 2.19 -> 1.84, but 512->2048 + residual
 # 1.92 -> 2.13 and 960->160 0.23 -> 0.29.
 PACK_MIN_OUTPUTS = 256
-REDUCE_UNROLL = 2
 PACK_MIN_CHANNELS = 1024
+# input channels a turn of the reduction loop (``_reduce64``). The kernels skip LLVM's loop
+# passes; with one channel a turn (and no unroller) 512->128 at 28x28 took 1.81 ms on a Zen 3
+# against 1.55 ms when LLVM's O3 pipeline unrolled it, and 1.46 ms with two a turn.
+REDUCE_UNROLL = 2
 
 
 def modes_of(c: int, o: int, p: int) -> list[str]:
@@ -397,11 +404,10 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
     if g["mode"] == "pixels":
         nb = panel_block(g, epi is not None and _reads_plane(g, out, epi[0]))
 
-        pack = g["pw_pack"]
-
         def block(idx):
             nv, b = idx
-            xpk = decl_buffer((nb * g["c"] * LANES,), "float32", "pw_panel") if pack else None
+            xpk = decl_buffer((nb * g["c"] * LANES,), "float32", "pw_panel") \
+                if g["pw_pack"] else None
 
             def tiles(k, s, r):
                 return _loop(ctx, "q", nb, S.ForKind.SERIAL, lambda j: _pixel_tile(
@@ -486,7 +492,7 @@ def _pack_tiles(ctx, g, xf, xt, groups) -> S.Stmt:
                               one(idx, s, r)) for start, rows, count in groups])
 
 
-def _panel_base(ctx, g, q):
+def _panel_base(g, q):
     """The first pixel of panel ``q`` (the last one moved back to end at the last pixel)."""
     return q * LANES if g["p"] % LANES == 0 else E.Min(q * LANES, _i(g["p"] - LANES))
 
@@ -499,7 +505,7 @@ def _pack_panels(ctx, g, xf, xpk, nv, b, nb) -> S.Stmt:
     c, p = g["c"], g["p"]
     return _loop(ctx, "j", nb, S.ForKind.SERIAL, lambda j: _loop64(ctx, "c", c, lambda ci: _loop(
         ctx, "jj", LANES, S.ForKind.VECTORIZED, lambda jj: S.BufferStore(
-            xpk, xf[(nv * c + ci) * p + _panel_base(ctx, g, b * nb + j) + jj],
+            xpk, xf[(nv * c + ci) * p + _panel_base(g, b * nb + j) + jj],
             [(j * c + ci) * LANES + jj]))))
 
 
