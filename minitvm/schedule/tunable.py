@@ -98,7 +98,8 @@ def conv2d_space(t, options):
     """conv2d NCHW by implicit GEMM: output-channel x pixel register tile, parallel threshold,
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS; for a conv ``conv_lanes``
     computes, its loop order, channel block, band of partial sums, parallel parts and whether
-    the filter's columns are unrolled."""
+    the filter's columns are unrolled; for a 1x1 conv ``conv_pointwise`` computes, its
+    micro-kernel (``pw_mode``) and whether its input is packed for the tiles (``pw_pack``)."""
     from . import conv_direct, conv_lanes, conv_pointwise
 
     mr, nr = conv_direct.default_tile()
@@ -113,7 +114,9 @@ def conv2d_space(t, options):
     if sa is None or sw is None or so is None or not conv_direct.supported(t) or \
             not getattr(options, "generated_conv", True):
         return None, space
-    if conv_pointwise.supported(t, options):  # its own kernels: the pixel or channel vectors
+    if conv_pointwise.supported(t, options):
+        # its own kernels: the pixel or channel vectors where both apply, the input packed or
+        # read in place; conv_direct's knobs fixed (its kernel never runs)
         g = conv_pointwise.geometry(t)
         modes = g["modes"]
         fixed = {k: (v,) for k, v in defaults.items()}
