@@ -97,7 +97,7 @@ class CompiledObject:
         self._optimized_ir = optimized_ir
         self.from_disk = from_disk
         self.source_ir = source_ir
-        self.opt = opt
+        self.opt = opt  # the level of the IR pass pipeline it went through
 
     @property
     def optimized_ir(self) -> str | None:
@@ -143,7 +143,7 @@ def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3,
         addr = engine.get_function_address(symbol)
         if not saved:  # pragma: no cover - MCJIT always notifies the object cache
             raise RuntimeError(f"LLVM produced no object code for {symbol}")
-        return CompiledObject(engine, addr, symbol, str(mod), False), saved[0]
+        return CompiledObject(engine, addr, symbol, str(mod), False, opt=opt), saved[0]
 
 
 @contextlib.contextmanager
@@ -242,7 +242,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             engine.finalize_object()
             addr = engine.get_function_address(symbol)
             if addr:
-                return CompiledObject(engine, addr, symbol, None, True)
+                return CompiledObject(engine, addr, symbol, None, True, opt=opt)
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         mod.triple = tm.triple
@@ -260,7 +260,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             with open(tmp, "wb") as f:
                 f.write(saved[0])
             os.replace(tmp, path)
-        return CompiledObject(engine, addr, symbol, str(mod), False)
+        return CompiledObject(engine, addr, symbol, str(mod), False, opt=opt)
 
 
 def assembly(ir_text: str, opt: int = 3) -> str:

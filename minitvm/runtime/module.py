@@ -24,6 +24,8 @@ import numpy as np
 
 FORMAT = "minitvm-graph-lib"
 VERSION = 2  # 2: members carry SHA-256 digests
+# IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1)
+PIPELINE_LEVELS = (-1, 0, 1, 2, 3)
 _IR_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
@@ -192,6 +194,7 @@ def export_library(factory, path: str) -> None:
             arrays[f"kconst:{name}:{j}"] = c
         if k.kind == "native":
             files[f"kernels/{name}.ll"] = k.ir
+            info.update(pipeline_record(k))
         else:
             fmt = _KERNEL_FORMATS.get(k.source_format)
             if fmt is None:
@@ -246,17 +249,37 @@ def _check_symbol(ir: str, symbol, where: str) -> None:
         raise ValueError(f"{where}: symbol {symbol!r} is not defined by its LLVM IR")
 
 
-def _compile_ir(ir: str, symbol: str, where: str):
+def pipeline_record(k: Kernel) -> dict:
+    """The archive's record of the IR pipeline level native kernel ``k`` was compiled at
+    (loaded, its IR goes through the same pipeline), or nothing when it is not known."""
+    level = getattr(k.compiled, "opt", None)
+    return {"pipeline": level} if level in PIPELINE_LEVELS else {}
+
+
+def recorded_pipeline(info: dict, where: str) -> int:
+    """The IR pipeline level a kernel's archive entry records (3, LLVM's full pipeline, for
+    archives written before it was recorded)."""
+    level = info.get("pipeline", 3)
+    if isinstance(level, bool) or level not in PIPELINE_LEVELS:
+        raise ValueError(f"{where}: field 'pipeline' must be one of {list(PIPELINE_LEVELS)}, "
+                         f"got {level!r}")
+    return level
+
+
+def _compile_ir(ir: str, symbol: str, where: str, pipeline: int = 3):
+    """``ir`` compiled through LLVM's IR pass pipeline of level ``pipeline`` (the one the build
+    chose for the kernel: ``codegen.build.ir_pipeline_level``), machine code at O3 (O0 for a
+    kernel built at pipeline 0), as ``codegen.build.compile_prim_func`` compiles it."""
     from . import jit
 
     _check_symbol(ir, symbol, where)
-    key = (symbol, ir)
+    key = (symbol, ir, pipeline)
     with _LOCK:
         hit = _IR_CACHE.get(key)
     if hit is not None:
         return hit
     try:
-        compiled = jit.compile_ir(ir, symbol)
+        compiled = jit.compile_ir(ir, symbol, pipeline, 3 if pipeline else 0)
     except Exception as err:
         raise ValueError(f"{where}: the LLVM IR does not compile: {err}") from err
     if not compiled.address:
@@ -411,6 +434,7 @@ def load_module(path: str, fmt: str = ""):
         _field(info, "reason", str, where, "")
         if kind == "native":
             _field(info, "symbol", str, where)
+            recorded_pipeline(info, where)
         else:
             _field(info, "format", str, where, "relay")
         infos[name] = info
@@ -439,7 +463,7 @@ def load_module(path: str, fmt: str = ""):
             ir = text(f"kernels/{name}.ll", where)
             if ir is None:
                 raise ValueError(f"{where}: its LLVM IR (member 'kernels/{name}.ll') is missing")
-            compiled = _compile_ir(ir, info["symbol"], where)
+            compiled = _compile_ir(ir, info["symbol"], where, recorded_pipeline(info, where))
             kernels[name] = Kernel(name, "native", symbol=info["symbol"],
                                    address=compiled.address, ir=ir,
                                    ws_bytes=info.get("ws_bytes", 0), consts=consts,

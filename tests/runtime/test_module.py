@@ -84,6 +84,51 @@ def test_export_and_load(tmp_path, mlp):
                                atol=1e-6)
 
 
+def test_loaded_kernels_go_through_the_pipeline_they_were_built_with(tmp_path):
+    """The archive records each kernel's IR pipeline level (vectorized kernels skip LLVM's loop
+    passes), and loading compiles its IR through that level again: the same machine code as the
+    build, not what LLVM's full pipeline makes of it. An archive without the record (written
+    before it existed) loads at the full pipeline."""
+    import json
+
+    from minitvm.runtime import module as rtmod
+
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(1, 32, 14, 14))
+    w = relay.const(rng.standard_normal((64, 32, 1, 1)).astype("float32"))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, kernel_size=(1, 1)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    built = {n: k.compiled.opt for n, k in lib.get_lib().kernels.items() if k.kind == "native"}
+    assert built and set(built.values()) != {3}  # (the conv's kernel skips the loop passes)
+    path = tmp_path / "conv.so"
+    lib.export_library(str(path))
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    meta = json.loads(members["minitvm_lib.json"])
+    assert {n: meta["kernels"][n]["pipeline"] for n in built} == built
+    loaded = tvm.runtime.load_module(str(path))
+    assert {n: loaded.get_lib().kernels[n].compiled.opt for n in built} == built
+    xv = rng.standard_normal((1, 32, 14, 14)).astype("float32")
+    outs = []
+    for f in (lib, loaded):
+        m = graph_executor.GraphModule(f["default"](tvm.cpu(0)))
+        m.set_input("x", xv)
+        m.run()
+        outs.append(m.get_output(0).numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    for info in meta["kernels"].values():
+        info.pop("pipeline", None)
+    meta["meta_sha256"] = rtmod._meta_digest(meta)
+    members["minitvm_lib.json"] = json.dumps(meta).encode()
+    old = tmp_path / "old.so"
+    with zipfile.ZipFile(old, "w") as z:
+        for n, d in members.items():
+            z.writestr(n, d)
+    legacy = tvm.runtime.load_module(str(old))
+    assert {legacy.get_lib().kernels[n].compiled.opt for n in built} == {3}
+
+
 def test_export_with_numpy_fallback(tmp_path, mlp):
     mod, params = testing.mlp.get_workload(batch_size=3)
     with tvm.transform.PassContext(opt_level=3, config={"relay.backend.use_native": False}):

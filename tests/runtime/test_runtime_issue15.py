@@ -214,6 +214,8 @@ def test_edited_member_is_refused_by_name(exported, tmp_path, member):
     (lambda m: next(iter(m["kernels"].values())).update(symbol=""), "not a valid function name"),
     (lambda m: next(iter(m["kernels"].values())).update(symbol="nope"), "not defined by its"),
     (lambda m: m.update(entry_symbol=""), "not a valid function name"),
+    (lambda m: next(iter(m["kernels"].values())).update(pipeline=7), "field 'pipeline'"),
+    (lambda m: next(iter(m["kernels"].values())).update(pipeline=True), "field 'pipeline'"),
 ])
 def test_wrong_field_types_are_value_errors(exported, tmp_path, meta_edit, message):
     members = _members(exported)

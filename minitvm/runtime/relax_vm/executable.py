@@ -22,7 +22,16 @@ import zipfile
 
 import numpy as np
 
-from ..module import Kernel, Module, _meta_digest, _sha256, check_member_digests, read_meta
+from ..module import (
+    Kernel,
+    Module,
+    _meta_digest,
+    _sha256,
+    check_member_digests,
+    pipeline_record,
+    read_meta,
+    recorded_pipeline,
+)
 from .builtins import ShapeTuple
 from .kernel import NativeKernel
 
@@ -152,7 +161,7 @@ class Executable(Module):
                                  "cannot be saved")
         kernels, files = {}, {}
         for name, (rec, spec) in self.kernels.items():
-            kernels[name] = {"symbol": rec.symbol, "spec": spec}
+            kernels[name] = {"symbol": rec.symbol, "spec": spec, **pipeline_record(rec)}
             files[f"kernels/{name}.ll"] = rec.ir
         meta = {"format": FORMAT, "version": VERSION, "constants": consts,
                 "func_table": [list(e) for e in self.func_table], "kernels": kernels,
@@ -314,7 +323,7 @@ def load_executable(path: str, z: zipfile.ZipFile) -> Executable:
             raise ValueError(f"{kwhere}: the kernel's LLVM IR is missing")
         if not isinstance(info, dict) or not isinstance(info.get("spec"), dict):
             raise ValueError(f"{where}: kernel {name!r} has no spec")
-        compiled = _compile_ir(ir, info.get("symbol"), kwhere)
+        compiled = _compile_ir(ir, info.get("symbol"), kwhere, recorded_pipeline(info, where))
         rec = Kernel(name, "native", symbol=info["symbol"], address=compiled.address, ir=ir,
                      compiled=compiled)
         kernels[name] = (rec, info["spec"])
