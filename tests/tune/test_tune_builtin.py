@@ -207,6 +207,31 @@ def test_verify_measures_best_and_default_side_by_side():
     assert verify([Record(list(DENSE), space.default(), [1e-3])], rounds=1, runs=1) == []
 
 
+@pytest.mark.parametrize("cold", [True, False])
+def test_verify_evicts_the_caches_before_each_timed_run(monkeypatch, cold):
+    """Measured warm, a kernel alone finds its weights in L3, where a model streams them from
+    memory: ``verify`` writes a buffer larger than the caches before each timed run (and,
+    asked for warm runs, never)."""
+    from minitvm.tune import builtin
+
+    calls = []
+    monkeypatch.setattr(builtin, "FLUSH_BYTES", 1 << 16)  # (a small buffer: a quick test)
+    real_call = builtin.CacheFlusher.__call__
+    monkeypatch.setattr(builtin.CacheFlusher, "__call__",
+                        lambda self: (calls.append(self.buf.nbytes), real_call(self)))
+    space = declared_space(DENSE)
+    recs = [Record(list(DENSE), dict(space.default(), mr=4, nr=32), [1e-3])]
+    pairs = verify(recs, rounds=2, threads=(1,), runs=3, cold=cold)
+    assert len(pairs) == 1
+    # 2 rounds x 2 configurations x 3 timed runs (the warm-up runs are not flushed)
+    assert calls == ([1 << 16] * 12 if cold else [])
+    flusher = builtin.CacheFlusher(1 << 16)
+    flusher()
+    first = int(flusher.buf[0])
+    flusher()
+    assert int(flusher.buf[0]) != first  # every line written anew each time
+
+
 def test_relax_build_consults_the_builtin_table(monkeypatch):
     import minitvm as tvm
     from minitvm import relax

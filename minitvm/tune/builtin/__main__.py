@@ -20,13 +20,15 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=20, help="runs per round (their median)")
     ap.add_argument("--how", default="", help="how the records were made (kept on each line)")
     ap.add_argument("--dry-run", action="store_true", help="measure and print; write nothing")
+    ap.add_argument("--warm", action="store_true",
+                    help="time runs with warm caches (default: caches evicted before each run)")
     args = ap.parse_args(argv)
     from ...schedule.common import vector_isa
     from ..records import load_records
 
     isa = args.isa or vector_isa()
     recs = [r for path in args.records for r in load_records(path)]
-    pairs = verify(recs, rounds=args.rounds, runs=args.runs)
+    pairs = verify(recs, rounds=args.rounds, runs=args.runs, cold=not args.warm)
     for best, default in pairs:
         g = ", ".join(f"{x:+.1%}" for x in gains(best, default))
         print(f"{best.key}: {best.knobs}\n  ms best {[round(c * 1e3, 4) for c in best.costs]} "
@@ -36,7 +38,8 @@ def main(argv=None) -> int:
         return 0
     how = args.how or "tuned: " + " ".join(args.records)
     added = promote(pairs, isa, args.min_gain, how + f"; verified: rounds={args.rounds} "
-                    f"runs={args.runs} min_gain={args.min_gain}")
+                    f"runs={args.runs} min_gain={args.min_gain}"
+                    f"{' warm' if args.warm else ' cold'}")
     print(f"added to the {isa} table: {[r.key for r in added] or 'nothing'}")
     return 0
 
