@@ -85,9 +85,42 @@ def build_workload(key, knobs: dict | None, target="llvm"):
     return gm, inputs
 
 
-def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0) -> list[float]:
+# A kernel run again and again alone finds its weights in L3, where a model streams them from
+# memory layer after layer. ``time_module(cold=True)`` (and ``builtin.verify``, always) writes
+# this many bytes, more than the L3 caches of the machines we meet, before each timed run. The
+# tuner's search stays warm (twice as fast): on BERT-base its cold picks made the whole model
+# no faster than its warm ones (both slower than the defaults: an op measured alone, without
+# the epilogue it is fused with in the model, is not yet a faithful stand-in).
+FLUSH_BYTES = 64 << 20
+
+
+class CacheFlusher:
+    """Evicts the CPU caches (by writing a buffer larger than them) before a timed run."""
+
+    def __init__(self, nbytes: int | None = None):
+        nbytes = FLUSH_BYTES if nbytes is None else nbytes
+        self.buf = np.zeros(max(nbytes, 64) // 8, dtype="int64")
+        self.turn = 0
+
+    def __call__(self) -> None:
+        self.turn += 1
+        self.buf.fill(self.turn)  # (a new value each time: every line is written back)
+
+
+_FLUSHER: list[CacheFlusher] = []
+
+
+def _flusher() -> CacheFlusher:
+    if not _FLUSHER:
+        _FLUSHER.append(CacheFlusher())
+    return _FLUSHER[0]
+
+
+def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = False
+                ) -> list[float]:
     """Seconds per run of ``gm``: ``repeat`` samples, each the median of the runs (timed one by
-    one, at least 3) that fill ``min_repeat_ms``, after one warm-up run.
+    one, at least 3) that fill ``min_repeat_ms`` of run time, after one warm-up run; with
+    ``cold``, the caches are evicted before each timed run (``CacheFlusher``).
 
     Runs are timed one by one and summarized by a median because on a shared machine a
     parallel kernel now and then waits a whole time slice for a descheduled worker: an average
@@ -97,15 +130,19 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0) -> list[float]
     from ..runtime import threadpool
 
     clock = time.thread_time if threadpool.get_num_threads() == 1 else time.perf_counter
+    flush = _flusher() if cold else None
     gm.run()
     costs = []
     for _ in range(repeat):
         runs: list[float] = []
-        start = time.perf_counter()
-        while len(runs) < 3 or (time.perf_counter() - start) * 1000.0 < min_repeat_ms:
+        spent = 0.0
+        while len(runs) < 3 or spent * 1000.0 < min_repeat_ms:
+            if flush is not None:
+                flush()
             t0 = clock()
             gm.run()
             runs.append(clock() - t0)
+            spent += runs[-1]
             if len(runs) >= 1000:
                 break
         runs.sort()

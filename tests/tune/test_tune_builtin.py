@@ -212,10 +212,10 @@ def test_verify_evicts_the_caches_before_each_timed_run(monkeypatch, cold):
     """Measured warm, a kernel alone finds its weights in L3, where a model streams them from
     memory: ``verify`` writes a buffer larger than the caches before each timed run (and,
     asked for warm runs, never)."""
-    from minitvm.tune import builtin
+    from minitvm.tune import builtin, workload
 
     calls = []
-    monkeypatch.setattr(builtin, "FLUSH_BYTES", 1 << 16)  # (a small buffer: a quick test)
+    monkeypatch.setattr(workload, "FLUSH_BYTES", 1 << 16)  # (a small buffer: a quick test)
     real_call = builtin.CacheFlusher.__call__
     monkeypatch.setattr(builtin.CacheFlusher, "__call__",
                         lambda self: (calls.append(self.buf.nbytes), real_call(self)))
@@ -276,3 +276,27 @@ def test_the_confirmation_round_decides_the_best():
     back = Record.from_json(recs[2].to_json())
     assert back.confirm and back == recs[2]
     assert '"confirm"' not in recs[0].to_json()  # plain records keep their format
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_time_module_can_time_with_cold_caches(monkeypatch, cold):
+    """``workload.time_module(cold=True)`` evicts the caches before every timed run, not before
+    the warm-up; its run-time budget counts the runs, not the evictions. (The tuner's search
+    times warm, its default.)"""
+    from minitvm.tune import workload
+
+    calls = []
+
+    class Module:
+        def run(self):
+            calls.append("run")
+
+    monkeypatch.setattr(workload, "_FLUSHER", [])
+    monkeypatch.setattr(workload, "FLUSH_BYTES", 1 << 16)
+    real_call = workload.CacheFlusher.__call__
+    monkeypatch.setattr(workload.CacheFlusher, "__call__",
+                        lambda self: (calls.append("flush"), real_call(self)))
+    costs = workload.time_module(Module(), repeat=2, min_repeat_ms=0.0, cold=cold)
+    assert len(costs) == 2 and min(costs) >= 0
+    # a warm-up run, then 2 samples of 3 timed runs, each after an eviction when cold
+    assert calls == ["run"] + (["flush", "run"] if cold else ["run"]) * 6

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from ...schedule import knobs as _knobs
 from ...schedule.knobs import KnobTable, Space, key_text, use_knobs
 from ..records import Record, best_records, load_records
+from ..workload import CacheFlusher
 
 ISAS = ("avx2", "avx512")
 NOISE = 0.02  # a relative slowdown below this is measurement noise, not a loss
@@ -63,29 +64,9 @@ def declared_space(workload) -> Space | None:
     return got[1] if got is not None else None
 
 
-# ``verify`` runs each kernel with cold caches: a model streams its weights from memory, layer
-# after layer, while a kernel run again and again alone finds them in L3. Measured warm, three
-# BERT-base dense workloads saved 3-16% at one thread and were promoted; in the whole model they
-# made BERT 18% slower (429 against 362 ms). Before each timed run this many bytes are written
-# (more than the L3 caches of the machines we meet).
-FLUSH_BYTES = 64 << 20
-
-
-class CacheFlusher:
-    """Evicts the CPU caches (by writing a buffer larger than them) before a timed run."""
-
-    def __init__(self, nbytes: int | None = None):
-        import numpy as np
-
-        nbytes = FLUSH_BYTES if nbytes is None else nbytes
-        self.buf = np.zeros(max(nbytes, 64) // 8, dtype="int64")
-        self.turn = 0
-
-    def __call__(self) -> None:
-        self.turn += 1
-        self.buf.fill(self.turn)  # (a new value each time: every line is written back)
-
-
+# ``verify`` runs each kernel with cold caches (``workload.CacheFlusher``): measured warm, three
+# BERT-base dense workloads saved 3-16% at one thread and were promoted; in the whole model, with
+# them, BERT ran 429 against 362 ms.
 def _median_seconds(gm, clock, runs: int, flush: CacheFlusher | None = None) -> float:
     samples = []
     for _ in range(runs):
@@ -104,7 +85,7 @@ def verify(records: str | os.PathLike | Iterable[Record], rounds: int = 15,
     """(best, default) records per workload of ``records`` whose best is not the default,
     measured again side by side in this process: ``rounds`` interleaved rounds per thread count,
     each the median of ``runs`` runs (1 thread: the thread's CPU time; more: wall clock), each
-    run after the caches were evicted (``cold``; see ``FLUSH_BYTES``). Each record's ``costs``
+    run after the caches were evicted (``cold``; see ``workload.FLUSH_BYTES``). Each record's ``costs``
     are its median over the rounds per thread count, in ``threads``' order."""
     from ...runtime import threadpool
     from ..workload import build_workload, check_output
