@@ -85,8 +85,8 @@ def verify(records: str | os.PathLike | Iterable[Record], rounds: int = 15,
     """(best, default) records per workload of ``records`` whose best is not the default,
     measured again side by side in this process: ``rounds`` interleaved rounds per thread count,
     each the median of ``runs`` runs (1 thread: the thread's CPU time; more: wall clock), each
-    run after the caches were evicted (``cold``; see ``workload.FLUSH_BYTES``). Each record's ``costs``
-    are its median over the rounds per thread count, in ``threads``' order."""
+    run after the caches were evicted (``cold``; see ``workload.FLUSH_BYTES``). Each record's
+    ``costs`` are its median over the rounds per thread count, in ``threads``' order."""
     from ...runtime import threadpool
     from ..workload import build_workload, check_output
 
