@@ -492,9 +492,15 @@ def _pack_tiles(ctx, g, xf, xt, groups) -> S.Stmt:
                               one(idx, s, r)) for start, rows, count in groups])
 
 
-def _panel_base(g, q):
-    """The first pixel of panel ``q`` (the last one moved back to end at the last pixel)."""
-    return q * LANES if g["p"] % LANES == 0 else E.Min(q * LANES, _i(g["p"] - LANES))
+def _panel_base(ctx, g, q):
+    """(first pixel of panel ``q``, ``bind``): in a plane of ``P % 16`` pixels the last panel is
+    moved back to end at the last pixel, and the first pixel is then a variable that
+    ``bind(stmt)`` binds once around ``stmt`` (these kernels get no loop-invariant code
+    motion); for whole panels it is ``q * 16`` and ``bind`` returns ``stmt``."""
+    if g["p"] % LANES == 0:
+        return q * LANES, lambda stmt: stmt
+    base = ctx.fresh("pw_base")
+    return base, lambda stmt: S.LetStmt(base, E.Min(q * LANES, _i(g["p"] - LANES)), stmt)
 
 
 def _pack_panels(ctx, g, xf, xpk, nv, b, nb) -> S.Stmt:
@@ -503,10 +509,14 @@ def _pack_panels(ctx, g, xf, xpk, nv, b, nb) -> S.Stmt:
     (in place, a plane of 196 pixels puts a panel's row across two lines, and a panel of 256
     channels in 32 KB)."""
     c, p = g["c"], g["p"]
-    return _loop(ctx, "j", nb, S.ForKind.SERIAL, lambda j: _loop64(ctx, "c", c, lambda ci: _loop(
-        ctx, "jj", LANES, S.ForKind.VECTORIZED, lambda jj: S.BufferStore(
-            xpk, xf[(nv * c + ci) * p + _panel_base(g, b * nb + j) + jj],
-            [(j * c + ci) * LANES + jj]))))
+
+    def panel(j):
+        base, bind = _panel_base(ctx, g, b * nb + j)
+        return bind(_loop64(ctx, "c", c, lambda ci: _loop(
+            ctx, "jj", LANES, S.ForKind.VECTORIZED, lambda jj: S.BufferStore(
+                xpk, xf[(nv * c + ci) * p + base + jj], [(j * c + ci) * LANES + jj]))))
+
+    return _loop(ctx, "j", nb, S.ForKind.SERIAL, panel)
 
 
 def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
@@ -517,7 +527,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
     c, p = g["c"], g["p"]
     acc = decl_buffer((rows, LANES), "float32", "pw_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-    base = q * LANES if p % LANES == 0 else ctx.fresh("pw_base")
+    base, bind = _panel_base(ctx, g, q)
 
     def xin(ci, jj):
         if panel is None:
@@ -541,10 +551,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
 
     store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec,
                                                              lambda jj: put(ii, jj)))
-    body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
-    if p % LANES:
-        body = S.LetStmt(base, E.Min(q * LANES, _i(p - LANES)), body)
-    return S.Allocate(acc.data, "float32", [rows * LANES], True, body)
+    return _allocated(acc, bind(S.SeqStmt([init, macs, store])))
 
 
 def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: int,
