@@ -10,8 +10,11 @@ kernel with those knob values for the conv's workload (the rest at their default
 ``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv as another checkout of
 minitvm builds it (``git worktree add DIR COMMIT``): built there in a child process, exported,
 and loaded here, so that two versions of the code are timed side by side (this checkout's
-kernel then too: a loaded library is compiled anew, its IR through LLVM's full pipeline). Rounds are interleaved (``interleave.settled_rounds``); at one
-thread the clock is the thread's CPU time, else wall clock; ORT's threads do not spin. Prints
+kernel then too, loaded the same way). A loaded kernel's IR goes through the LLVM pipeline its
+archive records; archives written before 3941091 record none and get LLVM's full pipeline,
+which favoured them by 10-30% over kernels built with the lighter one. Rounds are interleaved
+(``interleave.settled_rounds``); at one thread the clock is the thread's CPU time, else wall
+clock; ORT's threads do not spin. Prints
 the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
 """
 
@@ -70,7 +73,12 @@ def minitvm_runner(mod, feeds, knobs: dict | None):
     with use_knobs(table) if table is not None else contextlib.nullcontext():
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(mod, target="llvm")
-    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    return factory_runner(lib, feeds)
+
+
+def factory_runner(factory, feeds):
+    """A run() of built or loaded ``factory`` with ``feeds`` set."""
+    m = graph_executor.GraphModule(factory["default"](tvm.cpu()))
     for name, v in feeds.items():
         m.set_input(name, v)
     return m.run
@@ -98,10 +106,7 @@ def checkout_runner(root: str, text: str, feeds):
             f"b.export_conv({text!r}, {path!r})")
     subprocess.run([sys.executable, "-c", code], check=True,
                    env={**os.environ, "PYTHONPATH": os.path.abspath(root)})
-    m = graph_executor.GraphModule(load_module(path)["default"](tvm.cpu()))
-    for name, v in feeds.items():
-        m.set_input(name, v)
-    return m.run
+    return factory_runner(load_module(path), feeds)
 
 
 def ort_runner(mod, feeds, threads: int):
