@@ -80,8 +80,9 @@ def optimize(mod, tm, opt: int = 3) -> None:
 class CompiledObject:
     """A finalized MCJIT engine holding one kernel; keeps the engine alive.
 
-    ``optimized_ir`` is the LLVM IR after optimization; for code loaded from object files it is
-    recomputed from ``source_ir`` on first use (when that was given).
+    ``optimized_ir`` is the LLVM IR after optimization, recomputed from ``source_ir`` on first
+    use (when that was given): printing every kernel's optimized module took 0.05 s of a
+    ResNet-50 build, for a text only debugging looks at.
     """
 
     __slots__ = ("engine", "address", "py_address", "symbol", "_optimized_ir", "from_disk",
@@ -143,7 +144,7 @@ def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3,
         addr = engine.get_function_address(symbol)
         if not saved:  # pragma: no cover - MCJIT always notifies the object cache
             raise RuntimeError(f"LLVM produced no object code for {symbol}")
-        return CompiledObject(engine, addr, symbol, str(mod), False, opt=opt), saved[0]
+        return CompiledObject(engine, addr, symbol, None, False, ir_text, opt), saved[0]
 
 
 @contextlib.contextmanager
@@ -260,7 +261,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             with open(tmp, "wb") as f:
                 f.write(saved[0])
             os.replace(tmp, path)
-        return CompiledObject(engine, addr, symbol, str(mod), False, opt=opt)
+        return CompiledObject(engine, addr, symbol, None, False, ir_text, opt)
 
 
 def assembly(ir_text: str, opt: int = 3) -> str:
