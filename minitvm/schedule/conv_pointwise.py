@@ -221,18 +221,23 @@ class PackWeight:
         self.mode, self.o, self.c = mode, o, c
 
     def __call__(self, w):
+        # each layout written in one copy from views of ``w`` (a build packs every weight)
         w = np.asarray(w, dtype="float32").reshape(self.o, self.c)
         if self.mode == "pixels":
-            parts = []
+            out = np.empty(self.o * self.c, dtype="float32")
             for start, rows, count in row_tiles(self.o):
                 for k in range(count):
                     o0 = start + k * rows
-                    parts.append(w[o0:o0 + rows].T.reshape(-1))
-            return np.ascontiguousarray(np.concatenate(parts))
-        panels = -(-self.o // LANES)
-        padded = np.zeros((panels * LANES, self.c), dtype="float32")
-        padded[:self.o] = w
-        return np.ascontiguousarray(padded.reshape(panels, LANES, self.c).transpose(0, 2, 1))
+                    out[o0 * self.c:(o0 + rows) * self.c].reshape(self.c, rows)[:] = \
+                        w[o0:o0 + rows].T
+            return out
+        full, rest = divmod(self.o, LANES)
+        out = np.empty((full + (rest > 0), self.c, LANES), dtype="float32")
+        out[:full] = w[:full * LANES].reshape(full, LANES, self.c).transpose(0, 2, 1)
+        if rest:
+            out[full] = 0
+            out[full, :, :rest] = w[full * LANES:].T
+        return out
 
 
 def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:

@@ -120,6 +120,20 @@ def test_batch_gemm_broadcast_prepacked_epilogue_and_symbolic(rng):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n,nr", [(64, 16), (50, 16), (7, 32), (96, 32)])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_pack_b_matches_its_layout(rng, n, nr, transpose_b):
+    """packed[j, kk, r] = B[kk, j*nr + r], zero past N (B = w.T for a dense weight w)."""
+    k = 9
+    mat = rng.standard_normal((k, n), dtype=np.float32)
+    p = gemm_kernel.pack_b(mat.T.copy() if transpose_b else mat, nr, transpose_b)
+    panels = -(-n // nr)
+    want = np.zeros((k, panels * nr), np.float32)
+    want[:, :n] = mat
+    assert p.shape == (panels, k, nr) and p.flags.c_contiguous
+    np.testing.assert_array_equal(p, want.reshape(k, panels, nr).transpose(1, 0, 2))
+
+
 def test_pack_b_batched_and_errors():
     b = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5)
     p = gemm_kernel.pack_b(b, nr=4)
