@@ -3,6 +3,7 @@
 ``extract_tasks`` runs ``relay.build``'s optimization pipeline, then schedules (without code
 generation) every fused primitive function with a tracing knob table: each workload the
 schedules ask knobs for becomes a task, so the keys are exactly those a later build looks up.
+Each task keeps the first fused function reaching it, measured in its stead (``tune.fused``).
 A Relax module is built once under the tracing table instead (Relax schedules while building).
 """
 
@@ -19,6 +20,7 @@ from ..relay.expr_functor import dataflow_post_order
 from ..schedule import LoweringError, lower_te
 from ..schedule.knobs import KnobTable, Space, key_text, use_knobs
 from ..transform.context import PassContext
+from .fused import program_spec
 from .workload import can_rebuild
 
 
@@ -27,8 +29,10 @@ class Task:
     """One workload to tune: its key, its declared knob space, and how often the model runs it.
 
     ``measure``: the candidate measurement function (``(task, knobs) -> costs in seconds``)
-    the runners call in a worker; None: ``workload.measure_workload`` (the workload built
-    alone with the knobs, then timed). Tests give one that crashes or hangs.
+    the runners call in a worker; None: ``workload.measure_workload`` (the fused function
+    ``program`` built with the knobs, or without one the workload alone, then timed). Tests
+    give one that crashes or hangs. ``program``: the spec of the first fused function of the
+    model that reaches the workload (``tune.fused``), or None.
     """
 
     workload: list
@@ -36,6 +40,7 @@ class Task:
     weight: int = 1
     target: str = "llvm"
     measure: object = None
+    program: str | None = None
 
     @property
     def key(self) -> str:
@@ -50,14 +55,15 @@ class Task:
         return f"Task({self.name}, space={self.space.size()}, weight={self.weight})"
 
 
-def _primitive_functions(main: Function) -> list[Function]:
+def _primitive_calls(main: Function) -> list[Call]:
+    """The first call of each primitive function in ``main``, in post order."""
     out, seen = [], set()
     for e in dataflow_post_order(main.body):
         f = e.op if isinstance(e, Call) else None
         if isinstance(f, Function) and f.attrs is not None and f.attrs.get("Primitive") \
                 and not f.attrs.get("Compiler") and id(f) not in seen:
             seen.add(id(f))
-            out.append(f)
+            out.append(e)
     return out
 
 
@@ -99,7 +105,8 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
         opt_mod, _ = optimize(mod, target, params)
         base = lowering_options()
     tasks: dict[str, Task] = {}
-    for func in _primitive_functions(opt_mod["main"]):
+    for call in _primitive_calls(opt_mod["main"]):
+        func = call.op
         table = KnobTable(trace=True)
         try:
             inputs, consts, outputs = build_te(func)
@@ -111,5 +118,6 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
             if text in tasks:
                 tasks[text].weight += 1
             elif can_rebuild(key):
-                tasks[text] = Task(list(key), space, 1, str(target))
+                tasks[text] = Task(list(key), space, 1, str(target),
+                                   program=program_spec(call))
     return list(tasks.values())

@@ -164,13 +164,19 @@ def reference_output(key) -> np.ndarray:
     return _reference(key_text(key))
 
 
-def check_output(gm, key, rtol: float = 1e-3) -> None:
-    """Raise ``ValueError`` when ``gm``'s output differs from the numpy reference: a candidate
-    that computes the wrong thing is a failure, however fast."""
+def check_output(gm, key, rtol: float = 1e-3, reference: np.ndarray | None = None) -> None:
+    """Raise ``ValueError`` when ``gm``'s output differs from the numpy reference (default:
+    ``reference_output(key)``): a candidate that computes the wrong thing is a failure, however
+    fast. Non-finite values must match (a fused epilogue may divide by a random input)."""
     out = gm.get_output(0).numpy()
-    ref = reference_output(key)
-    err = float(np.max(np.abs(out - ref))) if out.shape == ref.shape else float("inf")
-    scale = max(1.0, float(np.max(np.abs(ref))))
+    ref = reference_output(key) if reference is None else reference
+    finite = np.isfinite(ref)
+    if out.shape != ref.shape or not np.array_equal(np.isnan(out), np.isnan(ref)) or \
+            not np.array_equal(out[~finite & ~np.isnan(ref)], ref[~finite & ~np.isnan(ref)]):
+        err = float("inf")
+    else:
+        err = float(np.max(np.abs(out[finite] - ref[finite]), initial=0.0))
+    scale = max(1.0, float(np.max(np.abs(ref[finite]), initial=0.0)))
     if not err <= rtol * scale:
         raise ValueError(f"wrong result: max abs error {err:.3g} against the numpy reference "
                          f"(allowed {rtol * scale:.3g})")
@@ -178,9 +184,18 @@ def check_output(gm, key, rtol: float = 1e-3) -> None:
 
 def measure_workload(task, knobs: dict, repeat: int = 5, min_repeat_ms: float = 10.0
                      ) -> list[float]:
-    """The default candidate measurement: build ``task``'s workload with ``knobs``, check its
-    output against the numpy reference, then time it."""
-    gm, _ = build_workload(task.workload, knobs, task.target)
+    """The default candidate measurement: build ``task``'s fused function (``task.program``,
+    see ``tune.fused``; without one, its workload alone) with ``knobs``, time it, then check
+    its output against the numpy reference."""
+    from . import fused
+
+    program = getattr(task, "program", None)
+    if program:
+        gm, _ = fused.build_fused(program, task.workload, knobs, task.target)
+        reference = fused.reference_output(program)
+    else:
+        gm, _ = build_workload(task.workload, knobs, task.target)
+        reference = None
     costs = time_module(gm, repeat, min_repeat_ms)
-    check_output(gm, task.workload)
+    check_output(gm, task.workload, reference=reference)
     return costs

@@ -13,7 +13,7 @@ from minitvm.relay.transform.pipeline import optimize
 from minitvm.schedule import LoweringOptions, gemm, gemm_kernel
 from minitvm.schedule.knobs import space_of
 from minitvm.transform.context import PassContext
-from minitvm.tune.task import _primitive_functions
+from minitvm.tune.task import _primitive_calls
 
 # float32 lanes and vector registers of each ISA
 REGS = {"avx512": (16, 32), "avx2": (8, 16)}
@@ -39,7 +39,7 @@ def _anchor(func):
     mod = tvm.IRModule.from_expr(func)
     with PassContext(opt_level=3):
         opt, _ = optimize(mod, "llvm", None)
-    _, outputs = build_te(_primitive_functions(opt["main"])[0])[0::2]
+    _, outputs = build_te(_primitive_calls(opt["main"])[0].op)[0::2]
     return outputs[0]
 
 

@@ -20,7 +20,7 @@ from minitvm.tune import (
     extract_tasks,
     tune_relay,
 )
-from minitvm.tune.task import _primitive_functions
+from minitvm.tune.task import _primitive_calls
 
 
 def _run(lib, x):
@@ -141,13 +141,20 @@ def test_primitive_function_walk_is_not_recursive():
     y = x
     for _ in range(100_000):
         y = relay.negative(y)
-    assert _primitive_functions(relay.Function([x], y)) == []
+    assert _primitive_calls(relay.Function([x], y)) == []
 
 
 def test_a_candidate_with_wrong_results_is_a_failure(monkeypatch):
-    from minitvm.tune import run_candidate, workload
+    from minitvm.tune import fused, run_candidate, workload
 
     task = extract_tasks(small_mlp())[0]
+    assert task.program is not None  # measured as the model runs it: with its epilogue
+    assert run_candidate(task, {"mr": 4, "nr": 16}).ok
+    ref = fused.reference_output(task.program)
+    monkeypatch.setattr(fused, "reference_output", lambda spec: ref + 1.0)
+    res = run_candidate(task, {"mr": 4, "nr": 16})
+    assert not res.ok and "wrong result: max abs error 1" in res.error
+    task.program = None  # the workload alone: its own reference
     assert run_candidate(task, {"mr": 4, "nr": 16}).ok
     ref = workload.reference_output(DENSE)
     monkeypatch.setattr(workload, "reference_output", lambda key: ref + 1.0)

@@ -19,7 +19,7 @@ from minitvm.schedule import (
 )
 from minitvm.schedule.knobs import KnobTable, Space, key_text, select, space_of, use_knobs
 from minitvm.transform.context import PassContext
-from minitvm.tune.task import _primitive_functions
+from minitvm.tune.task import _primitive_calls
 from minitvm.tune.workload import workload_program
 
 
@@ -28,7 +28,7 @@ def _stage_and_script(key, table=None):
     mod, _ = workload_program(key)
     with PassContext(opt_level=3):
         opt, _ = optimize(mod, "llvm", None)
-    func = _primitive_functions(opt["main"])[0]
+    func = _primitive_calls(opt["main"])[0].op
     inputs, consts, outputs = build_te(func)
     # (the weight, a constant of the workload, is passed prepacked as a build passes it)
     weight = frozenset({1}) if key[0] in ("dense", "matmul", "conv2d_nchw") else frozenset()
