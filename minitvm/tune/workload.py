@@ -116,11 +116,31 @@ def _flusher() -> CacheFlusher:
     return _FLUSHER[0]
 
 
+# Untimed runs before the first sample: at least WARMUP_MS of them, FIRST_WARMUP_MS in a
+# process's first timing. A fresh process's thread pool ran its first 50-300 ms at one
+# thread's speed (its new worker joined no loop yet: the tuner's first candidate, usually the
+# default, measured 1.6 ms for a BERT dense that takes 0.8 ms, and every later candidate then
+# looked 2x faster than it).
+WARMUP_MS = 20.0
+FIRST_WARMUP_MS = 300.0
+_WARMED = [False]  # has this process timed a module yet
+
+
+def _warm_up(gm) -> None:
+    budget = (WARMUP_MS if _WARMED[0] else FIRST_WARMUP_MS) / 1000.0
+    _WARMED[0] = True
+    end = time.perf_counter() + budget
+    gm.run()
+    while time.perf_counter() < end:
+        gm.run()
+
+
 def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = False
                 ) -> list[float]:
     """Seconds per run of ``gm``: ``repeat`` samples, each the median of the runs (timed one by
-    one, at least 3) that fill ``min_repeat_ms`` of run time, after one warm-up run; with
-    ``cold``, the caches are evicted before each timed run (``CacheFlusher``).
+    one, at least 3) that fill ``min_repeat_ms`` of run time, after untimed warm-up runs
+    (``WARMUP_MS``); with ``cold``, the caches are evicted before each timed run
+    (``CacheFlusher``).
 
     Runs are timed one by one and summarized by a median because on a shared machine a
     parallel kernel now and then waits a whole time slice for a descheduled worker: an average
@@ -131,7 +151,7 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = F
 
     clock = time.thread_time if threadpool.get_num_threads() == 1 else time.perf_counter
     flush = _flusher() if cold else None
-    gm.run()
+    _warm_up(gm)
     costs = []
     for _ in range(repeat):
         runs: list[float] = []

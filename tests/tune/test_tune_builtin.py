@@ -293,6 +293,8 @@ def test_time_module_can_time_with_cold_caches(monkeypatch, cold):
 
     monkeypatch.setattr(workload, "_FLUSHER", [])
     monkeypatch.setattr(workload, "FLUSH_BYTES", 1 << 16)
+    monkeypatch.setattr(workload, "_WARMED", [True])
+    monkeypatch.setattr(workload, "WARMUP_MS", 0.0)  # one warm-up run
     real_call = workload.CacheFlusher.__call__
     monkeypatch.setattr(workload.CacheFlusher, "__call__",
                         lambda self: (calls.append("flush"), real_call(self)))
@@ -300,3 +302,29 @@ def test_time_module_can_time_with_cold_caches(monkeypatch, cold):
     assert len(costs) == 2 and min(costs) >= 0
     # a warm-up run, then 2 samples of 3 timed runs, each after an eviction when cold
     assert calls == ["run"] + (["flush", "run"] if cold else ["run"]) * 6
+
+
+def test_time_module_warms_a_fresh_process_longer(monkeypatch):
+    """The first timing in a process runs its module untimed for ``FIRST_WARMUP_MS`` (a new
+    thread pool's worker joins no loop at first), later ones for ``WARMUP_MS``."""
+    import time
+
+    from minitvm.tune import workload
+
+    runs = []
+
+    class Module:
+        def run(self):
+            runs.append(time.perf_counter())
+            time.sleep(0.001)
+
+    monkeypatch.setattr(workload, "_WARMED", [False])
+    monkeypatch.setattr(workload, "FIRST_WARMUP_MS", 40.0)
+    monkeypatch.setattr(workload, "WARMUP_MS", 0.0)
+    t0 = time.perf_counter()
+    workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
+    first_timed = runs[-3]  # one sample of 3 timed runs after the warm-up
+    assert first_timed - t0 >= 0.040 and len(runs) >= 3 + 20
+    runs.clear()
+    workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
+    assert len(runs) == 1 + 3  # warmed already: a single warm-up run
