@@ -80,11 +80,15 @@ def build_fused(spec: str, key, knobs: dict | None, target="llvm"):
 
 @functools.lru_cache(maxsize=8)
 def reference_output(spec: str) -> np.ndarray:
-    """``spec``'s output by the ops' numpy references (the debug executor)."""
+    """``spec``'s output by the ops' numpy references (the debug executor), with OpenBLAS on
+    one thread: its idle threads spin after a call and took the second core from the kernels
+    timed next (a BERT batch_matmul measured at one thread's speed, 0.32 against 0.17 ms)."""
     from .. import relay
     from ..relay.transform.bind_params import bind_params_by_name
+    from ..runtime import blas
 
     mod, params, inputs = fused_program(spec)
     main = bind_params_by_name(mod["main"], params)
     run = relay.create_executor("debug", mod=IRModule.from_expr(main)).evaluate()
-    return run(*[inputs[p.name_hint] for p in main.params]).numpy()
+    with blas.single_threaded():
+        return run(*[inputs[p.name_hint] for p in main.params]).numpy()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 
-from .runner import MeasureResult, run_candidate
+from .runner import MeasureResult, quiet_blas, run_candidate
 
 
 def _remote_measure(task, knobs):
+    quiet_blas()
     return run_candidate(task, knobs)
 
 

@@ -46,8 +46,21 @@ def run_candidate(task, knobs: dict) -> MeasureResult:
         return MeasureResult([], f"{type(err).__name__}: {last}", time.perf_counter() - t0)
 
 
+def quiet_blas() -> None:
+    """Keep OpenBLAS (numpy's, for the reference outputs) on one thread in a measuring
+    process. Kernels run their BLAS calls single-threaded anyway; numpy's would start OpenBLAS's
+    threads, which spin after each call and took the second core from the next candidate: in a
+    forked worker a BERT batch_matmul measured at one thread's speed, 0.32 against 0.17 ms."""
+    from ..runtime import blas
+
+    blas.set_num_threads(1)
+
+
 def _worker_main(conn) -> None:
-    """A worker's loop: receive (task, knobs), send back the MeasureResult; None stops it."""
+    """A worker's loop: receive (task, knobs), send back the MeasureResult; None stops it.
+
+    OpenBLAS stays on one thread here (``quiet_blas``)."""
+    quiet_blas()
     while True:
         try:
             job = conn.recv()

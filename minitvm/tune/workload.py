@@ -117,12 +117,11 @@ def _flusher() -> CacheFlusher:
 
 
 # Untimed runs before the first sample: at least WARMUP_MS of them, FIRST_WARMUP_MS in a
-# process's first timing. A fresh process's thread pool ran its first 50-300 ms at one
-# thread's speed (its new worker joined no loop yet: the tuner's first candidate, usually the
-# default, measured 1.6 ms for a BERT dense that takes 0.8 ms, and every later candidate then
-# looked 2x faster than it).
+# process's first timing. In a freshly forked process the thread pool's new worker joined no
+# loop for its first ~50 ms: a BERT dense ran at one thread's speed (1.6 against 0.8 ms), and
+# the tuner's first candidate, usually the default, looked 2x slower than every later one.
 WARMUP_MS = 20.0
-FIRST_WARMUP_MS = 300.0
+FIRST_WARMUP_MS = 100.0
 _WARMED = [False]  # has this process timed a module yet
 
 
@@ -173,9 +172,11 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = F
 @functools.lru_cache(maxsize=8)
 def _reference(text: str) -> np.ndarray:
     from .. import relay
+    from ..runtime import blas
 
     mod, inputs = workload_program(json.loads(text))
-    return relay.create_executor("debug", mod=mod).evaluate()(*inputs.values()).numpy()
+    with blas.single_threaded():  # (OpenBLAS's idle threads spin: see fused.reference_output)
+        return relay.create_executor("debug", mod=mod).evaluate()(*inputs.values()).numpy()
 
 
 def reference_output(key) -> np.ndarray:
@@ -212,10 +213,9 @@ def measure_workload(task, knobs: dict, repeat: int = 5, min_repeat_ms: float = 
     program = getattr(task, "program", None)
     if program:
         gm, _ = fused.build_fused(program, task.workload, knobs, task.target)
-        reference = fused.reference_output(program)
     else:
         gm, _ = build_workload(task.workload, knobs, task.target)
-        reference = None
     costs = time_module(gm, repeat, min_repeat_ms)
-    check_output(gm, task.workload, reference=reference)
+    check_output(gm, task.workload,
+                 reference=fused.reference_output(program) if program else None)
     return costs

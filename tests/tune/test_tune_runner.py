@@ -78,3 +78,21 @@ def test_spawned_worker_survives_a_crash():
         assert runner.measure(task, {"mode": "ok", "v": 1}).costs == [1e-3]
         crash = runner.measure(task, {"mode": "crash", "v": 1})
         assert "worker crashed (exit code 3)" in crash.error  # (a fresh one starts on demand)
+
+
+def blas_threads_measure(task, knobs):
+    from minitvm.runtime import blas
+
+    return [float(blas.get_num_threads() or 1)]
+
+
+def test_workers_keep_openblas_on_one_thread():
+    """numpy's OpenBLAS (the reference outputs) must not start threads in a measuring process:
+    they spin after each call and take a core from the next candidate's kernels."""
+    from minitvm.runtime import blas
+
+    if not blas.available():
+        pytest.skip("no OpenBLAS found to control")
+    task = Task(list(DENSE), SPACE, measure=blas_threads_measure)
+    with LocalRunner(timeout=30.0) as runner:
+        assert runner.measure(task, {"mode": "ok", "v": 1}).costs == [1.0]
