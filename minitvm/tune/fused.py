@@ -25,8 +25,8 @@ def program_spec(call) -> str | None:
     function), or None when its text does not parse back to the same signature (a function
     holding a tensor constant prints as a reference to metadata, which the text does not carry)."""
     from .. import relay
-    from ..parser import parse
     from ..relay.expr import Constant
+    from ..relay.parser import parse
 
     func = call.op
     plain = relay.Function(func.params, func.body, func.ret_type)
@@ -44,7 +44,7 @@ def program_spec(call) -> str | None:
 def fused_program(spec: str, seed: int = 0):
     """(module, constant params, inputs) of ``spec``: every parameter gets uniform values in
     [-1, 1), drawn in parameter order from ``seed``."""
-    from ..parser import parse
+    from ..relay.parser import parse
 
     data = json.loads(spec)
     mod = parse(data["text"])

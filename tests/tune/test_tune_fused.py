@@ -29,7 +29,7 @@ def _residual_conv():
 def test_a_task_keeps_its_fused_function_with_the_constants_named():
     (task,) = extract_tasks(_residual_conv())
     spec = json.loads(task.program)
-    mod = minitvm.parser.parse(spec["text"])
+    mod = relay.parser.parse(spec["text"])
     text = spec["text"]
     assert "nn.conv2d" in text and "nn.relu" in text and text.count("add(") == 2, text
     params = mod["main"].params
@@ -64,7 +64,7 @@ def test_an_unparsable_fused_function_keeps_the_op_alone(monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("no parser today")
 
-    monkeypatch.setattr(minitvm.parser, "parse", broken)
+    monkeypatch.setattr(minitvm.relay.parser, "parse", broken)
     (task,) = extract_tasks(small_mlp())
     assert task.workload == DENSE and task.program is None
     assert run_candidate(task, task.space.default()).ok
