@@ -2,8 +2,9 @@
 
 An op measured alone (``workload.workload_program``) leaves out what the model's kernel does
 around it: the bias, activation or residual add fused into its epilogue, and which inputs are
-constants (prepacked weights). A schedule choice can win alone and lose in the model: BERT-base's
-dense picks, measured alone, made the whole model 12% slower. ``extract_tasks`` therefore keeps,
+constants (prepacked weights): BERT-base's 128x3072x768 dense takes 3.2 ms alone and 3.7 ms with
+the bias and GELU it is fused with, so a choice can win alone and lose in the model (one that
+cannot fuse the epilogue pays a pass over the output). ``extract_tasks`` therefore keeps,
 for each workload, the first fused function that reaches it as a *program spec*: the function's
 Relay text as a plain ``@main`` and the names of its parameters the model feeds with constants.
 The spec is plain text, so a task still pickles to a worker process or a Ray node.

@@ -89,8 +89,7 @@ def build_workload(key, knobs: dict | None, target="llvm"):
 # memory layer after layer. ``time_module(cold=True)`` (and ``builtin.verify``, always) writes
 # this many bytes, more than the L3 caches of the machines we meet, before each timed run. The
 # tuner's search stays warm (twice as fast): on BERT-base its cold picks made the whole model
-# no faster than its warm ones (both slower than the defaults: an op measured alone, without
-# the epilogue it is fused with in the model, is not yet a faithful stand-in).
+# no faster than its warm ones.
 FLUSH_BYTES = 64 << 20
 
 
