@@ -324,7 +324,7 @@ def test_time_module_warms_a_fresh_process_longer(monkeypatch):
     t0 = time.perf_counter()
     workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
     first_timed = runs[-3]  # one sample of 3 timed runs after the warm-up
-    assert first_timed - t0 >= 0.040 and len(runs) >= 3 + 20
+    assert first_timed - t0 >= 0.040 and len(runs) > 1 + 3  # several warm-up runs
     runs.clear()
     workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
     assert len(runs) == 1 + 3  # warmed already: a single warm-up run
