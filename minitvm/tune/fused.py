@@ -79,6 +79,19 @@ def build_fused(spec: str, key, knobs: dict | None, target="llvm"):
     return gm, inputs
 
 
+def checked_spec(spec: str | None, key, target="llvm") -> str | None:
+    """``spec`` when its program builds with the default knobs and reaches workload ``key``,
+    else None (the task then measures the op alone): a program that cannot be built would fail
+    every candidate alike."""
+    if spec is None:
+        return None
+    try:
+        build_fused(spec, key, None, target)
+    except Exception:  # any failure of the program itself: fall back to the op alone
+        return None
+    return spec
+
+
 @functools.lru_cache(maxsize=8)
 def reference_output(spec: str) -> np.ndarray:
     """``spec``'s output by the ops' numpy references (the debug executor), with OpenBLAS on

@@ -20,7 +20,7 @@ from ..relay.expr_functor import dataflow_post_order
 from ..schedule import LoweringError, lower_te
 from ..schedule.knobs import KnobTable, Space, key_text, use_knobs
 from ..transform.context import PassContext
-from .fused import program_spec
+from .fused import checked_spec, program_spec
 from .workload import can_rebuild
 
 
@@ -119,5 +119,5 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
                 tasks[text].weight += 1
             elif can_rebuild(key):
                 tasks[text] = Task(list(key), space, 1, str(target),
-                                   program=program_spec(call))
+                                   program=checked_spec(program_spec(call), key, target))
     return list(tasks.values())

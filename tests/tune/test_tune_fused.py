@@ -86,3 +86,15 @@ def test_non_finite_outputs_must_match_the_reference():
     for bad in ([1.0, -np.inf, np.nan], [1.0, np.inf, 0.0], [1.5, np.inf, np.nan]):
         with pytest.raises(ValueError, match="wrong result"):
             workload.check_output(Out(np.array(bad, "float32")), DENSE, reference=ref)
+
+
+def test_a_program_that_does_not_build_is_dropped_at_extraction(monkeypatch):
+    """A fused function that parses but cannot be built alone would fail every candidate:
+    ``extract_tasks`` builds it once with the defaults and otherwise keeps the op alone."""
+    def broken(spec, key, knobs, target="llvm"):
+        raise RuntimeError("this program does not build")
+
+    monkeypatch.setattr(fused, "build_fused", broken)
+    (task,) = extract_tasks(small_mlp())
+    assert task.workload == DENSE and task.program is None
+    assert fused.checked_spec(None, DENSE) is None
