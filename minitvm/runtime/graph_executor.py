@@ -67,7 +67,7 @@ class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
     __slots__ = ("storage", "workspace", "views", "steps", "table", "entry", "keep", "unset",
-                 "__weakref__")
+                 "slots", "planned", "__weakref__")
 
 
 class GraphModule:
@@ -152,6 +152,9 @@ class GraphModule:
         for name, value in params.items():
             np.copyto(st.views[self._input_index[name]], value)
         st.unset = {n for n in self.input_names if n not in params}
+        inputs = {self._input_index[n] for n in self.input_names}
+        st.planned = {e: st.views[e] for e in inputs}  # (set_input_zero_copy rebinds views)
+        st.slots = {e: [] for e in inputs}  # entry -> (cptrs, position, table position)
         st.keep, st.steps, table = [], [], []
         for name, k, ins, outs in plan["steps"]:
             if k.kind == "native":
@@ -161,8 +164,11 @@ class GraphModule:
                     arrays.append(st.workspace)
                 ptrs = [a.ctypes.data for a in arrays]
                 st.keep.extend(k.consts)
-                table.extend(ptrs)
                 cptrs = (ctypes.c_void_p * len(ptrs))(*ptrs)
+                for j, e in enumerate(ins):
+                    if e in st.slots:
+                        st.slots[e].append((cptrs, j, len(table) + j))
+                table.extend(ptrs)
                 fn = _KERNEL(k.address)
                 st.keep.extend((cptrs, fn))
                 st.steps.append(("native", fn, cptrs, name))
@@ -212,7 +218,53 @@ class GraphModule:
         key, e = self._input_entry(key, "set_input")
         src = self._checked(key, value)
         st = self._state()
+        self._unbind(st, e)
         np.copyto(st.views[e], src)
+        st.unset.discard(key)
+
+    def _unbind(self, st: _State, e: int) -> None:
+        """Input entry ``e`` read from its own storage again (undo ``set_input_zero_copy``)."""
+        planned = st.planned.get(e)
+        if planned is not None and st.views[e] is not planned:
+            self._bind(st, e, planned)
+
+    @staticmethod
+    def _bind(st: _State, e: int, array: np.ndarray) -> None:
+        """Make the kernels of ``st`` read input entry ``e`` from ``array``'s memory."""
+        st.views[e] = array
+        ptr = array.ctypes.data
+        for cptrs, j, t in st.slots[e]:
+            cptrs[j] = ptr
+            st.table[t] = ptr
+
+    def set_input_zero_copy(self, key=None, value=None, **params) -> None:
+        """Set inputs without copying them: the kernels read ``value``'s memory (a C-contiguous
+        numpy array or NDArray of the input's shape and dtype) at every later run of this
+        thread, until ``set_input`` copies a value in again. The caller keeps it unchanged
+        while runs read it (TVM's ``set_input_zero_copy``)."""
+        if key is not None:
+            self._set_zero_copy(key, value)
+        for k, v in params.items():
+            self._set_zero_copy(k, v)
+
+    def _set_zero_copy(self, key, value) -> None:
+        key, e = self._input_entry(key, "set_input_zero_copy")
+        if isinstance(value, NDArray):
+            value = value.numpy()
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"set_input_zero_copy: input {key!r} must be a numpy array or "
+                             f"NDArray, got {type(value).__name__}")
+        if key in self._param_names:
+            raise ValueError(f"set_input_zero_copy: {key!r} is a parameter of the graph, not an "
+                             "input; load_params sets parameters")
+        src = self._checked(key, value)
+        if not src.flags.c_contiguous:
+            raise ValueError(f"set_input_zero_copy: input {key!r} must be C-contiguous (its "
+                             "memory is read in place); use set_input to copy it")
+        st = self._state()
+        if e not in st.slots:  # (an input turned parameter by load_params after setup)
+            raise ValueError(f"set_input_zero_copy: {key!r} is not an input of this graph")
+        self._bind(st, e, src)
         st.unset.discard(key)
 
     def _write_all_inputs(self, entries: list[int], values: list) -> None:
@@ -220,6 +272,7 @@ class GraphModule:
         compiled executors' fast path: all of the graph's inputs at once)."""
         st = self._state()
         for e, v in zip(entries, values, strict=True):
+            self._unbind(st, e)
             np.copyto(st.views[e], v)
         st.unset.clear()
 
