@@ -67,7 +67,7 @@ class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
     __slots__ = ("storage", "workspace", "views", "steps", "table", "entry", "keep", "unset",
-                 "slots", "planned", "__weakref__")
+                 "family", "slots", "planned", "__weakref__")
 
 
 class GraphModule:
@@ -152,9 +152,17 @@ class GraphModule:
         for name, value in params.items():
             np.copyto(st.views[self._input_index[name]], value)
         st.unset = {n for n in self.input_names if n not in params}
+        # set_input_zero_copy rebinds an input and the reshape views of it (the entries in
+        # its storage: the memory plan gives an input storage of its own): their views, and
+        # the pointer slots (cptrs, position, table position) kernels read them through
         inputs = {self._input_index[n] for n in self.input_names}
-        st.planned = {e: st.views[e] for e in inputs}  # (set_input_zero_copy rebinds views)
-        st.slots = {e: [] for e in inputs}  # entry -> (cptrs, position, table position)
+        sid_of = {plan["entries"][e][0]: e for e in inputs}
+        st.family = {e: [] for e in inputs}
+        for a, (sid, _, _) in enumerate(plan["entries"]):
+            if sid in sid_of:
+                st.family[sid_of[sid]].append(a)
+        st.planned = {e: st.views[e] for e in inputs}
+        st.slots = {a: [] for fam in st.family.values() for a in fam}
         st.keep, st.steps, table = [], [], []
         for name, k, ins, outs in plan["steps"]:
             if k.kind == "native":
@@ -228,14 +236,15 @@ class GraphModule:
         if planned is not None and st.views[e] is not planned:
             self._bind(st, e, planned)
 
-    @staticmethod
-    def _bind(st: _State, e: int, array: np.ndarray) -> None:
-        """Make the kernels of ``st`` read input entry ``e`` from ``array``'s memory."""
-        st.views[e] = array
+    def _bind(self, st: _State, e: int, array: np.ndarray) -> None:
+        """Make the kernels of ``st`` read input entry ``e`` (and its reshape views) from
+        ``array``'s memory."""
         ptr = array.ctypes.data
-        for cptrs, j, t in st.slots[e]:
-            cptrs[j] = ptr
-            st.table[t] = ptr
+        for a in st.family[e]:
+            st.views[a] = array if a == e else array.reshape(self._plan["entries"][a][2])
+            for cptrs, j, t in st.slots[a]:
+                cptrs[j] = ptr
+                st.table[t] = ptr
 
     def set_input_zero_copy(self, key=None, value=None, **params) -> None:
         """Set inputs without copying them: the kernels read ``value``'s memory (a C-contiguous
@@ -262,7 +271,7 @@ class GraphModule:
             raise ValueError(f"set_input_zero_copy: input {key!r} must be C-contiguous (its "
                              "memory is read in place); use set_input to copy it")
         st = self._state()
-        if e not in st.slots:  # (an input turned parameter by load_params after setup)
+        if e not in st.family:  # (an input turned parameter by load_params after setup)
             raise ValueError(f"set_input_zero_copy: {key!r} is not an input of this graph")
         self._bind(st, e, src)
         st.unset.discard(key)
