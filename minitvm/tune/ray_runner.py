@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import time
 
-from .runner import MeasureResult, quiet_blas, run_candidate
+from .runner import MeasureResult, run_candidate, settle_blas
+
+_SETTLED: list[bool] = []
 
 
 def _remote_measure(task, knobs):
-    quiet_blas()
+    if not _SETTLED:  # once per Ray worker process
+        settle_blas()
+        _SETTLED.append(True)
     return run_candidate(task, knobs)
 
 

@@ -46,21 +46,40 @@ def run_candidate(task, knobs: dict) -> MeasureResult:
         return MeasureResult([], f"{type(err).__name__}: {last}", time.perf_counter() - t0)
 
 
-def quiet_blas() -> None:
-    """Keep OpenBLAS (numpy's, for the reference outputs) on one thread in a measuring
-    process. Kernels run their BLAS calls single-threaded anyway; numpy's would start OpenBLAS's
-    threads, which spin after each call and took the second core from the next candidate: in a
-    forked worker a BERT batch_matmul measured at one thread's speed, 0.32 against 0.17 ms."""
+# Seconds a measuring process waits, once, after starting OpenBLAS's threads (they spin for
+# about 0.1 s before sleeping)
+BLAS_SETTLE_S = 0.2
+
+
+def settle_blas() -> None:
+    """Start OpenBLAS's threads in a fresh measuring process and let them go idle first.
+
+    A forked worker has none: the first call that needs them (numpy's reference output, or a
+    BLAS kernel's guard restoring the thread count after a run) started them mid-measurement,
+    and they spun on the second core: a BERT batch_matmul measured at one thread's speed, 0.32
+    against 0.17 ms. The thread count stays the process's own, as in a user's process, so a
+    kernel calling BLAS pays the same guard per run as in the model (pinning OpenBLAS to one
+    thread here made MLP's 64x10x128 BLAS dense look 1.1 us faster than the generated one;
+    it is 1 us slower)."""
+    import numpy as np
+
     from ..runtime import blas
 
-    blas.set_num_threads(1)
+    if not blas.available():
+        return
+    n = blas.get_num_threads()
+    if n:
+        blas.set_num_threads(n)
+    a = np.ones((256, 256), dtype="float32")
+    a @ a
+    time.sleep(BLAS_SETTLE_S)
 
 
 def _worker_main(conn) -> None:
     """A worker's loop: receive (task, knobs), send back the MeasureResult; None stops it.
 
-    OpenBLAS stays on one thread here (``quiet_blas``)."""
-    quiet_blas()
+    OpenBLAS's threads are started and settled first (``settle_blas``)."""
+    settle_blas()
     while True:
         try:
             job = conn.recv()
