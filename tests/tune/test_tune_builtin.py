@@ -328,3 +328,41 @@ def test_time_module_warms_a_fresh_process_longer(monkeypatch):
     runs.clear()
     workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
     assert len(runs) == 1 + 3  # warmed already: a single warm-up run
+
+
+def test_cold_timing_reads_the_inputs_back_after_each_eviction(monkeypatch):
+    """Cold, the weights come from memory but the inputs (a model's fresh activations) do not:
+    each eviction is followed by a read of every input, then the timed run."""
+    from minitvm.tune import workload
+
+    calls = []
+
+    class Input:
+        def __init__(self, name):
+            self.name = name
+
+        def numpy(self):
+            return self
+
+        def sum(self):
+            calls.append(self.name)
+
+    class Module:
+        input_names = ["a", "b"]
+
+        def get_input(self, name):
+            return Input(name)
+
+        def run(self):
+            calls.append("run")
+
+    monkeypatch.setattr(workload, "_FLUSHER", [])
+    monkeypatch.setattr(workload, "FLUSH_BYTES", 1 << 16)
+    monkeypatch.setattr(workload, "_WARMED", [True])
+    monkeypatch.setattr(workload, "WARMUP_MS", 0.0)
+    real_call = workload.CacheFlusher.__call__
+    monkeypatch.setattr(workload.CacheFlusher, "__call__",
+                        lambda self: (calls.append("flush"), real_call(self)))
+    workload.time_module(Module(), repeat=1, min_repeat_ms=0.0, cold=True)
+    assert calls == ["run"] + ["flush", "a", "b", "run"] * 3
+    assert workload.COLD_SEARCH  # the tuner's search times this way
