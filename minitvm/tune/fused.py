@@ -18,7 +18,6 @@ import json
 import numpy as np
 
 from ..ir.module import IRModule
-from ..transform.context import PassContext
 
 
 def program_spec(call) -> str | None:
@@ -61,22 +60,12 @@ def fused_program(spec: str, seed: int = 0):
 def build_fused(spec: str, key, knobs: dict | None, target="llvm"):
     """(graph module, inputs) of ``spec`` built with ``knobs`` for workload ``key`` (None: the
     defaults). Raises ``RuntimeError`` when the build never asked for the workload's knobs."""
-    from .. import relay
-    from ..runtime import cpu
-    from ..runtime.graph_executor import GraphModule
-    from ..schedule.knobs import KnobTable, key_text, use_knobs
+    from ..schedule.knobs import key_text
+    from .workload import build_traced
 
     mod, params, inputs = fused_program(spec)
-    table = KnobTable({key_text(key): knobs} if knobs else {}, trace=True)
-    with use_knobs(table), PassContext(opt_level=3):
-        lib = relay.build(mod, target=target, params=params)
-    if key_text(key) not in table.seen:
-        raise RuntimeError(f"building the fused function of {key_text(key)} did not reach "
-                           "its schedule")
-    gm = GraphModule(lib["default"](cpu(0)))
-    for name, value in inputs.items():
-        gm.set_input(name, value)
-    return gm, inputs
+    return build_traced(mod, params, inputs, key, knobs, target,
+                        f"the fused function of {key_text(key)}")
 
 
 def checked_spec(spec: str | None, key, target="llvm") -> str | None:

@@ -69,16 +69,24 @@ def build_workload(key, knobs: dict | None, target="llvm"):
     Raises ``RuntimeError`` when the build never asked for the workload's knobs (the key and the
     program disagree), so a candidate can never be credited for another schedule.
     """
+    mod, inputs = workload_program(key)
+    return build_traced(mod, None, inputs, key, knobs, target, f"workload {key_text(key)}")
+
+
+def build_traced(mod, params: dict | None, inputs: dict, key, knobs: dict | None, target,
+                 what: str):
+    """(graph module, inputs) of ``mod`` built with ``knobs`` for workload ``key`` under a
+    tracing knob table, its ``inputs`` set; ``RuntimeError`` (naming ``what`` was built) when
+    the build never asked for the workload's knobs."""
     from .. import relay
     from ..runtime import cpu
     from ..runtime.graph_executor import GraphModule
 
-    mod, inputs = workload_program(key)
     table = KnobTable({key_text(key): knobs} if knobs else {}, trace=True)
     with use_knobs(table), PassContext(opt_level=3):
-        lib = relay.build(mod, target=target)
+        lib = relay.build(mod, target=target, params=params)
     if key_text(key) not in table.seen:
-        raise RuntimeError(f"building workload {key_text(key)} did not reach its schedule")
+        raise RuntimeError(f"building {what} did not reach its schedule")
     gm = GraphModule(lib["default"](cpu(0)))
     for name, value in inputs.items():
         gm.set_input(name, value)
