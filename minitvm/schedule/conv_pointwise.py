@@ -53,6 +53,7 @@ from .common import (
 )
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
+from .gemm_kernel import pack_b
 from .knobs import select as _knobs
 
 ENABLED = {"avx512": False, "avx2": True}
@@ -231,13 +232,7 @@ class PackWeight:
                     out[o0 * self.c:(o0 + rows) * self.c].reshape(self.c, rows)[:] = \
                         w[o0:o0 + rows].T
             return out
-        full, rest = divmod(self.o, LANES)
-        out = np.empty((full + (rest > 0), self.c, LANES), dtype="float32")
-        out[:full] = w[:full * LANES].reshape(full, LANES, self.c).transpose(0, 2, 1)
-        if rest:
-            out[full] = 0
-            out[full, :, :rest] = w[full * LANES:].T
-        return out
+        return pack_b(w, LANES, transpose_b=True)  # [ceil(O/16), C, 16], as a dense weight
 
 
 def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
