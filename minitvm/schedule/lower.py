@@ -26,7 +26,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import conv_direct, conv_pointwise, depthwise, gemm, pool
+from . import conv_direct, conv_pointwise, conv_winograd, depthwise, gemm, pool
 from .common import (
     PARALLEL_MIN_WORK,
     SMALL_REDUCE,
@@ -132,9 +132,11 @@ def _emit_pool(ctx, t, buf, bodies):
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
 _POINTWISE = Rule("conv 1x1", "pointwise", conv_pointwise.supported, conv_pointwise.emit,
                   symbolic=True, epilogue=True)
+_WINOGRAD = Rule("conv 3x3 winograd", "winograd", conv_winograd.supported, conv_winograd.emit,
+                  epilogue=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
-    "conv2d_nchw": [_POINTWISE, _GEMM, Rule("depthwise", "window", depthwise.supported,
+    "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GEMM, Rule("depthwise", "window", depthwise.supported,
                                             depthwise.emit, epilogue=True)],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
 }
@@ -596,7 +598,7 @@ def _packable_conv(order, t, options: LoweringOptions):
     """The 1x1 conv (``conv_pointwise``) that is ``t``'s only reader, as its weight, or None."""
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
-    if len(readers) != 1 or not (select_rule(readers[0], options) is _POINTWISE or
+    if len(readers) != 1 or not (select_rule(readers[0], options) in (_POINTWISE, _WINOGRAD) or
                                  conv_direct.packs_weight(readers[0], options)):
         return None
     x, w = readers[0].op.attrs["operands"]
@@ -620,9 +622,11 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         anchor = _packable(order, t, options) if k in prepack else None
         conv = _packable_conv(order, t, options) if k in prepack and anchor is None else None
         if anchor is not None or conv is not None:
+            rule = None if conv is None else select_rule(conv, options)
             shape, fn = gemm.packed_weight(anchor, options) if conv is None else \
-                conv_pointwise.packed_weight(conv, options) if select_rule(conv, options) is _POINTWISE \
-                else conv_direct.packed_weight(conv)
+                conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
+                conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
+                conv_direct.packed_weight(conv)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b
             ctx.packed.add(id(anchor if conv is None else conv))

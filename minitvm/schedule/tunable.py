@@ -100,7 +100,7 @@ def conv2d_space(t, options):
     computes, its loop order, channel block, band of partial sums, parallel parts and whether
     the filter's columns are unrolled; for a 1x1 conv ``conv_pointwise`` computes, its
     micro-kernel (``pw_mode``) and whether its input is packed for the tiles (``pw_pack``)."""
-    from . import conv_direct, conv_lanes, conv_pointwise
+    from . import conv_direct, conv_lanes, conv_pointwise, conv_winograd
 
     mr, nr = conv_direct.default_tile()
     defaults = dict(impl="direct", mr=mr, nr=nr, min_macs=CONV_PARALLEL_MIN_MACS,
@@ -129,6 +129,11 @@ def conv2d_space(t, options):
                          lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
                          lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
                          lanes_unroll_kx=(False, True))
+    wino = conv_winograd.block_sizes(t)
+    if wino:  # Winograd F(m x m, 3 x 3) as one more implementation, with its own knobs
+        cands = dict(space.knobs, wino_m=wino, wino_nr=(16, 32))
+        cands["impl"] = (*cands["impl"], "winograd")
+        space = Space.of(dict(space.defaults, **conv_winograd.default_knobs(t)), **cands)
     attrs = t.op.attrs
     key = ["conv2d_nchw", list(sa), list(sw), *([int(v) for v in attrs[name]]
            for name in ("strides", "padding", "dilation")), int(attrs["groups"]), t.dtype]

@@ -1,0 +1,383 @@
+"""conv2d 3x3, stride 1 (NCHW, groups 1, constant weights) by Winograd's minimal filtering.
+
+F(m x m, 3 x 3) (Lavin and Gray, 2015) computes an ``m x m`` block of outputs from an
+``a x a`` input tile (``a = m + 2``) as ``Y = A^T [(G g G^T) * (B^T d B)] A``: per tile and
+channel pair, ``a * a`` multiplies instead of ``9 m^2`` (F(2x2): 16 for 36, 2.25x fewer;
+F(4x4): 36 for 144, 4x fewer). Summed over input channels, the elementwise product becomes
+``a * a`` independent GEMMs ``M[xi] = U[xi] @ V[xi]`` of output channels x input channels x
+tiles, so the work is a batch of small GEMMs between two cheap linear transforms.
+
+The weights are transformed at build time (``U = G g G^T``, packed per tile of output channels
+as ``conv_pointwise`` packs a 1x1 conv's). At run time the parallel loop runs over bands of
+tile rows of each image; a band
+
+1. copies its input rows, zero padded, into a scratch (``wg_x``);
+2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
+   lanes: the ``d`` values of 8 or 16 neighbouring tiles are loads at stride ``m``);
+3. for each tile of 5 or 6 output channels, runs the ``a * a`` GEMMs with a register tile of
+   those channels x ``nr`` tiles into ``M[xi][rows][T]``, then transforms ``M`` back to
+   ``m x m`` output blocks, applies the fused elementwise epilogue (bias, residual add, relu)
+   and stores them (at stride ``m`` along the row).
+
+The transforms are written from the matrices (zero coefficients skipped, +-1 as adds), so F(2x2)
+and F(4x4) share the code (``wino_m``, a knob). F(4x4)'s transforms have larger coefficients:
+its error is about 10x F(2x2)'s (still ~1e-6 relative in float32 for the convs measured).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.stmt_functor import substitute, transform_expr
+from .common import allocated as _allocated
+from .common import const_int as _const_int
+from .common import float32_conv2d, reads_only_at_own_position, redirect_loads, vector_isa
+from .common import imm as _i
+from .common import outer_loops as _outer_loops
+from .conv_pointwise import row_tiles
+from .knobs import select as _knobs
+
+_F = Fraction
+# (B^T, G, A^T) of F(m x m, 3 x 3): input, filter and output transforms
+MATRICES = {
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [_F(1, 2), _F(1, 2), _F(1, 2)], [_F(1, 2), _F(-1, 2), _F(1, 2)], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+         [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[_F(1, 4), 0, 0], [_F(-1, 6), _F(-1, 6), _F(-1, 6)], [_F(-1, 6), _F(1, 6), _F(-1, 6)],
+         [_F(1, 24), _F(1, 12), _F(1, 6)], [_F(1, 24), _F(-1, 12), _F(1, 6)], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+}
+# the default output block by ISA, and the GEMM's register tile width (tiles, a multiple of
+# 16): 6 output channels x ``nr`` tiles is 12 accumulators of AVX2's 16 ymm registers at 16,
+# 12 of AVX-512's 32 zmm at 32
+DEFAULT_M = 2
+NR = {"avx512": 32, "avx2": 16}
+# the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
+# stays in L2 while every output-channel tile's GEMMs read it
+BAND_BYTES = 256 * 1024
+MIN_CHANNELS = 16  # fewer input or output channels: the transforms cost more than they save
+PARALLEL_MIN_MACS = 1 << 21  # (direct-conv multiply-adds) bands go to the thread pool
+DEFAULT_ON = False  # untuned builds take this schedule where it applies
+
+
+def geometry(t, knobs: dict | None = None) -> dict | None:
+    """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
+    static float32 NCHW 3x3 conv of stride and dilation 1 with one group, at least
+    ``MIN_CHANNELS`` input and output channels, an even output width (whole blocks along the
+    rows) and at least 8 blocks per row (the vector lanes)."""
+    if not float32_conv2d(t):
+        return None
+    a = t.op.attrs
+    x, w = a["operands"]
+    dims = [_const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
+    if any(d is None for d in dims):
+        return None
+    n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
+    if cw != c or (kh, kw) != (3, 3) or tuple(int(s) for s in a["strides"]) != (1, 1) or \
+            tuple(int(d) for d in a["dilation"]) != (1, 1) or min(c, o) < MIN_CHANNELS:
+        return None
+    knobs = knobs or {}
+    m = knobs.get("wino_m", DEFAULT_M)
+    tw = -(-ow // m)
+    if ow % m or tw < 8:
+        return None
+    th = -(-oh // m)
+    lx = 16 if tw >= 16 else 8
+    alpha = m + 2
+    nr = knobs.get("wino_nr", NR[vector_isa()])
+    rows = max(1, min(th, BAND_BYTES // (alpha * alpha * c * tw * 4)))
+    while rows * tw < nr:  # a band holds at least one register tile of tiles
+        rows += 1
+    pt, pl = (int(p) for p in a["padding"][:2])
+    return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
+                tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
+                xrows=rows * m + 2, wp=tw * m + 2,
+                parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
+
+
+def supported(t, options=None) -> bool:
+    """Does this schedule take stage ``t`` (the conv's ``impl`` knob says ``winograd``)?"""
+    if options is not None and not options.generated_conv:
+        return False
+    if not block_sizes(t):
+        return False
+    knobs = _knobs(options, t) if options is not None else default_knobs(t)
+    return knobs["impl"] == "winograd" and geometry(t, knobs) is not None
+
+
+def block_sizes(t) -> tuple[int, ...]:
+    """The output blocks ``m`` this schedule can compute stage ``t`` with (none: not at all)."""
+    return tuple(m for m in sorted(MATRICES) if geometry(t, {"wino_m": m}) is not None)
+
+
+def default_knobs(t) -> dict:
+    """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
+    default implementation of ``t``)."""
+    out = dict(wino_m=DEFAULT_M, wino_nr=NR[vector_isa()])
+    if DEFAULT_ON and block_sizes(t):
+        out["impl"] = "winograd"
+    return out
+
+
+class PackWeight:
+    """Picklable numpy transform of a ``[O, C, 3, 3]`` weight to ``U = G g G^T``, packed
+    ``[a*a][O * C]`` tile by tile of output channels (``[C][rows]`` each, ``row_tiles``)."""
+
+    def __init__(self, m: int, o: int, c: int):
+        self.m, self.o, self.c = m, o, c
+
+    def __call__(self, w):
+        g = np.array(MATRICES[self.m][1], dtype="float64")
+        w = np.asarray(w, dtype="float64").reshape(self.o, self.c, 3, 3)
+        u = np.einsum("xi,ocij,yj->xyoc", g, w, g).reshape(-1, self.o, self.c)
+        out = np.empty((u.shape[0], self.o * self.c), dtype="float32")
+        for start, rows, count in row_tiles(self.o):
+            for k in range(count):
+                o0 = start + k * rows
+                out[:, o0 * self.c:(o0 + rows) * self.c].reshape(-1, self.c, rows)[:] = \
+                    u[:, o0:o0 + rows].transpose(0, 2, 1)
+        return out
+
+
+def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
+    """(packed shape, numpy transform) of conv ``t``'s constant weight."""
+    g = geometry(t, None if options is None else _knobs(options, t))
+    if g is None:
+        raise ValueError(f"conv_winograd.packed_weight: stage {t.name!r} is not a conv this "
+                         "schedule takes")
+    return (g["alpha"] ** 2, g["o"] * g["c"]), PackWeight(g["m"], g["o"], g["c"])
+
+
+# ---------------------------------------------------------------------------------- emit
+def emit(ctx, t, out, bodies) -> S.Stmt:
+    """Statements computing conv ``t`` (and its fused epilogue, when the lowering driver names
+    one in ``ctx.epilogues``) into ``out``."""
+    if id(t) not in ctx.packed:  # the weights transformed per call would cost more
+        from .lower import _emit_gemm  # (lower imports this module)
+
+        return _emit_gemm(ctx, t, out, bodies)
+    g = geometry(t, _knobs(ctx.options, t))
+    u = getattr(ctx, "epilogues", {}).get(id(t))
+    if u is None:
+        return _emit(ctx, g, t, out, None)
+    body = bodies[id(u)]
+    if reads_only_at_own_position(body, out, u):
+        return _emit(ctx, g, t, out, (body, [iv.var for iv in u.op.axis]))
+    from .lower import injective_nest
+
+    tmp = ctx.temp([g["n"], g["o"], g["oh"], g["ow"]], t.dtype, t.name)
+    return S.SeqStmt([_emit(ctx, g, t, tmp, None),
+                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
+
+
+def _seq(parts) -> S.Stmt:
+    parts = [p for p in parts if p is not None]
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
+def _loop(ctx, name, extent, kind, fbody, dtype="int32"):
+    v = ctx.fresh(name, dtype)
+    if dtype == "int32":
+        return S.For(v, 0, extent, kind, fbody(v))
+    return S.For(v, E.IntImm(dtype, 0), E.IntImm(dtype, extent), kind, fbody(v))
+
+
+def _vec(ctx, lanes, fbody) -> S.Stmt:
+    return _loop(ctx, "l", lanes, S.ForKind.VECTORIZED, fbody)
+
+
+def _combine(terms) -> E.PrimExpr:
+    """``sum(coef * value)`` over ``terms`` with zero coefficients skipped and +-1 as adds."""
+    out = None
+    for coef, val in terms:
+        if coef == 0:
+            continue
+        neg = coef < 0
+        mag = -coef if neg else coef
+        term = val if mag == 1 else E.FloatImm("float32", float(mag)) * val
+        if out is None:
+            out = E.FloatImm("float32", 0.0) - term if neg else term
+        else:
+            out = out - term if neg else out + term
+    return out if out is not None else E.FloatImm("float32", 0.0)
+
+
+def _chunks(g) -> list[int]:
+    """First tile column of each vector of ``lx`` tiles along a row (the last one moved back to
+    end at the last tile: its overlap is computed twice, the same values)."""
+    tw, lx = g["tw"], g["lx"]
+    return [min(k * lx, tw - lx) for k in range(-(-tw // lx))]
+
+
+def _emit(ctx, g, t, out, epi) -> S.Stmt:
+    x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    xf = ctx.flat_view(x)
+    a2 = g["alpha"] ** 2
+
+    def band(idx):
+        nv, b = idx
+        xb = decl_buffer((g["c"] * g["xrows"] * g["wp"],), "float32", "wg_x")
+        v = decl_buffer((a2 * g["c"] * g["tiles"],), "float32", "wg_v")
+        mt = decl_buffer((a2 * 6 * g["tiles"],), "float32", "wg_m")
+        body = _seq([_copy_rows(ctx, g, xf, xb, nv, b),
+                     _input_transform(ctx, g, xb, v),
+                     *[_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
+                             _channel_tile(ctx, g, w, v, mt, out, epi, nv, b, s + k * r, r))
+                       for start, rows, count in row_tiles(g["o"])]])
+        return _allocated(xb, _allocated(v, _allocated(mt, body)))
+
+    work = g["o"] * g["c"] * 9 * g["rows"] * g["m"] * g["ow"]
+    return _outer_loops(ctx, [g["n"], g["bands"]], g["parallel"], band, work)
+
+
+def _copy_rows(ctx, g, xf, xb, nv, b) -> S.Stmt:
+    """``xb[c][r][j]``: the input rows band ``b`` reads, zero padded (``pt`` rows and ``pl``
+    columns before, zeros after the image)."""
+    c, h, wd, wp, xrows = g["c"], g["h"], g["w"], g["wp"], g["xrows"]
+    pl = g["pl"]
+    vec = 16 if wd >= 16 else 8 if wd >= 8 else 1
+
+    def row(ci, r):
+        y = b * (g["rows"] * g["m"]) + r - g["pt"]  # the input row it holds
+        dst = (ci * xrows + r) * wp
+        zero = E.FloatImm("float32", 0.0)
+
+        def zeros(start, count):
+            if count <= 0:
+                return None
+            return _loop(ctx, "z", count, S.ForKind.SERIAL,
+                         lambda j: S.BufferStore(xb, zero, [dst + start + j]))
+
+        def put(j):
+            return S.BufferStore(xb, xf[((nv * c + ci) * h + y) * wd + j], [dst + pl + j])
+
+        if vec == 1:
+            copy = _loop(ctx, "j", wd, S.ForKind.SERIAL, put)
+        else:
+            starts = [min(k * vec, wd - vec) for k in range(-(-wd // vec))]
+            copy = _seq([_loop(ctx, "l", vec, S.ForKind.VECTORIZED, lambda j, s=s0: put(j + s))
+                         for s0 in starts])
+        inside = _seq([zeros(0, pl), copy, zeros(pl + wd, wp - pl - wd)])
+        blank = _seq([_loop(ctx, "zo", wp // 16, S.ForKind.SERIAL, lambda jo: _vec(
+            ctx, 16, lambda j: S.BufferStore(xb, zero, [dst + jo * 16 + j]))),
+            zeros(wp - wp % 16, wp % 16)])
+        return S.IfThenElse(E.And(E.GE(y, _i(0)), E.LT(y, _i(h))), inside, blank)
+
+    return _loop(ctx, "c", c, S.ForKind.SERIAL, lambda ci: _loop(
+        ctx, "r", xrows, S.ForKind.SERIAL, lambda r: row(ci, r)))
+
+
+def _input_transform(ctx, g, xb, v) -> S.Stmt:
+    """``V[xi][c][t] = (B^T d B)[xi]`` for every tile ``t`` of the band and input channel."""
+    bt = MATRICES[g["m"]][0]
+    m, alpha, lx, wp, tiles = g["m"], g["alpha"], g["lx"], g["wp"], g["tiles"]
+    c, xrows = g["c"], g["xrows"]
+
+    def tile_vector(ci, r, tx0):
+        d = decl_buffer((alpha * alpha, lx), "float32", "wg_d", scope="local")
+        s = decl_buffer((alpha * alpha, lx), "float32", "wg_s", scope="local")
+        base = (ci * xrows + r * m) * wp + tx0 * m
+        loads = [_vec(ctx, lx, lambda ln, i=i, j=j: S.BufferStore(
+            d, xb[base + i * wp + ln * m + j], [i * alpha + j, ln]))
+            for i in range(alpha) for j in range(alpha)]
+        cols = [_vec(ctx, lx, lambda ln, i=i, k=k: S.BufferStore(
+            s, _combine([(bt[k][j], d[i * alpha + j, ln]) for j in range(alpha)]),
+            [i * alpha + k, ln])) for i in range(alpha) for k in range(alpha)]
+        t0 = r * g["tw"] + tx0
+        rows = [_vec(ctx, lx, lambda ln, k=k, l2=l2: S.BufferStore(
+            v, _combine([(bt[k][i], s[i * alpha + l2, ln]) for i in range(alpha)]),
+            [((k * alpha + l2) * c + ci) * tiles + t0 + ln]))
+            for k in range(alpha) for l2 in range(alpha)]
+        return _allocated(d, _allocated(s, _seq(loads + cols + rows)))
+
+    return _loop(ctx, "c", c, S.ForKind.SERIAL, lambda ci: _loop(
+        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _seq(
+            [tile_vector(ci, r, tx0) for tx0 in _chunks(g)])))
+
+
+def _channel_tile(ctx, g, w, v, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
+    """Output channels ``o0 ..`` (``rows``): the band's ``a*a`` GEMMs into ``M`` and the output
+    transform of every tile."""
+    return _seq([_gemms(ctx, g, w, v, mt, o0, rows),
+                 _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows)])
+
+
+def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
+    """``M[xi][ii][t] = sum_c U[xi][o0 + ii][c] V[xi][c][t]``, a register tile of ``rows`` x
+    ``nr`` tiles at a time (the last one moved back to end at the last tile)."""
+    c, tiles, nr = g["c"], g["tiles"], g["nr"]
+    a2 = g["alpha"] ** 2
+    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+    def panel(xi, q):
+        base = ctx.fresh("wg_t")
+        acc = decl_buffer((rows, nr), "float32", "wg_acc", scope="local")
+        init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+            ctx, "jj", nr, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
+                                                         [ii, jj])))
+
+        def mac(ci):
+            return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
+                         S.BufferStore(acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
+                                       v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
+
+        macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
+        store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
+                      S.BufferStore(mt, acc[ii, jj], [(xi * rows + ii) * tiles + base + jj])))
+        stmt = S.LetStmt(base, E.Min(q * nr, _i(tiles - nr)),
+                         S.SeqStmt([init, macs, store]))
+        return _allocated(acc, stmt)
+
+    return _loop(ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: _loop(
+        ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: panel(xi, q)))
+
+
+def _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
+    """``Y = A^T M A`` of every tile of the band for output channels ``o0 ..``, through the
+    epilogue, stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
+    at = MATRICES[g["m"]][2]
+    m, alpha, lx, tiles = g["m"], g["alpha"], g["lx"], g["tiles"]
+
+    def tile_vector(ii, r, tx0):
+        mm = decl_buffer((alpha * alpha, lx), "float32", "wg_mm", scope="local")
+        s = decl_buffer((alpha * m, lx), "float32", "wg_ms", scope="local")
+        t0 = r * g["tw"] + tx0
+        loads = [_vec(ctx, lx, lambda ln, xi=xi: S.BufferStore(
+            mm, mt[(xi * rows + ii) * tiles + t0 + ln], [xi, ln])) for xi in range(alpha * alpha)]
+        cols = [_vec(ctx, lx, lambda ln, k=k, bb=bb: S.BufferStore(
+            s, _combine([(at[bb][l2], mm[k * alpha + l2, ln]) for l2 in range(alpha)]),
+            [k * m + bb, ln])) for k in range(alpha) for bb in range(m)]
+        ty = b * g["rows"] + r
+        stores = []
+        for a in range(m):
+            oy = ty * m + a
+            row = [_vec(ctx, lx, lambda ln, a=a, bb=bb, oy=oy: _store(
+                ctx, g, out, epi, nv, o0 + ii, oy, (tx0 + ln) * m + bb,
+                _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)])))
+                for bb in range(m)]
+            stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), _seq(row), None)
+                          if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"]
+                          else _seq(row))
+        return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
+
+    return _loop(ctx, "ii", rows, S.ForKind.SERIAL, lambda ii: _loop(
+        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _seq(
+            [tile_vector(ii, r, tx0) for tx0 in _chunks(g)])))
+
+
+def _store(ctx, g, out, epi, nv, o, oy, ox, value) -> S.Stmt:
+    """Store ``value`` at ``out[nv, o, oy, ox]`` through the epilogue (its body and axis vars,
+    or None): the epilogue's loads of the conv read ``value``."""
+    if epi is not None:
+        body, axes = epi
+        e = substitute(body, dict(zip(axes, [nv, o, oy, ox])))
+        value = transform_expr(e, lambda ld: value if isinstance(ld, E.BufferLoad) and
+                               ld.buffer is out else None)
+    return S.BufferStore(out, value, [nv, o, oy, ox])
