@@ -12,10 +12,12 @@ def rng():
 @pytest.fixture
 def direct_conv_only(monkeypatch):
     """Pin ``conv_direct``'s own schedule: ``conv_lanes`` (which takes convs with constant
-    weights on AVX2) and ``conv_pointwise`` (1x1 convs, strided ones too) are switched off,
-    and kernels built with them on are forgotten."""
+    weights on AVX2), ``conv_pointwise`` (1x1 convs, strided ones too) and ``conv_winograd``
+    (3x3 stride-1 convs) are switched off, and kernels built with them on are forgotten."""
     from minitvm.backend import kernel_cache
-    from minitvm.schedule import conv_lanes, conv_pointwise
+    from minitvm.schedule import conv_lanes, conv_pointwise, conv_winograd
+
+    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
 
     monkeypatch.setattr(conv_lanes, "ENABLED", {"avx512": False, "avx2": False})
     monkeypatch.setattr(conv_pointwise, "ENABLED", {"avx512": False, "avx2": False})
