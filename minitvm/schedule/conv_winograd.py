@@ -61,9 +61,11 @@ MATRICES = {
 NR = 16
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
-BAND_BYTES = 256 * 1024
+BAND_BYTES = 1024 * 1024
+MIN_BLOCKS = 4
 MIN_CHANNELS = 16  # fewer input or output channels: the transforms cost more than they save
 PARALLEL_MIN_MACS = 1 << 21  # (direct-conv multiply-adds) bands go to the thread pool
+INNER_PARALLEL_BELOW = 4  # fewer bands (of all images): a band's channel loops go instead
 # untuned builds take this schedule where it applies, with the largest output block that does
 # (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs)
 DEFAULT_ON = True
@@ -88,10 +90,10 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     knobs = knobs if knobs and "wino_m" in knobs else default_knobs(t)
     m = knobs["wino_m"]
     tw = -(-ow // m)
-    if ow % m or tw < 8:
+    if ow % m or tw < MIN_BLOCKS:
         return None
     th = -(-oh // m)
-    lx = 16 if tw >= 16 else 8
+    lx = 16 if tw >= 16 else 8 if tw >= 8 else 4
     alpha = m + 2
     nr = knobs.get("wino_nr", NR)
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
@@ -104,11 +106,17 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
 
 def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
     """Tile rows per band: of the counts whose transformed input fits ``BAND_BYTES`` (at least
-    the fewest that hold one register tile of ``nr`` tiles), the one computing the fewest
-    tiles twice in its last, moved-back register tile, then the most rows."""
+    the fewest that hold one register tile of ``nr`` tiles), the one computing the fewest tiles
+    in all (a band's last register tile is moved back over the one before; the last band's rows
+    past the plane are computed too), then the most bands."""
     least = -(-nr // tw)
     fits = [r for r in range(least, max(least, th) + 1) if r * tw * tile_bytes <= BAND_BYTES]
-    return min(fits or [least], key=lambda r: (-(-r * tw // nr) * nr / (r * tw), -r))
+
+    def cost(r):
+        bands = -(-th // r)
+        return bands * -(-r * tw // nr) * nr, -bands
+
+    return min(fits or [least], key=cost)
 
 
 def supported(t, options=None) -> bool:
@@ -230,24 +238,26 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
     xf = ctx.flat_view(x)
     a2 = g["alpha"] ** 2
+    # few bands (a small plane): the channel loops inside a band run on the pool instead
+    inner = g["parallel"] and g["n"] * g["bands"] < INNER_PARALLEL_BELOW
+    kind = S.ForKind.PARALLEL if inner else S.ForKind.SERIAL
 
     def band(idx):
         nv, b = idx
         xb = decl_buffer((g["c"] * g["xrows"] * g["wp"],), "float32", "wg_x")
         v = decl_buffer((a2 * g["c"] * g["tiles"],), "float32", "wg_v")
-        mt = decl_buffer((a2 * 6 * g["tiles"],), "float32", "wg_m")
-        body = _seq([_copy_rows(ctx, g, xf, xb, nv, b),
-                     _input_transform(ctx, g, xb, v),
-                     *[_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
-                             _channel_tile(ctx, g, w, v, mt, out, epi, nv, b, s + k * r, r))
+        body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
+                     _input_transform(ctx, g, xb, v, kind),
+                     *[_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows:
+                             _channel_tile(ctx, g, w, v, out, epi, nv, b, s + k * r, r))
                        for start, rows, count in row_tiles(g["o"])]])
-        return _allocated(xb, _allocated(v, _allocated(mt, body)))
+        return _allocated(xb, _allocated(v, body))
 
     work = g["o"] * g["c"] * 9 * g["rows"] * g["m"] * g["ow"]
-    return _outer_loops(ctx, [g["n"], g["bands"]], g["parallel"], band, work)
+    return _outer_loops(ctx, [g["n"], g["bands"]], g["parallel"] and not inner, band, work)
 
 
-def _copy_rows(ctx, g, xf, xb, nv, b) -> S.Stmt:
+def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
     """``xb[c][r][j]``: the input rows band ``b`` reads, zero padded (``pt`` rows and ``pl``
     columns before, zeros after the image)."""
     c, h, wd, wp, xrows = g["c"], g["h"], g["w"], g["wp"], g["xrows"]
@@ -280,11 +290,11 @@ def _copy_rows(ctx, g, xf, xb, nv, b) -> S.Stmt:
             zeros(wp - wp % 16, wp % 16)])
         return S.IfThenElse(E.And(E.GE(y, _i(0)), E.LT(y, _i(h))), inside, blank)
 
-    return _loop(ctx, "c", c, S.ForKind.SERIAL, lambda ci: _loop(
+    return _loop(ctx, "c", c, kind, lambda ci: _loop(
         ctx, "r", xrows, S.ForKind.SERIAL, lambda r: row(ci, r)))
 
 
-def _input_transform(ctx, g, xb, v) -> S.Stmt:
+def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
     """``V[xi][c][t] = (B^T d B)[xi]`` for every tile ``t`` of the band and input channel."""
     bt = MATRICES[g["m"]][0]
     m, alpha, lx, wp, tiles = g["m"], g["alpha"], g["lx"], g["wp"], g["tiles"]
@@ -307,16 +317,17 @@ def _input_transform(ctx, g, xb, v) -> S.Stmt:
             for k in range(alpha) for l2 in range(alpha)]
         return _allocated(d, _allocated(s, _seq(loads + cols + rows)))
 
-    return _loop(ctx, "c", c, S.ForKind.SERIAL, lambda ci: _loop(
+    return _loop(ctx, "c", c, kind, lambda ci: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _seq(
             [tile_vector(ci, r, tx0) for tx0 in _chunks(g)])))
 
 
-def _channel_tile(ctx, g, w, v, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
+def _channel_tile(ctx, g, w, v, out, epi, nv, b, o0, rows: int) -> S.Stmt:
     """Output channels ``o0 ..`` (``rows``): the band's ``a*a`` GEMMs into ``M`` and the output
     transform of every tile."""
-    return _seq([_gemms(ctx, g, w, v, mt, o0, rows),
-                 _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows)])
+    mt = decl_buffer((g["alpha"] ** 2 * rows * g["tiles"],), "float32", "wg_m")
+    return _allocated(mt, _seq([_gemms(ctx, g, w, v, mt, o0, rows),
+                                _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows)]))
 
 
 def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:

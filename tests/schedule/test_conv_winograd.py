@@ -104,6 +104,8 @@ def _check(lib, inputs, want, rtol):
 CASES = [  # (input shape, output channels, padding, epilogue, block sizes that apply)
     ((1, 16, 16, 16), 16, 1, "bias_relu", (2,)),
     ((1, 32, 34, 34), 24, 1, "residual_relu", (2, 4)),  # 34 rows: a partial last band
+    ((1, 48, 14, 14), 32, 1, "residual_relu", (2,)),  # 4-lane transforms, one band
+    ((2, 24, 10, 16), 16, 1, "bias_relu", (2, 4)),  # 4-lane transforms, batch 2
     ((2, 20, 19, 32), 32, 1, "none", (2, 4)),  # odd height, batch 2, 20 channels
     ((1, 16, 34, 34), 40, 0, "bias_relu", (2, 4)),  # no padding: 32x32 output
     ((1, 64, 56, 56), 64, 1, "residual_relu", (2, 4)),  # ResNet's first stage
@@ -152,8 +154,9 @@ def _stage(shape, wshape, stride, padding, dilation):
 
 @pytest.mark.parametrize("shape,wshape,attrs,want", [
     ((1, 64, 56, 56), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), (2, 4)),
-    ((1, 64, 28, 28), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), (2,)),
-    ((1, 64, 14, 14), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), ()),  # 7 blocks
+    ((1, 64, 28, 28), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), (2, 4)),
+    ((1, 64, 14, 14), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), (2,)),  # 14 % 4
+    ((1, 64, 6, 6), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), ()),  # 3 blocks
     ((1, 64, 56, 56), (64, 64, 3, 3), dict(stride=2, padding=1, dilation=1), ()),
     ((1, 64, 56, 56), (64, 64, 3, 3), dict(stride=1, padding=2, dilation=2), ()),
     ((1, 64, 56, 56), (64, 64, 1, 1), dict(stride=1, padding=0, dilation=1), ()),
