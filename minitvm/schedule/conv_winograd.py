@@ -227,11 +227,17 @@ def _combine(terms) -> E.PrimExpr:
     return out if out is not None else E.FloatImm("float32", 0.0)
 
 
-def _chunks(g) -> list[int]:
-    """First tile column of each vector of ``lx`` tiles along a row (the last one moved back to
-    end at the last tile: its overlap is computed twice, the same values)."""
+def _over_chunks(ctx, g, fbody) -> S.Stmt:
+    """``fbody(tx0)`` for the first tile column of each vector of ``lx`` tiles along a row (the
+    last one moved back to end at the last tile: its overlap is computed twice, the same
+    values); one loop, so the transforms are emitted once."""
     tw, lx = g["tw"], g["lx"]
-    return [min(k * lx, tw - lx) for k in range(-(-tw // lx))]
+    count = -(-tw // lx)
+    if count == 1:
+        return fbody(_i(0))
+    tx0 = ctx.fresh("wg_tx")
+    return _loop(ctx, "k", count, S.ForKind.SERIAL, lambda k: S.LetStmt(
+        tx0, E.Min(k * lx, _i(tw - lx)), fbody(tx0)))
 
 
 def _emit(ctx, g, t, out, epi) -> S.Stmt:
@@ -246,12 +252,14 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
         nv, b = idx
         xb = decl_buffer((g["c"] * g["xrows"] * g["wp"],), "float32", "wg_x")
         v = decl_buffer((a2 * g["c"] * g["tiles"],), "float32", "wg_v")
+        mt = decl_buffer((a2 * g["o"] * g["tiles"],), "float32", "wg_m")
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
                      _input_transform(ctx, g, xb, v, kind),
                      *[_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows:
-                             _channel_tile(ctx, g, w, v, out, epi, nv, b, s + k * r, r))
-                       for start, rows, count in row_tiles(g["o"])]])
-        return _allocated(xb, _allocated(v, body))
+                             _gemms(ctx, g, w, v, mt, s + k * r, r))
+                       for start, rows, count in row_tiles(g["o"])],
+                     _output_transform(ctx, g, mt, out, epi, nv, b, kind)])
+        return _allocated(xb, _allocated(v, _allocated(mt, body)))
 
     work = g["o"] * g["c"] * 9 * g["rows"] * g["m"] * g["ow"]
     return _outer_loops(ctx, [g["n"], g["bands"]], g["parallel"] and not inner, band, work)
@@ -318,21 +326,13 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
         return _allocated(d, _allocated(s, _seq(loads + cols + rows)))
 
     return _loop(ctx, "c", c, kind, lambda ci: _loop(
-        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _seq(
-            [tile_vector(ci, r, tx0) for tx0 in _chunks(g)])))
-
-
-def _channel_tile(ctx, g, w, v, out, epi, nv, b, o0, rows: int) -> S.Stmt:
-    """Output channels ``o0 ..`` (``rows``): the band's ``a*a`` GEMMs into ``M`` and the output
-    transform of every tile."""
-    mt = decl_buffer((g["alpha"] ** 2 * rows * g["tiles"],), "float32", "wg_m")
-    return _allocated(mt, _seq([_gemms(ctx, g, w, v, mt, o0, rows),
-                                _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows)]))
+        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
+            ctx, g, lambda tx0: tile_vector(ci, r, tx0))))
 
 
 def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
-    """``M[xi][ii][t] = sum_c U[xi][o0 + ii][c] V[xi][c][t]``, a register tile of ``rows`` x
-    ``nr`` tiles at a time (the last one moved back to end at the last tile)."""
+    """``M[xi][o0 + ii][t] = sum_c U[xi][o0 + ii][c] V[xi][c][t]``, a register tile of ``rows``
+    x ``nr`` tiles at a time (the last one moved back to end at the last tile)."""
     c, tiles, nr = g["c"], g["tiles"], g["nr"]
     a2 = g["alpha"] ** 2
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
@@ -351,7 +351,7 @@ def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
         store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
-                      S.BufferStore(mt, acc[ii, jj], [(xi * rows + ii) * tiles + base + jj])))
+                      S.BufferStore(mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
         stmt = S.LetStmt(base, E.Min(q * nr, _i(tiles - nr)),
                          S.SeqStmt([init, macs, store]))
         return _allocated(acc, stmt)
@@ -360,18 +360,18 @@ def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
         ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: panel(xi, q)))
 
 
-def _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
-    """``Y = A^T M A`` of every tile of the band for output channels ``o0 ..``, through the
-    epilogue, stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
+def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
+    """``Y = A^T M A`` of every tile of the band and output channel, through the epilogue,
+    stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
     at = MATRICES[g["m"]][2]
     m, alpha, lx, tiles = g["m"], g["alpha"], g["lx"], g["tiles"]
 
-    def tile_vector(ii, r, tx0):
+    def tile_vector(o, r, tx0):
         mm = decl_buffer((alpha * alpha, lx), "float32", "wg_mm", scope="local")
         s = decl_buffer((alpha * m, lx), "float32", "wg_ms", scope="local")
         t0 = r * g["tw"] + tx0
         loads = [_vec(ctx, lx, lambda ln, xi=xi: S.BufferStore(
-            mm, mt[(xi * rows + ii) * tiles + t0 + ln], [xi, ln])) for xi in range(alpha * alpha)]
+            mm, mt[(xi * g["o"] + o) * tiles + t0 + ln], [xi, ln])) for xi in range(alpha * alpha)]
         cols = [_vec(ctx, lx, lambda ln, k=k, bb=bb: S.BufferStore(
             s, _combine([(at[bb][l2], mm[k * alpha + l2, ln]) for l2 in range(alpha)]),
             [k * m + bb, ln])) for k in range(alpha) for bb in range(m)]
@@ -380,7 +380,7 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
         for a in range(m):
             oy = ty * m + a
             row = [_vec(ctx, lx, lambda ln, a=a, bb=bb, oy=oy: _store(
-                ctx, g, out, epi, nv, o0 + ii, oy, (tx0 + ln) * m + bb,
+                ctx, g, out, epi, nv, o, oy, (tx0 + ln) * m + bb,
                 _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)])))
                 for bb in range(m)]
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), _seq(row), None)
@@ -388,9 +388,9 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, o0, rows: int) -> S.Stmt:
                           else _seq(row))
         return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
 
-    return _loop(ctx, "ii", rows, S.ForKind.SERIAL, lambda ii: _loop(
-        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _seq(
-            [tile_vector(ii, r, tx0) for tx0 in _chunks(g)])))
+    return _loop(ctx, "o", g["o"], kind, lambda o: _loop(
+        ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
+            ctx, g, lambda tx0: tile_vector(o, r, tx0))))
 
 
 def _store(ctx, g, out, epi, nv, o, oy, ox, value) -> S.Stmt:
