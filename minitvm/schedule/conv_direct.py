@@ -14,9 +14,11 @@ each vector of a panel is one contiguous piece of an output row, so no padding c
 computed (``Wq - OW`` of every ``Wq``: 12% of a 16-wide 3x3 conv) and the kernel writes the
 ``[N, O, OH, OW]`` output layout itself.
 
-On AVX2 machines the micro-kernel also applies the conv's fused elementwise epilogue (bias,
-residual add, relu) to its register tile and stores the output once (no grid buffer, crop or
-epilogue pass), and sums the input channels in blocks whose input window stays in L1.
+On both ISAs (``FUSED_EPILOGUE``, ``CHANNEL_BLOCK``: measured first on AVX2; on a Zen 4 with
+AVX-512 the AVX2 schedules took ResNet-50 from 2.39x to 1.00x ONNX Runtime at one thread) the
+micro-kernel also applies the conv's fused elementwise epilogue (bias, residual add, relu) to
+its register tile and stores the output once (no grid buffer, crop or epilogue pass), and sums
+the input channels in blocks whose input window stays in L1.
 """
 
 from __future__ import annotations
@@ -57,25 +59,29 @@ BATCH_PARALLEL_MIN_MACS = 1 << 21
 BATCH_PARALLEL_MIN_IMAGES = 4
 # strided convs: unroll the filter rows as well as the columns, so each tap's phase plane and
 # row are constants (measured on a Zen 2: stride-2 3x3 convs of ResNet-18 5-7% faster; not the
-# 7x7 stem). AVX-512 keeps its schedule
-UNROLL_STRIDED_ROWS = {"avx512": False, "avx2": True}
+# 7x7 stem). On for AVX-512 too (it had kept its schedule until the switches were measured
+# there: on a Zen 4 the AVX2 schedules, every switch of this file, conv_lanes, conv_pointwise,
+# gemm, gemm_kernel, pool, depthwise and softmax_rows on, took ResNet-50 from 2.39x to 1.00x
+# ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread)
+UNROLL_STRIDED_ROWS = {"avx512": True, "avx2": True}
 # a last channel tile of at most a third of the tile's rows is merged with the full tile before
-# it and split in two about equal ones (see ``_gemm``); AVX-512 keeps its schedule
-SPLIT_SHORT_TILE = {"avx512": False, "avx2": True}
+# it and split in two about equal ones (see ``_gemm``); both ISAs (the Zen 4 measurement above)
+SPLIT_SHORT_TILE = {"avx512": True, "avx2": True}
 # the fused elementwise epilogue (bias, residual add, relu) applied to the register tile and
 # stored once by the micro-kernel, instead of a grid buffer and a separate (crop +) epilogue
-# pass over the output; AVX-512 keeps its schedule
-FUSED_EPILOGUE = {"avx512": False, "avx2": True}
+# pass over the output; both ISAs (the Zen 4 measurement above)
+FUSED_EPILOGUE = {"avx512": True, "avx2": True}
 # input channels in blocks whose input window stays in L1 while the panel's tiles read it
-# (``channel_block``); AVX-512 keeps its schedule
-CHANNEL_BLOCK = {"avx512": False, "avx2": True}
+# (``channel_block``); both ISAs (the Zen 4 measurement above)
+CHANNEL_BLOCK = {"avx512": True, "avx2": True}
 # compact code for LLVM (a cold build spends most of its time optimizing the kernels): each
 # tap's pixel vectors loaded once into a local for all the tile's rows and its offset bound
 # once, the two equal short channel tiles of ``SPLIT_SHORT_TILE`` one loop, and the fused
 # store of a panel running past the grid a loop over a copy of the tile rather than every
 # vector with a fallback. Measured on a Zen 2 for ResNet-50's strided 1x1 convs and stem:
-# the LLVM IR 6-50% smaller, LLVM's time 0-47% less, the same speed. AVX-512 keeps its schedule
-COMPACT = {"avx512": False, "avx2": True}
+# the LLVM IR 6-50% smaller, LLVM's time 0-47% less, the same speed. Both ISAs (the Zen 4
+# measurement above)
+COMPACT = {"avx512": True, "avx2": True}
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
@@ -153,8 +159,9 @@ def grid_shape(t) -> tuple[int, ...]:
 
 def fuses_epilogue(t, options) -> bool:
     """Can stage ``t``'s micro-kernel apply an elementwise epilogue to its register tile and
-    store the ``[N, O, OH, OW]`` result itself (``emit(..., epilogue=...)``)? On AVX2 machines
-    (``FUSED_EPILOGUE``), when the pixel tile is a whole number of store pieces."""
+    store the ``[N, O, OH, OW]`` result itself (``emit(..., epilogue=...)``)? Where
+    ``FUSED_EPILOGUE`` is on for the host's ISA (both ISAs), when the pixel tile is a whole
+    number of store pieces."""
     if not FUSED_EPILOGUE[vector_isa()]:
         return False
     nr = _knobs(options, t).get("nr") or default_tile()[1]

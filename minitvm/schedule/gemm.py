@@ -217,13 +217,16 @@ def _add(x, y):
 # time, separate pass -> fused, ms): 768->768 + bias 1.89/7.51 -> 1.90/7.18, + bias + residual
 # 1.89/6.89 -> 1.94/7.22 (within the noise; the pass is cheap next to the GEMM), + bias + gelu
 # at 512 rows 31.8 -> 34.1 (the erf costs more in the tile store, so an epilogue with calls
-# keeps its pass). AVX-512 keeps the separate pass.
-FUSED_EPILOGUE = {"avx512": False, "avx2": True}
+# keeps its pass). AVX-512 kept the separate pass until it was measured there; both ISAs now:
+# on a Zen 4 with AVX-512 the AVX2 schedules (these three switches, gemm_kernel's blocking and
+# the conv, pool, depthwise and softmax ones) took ResNet-50 from 2.39x to 1.00x ONNX Runtime,
+# MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread.
+FUSED_EPILOGUE = {"avx512": True, "avx2": True}
 
 
 def fuses_epilogue(t, options: LoweringOptions) -> bool:
     """Does generated matmul stage ``t`` apply an elementwise epilogue in its store
-    (``emit_fused``)? On AVX2 machines (``FUSED_EPILOGUE``)."""
+    (``emit_fused``)? Where ``FUSED_EPILOGUE`` is on for the host's ISA (both ISAs)."""
     return FUSED_EPILOGUE[vector_isa()] and t.op.tag == "matmul" and \
         use_generated_matmul(t, options)
 
@@ -479,8 +482,9 @@ def emit_fused(ctx, t, u, out, operand_bufs, body, separate) -> S.Stmt:
 # 768->768 (+bias) at 32/128 rows 0.47/2.16 -> 0.46/1.78, 3072->768 (+bias, +residual)
 # 2.24/9.37 -> 1.98/7.64; at 512 rows within the noise of packing W (kept). Slower where not
 # used: 768->3072 (N > K) at 128 rows 8.9 -> 10.6; the seed MLP's 784->128 at 64 rows 0.185 ->
-# 0.216 (a weight that stays in cache: gemm_tb). AVX-512 keeps gemm_tb.
-SWAP_TB = {"avx512": False, "avx2": True}
+# 0.216 (a weight that stays in cache: gemm_tb). AVX-512 kept gemm_tb; both ISAs now (the Zen 4
+# measurement at ``FUSED_EPILOGUE``).
+SWAP_TB = {"avx512": True, "avx2": True}
 # whether a [N, K] W packed per call (static N and K, cache-blocked schedule) is packed one K
 # block of a panel group at a time, just before the row tiles use it (``GemmBuilder.
 # compute_inline_pack``), instead of in a pass over all of W first, by vector ISA. Measured on
@@ -491,8 +495,9 @@ SWAP_TB = {"avx512": False, "avx2": True}
 # (tasks for the pool beside the panel groups; each chunk packs its own copy of its panels),
 # within the noise of one chunk at one thread. A weight under INLINE_PACK_MIN_WEIGHT elements
 # (it stays in cache; the seed MLP's 784->128 at 1024 rows: 2.54 whole pass, 2.84 inline, its
-# chunks repacking it) keeps the pass.
-INLINE_PACK = {"avx512": False, "avx2": True}
+# chunks repacking it) keeps the pass. Both ISAs (the Zen 4 measurement at ``FUSED_EPILOGUE``;
+# AVX-512 had no cache-blocked schedule before it).
+INLINE_PACK = {"avx512": True, "avx2": True}
 INLINE_PACK_MIN_WEIGHT = 1 << 19
 SWAP_MIN_ROWS = 16
 SWAP_MIN_WEIGHT = 1 << 19

@@ -10,7 +10,7 @@ into ``ku`` interleaved partial sums, so the FMA chains do not wait on each othe
 last panel is stored with a guarded scalar loop. The epilogue is applied in the micro-kernel's
 store.
 
-With AVX2 (``BLOCKING``) the schedule is cache blocked: K runs in blocks (C accumulates across
+With ``BLOCKING`` (both ISAs) the schedule is cache blocked: K runs in blocks (C accumulates across
 them), a row block's tiles run over a group of panels per K block (for a short K each tile runs
 over the group's panels instead), and the leftover rows are one multi-row tile in the last row
 block (a symbolic row count picks the tile by its remainder). N and K may be symbolic there.
@@ -46,7 +46,7 @@ GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # own defaults stay 8x32: callers pack B for those.)
 TILES = {"avx512": (8, 32), "avx2": (6, 16)}
 # cache blocking of the packed GEMM by vector ISA: (kc, panels per group) or None for the
-# unblocked schedule (a micro-kernel runs the whole K; AVX-512 keeps it). With it, the reduction
+# unblocked schedule (a micro-kernel runs the whole K; AVX-512 kept it). With it, the reduction
 # runs in blocks of at most ``kc`` (the ``kc x nr`` piece of a B panel, 24 KB at 384 x 16, stays
 # in L1 while every row tile of the block uses it; C accumulates across blocks), the row tiles
 # of a block of ``mc`` rows (its ``mc x kc`` piece of A in L2) run over every panel of a group
@@ -59,8 +59,11 @@ TILES = {"avx512": (8, 32), "avx2": (6, 16)}
 # Relax BERT layer, bound weights, seq 32/128/512, both builds and ORT interleaved in one
 # process, x ONNX Runtime: 1.14/1.11/1.08 -> 1.00/1.01/1.05 and 1.02/1.01/1.05 -> 0.87/0.95/1.02
 # (two runs); seed MLP n=64 0.92-0.95 -> 0.85-0.88. kc 192/256/384 and groups of 1 to 8 panels
-# were within the noise (+-5%) of each other.
-BLOCKING = {"avx512": None, "avx2": (384, 8)}
+# were within the noise (+-5%) of each other. The same (384, 8) on AVX-512 (48 KB B pieces
+# at its 384 x 32): on a Zen 4 with AVX-512 the AVX2 schedules (this blocking, BLOCK_ROWS 144,
+# the gemm, conv, pool, depthwise and softmax switches) took ResNet-50 from 2.39x to 1.00x ONNX
+# Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread.
+BLOCKING = {"avx512": (384, 8), "avx2": (384, 8)}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
 # up to this K (or a symbolic K, run as one block) a row tile runs over the group's panels in
@@ -74,7 +77,8 @@ PANELS_INNER_MAX_K = 256
 # tasks for the thread pool beside the panel groups. Measured: see ``gemm.INLINE_PACK``.
 INLINE_PACK_ROWS = 256
 # default row block (``mc``) by vector ISA: the blocked schedule keeps ``mc x kc`` of A in L2
-BLOCK_ROWS = {"avx512": 64, "avx2": 144}
+# (AVX-512's unblocked schedule had 64; 144 with the blocking, see ``BLOCKING``)
+BLOCK_ROWS = {"avx512": 144, "avx2": 144}
 # widths of a tile that reads a [K, N] B in place (widest first): ones dividing N qualify
 DIRECT_WIDTHS = {"avx512": (32, 16), "avx2": (16, 8)}
 

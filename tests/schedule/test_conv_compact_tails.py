@@ -1,9 +1,10 @@
-"""Compact conv kernels on AVX2 (code that LLVM compiles quickly): ``conv_lanes`` with its
-filter taps as loops, pixel offsets from a table and each tile stored pixel by pixel;
-``conv_direct`` (``COMPACT``) with a tap's pixels loaded once for all rows, equal short channel
-tiles as one kernel and ragged panels stored in a loop. Odd shapes (planes of every remainder
-of 6 and 5, channel blocks, parts, batches, residuals) match numpy at one and two threads;
-AVX-512 keeps its schedule."""
+"""Compact conv kernels (code that LLVM compiles quickly; on AVX2 and AVX-512 alike):
+``conv_lanes`` with its filter taps as loops, pixel offsets from a table and each tile stored
+pixel by pixel; ``conv_direct`` (``COMPACT``) with a tap's pixels loaded once for all rows, equal
+short channel tiles as one kernel and ragged panels stored in a loop. Odd shapes (planes of every
+remainder of 6 and 5, channel blocks, parts, batches, residuals) match numpy at one and two
+threads; with conv_direct's switches off (the schedule AVX-512 had before) the implicit GEMM
+keeps its unrolled taps and per-vector stores."""
 
 import numpy as np
 import pytest
@@ -18,7 +19,10 @@ from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
-AVX2 = vector_isa() == "avx2"
+LANES_ON = conv_lanes.ENABLED[vector_isa()]  # conv_lanes on the host's ISA (both ISAs)
+COMPACT_ON = conv_direct.COMPACT[vector_isa()]  # (both ISAs)
+DIRECT_SWITCHES = ("UNROLL_STRIDED_ROWS", "SPLIT_SHORT_TILE", "FUSED_EPILOGUE", "CHANNEL_BLOCK",
+                   "COMPACT")
 
 
 def _conv_ref(x, w, strides, pads, dil):
@@ -114,11 +118,11 @@ def _check(lib, inputs, want):
 def test_lanes_tail_tiles_match_numpy(shape, o, k, strides, pads, dil, epi):
     lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi)
     kernel = _conv_kernel(lib)
-    assert bool(_decls(kernel, "cl_acc")) == AVX2
+    assert bool(_decls(kernel, "cl_acc")) == conv_lanes.ENABLED[vector_isa()]
     _check(lib, inputs, want)
 
 
-@pytest.mark.skipif(not AVX2, reason="conv_lanes is the AVX2 schedule")
+@pytest.mark.skipif(not LANES_ON, reason="conv_lanes is switched off for this ISA (ENABLED)")
 def test_lanes_kernel_has_tap_loops_and_an_offset_table():
     """49 pixels: tiles of 6 and of 5, their filter rows as a loop (the columns of a 3-wide
     filter unrolled: ``conv_lanes.UNROLL_TAPS``), the pixels' input offsets from a table filled
@@ -149,26 +153,42 @@ def test_direct_compact_matches_numpy(shape, o, k, strides, pads, epi, implicit_
     lib, inputs, want = _build(shape, o, k, strides, pads, epi=epi, seed=2)
     kernel = _conv_kernel(lib)
     assert not _decls(kernel, "cl_acc")
-    assert bool(_decls(kernel, "xv")) == AVX2
+    assert bool(_decls(kernel, "xv")) == conv_direct.COMPACT[vector_isa()]
     _check(lib, inputs, want)
 
 
-@pytest.mark.skipif(not AVX2, reason="COMPACT is the AVX2 schedule")
+@pytest.mark.skipif(not COMPACT_ON, reason="COMPACT is switched off for this ISA")
 def test_direct_equal_short_tiles_are_one_kernel(implicit_gemm_only):
-    """128 output channels in tiles of 6: 20 full ones and two of 4 rows, computed by one
-    kernel (two register tiles in all, not three)."""
-    lib, _, _ = _build((1, 40, 14, 14), 128, (1, 1), (2, 2), (0, 0, 0, 0), seed=3)
+    """21 tiles of ``mr`` output channels and 2 more (128 channels in tiles of 6 on AVX2, 170
+    in tiles of 8 on AVX-512): 20 full tiles and two of ``mr / 2 + 1`` rows (4 or 5), computed
+    by one kernel (two register tiles in all, not three)."""
+    mr = conv_direct.default_tile()[0]
+    lib, inputs, want = _build((1, 40, 14, 14), 21 * mr + 2, (1, 1), (2, 2), (0, 0, 0, 0),
+                               seed=3)
     tiles = sorted(int(b.shape[0]) for b in _decls(_conv_kernel(lib), "acc"))
-    assert tiles == [4, 6]
+    assert tiles == [mr // 2 + 1, mr]
+    _check(lib, inputs, want)
 
 
-def test_avx512_keeps_its_direct_schedule(monkeypatch, implicit_gemm_only):
-    """With AVX-512 the implicit GEMM keeps its unrolled taps and per-vector stores (no tap
-    vector, no tile copy) and a split of short tiles is not taken; the result is the same."""
-    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
-    monkeypatch.setattr(conv_direct, "vector_isa", lambda: "avx512")
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_both_isas_take_the_compact_schedule(isa, monkeypatch, implicit_gemm_only):
+    """AVX2 and AVX-512 both take conv_direct's compact schedule (every switch on: measured on a
+    Zen 4 with AVX-512), a tap vector and equal short tiles as one kernel; with the switches off
+    for the ISA (the schedule AVX-512 had before) the implicit GEMM keeps its unrolled taps and
+    per-vector stores (no tap vector, no tile copy) and a split of short tiles is not taken. The
+    result is the same both ways."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    monkeypatch.setattr(conv_direct, "vector_isa", lambda: isa)
+    assert all(getattr(conv_direct, name)[isa] for name in DIRECT_SWITCHES)
     kernel_cache.clear_cache()
     try:
+        lib, inputs, want = _build((1, 40, 14, 14), 40, (1, 1), (2, 2), (0, 0, 0, 0), seed=4)
+        assert _decls(_conv_kernel(lib), "xv")
+        assert conv_direct._equal_tails([(32, 4), (36, 4)])
+        _check(lib, inputs, want)
+        for name in DIRECT_SWITCHES:
+            monkeypatch.setitem(getattr(conv_direct, name), isa, False)
+        kernel_cache.clear_cache()
         lib, inputs, want = _build((1, 40, 14, 14), 40, (1, 1), (2, 2), (0, 0, 0, 0), seed=4)
         kernel = _conv_kernel(lib)
         assert not _decls(kernel, "xv") and not _decls(kernel, "tile_res")

@@ -9,6 +9,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
+from minitvm.schedule import conv_direct
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
@@ -140,7 +141,8 @@ def test_strided_phase_fill_copies_only_read_phases(k, copies, direct_conv_only)
         assert isinstance(s.value, E.BufferLoad)
 
 
-@pytest.mark.skipif(vector_isa() != "avx2", reason="unrolled filter rows: the AVX2 schedule")
+@pytest.mark.skipif(not conv_direct.UNROLL_STRIDED_ROWS[vector_isa()],
+                    reason="unrolled filter rows are off for this ISA (UNROLL_STRIDED_ROWS)")
 def test_strided_filter_rows_unrolled():
     """Stride 2: the filter-row loop of the micro-kernel is unrolled (its phase plane and row
     offset are constants); stride 1 keeps it a loop."""

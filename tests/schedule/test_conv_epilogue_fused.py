@@ -17,7 +17,8 @@ from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order, walk_stmts
 
-AVX2 = vector_isa() == "avx2"  # (AVX-512 keeps the unfused schedule)
+ISA = vector_isa()  # conv_direct's switches for it (on for AVX2 and AVX-512 alike)
+FUSED = conv_direct.FUSED_EPILOGUE[ISA]
 
 
 def _conv_ref(x, w, stride, pad):
@@ -121,7 +122,7 @@ def _out_buffer(prim):
         prim.buffer_map[prim.params[-1]].name else prim.buffer_map[prim.params[-2]]
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused epilogue is the AVX2 schedule")
+@pytest.mark.skipif(not FUSED, reason="the fused epilogue is off (FUSED_EPILOGUE)")
 @pytest.mark.parametrize("shape, o, k, stride", [
     ((1, 5, 13, 11), 7, 3, 1), ((1, 6, 16, 32), 11, 3, 1), ((1, 5, 15, 17), 9, 3, 2)])
 def test_output_written_once_by_the_micro_kernel(shape, o, k, stride):
@@ -143,7 +144,7 @@ def test_output_written_once_by_the_micro_kernel(shape, o, k, stride):
     assert "conv_grid" not in names
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused epilogue is the AVX2 schedule")
+@pytest.mark.skipif(not FUSED, reason="the fused epilogue is off (FUSED_EPILOGUE)")
 def test_contiguous_grid_reads_residual_as_flat_vectors():
     """A 1x1 conv 7 wide (channel tiles outer): no padding columns, so the tile's pixels
     (crossing row ends) are contiguous in the output and in the residual, which the vector
@@ -166,7 +167,7 @@ def test_contiguous_grid_reads_residual_as_flat_vectors():
         assert not any(isinstance(e, (E.FloorDiv, E.FloorMod)) for e in post_order(store.value))
 
 
-@pytest.mark.skipif(not AVX2, reason="channel blocks are the AVX2 schedule")
+@pytest.mark.skipif(not conv_direct.CHANNEL_BLOCK[ISA], reason="CHANNEL_BLOCK is off")
 @pytest.mark.parametrize("shape, o, blocks, scratch", [
     ((1, 64, 20, 20), 13, 2, "panel_sums"),   # 3x3: 32 channels a block
     ((1, 48, 17, 19), 10, 3, "panel_sums"),   # 3x3 stride 2: 16 (two column phases)
@@ -187,14 +188,19 @@ def test_channel_blocks(shape, o, blocks, scratch):
     assert scratch in names
 
 
-def test_channel_block_sizes():
-    """Blocks keep the panel's input window near CHANNEL_BLOCK_BYTES and divide the channels."""
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_channel_block_sizes(isa, monkeypatch):
+    """Blocks keep the panel's input window near CHANNEL_BLOCK_BYTES and divide the channels,
+    on both ISAs (``CHANNEL_BLOCK``); with the switch off every conv takes one pass."""
     def g(c, k, s):
         return dict(c=c, kh=k, kw=k, sw=s, dw=1)
 
-    if not AVX2:
+    monkeypatch.setattr(conv_direct, "vector_isa", lambda: isa)
+    with monkeypatch.context() as off:
+        off.setitem(conv_direct.CHANNEL_BLOCK, isa, False)
         assert conv_direct.channel_block(g(256, 3, 1)) == 256
-        return
+        assert conv_direct.channel_block(g(64, 3, 1)) == 64
+    assert conv_direct.CHANNEL_BLOCK[isa]
     assert conv_direct.channel_block(g(64, 3, 1)) == 32
     assert conv_direct.channel_block(g(512, 3, 1)) == 32
     assert conv_direct.channel_block(g(128, 3, 2)) == 16
@@ -251,17 +257,23 @@ def test_epilogue_on_register_tile_lowered_directly():
     got = _call(prim, ws, x, w)
     want = _conv_ref(x, w, 1, 1) * 2 + np.arange(6).reshape(1, 6, 1, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    if AVX2:
+    if FUSED:
         names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
         assert "conv_grid" not in names
 
 
-@pytest.mark.skipif(not AVX2, reason="split short tiles are the AVX2 schedule")
-@pytest.mark.parametrize("o, rows", [(14, {6, 4}), (13, {6, 4, 3}), (16, {6, 4}), (38, {6, 4})])
-def test_short_last_tile_split(o, rows, direct_conv_only):
-    """A last channel tile of one or two rows (of 6) is merged with the full tile before it and
-    split into two of about equal height: 14 channels as 6 + 4 + 4, not 6 + 6 + 2."""
-    shape = (1, 96, 9, 9) if o == 38 else (1, 8, 12, 12)
+@pytest.mark.skipif(not conv_direct.SPLIT_SHORT_TILE[ISA], reason="SPLIT_SHORT_TILE is off")
+@pytest.mark.parametrize("full, rest, rows", [
+    # full tiles, rows left, the tile heights by the ISA's mr (6: AVX2, 8: AVX-512)
+    (2, 2, {6: {6, 4}, 8: {8, 5}}), (2, 1, {6: {6, 4, 3}, 8: {8, 5, 4}}),
+    (2, 4, {6: {6, 4}, 8: {8, 4}}), (6, 2, {6: {6, 4}, 8: {8, 5}})])
+def test_short_last_tile_split(full, rest, rows, direct_conv_only):
+    """A last channel tile of one or two rows (of 6, or 8 on AVX-512) is merged with the full
+    tile before it and split into two of about equal height: 14 channels as 6 + 4 + 4, not
+    6 + 6 + 2 (18 as 8 + 5 + 5); a last tile of 4 rows stays."""
+    mr = conv_direct.default_tile()[0]
+    o, rows = full * mr + rest, rows[mr]
+    shape = (1, 96, 9, 9) if full == 6 else (1, 8, 12, 12)
     lib = _run(shape, o, 3, 1, 1, "bias_relu")
     prim = _conv_prim(lib)
     got = {int(s.buffer.shape[0]) for s in walk_stmts(prim.body)
@@ -276,7 +288,7 @@ def _reads_output_back(prim) -> bool:
         for s in walk_stmts(prim.body))
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused epilogue is the AVX2 schedule")
+@pytest.mark.skipif(not FUSED, reason="the fused epilogue is off (FUSED_EPILOGUE)")
 @pytest.mark.parametrize("shape, o, k, fused", [
     ((1, 8, 20, 22), 16, 3, False),  # pixel panels outer: the residual in a pass of its own
     ((1, 64, 8, 8), 64, 3, True),    # channel tiles outer: each tile reads its rows in order

@@ -1,4 +1,5 @@
-"""The 1x1 conv2d schedule of AVX2 machines (``schedule/conv_pointwise.py``): numerics against
+"""The 1x1 conv2d schedule (``schedule/conv_pointwise.py``, on AVX2 and AVX-512 machines: its
+``ENABLED``; switched off, the 1x1 convs go to conv_direct's implicit GEMM): numerics against
 numpy for both micro-kernels (pixel vectors, channel vectors) on odd channel counts, odd and
 strided planes, batches, symbolic batches (Relax), two threads and every kind of epilogue; the
 fallbacks (no kernel fits, weights that are not build-time constants); and the structure of the
@@ -17,8 +18,8 @@ from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order, walk_stmts
 
-AVX2 = vector_isa() == "avx2"
-needs_avx2 = pytest.mark.skipif(not AVX2, reason="the 1x1 schedule is AVX2's")
+PW_ON = conv_pointwise.ENABLED[vector_isa()]  # the 1x1 schedule on the host's ISA (both ISAs)
+needs_pointwise = pytest.mark.skipif(not PW_ON, reason="the 1x1 schedule is off for this ISA")
 
 
 def _ref(x, w, strides=(1, 1), pad=0):
@@ -102,7 +103,7 @@ def _tile_rows(prim) -> set:
 
 
 CASES = [
-    # (N, C, H, W), O, epilogue, strides, the kernel that takes it on AVX2
+    # (N, C, H, W), O, epilogue, strides, the kernel that takes it (``ENABLED``)
     ((1, 7, 4, 8), 13, "bias_clip", (1, 1), "pixels"),        # 13 channels: tiles 6, 6, 1
     ((2, 33, 8, 6), 20, "residual_relu", (1, 1), "pixels"),   # batch 2, residual fused
     ((3, 16, 16, 16), 24, "none", (1, 1), "pixels"),          # batch 3, no epilogue
@@ -135,7 +136,7 @@ def test_matches_numpy(case):
     lib, feeds, want = _build(shape, o, epi, strides)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
     names = _buffer_names(_conv_prim(lib))
-    if AVX2:
+    if conv_pointwise.ENABLED[vector_isa()]:
         assert ("pw_acc" in names) == (mode is not None)
         assert "xph" not in names or mode is None  # no phased copy of the input
 
@@ -146,7 +147,7 @@ def test_matches_numpy(case):
 def test_two_threads_match_numpy(shape, o, epi):
     lib, feeds, want = _build(shape, o, epi, seed=1)
     np.testing.assert_allclose(_run(lib, feeds, threads=2), want, rtol=1e-4, atol=1e-4)
-    if AVX2:
+    if conv_pointwise.ENABLED[vector_isa()]:
         prim = _conv_prim(lib)
         assert any(isinstance(s, S.For) and s.kind == S.ForKind.PARALLEL
                    for s in walk_stmts(prim.body))
@@ -181,7 +182,7 @@ def test_weight_not_a_constant(shape, o, mode):
     kernel needs it transposed at build time, so the implicit GEMM of conv_direct runs."""
     lib, feeds, want = _build(shape, o, "bias_clip", const_weight=False, seed=3)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
-    if AVX2:
+    if conv_pointwise.ENABLED[vector_isa()]:
         assert ("pw_acc" in _buffer_names(_conv_prim(lib))) == (mode == "pixels")
 
 
@@ -195,7 +196,7 @@ def _out_param(prim):
     return out
 
 
-@needs_avx2
+@needs_pointwise
 def test_pixel_kernel_structure():
     """Prepacked weights (one flat array, tile by tile), 6- and 5-channel tiles (20 = 5 x 4:
     no short tile), the residual read as flat vectors in the fused store, int64 reduction."""
@@ -222,7 +223,7 @@ def test_pixel_kernel_structure():
                int(s.body.extent.value) == u for s in red)
 
 
-@needs_avx2
+@needs_pointwise
 def test_channel_kernel_structure():
     """Weights transposed into 16-channel panels at build time; 49 pixels as 6- and 5-pixel
     tiles; the residual read through a flat view by the tile's store (one output channel per
@@ -243,7 +244,7 @@ def test_channel_kernel_structure():
         assert not any(e.buffer.data is out.data for e in loads)
 
 
-@needs_avx2
+@needs_pointwise
 @pytest.mark.parametrize("c, blocks", [(128, 2), (150, 3), (64, None), (131, None)])
 def test_channel_blocks(c, blocks):
     """Weight panels outer (more channels than pixels) and more than 64 input channels: every
@@ -278,20 +279,26 @@ def test_geometry_and_support():
     assert conv_pointwise.geometry(_conv_stage((1, 8, 4, 8), 12, strides=(2, 2))) is None
     assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, k=3, pad=1)) is None
     assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, pad=1)) is None
-    assert conv_pointwise.supported(_conv_stage((1, 8, 4, 8), 12)) == AVX2
+    assert conv_pointwise.supported(_conv_stage((1, 8, 4, 8), 12)) == \
+        conv_pointwise.ENABLED[vector_isa()]
 
 
-def test_avx512_keeps_conv_direct(monkeypatch):
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_both_isas_take_the_1x1_schedule(isa, monkeypatch):
+    """AVX2 and AVX-512 machines both take the 1x1 schedule (``ENABLED``: measured on a Zen 4
+    with AVX-512); with the switch off for the ISA (the schedule AVX-512 had before), or
+    generated convs off, the conv goes to conv_direct's implicit GEMM (the "gemm" rule)."""
     from minitvm.schedule.lower import select_rule
     from minitvm.schedule.options import LoweringOptions
 
     t = _conv_stage((1, 8, 4, 8), 12)
-    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx512")
-    assert not conv_pointwise.supported(t)
-    assert select_rule(t, LoweringOptions()).name == "gemm"
-    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx2")
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: isa)
+    assert conv_pointwise.ENABLED[isa] and conv_pointwise.supported(t)
     assert select_rule(t, LoweringOptions()).name == "conv 1x1"
     assert not conv_pointwise.supported(t, LoweringOptions(generated_conv=False))
+    monkeypatch.setitem(conv_pointwise.ENABLED, isa, False)
+    assert not conv_pointwise.supported(t)
+    assert select_rule(t, LoweringOptions()).name == "gemm"
 
 
 def test_row_tiles_cover_extent():
@@ -352,7 +359,7 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
         bb.emit_func_output(gv)
     ex = relax.build(bb.get(), "llvm")
     (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
-    if AVX2:
+    if conv_pointwise.ENABLED[vector_isa()]:
         assert ("pw_acc" in rec.prim_func.script()) == (h * w % 16 == 0)
     vm = relax.VirtualMachine(ex, tvm.cpu())
     for batch in (1, 3, 2):
@@ -361,7 +368,7 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
         np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
-@needs_avx2
+@needs_pointwise
 def test_overlapping_last_panel():
     # 14x14 = 196 pixels: 12 panels of 16, then one ending at pixel 195 (computing 180..191
     # again), with few input channels or many output channels; many input channels and few

@@ -2,7 +2,8 @@
 pixels a strided conv reads are copied into a temporary and the stride-1 kernels run on it.
 Numerics against numpy for both kernels on odd planes, unequal and large strides, batches,
 epilogues and two threads; the structure of the lowered kernel; and what stays elsewhere
-(a symbolic batch, the switch off, AVX-512)."""
+(a symbolic batch, the switch off). The 1x1 schedule runs on AVX2 and AVX-512 alike
+(``conv_pointwise.ENABLED``)."""
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
-needs_avx2 = pytest.mark.skipif(vector_isa() != "avx2", reason="the 1x1 schedule is AVX2's")
+needs_pointwise = pytest.mark.skipif(not conv_pointwise.ENABLED[vector_isa()],
+                                     reason="the 1x1 schedule is off for this ISA (ENABLED)")
 
 
 def _build(shape, o, strides, epi, seed=0):
@@ -71,7 +73,7 @@ CASES = [
 ]
 
 
-@needs_avx2
+@needs_pointwise
 @pytest.mark.parametrize("case", CASES)
 def test_matches_numpy(case):
     shape, o, strides, epi, mode = case
@@ -81,7 +83,7 @@ def test_matches_numpy(case):
     assert {"pw_acc", "pw_sub"} <= names and "xph" not in names  # no phased copy
 
 
-@needs_avx2
+@needs_pointwise
 @pytest.mark.parametrize("shape, o", [((1, 64, 56, 56), 128),   # the copy in the workspace
                                       ((1, 64, 32, 32), 128)])  # on the stack (64 KiB)
 def test_two_threads_match_numpy(shape, o):
@@ -117,7 +119,7 @@ def test_geometry(monkeypatch):
     assert conv_pointwise.geometry(_stage((1, 8, 32, 32), 12, (1, 1)))["mode"] == "pixels"
 
 
-@needs_avx2
+@needs_pointwise
 def test_switched_off_goes_to_conv_direct(monkeypatch):
     monkeypatch.setattr(conv_pointwise, "STRIDED", False)
     kernel_cache.clear_cache()

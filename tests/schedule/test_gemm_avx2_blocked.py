@@ -1,7 +1,9 @@
-"""The packed GEMM's cache-blocked schedule (AVX2: K blocks, panel groups, leftover rows as one
-multi-row tile in the last row block): its loop structure, numerics against numpy on odd shapes
-(M, N, K not multiples of the tile, M = 1, K = 1, symbolic M) with each ISA forced, and the
-inner loop's machine code (12 ymm accumulators, FMAs, no spill) on an AVX2 host."""
+"""The packed GEMM's cache-blocked schedule (``BLOCKING``, on AVX2 and AVX-512 alike: K blocks,
+panel groups, leftover rows as one multi-row tile in the last row block): its loop structure
+with each ISA forced, the unblocked schedule with the switch off, numerics against numpy on odd
+shapes (M, N, K not multiples of the tile, M = 1, K = 1, symbolic M) with each ISA forced (and
+AVX-512's tile unblocked), and the inner loop's machine code (12 ymm accumulators, FMAs, no
+spill) on an AVX2 host."""
 
 import re
 import sys
@@ -18,13 +20,22 @@ from minitvm.tir.expr import Var
 from minitvm.tir.stmt_functor import walk_stmts
 
 ISAS = sorted(gemm_kernel.TILES)
+UNBLOCKED = [f"{isa}-unblocked" for isa in ISAS]
+# the numerics run each ISA's schedule, and AVX-512's tile with ``BLOCKING`` switched off (the
+# schedule it had before the switch was measured there)
+VARIANTS = [*ISAS, "avx512-unblocked"]
 
 
 @pytest.fixture
 def isa(request, monkeypatch):
-    """Force the vector ISA the GEMM schedule sizes its tile and blocking by."""
-    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: request.param)
-    return request.param
+    """Force the vector ISA the GEMM schedule sizes its tile and blocking by; "ISA-unblocked"
+    also switches ``BLOCKING`` off for it, with row blocks of 64."""
+    name, _, unblocked = request.param.partition("-")
+    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: name)
+    if unblocked:
+        monkeypatch.setitem(gemm_kernel.BLOCKING, name, None)
+        monkeypatch.setitem(gemm_kernel.BLOCK_ROWS, name, 64)
+    return name
 
 
 def _loops(func) -> dict[str, list]:
@@ -39,8 +50,10 @@ def _tile(isa):
     return gemm_kernel.TILES[isa]
 
 
-@pytest.mark.parametrize("isa", ["avx2"], indirect=True)
-def test_avx2_structure_k_blocks_and_rows_in_the_last_block(isa):
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+def test_blocked_structure_k_blocks_and_rows_in_the_last_block(isa):
+    """Both ISAs take the blocked schedule (measured on a Zen 4 with AVX-512)."""
+    assert gemm_kernel.BLOCKING[isa] == (384, 8) and gemm_kernel.default_mc() == 144
     mr, nr = _tile(isa)
     kc, _ = gemm_kernel.BLOCKING[isa]
     m, n, k = 4 * mr + 3, 5 * nr, 3 * (kc - 50)  # three leftover rows; K in 3 equal blocks
@@ -61,8 +74,9 @@ def test_avx2_structure_k_blocks_and_rows_in_the_last_block(isa):
     assert accs == {mr * nr, 3 * nr}
 
 
-@pytest.mark.parametrize("isa", ["avx512"], indirect=True)
-def test_avx512_keeps_the_unblocked_schedule(isa):
+@pytest.mark.parametrize("isa", UNBLOCKED, indirect=True)
+def test_unblocked_schedule_with_the_switch_off(isa):
+    """``BLOCKING`` off for the ISA (with the row block of 64 AVX-512 had before)."""
     mr, nr = _tile(isa)
     assert gemm_kernel.BLOCKING[isa] is None and gemm_kernel.default_mc() == 64
     func = gemm_kernel.gemm(4 * mr + 3, 5 * nr, 1001, mr=mr, nr=nr, prepacked_b=True)
@@ -99,14 +113,14 @@ SHAPES = [(1, 1, 1), (1, 17, 300), (2, 10, 1), (7, 33, 3), (13, 10, 777), (64, 4
           (29, 16, 1030)]
 
 
-@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_gemm_odd_shapes(isa, m, n, k):
     _check(gemm_kernel.gemm, m, n, k)
     _check(gemm_kernel.gemm, m, n, k, transpose_b=True, bias=True, relu=True, sym=True)
 
 
-@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 @pytest.mark.parametrize("m", [1, 5, 6, 12, 13, 31, 150])
 def test_gemm_symbolic_rows_every_leftover(isa, m):
     # a small row block: several blocks, the leftover rows in the last one (or a block of
@@ -116,7 +130,7 @@ def test_gemm_symbolic_rows_every_leftover(isa, m):
     _check(gemm_kernel.gemm, m, 40, 515, prepacked=True, mc=2 * mr, bias=True, seed=1)
 
 
-@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 def test_batch_gemm_broadcast_and_odd_shapes(isa):
     mr, nr = gemm_kernel.default_tile()
     rng = np.random.default_rng(3)
@@ -157,7 +171,7 @@ def test_avx2_inner_loop_is_twelve_ymm_fmas_without_spills():
         assert "rsp" not in b and "rbp" not in b  # no spill / reload in the K loop
 
 
-@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 def test_batch_gemm_symbolic_batch_and_rows(isa):
     mr, nr = gemm_kernel.default_tile()
     rng = np.random.default_rng(4)
@@ -173,7 +187,7 @@ def test_batch_gemm_symbolic_batch_and_rows(isa):
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("isa", ISAS, indirect=True)
+@pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 @pytest.mark.parametrize("sym_n,sym_k", [(True, False), (False, True), (True, True)])
 def test_symbolic_n_and_k(isa, sym_n, sym_k):
     # as relax's attention batch_matmuls build it: N or K the symbolic sequence length
@@ -193,7 +207,7 @@ def test_symbolic_n_and_k(isa, sym_n, sym_k):
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4 * np.abs(a @ b).max())
 
 
-@pytest.mark.parametrize("isa", ["avx2"], indirect=True)
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
 def test_short_k_runs_each_tile_over_the_panels(isa):
     mr, nr = gemm_kernel.default_tile()
 

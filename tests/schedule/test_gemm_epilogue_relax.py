@@ -11,14 +11,15 @@ import pytest
 import minitvm as tvm
 from minitvm import relax, tir
 from minitvm.codegen.build import build
-from minitvm.schedule import gemm, gemm_tb, optimize_prim_func
+from minitvm.schedule import gemm, gemm_kernel, gemm_tb, optimize_prim_func
 from minitvm.schedule.common import vector_isa
 from minitvm.script.parser import from_source
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order, walk_stmts
 
-AVX2 = vector_isa() == "avx2"
+ISA = vector_isa()  # the GEMM switches below are on for AVX2 and AVX-512 alike
+FUSED, SWAP, INLINE = gemm.FUSED_EPILOGUE[ISA], gemm.SWAP_TB[ISA], gemm.INLINE_PACK[ISA]
 
 # the epilogue blocks after the matmul block (``mm``): each reads the previous one
 _TAILS = {
@@ -142,7 +143,7 @@ def rng():
 @pytest.mark.parametrize("tail", ["bias", "bias_relu", "bias_gelu", "bias_residual", "flip"])
 def test_fused_matmul_tails_match_numpy_at_every_row_count(tail, rng):
     # N <= K and a weight of 2^19 elements: below 16 rows gemm_tb, up to gemm_tb.MAX_ROWS the
-    # swapped GEMM (AVX2), above that W packed per call; 37 and 301 leave partial tiles
+    # swapped GEMM (SWAP_TB), above that W packed per call; 37 and 301 leave partial tiles
     n, k = 512, 1024
     f = from_source(_source(tail, n, k))
     g = optimize_prim_func(f)
@@ -160,7 +161,7 @@ def test_odd_widths_partial_panels(tail, rng):
         _run(fn, tail, m, n, k, rng)
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused store is the AVX2 schedule (FUSED_EPILOGUE)")
+@pytest.mark.skipif(not FUSED, reason="the fused store is off for this ISA (FUSED_EPILOGUE)")
 @pytest.mark.parametrize("tail", ["bias", "bias_relu", "bias_residual"])
 def test_call_free_epilogue_is_applied_in_the_store(tail):
     g = optimize_prim_func(from_source(_source(tail, 512, 1024)))
@@ -168,7 +169,7 @@ def test_call_free_epilogue_is_applied_in_the_store(tail):
     assert not _separate_pass(g)
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused store is the AVX2 schedule (FUSED_EPILOGUE)")
+@pytest.mark.skipif(not FUSED, reason="the fused store is off for this ISA (FUSED_EPILOGUE)")
 def test_gelu_keeps_a_pass_of_its_own():
     g = optimize_prim_func(from_source(_source("bias_gelu", 512, 1024)))
     assert _separate_pass(g)
@@ -179,7 +180,7 @@ def test_gelu_keeps_a_pass_of_its_own():
     assert erfs and all(s.buffer.data is _out_buffer(g).data for s in erfs)
 
 
-@pytest.mark.skipif(not AVX2, reason="the fused store is the AVX2 schedule (FUSED_EPILOGUE)")
+@pytest.mark.skipif(not FUSED, reason="the fused store is off for this ISA (FUSED_EPILOGUE)")
 def test_epilogue_reading_elsewhere_reads_a_temporary():
     g = optimize_prim_func(from_source(_source("flip", 512, 1024)))
     assert not _epilogue_in_store(g)
@@ -190,18 +191,21 @@ def test_epilogue_reading_elsewhere_reads_a_temporary():
     assert not any(ld.buffer.data is out.data for s in passes for ld in _loads(s.value))
 
 
-def test_separate_pass_when_the_isa_does_not_fuse(monkeypatch):
+def test_separate_pass_when_the_isa_does_not_fuse(monkeypatch, rng):
     monkeypatch.setitem(gemm.FUSED_EPILOGUE, vector_isa(), False)
     g = optimize_prim_func(from_source(_source("bias_relu", 64, 48)))
     assert _separate_pass(g)
     assert not _epilogue_in_store(g)
+    fn = build(g)["fused"]
+    for m in (1, 37):
+        _run(fn, "bias_relu", m, 64, 48, rng)
 
 
 def _allocations(func) -> set:
     return {s.buffer_var.name for s in walk_stmts(func.body) if isinstance(s, S.Allocate)}
 
 
-@pytest.mark.skipif(not AVX2, reason="the swapped GEMM is the AVX2 schedule (SWAP_TB)")
+@pytest.mark.skipif(not SWAP, reason="the swapped GEMM is off for this ISA (SWAP_TB)")
 def test_swapped_gemm_packs_the_activation_not_the_weight():
     g = optimize_prim_func(from_source(_source("bias", 512, 1024)))
     names = _allocations(g)
@@ -213,7 +217,7 @@ def test_swapped_gemm_packs_the_activation_not_the_weight():
     assert not any(n.startswith("matmul_apack") for n in _allocations(small))
 
 
-@pytest.mark.skipif(not AVX2, reason="the swapped GEMM is the AVX2 schedule (SWAP_TB)")
+@pytest.mark.skipif(not SWAP, reason="the swapped GEMM is off for this ISA (SWAP_TB)")
 def test_swapped_gemm_stores_its_tiles_transposed():
     g = optimize_prim_func(from_source(_source("bias", 512, 1024)))
     # the output C[m, n] is written with the micro-kernel's column (the row of A) first
@@ -264,7 +268,7 @@ def test_relax_build_symbolic_rows_match_numpy(lead, rng):
 
 
 def test_relax_build_swapped_rows_match_numpy(rng):
-    k, h = 1024, 512  # N <= K, 2^19 weight elements: the swapped GEMM from 16 rows (AVX2)
+    k, h = 1024, 512  # N <= K, 2^19 weight elements: the swapped GEMM from 16 rows (SWAP_TB)
     ex = relax.build(_relax_linear(k, h, (2,)), "llvm")
     vm = relax.VirtualMachine(ex, tvm.cpu())
     w = (rng.standard_normal((h, k)) / math.sqrt(k)).astype("float32")
@@ -293,18 +297,23 @@ def _eval(e, m: int) -> int:
     return ops[type(e)](_eval(e.a, m), _eval(e.b, m))
 
 
-@pytest.mark.skipif(not AVX2, reason="the inline packing is the AVX2 schedule (INLINE_PACK)")
+@pytest.mark.skipif(not INLINE, reason="the inline packing is off for this ISA (INLINE_PACK)")
 def test_inline_pack_buffer_holds_one_k_block_per_panel():
     n, k = 768, 3072  # 3072 = 8 K blocks of 384
     g = optimize_prim_func(from_source(_source("bias_residual", n, k)))
     blocks = [s for s in walk_stmts(g.body) if isinstance(s, S.Allocate)
               and s.buffer_var.name.startswith("matmul_bblock")]
     assert len(blocks) == 1
-    for m, chunks in ((1, 1), (258, 1), (259, 2), (1000, 4)):  # 258-row chunks (6 x 43)
+    # chunks of INLINE_PACK_ROWS rows rounded up to whole tiles: 258 (6 x 43) on AVX2, 256
+    # (8 x 32) on AVX-512
+    mr = gemm_kernel.default_tile()[0]
+    rows = -(-gemm_kernel.INLINE_PACK_ROWS // mr) * mr
+    kc = gemm_kernel.BLOCKING[ISA][0]
+    for m, chunks in ((1, 1), (rows, 1), (rows + 1, 2), (1000, 4)):
         size = 1
         for d in blocks[0].extents:
             size *= _eval(d, m)
-        assert size == chunks * n * 384  # not n * k: one K block of every panel per chunk
+        assert size == chunks * n * kc  # not n * k: one K block of every panel per chunk
     assert not any(isinstance(s, S.Allocate) and s.buffer_var.name.startswith("matmul_bpack")
                    for s in walk_stmts(g.body))
     # a weight that stays in cache (the seed MLP's 784 -> 128) is packed in a pass of its own

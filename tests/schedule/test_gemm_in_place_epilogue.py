@@ -1,8 +1,8 @@
 """A GEMM whose only consumer is an output of its shape writes that output's buffer and the
 consumer then runs in place over it, unless the consumer reads the GEMM away from its own
 position (a flip, a transpose): then the GEMM gets a buffer of its own. Checked on the unfused
-path (every ISA with ``FUSED_EPILOGUE`` off: AVX-512, and AVX2 when switched off), which once
-overwrote values the flip had yet to read."""
+path (``FUSED_EPILOGUE`` switched off for the host's ISA; it is on for AVX2 and AVX-512), which
+once overwrote values the flip had yet to read."""
 
 import numpy as np
 import pytest

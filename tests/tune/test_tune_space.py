@@ -60,7 +60,7 @@ def test_conv2d_space_declared():
               "unroll_kw": True}
     default = space.default()
     assert {k: default[k] for k in direct} == direct
-    if conv_lanes.supported(t):  # (AVX2: conv_lanes computes it; its knobs, the others fixed)
+    if conv_lanes.supported(t):  # (ENABLED, both ISAs: conv_lanes computes it; its knobs)
         assert set(default) - set(direct) == {"lanes_order", "lanes_cblock", "lanes_sums",
                                               "lanes_parts", "lanes_unroll_kx"}
         assert all(len(space.values(k)) == 1 for k in direct if k != "impl")

@@ -1,4 +1,5 @@
-"""Task extraction and the 1x1 convs the AVX2 pointwise kernels compute: each is a task, whose
+"""Task extraction and the 1x1 convs the pointwise kernels compute (``conv_pointwise``, on AVX2
+and AVX-512 alike): each is a task, whose
 knobs are the micro-kernel (``pw_mode``: pixel vectors or channel vectors, where both can compute
 it) and whether the input is packed for the tiles (``pw_pack``); the other convs keep theirs."""
 
@@ -30,16 +31,22 @@ def _convs(mod):
 def test_pointwise_convs_with_two_kernels_are_tasks(monkeypatch, isa):
     monkeypatch.setattr(common, "vector_isa", lambda: isa)
     monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: isa)
-    kernels = [w[2:] for w, _ in _convs(_model())]
-    assert (3, 3) in kernels
+    tasks = {w[2:]: t for w, t in _convs(_model())}
+    assert (3, 3) in tasks
     # 196 pixels (pixel panels, the last overlapping) and 32 output channels (channel vectors):
-    # on AVX2 both kernels apply; on AVX-512 conv_direct's knobs make it a task anyway
-    assert (1, 1) in kernels
+    # both kernels apply, on AVX2 and AVX-512 alike (ENABLED)
+    assert conv_pointwise.ENABLED[isa]
+    assert set(tasks[(1, 1)].space.values("pw_mode")) == {"pixels", "channels"}
+    # with the 1x1 schedule switched off for the ISA, conv_direct's knobs make it a task
+    monkeypatch.setitem(conv_pointwise.ENABLED, isa, False)
+    tasks = {w[2:]: t for w, t in _convs(_model())}
+    assert (1, 1) in tasks and "pw_mode" not in tasks[(1, 1)].space.names
 
 
-def test_pointwise_conv_with_one_kernel_tunes_the_packing_only(monkeypatch):
-    monkeypatch.setattr(common, "vector_isa", lambda: "avx2")
-    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: "avx2")
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_pointwise_conv_with_one_kernel_tunes_the_packing_only(monkeypatch, isa):
+    monkeypatch.setattr(common, "vector_isa", lambda: isa)
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: isa)
     # 20 output channels: no channel-vector kernel, and 256 pixels: pixel panels only
     tasks = {w[2:]: t for w, t in _convs(_model(o1=20, plane=16))}
     assert set(tasks) == {(1, 1), (3, 3)}
@@ -64,7 +71,7 @@ def test_modes_of():
 
 
 @pytest.mark.skipif(not conv_pointwise.ENABLED[common.vector_isa()],
-                    reason="the pointwise kernels are AVX2's")
+                    reason="the pointwise kernels are off for this ISA (ENABLED)")
 @pytest.mark.parametrize("mode", ["pixels", "channels"])
 def test_pw_mode_knob_builds_that_kernel_with_the_same_result(mode):
     """The knob picks the kernel (and the weight packing that goes with it: one flat array
@@ -93,7 +100,7 @@ def test_pw_mode_knob_builds_that_kernel_with_the_same_result(mode):
 
 
 @pytest.mark.skipif(not conv_pointwise.ENABLED[common.vector_isa()],
-                    reason="the pointwise kernels are AVX2's")
+                    reason="the pointwise kernels are off for this ISA (ENABLED)")
 @pytest.mark.parametrize("mode", ["pixels", "channels"])
 @pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("batch,plane,stride", [(1, 14, 1), (2, 14, 1), (2, 28, 2), (1, 16, 1)])

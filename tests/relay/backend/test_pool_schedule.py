@@ -42,11 +42,12 @@ def test_pool_matches_reference(kind, case):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_stem_pool_uses_row_schedule():
+def test_stem_pool_takes_the_direct_or_row_form():
     x = relay.var("x", shape=(1, 8, 16, 16))
     func = relay.Function([x], relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)))
     _, lib = _run(func, np.zeros((1, 8, 16, 16), "float32"), True)
     ir = "".join(k.ir for k in lib.get_lib().kernels.values())
-    # AVX2: the pool schedule's direct form (schedule/pool.py), else its row form
+    # the pool schedule's direct form (schedule/pool.py) where pool.DIRECT is on for the host's
+    # ISA (AVX2 and AVX-512 alike), else its row form
     from minitvm.schedule import common, pool
     assert ("pool_vrow" in ir) != pool.DIRECT[common.vector_isa()]
