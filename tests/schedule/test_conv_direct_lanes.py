@@ -21,6 +21,18 @@ LANES_ON = conv_lanes.ENABLED[vector_isa()]  # conv_lanes on the host's ISA (bot
 needs_lanes = pytest.mark.skipif(not LANES_ON, reason="conv_lanes is off for this ISA (ENABLED)")
 
 
+
+@pytest.fixture(autouse=True)
+def no_winograd(monkeypatch):
+    """These tests are about conv_lanes: the 3x3 stride-1 convs that conv_winograd would take
+    by default stay on it."""
+    from minitvm.schedule import conv_winograd
+
+    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()
+
 def _conv_ref(x, w, strides, pads, dil):
     """NCHW conv2d in float64 with (top, left, bottom, right) padding."""
     o, _, kh, kw = w.shape
