@@ -100,7 +100,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
                 tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
-                xrows=rows * m + 2, wp=tw * m + 2,
+                xrows=rows * m + 2, wq=tw + 1,
                 parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
 
 
@@ -153,14 +153,14 @@ class PackWeight:
 
     def __call__(self, w):
         g = np.array(MATRICES[self.m][1], dtype="float64")
-        w = np.asarray(w, dtype="float64").reshape(self.o, self.c, 3, 3)
-        u = np.einsum("xi,ocij,yj->xyoc", g, w, g).reshape(-1, self.o, self.c)
+        w = np.asarray(w, dtype="float32").reshape(self.o * self.c, 9)
+        # U = G g G^T of every (o, c) as one GEMM: (G kron G) [a*a, 9] @ [9, O*C]
+        u = (np.kron(g, g).astype("float32") @ w.T).reshape(-1, self.o, self.c)
         out = np.empty((u.shape[0], self.o * self.c), dtype="float32")
-        for start, rows, count in row_tiles(self.o):
-            for k in range(count):
-                o0 = start + k * rows
-                out[:, o0 * self.c:(o0 + rows) * self.c].reshape(-1, self.c, rows)[:] = \
-                    u[:, o0:o0 + rows].transpose(0, 2, 1)
+        for start, rows, count in row_tiles(self.o):  # each tile [C][rows], tiles in turn
+            block = u[:, start:start + rows * count].reshape(-1, count, rows, self.c)
+            out[:, start * self.c:(start + rows * count) * self.c] = \
+                block.transpose(0, 1, 3, 2).reshape(u.shape[0], -1)
         return out
 
 
@@ -250,7 +250,7 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
 
     def band(idx):
         nv, b = idx
-        xb = decl_buffer((g["c"] * g["xrows"] * g["wp"],), "float32", "wg_x")
+        xb = decl_buffer((g["c"] * g["xrows"] * g["m"] * g["wq"],), "float32", "wg_x")
         v = decl_buffer((a2 * g["c"] * g["tiles"],), "float32", "wg_v")
         mt = decl_buffer((a2 * g["o"] * g["tiles"],), "float32", "wg_m")
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
@@ -266,16 +266,18 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
 
 
 def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
-    """``xb[c][r][j]``: the input rows band ``b`` reads, zero padded (``pt`` rows and ``pl``
-    columns before, zeros after the image)."""
-    c, h, wd, wp, xrows = g["c"], g["h"], g["w"], g["wp"], g["xrows"]
+    """``xb[c][r][p][j]``: the input rows band ``b`` reads, zero padded, in ``m`` column phases
+    (``j`` of phase ``p`` is padded column ``j*m + p``): the transform then reads each input
+    value of its tiles with contiguous vector loads (the strided loads, ``m`` per vector of
+    columns, are made here once instead of ``a*a`` per vector of tiles)."""
+    c, h, wd, xrows, m, wq = g["c"], g["h"], g["w"], g["xrows"], g["m"], g["wq"]
     pl = g["pl"]
-    vec = 16 if wd >= 16 else 8 if wd >= 8 else 1
+    zero = E.FloatImm("float32", 0.0)
 
     def row(ci, r):
-        y = b * (g["rows"] * g["m"]) + r - g["pt"]  # the input row it holds
-        dst = (ci * xrows + r) * wp
-        zero = E.FloatImm("float32", 0.0)
+        y = b * (g["rows"] * m) + r - g["pt"]  # the input row it holds
+        src = ((nv * c + ci) * h + y) * wd
+        dst = (ci * xrows + r) * (m * wq)
 
         def zeros(start, count):
             if count <= 0:
@@ -283,19 +285,31 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
             return _loop(ctx, "z", count, S.ForKind.SERIAL,
                          lambda j: S.BufferStore(xb, zero, [dst + start + j]))
 
-        def put(j):
-            return S.BufferStore(xb, xf[((nv * c + ci) * h + y) * wd + j], [dst + pl + j])
+        parts = []
+        for p in range(m):
+            lo = max(0, -(-(pl - p) // m))  # phase columns inside the image: [lo, hi)
+            hi = min(wq, (wd - 1 + pl - p) // m + 1)
+            base = dst + p * wq
 
-        if vec == 1:
-            copy = _loop(ctx, "j", wd, S.ForKind.SERIAL, put)
-        else:
-            starts = [min(k * vec, wd - vec) for k in range(-(-wd // vec))]
-            copy = _seq([_loop(ctx, "l", vec, S.ForKind.VECTORIZED, lambda j, s=s0: put(j + s))
-                         for s0 in starts])
-        inside = _seq([zeros(0, pl), copy, zeros(pl + wd, wp - pl - wd)])
-        blank = _seq([_loop(ctx, "zo", wp // 16, S.ForKind.SERIAL, lambda jo: _vec(
+            def put(j, p=p, base=base):
+                return S.BufferStore(xb, xf[src + j * m + (p - pl)], [base + j])
+
+            parts.append(zeros(p * wq, lo))
+            count = hi - lo
+            lanes = 16 if count >= 16 else 8 if count >= 8 else 4 if count >= 4 else 1
+            if lanes == 1:
+                parts.append(_loop(ctx, "j", max(count, 0), S.ForKind.SERIAL,
+                                   lambda j, lo=lo, put=put: put(j + lo)) if count > 0 else None)
+            else:
+                for k in range(-(-count // lanes)):
+                    first = lo + min(k * lanes, count - lanes)
+                    parts.append(_vec(ctx, lanes, lambda j, first=first, put=put: put(j + first)))
+            parts.append(zeros(p * wq + max(hi, lo), wq - max(hi, lo)))
+        inside = _seq(parts)
+        n = m * wq
+        blank = _seq([_loop(ctx, "zo", n // 16, S.ForKind.SERIAL, lambda jo: _vec(
             ctx, 16, lambda j: S.BufferStore(xb, zero, [dst + jo * 16 + j]))),
-            zeros(wp - wp % 16, wp % 16)])
+            zeros(n - n % 16, n % 16)])
         return S.IfThenElse(E.And(E.GE(y, _i(0)), E.LT(y, _i(h))), inside, blank)
 
     return _loop(ctx, "c", c, kind, lambda ci: _loop(
@@ -305,15 +319,15 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
 def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
     """``V[xi][c][t] = (B^T d B)[xi]`` for every tile ``t`` of the band and input channel."""
     bt = MATRICES[g["m"]][0]
-    m, alpha, lx, wp, tiles = g["m"], g["alpha"], g["lx"], g["wp"], g["tiles"]
+    m, alpha, lx, wq, tiles = g["m"], g["alpha"], g["lx"], g["wq"], g["tiles"]
     c, xrows = g["c"], g["xrows"]
 
     def tile_vector(ci, r, tx0):
         d = decl_buffer((alpha * alpha, lx), "float32", "wg_d", scope="local")
         s = decl_buffer((alpha * alpha, lx), "float32", "wg_s", scope="local")
-        base = (ci * xrows + r * m) * wp + tx0 * m
+        base = (ci * xrows + r * m) * (m * wq) + tx0
         loads = [_vec(ctx, lx, lambda ln, i=i, j=j: S.BufferStore(
-            d, xb[base + i * wp + ln * m + j], [i * alpha + j, ln]))
+            d, xb[base + (i * m + j % m) * wq + j // m + ln], [i * alpha + j, ln]))
             for i in range(alpha) for j in range(alpha)]
         cols = [_vec(ctx, lx, lambda ln, i=i, k=k: S.BufferStore(
             s, _combine([(bt[k][j], d[i * alpha + j, ln]) for j in range(alpha)]),
@@ -379,10 +393,15 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
         stores = []
         for a in range(m):
             oy = ty * m + a
-            row = [_vec(ctx, lx, lambda ln, a=a, bb=bb, oy=oy: _store(
-                ctx, g, out, epi, nv, o, oy, (tx0 + ln) * m + bb,
-                _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)])))
-                for bb in range(m)]
+            # the row's m phases interleaved in registers (``y``, a local array that LLVM
+            # turns into shuffles), then one contiguous store through the epilogue
+            y = decl_buffer((m * lx,), "float32", "wg_y", scope="local")
+            row = [_vec(ctx, lx, lambda ln, a=a, bb=bb, y=y: S.BufferStore(
+                y, _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)]),
+                [ln * m + bb])) for bb in range(m)]
+            row.append(_loop(ctx, "q", m * lx, S.ForKind.VECTORIZED, lambda q, oy=oy, y=y: _store(
+                ctx, g, out, epi, nv, o, oy, tx0 * m + q, y[q])))
+            row = [_allocated(y, _seq(row))]
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), _seq(row), None)
                           if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"]
                           else _seq(row))
