@@ -316,6 +316,37 @@ def float32_conv2d(t) -> bool:
         len(x.shape) == len(w.shape) == len(t.shape) == 4
 
 
+def static_conv2d_dims(t) -> tuple[int, ...] | None:
+    """``(n, c, h, w, o, kh, kw, oh, ow)`` of a ``float32_conv2d`` stage whose shapes are all
+    static (and whose weight has every input channel), else None."""
+    if not float32_conv2d(t):
+        return None
+    x, w = t.op.attrs["operands"]
+    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
+    if any(d is None for d in dims):
+        return None
+    n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
+    return (n, c, h, wd, o, kh, kw, oh, ow) if cw == c else None
+
+
+def emit_with_epilogue(ctx, t, out, bodies, emit, out_shape) -> S.Stmt:
+    """Stage ``t`` into ``out`` by ``emit(out_buffer, epi)``, with its fused epilogue stage
+    (``ctx.epilogues``) applied in the store when that stage reads ``t`` only at its own output
+    position (``epi``: the epilogue's body and axis vars, else None); otherwise ``t`` goes to
+    a temporary of ``out_shape`` that the epilogue then reads in a pass of its own."""
+    u = getattr(ctx, "epilogues", {}).get(id(t))
+    if u is None:
+        return emit(out, None)
+    body = bodies[id(u)]
+    if reads_only_at_own_position(body, out, u):
+        return emit(out, (body, [iv.var for iv in u.op.axis]))
+    from .lower import injective_nest  # (lower imports the schedules, which import this)
+
+    tmp = ctx.temp(out_shape, t.dtype, t.name)
+    return S.SeqStmt([emit(tmp, None),
+                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
+
+
 def loads_of(expr, buf) -> list:
     """The loads of buffer ``buf`` in ``expr``."""
     return [e for e in post_order(expr) if isinstance(e, E.BufferLoad) and e.buffer is buf]

@@ -46,8 +46,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import allocated as _allocated
-from .common import const_int as _const_int
-from .common import divisor_near, float32_conv2d, vector_isa
+from .common import divisor_near, static_conv2d_dims, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -88,15 +87,12 @@ def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
     static float32 NCHW conv with one group, a filter of two or more taps, a multiple of 16
     output channels and at least ``MIN_PIXELS`` output pixels."""
-    if not float32_conv2d(t):
+    dims = static_conv2d_dims(t)
+    if dims is None:
         return None
+    n, c, h, wd, o, kh, kw, oh, ow = dims
     a = t.op.attrs
-    x, w = a["operands"]
-    dims = [_const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
-    if any(d is None for d in dims):
-        return None
-    n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
-    if cw != c or kh * kw < 2 or o % LANES or oh * ow < MIN_PIXELS:
+    if kh * kw < 2 or o % LANES or oh * ow < MIN_PIXELS:
         return None
     sh, sw = (int(s) for s in a["strides"])
     dh, dw = (int(d) for d in a["dilation"])

@@ -50,9 +50,8 @@ from .common import const_int as _const_int
 from .common import dims_of as _dims
 from .common import (
     divisor_near,
+    emit_with_epilogue,
     float32_conv2d,
-    reads_only_at_own_position,
-    redirect_loads,
     vector_isa,
 )
 from .common import imm as _i
@@ -260,17 +259,8 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         from .lower import _emit_gemm  # (lower imports this module)
 
         return _emit_gemm(ctx, t, out, bodies)  # transposing the weights per call costs more
-    u = getattr(ctx, "epilogues", {}).get(id(t))
-    if u is None:
-        return _emit(ctx, g, t, out, None)
-    body = bodies[id(u)]
-    if reads_only_at_own_position(body, out, u):
-        return _emit(ctx, g, t, out, (body, [iv.var for iv in u.op.axis]))
-    from .lower import injective_nest
-
-    tmp = ctx.temp(_dims(t), t.dtype, t.name)
-    return S.SeqStmt([_emit(ctx, g, t, tmp, None),
-                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
+    return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, g, t, buf, epi),
+                              _dims(t))
 
 
 def _value(ctx, g, out, epi, n, o, p, value):

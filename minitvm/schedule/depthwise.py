@@ -30,8 +30,8 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import const_int as _const_int
+from .common import emit_with_epilogue, loads_of, vector_isa
 from .common import imm as _i
-from .common import loads_of, reads_only_at_own_position, redirect_loads, vector_isa
 from .common import outer_loops as _outer_loops
 
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
@@ -91,17 +91,8 @@ def geometry(t) -> dict:
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing depthwise stage ``t`` (and its fused epilogue) into ``out``."""
-    u = getattr(ctx, "epilogues", {}).get(id(t))
-    if u is None:
-        return _emit(ctx, t, out, None)
-    body = bodies[id(u)]
-    if reads_only_at_own_position(body, out, u):
-        return _emit(ctx, t, out, (body, [iv.var for iv in u.op.axis]))
-    from .lower import injective_nest  # (lower imports this module)
-
-    tmp = ctx.temp(tuple(_const_int(d) for d in t.shape), t.dtype, t.name)
-    return S.SeqStmt([_emit(ctx, t, tmp, None),
-                      injective_nest(ctx, u, out, redirect_loads(body, out, tmp))])
+    return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, t, buf, epi),
+                              tuple(_const_int(d) for d in t.shape))
 
 
 def _emit(ctx, t, out, epi) -> S.Stmt:
