@@ -193,11 +193,9 @@ def _seq(parts) -> S.Stmt:
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _loop(ctx, name, extent, kind, fbody, dtype="int32"):
-    v = ctx.fresh(name, dtype)
-    if dtype == "int32":
-        return S.For(v, 0, extent, kind, fbody(v))
-    return S.For(v, E.IntImm(dtype, 0), E.IntImm(dtype, extent), kind, fbody(v))
+def _loop(ctx, name, extent, kind, fbody):
+    v = ctx.fresh(name)
+    return S.For(v, 0, extent, kind, fbody(v))
 
 
 def _vec(ctx, lanes, fbody) -> S.Stmt:
@@ -290,10 +288,10 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
             parts.append(zeros(p * wq, lo))
             count = hi - lo
             lanes = 16 if count >= 16 else 8 if count >= 8 else 4 if count >= 4 else 1
-            if lanes == 1:
-                parts.append(_loop(ctx, "j", max(count, 0), S.ForKind.SERIAL,
-                                   lambda j, lo=lo, put=put: put(j + lo)) if count > 0 else None)
-            else:
+            if lanes == 1 and count > 0:
+                parts.append(_loop(ctx, "j", count, S.ForKind.SERIAL,
+                                   lambda j, lo=lo, put=put: put(j + lo)))
+            elif lanes > 1:
                 for k in range(-(-count // lanes)):
                     first = lo + min(k * lanes, count - lanes)
                     parts.append(_vec(ctx, lanes, lambda j, first=first, put=put: put(j + first)))
@@ -394,10 +392,9 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
                 [ln * m + bb])) for bb in range(m)]
             row.append(_loop(ctx, "q", m * lx, S.ForKind.VECTORIZED, lambda q, oy=oy, y=y: _store(
                 ctx, g, out, epi, nv, o, oy, tx0 * m + q, y[q])))
-            row = [_allocated(y, _seq(row))]
-            stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), _seq(row), None)
-                          if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"]
-                          else _seq(row))
+            row = _allocated(y, _seq(row))
+            stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), row, None)
+                          if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"] else row)
         return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
 
     return _loop(ctx, "o", g["o"], kind, lambda o: _loop(
