@@ -8,6 +8,7 @@ keeps its unrolled taps and per-vector stores."""
 
 import numpy as np
 import pytest
+from conv_reference import conv_ref
 
 import minitvm as tvm
 from minitvm import relay
@@ -25,23 +26,6 @@ DIRECT_SWITCHES = ("UNROLL_STRIDED_ROWS", "SPLIT_SHORT_TILE", "FUSED_EPILOGUE", 
                    "COMPACT")
 
 
-def _conv_ref(x, w, strides, pads, dil):
-    """NCHW conv2d in float64 with (top, left, bottom, right) padding."""
-    o, _, kh, kw = w.shape
-    (sh, sw), (dh, dw) = strides, dil
-    pt, pl, pb, pr = pads
-    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
-    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((x.shape[0], o, oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            y0, x0 = ky * dh, kx * dw
-            patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
-    return out
-
-
 def _build(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="bias_relu",
            seed=0):
     """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
@@ -49,7 +33,7 @@ def _build(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="bias
     wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
     bias = rng.standard_normal(o).astype("float32")
     xv = rng.standard_normal(shape).astype("float32")
-    want = _conv_ref(xv, wv, strides, pads, dil)
+    want = conv_ref(xv, wv, strides, pads, dil)
     x = relay.var("x", shape=shape)
     y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
                         kernel_size=k, channels=o)

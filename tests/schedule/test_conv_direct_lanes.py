@@ -6,6 +6,7 @@ threads; everything else, and every conv with the switch off, keeps the implicit
 
 import numpy as np
 import pytest
+from conv_reference import conv_ref
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
@@ -33,29 +34,12 @@ def no_winograd(monkeypatch):
     yield
     kernel_cache.clear_cache()
 
-def _conv_ref(x, w, strides, pads, dil):
-    """NCHW conv2d in float64 with (top, left, bottom, right) padding."""
-    o, _, kh, kw = w.shape
-    (sh, sw), (dh, dw) = strides, dil
-    pt, pl, pb, pr = pads
-    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
-    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((x.shape[0], o, oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            y0, x0 = ky * dh, kx * dw
-            patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
-    return out
-
-
 def _build(shape, o, k, strides, pads, dil, epi, rng):
     """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
     wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
     bias = rng.standard_normal(o).astype("float32")
     xv = rng.standard_normal(shape).astype("float32")
-    want = _conv_ref(xv, wv, strides, pads, dil)
+    want = conv_ref(xv, wv, strides, pads, dil)
     x = relay.var("x", shape=shape)
     y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
                         kernel_size=k, channels=o)
@@ -185,7 +169,7 @@ def test_relax_symbolic_batch_keeps_the_implicit_gemm():
     vm = relax.VirtualMachine(ex, tvm.cpu())
     for batch in (1, 3):
         a = rng.standard_normal((batch, 5, 14, 14)).astype("float32")
-        want = np.maximum(_conv_ref(a, wt, (1, 1), (1, 1, 1, 1), (1, 1)), 0)
+        want = np.maximum(conv_ref(a, wt, (1, 1), (1, 1, 1, 1), (1, 1)), 0)
         np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
 
 

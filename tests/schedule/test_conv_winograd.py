@@ -7,6 +7,7 @@ geometry allows, is the default there, and is one more implementation in the tun
 
 import numpy as np
 import pytest
+from conv_reference import conv_ref
 
 import minitvm as tvm
 from minitvm import relay
@@ -17,18 +18,6 @@ from minitvm.schedule import conv_winograd, knobs, tunable
 from minitvm.schedule.lower import LoweringOptions
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
-
-
-def _corr_ref(x, w, pad):
-    """NCHW 3x3 correlation (stride 1) in float64."""
-    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
-    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for ky in range(3):
-        for kx in range(3):
-            out += np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + oh, kx:kx + ow],
-                             w[:, :, ky, kx].astype("float64"))
-    return out
 
 
 @pytest.mark.parametrize("m", sorted(conv_winograd.MATRICES))
@@ -47,7 +36,7 @@ def _conv(shape, o, pad=1, epi="bias_relu", const_weight=True, seed=0):
     wv = rng.standard_normal((o, shape[1], 3, 3)).astype("float32")
     bias = rng.standard_normal(o).astype("float32")
     xv = rng.standard_normal(shape).astype("float32")
-    want = _corr_ref(xv, wv, pad)
+    want = conv_ref(xv, wv, pads=(pad,) * 4)
     x = relay.var("x", shape=shape)
     w = relay.var("w", shape=wv.shape)
     y = relay.nn.conv2d(x, w, padding=(pad, pad), kernel_size=(3, 3), channels=o)

@@ -1,0 +1,21 @@
+"""The float64 NCHW conv2d the schedule tests compare generated conv kernels with."""
+
+import numpy as np
+
+
+def conv_ref(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
+    """NCHW conv2d (a correlation, as CNNs compute it) in float64, with (top, left, bottom,
+    right) padding."""
+    o, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dil
+    pt, pl, pb, pr = pads
+    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], o, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dh, kx * dw
+            patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
+    return out
