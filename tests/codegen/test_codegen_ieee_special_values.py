@@ -125,3 +125,25 @@ def test_float64_to_float16_cast_does_not_crash():
     ref, got = _both(lambda v: relay.cast(v, "float16"), x)
     assert got.dtype == np.float16
     _assert_same(ref, got, rtol=1e-3)
+
+
+@pytest.mark.parametrize("build, ref", [
+    (lambda x: relay.clip(x, 0.0, 6.0), lambda a: np.clip(a, 0.0, 6.0)),
+    (lambda x: relay.maximum(relay.const(1.5), x), lambda a: np.maximum(1.5, a)),
+    (lambda x: relay.minimum(x, relay.const(-0.5)), lambda a: np.minimum(a, -0.5)),
+], ids=["clip", "number_first", "number_second"])
+def test_min_max_against_a_number_is_one_compare_and_keeps_nan(build, ref):
+    # against a number only the other side can be NaN: ``c < x ? c : x`` keeps it (x86's
+    # one-instruction minps/maxps) where two operands need a NaN test as well
+    a = np.random.default_rng(0).standard_normal(67).astype("float32") * 5
+    a[[0, 9, 17, 40, 66]] = np.nan
+    a[[5, 6]] = np.inf, -np.inf
+    x = relay.var("x", shape=a.shape)
+    lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], build(x))), target="llvm")
+    ir = lib.get_lib().get_source()
+    assert "fcmp olt" in ir or "fcmp ogt" in ir
+    assert "fcmp uno" not in ir
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", a)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), ref(a))

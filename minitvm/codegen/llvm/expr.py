@@ -25,6 +25,13 @@ LIBM = ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "
         "log1p", "atan2", "fmod", "hypot", "nextafter")
 
 
+def _number(e) -> bool:
+    """Is ``e`` a float constant (or a broadcast one) that is not NaN?"""
+    while isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.FloatImm) and e.value == e.value
+
+
 class RampVal:
     """The integer vector ``base + [0, stride, 2*stride, ...]`` kept symbolic."""
 
@@ -333,7 +340,13 @@ class ExprEmitter:
                 q = self._intrin("llvm.floor", [bld.fdiv(a, b, flags=f)])
                 return bld.fsub(a, bld.fmul(q, b, flags=f), flags=f)
             if t in (E.Min, E.Max):
-                res = bld.select(bld.fcmp_ordered("<" if t is E.Min else ">", a, b), a, b)
+                cmp = "<" if t is E.Min else ">"
+                if "fast" not in f and (_number(e.a) or _number(e.b)):
+                    # one side is a number (a ReLU's 0, a clip's bounds): ``c < x ? c : x``
+                    # keeps the other side's NaN, and is x86's one-instruction min/max
+                    c, x = (a, b) if _number(e.a) else (b, a)
+                    return bld.select(bld.fcmp_ordered(cmp, c, x), c, x)
+                res = bld.select(bld.fcmp_ordered(cmp, a, b), a, b)
                 if "fast" in f:
                     return res
                 # IEEE (numpy's minimum/maximum): a NaN in either operand gives NaN
