@@ -6,16 +6,20 @@ the channel's plane is copied once into a zero-padded, stride-phased temporary
 filter tap ``(ky, kx)`` of output pixel ``(oy, ox)`` reads ``xph`` at ``base(tap) + oy*Wq + ox``:
 a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the stride. So:
 
-- row mode (``OW`` a whole number of vectors): per output row, each vector of pixels is the sum
-  of the taps' contiguous vector loads times the (broadcast) tap weights, stored straight into
-  the output with the fused epilogue applied (bias, clip / ReLU6, ...);
-- grid mode (any other width, e.g. 7, 14, 28 or 56): the flattened ``[OH, Wq]`` grid is computed
-  in whole vectors (its ``Wq - OW`` extra columns are ignored) into a small temporary, then
-  each output row is read from it through the epilogue.
+- row mode (``OW`` a whole number of vectors, or any width from 8 when the epilogue reads the
+  conv once): per output row, each vector of pixels is the sum of the taps' contiguous vector
+  loads times the (broadcast) tap weights, stored straight into the output with the fused
+  epilogue applied (bias, clip / ReLU6, ...); a row that is no whole number of vectors ends
+  with one overlapping the one before (rows of 14: two 8-lane vectors), which recomputes a few
+  pixels but needs no temporary. (Through the grid below, MobileNetV2's 14x14 layers took 30%
+  longer on a Zen 4);
+- grid mode (the other widths, e.g. 7): the flattened ``[OH, Wq]`` grid is computed in whole
+  vectors (its ``Wq - OW`` extra columns are ignored) into a small temporary, then each output
+  row is read from it through the epilogue.
 
 No bounds check is left in the inner loops (the padding is in the copy) and the multiply-adds
-read no strided vector (the stride is in the phases). The generic schedule of the same stage — a small-window reduction with
-clamped, bounds-checked gathers — is 10-30x slower (MobileNetV2).
+read no strided vector (the stride is in the phases). The generic schedule of the same stage,
+a small-window reduction with clamped, bounds-checked gathers, is 10-30x slower (MobileNetV2).
 
 The epilogue is fused when the lowering driver names it (``ctx.epilogues[id(stage)]``: the one
 elementwise output stage reading this conv, which then shares its output buffer). Should it read
@@ -37,8 +41,13 @@ from .common import outer_loops as _outer_loops
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
+# a channel's phased copy larger than this (96 channels at 112x112, stride 2: 52 KB, more
+# than a Zen 4's L1) is made and read band by band of output rows
+BAND_BYTES = 16 * 1024
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
-# see ``_vec``: bit 1 the phased copy, bit 2 the crop (measured on AVX2 first, AVX-512 kept
+# see ``_vec``: bit 1 the phased copy, bit 2 the output rows (any width from 8 computed row by
+# row, the last vector overlapping, instead of through the grid and its crop; 7x7 planes keep
+# the grid, whose crop then overlaps) (measured on AVX2 first, AVX-512 kept
 # scalar tails; both ISAs since a Zen 4 with AVX-512 measured the AVX2 schedules, these among
 # them: ResNet-50 2.39x -> 1.00x ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2
 # blocks 3.17x -> 1.08x, one thread)
@@ -71,8 +80,14 @@ def geometry(t) -> dict:
     sh, sw = a["strides"]
     dh, dw = a["dilation"]
     pt, pl = a["padding"][0], a["padding"][1]
-    hq = oh + ((kh - 1) * dh) // sh
+    halo = ((kh - 1) * dh) // sh  # phase rows a band reads past its last output row
     wq = ow + ((kw - 1) * dw) // sw
+    band = oh  # output rows per band (see ``BAND_BYTES``)
+    row_bytes = sh * sw * wq * 4
+    if (oh + halo) * row_bytes > BAND_BYTES:
+        bands = -(-oh // max(1, BAND_BYTES // row_bytes - halo))
+        band = -(-oh // bands)
+    hq = band + halo
     plane = hq * wq
     lanes = VECTOR[vector_isa()]
     taps = []  # (ky, kx, offset of the tap's window in xph)
@@ -82,10 +97,10 @@ def geometry(t) -> dict:
             phase = (ry % sh) * sw + rx % sw
             taps.append((ky, kx, phase * plane + (ry // sh) * wq + rx // sw))
     rows_mode = ow % lanes == 0
-    grid = -(-(oh * wq) // lanes) * lanes  # the grid mode's vectors, rounded up
-    reach = max(off for _, _, off in taps) + (grid if not rows_mode else (oh - 1) * wq + ow)
+    grid = -(-(band * wq) // lanes) * lanes  # the grid mode's vectors, rounded up
+    reach = max(off for _, _, off in taps) + (grid if not rows_mode else (band - 1) * wq + ow)
     return dict(n=n, c=c, m=o // c, h=h, w=wd, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw,
-                pt=pt, pl=pl, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
+                pt=pt, pl=pl, band=band, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
                 rows_mode=rows_mode, grid=grid, xph_len=max(sh * sw * plane, reach))
 
 
@@ -104,14 +119,45 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     def task(idx):
         b, ic = idx
         xph = decl_buffer((g["xph_len"],), "float32", "dw_xph")
-        parts = [_fill(ctx, g, xph, x, b, ic)]
-        for mi in range(g["m"]):
-            oc = ic * g["m"] + mi if g["m"] > 1 else ic
-            parts.append(_channel(ctx, g, xph, w, out, b, oc, epi))
-        body = S.SeqStmt(parts)
-        return S.Allocate(xph.data, "float32", [g["xph_len"]], True, S.DeclBuffer(xph, body))
+
+        def band(r0, rows, inside):
+            parts = [_fill(ctx, g, xph, x, b, ic, r0, inside)]
+            for mi in range(g["m"]):
+                oc = ic * g["m"] + mi if g["m"] > 1 else ic
+                parts.append(_channel(ctx, g, xph, w, out, b, oc, epi, r0, rows))
+            return S.SeqStmt(parts)
+
+        return S.Allocate(xph.data, "float32", [g["xph_len"]], True,
+                          S.DeclBuffer(xph, _bands(ctx, g, band)))
 
     return _outer_loops(ctx, [g["n"], g["c"]], macs >= PARALLEL_MIN_MACS, task)
+
+
+def _bands(ctx, g, band_fn) -> S.Stmt:
+    """``band_fn(r0, rows, inside)`` for each band of output rows: the bands whose phase rows
+    all read input rows (no padding row) run as one loop over a variable ``r0`` (``inside``),
+    the others are emitted one by one with their padding rows known."""
+    size, oh, sh = g["band"], g["oh"], g["sh"]
+    starts = list(range(0, oh, size))
+
+    def inside(r0):
+        return (r0 + size <= oh and r0 * sh - g["pt"] >= 0 and
+                (r0 + g["hq"]) * sh - 1 - g["pt"] <= g["h"] - 1)
+
+    parts, k = [], 0
+    while k < len(starts):
+        run = k
+        while run < len(starts) and inside(starts[run]):
+            run += 1
+        if run - k > 1:
+            v = ctx.fresh("db")
+            parts.append(S.For(v, 0, run - k, S.ForKind.SERIAL,
+                               band_fn((v + k) * size, size, True)))
+            k = run
+            continue
+        parts.append(band_fn(starts[k], min(size, oh - starts[k]), False))
+        k += 1
+    return _seq(parts)
 
 
 def _overlap(bit: int) -> bool:
@@ -131,12 +177,13 @@ def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt
     """``for j in [0, extent)``: vectors of ``lanes`` then a scalar tail. With ``overlap``
     (a body that may run twice at a position: it reads nothing it writes) the tail is instead
     one more vector ending at ``extent``, over the last positions of the vectors before it;
-    rows of 5-7 (7x7 planes and their phases) become two overlapping 4-lane vectors."""
+    an extent under ``lanes`` takes the widest power-of-two vector it holds: rows of 14 become
+    two overlapping 8-lane vectors, rows of 5-7 (7x7 planes and their phases) two 4-lane ones."""
     if overlap and extent % lanes and extent > 4 and lanes > 4:
-        vl = lanes if extent > lanes else 4
+        vl = min(lanes, 1 << (extent.bit_length() - 1))  # 14 -> 8, 7 -> 4, 56 -> 16
         vi = ctx.fresh("dl")
         tail = S.For(vi, 0, vl, S.ForKind.VECTORIZED, body_fn(vi + (extent - vl)))
-        return S.SeqStmt([_vec(ctx, extent // vl * vl, lanes, body_fn), tail])
+        return S.SeqStmt([_vec(ctx, extent // vl * vl, vl, body_fn), tail])
     parts = []
     nvec = extent // lanes
     if nvec:
@@ -169,30 +216,34 @@ def _seq(parts) -> S.Stmt | None:
     return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _fill(ctx, g, xph, x, b, ic) -> S.Stmt:
-    """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
-    columns of each phase read inside the input is known here, so the copy has no per-element
-    test."""
+def _fill(ctx, g, xph, x, b, ic, r0, inside: bool) -> S.Stmt:
+    """The zero-padded phased copy of plane ``x[b, ic]``'s band from output row ``r0``, row
+    phase by row phase. Which rows and columns of each phase read inside the input is known
+    here (every row when ``inside``), so the copy has no per-element test."""
     sh, hq = g["sh"], g["hq"]
     parts = []
     for py in range(sh):
-        i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
-        i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
-        for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
-            parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
-                ctx, g, xph, x, b, ic, py, i, inside)))
+        if inside:
+            i0, i1 = 0, hq
+        else:  # phase rows [i0, i1) read an input row
+            i0 = min(hq, max(0, -(-(g["pt"] - py) // sh) - r0))
+            i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1 - r0))
+        for a, z, real in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
+            parts.append(_rows(ctx, a, z, lambda i, py=py, real=real: _row(
+                ctx, g, xph, x, b, ic, py, r0 + i, i, real)))
     done = sh * g["sw"] * g["plane"]
     parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
     return _seq(parts)
 
 
-def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
-    """Row ``i`` of row phase ``py``, in each column phase: zeros (a padding row), else the
-    input row's columns ``j*sw + px`` between zero padding columns (with a stride in width,
-    vector loads at that stride: the code generator makes them whole loads and shuffles)."""
+def _row(ctx, g, xph, x, b, ic, py, pi, i, inside: bool) -> S.Stmt:
+    """Row ``i`` of the band (row ``pi`` of the plane) of row phase ``py``, in each column
+    phase: zeros (a padding row), else the input row's columns ``j*sw + px`` between zero
+    padding columns (with a stride in width, vector loads at that stride: the code generator
+    makes them whole loads and shuffles)."""
     sh, sw, wq, lanes, pl = g["sh"], g["sw"], g["wq"], g["lanes"], g["pl"]
     parts = []
-    iy = i * sh + (py - g["pt"])
+    iy = pi * sh + (py - g["pt"])
     for px in range(sw):
         base = (py * sw + px) * g["plane"] + i * wq
         if not inside:
@@ -238,26 +289,27 @@ def _store(out, value, idx, epi) -> S.Stmt:
     return S.SeqStmt([S.BufferStore(out, value, idx), S.BufferStore(out, e, idx)])
 
 
-def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
-    """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
+def _channel(ctx, g, xph, w, out, b, oc, epi, r0, rows) -> S.Stmt:
+    """Output rows ``[r0, r0 + rows)`` of channel ``oc`` of image ``b`` from their band's phased
+    plane ``xph``. The filter taps are
     loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
     from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
     taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
-    if g["rows_mode"]:
+    # (an epilogue reading the conv twice reads it back from ``out``: no position twice)
+    once = epi is None or len(loads_of(epi[0], out)) == 1
+    if g["rows_mode"] or (ow >= 8 and once and _overlap(2)):
         def row(oy):
             return _vec(ctx, ow, lanes, lambda j: _store(
-                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, oy, j], epi))
+                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, r0 + oy, j], epi), True)
 
-        body = _rows(ctx, 0, g["oh"], row)
+        body = _rows(ctx, 0, rows, row)
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
-        fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
+        fill = _vec(ctx, -(-(rows * wq) // lanes) * lanes, lanes, lambda p: S.BufferStore(
             grid, _taps_sum(g, xph, taps, p), [p]))
-        # (an epilogue reading the conv twice reads it back from ``out``: no position twice)
-        once = epi is None or len(loads_of(epi[0], out)) == 1
-        crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-            out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2) and once))
+        crop = _rows(ctx, 0, rows, lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
+            out, grid[oy * wq + j], [b, oc, r0 + oy, j], epi), _overlap(2) and once))
         body = S.Allocate(grid.data, "float32", [g["grid"]], True,
                           S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
     for tap, (ky, kx, _) in reversed(list(zip(taps, g["taps"]))):
