@@ -41,9 +41,6 @@ from .common import outer_loops as _outer_loops
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
-# a channel's phased copy larger than this (96 channels at 112x112, stride 2: 52 KB, more
-# than a Zen 4's L1) is made and read band by band of output rows
-BAND_BYTES = 16 * 1024
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
 # see ``_vec``: bit 1 the phased copy, bit 2 the output rows (any width from 8 computed row by
 # row, the last vector overlapping, instead of through the grid and its crop; 7x7 planes keep
@@ -80,14 +77,8 @@ def geometry(t) -> dict:
     sh, sw = a["strides"]
     dh, dw = a["dilation"]
     pt, pl = a["padding"][0], a["padding"][1]
-    halo = ((kh - 1) * dh) // sh  # phase rows a band reads past its last output row
+    hq = oh + ((kh - 1) * dh) // sh
     wq = ow + ((kw - 1) * dw) // sw
-    band = oh  # output rows per band (see ``BAND_BYTES``)
-    row_bytes = sh * sw * wq * 4
-    if (oh + halo) * row_bytes > BAND_BYTES:
-        bands = -(-oh // max(1, BAND_BYTES // row_bytes - halo))
-        band = -(-oh // bands)
-    hq = band + halo
     plane = hq * wq
     lanes = VECTOR[vector_isa()]
     taps = []  # (ky, kx, offset of the tap's window in xph)
@@ -97,10 +88,10 @@ def geometry(t) -> dict:
             phase = (ry % sh) * sw + rx % sw
             taps.append((ky, kx, phase * plane + (ry // sh) * wq + rx // sw))
     rows_mode = ow % lanes == 0
-    grid = -(-(band * wq) // lanes) * lanes  # the grid mode's vectors, rounded up
-    reach = max(off for _, _, off in taps) + (grid if not rows_mode else (band - 1) * wq + ow)
+    grid = -(-(oh * wq) // lanes) * lanes  # the grid mode's vectors, rounded up
+    reach = max(off for _, _, off in taps) + (grid if not rows_mode else (oh - 1) * wq + ow)
     return dict(n=n, c=c, m=o // c, h=h, w=wd, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw,
-                pt=pt, pl=pl, band=band, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
+                pt=pt, pl=pl, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
                 rows_mode=rows_mode, grid=grid, xph_len=max(sh * sw * plane, reach))
 
 
@@ -119,45 +110,14 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     def task(idx):
         b, ic = idx
         xph = decl_buffer((g["xph_len"],), "float32", "dw_xph")
-
-        def band(r0, rows, inside):
-            parts = [_fill(ctx, g, xph, x, b, ic, r0, inside)]
-            for mi in range(g["m"]):
-                oc = ic * g["m"] + mi if g["m"] > 1 else ic
-                parts.append(_channel(ctx, g, xph, w, out, b, oc, epi, r0, rows))
-            return S.SeqStmt(parts)
-
+        parts = [_fill(ctx, g, xph, x, b, ic)]
+        for mi in range(g["m"]):
+            oc = ic * g["m"] + mi if g["m"] > 1 else ic
+            parts.append(_channel(ctx, g, xph, w, out, b, oc, epi))
         return S.Allocate(xph.data, "float32", [g["xph_len"]], True,
-                          S.DeclBuffer(xph, _bands(ctx, g, band)))
+                          S.DeclBuffer(xph, S.SeqStmt(parts)))
 
     return _outer_loops(ctx, [g["n"], g["c"]], macs >= PARALLEL_MIN_MACS, task)
-
-
-def _bands(ctx, g, band_fn) -> S.Stmt:
-    """``band_fn(r0, rows, inside)`` for each band of output rows: the bands whose phase rows
-    all read input rows (no padding row) run as one loop over a variable ``r0`` (``inside``),
-    the others are emitted one by one with their padding rows known."""
-    size, oh, sh = g["band"], g["oh"], g["sh"]
-    starts = list(range(0, oh, size))
-
-    def inside(r0):
-        return (r0 + size <= oh and r0 * sh - g["pt"] >= 0 and
-                (r0 + g["hq"]) * sh - 1 - g["pt"] <= g["h"] - 1)
-
-    parts, k = [], 0
-    while k < len(starts):
-        run = k
-        while run < len(starts) and inside(starts[run]):
-            run += 1
-        if run - k > 1:
-            v = ctx.fresh("db")
-            parts.append(S.For(v, 0, run - k, S.ForKind.SERIAL,
-                               band_fn((v + k) * size, size, True)))
-            k = run
-            continue
-        parts.append(band_fn(starts[k], min(size, oh - starts[k]), False))
-        k += 1
-    return _seq(parts)
 
 
 def _overlap(bit: int) -> bool:
@@ -216,34 +176,30 @@ def _seq(parts) -> S.Stmt | None:
     return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _fill(ctx, g, xph, x, b, ic, r0, inside: bool) -> S.Stmt:
-    """The zero-padded phased copy of plane ``x[b, ic]``'s band from output row ``r0``, row
-    phase by row phase. Which rows and columns of each phase read inside the input is known
-    here (every row when ``inside``), so the copy has no per-element test."""
+def _fill(ctx, g, xph, x, b, ic) -> S.Stmt:
+    """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
+    columns of each phase read inside the input is known here, so the copy has no per-element
+    test."""
     sh, hq = g["sh"], g["hq"]
     parts = []
     for py in range(sh):
-        if inside:
-            i0, i1 = 0, hq
-        else:  # phase rows [i0, i1) read an input row
-            i0 = min(hq, max(0, -(-(g["pt"] - py) // sh) - r0))
-            i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1 - r0))
-        for a, z, real in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
-            parts.append(_rows(ctx, a, z, lambda i, py=py, real=real: _row(
-                ctx, g, xph, x, b, ic, py, r0 + i, i, real)))
+        i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
+        i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
+        for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
+            parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
+                ctx, g, xph, x, b, ic, py, i, inside)))
     done = sh * g["sw"] * g["plane"]
     parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
     return _seq(parts)
 
 
-def _row(ctx, g, xph, x, b, ic, py, pi, i, inside: bool) -> S.Stmt:
-    """Row ``i`` of the band (row ``pi`` of the plane) of row phase ``py``, in each column
-    phase: zeros (a padding row), else the input row's columns ``j*sw + px`` between zero
-    padding columns (with a stride in width, vector loads at that stride: the code generator
-    makes them whole loads and shuffles)."""
+def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
+    """Row ``i`` of row phase ``py``, in each column phase: zeros (a padding row), else the
+    input row's columns ``j*sw + px`` between zero padding columns (with a stride in width,
+    vector loads at that stride: the code generator makes them whole loads and shuffles)."""
     sh, sw, wq, lanes, pl = g["sh"], g["sw"], g["wq"], g["lanes"], g["pl"]
     parts = []
-    iy = pi * sh + (py - g["pt"])
+    iy = i * sh + (py - g["pt"])
     for px in range(sw):
         base = (py * sw + px) * g["plane"] + i * wq
         if not inside:
@@ -289,9 +245,8 @@ def _store(out, value, idx, epi) -> S.Stmt:
     return S.SeqStmt([S.BufferStore(out, value, idx), S.BufferStore(out, e, idx)])
 
 
-def _channel(ctx, g, xph, w, out, b, oc, epi, r0, rows) -> S.Stmt:
-    """Output rows ``[r0, r0 + rows)`` of channel ``oc`` of image ``b`` from their band's phased
-    plane ``xph``. The filter taps are
+def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
+    """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
     loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
     from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
@@ -301,15 +256,15 @@ def _channel(ctx, g, xph, w, out, b, oc, epi, r0, rows) -> S.Stmt:
     if g["rows_mode"] or (ow >= 8 and once and _overlap(2)):
         def row(oy):
             return _vec(ctx, ow, lanes, lambda j: _store(
-                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, r0 + oy, j], epi), True)
+                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, oy, j], epi), True)
 
-        body = _rows(ctx, 0, rows, row)
+        body = _rows(ctx, 0, g["oh"], row)
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
-        fill = _vec(ctx, -(-(rows * wq) // lanes) * lanes, lanes, lambda p: S.BufferStore(
+        fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
             grid, _taps_sum(g, xph, taps, p), [p]))
-        crop = _rows(ctx, 0, rows, lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-            out, grid[oy * wq + j], [b, oc, r0 + oy, j], epi), _overlap(2) and once))
+        crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
+            out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2) and once))
         body = S.Allocate(grid.data, "float32", [g["grid"]], True,
                           S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
     for tap, (ky, kx, _) in reversed(list(zip(taps, g["taps"]))):

@@ -328,40 +328,6 @@ def test_avx512_vector_width_matches_numpy(rng, monkeypatch, shape, kw):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
-# ------------------------------------------------------------------------------ bands
-def _band_loops(prim):
-    return [s for s in _nodes(prim.body) if isinstance(s, S.For) and s.loop_var.name.startswith("db")]
-
-
-@pytest.mark.parametrize("shape,kw,tails", [
-    ((1, 3, 112, 112), dict(stride=2, pad=1, epilogue="relu6"), 3),  # MobileNetV2's 96@112 s2
-    ((1, 2, 112, 112), dict(stride=1, pad=1, epilogue="relu6"), 3),
-    ((2, 2, 113, 57), dict(stride=2, pad=1, epilogue="bias"), 3),  # odd sizes, a short band
-    ((1, 2, 96, 90), dict(k=5, stride=1, pad=2, dilation=2), 3),  # a halo of 8 rows
-    ((1, 2, 100, 100), dict(stride=1, pad=0, epilogue="relu6"), 3),  # no padding row at all
-    ((1, 2, 112, 112), dict(stride=2, pad=1, epilogue="relu6"), 1),  # grid mode in bands
-    ((1, 2, 90, 90), dict(stride=1, pad=1, epilogue="hardswish"), 3),  # (the grid: reads twice)
-])
-def test_large_planes_run_in_bands_of_rows(rng, monkeypatch, shape, kw, tails):
-    # a channel's phased copy over BAND_BYTES is made and read a band of output rows at a time;
-    # the bands that read no padding row share one loop
-    monkeypatch.setattr(depthwise, "OVERLAP_TAILS", {"avx512": tails, "avx2": tails})
-    g = depthwise.geometry(_stage(_conv(shape, **kw)[1], "conv2d"))
-    assert g["band"] < g["oh"]
-    assert g["sh"] * g["sw"] * g["plane"] * 4 <= depthwise.BAND_BYTES
-    out, want, prim = _run(shape, rng, **kw)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
-    if g["oh"] // g["band"] >= 4:
-        assert _band_loops(prim)
-
-
-def test_small_planes_are_one_band(rng):
-    g = depthwise.geometry(_stage(_conv((1, 8, 56, 56), stride=1, pad=1)[1], "conv2d"))
-    assert g["band"] == g["oh"] == 56  # 58 x 58 floats: 13 KB
-    _, _, prim = _run((1, 8, 56, 56), rng, stride=1, pad=1)
-    assert not _band_loops(prim)
-
-
 @pytest.mark.parametrize("isa,width,lanes", [("avx512", 14, 8), ("avx512", 28, 16),
                                              ("avx2", 14, 8), ("avx512", 7, None)])
 def test_rows_not_a_whole_number_of_vectors_end_with_an_overlapping_one(
