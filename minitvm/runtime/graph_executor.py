@@ -41,6 +41,9 @@ def _shape_str(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+_INDEX = (int, np.integer)  # an input or output index
+
+
 class _BlasGuard:
     """BLAS on one thread while any run that uses it is in flight (runs in several threads
     share one switch: the user's setting comes back when the last of them finishes)."""
@@ -67,7 +70,7 @@ class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
     __slots__ = ("storage", "workspace", "views", "steps", "table", "entry", "keep", "unset",
-                 "family", "slots", "planned", "__weakref__")
+                 "family", "slots", "planned", "outputs", "__weakref__")
 
 
 class GraphModule:
@@ -152,6 +155,7 @@ class GraphModule:
         for name, value in params.items():
             np.copyto(st.views[self._input_index[name]], value)
         st.unset = {n for n in self.input_names if n not in params}
+        st.outputs = {}  # output index -> the NDArray get_output last returned
         # set_input_zero_copy rebinds an input and the reshape views of it (the entries in
         # its storage: the memory plan gives an input storage of its own): their views, and
         # the pointer slots (cptrs, position, table position) kernels read them through
@@ -188,7 +192,10 @@ class GraphModule:
 
     # ------------------------------------------------------------------ API
     def _input_entry(self, key, what: str) -> tuple[str, int]:
-        if isinstance(key, int | np.integer) and not isinstance(key, bool):
+        e = self._input_index.get(key) if type(key) is str else None
+        if e is not None:  # (the common case first: a run's inputs set by name)
+            return key, e
+        if isinstance(key, _INDEX) and not isinstance(key, bool):
             names = self.input_names
             if not 0 <= key < len(names):
                 raise ValueError(f"{what}: input index {key} out of range; the graph has "
@@ -258,6 +265,10 @@ class GraphModule:
 
     def _set_zero_copy(self, key, value) -> None:
         key, e = self._input_entry(key, "set_input_zero_copy")
+        st = self._state()
+        if st.views[e] is value:  # bound already (a serving loop passing one buffer each call)
+            st.unset.discard(key)
+            return
         if isinstance(value, NDArray):
             value = value.numpy()
         if not isinstance(value, np.ndarray):
@@ -270,7 +281,6 @@ class GraphModule:
         if not src.flags.c_contiguous:
             raise ValueError(f"set_input_zero_copy: input {key!r} must be C-contiguous (its "
                              "memory is read in place); use set_input to copy it")
-        st = self._state()
         if e not in st.family:  # (an input turned parameter by load_params after setup)
             raise ValueError(f"set_input_zero_copy: {key!r} is not an input of this graph")
         self._bind(st, e, src)
@@ -349,16 +359,21 @@ class GraphModule:
 
     def get_output(self, index: int, out=None) -> NDArray:
         """Output ``index`` (a view of this thread's storage, overwritten by its next run)."""
-        if not isinstance(index, int | np.integer) or isinstance(index, bool):
+        if type(index) is not int and (not isinstance(index, _INDEX) or isinstance(index, bool)):
             raise ValueError(f"get_output: the output index must be an integer, got "
                              f"{type(index).__name__} {index!r}")
         if not 0 <= index < len(self._outputs):
             raise ValueError(f"get_output: index {index} out of range; the graph has "
                              f"{len(self._outputs)} outputs")
-        view = self._state().views[self._outputs[int(index)]]
+        st = self._state()
+        view = st.views[self._outputs[int(index)]]
         if out is not None:
             return out.copyfrom(view)
-        return NDArray(view, self.device)
+        nd = st.outputs.get(index)
+        if nd is None or nd._data is not view:  # (an output that is a rebound input moves)
+            nd = st.outputs[index] = NDArray(view, self.device)
+        nd._content_hash = None  # (the next run rewrites it: no hash kept across runs)
+        return nd
 
     def get_input(self, key) -> NDArray:
         """Input ``key`` (name or index): a view of its storage, which callers may fill."""
