@@ -122,7 +122,15 @@ def to_onnx(main, order):
         if isinstance(e, Constant):
             names[id(e)] = init(e.data.numpy())
             continue
+        if isinstance(e, Tuple):  # (read by a concatenate: its fields' names)
+            names[id(e)] = [names[id(f)] for f in e.fields]
+            continue
         op, a = e.op.name, e.attrs
+        if op == "concatenate":
+            names[id(e)] = fresh()
+            nodes.append(helper.make_node("Concat", names[id(e.args[0])], [names[id(e)]],
+                                          axis=int(a.axis)))
+            continue
         ins = [names[id(x)] for x in e.args]
         out = fresh()
         names[id(e)] = out
@@ -183,6 +191,23 @@ def to_onnx(main, order):
             nodes.append(helper.make_node("MaxPool", ins, [out], kernel_shape=list(a.pool_size),
                                           strides=list(a.strides), pads=p,
                                           ceil_mode=int(a.ceil_mode)))
+        elif op == "nn.avg_pool2d":
+            p = list(a.padding)
+            p = p * 4 if len(p) == 1 else p * 2 if len(p) == 2 else p
+            nodes.append(helper.make_node("AveragePool", ins, [out],
+                                          kernel_shape=list(a.pool_size), strides=list(a.strides),
+                                          pads=p, ceil_mode=int(a.ceil_mode),
+                                          count_include_pad=int(a.count_include_pad)))
+        elif op == "clip":
+            nodes.append(helper.make_node("Clip", [ins[0], init(np.float32(a.a_min)),
+                                                   init(np.float32(a.a_max))], [out]))
+        elif op == "nn.conv2d_transpose":
+            p = list(a.padding)
+            p = p * 4 if len(p) == 1 else p * 2 if len(p) == 2 else p
+            nodes.append(helper.make_node("ConvTranspose", ins, [out], strides=list(a.strides),
+                                          pads=[p[0], p[1], p[2], p[3]],
+                                          output_padding=list(a.output_padding),
+                                          dilations=list(a.dilation), group=int(a.groups)))
         elif op == "nn.global_avg_pool2d":
             nodes.append(helper.make_node("GlobalAveragePool", ins, [out]))
         elif op in ("mean", "variance"):

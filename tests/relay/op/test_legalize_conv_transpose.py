@@ -1,0 +1,117 @@
+"""``nn.conv2d_transpose``'s Legalize rule (``relay.op.nn._legalize_conv_transpose``): a strided
+transposed conv becomes one ``nn.conv2d`` per output phase, interleaved by stack + reshape; the
+built kernels are native and match the op's definition; the cases it leaves alone stay the op."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+from minitvm.relay.expr import Call
+from minitvm.relay.expr_functor import dataflow_post_order
+
+
+def _mod(shape, wshape, **kw):
+    x = relay.var("x", shape=shape)
+    w = relay.var("w", shape=wshape)
+    y = relay.nn.relu(relay.nn.conv2d_transpose(x, w, **kw))
+    return relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
+
+
+def _ops(expr) -> list[str]:
+    return [e.op.name for e in dataflow_post_order(expr) if isinstance(e, Call)]
+
+
+def _transposed_conv(x, w, stride, pad, out_pad=(0, 0)):
+    """The definition: every input pixel scatters ``w[c, o]`` onto the output (float64);
+    ``pad`` is (top, left) or (top, left, bottom, right)."""
+    n, c, h, wd = x.shape
+    _, o, kh, kw = w.shape
+    sh, sw = stride
+    pad = tuple(pad) * (2 if len(pad) == 2 else 1)
+    oh = (h - 1) * sh - pad[0] - pad[2] + kh + out_pad[0]
+    ow = (wd - 1) * sw - pad[1] - pad[3] + kw + out_pad[1]
+    full = np.zeros((n, o, (h - 1) * sh + kh + out_pad[0], (wd - 1) * sw + kw + out_pad[1]))
+    for i in range(h):
+        for j in range(wd):
+            full[:, :, i * sh:i * sh + kh, j * sw:j * sw + kw] += np.einsum(
+                "nc,cokl->nokl", x[:, :, i, j].astype(np.float64), w.astype(np.float64))
+    return full[:, :, pad[0]:pad[0] + oh, pad[1]:pad[1] + ow]
+
+
+def test_dcgan_layer_becomes_four_convs_interleaved():
+    # DCGAN's 4x4 stride-2 padding-1 layer: each output phase reads a 2x2 slice of the filter
+    mod = _mod((1, 16, 8, 8), (16, 8, 4, 4), strides=(2, 2), padding=(1, 1))
+    out = relay.transform.Legalize()(mod)["main"]
+    ops = _ops(out.body)
+    assert "nn.conv2d_transpose" not in ops
+    assert ops.count("nn.conv2d") == 4 and ops.count("stack") == 3
+    convs = [e for e in dataflow_post_order(out.body)
+             if isinstance(e, Call) and e.op.name == "nn.conv2d"]
+    assert {tuple(int(k) for k in c.attrs.kernel_size) for c in convs} == {(2, 2)}
+    assert sorted(tuple(int(p) for p in c.attrs.padding) for c in convs) == [
+        (0, 0, 1, 1), (0, 1, 1, 0), (1, 0, 0, 1), (1, 1, 0, 0)]
+    assert out.checked_type == mod["main"].checked_type
+
+
+@pytest.mark.parametrize("shape,wshape,kw", [
+    ((1, 16, 8, 8), (16, 8, 4, 4), dict(strides=(2, 2), padding=(1, 1))),  # DCGAN
+    ((2, 6, 7, 5), (6, 4, 3, 3), dict(strides=(2, 2), padding=(1, 1), output_padding=(1, 1))),
+    ((1, 5, 6, 4), (5, 3, 5, 3), dict(strides=(3, 1), padding=(1, 0))),  # taps differ per phase
+    ((1, 4, 5, 5), (4, 6, 3, 3), dict(strides=(1, 1), padding=(1, 1))),  # one phase: a conv
+    ((1, 3, 4, 6), (3, 2, 2, 2), dict(strides=(2, 2), padding=(0, 0))),  # no overlap
+    ((1, 3, 5, 6), (3, 4, 4, 3), dict(strides=(2, 2), padding=(2, 0, 1, 0),
+                                      output_padding=(1, 1))),  # asymmetric padding
+])
+def test_built_matches_the_definition(shape, wshape, kw):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype("float32")
+    w = rng.standard_normal(wshape).astype("float32")
+    mod = _mod(shape, wshape, **kw)
+    assert "nn.conv2d_transpose" not in _ops(relay.transform.Legalize()(mod)["main"].body)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params={"w": w})
+    assert not lib.get_lib().fallback_functions
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    want = np.maximum(_transposed_conv(x, w, kw["strides"], kw["padding"],
+                                       kw.get("output_padding", (0, 0))), 0)
+    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_weights_given_at_run_time_are_sliced_per_call():
+    # not a constant: the filter slices stay take/transpose calls in the graph
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    w = rng.standard_normal((4, 3, 4, 4)).astype("float32")
+    mod = _mod((1, 4, 5, 5), (4, 3, 4, 4), strides=(2, 2), padding=(1, 1))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.set_input("w", w)
+    g.run()
+    want = np.maximum(_transposed_conv(x, w, (2, 2), (1, 1)), 0)
+    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,wshape,kw", [
+    ((1, 6, 7, 5), (6, 2, 3, 3), dict(strides=(2, 1), padding=(0, 1), groups=3, channels=6)),
+    ((1, 4, 6, 6), (4, 5, 3, 3), dict(strides=(1, 1), padding=(1, 1), dilation=(2, 2))),
+    ((1, 4, 6, 6), (4, 5, 1, 1), dict(strides=(2, 2), padding=(0, 0))),  # a phase with no tap
+    ((1, 4, 6, 6), (4, 5, 3, 3), dict(strides=(2, 2), padding=(0, 0))),  # 13 rows: unequal
+    ((1, 4, 6, 6), (4, 5, 3, 3), dict(strides=(1, 1), padding=(3, 3))),  # padding past it
+])
+def test_other_cases_keep_the_op(shape, wshape, kw):
+    mod = _mod(shape, wshape, **kw)
+    assert "nn.conv2d_transpose" in _ops(relay.transform.Legalize()(mod)["main"].body)
+
+
+def test_symbolic_batch_keeps_the_op():
+    x = relay.var("x", shape=(relay.Any(), 4, 5, 5))
+    w = relay.var("w", shape=(4, 3, 4, 4))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d_transpose(x, w, strides=(2, 2), padding=(1, 1)))))
+    assert "nn.conv2d_transpose" in _ops(relay.transform.Legalize()(mod)["main"].body)
