@@ -1,5 +1,14 @@
-"""Legalize of ``nn.conv2d_transpose`` on CPUs: a strided transposed convolution as one ordinary
-convolution per output phase, the phases then interleaved.
+"""Legalize of ``nn.conv1d`` and ``nn.conv2d_transpose`` on CPUs, onto ``nn.conv2d`` and its
+native kernels.
+
+``nn.conv1d`` (NCW/OIW) is a conv2d over one row: ``expand_dims`` of data and weight, the conv2d,
+``squeeze`` (the weight's expand_dims folds away with a constant weight). Before, it ran as a
+numpy kernel: a 1-D CNN of two convs (64->128 channels width 5, 128->128 width 3, with ReLUs)
+over 4000 samples took 23.2 ms against ONNX Runtime's 8.2 ms at one thread, and 7.6 ms as
+conv2d.
+
+A strided ``nn.conv2d_transpose`` becomes one ordinary convolution per output phase, the phases
+then interleaved.
 
 Output row ``y = s*q + r`` of a transposed conv with stride ``s`` gathers only the filter rows
 ``ky`` with ``(r + pad_top - ky) % s == 0``, from input rows ``q + (r + pad_top - ky) / s``: for
@@ -12,9 +21,11 @@ when the weight is one. Where the rewrite does not apply (grouped or dilated, a 
 than NCHW/IOHW, phases of unequal sizes, a phase without filter rows, padding past the filter)
 the op stays as it is and runs as before.
 
-Difference from TVM: TVM's ``legalize_conv2d_transpose`` only rewrites NHWC to NCHW and keeps the
-op; its x86 kernel is a direct gather. Here DCGAN's generator (four 4x4 stride-2 transposed
-convs) took 86 ms through the numpy fallback against ONNX Runtime's 11 ms at one thread.
+DCGAN's generator (four 4x4 stride-2 transposed convs) took 86 ms through the numpy fallback,
+and takes 10.8 ms so, against ONNX Runtime's 11.1 ms at one thread.
+
+Difference from TVM: TVM keeps both ops (its ``legalize_conv2d_transpose`` only rewrites NHWC to
+NCHW) and computes them with kernels of their own.
 """
 
 from __future__ import annotations
@@ -23,9 +34,25 @@ import numpy as np
 
 from ...expr import const
 from ..op import register_legalize
-from ..transform import reshape, stack, transpose
+from ..transform import expand_dims, reshape, squeeze, stack, transpose
 from ..transform_index import take
 from .nn import conv2d
+
+
+@register_legalize("nn.conv1d")
+def legalize_conv1d(attrs, inputs, types):
+    """An NCW/OIW ``nn.conv1d`` as ``nn.conv2d`` over one row (None for other layouts)."""
+    if attrs.data_layout != "NCW" or attrs.kernel_layout != "OIW" or \
+            (attrs.out_layout or "NCW") != "NCW":
+        return None
+    data, weight = inputs
+    left, right = (int(p) for p in attrs.padding)
+    ksize = None if attrs.kernel_size is None else (1, int(attrs.kernel_size[0]))
+    out = conv2d(expand_dims(data, 2), expand_dims(weight, 2), strides=(1, int(attrs.strides[0])),
+                 padding=(0, left, 0, right), dilation=(1, int(attrs.dilation[0])),
+                 groups=int(attrs.groups), channels=attrs.channels, kernel_size=ksize,
+                 out_dtype=attrs.out_dtype)
+    return squeeze(out, axis=[2])
 
 
 def _phases(stride: int, pad_before: int, kernel: int, size_in: int, size_out: int):

@@ -1,6 +1,6 @@
-"""``nn.conv2d_transpose``'s Legalize rule (``relay.op.nn._legalize_conv_transpose``): a strided
-transposed conv becomes one ``nn.conv2d`` per output phase, interleaved by stack + reshape; the
-built kernels are native and match the op's definition; the cases it leaves alone stay the op."""
+"""The Legalize rules of ``relay.op.nn._legalize_conv_nd``: conv1d as a conv2d over one row, and
+a strided transposed conv as one ``nn.conv2d`` per output phase, interleaved by stack + reshape.
+The built kernels are native and match the ops' definitions; the cases left alone keep the op."""
 
 import numpy as np
 import pytest
@@ -115,3 +115,49 @@ def test_symbolic_batch_keeps_the_op():
     mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
         [x, w], relay.nn.conv2d_transpose(x, w, strides=(2, 2), padding=(1, 1)))))
     assert "nn.conv2d_transpose" in _ops(relay.transform.Legalize()(mod)["main"].body)
+
+
+# ------------------------------------------------------------------------------ conv1d
+@pytest.mark.parametrize("kw", [dict(), dict(strides=2, padding=1),
+                                dict(padding=(2, 1), dilation=2), dict(groups=4, padding=1)])
+def test_conv1d_is_a_conv2d_over_one_row(kw):
+    rng = np.random.default_rng(2)
+    groups = kw.get("groups", 1)
+    x = rng.standard_normal((2, 8, 50)).astype("float32")
+    w = rng.standard_normal((12, 8 // groups, 3)).astype("float32")
+    xv, wv = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [xv, wv], relay.nn.relu(relay.nn.conv1d(xv, wv, **kw)))))
+    legal = relay.transform.Legalize()(mod)["main"]
+    assert _ops(legal.body) == ["expand_dims", "expand_dims", "nn.conv2d", "squeeze", "nn.relu"]
+    assert legal.checked_type == mod["main"].checked_type
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params={"w": w})
+    assert not lib.get_lib().fallback_functions
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    # the definition, in float64: out[n, o, i] = sum w[o, c, k] * x_padded[n, g(o)*C/g + c,
+    # i*stride + k*dilation]
+    s, d = kw.get("strides", 1), kw.get("dilation", 1)
+    pad = kw.get("padding", 0)
+    left, right = (pad, pad) if isinstance(pad, int) else pad
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (left, right)))
+    width = (xp.shape[2] - d * 2 - 1) // s + 1
+    cg, og = 8 // groups, 12 // groups
+    want = np.zeros((2, 12, width))
+    for o in range(12):
+        c0 = (o // og) * cg
+        for k in range(3):
+            taps = xp[:, c0:c0 + cg, k * d:k * d + s * (width - 1) + 1:s]
+            want[:, o] += np.einsum("ncw,c->nw", taps, w[o, :, k].astype(np.float64))
+    np.testing.assert_allclose(g.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_conv1d_in_another_layout_keeps_the_op():
+    x = relay.var("x", shape=(1, 50, 8))
+    w = relay.var("w", shape=(3, 8, 12))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.conv1d(
+        x, w, data_layout="NWC", kernel_layout="WIO"))))
+    assert "nn.conv1d" in _ops(relay.transform.Legalize()(mod)["main"].body)
