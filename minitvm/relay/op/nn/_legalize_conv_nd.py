@@ -7,19 +7,13 @@ numpy kernel: a 1-D CNN of two convs (64->128 channels width 5, 128->128 width 3
 over 4000 samples took 23.2 ms against ONNX Runtime's 8.2 ms at one thread, and 7.6 ms as
 conv2d.
 
-A strided ``nn.conv2d_transpose`` becomes one ordinary convolution per output phase, the phases
-then interleaved.
-
-Output row ``y = s*q + r`` of a transposed conv with stride ``s`` gathers only the filter rows
-``ky`` with ``(r + pad_top - ky) % s == 0``, from input rows ``q + (r + pad_top - ky) / s``: for
-each phase ``r`` that is a stride-1 convolution over the input with those rows of the filter
-(flipped, input and output channels swapped), over ``Q = OH / s`` rows, with padding of its own.
-So the ``sh * sw`` phases are ``sh * sw`` ``nn.conv2d`` calls, each computing only the products
-that are not zero, interleaved by ``stack`` and ``reshape``. The convs take the native conv
-schedules; the filter slices are ``take``s of the weight, folded to constants by FoldConstant
-when the weight is one. Where the rewrite does not apply (grouped or dilated, a layout other
-than NCHW/IOHW, phases of unequal sizes, a phase without filter rows, padding past the filter)
-the op stays as it is and runs as before.
+A strided ``nn.conv2d_transpose`` becomes one ordinary convolution per output phase
+(``topi.conv_transpose_phases``): ``sh * sw`` ``nn.conv2d`` calls, each computing only the
+products that are not zero, interleaved by ``stack`` and ``reshape``. The convs take the native
+conv schedules; the filter slices are ``take``s of the weight, folded to constants by
+FoldConstant when the weight is one. Where the rewrite does not apply (grouped or dilated, a
+layout other than NCHW/IOHW, phases of unequal sizes, a phase without filter rows, padding past
+the filter) the op stays as it is and runs as before.
 
 DCGAN's generator (four 4x4 stride-2 transposed convs) took 86 ms through the numpy fallback,
 and takes 10.8 ms so, against ONNX Runtime's 11.1 ms at one thread.
@@ -32,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....topi.conv_transpose_phases import phases
 from ...expr import const
 from ..op import register_legalize
 from ..transform import expand_dims, reshape, squeeze, stack, transpose
@@ -55,23 +50,6 @@ def legalize_conv1d(attrs, inputs, types):
     return squeeze(out, axis=[2])
 
 
-def _phases(stride: int, pad_before: int, kernel: int, size_in: int, size_out: int):
-    """Per output phase ``r``: (filter taps, in the order the stride-1 conv reads them; its
-    padding before and after), or None when the rewrite does not apply along this axis."""
-    if kernel < stride or size_out % stride:
-        return None
-    q = size_out // stride
-    out = []
-    for r in range(stride):
-        taps = [k for k in range(kernel - 1, -1, -1) if (r + pad_before - k) % stride == 0]
-        first = (r + pad_before - taps[0]) // stride  # the input row tap 0 reads, at q = 0
-        before, after = -first, q + first + len(taps) - 1 - size_in
-        if before < 0 or after < 0:  # (the phase would read past a cropped input)
-            return None
-        out.append((taps, before, after))
-    return out
-
-
 @register_legalize("nn.conv2d_transpose")
 def legalize_conv2d_transpose(attrs, inputs, types):
     """A strided NCHW/IOHW ``nn.conv2d_transpose`` as one ``nn.conv2d`` per output phase, then
@@ -89,7 +67,7 @@ def legalize_conv2d_transpose(attrs, inputs, types):
         return None
     sh, sw = (int(s) for s in attrs.strides)
     pt, pl = (int(p) for p in attrs.padding[:2])
-    rows, cols = _phases(sh, pt, kh, h, oh), _phases(sw, pl, kw, w, ow)
+    rows, cols = phases(sh, pt, kh, h, oh), phases(sw, pl, kw, w, ow)
     if rows is None or cols is None:
         return None
 

@@ -98,6 +98,69 @@ def test_conv2d_transpose():
           conv2d_transpose_ref(x, w, (2, 2), (1, 1, 1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape,wshape,stride,pad,out_pad", [
+    ((1, 6, 4, 4), (6, 5, 4, 4), (2, 2), (1, 1, 1, 1), (0, 0)),  # DCGAN's layer
+    ((1, 3, 5, 6), (3, 4, 4, 3), (2, 2), (2, 0, 1, 0), (1, 1)),  # asymmetric padding
+    ((1, 2, 4, 4), (2, 3, 5, 3), (3, 1), (1, 0, 1, 0), (0, 0)),  # taps differ per phase
+])
+def test_strided_conv2d_transpose_is_a_conv2d_per_phase(shape, wshape, stride, pad, out_pad):
+    # one conv2d PrimFunc per output phase (no gather), stacked and reshaped into place
+    from legalize_util import bindings, one_op_module, run_legalized
+
+    from minitvm.relax.transform import LegalizeOps
+
+    x, w = rand(shape), rand(wshape)
+    mod = one_op_module(lambda a, b: nn.conv2d_transpose(a, b, strides=stride, padding=pad,
+                                                         output_padding=out_pad),
+                        [tensor(x.shape), tensor(w.shape)])
+    after = LegalizeOps()(mod)
+    called = [str(b.value.args[0].name_hint) for b in bindings(after["main"])
+              if getattr(b.value, "op", None) is not None and
+              getattr(b.value.op, "name", "") == "relax.call_tir"]
+    assert sum(f.startswith("conv2d") for f in called) == stride[0] * stride[1]
+    assert not any(f.startswith("conv2d_transpose") for f in called)
+    assert any(f.startswith("stack") for f in called)
+    got = run_legalized(after, [x, w])
+    np.testing.assert_allclose(got, conv2d_transpose_ref(x, w, stride, pad, out_pad),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_constant_weight_is_sliced_at_legalization():
+    # the phases' filters are constants: no take / permute_dims left to run per call
+    from legalize_util import bindings, one_op_module, run_legalized
+
+    from minitvm import relax
+    from minitvm.relax.transform import LegalizeOps
+
+    x, w = rand((1, 6, 4, 4)), rand((6, 5, 4, 4))
+    mod = one_op_module(lambda a: nn.conv2d_transpose(a, relax.const(w), strides=2, padding=1),
+                        [tensor(x.shape)])
+    after = LegalizeOps()(mod)
+    called = [str(b.value.args[0].name_hint) for b in bindings(after["main"])
+              if getattr(getattr(b.value, "op", None), "name", "") == "relax.call_tir"]
+    assert sorted(f.rstrip("0123456789") for f in called) == ["conv2d"] * 4 + ["reshape"] * 3 + \
+        ["stack"] * 3
+    got = run_legalized(after, [x])
+    np.testing.assert_allclose(got, conv2d_transpose_ref(x, w, (2, 2), (1, 1, 1, 1), (0, 0)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_transpose_of_unequal_phases_keeps_the_gather():
+    # 4 -> 9 rows at stride 2: phases of 5 and 4 rows, so the direct gather
+    from legalize_util import one_op_module
+
+    from minitvm.relax.transform import LegalizeOps
+
+    x, w = rand((1, 3, 4, 4)), rand((3, 2, 3, 3))
+    mod = one_op_module(lambda a, b: nn.conv2d_transpose(a, b, strides=2),
+                        [tensor(x.shape), tensor(w.shape)])
+    funcs = [str(gv.name_hint) for gv in LegalizeOps()(mod).get_global_vars()]
+    assert "conv2d_transpose" in funcs
+    check(lambda a, b: nn.conv2d_transpose(a, b, strides=2),
+          [tensor(x.shape), tensor(w.shape)], [x, w],
+          conv2d_transpose_ref(x, w, (2, 2), (0, 0, 0, 0), (0, 0)), rtol=1e-4, atol=1e-4)
+
+
 def test_conv1d_transpose_groups():
     x, w = rand((2, 4, 5)), rand((4, 3, 3))
     # two groups: input channels 0-1 -> outputs 0-2, 2-3 -> outputs 3-5
