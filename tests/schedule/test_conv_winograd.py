@@ -98,6 +98,10 @@ CASES = [  # (input shape, output channels, padding, epilogue, block sizes that 
     ((2, 20, 19, 32), 32, 1, "none", (2, 4)),  # odd height, batch 2, 20 channels
     ((1, 16, 34, 34), 40, 0, "bias_relu", (2, 4)),  # no padding: 32x32 output
     ((1, 64, 56, 56), 64, 1, "residual_relu", (2, 4)),  # ResNet's first stage
+    # ragged rows: the last block reaches past the row, its extra columns not stored
+    ((1, 20, 73, 73), 16, 0, "bias_relu", (2, 4)),  # Inception's 71x71 (18 blocks of 4)
+    ((1, 16, 35, 35), 24, 1, "residual_relu", (2, 4)),  # 35 columns: 9 of 4, 18 of 2
+    ((2, 16, 17, 17), 16, 1, "bias_relu", (2,)),  # 17: 9 blocks of 2, batch 2
 ]
 
 
@@ -150,7 +154,10 @@ def _stage(shape, wshape, stride, padding, dilation):
     ((1, 64, 56, 56), (64, 64, 3, 3), dict(stride=1, padding=2, dilation=2), ()),
     ((1, 64, 56, 56), (64, 64, 1, 1), dict(stride=1, padding=0, dilation=1), ()),
     ((1, 8, 56, 56), (64, 8, 3, 3), dict(stride=1, padding=1, dilation=1), ()),  # 8 channels
-    ((1, 64, 33, 33), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), ()),  # odd width
+    # a ragged last block reaching at most 1/16 of the row past it
+    ((1, 64, 33, 33), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), (2,)),  # 34 / 36
+    ((1, 80, 73, 73), (192, 80, 3, 3), dict(stride=1, padding=0, dilation=1), (2, 4)),  # 71
+    ((1, 64, 7, 7), (64, 64, 3, 3), dict(stride=1, padding=1, dilation=1), ()),  # 8 for 7
 ])
 def test_block_sizes_follow_the_geometry(shape, wshape, attrs, want):
     t = _stage(shape, wshape, attrs["stride"], attrs["padding"], attrs["dilation"])
