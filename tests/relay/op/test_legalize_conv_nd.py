@@ -19,6 +19,18 @@ def _mod(shape, wshape, **kw):
     return relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
 
 
+def _built_output(mod, x, w):
+    """``mod`` built at opt_level 3 with the constant weight ``w`` (no numpy kernel left), run
+    on ``x``."""
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params={"w": w})
+    assert not lib.get_lib().fallback_functions
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    return g.get_output(0).numpy()
+
+
 def _ops(expr) -> list[str]:
     return [e.op.name for e in dataflow_post_order(expr) if isinstance(e, Call)]
 
@@ -70,15 +82,9 @@ def test_built_matches_the_definition(shape, wshape, kw):
     w = rng.standard_normal(wshape).astype("float32")
     mod = _mod(shape, wshape, **kw)
     assert "nn.conv2d_transpose" not in _ops(relay.transform.Legalize()(mod)["main"].body)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params={"w": w})
-    assert not lib.get_lib().fallback_functions
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", x)
-    g.run()
     want = np.maximum(_transposed_conv(x, w, kw["strides"], kw["padding"],
                                        kw.get("output_padding", (0, 0))), 0)
-    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_built_output(mod, x, w), want, rtol=1e-4, atol=1e-4)
 
 
 def test_weights_given_at_run_time_are_sliced_per_call():
@@ -131,12 +137,7 @@ def test_conv1d_is_a_conv2d_over_one_row(kw):
     legal = relay.transform.Legalize()(mod)["main"]
     assert _ops(legal.body) == ["expand_dims", "expand_dims", "nn.conv2d", "squeeze", "nn.relu"]
     assert legal.checked_type == mod["main"].checked_type
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params={"w": w})
-    assert not lib.get_lib().fallback_functions
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", x)
-    g.run()
+    got = _built_output(mod, x, w)
     # the definition, in float64: out[n, o, i] = sum w[o, c, k] * x_padded[n, g(o)*C/g + c,
     # i*stride + k*dilation]
     s, d = kw.get("strides", 1), kw.get("dilation", 1)
@@ -151,8 +152,7 @@ def test_conv1d_is_a_conv2d_over_one_row(kw):
         for k in range(3):
             taps = xp[:, c0:c0 + cg, k * d:k * d + s * (width - 1) + 1:s]
             want[:, o] += np.einsum("ncw,c->nw", taps, w[o, :, k].astype(np.float64))
-    np.testing.assert_allclose(g.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_conv1d_in_another_layout_keeps_the_op():
