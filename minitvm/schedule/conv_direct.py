@@ -14,11 +14,11 @@ each vector of a panel is one contiguous piece of an output row, so no padding c
 computed (``Wq - OW`` of every ``Wq``: 12% of a 16-wide 3x3 conv) and the kernel writes the
 ``[N, O, OH, OW]`` output layout itself.
 
-On both ISAs (``FUSED_EPILOGUE``, ``CHANNEL_BLOCK``: measured first on AVX2; on a Zen 4 with
-AVX-512 the AVX2 schedules took ResNet-50 from 2.39x to 1.00x ONNX Runtime at one thread) the
-micro-kernel also applies the conv's fused elementwise epilogue (bias, residual add, relu) to
-its register tile and stores the output once (no grid buffer, crop or epilogue pass), and sums
-the input channels in blocks whose input window stays in L1.
+On both ISAs (``FUSED_EPILOGUE``, ``CHANNEL_BLOCK``: measured first on AVX2, then the Zen 4
+measurement at ``common.vector_isa``) the micro-kernel also applies the conv's fused
+elementwise epilogue (bias, residual add, relu) to its register tile and stores the output once
+(no grid buffer, crop or epilogue pass), and sums the input channels in blocks whose input
+window stays in L1.
 """
 
 from __future__ import annotations
@@ -59,20 +59,17 @@ BATCH_PARALLEL_MIN_MACS = 1 << 21
 BATCH_PARALLEL_MIN_IMAGES = 4
 # strided convs: unroll the filter rows as well as the columns, so each tap's phase plane and
 # row are constants (measured on a Zen 2: stride-2 3x3 convs of ResNet-18 5-7% faster; not the
-# 7x7 stem). On for AVX-512 too (it had kept its schedule until the switches were measured
-# there: on a Zen 4 the AVX2 schedules, every switch of this file, conv_lanes, conv_pointwise,
-# gemm, gemm_kernel, pool, depthwise and softmax_rows on, took ResNet-50 from 2.39x to 1.00x
-# ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread)
+# 7x7 stem). Both ISAs (the Zen 4 measurement at ``common.vector_isa``)
 UNROLL_STRIDED_ROWS = {"avx512": True, "avx2": True}
 # a last channel tile of at most a third of the tile's rows is merged with the full tile before
-# it and split in two about equal ones (see ``_gemm``); both ISAs (the Zen 4 measurement above)
+# it and split in two about equal ones (see ``_gemm``); both ISAs (the Zen 4 measurement)
 SPLIT_SHORT_TILE = {"avx512": True, "avx2": True}
 # the fused elementwise epilogue (bias, residual add, relu) applied to the register tile and
 # stored once by the micro-kernel, instead of a grid buffer and a separate (crop +) epilogue
-# pass over the output; both ISAs (the Zen 4 measurement above)
+# pass over the output; both ISAs (the Zen 4 measurement)
 FUSED_EPILOGUE = {"avx512": True, "avx2": True}
 # input channels in blocks whose input window stays in L1 while the panel's tiles read it
-# (``channel_block``); both ISAs (the Zen 4 measurement above)
+# (``channel_block``); both ISAs (the Zen 4 measurement)
 CHANNEL_BLOCK = {"avx512": True, "avx2": True}
 # compact code for LLVM (a cold build spends most of its time optimizing the kernels): each
 # tap's pixel vectors loaded once into a local for all the tile's rows and its offset bound
@@ -80,7 +77,7 @@ CHANNEL_BLOCK = {"avx512": True, "avx2": True}
 # store of a panel running past the grid a loop over a copy of the tile rather than every
 # vector with a fallback. Measured on a Zen 2 for ResNet-50's strided 1x1 convs and stem:
 # the LLVM IR 6-50% smaller, LLVM's time 0-47% less, the same speed. Both ISAs (the Zen 4
-# measurement above)
+# measurement)
 COMPACT = {"avx512": True, "avx2": True}
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with

@@ -32,10 +32,8 @@ ResNet-18 1.29 / 1.19 / 1.28 vs 1.65 / 1.62 / 1.63. A 7x7 stride-2 stem of 3 cha
 output rows are whole vectors, ``conv_direct``'s row mode) stays on ``conv_direct``: 2.79 here
 vs 2.47 there.
 
-On both ISAs (``ENABLED``), for prepacked weights; anything else keeps ``conv_direct``. AVX-512
-had kept ``conv_direct`` until it was measured there: on a Zen 4 with AVX-512 the AVX2
-schedules (this one among them) took ResNet-50 from 2.39x to 1.00x ONNX Runtime, MobileNetV2
-2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread.
+On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``), for prepacked
+weights; anything else keeps ``conv_direct``.
 """
 
 from __future__ import annotations

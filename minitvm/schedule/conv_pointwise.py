@@ -31,10 +31,7 @@ conv_direct in minitvm's: 96->576 at 14x14 252 vs 242 (267), 160->960 at 7x7 164
 320->1280 at 7x7 473 vs 462 (770), 576->96 + residual at 14x14 232 vs 222 (290), 16->96 at
 112x112 580 vs 619 (870), 144->24 + residual at 56x56 273 vs 255 (350).
 
-On both ISAs (``ENABLED``). AVX-512 machines had kept ``conv_direct``'s schedule until it was
-measured there: on a Zen 4 with AVX-512 the AVX2 schedules (this one among them) took ResNet-50
-from 2.39x to 1.00x ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x ->
-1.08x, one thread.
+On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``).
 """
 
 from __future__ import annotations

@@ -44,10 +44,8 @@ VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
 # see ``_vec``: bit 1 the phased copy, bit 2 the output rows (any width from 8 computed row by
 # row, the last vector overlapping, instead of through the grid and its crop; 7x7 planes keep
-# the grid, whose crop then overlaps) (measured on AVX2 first, AVX-512 kept
-# scalar tails; both ISAs since a Zen 4 with AVX-512 measured the AVX2 schedules, these among
-# them: ResNet-50 2.39x -> 1.00x ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2
-# blocks 3.17x -> 1.08x, one thread)
+# the grid, whose crop then overlaps). Measured on AVX2 first; both ISAs (the Zen 4
+# measurement at ``common.vector_isa``)
 OVERLAP_TAILS = {"avx512": 3, "avx2": 3}
 
 

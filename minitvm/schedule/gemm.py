@@ -217,10 +217,7 @@ def _add(x, y):
 # time, separate pass -> fused, ms): 768->768 + bias 1.89/7.51 -> 1.90/7.18, + bias + residual
 # 1.89/6.89 -> 1.94/7.22 (within the noise; the pass is cheap next to the GEMM), + bias + gelu
 # at 512 rows 31.8 -> 34.1 (the erf costs more in the tile store, so an epilogue with calls
-# keeps its pass). AVX-512 kept the separate pass until it was measured there; both ISAs now:
-# on a Zen 4 with AVX-512 the AVX2 schedules (these three switches, gemm_kernel's blocking and
-# the conv, pool, depthwise and softmax ones) took ResNet-50 from 2.39x to 1.00x ONNX Runtime,
-# MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread.
+# keeps its pass). Both ISAs (the Zen 4 measurement at ``common.vector_isa``).
 FUSED_EPILOGUE = {"avx512": True, "avx2": True}
 
 
@@ -482,8 +479,8 @@ def emit_fused(ctx, t, u, out, operand_bufs, body, separate) -> S.Stmt:
 # 768->768 (+bias) at 32/128 rows 0.47/2.16 -> 0.46/1.78, 3072->768 (+bias, +residual)
 # 2.24/9.37 -> 1.98/7.64; at 512 rows within the noise of packing W (kept). Slower where not
 # used: 768->3072 (N > K) at 128 rows 8.9 -> 10.6; the seed MLP's 784->128 at 64 rows 0.185 ->
-# 0.216 (a weight that stays in cache: gemm_tb). AVX-512 kept gemm_tb; both ISAs now (the Zen 4
-# measurement at ``FUSED_EPILOGUE``).
+# 0.216 (a weight that stays in cache: gemm_tb). Both ISAs (the Zen 4 measurement at
+# ``common.vector_isa``).
 SWAP_TB = {"avx512": True, "avx2": True}
 # whether a [N, K] W packed per call (static N and K, cache-blocked schedule) is packed one K
 # block of a panel group at a time, just before the row tiles use it (``GemmBuilder.
@@ -495,8 +492,8 @@ SWAP_TB = {"avx512": True, "avx2": True}
 # (tasks for the pool beside the panel groups; each chunk packs its own copy of its panels),
 # within the noise of one chunk at one thread. A weight under INLINE_PACK_MIN_WEIGHT elements
 # (it stays in cache; the seed MLP's 784->128 at 1024 rows: 2.54 whole pass, 2.84 inline, its
-# chunks repacking it) keeps the pass. Both ISAs (the Zen 4 measurement at ``FUSED_EPILOGUE``;
-# AVX-512 had no cache-blocked schedule before it).
+# chunks repacking it) keeps the pass. Both ISAs (the Zen 4 measurement at
+# ``common.vector_isa``; AVX-512 had no cache-blocked schedule before it).
 INLINE_PACK = {"avx512": True, "avx2": True}
 INLINE_PACK_MIN_WEIGHT = 1 << 19
 SWAP_MIN_ROWS = 16

@@ -60,9 +60,7 @@ TILES = {"avx512": (8, 32), "avx2": (6, 16)}
 # process, x ONNX Runtime: 1.14/1.11/1.08 -> 1.00/1.01/1.05 and 1.02/1.01/1.05 -> 0.87/0.95/1.02
 # (two runs); seed MLP n=64 0.92-0.95 -> 0.85-0.88. kc 192/256/384 and groups of 1 to 8 panels
 # were within the noise (+-5%) of each other. The same (384, 8) on AVX-512 (48 KB B pieces
-# at its 384 x 32): on a Zen 4 with AVX-512 the AVX2 schedules (this blocking, BLOCK_ROWS 144,
-# the gemm, conv, pool, depthwise and softmax switches) took ResNet-50 from 2.39x to 1.00x ONNX
-# Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x -> 1.08x, one thread.
+# at its 384 x 32; the Zen 4 measurement at ``common.vector_isa``).
 BLOCKING = {"avx512": (384, 8), "avx2": (384, 8)}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)

@@ -32,10 +32,8 @@ PARALLEL_MIN_WORK = 1 << 16  # window loads before the rows run on the thread po
 # (written out one by one)
 DIRECT_MAX_TAPS, DIRECT_MAX_STRIDE, DIRECT_MAX_EDGES = 25, 4, 16
 DIRECT_LANES = 8  # output columns per vector of the direct form
-# the direct form by vector ISA: measured on AVX2 first (AVX-512 kept the row form); on for
-# both since a Zen 4 with AVX-512 measured the AVX2 schedules (this one among them): ResNet-50
-# 2.39x -> 1.00x ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2 blocks 3.17x ->
-# 1.08x, one thread
+# the direct form by vector ISA: measured on AVX2 first; both ISAs (the Zen 4 measurement at
+# ``common.vector_isa``)
 DIRECT = {"avx512": True, "avx2": True}
 VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary first
 

@@ -21,10 +21,7 @@ from .common import const_int, lanes, parallel_for, prod_dims, same_dims, vector
 # whether raised softmax blocks get the row kernel, by vector ISA. Measured on a Zen 2 (AVX2,
 # one thread, thread CPU time, best of 15, the BERT layer's 12 x seq x seq attention softmax,
 # symbolic seq, stages -> rows, ms): seq 7 0.032 -> 0.030, 32 0.063 -> 0.048, 128 0.436 ->
-# 0.301, 512 6.05 -> 3.66. AVX-512 kept the stage by stage lowering until it was measured
-# there; both ISAs now: on a Zen 4 with AVX-512 the AVX2 schedules (this one among them) took
-# ResNet-50 from 2.39x to 1.00x ONNX Runtime, MobileNetV2 2.21x -> 0.92x, ResNet stem + 2
-# blocks 3.17x -> 1.08x, one thread.
+# 0.301, 512 6.05 -> 3.66. Both ISAs (the Zen 4 measurement at ``common.vector_isa``).
 ROW_SOFTMAX = {"avx512": True, "avx2": True}
 
 
