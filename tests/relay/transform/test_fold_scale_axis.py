@@ -130,3 +130,48 @@ def test_forward_stops_at_global_pool_and_flatten_as_in_tvm():
     z = relay.nn.dense(relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y)), _c(3, 4))
     mod, out = _run(relay.Function([x], z), relay.transform.ForwardFoldScaleAxis())
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_forward_keeps_a_gate_computed_from_the_scaled_value():
+    """A scale computed from the value it scales (hardswish, swish, a squeeze-and-excitation
+    gate) stays a multiply on the activation (a deviation from TVM, which moves it onto the
+    weight: the whole weight rewritten every call)."""
+    x = relay.var("x", shape=(1, 64))
+    hardswish = relay.multiply(x, relay.clip(relay.add(x, relay.const(3.0)), 0.0, 6.0)
+                               / relay.const(6.0))
+    f = relay.Function([x], relay.nn.dense(hardswish, _c(1000, 64)))
+    mod, out = _run(f, relay.transform.ForwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+    # a squeeze-and-excitation gate before a 1x1 conv
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    gate = relay.sigmoid(relay.nn.conv2d(relay.nn.global_avg_pool2d(x), _c(8, 8, 1, 1)))
+    y = relay.nn.conv2d(relay.multiply(x, gate), _c(4, 8, 1, 1))
+    mod, out = _run(relay.Function([x], y), relay.transform.FoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+    check_numerics(mod, out, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_still_folds_a_parameter_scale_into_dense():
+    """A scale that does not depend on the scaled value folds as in TVM."""
+    x, s = relay.var("x", shape=(2, 16)), relay.var("s", shape=(1, 16))
+    w = _c(8, 16)
+    f = relay.Function([x, s], relay.nn.dense(relay.multiply(x, s), w))
+    mod, out = _run(f, relay.transform.ForwardFoldScaleAxis())
+    expected = relay.Function([x, s], relay.nn.dense(x, relay.multiply(
+        w, relay.squeeze(s, axis=[0]))))
+    tvm.ir.assert_structural_equal(out["main"], relay.transform.InferType()(
+        tvm.IRModule.from_expr(expected))["main"])
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_gate_search_is_bounded_on_a_long_scale_chain():
+    """The gate search stops after GATE_SEARCH expressions (no deep walk, no recursion)."""
+    x = relay.var("x", shape=(1, 4))
+    s = relay.var("s", shape=(1, 4))
+    e = s
+    for _ in range(100_000):
+        e = relay.negative(e)
+    f = relay.Function([x, s], relay.nn.dense(relay.multiply(x, e), _c(3, 4)))
+    mod, out = _run(f, relay.transform.ForwardFoldScaleAxis())
+    assert out["main"].body.op.name == "nn.dense"
