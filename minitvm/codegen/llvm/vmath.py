@@ -10,6 +10,7 @@ references is asserted in tests/codegen/test_vmath.py (all about 2-4e-7, i.e. a 
 
 from __future__ import annotations
 
+import functools
 import math
 
 from llvmlite import ir
@@ -91,14 +92,63 @@ class _Emit:
         return self.b.bitcast(bits, self.ty)
 
 
+@functools.cache
+def _host_scalef() -> tuple[bool, bool]:
+    """(512-bit, 128/256-bit) ``vscalefps`` on the host: AVX-512F, AVX-512VL."""
+    from ...runtime.jit import host_cpu
+
+    features = host_cpu()[1].split(",")
+    return "+avx512f" in features, "+avx512f" in features and "+avx512vl" in features
+
+
+def _scalef(m: _Emit, p, n):
+    """``p * 2**floor(n)`` by AVX-512's ``vscalefps`` (one instruction, rounding once: overflow
+    gives inf, small results are denormal, NaN propagates), or None where the host or the
+    vector width has no such instruction. Wider vectors run as 16-lane pieces."""
+    lanes = m.ty.count if isinstance(m.ty, ir.VectorType) else 1
+    f512, vl = _host_scalef()
+    if lanes % 16 == 0 and f512:
+        width, suffix, extra = 16, "512", [ir.Constant(ir.IntType(16), -1), T.I32(4)]
+    elif lanes in (4, 8) and vl:
+        width, suffix, extra = lanes, str(32 * lanes), [ir.Constant(ir.IntType(8), -1)]
+    else:
+        return None
+    vt = ir.VectorType(ir.FloatType(), width)
+    fn = m.cg._declare(f"llvm.x86.avx512.mask.scalef.ps.{suffix}", vt,
+                       [vt, vt, vt] + [a.type for a in extra])
+    if lanes == width:
+        return m.b.call(fn, [p, n, p] + extra)
+
+    def piece(v, k):
+        return m.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(T.I32, width),
+                                                    [k * width + j for j in range(width)]))
+
+    parts = [m.b.call(fn, [piece(p, k), piece(n, k), piece(p, k)] + extra)
+             for k in range(lanes // width)]
+    while len(parts) > 1:  # concatenate pairwise
+        size = parts[0].type.count
+        mask = ir.Constant(ir.VectorType(T.I32, 2 * size), list(range(2 * size)))
+        parts = [m.b.shuffle_vector(parts[k], parts[k + 1], mask)
+                 for k in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def _exp(m: _Emit, x):
     b = m.b
+    # (the clamps keep a NaN: an ordered compare with it is false)
     xc = m.sel(m.cmp(">", x, m.c(88.8)), m.c(88.8), x)
     xc = m.sel(m.cmp("<", xc, m.c(-104.0)), m.c(-104.0), xc)
     n = m.cg._intrin("llvm.rint", [m.mul(xc, m.c(1.4426950408889634))])
     r = m.fma(n, m.c(-_LN2_HI), xc)
     r = m.fma(n, m.c(-_LN2_LO), r)
     p = m.fma(m.mul(r, r), m.poly(r, _EXP_P), m.add(r, m.c(1.0)))
+    scaled = _scalef(m, p, n)
+    if scaled is not None:
+        # overflow (x > 88.72) to inf, underflow to denormals and 0, NaN: all by vscalefps, in
+        # half the instructions of the integer scaling below. Zen 4, one thread, 1.2M floats:
+        # exp 531 -> 339 us, sigmoid 605 -> 471 us, tanh 794 -> 563 us (ONNX Runtime's 239,
+        # 360, 426 us; ``benchmarks/bench_vmath.py``)
+        return scaled
     ni = b.fptosi(n, m.ity)
     n1 = b.ashr(ni, m.ci(1))
     # two scale factors keep 2**n normal at both ends (results near FLT_MAX and denormals)
