@@ -32,7 +32,7 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import substitute, transform_expr
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .common import const_int as _const_int
 from .common import emit_with_epilogue, vector_isa
 from .common import imm as _i
@@ -229,6 +229,27 @@ def _taps_sum(g, xph, taps, pos):
     return sums[0]
 
 
+# A transcendental epilogue (SiLU's sigmoid, GELU's erf) on a filter of more than
+# SPLIT_MIN_TAPS taps and rows of at most SPLIT_MAX_WIDTH pixels runs in a pass of its own over
+# the channel's conv values (``dw_conv``, in L1), after the taps' pass. Fused into one row's
+# iteration, the taps and the function's polynomial share the vector registers (the taps spill)
+# and a row of one or two vectors is a single dependency chain about 150 instructions long, so
+# the CPU overlaps little more than two rows. Zen 4, one thread, EfficientNet's 5x5 convs with
+# SiLU (us, fused -> split): 672 at 14x14 260 -> 202, 480 at 14x14 189 -> 145, 240 at 28x28
+# 303 -> 253, 240 at 56x56 stride 2 366 -> 331; 3x3 at 28x28 77 -> 83 and wide rows (56, 112)
+# 5-15% slower, so those stay fused.
+SPLIT_MIN_TAPS, SPLIT_MAX_WIDTH = 9, 32
+_TRANSCENDENTAL = ("exp", "sigmoid", "tanh", "erf", "log")
+
+
+def _split_epilogue(g, epi) -> bool:
+    """Does epilogue ``epi`` run in a pass of its own (``SPLIT_MIN_TAPS``)?"""
+    if epi is None or len(g["taps"]) <= SPLIT_MIN_TAPS or g["ow"] > SPLIT_MAX_WIDTH:
+        return False
+    return any(isinstance(n, E.Call) and n.op_name.split(".")[-1] in _TRANSCENDENTAL
+               for n in post_order(epi[0]))
+
+
 def _store(out, value, idx, epi) -> S.Stmt:
     """``out[idx] = epilogue(value)``, the conv's ``value`` inlined into the epilogue. An
     epilogue reading the conv twice (SiLU, ``y * sigmoid(y)``) gets the same expression object
@@ -251,11 +272,20 @@ def _channel(ctx, g, xph, w, out, b, oc, epi) -> S.Stmt:
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
     taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
     if g["rows_mode"] or (ow >= 8 and _overlap(2)):
-        def row(oy):
-            return _vec(ctx, ow, lanes, lambda j: _store(
-                out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, oy, j], epi), True)
+        if _split_epilogue(g, epi):
+            conv = decl_buffer((g["oh"] * ow,), "float32", "dw_conv")
+            sums = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: S.BufferStore(
+                conv, _taps_sum(g, xph, taps, oy * wq + j), [oy * ow + j]), True))
+            epilogue = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
+                out, conv[oy * ow + j], [b, oc, oy, j], epi), True))
+            body = S.Allocate(conv.data, "float32", [g["oh"] * ow], True,
+                              S.DeclBuffer(conv, S.SeqStmt([sums, epilogue])))
+        else:
+            def row(oy):
+                return _vec(ctx, ow, lanes, lambda j: _store(
+                    out, _taps_sum(g, xph, taps, oy * wq + j), [b, oc, oy, j], epi), True)
 
-        body = _rows(ctx, 0, g["oh"], row)
+            body = _rows(ctx, 0, g["oh"], row)
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
         fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(

@@ -37,6 +37,8 @@ def _conv(shape, k=3, stride=1, pad=1, dilation=1, mult=1, epilogue="none"):
             y = relay.clip(y, 0.0, 6.0)
         elif epilogue == "hardswish":  # reads the conv twice
             y = y * relay.clip(y + relay.const(3.0), 0.0, 6.0) / relay.const(6.0)
+        elif epilogue == "silu":  # reads it twice, through a transcendental function
+            y = y * relay.sigmoid(y)
     ins, _, outs = _te(params, y)
     return ins, outs, params
 
@@ -61,6 +63,8 @@ def _reference(x, w, stride, pad, dilation, mult, bias=None, epilogue="none"):
             out = np.clip(out, 0, 6)
         elif epilogue == "hardswish":
             out = out * np.clip(out + 3, 0, 6) / 6
+        elif epilogue == "silu":
+            out = out / (1 + np.exp(-out))
     return out
 
 
@@ -265,6 +269,22 @@ def test_epilogue_reading_the_conv_twice_shares_one_value(rng, shape):
                 if isinstance(n, E.BufferLoad) and n.buffer.name in ("dw_xph", "dw_grid")]
         assert len(taps) == (1 if shape[3] < 8 else 9)
     assert ("dw_grid" in _allocs(prim)) == (shape[3] < 8)
+
+
+@pytest.mark.parametrize("shape,k,split", [
+    ((1, 8, 14, 14), 5, True),  # 5x5, short rows: the epilogue in a pass of its own
+    ((2, 6, 28, 28), 5, True),
+    ((1, 8, 14, 14), 3, False),  # 3x3: fused
+    ((1, 8, 40, 40), 5, False),  # rows of 40: fused
+    ((1, 8, 7, 7), 5, False),  # grid mode
+])
+def test_transcendental_epilogue_pass(rng, shape, k, split):
+    out, want, prim = _run(shape, rng, k=k, pad=k // 2, epilogue="silu")
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
+    assert ("dw_conv" in _allocs(prim)) == split
+    if split:  # the taps' pass stores the sums; the epilogue pass reads them once each
+        assert all(not any(isinstance(n, E.BufferLoad) and n.buffer.name == "dw_xph"
+                           for n in post_order(st.value)) for st in _stores(prim, "out0"))
 
 
 def test_conv_without_epilogue_writes_the_output_directly(rng):
