@@ -271,20 +271,44 @@ def test_epilogue_reading_the_conv_twice_shares_one_value(rng, shape):
     assert ("dw_grid" in _allocs(prim)) == (shape[3] < 8)
 
 
-@pytest.mark.parametrize("shape,k,split", [
-    ((1, 8, 14, 14), 5, True),  # 5x5, short rows: the epilogue in a pass of its own
-    ((2, 6, 28, 28), 5, True),
-    ((1, 8, 14, 14), 3, False),  # 3x3: fused
-    ((1, 8, 40, 40), 5, False),  # rows of 40: fused
-    ((1, 8, 7, 7), 5, False),  # grid mode
+@pytest.mark.parametrize("shape,k,pass_buffer", [
+    ((1, 8, 14, 14), 5, "dw_conv"),  # 5x5, short rows: the epilogue in a pass of its own
+    ((2, 6, 28, 28), 5, "dw_conv"),
+    ((1, 8, 14, 14), 3, None),  # 3x3: fused
+    ((1, 8, 40, 40), 5, None),  # rows of 40: fused
+    ((1, 8, 7, 7), 5, "dw_dense"),  # grid mode: over the packed plane, whole vectors
+    ((2, 5, 3, 3), 3, "dw_dense"),  # a plane of 9: two overlapping 8-lane vectors
 ])
-def test_transcendental_epilogue_pass(rng, shape, k, split):
+def test_transcendental_epilogue_pass(rng, shape, k, pass_buffer):
     out, want, prim = _run(shape, rng, k=k, pad=k // 2, epilogue="silu")
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
-    assert ("dw_conv" in _allocs(prim)) == split
-    if split:  # the taps' pass stores the sums; the epilogue pass reads them once each
+    allocs = _allocs(prim)
+    assert ("dw_conv" in allocs) == (pass_buffer == "dw_conv")
+    assert ("dw_dense" in allocs) == (pass_buffer == "dw_dense")
+    if pass_buffer:  # the taps' pass stores the sums; the epilogue pass reads them once each
         assert all(not any(isinstance(n, E.BufferLoad) and n.buffer.name == "dw_xph"
-                           for n in post_order(st.value)) for st in _stores(prim, "out0"))
+                           for n in post_order(st.value)) for st in _stores(prim, "out0_flat")
+                   + _stores(prim, "out0"))
+
+
+def test_grid_mode_cheap_or_per_pixel_epilogue_stays_row_by_row(rng):
+    # hardswish has no transcendental function: the crop applies it row by row
+    _, _, prim = _run((1, 8, 7, 7), rng, epilogue="hardswish")
+    assert "dw_dense" not in _allocs(prim)
+    # a residual read per pixel keeps the row-by-row crop too
+    x, w = relay.var("x", shape=(1, 8, 7, 7)), relay.var("w", shape=(8, 1, 3, 3))
+    r = relay.var("r", shape=(1, 8, 7, 7))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), groups=8)
+    ins, _, outs = _te([x, w, r], relay.sigmoid(y) + r)
+    prim, _ = lower_te(ins, outs, "f")
+    assert "dw_dense" not in _allocs(prim) and "dw_grid" in _allocs(prim)
+    f = codegen.build(prim)["f"]
+    xs, ws, rs = (rng.standard_normal(s, dtype=np.float32) for s in
+                  [(1, 8, 7, 7), (8, 1, 3, 3), (1, 8, 7, 7)])
+    out = np.empty((1, 8, 7, 7), np.float32)
+    f(xs, ws, rs, out)
+    want = _reference(xs, ws, 1, 1, 1, 1)
+    np.testing.assert_allclose(out, 1 / (1 + np.exp(-want)) + rs, rtol=2e-5, atol=2e-5)
 
 
 def test_conv_without_epilogue_writes_the_output_directly(rng):
