@@ -26,7 +26,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import conv_direct, conv_pointwise, conv_winograd, depthwise, gemm, pool
+from . import conv_direct, conv_pointwise, conv_winograd, depthwise, gemm, pool, resize
 from .common import (
     PARALLEL_MIN_WORK,
     SMALL_REDUCE,
@@ -63,6 +63,8 @@ class Rule:
     symbolic: the rule is also asked about stages with symbolic extents (else they skip it).
     epilogue: the stage's only materialized reader, when it is an elementwise output, shares its
     buffer and is computed by ``emit`` too (``ctx.epilogues[id(t)]`` names it).
+    materialize: an injective stage the rule takes is computed by it on its own, not inlined
+    into its readers.
     """
 
     name: str
@@ -71,6 +73,7 @@ class Rule:
     emit: Callable
     symbolic: bool = False
     epilogue: bool = False
+    materialize: bool = False
 
 
 def _emit_gemm(ctx, t, buf, bodies):
@@ -139,6 +142,8 @@ RULES: dict[str, list[Rule]] = {
     "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GEMM, Rule("depthwise", "window", depthwise.supported,
                                             depthwise.emit, epilogue=True)],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
+    resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
+                             epilogue=True, materialize=True)],
 }
 
 
@@ -188,7 +193,10 @@ def plan(outputs, inputs, options: LoweringOptions):
             continue
         if isinstance(t.op.body, E.Reduce):
             materialize.add(id(t))
-        if select_rule(t, options) is not None:  # its operands are read from buffers
+        rule = select_rule(t, options)
+        if rule is not None and rule.materialize:
+            materialize.add(id(t))
+        if rule is not None:  # its operands are read from buffers
             for src in t.op.attrs.get("operands", t.op.input_tensors):
                 if isinstance(src.op, ComputeOp):
                     materialize.add(id(src))

@@ -1,83 +1,311 @@
-"""TVM's ``topi.image.resize2d`` on te tensors with possibly symbolic shapes: nearest-neighbour,
-bilinear and bicubic interpolation over the H, W letters of any plain layout, with ONNX's
+"""TVM's ``topi.image.resize*`` on te tensors with possibly symbolic shapes: nearest-neighbour,
+(bi/tri)linear and (bi)cubic interpolation over any axes of a plain layout, with ONNX's
 coordinate transformation modes (``half_pixel``, ``align_corners``, ``asymmetric``,
-``pytorch_half_pixel``, ``tf_half_pixel_for_nn``, ``tf_crop_and_resize``)."""
+``pytorch_half_pixel``, ``tf_half_pixel_for_nn``, ``tf_crop_and_resize``); and the computes of
+Relay's ``image.resize1d/2d/3d``, ``nn.upsampling`` and ``nn.upsampling3d``.
+
+With static sizes every mode but ``tf_crop_and_resize`` maps output position ``o`` to the
+rational input coordinate ``(a * o + b) / q``, so the sampled indices are integer arithmetic
+(exact, as the float64 numpy reference; float32 coordinates round ``o * 0.7`` at ``o = 10``
+below 7) and the weights ``rem / q``. The stage carries tag ``RESIZE_TAG`` and its
+``ResizeSpec`` in ``attrs["resize"]``, from which ``minitvm.schedule.resize`` builds the same
+per-axis index and weight tables once per call.
+"""
 
 from __future__ import annotations
+
+import itertools
+from math import gcd
 
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names
+from .shape import hw_axes, spatial_axes
+from .utils import compute, out_tensor_types, static_shape
 
-__all__ = ["resize2d", "source_coordinate"]
+__all__ = ["RESIZE_TAG", "AxisMap", "ResizeSpec", "resize", "resize2d", "source_coordinate"]
 
+RESIZE_TAG = "resize"
 _F = "float32"
+METHODS = ("nearest_neighbor", "linear", "cubic")
+MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+         "tf_half_pixel_for_nn", "tf_crop_and_resize")
+ROUNDINGS = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-def _f(v) -> E.PrimExpr:
+def _f(v, dtype: str = _F) -> E.PrimExpr:
     if isinstance(v, E.PrimExpr):
-        return v if v.dtype == _F else E.Cast(_F, v)
-    return E.FloatImm(_F, float(v))
+        return v if v.dtype == dtype else E.Cast(dtype, v)
+    return E.FloatImm(dtype, float(v))
+
+
+def _static(d) -> int | None:
+    if isinstance(d, E.IntImm):
+        return d.value
+    return d if isinstance(d, int) and not isinstance(d, bool) else None
 
 
 def source_coordinate(out_i, in_size, out_size, mode: str, roi_lo: float = 0.0,
-                      roi_hi: float = 1.0) -> E.PrimExpr:
+                      roi_hi: float = 1.0, dtype: str = _F) -> E.PrimExpr:
     """The (float) input coordinate that output position ``out_i`` samples under ``mode``."""
-    o, n_in, n_out = _f(out_i), _f(in_size), _f(out_size)
+    def c(v):
+        return E.FloatImm(dtype, v)
+
+    o, n_in, n_out = _f(out_i, dtype), _f(in_size, dtype), _f(out_size, dtype)
     scale = n_in / n_out
-    half = E.FloatImm(_F, 0.5)
     if mode == "half_pixel":
-        return (o + half) * scale - half
+        return (o + c(0.5)) * scale - c(0.5)
     if mode == "align_corners":
-        return E.Select(n_out > E.FloatImm(_F, 1.0),
-                        o * (n_in - E.FloatImm(_F, 1.0)) / (n_out - E.FloatImm(_F, 1.0)),
-                        E.FloatImm(_F, 0.0))
+        return E.Select(n_out > c(1.0), o * (n_in - c(1.0)) / (n_out - c(1.0)), c(0.0))
     if mode == "asymmetric":
         return o * scale
     if mode == "pytorch_half_pixel":
-        return E.Select(n_out > E.FloatImm(_F, 1.0), (o + half) * scale - half,
-                        E.FloatImm(_F, 0.0))
+        return E.Select(n_out > c(1.0), (o + c(0.5)) * scale - c(0.5), c(0.0))
     if mode == "tf_half_pixel_for_nn":
-        return (o + half) * scale
+        return (o + c(0.5)) * scale
     if mode == "tf_crop_and_resize":
-        lo, hi = E.FloatImm(_F, roi_lo), E.FloatImm(_F, roi_hi)
-        last = n_in - E.FloatImm(_F, 1.0)
-        return E.Select(n_out > E.FloatImm(_F, 1.0),
-                        lo * last + o * (hi - lo) * last / (n_out - E.FloatImm(_F, 1.0)),
-                        half * (lo + hi) * last)
-    raise ValueError(f"resize2d: unsupported coordinate_transformation_mode {mode!r}")
+        lo, hi, last = c(roi_lo), c(roi_hi), n_in - c(1.0)
+        return E.Select(n_out > c(1.0), lo * last + o * (hi - lo) * last / (n_out - c(1.0)),
+                        c(0.5) * (lo + hi) * last)
+    raise ValueError(f"resize: unsupported coordinate_transformation_mode {mode!r}")
 
 
-def _nearest(x: E.PrimExpr, rounding: str) -> E.PrimExpr:
-    if rounding in ("round", ""):
-        r = tir_op.round(x)
-    elif rounding == "round_prefer_floor":
-        r = tir_op.ceil(x - E.FloatImm(_F, 0.5))
-    elif rounding == "round_prefer_ceil":
-        r = tir_op.floor(x + E.FloatImm(_F, 0.5))
-    elif rounding == "floor":
-        r = tir_op.floor(x)
-    elif rounding == "ceil":
-        r = tir_op.ceil(x)
+def _rational(n: int, m: int, mode: str) -> tuple[int, int, int] | None:
+    """``(a, b, q)`` with coordinate ``(a * o + b) / q`` for static sizes, or None."""
+    if mode == "asymmetric":
+        a, b, q = n, 0, m
+    elif mode == "half_pixel" or (mode == "pytorch_half_pixel" and m > 1):
+        a, b, q = 2 * n, n - m, 2 * m
+    elif mode == "pytorch_half_pixel" or (mode == "align_corners" and m == 1):
+        a, b, q = 0, 0, 1
+    elif mode == "align_corners":
+        a, b, q = n - 1, 0, m - 1
+    elif mode == "tf_half_pixel_for_nn":
+        a, b, q = 2 * n, n, 2 * m
     else:
-        raise ValueError(f"resize2d: unsupported rounding_method {rounding!r}")
-    return E.Cast("int64", r)
+        return None
+    g = gcd(gcd(a, abs(b)), q)
+    return a // g, b // g, q // g
 
 
-def _clamp(i: E.PrimExpr, size) -> E.PrimExpr:
-    return E.Min(E.Max(i, E.IntImm("int64", 0)), size - 1)
+class AxisMap:
+    """Where the output positions along one resized axis sample the input (``n_in`` ->
+    ``n_out``, ints or PrimExprs): exact rational coordinates when both sizes are static."""
+
+    __slots__ = ("n_in", "n_out", "mode", "lo", "hi", "rational", "dtype")
+
+    def __init__(self, n_in, n_out, mode: str, lo: float = 0.0, hi: float = 1.0):
+        if mode not in MODES:
+            raise ValueError(f"resize: unsupported coordinate_transformation_mode {mode!r}")
+        sn, sm = _static(n_in), _static(n_out)
+        self.n_in = sn if sn is not None else n_in
+        self.n_out = sm if sm is not None else n_out
+        self.mode, self.lo, self.hi = mode, float(lo), float(hi)
+        self.rational = _rational(sn, sm, mode) if sn is not None and sm is not None else None
+        self.dtype = "int64"
+        if self.rational is not None:
+            a, b, q = self.rational
+            big = max(abs(a * sm + b), abs(b), q) * 2 + 4
+            self.dtype = "int32" if big < 2 ** 31 else "int64"
+
+    def _o(self, o):
+        return o if o.dtype == self.dtype else E.Cast(self.dtype, o)
+
+    def _i(self, v: int) -> E.IntImm:
+        return E.IntImm(self.dtype, v)
+
+    def coordinate(self, o) -> E.PrimExpr:
+        """The float coordinate of output position ``o`` (float64 for a crop box, whose ends
+        float32 rounds off the reference's indices)."""
+        dtype = "float64" if self.mode == "tf_crop_and_resize" else _F
+        return source_coordinate(o, self.n_in, self.n_out, self.mode, self.lo, self.hi, dtype)
+
+    def floor_frac(self, o, comp: str):
+        """``(floor(c), c - floor(c))`` of the coordinate ``c`` of output position ``o``: an
+        integer expression and a ``comp`` float expression (None when provably 0)."""
+        if self.rational is None:
+            c = self.coordinate(o)
+            fl = tir_op.floor(c)
+            return E.Cast("int64", fl), _f(c - fl, comp)
+        a, b, q = self.rational
+        p = self._o(o) * self._i(a) + self._i(b) if a else self._i(b)
+        if q == 1:
+            return p, None
+        return E.FloorDiv(p, self._i(q)), E.Cast(comp, E.FloorMod(p, self._i(q))) / \
+            E.FloatImm(comp, float(q))
+
+    def floor_range(self, offset: int = 0) -> tuple[int, int] | None:
+        """The smallest and largest ``floor(c) + offset`` over the outputs (static maps)."""
+        if self.rational is None:
+            return None
+        a, b, q = self.rational
+        return (b // q + offset, (a * (self.n_out - 1) + b) // q + offset)
+
+    def nearest(self, o, rounding: str):
+        """The (clamped) input index that nearest-neighbour sampling at ``o`` reads."""
+        if rounding == "":  # TVM's default: round when aligning corners, else floor
+            rounding = "round" if self.mode == "align_corners" else "floor"
+        if rounding not in ROUNDINGS:
+            raise ValueError(f"resize: unsupported rounding_method {rounding!r}")
+        if self.rational is None:
+            c = self.coordinate(o)
+            half = E.FloatImm(c.dtype, 0.5)
+            r = {"round": tir_op.round, "floor": tir_op.floor, "ceil": tir_op.ceil,
+                 "round_prefer_floor": lambda x: tir_op.ceil(x - half),
+                 "round_prefer_ceil": lambda x: tir_op.floor(x + half),
+                 }[rounding](c)
+            return self.clamp(E.Cast("int64", r), None)
+        a, b, q = self.rational
+        p = self._o(o) * self._i(a) + self._i(b) if a else self._i(b)
+        if q == 1:
+            return self.clamp(p, (b, a * (self.n_out - 1) + b))
+        fl, rem = E.FloorDiv(p, self._i(q)), E.FloorMod(p, self._i(q))
+        one, zero = self._i(1), self._i(0)
+        if rounding == "floor":
+            idx = fl
+        elif rounding == "ceil":
+            idx = fl + E.Select(rem > zero, one, zero)
+        elif rounding == "round_prefer_floor":
+            idx = fl + E.Select(rem * self._i(2) > self._i(q), one, zero)
+        elif rounding == "round_prefer_ceil":
+            idx = fl + E.Select(rem * self._i(2) >= self._i(q), one, zero)
+        else:  # half to even, as numpy's and LLVM's nearbyint
+            up = E.Or(rem * self._i(2) > self._i(q), E.And(
+                E.EQ(rem * self._i(2), self._i(q)), E.EQ(E.FloorMod(fl, self._i(2)), one)))
+            idx = fl + E.Select(up, one, zero)
+        lo, hi = b // q, -(-(a * (self.n_out - 1) + b) // q)
+        return self.clamp(idx, (lo, hi))
+
+    def clamp(self, i, rng):
+        """``i`` clamped to ``[0, n_in)``; a side ``rng`` (its static bounds) proves is skipped."""
+        if rng is None or rng[0] < 0:
+            i = E.Max(i, E.IntImm(i.dtype, 0))
+        if rng is None or _static(self.n_in) is None or rng[1] > self.n_in - 1:
+            last = self.n_in - 1
+            last = E.IntImm(i.dtype, last) if isinstance(last, int) else (
+                last if last.dtype == i.dtype else E.Cast(i.dtype, last))
+            i = E.Min(i, last)
+        return i
+
+    def inside(self, o):
+        """``0 <= c <= n_in - 1`` for ``tf_crop_and_resize`` (else None: always inside)."""
+        if self.mode != "tf_crop_and_resize":
+            return None
+        c = self.coordinate(o)
+        return E.And(c >= E.FloatImm(c.dtype, 0.0),
+                     c <= _f(self.n_in, c.dtype) - E.FloatImm(c.dtype, 1.0))
 
 
-def _cubic_weight(d: E.PrimExpr, alpha: float) -> E.PrimExpr:
+class ResizeSpec:
+    """A resize stage's parameters, shared by its compute and its schedule."""
+
+    __slots__ = ("axes", "maps", "method", "rounding", "alpha", "exclude", "extrapolation",
+                 "comp")
+
+    def __init__(self, axes, maps, method, rounding, alpha, exclude, extrapolation, comp):
+        if method not in METHODS:
+            raise ValueError(f"resize: unsupported method {method!r}")
+        self.axes, self.maps = tuple(axes), tuple(maps)
+        self.method, self.rounding = method, rounding
+        self.alpha, self.exclude = float(alpha), int(exclude)
+        self.extrapolation, self.comp = float(extrapolation), comp
+
+    def taps(self, k: int, o) -> list:
+        """``[(input index, weight or None), ...]`` that output position ``o`` of resized axis
+        ``k`` combines (one unweighted tap for nearest-neighbour sampling)."""
+        m = self.maps[k]
+        if self.method == "nearest_neighbor":
+            return [(m.nearest(o, self.rounding), None)]
+        fl, frac = m.floor_frac(o, self.comp)
+        if self.method == "linear":
+            if frac is None:
+                return [(m.clamp(fl, m.floor_range()), None)]
+            one = E.FloatImm(self.comp, 1.0)
+            return [(m.clamp(fl, m.floor_range()), one - frac),
+                    (m.clamp(fl + E.IntImm(fl.dtype, 1), m.floor_range(1)), frac)]
+        t = frac if frac is not None else E.FloatImm(self.comp, 0.0)
+        out = []
+        for d in (-1, 0, 1, 2):
+            w = _cubic_weight(t - E.FloatImm(self.comp, float(d)), self.alpha, self.comp)
+            j = fl + E.IntImm(fl.dtype, d)
+            if self.exclude:
+                n = m.n_in if isinstance(m.n_in, E.PrimExpr) else E.IntImm(fl.dtype, m.n_in)
+                n = n if n.dtype == fl.dtype else E.Cast(fl.dtype, n)
+                w = E.Select(E.And(j >= E.IntImm(fl.dtype, 0), j < n), w,
+                             E.FloatImm(self.comp, 0.0))
+            out.append((m.clamp(j, m.floor_range(d)), w))
+        if self.exclude:
+            total = out[0][1] + out[1][1] + out[2][1] + out[3][1]
+            out = [(j, w / total) for j, w in out]
+        return out
+
+    def inside(self, idx):
+        """The condition under which output position ``idx`` samples inside the input (None:
+        always)."""
+        cond = None
+        for a, m in zip(self.axes, self.maps):
+            c = m.inside(idx[a])
+            if c is not None:
+                cond = c if cond is None else E.And(cond, c)
+        return cond
+
+
+def _cubic_weight(d: E.PrimExpr, alpha: float, comp: str) -> E.PrimExpr:
     """Keys' cubic kernel at distance ``|d|`` (< 2)."""
-    a = E.FloatImm(_F, alpha)
+    a = E.FloatImm(comp, alpha)
+
+    def c(v):
+        return E.FloatImm(comp, v)
+
     d = tir_op.abs(d)
-    near = ((a + E.FloatImm(_F, 2.0)) * d - (a + E.FloatImm(_F, 3.0))) * d * d + \
-        E.FloatImm(_F, 1.0)
-    far = ((a * d - E.FloatImm(_F, 5.0) * a) * d + E.FloatImm(_F, 8.0) * a) * d - \
-        E.FloatImm(_F, 4.0) * a
-    return E.Select(d <= E.FloatImm(_F, 1.0), near, far)
+    near = ((a + c(2.0)) * d - (a + c(3.0))) * d * d + c(1.0)
+    far = ((a * d - c(5.0) * a) * d + c(8.0) * a) * d - c(4.0) * a
+    return E.Select(d <= c(1.0), near, far)
+
+
+def resize(data, axes, sizes, method: str = "linear",
+           coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+           cubic_alpha: float = -0.5, cubic_exclude: int = 0, extrapolation_value: float = 0.0,
+           roi=None, out_dtype: str | None = None, name: str = "resize"):
+    """Resize ``axes`` of ``data`` to ``sizes``; ``roi`` is (starts..., ends...) per axis (for
+    ``tf_crop_and_resize``; default the whole input)."""
+    nd = len(axes)
+    out_dtype = out_dtype or data.dtype
+    roi = [float(v) for v in roi] if roi else [0.0] * nd + [1.0] * nd
+    comp = "float64" if "float64" in (data.dtype, out_dtype) else _F
+    maps = [AxisMap(data.shape[a], s, coordinate_transformation_mode, roi[k], roi[k + nd])
+            for k, (a, s) in enumerate(zip(axes, sizes))]
+    spec = ResizeSpec(axes, maps, method, rounding_method, cubic_alpha, cubic_exclude,
+                      extrapolation_value, comp)
+    shape = list(data.shape)
+    for a, s in zip(axes, sizes):
+        shape[a] = s
+
+    def body(*i):
+        v = None
+        for combo in itertools.product(*(spec.taps(k, i[a]) for k, a in enumerate(axes))):
+            idx, w = list(i), None
+            for a, (j, wt) in zip(axes, combo):
+                idx[a] = j
+                if wt is not None:
+                    w = wt if w is None else w * wt
+            x = data[tuple(idx)]
+            if w is not None:
+                x = (x if x.dtype == comp else E.Cast(comp, x)) * w
+            v = x if v is None else v + x
+        cond = spec.inside(i)
+        if cond is not None:
+            v = E.Select(cond, _f(v, comp), E.FloatImm(comp, spec.extrapolation))
+        if v.dtype != out_dtype:
+            if v.dtype.startswith("float") and not out_dtype.startswith(("float", "bfloat")):
+                v = tir_op.round(v)
+            v = E.Cast(out_dtype, v)
+        return v
+
+    return te.compute(shape, body, name=name, tag=RESIZE_TAG,
+                      attrs={"operands": (data,), "resize": spec},
+                      varargs_names=ax_names(len(shape)))
 
 
 def resize2d(data, size, layout: str = "NCHW", method: str = "linear",
@@ -86,69 +314,62 @@ def resize2d(data, size, layout: str = "NCHW", method: str = "linear",
              extrapolation_value: float = 0.0, roi=(0.0, 0.0, 0.0, 0.0),
              out_dtype: str | None = None):
     """Resize the H and W dims of ``data`` (letters of ``layout``) to ``size`` (two dims)."""
-    out_dtype = out_dtype or data.dtype
-    hpos, wpos = layout.index("H"), layout.index("W")
-    in_sz = [data.shape[hpos], data.shape[wpos]]
-    out_sz = list(size)
-    shape = list(data.shape)
-    shape[hpos], shape[wpos] = out_sz
-    mode = coordinate_transformation_mode
-    roi = [float(v) for v in roi] if roi else [0.0] * 4
-    comp = data.dtype if data.dtype.startswith(("float", "bfloat")) else _F
+    axes = (layout.index("H"), layout.index("W"))
+    return resize(data, axes, list(size), method, coordinate_transformation_mode,
+                  rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
+                  list(roi) if roi else [0.0] * 4, out_dtype, name="resize")
 
-    def load(i, y, x):
-        idx = list(i)
-        idx[hpos], idx[wpos] = y, x
-        v = data[tuple(idx)]
-        return v if v.dtype == comp else E.Cast(comp, v)
 
-    def body(*i):
-        cy = source_coordinate(i[hpos], in_sz[0], out_sz[0], mode, roi[0], roi[2])
-        cx = source_coordinate(i[wpos], in_sz[1], out_sz[1], mode, roi[1], roi[3])
-        if method == "nearest_neighbor":
-            v = load(i, _clamp(_nearest(cy, rounding_method), in_sz[0]),
-                     _clamp(_nearest(cx, rounding_method), in_sz[1]))
-        elif method == "linear":
-            fy, fx = tir_op.floor(cy), tir_op.floor(cx)
-            ty, tx = E.Cast(comp, cy - fy), E.Cast(comp, cx - fx)
-            y0, x0 = E.Cast("int64", fy), E.Cast("int64", fx)
-            one = E.FloatImm(comp, 1.0)
-            v = None
-            for dy, wy in ((0, one - ty), (1, ty)):
-                for dx, wx in ((0, one - tx), (1, tx)):
-                    term = load(i, _clamp(y0 + dy, in_sz[0]), _clamp(x0 + dx, in_sz[1])) * wy * wx
-                    v = term if v is None else v + term
-        elif method == "cubic":
-            fy, fx = tir_op.floor(cy), tir_op.floor(cx)
-            ty, tx = cy - fy, cx - fx
-            y0, x0 = E.Cast("int64", fy), E.Cast("int64", fx)
+# ------------------------------------------------------------------ Relay's computes
+def _out(out_type):
+    t = out_tensor_types(out_type)[0]
+    return static_shape(t), t.dtype
 
-            def weights(t, base, n):
-                ws = []
-                for k in (-1, 0, 1, 2):
-                    w = _cubic_weight(t - E.FloatImm(_F, float(k)), cubic_alpha)
-                    if cubic_exclude:
-                        j = base + k
-                        w = E.Select(E.And(j >= 0, j < n), w, E.FloatImm(_F, 0.0))
-                    ws.append(w)
-                if cubic_exclude:
-                    total = ws[0] + ws[1] + ws[2] + ws[3]
-                    ws = [w / total for w in ws]
-                return ws
 
-            wys, wxs = weights(ty, y0, in_sz[0]), weights(tx, x0, in_sz[1])
-            v = None
-            for a, ky in enumerate((-1, 0, 1, 2)):
-                for b, kx in enumerate((-1, 0, 1, 2)):
-                    w = E.Cast(comp, wys[a] * wxs[b])
-                    term = load(i, _clamp(y0 + ky, in_sz[0]), _clamp(x0 + kx, in_sz[1])) * w
-                    v = term if v is None else v + term
-        else:
-            raise ValueError(f"resize2d: unsupported method {method!r}")
-        if mode == "tf_crop_and_resize":
-            zero, last_y, last_x = _f(0), _f(in_sz[0]) - _f(1), _f(in_sz[1]) - _f(1)
-            inside = E.And(E.And(cy >= zero, cy <= last_y), E.And(cx >= zero, cx <= last_x))
-            v = E.Select(inside, v, E.FloatImm(comp, float(extrapolation_value)))
-        return v if v.dtype == out_dtype else E.Cast(out_dtype, v)
+def _image_resize(spatial: str):
+    def fcompute(attrs, inputs, out_type):
+        (x,) = inputs
+        shape, dtype = _out(out_type)
+        axes = spatial_axes(attrs.layout, len(shape), spatial, f"image.resize{len(spatial)}d")
+        nd = len(axes)
+        roi = list(attrs.roi) if attrs.roi else [0.0] * nd + [1.0] * nd
+        return [resize(x, axes, [shape[a] for a in axes], attrs.method,
+                       attrs.coordinate_transformation_mode, attrs.rounding_method,
+                       attrs.cubic_alpha, attrs.cubic_exclude, attrs.extrapolation_value, roi,
+                       dtype, name=f"resize{nd}d")]
 
-    return te.compute(shape, body, name="resize", varargs_names=ax_names(len(shape)))
+    return fcompute
+
+
+compute("image.resize1d")(_image_resize("W"))
+compute("image.resize2d")(_image_resize("HW"))
+compute("image.resize3d")(_image_resize("DHW"))
+
+_UPSAMPLE_METHODS = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear",
+                     "bicubic": "cubic", "trilinear": "linear"}
+
+
+def _method(op_name: str, method: str) -> str:
+    if method not in _UPSAMPLE_METHODS:
+        raise ValueError(f"{op_name}: unsupported method {method!r}")
+    return _UPSAMPLE_METHODS[method]
+
+
+@compute("nn.upsampling")
+def _upsampling(attrs, inputs, out_type):
+    """TVM's upsampling: a resize to the output size, corners aligned or asymmetric."""
+    (x,) = inputs
+    shape, dtype = _out(out_type)
+    axes = hw_axes(attrs.layout, len(shape), "nn.upsampling")
+    mode = "align_corners" if attrs.align_corners else "asymmetric"
+    return [resize(x, axes, [shape[a] for a in axes], _method("nn.upsampling", attrs.method),
+                   mode, out_dtype=dtype, name="upsampling")]
+
+
+@compute("nn.upsampling3d")
+def _upsampling3d(attrs, inputs, out_type):
+    (x,) = inputs
+    shape, dtype = _out(out_type)
+    axes = spatial_axes(attrs.layout, len(shape), "DHW", "nn.upsampling3d")
+    return [resize(x, axes, [shape[a] for a in axes], _method("nn.upsampling3d", attrs.method),
+                   attrs.coordinate_transformation_mode, out_dtype=dtype, name="upsampling3d")]

@@ -1,5 +1,5 @@
 """Numpy reference of ``image.resize2d`` (nearest / linear / cubic, every coordinate
-transformation mode TVM has), NCHW or NHWC."""
+transformation mode TVM has, ``tf_crop_and_resize``'s extrapolation value), NCHW or NHWC."""
 
 from __future__ import annotations
 
@@ -81,6 +81,23 @@ def _resize_axis(x, axis, out_size, attrs, roi):
     return out
 
 
+def extrapolate(work, axes, in_sizes, attrs, roi):
+    """``work`` (resized along ``axes``) with ``attrs.extrapolation_value`` where a
+    ``tf_crop_and_resize`` coordinate falls outside the input; ``roi`` is (starts..., ends...)."""
+    if attrs.coordinate_transformation_mode != "tf_crop_and_resize":
+        return work
+    nd = len(axes)
+    for k, (a, n) in enumerate(zip(axes, in_sizes)):
+        m = work.shape[a]
+        src = _source(np.arange(m), n, m, "tf_crop_and_resize", roi[k], roi[k + nd])
+        out = (src < 0) | (src > n - 1)
+        if out.any():
+            sel = [slice(None)] * work.ndim
+            sel[a] = out
+            work[tuple(sel)] = float(attrs.extrapolation_value)
+    return work
+
+
 @reference("image.resize2d")
 def _resize2d(attrs, args, t):
     x = args[0]
@@ -90,6 +107,7 @@ def _resize2d(attrs, args, t):
     work = x.astype("float64")
     work = _resize_axis(work, h_axis, size[0], attrs, (roi[0], roi[2]))
     work = _resize_axis(work, w_axis, size[1], attrs, (roi[1], roi[3]))
+    work = extrapolate(work, (h_axis, w_axis), (x.shape[h_axis], x.shape[w_axis]), attrs, roi)
     if np.dtype(t.dtype).kind in "iu":
         work = np.round(work)
     return work.astype(t.dtype)

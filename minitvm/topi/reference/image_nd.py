@@ -8,7 +8,7 @@ import numpy as np
 
 from ..shape import spatial_axes
 from ..utils import pad_tuple, reference
-from .image import _resize_axis
+from .image import _resize_axis, extrapolate
 
 __all__ = ["resize_nd", "crop_and_resize_nchw", "grid_sample_nchw", "affine_grid",
            "dilation2d_nchw"]
@@ -20,6 +20,7 @@ def resize_nd(x: np.ndarray, axes, sizes, attrs, roi, dtype: str) -> np.ndarray:
     work = x.astype(np.float64)
     for i, (a, s) in enumerate(zip(axes, sizes)):
         work = _resize_axis(work, a, int(s), attrs, (roi[i], roi[i + nd]))
+    work = extrapolate(work, axes, [x.shape[a] for a in axes], attrs, roi)
     if np.dtype(dtype).kind in "iu":
         work = np.round(work)
     return work.astype(dtype)
