@@ -139,8 +139,9 @@ _WINOGRAD = Rule("conv 3x3 winograd", "winograd", conv_winograd.supported, conv_
                   epilogue=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
-    "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GEMM, Rule("depthwise", "window", depthwise.supported,
-                                            depthwise.emit, epilogue=True)],
+    # (grouped convs with few taps per output channel: depthwise's, before the GEMM's im2col)
+    "conv2d_nchw": [_WINOGRAD, _POINTWISE, Rule("depthwise", "window", depthwise.supported,
+                                                depthwise.emit, epilogue=True), _GEMM],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
     resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
                              epilogue=True, materialize=True)],

@@ -193,17 +193,15 @@ def test_rule_takes_depthwise_only():
     _, outs, _ = _conv((1, 8, 10, 10), epilogue="relu6")
     rule = select_rule(_stage(outs, "conv2d"), opts)
     assert rule is not None and rule.name == "depthwise" and rule.epilogue
-    # a dense conv keeps the implicit GEMM; a grouped conv with 2 channels per group is not
-    # depthwise
+    # a dense conv keeps the implicit GEMM; a grouped conv with 2 channels per group (18 taps
+    # per output channel) takes this schedule too
     x, w = relay.var("x", shape=(1, 8, 10, 10)), relay.var("w", shape=(16, 8, 3, 3))
     _, _, outs = _te([x, w], relay.nn.conv2d(x, w, padding=(1, 1)))
     assert select_rule(_stage(outs, "conv2d"), opts).name == "gemm"
     w2 = relay.var("w", shape=(8, 2, 3, 3))
     _, _, outs = _te([x, w2], relay.nn.conv2d(x, w2, padding=(1, 1), groups=4))
     t = _stage(outs, "conv2d")
-    assert not depthwise.supported(t)
-    rule = select_rule(t, opts)
-    assert rule is None or rule.name != "depthwise"
+    assert depthwise.supported(t) and select_rule(t, opts).name == "depthwise"
 
 
 def test_float64_depthwise_is_left_to_the_generic_schedule():
@@ -395,3 +393,55 @@ def test_rows_not_a_whole_number_of_vectors_end_with_an_overlapping_one(
            s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
            s.body.buffer.name == "out0"}
     assert vec == {lanes}
+
+
+def _grouped_reference(x, w, b, groups, stride, pad):
+    n, c, h, wd = x.shape
+    o, cg, k, _ = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    m = o // groups
+    for ky in range(k):
+        for kx in range(k):
+            win = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
+            win = win.reshape(n, groups, cg, oh, ow)
+            wt = w[:, :, ky, kx].reshape(groups, m, cg)
+            out += np.einsum("ngchw,gmc->ngmhw", win, wt).reshape(n, o, oh, ow)
+    return np.maximum(out + b[None, :, None, None], 0)
+
+
+@pytest.mark.parametrize("shape,o,groups,k,stride", [
+    ((1, 16, 14, 14), 16, 4, 3, 1),  # ResNeXt-like: 4 channels a group, 4 outputs
+    ((2, 12, 9, 11), 18, 6, 3, 2),  # 2 channels a group, 3 outputs, stride 2, odd sizes
+    ((1, 8, 7, 7), 16, 2, 5, 1),  # 4 channels a group, 8 outputs, grid mode, 5x5
+])
+def test_grouped_conv_runs_on_the_depthwise_schedule(rng, shape, o, groups, k, stride):
+    c = shape[1]
+    x = relay.var("x", shape=shape)
+    w = relay.var("w", shape=(o, c // groups, k, k))
+    b = relay.var("b", shape=(o,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(
+        x, w, strides=(stride, stride), padding=(k // 2, k // 2), groups=groups), b))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w, b], y)))
+    ins, _, outs = te_compiler.build_te(mod["main"])
+    conv = next(t for t in topo_order(outs) if getattr(t.op, "tag", "") == "conv2d_nchw")
+    assert depthwise.supported(conv)
+    prim, ws = lower_te(ins, outs, "f")
+    assert "dw_xph" in _allocs(prim)
+    xs = rng.standard_normal(shape, dtype=np.float32)
+    ws_, bs = (rng.standard_normal(s, dtype=np.float32) for s in [(o, c // groups, k, k), (o,)])
+    out = np.full(tuple(int(d) for d in outs[0].shape), np.nan, np.float32)
+    extra = [np.zeros(max(ws, 64), np.uint8)] if ws else []
+    codegen.build(prim)["f"](xs, ws_, bs, out, *extra)
+    np.testing.assert_allclose(out, _grouped_reference(xs, ws_, bs, groups, stride, k // 2),
+                               rtol=2e-5, atol=2e-5)
+
+
+def test_grouped_conv_with_many_taps_keeps_the_gemm():
+    x = relay.var("x", shape=(1, 64, 8, 8))
+    w = relay.var("w", shape=(64, 32, 3, 3))  # 288 taps per output channel
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, padding=(1, 1), groups=2))))
+    _, _, outs = te_compiler.build_te(mod["main"])
+    assert not depthwise.supported(outs[0])
