@@ -26,12 +26,22 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import conv_direct, conv_pointwise, conv_winograd, depthwise, gemm, pool, resize
+from . import (
+    conv_direct,
+    conv_lanes,
+    conv_pointwise,
+    conv_winograd,
+    depthwise,
+    gemm,
+    pool,
+    resize,
+)
 from .common import (
     PARALLEL_MIN_WORK,
     SMALL_REDUCE,
     LowerCtx,
     LoweringError,
+    emit_with_epilogue,
     reads_only_at_own_position,
     redirect_loads,
 )
@@ -137,11 +147,41 @@ _POINTWISE = Rule("conv 1x1", "pointwise", conv_pointwise.supported, conv_pointw
                   symbolic=True, epilogue=True)
 _WINOGRAD = Rule("conv 3x3 winograd", "winograd", conv_winograd.supported, conv_winograd.emit,
                   epilogue=True)
+_DEPTHWISE = Rule("depthwise", "window", depthwise.supported, depthwise.emit, epilogue=True)
+
+
+def _emit_grouped(ctx, t, buf, bodies):
+    """A grouped conv on ``conv_lanes`` (its weight prepacked), else on the depthwise schedule
+    or the GEMM's."""
+    if id(t) not in ctx.packed and depthwise.supported(t):
+        return depthwise.emit(ctx, t, buf, bodies)
+    if id(t) not in ctx.packed:  # the GEMM's im2col, then the epilogue in a pass of its own
+        operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
+        u = ctx.epilogues.get(id(t))
+        return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: gemm.emit(
+            ctx, t, out, operands) if epi is None else S.SeqStmt([
+                gemm.emit(ctx, t, out, operands), injective_nest(ctx, u, out, epi[0])]),
+            tuple(_shape(t)))
+    x, wp = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+
+    def emit(out, epi):
+        if epi is None:
+            return conv_lanes.emit(ctx, t, out, x, wp)
+        body, axes = epi
+        return conv_lanes.emit(ctx, t, out, x, wp, epilogue=lambda idx, val: transform_expr(
+            substitute(body, dict(zip(axes, idx))), lambda e: val if isinstance(
+                e, E.BufferLoad) and e.buffer is out else None))
+
+    return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
+
+
+_GROUPED = Rule("grouped conv, channel lanes", "grouped", conv_lanes.grouped_supported,
+                _emit_grouped, epilogue=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
-    # (grouped convs with few taps per output channel: depthwise's, before the GEMM's im2col)
-    "conv2d_nchw": [_WINOGRAD, _POINTWISE, Rule("depthwise", "window", depthwise.supported,
-                                                depthwise.emit, epilogue=True), _GEMM],
+    # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
+    # the GEMM's im2col)
+    "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
     resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
                              epilogue=True, materialize=True)],
@@ -607,8 +647,9 @@ def _packable_conv(order, t, options: LoweringOptions):
     """The 1x1 conv (``conv_pointwise``) that is ``t``'s only reader, as its weight, or None."""
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
-    if len(readers) != 1 or not (select_rule(readers[0], options) in (_POINTWISE, _WINOGRAD) or
-                                 conv_direct.packs_weight(readers[0], options)):
+    if len(readers) != 1 or not (
+            select_rule(readers[0], options) in (_POINTWISE, _WINOGRAD, _GROUPED) or
+            conv_direct.packs_weight(readers[0], options)):
         return None
     x, w = readers[0].op.attrs["operands"]
     return readers[0] if w is t and x is not t else None
@@ -635,6 +676,7 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
             shape, fn = gemm.packed_weight(anchor, options) if conv is None else \
                 conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
                 conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
+                conv_lanes.packed_weight(conv) if rule is _GROUPED else \
                 conv_direct.packed_weight(conv)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b
