@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["RecurrentOps", "RNNSpec", "parse_spec", "recurrent_inputs", "unroll"]
+__all__ = ["RecurrentOps", "RNNSpec", "parse_spec", "recurrent_inputs", "unroll",
+           "unroll_direction"]
 
 # gates per cell, and the activations each direction uses by default
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -39,7 +40,12 @@ class RecurrentOps(Protocol):
     def reshape(self, x, shape: tuple[int, ...]) -> Any: ...
     def transpose(self, x, axes: tuple[int, ...]) -> Any: ...
     def take(self, x, index: int, axis: int) -> Any: ...  # one slice, the axis dropped
+    def take_row(self, x, index: int, axis: int) -> Any: ...  # one slice, the axis kept (size
+    # 1), the index a tensor: one program whatever the index
     def split(self, x, parts: int, axis: int) -> list: ...  # equal parts
+    def slice(self, x, begin: list[int], end: list[int], strides: list[int]) -> Any: ...
+    # x[begin:end:strides] on the leading len(begin) axes
+    def concat(self, xs: list, axis: int) -> Any: ...
     def stack(self, xs: list, axis: int) -> Any: ...
     def zeros(self, shape: tuple[int, ...]) -> Any: ...
     def reverse(self, x, axis: int) -> Any: ...
@@ -57,6 +63,12 @@ class RNNSpec:
     linear_before_reset: bool = False
     input_forget: bool = False
     layout: int = 0
+    # where each gate's rows sit in W / R / B: positions of (i, o, f, c) for LSTM and of
+    # (z, r, h) for GRU; ONNX's own order by default (PyTorch: LSTM (0, 3, 1, 2), GRU (1, 0, 2))
+    gate_order: tuple[int, ...] | None = None
+
+    def gate(self, k: int) -> int:
+        return k if self.gate_order is None else self.gate_order[k]
 
 
 def recurrent_inputs(kind: str, ins: list) -> tuple:
@@ -148,105 +160,183 @@ def _clip(ops: RecurrentOps, spec: RNNSpec, x):
     return ops.binary("maximum", ops.binary("minimum", x, ops.scalar(c)), ops.scalar(-c))
 
 
-def _direction(spec: RNNSpec, ops: RecurrentOps, d: int, steps: list, r, rb, h, c, p, lens):
-    """One direction over the time steps ``steps`` (each [batch, gates*hidden]: X.W^T plus the
-    biases, GRU's recurrent bias excepted). Returns (per-step outputs, last h, last c)."""
-    acts = spec.activations[d]
+class _Step:
+    """Slices of one time step: the step's rows of the input projection, a gate's columns."""
+
+    def __init__(self, spec: RNNSpec, ops: RecurrentOps, xw, seq: int, batch: int,
+                 batch_major: bool):
+        self.spec, self.ops = spec, ops
+        self.seq, self.batch, self.hid = seq, batch, spec.hidden
+        self.width = _GATES[spec.kind] * spec.hidden
+        self.axis = 1 if batch_major else 0  # the time axis of xw3
+        self.xw3 = ops.reshape(xw, (batch, seq, self.width) if batch_major
+                               else (seq, batch, self.width))
+
+    def cols(self, k: int) -> tuple[int, int]:
+        """Gate ``k``'s columns in a [rows, G*H] product."""
+        pos = self.spec.gate(k)
+        return pos * self.hid, (pos + 1) * self.hid
+
+    def x(self, t: int, k: int | None = None):
+        """Step ``t``'s rows of the projection ([batch, H]: gate ``k``'s columns, or all).
+        Each call builds its own row read, so each fuses into its one consumer; the step is an
+        index tensor, so every step's kernels are one program."""
+        row = self.ops.take_row(self.xw3, t, self.axis)
+        if k is not None:
+            lo, hi = self.cols(k)
+            end = [1, self.batch] if self.axis == 0 else [self.batch, 1]
+            row = self.ops.slice(row, [0, 0, lo], end + [hi], [1, 1, 1])
+        return self.ops.reshape(row, (self.batch, self.hid if k is not None else self.width))
+
+    def gate(self, g, k: int, packed: bool = False):
+        """Gate ``k``'s columns of a per-step [batch, n*H] product: where W / R hold it, or
+        the ``k``-th block when ``packed``."""
+        lo, hi = (k * self.hid, (k + 1) * self.hid) if packed else self.cols(k)
+        return self.ops.slice(g, [0, lo], [self.batch, hi], [1, 1])
+
+
+def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, batch: int, w, r,
+                     wb=None, rb=None, h=None, c=None, p=None, lens=None, reverse: bool = False,
+                     batch_major: bool = False) -> tuple[list, Any, Any]:
+    """One direction of one recurrent layer, the way fast RNN implementations run it: the input
+    projection of every step in one product ``x2d . W^T + biases``, then per step only the
+    recurrent product ``h . R^T`` and elementwise gate arithmetic. Every gate slice is used
+    once, so FuseOps turns an LSTM step into three kernels (the product, the cell state, the
+    output), a GRU step (``linear_before_reset``) into two.
+
+    ``x2d`` is [seq*batch, input], rows ``t*batch + b`` (or ``b*seq + t`` when
+    ``batch_major``); ``w`` [G*H, input], ``r`` [G*H, H], ``wb`` / ``rb`` [G*H], ``h`` / ``c``
+    [batch, H] and ``p`` [3H] (None where absent: zero). ``reverse`` runs from the last step
+    down (with ``lens`` the caller reverses each sequence instead and passes it forward).
+    Returns (the step outputs in time order, the last h, the last c)."""
+    kind, hid = spec.kind, spec.hidden
     add, mul = (lambda a, b: ops.binary("add", a, b)), (lambda a, b: ops.binary("multiply", a, b))
-    one = ops.scalar(1.0)
-    r_parts = ops.split(r, _GATES[spec.kind], 0) if spec.kind == "GRU" else None
-    rb_parts = ops.split(rb, _GATES[spec.kind], 0) if spec.kind == "GRU" else None
+    xw = ops.dense(x2d, w)
+    # the projection takes both biases, except the recurrent bias of a GRU's h gate (it sits
+    # inside the reset gate's product, or the reset-scaled product)
+    rb_h = None
+    if rb is not None and kind == "GRU":
+        parts = ops.split(rb, 3, 0)
+        rb_h = parts[spec.gate(2)]
+        rb = ops.concat([ops.zeros((hid,)) if k == spec.gate(2) else parts[k] for k in range(3)],
+                        0)
+    bias = rb if wb is None else wb if rb is None else add(wb, rb)
+    if bias is not None:
+        xw = add(xw, bias)
+    st = _Step(spec, ops, xw, seq, batch, batch_major)
+    acts = spec.activations[d]
+
+    def act(k, x):
+        return _activate(ops, acts[k], _clip(ops, spec, x))
+
+    def pre(t, k, g, packed=False):  # a gate's pre-activation: projection + recurrent product
+        xk = st.x(t, k)
+        return xk if g is None else add(xk, st.gate(g, k, packed))
+
+    if kind == "GRU" and not spec.linear_before_reset:  # z and r first, then (r * h) . R_h
+        rows = [ops.slice(r, [lo], [hi], [1]) for lo, hi in (st.cols(0), st.cols(1))]
+        r_zr, r_h = ops.concat(rows, 0), ops.slice(r, [st.cols(2)[0]], [st.cols(2)[1]], [1])
     p_parts = ops.split(p, 3, 0) if p is not None else None
-    ys = []
-    for t, xw in enumerate(steps):
-        if spec.kind == "RNN":
-            h_new = _activate(ops, acts[0], _clip(ops, spec, add(xw, ops.dense(h, r))))
-            c_new = None
-        elif spec.kind == "LSTM":
-            g = add(xw, ops.dense(h, r))
-            gi, go, gf, gc = ops.split(g, 4, 1)
-            if p_parts is not None:
+    one = ops.scalar(1.0)
+    ys: list = [None] * seq
+    for i, t in enumerate(range(seq - 1, -1, -1) if reverse else range(seq)):
+        if kind == "RNN":
+            g = st.x(t) if h is None else add(st.x(t), ops.dense(h, r))
+            h_new, c_new = act(0, g), None
+        elif kind == "LSTM":  # gates i, o, f, c
+            g = ops.dense(h, r) if h is not None else None
+            gi, go, gf, gc = (pre(t, k, g) for k in range(4))
+            if p_parts is not None and c is not None:
                 gi = add(gi, mul(c, p_parts[0]))
                 gf = add(gf, mul(c, p_parts[2]))
-            i = _activate(ops, acts[0], _clip(ops, spec, gi))
-            f = (ops.binary("subtract", one, i) if spec.input_forget
-                 else _activate(ops, acts[0], _clip(ops, spec, gf)))
-            cand = _activate(ops, acts[1], _clip(ops, spec, gc))
-            c_new = add(mul(f, c), mul(i, cand))
+            ig = act(0, gi)
+            c_new = mul(ig, act(1, gc))
+            if c is not None:
+                f = ops.binary("subtract", one, ig) if spec.input_forget else act(0, gf)
+                c_new = add(mul(f, c), c_new)
             if p_parts is not None:
                 go = add(go, mul(c_new, p_parts[1]))
-            o = _activate(ops, acts[0], _clip(ops, spec, go))
-            h_new = mul(o, _activate(ops, acts[2], c_new))
-        else:  # GRU: gates z, r, h
-            xz, xr, xh = ops.split(xw, 3, 1)
-            z = _activate(ops, acts[0], _clip(ops, spec, add(add(
-                xz, ops.dense(h, r_parts[0])), rb_parts[0])))
-            rg = _activate(ops, acts[0], _clip(ops, spec, add(add(
-                xr, ops.dense(h, r_parts[1])), rb_parts[1])))
-            if spec.linear_before_reset:
-                hh = mul(rg, add(ops.dense(h, r_parts[2]), rb_parts[2]))
-            else:
-                hh = add(ops.dense(mul(rg, h), r_parts[2]), rb_parts[2])
-            cand = _activate(ops, acts[1], _clip(ops, spec, add(xh, hh)))
-            h_new = add(mul(ops.binary("subtract", one, z), cand), mul(z, h))
-            c_new = None
-        if lens is not None:
-            m = ops.step_mask(lens, t)
-            ys.append(ops.where(m, h_new, ops.scalar(0.0)))
-            h = ops.where(m, h_new, h)
-            if c_new is not None:
-                c = ops.where(m, c_new, c)
+            h_new = mul(act(0, go), _activate(ops, acts[2], c_new))
+        elif spec.linear_before_reset:  # GRU: gates z, r, h
+            g = ops.dense(h, r) if h is not None else None
+            z, rg = act(0, pre(t, 0, g)), act(0, pre(t, 1, g))
+            hh = st.gate(g, 2) if g is not None else None
+            hh = rb_h if hh is None else hh if rb_h is None else add(hh, rb_h)
+            cand = act(1, st.x(t, 2) if hh is None else add(st.x(t, 2), mul(rg, hh)))
+            h_new, c_new = _gru_out(ops, one, z, cand, h), None
         else:
-            ys.append(h_new)
+            g = ops.dense(h, r_zr) if h is not None else None
+            z, rg = act(0, pre(t, 0, g, True)), act(0, pre(t, 1, g, True))
+            hh = ops.dense(mul(rg, h), r_h) if h is not None else None
+            hh = rb_h if hh is None else hh if rb_h is None else add(hh, rb_h)
+            cand = act(1, st.x(t, 2) if hh is None else add(st.x(t, 2), hh))
+            h_new, c_new = _gru_out(ops, one, z, cand, h), None
+        if lens is not None:
+            m = ops.step_mask(lens, i)
+            zero = ops.scalar(0.0)
+            ys[t] = ops.where(m, h_new, zero)
+            h = ops.where(m, h_new, zero if h is None else h)
+            if c_new is not None:
+                c = ops.where(m, c_new, zero if c is None else c)
+        else:
+            ys[t] = h_new
             h, c = h_new, c_new
     return ys, h, c
+
+
+def _gru_out(ops: RecurrentOps, one, z, cand, h):
+    """(1 - z) * cand + z * h."""
+    if h is None:
+        return ops.binary("multiply", ops.binary("subtract", one, z), cand)
+    return ops.binary("add", ops.binary("multiply", ops.binary("subtract", one, z), cand),
+                      ops.binary("multiply", z, h))
 
 
 def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None, c0=None,
            p=None) -> tuple:
     """(Y, Y_h, Y_c) of an ONNX RNN/GRU/LSTM node (Y_c is None except for LSTM).
 
-    Shapes as in the ONNX spec: x [seq, batch, input] (layout 0), w [dirs, G*H, input],
-    r [dirs, G*H, H], b [dirs, 2*G*H], h0/c0 [dirs, batch, H], p [dirs, 3*H]."""
-    if spec.layout == 1:
-        x = ops.transpose(x, (1, 0, 2))
-        h0 = ops.transpose(h0, (1, 0, 2)) if h0 is not None else None
-        c0 = ops.transpose(c0, (1, 0, 2)) if c0 is not None else None
-    seq, batch, width = ops.shape(x)
-    hid = spec.hidden
-    gh = _GATES[spec.kind] * hid
+    Shapes as in the ONNX spec: x [seq, batch, input] (layout 0; layout 1 swaps seq and batch
+    in x, Y, and batch and dirs in the states), w [dirs, G*H, input], r [dirs, G*H, H],
+    b [dirs, 2*G*H], h0/c0 [dirs, batch, H], p [dirs, 3*H]."""
+    bm = spec.layout == 1
+    reversed_lens = lens is not None and "reverse" in spec.directions
+    if bm and reversed_lens:  # reverse_sequence works on [seq, batch, ...]
+        x, bm = ops.transpose(x, (1, 0, 2)), False
+    seq, batch, width = ops.shape(x) if not bm else (lambda s: (s[1], s[0], s[2]))(ops.shape(x))
     flat = ops.reshape(x, (seq * batch, width))
+    state_axis = 1 if spec.layout == 1 else 0
     ys_all, hs, cs = [], [], []
     for d, direction in enumerate(spec.directions):
-        w_d, r_d = ops.take(w, d, 0), ops.take(r, d, 0)
+        wb = rb = None
         if b is not None:
             wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
-        else:
-            wb = rb = ops.zeros((gh,))
-        h = ops.take(h0, d, 0) if h0 is not None else ops.zeros((batch, hid))
-        c = ops.take(c0, d, 0) if c0 is not None else ops.zeros((batch, hid))
+        h = ops.take(h0, d, state_axis) if h0 is not None else None
+        c = ops.take(c0, d, state_axis) if c0 is not None and spec.kind == "LSTM" else None
         p_d = ops.take(p, d, 0) if p is not None and spec.kind == "LSTM" else None
+        rev = direction == "reverse"
         xin = flat
-        if direction == "reverse":
-            xr = ops.reverse_sequence(x, lens) if lens is not None else ops.reverse(x, 0)
-            xin = ops.reshape(xr, (seq * batch, width))
-        # the input projection of every step in one product; GRU keeps its recurrent bias
-        # apart (it sits inside the reset gate's product with linear_before_reset)
-        bias = wb if spec.kind == "GRU" else ops.binary("add", wb, rb)
-        xw = ops.reshape(ops.binary("add", ops.dense(xin, w_d), bias), (seq, batch, gh))
-        steps = [ops.take(xw, t, 0) for t in range(seq)]
-        ys, h, c = _direction(spec, ops, d, steps, r_d, rb, h, c, p_d, lens)
-        y = ops.stack(ys, 0)  # [seq, batch, H]
-        if direction == "reverse":
-            y = ops.reverse_sequence(y, lens) if lens is not None else ops.reverse(y, 0)
-        ys_all.append(y)
-        hs.append(h)
-        cs.append(c)
-    y = ops.stack(ys_all, 1)  # [seq, dirs, batch, H]
-    y_h = ops.stack(hs, 0)
-    y_c = ops.stack(cs, 0) if spec.kind == "LSTM" else None
-    if spec.layout == 1:
-        y = ops.transpose(y, (2, 0, 1, 3))
-        y_h = ops.transpose(y_h, (1, 0, 2))
-        y_c = ops.transpose(y_c, (1, 0, 2)) if y_c is not None else None
+        if rev and lens is not None:  # each sequence from its own end: reversed, run forward
+            xin = ops.reshape(ops.reverse_sequence(x, lens), (seq * batch, width))
+        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, ops.take(w, d, 0),
+                                    ops.take(r, d, 0), wb, rb, h, c, p_d, lens,
+                                    rev and lens is None, bm)
+        if rev and lens is not None:
+            ys = ops.reverse_sequence(ops.stack(ys, 0), lens)
+        ys_all.append(ys)
+        hs.append(h if h is not None else ops.zeros((batch, spec.hidden)))
+        cs.append(c if c is not None else ops.zeros((batch, spec.hidden)))
+    ndir, hid = len(spec.directions), spec.hidden
+    if reversed_lens:  # some directions are [seq, batch, H] tensors already
+        y = ops.stack([v if not isinstance(v, list) else ops.stack(v, 0) for v in ys_all], 1)
+        if spec.layout == 1:
+            y = ops.transpose(y, (2, 0, 1, 3))
+    else:  # one stack of every (step, direction) output
+        items = [ys_all[d][t] for t in range(seq) for d in range(ndir)]
+        if spec.layout == 1:
+            y = ops.reshape(ops.stack(items, 1), (batch, seq, ndir, hid))
+        else:
+            y = ops.reshape(ops.stack(items, 0), (seq, ndir, batch, hid))
+    y_h = ops.stack(hs, state_axis)
+    y_c = ops.stack(cs, state_axis) if spec.kind == "LSTM" else None
     return y, y_h, y_c

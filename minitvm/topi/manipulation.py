@@ -148,15 +148,18 @@ def concatenate(xs, axis: int = 0):
     shape = [ana.simplify(acc) if d == axis else xs[0].shape[d] for d in range(nd)]
 
     def body(*i):
-        val = None
-        for t, off in reversed(list(zip(xs, offsets))):
+        def load(k):
+            off = offsets[k]
             j = i[axis] - off if not (isinstance(off, E.IntImm) and off.value == 0) else i[axis]
-            v = t[tuple(j if d == axis else i[d] for d in range(nd))]
-            if val is None:
-                val = v
-            else:
-                val = tir_op.if_then_else(i[axis] < off + t.shape[axis], v, val)
-        return val
+            return xs[k][tuple(j if d == axis else i[d] for d in range(nd))]
+
+        def tree(lo, hi):  # balanced: log n deep and O(log n) compares per element
+            if hi - lo == 1:
+                return load(lo)
+            mid = (lo + hi) // 2
+            return tir_op.if_then_else(i[axis] < offsets[mid], tree(lo, mid), tree(mid, hi))
+
+        return tree(0, len(xs))
 
     return _compute(shape, body, "T_concat")
 

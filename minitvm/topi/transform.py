@@ -80,6 +80,20 @@ compute("broadcast_to")(_broadcast)
 compute("broadcast_to_like")(_broadcast)
 
 
+def _pick(idx, starts: list[int], load):
+    """``load(k)`` for the piece ``k`` that holds position ``idx`` (piece ``k`` starts at
+    ``starts[k]``), by a balanced tree of ``if_then_else``: a uniform condition (the stacked
+    axis outside the vector loop) branches, so an element costs O(log n) compares and one
+    load, not every piece's loads; the tree is log n deep, however many pieces."""
+    def tree(lo: int, hi: int):
+        if hi - lo == 1:
+            return load(lo)
+        mid = (lo + hi) // 2
+        return tir_op.if_then_else(idx < _i(starts[mid]), tree(lo, mid), tree(mid, hi))
+
+    return tree(0, len(starts))
+
+
 @compute("concatenate")
 def _concatenate(attrs, inputs, out_type):
     shape = static_shape(out_tensor_types(out_type)[0])
@@ -91,14 +105,14 @@ def _concatenate(attrs, inputs, out_type):
         acc += ishape(x)[axis]
 
     def body(*i):
-        # Select from the last input backwards; indices are clamped so every load is in bounds.
-        val = None
-        for x, off in reversed(list(zip(inputs, offsets))):
-            n = ishape(x)[axis]
-            j = E.Max(E.Min(i[axis] - off, _i(n - 1)), _i(0))
-            v = x[tuple(j if d == axis else i[d] for d in range(nd))]
-            val = v if val is None else E.Select(i[axis] < off + n, v, val)
-        return val
+        def load(k):
+            # indices clamped so every load is in bounds: a vector condition (the axis inside
+            # the vector loop) evaluates both sides
+            x, n = inputs[k], ishape(inputs[k])[axis]
+            j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
+            return x[tuple(j if d == axis else i[d] for d in range(nd))]
+
+        return _pick(i[axis], offsets, load)
 
     return [te.compute(shape, body, name="concatenate")]
 
@@ -220,11 +234,8 @@ def _stack(attrs, inputs, out_type):
     axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
 
     def body(*i):
-        val = None
-        for k in range(len(inputs) - 1, -1, -1):
-            v = inputs[k][tuple(i[d] for d in range(nd) if d != axis)]
-            val = v if val is None else E.Select(E.EQ(i[axis], k), v, val)
-        return val
+        rest = tuple(i[d] for d in range(nd) if d != axis)
+        return _pick(i[axis], list(range(len(inputs))), lambda k: inputs[k][rest])
 
     return [te.compute(shape, body, name="stack")]
 

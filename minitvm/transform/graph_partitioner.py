@@ -116,18 +116,21 @@ class _Partitioner:
         self.max_depth = max_depth
         self.groups = [Group(n.pattern, n.ref) for n in order]
 
-    def _paths(self, src, sink):
-        """Nodes on all paths from src's consumers up to and including sink (iterative DFS)."""
-        seen, stack, out = set(), [o for o, _ in src.outputs], []
+    @staticmethod
+    def _paths(src, sink):
+        """Nodes on all paths from src's consumers up to and including sink (iterative DFS, a
+        generator: the checks below stop at the first node that decides them, so a node whose
+        post-dominator is far away, e.g. a recurrent state read by every later step, costs
+        O(max_depth) and not the length of the program)."""
+        seen, stack = set(), [o for o, _ in src.outputs]
         while stack:
             n = stack.pop()
             if n.index in seen:
                 continue
             seen.add(n.index)
-            out.append(n)
+            yield n
             if n is not sink:
                 stack.extend(o for o, _ in n.outputs)
-        return out
 
     def _check_path(self, src, sink, fcond) -> bool:
         for n in self._paths(src, sink):
@@ -154,8 +157,12 @@ class _Partitioner:
             parent.pattern = max(child.pattern, parent.pattern)
 
     def _count_with(self, src, sink) -> int:
+        """Nodes in the group fusing src into sink would make; the count stops once it is past
+        ``max_depth`` (all the caller asks)."""
         total = self.groups[sink.index].find_root().num_nodes + self.groups[src.index].num_nodes
         for n in self._paths(src, sink):
+            if total > self.max_depth:
+                break
             if n is not sink:
                 total += self.groups[n.index].num_nodes
         return total

@@ -73,11 +73,29 @@ class RelaxRecurrentOps:
             return np.ascontiguousarray(np.take(x, index, axis))
         return self.ctx.emit(_op.take(self._e(x), const(np.array(index, "int64")), axis))
 
+    def take_row(self, x, index, axis):
+        if _numeric(x):
+            return np.ascontiguousarray(np.take(x, [index], axis))
+        return self.ctx.emit(_op.take(self._e(x), const(np.array([index], "int64")), axis))
+
     def split(self, x, parts, axis):
         if _numeric(x):
             return [np.ascontiguousarray(p) for p in np.split(x, parts, axis)]
         tup = self.ctx.emit(_op.split(self._e(x), parts, axis))
         return [self.ctx.emit(TupleGetItem(tup, i)) for i in range(parts)]
+
+    def slice(self, x, begin, end, strides):
+        if _numeric(x):
+            return np.ascontiguousarray(x[tuple(slice(b, e, s) for b, e, s in
+                                                zip(begin, end, strides, strict=True))])
+        axes = list(range(len(begin)))
+        return self.ctx.emit(_op.strided_slice(self._e(x), axes, list(begin), list(end),
+                                               list(strides)))
+
+    def concat(self, xs, axis):
+        if all(_numeric(v) for v in xs):
+            return np.concatenate(xs, axis)
+        return self.ctx.emit(_op.concat([self._e(v) for v in xs], axis))
 
     def stack(self, xs, axis):
         return self.ctx.emit(_op.concat([self.ctx.emit(_op.expand_dims(self._e(v), axis))

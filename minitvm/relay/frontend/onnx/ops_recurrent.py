@@ -3,70 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unary_op, unroll
-from ... import op as _op
-from ...op import nn as _nn
+from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unroll
+from ..recurrent import RelayRecurrentOps
 from .registry import Context, register
-
-
-def _dialect_op(name: str):
-    return getattr(_nn, name[3:]) if name.startswith("nn.") else getattr(_op, name)
-
-
-class RelayRecurrentOps:
-    """``RecurrentOps`` on Relay expressions of one dtype."""
-
-    def __init__(self, ctx: Context, dtype: str):
-        self.ctx = ctx
-        self.dtype = dtype
-
-    def shape(self, x):
-        return self.ctx.shape(x)
-
-    def scalar(self, value):
-        return self.ctx.const(np.array(value, self.dtype))
-
-    def unary(self, name, x):
-        return _dialect_op(unary_op(name))(x)
-
-    def binary(self, name, a, b):
-        return getattr(_op, name)(a, b)
-
-    def where(self, cond, a, b):
-        return _op.where(cond, a, b)
-
-    def dense(self, x, w):
-        return _nn.dense(x, w)
-
-    def reshape(self, x, shape):
-        return _op.reshape(x, shape)
-
-    def transpose(self, x, axes):
-        return _op.transpose(x, axes)
-
-    def take(self, x, index, axis):
-        return _op.take(x, self.ctx.const(np.array(index, "int64")), axis=axis)
-
-    def split(self, x, parts, axis):
-        return list(_op.split(x, parts, axis))
-
-    def stack(self, xs, axis):
-        return _op.stack(xs, axis)
-
-    def zeros(self, shape):
-        return _op.zeros(shape, self.dtype)
-
-    def reverse(self, x, axis):
-        return _op.reverse(x, axis)
-
-    def reverse_sequence(self, x, lens):
-        return _op.reverse_sequence(x, lens, seq_axis=0, batch_axis=1)
-
-    def step_mask(self, lens, t):
-        t_ = self.ctx.const(np.array(t, self.ctx.dtype(lens)))
-        return _op.expand_dims(_op.less(t_, lens), 1)
 
 
 def _recurrent(kind: str):
@@ -80,7 +19,7 @@ def _recurrent(kind: str):
             seq = ctx.shape(x)[1 if spec.layout else 0]
             if known is not None and (known == seq).all():
                 lens = None  # every sequence is full length: no masking needed
-        y, y_h, y_c = unroll(spec, RelayRecurrentOps(ctx, ctx.dtype(x)), x, w, r, b, lens,
+        y, y_h, y_c = unroll(spec, RelayRecurrentOps(ctx.dtype(x)), x, w, r, b, lens,
                              h0, c0, p)
         return [y, y_h] + ([y_c] if kind == "LSTM" else [])
 

@@ -8,15 +8,18 @@ size arithmetic), or a tuple of them. Names are the op names without namespace o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 
 import numpy as np
 
+from ....frontend_common.onnx_rnn import parse_spec, unroll_direction
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape
+from ..recurrent import RelayRecurrentOps
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
 
@@ -934,26 +937,15 @@ def _unflatten(ctx, args):
     return _op.reshape(x, tuple(s[:dim] + sizes + s[dim + 1:]))
 
 
-def _rnn_cell(kind, x, h, c, w_ih, w_hh, b_ih, b_hh):
-    """One LSTM / GRU step on (batch, features) tensors; returns (h, c)."""
-    gi = _nn.dense(x, w_ih)
-    gh = _nn.dense(h, w_hh)
-    if b_ih is not None:
-        gi, gh = _op.add(gi, b_ih), _op.add(gh, b_hh)
-    if kind == "lstm":
-        i, f, g, o = (_op.split(_op.add(gi, gh), 4, axis=1)[k] for k in range(4))
-        c = _op.add(_op.multiply(_op.sigmoid(f), c), _op.multiply(_op.sigmoid(i), _op.tanh(g)))
-        return _op.multiply(_op.sigmoid(o), _op.tanh(c)), c
-    si, sh = _op.split(gi, 3, axis=1), _op.split(gh, 3, axis=1)
-    r = _op.sigmoid(_op.add(si[0], sh[0]))
-    z = _op.sigmoid(_op.add(si[1], sh[1]))
-    n = _op.tanh(_op.add(si[2], _op.multiply(r, sh[2])))
-    return _op.add(n, _op.multiply(z, _op.subtract(h, n))), None  # (1 - z) * n + z * h
+# PyTorch's gate order in W / R / B, as positions of ONNX's (i, o, f, c) and (z, r, h)
+_TORCH_GATES = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
 
 
 @register("lstm", "gru")
 def _rnn(ctx, args):
-    """aten::lstm / aten::gru (the ``.input`` overloads), unrolled over the static sequence."""
+    """aten::lstm / aten::gru (the ``.input`` overloads): the shared unrolling of
+    ``frontend_common.onnx_rnn`` per layer and direction (one input projection per layer and
+    direction, then the recurrent product and the gate arithmetic per step)."""
     kind = ctx.op_name
     x, hx, params, has_biases, layers, _, _, bidir, batch_first = args[:9]
     if not isinstance(params, list | tuple):
@@ -963,12 +955,20 @@ def _rnn(ctx, args):
     per = 4 if has_biases else 2
     if len(params) != per * dirs * int(layers):
         raise ctx.fail("LSTM with proj_size is not supported")
-    seq = _op.transpose(x, [1, 0, 2]) if batch_first else x
-    t = int(ctx.shape(seq)[0])
-    steps = [_op.squeeze(_op.split(seq, t, axis=0)[i], [0]) for i in range(t)] if t > 1 else \
-        [_op.squeeze(seq, [0])]
+    hid = int(ctx.shape(params[1])[1])
+    attrs = {"hidden_size": hid, "direction": "bidirectional" if bidir else "forward",
+             "linear_before_reset": 1}
+    spec = dataclasses.replace(parse_spec(kind.upper(), attrs, dirs, ctx.fail),
+                               gate_order=_TORCH_GATES[kind])
+    ops = RelayRecurrentOps(ctx.dtype(x))
+    s = ctx.shape(x)
+    seq, batch = (s[1], s[0]) if batch_first else (s[0], s[1])
+    bf = bool(batch_first)
+    x2d = _op.reshape(x, (seq * batch, s[2]))  # rows b*seq + t when batch first, else t*batch + b
 
-    def pick(v, i):
+    def pick(v, i):  # None for a zero state (torch's default): the first step skips it
+        if v is None or (isinstance(v, _expr.Constant) and not v.data.numpy().any()):
+            return None
         return _op.take(v, _expr.const(np.array(i, "int64")), axis=0)
 
     hn, cn = [], []
@@ -976,22 +976,18 @@ def _rnn(ctx, args):
         outs = []
         for d in range(dirs):
             k = (layer * dirs + d) * per
-            w_ih, w_hh = params[k], params[k + 1]
             b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
-            h = pick(h0, layer * dirs + d)
-            c = pick(c0, layer * dirs + d) if c0 is not None else None
-            order = range(t) if d == 0 else range(t - 1, -1, -1)
-            ys = [None] * t
-            for i in order:
-                h, c = _rnn_cell(kind, steps[i], h, c, w_ih, w_hh, b_ih, b_hh)
-                ys[i] = h
+            ys, h, c = unroll_direction(spec, ops, d, x2d, seq, batch, params[k], params[k + 1],
+                                        b_ih, b_hh, pick(h0, layer * dirs + d),
+                                        pick(c0, layer * dirs + d), reverse=d == 1,
+                                        batch_major=bf)
             outs.append(ys)
             hn.append(h)
             cn.append(c)
         steps = outs[0] if dirs == 1 else [_op.concatenate([a, b], -1)
-                                           for a, b in zip(outs[0], outs[1])]
-    y = _op.stack(steps, 0)
-    y = _op.transpose(y, [1, 0, 2]) if batch_first else y
+                                           for a, b in zip(*outs, strict=True)]
+        y = _op.stack(steps, 1 if bf else 0)  # [seq, batch, dirs*H] or batch first
+        x2d = _op.reshape(y, (seq * batch, dirs * hid))
     h_n = _op.stack(hn, 0)
     return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
 

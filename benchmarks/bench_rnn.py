@@ -1,0 +1,148 @@
+"""PyTorch LSTM / GRU models through relay.frontend.from_pytorch (opt_level 3, the graph
+executor) beside ONNX Runtime (the same module exported to ONNX) and PyTorch eager, one thread.
+
+    python benchmarks/bench_rnn.py [--rounds 7] [--reps 5] [--cases lstm,gru,lstm_b16]
+                                   [--profile]
+
+Cases: a 2-layer LSTM or GRU 64 -> 128 over T = 32 steps (batch first) followed by a
+Linear(128, 10) on the last step, at batch 1 (``lstm``, ``gru``) and batch 16 (``lstm_b16``,
+``gru_b16``). Rounds are interleaved over the implementations (``interleave.settled_rounds``),
+timed in thread CPU time; each cell is the median over rounds of each round's median of
+``--reps`` runs, in ms. ``--profile`` adds minitvm's kernels by fused name (each one called on
+its own through ctypes, so a kernel reads ~0.3 us above its share of a run, which calls every
+kernel from one compiled entry function).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import io
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+for _var in ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from interleave import settled_rounds  # noqa: E402
+
+CASES = {"lstm": ("lstm", 1), "gru": ("gru", 1), "lstm_b16": ("lstm", 16),
+         "gru_b16": ("gru", 16)}
+SEQ, WIDTH, HIDDEN, LAYERS = 32, 64, 128, 2
+
+
+def make_model(kind: str):
+    import torch
+
+    cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = cls(WIDTH, HIDDEN, LAYERS, batch_first=True)
+            self.fc = torch.nn.Linear(HIDDEN, 10)
+
+        def forward(self, x):
+            return self.fc(self.rnn(x)[0][:, -1])
+
+    torch.manual_seed(0)
+    return Net().eval()
+
+
+def kernel_profile(g, top: int = 8) -> list[str]:
+    """Per fused-kernel totals of one run: each kernel called alone, looped."""
+    st = g._state()
+    agg = collections.defaultdict(lambda: [0.0, 0])
+    for (name, *_), step in zip(g._plan["steps"], st.steps, strict=True):
+        if step[0] != "native":
+            continue
+        fn, args = step[1], step[2]
+        fn(args, None, 1)
+        t0 = time.thread_time_ns()
+        for _ in range(20):
+            fn(args, None, 1)
+        key = name.replace("tvmgen_default_", "").rstrip("0123456789_")
+        agg[key][0] += (time.thread_time_ns() - t0) / 20 / 1e3
+        agg[key][1] += 1
+    rows = sorted(agg.items(), key=lambda kv: -kv[1][0])[:top]
+    return [f"    {t:8.1f} us  x{n:3d}  {k}" for k, (t, n) in rows]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cases", default="lstm,gru,lstm_b16")
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    from minitvm.runtime import jit, threadpool
+
+    jit.init()
+    threadpool.set_num_threads(1)
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+
+    print(f"{LAYERS}-layer RNN {WIDTH}->{HIDDEN}, T={SEQ}, + Linear({HIDDEN}, 10); one thread, "
+          f"thread CPU time, ms (median of {args.rounds} rounds x {args.reps} runs)")
+    for case in args.cases.split(","):
+        kind, batch = CASES[case]
+        model = make_model(kind)
+        x = torch.randn(batch, SEQ, WIDTH)
+        xn = x.numpy()
+        with torch.no_grad():
+            ref = model(x).numpy()
+            traced = torch.jit.trace(model, (x,))
+        mod, params = relay.frontend.from_pytorch(traced, [("x", tuple(x.shape))])
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm", params=params)
+        g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        g.set_input_zero_copy("x", xn)
+        g.run()
+        err = float(np.abs(g.get_output(0).numpy() - ref).max())
+
+        def eager(model=model, x=x):
+            with torch.no_grad():
+                model(x)
+
+        impls = {"minitvm": g.run, "torch": eager}
+        if ort is not None:
+            buf = io.BytesIO()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, (x,), buf, input_names=["x"], opset_version=17,
+                                  dynamo=False)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = so.inter_op_num_threads = 1
+            sess = ort.InferenceSession(buf.getvalue(), so, providers=["CPUExecutionProvider"])
+            impls["onnxruntime"] = lambda sess=sess, xn=xn: sess.run(None, {"x": xn})
+        times = settled_rounds(impls, args.rounds, args.reps, clock=time.thread_time)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        cells = "  ".join(f"{k} {v:7.3f}" for k, v in med.items())
+        ratios = "  ".join(f"/{k} {med['minitvm'] / med[k]:.2f}" for k in med if k != "minitvm")
+        print(f"{case:9s} batch {batch:2d}: {cells}   minitvm{ratios}   "
+              f"kernels {len(g._plan['steps'])}  max err {err:.1e}", flush=True)
+        if args.profile:
+            print("\n".join(kernel_profile(g)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
