@@ -76,10 +76,21 @@ def _static_nk(dims) -> bool:
     return dims is not None
 
 
+# one row (a batch-1 dense: a GEMV) takes the packed kernels from a weight of this many
+# elements; the generic schedule sums one 16-lane dot product per output with a serial
+# horizontal sum. Zen 4, one thread, dense + bias + relu with a constant weight, us, generic
+# -> packed: 784->128 8.8 -> 5.1, 128->512 9.7 -> 3.4 (the LSTM's recurrent product),
+# 1024->1000 82 -> 54, 768->3072 189 -> 126; 128->10 0.95 -> 0.87.
+GEMV_MIN_WEIGHT = 1 << 14
+
+
 def _enough_work(m, n, k) -> bool:
-    """A GEMM worth the packed kernels: at least two rows and enough multiply-adds. With a
-    symbolic extent (known only at run time) the static ones must not make it tiny."""
+    """A GEMM worth the packed kernels: at least two rows and enough multiply-adds, or one row
+    and a weight of ``GEMV_MIN_WEIGHT`` elements. With a symbolic extent (known only at run
+    time) the static ones must not make it tiny."""
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
+        if m == 1:
+            return n * k >= GEMV_MIN_WEIGHT
         return m >= 2 and m * n * k >= MIN_GEMM_MACS
     if isinstance(m, int) and m < 2:
         return False
@@ -90,7 +101,7 @@ def _enough_work(m, n, k) -> bool:
 
 
 def use_generated_dense(t, options: LoweringOptions) -> bool:
-    """Is ``t`` a float32 dense (at least two rows) computed by the generated ``gemm_kernel``?"""
+    """Is ``t`` a float32 dense computed by the generated ``gemm_kernel`` (``_enough_work``)?"""
     if t.op.tag != "dense" or not options.generated_dense:
         return False
     a, b = t.op.attrs["operands"]
