@@ -44,6 +44,15 @@ def _build(shape, o, k, strides, pads, dil, epi, rng):
     y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
                         kernel_size=k, channels=o)
     args, inputs = [x], {"x": xv}
+    y, want = _epilogue(y, want, epi, bias, args, inputs, rng)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def _epilogue(y, want, epi, bias, args, inputs, rng):
+    """Conv ``y`` (expected ``want``) through epilogue ``epi`` ("none", "bias_relu",
+    "residual_relu"), a residual input appended to ``args`` / ``inputs``: (expr, expected)."""
     if epi != "none":
         y = relay.nn.bias_add(y, relay.const(bias))
         want = want + bias[:, None, None]
@@ -57,9 +66,7 @@ def _build(shape, o, k, strides, pads, dil, epi, rng):
     if epi != "none":
         y = relay.nn.relu(y)
         want = np.maximum(want, 0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
+    return y, want
 
 
 def _conv_kernel(lib):
@@ -318,22 +325,11 @@ def test_grouped_conv_on_channel_lanes(shape, o, groups, k, strides, epi, rng):
         w = relay.const(wv) if constant else relay.var("w", shape=wv.shape)
         y = relay.nn.conv2d(x, w, strides=strides, padding=pads[:2], groups=groups,
                             kernel_size=(k, k), channels=o)
-        args, inputs, expect = [x], {"x": xv}, want
+        args, inputs = [x], {"x": xv}
         if not constant:
             args.append(w)
             inputs["w"] = wv
-        if epi != "none":
-            y = relay.nn.bias_add(y, relay.const(bias))
-            expect = expect + bias[:, None, None]
-        if epi == "residual_relu":
-            rv = rng.standard_normal(want.shape).astype("float32")
-            args.append(relay.var("r", shape=want.shape))
-            y = y + args[-1]
-            inputs["r"] = rv
-            expect = expect + rv
-        if epi != "none":
-            y = relay.nn.relu(y)
-            expect = np.maximum(expect, 0)
+        y, expect = _epilogue(y, want, epi, bias, args, inputs, rng)
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
         assert _uses_lanes(_conv_kernel(lib)) == constant
