@@ -207,7 +207,8 @@ def bench(name: str, args) -> list[dict]:
         threadpool.set_num_threads(threads)  # before the graph modules: they keep the count
         runners = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
         runners["ORT"] = ort_runner(m["onnx"], m["input"], x, threads)
-        runners["torch"] = (lambda tr: lambda: tr(x))(m["torch"](threads))
+        if not args.no_torch:
+            runners["torch"] = (lambda tr: lambda: tr(x))(m["torch"](threads))
         clock = time.thread_time if threads == 1 else time.perf_counter
         ms = interleaved(runners, clock, args.rounds, args.runs)
         rows.append(dict(model=MODELS[name], threads=threads, ms=ms, err=max(errs.values()),
@@ -225,6 +226,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     ap.add_argument("--runs", type=int, default=3, help="runs per round (their median)")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile times")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="leave PyTorch eager out of the timed rounds (its OpenMP threads, spinning "
+                         "after each call, take a core from the others at 2+ threads)")
     ap.add_argument("--compile-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.compile_child:
@@ -243,14 +247,17 @@ def main(argv=None) -> int:
           f"load average {os.getloadavg()[0]:.1f}; ms, median of {args.rounds} interleaved "
           f"rounds of median-of-{args.runs}, each after a pause and 20 ms of warm-up; 1 thread: thread CPU "
           "time, 2+: wall (noisy)")
-    head = "".join(f"{k:>9s}" for k in mine + ["ORT", "torch"])
-    ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + f"{'untuned/pt':>11s}"
+    peers = ["ORT"] + (["torch"] if not args.no_torch else [])
+    head = "".join(f"{k:>9s}" for k in mine + peers)
+    ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + \
+        (f"{'untuned/pt':>11s}" if not args.no_torch else "")
     print(f"{'model':20s}{'thr':>4s}{head}{ratios}{'cold s':>8s}{'warm s':>8s}  max rel err")
     for r in rows:
         ms = r["ms"]
-        cells = "".join(f"{ms[k]:9.3f}" for k in mine + ["ORT", "torch"])
+        cells = "".join(f"{ms[k]:9.3f}" for k in mine + peers)
         rat = "".join(f"{ms[k] / ms['ORT']:11.2f}x" for k in mine)
-        rat += f"{ms['untuned'] / ms['torch']:10.2f}x"
+        if not args.no_torch:
+            rat += f"{ms['untuned'] / ms['torch']:10.2f}x"
         comp = f"{r['cold']:8.2f}{r['warm']:8.2f}" if r["cold"] is not None else f"{'':16s}"
         print(f"{r['model']:20s}{r['threads']:4d}{cells}{rat}{comp}  {r['err']:.1e}")
     print("ratios are latency ratios: below 1 means minitvm is faster; compile: relay.build "
