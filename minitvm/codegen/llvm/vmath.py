@@ -17,9 +17,12 @@ from llvmlite import ir
 
 from . import types as T
 
-# e^r = 1 + r + r^2 * P(r) on |r| <= ln2/2
-_EXP_P = (0.5000000078165685, 0.16666666163656013, 0.041666270165209754,
-          0.008333430005649678, 0.0013946029440807198, 0.00019826493451553058)
+# e^r = 1 + Q(r), Q of degree 6 without constant term, on |r| <= ln2/2 (relative error 2e-9 in
+# float64, 9.6e-8 evaluated in float32): six FMAs by Horner's rule. (The degree-7 form
+# 1 + r + r^2 P(r) took eight operations; Zen 4, one thread, 1.2M floats: sigmoid 484 -> 444 us,
+# SiLU 501 -> 423 us.)
+_EXP_Q = (1.0, 1.0000000320933322, 0.49999994254437197, 0.16666431432356504,
+          0.04166798975649454, 0.008374145985090602, 0.0013844390492790638)
 _LN2_HI, _LN2_LO = 0.693359375, -2.1219444005469057e-04  # ln 2 = hi + lo, hi has 9 bits
 # log1p(f) = 2s + s R(s^2), s = f / (2 + f): the atanh series, R = sum 2 z^k / (2k + 1)
 _LOG_R = (2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11)
@@ -150,7 +153,7 @@ def _exp(m: _Emit, x):
     n = m.cg._intrin("llvm.rint", [m.mul(xc, m.c(1.4426950408889634))])
     r = m.fma(n, m.c(-_LN2_HI), xc)
     r = m.fma(n, m.c(-_LN2_LO), r)
-    p = m.fma(m.mul(r, r), m.poly(r, _EXP_P), m.add(r, m.c(1.0)))
+    p = m.poly(r, _EXP_Q)
     scaled = _scalef(m, p, n)
     if scaled is not None:
         # overflow (x > 88.72) to inf, underflow to denormals and 0, NaN: all by vscalefps, in
