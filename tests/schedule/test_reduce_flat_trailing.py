@@ -1,6 +1,7 @@
-"""Reductions over a buffer's whole trailing dimensions, the last shorter than a vector (a
-global pool over 7x7), run over those dimensions flattened: vector partial sums over 49
-contiguous floats instead of scalar rows of 7 (``schedule.lower._flat_trailing_reduction``)."""
+"""Reductions over a buffer's whole trailing dimensions, the last no whole number of vectors (a
+global pool over 7x7 or 28x28), run over those dimensions flattened: vector partial sums over
+49 contiguous floats instead of scalar rows of 7, 49 vectors instead of rows of 28 with a
+12-float scalar tail each (``schedule.lower._flat_trailing_reduction``)."""
 
 import numpy as np
 import pytest
@@ -44,7 +45,10 @@ CASES = [
     ((3, 4, 5, 3), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), False),
     ((2, 3, 6, 5, 7), lambda x: relay.mean(x, axis=(2, 3, 4)),
      lambda v: v.mean(axis=(2, 3, 4)), True),
-    # not trailing, or the last axis a whole vector: unchanged
+    ((1, 24, 28, 28), lambda x: relay.nn.global_avg_pool2d(x),
+     lambda v: v.mean(axis=(2, 3), keepdims=True), True),
+    ((2, 8, 5, 20), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), True),
+    # not trailing, or the last axis whole vectors: unchanged
     ((2, 7, 7, 6), lambda x: relay.sum(x, axis=(1, 2)), lambda v: v.sum(axis=(1, 2)), False),
     ((2, 3, 4, 32), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), False),
 ]
