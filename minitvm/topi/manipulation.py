@@ -13,6 +13,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, broadcast_load, const_like, is_one
+from .utils import pick_piece
 
 __all__ = [
     "transpose", "reshape", "expand_dims", "squeeze", "concatenate", "split",
@@ -153,13 +154,7 @@ def concatenate(xs, axis: int = 0):
             j = i[axis] - off if not (isinstance(off, E.IntImm) and off.value == 0) else i[axis]
             return xs[k][tuple(j if d == axis else i[d] for d in range(nd))]
 
-        def tree(lo, hi):  # balanced: log n deep and O(log n) compares per element
-            if hi - lo == 1:
-                return load(lo)
-            mid = (lo + hi) // 2
-            return tir_op.if_then_else(i[axis] < offsets[mid], tree(lo, mid), tree(mid, hi))
-
-        return tree(0, len(xs))
+        return pick_piece(i[axis], offsets, load)
 
     return _compute(shape, body, "T_concat")
 

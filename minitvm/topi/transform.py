@@ -5,7 +5,15 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, ishape, load_bcast, out_tensor_types, slice_params, static_shape
+from .utils import (
+    compute,
+    ishape,
+    load_bcast,
+    out_tensor_types,
+    pick_piece,
+    slice_params,
+    static_shape,
+)
 
 
 def _i(v: int) -> E.IntImm:
@@ -80,20 +88,6 @@ compute("broadcast_to")(_broadcast)
 compute("broadcast_to_like")(_broadcast)
 
 
-def _pick(idx, starts: list[int], load):
-    """``load(k)`` for the piece ``k`` that holds position ``idx`` (piece ``k`` starts at
-    ``starts[k]``), by a balanced tree of ``if_then_else``: a uniform condition (the stacked
-    axis outside the vector loop) branches, so an element costs O(log n) compares and one
-    load, not every piece's loads; the tree is log n deep, however many pieces."""
-    def tree(lo: int, hi: int):
-        if hi - lo == 1:
-            return load(lo)
-        mid = (lo + hi) // 2
-        return tir_op.if_then_else(idx < _i(starts[mid]), tree(lo, mid), tree(mid, hi))
-
-    return tree(0, len(starts))
-
-
 @compute("concatenate")
 def _concatenate(attrs, inputs, out_type):
     shape = static_shape(out_tensor_types(out_type)[0])
@@ -112,7 +106,7 @@ def _concatenate(attrs, inputs, out_type):
             j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
             return x[tuple(j if d == axis else i[d] for d in range(nd))]
 
-        return _pick(i[axis], offsets, load)
+        return pick_piece(i[axis], offsets, load)
 
     return [te.compute(shape, body, name="concatenate")]
 
@@ -235,7 +229,7 @@ def _stack(attrs, inputs, out_type):
 
     def body(*i):
         rest = tuple(i[d] for d in range(nd) if d != axis)
-        return _pick(i[axis], list(range(len(inputs))), lambda k: inputs[k][rest])
+        return pick_piece(i[axis], list(range(len(inputs))), lambda k: inputs[k][rest])
 
     return [te.compute(shape, body, name="stack")]
 

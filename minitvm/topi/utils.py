@@ -224,6 +224,23 @@ def slice_params(shape, attrs):
     return params
 
 
+def pick_piece(idx, starts, load):
+    """``load(k)`` for the piece ``k`` that holds position ``idx`` (piece ``k`` starts at
+    ``starts[k]``, an int or an expression), by a balanced tree of ``if_then_else``: a uniform
+    condition (the axis outside the vector loop) branches, so an element costs O(log n)
+    compares and one load, not every piece's loads; the tree is log n deep, however many
+    pieces (concatenate, stack)."""
+    def tree(lo: int, hi: int):
+        if hi - lo == 1:
+            return load(lo)
+        mid = (lo + hi) // 2
+        start = starts[mid]
+        start = E.IntImm("int32", start) if isinstance(start, int) else start
+        return tir_op.if_then_else(idx < start, tree(lo, mid), tree(mid, hi))
+
+    return tree(0, len(starts))
+
+
 def static_shape(t) -> tuple[int, ...]:
     """The shape of a TensorType as ints; raises ValueError for symbolic dims."""
     out = []
