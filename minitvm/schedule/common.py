@@ -323,17 +323,32 @@ def float32_conv2d(t) -> bool:
         len(x.shape) == len(w.shape) == len(t.shape) == 4
 
 
-def static_conv2d_dims(t) -> tuple[int, ...] | None:
-    """``(n, c, h, w, o, kh, kw, oh, ow)`` of a ``float32_conv2d`` stage whose shapes are all
-    static (and whose weight has every input channel), else None."""
-    if not float32_conv2d(t):
+def static_grouped_conv2d_dims(t) -> tuple[int, ...] | None:
+    """``(groups, n, c, h, w, o, kh, kw, oh, ow)`` of a float32 NCHW conv2d stage with 4-D data,
+    weight and output, all static, any number of groups (``c``: the input channels of one
+    group, its reduction; the output channels split evenly over the groups), else None."""
+    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
         return None
-    x, w = t.op.attrs["operands"]
+    a = t.op.attrs
+    x, w = a["operands"]
+    if not t.dtype == x.dtype == w.dtype == "float32" or \
+            not len(x.shape) == len(w.shape) == len(t.shape) == 4:
+        return None
     dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
     if any(d is None for d in dims):
         return None
-    n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
-    return (n, c, h, wd, o, kh, kw, oh, ow) if cw == c else None
+    n, cin, h, wd, o, cg, kh, kw, _, _, oh, ow = dims
+    groups = a["groups"]
+    if cin != groups * cg or o % groups:
+        return None
+    return groups, n, cg, h, wd, o, kh, kw, oh, ow
+
+
+def static_conv2d_dims(t) -> tuple[int, ...] | None:
+    """``(n, c, h, w, o, kh, kw, oh, ow)`` of a ``float32_conv2d`` stage (one group) whose
+    shapes are all static (and whose weight has every input channel), else None."""
+    dims = static_grouped_conv2d_dims(t)
+    return dims[1:] if dims is not None and dims[0] == 1 else None
 
 
 def emit_with_epilogue(ctx, t, out, bodies, emit, out_shape) -> S.Stmt:

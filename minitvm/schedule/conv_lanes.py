@@ -40,12 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import allocated as _allocated
-from .common import const_int, divisor_near, static_conv2d_dims, vector_isa
+from .common import divisor_near, static_grouped_conv2d_dims, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -88,26 +87,6 @@ BATCH_PARALLEL_MIN_MACS = 1 << 21
 BATCH_PARALLEL_MIN_IMAGES = 4
 
 
-def _grouped_dims(t) -> tuple[int, ...] | None:
-    """``(groups, n, c, h, w, o, kh, kw, oh, ow)`` of a static float32 NCHW conv2d with several
-    groups, ``c`` the input channels of one group (its reduction), else None."""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
-        return None
-    a = t.op.attrs
-    x, w = a["operands"]
-    if not t.dtype == x.dtype == w.dtype == "float32" or a["groups"] < 2 or \
-            not len(x.shape) == len(w.shape) == len(t.shape) == 4:
-        return None
-    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
-    if any(d is None for d in dims):
-        return None
-    n, cin, h, wd, o, cg, kh, kw, _, _, oh, ow = dims
-    groups = a["groups"]
-    if cin != groups * cg or o % groups:
-        return None
-    return groups, n, cg, h, wd, o, kh, kw, oh, ow
-
-
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
     static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels
@@ -117,12 +96,11 @@ def geometry(t) -> dict | None:
     tile's 16 output channels belong to one group, and its reduction runs over that group's
     ``c`` input channels (``groups``, ``og`` output channels a group; the weight is already
     ``[O, c, KH, KW]``)."""
-    a = t.op.attrs if isinstance(t.op, ComputeOp) else {}
-    grouped = a.get("groups", 1) != 1
-    dims = _grouped_dims(t) if grouped else static_conv2d_dims(t)
+    dims = static_grouped_conv2d_dims(t)
     if dims is None:
         return None
-    groups, (n, c, h, wd, o, kh, kw, oh, ow) = (dims[0], dims[1:]) if grouped else (1, dims)
+    groups, n, c, h, wd, o, kh, kw, oh, ow = dims
+    a = t.op.attrs
     og = o // groups
     if kh * kw < 2 or og % LANES or oh * ow < MIN_PIXELS:
         return None

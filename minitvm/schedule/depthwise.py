@@ -28,13 +28,12 @@ the conv away from its own position, the conv goes to a temporary the epilogue t
 
 from __future__ import annotations
 
-from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .common import const_int as _const_int
-from .common import emit_with_epilogue, vector_isa
+from .common import emit_with_epilogue, static_grouped_conv2d_dims, vector_isa
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 
@@ -59,19 +58,11 @@ MAX_GROUP_TAPS = 160
 def supported(t, options=None) -> bool:
     """Is ``t`` a static float32 grouped conv2d with at most ``MAX_GROUP_TAPS`` filter taps per
     output channel (depthwise: one input channel per group; ResNeXt's 4 of a 3x3 are 36)?"""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+    dims = static_grouped_conv2d_dims(t)
+    if dims is None:
         return False
-    a = t.op.attrs
-    x, w = a["operands"]
-    if not (t.dtype == x.dtype == w.dtype == "float32") or a["groups"] < 2:
-        return False
-    if any(_const_int(d) is None for d in (*x.shape, *w.shape, *t.shape)):
-        return False
-    if len(x.shape) != 4 or len(w.shape) != 4:
-        return False
-    c, (o, cg, kh, kw) = _const_int(x.shape[1]), (_const_int(d) for d in w.shape)
-    groups = a["groups"]
-    return c == groups * cg and o % groups == 0 and cg * kh * kw <= MAX_GROUP_TAPS
+    groups, _, cg, _, _, _, kh, kw, _, _ = dims
+    return groups >= 2 and cg * kh * kw <= MAX_GROUP_TAPS
 
 
 def geometry(t) -> dict:
