@@ -389,6 +389,15 @@ def reads_only_at_own_position(body, buf, u) -> bool:
     return all(at_own_position(e.indices, axes, u.shape) for e in loads_of(body, buf))
 
 
+def epilogue_value(epi, out, idx, value) -> E.PrimExpr:
+    """Epilogue ``epi`` (``emit_with_epilogue``'s body and axis vars) at output position ``idx``,
+    its reads of the stage's buffer ``out`` replaced by ``value`` (one expression object: read
+    twice, as by SiLU, it is still emitted once)."""
+    body, axes = epi
+    return transform_expr(substitute(body, dict(zip(axes, idx))), lambda e: value if isinstance(
+        e, E.BufferLoad) and e.buffer is out else None)
+
+
 def redirect_loads(body, src, dst):
     """``body`` with its loads of buffer ``src`` reading ``dst`` at the same indices."""
     return transform_expr(body, lambda e: E.BufferLoad(dst, e.indices) if isinstance(

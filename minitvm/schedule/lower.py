@@ -42,6 +42,7 @@ from .common import (
     LowerCtx,
     LoweringError,
     emit_with_epilogue,
+    epilogue_value,
     reads_only_at_own_position,
     redirect_loads,
 )
@@ -167,10 +168,8 @@ def _emit_grouped(ctx, t, buf, bodies):
     def emit(out, epi):
         if epi is None:
             return conv_lanes.emit(ctx, t, out, x, wp)
-        body, axes = epi
-        return conv_lanes.emit(ctx, t, out, x, wp, epilogue=lambda idx, val: transform_expr(
-            substitute(body, dict(zip(axes, idx))), lambda e: val if isinstance(
-                e, E.BufferLoad) and e.buffer is out else None))
+        return conv_lanes.emit(ctx, t, out, x, wp, epilogue=lambda idx, val: epilogue_value(
+            epi, out, idx, val))
 
     return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
 
