@@ -133,19 +133,21 @@ def with_knobs(g, knobs: dict | None) -> dict:
     return out
 
 
+def _enabled(options) -> bool:
+    return ENABLED[vector_isa()] and (options is None or options.generated_conv)
+
+
 def supported(t, options=None) -> bool:
     """Would this schedule take stage ``t`` once its weight is prepacked (``ENABLED`` for the
     host's ISA, generated convs allowed)?"""
-    if not ENABLED[vector_isa()] or (options is not None and not options.generated_conv):
-        return False
-    return geometry(t) is not None
+    return _enabled(options) and geometry(t) is not None
 
 
 def grouped_supported(t, options=None) -> bool:
     """Does this schedule take grouped conv ``t`` (its rule in ``lower.RULES``): a group of at
     least ``GROUPED_MIN_TAPS`` taps per output channel (fewer: ``depthwise``'s) and 16s of
     output channels a group; the weight must be a constant, prepacked at build time."""
-    g = geometry(t) if supported(t, options) else None
+    g = geometry(t) if _enabled(options) else None
     return g is not None and g["groups"] > 1 and g["c"] * g["kh"] * g["kw"] >= GROUPED_MIN_TAPS
 
 
