@@ -55,7 +55,7 @@ def _max_rel(out, x, name):
 
 
 @pytest.mark.parametrize("name", sorted(REF))
-@pytest.mark.parametrize("n,lanes", [(1, 16), (37, 16), (4099, 16), (31, 8)])
+@pytest.mark.parametrize("n,lanes", [(1, 16), (37, 16), (4099, 16), (31, 8), (101, 48)])
 def test_accuracy_vector_and_tail(name, n, lanes, rng):
     mod = _kernel(name, n, lanes)
     x = _sample(name, n, rng)

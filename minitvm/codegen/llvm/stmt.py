@@ -491,21 +491,14 @@ class StmtEmitter:
         parts = [bld.load(bld.gep(base_ptr, [bld.add(off.base, ir.Constant(T.I64, s0))],
                                   inbounds=True, source_etype=et), typ=vt, align=align)
                  for s0 in starts]
-        width = lanes
-        while len(parts) > 1:  # concatenate pairwise (an odd one out padded with undef lanes)
-            if len(parts) % 2:
-                parts.append(ir.Constant(ir.VectorType(et, width), ir.Undefined))
-            mask = ir.Constant(ir.VectorType(T.I32, 2 * width), list(range(2 * width)))
-            parts = [bld.shuffle_vector(parts[k], parts[k + 1], mask)
-                     for k in range(0, len(parts), 2)]
-            width *= 2
+        whole = T.concat_vectors(bld, parts)
         pick = []
         for i in range(lanes):  # lane i is element i*st of the span: in the last load covering it
             e = i * st
             k = max(j for j, s0 in enumerate(starts) if s0 <= e)
             pick.append(k * lanes + e - starts[k])
         mask = ir.Constant(ir.VectorType(T.I32, lanes), pick)
-        return bld.shuffle_vector(parts[0], ir.Constant(parts[0].type, ir.Undefined), mask)
+        return bld.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined), mask)
 
     def store(self, buf, idx: list, value) -> None:
         bld = self.builder

@@ -91,3 +91,18 @@ NUMPY_DTYPES = {
     "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16",
     "uint32": "uint32", "uint64": "uint64", "bool": "bool",
 }
+
+
+def concat_vectors(builder, parts: list) -> ir.Value:
+    """``parts`` (vectors of one type) side by side in one vector, by pairwise shuffles; an odd
+    one out is padded with undefined lanes, so the result may be wider than their sum."""
+    width = parts[0].type.count
+    while len(parts) > 1:
+        if len(parts) % 2:
+            parts = parts + [ir.Constant(ir.VectorType(parts[0].type.element, width),
+                                         ir.Undefined)]
+        mask = ir.Constant(ir.VectorType(I32, 2 * width), list(range(2 * width)))
+        parts = [builder.shuffle_vector(parts[k], parts[k + 1], mask)
+                 for k in range(0, len(parts), 2)]
+        width *= 2
+    return parts[0]

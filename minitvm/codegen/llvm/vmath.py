@@ -104,45 +104,34 @@ def _host_scalef() -> tuple[bool, bool]:
     return "+avx512f" in features, "+avx512f" in features and "+avx512vl" in features
 
 
-def _x86_vector_op(m: _Emit, name: str, args, extra512, extra_vl):
-    """``llvm.x86.avx512.<name>.ps.<width>`` applied to ``args`` (float vectors of ``m.ty``),
-    in 16-lane pieces for wider vectors, or None where the host or the width has no form.
-    ``extra512`` / ``extra_vl``: the trailing arguments (mask, rounding) of each form."""
+def _scalef(m: _Emit, p, n):
+    """``p * 2**floor(n)`` by AVX-512's ``vscalefps`` (one instruction, rounding once: overflow
+    gives inf, small results are denormal, NaN propagates), or None where the host or the
+    vector width has no such instruction. Wider vectors run as 16-lane pieces."""
     lanes = m.ty.count if isinstance(m.ty, ir.VectorType) else 1
     f512, vl = _host_scalef()
     if lanes % 16 == 0 and f512:
-        width, suffix, extra = 16, "512", extra512
+        width, suffix, extra = 16, "512", [ir.Constant(ir.IntType(16), -1), T.I32(4)]
     elif lanes in (4, 8) and vl:
-        width, suffix, extra = lanes, str(32 * lanes), extra_vl
+        width, suffix, extra = lanes, str(32 * lanes), [ir.Constant(ir.IntType(8), -1)]
     else:
         return None
     vt = ir.VectorType(ir.FloatType(), width)
-    fn = m.cg._declare(f"llvm.x86.avx512.{name}.ps.{suffix}", vt,
-                       [vt] * len(args) + [a.type for a in extra])
+    fn = m.cg._declare(f"llvm.x86.avx512.mask.scalef.ps.{suffix}", vt,
+                       [vt, vt, vt] + [a.type for a in extra])
     if lanes == width:
-        return m.b.call(fn, list(args) + extra)
+        return m.b.call(fn, [p, n, p] + extra)
 
     def piece(v, k):
         return m.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(T.I32, width),
                                                     [k * width + j for j in range(width)]))
 
-    parts = [m.b.call(fn, [piece(a, k) for a in args] + extra)
-             for k in range(lanes // width)]
-    while len(parts) > 1:  # concatenate pairwise
-        size = parts[0].type.count
-        mask = ir.Constant(ir.VectorType(T.I32, 2 * size), list(range(2 * size)))
-        parts = [m.b.shuffle_vector(parts[k], parts[k + 1], mask)
-                 for k in range(0, len(parts), 2)]
-    return parts[0]
-
-
-def _scalef(m: _Emit, p, n):
-    """``p * 2**floor(n)`` by AVX-512's ``vscalefps`` (one instruction, rounding once: overflow
-    gives inf, small results are denormal, NaN propagates), or None where the host or the
-    vector width has no such instruction."""
-    return _x86_vector_op(m, "mask.scalef", [p, n, p],
-                          [ir.Constant(ir.IntType(16), -1), T.I32(4)],
-                          [ir.Constant(ir.IntType(8), -1)])
+    whole = T.concat_vectors(m.b, [m.b.call(fn, [piece(p, k), piece(n, k), piece(p, k)] + extra)
+                                   for k in range(lanes // width)])
+    if whole.type.count == lanes:
+        return whole
+    return m.b.shuffle_vector(whole, whole, ir.Constant(ir.VectorType(T.I32, lanes),
+                                                        list(range(lanes))))
 
 
 def _exp(m: _Emit, x):
