@@ -160,14 +160,18 @@ class PackWeight:
 
     def __call__(self, w):
         g = np.array(MATRICES[self.m][1], dtype="float64")
-        w = np.asarray(w, dtype="float32").reshape(self.o * self.c, 9)
-        # U = G g G^T of every (o, c) as one GEMM: (G kron G) [a*a, 9] @ [9, O*C]
-        u = (np.kron(g, g).astype("float32") @ w.T).reshape(-1, self.o, self.c)
-        out = np.empty((u.shape[0], self.o * self.c), dtype="float32")
-        for start, rows, count in row_tiles(self.o):  # each tile [C][rows], tiles in turn
-            block = u[:, start:start + rows * count].reshape(-1, count, rows, self.c)
-            out[:, start * self.c:(start + rows * count) * self.c] = \
-                block.transpose(0, 1, 3, 2).reshape(u.shape[0], -1)
+        w = np.asarray(w, dtype="float32").reshape(self.o, self.c, 9)
+        # the 9 taps of every (o, c) put in the packed order first (each row tile [C][rows]),
+        # then U = G g G^T of all of them as one GEMM straight into the packed array:
+        # (G kron G) [a*a, 9] @ [9, O*C]
+        taps = np.empty((self.o * self.c, 9), dtype="float32")
+        for start, rows, count in row_tiles(self.o):
+            block = w[start:start + rows * count].reshape(count, rows, self.c, 9)
+            taps[start * self.c:(start + rows * count) * self.c] = \
+                block.transpose(0, 2, 1, 3).reshape(-1, 9)
+        kron = np.kron(g, g).astype("float32")
+        out = np.empty((kron.shape[0], self.o * self.c), dtype="float32")
+        np.matmul(kron, taps.T, out=out)
         return out
 
 

@@ -15,6 +15,7 @@ from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
 from minitvm.schedule import conv_winograd, knobs, tunable
+from minitvm.schedule.conv_pointwise import row_tiles
 from minitvm.schedule.lower import LoweringOptions
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -188,3 +189,10 @@ def test_packed_weight_is_g_w_gt_per_channel_tile():
     # the first tile of 6 output channels is [C][6]: channel c, row ii at c * 6 + ii
     np.testing.assert_allclose(got[:, :16 * 6].reshape(36, 16, 6), u[:, :6].transpose(0, 2, 1),
                                rtol=1e-6, atol=1e-6)
+    # every tile (6s, then the 5s or the rest that row_tiles chooses) is [C][rows] in turn
+    for start, rows, count in row_tiles(16):
+        for k in range(count):
+            o0 = start + k * rows
+            np.testing.assert_allclose(
+                got[:, o0 * 16:(o0 + rows) * 16].reshape(36, 16, rows),
+                u[:, o0:o0 + rows].transpose(0, 2, 1), rtol=1e-6, atol=1e-6)
