@@ -297,6 +297,26 @@ def vector_inner(ctx, extent, lanes: int, body_fn):
 
 
 
+def fold_lanes(ctx, acc, lanes: int, combine, dt: str = "int32") -> list[S.Stmt]:
+    """Statements folding the ``lanes`` partial results of local buffer ``acc`` into ``acc[0]``
+    by halves (``acc[l] = combine(acc[l], acc[l + half])``, vectorized): log2(lanes) steps.
+    A serial chain over the lanes, which the light LLVM pipeline leaves unrolled with the
+    accumulator in memory, cost about 130 cycles per row (Zen 4; a 591-row softmax
+    spent 40% of its time in its two folds)."""
+    if lanes & (lanes - 1):
+        raise ValueError(f"fold_lanes: {lanes} lanes is not a power of two")
+    steps, half = [], lanes // 2
+    while half >= 1:
+        lv = ctx.fresh("l", dt)
+        h = E.IntImm(dt, half)
+        store = S.BufferStore(acc, combine(E.BufferLoad(acc, [lv]), E.BufferLoad(acc, [lv + h])),
+                              [lv])
+        steps.append(S.For(lv, E.IntImm(dt, 0), h, S.ForKind.VECTORIZED, store) if half > 1
+                     else substitute(store, {lv: E.IntImm(dt, 0)}))
+        half //= 2
+    return steps
+
+
 def param_buffer(shape, dtype: str, name: str):
     """A parameter buffer whose data pointer is the parameter itself."""
     return decl_buffer(shape, dtype, name, data=E.Var(name, "handle"))

@@ -35,6 +35,7 @@ from . import (
     gemm,
     pool,
     resize,
+    softmax_rows,
 )
 from .common import (
     PARALLEL_MIN_WORK,
@@ -43,6 +44,7 @@ from .common import (
     LoweringError,
     emit_with_epilogue,
     epilogue_value,
+    fold_lanes,
     reads_only_at_own_position,
     redirect_loads,
 )
@@ -578,10 +580,8 @@ def reduce_nest(ctx, t, buf, body):
         acc_upd = S.For(vi2, c(0), c(lanes), S.ForKind.VECTORIZED, S.BufferStore(
             acc, combine(E.BufferLoad(acc, [vi2]), src_at(idx, rv)), [vi2]))
         vec_loop = loops(S.For(ko, c(0), c(nvec), S.ForKind.SERIAL, acc_upd), len(raxes) - 1)
-        lane = ctx.fresh("l")
-        hsum = S.For(lane, 0, lanes, S.ForKind.SERIAL,
-                     S.BufferStore(buf, combine(cur, E.BufferLoad(acc, [lane])), sidx))
-        parts = [acc_init, vec_loop, init, hsum]
+        hsum = S.BufferStore(buf, combine(cur, E.BufferLoad(acc, [c(0)])), sidx)
+        parts = [acc_init, vec_loop, *fold_lanes(ctx, acc, lanes, combine, rdt), init, hsum]
         tail = last - nvec * lanes if isinstance(last, int) else last - nvec * c(lanes)
         if not isinstance(tail, int) or tail:
             tv = ctx.fresh("tr", rdt)
@@ -703,7 +703,13 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         b = _param_buffer(_shape(t) or (1,), t.dtype, f"out{k}")
         ctx.buf[id(t)] = b
         out_bufs.append(b)
-    body = _lower_stages(ctx, order, materialize, outputs)
+    found = softmax_rows.match_relay(inputs, outputs) if softmax_rows.applies() else None
+    if found is not None:  # a last-axis softmax: one pass per row, exp once per element
+        body = softmax_rows.emit(ctx, found, params[0], out_bufs[0])
+        for b in reversed(ctx.ws_views):
+            body = S.DeclBuffer(b, body)
+    else:
+        body = _lower_stages(ctx, order, materialize, outputs)
     all_params = params + out_bufs
     if ctx.ws is not None:
         ws = decl_buffer((max(1, ctx.ws_bytes),), "uint8", "workspace", data=ctx.ws.data)

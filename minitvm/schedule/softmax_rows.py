@@ -16,7 +16,15 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import transform_expr
-from .common import const_int, lanes, parallel_for, prod_dims, same_dims, vector_inner, vector_isa
+from .common import (
+    const_int,
+    fold_lanes,
+    lanes,
+    parallel_for,
+    prod_dims,
+    same_dims,
+    vector_isa,
+)
 
 # whether raised softmax blocks get the row kernel, by vector ISA. Measured on a Zen 2 (AVX2,
 # one thread, thread CPU time, best of 15, the BERT layer's 12 x seq x seq attention softmax,
@@ -110,6 +118,74 @@ def match(inputs, outputs):
     return x, norm, m[1], call, ex, mx
 
 
+def match_relay(inputs, outputs):
+    """``match``'s tuple for Relay's softmax compute over the last axis (``topi.nn``: stages
+    max, sum of exp, reciprocal of the sum, and ``exp(x - max) * reciprocal``), else None."""
+    if len(outputs) != 1 or len(inputs) != 1:
+        return None
+    norm = outputs[0]
+    if not isinstance(norm.op, ComputeOp) or norm.op.reduce_axis or norm.dtype != "float32":
+        return None
+    axes = [iv.var for iv in norm.op.axis]
+    body = norm.op.body
+    if not axes or not isinstance(body, E.Mul) or not isinstance(body.a, E.Call):
+        return None
+    call, recip = body.a, body.b
+    if "exp" not in str(getattr(call.op, "name", call.op)) or len(call.args) != 1 or \
+            not isinstance(call.args[0], E.Sub):
+        return None
+    sub = call.args[0]
+    if not _at(sub.a, axes) or not _at_row(sub.b, axes):
+        return None
+    x, mx = sub.a.producer, sub.b.producer
+    # the reciprocal of the row's total: a stage of its own, or inlined into the output's body
+    rows = [mx]
+    if _at_row(recip, axes) and isinstance(recip.producer.op, ComputeOp) and \
+            not recip.producer.op.reduce_axis:
+        rows.append(recip.producer)
+        recip = recip.producer.op.body
+        if not isinstance(recip, E.Div) or not _at(recip.b, [iv.var for iv in
+                                                            rows[-1].op.axis]):
+            return None
+    elif not isinstance(recip, E.Div) or not _at_row(recip.b, axes):
+        return None
+    if not isinstance(recip.a, E.FloatImm) or recip.a.value != 1.0:
+        return None
+    total = recip.b.producer
+    rows.append(total)
+    # total = sum over the last axis of the same exp(x - max), the max at the row
+    if not isinstance(total.op, ComputeOp) or len(total.op.reduce_axis) != 1:
+        return None
+    red = total.op.body
+    if not isinstance(red, E.Reduce) or len(red.source) != 1 or red.init or \
+            not isinstance(red.combiner.result[0], E.Add) or \
+            red.combiner.identity_element[0].value != 0 or \
+            (red.condition is not None and not (isinstance(red.condition, E.IntImm) and
+                                                red.condition.value)):
+        return None
+    src = red.source[0]
+    t_axes = [iv.var for iv in total.op.axis]
+    r = total.op.reduce_axis[0].var
+    if not isinstance(src, E.Call) or src.op != call.op or len(src.args) != 1 or \
+            not isinstance(src.args[0], E.Sub):
+        return None
+    ssub = src.args[0]
+    if not isinstance(ssub.a, E.ProducerLoad) or ssub.a.producer is not x or \
+            len(ssub.a.indices) != len(t_axes) or \
+            any(i is not w for i, w in zip(ssub.a.indices, [*t_axes[:-1], r])) or \
+            not _at(ssub.b, t_axes) or ssub.b.producer is not mx:
+        return None
+    m = _reduce_over_last(mx, E.Max)
+    if m is None or m[0].producer is not x or not isinstance(x.op, PlaceholderOp) or \
+            x is not inputs[0]:
+        return None
+    row = [*x.shape[:-1], 1]
+    if len(x.shape) != len(axes) or not same_dims(norm.shape, x.shape) or \
+            not all(same_dims(row, t.shape) for t in rows):
+        return None
+    return x, norm, m[1], call, total, mx
+
+
 def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
     """The row kernel for ``match``'s result, reading ``x_buf`` and writing ``out_buf``."""
     x, norm, ident, call, ex, mx = found
@@ -147,20 +223,26 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
         init = S.For(vi, c(0), c(nl), S.ForKind.VECTORIZED, S.BufferStore(acc, ident, [vi]))
 
         def lane_fold(slot, fold):
-            ln = ctx.fresh("l", dt)
-            return S.For(ln, c(0), c(nl), S.ForKind.SERIAL, S.BufferStore(
-                stat, fold(E.BufferLoad(stat, [c(slot)]), E.BufferLoad(acc, [ln])), [c(slot)]))
+            return S.SeqStmt([*fold_lanes(ctx, acc, nl, fold, dt), S.BufferStore(
+                stat, fold(E.BufferLoad(stat, [c(slot)]), E.BufferLoad(acc, [c(0)])), [c(slot)])])
 
         def vec_pass(fvec, ftail):
-            """``fvec(j)`` on vector chunks (lane ``j % nl`` of ``acc``), ``ftail(j)`` on the
-            scalar tail."""
+            """``fvec(j, lane, new)`` on vector chunks (lane ``j % nl`` of ``acc``), ``ftail(j)``
+            on a scalar tail. A static row of a vector or more ends with one vector chunk at
+            ``width - nl`` overlapping the one before; there ``new`` is the condition that a
+            lane's element is not covered before (else None): five scalar exps per row of 197
+            cost as much as the row's twelve vectors."""
             nvec = width // nl if isinstance(width, int) else E.FloorDiv(width, c(nl))
             ko, vj = ctx.fresh("ko", dt), ctx.fresh("vj", dt)
             parts = [S.For(ko, c(0), c(nvec), S.ForKind.SERIAL, S.For(
-                vj, c(0), c(nl), S.ForKind.VECTORIZED, fvec(ko * c(nl) + vj, vj)))]
+                vj, c(0), c(nl), S.ForKind.VECTORIZED, fvec(ko * c(nl) + vj, vj, None)))]
             done = nvec * nl if isinstance(nvec, int) else nvec * c(nl)
             rest = width - done
-            if not isinstance(rest, int) or rest:
+            if isinstance(rest, int) and rest and nvec:
+                lv = ctx.fresh("vj", dt)
+                parts.append(S.For(lv, c(0), c(nl), S.ForKind.VECTORIZED, fvec(
+                    c(width - nl) + lv, lv, E.GE(lv, c(nl - rest)))))
+            elif not isinstance(rest, int) or rest:
                 t = ctx.fresh("t", dt)
                 parts.append(S.For(t, c(done), c(rest), S.ForKind.SERIAL, ftail(t)))
             return parts
@@ -171,29 +253,39 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
         def fadd(a, b):
             return a + b
 
-        parts = [init]
-        parts += vec_pass(lambda j, lane: S.BufferStore(acc, E.Max(E.BufferLoad(acc, [lane]),
-                                                                   E.BufferLoad(xv, [r, j])),
-                                                        [lane]),
-                          lambda j: S.BufferStore(acc, E.Max(E.BufferLoad(acc, [c(0)]),
-                                                             E.BufferLoad(xv, [r, j])), [c(0)]))
+        def x_at(j):
+            return E.BufferLoad(xv, [r, j])
+
+        def y_at(j):
+            return E.BufferLoad(ov, [r, j])
+
+        def acc_at(lane):
+            return E.BufferLoad(acc, [lane])
+
+        parts = [init]  # the row's max (an overlapping last chunk changes no maximum)
+        parts += vec_pass(lambda j, lane, _: S.BufferStore(acc, E.Max(acc_at(lane), x_at(j)),
+                                                           [lane]),
+                          lambda j: S.BufferStore(acc, E.Max(acc_at(c(0)), x_at(j)), [c(0)]))
         parts += [S.BufferStore(stat, ident, [c(0)]), lane_fold(0, fmax)]
         vi2 = ctx.fresh("l", dt)
         parts.append(S.For(vi2, c(0), c(nl), S.ForKind.VECTORIZED,
                            S.BufferStore(acc, zero, [vi2])))
 
-        def exp_store(j):
-            return S.BufferStore(ov, exp_at(j), [r, j])
+        def exp_sum(j, lane, new):  # store exp(x - max), add it to the sum where it is new
+            term = y_at(j) if new is None else E.Select(new, y_at(j), zero)
+            return S.SeqStmt([S.BufferStore(ov, exp_at(j), [r, j]),
+                              S.BufferStore(acc, acc_at(lane) + term, [lane])])
 
-        parts += vec_pass(lambda j, lane: S.SeqStmt([exp_store(j), S.BufferStore(
-            acc, E.BufferLoad(acc, [lane]) + E.BufferLoad(ov, [r, j]), [lane])]),
-            lambda j: S.SeqStmt([exp_store(j), S.BufferStore(
-                acc, E.BufferLoad(acc, [c(0)]) + E.BufferLoad(ov, [r, j]), [c(0)])]))
+        parts += vec_pass(exp_sum, lambda j: exp_sum(j, c(0), None))
         parts += [S.BufferStore(stat, zero, [c(1)]), lane_fold(1, fadd),
                   S.BufferStore(stat, E.FloatImm("float32", 1.0) / E.BufferLoad(stat, [c(1)]),
                                 [c(1)])]
-        parts.append(vector_inner(ctx, width, nl, lambda j: S.BufferStore(
-            ov, E.BufferLoad(ov, [r, j]) * E.BufferLoad(stat, [c(1)]), [r, j])))
+
+        def scale(j, _lane, new):  # times the reciprocal of the sum, once per element
+            v = y_at(j) * E.BufferLoad(stat, [c(1)])
+            return S.BufferStore(ov, v if new is None else E.Select(new, v, y_at(j)), [r, j])
+
+        parts += vec_pass(scale, lambda j: scale(j, None, None))
         body = S.DeclBuffer(stat, S.SeqStmt(parts))
         body = S.Allocate(stat.data, "float32", [2], True, body)
         body = S.DeclBuffer(acc, body)

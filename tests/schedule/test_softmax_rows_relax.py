@@ -77,8 +77,8 @@ def _parallel_loops(func) -> int:
 def test_softmax_blocks_become_one_row_loop_with_one_exp():
     f = from_source(SOFTMAX)
     g = optimize_prim_func(f)
-    # one loop over the rows; exp in the vector body and in the scalar tail only (the stage
-    # lowering computes it in the sum and again in the divide: 4 stores)
+    # one loop over the rows; exp in the vector body and in the last, overlapping vector only
+    # (the stage lowering computes it in the sum and again in the divide: 4 stores)
     assert _parallel_loops(g) == 1
     assert _exp_calls(g) == 2
     monkey = dict(softmax_rows.ROW_SOFTMAX)
