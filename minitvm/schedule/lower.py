@@ -100,6 +100,12 @@ def _emit_gemm(ctx, t, buf, bodies):
     return gemm.emit(ctx, t, buf, operands)
 
 
+def _gemm_then_epilogue(ctx, t, u, conv_buf, buf, operands, body) -> S.Stmt:
+    """Conv ``t`` by the GEMM's im2col into ``conv_buf``, then elementwise stage ``u`` (its
+    ``body`` reading ``conv_buf``) into ``buf`` in a pass of its own."""
+    return S.SeqStmt([gemm.emit(ctx, t, conv_buf, operands), injective_nest(ctx, u, buf, body)])
+
+
 def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
     """Conv ``t`` with elementwise stage ``u`` (whose ``body`` reads the conv from ``buf``, the
     buffer both share) applied by the micro-kernel. Should ``u`` read the conv away from its own
@@ -127,12 +133,12 @@ def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
             [_const_int(d) for d in e.buffer.shape[-2:]] == plane for e in post_order(body)):
         # an operand laid out like the output (a residual) the schedule reads better in a
         # pass of its own: the conv, then the epilogue in place (as for a GEMM)
-        return S.SeqStmt([gemm.emit(ctx, t, buf, operands), injective_nest(ctx, u, buf, body)])
+        return _gemm_then_epilogue(ctx, t, u, buf, buf, operands, body)
     if not ok[0]:
         tmp = ctx.temp(_shape(t), t.dtype, t.name)
         moved = transform_expr(body, lambda e: E.BufferLoad(tmp, e.indices) if isinstance(
             e, E.BufferLoad) and e.buffer is buf else None)
-        return S.SeqStmt([gemm.emit(ctx, t, tmp, operands), injective_nest(ctx, u, buf, moved)])
+        return _gemm_then_epilogue(ctx, t, u, tmp, buf, operands, moved)
 
     def epilogue(idx, val):
         return substitute(substitute(template, {value: val}), _bind(u.op.axis, idx))
@@ -162,9 +168,8 @@ def _emit_grouped(ctx, t, buf, bodies):
         operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
         u = ctx.epilogues.get(id(t))
         return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: gemm.emit(
-            ctx, t, out, operands) if epi is None else S.SeqStmt([
-                gemm.emit(ctx, t, out, operands), injective_nest(ctx, u, out, epi[0])]),
-            tuple(_shape(t)))
+            ctx, t, out, operands) if epi is None else _gemm_then_epilogue(
+                ctx, t, u, out, out, operands, epi[0]), tuple(_shape(t)))
     x, wp = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
 
     def emit(out, epi):
