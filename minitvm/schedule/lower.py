@@ -680,12 +680,8 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         anchor = _packable(order, t, options) if k in prepack else None
         conv = _packable_conv(order, t, options) if k in prepack and anchor is None else None
         if anchor is not None or conv is not None:
-            rule = None if conv is None else select_rule(conv, options)
             shape, fn = gemm.packed_weight(anchor, options) if conv is None else \
-                conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
-                conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
-                conv_lanes.packed_weight(conv) if rule is _GROUPED else \
-                conv_direct.packed_weight(conv)
+                _conv_packed_weight(conv, options)
             b = _param_buffer(shape, t.dtype, f"in{k}")
             ctx.buf[id(t)] = b
             ctx.packed.add(id(anchor if conv is None else conv))
@@ -743,14 +739,30 @@ def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | 
             raise LoweringError(f"lower_to_buffers: no buffer for tensor {t.name!r}")
         ctx.buf[id(t)] = buffers[id(t)]
     for k, t in enumerate(inputs):
-        anchor = _packable_matmul(order, t, ctx.options) if k in prepack else None
-        if anchor is not None and packs is not None:
-            shape, fn = gemm.packed_matmul_weight(anchor, ctx.options)
-            b = _param_buffer(shape, t.dtype, f"{buffers[id(t)].name}_packed")
-            ctx.buf[id(t)] = b
-            ctx.packed.add(id(anchor))
-            packs[k] = (b, fn)
+        if k not in prepack or packs is None:
+            continue
+        anchor = _packable_matmul(order, t, ctx.options)
+        conv = _packable_conv(order, t, ctx.options) if anchor is None and \
+            _is_static(_shape(t)) else None
+        if anchor is None and (conv is None or not _is_static(_shape(conv))):
+            continue
+        shape, fn = gemm.packed_matmul_weight(anchor, ctx.options) if conv is None else \
+            _conv_packed_weight(conv, ctx.options)
+        b = _param_buffer(shape, t.dtype, f"{buffers[id(t)].name}_packed")
+        ctx.buf[id(t)] = b
+        ctx.packed.add(id(anchor if conv is None else conv))
+        packs[k] = (b, fn)
     return _lower_stages(ctx, order, materialize, list(outputs))
+
+
+def _conv_packed_weight(conv, options: LoweringOptions):
+    """(packed shape, numpy transform) of the constant weight of ``conv`` for the schedule
+    its rule chooses (``_packable_conv`` said it takes one)."""
+    rule = select_rule(conv, options)
+    return conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
+        conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
+        conv_lanes.packed_weight(conv) if rule is _GROUPED else \
+        conv_direct.packed_weight(conv)
 
 
 def _packable_matmul(order, t, options: LoweringOptions):

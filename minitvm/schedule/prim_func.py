@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
-from . import softmax_rows
+from . import batch_loop, softmax_rows
 from .common import LowerCtx
 from .lower import lower_to_buffers
 from .options import LoweringOptions
@@ -47,6 +47,15 @@ def optimize_prim_func_prepacked(func: PrimFunc, options: LoweringOptions | None
     options = options if options is not None else LoweringOptions()
     if not options.native:
         return func, {}
+    n = batch_loop.batch_var(func)
+    image = batch_loop.per_image(func, n) if n is not None else None
+    if image is not None:  # a symbolic batch: the static schedules, once per image
+        one, strides = image
+        fast, transforms = optimize_prim_func_prepacked(one, options, const_params)
+        looped = None if fast is one or isinstance(fast.body, S.BlockRealize) else \
+            batch_loop.around_images(func, n, fast, strides)
+        if looped is not None:
+            return looped, transforms
     root, stmts = unwrap_root(func)
     nests = [analyze_nest(s) for s in stmts]
     if not any(n.block is not None for n in nests):

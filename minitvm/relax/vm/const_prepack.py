@@ -1,4 +1,4 @@
-"""Build-time packing of constant GEMM operands for the Relax VM.
+"""Build-time packing of constant GEMM operands and conv weights for the Relax VM.
 
 A kernel whose matmul reads a bound weight (a VM constant at every call site) would pack that
 weight into the GEMM's panel layout on every call — for a BERT layer's 3072x768 projection
@@ -39,7 +39,8 @@ def _sites(funcs, func_table) -> tuple[dict, set]:
 
 
 def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
-    """({kernel: parameter positions every call site feeds with a float32 matrix constant},
+    """({kernel: parameter positions every call site feeds with a float32 constant matrix or
+    4-d conv weight}, 
     {kernel: its call sites' argument lists})."""
     sites, as_value = _sites(funcs, func_table)
     out = {}
@@ -52,7 +53,7 @@ def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
             vals = [args[k] for args in calls if len(args) > k]
             if len(vals) == len(calls) and all(
                     a[0] == ARG_CONST and isinstance(constants[a[1]], np.ndarray)
-                    and constants[a[1]].dtype == np.float32 and constants[a[1]].ndim == 2
+                    and constants[a[1]].dtype == np.float32 and constants[a[1]].ndim in (2, 4)
                     for a in vals):
                 pos.append(k)
         if pos:

@@ -1,0 +1,256 @@
+"""A symbolic batch as a loop over images around the static kernel of one image.
+
+A model imported with a dynamic batch axis (ONNX ``dynamic_axes``, ``torch.export`` ``Dim``)
+reaches the schedules with every activation's leading dimension symbolic. Most fast schedules
+(Winograd, channel-lane and depthwise convs, pooling rows, the softmax row kernel) want static
+shapes, so such a function fell back to the symbolic im2col GEMM and generic loop nests: an ONNX
+ResNet-18 with a dynamic batch ran 1.20x ONNX Runtime at batch 1, where the same model with a
+static batch runs under it.
+
+When every image is computed from that image alone, the function is the same kernel per image:
+``per_image`` writes the function for one image (the batch variable replaced by 1, so the
+static schedules apply), and ``around_images`` runs the optimized result once per image, every
+buffer of a batched parameter moved by that image's offset (``elem_offset``: the views the
+schedules derive from a parameter share its data pointer, so they all move with it).
+
+Applies to functions where one variable ``n`` is the leading dimension of some parameter of four
+or more dimensions (images, not GEMM rows: one GEMM over ``n`` rows beats ``n`` one-row ones),
+every buffer either has ``n`` as its leading dimension and static other dimensions or has static
+dimensions only, and every block reads and writes batched buffers only at its own image (index
+0 is the block's batch axis, which nothing else reads).
+"""
+
+from __future__ import annotations
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import Buffer
+from ..tir.function import PrimFunc
+from ..tir.stmt_functor import post_order, substitute, transform_expr, transform_stmt, walk_stmts
+from .common import const_int
+
+MIN_IMAGE_DIMS = 4
+
+
+def _buffers(func: PrimFunc) -> list[Buffer]:
+    """Every buffer the function declares: parameters, then blocks' allocations."""
+    out = list(func.buffer_map.values())
+    for s in walk_stmts(func.body):
+        if isinstance(s, S.Block):
+            out.extend(s.alloc_buffers)
+    return out
+
+
+def _is_var(e, v) -> bool:
+    return isinstance(e, E.Var) and e is v
+
+
+def batch_var(func: PrimFunc):
+    """The symbolic batch variable of ``func`` (see the module docstring), or None."""
+    lead = [b.shape[0] for b in func.buffer_map.values() if len(b.shape) >= MIN_IMAGE_DIMS]
+    n = next((d for d in lead if isinstance(d, E.Var)), None)
+    if n is None:
+        return None
+    for b in _buffers(func):
+        dims = b.shape[1:] if b.shape and _is_var(b.shape[0], n) else b.shape
+        if any(const_int(d) is None for d in dims) or b.strides or \
+                const_int(b.elem_offset) != 0:
+            return None
+    return n
+
+
+def _batched(b: Buffer, n) -> bool:
+    return bool(b.shape) and _is_var(b.shape[0], n)
+
+
+def separable(func: PrimFunc, n) -> bool:
+    """Does every block of ``func`` compute each image from that image alone?"""
+    for s in walk_stmts(func.body):
+        if isinstance(s, S.Block) and s.match_buffers:
+            return False
+        if not isinstance(s, S.BlockRealize) or not s.block.iter_vars:
+            continue  # (the root block holds the others)
+        blk = s.block
+        images = {id(iv.var) for iv in blk.iter_vars
+                  if _is_var(iv.dom.extent, n) and iv.iter_type == E.IterVar.DataPar}
+        stmts = [blk.body] + ([blk.init] if blk.init is not None else [])
+        for root in stmts:
+            for st in walk_stmts(root):
+                if isinstance(st, (S.Block, S.BlockRealize)):
+                    return False  # (nested blocks: not LegalizeOps' form)
+                if isinstance(st, S.BufferStore) and not _own_image(st.buffer, st.indices,
+                                                                     images, n):
+                    return False
+                exprs = [st.value] if isinstance(st, S.BufferStore) else \
+                    [getattr(st, "condition", None)] if isinstance(st, S.IfThenElse) else []
+                for e in exprs:
+                    if e is not None and not _expr_own_image(e, images, n):
+                        return False
+        if any(id(iv.var) not in images and _mentions(iv.dom.extent, {id(n)})
+               for iv in blk.iter_vars):
+            return False  # (a reduction over the batch)
+    # nothing outside the blocks may store
+    return all(not isinstance(st, S.BufferStore) for st in _outside_blocks(func.body))
+
+
+def _outside_blocks(root):
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, S.BlockRealize) and s.block.iter_vars:
+            continue
+        yield s
+        if isinstance(s, S.SeqStmt):
+            stack.extend(s.seq)
+        elif isinstance(s, S.BlockRealize):
+            stack.append(s.block)
+        elif isinstance(s, S.Block):
+            stack.extend(x for x in (s.init, s.body) if x is not None)
+        elif getattr(s, "body", None) is not None:
+            stack.append(s.body)
+
+
+def _mentions(e, ids: set) -> bool:
+    return any(isinstance(x, E.Var) and id(x) in ids for x in post_order(e))
+
+
+def _own_image(buf: Buffer, indices, images: set, n) -> bool:
+    """An access to ``buf`` at ``indices`` stays within the block's image: a batched buffer at
+    the image axis (and at it only), any other buffer nowhere near it."""
+    if _batched(buf, n):
+        first = indices[0] if indices else None
+        return isinstance(first, E.Var) and id(first) in images and \
+            not any(_mentions(i, images | {id(n)}) for i in indices[1:])
+    return not any(_mentions(i, images | {id(n)}) for i in indices)
+
+
+def _expr_own_image(e, images: set, n) -> bool:
+    """Every load in ``e`` stays within its image, and the image axis and ``n`` are read
+    nowhere but as a batched load's first index."""
+    ok = [True]
+
+    def fpost(x):
+        if isinstance(x, E.BufferLoad):
+            if not _own_image(x.buffer, x.indices, images, n):
+                ok[0] = False
+            return E.FloatImm("float32", 0.0)  # (its indices checked: drop them)
+        return None
+
+    rest = transform_expr(e, fpost)
+    return ok[0] and not _mentions(rest, images | {id(n)})
+
+
+def per_image(func: PrimFunc, n) -> tuple[PrimFunc, dict] | None:
+    """``(the function for one image, {id(data var): bits per image})`` of every batched
+    parameter, or None when ``func`` is not separable by images."""
+    if not separable(func, n):
+        return None
+    one = E.IntImm(n.dtype, 1)
+    new: dict[int, Buffer] = {}
+    strides: dict[int, int] = {}
+    for b in func.buffer_map.values():
+        if _batched(b, n):
+            rest = [const_int(d) for d in b.shape[1:]]
+            new[id(b)] = Buffer(b.data, b.dtype, (one, *b.shape[1:]), name=b.name)
+            size = 1
+            for d in rest:
+                size *= d
+            strides[id(b.data)] = size * _bits(b.dtype)  # (in bits: views may retype it)
+    for b in _buffers(func)[len(func.buffer_map):]:
+        if _batched(b, n):
+            new[id(b)] = Buffer(E.Var(b.name, "handle"), b.dtype, (one, *b.shape[1:]),
+                                name=b.name, scope=b.scope)
+            new[id(b)].data.type_annotation = getattr(b.data, "type_annotation", None)
+    body = _rebuffer(substitute(func.body, {n: one}), lambda b: new.get(id(b)))
+    buffer_map = {p: new.get(id(b), b) for p, b in func.buffer_map.items()}
+    return PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs), strides
+
+
+def around_images(func: PrimFunc, n, image_func: PrimFunc, strides: dict) -> PrimFunc | None:
+    """``func`` as a loop over its ``n`` images of ``image_func`` (``per_image``'s function,
+    optimized), or None when the optimized function reads a batched parameter's data pointer
+    other than through a buffer (it could not be moved per image)."""
+    img = E.Var("image", n.dtype)
+    moved: dict[int, Buffer] = {}
+
+    def shift(b: Buffer):
+        per = strides.get(id(b.data))
+        if per is None:
+            return None
+        if id(b) not in moved:
+            if per % _bits(b.dtype):
+                bad.append(b)  # (a view whose elements do not tile one image)
+                return None
+            step = E.IntImm(n.dtype, per // _bits(b.dtype))
+            moved[id(b)] = Buffer(b.data, b.dtype, b.shape, b.strides,
+                                  b.elem_offset + img * step, b.name, b.scope, b.data_alignment,
+                                  b.offset_factor, b.axis_separators)
+        return moved[id(b)]
+
+    bad: list = []
+    body = _rebuffer(image_func.body, shift)
+    if bad:
+        return None
+    data_ids = set(strides)
+    for st in walk_stmts(body):  # a data pointer used as a value (an extern call's argument)
+        for e in _stmt_exprs(st):
+            if _mentions(e, data_ids):
+                return None
+    buffer_map = {}
+    for p, b in image_func.buffer_map.items():
+        if id(b.data) in strides:  # the symbolic parameter; its image's view declared inside
+            buffer_map[p] = func.buffer_map[p]
+            if id(b) in moved:
+                body = S.DeclBuffer(moved[id(b)], body)
+        else:
+            buffer_map[p] = b
+    loop = S.For(img, E.IntImm(n.dtype, 0), n, S.ForKind.SERIAL, body)
+    return PrimFunc(func.params, loop, func.ret_type, buffer_map, image_func.attrs)
+
+
+def _bits(dtype: str) -> int:
+    digits = "".join(ch for ch in str(dtype) if ch.isdigit())
+    return int(digits) if digits else 8
+
+
+def _stmt_exprs(st) -> list:
+    if isinstance(st, S.BufferStore):
+        return [st.value, *st.indices]
+    if isinstance(st, S.For):
+        return [st.min, st.extent]
+    if isinstance(st, (S.LetStmt, S.Evaluate, S.AttrStmt)):
+        return [st.value]
+    if isinstance(st, (S.IfThenElse, S.AssertStmt)):
+        return [st.condition]
+    if isinstance(st, S.Allocate):
+        return [*st.extents]
+    return []
+
+
+def _rebuffer(root, fmap):
+    """``root`` with every buffer ``b`` for which ``fmap(b)`` is a buffer replaced by it (in
+    loads, stores, buffer declarations, blocks' regions and allocations)."""
+    def fpost(e):
+        if isinstance(e, E.BufferLoad):
+            nb = fmap(e.buffer)
+            if nb is not None:
+                return E.BufferLoad(nb, e.indices, e.predicate)
+        return None
+
+    def fstmt(s):
+        if isinstance(s, S.BufferStore):
+            nb = fmap(s.buffer)
+            return None if nb is None else S.BufferStore(nb, s.value, s.indices, s.predicate)
+        if isinstance(s, S.DeclBuffer):
+            nb = fmap(s.buffer)
+            return None if nb is None else S.DeclBuffer(nb, s.body)
+        if isinstance(s, S.Block):
+            def region(rs):
+                return [S.BufferRegion(fmap(r.buffer) or r.buffer, r.region) for r in rs]
+            return S.Block(s.iter_vars, region(s.reads), region(s.writes), s.name_hint,
+                           s.body, s.init, [fmap(b) or b for b in s.alloc_buffers],
+                           s.match_buffers, s.annotations)
+        return None
+
+    memo: dict = {}
+    return transform_stmt(root, lambda e: transform_expr(e, fpost, memo), fstmt)

@@ -1,0 +1,192 @@
+"""A symbolic batch as a loop over images (``schedule/batch_loop.py``): functions whose every
+block computes each image from that image alone run the static per-image kernel once per image
+(the static schedules: Winograd, channel lanes, pooling rows), numerically equal to the same
+model built for each batch size; functions that mix images, GEMMs over the batch rows and
+functions with other symbolic dimensions keep the symbolic lowering. Relax conv weights bound
+as constants are packed at build time (``relax/vm/const_prepack.py``)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax, tir
+from minitvm.relax.pipeline import get_pipeline
+from minitvm.schedule import batch_loop, optimize_prim_func
+from minitvm.schedule.prim_func import optimize_prim_func_prepacked
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.buffer import decl_buffer
+from minitvm.tir.function import PrimFunc
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _net(n, rng):
+    """conv 3x3 + bias + relu, max pool, 1x1 conv, depthwise 3x3, residual add, relu, softmax
+    over channels, a global mean and a stride-2 conv: (n, 8, 12, 12) -> (n, 16, 3, 3)."""
+    x = relax.Var("x", relax.TensorStructInfo([n, 8, 12, 12], "float32"))
+    w1 = rng.standard_normal((16, 8, 3, 3)).astype("float32") * 0.3
+    b1 = rng.standard_normal((1, 16, 1, 1)).astype("float32")
+    w2 = rng.standard_normal((16, 16, 1, 1)).astype("float32") * 0.3
+    w3 = rng.standard_normal((16, 1, 3, 3)).astype("float32") * 0.3
+    w4 = rng.standard_normal((16, 16, 3, 3)).astype("float32") * 0.3
+    bb = relax.BlockBuilder()
+    nn = relax.op.nn
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(nn.relu(relax.op.add(nn.conv2d(x, relax.const(w1), padding=1),
+                                             relax.const(b1))))
+            y = bb.emit(nn.max_pool2d(y, pool_size=2, strides=2))
+            z = bb.emit(nn.conv2d(y, relax.const(w2)))
+            z = bb.emit(nn.conv2d(z, relax.const(w3), padding=1, groups=16))
+            y = bb.emit(nn.relu(relax.op.add(y, z)))
+            y = bb.emit(nn.softmax(y, axis=1))
+            y = bb.emit(relax.op.subtract(y, relax.op.mean(y, axis=[2, 3], keepdims=True)))
+            gv = bb.emit_output(bb.emit(nn.conv2d(y, relax.const(w4), strides=2, padding=1)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def _run(mod, a):
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    return vm["main"](tvm.nd.array(a)).numpy()
+
+
+def test_symbolic_batch_matches_static_builds():
+    n = tir.Var("n", "int64")
+    mod = _net(n, np.random.default_rng(0))
+    ex = relax.build(mod, "llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    rng = np.random.default_rng(1)
+    for batch in (1, 3, 2):
+        a = rng.standard_normal((batch, 8, 12, 12)).astype("float32")
+        got = vm["main"](tvm.nd.array(a)).numpy()
+        want = _run(_net(batch, np.random.default_rng(0)), a)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        # each image alone gives the same rows
+        for i in range(batch):
+            np.testing.assert_allclose(got[i:i + 1], vm["main"](tvm.nd.array(a[i:i + 1])).numpy(),
+                                       rtol=1e-6, atol=1e-6)
+    looped = [rec.prim_func for rec, _ in ex.kernels.values()
+              if any(isinstance(s, S.For) and s.loop_var.name == "image"
+                     for s in walk_stmts(rec.prim_func.body))]
+    assert len(looped) >= 4  # the convs, the pool, the softmax and the mean
+
+
+def _prims(mod):
+    out = get_pipeline("default_build")(mod)
+    return {gv.name_hint: f for gv, f in out.functions.items() if isinstance(f, tir.PrimFunc)}
+
+
+def test_conv_function_runs_the_static_kernel_per_image():
+    n = tir.Var("n", "int64")
+    prims = _prims(_net(n, np.random.default_rng(0)))
+    name = next(k for k in prims if k.startswith("fused_conv2d") and "relu" in k)
+    f = prims[name]
+    assert batch_loop.batch_var(f) is not None
+    g = optimize_prim_func(f)
+    loop = g.body
+    assert isinstance(loop, S.For) and loop.loop_var.name == "image"
+    # inside the image loop every extent is static: the static schedules ran
+    inner = [s.extent for s in walk_stmts(loop.body) if isinstance(s, S.For)]
+    assert inner and all(isinstance(x, E.IntImm) for x in inner)
+    # the parameters keep the symbolic batch; the views inside move by one image per step
+    first = g.buffer_map[g.params[0]]
+    assert first.shape[0] is f.buffer_map[f.params[0]].shape[0]
+    assert isinstance(first.shape[0], tir.Var)
+
+
+def test_conv_weight_bound_as_constant_is_prepacked():
+    n = tir.Var("n", "int64")
+    prims = _prims(_net(n, np.random.default_rng(0)))
+    name = next(k for k in prims if k.startswith("fused_conv2d") and "relu" in k)
+    f = prims[name]
+    pos = next(k for k, p in enumerate(f.params) if len(f.buffer_map[p].shape) == 4 and
+               isinstance(f.buffer_map[p].shape[0], E.IntImm))  # the weight
+    g, packs = optimize_prim_func_prepacked(f, None, [pos])
+    assert pos in packs
+    w = np.random.default_rng(2).standard_normal((16, 8, 3, 3)).astype("float32")
+    packed = packs[pos](w)
+    assert tuple(int(d) for d in g.buffer_map[g.params[pos]].shape) == packed.shape
+
+
+def _sum_over_batch(n):
+    x = relax.Var("x", relax.TensorStructInfo([n, 4, 6, 6], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(x, relax.op.sum(x, axis=[0], keepdims=True)))
+            gv = bb.emit_output(bb.emit(relax.op.flip(y, axis=0)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_functions_mixing_images_keep_the_symbolic_lowering():
+    n = tir.Var("n", "int64")
+    prims = _prims(_sum_over_batch(n))
+    mixing = [f for name, f in prims.items() if "sum" in name or "flip" in name]
+    assert len(mixing) == 2
+    for f in mixing:  # the sum over the batch, and the flip that reads another image
+        v = batch_loop.batch_var(f)
+        assert v is None or batch_loop.per_image(f, v) is None
+    # adding the (unbatched) sum to every image is one image's kernel, once per image
+    (add,) = [f for name, f in prims.items() if "add" in name]
+    assert batch_loop.per_image(add, batch_loop.batch_var(add)) is not None
+    a = np.random.default_rng(3).standard_normal((3, 4, 6, 6)).astype("float32")
+    want = (a + a.sum(axis=0, keepdims=True))[::-1]
+    np.testing.assert_allclose(_run(_sum_over_batch(n), a), want, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_rows_and_other_symbolic_dims_are_not_batches():
+    n, s = tir.Var("n", "int64"), tir.Var("s", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 32], "float32"))
+    w = np.ones((32, 8), "float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.matmul(x, relax.const(w))))
+        bb.emit_func_output(gv)
+    for f in _prims(bb.get()).values():  # a GEMM over n rows stays one GEMM
+        assert batch_loop.batch_var(f) is None
+    y = relax.Var("y", relax.TensorStructInfo([n, 2, s, 16], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [y]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.nn.softmax(y, axis=-1)))
+        bb.emit_func_output(gv)
+    for f in _prims(bb.get()).values():  # a second symbolic dim: not one image's kernel
+        assert batch_loop.batch_var(f) is None
+
+
+def test_deep_block_expression_does_not_recurse():
+    n = tir.Var("n", "int64")
+    x = decl_buffer((n, 2, 2, 2), "float32", "x")
+    y = decl_buffer((n, 2, 2, 2), "float32", "y")
+    ivs = [E.IterVar(E.Range.from_min_extent(E.IntImm("int64", 0), d), E.Var(f"v{k}", "int64"),
+                     E.IterVar.DataPar) for k, d in enumerate(x.shape)]
+    idx = [iv.var for iv in ivs]
+    value = E.BufferLoad(x, idx)
+    for _ in range(100_000):
+        value = value + E.FloatImm("float32", 1.0)
+    loops = [E.Var(f"i{k}", "int64") for k in range(4)]
+    blk = S.Block(ivs, [], [], "deep", S.BufferStore(y, value, idx))
+    body = S.BlockRealize(loops, E.IntImm("bool", 1), blk)
+    for lv, d in reversed(list(zip(loops, x.shape))):
+        body = S.For(lv, E.IntImm("int64", 0), d, S.ForKind.SERIAL, body)
+    xp, yp = E.Var("xp", "handle"), E.Var("yp", "handle")
+    f = PrimFunc([xp, yp], body, buffer_map={xp: x, yp: y})
+    assert batch_loop.batch_var(f) is n
+    assert batch_loop.separable(f, n)
+    one, strides = batch_loop.per_image(f, n)
+    assert set(strides) == {id(x.data), id(y.data)}
+    assert isinstance(one, PrimFunc)
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_dynamic_batch_onnx_style_residual_block(batch):
+    """The form an ONNX import with a dynamic batch axis produces (``batch`` symbolic)."""
+    n = tir.Var("batch", "int64")
+    rng = np.random.default_rng(5)
+    mod = _net(n, rng)
+    a = np.random.default_rng(batch).standard_normal((batch, 8, 12, 12)).astype("float32")
+    np.testing.assert_allclose(_run(mod, a), _run(_net(batch, np.random.default_rng(5)), a),
+                               rtol=1e-5, atol=1e-5)
