@@ -40,8 +40,7 @@ def _sites(funcs, func_table) -> tuple[dict, set]:
 
 def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
     """({kernel: parameter positions every call site feeds with a float32 constant matrix or
-    4-d conv weight}, 
-    {kernel: its call sites' argument lists})."""
+    4-d conv weight}, {kernel: its call sites' argument lists})."""
     sites, as_value = _sites(funcs, func_table)
     out = {}
     for name, prim in prims.items():
