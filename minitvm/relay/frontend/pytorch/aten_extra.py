@@ -1,0 +1,464 @@
+"""More ATen converters: the activations, 3-D pools, resampling, pairwise, elementwise and
+reduction ops that common ``torch.nn`` modules and functions trace to (SELU, LocalResponseNorm,
+PixelUnshuffle, bicubic Upsample, Bilinear, Unfold, cdist, ...). Each is built from ops with a
+TE compute where one serves, so the result lowers natively rather than through the numpy
+fallback (sort is the exception: Relay's sort has no compute).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from .aten import (
+    DType,
+    _dims,
+    _elu,
+    _norm_dim,
+    _pad_expr,
+    _resize_plan,
+    _scalar_like,
+    _upsample_scales,
+    _vector_norm,
+    register,
+)
+
+# SELU's constants (Klambauer et al.), as torch defines them
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _opt(args, i, default):
+    return args[i] if len(args) > i and args[i] is not None else default
+
+
+def _zero(ctx, x):
+    return _scalar_like(ctx, 0.0, x)
+
+
+def _log1p_expr(ctx, x):
+    """log(1 + x) to full precision: log(u) * x / (u - 1) with u = 1 + x (x itself if u == 1),
+    which cancels the rounding of u."""
+    one = _scalar_like(ctx, 1.0, x)
+    u = _op.add(one, x)
+    exact = _op.divide(_op.multiply(_op.log(u), x), _op.subtract(u, one))
+    return _op.where(_op.equal(u, one), x, exact)
+
+
+# ------------------------------------------------------------------ activations
+@register("selu", "selu_")
+def _selu(ctx, args):
+    return _elu(ctx, [args[0], _SELU_ALPHA, _SELU_SCALE, 1.0])
+
+
+@register("celu", "celu_")
+def _celu(ctx, args):
+    alpha = float(_opt(args, 1, 1.0))
+    return _elu(ctx, [args[0], alpha, 1.0, 1.0 / alpha])
+
+
+@register("threshold", "threshold_")
+def _threshold(ctx, args):
+    x, thresh, value = args[:3]
+    return _op.where(_op.greater(x, _scalar_like(ctx, thresh, x)), x,
+                     _scalar_like(ctx, value, x))
+
+
+@register("hardshrink")
+def _hardshrink(ctx, args):
+    x, lambd = args[0], float(_opt(args, 1, 0.5))
+    return _op.where(_op.greater(_op.abs(x), _scalar_like(ctx, lambd, x)), x, _zero(ctx, x))
+
+
+@register("softshrink")
+def _softshrink(ctx, args):
+    x, lambd = args[0], float(_opt(args, 1, 0.5))
+    lam = _scalar_like(ctx, lambd, x)
+    inner = _op.where(_op.less(x, _op.negative(lam)), _op.add(x, lam), _zero(ctx, x))
+    return _op.where(_op.greater(x, lam), _op.subtract(x, lam), inner)
+
+
+@register("log_sigmoid", "log_sigmoid_forward")
+def _log_sigmoid(ctx, args):
+    """min(x, 0) - log1p(exp(-|x|)): no overflow for large |x|."""
+    x = args[0]
+    tail = _log1p_expr(ctx, _op.exp(_op.negative(_op.abs(x))))
+    out = _op.subtract(_op.minimum(x, _zero(ctx, x)), tail)
+    return out if ctx.op_name == "log_sigmoid" else (out, None)
+
+
+@register("rrelu", "rrelu_")
+def _rrelu(ctx, args):
+    """RReLU in eval mode: a leaky ReLU with the mean of the slope range."""
+    x = args[0]
+    lower, upper = float(_opt(args, 1, 1.0 / 8)), float(_opt(args, 2, 1.0 / 3))
+    if bool(_opt(args, 3, False)):
+        raise ctx.fail("RReLU in training mode samples random slopes; call model.eval()")
+    return _nn.leaky_relu(x, (lower + upper) / 2)
+
+
+@register("glu")
+def _glu(ctx, args):
+    x = args[0]
+    s = ctx.shape(x)
+    dim = _norm_dim(_opt(args, 1, -1), len(s))
+    if s[dim] % 2:
+        raise ctx.fail(f"glu halves dim {dim}, whose size {s[dim]} is odd")
+    a, b = _op.split(x, 2, axis=dim)
+    return _op.multiply(a, _op.sigmoid(b))
+
+
+# ------------------------------------------------------------------ 3-D pools
+def _triple(v, default):
+    v = default if v is None or (isinstance(v, list | tuple) and not v) else v
+    v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
+    return v * 3 if len(v) == 1 else v
+
+
+def _pool3d_input(ctx, x):
+    """A 4-D (C, D, H, W) input gets a batch axis of 1; returns (x, whether one was added)."""
+    nd = len(ctx.shape(x))
+    if nd not in (4, 5):
+        raise ctx.fail(f"expects a 4-D or 5-D input, got {nd}-D")
+    return (_op.expand_dims(x, 0), True) if nd == 4 else (x, False)
+
+
+@register("avg_pool3d")
+def _avg_pool3d(ctx, args):
+    """(input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)."""
+    x, added = _pool3d_input(ctx, args[0])
+    kernel = _triple(args[1], 1)
+    stride = _triple(_opt(args, 2, None), kernel)
+    pad = _triple(_opt(args, 3, None), 0)
+    if _opt(args, 6, None) is not None:
+        raise ctx.fail("avg_pool3d with divisor_override is not supported")
+    out = _nn.avg_pool3d(x, kernel, stride, (1, 1, 1), pad, ceil_mode=bool(_opt(args, 4, False)),
+                         count_include_pad=bool(_opt(args, 5, True)))
+    return _op.squeeze(out, [0]) if added else out
+
+
+@register("max_pool3d", "max_pool3d_with_indices")
+def _max_pool3d(ctx, args):
+    """(input, kernel, stride, padding, dilation, ceil_mode); indices are not computed."""
+    x, added = _pool3d_input(ctx, args[0])
+    kernel = _triple(args[1], 1)
+    stride = _triple(_opt(args, 2, None), kernel)
+    pad = _triple(_opt(args, 3, None), 0)
+    dil = _triple(_opt(args, 4, None), 1)
+    out = _nn.max_pool3d(x, kernel, stride, dil, pad, ceil_mode=bool(_opt(args, 5, False)))
+    out = _op.squeeze(out, [0]) if added else out
+    return out if ctx.op_name == "max_pool3d" else (out, None)
+
+
+@register("adaptive_avg_pool3d", "_adaptive_avg_pool3d")
+def _adaptive_avg_pool3d(ctx, args):
+    x, added = _pool3d_input(ctx, args[0])
+    out = _nn.adaptive_avg_pool3d(x, _triple(args[1], 1))
+    return _op.squeeze(out, [0]) if added else out
+
+
+@register("adaptive_max_pool3d")
+def _adaptive_max_pool3d(ctx, args):
+    x, added = _pool3d_input(ctx, args[0])
+    out = _nn.adaptive_max_pool3d(x, _triple(args[1], 1))
+    return (_op.squeeze(out, [0]) if added else out), None
+
+
+# ------------------------------------------------------------------ rearranging / resampling
+@register("pixel_unshuffle")
+def _pixel_unshuffle(ctx, args):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), channel c*r*r + i*r + j from offset (i, j)."""
+    x, r = args[0], int(args[1])
+    s = ctx.shape(x)
+    lead, (c, h, w) = s[:-3], s[-3:]
+    if h % r or w % r:
+        raise ctx.fail(f"height {h} and width {w} must be divisible by the factor {r}")
+    x6 = _op.reshape(x, (-1, c, h // r, r, w // r, r))
+    moved = _op.transpose(x6, (0, 1, 3, 5, 2, 4))
+    return _op.reshape(moved, lead + (c * r * r, h // r, w // r))
+
+
+def _corners(align):
+    return "align_corners" if align else "half_pixel"
+
+
+@register("upsample_bicubic2d")
+def _upsample_bicubic2d(ctx, args):
+    """(input, output_size, align_corners, scale_factors) or (..., scales_h, scales_w):
+    torch's bicubic is Keys' kernel with A = -0.75 and border-clamped taps."""
+    x, align = args[0], bool(args[2])
+    size = _resize_plan(ctx, x, args[1], _upsample_scales(args, 3), align)
+    return _op.image.resize2d(x, size, method="cubic",
+                              coordinate_transformation_mode=_corners(align),
+                              cubic_alpha=-0.75, cubic_exclude=0)
+
+
+@register("upsample_trilinear3d")
+def _upsample_trilinear3d(ctx, args):
+    """(input, output_size, align_corners, scale_factors) or (..., one scale per axis)."""
+    x, align = args[0], bool(args[2])
+    size = _resize_plan(ctx, x, args[1], _upsample_scales(args, 3), align)
+    return _op.image.resize3d(x, size, method="linear",
+                              coordinate_transformation_mode=_corners(align))
+
+
+@register("upsample_nearest3d")
+def _upsample_nearest3d(ctx, args):
+    """(input, output_size, scale_factors) or (..., one scale per axis): the source index is
+    floor(out * in / out_size), Relay's asymmetric mode with floor rounding."""
+    x = args[0]
+    size = _resize_plan(ctx, x, args[1], _upsample_scales(args, 2))
+    return _op.image.resize3d(x, size, method="nearest_neighbor",
+                              coordinate_transformation_mode="asymmetric",
+                              rounding_method="floor")
+
+
+@register("channel_shuffle", "native_channel_shuffle")
+def _channel_shuffle(ctx, args):
+    x, groups = args[0], int(args[1])
+    s = ctx.shape(x)
+    if s[1] % groups:
+        raise ctx.fail(f"{s[1]} channels do not split into {groups} groups")
+    split = _op.reshape(x, (s[0], groups, s[1] // groups) + s[2:])
+    perm = [0, 2, 1] + list(range(3, len(s) + 1))
+    return _op.reshape(_op.transpose(split, perm), s)
+
+
+@register("im2col")
+def _im2col(ctx, args):
+    """nn.Unfold: (N, C, H, W) -> (N, C*kh*kw, L), one strided slice of the padded input per
+    kernel offset (row c*kh*kw + i*kw + j)."""
+    x, kernel, dilation, padding, stride = args[:5]
+    s = ctx.shape(x)
+    if len(s) not in (3, 4):
+        raise ctx.fail(f"expects a 3-D or 4-D input, got {len(s)}-D")
+    x = x if len(s) == 4 else _op.expand_dims(x, 0)
+    n, c, h, w = ctx.shape(x)
+
+    def two(v):
+        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
+        return v * 2 if len(v) == 1 else v
+
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = map(two, (kernel, dilation, padding, stride))
+    if ph or pw:
+        x = _pad_expr(ctx, x, [pw, pw, ph, ph], "constant", 0.0)
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ctx.fail(f"the kernel does not fit the padded {h}x{w} input")
+    cols = []
+    for i in range(kh):
+        for j in range(kw):
+            begin = [i * dh, j * dw]
+            end = [begin[0] + (oh - 1) * sh + 1, begin[1] + (ow - 1) * sw + 1]
+            cols.append(_op.strided_slice(x, begin, end, [sh, sw], axes=[2, 3]))
+    out = _op.reshape(_op.stack(cols, 2), (n, c * kh * kw, oh * ow))
+    return out if len(s) == 4 else _op.squeeze(out, [0])
+
+
+# ------------------------------------------------------------------ indices, differences
+@register("one_hot")
+def _one_hot(ctx, args):
+    """(indices, num_classes): an int64 equality with arange (num_classes=-1 needs constant
+    indices, since the width would depend on the data)."""
+    idx, depth = args[0], int(_opt(args, 1, -1))
+    if depth < 0:
+        folded = ctx.fold(idx)
+        if not isinstance(folded, _expr.Constant):
+            raise ctx.fail("num_classes=-1 takes the width from the data; pass num_classes")
+        depth = int(folded.data.numpy().max()) + 1
+    dt = ctx.dtype(idx)
+    classes = _expr.const(np.arange(depth, dtype=dt), dt)
+    return _op.cast(_op.equal(_op.expand_dims(idx, -1), classes), "int64")
+
+
+@register("diff")
+def _diff(ctx, args):
+    """(input, n, dim, prepend, append): n rounds of x[1:] - x[:-1] along dim."""
+    x = args[0]
+    n = int(_opt(args, 1, 1))
+    nd = len(ctx.shape(x))
+    dim = _norm_dim(_opt(args, 2, -1), nd)
+    parts = [p for p in (_opt(args, 3, None), x, _opt(args, 4, None)) if p is not None]
+    if len(parts) > 1:
+        x = _op.concatenate(parts, dim)
+    for _ in range(n):
+        m = ctx.shape(x)[dim]
+        if m == 0:
+            break
+        hi = _op.strided_slice(x, [1], [m], [1], axes=[dim])
+        lo = _op.strided_slice(x, [0], [m - 1], [1], axes=[dim])
+        x = _op.logical_xor(hi, lo) if ctx.dtype(x) == "bool" else _op.subtract(hi, lo)
+    return x
+
+
+# ------------------------------------------------------------------ pairwise / bilinear
+@register("cosine_similarity")
+def _cosine_similarity(ctx, args):
+    """sum over dim of (x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)): each norm clamped by eps."""
+    x1, x2 = args[0], args[1]
+    dim, eps = _opt(args, 2, 1), float(_opt(args, 3, 1e-8))
+    nd = max(len(ctx.shape(x1)), len(ctx.shape(x2)))
+    dims = _dims(dim, nd)
+
+    def unit(v):
+        if len(ctx.shape(v)) < nd:
+            v = _op.reshape(v, (1,) * (nd - len(ctx.shape(v))) + ctx.shape(v))
+        norm = _vector_norm(ctx, v, 2.0, dims, True)
+        return _op.divide(v, _op.maximum(norm, _scalar_like(ctx, eps, v)))
+
+    return _op.sum(_op.multiply(unit(x1), unit(x2)), dims)
+
+
+@register("pairwise_distance")
+def _pairwise_distance(ctx, args):
+    """(x1, x2, p, eps, keepdim): the p-norm of x1 - x2 + eps over the last dim."""
+    x1, x2 = args[0], args[1]
+    p, eps = float(_opt(args, 2, 2.0)), float(_opt(args, 3, 1e-6))
+    keep = bool(_opt(args, 4, False))
+    d = _op.add(_op.subtract(x1, x2), _scalar_like(ctx, eps, x1))
+    nd = max(len(ctx.shape(x1)), len(ctx.shape(x2)))
+    return _vector_norm(ctx, d, p, [nd - 1] if nd else None, keep)
+
+
+@register("bilinear")
+def _bilinear(ctx, args):
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]: one dense against W laid
+    out (o*j, i), then a product with x2 and a sum over j."""
+    x1, x2, w = args[:3]
+    b = _opt(args, 3, None)
+    s1, s2 = ctx.shape(x1), ctx.shape(x2)
+    o, i, j = ctx.shape(w)
+    if s1[:-1] != s2[:-1]:
+        raise ctx.fail(f"input shapes {s1} and {s2} differ before the last dim")
+    wt = _op.reshape(_op.transpose(w, (0, 2, 1)), (o * j, i))
+    t = _op.reshape(_nn.dense(_op.reshape(x1, (-1, i)), wt), (-1, o, j))
+    y = _op.sum(_op.multiply(t, _op.expand_dims(_op.reshape(x2, (-1, j)), 1)), [2])
+    if b is not None:
+        y = _nn.bias_add(y, b, axis=-1)
+    return _op.reshape(y, s1[:-1] + (o,))
+
+
+# ------------------------------------------------------------------ elementwise math
+@register("sign")
+def _sign(ctx, args):
+    return _op.sign(args[0])
+
+
+@register("trunc")
+def _trunc(ctx, args):
+    return _op.trunc(args[0])
+
+
+@register("square")
+def _square(ctx, args):
+    return _op.multiply(args[0], args[0])
+
+
+@register("expm1")
+def _expm1(ctx, args):
+    """exp(x) - 1 without the cancellation near 0: 2t / (1 - t) with t = tanh(x / 2) below 1."""
+    x = args[0]
+    one = _scalar_like(ctx, 1.0, x)
+    t = _op.tanh(_op.multiply(x, _scalar_like(ctx, 0.5, x)))
+    small = _op.divide(_op.add(t, t), _op.subtract(one, t))
+    return _op.where(_op.less(x, one), small, _op.subtract(_op.exp(x), one))
+
+
+@register("log1p")
+def _log1p(ctx, args):
+    return _log1p_expr(ctx, args[0])
+
+
+@register("outer", "ger")
+def _outer(ctx, args):
+    return _op.multiply(_op.expand_dims(args[0], 1), _op.expand_dims(args[1], 0))
+
+
+@register("numpy_T")
+def _numpy_t(ctx, args):
+    nd = len(ctx.shape(args[0]))
+    return args[0] if nd < 2 else _op.transpose(args[0], list(range(nd))[::-1])
+
+
+@register("broadcast_tensors")
+def _broadcast_tensors(ctx, args):
+    tensors = list(args[0])
+    shape = tuple(np.broadcast_shapes(*[ctx.shape(t) for t in tensors]))
+    return [t if ctx.shape(t) == shape else _op.broadcast_to(t, shape) for t in tensors]
+
+
+# ------------------------------------------------------------------ reductions
+def _reduce_args(ctx, args):
+    """(input[, dim, keepdim]) with the dtype arguments dropped."""
+    rest = [a for a in args[1:] if not isinstance(a, DType)]
+    dims = _dims(rest[0] if rest and not isinstance(rest[0], bool) else None,
+                 len(ctx.shape(args[0])))
+    keep = bool(rest[1]) if len(rest) > 1 and rest[1] is not None else False
+    return dims, keep
+
+
+@register("prod")
+def _prod(ctx, args):
+    x = args[0]
+    dt = next((str(a) for a in args[1:] if isinstance(a, DType)), None)
+    if dt is None and not ctx.dtype(x).startswith("float"):
+        dt = "int64"  # torch accumulates integer and bool products in int64
+    x = x if dt is None or dt == ctx.dtype(x) else _op.cast(x, dt)
+    dims, keep = _reduce_args(ctx, args)
+    return _op.prod(x, dims, keepdims=keep)
+
+
+@register("all", "any")
+def _all_any(ctx, args):
+    x = args[0]
+    if ctx.dtype(x) != "bool":
+        x = _op.not_equal(x, _scalar_like(ctx, 0, x))
+    dims, keep = _reduce_args(ctx, args)
+    return (_op.all if ctx.op_name == "all" else _op.any)(x, dims, keepdims=keep)
+
+
+@register("sort")
+def _sort(ctx, args):
+    """(input, dim, descending) or sort.stable's (input, stable, dim, descending)."""
+    x = args[0]
+    rest = list(args[1:])
+    if len(rest) == 3:
+        rest = rest[1:]  # sort.stable: drop the stable flag
+    dim = _norm_dim(_opt(rest, 0, -1), len(ctx.shape(x)))
+    ascend = not bool(_opt(rest, 1, False))
+    return (_op.sort(x, axis=dim, is_ascend=ascend),
+            _op.argsort(x, axis=dim, is_ascend=ascend, dtype="int64"))
+
+
+def _loss_reduction(ctx, loss, reduction):
+    """torch's Reduction enum: 0 none, 1 mean, 2 sum."""
+    reduction = 1 if reduction is None else int(reduction)
+    if reduction == 0:
+        return loss
+    if reduction not in (1, 2):
+        raise ctx.fail(f"unknown reduction {reduction}")
+    return (_op.mean if reduction == 1 else _op.sum)(loss)
+
+
+@register("mse_loss")
+def _mse_loss(ctx, args):
+    d = _op.subtract(args[0], args[1])
+    return _loss_reduction(ctx, _op.multiply(d, d), _opt(args, 2, 1))
+
+
+@register("l1_loss")
+def _l1_loss(ctx, args):
+    return _loss_reduction(ctx, _op.abs(_op.subtract(args[0], args[1])), _opt(args, 2, 1))
+
+
+@register("cdist")
+def _cdist(ctx, args):
+    """(x1 [.., P, M], x2 [.., R, M], p, compute_mode) -> [.., P, R]: the p-norm of every
+    pairwise difference, over a broadcast [.., P, R, M] tensor."""
+    x1, x2 = args[0], args[1]
+    p = float(_opt(args, 2, 2.0))
+    d = _op.subtract(_op.expand_dims(x1, -2), _op.expand_dims(x2, -3))
+    return _vector_norm(ctx, d, p, [-1], False)
