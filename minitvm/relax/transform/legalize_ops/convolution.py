@@ -1,12 +1,13 @@
 """Legalization of ``nn.conv1d`` / ``nn.conv2d`` (any layout letters, groups, dilation) and
 ``nn.conv1d_transpose`` / ``nn.conv2d_transpose`` (NC[H]W data, IO[H]W kernels).
 
-A strided ``nn.conv2d_transpose`` with one group and no dilation becomes one ``nn.conv2d`` per
-output phase (``topi.conv_transpose_phases``), interleaved by ``stack`` and ``reshape``, each
-legalized in turn: the convs then take the native conv schedules. A constant weight is sliced
-here; another is sliced by ``take`` at each call. Through the direct gather of
-``nn_te.conv_transpose`` a 256 -> 128 channel 4x4 stride-2 layer at 16x16 took 170 ms; so it
-takes 1.4 ms. The other transposed convs keep the gather."""
+An NCHW/IOHW ``nn.conv2d_transpose`` (any stride, dilation, groups, output_padding) becomes one
+``nn.conv2d`` per output phase (``topi.conv_transpose_phases``), interleaved by ``stack`` and
+``reshape`` (and cropped where the phases are of unequal sizes), each legalized in turn: the
+convs then take the native conv schedules, grouped or dilated as the transposed conv is. A
+constant weight is sliced and regrouped here; another is sliced by ``take`` at each call.
+Through the direct gather of ``nn_te.conv_transpose`` a 256 -> 128 channel 4x4 stride-2 layer
+at 16x16 took 170 ms; so it takes 1.4 ms. Only a symbolic shape keeps the gather."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import numpy as np
 
 from ....ir.prim_expr import IntImm
 from ....topi import nn_te
-from ....topi.conv_transpose_phases import phases
+from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases, regroup_weight
 from ...expr import Constant, const
+from ...op import create as _create
+from ...op import index as _index
 from ...op import manipulate as _manip
 from ...op import manipulate_extra as _manip_extra
 from ...op.index import take
@@ -95,34 +98,45 @@ def _emit_legalized(bb, call):
 
 
 def _by_phases(bb, call):
-    """A strided NCHW/IOHW conv2d_transpose as one conv2d per output phase, interleaved (None
-    where that does not apply: a group or dilation, a symbolic size, unequal phases)."""
+    """An NCHW/IOHW conv2d_transpose (any stride, dilation, groups) as one conv2d per output
+    phase, interleaved (None for a symbolic size)."""
     a = call.attrs
-    if int(a.groups) != 1 or any(int(d) != 1 for d in a.dilation):
-        return None
     dims = [arg_shape(call, 0), arg_shape(call, 1), out_shape(call)]
     if not all(isinstance(d, IntImm) for ds in dims for d in ds):
         return None
-    (n, _, h, w), (_, o, kh, kw), (_, _, oh, ow) = ([int(d) for d in ds] for ds in dims)
-    sh, sw = (int(v) for v in a.strides)
+    (n, c, h, w), (_, og, kh, kw), (_, o, oh, ow) = ([int(d) for d in ds] for ds in dims)
+    groups = int(a.groups)
+    (sh, sw), (dh, dw) = ((int(v) for v in t) for t in (a.strides, a.dilation))
     pt, pl = (int(v) for v in a.padding[:2])
-    rows, cols = phases(sh, pt, kh, h, oh), phases(sw, pl, kw, w, ow)
-    if rows is None or cols is None:
-        return None
+    rows, cols = phases(sh, pt, kh, h, oh, dh), phases(sw, pl, kw, w, ow, dw)
+    qh, qw = phase_rows(sh, oh), phase_rows(sw, ow)
+    dilation = phase_dilation(sh, dh), phase_dilation(sw, dw)
     x, weight = call.args
     dtype = out_dtype(call)
+    cropped = {}  # the input without the rows and columns the padding reaches past, by crop
 
     def phase(ty, tx):
-        (taps_y, top, bottom), (taps_x, left, right) = ty, tx
+        if not ty.taps or not tx.taps:
+            return _emit_legalized(bb, _create.zeros((n, o, qh, qw), dtype))
+        size = len(ty.taps), len(tx.taps)
         if isinstance(weight, Constant):  # the filter slice, here
-            k = const(np.ascontiguousarray(weight.data.numpy()[:, :, taps_y][:, :, :, taps_x]
-                                           .transpose(1, 0, 2, 3)))
+            k = const(regroup_weight(weight.data.numpy()[:, :, ty.taps][:, :, :, tx.taps],
+                                     groups))
         else:  # sliced at each call
-            k = _emit_legalized(bb, take(weight, const(np.array(taps_y, "int64")), axis=2))
-            k = _emit_legalized(bb, take(k, const(np.array(taps_x, "int64")), axis=3))
-            k = _emit_legalized(bb, _manip.permute_dims(k, [1, 0, 2, 3]))
-        return _emit_legalized(bb, conv2d(x, k, padding=(top, left, bottom, right),
-                                          out_dtype=dtype))
+            k = _emit_legalized(bb, take(weight, const(np.array(ty.taps, "int64")), axis=2))
+            k = _emit_legalized(bb, take(k, const(np.array(tx.taps, "int64")), axis=3))
+            k = _regrouped(bb, k, groups, c, og, size)
+        pads = ty.before, tx.before, ty.after, tx.after
+        crop = tuple(max(0, -p) for p in pads)
+        data = x
+        if any(crop):
+            if crop not in cropped:
+                cropped[crop] = _emit_legalized(bb, _index.strided_slice(
+                    x, [2, 3], [crop[0], crop[1]], [h - crop[2], w - crop[3]]))
+            data = cropped[crop]
+        dil = tuple(d if s > 1 else 1 for d, s in zip(dilation, size, strict=True))
+        return _emit_legalized(bb, conv2d(data, k, padding=tuple(max(0, p) for p in pads),
+                                          dilation=dil, groups=groups, out_dtype=dtype))
 
     def interleave(parts, axis, shape):
         if len(parts) == 1:
@@ -130,5 +144,23 @@ def _by_phases(bb, call):
         stacked = _emit_legalized(bb, _manip_extra.stack(parts, axis=axis))
         return _emit_legalized(bb, _manip.reshape(stacked, shape))
 
-    lines = [interleave([phase(ty, tx) for tx in cols], 4, (n, o, oh // sh, ow)) for ty in rows]
-    return interleave(lines, 3, (n, o, oh, ow))
+    lines = [interleave([phase(ty, tx) for tx in cols], 4, (n, o, qh, qw * sw)) for ty in rows]
+    out = interleave(lines, 3, (n, o, qh * sh, qw * sw))
+    if (qh * sh, qw * sw) != (oh, ow):  # the last phases' extra row or column
+        out = _emit_legalized(bb, _index.strided_slice(out, [2, 3], [0, 0], [oh, ow]))
+    return out
+
+
+def _regrouped(bb, k, groups: int, c: int, og: int, size):
+    """The ``(in, out/groups, kh, kw)`` filter slice ``k`` in conv2d's ``(out, in/groups, kh,
+    kw)`` layout, bound (``topi.conv_transpose_phases.regroup_weight``)."""
+    if groups == 1:
+        return _emit_legalized(bb, _manip.permute_dims(k, [1, 0, 2, 3]))
+    cg = c // groups
+    if cg == 1 and og == 1:  # depthwise, one output channel per input: already so
+        return k
+    if cg == 1 or og == 1:  # the swapped axes have one of size 1: a reshape
+        return _emit_legalized(bb, _manip.reshape(k, (groups * og, cg, *size)))
+    k = _emit_legalized(bb, _manip.reshape(k, (groups, cg, og, *size)))
+    k = _emit_legalized(bb, _manip.permute_dims(k, [0, 2, 1, 3, 4]))
+    return _emit_legalized(bb, _manip.reshape(k, (groups * og, cg, *size)))

@@ -11,12 +11,19 @@ A strided ``nn.conv2d_transpose`` becomes one ordinary convolution per output ph
 (``topi.conv_transpose_phases``): ``sh * sw`` ``nn.conv2d`` calls, each computing only the
 products that are not zero, interleaved by ``stack`` and ``reshape``. The convs take the native
 conv schedules; the filter slices are ``take``s of the weight, folded to constants by
-FoldConstant when the weight is one. Where the rewrite does not apply (grouped or dilated, a
-layout other than NCHW/IOHW, phases of unequal sizes, a phase without filter rows, padding past
-the filter) the op stays as it is and runs as before.
+FoldConstant when the weight is one. Grouped (and depthwise) transposed convs become grouped
+convs, their weight regrouped from ``(in, out/groups)`` to ``(out, in/groups)``; dilated ones
+become dilated convs (dilation ``d / gcd(s, d)``), with the phases no tap reaches as zeros.
+Phases of unequal sizes are computed one row longer and the result cropped; padding past the
+filter crops the input. Only a layout other than NCHW/IOHW or a symbolic shape keeps the op.
 
 DCGAN's generator (four 4x4 stride-2 transposed convs) took 86 ms through the numpy fallback,
-and takes 10.8 ms so, against ONNX Runtime's 11.1 ms at one thread.
+and takes 10.8 ms so, against ONNX Runtime's 11.1 ms at one thread. Also at one thread: a
+4-group 64-channel 4x4 stride-2 layer at 32x32 took 14.2 ms through the numpy fallback against
+ORT's 0.77 ms, and takes about 1.0 ms as ORT does in the same runs; a 32-channel 3x3
+dilation-2 layer took 0.82 ms against 0.23 ms, and takes 0.18 ms (ORT 0.23-0.30 ms); a
+depthwise 64-channel 4x4 stride-2 layer took 3-4 ms, and takes 0.19 ms (ORT 0.63-0.93 ms).
+The interleaving ``stack``/``reshape`` kernel is then the larger part of a depthwise layer.
 
 Difference from TVM: TVM keeps both ops (its ``legalize_conv2d_transpose`` only rewrites NHWC to
 NCHW) and computes them with kernels of their own.
@@ -26,10 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....topi.conv_transpose_phases import phases
+from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases
 from ...expr import const
 from ..op import register_legalize
-from ..transform import expand_dims, reshape, squeeze, stack, transpose
+from ..tensor import zeros
+from ..transform import expand_dims, reshape, squeeze, stack, strided_slice, transpose
 from ..transform_index import take
 from .nn import conv2d
 
@@ -52,36 +60,65 @@ def legalize_conv1d(attrs, inputs, types):
 
 @register_legalize("nn.conv2d_transpose")
 def legalize_conv2d_transpose(attrs, inputs, types):
-    """A strided NCHW/IOHW ``nn.conv2d_transpose`` as one ``nn.conv2d`` per output phase, then
-    interleaved (None where that does not apply: the op stays)."""
+    """An NCHW/IOHW ``nn.conv2d_transpose`` (any stride, dilation, groups, output_padding) as
+    one ``nn.conv2d`` per output phase, then interleaved (None where that does not apply: the
+    op stays)."""
     data, weight = inputs
     dt, wt, ot = types
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "IOHW" or \
-            (attrs.out_layout or "NCHW") != "NCHW" or int(attrs.groups) != 1 or \
-            any(int(d) != 1 for d in attrs.dilation):
+            (attrs.out_layout or "NCHW") != "NCHW":
         return None
     try:
-        (n, c, h, w), (_, o, kh, kw), (_, _, oh, ow) = (
+        (n, c, h, w), (_, og, kh, kw), (_, o, oh, ow) = (
             [int(d) for d in t.shape] for t in (dt, wt, ot))
     except (TypeError, ValueError):  # (a symbolic dimension)
         return None
-    sh, sw = (int(s) for s in attrs.strides)
+    groups = int(attrs.groups)
+    (sh, sw), (dh, dw) = ((int(v) for v in t) for t in (attrs.strides, attrs.dilation))
     pt, pl = (int(p) for p in attrs.padding[:2])
-    rows, cols = phases(sh, pt, kh, h, oh), phases(sw, pl, kw, w, ow)
-    if rows is None or cols is None:
-        return None
+    rows, cols = phases(sh, pt, kh, h, oh, dh), phases(sw, pl, kw, w, ow, dw)
+    qh, qw = phase_rows(sh, oh), phase_rows(sw, ow)
+    dilation = phase_dilation(sh, dh), phase_dilation(sw, dw)
+    cropped = {}  # the input without the rows and columns the padding reaches past, by crop
 
     def phase(ty, tx):
-        (taps_y, top, bottom), (taps_x, left, right) = ty, tx
-        k = take(take(weight, const(np.array(taps_y, "int32")), axis=2),
-                 const(np.array(taps_x, "int32")), axis=3)
-        return conv2d(data, transpose(k, (1, 0, 2, 3)), padding=(top, left, bottom, right),
-                      channels=o, kernel_size=(len(taps_y), len(taps_x)),
-                      out_dtype=attrs.out_dtype)
+        if not ty.taps or not tx.taps:
+            return zeros((n, o, qh, qw), ot.dtype)
+        k = take(take(weight, const(np.array(ty.taps, "int32")), axis=2),
+                 const(np.array(tx.taps, "int32")), axis=3)
+        size = len(ty.taps), len(tx.taps)
+        dil = tuple(d if s > 1 else 1 for d, s in zip(dilation, size, strict=True))
+        pads = ty.before, tx.before, ty.after, tx.after
+        crop = tuple(max(0, -p) for p in pads)
+        x = data
+        if any(crop):
+            if crop not in cropped:
+                cropped[crop] = strided_slice(data, begin=[0, 0, crop[0], crop[1]],
+                                              end=[n, c, h - crop[2], w - crop[3]])
+            x = cropped[crop]
+        return conv2d(x, _regrouped(k, groups, c, og, size),
+                      padding=tuple(max(0, p) for p in pads), dilation=dil, groups=groups,
+                      channels=o, kernel_size=size, out_dtype=attrs.out_dtype)
 
-    q = oh // sh
     lines = []
     for ty in rows:  # each row phase: its column phases interleaved along the width
         line = [phase(ty, tx) for tx in cols]
-        lines.append(line[0] if sw == 1 else reshape(stack(line, axis=4), (n, o, q, ow)))
-    return lines[0] if sh == 1 else reshape(stack(lines, axis=3), (n, o, oh, ow))
+        lines.append(line[0] if sw == 1 else reshape(stack(line, axis=4), (n, o, qh, qw * sw)))
+    out = lines[0] if sh == 1 else reshape(stack(lines, axis=3), (n, o, qh * sh, qw * sw))
+    if (qh * sh, qw * sw) != (oh, ow):  # the last phases' extra row or column
+        out = strided_slice(out, begin=[0, 0, 0, 0], end=[n, o, oh, ow])
+    return out
+
+
+def _regrouped(k, groups: int, c: int, og: int, size):
+    """The ``(in, out/groups, kh, kw)`` filter slice ``k`` in conv2d's ``(out, in/groups, kh,
+    kw)`` layout (``topi.conv_transpose_phases.regroup_weight``)."""
+    if groups == 1:
+        return transpose(k, (1, 0, 2, 3))
+    cg = c // groups
+    if cg == 1 and og == 1:  # depthwise, one output channel per input: already so
+        return k
+    if cg == 1 or og == 1:  # the swapped axes have one of size 1: a reshape
+        return reshape(k, (groups * og, cg, *size))
+    k = transpose(reshape(k, (groups, cg, og, *size)), (0, 2, 1, 3, 4))
+    return reshape(k, (groups * og, cg, *size))
