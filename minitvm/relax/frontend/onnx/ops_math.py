@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.prim_expr import PrimExpr
+from ....ir.structural import structural_equal
+from ....tir.expr import Var
 from ... import op as _op
 from ...expr import const
 from .context import Context, normalize_known, onnx_dtype, register
@@ -32,9 +35,52 @@ def _fold_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.true_divide(a, b).astype(np.result_type(a, b))
 
 
+# x OP y for a symbolic dimension x (a shape variable: never negative) and a negative integer y
+_ABOVE_NEGATIVE = {"Equal": False, "Less": False, "LessOrEqual": False, "Greater": True,
+                   "GreaterOrEqual": True}
+_MIRRORED = {"Equal": "Equal", "Less": "Greater", "LessOrEqual": "GreaterOrEqual",
+             "Greater": "Less", "GreaterOrEqual": "LessOrEqual"}
+
+
+def _decide(name: str, x, y):
+    """``x <name> y`` for known elements where one may be symbolic, or None if undecided: a
+    shape variable is never negative (``batch == -1`` in an exporter's ``expand(B, -1, -1)`` is
+    false), and an expression compares equal to itself."""
+    xs, ys = isinstance(x, PrimExpr), isinstance(y, PrimExpr)
+    if not xs and not ys:
+        return bool(_BINARY[name][1](x, y))
+    if xs and ys:
+        if structural_equal(x, y):
+            return name in ("Equal", "LessOrEqual", "GreaterOrEqual")
+        return None
+    if ys:
+        return _decide(_MIRRORED[name], y, x)
+    if isinstance(x, Var) and isinstance(y, (int, np.integer)) and y < 0:
+        return _ABOVE_NEGATIVE[name]
+    return None
+
+
+def _fold_compare(name: str, a: np.ndarray, b: np.ndarray):
+    """An import-time comparison of known values holding symbolic dims (None if some element
+    is undecided: the comparison is then emitted)."""
+    a, b = np.broadcast_arrays(a.astype(object), b.astype(object))
+    out = np.empty(a.shape, dtype=bool)
+    for idx in np.ndindex(a.shape):
+        r = _decide(name, a[idx], b[idx])
+        if r is None:
+            return None
+        out[idx] = r
+    return out
+
+
 def _binary(name, rop, nfn):
     def convert(ctx: Context, ins, attrs):
         a, b = ctx.known(ins[0]), ctx.known(ins[1])
+        if a is not None and b is not None and name in _MIRRORED and \
+                (a.dtype == object or b.dtype == object):
+            out = _fold_compare(name, a, b)
+            if out is not None:
+                return normalize_known(out)
         if a is not None and b is not None and (
                 name in _SYMBOLIC_OK or (a.dtype != object and b.dtype != object)):
             out = _fold_div(a, b) if name == "Div" else nfn(a, b)
@@ -60,6 +106,11 @@ for _name, (_rop, _nfn) in _BINARY.items():
 
 @register("Mod")
 def _mod(ctx: Context, ins, attrs):
+    a, b = ctx.known(ins[0]), ctx.known(ins[1])
+    if a is not None and b is not None and a.dtype != object and b.dtype != object:
+        # folded like the other arithmetic (an exporter's slice ends: Mod of two constants)
+        out = np.fmod(a, b) if attrs.get("fmod", 0) else np.mod(a, b)
+        return normalize_known(np.asarray(out).astype(np.result_type(a, b)))
     x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
     if attrs.get("fmod", 0):  # C fmod: the sign of the dividend
         if ctx.dtype(x).startswith("float"):

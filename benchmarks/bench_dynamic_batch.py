@@ -1,0 +1,139 @@
+"""Models with a dynamic batch axis, built once for any batch size: each written in PyTorch,
+exported to ONNX with ``dynamic_axes={"x": {0: "batch"}}``, imported with
+``relax.frontend.onnx.from_onnx`` (the batch becomes the symbolic ``batch``), compiled once by
+``relax.build`` and run on the Relax VM at several batch sizes, side by side with ONNX Runtime on
+the same ONNX file. One thread, interleaved rounds, thread CPU time.
+
+    python benchmarks/bench_dynamic_batch.py [--models resnet18,mobilenetv3_small] [--batches 1,4]
+                                             [--rounds 5]
+
+Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' plus a
+ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
+seconds and the largest error relative to PyTorch's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_new_user_models import models as new_user_models  # noqa: E402
+from interleave import settled_rounds  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.runtime import threadpool  # noqa: E402
+
+DEFAULT = "resnet18,mobilenetv3_small,efficientnet_b0,resnext50_32x4d,unet"
+
+
+def resnet18():
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+            self.short = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            return (self.body(x) + self.short(x)).relu()
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
+    return nn.Sequential(*layers)
+
+
+def measure(name, ctor, shape, batches, rounds):
+    import onnx
+    import onnxruntime as ort
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = ctor().eval()
+    for m in model.modules():  # running statistics away from the identity
+        if isinstance(m, nn.BatchNorm2d | nn.BatchNorm1d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(2, *shape[1:]),), buf, input_names=["x"],
+                          output_names=["y"], opset_version=17, dynamo=False,
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    t0 = time.perf_counter()
+    mod = relax.frontend.onnx.from_onnx(onnx.load_from_string(buf.getvalue()))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    build = time.perf_counter() - t0
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(buf.getvalue(), so, providers=["CPUExecutionProvider"])
+    for batch in batches:
+        x = np.random.default_rng(batch).standard_normal((batch, *shape[1:])).astype("float32")
+        with torch.no_grad():
+            ref = model(torch.from_numpy(x)).numpy()
+        xt = tvm.nd.array(x)
+        out = vm["main"](xt)
+        out = (out if hasattr(out, "numpy") else out[0]).numpy()
+        err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-6))
+        times = settled_rounds({"minitvm": lambda xt=xt: vm["main"](xt),
+                                "ort": lambda x=x: sess.run(None, {"x": x})}, rounds, 3,
+                               clock=time.thread_time)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        print(f"{name:18s} {batch:5d} {med['minitvm']:9.2f} {med['ort']:9.2f} "
+              f"{med['minitvm'] / med['ort']:8.2f}x {build:7.1f} {err:9.1e}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=DEFAULT, help="comma-separated names")
+    ap.add_argument("--batches", default="1,4", help="comma-separated batch sizes")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import torch
+    except ImportError as e:
+        print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
+        return 0
+    torch.set_num_threads(1)
+    threadpool.set_num_threads(1)
+    table = {"resnet18": (resnet18, (1, 3, 224, 224)), **new_user_models()}
+    names = args.models.split(",")
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        print(f"unknown models {unknown}; choose from {list(table)}")
+        return 2
+    batches = [int(b) for b in args.batches.split(",")]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one thread, ms (thread CPU "
+          f"time), median of {args.rounds} interleaved rounds of median-of-3; one relax.build "
+          "per model serves every batch size")
+    print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
+          f"{'build s':>7s} {'max rel err':>9s}")
+    for name in names:
+        measure(name, *table[name], batches, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

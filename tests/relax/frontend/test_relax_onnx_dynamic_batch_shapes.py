@@ -1,0 +1,77 @@
+"""Shape computations an exporter writes for a dynamic batch axis, folded at import so the batch
+stays symbolic: ``cls.expand(B, -1, -1)`` (``Equal`` of ``[batch, -1, -1]`` with -1, then
+``Where``: a shape variable is never negative) and slice ends from ``Mod`` of two constants;
+undecidable comparisons (``batch == 2``) stay tensors. Checked against ONNX Runtime at several
+batch sizes of one build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax, tir  # noqa: E402
+from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
+from minitvm.relax.frontend.onnx.ops_math import _decide  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _i64(*v):
+    return np.array(v, "int64")
+
+
+def _cls_token_model():
+    """y = concat(expand(cls, [batch, -1, -1] with -1 -> 1), x[:, :mod(7, 4)]) along axis 1."""
+    cls = np.arange(4, dtype="float32").reshape(1, 1, 4)
+    inits = {"cls": cls, "zero": np.array(0, "int64"), "ax0": _i64(0), "neg": _i64(-1, -1),
+             "minus1": _i64(-1, -1, -1), "seven": _i64(7), "four": _i64(4), "one": _i64(1),
+             "start": _i64(0)}
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Concat", ["b1", "neg"], ["shape"], axis=0),
+        helper.make_node("Equal", ["shape", "minus1"], ["eq"]),
+        helper.make_node("Shape", ["shape"], ["ss"]),
+        helper.make_node("ConstantOfShape", ["ss"], ["ones"],
+                         value=numpy_helper.from_array(_i64(1))),
+        helper.make_node("Where", ["eq", "ones", "shape"], ["target"]),
+        helper.make_node("Expand", ["cls", "target"], ["tok"]),
+        helper.make_node("Mod", ["seven", "four"], ["end"]),
+        helper.make_node("Slice", ["x", "start", "end", "one"], ["xs"]),
+        helper.make_node("Concat", ["tok", "xs"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["batch", 5, 4])],
+                              [helper.make_tensor_value_info("y", F, ["batch", 4, 4])],
+                              initializer=[numpy_helper.from_array(v, k)
+                                           for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_cls_token_expand_keeps_the_batch_symbolic():
+    model = _cls_token_model()
+    mod = from_onnx(model)
+    main = mod["main"]
+    assert isinstance(main.params[0].struct_info.shape.values[0], tir.Var)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3, 2):
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 4)).astype("float32")
+        got = vm["main"](tvm.nd.array(x)).numpy()
+        np.testing.assert_allclose(got, sess.run(None, {"x": x})[0], rtol=1e-6)
+
+
+def test_comparisons_with_a_shape_variable():
+    n = tir.Var("batch", "int64")
+    assert _decide("Equal", n, -1) is False
+    assert _decide("Greater", n, -1) is True and _decide("Less", -1, n) is True
+    assert _decide("LessOrEqual", n, -2) is False
+    assert _decide("Equal", n, n) is True and _decide("Less", n, n) is False
+    assert _decide("Equal", n, 2) is None  # undecided: the comparison is emitted
+    assert _decide("Equal", n + 1, -1) is None  # only a bare shape variable is known >= 0
+    assert _decide("Equal", 3, 3) is True
