@@ -61,6 +61,7 @@ from .common import same_dims as _same_dims
 from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .options import LoweringOptions
+from .pieces import split_pieces
 from .raise_patterns import affine
 
 
@@ -312,8 +313,9 @@ def injective_nest(ctx, t, buf, body):
             idx = outer + [j]
             return S.BufferStore(buf, _sub_axes(body, t.op.axis, idx), idx)
 
-        if split is None:
-            return _vector_inner(ctx, shape[-1], lanes, at)
+        if split is None:  # (a concatenate along the last axis: piece by piece)
+            by_piece = split_pieces(ctx, t, buf, body, outer, lanes)
+            return by_piece if by_piece is not None else _vector_inner(ctx, shape[-1], lanes, at)
         c, jo_var, ji_var, split_body = split
         jo = ctx.fresh("jo")
 

@@ -19,6 +19,7 @@ from . import utils, layout, shape, tensor, reduce, transform, nn, reference  # 
 from . import broadcast, math, manipulation, reduction, nn_te  # noqa: F401,E402
 from . import nn_nd  # noqa: F401,E402  (computes of the N-d / detection ops)
 from . import image_resize  # noqa: F401,E402  (image.resize*, nn.upsampling*)
+from . import scan, selection  # noqa: F401,E402  (cumsum, cumprod, topk)
 from .broadcast import (  # noqa: F401,E402
     add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
     not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,

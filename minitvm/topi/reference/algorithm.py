@@ -16,8 +16,10 @@ def _axis(attrs, ndim):
 
 @reference("sort")
 def _sort(attrs, args, t):
-    x = np.sort(args[0], axis=_axis(attrs, args[0].ndim), kind="stable")
-    return x if attrs.is_ascend else np.flip(x, axis=_axis(attrs, args[0].ndim))
+    # values only: any sorting algorithm gives them (numpy's default is the vectorized one)
+    axis = _axis(attrs, args[0].ndim)
+    x = np.sort(args[0], axis=axis)
+    return x if attrs.is_ascend else np.flip(x, axis=axis)
 
 
 def _argsort_values(x, axis, ascend):
@@ -28,10 +30,48 @@ def _argsort_values(x, axis, ascend):
     return np.argsort(-x if x.dtype.kind == "f" else ~x, axis=axis, kind="stable")
 
 
+_SIGN = np.uint32(0x80000000)
+
+
+def _order_keys(x, ascend):
+    """``uint64`` keys of ``x`` (sorted axis last) whose order is the stable argsort's: the
+    value's order as a ``uint32`` (NaN last both ways) above the position; None for 64-bit
+    dtypes. The keys are distinct, so numpy's fastest sort and partition order them stably."""
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 4:
+        f = x.astype(np.float32) + np.float32(0)  # (-0.0 becomes 0.0: they tie)
+        u = f.view(np.uint32)
+        key = np.where(u & _SIGN, ~u, u | _SIGN)
+        if not ascend:
+            key = ~key
+        key[np.isnan(f)] = np.uint32(0xFFFFFFFF)
+    elif x.dtype.kind in "biu" and x.dtype.itemsize <= 4:
+        key = x.astype(np.int64)
+        key = (key + (1 << 31) if x.dtype.kind == "i" else key).astype(np.uint32)
+        if not ascend:
+            key = ~key
+    else:
+        return None
+    pos = np.arange(x.shape[-1], dtype=np.uint64)
+    return (key.astype(np.uint64) << np.uint64(32)) | pos
+
+
+def _ranked_positions(x, axis, ascend, k=None):
+    """Positions along ``axis`` of the ``k`` first elements (all when None) in stable order."""
+    n = x.shape[axis]
+    keys = _order_keys(np.moveaxis(x, axis, -1), ascend)
+    if keys is None:
+        idx = _argsort_values(x, axis, ascend)
+        return idx if k is None or k == n else np.take(idx, np.arange(k), axis=axis)
+    if k is not None and k < n:
+        keys = np.partition(keys, k - 1, axis=-1)[..., :k]
+    idx = (np.sort(keys, axis=-1) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return np.moveaxis(idx, -1, axis)
+
+
 @reference("argsort")
 def _argsort(attrs, args, t):
     x = args[0]
-    return _argsort_values(x, _axis(attrs, x.ndim), attrs.is_ascend).astype(t.dtype)
+    return _ranked_positions(x, _axis(attrs, x.ndim), attrs.is_ascend).astype(t.dtype)
 
 
 @reference("topk")
@@ -40,7 +80,7 @@ def _topk(attrs, args, t):
     axis = _axis(attrs, x.ndim)
     k = int(attrs.k)
     k = x.shape[axis] if k < 1 else min(k, x.shape[axis])
-    idx = np.take(_argsort_values(x, axis, attrs.is_ascend), np.arange(k), axis=axis)
+    idx = _ranked_positions(x, axis, attrs.is_ascend, k)
     vals = np.take_along_axis(x, idx, axis=axis)
     idx = idx.astype(attrs.dtype)
     if attrs.ret_type == "values":

@@ -357,27 +357,14 @@ def _eye_like(ctx, ins, attrs):
 
 @register("CumSum")
 def _cumsum(ctx, ins, attrs):
+    """Relay's cumsum (one pass per row, ``schedule/scan.py``); ``reverse`` flips around it."""
     x = ins[0]
-    shape = ctx.shape(x)
-    dt = ctx.dtype(x)
-    axis = int(ctx.value(ins[1], "CumSum's axis").reshape(-1)[0]) % len(shape)
-    n = shape[axis]
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    axis = int(ctx.value(ins[1], "CumSum's axis").reshape(-1)[0]) % len(ctx.shape(x))
     rev, excl = bool(attrs.get("reverse", 0)), bool(attrs.get("exclusive", 0))
     if rev:
-        tri = (i > j) if excl else (i >= j)
-    else:
-        tri = (i < j) if excl else (i <= j)
-    # out[..., j] = sum_i x[..., i] * tri[i, j]: a product with a constant 0/1 matrix
-    perm = [d for d in range(len(shape)) if d != axis] + [axis]
-    moved = _op.transpose(x, perm) if axis != len(shape) - 1 else x
-    mshape = tuple(shape[d] for d in perm)
-    flat = _op.reshape(moved, (-1, n))
-    out = _nn.dense(flat, ctx.const(tri.T.astype(dt)))
-    out = _op.reshape(out, mshape)
-    if axis != len(shape) - 1:
-        out = _op.transpose(out, list(np.argsort(perm)))
-    return out
+        x = _op.reverse(x, axis)
+    out = _op.cumsum(x, axis=axis, exclusive=excl)
+    return _op.reverse(out, axis) if rev else out
 
 
 @register("ReverseSequence")

@@ -750,17 +750,11 @@ def _flip(ctx, args):
 
 @register("cumsum")
 def _cumsum(ctx, args):
+    """(input, dim, dtype): Relay's cumsum (one pass per row, ``schedule/scan.py``)."""
     x, dim = args[0], args[1]
-    s = ctx.shape(x)
-    dim = _norm_dim(dim, len(s))
-    dt = ctx.dtype(x)
-    n = s[dim]
-    tri = np.triu(np.ones((n, n), dtype=dt))  # out[..., j] = sum_{i <= j} x[..., i]
-    perm = [d for d in range(len(s)) if d != dim] + [dim]
-    moved = _op.transpose(x, perm) if dim != len(s) - 1 else x
-    flat = _op.reshape(moved, (-1, n))
-    out = _op.reshape(_nn.dense(flat, _expr.const(tri.T.copy())), tuple(s[d] for d in perm))
-    return out if dim == len(s) - 1 else _op.transpose(out, list(np.argsort(perm)))
+    dim = _norm_dim(dim, len(ctx.shape(x)))
+    dtype = torch_dtype(args[2]) if len(args) > 2 and args[2] is not None else None
+    return _op.cumsum(x, axis=dim, dtype=dtype)
 
 
 @register("einsum")
