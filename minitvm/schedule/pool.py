@@ -1,4 +1,5 @@
-"""Schedules for 2-d window pooling (max, and the sum stage of avg) on NCHW.
+"""Schedules for window pooling (max, the mean of avg, the sum of an integer avg) on NCHW and
+NCW (a 1-D pool is a 2-D one with a unit H), and for adaptive pooling by its bins.
 
 Where ``DIRECT`` is on (both ISAs), windows up to ``DIRECT_MAX_TAPS`` taps at column strides up
 to ``DIRECT_MAX_STRIDE`` take the direct form (``emit_direct``: output vectors from the input,
@@ -36,6 +37,9 @@ DIRECT_LANES = 8  # output columns per vector of the direct form
 # ``common.vector_isa``)
 DIRECT = {"avx512": True, "avx2": True}
 VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary first
+# adaptive pools by their bins (``emit_bins``): at most this many taps per plane's output row
+# pass (output rows x the columns all bins of a row read), each written out
+BINS_MAX_TAPS = 4096
 
 
 def supported(t, options=None) -> bool:
@@ -44,10 +48,12 @@ def supported(t, options=None) -> bool:
         return False
     a = t.op.attrs
     (x,) = a["operands"]
-    if not (t.dtype == x.dtype and t.dtype.startswith("float") and len(_shape(x)) == 4):
+    if not (t.dtype == x.dtype and t.dtype.startswith("float") and len(_shape(x)) in (3, 4)):
         return False
+    if "bins" in a:
+        return bins_supported(t)
     # every window must see at least one input element (else the reference's value differs)
-    for o, n, k, s, d, p in zip(_shape(t)[2:], _shape(x)[2:], a["pool_size"], a["strides"],
+    for o, n, k, s, d, p in zip(_plane(t), _plane(x), a["pool_size"], a["strides"],
                                 a["dilation"], a["padding"][:2]):
         for i in range(o):
             if not any(0 <= i * s + kk * d - p < n for kk in range(k)):
@@ -55,12 +61,50 @@ def supported(t, options=None) -> bool:
     return True
 
 
+def _plane(t) -> tuple[int, int]:
+    """The (H, W) of an NCHW tensor, (1, W) of an NCW one (a 1-D pool has a unit H)."""
+    dims = _shape(t)
+    return (dims[2], dims[3]) if len(dims) == 4 else (1, dims[2])
+
+
+def _at(buf, b, c, y, j) -> list:
+    """The indices of row ``y``, column ``j`` of plane (b, c) of ``buf`` (NCHW or NCW)."""
+    return [b, c, y, j] if len(buf.shape) == 4 else [b, c, j]
+
+
+def _is_max(t) -> bool:
+    return t.op.attrs.get("kind") == "max"
+
+
+def _is_mean(t) -> bool:
+    """Does stage ``t`` hold its windows' means (the schedule divides the sums it combines)?"""
+    return t.op.attrs.get("kind") == "avg"
+
+
+def _count(pos: int, n: int, k: int, s: int, d: int, p: int, pa: int, include: bool) -> int:
+    """The taps a mean at output position ``pos`` divides by: those inside the input, or with
+    ``include`` (count_include_pad) inside the padded input (``p`` before it, ``pa`` after)."""
+    lo, hi = (-p, n + pa) if include else (0, n)
+    return max(1, sum(lo <= pos * s + kk * d - p < hi for kk in range(k)))
+
+
+def _count_expr(o, n: int, k: int, s: int, d: int, p: int, pa: int, include: bool):
+    """``_count`` at a run-time output position ``o``."""
+    lo, hi = (-p, n + pa) if include else (0, n)
+    start = o * s - p
+    a, b = _i(lo + d - 1) - start, _i(hi - 1) - start
+    if d != 1:
+        a, b = E.FloorDiv(a, _i(d)), E.FloorDiv(b, _i(d))
+    return E.Max(E.Min(b, _i(k - 1)) - E.Max(a, _i(0)) + 1, _i(1))
+
+
 def _window(t) -> tuple:
     """``(nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl)`` of pooling stage ``t``: its
     input and output sizes, window, strides, dilation and top / left padding."""
     a = t.op.attrs
-    nb, ch, h, w = _shape(a["operands"][0])
-    _, _, oh, ow = _shape(t)
+    nb, ch = _shape(a["operands"][0])[:2]
+    h, w = _plane(a["operands"][0])
+    oh, ow = _plane(t)
     (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
     return nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, a["padding"][0], a["padding"][1]
 
@@ -68,6 +112,8 @@ def _window(t) -> tuple:
 def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
     """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``: the direct
     form where it applies, else the row form."""
+    if "bins" in t.op.attrs:
+        return emit_bins(ctx, t, out, x, combine)
     direct = emit_direct(ctx, t, out, x, combine) if DIRECT[vector_isa()] else None
     return direct if direct is not None else emit_rows(ctx, t, out, x, ident, combine)
 
@@ -84,6 +130,31 @@ def _interior(n: int, k: int, s: int, d: int, p: int, o: int) -> tuple[int, int]
 def _taps(pos: int, n: int, k: int, s: int, d: int, p: int) -> list[int]:
     """The window taps of output position ``pos`` that fall inside the input."""
     return [kk for kk in range(k) if 0 <= pos * s + kk * d - p < n]
+
+
+def _tree(vals, combine):
+    """A balanced combine of ``vals``: short dependency chains."""
+    while len(vals) > 1:
+        vals = [combine(vals[k], vals[k + 1]) if k + 1 < len(vals) else vals[k]
+                for k in range(0, len(vals), 2)]
+    return vals[0]
+
+
+def _overlapping(ctx, n: int, first: int, lanes: int, fbody) -> list[S.Stmt]:
+    """``fbody(j)`` for ``j`` in ``[first, first + n)``: vectors of ``lanes`` (4 when fewer),
+    the last one overlapping the one before rather than a scalar tail (``fbody`` must store
+    the same value when it runs twice at one ``j``)."""
+    vl = lanes if n >= lanes else (4 if n >= 4 else 0)
+    if not vl:
+        v = ctx.fresh("t")
+        return [S.For(v, first, n, S.ForKind.SERIAL, fbody(v))] if n else []
+    vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
+    parts = [S.For(vo, 0, n // vl, S.ForKind.SERIAL, S.For(
+        vi, 0, vl, S.ForKind.VECTORIZED, fbody(vo * vl + vi + first)))]
+    if n % vl:  # the last vector overlaps the one before it
+        vi = ctx.fresh("vi")
+        parts.append(S.For(vi, 0, vl, S.ForKind.VECTORIZED, fbody(vi + (first + n - vl))))
+    return parts
 
 
 def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
@@ -111,54 +182,54 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     lanes = DIRECT_LANES
     parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
     # (a max pool's padding holds the dtype's lowest finite value, as in ``emit_rows``)
-    padv = tir_op.min_value(dt) if t.op.name == "max_pool2d" else None
+    padv = tir_op.min_value(dt) if _is_max(t) else None
+    # a mean divides each window's sum by its tap count, a constant per edge row / column
+    mean = _is_mean(t)
+    pb, pr = t.op.attrs["padding"][2:]
+    include = bool(t.op.attrs.get("count_include_pad", False))
 
-    def tree(vals):  # a balanced combine: short dependency chains
-        while len(vals) > 1:
-            vals = [combine(vals[k], vals[k + 1]) if k + 1 < len(vals) else vals[k]
-                    for k in range(0, len(vals), 2)]
-        return vals[0]
+    def count_y(y):
+        return kh if ylo <= y < yhi else _count(y, h, kh, sh, dh, pt, pb, include)
+
+    def count_x(j):
+        return kw if xlo <= j < xhi else _count(j, w, kw, sw, dw, pl, pr, include)
+
+    def tree(vals):
+        return _tree(vals, combine)
 
     def window(b, c, oy, j, kys, kxs, padded, col):
         if col is not None:  # the rows already combined per input column
             cols = [E.BufferLoad(col, [j * sw + (kx * dw - pl)]) for kx in kxs]
         else:
-            cols = [tree([E.BufferLoad(x, [b, c, oy * sh + (ky * dh - pt),
-                                           j * sw + (kx * dw - pl)]) for ky in kys])
+            cols = [tree([E.BufferLoad(x, _at(x, b, c, oy * sh + (ky * dh - pt),
+                                              j * sw + (kx * dw - pl))) for ky in kys])
                     for kx in kxs]
         if padded and padv is not None:
             cols.append(padv)
         return tree(cols)
 
     def vector_loop(n, first, fbody):
-        """``fbody(j)`` for ``j`` in ``[first, first + n)``: vectors, the last one overlapping."""
-        vl = lanes if n >= lanes else (4 if n >= 4 else 0)
-        if not vl:
-            v = ctx.fresh("t")
-            return [S.For(v, first, n, S.ForKind.SERIAL, fbody(v))] if n else []
-        vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
-        parts = [S.For(vo, 0, n // vl, S.ForKind.SERIAL, S.For(
-            vi, 0, vl, S.ForKind.VECTORIZED, fbody(vo * vl + vi + first)))]
-        if n % vl:  # the last vector overlaps the one before it
-            vi = ctx.fresh("vi")
-            parts.append(S.For(vi, 0, vl, S.ForKind.VECTORIZED, fbody(vi + (first + n - vl))))
-        return parts
+        return _overlapping(ctx, n, first, lanes, fbody)
 
-    def row(b, c, oy, kys):
+    def row(b, c, oy, kys, cy):
         rpad = len(kys) < kh
-        col = decl_buffer((w,), dt, "pool_col") if sw > 1 and VERTICAL_FIRST else None
+        # (one row per window: nothing to combine first)
+        first = sw > 1 and VERTICAL_FIRST and len(kys) > 1
+        col = decl_buffer((w,), dt, "pool_col") if first else None
 
-        def put(j, kxs=tuple(range(kw)), cpad=False):
-            return S.BufferStore(out, window(b, c, oy, j, kys, kxs, rpad or cpad, col),
-                                 [b, c, oy, j])
+        def put(j, kxs=tuple(range(kw)), cpad=False, cx=kw):
+            v = window(b, c, oy, j, kys, kxs, rpad or cpad, col)
+            if mean:
+                v = v / E.FloatImm(dt, float(cy * cx))
+            return S.BufferStore(out, v, _at(out, b, c, oy, j))
 
         def edge(j):
-            return put(_i(j), _taps(j, w, kw, sw, dw, pl), True)
+            return put(_i(j), _taps(j, w, kw, sw, dw, pl), True, count_x(j))
 
         parts = []
         if col is not None:  # each input column's taps down the window's rows, once
             parts += vector_loop(w, 0, lambda j: S.BufferStore(col, tree([E.BufferLoad(
-                x, [b, c, oy * sh + (ky * dh - pt), j]) for ky in kys]), [j]))
+                x, _at(x, b, c, oy * sh + (ky * dh - pt), j)) for ky in kys]), [j]))
         parts += [edge(j) for j in range(xlo)]
         parts += vector_loop(xhi - xlo, xlo, put)
         parts += [edge(j) for j in range(xhi, ow)]
@@ -169,11 +240,16 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
 
     def plane(idx):
         b, c = idx
-        parts = [row(b, c, _i(y), _taps(y, h, kh, sh, dh, pt)) for y in range(ylo)]
+
+        def edge(y):
+            return row(b, c, _i(y), _taps(y, h, kh, sh, dh, pt), count_y(y))
+
+        parts = [edge(y) for y in range(ylo)]
         if yhi > ylo:
             v = ctx.fresh("oy")
-            parts.append(S.For(v, ylo, yhi - ylo, S.ForKind.SERIAL, row(b, c, v, range(kh))))
-        parts += [row(b, c, _i(y), _taps(y, h, kh, sh, dh, pt)) for y in range(yhi, oh)]
+            parts.append(S.For(v, ylo, yhi - ylo, S.ForKind.SERIAL,
+                               row(b, c, v, range(kh), kh)))
+        parts += [edge(y) for y in range(yhi, oh)]
         return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
     return _outer_loops(ctx, [nb, ch], parallel, plane)
@@ -190,7 +266,16 @@ def emit_rows(ctx, t, out, x, ident, combine) -> S.Stmt:
     parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
     # a max pool's padding holds the dtype's lowest finite value (TVM's topi), not the
     # reduction's identity (-inf): a window over padding and -inf inputs gives that value
-    padv = tir_op.min_value(dt) if t.op.name == "max_pool2d" else None
+    padv = tir_op.min_value(dt) if _is_max(t) else None
+    pb, pr = t.op.attrs["padding"][2:]
+    include = bool(t.op.attrs.get("count_include_pad", False))
+
+    def mean(v, oy, j):  # (a mean: the window's sum over its tap count)
+        if not _is_mean(t):
+            return v
+        cnt = _count_expr(oy, h, kh, sh, dh, pt, pb, include) * \
+            _count_expr(j, w, kw, sw, dw, pl, pr, include)
+        return v / E.Cast(dt, cnt)
 
     def row(idx):
         b, c, oy = idx
@@ -199,7 +284,8 @@ def emit_rows(ctx, t, out, x, ident, combine) -> S.Stmt:
         for ky in range(kh):
             iy = oy * sh + (ky * dh - pt)
             upd = _vector_inner(ctx, wvalid, lanes, lambda j, iy=iy: S.BufferStore(
-                vrow, combine(E.BufferLoad(vrow, [j + pl]), E.BufferLoad(x, [b, c, iy, j])),
+                vrow, combine(E.BufferLoad(vrow, [j + pl]),
+                              E.BufferLoad(x, _at(x, b, c, iy, j))),
                 [j + pl]))
             pad_row = None if padv is None else _vector_inner(
                 ctx, wp, lanes, lambda j: S.BufferStore(
@@ -221,15 +307,63 @@ def emit_rows(ctx, t, out, x, ident, combine) -> S.Stmt:
 
         if sw == 1:
             parts.append(_vector_inner(ctx, ow, lanes, lambda j: S.BufferStore(
-                out, window(j), [b, c, oy, j])))
+                out, mean(window(j), oy, j), _at(out, b, c, oy, j))))
             body = S.SeqStmt(parts)
         else:
             hrow = decl_buffer((hw,), dt, "pool_hrow")
             parts.append(_vector_inner(ctx, hw, lanes, lambda j: S.BufferStore(
                 hrow, window(j), [j])))
             parts.append(_vector_inner(ctx, ow, lanes, lambda j: S.BufferStore(
-                out, E.BufferLoad(hrow, [j * sw]), [b, c, oy, j])))
+                out, mean(E.BufferLoad(hrow, [j * sw]), oy, j), _at(out, b, c, oy, j))))
             body = S.Allocate(hrow.data, dt, [hw], True, S.DeclBuffer(hrow, S.SeqStmt(parts)))
         return S.Allocate(vrow.data, dt, [wp], True, S.DeclBuffer(vrow, body))
 
     return _outer_loops(ctx, [nb, ch, oh], parallel, row)
+
+
+def bins_supported(t) -> bool:
+    """Is adaptive stage ``t`` small enough to write its cells out one by one?"""
+    ybins, xbins = t.op.attrs["bins"]
+    taps = len(ybins) * sum(hi - lo for lo, hi in xbins)
+    return taps <= BINS_MAX_TAPS
+
+
+def emit_bins(ctx, t, out, x, combine) -> S.Stmt:
+    """Adaptive pooling stage ``t`` (attrs ``bins``: the static input range of each output row
+    and column) into ``out``. Per (image, channel) plane and output row, the input rows of the
+    row's bin are combined into a row temporary with unit-stride vectors (a one-row bin reads
+    the input itself); then each output cell combines its bin's columns of that row, written
+    out one by one. Every tap is read once per bin; the generic reduction instead masked a
+    window as wide as the widest bin, with index arithmetic per tap."""
+    ybins, xbins = t.op.attrs["bins"]
+    nb, ch = _shape(x)[:2]
+    h, w = _plane(x)
+    dt = t.dtype
+    parallel = nb * ch * h * w >= PARALLEL_MIN_WORK
+
+    def plane(idx):
+        b, c = idx
+        row = decl_buffer((w,), dt, "pool_bin_row")
+        parts = []
+        for oy, (ylo, yhi) in enumerate(ybins):
+            if yhi - ylo > 1:
+                def fill(j, rows=range(ylo, yhi)):
+                    loads = [E.BufferLoad(x, _at(x, b, c, _i(y), j)) for y in rows]
+                    return S.BufferStore(row, _tree(loads, combine), [j])
+
+                parts += _overlapping(ctx, w, 0, DIRECT_LANES, fill)
+
+                def src(j):
+                    return E.BufferLoad(row, [_i(j)])
+            else:
+                def src(j, y=ylo):
+                    return E.BufferLoad(x, _at(x, b, c, _i(y), _i(j)))
+            for ox, (xlo, xhi) in enumerate(xbins):
+                v = _tree([src(j) for j in range(xlo, xhi)], combine)
+                if _is_mean(t):
+                    v = v / E.FloatImm(dt, float((yhi - ylo) * (xhi - xlo)))
+                parts.append(S.BufferStore(out, v, _at(out, b, c, _i(oy), _i(ox))))
+        body = S.SeqStmt(parts)
+        return S.Allocate(row.data, dt, [w], True, S.DeclBuffer(row, body))
+
+    return _outer_loops(ctx, [nb, ch], parallel, plane)

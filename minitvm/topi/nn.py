@@ -1,4 +1,5 @@
-"""Computes of the neural-network operators: dense/matmul, conv2d, pooling, softmax, bias_add.
+"""Computes of the neural-network operators: dense/matmul, conv2d, global pooling (the window
+and adaptive pools are in ``pooling``), softmax, bias_add.
 
 Heavy ops carry a ``tag`` (``dense``, ``batch_matmul``, ``conv2d_nchw``) and their parameters in
 the compute's ``attrs``, so the scheduler can route them to a GEMM (BLAS or generated) instead of
@@ -139,76 +140,8 @@ def _conv2d(attrs, inputs, out_type):
     return [te.compute(shape, body, name="conv2d", tag="conv2d_nchw", attrs=info)]
 
 
-def _pool(kind):
-    def fcompute(attrs, inputs, out_type):
-        t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
-        x = inputs[0]
-        if attrs.layout != "NCHW":
-            raise ValueError("pooling is lowered natively for NCHW only")
-        _, _, h, wd = ishape(x)
-        kh, kw = attrs.pool_size
-        sh, sw = attrs.strides
-        dh, dw = attrs.dilation
-        pt, pl, pb, pr = _pads(attrs.padding)
-        ry = te.reduce_axis((0, kh), name="ry")
-        rx = te.reduce_axis((0, kw), name="rx")
-        padded = any((pt, pl, pb, pr)) or bool(attrs.ceil_mode)
-        # read by the back end's row-wise pooling schedule (relay/backend/pool_schedule.py)
-        info = {"operands": (x,), "pool_size": (kh, kw), "strides": (sh, sw),
-                "dilation": (dh, dw), "padding": (pt, pl, pb, pr)}
-
-        def src(b, c, y, xx):
-            iy = y * sh + ry * dh - pt
-            ix = xx * sw + rx * dw - pl
-            if not padded:
-                return None, x[b, c, iy, ix]
-            return padded_load(x, (b, c, iy, ix), (2, 3), (h, wd))
-
-        if kind == "max":
-            def body(b, c, y, xx):
-                cond, v = src(b, c, y, xx)
-                if cond is not None:
-                    # TVM's topi pads a max pool with the dtype's lowest finite value
-                    v = E.Select(cond, v, tir_op.min_value(x.dtype))
-                return ieee_max(v, axis=[ry, rx])
-
-            return [te.compute(shape, body, name="max_pool2d", tag="pool2d_window",
-                               attrs=info)]
-
-        def body(b, c, y, xx):
-            cond, v = src(b, c, y, xx)
-            if cond is not None:
-                v = E.Select(cond, v, E.const(0, x.dtype))
-            return te.sum(v, axis=[ry, rx])
-
-        summed = te.compute(shape, body, name="avg_pool_sum", tag="pool2d_window", attrs=info)
-
-        def taps(o, s, p, k, d, n):
-            # window taps t < k (spaced d) with 0 <= o*s - p + t*d < n
-            lo = E.Max(E.FloorDiv(_i(p + d - 1) - o * s, _i(d)), _i(0))
-            hi = E.Min(E.FloorDiv(_i(n - 1 + p) - o * s, _i(d)), _i(k - 1))
-            return E.Max(hi - lo + 1, _i(0))
-
-        if attrs.count_include_pad or not padded:
-            def div(b, c, y, xx):
-                if not padded:
-                    return summed[b, c, y, xx] / E.const(kh * kw, t.dtype)
-                # count_include_pad counts the padding but never a tap beyond the padded border
-                # (a ceil-mode window hangs over it), with dilated taps counted one by one
-                cnt = taps(y, sh, 0, kh, dh, h + pt + pb) * taps(xx, sw, 0, kw, dw, wd + pl + pr)
-                return summed[b, c, y, xx] / E.Cast(t.dtype, E.Max(cnt, _i(1)))
-        else:
-            def div(b, c, y, xx):
-                cnt = taps(y, sh, pt, kh, dh, h) * taps(xx, sw, pl, kw, dw, wd)
-                return summed[b, c, y, xx] / E.Cast(t.dtype, E.Max(cnt, _i(1)))
-        return [te.compute(shape, div, name="avg_pool2d")]
-
-    return fcompute
-
-
-compute("nn.max_pool2d")(_pool("max"))
-compute("nn.avg_pool2d")(_pool("avg"))
+# nn.max_pool1d/2d, nn.avg_pool1d/2d and the adaptive pools: topi/pooling.py
+from . import pooling  # noqa: E402,F401
 
 
 def _global_pool(kind):

@@ -1,5 +1,5 @@
 """Tensor-expression computes (``FTECompute``) of the N-d and detection ops lowered natively:
-nn.conv3d, nn.max_pool3d / avg_pool3d, adaptive and global 1-D/3-D pools, vision.yolo_reorg,
+nn.conv3d, nn.max_pool3d / avg_pool3d, adaptive 3-D and global 1-D/3-D pools, vision.yolo_reorg,
 sliding_window, meshgrid, nn.fifo_buffer and the cross-entropy losses.
 
 Out-of-range window taps read a clamped index and are masked with ``Select`` (every load stays
@@ -179,9 +179,10 @@ def _adaptive(kind, spatial):
     return fcompute
 
 
-for _nd, _sp in ((1, "W"), (3, "DHW")):
-    for _kind in ("max", "avg"):
-        compute(f"nn.adaptive_{_kind}_pool{_nd}d")(_adaptive(_kind, _sp))
+# (nn.adaptive_{max,avg}_pool1d: topi/pooling.py, with the window pools the pool schedule takes)
+for _kind in ("max", "avg"):
+    compute(f"nn.adaptive_{_kind}_pool3d")(_adaptive(_kind, "DHW"))
+    for _nd, _sp in ((1, "W"), (3, "DHW")):
         compute(f"nn.global_{_kind}_pool{_nd}d")(_adaptive(_kind, _sp))
 
 
