@@ -297,6 +297,26 @@ def vector_inner(ctx, extent, lanes: int, body_fn):
 
 
 
+def overlapping_vectors(ctx, first: int, length: int, lanes: int, fbody) -> list[S.Stmt]:
+    """``fbody(j)`` for ``j`` in ``[first, first + length)``: vectors of ``lanes`` (of 4 when the
+    range is shorter), the last one overlapping the one before instead of a scalar tail, and a
+    serial loop under 4. ``fbody`` must store the same value when it runs twice at one ``j``
+    (a copy or a pure function of the inputs)."""
+    vl = lanes if length >= lanes else (4 if length >= 4 else 0)
+    if not vl:
+        v = ctx.fresh("t")
+        return [S.For(v, imm(first), imm(length), S.ForKind.SERIAL, fbody(v))] if length else []
+    vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
+    vec = S.For(vi, imm(0), imm(vl), S.ForKind.VECTORIZED, fbody(vo * vl + vi + first))
+    out = [S.For(vo, imm(0), imm(length // vl), S.ForKind.SERIAL, vec) if length // vl > 1
+           else substitute(vec, {vo: imm(0)})]
+    if length % vl:
+        vi = ctx.fresh("vi")
+        out.append(S.For(vi, imm(0), imm(vl), S.ForKind.VECTORIZED,
+                         fbody(vi + (first + length - vl))))
+    return out
+
+
 def fold_lanes(ctx, acc, lanes: int, combine, dt: str = "int32") -> list[S.Stmt]:
     """Statements folding the ``lanes`` partial results of local buffer ``acc`` into ``acc[0]``
     by halves (``acc[l] = combine(acc[l], acc[l + half])``, vectorized): log2(lanes) steps.

@@ -20,9 +20,7 @@ from ..arith import Analyzer
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from .common import const_int, imm
-
-MIN_PIECE_VECTOR = 4  # pieces shorter than this are stored element by element
+from .common import const_int, overlapping_vectors
 
 
 def _cut_of(e, j) -> int | None:
@@ -90,22 +88,5 @@ def split_pieces(ctx, t, buf, body, outer: list, lanes: int) -> S.Stmt | None:
                     for a, i in zip(axes, idx)}
             return S.BufferStore(buf, substitute(piece, vals), idx)
 
-        parts += _copy_range(ctx, lo, hi - lo, lanes, store)
+        parts += overlapping_vectors(ctx, lo, hi - lo, lanes, store)
     return S.SeqStmt(parts) if len(parts) > 1 else parts[0]
-
-
-def _copy_range(ctx, first: int, length: int, lanes: int, store) -> list[S.Stmt]:
-    """``store(j)`` for ``j`` in ``[first, first + length)``: vectors of ``lanes`` (or 4), the
-    last overlapping the one before; element by element when shorter than 4."""
-    vl = lanes if length >= lanes else (MIN_PIECE_VECTOR if length >= MIN_PIECE_VECTOR else 0)
-    if not vl:
-        return [store(imm(first + m)) for m in range(length)]
-    vo, vi = ctx.fresh("po"), ctx.fresh("pi")
-    vec = S.For(vi, imm(0), imm(vl), S.ForKind.VECTORIZED, store(vo * vl + vi + first))
-    out = [S.For(vo, imm(0), imm(length // vl), S.ForKind.SERIAL, vec) if length // vl > 1
-           else substitute(vec, {vo: imm(0)})]
-    if length % vl:
-        vi = ctx.fresh("pi")
-        out.append(S.For(vi, imm(0), imm(vl), S.ForKind.VECTORIZED,
-                         store(vi + (first + length - vl))))
-    return out

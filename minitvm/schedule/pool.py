@@ -23,8 +23,8 @@ from ..topi.utils import static_shape as _shape
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
+from .common import overlapping_vectors, vector_isa
 from .common import vector_inner as _vector_inner
-from .common import vector_isa
 
 POOL_TAG = "pool2d_window"
 PARALLEL_MIN_WORK = 1 << 16  # window loads before the rows run on the thread pool
@@ -140,23 +140,6 @@ def _tree(vals, combine):
     return vals[0]
 
 
-def _overlapping(ctx, n: int, first: int, lanes: int, fbody) -> list[S.Stmt]:
-    """``fbody(j)`` for ``j`` in ``[first, first + n)``: vectors of ``lanes`` (4 when fewer),
-    the last one overlapping the one before rather than a scalar tail (``fbody`` must store
-    the same value when it runs twice at one ``j``)."""
-    vl = lanes if n >= lanes else (4 if n >= 4 else 0)
-    if not vl:
-        v = ctx.fresh("t")
-        return [S.For(v, first, n, S.ForKind.SERIAL, fbody(v))] if n else []
-    vo, vi = ctx.fresh("vo"), ctx.fresh("vi")
-    parts = [S.For(vo, 0, n // vl, S.ForKind.SERIAL, S.For(
-        vi, 0, vl, S.ForKind.VECTORIZED, fbody(vo * vl + vi + first)))]
-    if n % vl:  # the last vector overlaps the one before it
-        vi = ctx.fresh("vi")
-        parts.append(S.For(vi, 0, vl, S.ForKind.VECTORIZED, fbody(vi + (first + n - vl))))
-    return parts
-
-
 def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     """Pooling stage ``t`` computed output vector by output vector from the input (None when
     the window, stride or edges are too large for it).
@@ -209,7 +192,7 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
         return tree(cols)
 
     def vector_loop(n, first, fbody):
-        return _overlapping(ctx, n, first, lanes, fbody)
+        return overlapping_vectors(ctx, first, n, lanes, fbody)
 
     def row(b, c, oy, kys, cy):
         rpad = len(kys) < kh
@@ -351,7 +334,7 @@ def emit_bins(ctx, t, out, x, combine) -> S.Stmt:
                     loads = [E.BufferLoad(x, _at(x, b, c, _i(y), j)) for y in rows]
                     return S.BufferStore(row, _tree(loads, combine), [j])
 
-                parts += _overlapping(ctx, w, 0, DIRECT_LANES, fill)
+                parts += overlapping_vectors(ctx, 0, w, DIRECT_LANES, fill)
 
                 def src(j):
                     return E.BufferLoad(row, [_i(j)])
