@@ -5,7 +5,9 @@ body is a sequence of loop nests, each running one ``T.block`` that stores one e
 buffer (a reduction block adds ``T.init``). ``analyze_nest`` checks that a nest is such a
 block, ``raise_nest`` turns it into a TE stage (a ``ComputeOp`` over the stages or
 placeholders it reads; a reduction block becomes a ``te`` reduction) tagged by
-``raise_patterns.op_tag`` when it is a GEMM or a conv2d, as the rule table keys them.
+``raise_patterns.op_tag`` when it is a GEMM or a conv2d (grouped and depthwise too) and by
+``raise_pool.pool_tag`` when it is a window pool, as the rule table keys them; an average pool's
+division by its counts becomes one mean stage (``raise_pool.fused_mean``).
 Statements it cannot raise are kept as they are; ``segments`` groups the top-level statements
 into runs of raised stages and kept statements, in program order.
 """
@@ -21,7 +23,9 @@ from ..tir.buffer import Buffer
 from ..tir.expr import IterVar, Range
 from ..tir.stmt_functor import post_order, stmt_exprs, substitute, transform_expr, walk_stmts
 from .common import const_int, same_dims
+from .pool import POOL_TAG
 from .raise_patterns import gemm_tag, op_tag  # noqa: F401  (gemm_tag re-exported)
+from .raise_pool import fused_mean, pool_tag
 
 
 @dataclass
@@ -194,9 +198,15 @@ def raise_nest(nest: Nest, tensor_of) -> Tensor:
         body = to_te(st.value)
     t = _new_tensor(blk.name_hint, "", blk.annotations, axis, body, nest.out.shape)
     tag, attrs = op_tag(t)
+    if not tag and raxis:
+        tag, attrs = pool_tag(t)
     if tag:
         t.op.tag = tag
         t.op.attrs = {**t.op.attrs, **attrs}
+        if tag == POOL_TAG:  # (named as topi names it: "max_pool2d", "sum_pool2d")
+            t.op.name = f"{attrs['kind']}_pool{len(t.shape) - 2}d"
+    elif not raxis:
+        t = fused_mean(t) or t  # an average pool's division by its counts: one mean stage
     return t
 
 

@@ -3,7 +3,8 @@
 
 ``op_tag(t)`` returns ``(tag, attrs)`` in the form the TOPI computes attach them (``matmul`` /
 ``batch_matmul`` with ``transpose_*`` and ``operands``; ``conv2d_nchw`` with strides, dilation,
-padding, groups and the unpadded input as operand), or ``("", {})``.
+padding, groups and the unpadded input as operand), or ``("", {})``. Window pools are
+``raise_pool``'s.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def _window_index(e, out_var, red_var):
     return _coef(terms, out_var), _coef(terms, red_var), const
 
 
-def _conjuncts(cond) -> list:
+def conjuncts(cond) -> list:
     out, stack = [], [cond]
     while stack:
         c = stack.pop()
@@ -155,7 +156,7 @@ def _bounds(cond, axis_vars) -> dict | None:
     """``{id(var): [lo, hi]}`` (``lo <= var < hi``; None where unbounded) from a conjunction
     of comparisons between one axis variable and constants, or None for anything else."""
     out = {id(v): [None, None] for v in axis_vars}
-    for c in _conjuncts(cond):
+    for c in conjuncts(cond):
         if not isinstance(c, (E.LT, E.LE, E.GT, E.GE)):
             return None
         aff = affine(E.Sub(c.a, c.b))  # c.a - c.b  (op)  0
@@ -236,10 +237,67 @@ def pad_of(p: Tensor):
     return x, pt, pl, pb, pr
 
 
+def _group_channel(e, o, rc) -> tuple[int, int] | None:
+    """``(og, cg)`` when input channel index ``e`` is ``o // og * cg + rc`` (a grouped conv:
+    ``og`` output and ``cg`` input channels a group; ``og == 1`` may drop the division)."""
+    terms, const, stack = {}, 0, [(e, 1, 0)]
+    while stack:  # (``affine`` with ``o // og`` as one more variable)
+        x, scale, depth = stack.pop()
+        if depth > MAX_INDEX_DEPTH:
+            return None
+        if isinstance(x, E.FloorDiv) and x.a is o and (const_int(x.b) or 0) >= 1:
+            key = ("div", const_int(x.b))
+        elif x is o:
+            key = ("div", 1)
+        elif x is rc:
+            key = ("rc", 0)
+        elif isinstance(x, E.IntImm):
+            const += scale * x.value
+            continue
+        elif isinstance(x, E.Cast) and x.dtype.startswith("int") and \
+                x.value.dtype.startswith("int"):
+            stack.append((x.value, scale, depth + 1))
+            continue
+        elif isinstance(x, E.Add):
+            stack.extend(((x.a, scale, depth + 1), (x.b, scale, depth + 1)))
+            continue
+        elif isinstance(x, E.Mul) and const_int(x.b) is not None:
+            stack.append((x.a, scale * const_int(x.b), depth + 1))
+            continue
+        elif isinstance(x, E.Mul) and const_int(x.a) is not None:
+            stack.append((x.b, scale * const_int(x.a), depth + 1))
+            continue
+        else:
+            return None
+        terms[key] = terms.get(key, 0) + scale
+    terms = {k: c for k, c in terms.items() if c}
+    divs = [k for k in terms if k[0] == "div"]
+    if const or terms.get(("rc", 0)) != 1 or len(divs) != 1 or len(terms) != 2 or \
+            terms[divs[0]] < 1:
+        return None
+    return divs[0][1], terms[divs[0]]
+
+
+def _groups(chan, o, rc, t, xt, wt) -> int | None:
+    """The groups of conv stage ``t`` reading input channel ``chan`` of ``xt`` (weight ``wt``:
+    ``[O, C/G, KH, KW]``), or None when ``chan`` is no channel of a (grouped) conv."""
+    if chan is rc:
+        return 1 if same_dims(wt.shape[1:2], xt.shape[1:2]) else None
+    found = _group_channel(chan, o, rc)
+    dims = [const_int(d) for d in (t.shape[1], wt.shape[1], xt.shape[1])]
+    if found is None or None in dims:
+        return None
+    (og, cg), (out_ch, w_cg, in_ch) = found, dims
+    if cg != w_cg or out_ch % og or in_ch != out_ch // og * cg:
+        return None
+    return out_ch // og
+
+
 def conv_tag(t: Tensor) -> tuple[str, dict]:
-    """``("conv2d_nchw", attrs)`` for ``sum_{c,ky,kx} X[n, c, y*sh + ky*dh, x*sw + kx*dw] *
-    W[o, c, ky, kx]`` (one group; X a zero-pad stage of the input, or the input itself),
-    else ("", {})."""
+    """``("conv2d_nchw", attrs)`` for ``sum_{c,ky,kx} X[n, g(o) + c, y*sh + ky*dh, x*sw +
+    kx*dw] * W[o, c, ky, kx]`` (X a zero-pad stage of the input, or the input itself; ``g(o)``
+    is 0 for one group, ``o // (O/G) * (C/G)`` for G: grouped and depthwise convs as
+    LegalizeOps writes them), else ("", {})."""
     loads = _sum_of_products(t)
     if loads is None or len(t.shape) != 4 or len(t.op.body.axis) != 3:
         return "", {}
@@ -253,17 +311,17 @@ def conv_tag(t: Tensor) -> tuple[str, dict]:
         if not all(isinstance(v, E.Var) and id(v) in red for v in (rc, ry, rx)) or \
                 len({id(rc), id(ry), id(rx)}) != 3:
             continue
-        if d.indices[0] is not n or d.indices[1] is not rc:
+        groups = _groups(d.indices[1], o, rc, t, xt, wt) if d.indices[0] is n else None
+        if groups is None:
             continue
         wy, wx = _window_index(d.indices[2], y, ry), _window_index(d.indices[3], x, rx)
         if wy is None or wx is None or wy[2] != 0 or wx[2] != 0 or min(*wy[:2], *wx[:2]) < 1:
             continue
         if not same_dims([red[id(rc)].dom.extent, red[id(ry)].dom.extent,
-                          red[id(rx)].dom.extent], wt.shape[1:]) or \
-                not same_dims(wt.shape[1:2], xt.shape[1:2]):
+                          red[id(rx)].dom.extent], wt.shape[1:]):
             continue
         pad = pad_of(xt)
         src, pads = (xt, (0, 0, 0, 0)) if pad is None else (pad[0], pad[1:])
         return "conv2d_nchw", {"strides": (wy[0], wx[0]), "dilation": (wy[1], wx[1]),
-                               "padding": tuple(pads), "groups": 1, "operands": (src, wt)}
+                               "padding": tuple(pads), "groups": groups, "operands": (src, wt)}
     return "", {}

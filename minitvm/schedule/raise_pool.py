@@ -1,0 +1,273 @@
+"""Window pooling in raised TE stages: LegalizeOps' ``max_pool`` / ``avg_pool`` blocks tagged
+as Relay's pool stages are, so the rule table's pool schedule computes them.
+
+LegalizeOps writes a pool as one reduction per output element over the window, each tap read
+at clamped indices and masked where it falls outside the input::
+
+    pool_max[n, c, y, x] = max_{ry, rx} Select(0 <= y*sh + ry*dh - pt < H and (the same in W),
+                                               X[n, c, clamp(y*sh + ry*dh - pt), clamp(...)],
+                                               lowest)
+
+and an average as such a sum (masked taps 0) followed by a stage dividing it by the count of
+taps. ``pool_tag`` recognizes the reduction (max or sum over a 1-D or 2-D window on the
+trailing axes) and gives the attrs ``pool.supported`` reads; ``fused_mean`` turns the division
+stage into one mean stage (kind "avg") when its divisor is the pool's tap count at every output
+position (with or without count_include_pad), so the schedule sums and divides once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..te.tensor import ComputeOp, Tensor
+from ..tir import expr as E
+from ..tir import op as tir_op
+from ..tir.expr import IterVar, Range
+from ..tir.stmt_functor import post_order, substitute
+from .common import const_int, same_dims
+from .pool import POOL_TAG
+from .raise_patterns import affine, conjuncts
+
+NONE: tuple[str, dict] = ("", {})
+_FLIP = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE}
+
+
+def _constant(e) -> int | None:
+    """``e`` as an int when it folds to a constant (``T.int64(12) - T.int64(1)``), else None."""
+    aff = affine(e)
+    return aff[1] if aff is not None and not aff[0] else None
+
+
+def _unclamp(e, n: int):
+    """``(inner, True)`` when ``e`` clamps ``inner`` to ``[0, n - 1]`` (``min(max(inner, 0),
+    n - 1)`` or ``max(min(inner, n - 1), 0)``), else ``(e, False)``."""
+    for outer, inner_cls, out_bound, in_bound in ((E.Min, E.Max, n - 1, 0),
+                                                  (E.Max, E.Min, 0, n - 1)):
+        if isinstance(e, outer) and isinstance(e.a, inner_cls) and \
+                _constant(e.b) == out_bound and _constant(e.a.b) == in_bound:
+            return e.a.a, True
+    return e, False
+
+
+def _window(e, out_var, red_var):
+    """``(stride, dilation, offset)`` when ``e == stride*out + dilation*red + offset``."""
+    aff = affine(e)
+    if aff is None or set(aff[0]) != {id(out_var), id(red_var)}:
+        return None
+    terms, const = aff
+    return terms[id(out_var)][1], terms[id(red_var)][1], const
+
+
+def _window_bounds(cond, wins) -> list | None:
+    """``[[lo, hi], ...]``: the range ``cond`` (a conjunction of comparisons, each of one
+    window position ``stride*out + dilation*red + offset`` with a constant) allows each window
+    position of ``wins`` (``(out, red, stride, dilation, offset)``; None where unbounded), or
+    None when ``cond`` is anything else."""
+    out = [[None, None] for _ in wins]
+    for c in conjuncts(cond):
+        if type(c) not in _FLIP:
+            return None
+        aff = affine(E.Sub(c.a, c.b))
+        if aff is None:
+            return None
+        terms, k = aff
+        for q, (o, r, s, d, off) in enumerate(wins):
+            if set(terms) != {id(o), id(r)}:
+                continue
+            sign = terms[id(o)][1] // s if terms[id(o)][1] in (s, -s) else 0
+            if sign == 0 or terms[id(r)][1] != sign * d:
+                return None
+            # sign * (W - off) + k  op  0, W the window position
+            op, bound = (type(c), off - k) if sign == 1 else (_FLIP[type(c)], k + off)
+            lo, hi = out[q]
+            if op is E.GE or op is E.GT:
+                b = bound + (op is E.GT)
+                out[q][0] = b if lo is None else max(lo, b)
+            else:
+                b = bound + (op is E.LE)
+                out[q][1] = b if hi is None else min(hi, b)
+            break
+        else:
+            return None
+    return out
+
+
+def _as_2d(vals, one):
+    """A 1-D window attribute as the 2-D one with a unit H axis (``pool.py``'s terms)."""
+    return (one, *vals) if len(vals) == 1 else tuple(vals)
+
+
+def _is_value(e, v: float) -> bool:
+    return isinstance(e, (E.FloatImm, E.IntImm)) and float(e.value) == v
+
+
+def pool_tag(t: Tensor) -> tuple[str, dict]:
+    """``(POOL_TAG, attrs)`` when raised stage ``t`` is a max or sum pool over a 1-D or 2-D
+    window on its trailing axes (NCW / NCHW, any stride, dilation and padding), else
+    ``("", {})``. The attrs are those of Relay's pool stages: ``operands``, ``kind`` ("max" or
+    "sum"), ``pool_size``, ``strides``, ``dilation``, ``padding`` (top, left, bottom, right;
+    bottom / right the windows' overhang past the input), ``count_include_pad``."""
+    body = t.op.body
+    if not isinstance(body, E.Reduce) or len(body.source) != 1 or \
+            not (isinstance(body.condition, E.IntImm) and body.condition.value):
+        return NONE
+    comb = body.combiner
+    kind = {E.Max: "max", E.Add: "sum"}.get(type(comb.result[0]))
+    res = comb.result[0]
+    if kind is None or {id(res.a), id(res.b)} != {id(comb.lhs[0]), id(comb.rhs[0])}:
+        return NONE
+    ident = body.init[0] if body.init else comb.identity_element[0]
+    if (kind == "sum" and not _is_value(ident, 0.0)) or (kind == "max" and not (
+            _is_value(ident, float("-inf")) or
+            _is_value(ident, tir_op.min_value(t.dtype).value))):
+        return NONE
+    axes, raxes = [iv.var for iv in t.op.axis], body.axis
+    nd = len(raxes)
+    if nd not in (1, 2) or len(axes) != nd + 2:
+        return NONE
+    src = body.source[0]
+    cond, load, pad = (src.condition, src.true_value, src.false_value) if \
+        isinstance(src, E.Select) else (None, src, None)
+    if not isinstance(load, E.ProducerLoad) or len(load.indices) != len(axes) or \
+            load.indices[0] is not axes[0] or load.indices[1] is not axes[1]:
+        return NONE
+    x = load.producer
+    sizes = [const_int(d) for d in x.shape[2:]]
+    outs = [const_int(d) for d in t.shape[2:]]
+    if x.dtype != t.dtype or not same_dims(x.shape[:2], t.shape[:2]) or None in sizes + outs:
+        return NONE
+    wins, clamped, ks = [], [], []
+    for q, iv in enumerate(raxes):
+        inner, cl = _unclamp(load.indices[2 + q], sizes[q])
+        win = _window(inner, axes[2 + q], iv.var)
+        k = const_int(iv.dom.extent)
+        if win is None or k is None or const_int(iv.dom.min) != 0 or min(win[:2]) < 1 or \
+                win[2] > 0:
+            return NONE
+        wins.append((axes[2 + q], iv.var, *win))
+        clamped.append(cl)
+        ks.append(k)
+    bounds = [[None, None]] * nd if cond is None else _window_bounds(cond, wins)
+    if bounds is None:
+        return NONE
+    pads_after = []
+    for (_, _, s, d, off), cl, (lo, hi), k, n, o in zip(wins, clamped, bounds, ks, sizes, outs):
+        last = (o - 1) * s + (k - 1) * d + off  # the last window position any tap reads
+        if cl and (lo, hi) != (0, n):
+            return NONE  # a clamp must be exactly the masked input range
+        if not cl and ((lo, hi) != (None, None) or off < 0 or last >= n):
+            return NONE  # (an unmasked axis must read inside the input)
+        pads_after.append(max(0, last + 1 - n))
+    if any(clamped):
+        want = tir_op.min_value(t.dtype).value if kind == "max" else 0.0
+        if pad is None or not _is_value(pad, want):
+            return NONE
+    elif cond is not None:
+        return NONE
+    befores = [-w[4] for w in wins]
+    return POOL_TAG, {
+        "operands": (x,), "kind": kind, "pool_size": _as_2d(ks, 1),
+        "strides": _as_2d([w[2] for w in wins], 1), "dilation": _as_2d([w[3] for w in wins], 1),
+        "padding": (*_as_2d(befores, 0), *_as_2d(pads_after, 0)), "count_include_pad": False}
+
+
+# ---------------------------------------------------------------------------------- means
+_NP_BINARY = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.Min: np.minimum,
+              E.Max: np.maximum, E.FloorDiv: np.floor_divide, E.FloorMod: np.mod}
+
+
+def _evaluate(e, env: dict):
+    """``e`` evaluated with numpy, its variables bound by ``env`` (``{id(var): array}``), or
+    None when it holds anything but integer arithmetic, min / max and casts."""
+    val: dict[int, object] = {}
+    for n in post_order(e):
+        if isinstance(n, (E.IntImm, E.FloatImm)):
+            v = n.value
+        elif isinstance(n, E.Var):
+            if id(n) not in env:
+                return None
+            v = env[id(n)]
+        elif type(n) in _NP_BINARY:
+            if n.dtype.startswith("float") and isinstance(n, (E.FloorDiv, E.FloorMod)):
+                return None
+            v = _NP_BINARY[type(n)](val[id(n.a)], val[id(n.b)])
+        elif isinstance(n, E.Div) and n.dtype.startswith("float"):
+            v = np.true_divide(val[id(n.a)], val[id(n.b)])
+        elif isinstance(n, E.Cast) and n.dtype.startswith(("int", "float")):
+            v = np.asarray(val[id(n.value)], "float64" if n.dtype.startswith("float")
+                           else "int64")
+            if n.dtype.startswith("int") and n.value.dtype.startswith("float"):
+                return None  # (float -> int truncation: not a count)
+        else:
+            return None
+        val[id(n)] = v
+    return val[id(e)]
+
+
+def _counts(attrs, plane, include: bool, after) -> np.ndarray:
+    """The taps each output position of pool ``attrs`` divides by (1 at least): ``plane`` is
+    ((OH, OW), (H, W)), the output's and the input's; ``after`` the bottom / right padding a
+    count_include_pad count reaches."""
+    (oh, ow), (h, w) = plane
+    out = None
+    for o, n, k, s, d, p, pa, shape in zip((oh, ow), (h, w), attrs["pool_size"],
+                                           attrs["strides"], attrs["dilation"],
+                                           attrs["padding"][:2], after, ((-1, 1), (1, -1))):
+        lo, hi = (-p, n + pa) if include else (0, n)
+        pos = np.arange(o)[:, None] * s + np.arange(k)[None, :] * d - p
+        cnt = np.maximum(((pos >= lo) & (pos < hi)).sum(axis=1), 1).reshape(shape)
+        out = cnt if out is None else out * cnt
+    return out
+
+
+def fused_mean(u: Tensor) -> Tensor | None:
+    """One mean stage (kind "avg") for raised stage ``u`` when ``u`` divides a sum pool stage
+    (``pool_tag``'s kind "sum", float) at its own position by that pool's tap count at every
+    output position, counting the padding or not (count_include_pad); else None."""
+    body = u.op.body
+    if not isinstance(u.op, ComputeOp) or isinstance(body, E.Reduce) or \
+            not isinstance(body, E.Div) or not isinstance(body.a, E.ProducerLoad):
+        return None
+    s = body.a.producer
+    axes = [iv.var for iv in u.op.axis]
+    if not isinstance(s.op, ComputeOp) or s.op.tag != POOL_TAG or \
+            s.op.attrs.get("kind") != "sum" or not s.dtype.startswith("float") or \
+            s.dtype != u.dtype or len(body.a.indices) != len(axes) or \
+            any(i is not v for i, v in zip(body.a.indices, axes)):
+        return None
+    a = s.op.attrs
+    x = a["operands"][0]
+    plane = [(const_int(t.shape[-2]) if len(t.shape) == 4 else 1, const_int(t.shape[-1]))
+             for t in (u, x)]
+    env = {id(axes[-1]): np.arange(plane[0][1])[None, :]}
+    if len(axes) == 4:
+        env[id(axes[2])] = np.arange(plane[0][0])[:, None]
+    den = _evaluate(body.b, env)
+    if den is None:
+        return None
+    den = np.broadcast_to(np.asarray(den, "float64"), plane[0])
+    overhang = a["padding"][2:]
+    candidates = [(False, overhang)] + [(True, (pb, pr)) for pb in range(overhang[0] + 1)
+                                        for pr in range(overhang[1] + 1)]
+    for include, after in candidates:
+        if np.array_equal(den, _counts(a, plane, include, after)):
+            break
+    else:
+        return None
+    # the sum's taps, each over the count: read again from the pool's input at u's position
+    vmap = {iv.var: v for iv, v in zip(s.op.axis, axes)}
+    raxes = []
+    for iv in s.op.body.axis:
+        r = E.Var(iv.var.name, iv.var.dtype)
+        vmap[iv.var] = r
+        raxes.append(IterVar(Range.from_min_extent(iv.dom.min, iv.dom.extent), r,
+                             IterVar.CommReduce))
+    red = s.op.body
+    src = E.Div(substitute(red.source[0], vmap), body.b)
+    mean = E.Reduce(red.combiner, [src], raxes, None, 0, list(red.init))
+    attrs = {**u.op.attrs, **a, "kind": "avg", "count_include_pad": include,
+             "padding": (*a["padding"][:2], *after)}
+    op = ComputeOp(f"avg_pool{len(axes) - 2}d", POOL_TAG, attrs, u.op.axis, mean)
+    t = Tensor(op, 0, u.shape, u.dtype)
+    op._outputs = [t]
+    return t
