@@ -203,7 +203,7 @@ def test_other_layouts_and_symbolic_shapes_keep_the_op():
         relay.nn.conv2d_transpose(x, w, strides=(2, 2), groups=2, channels=4,
                                   data_layout="NHWC", kernel_layout="HWOI")))))
     assert "nn.conv2d_transpose" in _ops(relay.transform.Legalize()(nhwc)["main"].body)
-    x = relay.var("x", shape=(relay.Any(), 4, 5, 5))
+    x = relay.var("x", shape=(relay.Any(), 4, relay.Any(), 5))  # a symbolic spatial size
     w = relay.var("w", shape=(4, 1, 3, 3))
     dyn = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], (
         relay.nn.conv2d_transpose(x, w, strides=(2, 2), groups=4, dilation=(2, 2))))))

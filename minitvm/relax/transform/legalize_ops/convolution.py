@@ -7,7 +7,10 @@ An NCHW/IOHW ``nn.conv2d_transpose`` (any stride, dilation, groups, output_paddi
 convs then take the native conv schedules, grouped or dilated as the transposed conv is. A
 constant weight is sliced and regrouped here; another is sliced by ``take`` at each call.
 Through the direct gather of ``nn_te.conv_transpose`` a 256 -> 128 channel 4x4 stride-2 layer
-at 16x16 took 170 ms; so it takes 1.4 ms. Only a symbolic shape keeps the gather."""
+at 16x16 took 170 ms; so it takes 1.4 ms. A symbolic batch is carried through (the zeros' and
+reshapes' shapes hold its expression); any other symbolic size keeps the gather. A UNet from
+ONNX with a dynamic batch (three 2x2 stride-2 up-convs, 1x3x128x128) took 1.2 s per run through
+the gather, and takes 26 ms so (ONNX Runtime 45 ms)."""
 
 from __future__ import annotations
 
@@ -99,12 +102,15 @@ def _emit_legalized(bb, call):
 
 def _by_phases(bb, call):
     """An NCHW/IOHW conv2d_transpose (any stride, dilation, groups) as one conv2d per output
-    phase, interleaved (None for a symbolic size)."""
+    phase, interleaved (None for a symbolic size other than the batch, which the zeros and
+    reshapes carry as the expression it is)."""
     a = call.attrs
-    dims = [arg_shape(call, 0), arg_shape(call, 1), out_shape(call)]
-    if not all(isinstance(d, IntImm) for ds in dims for d in ds):
+    data, kernel, result = arg_shape(call, 0), arg_shape(call, 1), out_shape(call)
+    if not all(isinstance(d, IntImm) for d in [*data[1:], *kernel, *result[1:]]):
         return None
-    (n, c, h, w), (_, og, kh, kw), (_, o, oh, ow) = ([int(d) for d in ds] for ds in dims)
+    n = data[0] if not isinstance(data[0], IntImm) else int(data[0])
+    (c, h, w), (_, og, kh, kw), (o, oh, ow) = (
+        [int(d) for d in ds] for ds in (data[1:], kernel, result[1:]))
     groups = int(a.groups)
     (sh, sw), (dh, dw) = ((int(v) for v in t) for t in (a.strides, a.dilation))
     pt, pl = (int(v) for v in a.padding[:2])

@@ -15,7 +15,10 @@ FoldConstant when the weight is one. Grouped (and depthwise) transposed convs be
 convs, their weight regrouped from ``(in, out/groups)`` to ``(out, in/groups)``; dilated ones
 become dilated convs (dilation ``d / gcd(s, d)``), with the phases no tap reaches as zeros.
 Phases of unequal sizes are computed one row longer and the result cropped; padding past the
-filter crops the input. Only a layout other than NCHW/IOHW or a symbolic shape keeps the op.
+filter crops the input. A symbolic batch (``Any``) is rewritten too: the reshapes keep it by
+Relay's ``0`` and the phases no tap reaches are ``zeros_like`` another phase (on the VM a 256 ->
+128 channel 4x4 stride-2 layer at 16x16 took 70 ms at batch 1 with the op kept, and takes 5.8
+ms). Only a layout other than NCHW/IOHW or another symbolic size keeps the op.
 
 DCGAN's generator (four 4x4 stride-2 transposed convs) took 86 ms through the numpy fallback,
 and takes 10.8 ms so, against ONNX Runtime's 11.1 ms at one thread. Also at one thread: a
@@ -36,7 +39,7 @@ import numpy as np
 from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases
 from ...expr import const
 from ..op import register_legalize
-from ..tensor import zeros
+from ..tensor import zeros, zeros_like
 from ..transform import expand_dims, reshape, squeeze, stack, strided_slice, transpose
 from ..transform_index import take
 from .nn import conv2d
@@ -68,10 +71,10 @@ def legalize_conv2d_transpose(attrs, inputs, types):
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "IOHW" or \
             (attrs.out_layout or "NCHW") != "NCHW":
         return None
-    try:
-        (n, c, h, w), (_, og, kh, kw), (_, o, oh, ow) = (
-            [int(d) for d in t.shape] for t in (dt, wt, ot))
-    except (TypeError, ValueError):  # (a symbolic dimension)
+    try:  # only the batch may be symbolic
+        (c, h, w), (_, og, kh, kw), (o, oh, ow) = (
+            [int(d) for d in t] for t in (dt.shape[1:], wt.shape, ot.shape[1:]))
+    except (TypeError, ValueError):
         return None
     groups = int(attrs.groups)
     (sh, sw), (dh, dw) = ((int(v) for v in t) for t in (attrs.strides, attrs.dilation))
@@ -82,8 +85,6 @@ def legalize_conv2d_transpose(attrs, inputs, types):
     cropped = {}  # the input without the rows and columns the padding reaches past, by crop
 
     def phase(ty, tx):
-        if not ty.taps or not tx.taps:
-            return zeros((n, o, qh, qw), ot.dtype)
         k = take(take(weight, const(np.array(ty.taps, "int32")), axis=2),
                  const(np.array(tx.taps, "int32")), axis=3)
         size = len(ty.taps), len(tx.taps)
@@ -93,21 +94,41 @@ def legalize_conv2d_transpose(attrs, inputs, types):
         x = data
         if any(crop):
             if crop not in cropped:
-                cropped[crop] = strided_slice(data, begin=[0, 0, crop[0], crop[1]],
-                                              end=[n, c, h - crop[2], w - crop[3]])
+                cropped[crop] = strided_slice(data, begin=[crop[0], crop[1]],
+                                              end=[h - crop[2], w - crop[3]], axes=[2, 3])
             x = cropped[crop]
         return conv2d(x, _regrouped(k, groups, c, og, size),
                       padding=tuple(max(0, p) for p in pads), dilation=dil, groups=groups,
                       channels=o, kernel_size=size, out_dtype=attrs.out_dtype)
 
+    convs = {(i, j): phase(ty, tx) for i, ty in enumerate(rows) for j, tx in enumerate(cols)
+             if ty.taps and tx.taps}
+    batch = _static(dt.shape[0])  # None: symbolic, kept by the reshapes' 0 and zeros_like
+
+    def zero():  # a phase no tap reaches
+        if batch is not None:
+            return zeros((batch, o, qh, qw), ot.dtype)
+        return zeros_like(next(iter(convs.values())))
+
+    if batch is None and not convs:  # (all zeros, of a symbolic batch: the op stays)
+        return None
+    n = 0 if batch is None else batch
     lines = []
-    for ty in rows:  # each row phase: its column phases interleaved along the width
-        line = [phase(ty, tx) for tx in cols]
+    for i in range(sh):  # each row phase: its column phases interleaved along the width
+        line = [convs[i, j] if (i, j) in convs else zero() for j in range(sw)]
         lines.append(line[0] if sw == 1 else reshape(stack(line, axis=4), (n, o, qh, qw * sw)))
     out = lines[0] if sh == 1 else reshape(stack(lines, axis=3), (n, o, qh * sh, qw * sw))
     if (qh * sh, qw * sw) != (oh, ow):  # the last phases' extra row or column
-        out = strided_slice(out, begin=[0, 0, 0, 0], end=[n, o, oh, ow])
+        out = strided_slice(out, begin=[0, 0], end=[oh, ow], axes=[2, 3])
     return out
+
+
+def _static(dim) -> int | None:
+    """A static dimension's size (None for ``Any`` or a variable)."""
+    try:
+        return int(dim)
+    except (TypeError, ValueError):
+        return None
 
 
 def _regrouped(k, groups: int, c: int, og: int, size):
