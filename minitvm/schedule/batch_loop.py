@@ -11,7 +11,9 @@ When every image is computed from that image alone, the function is the same ker
 ``per_image`` writes the function for one image (the batch variable replaced by 1, so the
 static schedules apply), and ``around_images`` runs the optimized result once per image, every
 buffer of a batched parameter moved by that image's offset (``elem_offset``: the views the
-schedules derive from a parameter share its data pointer, so they all move with it).
+schedules derive from a parameter share its data pointer, so they all move with it). Images
+run one after another, each on the thread pool where its kernel is big enough (the per-image
+kernels' temporaries are not private to a thread, so the image loop itself stays serial).
 
 Applies to functions where one variable ``n`` is the leading dimension of some parameter of four
 or more dimensions (images, not GEMM rows: one GEMM over ``n`` rows beats ``n`` one-row ones),

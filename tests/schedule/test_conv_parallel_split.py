@@ -9,7 +9,6 @@ import minitvm as tvm
 from minitvm import relax, relay, tir
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
-from minitvm.schedule import conv_direct
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -69,9 +68,9 @@ def test_relay_conv_split_matches_numpy(shape, o, by_image, two_threads, direct_
 
 
 @pytest.mark.parametrize("c, hw, o, stride", [
-    (16, 16, 32, 1),  # small images: always one image per task (from 2 images up at run time)
-    (32, 34, 32, 1),  # big images: panels below BATCH_PARALLEL_MIN_IMAGES images, else images
-    (8, 33, 16, 2),   # stride 2, odd size: padded grid columns cropped after the split
+    (16, 16, 32, 1),  # small images
+    (32, 34, 32, 1),  # big images
+    (8, 33, 16, 2),   # stride 2, odd size
 ])
 def test_relax_symbolic_batch_conv_split(c, hw, o, stride, two_threads):
     n = tir.Var("n", "int64")
@@ -86,17 +85,20 @@ def test_relax_symbolic_batch_conv_split(c, hw, o, stride, two_threads):
         bb.emit_func_output(gv)
     ex = relax.build(bb.get(), "llvm")
     (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
-    loops = _parallel_loops(rec.prim_func)
-    assert any(v.startswith("n") for v in loops)  # the batch is split over the pool
-    big = o * c * 9 * ((hw + 2 - 3) // stride + 1) ** 2 >= conv_direct.PARALLEL_MIN_MACS
-    assert any(v.startswith("panel") for v in loops) == big  # ... or, for few big images, panels
+    # the symbolic batch is a serial loop over images around the static kernel of one image
+    # (schedule/batch_loop.py), whose own loops use the pool
+    assert isinstance(rec.prim_func.body, S.For) and rec.prim_func.body.loop_var.name == "image"
+    assert "image" not in _parallel_loops(rec.prim_func)
     vm = relax.VirtualMachine(ex, tvm.cpu())
     for threads in (2, 1):
         threadpool.set_num_threads(threads)
         for batch in (1, 2, 5, 1):
             a = rng.standard_normal((batch, c, hw, hw)).astype("float32")
             want = np.maximum(_conv_ref(a, wt, stride, 1), 0)
-            np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
+            # (a 3x3 stride-1 conv with its weight bound may take Winograd: rounding of 1e-5
+            # of the output's range)
+            np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4,
+                                       atol=1e-4 * max(1.0, float(np.abs(want).max())))
 
 
 @pytest.mark.parametrize("shape, k, stride, pad, dil", [
