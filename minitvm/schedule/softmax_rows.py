@@ -75,17 +75,25 @@ def _at(load, axes) -> bool:
         all(i is a for i, a in zip(load.indices, axes))
 
 
-def match(inputs, outputs):
-    """``(x, out, max_identity, exp_body, exp_stage, max_stage)`` when the raised stages are a
-    last-axis softmax of placeholder ``x`` (exactly the four stages of LegalizeOps' softmax),
-    else None."""
+def _output_stage(inputs, outputs):
+    """``(stage, its axis vars, its body)`` of the one float32 elementwise output of a
+    one-input softmax candidate, else None."""
     if len(outputs) != 1 or len(inputs) != 1:
         return None
     norm = outputs[0]
     if not isinstance(norm.op, ComputeOp) or norm.op.reduce_axis or norm.dtype != "float32":
         return None
-    axes = [iv.var for iv in norm.op.axis]
-    body = norm.op.body
+    return norm, [iv.var for iv in norm.op.axis], norm.op.body
+
+
+def match(inputs, outputs):
+    """``(x, out, max_identity, exp_body, exp_stage, max_stage)`` when the raised stages are a
+    last-axis softmax of placeholder ``x`` (exactly the four stages of LegalizeOps' softmax),
+    else None."""
+    head = _output_stage(inputs, outputs)
+    if head is None:
+        return None
+    norm, axes, body = head
     if not axes or not isinstance(body, E.Div) or not _at(body.a, axes) or \
             not _at_row(body.b, axes):
         return None
@@ -121,13 +129,10 @@ def match(inputs, outputs):
 def match_relay(inputs, outputs):
     """``match``'s tuple for Relay's softmax compute over the last axis (``topi.nn``: stages
     max, sum of exp, reciprocal of the sum, and ``exp(x - max) * reciprocal``), else None."""
-    if len(outputs) != 1 or len(inputs) != 1:
+    head = _output_stage(inputs, outputs)
+    if head is None:
         return None
-    norm = outputs[0]
-    if not isinstance(norm.op, ComputeOp) or norm.op.reduce_axis or norm.dtype != "float32":
-        return None
-    axes = [iv.var for iv in norm.op.axis]
-    body = norm.op.body
+    norm, axes, body = head
     if not axes or not isinstance(body, E.Mul) or not isinstance(body.a, E.Call):
         return None
     call, recip = body.a, body.b

@@ -169,24 +169,8 @@ def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: 
         return v
 
     if info is not None and x.dtype.startswith("float"):
-        # one stage, the mean of the window (each tap over the count): the pool schedule sums
-        # the taps and divides once, with the count of each output position known statically
-        info["kind"], info["count_include_pad"] = "avg", bool(count_include_pad)
-        return [
-            te.compute(
-                shape,
-                lambda *idx: te.sum(total(*idx) / count(idx, x.dtype), axis=rk),
-                name=name,
-                tag=tag,
-                attrs=info,
-            )
-        ]
-    if info is not None:
-        info["kind"] = "sum"  # (the sum stage of an integer mean: divided by the next stage)
-    summed = te.compute(
-        shape, lambda *idx: te.sum(total(*idx), axis=rk), name=f"{name}_sum", tag=tag, attrs=info
-    )
-    return [te.compute(shape, lambda *idx: summed[idx] / count(idx, summed.dtype), name=name)]
+        info["count_include_pad"] = bool(count_include_pad)
+    return _mean_stages(x, shape, total, count, rk, name, tag, info)
 
 
 def _window_compute(kind: str, spatial: str):
@@ -295,23 +279,7 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
             cnt = hi - lo if cnt is None else cnt * (hi - lo)
         return E.Cast(dt, cnt)
 
-    if info is not None and x.dtype.startswith("float"):
-        info["kind"] = "avg"  # (one stage: the schedule sums each bin and divides once)
-        return [
-            te.compute(
-                shape,
-                lambda *idx: te.sum(total(*idx) / count(idx, x.dtype), axis=rk),
-                name=name,
-                tag=tag,
-                attrs=info,
-            )
-        ]
-    if info is not None:
-        info["kind"] = "sum"
-    summed = te.compute(
-        shape, lambda *idx: te.sum(total(*idx), axis=rk), name=f"{name}_sum", tag=tag, attrs=info
-    )
-    return [te.compute(shape, lambda *idx: summed[idx] / count(idx, summed.dtype), name=name)]
+    return _mean_stages(x, shape, total, count, rk, name, tag, info)
 
 
 def _adaptive_compute(kind: str, spatial: str):
@@ -331,3 +299,18 @@ for _kind in ("max", "avg"):
     for _sp in ("W", "HW"):
         compute(f"nn.{_kind}_pool{len(_sp)}d")(_window_compute(_kind, _sp))
         compute(f"nn.adaptive_{_kind}_pool{len(_sp)}d")(_adaptive_compute(_kind, _sp))
+
+
+def _mean_stages(x, shape, total, count, rk, name: str, tag: str, info: dict | None) -> list:
+    """An average pool's stages: for floats one stage, each tap over its window's count (the
+    pool schedule, where ``info`` tags the stage for it, sums the taps and divides once); for
+    integers the sum, then a stage dividing it (truncating as before)."""
+    if info is not None and x.dtype.startswith("float"):
+        info["kind"] = "avg"
+        return [te.compute(shape, lambda *idx: te.sum(total(*idx) / count(idx, x.dtype), axis=rk),
+                           name=name, tag=tag, attrs=info)]
+    if info is not None:
+        info["kind"] = "sum"  # (the sum stage of an integer mean: divided by the next stage)
+    summed = te.compute(shape, lambda *idx: te.sum(total(*idx), axis=rk), name=f"{name}_sum",
+                        tag=tag, attrs=info)
+    return [te.compute(shape, lambda *idx: summed[idx] / count(idx, summed.dtype), name=name)]
