@@ -344,7 +344,7 @@ def test_packed_weight_layouts():
 
 # ------------------------------------------------------------------------------ Relax
 @pytest.mark.parametrize("c, h, w, o", [(12, 4, 8, 20),   # pixel vectors, symbolic batch
-                                        (12, 7, 7, 24)])  # channel vectors: conv_direct
+                                        (12, 7, 7, 24)])  # channel vectors
 def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
     n = tir.Var("n", "int64")
     x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
@@ -360,7 +360,9 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
     ex = relax.build(bb.get(), "llvm")
     (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
     if conv_pointwise.ENABLED[vector_isa()]:
-        assert ("pw_acc" in rec.prim_func.script()) == (h * w % 16 == 0)
+        # the symbolic batch is a loop over images (schedule/batch_loop.py), each image's
+        # kernel static: conv_pointwise takes both, its weight prepacked at build time
+        assert "pw_acc" in rec.prim_func.script()
     vm = relax.VirtualMachine(ex, tvm.cpu())
     for batch in (1, 3, 2):
         a = rng.standard_normal((batch, c, h, w)).astype("float32")
