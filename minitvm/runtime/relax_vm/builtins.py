@@ -4,6 +4,7 @@ VirtualMachine first (``R.call_builtin_with_ctx``)."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -180,7 +181,7 @@ def make_prim_value(heap, code, v):
 # --------------------------------------------------------------------------- values
 def reshape(x, shape):
     shape = tuple(int(d) for d in shape)
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
+    if math.prod(shape) != x.size:
         raise ValueError(f"vm.builtin.reshape: cannot reshape {x.shape} into {shape}")
     return x.reshape(shape)
 
@@ -189,7 +190,7 @@ def check_reshape(x, shape):
     """``x`` itself once its element count equals that of ``shape`` (a reshape whose sizes
     were not provably equal at build time: its kernel would otherwise read out of bounds)."""
     shape = tuple(int(d) for d in shape)
-    want = int(np.prod(shape, dtype=np.int64))
+    want = math.prod(shape)
     if want != x.size:
         raise ValueError(f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} "
                          f"({x.size} elements) into shape {shape} ({want} elements)")
@@ -228,6 +229,58 @@ def invoke_closure(vm, closure, *args):
     if isinstance(closure, VMClosure):
         return vm._call_value(closure.func, list(closure.captured) + list(args))
     return vm._call_value(closure, list(args))
+
+
+# --------------------------------------------------------------------------- call sites
+# Most builtin calls have every argument but one or two registers fixed at build time (a
+# make_shape's codes and constant dims, a tensor's dtype and offset). The VM links each such
+# call to a function made for that site, which skips decoding the fixed arguments per call.
+_SITE_CODE: dict = {}
+
+
+def _site_function(key, src: str, env: dict):
+    fn = _SITE_CODE.get(key)
+    if fn is None:
+        scope = dict(env)
+        exec(compile(src, f"<vm builtin site {key[0]}>", "exec"), scope)  # noqa: S102
+        fn = _SITE_CODE[key] = scope["site"]
+        fn.builtin = BUILTINS[key[0]][0]
+    return fn
+
+
+def _fixed(tmpl, slots, positions) -> bool:
+    """Are exactly ``positions`` register slots, all other template entries immediates?"""
+    regs = {k for k, _ in slots}
+    return regs == set(positions) and all(
+        isinstance(v, int | str) for k, v in enumerate(tmpl) if k not in regs)
+
+
+def specialize(name: str, tmpl: list, slots: list):
+    """A function for one call site of builtin ``name`` (with ``tmpl`` and register ``slots``
+    as linked by the VM) taking only the register arguments, in order; None to keep the
+    generic builtin. The function's ``builtin`` attribute names the builtin it stands for."""
+    if name == "vm.builtin.make_shape" and len(tmpl) >= 2 and _fixed(tmpl, slots, [0]):
+        ndim, codes = tmpl[1], tmpl[2:]
+        if not isinstance(ndim, int) or len(codes) != 2 * ndim:
+            return None
+        dims = []
+        for d in range(ndim):
+            code, v = codes[2 * d], codes[2 * d + 1]
+            if not isinstance(code, int) or not isinstance(v, int):
+                return None
+            dims.append(f"heap.item({v})" if code == 1 else str(v))
+        if len(dims) == 1:
+            dims.append("")
+        key = (name, tuple(codes))
+        return _site_function(key, f"def site(heap):\n    return ST(({', '.join(dims)}))\n",
+                              {"ST": ShapeTuple})
+    if name == "vm.builtin.alloc_tensor_from_storage" and len(tmpl) == 4 and \
+            _fixed(tmpl, slots, [0, 2]) and isinstance(tmpl[1], int):
+        key = (name, tmpl[1], tmpl[3])
+        return _site_function(key, f"def site(storage, shape):\n"
+                                   f"    return ND(shape, dt, storage.buf, {tmpl[1]})\n",
+                              {"ND": np.ndarray, "dt": _dt(tmpl[3])})
+    return None
 
 
 BUILTINS = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 
 import numpy as np
 
@@ -21,6 +22,68 @@ _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32
 _PY_ENTRY = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 _PY_ENTRY_NOGIL = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 _ND = np.ndarray
+_TUPLE_ITEMS = 24  # PyTupleObject.ob_item
+_ARRAY_DATA = 16  # PyArrayObject.data
+GIL_RELEASE_ELEMS = 1 << 16  # kernels touching more elements than this release the GIL
+
+# Calls a kernel entry on the data pointers of the numpy arrays in a tuple: the interpreter's
+# way into a kernel with symbolic dimensions, without a ctypes array of pointers per call.
+_CALL_IR = f"""
+define void @mtvm_relax_call_kernel(ptr %tup, i64 %n, ptr %fn, ptr %vars, i32 %nth) {{
+entry:
+  %ptrs = alloca ptr, i64 %n
+  %any = icmp sgt i64 %n, 0
+  br i1 %any, label %loop, label %call
+loop:
+  %i = phi i64 [ 0, %entry ], [ %inext, %loop ]
+  %ib = mul i64 %i, 8
+  %ioff = add i64 %ib, {_TUPLE_ITEMS}
+  %itemp = getelementptr i8, ptr %tup, i64 %ioff
+  %item = load ptr, ptr %itemp
+  %datap = getelementptr i8, ptr %item, i64 {_ARRAY_DATA}
+  %data = load ptr, ptr %datap
+  %slot = getelementptr ptr, ptr %ptrs, i64 %i
+  store ptr %data, ptr %slot
+  %inext = add i64 %i, 1
+  %more = icmp slt i64 %inext, %n
+  br i1 %more, label %loop, label %call
+call:
+  call void %fn(ptr %ptrs, ptr %vars, i32 %nth)
+  ret void
+}}
+"""
+_CALL_ARGS = (ctypes.py_object, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_CALL = None
+_CALL_LOCK = threading.Lock()
+
+
+def _layout_ok() -> bool:
+    """Do the CPython tuple / numpy array offsets the call trampoline reads hold here?"""
+    try:
+        a = np.zeros(3, "float32")
+        tup = (a, a)
+        item = ctypes.c_void_p.from_address(id(tup) + _TUPLE_ITEMS + 8).value
+        data = ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value
+        return ctypes.sizeof(ctypes.c_void_p) == 8 and item == id(a) and data == a.ctypes.data
+    except (ValueError, OverflowError):  # pragma: no cover - exotic interpreters
+        return False
+
+
+LAYOUT_OK = _layout_ok()
+
+
+def call_trampoline() -> tuple[object, object]:
+    """(GIL-holding, GIL-releasing) ctypes functions of ``mtvm_relax_call_kernel``:
+    JIT-compiled once per process."""
+    global _CALL
+    with _CALL_LOCK:
+        if _CALL is None:
+            from .. import jit
+
+            compiled = jit.compile_ir(_CALL_IR, "mtvm_relax_call_kernel", opt=2)
+            _CALL = (compiled, ctypes.PYFUNCTYPE(None, *_CALL_ARGS)(compiled.address),
+                     ctypes.CFUNCTYPE(None, *_CALL_ARGS)(compiled.address))
+        return _CALL[1], _CALL[2]
 
 
 def kernel_spec(signature) -> dict:
@@ -86,6 +149,21 @@ def _encode_dim(e, where: dict):
     return None if a is None or b is None else [op, a, b]
 
 
+def _dim_source(e) -> str:
+    """Python source computing an encoded dimension from the arguments ``a0, a1...`` (a zero
+    divisor gives -1, never a valid dimension, as in ``_eval_dim``)."""
+    if isinstance(e, int):
+        return str(e)
+    if e[0] == "at":
+        return f"a{e[2]}.shape[{e[3]}]" if e[1] == "dim" else f"int(a{e[2]})"
+    a, b = _dim_source(e[1]), _dim_source(e[2])
+    if e[0] in ("//", "%"):
+        return f"{'fd' if e[0] == '//' else 'fm'}({a}, {b})"
+    if e[0] in ("min", "max"):
+        return f"{e[0]}({a}, {b})"
+    return f"({a} {e[0]} {b})"
+
+
 def _eval_dim(e, args) -> int:
     """Value of an encoded dimension for the call's arguments (sizes are not negative, so
     truncating and flooring division agree)."""
@@ -114,7 +192,7 @@ class NativeKernel:
     dimensions, then calls the machine code."""
 
     __slots__ = ("name", "spec", "compiled", "_entry", "_py", "_fast", "_nbuf", "_bufpos",
-                 "_dtypes", "_vars", "_float_vars", "_nparams", "_checks")
+                 "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
 
     def __init__(self, name: str, spec: dict, compiled):
         self.name = name
@@ -143,14 +221,52 @@ class NativeKernel:
                              f" and a{k}.flags.c_contiguous")
             args = ", ".join(f"a{k}" for k in range(len(params)))
             self._fast = eval(f"lambda {args}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
-            self._py = (_PY_ENTRY_NOGIL if elems > (1 << 16) else _PY_ENTRY)(py_address)
+            self._py = (_PY_ENTRY_NOGIL if elems > GIL_RELEASE_ELEMS else _PY_ENTRY)(py_address)
+        self._sym = None
+        if self._fast is None and LAYOUT_OK and params and all(p[0] == "buf" for p in params):
+            self._sym = self._symbolic_call()
 
     def __call__(self, *args):
         if self._fast is not None and len(args) == self._nparams and self._fast(*args):
             self._py(args, threadpool.get_num_threads())
             return None
+        if self._sym is not None and len(args) == self._nparams:
+            self._sym(*args)
+            return None
         self._call_checked(args)
         return None
+
+    def _symbolic_call(self):
+        """Generated code for a kernel whose buffers have symbolic dimensions: checks kinds,
+        dtypes, ranks, constant dimensions and the dimension relations in one expression,
+        then calls the entry through the tuple trampoline; anything else takes
+        ``_call_checked`` (which raises the errors)."""
+        env = {"ND": _ND, "V": ctypes.c_int64 * max(1, len(self._vars)), "pool": threadpool,
+               "checked": self._call_checked,
+               "fd": lambda a, b: -1 if b == 0 else a // b,
+               "fm": lambda a, b: -1 if b == 0 else a % b}
+        conds, size = [], []
+        for k, p in enumerate(self.spec["params"]):
+            a = f"a{k}"
+            env[f"d{k}"] = self._dtypes[k]
+            conds.append(f"type({a}) is ND and {a}.dtype is d{k} and {a}.ndim == {p[2]}")
+            conds.extend(f"{a}.shape[{d}] == {w}" for d, w in enumerate(p[3]) if w != -1)
+            conds.append(f"{a}.flags.c_contiguous")
+            size.append(f"{a}.size")
+        for k, d, enc, _text in self._checks:
+            conds.append(f"a{k}.shape[{d}] == {_dim_source(enc)}")
+        kvars = ", ".join(f"a{v[1]}.shape[{v[2]}]" for v in self._vars)
+        names = ", ".join(f"a{k}" for k in range(self._nparams))
+        gil, nogil = call_trampoline()
+        env.update(gil=gil, nogil=nogil, addr=self.compiled.address)
+        src = (f"def call({names}):\n"
+               f"    if not ({' and '.join(conds)}):\n"
+               f"        return checked(({names},))\n"
+               f"    run = nogil if {' + '.join(size)} > {GIL_RELEASE_ELEMS} else gil\n"
+               f"    run(({names},), {self._nparams}, addr, "
+               f"{f'V({kvars})' if kvars else 'None'}, pool.get_num_threads())\n")
+        exec(compile(src, f"<relax kernel {self.name}>", "exec"), env)  # noqa: S102
+        return env["call"]
 
     def _call_checked(self, args) -> None:
         arrays, vals = self.pack(args)

@@ -13,6 +13,10 @@ arguments cheaply in Python (generated code), allocate the outputs and make one 
 numpy data pointers straight out of the argument tuple, patches the table and calls every
 kernel through its machine address.
 
+A function keeps up to ``MAX_PLANS`` call shapes (and ``MAX_PLAN_BYTES`` of intermediates),
+dropping the least recently used first. ``VirtualMachine.profile`` times a plan's kernels one
+by one (``NativeFunction.profile``), so a profile shows what a run at that shape costs.
+
 Shape errors keep their messages: a call whose shapes were never seen goes through the
 interpreter, which checks the arguments against the function's annotations. Functions with
 branches, calls of Relax functions, closures or packed functions (other than the VM's shape and
@@ -22,7 +26,9 @@ allocation builtins) always run in the interpreter.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -31,7 +37,7 @@ from .. import threadpool
 from ..ndarray import NDArray, cpu
 from .builtins import BUILTINS, ShapeTuple
 from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET, call_argv
-from .kernel import NativeKernel
+from .kernel import _ARRAY_DATA, _TUPLE_ITEMS, LAYOUT_OK, NativeKernel
 
 __all__ = ["NativeFunction", "MISS", "RECORD", "native_function", "run_plan_address"]
 
@@ -46,13 +52,11 @@ PLANNABLE_BUILTINS = frozenset({
     "vm.builtin.shape_of", "vm.builtin.null_value", "vm.builtin.make_tuple",
     "vm.builtin.tuple_getitem", "vm.builtin.check_reshape",
 })
-MAX_PLANS = 16  # call shapes remembered per function (oldest dropped first)
+MAX_PLANS = 64  # call shapes remembered per function (least recently used dropped first)
 MAX_PLAN_BYTES = 1 << 30  # and at most this much intermediate memory held by them together
 MAX_RESULT_DEPTH = 32  # nesting of tuples in a result the fast path rebuilds
 GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
 _HEADER = 4  # plan words: npatch, nsteps, table address, vars address
-_TUPLE_ITEMS = 24  # PyTupleObject.ob_item
-_ARRAY_DATA = 16  # PyArrayObject.data
 
 
 class _Token:
@@ -134,21 +138,6 @@ _PY_RUN = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_in
 _NOGIL_RUN = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_int32)
 
 
-def _layout_ok() -> bool:
-    """Do the CPython tuple / numpy array offsets the run-plan function reads hold here?"""
-    try:
-        a = np.zeros(3, "float32")
-        tup = (a, a)
-        item = ctypes.c_void_p.from_address(id(tup) + _TUPLE_ITEMS + 8).value
-        data = ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value
-        return ctypes.sizeof(ctypes.c_void_p) == 8 and item == id(a) and data == a.ctypes.data
-    except (ValueError, OverflowError):  # pragma: no cover - exotic interpreters
-        return False
-
-
-LAYOUT_OK = _layout_ok()
-
-
 def run_plan_address() -> tuple[object, object]:
     """(GIL-holding, GIL-releasing) ctypes functions of ``mtvm_relax_run_plan``: JIT-compiled
     once per process."""
@@ -188,9 +177,10 @@ class _Unplannable(Exception):
 class _Plan:
     """One call shape's replay: the plan words, output allocation and result rebuilding."""
 
-    __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock", "nbytes")
+    __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock", "nbytes", "names",
+                 "_steps")
 
-    def __init__(self, words, run, outs, build, keep, nbytes: int = 0):
+    def __init__(self, words, run, outs, build, keep, nbytes: int = 0, names=()):
         self.words = words
         self.addr = words.ctypes.data
         self.run = run
@@ -199,6 +189,22 @@ class _Plan:
         self.keep = keep  # intermediate buffers, constants: alive as long as the plan
         self.lock = threading.Lock()
         self.nbytes = nbytes  # the intermediate memory the plan holds
+        self.names = list(names)  # each step's kernel name (for profiles)
+        self._steps = None
+
+    def step_words(self) -> list:
+        """One plan per step (all the patches, then that step alone), sharing this plan's
+        pointer table and vars: runs the kernels one at a time, for profiles."""
+        if self._steps is None:
+            w = self.words
+            npatch, nsteps = int(w[0]), int(w[1])
+            head = _HEADER + 3 * npatch
+            self._steps = []
+            for j in range(nsteps):
+                one = np.concatenate([w[:head], w[head + 3 * j:head + 3 * j + 3]])
+                one[1] = 1
+                self._steps.append(one)
+        return self._steps
 
 
 class NativeFunction:
@@ -211,6 +217,8 @@ class NativeFunction:
         self.consts = consts
         self.const_ids = {id(c) for c in consts if isinstance(c, np.ndarray)}
         self.plans: dict = {}
+        self.used: dict = {}  # call shape -> tick of its last call (least recent goes first)
+        self._tick = itertools.count()
         self.conv = None  # generated argument check -> (key, arrays), from the first call
         self.tensor_params: list[int] = []
         self._lock = threading.Lock()  # guards conv creation and the plan table's updates
@@ -229,6 +237,7 @@ class NativeFunction:
             return RECORD
         if plan is _NO_PLAN or not plan.lock.acquire(False):
             return MISS
+        self.used[key] = next(self._tick)
         try:
             outs = [np.empty(s, d) for s, d in plan.outs]
             plan.run((*arrays, *outs), plan.addr, threadpool.get_num_threads())
@@ -260,9 +269,54 @@ class NativeFunction:
                 need = getattr(plan, "nbytes", 0)
                 while self.plans and (len(self.plans) >= MAX_PLANS or
                                       held + need > MAX_PLAN_BYTES):
-                    held -= getattr(self.plans.pop(next(iter(self.plans))), "nbytes", 0)
+                    old = min(self.plans, key=lambda k: self.used.get(k, -1))
+                    self.used.pop(old, None)
+                    held -= getattr(self.plans.pop(old), "nbytes", 0)
                 self.plans[key] = plan
+                self.used[key] = next(self._tick)
+                if len(self.used) > 2 * len(self.plans):  # ticks of shapes dropped meanwhile
+                    self.used = {k: t for k, t in list(self.used.items()) if k in self.plans}
         return result
+
+    def profile(self, args):
+        """One call through the plan for ``args``, kernel by kernel: ``(rows, seconds)`` with
+        rows ``name -> [calls, seconds]`` (kernels by name, the entry's own work as
+        ``vm.native_entry.*``), ``RECORD`` when the call shape has no plan yet, or ``MISS``
+        when the call would be interpreted."""
+        clock = time.perf_counter
+        t_start = clock()
+        got = self.conv(*args) if self.conv is not None and \
+            len(args) == len(self.func.params) else None
+        if got is None:
+            return RECORD if self.conv is None else MISS
+        key, arrays = got
+        plan = self.plans.get(key)
+        if plan is None:
+            return RECORD
+        if plan is _NO_PLAN or not plan.lock.acquire(False):
+            return MISS
+        try:
+            t_checked = clock()
+            outs = [np.empty(s, d) for s, d in plan.outs]
+            tup = (*arrays, *outs)
+            nthreads = threadpool.get_num_threads()
+            t_alloc = clock()
+            rows: dict = {}
+            for name, words in zip(plan.names, plan.step_words(), strict=True):
+                t0 = clock()
+                plan.run(tup, words.ctypes.data, nthreads)
+                row = rows.setdefault(name, [0, 0.0])
+                row[0] += 1
+                row[1] += clock() - t0
+            t_run = clock()
+            plan.build(arrays, outs)
+            t_end = clock()
+        finally:
+            plan.lock.release()
+        rows["vm.native_entry.check_args"] = [1, t_checked - t_start]
+        rows["vm.native_entry.alloc_outputs"] = [1, t_alloc - t_checked]
+        rows["vm.native_entry.make_result"] = [1, t_end - t_run]
+        return rows, t_end - t_start
 
     # ------------------------------------------------------------------ recording
     def _interpret(self, vals: list):
@@ -389,7 +443,7 @@ class NativeFunction:
                 else:
                     keep.append(a)
                     refs.append(("fixed", ptr, 0))
-            steps.append((kernel.compiled.address, refs, kvars))
+            steps.append((kernel.compiled.address, refs, kvars, kernel.name))
         # one owner per output root, allocated per call over the bytes the call uses
         owners, owner_index, direct = [], {}, {}
         for rid, (_root_arr, lo, hi, outs) in out_roots.items():
@@ -403,7 +457,7 @@ class NativeFunction:
         nargs = len(ranges)
         patches, table, kv = [], [], []
         step_words = []
-        for address, refs, kvars in steps:
+        for address, refs, kvars, _name in steps:
             step_words.append((address, len(table), len(kv)))
             for kind, a, b in refs:
                 if kind == "arg":
@@ -430,7 +484,8 @@ class NativeFunction:
         run = nogil_run if nbytes_total > GIL_RELEASE_BYTES else py_run
         build = self._builder(result, leaves, in_args, out_roots, owner_index, direct)
         roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
-        return _Plan(words, run, owners, build, keep, sum(r.nbytes for r in roots.values()))
+        return _Plan(words, run, owners, build, keep, sum(r.nbytes for r in roots.values()),
+                     [st[3] for st in steps])
 
     def _builder(self, result, leaves, in_args, out_roots, owner_index, direct):
         """A function (arrays, outs) -> result rebuilding ``result``'s structure per call."""
@@ -473,7 +528,8 @@ def native_function(func, code, consts) -> NativeFunction | None:
             target, tname = ins[3], ins[4]
             if isinstance(target, NativeKernel):
                 continue
-            if tname not in PLANNABLE_BUILTINS or BUILTINS.get(tname, (None,))[0] is not target:
+            builtin = getattr(target, "builtin", target)  # a call site's own function
+            if tname not in PLANNABLE_BUILTINS or BUILTINS.get(tname, (None,))[0] is not builtin:
                 return None
         elif op == MOVE:
             if ins[2][0] not in (ARG_REG, ARG_CONST, ARG_IMM):

@@ -12,7 +12,7 @@ from .. import threadpool
 from ..module import ProfileResult
 from ..ndarray import NDArray, contiguous, cpu
 from ..registry import get_global_func
-from .builtins import BUILTINS, ShapeTuple, VMClosure
+from .builtins import BUILTINS, ShapeTuple, VMClosure, specialize
 from .executable import (
     ARG_CONST,
     ARG_CTX,
@@ -136,9 +136,10 @@ def _from_vm(x):
 class ProfileReport:
     """Per-kernel and per-builtin times of one profiled call (``vm.profile(...)``)."""
 
-    def __init__(self, rows: dict, total: float):
+    def __init__(self, rows: dict, total: float, native: bool = False):
         self.rows = rows  # name -> [calls, seconds]
         self.total = total
+        self.native = native  # the call ran through the native entry (no builtins per run)
 
     def table(self) -> str:
         lines = [f"{'Name':40s} {'Calls':>6s} {'Time (us)':>12s} {'Percent':>8s}"]
@@ -146,6 +147,11 @@ class ProfileReport:
             pct = 100.0 * secs / self.total if self.total else 0.0
             lines.append(f"{name:40s} {calls:6d} {secs * 1e6:12.2f} {pct:8.2f}")
         lines.append(f"{'Total':40s} {'':6s} {self.total * 1e6:12.2f}")
+        if self.native:
+            lines.append("(ran through the native entry: one native call per run at this call "
+                         "shape, kernels timed one by one; the shape checks and allocations "
+                         "ran once, when the shape was first seen. vm.native_entry = False "
+                         "profiles the interpreter)")
         return "\n".join(lines)
 
     __str__ = table
@@ -220,6 +226,11 @@ class VirtualMachine:
                     tmpl.append(self)
                 else:
                     tmpl.append(self._table[v][1])
+            site = specialize(name, tmpl, slots) if kind == _PACKED and \
+                BUILTINS.get(name, (None,))[0] is target else None
+            if site is not None:  # a function made for this call site takes the registers
+                target, tmpl = site, [None] * len(slots)
+                slots = [(k, r) for k, (_, r) in enumerate(slots)]
             regs_only = [r for _, r in slots] if len(slots) == len(tmpl) else None
             out.append((CALL, ins[1], kind, target, name, tmpl, slots, regs_only))
         return out
@@ -444,8 +455,18 @@ class VirtualMachine:
         return evaluate
 
     def profile(self, func_name: str, *args) -> ProfileReport:
-        """Run ``func_name`` once, timing every kernel and builtin call."""
+        """Run ``func_name`` once, timing every kernel and builtin call. A function with a
+        native entry is profiled as it runs: at a call shape seen before (or, after one
+        untimed call that records it, a new one) its kernels are timed one by one."""
         func = self._function(func_name)
+        nf = self._native.get(func.name) if self.native_entry else None
+        if nf is not None:
+            got = nf.profile(args)
+            if got is RECORD:
+                self.invoke(func_name, *args)
+                got = nf.profile(args)
+            if got is not MISS and got is not RECORD:
+                return ProfileReport(got[0], got[1], native=True)
         vals = [_to_vm(a, f"{func_name}() argument {p!r}")
                 for a, p in zip(args, func.params, strict=True)]
         self._profile = {}
