@@ -10,6 +10,7 @@ import numpy as np
 
 from ..runtime import threadpool
 from ..runtime.module import ProfileResult
+from ..runtime.py_layout import LAYOUT_OK
 from ..tir import expr as E
 from ..tir.stmt_functor import post_order
 
@@ -20,23 +21,7 @@ _PY_ENTRY_GIL = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 _PY_ENTRY_NOGIL = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 FAST_GIL_RELEASE_ELEMS = 1 << 16
 _ND = np.ndarray
-
-
-def _layout_ok() -> bool:
-    """Do the CPython tuple / numpy array struct offsets the fast entry reads hold here?"""
-    from .llvm.codegen import PY_ARRAY_DATA_OFFSET, PY_TUPLE_ITEMS_OFFSET
-
-    try:
-        a = np.zeros(3, "float32")
-        tup = (a, a)
-        item = ctypes.c_void_p.from_address(id(tup) + PY_TUPLE_ITEMS_OFFSET + 8).value
-        data = ctypes.c_void_p.from_address(id(a) + PY_ARRAY_DATA_OFFSET).value
-        return ctypes.sizeof(ctypes.c_void_p) == 8 and item == id(a) and data == a.ctypes.data
-    except (ValueError, OverflowError):  # pragma: no cover - exotic interpreters
-        return False
-
-
-FAST_CALL = _layout_ok()
+FAST_CALL = LAYOUT_OK  # (runtime.py_layout: the fast entry's offsets hold here)
 
 
 _INT_OPS = {

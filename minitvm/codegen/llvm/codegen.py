@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...runtime.py_layout import ARRAY_DATA_OFFSET, TUPLE_ITEMS_OFFSET
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.stmt_functor import post_order, walk_stmts
@@ -21,9 +22,6 @@ from . import textir
 from . import types as T
 from .expr import ExprEmitter
 from .stmt import StmtEmitter
-
-PY_TUPLE_ITEMS_OFFSET = 24  # PyTupleObject.ob_item (after refcnt, type, size)
-PY_ARRAY_DATA_OFFSET = 16  # PyArrayObject.data (right after PyObject_HEAD)
 
 
 class KernelSignature:
@@ -138,9 +136,9 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         arr.type = T.PTR  # opaque pointers throughout
         i8 = ir.IntType(8)
         for k in range(n):
-            item_p = b.gep(tup, [T.I64(PY_TUPLE_ITEMS_OFFSET + 8 * k)], source_etype=i8)
+            item_p = b.gep(tup, [T.I64(TUPLE_ITEMS_OFFSET + 8 * k)], source_etype=i8)
             item = b.load(item_p, typ=T.PTR)
-            data = b.load(b.gep(item, [T.I64(PY_ARRAY_DATA_OFFSET)], source_etype=i8), typ=T.PTR)
+            data = b.load(b.gep(item, [T.I64(ARRAY_DATA_OFFSET)], source_etype=i8), typ=T.PTR)
             b.store(data, b.gep(arr, [T.I32(0), T.I32(k)], source_etype=arr_ty))
         entry = self.module.globals[self.symbol]
         b.call(entry, [arr, ir.Constant(T.PTR, None), nth])

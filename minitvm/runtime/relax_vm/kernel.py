@@ -17,13 +17,12 @@ import threading
 import numpy as np
 
 from .. import threadpool
+from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 _PY_ENTRY = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 _PY_ENTRY_NOGIL = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)
 _ND = np.ndarray
-_TUPLE_ITEMS = 24  # PyTupleObject.ob_item
-_ARRAY_DATA = 16  # PyArrayObject.data
 GIL_RELEASE_ELEMS = 1 << 16  # kernels touching more elements than this release the GIL
 
 # Calls a kernel entry on the data pointers of the numpy arrays in a tuple: the interpreter's
@@ -37,10 +36,10 @@ entry:
 loop:
   %i = phi i64 [ 0, %entry ], [ %inext, %loop ]
   %ib = mul i64 %i, 8
-  %ioff = add i64 %ib, {_TUPLE_ITEMS}
+  %ioff = add i64 %ib, {TUPLE_ITEMS_OFFSET}
   %itemp = getelementptr i8, ptr %tup, i64 %ioff
   %item = load ptr, ptr %itemp
-  %datap = getelementptr i8, ptr %item, i64 {_ARRAY_DATA}
+  %datap = getelementptr i8, ptr %item, i64 {ARRAY_DATA_OFFSET}
   %data = load ptr, ptr %datap
   %slot = getelementptr ptr, ptr %ptrs, i64 %i
   store ptr %data, ptr %slot
@@ -57,19 +56,6 @@ _CALL = None
 _CALL_LOCK = threading.Lock()
 
 
-def _layout_ok() -> bool:
-    """Do the CPython tuple / numpy array offsets the call trampoline reads hold here?"""
-    try:
-        a = np.zeros(3, "float32")
-        tup = (a, a)
-        item = ctypes.c_void_p.from_address(id(tup) + _TUPLE_ITEMS + 8).value
-        data = ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value
-        return ctypes.sizeof(ctypes.c_void_p) == 8 and item == id(a) and data == a.ctypes.data
-    except (ValueError, OverflowError):  # pragma: no cover - exotic interpreters
-        return False
-
-
-LAYOUT_OK = _layout_ok()
 
 
 def call_trampoline() -> tuple[object, object]:

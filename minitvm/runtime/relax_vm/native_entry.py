@@ -35,9 +35,10 @@ import numpy as np
 
 from .. import threadpool
 from ..ndarray import NDArray, cpu
+from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 from .builtins import BUILTINS, ShapeTuple
 from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET, call_argv
-from .kernel import _ARRAY_DATA, _TUPLE_ITEMS, LAYOUT_OK, NativeKernel
+from .kernel import NativeKernel
 
 __all__ = ["NativeFunction", "MISS", "RECORD", "native_function", "run_plan_address"]
 
@@ -96,10 +97,10 @@ patch:
   %q2 = getelementptr i64, ptr %q0, i64 2
   %off = load i64, ptr %q2
   %ib = mul i64 %idx, 8
-  %ioff = add i64 %ib, {_TUPLE_ITEMS}
+  %ioff = add i64 %ib, {TUPLE_ITEMS_OFFSET}
   %itemp = getelementptr i8, ptr %tup, i64 %ioff
   %item = load ptr, ptr %itemp
-  %datap = getelementptr i8, ptr %item, i64 {_ARRAY_DATA}
+  %datap = getelementptr i8, ptr %item, i64 {ARRAY_DATA_OFFSET}
   %data = load ptr, ptr %datap
   %dst = getelementptr i8, ptr %data, i64 %off
   %slotp = getelementptr ptr, ptr %table, i64 %slot
