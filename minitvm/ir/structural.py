@@ -236,6 +236,7 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     """A hash consistent with structural_equal (alpha-equivalent programs hash alike)."""
     var_index: dict[int, int] = {}
     memo: dict[int, int] = {}
+    open_nodes: set[int] = set()  # nodes entered and not yet left: met again, a cycle
     keep = []
     # entries: (obj, is_def, phase) phase 0 = enter, 1 = exit
     stack = [(node, False, 0, None)]
@@ -262,6 +263,7 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
             if isinstance(obj, Node):
                 memo[id(obj)] = h
                 keep.append(obj)
+                open_nodes.discard(id(obj))
             results.append(h)
             continue
         kind = _kind(obj)
@@ -281,6 +283,10 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
             if kind == "name":
                 results.append(_h(type(obj).__name__, _named_key(obj)))
                 continue
+            if id(obj) in open_nodes:  # a cycle (objects that refer back to each other)
+                results.append(_h("back-edge", type(obj).__name__))
+                continue
+            open_nodes.add(id(obj))
             if kind == "value":
                 children = [(obj._node_value(), False)]
             else:

@@ -8,7 +8,7 @@ from ..tir.buffer import Buffer, decl_buffer
 from ..tir.expr import Range
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from .tensor import ComputeOp, PlaceholderOp, Tensor
+from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
 
 def topo_order(outputs: list[Tensor]) -> list[Tensor]:
@@ -124,11 +124,24 @@ def _stage(t: Tensor, buffers: dict) -> S.Stmt:
     writes = [S.BufferRegion(out, [Range.from_min_extent(v, 1) for v in out_idx])]
     iter_vars = [E.IterVar(Range.from_min_extent(iv.dom.min, iv.dom.extent), bv, kind)
                  for (iv, kind), bv in zip(axes, block_vars)]
-    block = S.Block(iter_vars, reads, writes, op.name, stmt, init=init, annotations=op.attrs)
+    block = S.Block(iter_vars, reads, writes, op.name, stmt, init=init,
+                    annotations=_block_annotations(op.attrs))
     nest: S.Stmt = S.BlockRealize(loop_vars, True, block)
     for (iv, _), lv in reversed(list(zip(axes, loop_vars))):
         nest = S.For(lv, iv.dom.min, iv.dom.extent, S.ForKind.SERIAL, nest)
     return nest
+
+
+def _block_annotations(attrs: dict) -> dict:
+    """A compute's attrs as block annotations, less those naming TE tensors or operations: they
+    belong to the TE graph (the resize rows schedule reads them there), and a PrimFunc holding
+    them would hold the whole graph, whose tensors and operations refer to each other."""
+    def te_level(v) -> bool:
+        if isinstance(v, tuple | list):
+            return any(te_level(x) for x in v)
+        return isinstance(v, Tensor | Operation)
+
+    return {k: v for k, v in attrs.items() if not te_level(v)}
 
 
 def create_prim_func(ops: list, index_dtype_override: str | None = None) -> PrimFunc:

@@ -119,3 +119,33 @@ def test_call_attrs_compared():
     assert structural_equal(Call(f, [x], A(axis=1)), Call(f, [x], A(axis=1)))
     assert not structural_equal(Call(f, [x], A(axis=1)), Call(f, [x], A(axis=2)))
     assert isinstance(x, Var)
+
+
+def test_hash_of_objects_that_refer_back_to_each_other_terminates():
+    # a TE tensor and its placeholder op point at each other; a structure holding them is a cycle
+    from minitvm import te
+
+    x = te.placeholder((2, 3), "float32", name="x")
+    y = te.placeholder((2, 3), "float32", name="x")
+    assert structural_hash([x, x.op]) == structural_hash([y, y.op])
+    z = te.placeholder((4, 3), "float32", name="x")
+    assert structural_hash([x, x.op]) != structural_hash([z, z.op])
+
+
+def test_prim_func_blocks_do_not_carry_te_tensors():
+    # resize keeps its operand tensors in the compute's attrs for the TE-level schedule; a
+    # PrimFunc built from it hashes in linear time and holds no piece of the TE graph
+    from minitvm import te
+    from minitvm.tir import stmt as S
+    from minitvm.tir.stmt_functor import walk_stmts
+    from minitvm.topi import image_resize
+
+    x = te.placeholder((1, 2, 5, 4), "float32", name="x")
+    y = image_resize.resize2d(x, (8, 7), "NCHW", "cubic", "half_pixel", "", -0.5, 0, 0.0,
+                              [0.0] * 4, "float32")
+    assert "operands" in y.op.attrs
+    f = te.create_prim_func([x, y])
+    blocks = [n for n in walk_stmts(f.body) if isinstance(n, S.Block)]
+    assert blocks and all("operands" not in b.annotations for b in blocks)
+    assert "resize" in blocks[-1].annotations
+    assert structural_hash(f) == structural_hash(te.create_prim_func([x, y]))

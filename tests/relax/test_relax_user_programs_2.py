@@ -120,11 +120,13 @@ class M:
         return (d, t)
 ''')
     vm = _vm(mod)
+    rng = np.random.default_rng(0)
     for n in (1, 4):
-        x = np.random.randn(n, 12).astype("float32")
+        x = rng.standard_normal((n, 12)).astype("float32")
         d, t = vm["main"](x)
         a, b, c = x[:, :4], x[:, 4:8], x[:, 8:]
-        np.testing.assert_allclose(d.numpy(), np.maximum(a * b + c, 0), rtol=1e-6)
+        # a*b + c may be one fused multiply-add: allow its single rounding near cancellation
+        np.testing.assert_allclose(d.numpy(), np.maximum(a * b + c, 0), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(t[1][0].numpy(), b)
         np.testing.assert_allclose(t[1][1].numpy(), c)
 
