@@ -6,8 +6,9 @@ buffer (a reduction block adds ``T.init``). ``analyze_nest`` checks that a nest 
 block, ``raise_nest`` turns it into a TE stage (a ``ComputeOp`` over the stages or
 placeholders it reads; a reduction block becomes a ``te`` reduction) tagged by
 ``raise_patterns.op_tag`` when it is a GEMM or a conv2d (grouped and depthwise too) and by
-``raise_pool.pool_tag`` when it is a window pool, as the rule table keys them; an average pool's
-division by its counts becomes one mean stage (``raise_pool.fused_mean``).
+``raise_pool.pool_tag`` when it is a window pool, by ``raise_scan`` when it is a prefix scan or a
+top-k selection, as the rule table keys them; an average pool's division by its counts becomes
+one mean stage (``raise_pool.fused_mean``).
 Statements it cannot raise are kept as they are; ``segments`` groups the top-level statements
 into runs of raised stages and kept statements, in program order.
 """
@@ -26,6 +27,7 @@ from .common import const_int, same_dims
 from .pool import POOL_TAG
 from .raise_patterns import gemm_tag, op_tag  # noqa: F401  (gemm_tag re-exported)
 from .raise_pool import fused_mean, pool_tag
+from .raise_scan import scan_tag, selection_stage
 
 
 @dataclass
@@ -200,6 +202,11 @@ def raise_nest(nest: Nest, tensor_of) -> Tensor:
     tag, attrs = op_tag(t)
     if not tag and raxis:
         tag, attrs = pool_tag(t)
+    if not tag and raxis:
+        tag, attrs = scan_tag(t)
+        picked = None if tag else selection_stage(t)
+        if picked is not None:  # (topk / sort / argsort: the selection stage)
+            return picked
     if tag:
         t.op.tag = tag
         t.op.attrs = {**t.op.attrs, **attrs}

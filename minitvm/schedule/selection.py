@@ -1,23 +1,36 @@
 """Schedule of top-k selection stages (tag ``topk``, ``topi.selection``): one pass per row.
 
 Each row (the input seen as ``[outer, n, inner]`` around the selected axis; rows in parallel when
-the work is large) keeps its best ``k`` values and positions so far, sorted best first, in local
-arrays with constant indices (LLVM keeps them in registers, as many as fit). An element that
-beats the current ``k``-th is inserted from the bottom up, by an unrolled chain of branches:
-each entry it beats moves down one slot, and it takes the slot below the first entry it does not
-beat. The first ``k`` elements fill empty slots (position -1) that every element beats. On
-random data almost every element costs one compare (about ``k ln(n / k)`` insertions per row,
-each passing ``k / 2`` entries on average); rows sorted the wrong way round insert every
-element at the top (``n k`` moves), which is why ``topi.selection.MAX_K`` is small.
+the work is large) keeps its best ``k`` elements so far.
+
+``k <= MAX_K``: the best ``k`` values and positions sorted best first, in local arrays with
+constant indices (LLVM keeps them in registers, as many as fit). An element that beats the
+current ``k``-th is inserted from the bottom up, by an unrolled chain of branches: each entry it
+beats moves down one slot, and it takes the slot below the first entry it does not beat. The
+first ``k`` elements fill empty slots (position -1) that every element beats. On random data
+almost every element costs one compare (about ``k ln(n / k)`` insertions per row, each passing
+``k / 2`` entries on average); rows sorted the wrong way round insert every element at the top
+(``n k`` moves), which is why this form stops at ``MAX_K``.
+
+``k > MAX_K`` (``argsort`` and ``sort`` are ``k = n``): a binary heap of the ``k`` kept elements
+with the worst at its root. The first ``k`` elements are heapified, every later one that beats
+the root replaces it and sinks, and a heapsort of the kept elements puts them best first
+(``n log k`` at worst, ``n + k log k`` on random data). Elements of at most 32 bits are held as
+one ``int64`` key each, their order as a signed 32-bit integer above the position, so that one
+integer compare orders two elements, ties and NaN included; 64-bit elements as a value and a
+position, compared as ``topi.selection.before`` orders them. Whole rows of keys (``k = n``) are
+sorted by a bottom-up merge sort instead (``log2 n`` passes of branch-free merge steps; the
+heap's sinking branches mispredict on every level).
 """
 
 from __future__ import annotations
 
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
+from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..topi.selection import TOPK_TAG, better
+from ..topi.selection import MAX_K, TOPK_TAG, before, better
 from .common import PARALLEL_MIN_WORK, allocated, const_int, imm
 from .common import outer_loops as _outer_loops
 from .lower import Rule, register_rule
@@ -47,6 +60,8 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     if outer * inner == 0:
         return S.Evaluate(imm(0))
     dt, ity = src.dtype, "int32"
+    if k > MAX_K:
+        return _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest)
 
     def row(idx):
         o, i = idx
@@ -100,6 +115,206 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         return allocated(vals, allocated(pos, S.SeqStmt(parts)))
 
     work = n * (1 + k // 4)
+    parallel = outer * inner > 1 and outer * inner * work >= PARALLEL_MIN_WORK
+    return _outer_loops(ctx, [outer, inner], parallel, row)
+
+
+# ------------------------------------------------------------------------------------ heap
+def _bits(dtype: str) -> int:
+    return int("".join(c for c in dtype if c.isdigit()))
+
+
+_INT32_MAX = 0x7FFFFFFF
+
+
+def _key32(v, largest: bool):
+    """An ``int32`` whose signed order is ``v``'s place in the selection order (NaN last,
+    ``-0.0`` tied with ``0.0``), for elements of at most 32 bits."""
+    dt = v.dtype
+    if dt.startswith("float"):
+        f = v if dt == "float32" else E.Cast("float32", v)
+        b = tir_op.reinterpret("int32", f)
+        b = E.Select(E.EQ(f, E.FloatImm("float32", 0.0)), imm(0), b)  # -0.0 ties 0.0
+        # negative floats: every bit but the sign flipped, so larger magnitudes order lower
+        o = tir_op.bitwise_xor(b, tir_op.bitwise_and(tir_op.shift_right(b, imm(31)),
+                                                     imm(_INT32_MAX)))
+        o = o if not largest else tir_op.bitwise_not(o)
+        return E.Select(E.NE(f, f), imm(_INT32_MAX), o)  # NaN after every number
+    if dt == "uint32":
+        o = tir_op.bitwise_xor(E.Cast("int32", v), imm(-(1 << 31)))
+    else:  # (u)int8 / 16 and int32 are exact in int32
+        o = v if dt == "int32" else E.Cast("int32", v)
+    return tir_op.bitwise_not(o) if largest else o
+
+
+class _Keyed:
+    """Elements of at most 32 bits as one int64 key: order (high half) and position (low)."""
+
+    def __init__(self, dt: str, k: int, largest: bool):
+        self.bufs = [decl_buffer((k,), "int64", "topk_keys")]
+        self.largest = largest
+
+    def item(self, v, p):
+        hi = tir_op.shift_left(E.Cast("int64", _key32(v, self.largest)),
+                               E.IntImm("int64", 32))
+        return (tir_op.bitwise_or(hi, E.Cast("int64", p)),)
+
+    @staticmethod
+    def before(a, b):
+        return E.LT(a[0], b[0])
+
+    @staticmethod
+    def position(a):
+        return E.Cast("int32", a[0])  # the low half
+
+
+class _Pairs:
+    """64-bit elements as a value and a position."""
+
+    def __init__(self, dt: str, k: int, largest: bool):
+        self.bufs = [decl_buffer((k,), dt, "topk_vals"), decl_buffer((k,), "int32", "topk_pos")]
+        self.largest = largest
+
+    def item(self, v, p):
+        return (v, p)
+
+    def before(self, a, b):
+        return before(a[0], b[0], a[1], b[1], self.largest)
+
+    @staticmethod
+    def position(a):
+        return a[1]
+
+
+def _merge_rows(ctx, x, y, outer, n, inner, largest) -> S.Stmt:
+    """Whole rows of at most 32-bit elements sorted as int64 keys by a bottom-up merge sort
+    (``log2 n`` passes between two arrays, each merge step branch-free)."""
+
+    def row(idx):
+        o, i = idx
+        keyed = _Keyed(x.dtype, n, largest)
+        bufs = [keyed.bufs[0], decl_buffer((n,), "int64", "merge_tmp")]
+        at = decl_buffer((2,), "int32", "merge_at")  # the next unread of each run
+        base = o * (n * inner) + i
+        p = ctx.fresh("p")
+        parts = [S.For(p, imm(0), imm(n), S.ForKind.SERIAL, S.BufferStore(
+            bufs[0], keyed.item(E.BufferLoad(x, [base + p * imm(inner)]), p)[0], [p]))]
+        src, w = 0, 1
+        while w < n:
+            a, b = bufs[src], bufs[1 - src]
+            t, r = ctx.fresh("t"), ctx.fresh("r")
+            lo = t * imm(2 * w)
+            mid, hi = E.Min(lo + imm(w), imm(n)), E.Min(lo + imm(2 * w), imm(n))
+            ia, ib = E.BufferLoad(at, [imm(0)]), E.BufferLoad(at, [imm(1)])
+            left = E.BufferLoad(a, [E.Min(ia, mid - imm(1))])
+            right = E.BufferLoad(a, [E.Min(ib, hi - imm(1))])
+            take = ctx.fresh("take", "bool")
+            step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), E.LT(right, left))),
+                             S.SeqStmt([
+                                 S.BufferStore(b, E.Select(take, right, left), [lo + r]),
+                                 S.BufferStore(at, ia + E.Select(take, imm(0), imm(1)), [imm(0)]),
+                                 S.BufferStore(at, ib + E.Select(take, imm(1), imm(0)), [imm(1)]),
+                             ]))
+            merge = S.SeqStmt([S.BufferStore(at, lo, [imm(0)]), S.BufferStore(at, mid, [imm(1)]),
+                               S.For(r, imm(0), hi - lo, S.ForKind.SERIAL, step)])
+            parts.append(S.For(t, imm(0), imm(-(-n // (2 * w))), S.ForKind.SERIAL, merge))
+            src, w = 1 - src, w * 2
+        s = ctx.fresh("s")
+        pos = keyed.position((E.BufferLoad(bufs[src], [s]),))
+        parts.append(S.For(s, imm(0), imm(n), S.ForKind.SERIAL, S.BufferStore(
+            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
+            [o * (n * inner) + s * imm(inner) + i])))
+        stmt = S.SeqStmt(parts)
+        for buf in [at, *bufs]:
+            stmt = allocated(buf, stmt)
+        return stmt
+
+    work = n * max(n.bit_length(), 1) * 4
+    parallel = outer * inner > 1 and outer * inner * work >= PARALLEL_MIN_WORK
+    return _outer_loops(ctx, [outer, inner], parallel, row)
+
+
+def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
+    """Rows selected through a heap of their ``k`` best elements (see the module's doc)."""
+    form = (_Keyed if _bits(dt) <= 32 else _Pairs)
+    if k == n and form is _Keyed:
+        return _merge_rows(ctx, x, y, outer, n, inner, largest)
+    depth = k.bit_length() - 1  # levels an element sinks at most
+
+    def row(idx):
+        o, i = idx
+        items = form(dt, k, largest)
+        cur = decl_buffer((1,), "int32", "heap_at")
+        base = o * (n * inner) + i
+
+        def load(s):
+            return tuple(E.BufferLoad(b, [s]) for b in items.bufs)
+
+        def store(s, item):
+            return [S.BufferStore(b, v, [s]) for b, v in zip(items.bufs, item)]
+
+        def bind(item, body_fn):
+            """``body_fn`` of ``item``'s values held in variables (read before any store)."""
+            vs = [ctx.fresh("heap_v", e.dtype) for e in item]
+            body = body_fn(tuple(vs))
+            for v, e in reversed(list(zip(vs, item))):
+                body = S.LetStmt(v, e, body)
+            return body
+
+        def sink(start, size, item):
+            """``item`` into the hole at ``start`` of the heap's first ``size`` slots: the worse
+            child moves up while it is worse than ``item`` (a level that stops leaves the hole
+            where it is, and so do the levels after it)."""
+            stmts = [S.BufferStore(cur, start, [imm(0)])]
+            if depth:
+                h, c, w = ctx.fresh("h"), ctx.fresh("c"), ctx.fresh("w")
+                last = size - imm(1)
+                worse = E.Select(items.before(load(c), load(E.Min(c + imm(1), last))),
+                                 E.Min(c + imm(1), last), c)
+                move = S.IfThenElse(items.before(item, load(w)), S.SeqStmt(
+                    [*store(h, load(w)), S.BufferStore(cur, w, [imm(0)])]))
+                level = S.LetStmt(h, E.BufferLoad(cur, [imm(0)]), S.LetStmt(
+                    c, h * imm(2) + imm(1), S.IfThenElse(
+                        E.LT(c, size), S.LetStmt(w, worse, move))))
+                stmts.append(S.For(ctx.fresh("lvl"), imm(0), imm(depth), S.ForKind.SERIAL,
+                                   level))
+            stmts += store(E.BufferLoad(cur, [imm(0)]), item)
+            return S.SeqStmt(stmts)
+
+        def element(p):
+            v = E.BufferLoad(x, [base + p * imm(inner)])
+            return items.item(v, p)
+
+        parts = []
+        p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
+        parts.append(S.For(p, imm(0), imm(k), S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
+        if k > 1:
+            t = ctx.fresh("t")
+            s0 = imm(k // 2 - 1) - t
+            parts.append(S.For(t, imm(0), imm(k // 2), S.ForKind.SERIAL,
+                               bind(load(s0), lambda it: sink(s0, imm(k), it))))
+        if n > k:  # later elements that beat the root replace it
+            p = ctx.fresh("p")
+            parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, bind(
+                element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
+                                                    sink(imm(0), imm(k), it)))))
+        if k > 1:  # heapsort: the root (the worst left) to the end, the last one sinks
+            t = ctx.fresh("t")
+            e = imm(k - 1) - t
+            parts.append(S.For(t, imm(0), imm(k - 1), S.ForKind.SERIAL, bind(
+                load(imm(0)), lambda top: bind(load(e), lambda last: S.SeqStmt(
+                    [*store(e, top), sink(imm(0), e, last)])))))
+        s = ctx.fresh("s")
+        pos = items.position(load(s))
+        parts.append(S.For(s, imm(0), imm(k), S.ForKind.SERIAL, S.BufferStore(
+            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
+            [o * (k * inner) + s * imm(inner) + i])))
+        stmt = S.SeqStmt(parts)
+        for b in [cur, *items.bufs]:
+            stmt = allocated(b, stmt)
+        return stmt
+
+    work = n * 4 + k * max(depth, 1) * 4
     parallel = outer * inner > 1 and outer * inner * work >= PARALLEL_MIN_WORK
     return _outer_loops(ctx, [outer, inner], parallel, row)
 

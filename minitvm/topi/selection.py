@@ -1,15 +1,25 @@
-"""Relay's ``topk`` as a selection stage: the positions of the ``k`` best elements of each row,
-then their values gathered from the input.
+"""Selection stages: the positions of the ``k`` best elements of each row (Relay's and Relax's
+``topk``; ``argsort`` / ``sort`` as the selection of the whole axis), then their values
+gathered from the input.
 
-The positions are one stage tagged ``TOPK_TAG`` (attrs: ``operands``, ``k``, ``axis``,
-``largest``). Its body states the result as a nested reduction (the position whose rank is
-``j``, the rank counting the elements ordered before it), which no generic schedule lowers:
-``minitvm.schedule.selection`` computes it in one pass per row, keeping the best ``k`` so far
-sorted. So the compute refuses what that rule does not take (symbolic shapes, ``k`` above
-``MAX_K``, other dtypes); such a ``topk`` runs on its numpy reference.
+One order serves every op: the best first (largest, or smallest when ascending), equal values
+in their input order, NaN after every number in both directions (the numpy references'
+order). ``sort`` descending is the reverse of the ascending order (NaN first, as numpy's
+``flip(sort(x))``).
 
-Order: the best first (largest, or smallest when ascending); equal values keep their input
-order; NaN ranks after every number in both directions (as the numpy reference).
+Two forms state the same positions:
+
+- ``topk_indices``: one stage tagged ``TOPK_TAG`` (attrs ``operands``, ``k``, ``axis``,
+  ``largest``) whose body is a nested reduction (the position whose rank is ``j``, the rank
+  counting the elements ordered before it). No generic schedule lowers it:
+  ``minitvm.schedule.selection`` computes it in one pass per row. Relay's computes build it;
+  they refuse symbolic shapes and dtypes the schedule does not take (the numpy reference runs
+  those).
+- ``ranked_indices``: the same result as two plain reduction stages (``T_topk_rank``, the rank
+  of every element; ``T_topk_indices``, the position whose rank is ``j``), which
+  ``te.create_prim_func`` writes as blocks and any loop nest computes (quadratic work, symbolic
+  shapes allowed). Relax's legalization builds it; ``schedule.raise_scan`` recognizes the pair
+  in a legalized PrimFunc and replaces it by ``topk_indices``.
 """
 
 from __future__ import annotations
@@ -18,10 +28,13 @@ from .. import te
 from ..tir import expr as E
 from .utils import compute
 
-__all__ = ["TOPK_TAG", "MAX_K", "topk_indices"]
+__all__ = ["TOPK_TAG", "MAX_K", "DTYPES", "topk_indices", "ranked_indices", "gather",
+           "before", "better"]
 
 TOPK_TAG = "topk"
-MAX_K = 64  # the most elements the selection keeps per row (its insertion chain is unrolled)
+MAX_K = 64  # up to this k the schedule keeps the best k in registers; above it, a heap
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+          "uint16", "uint32", "uint64")
 
 
 def better(a, b, largest: bool):
@@ -32,70 +45,144 @@ def better(a, b, largest: bool):
     return E.Or(first, E.And(E.NE(b, b), E.EQ(a, a)))
 
 
-def _same(a, b):
+def same(a, b):
+    """Do values ``a`` and ``b`` tie (NaN ties with NaN)?"""
     if not a.dtype.startswith(("float", "bfloat")):
         return E.EQ(a, b)
     return E.Or(E.EQ(a, b), E.And(E.NE(a, a), E.NE(b, b)))
 
 
-def _static(dims) -> list[int]:
+def before(xq, xp, q, p, largest: bool):
+    """Is the element ``xq`` at position ``q`` ordered before ``xp`` at ``p`` (a strict total
+    order: ties broken by position)?"""
+    return E.Or(better(xq, xp, largest), E.And(same(xq, xp), E.LT(q, p)))
+
+
+def _static(dims, what: str) -> list[int]:
     out = []
     for d in dims:
         if not isinstance(d, E.IntImm):
-            raise ValueError(f"topk: the selection kernel needs static shapes, got {d}")
+            raise ValueError(f"{what}: the selection kernel needs static shapes, got {d}")
         out.append(d.value)
     return out
+
+
+def _at(x, i, axis: int, j):
+    """``x`` at index ``i`` with the ``axis`` entry replaced by ``j``."""
+    return x[tuple(j if d == axis else i[d] for d in range(len(x.shape)))]
+
+
+def _out_shape(x, axis: int, k):
+    return [E.IntImm(x.shape[d].dtype, k) if d == axis and isinstance(k, int) else
+            (k if d == axis else x.shape[d]) for d in range(len(x.shape))]
 
 
 def topk_indices(x, k: int, axis: int, largest: bool = True, dtype: str = "int32"):
     """Positions along ``axis`` of the ``k`` best elements of ``x``, best first (a stage for
     ``schedule.selection``; ``x`` has a static shape and ``1 <= k <= x.shape[axis]``)."""
-    dims = _static(x.shape)
+    dims = _static(x.shape, "topk")
     axis %= len(dims)
     n = dims[axis]
     if not 1 <= k <= n:
         raise ValueError(f"topk: k={k} must be in [1, {n}]")
-    shape = [E.IntImm(x.shape[d].dtype, k) if d == axis else x.shape[d]
-             for d in range(len(dims))]
     ity = x.shape[axis].dtype
 
     def body(*i):
         p = te.reduce_axis((E.IntImm(ity, 0), E.IntImm(ity, n)), name="p")
         q = te.reduce_axis((E.IntImm(ity, 0), E.IntImm(ity, n)), name="q")
-        xp = x[tuple(p.var if d == axis else i[d] for d in range(len(dims)))]
-        xq = x[tuple(q.var if d == axis else i[d] for d in range(len(dims)))]
-        before = E.Or(better(xq, xp, largest), E.And(_same(xq, xp), E.LT(q.var, p.var)))
-        rank = te.sum(E.Select(before, E.IntImm(ity, 1), E.IntImm(ity, 0)), axis=q)
+        cond = before(_at(x, i, axis, q.var), _at(x, i, axis, p.var), q.var, p.var, largest)
+        rank = te.sum(E.Select(cond, E.IntImm(ity, 1), E.IntImm(ity, 0)), axis=q)
         pos = p.var if dtype == ity else E.Cast(dtype, p.var)
         return te.sum(E.Select(E.EQ(rank, i[axis]), pos, E.IntImm(dtype, 0)), axis=p)
 
     attrs = {"operands": (x,), "k": k, "axis": axis, "largest": bool(largest)}
-    return te.compute(shape, body, name="T_topk_indices", tag=TOPK_TAG, attrs=attrs)
+    return te.compute(_out_shape(x, axis, k), body, name="T_topk_indices", tag=TOPK_TAG,
+                      attrs=attrs)
 
 
-_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-           "uint16", "uint32", "uint64")
+def rank_body(x, i, q, axis: int, largest: bool):
+    """``T_topk_rank``'s reduction source at output index ``i`` and reduce variable ``q``: one
+    for each element ordered before ``x[i]`` along ``axis``."""
+    ity = q.dtype
+    cond = before(_at(x, i, axis, q), x[tuple(i)], q, i[axis], largest)
+    return E.Select(cond, E.IntImm(ity, 1), E.IntImm(ity, 0))
+
+
+def pick_body(rank, i, p, axis: int, dtype: str):
+    """``T_topk_indices``'s reduction source: position ``p`` where its rank is ``i[axis]``."""
+    pos = p if dtype == p.dtype else E.Cast(dtype, p)
+    return E.Select(E.EQ(_at(rank, i, axis, p), i[axis]), pos, E.IntImm(dtype, 0))
+
+
+def ranked_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32"):
+    """``topk_indices`` as two plain reduction stages (any shape, symbolic too; ``k`` at most
+    the axis' length): the rank of each element, then the position of each rank below ``k``."""
+    axis %= len(x.shape)
+    n = x.shape[axis]
+    ity = n.dtype
+
+    def rank(*i):
+        q = te.reduce_axis((E.IntImm(ity, 0), n), name="q")
+        return te.sum(rank_body(x, i, q.var, axis, largest), axis=q)
+
+    r = te.compute(x.shape, rank, name="T_topk_rank")
+
+    def pick(*i):
+        p = te.reduce_axis((E.IntImm(ity, 0), n), name="p")
+        return te.sum(pick_body(r, i, p.var, axis, dtype), axis=p)
+
+    return te.compute(_out_shape(x, axis, k), pick, name="T_topk_indices")
+
+
+def gather(x, idx, axis: int, name: str = "T_topk_values", reverse: bool = False):
+    """``x`` at the positions ``idx`` along ``axis`` (``idx`` read back to front when
+    ``reverse``: ``sort`` descending)."""
+    axis %= len(x.shape)
+
+    def body(*i):
+        if reverse:
+            last = idx.shape[axis] - E.IntImm(idx.shape[axis].dtype, 1)
+            i = tuple(last - i[d] if d == axis else i[d] for d in range(len(i)))
+        j = idx[tuple(i)]
+        j = j if j.dtype == i[axis].dtype else E.Cast(i[axis].dtype, j)
+        return _at(x, i, axis, j)
+
+    return te.compute(idx.shape, body, name=name)
+
+
+# ---------------------------------------------------------------------------- Relay computes
+def _checked(x, attrs, what: str) -> tuple[int, int]:
+    """(axis, axis length) of a selection over ``x``; ValueError where the kernel does not
+    apply (the numpy reference runs such calls)."""
+    dims = _static(x.shape, what)
+    if x.dtype not in DTYPES:
+        raise ValueError(f"{what}: the selection kernel does not take {x.dtype}")
+    axis = int(attrs.axis) % len(dims) if dims else 0
+    if not dims or dims[axis] == 0:
+        raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
+    return axis, dims[axis]
 
 
 @compute("topk")
 def _topk(attrs, inputs, out_type):
     x = inputs[0]
-    dims = _static(x.shape)
-    axis = int(attrs.axis) % len(dims) if dims else 0
-    if not dims or dims[axis] == 0:
-        raise ValueError("topk: the selection kernel needs a non-empty axis")
-    n = dims[axis]
+    axis, n = _checked(x, attrs, "topk")
     k = n if int(attrs.k) < 1 else min(int(attrs.k), n)
-    if k > MAX_K:
-        raise ValueError(f"topk: k={k} is above the selection kernel's {MAX_K}")
-    if x.dtype not in _DTYPES:
-        raise ValueError(f"topk: the selection kernel does not take {x.dtype}")
     idx = topk_indices(x, k, axis, not attrs.is_ascend, attrs.dtype)
-
-    def gather(*i):
-        j = idx[i]
-        j = j if j.dtype == i[axis].dtype else E.Cast(i[axis].dtype, j)
-        return x[tuple(j if d == axis else i[d] for d in range(len(dims)))]
-
-    vals = te.compute(idx.shape, gather, name="T_topk_values")
+    vals = gather(x, idx, axis)
     return {"both": [vals, idx], "values": [vals], "indices": [idx]}[attrs.ret_type]
+
+
+@compute("argsort")
+def _argsort(attrs, inputs, out_type):
+    x = inputs[0]
+    axis, n = _checked(x, attrs, "argsort")
+    return [topk_indices(x, n, axis, not attrs.is_ascend, attrs.dtype)]
+
+
+@compute("sort")
+def _sort(attrs, inputs, out_type):
+    x = inputs[0]
+    axis, n = _checked(x, attrs, "sort")
+    idx = topk_indices(x, n, axis, False, "int32")  # ascending; descending reads it back
+    return [gather(x, idx, axis, "T_sort", reverse=not attrs.is_ascend)]

@@ -70,8 +70,8 @@ TOPK_CASES = [
     ((3, 7), -1, 50, False, "float32", "rand"),  # k larger than the axis
     ((3, 7), -1, 0, True, "float32", "ties"),  # k < 1: the whole axis
     ((2, 80), -1, MAX_K, False, "int8", "ties"),
-    ((2, 80), -1, MAX_K + 1, False, "float32", "rand"),  # numpy fallback
-    ((2, 80), 1, 0, False, "float32", "ties"),  # numpy fallback, full sort
+    ((2, 80), -1, MAX_K + 1, False, "float32", "rand"),  # the heap
+    ((2, 80), 1, 0, False, "float32", "ties"),  # the heap, full sort
 ]
 
 
@@ -87,7 +87,7 @@ def test_topk_both(shape, axis, k, asc, dtype, data, idx_dtype):
     np.testing.assert_array_equal(idx, want)
     assert idx.dtype == idx_dtype
     np.testing.assert_array_equal(vals, np.take_along_axis(x, want, axis=axis))
-    assert kinds == (["native"] if kk <= MAX_K else ["fallback"])
+    assert kinds == ["native"]
 
 
 @pytest.mark.parametrize("ret_type", ["values", "indices"])

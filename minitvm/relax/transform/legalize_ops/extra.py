@@ -10,6 +10,7 @@ from ....topi import broadcast as topi_bcast
 from ....topi import manipulation as topi_manip
 from ....topi import math as topi_math
 from ....topi import nn_te
+from ....topi import selection as topi_sel
 from ....topi import transform_extra as tx
 from ...expr import Tuple, TupleGetItem
 from .common import (
@@ -168,18 +169,27 @@ def _ewise_fma(bb, call):
 
 
 # --------------------------------------------------------------------------- sorting
+# Sorting states the selection order of ``topi.selection`` (ties in input order, NaN last both
+# ways; ``sort`` descending the ascending order reversed) as its rank / pick stages, which
+# ``schedule.raise_scan`` raises to the one-pass-per-row selection where shapes are static.
 @register_legalize("relax.sort")
 def _sort(bb, call):
     a = call.attrs
-    return call_topi(bb, lambda x: tx.sort(x, int(a.axis), bool(a.descending)), call.args[0],
-                     name="sort")
+
+    def te_func(x):
+        idx = topi_sel.ranked_indices(x, x.shape[int(a.axis) % len(x.shape)], int(a.axis),
+                                      False, "int32")
+        return topi_sel.gather(x, idx, int(a.axis), "T_sort", reverse=bool(a.descending))
+
+    return call_topi(bb, te_func, call.args[0], name="sort")
 
 
 @register_legalize("relax.argsort")
 def _argsort(bb, call):
     a = call.attrs
-    return call_topi(bb, lambda x: tx.argsort(x, int(a.axis), bool(a.descending), a.dtype),
-                     call.args[0], name="argsort")
+    return call_topi(bb, lambda x: topi_sel.ranked_indices(
+        x, x.shape[int(a.axis) % len(x.shape)], int(a.axis), bool(a.descending), a.dtype),
+        call.args[0], name="argsort")
 
 
 @register_legalize("relax.topk")
@@ -187,12 +197,11 @@ def _topk(bb, call):
     a = call.attrs
 
     def te_func(x):
-        vals, idx = tx.topk(x, int(a.k), int(a.axis), bool(a.largest), a.dtype)
-        if a.ret_type == "values":
-            return vals
+        idx = topi_sel.ranked_indices(x, int(a.k), int(a.axis), bool(a.largest), a.dtype)
         if a.ret_type == "indices":
             return idx
-        return [vals, idx]
+        vals = topi_sel.gather(x, idx, int(a.axis))
+        return vals if a.ret_type == "values" else [vals, idx]
 
     return call_topi(bb, te_func, call.args[0], name="topk")
 
