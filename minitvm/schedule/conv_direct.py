@@ -568,14 +568,21 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     ky_kind = unroll if kw_kind == unroll and sh > 1 and g["kh"] * g["kw"] <= 9 and \
         UNROLL_STRIDED_ROWS[vector_isa()] \
         else S.ForKind.SERIAL
+
+    def ky_loop(fbody):  # the filter rows the panel's output rows need (conv_lanes.trims_rows)
+        if ky_kind == unroll or not conv_lanes.trims_rows(g):
+            return loop("ky", g["kh"], ky_kind, fbody)
+        v = ctx.fresh("ky")
+        first, count = conv_lanes.tap_rows(g, E.FloorDiv(base, g["gw"]),
+                                           E.FloorDiv(base + (nr - 1), g["gw"]))
+        return S.For(v, first, count, ky_kind, fbody(v))
+
     if kb is not None:
-        taps = loop("c", kc, S.ForKind.SERIAL, lambda cc: loop(
-            "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kw_kind, lambda kx: tap_of(kv * kc + cc, ky, kx))))
+        taps = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: loop(
+            "kx", g["kw"], kw_kind, lambda kx: tap_of(kv * kc + cc, ky, kx))))
     else:
-        taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: loop(
-            "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
+        taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: ky_loop(lambda ky: loop(
+            "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
     grid = g["grid"]
     full = grid % nr == 0
 

@@ -364,6 +364,33 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
+def trims_rows(g) -> bool:
+    """Does some output row of geometry ``g`` have filter rows that read only padding (rows
+    ``pt`` above or below the input: a dilated conv, or a small plane)? Then a tile runs only
+    the filter rows some of its output rows need (``tap_rows``), as ONNX Runtime skips the
+    padding taps: a 3x3 conv of dilation 6 at 32x32 does 12% fewer multiply-adds, one of
+    dilation 2 4%, a 3x3 conv at 7x7 10%."""
+    return _row_bounds(g, 0)[0] > 0 or _row_bounds(g, g["oh"] - 1)[1] < g["kh"]
+
+
+def _row_bounds(g, oy):
+    """(first, one past the last) filter row reading an input row at output row ``oy`` (an
+    int, or a PrimExpr of int32)."""
+    dh, top = g["dh"], g["pt"] - oy * g["sh"]
+    if isinstance(oy, int):
+        return max(0, -(-top // dh)), min(g["kh"], (g["h"] - 1 + top) // dh + 1)
+    return (E.Max(E.FloorDiv(top + (dh - 1), dh), E.IntImm("int32", 0)),
+            E.Min(E.FloorDiv(top + (g["h"] - 1), dh) + 1, E.IntImm("int32", g["kh"])))
+
+
+def tap_rows(g, first, last):
+    """(first filter row, filter rows) that output rows ``first .. last`` (PrimExprs, int32)
+    need: the union of their rows' ranges, as the range is monotone in the output row; the
+    other rows read only zero padding for every pixel of those rows."""
+    lo, hi = _row_bounds(g, last)[0], _row_bounds(g, first)[1]
+    return lo, E.Max(hi - lo, E.IntImm("int32", 0))
+
+
 def channel_block(g) -> int:
     """Input channels per pass over a band of pixel tiles: their weights (``KH*KW*16`` floats
     a channel) kept to about ``CHANNEL_BLOCK_BYTES`` so that they stay in L1 over the band;
@@ -396,6 +423,13 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
         lo = E.IntImm(dtype, 0)
         return S.For(v, lo, E.IntImm(dtype, extent), kind, fbody(v))
 
+    def ky_loop(fbody):  # the filter rows: those the tile's output rows need (trims_rows)
+        if ky_kind == unroll or not trims_rows(g):
+            return loop("ky", g["kh"], ky_kind, fbody)
+        v = ctx.fresh("ky")
+        first, count = tap_rows(g, E.FloorDiv(p0, ow), E.FloorDiv(p0 + (pixels - 1), ow))
+        return S.For(v, first, count, ky_kind, fbody(v))
+
     q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
     init = loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll:
                 S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
@@ -424,13 +458,11 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
     ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
     kx_kind = unroll if g["lanes_unroll_kx"] else S.ForKind.SERIAL
     if kb is None:
-        macs = loop("c", c, S.ForKind.SERIAL, lambda ci: loop(
-            "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kx_kind, lambda kx: tap(ci, ky, kx))), dtype="int64")
+        macs = loop("c", c, S.ForKind.SERIAL, lambda ci: ky_loop(lambda ky: loop(
+            "kx", g["kw"], kx_kind, lambda kx: tap(ci, ky, kx))), dtype="int64")
     else:
-        macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: loop(
-            "ky", g["kh"], ky_kind, lambda ky: loop(
-                "kx", g["kw"], kx_kind, lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))),
+        macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: loop(
+            "kx", g["kw"], kx_kind, lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))),
             dtype="int64")
 
     # the tile is stored through a scratch copy, one pixel an iteration (a pixel's 16 output
