@@ -64,6 +64,12 @@ from .options import LoweringOptions
 from .pieces import split_pieces
 from .raise_patterns import affine
 
+# vector accumulators of a reduction along its contiguous axis (power of two; 1 for fewer than
+# twice as many vectors). Zen 4, one thread, amax over (2, 3) of (1, 256, 28, 28), us: one 26.1,
+# two 19.0, four 16.3, eight 147 (the 128-lane partial sums spill); (1, 64, 56, 56): 27.7 with
+# two, 18.0 with four (ONNX Runtime 17-21 and 28)
+REDUCE_ACCUMULATORS = 4
+
 
 # ---------------------------------------------------------------------------------- rules
 @dataclass(frozen=True)
@@ -468,17 +474,16 @@ def _reduce_parts(t, body):
 def _flat_trailing_reduction(ctx, src, raxes, rmin, rext):
     """``(source, axes, mins, extents)`` of the same reduction over one axis, or None: when
     ``src`` loads a buffer whose trailing dimensions are the reduction axes, whole and in
-    order, and the last is no whole number of vectors, the reduction runs over those dimensions
-    flattened (contiguous in memory), so it gets vector partial sums (a global average pool's
-    7x7 plane: 49 floats, not seven rows of 7) and at most one short scalar tail (28x28: 49
-    vectors, where rows of 28 left 12 of each 28 floats to the scalar tail). One thread, Zen 4,
-    EfficientNet's global pools: 240 channels at 28x28 71 -> 17 us, 144 at 56x56 76 -> 33 us
-    (ONNX Runtime's 38-49 and 81-101 us)."""
+    order, the reduction runs over those dimensions flattened (contiguous in memory), so it
+    gets vector partial sums (a global average pool's 7x7 plane: 49 floats, not seven rows of
+    7), at most one short scalar tail (28x28: 49 vectors, where rows of 28 left 12 of each 28
+    floats to the scalar tail) and, rows of whole vectors too, the independent accumulators
+    of ``REDUCE_ACCUMULATORS`` (32x32: 64 vectors in four chains, not rows of two in one). One
+    thread, Zen 4, EfficientNet's global pools: 240 channels at 28x28 71 -> 17 us, 144 at 56x56
+    76 -> 33 us (ONNX Runtime's 38-49 and 81-101 us)."""
     k = len(raxes)
-    lanes = _lanes(src.buffer.dtype) if isinstance(src, E.BufferLoad) else 1
     if k < 2 or not isinstance(src, E.BufferLoad) or len(src.indices) < k or \
-            not all(isinstance(v, int) for v in (*rmin, *rext)) or any(rmin) or \
-            (rext[-1] >= lanes and rext[-1] % lanes == 0):
+            not all(isinstance(v, int) for v in (*rmin, *rext)) or any(rmin):
         return None
     dims = [_const_int(d) for d in src.buffer.shape]
     if any(d is None for d in dims) or dims[-k:] != rext or \
@@ -578,17 +583,35 @@ def reduce_nest(ctx, t, buf, body):
                                                                 and len(raxes) == 1)):
             upd = S.BufferStore(buf, combine(cur, src_at(idx, rvars)), sidx)
             return S.SeqStmt([init, loops(upd, len(raxes))])
-        acc = decl_buffer((lanes,), t.dtype, "acc")
-        vi, ko = ctx.fresh("vi"), ctx.fresh("ko", rdt)
         nvec = last // lanes if isinstance(last, int) else E.FloorDiv(last, c(lanes))
-        acc_init = S.For(vi, 0, lanes, S.ForKind.VECTORIZED, S.BufferStore(acc, ident, [vi]))
-        vi2 = ctx.fresh("vi", rdt)
-        rv = [*rvars[:-1], c(rmin[-1]) + ko * c(lanes) + vi2]
-        acc_upd = S.For(vi2, c(0), c(lanes), S.ForKind.VECTORIZED, S.BufferStore(
-            acc, combine(E.BufferLoad(acc, [vi2]), src_at(idx, rv)), [vi2]))
-        vec_loop = loops(S.For(ko, c(0), c(nvec), S.ForKind.SERIAL, acc_upd), len(raxes) - 1)
+        # independent accumulators: one chain's latency (a float max with its NaN test, about
+        # 7 cycles on Zen 4; an add, 3) would otherwise bound the loop, not the loads
+        nacc = REDUCE_ACCUMULATORS if not isinstance(nvec, int) or \
+            nvec >= 2 * REDUCE_ACCUMULATORS else 1
+        width = nacc * lanes
+        acc = decl_buffer((width,), t.dtype, "acc")
+        vi = ctx.fresh("vi")
+        acc_init = S.For(vi, 0, width, S.ForKind.VECTORIZED, S.BufferStore(acc, ident, [vi]))
+
+        def acc_pass(first, count, w):  # vectors of w lanes from vector ``first`` on
+            ko, vi2 = ctx.fresh("ko", rdt), ctx.fresh("vi", rdt)
+            rv = [*rvars[:-1], c(rmin[-1]) + first * c(lanes) + ko * c(w) + vi2]
+            upd = S.For(vi2, c(0), c(w), S.ForKind.VECTORIZED, S.BufferStore(
+                acc, combine(E.BufferLoad(acc, [vi2]), src_at(idx, rv)), [vi2]))
+            return S.For(ko, c(0), count, S.ForKind.SERIAL, upd)
+
+        if nacc == 1:
+            vec_body = acc_pass(c(0), c(nvec), lanes)
+        else:
+            nblk = nvec // nacc if isinstance(nvec, int) else E.FloorDiv(nvec, c(nacc))
+            done = nblk * nacc if isinstance(nblk, int) else nblk * c(nacc)
+            rest = nvec - done
+            vec_body = S.SeqStmt([acc_pass(c(0), c(nblk), width),
+                                  acc_pass(c(done), c(rest), lanes)]) \
+                if not isinstance(rest, int) or rest else acc_pass(c(0), c(nblk), width)
+        vec_loop = loops(vec_body, len(raxes) - 1)
         hsum = S.BufferStore(buf, combine(cur, E.BufferLoad(acc, [c(0)])), sidx)
-        parts = [acc_init, vec_loop, *fold_lanes(ctx, acc, lanes, combine, rdt), init, hsum]
+        parts = [acc_init, vec_loop, *fold_lanes(ctx, acc, width, combine, rdt), init, hsum]
         tail = last - nvec * lanes if isinstance(last, int) else last - nvec * c(lanes)
         if not isinstance(tail, int) or tail:
             tv = ctx.fresh("tr", rdt)
@@ -599,7 +622,7 @@ def reduce_nest(ctx, t, buf, body):
             parts.append(loops(S.For(tv, c(start), c(tail), S.ForKind.SERIAL, upd),
                                len(raxes) - 1))
         body_s = S.SeqStmt(parts)
-        return S.Allocate(acc.data, t.dtype, [lanes], True, S.DeclBuffer(acc, body_s))
+        return S.Allocate(acc.data, t.dtype, [width], True, S.DeclBuffer(acc, body_s))
 
     work = _static_part(rext) if rtotal is None else rtotal
     return _outer_loops(ctx, list(shape if out_axes else ()), parallel, per_output, work)

@@ -1,4 +1,4 @@
-"""Computes of the reductions (sum, mean, max, min, prod, all, any, variance)."""
+"""Computes of the reductions (sum, mean, max, min, prod, all, any, variance, argmax, argmin)."""
 
 from __future__ import annotations
 
@@ -112,5 +112,21 @@ def _variance(attrs, inputs, out_type):
                                                                                float(denom)),
                        name="variance")]
 
+
+def _arg_reduction(kind: str):
+    def fcompute(attrs, inputs, out_type):
+        from .reduction import arg_reduce
+
+        t = out_tensor_types(out_type)[0]
+        x = inputs[0]
+        axes = reduce_axes(len(ishape(x)), attrs.axis, attrs.exclude)
+        return [arg_reduce(kind, x, axes, bool(attrs.keepdims),
+                           bool(attrs.select_last_index), t.dtype)]
+
+    return fcompute
+
+
+compute("argmax")(_arg_reduction("max"))
+compute("argmin")(_arg_reduction("min"))
 
 _ = tir_op  # keep the import for computes added here later

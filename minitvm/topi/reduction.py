@@ -14,7 +14,7 @@ from .broadcast import ax_names, const_like
 from .utils import ieee_max, ieee_min
 
 __all__ = ["reduce", "sum", "max", "min", "prod", "mean", "variance", "argmax", "argmin",
-           "norm_axes", "count_of"]
+           "arg_reduce", "norm_axes", "count_of"]
 
 _prod = te.comm_reducer(lambda a, b: a * b, lambda t: const_like(1, t), name="prod")
 _REDUCERS = {"sum": te.sum, "max": ieee_max, "min": ieee_min, "prod": _prod}
@@ -135,40 +135,53 @@ def variance(x, axis=None, keepdims: bool = False, unbiased: bool = False):
     return _divide_by(s, n, x.dtype)
 
 
-def _arg(kind: str, x, axis=None, keepdims: bool = False):
-    """Index of the first extreme element: the extreme value, then the smallest index that
-    holds it (two reductions, no tuple reducer needed)."""
-    if axis is None:
-        flat_n = count_of(x, range(len(x.shape)))
-        from .manipulation import reshape
-
-        src = reshape(x, [flat_n])
-        res = _arg(kind, src, 0, False)
-        if keepdims:
-            from .manipulation import expand_dims
-
-            return expand_dims(res, list(range(len(x.shape)))) if x.shape else res
-        return res
-    a = int(axis) % len(x.shape)
-    ext = reduce(kind, x, [a], keepdims=True)
-    n = x.shape[a]
-    k = te.reduce_axis((E.IntImm(n.dtype, 0), n), name=f"k{a}")
-    shape = _out_shape(x, [a], keepdims)
+def arg_reduce(kind: str, x, axes, keepdims: bool = False, select_last: bool = False,
+               dtype: str = "int64"):
+    """Index of the first (``select_last``: last) extreme element over ``axes``, counted
+    row-major over those axes (numpy's argmax of the moved and flattened axes): the extreme
+    value, then the smallest (largest) index holding it; two reductions, no tuple reducer."""
+    axes = norm_axes(len(x.shape), axes)
+    if not axes:
+        raise ValueError(f"arg{kind}: no axis to reduce over in a tensor of rank {len(x.shape)}")
+    ext = reduce(kind, x, axes, keepdims=True)
+    it = next((x.shape[a].dtype for a in axes if isinstance(x.shape[a], E.PrimExpr)), "int32")
+    rvars = [te.reduce_axis((E.IntImm(it, 0), x.shape[a]), name=f"k{a}") for a in axes]
+    total = count_of(x, axes)
+    flat = None
+    for a, r in zip(axes, rvars, strict=True):
+        flat = r.var if flat is None else flat * x.shape[a] + r.var
+    floating = str(x.dtype).startswith(("float", "bfloat"))
 
     def body(*i):
-        full = list(i) if keepdims else list(i[:a]) + [None] + list(i[a:])
-        idx = [k if d == a else full[d] for d in range(len(x.shape))]
-        eidx = [E.IntImm(n.dtype, 0) if d == a else full[d] for d in range(len(x.shape))]
-        v = x[tuple(idx)]
+        v = x[tuple(_source_index(x, axes, keepdims, i, rvars))]
+        eidx = _kept(i, axes, keepdims, len(x.shape), it)
         hit = E.EQ(v, ext[tuple(eidx)])
-        if str(x.dtype).startswith(("float", "bfloat")):
+        if floating:
             # the extreme of a slice holding NaN is NaN (IEEE, as numpy): the first NaN is it
             hit = E.Or(hit, E.NE(v, v))
-        return te.min(E.Select(hit, k, n), axis=k)
+        if select_last:
+            return te.max(E.Select(hit, flat, E.IntImm(flat.dtype, -1)), axis=rvars)
+        return te.min(E.Select(hit, flat, E.Cast(flat.dtype, total)), axis=rvars)
 
-    idx = _compute(shape, body, f"{x.name}_{kind}_index")
-    return te.compute(idx.shape, lambda *i: E.Cast("int64", idx[i] if i else idx[()]),
-                      name=f"T_arg{kind}") if idx.dtype != "int64" else idx
+    idx = _compute(_out_shape(x, axes, keepdims), body, f"{x.name}_arg{kind}_index")
+    if idx.dtype == dtype:
+        return idx
+    return te.compute(idx.shape, lambda *i: E.Cast(dtype, idx[i] if i else idx[()]),
+                      name=f"T_arg{kind}")
+
+
+def _kept(out_idx, axes, keepdims, ndim, dtype) -> list:
+    """The index into the keepdims reduction for output index ``out_idx``: 0 at each reduced
+    axis."""
+    if keepdims:
+        return [E.IntImm(dtype, 0) if d in axes else out_idx[d] for d in range(ndim)]
+    rest = iter(out_idx)
+    return [E.IntImm(dtype, 0) if d in axes else next(rest) for d in range(ndim)]
+
+
+def _arg(kind: str, x, axis=None, keepdims: bool = False):
+    axes = None if axis is None else [int(axis) % len(x.shape)]
+    return arg_reduce(kind, x, axes, keepdims)
 
 
 def argmax(x, axis=None, keepdims: bool = False):

@@ -1,5 +1,5 @@
-"""Reductions over a buffer's whole trailing dimensions, the last no whole number of vectors (a
-global pool over 7x7 or 28x28), run over those dimensions flattened: vector partial sums over
+"""Reductions over a buffer's whole trailing dimensions (a global pool over 7x7, 28x28 or
+32x32) run over those dimensions flattened: vector partial sums over
 49 contiguous floats instead of scalar rows of 7, 49 vectors instead of rows of 28 with a
 12-float scalar tail each (``schedule.lower._flat_trailing_reduction``)."""
 
@@ -48,9 +48,10 @@ CASES = [
     ((1, 24, 28, 28), lambda x: relay.nn.global_avg_pool2d(x),
      lambda v: v.mean(axis=(2, 3), keepdims=True), True),
     ((2, 8, 5, 20), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), True),
-    # not trailing, or the last axis whole vectors: unchanged
+    # the last axis whole vectors: flattened too (one stream for the independent accumulators)
+    ((2, 3, 4, 32), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), True),
+    # not trailing: unchanged
     ((2, 7, 7, 6), lambda x: relay.sum(x, axis=(1, 2)), lambda v: v.sum(axis=(1, 2)), False),
-    ((2, 3, 4, 32), lambda x: relay.sum(x, axis=(2, 3)), lambda v: v.sum(axis=(2, 3)), False),
 ]
 
 
