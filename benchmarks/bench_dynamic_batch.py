@@ -2,10 +2,11 @@
 exported to ONNX with ``dynamic_axes={"x": {0: "batch"}}``, imported with
 ``relax.frontend.onnx.from_onnx`` (the batch becomes the symbolic ``batch``), compiled once by
 ``relax.build`` and run on the Relax VM at several batch sizes, side by side with ONNX Runtime on
-the same ONNX file. One thread, interleaved rounds, thread CPU time.
+the same ONNX file. One thread, interleaved rounds, thread CPU time (with ``--threads N``: N
+threads for both, wall-clock time).
 
     python benchmarks/bench_dynamic_batch.py [--models resnet18,mobilenetv3_small] [--batches 1,4]
-                                             [--rounds 5]
+                                             [--rounds 5] [--threads 1]
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' plus a
 ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
@@ -34,7 +35,7 @@ import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.runtime import threadpool  # noqa: E402
 
-DEFAULT = "resnet18,mobilenetv3_small,efficientnet_b0,resnext50_32x4d,unet"
+DEFAULT = "resnet18,mobilenetv3_small,efficientnet_b0,resnext50_32x4d,unet,vit_tiny,convnext_mini"
 
 
 def resnet18():
@@ -62,7 +63,7 @@ def resnet18():
     return nn.Sequential(*layers)
 
 
-def measure(name, ctor, shape, batches, rounds):
+def measure(name, ctor, shape, batches, rounds, threads=1):
     import onnx
     import onnxruntime as ort
     import torch
@@ -85,7 +86,7 @@ def measure(name, ctor, shape, batches, rounds):
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     build = time.perf_counter() - t0
     so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     sess = ort.InferenceSession(buf.getvalue(), so, providers=["CPUExecutionProvider"])
     for batch in batches:
         x = np.random.default_rng(batch).standard_normal((batch, *shape[1:])).astype("float32")
@@ -97,7 +98,7 @@ def measure(name, ctor, shape, batches, rounds):
         err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-6))
         times = settled_rounds({"minitvm": lambda xt=xt: vm["main"](xt),
                                 "ort": lambda x=x: sess.run(None, {"x": x})}, rounds, 3,
-                               clock=time.thread_time)
+                               clock=time.thread_time if threads == 1 else time.perf_counter)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         print(f"{name:18s} {batch:5d} {med['minitvm']:9.2f} {med['ort']:9.2f} "
               f"{med['minitvm'] / med['ort']:8.2f}x {build:7.1f} {err:9.1e}", flush=True)
@@ -108,6 +109,7 @@ def main() -> int:
     ap.add_argument("--models", default=DEFAULT, help="comma-separated names")
     ap.add_argument("--batches", default="1,4", help="comma-separated batch sizes")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1, help="threads for both (>1: wall clock)")
     args = ap.parse_args()
     try:
         import onnx  # noqa: F401
@@ -117,7 +119,7 @@ def main() -> int:
         print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
         return 0
     torch.set_num_threads(1)
-    threadpool.set_num_threads(1)
+    threadpool.set_num_threads(args.threads)
     table = {"resnet18": (resnet18, (1, 3, 224, 224)), **new_user_models()}
     names = args.models.split(",")
     unknown = [n for n in names if n not in table]
@@ -125,13 +127,15 @@ def main() -> int:
         print(f"unknown models {unknown}; choose from {list(table)}")
         return 2
     batches = [int(b) for b in args.batches.split(",")]
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one thread, ms (thread CPU "
-          f"time), median of {args.rounds} interleaved rounds of median-of-3; one relax.build "
-          "per model serves every batch size")
+    clock = "one thread, ms (thread CPU time)" if args.threads == 1 else \
+        f"{args.threads} threads, ms (wall clock)"
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {clock}, median of "
+          f"{args.rounds} interleaved rounds of median-of-3; one relax.build per model serves "
+          "every batch size")
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
           f"{'build s':>7s} {'max rel err':>9s}")
     for name in names:
-        measure(name, *table[name], batches, args.rounds)
+        measure(name, *table[name], batches, args.rounds, args.threads)
     return 0
 
 

@@ -60,6 +60,7 @@ from .common import prod_dims as _prod
 from .common import same_dims as _same_dims
 from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
+from .flat_index import flat_nest
 from .options import LoweringOptions
 from .pieces import split_pieces
 from .raise_patterns import affine
@@ -307,6 +308,10 @@ def injective_nest(ctx, t, buf, body):
     shape = _shape(t)
     if not shape:
         return S.BufferStore(buf, body, _scalar_idx(buf))
+    if not _is_static(shape):  # a reshape under a symbolic dim: rows of flat vectors
+        flat = flat_nest(ctx, t, buf, body)
+        if flat is not None:
+            return flat
     lanes = _lanes(t.dtype)
     p = transposed_axis(t, body)
     if p is not None:

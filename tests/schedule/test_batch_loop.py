@@ -17,7 +17,7 @@ from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.buffer import decl_buffer
 from minitvm.tir.function import PrimFunc
-from minitvm.tir.stmt_functor import walk_stmts
+from minitvm.tir.stmt_functor import post_order, walk_stmts
 
 
 def _net(n, rng):
@@ -85,10 +85,16 @@ def test_conv_function_runs_the_static_kernel_per_image():
     assert batch_loop.batch_var(f) is not None
     g = optimize_prim_func(f)
     loop = g.body
+    if isinstance(loop, S.IfThenElse):  # (a serial image loop at batch 1: see below)
+        loop = loop.then_case
     assert isinstance(loop, S.For) and loop.loop_var.name == "image"
-    # inside the image loop every extent is static: the static schedules ran
+    assert loop.kind == S.ForKind.PARALLEL
+    # inside the image loop no extent depends on the batch: the static schedules ran (a tile's
+    # filter rows may depend on the tile, conv_lanes.tap_rows)
     inner = [s.extent for s in walk_stmts(loop.body) if isinstance(s, S.For)]
-    assert inner and all(isinstance(x, E.IntImm) for x in inner)
+    batch = batch_loop.batch_var(f)
+    assert inner and not any(v is batch for x in inner for v in post_order(x)
+                             if isinstance(v, tir.Var))
     # the parameters keep the symbolic batch; the views inside move by one image per step
     first = g.buffer_map[g.params[0]]
     assert first.shape[0] is f.buffer_map[f.params[0]].shape[0]
@@ -190,3 +196,91 @@ def test_dynamic_batch_onnx_style_residual_block(batch):
     a = np.random.default_rng(batch).standard_normal((batch, 8, 12, 12)).astype("float32")
     np.testing.assert_allclose(_run(mod, a), _run(_net(batch, np.random.default_rng(5)), a),
                                rtol=1e-5, atol=1e-5)
+
+
+def _relu_plus_one(n):
+    x = relax.Var("x", relax.TensorStructInfo([n, 16, 64, 64], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.add(
+                x, relax.const(np.float32(1.0))))))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_image_loop_is_parallel_and_serial_at_batch_one_when_the_kernel_is():
+    n = tir.Var("n", "int64")
+    (f,) = [f for name, f in _prims(_relu_plus_one(n)).items() if "relu" in name]
+    g = optimize_prim_func(f)
+    # one image is big enough for its own parallel loop: at batch 1 the images' loop is serial
+    # (so that loop spreads over the pool), from batch 2 the images run on the pool
+    assert isinstance(g.body, S.IfThenElse)
+    par, ser = g.body.then_case, g.body.else_case
+    assert par.kind == S.ForKind.PARALLEL and ser.kind == S.ForKind.SERIAL
+    assert par.loop_var is not ser.loop_var
+    assert any(isinstance(s, S.For) and s.kind == S.ForKind.PARALLEL for s in walk_stmts(ser.body))
+    # a small image's kernel has no parallel loop: one parallel image loop
+    (h,) = [f for name, f in _prims(_sum_over_batch(n)).items() if "add" in name]
+    loop = optimize_prim_func(h).body
+    assert isinstance(loop, S.For) and loop.kind == S.ForKind.PARALLEL
+    vm = relax.VirtualMachine(relax.build(_relu_plus_one(n), "llvm"), tvm.cpu())
+    for batch in (1, 3):
+        a = np.random.default_rng(batch).standard_normal((batch, 16, 64, 64)).astype("float32")
+        np.testing.assert_array_equal(vm["main"](tvm.nd.array(a)).numpy(), np.maximum(a + 1, 0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_images_on_several_threads_match_static_builds(threads):
+    """Each image's temporaries are its own: images run on two threads at once give the static
+    builds' results."""
+    from minitvm.runtime import threadpool
+
+    n = tir.Var("n", "int64")
+    vm = relax.VirtualMachine(relax.build(_net(n, np.random.default_rng(0)), "llvm"), tvm.cpu())
+    rng = np.random.default_rng(7)
+    cases = [(b, rng.standard_normal((b, 8, 12, 12)).astype("float32")) for b in (1, 2, 5, 4)]
+    want = [_run(_net(b, np.random.default_rng(0)), a) for b, a in cases]
+    old = threadpool.get_num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        for _ in range(3):
+            for (_, a), w in zip(cases, want, strict=True):
+                got = vm["main"](tvm.nd.array(a)).numpy()
+                np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    finally:
+        threadpool.set_num_threads(old)
+
+
+def _tokens_linear(n, rows: int, rng):
+    """(n, rows, 16) tokens through a linear layer and a layer norm."""
+    x = relax.Var("x", relax.TensorStructInfo([n, rows, 16], "float32"))
+    w = rng.standard_normal((16, 24)).astype("float32")
+    g, b = np.ones(24, "float32"), np.zeros(24, "float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.matmul(x, relax.const(w)))
+            gv = bb.emit_output(bb.emit(relax.op.nn.layer_norm(
+                y, relax.const(g), relax.const(b), axes=[-1])))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@pytest.mark.parametrize("rows", [80, 8])
+def test_three_dim_tokens_are_images_when_each_has_enough_rows(rows):
+    n = tir.Var("n", "int64")
+    prims = [f for name, f in _prims(_tokens_linear(n, rows, np.random.default_rng(0))).items()
+             if "matmul" in name or "layer_norm" in name]
+    assert len(prims) == 2
+    for f in prims:
+        looped = any(isinstance(s, S.For) and s.loop_var.name == "image"
+                     for s in walk_stmts(optimize_prim_func(f).body))
+        assert looped == (rows >= batch_loop.MIN_IMAGE_ROWS)
+    vm = relax.VirtualMachine(relax.build(_tokens_linear(n, rows, np.random.default_rng(0)),
+                                          "llvm"), tvm.cpu())
+    for batch in (1, 3):
+        a = np.random.default_rng(batch).standard_normal((batch, rows, 16)).astype("float32")
+        want = _run(_tokens_linear(batch, rows, np.random.default_rng(0)), a)
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), want, rtol=1e-4,
+                                   atol=1e-4)
