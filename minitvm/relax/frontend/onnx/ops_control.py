@@ -11,6 +11,8 @@ import numpy as np
 from ....frontend_common.onnx_control import known_branch, unroll_loop
 from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten
 from ....ir.module import GlobalVar
+from ....ir.prim_expr import PrimExpr
+from ....tir import IntImm
 from ....tir import Var as TirVar
 from ... import op as _op
 from ...block_builder import BlockBuilder
@@ -111,12 +113,17 @@ def _stack(ctx: Context, values):
     return ctx.emit(_op.concat([ctx.emit(_op.expand_dims(ctx.expr(v), 0)) for v in values], 0))
 
 
+def _static(k) -> bool:
+    """A value known at import as numbers (not a symbolic dim such as the batch size)."""
+    return k is not None and k.dtype != object
+
+
 @register("Loop")
 def _loop(ctx: Context, ins, attrs):
     m = ins[0] if ins else None
     cond = ins[1] if len(ins) > 1 else None
     unrolling = ""
-    if (m is None or ctx.known(m) is not None) and (cond is None or ctx.known(cond) is not None):
+    if (m is None or _static(ctx.known(m))) and (cond is None or _static(ctx.known(cond))):
         try:
             return unroll_loop(ctx, ins, attrs, value=ctx.value, maybe_value=ctx.known,
                                const=lambda a: a, stack=lambda vs: _stack(ctx, vs))
@@ -219,6 +226,7 @@ def _run_time_loop(ctx: Context, ins, attrs):
             ctx.bb = probe_bb
             outs = ctx.subgraph(body, _bindings(formal, captured_names, it, go, cv, ev,
                                                 trip is not None))
+            stays_true = _is_true(ctx, outs[0]) or outs[0] is go
             scan_sinfo = [ctx.expr(v).struct_info for v in outs[1 + nc:]]
             carried_sinfo = [ctx.expr(v).struct_info for v in outs[1:1 + nc]]
             probe_bb.emit_func_output(Tuple([]))
@@ -269,11 +277,23 @@ def _run_time_loop(ctx: Context, ins, attrs):
             for e, si in zip(elem, scan_sinfo)]
     res = ctx.emit(Call(gv, [const(np.array(0, "int64")), go0] + carried + init + extra))
     outs = [ctx.emit(TupleGetItem(res, 2 + k)) for k in range(nc)]
+    # a loop whose condition starts and stays true runs its trip count: when that is a known
+    # (symbolic) value such as the batch size, the scan outputs have that length, so they
+    # line up with other tensors of the batch
+    known_m = None if m is None else ctx.known(m)
+    runs_m = known_m is not None and known_m.size == 1 and stays_true and \
+        (cond is None or _is_true(ctx, cond))
     for k, e in enumerate(elem):
         acc = ctx.emit(TupleGetItem(res, 2 + nc + k))
-        n = TirVar(f"loop_len{k}", "int64")
+        n = known_m.reshape(-1)[0] if runs_m else TirVar(f"loop_len{k}", "int64")
+        n = n if isinstance(n, PrimExpr) else IntImm("int64", int(n))
         outs.append(ctx.bb.match_cast(acc, TensorStructInfo([n] + e, scan_sinfo[k].dtype)))
     return outs
+
+
+def _is_true(ctx: Context, v) -> bool:
+    k = ctx.known(v) if v is not None else None
+    return k is not None and k.dtype != object and k.size == 1 and bool(k.reshape(-1)[0])
 
 
 def _bindings(formal, captured_names, it, go, cv, ev, has_trip: bool) -> dict:

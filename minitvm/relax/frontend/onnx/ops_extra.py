@@ -124,9 +124,11 @@ def _hardmax_last(ctx: Context, x, axis: int, depth):
 
 
 def _blocks(ctx: Context, x, attrs, what: str):
+    """(n, c, h, w) and the block size; the batch and spatial dims may be symbolic, the channel
+    count, which the rearrangement splits, must be static."""
     shape = ctx.shape(x)
-    if len(shape) != 4 or not all(isinstance(d, int) for d in shape):
-        raise ctx.fail(f"{what} needs a 4-D input with static dims, got {shape}")
+    if len(shape) != 4 or not isinstance(shape[1], int):
+        raise ctx.fail(f"{what} needs a 4-D input with a static channel count, got {shape}")
     return shape, int(attrs["blocksize"])
 
 

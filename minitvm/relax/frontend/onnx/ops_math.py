@@ -296,6 +296,25 @@ def _prod(ctx: Context, dims):
     return ctx.simplify(out)
 
 
+def _fold_known_reduce(ctx: Context, name: str, v, axes, keep: bool):
+    """ReduceProd / ReduceSum of a value known at import (an exporter's ``numel`` is the
+    ReduceProd of a Shape), kept known so that a Range or Reshape built on it stays symbolic;
+    ReduceMax / ReduceMin only of numbers. None when the value is not known."""
+    k = ctx.known(v)
+    if k is None or name not in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"):
+        return None
+    if k.dtype == object and name in ("ReduceMax", "ReduceMin"):
+        return None
+    fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max,
+          "ReduceMin": np.min}[name]
+    red = None if axes is None else tuple(a % max(k.ndim, 1) for a in axes)
+    out = np.asarray(fn(k, axis=red, keepdims=keep))
+    if out.dtype == object:
+        out = np.vectorize(ctx.simplify, otypes=[object])(out)
+        return normalize_known(out)
+    return normalize_known(out.astype(k.dtype))
+
+
 _REDUCE = {
     "ReduceSum": _op.sum, "ReduceMean": _op.mean, "ReduceMax": _op.max, "ReduceMin": _op.min,
     "ReduceProd": _op.prod,
@@ -319,6 +338,9 @@ def _reduce(ctx: Context, ins, attrs):
         axes = None
     else:
         axes = [int(a) for a in axes]
+    folded = _fold_known_reduce(ctx, name, ins[0], axes, keep)
+    if folded is not None:
+        return folded
     if name in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
         shape = ctx.shape(x)
         red = range(len(shape)) if axes is None else [a % len(shape) for a in axes]

@@ -9,8 +9,10 @@ import numpy as np
 
 from ....frontend_common.onnx_resize import axis_taps, resize_plan
 from ....ir.prim_expr import PrimExpr
+from ....tir import Var
 from ... import op as _op
 from ...expr import const
+from ...struct_info import TensorStructInfo
 from .context import Context, normalize_known, onnx_dtype, register
 
 
@@ -129,6 +131,8 @@ def _slice(ctx: Context, ins, attrs):
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes, steps = attrs.get("axes"), None
     else:
+        if ctx.known(ins[1]) is None or ctx.known(ins[2]) is None:
+            return _slice_at_run_time(ctx, ins)
         starts = ctx.ints(ins[1], "Slice's starts")
         ends = ctx.ints(ins[2], "Slice's ends")
         axes = ctx.ints(ins[3], "Slice's axes") if len(ins) > 3 and ins[3] is not None \
@@ -155,6 +159,47 @@ def _slice(ctx: Context, ins, attrs):
         begin.append(b)
         end.append(e)
     return ctx.emit(_op.strided_slice(ctx.expr(ins[0]), axes, begin, end, steps))
+
+
+def _slice_at_run_time(ctx: Context, ins):
+    """A Slice whose starts or ends are computed from data (an exported EmbeddingBag's loop
+    slices the ids at offsets[i]:offsets[i + 1]): ``dynamic_strided_slice`` with one bound per
+    axis (the whole axis where the Slice names none), its result shape known at run time."""
+    ndim = ctx.ndim(ins[0])
+    n = ctx.shape(ins[1])[0]
+    if not isinstance(n, int):
+        raise ctx.fail("Slice's starts must have a static length")
+    axes = ctx.ints(ins[3], "Slice's axes") if len(ins) > 3 and ins[3] is not None \
+        else list(range(n))
+    steps = ctx.ints(ins[4], "Slice's steps") if len(ins) > 4 and ins[4] is not None \
+        else [1] * n
+    if not all(isinstance(v, int) for v in list(axes) + list(steps)):
+        raise ctx.fail("a Slice with run-time starts or ends needs constant axes and steps")
+    axes = [int(a) % ndim for a in axes]
+    if any(int(s) < 0 for s in steps):
+        raise ctx.fail("a Slice with run-time starts or ends needs positive steps")
+    dims = ctx.shape(ins[0])
+    # the Slice's values first, then the defaults (0, the axis length); ``take`` puts each axis'
+    # bound in place
+    pick = [axes.index(a) if a in axes else n + a for a in range(ndim)]
+    index = const(np.array(pick, "int64"))
+
+    def full(v, defaults):
+        given = ctx.expr(v)
+        if ctx.dtype(given) != "int64":
+            given = ctx.emit(_op.astype(given, "int64"))
+        both = ctx.emit(_op.concat([given, ctx.expr(_obj(defaults), "int64")], 0))
+        return ctx.emit(_op.take(both, index, 0))
+
+    begin = full(ins[1], [0] * ndim)
+    end = full(ins[2], dims)
+    strides = const(np.array([int(steps[axes.index(a)]) if a in axes else 1
+                              for a in range(ndim)], "int64"))
+    out = ctx.emit(_op.dynamic_strided_slice(ctx.expr(ins[0]), begin, end, strides))
+    # the untouched axes keep their lengths; each sliced one gets a fresh shape variable, so
+    # what follows (a Gather, a reduction over the sliced axis) has a known shape again
+    shape = [Var(f"slice_len{a}", "int64") if a in axes else d for a, d in enumerate(dims)]
+    return ctx.bb.match_cast(out, TensorStructInfo(shape, ctx.dtype(ins[0])))
 
 
 @register("Gather")

@@ -1,10 +1,11 @@
 """PyTorch -> Relay: TorchScript (``from_pytorch``) and ATen-level FX graphs (``from_fx``).
 
-Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py``); torch
-is imported only when an importer is called.
+Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py`` and
+``aten_transformer.py``); torch is imported only when an importer is called.
 """
 
 from . import aten_extra  # noqa: F401  (registers more converters into ATEN)
+from . import aten_transformer  # noqa: F401  (the nn.TransformerEncoder fast paths)
 from .aten import ATEN  # noqa: F401
 from .exported import from_exported_program  # noqa: F401
 from .fx import from_fx  # noqa: F401

@@ -229,17 +229,16 @@ def _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, g
                     [0] + per(output_padding), groups)
         out = _op.squeeze(out, [2])
     elif transposed:
-        if nd != 2:
-            raise ctx.fail("only 1-D and 2-D transposed convolutions are supported")
-        out = _nn.conv2d_transpose(x, w, strides=stride, padding=padding, dilation=dilation,
-                                   groups=groups, channels=wshape[1] * groups,
-                                   kernel_size=wshape[2:], output_padding=per(output_padding))
-    elif nd == 2:
-        out = _nn.conv2d(x, w, strides=stride, padding=padding, dilation=dilation,
-                         groups=groups, channels=wshape[0], kernel_size=wshape[2:])
-    elif nd == 1:
-        out = _nn.conv1d(x, w, strides=stride, padding=padding, dilation=dilation,
-                         groups=groups, channels=wshape[0], kernel_size=wshape[2:])
+        if nd not in (2, 3):
+            raise ctx.fail(f"{nd}-D transposed convolution is not supported")
+        fn = _nn.conv2d_transpose if nd == 2 else _nn.conv3d_transpose
+        out = fn(x, w, strides=stride, padding=padding, dilation=dilation, groups=groups,
+                 channels=wshape[1] * groups, kernel_size=wshape[2:],
+                 output_padding=per(output_padding))
+    elif nd in (1, 2, 3):
+        fn = {1: _nn.conv1d, 2: _nn.conv2d, 3: _nn.conv3d}[nd]
+        out = fn(x, w, strides=stride, padding=padding, dilation=dilation, groups=groups,
+                 channels=wshape[0], kernel_size=wshape[2:])
     else:
         raise ctx.fail(f"{nd}-D convolution is not supported")
     return out if b is None else _nn.bias_add(out, b, axis=1)
@@ -251,7 +250,7 @@ def _convolution(ctx, args):
     return _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, groups)
 
 
-@register("conv1d", "conv2d")
+@register("conv1d", "conv2d", "conv3d")
 def _conv2d(ctx, args):
     x, w, b, stride, padding, dilation, groups = (list(args) + [None] * 7)[:7]
     return _conv(ctx, x, w, b, stride or 1, padding or 0, dilation or 1, False, 0, groups or 1)
@@ -1353,31 +1352,6 @@ def _index(ctx, args):
         order = list(range(k, k + lead)) + list(range(k)) + list(range(k + lead, k + len(rest)))
         out = _op.transpose(out, order)
     return out
-
-
-@register("_transformer_encoder_layer_fwd")
-def _transformer_encoder_layer(ctx, args):
-    """nn.TransformerEncoderLayer's inference fast path (batch-first, no mask)."""
-    (x, embed, heads, w_qkv, b_qkv, w_out, b_out, use_gelu, norm_first, eps,
-     g1, be1, g2, be2, w1, b1, w2, b2) = args[:18]
-    if len(args) > 18 and args[18] is not None:
-        raise ctx.fail("masks on the TransformerEncoderLayer fast path are not supported")
-    eps = float(eps)
-
-    def attn(h):
-        return _native_mha(ctx, [h, h, h, embed, heads, w_qkv, b_qkv, w_out, b_out, None,
-                                 False])[0]
-
-    def ffn(h):
-        y = _op.add(_nn.dense(h, w1), b1)
-        y = _gelu(ctx, [y]) if use_gelu else _nn.relu(y)
-        return _op.add(_nn.dense(y, w2), b2)
-
-    if norm_first:
-        x = _op.add(x, attn(_nn.layer_norm(x, g1, be1, axis=-1, epsilon=eps)))
-        return _op.add(x, ffn(_nn.layer_norm(x, g2, be2, axis=-1, epsilon=eps)))
-    x = _nn.layer_norm(_op.add(x, attn(x)), g1, be1, axis=-1, epsilon=eps)
-    return _nn.layer_norm(_op.add(x, ffn(x)), g2, be2, axis=-1, epsilon=eps)
 
 
 @register("logsumexp")

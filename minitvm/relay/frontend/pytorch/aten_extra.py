@@ -1,6 +1,7 @@
-"""More ATen converters: the activations, 3-D pools, resampling, pairwise, elementwise and
-reduction ops that common ``torch.nn`` modules and functions trace to (SELU, LocalResponseNorm,
-PixelUnshuffle, bicubic Upsample, Bilinear, Unfold, cdist, ...). Each is built from ops with a
+"""More ATen converters: the activations, grids, embedding bags, 3-D pools, resampling,
+pairwise, elementwise and reduction ops that common ``torch.nn`` modules and functions trace to
+(SELU, meshgrid, EmbeddingBag, LocalResponseNorm, PixelUnshuffle, bicubic Upsample, Bilinear,
+Unfold, cdist, ...). Each is built from ops with a
 TE compute where one serves, so the result lowers natively rather than through the numpy
 fallback (sort is the exception: Relay's sort has no compute).
 """
@@ -108,6 +109,110 @@ def _glu(ctx, args):
         raise ctx.fail(f"glu halves dim {dim}, whose size {s[dim]} is odd")
     a, b = _op.split(x, 2, axis=dim)
     return _op.multiply(a, _op.sigmoid(b))
+
+
+# ------------------------------------------------------------------ grids
+@register("meshgrid")
+def _meshgrid(ctx, args):
+    """(tensors, indexing='ij'): each 0-/1-D input broadcast along its own axis of the grid;
+    'xy' swaps the first two axes of the grid (the first input varies along columns)."""
+    tensors, indexing = list(args[0]), _opt(args, 1, "ij")
+    if indexing not in ("ij", "xy"):
+        raise ctx.fail(f"indexing={indexing!r} is not 'ij' or 'xy'")
+    for t in tensors:
+        if len(ctx.shape(t)) > 1:
+            raise ctx.fail(f"expects 0-D or 1-D tensors, got shape {ctx.shape(t)}")
+    sizes = [int(np.prod(ctx.shape(t))) for t in tensors]
+    axes = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        axes[0], axes[1] = 1, 0
+    grid = [0] * len(tensors)
+    for i, a in enumerate(axes):
+        grid[a] = sizes[i]
+    out = []
+    for t, a in zip(tensors, axes, strict=True):
+        view = [1] * len(grid)
+        view[a] = -1
+        out.append(_op.broadcast_to(_op.reshape(t, view), grid))
+    return out
+
+
+# ------------------------------------------------------------------ embedding bags
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _uniform_bags(ctx, offsets, n, include_last):
+    """The bag length when the offsets are a constant 0, L, 2L, ... covering all ``n`` ids (what
+    a 2-D input becomes), else None."""
+    folded = ctx.fold(offsets)
+    if not isinstance(folded, _expr.Constant):
+        return None
+    off = folded.data.numpy().astype("int64").reshape(-1)
+    if include_last:
+        if off.size < 2 or off[-1] != n:
+            return None
+        off = off[:-1]
+    if off.size == 0 or n % off.size:
+        return None
+    length = n // off.size
+    return length if np.array_equal(off, np.arange(off.size) * length) and length else None
+
+
+@register("embedding_bag", "_embedding_bag", "_embedding_bag_forward_only")
+def _embedding_bag(ctx, args):
+    """(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+    include_last_offset, padding_idx): sum, mean or max of the rows of each bag, 0 for an empty
+    bag; only the first output (the bags) is computed. Equal-length bags reshape and reduce;
+    others use a (bags, ids) membership mask, so offsets may be a runtime tensor."""
+    weight, idx, offsets = args[:3]
+    mode = _BAG_MODES[int(_opt(args, 4, 0))]
+    psw = _opt(args, 6, None)
+    include_last = bool(_opt(args, 7, False))
+    pad_idx = _opt(args, 8, None)
+    pad_idx = None if pad_idx is None or int(pad_idx) < 0 else int(pad_idx)
+    if len(ctx.shape(idx)) != 1:
+        raise ctx.fail(f"expects 1-D indices with offsets, got shape {ctx.shape(idx)}")
+    if psw is not None and mode != "sum":
+        raise ctx.fail("per_sample_weights needs mode='sum'")
+    n = int(ctx.shape(idx)[0])
+    d = int(ctx.shape(weight)[1])
+    rows = _op.take(weight, idx, axis=0)  # (n, d)
+    if psw is not None:
+        rows = _op.multiply(rows, _op.expand_dims(psw, 1))
+    dt = ctx.dtype(weight)
+    length = _uniform_bags(ctx, offsets, n, include_last) if pad_idx is None else None
+    if length is not None:
+        bags = _op.reshape(rows, (n // length, length, d))
+        return {"sum": _op.sum, "mean": _op.mean, "max": _op.max}[mode](bags, [1]), None, \
+            None, None
+    # member[b, j]: id j belongs to bag b (and is not the padding index)
+    off = _op.cast(offsets, "int64")
+    nb = int(ctx.shape(offsets)[0]) - (1 if include_last else 0)
+    if nb <= 0:
+        raise ctx.fail("offsets describe no bags")
+    total = _expr.const(np.array([n], "int64"), "int64")
+    starts = _op.strided_slice(off, [0], [nb])
+    ends = _op.strided_slice(off, [1], [nb + 1]) if include_last else _op.concatenate(
+        [_op.strided_slice(off, [1], [nb]), total], 0)
+    j = _expr.const(np.arange(n, dtype="int64"), "int64")
+    member = _op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
+                             _op.less(j, _op.expand_dims(ends, 1)))  # (nb, n)
+    if pad_idx is not None:
+        keep = _op.not_equal(_op.cast(idx, "int64"), _expr.const(np.int64(pad_idx), "int64"))
+        member = _op.logical_and(member, keep)
+    if mode == "max":
+        lowest = _expr.const(np.array(-np.inf, dt), dt)
+        cand = _op.where(_op.expand_dims(member, 2), _op.expand_dims(rows, 0), lowest)
+        best = _op.max(cand, [1])
+        count = _op.sum(_op.cast(member, "int32"), [1], keepdims=True)
+        empty = _op.equal(count, _expr.const(np.int32(0), "int32"))
+        return _op.where(empty, _zero(ctx, best), best), None, None, None
+    weights = _op.cast(member, dt)  # (nb, n)
+    out = _nn.dense(weights, _op.transpose(rows, [1, 0]))
+    if mode == "mean":
+        count = _op.maximum(_op.sum(weights, [1], keepdims=True), _scalar_like(ctx, 1.0, rows))
+        out = _op.divide(out, count)
+    return out, None, None, None
 
 
 # ------------------------------------------------------------------ 3-D pools
