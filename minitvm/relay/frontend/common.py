@@ -13,7 +13,7 @@ from ..transform.infer_type import InferTypeLocal
 
 __all__ = [
     "OpNotImplemented", "ImportError_", "Folder", "infer_type", "infer_shape", "infer_dtype",
-    "const_value", "unsupported_error", "new_var",
+    "const_value", "unsupported_error", "new_var", "last_two_swapped",
 ]
 
 
@@ -174,3 +174,19 @@ def _to_const(value, ty):
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         arr = arr.copy(order="C")
     return Constant(NDArray(arr))
+
+
+def last_two_swapped(expr):
+    """The input of ``expr`` when ``expr`` is a ``transpose`` that swaps only its last two axes
+    (``k.transpose(-2, -1)`` of attention scores), else None: the importers then give
+    ``batch_matmul`` the untransposed operand with ``transpose_b=True`` (its native form) and
+    no separate transpose kernel runs."""
+    if not isinstance(expr, Call) or expr.op is not Op.get("transpose"):
+        return None
+    axes = expr.attrs.axes
+    if axes is None:
+        return None
+    nd = len(axes)
+    want = list(range(nd - 2)) + [nd - 1, nd - 2]
+    got = [int(a) % nd for a in axes]
+    return expr.args[0] if nd >= 2 and got == want else None

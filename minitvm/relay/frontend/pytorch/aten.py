@@ -18,7 +18,7 @@ from ....frontend_common.onnx_rnn import parse_spec, unroll_direction
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import Folder, ImportError_, infer_dtype, infer_shape
+from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
 from ..recurrent import RelayRecurrentOps
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
@@ -364,12 +364,15 @@ def _matmul(ctx, a, b):
     if len(sa) >= 3 and len(sb) >= 3:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
         nb = int(np.prod(batch))
+        bt = last_two_swapped(b)  # (k.transpose(-2, -1): batch_matmul's own transpose_b)
+        b, sb = (b, sb) if bt is None else (bt, sb[:-2] + (sb[-1], sb[-2]))
         a = a if sa[:-2] == batch else _op.broadcast_to(a, batch + sa[-2:])
         b = b if sb[:-2] == batch else _op.broadcast_to(b, batch + sb[-2:])
         a3 = a if len(batch) == 1 else _op.reshape(a, (nb,) + sa[-2:])
         b3 = b if len(batch) == 1 else _op.reshape(b, (nb,) + sb[-2:])
-        out = _nn.batch_matmul(a3, b3, transpose_b=False)
-        return out if len(batch) == 1 else _op.reshape(out, batch + (sa[-2], sb[-1]))
+        out = _nn.batch_matmul(a3, b3, transpose_b=bt is not None)
+        n = sb[-1] if bt is None else sb[-2]
+        return out if len(batch) == 1 else _op.reshape(out, batch + (sa[-2], n))
     if len(sa) == 1 and len(sb) == 1:
         return _op.sum(_op.multiply(a, b))
     if len(sa) == 1:
