@@ -14,6 +14,11 @@ each vector of a panel is one contiguous piece of an output row, so no padding c
 computed (``Wq - OW`` of every ``Wq``: 12% of a 16-wide 3x3 conv) and the kernel writes the
 ``[N, O, OH, OW]`` output layout itself.
 
+A phased copy larger than L2 is made band by band of output rows (``band_rows``): each band's
+phased rows, with the few more rows its filter reaches, are copied into a small workspace just
+before the band's tiles read them, so the copy is written and read in L2 rather than written
+out to memory and read back (DeepLab's 64 -> 128 3x3 stride-2 conv at 128x128: a 4 MB copy).
+
 On both ISAs (``FUSED_EPILOGUE``, ``CHANNEL_BLOCK``: measured first on AVX2, then the Zen 4
 measurement at ``common.vector_isa``) the micro-kernel also applies the conv's fused
 elementwise epilogue (bias, residual add, relu) to its register tile and stores the output once
@@ -23,6 +28,7 @@ window stays in L1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..tir import expr as E
@@ -80,6 +86,29 @@ CHANNEL_BLOCK = {"avx512": True, "avx2": True}
 # measurement)
 COMPACT = {"avx512": True, "avx2": True}
 CHANNEL_BLOCK_BYTES = 12 * 1024
+# a phased copy of more than BAND_MIN_BYTES is made band by band of output rows, each band's
+# rows (plus the rows its filter reaches below it) copied into a workspace of at most
+# BAND_BYTES just before its panels read them: the copy never leaves L2, where the whole
+# image's copy went out to memory and was read back (``band_rows``). Measured on a Zen 4, one
+# thread, conv + bias + relu alone (ms, whole copy -> bands, ONNX Runtime beside it): 64 -> 128
+# 3x3 stride 2 at 128x128 6.9-7.1 -> 6.2-6.4 (6.5-6.9), 128 -> 256 at 64x64 5.9-6.1 -> 5.8
+# (5.9-6.2), 32 -> 64 at 128x128 1.63 -> 1.53 (1.57); workspaces of 256 KB and 512 KB within the
+# noise; DeepLab's head 1.07-1.09x -> 1.03-1.04x ONNX Runtime. Both ISAs (the Zen 4 measurement
+# at ``common.vector_isa``)
+BANDS = {"avx512": True, "avx2": True}
+BAND_MIN_BYTES = 1 << 20
+BAND_BYTES = 256 * 1024
+# in a band the channel tiles are the outer loop (each tile's weights read once per band, not
+# once per panel; the band's copy stays in L2 for every tile) given two full tiles
+BAND_TILES_OUTER = True
+# the channel tiles are the outer loop as well when the output planes alias in L2
+# (``aliased_planes``): planes a multiple of 64 KB apart (128x128 pixels) fall on one set of a
+# 1 MB 16-way L2, and a panel's stores to 64 of them (the panels outer) evict each other.
+# Measured on a Zen 4, one thread, conv + bias + relu (ms, panels -> tiles outer): 3 -> 64
+# 3x3 stride 2 at 256x256 0.62 -> 0.56 alone, 0.78-0.98 -> 0.66-0.68 in DeepLab (ONNX Runtime
+# 0.70); 3 -> 64 at 128x128 stride 1 0.55 -> 0.53; 3 -> 32 at 224x224 (not aliased) 0.22 -> 0.24
+ALIASED_TILES_OUTER = {"avx512": True, "avx2": True}
+L2_SET_BYTES, L2_WAYS = 64 * 1024, 16
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
 # memory of the thread), else one pass
@@ -101,8 +130,8 @@ def _parallel(g) -> bool:
 
 def geometry(t, knobs: dict | None = None) -> dict:
     """Sizes of the phased input and of the output grid of conv2d stage ``t``, plus the
-    schedule's knobs (register tile ``mr x nr``, parallel threshold, unrolling; defaults: the
-    constants above, else ``knobs`` from ``knobs.select``).
+    schedule's knobs (register tile ``mr x nr``, parallel threshold, unrolling, the bytes of a
+    band's workspace; defaults: the constants above, else ``knobs`` from ``knobs.select``).
 
     The batch ``n`` may be symbolic (a PrimExpr); every other extent is static.
     """
@@ -124,15 +153,23 @@ def geometry(t, knobs: dict | None = None) -> dict:
     grid = oh * gw
     panels = -(-grid // nr)
     plane = hq * wq
-    if rows_mode:  # whole phased planes, plus zeroed rows the last panel's overhang reads
-        xph_len = c * sh * sw * plane + (-(-(panels * nr - grid) // ow) + 1) * wq
-    else:
-        max_off = (c * sh * sw - 1) * plane + (hq - oh) * wq + (wq - ow)
-        xph_len = max_off + panels * nr
+    xph_len = _xph_len(c * sh * sw, hq, wq, oh, ow, nr, rows_mode)
     return dict(n=n, c=c, h=h, w=w, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh, dw=dw,
                 pt=pt, pl=pl, hq=hq, wq=wq, grid=grid, panels=panels, plane=plane,
                 xph_len=xph_len, mr=mr, nr=nr, min_macs=kn.get("min_macs", PARALLEL_MIN_MACS),
-                unroll_kw=kn.get("unroll_kw", True), rows_mode=rows_mode, gw=gw)
+                unroll_kw=kn.get("unroll_kw", True), rows_mode=rows_mode, gw=gw,
+                band_bytes=kn.get("band_bytes", BAND_BYTES))
+
+
+def _xph_len(planes: int, hq: int, wq: int, oh: int, ow: int, nr: int, rows_mode: bool) -> int:
+    """Floats of a phased copy of ``planes`` planes of ``hq x wq`` for an ``oh``-row output grid
+    computed in panels of ``nr`` pixels: the planes, plus the zeroed floats the last panel's
+    overhang reads past them."""
+    grid = oh * (ow if rows_mode else wq)
+    panels = -(-grid // nr)
+    if rows_mode:  # whole phased planes, plus zeroed rows the last panel's overhang reads
+        return planes * hq * wq + (-(-(panels * nr - grid) // ow) + 1) * wq
+    return (planes - 1) * hq * wq + (hq - oh) * wq + (wq - ow) + panels * nr
 
 
 def supported(t) -> bool:
@@ -209,10 +246,10 @@ def _piece() -> int:
 def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     """Statements computing conv2d stage ``t`` into ``out`` (``[N,O,OH,Wq]`` or ``[N,O,OH,OW]``).
 
-    Images run one after another with each image's phase copy and pixel panels split over the
-    thread pool, or, when there are several images and one image's work is too small to split
-    (or there are enough images to balance), the images themselves are split over the pool,
-    each with its own phased copy. A symbolic batch chooses between the two at run time.
+    Images run one after another with each image's phase copy and pixel panels (or its bands:
+    ``band_rows``) split over the thread pool, or, when there are several images and one
+    image's work is too small to split (or there are enough images to balance), the images
+    themselves are split over the pool, each with its own phased copy. A symbolic batch chooses between the two at run time.
 
     ``epilogue(indices, value)``, when given (see ``fuses_epilogue``), is the expression of the
     fused elementwise stage at output ``indices`` given the convolution's ``value`` there: the
@@ -250,10 +287,13 @@ def _macs(g) -> int:
 
 def _image_loop(ctx, g, x, w, dst) -> S.Stmt:
     """Images in turn, one shared phased copy; its fill and the panels run on the pool."""
-    xph = ctx.temp((g["xph_len"],), "float32", "xph")
     nb = g["n"]
     nv = ctx.fresh("n", "int32" if isinstance(nb, int) else nb.dtype)
-    body = S.SeqStmt([_phase(ctx, g, xph, x, nv), _gemm(ctx, g, xph, w, dst, nv)])
+    if band_rows(g):
+        body = _bands(ctx, g, x, w, dst, nv, _parallel(g))
+    else:
+        xph = ctx.temp((g["xph_len"],), "float32", "xph")
+        body = S.SeqStmt([_phase(ctx, g, xph, x, nv), _gemm(ctx, g, xph, w, dst, nv)])
     lo = 0 if isinstance(nb, int) else E.IntImm(nb.dtype, 0)
     return S.For(nv, lo, nb, S.ForKind.SERIAL, body)
 
@@ -265,13 +305,81 @@ def _by_image(ctx, g, x, w, dst) -> S.Stmt:
     serial = dict(g, min_macs=1 << 62)  # the loops inside one image stay on its thread
     dt = "int32" if isinstance(nb, int) else nb.dtype
     nv = ctx.fresh("n", dt)
-    xph = decl_buffer((g["xph_len"],), "float32", "xph")
-    body = S.SeqStmt([_phase(ctx, serial, xph, x, nv), _gemm(ctx, serial, xph, w, dst, nv)])
-    body = S.Allocate(xph.data, "float32", [g["xph_len"]], True, S.DeclBuffer(xph, body))
+    if band_rows(g):
+        body = _bands(ctx, serial, x, w, dst, nv, False)
+    else:
+        xph = decl_buffer((g["xph_len"],), "float32", "xph")
+        body = S.SeqStmt([_phase(ctx, serial, xph, x, nv), _gemm(ctx, serial, xph, w, dst, nv)])
+        body = S.Allocate(xph.data, "float32", [g["xph_len"]], True, S.DeclBuffer(xph, body))
     need = max(2, -(-BATCH_PARALLEL_MIN_MACS // max(1, _macs(g))))
     ann = {} if isinstance(nb, int) else {"parallel_min_extent": need}
     return S.For(nv, E.IntImm(dt, 0), nb if not isinstance(nb, int) else E.IntImm(dt, nb),
                  S.ForKind.PARALLEL, body, annotations=ann)
+
+
+def band_rows(g) -> int:
+    """Output rows of a band (``BANDS``), or 0 for one phased copy of the whole image: the
+    most rows dividing the output's whose phased rows (with the ``hq - oh`` more rows the
+    filter reaches) take at most ``band_bytes``, whose pixels are whole panels, and that are at
+    least twice those extra rows (each band copies them again)."""
+    if not BANDS[vector_isa()] or g["xph_len"] * 4 <= BAND_MIN_BYTES:
+        return 0
+    extra = g["hq"] - g["oh"]
+    row_bytes = g["c"] * g["sh"] * g["sw"] * g["wq"] * 4
+    for r in range(g["oh"] // 2, 0, -1):
+        if g["oh"] % r == 0 and (r + extra) * row_bytes <= g["band_bytes"] and \
+                r * g["gw"] % g["nr"] == 0 and r >= 2 * extra:
+            return r
+    return 0
+
+
+def _band(g, rows: int, b) -> dict:
+    """The geometry of band ``b`` (a PrimExpr) of ``rows`` output rows: its phased copy and
+    pixel panels as those of an image of ``rows`` output rows, its output rows from
+    ``y0 = b * rows`` (the output pixels from ``pix0``, in planes of ``out_grid`` pixels)."""
+    hq = rows + g["hq"] - g["oh"]
+    grid = rows * g["gw"]
+    return dict(g, hq=hq, grid=grid, panels=-(-grid // g["nr"]), plane=hq * g["wq"],
+                xph_len=_xph_len(g["c"] * g["sh"] * g["sw"], hq, g["wq"], rows, g["ow"],
+                                 g["nr"], g["rows_mode"]),
+                y0=b * rows, pix0=b * grid, out_grid=g["grid"],
+                wo=g["o"] >= 2 * g["mr"] if BAND_TILES_OUTER else weights_outer(g),
+                min_macs=1 << 62)
+
+
+def _bands(ctx, g, x, w, dst, nv, parallel: bool) -> S.Stmt:
+    """Image ``nv`` band by band (``band_rows``): each band's phased rows copied into a
+    workspace, then its panels. The bands split over the pool when ``parallel``, each with a
+    workspace of its own; else one workspace serves them all."""
+    rows = band_rows(g)
+    b = ctx.fresh("band")
+    gb = _band(g, rows, b)
+    xph = decl_buffer((gb["xph_len"],), "float32", "xph_band")
+    body = S.SeqStmt([_phase(ctx, gb, xph, x, nv), _gemm(ctx, gb, xph, w, dst, nv)])
+
+    def workspace(stmt):
+        return S.Allocate(xph.data, "float32", [gb["xph_len"]], True, S.DeclBuffer(xph, stmt))
+
+    if parallel:
+        return S.For(b, 0, g["oh"] // rows, S.ForKind.PARALLEL, workspace(body))
+    return workspace(S.For(b, 0, g["oh"] // rows, S.ForKind.SERIAL, body))
+
+
+def _in_rows(g, i, py):
+    """Input row of phased row ``i`` of phase ``py`` (of a band: from its first row ``y0``)."""
+    if g.get("y0") is not None:
+        i = i + g["y0"]
+    return i * g["sh"] + py - g["pt"]
+
+
+def _opix(g, p):
+    """Output pixel of the plane of band pixel ``p`` (the same pixel but in a band)."""
+    return p if g.get("pix0") is None else p + g["pix0"]
+
+
+def _orow(g, r):
+    """Output row of band row ``r``."""
+    return r if g.get("y0") is None else r + g["y0"]
 
 
 def _phase(ctx, g, xph, x, nv) -> S.Stmt:
@@ -284,7 +392,7 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
     px = E.FloorMod(ph, sw) if sw > 1 else _i(0)
     py = E.FloorMod(E.FloorDiv(ph, sw), sh) if sh > 1 else _i(0)
     c = E.FloorDiv(ph, sw * sh) if sw * sh > 1 else ph
-    iy = i * sh + py - g["pt"]
+    iy = _in_rows(g, i, py)
     zero = _i(0)
 
     def at(j):
@@ -344,7 +452,7 @@ def _phase_strided(ctx, g, xph, x, nv, kind) -> S.Stmt:
     ph = E.FloorDiv(r, hq)  # c * sh + py
     py = E.FloorMod(ph, sh) if sh > 1 else _i(0)
     c = E.FloorDiv(ph, sh) if sh > 1 else ph
-    iy = i * sh + py - g["pt"]
+    iy = _in_rows(g, i, py)
     lanes = _lanes("float32")
     zero = E.FloatImm("float32", 0.0)
     inside, pad = [], []
@@ -475,9 +583,23 @@ def channel_block(g) -> int:
 
 
 def weights_outer(g) -> bool:
-    """Do the channel tiles form the outer loop (weights larger than the phased image, and
-    at least two full tiles)?"""
-    return g["o"] * g["c"] * g["kh"] * g["kw"] > g["xph_len"] and g["o"] >= 2 * g["mr"]
+    """Do the channel tiles form the outer loop? Given at least two full tiles: when the
+    weights are larger than the phased image, or the output planes alias in L2
+    (``aliased_planes``); in a band, as ``BAND_TILES_OUTER`` says."""
+    if g.get("wo") is not None:
+        return g["wo"]
+    if g["o"] < 2 * g["mr"]:
+        return False
+    return g["o"] * g["c"] * g["kh"] * g["kw"] > g["xph_len"] or \
+        (ALIASED_TILES_OUTER[vector_isa()] and aliased_planes(g))
+
+
+def aliased_planes(g) -> bool:
+    """Do the output planes (``grid`` floats apart) fall on so few L2 sets that a pixel panel's
+    stores to all ``o`` of them (with the panels outer) overflow those sets' ways (half of
+    them: the input and the weights use the rest)?"""
+    sets = max(1, L2_SET_BYTES // max(64, math.gcd(g["grid"] * 4, L2_SET_BYTES)))
+    return g["o"] > L2_WAYS // 2 * sets
 
 
 def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
@@ -487,7 +609,8 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     input channels, starting from (and, but for the last block, ending in) its partial sums in
     the scratch, at ``index(row0, q, ii, jj)``.
     """
-    flat = _flat(ctx, dst, g["n"] * g["o"] * g["grid"], dst.name + "_flat")
+    out_grid = g.get("out_grid", g["grid"])
+    flat = _flat(ctx, dst, g["n"] * g["o"] * out_grid, dst.name + "_flat")
     sh, sw, dh, dw, wq, plane = g["sh"], g["sw"], g["dh"], g["dw"], g["wq"], g["plane"]
     nr = g["nr"]
     acc = decl_buffer((rows, nr), "float32", "acc", scope="local")
@@ -573,8 +696,8 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         if ky_kind == unroll or not conv_lanes.trims_rows(g):
             return loop("ky", g["kh"], ky_kind, fbody)
         v = ctx.fresh("ky")
-        first, count = conv_lanes.tap_rows(g, E.FloorDiv(base, g["gw"]),
-                                           E.FloorDiv(base + (nr - 1), g["gw"]))
+        first, count = conv_lanes.tap_rows(g, _orow(g, E.FloorDiv(base, g["gw"])),
+                                           _orow(g, E.FloorDiv(base + (nr - 1), g["gw"])))
         return S.For(v, first, count, ky_kind, fbody(v))
 
     if kb is not None:
@@ -587,18 +710,18 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     full = grid % nr == 0
 
     def store(ii, jj, src=acc):
-        col = base + jj
+        col = _opix(g, base + jj)
         oy, ox = E.FloorDiv(col, g["gw"]), E.FloorMod(col, g["gw"])
         return S.BufferStore(dst, src[ii, jj], [nv, row0 + ii, oy, ox])
 
     if full:
         # the flat index is contiguous: store through the flattened position directly
         out = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * g["grid"] + base + jj])))
+            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * out_grid + _opix(g, base + jj)])))
     else:
         last = g["panels"] - 1
         fast = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * g["grid"] + base + jj])))
+            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * out_grid + _opix(g, base + jj)])))
 
         def slow_of(src):
             return loop("ii", rows, S.ForKind.SERIAL, lambda ii: loop(
@@ -645,8 +768,8 @@ def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
         return _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows, loop)
 
     def piece(ii, k):
-        p0 = base + k * lanes
-        oy, x0 = E.FloorDiv(p0, gw), E.FloorMod(p0, gw)
+        p0 = base + k * lanes  # (of the band: grid is the band's)
+        oy, x0 = E.FloorDiv(_opix(g, p0), gw), E.FloorMod(_opix(g, p0), gw)
         o = row0 + ii
 
         def put(jl):
@@ -657,9 +780,9 @@ def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
         inside = p0 + lanes <= grid
 
         def one(jl):
-            p = p0 + jl
+            p = _opix(g, p0 + jl)
             idx = [nv, o, E.FloorDiv(p, gw), E.FloorMod(p, gw)]
-            return S.IfThenElse(E.And(E.FloorMod(p, gw) < ow, p < grid), S.BufferStore(
+            return S.IfThenElse(E.And(E.FloorMod(p, gw) < ow, p0 + jl < grid), S.BufferStore(
                 dst, fn(idx, acc[ii, k * lanes + jl]), idx))
 
         return S.IfThenElse(E.And(x0 + lanes <= ow, inside), vec,
@@ -677,6 +800,7 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
     output plane (a residual); only a piece running past the grid is stored element by
     element."""
     lanes, ow, grid, fn = _piece(), g["ow"], g["grid"], g["epi"]
+    out_grid = g.get("out_grid", grid)  # (grid: the band's pixels, out_grid: the plane's)
     oy_v, ox_v = E.Var("oy", "int32"), E.Var("ox", "int32")
     flat_of = ctx.flat_view
 
@@ -691,7 +815,7 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
             lead = _i(0)
             for i, d in zip(n.indices[:-2], n.buffer.shape[:-2]):
                 lead = lead * d + i
-            return E.BufferLoad(flat_of(n.buffer), [lead * grid + p])
+            return E.BufferLoad(flat_of(n.buffer), [lead * out_grid + p])
 
         e = transform_expr(e, fpost)
         return substitute(e, {oy_v: E.FloorDiv(p, ow), ox_v: E.FloorMod(p, ow)})
@@ -703,9 +827,9 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
         o = row0 + ii
 
         def put(jl):
-            p = p0 + jl
+            p = _opix(g, p0 + jl)
             return S.BufferStore(out, value(o, p, acc[ii, k * lanes + jl]),
-                                 [(nv * g["o"] + o) * grid + p])
+                                 [(nv * g["o"] + o) * out_grid + p])
 
         vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
         if grid % g["nr"] == 0 or COMPACT[vector_isa()]:
@@ -725,9 +849,9 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
     nr = g["nr"]
     res = decl_buffer((rows, nr), "float32", "tile_res")
     ii, jj = ctx.fresh("ii"), ctx.fresh("jj")
-    p = base + jj
+    p = _opix(g, base + jj)
     one = S.BufferStore(out, value(row0 + ii, p, res[ii, jj]), [(nv * g["o"] + row0 + ii) *
-                                                                grid + p])
+                                                                out_grid + p])
     ragged = S.SeqStmt([
         loop("ii", rows, unroll, lambda i: loop("jj", nr, S.ForKind.VECTORIZED, lambda j:
              S.BufferStore(res, acc[i, j], [i, j]))),

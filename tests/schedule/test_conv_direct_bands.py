@@ -1,0 +1,202 @@
+"""The implicit-GEMM conv2d in bands of output rows (``conv_direct.band_rows``): a large phased
+copy is made band by band into a small workspace, each band's panels computed right after its
+copy. Results match numpy for strided and stride-1 convs, row mode and padding columns, fused
+epilogues (a residual too), channel blocks, short channel tiles, trimmed filter rows, batches,
+a symbolic batch and two threads; the band size follows its rules."""
+
+import numpy as np
+import pytest
+from conv_reference import conv_ref
+
+import minitvm as tvm
+from minitvm import relax, relay, tir
+from minitvm.backend import kernel_cache
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
+from minitvm.schedule import conv_direct
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import post_order, walk_stmts
+
+
+@pytest.fixture
+def bands(monkeypatch, direct_conv_only):
+    """``bands(nbytes)``: every phased copy is made in bands whose workspace takes at most
+    ``nbytes`` (on for both ISAs, whatever the size of the copy)."""
+
+    def force(nbytes):
+        kernel_cache.clear_cache()
+        monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+        monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
+        monkeypatch.setattr(conv_direct, "BAND_BYTES", nbytes)
+
+    yield force
+    kernel_cache.clear_cache()
+
+
+def _build(shape, o, k, strides, pads, dil, epi, rng):
+    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
+    bias = rng.standard_normal(o).astype("float32")
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
+                        kernel_size=k, channels=o)
+    xv = rng.standard_normal(shape).astype("float32")
+    want = conv_ref(xv, wv, strides, pads, dil)
+    args, inputs = [x], {"x": xv}
+    if epi != "none":
+        y = relay.nn.bias_add(y, relay.const(bias))
+        want = want + bias.reshape(1, -1, 1, 1)
+    if epi == "residual_relu":
+        r = relay.var("r", shape=want.shape)
+        inputs["r"] = rng.standard_normal(want.shape).astype("float32")
+        args.append(r)
+        y = y + r
+        want = want + inputs["r"]
+    if epi != "none":
+        y = relay.nn.relu(y)
+        want = np.maximum(want, 0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def _conv_prim(lib):
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return prim
+
+
+def _band_loops(prim):
+    return [s for s in walk_stmts(prim.body)
+            if isinstance(s, S.For) and s.loop_var.name.startswith("band")]
+
+
+def _workspaces(prim):
+    return {s.buffer.name: [int(d) for d in s.buffer.shape] for s in walk_stmts(prim.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name.startswith("xph")}
+
+
+CASES = [
+    # (N, C, H, W), O, (KH, KW), strides, (top, left, bottom, right), dilation, epilogue,
+    # the workspace's bytes (bands of 4 output rows, 8 for the 7x7 and the dilated conv)
+    ((1, 8, 64, 64), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu", 21120),  # DeepLab stem
+    ((1, 32, 64, 64), 20, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu", 84480),  # blocks
+    ((1, 5, 64, 64), 13, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "residual_relu", 13200),
+    ((2, 4, 64, 64), 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "none", 10560),  # one channel tile
+    ((4, 8, 64, 64), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu", 21120),  # by image
+    ((1, 3, 32, 64), 10, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), "bias_relu", 18480),  # a 7x7 stem
+    ((1, 4, 32, 32), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu", 3264),
+    ((1, 4, 32, 32), 16, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), "bias_relu", 6912),  # trimmed
+    ((1, 4, 16, 30), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu", 3072),  # Wq > OW
+    ((1, 4, 16, 30), 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "none", 3072),  # and a crop
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", CASES)
+def test_banded_conv_matches_numpy(case, threads, bands):
+    shape, o, k, strides, pads, dil, epi, nbytes = case
+    bands(nbytes)
+    lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi, np.random.default_rng(5))
+    prim = _conv_prim(lib)
+    assert _band_loops(prim), "the conv was not computed in bands"
+    assert "xph" not in _workspaces(prim)  # no phased copy of the whole image
+    before = threadpool.get_num_threads()
+    try:
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        got = m.get_output(0).numpy()
+    finally:
+        threadpool.set_num_threads(before)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_batch_in_bands(bands):
+    """A symbolic batch (Relax) runs its images one by one or split over the pool, each in
+    bands either way."""
+    bands(8 * 4 * 33 * 5 * 4)  # bands of 4 rows
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 8, 64, 64], "float32"))
+    rng = np.random.default_rng(3)
+    wt = rng.standard_normal((32, 8, 3, 3)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(wt), strides=2, padding=1))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(y)))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    for batch in (1, 5):
+        a = rng.standard_normal((batch, 8, 64, 64)).astype("float32")
+        want = np.maximum(conv_ref(a, wt, (2, 2), (1, 1, 1, 1), (1, 1)), 0)
+        np.testing.assert_allclose(vm["main"](a).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_band_workspace_and_loop(bands):
+    """Bands of 4 output rows of a stride-2 3x3 conv: 8 bands, each copying its 4 + 1 phased
+    rows of every channel and phase into one workspace."""
+    bands(8 * 4 * 33 * 5 * 4)  # 8 channels, 4 phases, 33 columns, 5 rows
+    lib, *_ = _build((1, 8, 64, 64), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
+                     np.random.default_rng(0))
+    prim = _conv_prim(lib)
+    (loop,) = _band_loops(prim)
+    assert int(loop.extent) == 8
+    (size,) = _workspaces(prim)["xph_band"]
+    assert 8 * 4 * 5 * 33 <= size < 8 * 4 * 6 * 33
+
+
+def _geometry(shape, o, k, strides, pads):
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(o, shape[1], *k))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, strides=strides, padding=pads))))
+    _, _, (conv,) = te_compiler.build_te(mod["main"])
+    return conv_direct.geometry(conv)
+
+
+@pytest.mark.parametrize("shape, o, stride, rows", [
+    ((1, 64, 128, 128), 128, 2, 2),  # DeepLab's strided convs: 66.5 KB a phased row
+    ((1, 128, 64, 64), 256, 2, 2),
+    ((1, 32, 128, 128), 64, 2, 4),  # 33 KB
+    ((1, 3, 256, 256), 64, 2, 0),    # a 0.8 MB copy: one for the whole image
+    ((1, 16, 56, 56), 16, 2, 0),     # small
+])
+def test_band_rows_defaults(shape, o, stride, rows, monkeypatch):
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    g = _geometry(shape, o, (3, 3), (stride, stride), (1, 1, 1, 1))
+    assert conv_direct.band_rows(g) == rows
+
+
+def test_band_rows_rules(monkeypatch):
+    """The most rows dividing the output's, in whole panels, at least twice the extra rows the
+    filter reaches, within the workspace's bytes; none when bands are off."""
+    monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    g = _geometry((1, 4, 48, 48), 16, (3, 3), (1, 1), (1, 1, 1, 1))  # 48 rows, 2 extra
+    row = 4 * 50 * 4
+    assert conv_direct.band_rows(dict(g, band_bytes=26 * row)) == 24
+    assert conv_direct.band_rows(dict(g, band_bytes=25 * row)) == 16  # 24 + 2 rows do not fit
+    assert conv_direct.band_rows(dict(g, band_bytes=6 * row)) == 4
+    assert conv_direct.band_rows(dict(g, band_bytes=5 * row)) == 0  # 2 rows: less than 2 x 2
+    assert conv_direct.band_rows(dict(g, band_bytes=14 * row)) == 12
+    assert conv_direct.band_rows(dict(g, band_bytes=14 * row, nr=128)) == 8  # 12 x 48 % 128
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": False, "avx2": False})
+    assert conv_direct.band_rows(dict(g, band_bytes=26 * row)) == 0
+
+
+def test_residual_fused_into_banded_tiles(bands, monkeypatch):
+    """With the channel tiles outer (here: 32x32 planes made to alias), a residual is read by
+    the banded tiles' fused store, at each band's pixels of the output plane."""
+    monkeypatch.setattr(conv_direct, "L2_SET_BYTES", 4096)
+    bands(21120)
+    lib, inputs, want = _build((1, 8, 64, 64), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1),
+                               "residual_relu", np.random.default_rng(6))
+    (loop,) = _band_loops(_conv_prim(lib))
+    plane_reads = [e for s in walk_stmts(loop.body) if isinstance(s, S.BufferStore)
+                   for e in post_order(s.value) if isinstance(e, E.BufferLoad) and
+                   [int(d) for d in e.buffer.shape] == [16 * 32 * 32]]
+    assert plane_reads, "the residual is not read inside the bands"
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.run(**inputs)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
