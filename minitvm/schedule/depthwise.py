@@ -13,9 +13,19 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   with one overlapping the one before (rows of 14: two 8-lane vectors), which recomputes a few
   pixels but needs no temporary. (Through the grid below, MobileNetV2's 144-channel 56x56 and
   96-channel 112x112 stride-2 layers took 11% and 9% longer on a Zen 4, kernel alone);
-- grid mode (the other widths, e.g. 7): the flattened ``[OH, Wq]`` grid is computed in whole
-  vectors (its ``Wq - OW`` extra columns are ignored) into a small temporary, then each output
-  row is read from it through the epilogue.
+  Rows go ``ROW_BLOCK`` at a time: each input row vector the block's taps read is loaded once
+  (let-bound) and shared by the rows reading it;
+- narrow rows (a row fits one vector of up to ``NARROW_LANES`` and a phase row is at least that
+  wide: 7x7 planes in 8 lanes, 14x14 in 16): each output row is one vector from its row's
+  position, stored into the channel's densely packed plane (its last lanes on the next row's
+  first pixels, stored before that row's), then the epilogue runs over the plane in whole
+  vectors;
+- grid mode (the other widths, e.g. 5 with a 3x3 filter): the flattened ``[OH, Wq]`` grid is
+  computed in whole vectors (its ``Wq - OW`` extra columns are ignored) into a small
+  temporary, then each output row is read from it through the epilogue.
+
+Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
+plane's zero padding once for them.
 
 No bounds check is left in the inner loops (the padding is in the copy) and the multiply-adds
 read no strided vector (the stride is in the phases). The generic schedule of the same stage,
@@ -58,6 +68,19 @@ OVERLAP_TAILS = {"avx512": 3, "avx2": 3}
 # through the generic schedule at 128 channels, 56x56 (Zen 4, one thread); see
 # tests/schedule/test_depthwise_schedule.py for the grouped cases.
 MAX_GROUP_TAPS = 160
+# Planes of at most BLOCK_MAX_PLANE output pixels run CHANNEL_BLOCK channels a task: the phased
+# plane's zero padding is written once per task and each channel copies only its interior (a
+# 7x7 plane with a 5x5 filter pads 49 pixels into 121). Zen 4, one thread (us, 1 -> 4 channels
+# a task): 1152 at 7x7 5x5 + SiLU 94 -> 85, 672 at 14x14 stride 2 5x5 75 -> 60, 672 at 14x14
+# 5x5 146 -> 132, 240 at 28x28 5x5 216 -> 208, 144 at 28x28 stride 2 5x5 185 -> 179.
+CHANNEL_BLOCK, BLOCK_MAX_PLANE = 4, 1024
+# On planes of at most DEFER_MAX_PLANE pixels taking the packed plane (narrow rows or the
+# transcendental pass), the block's epilogues run after all its convs, each channel's plane of
+# its own: read right after the conv stored it, the epilogue's whole vectors span several of the
+# conv's narrower stores and wait for them to reach the cache. Zen 4, one thread (us, 4 channels
+# a task): 1152 at 7x7 5x5 + SiLU 83 -> 72, 3x3 62 -> 43, 960 at 7x7 3x3 + ReLU6 31 -> 23,
+# 672 at 14x14 stride 2 59 -> 56; 672 at 14x14 stride 1 124 -> 128, so 14x14 planes keep it.
+DEFER_MAX_PLANE = 64
 
 
 def supported(t, options=None) -> bool:
@@ -89,10 +112,10 @@ def geometry(t) -> dict:
         for kx in range(kw):
             ry, rx = ky * dh, kx * dw
             phase = (ry % sh) * sw + rx % sw
-            taps.append((ky, kx, phase * plane + (ry // sh) * wq + rx // sw))
+            taps.append((ky, kx, phase * plane + (ry // sh) * wq + rx // sw, ry // sh))
     rows_mode = ow % lanes == 0
     grid = -(-(oh * wq) // lanes) * lanes  # the grid mode's vectors, rounded up
-    reach = max(off for _, _, off in taps) + (grid if not rows_mode else (oh - 1) * wq + ow)
+    reach = max(t[2] for t in taps) + (grid if not rows_mode else (oh - 1) * wq + ow)
     groups = c // cg
     # per group: ``cg`` input channels, ``m`` output channels (depthwise: 1 and the multiplier)
     return dict(n=n, c=c, o=o, groups=groups, cg=cg, m=o // groups, h=h, w=wd, oh=oh, ow=ow,
@@ -114,6 +137,26 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     cg, size = g["cg"], g["xph_len"]
     macs = g["n"] * g["o"] * cg * g["oh"] * g["ow"] * g["kh"] * g["kw"]
 
+    cb = _channel_block(g)
+    if cb > 1:
+        def block(idx):
+            b, gb = idx
+            xph = decl_buffer((size,), "float32", "dw_xph")
+            k = ctx.fresh("dc")
+            gi = gb * cb + k
+            zero = _zeros(ctx, xph, 0, size, g["lanes"])
+            if _deferred(g, epi):
+                body = S.SeqStmt([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb, epi)])
+                return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
+            parts = [_fill(ctx, g, xph, x, b, gi, False)]  # (the padding zeroed before the loop)
+            for mi in range(g["m"]):
+                oc = gi * g["m"] + mi if g["m"] > 1 else gi
+                parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
+            body = S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))])
+            return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
+
+        return _outer_loops(ctx, [g["n"], g["groups"] // cb], macs >= PARALLEL_MIN_MACS, block)
+
     def task(idx):
         b, gi = idx
         xph = decl_buffer((cg * size,), "float32", "dw_xph")
@@ -131,6 +174,47 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         return S.Allocate(xph.data, "float32", [cg * size], True, S.DeclBuffer(xph, body))
 
     return _outer_loops(ctx, [g["n"], g["groups"]], macs >= PARALLEL_MIN_MACS, task)
+
+
+def _channel_block(g) -> int:
+    """Channels per task (``CHANNEL_BLOCK``; 1: one channel, its padding written each time)."""
+    if g["cg"] != 1 or g["oh"] * g["ow"] > BLOCK_MAX_PLANE:
+        return 1
+    cb = CHANNEL_BLOCK
+    while cb > 1 and g["groups"] % cb:
+        cb //= 2
+    return cb
+
+
+def _deferred(g, epi) -> bool:
+    """Do a channel block's epilogues run after all its convs (``DEFER_MAX_PLANE``)?"""
+    return g["m"] == 1 and g["oh"] * g["ow"] <= DEFER_MAX_PLANE and (
+        _narrow_lanes(g) is not None or (_row_mode(g) and _split_epilogue(g, epi)))
+
+
+def _row_mode(g) -> bool:
+    """Are the output rows computed row by row from their own vectors (no grid)?"""
+    return g["rows_mode"] or (g["ow"] >= 8 and _overlap(2))
+
+
+def _deferred_block(ctx, g, x, w, out, xph, b, gb, cb: int, epi) -> S.Stmt:
+    """Channels ``gb * cb ...`` of a block: each channel's interior copy and conv into its own
+    packed plane of ``dw_convs``, then, in a second loop, each plane's epilogue into ``out``."""
+    nw = _narrow_lanes(g)
+    csz = g["oh"] * g["ow"] + (nw - g["ow"] if nw else 0)
+    convs = decl_buffer((cb * csz,), "float32", "dw_convs")
+    loops = []
+    for conv_pass in (True, False):
+        k = ctx.fresh("dc")
+        oc = gb * cb + k
+        view = decl_buffer((csz,), "float32", "dw_conv", data=convs.data, elem_offset=k * csz)
+        taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
+        sums, epilogue = _packed(ctx, g, [xph], taps, out, b, oc, epi, nw, nw is not None, view)
+        body = S.SeqStmt([_fill(ctx, g, xph, x, b, oc, False), _with_taps(g, taps, w, oc, sums)]) \
+            if conv_pass else epilogue
+        loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(view, body)))
+    return S.Allocate(convs.data, "float32", [cb * csz], True,
+                      S.DeclBuffer(convs, S.SeqStmt(loops)))
 
 
 def _overlap(bit: int) -> bool:
@@ -189,7 +273,7 @@ def _seq(parts) -> S.Stmt | None:
     return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _fill(ctx, g, xph, x, b, ic) -> S.Stmt:
+def _fill(ctx, g, xph, x, b, ic, pad: bool = True) -> S.Stmt:
     """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
     columns of each phase read inside the input is known here, so the copy has no per-element
     test."""
@@ -199,14 +283,16 @@ def _fill(ctx, g, xph, x, b, ic) -> S.Stmt:
         i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
         i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
         for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
-            parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
-                ctx, g, xph, x, b, ic, py, i, inside)))
-    done = sh * g["sw"] * g["plane"]
-    parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
+            if inside or pad:
+                parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
+                    ctx, g, xph, x, b, ic, py, i, inside, pad)))
+    if pad:
+        done = sh * g["sw"] * g["plane"]
+        parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
     return _seq(parts)
 
 
-def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
+def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt:
     """Row ``i`` of row phase ``py``, in each column phase: zeros (a padding row), else the
     input row's columns ``j*sw + px`` between zero padding columns (with a stride in width,
     vector loads at that stride: the code generator makes them whole loads and shuffles)."""
@@ -220,11 +306,21 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool) -> S.Stmt:
             continue
         j0 = min(wq, max(0, -(-(pl - px) // sw)))  # columns [j0, j1) read an input column
         j1 = min(wq, max(j0, (g["w"] - 1 + pl - px) // sw + 1))
-        parts += [_zeros(ctx, xph, base, j0, lanes), _zeros(ctx, xph, base + j1, wq - j1, lanes)]
+        if pad:
+            parts += [_zeros(ctx, xph, base, j0, lanes),
+                      _zeros(ctx, xph, base + j1, wq - j1, lanes)]
         if j1 > j0:
             parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
                 xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))
     return _seq(parts)
+
+
+def _tree(sums):
+    """A balanced sum of ``sums``: short dependency chains."""
+    while len(sums) > 1:
+        sums = [sums[k] + sums[k + 1] if k + 1 < len(sums) else sums[k]
+                for k in range(0, len(sums), 2)]
+    return sums[0]
 
 
 def _taps_sum(g, planes, taps, pos):
@@ -237,27 +333,81 @@ def _taps_sum(g, planes, taps, pos):
     rows: dict[tuple, object] = {}
     per = len(g["taps"])
     for k, tap in enumerate(taps):
-        ci, (ky, _, off) = divmod(k, per)[0], g["taps"][k % per]
+        ci, (ky, _, off, _) = divmod(k, per)[0], g["taps"][k % per]
         term = tap * planes[ci][pos + off]
         key = (ci, ky)
         rows[key] = term if key not in rows else rows[key] + term
-    sums = list(rows.values())
-    while len(sums) > 1:
-        sums = [sums[k] + sums[k + 1] if k + 1 < len(sums) else sums[k]
-                for k in range(0, len(sums), 2)]
-    return sums[0]
+    return _tree(list(rows.values()))
 
 
-# A transcendental epilogue (SiLU's sigmoid, GELU's erf) on a filter of more than
-# SPLIT_MIN_TAPS taps and rows of at most SPLIT_MAX_WIDTH pixels runs in a pass of its own over
-# the channel's conv values (``dw_conv``, in L1), after the taps' pass. Fused into one row's
-# iteration, the taps and the function's polynomial share the vector registers (the taps spill)
-# and a row of one or two vectors is a single dependency chain about 150 instructions long, so
-# the CPU overlaps little more than two rows. Zen 4, one thread, EfficientNet's 5x5 convs with
-# SiLU (us, fused -> split): 672 at 14x14 260 -> 202, 480 at 14x14 189 -> 145, 240 at 28x28
-# 303 -> 253, 240 at 56x56 stride 2 366 -> 331; 3x3 at 28x28 77 -> 83 and wide rows (56, 112)
-# 5-15% slower, so those stay fused.
-SPLIT_MIN_TAPS, SPLIT_MAX_WIDTH = 9, 32
+# Output rows computed ROW_BLOCK at a time (``_block``): each input vector the block's taps read
+# is loaded once and shared by every row reading it (a 3x3 filter at stride 1, 6 rows: 24 loads
+# for 54 multiply-adds, 54 row by row). A zmm load is the limit here, not the FMA: Zen 4, one
+# thread, with ReLU6 (us, rows 1 -> 6): 144 at 56x56 3x3 182 -> 118, 32 at 112x112 151 -> 101,
+# 240 at 28x28 5x5 176 -> 154, 672 at 14x14 5x5 133 -> 124. At stride 2 the phases share
+# fewer loads and the rows' live values spill: 4 rows for a 3x3 (96 at 112x112 252 -> 230), 1
+# for larger filters (144 at 56x56 5x5 with 2 rows 187 -> 204). Grouped convs keep 1 row.
+ROW_BLOCK = 6
+
+
+def _row_block(g) -> int:
+    """Output rows per ``_block`` for geometry ``g``."""
+    if g["cg"] > 1:
+        return 1
+    if g["sh"] == 1:
+        return ROW_BLOCK
+    return 4 if g["kh"] <= 3 else 1
+
+
+def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
+    """Output rows ``oy .. oy + nrows - 1`` at vector position ``j`` of their rows: every
+    input vector the rows' taps read is loaded once into a let-bound variable the rows share;
+    ``store_fn(i, value)`` stores row ``oy + i``'s conv value."""
+    per, wq = len(g["taps"]), g["wq"]
+    loads: dict = {}
+    lets = []
+    values = []
+    for i in range(nrows):
+        rows: dict = {}
+        for k, tap in enumerate(taps):
+            ci, (ky, _, off, dy) = k // per, g["taps"][k % per]
+            # (a tap at row offset dy of its phase plane reads the input row oy + i + dy)
+            key = (ci, off - dy * wq, i + dy)
+            v = loads.get(key)
+            if v is None:
+                v = loads[key] = ctx.fresh("dw_in", "float32")
+                lets.append((v, planes[ci][(oy + (i + dy)) * wq + j + (off - dy * wq)]))
+            rk = (ci, ky)
+            rows[rk] = tap * v if rk not in rows else rows[rk] + tap * v
+        values.append(_tree(list(rows.values())))
+    body = S.SeqStmt([store_fn(i, values[i]) for i in range(nrows)])
+    for v, val in reversed(lets):
+        body = S.LetStmt(v, val, body)
+    return body
+
+
+def _row_blocks(ctx, g, body_fn) -> S.Stmt:
+    """``body_fn(oy, nrows)`` for the output rows in blocks of ``_row_block(g)``."""
+    r, oh = _row_block(g), g["oh"]
+    parts = []
+    if oh // r:
+        v = ctx.fresh("db")
+        parts.append(S.For(v, 0, oh // r, S.ForKind.SERIAL, body_fn(v * r, r)))
+    if oh % r:
+        parts.append(body_fn(_i(oh // r * r), oh % r))
+    return _seq(parts)
+
+
+# A transcendental epilogue (SiLU's sigmoid, GELU's erf) on rows of at most SPLIT_MAX_WIDTH
+# pixels runs in a pass of its own over the channel's conv values (``dw_conv``, packed densely
+# in L1), after the taps' pass, in whole vectors over the plane when it reads nothing per pixel
+# but the conv (``_flat_epilogue``). Fused into one row's iteration, the taps and the function's
+# polynomial share the vector registers, rows of 14 take two 8-lane vectors, and a row of one or
+# two vectors is a single dependency chain about 150 instructions long. Zen 4, one thread, with
+# SiLU and ``ROW_BLOCK`` rows (us, fused -> pass over the plane): 480 at 14x14 3x3 81 -> 57,
+# 240 at 14x14 stride 2 55 -> 43, 672 at 14x14 5x5 185 -> 148, 240 at 28x28 5x5 221 -> 205;
+# rows of 56 and 112 gain nothing (the epilogue's vectors are whole there already).
+SPLIT_MAX_WIDTH = 32
 _TRANSCENDENTAL = ("exp", "sigmoid", "tanh", "erf", "log")
 
 
@@ -268,42 +418,61 @@ def _transcendental(epi) -> bool:
 
 
 def _split_epilogue(g, epi) -> bool:
-    """Does epilogue ``epi`` run in a pass of its own (``SPLIT_MIN_TAPS``)?"""
-    return g["cg"] * len(g["taps"]) > SPLIT_MIN_TAPS and g["ow"] <= SPLIT_MAX_WIDTH and \
-        _transcendental(epi)
+    """Does epilogue ``epi`` run in a pass of its own (``SPLIT_MAX_WIDTH``)?"""
+    return g["ow"] <= SPLIT_MAX_WIDTH and _transcendental(epi)
 
 
-# Grid mode (rows under 8 pixels: 7x7 planes) with a transcendental epilogue packs the grid's
-# rows densely and runs the epilogue over the plane in whole vectors (``_flat_epilogue``): a
-# 7x7 plane is 4 16-lane vectors, where row by row it is 14 4-lane ones. Zen 4, one thread,
-# with SiLU (us, rows -> plane): 1152 at 7x7 5x5 206 -> 156, 3x3 125 -> 97, 672 at 14x14
-# stride 2 153 -> 116; with ReLU6 (two instructions a vector) the extra pass costs more than
-# it saves: 960 at 7x7 46 -> 57.
+# Grid mode (rows under 8 pixels with fewer than 8 columns in a phase's row) with a
+# transcendental epilogue packs the grid's rows densely and runs the epilogue over the plane in
+# whole vectors (``_flat_epilogue``): a 7x7 plane is 4 16-lane vectors, where row by row it is
+# 14 4-lane ones. (Zen 4, one thread, with SiLU, us, rows -> plane: 1152 at 7x7 5x5 206 -> 156,
+# before narrow rows took such planes; with ReLU6 the extra pass cost more than it saved.)
 FLAT_GRID_EPILOGUE = True
+# Narrow rows: a plane whose rows fit one vector of NARROW_LANES or fewer (7x7: 8 lanes, 14x14:
+# 16), and whose phase rows are at least that wide, computes each output row as one vector from
+# the row's position in the phased plane (its last lanes land on the next row's first pixels in
+# ``dw_conv``, stored before that row's), in ``ROW_BLOCK`` blocks; then one pass over the packed
+# plane applies the epilogue in whole vectors. The grid instead computes ``OH * Wq`` positions
+# (7x7 5x5: 80 for 49 pixels), each tap a zmm load of its own. Zen 4, one thread (us, grid ->
+# narrow rows): 1152 at 7x7 5x5 + SiLU 142 -> 92, 3x3 83 -> 62, 672 at 14x14 stride 2 5x5 95
+# -> 73, 1152 at 7x7 5x5 + ReLU6 98 -> 68; rows of 14 in 16 lanes instead of two overlapping 8
+# 3-5% faster (672 at 14x14 5x5 + SiLU 149 -> 141).
+NARROW_LANES = 16
 
 
-def _flat_epilogue(ctx, g, out, b, oc, epi):
-    """(``dw_dense`` buffer, statement): epilogue ``epi`` over output channel ``oc``'s plane as
-    one run of ``OH * OW`` values read from ``dw_dense`` (the conv's values packed densely), in
-    whole vectors, the last one overlapping; None unless the epilogue is transcendental and
-    reads no operand per pixel (only the conv and per-channel values)."""
-    if not _transcendental(epi):
+def _narrow_lanes(g) -> int | None:
+    """The vector width of a narrow row for geometry ``g`` (None: not a narrow-rows plane)."""
+    ow = g["ow"]
+    nw = max(8, 1 << (ow - 1).bit_length())
+    if g["rows_mode"] or nw > min(NARROW_LANES, g["lanes"], g["wq"]):
         return None
-    body, axes = epi
-    spatial = {id(axes[2]), id(axes[3])}
-    for n in post_order(body):
-        if isinstance(n, E.BufferLoad) and n.buffer is not out and any(
-                isinstance(v, E.Var) and id(v) in spatial for i in n.indices
-                for v in post_order(i)):
-            return None
+    return nw
+
+
+def _flat_epilogue(ctx, g, out, b, oc, epi, dense=None, any_epi=False):
+    """(``dw_dense`` buffer, statement): epilogue ``epi`` over output channel ``oc``'s plane as
+    one run of ``OH * OW`` values read from ``dense`` (the conv's values packed densely; a new
+    buffer when None), in whole vectors, the last one overlapping; None unless the epilogue
+    (``any_epi``: any or none, else a transcendental one) reads no operand per pixel (only the
+    conv and per-channel values)."""
+    if not (any_epi or _transcendental(epi)):
+        return None
     plane = g["oh"] * g["ow"]
-    dense = decl_buffer((plane,), "float32", "dw_dense")
+    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
     of = ctx.flat_view(out)
+    if epi is not None:
+        body, axes = epi
+        spatial = {id(axes[2]), id(axes[3])}
+        for n in post_order(body):
+            if isinstance(n, E.BufferLoad) and n.buffer is not out and any(
+                    isinstance(v, E.Var) and id(v) in spatial for i in n.indices
+                    for v in post_order(i)):
+                return None
     at = [b, oc, _i(0), _i(0)]  # (the epilogue reads nothing per pixel but the conv)
 
     def put(p):
-        return S.BufferStore(of, epilogue_value(epi, out, at, dense[p]),
-                             [(b * g["o"] + oc) * plane + p])
+        value = dense[p] if epi is None else epilogue_value(epi, out, at, dense[p])
+        return S.BufferStore(of, value, [(b * g["o"] + oc) * plane + p])
 
     return dense, _vec(ctx, plane, g["lanes"], put, True)
 
@@ -318,27 +487,49 @@ def _store(out, value, idx, epi) -> S.Stmt:
                          idx)
 
 
+def _packed(ctx, g, planes, taps, out, b, oc, epi, nw, any_epi, conv=None):
+    """The conv into ``dw_conv`` (the plane packed densely, rows of ``nw``-lane vectors from
+    ``_block``; ``nw`` None: the rows' own vectors), then the epilogue from it into ``out``:
+    over the plane in whole vectors where ``_flat_epilogue`` (``any_epi``) takes it, else row
+    by row. With ``conv`` (a plane the caller allocates): the two statements, not run one
+    after the other here."""
+    lanes, ow, oh = g["lanes"], g["ow"], g["oh"]
+    size = oh * ow + (nw - ow if nw else 0)
+    own = conv is None
+    conv = decl_buffer((size,), "float32", "dw_conv") if own else conv
+
+    def block(oy, nrows):
+        def one(j):
+            return _block(ctx, g, planes, taps, oy, nrows, j,
+                          lambda i, val: S.BufferStore(conv, val, [(oy + i) * ow + j]))
+        return _vec(ctx, nw, nw, one) if nw else _vec(ctx, ow, lanes, one, True)
+
+    flat = _flat_epilogue(ctx, g, out, b, oc, epi, conv, any_epi)
+    epilogue = flat[1] if flat is not None else _rows(
+        ctx, 0, oh, lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
+            out, conv[oy * ow + j], [b, oc, oy, j], epi), _overlap(2)))
+    if not own:
+        return _row_blocks(ctx, g, block), epilogue
+    return S.Allocate(conv.data, "float32", [size], True, S.DeclBuffer(
+        conv, S.SeqStmt([_row_blocks(ctx, g, block), epilogue])))
+
+
 def _channel(ctx, g, planes, w, out, b, oc, epi) -> S.Stmt:
     """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
     loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
     from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
     taps = [ctx.fresh("dw_tap", w.dtype) for _ in range(g["cg"] * len(g["taps"]))]
-    if g["rows_mode"] or (ow >= 8 and _overlap(2)):
+    nw = _narrow_lanes(g)
+    if nw is not None:
+        body = _packed(ctx, g, planes, taps, out, b, oc, epi, nw, True)
+    elif _row_mode(g):
         if _split_epilogue(g, epi):
-            conv = decl_buffer((g["oh"] * ow,), "float32", "dw_conv")
-            sums = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: S.BufferStore(
-                conv, _taps_sum(g, planes, taps, oy * wq + j), [oy * ow + j]), True))
-            epilogue = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-                out, conv[oy * ow + j], [b, oc, oy, j], epi), True))
-            body = S.Allocate(conv.data, "float32", [g["oh"] * ow], True,
-                              S.DeclBuffer(conv, S.SeqStmt([sums, epilogue])))
+            body = _packed(ctx, g, planes, taps, out, b, oc, epi, None, False)
         else:
-            def row(oy):
-                return _vec(ctx, ow, lanes, lambda j: _store(
-                    out, _taps_sum(g, planes, taps, oy * wq + j), [b, oc, oy, j], epi), True)
-
-            body = _rows(ctx, 0, g["oh"], row)
+            body = _row_blocks(ctx, g, lambda oy, nrows: _vec(ctx, ow, lanes, lambda j: _block(
+                ctx, g, planes, taps, oy, nrows, j,
+                lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True))
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
         fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
@@ -356,8 +547,13 @@ def _channel(ctx, g, planes, w, out, b, oc, epi) -> S.Stmt:
                               S.DeclBuffer(dense, crop))
         body = S.Allocate(grid.data, "float32", [g["grid"]], True,
                           S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
+    return _with_taps(g, taps, w, oc, body)
+
+
+def _with_taps(g, taps, w, oc, body) -> S.Stmt:
+    """``body`` inside the let bindings of output channel ``oc``'s filter ``taps``."""
     per = len(g["taps"])
     for k in range(len(taps) - 1, -1, -1):
-        ky, kx, _ = g["taps"][k % per]
+        ky, kx = g["taps"][k % per][:2]
         body = S.LetStmt(taps[k], w[oc, k // per, ky, kx], body)
     return body

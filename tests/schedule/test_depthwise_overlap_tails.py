@@ -116,7 +116,9 @@ def test_no_scalar_tails_left(isa, monkeypatch):
     for shape, stride in [((1, 16, 7, 7), 1), ((1, 16, 14, 14), 2)]:
         prim, _ = _lower(shape, stride, "relu6")
         loops = _scalar_loops(prim)
-        assert loops and all(_zero_fill(f) and int(f.extent) <= longest for f in loops), loops
+        # (16 channels of a small plane: the padding zeroed once per block of channels, in
+        # overlapping vectors, so there may be no scalar loop at all)
+        assert all(_zero_fill(f) and int(f.extent) <= longest for f in loops), loops
         # switched off for the ISA: rows of the copy (or crop) end in scalar loops again
         monkeypatch.setitem(depthwise.OVERLAP_TAILS, isa, 0)
         prim, _ = _lower(shape, stride, "relu6")

@@ -212,38 +212,118 @@ def test_float64_depthwise_is_left_to_the_generic_schedule():
 
 
 def _stores(prim, name):
-    return [s for s in _nodes(prim.body) if isinstance(s, S.BufferStore)
-            and s.buffer.name == name]
+    root = prim.body if hasattr(prim, "params") else prim
+    return [s for s in _nodes(root) if isinstance(s, S.BufferStore) and s.buffer.name == name]
 
 
 def _allocs(prim):
     return sorted(s.buffer_var.name for s in _nodes(prim.body) if isinstance(s, S.Allocate))
 
 
+def _lets(prim) -> dict:
+    """Let-bound variable name -> the buffers its value loads."""
+    return {s.var.name: {n.buffer.name for n in post_order(s.value) if isinstance(n, E.BufferLoad)}
+            for s in _nodes(prim.body) if isinstance(s, S.LetStmt)}
+
+
+def _sources(value, lets) -> set:
+    """The buffers store value ``value`` reads, directly or through let-bound variables."""
+    out = set()
+    for n in post_order(value):
+        if isinstance(n, E.BufferLoad):
+            out.add(n.buffer.name)
+        elif isinstance(n, E.Var) and n.name in lets:
+            out |= lets[n.name]
+    return out
+
+
+def _tap_count(value) -> int:
+    """The distinct taps (loads of the phased plane, let-bound row vectors) ``value`` sums."""
+    return sum(1 for n in post_order(value)  # (post_order visits a shared node once)
+               if (isinstance(n, E.BufferLoad) and n.buffer.name == "dw_xph")
+               or (isinstance(n, E.Var) and n.name.startswith("dw_in")))
+
+
 def test_row_mode_fuses_the_epilogue_into_the_store(rng):
-    # OW = 16 (two AVX2 vectors, one AVX-512 vector): every output vector is stored once, as
-    # clip(taps + bias), and the conv has no buffer of its own
-    _, _, prim = _run((1, 8, 16, 16), rng, stride=1, pad=1, epilogue="relu6")
+    # OW = 32 (two AVX-512 vectors, four AVX2 ones): every output vector is stored once, as
+    # clip(taps + bias), and the conv has no buffer of its own; the taps' input vectors are
+    # let-bound, loaded once per block of rows
+    out, want, prim = _run((1, 8, 32, 32), rng, stride=1, pad=1, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_xph"]
+    lets = _lets(prim)
     stores = _stores(prim, "out0")
     assert stores, "the kernel writes the output"
     for s in stores:
         kinds = {type(n) for n in post_order(s.value)}
         assert E.Min in kinds and E.Max in kinds  # the clip
-        loads = {n.buffer.name for n in post_order(s.value) if isinstance(n, E.BufferLoad)}
-        assert loads == {"dw_xph", "in2"}  # taps and bias: no re-read of out0 (the weights
-        # are let-bound scalars, loaded once before the loops)
-    lets = [s for s in _nodes(prim.body) if isinstance(s, S.LetStmt)]
-    assert {n.buffer.name for s in lets for n in post_order(s.value)
-            if isinstance(n, E.BufferLoad)} == {"in1"}
+        assert _sources(s.value, lets) == {"dw_xph", "in1", "in2"}  # taps, weights and bias:
+        # no re-read of out0
+        assert _tap_count(s.value) == 9
+    # weights: scalars loaded once before the loops; inputs: row vectors of the phased plane
+    assert set().union(*lets.values()) == {"in1", "dw_xph"}
     # no bounds checks in the whole kernel: the padding is in the copy
     assert not any(isinstance(n, (E.Select, S.IfThenElse)) for n in _nodes(prim.body))
 
 
+@pytest.mark.parametrize("k,stride,rows", [(3, 1, 6), (5, 1, 6), (3, 2, 4), (5, 2, 1)])
+def test_row_blocks_share_their_input_vectors(rng, k, stride, rows):
+    # ROW_BLOCK output rows at a time: the input rows they read are loaded once each; a 3x3 at
+    # stride 1 over 6 rows needs 8 input rows x 3 column offsets, not 6 x 9 taps
+    shape = (1, 4, 64 * stride, 64 * stride)
+    out, want, prim = _run(shape, rng, k=k, stride=stride, pad=k // 2, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    g = depthwise.geometry(_stage(_conv(shape, k=k, stride=stride, pad=k // 2)[1], "conv2d"))
+    assert depthwise._row_block(g) == rows
+    vec = [s for s in _nodes(prim.body) if isinstance(s, S.For)
+           and s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.LetStmt)]
+    assert vec
+    for f in vec:
+        body, inputs = f.body, 0
+        while isinstance(body, S.LetStmt):
+            inputs += body.var.name.startswith("dw_in")
+            body = body.body
+        stores = [st for st in _nodes(body) if isinstance(st, S.BufferStore)]
+        n = len(stores)  # the block's rows (the last block may be shorter)
+        assert n in (rows, 64 % rows)
+        if stride == 1:
+            assert inputs == (n + k - 1) * k  # every input row vector loaded once
+        assert inputs <= n * k * k
+
+
+def test_narrow_rows_pack_the_plane_then_the_epilogue(rng):
+    # OW = 7: each output row is one 8-lane vector from its row of the phased plane, stored into
+    # the packed plane ``dw_conv`` (its eighth lane lands on the next row's first pixel, written
+    # after it); the epilogue then runs over the 49 values in whole vectors. (A 7x7 plane's
+    # epilogues run after the block's convs, each channel a plane of ``dw_convs``; 14x14 run each
+    # channel's conv and epilogue together.)
+    for hw, conv_buf in [(7, "dw_convs"), (14, "dw_conv")]:
+        out, want, prim = _run((1, 16, hw, hw), rng, stride=1, pad=1, epilogue="relu6")
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+        assert _allocs(prim) == [conv_buf, "dw_xph"]
+    prim = _run((1, 16, 7, 7), rng, stride=1, pad=1, epilogue="relu6")[2]
+    loops = [f for f in _nodes(prim.body) if isinstance(f, S.For) and f.loop_var.name.startswith(
+        "dc")]
+    assert len(loops) == 2  # the convs, then the epilogues
+    assert _stores(loops[0], "dw_conv") and not _stores(loops[0], "out0_flat")
+    assert _stores(loops[1], "out0_flat") and not _stores(loops[1], "dw_conv")
+    lets = _lets(prim)
+    conv = _stores(prim, "dw_conv")
+    assert conv and all(_tap_count(s.value) == 9 and _sources(s.value, lets) == {
+        "dw_xph", "in1"} for s in conv)
+    assert {s.extent.value for s in _nodes(prim.body) if isinstance(s, S.For) and
+            s.kind == S.ForKind.VECTORIZED and any(isinstance(n, S.BufferStore) and
+                                                   n.buffer.name == "dw_conv"
+                                                   for n in _nodes(s.body))} == {8}
+    flat = _stores(prim, "out0_flat")
+    assert flat and all(_sources(s.value, lets) == {"dw_conv", "in2"} for s in flat)
+
+
 def test_grid_mode_computes_the_grid_then_the_epilogue(rng):
-    # OW = 7: the taps fill a [OH, Wq] grid in whole vectors; each output element is then
-    # written once through the epilogue
-    _, _, prim = _run((1, 16, 7, 7), rng, stride=1, pad=1, epilogue="relu6")
+    # OW = 5 with phase rows of 7 (narrower than a vector): the taps fill a [OH, Wq] grid in
+    # whole vectors; each output element is then written once through the epilogue
+    out, want, prim = _run((1, 16, 5, 5), rng, stride=1, pad=1, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_grid", "dw_xph"]
     for s in _stores(prim, "out0"):
         loads = {n.buffer.name for n in post_order(s.value) if isinstance(n, E.BufferLoad)}
@@ -254,59 +334,86 @@ def test_grid_mode_computes_the_grid_then_the_epilogue(rng):
             for n in post_order(s.value)) == 9 for s in grid_stores)
 
 
-@pytest.mark.parametrize("shape", [(1, 8, 16, 16), (1, 8, 14, 14), (1, 8, 7, 7)])
+@pytest.mark.parametrize("shape", [(1, 8, 32, 32), (1, 8, 14, 14), (1, 8, 7, 7), (1, 8, 5, 5)])
 def test_epilogue_reading_the_conv_twice_shares_one_value(rng, shape):
     # hardswish reads the conv twice: both reads are the same expression object (emitted
-    # once), each output position is stored once, and rows of 8 or more take the row mode
+    # once), each output position is stored once
     out, want, prim = _run(shape, rng, stride=1, pad=1, epilogue="hardswish")
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
-    for s in _stores(prim, "out0"):
+    stores = _stores(prim, "out0") + _stores(prim, "out0_flat")
+    assert stores
+    for s in stores:
         assert not any(isinstance(n, E.BufferLoad) and n.buffer.name == "out0"
                        for n in post_order(s.value))
-        taps = [n for n in post_order(s.value)  # (post_order visits a shared node once)
-                if isinstance(n, E.BufferLoad) and n.buffer.name in ("dw_xph", "dw_grid")]
-        assert len(taps) == (1 if shape[3] < 8 else 9)
-    assert ("dw_grid" in _allocs(prim)) == (shape[3] < 8)
+        temps = [n for n in post_order(s.value) if isinstance(n, E.BufferLoad)
+                 and n.buffer.name in ("dw_conv", "dw_grid")]
+        assert len(temps) + _tap_count(s.value) == (1 if temps else 9)
 
 
 @pytest.mark.parametrize("shape,k,pass_buffer", [
-    ((1, 8, 14, 14), 5, "dw_conv"),  # 5x5, short rows: the epilogue in a pass of its own
+    ((1, 8, 14, 14), 5, "dw_conv"),  # short rows: the epilogue in a pass of its own
     ((2, 6, 28, 28), 5, "dw_conv"),
-    ((1, 8, 14, 14), 3, None),  # 3x3: fused
+    ((1, 8, 14, 14), 3, "dw_conv"),  # 3x3 too (narrow rows on AVX-512)
+    ((1, 8, 28, 28), 3, "dw_conv"),
     ((1, 8, 40, 40), 5, None),  # rows of 40: fused
-    ((1, 8, 7, 7), 5, "dw_dense"),  # grid mode: over the packed plane, whole vectors
-    ((2, 5, 3, 3), 3, "dw_dense"),  # a plane of 9: two overlapping 8-lane vectors
+    ((1, 4, 56, 56), 3, None),
+    ((1, 8, 7, 7), 5, "dw_conv"),  # narrow rows
+    ((2, 5, 3, 3), 3, "dw_dense"),  # grid mode: a plane of 9, two overlapping 8-lane vectors
 ])
 def test_transcendental_epilogue_pass(rng, shape, k, pass_buffer):
     out, want, prim = _run(shape, rng, k=k, pad=k // 2, epilogue="silu")
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
     allocs = _allocs(prim)
-    assert ("dw_conv" in allocs) == (pass_buffer == "dw_conv")
+    assert any(a.startswith("dw_conv") for a in allocs) == (pass_buffer == "dw_conv")
     assert ("dw_dense" in allocs) == (pass_buffer == "dw_dense")
-    if pass_buffer:  # the taps' pass stores the sums; the epilogue pass reads them once each
-        assert all(not any(isinstance(n, E.BufferLoad) and n.buffer.name == "dw_xph"
-                           for n in post_order(st.value)) for st in _stores(prim, "out0_flat")
-                   + _stores(prim, "out0"))
+    lets = _lets(prim)
+    if pass_buffer:  # the taps' pass stores the sums; the epilogue pass reads them once each,
+        # over the packed plane in whole vectors
+        assert _stores(prim, "out0_flat") and not _stores(prim, "out0")
+        assert all("dw_xph" not in _sources(st.value, lets) for st in _stores(prim, "out0_flat"))
 
 
-def test_grid_mode_cheap_or_per_pixel_epilogue_stays_row_by_row(rng):
-    # hardswish has no transcendental function: the crop applies it row by row
-    _, _, prim = _run((1, 8, 7, 7), rng, epilogue="hardswish")
-    assert "dw_dense" not in _allocs(prim)
-    # a residual read per pixel keeps the row-by-row crop too
-    x, w = relay.var("x", shape=(1, 8, 7, 7)), relay.var("w", shape=(8, 1, 3, 3))
-    r = relay.var("r", shape=(1, 8, 7, 7))
-    y = relay.nn.conv2d(x, w, padding=(1, 1), groups=8)
-    ins, _, outs = _te([x, w, r], relay.sigmoid(y) + r)
-    prim, _ = lower_te(ins, outs, "f")
-    assert "dw_dense" not in _allocs(prim) and "dw_grid" in _allocs(prim)
-    f = codegen.build(prim)["f"]
-    xs, ws, rs = (rng.standard_normal(s, dtype=np.float32) for s in
-                  [(1, 8, 7, 7), (8, 1, 3, 3), (1, 8, 7, 7)])
-    out = np.empty((1, 8, 7, 7), np.float32)
-    f(xs, ws, rs, out)
-    want = _reference(xs, ws, 1, 1, 1, 1)
-    np.testing.assert_allclose(out, 1 / (1 + np.exp(-want)) + rs, rtol=2e-5, atol=2e-5)
+def test_per_pixel_epilogue_stays_row_by_row(rng):
+    # a residual read per pixel: the packed plane's epilogue runs row by row, at each pixel's
+    # own position (7x7: narrow rows; 14x14 with a 5x5: the transcendental pass)
+    for hw, k in [(7, 3), (14, 5)]:
+        x, w = relay.var("x", shape=(1, 8, hw, hw)), relay.var("w", shape=(8, 1, k, k))
+        r = relay.var("r", shape=(1, 8, hw, hw))
+        y = relay.nn.conv2d(x, w, padding=(k // 2, k // 2), groups=8)
+        ins, _, outs = _te([x, w, r], relay.sigmoid(y) + r)
+        prim, _ = lower_te(ins, outs, "f")
+        assert any(a.startswith("dw_conv") for a in _allocs(prim))
+        assert _stores(prim, "out0") and not _stores(prim, "out0_flat")
+        f = codegen.build(prim)["f"]
+        xs, ws, rs = (rng.standard_normal(s, dtype=np.float32) for s in
+                      [(1, 8, hw, hw), (8, 1, k, k), (1, 8, hw, hw)])
+        out = np.empty((1, 8, hw, hw), np.float32)
+        f(xs, ws, rs, out)
+        want = _reference(xs, ws, 1, k // 2, 1, 1)
+        np.testing.assert_allclose(out, 1 / (1 + np.exp(-want)) + rs, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("c,hw,blocked", [(16, 7, 4), (6, 7, 2), (5, 14, 1), (8, 28, 4),
+                                           (8, 36, 1)])
+def test_small_planes_zero_their_padding_once_per_channel_block(rng, c, hw, blocked):
+    # planes of at most BLOCK_MAX_PLANE pixels: CHANNEL_BLOCK channels a task (fewer when the
+    # channels do not divide), the phased plane zeroed once before them, each channel copying
+    # only its interior
+    out, want, prim = _run((2, c, hw, hw), rng, k=5, pad=2, epilogue="silu")
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
+    g = depthwise.geometry(_stage(_conv((2, c, hw, hw), k=5, pad=2)[1], "conv2d"))
+    assert depthwise._channel_block(g) == blocked
+    zero_stores = [s for s in _stores(prim, "dw_xph") if isinstance(s.value, E.FloatImm)]
+    loops = [s for s in _nodes(prim.body) if isinstance(s, S.For) and s.loop_var.name.startswith(
+        "dc")]
+    if blocked > 1:  # (7x7: the convs' loop, then the epilogues')
+        assert len(loops) == (2 if hw * hw <= depthwise.DEFER_MAX_PLANE else 1)
+        assert all(f.extent.value == blocked for f in loops)
+        assert not any(isinstance(n, S.BufferStore) and isinstance(n.value, E.FloatImm)
+                       for f in loops for n in _nodes(f.body))  # no zeros inside the loops
+        assert zero_stores
+    else:
+        assert not loops
 
 
 def test_conv_without_epilogue_writes_the_output_directly(rng):
@@ -376,22 +483,23 @@ def test_avx512_vector_width_matches_numpy(rng, monkeypatch, shape, kw):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("isa,width,lanes", [("avx512", 14, 8), ("avx512", 28, 16),
-                                             ("avx2", 14, 8), ("avx512", 7, None)])
+@pytest.mark.parametrize("isa,width,lanes", [("avx512", 28, 16), ("avx2", 14, 8),
+                                             ("avx512", 14, None), ("avx512", 7, None)])
 def test_rows_not_a_whole_number_of_vectors_end_with_an_overlapping_one(
         rng, monkeypatch, isa, width, lanes):
-    # 14x14 planes: each row two 8-lane vectors (at 0 and 6) stored straight through the
-    # epilogue, no grid; 7x7 planes keep the grid
+    # rows of 14 with 8 lanes: each row two 8-lane vectors (at 0 and 6) stored straight through
+    # the epilogue, no grid; rows that fit one vector (14 in 16 lanes, 7 in 8) take narrow rows
     monkeypatch.setattr(depthwise, "vector_isa", lambda: isa)
     out, want, prim = _run((1, 8, width, width), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     if lanes is None:
-        assert "dw_grid" in _allocs(prim)
+        assert any(a.startswith("dw_conv") for a in _allocs(prim))
         return
     assert _allocs(prim) == ["dw_xph"]
     vec = {s.extent.value for s in _nodes(prim.body) if isinstance(s, S.For) and
-           s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
-           s.body.buffer.name == "out0"}
+           s.kind == S.ForKind.VECTORIZED and any(isinstance(n, S.BufferStore) and
+                                                  n.buffer.name == "out0"
+                                                  for n in _nodes(s.body))}
     assert vec == {lanes}
 
 
@@ -445,3 +553,50 @@ def test_grouped_conv_with_many_taps_keeps_the_gemm():
         [x, w], relay.nn.conv2d(x, w, padding=(1, 1), groups=2))))
     _, _, outs = te_compiler.build_te(mod["main"])
     assert not depthwise.supported(outs[0])
+
+
+# --------------------------------------------- row blocks, narrow rows, channel blocks: numbers
+@pytest.mark.parametrize("epilogue", ["none", "bias", "relu6", "hardswish", "silu"])
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("hw,stride", [(7, 1), (14, 1), (14, 2), (13, 1), (28, 1), (28, 2),
+                                       (56, 1), (30, 2)])
+def test_row_blocks_and_packed_planes_match_numpy(rng, epilogue, k, hw, stride):
+    # every path of ``_channel`` against numpy, per epilogue kind and filter size: row blocks
+    # (whole blocks and a shorter last one), narrow rows (7 and 14 wide), the packed plane's
+    # epilogue pass, channel blocks (8 channels: 4 a task) and the deferred epilogues of 7x7
+    out, want, _ = _run((1, 8, hw, hw), rng, k=k, stride=stride, pad=k // 2, epilogue=epilogue)
+    np.testing.assert_allclose(out, want, rtol=3e-5, atol=3e-5)
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("shape,kw", [
+    ((2, 6, 7, 7), dict(k=5, pad=2, epilogue="silu")),  # batch 2, 2 channels a task
+    ((1, 5, 14, 14), dict(k=3, pad=1, epilogue="hardswish")),  # 5 channels: one a task
+    ((1, 4, 7, 7), dict(k=3, pad=1, mult=2, epilogue="silu")),  # channel multiplier 2
+    ((1, 8, 9, 9), dict(k=3, pad=1, dilation=2, epilogue="relu6")),  # dilated: wider phases
+    ((1, 8, 20, 20), dict(k=5, stride=3, pad=2, epilogue="silu")),  # stride 3
+    ((2, 16, 11, 11), dict(k=5, stride=2, pad=2, epilogue="silu")),  # 6x6 output
+])
+def test_depthwise_paths_match_numpy_on_both_isas(rng, monkeypatch, isa, shape, kw):
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: isa)
+    out, want, _ = _run(shape, rng, **kw)
+    np.testing.assert_allclose(out, want, rtol=3e-5, atol=3e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_channel_blocks_on_the_thread_pool(rng, threads):
+    # 288 blocks of 4 channels (7x7, 5x5: enough multiply-adds for the thread pool), each task
+    # with its own phased plane and packed planes
+    from minitvm.runtime import threadpool
+    old = threadpool.get_num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        out, want, prim = _run((1, 1152, 7, 7), rng, k=5, pad=2, epilogue="silu")
+    finally:
+        threadpool.set_num_threads(old)
+    np.testing.assert_allclose(out, want, rtol=3e-5, atol=3e-5)
+    top = prim.body
+    while isinstance(top, S.DeclBuffer):  # (the output's flat view)
+        top = top.body
+    assert isinstance(top, S.For) and top.kind == S.ForKind.PARALLEL
+    assert top.extent.value == 1152 // depthwise.CHANNEL_BLOCK

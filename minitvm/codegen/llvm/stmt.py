@@ -249,12 +249,13 @@ class StmtEmitter:
         self.env.pop(id(var), None)
 
     def _vectorizable(self, s: S.For) -> bool:
-        """Only stores whose index moves with the loop var, and no control flow inside."""
+        """Only stores whose index moves with the loop var, let bindings (vector values shared
+        by the stores after them), and no control flow inside."""
         for st in walk_stmts(s.body):
             if isinstance(st, S.BufferStore):
                 if not any(_uses_var(i, s.loop_var) for i in st.indices):
                     return False
-            elif not isinstance(st, S.SeqStmt):
+            elif not isinstance(st, (S.SeqStmt, S.LetStmt)):
                 return False
         return True
 
