@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import warnings
 
-from ....topi import nn_te, pooling_nd
+from ....topi import nn_nd, nn_te, pooling_nd
+from ...expr import Constant, const
 from .common import call_topi, out_dtype, out_shape, register_legalize
 
 __all__: list[str] = []
@@ -58,6 +59,13 @@ for _nd in (1, 3):
 del _nd
 
 
+def _static_float32(sinfo) -> bool:
+    shape = getattr(sinfo, "shape", None)
+    values = getattr(shape, "values", None)
+    return getattr(sinfo, "dtype", None) == "float32" and values is not None and all(
+        isinstance(getattr(v, "value", None), int) for v in values)
+
+
 @register_legalize("relax.nn.conv3d")
 def _conv3d(bb, call):
     a = call.attrs
@@ -68,6 +76,27 @@ def _conv3d(bb, call):
                       f"{out} is left as it is (packed layouts are not lowered)", stacklevel=2)
         return call
     dtype = out_dtype(call)
-    return call_topi(bb, lambda x, w: nn_te.conv(
-        x, w, list(a.strides), list(a.padding), list(a.dilation), int(a.groups), a.data_layout,
-        a.kernel_layout, out, dtype), call.args[0], call.args[1], name="conv3d")
+    data, weight = call.args
+    folded = (a.data_layout, a.kernel_layout, out) == ("NCDHW", "OIDHW", "NCDHW") and \
+        int(a.groups) == 1 and dtype == "float32" and all(
+            _static_float32(v.struct_info) for v in (data, weight))
+    kd = None
+    if folded and isinstance(weight, Constant) and weight.data.numpy().ndim == 5:
+        # a bound weight: reshaped to conv2d's (O, C*KD, KH, KW) here, once (the kernel then
+        # reads it as a constant 4-d conv weight, which the VM prepacks)
+        w = weight.data.numpy()
+        kd = w.shape[2]
+        weight = const(w.reshape(w.shape[0], -1, *w.shape[3:]))
+
+    def conv3d(x, w):
+        # NCDHW / OIDHW, one group, float32, static shapes: one conv2d over the depth folded
+        # into the batch (the conv2d schedules); otherwise the direct N-d conv
+        if folded:
+            fast = nn_nd.conv3d_folded(x, w, list(a.strides), list(a.padding),
+                                       list(a.dilation), dtype, kernel_depth=kd)
+            if fast is not None:
+                return fast
+        return nn_te.conv(x, w, list(a.strides), list(a.padding), list(a.dilation),
+                          int(a.groups), a.data_layout, a.kernel_layout, out, dtype)
+
+    return call_topi(bb, conv3d, data, weight, name="conv3d")
