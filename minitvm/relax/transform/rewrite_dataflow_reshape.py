@@ -3,8 +3,11 @@ blocks, a ``R.call_tir`` of a PrimFunc that only reshapes (each output element i
 element at the same row-major position, same dtype and size) becomes ``R.reshape(x, shape)``,
 which the VM runs as a view without copying (``vm.builtin.reshape``).
 
-The reshape pattern is proved with the Analyzer: the single block's store and load positions,
-flattened row-major over their buffers' shapes, must simplify to the same expression."""
+The reshape pattern is proved on the single block's store and load positions, flattened
+row-major over their buffers' shapes: first as polynomials over variables and floor-division
+atoms (``minitvm.schedule.flat_index``, exact with no bounds, which takes the ``// n`` and
+``% n`` of a reshape under a symbolic batch), else by the Analyzer simplifying their
+difference to zero."""
 
 from __future__ import annotations
 
@@ -62,9 +65,11 @@ def _flat(shape, indices, memo: dict):
 
 
 def is_reshape_prim_func(func: PrimFunc) -> bool:
-    """Whether ``func`` copies its one input to its one output in row-major order."""
+    """Whether ``func`` copies its one input to its one output in row-major order (any further
+    parameters are scalars, the shape variables a call passes as ``tir_vars``)."""
     bufs = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
-    if len(bufs) != 2 or len(func.params) != 2:
+    # the input and output buffers, then any scalar shape parameters (``tir_vars``)
+    if len(bufs) != 2 or any(p not in func.buffer_map for p in func.params[:2]):
         return False
     src, dst = bufs
     if src.dtype != dst.dtype:
@@ -73,10 +78,16 @@ def is_reshape_prim_func(func: PrimFunc) -> bool:
     inner = [b for b in blocks if b.iter_vars]
     if len(inner) != 1 or inner[0].init is not None or any(b.alloc_buffers for b in blocks):
         return False
+    if any(isinstance(s, S.BlockRealize) and not (
+            isinstance(s.predicate, IntImm) and s.predicate.value == 1)
+            for s in walk_stmts(func.body)):
+        return False  # a guarded store may leave part of the output unwritten
     store = inner[0].body
     if not isinstance(store, S.BufferStore) or store.buffer is not dst or \
             not isinstance(store.value, T.BufferLoad) or store.value.buffer is not src:
         return False
+    if _same_flat_offset(src, dst, store):
+        return True
     memo: dict = {}
     try:
         size_diff = simplify(_prod(src.shape, memo) - _prod(dst.shape, memo))
@@ -85,6 +96,30 @@ def is_reshape_prim_func(func: PrimFunc) -> bool:
     except Exception:  # an expression the analyzer cannot take: not provably a reshape
         return False
     return _is_zero(diff) and _is_zero(size_diff)
+
+
+def _same_flat_offset(src, dst, store) -> bool:
+    """Whether the load and the store reach the same row-major offset of buffers of the same
+    size, as polynomials over variables and floor-division atoms (``flat_index``): exact for
+    any values of the variables, so it proves the ``// n`` and ``% n`` of a reshape under a
+    symbolic batch, which the analyzer cannot drop without bounds."""
+    from ...schedule.flat_index import Canon, flat_offset
+
+    if src.strides or dst.strides:
+        return False
+    canon = Canon()
+    stored = flat_offset(canon, dst, store.indices)
+    loaded = flat_offset(canon, src, store.value.indices)
+    if stored is None or loaded is None or stored != loaded:
+        return False
+    return canon.of(_shape_product(src.shape)) == canon.of(_shape_product(dst.shape))
+
+
+def _shape_product(shape):
+    p = IntImm("int64", 1)
+    for d in shape:
+        p = T.Mul(p, d) if d.dtype == "int64" else T.Mul(p, T.Cast("int64", d))
+    return p
 
 
 def _prod(shape, memo: dict):
@@ -111,7 +146,7 @@ def _rewrite_func(func: Function, mod, memo: dict) -> tuple[Function, int]:
         for b in block.bindings:
             v = b.value
             if isinstance(b, VarBinding) and isinstance(v, Call) and isinstance(v.op, Op) and \
-                    v.op.name == "relax.call_tir" and len(v.args) == 2 and \
+                    v.op.name == "relax.call_tir" and len(v.args) in (2, 3) and \
                     isinstance(v.args[0], GlobalVar) and isinstance(v.args[1], Tuple) and \
                     len(v.args[1].fields) == 1:
                 gv = v.args[0]

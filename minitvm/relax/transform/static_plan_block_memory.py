@@ -4,10 +4,13 @@
 Within the top-level binding sequence of each function, every allocation gets a storage token;
 a token is released after the last use of every variable that may alias its tensor (plain
 copies, tuples, tuple items, reshape views) and is then reused by a later allocation of the same
-dtype — any size when the sizes are constants (the token grows to the largest), only a provably
-equal size when they are symbolic (or a constant bound from the function's
-``tir_var_upper_bound`` attribute). Tensors reaching the function's result, or handed to a call
-that may keep them (a Relax function, a closure), are left as they are. The result:
+dtype — any size when the sizes are constants (the token grows to the largest). A symbolic size
+is first bounded by the function's ``tir_var_upper_bound`` attribute when it has one (TVM's
+rule); otherwise sizes ``k1 * M`` and ``k2 * M`` that are constant multiples of one product
+``M`` of shape variables (``M >= 0``, e.g. ``602112 * batch`` and ``150528 * batch``) share a
+storage sized ``max(k1, k2) * M``, computed by the VM at run time; any other symbolic size only
+reuses a provably equal one. Tensors reaching the function's result, or handed to a call that
+may keep them (a Relax function, a closure), are left as they are. The result:
 
     storage = R.memory.alloc_storage(R.shape([bytes]), R.prim_value(0), R.str("global"),
                                      R.dtype("float32"))
@@ -54,10 +57,11 @@ _VIEW_PACKED = frozenset({"vm.builtin.reshape"})
 
 
 class _Token:
-    __slots__ = ("dtype", "size", "static", "var", "first", "users")
+    __slots__ = ("dtype", "size", "static", "scale", "var", "first", "users")
 
-    def __init__(self, dtype, size, static):
+    def __init__(self, dtype, size, static, scale=None):
         self.dtype, self.size, self.static = dtype, size, static
+        self.scale = scale  # (k, M's key) when the size is k * M (symbolic), else None
         self.var = None
         self.first = None  # binding index of the first allocation using it
         self.users = 0
@@ -79,6 +83,19 @@ def _nbytes(shape_values, dtype: str, bounds: dict):
     return size, isinstance(size, IntImm)
 
 
+def _scaled(size, canon):
+    """``(k, key)`` when symbolic ``size`` is a positive constant ``k`` times a product of
+    variables (``key`` names that product), else None. ``M >= 0`` then, as ``k * M`` is an
+    allocation's size, so ``max(k1, k2) * M`` holds either of two such sizes."""
+    poly = canon.of(size)
+    if len(poly) != 1:
+        return None
+    (mono, k), = poly.items()
+    if k <= 0 or not mono or any(canon.atoms[a][0] != "var" for a in mono):
+        return None
+    return k, mono
+
+
 def _upper_bounds(func: Function) -> dict:
     attrs = func.attrs
     ub = attrs.get("tir_var_upper_bound") if attrs else None
@@ -94,7 +111,10 @@ def _upper_bounds(func: Function) -> dict:
 
 def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
     """``func`` with storage reuse planned; and (allocations planned, storages created)."""
+    from ...schedule.flat_index import Canon
+
     bounds = _upper_bounds(func)
+    canon = Canon()  # one numbering of the variables for the whole function
     namer = Namer(func)
     stats = [0, 0]
 
@@ -141,9 +161,10 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
             if i in alloc_at and i not in pinned:
                 shape, dtype = alloc_at[i]
                 size, static = _nbytes(shape, dtype, bounds)
-                tok = _take(free, dtype, size, static)
+                scale = None if static else _scaled(size, canon)
+                tok = _take(free, dtype, size, static, scale)
                 if tok is None:
-                    tok = _Token(dtype, size, static)
+                    tok = _Token(dtype, size, static, scale)
                     tok.first = i
                     stats[1] += 1
                 tok.users += 1
@@ -190,31 +211,40 @@ def _is_dps_kernel_call(v: Call, mod) -> bool:
     return False
 
 
-def _take(free: list, dtype: str, size, static: bool):
-    """The free token to reuse for an allocation (removed from ``free``), or None."""
-    best = None
+def _take(free: list, dtype: str, size, static: bool, scale=None):
+    """The free token to reuse for an allocation (removed from ``free``), or None. Constant
+    sizes, and symbolic ``k * M`` sizes of the same ``M``, take the smallest token that fits,
+    else the largest one, grown; other symbolic sizes only a token of a provably equal size."""
+    def amount(tok):
+        if static:
+            return tok.size.value if tok.static else None
+        if scale is not None and tok.scale is not None and tok.scale[1] == scale[1]:
+            return tok.scale[0]
+        return None
+
+    need = size.value if static else (scale[0] if scale is not None else None)
+    best = best_amount = None
     for k, tok in enumerate(free):
         if tok.dtype != dtype or tok.static != static:
             continue
-        if static:
-            a, b = tok.size.value, size.value
-            if best is None:
-                best = k
-                continue
-            c = free[best].size.value
-            # prefer the smallest token that fits, else the largest one (grown)
-            if (c >= b and a >= b and a < c) or (c < b and a > c):
-                best = k
-        else:
+        if need is None:
             d = simplify(tok.size - size)
             if isinstance(d, IntImm) and d.value == 0:
                 best = k
                 break
+            continue
+        a = amount(tok)
+        if a is None:
+            continue
+        # prefer the smallest token that fits, else the largest one (grown)
+        if best is None or (best_amount >= need and need <= a < best_amount) or (
+                best_amount < need and a > best_amount):
+            best, best_amount = k, a
     if best is None:
         return None
     tok = free.pop(best)
-    if static and tok.size.value < size.value:
-        tok.size = size
+    if need is not None and best_amount < need:
+        tok.size, tok.scale = size, scale  # the larger multiple: max(k1, k2) * M
     return tok
 
 
