@@ -26,14 +26,19 @@ from .common import const_int, lanes, outer_loops, prod_dims, same_dims, vector_
 Poly = dict  # {monomial (sorted tuple of atom indices, repeats are powers): coefficient}
 
 
+def _bump(out: Poly, m: tuple, c: int) -> None:
+    """Add ``c`` to monomial ``m``'s coefficient in ``out``, dropping it when it becomes 0."""
+    v = out.get(m, 0) + c
+    if v:
+        out[m] = v
+    else:
+        out.pop(m, None)
+
+
 def _add(p: Poly, q: Poly, k: int = 1) -> Poly:
     out = dict(p)
     for m, c in q.items():
-        v = out.get(m, 0) + k * c
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
+        _bump(out, m, k * c)
     return out
 
 
@@ -41,12 +46,7 @@ def _mul(p: Poly, q: Poly) -> Poly:
     out: Poly = {}
     for m1, c1 in p.items():
         for m2, c2 in q.items():
-            m = tuple(sorted(m1 + m2))
-            v = out.get(m, 0) + c1 * c2
-            if v:
-                out[m] = v
-            else:
-                out.pop(m, None)
+            _bump(out, tuple(sorted(m1 + m2)), c1 * c2)
     return out
 
 

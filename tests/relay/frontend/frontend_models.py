@@ -21,6 +21,22 @@ def build_and_run(mod, params, inputs: dict, opt_level: int = 3) -> list[np.ndar
     return [g.get_output(i).numpy() for i in range(g.get_num_outputs())]
 
 
+def compare_traced(traced, inputs, ref: np.ndarray, rtol: float = 1e-5, atol: float = 1e-5):
+    """Import a TorchScript trace of ``inputs`` (torch tensors, named i0, i1, ...), build it at
+    opt_level 3, run it and compare its output with ``ref``; returns the built lib."""
+    infos = [(f"i{k}", (tuple(t.shape), str(t.dtype).replace("torch.", "")))
+             for k, t in enumerate(inputs)]
+    mod, params = relay.frontend.from_pytorch(traced, infos)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, t in enumerate(inputs):
+        g.set_input(f"i{k}", t.numpy())
+    g.run()
+    np.testing.assert_allclose(g.get_output(0).numpy(), ref, rtol=rtol, atol=atol)
+    return lib
+
+
 def randomize_batchnorm(model, seed: int = 0):
     """Give BatchNorm layers non-trivial running statistics (eval mode uses them)."""
     import torch

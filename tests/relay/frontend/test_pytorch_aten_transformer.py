@@ -10,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from frontend_models import compare_traced  # noqa: E402
 from torch import nn  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -45,16 +46,7 @@ def _check(model, inputs, must_contain):
     graph = str(traced.inlined_graph)
     for op in must_contain:  # the fast path this test is about was taken
         assert op in graph, op
-    infos = [(f"i{k}", (tuple(t.shape), str(t.dtype).replace("torch.", "")))
-             for k, t in enumerate(inputs)]
-    mod, params = relay.frontend.from_pytorch(traced, infos)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, t in enumerate(inputs):
-        gm.set_input(f"i{k}", t.numpy())
-    gm.run()
-    np.testing.assert_allclose(gm.get_output(0).numpy(), ref, rtol=1e-5, atol=1e-5)
+    compare_traced(traced, inputs, ref)
 
 
 def _x():

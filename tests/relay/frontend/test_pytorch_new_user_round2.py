@@ -10,11 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from frontend_models import compare_traced  # noqa: E402
 from torch import nn  # noqa: E402
 
-import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
-from minitvm.contrib import graph_executor  # noqa: E402
 
 
 def _run(model, *inputs, rtol=1e-5, atol=1e-5, fallback_ok=()):
@@ -24,16 +23,7 @@ def _run(model, *inputs, rtol=1e-5, atol=1e-5, fallback_ok=()):
     with torch.no_grad():
         ref = model(*inputs).numpy()
         traced = torch.jit.trace(model, inputs)
-    infos = [(f"i{k}", (tuple(t.shape), str(t.dtype).replace("torch.", "")))
-             for k, t in enumerate(inputs)]
-    mod, params = relay.frontend.from_pytorch(traced, infos)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, t in enumerate(inputs):
-        gm.set_input(f"i{k}", t.numpy())
-    gm.run()
-    np.testing.assert_allclose(gm.get_output(0).numpy(), ref, rtol=rtol, atol=atol)
+    lib = compare_traced(traced, inputs, ref, rtol, atol)
     fallback = [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"]
     assert [k for k in fallback if not any(a in k for a in fallback_ok)] == []
     return lib
