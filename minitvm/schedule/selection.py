@@ -14,13 +14,14 @@ almost every element costs one compare (about ``k ln(n / k)`` insertions per row
 
 ``k > MAX_K`` (``argsort`` and ``sort`` are ``k = n``): a binary heap of the ``k`` kept elements
 with the worst at its root. The first ``k`` elements are heapified, every later one that beats
-the root replaces it and sinks, and a heapsort of the kept elements puts them best first
-(``n log k`` at worst, ``n + k log k`` on random data). Elements of at most 32 bits are held as
-one ``int64`` key each, their order as a signed 32-bit integer above the position, so that one
-integer compare orders two elements, ties and NaN included; 64-bit elements as a value and a
-position, compared as ``topi.selection.before`` orders them. Whole rows of keys (``k = n``) are
-sorted by a bottom-up merge sort instead (``log2 n`` passes of branch-free merge steps; the
-heap's sinking branches mispredict on every level).
+the root replaces it and sinks (``n log k`` at worst, ``n + k log k`` on random data). Elements
+of at most 32 bits are held as one ``int64`` key each, their order as a signed 32-bit integer
+above the position, so that one integer compare orders two elements, ties and NaN included;
+64-bit elements as a value and a position, compared as ``topi.selection.before`` orders them,
+and put best first by a heapsort. Keys are sorted instead by ``_sort_keys``: runs of ``RUN``
+keys by a sorting network (branch-free min / max in registers), then bottom-up merge passes of
+branch-free steps, equal runs merged from both ends at once (the heap's sinking branches
+mispredict on every level); whole rows of keys (``k = n``) skip the heap.
 """
 
 from __future__ import annotations
@@ -186,46 +187,151 @@ class _Pairs:
         return a[1]
 
 
+RUN = 16  # keys sorted by a sorting network before the merge passes
+_INT64_MAX = (1 << 63) - 1  # above every key (a key's low half is a position below 2**31)
+
+
+def network(size: int) -> list[tuple[int, int]]:
+    """Batcher's odd-even merge sort on ``size`` (a power of two) slots: the compare-exchange
+    pairs ``(i, j)``, ``i < j``, in order (after them slot ``i`` holds the smaller)."""
+    pairs = []
+    p = 1
+    while p < size:  # sorted blocks of p merged into blocks of 2p
+        d = p
+        while d >= 1:  # compare at distance d, within a block of 2p
+            for j in range(d % p, size - d, 2 * d):
+                for i in range(min(d, size - j - d)):
+                    if (i + j) // (2 * p) == (i + j + d) // (2 * p):
+                        pairs.append((i + j, i + j + d))
+            d //= 2
+        p *= 2
+    return pairs
+
+
+def _sort_keys(ctx, bufs, net, at, off: int, m: int, key_of):
+    """Statements sorting ``m`` int64 keys, ``key_of(j)`` the ``j``-th (an expression), into
+    slots ``off .. off + m - 1`` of ``bufs[0]`` or ``bufs[1]``: runs of ``net``'s length by a
+    sorting network of branch-free min / max (local slots LLVM keeps in registers), then
+    bottom-up merge passes between the two. Two runs of equal length merge from both ends at
+    once (the front takes the smaller half, the back the larger: two independent chains of
+    branch-free steps, and neither run can run out); a shorter last run merges from the front
+    with bounds checks; a lone last run is copied. Returns the statements and the index of the
+    buffer holding the result."""
+    run = int(net.shape[0])
+    pairs = network(run)
+
+    def slot(j):
+        return E.BufferLoad(net, [imm(j)])
+
+    def sorted_run(lo, size):  # keys lo .. lo + size - 1 (slots past size: above all)
+        st = []
+        for j in range(run):
+            key = key_of(lo + imm(j)) if j < size else E.IntImm("int64", _INT64_MAX)
+            st.append(S.BufferStore(net, key, [imm(j)]))
+        for a, b in pairs:
+            if a >= size:
+                continue  # both above all: in order already
+            va, vb = ctx.fresh("net_a", "int64"), ctx.fresh("net_b", "int64")
+            st.append(S.LetStmt(va, slot(a), S.LetStmt(vb, slot(b), S.SeqStmt([
+                S.BufferStore(net, E.Min(va, vb), [imm(a)]),
+                S.BufferStore(net, E.Max(va, vb), [imm(b)])]))))
+        st += [S.BufferStore(bufs[0], slot(j), [imm(off) + lo + imm(j)]) for j in range(size)]
+        return S.SeqStmt(st)
+
+    parts = []
+    if m // run:
+        t = ctx.fresh("t")
+        parts.append(S.For(t, imm(0), imm(m // run), S.ForKind.SERIAL,
+                           sorted_run(t * imm(run), run)))
+    if m % run:
+        parts.append(sorted_run(imm(m - m % run), m % run))
+
+    def load(buf, j):
+        return E.BufferLoad(buf, [j])
+
+    def get(j):
+        return E.BufferLoad(at, [imm(j)])
+
+    def put(j, v):
+        return S.BufferStore(at, v, [imm(j)])
+
+    one, zero = imm(1), imm(0)
+    src, w = 0, run
+    while w < m:
+        a, b = bufs[src], bufs[1 - src]
+        full = m // (2 * w)
+        if full:  # equal runs [lo, lo + w), [lo + w, lo + 2w): both ends at once
+            t, r = ctx.fresh("t"), ctx.fresh("r")
+            lo = imm(off) + t * imm(2 * w)
+            vf = [ctx.fresh(nm, "int64") for nm in ("fl", "fr")]
+            vb = [ctx.fresh(nm, "int64") for nm in ("bl", "br")]
+            tf, tb = ctx.fresh("take", "bool"), ctx.fresh("take", "bool")
+            step = S.SeqStmt([
+                S.LetStmt(vf[0], load(a, get(0)), S.LetStmt(vf[1], load(a, get(1)), S.LetStmt(
+                    tf, E.LT(vf[1], vf[0]), S.SeqStmt([  # the right one is smaller
+                        S.BufferStore(b, E.Select(tf, vf[1], vf[0]), [lo + r]),
+                        put(0, get(0) + E.Select(tf, zero, one)),
+                        put(1, get(1) + E.Select(tf, one, zero))])))),
+                S.LetStmt(vb[0], load(a, get(2)), S.LetStmt(vb[1], load(a, get(3)), S.LetStmt(
+                    tb, E.LT(vb[1], vb[0]), S.SeqStmt([  # the left one is larger
+                        S.BufferStore(b, E.Select(tb, vb[0], vb[1]),
+                                      [lo + imm(2 * w - 1) - r]),
+                        put(2, get(2) - E.Select(tb, one, zero)),
+                        put(3, get(3) - E.Select(tb, zero, one))])))),
+            ])
+            merge = S.SeqStmt([put(0, lo), put(1, lo + imm(w)), put(2, lo + imm(w - 1)),
+                               put(3, lo + imm(2 * w - 1)),
+                               S.For(r, imm(0), imm(w), S.ForKind.SERIAL, step)])
+            parts.append(S.For(t, imm(0), imm(full), S.ForKind.SERIAL, merge))
+        lo, rest = off + full * 2 * w, m - full * 2 * w
+        if rest > w:  # a full run and a shorter one: from the front, bounds checked
+            mid, hi = imm(lo + w), imm(off + m)
+            r = ctx.fresh("r")
+            ia, ib = get(0), get(1)
+            left = load(a, E.Min(ia, mid - imm(1)))
+            right = load(a, E.Min(ib, hi - imm(1)))
+            take = ctx.fresh("take", "bool")
+            step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), E.LT(right, left))),
+                             S.SeqStmt([
+                                 S.BufferStore(b, E.Select(take, right, left), [imm(lo) + r]),
+                                 put(0, ia + E.Select(take, zero, one)),
+                                 put(1, ib + E.Select(take, one, zero))]))
+            parts += [put(0, imm(lo)), put(1, mid),
+                      S.For(r, imm(0), imm(rest), S.ForKind.SERIAL, step)]
+        elif rest:  # a lone run: copied
+            r = ctx.fresh("r")
+            parts.append(S.For(r, imm(lo), imm(rest), S.ForKind.SERIAL,
+                               S.BufferStore(b, load(a, r), [r])))
+        src, w = 1 - src, w * 2
+    return parts, src
+
+
+def _sort_scratch(n: int):
+    """The network's slots and the merge cursors for sorting ``n`` keys."""
+    run = min(RUN, 1 << max(n - 1, 1).bit_length())
+    return (decl_buffer((run,), "int64", "merge_net"),
+            decl_buffer((4,), "int32", "merge_at"))  # the next unread of each run, each end
+
+
 def _merge_rows(ctx, x, y, outer, n, inner, largest) -> S.Stmt:
-    """Whole rows of at most 32-bit elements sorted as int64 keys by a bottom-up merge sort
-    (``log2 n`` passes between two arrays, each merge step branch-free)."""
+    """Whole rows of at most 32-bit elements sorted as int64 keys (all distinct: the position is
+    the low half) by ``_sort_keys``, the keys made as the networks read them."""
 
     def row(idx):
         o, i = idx
         keyed = _Keyed(x.dtype, n, largest)
         bufs = [keyed.bufs[0], decl_buffer((n,), "int64", "merge_tmp")]
-        at = decl_buffer((2,), "int32", "merge_at")  # the next unread of each run
+        net, at = _sort_scratch(n)
         base = o * (n * inner) + i
-        p = ctx.fresh("p")
-        parts = [S.For(p, imm(0), imm(n), S.ForKind.SERIAL, S.BufferStore(
-            bufs[0], keyed.item(E.BufferLoad(x, [base + p * imm(inner)]), p)[0], [p]))]
-        src, w = 0, 1
-        while w < n:
-            a, b = bufs[src], bufs[1 - src]
-            t, r = ctx.fresh("t"), ctx.fresh("r")
-            lo = t * imm(2 * w)
-            mid, hi = E.Min(lo + imm(w), imm(n)), E.Min(lo + imm(2 * w), imm(n))
-            ia, ib = E.BufferLoad(at, [imm(0)]), E.BufferLoad(at, [imm(1)])
-            left = E.BufferLoad(a, [E.Min(ia, mid - imm(1))])
-            right = E.BufferLoad(a, [E.Min(ib, hi - imm(1))])
-            take = ctx.fresh("take", "bool")
-            step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), E.LT(right, left))),
-                             S.SeqStmt([
-                                 S.BufferStore(b, E.Select(take, right, left), [lo + r]),
-                                 S.BufferStore(at, ia + E.Select(take, imm(0), imm(1)), [imm(0)]),
-                                 S.BufferStore(at, ib + E.Select(take, imm(1), imm(0)), [imm(1)]),
-                             ]))
-            merge = S.SeqStmt([S.BufferStore(at, lo, [imm(0)]), S.BufferStore(at, mid, [imm(1)]),
-                               S.For(r, imm(0), hi - lo, S.ForKind.SERIAL, step)])
-            parts.append(S.For(t, imm(0), imm(-(-n // (2 * w))), S.ForKind.SERIAL, merge))
-            src, w = 1 - src, w * 2
+        parts, src = _sort_keys(ctx, bufs, net, at, 0, n, lambda j: keyed.item(
+            E.BufferLoad(x, [base + j * imm(inner)]), j)[0])
         s = ctx.fresh("s")
         pos = keyed.position((E.BufferLoad(bufs[src], [s]),))
         parts.append(S.For(s, imm(0), imm(n), S.ForKind.SERIAL, S.BufferStore(
             y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
             [o * (n * inner) + s * imm(inner) + i])))
         stmt = S.SeqStmt(parts)
-        for buf in [at, *bufs]:
+        for buf in [at, net, *bufs]:
             stmt = allocated(buf, stmt)
         return stmt
 
@@ -298,19 +404,33 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
             parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, bind(
                 element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
                                                     sink(imm(0), imm(k), it)))))
-        if k > 1:  # heapsort: the root (the worst left) to the end, the last one sinks
+        scratch = []
+        if form is _Keyed:  # the kept keys sorted by _sort_keys (no branch to mispredict)
+            tmp = decl_buffer((k,), "int64", "heap_tmp")
+            net, at = _sort_scratch(k)
+            scratch = [tmp, net, at]
+            srt, src = _sort_keys(ctx, [items.bufs[0], tmp], net, at, 0, k,
+                                  lambda j: load(j)[0])
+            parts += srt
+            done = [items.bufs[0], tmp][src]
+
+            def final(j):
+                return (E.BufferLoad(done, [j]),)
+        else:
+            final = load
+        if k > 1 and form is not _Keyed:  # heapsort: the root (the worst left) to the end
             t = ctx.fresh("t")
             e = imm(k - 1) - t
             parts.append(S.For(t, imm(0), imm(k - 1), S.ForKind.SERIAL, bind(
                 load(imm(0)), lambda top: bind(load(e), lambda last: S.SeqStmt(
                     [*store(e, top), sink(imm(0), e, last)])))))
         s = ctx.fresh("s")
-        pos = items.position(load(s))
+        pos = items.position(final(s))
         parts.append(S.For(s, imm(0), imm(k), S.ForKind.SERIAL, S.BufferStore(
             y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
             [o * (k * inner) + s * imm(inner) + i])))
         stmt = S.SeqStmt(parts)
-        for b in [cur, *items.bufs]:
+        for b in [cur, *items.bufs, *scratch]:
             stmt = allocated(b, stmt)
         return stmt
 
