@@ -268,6 +268,60 @@ def test_parallel_build_matches_sequential(cache_dir, monkeypatch):
     np.testing.assert_array_equal(seq, par)
 
 
+def _relax_chain(widths):
+    """A Relax ``main`` of matmul + bias + relu layers of distinct widths (one kernel each)."""
+    from minitvm import relax
+
+    rng = np.random.default_rng(0)
+    x = relax.Var("x", relax.TensorStructInfo([2, 8], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y, k = x, 8
+            for n in widths:
+                w = relax.const(rng.standard_normal((k, n)).astype("float32"))
+                b = relax.const(rng.standard_normal((n,)).astype("float32"))
+                y = bb.emit(relax.op.nn.relu(relax.op.add(relax.op.matmul(y, w), b)))
+                k = n
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _relax_build_run(mod):
+    from minitvm import relax
+
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    return vm["main"](np.linspace(-1, 1, 16, dtype="float32").reshape(2, 8)).numpy()
+
+
+def test_parallel_relax_build_matches_sequential(cache_dir, monkeypatch):
+    # relax.build shares a cold build's kernels among forked workers as relay.build does
+    mod = _relax_chain(tuple(range(12, 12 + 4 * 10, 4)))  # ten distinct kernels
+    seq = _relax_build_run(mod)
+    n = len(_entries(cache_dir))
+    assert n >= 10
+    for p in _entries(cache_dir):
+        p.unlink()
+    _fresh_process_caches()
+    monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")
+    forked = []
+    real = parallel_compile.run_sharded
+    import sys
+
+    build_module = sys.modules["minitvm.relax.vm.build"]  # (relax.vm.build is the function)
+    monkeypatch.setattr(build_module, "run_sharded",
+                        lambda *a, **k: forked.append(real(*a, **k)) or forked[-1])
+    par = _relax_build_run(mod)
+    assert forked == [1]
+    assert len(_entries(cache_dir)) == n
+    np.testing.assert_array_equal(seq, par)
+    _fresh_process_caches()  # warm: the probes load their code, no worker is forked
+    forked.clear()
+    np.testing.assert_array_equal(_relax_build_run(mod), seq)
+    assert forked == [0]
+
+
 def test_run_sharded_survives_crashing_and_hanging_workers(cache_dir, monkeypatch, tmp_path):
     monkeypatch.setattr(parallel_compile, "WORKER_TIMEOUT", 1.0)
     parent = os.getpid()

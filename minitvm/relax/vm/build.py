@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...backend.disk_cache import active_cache
 from ...backend.options import lowering_options
+from ...backend.parallel_compile import run_sharded
 from ...codegen.build import compile_prim_func
 from ...ir.module import IRModule
 from ...runtime.module import Kernel
@@ -94,14 +95,24 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
     """
     out = {}
     cache = active_cache()  # the on-disk kernel cache Relay builds use too
-    for name, prim in prims.items():
+
+    def lowered(name, prim):
         pos = (const_params or {}).get(name)
         if pos and transforms is not None:
             fast, packs = optimize_prim_func_prepacked(prim, options, pos)
-            if packs:
-                transforms[name] = packs
-        else:
-            fast = optimize_prim_func(prim, options)
+            return fast, packs
+        return optimize_prim_func(prim, options), None
+
+    def prefetch(task):  # (in a worker: its code reaches this process through the cache)
+        name, prim = task
+        compile_prim_func(lowered(name, prim)[0], name, object_cache=cache)
+
+    # a cold build compiles the kernels in forked workers first, as Relay's does
+    run_sharded(list(prims.items()), prefetch, lambda task: task[0])
+    for name, prim in prims.items():
+        fast, packs = lowered(name, prim)
+        if packs:
+            transforms[name] = packs
         fn, ir_text = compile_prim_func(fast, name, object_cache=cache)
         compiled = fn._compiled
         rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
