@@ -15,6 +15,7 @@ from minitvm.tir import stmt as S
 from minitvm.tir.function import PrimFunc
 from minitvm.tir.stmt_functor import walk_stmts
 from minitvm.topi.selection import MAX_K
+from minitvm.topi.testing import selection_order_python
 
 
 def _module(fn, shape, dtype):
@@ -41,19 +42,6 @@ def _prim_funcs(fn, shape, dtype):
 
 def _blocks(func) -> int:
     return sum(isinstance(s, S.BlockRealize) for s in walk_stmts(func.body))
-
-
-def _stable_order(x, axis, ascend):
-    """Positions in the selection order: ties in input order, NaN after every number."""
-    key = np.moveaxis(x, axis, -1)
-    if key.dtype.kind == "f":
-        nan = np.isnan(key)
-        rank = np.where(nan, 0, key.astype("float64") * (1 if ascend else -1))
-    else:
-        nan = np.zeros(key.shape, bool)
-        rank = key if ascend else ~key
-    pos = np.broadcast_to(np.arange(key.shape[-1]), key.shape)
-    return np.moveaxis(np.lexsort((pos, rank, nan), axis=-1), -1, axis)
 
 
 def _data(kind, shape, dtype, rng):
@@ -99,7 +87,7 @@ def test_symbolic_axis_keeps_the_rank_stage():
     mod = _module(lambda v: R.topk(v, 2, axis=1), (3, n), "float32")
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     vals, idx = (o.numpy() for o in vm["main"](tvm.nd.array(x)))
-    want = _stable_order(x, 1, False)[:, :2]
+    want = selection_order_python(x, 1, False)[:, :2]
     np.testing.assert_array_equal(idx, want)
     np.testing.assert_array_equal(vals, np.take_along_axis(x, want, axis=1))
 
@@ -155,7 +143,7 @@ TOPKS = [  # shape, axis, k, largest, dtype, data
 def test_topk(shape, axis, k, largest, dtype, data):
     x = _data(data, shape, dtype, np.random.default_rng(k))
     vals, idx = _run(lambda v: R.topk(v, k, axis=axis, largest=largest, dtype="int64"), x)
-    want = np.take(_stable_order(x, axis, not largest), np.arange(k), axis=axis)
+    want = np.take(selection_order_python(x, axis, not largest), np.arange(k), axis=axis)
     np.testing.assert_array_equal(idx, want)
     np.testing.assert_array_equal(vals, np.take_along_axis(x, want, axis=axis))
 
@@ -171,7 +159,7 @@ def test_sort_argsort(shape, axis, dtype, data, descending):
     if dtype == "uint16":
         x = np.random.default_rng(7).integers(0, 1 << 16, shape).astype(dtype)
     (order,) = _run(lambda v: R.argsort(v, axis=axis, descending=descending), x)
-    np.testing.assert_array_equal(order, _stable_order(x, axis, not descending))
+    np.testing.assert_array_equal(order, selection_order_python(x, axis, not descending))
     assert order.dtype == "int32"
     (vals,) = _run(lambda v: R.sort(v, axis=axis, descending=descending), x)
     want = np.sort(x, axis=axis)  # descending: numpy's order reversed, NaN first

@@ -5,35 +5,11 @@ boundary ``k``, rows sorted either way (every element sinking), rows in parallel
 
 import numpy as np
 import pytest
+from selection_build import build_run
 
-import minitvm as tvm
 from minitvm import relay
-from minitvm.contrib import graph_executor
 from minitvm.topi.selection import MAX_K
-
-
-def _build(fn, x):
-    v = relay.var("x", shape=x.shape, dtype=str(x.dtype))
-    mod = tvm.IRModule.from_expr(relay.Function([v], fn(v)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", x)
-    g.run()
-    kinds = sorted({k.kind for k in lib.get_lib().kernels.values()})
-    return [g.get_output(i).numpy() for i in range(g.get_num_outputs())], kinds
-
-
-def _stable_order(x, axis, ascend):
-    key = np.moveaxis(x, axis, -1)
-    if key.dtype.kind == "f":
-        nan = np.isnan(key)
-        rank = np.where(nan, 0, key.astype("float64") * (1 if ascend else -1))
-    else:
-        nan = np.zeros(key.shape, bool)
-        rank = key if ascend else ~key
-    pos = np.broadcast_to(np.arange(key.shape[-1]), key.shape)
-    return np.moveaxis(np.lexsort((pos, rank, nan), axis=-1), -1, axis)
+from minitvm.topi.testing import selection_order_python
 
 
 def _data(dtype, shape, rng):
@@ -56,9 +32,9 @@ def _data(dtype, shape, rng):
 def test_topk_heap_dtypes(dtype, is_ascend):
     x = _data(dtype, (3, 150), np.random.default_rng(3))
     for k in (MAX_K + 1, 149, 150):
-        (vals, idx), kinds = _build(lambda v, k=k: relay.topk(
+        (vals, idx), kinds = build_run(lambda v, k=k: relay.topk(
             v, k=k, axis=1, is_ascend=is_ascend, dtype="int64").astuple(), x)
-        want = _stable_order(x, 1, is_ascend)[:, :k]
+        want = selection_order_python(x, 1, is_ascend)[:, :k]
         np.testing.assert_array_equal(idx, want)
         np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
         assert kinds == ["native"]
@@ -74,9 +50,9 @@ def test_heap_sorted_rows(rows, is_ascend):
             "constant": np.zeros(n)}[rows]
     x = np.tile(base.astype("float32"), (2, 1))
     for k in (MAX_K + 1, 300, n):
-        (idx,), _ = _build(lambda v, k=k: relay.topk(v, k=k, ret_type="indices",
+        (idx,), _ = build_run(lambda v, k=k: relay.topk(v, k=k, ret_type="indices",
                                                 is_ascend=is_ascend), x)
-        np.testing.assert_array_equal(idx, _stable_order(x, 1, is_ascend)[:, :k])
+        np.testing.assert_array_equal(idx, selection_order_python(x, 1, is_ascend)[:, :k])
 
 
 @pytest.mark.parametrize("shape,axis", [((2, 300, 3), 1), ((300, 4), 0), ((64, 2000), 1),
@@ -86,10 +62,10 @@ def test_sort_argsort_native(shape, axis, is_ascend):
     """Inner axes, the first axis, many rows (parallel), one long row."""
     x = np.random.default_rng(4).standard_normal(shape).astype("float32")
     x.flat[::17] = 0.5  # ties
-    (order,), kinds = _build(lambda v: relay.argsort(v, axis=axis, is_ascend=is_ascend), x)
-    np.testing.assert_array_equal(order, _stable_order(x, axis, is_ascend))
+    (order,), kinds = build_run(lambda v: relay.argsort(v, axis=axis, is_ascend=is_ascend), x)
+    np.testing.assert_array_equal(order, selection_order_python(x, axis, is_ascend))
     assert kinds == ["native"] and order.dtype == "int32"
-    (vals,), kinds = _build(lambda v: relay.sort(v, axis=axis, is_ascend=is_ascend), x)
+    (vals,), kinds = build_run(lambda v: relay.sort(v, axis=axis, is_ascend=is_ascend), x)
     want = np.sort(x, axis=axis)
     np.testing.assert_array_equal(vals, want if is_ascend else np.flip(want, axis))
     assert kinds == ["native"]
@@ -97,13 +73,13 @@ def test_sort_argsort_native(shape, axis, is_ascend):
 
 def test_sort_descending_puts_nan_first():
     x = np.array([[1.0, np.nan, -np.inf, 3.0, np.nan, 2.0] * 20], "float32")
-    (vals,), _ = _build(lambda v: relay.sort(v, is_ascend=False), x)
+    (vals,), _ = build_run(lambda v: relay.sort(v, is_ascend=False), x)
     np.testing.assert_array_equal(vals, np.flip(np.sort(x, axis=1), 1))
     assert np.isnan(vals[0, :40]).all()
 
 
 def test_bool_runs_the_reference():
     x = np.array([[True, False, True] * 30])
-    (order,), kinds = _build(lambda v: relay.argsort(v), x)
+    (order,), kinds = build_run(lambda v: relay.argsort(v), x)
     np.testing.assert_array_equal(order, np.argsort(x, axis=1, kind="stable"))
     assert kinds == ["fallback"]

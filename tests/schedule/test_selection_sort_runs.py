@@ -8,36 +8,12 @@ import itertools
 
 import numpy as np
 import pytest
+from selection_build import build_run
 
-import minitvm as tvm
 from minitvm import relay
-from minitvm.contrib import graph_executor
 from minitvm.schedule.selection import RUN, network
 from minitvm.topi.selection import MAX_K
-
-
-def _run(fn, x):
-    v = relay.var("x", shape=x.shape, dtype=str(x.dtype))
-    mod = tvm.IRModule.from_expr(relay.Function([v], fn(v)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", x)
-    g.run()
-    kinds = sorted({k.kind for k in lib.get_lib().kernels.values()})
-    return [g.get_output(i).numpy() for i in range(g.get_num_outputs())], kinds
-
-
-def _stable(x, ascend):
-    """The selection order along the last axis: ties by position, NaN last both ways."""
-    if x.dtype.kind == "f":
-        nan = np.isnan(x)
-        rank = np.where(nan, 0, x.astype("float64") * (1 if ascend else -1))
-    else:
-        nan = np.zeros(x.shape, bool)
-        rank = x.astype("int64") * (1 if ascend else -1)
-    pos = np.broadcast_to(np.arange(x.shape[-1]), x.shape)
-    return np.lexsort((pos, rank, nan), axis=-1)
+from minitvm.topi.testing import selection_order_python
 
 
 @pytest.mark.parametrize("size", [2, 4, 8, 16, 32])
@@ -66,8 +42,8 @@ def test_argsort_lengths_with_ties(n, is_ascend):
     x[0, ::7] = np.nan
     x[1, 1::5] = -0.0
     x[1, 2::5] = 0.0
-    (order,), kinds = _run(lambda v: relay.argsort(v, axis=1, is_ascend=is_ascend), x)
-    np.testing.assert_array_equal(order, _stable(x, is_ascend))
+    (order,), kinds = build_run(lambda v: relay.argsort(v, axis=1, is_ascend=is_ascend), x)
+    np.testing.assert_array_equal(order, selection_order_python(x, -1, is_ascend))
     assert kinds == ["native"]
 
 
@@ -85,9 +61,9 @@ def test_topk_whole_row_dtypes(dtype, n):
         x = (rng.integers(-40, 40, (2, n)) / 8).astype(dtype)
         x[:, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
     for largest in (True, False):
-        (vals, idx), kinds = _run(lambda v, a=not largest: relay.topk(
+        (vals, idx), kinds = build_run(lambda v, a=not largest: relay.topk(
             v, k=n, axis=1, is_ascend=a, dtype="int64").astuple(), x)
-        want = _stable(x, not largest)
+        want = selection_order_python(x, -1, not largest)
         np.testing.assert_array_equal(idx, want)
         np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
         assert kinds == ["native"]
@@ -100,9 +76,9 @@ def test_sorted_and_constant_rows(n):
     x = np.stack([np.arange(n), np.arange(n)[::-1], np.zeros(n),
                   np.arange(n) % RUN]).astype("int32")
     for asc in (True, False):
-        (order,), _ = _run(lambda v, a=asc: relay.argsort(v, axis=1, is_ascend=a), x)
-        np.testing.assert_array_equal(order, _stable(x, asc))
-        (vals,), _ = _run(lambda v, a=asc: relay.sort(v, axis=1, is_ascend=a), x)
+        (order,), _ = build_run(lambda v, a=asc: relay.argsort(v, axis=1, is_ascend=a), x)
+        np.testing.assert_array_equal(order, selection_order_python(x, -1, asc))
+        (vals,), _ = build_run(lambda v, a=asc: relay.sort(v, axis=1, is_ascend=a), x)
         want = np.sort(x, axis=1)
         np.testing.assert_array_equal(vals, want if asc else np.flip(want, 1))
 
@@ -110,8 +86,8 @@ def test_sorted_and_constant_rows(n):
 @pytest.mark.parametrize("k", [MAX_K + 1, MAX_K + 2])
 def test_topk_just_above_max_k_ties(k):
     x = np.random.default_rng(1).integers(0, 4, (4, 200)).astype("float32")
-    (vals, idx), _ = _run(lambda v: relay.topk(v, k=k, axis=1, dtype="int32").astuple(), x)
-    want = _stable(x, False)[:, :k]
+    (vals, idx), _ = build_run(lambda v: relay.topk(v, k=k, axis=1, dtype="int32").astuple(), x)
+    want = selection_order_python(x, -1, False)[:, :k]
     np.testing.assert_array_equal(idx, want)
     np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
 
@@ -119,6 +95,6 @@ def test_topk_just_above_max_k_ties(k):
 def test_inner_axis_and_parallel_rows():
     x = np.random.default_rng(2).standard_normal((40, 3 * RUN + 5, 3)).astype("float32")
     x[:, ::9] = 1.0
-    (order,), _ = _run(lambda v: relay.argsort(v, axis=1), x)
-    want = np.moveaxis(_stable(np.moveaxis(x, 1, -1), True), -1, 1)
+    (order,), _ = build_run(lambda v: relay.argsort(v, axis=1), x)
+    want = np.moveaxis(selection_order_python(np.moveaxis(x, 1, -1), -1, True), -1, 1)
     np.testing.assert_array_equal(order, want)

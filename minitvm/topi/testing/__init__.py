@@ -27,3 +27,4 @@ from .transform import (
     batch_matmul, depth_to_space_python, gather_nd_python, gather_python, one_hot,
     sequence_mask, space_to_depth_python, strided_slice_python,
 )
+from .selection import selection_order_python  # noqa: E402
