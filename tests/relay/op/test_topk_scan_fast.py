@@ -16,6 +16,7 @@ from minitvm.schedule.common import PARALLEL_MIN_WORK, dims_of, is_static, outer
 from minitvm.schedule.common import lanes as vector_lanes
 from minitvm.topi.reference import algorithm as ref_algorithm
 from minitvm.topi.selection import MAX_K
+from minitvm.topi.testing import selection_order_python
 
 
 def _build(fn, *arrays):
@@ -30,20 +31,6 @@ def _build(fn, *arrays):
     g.run()
     outs = [g.get_output(i).numpy() for i in range(g.get_num_outputs())]
     return outs, sorted({k.kind for k in lib.get_lib().kernels.values()})
-
-
-def _stable_order(x, axis, ascend):
-    """Positions in TVM's stable order: ties in input order, NaN after every number."""
-    key = np.moveaxis(x, axis, -1)
-    if key.dtype.kind == "f":
-        nan = np.isnan(key)
-        rank = np.where(nan, 0, key.astype("float64") * (1 if ascend else -1))
-    else:  # (~x reverses integers without overflowing)
-        nan = np.zeros(key.shape, bool)
-        rank = key if ascend else ~key
-    pos = np.broadcast_to(np.arange(key.shape[-1]), key.shape)
-    idx = np.lexsort((pos, rank, nan), axis=-1)
-    return np.moveaxis(idx, -1, axis)
 
 
 def _data(kind, shape, dtype, rng):
@@ -83,7 +70,7 @@ def test_topk_both(shape, axis, k, asc, dtype, data, idx_dtype):
         v, k=k, axis=axis, ret_type="both", is_ascend=asc, dtype=idx_dtype).astuple(), x)
     n = shape[axis]
     kk = n if k < 1 else min(k, n)
-    want = np.take(_stable_order(x, axis, asc), np.arange(kk), axis=axis)
+    want = np.take(selection_order_python(x, axis, asc), np.arange(kk), axis=axis)
     np.testing.assert_array_equal(idx, want)
     assert idx.dtype == idx_dtype
     np.testing.assert_array_equal(vals, np.take_along_axis(x, want, axis=axis))
@@ -120,7 +107,7 @@ def test_topk_sorted_input_worst_case():
 def test_sort_argsort(asc, dtype, data, axis):
     x = _data(data, (6, 40), dtype, np.random.default_rng(7))
     (order,), _ = _build(lambda v: relay.argsort(v, axis=axis, is_ascend=asc, dtype="int64"), x)
-    np.testing.assert_array_equal(order, _stable_order(x, axis, asc))
+    np.testing.assert_array_equal(order, selection_order_python(x, axis, asc))
     (vals,), _ = _build(lambda v: relay.sort(v, axis=axis, is_ascend=asc), x)
     want = np.sort(x, axis=axis)
     np.testing.assert_array_equal(vals, want if asc else np.flip(want, axis=axis))
@@ -142,7 +129,7 @@ def test_ranked_positions_match_stable_argsort(dtype):
         x[0, :6] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0]
     for axis, asc, k in itertools.product([0, 1], [True, False], [None, 1, 4]):
         got = ref_algorithm._ranked_positions(x, axis, asc, k)
-        want = _stable_order(x, axis, asc)
+        want = selection_order_python(x, axis, asc)
         if k is not None:
             want = np.take(want, np.arange(k), axis=axis)
         np.testing.assert_array_equal(got, want)
