@@ -245,6 +245,18 @@ def test_cli_cache_info_and_clear(cache_dir, capsys):
 
 
 # ------------------------------------------------------------------------------ parallel
+def _spy_run_sharded(monkeypatch, module: str) -> list:
+    """The workers each ``run_sharded`` call of ``module`` (a module's dotted name) forks, in
+    order, recorded as the calls run."""
+    import sys
+
+    forked: list = []
+    real = parallel_compile.run_sharded
+    monkeypatch.setattr(sys.modules[module], "run_sharded",
+                        lambda *a, **k: forked.append(real(*a, **k)) or forked[-1])
+    return forked
+
+
 def test_parallel_build_matches_sequential(cache_dir, monkeypatch):
     widths = tuple(range(12, 12 + 4 * 10, 4))  # ten distinct kernels
     mod, params = _mlp(widths)
@@ -254,14 +266,7 @@ def test_parallel_build_matches_sequential(cache_dir, monkeypatch):
         p.unlink()
     _fresh_process_caches()
     monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")
-    forked = []
-    real = parallel_compile.run_sharded
-
-    def spy(*a, **k):
-        forked.append(real(*a, **k))
-        return forked[-1]
-
-    monkeypatch.setattr("minitvm.relay.backend.te_compiler.run_sharded", spy)
+    forked = _spy_run_sharded(monkeypatch, "minitvm.relay.backend.te_compiler")
     par = _build_run(mod, params)
     assert forked == [1]
     assert len(_entries(cache_dir)) == n
@@ -305,13 +310,7 @@ def test_parallel_relax_build_matches_sequential(cache_dir, monkeypatch):
         p.unlink()
     _fresh_process_caches()
     monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")
-    forked = []
-    real = parallel_compile.run_sharded
-    import sys
-
-    build_module = sys.modules["minitvm.relax.vm.build"]  # (relax.vm.build is the function)
-    monkeypatch.setattr(build_module, "run_sharded",
-                        lambda *a, **k: forked.append(real(*a, **k)) or forked[-1])
+    forked = _spy_run_sharded(monkeypatch, "minitvm.relax.vm.build")
     par = _relax_build_run(mod)
     assert forked == [1]
     assert len(_entries(cache_dir)) == n
@@ -348,10 +347,7 @@ def test_warm_build_forks_no_worker(cache_dir, monkeypatch):
     cold = _build_run(mod, params)
     _fresh_process_caches()
     monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")
-    forked = []
-    real = parallel_compile.run_sharded
-    monkeypatch.setattr("minitvm.relay.backend.te_compiler.run_sharded",
-                        lambda *a, **k: forked.append(real(*a, **k)) or forked[-1])
+    forked = _spy_run_sharded(monkeypatch, "minitvm.relay.backend.te_compiler")
     np.testing.assert_array_equal(_build_run(mod, params), cold)
     assert forked == [0]  # the first kernel came from disk: no worker
     np.testing.assert_array_equal(_build_run(mod, params), cold)
