@@ -1,11 +1,11 @@
 """te computes of the Relax operators ported from TVM's topi after the first set: flip, tile,
 stack, one_hot, gather_elements, gather_nd, scatter_elements, scatter_nd, collapse_sum,
-meshgrid, sort/argsort/topk, quantize/dequantize, bucketize, pixel_shuffle, eye.
+meshgrid, quantize/dequantize, bucketize, pixel_shuffle, eye (sort, argsort and topk are
+``topi.selection``'s).
 
 Every compute works on possibly symbolic shapes. Data-dependent reads (gathers, scatters) clamp
 their index into range before loading, so an index that the selecting condition rejects never
-reads out of bounds. Sorting ranks each element by counting the elements ordered before it
-(stable, ``O(n^2)`` along the sorted axis), then places each element at its rank.
+reads out of bounds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .broadcast import ax_names, const_like
 
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
-    "scatter_nd", "collapse_sum", "meshgrid", "sort", "argsort", "topk", "quantize",
+    "scatter_nd", "collapse_sum", "meshgrid", "quantize",
     "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
     "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
     "hamming_window", "int_power", "broadcast_int_power",
@@ -299,75 +299,6 @@ def meshgrid(xs, indexing: str = "ij"):
         outs.append(_compute(shape, lambda *i, t=t, d=d: t[(i[d],)] if len(t.shape) else t[()],
                              "T_meshgrid"))
     return outs
-
-
-def _before(a, b, ia, ib, descending: bool):
-    """Whether element ``a`` (at ``ia``) sorts strictly before ``b`` (at ``ib``), stable:
-    NaN sorts last ascending (first descending, as numpy's ``-sort(-x)``)."""
-    if a.dtype.startswith(("float", "bfloat")):
-        na, nb = tir_op.isnan(a), tir_op.isnan(b)
-        less = E.And(E.Not(na), E.Or(nb, a > b if descending else a < b))
-        tie = E.Or(E.And(na, nb), E.And(E.Not(E.Or(na, nb)), E.EQ(a, b)))
-        if descending:  # NaN first
-            less = E.And(E.Not(nb), E.Or(na, a > b))
-    else:
-        less = a > b if descending else a < b
-        tie = E.EQ(a, b)
-    return E.Or(less, E.And(tie, ia < ib))
-
-
-def _rank(x, axis: int, descending: bool):
-    """The stable sorted position of each element along ``axis``."""
-    nd = len(x.shape)
-    n = x.shape[axis]
-
-    def body(*i):
-        r = _rvar(n, "k")
-        other = tuple(r.var if d == axis else i[d] for d in range(nd))
-        cond = _before(x[other], x[i], r.var, i[axis], descending)
-        return te.sum(E.Select(cond, E.IntImm("int64", 1), _zero()), axis=r)
-
-    return _compute(x.shape, body, "T_rank")
-
-
-def _place(x, rank, axis: int, length, value, dtype: str, name: str):
-    """``out[.., k, ..]`` = ``value(j)`` of the element ``j`` ranked ``k`` along ``axis``."""
-    nd = len(x.shape)
-    shape = [length if d == axis else x.shape[d] for d in range(nd)]
-
-    def body(*i):
-        r = _rvar(x.shape[axis], "j")
-        other = tuple(r.var if d == axis else i[d] for d in range(nd))
-        return te.max(E.Select(E.EQ(rank[other], i[axis]), value(other, r.var),
-                               tir_op.min_value(dtype)), axis=r)
-
-    return _compute(shape, body, name)
-
-
-def sort(x, axis: int = -1, descending: bool = False):
-    """The values of ``x`` sorted along ``axis``."""
-    axis %= len(x.shape)
-    rank = _rank(x, axis, descending)
-    return _place(x, rank, axis, x.shape[axis], lambda o, j: x[o], x.dtype, "T_sort")
-
-
-def argsort(x, axis: int = -1, descending: bool = False, dtype: str = "int32"):
-    """The positions that sort ``x`` along ``axis`` (stable)."""
-    axis %= len(x.shape)
-    rank = _rank(x, axis, descending)
-    return _place(x, rank, axis, x.shape[axis], lambda o, j: E.Cast(dtype, j) if dtype !=
-                  "int64" else j, dtype, "T_argsort")
-
-
-def topk(x, k: int, axis: int = -1, largest: bool = True, dtype: str = "int32"):
-    """The ``k`` largest (smallest) values along ``axis`` and their positions, in order."""
-    axis %= len(x.shape)
-    rank = _rank(x, axis, largest)
-    kk = E.IntImm("int64", int(k))
-    vals = _place(x, rank, axis, kk, lambda o, j: x[o], x.dtype, "T_topk_values")
-    idx = _place(x, rank, axis, kk, lambda o, j: E.Cast(dtype, j) if dtype != "int64" else j,
-                 dtype, "T_topk_indices")
-    return vals, idx
 
 
 def _per_axis(t, i, axis):
