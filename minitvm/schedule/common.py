@@ -297,6 +297,32 @@ def vector_inner(ctx, extent, lanes: int, body_fn):
 
 
 
+def vector_blocks(ctx, nvec, lanes: int, blocks: int, body_fn, dt: str = "int32") -> list[S.Stmt]:
+    """Loops over ``nvec`` whole vectors of ``lanes``: ``blocks`` vectors at a time while that
+    many remain, then one at a time. ``body_fn(j, lane)`` gets the element offset ``j`` and the
+    lane ``j % (blocks * lanes)`` (``j % lanes`` in the single-vector loop), so a reduction
+    keeping ``blocks`` vectors of accumulators runs ``blocks`` independent chains: one chain's
+    latency (a float max with its NaN test, about 7 cycles on Zen 4) would bound the loop, not
+    its loads. ``nvec`` is an int or an expression of type ``dt``."""
+
+    def c(v):
+        return E.IntImm(dt, v) if isinstance(v, int) else v
+
+    parts, first = [], 0
+    if blocks > 1:
+        bw = blocks * lanes
+        nblk = nvec // blocks if isinstance(nvec, int) else E.FloorDiv(nvec, c(blocks))
+        kb, vb = ctx.fresh("kb", dt), ctx.fresh("vb", dt)
+        parts.append(S.For(kb, c(0), c(nblk), S.ForKind.SERIAL, S.For(
+            vb, c(0), c(bw), S.ForKind.VECTORIZED, body_fn(kb * c(bw) + vb, vb))))
+        first = nblk * blocks if isinstance(nblk, int) else nblk * c(blocks)
+    if not isinstance(nvec, int) or not isinstance(first, int) or nvec - first:
+        ko, vj = ctx.fresh("ko", dt), ctx.fresh("vj", dt)
+        parts.append(S.For(ko, c(first), c(nvec - first), S.ForKind.SERIAL, S.For(
+            vj, c(0), c(lanes), S.ForKind.VECTORIZED, body_fn(ko * c(lanes) + vj, vj))))
+    return parts
+
+
 def overlapping_vectors(ctx, first: int, length: int, lanes: int, fbody) -> list[S.Stmt]:
     """``fbody(j)`` for ``j`` in ``[first, first + length)``: vectors of ``lanes`` (of 4 when the
     range is shorter), the last one overlapping the one before instead of a scalar tail, and a

@@ -47,6 +47,7 @@ from .common import (
     fold_lanes,
     reads_only_at_own_position,
     redirect_loads,
+    vector_blocks,
 )
 from .common import const_int as _const_int
 from .common import dims_of as _shape
@@ -598,23 +599,13 @@ def reduce_nest(ctx, t, buf, body):
         vi = ctx.fresh("vi")
         acc_init = S.For(vi, 0, width, S.ForKind.VECTORIZED, S.BufferStore(acc, ident, [vi]))
 
-        def acc_pass(first, count, w):  # vectors of w lanes from vector ``first`` on
-            ko, vi2 = ctx.fresh("ko", rdt), ctx.fresh("vi", rdt)
-            rv = [*rvars[:-1], c(rmin[-1]) + first * c(lanes) + ko * c(w) + vi2]
-            upd = S.For(vi2, c(0), c(w), S.ForKind.VECTORIZED, S.BufferStore(
-                acc, combine(E.BufferLoad(acc, [vi2]), src_at(idx, rv)), [vi2]))
-            return S.For(ko, c(0), count, S.ForKind.SERIAL, upd)
+        def update(j, lane):
+            rv = [*rvars[:-1], c(rmin[-1]) + j]
+            return S.BufferStore(acc, combine(E.BufferLoad(acc, [lane]), src_at(idx, rv)),
+                                 [lane])
 
-        if nacc == 1:
-            vec_body = acc_pass(c(0), c(nvec), lanes)
-        else:
-            nblk = nvec // nacc if isinstance(nvec, int) else E.FloorDiv(nvec, c(nacc))
-            done = nblk * nacc if isinstance(nblk, int) else nblk * c(nacc)
-            rest = nvec - done
-            vec_body = S.SeqStmt([acc_pass(c(0), c(nblk), width),
-                                  acc_pass(c(done), c(rest), lanes)]) \
-                if not isinstance(rest, int) or rest else acc_pass(c(0), c(nblk), width)
-        vec_loop = loops(vec_body, len(raxes) - 1)
+        passes = vector_blocks(ctx, nvec, lanes, nacc, update, rdt)
+        vec_loop = loops(S.SeqStmt(passes) if len(passes) > 1 else passes[0], len(raxes) - 1)
         hsum = S.BufferStore(buf, combine(cur, E.BufferLoad(acc, [c(0)])), sidx)
         parts = [acc_init, vec_loop, *fold_lanes(ctx, acc, width, combine, rdt), init, hsum]
         tail = last - nvec * lanes if isinstance(last, int) else last - nvec * c(lanes)

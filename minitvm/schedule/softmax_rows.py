@@ -23,6 +23,7 @@ from .common import (
     parallel_for,
     prod_dims,
     same_dims,
+    vector_blocks,
     vector_isa,
 )
 
@@ -246,18 +247,7 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
             is the condition that a lane's element is not covered before (else None): five
             scalar exps per row of 197 cost as much as the row's twelve vectors."""
             nvec = width // nl if isinstance(width, int) else E.FloorDiv(width, c(nl))
-            parts, first = [], 0
-            if blocks > 1:
-                bw = blocks * nl
-                nblk = width // bw if isinstance(width, int) else E.FloorDiv(width, c(bw))
-                kb, vb = ctx.fresh("kb", dt), ctx.fresh("vb", dt)
-                parts.append(S.For(kb, c(0), c(nblk), S.ForKind.SERIAL, S.For(
-                    vb, c(0), c(bw), S.ForKind.VECTORIZED, fvec(kb * c(bw) + vb, vb, None))))
-                first = nblk * blocks if isinstance(nblk, int) else nblk * c(blocks)
-            ko, vj = ctx.fresh("ko", dt), ctx.fresh("vj", dt)
-            if not isinstance(nvec, int) or nvec - first:
-                parts.append(S.For(ko, c(first), c(nvec - first), S.ForKind.SERIAL, S.For(
-                    vj, c(0), c(nl), S.ForKind.VECTORIZED, fvec(ko * c(nl) + vj, vj, None))))
+            parts = vector_blocks(ctx, nvec, nl, blocks, lambda j, lane: fvec(j, lane, None), dt)
             done = nvec * nl if isinstance(nvec, int) else nvec * c(nl)
             rest = width - done
             if isinstance(rest, int) and rest and nvec:
