@@ -345,12 +345,29 @@ def _view(ctx, buf, shape, name):
 DENSE_PARALLEL_MIN_WORK = 1 << 20
 
 
+# up to this N a half-width tile that divides N replaces a full width that does not (below)
+HALF_WIDTH_MAX_N = 2048
+
+
 def _dense_nr(n) -> int:
     """The packed GEMM's default tile width for ``n`` columns: the ISA's (``default_tile``),
-    halved when ``n`` is narrower than it, but not below 16 (AVX2, Zen 2, N=10 at 64 rows:
-    16 wide 15 us, 8 wide 20 us)."""
+    halved when ``n`` is narrower than it, or under ``HALF_WIDTH_MAX_N`` when the half divides
+    ``n`` and the full width does not; never below 16 (AVX2, Zen 2, N=10 at 64 rows: 16 wide
+    15 us, 8 wide 20 us).
+
+    A last panel only partly inside ``n`` is packed with a bounds check per element and stored
+    element by element. Zen 4, one thread, us, 32 -> 16 wide: dense 96x128 -> 48 29 -> 11,
+    196x192 -> 48 325 -> 36, 96x256 -> 208 131 -> 92, 128x256 -> 784 524 -> 466,
+    32x256 -> 1040 176 -> 158, 384x384 -> 1296 3853 -> 3802, 64x256 -> 1008 328 -> 297, but
+    64x512 -> 3088 2109 -> 2147; batch_matmul 16x48x48 (K 16, B transposed, attention
+    scores) 65 -> 25, 12x64x112 (K 64) 266 -> 139."""
     nr = default_tile()[1]
-    return nr if not isinstance(n, int) or n >= nr else max(16, nr // 2)
+    if not isinstance(n, int):
+        return nr
+    half = max(16, nr // 2)
+    if n < nr or (n % nr and n % half == 0 and n < HALF_WIDTH_MAX_N):
+        return half
+    return nr
 
 
 class _PackB:

@@ -269,9 +269,11 @@ class GemmBuilder:
 
     def store_kind(self, full_panel: bool):
         """The loop kind of a tile row's store: a vector store along a contiguous row of a
-        full panel; element by element when guarded or when C is transposed (strided)."""
+        full panel; element by element, unrolled, when guarded (a rolled loop indexing the
+        accumulator by its variable kept the whole tile in memory instead of registers, its
+        K loop included: dense 196x192 -> 48 with 32-wide tiles, one thread, 96 -> 49 us)."""
         if not full_panel:
-            return S.ForKind.SERIAL
+            return S.ForKind.UNROLLED
         return S.ForKind.VECTORIZED
 
     def split(self, q, sizes):

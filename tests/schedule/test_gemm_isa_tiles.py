@@ -130,3 +130,44 @@ def test_kernel_with_each_tile_on_odd_shapes(tile, M, N, K):
     c = np.empty((M, N), "float32")
     f(a, gemm_kernel.pack_b(w, nr, transpose_b=True), bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", ISAS, indirect=True)
+def test_default_width_prefers_whole_half_width_panels(isa):
+    """A half-width tile that divides N (where the full width does not) is the default: no
+    partial last panel, which is packed and stored element by element."""
+    _, nr = gemm_kernel.TILES[isa]
+    half = max(16, nr // 2)
+    assert gemm._dense_nr(2 * nr) == nr
+    assert gemm._dense_nr(3 * half) == (half if (3 * half) % nr else nr)
+    assert gemm._dense_nr(5 * half + 1) == nr  # neither divides: the full width
+    assert gemm._dense_nr(nr * 31 + half) == half
+    big = gemm.HALF_WIDTH_MAX_N // nr * nr + half  # past the bound: the full width
+    assert gemm._dense_nr(big) == nr
+    x = relay.var("x", shape=(9, 20))
+    w = relay.const(np.ones((3 * half, 20), "float32"))
+    space = space_of(_anchor(relay.Function([x], relay.nn.dense(x, w))), LoweringOptions())[1]
+    assert space.default()["nr"] == gemm._dense_nr(3 * half)
+
+
+@pytest.mark.parametrize("n", [48, 80, 208])
+def test_half_width_default_matches_numpy(n):
+    """dense and the attention-score batch_matmul (B transposed, additive masks fused) on
+    widths that take the half-width tile on AVX-512."""
+    rng = np.random.default_rng(n)
+    x = relay.var("x", shape=(37, 64))
+    wv = rng.standard_normal((n, 64)).astype("float32")
+    xv = rng.standard_normal((37, 64)).astype("float32")
+    lib, got = _build_run(relay.Function([x], relay.nn.dense(x, relay.const(wv))), {"x": xv})
+    nr = gemm._dense_nr(n)
+    assert [v.numpy().shape for v in lib.get_params().values()] == [(-(-n // nr), 64, nr)]
+    np.testing.assert_allclose(got, xv @ wv.T, rtol=1e-4, atol=1e-4)
+    q, k = relay.var("q", shape=(6, 24, 16)), relay.var("k", shape=(6, n, 16))
+    m1, m2 = relay.var("m1", shape=(1, 24, n)), relay.var("m2", shape=(6, 1, n))
+    body = relay.add(relay.add(relay.nn.batch_matmul(q, k), m1), m2)
+    feeds = {"q": rng.standard_normal((6, 24, 16)), "k": rng.standard_normal((6, n, 16)),
+             "m1": rng.standard_normal((1, 24, n)), "m2": rng.standard_normal((6, 1, n))}
+    feeds = {key: v.astype("float32") for key, v in feeds.items()}
+    _, got = _build_run(relay.Function([q, k, m1, m2], body), feeds)
+    want = feeds["q"] @ feeds["k"].transpose(0, 2, 1) + feeds["m1"] + feeds["m2"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

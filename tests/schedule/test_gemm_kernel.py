@@ -161,3 +161,24 @@ def test_gemm_bad_arguments(kwargs, msg):
 def test_batch_gemm_bad_batch():
     with pytest.raises(ValueError, match="batch must be a positive int"):
         gemm_kernel.batch_gemm(0, 4, 4, 4)
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_partial_panel_store_is_unrolled(rows, rng):
+    """The guarded store of a panel only partly inside N is unrolled: a rolled loop indexing
+    the accumulator by its variable would keep the whole tile (and its K loop) in memory."""
+    n, k = 40, 8  # one full 32-wide panel and one of 8 columns
+    prim = gemm_kernel.gemm(rows, n, k, transpose_b=True, bias=True, relu=True, mr=4, nr=32,
+                            prepacked_b=True)
+    lines = prim.script().splitlines()
+    guarded = [i for i, line in enumerate(lines) if f"+ jj < {n}:" in line]
+    assert guarded
+    for i in guarded:
+        assert "for jj in T.unroll(32)" in lines[i - 1]
+    f = codegen.build(prim)["gemm"]
+    a = rng.standard_normal((rows, k), dtype=np.float32)
+    w = rng.standard_normal((n, k), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    c = np.empty((rows, n), np.float32)
+    f(a, gemm_kernel.pack_b(w, 32, True), bias, c)
+    np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)

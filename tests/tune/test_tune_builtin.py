@@ -55,11 +55,13 @@ def builtin_dir(tmp_path, monkeypatch):
     knobs_mod._builtin.cache_clear()
 
 
-def _acc_sizes(lib) -> set[int]:
+def _acc_tiles(lib) -> set[tuple[int, int]]:
+    """(rows, columns) of the GEMM kernels' register accumulators."""
     out = set()
     for k in lib.get_lib().kernels.values():
         text = k.prim_func.script() if k.prim_func is not None else ""
-        out |= {int(n) for n in re.findall(r"acc = T\.allocate\(\[(\d+)\]", text)}
+        out |= {(int(r), int(c)) for r, c in
+                re.findall(r"acc\w* = T\.decl_buffer\(\((\d+), (\d+)\)", text)}
     return out
 
 
@@ -127,11 +129,11 @@ def test_build_uses_the_builtin_knobs_and_stays_right(builtin_dir, monkeypatch):
     ref = mlp_reference(mod, x)
     lib, out = _build_and_run(mod, x)
     # the dense kernel got the built-in 4 x 32 register tile, not the default tile
-    assert 4 * 32 in _acc_sizes(lib)
+    assert (4, 32) in _acc_tiles(lib)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
     monkeypatch.setenv(knobs_mod.BUILTIN_ENV, "0")
     lib_off, out_off = _build_and_run(mod, x)
-    assert 4 * 32 not in _acc_sizes(lib_off)
+    assert (4, 32) not in _acc_tiles(lib_off)
     np.testing.assert_allclose(out_off, ref, rtol=1e-4, atol=1e-4)
 
 

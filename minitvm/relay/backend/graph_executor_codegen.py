@@ -60,6 +60,20 @@ def _wrap_op_call(call: Call) -> Function:
     return Function(params, body, call.checked_type, attrs=DictAttrs({"Primitive": 1}))
 
 
+def _transform_key(fn):
+    """A weight transform's identity by value: its class and fields (the schedules' transforms
+    are small picklable objects), else the object itself."""
+    fields = getattr(fn, "__dict__", None)
+    if fields is None:
+        return fn
+    key = (type(fn), tuple(sorted(fields.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return fn
+    return key
+
+
 class GraphCodegen:
     """Produce ``(graph_json, kernels, params)`` for ``main``."""
 
@@ -72,6 +86,10 @@ class GraphCodegen:
         self._by_func: dict = {}  # (structural hash, const inputs) -> [(func, kernel name)]
         self._name_count: dict[str, int] = {}
         self.entries: list[dict] = []  # per node output: shape, dtype
+        # (parameter, transform) -> the graph entry of the transformed copy, so a weight read by
+        # many calls in one layout is transformed and stored once (an unrolled RNN's
+        # recurrent weight: one packed copy, not one per step)
+        self._packed: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ nodes
     def _add_node(self, node: dict, types: list[TensorType]) -> list[tuple]:
@@ -151,11 +169,17 @@ class GraphCodegen:
                                          self._kernel_for(func, const, hashes[id(func)]))
 
     def _repack(self, inputs: list, packs: dict, uses: dict) -> list:
-        """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights."""
+        """Feed kernel inputs ``packs`` (position -> numpy transform) with transformed weights;
+        a weight several calls read in one layout is transformed and stored once."""
         inputs = list(inputs)
         for pos, fn in packs.items():
             nid = inputs[pos][0]
             name = self.nodes[nid]["name"]
+            key = (name, _transform_key(fn))
+            entry = self._packed.get(key)
+            if entry is not None:
+                inputs[pos] = entry
+                continue
             value = fn(self.params[name])
             if uses.get(name, 0) == 1:  # only this call reads it: transform in place
                 self.params[name] = value
@@ -166,7 +190,7 @@ class GraphCodegen:
             new = self._param_name()
             self.params[new] = value
             t = TensorType(value.shape, str(value.dtype))
-            inputs[pos] = self._add_node({"op": "null", "name": new}, [t])[0]
+            inputs[pos] = self._packed[key] = self._add_node({"op": "null", "name": new}, [t])[0]
             self._arg_nodes.append(len(self.nodes) - 1)
         return inputs
 
