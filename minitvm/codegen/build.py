@@ -24,7 +24,7 @@ from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "15"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "16"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -35,6 +35,7 @@ CODEGEN_VERSION = "15"  # 3: float16 libm in float32; 4: loaded integer values w
 # 13: min/max against a constant: one compare-select (x86 minps/maxps), NaN still propagated
 # 14: exp scales by AVX-512's vscalefps where the host has it (llvm/vmath._scalef)
 # 15: exp's polynomial: degree 6 by Horner's rule (six FMAs)
+# 16: float32 pow with a constant exponent inline (llvm/vmath.pow_const_exponent), no powf
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

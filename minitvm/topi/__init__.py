@@ -20,6 +20,8 @@ from . import broadcast, math, manipulation, reduction, nn_te  # noqa: F401,E402
 from . import nn_nd  # noqa: F401,E402  (computes of the N-d / detection ops)
 from . import image_resize  # noqa: F401,E402  (image.resize*, nn.upsampling*)
 from . import scan, selection  # noqa: F401,E402  (cumsum, cumprod, topk)
+from . import rearrange  # noqa: F401,E402  (nn.depth_to_space, nn.space_to_depth)
+from . import lrn  # noqa: F401,E402  (nn.lrn)
 from .broadcast import (  # noqa: F401,E402
     add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
     not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,

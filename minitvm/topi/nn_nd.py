@@ -1,5 +1,5 @@
 """Tensor-expression computes (``FTECompute``) of the N-d and detection ops lowered natively:
-nn.conv3d, nn.max_pool3d / avg_pool3d, adaptive 3-D and global 1-D/3-D pools, vision.yolo_reorg,
+nn.conv3d, nn.conv3d_transpose, nn.max_pool3d / avg_pool3d, adaptive 3-D and global 1-D/3-D pools, vision.yolo_reorg,
 sliding_window, meshgrid, nn.fifo_buffer and the cross-entropy losses.
 
 Out-of-range window taps read a clamped index and are masked with ``Select`` (every load stays
@@ -169,6 +169,24 @@ def _conv3d(attrs, inputs, out_type):
     return [te.compute(shape, body, name="conv3d", tag="conv3d_ncdhw")]
 
 
+@compute("nn.conv3d_transpose")
+def _conv3d_transpose(attrs, inputs, out_type):
+    """NCDHW / IODHW only: the direct gather ``nn_te.conv_transpose`` (every output element
+    sums the input positions that scatter onto it), a generic reduction. Relay's Legalize
+    (``legalize_conv3d_transpose``) takes the static cases onto conv2d phases first; this is
+    what runs for the rest (the VM's symbolic shapes)."""
+    from .nn_te import conv_transpose
+
+    t = out_tensor_types(out_type)[0]
+    if attrs.data_layout != "NCDHW" or attrs.kernel_layout != "IODHW" or \
+            (attrs.out_layout or "NCDHW") != "NCDHW":
+        raise ValueError("conv3d_transpose is lowered natively for NCDHW/IODHW only")
+    x, w = inputs
+    return [conv_transpose(x, w, list(attrs.strides), list(pad_tuple(attrs.padding, 3)),
+                           list(attrs.output_padding), list(attrs.dilation), int(attrs.groups),
+                           static_shape(t), t.dtype)]
+
+
 # ------------------------------------------------------------------ windowed 3-D pools
 def _pool3d(kind):
     def fcompute(attrs, inputs, out_type):
@@ -194,6 +212,16 @@ def _pool3d(kind):
                 return ieee_max(E.Select(cond, v, tir_op.min_value(x.dtype)), axis=rk)
 
             return [te.compute(shape, body, name="max_pool3d")]
+
+        inside = not any(int(p) for p in pad) and all(  # (ceil_mode's last windows are not)
+            (int(shape[2 + a]) - 1) * st[a] + (ks[a] - 1) * dl[a] < int(sizes[a])
+            for a in range(3))
+        if inside:  # every window inside the input: no masks, a constant count (PyTorch's
+            # LocalResponseNorm pools (1, 1, 68, 56, 56) by (5, 1, 1): 584 -> 146 us)
+            area = E.const(ks[0] * ks[1] * ks[2], t.dtype)
+            s = te.compute(shape, lambda b, c, *o: te.sum(
+                _acc(x[(b, c, *taps(o))], t.dtype), axis=rk), name="avg_pool3d_sum")
+            return [te.compute(shape, lambda *i: s[i] / area, name="avg_pool3d")]
 
         def total(b, c, *o):
             cond, v = _masked_load(x, (b, c, *taps(o)), (2, 3, 4), sizes)

@@ -543,6 +543,14 @@ class ExprEmitter:
             return bld.fptrunc(out, args[0].type)
         if short in vmath.FUNCS and T.parse_dtype(dtype)[:2] == ("float", 32):
             return vmath.emit(self, short, args[0])
+        if short == "pow" and T.parse_dtype(dtype)[:2] == ("float", 32) and \
+                _number(e.args[1]):
+            c = e.args[1]
+            while isinstance(c, E.Broadcast):
+                c = c.value
+            out = vmath.pow_const_exponent(self, args[0], float(c.value))
+            if out is not None:
+                return out
         if short in LLVM_INTRINSICS and T.is_float(dtype):
             return self._intrin(LLVM_INTRINSICS[short], args)
         if short in LIBM:

@@ -213,6 +213,64 @@ def _sigmoid(m: _Emit, x):
 _IMPL = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "sigmoid": _sigmoid}
 
 
+def _int_power(m: _Emit, x, n: int):
+    """``x**n`` for a positive integer ``n`` by repeated squaring (signs, zeros, infinities and
+    NaN come out of the multiplications as C's ``pow`` gives them)."""
+    out, sq = None, x
+    while n:
+        if n & 1:
+            out = sq if out is None else m.mul(out, sq)
+        n >>= 1
+        if n:
+            sq = m.mul(sq, sq)
+    return out
+
+
+def _root_power(m: _Emit, ax, c: float):
+    """``ax**c`` for ``ax >= 0`` and ``c`` a multiple of 1/4 (not an integer): whole powers by
+    multiplication, the quarters by one or two square roots."""
+    whole, quarters = int(c // 1), round((c % 1) * 4)
+    s = m.cg._intrin("llvm.sqrt", [ax])
+    frac = {1: None, 2: s, 3: None}[quarters]
+    if quarters != 2:
+        q = m.cg._intrin("llvm.sqrt", [s])
+        frac = q if quarters == 1 else m.mul(s, q)
+    return frac if whole == 0 else m.mul(_int_power(m, ax, whole), frac)
+
+
+def pow_const_exponent(cg, x, c: float) -> ir.Value | None:
+    """Inline IR for ``pow(x, c)`` with a constant exponent ``c`` and float32 ``x`` (scalar or
+    vector), or None where ``c`` is not finite (llvm.pow then). Instead of a libm ``powf`` per
+    lane: integers ``|c| <= 64`` by multiplications (a few ulp), multiples of 1/4 with
+    ``|c| <= 8`` by square roots (``x**0.75 = sqrt(x) * sqrt(sqrt(x))``), any other ``c`` as
+    ``exp(c * log|x|)`` (relative error about ``1.2e-7 * (1 + |c log x|)``: float32 rounding of
+    the exponent); a negative ``c`` is one division more. Special values as C's ``pow``: ``x**0`` is 1 (NaN too),
+    ``x < 0`` gives NaN unless ``c`` is an integer (then the sign of an odd power), ``-0.0`` and
+    ``-inf`` raised to a non-integer are those of ``+0.0`` and ``+inf``, ``0**-c`` is inf."""
+    if not math.isfinite(c):
+        return None
+    m = _Emit(cg, x.type)
+    if c == 0:
+        return m.c(1.0)
+    mag = abs(c)
+    integer = mag == int(mag)
+    if integer and mag <= 64:
+        r = _int_power(m, x, int(mag))
+        return r if c > 0 else m.div(m.c(1.0), r)
+    ax = m.fabs(x)
+    if mag * 4 == int(mag * 4) and mag <= 8:
+        r = _root_power(m, ax, mag)
+        if c < 0:
+            r = m.div(m.c(1.0), r)
+    else:
+        r = _exp(m, m.mul(_log(m, ax), m.c(c)))
+    if integer:  # (an odd power keeps the sign of x; an even one is positive)
+        return m.copysign(r, x) if int(mag) % 2 else r
+    # negative x (not -inf): NaN; -0.0 and -inf were taken by their magnitude above
+    negative = m.b.and_(m.cmp("<", x, m.c(0.0)), m.cmp("!=", x, m.c(-math.inf)))
+    return m.sel(negative, m.c(math.nan), r)
+
+
 def emit(cg, name: str, x) -> ir.Value:
     """Inline IR computing ``name(x)`` for a float32 scalar or vector ``x``."""
     return _IMPL[name](_Emit(cg, x.type), x)

@@ -44,8 +44,7 @@ def _randn(*shape):
         "conv_transpose3d_grouped"])
 def test_conv3d_matches_torch(module, shape):
     torch.manual_seed(0)
-    # nn.conv3d_transpose has no TE compute yet: its kernel runs as the numpy reference
-    _run(module(), _randn(*shape), fallback_ok=("conv3d_transpose",))
+    _run(module(), _randn(*shape))
 
 
 def test_functional_conv3d_matches_torch():

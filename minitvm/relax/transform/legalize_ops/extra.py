@@ -287,22 +287,6 @@ def _instance_norm(bb, call):
         *call.args, name="instance_norm")
 
 
-@register_legalize("relax.nn.conv3d_transpose")
-def _conv3d_transpose(bb, call):
-    a = call.attrs
-    if a.data_layout != "NCDHW" or a.kernel_layout != "IODHW" or \
-            (a.out_layout or "NCDHW") != "NCDHW":
-        import warnings
-
-        warnings.warn(f"LegalizeOps: conv3d_transpose is lowered for NCDHW/IODHW only; a call "
-                      f"with {a.data_layout}/{a.kernel_layout} is left as it is", stacklevel=2)
-        return call
-    shape, dtype = out_shape(call), out_dtype(call)
-    return call_topi(bb, lambda x, w: nn_te.conv_transpose(
-        x, w, list(a.strides), list(a.padding), list(a.output_padding), list(a.dilation),
-        int(a.groups), shape, dtype), call.args[0], call.args[1], name="conv3d_transpose")
-
-
 @register_legalize("relax.nn.attention_bias")
 def _attention_bias(bb, call):
     a = call.attrs

@@ -302,6 +302,8 @@ def _depth_to_space(ctx, ins, attrs):
     x = ins[0]
     n, c, h, w = ctx.shape(x)
     b = int(attrs["blocksize"])
+    if all(isinstance(d, int) for d in (n, c, h, w)):  # one injective kernel (topi.rearrange)
+        return _nn.depth_to_space(x, b, mode=attrs.get("mode", "DCR"))
     if attrs.get("mode", "DCR") == "DCR":
         y = _op.reshape(x, (n, b, b, c // (b * b), h, w))
         y = _op.transpose(y, (0, 3, 4, 1, 5, 2))
@@ -316,8 +318,10 @@ def _space_to_depth(ctx, ins, attrs):
     x = ins[0]
     n, c, h, w = ctx.shape(x)
     b = int(attrs["blocksize"])
-    y = _op.reshape(x, (n, c, h // b, b, w // b, b))
     crd = attrs.get("mode", "DCR") == "CRD"
+    if not crd and all(isinstance(d, int) for d in (n, c, h, w)):
+        return _nn.space_to_depth(x, b)  # one injective kernel (topi.rearrange)
+    y = _op.reshape(x, (n, c, h // b, b, w // b, b))
     y = _op.transpose(y, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
     return _op.reshape(y, (n, c * b * b, h // b, w // b))
 

@@ -162,8 +162,14 @@ def _uniform_bags(ctx, offsets, n, include_last):
 def _embedding_bag(ctx, args):
     """(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
     include_last_offset, padding_idx): sum, mean or max of the rows of each bag, 0 for an empty
-    bag; only the first output (the bags) is computed. Equal-length bags reshape and reduce;
-    others use a (bags, ids) membership mask, so offsets may be a runtime tensor."""
+    bag. Equal-length bags reshape and reduce; others use a (bags, ids) membership mask, so
+    offsets may be a runtime tensor.
+
+    The other three outputs are PyTorch's (CPU) values, each computed only where the model
+    reads it: ``offset2bag`` (the bag of each id; empty in sum mode without padding_idx),
+    ``bag_size`` (ids per bag, padding ids left out; zeros in sum mode) and ``max_indices``
+    (mode max: the id each maximum came from, (bags, dim), 0 for an empty bag; mode mean: the
+    bag sizes; sum: zeros)."""
     weight, idx, offsets = args[:3]
     mode = _BAG_MODES[int(_opt(args, 4, 0))]
     psw = _opt(args, 6, None)
@@ -176,15 +182,25 @@ def _embedding_bag(ctx, args):
         raise ctx.fail("per_sample_weights needs mode='sum'")
     n = int(ctx.shape(idx)[0])
     d = int(ctx.shape(weight)[1])
+    it = ctx.dtype(idx)  # (the three extra outputs' dtype, as PyTorch's)
     rows = _op.take(weight, idx, axis=0)  # (n, d)
     if psw is not None:
         rows = _op.multiply(rows, _op.expand_dims(psw, 1))
     dt = ctx.dtype(weight)
     length = _uniform_bags(ctx, offsets, n, include_last) if pad_idx is None else None
     if length is not None:
-        bags = _op.reshape(rows, (n // length, length, d))
-        return {"sum": _op.sum, "mean": _op.mean, "max": _op.max}[mode](bags, [1]), None, \
-            None, None
+        nb = n // length
+        bags = _op.reshape(rows, (nb, length, d))
+        out = {"sum": _op.sum, "mean": _op.mean, "max": _op.max}[mode](bags, [1])
+        if mode == "sum":
+            return (out, _expr.const(np.zeros(0, it), it), *_bag_zeros(nb, it))
+        sizes = _expr.const(np.full(nb, length, it), it)
+        extra = sizes
+        if mode == "max":  # the id at each maximum's position in its bag
+            pos = _op.cast(_op.argmax(bags, [1]), "int64")  # (nb, d)
+            base = _expr.const(np.arange(nb, dtype="int64").reshape(nb, 1) * length, "int64")
+            extra = _op.take(idx, _op.add(pos, base))
+        return out, _expr.const(np.arange(n, dtype=it) // length, it), sizes, extra
     # member[b, j]: id j belongs to bag b (and is not the padding index)
     off = _op.cast(offsets, "int64")
     nb = int(ctx.shape(offsets)[0]) - (1 if include_last else 0)
@@ -195,6 +211,10 @@ def _embedding_bag(ctx, args):
     ends = _op.strided_slice(off, [1], [nb + 1]) if include_last else _op.concatenate(
         [_op.strided_slice(off, [1], [nb]), total], 0)
     j = _expr.const(np.arange(n, dtype="int64"), "int64")
+    # the bag of id j: the last bag starting at or before it
+    offset2bag = _op.subtract(
+        _op.sum(_op.cast(_op.less_equal(_op.expand_dims(starts, 1), j), it), [0]),
+        _expr.const(np.array(1, it), it))
     member = _op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
                              _op.less(j, _op.expand_dims(ends, 1)))  # (nb, n)
     if pad_idx is not None:
@@ -206,13 +226,29 @@ def _embedding_bag(ctx, args):
         best = _op.max(cand, [1])
         count = _op.sum(_op.cast(member, "int32"), [1], keepdims=True)
         empty = _op.equal(count, _expr.const(np.int32(0), "int32"))
-        return _op.where(empty, _zero(ctx, best), best), None, None, None
+        which = _op.take(idx, _op.argmax(cand, [1]))  # (nb, d): the id at each maximum
+        which = _op.where(empty, _op.zeros_like(which), which)
+        return _op.where(empty, _zero(ctx, best), best), offset2bag, _bag_sizes(member, it), \
+            which
     weights = _op.cast(member, dt)  # (nb, n)
     out = _nn.dense(weights, _op.transpose(rows, [1, 0]))
     if mode == "mean":
         count = _op.maximum(_op.sum(weights, [1], keepdims=True), _scalar_like(ctx, 1.0, rows))
-        out = _op.divide(out, count)
-    return out, None, None, None
+        sizes = _bag_sizes(member, it)
+        return _op.divide(out, count), offset2bag, sizes, sizes
+    if pad_idx is None:  # (PyTorch's sum kernel then leaves offset2bag empty)
+        offset2bag = _expr.const(np.zeros(0, it), it)
+    return (out, offset2bag, *_bag_zeros(nb, it))
+
+
+def _bag_sizes(member, dtype):
+    """The ids in each bag, from the (bags, ids) membership mask."""
+    return _op.sum(_op.cast(member, dtype), [1])
+
+
+def _bag_zeros(nb, dtype):
+    """Sum mode's bag_size and max_indices: PyTorch's CPU kernel returns zeros for both."""
+    return _expr.const(np.zeros(nb, dtype), dtype), _expr.const(np.zeros(nb, dtype), dtype)
 
 
 # ------------------------------------------------------------------ 3-D pools

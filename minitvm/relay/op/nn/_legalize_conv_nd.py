@@ -1,5 +1,6 @@
-"""Legalize of ``nn.conv1d``, ``nn.conv2d_transpose`` and ``nn.conv3d`` on CPUs, onto
-``nn.conv2d`` and its native kernels (conv3d: ``legalize_conv3d``).
+"""Legalize of ``nn.conv1d``, ``nn.conv2d_transpose``, ``nn.conv3d`` and
+``nn.conv3d_transpose`` on CPUs, onto ``nn.conv2d`` and its native kernels (conv3d:
+``legalize_conv3d``; conv3d_transpose: ``legalize_conv3d_transpose``).
 
 ``nn.conv1d`` (NCW/OIW) is a conv2d over one row: ``expand_dims`` of data and weight, the conv2d,
 ``squeeze`` (the weight's expand_dims folds away with a constant weight). Before, it ran as a
@@ -36,13 +37,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.prim_expr import Any
+from ....ir.type import TensorType
 from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases
 from ...expr import const
 from ..op import register_legalize
 from ..tensor import zeros, zeros_like
 from ..transform import expand_dims, reshape, squeeze, stack, strided_slice, transpose
 from ..transform_index import take
-from .nn import conv2d
+from .nn import conv2d, conv2d_transpose
 from .nn import pad as nn_pad
 
 
@@ -181,3 +184,76 @@ def legalize_conv3d(attrs, inputs, types):
                strides=(sh, sw), padding=(pad[1], pad[2], pad[4], pad[5]), dilation=(dh, dw),
                channels=o, kernel_size=(kh, kw), out_dtype=attrs.out_dtype)
     return transpose(reshape(y, (n, od, o, oh, ow)), (0, 2, 1, 3, 4))
+
+
+@register_legalize("nn.conv3d_transpose")
+def legalize_conv3d_transpose(attrs, inputs, types):
+    """An NCDHW/IODHW ``nn.conv3d_transpose`` (any stride, padding, output_padding, dilation,
+    groups; static sizes but for the batch) as one ``nn.conv2d_transpose`` per output depth phase,
+    each legalized in turn onto ``nn.conv2d`` per height/width phase. Depth phase ``r`` (of
+    ``sd``) is a stride-1 conv along the depth with the phase's taps
+    (``topi.conv_transpose_phases.phases``): its ``T`` taps' input depths are gathered into the
+    channels and the depth folded into the batch, ``(N*QD, C*T, H, W)``, with the weight
+    ``(C*T, O/groups, KH, KW)`` (a constant once FoldConstant ran); the phases are interleaved
+    along the depth by ``stack`` and ``reshape`` and the result transposed back to NCDHW. A
+    symbolic batch is kept by the reshapes' ``-1`` (the zero phases are ``zeros_like``). None
+    otherwise (the op's own compute, a direct gather, then runs).
+
+    At one thread, against ONNX Runtime: 32->16 channels 2x2x2 stride 2 at 8x16x16 took 16.7
+    ms through the numpy kernel and takes 0.28-0.33 ms (ORT 0.46-0.56 ms); 16->8 channels
+    3x3x3 stride 2, padding 1, output_padding 1 took 24.0 ms and takes 0.22-0.26 ms (ORT
+    0.65-0.75 ms)."""
+    data, weight = inputs
+    dt, wt, ot = types
+    if attrs.data_layout != "NCDHW" or attrs.kernel_layout != "IODHW" or \
+            (attrs.out_layout or "NCDHW") != "NCDHW":
+        return None
+    dims = [_static(d) for t in (dt, wt, ot) for d in t.shape]
+    if any(d is None for d in dims[1:5] + dims[5:10] + dims[11:]):
+        return None
+    n, c, d, h, w, _, og, kd, kh, kw, _, o, od, oh, ow = dims  # (n None: a symbolic batch)
+    groups = int(attrs.groups)
+    (sd, sh, sw), (dd, dh, dw) = ((int(v) for v in t) for t in (attrs.strides, attrs.dilation))
+    pad = [int(p) for p in attrs.padding]
+    pad = pad * 6 if len(pad) == 1 else pad * 2 if len(pad) == 3 else pad
+    qd = phase_rows(sd, od)
+    step = phase_dilation(sd, dd)
+    out_dtype = attrs.out_dtype or ot.dtype
+
+    def phase(ph):
+        t = len(ph.taps)
+        x = data
+        if ph.before < 0 or ph.after < 0:  # (padding past the filter: input depths cropped)
+            x = strided_slice(x, begin=[max(0, -ph.before)], end=[d - max(0, -ph.after)],
+                              axes=[2])
+        if ph.before > 0 or ph.after > 0:
+            x = nn_pad(x, ((0, 0), (0, 0), (max(0, ph.before), max(0, ph.after)), (0, 0),
+                           (0, 0)))
+        if t == 1:  # (the padded depth is qd long)
+            x = reshape(x, (-1, c, 1, qd, h, w))
+        else:  # (N, C, T, QD, H, W): tap k reads input depths k*step + [0, qd)
+            x = stack([strided_slice(x, begin=[k * step], end=[k * step + qd], axes=[2])
+                       for k in range(t)], axis=2)
+        x = reshape(transpose(x, (0, 3, 1, 2, 4, 5)), (-1, c * t, h, w))
+        k = take(weight, const(np.array(ph.taps, "int32")), axis=2)  # (C, O/g, T, KH, KW)
+        k = reshape(transpose(k, (0, 2, 1, 3, 4)), (c * t, og, kh, kw))
+        y = conv2d_transpose(x, k, strides=(sh, sw), padding=(pad[1], pad[2], pad[4], pad[5]),
+                             dilation=(dh, dw), groups=groups, channels=o, kernel_size=(kh, kw),
+                             output_padding=tuple(int(v) for v in attrs.output_padding[1:]),
+                             out_dtype=attrs.out_dtype)
+        nq = Any() if n is None else n * qd
+        y2 = legalize_conv2d_transpose(y.attrs, list(y.args), [
+            TensorType((nq, c * t, h, w), dt.dtype), TensorType((c * t, og, kh, kw), wt.dtype),
+            TensorType((nq, o, oh, ow), out_dtype)])
+        return reshape(y if y2 is None else y2, (-1, qd, o, oh, ow))
+
+    depth = phases(sd, pad[0], kd, d, od, dd)
+    convs = {r: phase(ph) for r, ph in enumerate(depth) if ph.taps}
+    if not convs and n is None:  # (all zeros, of a symbolic batch: the op stays)
+        return None
+    parts = [convs[r] if r in convs else zeros((n, qd, o, oh, ow), ot.dtype) if n is not None
+             else zeros_like(next(iter(convs.values()))) for r in range(sd)]
+    y = parts[0] if sd == 1 else reshape(stack(parts, axis=2), (-1, qd * sd, o, oh, ow))
+    if qd * sd != od:  # the last phases' extra depth
+        y = strided_slice(y, begin=[0], end=[od], axes=[1])
+    return transpose(y, (0, 2, 1, 3, 4))

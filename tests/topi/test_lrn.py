@@ -1,0 +1,54 @@
+"""``nn.lrn`` lowered natively (``topi.lrn``): Relay builds it with no numpy kernel, against
+PyTorch's LocalResponseNorm (odd and even window sizes, batch > 1, odd sizes) and the numpy
+reference over another axis and in float64; a bad size is a clear error."""
+
+import numpy as np
+import pytest
+import torch
+
+import minitvm as tvm
+from minitvm import relay, te
+from minitvm.contrib import graph_executor
+from minitvm.topi.lrn import lrn
+
+
+def _build_run(y, x, data):
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    assert not lib.get_lib().fallback_functions
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", data)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("shape, size, alpha, beta, bias", [
+    ((2, 7, 5, 9), 5, 1e-4, 0.75, 1.0),
+    ((1, 6, 3, 17), 4, 2e-2, 0.5, 2.0),
+    ((3, 3, 4, 4), 7, 1e-1, 1.3, 0.7),
+    ((1, 1, 2, 3), 1, 1.0, 2.0, 1.0),
+])
+def test_matches_torch(shape, size, alpha, beta, bias):
+    data = (np.random.default_rng(0).standard_normal(shape) * 3).astype("float32")
+    x = relay.var("x", shape=shape)
+    out = _build_run(relay.nn.lrn(x, size=size, axis=1, alpha=alpha, beta=beta, bias=bias), x,
+                     data)
+    want = torch.nn.functional.local_response_norm(torch.from_numpy(data), size, alpha, beta,
+                                                   bias).numpy()
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, axis", [("float32", 3), ("float32", -2), ("float64", 1)])
+def test_other_axes_and_float64_match_reference(dtype, axis):
+    data = np.random.default_rng(1).standard_normal((2, 5, 6, 7)).astype(dtype)
+    x = relay.var("x", shape=data.shape, dtype=dtype)
+    y = relay.nn.lrn(x, size=3, axis=axis, alpha=0.1, beta=0.75, bias=1.5)
+    out = _build_run(y, x, data)
+    want = relay.create_executor("debug", mod=tvm.IRModule.from_expr(
+        relay.Function([x], y))).evaluate()(data).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_bad_size():
+    with pytest.raises(ValueError, match="size must be positive"):
+        lrn(te.placeholder((1, 4, 2, 2)), 0, 1, 1e-4, 0.75, 1.0)
