@@ -271,9 +271,12 @@ class GemmBuilder:
         """The loop kind of a tile row's store: a vector store along a contiguous row of a
         full panel; element by element, unrolled, when guarded (a rolled loop indexing the
         accumulator by its variable kept the whole tile in memory instead of registers, its
-        K loop included: dense 196x192 -> 48 with 32-wide tiles, one thread, 96 -> 49 us)."""
+        K loop included: dense 196x192 -> 48 with 32-wide tiles, one thread, 96 -> 49 us).
+        With a symbolic M the store stays a loop: its row tail is a chain of ``mr - 1`` tiles,
+        and unrolled stores grew a dynamic-batch classifier's IR tenfold (1.2 -> 6-7 s of
+        LLVM, most of a cold EfficientNet-B0 ``relax.build``)."""
         if not full_panel:
-            return S.ForKind.UNROLLED
+            return S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
         return S.ForKind.VECTORIZED
 
     def split(self, q, sizes):

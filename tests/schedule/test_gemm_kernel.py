@@ -182,3 +182,15 @@ def test_partial_panel_store_is_unrolled(rows, rng):
     c = np.empty((rows, n), np.float32)
     f(a, gemm_kernel.pack_b(w, 32, True), bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_partial_panel_store_stays_a_loop_for_a_symbolic_m():
+    """With a symbolic M the guarded store is not unrolled: the row tail is a chain of
+    ``mr - 1`` tiles, and unrolled stores multiplied a dynamic-batch classifier's IR."""
+    m = tir.Var("m", "int32")
+    prim = gemm_kernel.gemm(m, 40, 8, transpose_b=True, mr=4, nr=32, prepacked_b=True)
+    lines = prim.script().splitlines()
+    guarded = [i for i, line in enumerate(lines) if "+ jj < 40:" in line]
+    assert guarded
+    for i in guarded:
+        assert "for jj in range(32)" in lines[i - 1]
