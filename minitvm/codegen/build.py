@@ -22,6 +22,7 @@ from ..tir.stmt_functor import walk_stmts
 from ..tir.transform import parallelize_outer_loops
 from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
+from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
 CODEGEN_VERSION = "16"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
@@ -142,17 +143,22 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     (``hoistable_accesses``: nothing for LLVM's loop passes to do), else
     ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops over a symbolic extent index
     with run-time strides and divisions that LLVM's loop passes hoist: a Relax BERT layer of
-    symbolic length ran 10x slower without them.)"""
+    symbolic length ran 10x slower without them.) An ``INSTANCE_LOOP``'s extent, and a
+    parameter's leading dimension equal to it, count as static: its body is a static kernel."""
     count, vectorized, static = 0, False, True
+    instances: set[int] = set()  # ids of the extents of instance loops
     for s in walk_stmts(func.body):
         count += 1
         if isinstance(s, For):
             vectorized = vectorized or s.kind == ForKind.VECTORIZED
+            if s.annotations.get(INSTANCE_LOOP) and isinstance(s.min, IntImm):
+                instances.add(id(s.extent))
+                continue
             static = static and isinstance(s.extent, IntImm) and isinstance(s.min, IntImm)
     if count > HUGE_FUNCTION_STMTS:
         return 0
-    static = static and all(isinstance(d, IntImm) for b in func.buffer_map.values()
-                            for d in b.shape)
+    static = static and all(isinstance(d, IntImm) or (k == 0 and id(d) in instances)
+                            for b in func.buffer_map.values() for k, d in enumerate(b.shape))
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
         return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
             LIGHT_PIPELINE_LEVEL

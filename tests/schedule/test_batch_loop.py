@@ -85,8 +85,6 @@ def test_conv_function_runs_the_static_kernel_per_image():
     assert batch_loop.batch_var(f) is not None
     g = optimize_prim_func(f)
     loop = g.body
-    if isinstance(loop, S.IfThenElse):  # (a serial image loop at batch 1: see below)
-        loop = loop.then_case
     assert isinstance(loop, S.For) and loop.loop_var.name == "image"
     assert loop.kind == S.ForKind.PARALLEL
     # inside the image loop no extent depends on the batch: the static schedules ran (a tile's
@@ -209,25 +207,60 @@ def _relu_plus_one(n):
     return bb.get()
 
 
-def test_image_loop_is_parallel_and_serial_at_batch_one_when_the_kernel_is():
+def _kernel_ir(mod, part: str) -> str:
+    (rec, _), = [v for k, v in relax.build(mod, "llvm").kernels.items() if part in k]
+    return rec.ir
+
+
+def test_image_loop_is_one_parallel_instance_loop_compiled_once():
+    from minitvm.codegen.llvm.stmt import INSTANCE_LOOP
+    from minitvm.runtime import threadpool
+
     n = tir.Var("n", "int64")
     (f,) = [f for name, f in _prims(_relu_plus_one(n)).items() if "relu" in name]
     g = optimize_prim_func(f)
-    # one image is big enough for its own parallel loop: at batch 1 the images' loop is serial
-    # (so that loop spreads over the pool), from batch 2 the images run on the pool
-    assert isinstance(g.body, S.IfThenElse)
-    par, ser = g.body.then_case, g.body.else_case
-    assert par.kind == S.ForKind.PARALLEL and ser.kind == S.ForKind.SERIAL
-    assert par.loop_var is not ser.loop_var
-    assert any(isinstance(s, S.For) and s.kind == S.ForKind.PARALLEL for s in walk_stmts(ser.body))
-    # a small image's kernel has no parallel loop: one parallel image loop
+    # one image is big enough for its own parallel loop: one parallel image loop around it, an
+    # instance loop (the code generator runs the image's loop on the pool at batch 1)
+    loop = g.body
+    assert isinstance(loop, S.For) and loop.kind == S.ForKind.PARALLEL
+    assert loop.annotations.get(INSTANCE_LOOP)
+    assert any(isinstance(s, S.For) and s.kind == S.ForKind.PARALLEL for s in walk_stmts(loop.body))
+    # the image's kernel is compiled once: the dynamic kernel's code adds as often as the one of
+    # the model built for one image
+    dyn, one = _kernel_ir(_relu_plus_one(n), "relu"), _kernel_ir(_relu_plus_one(1), "relu")
+    assert dyn.count(" fadd ") == one.count(" fadd ") >= 1
+    # a small image's kernel has no parallel loop: one parallel image loop as well
     (h,) = [f for name, f in _prims(_sum_over_batch(n)).items() if "add" in name]
     loop = optimize_prim_func(h).body
     assert isinstance(loop, S.For) and loop.kind == S.ForKind.PARALLEL
     vm = relax.VirtualMachine(relax.build(_relu_plus_one(n), "llvm"), tvm.cpu())
-    for batch in (1, 3):
-        a = np.random.default_rng(batch).standard_normal((batch, 16, 64, 64)).astype("float32")
-        np.testing.assert_array_equal(vm["main"](tvm.nd.array(a)).numpy(), np.maximum(a + 1, 0))
+    old = threadpool.get_num_threads()
+    try:
+        for threads in (2, 1):
+            threadpool.set_num_threads(threads)
+            for batch in (1, 3, 1):
+                a = np.random.default_rng(batch).standard_normal((batch, 16, 64, 64)).astype(
+                    "float32")
+                np.testing.assert_array_equal(vm["main"](tvm.nd.array(a)).numpy(),
+                                              np.maximum(a + 1, 0))
+    finally:
+        threadpool.set_num_threads(old)
+
+
+def test_conv_net_kernels_are_compiled_once():
+    """Every image kernel of the conv net holds as many multiply-adds as the one-image build's."""
+    n = tir.Var("n", "int64")
+    dyn = relax.build(_net(n, np.random.default_rng(0)), "llvm").kernels
+    one = relax.build(_net(1, np.random.default_rng(0)), "llvm").kernels
+    looped = 0
+    for name, (rec, _) in dyn.items():
+        if not isinstance(rec.prim_func.body, S.For) or rec.prim_func.body.loop_var.name != "image":
+            continue
+        looped += 1
+        (static,) = [r for k, (r, _) in one.items() if k == name]
+        for op in (" fmul ", " fadd ", "@llvm.fma"):
+            assert rec.ir.count(op) == static.ir.count(op), (name, op)
+    assert looped >= 3
 
 
 @pytest.mark.parametrize("threads", [1, 2])

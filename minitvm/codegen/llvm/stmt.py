@@ -23,6 +23,13 @@ MAX_VECTOR_LANES = 64
 STACK_LIMIT_BYTES = 128 * 1024
 # For-loop annotation: a parallel loop with fewer iterations than this runs on the calling thread
 PARALLEL_MIN_EXTENT = "parallel_min_extent"
+# For-loop annotation: a parallel loop over instances of one static kernel, each on its own slice
+# of the buffers (a symbolic batch's images, schedule/batch_loop). Its body is compiled once,
+# its own parallel loops outlined too: they run on the calling thread while this loop runs on
+# the pool, and on the pool when it does not (one iteration, or one thread). Its extent, and a
+# buffer's leading dimension equal to it, count as static where codegen.build picks LLVM's
+# pipeline (``ir_pipeline_level``): the body is the static kernel.
+INSTANCE_LOOP = "instance_loop"
 # Chunks per thread a parallel loop is cut into (threads take them from a shared counter). The
 # last chunk a thread takes decides when the loop ends, so coarse chunks leave one thread idle
 # for up to a chunk: with 4 per thread a 3x3 conv over 196 pixel panels ran in chunks of 24
@@ -276,7 +283,9 @@ class StmtEmitter:
                     and not isinstance(v, RampVal)]
         lo = self.emit_scalar(s.min)
         ext = self.emit_scalar(s.extent)
-        fields = [v.type for _, v in captured] + [lo.type, ext.type, T.I64]
+        nested = bool(s.annotations.get(INSTANCE_LOOP))
+        fields = [v.type for _, v in captured] + [lo.type, ext.type, T.I64] + \
+            ([T.I32] if nested else [])
         sty = ir.LiteralStructType(fields)
         bld = self.builder
         with bld.goto_block(self.entry_block):
@@ -284,7 +293,14 @@ class StmtEmitter:
                 bld.position_before(self.entry_block.instructions[0])
             closure = bld.alloca(sty, name="closure")
             closure.type = T.PTR
+        # One thread, or too few iterations to pay for waking the pool: run the outlined body
+        # on this thread (outside a parallel region it sees one thread and takes every chunk).
+        go = bld.icmp_signed(">", self.num_threads, T.I32(1))
+        min_ext = max(2, int(s.annotations.get(PARALLEL_MIN_EXTENT, 2)))
+        go = bld.and_(go, bld.icmp_signed(">=", ext, ir.Constant(ext.type, min_ext)))
         values = [v for _, v in captured] + [lo, ext, ir.Constant(T.I64, 0)]
+        if nested:  # the threads left to the loops inside: all of them when this one is serial
+            values.append(bld.select(go, T.I32(1), self.num_threads))
         for k, v in enumerate(values):
             bld.store(v, bld.gep(closure, [T.I32(0), T.I32(k)], source_etype=sty))
         self.par_count += 1
@@ -304,11 +320,6 @@ class StmtEmitter:
             self.parallel_depth -= 1
             self.builder, self.entry_block, self.env, self.function = saved
         gomp = self._declare("GOMP_parallel", T.VOID, [T.PTR, T.PTR, T.I32, T.I32])
-        # One thread, or too few iterations to pay for waking the pool: run the outlined body
-        # on this thread (outside a parallel region it sees one thread and takes every chunk).
-        go = bld.icmp_signed(">", self.num_threads, T.I32(1))
-        min_ext = max(2, int(s.annotations.get(PARALLEL_MIN_EXTENT, 2)))
-        go = bld.and_(go, bld.icmp_signed(">=", ext, ir.Constant(ext.type, min_ext)))
         with bld.if_else(go) as (par, ser):
             with par:
                 bld.call(gomp, [fn, closure, self.num_threads, T.I32(0)])
@@ -336,7 +347,9 @@ class StmtEmitter:
         lo = b.load(field(n), typ=ity)
         ext = b.load(field(n + 1), typ=ity)
         counter = field(n + 2)
-        body_fn = self._chunk_function(fn.name + "_body", s, captured, fields[:n], ity)
+        threads = [b.load(field(n + 3), typ=T.I32)] if len(fields) > n + 3 else []
+        body_fn = self._chunk_function(fn.name + "_body", s, captured, fields[:n], ity,
+                                       nested=bool(threads))
         nth = b.call(self._declare("omp_get_num_threads", T.I32, []), [])
         nth = b.sext(nth, ity) if ity.width > 32 else nth
         chunk = b.sdiv(ext, b.mul(nth, ir.Constant(ity, CHUNKS_PER_THREAD)))
@@ -354,33 +367,41 @@ class StmtEmitter:
         b.position_at_end(work)
         stop = b.add(start, chunk)
         stop = b.select(b.icmp_signed("<", stop, ext), stop, ext)
-        b.call(body_fn, [*vals, b.add(lo, start), b.add(lo, stop)])
+        b.call(body_fn, [*vals, *threads, b.add(lo, start), b.add(lo, stop)])
         b.branch(grab)
         b.position_at_end(done)
         b.ret_void()
 
-    def _chunk_function(self, name: str, s: S.For, captured, types, ity) -> textir.Function:
-        """``void name(captured..., start, stop)`` running iterations [start, stop) of ``s``."""
-        body_fn = textir.Function(self.module, ir.FunctionType(T.VOID, [*types, ity, ity]),
-                                  name=name)
+    def _chunk_function(self, name: str, s: S.For, captured, types, ity,
+                        nested: bool = False) -> textir.Function:
+        """``void name(captured..., start, stop)`` running iterations [start, stop) of ``s``;
+        ``nested`` (an ``INSTANCE_LOOP``): ``(captured..., threads, start, stop)``, the
+        body's parallel loops outlined as at the top level, on ``threads`` threads."""
+        extra = [T.I32] if nested else []
+        body_fn = textir.Function(self.module,
+                                  ir.FunctionType(T.VOID, [*types, *extra, ity, ity]), name=name)
         body_fn.linkage = "internal"
         if self.noalias:
             for arg, ty in zip(body_fn.args, types):
                 if ty == T.PTR:
                     arg.add_attribute("noalias")
-        saved = (self.builder, self.entry_block, self.env, self.function)
+        saved = (self.builder, self.entry_block, self.env, self.function, self.num_threads,
+                 self.parallel_depth)
         entry = body_fn.append_basic_block("entry")
         start_bb = body_fn.append_basic_block("start")
         self.function, self.entry_block = body_fn, entry
         self.builder = textir.IRBuilder(start_bb)
         self.env = {key: arg for (key, _), arg in zip(captured, body_fn.args)}
+        if nested:
+            self.num_threads, self.parallel_depth = body_fn.args[-3], 0
         try:
             self.serial_loop(s.loop_var, body_fn.args[-2], body_fn.args[-1],
                              lambda: self.emit_stmt(s.body))
             self.builder.ret_void()
             textir.IRBuilder(entry).branch(start_bb)
         finally:
-            self.builder, self.entry_block, self.env, self.function = saved
+            (self.builder, self.entry_block, self.env, self.function, self.num_threads,
+             self.parallel_depth) = saved
         return body_fn
 
     # ---------------------------------------------------------------- memory access

@@ -11,18 +11,23 @@ from ...backend.disk_cache import active_cache
 from ...backend.options import lowering_options
 from ...backend.parallel_compile import run_sharded
 from ...codegen.build import compile_prim_func
+from ...codegen.llvm.stmt import MAX_UNROLL
 from ...ir.module import IRModule
 from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
 from ...schedule import optimize_prim_func
 from ...schedule.prim_func import optimize_prim_func_prepacked
+from ...tir.expr import IntImm
+from ...tir.function import PrimFunc
+from ...tir.stmt import For, ForKind
+from ...tir.stmt_functor import stmt_children
 from ...transform.context import PassContext
 from ..expr import Function
 from ..transform.lower_utils import no_gc
 from .codegen import codegen
 from .const_prepack import apply_packs, compact_constants, constant_params
 
-__all__ = ["build", "compile_kernels"]
+__all__ = ["build", "compile_cost", "compile_kernels"]
 
 
 def _target_ok(target) -> None:
@@ -92,25 +97,30 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
 
     ``const_params`` (name -> parameter positions fed by constants) lets a GEMM take such a
     weight packed at build time; ``transforms[name]`` then gets {position: numpy transform}.
+
+    Every kernel is scheduled here first, once: a cold build's forked workers (which compile
+    into the on-disk cache, ``run_sharded``) inherit the schedules and take the costliest
+    kernels first, so that one big kernel (a classifier GEMM over a symbolic batch: 60% of
+    ResNet-18's kernel compile time) does not start last and finish alone.
     """
     out = {}
     cache = active_cache()  # the on-disk kernel cache Relay builds use too
-
-    def lowered(name, prim):
+    scheduled = {}
+    for name, prim in prims.items():
         pos = (const_params or {}).get(name)
         if pos and transforms is not None:
-            fast, packs = optimize_prim_func_prepacked(prim, options, pos)
-            return fast, packs
-        return optimize_prim_func(prim, options), None
+            scheduled[name] = optimize_prim_func_prepacked(prim, options, pos)
+        else:
+            scheduled[name] = optimize_prim_func(prim, options), None
 
-    def prefetch(task):  # (in a worker: its code reaches this process through the cache)
-        name, prim = task
-        compile_prim_func(lowered(name, prim)[0], name, object_cache=cache)
+    def prefetch(name):  # (in a worker: its code reaches this process through the cache)
+        compile_prim_func(scheduled[name][0], name, object_cache=cache)
 
     # a cold build compiles the kernels in forked workers first, as Relay's does
-    run_sharded(list(prims.items()), prefetch, lambda task: task[0])
-    for name, prim in prims.items():
-        fast, packs = lowered(name, prim)
+    costs = {name: compile_cost(fast) for name, (fast, _) in scheduled.items()}
+    run_sharded(sorted(scheduled, key=lambda name: -costs[name]), prefetch, lambda name: name,
+                cost=costs.__getitem__)
+    for name, (fast, packs) in scheduled.items():
         if packs:
             transforms[name] = packs
         fn, ir_text = compile_prim_func(fast, name, object_cache=cache)
@@ -119,6 +129,21 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
                      ir=ir_text, compiled=compiled, kernel=fn, prim_func=fast)
         out[name] = (rec, kernel_spec(fn.sig))
     return out
+
+
+def compile_cost(func) -> float:
+    """A rough guess at how long a scheduled PrimFunc takes to compile: its statements, each
+    counted once per copy the code generator makes of it (``unroll`` loops). (ResNet-18 with a
+    symbolic batch: the classifier GEMM's row tails, 79% of the guess, 64% of the time.)"""
+    total = 0.0
+    stack = [(func.body, 1)] if isinstance(func, PrimFunc) else []
+    while stack:
+        s, copies = stack.pop()
+        total += copies
+        if isinstance(s, For) and s.kind == ForKind.UNROLLED and isinstance(s.extent, IntImm):
+            copies *= max(1, min(s.extent.value, MAX_UNROLL))
+        stack.extend((c, copies) for c in stmt_children(s))
+    return total
 
 
 def build(mod, target="llvm", params: dict | None = None, pipeline="default_build",
