@@ -15,7 +15,8 @@ strided conv first copies the pixels it reads into a temporary (``subsample``, s
   output channels; per input channel, two vector loads of the transposed weights (prepacked
   ``[O/16][C][16]``) and one broadcast input value per pixel. Pixel counts like 49 or 196 (7x7,
   14x14) split into 6- and 5-pixel tiles with nothing computed twice, where 16-pixel panels
-  would waste up to a quarter of the work. Each tile is stored one output channel per lane.
+  would waste up to a quarter of the work. Each tile is stored an output row at a time
+  (``_store_tile``), and the next block of weights is prefetched while a block runs.
   This kernel needs the prepacked weights (transposing them per call costs a third of a 7x7
   conv); without them the conv goes to the implicit GEMM of ``conv_direct``.
 
@@ -90,9 +91,12 @@ OVERLAP_PANEL_OUTPUTS = 256
 # 1024->256 at 14x14 1.94 -> 1.64, 128->512 at 28x28 1.68 -> 1.46, 64->256 + residual at
 # 56x56 2.08 -> 1.83; with few output channels a loss (96->24 at 56x56 0.21 -> 0.26, 512->128 at
 # 28x28 1.60 -> 1.70). Channel vectors: 2048->512 at 7x7 2.19 -> 1.84, but 512->2048 + residual
-# 1.92 -> 2.13 and 960->160 0.23 -> 0.29.
+# 1.92 -> 2.13 and 960->160 0.23 -> 0.29. On a Zen 4 (AVX-512), with the weights prefetched
+# (``PREFETCH_WEIGHTS``), channel vectors lost packed (one thread, against ONNX Runtime side by
+# side, us, in place -> packed): 1152->192 at 7x7 195 -> 212 warm, 254 -> 292 with the weights
+# in DRAM; 2048->512 at 7x7 961 -> 1004 warm, the same cold: per ISA, None for never.
 PACK_MIN_OUTPUTS = 256
-PACK_MIN_CHANNELS = 1024
+PACK_MIN_CHANNELS = {"avx512": None, "avx2": 1024}
 # pixel vectors also pack when the plane's rows alias in L1 (``aliased_rows``): rows a multiple
 # of 4 KB apart (a 32x32 or 64x64 plane) fall on one set of the 32 KB 8-way L1, so a panel's
 # rows of more than 8 channels evict each other before the next tile of output channels reads
@@ -106,6 +110,15 @@ L1_SET_BYTES, L1_WAYS = 4096, 8
 # passes; with one channel a turn (and no unroller) 512->128 at 28x28 took 1.81 ms on a Zen 3
 # against 1.55 ms when LLVM's O3 pipeline unrolled it, and 1.46 ms with two a turn.
 REDUCE_UNROLL = 2
+# channel vectors, panels outer: each turn of a tile's reduction also prefetches the weights
+# one channel block (or panel) on, so the next block is in cache when its first tile starts
+# (the hardware prefetchers stop at each 4 KB block). Measured on a Zen 4 (one thread, against
+# ONNX Runtime side by side, us, weights evicted to DRAM, without -> with): 192->1152 + silu at
+# 7x7 401 -> 358, 960->320 491 -> 428, 320->1280 674 -> 604, 432->432 304 -> 270; warm the
+# same. With the pixel tiles outer (every tile over every panel, the weights mostly in cache)
+# it lost: 480->80 at 14x14 195 -> 211.
+PREFETCH_WEIGHTS = True
+TRANSPOSED_STORE = True  # see ``_store_tile``
 
 
 def modes_of(c: int, o: int, p: int) -> list[str]:
@@ -156,7 +169,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     if static_n * max(c * h * wd, o * p) >= 1 << 31:
         return None  # (int32 offsets inside one image's planes)
     pack = p % LANES != 0 or o >= PACK_MIN_OUTPUTS or aliased_rows(c, p) \
-        if mode == "pixels" else c >= PACK_MIN_CHANNELS
+        if mode == "pixels" else _at_least(c, PACK_MIN_CHANNELS[vector_isa()])
     if knobs and knobs.get("pw_pack") in (False, True):
         pack = knobs["pw_pack"]
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
@@ -166,6 +179,10 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
                 # channel vectors: the weight panels outer (each read once) when the weights
                 # are larger than the image, else the pixel tiles (the image read once)
                 panels_outer=o > p)
+
+
+def _at_least(value: int, bound: int | None) -> bool:
+    return bound is not None and value >= bound
 
 
 def aliased_rows(c: int, p: int) -> bool:
@@ -282,9 +299,10 @@ def _value(ctx, g, out, epi, n, o, p, value):
     """The stored value at output channel ``o``, pixel ``p`` of image ``n``: the conv's
     ``value`` through the epilogue ``epi`` (its body and axis vars, or None). Epilogue operands
     laid out like the output plane (a residual) are read through flat views at ``p``: vector
-    loads along the pixels, or one element per lane (output channel) in a channel-vector tile
-    (measured on a Zen 2, 384->64 + residual at 14x14: 129 us so, 133 us with the conv stored
-    first and the epilogue in a pass of its own along the pixels)."""
+    loads along the pixels (a channel-vector tile's too, when it is stored by output rows:
+    ``_store_tile``), or one element per lane (output channel) in a channel-vector tile stored
+    by lanes (measured on a Zen 2, 384->64 + residual at 14x14: 129 us so, 133 us with the conv
+    stored first and the epilogue in a pass of its own along the pixels)."""
     if epi is None:
         return value
     body, axes = epi
@@ -440,8 +458,8 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
         xt = ctx.temp((g["n"] * g["c"] * g["p"],), "float32", "pw_xt")
         pre.append(_pack_tiles(ctx, g, xf, xt, groups))
 
-    def tile(nv, ob, lanes, p0, rows):
-        return _channel_tile(ctx, g, xf, w, of, out, epi, nv, ob, lanes, p0, rows, xt=xt)
+    def tile(nv, ob, lanes, p0, rows, blk=None):
+        return _channel_tile(ctx, g, xf, w, of, out, epi, nv, ob, lanes, p0, rows, blk, xt)
 
     def over_panels(nv, p0, rows):
         parts = []
@@ -464,12 +482,11 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
         def blocks(kb):
             blk = (kb, kc, g["c"] // kc, sums)
             return _seq([_loop(ctx, "pt", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
-                               _channel_tile(ctx, g, xf, w, of, out, epi, nv, ob, lanes,
-                                             s + k * r, r, blk, xt))
+                               tile(nv, ob, lanes, s + k * r, r, blk))
                          for start, rows, count in groups])
 
         body = _loop(ctx, "kb", g["c"] // kc, S.ForKind.SERIAL, blocks)
-        return S.Allocate(sums.data, "float32", [g["p"] * lanes], True, S.DeclBuffer(sums, body))
+        return _allocated(sums, body)
 
     if g["panels_outer"]:
         parts = []
@@ -592,18 +609,64 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
         init = S.IfThenElse(E.EQ(kb, _i(0)), init, each(lambda ii, jj: S.BufferStore(
             acc, sums[(p0 + ii) * lanes + jj], [ii, jj])))
         first, extent = E.Cast("int64", kb * kc), kc
-    macs = _reduce64(ctx, "c", extent, lambda cc: _loop(
-        ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec, lambda jj: S.BufferStore(
-            acc, acc[ii, jj] + wp[ob, first + cc, jj] * xin(first + cc, ii), [ii, jj]))))
+    # panels outer: the weights one block (or panel) on are fetched into cache while this
+    # block's run (``PREFETCH_WEIGHTS``; the prefetch of the last may run past the weights)
+    ahead = extent if PREFETCH_WEIGHTS and g["panels_outer"] else 0
 
-    def put(ii, jj):
-        o = ob * LANES + jj
-        val = _value(ctx, g, out, epi, nv, o, p0 + ii, acc[ii, jj])
-        return S.BufferStore(of, val, [(nv * g["o"] + o) * p + p0 + ii])
+    def mac(cc):
+        fma = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+            ctx, "jj", lanes, vec, lambda jj: S.BufferStore(
+                acc, acc[ii, jj] + wp[ob, first + cc, jj] * xin(first + cc, ii), [ii, jj])))
+        if not ahead:
+            return fma
+        pf = S.Evaluate(E.Call("int32", "tir.prefetch", [wp[ob, first + cc + ahead, 0]]))
+        return S.SeqStmt([pf, fma])
 
-    store = each(put)
+    macs = _reduce64(ctx, "c", extent, mac)
+    store = _store_tile(ctx, g, of, out, epi, nv, ob, lanes, p0, rows, acc)
     if blk is not None:
         store = S.IfThenElse(E.EQ(kb, _i(nkb - 1)), store, each(lambda ii, jj: S.BufferStore(
             sums, acc[ii, jj], [(p0 + ii) * lanes + jj])))
     body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
     return S.Allocate(acc.data, "float32", [rows * lanes], True, body)
+
+
+def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) -> S.Stmt:
+    """A channel-vector tile (``acc[pixel][lane]``) through the epilogue into the output.
+
+    With ``TRANSPOSED_STORE`` through a copy, read back one output channel at a time: each
+    output row's ``rows`` pixels are one vector store (LLVM transposes the tile in registers)
+    instead of one store per lane and pixel. An epilogue reading an operand laid out like the
+    output (a residual) then runs on those pixel vectors, its operand read along the pixels;
+    any other (bias, silu) on the tile's vectors. Measured on a Zen 4 (one thread, against ONNX
+    Runtime side by side, us, one store per lane -> transposed): 192->1152 + silu at 7x7 243 ->
+    217, 320->1280 + silu 407 -> 392, 320->1280 + residual 421 -> 379, 208->208 + silu at
+    14x14 176 -> 165."""
+    p = g["p"]
+    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+    def at(o, px):
+        return [(nv * g["o"] + o) * p + px]
+
+    if not TRANSPOSED_STORE:
+        return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec, lambda jj:
+                     S.BufferStore(of, _value(ctx, g, out, epi, nv, ob * LANES + jj, p0 + ii,
+                                              acc[ii, jj]), at(ob * LANES + jj, p0 + ii))))
+    late = epi is not None and _reads_plane(g, out, epi[0])
+    res = decl_buffer((rows, lanes), "float32", "pw_res", scope="local")
+
+    def fill(ii, jj):
+        val = acc[ii, jj] if late else _value(ctx, g, out, epi, nv, ob * LANES + jj, p0 + ii,
+                                              acc[ii, jj])
+        return S.BufferStore(res, val, [ii, jj])
+
+    def put(jj, ii):
+        o = ob * LANES + jj
+        val = _value(ctx, g, out, epi, nv, o, p0 + ii, res[ii, jj]) if late else res[ii, jj]
+        return S.BufferStore(of, val, at(o, p0 + ii))
+
+    copy = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec,
+                                                            lambda jj: fill(ii, jj)))
+    rows_out = _loop(ctx, "jj", lanes, unroll, lambda jj: _loop(ctx, "ii", rows, vec,
+                                                                  lambda ii: put(jj, ii)))
+    return _allocated(res, S.SeqStmt([copy, rows_out]))

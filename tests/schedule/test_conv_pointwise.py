@@ -226,8 +226,9 @@ def test_pixel_kernel_structure():
 @needs_pointwise
 def test_channel_kernel_structure():
     """Weights transposed into 16-channel panels at build time; 49 pixels as 6- and 5-pixel
-    tiles; the residual read through a flat view by the tile's store (one output channel per
-    lane), which is the only store into the output; nothing reads the output back."""
+    tiles; the tile stored through its copy ``pw_res`` one output row at a time (a vector of
+    its pixels), the residual read through a flat view along the pixels by that store, the
+    only store into the output; nothing reads the output back."""
     lib, feeds, want = _build((1, 24, 7, 7), 40, "residual")
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
     prim = _conv_prim(lib)
@@ -239,9 +240,13 @@ def test_channel_kernel_structure():
     assert stores
     for st in stores:
         loads = [e for e in post_order(st.value) if isinstance(e, E.BufferLoad)]
-        assert any(e.buffer.name == "pw_acc" for e in loads)
+        assert any(e.buffer.name == "pw_res" for e in loads)
         assert any(e.buffer.name == "in3_flat" for e in loads)  # the residual
         assert not any(e.buffer.data is out.data for e in loads)
+    rows = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+            s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
+            s.body.buffer.data is out.data]
+    assert {int(s.extent.value) for s in rows} == {6, 5}  # a tile's pixels, one output row
 
 
 @needs_pointwise

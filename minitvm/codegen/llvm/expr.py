@@ -43,6 +43,12 @@ class RampVal:
         self.lanes = lanes
 
 
+def _address_operands(call) -> tuple:
+    """The operands of ``tir.prefetch(buf[i])``: the element's indices, not the element."""
+    ld = call.args[0] if len(call.args) == 1 else None
+    return tuple(ld.indices) if isinstance(ld, E.BufferLoad) else ()
+
+
 def lanes_of(v) -> int:
     if isinstance(v, RampVal):
         return v.lanes
@@ -190,6 +196,8 @@ class ExprEmitter:
             if deps is None:
                 if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
                     deps = (node.args[0],)
+                elif isinstance(node, E.Call) and node.op_name == "tir.prefetch":
+                    deps = _address_operands(node)  # (the element is not loaded)
                 elif isinstance(node, E.Let):
                     deps = (node.value,)
                 else:
@@ -220,6 +228,8 @@ class ExprEmitter:
     def _deps(node) -> tuple:
         if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
             return (node.args[0],)
+        if isinstance(node, E.Call) and node.op_name == "tir.prefetch":
+            return _address_operands(node)
         if isinstance(node, E.Let):
             return (node.value,)
         return expr_children(node)
@@ -521,6 +531,8 @@ class ExprEmitter:
         bld = self.builder
         if short == "if_then_else":
             return self._if_then_else(e, memo)
+        if short == "prefetch":
+            return self._prefetch(e, memo)
         args = [memo[id(a)] for a in e.args]
         if short in ("likely",):
             return args[0]
@@ -582,6 +594,20 @@ class ExprEmitter:
         if short == "bitwise_not":
             return bld.xor(args[0], T.const(args[0].type, -1))
         raise NotImplementedError(f"llvm codegen does not support the intrinsic {name!r}")
+
+    def _prefetch(self, e, memo):
+        """``tir.prefetch(buf[i])``: llvm.prefetch of the element's address (a read, kept in
+        all cache levels), as TVM's ``builtin::prefetch``; the element is not loaded."""
+        ld = e.args[0] if len(e.args) == 1 else None
+        if not isinstance(ld, E.BufferLoad) or ld.dtype != ld.buffer.dtype:
+            raise ValueError("tir.prefetch takes one scalar element of a buffer, got "
+                             f"{[type(a).__name__ for a in e.args]}")
+        off = self._offset(ld.buffer, [memo[id(i)] for i in ld.indices])
+        et = self.mem_type(ld.buffer.dtype)
+        # (not inbounds: a prefetch may run past the buffer's end, which x86 allows)
+        ptr = self.builder.gep(self.buffer_ptr(ld.buffer), [off], source_etype=et)
+        fn = self._declare("llvm.prefetch.p0", ir.VoidType(), [ptr.type, T.I32, T.I32, T.I32])
+        return self.builder.call(fn, [ptr, T.I32(0), T.I32(3), T.I32(1)])
 
     def _if_then_else(self, e, memo):
         cond = memo[id(e.args[0])]

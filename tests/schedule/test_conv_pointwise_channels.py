@@ -1,0 +1,220 @@
+"""The channel-vector kernel of the 1x1 schedule (``schedule/conv_pointwise.py``) on small
+planes (7x7, 14x14: EfficientNet-B0, MobileNetV2, RegNet): numerics against numpy for the
+shapes it takes there, with bias, silu, clip, residual and relu epilogues, odd channel counts
+(a half panel of 8), batches and two threads, with and without the transposed store; the
+prefetch of the next block of weights (panels outer only); and the input packing, off by
+default on AVX-512."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.backend import kernel_cache
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
+from minitvm.schedule import conv_pointwise
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import post_order, walk_stmts
+
+needs_pointwise = pytest.mark.skipif(not conv_pointwise.ENABLED[vector_isa()],
+                                     reason="the 1x1 schedule is off for this ISA (ENABLED)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_kernels():
+    """Kernels built with a switch monkeypatched are not reused by the next test."""
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()
+
+
+def _build(shape, o, epi, seed=0):
+    """Relay 1x1 conv + bias (+ epilogue) at opt_level 3: (lib, feeds, expected output)."""
+    rng = np.random.default_rng(seed)
+    c = shape[1]
+    wv = (rng.standard_normal((o, c, 1, 1)) / np.sqrt(c)).astype("float32")
+    bv = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    want = np.einsum("nchw,oc->nohw", xv.astype("float64"), wv[:, :, 0, 0].astype("float64"))
+    want = want + bv.reshape(1, -1, 1, 1)
+    x = relay.var("x", shape=shape)
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(wv), channels=o, kernel_size=(1, 1)),
+                          relay.const(bv))
+    args, feeds = [x], {"x": xv}
+    if epi == "silu":
+        y, want = y * relay.sigmoid(y), want / (1.0 + np.exp(-want))
+    elif epi == "clip":
+        y, want = relay.clip(y, 0.0, 6.0), np.clip(want, 0.0, 6.0)
+    elif epi in ("residual", "residual_relu"):
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=rv.shape)
+        args.append(r)
+        feeds["r"] = rv
+        y, want = y + r, want + rv
+        if epi == "residual_relu":
+            y, want = relay.nn.relu(y), np.maximum(want, 0.0)
+    elif epi == "relu":
+        y, want = relay.nn.relu(y), np.maximum(want, 0.0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, feeds, want
+
+
+def _run(lib, feeds, threads=1):
+    before = threadpool.get_num_threads()
+    try:
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**feeds)
+        return m.get_output(0).numpy()
+    finally:
+        threadpool.set_num_threads(before)
+
+
+def _conv_prim(lib):
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return prim
+
+
+def _prefetches(prim) -> list:
+    return [e for s in walk_stmts(prim.body) if isinstance(s, S.Evaluate)
+            for e in post_order(s.value) if isinstance(e, E.Call) and e.op_name == "tir.prefetch"]
+
+
+def _names(prim) -> set:
+    return {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+
+
+SHAPES = [
+    # (N, C, H, W), O, epilogue: the small-plane 1x1 convs of EfficientNet-B0, MobileNetV2
+    # and RegNet (channel vectors), then odd ones
+    ((1, 192, 7, 7), 1152, "silu"),
+    ((1, 1152, 7, 7), 192, "residual"),
+    ((1, 672, 7, 7), 192, "none"),
+    ((1, 480, 14, 14), 80, "none"),        # pixel tiles outer (80 channels < 196 pixels)
+    ((1, 432, 7, 7), 432, "residual_relu"),
+    ((1, 960, 7, 7), 320, "none"),
+    ((1, 320, 7, 7), 1280, "clip"),
+    ((1, 208, 14, 14), 208, "relu"),
+    ((2, 37, 7, 7), 56, "residual_relu"),  # odd input channels, 3 panels and a half, batch 2
+    ((3, 130, 7, 7), 88, "silu"),          # 2 channel blocks of 65, a half panel, batch 3
+    ((2, 136, 14, 14), 24, "residual"),    # pixel tiles outer, a panel and a half, batch 2
+    ((1, 16, 3, 3), 8, "clip"),            # 9 pixels, one half panel
+]
+
+
+@needs_pointwise
+@pytest.mark.parametrize("shape, o, epi", SHAPES)
+def test_small_planes_match_numpy(shape, o, epi):
+    lib, feeds, want = _build(shape, o, epi)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    prim = _conv_prim(lib)
+    assert "pw_acc" in _names(prim) and "pw_res" in _names(prim)
+
+
+@needs_pointwise
+@pytest.mark.parametrize("shape, o, epi", [((1, 192, 7, 7), 96, "residual_relu"),
+                                           ((2, 40, 14, 14), 24, "silu")])
+def test_two_threads_match_numpy(shape, o, epi):
+    lib, feeds, want = _build(shape, o, epi, seed=1)
+    np.testing.assert_allclose(_run(lib, feeds, threads=2), want, rtol=2e-4, atol=2e-4)
+
+
+@needs_pointwise
+@pytest.mark.parametrize("epi", ["silu", "residual_relu"])
+def test_store_one_lane_at_a_time_matches(epi, monkeypatch):
+    """``TRANSPOSED_STORE`` off: the tile is stored one output channel per lane, as before;
+    the same numbers."""
+    monkeypatch.setattr(conv_pointwise, "TRANSPOSED_STORE", False)
+    lib, feeds, want = _build((2, 24, 7, 7), 40, epi, seed=2)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    assert "pw_res" not in _names(_conv_prim(lib))
+
+
+@needs_pointwise
+def test_store_runs_late_epilogue_along_pixels():
+    """A residual epilogue runs on the transposed rows: the residual is read along the pixels
+    (a vector load of the flat view), the bias once per output row; silu runs on the tile's
+    vectors before the copy, so the stores into the output read only the copy."""
+    lib, _, _ = _build((1, 64, 7, 7), 48, "residual_relu")
+    prim = _conv_prim(lib)
+    out = [b for b in prim.buffer_map.values() if b.name == "out0"][0]
+    rows = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+            s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
+            s.body.buffer.data is out.data]
+    assert rows and {int(s.extent.value) for s in rows} == {6, 5}
+    for s in rows:
+        loads = {e.buffer.name for e in post_order(s.body.value) if isinstance(e, E.BufferLoad)}
+        assert "pw_res" in loads and any(n.endswith("_flat") for n in loads)  # the residual
+    lib, _, _ = _build((1, 64, 7, 7), 48, "silu")
+    prim = _conv_prim(lib)
+    out = [b for b in prim.buffer_map.values() if b.name == "out0"][0]
+    for s in walk_stmts(prim.body):
+        if isinstance(s, S.BufferStore) and s.buffer.data is out.data:
+            loads = {e.buffer.name for e in post_order(s.value) if isinstance(e, E.BufferLoad)}
+            assert loads == {"pw_res"}
+
+
+@needs_pointwise
+def test_prefetch_next_block_of_weights():
+    """Panels outer with channel blocks (192 channels: 3 blocks of 64): every turn of a tile's
+    reduction prefetches the weight panel's row one block (64 channels) on; the prefetches
+    change no result."""
+    lib, feeds, want = _build((1, 192, 7, 7), 128, "relu", seed=4)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    prim = _conv_prim(lib)
+    pfs = _prefetches(prim)
+    assert pfs
+    wp = prim.buffer_map[prim.params[1]]
+    for call in pfs:
+        (ld,) = call.args
+        assert isinstance(ld, E.BufferLoad) and ld.buffer.data is wp.data
+        assert isinstance(ld.indices[2], E.IntImm) and ld.indices[2].value == 0  # a line a row
+    assert "llvm.prefetch" in lib.get_lib().kernels[_kernel_name(lib)].ir
+
+
+def _kernel_name(lib):
+    (name,) = [n for n in lib.get_lib().kernels if "conv2d" in n]
+    return name
+
+
+@needs_pointwise
+@pytest.mark.parametrize("shape, o, on", [((1, 480, 14, 14), 80, False),  # pixel tiles outer
+                                          ((1, 64, 8, 8), 32, False),     # pixel vectors
+                                          ((1, 40, 7, 7), 64, True)])     # one pass, panels outer
+def test_prefetch_only_with_panels_outer(shape, o, on, monkeypatch):
+    lib, feeds, want = _build(shape, o, "none", seed=5)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    assert bool(_prefetches(_conv_prim(lib))) == on
+    if on:
+        monkeypatch.setattr(conv_pointwise, "PREFETCH_WEIGHTS", False)
+        kernel_cache.clear_cache()
+        lib, feeds, want = _build(shape, o, "none", seed=5)
+        assert not _prefetches(_conv_prim(lib))
+        np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+
+
+def _conv_stage(shape, o):
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(o, shape[1], 1, 1))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w))))
+    _, _, (conv,) = te_compiler.build_te(mod["main"])
+    return conv
+
+
+@pytest.mark.parametrize("isa, packed", [("avx512", False), ("avx2", True)])
+def test_channel_input_packing_per_isa(isa, packed, monkeypatch):
+    """Channel vectors pack the input for the tiles from ``PACK_MIN_CHANNELS[isa]`` input
+    channels: never on AVX-512 (it lost there once the weights were prefetched), from 1024
+    on AVX2; the ``pw_pack`` knob still chooses either."""
+    monkeypatch.setattr(conv_pointwise, "vector_isa", lambda: isa)
+    t = _conv_stage((1, 1152, 7, 7), 192)
+    g = conv_pointwise.geometry(t)
+    assert g["mode"] == "channels" and g["pw_pack"] is packed
+    assert conv_pointwise.geometry(t, {"pw_pack": not packed})["pw_pack"] is (not packed)
+    assert conv_pointwise.geometry(_conv_stage((1, 512, 7, 7), 192))["pw_pack"] is False
