@@ -63,7 +63,7 @@ from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .flat_index import flat_nest
 from .options import LoweringOptions
-from .pieces import split_pieces
+from .pieces import split_pieces, split_planes
 from .raise_patterns import affine
 
 # vector accumulators of a reduction along its contiguous axis (power of two; 1 for fewer than
@@ -319,6 +319,10 @@ def injective_nest(ctx, t, buf, body):
         return transpose_nest(ctx, t, buf, body, p)
 
     split = _split_inner(t, body, lanes)
+    if split is None and _is_static(shape):  # (a concatenate along an outer axis)
+        planes = split_planes(ctx, t, buf, body, lanes, _prod(shape) >= PARALLEL_MIN_WORK)
+        if planes is not None:
+            return planes
 
     def store(outer):
         def at(j):
