@@ -5,6 +5,7 @@ eager, one thread, interleaved rounds (thread CPU time).
 
     python benchmarks/bench_new_user_models.py [--models efficientnet_b0,lstm] [--rounds 7]
     python benchmarks/bench_new_user_models.py --group second   # the second round of models
+    python benchmarks/bench_new_user_models.py --group third    # the third round
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -676,6 +677,416 @@ def new_models():
     }
 
 
+def third_models():
+    """The third round: name -> (constructor, inputs), as in ``new_models``."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class MixerBlock(nn.Module):
+        def __init__(self, tokens, d):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.tok = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(),
+                                     nn.Linear(2 * tokens, tokens))
+            self.ch = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            x = x + self.tok(self.ln1(x).transpose(1, 2)).transpose(1, 2)
+            return x + self.ch(self.ln2(x))
+
+    class MLPMixer(nn.Module):
+        def __init__(self, d=128, patch=8, size=128, depth=4):
+            super().__init__()
+            self.embed = nn.Conv2d(3, d, patch, patch)
+            self.blocks = nn.Sequential(*[MixerBlock((size // patch) ** 2, d)
+                                          for _ in range(depth)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, 100)
+
+        def forward(self, x):
+            x = self.embed(x).flatten(2).transpose(1, 2)
+            return self.head(self.ln(self.blocks(x)).mean(1))
+
+    class Residual(nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x):
+            return self.fn(x) + x
+
+    def convmixer(d=128, depth=4, k=7, patch=8):
+        return nn.Sequential(
+            nn.Conv2d(3, d, patch, patch), nn.GELU(), nn.BatchNorm2d(d),
+            *[nn.Sequential(Residual(nn.Sequential(nn.Conv2d(d, d, k, groups=d, padding="same"),
+                                                   nn.GELU(), nn.BatchNorm2d(d))),
+                            nn.Conv2d(d, d, 1), nn.GELU(), nn.BatchNorm2d(d))
+              for _ in range(depth)],
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(d, 100))
+
+    def conv_in(i, o, k, s=1, relu=True):
+        layers = [nn.ReflectionPad2d(k // 2), nn.Conv2d(i, o, k, s), nn.InstanceNorm2d(o,
+                                                                                      affine=True)]
+        return layers + [nn.ReLU()] if relu else layers
+
+    class StyleTransfer(nn.Module):
+        """Johnson et al.: reflection padding, instance norm, residual blocks, nearest
+        upsampling, tanh."""
+
+        def __init__(self, c=32):
+            super().__init__()
+            self.down = nn.Sequential(*conv_in(3, c, 9), *conv_in(c, 2 * c, 3, 2),
+                                      *conv_in(2 * c, 4 * c, 3, 2))
+            self.res = nn.ModuleList([nn.Sequential(*conv_in(4 * c, 4 * c, 3),
+                                                    *conv_in(4 * c, 4 * c, 3, relu=False))
+                                      for _ in range(3)])
+            self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
+                                    *conv_in(4 * c, 2 * c, 3),
+                                    nn.Upsample(scale_factor=2, mode="nearest"),
+                                    *conv_in(2 * c, c, 3), nn.ReflectionPad2d(4),
+                                    nn.Conv2d(c, 3, 9))
+
+        def forward(self, x):
+            x = self.down(x)
+            for block in self.res:
+                x = x + block(x)
+            return torch.tanh(self.up(x))
+
+    class SRResNet(nn.Module):
+        def __init__(self, c=32, blocks=4):
+            super().__init__()
+            self.head = nn.Sequential(nn.Conv2d(3, c, 9, padding=4), nn.PReLU())
+            self.body = nn.ModuleList([nn.Sequential(
+                nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.PReLU(c),
+                nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)) for _ in range(blocks)])
+            self.mid = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c))
+            self.up = nn.Sequential(nn.Conv2d(c, 4 * c, 3, padding=1), nn.PixelShuffle(2),
+                                    nn.PReLU(), nn.Conv2d(c, 3, 9, padding=4))
+
+        def forward(self, x):
+            h = self.head(x)
+            y = h
+            for block in self.body:
+                y = y + block(y)
+            return self.up(self.mid(y) + h)
+
+    class PointNet(nn.Module):
+        """Input transform (T-net: a 3x3 matrix per cloud), shared per-point MLPs as Conv1d,
+        max over the points, a classifier."""
+
+        def __init__(self, classes=10):
+            super().__init__()
+
+            def mlp(*cs):
+                layers = []
+                for i, o in zip(cs[:-1], cs[1:]):
+                    layers += [nn.Conv1d(i, o, 1), nn.BatchNorm1d(o), nn.ReLU()]
+                return nn.Sequential(*layers)
+
+            self.tnet, self.tfc = mlp(3, 64, 128, 256), nn.Linear(256, 9)
+            self.feat = mlp(3, 64, 128, 512)
+            self.head = nn.Sequential(nn.Linear(512, 256), nn.BatchNorm1d(256), nn.ReLU(),
+                                      nn.Linear(256, classes))
+
+        def forward(self, pts):
+            t = self.tfc(torch.max(self.tnet(pts), 2)[0]).view(-1, 3, 3)
+            t = t + torch.eye(3, dtype=pts.dtype)
+            pts = torch.bmm(t, pts)
+            return F.log_softmax(self.head(self.feat(pts).max(dim=2).values), dim=1)
+
+    class GNBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1, self.n1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.GroupNorm(8,
+                                                                                            cout)
+            self.c2, self.n2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.GroupNorm(8, cout)
+            self.short = None if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.GroupNorm(8, cout))
+
+        def forward(self, x):
+            y = self.n2(self.c2(F.relu(self.n1(self.c1(x)))))
+            return F.relu(y + (x if self.short is None else self.short(x)))
+
+    def gn_resnet():
+        return nn.Sequential(nn.Conv2d(3, 32, 7, 2, 3, bias=False), nn.GroupNorm(8, 32),
+                             nn.ReLU(), nn.MaxPool2d(3, 2, 1), GNBlock(32, 32, 1),
+                             GNBlock(32, 64, 2), GNBlock(64, 128, 2), GNBlock(128, 128, 1),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100))
+
+    class CRNN(nn.Module):
+        """Text recognition: conv stack to a width-wise sequence, bidirectional LSTM, per-step
+        class log-probabilities (CTC)."""
+
+        def __init__(self, classes=37, hidden=64):
+            super().__init__()
+
+            def cbr(i, o):
+                return [nn.Conv2d(i, o, 3, 1, 1), nn.BatchNorm2d(o), nn.ReLU()]
+
+            self.cnn = nn.Sequential(*cbr(1, 32), nn.MaxPool2d(2, 2), *cbr(32, 64),
+                                     nn.MaxPool2d(2, 2), *cbr(64, 128), nn.MaxPool2d((2, 1)),
+                                     *cbr(128, 128), nn.MaxPool2d((4, 1)))
+            self.rnn = nn.LSTM(128, hidden, 2, bidirectional=True)
+            self.fc = nn.Linear(2 * hidden, classes)
+
+        def forward(self, x):
+            f = self.cnn(x).squeeze(2).permute(2, 0, 1)  # (width, batch, channels)
+            y, _ = self.rnn(f)
+            return F.log_softmax(self.fc(y), dim=2)
+
+    class Wav2VecMini(nn.Module):
+        """wav2vec 2.0 front end: strided Conv1d stack (GroupNorm on the first, GELU), feature
+        projection, convolutional positional embedding, one transformer layer."""
+
+        def __init__(self, c=128, d=128):
+            super().__init__()
+            specs = [(10, 5), (3, 2), (3, 2), (3, 2), (2, 2)]
+            layers, cin = [], 1
+            for i, (k, s) in enumerate(specs):
+                layers.append(nn.Conv1d(cin, c, k, s, bias=False))
+                if i == 0:
+                    layers.append(nn.GroupNorm(c, c))
+                layers.append(nn.GELU())
+                cin = c
+            self.fe = nn.Sequential(*layers)
+            self.ln, self.proj = nn.LayerNorm(c), nn.Linear(c, d)
+            self.pos = nn.Conv1d(d, d, 16, padding=8, groups=8)
+            self.tx = nn.TransformerEncoderLayer(d, 4, 2 * d, 0.0, activation="gelu",
+                                                 batch_first=True)
+
+        def forward(self, wav):
+            f = self.fe(wav.unsqueeze(1)).transpose(1, 2)
+            h = self.proj(self.ln(f))
+            p = F.gelu(self.pos(h.transpose(1, 2))[:, :, :-1]).transpose(1, 2)
+            return self.tx(h + p)
+
+    class Conformer(nn.Module):
+        """One Conformer block: half-step FFNs around self-attention and a convolution module
+        (pointwise, GLU, depthwise Conv1d, BatchNorm, Swish, pointwise)."""
+
+        def __init__(self, d=144, heads=4, k=15):
+            super().__init__()
+
+            def ffn():
+                return nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(),
+                                     nn.Linear(4 * d, d))
+
+            self.ff1, self.ff2 = ffn(), ffn()
+            self.ln_att, self.att = nn.LayerNorm(d), nn.MultiheadAttention(d, heads,
+                                                                          batch_first=True)
+            self.ln_conv, self.pw1 = nn.LayerNorm(d), nn.Conv1d(d, 2 * d, 1)
+            self.dw, self.bn = nn.Conv1d(d, d, k, padding=k // 2, groups=d), nn.BatchNorm1d(d)
+            self.pw2, self.ln_out = nn.Conv1d(d, d, 1), nn.LayerNorm(d)
+
+        def forward(self, x):
+            x = x + 0.5 * self.ff1(x)
+            h = self.ln_att(x)
+            x = x + self.att(h, h, h, need_weights=False)[0]
+            c = F.glu(self.pw1(self.ln_conv(x).transpose(1, 2)), dim=1)
+            c = self.pw2(F.silu(self.bn(self.dw(c))))
+            x = x + c.transpose(1, 2)
+            return self.ln_out(x + 0.5 * self.ff2(x))
+
+    class RMSNorm(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(d))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+
+    def rotate(x, cos, sin):
+        a, b = x.chunk(2, dim=-1)
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
+
+    class RopeLayer(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.h, self.dh = heads, d // heads
+            self.n1, self.n2 = RMSNorm(d), RMSNorm(d)
+            self.qkv, self.o = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+            self.gate, self.up = nn.Linear(d, 2 * d, bias=False), nn.Linear(d, 2 * d, bias=False)
+            self.down = nn.Linear(2 * d, d, bias=False)
+
+        def forward(self, x, cos, sin, mask):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.n1(x)).view(b, t, 3, self.h, self.dh).permute(
+                2, 0, 3, 1, 4).unbind(0)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            att = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
+            att = att.masked_fill(mask, float("-inf")).softmax(-1)
+            x = x + self.o((att @ v).transpose(1, 2).reshape(b, t, d))
+            h = self.n2(x)
+            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+    class RopeDecoder(nn.Module):
+        """Llama-like decoder: rotary embeddings built in forward, a triu causal mask through
+        masked_fill, RMSNorm, SwiGLU."""
+
+        def __init__(self, vocab=1000, d=128, heads=4, depth=3):
+            super().__init__()
+            self.dh = d // heads
+            self.emb = nn.Embedding(vocab, d)
+            self.layers = nn.ModuleList([RopeLayer(d, heads) for _ in range(depth)])
+            self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            inv = 1.0 / (10000 ** (torch.arange(0, self.dh, 2, dtype=torch.float32) / self.dh))
+            ang = torch.arange(t, dtype=torch.float32)[:, None] * inv[None, :]
+            cos, sin = ang.cos(), ang.sin()
+            mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+            x = self.emb(idx)
+            for layer in self.layers:
+                x = layer(x, cos, sin, mask)
+            return self.head(self.norm(x))
+
+    class DETRMini(nn.Module):
+        """DETR: a conv backbone's features plus sine positions as memory, learned object
+        queries through nn.TransformerDecoder, class and box heads."""
+
+        def __init__(self, d=128, queries=20, classes=21):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(),
+                                          nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU(),
+                                          nn.Conv2d(64, 128, 3, 2, 1), nn.ReLU(),
+                                          nn.Conv2d(128, d, 3, 2, 1), nn.ReLU())
+            self.query = nn.Parameter(torch.randn(queries, d))
+            self.row, self.col = nn.Parameter(torch.rand(16, d // 2)), nn.Parameter(
+                torch.rand(16, d // 2))
+            layer = nn.TransformerDecoderLayer(d, 4, 2 * d, 0.0, batch_first=True)
+            self.dec = nn.TransformerDecoder(layer, 2)
+            self.cls, self.box = nn.Linear(d, classes + 1), nn.Sequential(
+                nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 4))
+
+        def forward(self, x):
+            f = self.backbone(x)
+            b, d, h, w = f.shape
+            pos = torch.cat([self.col[:w].unsqueeze(0).repeat(h, 1, 1),
+                             self.row[:h].unsqueeze(1).repeat(1, w, 1)], -1).flatten(0, 1)
+            mem = f.flatten(2).permute(0, 2, 1) + pos.unsqueeze(0)
+            y = self.dec(self.query.unsqueeze(0).repeat(b, 1, 1), mem)
+            return torch.cat([self.cls(y).softmax(-1), self.box(y).sigmoid()], -1)
+
+    class MoE(nn.Module):
+        """Mixture of experts: top-2 gating, softmax over the chosen logits, every expert run
+        on every token and the two chosen combined through a scatter and an einsum."""
+
+        def __init__(self, d=128, experts=4, k=2):
+            super().__init__()
+            self.k, self.ln = k, nn.LayerNorm(d)
+            self.gate = nn.Linear(d, experts, bias=False)
+            self.w1 = nn.Parameter(torch.randn(experts, d, 2 * d) * d ** -0.5)
+            self.w2 = nn.Parameter(torch.randn(experts, 2 * d, d) * (2 * d) ** -0.5)
+
+        def forward(self, x):
+            h = self.ln(x)
+            top, idx = self.gate(h).topk(self.k, dim=-1)
+            weights = torch.zeros_like(self.gate(h)).scatter(-1, idx, top.softmax(-1))
+            y = torch.einsum("btd,edf->btef", h, self.w1)
+            y = torch.einsum("btef,efd->bted", F.gelu(y), self.w2)
+            return x + torch.einsum("bte,bted->btd", weights, y)
+
+    class GCN(nn.Module):
+        """Graph convolution over a fixed edge list: gather the source features
+        (index_select), scale by the symmetric degree norm, sum into the targets (scatter_add:
+        torch's ONNX export refuses index_add with repeated indices)."""
+
+        def __init__(self, nodes=200, feats=32, hidden=64, classes=7):
+            super().__init__()
+            g = torch.Generator().manual_seed(3)
+            src = torch.randint(0, nodes, (800,), generator=g)
+            dst = torch.randint(0, nodes, (800,), generator=g)
+            loops = torch.arange(nodes)
+            src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+            deg = torch.zeros(nodes).index_add_(0, dst, torch.ones(dst.shape[0]))
+            self.register_buffer("src", src)
+            self.register_buffer("dst", dst)
+            self.register_buffer("norm", (deg[src] * deg[dst]).rsqrt().unsqueeze(-1))
+            self.nodes = nodes
+            self.l1, self.l2 = nn.Linear(feats, hidden), nn.Linear(hidden, classes)
+
+        def prop(self, x):
+            msg = x.index_select(1, self.src) * self.norm
+            out = torch.zeros(x.shape[0], self.nodes, x.shape[2], dtype=x.dtype)
+            return out.scatter_add(1, self.dst.view(1, -1, 1).expand_as(msg), msg)
+
+        def forward(self, x):
+            h = F.relu(self.prop(self.l1(x)))
+            return F.log_softmax(self.prop(self.l2(h)), -1)
+
+    class Seq2Seq(nn.Module):
+        """GRU encoder-decoder with embeddings, teacher-forced decoding."""
+
+        def __init__(self, vocab=500, d=64, hidden=128):
+            super().__init__()
+            self.src_emb, self.tgt_emb = nn.Embedding(vocab, d), nn.Embedding(vocab, d)
+            self.enc = nn.GRU(d, hidden, batch_first=True)
+            self.dec = nn.GRU(d, hidden, batch_first=True)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, src, tgt):
+            _, h = self.enc(self.src_emb(src))
+            y, _ = self.dec(self.tgt_emb(tgt), h)
+            return self.out(y)
+
+    class STN(nn.Module):
+        """Spatial transformer: a localization net predicts an affine map, affine_grid and
+        grid_sample warp the input, bilinear upsampling (align_corners=True) of the features."""
+
+        def __init__(self):
+            super().__init__()
+            self.loc = nn.Sequential(nn.Conv2d(3, 16, 5, 2, 2), nn.ReLU(), nn.MaxPool2d(2),
+                                     nn.Conv2d(16, 32, 5, 2, 2), nn.ReLU(),
+                                     nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 6))
+            with torch.no_grad():
+                self.loc[-1].weight.mul_(0.1)
+                self.loc[-1].bias.copy_(torch.tensor([1.0, 0.1, 0.05, -0.1, 0.9, 0.0]))
+            self.body = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(),
+                                      nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU())
+            self.head = nn.Conv2d(64, 5, 1)
+
+        def forward(self, x):
+            theta = self.loc(x).view(-1, 2, 3)
+            grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+            x = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
+                              align_corners=False)
+            y = self.head(self.body(x))
+            return F.interpolate(y, scale_factor=4, mode="bilinear", align_corners=True)
+
+    def ids(shape, high, seed):
+        def make():
+            g = torch.Generator().manual_seed(seed)
+            return torch.randint(0, high, shape, generator=g)
+        return make
+
+    image = (1, 3, 128, 128)
+    return {
+        "mlp_mixer": (MLPMixer, image),
+        "convmixer": (convmixer, image),
+        "style_transfer": (StyleTransfer, image),
+        "srresnet": (SRResNet, (1, 3, 48, 48)),
+        "pointnet": (PointNet, (2, 3, 1024)),
+        "gn_resnet": (gn_resnet, image),
+        "crnn": (CRNN, (1, 1, 32, 128)),
+        "wav2vec_mini": (Wav2VecMini, (1, 8000)),
+        "conformer": (Conformer, (1, 100, 144)),
+        "rope_decoder": (RopeDecoder, lambda: {"idx": ids((1, 64), 1000, 5)()}),
+        "detr_mini": (DETRMini, image),
+        "moe": (MoE, (1, 64, 128)),
+        "gcn": (GCN, (1, 200, 32)),
+        "seq2seq_gru": (Seq2Seq, lambda: {"src": ids((1, 20), 500, 6)(),
+                                          "tgt": ids((1, 16), 500, 7)()}),
+        "stn": (STN, image),
+    }
+
+
+# models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20)
+ONNX_OPSET = {"stn": 20}
+
+
 def make_inputs(spec):
     """``{name: tensor}`` for a table entry's inputs (a shape means one float32 ``x``)."""
     import torch
@@ -730,8 +1141,8 @@ def measure(name, ctor, spec, rounds):
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, args, buf, dynamo=False, opset_version=17,
-                          input_names=list(inputs))
+        torch.onnx.export(model, args, buf, dynamo=False,
+                          opset_version=ONNX_OPSET.get(name, 17), input_names=list(inputs))
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     so.log_severity_level = 3  # errors only: not the exporter's Loop-renaming notes
@@ -754,9 +1165,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
-    ap.add_argument("--group", choices=("first", "second", "all"), default="first",
+    ap.add_argument("--group", choices=("first", "second", "third", "all"), default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
-                    "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); all")
+                    "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
+                    "the 15 of the third (MLP-Mixer, style transfer, PointNet, CRNN, Conformer, "
+                    "RoPE decoder, DETR, MoE, GCN, spatial transformer, ...); all")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     try:
@@ -770,9 +1183,9 @@ def main() -> int:
     # torch's notes on deprecated APIs the models use on purpose (weight_norm, mixed masks)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
-    first, second = models(), new_models()
-    table = {**first, **second}
-    group = {"first": first, "second": second, "all": table}[args.group]
+    first, second, third = models(), new_models(), third_models()
+    table = {**first, **second, **third}
+    group = {"first": first, "second": second, "third": third, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -147,11 +147,17 @@ def _scatter_elements(attrs, args, t):
     axis = _axis(attrs, data.ndim)
     idx = indices.astype("int64")
     idx = np.where(idx < 0, idx + data.shape[axis], idx)
-    for pos in np.ndindex(*indices.shape):
-        target = list(pos)
-        target[axis] = idx[pos]
-        target = tuple(target)
-        out[target] = _combine(attrs.reduction, out[target], updates[pos])
+    # every update's target: its own position, the index on ``axis`` (vectorized: a Python
+    # loop per element took ~1 us each, 80 ms for a small graph network's messages)
+    target = list(np.indices(indices.shape, sparse=True))
+    target[axis] = idx
+    target = tuple(target)
+    upd = np.broadcast_to(updates, indices.shape).astype(out.dtype, copy=False)
+    at = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+    if attrs.reduction in at:
+        at[attrs.reduction].at(out, target, upd)
+    else:  # update: numpy assigns in order, so the last of repeated targets wins
+        out[target] = upd
     return out
 
 

@@ -9,6 +9,7 @@ from ....frontend_common.onnx_model import default_opset, load_model
 from . import (  # noqa: F401  (register the converters)
     ops_control,
     ops_extra,
+    ops_image,
     ops_math,
     ops_nn,
     ops_recurrent,

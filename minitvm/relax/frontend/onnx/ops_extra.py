@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import Context, onnx_dtype, register
@@ -54,10 +55,36 @@ def _reduction(ctx: Context, attrs) -> str:
     return _SCATTER_REDUCTION[r]
 
 
+_REDUCERS = {"add": _op.sum, "mul": _op.prod, "max": _op.max, "min": _op.min}
+_COMBINE = {"add": _op.add, "mul": _op.multiply, "max": _op.maximum, "min": _op.minimum}
+
+
+def _scatter_gathered(ctx: Context, x, upd, axis: int, red: str, plan, shape):
+    """A scatter by a known index as a gather and a reduction (``scatter_plan``)."""
+    dt = ctx.dtype(x)
+    pad_shape = list(shape)
+    pad_shape[axis] = 1
+    fill = 0 if red == "update" else identity(red, dt)
+    src = ctx.emit(_op.concat([upd, const(np.full(pad_shape, fill, dt))], axis))
+    g = ctx.emit(_op.take(src, const(plan.table.astype("int64")), axis=axis))
+    if red == "update":
+        hit = plan.hit.reshape([shape[axis] if d == axis else 1 for d in range(len(shape))])
+        return ctx.emit(_op.where(const(hit), _op.squeeze(g, [axis + 1]), x))
+    return ctx.emit(_COMBINE[red](x, _REDUCERS[red](g, axis=axis + 1)))
+
+
 @register("ScatterElements", "Scatter")
 def _scatter_elements(ctx: Context, ins, attrs):
     x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
     axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    known = ctx.known(ins[1])
+    shape = ctx.shape(x)
+    if known is not None and known.dtype != object and all(isinstance(d, int) for d in shape) \
+            and tuple(ctx.shape(upd)) == tuple(known.shape):
+        red = _reduction(ctx, attrs)
+        plan = plan_scatter(known, shape, axis, red)
+        if plan is not None:
+            return _scatter_gathered(ctx, x, upd, axis, red, plan, shape)
     dim = ctx.shape(x)[axis]
     if isinstance(dim, int):
         idx = _wrap_negative(ctx, idx, dim)

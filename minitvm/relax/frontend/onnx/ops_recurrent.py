@@ -1,7 +1,8 @@
 """ONNX recurrent operators (RNN, GRU, LSTM) on Relax: the shared unrolling of
 ``frontend_common.onnx_rnn`` driven by Relax operators. Weights known at import (the
 initializers) are sliced and transposed in numpy, so only the per-step products are emitted.
-``sequence_lens`` must be known at import for a reverse direction (the reversal is a gather)."""
+``sequence_lens`` must be known at import for a reverse direction (the reversal is a gather).
+The sequence length must be static (the steps are unrolled); the batch may be symbolic."""
 
 from __future__ import annotations
 
@@ -31,9 +32,13 @@ class RelaxRecurrentOps:
         return self.ctx.expr(v)
 
     def shape(self, x):
+        """The dims; the batch may be symbolic (the caller checks the sequence is static)."""
+        return tuple(self.ctx.shape(x))
+
+    def static_shape(self, x, why: str):
         dims = self.ctx.shape(x)
         if not all(isinstance(d, int) for d in dims):
-            raise self.ctx.fail(f"the recurrent input needs static dims, got {dims}")
+            raise self.ctx.fail(f"{why} needs static dims, got {dims}")
         return tuple(dims)
 
     def scalar(self, value):
@@ -88,9 +93,13 @@ class RelaxRecurrentOps:
         if _numeric(x):
             return np.ascontiguousarray(x[tuple(slice(b, e, s) for b, e, s in
                                                 zip(begin, end, strides, strict=True))])
-        axes = list(range(len(begin)))
-        return self.ctx.emit(_op.strided_slice(self._e(x), axes, list(begin), list(end),
-                                               list(strides)))
+        # a symbolic end is the whole (batch) extent: that axis is not sliced
+        kept = [i for i, e in enumerate(end) if isinstance(e, int)]
+        if not kept:
+            return x
+        return self.ctx.emit(_op.strided_slice(self._e(x), kept, [begin[i] for i in kept],
+                                               [end[i] for i in kept],
+                                               [strides[i] for i in kept]))
 
     def concat(self, xs, axis):
         if all(_numeric(v) for v in xs):
@@ -102,10 +111,12 @@ class RelaxRecurrentOps:
                                          for v in xs], axis))
 
     def zeros(self, shape):
-        return np.zeros(shape, self.dtype)
+        if all(isinstance(d, int) for d in shape):
+            return np.zeros(shape, self.dtype)
+        return self.ctx.emit(_op.zeros(self.ctx.shape_expr(shape), self.dtype))
 
     def reverse(self, x, axis):
-        n = self.shape(x)[axis]
+        n = self.static_shape(x, "a reverse direction")[axis]
         return self.ctx.emit(_op.take(self._e(x), const(np.arange(n - 1, -1, -1,
                                                                   dtype="int64")), axis))
 
@@ -114,7 +125,7 @@ class RelaxRecurrentOps:
         if known is None:
             raise self.ctx.fail("a reverse direction with sequence_lens needs the lengths "
                                 "known at import")
-        shape = self.shape(x)
+        shape = self.static_shape(x, "a reverse direction with sequence_lens")
         seq, batch = shape[0], shape[1]
         t = np.arange(seq)[:, None]
         ln = known.astype("int64")[None, :]
@@ -133,9 +144,12 @@ def _recurrent(kind: str):
     def convert(ctx: Context, ins, attrs):
         x, w, r, b, lens, h0, c0, p = recurrent_inputs(kind, ins)
         spec = parse_spec(kind, attrs, ctx.shape(w)[0], ctx.fail)
+        seq = ctx.shape(x)[1 if spec.layout else 0]
+        if not isinstance(seq, int):
+            raise ctx.fail(f"the recurrent input needs a static sequence length (it is "
+                           f"unrolled), got {ctx.shape(x)}")
         if lens is not None:
             known = ctx.known(lens)
-            seq = ctx.shape(x)[1 if spec.layout else 0]
             if known is not None and (known == seq).all():
                 lens = None  # every sequence is full length: no masking needed
         ops = RelaxRecurrentOps(ctx, ctx.dtype(x))

@@ -345,9 +345,10 @@ def _eye_like(ctx: Context, ins, attrs):
 
 @register("Tile")
 def _tile(ctx: Context, ins, attrs):
-    reps = [int(r) for r in ctx.ints(ins[1], "Tile's repeats")]
+    # a repeat may be symbolic (``x.repeat(batch, 1, 1)`` under a dynamic batch)
+    reps = ctx.ints(ins[1], "Tile's repeats")
     k = ctx.known(ins[0])
-    if k is not None and k.dtype != object:
+    if k is not None and k.dtype != object and all(isinstance(r, int) for r in reps):
         return np.tile(k, reps)
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)

@@ -1,0 +1,239 @@
+"""ATen scatters: ``scatter`` (a source tensor or a value, optionally reduced), ``scatter_add``,
+``scatter_reduce`` (sum, prod, mean, amax, amin, with or without ``self``), ``index_add`` and
+``index_put`` (integer index tensors, or one boolean mask). They are what a mixture of experts
+(``zeros.scatter(-1, topk_idx, weights)``), a graph network (``index_add`` / ``scatter_add``
+messages into nodes) or ``x[idx] += v`` trace to. Each becomes Relay's ``scatter_elements`` or
+``scatter_nd``; a scatter along one axis whose index is known at import (an edge list held in
+a buffer) becomes a gather and a reduction instead (``frontend_common.scatter_plan``), which
+lower natively in time linear in the updates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.scatter_plan import identity, plan_scatter
+from ... import expr as _expr
+from ... import op as _op
+from .aten import _is_expr, _norm_dim, _scalar_like, register
+
+# torch's reduce names -> scatter_elements' reductions (and the identity that include_self=False
+# writes first)
+_REDUCE = {"sum": ("add", 0.0), "add": ("add", 0.0), "prod": ("mul", 1.0),
+           "multiply": ("mul", 1.0), "amax": ("max", -np.inf), "amin": ("min", np.inf),
+           "mean": ("add", 0.0)}
+
+
+_REDUCERS = {"add": _op.sum, "mul": _op.prod, "max": _op.max, "min": _op.min}
+_COMBINE = {"add": _op.add, "mul": _op.multiply, "max": _op.maximum, "min": _op.minimum}
+
+
+# the largest (positions x updates) comparison a runtime-index scatter is expanded into
+_MAX_COMPARED = 1 << 18
+
+
+def _scatter_elements(ctx, x, index, upd, axis, red):
+    """scatter_elements, as a gather plus a reduction when the index is known at import, as a
+    comparison of every position with every update along the axis when that is small (a
+    mixture of experts' top-k routing), else the scatter itself (its compute runs as numpy)."""
+    shape = tuple(int(d) for d in ctx.shape(x))
+    folded = ctx.fold(index)
+    if isinstance(folded, _expr.Constant):
+        plan = plan_scatter(folded.data.numpy(), shape, axis, red)
+        if plan is not None:
+            return _gathered(ctx, x, upd, axis, red, plan, shape)
+    ishape = tuple(int(d) for d in ctx.shape(index))
+    same_off_axis = len(ishape) == len(shape) and all(
+        ishape[d] == shape[d] for d in range(len(shape)) if d != axis)
+    if same_off_axis and int(np.prod(shape, dtype=np.int64)) * ishape[axis] <= _MAX_COMPARED:
+        return _compared(ctx, x, index, upd, axis, red, shape, ishape)
+    return _op.scatter_elements(x, index, upd, axis, red)
+
+
+def _compared(ctx, x, index, upd, axis, red, shape, ishape):
+    """out[.., p, ..] combines the updates j with index[.., j, ..] == p: a [.., P, J, ..]
+    comparison reduced over J (for ``update``, the last such j)."""
+    rank, n, j = len(shape), shape[axis], ishape[axis]
+    idt = ctx.dtype(index)
+    wrapped = _wrap(ctx, index, n)
+    pos = _expr.const(np.arange(n, dtype=idt).reshape([1] * axis + [n, 1] +
+                                                      [1] * (rank - 1 - axis)), idt)
+    hit = _op.equal(_op.expand_dims(wrapped, axis), pos)
+    src = _op.expand_dims(upd, axis)
+    dt = ctx.dtype(x)
+    if red == "update":
+        jpos = _expr.const(np.arange(j, dtype="int64").reshape(
+            [j if d == axis else 1 for d in range(rank)]), "int64")
+        jpos = _op.expand_dims(jpos, axis)
+        none = _expr.const(np.array(-1, "int64"), "int64")
+        last = _op.max(_op.where(hit, jpos, none), axis=axis + 1, keepdims=True)
+        pick = _op.logical_and(hit, _op.equal(jpos, last))
+        val = _op.sum(_op.where(pick, src, _expr.const(np.zeros((), dt), dt)), axis=axis + 1)
+        return _op.where(_op.greater_equal(_op.squeeze(last, [axis + 1]), _expr.const(
+            np.array(0, "int64"), "int64")), val, x)
+    ident = _expr.const(np.array(identity(red, dt), dt), dt)
+    return _COMBINE[red](x, _REDUCERS[red](_op.where(hit, src, ident), axis=axis + 1))
+
+
+
+def _gathered(ctx, x, upd, axis, red, plan, shape):
+    dt = ctx.dtype(x)
+    pad_shape = list(int(d) for d in ctx.shape(upd))
+    pad_shape[axis] = 1
+    fill = 0 if red == "update" else identity(red, dt)
+    src = _op.concatenate([upd, _expr.const(np.full(pad_shape, fill, dt), dt)], axis)
+    g = _op.take(src, _expr.const(plan.table.astype("int64"), "int64"), axis=axis)
+    if red == "update":
+        hit = plan.hit.reshape([shape[axis] if d == axis else 1 for d in range(len(shape))])
+        return _op.where(_expr.const(hit), _op.squeeze(g, [axis + 1]), x)
+    return _COMBINE[red](x, _REDUCERS[red](g, axis=axis + 1))
+
+
+def _fitted(ctx, src, index):
+    """torch reads only the leading ``index.shape`` block of ``src``; scatter_elements wants
+    them equal."""
+    s, i = ctx.shape(src), ctx.shape(index)
+    if tuple(s) == tuple(i):
+        return src
+    if len(s) != len(i) or any(int(b) > int(a) for a, b in zip(s, i, strict=True)):
+        raise ctx.fail(f"scatter: index of shape {tuple(i)} does not fit a source of shape "
+                       f"{tuple(s)}")
+    return _op.strided_slice(src, [0] * len(i), [int(d) for d in i])
+
+
+def _updates(ctx, x, index, src):
+    """The updates tensor: ``src`` cut to the index's shape, or a scalar value broadcast."""
+    if _is_expr(src):
+        src = _fitted(ctx, src, index)
+        return src if ctx.dtype(src) == ctx.dtype(x) else _op.cast(src, ctx.dtype(x))
+    return _op.broadcast_to(_scalar_like(ctx, src, x), tuple(int(d) for d in ctx.shape(index)))
+
+
+def _scatter_reduced(ctx, x, axis, index, upd, reduce, include_self=True):
+    if reduce not in _REDUCE:
+        raise ctx.fail(f"scatter: reduce={reduce!r} is not supported (one of "
+                       f"{', '.join(_REDUCE)})")
+    red, identity = _REDUCE[reduce]
+    base = x
+    if not include_self:  # the scattered positions start from the reduction's identity
+        fill = _op.broadcast_to(_scalar_like(ctx, identity, x),
+                                tuple(int(d) for d in ctx.shape(index)))
+        base = _scatter_elements(ctx, x, index, fill, axis, "update")
+    out = _scatter_elements(ctx, base, index, upd, axis, red)
+    if reduce != "mean":
+        return out
+    # the mean divides by how many values landed on each position (plus self when included)
+    ones = _op.ones_like(upd)
+    start = _op.ones_like(x)
+    if not include_self:
+        start = _scatter_elements(ctx, start, index, _op.zeros_like(upd), axis, "update")
+    count = _scatter_elements(ctx, start, index, ones, axis, "add")
+    count = _op.maximum(count, _op.ones_like(count))
+    if ctx.dtype(x).startswith("float"):
+        return _op.divide(out, count)
+    return _op.floor_divide(out, count)
+
+
+@register("scatter", "scatter_")
+def _scatter(ctx, args):
+    """scatter(self, dim, index, src|value[, reduce])."""
+    x, dim, index, src = args[:4]
+    axis = _norm_dim(dim, len(ctx.shape(x)))
+    upd = _updates(ctx, x, index, src)
+    reduce = args[4] if len(args) > 4 else None
+    if reduce is None:
+        return _scatter_elements(ctx, x, index, upd, axis, "update")
+    return _scatter_reduced(ctx, x, axis, index, upd, str(reduce))
+
+
+@register("scatter_add", "scatter_add_")
+def _scatter_add(ctx, args):
+    x, dim, index, src = args[:4]
+    axis = _norm_dim(dim, len(ctx.shape(x)))
+    return _scatter_elements(ctx, x, index, _updates(ctx, x, index, src), axis, "add")
+
+
+@register("scatter_reduce", "scatter_reduce_")
+def _scatter_reduce(ctx, args):
+    """scatter_reduce(self, dim, index, src, reduce, include_self=True)."""
+    x, dim, index, src, reduce = args[:5]
+    include_self = bool(args[5]) if len(args) > 5 and args[5] is not None else True
+    axis = _norm_dim(dim, len(ctx.shape(x)))
+    return _scatter_reduced(ctx, x, axis, index, _updates(ctx, x, index, src), str(reduce),
+                            include_self)
+
+
+@register("index_add", "index_add_")
+def _index_add(ctx, args):
+    """index_add(self, dim, index, source, alpha=1): source's slice i added to self's slice
+    index[i] along dim; the 1-D index is broadcast to the source's shape."""
+    x, dim, index, src = args[:4]
+    alpha = args[4] if len(args) > 4 and args[4] is not None else 1
+    rank = len(ctx.shape(x))
+    axis = _norm_dim(dim, rank)
+    sshape = tuple(int(d) for d in ctx.shape(src))
+    if len(ctx.shape(index)) > 1:
+        raise ctx.fail("index_add: the index must be 1-D")
+    if rank == 0:
+        return _op.add(x, src)
+    idx = _op.reshape(index, tuple(sshape[axis] if i == axis else 1 for i in range(rank)))
+    idx = _op.broadcast_to(idx, sshape)
+    if ctx.dtype(src) != ctx.dtype(x):
+        src = _op.cast(src, ctx.dtype(x))
+    if alpha != 1:
+        src = _op.multiply(src, _scalar_like(ctx, alpha, x))
+    return _scatter_elements(ctx, x, idx, src, axis, "add")
+
+
+@register("index_put", "index_put_", "_index_put_impl_")
+def _index_put(ctx, args):
+    """index_put(self, indices, values, accumulate=False): ``x[i0, i1, ...] = values`` (or
+    ``+=``) with integer index tensors on the leading axes, or one boolean mask."""
+    x, indices, values = args[0], list(args[1]), args[2]
+    accumulate = bool(args[3]) if len(args) > 3 and args[3] is not None else False
+    shape = tuple(int(d) for d in ctx.shape(x))
+    if not _is_expr(values):
+        values = _scalar_like(ctx, values, x)
+    elif ctx.dtype(values) != ctx.dtype(x):
+        values = _op.cast(values, ctx.dtype(x))
+    if len(indices) == 1 and indices[0] is not None and ctx.dtype(indices[0]) == "bool":
+        mask = indices[0]
+        mshape = tuple(int(d) for d in ctx.shape(mask))
+        vshape = tuple(int(d) for d in ctx.shape(values))
+        if int(np.prod(vshape, dtype=np.int64)) != 1:
+            raise ctx.fail("index_put: a boolean mask with a tensor of values gives a "
+                           "data-dependent layout; only a single value is supported (use "
+                           "torch.where or masked_fill)")
+        m = _op.reshape(mask, mshape + (1,) * (len(shape) - len(mshape)))
+        v = _op.reshape(values, ())
+        return _op.where(m, _op.add(x, v) if accumulate else v, x)
+    if any(i is None for i in indices):
+        raise ctx.fail("index_put: only index tensors on the leading axes are supported "
+                       "(x[i, j] = v, not x[:, j] = v)")
+    if any(not ctx.dtype(i).startswith(("int", "uint")) for i in indices):
+        raise ctx.fail("index_put: mixing boolean masks with other indices is not supported")
+    ishapes = [tuple(int(d) for d in ctx.shape(i)) for i in indices]
+    bshape = np.broadcast_shapes(*ishapes)
+    m = len(indices)
+    if m == 1:  # x[idx] (+)= v: a scatter along axis 0 of slices (the native paths above)
+        n = int(np.prod(bshape, dtype=np.int64))
+        rest = shape[1:]
+        idx = _op.broadcast_to(_op.reshape(indices[0], (n,) + (1,) * len(rest)), (n,) + rest)
+        vals = _op.reshape(_op.broadcast_to(values, tuple(bshape) + rest), (n,) + rest)
+        return _scatter_elements(ctx, x, idx, vals, 0, "add" if accumulate else "update")
+    # negative indices count from the end, as in torch
+    stacked = _op.stack([_wrap(ctx, _op.broadcast_to(i, bshape) if s != bshape else i,
+                               shape[k]) for k, (i, s) in enumerate(zip(indices, ishapes,
+                                                                        strict=True))], 0)
+    stacked = _op.cast(stacked, "int64") if ctx.dtype(indices[0]) != "int64" else stacked
+    upd_shape = tuple(bshape) + shape[m:]
+    values = _op.broadcast_to(values, upd_shape)
+    return _op.scatter_nd(x, stacked, values, "add" if accumulate else "update")
+
+
+def _wrap(ctx, index, extent):
+    """index + extent where negative."""
+    dt = ctx.dtype(index)
+    zero = _expr.const(np.array(0, dt), dt)
+    return _op.where(_op.less(index, zero), _op.add(index, _expr.const(np.array(extent, dt), dt)),
+                     index)
