@@ -1,6 +1,11 @@
-"""The float64 NCHW conv2d the schedule tests compare generated conv kernels with."""
+"""What the conv schedule tests share: the float64 NCHW conv2d they compare generated kernels
+with, running a built graph, and finding its conv kernel."""
 
 import numpy as np
+
+import minitvm as tvm
+from minitvm.contrib import graph_executor
+from minitvm.runtime import threadpool
 
 
 def conv_ref(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
@@ -19,3 +24,21 @@ def conv_ref(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
             patch = xp[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
     return out
+
+
+def run_graph(lib, feeds: dict, threads: int = 1):
+    """Output 0 of ``lib``'s graph on ``feeds``, run on ``threads`` threads."""
+    before = threadpool.get_num_threads()
+    try:
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**feeds)
+        return m.get_output(0).numpy()
+    finally:
+        threadpool.set_num_threads(before)
+
+
+def conv_prim(lib):
+    """The scheduled PrimFunc of ``lib``'s one conv2d kernel."""
+    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return prim

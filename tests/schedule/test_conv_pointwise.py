@@ -7,11 +7,11 @@ lowered kernels (prepacked weights, tile heights, no phased copy, where the epil
 
 import numpy as np
 import pytest
+from conv_reference import conv_prim as _conv_prim
+from conv_reference import run_graph as _run
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
-from minitvm.contrib import graph_executor
-from minitvm.runtime import threadpool
 from minitvm.schedule import conv_pointwise
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
@@ -75,22 +75,6 @@ def _build(shape, o, epi, strides=(1, 1), pad=0, const_weight=True, seed=0):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, build(y, relay.const(bv), r))),
                           target="llvm")
     return lib, feeds, ref(_ref(xv, wv, strides, pad), bv, rv)
-
-
-def _run(lib, feeds, threads=1):
-    before = threadpool.get_num_threads()
-    try:
-        threadpool.set_num_threads(threads)
-        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-        m.run(**feeds)
-        return m.get_output(0).numpy()
-    finally:
-        threadpool.set_num_threads(before)
-
-
-def _conv_prim(lib):
-    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return prim
 
 
 def _buffer_names(prim) -> set:

@@ -7,12 +7,12 @@ default on AVX-512."""
 
 import numpy as np
 import pytest
+from conv_reference import conv_prim as _conv_prim
+from conv_reference import run_graph as _run
 
 import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import kernel_cache
-from minitvm.contrib import graph_executor
-from minitvm.runtime import threadpool
 from minitvm.schedule import conv_pointwise
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
@@ -61,22 +61,6 @@ def _build(shape, o, epi, seed=0):
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
     return lib, feeds, want
-
-
-def _run(lib, feeds, threads=1):
-    before = threadpool.get_num_threads()
-    try:
-        threadpool.set_num_threads(threads)
-        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-        m.run(**feeds)
-        return m.get_output(0).numpy()
-    finally:
-        threadpool.set_num_threads(before)
-
-
-def _conv_prim(lib):
-    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return prim
 
 
 def _prefetches(prim) -> list:

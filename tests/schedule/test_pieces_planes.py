@@ -7,10 +7,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from relay_build import build_run
 
-import minitvm as tvm
 from minitvm import relay, te, topi
-from minitvm.contrib import graph_executor
 from minitvm.ir.type import TensorType
 from minitvm.schedule import pieces
 from minitvm.schedule.lower import lower_te
@@ -20,15 +19,7 @@ from minitvm.tir.stmt_functor import post_order, walk_stmts
 
 
 def _build(fn, *arrays):
-    vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
-    mod = tvm.IRModule.from_expr(relay.Function(vs, fn(*vs)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for i, a in enumerate(arrays):
-        g.set_input(f"x{i}", a)
-    g.run()
-    return g.get_output(0).numpy()
+    return build_run(fn, *arrays)[0][0]
 
 
 def _concat_func(shapes, axis, dtype="float32"):

@@ -5,7 +5,7 @@ boundary ``k``, rows sorted either way (every element sinking), rows in parallel
 
 import numpy as np
 import pytest
-from selection_build import build_run
+from relay_build import build_run
 
 from minitvm import relay
 from minitvm.topi.selection import MAX_K

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from selection_build import build_run
+from relay_build import build_run
 
 from minitvm import relay
 from minitvm.schedule.selection import RUN, network
