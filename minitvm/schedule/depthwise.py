@@ -41,14 +41,15 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order, substitute
-from .common import const_int as _const_int
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .common import (
+    at_own_position,
     emit_with_epilogue,
     epilogue_value,
     static_grouped_conv2d_dims,
     vector_isa,
 )
+from .common import const_int as _const_int
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 
@@ -119,7 +120,7 @@ def geometry(t) -> dict:
     groups = c // cg
     # per group: ``cg`` input channels, ``m`` output channels (depthwise: 1 and the multiplier)
     return dict(n=n, c=c, o=o, groups=groups, cg=cg, m=o // groups, h=h, w=wd, oh=oh, ow=ow,
-                kh=kh, kw=kw, sh=sh, sw=sw,
+                kh=kh, kw=kw, sh=sh, sw=sw, dh=dh,
                 pt=pt, pl=pl, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
                 rows_mode=rows_mode, grid=grid, xph_len=max(sh * sw * plane, reach))
 
@@ -364,6 +365,8 @@ def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
     input vector the rows' taps read is loaded once into a let-bound variable the rows share;
     ``store_fn(i, value)`` stores row ``oy + i``'s conv value."""
     per, wq = len(g["taps"]), g["wq"]
+    if _accumulates(g) and nrows >= ACCUMULATE_MIN_ROWS:
+        return _block_accumulate(ctx, g, planes[0], taps, oy, nrows, j, store_fn)
     loads: dict = {}
     lets = []
     values = []
@@ -386,13 +389,69 @@ def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
     return body
 
 
+# Filters of at least ACCUMULATE_MIN_TAPS taps (5x5, 7x7) take ``_block_accumulate``: the block's
+# input vectors are loaded input row by input row, each one multiplied into the accumulators of
+# every output row it reaches right after its load, so only the rows' accumulators and one input
+# vector are live. Loaded all first (``_block``'s lets), a 7x7 block's 84 input vectors and 49
+# broadcast taps spill: ConvNeXt's 128-channel 28x28 7x7 read and wrote the stack at about
+# every multiply-add.
+# (Blocks of fewer than ACCUMULATE_MIN_ROWS rows keep ``_block``: one chain of 25 or 49
+# dependent multiply-adds would wait on the FMA's latency.) Rows of at most 8 pixels (7x7 planes,
+# 8-lane vectors) take it from ACCUMULATE_MIN_TAPS_8 taps. Zen 4, one thread (us, lets ->
+# accumulators): 128 at 28x28 7x7 178 -> 110, + GELU 236 -> 171; 128 at 16x16 7x7 with ConvMixer's
+# GELU, batch norm and residual 79 -> 53 (with ``FLAT_OWN_POSITION``); 64 at 56x56 7x7 376 -> 302,
+# 512 at 7x7 7x7 53 -> 43; 240 at 28x28 5x5 + ReLU6 149 -> 113, 480 at 14x14 5x5 + SiLU 117 ->
+# 86; but 576 at 7x7 5x5 + ReLU6 27.1 -> 29.0, 1152 + SiLU 73 -> 76.
+ACCUMULATE_MIN_TAPS = 25
+ACCUMULATE_MIN_TAPS_8 = 49
+ACCUMULATE_MIN_ROWS = 4
+
+
+def _accumulates(g) -> bool:
+    """Do the row blocks of geometry ``g`` accumulate in input-row order (``ACCUMULATE_*``)?"""
+    taps = len(g["taps"])
+    return g["cg"] == 1 and taps >= (ACCUMULATE_MIN_TAPS if g["ow"] > 8 else
+                                     ACCUMULATE_MIN_TAPS_8)
+
+
+def _block_accumulate(ctx, g, plane, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
+    """``_block`` for one input channel a group, its multiply-adds in input-row order: a chain
+    of let-bound partial sums per output row (the rows' chains interleaved, so independent
+    multiply-adds follow each other), each input vector let-bound just before its uses."""
+    wq = g["wq"]
+    # at stride 1, a block at a known row skips the taps reading padding rows (its first and last)
+    first = oy.value if isinstance(oy, E.IntImm) and g["sh"] == 1 and g["dh"] == 1 else None
+    uses: dict = {}  # (input row, column offset) -> [(output row, tap)]
+    for k, (_, _, off, dy) in enumerate(g["taps"]):
+        for i in range(nrows):
+            if first is None or g["pt"] <= first + i + dy < g["pt"] + g["h"]:
+                uses.setdefault((i + dy, off - dy * wq), []).append((i, taps[k]))
+    lets = []
+    acc: list = [None] * nrows
+    for (r, col), reads in sorted(uses.items(), key=lambda kv: kv[0]):
+        v = ctx.fresh("dw_in", "float32")
+        lets.append((v, plane[(oy + r) * wq + j + col]))
+        for i, tap in reads:
+            s = ctx.fresh("dw_acc", "float32")
+            lets.append((s, tap * v if acc[i] is None else acc[i] + tap * v))
+            acc[i] = s
+    body = S.SeqStmt([store_fn(i, acc[i]) for i in range(nrows)])
+    for v, val in reversed(lets):
+        body = S.LetStmt(v, val, body)
+    return body
+
+
 def _row_blocks(ctx, g, body_fn) -> S.Stmt:
     """``body_fn(oy, nrows)`` for the output rows in blocks of ``_row_block(g)``."""
     r, oh = _row_block(g), g["oh"]
     parts = []
-    if oh // r:
+    peel = int(oh // r > 1 and r >= ACCUMULATE_MIN_ROWS and _accumulates(g))
+    if peel:  # the first block at a known row: it skips its taps on padding rows
+        parts.append(body_fn(_i(0), r))
+    if oh // r - peel:
         v = ctx.fresh("db")
-        parts.append(S.For(v, 0, oh // r, S.ForKind.SERIAL, body_fn(v * r, r)))
+        parts.append(S.For(v, 0, oh // r - peel, S.ForKind.SERIAL,
+                           body_fn(v * r + peel * r, r)))
     if oh % r:
         parts.append(body_fn(_i(oh // r * r), oh % r))
     return _seq(parts)
@@ -449,30 +508,54 @@ def _narrow_lanes(g) -> int | None:
     return nw
 
 
+# An epilogue reading operands of the output's shape at the pixel's own position (ConvMixer's
+# residual add after GELU and batch norm) also runs over the plane in whole vectors, those
+# operands read through flat views: rows of 28 are 2 vectors (the second overlapping) of GELU
+# each, a 28x28 plane 49.
+FLAT_OWN_POSITION = True
+
+
 def _flat_epilogue(ctx, g, out, b, oc, epi, dense=None, any_epi=False):
     """(``dw_dense`` buffer, statement): epilogue ``epi`` over output channel ``oc``'s plane as
     one run of ``OH * OW`` values read from ``dense`` (the conv's values packed densely; a new
     buffer when None), in whole vectors, the last one overlapping; None unless the epilogue
-    (``any_epi``: any or none, else a transcendental one) reads no operand per pixel (only the
-    conv and per-channel values)."""
+    (``any_epi``: any or none, else a transcendental one) reads no operand per pixel but the
+    conv, per-channel values and (``FLAT_OWN_POSITION``) operands of the output's shape at the
+    pixel's own position."""
     if not (any_epi or _transcendental(epi)):
         return None
     plane = g["oh"] * g["ow"]
-    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
-    of = ctx.flat_view(out)
     if epi is not None:
         body, axes = epi
         spatial = {id(axes[2]), id(axes[3])}
+        shape = [g["n"], g["o"], g["oh"], g["ow"]]
+        own: dict = {}  # loads of an output-shaped operand at the pixel's own position
         for n in post_order(body):
             if isinstance(n, E.BufferLoad) and n.buffer is not out and any(
                     isinstance(v, E.Var) and id(v) in spatial for i in n.indices
                     for v in post_order(i)):
-                return None
-    at = [b, oc, _i(0), _i(0)]  # (the epilogue reads nothing per pixel but the conv)
+                if [_const_int(d) for d in n.buffer.shape] != shape or not at_own_position(
+                        n.indices, axes, shape):
+                    return None
+                own[id(n.buffer)] = n.buffer
+        if own and not FLAT_OWN_POSITION:
+            return None
+        flat = {k: ctx.flat_view(buf) for k, buf in own.items()}
+    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
+    of = ctx.flat_view(out)
+    at = [b, oc, _i(0), _i(0)]  # (the epilogue reads nothing per pixel but the conv and own)
 
     def put(p):
-        value = dense[p] if epi is None else epilogue_value(epi, out, at, dense[p])
-        return S.BufferStore(of, value, [(b * g["o"] + oc) * plane + p])
+        pos = (b * g["o"] + oc) * plane + p
+        if epi is None:
+            return S.BufferStore(of, dense[p], [pos])
+        body, axes = epi
+        if own:  # (ConvMixer's residual) read through its flat view at the pixel's position
+            body = transform_expr(body, lambda e: E.BufferLoad(flat[id(e.buffer)], [pos]) if (
+                isinstance(e, E.BufferLoad) and id(e.buffer) in flat
+                and at_own_position(e.indices, axes, shape)) else None)
+        value = epilogue_value((body, axes), out, at, dense[p])
+        return S.BufferStore(of, value, [pos])
 
     return dense, _vec(ctx, plane, g["lanes"], put, True)
 
