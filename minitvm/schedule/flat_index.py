@@ -166,6 +166,23 @@ def flat_offset(canon: Canon, buf, indices) -> Poly | None:
     return out
 
 
+def positioned_loads(canon: Canon, body, axis_ids: set) -> list:
+    """``(load, row-major offset)`` for each distinct load in ``body`` whose indices use a
+    variable in ``axis_ids`` (a load of one element everywhere, a scalar or a broadcast value,
+    is left out); the offset is None for a strided buffer or an index ``flat_offset`` cannot
+    read."""
+    out, seen = [], set()
+    for e in post_order(body):
+        if not isinstance(e, E.BufferLoad) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if any(isinstance(x, E.Var) and id(x) in axis_ids
+               for i in e.indices for x in post_order(i)):
+            out.append((e, flat_offset(canon, e.buffer, e.indices) if not e.buffer.strides
+                        else None))
+    return out
+
+
 def flat_nest(ctx, t, buf, body) -> S.Stmt | None:
     """Stage ``t`` (symbolic shape, inlined ``body``) as a flat loop when every load that
     depends on its axes reads at the stored element's row-major position (a reshape, an
@@ -180,13 +197,7 @@ def flat_nest(ctx, t, buf, body) -> S.Stmt | None:
     out_key = _key(flat_offset(canon, buf, axes))
     flat = E.Var("f", "int64")
     loads = {}
-    for e in post_order(body):
-        if not isinstance(e, E.BufferLoad) or id(e) in loads:
-            continue
-        if not any(isinstance(x, E.Var) and id(x) in axis_ids
-                   for i in e.indices for x in post_order(i)):
-            continue  # (the same element at every position: a scalar, a broadcast value)
-        off = flat_offset(canon, e.buffer, e.indices) if not e.buffer.strides else None
+    for e, off in positioned_loads(canon, body, axis_ids):
         if off is None or _key(off) != out_key:
             return None
         loads[id(e)] = e

@@ -32,7 +32,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .common import const_int, outer_loops, overlapping_vectors
-from .flat_index import Canon, flat_offset
+from .flat_index import Canon, flat_offset, positioned_loads
 
 
 def _cut_of(e, j) -> int | None:
@@ -351,13 +351,7 @@ def _flat_piece(ctx, t, buf, piece, p: int, lo: int, hi: int, lanes: int, parall
             total = max(total, n)
     dt = "int64" if total >= 1 << 30 else "int32"
     deltas = {}
-    for e in post_order(piece):
-        if not isinstance(e, E.BufferLoad) or id(e) in deltas:
-            continue
-        if not any(isinstance(x, E.Var) and id(x) in axis_ids
-                   for i in e.indices for x in post_order(i)):
-            continue  # (the same element at every position)
-        off = flat_offset(canon, e.buffer, e.indices) if not e.buffer.strides else None
+    for e, off in positioned_loads(canon, piece, axis_ids):
         if off is None:
             return None
         delta = dict(off)
