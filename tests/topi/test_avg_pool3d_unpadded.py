@@ -6,10 +6,9 @@ form."""
 import numpy as np
 import pytest
 import torch
+from relay_build import build_run
 
-import minitvm as tvm
 from minitvm import relay, te
-from minitvm.contrib import graph_executor
 from minitvm.ir.type import TensorType
 from minitvm.topi.utils import get_compute
 
@@ -21,25 +20,19 @@ from minitvm.topi.utils import get_compute
 ])
 def test_unpadded_matches_torch(shape, pool, strides, dilation):
     data = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    x = relay.var("x", shape=shape)
-    y = relay.nn.avg_pool3d(x, pool, strides, dilation)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    assert not lib.get_lib().fallback_functions
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", data)
-    g.run()
+    (got,), kinds = build_run(lambda x: relay.nn.avg_pool3d(x, pool, strides, dilation), data)
+    assert kinds == ["native"]
     if dilation == (1, 1, 1):
         want = torch.nn.functional.avg_pool3d(torch.from_numpy(data), pool, strides).numpy()
     else:  # (torch's avg_pool3d has no dilation: the window's taps summed by hand)
-        out = g.get_output(0).numpy().shape[2:]
+        out = got.shape[2:]
         want = np.zeros((*shape[:2], *out), "float64")
         for i in np.ndindex(*pool):
             sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
                        for k, d, o, s in zip(i, dilation, out, strides, strict=True))
             want += data[(slice(None), slice(None), *sl)]
         want /= np.prod(pool)
-    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 class _Attrs:
@@ -77,13 +70,8 @@ def test_count_stage_only_when_padded():
 
 def test_ceil_mode_matches_torch():
     data = np.random.default_rng(1).standard_normal((2, 2, 5, 7, 5)).astype("float32")
-    x = relay.var("x", shape=data.shape)
-    y = relay.nn.avg_pool3d(x, (2, 3, 2), (2, 2, 2), ceil_mode=True)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", data)
-    g.run()
+    (got,), _ = build_run(lambda x: relay.nn.avg_pool3d(x, (2, 3, 2), (2, 2, 2), ceil_mode=True),
+                          data)
     want = torch.nn.functional.avg_pool3d(torch.from_numpy(data), (2, 3, 2), 2,
                                           ceil_mode=True).numpy()
-    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -5,21 +5,11 @@ reference over another axis and in float64; a bad size is a clear error."""
 import numpy as np
 import pytest
 import torch
+from relay_build import build_run
 
 import minitvm as tvm
 from minitvm import relay, te
-from minitvm.contrib import graph_executor
 from minitvm.topi.lrn import lrn
-
-
-def _build_run(y, x, data):
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    assert not lib.get_lib().fallback_functions
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    g.set_input("x", data)
-    g.run()
-    return g.get_output(0).numpy()
 
 
 @pytest.mark.parametrize("shape, size, alpha, beta, bias", [
@@ -30,9 +20,9 @@ def _build_run(y, x, data):
 ])
 def test_matches_torch(shape, size, alpha, beta, bias):
     data = (np.random.default_rng(0).standard_normal(shape) * 3).astype("float32")
-    x = relay.var("x", shape=shape)
-    out = _build_run(relay.nn.lrn(x, size=size, axis=1, alpha=alpha, beta=beta, bias=bias), x,
-                     data)
+    (out,), kinds = build_run(
+        lambda x: relay.nn.lrn(x, size=size, axis=1, alpha=alpha, beta=beta, bias=bias), data)
+    assert kinds == ["native"]
     want = torch.nn.functional.local_response_norm(torch.from_numpy(data), size, alpha, beta,
                                                    bias).numpy()
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
@@ -41,11 +31,14 @@ def test_matches_torch(shape, size, alpha, beta, bias):
 @pytest.mark.parametrize("dtype, axis", [("float32", 3), ("float32", -2), ("float64", 1)])
 def test_other_axes_and_float64_match_reference(dtype, axis):
     data = np.random.default_rng(1).standard_normal((2, 5, 6, 7)).astype(dtype)
+    def fn(v):
+        return relay.nn.lrn(v, size=3, axis=axis, alpha=0.1, beta=0.75, bias=1.5)
+
+    (out,), kinds = build_run(fn, data)
+    assert kinds == ["native"]
     x = relay.var("x", shape=data.shape, dtype=dtype)
-    y = relay.nn.lrn(x, size=3, axis=axis, alpha=0.1, beta=0.75, bias=1.5)
-    out = _build_run(y, x, data)
     want = relay.create_executor("debug", mod=tvm.IRModule.from_expr(
-        relay.Function([x], y))).evaluate()(data).numpy()
+        relay.Function([x], fn(x)))).evaluate()(data).numpy()
     np.testing.assert_allclose(out, want, rtol=1e-5 if dtype == "float32" else 1e-12)
 
 

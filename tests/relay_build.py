@@ -1,4 +1,4 @@
-"""Build and run a small Relay program on numpy inputs (shared by the schedule tests)."""
+"""Build and run a small Relay program on numpy inputs (shared by the schedule and topi tests)."""
 
 import minitvm as tvm
 from minitvm import relay
