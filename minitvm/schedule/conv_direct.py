@@ -229,8 +229,13 @@ def packs_weight(t, options) -> bool:
 
 def lanes_candidate(t, options) -> bool:
     """Would ``conv_lanes`` compute supported conv2d ``t`` given a prepacked weight (whatever
-    the knobs): not in row mode, and a shape ``conv_lanes`` takes."""
-    return not geometry(t)["rows_mode"] and conv_lanes.supported(t, options)
+    the knobs): a shape ``conv_lanes`` takes, not in row mode unless ``conv_lanes`` skips the
+    filter columns that read padding (``conv_lanes.row_segments``: a dilated conv on a small
+    plane, whose pixel vectors here compute them)."""
+    if not conv_lanes.supported(t, options):
+        return False
+    return not geometry(t)["rows_mode"] or \
+        conv_lanes.row_segments(conv_lanes.geometry(t)) is not None
 
 
 def packed_weight(t):

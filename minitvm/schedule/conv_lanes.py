@@ -32,6 +32,14 @@ ResNet-18 1.29 / 1.19 / 1.28 vs 1.65 / 1.62 / 1.63. A 7x7 stride-2 stem of 3 cha
 output rows are whole vectors, ``conv_direct``'s row mode) stays on ``conv_direct``: 2.79 here
 vs 2.47 there.
 
+A dilated conv on a small plane (DeepLab's 3x3 branches of dilation 6 at 32x32) has output
+columns whose outer filter columns read only padding. There the tiles follow the output rows,
+cut at the runs of columns that share their filter columns (``row_segments``), and each tile
+runs only its run's filter columns and its row's filter rows: no tap reads padding, so the
+input is copied unpadded, in blocks of 16 channels side by side (``_pack``). ``conv_direct``'s
+row mode, whose pixel vectors compute every filter column, leaves such convs to this schedule
+(``conv_direct.lanes_candidate``).
+
 On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``), for prepacked
 weights; anything else keeps ``conv_direct``.
 """
@@ -74,6 +82,21 @@ PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; 0: one pass over them all)
 CHANNEL_BLOCK_BYTES = 16 * 1024
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
+# tiles within output rows, each running only the filter rows and columns that read input
+# (``_row_tiles``), when the filter columns reading only padding are at least this share of a
+# row's taps (``row_segments``). Measured on a Zen 4, one thread, 256 -> 64 3x3 + bias + relu
+# at 32x32 against ONNX Runtime (row tiles vs conv_direct's row mode, which computes every
+# filter column): dilation 4 1.01x vs 1.02x, 6 0.98x vs 1.04x, 12 0.93-0.99x vs 1.09-1.15x, 18
+# 0.92-0.95x vs 1.27x; read from the unpadded input itself (planes of 32x32 floats, 4 KB apart,
+# alias in L1) rather than ``_pack``'s copy 1.55x. Both ISAs (the Zen 4 measurement)
+ROW_TILES = {"avx512": True, "avx2": True}
+ROW_TILES_MIN_SKIPPED = 0.08
+# ... and each run of columns is at least this wide: a tile of fewer pixels waits on its few
+# accumulators' FMA latency (a 3x3 conv at 7x7 would run tiles of 1, 5 and 1 pixels); measured
+# on a Zen 4, one thread, 256 -> 64 at 32x32 against ONNX Runtime: dilation 2 (runs of 2, 28,
+# 2) 1.08x in row tiles, 0.96x on conv_direct
+ROW_TILES_MIN_RUN = 4
+
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
 # the outer loop: "channels" (channel tiles, each over every pixel) or "bands" (bands of pixel
 # tiles, each running every channel tile while its input rows stay in L2); "bands" by default
@@ -195,15 +218,31 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
 
     Images run in turn, each padded once and its tiles split over the thread pool, or, as in
     ``conv_direct``, the images themselves are split over the pool (each padding its own copy)
-    when one image is too small to split or there are enough of them to balance."""
+    when one image is too small to split or there are enough of them to balance. Where whole
+    filter columns read only padding (``row_segments``) the tiles follow the output rows and
+    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
     g = geometry(t)
     g = with_knobs(g, _knobs(ctx.options, t) if g["groups"] == 1 else None)
     nv = ctx.fresh("n")
+    segments = row_segments(g)
+    if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
+        g = dict(g, hp=g["h"], wp=g["w"], cb=pack_channels(g))
     pix, fill = _pixel_offsets(ctx, g)
     size = g["cin"] * g["hp"] * g["wp"]
     macs = g["o"] * g["c"] * g["kh"] * g["kw"] * g["grid"]
-    if g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
-            (not g["parallel"] or g["n"] >= BATCH_PARALLEL_MIN_IMAGES):
+    by_image = g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
+        (not g["parallel"] or g["n"] >= BATCH_PARALLEL_MIN_IMAGES)
+    if segments is not None:
+        one = dict(g, parallel=False) if by_image else g
+        xp = decl_buffer((size,), "float32", "xpack") if by_image else \
+            ctx.temp((size,), "float32", "xpack")
+        body = S.SeqStmt([_pack(ctx, one, xp, x, nv),
+                          _row_tiles(ctx, one, xp, wp, out, nv, epilogue, pix, segments)])
+        if by_image:
+            body = S.Allocate(xp.data, "float32", [size], True, S.DeclBuffer(xp, body))
+        kind = S.ForKind.PARALLEL if by_image else S.ForKind.SERIAL
+        return S.SeqStmt([fill, S.For(nv, 0, g["n"], kind, body)])
+    if by_image:
         one = dict(g, parallel=False)  # the loops inside one image stay on its thread
         xp = decl_buffer((size,), "float32", "xpad")
         body = S.SeqStmt([_pad(ctx, one, xp, x, nv), _tiles(ctx, one, xp, wp, out, nv,
@@ -217,12 +256,40 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
 
 def _pixel_offsets(ctx, g):
     """(table, fill): ``table[p]``, the padded-input offset of output pixel ``p`` at tap (0, 0)
-    of channel 0, filled once per call so that a pixel tile loads its pixels' offsets rather
-    than dividing by the row width for each (the tile's setup runs once per channel block)."""
+    of channel 0 (in ``_pack``'s copy for ``row_segments``' tiles), filled once per call so
+    that a pixel tile loads its pixels' offsets rather than dividing by the row width for each
+    (the tile's setup runs once per channel block)."""
     pix = ctx.temp((g["grid"],), "int32", "cl_pix")
     p = ctx.fresh("pp")
     at = E.FloorDiv(p, g["ow"]) * (g["sh"] * g["wp"]) + E.FloorMod(p, g["ow"]) * g["sw"]
+    if g.get("cb"):  # (into ``_pack``'s unpadded copy: negative where tap (0, 0) is)
+        at = (at - (g["pt"] * g["wp"] + g["pl"])) * g["cb"]
     return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
+
+
+def pack_channels(g) -> int:
+    """Input channels a block of ``_pack``'s copy holds side by side: 16, else the largest power
+    of two dividing a group's channels."""
+    cb = 16
+    while g["c"] % cb:
+        cb //= 2
+    return cb
+
+
+def _pack(ctx, g, xp, x, nv) -> S.Stmt:
+    """``xp[c // cb, i, j, c % cb] = x[n, c, i, j]``: the input in blocks of ``cb`` channels
+    (``pack_channels``), so that a tile's taps over consecutive channels read consecutive
+    floats, one cache line a pixel, rather than ``cb`` planes whose rows alias in L1 (planes of
+    32x32 floats are 4 KB apart)."""
+    cb, h, w = g["cb"], g["h"], g["w"]
+    r, j, k = ctx.fresh("pr"), ctx.fresh("pj"), ctx.fresh("pc")
+    blk, i = E.FloorDiv(r, h), E.FloorMod(r, h)
+    body = S.For(j, 0, w, S.ForKind.SERIAL, S.For(k, 0, cb, S.ForKind.UNROLLED, S.BufferStore(
+        xp, x[nv, blk * cb + k, i, j], [(r * w + j) * cb + k])))
+    rows = g["cin"] // cb * h
+    kind = S.ForKind.PARALLEL if g["parallel"] and rows * w * cb >= (1 << 15) else \
+        S.ForKind.SERIAL
+    return S.For(r, 0, rows, kind, body)
 
 
 def _pad(ctx, g, xp, x, nv) -> S.Stmt:
@@ -253,6 +320,91 @@ def _pad(ctx, g, xp, x, nv) -> S.Stmt:
     return S.For(r, 0, rows, kind, body)
 
 
+def _col_bounds(g, ox: int) -> tuple[int, int]:
+    """(first, one past the last) filter column reading an input column at output column
+    ``ox``; empty when every column reads padding."""
+    dw, left = g["dw"], g["pl"] - ox * g["sw"]
+    return max(0, -(-left // dw)), min(g["kw"], (g["w"] - 1 + left) // dw + 1)
+
+
+def col_segments(g) -> list[tuple[int, int, int, int]]:
+    """The output columns as runs ``(first column, columns, first filter column, one past the
+    last)`` of columns that read input through the same filter columns (an empty range where
+    every filter column reads padding)."""
+    runs: list[list[int]] = []
+    for ox in range(g["ow"]):
+        lo, hi = _col_bounds(g, ox)
+        lo, hi = (lo, hi) if hi > lo else (0, 0)
+        if runs and (runs[-1][2], runs[-1][3]) == (lo, hi):
+            runs[-1][1] += 1
+        else:
+            runs.append([ox, 1, lo, hi])
+    return [(c0, n, lo, hi) for c0, n, lo, hi in runs]
+
+
+def row_segments(g) -> list[tuple[int, int, int, int]] | None:
+    """``col_segments`` when the tiles follow them (``_row_tiles``): when the filter columns
+    that read only padding are at least ``ROW_TILES_MIN_SKIPPED`` of the taps of a row (a
+    dilated conv on a small plane: 12% at dilation 6 on 32 columns, 38% at 18) and every run
+    is at least ``ROW_TILES_MIN_RUN`` columns wide; else None."""
+    runs = col_segments(g)
+    taps = sum(n * (hi - lo) for _, n, lo, hi in runs)
+    if not ROW_TILES[vector_isa()] or taps > (1 - ROW_TILES_MIN_SKIPPED) * g["ow"] * g["kw"] \
+            or min(n for _, n, _, _ in runs) < ROW_TILES_MIN_RUN:
+        return None
+    return runs
+
+
+def even_tiles(cols: int) -> list[tuple[int, int, int]]:
+    """``cols`` pixels as groups ``(first, pixels, tiles)`` of the fewest tiles of at most 6
+    pixels, their sizes differing by one at most (6s and 5s from 20 pixels up)."""
+    n = -(-cols // 6)
+    small, big = cols // n, cols % n  # ``big`` tiles of small + 1 pixels, then the rest
+    groups = [(0, small + 1, big)] if big else []
+    return [*groups, (big * (small + 1), small, n - big)]
+
+
+def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
+    """The tiles of a plane whose columns trim filter columns (``row_segments``): each output
+    row is cut into its runs' tiles (``even_tiles``), so a tile runs only its run's filter
+    columns, and the filter rows of its one row (``tap_rows``): no tap reads padding, and ``xp``
+    is the unpadded channel-blocked copy (``_pack``). Bands of output rows x tiles of 16 output
+    channels are the outer (parallel) loop, band-major in the "bands" order; inside one, blocks
+    of input channels (``channel_block``) over the band's tiles, their partial sums in a scratch
+    between blocks, as in ``_tiles``."""
+    groups = [(c0 + f, pixels, m, lo, hi) for c0, cols, lo, hi in segments
+              for f, pixels, m in even_tiles(cols)]
+    per_row = sum(m for _, _, m, _, _ in groups)
+    rows = max(1, _band_tiles(g) // per_row)
+    nbands = -(-g["oh"] // rows)
+    rows = -(-g["oh"] // nbands)  # (the bands as even as the rows allow)
+    obs, kc = g["o"] // LANES, channel_block(g)
+    dims = [nbands, obs] if g["lanes_order"] == "bands" else [obs, nbands]
+
+    def one(idx):
+        b, ob = idx if g["lanes_order"] == "bands" else idx[::-1]
+        sums = decl_buffer((rows * per_row * 6 * LANES,), "float32", "cl_sums") \
+            if kc < g["c"] else None
+        kb = None if sums is None else ctx.fresh("kb")
+        parts, slot = [], 0
+        for first, pixels, m, lo, hi in groups:
+            kk = ctx.fresh("pk")
+            oy = b * rows + E.FloorDiv(kk, m) if m > 1 else b * rows + kk
+            p0 = oy * g["ow"] + (first + E.FloorMod(kk, m) * pixels if m > 1 else first)
+            blk = None if kb is None else (kb, kc, g["c"] // kc, sums, slot + kk * pixels)
+            tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels, epilogue, blk, (lo, hi))
+            if nbands * rows != g["oh"]:
+                tile = S.IfThenElse(oy < g["oh"], tile)
+            parts.append(S.For(kk, 0, rows * m, S.ForKind.SERIAL, tile))
+            slot += rows * m * pixels
+        body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+        if kb is not None:
+            body = S.For(kb, 0, g["c"] // kc, S.ForKind.SERIAL, body)
+        return body if sums is None else _allocated(sums, body)
+
+    return _outer_loops(ctx, dims, g["parallel"], one)
+
+
 def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     """Channel tiles x pixel tiles, the channel tiles outer; inside one, bands of pixel tiles
     x blocks of input channels (``channel_block``). On the thread pool the pixel tiles are
@@ -281,7 +433,7 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
                 ctx, g, xp, wp, out, nv, pix, ob, first + k * pixels, pixels, epilogue))
         b, kb, kk = ctx.fresh("band"), ctx.fresh("kb"), ctx.fresh("pk")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (lo + b * band + kk) * pixels,
-                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk))
+                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels))
         static = isinstance(count, int)
         if not static or count % band:
             tile = S.IfThenElse(b * band + kk < count, tile)
@@ -345,7 +497,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         sums = _sums_scratch(band) if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
-                     epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk))
+                     epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk * pixels))
         if nbands * band != count:
             tile = S.IfThenElse(b * band + kk < count, tile)
         body = S.For(kk, 0, band, S.ForKind.SERIAL, tile)
@@ -404,7 +556,8 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
-def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) -> S.Stmt:
+def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
+          kx_range=None) -> S.Stmt:
     """Output channels ``ob*16 ..`` x output pixels ``p0 .. p0+pixels`` (flattened).
 
     The tile's pixel offsets into the padded input are read from the table ``pix`` once; the
@@ -413,7 +566,9 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
 
     ``kb = (block var, channels per block, blocks, scratch, slot)``: the tile sums one block
     of input channels, starting from (and, but for the last block, ending in) its partial sums
-    at ``slot`` of the scratch."""
+    from pixel ``slot`` of the scratch on. ``kx_range``, when given, is the static range of
+    filter columns the tile's pixels read input through (``col_segments``); the rest read
+    padding."""
     c, ow, hp, wpd = g["c"], g["ow"], g["hp"], g["wp"]
     acc = decl_buffer((pixels, LANES), "float32", "cl_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
@@ -437,7 +592,7 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
         kv, kc, nkb, sums, slot = kb
 
         def at_sums(jj, ll):
-            return (slot * pixels + jj) * LANES + ll
+            return (slot + jj) * LANES + ll
 
         init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: loop(
             "ll", LANES, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
@@ -451,19 +606,32 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None) 
         load = loop("ll", LANES, vec, lambda ll: S.BufferStore(wv, wp[ob, ci, ky, kx, ll], [ll]))
         if g["groups"] > 1:  # the input channels of the tile's group
             ci = E.Cast("int64", E.FloorDiv(ob * LANES, g["og"]) * c) + ci
-        off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
+        cb = g.get("cb")
+        if cb:  # the channel-blocked copy (``_pack``)
+            off = E.FloorDiv(ci, cb) * (hp * wpd * cb) + E.FloorMod(ci, cb) + \
+                ((ky * g["dh"]) * wpd + kx * g["dw"]) * cb
+        else:
+            off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
         return S.LetStmt(xo, E.Cast("int64", off), S.SeqStmt([load, *macs]))
+
+    def kx_loop(fbody):  # the filter columns: those the tile's pixels read input through
+        if kx_range is None:
+            return loop("kx", g["kw"], kx_kind, fbody)
+        v, (first, end) = ctx.fresh("kx"), kx_range
+        return S.For(v, E.IntImm("int32", first), E.IntImm("int32", end - first), kx_kind,
+                     fbody(v))
 
     taps = g["kh"] * g["kw"]
     ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
     kx_kind = unroll if g["lanes_unroll_kx"] else S.ForKind.SERIAL
-    if kb is None:
-        macs = loop("c", c, S.ForKind.SERIAL, lambda ci: ky_loop(lambda ky: loop(
-            "kx", g["kw"], kx_kind, lambda kx: tap(ci, ky, kx))), dtype="int64")
+    if kx_range is not None and kx_range[1] <= kx_range[0]:  # every tap reads padding
+        macs = S.Evaluate(E.IntImm("int32", 0))
+    elif kb is None:
+        macs = loop("c", c, S.ForKind.SERIAL, lambda ci: ky_loop(lambda ky: kx_loop(
+            lambda kx: tap(ci, ky, kx))), dtype="int64")
     else:
-        macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: loop(
-            "kx", g["kw"], kx_kind, lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))),
-            dtype="int64")
+        macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: kx_loop(
+            lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))), dtype="int64")
 
     # the tile is stored through a scratch copy, one pixel an iteration (a pixel's 16 output
     # channels are 16 scalar stores: unrolled over the pixels they were most of the kernel's
