@@ -14,6 +14,8 @@ cost 4-5x more.
 
 from __future__ import annotations
 
+import math
+
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -140,6 +142,25 @@ def _tree(vals, combine):
     return vals[0]
 
 
+def _max_tree(vals):
+    """The NaN-propagating max of ``vals`` (IEEE / numpy: NaN if any value is NaN) in about
+    half the instructions of a tree of exact ``Max``: a tree of plain ``a > b ? a : b`` (x86's
+    one-instruction maxps, which may drop a NaN), an "all ordered" test that checks two values
+    per compare (a chain of masked ``cmpordps``), and one select of NaN per window. (The NaN
+    is the canonical quiet NaN, not the input's.) The 3x3 / 1 pool of 192x28x28 went from
+    165 us to 68 us at one thread (ONNX Runtime: 79 us; its MaxPool lets NaN through only
+    where a comparison happens to keep it)."""
+    plain = _tree(list(vals), lambda a, b: E.Select(E.GT(a, b), a, b))
+    loads = [v for v in vals if not isinstance(v, E.FloatImm)]
+    if not loads:
+        return plain
+    ordered = [E.Not(E.Or(tir_op.isnan(loads[k]), tir_op.isnan(loads[k + 1])))
+               if k + 1 < len(loads) else E.Not(tir_op.isnan(loads[k]))
+               for k in range(0, len(loads), 2)]
+    ok = _tree(ordered, E.And)
+    return E.Select(ok, plain, E.FloatImm(plain.dtype, math.nan))
+
+
 def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     """Pooling stage ``t`` computed output vector by output vector from the input (None when
     the window, stride or edges are too large for it).
@@ -178,18 +199,17 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
         return kw if xlo <= j < xhi else _count(j, w, kw, sw, dw, pl, pr, include)
 
     def tree(vals):
-        return _tree(vals, combine)
+        return _max_tree(vals) if _is_max(t) else _tree(vals, combine)
 
     def window(b, c, oy, j, kys, kxs, padded, col):
         if col is not None:  # the rows already combined per input column
-            cols = [E.BufferLoad(col, [j * sw + (kx * dw - pl)]) for kx in kxs]
+            taps = [E.BufferLoad(col, [j * sw + (kx * dw - pl)]) for kx in kxs]
         else:
-            cols = [tree([E.BufferLoad(x, _at(x, b, c, oy * sh + (ky * dh - pt),
-                                              j * sw + (kx * dw - pl))) for ky in kys])
-                    for kx in kxs]
+            taps = [E.BufferLoad(x, _at(x, b, c, oy * sh + (ky * dh - pt),
+                                        j * sw + (kx * dw - pl))) for kx in kxs for ky in kys]
         if padded and padv is not None:
-            cols.append(padv)
-        return tree(cols)
+            taps.append(padv)
+        return tree(taps)
 
     def vector_loop(n, first, fbody):
         return overlapping_vectors(ctx, first, n, lanes, fbody)

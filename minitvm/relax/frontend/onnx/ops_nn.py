@@ -208,6 +208,25 @@ def _instance_norm(ctx: Context, ins, attrs):
                                       list(range(2, ndim)), float(attrs.get("epsilon", 1e-5))))
 
 
+@register("LRN")
+def _lrn(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    if ctx.ndim(x) < 3:
+        raise ctx.fail(f"LRN needs an (N, C, D1, ...) input, got {ctx.ndim(x)} dimensions")
+    if "size" not in attrs:
+        raise ctx.fail("LRN needs its 'size' attribute")
+    size = int(attrs["size"])
+    # ONNX's window is [c - (size - 1) // 2, ...], nn.lrn's [c - size // 2, ...]: for an even
+    # size, normalize the channel-reversed tensor (window mirrored) and reverse back
+    mirror = size > 0 and size % 2 == 0
+    if mirror:
+        x = ctx.emit(_op.flip(x, axis=1))
+    y = ctx.emit(_op.nn.lrn(x, size=size, axis=1, bias=float(attrs.get("bias", 1.0)),
+                            alpha=float(attrs.get("alpha", 1e-4)),
+                            beta=float(attrs.get("beta", 0.75))))
+    return ctx.emit(_op.flip(y, axis=1)) if mirror else y
+
+
 _POOLS = {
     ("MaxPool", 1): _op.nn.max_pool1d, ("MaxPool", 2): _op.nn.max_pool2d,
     ("MaxPool", 3): _op.nn.max_pool3d, ("AveragePool", 1): _op.nn.avg_pool1d,

@@ -8,6 +8,7 @@ from .nn import (
 )
 from ..linear_algebra import linear
 from .conv3d import conv3d
+from .lrn import lrn
 from .pooling_nd import (
     adaptive_avg_pool1d, adaptive_avg_pool3d, avg_pool1d, avg_pool3d, max_pool1d, max_pool3d,
 )

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from ....ir.prim_expr import IntImm
+from ....topi import lrn as topi_lrn
 from ....topi import manipulation as topi_manip
 from ....topi import math as topi_math
 from ....topi import nn_te
 from ...expr import Tuple
-from .common import call_topi, register_legalize
+from .common import LegalizeError, arg_shape, call_topi, register_legalize
 
 __all__: list[str] = []
 
@@ -111,3 +113,15 @@ def _attention(bb, call):
     return call_topi(bb, lambda q, k, v, *bias: nn_te.attention(
         q, k, v, bias[0] if bias else None, scale, a.causal_mask, a.window_size), *call.args,
         name="attention")
+
+
+@register_legalize("relax.nn.lrn")
+def _lrn(bb, call):
+    a = call.attrs
+    if not all(isinstance(d, IntImm) for d in arg_shape(call, 0)):
+        # topi.lrn builds its zero-padded window on static dims
+        raise LegalizeError(f"relax.nn.lrn: needs a static input shape, got "
+                            f"{call.args[0].struct_info}")
+    return call_topi(bb, lambda x: topi_lrn.lrn(x, int(a.size), int(a.axis), float(a.alpha),
+                                                float(a.beta), float(a.bias)),
+                     call.args[0], name="lrn")

@@ -1,0 +1,85 @@
+"""``schedule.selection`` on 64-bit elements (int64, uint64, float64): items of an int64 order
+key (``_key64``: NaN last, -0.0 tied with 0.0, the full integer range) and a position, sorted by
+the sorting network and merge passes (``_sort_keys``) like 32-bit keys, for whole rows
+(``sort``, ``argsort``, ``topk`` with ``k = n``) and for the ``k`` a heap keeps. Against the
+stable numpy order: ties in input order, NaN after every number both ways (``sort`` descending:
+NaN first), row lengths around the run length."""
+
+import numpy as np
+import pytest
+from relay_build import build_run
+
+from minitvm import relay
+from minitvm.schedule.selection import RUN
+from minitvm.topi.selection import MAX_K
+from minitvm.topi.testing import selection_order_python
+
+_LENGTHS = [1, 2, RUN - 1, RUN, RUN + 1, 3 * RUN + 5, 8 * RUN, MAX_K + 1, 1000, 1025]
+
+
+def _data(dtype, shape, rng):
+    n = shape[-1]
+    if dtype[0] in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+        few = rng.integers(0, 5, shape).astype(dtype)  # many duplicates
+        x[..., ::2] = few[..., ::2]
+        x[..., :min(n, 6)] = np.array([info.min, info.max, 0, info.max, info.min, 1],
+                                      dtype)[:min(n, 6)]
+        if dtype == "int64":  # values one apart near the ends and around 2**31, 2**32
+            extra = np.array([info.min + 1, info.max - 1, -1, 2 ** 31, 2 ** 32 + 1, -(2 ** 31)],
+                             dtype)
+            x[..., 6:6 + len(extra)] = extra[:max(0, min(len(extra), n - 6))]
+        return x
+    x = rng.integers(-8, 8, shape).astype(dtype) / 4  # many duplicates
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, np.finfo(dtype).max,
+                        np.finfo(dtype).min, np.finfo(dtype).tiny, -np.finfo(dtype).tiny,
+                        5e-324, -5e-324, np.nan, 1.0 + 2 ** -52, 1.0], dtype)
+    m = min(n, len(special))
+    x[..., :m] = special[:m]
+    if n > 40:
+        x[..., 20:40:3] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+@pytest.mark.parametrize("n", _LENGTHS)
+def test_argsort_and_sort(dtype, n):
+    x = _data(dtype, (3, n), np.random.default_rng(n))
+    for is_ascend in (True, False):
+        (order,), kinds = build_run(
+            lambda v, a=is_ascend: relay.argsort(v, axis=1, is_ascend=a, dtype="int64"), x)
+        np.testing.assert_array_equal(order, selection_order_python(x, 1, is_ascend))
+        assert kinds == ["native"]
+        (vals,), _ = build_run(lambda v, a=is_ascend: relay.sort(v, axis=1, is_ascend=a), x)
+        want = np.sort(x, axis=1, kind="stable")
+        np.testing.assert_array_equal(vals, want if is_ascend else want[:, ::-1])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+@pytest.mark.parametrize("n,k", [(MAX_K + 1, MAX_K + 1), (300, MAX_K + 1), (300, 100),
+                                 (1000, 999), (1025, 517), (4099, 1000)])
+def test_topk_heap_then_sorted(dtype, n, k):
+    x = _data(dtype, (2, n), np.random.default_rng(k))
+    for is_ascend in (False, True):
+        (vals, idx), kinds = build_run(lambda v, a=is_ascend: relay.topk(
+            v, k=k, axis=1, is_ascend=a, dtype="int64").astuple(), x)
+        want = selection_order_python(x, 1, is_ascend)[:, :k]
+        np.testing.assert_array_equal(idx, want)
+        np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
+        assert kinds == ["native"]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_inner_axis_sorted_and_constant_rows(dtype):
+    """The selected axis not innermost, rows sorted either way and constant (all ties: the
+    positions are the order)."""
+    n = 3 * RUN + 7
+    base = np.stack([np.arange(n), np.arange(n)[::-1], np.zeros(n)]).astype(dtype)
+    x = np.ascontiguousarray(np.stack([base, base + 1]).transpose(0, 2, 1))  # (2, n, 3)
+    for is_ascend in (True, False):
+        (order,), _ = build_run(lambda v, a=is_ascend: relay.argsort(v, axis=1, is_ascend=a), x)
+        np.testing.assert_array_equal(order, selection_order_python(x, 1, is_ascend))
+        (_, idx), _ = build_run(lambda v, a=is_ascend: relay.topk(
+            v, k=MAX_K + 3, axis=1, is_ascend=a).astuple(), x)
+        np.testing.assert_array_equal(idx, selection_order_python(x, 1, is_ascend)[:, :MAX_K + 3])
