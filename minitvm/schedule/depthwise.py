@@ -14,7 +14,10 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   pixels but needs no temporary. (Through the grid below, MobileNetV2's 144-channel 56x56 and
   96-channel 112x112 stride-2 layers took 11% and 9% longer on a Zen 4, kernel alone);
   Rows go ``ROW_BLOCK`` at a time: each input row vector the block's taps read is loaded once
-  (let-bound) and shared by the rows reading it;
+  (let-bound) and shared by the rows reading it. Rows of at least one vector go in tiles of
+  several rows by all of a row's vectors (``_tile_accumulate``; ``TILED``), each broadcast tap
+  then serving every vector of the row, the last vector only as wide as the row's rest (rows
+  of 56: 16 + 16 + 16 + 8 lanes);
 - narrow rows (a row fits one vector of up to ``NARROW_LANES`` and a phase row is at least that
   wide: 7x7 planes in 8 lanes, 14x14 in 16): each output row is one vector from its row's
   position, stored into the channel's densely packed plane (its last lanes on the next row's
@@ -57,6 +60,10 @@ from .common import outer_loops as _outer_loops
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
+# (``_vec``) a row's last vector, past its whole ones, has the fewest lanes (a power of two, at
+# least 4) holding the rest, not a whole vector over the ones before: rows of 56 are 3.5 zmm,
+# not 4. Zen 4, one thread (us): 96 at 112x112 stride 2 3x3 + ReLU6 (rows of 56) 306 -> 263.
+NARROW_TAILS = True
 # see ``_vec``: bit 1 the phased copy, bit 2 the output rows (any width from 8 computed row by
 # row, the last vector overlapping, instead of through the grid and its crop; 7x7 planes keep
 # the grid, whose crop then overlaps). Measured on AVX2 first; both ISAs (the Zen 4
@@ -234,13 +241,15 @@ def _zeros(ctx, buf, start, count: int, lanes: int) -> S.Stmt | None:
 def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt:
     """``for j in [0, extent)``: vectors of ``lanes`` then a scalar tail. With ``overlap``
     (a body that may run twice at a position: it reads nothing it writes) the tail is instead
-    one more vector ending at ``extent``, over the last positions of the vectors before it;
-    an extent under ``lanes`` takes the widest power-of-two vector it holds: rows of 14 become
-    two overlapping 8-lane vectors, rows of 5-7 (7x7 planes and their phases) two 4-lane ones."""
+    one more vector ending at ``extent``, over the last positions of the vectors before it, of
+    ``_tail_lanes`` (rows of 56 end in 8 lanes, of 28 in 16); an extent under ``lanes`` takes
+    the widest power-of-two vector it holds: rows of 14 become two overlapping 8-lane vectors,
+    rows of 5-7 (7x7 planes and their phases) two 4-lane ones."""
     if overlap and extent % lanes and extent > 4 and lanes > 4:
         vl = min(lanes, 1 << (extent.bit_length() - 1))  # 14 -> 8, 7 -> 4, 56 -> 16
+        tl = _tail_lanes(extent % vl, vl) if extent > lanes else vl
         vi = ctx.fresh("dl")
-        tail = S.For(vi, 0, vl, S.ForKind.VECTORIZED, body_fn(vi + (extent - vl)))
+        tail = S.For(vi, 0, tl, S.ForKind.VECTORIZED, body_fn(vi + (extent - tl)))
         return S.SeqStmt([_vec(ctx, extent // vl * vl, vl, body_fn), tail])
     parts = []
     nvec = extent // lanes
@@ -349,13 +358,23 @@ def _taps_sum(g, planes, taps, pos):
 # fewer loads and the rows' live values spill: 4 rows for a 3x3 (96 at 112x112 252 -> 230), 1
 # for larger filters (144 at 56x56 5x5 with 2 rows 187 -> 204). Grouped convs keep 1 row.
 ROW_BLOCK = 6
+# Narrow-row planes of at most NARROW_BLOCK_MAX rows whose filter accumulates (``_accumulates``)
+# take one block of all their rows, at row 0, so it skips its taps on padding rows (a 7x7 plane
+# with a 7x7 filter: 37 of 49 filter rows). Zen 4, one thread (us, 6 + 1 rows -> 7): 512 at 7x7
+# 7x7 44 -> 37. 14x14 planes in two blocks of 7, not 6 + 6 + 2: 256 with a 7x7 56 -> 53, but
+# 480 with a 5x5 + SiLU 89 -> 98, so they keep ROW_BLOCK.
+NARROW_BLOCK_MAX = 8
 
 
 def _row_block(g) -> int:
     """Output rows per ``_block`` for geometry ``g``."""
     if g["cg"] > 1:
         return 1
+    if _tiled(g):
+        return _tile_height(g)
     if g["sh"] == 1:
+        if g["oh"] <= NARROW_BLOCK_MAX and _narrow_lanes(g) is not None and _accumulates(g):
+            return g["oh"]
         return ROW_BLOCK
     return 4 if g["kh"] <= 3 else 1
 
@@ -401,9 +420,11 @@ def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
 # accumulators): 128 at 28x28 7x7 178 -> 110, + GELU 236 -> 171; 128 at 16x16 7x7 with ConvMixer's
 # GELU, batch norm and residual 79 -> 53 (with ``FLAT_OWN_POSITION``); 64 at 56x56 7x7 376 -> 302,
 # 512 at 7x7 7x7 53 -> 43; 240 at 28x28 5x5 + ReLU6 149 -> 113, 480 at 14x14 5x5 + SiLU 117 ->
-# 86; but 576 at 7x7 5x5 + ReLU6 27.1 -> 29.0, 1152 + SiLU 73 -> 76.
+# 86; 7x7 planes with a 5x5 filter lost in blocks of 6 rows and 1 (576 + ReLU6 27.1 -> 29.0),
+# and win in one block of all 7 (``NARROW_BLOCK_MAX``): 576 + ReLU6 36.8 -> 27.6, 1152 + SiLU
+# 103 -> 78 (3x3 filters: no gain, 960 + ReLU6 27.2 -> 30.2 with 9).
 ACCUMULATE_MIN_TAPS = 25
-ACCUMULATE_MIN_TAPS_8 = 49
+ACCUMULATE_MIN_TAPS_8 = 25
 ACCUMULATE_MIN_ROWS = 4
 
 
@@ -441,14 +462,107 @@ def _block_accumulate(ctx, g, plane, taps, oy, nrows: int, j, store_fn) -> S.Stm
     return body
 
 
+# Rows of at least one vector (stride 1, or stride 2 with at least TILE_STRIDED_MIN_TAPS taps)
+# take ``_tile_accumulate``: a tile of output rows over all of a row's vectors at once, in
+# input-row order like ``_block_accumulate``, so each broadcast filter tap (49 of a 7x7: more
+# than the registers hold, so reloaded from the stack) serves one multiply-add per vector of
+# the row, not one; the row's last vector is ``_tail_lanes`` wide (rows of 56: 16 + 16 + 16 + 8
+# lanes, not 4 x 16). Tiles hold at most TILE_MAX_ACCS accumulators: rows of 56 take 4 rows a
+# tile, rows of 28 8 (6 and 7 no better), rows of 112 two tiles of 4 rows. Zen 4, one thread
+# (us, per-vector row blocks -> tiles): 64 at 56x56 7x7 317 -> 244 (ORT 327), + GELU 478 -> 411,
+# 128 at 28x28 7x7 140 -> 122, 64 at 56x56 5x5 + ReLU6 156 -> 124, 32 at 112x112 3x3 + SiLU
+# 254 -> 238; at stride 2, 144 at 56x56 5x5 + SiLU 197 -> 178, 96 at 56x56 5x5 + ReLU6 112 ->
+# 98, but 3x3 filters gained nothing there (144 at 56x56 + ReLU6 88 -> 94).
+TILED = True
+TILE_MIN_TAPS = 9
+TILE_STRIDED_MIN_TAPS = 25
+TILE_MAX_ACCS = 16  # accumulators of one tile (rows x vectors); wider rows split into tiles
+TILE_ROWS = (4, 8)  # the fewest and most rows of a tile
+
+
+def _tail_lanes(rest: int, lanes: int) -> int:
+    """Lanes of the vector ending a row after its whole vectors: the fewest, a power of two of
+    at least 4, holding the ``rest`` pixels (``NARROW_TAILS``; else a whole vector)."""
+    return min(lanes, max(4, 1 << (rest - 1).bit_length())) if NARROW_TAILS else lanes
+
+
+def _segments(ow: int, lanes: int) -> list:
+    """(start, lanes) of the vectors covering a row of ``ow >= lanes`` pixels: whole vectors,
+    then one of ``_tail_lanes`` ending at the row's end (over the last pixels before it)."""
+    segs = [(k * lanes, lanes) for k in range(ow // lanes)]
+    if ow % lanes:
+        tl = _tail_lanes(ow % lanes, lanes)
+        segs.append((ow - tl, tl))
+    return segs
+
+
+def _tiled(g) -> bool:
+    """Do the row blocks of geometry ``g`` take ``_tile_accumulate`` (``TILED``)?"""
+    taps = len(g["taps"])
+    return (TILED and g["cg"] == 1 and g["ow"] >= g["lanes"] and taps >= TILE_MIN_TAPS
+            and (g["sh"] == 1 or taps >= TILE_STRIDED_MIN_TAPS))
+
+
+def _tile_height(g) -> int:
+    """Output rows of a tile: as many as ``TILE_MAX_ACCS`` accumulators hold over a whole row's
+    vectors, within ``TILE_ROWS`` (rows of 56: 4, rows of 28: 8)."""
+    lo, hi = TILE_ROWS
+    return min(hi, max(lo, TILE_MAX_ACCS // len(_segments(g["ow"], g["lanes"]))))
+
+
+def _tile_rows(ctx, g, plane, taps, oy, nrows: int, store_fn) -> S.Stmt:
+    """Output rows ``oy .. oy + nrows - 1``, whole, in tiles of at most ``TILE_MAX_ACCS``
+    accumulators (a wider row splits into several); ``store_fn(i, j, lanes, value)`` stores row
+    ``oy + i``'s vector at ``j ...``."""
+    segs = _segments(g["ow"], g["lanes"])
+    per = max(1, TILE_MAX_ACCS // max(nrows, _tile_height(g)))
+    return _seq([_tile_accumulate(ctx, g, plane, taps, oy, nrows, segs[k:k + per], store_fn)
+                 for k in range(0, len(segs), per)])
+
+
+def _tile_accumulate(ctx, g, plane, taps, oy, nrows: int, segs, store_fn) -> S.Stmt:
+    """``_block_accumulate`` over the vectors ``segs`` ((start, lanes) pairs) of the rows at
+    once: each (input row, column offset) loads one vector per segment, then multiplies them
+    into the accumulators of every output row reading it, one broadcast tap a row."""
+    wq = g["wq"]
+    first = oy.value if isinstance(oy, E.IntImm) and g["sh"] == 1 and g["dh"] == 1 else None
+    uses: dict = {}
+    for k, (_, _, off, dy) in enumerate(g["taps"]):
+        for i in range(nrows):
+            if first is None or g["pt"] <= first + i + dy < g["pt"] + g["h"]:
+                uses.setdefault((i + dy, off - dy * wq), []).append((i, taps[k]))
+    lets = []
+    acc: dict = {}
+    for (r, col), reads in sorted(uses.items(), key=lambda kv: kv[0]):
+        vs = []
+        for j, lanes in segs:
+            v = ctx.fresh("dw_in", f"float32x{lanes}")
+            lets.append((v, plane[E.Ramp((oy + r) * wq + (j + col), 1, lanes)]))
+            vs.append(v)
+        for i, tap in reads:
+            for s, v in enumerate(vs):
+                a = ctx.fresh("dw_acc", v.dtype)
+                prev = acc.get((i, s))
+                lets.append((a, tap * v if prev is None else prev + tap * v))
+                acc[i, s] = a
+    body = S.SeqStmt([store_fn(i, j, lanes, acc[i, s]) for i in range(nrows)
+                      for s, (j, lanes) in enumerate(segs)])
+    for v, val in reversed(lets):
+        body = S.LetStmt(v, val, body)
+    return body
+
+
 def _row_blocks(ctx, g, body_fn) -> S.Stmt:
     """``body_fn(oy, nrows)`` for the output rows in blocks of ``_row_block(g)``."""
     r, oh = _row_block(g), g["oh"]
     parts = []
-    peel = int(oh // r > 1 and r >= ACCUMULATE_MIN_ROWS and _accumulates(g))
+    peel = int(oh // r > 1 and r >= ACCUMULATE_MIN_ROWS and g["sh"] == 1 and (
+        _accumulates(g) or _tiled(g)))
     if peel:  # the first block at a known row: it skips its taps on padding rows
         parts.append(body_fn(_i(0), r))
-    if oh // r - peel:
+    if oh // r - peel == 1:  # (one block: at its known row too)
+        parts.append(body_fn(_i(peel * r), r))
+    elif oh // r - peel:
         v = ctx.fresh("db")
         parts.append(S.For(v, 0, oh // r - peel, S.ForKind.SERIAL,
                            body_fn(v * r + peel * r, r)))
@@ -582,6 +696,10 @@ def _packed(ctx, g, planes, taps, out, b, oc, epi, nw, any_epi, conv=None):
     conv = decl_buffer((size,), "float32", "dw_conv") if own else conv
 
     def block(oy, nrows):
+        if nw is None and _tiled(g):
+            return _tile_rows(ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val:
+                              S.BufferStore(conv, val, [E.Ramp((oy + i) * ow + j, 1, vl)]))
+
         def one(j):
             return _block(ctx, g, planes, taps, oy, nrows, j,
                           lambda i, val: S.BufferStore(conv, val, [(oy + i) * ow + j]))
@@ -610,9 +728,13 @@ def _channel(ctx, g, planes, w, out, b, oc, epi) -> S.Stmt:
         if _split_epilogue(g, epi):
             body = _packed(ctx, g, planes, taps, out, b, oc, epi, None, False)
         else:
-            body = _row_blocks(ctx, g, lambda oy, nrows: _vec(ctx, ow, lanes, lambda j: _block(
-                ctx, g, planes, taps, oy, nrows, j,
-                lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True))
+            body = _row_blocks(ctx, g, lambda oy, nrows: _tile_rows(
+                ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val: _store(
+                    out, val, [b, oc, oy + i, E.Ramp(j, 1, vl)], epi))
+                if _tiled(g) else
+                _vec(ctx, ow, lanes, lambda j: _block(
+                    ctx, g, planes, taps, oy, nrows, j,
+                    lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True))
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
         fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(

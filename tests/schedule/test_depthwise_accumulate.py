@@ -121,9 +121,11 @@ def _blocks(prim):
     return out
 
 
-def test_7x7_blocks_accumulate_in_input_row_order():
+def test_7x7_blocks_accumulate_in_input_row_order(monkeypatch):
     # each input vector is loaded right before its multiply-adds into the rows' accumulators
     # (``dw_acc``): only the block's partial sums and one input vector are live at a time
+    # (whole-row tiles off: see test_depthwise_tiles.py for those)
+    monkeypatch.setattr(depthwise, "TILED", False)
     prim, _ = _build((1, 16, 28, 28), 7, 3, "none")
     blocks = _blocks(prim)
     assert blocks
@@ -147,10 +149,11 @@ def test_7x7_blocks_accumulate_in_input_row_order():
             assert len(reads) == 1 and reads[0].startswith("dw_acc")
 
 
-def test_first_row_block_skips_taps_on_padding_rows():
+def test_first_row_block_skips_taps_on_padding_rows(monkeypatch):
     # 28x28, 7x7, padding 3, 6 rows a block: the first block (peeled) reads rows -3..8, its rows
     # 0, 1, 2 have 3, 2, 1 filter rows on padding: (4 + 5 + 6 + 7 + 7 + 7) * 7 multiply-adds and
-    # 9 input rows, where the others take 6 * 49 and 12
+    # 9 input rows, where the others take 6 * 49 and 12 (whole-row tiles off)
+    monkeypatch.setattr(depthwise, "TILED", False)
     prim, _ = _build((1, 16, 28, 28), 7, 3, "none")
     counts = sorted({(sum(v.name.startswith("dw_acc") for v, _ in lets),
                       sum(v.name.startswith("dw_in") for v, _ in lets), len(stores))
@@ -192,11 +195,12 @@ def test_accumulate_switch_matches_numpy(rng, monkeypatch):
     assert not any(v.name.startswith("dw_acc") for lets, _ in _blocks(prim) for v, _ in lets)
 
 
-@pytest.mark.parametrize("hw,k,accumulates", [(7, 5, False), (7, 7, True), (14, 5, True),
-                                              (28, 3, False)])
-def test_which_planes_accumulate(rng, hw, k, accumulates):
-    # 5x5 filters on planes of rows of 8 lanes or fewer (7x7 planes) keep ``_block``
-    # (``ACCUMULATE_MIN_TAPS_8``), as do 3x3 filters anywhere
+@pytest.mark.parametrize("hw,k,accumulates", [(7, 5, True), (7, 7, True), (14, 5, True),
+                                              (7, 3, False), (28, 3, False)])
+def test_which_planes_accumulate(rng, monkeypatch, hw, k, accumulates):
+    # 5x5 filters on planes of rows of 8 lanes or fewer (7x7 planes, ``ACCUMULATE_MIN_TAPS_8``)
+    # accumulate in their one block of 7 rows (``NARROW_BLOCK_MAX``); 3x3 filters keep ``_block``
+    monkeypatch.setattr(depthwise, "TILED", False)  # (whole-row tiles accumulate too)
     out, want, prim = _run((1, 8, hw, hw), k, k // 2, "relu", rng)
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
     acc = any(v.name.startswith("dw_acc") for lets, _ in _blocks(prim) for v, _ in lets)

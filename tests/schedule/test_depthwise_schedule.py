@@ -244,10 +244,11 @@ def _tap_count(value) -> int:
                or (isinstance(n, E.Var) and n.name.startswith("dw_in")))
 
 
-def test_row_mode_fuses_the_epilogue_into_the_store(rng):
+def test_row_mode_fuses_the_epilogue_into_the_store(rng, monkeypatch):
     # OW = 32 (two AVX-512 vectors, four AVX2 ones): every output vector is stored once, as
     # clip(taps + bias), and the conv has no buffer of its own; the taps' input vectors are
-    # let-bound, loaded once per block of rows
+    # let-bound, loaded once per block of rows (whole-row tiles off: test_depthwise_tiles.py)
+    monkeypatch.setattr(depthwise, "TILED", False)
     out, want, prim = _run((1, 8, 32, 32), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_xph"]
@@ -267,9 +268,11 @@ def test_row_mode_fuses_the_epilogue_into_the_store(rng):
 
 
 @pytest.mark.parametrize("k,stride,rows", [(3, 1, 6), (5, 1, 6), (3, 2, 4), (5, 2, 1)])
-def test_row_blocks_share_their_input_vectors(rng, k, stride, rows):
+def test_row_blocks_share_their_input_vectors(rng, monkeypatch, k, stride, rows):
     # ROW_BLOCK output rows at a time: the input rows they read are loaded once each; a 3x3 at
-    # stride 1 over 6 rows needs 8 input rows x 3 column offsets, not 6 x 9 taps
+    # stride 1 over 6 rows needs 8 input rows x 3 column offsets, not 6 x 9 taps (whole-row
+    # tiles off)
+    monkeypatch.setattr(depthwise, "TILED", False)
     shape = (1, 4, 64 * stride, 64 * stride)
     out, want, prim = _run(shape, rng, k=k, stride=stride, pad=k // 2, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
@@ -336,9 +339,10 @@ def test_grid_mode_computes_the_grid_then_the_epilogue(rng):
 
 
 @pytest.mark.parametrize("shape", [(1, 8, 32, 32), (1, 8, 14, 14), (1, 8, 7, 7), (1, 8, 5, 5)])
-def test_epilogue_reading_the_conv_twice_shares_one_value(rng, shape):
+def test_epilogue_reading_the_conv_twice_shares_one_value(rng, monkeypatch, shape):
     # hardswish reads the conv twice: both reads are the same expression object (emitted
-    # once), each output position is stored once
+    # once), each output position is stored once (whole-row tiles off)
+    monkeypatch.setattr(depthwise, "TILED", False)
     out, want, prim = _run(shape, rng, stride=1, pad=1, epilogue="hardswish")
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     stores = _stores(prim, "out0") + _stores(prim, "out0_flat")
@@ -497,7 +501,9 @@ def test_rows_not_a_whole_number_of_vectors_end_with_an_overlapping_one(
         rng, monkeypatch, isa, width, lanes):
     # rows of 14 with 8 lanes: each row two 8-lane vectors (at 0 and 6) stored straight through
     # the epilogue, no grid; rows that fit one vector (14 in 16 lanes, 7 in 8) take narrow rows
+    # (whole-row tiles off)
     monkeypatch.setattr(depthwise, "vector_isa", lambda: isa)
+    monkeypatch.setattr(depthwise, "TILED", False)
     out, want, prim = _run((1, 8, width, width), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     if lanes is None:
