@@ -6,6 +6,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py [--models efficientnet_b0,lstm] [--rounds 7]
     python benchmarks/bench_new_user_models.py --group second   # the second round of models
     python benchmarks/bench_new_user_models.py --group third    # the third round
+    python benchmarks/bench_new_user_models.py --group fourth   # the fourth round
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -1083,6 +1084,558 @@ def third_models():
     }
 
 
+def fourth_models():
+    """The fourth round: name -> (constructor, inputs), as in ``new_models``."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    def cbr(i, o, k, s=1, p=None, groups=1):
+        if p is None:
+            p = tuple(kk // 2 for kk in k) if isinstance(k, tuple) else k // 2
+        return nn.Sequential(nn.Conv2d(i, o, k, s, p, groups=groups, bias=False),
+                             nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+    class CBAM(nn.Module):
+        """Channel attention from both avg and max pooling, then a 7x7 spatial gate."""
+
+        def __init__(self, c, r=8):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Conv2d(c, c // r, 1), nn.ReLU(), nn.Conv2d(c // r, c, 1))
+            self.spatial = nn.Conv2d(2, 1, 7, padding=3)
+
+        def forward(self, x):
+            a = self.mlp(F.adaptive_avg_pool2d(x, 1)) + self.mlp(F.adaptive_max_pool2d(x, 1))
+            x = x * torch.sigmoid(a)
+            s = torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1)
+            return x * torch.sigmoid(self.spatial(s))
+
+    class CBAMBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(cbr(cin, cout, 3, stride),
+                                      nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+                                      nn.BatchNorm2d(cout), CBAM(cout))
+            self.skip = (nn.Identity() if stride == 1 and cin == cout else
+                         nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                       nn.BatchNorm2d(cout)))
+
+        def forward(self, x):
+            return F.relu(self.body(x) + self.skip(x))
+
+    def cbam_resnet():
+        layers, c = [cbr(3, 32, 3, 2), nn.MaxPool2d(3, 2, 1, ceil_mode=True)], 32
+        for w, s in ((32, 1), (64, 2), (128, 2), (128, 1)):
+            layers.append(CBAMBlock(c, w, s))
+            c = w
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, 10))
+
+    class InceptionC(nn.Module):
+        """Inception-v3's factorised 7x7: 1x7 / 7x1 pairs, and an avg pool without the padding."""
+
+        def __init__(self, c, m):
+            super().__init__()
+            self.b1 = cbr(c, 48, 1)
+            self.b7 = nn.Sequential(cbr(c, m, 1), cbr(m, m, (1, 7)), cbr(m, 48, (7, 1)))
+            self.b77 = nn.Sequential(cbr(c, m, 1), cbr(m, m, (7, 1)), cbr(m, m, (1, 7)),
+                                     cbr(m, m, (7, 1)), cbr(m, 48, (1, 7)))
+            self.pool = nn.Sequential(nn.AvgPool2d(3, 1, 1, count_include_pad=False),
+                                      cbr(c, 48, 1))
+
+        def forward(self, x):
+            return torch.cat([self.b1(x), self.b7(x), self.b77(x), self.pool(x)], 1)
+
+    class InceptionE(nn.Module):
+        """The 1x3 / 3x1 split branches of Inception-v3's last blocks."""
+
+        def __init__(self, c):
+            super().__init__()
+            self.stem = cbr(c, 64, 1)
+            self.a, self.b = cbr(64, 32, (1, 3)), cbr(64, 32, (3, 1))
+
+        def forward(self, x):
+            y = self.stem(x)
+            return torch.cat([self.a(y), self.b(y), F.max_pool2d(x, 3, 1, 1)], 1)
+
+    def inception_v3_mini():
+        return nn.Sequential(cbr(3, 32, 3, 2, 0), cbr(32, 64, 3),
+                             nn.MaxPool2d(3, 2, ceil_mode=True), InceptionC(64, 32),
+                             nn.MaxPool2d(3, 2), InceptionE(192), nn.AdaptiveAvgPool2d(1),
+                             nn.Flatten(), nn.Dropout(0.2), nn.Linear(256, 10))
+
+    class SepConv(nn.Sequential):
+        def __init__(self, i, o):
+            super().__init__(nn.Conv2d(i, i, 3, 1, 1, groups=i, bias=False),
+                             nn.Conv2d(i, o, 1, bias=False), nn.BatchNorm2d(o))
+
+    class XceptionBlock(nn.Module):
+        def __init__(self, i, o, first_relu=True):
+            super().__init__()
+            self.body = nn.Sequential(nn.ReLU() if first_relu else nn.Identity(), SepConv(i, o),
+                                      nn.ReLU(), SepConv(o, o), nn.MaxPool2d(3, 2, 1))
+            self.skip = nn.Sequential(nn.Conv2d(i, o, 1, 2, bias=False), nn.BatchNorm2d(o))
+
+        def forward(self, x):
+            return self.body(x) + self.skip(x)
+
+    def xception_mini():
+        return nn.Sequential(cbr(3, 32, 3, 2), cbr(32, 64, 3), XceptionBlock(64, 128, False),
+                             XceptionBlock(128, 256), nn.ReLU(), SepConv(256, 256), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 10))
+
+    class Ghost(nn.Module):
+        """GhostNet's module: half the channels from a conv, the rest from a cheap depthwise."""
+
+        def __init__(self, i, o, relu=True):
+            super().__init__()
+            self.o, m = o, math.ceil(o / 2)
+            act = nn.ReLU() if relu else nn.Identity()
+            self.primary = nn.Sequential(nn.Conv2d(i, m, 1, bias=False), nn.BatchNorm2d(m), act)
+            self.cheap = nn.Sequential(nn.Conv2d(m, m, 3, 1, 1, groups=m, bias=False),
+                                       nn.BatchNorm2d(m), act)
+
+        def forward(self, x):
+            y = self.primary(x)
+            return torch.cat([y, self.cheap(y)], 1)[:, : self.o]
+
+    class GhostBottleneck(nn.Module):
+        def __init__(self, i, mid, o, stride):
+            super().__init__()
+            self.g1, self.g2 = Ghost(i, mid), Ghost(mid, o, relu=False)
+            self.dw = (nn.Sequential(nn.Conv2d(mid, mid, 3, 2, 1, groups=mid, bias=False),
+                                     nn.BatchNorm2d(mid)) if stride == 2 else nn.Identity())
+            self.skip = (nn.Identity() if stride == 1 and i == o else nn.Sequential(
+                nn.Conv2d(i, i, 3, stride, 1, groups=i, bias=False), nn.BatchNorm2d(i),
+                nn.Conv2d(i, o, 1, bias=False), nn.BatchNorm2d(o)))
+
+        def forward(self, x):
+            return self.g2(self.dw(self.g1(x))) + self.skip(x)
+
+    def ghostnet_mini():
+        cfg = ((16, 16, 16, 1), (16, 48, 24, 2), (24, 72, 24, 1), (24, 72, 40, 2),
+               (40, 120, 40, 1), (40, 240, 80, 2), (80, 200, 80, 1), (80, 184, 81, 1))
+        return nn.Sequential(cbr(3, 16, 3, 2), *[GhostBottleneck(*c) for c in cfg],
+                             cbr(81, 160, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(160, 10))
+
+    class HRNetMini(nn.Module):
+        """Three resolutions kept in parallel, exchanged by strided convs and upsampling."""
+
+        def __init__(self, c=(16, 32, 64)):
+            super().__init__()
+            self.stem = nn.Sequential(cbr(3, 32, 3, 2), cbr(32, c[0], 3, 2))
+            self.down1 = cbr(c[0], c[1], 3, 2)
+            self.down2 = cbr(c[1], c[2], 3, 2)
+            self.branch = nn.ModuleList([nn.Sequential(cbr(w, w, 3), cbr(w, w, 3)) for w in c])
+            self.up = nn.ModuleList([nn.Conv2d(c[j], c[0], 1) for j in (1, 2)])
+            self.mid_up = nn.Conv2d(c[2], c[1], 1)
+            self.mid_down = cbr(c[0], c[1], 3, 2)
+            self.head = nn.Conv2d(c[0] + c[1] + c[2], 17, 1)
+
+        def forward(self, x):
+            x0 = self.stem(x)
+            x1 = self.down1(x0)
+            x2 = self.down2(x1)
+            b0, b1, b2 = (f(v) for f, v in zip(self.branch, (x0, x1, x2), strict=True))
+            size0 = b0.shape[-2:]
+            f0 = b0 + F.interpolate(self.up[0](b1), size=size0, mode="bilinear",
+                                    align_corners=False) + F.interpolate(
+                self.up[1](b2), scale_factor=4, mode="nearest")
+            f1 = b1 + self.mid_down(b0) + F.interpolate(self.mid_up(b2), scale_factor=2,
+                                                        mode="nearest")
+            out = torch.cat([f0, F.interpolate(f1, size=size0, mode="bilinear",
+                                               align_corners=True),
+                             F.interpolate(b2, size=size0, mode="bilinear",
+                                           align_corners=False)], 1)
+            return self.head(out)
+
+    class ResGN(nn.Module):
+        def __init__(self, i, o, tdim):
+            super().__init__()
+            self.n1, self.n2 = nn.GroupNorm(8, i), nn.GroupNorm(8, o)
+            self.c1, self.c2 = nn.Conv2d(i, o, 3, 1, 1), nn.Conv2d(o, o, 3, 1, 1)
+            self.t = nn.Linear(tdim, o)
+            self.skip = nn.Conv2d(i, o, 1) if i != o else nn.Identity()
+
+        def forward(self, x, temb):
+            h = self.c1(F.silu(self.n1(x))) + self.t(F.silu(temb))[:, :, None, None]
+            return self.skip(x) + self.c2(F.silu(self.n2(h)))
+
+    class AttnBlock(nn.Module):
+        """The single-head spatial self-attention of the VAE / diffusion mid block."""
+
+        def __init__(self, c):
+            super().__init__()
+            self.norm, self.qkv, self.proj = nn.GroupNorm(8, c), nn.Conv2d(c, 3 * c, 1), \
+                nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            q, k, v = self.qkv(self.norm(x)).reshape(b, 3, c, h * w).unbind(1)
+            a = torch.softmax(q.transpose(1, 2) @ k / math.sqrt(c), -1)
+            return x + self.proj((v @ a.transpose(1, 2)).reshape(b, c, h, w))
+
+    class DiffusionUNet(nn.Module):
+        """A tiny denoiser: sinusoidal timestep embedding (int64 steps), GroupNorm + SiLU,
+        nearest upsampling, skip concatenation, an attention mid block."""
+
+        def __init__(self, c=32, tdim=64):
+            super().__init__()
+            self.tdim = tdim
+            self.temb = nn.Sequential(nn.Linear(tdim, tdim), nn.SiLU(), nn.Linear(tdim, tdim))
+            self.inp = nn.Conv2d(3, c, 3, 1, 1)
+            self.d1, self.d2 = ResGN(c, c, tdim), ResGN(c, 2 * c, tdim)
+            self.down = nn.Conv2d(c, c, 3, 2, 1)
+            self.mid, self.attn = ResGN(2 * c, 2 * c, tdim), AttnBlock(2 * c)
+            self.u1 = ResGN(3 * c, c, tdim)
+            self.out = nn.Sequential(nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, 3, 3, 1, 1))
+
+        def embed(self, t):
+            half = self.tdim // 2
+            freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32)
+                              / half)
+            args = t.float()[:, None] * freqs[None]
+            return self.temb(torch.cat([torch.sin(args), torch.cos(args)], -1))
+
+        def forward(self, x, t):
+            e = self.embed(t)
+            h0 = self.d1(self.inp(x), e)
+            h = self.attn(self.mid(self.d2(self.down(h0), e), e))
+            h = F.interpolate(h, scale_factor=2.0, mode="nearest")
+            return self.out(self.u1(torch.cat([h, h0], 1), e))
+
+    def diffusion_inputs(batch=1):
+        g = torch.Generator().manual_seed(11)
+        return {"x": torch.randn(batch, 3, 32, 32, generator=g),
+                "t": torch.randint(0, 1000, (batch,), generator=g)}
+
+    def dcgan_generator(z=64, c=32):
+        def up(i, o):
+            return [nn.ConvTranspose2d(i, o, 4, 2, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+        return nn.Sequential(nn.ConvTranspose2d(z, 8 * c, 4, 1, 0, bias=False),
+                             nn.BatchNorm2d(8 * c), nn.ReLU(), *up(8 * c, 4 * c),
+                             *up(4 * c, 2 * c), *up(2 * c, c),
+                             nn.ConvTranspose2d(c, 3, 4, 2, 1), nn.Tanh())
+
+    class CLIPText(nn.Module):
+        """CLIP's text tower: causal mask, int64 tokens, the features at each row's EOT token
+        (the argmax id) gathered by advanced indexing, then projected and L2-normalised."""
+
+        def __init__(self, vocab=1000, d=128, heads=4, depth=2, seq=32):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(seq, d) * .02)
+            layer = nn.TransformerEncoderLayer(d, heads, 4 * d, 0.0, activation="gelu",
+                                               batch_first=True, norm_first=True)
+            self.blocks = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+            self.ln, self.proj = nn.LayerNorm(d), nn.Linear(d, 64, bias=False)
+
+        def forward(self, ids):
+            n = ids.shape[1]
+            mask = torch.full((n, n), float("-inf")).triu(1)
+            x = self.blocks(self.tok(ids) + self.pos[:n], mask=mask)
+            x = self.ln(x)
+            x = x[torch.arange(x.shape[0]), ids.argmax(-1)]
+            return F.normalize(self.proj(x), dim=-1)
+
+    def clip_inputs(batch=2, seq=32):
+        g = torch.Generator().manual_seed(12)
+        ids = torch.randint(1, 998, (batch, seq), generator=g)
+        ids[:, seq - 5] = 999  # the end-of-text token has the largest id
+        return {"ids": ids}
+
+    class WhisperBlock(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            b, n, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.heads, d // self.heads) \
+                .permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v)
+            x = x + self.o(a.transpose(1, 2).reshape(b, n, d))
+            return x + self.mlp(self.ln2(x))
+
+    class WhisperEncoder(nn.Module):
+        """Whisper's audio encoder: two conv1d (the second stride 2) with GELU, fixed
+        sinusoidal positions, pre-norm blocks using scaled_dot_product_attention."""
+
+        def __init__(self, mels=40, d=128, frames=200, heads=4, depth=2):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv1d(mels, d, 3, 1, 1), nn.Conv1d(d, d, 3, 2, 1)
+            n = frames // 2
+            inv = torch.exp(-math.log(10000.0) * torch.arange(d // 2) / (d // 2 - 1))
+            ang = torch.arange(n)[:, None] * inv[None]
+            self.register_buffer("pos", torch.cat([ang.sin(), ang.cos()], 1))
+            self.blocks = nn.Sequential(*[WhisperBlock(d, heads) for _ in range(depth)])
+            self.ln = nn.LayerNorm(d)
+
+        def forward(self, mel):
+            x = F.gelu(self.c2(F.gelu(self.c1(mel)))).transpose(1, 2)
+            return self.ln(self.blocks(x + self.pos))
+
+    class DLRM(nn.Module):
+        """DLRM: a bottom MLP, sum-mode EmbeddingBags with offsets, pairwise dot interactions
+        by bmm, the strict upper triangle picked by index tensors, a top MLP."""
+
+        def __init__(self, tables=(400, 300, 200, 100, 50), d=16):
+            super().__init__()
+            self.bot = nn.Sequential(nn.Linear(13, 64), nn.ReLU(), nn.Linear(64, d), nn.ReLU())
+            self.emb = nn.ModuleList([nn.EmbeddingBag(n, d, mode="sum") for n in tables])
+            f = len(tables) + 1
+            li, lj = torch.triu_indices(f, f, 1)
+            self.register_buffer("li", li)
+            self.register_buffer("lj", lj)
+            self.top = nn.Sequential(nn.Linear(d + f * (f - 1) // 2, 64), nn.ReLU(),
+                                     nn.Linear(64, 1), nn.Sigmoid())
+
+        def forward(self, dense, ids, offsets):
+            x = self.bot(dense)
+            feats = [x] + [e(ids[i], offsets[i]) for i, e in enumerate(self.emb)]
+            t = torch.stack(feats, 1)
+            z = torch.bmm(t, t.transpose(1, 2))[:, self.li, self.lj]
+            return self.top(torch.cat([x, z], 1))
+
+    def dlrm_inputs(batch=8, per_bag=3):
+        g = torch.Generator().manual_seed(13)
+        ids = torch.stack([torch.randint(0, 50, (batch * per_bag,), generator=g)
+                           for _ in range(5)])
+        offsets = torch.arange(0, batch * per_bag, per_bag).repeat(5, 1)
+        return {"dense": torch.randn(batch, 13, generator=g), "ids": ids, "offsets": offsets}
+
+    class Siamese(nn.Module):
+        """A shared tower on two images; cosine similarity plus pairwise cdist of patches."""
+
+        def __init__(self):
+            super().__init__()
+            self.tower = nn.Sequential(cbr(3, 32, 3, 2), cbr(32, 64, 3, 2), cbr(64, 64, 3, 2))
+
+        def forward(self, a, b):
+            fa, fb = self.tower(a), self.tower(b)
+            cos = F.cosine_similarity(fa.flatten(1), fb.flatten(1), dim=1)
+            d = torch.cdist(fa.flatten(2).transpose(1, 2), fb.flatten(2).transpose(1, 2))
+            return d.amin(-1).mean(-1) - cos
+
+    class TSMNonLocal(nn.Module):
+        """Temporal Shift Module (torch.roll on an eighth of the channels each way) and a
+        non-local block (embedded-Gaussian attention over all space-time positions)."""
+
+        def __init__(self, frames=8, c=32):
+            super().__init__()
+            self.t, self.c = frames, c
+            self.stem = cbr(3, c, 3, 2)
+            self.c1, self.c2 = cbr(c, c, 3), cbr(c, c, 3, 2)
+            self.theta, self.phi, self.g = (nn.Conv3d(c, c // 2, 1) for _ in range(3))
+            self.w = nn.Sequential(nn.Conv3d(c // 2, c, 1), nn.BatchNorm3d(c))
+            self.head = nn.Linear(c, 10)
+
+        def shift(self, x):
+            n, c, h, w = x.shape
+            x = x.view(n // self.t, self.t, c, h, w)
+            f = c // 8
+            return torch.cat([torch.roll(x[:, :, :f], 1, 1), torch.roll(x[:, :, f:2 * f], -1, 1),
+                              x[:, :, 2 * f:]], 2).view(n, c, h, w)
+
+        def nonlocal_(self, x):
+            b = x.shape[0]
+            th = self.theta(x).flatten(2).transpose(1, 2)
+            ph, g = self.phi(x).flatten(2), self.g(x).flatten(2).transpose(1, 2)
+            y = torch.softmax(th @ ph, -1) @ g
+            y = y.transpose(1, 2).reshape(b, self.c // 2, *x.shape[2:])
+            return x + self.w(y)
+
+        def forward(self, x):
+            b = x.shape[0]
+            x = self.stem(x.flatten(0, 1))
+            x = self.c2(x + self.c1(self.shift(x)))
+            x = x.view(b, self.t, self.c, *x.shape[-2:]).transpose(1, 2)
+            return self.head(self.nonlocal_(x).mean((2, 3, 4)))
+
+    class T5Attention(nn.Module):
+        def __init__(self, d, heads, bias):
+            super().__init__()
+            self.h = heads
+            self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+            self.bias = bias
+
+        def forward(self, x, pos_bias):
+            b, n, d = x.shape
+
+            def split(t):
+                return t.view(b, n, self.h, d // self.h).transpose(1, 2)
+
+            s = split(self.q(x)) @ split(self.k(x)).transpose(-1, -2) + pos_bias
+            y = torch.softmax(s.float(), -1).type_as(s) @ split(self.v(x))
+            return self.o(y.transpose(1, 2).reshape(b, n, d))
+
+    class T5RMSNorm(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.w = nn.Parameter(1 + 0.1 * torch.randn(d))
+
+        def forward(self, x):
+            return self.w * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    class T5Encoder(nn.Module):
+        """T5's encoder: the relative-position bias computed in the graph from bucketed
+        distances (log, int casts, where, min), a bool padding mask input, RMSNorm, ReLU FFN."""
+
+        def __init__(self, vocab=1000, d=128, heads=4, depth=2, buckets=32, max_dist=128):
+            super().__init__()
+            self.heads, self.buckets, self.max_dist = heads, buckets, max_dist
+            self.emb = nn.Embedding(vocab, d)
+            self.rel = nn.Embedding(buckets, heads)
+            self.attn = nn.ModuleList([T5Attention(d, heads, None) for _ in range(depth)])
+            self.ffn = nn.ModuleList([nn.Sequential(nn.Linear(d, 4 * d, bias=False), nn.ReLU(),
+                                                    nn.Linear(4 * d, d, bias=False))
+                                      for _ in range(depth)])
+            self.n1 = nn.ModuleList([T5RMSNorm(d) for _ in range(depth)])
+            self.n2 = nn.ModuleList([T5RMSNorm(d) for _ in range(depth)])
+            self.final = T5RMSNorm(d)
+
+        def bucket(self, rel):
+            half = self.buckets // 2
+            out = (rel > 0).to(torch.long) * half
+            rel = rel.abs()
+            exact = half // 2
+            large = exact + (torch.log(rel.float() / exact) / math.log(self.max_dist / exact)
+                             * (half - exact)).to(torch.long)
+            large = torch.min(large, torch.full_like(large, half - 1))
+            return out + torch.where(rel < exact, rel, large)
+
+        def forward(self, ids, mask):
+            n = ids.shape[1]
+            pos = torch.arange(n, dtype=torch.long)
+            bias = self.rel(self.bucket(pos[None, :] - pos[:, None])).permute(2, 0, 1)[None]
+            bias = bias + (~mask)[:, None, None, :].float() * -1e9
+            x = self.emb(ids)
+            for a, f, n1, n2 in zip(self.attn, self.ffn, self.n1, self.n2, strict=True):
+                x = x + a(n1(x), bias)
+                x = x + f(n2(x))
+            return self.final(x)
+
+    def t5_inputs(batch=2, seq=48):
+        g = torch.Generator().manual_seed(14)
+        mask = torch.ones(batch, seq, dtype=torch.bool)
+        mask[-1, seq - 7:] = False
+        return {"ids": torch.randint(0, 1000, (batch, seq), generator=g), "mask": mask}
+
+    class CapsNet(nn.Module):
+        """Capsules: primary capsules from a conv, squash, three unrolled routing-by-agreement
+        iterations (softmax over the output capsules, einsum votes), lengths as logits."""
+
+        def __init__(self, classes=10, prim=8, dim=8, out_dim=16):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(1, 64, 9), nn.ReLU())
+            self.prim = nn.Conv2d(64, prim * dim, 9, 2)
+            self.dim = dim
+            self.n_in = prim * 6 * 6
+            self.W = nn.Parameter(0.05 * torch.randn(1, self.n_in, classes, out_dim, dim))
+
+        @staticmethod
+        def squash(s, dim=-1):
+            n2 = (s * s).sum(dim, keepdim=True)
+            return n2 / (1 + n2) * s / torch.sqrt(n2 + 1e-8)
+
+        def forward(self, x):
+            b = x.shape[0]
+            u = self.prim(self.conv(x)).view(b, -1, self.dim, 6, 6).permute(0, 1, 3, 4, 2)
+            u = self.squash(u.reshape(b, self.n_in, self.dim))
+            uhat = torch.matmul(self.W, u[:, :, None, :, None]).squeeze(-1)
+            logits = torch.zeros(b, self.n_in, uhat.shape[2], 1)
+            for i in range(3):
+                c = torch.softmax(logits, 2)
+                v = self.squash((c * uhat).sum(1, keepdim=True))
+                if i < 2:
+                    logits = logits + (uhat * v).sum(-1, keepdim=True)
+            return v.squeeze(1).norm(dim=-1)
+
+    class ECGBlock(nn.Module):
+        def __init__(self, i, o, stride):
+            super().__init__()
+            self.body = nn.Sequential(nn.BatchNorm1d(i), nn.ReLU(), nn.Dropout(0.1),
+                                      nn.Conv1d(i, o, 15, stride, 7, bias=False),
+                                      nn.BatchNorm1d(o), nn.ReLU(),
+                                      nn.Conv1d(o, o, 15, 1, 7, bias=False))
+            self.skip = (nn.Identity() if stride == 1 and i == o else nn.Sequential(
+                nn.MaxPool1d(stride, stride, ceil_mode=True), nn.Conv1d(i, o, 1, bias=False)))
+
+        def forward(self, x):
+            return self.body(x) + self.skip(x)
+
+    def ecg_resnet1d():
+        """A 1D ResNet for 12-lead ECG (pre-activation, kernel 15, odd lengths, ceil-mode
+        pooling, an adaptive max pool of odd size)."""
+        return nn.Sequential(nn.Conv1d(12, 32, 15, 2, 7, bias=False), ECGBlock(32, 32, 1),
+                             ECGBlock(32, 64, 3), ECGBlock(64, 64, 1), ECGBlock(64, 128, 3),
+                             nn.BatchNorm1d(128), nn.ReLU(), nn.AdaptiveMaxPool1d(7),
+                             nn.Flatten(), nn.Linear(7 * 128, 5))
+
+    class ODEFunc(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n1, self.n2 = nn.GroupNorm(4, c), nn.GroupNorm(4, c)
+            self.c1, self.c2 = nn.Conv2d(c + 1, c, 3, 1, 1), nn.Conv2d(c + 1, c, 3, 1, 1)
+
+        def forward(self, t, x):
+            tt = torch.ones_like(x[:, :1]) * t
+            h = self.c1(torch.cat([tt, F.softplus(self.n1(x))], 1))
+            return self.c2(torch.cat([tt, torch.tanh(self.n2(h))], 1))
+
+    class NeuralODE(nn.Module):
+        """A classifier whose middle is an ODE solved by four fixed RK4 steps (unrolled)."""
+
+        def __init__(self, c=32, steps=4):
+            super().__init__()
+            self.stem = nn.Sequential(cbr(1, c, 3, 2), cbr(c, c, 3, 2))
+            self.f, self.steps = ODEFunc(c), steps
+            self.head = nn.Sequential(nn.GroupNorm(4, c), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                      nn.Flatten(), nn.Linear(c, 10))
+
+        def forward(self, x):
+            x, h = self.stem(x), 1.0 / self.steps
+            for i in range(self.steps):
+                t = i * h
+                k1 = self.f(t, x)
+                k2 = self.f(t + h / 2, x + h / 2 * k1)
+                k3 = self.f(t + h / 2, x + h / 2 * k2)
+                k4 = self.f(t + h, x + h * k3)
+                x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return self.head(x)
+
+    def pair(shape):
+        def make():
+            g = torch.Generator().manual_seed(15)
+            return {"a": torch.randn(*shape, generator=g), "b": torch.randn(*shape, generator=g)}
+        return make
+
+    image = (1, 3, 128, 128)
+    return {
+        "cbam_resnet": (cbam_resnet, image),
+        "inception_v3_mini": (inception_v3_mini, (1, 3, 96, 96)),
+        "xception_mini": (xception_mini, image),
+        "ghostnet_mini": (ghostnet_mini, image),
+        "hrnet_mini": (HRNetMini, image),
+        "diffusion_unet": (DiffusionUNet, diffusion_inputs),
+        "dcgan_generator": (dcgan_generator, (1, 64, 1, 1)),
+        "clip_text": (CLIPText, clip_inputs),
+        "whisper_encoder": (WhisperEncoder, (1, 40, 200)),
+        "dlrm": (DLRM, dlrm_inputs),
+        "siamese": (Siamese, pair((1, 3, 64, 64))),
+        "tsm_nonlocal": (TSMNonLocal, lambda: {"x": torch.randn(1, 8, 3, 64, 64)}),
+        "t5_encoder": (T5Encoder, t5_inputs),
+        "capsnet": (CapsNet, (1, 1, 28, 28)),
+        "ecg_resnet1d": (ecg_resnet1d, (1, 12, 1001)),
+        "neural_ode": (NeuralODE, (1, 1, 28, 28)),
+    }
+
+
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20)
 ONNX_OPSET = {"stn": 20}
 
@@ -1165,11 +1718,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
-    ap.add_argument("--group", choices=("first", "second", "third", "all"), default="first",
+    ap.add_argument("--group", choices=("first", "second", "third", "fourth", "all"),
+                    default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
                     "the 15 of the third (MLP-Mixer, style transfer, PointNet, CRNN, Conformer, "
-                    "RoPE decoder, DETR, MoE, GCN, spatial transformer, ...); all")
+                    "RoPE decoder, DETR, MoE, GCN, spatial transformer, ...); fourth: the 16 of "
+                    "the fourth (CBAM, Inception-v3, Xception, GhostNet, HRNet, a diffusion "
+                    "U-Net, DCGAN, CLIP text, Whisper encoder, DLRM, T5, CapsNet, neural ODE, "
+                    "...); all")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     try:
@@ -1183,9 +1740,10 @@ def main() -> int:
     # torch's notes on deprecated APIs the models use on purpose (weight_norm, mixed masks)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
-    first, second, third = models(), new_models(), third_models()
-    table = {**first, **second, **third}
-    group = {"first": first, "second": second, "third": third, "all": table}[args.group]
+    first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
+    table = {**first, **second, **third, **fourth}
+    group = {"first": first, "second": second, "third": third, "fourth": fourth,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:
