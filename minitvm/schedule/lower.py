@@ -62,6 +62,7 @@ from .common import same_dims as _same_dims
 from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .flat_index import flat_nest
+from .lane_loads import contiguous_lane_loads
 from .options import LoweringOptions
 from .pieces import split_pieces, split_planes
 from .raise_patterns import affine
@@ -305,7 +306,13 @@ def _sub_axes(body, axis, idx):
 
 
 def injective_nest(ctx, t, buf, body):
-    """The loop nest storing the inlined ``body`` of tensor ``t`` into ``buf``."""
+    """The loop nest storing the inlined ``body`` of tensor ``t`` into ``buf``; with a static
+    shape, its lane-by-lane gathers of consecutive elements become contiguous vector loads."""
+    nest = _injective_loops(ctx, t, buf, body)
+    return contiguous_lane_loads(ctx, nest) if _is_static(_shape(t)) else nest
+
+
+def _injective_loops(ctx, t, buf, body):
     shape = _shape(t)
     if not shape:
         return S.BufferStore(buf, body, _scalar_idx(buf))

@@ -64,3 +64,80 @@ def test_few_rows_stay_on_blas():
     got, used_blas = _run(func, {"a": av, "b": bv}, {})
     assert used_blas == blas.available()
     np.testing.assert_allclose(got, av @ bv.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
+
+
+def _has_buffer(lib, name: str) -> bool:
+    """Does any kernel's PrimFunc allocate or declare a buffer called ``name``?"""
+    return any(name in str(k.prim_func) for k in lib.get_lib().kernels.values()
+               if k.prim_func is not None)
+
+
+@pytest.mark.parametrize("sa,sb,const,packs", [
+    ((1, 64, 128), (1, 128, 1024), True, False),   # MoE: every expert's first layer at once
+    ((4, 64, 256), (4, 256, 128), True, False),    # MoE: each expert's second layer
+    ((16, 48, 48), (16, 48, 16), False, False),    # attention probs @ v, head dim 16
+    ((3, 37, 50), (3, 50, 24), False, False),      # N under one tile: a 24-wide tile
+    ((5, 19, 30), (1, 30, 64), False, False),      # broadcast B read in place
+    ((2, 300, 64), (2, 64, 40), False, True),      # N not a whole number of tiles: packed
+    ((2, 200, 512), (2, 512, 512), False, True),   # B of 1 MB and many rows: packed
+])
+def test_batch_matmul_reads_b_in_place(sa, sb, const, packs):
+    from minitvm.schedule.gemm import _direct_bmm_nr
+
+    rng = np.random.default_rng(4)
+    av = rng.standard_normal(sa).astype("float32")
+    bv = rng.standard_normal(sb).astype("float32")
+    a = relay.var("a", shape=sa)
+    b = relay.const(bv) if const else relay.var("b", shape=sb)
+    func = relay.Function([a] if const else [a, b], relay.nn.batch_matmul(a, b,
+                                                                           transpose_b=False))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(func), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.run(**({"a": av} if const else {"a": av, "b": bv}))
+    want = av.astype("float64") @ bv.astype("float64")
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-3)
+    assert _has_buffer(lib, "bmm_bpack") == packs
+    assert (_direct_bmm_nr(sa[1], sb[2], sa[2], False) is None) == packs
+
+
+def test_transposed_b_is_still_packed():
+    from minitvm.schedule.gemm import _direct_bmm_nr
+
+    assert _direct_bmm_nr(48, 48, 16, True) is None
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((16, 48, 16), (16, 48, 16)),   # attention scores, head dim 16: whole 16-wide panels
+    ((3, 50, 64), (3, 50, 64)),     # 50 columns: the last panel partly past N
+    ((2, 20, 40), (2, 197, 40)),    # ViT's 197 tokens: B's last rows end the allocation
+])
+def test_transposed_b_packs_by_vectors(sa, sb):
+    from minitvm.schedule.common import vector_isa
+    from minitvm.schedule.gemm_kernel import PACK_TB_GATHER
+    from minitvm.tir import expr as E
+    from minitvm.tir import stmt as S
+    from minitvm.tir.stmt_functor import post_order, walk_stmts
+
+    rng = np.random.default_rng(5)
+    av = rng.standard_normal(sa).astype("float32")
+    bv = rng.standard_normal(sb).astype("float32")
+    a, b = relay.var("a", shape=sa), relay.var("b", shape=sb)
+    func = relay.Function([a, b], relay.nn.batch_matmul(a, b, transpose_b=True))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(func), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.run(a=av, b=bv)
+    want = av.astype("float64") @ bv.astype("float64").transpose(0, 2, 1)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-3)
+    (prim,) = [k.prim_func for k in lib.get_lib().kernels.values()]
+    packs = [s for f in walk_stmts(prim.body)
+             if isinstance(f, S.For) and f.kind == S.ForKind.VECTORIZED
+             for s in walk_stmts(f.body)
+             if isinstance(s, S.BufferStore) and s.buffer.name == "bmm_bpack"]
+    assert bool(packs) == PACK_TB_GATHER[vector_isa()]
+    partial = sb[1] % 16 != 0
+    for s in packs:  # every gathered row index stays inside B
+        loads = [e for e in post_order(s.value) if isinstance(e, E.BufferLoad)]
+        assert loads and all(any(isinstance(x, E.Min) for x in post_order(ld.indices[1]))
+                             == partial for ld in loads)
