@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from keyword import iskeyword
+from operator import attrgetter
 from typing import ClassVar
 
 from ..runtime.object import Object
@@ -87,16 +89,23 @@ _OPERANDS: dict[type, Callable] = {}
 
 
 def _operand_getter(names: tuple[str, ...]) -> Callable:
+    """``fn(node) -> tuple`` of the fields ``names`` (``"*args"``: a sequence, spliced)."""
     parts = [(n.startswith("*"), n.lstrip("*")) for n in names]
     if not parts:
         return lambda node: ()
+    if not any(seq for seq, _ in parts):
+        get = attrgetter(*(name for _, name in parts))
+        return get if len(parts) > 1 else (lambda node: (get(node),))
     if len(parts) == 1:
-        seq, name = parts[0]
-        if seq:
-            return lambda node: tuple(getattr(node, name))
-        return lambda node: (getattr(node, name),)
+        name = parts[0][1]
+        return lambda node: tuple(getattr(node, name))
+    if all(name.isidentifier() and not iskeyword(name) for _, name in parts):
+        # one tuple display, ``(n.op, *n.args)``: a node walk asks for operands millions of
+        # times, and a loop over the parts cost twice as long
+        body = ", ".join(("*n." if seq else "n.") + name for seq, name in parts)
+        return eval(f"lambda n: ({body},)")  # noqa: S307 (field names checked above)
 
-    def get(node) -> tuple:
+    def get_parts(node) -> tuple:
         out: list = []
         for seq, name in parts:
             v = getattr(node, name)
@@ -106,7 +115,7 @@ def _operand_getter(names: tuple[str, ...]) -> Callable:
                 out.append(v)
         return tuple(out)
 
-    return get
+    return get_parts
 
 
 def operand_getter(cls: type) -> Callable:

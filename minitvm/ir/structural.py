@@ -32,8 +32,29 @@ def _named_key(x):
 class StructuralMismatch(Exception):
     def __init__(self, path, lhs, rhs, reason):
         super().__init__(reason)
+        path = _text_path(path)
         self.path, self.lhs, self.rhs, self.reason = _render_path(path), lhs, rhs, reason
         self.raw_path = path  # the linked (parent, segment) form, for ir.base's ObjectPath
+
+
+def _seg_text(seg) -> str:
+    """A path segment as text: a field name is ``.name``, a sequence index ``[3]``; a dict's
+    segments are stored as text already (``['key']``, ``.keys[2]``)."""
+    if isinstance(seg, int):
+        return f"[{seg}]"
+    return seg if seg.startswith(("[", ".")) else "." + seg
+
+
+def _text_path(path):
+    """The linked path with every segment as text (the walk stores raw field names and indices,
+    which cost nothing until a mismatch is reported)."""
+    segs = []
+    while isinstance(path, tuple):
+        path, seg = path
+        segs.append(_seg_text(seg))
+    for seg in reversed(segs):
+        path = (path, seg)
+    return path
 
 
 def _render_path(path) -> str:
@@ -66,17 +87,29 @@ def _array_equal(a, b) -> bool:
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
 
 
+# leaves compared where their parent is expanded, when equal (nothing is pushed for them)
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _compare(lhs, rhs, map_free_vars: bool):
     lmap: dict[int, object] = {}
     rmap: dict[int, object] = {}
     seen: set[tuple[int, int]] = set()
     stack = [(lhs, rhs, "root", False)]
     keep = []  # keep compared objects alive so ids stay unique
+    kinds = _KINDS
+    plain = _PLAIN
     while stack:
         a, b, path, is_def = stack.pop()
-        if a is b and not is_def and not _is_var(a):
+        ka = kinds.get(type(a))
+        if ka is None:
+            ka = _kind_of(type(a))
+        kb = kinds.get(type(b))
+        if kb is None:
+            kb = _kind_of(type(b))
+        if a is b and not is_def and ka != _VAR:
             continue
-        if _is_var(a) or _is_var(b):
+        if ka == _VAR or kb == _VAR:
             if type(a) is not type(b):
                 raise StructuralMismatch(path, a, b, "different kinds of node")
             ma, mb = lmap.get(id(a)), rmap.get(id(b))
@@ -91,57 +124,64 @@ def _compare(lhs, rhs, map_free_vars: bool):
             keep.append((a, b))
             # the declared fields (annotation, dtype) are compared where the variable is
             # defined; symbolic variables first seen in them are defined there too
-            stack.extend(reversed([(getattr(a, f, None), getattr(b, f, None), (path, "." + f),
+            stack.extend(reversed([(getattr(a, f, None), getattr(b, f, None), (path, f),
                                     is_def) for f in node_fields(type(a))]))
             continue
         key = (id(a), id(b))
         if key in seen:
             continue
-        if _is_ndarray(a) or _is_ndarray(b):
-            if not (_is_ndarray(a) and _is_ndarray(b)) or not _array_equal(a, b):
+        if ka == _NDARRAY or kb == _NDARRAY:
+            if ka != kb or not _array_equal(a, b):
                 raise StructuralMismatch(path, a, b, "constant values differ")
             continue
-        if isinstance(a, Node) and isinstance(b, Node):
+        if ka in _NODE_KINDS and kb in _NODE_KINDS:
             seen.add(key)
             keep.append((a, b))
             if type(a) is not type(b):
                 raise StructuralMismatch(path, a, b,
                                          f"{type(a).__name__} vs {type(b).__name__}")
-            kind = type(a)._node_compare
-            if kind == "name":
+            if ka == _NAME:
                 if _named_key(a) != _named_key(b):
                     raise StructuralMismatch(path, a, b, "different names")
                 continue
-            if kind == "value":
+            if ka == _VALUE:
                 stack.append((a._node_value(), b._node_value(), path, False))
                 continue
             defs = type(a)._node_binders
             items = []
             for f in node_fields(type(a)):
                 va, vb = getattr(a, f, None), getattr(b, f, None)
+                t = type(va)
+                if t is type(vb) and t in plain and va == vb:
+                    continue  # (NaN != NaN: pushed, and equal below)
                 # inside a definition (a parameter's annotation) everything is a definition:
                 # symbolic variables first seen there are bound there
-                items.append((va, vb, (path, "." + f), is_def or f in defs))
+                items.append((va, vb, (path, f), is_def or f in defs))
             stack.extend(reversed(items))
             continue
-        if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        if ka == _SEQ and kb == _SEQ:
             if len(a) != len(b):
                 raise StructuralMismatch(path, a, b, f"lengths differ: {len(a)} vs {len(b)}")
-            stack.extend(reversed([(x, y, (path, f"[{i}]"), is_def)
-                                   for i, (x, y) in enumerate(zip(a, b))]))
+            items = []
+            for i, (x, y) in enumerate(zip(a, b)):
+                t = type(x)
+                if t is type(y) and t in plain and x == y:
+                    continue
+                items.append((x, y, (path, i), is_def))
+            stack.extend(reversed(items))
             continue
-        if isinstance(a, dict) and isinstance(b, dict) and _node_keyed(a, b):
+        if ka == _DICT and kb == _DICT and _node_keyed(a, b):
             # keyed by IR nodes (a PrimFunc's buffer_map by parameter): compare the entries
             # in order, keys as IR (bound variables map to their counterparts)
             if len(a) != len(b):
                 raise StructuralMismatch(path, a, b, f"lengths differ: {len(a)} vs {len(b)}")
             items = []
-            for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items())):
-                items.append((ka, kb, (path, f".keys[{i}]"), is_def))
+            for i, ((ka_, va), (kb_, vb)) in enumerate(zip(a.items(), b.items())):
+                items.append((ka_, kb_, (path, f".keys[{i}]"), is_def))
                 items.append((va, vb, (path, f"[{i}]"), is_def))
             stack.extend(reversed(items))
             continue
-        if isinstance(a, dict) and isinstance(b, dict):
+        if ka == _DICT and kb == _DICT:
             if set(a) != set(b):
                 raise StructuralMismatch(path, sorted(map(str, a)), sorted(map(str, b)),
                                          "different keys")
@@ -153,7 +193,7 @@ def _compare(lhs, rhs, map_free_vars: bool):
             continue
         if _int_is_imm(a, b) or _int_is_imm(b, a):
             continue
-        if isinstance(a, Node) or isinstance(b, Node):
+        if ka in _NODE_KINDS or kb in _NODE_KINDS:
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
@@ -164,14 +204,23 @@ def _compare(lhs, rhs, map_free_vars: bool):
 def _imm_as_int(x):
     """The Python value TVM would convert to this IntImm (int32 from int, bool from bool), or
     None: ``with_attr("Primitive", 1)`` here stores 1, TVM stores ``IntImm("int32", 1)``."""
-    from .prim_expr import IntImm
-
-    if type(x) is IntImm:
+    if type(x) is _int_imm():
         if x.dtype == "int32":
             return x.value
         if x.dtype == "bool":
             return bool(x.value)
     return None
+
+
+_INT_IMM: list[type] = []
+
+
+def _int_imm() -> type:
+    if not _INT_IMM:
+        from .prim_expr import IntImm  # (imports this module)
+
+        _INT_IMM.append(IntImm)
+    return _INT_IMM[0]
 
 
 def _int_is_imm(a, b) -> bool:
@@ -208,15 +257,18 @@ def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
 
 
 # ---------------------------------------------------------------------------- hashing
+_MASK = 0x7FFFFFFFFFFFFFFF
+
+
 def _h(*parts) -> int:
     m = hashlib.blake2b(digest_size=8)
     for p in parts:
         if isinstance(p, int):
-            m.update(struct.pack("<q", p & 0x7FFFFFFFFFFFFFFF))
+            m.update(struct.pack("<q", p & _MASK))
         else:
             m.update(str(p).encode())
         m.update(b"|")
-    return int.from_bytes(m.digest(), "little") & 0x7FFFFFFFFFFFFFFF
+    return int.from_bytes(m.digest(), "little") & _MASK
 
 
 def _leaf_hash(x) -> int:
@@ -232,83 +284,171 @@ def _leaf_hash(x) -> int:
     return _h(type(x).__name__, repr(x))
 
 
+# Hash codes are combined with Python's tuple hash, which is the same in every process for
+# tuples of ints (only str/bytes hashes are salted): strings and class names get a BLAKE2b code
+# once per process, numbers their Python hash (equal numbers hash alike, as they compare).
+_STR_CODES: dict[str, int] = {}
+_NAN_CODE = _h("nan")
+_NEG1_CODE = _h("-1")  # Python hashes -1 like -2
+_NONE_CODE = _h("None")
+_BACK_CODE = _h("back-edge")
+_VAR_CODE = _h("var")
+
+
+def _str_code(s: str) -> int:
+    c = _STR_CODES.get(s)
+    if c is None:
+        if len(_STR_CODES) > 1 << 16:
+            _STR_CODES.clear()
+        c = _STR_CODES[s] = _h("str", s)
+    return c
+
+
+def _num_code(x) -> int:
+    if x != x:
+        return _NAN_CODE
+    c = hash(x)
+    return _NEG1_CODE if c == -2 and x == -1 else c
+
+
+# how each type hashes, decided once per type
+_NUM, _STR, _NONE, _LEAF, _NDARRAY, _IMM, _SEQ, _DICT, _VAR, _NAME, _VALUE, _FIELDS = range(12)
+_COMPOSITE = _SEQ  # this kind and the ones after it have children
+_NODE_KINDS = frozenset({_IMM, _VAR, _NAME, _VALUE, _FIELDS})
+_KINDS: dict[type, int] = {}
+_TYPE_CODES: dict[type, int] = {}
+
+
+def _kind_of(t: type) -> int:
+    k = _KINDS.get(t)
+    if k is not None:
+        return k
+    if issubclass(t, NDArray):
+        k = _NDARRAY
+    elif t is _int_imm():
+        k = _IMM
+    elif issubclass(t, Node):
+        k = {"var": _VAR, "name": _NAME, "value": _VALUE}.get(t._node_compare, _FIELDS)
+    elif issubclass(t, int | float):
+        k = _NUM
+    elif issubclass(t, str):
+        k = _STR
+    elif t is type(None):
+        k = _NONE
+    elif issubclass(t, tuple | list):
+        k = _SEQ
+    elif issubclass(t, dict):
+        k = _DICT
+    else:
+        k = _LEAF
+    _KINDS[t] = k
+    _TYPE_CODES[t] = _h("seq" if k == _SEQ else t.__name__)
+    return k
+
+
+def _leaf_code(x, kind: int) -> int:
+    if kind == _NUM:
+        return _num_code(x)
+    if kind == _STR:
+        return _str_code(x) if type(x) is str else _h(type(x).__name__, repr(x))
+    if kind == _NONE:
+        return _NONE_CODE
+    if kind == _NDARRAY:
+        h = x._content_hash
+        if h is None:
+            h = x._content_hash = _leaf_hash(x.numpy())
+        return h
+    if kind == _IMM:
+        v = _imm_as_int(x)
+        if v is not None:  # hashes as the Python value it equals
+            return _num_code(v)
+    return _leaf_hash(x)
+
+
+def _children(obj, kind: int) -> list:
+    """The values an object's hash combines, in order (``kind`` >= ``_COMPOSITE``)."""
+    if kind == _FIELDS or kind == _IMM:
+        return [getattr(obj, f, None) for f in node_fields(type(obj))]
+    if kind == _SEQ:
+        return obj
+    if kind == _VALUE:
+        return [obj._node_value()]
+    # a dict: keyed by IR nodes (a PrimFunc's buffer_map), its entries in order; else its
+    # entries in key order, keys first
+    if any(isinstance(k, Node) for k in obj):
+        return [x for kv in obj.items() for x in kv]
+    keys = sorted(obj, key=str)
+    return keys + [obj[k] for k in keys]
+
+
 def structural_hash(node, map_free_vars: bool = False) -> int:
-    """A hash consistent with structural_equal (alpha-equivalent programs hash alike)."""
-    var_index: dict[int, int] = {}
-    memo: dict[int, int] = {}
-    open_nodes: set[int] = set()  # nodes entered and not yet left: met again, a cycle
-    keep = []
-    # entries: (obj, is_def, phase) phase 0 = enter, 1 = exit
-    stack = [(node, False, 0, None)]
-    results: list[int] = []
-    # exit entries carry how many child results to pop
+    """A hash consistent with structural_equal (alpha-equivalent programs hash alike).
+
+    One iterative post-order walk: each node, sequence and dict is hashed once (its code kept
+    by identity, so a shared subtree costs nothing the second time) from its children's
+    codes; leaves are coded where their parent is hashed. Bound variables hash by the order in
+    which the walk first meets them."""
+    kinds = _KINDS
+    memo: dict[int, int] = {}  # id -> code of every composite hashed so far
+    var_count = 0
+    open_ids: set[int] = set()  # entered and not yet left: met again, a cycle
+    keep = []  # memoized objects stay alive, so their ids stay unique
+    kind = kinds.get(type(node))
+    if kind is None:
+        kind = _kind_of(type(node))
+    if kind < _COMPOSITE and kind != _IMM:
+        return _leaf_code(node, kind) & _MASK
+    stack: list = [(node, None)]
     while stack:
-        obj, is_def, phase, nchild = stack.pop()
-        if _is_ndarray(obj):
-            h = obj._content_hash
-            if h is None:
-                h = obj._content_hash = _leaf_hash(obj.numpy())
-            results.append(h)
+        obj, kids = stack.pop()
+        oid = id(obj)
+        if kids is not None:  # leave: every composite child has its code now
+            t = type(obj)
+            codes = [_TYPE_CODES[t]]
+            for c in kids:
+                k = kinds.get(type(c))
+                if k is None:
+                    k = _kind_of(type(c))
+                if k >= _COMPOSITE or k == _IMM:
+                    code = memo.get(id(c))
+                    if code is None:
+                        if k == _IMM:
+                            code = _leaf_code(c, k)
+                        else:  # an ancestor still open: a back edge
+                            code = hash((_BACK_CODE, _TYPE_CODES[type(c)]))
+                    codes.append(code)
+                else:
+                    codes.append(_leaf_code(c, k))
+            memo[oid] = hash(tuple(codes))
+            open_ids.discard(oid)
             continue
-        if phase == 0 and not isinstance(obj, int):
-            as_int = _imm_as_int(obj)
-            if as_int is not None:  # hashes as the Python value it equals
-                results.append(_leaf_hash(as_int))
+        if oid in memo or oid in open_ids:
+            continue
+        t = type(obj)
+        kind = kinds[t]
+        keep.append(obj)
+        if kind == _IMM:
+            v = _imm_as_int(obj)
+            if v is not None:
+                memo[oid] = _num_code(v)
                 continue
-        if phase == 1:
-            kids = results[len(results) - nchild:] if nchild else []
-            del results[len(results) - nchild:]
-            tag = "seq" if isinstance(obj, tuple | list) else type(obj).__name__
-            h = _h(tag, *kids)
-            if isinstance(obj, Node):
-                memo[id(obj)] = h
-                keep.append(obj)
-                open_nodes.discard(id(obj))
-            results.append(h)
+        elif kind == _VAR:
+            plain = [_leaf_code(p, kinds.get(type(p)) or _kind_of(type(p)))
+                     for f in node_fields(t)
+                     if isinstance(p := getattr(obj, f, None), str | int)]
+            memo[oid] = hash((_VAR_CODE, var_count, *plain))
+            var_count += 1
             continue
-        kind = _kind(obj)
-        if kind == "var":
-            idx = var_index.get(id(obj))
-            if idx is None:
-                idx = var_index[id(obj)] = len(var_index)
-                keep.append(obj)
-            plain = [getattr(obj, f, None) for f in node_fields(type(obj))]
-            results.append(_h("var", idx, *[p for p in plain if isinstance(p, str | int)]))
+        elif kind == _NAME:
+            memo[oid] = hash((_TYPE_CODES[t], _str_code(str(_named_key(obj)))))
             continue
-        if kind is not None:
-            h = memo.get(id(obj))
-            if h is not None:
-                results.append(h)
-                continue
-            if kind == "name":
-                results.append(_h(type(obj).__name__, _named_key(obj)))
-                continue
-            if id(obj) in open_nodes:  # a cycle (objects that refer back to each other)
-                results.append(_h("back-edge", type(obj).__name__))
-                continue
-            open_nodes.add(id(obj))
-            if kind == "value":
-                children = [(obj._node_value(), False)]
-            else:
-                defs = type(obj)._node_binders
-                children = [(getattr(obj, f, None), f in defs) for f in node_fields(type(obj))]
-            stack.append((obj, False, 1, len(children)))
-            stack.extend(reversed([(c, d, 0, None) for c, d in children]))
-            continue
-        if isinstance(obj, tuple | list):
-            stack.append((obj, False, 1, len(obj)))
-            stack.extend(reversed([(c, is_def, 0, None) for c in obj]))
-            continue
-        if isinstance(obj, dict) and any(isinstance(k, Node) for k in obj):
-            flat = [x for kv in obj.items() for x in kv]
-            stack.append((obj, False, 1, len(flat)))
-            stack.extend(reversed([(c, is_def, 0, None) for c in flat]))
-            continue
-        if isinstance(obj, dict):
-            keys = sorted(obj, key=str)
-            stack.append((obj, False, 1, 2 * len(keys)))
-            stack.extend(reversed([(k, False, 0, None) for k in keys] +
-                                  [(obj[k], False, 0, None) for k in keys]))
-            continue
-        results.append(_leaf_hash(obj))
-    return results[-1]
+        kids = _children(obj, kind)
+        open_ids.add(oid)
+        stack.append((obj, kids))
+        for c in reversed(kids):
+            k = kinds.get(type(c))
+            if k is None:
+                k = _kind_of(type(c))
+            if (k >= _COMPOSITE or k == _IMM) and id(c) not in memo:
+                stack.append((c, None))
+    return memo[id(node)] & _MASK

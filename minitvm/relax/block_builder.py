@@ -356,9 +356,10 @@ class BlockBuilder:
             name_hint = getattr(func, "__name__", "te_func")
             if name_hint == "<lambda>":
                 name_hint = "te_func"
-        gvar = self._same_prim_func(prim)
+        gvar, prim_hash = self._same_prim_func(prim)
         if gvar is None:
             gvar = self.add_func(prim, name_hint)
+            self._prim_hashes[id(prim)] = (prim, prim_hash)  # (not hashed again next time)
         out_sinfo = te_bridge.out_struct_info(outputs)
         if isinstance(out, list | tuple) and not isinstance(out_sinfo, list):
             out_sinfo = [out_sinfo]
@@ -366,7 +367,8 @@ class BlockBuilder:
                         tir_vars=list(extra) if extra else None)
 
     def _same_prim_func(self, prim):
-        """The global of a PrimFunc in the module structurally equal to ``prim``, or None.
+        """(the global of a PrimFunc in the module structurally equal to ``prim`` or None,
+        ``prim``'s structural hash).
 
         Functions are compared by structural hash first (each function's hash computed once):
         comparing every new PrimFunc with every earlier one made LegalizeOps quadratic (an ONNX
@@ -382,8 +384,8 @@ class BlockBuilder:
             if known is None or known[0] is not f:
                 known = self._prim_hashes[id(f)] = (f, structural_hash(f))
             if known[1] == want and structural_equal(f, prim):
-                return gv
-        return None
+                return gv, want
+        return None, want
 
     def emit_te(self, func, *args, **kwargs) -> Var:
         """``emit(call_te(func, *args, **kwargs))``; ``name_hint`` names the bound var."""

@@ -177,6 +177,58 @@ def test_anything_that_decides_a_build_changes_its_key(cache_dir, monkeypatch, c
     assert key is not None and key != base
 
 
+def _softmax_net(const=(1.0, 2.0, 3.0), axis=1, param="w", name="x"):
+    x = relay.var(name, shape=(2, 3))
+    w = relay.var(param, shape=(3,))
+    c = relay.const(np.array(const, "float32"))
+    y = relay.nn.softmax(relay.add(relay.multiply(x, w), c), axis=axis)
+    params = {param: np.array([0.5, 1.0, 2.0], "float32")}
+    return tvm.IRModule.from_expr(relay.Function([x, w], y)), params
+
+
+@pytest.mark.parametrize("change", [
+    dict(const=(1.0, 2.0, 3.5)),  # one constant element
+    dict(axis=0),                 # one attribute
+    dict(param="v"),              # one parameter's name
+    dict(name="data"),            # an input's name (the graph's input follows it)
+])
+def test_modules_differing_in_one_detail_have_different_keys(cache_dir, change):
+    with tvm.transform.PassContext(opt_level=3):
+        base = build_cache.build_key(*_softmax_net(), "llvm", lowering_options())
+        assert base == build_cache.build_key(*_softmax_net(), "llvm", lowering_options())
+        key = build_cache.build_key(*_softmax_net(**change), "llvm", lowering_options())
+    assert base is not None and key is not None and key != base
+
+
+def test_one_parameter_element_changes_the_key(cache_dir):
+    mod, params = _softmax_net()
+    with tvm.transform.PassContext(opt_level=3):
+        base = build_cache.build_key(mod, params, "llvm", lowering_options())
+        w = params["w"].copy()
+        w[1] = np.nextafter(w[1], np.float32(2))
+        assert build_cache.build_key(mod, {"w": w}, "llvm", lowering_options()) != base
+
+
+def test_a_built_module_keys_as_before(cache_dir):
+    # building fills in the input module's checked types; the next build must still hit
+    mod, params = _mlp()
+    with tvm.transform.PassContext(opt_level=3):
+        before = build_cache.build_key(mod, params, "llvm", lowering_options())
+    _build(mod, params)
+    with tvm.transform.PassContext(opt_level=3):
+        assert build_cache.build_key(mod, params, "llvm", lowering_options()) == before
+    _fresh()
+    assert isinstance(_build(mod, params), build_cache.CachedFactory)
+
+
+def test_a_module_holding_code_is_not_cached(cache_dir):
+    mod, params = _softmax_net()
+    fn = mod["main"].with_attr("callback", lambda: None)
+    mod = tvm.IRModule.from_expr(fn)
+    with tvm.transform.PassContext(opt_level=3):
+        assert build_cache.build_key(mod, params, "llvm", lowering_options()) is None
+
+
 def test_changed_weights_are_built_not_reused(cache_dir):
     mod, params = _mlp(seed=0)
     _build(mod, params)

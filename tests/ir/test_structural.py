@@ -149,3 +149,56 @@ def test_prim_func_blocks_do_not_carry_te_tensors():
     assert blocks and all("operands" not in b.annotations for b in blocks)
     assert "resize" in blocks[-1].annotations
     assert structural_hash(f) == structural_hash(te.create_prim_func([x, y]))
+
+
+def test_hash_agrees_with_equality_on_leaves():
+    from minitvm import tir
+
+    # equal values hash alike (an int and the IntImm TVM would make of it, 1 and 1.0, NaNs);
+    # values that differ in one number hash apart, -1 and -2 too (Python hashes both as -2)
+    assert structural_hash(relay.Tuple([])) == structural_hash(relay.Tuple([]))
+    assert structural_hash((1, 2.0)) == structural_hash((1.0, tir.IntImm("int32", 2)))
+    assert structural_hash([float("nan")]) == structural_hash([float("nan")])
+    assert structural_equal([float("nan")], [float("nan")])
+    hashes = {structural_hash(v) for v in ((-1,), (-2,), (1,), ("1",), (None,), ((1,),))}
+    assert len(hashes) == 6
+    assert structural_hash(tir.IntImm("int64", 3)) != structural_hash(tir.IntImm("int32", 3))
+
+
+def test_shared_and_copied_subtrees_hash_alike():
+    x = relay.var("x", shape=(1,))
+    shared = relay.add(x, x)
+    a = Function([x], Tuple([shared, shared]))
+    y = relay.var("y", shape=(1,))
+    b = Function([y], Tuple([relay.add(y, y), relay.add(y, y)]))
+    assert structural_equal(a, b) and structural_hash(a) == structural_hash(b)
+
+
+def test_hash_is_the_same_in_every_process():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from minitvm import relay; from minitvm.ir import structural_hash; "
+            "x = relay.var('x', shape=(2, 3)); "
+            "print(structural_hash(relay.Function([x], relay.nn.softmax(x, axis=-1))))")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=root)
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout)
+    assert len(outs) == 1
+
+
+def test_mismatch_paths_name_fields_indices_and_keys():
+    from minitvm.ir.base import get_first_structural_mismatch
+
+    x = relay.var("x", shape=(2,))
+    a = Function([x], Tuple([x, relay.const(1.0)]))
+    y = relay.var("y", shape=(2,))
+    b = Function([y], Tuple([y, relay.const(2.0)]))
+    pair = get_first_structural_mismatch(a, b)
+    assert "body" in str(pair.lhs_path) and "fields" in str(pair.lhs_path)
+    with pytest.raises(ValueError, match=r"root\['k'\]\[1\]: 2 vs 3"):
+        assert_structural_equal({"k": (1, 2)}, {"k": (1, 3)})

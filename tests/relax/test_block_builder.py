@@ -124,3 +124,27 @@ def test_many_bindings_no_recursion():
     assert len(f.body.blocks[0].bindings) == 100_001
     assert tvm.ir.structural_equal(f, f)
     assert tvm.ir.structural_hash(f) == tvm.ir.structural_hash(f)
+
+
+def test_call_te_reuses_equal_prim_funcs_hashing_each_once(monkeypatch):
+    from minitvm import te
+    from minitvm.ir import structural
+
+    calls = []
+    real = structural.structural_hash
+    monkeypatch.setattr(structural, "structural_hash", lambda f: calls.append(f) or real(f))
+    x = relax.Var("x", _t(2, 3))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        a = bb.emit_te(lambda t: te.compute(t.shape, lambda i, j: t[i, j] + 1.0), x)
+        b = bb.emit_te(lambda t: te.compute(t.shape, lambda i, j: t[i, j] * 2.0), a)
+        c = bb.emit_te(lambda t: te.compute(t.shape, lambda i, j: t[i, j] + 1.0), b)
+        bb.emit_func_output(c)
+    mod = bb.get()
+    prims = [f for f in mod.functions.values() if isinstance(f, tir.PrimFunc)]
+    assert len(prims) == 2  # the third is the first one again
+    calls_of = {id(f) for f in calls}
+    assert len(calls) == 3 and all(id(p) in calls_of for p in prims)  # one hash per call_te
+    main = mod["main"]
+    gvs = [b.value.args[0] for b in main.body.blocks[0].bindings]
+    assert gvs[0] is gvs[2] and gvs[0] is not gvs[1]

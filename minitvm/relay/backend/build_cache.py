@@ -5,8 +5,8 @@ and schedules every fused function to find each kernel's cache key (most of a se
 ResNet-50). This cache keys the whole result instead, before any pass runs, on everything that
 decides it:
 
-- the input module (its text, which names every variable, and its structural hash, which covers
-  the values of its constants) and every parameter's name, dtype, shape and bytes;
+- the input module (``ir.fingerprint``: every field of every node, variables' names and
+  constants' bytes included) and every parameter's name, dtype, shape and bytes;
 - the PassContext (opt level, required and disabled passes, config), the lowering options
   (BLAS, generated kernels, the tuned knob table in effect), the target kind;
 - the compiler itself: every file of the ``minitvm`` package, the code generator's version,
@@ -41,8 +41,8 @@ import numpy as np
 
 from ...backend.disk_cache import DiskCache, active_cache
 from ...codegen.build import CODEGEN_VERSION, declared_externals, object_code
+from ...ir.fingerprint import Unfingerprintable, fingerprint
 from ...ir.op import Op
-from ...ir.structural import structural_hash
 from ...runtime import jit
 from ...runtime.graph_executor import GraphExecutorFactoryModule
 from ...runtime.module import GraphLib, Kernel
@@ -52,7 +52,7 @@ from ...transform.context import PassContext
 
 CONFIG_KEY = "relay.backend.use_build_cache"
 ENV_DISABLE = "MINITVM_DISABLE_BUILD_CACHE"
-FORMAT_VERSION = "2"  # 2: JSON header, no pickle
+FORMAT_VERSION = "3"  # 2: JSON header, no pickle; 3: the module keyed by its fingerprint
 # environment variables that never change what a build produces
 _ENV_IGNORED = frozenset({"MINITVM_CACHE_DIR", "MINITVM_CACHE_MAX_BYTES", "MINITVM_COMPILE_JOBS",
                           ENV_DISABLE})
@@ -172,10 +172,6 @@ def _plain(value) -> str | None:
     return None if " at 0x" in text else text
 
 
-def _no_comment(_expr) -> str:
-    return ""
-
-
 def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = None
               ) -> str | None:
     """The whole-build cache key of ``relay.build(mod, target, params)`` in ``ctx``, or None
@@ -199,11 +195,10 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     env = sorted((k, v) for k, v in os.environ.items()
                  if k.startswith(("MINITVM_", "TVM_")) and k not in _ENV_IGNORED)
     try:
-        # without the ``/* ty= */`` comments: InferType fills in checked types in place, so a
-        # module built once would print (and key) differently the second time
-        text = mod.astext(show_meta_data=False, annotate=_no_comment)
-        shash = structural_hash(mod)
-    except Exception:  # a module the printer or hasher cannot handle: build it normally
+        # every field of every node, names and constants' bytes included, inferred types left
+        # out (InferType fills them in place: a module built once would key differently after)
+        digest = fingerprint(mod)
+    except Unfingerprintable:  # it holds code or a handle: build it normally
         return None
     from ...runtime import blas
 
@@ -215,10 +210,9 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
         "config": cfg, "options": opts, "blas": blas.describe() if options.blas else "",
         "knobs": sorted((k, sorted(v.items())) for k, v in knobs.entries.items())
         if knobs is not None else None,
-        "env": env, "structural_hash": shash,
+        "env": env, "module": digest,
     }, sort_keys=True, default=repr)
     h = hashlib.sha256(head.encode())
-    h.update(hashlib.sha256(text.encode()).digest())
     h.update(params_digest().encode())
     return "relay.build|" + h.hexdigest()
 

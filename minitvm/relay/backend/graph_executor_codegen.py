@@ -74,6 +74,17 @@ def _transform_key(fn):
     return key
 
 
+def _function_key(func: Function):
+    """A key structurally equal functions share (candidates under it are confirmed by
+    structural equality): the ``hash`` label LabelOps gave the function, else its structural
+    hash. (Equal functions have equal labels; reading one saves hashing every kernel's function
+    a second time.)"""
+    label = func.attrs.get("hash") if func.attrs is not None else None
+    if isinstance(label, str):
+        return ("label", label)
+    return structural_hash(func)
+
+
 class GraphCodegen:
     """Produce ``(graph_json, kernels, params)`` for ``main``."""
 
@@ -108,7 +119,7 @@ class GraphCodegen:
                     shash: int | None = None):
         """The kernel name of ``func`` (``shash``: its structural hash when known); an equal
         function lowered before (found among those of the same hash) shares its kernel."""
-        shash = structural_hash(func) if shash is None else shash
+        shash = _function_key(func) if shash is None else shash
         bucket = self._by_func.setdefault((shash, const_inputs), [])
         for f, name in bucket:
             if f is func or structural_equal(f, func):
@@ -159,10 +170,10 @@ class GraphCodegen:
                     const.add(pos)
                 pos += n
             pending.append((e, func, args, frozenset(const)))
-        hashes: dict[int, int] = {}  # id(func) -> structural hash, computed once per function
+        hashes: dict[int, object] = {}  # id(func) -> its key, computed once per function
         for _, func, _, _ in pending:
             if id(func) not in hashes:
-                hashes[id(func)] = structural_hash(func)
+                hashes[id(func)] = _function_key(func)
         prefetch_kernels([(func, const) for _, func, _, const in pending], self.options, hashes)
         for e, func, args, const in pending:
             self._call_kernels[id(e)] = (func, args,

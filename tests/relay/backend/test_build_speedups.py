@@ -74,8 +74,9 @@ def test_equal_functions_share_one_kernel():
 
 @pytest.mark.parametrize("colliding", [False, True])
 def test_different_functions_never_share_a_kernel(monkeypatch, colliding):
-    if colliding:  # every function hashes alike: equality alone must keep them apart
+    if colliding:  # every function keys alike: equality alone must keep them apart
         monkeypatch.setattr(graph_executor_codegen, "structural_hash", lambda f: 7)
+        monkeypatch.setattr(graph_executor_codegen, "_function_key", lambda f: 7)
     rng = np.random.default_rng(1)
     inputs = _inputs(rng)
     got, ops = _build_and_run(_two_dense_blocks(relay.sigmoid), inputs)
@@ -134,3 +135,13 @@ def test_verifier_reads_let_bound_and_undefined_vars():
         verify_well_formed(bad)
     assert not verify_well_formed(tir.PrimFunc([A], tir.For(i, 0, n, 0, tir.BufferStore(
         A, A[i], [i]))), assert_mode=False)
+
+
+def test_labelled_functions_are_keyed_by_their_label():
+    from minitvm.relay.expr import Function
+
+    x = relay.var("x", shape=(2,))
+    f = Function([x], relay.nn.relu(x))
+    assert graph_executor_codegen._function_key(f) == tvm.ir.structural_hash(f)
+    g = f.with_attr("hash", "00000000000000ab")
+    assert graph_executor_codegen._function_key(g) == ("label", "00000000000000ab")
