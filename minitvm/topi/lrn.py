@@ -15,16 +15,22 @@ from .utils import compute, normalize_axis, out_tensor_types, static_shape
 
 
 def lrn(x, size: int, axis: int, alpha: float, beta: float, bias: float):
-    """``nn.lrn`` of the tensor ``x`` (float), over ``axis``."""
-    shape = [int(d) for d in x.shape]
+    """``nn.lrn`` of the tensor ``x`` (float), over ``axis``, whose extent must be static (the
+    other axes may be symbolic: a dynamic batch)."""
+    shape = list(x.shape)
     axis = normalize_axis(axis, len(shape), "nn.lrn")
     size = int(size)
     if size < 1:
         raise ValueError(f"nn.lrn: size must be positive, got {size}")
-    half = size // 2
-    n = shape[axis]
+    if not isinstance(shape[axis], (int, E.IntImm)):
+        raise ValueError(f"nn.lrn: the normalized axis needs a static extent, got {shape[axis]}")
+    half, n = size // 2, int(shape[axis])
+
+    def extent(v):  # in the index type of the input's dims (int64 from Relax)
+        return E.IntImm(shape[axis].dtype, v) if isinstance(shape[axis], E.IntImm) else v
+
     padded = list(shape)
-    padded[axis] = n + size - 1
+    padded[axis] = extent(n + size - 1)
     dt = x.dtype
 
     def sq(*i):
@@ -35,7 +41,7 @@ def lrn(x, size: int, axis: int, alpha: float, beta: float, bias: float):
         return E.Select(inside, v * v, E.const(0, dt))
 
     sqp = te.compute(padded, sq, name="lrn_sq")
-    r = te.reduce_axis((0, size), name="rw")
+    r = te.reduce_axis((extent(0), extent(size)), name="rw")
     total = te.compute(shape, lambda *i: te.sum(sqp[(*i[:axis], i[axis] + r, *i[axis + 1:])],
                                                 axis=[r]), name="lrn_sum")
     scale, offset, power = (E.const(v, dt) for v in (alpha / size, bias, beta))

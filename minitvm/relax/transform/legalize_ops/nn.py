@@ -118,9 +118,10 @@ def _attention(bb, call):
 @register_legalize("relax.nn.lrn")
 def _lrn(bb, call):
     a = call.attrs
-    if not all(isinstance(d, IntImm) for d in arg_shape(call, 0)):
-        # topi.lrn builds its zero-padded window on static dims
-        raise LegalizeError(f"relax.nn.lrn: needs a static input shape, got "
+    shape = arg_shape(call, 0)
+    if not isinstance(shape[int(a.axis)], IntImm):
+        # topi.lrn builds its zero-padded window on a static extent of the normalized axis
+        raise LegalizeError(f"relax.nn.lrn: needs a static extent along axis {a.axis}, got "
                             f"{call.args[0].struct_info}")
     return call_topi(bb, lambda x: topi_lrn.lrn(x, int(a.size), int(a.axis), float(a.alpha),
                                                 float(a.beta), float(a.bias)),

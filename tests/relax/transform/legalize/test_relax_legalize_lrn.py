@@ -80,20 +80,21 @@ EXPECTED = '''
 class Module:
     @T.prim_func(private=True)
     def lrn(x: T.Buffer((T.int64(1), T.int64(4), T.int64(2)), "float32"),
-            lrn: T.Buffer((1, 4, 2), "float32")):
+            lrn: T.Buffer((T.int64(1), T.int64(4), T.int64(2)), "float32")):
         T.func_attr({"tir.noalias": T.bool(True)})
-        lrn_sq = T.alloc_buffer((1, 6, 2))
-        lrn_sum = T.alloc_buffer((1, 4, 2))
-        for i0, i1, i2 in T.grid(1, 6, 2):
+        lrn_sq = T.alloc_buffer((T.int64(1), T.int64(6), T.int64(2)))
+        lrn_sum = T.alloc_buffer((T.int64(1), T.int64(4), T.int64(2)))
+        for i0, i1, i2 in T.grid(T.int64(1), T.int64(6), T.int64(2)):
             with T.block("lrn_sq"):
                 v_i0, v_i1, v_i2 = T.axis.remap("SSS", [i0, i1, i2])
-                T.reads(x[v_i0, T.max(T.min(v_i1 - 1, 3), 0), v_i2])
+                T.reads(x[v_i0, T.max(T.min(v_i1 - T.int64(1), T.int64(3)), T.int64(0)), v_i2])
                 T.writes(lrn_sq[v_i0, v_i1, v_i2])
                 lrn_sq[v_i0, v_i1, v_i2] = T.Select(
-                    v_i1 - 1 >= 0 and v_i1 - 1 < 4,
-                    x[v_i0, T.max(T.min(v_i1 - 1, 3), 0), v_i2]
-                    * x[v_i0, T.max(T.min(v_i1 - 1, 3), 0), v_i2], T.float32(0.0))
-        for i0, i1, i2, rw in T.grid(1, 4, 2, 3):
+                    v_i1 - T.int64(1) >= T.int64(0) and v_i1 - T.int64(1) < T.int64(4),
+                    x[v_i0, T.max(T.min(v_i1 - T.int64(1), T.int64(3)), T.int64(0)), v_i2]
+                    * x[v_i0, T.max(T.min(v_i1 - T.int64(1), T.int64(3)), T.int64(0)), v_i2],
+                    T.float32(0.0))
+        for i0, i1, i2, rw in T.grid(T.int64(1), T.int64(4), T.int64(2), T.int64(3)):
             with T.block("lrn_sum"):
                 v_i0, v_i1, v_i2, v_rw = T.axis.remap("SSSR", [i0, i1, i2, rw])
                 T.reads(lrn_sq[v_i0, v_i1 + v_rw, v_i2])
@@ -102,7 +103,7 @@ class Module:
                     lrn_sum[v_i0, v_i1, v_i2] = T.float32(0.0)
                 lrn_sum[v_i0, v_i1, v_i2] = (lrn_sum[v_i0, v_i1, v_i2]
                                               + lrn_sq[v_i0, v_i1 + v_rw, v_i2])
-        for i0, i1, i2 in T.grid(1, 4, 2):
+        for i0, i1, i2 in T.grid(T.int64(1), T.int64(4), T.int64(2)):
             with T.block("lrn"):
                 v_i0, v_i1, v_i2 = T.axis.remap("SSS", [i0, i1, i2])
                 T.reads(x[v_i0, v_i1, v_i2], lrn_sum[v_i0, v_i1, v_i2])
@@ -133,14 +134,27 @@ def test_legalized_module_matches_expected():
     assert structural_equal(before, from_source(BEFORE))  # the input is left as it was
 
 
-def test_symbolic_shape_is_a_clear_legalize_error():
-    n = tvm.tir.Var("n", "int64")
-    x = relax.Var("x", relax.TensorStructInfo([n, 4, 2], "float32"))
+def _lrn_module(shape, **attrs):
+    x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
-        bb.emit_func_output(bb.emit(nn.lrn(x, size=3)))
-    with pytest.raises(LegalizeError, match="relax.nn.lrn: needs a static input shape"):
-        LegalizeOps()(bb.get())
+        bb.emit_func_output(bb.emit(nn.lrn(x, **attrs)))
+    return bb.get()
+
+
+def test_symbolic_axis_extent_is_a_clear_legalize_error():
+    c = tvm.tir.Var("c", "int64")
+    with pytest.raises(LegalizeError, match="relax.nn.lrn: needs a static extent along axis 1"):
+        LegalizeOps()(_lrn_module([2, c, 3], size=3))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_symbolic_batch_builds_once_and_matches_numpy(batch):
+    n = tvm.tir.Var("n", "int64")
+    mod = _lrn_module([n, 6, 3, 5], size=5, alpha=0.2, beta=0.75, bias=1.5)
+    data = rng.standard_normal((batch, 6, 3, 5)).astype("float32")
+    got = _run(mod, tvm.nd.array(data))
+    np.testing.assert_allclose(got, lrn_ref(data, 5, 1, 1.5, 0.2, 0.75), rtol=1e-5, atol=1e-6)
 
 
 def _run(mod, *args):
