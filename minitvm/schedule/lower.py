@@ -834,7 +834,9 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
                     in_place.append((t, u))
         elif id(t) not in ctx.buf and getattr(select_rule(t, options), "epilogue", False):
             u = _epilogue_consumer(order, outputs, t, materialize)
-            if u is not None and _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
+            # (one producer an epilogue: two resizes summed both fused into the add dropped one)
+            if u is not None and id(u) not in fused and \
+                    _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):
                 ctx.buf[id(t)] = ctx.buf[id(u)]
                 fused[id(u)], ctx.epilogues[id(t)] = t, u
     for t in order:

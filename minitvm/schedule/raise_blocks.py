@@ -23,6 +23,7 @@ from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import IterVar, Range
 from ..tir.stmt_functor import post_order, stmt_exprs, substitute, transform_expr, walk_stmts
+from . import resize
 from .common import const_int, same_dims
 from .pool import POOL_TAG
 from .raise_patterns import gemm_tag, op_tag  # noqa: F401  (gemm_tag re-exported)
@@ -200,6 +201,8 @@ def raise_nest(nest: Nest, tensor_of) -> Tensor:
         body = to_te(st.value)
     t = _new_tensor(blk.name_hint, "", blk.annotations, axis, body, nest.out.shape)
     tag, attrs = op_tag(t)
+    if not tag and not raxis:  # (a resize keeps its settings but not its tag in a PrimFunc)
+        tag, attrs = resize.raised_tag(t)
     if not tag and raxis:
         tag, attrs = pool_tag(t)
     if not tag and raxis:

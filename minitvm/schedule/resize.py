@@ -26,6 +26,11 @@ gathers an eighth of the columns it gathered per output row.
 
 A fused elementwise epilogue (``Rule.epilogue``: ``add(resize(x), y)``) is applied in the store
 (``common.emit_with_epilogue``).
+
+A PrimFunc's resize (Relax's LegalizeOps / FuseTIR blocks, raised back to TE by
+``raise_blocks``) keeps its ``ResizeSpec`` as a block annotation but loses the tag and the
+operand; ``raised_tag`` gives them back, so it takes this schedule as Relay's stage does rather
+than the generic injective nest (per-element coordinate arithmetic and gathers).
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import substitute, transform_expr
-from ..topi.image_resize import RESIZE_TAG
+from ..tir.stmt_functor import post_order, substitute, transform_expr
+from ..topi.image_resize import RESIZE_TAG, ResizeSpec
 from .common import PARALLEL_MIN_WORK, allocated, const_int, emit_with_epilogue, imm
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
@@ -72,6 +77,33 @@ def supported(t, options=None) -> bool:
     if len(shape) - 1 not in spec.axes:
         return False
     return all(m.mode != "tf_crop_and_resize" for m in spec.maps)
+
+
+def raised_tag(t) -> tuple[str, dict]:
+    """``(RESIZE_TAG, {"operands": (x,)})`` for a raised stage ``t`` whose attrs hold the
+    ``ResizeSpec`` of the compute it was written from (its block annotation) and whose body
+    reads one tensor ``x`` of the spec's input shape; ``("", {})`` otherwise."""
+    none: tuple[str, dict] = ("", {})
+    spec = t.op.attrs.get("resize") if isinstance(t.op, ComputeOp) else None
+    if not isinstance(spec, ResizeSpec) or t.op.reduce_axis or t.op.tag:
+        return none
+    read = {id(n.producer): n.producer for n in post_order(t.op.body)
+            if isinstance(n, E.ProducerLoad)}
+    if len(read) != 1:
+        return none
+    (x,) = read.values()
+    shape, xshape = _static_shape(t), _static_shape(x)
+    if shape is None or xshape is None or len(shape) != len(xshape) or \
+            len(spec.axes) != len(spec.maps) or any(not 0 <= a < len(shape) for a in spec.axes):
+        return none
+    for a in range(len(shape)):
+        if a in spec.axes:
+            m = spec.maps[spec.axes.index(a)]
+            if (const_int(m.n_in), const_int(m.n_out)) != (xshape[a], shape[a]):
+                return none
+        elif shape[a] != xshape[a]:
+            return none
+    return RESIZE_TAG, {"operands": (x,)}
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
