@@ -54,10 +54,29 @@ def _same_vars(idx, want) -> bool:
         zip(idx, want))
 
 
+def _lead_ok(idx, dims, out, out_dims) -> bool:
+    """Do the indices ``idx`` of an operand's leading (batch) axes, of extents ``dims``, read
+    the output's batch axes ``out`` (extents ``out_dims``, right-aligned, numpy broadcasting)?
+    Each axis is read at the output's axis variable where the extents agree, or at 0 where the
+    operand's extent is 1: a unit axis may be written either way (the output's axis there has
+    extent 1, or the operand's is broadcast)."""
+    lead = len(out) - len(dims)
+    if lead < 0 or len(idx) != len(dims):
+        return False
+    for i, d, v, e in zip(idx, dims, out[lead:], out_dims[lead:]):
+        unit = const_int(d) == 1
+        if not ((unit and const_int(i) == 0) or (i is v and (same_dims([d], [e]) or
+                                                               (unit and const_int(e) == 1)))):
+            return False
+    return True
+
+
 def gemm_tag(t: Tensor) -> tuple[str, dict]:
     """(tag, attrs) of a raised stage that is a GEMM (``matmul`` / ``batch_matmul``), else
     ("", {}). Recognized: ``sum_k A[.., i, k] * B[k, j]`` (B transposed or not) with A's
-    leading axes the output's, and ``sum_k A[b, i, k] * B[b, k, j]`` (a batch of 1 broadcast).
+    leading axes the output's, and ``sum_k A[b.., i, k] * B[b.., k, j]`` with the batch axes
+    the output's (rank 3: a unit batch on either side broadcast). A unit batch axis may be
+    read at 0 or at the output's (unit) axis variable (``_lead_ok``).
     """
     loads = _sum_of_products(t)
     if loads is None or len(t.op.body.axis) != 1:
@@ -65,33 +84,31 @@ def gemm_tag(t: Tensor) -> tuple[str, dict]:
     body = t.op.body
     k = body.axis[0].var
     out = [iv.var for iv in t.op.axis]
+    od = list(t.shape)
     for a, b in (loads, loads[::-1]):
         if not (isinstance(a, E.ProducerLoad) and isinstance(b, E.ProducerLoad)):
             continue
         ta, tb = a.producer, b.producer
-        if len(out) >= 2 and len(ta.shape) == len(out) and len(tb.shape) == 2 and \
-                _same_vars(a.indices, [*out[:-1], k]):
-            if _same_vars(b.indices, [k, out[-1]]):
-                return "matmul", {"transpose_a": False, "transpose_b": False, "operands": (ta, tb)}
-            if _same_vars(b.indices, [out[-1], k]):
-                return "matmul", {"transpose_a": False, "transpose_b": True, "operands": (ta, tb)}
-        if len(out) == 3 and len(ta.shape) == 3 and len(tb.shape) == 3:
-            ba = None if const_int(ta.shape[0]) == 1 else out[0]
-            bb = None if const_int(tb.shape[0]) == 1 else out[0]
-            if not _same_vars(a.indices, [ba, out[1], k]):
-                continue
-            for trans, want in ((False, [bb, k, out[2]]), (True, [bb, out[2], k])):
-                if _same_vars(b.indices, want):
-                    return "batch_matmul", {"transpose_a": False, "transpose_b": trans,
-                                            "operands": (ta, tb)}
-        if len(out) > 3 and len(ta.shape) == len(tb.shape) == len(out) and \
-                same_dims(ta.shape[:-2], tb.shape[:-2]) and \
-                _same_vars(a.indices, [*out[:-1], k]):
-            lead = out[:-2]
-            for trans, want in ((False, [*lead, k, out[-1]]), (True, [*lead, out[-1], k])):
-                if _same_vars(b.indices, want):
-                    return "batch_matmul", {"transpose_a": False, "transpose_b": trans,
-                                            "operands": (ta, tb)}
+        ra, rb = len(ta.shape), len(tb.shape)
+        if len(out) < 2 or ra != len(out) or rb not in (2, ra) or \
+                not _same_vars(a.indices[-2:], [out[-2], k]):
+            continue
+        if not _lead_ok(a.indices[:-2], ta.shape[:-2], out[:-2], od[:-2]):
+            continue
+        same_a = same_dims(ta.shape[:-2], od[:-2])
+        if rb == 2 and same_a:  # A's leading axes flattened into the rows
+            tag = "matmul"
+        elif rb == 2 or not _lead_ok(b.indices[:-2], tb.shape[:-2], out[:-2], od[:-2]):
+            continue
+        elif (len(out) == 3 and (same_a or same_dims(tb.shape[:1], od[:1]))) or \
+                (same_a and same_dims(tb.shape[:-2], od[:-2])):
+            # rank 3: at most one side broadcast; rank > 3: the batch axes flatten, so none
+            tag = "batch_matmul"
+        else:
+            continue
+        for trans, want in ((False, [k, out[-1]]), (True, [out[-1], k])):
+            if _same_vars(b.indices[-2:], want):
+                return tag, {"transpose_a": False, "transpose_b": trans, "operands": (ta, tb)}
     return "", {}
 
 

@@ -63,7 +63,6 @@ def matmul(a, b, out_dtype: str | None = None, out_shape=None):
         batch + ([a_shape[-2]] if an > 1 else []) + ([b_shape[-1]] if bn > 1 else []))
     k = te.reduce_axis((_zero(a.shape[-1]), a.shape[-1]), name="k")
     nb = len(batch)
-    bmm3 = an == bn == 3
 
     def body(*i):
         ib = list(i[:nb])
@@ -72,11 +71,10 @@ def matmul(a, b, out_dtype: str | None = None, out_shape=None):
         col = rest.pop(0) if bn > 1 else None
 
         def bidx(shape_b):
-            # a rank-3 batched product reads a unit batch axis at index 0 even where the
-            # output's is 1 too: that is the form the GEMM raising (gemm_tag) takes for a
-            # batch of 1; otherwise (rank > 3, or B a matrix) it wants the output's axes
+            # a unit axis broadcast against a longer one of the output is read at 0; any
+            # other batch axis at the output's
             lead = nb - len(shape_b)
-            return [E.IntImm(i[0].dtype, 0) if is_one(d) and (bmm3 or not is_one(batch[lead + q]))
+            return [E.IntImm(i[0].dtype, 0) if is_one(d) and not is_one(batch[lead + q])
                     else ib[lead + q] for q, d in enumerate(shape_b)]
 
         ai = bidx(a_shape[:-2]) + ([row] if an > 1 else []) + [k]
