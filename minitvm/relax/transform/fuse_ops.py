@@ -15,7 +15,8 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
 3. Each group of two or more bindings becomes a private function with attrs ``{"Primitive": 1}``
    named ``fused_`` + the callees' names, whose parameters are the group's outside inputs (named
    as those variables) and whose result is what the rest of the block uses; the block calls it
-   at the group's last binding (bindings are reordered by group dependencies where needed).
+   at the group's last binding (bindings are reordered by group dependencies where needed,
+   counting a use of a symbolic variable as a use of the match_cast defining it).
 Structurally equal groups share one function. Everything is iterative.
 """
 
@@ -63,7 +64,13 @@ from ..expr import (
 from ..expr_functor import ExprMutator
 from ..struct_info import ShapeStructInfo, TupleStructInfo
 from .symbolic import bind
-from .utils import free_symbolic_vars, has_relax_function, used_symbolic_vars
+from .utils import (
+    free_symbolic_vars,
+    has_relax_function,
+    sinfo_prim_fields,
+    tir_vars_in,
+    used_symbolic_vars,
+)
 
 __all__ = ["FuseOps", "fuse_ops", "DEFAULT_MAX_DEPTH"]
 
@@ -123,6 +130,70 @@ def _leaves(expr) -> list:
     return out
 
 
+def _binding_prims(binding) -> list:
+    """The PrimExprs a binding mentions: its variable's struct info, a match_cast's pattern,
+    and the shapes, prim values and call struct-info arguments of its value."""
+    prims = list(sinfo_prim_fields(getattr(binding.var, "_struct_info", None)))
+    if isinstance(binding, MatchCast):
+        prims.extend(sinfo_prim_fields(binding.struct_info))
+    stack, seen = [binding.value], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ShapeExpr):
+            prims.extend(e.values)
+        elif isinstance(e, PrimValue):
+            prims.append(e.value)
+        elif isinstance(e, Call):
+            for s in e.sinfo_args:
+                prims.extend(sinfo_prim_fields(s))
+            stack.extend(e.args)
+            if isinstance(e.op, Expr):
+                stack.append(e.op)
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+        elif isinstance(e, Function):
+            prims.extend(used_symbolic_vars(e))
+    return prims
+
+
+def symbolic_definers(bindings, known=None) -> dict:
+    """Binding variable -> the variables of the block's match_casts that define symbolic
+    variables the binding uses (in its value or struct info).
+
+    These dependencies go through no Relax variable, so neither the fusion graph nor the
+    group order would see them: a ``call_tir(..., tir_vars=[n])`` could be emitted before the
+    ``match_cast`` that defines ``n`` (TVM has the same bug: apache/tvm#20195). A match_cast
+    defines the whole-dimension variables of its pattern not already defined: not in
+    ``known`` (ids of the variables defined before the block) and not mentioned by an earlier
+    binding of the block. With ``known`` None only the block is looked at, which may take a
+    use for a definition; the dependencies that adds follow the block's order, so they are
+    harmless where an over-approximation will do (the fusion graph's edges).
+    """
+    known = set(known or ())
+    definer: dict = {}  # id(tir var) -> the defining match_cast's variable
+    out: dict = {}
+    for b in bindings:
+        tvars = tir_vars_in(_binding_prims(b))
+        srcs = []
+        for v in tvars:
+            d = definer.get(id(v))
+            if d is not None and d is not b.var and d not in srcs:
+                srcs.append(d)
+        if srcs:
+            out[b.var] = srcs
+        if isinstance(b, MatchCast):
+            for e in sinfo_prim_fields(b.struct_info):
+                if isinstance(e, TE.Var) and id(e) not in known:
+                    definer[id(e)] = b.var
+        known.update(id(v) for v in tvars)
+    return out
+
+
 # ------------------------------------------------------------------------------- the graph
 class _BlockGraph:
     """The indexed forward graph of one dataflow block (nodes in post-DFS order)."""
@@ -131,6 +202,7 @@ class _BlockGraph:
         self.mod = mod
         self.order: list[GraphNode] = []
         self.nodes: dict = {}  # IR object -> node
+        self.sym_deps = symbolic_definers(block.bindings)
         for binding in block.bindings:
             self._binding(binding)
 
@@ -174,6 +246,10 @@ class _BlockGraph:
             node = self._edges([value.tuple_value], INJECTIVE, var)
         else:
             node = self._edges(_leaves(value), OPAQUE, var)
+        for d in self.sym_deps.get(var, ()):
+            # the binding uses a symbolic variable the match_cast ``d`` defines: an opaque
+            # edge, so no group spans both sides of the match_cast
+            self.nodes[d].outputs.append((node, OPAQUE))
         if not isinstance(var, DataflowVar):
             node.extern_ref = True  # a block output is used after the block
 
@@ -409,6 +485,23 @@ class _Fusor(ExprMutator):
         self.table = table
         self.partition = partition  # (mod, block) -> {var: Group}
         self.lift_constants = lift_constants
+        self.known_syms: set = set()  # ids of the symbolic variables defined so far
+
+    def visit_function_(self, op: Function):
+        saved = self.known_syms
+        self.known_syms = set(saved)
+        for p in op.params:
+            self.known_syms.update(id(v) for v in tir_vars_in(sinfo_prim_fields(p.struct_info)))
+        try:
+            return super().visit_function_(op)
+        finally:
+            self.known_syms = saved
+
+    def visit_binding_block(self, block):
+        new = super().visit_binding_block(block)
+        for b in block.bindings:  # what the block defines is defined for the blocks after it
+            self.known_syms.update(id(v) for v in tir_vars_in(_binding_prims(b)))
+        return new
 
     def visit_dataflow_block_(self, block: DataflowBlock):
         var2group = self.partition(self.mod, block)
@@ -422,6 +515,7 @@ class _Fusor(ExprMutator):
         if not infos:
             return super().visit_dataflow_block_(block)
         bound = {b.var for b in block.bindings}
+        sym_deps = symbolic_definers(block.bindings, self.known_syms)
         deps: dict = {}
         for b in block.bindings:
             g = var2group[b.var]
@@ -433,6 +527,10 @@ class _Fusor(ExprMutator):
                     deps[g].append(pg)
                 if pg in infos:
                     infos[pg].add_output(leaf)
+            for d in sym_deps.get(b.var, ()):  # a symbolic variable's definition comes first
+                pg = var2group[d]
+                if pg is not g and pg not in deps.setdefault(g, []):
+                    deps[g].append(pg)
         self.builder_.begin_dataflow_block()
         for b in _topo_sort(block.bindings, var2group, deps):
             g = var2group[b.var]
