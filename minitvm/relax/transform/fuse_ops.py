@@ -65,6 +65,7 @@ from ..expr_functor import ExprMutator
 from ..struct_info import ShapeStructInfo, TupleStructInfo
 from .symbolic import bind
 from .utils import (
+    expr_prim_fields,
     free_symbolic_vars,
     has_relax_function,
     sinfo_prim_fields,
@@ -132,32 +133,11 @@ def _leaves(expr) -> list:
 
 def _binding_prims(binding) -> list:
     """The PrimExprs a binding mentions: its variable's struct info, a match_cast's pattern,
-    and the shapes, prim values and call struct-info arguments of its value."""
+    and those of its value (``expr_prim_fields``)."""
     prims = list(sinfo_prim_fields(getattr(binding.var, "_struct_info", None)))
     if isinstance(binding, MatchCast):
         prims.extend(sinfo_prim_fields(binding.struct_info))
-    stack, seen = [binding.value], set()
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, ShapeExpr):
-            prims.extend(e.values)
-        elif isinstance(e, PrimValue):
-            prims.append(e.value)
-        elif isinstance(e, Call):
-            for s in e.sinfo_args:
-                prims.extend(sinfo_prim_fields(s))
-            stack.extend(e.args)
-            if isinstance(e.op, Expr):
-                stack.append(e.op)
-        elif isinstance(e, Tuple):
-            stack.extend(e.fields)
-        elif isinstance(e, TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, Function):
-            prims.extend(used_symbolic_vars(e))
+    prims.extend(expr_prim_fields(binding.value))
     return prims
 
 

@@ -398,7 +398,16 @@ def used_symbolic_vars(func) -> list:
         prims.extend(sinfo_prim_fields(p._struct_info))
     if func.ret_struct_info is not None:
         prims.extend(sinfo_prim_fields(func.ret_struct_info))
-    stack = [func.body]
+    prims.extend(expr_prim_fields(func.body))
+    return tir_vars_in(prims)
+
+
+def expr_prim_fields(expr) -> list:
+    """The PrimExprs an expression mentions: shape and prim values, call struct-info
+    arguments, and inside its functions, branches and blocks their variables' struct info
+    (one iterative walk)."""
+    prims: list = []
+    stack = [expr]
     seen = set()
     while stack:
         e = stack.pop()
@@ -434,7 +443,7 @@ def used_symbolic_vars(func) -> list:
             if e.ret_struct_info is not None:
                 prims.extend(sinfo_prim_fields(e.ret_struct_info))
             stack.append(e.body)
-    return tir_vars_in(prims)
+    return prims
 
 
 def free_symbolic_vars(func) -> list:
