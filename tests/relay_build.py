@@ -18,3 +18,13 @@ def build_run(fn, *arrays):
     g.run()
     kinds = sorted({k.kind for k in lib.get_lib().kernels.values()})
     return [g.get_output(i).numpy() for i in range(g.get_num_outputs())], kinds
+
+
+def run_against_interpreter(fn, *arrays):
+    """``build_run``'s first output, with every kernel native, and Relay's debug interpreter's
+    on the same program."""
+    (got, *_), kinds = build_run(fn, *arrays)
+    assert kinds == ["native"], kinds
+    vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
+    mod = tvm.IRModule.from_expr(relay.Function(vs, fn(*vs)))
+    return got, relay.create_executor("debug", mod=mod).evaluate()(*arrays).numpy()

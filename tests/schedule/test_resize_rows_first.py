@@ -7,8 +7,8 @@ non-integer scales, width downsampling, batches, float64, another layout, fused 
 
 import numpy as np
 import pytest
+from relay_build import run_against_interpreter
 
-import minitvm as tvm
 from minitvm import codegen, relay, te
 from minitvm.backend import kernel_cache
 from minitvm.schedule import lower, lower_te
@@ -104,17 +104,7 @@ def test_block_plan_covers_the_rows_each_block_reads(mode, method, n_in, n_out, 
 
 
 def _run(build, arrays):
-    vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
-    mod = tvm.IRModule.from_expr(relay.Function(vs, build(*vs)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, "llvm")
-    assert not lib.get_lib().fallback_functions
-    m = tvm.contrib.graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for i, a in enumerate(arrays):
-        m.set_input(f"x{i}", a)
-    m.run()
-    want = relay.create_executor("debug", mod=mod).evaluate()(*arrays).numpy()
-    return m.get_output(0).numpy(), want
+    return run_against_interpreter(build, *arrays)
 
 
 @pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric",

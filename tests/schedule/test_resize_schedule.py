@@ -5,8 +5,8 @@ fused epilogues that read the resize at their own position, twice, or elsewhere.
 
 import numpy as np
 import pytest
+from relay_build import run_against_interpreter
 
-import minitvm as tvm
 from minitvm import relay, te
 from minitvm.backend import kernel_cache
 from minitvm.schedule import RULES, LoweringOptions, lower, lower_te, select_rule
@@ -78,17 +78,7 @@ def test_large_resize_runs_rows_in_parallel():
 
 
 def _run(build, arrays):
-    vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
-    mod = tvm.IRModule.from_expr(relay.Function(vs, build(*vs)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, "llvm")
-    assert not lib.get_lib().fallback_functions
-    m = tvm.contrib.graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for i, a in enumerate(arrays):
-        m.set_input(f"x{i}", a)
-    m.run()
-    want = relay.create_executor("debug", mod=mod).evaluate()(*arrays).numpy()
-    return m.get_output(0).numpy(), want
+    return run_against_interpreter(build, *arrays)
 
 
 def _hw(a, scale):

@@ -5,10 +5,10 @@ import itertools
 
 import numpy as np
 import pytest
+from relay_build import build_run
 
 import minitvm as tvm
 from minitvm import relay
-from minitvm.contrib import graph_executor
 from minitvm.relay.backend import te_compiler
 from minitvm.schedule import lower as schedule_lower
 from minitvm.schedule import pieces
@@ -17,20 +17,6 @@ from minitvm.schedule.common import lanes as vector_lanes
 from minitvm.topi.reference import algorithm as ref_algorithm
 from minitvm.topi.selection import MAX_K
 from minitvm.topi.testing import selection_order_python
-
-
-def _build(fn, *arrays):
-    """Outputs of ``relay.build`` of ``fn`` on ``arrays`` and the kinds of its kernels."""
-    vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
-    mod = tvm.IRModule.from_expr(relay.Function(vs, fn(*vs)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for i, a in enumerate(arrays):
-        g.set_input(f"x{i}", a)
-    g.run()
-    outs = [g.get_output(i).numpy() for i in range(g.get_num_outputs())]
-    return outs, sorted({k.kind for k in lib.get_lib().kernels.values()})
 
 
 def _data(kind, shape, dtype, rng):
@@ -66,7 +52,7 @@ TOPK_CASES = [
 @pytest.mark.parametrize("idx_dtype", ["int32", "int64"])
 def test_topk_both(shape, axis, k, asc, dtype, data, idx_dtype):
     x = _data(data, shape, dtype, np.random.default_rng(len(shape) + k))
-    (vals, idx), kinds = _build(lambda v: relay.topk(
+    (vals, idx), kinds = build_run(lambda v: relay.topk(
         v, k=k, axis=axis, ret_type="both", is_ascend=asc, dtype=idx_dtype).astuple(), x)
     n = shape[axis]
     kk = n if k < 1 else min(k, n)
@@ -80,7 +66,7 @@ def test_topk_both(shape, axis, k, asc, dtype, data, idx_dtype):
 @pytest.mark.parametrize("ret_type", ["values", "indices"])
 def test_topk_single_output(ret_type):
     x = np.random.default_rng(1).standard_normal((8, 300)).astype("float32")
-    outs, kinds = _build(lambda v: relay.topk(v, k=7, ret_type=ret_type, dtype="int64"), x)
+    outs, kinds = build_run(lambda v: relay.topk(v, k=7, ret_type=ret_type, dtype="int64"), x)
     assert len(outs) == 1 and kinds == ["native"]
     want = np.argsort(-x, axis=-1, kind="stable")[:, :7]
     if ret_type == "values":
@@ -93,7 +79,7 @@ def test_topk_single_output(ret_type):
 def test_topk_sorted_input_worst_case():
     """Ascending rows make every element enter the kept set (the insertion path each time)."""
     x = np.tile(np.arange(200, dtype="float32"), (3, 1))
-    (vals, idx), kinds = _build(lambda v: relay.topk(v, k=MAX_K).astuple(), x)
+    (vals, idx), kinds = build_run(lambda v: relay.topk(v, k=MAX_K).astuple(), x)
     np.testing.assert_array_equal(idx, np.tile(np.arange(199, 199 - MAX_K, -1), (3, 1)))
     np.testing.assert_array_equal(vals, idx.astype("float32"))
     assert kinds == ["native"]
@@ -106,9 +92,9 @@ def test_topk_sorted_input_worst_case():
                                              ("int8", "ties", 0)])
 def test_sort_argsort(asc, dtype, data, axis):
     x = _data(data, (6, 40), dtype, np.random.default_rng(7))
-    (order,), _ = _build(lambda v: relay.argsort(v, axis=axis, is_ascend=asc, dtype="int64"), x)
+    (order,), _ = build_run(lambda v: relay.argsort(v, axis=axis, is_ascend=asc, dtype="int64"), x)
     np.testing.assert_array_equal(order, selection_order_python(x, axis, asc))
-    (vals,), _ = _build(lambda v: relay.sort(v, axis=axis, is_ascend=asc), x)
+    (vals,), _ = build_run(lambda v: relay.sort(v, axis=axis, is_ascend=asc), x)
     want = np.sort(x, axis=axis)
     np.testing.assert_array_equal(vals, want if asc else np.flip(want, axis=axis))
 
@@ -172,7 +158,7 @@ def test_scan(shape, axis, exclusive, dtype, out_dtype, kind):
         x = (rng.standard_normal(shape) * (1.0 if kind == "cumsum" else 0.05) +
              (0.0 if kind == "cumsum" else 1.0)).astype(dtype)
     op = getattr(relay, kind)
-    (got,), kinds = _build(lambda v: op(v, axis=axis, dtype=out_dtype, exclusive=exclusive), x)
+    (got,), kinds = build_run(lambda v: op(v, axis=axis, dtype=out_dtype, exclusive=exclusive), x)
     want = _scan_ref(getattr(np, kind), x, axis, out_dtype or dtype, exclusive)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # numpy's order of additions: the same rounding
@@ -181,7 +167,7 @@ def test_scan(shape, axis, exclusive, dtype, out_dtype, kind):
 
 def test_cumsum_keeps_negative_zero_first():
     x = np.array([[-0.0, 1.0, -1.0]], "float32")
-    (got,), _ = _build(lambda v: relay.cumsum(v, axis=1), x)
+    (got,), _ = build_run(lambda v: relay.cumsum(v, axis=1), x)
     assert np.signbit(got[0, 0])
 
 
@@ -222,7 +208,7 @@ def test_roll(shape, shift, axis, split, monkeypatch):
         monkeypatch.setattr(schedule_lower, "injective_nest", _piecewise_injective_nest)
         te_compiler.clear_cache()
     x = np.random.default_rng(2).standard_normal(shape).astype("float32")
-    (got,), kinds = _build(lambda v: _roll(v, shape, shift, axis), x)
+    (got,), kinds = build_run(lambda v: _roll(v, shape, shift, axis), x)
     np.testing.assert_array_equal(got, np.roll(x, shift, axis))
     assert kinds == ["native"]
     te_compiler.clear_cache()
@@ -235,9 +221,9 @@ def test_concat_last_axis_split(widths, dtype, monkeypatch):
     te_compiler.clear_cache()
     rng = np.random.default_rng(4)
     xs = [(rng.standard_normal((3, w)) * 10).astype(dtype) for w in widths]
-    (got,), _ = _build(lambda *v: relay.nn.relu(relay.concatenate(list(v), axis=-1)), *xs)
+    (got,), _ = build_run(lambda *v: relay.nn.relu(relay.concatenate(list(v), axis=-1)), *xs)
     np.testing.assert_array_equal(got, np.maximum(np.concatenate(xs, -1), 0))
-    (got,), _ = _build(lambda *v: relay.concatenate(list(v), axis=-1), *xs)
+    (got,), _ = build_run(lambda *v: relay.concatenate(list(v), axis=-1), *xs)
     np.testing.assert_array_equal(got, np.concatenate(xs, -1))
     te_compiler.clear_cache()
 
