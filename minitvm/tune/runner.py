@@ -75,11 +75,20 @@ def settle_blas() -> None:
     time.sleep(BLAS_SETTLE_S)
 
 
+# Seconds a fresh worker may take to start and settle before it is given up on. Its start is
+# not the candidate's time: on a loaded machine a fork plus ``settle_blas`` took longer than a
+# short time-out, and a crashing candidate after a restart was reported as a time-out
+WORKER_START_S = 60.0
+_READY = "ready"
+
+
 def _worker_main(conn) -> None:
     """A worker's loop: receive (task, knobs), send back the MeasureResult; None stops it.
 
-    OpenBLAS's threads are started and settled first (``settle_blas``)."""
+    OpenBLAS's threads are started and settled first (``settle_blas``), then the worker says
+    it is ready."""
     settle_blas()
+    conn.send(_READY)
     while True:
         try:
             job = conn.recv()
@@ -99,7 +108,8 @@ def _default_start_method() -> str:
 class LocalRunner:
     """Candidates measured one at a time in a worker process with a per-candidate time-out.
 
-    ``timeout``: seconds a candidate (build + timing) may take before its worker is killed.
+    ``timeout``: seconds a candidate (build + timing) may take before its worker is killed; a
+    fresh worker's own start does not count (``WORKER_START_S``).
     ``start_method``: "fork" (default on Linux) or "spawn".
     """
 
@@ -120,6 +130,14 @@ class LocalRunner:
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
+        try:
+            ready = parent.poll(WORKER_START_S) and parent.recv() == _READY
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            self._kill()
+            raise RuntimeError(f"LocalRunner: a measuring worker did not start within "
+                               f"{WORKER_START_S:g} s")
 
     def _kill(self) -> None:
         proc, conn = self._proc, self._conn
@@ -137,8 +155,11 @@ class LocalRunner:
         if self._proc is None or not self._proc.is_alive():
             if self._proc is not None:
                 self._kill()
-            self._start()
-        t0 = time.perf_counter()
+            try:
+                self._start()
+            except RuntimeError as err:
+                return MeasureResult([], str(err), 0.0)
+        t0 = time.perf_counter()  # (the candidate's time: from a started, settled worker)
         try:
             self._conn.send((task, knobs))
         except Exception as err:  # unpicklable task, or the worker died meanwhile

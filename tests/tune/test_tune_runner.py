@@ -10,6 +10,7 @@ from tune_helpers import DENSE
 
 from minitvm.schedule.knobs import Space
 from minitvm.tune import LocalRunner, RecordDatabase, Task, tune_tasks
+from minitvm.tune import runner as tune_runner
 
 SPACE = Space.of({"mode": "ok", "v": 1}, mode=("ok", "crash", "hang", "raise"), v=(1, 2, 3))
 
@@ -97,3 +98,23 @@ def test_workers_keep_the_processes_openblas_thread_count():
     with LocalRunner(timeout=30.0) as runner:
         got = runner.measure(task, {"mode": "ok", "v": 1}).costs
     assert got == [float(blas.get_num_threads() or 1)]
+
+
+def test_a_slow_worker_start_is_not_the_candidates_time(monkeypatch):
+    # (a loaded machine: the fresh worker settles for longer than the candidate's time-out)
+    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(1.0))
+    with LocalRunner(timeout=0.5) as runner:
+        ok = runner.measure(_task(), {"mode": "ok", "v": 2})
+        assert ok.ok and ok.costs == [5e-4]
+        crash = runner.measure(_task(), {"mode": "crash", "v": 1})
+        assert "worker crashed (exit code 3)" in crash.error
+        after = runner.measure(_task(), {"mode": "ok", "v": 1})  # a fresh, slow worker again
+        assert after.ok
+
+
+def test_a_worker_that_never_starts_is_an_error_result(monkeypatch):
+    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(30))
+    monkeypatch.setattr(tune_runner, "WORKER_START_S", 0.3)
+    with LocalRunner(timeout=5.0) as runner:
+        res = runner.measure(_task(), {"mode": "ok", "v": 1})
+    assert not res.ok and "did not start within 0.3 s" in res.error
