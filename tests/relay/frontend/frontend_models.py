@@ -37,6 +37,17 @@ def compare_traced(traced, inputs, ref: np.ndarray, rtol: float = 1e-5, atol: fl
     return lib
 
 
+def Fn(fn):
+    """An ``nn.Module`` whose forward is ``fn`` (a lambda traced as a model in the importer tests)."""
+    from torch import nn
+
+    class Lambda(nn.Module):
+        def forward(self, *xs):
+            return fn(*xs)
+
+    return Lambda()
+
+
 def randomize_batchnorm(model, seed: int = 0):
     """Give BatchNorm layers non-trivial running statistics (eval mode uses them)."""
     import torch

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 import torch.nn.functional as F  # noqa: E402
-from frontend_models import compare_traced  # noqa: E402
+from frontend_models import Fn, compare_traced  # noqa: E402
 from torch import nn  # noqa: E402
 
 from minitvm import relay  # noqa: E402
@@ -38,15 +38,6 @@ def _randn(*shape, seed=0):
 
 def _ids(high, *shape, seed=1):
     return torch.from_numpy(np.random.default_rng(seed).integers(0, high, shape))
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 # ------------------------------------------------------------------ scatter family

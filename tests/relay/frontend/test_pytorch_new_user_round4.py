@@ -10,19 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-from frontend_models import compare_traced  # noqa: E402
+from frontend_models import Fn, compare_traced  # noqa: E402
 from torch import nn  # noqa: E402
 
 from minitvm import relay  # noqa: E402
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def _run(model, *inputs, rtol=1e-5, atol=1e-5):
