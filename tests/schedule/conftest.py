@@ -24,3 +24,17 @@ def direct_conv_only(monkeypatch):
     kernel_cache.clear_cache()
     yield
     kernel_cache.clear_cache()
+
+
+@pytest.fixture
+def generic_resize(monkeypatch):
+    """Resize stages on the generic injective lowering (``resize``'s rule switched off), with
+    the kernels built under either setting forgotten."""
+    from minitvm.backend import kernel_cache
+    from minitvm.schedule import lower
+    from minitvm.topi.image_resize import RESIZE_TAG
+
+    monkeypatch.setitem(lower.RULES, RESIZE_TAG, [])
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()

@@ -11,12 +11,11 @@ from relay_build import run_against_interpreter
 
 from minitvm import codegen, relay, te
 from minitvm.backend import kernel_cache
-from minitvm.schedule import lower, lower_te
+from minitvm.schedule import lower_te
 from minitvm.schedule import resize as rs
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 from minitvm.topi import image_resize
-from minitvm.topi.image_resize import RESIZE_TAG
 
 
 def _stage(shape, size, axes=(2, 3), dtype="float32", **kw):
@@ -120,14 +119,6 @@ def test_rows_first_matches_reference(mode, method, shape, size):
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
 
 
-@pytest.fixture
-def generic(monkeypatch):
-    monkeypatch.setitem(lower.RULES, RESIZE_TAG, [])
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
-
-
 @pytest.mark.parametrize("method", ["nearest_neighbor", "linear", "cubic"])
 def test_rows_first_matches_generic_lowering(method, request):
     x = np.random.default_rng(6).standard_normal((1, 5, 12, 20)).astype("float32")
@@ -137,7 +128,7 @@ def test_rows_first_matches_generic_lowering(method, request):
 
     kernel_cache.clear_cache()
     ours, _ = _run(build, [x])
-    request.getfixturevalue("generic")
+    request.getfixturevalue("generic_resize")
     plain, want = _run(build, [x])
     np.testing.assert_allclose(ours, plain, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(plain, want, rtol=2e-5, atol=2e-5)

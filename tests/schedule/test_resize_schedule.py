@@ -9,7 +9,7 @@ from relay_build import run_against_interpreter
 
 from minitvm import relay, te
 from minitvm.backend import kernel_cache
-from minitvm.schedule import RULES, LoweringOptions, lower, lower_te, select_rule
+from minitvm.schedule import RULES, LoweringOptions, lower_te, select_rule
 from minitvm.schedule import resize as rs
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -98,15 +98,6 @@ CASES = {
 }
 
 
-@pytest.fixture
-def generic(monkeypatch):
-    """The generic injective lowering for resize stages (the rule switched off)."""
-    monkeypatch.setitem(lower.RULES, RESIZE_TAG, [])
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
-
-
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("shape", [(1, 3, 5, 9), (2, 4, 12, 40), (1, 1, 1, 17)])
 def test_schedule_matches_reference(case, shape):
@@ -120,7 +111,7 @@ def test_schedule_matches_generic_lowering(case, request):
     x = np.random.default_rng(2).standard_normal((1, 3, 10, 24)).astype("float32")
     kernel_cache.clear_cache()
     ours, _ = _run(CASES[case], [x])
-    request.getfixturevalue("generic")
+    request.getfixturevalue("generic_resize")
     plain, want = _run(CASES[case], [x])
     np.testing.assert_allclose(ours, plain, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(plain, want, rtol=2e-5, atol=2e-5)
