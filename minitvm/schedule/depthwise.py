@@ -28,8 +28,9 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   temporary, then each output row is read from it through the epilogue.
 
 Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
-plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` copy
-their phase rows block by block, right before the row block reading them (``STREAM_FILL``).
+plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
+``STREAM_STRIDED_MIN_WIDTH``) copy their phase rows block by block, right before the row block
+reading them (``STREAM_FILL``).
 
 No bounds check is left in the inner loops (the padding is in the copy) and the multiply-adds
 read no strided vector (the stride is in the phases). The generic schedule of the same stage,
@@ -161,10 +162,16 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
                 body = _seq([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb, epi)])
                 return S.Allocate(xph.data, "float32", [xph.shape[0]], True,
                                   S.DeclBuffer(xph, body))
-            parts = [_fill(ctx, g, xph, x, b, gi, False)]  # (the padding zeroed before the loop)
-            for mi in range(g["m"]):
-                oc = gi * g["m"] + mi if g["m"] > 1 else gi
-                parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
+            if _streams(g, epi):  # (the padding zeroed before the loop)
+                d = _reach_rows(g)
+                parts = [_fill(ctx, g, xph, x, b, gi, False, (_i(0), d)), _channel(
+                    ctx, g, [xph], w, out, b, gi, epi, lambda oy, nrows: _fill(
+                        ctx, g, xph, x, b, gi, False, (oy + d, nrows)))]
+            else:
+                parts = [_fill(ctx, g, xph, x, b, gi, False)]
+                for mi in range(g["m"]):
+                    oc = gi * g["m"] + mi if g["m"] > 1 else gi
+                    parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
             body = S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))])
             return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
 
@@ -334,7 +341,7 @@ def _fill(ctx, g, xph, x, b, ic, pad: bool = True, rows=None) -> S.Stmt:
         i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
         i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
         if rows is not None:
-            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows))
+            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows, pad))
             continue
         for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
             if inside or pad:
@@ -350,22 +357,23 @@ def _is_zero(e) -> bool:
     return isinstance(e, E.IntImm) and e.value == 0
 
 
-def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count: int):
+def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count: int,
+                 pad: bool = True):
     """Rows ``first ... first + count - 1`` of row phase ``py`` (``_fill``): rows ``[i0, i1)``
-    read the input, the others are zeros."""
+    read the input, the others are zeros (without ``pad``: left as they are)."""
     if count <= 0:
         return None
     if isinstance(first, E.IntImm):  # a known window: its inside and padding runs
         lo, hi = first.value, first.value + count
         return _seq([_rows(ctx, max(lo, a), min(hi, z), lambda i, inside=inside: _row(
-            ctx, g, xph, x, b, ic, py, i, inside)) for a, z, inside in
-            ((0, i0, False), (i0, i1, True), (i1, g["hq"], False))])
+            ctx, g, xph, x, b, ic, py, i, inside, pad)) for a, z, inside in
+            ((0, i0, False), (i0, i1, True), (i1, g["hq"], False)) if inside or pad])
     t = ctx.fresh("df")
     i = first + t
-    inside = _row(ctx, g, xph, x, b, ic, py, i, True)
+    inside = _row(ctx, g, xph, x, b, ic, py, i, True, pad)
     if i0 > 0 or i1 < g["hq"]:
         body = S.IfThenElse(E.And(E.GE(i, _i(i0)), E.LT(i, _i(i1))), inside,
-                            _row(ctx, g, xph, x, b, ic, py, i, False))
+                            _row(ctx, g, xph, x, b, ic, py, i, False) if pad else None)
     else:
         body = inside
     return S.For(t, 0, count, S.ForKind.SERIAL, body)
@@ -381,8 +389,14 @@ def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count:
 # 112x112 s2 290 -> 264, 32 at 112x112 124 -> 116, with SiLU 201 -> 185, 144 at 56x56 127 ->
 # 123, 64 at 56x56 5x5 86 -> 80. Not measured on Zen 4 (its L1 holds 32 KB: the same reasoning
 # holds); AVX2 keeps the whole copy as measured there.
+# Strided convs stream from rows of STREAM_STRIDED_MIN_WIDTH (their input plane is several
+# times the output's: the copy is most of the work), also in channel blocks (their padding
+# zeroed once before the block): same machine, interleaved A/B, kernel alone (us): 144 at 56x56
+# s2 3x3 + ReLU6 74.3 -> 73.9 (min 73.0 -> 69.0), 96 at 56x56 s2 5x5 + ReLU6 61.1 -> 56.2; at
+# stride 1 rows of 28 lost (192 at 28x28 3x3 + ReLU6 31 -> 37), and narrow rows gained nothing.
 STREAM_FILL = {"avx512": True, "avx2": False}
 STREAM_MIN_WIDTH = 32
+STREAM_STRIDED_MIN_WIDTH = 16
 
 
 def _reach_rows(g) -> int:
@@ -393,8 +407,9 @@ def _reach_rows(g) -> int:
 def _streams(g, epi) -> bool:
     """Is the phased copy made block by block before the blocks' taps (``STREAM_FILL``)?"""
     return (STREAM_FILL[vector_isa()] and g["cg"] == 1 and g["m"] == 1
-            and g["ow"] >= STREAM_MIN_WIDTH and _narrow_lanes(g) is None and _row_mode(g)
-            and not _split_epilogue(g, epi) and _channel_block(g) == 1)
+            and g["ow"] >= (STREAM_MIN_WIDTH if g["sh"] == 1 else STREAM_STRIDED_MIN_WIDTH)
+            and _narrow_lanes(g) is None and _row_mode(g)
+            and not _split_epilogue(g, epi))
 
 
 def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt:

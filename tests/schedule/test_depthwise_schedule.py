@@ -247,8 +247,10 @@ def _tap_count(value) -> int:
 def test_row_mode_fuses_the_epilogue_into_the_store(rng, monkeypatch):
     # OW = 32 (two AVX-512 vectors, four AVX2 ones): every output vector is stored once, as
     # clip(taps + bias), and the conv has no buffer of its own; the taps' input vectors are
-    # let-bound, loaded once per block of rows (whole-row tiles off: test_depthwise_tiles.py)
+    # let-bound, loaded once per block of rows (whole-row tiles off: test_depthwise_tiles.py;
+    # the whole plane copied first: the copy by row blocks in test_depthwise_stream_fill.py)
     monkeypatch.setattr(depthwise, "TILED", False)
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
     out, want, prim = _run((1, 8, 32, 32), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_xph"]
@@ -437,9 +439,11 @@ def test_conv_without_epilogue_writes_the_output_directly(rng):
     assert _allocs(prim) == ["dw_grid", "dw_xph"]  # no temporary for the conv stage
 
 
-def test_strided_copy_is_vectorized_by_column_phase(rng):
+def test_strided_copy_is_vectorized_by_column_phase(rng, monkeypatch):
     # stride 2 in width: each column phase of a row is one vectorized copy whose input load
     # has stride 2 (which the code generator makes whole loads and shuffles, no per-lane loads)
+    # (the whole plane copied first: the copy by row blocks in test_depthwise_stream_fill.py)
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
     _, _, prim = _run((1, 4, 32, 32), rng, stride=2, pad=1)
     copies = [s for s in _nodes(prim.body) if isinstance(s, S.For)
               and s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore)

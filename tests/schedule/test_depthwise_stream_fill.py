@@ -8,11 +8,12 @@ import pytest
 from test_depthwise_schedule import _conv, _nodes, _run
 
 from minitvm.schedule import depthwise, lower_te
+from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 
 
-def _loops(prim, prefix):
-    return [n for n in _nodes(prim.body)
+def _loops(root, prefix):
+    return [n for n in _nodes(getattr(root, "body", root))
             if isinstance(n, S.For) and n.loop_var.name.startswith(prefix)]
 
 
@@ -32,6 +33,8 @@ CASES = [
     ((1, 2, 38, 40), dict(stride=1, pad=0, epilogue="hardswish")),  # no padding rows
     ((1, 2, 100, 100), dict(stride=3, pad=1)),  # 34 x 34, three row phases
     ((1, 2, 35, 64), dict(k=5, stride=1, pad=2, epilogue="silu")),  # a last block of 3 rows
+    ((1, 5, 56, 56), dict(stride=2, pad=1, epilogue="relu6")),  # 28x28 out: channel blocks
+    ((2, 4, 40, 40), dict(k=5, stride=2, pad=2, epilogue="relu6")),  # 20x20, blocks of 4
 ]
 
 
@@ -41,6 +44,14 @@ def test_streamed_copy_matches_numpy(rng, monkeypatch, shape, kw):
     out, want, prim = _run(shape, rng, **kw)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _streamed(prim)
+    # the only tests: one per copied row (inside the input or padding), none per element
+    assert not any(isinstance(n, E.Select) for n in _nodes(prim.body))
+    for n in _nodes(prim.body):
+        if isinstance(n, S.IfThenElse):
+            assert _loops(n.then_case, "dl") or _loops(n.then_case, "dv")
+    for v in _nodes(prim.body):
+        if isinstance(v, S.For) and v.kind == S.ForKind.VECTORIZED:
+            assert not any(isinstance(n, S.IfThenElse) for n in _nodes(v.body))
 
 
 @pytest.mark.parametrize("shape,kw", CASES[:4])
@@ -53,8 +64,9 @@ def test_streamed_copy_off_gives_the_same_numbers(rng, monkeypatch, shape, kw):
 
 
 @pytest.mark.parametrize("shape,kw", [
-    ((1, 3, 30, 30), dict(stride=1, pad=1, epilogue="relu6")),  # 900 pixels: channel blocks
+    ((1, 3, 30, 30), dict(stride=1, pad=1, epilogue="relu6")),  # rows of 30 at stride 1
     ((1, 3, 56, 28), dict(stride=1, pad=1, epilogue="relu6")),  # rows of 28 (< 32)
+    ((1, 4, 28, 28), dict(stride=2, pad=1, epilogue="relu6")),  # rows of 14: narrow rows
     ((1, 4, 60, 60), dict(stride=2, pad=1, epilogue="silu")),  # rows of 30 with SiLU: split
 ])
 def test_small_planes_keep_the_whole_copy(rng, monkeypatch, shape, kw):
