@@ -28,7 +28,9 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   temporary, then each output row is read from it through the epilogue.
 
 Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
-plane's zero padding once for them.
+plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
+``STREAM_STRIDED_MIN_WIDTH``) copy their phase rows block by block, right before the row block
+reading them (``STREAM_FILL``).
 
 No bounds check is left in the inner loops (the padding is in the copy) and the multiply-adds
 read no strided vector (the stride is in the phases). The generic schedule of the same stage,
@@ -154,12 +156,22 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
             gi = gb * cb + k
             zero = _zeros(ctx, xph, 0, size, g["lanes"])
             if _deferred(g, epi):
-                body = S.SeqStmt([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb, epi)])
-                return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
-            parts = [_fill(ctx, g, xph, x, b, gi, False)]  # (the padding zeroed before the loop)
-            for mi in range(g["m"]):
-                oc = gi * g["m"] + mi if g["m"] > 1 else gi
-                parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
+                if _fills_first(g):  # (all the block's planes zeroed at once)
+                    xph = decl_buffer((cb * size,), "float32", "dw_xph")
+                    zero = _zeros(ctx, xph, 0, cb * size, g["lanes"])
+                body = _seq([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb, epi)])
+                return S.Allocate(xph.data, "float32", [xph.shape[0]], True,
+                                  S.DeclBuffer(xph, body))
+            if _streams(g, epi):  # (the padding zeroed before the loop)
+                d = _reach_rows(g)
+                parts = [_fill(ctx, g, xph, x, b, gi, False, (_i(0), d)), _channel(
+                    ctx, g, [xph], w, out, b, gi, epi, lambda oy, nrows: _fill(
+                        ctx, g, xph, x, b, gi, False, (oy + d, nrows)))]
+            else:
+                parts = [_fill(ctx, g, xph, x, b, gi, False)]
+                for mi in range(g["m"]):
+                    oc = gi * g["m"] + mi if g["m"] > 1 else gi
+                    parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
             body = S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))])
             return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
 
@@ -172,11 +184,16 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         planes = [xph] if cg == 1 else [
             decl_buffer((size,), "float32", f"dw_xph{ci}", data=xph.data, elem_offset=ci * size)
             for ci in range(cg)]
-        parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
-        for mi in range(g["m"]):
-            oc = gi * g["m"] + mi if g["m"] > 1 else gi
-            parts.append(_channel(ctx, g, planes, w, out, b, oc, epi))
-        body = S.SeqStmt(parts)
+        if _streams(g, epi):  # the phase rows copied block by block, just before their use
+            parts = [_fill(ctx, g, xph, x, b, gi, rows=(_i(0), _reach_rows(g)))]
+            parts.append(_channel(ctx, g, planes, w, out, b, gi, epi, lambda oy, nrows: _fill(
+                ctx, g, xph, x, b, gi, rows=(oy + _reach_rows(g), nrows))))
+        else:
+            parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
+            for mi in range(g["m"]):
+                oc = gi * g["m"] + mi if g["m"] > 1 else gi
+                parts.append(_channel(ctx, g, planes, w, out, b, oc, epi))
+        body = _seq(parts)
         for plane in planes[::-1] if cg > 1 else []:
             body = S.DeclBuffer(plane, body)
         return S.Allocate(xph.data, "float32", [cg * size], True, S.DeclBuffer(xph, body))
@@ -205,21 +222,50 @@ def _row_mode(g) -> bool:
     return g["rows_mode"] or (g["ow"] >= 8 and _overlap(2))
 
 
+# A deferred block at stride 1 (``_deferred``: 7x7 planes) copies all its channels' planes first,
+# each into a plane of its own (all zeroed at once before), then runs their convs: a conv's
+# vector loads right after the copy's narrower stores of the same plane wait for them to reach
+# the cache (no store forwards to a load spanning several stores). Sapphire Rapids, one thread,
+# kernel alone (us, copy then conv per channel -> copies first): 960 at 7x7 3x3 + ReLU6 32.5 ->
+# 20.3, 1152 at 7x7 5x5 + SiLU 77 -> 59; at stride 2 a loss (576 at 14x14 3x3 19.9 -> 22.1),
+# so it keeps the shared plane. AVX2 as measured there (``FILLS_FIRST``).
+FILLS_FIRST = {"avx512": True, "avx2": False}
+
+
+def _fills_first(g) -> bool:
+    """Does a deferred block copy all its channels' planes before their convs?"""
+    return FILLS_FIRST[vector_isa()] and g["sh"] == 1 and g["sw"] == 1
+
+
 def _deferred_block(ctx, g, x, w, out, xph, b, gb, cb: int, epi) -> S.Stmt:
     """Channels ``gb * cb ...`` of a block: each channel's interior copy and conv into its own
-    packed plane of ``dw_convs``, then, in a second loop, each plane's epilogue into ``out``."""
+    packed plane of ``dw_convs``, then, in a second loop, each plane's epilogue into ``out``
+    (``_fills_first``: the copies, each into its plane of ``xph``, in a loop before the convs)."""
     nw = _narrow_lanes(g)
     csz = g["oh"] * g["ow"] + (nw - g["ow"] if nw else 0)
     convs = decl_buffer((cb * csz,), "float32", "dw_convs")
     loops = []
+    size = g["xph_len"]
+    first = _fills_first(g)
+    if first:
+        k = ctx.fresh("dc")
+        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data, elem_offset=k * size)
+        loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(
+            plane, _fill(ctx, g, plane, x, b, gb * cb + k, False))))
     for conv_pass in (True, False):
         k = ctx.fresh("dc")
         oc = gb * cb + k
         view = decl_buffer((csz,), "float32", "dw_conv", data=convs.data, elem_offset=k * csz)
+        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data, elem_offset=k * size) \
+            if first else xph
         taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
-        sums, epilogue = _packed(ctx, g, [xph], taps, out, b, oc, epi, nw, nw is not None, view)
-        body = S.SeqStmt([_fill(ctx, g, xph, x, b, oc, False), _with_taps(g, taps, w, oc, sums)]) \
-            if conv_pass else epilogue
+        sums, epilogue = _packed(ctx, g, [plane], taps, out, b, oc, epi, nw, nw is not None, view)
+        if not conv_pass:
+            body = epilogue
+        elif first:
+            body = S.DeclBuffer(plane, _with_taps(g, taps, w, oc, sums))
+        else:
+            body = S.SeqStmt([_fill(ctx, g, xph, x, b, oc, False), _with_taps(g, taps, w, oc, sums)])
         loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(view, body)))
     return S.Allocate(convs.data, "float32", [cb * csz], True,
                       S.DeclBuffer(convs, S.SeqStmt(loops)))
@@ -283,23 +329,87 @@ def _seq(parts) -> S.Stmt | None:
     return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _fill(ctx, g, xph, x, b, ic, pad: bool = True) -> S.Stmt:
+def _fill(ctx, g, xph, x, b, ic, pad: bool = True, rows=None) -> S.Stmt:
     """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
     columns of each phase read inside the input is known here, so the copy has no per-element
-    test."""
+    test. ``rows`` ``(first, count)``: only phase rows ``first ... first + count - 1`` of each
+    row phase (``first`` may be symbolic: a test a row then picks a copy or a zero row), the
+    extra zeros past the phases with the rows from 0."""
     sh, hq = g["sh"], g["hq"]
     parts = []
     for py in range(sh):
         i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
         i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
+        if rows is not None:
+            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows, pad))
+            continue
         for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
             if inside or pad:
                 parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
                     ctx, g, xph, x, b, ic, py, i, inside, pad)))
-    if pad:
+    if pad and (rows is None or _is_zero(rows[0])):
         done = sh * g["sw"] * g["plane"]
         parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
     return _seq(parts)
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count: int,
+                 pad: bool = True):
+    """Rows ``first ... first + count - 1`` of row phase ``py`` (``_fill``): rows ``[i0, i1)``
+    read the input, the others are zeros (without ``pad``: left as they are)."""
+    if count <= 0:
+        return None
+    if isinstance(first, E.IntImm):  # a known window: its inside and padding runs
+        lo, hi = first.value, first.value + count
+        return _seq([_rows(ctx, max(lo, a), min(hi, z), lambda i, inside=inside: _row(
+            ctx, g, xph, x, b, ic, py, i, inside, pad)) for a, z, inside in
+            ((0, i0, False), (i0, i1, True), (i1, g["hq"], False)) if inside or pad])
+    t = ctx.fresh("df")
+    i = first + t
+    inside = _row(ctx, g, xph, x, b, ic, py, i, True, pad)
+    if i0 > 0 or i1 < g["hq"]:
+        body = S.IfThenElse(E.And(E.GE(i, _i(i0)), E.LT(i, _i(i1))), inside,
+                            _row(ctx, g, xph, x, b, ic, py, i, False) if pad else None)
+    else:
+        body = inside
+    return S.For(t, 0, count, S.ForKind.SERIAL, body)
+
+
+# Rows of at least STREAM_MIN_WIDTH pixels (112x112 and 56x56 planes) copy their phase rows
+# block by block (``_streams``), each output row block's new phase rows right before its taps
+# read them, instead of the whole phased plane first: the rows are still in L1 when read (a
+# 112x112 plane's phases, 52 KB, are more than L1 holds) and the input's reads from L2/L3
+# interleave with the multiply-adds. Sapphire Rapids (AVX-512, two FMA ports), one thread, kernel
+# alone with ReLU6 (us, whole copy -> per block): 96 at 112x112 stride 2 300 -> 231, 8 of them
+# (in L2) 16.7 -> 14.1; built and run through the graph executor beside the old code: 96 at
+# 112x112 s2 290 -> 264, 32 at 112x112 124 -> 116, with SiLU 201 -> 185, 144 at 56x56 127 ->
+# 123, 64 at 56x56 5x5 86 -> 80. Not measured on Zen 4 (its L1 holds 32 KB: the same reasoning
+# holds); AVX2 keeps the whole copy as measured there.
+# Strided convs stream from rows of STREAM_STRIDED_MIN_WIDTH (their input plane is several
+# times the output's: the copy is most of the work), also in channel blocks (their padding
+# zeroed once before the block): same machine, interleaved A/B, kernel alone (us): 144 at 56x56
+# s2 3x3 + ReLU6 74.3 -> 73.9 (min 73.0 -> 69.0), 96 at 56x56 s2 5x5 + ReLU6 61.1 -> 56.2; at
+# stride 1 rows of 28 lost (192 at 28x28 3x3 + ReLU6 31 -> 37), and narrow rows gained nothing.
+STREAM_FILL = {"avx512": True, "avx2": False}
+STREAM_MIN_WIDTH = 32
+STREAM_STRIDED_MIN_WIDTH = 16
+
+
+def _reach_rows(g) -> int:
+    """Phase rows past an output row its taps read (a 3x3 filter: 2 at stride 1, 1 at 2)."""
+    return max(t[3] for t in g["taps"])
+
+
+def _streams(g, epi) -> bool:
+    """Is the phased copy made block by block before the blocks' taps (``STREAM_FILL``)?"""
+    return (STREAM_FILL[vector_isa()] and g["cg"] == 1 and g["m"] == 1
+            and g["ow"] >= (STREAM_MIN_WIDTH if g["sh"] == 1 else STREAM_STRIDED_MIN_WIDTH)
+            and _narrow_lanes(g) is None and _row_mode(g)
+            and not _split_epilogue(g, epi))
 
 
 def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt:
@@ -715,10 +825,11 @@ def _packed(ctx, g, planes, taps, out, b, oc, epi, nw, any_epi, conv=None):
         conv, S.SeqStmt([_row_blocks(ctx, g, block), epilogue])))
 
 
-def _channel(ctx, g, planes, w, out, b, oc, epi) -> S.Stmt:
+def _channel(ctx, g, planes, w, out, b, oc, epi, before=None) -> S.Stmt:
     """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
     loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
-    from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none)."""
+    from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none). ``before(oy,
+    nrows)``: a statement run before each row block (row mode only; ``_streams``)."""
     lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
     taps = [ctx.fresh("dw_tap", w.dtype) for _ in range(g["cg"] * len(g["taps"]))]
     nw = _narrow_lanes(g)
@@ -728,13 +839,14 @@ def _channel(ctx, g, planes, w, out, b, oc, epi) -> S.Stmt:
         if _split_epilogue(g, epi):
             body = _packed(ctx, g, planes, taps, out, b, oc, epi, None, False)
         else:
-            body = _row_blocks(ctx, g, lambda oy, nrows: _tile_rows(
-                ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val: _store(
-                    out, val, [b, oc, oy + i, E.Ramp(j, 1, vl)], epi))
+            body = _row_blocks(ctx, g, lambda oy, nrows: _seq([
+                before(oy, nrows) if before else None, _tile_rows(
+                    ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val: _store(
+                        out, val, [b, oc, oy + i, E.Ramp(j, 1, vl)], epi))
                 if _tiled(g) else
                 _vec(ctx, ow, lanes, lambda j: _block(
                     ctx, g, planes, taps, oy, nrows, j,
-                    lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True))
+                    lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True)]))
     else:
         grid = decl_buffer((g["grid"],), "float32", "dw_grid")
         fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(

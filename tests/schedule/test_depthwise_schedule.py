@@ -247,8 +247,10 @@ def _tap_count(value) -> int:
 def test_row_mode_fuses_the_epilogue_into_the_store(rng, monkeypatch):
     # OW = 32 (two AVX-512 vectors, four AVX2 ones): every output vector is stored once, as
     # clip(taps + bias), and the conv has no buffer of its own; the taps' input vectors are
-    # let-bound, loaded once per block of rows (whole-row tiles off: test_depthwise_tiles.py)
+    # let-bound, loaded once per block of rows (whole-row tiles off: test_depthwise_tiles.py;
+    # the whole plane copied first: the copy by row blocks in test_depthwise_stream_fill.py)
     monkeypatch.setattr(depthwise, "TILED", False)
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
     out, want, prim = _run((1, 8, 32, 32), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_xph"]
@@ -295,12 +297,14 @@ def test_row_blocks_share_their_input_vectors(rng, monkeypatch, k, stride, rows)
         assert inputs <= n * k * k
 
 
-def test_narrow_rows_pack_the_plane_then_the_epilogue(rng):
+def test_narrow_rows_pack_the_plane_then_the_epilogue(rng, monkeypatch):
     # OW = 7: each output row is one 8-lane vector from its row of the phased plane, stored into
     # the packed plane ``dw_conv`` (its eighth lane lands on the next row's first pixel, written
     # after it); the epilogue then runs over the 49 values in whole vectors. (A 7x7 plane's
     # epilogues run after the block's convs, each channel a plane of ``dw_convs``; 14x14 run each
-    # channel's conv and epilogue together.)
+    # channel's conv and epilogue together.) The copies share one plane here (the copies made
+    # first, each into a plane of its own: test_depthwise_fills_first.py).
+    monkeypatch.setattr(depthwise, "FILLS_FIRST", {"avx512": False, "avx2": False})
     for hw, conv_buf in [(7, "dw_convs"), (14, "dw_conv")]:
         out, want, prim = _run((1, 16, hw, hw), rng, stride=1, pad=1, epilogue="relu6")
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
@@ -418,8 +422,10 @@ def test_small_planes_zero_their_padding_once_per_channel_block(rng, c, hw, bloc
     zero_stores = [s for s in _stores(prim, "dw_xph") if isinstance(s.value, E.FloatImm)]
     loops = [s for s in _nodes(prim.body) if isinstance(s, S.For) and s.loop_var.name.startswith(
         "dc")]
-    if blocked > 1:  # (7x7: the convs' loop, then the epilogues')
-        assert len(loops) == (2 if hw * hw <= depthwise.DEFER_MAX_PLANE else 1)
+    if blocked > 1:  # (7x7: the convs' loop, then the epilogues'; the copies' loop first
+        # where ``depthwise.FILLS_FIRST``)
+        deferred = hw * hw <= depthwise.DEFER_MAX_PLANE
+        assert len(loops) == (1 + deferred + (deferred and depthwise._fills_first(g)))
         assert all(f.extent.value == blocked for f in loops)
         assert not any(isinstance(n, S.BufferStore) and isinstance(n.value, E.FloatImm)
                        for f in loops for n in _nodes(f.body))  # no zeros inside the loops
@@ -433,9 +439,11 @@ def test_conv_without_epilogue_writes_the_output_directly(rng):
     assert _allocs(prim) == ["dw_grid", "dw_xph"]  # no temporary for the conv stage
 
 
-def test_strided_copy_is_vectorized_by_column_phase(rng):
+def test_strided_copy_is_vectorized_by_column_phase(rng, monkeypatch):
     # stride 2 in width: each column phase of a row is one vectorized copy whose input load
     # has stride 2 (which the code generator makes whole loads and shuffles, no per-lane loads)
+    # (the whole plane copied first: the copy by row blocks in test_depthwise_stream_fill.py)
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
     _, _, prim = _run((1, 4, 32, 32), rng, stride=2, pad=1)
     copies = [s for s in _nodes(prim.body) if isinstance(s, S.For)
               and s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore)
