@@ -14,8 +14,8 @@ tile rows of each image; a band
 1. copies its input rows, zero padded, into a scratch (``wg_x``) in ``m`` column phases;
 2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
    lanes: the ``d`` values of 4, 8 or 16 neighbouring tiles are contiguous in a phase);
-3. for each tile of 5 or 6 output channels, runs the ``a * a`` GEMMs with a register tile of
-   those channels x ``nr`` tiles into ``M[xi][O][T]``; then transforms ``M`` back to
+3. runs the ``a * a`` GEMMs into ``M[xi][O][T]``, per ``xi`` and panel of ``nr`` tiles a
+   register tile of each 5 or 6 output channels x the panel; then transforms ``M`` back to
    ``m x m`` output blocks, interleaves each output row's ``m`` phases in registers, applies
    the fused elementwise epilogue (bias, residual add, relu) and stores the row.
 
@@ -41,7 +41,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, static_conv2d_dims
+from .common import emit_with_epilogue, static_conv2d_dims, vector_isa
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 from .conv_pointwise import row_tiles
@@ -59,11 +59,18 @@ MATRICES = {
          [_F(1, 24), _F(1, 12), _F(1, 6)], [_F(1, 24), _F(-1, 12), _F(1, 6)], [0, 0, 1]],
         [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
 }
-# the GEMM's register tile width (tiles, a multiple of 16): 6 output channels x 16 tiles is 12
-# accumulators of AVX2's 16 ymm registers. On a Zen 4 (AVX-512, one thread, conv + bias +
-# relu, ms, direct 2.41 / 2.41) 64->64 at 56x56 F(4x4) 1.03 at 16, 1.35 at 32 (a band of 42
-# tiles computes 64 at 32); 128->128 at 28x28 F(2x2) 1.39 at 16, 1.85 at 32
-NR = 16
+# the GEMM's register tile width (tiles, a multiple of 16) by vector ISA. 6 output channels x
+# 16 tiles is 12 accumulators of AVX2's 16 ymm registers, but only 6 zmm: too few chains for
+# two 512-bit FMA ports, and 7 loads per 6 FMAs. On a Zen 4 (AVX-512, one thread, conv + bias
+# + relu, ms, direct 2.41 / 2.41) 64->64 at 56x56 F(4x4) 1.03 at 16, 1.35 at 32, when a band's
+# last register tile was moved back over the one before (a band of 42 tiles computed 64 at 32);
+# with a tail panel only as wide as the tiles left (``tail_width``: 42 tiles in 32 + 16) the
+# band computes no more tiles at 32 than at 16. On an Intel Xeon (Sapphire Rapids class, two
+# 512-bit FMA ports), one thread, conv + bias + relu, ms, 16 -> 32 (ONNX Runtime): 32->64
+# at 47x47 0.440 -> 0.407 (0.401), 64->64 at 56x56 0.742 -> 0.742 (1.174), 128->128 at 28x28
+# 1.015 -> 0.653 (1.104), 256->256 at 14x14 1.304 -> 0.921 (1.095). Rows of 8 or 12 output
+# channels (16, 24 accumulators) instead of 6 measured the same there. (AVX2 unchanged)
+NR = {"avx512": 32, "avx2": 16}
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
 BAND_BYTES = 1024 * 1024
@@ -102,7 +109,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     th = -(-oh // m)
     lx = 16 if tw >= 16 else 8 if tw >= 8 else 4
     alpha = m + 2
-    nr = knobs.get("wino_nr", NR)
+    nr = knobs.get("wino_nr", NR[vector_isa()])
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
@@ -114,16 +121,23 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
 def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
     """Tile rows per band: of the counts whose transformed input fits ``BAND_BYTES`` (at least
     the fewest that hold one register tile of ``nr`` tiles), the one computing the fewest tiles
-    in all (a band's last register tile is moved back over the one before; the last band's rows
-    past the plane are computed too), then the most bands."""
+    in all (a band's tiles past its last whole register tile take a tail panel, ``tail_width``,
+    moved back to end at the band's last tile; the last band's rows past the plane are computed
+    too), then the most bands."""
     least = -(-nr // tw)
     fits = [r for r in range(least, max(least, th) + 1) if r * tw * tile_bytes <= BAND_BYTES]
 
     def cost(r):
         bands = -(-th // r)
-        return bands * -(-r * tw // nr) * nr, -bands
+        return bands * (r * tw // nr * nr + tail_width(r * tw % nr, nr)), -bands
 
     return min(fits or [least], key=cost)
+
+
+def tail_width(left: int, nr: int) -> int:
+    """The width of the register tile computing the ``left`` tiles past a band's whole ``nr``
+    wide ones: the fewest whole vectors of 16 tiles that hold them (0 for none)."""
+    return min(nr, -(-left // 16) * 16)
 
 
 def supported(t, options=None) -> bool:
@@ -145,7 +159,7 @@ def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
     default implementation of ``t``)."""
     sizes = block_sizes(t)
-    out = dict(wino_m=max(sizes, default=2), wino_nr=NR)
+    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[vector_isa()])
     if DEFAULT_ON and sizes:
         out["impl"] = "winograd"
     return out
@@ -255,9 +269,7 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
         mt = decl_buffer((a2 * g["o"] * g["tiles"],), "float32", "wg_m")
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
                      _input_transform(ctx, g, xb, v, kind),
-                     *[_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows:
-                             _gemms(ctx, g, w, v, mt, s + k * r, r))
-                       for start, rows, count in row_tiles(g["o"])],
+                     _gemms(ctx, g, w, v, mt, kind),
                      _output_transform(ctx, g, mt, out, epi, nv, b, kind)])
         return _allocated(xb, _allocated(v, _allocated(mt, body)))
 
@@ -344,34 +356,51 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
             ctx, g, lambda tx0: tile_vector(ci, r, tx0))))
 
 
-def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
-    """``M[xi][o0 + ii][t] = sum_c U[xi][o0 + ii][c] V[xi][c][t]``, a register tile of ``rows``
-    x ``nr`` tiles at a time (the last one moved back to end at the last tile)."""
+def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
+    """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: per ``xi`` (the loop of ``kind``), per
+    panel of ``nr`` tiles (then a tail panel of the tiles left, ``tail_width``, moved back to end
+    at the last tile), a register tile of each output-channel tile (``row_tiles``) x the panel.
+    The panel's ``V`` (``C x nr``) is read by every channel tile while it is in L1; ``U[xi]``
+    is read once per panel, in order (measured on an Intel Xeon, one thread: with the channel
+    tiles outermost, each re-reading all of ``V`` from L2, ms, ONNX Runtime beside: 32->64 at
+    47x47 0.449 -> 0.425 (0.442), 64->64 at 56x56 0.735 -> 0.676 (1.141), 128->128 at 28x28
+    0.625 -> 0.561 (1.054), 256->256 at 14x14 0.971 -> 0.889 (1.077))."""
     c, tiles, nr = g["c"], g["tiles"], g["nr"]
-    a2 = g["alpha"] ** 2
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
-    def panel(xi, q):
-        base = ctx.fresh("wg_t")
-        acc = decl_buffer((rows, nr), "float32", "wg_acc", scope="local")
+    def panel(xi, base, width: int, o0, rows: int):
+        acc = decl_buffer((rows, width), "float32", "wg_acc", scope="local")
         init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
-            ctx, "jj", nr, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
-                                                         [ii, jj])))
+            ctx, "jj", width, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
+                                                            [ii, jj])))
 
         def mac(ci):
-            return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
-                         S.BufferStore(acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
-                                       v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
+            return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+                ctx, "jj", width, vec, lambda jj: S.BufferStore(
+                    acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
+                    v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
-        store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
-                      S.BufferStore(mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
-        stmt = S.LetStmt(base, E.Min(q * nr, _i(tiles - nr)),
-                         S.SeqStmt([init, macs, store]))
-        return _allocated(acc, stmt)
+        store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+            ctx, "jj", width, vec, lambda jj: S.BufferStore(
+                mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
+        return _allocated(acc, S.SeqStmt([init, macs, store]))
 
-    return _loop(ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: _loop(
-        ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: panel(xi, q)))
+    def channel_tiles(xi, base, width: int):
+        return _seq([_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
+                           panel(xi, base, width, s + k * r, r))
+                     for start, rows, count in row_tiles(g["o"])])
+
+    whole, tail = tiles // nr, tail_width(tiles % nr, nr)
+
+    def per_xi(xi):
+        parts = [_loop(ctx, "q", whole, S.ForKind.SERIAL,
+                       lambda q: channel_tiles(xi, q * nr, nr)) if whole else None]
+        if tail:  # (ends at the band's last tile, over part of the panel before)
+            parts.append(channel_tiles(xi, _i(tiles - tail), tail))
+        return _seq(parts)
+
+    return _loop(ctx, "xi", g["alpha"] ** 2, kind, per_xi)
 
 
 def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
