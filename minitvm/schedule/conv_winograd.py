@@ -71,6 +71,9 @@ MATRICES = {
 # 1.015 -> 0.653 (1.104), 256->256 at 14x14 1.304 -> 0.921 (1.095). Rows of 8 or 12 output
 # channels (16, 24 accumulators) instead of 6 measured the same there. (AVX2 unchanged)
 NR = {"avx512": 32, "avx2": 16}
+# the GEMMs' loops per ``xi`` and panel with the output-channel tiles innermost (``_gemms``):
+# on AVX-512 (measured on an Intel Xeon); AVX2 keeps the channel tiles outermost, as measured
+CHANNEL_TILES_INNER = {"avx512": True, "avx2": False}
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
 BAND_BYTES = 1024 * 1024
@@ -357,9 +360,11 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
 
 
 def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
-    """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: per ``xi`` (the loop of ``kind``), per
-    panel of ``nr`` tiles (then a tail panel of the tiles left, ``tail_width``, moved back to end
-    at the last tile), a register tile of each output-channel tile (``row_tiles``) x the panel.
+    """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: where ``CHANNEL_TILES_INNER``, per
+    ``xi`` (the loop of ``kind``), per panel of ``nr`` tiles (then a tail panel of the tiles
+    left, ``tail_width``, moved back to end at the last tile), a register tile of each
+    output-channel tile (``row_tiles``) x the panel (else the channel tiles outermost, the loop
+    of ``kind``).
     The panel's ``V`` (``C x nr``) is read by every channel tile while it is in L1; ``U[xi]``
     is read once per panel, in order (measured on an Intel Xeon, one thread: with the channel
     tiles outermost, each re-reading all of ``V`` from L2, ms, ONNX Runtime beside: 32->64 at
@@ -393,14 +398,26 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
 
     whole, tail = tiles // nr, tail_width(tiles % nr, nr)
 
-    def per_xi(xi):
-        parts = [_loop(ctx, "q", whole, S.ForKind.SERIAL,
-                       lambda q: channel_tiles(xi, q * nr, nr)) if whole else None]
+    def panels(xi, fpanel):
+        parts = [_loop(ctx, "q", whole, S.ForKind.SERIAL, lambda q: fpanel(q * nr, nr))
+                 if whole else None]
         if tail:  # (ends at the band's last tile, over part of the panel before)
-            parts.append(channel_tiles(xi, _i(tiles - tail), tail))
+            parts.append(fpanel(_i(tiles - tail), tail))
         return _seq(parts)
 
-    return _loop(ctx, "xi", g["alpha"] ** 2, kind, per_xi)
+    a2 = g["alpha"] ** 2
+    if not CHANNEL_TILES_INNER[vector_isa()]:
+        # each channel tile over every xi and panel, the last panel a whole one moved back
+        def moved_back(xi, o0, rows):
+            base = ctx.fresh("wg_t")
+            return _loop(ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: S.LetStmt(
+                base, E.Min(q * nr, _i(tiles - nr)), panel(xi, base, nr, o0, rows)))
+
+        return _seq([_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows: _loop(
+            ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: moved_back(xi, s + k * r, r)))
+            for start, rows, count in row_tiles(g["o"])])
+    return _loop(ctx, "xi", a2, kind, lambda xi: panels(
+        xi, lambda base, width: channel_tiles(xi, base, width)))
 
 
 def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:

@@ -66,3 +66,18 @@ def test_panels_and_tails_match_reference(shape, o, m, left, nr):
     lib = _build(mod, params, table)
     assert _uses_winograd(lib)
     _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
+
+
+@pytest.mark.parametrize("inner", [True, False])
+@pytest.mark.parametrize("shape,o,m,left", PANEL_CASES[1:4])
+def test_both_gemm_loop_orders_match_reference(shape, o, m, left, inner, monkeypatch):
+    """The channel tiles innermost (AVX-512) or outermost (AVX2's order, its last panel a
+    whole one moved back), at the host's tile width."""
+    monkeypatch.setitem(conv_winograd.CHANNEL_TILES_INNER, conv_winograd.vector_isa(), inner)
+    mod, params, inputs, want = _conv(shape, o, 1, "residual_relu")
+    tracer = knobs.KnobTable(trace=True)
+    _build(mod, params, tracer)
+    table = knobs.KnobTable({k: {"impl": "winograd", "wino_m": m} for k in tracer.seen})
+    lib = _build(mod, params, table)
+    assert _uses_winograd(lib)
+    _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
