@@ -81,3 +81,27 @@ def test_both_gemm_loop_orders_match_reference(shape, o, m, left, inner, monkeyp
     lib = _build(mod, params, table)
     assert _uses_winograd(lib)
     _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
+
+
+HALF_TAIL_CASES = [  # (input shape, output channels, F(m)): the tiles of a row, vectors of them
+    ((1, 16, 47, 47), 20, 4),  # 12 tiles: 8 + a half vector of 4 (Inception's 47x47)
+    ((1, 16, 47, 47), 16, 2),  # 24 tiles: 16 + 8
+    ((2, 16, 6, 80), 16, 2),  # 40 tiles: 16, 16 + 8 (a loop of whole vectors), batch 2
+    ((1, 16, 35, 35), 16, 4),  # 9 tiles: 8 + 4 over 3 of the 8's, a ragged row (35 of 36)
+    ((1, 16, 56, 56), 16, 4),  # 14 tiles: 6 left, more than half: 8 + 8 moved back
+]
+
+
+@pytest.mark.parametrize("half", [True, False])
+@pytest.mark.parametrize("shape,o,m", HALF_TAIL_CASES)
+def test_half_vector_tail_matches_reference(shape, o, m, half, monkeypatch):
+    """The transforms' last vector of a row half as wide where the tiles left fit it
+    (``HALF_TAIL``, on for AVX-512), or a whole one moved back (AVX2's)."""
+    monkeypatch.setitem(conv_winograd.HALF_TAIL, conv_winograd.vector_isa(), half)
+    mod, params, inputs, want = _conv(shape, o, 1, "residual_relu")
+    tracer = knobs.KnobTable(trace=True)
+    _build(mod, params, tracer)
+    table = knobs.KnobTable({k: {"impl": "winograd", "wino_m": m} for k in tracer.seen})
+    lib = _build(mod, params, table)
+    assert _uses_winograd(lib)
+    _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
