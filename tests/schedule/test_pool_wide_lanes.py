@@ -1,8 +1,7 @@
 """Max pools at column stride 1 in vectors of 16 on AVX-512 (``pool.WIDE_MAX_LANES``): rows of
 at least 16 interior columns take 16-lane vectors, shorter ones, strided pools and means 8 as
-before; the values
-match numpy at odd widths, every direct-form stride, padding, and with NaN anywhere in a row
-(NaN out wherever a window holds one), at 16 and 8 lanes alike."""
+before; the values match numpy at odd widths, every direct-form stride, padding, and with NaN
+anywhere in a row (NaN out wherever a window holds one), at 16 and 8 lanes alike."""
 
 import numpy as np
 import pytest
