@@ -82,6 +82,12 @@ HALF_TAIL = {"avx512": True, "avx2": False}
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
 BAND_BYTES = 1024 * 1024
+# smaller bands where they compute at most this share more tiles than the fewest (``band_rows``),
+# by vector ISA: a band's V and M (written by the transforms, read by the GEMMs) of 1 MB each
+# filled the L2 of an Intel Xeon; with another process on the machine, 64->64 at 56x56 (two
+# bands of 8 tile rows) took 1.54 ms, in bands of 3 rows (7% more tiles) 0.68 (ONNX Runtime
+# 1.16); quiet, both 0.66-0.68. AVX2 as measured before
+BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
 MIN_BLOCKS = 4
 # a row's last block may reach this share of the row past it (Inception v3's 71- and 147-wide
 # planes at m = 4, 35 at 4 or 2, 17 at 2; not 7x7 planes, 1/7 at m = 2). Inception v3 at one
@@ -128,18 +134,20 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
 
 def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
     """Tile rows per band: of the counts whose transformed input fits ``BAND_BYTES`` (at least
-    the fewest that hold one register tile of ``nr`` tiles), the one computing the fewest tiles
-    in all (a band's tiles past its last whole register tile take a tail panel, ``tail_width``,
-    moved back to end at the band's last tile; the last band's rows past the plane are computed
-    too), then the most bands."""
+    the fewest that hold one register tile of ``nr`` tiles), of those computing at most
+    ``BAND_SLACK`` more tiles in all than the fewest (a band's tiles past its last whole register
+    tile take a tail panel, ``tail_width``, moved back to end at the band's last tile; the last
+    band's rows past the plane are computed too), the one of the most bands, then the fewest
+    tiles."""
     least = -(-nr // tw)
     fits = [r for r in range(least, max(least, th) + 1) if r * tw * tile_bytes <= BAND_BYTES]
 
-    def cost(r):
-        bands = -(-th // r)
-        return bands * (r * tw // nr * nr + tail_width(r * tw % nr, nr)), -bands
+    def computed(r):
+        return -(-th // r) * (r * tw // nr * nr + tail_width(r * tw % nr, nr))
 
-    return min(fits or [least], key=cost)
+    fewest = min(computed(r) for r in fits or [least])
+    near = [r for r in fits or [least] if computed(r) <= fewest * (1 + BAND_SLACK[vector_isa()])]
+    return min(near, key=lambda r: (th // -r, computed(r)))  # (the most bands, then fewest)
 
 
 def tail_width(left: int, nr: int) -> int:

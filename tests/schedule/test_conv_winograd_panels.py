@@ -22,6 +22,7 @@ def test_band_rows_counts_the_tail_panel(monkeypatch):
     # At nr = 32 bands of 7 rows (98 tiles: 3 x 32 + a tail of 16) compute 224 tiles in all,
     # as at nr = 16; with the last panel a whole 32 moved back they computed 256
     monkeypatch.setattr(conv_winograd, "BAND_BYTES", 1024 * 1024)
+    monkeypatch.setitem(conv_winograd.BAND_SLACK, conv_winograd.vector_isa(), 0.0)
 
     def computed(rows, nr):
         tiles = rows * 14
@@ -33,6 +34,20 @@ def test_band_rows_counts_the_tail_panel(monkeypatch):
     assert -(-14 // rows) * -(-rows * 14 // 32) * 32 > 224
 
 
+def test_band_rows_slack_takes_smaller_bands(monkeypatch):
+    """Within ``BAND_SLACK`` of the fewest tiles, the most bands: 64 -> 64 at 56x56 in 5
+    bands of 3 tile rows (240 tiles, 7% more than 224) at a slack of 0.1; none at 0.05."""
+    monkeypatch.setattr(conv_winograd, "BAND_BYTES", 1024 * 1024)
+    isa = conv_winograd.vector_isa()
+    monkeypatch.setitem(conv_winograd.BAND_SLACK, isa, 0.1)
+    assert conv_winograd.band_rows(14, 14, 32, 9216) == 3
+    monkeypatch.setitem(conv_winograd.BAND_SLACK, isa, 0.05)
+    assert conv_winograd.band_rows(14, 14, 32, 9216) in (7, 8)
+    # 128 -> 128 at 28x28 (7 x 7 tiles): one band of 49 (64 computed); two bands compute 96
+    monkeypatch.setitem(conv_winograd.BAND_SLACK, isa, 0.1)
+    assert conv_winograd.band_rows(7, 7, 32, 36 * 128 * 4) == 7
+
+
 def test_default_tile_width_by_isa(monkeypatch):
     t = _stage((1, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1)
     for isa, nr in (("avx512", 32), ("avx2", 16)):
@@ -41,10 +56,11 @@ def test_default_tile_width_by_isa(monkeypatch):
         assert conv_winograd.geometry(t)["nr"] == nr
 
 
-PANEL_CASES = [  # (input shape, output channels, F(m), a band's tiles % 32 at nr = 32)
+PANEL_CASES = [  # (input shape, output channels, F(m), a band's tiles % 32 at nr = 32 with a
+    # BAND_SLACK of 0.1)
     ((1, 32, 32, 32), 24, 4, 0),  # bands of 32 tiles: whole panels only
     ((1, 16, 28, 28), 17, 4, 17),  # 7 x 7 = 49 tiles: a 32-wide tail over 15 of the panel's
-    ((1, 24, 56, 56), 16, 4, 4),  # 196 tiles: a 16-wide tail
+    ((1, 24, 56, 56), 16, 4, 2),  # two bands of 98 tiles: a 16-wide tail
     ((2, 20, 14, 14), 32, 2, 17),  # F(2x2), 49 tiles, batch 2
     ((1, 16, 10, 40), 16, 2, 4),  # 5 x 20 tiles: a 16-wide tail
 ]
@@ -52,7 +68,8 @@ PANEL_CASES = [  # (input shape, output channels, F(m), a band's tiles % 32 at n
 
 @pytest.mark.parametrize("nr", [16, 32])
 @pytest.mark.parametrize("shape,o,m,left", PANEL_CASES)
-def test_panels_and_tails_match_reference(shape, o, m, left, nr):
+def test_panels_and_tails_match_reference(shape, o, m, left, nr, monkeypatch):
+    monkeypatch.setitem(conv_winograd.BAND_SLACK, conv_winograd.vector_isa(), 0.1)
     t = _stage(shape, (o, shape[1], 3, 3), 1, 1, 1)
     g = conv_winograd.geometry(t, {"wino_m": m, "wino_nr": nr})
     assert g is not None
