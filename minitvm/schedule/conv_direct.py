@@ -54,8 +54,9 @@ MR, NR = 12, 32  # register tile: output channels x pixels (nr a multiple of the
 # 24 FMAs where 8x32 had 16 accumulators and 10 loads per 16 FMAs. Measured on an Intel Xeon
 # (two 512-bit FMA ports), one thread, conv + bias + relu, ms, 8x32 -> 12x32 (ONNX Runtime):
 # ResNet's 7x7 / 2 stem 1.28 -> 1.21 (1.42), 64->128 3x3 / 2 at 128x128 3.81 -> 3.47 (3.49),
-# 128->256 at 64x64 3.20 -> 3.09 (3.10), 3->32 3x3 / 2 at 224x224 0.165 -> 0.162 (0.259). On
-# a Zen 4 (one 512-bit FMA a cycle) both tiles are FMA-bound; 12x32 loads less per FMA
+# 128->256 at 64x64 3.20 -> 3.09 (3.10), 3->32 3x3 / 2 at 224x224 0.165 -> 0.162 (0.259); two
+# more runs 2-7% faster, one (a loaded machine) within 1.6% either way. On a Zen 4 (one
+# 512-bit FMA a cycle) both tiles are FMA-bound; 12x32 loads less per FMA
 TILES = {"avx512": (MR, NR), "avx2": (6, 16)}
 ROW_LANES = 16  # float32 lanes of one vector: row mode needs OW a multiple of it
 # a convolution of fewer multiply-adds per image than this runs on the calling thread: waking
