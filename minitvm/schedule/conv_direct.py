@@ -45,11 +45,18 @@ from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
 from .knobs import select as _knobs
 
-MR, NR = 8, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
+MR, NR = 12, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
 # the tile by vector ISA: its mr * nr / lanes accumulators plus the nr / lanes pixel vectors
-# loaded per tap must fit the register file. 8x32 fills 16 of AVX-512's 32 zmm registers; with
-# AVX2's 16 ymm registers it needs 32 and spills. Measured on a Zen 2 (AVX2), imported
-# ResNet-18, one thread: 8x32 176 ms, 4x32 136, 8x16 119, 6x16 101, 5x16 84-100 (ORT 52-63)
+# loaded per tap must fit the register file. With AVX2's 16 ymm registers 8x32 needs 32 and
+# spills. Measured on a Zen 2 (AVX2), imported ResNet-18, one thread: 8x32 176 ms, 4x32 136,
+# 8x16 119, 6x16 101, 5x16 84-100 (ORT 52-63). On AVX-512, 12x32 keeps 24 zmm accumulators
+# (30 of the 32 registers with the 2 pixel vectors and a broadcast; no spills), 14 loads per
+# 24 FMAs where 8x32 had 16 accumulators and 10 loads per 16 FMAs. Measured on an Intel Xeon
+# (two 512-bit FMA ports), one thread, conv + bias + relu, ms, 8x32 -> 12x32 (ONNX Runtime):
+# ResNet's 7x7 / 2 stem 1.28 -> 1.21 (1.42), 64->128 3x3 / 2 at 128x128 3.81 -> 3.47 (3.49),
+# 128->256 at 64x64 3.20 -> 3.09 (3.10), 3->32 3x3 / 2 at 224x224 0.165 -> 0.162 (0.259); two
+# more runs 2-7% faster, one (a loaded machine) within 1.6% either way. On a Zen 4 (one
+# 512-bit FMA a cycle) both tiles are FMA-bound; 12x32 loads less per FMA
 TILES = {"avx512": (MR, NR), "avx2": (6, 16)}
 ROW_LANES = 16  # float32 lanes of one vector: row mode needs OW a multiple of it
 # a convolution of fewer multiply-adds per image than this runs on the calling thread: waking

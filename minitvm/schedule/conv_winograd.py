@@ -14,8 +14,8 @@ tile rows of each image; a band
 1. copies its input rows, zero padded, into a scratch (``wg_x``) in ``m`` column phases;
 2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
    lanes: the ``d`` values of 4, 8 or 16 neighbouring tiles are contiguous in a phase);
-3. for each tile of 5 or 6 output channels, runs the ``a * a`` GEMMs with a register tile of
-   those channels x ``nr`` tiles into ``M[xi][O][T]``; then transforms ``M`` back to
+3. runs the ``a * a`` GEMMs into ``M[xi][O][T]``, per ``xi`` and panel of ``nr`` tiles a
+   register tile of each 5 or 6 output channels x the panel; then transforms ``M`` back to
    ``m x m`` output blocks, interleaves each output row's ``m`` phases in registers, applies
    the fused elementwise epilogue (bias, residual add, relu) and stores the row.
 
@@ -41,7 +41,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, static_conv2d_dims
+from .common import emit_with_epilogue, static_conv2d_dims, vector_isa
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
 from .conv_pointwise import row_tiles
@@ -59,14 +59,35 @@ MATRICES = {
          [_F(1, 24), _F(1, 12), _F(1, 6)], [_F(1, 24), _F(-1, 12), _F(1, 6)], [0, 0, 1]],
         [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
 }
-# the GEMM's register tile width (tiles, a multiple of 16): 6 output channels x 16 tiles is 12
-# accumulators of AVX2's 16 ymm registers. On a Zen 4 (AVX-512, one thread, conv + bias +
-# relu, ms, direct 2.41 / 2.41) 64->64 at 56x56 F(4x4) 1.03 at 16, 1.35 at 32 (a band of 42
-# tiles computes 64 at 32); 128->128 at 28x28 F(2x2) 1.39 at 16, 1.85 at 32
-NR = 16
+# the GEMM's register tile width (tiles, a multiple of 16) by vector ISA. 6 output channels x
+# 16 tiles is 12 accumulators of AVX2's 16 ymm registers, but only 6 zmm: too few chains for
+# two 512-bit FMA ports, and 7 loads per 6 FMAs. On a Zen 4 (AVX-512, one thread, conv + bias
+# + relu, ms, direct 2.41 / 2.41) 64->64 at 56x56 F(4x4) 1.03 at 16, 1.35 at 32, when a band's
+# last register tile was moved back over the one before (a band of 42 tiles computed 64 at 32);
+# with a tail panel only as wide as the tiles left (``tail_width``: 42 tiles in 32 + 16) the
+# band computes no more tiles at 32 than at 16. On an Intel Xeon (Sapphire Rapids class, two
+# 512-bit FMA ports), one thread, conv + bias + relu, ms, 16 -> 32 (ONNX Runtime): 32->64
+# at 47x47 0.440 -> 0.407 (0.401), 64->64 at 56x56 0.742 -> 0.742 (1.174), 128->128 at 28x28
+# 1.015 -> 0.653 (1.104), 256->256 at 14x14 1.304 -> 0.921 (1.095). Rows of 8 or 12 output
+# channels (16, 24 accumulators) instead of 6 measured the same there. (AVX2 unchanged)
+NR = {"avx512": 32, "avx2": 16}
+# the GEMMs' loops per ``xi`` and panel with the output-channel tiles innermost (``_gemms``):
+# on AVX-512 (measured on an Intel Xeon); AVX2 keeps the channel tiles outermost, as measured
+CHANNEL_TILES_INNER = {"avx512": True, "avx2": False}
+# the transforms' last vector of a row, where the tiles left fit half a vector, half as wide
+# (``_over_chunks``): on AVX-512. Measured on an Intel Xeon, one thread, conv + bias + relu, ms
+# (ONNX Runtime): 32->64 at 47x47 (12 tiles a row) 0.418 -> 0.371 (0.431), 64->96 at 35x35 (9)
+# 0.507 -> 0.472 (0.725). AVX2 keeps the whole vector moved back
+HALF_TAIL = {"avx512": True, "avx2": False}
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
 BAND_BYTES = 1024 * 1024
+# smaller bands where they compute at most this share more tiles than the fewest (``band_rows``),
+# by vector ISA: a band's V and M (written by the transforms, read by the GEMMs) of 1 MB each
+# filled the L2 of an Intel Xeon; with another process on the machine, 64->64 at 56x56 (two
+# bands of 8 tile rows) took 1.54 ms, in bands of 3 rows (7% more tiles) 0.68 (ONNX Runtime
+# 1.16); quiet, both 0.66-0.68. AVX2 as measured before
+BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
 MIN_BLOCKS = 4
 # a row's last block may reach this share of the row past it (Inception v3's 71- and 147-wide
 # planes at m = 4, 35 at 4 or 2, 17 at 2; not 7x7 planes, 1/7 at m = 2). Inception v3 at one
@@ -102,7 +123,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     th = -(-oh // m)
     lx = 16 if tw >= 16 else 8 if tw >= 8 else 4
     alpha = m + 2
-    nr = knobs.get("wino_nr", NR)
+    nr = knobs.get("wino_nr", NR[vector_isa()])
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
@@ -113,17 +134,26 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
 
 def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
     """Tile rows per band: of the counts whose transformed input fits ``BAND_BYTES`` (at least
-    the fewest that hold one register tile of ``nr`` tiles), the one computing the fewest tiles
-    in all (a band's last register tile is moved back over the one before; the last band's rows
-    past the plane are computed too), then the most bands."""
+    the fewest that hold one register tile of ``nr`` tiles), of those computing at most
+    ``BAND_SLACK`` more tiles in all than the fewest (a band's tiles past its last whole register
+    tile take a tail panel, ``tail_width``, moved back to end at the band's last tile; the last
+    band's rows past the plane are computed too), the one of the most bands, then the fewest
+    tiles."""
     least = -(-nr // tw)
     fits = [r for r in range(least, max(least, th) + 1) if r * tw * tile_bytes <= BAND_BYTES]
 
-    def cost(r):
-        bands = -(-th // r)
-        return bands * -(-r * tw // nr) * nr, -bands
+    def computed(r):
+        return -(-th // r) * (r * tw // nr * nr + tail_width(r * tw % nr, nr))
 
-    return min(fits or [least], key=cost)
+    fewest = min(computed(r) for r in fits or [least])
+    near = [r for r in fits or [least] if computed(r) <= fewest * (1 + BAND_SLACK[vector_isa()])]
+    return min(near, key=lambda r: (th // -r, computed(r)))  # (the most bands, then fewest)
+
+
+def tail_width(left: int, nr: int) -> int:
+    """The width of the register tile computing the ``left`` tiles past a band's whole ``nr``
+    wide ones: the fewest whole vectors of 16 tiles that hold them (0 for none)."""
+    return min(nr, -(-left // 16) * 16)
 
 
 def supported(t, options=None) -> bool:
@@ -145,7 +175,7 @@ def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
     default implementation of ``t``)."""
     sizes = block_sizes(t)
-    out = dict(wino_m=max(sizes, default=2), wino_nr=NR)
+    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[vector_isa()])
     if DEFAULT_ON and sizes:
         out["impl"] = "winograd"
     return out
@@ -228,16 +258,26 @@ def _combine(terms) -> E.PrimExpr:
 
 
 def _over_chunks(ctx, g, fbody) -> S.Stmt:
-    """``fbody(tx0)`` for the first tile column of each vector of ``lx`` tiles along a row (the
-    last one moved back to end at the last tile: its overlap is computed twice, the same
-    values); one loop, so the transforms are emitted once."""
+    """``fbody(tx0, lanes)`` for the first tile column of each vector of ``lanes`` tiles along a
+    row: vectors of ``lx``, the last one moved back to end at the last tile (its overlap is
+    computed twice, the same values); one loop, so the transforms are emitted once. Where
+    ``HALF_TAIL`` is on and the tiles past the whole vectors fit half a vector, they take one
+    vector of ``lx / 2`` instead (12 tiles as 8 + 4, not 8 + 8)."""
     tw, lx = g["tw"], g["lx"]
     count = -(-tw // lx)
+    whole, left, half = tw // lx, tw % lx, lx // 2
+    if HALF_TAIL[vector_isa()] and 0 < left <= half and half >= 4 and whole:
+        tail = fbody(_i(tw - half), half)
+        if whole == 1:
+            return _seq([fbody(_i(0), lx), tail])
+        tx0 = ctx.fresh("wg_tx")
+        return _seq([_loop(ctx, "k", whole, S.ForKind.SERIAL, lambda k: S.LetStmt(
+            tx0, k * lx, fbody(tx0, lx))), tail])
     if count == 1:
-        return fbody(_i(0))
+        return fbody(_i(0), lx)
     tx0 = ctx.fresh("wg_tx")
     return _loop(ctx, "k", count, S.ForKind.SERIAL, lambda k: S.LetStmt(
-        tx0, E.Min(k * lx, _i(tw - lx)), fbody(tx0)))
+        tx0, E.Min(k * lx, _i(tw - lx)), fbody(tx0, lx)))
 
 
 def _emit(ctx, g, t, out, epi) -> S.Stmt:
@@ -255,9 +295,7 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
         mt = decl_buffer((a2 * g["o"] * g["tiles"],), "float32", "wg_m")
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
                      _input_transform(ctx, g, xb, v, kind),
-                     *[_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows:
-                             _gemms(ctx, g, w, v, mt, s + k * r, r))
-                       for start, rows, count in row_tiles(g["o"])],
+                     _gemms(ctx, g, w, v, mt, kind),
                      _output_transform(ctx, g, mt, out, epi, nv, b, kind)])
         return _allocated(xb, _allocated(v, _allocated(mt, body)))
 
@@ -319,10 +357,10 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
 def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
     """``V[xi][c][t] = (B^T d B)[xi]`` for every tile ``t`` of the band and input channel."""
     bt = MATRICES[g["m"]][0]
-    m, alpha, lx, wq, tiles = g["m"], g["alpha"], g["lx"], g["wq"], g["tiles"]
+    m, alpha, wq, tiles = g["m"], g["alpha"], g["wq"], g["tiles"]
     c, xrows = g["c"], g["xrows"]
 
-    def tile_vector(ci, r, tx0):
+    def tile_vector(ci, r, tx0, lx):
         d = decl_buffer((alpha * alpha, lx), "float32", "wg_d", scope="local")
         s = decl_buffer((alpha * alpha, lx), "float32", "wg_s", scope="local")
         base = (ci * xrows + r * m) * (m * wq) + tx0
@@ -341,46 +379,77 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
 
     return _loop(ctx, "c", c, kind, lambda ci: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
-            ctx, g, lambda tx0: tile_vector(ci, r, tx0))))
+            ctx, g, lambda tx0, lx: tile_vector(ci, r, tx0, lx))))
 
 
-def _gemms(ctx, g, w, v, mt, o0, rows: int) -> S.Stmt:
-    """``M[xi][o0 + ii][t] = sum_c U[xi][o0 + ii][c] V[xi][c][t]``, a register tile of ``rows``
-    x ``nr`` tiles at a time (the last one moved back to end at the last tile)."""
+def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
+    """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: where ``CHANNEL_TILES_INNER``, per
+    ``xi`` (the loop of ``kind``), per panel of ``nr`` tiles (then a tail panel of the tiles
+    left, ``tail_width``, moved back to end at the last tile), a register tile of each
+    output-channel tile (``row_tiles``) x the panel (else the channel tiles outermost, the loop
+    of ``kind``).
+    The panel's ``V`` (``C x nr``) is read by every channel tile while it is in L1; ``U[xi]``
+    is read once per panel, in order (measured on an Intel Xeon, one thread: with the channel
+    tiles outermost, each re-reading all of ``V`` from L2, ms, ONNX Runtime beside: 32->64 at
+    47x47 0.449 -> 0.425 (0.442), 64->64 at 56x56 0.735 -> 0.676 (1.141), 128->128 at 28x28
+    0.625 -> 0.561 (1.054), 256->256 at 14x14 0.971 -> 0.889 (1.077))."""
     c, tiles, nr = g["c"], g["tiles"], g["nr"]
-    a2 = g["alpha"] ** 2
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
-    def panel(xi, q):
-        base = ctx.fresh("wg_t")
-        acc = decl_buffer((rows, nr), "float32", "wg_acc", scope="local")
+    def panel(xi, base, width: int, o0, rows: int):
+        acc = decl_buffer((rows, width), "float32", "wg_acc", scope="local")
         init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
-            ctx, "jj", nr, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
-                                                         [ii, jj])))
+            ctx, "jj", width, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
+                                                            [ii, jj])))
 
         def mac(ci):
-            return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
-                         S.BufferStore(acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
-                                       v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
+            return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+                ctx, "jj", width, vec, lambda jj: S.BufferStore(
+                    acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
+                    v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
-        store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", nr, vec, lambda jj:
-                      S.BufferStore(mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
-        stmt = S.LetStmt(base, E.Min(q * nr, _i(tiles - nr)),
-                         S.SeqStmt([init, macs, store]))
-        return _allocated(acc, stmt)
+        store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+            ctx, "jj", width, vec, lambda jj: S.BufferStore(
+                mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
+        return _allocated(acc, S.SeqStmt([init, macs, store]))
 
-    return _loop(ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: _loop(
-        ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: panel(xi, q)))
+    def channel_tiles(xi, base, width: int):
+        return _seq([_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
+                           panel(xi, base, width, s + k * r, r))
+                     for start, rows, count in row_tiles(g["o"])])
+
+    whole, tail = tiles // nr, tail_width(tiles % nr, nr)
+
+    def panels(xi, fpanel):
+        parts = [_loop(ctx, "q", whole, S.ForKind.SERIAL, lambda q: fpanel(q * nr, nr))
+                 if whole else None]
+        if tail:  # (ends at the band's last tile, over part of the panel before)
+            parts.append(fpanel(_i(tiles - tail), tail))
+        return _seq(parts)
+
+    a2 = g["alpha"] ** 2
+    if not CHANNEL_TILES_INNER[vector_isa()]:
+        # each channel tile over every xi and panel, the last panel a whole one moved back
+        def moved_back(xi, o0, rows):
+            base = ctx.fresh("wg_t")
+            return _loop(ctx, "q", -(-tiles // nr), S.ForKind.SERIAL, lambda q: S.LetStmt(
+                base, E.Min(q * nr, _i(tiles - nr)), panel(xi, base, nr, o0, rows)))
+
+        return _seq([_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows: _loop(
+            ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: moved_back(xi, s + k * r, r)))
+            for start, rows, count in row_tiles(g["o"])])
+    return _loop(ctx, "xi", a2, kind, lambda xi: panels(
+        xi, lambda base, width: channel_tiles(xi, base, width)))
 
 
 def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
     """``Y = A^T M A`` of every tile of the band and output channel, through the epilogue,
     stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
     at = MATRICES[g["m"]][2]
-    m, alpha, lx, tiles = g["m"], g["alpha"], g["lx"], g["tiles"]
+    m, alpha, tiles = g["m"], g["alpha"], g["tiles"]
 
-    def tile_vector(o, r, tx0):
+    def tile_vector(o, r, tx0, lx):
         mm = decl_buffer((alpha * alpha, lx), "float32", "wg_mm", scope="local")
         s = decl_buffer((alpha * m, lx), "float32", "wg_ms", scope="local")
         t0 = r * g["tw"] + tx0
@@ -399,7 +468,7 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
             row = [_vec(ctx, lx, lambda ln, a=a, bb=bb, y=y: S.BufferStore(
                 y, _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)]),
                 [ln * m + bb])) for bb in range(m)]
-            row.append(_row_store(ctx, g, tx0, lambda q, oy=oy, y=y: _store(
+            row.append(_row_store(ctx, g, tx0, lx, lambda q, oy=oy, y=y: _store(
                 ctx, g, out, epi, nv, o, oy, tx0 * m + q, y[q])))
             row = _allocated(y, _seq(row))
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), row, None)
@@ -408,14 +477,14 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
 
     return _loop(ctx, "o", g["o"], kind, lambda o: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
-            ctx, g, lambda tx0: tile_vector(o, r, tx0))))
+            ctx, g, lambda tx0, lx: tile_vector(o, r, tx0, lx))))
 
 
-def _row_store(ctx, g, tx0, put) -> S.Stmt:
+def _row_store(ctx, g, tx0, lx: int, put) -> S.Stmt:
     """``put(q)`` for the ``m * lx`` columns of a chunk's row from column ``tx0 * m``: one vector
     store, but for a chunk reaching past a ragged row's end (``ow`` no multiple of ``m``) one
     column at a time, up to the edge."""
-    width = g["m"] * g["lx"]
+    width = g["m"] * lx
     vec = _loop(ctx, "q", width, S.ForKind.VECTORIZED, put)
     if g["tw"] * g["m"] == g["ow"]:
         return vec

@@ -264,9 +264,10 @@ def test_epilogue_on_register_tile_lowered_directly():
 
 @pytest.mark.skipif(not conv_direct.SPLIT_SHORT_TILE[ISA], reason="SPLIT_SHORT_TILE is off")
 @pytest.mark.parametrize("full, rest, rows", [
-    # full tiles, rows left, the tile heights by the ISA's mr (6: AVX2, 8: AVX-512)
-    (2, 2, {6: {6, 4}, 8: {8, 5}}), (2, 1, {6: {6, 4, 3}, 8: {8, 5, 4}}),
-    (2, 4, {6: {6, 4}, 8: {8, 4}}), (6, 2, {6: {6, 4}, 8: {8, 5}})])
+    # full tiles, rows left, the tile heights by the ISA's mr (6: AVX2, 12: AVX-512; 8: a tile
+    # knob)
+    (2, 2, {6: {6, 4}, 8: {8, 5}, 12: {12, 7}}), (2, 1, {6: {6, 4, 3}, 8: {8, 5, 4}, 12: {12, 7, 6}}),
+    (2, 4, {6: {6, 4}, 8: {8, 4}, 12: {12, 8}}), (6, 2, {6: {6, 4}, 8: {8, 5}, 12: {12, 7}})])
 def test_short_last_tile_split(full, rest, rows, direct_conv_only):
     """A last channel tile of one or two rows (of 6, or 8 on AVX-512) is merged with the full
     tile before it and split into two of about equal height: 14 channels as 6 + 4 + 4, not
