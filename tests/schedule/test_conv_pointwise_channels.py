@@ -147,8 +147,8 @@ def test_store_runs_late_epilogue_along_pixels():
 @needs_pointwise
 def test_prefetch_next_block_of_weights():
     """Panels outer with channel blocks (192 channels: 3 blocks of 64): every turn of a tile's
-    reduction prefetches the weight panel's row one block (64 channels) on; the prefetches
-    change no result."""
+    reduction prefetches the weight panel's row one block (64 channels) on, each of its cache
+    lines (two for a 32-lane panel); the prefetches change no result."""
     lib, feeds, want = _build((1, 192, 7, 7), 128, "relu", seed=4)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
     prim = _conv_prim(lib)
@@ -158,7 +158,11 @@ def test_prefetch_next_block_of_weights():
     for call in pfs:
         (ld,) = call.args
         assert isinstance(ld, E.BufferLoad) and ld.buffer.data is wp.data
-        assert isinstance(ld.indices[2], E.IntImm) and ld.indices[2].value == 0  # a line a row
+        assert isinstance(ld.indices[2], E.IntImm)
+    # every cache line of a row: lanes 0, 16, .. of the panel
+    width = int(wp.shape[2])
+    lanes = {call.args[0].indices[2].value for call in pfs}
+    assert lanes == set(range(0, width, 16))
     assert "llvm.prefetch" in lib.get_lib().kernels[_kernel_name(lib)].ir
 
 

@@ -93,6 +93,7 @@ CASES = [
     ((2, 24, 8, 12), 20, "residual_relu", (1, 1), "pixels", 32),   # 96 pixels, 20 channels
     ((1, 96, 23, 23), 64, "residual_relu", (1, 1), "pixels", 32),  # 529: last panel overlaps
     ((1, 64, 28, 28), 48, "bias_relu", (1, 1), "pixels", 32),      # 784: 16 pixels twice
+    ((1, 256, 8, 8), 24, "residual_relu", (1, 1), "pixels", 32),   # packed (256 channels)
     ((1, 64, 14, 14), 48, "residual_relu", (1, 1), "channels", 32),  # 14x14; 32 + 16 lanes
     ((1, 24, 7, 7), 40, "bias_clip", (1, 1), "channels", 32),      # 7x7; 32 + 8 lanes
     ((2, 16, 7, 7), 24, "swish", (1, 1), "channels", 32),          # one panel of 24 lanes
@@ -168,6 +169,8 @@ def test_geometry_width_and_rows(wide):
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32, 12)
     g = conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 6)
+    assert g["pw_pack"] is True  # (PACK_MIN_CHANNELS_WIDE input channels)
+    assert conv_pointwise.geometry(_conv_stage((1, 96, 56, 56), 24))["pw_pack"] is False
     # the knobs: the narrow tiles, other heights
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64), {"pw_width": 16})
     assert (g["width"], g["rows"]) == (16, 6)
@@ -183,6 +186,7 @@ def test_geometry_keeps_avx2_tiles(monkeypatch):
     for shape, o in [(((1, 256, 14, 14)), 64), ((1, 64, 56, 56), 256), ((1, 512, 7, 7), 128)]:
         g = conv_pointwise.geometry(_conv_stage(shape, o))
         assert (g["width"], g["rows"]) == (16, 6)
+    assert conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))["pw_pack"] is False
 
 
 def test_modes_per_width():
