@@ -24,8 +24,8 @@ Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles
 5-row tiles), enough independent FMA chains to hide the FMA latency. On AVX-512 the tiles are
 32 lanes wide (``WIDTH``: two zmm a row; the pixel count of a pixel-vector panel, the output
 channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32]``) and the
-channel-vector tiles 12 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 24 of the 32 zmm
-accumulators, 8 loads per 12 FMAs or 14 per 24, no spills (the 16-lane tiles were one zmm a
+channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 16 of the 32 zmm
+accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
 A plane whose pixels are no whole number of 32-pixel panels, or nearly, takes the channel
 vectors; output channels past the last whole panel are one narrower tile (8, 16 or 24 lanes);
@@ -76,14 +76,18 @@ LANES = 16  # AVX2's tile width: pixels of a pixel-vector tile, channels of a ch
 WIDTH = {"avx512": 32, "avx2": LANES}
 WIDTHS = (16, 32)
 # the tallest tiles' rows (``row_tiles``; ``pw_rows``, a knob): 6 (12 accumulators at two
-# vectors a row) but for the 32-wide channel vectors, whose tiles of 12 pixels keep 24 zmm
-# accumulators and load 14 vectors per 24 FMAs (against 8 per 12). Measured on a Sapphire
-# Rapids Xeon (one thread, against ONNX Runtime side by side, ms, 6 -> 12 pixels a tile):
-# 1024->256 at 14x14 0.531 -> 0.478 (ORT 0.548), 2048->512 at 7x7 0.607 -> 0.545 (0.584),
-# 512->128 at 28x28 0.684 -> 0.587 (0.611), 384->96 at 14x14 0.080 -> 0.066 (0.079). Pixel
-# vectors gained nothing measurable from 8 or 12 rows (256->64 at 56x56 0.60 -> 0.63 at 12).
+# vectors a row) but for the 32-wide channel vectors: tiles of 8 pixels, 16 zmm accumulators,
+# 10 loads per 16 FMAs (against 8 per 12). Measured on a Sapphire Rapids Xeon (one thread,
+# against ONNX Runtime side by side, ms, 6 -> 12 pixels a tile): 1024->256 at 14x14 0.531 ->
+# 0.478 (ORT 0.548), 2048->512 at 7x7 0.607 -> 0.545 (0.584), 512->128 at 28x28 0.684 ->
+# 0.587 (0.611), 384->96 at 14x14 0.080 -> 0.066 (0.079); 8 pixels were 3-11% slower than 12
+# (1024->256 0.576 against 0.532, 512->128 0.647 against 0.595, 2048->512 0.607 against
+# 0.587) but compile 2-4x faster (2048->512 at 7x7 0.08 s against 0.32 s, its 10- and 9-pixel
+# tiles; 12 took ResNet-50's cold build from 1.7 to 3.1 CPU s, 8 to 2.1), so 12 is left to
+# tuning. Pixel vectors gained nothing measurable from 8 or 12 rows (256->64 at 56x56 0.60 ->
+# 0.63 at 12).
 ROWS = 6
-ROWS_WIDE_CHANNELS = 12
+ROWS_WIDE_CHANNELS = 8
 ROWS_CHOICES = (4, 6, 8, 12)
 # a conv of at least this many multiply-adds splits over the thread pool (as conv_direct)
 PARALLEL_MIN_MACS = 1 << 21

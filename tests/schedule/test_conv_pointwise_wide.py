@@ -127,6 +127,19 @@ def test_wide_tiles_match_numpy(case, wide):
 
 
 @needs_pointwise
+@pytest.mark.parametrize("rows", [4, 12])
+def test_wide_tiles_other_heights_match_numpy(rows, wide, monkeypatch):
+    """The ``pw_rows`` heights (12: 10- and 9-pixel tiles at 7x7, 12 and 11 at 14x14)."""
+    monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_CHANNELS", rows)
+    monkeypatch.setattr(conv_pointwise, "ROWS", rows)
+    for shape, o, epi in [((1, 96, 7, 7), 40, "residual_relu"), ((1, 24, 14, 14), 64, "swish"),
+                          ((1, 16, 8, 8), 26, "bias_clip")]:
+        lib, feeds, want = _build(shape, o, epi)
+        np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
+        assert {r for r, _ in _acc_shapes(_conv_prim(lib))} <= set(range(1, rows + 1))
+
+
+@needs_pointwise
 @pytest.mark.parametrize("shape, o", [((1, 32, 8, 8), 40),     # pixel vectors, in place
                                       ((1, 32, 7, 7), 64),     # (the implicit GEMM)
                                       ((2, 24, 14, 14), 32)])
@@ -166,7 +179,8 @@ def test_packed_weight_layout_per_width(wide):
 
 def test_geometry_width_and_rows(wide):
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
-    assert (g["mode"], g["width"], g["rows"]) == ("channels", 32, 12)
+    assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
+                                                  conv_pointwise.ROWS_WIDE_CHANNELS)
     g = conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 6)
     assert g["pw_pack"] is True  # (PACK_MIN_CHANNELS_WIDE input channels)
@@ -174,8 +188,8 @@ def test_geometry_width_and_rows(wide):
     # the knobs: the narrow tiles, other heights
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64), {"pw_width": 16})
     assert (g["width"], g["rows"]) == (16, 6)
-    g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64), {"pw_rows": 8})
-    assert g["rows"] == 8
+    g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64), {"pw_rows": 12})
+    assert g["rows"] == 12
     # pixel vectors asked for where 32-pixel panels would waste too much: 16-pixel ones
     g = conv_pointwise.geometry(_conv_stage((1, 96, 14, 14), 64), {"pw_mode": "pixels"})
     assert (g["mode"], g["width"]) == ("pixels", 16)
