@@ -21,7 +21,15 @@ strided conv first copies the pixels it reads into a temporary (``subsample``, s
   conv); without them the conv goes to the implicit GEMM of ``conv_direct``.
 
 Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles``: 6- and
-5-row tiles), enough independent FMA chains to hide the FMA latency. The reduction runs over an
+5-row tiles), enough independent FMA chains to hide the FMA latency. On AVX-512 the tiles are
+32 lanes wide (``WIDTH``: two zmm a row; the pixel count of a pixel-vector panel, the output
+channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32]``) and the
+channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 16 of the 32 zmm
+accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
+row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
+A plane whose pixels are no whole number of 32-pixel panels, or nearly, takes the channel
+vectors; output channels past the last whole panel are one narrower tile (8, 16 or 24 lanes);
+a conv neither kernel takes at 32 lanes takes the 16-lane tiles. The reduction runs over an
 int64 variable, two input channels a turn (``_reduce64``: these kernels skip LLVM's loop
 passes, which would otherwise unroll it). Either tile can read its input packed for it first
 (``pw_pack``, ``_pack_panels`` / ``_pack_tiles``): contiguous, so that a tile's reads neither
@@ -60,7 +68,27 @@ from .gemm_kernel import pack_b
 from .knobs import select as _knobs
 
 ENABLED = {"avx512": True, "avx2": True}
-LANES = 16  # pixels of a pixel-vector tile, output channels of a channel-vector panel
+LANES = 16  # AVX2's tile width: pixels of a pixel-vector tile, channels of a channel panel
+# the tile width per ISA (``pw_width``, a knob): on AVX-512 16 lanes are one zmm, so a 6-row
+# tile of 16 keeps only 6 accumulators and loads 7 vectors per 6 FMAs (load-bound, too few
+# FMA chains for two 512-bit FMA ports); 32 lanes are two zmm, 12 accumulators, 8 loads per
+# 12 FMAs. See ``default_width``.
+WIDTH = {"avx512": 32, "avx2": LANES}
+WIDTHS = (16, 32)
+# the tallest tiles' rows (``row_tiles``; ``pw_rows``, a knob): 6 (12 accumulators at two
+# vectors a row) but for the 32-wide channel vectors: tiles of 8 pixels, 16 zmm accumulators,
+# 10 loads per 16 FMAs (against 8 per 12). Measured on a Sapphire Rapids Xeon (one thread,
+# against ONNX Runtime side by side, ms, 6 -> 12 pixels a tile): 1024->256 at 14x14 0.531 ->
+# 0.478 (ORT 0.548), 2048->512 at 7x7 0.607 -> 0.545 (0.584), 512->128 at 28x28 0.684 ->
+# 0.587 (0.611), 384->96 at 14x14 0.080 -> 0.066 (0.079); 8 pixels were 3-11% slower than 12
+# (1024->256 0.576 against 0.532, 512->128 0.647 against 0.595, 2048->512 0.607 against
+# 0.587) but compile 2-4x faster (2048->512 at 7x7 0.08 s against 0.32 s, its 10- and 9-pixel
+# tiles; 12 took ResNet-50's cold build from 1.7 to 3.1 CPU s, 8 to 2.1), so 12 is left to
+# tuning. Pixel vectors gained nothing measurable from 8 or 12 rows (256->64 at 56x56 0.60 ->
+# 0.63 at 12).
+ROWS = 6
+ROWS_WIDE_CHANNELS = 8
+ROWS_CHOICES = (4, 6, 8, 12)
 # a conv of at least this many multiply-adds splits over the thread pool (as conv_direct)
 PARALLEL_MIN_MACS = 1 << 21
 PANEL_BLOCK, PANEL_BLOCK_BYTES = 8, 16 * 1024  # see ``panel_block``
@@ -97,6 +125,13 @@ OVERLAP_PANEL_OUTPUTS = 256
 # in DRAM; 2048->512 at 7x7 961 -> 1004 warm, the same cold: per ISA, None for never.
 PACK_MIN_OUTPUTS = 256
 PACK_MIN_CHANNELS = {"avx512": None, "avx2": 1024}
+# 32-pixel panels (AVX-512) also pack from PACK_MIN_CHANNELS_WIDE input channels: a panel's
+# rows, two cache lines each from as many planes, are more streams than the prefetchers follow.
+# Measured on a Sapphire Rapids Xeon (one thread, in ResNet-50 in graph order, ms, in place ->
+# packed): 256->64 at 56x56 0.80-0.84 -> 0.70-0.73, 256->128 at 56x56 1.28 -> 1.17; alone
+# (warm) 256->128 1.24 -> 1.09, 256->64 the same; MobileNetV2's 96->24 and 144->24 at 56x56
+# (few channels, not packed) the same either way.
+PACK_MIN_CHANNELS_WIDE = 256
 # pixel vectors also pack when the plane's rows alias in L1 (``aliased_rows``): rows a multiple
 # of 4 KB apart (a 32x32 or 64x64 plane) fall on one set of the 32 KB 8-way L1, so a panel's
 # rows of more than 8 channels evict each other before the next tile of output channels reads
@@ -121,14 +156,19 @@ PREFETCH_WEIGHTS = True
 TRANSPOSED_STORE = True  # see ``_store_tile``
 
 
-def modes_of(c: int, o: int, p: int) -> list[str]:
+def default_width() -> int:
+    """The tile width (``WIDTH``) for the host's ISA."""
+    return WIDTH[vector_isa()]
+
+
+def modes_of(c: int, o: int, p: int, width: int = LANES) -> list[str]:
     """The micro-kernels that can compute a 1x1 conv of ``c`` -> ``o`` channels over ``p``
-    pixels, the default first: pixel vectors when ``p`` is a whole number of panels, or nearly
-    (the last panel of a plane of P % 16 pixels overlaps the one before) with at most
-    ``OVERLAP_PANEL_CHANNELS`` input channels or at least ``OVERLAP_PANEL_OUTPUTS`` output
-    channels; channel vectors when ``o`` is a multiple of 8."""
-    whole = p % LANES == 0
-    nearly = p > LANES and (-p) % LANES <= OVERLAP_PANEL_WASTE * p
+    pixels with tiles ``width`` lanes wide, the default first: pixel vectors when ``p`` is a
+    whole number of panels, or nearly (the last panel of a plane of P % width pixels overlaps
+    the one before) with at most ``OVERLAP_PANEL_CHANNELS`` input channels or at least
+    ``OVERLAP_PANEL_OUTPUTS`` output channels; channel vectors when ``o`` is a multiple of 8."""
+    whole = p % width == 0
+    nearly = p > width and (-p) % width <= OVERLAP_PANEL_WASTE * p
     modes = ["channels"] if o % 8 == 0 else []
     if whole or (nearly and (c <= OVERLAP_PANEL_CHANNELS or o >= OVERLAP_PANEL_OUTPUTS)):
         modes.insert(0, "pixels")
@@ -159,26 +199,40 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
         # (a strided conv subsamples its input into the workspace first: a static batch)
         return None
     p = oh * ow
-    modes = modes_of(c, o, p)
+    width = knobs.get("pw_width") if knobs else None
+    width = width if width in WIDTHS else default_width()
+    modes = modes_of(c, o, p, width)
+    if not modes and width != LANES:  # (neither kernel fits the wide tiles: the narrow ones)
+        width, modes = LANES, modes_of(c, o, p, LANES)
     if not modes:
         return None
     mode = modes[0]
-    if knobs and knobs.get("pw_mode") in modes:
-        mode = knobs["pw_mode"]
+    want = knobs.get("pw_mode") if knobs else None
+    if want is not None and want not in modes and want in modes_of(c, o, p, LANES):
+        width, modes = LANES, modes_of(c, o, p, LANES)  # (that kernel fits the narrow tiles)
+    if want in modes:
+        mode = want
     static_n = n if isinstance(n, int) else 1
     if static_n * max(c * h * wd, o * p) >= 1 << 31:
         return None  # (int32 offsets inside one image's planes)
-    pack = p % LANES != 0 or o >= PACK_MIN_OUTPUTS or aliased_rows(c, p) \
-        if mode == "pixels" else _at_least(c, PACK_MIN_CHANNELS[vector_isa()])
+    pack = p % LANES != 0 or o >= PACK_MIN_OUTPUTS or aliased_rows(c, p) or \
+        (width > LANES and c >= PACK_MIN_CHANNELS_WIDE) if mode == "pixels" else _at_least(c, PACK_MIN_CHANNELS[vector_isa()])
     if knobs and knobs.get("pw_pack") in (False, True):
         pack = knobs["pw_pack"]
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
-                sw=sw, pw_pack=pack,
+                sw=sw, pw_pack=pack, width=width,
+                rows=_rows(mode, width, knobs),
                 # (a symbolic batch: parallel once there are enough images at run time)
                 parallel=not isinstance(n, int) or n * o * c * p >= PARALLEL_MIN_MACS,
                 # channel vectors: the weight panels outer (each read once) when the weights
                 # are larger than the image, else the pixel tiles (the image read once)
                 panels_outer=o > p)
+
+
+def _rows(mode: str, width: int, knobs: dict | None) -> int:
+    if knobs and knobs.get("pw_rows") in ROWS_CHOICES:
+        return knobs["pw_rows"]
+    return ROWS_WIDE_CHANNELS if mode == "channels" and width > LANES else ROWS
 
 
 def _at_least(value: int, bound: int | None) -> bool:
@@ -204,10 +258,12 @@ def panel_block(g, plane_operand: bool = False) -> int:
     L1-sized blocks): 64->256 + residual at 56x56 1.78 -> 1.49 ms, 128->512 + residual at
     28x28 1.84 -> 1.44 ms, MobileNetV2's 144->24 + residual at 56x56 0.50 -> 0.46 ms; the
     input in L2 rather than L1 costs nothing measurable there."""
-    panels = -(-g["p"] // LANES)
+    wd = g["width"]
+    panels = -(-g["p"] // wd)
     most, nbytes = (PANEL_BLOCK_RES, PANEL_BLOCK_RES_BYTES) if plane_operand else \
         (PANEL_BLOCK, PANEL_BLOCK_BYTES)
-    cap = max(1, min(most, nbytes // (g["c"] * LANES * 4)))
+    most = max(1, most * LANES // wd)  # (the same pixels a block at any width)
+    cap = max(1, min(most, nbytes // (g["c"] * wd * 4)))
     return max(d for d in range(1, cap + 1) if panels % d == 0)
 
 
@@ -231,16 +287,25 @@ def supported(t, options=None) -> bool:
     return geometry(t) is not None
 
 
-def row_tiles(extent: int) -> list[tuple[int, int, int]]:
-    """``extent`` rows as groups ``(first row, rows per tile, tiles)`` of 6- and 5-row tiles
-    (as many 6s as leave a multiple of 5; else 6s and one shorter tile): 12 or 10 accumulators
-    of 8 lanes each for two-vector tiles."""
-    for six in range(extent // 6, -1, -1):
-        if (extent - 6 * six) % 5 == 0:
-            sizes = [(6, six), (5, (extent - 6 * six) // 5)]
+def row_tiles(extent: int, most: int = 6) -> list[tuple[int, int, int]]:
+    """``extent`` rows as groups ``(first row, rows per tile, tiles)`` of ``m``- and
+    ``m - 1``-row tiles, ``m`` the largest from ``most`` down to 6 for which some number of
+    ``m``-row tiles leaves a multiple of ``m - 1`` (as many of those as can be; 49 rows at most
+    12: 10, 10, 10, 10, 9), else tiles of 6 (or ``most``, when fewer) and one shorter tile: by
+    default 12 or 10 accumulators for two-vector tiles."""
+    if most < 2:
+        raise ValueError(f"row_tiles: at least 2 rows a tile, got {most}")
+    sizes = None
+    for m in range(most, min(most, 6) - 1, -1):
+        for k in range(extent // m, -1, -1):
+            if (extent - m * k) % (m - 1) == 0:
+                sizes = [(m, k), (m - 1, (extent - m * k) // (m - 1))]
+                break
+        if sizes:
             break
     else:
-        sizes = [(6, extent // 6), (extent % 6, 1)]
+        m = min(most, 6)
+        sizes = [(m, extent // m), (extent % m, 1)]
     groups, start = [], 0
     for rows, count in sizes:
         if rows and count:
@@ -251,24 +316,24 @@ def row_tiles(extent: int) -> list[tuple[int, int, int]]:
 
 class PackWeight:
     """Picklable numpy transform of a ``[O, C, 1, 1]`` weight to the kernel's packed layout:
-    ``[O * C]`` tile by tile (``[C][rows]`` each) for pixel vectors, ``[ceil(O/16), C, 16]``
-    (zero padded) for channel vectors."""
+    ``[O * C]`` tile by tile (``[C][rows]`` each) for pixel vectors, ``[ceil(O/width), C,
+    width]`` (zero padded) for channel vectors."""
 
-    def __init__(self, mode: str, o: int, c: int):
-        self.mode, self.o, self.c = mode, o, c
+    def __init__(self, mode: str, o: int, c: int, width: int = LANES, rows: int = ROWS):
+        self.mode, self.o, self.c, self.width, self.rows = mode, o, c, width, rows
 
     def __call__(self, w):
         # each layout written in one copy from views of ``w`` (a build packs every weight)
         w = np.asarray(w, dtype="float32").reshape(self.o, self.c)
         if self.mode == "pixels":
             out = np.empty(self.o * self.c, dtype="float32")
-            for start, rows, count in row_tiles(self.o):
+            for start, rows, count in row_tiles(self.o, self.rows):
                 for k in range(count):
                     o0 = start + k * rows
                     out[o0 * self.c:(o0 + rows) * self.c].reshape(self.c, rows)[:] = \
                         w[o0:o0 + rows].T
             return out
-        return pack_b(w, LANES, transpose_b=True)  # [ceil(O/16), C, 16], as a dense weight
+        return pack_b(w, self.width, transpose_b=True)  # [ceil(O/width), C, width]
 
 
 def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
@@ -278,8 +343,9 @@ def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_pointwise.packed_weight: stage {t.name!r} is not a 1x1 conv "
                          "this schedule takes")
-    shape = (g["o"] * g["c"],) if g["mode"] == "pixels" else (-(-g["o"] // LANES), g["c"], LANES)
-    return shape, PackWeight(g["mode"], g["o"], g["c"])
+    wd = g["width"]
+    shape = (g["o"] * g["c"],) if g["mode"] == "pixels" else (-(-g["o"] // wd), g["c"], wd)
+    return shape, PackWeight(g["mode"], g["o"], g["c"], wd, g["rows"])
 
 
 # ---------------------------------------------------------------------------------- emit
@@ -429,12 +495,13 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
     w = ctx.buf[id(t.op.attrs["operands"][1])]
     of = ctx.flat_view(out)
     packed = id(t) in ctx.packed
+    wd = g["width"]
     if g["mode"] == "pixels":
         nb = panel_block(g, epi is not None and _reads_plane(g, out, epi[0]))
 
         def block(idx):
             nv, b = idx
-            xpk = decl_buffer((nb * g["c"] * LANES,), "float32", "pw_panel") \
+            xpk = decl_buffer((nb * g["c"] * wd,), "float32", "pw_panel") \
                 if g["pw_pack"] else None
 
             def tiles(k, s, r):
@@ -443,15 +510,16 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
                     None if xpk is None else (xpk, j)))
 
             body = _seq([_loop(ctx, "pt", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
-                               tiles(k, s, r)) for start, rows, count in row_tiles(g["o"])])
+                               tiles(k, s, r)) for start, rows, count in row_tiles(g["o"], g["rows"])])
             if xpk is None:
                 return body
             return _allocated(xpk, _seq([_pack_panels(ctx, g, xf, xpk, nv, b, nb), body]))
 
-        return _outer(ctx, g, [g["n"], -(-g["p"] // LANES) // nb],
-                      g["o"] * g["c"] * LANES * nb, block)
-    panels, half = g["o"] // LANES, g["o"] % LANES == 8
-    groups = row_tiles(g["p"])
+        return _outer(ctx, g, [g["n"], -(-g["p"] // wd) // nb],
+                      g["o"] * g["c"] * wd * nb, block)
+    # whole panels of ``wd`` output channels, then one of the rest (8, 16 or 24 lanes)
+    panels, rest = g["o"] // wd, g["o"] % wd
+    groups = row_tiles(g["p"], g["rows"])
     pre = []
     xt = None
     if g["pw_pack"] and isinstance(g["n"], int):
@@ -465,9 +533,9 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
         parts = []
         if panels:
             parts.append(_loop(ctx, "ob", panels, S.ForKind.SERIAL,
-                               lambda ob: tile(nv, ob, LANES, p0, rows)))
-        if half:
-            parts.append(tile(nv, _i(panels), 8, p0, rows))
+                               lambda ob: tile(nv, ob, wd, p0, rows)))
+        if rest:
+            parts.append(tile(nv, _i(panels), rest, p0, rows))
         return _seq(parts)
 
     def over_pixels(nv, ob, lanes):
@@ -491,11 +559,11 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
     if g["panels_outer"]:
         parts = []
         if panels:
-            parts.append(_outer(ctx, g, [g["n"], panels], g["p"] * g["c"] * LANES, lambda idx:
-                                over_pixels(idx[0], idx[1], LANES)))
-        if half:
-            parts.append(_outer(ctx, g, [g["n"]], g["p"] * g["c"] * 8, lambda idx:
-                                over_pixels(idx[0], _i(panels), 8)))
+            parts.append(_outer(ctx, g, [g["n"], panels], g["p"] * g["c"] * wd, lambda idx:
+                                over_pixels(idx[0], idx[1], wd)))
+        if rest:
+            parts.append(_outer(ctx, g, [g["n"]], g["p"] * g["c"] * rest, lambda idx:
+                                over_pixels(idx[0], _i(panels), rest)))
         return _seq(pre + parts)
     return _seq(pre + [_outer(ctx, g, [g["n"], count], rows * g["o"] * g["c"], lambda idx,
                               s=start, r=rows: over_panels(idx[0], s + idx[1] * r, r))
@@ -520,39 +588,40 @@ def _pack_tiles(ctx, g, xf, xt, groups) -> S.Stmt:
 
 
 def _panel_base(ctx, g, q):
-    """(first pixel of panel ``q``, ``bind``): in a plane of ``P % 16`` pixels the last panel is
-    moved back to end at the last pixel, and the first pixel is then a variable that
+    """(first pixel of panel ``q``, ``bind``): in a plane of ``P % width`` pixels the last panel
+    is moved back to end at the last pixel, and the first pixel is then a variable that
     ``bind(stmt)`` binds once around ``stmt`` (these kernels get no loop-invariant code
-    motion); for whole panels it is ``q * 16`` and ``bind`` returns ``stmt``."""
-    if g["p"] % LANES == 0:
-        return q * LANES, lambda stmt: stmt
+    motion); for whole panels it is ``q * width`` and ``bind`` returns ``stmt``."""
+    wd = g["width"]
+    if g["p"] % wd == 0:
+        return q * wd, lambda stmt: stmt
     base = ctx.fresh("pw_base")
-    return base, lambda stmt: S.LetStmt(base, E.Min(q * LANES, _i(g["p"] - LANES)), stmt)
+    return base, lambda stmt: S.LetStmt(base, E.Min(q * wd, _i(g["p"] - wd)), stmt)
 
 
 def _pack_panels(ctx, g, xf, xpk, nv, b, nb) -> S.Stmt:
-    """``xpk[j][c][16]`` = the 16 pixels of panel ``b*nb + j`` of every input channel: each
-    tile then reads one aligned cache line an input channel, from a block that stays in L1
-    (in place, a plane of 196 pixels puts a panel's row across two lines, and a panel of 256
-    channels in 32 KB)."""
-    c, p = g["c"], g["p"]
+    """``xpk[j][c][width]`` = the pixels of panel ``b*nb + j`` of every input channel: each
+    tile then reads one or two aligned cache lines an input channel, from a block that stays
+    in L1 (in place, a plane of 196 pixels puts a panel's row across two lines, and a panel of
+    256 channels in 32 KB)."""
+    c, p, wd = g["c"], g["p"], g["width"]
 
     def panel(j):
         base, bind = _panel_base(ctx, g, b * nb + j)
         return bind(_loop64(ctx, "c", c, lambda ci: _loop(
-            ctx, "jj", LANES, S.ForKind.VECTORIZED, lambda jj: S.BufferStore(
-                xpk, xf[(nv * c + ci) * p + base + jj], [(j * c + ci) * LANES + jj]))))
+            ctx, "jj", wd, S.ForKind.VECTORIZED, lambda jj: S.BufferStore(
+                xpk, xf[(nv * c + ci) * p + base + jj], [(j * c + ci) * wd + jj]))))
 
     return _loop(ctx, "j", nb, S.ForKind.SERIAL, panel)
 
 
 def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
                 panel=None) -> S.Stmt:
-    """Output channels ``o0 ..`` (``rows`` of them) x the 16 pixels of panel ``q`` (the last
-    panel of a plane of ``P % 16`` pixels ends at its last pixel, over part of the panel before:
-    those pixels are computed and stored twice, the same values)."""
-    c, p = g["c"], g["p"]
-    acc = decl_buffer((rows, LANES), "float32", "pw_acc", scope="local")
+    """Output channels ``o0 ..`` (``rows`` of them) x the ``width`` pixels of panel ``q`` (the
+    last panel of a plane of ``P % width`` pixels ends at its last pixel, over part of the
+    panel before: those pixels are computed and stored twice, the same values)."""
+    c, p, wd = g["c"], g["p"], g["width"]
+    acc = decl_buffer((rows, wd), "float32", "pw_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
     base, bind = _panel_base(ctx, g, q)
 
@@ -560,15 +629,15 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
         if panel is None:
             return xf[(nv * c + ci) * p + base + jj]
         xpk, j = panel
-        return xpk[(j * c + ci) * LANES + jj]
+        return xpk[(j * c + ci) * wd + jj]
 
     def wt(ii, ci):
         return w[o0 * c + ci * rows + ii] if packed else w[o0 + ii, ci, 0, 0]
 
-    init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec, lambda jj:
+    init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec, lambda jj:
                  S.BufferStore(acc, E.FloatImm("float32", 0.0), [ii, jj])))
     macs = _reduce64(ctx, "c", c, lambda ci: _loop(
-        ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec, lambda jj: S.BufferStore(
+        ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec, lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wt(ii, ci) * xin(ci, jj), [ii, jj]))))
 
     def put(ii, jj):
@@ -576,14 +645,14 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
         val = _value(ctx, g, out, epi, nv, o, base + jj, acc[ii, jj])
         return S.BufferStore(of, val, [(nv * g["o"] + o) * p + base + jj])
 
-    store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", LANES, vec,
+    store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec,
                                                              lambda jj: put(ii, jj)))
     return _allocated(acc, bind(S.SeqStmt([init, macs, store])))
 
 
 def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: int,
                   blk=None, xt=None) -> S.Stmt:
-    """Pixels ``p0 ..`` (``rows`` of them) x output channels ``ob*16 ..`` (``lanes``).
+    """Pixels ``p0 ..`` (``rows`` of them) x output channels ``ob*width ..`` (``lanes``).
 
     ``blk = (block var, channels per block, blocks, sums)``: the tile sums one block of input
     channels, starting from (and, but for the last block, ending in) its partial sums in
@@ -619,8 +688,10 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
                 acc, acc[ii, jj] + wp[ob, first + cc, jj] * xin(first + cc, ii), [ii, jj])))
         if not ahead:
             return fma
-        pf = S.Evaluate(E.Call("int32", "tir.prefetch", [wp[ob, first + cc + ahead, 0]]))
-        return S.SeqStmt([pf, fma])
+        # (every cache line of the row: a 32-lane row is two)
+        pfs = [S.Evaluate(E.Call("int32", "tir.prefetch", [wp[ob, first + cc + ahead, lane]]))
+               for lane in range(0, lanes, LANES)]
+        return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", extent, mac)
     store = _store_tile(ctx, g, of, out, epi, nv, ob, lanes, p0, rows, acc)
@@ -650,18 +721,18 @@ def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) ->
 
     if not TRANSPOSED_STORE:
         return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec, lambda jj:
-                     S.BufferStore(of, _value(ctx, g, out, epi, nv, ob * LANES + jj, p0 + ii,
-                                              acc[ii, jj]), at(ob * LANES + jj, p0 + ii))))
+                     S.BufferStore(of, _value(ctx, g, out, epi, nv, ob * g["width"] + jj, p0 + ii,
+                                              acc[ii, jj]), at(ob * g["width"] + jj, p0 + ii))))
     late = epi is not None and _reads_plane(g, out, epi[0])
     res = decl_buffer((rows, lanes), "float32", "pw_res", scope="local")
 
     def fill(ii, jj):
-        val = acc[ii, jj] if late else _value(ctx, g, out, epi, nv, ob * LANES + jj, p0 + ii,
+        val = acc[ii, jj] if late else _value(ctx, g, out, epi, nv, ob * g["width"] + jj, p0 + ii,
                                               acc[ii, jj])
         return S.BufferStore(res, val, [ii, jj])
 
     def put(jj, ii):
-        o = ob * LANES + jj
+        o = ob * g["width"] + jj
         val = _value(ctx, g, out, epi, nv, o, p0 + ii, res[ii, jj]) if late else res[ii, jj]
         return S.BufferStore(of, val, at(o, p0 + ii))
 

@@ -99,7 +99,8 @@ def conv2d_space(t, options):
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS; for a conv ``conv_lanes``
     computes, its loop order, channel block, band of partial sums, parallel parts and whether
     the filter's columns are unrolled; for a 1x1 conv ``conv_pointwise`` computes, its
-    micro-kernel (``pw_mode``) and whether its input is packed for the tiles (``pw_pack``)."""
+    micro-kernel (``pw_mode``), whether its input is packed for the tiles (``pw_pack``) and the
+    tiles' width (``pw_width``)."""
     from . import conv_direct, conv_lanes, conv_pointwise, conv_winograd
 
     mr, nr = conv_direct.default_tile()
@@ -117,11 +118,18 @@ def conv2d_space(t, options):
     if conv_pointwise.supported(t, options):
         # its own kernels: the pixel or channel vectors where both apply, the input packed or
         # read in place; conv_direct's knobs fixed (its kernel never runs)
+        # at each tile width (``pw_width``: the host ISA's by default)
         g = conv_pointwise.geometry(t)
-        modes = g["modes"]
+        widths = (g["width"], *(w for w in conv_pointwise.WIDTHS if w != g["width"]))
+        modes = list(g["modes"])
+        for wd in widths[1:]:
+            modes += [m for m in conv_pointwise.geometry(t, {"pw_width": wd})["modes"]
+                      if m not in modes]
         fixed = {k: (v,) for k, v in defaults.items()}
-        space = Space.of({**defaults, "pw_mode": modes[0], "pw_pack": g["pw_pack"]},
-                         **fixed, pw_mode=tuple(modes), pw_pack=(g["pw_pack"], not g["pw_pack"]))
+        space = Space.of({**defaults, "pw_mode": modes[0], "pw_pack": g["pw_pack"],
+                          "pw_width": g["width"], "pw_rows": g["rows"]}, **fixed,
+                         pw_mode=tuple(modes), pw_pack=(g["pw_pack"], not g["pw_pack"]),
+                         pw_width=widths, pw_rows=conv_pointwise.ROWS_CHOICES)
     if conv_direct.lanes_candidate(t, options):  # conv_lanes computes it: its knobs
         fixed = {k: (v,) for k, v in defaults.items() if k != "impl"}
         lanes_defaults = conv_lanes.default_knobs(conv_lanes.geometry(t))

@@ -209,15 +209,17 @@ def test_pixel_kernel_structure():
 
 @needs_pointwise
 def test_channel_kernel_structure():
-    """Weights transposed into 16-channel panels at build time; 49 pixels as 6- and 5-pixel
-    tiles; the tile stored through its copy ``pw_res`` one output row at a time (a vector of
+    """Weights transposed into panels of the tile width's channels at build time; 49 pixels as
+    ``row_tiles``' tiles; the tile stored through its copy ``pw_res`` one output row at a time (a vector of
     its pixels), the residual read through a flat view along the pixels by that store, the
     only store into the output; nothing reads the output back."""
     lib, feeds, want = _build((1, 24, 7, 7), 40, "residual")
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
     prim = _conv_prim(lib)
-    assert [int(d) for d in _weight_param(prim).shape] == [3, 24, 16]
-    assert _tile_rows(prim) == {6, 5}
+    g = conv_pointwise.geometry(_conv_stage((1, 24, 7, 7), 40))
+    wd = g["width"]
+    assert [int(d) for d in _weight_param(prim).shape] == [-(-40 // wd), 24, wd]
+    assert _tile_rows(prim) == {r for _, r, _ in conv_pointwise.row_tiles(49, g["rows"])}
     out = _out_param(prim)
     stores = [s for s in walk_stmts(prim.body) if isinstance(s, S.BufferStore) and
               s.buffer.data is out.data]
@@ -230,7 +232,9 @@ def test_channel_kernel_structure():
     rows = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
             s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
             s.body.buffer.data is out.data]
-    assert {int(s.extent.value) for s in rows} == {6, 5}  # a tile's pixels, one output row
+    # a tile's pixels, one output row
+    assert {int(s.extent.value) for s in rows} == {r for _, r, _ in
+                                                   conv_pointwise.row_tiles(49, g["rows"])}
 
 
 @needs_pointwise
@@ -320,10 +324,12 @@ def test_packed_weight_layouts():
     w = rng.standard_normal((24, 5, 1, 1)).astype("float32")
     shape, fn = conv_pointwise.packed_weight(_conv_stage((1, 5, 7, 7), 24))
     packed = fn(w)
-    assert shape == (2, 5, 16) and packed.shape == shape
-    np.testing.assert_array_equal(packed[0], w[:16, :, 0, 0].T)
-    np.testing.assert_array_equal(packed[1, :, :8], w[16:, :, 0, 0].T)
-    assert not packed[1, :, 8:].any()
+    wd = conv_pointwise.default_width()
+    assert shape == (-(-24 // wd), 5, wd) and packed.shape == shape
+    for j in range(shape[0]):  # panel j: output channels j*wd .., zero padded past 24
+        lanes = min(wd, 24 - j * wd)
+        np.testing.assert_array_equal(packed[j, :, :lanes], w[j * wd:j * wd + lanes, :, 0, 0].T)
+        assert not packed[j, :, lanes:].any()
     import pickle
 
     assert np.array_equal(pickle.loads(pickle.dumps(fn))(w), packed)  # (the kernel cache)
@@ -361,19 +367,24 @@ def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
 
 @needs_pointwise
 def test_overlapping_last_panel():
-    # 14x14 = 196 pixels: 12 panels of 16, then one ending at pixel 195 (computing 180..191
-    # again), with few input channels or many output channels; many input channels and few
-    # output channels keep the channel vectors, and so does 7x7 (15 of 64 pixels would be
-    # computed twice)
-    assert conv_pointwise.geometry(_conv_stage((1, 96, 14, 14), 64))["mode"] == "pixels"
-    assert conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))["mode"] == "channels"
-    assert conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 1024))["mode"] == "pixels"
-    assert conv_pointwise.geometry(_conv_stage((1, 32, 7, 7), 64))["mode"] == "channels"
-    lib, feeds, want = _build((1, 96, 14, 14), 64, "residual_relu")
+    # 16-wide tiles at 14x14 = 196 pixels: 12 panels of 16, then one ending at pixel 195
+    # (computing 180..191 again), with few input channels or many output channels; many input
+    # channels and few output channels keep the channel vectors, and so does 7x7 (15 of 64
+    # pixels would be computed twice)
+    def mode(shape, o):
+        return conv_pointwise.geometry(_conv_stage(shape, o), {"pw_width": 16})["mode"]
+
+    assert mode((1, 96, 14, 14), 64) == "pixels"
+    assert mode((1, 256, 14, 14), 64) == "channels"
+    assert mode((1, 256, 14, 14), 1024) == "pixels"
+    assert mode((1, 32, 7, 7), 64) == "channels"
+    # 23x23 = 529 pixels overlap at either width (15 pixels twice)
+    lib, feeds, want = _build((1, 96, 23, 23), 64, "residual_relu")
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
     bases = [s for s in walk_stmts(_conv_prim(lib).body) if isinstance(s, S.LetStmt)
              and s.var.name.startswith("pw_base")]
-    assert bases and all(isinstance(s.value, E.Min) and int(s.value.b.value) == 196 - 16
+    wd = conv_pointwise.default_width()
+    assert bases and all(isinstance(s.value, E.Min) and int(s.value.b.value) == 529 - wd
                          for s in bases)
     for shape in ((1, 256, 14, 14), (1, 32, 7, 7)):
         lib, feeds, want = _build(shape, 64, "residual_relu")

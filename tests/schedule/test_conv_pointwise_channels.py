@@ -129,7 +129,9 @@ def test_store_runs_late_epilogue_along_pixels():
     rows = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
             s.kind == S.ForKind.VECTORIZED and isinstance(s.body, S.BufferStore) and
             s.body.buffer.data is out.data]
-    assert rows and {int(s.extent.value) for s in rows} == {6, 5}
+    g = conv_pointwise.geometry(_conv_stage((1, 64, 7, 7), 48))
+    heights = conv_pointwise.row_tiles(49, g["rows"])
+    assert rows and {int(s.extent.value) for s in rows} == {r for _, r, _ in heights}
     for s in rows:
         loads = {e.buffer.name for e in post_order(s.body.value) if isinstance(e, E.BufferLoad)}
         assert "pw_res" in loads and any(n.endswith("_flat") for n in loads)  # the residual
@@ -145,8 +147,8 @@ def test_store_runs_late_epilogue_along_pixels():
 @needs_pointwise
 def test_prefetch_next_block_of_weights():
     """Panels outer with channel blocks (192 channels: 3 blocks of 64): every turn of a tile's
-    reduction prefetches the weight panel's row one block (64 channels) on; the prefetches
-    change no result."""
+    reduction prefetches the weight panel's row one block (64 channels) on, each of its cache
+    lines (two for a 32-lane panel); the prefetches change no result."""
     lib, feeds, want = _build((1, 192, 7, 7), 128, "relu", seed=4)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
     prim = _conv_prim(lib)
@@ -156,7 +158,11 @@ def test_prefetch_next_block_of_weights():
     for call in pfs:
         (ld,) = call.args
         assert isinstance(ld, E.BufferLoad) and ld.buffer.data is wp.data
-        assert isinstance(ld.indices[2], E.IntImm) and ld.indices[2].value == 0  # a line a row
+        assert isinstance(ld.indices[2], E.IntImm)
+    # every cache line of a row: lanes 0, 16, .. of the panel
+    width = int(wp.shape[2])
+    lanes = {call.args[0].indices[2].value for call in pfs}
+    assert lanes == set(range(0, width, 16))
     assert "llvm.prefetch" in lib.get_lib().kernels[_kernel_name(lib)].ir
 
 
