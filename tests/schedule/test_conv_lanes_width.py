@@ -200,3 +200,27 @@ def test_avx512_inner_loop_keeps_twelve_zmm_accumulators():
         assert len(accs) == 12
         assert b.count("vbroadcastss") == 18
         assert "rsp" not in b and "rbp" not in b  # no spill / reload
+
+
+@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+def test_weight_prefetch_in_channels_order(order, force, monkeypatch, restore_threads):
+    """In the "channels" order on AVX-512 (``PREFETCH_WEIGHTS``) each tap prefetches its weights
+    a block of channels on (here for any weight size), and the last block's prefetches past the
+    weights change nothing; the "bands" order and AVX2 prefetch nothing."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH_MIN_WEIGHT_BYTES", 0)
+    force(lanes_order=order)
+    lib, inputs, want = _build((1, 64, 20, 20), 64, 3, (1, 1), (1, 1), (1, 1), 1,
+                               "residual_relu", np.random.default_rng(7))
+    ir = CodeGenLLVM(_conv_kernel(lib).prim_func, "kern", fast_math=True, gomp=False).generate()
+    assert ("llvm.prefetch" in ir) == (AVX512 and order == "channels")
+    for threads in (1, 2):
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_prefetch_only_for_weights_past_l2(monkeypatch):
+    """By default only weights of at least ``PREFETCH_MIN_WEIGHT_BYTES`` (4 MB: ResNet-50's
+    512 -> 512 3x3) are prefetched; smaller ones stay warm in L2 between calls."""
+    assert 512 * 512 * 9 * 4 >= conv_lanes.PREFETCH_MIN_WEIGHT_BYTES > 256 * 256 * 9 * 4
