@@ -138,14 +138,30 @@ def test_each_width_matches_numpy(case, width, order, force, restore_threads):
 ])
 def test_widths_by_isa_and_channels(isa, og, want, monkeypatch):
     """The widths a conv may run, its default last: 32 on AVX-512 where a group's output
-    channels are a multiple of it, else 16; AVX2 only 16 (its 16 ymm registers)."""
+    channels are a multiple of it, else 16; AVX2 only 16 (its 16 ymm registers). A width the
+    conv cannot take falls back to 16."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
-    g = dict(o=og * 2, og=og, c=64, kh=3, kw=3, grid=196, parallel=False)
+    g = dict(o=og * 2, og=og, c=512, kh=3, kw=3, grid=196, parallel=False)
     assert conv_lanes.widths(g) == want
     assert conv_lanes.default_knobs(g)["lanes_width"] == want[-1]
     geo = dict(g, groups=2)
     assert conv_lanes.with_knobs(geo, {"lanes_width": 64})["lanes_width"] == \
         (64 if 64 in want else 16)
+
+
+@pytest.mark.parametrize("isa, c, og, width, cblock", [
+    ("avx512", 64, 64, 64, 0), ("avx512", 256, 256, 64, 0),  # weights of a tile <= 640 KB
+    ("avx512", 512, 512, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 1.2 MB: 32 wide in blocks
+    ("avx512", 256, 96, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 96 outputs: no 64-wide tile
+    ("avx2", 64, 64, 16, conv_lanes.CHANNEL_BLOCK_BYTES),
+])
+def test_wide_tiles_in_one_pass_by_default(isa, c, og, width, cblock, monkeypatch):
+    """On AVX-512 a conv whose 64-wide tile's weights are at most WIDE_MAX_TILE_WEIGHT_BYTES
+    runs 64-wide tiles over all its input channels in one pass; else 32 wide in blocks."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    knobs = conv_lanes.default_knobs(dict(o=og, og=og, c=c, kh=3, kw=3, grid=196,
+                                          parallel=False))
+    assert (knobs["lanes_width"], knobs["lanes_cblock"]) == (width, cblock)
 
 
 def test_channel_block_follows_the_width():
@@ -167,7 +183,8 @@ def test_width_is_a_declared_knob():
     (task,) = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
     values = task.space.values("lanes_width")
     assert set(values) == set(conv_lanes.WIDTHS[vector_isa()])
-    assert task.space.default()["lanes_width"] == conv_lanes.WIDTH[vector_isa()]
+    # (64 channels of a 3x3 filter: 64 wide in one pass on AVX-512, WIDE_MAX_TILE_WEIGHT_BYTES)
+    assert task.space.default()["lanes_width"] == (64 if AVX512 else 16)
 
 
 def _fma_loops(asm: str) -> list[str]:
@@ -182,22 +199,25 @@ def _fma_loops(asm: str) -> list[str]:
 
 
 @needs_avx512
-def test_avx512_inner_loop_keeps_twelve_zmm_accumulators():
-    """512 -> 512 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x 12 zmm FMAs
-    (2 vectors of weights x 6 pixels) from 6 weight loads and 18 broadcasts, with no spill."""
+@pytest.mark.parametrize("width", [32, 64])
+def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force):
+    """64 -> 64 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x (width / 16 weight
+    vectors x 6 pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
+    accumulators at 32 wide, 24 at 64."""
+    force(lanes_width=width)
     lib, _, _ = _build((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
                        np.random.default_rng(0))
     func = _conv_kernel(lib).prim_func
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate(), level)
     loops = _fma_loops(asm)
-    six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 36]
+    accs = width // 16 * 6
+    six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 3 * accs]
     assert six, [len(re.findall(r"vfmadd\d+ps", b)) for b in loops]
     for b in six:
         fmas = re.findall(r"vfmadd\d+ps\s+[^\n]*", b)
         assert all(re.search(r"%zmm\d+, %zmm\d+$", f) for f in fmas), fmas
-        accs = {re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}
-        assert len(accs) == 12
+        assert len({re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}) == accs
         assert b.count("vbroadcastss") == 18
         assert "rsp" not in b and "rbp" not in b  # no spill / reload
 
