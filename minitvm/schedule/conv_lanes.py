@@ -78,12 +78,15 @@ WIDTH = {"avx512": 32, "avx2": 16}
 WIDTHS = {"avx512": (16, 32, 64), "avx2": (16,)}
 # ... and 64 (24 accumulators) in one pass over the input channels (no blocks: a tile's
 # weights, read once per pixel tile, stream from L2) where a tile's weights are at most
-# WIDE_MAX_TILE_WEIGHT_BYTES (3x3 convs of up to 256 input channels). Sapphire Rapids, one
+# WIDE_MAX_TILE_WEIGHT_BYTES (3x3 convs of up to 256 input channels) and the stride is 1. Sapphire Rapids, one
 # thread, ms, 32 in blocks / 64 in one pass / 32 in one pass (ONNX Runtime): 128 -> 128 at
 # 28x28 1.13 / 1.07 / 1.28 (1.13), 256 -> 256 at 14x14 1.20 / 1.16 / 1.33 (1.18), 64 -> 64 at
 # 56x56 1.27 / 1.20 / 1.42 (1.17), stride 2: 128 -> 128 at 56x56 1.26 / 1.25 / 1.43 (1.31),
 # 256 -> 256 at 28x28 1.30 / 1.30 / 1.46 (1.36); 512 channels lost: at 7x7 1.23 / 1.30,
-# stride-2 at 14x14 1.24 / 1.48.
+# stride-2 at 14x14 1.24 / 1.48. With the caches flushed before each run (as in a model) the
+# stride-2 convs lost in one pass, 32 in blocks / 64 in one pass (ORT): 128 -> 128 at 56x56
+# 1.70 / 1.83 (1.68), 256 -> 256 at 28x28 1.70 / 1.85 (1.88), where stride 1 gained: 256 -> 256
+# at 14x14 1.46 / 1.34 (1.50), 128 -> 128 at 28x28 1.41 / 1.40 (1.42).
 WIDE = {"avx512": 64, "avx2": None}
 WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
@@ -181,7 +184,8 @@ def default_knobs(g) -> dict:
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
                  lanes_unroll_kx=g["kw"] <= UNROLL_TAPS, lanes_width=widths(g)[-1])
     wide = WIDE[vector_isa()]
-    if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES:
+    if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
+            and g.get("sh", 1) * g.get("sw", 1) == 1:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
             _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:

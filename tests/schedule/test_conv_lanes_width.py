@@ -149,18 +149,20 @@ def test_widths_by_isa_and_channels(isa, og, want, monkeypatch):
         (64 if 64 in want else 16)
 
 
-@pytest.mark.parametrize("isa, c, og, width, cblock", [
-    ("avx512", 64, 64, 64, 0), ("avx512", 256, 256, 64, 0),  # weights of a tile <= 640 KB
-    ("avx512", 512, 512, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 1.2 MB: 32 wide in blocks
-    ("avx512", 256, 96, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 96 outputs: no 64-wide tile
-    ("avx2", 64, 64, 16, conv_lanes.CHANNEL_BLOCK_BYTES),
+@pytest.mark.parametrize("isa, c, og, stride, width, cblock", [
+    ("avx512", 64, 64, 1, 64, 0), ("avx512", 256, 256, 1, 64, 0),  # a tile's weights <= 640 KB
+    ("avx512", 256, 256, 2, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # stride 2: 32 wide in blocks
+    ("avx512", 512, 512, 1, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 1.2 MB: 32 wide in blocks
+    ("avx512", 256, 96, 1, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 96 outputs: no 64-wide tile
+    ("avx2", 64, 64, 1, 16, conv_lanes.CHANNEL_BLOCK_BYTES),
 ])
-def test_wide_tiles_in_one_pass_by_default(isa, c, og, width, cblock, monkeypatch):
-    """On AVX-512 a conv whose 64-wide tile's weights are at most WIDE_MAX_TILE_WEIGHT_BYTES
-    runs 64-wide tiles over all its input channels in one pass; else 32 wide in blocks."""
+def test_wide_tiles_in_one_pass_by_default(isa, c, og, stride, width, cblock, monkeypatch):
+    """On AVX-512 a stride-1 conv whose 64-wide tile's weights are at most
+    WIDE_MAX_TILE_WEIGHT_BYTES runs 64-wide tiles over all its input channels in one pass;
+    else 32 wide in blocks."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
-    knobs = conv_lanes.default_knobs(dict(o=og, og=og, c=c, kh=3, kw=3, grid=196,
-                                          parallel=False))
+    knobs = conv_lanes.default_knobs(dict(o=og, og=og, c=c, kh=3, kw=3, grid=196, sh=stride,
+                                          sw=stride, parallel=False))
     assert (knobs["lanes_width"], knobs["lanes_cblock"]) == (width, cblock)
 
 
