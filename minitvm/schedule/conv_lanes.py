@@ -26,7 +26,8 @@ weight; convs whose output channels (a group's) are not a multiple of 32 keep 16
 Measured on a Sapphire Rapids Xeon (two 512-bit FMA ports, one thread, conv + bias + relu, ms,
 32 vs 16 channels a tile, ONNX Runtime): 512 -> 512 at 7x7 1.29 vs 1.89 (1.40), stride-2
 128 -> 128 at 56x56 1.34 vs 1.77 (1.25), 256 -> 256 at 28x28 1.27 vs 1.68 (1.27), 512 -> 512 at
-14x14 1.41 vs 1.94 (1.37). (64 channels, 24 accumulators, a knob value too: within 0-5% of 32.)
+14x14 1.41 vs 1.94 (1.37). Stride-1 convs with small weights take 64 channels a tile (24
+accumulators) in one pass over the input channels (``WIDE``).
 
 The tiles of output channels are the outer (parallel) loop. Inside one, the input channels
 run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
