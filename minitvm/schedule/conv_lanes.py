@@ -1,5 +1,5 @@
 """conv2d (NCHW, groups 1, a filter wider than 1x1) with the output channels in the vector
-lanes, for constant (prepacked) weights (written for AVX2; AVX-512 runs it too).
+lanes, for constant (prepacked) weights (written for AVX2; AVX-512 runs tiles twice as wide).
 
 ``conv_direct`` puts 16 flattened output pixels in the lanes of each accumulator and pays for
 it at the edges: the pixels of a ``Wq``-wide grid include ``Wq - OW`` padding columns (2 of 16
@@ -20,7 +20,16 @@ again: ``UNROLL_TAPS``). (One tile size with the last tile moved back over the o
 instead of 6s and 5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10
 tiles of 5 for 49 pixels, or 9 of 6 computing 54.)
 
-The tiles of 16 output channels are the outer (parallel) loop. Inside one, the input channels
+On AVX-512 a tile is 32 output channels (``WIDTH``, the ``lanes_width`` knob: two zmm
+registers a pixel, 12 accumulators) reading two consecutive 16-channel blocks of the same packed
+weight; convs whose output channels (a group's) are not a multiple of 32 keep 16-channel tiles.
+Measured on a Sapphire Rapids Xeon (two 512-bit FMA ports, one thread, conv + bias + relu, ms,
+32 vs 16 channels a tile, ONNX Runtime): 512 -> 512 at 7x7 1.29 vs 1.89 (1.40), stride-2
+128 -> 128 at 56x56 1.34 vs 1.77 (1.25), 256 -> 256 at 28x28 1.27 vs 1.68 (1.27), 512 -> 512 at
+14x14 1.41 vs 1.94 (1.37). Stride-1 convs with small weights take 64 channels a tile (24
+accumulators) in one pass over the input channels (``WIDE``).
+
+The tiles of output channels are the outer (parallel) loop. Inside one, the input channels
 run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
 band's partial sums kept in a scratch between blocks (measured on a loaded Zen 2, one thread:
 64 -> 64 at 56x56 16% faster than one pass over all channels, 512 -> 512 at 7x7 7%).
@@ -59,7 +68,28 @@ from .common import vector_inner as _vector_inner
 from .knobs import select as _knobs
 
 ENABLED = {"avx512": True, "avx2": True}
-LANES = 16  # output channels of a tile: two AVX2 vectors
+LANES = 16  # output channels of a tile: two AVX2 vectors (the weights are packed in 16s)
+# output channels of a tile by default (``lanes_width``, a knob: 16, 32 or 64 on AVX-512, 16
+# on AVX2, whose 16 ymm registers hold no wider tile) where a group's output channels are a
+# multiple of it (else 16). On AVX-512, 16 lanes are one zmm register: a
+# tile of 16 x 6 pixels keeps 6 accumulators and loads 7 values (6 of them folded broadcasts)
+# per 6 FMAs, too few chains for two FMA ports of latency 4 and bound on loads; 32 lanes x 6
+# pixels keeps 12 (two weight vectors, each broadcast pixel used twice).
+WIDTH = {"avx512": 32, "avx2": 16}
+WIDTHS = {"avx512": (16, 32, 64), "avx2": (16,)}
+# ... and 64 (24 accumulators) in one pass over the input channels (no blocks: a tile's
+# weights, read once per pixel tile, stream from L2) where a tile's weights are at most
+# WIDE_MAX_TILE_WEIGHT_BYTES (3x3 convs of up to 256 input channels) and the stride is 1. Sapphire Rapids, one
+# thread, ms, 32 in blocks / 64 in one pass / 32 in one pass (ONNX Runtime): 128 -> 128 at
+# 28x28 1.13 / 1.07 / 1.28 (1.13), 256 -> 256 at 14x14 1.20 / 1.16 / 1.33 (1.18), 64 -> 64 at
+# 56x56 1.27 / 1.20 / 1.42 (1.17), stride 2: 128 -> 128 at 56x56 1.26 / 1.25 / 1.43 (1.31),
+# 256 -> 256 at 28x28 1.30 / 1.30 / 1.46 (1.36); 512 channels lost: at 7x7 1.23 / 1.30,
+# stride-2 at 14x14 1.24 / 1.48. With the caches flushed before each run (as in a model) the
+# stride-2 convs lost in one pass, 32 in blocks / 64 in one pass (ORT): 128 -> 128 at 56x56
+# 1.70 / 1.83 (1.68), 256 -> 256 at 28x28 1.70 / 1.85 (1.88), where stride 1 gained: 256 -> 256
+# at 14x14 1.46 / 1.34 (1.50), 128 -> 128 at 28x28 1.41 / 1.40 (1.42).
+WIDE = {"avx512": 64, "avx2": None}
+WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
 # planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
 MIN_PIXELS = 20
@@ -82,6 +112,17 @@ PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; 0: one pass over them all)
 CHANNEL_BLOCK_BYTES = 16 * 1024
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
+# in the "channels" order, each filter tap of a tile also prefetches its weights one block of
+# input channels on (without blocks, PREFETCH_CHANNELS on), so that weights coming from memory
+# (a model's later layers: 9.4 MB for 512 -> 512 3x3) are in cache when the next block starts
+# (the hardware prefetchers stop at each 4 KB page). In the "bands" order the weights are
+# re-read from L2 by every band. Sapphire Rapids, one thread, the caches flushed before each
+# run, ms, without -> with (ONNX Runtime): 512 -> 512 at 7x7 1.65 -> 1.41 (1.74), stride-2
+# 512 -> 512 at 14x14 1.90 -> 1.62 (1.95); warm 2-7% faster. Weights that fit in L2 lose when
+# warm: stride-2 256 -> 256 at 28x28 (2.4 MB) 1.25-1.35 -> 1.34-1.35 warm, 1.41-1.53 cold both.
+PREFETCH_WEIGHTS = {"avx512": True, "avx2": False}
+PREFETCH_MIN_WEIGHT_BYTES = 4 << 20
+PREFETCH_CHANNELS = 4
 # tiles within output rows, each running only the filter rows and columns that read input
 # (``_row_tiles``), when the filter columns reading only padding are at least this share of a
 # row's taps (``row_segments``). Measured on a Zen 4, one thread, 256 -> 64 3x3 + bias + relu
@@ -142,18 +183,40 @@ def default_knobs(g) -> dict:
     weights = g["o"] * g["c"] * g["kh"] * g["kw"] * 4
     knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
-                 lanes_unroll_kx=g["kw"] <= UNROLL_TAPS)
+                 lanes_unroll_kx=g["kw"] <= UNROLL_TAPS, lanes_width=widths(g)[-1])
+    wide = WIDE[vector_isa()]
+    if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
+            and g.get("sh", 1) * g.get("sw", 1) == 1:
+        knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
             _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
 
 
+def widths(g) -> tuple[int, ...]:
+    """The tile widths (output channels a tile) geometry ``g`` can run on the host's ISA, the
+    default last: ``WIDTH`` where it divides a group's output channels, else 16; on AVX-512
+    also the other multiples of 16 up to 64 that divide them (``WIDTHS``)."""
+    isa = vector_isa()
+    og = g.get("og", g["o"])
+    best = WIDTH[isa] if og % WIDTH[isa] == 0 else LANES
+    return (*[w for w in WIDTHS[isa] if og % w == 0 and w != best], best)
+
+
 def with_knobs(g, knobs: dict | None) -> dict:
-    """Geometry ``g`` with its knob values: the defaults, overridden by ``knobs``' lanes_*."""
+    """Geometry ``g`` with its knob values: the defaults, overridden by ``knobs``' lanes_*
+    (a tile width that does not divide a group's output channels falls back to 16)."""
     out = dict(g, **default_knobs(g))
     out.update({k: v for k, v in (knobs or {}).items() if k.startswith("lanes_")})
+    if out["lanes_width"] not in widths(out):
+        out["lanes_width"] = LANES
     return out
+
+
+def _width(g) -> int:
+    """Output channels of a tile of geometry ``g`` (``lanes_width``)."""
+    return g.get("lanes_width", LANES)
 
 
 def _enabled(options) -> bool:
@@ -378,12 +441,12 @@ def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
     rows = max(1, _band_tiles(g) // per_row)
     nbands = -(-g["oh"] // rows)
     rows = -(-g["oh"] // nbands)  # (the bands as even as the rows allow)
-    obs, kc = g["o"] // LANES, channel_block(g)
+    obs, kc = g["o"] // _width(g), channel_block(g)
     dims = [nbands, obs] if g["lanes_order"] == "bands" else [obs, nbands]
 
     def one(idx):
         b, ob = idx if g["lanes_order"] == "bands" else idx[::-1]
-        sums = decl_buffer((rows * per_row * 6 * LANES,), "float32", "cl_sums") \
+        sums = decl_buffer((rows * per_row * 6 * _width(g),), "float32", "cl_sums") \
             if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         parts, slot = [], 0
@@ -415,7 +478,7 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     28x28 (with them unrolled, within 2%)."""
     if g["lanes_order"] == "bands":
         return _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix)
-    obs = g["o"] // LANES
+    obs = g["o"] // _width(g)
     groups = pixel_tiles(g["grid"])
     parts = 1
     if g["parallel"] and obs < g["lanes_parts"]:
@@ -443,7 +506,7 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
     def over_pixels(idx):
         part, ob = idx
-        sums = _sums_scratch(band) if kc < g["c"] else None
+        sums = _sums_scratch(g, band) if kc < g["c"] else None
         out_parts = []
         for gi, (first, pixels, count) in enumerate(groups):
             if gi == 0 and parts > 1:  # this part's share of the first group's tiles
@@ -463,12 +526,12 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
 def _band_tiles(g) -> int:
     """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
-    return max(1, g["lanes_sums"] // (6 * LANES))
+    return max(1, g["lanes_sums"] // (6 * _width(g)))
 
 
-def _sums_scratch(band: int):
+def _sums_scratch(g, band: int):
     """The partial sums of a band of ``band`` pixel tiles between blocks of input channels."""
-    return decl_buffer((band * 6 * LANES,), "float32", "cl_sums")
+    return decl_buffer((band * 6 * _width(g),), "float32", "cl_sums")
 
 
 def _band_split(g, count: int) -> tuple[int, int]:
@@ -487,14 +550,14 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     channel tile (and block of input channels) over its pixels, so that a band's input rows are
     read from memory once and stay in L2 while the weights, re-read by every band, come from L2
     too; the few 5-pixel tiles at the end then run per channel tile."""
-    obs = g["o"] // LANES
+    obs = g["o"] // _width(g)
     (first, pixels, count), *rest = pixel_tiles(g["grid"])
     kc = channel_block(g)
     nbands, band = _band_split(g, count)
 
     def one_band(idx):
         b, ob, kk = idx[0], ctx.fresh("ob"), ctx.fresh("pk")
-        sums = _sums_scratch(band) if kc < g["c"] else None
+        sums = _sums_scratch(g, band) if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
                      epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk * pixels))
@@ -550,7 +613,7 @@ def channel_block(g) -> int:
     c = g["c"]
     if not g["lanes_cblock"]:
         return c
-    target = max(1, g["lanes_cblock"] // (g["kh"] * g["kw"] * LANES * 4))
+    target = max(1, g["lanes_cblock"] // (g["kh"] * g["kw"] * _width(g) * 4))
     if c < 2 * target:
         return c
     return divisor_near(c, target) or c
@@ -558,7 +621,8 @@ def channel_block(g) -> int:
 
 def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
           kx_range=None) -> S.Stmt:
-    """Output channels ``ob*16 ..`` x output pixels ``p0 .. p0+pixels`` (flattened).
+    """Output channels ``ob*width ..`` (``lanes_width``) x output pixels ``p0 .. p0+pixels``
+    (flattened).
 
     The tile's pixel offsets into the padded input are read from the table ``pix`` once; the
     filter taps run as loops (only the tile's pixels are unrolled: ``UNROLL_TAPS``), which
@@ -570,7 +634,8 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     filter columns the tile's pixels read input through (``col_segments``); the rest read
     padding."""
     c, ow, hp, wpd = g["c"], g["ow"], g["hp"], g["wp"]
-    acc = decl_buffer((pixels, LANES), "float32", "cl_acc", scope="local")
+    cw = _width(g)
+    acc = decl_buffer((pixels, cw), "float32", "cl_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
     def loop(name, extent, kind, fbody, dtype="int32"):
@@ -586,33 +651,39 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         return S.For(v, first, count, ky_kind, fbody(v))
 
     q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
-    init = loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll:
+    init = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll:
                 S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
     if kb is not None:
         kv, kc, nkb, sums, slot = kb
 
         def at_sums(jj, ll):
-            return (slot + jj) * LANES + ll
+            return (slot + jj) * cw + ll
 
         init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", LANES, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
+            "ll", cw, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
 
-    wv = decl_buffer((LANES,), "float32", "cl_w", scope="local")  # the tap's weights
+    wv = decl_buffer((cw,), "float32", "cl_w", scope="local")  # the tap's weights
 
     def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
         xo = ctx.fresh("xo", "int64")
-        macs = [loop("ll", LANES, vec, lambda ll, jj=jj: S.BufferStore(
+        macs = [loop("ll", cw, vec, lambda ll, jj=jj: S.BufferStore(
             acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
-        load = loop("ll", LANES, vec, lambda ll: S.BufferStore(wv, wp[ob, ci, ky, kx, ll], [ll]))
+        # (a wider tile reads its 16s of output channels from consecutive weight blocks)
+        loads = [loop("ll", LANES, vec, lambda ll, v=v: S.BufferStore(
+            wv, wp[ob * (cw // LANES) + v, ci, ky, kx, ll], [v * LANES + ll]))
+            for v in range(cw // LANES)]
+        if ahead:  # (the last channels' prefetches may run past the weights)
+            loads += [S.Evaluate(E.Call("int32", "tir.prefetch", [
+                wp[ob * (cw // LANES) + v, ci + ahead, ky, kx, 0]])) for v in range(cw // LANES)]
         if g["groups"] > 1:  # the input channels of the tile's group
-            ci = E.Cast("int64", E.FloorDiv(ob * LANES, g["og"]) * c) + ci
+            ci = E.Cast("int64", E.FloorDiv(ob * cw, g["og"]) * c) + ci
         cb = g.get("cb")
         if cb:  # the channel-blocked copy (``_pack``)
             off = E.FloorDiv(ci, cb) * (hp * wpd * cb) + E.FloorMod(ci, cb) + \
                 ((ky * g["dh"]) * wpd + kx * g["dw"]) * cb
         else:
             off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
-        return S.LetStmt(xo, E.Cast("int64", off), S.SeqStmt([load, *macs]))
+        return S.LetStmt(xo, E.Cast("int64", off), S.SeqStmt([*loads, *macs]))
 
     def kx_loop(fbody):  # the filter columns: those the tile's pixels read input through
         if kx_range is None:
@@ -622,6 +693,11 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
                      fbody(v))
 
     taps = g["kh"] * g["kw"]
+    # each tap also prefetches its weights a block of channels on (``PREFETCH_WEIGHTS``)
+    ahead = 0
+    if PREFETCH_WEIGHTS[vector_isa()] and g["lanes_order"] == "channels" and \
+            g["o"] * c * taps * 4 >= PREFETCH_MIN_WEIGHT_BYTES:
+        ahead = kb[1] if kb is not None else PREFETCH_CHANNELS
     ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
     kx_kind = unroll if g["lanes_unroll_kx"] else S.ForKind.SERIAL
     if kx_range is not None and kx_range[1] <= kx_range[0]:  # every tap reads padding
@@ -636,27 +712,27 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     # the tile is stored through a scratch copy, one pixel an iteration (a pixel's 16 output
     # channels are 16 scalar stores: unrolled over the pixels they were most of the kernel's
     # code)
-    res = decl_buffer((pixels, LANES), "float32", "cl_res")
+    res = decl_buffer((pixels, cw), "float32", "cl_res")
 
     def put(jj, ll):
         p = p0 + jj
-        idx = [nv, ob * LANES + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
+        idx = [nv, ob * cw + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
         val = res[jj, ll] if epilogue is None else epilogue(idx, res[jj, ll])
         return S.BufferStore(out, val, idx)
 
     jp = ctx.fresh("jj")
     store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: loop("ll", LANES, vec, lambda ll: S.BufferStore(
+        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
             res, acc[jj, ll], [jj, ll]))),
         S.For(jp, 0, pixels, S.ForKind.SERIAL, loop(
-            "ll", LANES, vec, lambda ll: put(jp, ll)))])
-    store = S.Allocate(res.data, "float32", [pixels * LANES], True, S.DeclBuffer(res, store))
+            "ll", cw, vec, lambda ll: put(jp, ll)))])
+    store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", LANES, vec, lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
+            "ll", cw, vec, lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
     body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, macs, store])))
-    body = S.Allocate(wv.data, "float32", [LANES], True, body)
-    body = S.Allocate(acc.data, "float32", [pixels * LANES], True, body)
+    body = S.Allocate(wv.data, "float32", [cw], True, body)
+    body = S.Allocate(acc.data, "float32", [pixels * cw], True, body)
     for jj in range(pixels - 1, -1, -1):
         body = S.LetStmt(q[jj], pix[p0 + jj], body)
     return body

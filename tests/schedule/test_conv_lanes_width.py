@@ -1,0 +1,248 @@
+"""``conv_lanes``' tile width (``lanes_width``): on AVX-512 a tile is 32 output channels (two
+zmm registers a pixel) by default, 64 as a knob value, 16 where a group's output channels are
+no multiple of the width; AVX2 keeps 16. Each width matches numpy on strides, dilation, groups,
+odd planes, channel blocks and the fused epilogue with a residual, and the inner loop holds its
+accumulators in registers."""
+
+import re
+import sys
+
+import numpy as np
+import pytest
+from conv_reference import conv_ref
+
+import minitvm as tvm
+from minitvm import relay, tune
+from minitvm.backend import kernel_cache
+from minitvm.codegen.llvm.codegen import CodeGenLLVM
+from minitvm.contrib import graph_executor
+from minitvm.runtime import jit, threadpool
+from minitvm.schedule import conv_lanes, conv_winograd
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+AVX512 = vector_isa() == "avx512"
+needs_avx512 = pytest.mark.skipif(not AVX512, reason="the wider tiles are AVX-512's")
+
+
+@pytest.fixture(autouse=True)
+def lanes_only(monkeypatch):
+    """The 3x3 stride-1 convs stay off Winograd; kernels built here stay out of other tests."""
+    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()
+
+
+@pytest.fixture
+def force(monkeypatch):
+    """``force(**knobs)``: every conv_lanes kernel built with these knob values (a width the
+    conv cannot take still falls back in ``with_knobs``)."""
+    default = conv_lanes.default_knobs
+
+    def put(**knobs):
+        kernel_cache.clear_cache()
+        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
+
+    return put
+
+
+@pytest.fixture
+def restore_threads():
+    before = threadpool.get_num_threads()
+    yield
+    threadpool.set_num_threads(before)
+
+
+def _grouped_ref(xv, wv, groups, strides, pads, dil):
+    cg, og = wv.shape[1], wv.shape[0] // groups
+    return np.concatenate([conv_ref(xv[:, g * cg:(g + 1) * cg], wv[g * og:(g + 1) * og],
+                                    strides, pads, dil) for g in range(groups)], axis=1)
+
+
+def _build(shape, o, k, strides, pads, dil, groups, epi, rng):
+    """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
+    wv = rng.standard_normal((o, shape[1] // groups, k, k)).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    want = _grouped_ref(xv, wv, groups, strides, pads * 2, dil)
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
+                        groups=groups, kernel_size=(k, k), channels=o)
+    args, inputs = [x], {"x": xv}
+    if epi != "none":
+        bias = rng.standard_normal(o).astype("float32")
+        y = relay.nn.bias_add(y, relay.const(bias))
+        want = want + bias[:, None, None]
+    if epi == "residual_relu":
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=want.shape)
+        y = y + r
+        args.append(r)
+        inputs["r"] = rv
+        want = want + rv
+    if epi != "none":
+        y = relay.nn.relu(y)
+        want = np.maximum(want, 0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def _conv_kernel(lib):
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return k
+
+
+def _tile_widths(kernel) -> set[int]:
+    """The output channels of the kernel's tiles (its accumulators' second axis)."""
+    return {int(s.buffer.shape[1]) for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
+
+
+CASES = [  # shape, output channels, filter, strides, padding, dilation, groups, epilogue
+    ((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "residual_relu"),  # 49 = 6s + 5s
+    ((1, 40, 13, 11), 64, 3, (2, 2), (1, 1), (1, 1), 1, "residual_relu"),  # stride 2, odd
+    ((2, 24, 9, 10), 96, 3, (1, 1), (2, 2), (2, 2), 1, "bias_relu"),  # dilated, a batch
+    ((1, 64, 20, 20), 32, 3, (1, 1), (1, 1), (1, 1), 1, "residual_relu"),  # channel blocks
+    ((1, 64, 12, 12), 128, 3, (1, 1), (1, 1), (1, 1), 2, "bias_relu"),  # 64 a group
+    ((1, 64, 11, 9), 64, 3, (2, 2), (1, 1), (1, 1), 2, "residual_relu"),  # 32 a group
+    ((1, 16, 32, 32), 64, 3, (1, 1), (6, 6), (6, 6), 1, "bias_relu"),  # row tiles
+    ((1, 8, 9, 9), 48, 5, (1, 1), (2, 2), (1, 1), 1, "bias_relu"),  # 48: 16s only
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+def test_each_width_matches_numpy(case, width, order, force, restore_threads):
+    """Every width (where the ISA and the output channels allow it; else 16) in both loop
+    orders, at one and two threads."""
+    shape, o, k, strides, pads, dil, groups, epi = case
+    force(lanes_width=width, lanes_order=order)
+    lib, inputs, want = _build(shape, o, k, strides, pads, dil, groups, epi,
+                               np.random.default_rng(width + o))
+    og = o // groups
+    expect = width if width in conv_lanes.WIDTHS[vector_isa()] and og % width == 0 else 16
+    assert _tile_widths(_conv_kernel(lib)) == {expect}
+    for threads in (1, 2):
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa, og, want", [
+    ("avx512", 64, (16, 64, 32)), ("avx512", 96, (16, 32)), ("avx512", 48, (16,)),
+    ("avx2", 64, (16,)), ("avx2", 48, (16,)),
+])
+def test_widths_by_isa_and_channels(isa, og, want, monkeypatch):
+    """The widths a conv may run, its default last: 32 on AVX-512 where a group's output
+    channels are a multiple of it, else 16; AVX2 only 16 (its 16 ymm registers). A width the
+    conv cannot take falls back to 16."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    g = dict(o=og * 2, og=og, c=512, kh=3, kw=3, grid=196, parallel=False)
+    assert conv_lanes.widths(g) == want
+    assert conv_lanes.default_knobs(g)["lanes_width"] == want[-1]
+    geo = dict(g, groups=2)
+    assert conv_lanes.with_knobs(geo, {"lanes_width": 64})["lanes_width"] == \
+        (64 if 64 in want else 16)
+
+
+@pytest.mark.parametrize("isa, c, og, stride, width, cblock", [
+    ("avx512", 64, 64, 1, 64, 0), ("avx512", 256, 256, 1, 64, 0),  # a tile's weights <= 640 KB
+    ("avx512", 256, 256, 2, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # stride 2: 32 wide in blocks
+    ("avx512", 512, 512, 1, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 1.2 MB: 32 wide in blocks
+    ("avx512", 256, 96, 1, 32, conv_lanes.CHANNEL_BLOCK_BYTES),  # 96 outputs: no 64-wide tile
+    ("avx2", 64, 64, 1, 16, conv_lanes.CHANNEL_BLOCK_BYTES),
+])
+def test_wide_tiles_in_one_pass_by_default(isa, c, og, stride, width, cblock, monkeypatch):
+    """On AVX-512 a stride-1 conv whose 64-wide tile's weights are at most
+    WIDE_MAX_TILE_WEIGHT_BYTES runs 64-wide tiles over all its input channels in one pass;
+    else 32 wide in blocks."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    knobs = conv_lanes.default_knobs(dict(o=og, og=og, c=c, kh=3, kw=3, grid=196, sh=stride,
+                                          sw=stride, parallel=False))
+    assert (knobs["lanes_width"], knobs["lanes_cblock"]) == (width, cblock)
+
+
+def test_channel_block_follows_the_width():
+    """A block keeps a tile's weights near ``lanes_cblock`` bytes: about half the channels at
+    32 as at 16 (a divisor of the channel count)."""
+    g = dict(c=512, kh=3, kw=3, lanes_cblock=conv_lanes.CHANNEL_BLOCK_BYTES)
+    assert conv_lanes.channel_block(dict(g, lanes_width=16)) == 16
+    assert conv_lanes.channel_block(dict(g, lanes_width=32)) == 8
+    assert conv_lanes.channel_block(dict(g, lanes_width=32, c=96)) == 12
+
+
+def test_width_is_a_declared_knob():
+    """The conv's search space declares ``lanes_width`` with the ISA's widths, its default the
+    ISA's, and a tuned value changes the kernel's tile."""
+    x = relay.var("x", shape=(1, 64, 7, 7))
+    w = relay.const(np.ones((64, 64, 3, 3), "float32"))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.conv2d(
+        x, w, padding=(1, 1), kernel_size=(3, 3), channels=64)))
+    (task,) = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
+    values = task.space.values("lanes_width")
+    assert set(values) == set(conv_lanes.WIDTHS[vector_isa()])
+    # (64 channels of a 3x3 filter: 64 wide in one pass on AVX-512, WIDE_MAX_TILE_WEIGHT_BYTES)
+    assert task.space.default()["lanes_width"] == (64 if AVX512 else 16)
+
+
+def _fma_loops(asm: str) -> list[str]:
+    """The loops of ``asm`` with FMAs that branch back to themselves."""
+    out = []
+    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
+        label = block.split(":")[0].strip()
+        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
+        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
+            out.append(block[:back.end()])
+    return out
+
+
+@needs_avx512
+@pytest.mark.parametrize("width", [32, 64])
+def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force):
+    """64 -> 64 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x (width / 16 weight
+    vectors x 6 pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
+    accumulators at 32 wide, 24 at 64."""
+    force(lanes_width=width)
+    lib, _, _ = _build((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
+                       np.random.default_rng(0))
+    func = _conv_kernel(lib).prim_func
+    level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
+    asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate(), level)
+    loops = _fma_loops(asm)
+    accs = width // 16 * 6
+    six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 3 * accs]
+    assert six, [len(re.findall(r"vfmadd\d+ps", b)) for b in loops]
+    for b in six:
+        fmas = re.findall(r"vfmadd\d+ps\s+[^\n]*", b)
+        assert all(re.search(r"%zmm\d+, %zmm\d+$", f) for f in fmas), fmas
+        assert len({re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}) == accs
+        assert b.count("vbroadcastss") == 18
+        assert "rsp" not in b and "rbp" not in b  # no spill / reload
+
+
+@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+def test_weight_prefetch_in_channels_order(order, force, monkeypatch, restore_threads):
+    """In the "channels" order on AVX-512 (``PREFETCH_WEIGHTS``) each tap prefetches its weights
+    a block of channels on (here for any weight size), and the last block's prefetches past the
+    weights change nothing; the "bands" order and AVX2 prefetch nothing."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH_MIN_WEIGHT_BYTES", 0)
+    force(lanes_order=order)
+    lib, inputs, want = _build((1, 64, 20, 20), 64, 3, (1, 1), (1, 1), (1, 1), 1,
+                               "residual_relu", np.random.default_rng(7))
+    ir = CodeGenLLVM(_conv_kernel(lib).prim_func, "kern", fast_math=True, gomp=False).generate()
+    assert ("llvm.prefetch" in ir) == (AVX512 and order == "channels")
+    for threads in (1, 2):
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_prefetch_only_for_weights_past_l2(monkeypatch):
+    """By default only weights of at least ``PREFETCH_MIN_WEIGHT_BYTES`` (4 MB: ResNet-50's
+    512 -> 512 3x3) are prefetched; smaller ones stay warm in L2 between calls."""
+    assert 512 * 512 * 9 * 4 >= conv_lanes.PREFETCH_MIN_WEIGHT_BYTES > 256 * 256 * 9 * 4
