@@ -3,85 +3,24 @@
 reading an output-shaped operand at the pixel's own position (ConvMixer's residual) over the
 flat plane (``FLAT_OWN_POSITION``): numbers against numpy, and the loop nests they write."""
 
-import math
-
 import numpy as np
 import pytest
+from depthwise_cases import lower, run
+from depthwise_cases import nodes as _nodes
 
-import minitvm as tvm
-from minitvm import codegen, relay
-from minitvm.relay.backend import te_compiler
-from minitvm.schedule import depthwise, lower_te
+from minitvm.schedule import depthwise
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
-from minitvm.tir.stmt_functor import post_order_visit
-
-_erf = np.vectorize(math.erf)
-
-
-def _nodes(root) -> list:
-    out = []
-    post_order_visit(root, out.append)
-    return out
 
 
 def _build(shape, k, pad, epilogue, dilation=1):
-    """Lowered depthwise conv ``k x k`` of ``shape`` (bias added) with ``epilogue``: none,
-    relu, gelu, or mixer (``x + (gelu(conv) * s + t)``: ConvMixer's block, batch norm folded)."""
-    c = shape[1]
-    x = relay.var("x", shape=shape)
-    w = relay.var("w", shape=(c, 1, k, k))
-    b = relay.var("b", shape=(1, c, 1, 1))
-    params = [x, w, b]
-    y = relay.nn.conv2d(x, w, padding=(pad, pad), dilation=(dilation, dilation), groups=c) + b
-    if epilogue == "relu":
-        y = relay.nn.relu(y)
-    elif epilogue in ("gelu", "mixer"):
-        y = y * relay.const(0.5) * (relay.const(1.0) + relay.erf(y * relay.const(0.5 ** 0.5)))
-    if epilogue == "mixer":
-        s, t = relay.var("s", shape=(1, c, 1, 1)), relay.var("t", shape=(1, c, 1, 1))
-        params += [s, t]
-        y = x + (y * s + t)
-    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(params, y)))
-    ins, _, outs = te_compiler.build_te(mod["main"])
-    return lower_te(ins, outs, "f")
-
-
-def _reference(x, w, b, pad, dilation, epilogue, s=None, t=None):
-    n, c, h, wd = x.shape
-    k = w.shape[2]
-    span = dilation * (k - 1) + 1
-    oh, ow = h + 2 * pad - span + 1, wd + 2 * pad - span + 1
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    y = np.zeros((n, c, oh, ow)) + b
-    for ky in range(k):
-        for kx in range(k):
-            y0, x0 = ky * dilation, kx * dilation
-            y += xp[:, :, y0:y0 + oh, x0:x0 + ow] * w[None, :, 0, ky, kx, None, None]
-    if epilogue == "relu":
-        y = np.maximum(y, 0)
-    elif epilogue in ("gelu", "mixer"):
-        y = 0.5 * y * (1 + _erf(y / math.sqrt(2)))
-    if epilogue == "mixer":
-        y = x + (y * s + t)
-    return y
+    return lower(shape, k=k, pad=pad, dilation=dilation, epilogue=epilogue, bias=True)
 
 
 def _run(shape, k, pad, epilogue, rng, dilation=1):
-    prim, ws = _build(shape, k, pad, epilogue, dilation)
-    f = codegen.build(prim)["f"]
-    c = shape[1]
-    x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal((c, 1, k, k), dtype=np.float32) * np.float32(1 / k)
-    b = rng.standard_normal((1, c, 1, 1), dtype=np.float32)
-    args = [x, w, b]
-    if epilogue == "mixer":
-        args += [rng.standard_normal((1, c, 1, 1), dtype=np.float32) for _ in range(2)]
-    want = _reference(*args[:3], pad, dilation, epilogue, *args[3:])
-    out = np.full(want.shape, np.nan, np.float32)
-    extra = [np.zeros(max(ws, 64), np.uint8)] if ws else []
-    f(*args, out, *extra)
-    return out, want, prim
+    """(output, reference, PrimFunc) of a ``k x k`` conv, bias added."""
+    return run(shape, rng, k=k, pad=pad, dilation=dilation, epilogue=epilogue, bias=True,
+               wscale=1 / k)
 
 
 @pytest.mark.parametrize("shape,k,pad,epilogue", [

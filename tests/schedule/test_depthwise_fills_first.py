@@ -5,7 +5,9 @@ structure; stride 2 and AVX2 keep the shared plane."""
 
 import numpy as np
 import pytest
-from test_depthwise_schedule import _conv, _nodes, _run
+from depthwise_cases import depthwise_conv as _conv
+from depthwise_cases import nodes as _nodes
+from depthwise_cases import run as _run
 
 from minitvm.schedule import depthwise, lower_te
 from minitvm.tir import expr as E

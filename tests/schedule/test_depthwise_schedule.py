@@ -4,6 +4,11 @@ its numbers against a numpy reference on odd shapes, strides, paddings and epilo
 
 import numpy as np
 import pytest
+from depthwise_cases import depthwise_conv as _conv
+from depthwise_cases import nodes as _nodes
+from depthwise_cases import reference as _reference
+from depthwise_cases import relay_te as _te
+from depthwise_cases import run as _run
 
 import minitvm as tvm
 from minitvm import codegen, relay
@@ -13,86 +18,7 @@ from minitvm.schedule import LoweringOptions, depthwise, lower_te, select_rule
 from minitvm.te.create_prim_func import topo_order
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
-from minitvm.tir.stmt_functor import post_order, post_order_visit
-
-
-def _te(params, body):
-    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(params, body)))
-    return te_compiler.build_te(mod["main"])
-
-
-def _conv(shape, k=3, stride=1, pad=1, dilation=1, mult=1, epilogue="none"):
-    """A fused depthwise conv function: (TE inputs, outputs, relay params)."""
-    c = shape[1]
-    x = relay.var("x", shape=shape)
-    w = relay.var("w", shape=(c * mult, 1, k, k))
-    y = relay.nn.conv2d(x, w, strides=(stride, stride), padding=(pad, pad),
-                        dilation=(dilation, dilation), groups=c)
-    params = [x, w]
-    if epilogue != "none":
-        b = relay.var("b", shape=(1, c * mult, 1, 1))
-        params.append(b)
-        y = y + b
-        if epilogue == "relu6":
-            y = relay.clip(y, 0.0, 6.0)
-        elif epilogue == "hardswish":  # reads the conv twice
-            y = y * relay.clip(y + relay.const(3.0), 0.0, 6.0) / relay.const(6.0)
-        elif epilogue == "silu":  # reads it twice, through a transcendental function
-            y = y * relay.sigmoid(y)
-    ins, _, outs = _te(params, y)
-    return ins, outs, params
-
-
-def _reference(x, w, stride, pad, dilation, mult, bias=None, epilogue="none"):
-    n, c, h, wd = x.shape
-    k = w.shape[2]
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    xp = np.repeat(xp, mult, axis=1)  # output channel o reads input channel o // mult
-    span = dilation * (k - 1) + 1
-    oh = (h + 2 * pad - span) // stride + 1
-    ow = (wd + 2 * pad - span) // stride + 1
-    out = np.zeros((n, c * mult, oh, ow))
-    for ky in range(k):
-        for kx in range(k):
-            y0, x0 = ky * dilation, kx * dilation
-            win = xp[:, :, y0:y0 + stride * (oh - 1) + 1:stride, x0:x0 + stride * (ow - 1) + 1:stride]
-            out += win * w[None, :, 0, ky, kx, None, None]
-    if bias is not None:
-        out = out + bias
-        if epilogue == "relu6":
-            out = np.clip(out, 0, 6)
-        elif epilogue == "hardswish":
-            out = out * np.clip(out + 3, 0, 6) / 6
-        elif epilogue == "silu":
-            out = out / (1 + np.exp(-out))
-    return out
-
-
-def _nodes(root) -> list:
-    """Every statement and expression under ``root``, children first."""
-    out = []
-    post_order_visit(root, out.append)
-    return out
-
-
-def _run(shape, rng, **kw):
-    ins, outs, _ = _conv(shape, **kw)
-    prim, ws = lower_te(ins, outs, "f")
-    f = codegen.build(prim)["f"]
-    c, mult, k = shape[1], kw.get("mult", 1), kw.get("k", 3)
-    x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal((c * mult, 1, k, k), dtype=np.float32)
-    args = [x, w]
-    bias = None
-    if kw.get("epilogue", "none") != "none":
-        bias = rng.standard_normal((1, c * mult, 1, 1), dtype=np.float32)
-        args.append(bias)
-    want = _reference(x, w, kw.get("stride", 1), kw.get("pad", 1), kw.get("dilation", 1), mult,
-                      bias, kw.get("epilogue", "none"))
-    out = np.full(want.shape, np.nan, np.float32)
-    extra = [np.zeros(max(ws, 64), np.uint8)] if ws else []
-    f(*args, out, *extra)
-    return out, want, prim
+from minitvm.tir.stmt_functor import post_order
 
 
 # ------------------------------------------------------------------------------ numerics

@@ -5,7 +5,9 @@ epilogues; the copy's row loops sit inside the row-block loop; AVX2 keeps the wh
 
 import numpy as np
 import pytest
-from test_depthwise_schedule import _conv, _nodes, _run
+from depthwise_cases import depthwise_conv as _conv
+from depthwise_cases import nodes as _nodes
+from depthwise_cases import run as _run
 
 from minitvm.schedule import depthwise, lower_te
 from minitvm.tir import expr as E

@@ -4,10 +4,10 @@ narrow-row planes' blocks at known rows (``NARROW_BLOCK_MAX``): numbers against 
 widths around the vector multiples, filters 3x3 to 7x7 and the fused epilogues; the tiles'
 vectors, accumulators and loads; the switches off give the same numbers."""
 
-import math
-
 import numpy as np
 import pytest
+from depthwise_cases import lower, run
+from depthwise_cases import nodes as _nodes
 
 import minitvm as tvm
 from minitvm import codegen, relay
@@ -15,85 +15,16 @@ from minitvm.relay.backend import te_compiler
 from minitvm.schedule import depthwise, lower_te
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
-from minitvm.tir.stmt_functor import post_order_visit
-
-_erf = np.vectorize(math.erf)
-
-
-def _nodes(root) -> list:
-    out = []
-    post_order_visit(root, out.append)
-    return out
-
-
-def _relay(shape, k, stride, epilogue):
-    """Depthwise ``k x k`` conv of ``shape`` (padding ``k // 2``), bias added, then
-    ``epilogue``: none, relu6, silu, gelu, hardswish (reads the conv twice) or mixer
-    (``x + (gelu(conv) * s + t)``, ConvMixer's residual block with its batch norm folded)."""
-    c = shape[1]
-    x = relay.var("x", shape=shape)
-    w = relay.var("w", shape=(c, 1, k, k))
-    b = relay.var("b", shape=(1, c, 1, 1))
-    params = [x, w, b]
-    y = relay.nn.conv2d(x, w, strides=(stride, stride), padding=(k // 2, k // 2), groups=c) + b
-    if epilogue == "relu6":
-        y = relay.clip(y, 0.0, 6.0)
-    elif epilogue == "silu":
-        y = y * relay.sigmoid(y)
-    elif epilogue == "hardswish":
-        y = y * relay.clip(y + relay.const(3.0), 0.0, 6.0) / relay.const(6.0)
-    elif epilogue in ("gelu", "mixer"):
-        y = y * relay.const(0.5) * (relay.const(1.0) + relay.erf(y * relay.const(0.5 ** 0.5)))
-    if epilogue == "mixer":
-        s, t = relay.var("s", shape=(1, c, 1, 1)), relay.var("t", shape=(1, c, 1, 1))
-        params += [s, t]
-        y = x + (y * s + t)
-    return relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(params, y)))
 
 
 def _lower(shape, k, stride=1, epilogue="none"):
-    ins, _, outs = te_compiler.build_te(_relay(shape, k, stride, epilogue)["main"])
-    return lower_te(ins, outs, "f")
-
-
-def _reference(x, w, b, stride, epilogue, s=None, t=None):
-    n, c, h, wd = x.shape
-    k = w.shape[2]
-    p = k // 2
-    oh, ow = (h + 2 * p - k) // stride + 1, (wd + 2 * p - k) // stride + 1
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p, p), (p, p)))
-    y = np.zeros((n, c, oh, ow)) + b
-    for ky in range(k):
-        for kx in range(k):
-            win = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
-            y += win * w[None, :, 0, ky, kx, None, None]
-    if epilogue == "relu6":
-        y = np.clip(y, 0, 6)
-    elif epilogue == "silu":
-        y = y / (1 + np.exp(-y))
-    elif epilogue == "hardswish":
-        y = y * np.clip(y + 3, 0, 6) / 6
-    elif epilogue in ("gelu", "mixer"):
-        y = 0.5 * y * (1 + _erf(y / math.sqrt(2)))
-    if epilogue == "mixer":
-        y = x + (y * s + t)
-    return y
+    return lower(shape, k=k, stride=stride, pad=k // 2, epilogue=epilogue, bias=True)
 
 
 def _run(rng, shape, k, stride=1, epilogue="none"):
-    prim, ws = _lower(shape, k, stride, epilogue)
-    f = codegen.build(prim)["f"]
-    c = shape[1]
-    x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal((c, 1, k, k), dtype=np.float32) * np.float32(1 / k)
-    b = rng.standard_normal((1, c, 1, 1), dtype=np.float32)
-    args = [x, w, b]
-    if epilogue == "mixer":
-        args += [rng.standard_normal((1, c, 1, 1), dtype=np.float32) for _ in range(2)]
-    want = _reference(*args[:3], stride, epilogue, *args[3:])
-    out = np.full(want.shape, np.nan, np.float32)
-    f(*args, out, *([np.zeros(max(ws, 64), np.uint8)] if ws else []))
-    return out, want, prim
+    """(output, reference, PrimFunc) of a ``k x k`` conv (padding ``k // 2``), bias added."""
+    return run(shape, rng, k=k, stride=stride, pad=k // 2, epilogue=epilogue, bias=True,
+               wscale=1 / k)
 
 
 def _tiles(prim):
