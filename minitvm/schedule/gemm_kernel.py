@@ -14,8 +14,8 @@ With ``BLOCKING`` (both ISAs) the schedule is cache blocked: K runs in blocks (C
 them), a row block's tiles run over a group of panels per K block (for a short K each tile runs
 over the group's panels instead), and the leftover rows are one multi-row tile in the last row
 block (a symbolic row count picks the tile by its remainder). N and K may be symbolic there.
-On AVX-512 the first row tile of each panel's K block also prefetches the next piece of B
-(``PREFETCH_NEXT_PIECE``).
+On AVX-512 the first row tile of each panel's K block (in each row block) also prefetches the
+next piece of B (``PREFETCH_NEXT_PIECE``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ TILES = {"avx512": (12, 32), "avx2": (6, 16)}
 # within the noise (GFLOP/s, as at ``TILES``: 192 vs 205, 185-188 vs 198-203, 185-203 vs
 # 188-189, 206 vs 215, 207-209 vs 191-198).
 BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
-# whether the first row tile of a panel's K block (panels inner, one row block) also prefetches
+# whether the first row tile of a panel's K block (panels inner; static rows) also prefetches
 # the piece of B the task reads next, a cache line per panel row per turn of its reduction, by
 # vector ISA: a weight read from DRAM (or L3) then arrives before its first tile needs it,
 # where the hardware prefetchers stop at each 4 KB page (one panel row is 128 bytes). The other
@@ -93,7 +93,9 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # hot 128x768x768 204 -> 168 GFLOP/s). Sapphire Rapids, one thread, GFLOP/s, 12 copies of the
 # weight in turn (113 MB; as BERT's layers), off -> on (ORT): 128x768x768 151 -> 169 (170),
 # 128x3072x768 152 -> 167 (167), 128x768x3072 151 -> 166 (169); one weight, hot: 184 -> 179,
-# 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). AVX2 unchanged (not measured).
+# 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). With several row blocks the first
+# tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
+# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
 PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
@@ -254,7 +256,9 @@ class GemmBuilder:
         self.bp_slot_shift = None  # the current task's first slot in that ``Bp``
         # (kc, panels per group) of the cache-blocked schedule (``BLOCKING``), or None
         self.blocking = BLOCKING[vector_isa()]
-        self.next_piece = None
+        # whether the blocked schedule's first row tiles prefetch B (``PREFETCH_NEXT_PIECE``)
+        self.prefetch_b = PREFETCH_NEXT_PIECE[vector_isa()]
+        self.next_piece = None  # (panel, first K) of the piece such a tile prefetches, while built
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -565,6 +569,10 @@ class GemmBuilder:
             elif const and blocks == 1 and tiles:  # one row block: its tiles, unguarded
                 parts.append(self.loop("t", tiles, S.ForKind.SERIAL, lambda t: self.micro_kb(
                     b, t * mr, jo, mr, full_panel, kb, nkb, kc)))
+            elif const and tiles and tpb > 1 and prefetch_at is not None:
+                # several row blocks: each block's first tile prefetches as above
+                parts.append(prefetching(prefetch_at, lambda: tile(0)))
+                parts.append(self.loop("t", tpb - 1, S.ForKind.SERIAL, tile, lo=1))
             elif not const or tiles:
                 parts.append(self.loop("t", tpb, S.ForKind.SERIAL, tile))
             tail = rest_tiles(b, jo, full_panel, kb)
@@ -605,8 +613,7 @@ class GemmBuilder:
             return S.LetStmt(njo, at[0], S.LetStmt(nk0, at[1], tile))
 
         # prefetch the next piece of B (not one read in place or just packed)
-        prefetch = PREFETCH_NEXT_PIECE[vector_isa()] and not self.direct_b and \
-            not self.bp_block_local
+        prefetch = self.prefetch_b and not self.direct_b and not self.bp_block_local
 
         def each_panel(g, fbody):
             """``fbody(jo, full_panel)`` for each panel ``jo`` of group ``g``."""

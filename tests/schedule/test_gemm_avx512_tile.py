@@ -2,7 +2,8 @@
 ports), K blocks of 256, and the prefetch of the next piece of B by each panel's first row tile
 (``PREFETCH_NEXT_PIECE``): where the prefetches go, numerics against numpy on shapes that run
 every row tail of the 12-row tile, partial panels, partial panel groups and several K blocks
-(the prefetch's wrap to the next block), and the inner loop's machine code on an AVX-512 host."""
+(the prefetch's wrap to the next block), one row block or several, and the inner loop's machine
+code on an AVX-512 host."""
 
 import re
 import sys
@@ -67,6 +68,18 @@ def test_first_tile_of_each_panel_prefetches(isa):
     assert "pf_panel" in lets and "pf_k" in lets
 
 
+def test_each_row_blocks_first_tile_prefetches(monkeypatch):
+    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: "avx512")
+    mr, nr = gemm_kernel.default_tile()
+    # 30 tiles + 5 rows in row blocks of (about) mc rows: the first tile of the block loop is
+    # peeled (guarded as the others), the rest run from 1
+    func = gemm_kernel.gemm(30 * mr + 5, 4 * nr, 700, mr=mr, nr=nr,
+                            mc=gemm_kernel.default_mc(), prepacked_b=True)
+    assert len(_prefetches(func)) == nr // 16
+    tiles = _loops(func, "t")
+    assert tiles and all(int(t.min.value) == 1 for t in tiles)
+
+
 def test_no_prefetch_for_short_k_symbolic_rows_or_b_in_place(monkeypatch):
     monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: "avx512")
     mr, nr = gemm_kernel.default_tile()
@@ -107,7 +120,8 @@ def test_every_row_tail_of_the_twelve_row_tile(isa, rest):
 
 
 @pytest.mark.parametrize("m,n,k", [(128, 96, 768), (64, 128, 784), (37, 7 * 32 + 9, 3 * 256 + 1),
-                                   (140, 11 * 32, 2 * 256), (25, 33, 1030), (130, 40, 260)])
+                                   (140, 11 * 32, 2 * 256), (25, 33, 1030), (130, 40, 260),
+                                   (300, 70, 530), (384, 64, 768), (12 * 13, 96, 300)])
 def test_prefetching_gemm_odd_shapes(isa, m, n, k):
     # several K blocks (the prefetch wraps to the group's first panel at the next block),
     # partial panels, panel counts that are not a multiple of the group
