@@ -14,6 +14,8 @@ With ``BLOCKING`` (both ISAs) the schedule is cache blocked: K runs in blocks (C
 them), a row block's tiles run over a group of panels per K block (for a short K each tile runs
 over the group's panels instead), and the leftover rows are one multi-row tile in the last row
 block (a symbolic row count picks the tile by its remainder). N and K may be symbolic there.
+On AVX-512 the first row tile of each panel's K block (in each row block) also prefetches the
+next piece of B (``PREFETCH_NEXT_PIECE``).
 """
 
 from __future__ import annotations
@@ -52,8 +54,16 @@ GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # BERT-base layer GEMMs: relative to 8x32, 6x16 0.53, 5x16 0.47-0.6, 4x16 0.50-0.62,
 # 8x8 0.58, 3x32 1.11, 4x24 11 (a 24-lane vector is not a whole number of registers). The
 # row block mc (64/128/256) made no difference beyond the noise. (``gemm``/``batch_gemm``'s
-# own defaults stay 8x32: callers pack B for those.)
-TILES = {"avx512": (8, 32), "avx2": (6, 16)}
+# own defaults stay 8x32: callers pack B for those.) AVX-512 had 8x32 (16 accumulators) until
+# measured on a Sapphire Rapids (two 512-bit FMA ports, 4-cycle latency: 8 chains in flight at
+# the least): 12x32 keeps 24 zmm accumulators + 2 B vectors + a broadcast (27 of 32 registers,
+# no spill: see tests/schedule/test_gemm_avx512_tile.py) and loads 14 values per 24 FMAs instead
+# of 10 per 16. One thread, thread CPU time, B prepacked, GFLOP/s, best of 15 interleaved rounds,
+# load ~2, 8x32 -> 12x32 (ORT's MatMul): 128x768x768 175 -> 192-205 (209), 128x3072x768 175 ->
+# 188-203 (201-208), 128x768x3072 177 -> 189-203 (202-204), 64x128x784 205 -> 206-216 (207-210),
+# 256x1024x1024 185 -> 191-209 (209); 14x32 and 6x64 no better. On a Zen 4 (one 512-bit FMA a
+# cycle) the 24 chains are as many as it can use and the loads per FMA fewer: not measured there.
+TILES = {"avx512": (12, 32), "avx2": (6, 16)}
 # cache blocking of the packed GEMM by vector ISA: (kc, panels per group) or None for the
 # unblocked schedule (a micro-kernel runs the whole K; AVX-512 kept it). With it, the reduction
 # runs in blocks of at most ``kc`` (the ``kc x nr`` piece of a B panel, 24 KB at 384 x 16, stays
@@ -69,8 +79,24 @@ TILES = {"avx512": (8, 32), "avx2": (6, 16)}
 # process, x ONNX Runtime: 1.14/1.11/1.08 -> 1.00/1.01/1.05 and 1.02/1.01/1.05 -> 0.87/0.95/1.02
 # (two runs); seed MLP n=64 0.92-0.95 -> 0.85-0.88. kc 192/256/384 and groups of 1 to 8 panels
 # were within the noise (+-5%) of each other. The same (384, 8) on AVX-512 (48 KB B pieces
-# at its 384 x 32; the Zen 4 measurement at ``common.vector_isa``).
-BLOCKING = {"avx512": (384, 8), "avx2": (384, 8)}
+# at its 384 x 32; the Zen 4 measurement at ``common.vector_isa``). AVX-512's K blocks are 256
+# since the 12x32 tile (a 32 KB B piece beside 12 rows of A in a 48 KB L1, where 384's 48 KB
+# filled it; on a Zen 4's 32 KB L1 neither fits whole): on a Sapphire Rapids 384 vs 256 was
+# within the noise (GFLOP/s, as at ``TILES``: 192 vs 205, 185-188 vs 198-203, 185-203 vs
+# 188-189, 206 vs 215, 207-209 vs 191-198).
+BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
+# whether the first row tile of a panel's K block (panels inner; static rows) also prefetches
+# the piece of B the task reads next, a cache line per panel row per turn of its reduction, by
+# vector ISA: a weight read from DRAM (or L3) then arrives before its first tile needs it,
+# where the hardware prefetchers stop at each 4 KB page (one panel row is 128 bytes). The other
+# tiles do not (a prefetch from every tile kept the next piece in L1 beside the current one:
+# hot 128x768x768 204 -> 168 GFLOP/s). Sapphire Rapids, one thread, GFLOP/s, 12 copies of the
+# weight in turn (113 MB; as BERT's layers), off -> on (ORT): 128x768x768 151 -> 169 (170),
+# 128x3072x768 152 -> 167 (167), 128x768x3072 151 -> 166 (169); one weight, hot: 184 -> 179,
+# 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). With several row blocks the first
+# tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
+# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
+PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
 # up to this K (or a symbolic K, run as one block) a row tile runs over the group's panels in
@@ -230,6 +256,9 @@ class GemmBuilder:
         self.bp_slot_shift = None  # the current task's first slot in that ``Bp``
         # (kc, panels per group) of the cache-blocked schedule (``BLOCKING``), or None
         self.blocking = BLOCKING[vector_isa()]
+        # whether the blocked schedule's first row tiles prefetch B (``PREFETCH_NEXT_PIECE``)
+        self.prefetch_b = PREFETCH_NEXT_PIECE[vector_isa()]
+        self.next_piece = None  # (panel, first K) of the piece such a tile prefetches, while built
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -428,11 +457,19 @@ class GemmBuilder:
         unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
         def fma(slot, k):
-            return self.loop("ii", rows, unroll, lambda ii: self.loop(
+            body = self.loop("ii", rows, unroll, lambda ii: self.loop(
                 "jj", nr, vec, lambda jj: S.BufferStore(
                     acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
                     * self.bp_at(b, jo, k if self.bp_block_local else k0 + k, jj),
                     [slot + ii, jj])))
+            if self.next_piece is None:
+                return body
+            njo, nk0 = self.next_piece
+            line = 64 // np.dtype(self.dtype).itemsize
+            pre = (b,) if self.b_batched else ()
+            pfs = [S.Evaluate(E.Call("int32", "tir.prefetch", [
+                self.Bp[(*pre, njo, nk0 + k, self.c(j))]])) for j in range(0, nr, line)]
+            return S.SeqStmt([*pfs, body])
 
         parts = [self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
             "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))]
@@ -514,7 +551,7 @@ class GemmBuilder:
                 chain = S.IfThenElse(self.eq(rest, r), tile, chain)
             return chain
 
-        def row_tiles(b, ib, jo, full_panel, kb):
+        def row_tiles(b, ib, jo, full_panel, kb, prefetch_at=None):
             def tile(t):
                 tile_id = ib * tpb + t
                 body = self.micro_kb(b, tile_id * mr, jo, mr, full_panel, kb, nkb, kc)
@@ -523,9 +560,19 @@ class GemmBuilder:
                 return S.IfThenElse(tile_id < tiles, body)
 
             parts = []
-            if const and blocks == 1 and tiles:  # one row block: its tiles, unguarded
+            if const and blocks == 1 and tiles > 1 and prefetch_at is not None:
+                # the first tile also fetches the piece of B read after this one
+                parts.append(prefetching(prefetch_at, lambda: self.micro_kb(
+                    b, self.c(0), jo, mr, full_panel, kb, nkb, kc)))
+                parts.append(self.loop("t", tiles - 1, S.ForKind.SERIAL, lambda t: self.micro_kb(
+                    b, t * mr, jo, mr, full_panel, kb, nkb, kc), lo=1))
+            elif const and blocks == 1 and tiles:  # one row block: its tiles, unguarded
                 parts.append(self.loop("t", tiles, S.ForKind.SERIAL, lambda t: self.micro_kb(
                     b, t * mr, jo, mr, full_panel, kb, nkb, kc)))
+            elif const and tiles and tpb > 1 and prefetch_at is not None:
+                # several row blocks: each block's first tile prefetches as above
+                parts.append(prefetching(prefetch_at, lambda: tile(0)))
+                parts.append(self.loop("t", tpb - 1, S.ForKind.SERIAL, tile, lo=1))
             elif not const or tiles:
                 parts.append(self.loop("t", tpb, S.ForKind.SERIAL, tile))
             tail = rest_tiles(b, jo, full_panel, kb)
@@ -534,13 +581,39 @@ class GemmBuilder:
                              S.IfThenElse(self.eq(ib, rest_block), tail))
             return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
 
-        def panel(b, ib, jo, kb):
+        def panel(b, ib, jo, kb, nxt=None):
             if static_n and full == npan:
-                return row_tiles(b, ib, jo, True, kb)
+                return row_tiles(b, ib, jo, True, kb, nxt)
             if static_n and full == 0:
-                return row_tiles(b, ib, jo, False, kb)
-            return S.IfThenElse(jo < full, row_tiles(b, ib, jo, True, kb),
-                                row_tiles(b, ib, jo, False, kb))
+                return row_tiles(b, ib, jo, False, kb, nxt)
+            return S.IfThenElse(jo < full, row_tiles(b, ib, jo, True, kb, nxt),
+                                row_tiles(b, ib, jo, False, kb, nxt))
+
+        def next_piece(g, j, kb):
+            """(panel, first K) of the piece of B a task reads after panel ``g * per + j``'s
+            piece of K block ``kb`` (panels inner): the group's next panel, else its first at
+            the next K block, else (the last block) the next group's first panel."""
+            jo = g * per + j
+            if nkb == 1:
+                return jo + 1, self.c(0)
+            last_j = self.eq(j, per - 1)
+            wrap = E.And(last_j, self.c(kb) < nkb - 1)
+            return (E.Select(wrap, g * per, jo + 1),
+                    E.Select(wrap, (kb + 1) * kc, E.Select(last_j, self.c(0), kb * kc)))
+
+        def prefetching(at, build) -> S.Stmt:
+            """The tile ``build()`` makes, each turn of its reduction also fetching a row of
+            the piece of B at ``at`` (panel, first K) into cache (``PREFETCH_NEXT_PIECE``)."""
+            njo, nk0 = self.var("pf_panel"), self.var("pf_k")
+            self.next_piece = (njo, nk0)
+            try:
+                tile = build()
+            finally:
+                self.next_piece = None
+            return S.LetStmt(njo, at[0], S.LetStmt(nk0, at[1], tile))
+
+        # prefetch the next piece of B (not one read in place or just packed)
+        prefetch = self.prefetch_b and not self.direct_b and not self.bp_block_local
 
         def each_panel(g, fbody):
             """``fbody(jo, full_panel)`` for each panel ``jo`` of group ``g``."""
@@ -583,7 +656,7 @@ class GemmBuilder:
                     return tiles_outer(b, ib, g, kb)
                 def one(j):
                     jo = g * per + j
-                    body = panel(b, ib, jo, kb)
+                    body = panel(b, ib, jo, kb, next_piece(g, j, kb) if prefetch else None)
                     return body if static_n and npan % per == 0 else \
                         S.IfThenElse(jo < npan, body)
 

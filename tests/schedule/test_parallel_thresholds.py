@@ -162,6 +162,7 @@ def _blocked_builder(m, n, k):
     bld = GemmBuilder(None, m, n, k, False, False, False, "float32", mr, nr, 144, True, False,
                       False, gemm_kernel.PARALLEL_MIN_WORK)
     bld.blocking = (384, 8)  # the AVX2 cache-blocked schedule, whatever the host's ISA
+    bld.prefetch_b = False
     return bld
 
 
