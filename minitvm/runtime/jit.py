@@ -21,17 +21,19 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi as _ffi
 
-from . import threadpool
+from . import malloc_policy, threadpool
 
 _LOCK = threading.RLock()
 _READY = False
 
 
 def init() -> None:
-    """Initialize LLVM's native target once; make the thread pool's symbols known to the JIT."""
+    """Initialize LLVM's native target once; make the thread pool's symbols known to the JIT;
+    keep malloc from unmapping kernels' scratch after each call (``malloc_policy``)."""
     global _READY
     if _READY:
         return
+    malloc_policy.apply()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     for name, addr in threadpool.gomp_symbol_addresses().items():

@@ -22,6 +22,8 @@ import zipfile
 
 import numpy as np
 
+from .ndarray import aligned
+
 FORMAT = "minitvm-graph-lib"
 VERSION = 2  # 2: members carry SHA-256 digests
 # IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1)
@@ -458,7 +460,7 @@ def load_module(path: str, fmt: str = ""):
             c = arrays.get(f"kconst:{name}:{j}")
             if c is None:
                 raise ValueError(f"{where}: constant {j} is missing from member 'params.npz'")
-            consts.append(c)
+            consts.append(aligned(c))  # (as read from the archive, at any address)
         if info["kind"] == "native":
             ir = text(f"kernels/{name}.ll", where)
             if ir is None:

@@ -40,6 +40,26 @@ def contiguous(a) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
+CONST_ALIGN = 64  # bytes: a cache line, one AVX-512 vector
+
+
+def aligned(a: np.ndarray, align: int = CONST_ALIGN) -> np.ndarray:
+    """``a`` as a C-contiguous array whose data starts on an ``align``-byte boundary: ``a``
+    itself when it is one, else a copy (vector loads of a constant then never straddle two
+    cache lines because of where the array happened to be read into). An empty array is only
+    made contiguous: nothing of it is read."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return contiguous(a)
+    if a.flags.c_contiguous and a.ctypes.data % align == 0:
+        return a
+    raw = np.empty(a.nbytes + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    out = raw[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    np.copyto(out, a)
+    return out
+
+
 def cpu(dev_id: int = 0) -> Device:
     return Device(1, dev_id)
 

@@ -32,6 +32,7 @@ from ..module import (
     read_meta,
     recorded_pipeline,
 )
+from ..ndarray import aligned
 from .builtins import ShapeTuple
 from .kernel import NativeKernel
 
@@ -283,7 +284,7 @@ def load_executable(path: str, z: zipfile.ZipFile) -> Executable:
             if t == "nd":
                 if f"c{k}" not in arrays:
                     raise ValueError(f"load_module: {path!r} member 'constants.npz' lacks c{k}")
-                consts.append(arrays[f"c{k}"])
+                consts.append(aligned(arrays[f"c{k}"]))  # (read in at any address)
             elif t == "shape":
                 consts.append(ShapeTuple([int(x) for x in c["v"]]))
             elif t == "none":
