@@ -27,6 +27,11 @@ channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32
 channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
+Pixel-vector tiles are 8 channel rows there (16 accumulators), 12 from 256 input channels
+(``ROWS_WIDE_PIXELS``). In a model the input, output and residual are cold (written or read
+layers before) and each is hundreds of rows a plane apart, more streams than the hardware
+prefetchers follow: on AVX-512 the tiles prefetch them a panel or block ahead
+(``PREFETCH_INPUT_BLOCKS``, ``PREFETCH_OUTPUT``, ``PREFETCH_CHANNEL_INPUT``).
 A plane whose pixels are no whole number of 32-pixel panels, or nearly, takes the channel
 vectors; output channels past the last whole panel are one narrower tile (8, 16 or 24 lanes);
 a conv neither kernel takes at 32 lanes takes the 16-lane tiles. The reduction runs over an
@@ -84,10 +89,23 @@ WIDTHS = (16, 32)
 # (1024->256 0.576 against 0.532, 512->128 0.647 against 0.595, 2048->512 0.607 against
 # 0.587) but compile 2-4x faster (2048->512 at 7x7 0.08 s against 0.32 s, its 10- and 9-pixel
 # tiles; 12 took ResNet-50's cold build from 1.7 to 3.1 CPU s, 8 to 2.1), so 12 is left to
-# tuning. Pixel vectors gained nothing measurable from 8 or 12 rows (256->64 at 56x56 0.60 ->
-# 0.63 at 12).
+# tuning. Pixel vectors alone (warm caches) gained nothing measurable from 8 or 12 rows
+# (256->64 at 56x56 0.60 -> 0.63 at 12), but in a model they did, so on AVX-512 they are
+# taller: 8 channel rows (16 zmm accumulators, 10 loads per 16 FMAs; one tile body where O is
+# a multiple of 8), 12 from ROWS_WIDE_PIXELS_DEEP's input channels (24 accumulators, 14 loads
+# per 24 FMAs), whose panel (256 channels x 32 pixels: 32 KB, 512: 64 KB, more than L1) each
+# tile reads again from L2: taller tiles read it half as often. Measured on that Xeon in
+# ResNet-50 in graph order (one thread, ms, median of 6 rounds, load 5-6 on 2 vCPUs, with the
+# prefetches below; 6 -> 8 -> 12 rows): 512->256 at 28x28 1.34 -> 1.34 -> 1.16, 256->128 at
+# 56x56 1.32 -> 1.26 -> 1.17, 256->64 at 56x56 0.73 -> 0.71 -> 0.65, 64->256 + residual at
+# 56x56 0.86 -> 0.80 -> 0.78, 128->512 + residual at 28x28 0.70 -> 0.70 -> 0.68. Channel
+# vectors at 12 pixels on 14x14 and 28x28 planes gained 3-6% there too (512->128 at 28x28
+# 0.66 -> 0.62, 1024->256 at 14x14 0.57 -> 0.55) but took ResNet-50's cold build from 3.3 to
+# 3.9 CPU s (their 12 x 32 transposed stores), so they are left to tuning as well.
 ROWS = 6
 ROWS_WIDE_CHANNELS = 8
+ROWS_WIDE_PIXELS = 8
+ROWS_WIDE_PIXELS_DEEP = (12, 256)
 ROWS_CHOICES = (4, 6, 8, 12)
 # a conv of at least this many multiply-adds splits over the thread pool (as conv_direct)
 PARALLEL_MIN_MACS = 1 << 21
@@ -154,6 +172,25 @@ REDUCE_UNROLL = 2
 # it lost: 480->80 at 14x14 195 -> 211.
 PREFETCH_WEIGHTS = True
 TRANSPOSED_STORE = True  # see ``_store_tile``
+# Software prefetches for the streams the hardware prefetchers lose (each is hundreds of rows
+# a plane apart, a few cache lines at a time: more 4 KB pages than the streamers track), per
+# ISA (0 or None: none). In a model these streams are cold: written or read layers before.
+# - PREFETCH_INPUT_BLOCKS: pixel vectors, each turn of a tile's reduction prefetches the input
+#   row of its channel that many panel blocks on (the next block's panel copy then hits cache);
+# - PREFETCH_OUTPUT: pixel vectors, a tile first prefetches its output lines and those of an
+#   operand its epilogue reads laid out like the output (a residual), that many panels on (1:
+#   the tile after it in a block; with blocks of one panel, the next block's);
+# - PREFETCH_CHANNEL_INPUT: channel vectors, pixel tiles outer, input read in place: each turn
+#   of a tile's reduction prefetches its channel's row that many pixels on (16: the cache line
+#   two 8-pixel tiles on).
+# Measured on a Sapphire Rapids Xeon, in ResNet-50 in graph order (one thread, ms, the median
+# of 6 rounds, load 4-6 on 2 vCPUs; without -> with all three): 64->256 + residual at 56x56
+# 0.78 -> 0.74, 256->64 at 56x56 0.68 -> 0.65, 512->128 at 28x28 0.75 -> 0.66, 1024->256 at
+# 14x14 0.59 -> 0.57, 512->2048 + residual at 7x7 0.81 -> 0.79; the 1x1 convs 23.8 -> 22.9.
+# AVX2 (measured on AMD, without them) is left as it was.
+PREFETCH_INPUT_BLOCKS = {"avx512": 1, "avx2": 0}
+PREFETCH_OUTPUT = {"avx512": 1, "avx2": None}
+PREFETCH_CHANNEL_INPUT = {"avx512": 16, "avx2": 0}
 
 
 def default_width() -> int:
@@ -221,7 +258,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
         pack = knobs["pw_pack"]
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
                 sw=sw, pw_pack=pack, width=width,
-                rows=_rows(mode, width, knobs),
+                rows=_rows(mode, width, c, knobs),
                 # (a symbolic batch: parallel once there are enough images at run time)
                 parallel=not isinstance(n, int) or n * o * c * p >= PARALLEL_MIN_MACS,
                 # channel vectors: the weight panels outer (each read once) when the weights
@@ -229,10 +266,15 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
                 panels_outer=o > p)
 
 
-def _rows(mode: str, width: int, knobs: dict | None) -> int:
+def _rows(mode: str, width: int, c: int, knobs: dict | None) -> int:
     if knobs and knobs.get("pw_rows") in ROWS_CHOICES:
         return knobs["pw_rows"]
-    return ROWS_WIDE_CHANNELS if mode == "channels" and width > LANES else ROWS
+    if width <= LANES:
+        return ROWS
+    if mode == "pixels":
+        rows, from_channels = ROWS_WIDE_PIXELS_DEEP
+        return rows if c >= from_channels else ROWS_WIDE_PIXELS
+    return ROWS_WIDE_CHANNELS
 
 
 def _at_least(value: int, bound: int | None) -> bool:
@@ -393,6 +435,30 @@ def _value(ctx, g, out, epi, n, o, p, value):
     return substitute(e, {oy: E.FloorDiv(p, g["ow"]), ox: E.FloorMod(p, g["ow"])})
 
 
+def _prefetch(ld) -> S.Stmt:
+    return S.Evaluate(E.Call("int32", "tir.prefetch", [ld]))
+
+
+def _plane_loads(ctx, g, out, epi, n, o, p) -> list:
+    """The loads of epilogue ``epi``'s operands laid out like the output plane (a residual) at
+    output channel ``o``, pixel ``p`` of image ``n`` (through flat views, as ``_value``)."""
+    if epi is None:
+        return []
+    body, axes = epi
+    oy, ox = E.Var("pw_oy", "int32"), E.Var("pw_ox", "int32")
+    e = substitute(body, dict(zip(axes, [n, o, oy, ox])))
+    plane, found = [g["oh"], g["ow"]], []
+    for ld in post_order(e):
+        if isinstance(ld, E.BufferLoad) and ld.buffer is not out and len(ld.indices) >= 2 and \
+                ld.indices[-2] is oy and ld.indices[-1] is ox and \
+                [_const_int(d) for d in ld.buffer.shape[-2:]] == plane:
+            lead = _i(0)
+            for i, d in zip(ld.indices[:-2], ld.buffer.shape[:-2]):
+                lead = lead * d + i
+            found.append(E.BufferLoad(ctx.flat_view(ld.buffer), [lead * g["p"] + p]))
+    return found
+
+
 def _reads_plane(g, out, body) -> bool:
     """Does epilogue ``body`` read an operand other than the conv laid out like the output
     plane (a residual)?"""
@@ -498,6 +564,7 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
     wd = g["width"]
     if g["mode"] == "pixels":
         nb = panel_block(g, epi is not None and _reads_plane(g, out, epi[0]))
+        g = dict(g, panel_block=nb)
 
         def block(idx):
             nv, b = idx
@@ -636,9 +703,30 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
 
     init = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec, lambda jj:
                  S.BufferStore(acc, E.FloatImm("float32", 0.0), [ii, jj])))
-    macs = _reduce64(ctx, "c", c, lambda ci: _loop(
-        ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec, lambda jj: S.BufferStore(
-            acc, acc[ii, jj] + wt(ii, ci) * xin(ci, jj), [ii, jj]))))
+    ahead = PREFETCH_INPUT_BLOCKS[vector_isa()] * g["panel_block"] * wd
+
+    def mac(ci):
+        fma = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
+            ctx, "jj", wd, vec, lambda jj: S.BufferStore(
+                acc, acc[ii, jj] + wt(ii, ci) * xin(ci, jj), [ii, jj])))
+        if not ahead:
+            return fma
+        # (the prefetches of the last block run past the plane's row: harmless on x86)
+        pfs = [_prefetch(xf[(nv * c + ci) * p + base + (ahead + lane)])
+               for lane in range(0, wd, LANES)]
+        return S.SeqStmt([*pfs, fma])
+
+    macs = _reduce64(ctx, "c", c, mac)
+    out_ahead = PREFETCH_OUTPUT[vector_isa()]
+    if out_ahead is not None:
+        pfo = []
+        for ii in range(rows):
+            for lane in range(0, wd, LANES):
+                at = (nv * g["o"] + o0 + ii) * p + base + (lane + out_ahead * wd)
+                pfo.append(_prefetch(of[at]))
+                pfo += [_prefetch(ld) for ld in _plane_loads(
+                    ctx, g, out, epi, nv, o0 + ii, base + (lane + out_ahead * wd))]
+        init = S.SeqStmt([*pfo, init])
 
     def put(ii, jj):
         o = o0 + ii
@@ -681,11 +769,14 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
     # panels outer: the weights one block (or panel) on are fetched into cache while this
     # block's run (``PREFETCH_WEIGHTS``; the prefetch of the last may run past the weights)
     ahead = extent if PREFETCH_WEIGHTS and g["panels_outer"] else 0
+    xahead = PREFETCH_CHANNEL_INPUT[vector_isa()] if not g["panels_outer"] and xt is None else 0
 
     def mac(cc):
         fma = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
             ctx, "jj", lanes, vec, lambda jj: S.BufferStore(
                 acc, acc[ii, jj] + wp[ob, first + cc, jj] * xin(first + cc, ii), [ii, jj])))
+        if xahead:
+            fma = S.SeqStmt([_prefetch(xf[(nv * c + first + cc) * p + p0 + xahead]), fma])
         if not ahead:
             return fma
         # (every cache line of the row: a 32-lane row is two)

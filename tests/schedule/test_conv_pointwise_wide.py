@@ -131,6 +131,8 @@ def test_wide_tiles_match_numpy(case, wide):
 def test_wide_tiles_other_heights_match_numpy(rows, wide, monkeypatch):
     """The ``pw_rows`` heights (12: 10- and 9-pixel tiles at 7x7, 12 and 11 at 14x14)."""
     monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_CHANNELS", rows)
+    monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_PIXELS", rows)
+    monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_PIXELS_DEEP", (rows, 1))
     monkeypatch.setattr(conv_pointwise, "ROWS", rows)
     for shape, o, epi in [((1, 96, 7, 7), 40, "residual_relu"), ((1, 24, 14, 14), 64, "swish"),
                           ((1, 16, 8, 8), 26, "bias_clip")]:
@@ -166,11 +168,12 @@ def test_packed_weight_layout_per_width(wide):
     np.testing.assert_array_equal(packed[0], w[:32, :, 0, 0].T)
     np.testing.assert_array_equal(packed[1, :, :8], w[32:, :, 0, 0].T)
     assert not packed[1, :, 8:].any()
-    # pixel vectors: [tile][C][rows] whatever the width, 6- and 5-row tiles by default
+    # pixel vectors: [tile][C][rows] whatever the width, 8-row tiles at 32 lanes
     shape, fn = conv_pointwise.packed_weight(_conv_stage((1, 5, 8, 8), 40))
     packed = fn(w)
     assert shape == (40 * 5,)
-    for start, rows, count in conv_pointwise.row_tiles(40):
+    assert conv_pointwise.row_tiles(40, conv_pointwise.ROWS_WIDE_PIXELS) == [(0, 8, 5)]
+    for start, rows, count in conv_pointwise.row_tiles(40, conv_pointwise.ROWS_WIDE_PIXELS):
         for k in range(count):
             o0 = start + k * rows
             np.testing.assert_array_equal(packed[o0 * 5:(o0 + rows) * 5].reshape(5, rows),
@@ -181,8 +184,11 @@ def test_geometry_width_and_rows(wide):
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
                                                   conv_pointwise.ROWS_WIDE_CHANNELS)
+    # pixel vectors: 8 channel rows, 12 from 256 input channels (a panel of 32 KB or more)
     g = conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))
-    assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 6)
+    assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 12)
+    g = conv_pointwise.geometry(_conv_stage((1, 255, 32, 32), 64))
+    assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 8)
     assert g["pw_pack"] is True  # (PACK_MIN_CHANNELS_WIDE input channels)
     assert conv_pointwise.geometry(_conv_stage((1, 96, 56, 56), 24))["pw_pack"] is False
     # the knobs: the narrow tiles, other heights
