@@ -62,7 +62,7 @@ from .common import same_dims as _same_dims
 from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .flat_index import flat_nest
-from .lane_loads import contiguous_lane_loads
+from .lane_loads import contiguous_lane_loads, strided_copy_axis
 from .options import LoweringOptions
 from .pieces import split_pieces, split_planes
 from .raise_patterns import affine
@@ -322,6 +322,8 @@ def _injective_loops(ctx, t, buf, body):
             return flat
     lanes = _lanes(t.dtype)
     p = transposed_axis(t, body)
+    if p is None and _is_static(shape):  # (a transpose behind reshapes: indices that divide)
+        p = strided_copy_axis(t, body, shape)
     if p is not None:
         return transpose_nest(ctx, t, buf, body, p)
 
@@ -442,9 +444,17 @@ def transpose_nest(ctx, t, buf, body, p: int) -> S.Stmt:
     def per_tile(idx):
         tp = idx[-1] if idx[-1].dtype == dt else E.Cast(dt, idx[-1])
         lo = tp * c(tile)
-        ext = c(tile) if isinstance(dp, int) and dp % tile == 0 else \
-            E.Min(c(tile), c(dp) - lo)
+        if not isinstance(dp, int):
+            return tile_rows(idx, lo, E.Min(c(tile), c(dp) - lo))
+        whole, rem = divmod(dp, tile)  # static: whole tiles and the last one, each of a
+        if not rem:                    # constant extent
+            return tile_rows(idx, lo, c(tile))
+        if not whole:
+            return tile_rows(idx, lo, c(rem))
+        return S.IfThenElse(E.LT(tp, c(whole)), tile_rows(idx, lo, c(tile)),
+                            tile_rows(idx, lo, c(rem)))
 
+    def tile_rows(idx, lo, ext):
         def store(pv, j):
             full = [None] * n
             for k, v in zip(others, idx[:-1]):
@@ -456,10 +466,14 @@ def transpose_nest(ctx, t, buf, body, p: int) -> S.Stmt:
         parts = []
         if not isinstance(nvec, int) or nvec:
             vo, pv, vi = ctx.fresh("vo", dt), ctx.fresh("p", dt), ctx.fresh("vi", dt)
+            if isinstance(ext, E.IntImm):  # a constant extent: p at lo + [0, ext), static bounds
+                at, p_lo = lo + pv, c(0)   # (``contiguous_lane_loads`` evaluates them)
+            else:
+                at, p_lo = pv, lo
             vec = S.For(vi, c(0), c(lanes), S.ForKind.VECTORIZED,
-                        store(pv, vo * c(lanes) + vi))
+                        store(at, vo * c(lanes) + vi))
             parts.append(S.For(vo, c(0), c(nvec), S.ForKind.SERIAL,
-                               S.For(pv, lo, ext, S.ForKind.SERIAL, vec)))
+                               S.For(pv, p_lo, ext, S.ForKind.SERIAL, vec)))
         done = nvec * lanes if isinstance(nvec, int) else nvec * c(lanes)
         if not isinstance(dl, int) or dl - done:
             tl, pv2 = ctx.fresh("t", dt), ctx.fresh("p", dt)
