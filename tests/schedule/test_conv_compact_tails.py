@@ -111,10 +111,15 @@ def test_lanes_tail_tiles_match_numpy(shape, o, k, strides, pads, dil, epi, monk
 
 
 @pytest.mark.skipif(not LANES_ON, reason="conv_lanes is switched off for this ISA (ENABLED)")
-def test_lanes_kernel_has_tap_loops_and_an_offset_table():
+def test_lanes_kernel_has_tap_loops_and_an_offset_table(monkeypatch, request):
     """49 pixels: tiles of 6 and of 5, their filter rows as a loop (the columns of a 3-wide
     filter unrolled: ``conv_lanes.UNROLL_TAPS``), the pixels' input offsets from a table filled
-    once, each tile stored in a loop over its pixels (from a copy of the tile)."""
+    once, each tile stored in a loop over its pixels (from a copy of the tile). (Over the
+    padded copy; reading the input itself, ``lanes_direct``, the tiles follow the pixel
+    classes: ``test_conv_lanes_direct``.)"""
+    monkeypatch.setattr(conv_lanes, "DIRECT", {"avx512": False, "avx2": False})
+    kernel_cache.clear_cache()
+    request.addfinalizer(kernel_cache.clear_cache)  # (no other test gets these kernels)
     lib, _, _ = _build((1, 64, 7, 7), 32, (3, 3), epi="residual_relu", seed=1)
     kernel = _conv_kernel(lib)
     tiles = sorted(int(b.shape[0]) for b in _decls(kernel, "cl_acc"))

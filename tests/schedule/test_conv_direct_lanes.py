@@ -133,7 +133,8 @@ def test_lanes_conv_matches_numpy(shape, o, k, strides, pads, dil, epi, order, r
 @needs_lanes
 def test_weight_is_taken_prepacked_and_input_padded_once():
     """The kernel's weight parameter has the packed shape ``[O/16, C, KH, KW, 16]`` and the
-    input is copied once into a padded buffer (no phased planes, no pixel grid)."""
+    input is copied once into a padded buffer (no phased planes, no pixel grid), or, where
+    the tiles read the input itself (``conv_lanes.DIRECT``), not copied at all."""
     lib, _, _ = _build((1, 6, 12, 12), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(1))
     kernel = _conv_kernel(lib)
@@ -141,7 +142,9 @@ def test_weight_is_taken_prepacked_and_input_padded_once():
     shapes = [tuple(int(d) for d in prim.buffer_map[p].shape) for p in prim.params]
     assert (2, 6, 3, 3, 16) in shapes
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
-    assert "xpad" in names and not names & {"xph", "conv_grid", "acc"}
+    direct = conv_lanes.DIRECT[vector_isa()]
+    assert ("xpad" in names) != direct and ("cl_opix" in names) == direct
+    assert not names & {"xph", "conv_grid", "acc"}
     assert any(c.shape == (2, 6, 3, 3, 16) for c in kernel.consts) or kernel.input_packs
 
 
@@ -270,8 +273,9 @@ def test_bands_order_loops(force_knobs):
     """In the "bands" order the parallel loop runs bands of pixel tiles, as many as a multiple of
     ``lanes_parts``; inside one, every channel tile, its blocks of input channels, then the
     band's tiles (65 six-pixel tiles of a 20x20 plane in 4 bands of 17, the last one ragged);
-    the two 5-pixel tiles follow per channel tile."""
-    force_knobs(lanes_order="bands")
+    the two 5-pixel tiles follow per channel tile (over the padded copy: ``lanes_direct``
+    groups the pixels in classes)."""
+    force_knobs(lanes_order="bands", lanes_direct=False)
     lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(4))
     prim = _conv_kernel(lib).prim_func

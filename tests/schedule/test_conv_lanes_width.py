@@ -205,8 +205,9 @@ def _fma_loops(asm: str) -> list[str]:
 def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force):
     """64 -> 64 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x (width / 16 weight
     vectors x 6 pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
-    accumulators at 32 wide, 24 at 64."""
-    force(lanes_width=width)
+    accumulators at 32 wide, 24 at 64 (over the padded copy: read directly, the interior of
+    a 7x7 plane is 5x5, ``test_conv_lanes_direct``)."""
+    force(lanes_width=width, lanes_direct=False)
     lib, _, _ = _build((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
                        np.random.default_rng(0))
     func = _conv_kernel(lib).prim_func

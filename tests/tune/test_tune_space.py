@@ -63,7 +63,8 @@ def test_conv2d_space_declared():
     assert {k: default[k] for k in direct} == direct
     if conv_lanes.supported(t):  # (ENABLED, both ISAs: conv_lanes computes it; its knobs)
         assert set(default) - set(direct) == {"lanes_order", "lanes_cblock", "lanes_sums",
-                                              "lanes_parts", "lanes_unroll_kx", "lanes_width"}
+                                              "lanes_parts", "lanes_unroll_kx", "lanes_width",
+                                              "lanes_direct"}
         assert all(len(space.values(k)) == 1 for k in direct if k != "impl")
         assert space.values("lanes_order") == ("channels", "bands")
     else:
