@@ -1,9 +1,10 @@
 """What the conv schedule tests share: the float64 NCHW conv2d they compare generated kernels
-with, running a built graph, and finding its conv kernel."""
+with, building a conv with its epilogue, running a built graph, and finding its conv kernel."""
 
 import numpy as np
 
 import minitvm as tvm
+from minitvm import relay
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
 
@@ -26,6 +27,60 @@ def conv_ref(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
     return out
 
 
+def grouped_conv_ref(x, w, groups, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
+    """``conv_ref`` of a grouped conv: each group's input channels with its filters."""
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    return np.concatenate([conv_ref(x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og], strides,
+                                    pads, dil) for g in range(groups)], axis=1)
+
+
+def with_epilogue(y, want, epi, bias, args, inputs, rng):
+    """Conv ``y`` (expected ``want``) through epilogue ``epi`` ("none", "bias_relu",
+    "residual_relu"), a residual input appended to ``args`` / ``inputs``: (expr, expected)."""
+    if epi != "none":
+        y = relay.nn.bias_add(y, relay.const(bias))
+        want = want + bias[:, None, None]
+    if epi == "residual_relu":
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=want.shape)
+        y = y + r
+        args.append(r)
+        inputs["r"] = rv
+        want = want + rv
+    if epi != "none":
+        y = relay.nn.relu(y)
+        want = np.maximum(want, 0)
+    return y, want
+
+
+def build_conv(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="bias_relu",
+               rng=None, groups=1):
+    """A Relay conv2d of ``o`` ``k x k`` (an int or a pair) filters with a constant weight, then
+    ``with_epilogue``'s ``epi``, built at opt_level 3: (lib, inputs, expected output). ``pads``
+    as Relay takes them: (vertical, horizontal) or (top, left, bottom, right)."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    k = (k, k) if isinstance(k, int) else tuple(k)
+    wv = rng.standard_normal((o, shape[1] // groups, *k)).astype("float32")
+    bias = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    pads4 = tuple(pads) * 2 if len(pads) == 2 else tuple(pads)
+    want = grouped_conv_ref(xv, wv, groups, strides, pads4, dil)
+    x = relay.var("x", shape=shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
+                        groups=groups, kernel_size=k, channels=o)
+    args, inputs = [x], {"x": xv}
+    y, want = with_epilogue(y, want, epi, bias, args, inputs, rng)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+def conv_kernel(lib):
+    """``lib``'s one conv2d kernel record."""
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return k
+
+
 def run_graph(lib, feeds: dict, threads: int = 1):
     """Output 0 of ``lib``'s graph on ``feeds``, run on ``threads`` threads."""
     before = threadpool.get_num_threads()
@@ -40,5 +95,4 @@ def run_graph(lib, feeds: dict, threads: int = 1):
 
 def conv_prim(lib):
     """The scheduled PrimFunc of ``lib``'s one conv2d kernel."""
-    (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return prim
+    return conv_kernel(lib).prim_func

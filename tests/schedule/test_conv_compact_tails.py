@@ -8,10 +8,10 @@ keeps its unrolled taps and per-vector stores."""
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import build_conv
+from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
-from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
@@ -28,36 +28,7 @@ DIRECT_SWITCHES = ("UNROLL_STRIDED_ROWS", "SPLIT_SHORT_TILE", "FUSED_EPILOGUE", 
 
 def _build(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="bias_relu",
            seed=0):
-    """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
-    rng = np.random.default_rng(seed)
-    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
-    bias = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    want = conv_ref(xv, wv, strides, pads, dil)
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
-                        kernel_size=k, channels=o)
-    args, inputs = [x], {"x": xv}
-    if epi != "none":
-        y = relay.nn.bias_add(y, relay.const(bias))
-        want = want + bias[:, None, None]
-    if epi == "residual_relu":
-        r = relay.var("r", shape=want.shape)
-        inputs["r"] = rng.standard_normal(want.shape).astype("float32")
-        y = y + r
-        args.append(r)
-        want = want + inputs["r"]
-    if epi != "none":
-        y = relay.nn.relu(y)
-        want = np.maximum(want, 0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
-
-
-def _conv_kernel(lib):
-    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return k
+    return build_conv(shape, o, k, strides, pads, dil, epi, np.random.default_rng(seed))
 
 
 def _decls(kernel, name):

@@ -6,7 +6,8 @@ threads; everything else, and every conv with the switch off, keeps the implicit
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import build_conv, conv_ref, grouped_conv_ref, with_epilogue
+from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
@@ -34,44 +35,8 @@ def no_winograd(monkeypatch):
     yield
     kernel_cache.clear_cache()
 
-def _build(shape, o, k, strides, pads, dil, epi, rng):
-    """A Relay conv2d with a constant weight (+ bias, residual, relu): (lib, inputs, want)."""
-    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
-    bias = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    want = conv_ref(xv, wv, strides, pads, dil)
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
-                        kernel_size=k, channels=o)
-    args, inputs = [x], {"x": xv}
-    y, want = _epilogue(y, want, epi, bias, args, inputs, rng)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
-
-
-def _epilogue(y, want, epi, bias, args, inputs, rng):
-    """Conv ``y`` (expected ``want``) through epilogue ``epi`` ("none", "bias_relu",
-    "residual_relu"), a residual input appended to ``args`` / ``inputs``: (expr, expected)."""
-    if epi != "none":
-        y = relay.nn.bias_add(y, relay.const(bias))
-        want = want + bias[:, None, None]
-    if epi == "residual_relu":
-        rv = rng.standard_normal(want.shape).astype("float32")
-        r = relay.var("r", shape=want.shape)
-        y = y + r
-        args.append(r)
-        inputs["r"] = rv
-        want = want + rv
-    if epi != "none":
-        y = relay.nn.relu(y)
-        want = np.maximum(want, 0)
-    return y, want
-
-
-def _conv_kernel(lib):
-    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return k
+_build = build_conv
+_epilogue = with_epilogue
 
 
 def _uses_lanes(kernel) -> bool:
@@ -303,12 +268,6 @@ def test_default_order():
     assert conv_lanes.default_knobs(g(8, 16, 6))["lanes_order"] == "channels"  # one band
 
 
-def _grouped_ref(xv, wv, groups, strides, pads):
-    cg, og = wv.shape[1], wv.shape[0] // groups
-    return np.concatenate([conv_ref(xv[:, g * cg:(g + 1) * cg], wv[g * og:(g + 1) * og],
-                                    strides, pads) for g in range(groups)], axis=1)
-
-
 @needs_lanes
 @pytest.mark.parametrize("shape, o, groups, k, strides, epi", [
     ((1, 64, 12, 12), 64, 4, 3, (1, 1), "bias_relu"),  # 16 channels a group, 16 outputs
@@ -323,7 +282,7 @@ def test_grouped_conv_on_channel_lanes(shape, o, groups, k, strides, epi, rng):
     wv = rng.standard_normal((o, shape[1] // groups, k, k)).astype("float32")
     xv = rng.standard_normal(shape).astype("float32")
     bias = rng.standard_normal(o).astype("float32")
-    want = _grouped_ref(xv, wv, groups, strides, pads)
+    want = grouped_conv_ref(xv, wv, groups, strides, pads)
     for constant in (True, False):
         x = relay.var("x", shape=shape)
         w = relay.const(wv) if constant else relay.var("w", shape=wv.shape)

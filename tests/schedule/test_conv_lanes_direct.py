@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import build_conv
+from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
 from minitvm import relay, tune
@@ -54,39 +55,7 @@ def restore_threads():
 
 
 def _build(shape, o, k, strides, pads, dil, groups, epi, rng):
-    """A Relay conv2d with a constant weight (+ bias, residual, relu) and (top, left, bottom,
-    right) padding: (lib, inputs, want)."""
-    wv = rng.standard_normal((o, shape[1] // groups, k, k)).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    cg, og = shape[1] // groups, o // groups
-    want = np.concatenate([conv_ref(xv[:, g * cg:(g + 1) * cg], wv[g * og:(g + 1) * og],
-                                    strides, pads, dil) for g in range(groups)], axis=1)
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
-                        groups=groups, kernel_size=(k, k), channels=o)
-    args, inputs = [x], {"x": xv}
-    if epi != "none":
-        bias = rng.standard_normal(o).astype("float32")
-        y = relay.nn.bias_add(y, relay.const(bias))
-        want = want + bias[:, None, None]
-    if epi == "residual_relu":
-        rv = rng.standard_normal(want.shape).astype("float32")
-        r = relay.var("r", shape=want.shape)
-        y = y + r
-        args.append(r)
-        inputs["r"] = rv
-        want = want + rv
-    if epi != "none":
-        y = relay.nn.relu(y)
-        want = np.maximum(want, 0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
-
-
-def _conv_kernel(lib):
-    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
-    return k
+    return build_conv(shape, o, k, strides, pads, dil, epi, rng, groups)
 
 
 def _buffers(kernel) -> set[str]:
