@@ -38,3 +38,31 @@ def generic_resize(monkeypatch):
     kernel_cache.clear_cache()
     yield
     kernel_cache.clear_cache()
+
+
+@pytest.fixture
+def force_knobs(monkeypatch):
+    """``force_knobs(**knobs)``: build every conv_lanes kernel with these knob values. The
+    in-process kernel cache, which keys on the knob table and not on the defaults, is emptied
+    before and after, so that no other test gets these kernels."""
+    from minitvm.backend import kernel_cache
+    from minitvm.schedule import conv_lanes
+
+    default = conv_lanes.default_knobs
+
+    def force(**knobs):
+        kernel_cache.clear_cache()
+        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
+
+    yield force
+    kernel_cache.clear_cache()
+
+
+@pytest.fixture
+def restore_threads():
+    """The thread pool's size put back after the test."""
+    from minitvm.runtime import threadpool
+
+    before = threadpool.get_num_threads()
+    yield
+    threadpool.set_num_threads(before)

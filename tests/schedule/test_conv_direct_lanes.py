@@ -44,28 +44,6 @@ def _uses_lanes(kernel) -> bool:
                for s in walk_stmts(kernel.prim_func.body))
 
 
-@pytest.fixture
-def force_knobs(monkeypatch):
-    """``force_knobs(**knobs)``: build every conv_lanes kernel with these knob values. The
-    in-process kernel cache, which keys on the knob table and not on the defaults, is emptied
-    before and after, so that no other test gets these kernels."""
-    default = conv_lanes.default_knobs
-
-    def force(**knobs):
-        kernel_cache.clear_cache()
-        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
-
-    yield force
-    kernel_cache.clear_cache()
-
-
-@pytest.fixture
-def restore_threads():
-    before = threadpool.get_num_threads()
-    yield
-    threadpool.set_num_threads(before)
-
-
 @pytest.mark.parametrize("shape, o, k, strides, pads, dil, epi", [
     ((1, 5, 9, 11), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu"),   # odd everything
     ((1, 64, 7, 7), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "residual_relu"),  # 49 = 6s + 5s

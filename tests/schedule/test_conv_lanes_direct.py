@@ -35,25 +35,6 @@ def lanes_only(monkeypatch):
     kernel_cache.clear_cache()
 
 
-@pytest.fixture
-def force(monkeypatch):
-    """``force(**knobs)``: every conv_lanes kernel built with these knob values."""
-    default = conv_lanes.default_knobs
-
-    def put(**knobs):
-        kernel_cache.clear_cache()
-        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
-
-    return put
-
-
-@pytest.fixture
-def restore_threads():
-    before = threadpool.get_num_threads()
-    yield
-    threadpool.set_num_threads(before)
-
-
 def _build(shape, o, k, strides, pads, dil, groups, epi, rng):
     return build_conv(shape, o, k, strides, pads, dil, epi, rng, groups)
 
@@ -84,11 +65,11 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("width", [16, 32])
 @pytest.mark.parametrize("order", conv_lanes.ORDERS)
-def test_direct_matches_numpy(case, width, order, force, restore_threads):
+def test_direct_matches_numpy(case, width, order, force_knobs, restore_threads):
     """The tiles read the input itself (no ``xpad`` copy, the output through ``cl_opix``) and
     match numpy at one and two threads."""
     shape, o, k, strides, pads, dil, groups, epi = case
-    force(lanes_direct=True, lanes_width=width, lanes_order=order)
+    force_knobs(lanes_direct=True, lanes_width=width, lanes_order=order)
     lib, inputs, want = _build(shape, o, k, strides, pads, dil, groups, epi,
                                np.random.default_rng(width + o + k))
     names = _buffers(_conv_kernel(lib))
@@ -101,10 +82,10 @@ def test_direct_matches_numpy(case, width, order, force, restore_threads):
 
 
 @pytest.mark.parametrize("case", CASES[:3])
-def test_padded_copy_still_matches_numpy(case, force):
+def test_padded_copy_still_matches_numpy(case, force_knobs):
     """``lanes_direct`` off: the zero-padded copy as before."""
     shape, o, k, strides, pads, dil, groups, epi = case
-    force(lanes_direct=False)
+    force_knobs(lanes_direct=False)
     lib, inputs, want = _build(shape, o, k, strides, pads, dil, groups, epi,
                                np.random.default_rng(3))
     names = _buffers(_conv_kernel(lib))
@@ -170,11 +151,11 @@ def test_direct_is_a_declared_knob():
 
 
 @pytest.mark.skipif(vector_isa() != "avx512", reason="zmm registers")
-def test_interior_tile_keeps_its_accumulators_in_registers(force):
+def test_interior_tile_keeps_its_accumulators_in_registers(force_knobs):
     """128 -> 64 stride 2 at 24x24: the interior class (11 x 11 pixels: 6s and 5s) runs a
     6-pixel tile whose filter-row loop does 3 taps x 12 zmm FMAs into 12 accumulators, each
     pixel broadcast once a tap, with no spill, as over the padded copy."""
-    force(lanes_direct=True, lanes_width=32)
+    force_knobs(lanes_direct=True, lanes_width=32)
     lib, _, _ = _build((1, 128, 24, 24), 64, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, "bias_relu",
                        np.random.default_rng(0))
     func = _conv_kernel(lib).prim_func

@@ -36,26 +36,6 @@ def lanes_only(monkeypatch):
     kernel_cache.clear_cache()
 
 
-@pytest.fixture
-def force(monkeypatch):
-    """``force(**knobs)``: every conv_lanes kernel built with these knob values (a width the
-    conv cannot take still falls back in ``with_knobs``)."""
-    default = conv_lanes.default_knobs
-
-    def put(**knobs):
-        kernel_cache.clear_cache()
-        monkeypatch.setattr(conv_lanes, "default_knobs", lambda g: dict(default(g), **knobs))
-
-    return put
-
-
-@pytest.fixture
-def restore_threads():
-    before = threadpool.get_num_threads()
-    yield
-    threadpool.set_num_threads(before)
-
-
 def _build(shape, o, k, strides, pads, dil, groups, epi, rng):
     return build_conv(shape, o, k, strides, pads, dil, epi, rng, groups)
 
@@ -81,11 +61,11 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("width", [16, 32, 64])
 @pytest.mark.parametrize("order", conv_lanes.ORDERS)
-def test_each_width_matches_numpy(case, width, order, force, restore_threads):
+def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threads):
     """Every width (where the ISA and the output channels allow it; else 16) in both loop
     orders, at one and two threads."""
     shape, o, k, strides, pads, dil, groups, epi = case
-    force(lanes_width=width, lanes_order=order)
+    force_knobs(lanes_width=width, lanes_order=order)
     lib, inputs, want = _build(shape, o, k, strides, pads, dil, groups, epi,
                                np.random.default_rng(width + o))
     og = o // groups
@@ -168,12 +148,12 @@ def _fma_loops(asm: str) -> list[str]:
 
 @needs_avx512
 @pytest.mark.parametrize("width", [32, 64])
-def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force):
+def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force_knobs):
     """64 -> 64 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x (width / 16 weight
     vectors x 6 pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
     accumulators at 32 wide, 24 at 64 (over the padded copy: read directly, the interior of
     a 7x7 plane is 5x5, ``test_conv_lanes_direct``)."""
-    force(lanes_width=width, lanes_direct=False)
+    force_knobs(lanes_width=width, lanes_direct=False)
     lib, _, _ = _build((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
                        np.random.default_rng(0))
     func = _conv_kernel(lib).prim_func
@@ -192,12 +172,12 @@ def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force):
 
 
 @pytest.mark.parametrize("order", conv_lanes.ORDERS)
-def test_weight_prefetch_in_channels_order(order, force, monkeypatch, restore_threads):
+def test_weight_prefetch_in_channels_order(order, force_knobs, monkeypatch, restore_threads):
     """In the "channels" order on AVX-512 (``PREFETCH_WEIGHTS``) each tap prefetches its weights
     a block of channels on (here for any weight size), and the last block's prefetches past the
     weights change nothing; the "bands" order and AVX2 prefetch nothing."""
     monkeypatch.setattr(conv_lanes, "PREFETCH_MIN_WEIGHT_BYTES", 0)
-    force(lanes_order=order)
+    force_knobs(lanes_order=order)
     lib, inputs, want = _build((1, 64, 20, 20), 64, 3, (1, 1), (1, 1), (1, 1), 1,
                                "residual_relu", np.random.default_rng(7))
     ir = CodeGenLLVM(_conv_kernel(lib).prim_func, "kern", fast_math=True, gomp=False).generate()
