@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from asm_loops import fma_loops
 from conv_reference import build_conv
 from conv_reference import conv_kernel as _conv_kernel
 
@@ -161,12 +162,7 @@ def test_interior_tile_keeps_its_accumulators_in_registers(force_knobs):
     func = _conv_kernel(lib).prim_func
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate(), level)
-    loops = []
-    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
-        label = block.split(":")[0].strip()
-        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
-        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
-            loops.append(block[:back.end()])
+    loops = fma_loops(asm)
     six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 36]
     assert six, [len(re.findall(r"vfmadd\d+ps", b)) for b in loops]
     for b in six:

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from asm_loops import fma_loops
 from conv_reference import build_conv
 from conv_reference import conv_kernel as _conv_kernel
 
@@ -135,17 +136,6 @@ def test_width_is_a_declared_knob():
     assert task.space.default()["lanes_width"] == (64 if AVX512 else 16)
 
 
-def _fma_loops(asm: str) -> list[str]:
-    """The loops of ``asm`` with FMAs that branch back to themselves."""
-    out = []
-    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
-        label = block.split(":")[0].strip()
-        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
-        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
-            out.append(block[:back.end()])
-    return out
-
-
 @needs_avx512
 @pytest.mark.parametrize("width", [32, 64])
 def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force_knobs):
@@ -159,7 +149,7 @@ def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force_knob
     func = _conv_kernel(lib).prim_func
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate(), level)
-    loops = _fma_loops(asm)
+    loops = fma_loops(asm)
     accs = width // 16 * 6
     six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 3 * accs]
     assert six, [len(re.findall(r"vfmadd\d+ps", b)) for b in loops]

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from asm_loops import fma_loops
 
 from minitvm import codegen
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
@@ -158,12 +159,7 @@ def test_avx2_inner_loop_is_twelve_ymm_fmas_without_spills():
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=False, gomp=False).generate(), level)
     # the hottest loops: basic blocks with FMAs that branch back to themselves
-    inner = []
-    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
-        label = block.split(":")[0].strip()
-        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
-        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
-            inner.append(block[:back.end()])
+    inner = fma_loops(asm)
     assert inner, "no FMA loop found"
     full = [b for b in inner if b.count("vfmadd231ps") == mr * nr // 8]
     assert full, [b.count("vfmadd") for b in inner]

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from asm_loops import fma_loops
 
 from minitvm import codegen
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
@@ -152,12 +153,7 @@ def test_avx512_inner_loop_is_24_zmm_fmas_without_spills():
                             parallel_min_work=1 << 40)
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=False, gomp=False).generate(), level)
-    inner = []
-    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
-        label = block.split(":")[0].strip()
-        back = re.search(r"\bj\w+\s+" + re.escape(label) + r"\b", block)
-        if label.startswith(".LBB") and back and "vfmadd" in block[:back.end()]:
-            inner.append(block[:back.end()])
+    inner = fma_loops(asm)
     full = [b for b in inner if b.count("vfmadd231ps") == mr * nr // 16]
     assert full, [b.count("vfmadd") for b in inner]
     # the peeled first tile's loop prefetches (two lines a turn), the others do not
