@@ -66,3 +66,16 @@ def restore_threads():
     before = threadpool.get_num_threads()
     yield
     threadpool.set_num_threads(before)
+
+
+@pytest.fixture
+def no_winograd(monkeypatch):
+    """3x3 stride-1 convs stay off conv_winograd (on conv_lanes / conv_direct), and the kernels
+    built meanwhile stay out of other tests (a module takes it with ``usefixtures``)."""
+    from minitvm.backend import kernel_cache
+    from minitvm.schedule import conv_winograd
+
+    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()

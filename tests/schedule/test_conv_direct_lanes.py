@@ -11,7 +11,6 @@ from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
-from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
 from minitvm.schedule import conv_direct, conv_lanes
@@ -24,16 +23,7 @@ needs_lanes = pytest.mark.skipif(not LANES_ON, reason="conv_lanes is off for thi
 
 
 
-@pytest.fixture(autouse=True)
-def no_winograd(monkeypatch):
-    """These tests are about conv_lanes: the 3x3 stride-1 convs that conv_winograd would take
-    by default stay on it."""
-    from minitvm.schedule import conv_winograd
-
-    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
 
 _build = build_conv
 _epilogue = with_epilogue

@@ -16,24 +16,16 @@ from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
 from minitvm import relay, tune
-from minitvm.backend import kernel_cache
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
 from minitvm.contrib import graph_executor
 from minitvm.runtime import jit, threadpool
-from minitvm.schedule import conv_lanes, conv_winograd
+from minitvm.schedule import conv_lanes
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order, walk_stmts
 
-
-@pytest.fixture(autouse=True)
-def lanes_only(monkeypatch):
-    """The 3x3 stride-1 convs stay off Winograd; kernels built here stay out of other tests."""
-    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
 
 
 def _build(shape, o, k, strides, pads, dil, groups, epi, rng):

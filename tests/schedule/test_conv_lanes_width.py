@@ -15,11 +15,10 @@ from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
 from minitvm import relay, tune
-from minitvm.backend import kernel_cache
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
 from minitvm.contrib import graph_executor
 from minitvm.runtime import jit, threadpool
-from minitvm.schedule import conv_lanes, conv_winograd
+from minitvm.schedule import conv_lanes
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -28,13 +27,7 @@ AVX512 = vector_isa() == "avx512"
 needs_avx512 = pytest.mark.skipif(not AVX512, reason="the wider tiles are AVX-512's")
 
 
-@pytest.fixture(autouse=True)
-def lanes_only(monkeypatch):
-    """The 3x3 stride-1 convs stay off Winograd; kernels built here stay out of other tests."""
-    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
 
 
 def _build(shape, o, k, strides, pads, dil, groups, epi, rng):

@@ -10,23 +10,13 @@ from conv_reference import conv_ref
 import minitvm as tvm
 from minitvm import relay
 from minitvm.arith import Analyzer
-from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.schedule import conv_lanes, conv_pointwise
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
-
-@pytest.fixture(autouse=True)
-def no_winograd(monkeypatch):
-    """3x3 stride-1 convs stay on conv_lanes / conv_direct (not conv_winograd)."""
-    from minitvm.schedule import conv_winograd
-
-    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", False)
-    kernel_cache.clear_cache()
-    yield
-    kernel_cache.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
 
 
 def _geometry(h, oh, kh=3, dh=1, sh=1, pt=1):
