@@ -375,7 +375,7 @@ def pixel_classes(g) -> list[tuple[int, int, int, int, tuple[int, int], tuple[in
     for a 3x3 conv of padding 1 the interior, four border strips and four corners (two strips
     and a corner at stride 2 on an even plane)."""
     rows = _runs(g["oh"], lambda oy: _row_bounds(g, oy))
-    cols = _runs(g["ow"], lambda ox: _col_bounds(g, ox))
+    cols = col_segments(g)
     out = [(r0, nr, c0, nc, (ky0, ky1), (kx0, kx1)) for r0, nr, ky0, ky1 in rows
            for c0, nc, kx0, kx1 in cols]
     return sorted(out, key=lambda k: -k[1] * k[3])
@@ -477,15 +477,7 @@ def col_segments(g) -> list[tuple[int, int, int, int]]:
     """The output columns as runs ``(first column, columns, first filter column, one past the
     last)`` of columns that read input through the same filter columns (an empty range where
     every filter column reads padding)."""
-    runs: list[list[int]] = []
-    for ox in range(g["ow"]):
-        lo, hi = _col_bounds(g, ox)
-        lo, hi = (lo, hi) if hi > lo else (0, 0)
-        if runs and (runs[-1][2], runs[-1][3]) == (lo, hi):
-            runs[-1][1] += 1
-        else:
-            runs.append([ox, 1, lo, hi])
-    return [(c0, n, lo, hi) for c0, n, lo, hi in runs]
+    return _runs(g["ow"], lambda ox: _col_bounds(g, ox))
 
 
 def row_segments(g) -> list[tuple[int, int, int, int]] | None:
