@@ -45,6 +45,11 @@ def vector_isa() -> str:
     return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
 
 
+def prefetch(load: E.BufferLoad) -> S.Stmt:
+    """A software prefetch of the cache line holding ``load``'s element (no value is read)."""
+    return S.Evaluate(E.Call("int32", "tir.prefetch", [load]))
+
+
 def dtype_bytes(dtype: str) -> int:
     if dtype == "bool":
         return 1

@@ -72,7 +72,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import allocated as _allocated
-from .common import divisor_near, static_grouped_conv2d_dims, vector_isa
+from .common import divisor_near, prefetch, static_grouped_conv2d_dims, vector_isa
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -757,8 +757,8 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
             wv, wp[ob * (cw // LANES) + v, ci, ky, kx, ll], [v * LANES + ll]))
             for v in range(cw // LANES)]
         if ahead:  # (the last channels' prefetches may run past the weights)
-            loads += [S.Evaluate(E.Call("int32", "tir.prefetch", [
-                wp[ob * (cw // LANES) + v, ci + ahead, ky, kx, 0]])) for v in range(cw // LANES)]
+            loads += [prefetch(wp[ob * (cw // LANES) + v, ci + ahead, ky, kx, 0])
+                      for v in range(cw // LANES)]
         if g["groups"] > 1:  # the input channels of the tile's group
             ci = E.Cast("int64", E.FloorDiv(ob * cw, g["og"]) * c) + ci
         cb = g.get("cb")

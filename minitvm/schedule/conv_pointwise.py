@@ -69,6 +69,7 @@ from .common import (
 )
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
+from .common import prefetch as _prefetch
 from .gemm_kernel import pack_b
 from .knobs import select as _knobs
 
@@ -435,10 +436,6 @@ def _value(ctx, g, out, epi, n, o, p, value):
     return substitute(e, {oy: E.FloorDiv(p, g["ow"]), ox: E.FloorMod(p, g["ow"])})
 
 
-def _prefetch(ld) -> S.Stmt:
-    return S.Evaluate(E.Call("int32", "tir.prefetch", [ld]))
-
-
 def _plane_loads(ctx, g, out, epi, n, o, p) -> list:
     """The loads of epilogue ``epi``'s operands laid out like the output plane (a residual) at
     output channel ``o``, pixel ``p`` of image ``n`` (through flat views, as ``_value``)."""
@@ -780,8 +777,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
         if not ahead:
             return fma
         # (every cache line of the row: a 32-lane row is two)
-        pfs = [S.Evaluate(E.Call("int32", "tir.prefetch", [wp[ob, first + cc + ahead, lane]]))
-               for lane in range(0, lanes, LANES)]
+        pfs = [_prefetch(wp[ob, first + cc + ahead, lane]) for lane in range(0, lanes, LANES)]
         return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", extent, mac)

@@ -28,7 +28,7 @@ from ..tir.buffer import decl_buffer
 from ..tir.expr import IntImm, Var
 from ..tir.function import PrimFunc
 from ..tir.op import if_then_else
-from .common import vector_isa
+from .common import prefetch, vector_isa
 
 PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
 # elements copied below which the packing of B stays on the calling thread: a copy, not
@@ -467,8 +467,7 @@ class GemmBuilder:
             njo, nk0 = self.next_piece
             line = 64 // np.dtype(self.dtype).itemsize
             pre = (b,) if self.b_batched else ()
-            pfs = [S.Evaluate(E.Call("int32", "tir.prefetch", [
-                self.Bp[(*pre, njo, nk0 + k, self.c(j))]])) for j in range(0, nr, line)]
+            pfs = [prefetch(self.Bp[(*pre, njo, nk0 + k, self.c(j))]) for j in range(0, nr, line)]
             return S.SeqStmt([*pfs, body])
 
         parts = [self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
