@@ -612,7 +612,7 @@ class GemmBuilder:
             return S.LetStmt(njo, at[0], S.LetStmt(nk0, at[1], tile))
 
         # prefetch the next piece of B (not one read in place or just packed)
-        prefetch = self.prefetch_b and not self.direct_b and not self.bp_block_local
+        fetch_next = self.prefetch_b and not self.direct_b and not self.bp_block_local
 
         def each_panel(g, fbody):
             """``fbody(jo, full_panel)`` for each panel ``jo`` of group ``g``."""
@@ -655,7 +655,7 @@ class GemmBuilder:
                     return tiles_outer(b, ib, g, kb)
                 def one(j):
                     jo = g * per + j
-                    body = panel(b, ib, jo, kb, next_piece(g, j, kb) if prefetch else None)
+                    body = panel(b, ib, jo, kb, next_piece(g, j, kb) if fetch_next else None)
                     return body if static_n and npan % per == 0 else \
                         S.IfThenElse(jo < npan, body)
 
