@@ -145,7 +145,9 @@ def main(argv=None) -> int:
 
     model = onnx.load_from_string(blob)
     name = model.graph.input[0].name
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
+    # the input's shape from the model (an exported new-user model need not be 1x3x224x224)
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).standard_normal(dims).astype("float32")
     threadpool.set_num_threads(1)
     mod, params = relay.frontend.from_onnx(model, shape={name: x.shape})
     t0 = time.perf_counter()

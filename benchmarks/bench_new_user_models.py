@@ -1668,6 +1668,18 @@ def input_infos(inputs):
     return [(k, (tuple(v.shape), str(v.dtype).replace("torch.", ""))) for k, v in inputs.items()]
 
 
+def onnx_bytes(name, model, args, inputs) -> bytes:
+    """The model exported to ONNX, as ORT runs it here."""
+    import torch
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, args, buf, dynamo=False,
+                          opset_version=ONNX_OPSET.get(name, 17), input_names=list(inputs))
+    return buf.getvalue()
+
+
 def measure(name, ctor, spec, rounds):
     import onnxruntime as ort
     import torch
@@ -1691,15 +1703,11 @@ def measure(name, ctor, spec, rounds):
         gm.set_input_zero_copy(k, v)
     gm.run()
     err = float(np.abs(gm.get_output(0).numpy() - ref).max() / max(np.abs(ref).max(), 1e-6))
-    buf = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, args, buf, dynamo=False,
-                          opset_version=ONNX_OPSET.get(name, 17), input_names=list(inputs))
+    blob = onnx_bytes(name, model, args, inputs)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     so.log_severity_level = 3  # errors only: not the exporter's Loop-renaming notes
-    sess = ort.InferenceSession(buf.getvalue(), so, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
     feed = {i.name: feed[i.name] for i in sess.get_inputs()}
 
     def eager():
@@ -1728,6 +1736,9 @@ def main() -> int:
                     "U-Net, DCGAN, CLIP text, Whisper encoder, DLRM, T5, CapsNet, neural ODE, "
                     "...); all")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--save-onnx", default=None, metavar="DIR",
+                    help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
+                    "bench_layers_ort.py --model DIR/NAME.onnx, the per-layer table)")
     args = ap.parse_args()
     try:
         import onnxruntime  # noqa: F401
@@ -1753,6 +1764,15 @@ def main() -> int:
           f"time), median of {args.rounds} interleaved rounds of median-of-5")
     print(f"{'model':18s} {'minitvm':>9s} {'ORT':>9s} {'torch':>9s} {'vs ORT':>9s} "
           f"{'vs torch':>9s} {'import':>7s} {'build':>7s} {'max rel err':>9s}")
+    if args.save_onnx:
+        os.makedirs(args.save_onnx, exist_ok=True)
+        for name in names:
+            model, inputs = prepare(*table[name])
+            path = os.path.join(args.save_onnx, f"{name}.onnx")
+            with open(path, "wb") as f:
+                f.write(onnx_bytes(name, model, tuple(inputs.values()), inputs))
+            print(f"wrote {path}")
+        return 0
     failed = []
     for name in names:
         try:
