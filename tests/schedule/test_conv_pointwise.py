@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conv_reference import conv_prim as _conv_prim
 from conv_reference import run_graph as _run
+from pointwise_cases import build_pointwise as _build
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
@@ -29,52 +30,6 @@ def _ref(x, w, strides=(1, 1), pad=0):
     sub = x[:, :, ::strides[0], ::strides[1]].astype("float64")
     return np.einsum("nchw,oc->nohw", sub, w[:, :, 0, 0].astype("float64"))
 
-
-def _sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
-EPILOGUES = {
-    # name: (relay (conv, bias, residual) -> out, numpy (conv, bias, residual) -> out)
-    "none": (lambda y, b, r: y, lambda y, b, r: y),
-    "bias_clip": (lambda y, b, r: relay.clip(relay.nn.bias_add(y, b), 0.0, 6.0),
-                  lambda y, b, r: np.clip(y + b.reshape(1, -1, 1, 1), 0, 6)),
-    "residual": (lambda y, b, r: relay.nn.bias_add(y, b) + r,
-                 lambda y, b, r: y + b.reshape(1, -1, 1, 1) + r),
-    "residual_relu": (lambda y, b, r: relay.nn.relu(relay.nn.bias_add(y, b) + r),
-                      lambda y, b, r: np.maximum(y + b.reshape(1, -1, 1, 1) + r, 0)),
-    "swish": (lambda y, b, r: y * relay.sigmoid(y), lambda y, b, r: y * _sigmoid(y)),
-    "reversed": (lambda y, b, r: relay.nn.relu(relay.reverse(y, axis=3)),  # other position
-                 lambda y, b, r: np.maximum(y[..., ::-1], 0)),
-}
-
-
-def _build(shape, o, epi, strides=(1, 1), pad=0, const_weight=True, seed=0):
-    """Relay conv2d 1x1 (+ epilogue) built at opt_level 3: (lib, inputs, expected output)."""
-    rng = np.random.default_rng(seed)
-    wv = rng.standard_normal((o, shape[1], 1, 1)).astype("float32")
-    bv = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    x = relay.var("x", shape=shape)
-    wvar = relay.var("w", shape=wv.shape)
-    y = relay.nn.conv2d(x, relay.const(wv) if const_weight else wvar, kernel_size=(1, 1),
-                        channels=o, strides=strides, padding=(pad, pad))
-    oh = (shape[2] + 2 * pad - 1) // strides[0] + 1
-    ow = (shape[3] + 2 * pad - 1) // strides[1] + 1
-    rv = rng.standard_normal((shape[0], o, oh, ow)).astype("float32")
-    r = relay.var("r", shape=rv.shape)
-    build, ref = EPILOGUES[epi]
-    args, feeds = [x], {"x": xv}
-    if epi.startswith("residual"):
-        args.append(r)
-        feeds["r"] = rv
-    if not const_weight:
-        args.append(wvar)
-        feeds["w"] = wv
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, build(y, relay.const(bv), r))),
-                          target="llvm")
-    return lib, feeds, ref(_ref(xv, wv, strides, pad), bv, rv)
 
 
 def _buffer_names(prim) -> set:

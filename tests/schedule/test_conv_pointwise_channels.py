@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conv_reference import conv_prim as _conv_prim
 from conv_reference import run_graph as _run
+from pointwise_cases import build_pointwise as _build
 
 import minitvm as tvm
 from minitvm import relay
@@ -31,38 +32,6 @@ def _fresh_kernels():
     kernel_cache.clear_cache()
 
 
-def _build(shape, o, epi, seed=0):
-    """Relay 1x1 conv + bias (+ epilogue) at opt_level 3: (lib, feeds, expected output)."""
-    rng = np.random.default_rng(seed)
-    c = shape[1]
-    wv = (rng.standard_normal((o, c, 1, 1)) / np.sqrt(c)).astype("float32")
-    bv = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    want = np.einsum("nchw,oc->nohw", xv.astype("float64"), wv[:, :, 0, 0].astype("float64"))
-    want = want + bv.reshape(1, -1, 1, 1)
-    x = relay.var("x", shape=shape)
-    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(wv), channels=o, kernel_size=(1, 1)),
-                          relay.const(bv))
-    args, feeds = [x], {"x": xv}
-    if epi == "silu":
-        y, want = y * relay.sigmoid(y), want / (1.0 + np.exp(-want))
-    elif epi == "clip":
-        y, want = relay.clip(y, 0.0, 6.0), np.clip(want, 0.0, 6.0)
-    elif epi in ("residual", "residual_relu"):
-        rv = rng.standard_normal(want.shape).astype("float32")
-        r = relay.var("r", shape=rv.shape)
-        args.append(r)
-        feeds["r"] = rv
-        y, want = y + r, want + rv
-        if epi == "residual_relu":
-            y, want = relay.nn.relu(y), np.maximum(want, 0.0)
-    elif epi == "relu":
-        y, want = relay.nn.relu(y), np.maximum(want, 0.0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, feeds, want
-
-
 def _prefetches(prim) -> list:
     return [e for s in walk_stmts(prim.body) if isinstance(s, S.Evaluate)
             for e in post_order(s.value) if isinstance(e, E.Call) and e.op_name == "tir.prefetch"]
@@ -82,16 +51,16 @@ SHAPES = [
     # and RegNet (channel vectors), then odd ones
     ((1, 192, 7, 7), 1152, "silu"),
     ((1, 1152, 7, 7), 192, "residual"),
-    ((1, 672, 7, 7), 192, "none"),
-    ((1, 480, 14, 14), 80, "none"),        # pixel tiles outer (80 channels < 196 pixels)
+    ((1, 672, 7, 7), 192, "bias"),
+    ((1, 480, 14, 14), 80, "bias"),        # pixel tiles outer (80 channels < 196 pixels)
     ((1, 432, 7, 7), 432, "residual_relu"),
-    ((1, 960, 7, 7), 320, "none"),
-    ((1, 320, 7, 7), 1280, "clip"),
+    ((1, 960, 7, 7), 320, "bias"),
+    ((1, 320, 7, 7), 1280, "bias_clip"),
     ((1, 208, 14, 14), 208, "relu"),
     ((2, 37, 7, 7), 56, "residual_relu"),  # odd input channels, 3 panels and a half, batch 2
     ((3, 130, 7, 7), 88, "silu"),          # 2 channel blocks of 65, a half panel, batch 3
     ((2, 136, 14, 14), 24, "residual"),    # pixel tiles outer, a panel and a half, batch 2
-    ((1, 16, 3, 3), 8, "clip"),            # 9 pixels, one half panel
+    ((1, 16, 3, 3), 8, "bias_clip"),            # 9 pixels, one half panel
 ]
 
 
@@ -181,13 +150,13 @@ def _kernel_name(lib):
                                           ((1, 64, 8, 8), 32, False),     # pixel vectors
                                           ((1, 40, 7, 7), 64, True)])     # one pass, panels outer
 def test_prefetch_only_with_panels_outer(shape, o, on, monkeypatch):
-    lib, feeds, want = _build(shape, o, "none", seed=5)
+    lib, feeds, want = _build(shape, o, "bias", seed=5)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
     assert bool(_weight_prefetches(_conv_prim(lib))) == on
     if on:
         monkeypatch.setattr(conv_pointwise, "PREFETCH_WEIGHTS", False)
         kernel_cache.clear_cache()
-        lib, feeds, want = _build(shape, o, "none", seed=5)
+        lib, feeds, want = _build(shape, o, "bias", seed=5)
         assert not _weight_prefetches(_conv_prim(lib))
         np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
 

@@ -8,11 +8,9 @@ any host runs them."""
 import numpy as np
 import pytest
 from conv_reference import conv_prim as _conv_prim
-from conv_reference import conv_ref
 from conv_reference import run_graph as _run
+from pointwise_cases import build_pointwise
 
-import minitvm as tvm
-from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.schedule import conv_pointwise
 from minitvm.schedule.common import vector_isa
@@ -42,24 +40,7 @@ def prefetching(monkeypatch):
 
 def _build(shape, o, residual: bool, seed=0):
     """(lib, feeds, expected) of a 1x1 conv + bias + relu (+ a residual before the relu)."""
-    rng = np.random.default_rng(seed)
-    wv = (rng.standard_normal((o, shape[1], 1, 1)) / np.sqrt(shape[1])).astype("float32")
-    bv = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    rv = rng.standard_normal((shape[0], o, *shape[2:])).astype("float32")
-    x, r = relay.var("x", shape=shape), relay.var("r", shape=rv.shape)
-    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(wv), kernel_size=(1, 1), channels=o),
-                          relay.const(bv))
-    want = conv_ref(xv, wv, (1, 1)) + bv.reshape(1, -1, 1, 1)
-    args, feeds = [x], {"x": xv}
-    if residual:
-        y, want = y + r, want + rv
-        args.append(r)
-        feeds["r"] = rv
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, relay.nn.relu(y))),
-                          target="llvm")
-    return lib, feeds, np.maximum(want, 0.0)
+    return build_pointwise(shape, o, "residual_relu" if residual else "relu", seed=seed)
 
 
 def _prefetched(prim) -> dict:

@@ -7,6 +7,7 @@ epilogues and two threads; the structure of the lowered kernel; and what stays e
 
 import numpy as np
 import pytest
+from pointwise_cases import build_pointwise as _build
 
 import minitvm as tvm
 from minitvm import relay
@@ -20,32 +21,6 @@ from minitvm.tir.stmt_functor import walk_stmts
 
 needs_pointwise = pytest.mark.skipif(not conv_pointwise.ENABLED[vector_isa()],
                                      reason="the 1x1 schedule is off for this ISA (ENABLED)")
-
-
-def _build(shape, o, strides, epi, seed=0):
-    """Relay 1x1 conv (+ bias, + epilogue) at opt_level 3: (lib, input, expected output)."""
-    rng = np.random.default_rng(seed)
-    wv = rng.standard_normal((o, shape[1], 1, 1)).astype("float32")
-    bv = rng.standard_normal((1, o, 1, 1)).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    sub = xv[:, :, ::strides[0], ::strides[1]].astype("float64")
-    want = np.einsum("nchw,oc->nohw", sub, wv[:, :, 0, 0].astype("float64")) + bv
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides) + relay.const(bv)
-    feeds = {"x": xv}
-    if epi == "residual_relu":
-        rv = rng.standard_normal(want.shape).astype("float32")
-        r = relay.var("r", shape=rv.shape)
-        y, feeds["r"] = relay.nn.relu(y + r), rv
-        want = np.maximum(want + rv, 0)
-        params = [x, r]
-    else:
-        y = relay.clip(y, 0.0, 6.0)
-        want = np.clip(want, 0, 6)
-        params = [x]
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
-    return lib, feeds, want
 
 
 def _run(lib, feeds):
@@ -64,11 +39,11 @@ def _buffer_names(lib) -> set:
 CASES = [
     # (N, C, H, W), O, strides, epilogue, the kernel that takes it
     ((1, 24, 16, 16), 20, (2, 2), "residual_relu", "pixels"),   # 8x8 = 4 panels of 16
-    ((2, 9, 31, 31), 13, (2, 2), "clip", "pixels"),             # 16x16, odd input, batch 2
+    ((2, 9, 31, 31), 13, (2, 2), "bias_clip", "pixels"),             # 16x16, odd input, batch 2
     ((1, 40, 13, 13), 24, (2, 2), "residual_relu", "channels"),  # 7x7: 49 pixels
-    ((1, 16, 9, 11), 40, (2, 2), "clip", "channels"),           # 5x6: rows shorter than 8
+    ((1, 16, 9, 11), 40, (2, 2), "bias_clip", "channels"),           # 5x6: rows shorter than 8
     ((1, 8, 9, 30), 16, (2, 1), "residual_relu", "channels"),   # unequal strides, 5x30
-    ((2, 24, 28, 28), 32, (3, 3), "clip", "channels"),          # 10x10, stride 3
+    ((2, 24, 28, 28), 32, (3, 3), "bias_clip", "channels"),          # 10x10, stride 3
     ((1, 130, 14, 14), 64, (2, 2), "residual_relu", "channels"),  # 3 channel blocks
 ]
 
@@ -77,7 +52,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 def test_matches_numpy(case):
     shape, o, strides, epi, mode = case
-    lib, feeds, want = _build(shape, o, strides, epi)
+    lib, feeds, want = _build(shape, o, epi, strides)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)
     names = _buffer_names(lib)
     assert {"pw_acc", "pw_sub"} <= names and "xph" not in names  # no phased copy
@@ -87,7 +62,7 @@ def test_matches_numpy(case):
 @pytest.mark.parametrize("shape, o", [((1, 64, 56, 56), 128),   # the copy in the workspace
                                       ((1, 64, 32, 32), 128)])  # on the stack (64 KiB)
 def test_two_threads_match_numpy(shape, o):
-    lib, feeds, want = _build(shape, o, (2, 2), "residual_relu")
+    lib, feeds, want = _build(shape, o, "residual_relu", (2, 2))
     old = threadpool.get_num_threads()
     threadpool.set_num_threads(2)
     try:
@@ -124,7 +99,7 @@ def test_switched_off_goes_to_conv_direct(monkeypatch):
     monkeypatch.setattr(conv_pointwise, "STRIDED", False)
     kernel_cache.clear_cache()
     try:
-        lib, feeds, want = _build((1, 16, 9, 11), 40, (2, 2), "clip")
+        lib, feeds, want = _build((1, 16, 9, 11), 40, "bias_clip", (2, 2))
     finally:
         kernel_cache.clear_cache()
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=1e-4, atol=1e-4)

@@ -9,8 +9,8 @@ too; LLVM splits their vectors there."""
 import numpy as np
 import pytest
 from conv_reference import conv_prim as _conv_prim
-from conv_reference import conv_ref
 from conv_reference import run_graph as _run
+from pointwise_cases import build_pointwise as _build
 
 import minitvm as tvm
 from minitvm import relay
@@ -29,48 +29,6 @@ def wide(monkeypatch):
     """32-lane tiles whatever the host's ISA."""
     monkeypatch.setattr(conv_pointwise, "WIDTH", {"avx512": 32, "avx2": 32})
 
-
-def _sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
-EPILOGUES = {
-    # name: (relay (conv, bias, residual) -> out, numpy (conv, bias, residual) -> out)
-    "none": (lambda y, b, r: y, lambda y, b, r: y),
-    "bias_relu": (lambda y, b, r: relay.nn.relu(relay.nn.bias_add(y, b)),
-                  lambda y, b, r: np.maximum(y + b.reshape(1, -1, 1, 1), 0)),
-    "bias_clip": (lambda y, b, r: relay.clip(relay.nn.bias_add(y, b), 0.0, 6.0),
-                  lambda y, b, r: np.clip(y + b.reshape(1, -1, 1, 1), 0, 6)),
-    "residual_relu": (lambda y, b, r: relay.nn.relu(relay.nn.bias_add(y, b) + r),
-                      lambda y, b, r: np.maximum(y + b.reshape(1, -1, 1, 1) + r, 0)),
-    "swish": (lambda y, b, r: y * relay.sigmoid(y), lambda y, b, r: y * _sigmoid(y)),
-}
-
-
-def _build(shape, o, epi, strides=(1, 1), const_weight=True, seed=0):
-    """(lib, feeds, expected) of a 1x1 conv (+ epilogue) built at opt_level 3."""
-    rng = np.random.default_rng(seed)
-    wv = rng.standard_normal((o, shape[1], 1, 1)).astype("float32")
-    bv = rng.standard_normal(o).astype("float32")
-    xv = rng.standard_normal(shape).astype("float32")
-    oh, ow = ((shape[2] - 1) // strides[0] + 1, (shape[3] - 1) // strides[1] + 1)
-    rv = rng.standard_normal((shape[0], o, oh, ow)).astype("float32")
-    x, r, wvar = (relay.var("x", shape=shape), relay.var("r", shape=rv.shape),
-                  relay.var("w", shape=wv.shape))
-    y = relay.nn.conv2d(x, relay.const(wv) if const_weight else wvar, kernel_size=(1, 1),
-                        channels=o, strides=strides)
-    build, ref = EPILOGUES[epi]
-    args, feeds = [x], {"x": xv}
-    if epi.startswith("residual"):
-        args.append(r)
-        feeds["r"] = rv
-    if not const_weight:
-        args.append(wvar)
-        feeds["w"] = wv
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, build(y, relay.const(bv),
-                                                                              r))), target="llvm")
-    return lib, feeds, ref(conv_ref(xv, wv, strides), bv, rv)
 
 
 def _conv_stage(shape, o, strides=(1, 1)):
