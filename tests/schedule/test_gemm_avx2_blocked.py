@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
+from gemm_cases import check_gemm
 
 from minitvm import codegen
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
@@ -89,28 +90,6 @@ def test_unblocked_schedule_with_the_switch_off(isa):
     assert max(int(f.extent.value) for f in loops["k"]) == 1001
 
 
-def _check(fn, m, n, k, transpose_b=False, bias=False, relu=False, prepacked=False,
-           sym=False, mc=None, seed=0):
-    mr, nr = gemm_kernel.default_tile()
-    mc = mc if mc is not None else gemm_kernel.default_mc()
-    rows = Var("n", "int64") if sym else m
-    kern = codegen.build(fn(rows, n, k, transpose_b=transpose_b, bias=bias, relu=relu, mr=mr,
-                            nr=nr, mc=mc, prepacked_b=prepacked))
-    kern = kern["gemm"]
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    w = rng.standard_normal((n, k) if transpose_b else (k, n), dtype=np.float32)
-    b = rng.standard_normal(n, dtype=np.float32)
-    c = np.full((m, n), np.nan, np.float32)
-    wb = gemm_kernel.pack_b(w, nr, transpose_b) if prepacked else w
-    kern(*([a, wb] + ([b] if bias else []) + [c]))
-    ref = a.astype(np.float64) @ (w.T if transpose_b else w).astype(np.float64)
-    if bias:
-        ref = ref + b
-    if relu:
-        ref = np.maximum(ref, 0)
-    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(ref).max()))
-
 
 SHAPES = [(1, 1, 1), (1, 17, 300), (2, 10, 1), (7, 33, 3), (13, 10, 777), (64, 48, 785),
           (29, 16, 1030)]
@@ -119,8 +98,8 @@ SHAPES = [(1, 1, 1), (1, 17, 300), (2, 10, 1), (7, 33, 3), (13, 10, 777), (64, 4
 @pytest.mark.parametrize("isa", VARIANTS, indirect=True)
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_gemm_odd_shapes(isa, m, n, k):
-    _check(gemm_kernel.gemm, m, n, k)
-    _check(gemm_kernel.gemm, m, n, k, transpose_b=True, bias=True, relu=True, sym=True)
+    check_gemm(gemm_kernel.gemm, m, n, k)
+    check_gemm(gemm_kernel.gemm, m, n, k, transpose_b=True, bias=True, relu=True, sym=True)
 
 
 @pytest.mark.parametrize("isa", VARIANTS, indirect=True)
@@ -129,8 +108,8 @@ def test_gemm_symbolic_rows_every_leftover(isa, m):
     # a small row block: several blocks, the leftover rows in the last one (or a block of
     # their own when the full tiles fill the blocks exactly)
     mr, _ = gemm_kernel.default_tile()
-    _check(gemm_kernel.gemm, m, 40, 515, prepacked=True, sym=True, mc=2 * mr)
-    _check(gemm_kernel.gemm, m, 40, 515, prepacked=True, mc=2 * mr, bias=True, seed=1)
+    check_gemm(gemm_kernel.gemm, m, 40, 515, prepacked=True, sym=True, mc=2 * mr)
+    check_gemm(gemm_kernel.gemm, m, 40, 515, prepacked=True, mc=2 * mr, bias=True, seed=1)
 
 
 @pytest.mark.parametrize("isa", VARIANTS, indirect=True)

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
+from gemm_cases import check_gemm
 
 from minitvm import codegen
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
@@ -94,22 +95,8 @@ def test_no_prefetch_for_short_k_symbolic_rows_or_b_in_place(monkeypatch):
 
 
 def _run_gemm(m, n, k, transpose_b, bias, relu, seed=0):
-    mr, nr = gemm_kernel.default_tile()
-    kern = codegen.build(gemm_kernel.gemm(m, n, k, transpose_b=transpose_b, bias=bias,
-                                          relu=relu, mr=mr, nr=nr, mc=gemm_kernel.default_mc(),
-                                          prepacked_b=True))["gemm"]
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    w = rng.standard_normal((n, k) if transpose_b else (k, n), dtype=np.float32)
-    b = rng.standard_normal(n, dtype=np.float32)
-    c = np.full((m, n), np.nan, np.float32)
-    kern(*([a, gemm_kernel.pack_b(w, nr, transpose_b)] + ([b] if bias else []) + [c]))
-    ref = a.astype(np.float64) @ (w.T if transpose_b else w).astype(np.float64)
-    if bias:
-        ref = ref + b
-    if relu:
-        ref = np.maximum(ref, 0)
-    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(ref).max()))
+    check_gemm(gemm_kernel.gemm, m, n, k, transpose_b=transpose_b, bias=bias, relu=relu,
+               prepacked=True, seed=seed)
 
 
 @pytest.mark.parametrize("rest", range(12))
