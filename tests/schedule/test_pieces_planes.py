@@ -268,3 +268,43 @@ def test_shift_of_long_chain_does_not_recurse():
         e = E.Add(e, E.IntImm("int32", 1))
     assert pieces._shift_of(E.Sub(e, E.IntImm("int32", 7)), v) == 100_000 - 7
     assert pieces._shift_of(E.Mul(v, E.IntImm("int32", 2)), v) is None
+
+
+def _piece_tree(j, k: int, width: int):
+    """``if_then_else(j < width, a0[...], if_then_else(j < 2 * width, a1[...], ...))``: a
+    ``k``-piece tree whose piece ``p`` reads ``ap[min(j - p * width, width - 1)]``."""
+    from minitvm.tir.buffer import decl_buffer
+
+    int32 = lambda v: E.IntImm("int32", v)  # noqa: E731
+    bufs = [decl_buffer((width,), "float32", f"a{p}") for p in range(k)]
+    expr = E.BufferLoad(bufs[-1], [E.Min(j - int32((k - 1) * width), int32(width - 1))])
+    for p in range(k - 2, -1, -1):
+        load = E.BufferLoad(bufs[p], [E.Min(j - int32(p * width), int32(width - 1))])
+        expr = E.Call("float32", "tir.if_then_else", [E.LT(j, int32((p + 1) * width)), load,
+                                                      expr])
+    return expr, bufs
+
+
+@pytest.mark.parametrize("piece", [0, 3, 7])
+def test_resolve_takes_a_piece_branch_and_its_clamps(piece):
+    j = E.Var("j", "int32")
+    tree, bufs = _piece_tree(j, 8, 5)
+    got = pieces.resolve(tree, j, piece * 5, piece * 5 + 5)
+    assert isinstance(got, E.BufferLoad) and got.buffer is bufs[piece]
+    # the clamp min(j - 5p, 4) is decided by the range: the plain index remains
+    assert not any(isinstance(e, (E.Min, E.Call)) for e in post_order(got))
+
+
+def test_resolve_keeps_undecided_tests():
+    j = E.Var("j", "int32")
+    tree, _ = _piece_tree(j, 3, 5)
+    got = pieces.resolve(tree, j, 3, 8)  # straddles the first cut: the tree's root stays
+    assert isinstance(got, E.Call) and got.op_name == "tir.if_then_else"
+
+
+def test_resolve_deep_tree_does_not_recurse():
+    """A 100,000-piece tree: resolving the last piece walks its chain of tests iteratively."""
+    j = E.Var("j", "int32")
+    tree, bufs = _piece_tree(j, 100_000, 2)
+    got = pieces.resolve(tree, j, 2 * 99_999, 2 * 100_000)
+    assert isinstance(got, E.BufferLoad) and got.buffer is bufs[-1]
