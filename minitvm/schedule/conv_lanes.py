@@ -104,6 +104,11 @@ WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
 # planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
 MIN_PIXELS = 20
+# ... but a 16-lane tile on AVX-512 (one zmm a pixel: a group of 16 output channels, RegNet's
+# grouped convs, or 16s of output channels not a multiple of 32, Inception's 48) holds this many
+# pixels (``tile_pixels``): at 6 it keeps 6 accumulators, too few FMA chains for two FMA ports
+# of latency 4, and loads 7 values per 6 FMAs; at 12, 12 chains and 13 loads per 12 FMAs.
+NARROW_PIXELS = {"avx512": 12, "avx2": 6}
 # grouped convs with at least this many taps per output channel (a group's input channels x
 # filter taps) run here (``grouped_supported``), fewer on ``depthwise``'s schedule. Zen 4, one
 # thread, conv + bias + relu against ONNX Runtime: 16 channels a group (144 taps) 512@28 g32
@@ -207,7 +212,8 @@ def default_knobs(g) -> dict:
             and g.get("sh", 1) * g.get("sw", 1) == 1:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
-            _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:
+            _band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
+            >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
 
@@ -275,6 +281,18 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
                          "schedule takes")
     return (g["o"] // LANES, g["c"], g["kh"], g["kw"], LANES), \
         PackWeight(g["o"], g["c"], g["kh"], g["kw"])
+
+
+def tile_pixels(g) -> int:
+    """The most pixels a tile of geometry ``g`` holds: 6, or ``NARROW_PIXELS`` for 16 lanes."""
+    return NARROW_PIXELS[vector_isa()] if _width(g) == LANES else 6
+
+
+def plane_tiles(g, extent: int) -> list[tuple[int, int, int]]:
+    """``extent`` pixels (at least ``MIN_PIXELS``) as groups ``(first, pixels, tiles)`` of
+    tiles of geometry ``g``: ``pixel_tiles``, or ``even_tiles`` of ``tile_pixels``."""
+    most = tile_pixels(g)
+    return pixel_tiles(extent) if most == 6 else even_tiles(extent, most)
 
 
 def pixel_tiles(extent: int) -> list[tuple[int, int, int]]:
@@ -398,7 +416,7 @@ def _direct_tables(ctx, g):
         fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
             S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])]))))
         size = nr * nc
-        tiles = pixel_tiles(size) if size >= MIN_PIXELS else even_tiles(size)
+        tiles = plane_tiles(g, size) if size >= MIN_PIXELS else even_tiles(size, tile_pixels(g))
         groups += [(base + f, pixels, m, ky, kx) for f, pixels, m in tiles]
         base += size
     return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)
@@ -410,7 +428,7 @@ def _groups(g) -> list[tuple]:
     filter ranges None: every tap)."""
     if "classes" in g:
         return g["classes"]
-    return [(f, p, m, None, None) for f, p, m in pixel_tiles(g["grid"])]
+    return [(f, p, m, None, None) for f, p, m in plane_tiles(g, g["grid"])]
 
 
 def pack_channels(g) -> int:
@@ -493,10 +511,10 @@ def row_segments(g) -> list[tuple[int, int, int, int]] | None:
     return runs
 
 
-def even_tiles(cols: int) -> list[tuple[int, int, int]]:
-    """``cols`` pixels as groups ``(first, pixels, tiles)`` of the fewest tiles of at most 6
-    pixels, their sizes differing by one at most (6s and 5s from 20 pixels up)."""
-    n = -(-cols // 6)
+def even_tiles(cols: int, most: int = 6) -> list[tuple[int, int, int]]:
+    """``cols`` pixels as groups ``(first, pixels, tiles)`` of the fewest tiles of at most
+    ``most`` pixels, their sizes differing by one at most (6s and 5s from 20 pixels up)."""
+    n = -(-cols // most)
     small, big = cols // n, cols % n  # ``big`` tiles of small + 1 pixels, then the rest
     groups = [(0, small + 1, big)] if big else []
     return [*groups, (big * (small + 1), small, n - big)]
@@ -511,7 +529,7 @@ def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
     of input channels (``channel_block``) over the band's tiles, their partial sums in a scratch
     between blocks, as in ``_tiles``."""
     groups = [(c0 + f, pixels, m, lo, hi) for c0, cols, lo, hi in segments
-              for f, pixels, m in even_tiles(cols)]
+              for f, pixels, m in even_tiles(cols, tile_pixels(g))]
     per_row = sum(m for _, _, m, _, _ in groups)
     rows = max(1, _band_tiles(g) // per_row)
     nbands = -(-g["oh"] // rows)
@@ -521,7 +539,7 @@ def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
 
     def one(idx):
         b, ob = idx if g["lanes_order"] == "bands" else idx[::-1]
-        sums = decl_buffer((rows * per_row * 6 * _width(g),), "float32", "cl_sums") \
+        sums = decl_buffer((rows * per_row * tile_pixels(g) * _width(g),), "float32", "cl_sums") \
             if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         parts, slot = [], 0
@@ -602,12 +620,12 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
 def _band_tiles(g) -> int:
     """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
-    return max(1, g["lanes_sums"] // (6 * _width(g)))
+    return max(1, g["lanes_sums"] // (tile_pixels(g) * _width(g)))
 
 
 def _sums_scratch(g, band: int):
     """The partial sums of a band of ``band`` pixel tiles between blocks of input channels."""
-    return decl_buffer((band * 6 * _width(g),), "float32", "cl_sums")
+    return decl_buffer((band * tile_pixels(g) * _width(g),), "float32", "cl_sums")
 
 
 def _band_split(g, count: int) -> tuple[int, int]:

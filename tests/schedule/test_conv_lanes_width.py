@@ -40,6 +40,28 @@ def _tile_widths(kernel) -> set[int]:
             if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
 
 
+def _tile_pixels(kernel) -> set[int]:
+    """The pixels of the kernel's tiles (its accumulators' first axis)."""
+    return {int(s.buffer.shape[0]) for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
+
+
+@pytest.mark.parametrize("isa, width, most", [
+    ("avx512", 16, 12), ("avx512", 32, 6), ("avx512", 64, 6), ("avx2", 16, 6)])
+def test_narrow_tiles_hold_more_pixels_on_avx512(isa, width, most, monkeypatch):
+    """A 16-lane tile is one zmm a pixel on AVX-512: it holds ``NARROW_PIXELS`` (12) pixels,
+    12 accumulators; the wider tiles, and AVX2's 16 lanes (two ymm a pixel), hold 6. A plane
+    is cut in the fewest tiles of at most that many pixels, sizes differing by one."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    g = dict(lanes_width=width)
+    assert conv_lanes.tile_pixels(g) == most
+    for extent in (20, 49, 196, 529):
+        groups = conv_lanes.plane_tiles(g, extent)
+        sizes = [p for _, p, m in groups for _ in range(m)]
+        assert sum(sizes) == extent and max(sizes) <= most and max(sizes) - min(sizes) <= 1
+        assert len(sizes) == -(-extent // most)
+
+
 CASES = [  # shape, output channels, filter, strides, padding, dilation, groups, epilogue
     ((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "residual_relu"),  # 49 = 6s + 5s
     ((1, 40, 13, 11), 64, 3, (2, 2), (1, 1), (1, 1), 1, "residual_relu"),  # stride 2, odd
@@ -49,6 +71,10 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
     ((1, 64, 11, 9), 64, 3, (2, 2), (1, 1), (1, 1), 2, "residual_relu"),  # 32 a group
     ((1, 16, 32, 32), 64, 3, (1, 1), (6, 6), (6, 6), 1, "bias_relu"),  # row tiles
     ((1, 8, 9, 9), 48, 5, (1, 1), (2, 2), (1, 1), 1, "bias_relu"),  # 48: 16s only
+    # Inception's asymmetric filters, 48 outputs: 16 lanes (12 pixels a tile on AVX-512)
+    ((1, 32, 23, 23), 48, (1, 7), (1, 1), (0, 3), (1, 1), 1, "bias_relu"),
+    ((1, 32, 23, 23), 48, (7, 1), (1, 1), (3, 0), (1, 1), 1, "residual_relu"),
+    ((1, 48, 14, 14), 48, 3, (2, 2), (1, 1), (1, 1), 3, "residual_relu"),  # RegNet: 16 a group
 ]
 
 
@@ -65,6 +91,10 @@ def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threa
     og = o // groups
     expect = width if width in conv_lanes.WIDTHS[vector_isa()] and og % width == 0 else 16
     assert _tile_widths(_conv_kernel(lib)) == {expect}
+    most = conv_lanes.tile_pixels(dict(lanes_width=expect))  # (small planes: smaller tiles)
+    assert max(_tile_pixels(_conv_kernel(lib))) <= most
+    if shape[2] * shape[3] >= 400 and dil == (1, 1):  # (23x23 planes: the largest tiles)
+        assert most in _tile_pixels(_conv_kernel(lib))
     for threads in (1, 2):
         threadpool.set_num_threads(threads)
         m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
