@@ -87,7 +87,10 @@ LANES = 16  # output channels of a tile: two AVX2 vectors (the weights are packe
 # per 6 FMAs, too few chains for two FMA ports of latency 4 and bound on loads; 32 lanes x 6
 # pixels keeps 12 (two weight vectors, each broadcast pixel used twice).
 WIDTH = {"avx512": 32, "avx2": 16}
-WIDTHS = {"avx512": (16, 32, 64), "avx2": (16,)}
+WIDTHS = {"avx512": (16, 32, 48, 64), "avx2": (16,)}
+# ... where 32 does not divide a group's output channels but this does (Inception's 48): three
+# zmm a pixel, 18 accumulators, 9 loads per 18 FMAs, rather than 16-lane tiles
+ODD_WIDTH = {"avx512": 48, "avx2": None}
 # ... and 64 (24 accumulators) in one pass over the input channels (no blocks: a tile's
 # weights, read once per pixel tile, stream from L2) where a tile's weights are at most
 # WIDE_MAX_TILE_WEIGHT_BYTES (3x3 convs of up to 256 input channels) and the stride is 1. Sapphire Rapids, one
@@ -220,11 +223,13 @@ def default_knobs(g) -> dict:
 
 def widths(g) -> tuple[int, ...]:
     """The tile widths (output channels a tile) geometry ``g`` can run on the host's ISA, the
-    default last: ``WIDTH`` where it divides a group's output channels, else 16; on AVX-512
-    also the other multiples of 16 up to 64 that divide them (``WIDTHS``)."""
+    default last: ``WIDTH`` where it divides a group's output channels, else ``ODD_WIDTH``
+    where that does, else 16; on AVX-512 also the other multiples of 16 up to 64 that divide
+    them (``WIDTHS``)."""
     isa = vector_isa()
     og = g.get("og", g["o"])
-    best = WIDTH[isa] if og % WIDTH[isa] == 0 else LANES
+    odd = ODD_WIDTH[isa]
+    best = WIDTH[isa] if og % WIDTH[isa] == 0 else odd if odd and og % odd == 0 else LANES
     return (*[w for w in WIDTHS[isa] if og % w == 0 and w != best], best)
 
 
@@ -741,6 +746,12 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         lo = E.IntImm(dtype, 0)
         return S.For(v, lo, E.IntImm(dtype, extent), kind, fbody(v))
 
+    def lanes_loop(fbody):  # a tile's lanes: vectors of 16 when they are 48
+        if cw & (cw - 1) == 0:
+            return loop("ll", cw, vec, fbody)
+        return loop("lo", cw // LANES, unroll, lambda lo: loop(
+            "ll", LANES, vec, lambda ll: fbody(lo * LANES + ll)))
+
     def ky_loop(fbody):  # the filter rows: those the tile's output rows need (trims_rows)
         if ky_range is not None:
             v, (first, end) = ctx.fresh("ky"), ky_range
@@ -753,7 +764,7 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         return S.For(v, first, count, ky_kind, fbody(v))
 
     q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
-    init = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll:
+    init = loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll:
                 S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
     if kb is not None:
         kv, kc, nkb, sums, slot = kb
@@ -761,14 +772,14 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         def at_sums(jj, ll):
             return (slot + jj) * cw + ll
 
-        init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", cw, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
+        init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: lanes_loop(
+            lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
 
     wv = decl_buffer((cw,), "float32", "cl_w", scope="local")  # the tap's weights
 
     def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
         xo = ctx.fresh("xo", "int64")
-        macs = [loop("ll", cw, vec, lambda ll, jj=jj: S.BufferStore(
+        macs = [lanes_loop(lambda ll, jj=jj: S.BufferStore(
             acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
         # (a wider tile reads its 16s of output channels from consecutive weight blocks)
         loads = [loop("ll", LANES, vec, lambda ll, v=v: S.BufferStore(
@@ -827,14 +838,14 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
 
     jp = ctx.fresh("jj")
     store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+        loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
             res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop(
-            "ll", cw, vec, lambda ll: put(jp, ll)))])
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, lanes_loop(
+            lambda ll: put(jp, ll)))])
     store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
-        store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", cw, vec, lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
+        store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop("jj", pixels, unroll, lambda jj: lanes_loop(
+            lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
     body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, macs, store])))
     body = S.Allocate(wv.data, "float32", [cw], True, body)
     body = S.Allocate(acc.data, "float32", [pixels * cw], True, body)
