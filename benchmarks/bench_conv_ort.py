@@ -8,17 +8,17 @@ optionally the same conv under other schedule knobs, timed side by side in one p
 Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
 ``K x K`` filter; a trailing ``1`` adds a residual input. ``K`` and ``PAD`` may be ``KHxKW`` and
 ``PHxPW`` (Inception's 1x7 / 7x1 filters: ``32,48,23,7x1,1,3x0``); ``g=`` groups the conv
-(``g=C`` is depthwise) and ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``). ``--knobs`` builds a second minitvm
-kernel with those knob values for the conv's workload (the rest at their defaults: see
-``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv as another checkout of
-minitvm builds it (``git worktree add DIR COMMIT``): built there in a child process, exported,
-and loaded here, so that two versions of the code are timed side by side (this checkout's
-kernel then too, loaded the same way). A loaded kernel's IR goes through the LLVM pipeline its
-archive records; archives written before 3941091 record none and get LLVM's full pipeline,
-which favoured them by 10-30% over kernels built with the lighter one. Rounds are interleaved
-(``interleave.settled_rounds``); at one thread the clock is the thread's CPU time, else wall
-clock; ORT's threads do not spin. Prints
-the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
+(``g=C`` is depthwise) and ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``).
+``--knobs`` builds a second minitvm kernel with those knob values for the conv's workload (the
+rest at their defaults: see ``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv
+as another checkout of minitvm builds it (``git worktree add DIR COMMIT``): built there in a
+child process, exported, and loaded here, so that two versions of the code are timed side by
+side (this checkout's kernel then too, loaded the same way). A loaded kernel's IR goes through
+the LLVM pipeline its archive records; archives written before 3941091 record none and get
+LLVM's full pipeline, which favoured them by 10-30% over kernels built with the lighter one.
+Rounds are interleaved (``interleave.settled_rounds``); at one thread the clock is the thread's
+CPU time, else wall clock; ORT's threads do not spin. Prints the median over rounds and each
+minitvm kernel's ratio to ORT (below 1: minitvm is faster).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``conv_lanes``' tile width (``lanes_width``): on AVX-512 a tile is 32 output channels (two
 zmm registers a pixel) by default, 64 as a knob value, 48 where a group's output channels are
-a multiple of 48 but not of 32, else 16 (12 pixels a tile); AVX2 keeps 16. Each width matches numpy on strides, dilation, groups,
-odd planes, channel blocks and the fused epilogue with a residual, and the inner loop holds its
-accumulators in registers."""
+a multiple of 48 but not of 32, else 16 (12 pixels a tile); AVX2 keeps 16. Each width matches
+numpy on strides, dilation, groups, odd planes, channel blocks, asymmetric filters and the fused
+epilogue with a residual, and the inner loop holds its accumulators in registers."""
 
 import re
 import sys
@@ -109,8 +109,8 @@ def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threa
 ])
 def test_widths_by_isa_and_channels(isa, og, want, monkeypatch):
     """The widths a conv may run, its default last: 32 on AVX-512 where a group's output
-    channels are a multiple of it, else 48 where they are a multiple of that, else 16; AVX2 only 16 (its 16 ymm registers). A width the
-    conv cannot take falls back to 16."""
+    channels are a multiple of it, else 48 where they are a multiple of that, else 16; AVX2
+    only 16 (its 16 ymm registers). A width the conv cannot take falls back to 16."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
     g = dict(o=og * 2, og=og, c=512, kh=3, kw=3, grid=196, parallel=False)
     assert conv_lanes.widths(g) == want
