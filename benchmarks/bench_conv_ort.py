@@ -2,20 +2,23 @@
 optionally the same conv under other schedule knobs, timed side by side in one process.
 
     python benchmarks/bench_conv_ort.py [--threads 1] [--rounds 9] [--runs 10]
-        [--knobs '{"lanes_unroll_kx": false}'] [--against DIR] C,O,HW,K,STRIDE,PAD[,RESIDUAL] ...
+        [--knobs '{"lanes_unroll_kx": false}'] [--against DIR]
+        C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=GROUPS][,d=DILATION] ...
 
 Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
-``K x K`` filter; a trailing ``1`` adds a residual input. ``--knobs`` builds a second minitvm
-kernel with those knob values for the conv's workload (the rest at their defaults: see
-``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv as another checkout of
-minitvm builds it (``git worktree add DIR COMMIT``): built there in a child process, exported,
-and loaded here, so that two versions of the code are timed side by side (this checkout's
-kernel then too, loaded the same way). A loaded kernel's IR goes through the LLVM pipeline its
-archive records; archives written before 3941091 record none and get LLVM's full pipeline,
-which favoured them by 10-30% over kernels built with the lighter one. Rounds are interleaved
-(``interleave.settled_rounds``); at one thread the clock is the thread's CPU time, else wall
-clock; ORT's threads do not spin. Prints
-the median over rounds and each minitvm kernel's ratio to ORT (below 1: minitvm is faster).
+``K x K`` filter; a trailing ``1`` adds a residual input. ``K`` and ``PAD`` may be ``KHxKW`` and
+``PHxPW`` (Inception's 1x7 / 7x1 filters: ``32,48,23,7x1,1,3x0``); ``g=`` groups the conv
+(``g=C`` is depthwise) and ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``).
+``--knobs`` builds a second minitvm kernel with those knob values for the conv's workload (the
+rest at their defaults: see ``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv
+as another checkout of minitvm builds it (``git worktree add DIR COMMIT``): built there in a
+child process, exported, and loaded here, so that two versions of the code are timed side by
+side (this checkout's kernel then too, loaded the same way). A loaded kernel's IR goes through
+the LLVM pipeline its archive records; archives written before 3941091 record none and get
+LLVM's full pipeline, which favoured them by 10-30% over kernels built with the lighter one.
+Rounds are interleaved (``interleave.settled_rounds``); at one thread the clock is the thread's
+CPU time, else wall clock; ORT's threads do not spin. Prints the median over rounds and each
+minitvm kernel's ratio to ORT (below 1: minitvm is faster).
 """
 
 from __future__ import annotations
@@ -42,20 +45,49 @@ from minitvm.runtime import threadpool  # noqa: E402
 from minitvm.schedule.knobs import KnobTable, key_text, use_knobs  # noqa: E402
 
 
-def conv_model(c, o, hw, k, s, p, res, rng):
-    """(Relay module, feeds) of the conv."""
-    w = (rng.random((o, c, k, k), dtype=np.float32) - 0.5)
+def _pair(v: str) -> tuple[int, int]:
+    a, _, b = v.partition("x")
+    return int(a), int(b or a)
+
+
+def parse_shape(text: str) -> dict:
+    """The conv of a ``C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]`` argument."""
+    pos = [v for v in text.split(",") if "=" not in v]
+    named = dict(v.split("=") for v in text.split(",") if "=" in v)
+    unknown = set(named) - {"g", "d"}
+    if unknown or len(pos) not in (6, 7):
+        raise ValueError(f"bad conv {text!r}: C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
+    c, o, hw = (int(v) for v in pos[:3])
+    return dict(c=c, o=o, hw=hw, k=_pair(pos[3]), s=int(pos[4]), p=_pair(pos[5]),
+                res=len(pos) == 7 and bool(int(pos[6])), g=int(named.get("g", 1)),
+                d=int(named.get("d", 1)))
+
+
+def conv_label(sh: dict) -> str:
+    (kh, kw), extra = sh["k"], ""
+    extra += f" g{sh['g']}" if sh["g"] != 1 else ""
+    extra += f" d{sh['d']}" if sh["d"] != 1 else ""
+    return (f"{sh['c']}->{sh['o']} {kh}x{kw}/{sh['s']}{extra} at {sh['hw']}x{sh['hw']}" +
+            (" +res" if sh["res"] else ""))
+
+
+def conv_model(sh: dict, rng):
+    """(Relay module, feeds) of the conv ``sh`` (``parse_shape``)."""
+    c, o, hw, (kh, kw), s, (ph, pw), g, d = (sh[n] for n in "c o hw k s p g d".split())
+    w = (rng.random((o, c // g, kh, kw), dtype=np.float32) - 0.5)
     b = rng.random(o, dtype=np.float32)
-    oh = (hw + 2 * p - k) // s + 1
+    oh = (hw + 2 * ph - d * (kh - 1) - 1) // s + 1
+    ow = (hw + 2 * pw - d * (kw - 1) - 1) // s + 1
     x = relay.var("x", shape=(1, c, hw, hw))
-    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), strides=(s, s), padding=(p, p),
-                                          kernel_size=(k, k), channels=o), relay.const(b))
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), strides=(s, s), padding=(ph, pw),
+                                          dilation=(d, d), groups=g, kernel_size=(kh, kw),
+                                          channels=o), relay.const(b))
     params, feeds = [x], {"x": rng.random((1, c, hw, hw), dtype=np.float32)}
-    if res:
-        r = relay.var("r", shape=(1, o, oh, oh))
+    if sh["res"]:
+        r = relay.var("r", shape=(1, o, oh, ow))
         y = relay.add(y, r)
         params.append(r)
-        feeds["r"] = rng.random((1, o, oh, oh), dtype=np.float32)
+        feeds["r"] = rng.random((1, o, oh, ow), dtype=np.float32)
     y = relay.nn.relu(y)
     return tvm.IRModule.from_expr(relay.Function(params, y)), feeds
 
@@ -86,8 +118,7 @@ def factory_runner(factory, feeds):
 
 def export_conv(text: str, path: str) -> None:
     """Build the conv of shape ``text`` (default knobs) and export it to ``path``."""
-    c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
-    mod, _ = conv_model(c, o, hw, k, s, p, bool(rest and rest[0]), np.random.default_rng(0))
+    mod, _ = conv_model(parse_shape(text), np.random.default_rng(0))
     with tvm.transform.PassContext(opt_level=3):
         relay.build(mod, target="llvm").export_library(path)
 
@@ -126,7 +157,7 @@ def ort_runner(mod, feeds, threads: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("shapes", nargs="+", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL]")
+    ap.add_argument("shapes", nargs="+", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=10, help="runs per round (their median)")
@@ -141,12 +172,11 @@ def main(argv=None) -> int:
     print(f"threads={args.threads}; ms, median of {args.rounds} interleaved rounds of "
           f"median-of-{args.runs} ({'thread CPU time' if args.threads == 1 else 'wall'})")
     other = "other" if args.against else "knobs"
-    print(f"{'conv':28s} {'minitvm':>8s} {other:>8s} {'ORT':>8s} {'mt/ORT':>7s} "
+    print(f"{'conv':34s} {'minitvm':>8s} {other:>8s} {'ORT':>8s} {'mt/ORT':>7s} "
           f"{other + '/ORT':>9s}")
     for text in args.shapes:
-        c, o, hw, k, s, p, *rest = (int(v) for v in text.split(","))
-        res = bool(rest and rest[0])
-        mod, feeds = conv_model(c, o, hw, k, s, p, res, np.random.default_rng(0))
+        sh = parse_shape(text)
+        mod, feeds = conv_model(sh, np.random.default_rng(0))
         # (with --against both are exported and loaded: a loaded library is compiled anew)
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
         runs = {"minitvm": checkout_runner(here, text, feeds) if args.against else
@@ -159,10 +189,10 @@ def main(argv=None) -> int:
         runs["ORT"] = ort_runner(mod, feeds, args.threads)
         times = settled_rounds(runs, args.rounds, args.runs, clock=clock)
         ms = {n: statistics.median(v) * 1e3 for n, v in times.items()}
-        label = f"{c}->{o} {k}x{k}/{s} at {hw}x{hw}" + (" +res" if res else "")
+        label = conv_label(sh)
         kn = f"{ms['knobs']:8.3f}" if "knobs" in ms else f"{'':8s}"
         kr = f"{ms['knobs'] / ms['ORT']:9.2f}" if "knobs" in ms else ""
-        print(f"{label:28s} {ms['minitvm']:8.3f} {kn} {ms['ORT']:8.3f} "
+        print(f"{label:34s} {ms['minitvm']:8.3f} {kn} {ms['ORT']:8.3f} "
               f"{ms['minitvm'] / ms['ORT']:7.2f} {kr}", flush=True)
     return 0
 

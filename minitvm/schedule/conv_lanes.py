@@ -27,7 +27,16 @@ Measured on a Sapphire Rapids Xeon (two 512-bit FMA ports, one thread, conv + bi
 32 vs 16 channels a tile, ONNX Runtime): 512 -> 512 at 7x7 1.29 vs 1.89 (1.40), stride-2
 128 -> 128 at 56x56 1.34 vs 1.77 (1.25), 256 -> 256 at 28x28 1.27 vs 1.68 (1.27), 512 -> 512 at
 14x14 1.41 vs 1.94 (1.37). Stride-1 convs with small weights take 64 channels a tile (24
-accumulators) in one pass over the input channels (``WIDE``).
+accumulators) in one pass over the input channels (``WIDE``). A group of 48 output channels
+(Inception's 1x7 / 7x1 convs) takes 48-channel tiles (``ODD_WIDTH``: three zmm a pixel, 18
+accumulators), and 16-channel tiles (RegNet's grouped convs, 16 channels a group) hold 12 pixels
+rather than 6 (``NARROW_PIXELS``: 12 accumulators where 6 left the two FMA ports waiting on the
+FMA latency). Sapphire Rapids, one thread, conv + bias + relu, ms, 6-pixel 16-wide tiles ->
+12-pixel (ONNX Runtime alone, which pays its layout conversions; in the models it is faster):
+groups of 16 at 14x14, 208 channels 0.088 -> 0.075 (0.099), at 56x56 48 channels 0.321 ->
+0.257 (0.343), 96 at 28x28 0.161 -> 0.131 (0.175), stride-2 96 at 56x56 0.166 -> 0.134 (0.258);
+32 -> 48 1x7 at 23x23 0.087 -> 0.074 -> 0.066 48 wide (0.071), 7x1 0.082 -> 0.072 -> 0.058
+(0.060).
 
 The tiles of output channels are the outer (parallel) loop. Inside one, the input channels
 run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
@@ -87,7 +96,10 @@ LANES = 16  # output channels of a tile: two AVX2 vectors (the weights are packe
 # per 6 FMAs, too few chains for two FMA ports of latency 4 and bound on loads; 32 lanes x 6
 # pixels keeps 12 (two weight vectors, each broadcast pixel used twice).
 WIDTH = {"avx512": 32, "avx2": 16}
-WIDTHS = {"avx512": (16, 32, 64), "avx2": (16,)}
+WIDTHS = {"avx512": (16, 32, 48, 64), "avx2": (16,)}
+# ... where 32 does not divide a group's output channels but this does (Inception's 48): three
+# zmm a pixel, 18 accumulators, 9 loads per 18 FMAs, rather than 16-lane tiles
+ODD_WIDTH = {"avx512": 48, "avx2": None}
 # ... and 64 (24 accumulators) in one pass over the input channels (no blocks: a tile's
 # weights, read once per pixel tile, stream from L2) where a tile's weights are at most
 # WIDE_MAX_TILE_WEIGHT_BYTES (3x3 convs of up to 256 input channels) and the stride is 1. Sapphire Rapids, one
@@ -104,6 +116,11 @@ WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
 # planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
 MIN_PIXELS = 20
+# ... but a 16-lane tile on AVX-512 (one zmm a pixel: a group of 16 output channels, RegNet's
+# grouped convs, or 16s of output channels not a multiple of 32, Inception's 48) holds this many
+# pixels (``tile_pixels``): at 6 it keeps 6 accumulators, too few FMA chains for two FMA ports
+# of latency 4, and loads 7 values per 6 FMAs; at 12, 12 chains and 13 loads per 12 FMAs.
+NARROW_PIXELS = {"avx512": 12, "avx2": 6}
 # grouped convs with at least this many taps per output channel (a group's input channels x
 # filter taps) run here (``grouped_supported``), fewer on ``depthwise``'s schedule. Zen 4, one
 # thread, conv + bias + relu against ONNX Runtime: 16 channels a group (144 taps) 512@28 g32
@@ -207,18 +224,21 @@ def default_knobs(g) -> dict:
             and g.get("sh", 1) * g.get("sw", 1) == 1:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
-            _band_split(dict(g, **knobs), pixel_tiles(g["grid"])[0][2])[0] >= BANDS_MIN:
+            _band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
+            >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
 
 
 def widths(g) -> tuple[int, ...]:
     """The tile widths (output channels a tile) geometry ``g`` can run on the host's ISA, the
-    default last: ``WIDTH`` where it divides a group's output channels, else 16; on AVX-512
-    also the other multiples of 16 up to 64 that divide them (``WIDTHS``)."""
+    default last: ``WIDTH`` where it divides a group's output channels, else ``ODD_WIDTH``
+    where that does, else 16; on AVX-512 also the other multiples of 16 up to 64 that divide
+    them (``WIDTHS``)."""
     isa = vector_isa()
     og = g.get("og", g["o"])
-    best = WIDTH[isa] if og % WIDTH[isa] == 0 else LANES
+    odd = ODD_WIDTH[isa]
+    best = WIDTH[isa] if og % WIDTH[isa] == 0 else odd if odd and og % odd == 0 else LANES
     return (*[w for w in WIDTHS[isa] if og % w == 0 and w != best], best)
 
 
@@ -275,6 +295,18 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
                          "schedule takes")
     return (g["o"] // LANES, g["c"], g["kh"], g["kw"], LANES), \
         PackWeight(g["o"], g["c"], g["kh"], g["kw"])
+
+
+def tile_pixels(g) -> int:
+    """The most pixels a tile of geometry ``g`` holds: 6, or ``NARROW_PIXELS`` for 16 lanes."""
+    return NARROW_PIXELS[vector_isa()] if _width(g) == LANES else 6
+
+
+def plane_tiles(g, extent: int) -> list[tuple[int, int, int]]:
+    """``extent`` pixels (at least ``MIN_PIXELS``) as groups ``(first, pixels, tiles)`` of
+    tiles of geometry ``g``: ``pixel_tiles``, or ``even_tiles`` of ``tile_pixels``."""
+    most = tile_pixels(g)
+    return pixel_tiles(extent) if most == 6 else even_tiles(extent, most)
 
 
 def pixel_tiles(extent: int) -> list[tuple[int, int, int]]:
@@ -398,7 +430,7 @@ def _direct_tables(ctx, g):
         fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
             S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])]))))
         size = nr * nc
-        tiles = pixel_tiles(size) if size >= MIN_PIXELS else even_tiles(size)
+        tiles = plane_tiles(g, size) if size >= MIN_PIXELS else even_tiles(size, tile_pixels(g))
         groups += [(base + f, pixels, m, ky, kx) for f, pixels, m in tiles]
         base += size
     return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)
@@ -410,7 +442,7 @@ def _groups(g) -> list[tuple]:
     filter ranges None: every tap)."""
     if "classes" in g:
         return g["classes"]
-    return [(f, p, m, None, None) for f, p, m in pixel_tiles(g["grid"])]
+    return [(f, p, m, None, None) for f, p, m in plane_tiles(g, g["grid"])]
 
 
 def pack_channels(g) -> int:
@@ -493,10 +525,10 @@ def row_segments(g) -> list[tuple[int, int, int, int]] | None:
     return runs
 
 
-def even_tiles(cols: int) -> list[tuple[int, int, int]]:
-    """``cols`` pixels as groups ``(first, pixels, tiles)`` of the fewest tiles of at most 6
-    pixels, their sizes differing by one at most (6s and 5s from 20 pixels up)."""
-    n = -(-cols // 6)
+def even_tiles(cols: int, most: int = 6) -> list[tuple[int, int, int]]:
+    """``cols`` pixels as groups ``(first, pixels, tiles)`` of the fewest tiles of at most
+    ``most`` pixels, their sizes differing by one at most (6s and 5s from 20 pixels up)."""
+    n = -(-cols // most)
     small, big = cols // n, cols % n  # ``big`` tiles of small + 1 pixels, then the rest
     groups = [(0, small + 1, big)] if big else []
     return [*groups, (big * (small + 1), small, n - big)]
@@ -511,7 +543,7 @@ def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
     of input channels (``channel_block``) over the band's tiles, their partial sums in a scratch
     between blocks, as in ``_tiles``."""
     groups = [(c0 + f, pixels, m, lo, hi) for c0, cols, lo, hi in segments
-              for f, pixels, m in even_tiles(cols)]
+              for f, pixels, m in even_tiles(cols, tile_pixels(g))]
     per_row = sum(m for _, _, m, _, _ in groups)
     rows = max(1, _band_tiles(g) // per_row)
     nbands = -(-g["oh"] // rows)
@@ -521,7 +553,7 @@ def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
 
     def one(idx):
         b, ob = idx if g["lanes_order"] == "bands" else idx[::-1]
-        sums = decl_buffer((rows * per_row * 6 * _width(g),), "float32", "cl_sums") \
+        sums = decl_buffer((rows * per_row * tile_pixels(g) * _width(g),), "float32", "cl_sums") \
             if kc < g["c"] else None
         kb = None if sums is None else ctx.fresh("kb")
         parts, slot = [], 0
@@ -602,12 +634,12 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
 
 def _band_tiles(g) -> int:
     """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
-    return max(1, g["lanes_sums"] // (6 * _width(g)))
+    return max(1, g["lanes_sums"] // (tile_pixels(g) * _width(g)))
 
 
 def _sums_scratch(g, band: int):
     """The partial sums of a band of ``band`` pixel tiles between blocks of input channels."""
-    return decl_buffer((band * 6 * _width(g),), "float32", "cl_sums")
+    return decl_buffer((band * tile_pixels(g) * _width(g),), "float32", "cl_sums")
 
 
 def _band_split(g, count: int) -> tuple[int, int]:
@@ -723,6 +755,12 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         lo = E.IntImm(dtype, 0)
         return S.For(v, lo, E.IntImm(dtype, extent), kind, fbody(v))
 
+    def lanes_loop(fbody):  # a tile's lanes: vectors of 16 when they are 48
+        if cw & (cw - 1) == 0:
+            return loop("ll", cw, vec, fbody)
+        return loop("lo", cw // LANES, unroll, lambda lo: loop(
+            "ll", LANES, vec, lambda ll: fbody(lo * LANES + ll)))
+
     def ky_loop(fbody):  # the filter rows: those the tile's output rows need (trims_rows)
         if ky_range is not None:
             v, (first, end) = ctx.fresh("ky"), ky_range
@@ -735,7 +773,7 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         return S.For(v, first, count, ky_kind, fbody(v))
 
     q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
-    init = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll:
+    init = loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll:
                 S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
     if kb is not None:
         kv, kc, nkb, sums, slot = kb
@@ -743,14 +781,14 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         def at_sums(jj, ll):
             return (slot + jj) * cw + ll
 
-        init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", cw, vec, lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
+        init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: lanes_loop(
+            lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
 
     wv = decl_buffer((cw,), "float32", "cl_w", scope="local")  # the tap's weights
 
     def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
         xo = ctx.fresh("xo", "int64")
-        macs = [loop("ll", cw, vec, lambda ll, jj=jj: S.BufferStore(
+        macs = [lanes_loop(lambda ll, jj=jj: S.BufferStore(
             acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
         # (a wider tile reads its 16s of output channels from consecutive weight blocks)
         loads = [loop("ll", LANES, vec, lambda ll, v=v: S.BufferStore(
@@ -809,14 +847,15 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
 
     jp = ctx.fresh("jj")
     store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+        loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
             res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop(
-            "ll", cw, vec, lambda ll: put(jp, ll)))])
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, lanes_loop(
+            lambda ll: put(jp, ll)))])
     store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
-        store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop("jj", pixels, unroll, lambda jj: loop(
-            "ll", cw, vec, lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
+        store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
+            "jj", pixels, unroll, lambda jj: lanes_loop(
+                lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
     body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, macs, store])))
     body = S.Allocate(wv.data, "float32", [cw], True, body)
     body = S.Allocate(acc.data, "float32", [pixels * cw], True, body)

@@ -1,8 +1,8 @@
 """``conv_lanes``' tile width (``lanes_width``): on AVX-512 a tile is 32 output channels (two
-zmm registers a pixel) by default, 64 as a knob value, 16 where a group's output channels are
-no multiple of the width; AVX2 keeps 16. Each width matches numpy on strides, dilation, groups,
-odd planes, channel blocks and the fused epilogue with a residual, and the inner loop holds its
-accumulators in registers."""
+zmm registers a pixel) by default, 64 as a knob value, 48 where a group's output channels are
+a multiple of 48 but not of 32, else 16 (12 pixels a tile); AVX2 keeps 16. Each width matches
+numpy on strides, dilation, groups, odd planes, channel blocks, asymmetric filters and the fused
+epilogue with a residual, and the inner loop holds its accumulators in registers."""
 
 import re
 import sys
@@ -40,6 +40,28 @@ def _tile_widths(kernel) -> set[int]:
             if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
 
 
+def _tile_pixels(kernel) -> set[int]:
+    """The pixels of the kernel's tiles (its accumulators' first axis)."""
+    return {int(s.buffer.shape[0]) for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
+
+
+@pytest.mark.parametrize("isa, width, most", [
+    ("avx512", 16, 12), ("avx512", 32, 6), ("avx512", 64, 6), ("avx2", 16, 6)])
+def test_narrow_tiles_hold_more_pixels_on_avx512(isa, width, most, monkeypatch):
+    """A 16-lane tile is one zmm a pixel on AVX-512: it holds ``NARROW_PIXELS`` (12) pixels,
+    12 accumulators; the wider tiles, and AVX2's 16 lanes (two ymm a pixel), hold 6. A plane
+    is cut in the fewest tiles of at most that many pixels, sizes differing by one."""
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
+    g = dict(lanes_width=width)
+    assert conv_lanes.tile_pixels(g) == most
+    for extent in (20, 49, 196, 529):
+        groups = conv_lanes.plane_tiles(g, extent)
+        sizes = [p for _, p, m in groups for _ in range(m)]
+        assert sum(sizes) == extent and max(sizes) <= most and max(sizes) - min(sizes) <= 1
+        assert len(sizes) == -(-extent // most)
+
+
 CASES = [  # shape, output channels, filter, strides, padding, dilation, groups, epilogue
     ((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "residual_relu"),  # 49 = 6s + 5s
     ((1, 40, 13, 11), 64, 3, (2, 2), (1, 1), (1, 1), 1, "residual_relu"),  # stride 2, odd
@@ -49,11 +71,15 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
     ((1, 64, 11, 9), 64, 3, (2, 2), (1, 1), (1, 1), 2, "residual_relu"),  # 32 a group
     ((1, 16, 32, 32), 64, 3, (1, 1), (6, 6), (6, 6), 1, "bias_relu"),  # row tiles
     ((1, 8, 9, 9), 48, 5, (1, 1), (2, 2), (1, 1), 1, "bias_relu"),  # 48: 16s only
+    # Inception's asymmetric filters, 48 outputs: 16 lanes (12 pixels a tile on AVX-512)
+    ((1, 32, 23, 23), 48, (1, 7), (1, 1), (0, 3), (1, 1), 1, "bias_relu"),
+    ((1, 32, 23, 23), 48, (7, 1), (1, 1), (3, 0), (1, 1), 1, "residual_relu"),
+    ((1, 48, 14, 14), 48, 3, (2, 2), (1, 1), (1, 1), 3, "residual_relu"),  # RegNet: 16 a group
 ]
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", [16, 32, 48, 64])
 @pytest.mark.parametrize("order", conv_lanes.ORDERS)
 def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threads):
     """Every width (where the ISA and the output channels allow it; else 16) in both loop
@@ -65,6 +91,10 @@ def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threa
     og = o // groups
     expect = width if width in conv_lanes.WIDTHS[vector_isa()] and og % width == 0 else 16
     assert _tile_widths(_conv_kernel(lib)) == {expect}
+    most = conv_lanes.tile_pixels(dict(lanes_width=expect))  # (small planes: smaller tiles)
+    assert max(_tile_pixels(_conv_kernel(lib))) <= most
+    if shape[2] * shape[3] >= 400 and dil == (1, 1):  # (23x23 planes: the largest tiles)
+        assert most in _tile_pixels(_conv_kernel(lib))
     for threads in (1, 2):
         threadpool.set_num_threads(threads)
         m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
@@ -73,13 +103,14 @@ def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threa
 
 
 @pytest.mark.parametrize("isa, og, want", [
-    ("avx512", 64, (16, 64, 32)), ("avx512", 96, (16, 32)), ("avx512", 48, (16,)),
+    ("avx512", 64, (16, 64, 32)), ("avx512", 96, (16, 48, 32)), ("avx512", 48, (16, 48)),
+    ("avx512", 80, (16,)),
     ("avx2", 64, (16,)), ("avx2", 48, (16,)),
 ])
 def test_widths_by_isa_and_channels(isa, og, want, monkeypatch):
     """The widths a conv may run, its default last: 32 on AVX-512 where a group's output
-    channels are a multiple of it, else 16; AVX2 only 16 (its 16 ymm registers). A width the
-    conv cannot take falls back to 16."""
+    channels are a multiple of it, else 48 where they are a multiple of that, else 16; AVX2
+    only 16 (its 16 ymm registers). A width the conv cannot take falls back to 16."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
     g = dict(o=og * 2, og=og, c=512, kh=3, kw=3, grid=196, parallel=False)
     assert conv_lanes.widths(g) == want
@@ -116,41 +147,44 @@ def test_channel_block_follows_the_width():
 
 
 def test_width_is_a_declared_knob():
-    """The conv's search space declares ``lanes_width`` with the ISA's widths, its default the
-    ISA's, and a tuned value changes the kernel's tile."""
+    """The conv's search space declares ``lanes_width`` with the ISA's widths that divide its
+    output channels, its default the ISA's, and a tuned value changes the kernel's tile."""
     x = relay.var("x", shape=(1, 64, 7, 7))
     w = relay.const(np.ones((64, 64, 3, 3), "float32"))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.conv2d(
         x, w, padding=(1, 1), kernel_size=(3, 3), channels=64)))
     (task,) = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
     values = task.space.values("lanes_width")
-    assert set(values) == set(conv_lanes.WIDTHS[vector_isa()])
+    assert set(values) == {w for w in conv_lanes.WIDTHS[vector_isa()] if 64 % w == 0}
     # (64 channels of a 3x3 filter: 64 wide in one pass on AVX-512, WIDE_MAX_TILE_WEIGHT_BYTES)
     assert task.space.default()["lanes_width"] == (64 if AVX512 else 16)
 
 
 @needs_avx512
-@pytest.mark.parametrize("width", [32, 64])
-def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, force_knobs):
-    """64 -> 64 at 7x7: the filter-row loop of a 6-pixel tile does 3 taps x (width / 16 weight
-    vectors x 6 pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
-    accumulators at 32 wide, 24 at 64 (over the padded copy: read directly, the interior of
-    a 7x7 plane is 5x5, ``test_conv_lanes_direct``)."""
+@pytest.mark.parametrize("width, o", [(16, 64), (32, 64), (48, 48), (64, 64)])
+def test_avx512_inner_loop_keeps_its_accumulators_in_registers(width, o, force_knobs):
+    """64 -> 64 (48) at 7x7: the filter-row loop of the largest tile does 3 taps x (width / 16
+    weight vectors x its pixels) zmm FMAs, each pixel broadcast once a tap, with no spill: 12
+    accumulators at 32 wide (6 pixels), 18 at 48, 24 at 64, 10 at 16 (10 pixels: 49 in 12s
+    at most; over the padded copy: read directly, the interior of a 7x7 plane is 5x5,
+    ``test_conv_lanes_direct``)."""
     force_knobs(lanes_width=width, lanes_direct=False)
-    lib, _, _ = _build((1, 64, 7, 7), 64, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
+    lib, _, _ = _build((1, 64, 7, 7), o, 3, (1, 1), (1, 1), (1, 1), 1, "bias_relu",
                        np.random.default_rng(0))
     func = _conv_kernel(lib).prim_func
     level = sys.modules["minitvm.codegen.build"].ir_pipeline_level(func, 3)
     asm = jit.assembly(CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate(), level)
     loops = fma_loops(asm)
-    accs = width // 16 * 6
+    px = conv_lanes.plane_tiles(dict(lanes_width=width), 49)[0][1]
+    accs = width // 16 * px
     six = [b for b in loops if len(re.findall(r"vfmadd\d+ps", b)) == 3 * accs]
     assert six, [len(re.findall(r"vfmadd\d+ps", b)) for b in loops]
     for b in six:
         fmas = re.findall(r"vfmadd\d+ps\s+[^\n]*", b)
         assert all(re.search(r"%zmm\d+, %zmm\d+$", f) for f in fmas), fmas
         assert len({re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}) == accs
-        assert b.count("vbroadcastss") == 18
+        # (one weight vector a tap, 16 wide: each broadcast folded into its one FMA)
+        assert b.count("vbroadcastss") + b.count("{1to16}") == 3 * px
         assert "rsp" not in b and "rbp" not in b  # no spill / reload
 
 
