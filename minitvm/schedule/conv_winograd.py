@@ -97,8 +97,40 @@ MIN_CHANNELS = 16  # fewer input or output channels: the transforms cost more th
 PARALLEL_MIN_MACS = 1 << 21  # (direct-conv multiply-adds) bands go to the thread pool
 INNER_PARALLEL_BELOW = 4  # fewer bands (of all images): a band's channel loops go instead
 # untuned builds take this schedule where it applies, with the largest output block that does
-# (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs)
+# (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs); where ``MIN_GAIN``
+# is set for the vector ISA, only where ``default_choice`` finds a block and tile worth it
 DEFAULT_ON = True
+# The default on AVX-512 (``default_choice``), from a sweep of 3x3 stride-1 convs on an Intel
+# Xeon (Sapphire Rapids class), one thread, conv + bias + relu, ms, Winograd's old default / the
+# direct conv / ONNX Runtime. The direct convs run near the FMA peak (~100 G multiply-adds/s) at
+# every size, so Winograd wins only by the multiplies it saves, and it saves fewer where its
+# bands compute tiles past the plane: a band holds at least one register tile of ``NR`` = 32
+# tiles, so a 16x16 plane at m = 4 (16 tiles) computes 32, 4x32 at m = 4 (8 tiles) 32, 14x14
+# at m = 2 with 512 channels (a band's V capped by ``BAND_BYTES``) 96 for 49. The estimate is
+# ``gain`` = ``9 m^2 / (m+2)^2`` (4 at m = 4, 2.25 at m = 2) times the share of computed tiles
+# that are the plane's; the default takes the block size and tile width (``NR``, or 16 where
+# there are at least ``NARROW_MIN_O`` output channels, its gain times ``NARROW_WEIGHT``) of the
+# largest, and Winograd only where that is at least ``MIN_GAIN`` and the conv has at least
+# ``MIN_DEFAULT_MACS`` direct multiply-adds. Measured (old / direct / new choice, ORT):
+# losses to the direct conv that now take it: 64->16 at 16x16 0.106 / 0.025 (ORT 0.046),
+# 64->16 at 8x8 0.036 / 0.009 (0.017), 32->32 at 16x16 0.065 / 0.027 (0.034), 64->64 at 8x8
+# 0.052 / 0.021 (0.029), 512->512 at 14x14 5.95 / 4.51 (4.36), 512->128 at 14x14 1.64 / 1.07
+# (1.10); a block or tile that fills the register tile: 128->128 at 4x32 0.333 / 0.143 / 0.100
+# at m = 2 (0.146), 64->64 at 16x16 0.148 / 0.085 / 0.074 at m = 2 (0.092), 128->128 at 16x16
+# 0.394 / 0.330 / 0.242 at 16 wide (0.338), 256->256 at 16x16 1.27 / 1.33 / 0.77 (1.46),
+# 64->128 at 8x32 0.180 / 0.158 / 0.114 (0.162). The 16-wide tile with fewer output channels
+# lost (128->32 at 28x28 0.212 at 32 wide, 0.464 at 16; 256->64 at 28x28 1.02, 1.31), and with
+# the same share of real tiles 32 wide beat 16 (128->128 at 28x28 0.572, 0.905). Unchanged:
+# ResNet-50's 64 at 56x56 0.665 (direct 1.080), 128 at 28x28 0.572 (0.991), 256 at 14x14 at
+# m = 2 0.890 (0.969). Still lost at 32x32 (m = 4, 8x8 tiles) with few output channels: 64->16
+# 0.131-0.148 / 0.100, 32->16 0.082 / 0.050, 128->16 0.293 / 0.200 (m = 2: 0.092, 0.052,
+# 0.287), while the same convs at 28x28 and 56x56 win at m = 4. AVX2 keeps every conv that
+# applies, at the largest block and ``NR`` (not measured here)
+MIN_GAIN = {"avx512": 1.6, "avx2": None}
+MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
+NARROW_NR = 16
+NARROW_MIN_O = 128
+NARROW_WEIGHT = 0.85
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
@@ -173,12 +205,49 @@ def block_sizes(t) -> tuple[int, ...]:
 
 def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
-    default implementation of ``t``)."""
+    default implementation of ``t``): the largest block and ``NR``, or where ``MIN_GAIN`` is
+    set for the vector ISA, ``default_choice``'s."""
     sizes = block_sizes(t)
-    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[vector_isa()])
-    if DEFAULT_ON and sizes:
+    isa = vector_isa()
+    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[isa])
+    if not sizes:
+        return out
+    if MIN_GAIN[isa] is None:
+        if DEFAULT_ON:
+            out["impl"] = "winograd"
+        return out
+    gain, m, nr = default_choice(t, sizes)
+    out.update(wino_m=m, wino_nr=nr)
+    dims = static_conv2d_dims(t)
+    macs = dims[0] * dims[1] * dims[4] * 9 * dims[7] * dims[8]
+    if DEFAULT_ON and gain >= MIN_GAIN[isa] and macs >= MIN_DEFAULT_MACS[isa]:
         out["impl"] = "winograd"
     return out
+
+
+def real_share(g: dict) -> float:
+    """The share of the tiles geometry ``g``'s bands compute (whole register tiles, each band's
+    tail panel, the last band's rows past the plane) that are tiles of the plane."""
+    per_band = g["tiles"] // g["nr"] * g["nr"] + tail_width(g["tiles"] % g["nr"], g["nr"])
+    return g["th"] * g["tw"] / (g["bands"] * per_band)
+
+
+def default_choice(t, sizes=None) -> tuple[float, int, int]:
+    """(gain, wino_m, wino_nr) of the block size and register tile width (``NR``, or
+    ``NARROW_NR`` for at least ``NARROW_MIN_O`` output channels) of the largest estimated gain
+    over the direct conv: the multiplies F(m x m) saves (``9 m^2 / (m+2)^2``) times
+    ``real_share``, the narrow tile's times ``NARROW_WEIGHT`` (ties: the larger block, ``NR``)."""
+    nr = NR[vector_isa()]
+    best = None
+    for m in sorted(block_sizes(t) if sizes is None else sizes, reverse=True):
+        for width in (nr, NARROW_NR) if NARROW_NR != nr else (nr,):
+            g = geometry(t, {"wino_m": m, "wino_nr": width})
+            if width != nr and g["o"] < NARROW_MIN_O:
+                continue
+            gain = 9 * m * m / (m + 2) ** 2 * real_share(g) * (1 if width == nr else NARROW_WEIGHT)
+            if best is None or gain > best[0] + 1e-9:
+                best = (gain, m, width)
+    return best
 
 
 class PackWeight:
