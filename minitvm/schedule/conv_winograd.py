@@ -88,6 +88,16 @@ BAND_BYTES = 1024 * 1024
 # bands of 8 tile rows) took 1.54 ms, in bands of 3 rows (7% more tiles) 0.68 (ONNX Runtime
 # 1.16); quiet, both 0.66-0.68. AVX2 as measured before
 BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
+# the transforms store (read) a tile vector to (from) all ``a * a`` matrices ``V[xi]`` (``M[xi]``)
+# at once: where a matrix (``C`` or ``O`` x the band's tiles) is a multiple of 4 KB, those
+# ``a * a`` streams fall in one set of the L1 cache. Where set for the vector ISA, each matrix
+# is padded to an odd number of cache lines (``padded``). Measured on an Intel Xeon, one
+# thread, conv + bias + relu, ms, unpadded -> padded (direct conv, ONNX Runtime): at 32x32,
+# F(4x4), bands of 32 tiles: 64->16 0.149 -> 0.078 (0.100, 0.137), 32->16 0.082 -> 0.044
+# (0.050, 0.071), 128->16 0.290 -> 0.149 (0.200, 0.267), 64->64 0.251 -> 0.178 (0.339,
+# 0.344), 128->128 0.703 -> 0.557 (1.388, 1.450); ResNet-50's convs (bands of 42 or 49 tiles)
+# the same. AVX2 unpadded (not measured)
+PAD_MATRICES = {"avx512": True, "avx2": False}
 MIN_BLOCKS = 4
 # a row's last block may reach this share of the row past it (Inception v3's 71- and 147-wide
 # planes at m = 4, 35 at 4 or 2, 17 at 2; not 7x7 planes, 1/7 at m = 2). Inception v3 at one
@@ -97,8 +107,38 @@ MIN_CHANNELS = 16  # fewer input or output channels: the transforms cost more th
 PARALLEL_MIN_MACS = 1 << 21  # (direct-conv multiply-adds) bands go to the thread pool
 INNER_PARALLEL_BELOW = 4  # fewer bands (of all images): a band's channel loops go instead
 # untuned builds take this schedule where it applies, with the largest output block that does
-# (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs)
+# (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs); where ``MIN_GAIN``
+# is set for the vector ISA, only where ``default_choice`` finds a block and tile worth it
 DEFAULT_ON = True
+# The default on AVX-512 (``default_choice``), from a sweep of 3x3 stride-1 convs on an Intel
+# Xeon (Sapphire Rapids class), one thread, conv + bias + relu, ms. The direct convs run near
+# the FMA peak (75-100 G multiply-adds/s) at every size, so Winograd wins only by the multiplies
+# it saves, and it saves fewer where its bands compute tiles past the plane: a band holds at
+# least one register tile of ``NR`` = 32 tiles, so a 16x16 plane at m = 4 (16 tiles) computes
+# 32, 4x32 at m = 4 (8 tiles) 32, 14x14 at m = 2 with 512 channels (a band's V capped by
+# ``BAND_BYTES``) 96 for 49. The estimate is ``gain`` = ``9 m^2 / (m+2)^2`` (4 at m = 4, 2.25
+# at m = 2) times the share of computed tiles that are the plane's (``real_share``); the
+# default takes the block size and tile width (``NR``, or ``NARROW_NR``, its gain times
+# ``NARROW_WEIGHT``) of the largest, and Winograd only where that is at least ``MIN_GAIN`` and
+# the conv has at least ``MIN_DEFAULT_MACS`` direct multiply-adds. Measured with the matrices
+# padded (``PAD_MATRICES``), old default (F(4x4) or F(2x2) at 32 wide) / direct / new default
+# (ONNX Runtime): to the direct conv: 64->16 at 16x16 0.041 / 0.025 (0.046), 64->16 at 8x8
+# 0.017 / 0.009 (0.015), 512->512 at 14x14 5.78 / 4.53 (4.34), 512->128 at 14x14 1.64 / 1.08
+# (1.11); a block or tile that fills the register tile: 128->128 at 4x32 0.264 / 0.141 / 0.107
+# at m = 2 (0.149), 64->64 at 16x16 0.089 / 0.085 / 0.057 at 16 wide (0.093), 128->128 at
+# 16x16 0.282 / 0.328 / 0.182 (0.339), 256->256 at 16x16 0.970 / 1.342 / 0.614 (1.499),
+# 64->128 at 8x32 0.146 / 0.160 / 0.094 (0.163), 256->256 at 28x28 3.11 / 4.12 / 2.45 (4.31),
+# 256->64 at 28x28 0.997 / 1.000 / 0.800 (1.116). With the same share of real tiles 32 wide beat
+# 16 (128->32 at 28x28 0.213, 0.247; 64->64 at 56x56 0.665, 0.681, 128->128 at 56x56 2.32,
+# 2.80). Unchanged: ResNet-50's 64 at 56x56 0.671 (direct 1.089), 128 at 28x28 0.579 (1.010),
+# 256 at 14x14 at m = 2 0.923 (0.991). Under ``MIN_DEFAULT_MACS`` the best Winograd was at
+# most 10% faster than the direct conv, often slower (32->32 at 16x16 0.021 / 0.023, 16->16 at
+# 32x32 0.023 / 0.024, 16->16 at 16x16 0.008 / 0.007). AVX2 keeps every conv that applies, at
+# the largest block and ``NR`` (not measured here)
+MIN_GAIN = {"avx512": 1.6, "avx2": None}
+MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
+NARROW_NR = 16
+NARROW_WEIGHT = 0.85
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
@@ -128,8 +168,18 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
                 tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
+                vstride=padded(c * rows * tw), mstride=padded(o * rows * tw),
                 xrows=rows * m + 2, wq=tw + 1,
                 parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
+
+
+def padded(n: int) -> int:
+    """The stride of a ``V`` or ``M`` matrix of ``n`` floats: ``n``, or where ``PAD_MATRICES``
+    is set for the vector ISA, ``n`` rounded up to an odd number of 64-byte lines."""
+    if not PAD_MATRICES[vector_isa()]:
+        return n
+    lines = -(-n // 16)
+    return (lines | 1) * 16
 
 
 def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
@@ -173,12 +223,47 @@ def block_sizes(t) -> tuple[int, ...]:
 
 def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
-    default implementation of ``t``)."""
+    default implementation of ``t``): the largest block and ``NR``, or where ``MIN_GAIN`` is
+    set for the vector ISA, ``default_choice``'s."""
     sizes = block_sizes(t)
-    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[vector_isa()])
-    if DEFAULT_ON and sizes:
+    isa = vector_isa()
+    out = dict(wino_m=max(sizes, default=2), wino_nr=NR[isa])
+    if not sizes:
+        return out
+    if MIN_GAIN[isa] is None:
+        if DEFAULT_ON:
+            out["impl"] = "winograd"
+        return out
+    gain, m, nr = default_choice(t, sizes)
+    out.update(wino_m=m, wino_nr=nr)
+    dims = static_conv2d_dims(t)
+    macs = dims[0] * dims[1] * dims[4] * 9 * dims[7] * dims[8]
+    if DEFAULT_ON and gain >= MIN_GAIN[isa] and macs >= MIN_DEFAULT_MACS[isa]:
         out["impl"] = "winograd"
     return out
+
+
+def real_share(g: dict) -> float:
+    """The share of the tiles geometry ``g``'s bands compute (whole register tiles, each band's
+    tail panel, the last band's rows past the plane) that are tiles of the plane."""
+    per_band = g["tiles"] // g["nr"] * g["nr"] + tail_width(g["tiles"] % g["nr"], g["nr"])
+    return g["th"] * g["tw"] / (g["bands"] * per_band)
+
+
+def default_choice(t, sizes=None) -> tuple[float, int, int]:
+    """(gain, wino_m, wino_nr) of the block size and register tile width (``NR`` or
+    ``NARROW_NR``) of the largest estimated gain
+    over the direct conv: the multiplies F(m x m) saves (``9 m^2 / (m+2)^2``) times
+    ``real_share``, the narrow tile's times ``NARROW_WEIGHT`` (ties: the larger block, ``NR``)."""
+    nr = NR[vector_isa()]
+    best = None
+    for m in sorted(block_sizes(t) if sizes is None else sizes, reverse=True):
+        for width in (nr, NARROW_NR) if NARROW_NR != nr else (nr,):
+            g = geometry(t, {"wino_m": m, "wino_nr": width})
+            gain = 9 * m * m / (m + 2) ** 2 * real_share(g) * (1 if width == nr else NARROW_WEIGHT)
+            if best is None or gain > best[0] + 1e-9:
+                best = (gain, m, width)
+    return best
 
 
 class PackWeight:
@@ -291,8 +376,8 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
     def band(idx):
         nv, b = idx
         xb = decl_buffer((g["c"] * g["xrows"] * g["m"] * g["wq"],), "float32", "wg_x")
-        v = decl_buffer((a2 * g["c"] * g["tiles"],), "float32", "wg_v")
-        mt = decl_buffer((a2 * g["o"] * g["tiles"],), "float32", "wg_m")
+        v = decl_buffer((a2 * g["vstride"],), "float32", "wg_v")
+        mt = decl_buffer((a2 * g["mstride"],), "float32", "wg_m")
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
                      _input_transform(ctx, g, xb, v, kind),
                      _gemms(ctx, g, w, v, mt, kind),
@@ -373,7 +458,7 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
         t0 = r * g["tw"] + tx0
         rows = [_vec(ctx, lx, lambda ln, k=k, l2=l2: S.BufferStore(
             v, _combine([(bt[k][i], s[i * alpha + l2, ln]) for i in range(alpha)]),
-            [((k * alpha + l2) * c + ci) * tiles + t0 + ln]))
+            [(k * alpha + l2) * g["vstride"] + ci * tiles + t0 + ln]))
             for k in range(alpha) for l2 in range(alpha)]
         return _allocated(d, _allocated(s, _seq(loads + cols + rows)))
 
@@ -406,12 +491,12 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
             return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
                 ctx, "jj", width, vec, lambda jj: S.BufferStore(
                     acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
-                    v[(xi * c + ci) * tiles + base + jj], [ii, jj])))
+                    v[xi * g["vstride"] + ci * tiles + base + jj], [ii, jj])))
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
         store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
             ctx, "jj", width, vec, lambda jj: S.BufferStore(
-                mt, acc[ii, jj], [(xi * g["o"] + o0 + ii) * tiles + base + jj])))
+                mt, acc[ii, jj], [xi * g["mstride"] + (o0 + ii) * tiles + base + jj])))
         return _allocated(acc, S.SeqStmt([init, macs, store]))
 
     def channel_tiles(xi, base, width: int):
@@ -454,7 +539,8 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
         s = decl_buffer((alpha * m, lx), "float32", "wg_ms", scope="local")
         t0 = r * g["tw"] + tx0
         loads = [_vec(ctx, lx, lambda ln, xi=xi: S.BufferStore(
-            mm, mt[(xi * g["o"] + o) * tiles + t0 + ln], [xi, ln])) for xi in range(alpha * alpha)]
+            mm, mt[xi * g["mstride"] + o * tiles + t0 + ln], [xi, ln]))
+            for xi in range(alpha * alpha)]
         cols = [_vec(ctx, lx, lambda ln, k=k, bb=bb: S.BufferStore(
             s, _combine([(at[bb][l2], mm[k * alpha + l2, ln]) for l2 in range(alpha)]),
             [k * m + bb, ln])) for k in range(alpha) for bb in range(m)]
