@@ -17,7 +17,6 @@ from ....frontend_common.onnx_resize import axis_taps, resize_plan
 from ... import op as _op
 from .registry import register
 
-
 # image.resize2d's coordinate modes and nearest roundings that mean what ONNX's do
 _RESIZE2D_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
                    "tf_half_pixel_for_nn")
