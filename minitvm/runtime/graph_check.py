@@ -149,7 +149,15 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
             ins.append(row_ptr[src] + idx)
         outs = list(range(row_ptr[nid], row_ptr[nid + 1]))
         name = node.get("name", f"node{nid}")
-        if fname in ("__nop", "__concat"):  # views (__concat: its parts were written in place)
+        if fname == "__concat":  # its parts, written in place, lie back to back in its output
+            at = offsets[outs[0]] if len(outs) == 1 else -1
+            for e in ins:
+                if at < 0 or sids[e] != sids[outs[0]] or offsets[e] != at:
+                    raise _fail(where, f"node {nid} (__concat): its inputs are not the "
+                                       "consecutive pieces of its output's storage")
+                at += entries[e][1].itemsize * int(np.prod(entries[e][2], dtype=np.int64))
+            continue
+        if fname == "__nop":
             continue
         k = kernels.get(fname)
         if k is None:

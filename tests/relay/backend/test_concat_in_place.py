@@ -140,3 +140,16 @@ def test_offset_past_the_storage_is_refused():
     g["attrs"]["minitvm_storage_offset"][1][ins[1]] += 64
     with pytest.raises(GraphError, match="at offset"):
         check_graph(g, lib.get_lib().kernels)
+
+
+def test_concat_whose_parts_are_not_in_its_storage_is_refused():
+    def fn(x):
+        return relay.nn.conv2d(_fire(x, 6), _w(5, 16, 1, 1))
+
+    x = rng.standard_normal((1, 6, 8, 8)).astype("float32")
+    lib, g = _graph(fn, x)
+    _, ins, _ = _concat_nodes(g)[0]
+    offsets = g["attrs"]["minitvm_storage_offset"][1]
+    offsets[ins[0]], offsets[ins[1]] = offsets[ins[1]], offsets[ins[0]]
+    with pytest.raises(GraphError, match="consecutive pieces"):
+        check_graph(g, lib.get_lib().kernels)
