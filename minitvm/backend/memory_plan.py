@@ -5,6 +5,12 @@ the best-fitting free storage (growing the largest free one when none fits) befo
 released, so an output never aliases an input; a storage is freed after the last use of every
 tensor in it. Graph inputs, parameters and outputs keep their own storage. ``__nop`` (reshape)
 nodes view their input's storage. Kernels share one workspace (they run one at a time).
+
+A concatenation whose parts are contiguous pieces of its output (every dim before the axis is 1)
+runs in place when each part is a kernel's output read by nothing else: the part's producer
+writes it at its byte offset inside the concatenation's storage (taken when the first part is
+produced), and the concatenation node becomes ``__concat``, which runs nothing. Offsets stay
+multiples of ``ALIGN`` (kernels may assume aligned buffers); graph outputs are not written so.
 """
 
 from __future__ import annotations
@@ -37,8 +43,43 @@ class _Token:
         self.pinned = pinned
 
 
+def _in_place_concats(nodes, entries, row_ptr, uses, head_ids) -> tuple[dict, set]:
+    """``({part entry: (concatenation's output entry, byte offset)}, {concatenation node
+    ids})`` for the concatenations (nodes marked ``_concat_axis`` by the codegen) that can be
+    written in place by their parts' producers."""
+    kernel_outputs = set()
+    for nid, n in enumerate(nodes):
+        if n["op"] != "null" and n["attrs"]["func_name"] != "__nop" and "_concat_axis" not in n:
+            kernel_outputs.update(range(row_ptr[nid], row_ptr[nid + 1]))
+    parts: dict[int, tuple[int, int]] = {}
+    in_place = set()
+    for nid, n in enumerate(nodes):
+        axis = n.get("_concat_axis")
+        out = row_ptr[nid]
+        if axis is None or out in head_ids or uses[out] == 0:
+            continue
+        shape = entries[out]["shape"]
+        ins = [row_ptr[i] + k for i, k, _ in n["inputs"]]
+        if any(int(d) != 1 for d in shape[:axis]) or len(set(ins)) != len(ins) or any(
+                e not in kernel_outputs or e in head_ids or uses[e] != 1 or e in parts
+                or entries[e]["dtype"] != entries[out]["dtype"] for e in ins):
+            continue
+        offsets, off = [], 0
+        for e in ins:
+            offsets.append(off)
+            off += _nbytes(entries[e]["shape"], entries[e]["dtype"])
+        if any(o % ALIGN for o in offsets):
+            continue
+        for e, o in zip(ins, offsets):
+            parts[e] = (out, o)
+        in_place.add(nid)
+    return parts, in_place
+
+
 def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) -> dict:
-    """``{"storage_id": [...per entry], "storage_bytes": [...per storage], "workspace_bytes"}``."""
+    """``{"storage_id": [...per entry], "storage_offset": [...per entry, bytes],
+    "storage_bytes": [...per storage], "workspace_bytes", "in_place": {concatenation node
+    ids}}``."""
     row_ptr = [0]
     for n in nodes:
         row_ptr.append(row_ptr[-1] + n["_num_outputs"])
@@ -47,6 +88,8 @@ def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) ->
         for nid, k, _ in n.get("inputs", ()):
             uses[row_ptr[nid] + k] += 1
     head_ids = {row_ptr[h[0]] + h[1] for h in heads}
+    parts, in_place = _in_place_concats(nodes, entries, row_ptr, uses, head_ids)
+    offset = [0] * len(entries)
     tokens: list[_Token] = []
     free: list[_Token] = []
     token_of: list[_Token | None] = [None] * len(entries)
@@ -85,6 +128,10 @@ def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) ->
             continue
         fname = n["attrs"]["func_name"]
         in_ids = [row_ptr[i] + k for i, k, _ in n["inputs"]]
+        if nid in in_place:  # the parts are in its storage already (taken by the first)
+            for e in in_ids:
+                release(token_of[e])
+            continue
         if fname == "__nop":
             tok = token_of[in_ids[0]]
             e = row_ptr[nid]
@@ -99,8 +146,16 @@ def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) ->
             workspace = max(workspace, getattr(lowered, "ws_bytes", 0))
         new = []
         for e in outs:
-            nb = _nbytes(entries[e]["shape"], entries[e]["dtype"])
-            tok = new_token(nb, True) if e in head_ids else alloc(nb)
+            if e in parts:
+                whole, offset[e] = parts[e]
+                if token_of[whole] is None:
+                    token_of[whole] = alloc(_nbytes(entries[whole]["shape"],
+                                                    entries[whole]["dtype"]))
+                    token_of[whole].refs += uses[whole]
+                tok = token_of[whole]
+            else:
+                nb = _nbytes(entries[e]["shape"], entries[e]["dtype"])
+                tok = new_token(nb, True) if e in head_ids else alloc(nb)
             tok.refs += uses[e]
             token_of[e] = tok
             new.append(tok)
@@ -111,6 +166,8 @@ def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) ->
                 free.append(tok)
     return {
         "storage_id": [t.sid for t in token_of],
+        "storage_offset": offset,
+        "in_place": in_place,
         "storage_bytes": [-(-t.bytes // ALIGN) * ALIGN for t in tokens],
         "workspace_bytes": workspace,
     }

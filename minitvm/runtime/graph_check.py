@@ -76,7 +76,8 @@ def _edge(v, n_nodes: int, what: str, where: str) -> tuple[int, int]:
 
 def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
     """Check ``g`` against ``kernels`` (name -> Kernel); return the facts the executor needs:
-    ``entries`` [(storage id, dtype, shape)], ``sizes``, ``ws_bytes``, ``inputs`` name -> entry,
+    ``entries`` [(storage id, dtype, shape)], ``offsets`` (bytes into the storage, per entry),
+    ``sizes``, ``ws_bytes``, ``inputs`` name -> entry,
     ``outputs`` entries, ``steps`` [(node name, kernel, input entries, output entries)]."""
     nodes = _list(g, "nodes", where)
     n = len(nodes)
@@ -94,7 +95,10 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
     shapes = _attr(attrs, "shape", where)
     dtypes = _attr(attrs, "dltype", where)
     ws = _int_list(_attr(attrs, "minitvm_workspace_bytes", where), "workspace bytes", where)
-    for what, v in (("storage_id", sids), ("shape", shapes), ("dltype", dtypes)):
+    offsets = _int_list(_attr(attrs, "minitvm_storage_offset", where), "storage offsets",
+                        where) if "minitvm_storage_offset" in attrs else [0] * n_entries
+    for what, v in (("storage_id", sids), ("shape", shapes), ("dltype", dtypes),
+                    ("minitvm_storage_offset", offsets)):
         if not isinstance(v, list) or len(v) != n_entries:
             raise _fail(where, f"attrs[{what!r}] must have one value per entry ({n_entries})")
     if len(ws) != 1:
@@ -111,9 +115,9 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
         nbytes = dt.itemsize
         for d in shape:
             nbytes *= d
-        if nbytes > sizes[sids[e]]:
-            raise _fail(where, f"entry {e} ({dtypes[e]}{shape}) needs {nbytes} bytes but its "
-                               f"storage {sids[e]} has {sizes[sids[e]]}")
+        if offsets[e] + nbytes > sizes[sids[e]]:
+            raise _fail(where, f"entry {e} ({dtypes[e]}{shape}) needs {nbytes} bytes at offset "
+                               f"{offsets[e]} but its storage {sids[e]} has {sizes[sids[e]]}")
         entries.append((sids[e], dt, tuple(shape)))
     inputs = {}
     for nid in _int_list(_list(g, "arg_nodes", where), "arg_nodes", where, 0, n):
@@ -145,6 +149,14 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
             ins.append(row_ptr[src] + idx)
         outs = list(range(row_ptr[nid], row_ptr[nid + 1]))
         name = node.get("name", f"node{nid}")
+        if fname == "__concat":  # its parts, written in place, lie back to back in its output
+            at = offsets[outs[0]] if len(outs) == 1 else -1
+            for e in ins:
+                if at < 0 or sids[e] != sids[outs[0]] or offsets[e] != at:
+                    raise _fail(where, f"node {nid} (__concat): its inputs are not the "
+                                       "consecutive pieces of its output's storage")
+                at += entries[e][1].itemsize * int(np.prod(entries[e][2], dtype=np.int64))
+            continue
         if fname == "__nop":
             continue
         k = kernels.get(fname)
@@ -163,7 +175,8 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
             raise _fail(where, f"head {h!r} is out of range")
         outputs.append(row_ptr[nid] + idx)
     ws_need = max([k.ws_bytes for _, k, _, _ in steps if k.kind == "native"] + [0])
-    return {"entries": entries, "sizes": sizes, "ws_bytes": max(ws[0], ws_need),
+    return {"entries": entries, "offsets": offsets, "sizes": sizes,
+            "ws_bytes": max(ws[0], ws_need),
             "inputs": inputs, "outputs": outputs, "steps": steps}
 
 

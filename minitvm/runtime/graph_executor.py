@@ -147,9 +147,9 @@ class GraphModule:
         st.storage = [_aligned(n) for n in plan["sizes"]]
         st.workspace = _aligned(max(plan["ws_bytes"], 64))
         st.views = []
-        for sid, dt, shape in plan["entries"]:
+        for (sid, dt, shape), off in zip(plan["entries"], plan["offsets"], strict=True):
             n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            st.views.append(st.storage[sid][:n * dt.itemsize].view(dt).reshape(shape))
+            st.views.append(st.storage[sid][off:off + n * dt.itemsize].view(dt).reshape(shape))
         with self._states_lock:
             params = dict(self._params)
         for name, value in params.items():

@@ -44,6 +44,19 @@ def _is_reshape_only(func: Function) -> bool:
     return e is func.params[0] and isinstance(func.body, Call)
 
 
+def _concat_axis(func: Function) -> int | None:
+    """The axis when ``func`` only concatenates its parameters, each once and in order (the
+    memory plan may then have their producers write into the output), else None."""
+    e = func.body
+    if not (isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "concatenate"
+            and isinstance(e.args[0], Tuple)):
+        return None
+    fields = e.args[0].fields
+    if len(fields) != len(func.params) or any(f is not p for f, p in zip(fields, func.params)):
+        return None
+    return int(e.attrs.axis) % len(_static(e.checked_type))
+
+
 def _wrap_op_call(call: Call) -> Function:
     """A bare op call (no FuseOps) as a primitive function of fresh parameters."""
     params, args = [], []
@@ -290,6 +303,9 @@ class GraphCodegen:
                 "func_name": name, "num_inputs": str(len(inputs)),
                 "num_outputs": str(len(types)), "flatten_data": "0"},
                 "inputs": [list(x) for x in inputs]}
+            axis = _concat_axis(func)
+            if axis is not None:
+                node["_concat_axis"] = axis
             return self._add_node(node, types)
         if type(e) is Let:
             return env[id(e.body)]
@@ -304,6 +320,8 @@ class GraphCodegen:
     # ------------------------------------------------------------------ json
     def graph_json(self, heads, arg_nodes) -> str:
         plan = plan_memory(self.nodes, self.entries, heads, self.kernels)
+        for nid in plan["in_place"]:  # producers wrote the parts: no kernel runs
+            self.nodes[nid]["attrs"] = {**self.nodes[nid]["attrs"], "func_name": "__concat"}
         row_ptr = [0]
         for n in self.nodes:
             row_ptr.append(row_ptr[-1] + n["_num_outputs"])
@@ -324,4 +342,6 @@ class GraphCodegen:
             },
             "node_row_ptr": row_ptr,
         }
+        if any(plan["storage_offset"]):
+            graph["attrs"]["minitvm_storage_offset"] = ["list_int", plan["storage_offset"]]
         return json.dumps(graph, indent=2)
