@@ -1,7 +1,7 @@
 """``conv_direct``'s grid mode with grid rows of whole vectors (``ROW_TAIL_STORES``): each output
 row's last, partly outside piece is one masked vector store; and convs of few taps an output
 (``FEW_TAPS_MAX``: SqueezeNet's 3 -> 64 3x3 / 2 stem) stay on ``conv_direct`` rather than
-``conv_lanes``. Both switches on (whatever the host's ISA), the kernels match numpy at one and
+``conv_lanes``, with their own register tile (``FEW_TAPS_TILE``). Both switches on (whatever the host's ISA), the kernels match numpy at one and
 two threads: odd output widths, stride 1 and 2, a batch, a residual (not fused: then a separate
 pass)."""
 
@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 from conv_reference import build_conv, conv_prim, run_graph
 
+import minitvm as tvm
+from minitvm import relay, tune
 from minitvm.backend import kernel_cache
 from minitvm.codegen.llvm.stmt import MASKED_STORES
 from minitvm.schedule import conv_direct
+from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -20,6 +23,7 @@ from minitvm.tir.stmt_functor import walk_stmts
 def row_tails(monkeypatch):
     monkeypatch.setattr(conv_direct, "ROW_TAIL_STORES", {"avx512": True, "avx2": True})
     monkeypatch.setattr(conv_direct, "FEW_TAPS_MAX", {"avx512": 32, "avx2": 32})
+    monkeypatch.setattr(conv_direct, "FEW_TAPS_TILE", {"avx512": (6, 64), "avx2": (6, 64)})
     kernel_cache.clear_cache()
     yield
     kernel_cache.clear_cache()
@@ -55,6 +59,21 @@ def test_row_tail_stores_match_numpy(case, epi, row_tails):
     if epi == "bias_relu":  # (a residual is read per pixel: the element-wise tail; no
         # epilogue: no fused store)
         assert _masked_loops(lib) > 0
+
+
+def _default_tile(shape, o, k, strides, pads):
+    x = relay.var("x", shape=shape)
+    w = relay.const(np.zeros((o, shape[1], k, k), "float32"))
+    y = relay.nn.conv2d(x, w, strides=strides, padding=pads, kernel_size=(k, k), channels=o)
+    (task,) = tune.extract_tasks(tvm.IRModule.from_expr(relay.Function([x], y)))
+    d = task.space.default()
+    return d["mr"], d["nr"]
+
+
+def test_few_taps_take_their_own_tile(row_tails):
+    assert _default_tile(*CASES["stem_3x3_s2"]) == (6, 64)
+    assert _default_tile((1, 16, 41, 61), 32, 3, (2, 2), (1, 1)) == conv_direct.TILES[
+        vector_isa()]  # (144 taps: conv_lanes')
 
 
 def test_more_taps_stay_on_conv_lanes(row_tails):
