@@ -31,10 +31,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..codegen.llvm.stmt import MASKED_STORES
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import substitute, transform_expr
+from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_lanes
 from .common import const_int as _const_int
@@ -92,6 +93,22 @@ CHANNEL_BLOCK = {"avx512": True, "avx2": True}
 # the LLVM IR 6-50% smaller, LLVM's time 0-47% less, the same speed. Both ISAs (the Zen 4
 # measurement)
 COMPACT = {"avx512": True, "avx2": True}
+# in grid mode (OW not a whole number of vectors) with grid rows of whole vectors, the fused
+# store writes each row's last, partly outside piece as one masked vector store, where it went
+# element by element, through a loop whose variable index into the register tile kept the
+# whole tile in memory. Sapphire Rapids, one thread, SqueezeNet's stem (3 -> 64 3x3 / 2 at
+# 224x224, OW = 111, conv + bias + relu): 1.09 ms element by element, 0.40 with the masked store
+# (``conv_lanes``, which took it, 0.46). AVX2 not measured: off
+ROW_TAIL_STORES = {"avx512": True, "avx2": False}
+# ... and a conv of at most this many taps an output (input channels x filter taps) whose grid
+# rows are whole vectors stays here rather than on ``conv_lanes`` (``few_taps_grid``), whose
+# tiles store each pixel's output channels one by one (a scatter over the planes) after only a
+# few FMAs each: SqueezeNet's stem (27 taps) above, 0.38 ms here against 0.46 there
+FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
+# ... with this register tile by default (None: ``TILES``'): 6 output channels x 64 pixels, 24
+# accumulators as in 12 x 32. Sapphire Rapids, one thread, SqueezeNet's stem, ms, 12 x 32 /
+# 6 x 64 / 4 x 64 / 8 x 32 (ONNX Runtime, its NCHW output): 0.386 / 0.355 / 0.357 / 0.377 (0.54)
+FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a phased copy of more than BAND_MIN_BYTES is made band by band of output rows, each band's
 # rows (plus the rows its filter reaches below it) copied into a workspace of at most
@@ -126,9 +143,11 @@ CHANNEL_BLOCK_SUMS_MAX = 16 * 1024
 LANES_PLANE_OPERANDS = True
 
 
-def default_tile() -> tuple[int, int]:
-    """(mr, nr): the register tile of this machine's vector ISA (``TILES``)."""
-    return TILES[vector_isa()]
+def default_tile(t=None) -> tuple[int, int]:
+    """(mr, nr): the register tile of this machine's vector ISA (``TILES``); for conv2d stage
+    ``t``, when given, ``FEW_TAPS_TILE``'s where ``few_taps_grid``."""
+    few = FEW_TAPS_TILE[vector_isa()] if t is not None and few_taps_grid(t) else None
+    return few or TILES[vector_isa()]
 
 
 def _parallel(g) -> bool:
@@ -239,10 +258,24 @@ def lanes_candidate(t, options) -> bool:
     the knobs): a shape ``conv_lanes`` takes, not in row mode unless ``conv_lanes`` skips the
     filter columns that read padding (``conv_lanes.row_segments``: a dilated conv on a small
     plane, whose pixel vectors here compute them)."""
-    if not conv_lanes.supported(t, options):
+    if not conv_lanes.supported(t, options) or few_taps_grid(t):
         return False
     return not geometry(t)["rows_mode"] or \
         conv_lanes.row_segments(conv_lanes.geometry(t)) is not None
+
+
+def few_taps_grid(t) -> bool:
+    """Does supported conv2d ``t`` stay here in grid mode although ``conv_lanes`` could take it
+    (``FEW_TAPS_MAX``): few taps an output, grid rows of whole vectors whose last pieces are
+    masked stores (``row_tail_stores``: the epilogue reads no operand per pixel unless the
+    channel tiles are outer, ``fuses_plane_operands``)."""
+    if not supported(t):
+        return False
+    g = geometry(t)
+    lanes = _piece()
+    return not g["rows_mode"] and g["c"] * g["kh"] * g["kw"] <= FEW_TAPS_MAX[vector_isa()] and \
+        ROW_TAIL_STORES[vector_isa()] and g["wq"] % lanes == 0 and g["nr"] % lanes == 0 and \
+        not weights_outer(g)
 
 
 def packed_weight(t):
@@ -797,12 +830,39 @@ def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
             return S.IfThenElse(E.And(E.FloorMod(p, gw) < ow, p0 + jl < grid), S.BufferStore(
                 dst, fn(idx, acc[ii, k * lanes + jl]), idx))
 
+        if row_tails:  # a row's last piece: one masked vector store
+            jv = ctx.fresh("jl")
+            tail = S.For(jv, 0, lanes, S.ForKind.VECTORIZED,
+                         S.IfThenElse(x0 + jv < ow, put(jv)), annotations={MASKED_STORES: True})
+            return S.IfThenElse(inside, S.IfThenElse(x0 + lanes <= ow, vec, tail))
         return S.IfThenElse(E.And(x0 + lanes <= ow, inside), vec,
                             loop("jl", lanes, S.ForKind.SERIAL, one))
 
+    row_tails = row_tail_stores(g, gw, lanes)
     unroll = S.ForKind.UNROLLED
     return loop("ii", rows, unroll, lambda ii: loop(
         "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
+
+
+def row_tail_stores(g, gw: int, lanes: int) -> bool:
+    """Does the fused store of grid-mode geometry ``g`` write the last piece of each output row
+    as one masked vector store (``ROW_TAIL_STORES``)? When the grid rows are whole pieces (a
+    piece never spans two rows) and the epilogue reads no operand per pixel (a masked-off lane
+    would read past it)."""
+    if not ROW_TAIL_STORES[vector_isa()] or gw % lanes or g["nr"] % lanes:
+        return False
+    probe = [E.Var("n", "int32"), E.Var("o", "int32"), E.Var("y", "int32"), E.Var("x", "int32")]
+    per_pixel = []
+    post_order_visit(g["epi"](probe, E.FloatImm("float32", 0.0)), lambda e: per_pixel.append(
+        e) if isinstance(e, E.BufferLoad) and any(_uses(i, probe[2:]) for i in e.indices)
+        else None)
+    return not per_pixel
+
+
+def _uses(e, vars_) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if any(n is v for v in vars_) else None)
+    return bool(found)
 
 
 def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.Stmt:

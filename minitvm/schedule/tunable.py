@@ -105,7 +105,7 @@ def conv2d_space(t, options):
     (``pw_rows``)."""
     from . import conv_direct, conv_lanes, conv_pointwise, conv_winograd
 
-    mr, nr = conv_direct.default_tile()
+    mr, nr = conv_direct.default_tile(t)
     defaults = dict(impl="direct", mr=mr, nr=nr, min_macs=CONV_PARALLEL_MIN_MACS,
                     unroll_kw=True)
     impl = ("direct", "im2col") if getattr(options, "blas", False) else ("direct",)

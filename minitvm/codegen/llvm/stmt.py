@@ -41,6 +41,11 @@ CHUNKS_PER_THREAD = 16
 # differs from the sequential sum by rounding only (relative ~ n * 2**-24 worst case, usually
 # far less); NaN and inf behave as before. Max/min reductions are not affected.
 REDUCE_REASSOCIATE = "reduce_reassociate"
+# For-loop annotation on a vectorized loop: its body may hold ``IfThenElse(cond, store)`` (no
+# else; the store contiguous in the loop var), emitted as one masked vector store whose lanes
+# are those where ``cond`` holds (``llvm.masked.store``). The store's value is computed for every
+# lane: it may only load what is there for every lane (a register tile, a per-channel operand).
+MASKED_STORES = "masked_stores"
 
 
 def _const_int(e) -> int | None:
@@ -103,6 +108,8 @@ class StmtEmitter:
         self.store(s.buffer, idx, value)
 
     def emit_if(self, s: S.IfThenElse) -> None:
+        if self.lanes > 1:  # (a vectorized loop's body: MASKED_STORES)
+            return self.emit_masked_store(s)
         cond = self.emit_scalar(s.condition)
         bld = self.builder
         then_bb = bld.append_basic_block("if.then")
@@ -117,6 +124,31 @@ class StmtEmitter:
             self.emit_stmt(s.else_case)
             bld.branch(end_bb)
         bld.position_at_end(end_bb)
+
+    def emit_masked_store(self, s: S.IfThenElse) -> None:
+        """``if cond: buf[idx] = value`` in a vectorized loop: one masked vector store."""
+        st = s.then_case
+        if s.else_case is not None or not isinstance(st, S.BufferStore):
+            raise ValueError("vectorized branch: only a store without else is supported")
+        memo: dict = {}
+        value = self.emit(st.value, memo)
+        off = self._offset(st.buffer, [self.emit(i, memo) for i in st.indices])
+        if not (isinstance(off, RampVal) and off.stride == 1):
+            raise ValueError(f"masked store to {st.buffer.name!r}: not contiguous")
+        lanes = off.lanes
+        if isinstance(value, RampVal) or lanes_of(value) != lanes:
+            value = self.broadcast(value, lanes)
+        mask = self.emit(s.condition, memo)
+        if lanes_of(mask) != lanes:
+            mask = self.broadcast(mask, lanes)
+        bld = self.builder
+        et = self.mem_type(st.buffer.dtype)
+        ptr = bld.gep(self.buffer_ptr(st.buffer), [off.base], inbounds=True, source_etype=et)
+        vt = ir.VectorType(et, lanes)
+        fn = self._declare(f"llvm.masked.store.{T.mangle(vt)}.p0", T.VOID,
+                           [vt, T.PTR, T.I32, ir.VectorType(ir.IntType(1), lanes)])
+        bld.call(fn, [value, ptr, T.I32(max(1, T.element_bytes(st.buffer.dtype))), mask])
+        return None
 
     def emit_guarded(self, cond, fn) -> None:
         bld = self.builder
@@ -258,10 +290,14 @@ class StmtEmitter:
     def _vectorizable(self, s: S.For) -> bool:
         """Only stores whose index moves with the loop var, let bindings (vector values shared
         by the stores after them), and no control flow inside."""
+        masked = bool(s.annotations.get(MASKED_STORES))
         for st in walk_stmts(s.body):
             if isinstance(st, S.BufferStore):
                 if not any(_uses_var(i, s.loop_var) for i in st.indices):
                     return False
+            elif masked and isinstance(st, S.IfThenElse) and st.else_case is None and \
+                    isinstance(st.then_case, S.BufferStore):
+                continue
             elif not isinstance(st, (S.SeqStmt, S.LetStmt)):
                 return False
         return True
