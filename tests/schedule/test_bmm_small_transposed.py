@@ -5,6 +5,7 @@ B^T's columns."""
 
 import numpy as np
 import pytest
+from relay_build import run_against_interpreter
 
 import minitvm as tvm
 from minitvm import relay
@@ -13,8 +14,6 @@ from minitvm.schedule import gemm
 from minitvm.schedule.common import lanes, vector_isa
 from minitvm.schedule.options import LoweringOptions
 from minitvm.te.create_prim_func import topo_order
-
-from relay_build import run_against_interpreter
 
 
 def _bmm_stage(sa, sb, transpose_b):
