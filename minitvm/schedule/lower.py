@@ -548,6 +548,10 @@ def _flat_trailing_reduction(ctx, src, raxes, rmin, rext):
             base = base * d + i
         return E.BufferLoad(ctx.flat_view(n.buffer), [base * total + r.var])
 
+    # the axes read elsewhere too (an index as a value, another load's index): not flattened
+    if reads_raxes(transform_expr(src, lambda n: None,
+                                  {id(ld): E.FloatImm(ld.dtype, 0.0) for ld in loads})):
+        return None
     # keyed on the original loads (their rebuilt parents then take the flat ones)
     memo = {id(ld): flatten(ld) for ld in loads}
     return transform_expr(src, lambda n: None, memo), [r], [0], [total]
