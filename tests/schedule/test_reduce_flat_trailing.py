@@ -75,3 +75,63 @@ def test_nan_propagates_through_the_flat_max(rng):
     out = _run(_build(xv.shape, relay.nn.global_max_pool2d), xv)[:, :, 0, 0]
     assert np.isnan(out[0, 1]) and np.isnan(out[0, 2])
     np.testing.assert_array_equal(out[0, [0, 3]], xv[0, [0, 3]].max(axis=(1, 2)))
+
+
+EXPR_CASES = [
+    # a variance's (x - mean)^2 over a group norm's 16x8x8 group: the squared difference reads
+    # x at the reduction axes and the mean away from them, so it flattens too
+    ((2, 8, 16, 8, 8), lambda x: relay.variance(x, axis=(2, 3, 4)),
+     lambda v: v.var(axis=(2, 3, 4)), True),
+    ((1, 8, 4, 64, 64), lambda x: relay.variance(x, axis=(2, 3, 4), keepdims=True),
+     lambda v: v.var(axis=(2, 3, 4), keepdims=True), True),
+    # a product of two tensors (the transpose is a kernel of its own): both loads flattened
+    ((2, 3, 9, 9), lambda x: relay.sum(x * relay.transpose(x, (0, 1, 3, 2)), axis=(2, 3)),
+     lambda v: (v * v.transpose(0, 1, 3, 2)).sum(axis=(2, 3)), True),
+]
+
+
+@pytest.mark.parametrize("shape, make, ref, flat", EXPR_CASES)
+def test_expression_sources(shape, make, ref, flat, rng):
+    xv = rng.standard_normal(shape).astype("float32") + 3.0
+    lib = _build(shape, make)
+    want = ref(xv.astype("float64")).astype("float32")
+    np.testing.assert_allclose(_run(lib, xv), want, rtol=2e-5, atol=1e-5)
+    # the variance kernel's own flat view, not only its mean's
+    assert len(_flat_views(lib)) >= 2
+
+
+@pytest.mark.parametrize("other", ["in order", "swapped", "an index as a value"])
+def test_a_load_across_the_axes_keeps_the_rows(other):
+    """One load at the reduction axes in the other order, or an axis read outside a load: no
+    flat source (its rows are not the other load's), the reduction keeps its nest."""
+    from minitvm import te
+    from minitvm.schedule.lower import lower_te
+    from minitvm.tir import expr as E
+
+    x = te.placeholder((2, 3, 9, 9), name="x")
+    y = te.placeholder((2, 3, 9, 9), name="y")
+    h, w = te.reduce_axis((0, 9), name="h"), te.reduce_axis((0, 9), name="w")
+
+    def term(b, c):
+        if other == "swapped":
+            return y[b, c, w, h]
+        if other == "an index as a value":
+            return E.Cast("float32", h.var)
+        return y[b, c, h, w]
+
+    out = te.compute((2, 3), lambda b, c: te.sum(x[b, c, h, w] * term(b, c), axis=[h, w]))
+    text = str(lower_te([x, y], [out], "f")[0])
+    assert ("_flat" in text) == (other == "in order")
+
+
+@pytest.mark.parametrize("shape", [(1, 128, 8, 8), (2, 32, 12, 10)])
+def test_group_norm_matches_numpy(shape, rng):
+    xv = rng.standard_normal(shape).astype("float32")
+    gamma = rng.standard_normal(shape[1]).astype("float32")
+    beta = rng.standard_normal(shape[1]).astype("float32")
+    lib = _build(shape, lambda x: relay.nn.group_norm(x, relay.const(gamma), relay.const(beta),
+                                                      num_groups=8, epsilon=1e-5))
+    g = xv.astype("float64").reshape(shape[0], 8, -1)
+    norm = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    want = norm.reshape(shape) * gamma[:, None, None] + beta[:, None, None]
+    np.testing.assert_allclose(_run(lib, xv), want, rtol=1e-4, atol=1e-4)
