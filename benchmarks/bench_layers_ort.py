@@ -144,12 +144,18 @@ def main(argv=None) -> int:
     from minitvm.runtime import threadpool
 
     model = onnx.load_from_string(blob)
-    name = model.graph.input[0].name
-    # the input's shape from the model (an exported new-user model need not be 1x3x224x224)
-    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    x = np.random.default_rng(0).standard_normal(dims).astype("float32")
+    # every graph input at its shape and type in the model (an exported new-user model need
+    # not be one 1x3x224x224 image); integer inputs (indices) are small non-negative values
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for inp in model.graph.input:
+        tt = inp.type.tensor_type
+        dims = [d.dim_value for d in tt.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        feeds[inp.name] = rng.standard_normal(dims).astype(dtype) if dtype.kind == "f" \
+            else rng.integers(0, 2, dims).astype(dtype)
     threadpool.set_num_threads(1)
-    mod, params = relay.frontend.from_onnx(model, shape={name: x.shape})
+    mod, params = relay.frontend.from_onnx(model, shape={k: v.shape for k, v in feeds.items()})
     t0 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
@@ -161,12 +167,13 @@ def main(argv=None) -> int:
     sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
 
     def run_tvm():
-        g.set_input(name, x)
+        for k, v in feeds.items():
+            g.set_input(k, v)
         g.run()
         return g.get_output(0).numpy()
 
     def run_ort():
-        return sess.run(None, {name: x})[0]
+        return sess.run(None, feeds)[0]
 
     print(f"max |minitvm - ORT| {np.abs(run_tvm() - run_ort()).max():.2e}")
     times = {"minitvm": [], "onnxruntime": []}
@@ -184,7 +191,7 @@ def main(argv=None) -> int:
               f"best/ORT {best[who] / best['onnxruntime']:.3f}")
 
     kernels = kernel_times(g)
-    nodes = ort_node_times(blob, {name: x})
+    nodes = ort_node_times(blob, feeds)
     convs = [(t, xs, ys) for _, op, t, xs, ys in nodes if op == "Conv"]
     by_kind: dict[str, list[float]] = {}
     for _, op, t, _, _ in nodes:
