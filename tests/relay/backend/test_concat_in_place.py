@@ -130,25 +130,26 @@ def test_concatenation_kept_as_a_kernel(fn):
     assert "minitvm_storage_offset" not in g["attrs"]
 
 
-def test_offset_past_the_storage_is_refused():
-    def fn(x):
-        return relay.nn.conv2d(_fire(x, 6), _w(5, 16, 1, 1))
+def _two_fires(x):
+    return relay.nn.conv2d(_fire(x, 6), _w(5, 16, 1, 1))
 
-    x = rng.standard_normal((1, 6, 8, 8)).astype("float32")
-    lib, g = _graph(fn, x)
+
+def _first_concat_graph():
+    """(lib, graph, the first in-place concatenation's input entries) of ``_two_fires``."""
+    lib, g = _graph(_two_fires, rng.standard_normal((1, 6, 8, 8)).astype("float32"))
     _, ins, _ = _concat_nodes(g)[0]
+    return lib, g, ins
+
+
+def test_offset_past_the_storage_is_refused():
+    lib, g, ins = _first_concat_graph()
     g["attrs"]["minitvm_storage_offset"][1][ins[1]] += 64
     with pytest.raises(GraphError, match="at offset"):
         check_graph(g, lib.get_lib().kernels)
 
 
 def test_concat_whose_parts_are_not_in_its_storage_is_refused():
-    def fn(x):
-        return relay.nn.conv2d(_fire(x, 6), _w(5, 16, 1, 1))
-
-    x = rng.standard_normal((1, 6, 8, 8)).astype("float32")
-    lib, g = _graph(fn, x)
-    _, ins, _ = _concat_nodes(g)[0]
+    lib, g, ins = _first_concat_graph()
     offsets = g["attrs"]["minitvm_storage_offset"][1]
     offsets[ins[0]], offsets[ins[1]] = offsets[ins[1]], offsets[ins[0]]
     with pytest.raises(GraphError, match="consecutive pieces"):
