@@ -8,8 +8,8 @@ threads for both, wall-clock time).
     python benchmarks/bench_dynamic_batch.py [--models resnet18,mobilenetv3_small] [--batches 1,4]
                                              [--rounds 5] [--threads 1]
 
-Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' plus a
-ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
+Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
+input (all four rounds) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
 seconds and the largest error relative to PyTorch's output.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_new_user_models import models as new_user_models  # noqa: E402
+import bench_new_user_models  # noqa: E402
 from interleave import settled_rounds  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -120,7 +120,11 @@ def main() -> int:
         return 0
     torch.set_num_threads(1)
     threadpool.set_num_threads(args.threads)
-    table = {"resnet18": (resnet18, (1, 3, 224, 224)), **new_user_models()}
+    table = {"resnet18": (resnet18, (1, 3, 224, 224))}
+    for group in (bench_new_user_models.models, bench_new_user_models.new_models,
+                  bench_new_user_models.third_models, bench_new_user_models.fourth_models):
+        # the models of one image input (a shape); those with other inputs are left out
+        table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
     names = args.models.split(",")
     unknown = [n for n in names if n not in table]
     if unknown:
