@@ -144,16 +144,22 @@ def geometry(t) -> dict:
 # that each row's first input pixel (column ``pl``) sits on a 64-byte line: the copy's stores
 # and the centre taps' loads are whole lines, not two. Rows of 66 floats (a 64x64 plane with a
 # 3x3 filter) put nearly every zmm load of the taps across two lines. Sapphire Rapids, one
-# thread, kernel alone (us): ... AVX2 keeps its packed rows (not measured there).
+# thread, kernel alone, whole copy (us, packed -> aligned rows): 64 at 64x64 58.5 -> 53.2,
+# 192 at 28x28 + ReLU6 33.4 -> 31.7 but 30.9 -> 31.7 in another run, 256 at 16x16 (rows of 18
+# -> 32) 13.2 -> 14.1, 128 at 32x32 (34 -> 48) 24.2 -> 24.5, 144 at 56x56 + ReLU6 124.9 ->
+# 128.4 (noise level), so rows from ALIGN_MIN_WIDTH growing at most ALIGN_MAX_GROWTH.
+# AVX2 keeps its packed rows (not measured there).
 ALIGN_ROWS = {"avx512": True, "avx2": False}
 ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
+ALIGN_MIN_WIDTH = 48  # (rows of 28, 30 -> 32 floats, lost 2-4%: 88 at 28x28 + ReLU 14.4 -> 15.0)
 
 
 def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg) -> bool:
     """Are the phased plane's rows vector-aligned (``ALIGN_ROWS``)?"""
     wide = -(-cols // lanes) * lanes
     return (ALIGN_ROWS[vector_isa()] and sh == 1 and sw == 1 and _const_int(cg) == 1
-            and ow >= lanes and cols % lanes != 0 and wide <= ALIGN_MAX_GROWTH * cols)
+            and ow >= max(lanes, ALIGN_MIN_WIDTH) and cols % lanes != 0
+            and wide <= ALIGN_MAX_GROWTH * cols)
 
 
 def _xph(g, count: int, name: str = "dw_xph"):

@@ -43,7 +43,7 @@ def avx512(monkeypatch):
 
 CASES = [
     ((1, 3, 64, 64), dict()),  # rows of 66 -> 80, tiled, whole copy
-    ((1, 2, 28, 28), dict(epilogue="relu6")),  # rows of 30 -> 32, channel blocks of 2
+    ((1, 2, 28, 28), dict(epilogue="relu6")),  # rows of 30 -> 32 (with a lower width), blocks
     ((1, 2, 40, 47), dict(k=7, pad=3, epilogue="bias")),  # 7x7, lead 13
     ((1, 2, 37, 45), dict(k=5, pad=2, epilogue="silu")),  # odd plane, 5x5 streamed
     ((1, 2, 40, 40), dict(pad=2, dilation=2, epilogue="relu6")),  # dilated
@@ -56,6 +56,7 @@ CASES = [
 @pytest.mark.parametrize("shape,kw", CASES)
 def test_aligned_rows_match_numpy(rng, avx512, monkeypatch, shape, kw):
     monkeypatch.setattr(depthwise, "ALIGN_MAX_GROWTH", 2.0)
+    monkeypatch.setattr(depthwise, "ALIGN_MIN_WIDTH", 16)
     g = depthwise.geometry(_stage(shape, **kw))
     assert g["wq"] % 16 == 0 and g["wq"] >= g["cols"]
     assert (g["lead"] + g["pl"]) % 16 == 0
@@ -67,6 +68,7 @@ def test_aligned_rows_match_numpy(rng, avx512, monkeypatch, shape, kw):
 def test_deferred_planes_copied_first_align_each_plane(rng, avx512, monkeypatch):
     """A 4x16 plane with SiLU: its block's planes all copied first, each at ``lead``."""
     monkeypatch.setattr(depthwise, "ALIGN_MAX_GROWTH", 2.0)
+    monkeypatch.setattr(depthwise, "ALIGN_MIN_WIDTH", 16)
     g = depthwise.geometry(_stage((1, 4, 4, 16), epilogue="silu"))
     assert g["lead"] == 15 and g["xph_len"] % 16 == 0
     out, want, _ = _run((1, 4, 4, 16), rng, epilogue="silu")
@@ -77,6 +79,7 @@ def test_deferred_planes_copied_first_align_each_plane(rng, avx512, monkeypatch)
     ((1, 3, 64, 64), dict(stride=2)),  # strided: the phases keep their packed rows
     ((1, 3, 20, 20), dict()),  # rows of 22 would grow to 32: past ALIGN_MAX_GROWTH
     ((1, 3, 10, 10), dict()),  # rows under a vector
+    ((1, 2, 28, 28), dict(epilogue="relu6")),  # rows of 28: under ALIGN_MIN_WIDTH
 ])
 def test_packed_rows_kept(rng, avx512, shape, kw):
     g = depthwise.geometry(_stage(shape, **kw))
