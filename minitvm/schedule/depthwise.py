@@ -114,9 +114,11 @@ def geometry(t) -> dict:
     dh, dw = a["dilation"]
     pt, pl = a["padding"][0], a["padding"][1]
     hq = oh + ((kh - 1) * dh) // sh
-    wq = ow + ((kw - 1) * dw) // sw
-    plane = hq * wq
     lanes = VECTOR[vector_isa()]
+    cols = ow + ((kw - 1) * dw) // sw  # the columns of a phase row the taps read
+    aligned = _aligned_rows(lanes, cols, ow, sh, sw, w.shape[1])
+    wq = -(-cols // lanes) * lanes if aligned else cols
+    plane = hq * wq
     taps = []  # (ky, kx, offset of the tap's window in xph)
     for ky in range(kh):
         for kx in range(kw):
@@ -128,10 +130,45 @@ def geometry(t) -> dict:
     reach = max(t[2] for t in taps) + (grid if not rows_mode else (oh - 1) * wq + ow)
     groups = c // cg
     # per group: ``cg`` input channels, ``m`` output channels (depthwise: 1 and the multiplier)
+    size = max(sh * sw * plane, reach)
     return dict(n=n, c=c, o=o, groups=groups, cg=cg, m=o // groups, h=h, w=wd, oh=oh, ow=ow,
                 kh=kh, kw=kw, sh=sh, sw=sw, dh=dh,
-                pt=pt, pl=pl, hq=hq, wq=wq, plane=plane, lanes=lanes, taps=taps,
-                rows_mode=rows_mode, grid=grid, xph_len=max(sh * sw * plane, reach))
+                pt=pt, pl=pl, hq=hq, wq=wq, cols=cols, plane=plane, lanes=lanes, taps=taps,
+                rows_mode=rows_mode, grid=grid,
+                xph_len=-(-size // lanes) * lanes if aligned else size,
+                lead=(-pl) % lanes if aligned else 0)
+
+
+# On AVX-512 the phased plane of a stride-1 depthwise conv with rows of at least a vector has
+# its rows a whole number of vectors apart and starts ``lead`` floats into its allocation, so
+# that each row's first input pixel (column ``pl``) sits on a 64-byte line: the copy's stores
+# and the centre taps' loads are whole lines, not two. Rows of 66 floats (a 64x64 plane with a
+# 3x3 filter) put nearly every zmm load of the taps across two lines. Sapphire Rapids, one
+# thread, kernel alone, whole copy (us, packed -> aligned rows): 64 at 64x64 58.5 -> 53.2,
+# 192 at 28x28 + ReLU6 33.4 -> 31.7 but 30.9 -> 31.7 in another run, 256 at 16x16 (rows of 18
+# -> 32) 13.2 -> 14.1, 128 at 32x32 (34 -> 48) 24.2 -> 24.5, 144 at 56x56 + ReLU6 124.9 ->
+# 128.4 (noise level), so rows from ALIGN_MIN_WIDTH growing at most ALIGN_MAX_GROWTH.
+# AVX2 keeps its packed rows (not measured there).
+ALIGN_ROWS = {"avx512": True, "avx2": False}
+ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
+ALIGN_MIN_WIDTH = 48  # (rows of 28, 30 -> 32 floats, lost 2-4%: 88 at 28x28 + ReLU 14.4 -> 15.0)
+
+
+def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg) -> bool:
+    """Are the phased plane's rows vector-aligned (``ALIGN_ROWS``)?"""
+    wide = -(-cols // lanes) * lanes
+    return (ALIGN_ROWS[vector_isa()] and sh == 1 and sw == 1 and _const_int(cg) == 1
+            and ow >= max(lanes, ALIGN_MIN_WIDTH) and cols % lanes != 0
+            and wide <= ALIGN_MAX_GROWTH * cols)
+
+
+def _xph(g, count: int, name: str = "dw_xph"):
+    """(buffer, wrap): a phased-plane buffer of ``count`` floats ``g["lead"]`` floats into its
+    allocation, and ``wrap(body)`` allocating and declaring it around ``body``."""
+    lead = g["lead"]
+    buf = decl_buffer((count,), "float32", name, elem_offset=lead or None)
+    return buf, lambda body: S.Allocate(buf.data, "float32", [count + lead], True,
+                                        S.DeclBuffer(buf, body))
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -151,17 +188,16 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     if cb > 1:
         def block(idx):
             b, gb = idx
-            xph = decl_buffer((size,), "float32", "dw_xph")
+            xph, wrap = _xph(g, size)
             k = ctx.fresh("dc")
             gi = gb * cb + k
             zero = _zeros(ctx, xph, 0, size, g["lanes"])
             if _deferred(g, epi):
                 if _fills_first(g):  # (all the block's planes zeroed at once)
-                    xph = decl_buffer((cb * size,), "float32", "dw_xph")
+                    xph, wrap = _xph(g, cb * size)
                     zero = _zeros(ctx, xph, 0, cb * size, g["lanes"])
-                body = _seq([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb, epi)])
-                return S.Allocate(xph.data, "float32", [xph.shape[0]], True,
-                                  S.DeclBuffer(xph, body))
+                return wrap(_seq([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb,
+                                                        epi)]))
             if _streams(g, epi):  # (the padding zeroed before the loop)
                 d = _reach_rows(g)
                 parts = [_fill(ctx, g, xph, x, b, gi, False, (_i(0), d)), _channel(
@@ -172,14 +208,13 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
                 for mi in range(g["m"]):
                     oc = gi * g["m"] + mi if g["m"] > 1 else gi
                     parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
-            body = S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))])
-            return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
+            return wrap(S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))]))
 
         return _outer_loops(ctx, [g["n"], g["groups"] // cb], macs >= PARALLEL_MIN_MACS, block)
 
     def task(idx):
         b, gi = idx
-        xph = decl_buffer((cg * size,), "float32", "dw_xph")
+        xph, wrap = _xph(g, cg * size)
         # the group's phased planes, one view each (one plane: the buffer itself)
         planes = [xph] if cg == 1 else [
             decl_buffer((size,), "float32", f"dw_xph{ci}", data=xph.data, elem_offset=ci * size)
@@ -196,7 +231,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         body = _seq(parts)
         for plane in planes[::-1] if cg > 1 else []:
             body = S.DeclBuffer(plane, body)
-        return S.Allocate(xph.data, "float32", [cg * size], True, S.DeclBuffer(xph, body))
+        return wrap(body)
 
     return _outer_loops(ctx, [g["n"], g["groups"]], macs >= PARALLEL_MIN_MACS, task)
 
@@ -249,15 +284,16 @@ def _deferred_block(ctx, g, x, w, out, xph, b, gb, cb: int, epi) -> S.Stmt:
     first = _fills_first(g)
     if first:
         k = ctx.fresh("dc")
-        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data, elem_offset=k * size)
+        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data,
+                            elem_offset=k * size + g["lead"])
         loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(
             plane, _fill(ctx, g, plane, x, b, gb * cb + k, False))))
     for conv_pass in (True, False):
         k = ctx.fresh("dc")
         oc = gb * cb + k
         view = decl_buffer((csz,), "float32", "dw_conv", data=convs.data, elem_offset=k * csz)
-        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data, elem_offset=k * size) \
-            if first else xph
+        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data,
+                            elem_offset=k * size + g["lead"]) if first else xph
         taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
         sums, epilogue = _packed(ctx, g, [plane], taps, out, b, oc, epi, nw, nw is not None, view)
         if not conv_pass:
@@ -396,6 +432,13 @@ def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count:
 # stride 1 rows of 28 lost (192 at 28x28 3x3 + ReLU6 31 -> 37), and narrow rows gained nothing.
 STREAM_FILL = {"avx512": True, "avx2": False}
 STREAM_MIN_WIDTH = 32
+# Stride-1 filters of fewer than STREAM_FEW_TAPS taps (3x3) stream only from rows of
+# STREAM_FEW_TAPS_MIN_WIDTH: their plane fits L1 whole below that, and a row block's few
+# multiply-adds then wait on the loads of rows the copy has just stored. Same machine, kernel
+# alone, aligned rows (``ALIGN_ROWS``), interleaved (us, streaming -> whole copy): 64 at 64x64
+# 66.7 -> 54.9, 32 at 64x64 28.9 -> 22.9, 128 at 32x32 31.2 -> 22.8, 144 at 56x56 + ReLU6
+# 125.1 -> 125.6; 32 at 112x112 + ReLU6 113.6 -> 129.8 and 64 at 56x56 5x5 71.9 -> 74.0 keep it.
+STREAM_FEW_TAPS, STREAM_FEW_TAPS_MIN_WIDTH = 25, 96
 STREAM_STRIDED_MIN_WIDTH = 16
 
 
@@ -404,10 +447,17 @@ def _reach_rows(g) -> int:
     return max(t[3] for t in g["taps"])
 
 
+def _stream_min_width(g) -> int:
+    """The narrowest rows of geometry ``g`` that stream (``STREAM_*``)."""
+    if g["sh"] != 1:
+        return STREAM_STRIDED_MIN_WIDTH
+    return STREAM_MIN_WIDTH if len(g["taps"]) >= STREAM_FEW_TAPS else STREAM_FEW_TAPS_MIN_WIDTH
+
+
 def _streams(g, epi) -> bool:
     """Is the phased copy made block by block before the blocks' taps (``STREAM_FILL``)?"""
     return (STREAM_FILL[vector_isa()] and g["cg"] == 1 and g["m"] == 1
-            and g["ow"] >= (STREAM_MIN_WIDTH if g["sh"] == 1 else STREAM_STRIDED_MIN_WIDTH)
+            and g["ow"] >= _stream_min_width(g)
             and _narrow_lanes(g) is None and _row_mode(g)
             and not _split_epilogue(g, epi))
 
@@ -421,14 +471,15 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt
     iy = i * sh + (py - g["pt"])
     for px in range(sw):
         base = (py * sw + px) * g["plane"] + i * wq
-        if not inside:
-            parts.append(_zeros(ctx, xph, base, wq, lanes))
+        if not inside:  # (columns past ``cols``, alignment only, are never read)
+            parts.append(_zeros(ctx, xph, base, g["cols"], lanes))
             continue
-        j0 = min(wq, max(0, -(-(pl - px) // sw)))  # columns [j0, j1) read an input column
-        j1 = min(wq, max(j0, (g["w"] - 1 + pl - px) // sw + 1))
+        cols = g["cols"]
+        j0 = min(cols, max(0, -(-(pl - px) // sw)))  # columns [j0, j1) read an input column
+        j1 = min(cols, max(j0, (g["w"] - 1 + pl - px) // sw + 1))
         if pad:
             parts += [_zeros(ctx, xph, base, j0, lanes),
-                      _zeros(ctx, xph, base + j1, wq - j1, lanes)]
+                      _zeros(ctx, xph, base + j1, cols - j1, lanes)]
         if j1 > j0:
             parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
                 xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))

@@ -43,6 +43,8 @@ CASES = [
 @pytest.mark.parametrize("shape,kw", CASES)
 def test_streamed_copy_matches_numpy(rng, monkeypatch, shape, kw):
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx512")
+    # (3x3 filters stream from rows of 96 by default: these small planes stream from 32)
+    monkeypatch.setattr(depthwise, "STREAM_FEW_TAPS_MIN_WIDTH", depthwise.STREAM_MIN_WIDTH)
     out, want, prim = _run(shape, rng, **kw)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _streamed(prim)
@@ -59,6 +61,7 @@ def test_streamed_copy_matches_numpy(rng, monkeypatch, shape, kw):
 @pytest.mark.parametrize("shape,kw", CASES[:4])
 def test_streamed_copy_off_gives_the_same_numbers(rng, monkeypatch, shape, kw):
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(depthwise, "STREAM_FEW_TAPS_MIN_WIDTH", depthwise.STREAM_MIN_WIDTH)
     monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
     out, want, prim = _run(shape, rng, **kw)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
@@ -70,6 +73,8 @@ def test_streamed_copy_off_gives_the_same_numbers(rng, monkeypatch, shape, kw):
     ((1, 3, 56, 28), dict(stride=1, pad=1, epilogue="relu6")),  # rows of 28 (< 32)
     ((1, 4, 28, 28), dict(stride=2, pad=1, epilogue="relu6")),  # rows of 14: narrow rows
     ((1, 4, 60, 60), dict(stride=2, pad=1, epilogue="silu")),  # rows of 30 with SiLU: split
+    ((1, 3, 64, 64), dict(stride=1, pad=1)),  # a 3x3 on rows of 64 (< 96): fits L1 whole
+    ((1, 2, 40, 40), dict(stride=1, pad=1, epilogue="relu6")),
 ])
 def test_small_planes_keep_the_whole_copy(rng, monkeypatch, shape, kw):
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx512")
