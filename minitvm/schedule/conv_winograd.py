@@ -19,6 +19,9 @@ tile rows of each image; a band
    ``m x m`` output blocks, interleaves each output row's ``m`` phases in registers, applies
    the fused elementwise epilogue (bias, residual add, relu) and stores the row.
 
+A band's scratch (``wg_x``, ``V``, ``M``) is a slice of the kernel's workspace: one per thread of
+the call where bands run on the pool (``SCRATCH_SLOTS``).
+
 The transforms are written from the matrices (zero coefficients skipped, +-1 as adds), so F(2x2)
 and F(4x4) share the code (``wino_m``, a knob). F(4x4)'s transforms have larger coefficients:
 its error is about 10x F(2x2)'s (still ~1e-6 relative in float32 for the convs measured).
