@@ -46,7 +46,6 @@ from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
 from .common import emit_with_epilogue, num_threads, static_conv2d_dims, vector_isa
 from .common import imm as _i
-from .common import outer_loops as _outer_loops
 from .conv_pointwise import row_tiles
 from .knobs import select as _knobs
 
