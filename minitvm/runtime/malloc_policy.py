@@ -1,8 +1,8 @@
 """glibc's malloc kept from handing kernel scratch back to the OS after every call.
 
-Native kernels ``malloc`` the temporaries their schedule does not take from the workspace (a
-Winograd conv's per-band input, transform and product tiles: 0.2-0.4 MB each) and ``free`` them
-before returning. glibc serves a block above its mmap threshold (128 KB at start) with ``mmap``
+Native kernels ``malloc`` the temporaries their schedule does not take from the workspace (those
+over the code generator's stack limit: a direct conv's per-band phased rows, any temporary of a
+kernel lowered without a workspace) and ``free`` them before returning. glibc serves a block above its mmap threshold (128 KB at start) with ``mmap``
 and unmaps it on ``free``; the first such free raises the threshold to the block's size and the
 trim threshold to twice that, after which the blocks come from the heap, but freeing them leaves
 more than the trim threshold free at the heap's top, which is given back (``sbrk``). Either way
@@ -10,7 +10,10 @@ the next call faults every page in again: ResNet's 64->64 3x3 conv at 56x56 (one
 785 page faults and 0.83 ms of system time a call, 1.5 ms instead of 0.67. Whether it happened
 depended on what the process had freed before (a fresh build's LLVM work, or reading an exported
 archive, raised the thresholds high enough; a build served from the disk cache did not), so the
-same kernel ran 2.3x slower in one process than in another.
+same kernel ran 2.3x slower in one process than in another. (Those numbers were a Winograd
+conv's per-band scratch, 0.2-1 MB each; it now comes from the workspace, ``conv_winograd``'s
+``SCRATCH_SLOTS``, and Winograd convs no longer need this: 128->128 at 28x28 untuned took 530
+page faults and 1.12 ms a call with the scratch malloc'd, none and 0.58 ms from the workspace.)
 
 ``apply()`` (called once when the JIT starts) fixes both thresholds at the top of glibc's own
 dynamic range: blocks up to ``MMAP_THRESHOLD`` come from the heap, and up to ``TRIM_THRESHOLD`` of

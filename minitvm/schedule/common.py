@@ -45,6 +45,13 @@ def vector_isa() -> str:
     return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
 
 
+def num_threads() -> E.PrimExpr:
+    """The threads a parallel loop placed here runs on (int32, evaluated at run time): the
+    call's thread count, 1 inside a parallel loop or where parallel loops compile serial. A
+    parallel loop over that many slices of a workspace gives each thread one of its own."""
+    return E.Call("int32", "tir.num_threads", [])
+
+
 def prefetch(load: E.BufferLoad) -> S.Stmt:
     """A software prefetch of the cache line holding ``load``'s element (no value is read)."""
     return S.Evaluate(E.Call("int32", "tir.prefetch", [load]))

@@ -19,6 +19,9 @@ tile rows of each image; a band
    ``m x m`` output blocks, interleaves each output row's ``m`` phases in registers, applies
    the fused elementwise epilogue (bias, residual add, relu) and stores the row.
 
+A band's scratch (``wg_x``, ``V``, ``M``) is a slice of the kernel's workspace: one per thread of
+the call where bands run on the pool (``SCRATCH_SLOTS``).
+
 The transforms are written from the matrices (zero coefficients skipped, +-1 as adds), so F(2x2)
 and F(4x4) share the code (``wino_m``, a knob). F(4x4)'s transforms have larger coefficients:
 its error is about 10x F(2x2)'s (still ~1e-6 relative in float32 for the convs measured).
@@ -41,9 +44,8 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, static_conv2d_dims, vector_isa
+from .common import emit_with_epilogue, num_threads, static_conv2d_dims, vector_isa
 from .common import imm as _i
-from .common import outer_loops as _outer_loops
 from .conv_pointwise import row_tiles
 from .knobs import select as _knobs
 
@@ -106,6 +108,16 @@ RAGGED_WASTE = 1 / 16
 MIN_CHANNELS = 16  # fewer input or output channels: the transforms cost more than they save
 PARALLEL_MIN_MACS = 1 << 21  # (direct-conv multiply-adds) bands go to the thread pool
 INNER_PARALLEL_BELOW = 4  # fewer bands (of all images): a band's channel loops go instead
+# A band's scratch (``wg_x``, ``wg_v``, ``wg_m``: 0.2-1 MB, ``scratch_sizes``) is a slice of the
+# kernel's workspace, which the executor allocates once: a call neither mallocs nor page-faults
+# it. Malloc'd per band and freed, glibc gave the blocks back to the OS unless its thresholds
+# were raised (``runtime.malloc_policy``): with MINITVM_NO_MALLOC_TUNING=1, one thread, ms,
+# 128->128 at 28x28 1.12 with 530 page faults a call, 0.58 with none from the workspace. Bands on
+# the pool run on one slice per thread of the call (``common.num_threads``, at most this many
+# slices in the workspace), each thread's bands in turn: a slice per band instead made one thread
+# touch them all, 64->64 at 56x56 (5 bands) 0.68 -> 0.74 ms, as they left the L2 cache. Serial
+# bands, or bands whose channel loops run on the pool instead, share one slice.
+SCRATCH_SLOTS = 8
 # untuned builds take this schedule where it applies, with the largest output block that does
 # (the measurements at ``NR``: 2.3x and 1.7x faster than the direct convs); where ``MIN_GAIN``
 # is set for the vector ISA, only where ``default_choice`` finds a block and tile worth it
@@ -368,24 +380,51 @@ def _over_chunks(ctx, g, fbody) -> S.Stmt:
 def _emit(ctx, g, t, out, epi) -> S.Stmt:
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
     xf = ctx.flat_view(x)
-    a2 = g["alpha"] ** 2
     # few bands (a small plane): the channel loops inside a band run on the pool instead
     inner = g["parallel"] and g["n"] * g["bands"] < INNER_PARALLEL_BELOW
     kind = S.ForKind.PARALLEL if inner else S.ForKind.SERIAL
+    tasks = g["n"] * g["bands"]
+    outer = g["parallel"] and not inner and tasks > 1
+    slots = min(tasks, SCRATCH_SLOTS) if outer else 1
+    sizes = scratch_sizes(g)
+    scratch = ctx.temp((slots * sum(sizes),), "float32", "wg_scratch")
 
-    def band(idx):
-        nv, b = idx
-        xb = decl_buffer((g["c"] * g["xrows"] * g["m"] * g["wq"],), "float32", "wg_x")
-        v = decl_buffer((a2 * g["vstride"],), "float32", "wg_v")
-        mt = decl_buffer((a2 * g["mstride"],), "float32", "wg_m")
+    def band(task, slot):
+        nv = _i(0) if g["n"] == 1 else E.FloorDiv(task, g["bands"])
+        b = _i(0) if g["bands"] == 1 else E.FloorMod(task, g["bands"]) if g["n"] > 1 else task
+        base = scratch.elem_offset + slot * sum(sizes)
+        xb, v, mt = (decl_buffer((size,), "float32", name, data=scratch.data,
+                                 elem_offset=base + sum(sizes[:k]))
+                     for k, (name, size) in enumerate(zip(("wg_x", "wg_v", "wg_m"), sizes)))
         body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
                      _input_transform(ctx, g, xb, v, kind),
                      _gemms(ctx, g, w, v, mt, kind),
                      _output_transform(ctx, g, mt, out, epi, nv, b, kind)])
-        return _allocated(xb, _allocated(v, _allocated(mt, body)))
+        return S.DeclBuffer(xb, S.DeclBuffer(v, S.DeclBuffer(mt, body)))
 
-    work = g["o"] * g["c"] * 9 * g["rows"] * g["m"] * g["ow"]
-    return _outer_loops(ctx, [g["n"], g["bands"]], g["parallel"] and not inner, band, work)
+    if not outer:  # one slice serves every band in turn
+        return _loop(ctx, "o", tasks, S.ForKind.SERIAL, lambda task: band(task, _i(0)))
+    # one slice per thread of the call: a parallel loop over the slices, each running bands
+    # p, p + threads, ... in turn (one thread: one slice, as the serial loop)
+    threads = ctx.fresh("wg_threads")
+
+    def slice_bands(p):
+        def one(j):
+            task = j * threads + p
+            return S.IfThenElse(E.LT(task, _i(tasks)), band(task, p), None)
+
+        return _loop(ctx, "j", E.FloorDiv(_i(tasks - 1) + threads, threads), S.ForKind.SERIAL, one)
+
+    return S.LetStmt(threads, E.Min(num_threads(), _i(slots)),
+                     _loop(ctx, "o", threads, S.ForKind.PARALLEL, slice_bands))
+
+
+def scratch_sizes(g) -> tuple[int, int, int]:
+    """Floats of a band's scratch ``wg_x``, ``wg_v``, ``wg_m`` (each a whole number of 64-byte
+    lines): its input rows, transformed input and products."""
+    a2 = g["alpha"] ** 2
+    sizes = (g["c"] * g["xrows"] * g["m"] * g["wq"], a2 * g["vstride"], a2 * g["mstride"])
+    return tuple(-(-n // 16) * 16 for n in sizes)
 
 
 def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:

@@ -533,6 +533,10 @@ class ExprEmitter:
             return self._if_then_else(e, memo)
         if short == "prefetch":
             return self._prefetch(e, memo)
+        if short == "num_threads":  # (schedule/common.num_threads)
+            if self.parallel_depth or not self.gomp:
+                return T.I32(1)
+            return self.num_threads
         args = [memo[id(a)] for a in e.args]
         if short in ("likely",):
             return args[0]
