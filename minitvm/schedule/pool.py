@@ -48,6 +48,17 @@ WIDE_MAX_LANES = {"avx512": 16, "avx2": 8}
 # ``common.vector_isa``)
 DIRECT = {"avx512": True, "avx2": True}
 VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary first
+# ... where the window has at least this many rows and the input row this many columns, by
+# vector ISA. On AVX-512 the temporary costs more than it saves on short rows: its stores and
+# the strided (shuffled) loads that follow overlap without matching, so each row waits for
+# the stores (no store-to-load forwarding). Measured on an Intel Xeon, one thread, ms, row
+# temporary -> taps loaded strided from the input: 3x3 / 2 max pool of 256x27x27 0.038 ->
+# 0.026, 192x17x17 0.0175 -> 0.0074, 64x32x32 (pad 1) 0.0123 -> 0.0089, 192x35x35 0.042 ->
+# 0.039, 64x48x48 0.021 -> 0.019; 128x55x55 0.060 -> 0.061, 64x111x111 0.138 -> 0.147, 32x64x64
+# 0.0163 -> 0.0172 (kept); 2x2 / 2: mean of 48x32x32 0.0080 -> 0.0041, of 64x64x64 0.025 ->
+# 0.018, max of 128x16x16 0.0088 -> 0.0031, of 32x32x128 0.0099 -> 0.0087 (so never for two
+# rows). AVX2 as before (any window of two or more rows)
+VERTICAL_FIRST_MIN = {"avx512": (3, 56), "avx2": (2, 0)}
 # adaptive pools by their bins (``emit_bins``): at most this many taps per plane's output row
 # pass (output rows x the columns all bins of a row read), each written out
 BINS_MAX_TAPS = 4096
@@ -181,7 +192,8 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     interior rows a loop). At stride 1 the taps are contiguous loads of the input; at stride
     2-4 (``VERTICAL_FIRST``) the row's input columns are first combined down the window's rows
     into a row temporary (contiguous vectors), whose ``kw`` taps per output are then strided
-    loads (whole vectors and shuffles): a third of the shuffles of loading every tap strided.
+    loads (whole vectors and shuffles): a third of the shuffles of loading every tap strided
+    (on AVX-512 only for tall windows on wide rows: ``VERTICAL_FIRST_MIN``).
     On a Zen 2 this takes ResNet's 3x3 / 2 max pool of 64x112x112 from 0.57 ms (the row form)
     to 0.15 ms (0.27 ms without ``VERTICAL_FIRST``); ONNX Runtime's takes 0.13 ms."""
     nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(t)
@@ -220,6 +232,7 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
             taps.append(padv)
         return tree(taps)
 
+    min_kh, min_w = VERTICAL_FIRST_MIN[vector_isa()]
     wide = WIDE_MAX_LANES[vector_isa()] if _is_max(t) and sw == 1 else lanes
 
     def vector_loop(n, first, fbody):
@@ -228,7 +241,7 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     def row(b, c, oy, kys, cy):
         rpad = len(kys) < kh
         # (one row per window: nothing to combine first)
-        first = sw > 1 and VERTICAL_FIRST and len(kys) > 1
+        first = sw > 1 and VERTICAL_FIRST and len(kys) > 1 and kh >= min_kh and w >= min_w
         col = decl_buffer((w,), dt, "pool_col") if first else None
 
         def put(j, kxs=tuple(range(kw)), cpad=False, cx=kw):
