@@ -44,6 +44,14 @@ DIRECT_LANES = 8  # output columns per vector of the direct form
 # of 64x56x56 0.051 -> 0.057). (On a Zen 4 a zmm max is two ymm ones: fewer instructions, the
 # same work)
 WIDE_MAX_LANES = {"avx512": 16, "avx2": 8}
+# a max pool's direct form at a column stride without the row temporary: (lanes, the fewest
+# interior output columns that take them) by vector ISA. On AVX-512 zmm vectors where a row
+# has 24 or more outputs: each tap is two loads and one two-source permute per vector, the
+# same for 16 lanes as for 8. Measured on an Intel Xeon, one thread, ms, 8 -> 16 lanes: 3x3 / 2
+# max pool of 128x55x55 (27 outputs a row) 0.060 -> 0.053, 32x64x64 (pad 1, 32) 0.0172 ->
+# 0.0133; 2x2 / 2 of 64x16x64 0.0051 -> 0.0048, 32x32x128 0.0087 -> 0.0080; but 192x35x35
+# (17 outputs a row: two zmm instead of three ymm) 0.040 -> 0.042
+STRIDED_MAX_LANES = {"avx512": (16, 24), "avx2": (8, 8)}
 # the direct form by vector ISA: measured on AVX2 first; both ISAs (the Zen 4 measurement at
 # ``common.vector_isa``)
 DIRECT = {"avx512": True, "avx2": True}
@@ -54,11 +62,12 @@ VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary fir
 # the stores (no store-to-load forwarding). Measured on an Intel Xeon, one thread, ms, row
 # temporary -> taps loaded strided from the input: 3x3 / 2 max pool of 256x27x27 0.038 ->
 # 0.026, 192x17x17 0.0175 -> 0.0074, 64x32x32 (pad 1) 0.0123 -> 0.0089, 192x35x35 0.042 ->
-# 0.039, 64x48x48 0.021 -> 0.019; 128x55x55 0.060 -> 0.061, 64x111x111 0.138 -> 0.147, 32x64x64
-# 0.0163 -> 0.0172 (kept); 2x2 / 2: mean of 48x32x32 0.0080 -> 0.0041, of 64x64x64 0.025 ->
-# 0.018, max of 128x16x16 0.0088 -> 0.0031, of 32x32x128 0.0099 -> 0.0087 (so never for two
-# rows). AVX2 as before (any window of two or more rows)
-VERTICAL_FIRST_MIN = {"avx512": (3, 56), "avx2": (2, 0)}
+# 0.039, 64x48x48 0.021 -> 0.019, 32x64x64 (pad 1) 0.0164 -> 0.0133 and 128x55x55 0.058 ->
+# 0.053 (both in zmm vectors, ``STRIDED_MAX_LANES``); 64x111x111 0.133 -> 0.134 (kept); 2x2 /
+# 2: mean of 48x32x32 0.0080 -> 0.0041, of 64x64x64 0.025 -> 0.018, max of 128x16x16 0.0088 ->
+# 0.0031, of 32x32x128 0.0099 -> 0.0087 (so never for two rows). AVX2 as before (any window
+# of two or more rows)
+VERTICAL_FIRST_MIN = {"avx512": (3, 96), "avx2": (2, 0)}
 # adaptive pools by their bins (``emit_bins``): at most this many taps per plane's output row
 # pass (output rows x the columns all bins of a row read), each written out
 BINS_MAX_TAPS = 4096
@@ -235,7 +244,7 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     min_kh, min_w = VERTICAL_FIRST_MIN[vector_isa()]
     wide = WIDE_MAX_LANES[vector_isa()] if _is_max(t) and sw == 1 else lanes
 
-    def vector_loop(n, first, fbody):
+    def vector_loop(n, first, fbody, wide=wide):
         return overlapping_vectors(ctx, first, n, wide if n >= wide else lanes, fbody)
 
     def row(b, c, oy, kys, cy):
@@ -258,7 +267,9 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
             parts += vector_loop(w, 0, lambda j: S.BufferStore(col, tree([E.BufferLoad(
                 x, _at(x, b, c, oy * sh + (ky * dh - pt), j)) for ky in kys]), [j]))
         parts += [edge(j) for j in range(xlo)]
-        parts += vector_loop(xhi - xlo, xlo, put)
+        slanes, scols = STRIDED_MAX_LANES[vector_isa()]
+        strided = _is_max(t) and sw > 1 and col is None and xhi - xlo >= scols
+        parts += vector_loop(xhi - xlo, xlo, put, slanes if strided else wide)
         parts += [edge(j) for j in range(xhi, ow)]
         body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
         if col is not None:
