@@ -9,7 +9,8 @@ input rows of the window are combined into a row temporary with unit-stride vect
 (padding columns hold the reduction's identity), then the window's columns are combined along
 that row, again with unit-stride vectors; a strided pooling finally picks every ``stride``-th
 column. This replaces the generic small-window reduction, whose strided, bounds-checked gathers
-cost 4-5x more.
+cost 4-5x more. A fused elementwise epilogue (a residual add) is applied in the direct form's
+stores; the other forms leave it to a pass of its own (``lower._emit_pool``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.utils import static_shape as _shape
+from .common import epilogue_value, overlapping_vectors, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
-from .common import overlapping_vectors, vector_isa
 from .common import vector_inner as _vector_inner
 
 POOL_TAG = "pool2d_window"
@@ -140,13 +141,18 @@ def _window(t) -> tuple:
     return nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, a["padding"][0], a["padding"][1]
 
 
-def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
+def emit(ctx, t, out, x, ident, combine, epi=None) -> S.Stmt | None:
     """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``: the direct
-    form where it applies, else the row form."""
+    form where it applies, else the row form. With a fused epilogue ``epi``
+    (``common.emit_with_epilogue``'s body and axis vars) the direct form stores the epilogue's
+    value; where the direct form does not apply, None (the caller runs the epilogue in a pass
+    of its own)."""
     if "bins" in t.op.attrs:
-        return emit_bins(ctx, t, out, x, combine)
-    direct = emit_direct(ctx, t, out, x, combine) if DIRECT[vector_isa()] else None
-    return direct if direct is not None else emit_rows(ctx, t, out, x, ident, combine)
+        return emit_bins(ctx, t, out, x, combine) if epi is None else None
+    direct = emit_direct(ctx, t, out, x, combine, epi) if DIRECT[vector_isa()] else None
+    if direct is not None or epi is not None:
+        return direct
+    return emit_rows(ctx, t, out, x, ident, combine)
 
 
 def _interior(n: int, k: int, s: int, d: int, p: int, o: int) -> tuple[int, int]:
@@ -190,7 +196,7 @@ def _max_tree(vals):
     return E.Select(ok, plain, E.FloatImm(plain.dtype, math.nan))
 
 
-def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
+def emit_direct(ctx, t, out, x, combine, epi=None) -> S.Stmt | None:
     """Pooling stage ``t`` computed output vector by output vector from the input (None when
     the window, stride or edges are too large for it).
 
@@ -257,7 +263,8 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
             v = window(b, c, oy, j, kys, kxs, rpad or cpad, col)
             if mean:
                 v = v / E.FloatImm(dt, float(cy * cx))
-            return S.BufferStore(out, v, _at(out, b, c, oy, j))
+            idx = _at(out, b, c, oy, j)
+            return S.BufferStore(out, v if epi is None else epilogue_value(epi, out, idx, v), idx)
 
         def edge(j):
             return put(_i(j), _taps(j, w, kw, sw, dw, pl), True, count_x(j))
