@@ -78,3 +78,25 @@ def test_nan_through_the_add(rng):
     hit = np.zeros(got.shape, bool)
     hit[0, 0, 2:4, 3] = True
     np.testing.assert_array_equal(np.isnan(got), hit)
+
+
+def test_adaptive_pool_epilogue_in_a_pass_of_its_own(rng):
+    """Adaptive bins (``emit_bins``) take no epilogue: the pool to a temporary, then the add."""
+    x = relay.var("x", shape=(1, 4, 10, 9))
+    residual = rng.standard_normal((1, 4, 3, 4)).astype("float32")
+    y = relay.add(relay.nn.adaptive_max_pool2d(x, (3, 4)), relay.const(residual))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    xv = rng.standard_normal((1, 4, 10, 9)).astype("float32")
+    g.set_input("x", xv)
+    g.run()
+    want = np.empty((1, 4, 3, 4), "float32")
+    for i in range(3):
+        for j in range(4):
+            ys, xs = slice(i * 10 // 3, -(-(i + 1) * 10 // 3)), slice(j * 9 // 4, -(-(j + 1) * 9 // 4))
+            want[:, :, i, j] = xv[:, :, ys, xs].max(axis=(2, 3))
+    np.testing.assert_array_equal(g.get_output(0).numpy(), want + residual)
+    (prim,) = _pool_prims(lib)
+    names = _buffer_names(prim)
+    assert "pool_bin_row" in names and any(n.endswith("pool2d") for n in names)
