@@ -158,7 +158,10 @@ def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
 
 def _emit_pool(ctx, t, buf, bodies):
     """A pool, its fused elementwise epilogue (a residual add: Xception's) applied in the
-    direct form's stores; in the other forms, in a pass of its own."""
+    direct form's stores; in the other forms, in a pass of its own. Measured on an Intel Xeon,
+    one thread, ms, 3x3 / 2 max pool (pad 1) + add, a pass of its own -> in the stores:
+    128x64x64 0.119 -> 0.103 (AVX2 code: 0.134 -> 0.100), 256x32x32 0.046 -> 0.036 (AVX2 code:
+    0.064 -> 0.057)."""
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
     x = ctx.buf[id(t.op.attrs["operands"][0])]
 
