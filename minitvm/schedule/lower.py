@@ -157,8 +157,24 @@ def _emit_conv_fused(ctx, t, u, buf, operands, body) -> S.Stmt:
 
 
 def _emit_pool(ctx, t, buf, bodies):
+    """A pool, its fused elementwise epilogue (a residual add: Xception's) applied in the
+    direct form's stores; in the other forms, in a pass of its own. Measured on an Intel Xeon,
+    one thread, ms, 3x3 / 2 max pool (pad 1) + add, a pass of its own -> in the stores:
+    128x64x64 0.119 -> 0.103 (AVX2 code: 0.134 -> 0.100), 256x32x32 0.046 -> 0.036 (AVX2 code:
+    0.064 -> 0.057)."""
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
-    return pool.emit(ctx, t, buf, ctx.buf[id(t.op.attrs["operands"][0])], ident, combine)
+    x = ctx.buf[id(t.op.attrs["operands"][0])]
+
+    def emit(out, epi):
+        s = pool.emit(ctx, t, out, x, ident, combine, epi)
+        if s is not None:
+            return s
+        tmp = ctx.temp(tuple(_shape(t)), t.dtype, t.name)
+        return S.SeqStmt([pool.emit(ctx, t, tmp, x, ident, combine),
+                          injective_nest(ctx, ctx.epilogues[id(t)], out,
+                                         redirect_loads(epi[0], out, tmp))])
+
+    return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
 
 
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
@@ -198,7 +214,7 @@ RULES: dict[str, list[Rule]] = {
     # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
     # the GEMM's im2col)
     "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
-    pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool)],
+    pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool, epilogue=True)],
     resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
                              epilogue=True, materialize=True)],
 }

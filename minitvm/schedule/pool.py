@@ -9,7 +9,8 @@ input rows of the window are combined into a row temporary with unit-stride vect
 (padding columns hold the reduction's identity), then the window's columns are combined along
 that row, again with unit-stride vectors; a strided pooling finally picks every ``stride``-th
 column. This replaces the generic small-window reduction, whose strided, bounds-checked gathers
-cost 4-5x more.
+cost 4-5x more. A fused elementwise epilogue (a residual add) is applied in the direct form's
+stores; the other forms leave it to a pass of its own (``lower._emit_pool``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.utils import static_shape as _shape
+from .common import epilogue_value, overlapping_vectors, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
-from .common import overlapping_vectors, vector_isa
 from .common import vector_inner as _vector_inner
 
 POOL_TAG = "pool2d_window"
@@ -44,10 +45,30 @@ DIRECT_LANES = 8  # output columns per vector of the direct form
 # of 64x56x56 0.051 -> 0.057). (On a Zen 4 a zmm max is two ymm ones: fewer instructions, the
 # same work)
 WIDE_MAX_LANES = {"avx512": 16, "avx2": 8}
+# a max pool's direct form at a column stride without the row temporary: (lanes, the fewest
+# interior output columns that take them) by vector ISA. On AVX-512 zmm vectors where a row
+# has 24 or more outputs: each tap is two loads and one two-source permute per vector, the
+# same for 16 lanes as for 8. Measured on an Intel Xeon, one thread, ms, 8 -> 16 lanes: 3x3 / 2
+# max pool of 128x55x55 (27 outputs a row) 0.060 -> 0.053, 32x64x64 (pad 1, 32) 0.0172 ->
+# 0.0133; 2x2 / 2 of 64x16x64 0.0051 -> 0.0048, 32x32x128 0.0087 -> 0.0080; but 192x35x35
+# (17 outputs a row: two zmm instead of three ymm) 0.040 -> 0.042
+STRIDED_MAX_LANES = {"avx512": (16, 24), "avx2": (8, 8)}
 # the direct form by vector ISA: measured on AVX2 first; both ISAs (the Zen 4 measurement at
 # ``common.vector_isa``)
 DIRECT = {"avx512": True, "avx2": True}
 VERTICAL_FIRST = True  # strided windows: rows combined into a row temporary first
+# ... where the window has at least this many rows and the input row this many columns, by
+# vector ISA. On AVX-512 the temporary costs more than it saves on short rows: its stores and
+# the strided (shuffled) loads that follow overlap without matching, so each row waits for
+# the stores (no store-to-load forwarding). Measured on an Intel Xeon, one thread, ms, row
+# temporary -> taps loaded strided from the input: 3x3 / 2 max pool of 256x27x27 0.038 ->
+# 0.026, 192x17x17 0.0175 -> 0.0074, 64x32x32 (pad 1) 0.0123 -> 0.0089, 192x35x35 0.042 ->
+# 0.039, 64x48x48 0.021 -> 0.019, 32x64x64 (pad 1) 0.0164 -> 0.0133 and 128x55x55 0.058 ->
+# 0.053 (both in zmm vectors, ``STRIDED_MAX_LANES``); 64x111x111 0.133 -> 0.134 (kept); 2x2 /
+# 2: mean of 48x32x32 0.0080 -> 0.0041, of 64x64x64 0.025 -> 0.018, max of 128x16x16 0.0088 ->
+# 0.0031, of 32x32x128 0.0099 -> 0.0087 (so never for two rows). AVX2 as before (any window
+# of two or more rows)
+VERTICAL_FIRST_MIN = {"avx512": (3, 96), "avx2": (2, 0)}
 # adaptive pools by their bins (``emit_bins``): at most this many taps per plane's output row
 # pass (output rows x the columns all bins of a row read), each written out
 BINS_MAX_TAPS = 4096
@@ -120,13 +141,18 @@ def _window(t) -> tuple:
     return nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, a["padding"][0], a["padding"][1]
 
 
-def emit(ctx, t, out, x, ident, combine) -> S.Stmt:
+def emit(ctx, t, out, x, ident, combine, epi=None) -> S.Stmt | None:
     """Statements computing pooling stage ``t`` (input buffer ``x``) into ``out``: the direct
-    form where it applies, else the row form."""
+    form where it applies, else the row form. With a fused epilogue ``epi``
+    (``common.emit_with_epilogue``'s body and axis vars) the direct form stores the epilogue's
+    value; where the direct form does not apply, None (the caller runs the epilogue in a pass
+    of its own)."""
     if "bins" in t.op.attrs:
-        return emit_bins(ctx, t, out, x, combine)
-    direct = emit_direct(ctx, t, out, x, combine) if DIRECT[vector_isa()] else None
-    return direct if direct is not None else emit_rows(ctx, t, out, x, ident, combine)
+        return emit_bins(ctx, t, out, x, combine) if epi is None else None
+    direct = emit_direct(ctx, t, out, x, combine, epi) if DIRECT[vector_isa()] else None
+    if direct is not None or epi is not None:
+        return direct
+    return emit_rows(ctx, t, out, x, ident, combine)
 
 
 def _interior(n: int, k: int, s: int, d: int, p: int, o: int) -> tuple[int, int]:
@@ -170,7 +196,7 @@ def _max_tree(vals):
     return E.Select(ok, plain, E.FloatImm(plain.dtype, math.nan))
 
 
-def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
+def emit_direct(ctx, t, out, x, combine, epi=None) -> S.Stmt | None:
     """Pooling stage ``t`` computed output vector by output vector from the input (None when
     the window, stride or edges are too large for it).
 
@@ -181,7 +207,8 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
     interior rows a loop). At stride 1 the taps are contiguous loads of the input; at stride
     2-4 (``VERTICAL_FIRST``) the row's input columns are first combined down the window's rows
     into a row temporary (contiguous vectors), whose ``kw`` taps per output are then strided
-    loads (whole vectors and shuffles): a third of the shuffles of loading every tap strided.
+    loads (whole vectors and shuffles): a third of the shuffles of loading every tap strided
+    (on AVX-512 only for tall windows on wide rows: ``VERTICAL_FIRST_MIN``).
     On a Zen 2 this takes ResNet's 3x3 / 2 max pool of 64x112x112 from 0.57 ms (the row form)
     to 0.15 ms (0.27 ms without ``VERTICAL_FIRST``); ONNX Runtime's takes 0.13 ms."""
     nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(t)
@@ -220,22 +247,24 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
             taps.append(padv)
         return tree(taps)
 
+    min_kh, min_w = VERTICAL_FIRST_MIN[vector_isa()]
     wide = WIDE_MAX_LANES[vector_isa()] if _is_max(t) and sw == 1 else lanes
 
-    def vector_loop(n, first, fbody):
+    def vector_loop(n, first, fbody, wide=wide):
         return overlapping_vectors(ctx, first, n, wide if n >= wide else lanes, fbody)
 
     def row(b, c, oy, kys, cy):
         rpad = len(kys) < kh
         # (one row per window: nothing to combine first)
-        first = sw > 1 and VERTICAL_FIRST and len(kys) > 1
+        first = sw > 1 and VERTICAL_FIRST and len(kys) > 1 and kh >= min_kh and w >= min_w
         col = decl_buffer((w,), dt, "pool_col") if first else None
 
         def put(j, kxs=tuple(range(kw)), cpad=False, cx=kw):
             v = window(b, c, oy, j, kys, kxs, rpad or cpad, col)
             if mean:
                 v = v / E.FloatImm(dt, float(cy * cx))
-            return S.BufferStore(out, v, _at(out, b, c, oy, j))
+            idx = _at(out, b, c, oy, j)
+            return S.BufferStore(out, v if epi is None else epilogue_value(epi, out, idx, v), idx)
 
         def edge(j):
             return put(_i(j), _taps(j, w, kw, sw, dw, pl), True, count_x(j))
@@ -245,7 +274,9 @@ def emit_direct(ctx, t, out, x, combine) -> S.Stmt | None:
             parts += vector_loop(w, 0, lambda j: S.BufferStore(col, tree([E.BufferLoad(
                 x, _at(x, b, c, oy * sh + (ky * dh - pt), j)) for ky in kys]), [j]))
         parts += [edge(j) for j in range(xlo)]
-        parts += vector_loop(xhi - xlo, xlo, put)
+        slanes, scols = STRIDED_MAX_LANES[vector_isa()]
+        strided = _is_max(t) and sw > 1 and col is None and xhi - xlo >= scols
+        parts += vector_loop(xhi - xlo, xlo, put, slanes if strided else wide)
         parts += [edge(j) for j in range(xhi, ow)]
         body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
         if col is not None:

@@ -117,7 +117,32 @@ def test_matches_numpy(case, include_pad, rng):
         (prim,) = _pool_prims(lib)
         names = _buffer_names(prim)
         assert "pool_vrow" not in names  # the direct form
-        assert ("pool_col" in names) == (s[1] > 1)  # rows combined first at a column stride
+        assert ("pool_col" in names) == _rows_first(shape, k, s)
+
+
+def _rows_first(shape, k, s):
+    """Does the direct form combine the window's rows into a row temporary first (at a column
+    stride, where the window and the input row are large enough on this ISA)?"""
+    min_kh, min_w = pool.VERTICAL_FIRST_MIN[vector_isa()]
+    return s[1] > 1 and k[0] >= max(min_kh, 2) and shape[-1] >= min_w
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[3][1] > 1 and c[2][0] > 1])
+def test_rows_first_on_any_plane(case, rng, monkeypatch):
+    """The row temporary at every size (``VERTICAL_FIRST_MIN`` lowered): the same numbers, and
+    the temporary is there (AVX-512 otherwise keeps it to wide rows of tall windows)."""
+    shape, kind, k, s, d, pad, ceil = case
+    xv = rng.standard_normal(shape).astype("float32")
+    monkeypatch.setitem(pool.VERTICAL_FIRST_MIN, vector_isa(), (2, 0))
+    kernel_cache.clear_cache()
+    try:
+        lib = _build(shape, kind, k, s, d, pad, ceil)
+    finally:
+        kernel_cache.clear_cache()
+    (prim,) = _pool_prims(lib)
+    assert "pool_col" in _buffer_names(prim) or not DIRECT
+    np.testing.assert_allclose(_run(lib, xv), _ref(xv, kind, k, s, d, pad, ceil),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_two_threads_match_numpy(rng):

@@ -1,7 +1,8 @@
 """NaN propagation of the max pooling schedule (``schedule/pool.py``): a NaN anywhere in a
 window makes that output NaN and no other, for a NaN at every input position, in the direct
-form (plain max tree plus one "all ordered" select per window) and the row form, at stride 1
-and 2, with padding, ceil mode, float64 and 1-D pools; NaN beside +-inf too."""
+form (plain max tree plus one "all ordered" select per window; a strided window's rows
+combined first or not) and the row form, at stride 1 and 2, with padding, ceil mode, float64
+and 1-D pools; NaN beside +-inf too."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.schedule import pool
+from minitvm.schedule.common import vector_isa
 
 
 def _windows(n, k, s, p0, o):
@@ -55,12 +57,13 @@ CASES = [
     ((1, 2, 5, 13), (2, 3), (1, 2), (1, 0, 0, 2), False, "float32"),
     ((1, 2, 6, 9), (3, 3), (1, 1), (1, 1, 1, 1), False, "float64"),
     ((1, 2, 19), (1, 3), (1, 1), (0, 1, 0, 1), False, "float32"),      # 1-D
+    ((1, 2, 4, 51), (3, 3), (2, 2), (0, 0, 0, 0), True, "float32"),    # 25 out: zmm on AVX-512
 ]
 
 
 def _cases_both_forms():
     return [pytest.param(c, form, id=f"{c[0]}-{c[1]}-{c[2]}-{c[5]}-{form}")
-            for c in CASES for form in ("direct", "rows")]
+            for c in CASES for form in ("direct", "direct-rows-first", "rows")]
 
 
 @pytest.mark.parametrize("case, form", _cases_both_forms())
@@ -68,6 +71,8 @@ def test_nan_at_every_position(case, form, monkeypatch):
     shape, k, s, pad, ceil, dtype = case
     if form == "rows":
         monkeypatch.setattr(pool, "DIRECT_MAX_TAPS", 0)
+    if form == "direct-rows-first":  # (a strided window's rows combined first at any size)
+        monkeypatch.setitem(pool.VERTICAL_FIRST_MIN, vector_isa(), (2, 0))
     kernel_cache.clear_cache()
     try:
         run = _build(shape, k, s, pad, ceil, dtype)

@@ -1,6 +1,7 @@
 """Max pools at column stride 1 in vectors of 16 on AVX-512 (``pool.WIDE_MAX_LANES``): rows of
-at least 16 interior columns take 16-lane vectors, shorter ones, strided pools and means 8 as
-before; the values match numpy at odd widths, every direct-form stride, padding, and with NaN
+at least 16 interior columns take 16-lane vectors, shorter ones and means 8 as before; at a
+column stride without the row temporary (``pool.STRIDED_MAX_LANES``) rows of at least 24
+interior outputs; the values match numpy at odd widths, every direct-form stride, padding, and with NaN
 anywhere in a row (NaN out wherever a window holds one), at 16 and 8 lanes alike."""
 
 import numpy as np
@@ -16,6 +17,9 @@ from minitvm.tir.stmt_functor import walk_stmts
 CASES = [  # shape, pool size, strides, padding (top, left, bottom, right)
     ((1, 3, 20, 37), (3, 3), (1, 1), (1, 1, 1, 1)),  # Inception's 3x3 / 1, 37 columns
     ((1, 4, 23, 53), (3, 3), (2, 2), (1, 1, 1, 1)),  # ResNet's 3x3 / 2, 27 columns out
+    ((1, 3, 8, 55), (3, 3), (2, 2), (0, 0, 1, 1)),  # SqueezeNet's (ceil mode), 27 out
+    ((1, 3, 7, 49), (2, 2), (2, 2), (0, 0, 0, 0)),  # 24 columns out: 16 lanes
+    ((1, 3, 7, 47), (2, 2), (2, 2), (0, 0, 0, 0)),  # 23: vectors of 8
     ((2, 2, 9, 70), (2, 3), (1, 3), (0, 1, 1, 2)),
     ((1, 2, 5, 66), (1, 4), (3, 1), (0, 1, 0, 2)),  # a row stride only: 16 lanes
     ((1, 2, 11, 71), (5, 5), (2, 4), (2, 2, 2, 2)),
@@ -34,6 +38,7 @@ def _vector_widths(lib) -> set:
 def lanes(monkeypatch):
     def set_lanes(n):
         monkeypatch.setitem(pool.WIDE_MAX_LANES, vector_isa(), n)
+        monkeypatch.setitem(pool.STRIDED_MAX_LANES, vector_isa(), (n, 24 if n > 8 else n))
         kernel_cache.clear_cache()
     yield set_lanes
     kernel_cache.clear_cache()
@@ -48,8 +53,19 @@ def test_max_pool_matches_numpy(shape, k, s, pad, wide, lanes, rng):
     got = _run(lib, xv)
     np.testing.assert_array_equal(got, _ref(xv, "max", k, s, (1, 1), pad).astype("float32"))
     widths = _vector_widths(lib)
-    # (16 columns past the edges, at column stride 1)
-    assert (16 in widths) == (wide == 16 and shape[3] >= 18 and s[1] == 1)
+    assert (16 in widths) == (wide == 16 and _sixteen(shape, k, s, pad))
+
+
+def _sixteen(shape, k, s, pad) -> bool:
+    """Do 16-lane vectors apply: 16 columns past the edges at column stride 1, 24 interior
+    outputs at a stride where the taps are loaded from the input (no row temporary)?"""
+    if s[1] == 1:
+        return shape[3] >= 18
+    ow = (shape[3] + pad[1] + pad[3] - k[1]) // s[1] + 1
+    lo, hi = pool._interior(shape[3], k[1], s[1], 1, pad[1], ow)
+    min_kh, min_w = pool.VERTICAL_FIRST_MIN[vector_isa()]
+    rows_first = k[0] >= max(min_kh, 2) and shape[3] >= min_w
+    return hi - lo >= 24 and not rows_first
 
 
 @pytest.mark.parametrize("wide", [16, 8])
