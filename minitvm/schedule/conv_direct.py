@@ -40,7 +40,7 @@ from ..topi.utils import static_shape as _shape
 from . import conv_lanes
 from .common import const_int as _const_int
 from .common import dims_of as _dims
-from .common import divisor_near, vector_isa
+from .common import divisor_near, num_threads, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
@@ -122,6 +122,18 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 BANDS = {"avx512": True, "avx2": True}
 BAND_MIN_BYTES = 1 << 20
 BAND_BYTES = 256 * 1024
+# A band's copy (``xph_band``, 0.17-0.2 MB at DeepLab's head and the FPN's convs) is a slice of
+# the kernel's workspace, which the executor allocates once, not malloc'd and freed per band per
+# call. At these sizes glibc's default (dynamic) thresholds kept the malloc'd copy on the heap
+# without page faults even with MINITVM_NO_MALLOC_TUNING=1 (0 a call either way); one thread,
+# the two calls interleaved in one process, ms, malloc'd -> slices: 64->128 3x3/2 at 128x128
+# 3.29-3.30 -> 3.23-3.25, 128->256 3x3/2 at 64x64 3.11-3.16 -> 3.04-3.10. Serial bands share one
+# slice (every ISA: the same loops). Bands on the pool take one slice per thread of the call
+# (``common.num_threads``, at most BAND_SLOTS slices), each thread's bands in turn, where
+# BAND_SLICES is on: that changes the band loop (threads take fixed bands, not chunks from the
+# shared counter), measured on AVX-512 only; AVX2 keeps a copy malloc'd per band.
+BAND_SLICES = {"avx512": True, "avx2": False}
+BAND_SLOTS = 8
 # in a band the channel tiles are the outer loop (each tile's weights read once per band, not
 # once per panel; the band's copy stays in L2 for every tile) given two full tiles
 BAND_TILES_OUTER = True
@@ -351,7 +363,7 @@ def _by_image(ctx, g, x, w, dst) -> S.Stmt:
     dt = "int32" if isinstance(nb, int) else nb.dtype
     nv = ctx.fresh("n", dt)
     if band_rows(g):
-        body = _bands(ctx, serial, x, w, dst, nv, False)
+        body = _bands(ctx, serial, x, w, dst, nv, False, own=True)
     else:
         xph = decl_buffer((g["xph_len"],), "float32", "xph")
         body = S.SeqStmt([_phase(ctx, serial, xph, x, nv), _gemm(ctx, serial, xph, w, dst, nv)])
@@ -392,22 +404,50 @@ def _band(g, rows: int, b) -> dict:
                 min_macs=1 << 62)
 
 
-def _bands(ctx, g, x, w, dst, nv, parallel: bool) -> S.Stmt:
+def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
     """Image ``nv`` band by band (``band_rows``): each band's phased rows copied into a
-    workspace, then its panels. The bands split over the pool when ``parallel``, each with a
-    workspace of its own; else one workspace serves them all."""
+    scratch copy, then its panels. The copy is a slice of the kernel's workspace
+    (``BAND_SLICES``): bands on the pool take one slice per thread of the call, each thread's
+    bands in turn; serial bands share one. ``own``: the bands run inside a parallel loop over
+    images (``_by_image``), and each image allocates its copy."""
     rows = band_rows(g)
+    bands = g["oh"] // rows
     b = ctx.fresh("band")
     gb = _band(g, rows, b)
-    xph = decl_buffer((gb["xph_len"],), "float32", "xph_band")
-    body = S.SeqStmt([_phase(ctx, gb, xph, x, nv), _gemm(ctx, gb, xph, w, dst, nv)])
+    size = gb["xph_len"]
 
-    def workspace(stmt):
-        return S.Allocate(xph.data, "float32", [gb["xph_len"]], True, S.DeclBuffer(xph, stmt))
+    def body(xph):
+        return S.SeqStmt([_phase(ctx, gb, xph, x, nv), _gemm(ctx, gb, xph, w, dst, nv)])
 
-    if parallel:
-        return S.For(b, 0, g["oh"] // rows, S.ForKind.PARALLEL, workspace(body))
-    return workspace(S.For(b, 0, g["oh"] // rows, S.ForKind.SERIAL, body))
+    if own or (parallel and not BAND_SLICES[vector_isa()]):
+        xph = decl_buffer((size,), "float32", "xph_band")
+
+        def allocated(stmt):
+            return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, stmt))
+
+        if parallel:
+            return S.For(b, 0, bands, S.ForKind.PARALLEL, allocated(body(xph)))
+        return allocated(S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
+    stride = -(-size // 16) * 16  # slices on 64-byte lines
+    slots = min(bands, BAND_SLOTS) if parallel else 1
+    scratch = ctx.temp((slots * stride,), "float32", "xph_bands")
+
+    def view(slot):
+        return decl_buffer((size,), "float32", "xph_band", data=scratch.data,
+                           elem_offset=scratch.elem_offset + slot * stride)
+
+    if slots == 1:
+        xph = view(_i(0))
+        return S.DeclBuffer(xph, S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
+    # one slice per thread of the call: a parallel loop over the slices, each running bands
+    # p, p + threads, ... in turn (one thread: one slice, the bands in order)
+    threads, p, j = ctx.fresh("band_threads"), ctx.fresh("band_slot"), ctx.fresh("band_j")
+    xph = view(p)
+    one = S.LetStmt(b, j * threads + p, S.IfThenElse(E.LT(j * threads + p, _i(bands)),
+                                                       body(xph), None))
+    per_thread = S.For(j, 0, E.FloorDiv(_i(bands - 1) + threads, threads), S.ForKind.SERIAL, one)
+    return S.LetStmt(threads, E.Min(num_threads(), _i(slots)),
+                     S.For(p, 0, threads, S.ForKind.PARALLEL, S.DeclBuffer(xph, per_thread)))
 
 
 def _in_rows(g, i, py):
