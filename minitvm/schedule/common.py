@@ -52,6 +52,19 @@ def num_threads() -> E.PrimExpr:
     return E.Call("int32", "tir.num_threads", [])
 
 
+def per_thread_slices(ctx, tasks: int, slots: int, fbody) -> S.Stmt:
+    """``tasks`` tasks over a parallel loop of ``min(num_threads(), slots)`` slices of a
+    workspace, slice ``p`` running tasks ``p, p + threads, ...`` in turn, so that each thread of
+    the call works in a slice of its own (one thread: one slice, the tasks in order).
+    ``fbody(task, p)`` is the statement of one task on slice ``p``."""
+    threads, p, j = ctx.fresh("threads"), ctx.fresh("slot"), ctx.fresh("j")
+    task = j * threads + p
+    one = S.IfThenElse(E.LT(task, imm(tasks)), fbody(task, p), None)
+    turns = S.For(j, imm(0), E.FloorDiv(imm(tasks - 1) + threads, threads), S.ForKind.SERIAL, one)
+    return S.LetStmt(threads, E.Min(num_threads(), imm(slots)),
+                     S.For(p, imm(0), threads, S.ForKind.PARALLEL, turns))
+
+
 def prefetch(load: E.BufferLoad) -> S.Stmt:
     """A software prefetch of the cache line holding ``load``'s element (no value is read)."""
     return S.Evaluate(E.Call("int32", "tir.prefetch", [load]))

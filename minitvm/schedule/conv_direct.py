@@ -40,7 +40,7 @@ from ..topi.utils import static_shape as _shape
 from . import conv_lanes
 from .common import const_int as _const_int
 from .common import dims_of as _dims
-from .common import divisor_near, num_threads, vector_isa
+from .common import divisor_near, per_thread_slices, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
@@ -439,15 +439,12 @@ def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
     if slots == 1:
         xph = view(_i(0))
         return S.DeclBuffer(xph, S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
-    # one slice per thread of the call: a parallel loop over the slices, each running bands
-    # p, p + threads, ... in turn (one thread: one slice, the bands in order)
-    threads, p, j = ctx.fresh("band_threads"), ctx.fresh("band_slot"), ctx.fresh("band_j")
-    xph = view(p)
-    one = S.LetStmt(b, j * threads + p, S.IfThenElse(E.LT(j * threads + p, _i(bands)),
-                                                       body(xph), None))
-    per_thread = S.For(j, 0, E.FloorDiv(_i(bands - 1) + threads, threads), S.ForKind.SERIAL, one)
-    return S.LetStmt(threads, E.Min(num_threads(), _i(slots)),
-                     S.For(p, 0, threads, S.ForKind.PARALLEL, S.DeclBuffer(xph, per_thread)))
+    # one slice per thread of the call (one thread: one slice, the bands in order)
+    def one(task, p):
+        xph = view(p)
+        return S.LetStmt(b, task, S.DeclBuffer(xph, body(xph)))
+
+    return per_thread_slices(ctx, bands, slots, one)
 
 
 def _in_rows(g, i, py):

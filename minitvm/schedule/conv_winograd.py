@@ -44,7 +44,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, num_threads, static_conv2d_dims, vector_isa
+from .common import emit_with_epilogue, per_thread_slices, static_conv2d_dims, vector_isa
 from .common import imm as _i
 from .conv_pointwise import row_tiles
 from .knobs import select as _knobs
@@ -404,19 +404,8 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
 
     if not outer:  # one slice serves every band in turn
         return _loop(ctx, "o", tasks, S.ForKind.SERIAL, lambda task: band(task, _i(0)))
-    # one slice per thread of the call: a parallel loop over the slices, each running bands
-    # p, p + threads, ... in turn (one thread: one slice, as the serial loop)
-    threads = ctx.fresh("wg_threads")
-
-    def slice_bands(p):
-        def one(j):
-            task = j * threads + p
-            return S.IfThenElse(E.LT(task, _i(tasks)), band(task, p), None)
-
-        return _loop(ctx, "j", E.FloorDiv(_i(tasks - 1) + threads, threads), S.ForKind.SERIAL, one)
-
-    return S.LetStmt(threads, E.Min(num_threads(), _i(slots)),
-                     _loop(ctx, "o", threads, S.ForKind.PARALLEL, slice_bands))
+    # one slice per thread of the call (one thread: one slice, as the serial loop)
+    return per_thread_slices(ctx, tasks, slots, band)
 
 
 def scratch_sizes(g) -> tuple[int, int, int]:
