@@ -127,3 +127,18 @@ def test_output_moves_to_a_fresh_buffer_only_when_its_bytes_are_in_use(built):
     (plan,) = vm._native["main"].plans.values()
     fresh = [a for a in plan.keep if a.dtype == np.uint8 and a.nbytes == 1 * 32 * 4 + 64]
     assert len(fresh) == (1 if kind == "shared" else 0)
+
+
+def test_exported_library_keeps_the_mark(built, tmp_path):
+    kind, ex = built
+    path = str(tmp_path / "lib.zip")
+    ex.export_library(path)
+    vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+    x = np.random.default_rng(2).standard_normal((1, 8)).astype("float32")
+    got = vm["main"](x)
+    got = got[0].numpy() if kind == "reread" else got.numpy()
+    want = _ref(kind, x)
+    np.testing.assert_allclose(got, want[0] if kind == "reread" else want, rtol=1e-4,
+                               atol=1e-4)
+    concats = [n for n in _plan_names(vm, x) if n.startswith("concatenate")]
+    assert len(concats) == (1 if kind == "reread" else 0)
