@@ -23,6 +23,7 @@ from ...tir.stmt import For, ForKind
 from ...tir.stmt_functor import stmt_children
 from ...transform.context import PassContext
 from ..expr import Function
+from ..transform.legalize_ops.manipulate import CONCAT_AXIS_ATTR
 from ..transform.lower_utils import no_gc
 from .codegen import codegen
 from .const_prepack import apply_packs, compact_constants, constant_params
@@ -127,7 +128,12 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
         compiled = fn._compiled
         rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
                      ir=ir_text, compiled=compiled, kernel=fn, prim_func=fast)
-        out[name] = (rec, kernel_spec(fn.sig))
+        spec = kernel_spec(fn.sig)
+        attrs = prims[name].attrs
+        axis = dict(attrs.items()).get(CONCAT_AXIS_ATTR) if attrs is not None else None
+        if axis is not None:  # the native entry may run it in place (native_entry)
+            spec["concat_axis"] = int(axis)
+        out[name] = (rec, spec)
     return out
 
 

@@ -421,6 +421,7 @@ class NativeFunction:
         scan(result, 0)
         # the kernels (shape functions, which only read and write the shape heap, are done)
         steps, keep, nbytes_total = [], [], 0
+        touched = []  # per step: the (address, bytes) of its arrays, the arrays, the kernel
         for kernel, argv in calls:
             arrays, kvars = kernel.pack(argv)
             on_heap = [id(_root(a)) in heap_ids for a in arrays]
@@ -445,6 +446,8 @@ class NativeFunction:
                     keep.append(a)
                     refs.append(("fixed", ptr, 0))
             steps.append((kernel.compiled.address, refs, kvars, kernel.name))
+            touched.append(([(a.ctypes.data, a.nbytes) for a in arrays], arrays, kernel))
+        steps = _concats_in_place(steps, touched, keep)
         # one owner per output root, allocated per call over the bytes the call uses
         owners, owner_index, direct = [], {}, {}
         for rid, (_root_arr, lo, hi, outs) in out_roots.items():
@@ -518,6 +521,112 @@ class NativeFunction:
             return maker(v)
 
         return template(result, 0)
+
+
+def _overlaps(span, lo: int, hi: int) -> bool:
+    return span[1] > 0 and span[0] < hi and lo < span[0] + span[1]
+
+
+def _written(kernel) -> set:
+    """The positions, among ``kernel.pack``'s arrays, of the buffers the kernel writes."""
+    bufs = [k for k, p in enumerate(kernel.spec["params"]) if p[0] == "buf"]
+    return {bufs.index(k) for k in kernel.spec.get("written", ()) if k in bufs}
+
+
+def _aligned_buffer(nbytes: int) -> tuple[np.ndarray, int]:
+    """A fresh buffer of at least ``nbytes`` and the 64-byte-aligned address inside it."""
+    buf = np.empty(nbytes + 64, np.uint8)
+    return buf, buf.ctypes.data + (-buf.ctypes.data) % 64
+
+
+def _concats_in_place(steps: list, touched: list, keep: list) -> list:
+    """``steps`` with each concatenation (a kernel whose spec has ``concat_axis``) run in place
+    where it can be, at this call shape: its parts are contiguous pieces of its output (every
+    dim before the axis is 1) at 64-byte-aligned offsets, each part written by one earlier
+    step and read by nothing else. The producers then write straight into the output and the
+    concatenation step is dropped (as Relay's memory plan does, ``backend/memory_plan``).
+
+    ``touched[k]`` is step k's ``(spans, arrays, kernel)``: spans are the (address, bytes) of
+    its buffer arguments, in ``steps[k]``'s ref order; only ``fixed`` refs (the plan's own
+    intermediates) are rewritten. The block memory plan may have given the output bytes that
+    are still in use while the parts are produced (the producers' input): the output then
+    moves to a fresh buffer (appended to ``keep``), and its readers with it."""
+    drop = set()
+    for c, (spans, arrays, kernel) in enumerate(touched):
+        axis = kernel.spec.get("concat_axis")
+        if axis is None or len(arrays) < 2 or _written(kernel) != {len(arrays) - 1} or \
+                any(k != "fixed" for k, _, _ in steps[c][1]):
+            continue
+        out_span, parts = spans[-1], spans[:-1]
+        lo, hi = out_span[0], out_span[0] + out_span[1]
+        shapes = [a.shape for a in arrays]
+        if any(len(sh) != len(shapes[-1]) or sh[:axis] != shapes[-1][:axis] or
+               sh[axis + 1:] != shapes[-1][axis + 1:] for sh in shapes[:-1]) or \
+                sum(sh[axis] for sh in shapes[:-1]) != shapes[-1][axis] or \
+                int(np.prod(shapes[-1][:axis])) != 1 or sum(n for _, n in parts) != out_span[1]:
+            continue  # not a concatenation's shapes, or its parts are not contiguous pieces
+        moves, off = [], 0  # (producer step, ref position, offset in the output)
+        for i, span in enumerate(parts):
+            rng = (span[0], span[0] + span[1])
+            if off % 64 or span[1] == 0 or any(_overlaps(p, *rng) for p in parts[:i]):
+                break
+            # the producer: the last earlier step touching the part's bytes, writing them all
+            j = next((j for j in range(c - 1, -1, -1)
+                      if any(_overlaps(sp, *rng) for sp in touched[j][0])), None)
+            if j is None or j in drop:
+                break
+            hits = [q for q, sp in enumerate(touched[j][0]) if _overlaps(sp, *rng)]
+            if len(hits) != 1 or touched[j][0][hits[0]] != span or \
+                    hits[0] not in _written(touched[j][2]) or steps[j][1][hits[0]][0] != "fixed":
+                break
+            # nothing after the concatenation reads the part (a reader of its tensor, or of
+            # a view of it, passes exactly its bytes) before a step writes them again
+            later = next(((t, [q for q, sp in enumerate(touched[t][0]) if sp == span])
+                          for t in range(c + 1, len(touched)) if span in touched[t][0]), None)
+            if later is not None and not set(later[1]) <= _written(touched[later[0]][2]):
+                break
+            moves.append((j, hits[0], off))
+            off += span[1]
+        if len(moves) != len(parts) or len({j for j, _, _ in moves}) != len(moves):
+            continue
+        # the output's readers: its exact bytes, until a step writes over any of them
+        readers, end = [], len(touched)
+        for t in range(c + 1, len(touched)):
+            tspans = touched[t][0]
+            hit = [q for q, sp in enumerate(tspans) if _overlaps(sp, lo, hi)]
+            if any(tspans[q] != out_span for q in hit):
+                end = t
+                break
+            wr = _written(touched[t][2])
+            readers += [(t, q) for q in hit if q not in wr]
+            if any(q in wr for q in hit):
+                end = t
+                break
+        if end < len(touched) and any(
+                _overlaps(sp, lo, hi) and sp != out_span and q not in _written(touched[end][2])
+                for q, sp in enumerate(touched[end][0])):
+            continue  # a partial read of the output where its bytes are reused: leave it
+        first = min(j for j, _, _ in moves)
+        movers = {(j, q) for j, q, _ in moves}
+        base = lo
+        if lo % 64 or any(_overlaps(sp, lo, hi) for t in range(first, c)
+                          for q, sp in enumerate(touched[t][0]) if (t, q) not in movers):
+            buf, base = _aligned_buffer(out_span[1])
+            keep.append(buf)
+            for t, q in readers:
+                _retarget(steps, touched, t, q, base)
+        for j, q, off in moves:
+            _retarget(steps, touched, j, q, base + off)
+        drop.add(c)
+    return [st for k, st in enumerate(steps) if k not in drop]
+
+
+def _retarget(steps: list, touched: list, t: int, q: int, ptr: int) -> None:
+    """Point ref ``q`` of step ``t`` at ``ptr``."""
+    refs = list(steps[t][1])
+    refs[q] = ("fixed", ptr, 0)
+    steps[t] = (steps[t][0], refs, *steps[t][2:])
+    touched[t][0][q] = (ptr, touched[t][0][q][1])
 
 
 def native_function(func, code, consts) -> NativeFunction | None:

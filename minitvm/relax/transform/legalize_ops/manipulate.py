@@ -8,7 +8,9 @@ from ....topi import manipulation as topi_manip
 from ...expr import Tuple, TupleGetItem
 from .common import arg_shape, call_topi, out_shape, register_legalize
 
-__all__: list[str] = []
+__all__ = ["CONCAT_AXIS_ATTR"]
+
+CONCAT_AXIS_ATTR = "minitvm.concat_axis"  # a concatenation kernel's axis (PrimFunc attr)
 
 
 @register_legalize("relax.permute_dims")
@@ -84,7 +86,10 @@ def _tensor_fields(bb, tup):
 def _concat(bb, call):
     fields = _tensor_fields(bb, call.args[0])
     axis = int(call.attrs.axis) if call.attrs.axis is not None else 0
-    return call_topi(bb, lambda xs: topi_manip.concatenate(xs, axis), fields, name="concatenate")
+    # marked for the VM's native entry, which may run it in place (its parts written into it)
+    nd = len(out_shape(call))
+    return call_topi(bb, lambda xs: topi_manip.concatenate(xs, axis), fields, name="concatenate",
+                     primfunc_attrs={CONCAT_AXIS_ATTR: axis % nd})
 
 
 @register_legalize("relax.split")
