@@ -28,3 +28,18 @@ def run_against_interpreter(fn, *arrays):
     vs = [relay.var(f"x{i}", shape=a.shape, dtype=str(a.dtype)) for i, a in enumerate(arrays)]
     mod = tvm.IRModule.from_expr(relay.Function(vs, fn(*vs)))
     return got, relay.create_executor("debug", mod=mod).evaluate()(*arrays).numpy()
+
+
+def build_runner(x, y):
+    """Relay ``y`` of input var ``x`` built at opt_level 3: (lib, ``run(xv)`` -> its first
+    output), one graph module run again per input."""
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+
+    def run(xv):
+        g.set_input(x.name_hint, xv)
+        g.run()
+        return g.get_output(0).numpy()
+
+    return lib, run

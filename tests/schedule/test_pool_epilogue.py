@@ -5,6 +5,7 @@ pool goes to a temporary the epilogue then reads. Values against numpy, NaN thro
 
 import numpy as np
 import pytest
+from relay_build import build_runner
 from test_pool_direct import _buffer_names, _pool_prims, _ref
 
 import minitvm as tvm
@@ -28,17 +29,7 @@ def _build(shape, kind, k, s, pad, residual):
         y = relay.nn.max_pool2d(x, k, s, padding=pad)
     else:
         y = relay.nn.avg_pool2d(x, k, s, padding=pad)
-    y = relay.nn.relu(relay.add(y, relay.const(residual)))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-
-    def run(xv):
-        g.set_input("x", xv)
-        g.run()
-        return g.get_output(0).numpy()
-
-    return lib, run
+    return build_runner(x, relay.nn.relu(relay.add(y, relay.const(residual))))
 
 
 def _case(shape, kind, k, s, pad, rng):

@@ -6,11 +6,10 @@ and 1-D pools; NaN beside +-inf too."""
 
 import numpy as np
 import pytest
+from relay_build import build_runner
 
-import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import kernel_cache
-from minitvm.contrib import graph_executor
 from minitvm.schedule import pool
 from minitvm.schedule.common import vector_isa
 
@@ -36,16 +35,7 @@ def _build(shape, k, s, pad, ceil, dtype):
         y = relay.nn.max_pool1d(x, k[1:], s[1:], padding=(pad[1], pad[3]), ceil_mode=ceil)
     else:
         y = relay.nn.max_pool2d(x, k, s, (1, 1), pad, ceil_mode=ceil)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-
-    def run(xv):
-        g.set_input("x", xv)
-        g.run()
-        return g.get_output(0).numpy()
-
-    return run
+    return build_runner(x, y)[1]
 
 
 CASES = [
