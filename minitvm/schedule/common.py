@@ -52,12 +52,14 @@ def num_threads() -> E.PrimExpr:
     return E.Call("int32", "tir.num_threads", [])
 
 
-def per_thread_slices(ctx, tasks: int, slots: int, fbody) -> S.Stmt:
+def per_thread_slices(ctx, tasks: int, slots: int, fbody, name: str = "task") -> S.Stmt:
     """``tasks`` tasks over a parallel loop of ``min(num_threads(), slots)`` slices of a
     workspace, slice ``p`` running tasks ``p, p + threads, ...`` in turn, so that each thread of
     the call works in a slice of its own (one thread: one slice, the tasks in order).
-    ``fbody(task, p)`` is the statement of one task on slice ``p``."""
-    threads, p, j = ctx.fresh("threads"), ctx.fresh("slot"), ctx.fresh("j")
+    ``fbody(task, p)`` is the statement of one task on slice ``p``; the loop variables are
+    named after ``name`` (``<name>_slot``, ``<name>_j``)."""
+    threads = ctx.fresh(f"{name}_threads")
+    p, j = ctx.fresh(f"{name}_slot"), ctx.fresh(f"{name}_j")
     task = j * threads + p
     one = S.IfThenElse(E.LT(task, imm(tasks)), fbody(task, p), None)
     turns = S.For(j, imm(0), E.FloorDiv(imm(tasks - 1) + threads, threads), S.ForKind.SERIAL, one)

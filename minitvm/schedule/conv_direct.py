@@ -444,7 +444,7 @@ def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
         xph = view(p)
         return S.LetStmt(b, task, S.DeclBuffer(xph, body(xph)))
 
-    return per_thread_slices(ctx, bands, slots, one)
+    return per_thread_slices(ctx, bands, slots, one, "band")
 
 
 def _in_rows(g, i, py):

@@ -405,7 +405,7 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
     if not outer:  # one slice serves every band in turn
         return _loop(ctx, "o", tasks, S.ForKind.SERIAL, lambda task: band(task, _i(0)))
     # one slice per thread of the call (one thread: one slice, as the serial loop)
-    return per_thread_slices(ctx, tasks, slots, band)
+    return per_thread_slices(ctx, tasks, slots, band, "wg")
 
 
 def scratch_sizes(g) -> tuple[int, int, int]:
