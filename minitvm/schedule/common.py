@@ -447,14 +447,17 @@ def static_conv2d_dims(t) -> tuple[int, ...] | None:
 def emit_with_epilogue(ctx, t, out, bodies, emit, out_shape) -> S.Stmt:
     """Stage ``t`` into ``out`` by ``emit(out_buffer, epi)``, with its fused epilogue stage
     (``ctx.epilogues``) applied in the store when that stage reads ``t`` only at its own output
-    position (``epi``: the epilogue's body and axis vars, else None); otherwise ``t`` goes to
-    a temporary of ``out_shape`` that the epilogue then reads in a pass of its own."""
+    position (``epi``: the epilogue's body and axis vars, else None) and ``emit`` can apply it
+    (it returns None where it cannot); otherwise ``t`` goes to a temporary of ``out_shape``
+    that the epilogue then reads in a pass of its own."""
     u = getattr(ctx, "epilogues", {}).get(id(t))
     if u is None:
         return emit(out, None)
     body = bodies[id(u)]
     if reads_only_at_own_position(body, out, u):
-        return emit(out, (body, [iv.var for iv in u.op.axis]))
+        fused = emit(out, (body, [iv.var for iv in u.op.axis]))
+        if fused is not None:
+            return fused
     from .lower import injective_nest  # (lower imports the schedules, which import this)
 
     tmp = ctx.temp(out_shape, t.dtype, t.name)

@@ -164,17 +164,9 @@ def _emit_pool(ctx, t, buf, bodies):
     0.064 -> 0.057)."""
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
     x = ctx.buf[id(t.op.attrs["operands"][0])]
-
-    def emit(out, epi):
-        s = pool.emit(ctx, t, out, x, ident, combine, epi)
-        if s is not None:
-            return s
-        tmp = ctx.temp(tuple(_shape(t)), t.dtype, t.name)
-        return S.SeqStmt([pool.emit(ctx, t, tmp, x, ident, combine),
-                          injective_nest(ctx, ctx.epilogues[id(t)], out,
-                                         redirect_loads(epi[0], out, tmp))])
-
-    return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
+    return emit_with_epilogue(ctx, t, buf, bodies,
+                              lambda out, epi: pool.emit(ctx, t, out, x, ident, combine, epi),
+                              tuple(_shape(t)))
 
 
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)
