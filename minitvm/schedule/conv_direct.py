@@ -38,9 +38,9 @@ from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_lanes
+from .common import allocated, divisor_near, per_thread_slices, vector_isa
 from .common import const_int as _const_int
 from .common import dims_of as _dims
-from .common import divisor_near, per_thread_slices, vector_isa
 from .common import imm as _i
 from .common import lanes as _lanes
 from .common import vector_inner as _vector_inner
@@ -421,13 +421,9 @@ def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
 
     if own or (parallel and not BAND_SLICES[vector_isa()]):
         xph = decl_buffer((size,), "float32", "xph_band")
-
-        def allocated(stmt):
-            return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, stmt))
-
         if parallel:
-            return S.For(b, 0, bands, S.ForKind.PARALLEL, allocated(body(xph)))
-        return allocated(S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
+            return S.For(b, 0, bands, S.ForKind.PARALLEL, allocated(xph, body(xph)))
+        return allocated(xph, S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
     stride = -(-size // 16) * 16  # slices on 64-byte lines
     slots = min(bands, BAND_SLOTS) if parallel else 1
     scratch = ctx.temp((slots * stride,), "float32", "xph_bands")
