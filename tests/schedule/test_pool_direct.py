@@ -65,6 +65,16 @@ def _build(shape, kind, k, s, d, pad, ceil=False, include_pad=False):
         return relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
 
 
+def _build_fresh(*args):
+    """``_build`` with the in-process kernel cache emptied before and after (a switch patched
+    by the test must not meet kernels built without it, nor leave its own behind)."""
+    kernel_cache.clear_cache()
+    try:
+        return _build(*args)
+    finally:
+        kernel_cache.clear_cache()
+
+
 def _run(lib, xv, threads=None):
     old = threadpool.get_num_threads() if threads else None
     if threads:
@@ -134,11 +144,7 @@ def test_rows_first_on_any_plane(case, rng, monkeypatch):
     shape, kind, k, s, d, pad, ceil = case
     xv = rng.standard_normal(shape).astype("float32")
     monkeypatch.setitem(pool.VERTICAL_FIRST_MIN, vector_isa(), (2, 0))
-    kernel_cache.clear_cache()
-    try:
-        lib = _build(shape, kind, k, s, d, pad, ceil)
-    finally:
-        kernel_cache.clear_cache()
+    lib = _build_fresh(shape, kind, k, s, d, pad, ceil)
     (prim,) = _pool_prims(lib)
     assert "pool_col" in _buffer_names(prim) or not DIRECT
     np.testing.assert_allclose(_run(lib, xv), _ref(xv, kind, k, s, d, pad, ceil),
@@ -159,11 +165,7 @@ def test_strided_taps_without_row_temporary(case, rng, monkeypatch):
     shape, kind, k, s, d, pad, ceil = case
     xv = rng.standard_normal(shape).astype("float32")
     monkeypatch.setattr(pool, "VERTICAL_FIRST", False)
-    kernel_cache.clear_cache()
-    try:
-        lib = _build(shape, kind, k, s, d, pad, ceil)
-    finally:
-        kernel_cache.clear_cache()
+    lib = _build_fresh(shape, kind, k, s, d, pad, ceil)
     (prim,) = _pool_prims(lib)
     assert not {"pool_col", "pool_vrow"} & _buffer_names(prim) or not DIRECT
     np.testing.assert_allclose(_run(lib, xv), _ref(xv, kind, k, s, d, pad, ceil),
@@ -182,11 +184,7 @@ def test_same_values_as_row_form(shape, k, s, pad, rng, monkeypatch):
     xv[0, 1, 0, 0] = np.nan
     direct = _run(_build(shape, "max", k, s, (1, 1), pad), xv)
     monkeypatch.setattr(pool, "DIRECT_MAX_TAPS", 0)  # every window to the row form
-    kernel_cache.clear_cache()  # (kernels built with the direct form are forgotten)
-    try:
-        lib = _build(shape, "max", k, s, (1, 1), pad)
-    finally:
-        kernel_cache.clear_cache()
+    lib = _build_fresh(shape, "max", k, s, (1, 1), pad)
     (prim,) = _pool_prims(lib)
     assert "pool_vrow" in _buffer_names(prim)
     rows = _run(lib, xv)
@@ -216,11 +214,7 @@ def test_both_isas_take_the_direct_form(isa, rng, monkeypatch):
     assert pool.DIRECT[isa]
     for direct in (True, False):
         monkeypatch.setitem(pool.DIRECT, isa, direct)
-        kernel_cache.clear_cache()
-        try:
-            lib = _build(*args)
-        finally:
-            kernel_cache.clear_cache()
+        lib = _build_fresh(*args)
         (prim,) = _pool_prims(lib)
         assert ("pool_vrow" in _buffer_names(prim)) != direct
         np.testing.assert_allclose(_run(lib, xv), want, rtol=1e-5, atol=1e-5)
