@@ -27,6 +27,7 @@ from ..tir.buffer import decl_buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from . import (
+    attention,
     conv_direct,
     conv_lanes,
     conv_pointwise,
@@ -753,6 +754,9 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
     ctx = LowerCtx(options)
     options = ctx.options
     order, materialize = plan(outputs, inputs, options)
+    fused_attention = attention.match(inputs, outputs)
+    if fused_attention is not None:  # (its operands are read as given: none prepacked)
+        prepack = frozenset()
     params = []
     for k, t in enumerate(inputs):
         anchor = _packable(order, t, options) if k in prepack else None
@@ -782,8 +786,15 @@ def lower_te(inputs, outputs, name: str = "main", prepack=frozenset(),
         b = _param_buffer(_shape(t) or (1,), t.dtype, f"out{k}")
         ctx.buf[id(t)] = b
         out_bufs.append(b)
-    found = softmax_rows.match_relay(inputs, outputs) if softmax_rows.applies() else None
-    if found is not None:  # a last-axis softmax: one pass per row, exp once per element
+    found = softmax_rows.match_relay(inputs, outputs) if softmax_rows.applies() and \
+        fused_attention is None else None
+    if fused_attention is not None:  # FuseAttention's chain: one pass per block of rows
+        a = fused_attention
+        body = attention.emit(ctx, a, *(ctx.buf[id(t)] for t in (a.q, a.k, a.v)), out_bufs[0],
+                              ctx.buf)
+        for b in reversed(ctx.ws_views):
+            body = S.DeclBuffer(b, body)
+    elif found is not None:  # a last-axis softmax: one pass per row, exp once per element
         body = softmax_rows.emit(ctx, found, params[0], out_bufs[0])
         for b in reversed(ctx.ws_views):
             body = S.DeclBuffer(b, body)

@@ -133,11 +133,23 @@ def match(inputs, outputs):
 
 def match_relay(inputs, outputs):
     """``match``'s tuple for Relay's softmax compute over the last axis (``topi.nn``: stages
-    max, sum of exp, reciprocal of the sum, and ``exp(x - max) * reciprocal``), else None."""
+    max, sum of exp, reciprocal of the sum, and ``exp(x - max) * reciprocal``) of placeholder
+    ``inputs[0]``, else None."""
     head = _output_stage(inputs, outputs)
     if head is None:
         return None
-    norm, axes, body = head
+    found = relay_softmax(head[0])
+    if found is None or not isinstance(found[0].op, PlaceholderOp) or found[0] is not inputs[0]:
+        return None
+    return found
+
+
+def relay_softmax(norm):
+    """``match``'s tuple when stage ``norm`` is Relay's float32 softmax over the last axis of
+    some tensor (a placeholder or a stage), else None."""
+    if not isinstance(norm.op, ComputeOp) or norm.op.reduce_axis or norm.dtype != "float32":
+        return None
+    axes, body = [iv.var for iv in norm.op.axis], norm.op.body
     if not axes or not isinstance(body, E.Mul) or not isinstance(body.a, E.Call):
         return None
     call, recip = body.a, body.b
@@ -186,8 +198,7 @@ def match_relay(inputs, outputs):
             not _at(ssub.b, t_axes) or ssub.b.producer is not mx:
         return None
     m = _reduce_over_last(mx, E.Max)
-    if m is None or m[0].producer is not x or not isinstance(x.op, PlaceholderOp) or \
-            x is not inputs[0]:
+    if m is None or m[0].producer is not x:
         return None
     row = [*x.shape[:-1], 1]
     if len(x.shape) != len(axes) or not same_dims(norm.shape, x.shape) or \
