@@ -53,7 +53,9 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     max_args = getattr(target, "max_function_args", 0) if target is not None else 0
     if homogeneous:
         passes.append(p("SplitArgs", max_function_args=max_args))
-    passes += [p("PlanDevices"), p("FuseOps")]
+    # FuseAttention (opt_level 3) is minitvm's: a large attention chain as one Primitive
+    # function, lowered to one kernel (``schedule.attention``), before FuseOps splits it in three
+    passes += [p("PlanDevices"), p("FuseAttention"), p("FuseOps")]
     return Sequential(passes, opt_level=0, name="sequential")
 
 
