@@ -26,8 +26,10 @@ from .softmax_rows import relay_softmax
 
 # query rows per task: the tile is ROW_BLOCK x cols floats (2048 columns: 128 KB, in L2)
 ROW_BLOCK = 16
-# rows sharing each load of K (scores) and of V (output) in the register blocks
-ROW_GROUP = 4
+# rows sharing each load of K in the scores' register blocks (ROW_GROUP x SCORE_VECTORS
+# accumulators), and of V in the output's when it is one or two vectors wide (else 4 rows:
+# ROW_GROUP x OUT_VECTORS accumulators would spill)
+ROW_GROUP = 8
 # vectors of score columns per register block (ROW_GROUP x SCORE_VECTORS accumulators)
 SCORE_VECTORS = 2
 # vectors of output columns per register block (ROW_GROUP x OUT_VECTORS accumulators)
@@ -154,8 +156,10 @@ def match(inputs, outputs) -> Found | None:
     for e in post_order(pre):
         if not isinstance(e, E.ProducerLoad):
             continue
-        if e.producer is score:
-            if len(e.indices) != 3 or any(i is not a for i, a in zip(e.indices, axes)):
+        if e.producer is score:  # at its own position (a unit axis may be read at 0)
+            if len(e.indices) != 3 or any(
+                    i is not a and not (const_int(i) == 0 and const_int(n) == 1)
+                    for i, a, n in zip(e.indices, axes, score.shape)):
                 return None
         elif id(e.producer) not in ins:
             return None
@@ -263,18 +267,32 @@ def emit(ctx, found: Found, q_buf, k_buf, v_buf, out_buf, bufs: dict) -> S.Stmt:
             sw = SCORE_VECTORS * nl
             stmts = []
             nsv = cols // sw
-            if nsv:
-                jb = ctx.fresh("jb")
 
-                def store(g, v, ln, val, jb=jb):
-                    j = jb * c(sw) + v * c(nl) + ln
+            def store_at(first):
+                def store(g, v, ln, val):
+                    j = first + v * c(nl) + ln
                     r = base + g
                     return S.BufferStore(tile, pre_at(b, r0 + r, j, val), [r * c(cols) + j])
 
+                return store
+
+            def k_at(first):
+                return lambda d, o: E.BufferLoad(kt, [bk, d, first + o])
+
+            if nsv:
+                jb = ctx.fresh("jb")
                 stmts.append(S.For(jb, c(0), c(nsv), S.ForKind.SERIAL, block(
-                    group, SCORE_VECTORS, depth, "attn_sacc", a_at,
-                    lambda d, o, jb=jb: E.BufferLoad(kt, [bk, d, jb * c(sw) + o]), store)))
-            if cols % sw:  # leftover columns, one at a time
+                    group, SCORE_VECTORS, depth, "attn_sacc", a_at, k_at(jb * c(sw)),
+                    store_at(jb * c(sw)))))
+            # leftover columns: whole vectors, the last one overlapping the one before (its
+            # stores are a pure function of the inputs, so twice is the same)
+            firsts = list(range(nsv * sw, cols - nl + 1, nl))
+            if cols >= nl and cols % nl:
+                firsts.append(cols - nl)
+            for first in firsts:
+                stmts.append(block(group, 1, depth, "attn_sacc1", a_at, k_at(c(first)),
+                                   store_at(c(first))))
+            if cols < nl:  # fewer columns than a vector: one at a time
                 g, j, d = ctx.fresh("g"), ctx.fresh("j"), ctx.fresh("d")
                 s1 = decl_buffer((1,), "float32", "attn_s1", scope="local")
                 r = base + g
@@ -286,18 +304,21 @@ def emit(ctx, found: Found, q_buf, k_buf, v_buf, out_buf, bufs: dict) -> S.Stmt:
                     S.BufferStore(tile, pre_at(b, r0 + r, j, E.BufferLoad(s1, [c(0)])),
                                   [r * c(cols) + j])])
                 stmts.append(S.For(g, c(0), c(group), S.ForKind.SERIAL, S.For(
-                    j, c(nsv * sw), c(cols % sw), S.ForKind.SERIAL, allocated(s1, body))))
+                    j, c(0), c(cols), S.ForKind.SERIAL, allocated(s1, body))))
             return S.SeqStmt(stmts)
 
-        def grouped(fn):
-            """``fn(group, base)`` over the block's rows: groups of ROW_GROUP, then single."""
-            rg, rt = ctx.fresh("rg"), ctx.fresh("rt")
-            ng = E.FloorDiv(n, c(ROW_GROUP))
-            return S.SeqStmt([
-                S.For(rg, c(0), ng, S.ForKind.SERIAL, fn(ROW_GROUP, rg * c(ROW_GROUP))),
-                S.For(rt, ng * c(ROW_GROUP), n - ng * c(ROW_GROUP), S.ForKind.SERIAL, fn(1, rt))])
+        def grouped(fn, group):
+            """``fn(rows, base)`` over the block's rows: groups of ``group``, then of 4 (when
+            smaller), then single rows."""
+            stmts, done = [], c(0)
+            for g in sorted({group, min(group, 4), 1}, reverse=True):
+                rg = ctx.fresh("rg")
+                ng = E.FloorDiv(n - done, c(g))
+                stmts.append(S.For(rg, c(0), ng, S.ForKind.SERIAL, fn(g, done + rg * c(g))))
+                done = done + ng * c(g)
+            return S.SeqStmt(stmts)
 
-        parts.append(grouped(score_rows))
+        parts.append(grouped(score_rows, ROW_GROUP))
 
         # -- the row softmax on the tile: max, exp in place while summing, 1 / sum
         acc = decl_buffer((nl,), "float32", "attn_racc", scope="local")
@@ -364,7 +385,17 @@ def emit(ctx, found: Found, q_buf, k_buf, v_buf, out_buf, bufs: dict) -> S.Stmt:
                 stmts.append(block(group, nv, cols, "attn_oacc", a_at,
                                    lambda j, o, col0=col0: E.BufferLoad(
                                        vn, [bv, j, c(col0) + o]), store))
-            if dv % nl:  # leftover output columns, one at a time
+            if dv > nl and dv % nl:  # a last vector overlapping the one before
+                col0 = dv - nl
+
+                def store_last(g, v, ln, val):
+                    i = base + g
+                    return S.BufferStore(out_buf, val * E.BufferLoad(inv, [i]),
+                                         [b, r0 + i, c(col0) + ln])
+
+                stmts.append(block(group, 1, cols, "attn_oacc1", a_at, lambda j, o: E.BufferLoad(
+                    vn, [bv, j, c(col0) + o]), store_last))
+            elif dv % nl:  # fewer output columns than a vector: one at a time
                 g, cc, j = ctx.fresh("g"), ctx.fresh("cc"), ctx.fresh("j")
                 s1 = decl_buffer((1,), "float32", "attn_o1", scope="local")
                 i = base + g
@@ -379,7 +410,7 @@ def emit(ctx, found: Found, q_buf, k_buf, v_buf, out_buf, bufs: dict) -> S.Stmt:
                     cc, c(nvc * nl), c(dv % nl), S.ForKind.SERIAL, allocated(s1, body))))
             return S.SeqStmt(stmts)
 
-        parts.append(grouped(out_rows))
+        parts.append(grouped(out_rows, ROW_GROUP if dv < 3 * nl else 4))
         return allocated(tile, allocated(inv, S.SeqStmt(parts)))
 
     work = ROW_BLOCK * cols * (2 * depth + 2 * dv + 8)
