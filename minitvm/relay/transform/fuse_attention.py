@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...ir.type import TensorType
-from ...transform.stats import record_stat
 from ...schedule.attention import worth_fusing
+from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Var
 from ..expr_functor import ExprMutator, dataflow_post_order
 from ._pass_helpers import register
