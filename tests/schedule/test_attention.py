@@ -49,7 +49,7 @@ CASES = [  # (batch, rows, cols, depth, depth_v, K given [b, n, d], V given [b, 
     (1, 21, 50, 5, 37, False, False, 0.5, None, None),  # leftover vectors, overlapping last
     (2, 9, 8, 3, 5, True, True, None, (2, 1, 8), None),  # fewer columns than a vector
     (4, 19, 40, 8, 16, True, False, 0.125, None, 1),  # Q's batch 1 broadcast
-    (1, 30, 70, 8, 13, True, False, None, (1, 30, 70), None),  # dot products, V transposed
+    (1, 30, 70, 8, 13, True, False, None, (1, 30, 70), None),  # a narrow output, tails
     (2, 26, 100, 16, 64, False, True, 0.2, None, None),  # wide output, V transposed
 ]
 
