@@ -41,10 +41,12 @@ OUT_VECTORS = 4
 # fused / the three kernels, batch x rows x cols x depth(=depth_v), KB of scores per batch):
 # 16x48x48x16 (9 KB) 0.79, 8x64x64x32 (16) 0.92, 4x96x96x32 (36) 0.84, 12x128x128x64 (64)
 # 0.87-0.93, 3x197x197x64 (152) 0.91, 2x512x512x64 (1024) 0.96, 724x724x64 (2048) 0.92,
-# 1024x1024x64 (4096) 0.95, 1024x1024x16 (4096) 0.61, 2048x2048x16 (16384) 0.45. It wins at
-# every size measured (most where the depth is small); the floor keeps the tiny attentions,
-# where a few microseconds of noise decide, with FuseOps
-MIN_SCORE_BYTES = 1 << 16
+# 1024x1024x64 (4096) 0.95, 1024x1024x16 (4096) 0.61, 2048x2048x16 (16384) 0.45. Alone it wins
+# at every size (most where the depth is small), but in a whole model it lost where the scores
+# stay in cache anyway: relay.testing.bert (12 layers, 12x128x128x64, V given transposed, so
+# packed per call) ran 1.02-1.03x slower with it (interleaved A/B, one thread, 7 and 9
+# rounds). So the floor is the L2 (2 MiB): tsm_nonlocal (2048x2048x16) 0.79x with it
+MIN_SCORE_BYTES = 1 << 21
 # the most injective stages inlined between the scores and the softmax
 _MAX_INLINE = 64
 
