@@ -17,7 +17,7 @@ from ...ir.type import TensorType
 from ...schedule.attention import worth_fusing
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Var
-from ..expr_functor import ExprMutator, dataflow_post_order
+from ..expr_functor import ExprMutator, dataflow_children, dataflow_post_order
 from ._pass_helpers import register
 from .function_pass import function_pass
 
@@ -37,15 +37,12 @@ def _static_shape(e) -> list[int] | None:
 
 
 def _use_counts(body) -> dict[int, int]:
-    """id(expr) -> how many calls, tuples and functions read it (the body counts once)."""
+    """id(expr) -> how many dataflow nodes read it (the body counts once). The walk stays out
+    of Let and Function scopes, so an attention inside one has uncounted values: not fused."""
     counts: dict[int, int] = {id(body): 1}
     for e in dataflow_post_order(body):
-        for kid in getattr(e, "args", None) or getattr(e, "fields", None) or ():
+        for kid in dataflow_children(e):
             counts[id(kid)] = counts.get(id(kid), 0) + 1
-        for attr in ("tuple_value", "value", "body"):
-            kid = getattr(e, attr, None)
-            if kid is not None and not isinstance(e, Function):
-                counts[id(kid)] = counts.get(id(kid), 0) + 1
     return counts
 
 
