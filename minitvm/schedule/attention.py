@@ -28,9 +28,9 @@ from .softmax_rows import relay_softmax
 ROW_BLOCK = 16
 # rows sharing each load of K in the scores' register blocks (ROW_GROUP x SCORE_VECTORS
 # accumulators), and of V in the output's when it is one or two vectors wide (else 4 rows:
-# ROW_GROUP x OUT_VECTORS accumulators would spill)
-# (a dot-product form for narrow outputs, 4 rows x 4 columns of partial sums along the tile's
-# rows, measured 4% slower at tsm_nonlocal's 2048 x 2048 x 16: 3.67 vs 3.52 ms, one thread)
+# ROW_GROUP x OUT_VECTORS accumulators would spill). Rows of tsm_nonlocal's 2048 x 2048 x 16,
+# one thread, ms: 4 rows 3.67, 8 rows 3.10. (A dot-product form for narrow outputs, 4 rows x 4
+# columns of partial sums along the tile's rows, measured 4% slower there: 3.67 vs 3.52.)
 ROW_GROUP = 8
 # vectors of score columns per register block (ROW_GROUP x SCORE_VECTORS accumulators)
 SCORE_VECTORS = 2
