@@ -671,8 +671,9 @@ def _free_region(touched: list, drop: set, arena, nbytes: int, first: int, last:
                 uses.setdefault(sp, []).append((t, q in wr))
     best = None  # (last use before ``first``, address)
     for start, size in arena:
-        ends = [s + n for s, n in uses if start <= s + n < start + size]
-        for x in {start, *(start + -(-(e - start) // 64) * 64 for e in ends)}:
+        # where a tensor starts or ends (each 64-byte aligned)
+        edges = [e for s, n in uses for e in (s, s + n) if start <= e < start + size]
+        for x in {start, *(start + -(-(e - start) // 64) * 64 for e in edges)}:
             if x + nbytes > start + size:
                 continue
             recent = -1
