@@ -25,6 +25,7 @@ allocation builtins) always run in the interpreter.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import itertools
 import threading
@@ -669,23 +670,34 @@ def _free_region(touched: list, drop: set, arena, nbytes: int, first: int, last:
         for q, sp in enumerate(spans):
             if sp[1] and (t, q) not in ours:
                 uses.setdefault(sp, []).append((t, q in wr))
+    # each tensor's standing: None when it blocks its bytes (in use meanwhile, live across,
+    # or read first afterwards), else the last step before ``first`` using it (-1: none)
+    spans = sorted(uses)
+    standing = []
+    for sp in spans:
+        used = uses[sp]
+        after = [u for u in used if u[0] > last]
+        before = [t for t, _ in used if t < first]
+        ok = len(after) + len(before) == len(used) and not (after and before) and \
+            (not after or min(after)[1])
+        standing.append(max([-1, *before]) if ok else None)
+    starts = [sp[0] for sp in spans]
+    longest = max((n for _, n in spans), default=0)
     best = None  # (last use before ``first``, address)
     for start, size in arena:
         # where a tensor starts or ends (each 64-byte aligned)
-        edges = [e for s, n in uses for e in (s, s + n) if start <= e < start + size]
+        edges = [e for s, n in spans for e in (s, s + n) if start <= e < start + size]
         for x in {start, *(start + -(-(e - start) // 64) * 64 for e in edges)}:
             if x + nbytes > start + size:
                 continue
             recent = -1
-            for (s, n), used in uses.items():
-                if s >= x + nbytes or x >= s + n:
+            for i in range(bisect.bisect_left(starts, x - longest + 1),
+                           bisect.bisect_left(starts, x + nbytes)):
+                if spans[i][0] + spans[i][1] <= x:
                     continue
-                after = [u for u in used if u[0] > last]
-                before = [t for t, _ in used if t < first]
-                if len(after) + len(before) < len(used) or (after and before) or \
-                        (after and not min(after)[1]):
-                    break  # in use meanwhile, live across, or read first afterwards
-                recent = max([recent, *before])
+                if standing[i] is None:
+                    break
+                recent = max(recent, standing[i])
             else:
                 if best is None or recent > best[0]:
                     best = (recent, x)
