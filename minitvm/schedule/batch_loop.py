@@ -198,6 +198,18 @@ def around_images(func: PrimFunc, n, image_func: PrimFunc, strides: dict) -> Pri
     return PrimFunc(func.params, body, func.ret_type, buffer_map, image_func.attrs)
 
 
+def image_loop_var(func: PrimFunc):
+    """The batch variable of a function ``around_images`` wrote (its body is the image loop),
+    else None. Such a kernel called with a batch of one on pointers moved by ``image`` images
+    of each batched parameter computes that image alone: a caller may run the images one by
+    one (the Relax native entry does, to write them into pieces of a concatenation)."""
+    body = func.body
+    if isinstance(body, S.For) and body.annotations.get(INSTANCE_LOOP) and \
+            isinstance(body.extent, E.Var) and const_int(body.min) == 0:
+        return body.extent
+    return None
+
+
 def _image_loop(func: PrimFunc, n, image_func: PrimFunc, strides: dict):
     """``(parallel for image in [0, n): image_func's body with the image's views, buffer
     map)``, or None (``around_images``)."""

@@ -16,6 +16,7 @@ from ...ir.module import IRModule
 from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
 from ...schedule import optimize_prim_func
+from ...schedule.batch_loop import image_loop_var
 from ...schedule.prim_func import optimize_prim_func_prepacked
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
@@ -133,6 +134,10 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
         axis = dict(attrs.items()).get(CONCAT_AXIS_ATTR) if attrs is not None else None
         if axis is not None:  # the native entry may run it in place (native_entry)
             spec["concat_axis"] = int(axis)
+        image = image_loop_var(fast)
+        at = next((k for k, v in enumerate(fn.sig.vars) if v is image), None)
+        if at is not None:  # a loop over images: the native entry may run them one by one
+            spec["image_var"] = at
         out[name] = (rec, spec)
     return out
 
