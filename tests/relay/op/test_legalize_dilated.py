@@ -23,7 +23,8 @@ def _mod(shape, wshape, **kw):
 
 def _convs(mod) -> list:
     body = relay.transform.Legalize()(mod)["main"].body
-    return [e for e in dataflow_post_order(body) if isinstance(e, Call) and e.op.name == "nn.conv2d"]
+    return [e for e in dataflow_post_order(body)
+            if isinstance(e, Call) and e.op.name == "nn.conv2d"]
 
 
 def _dilated_conv(x, w, pad, dil):
