@@ -1738,7 +1738,7 @@ def main() -> int:
                     "U-Net, DCGAN, CLIP text, Whisper encoder, DLRM, T5, CapsNet, neural ODE, "
                     "...); fifth: the 11 of the fifth (PSPNet pyramid pooling, RepVGG, "
                     "EfficientNetV2, a BiLSTM tagger, DistilBERT, pix2pix, detection top-k, "
-                    "GraphSAGE scatter-max, einsum attention, cumsum positions, a batch-32 "
+                    "GraphSAGE max/mean, einsum attention, cumsum positions, a batch-32 "
                     "MLP); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",

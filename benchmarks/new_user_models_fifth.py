@@ -1,7 +1,7 @@
 """The fifth round of ``bench_new_user_models``: models whose ops and patterns the first four
 rounds leave out (pyramid pooling, RepVGG's parallel branches, fused-MBConv, a bidirectional
 LSTM with masking, token-type embeddings and tanh-GELU, pix2pix's InstanceNorm and skip
-concatenations, top-k post-processing, scatter-max message passing, einsum attention, cumsum
+concatenations, top-k post-processing, max and mean message passing, einsum attention, cumsum
 position ids, a batch-32 MLP). Kept apart so the main script stays readable."""
 
 from __future__ import annotations
@@ -229,31 +229,42 @@ def fifth_models():
             cls = torch.gather(label, 1, idx).float()
             return torch.cat([boxes, top[..., None], cls[..., None]], -1)
 
-    class SAGEMax(nn.Module):
-        """GraphSAGE with max aggregation: neighbour messages gathered by index_select and
-        reduced into their targets by scatter_reduce(amax), then concatenated with self."""
+    class SAGEMaxMean(nn.Module):
+        """GraphSAGE with two aggregators: max over a padded neighbour table (index_select,
+        view, amax; padded with the node itself) and the mean by scatter_add over the edge list
+        divided by the degree; self, max and mean each through a linear layer, summed.
+        (scatter_reduce "amax" would be shorter, but torch's ONNX export wraps it in an If that
+        ORT's shape inference rejects.)"""
 
-        def __init__(self, nodes=150, feats=24, hidden=48, classes=6):
+        def __init__(self, nodes=150, feats=24, hidden=48, classes=6, fanout=6):
             super().__init__()
             g = torch.Generator().manual_seed(23)
-            src = torch.randint(0, nodes, (600,), generator=g)
-            dst = torch.cat([torch.arange(nodes), torch.randint(0, nodes, (450,), generator=g)])
-            self.register_buffer("src", torch.cat([torch.arange(nodes), src[:450]]))
+            nbr = torch.randint(0, nodes, (nodes, fanout), generator=g)
+            keep = torch.rand(nodes, fanout, generator=g) < 0.6  # degrees vary: pad with self
+            nbr = torch.where(keep, nbr, torch.arange(nodes)[:, None])
+            self.register_buffer("nbr", nbr.flatten())
+            src = torch.randint(0, nodes, (500,), generator=g)
+            dst = torch.randint(0, nodes, (500,), generator=g)
+            deg = torch.zeros(nodes).index_add_(0, dst, torch.ones(500)).clamp(min=1)
+            self.register_buffer("src", src)
             self.register_buffer("dst", dst)
-            self.nodes = nodes
-            self.l1 = nn.Linear(2 * feats, hidden)
-            self.l2 = nn.Linear(2 * hidden, classes)
+            self.register_buffer("inv_deg", (1 / deg)[None, :, None])
+            self.nodes, self.fanout = nodes, fanout
+            self.layers = nn.ModuleList([nn.ModuleList([nn.Linear(i, o), nn.Linear(i, o, False),
+                                                        nn.Linear(i, o, False)])
+                                         for i, o in ((feats, hidden), (hidden, classes))])
 
-        def agg(self, x):
-            msg = x.index_select(0, self.src)
-            idx = self.dst[:, None].expand_as(msg)
-            init = torch.zeros(self.nodes, x.shape[1], dtype=x.dtype)
-            # every node has a self loop, so the zeros taking part act as a ReLU
-            return torch.cat([x, init.scatter_reduce(0, idx, msg, "amax")], 1)
+        def layer(self, x, lin):
+            b, n, f = x.shape
+            mx = x.index_select(1, self.nbr).view(b, n, self.fanout, f).amax(2)
+            msg = x.index_select(1, self.src)
+            mean = torch.zeros_like(x).scatter_add(1, self.dst.view(1, -1, 1).expand_as(msg),
+                                                   msg) * self.inv_deg
+            return lin[0](x) + lin[1](mx) + lin[2](mean)
 
         def forward(self, x):
-            h = F.relu(self.l1(self.agg(x)))
-            return F.log_softmax(self.l2(self.agg(h)), -1)
+            h = F.relu(self.layer(x, self.layers[0]))
+            return F.log_softmax(self.layer(h, self.layers[1]), -1)
 
     class EinsumAttention(nn.Module):
         """Multi-head attention written with einsum throughout (projections, scores, values)
@@ -326,7 +337,7 @@ def fifth_models():
         "pix2pix": (Pix2Pix, (1, 3, 128, 128)),
         "det_postprocess": (DetPostprocess, (1, 3, 128, 128)),
         # a dict, not a shape: the node axis is not a batch (bench_dynamic_batch skips it)
-        "sage_max": (SAGEMax, lambda: {"x": torch.randn(150, 24)}),
+        "sage_max_mean": (SAGEMaxMean, lambda: {"x": torch.randn(1, 150, 24)}),
         "einsum_attention": (EinsumAttention, (2, 49, 128)),
         "cumsum_positions": (CumsumPositions, cumsum_inputs),
         "ln_gelu_mlp_b32": (ln_gelu_mlp, (32, 256)),

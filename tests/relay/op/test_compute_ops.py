@@ -87,6 +87,25 @@ def test_where_clip_leaky():
     _run(lambda x: relay.nn.leaky_relu(x, 0.1), [a])
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+@pytest.mark.parametrize("bounds", [(1.0, 3.4028234663852886e38), (-np.inf, 7.5),
+                                    (-1e30, np.inf), (2.5, 9.0)])
+def test_clip_integer_with_out_of_range_bounds(dtype, bounds):
+    """torch's ``count.clamp(min=1)`` leaves a_max at float max: the bound saturates into the
+    integer range (truncated, as TVM's ``const``) instead of wrapping around to a negative constant."""
+    a = R.integers(0, 40, (3, 9)).astype(dtype)
+    x = relay.var("x", shape=a.shape, dtype=dtype)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.clip(x, *bounds)))
+    with tvm.transform.PassContext(opt_level=0):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", a)
+    m.run()
+    lo, hi = np.trunc(bounds[0]), np.trunc(bounds[1])
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.clip(a, lo, hi).astype(dtype))
+    _run(lambda v: relay.clip(v, *bounds), [a])
+
+
 @pytest.mark.parametrize("op", ["sum", "max", "min", "mean", "prod"])
 @pytest.mark.parametrize("axis,keepdims", [(None, False), (1, True), ((0, 2), False), (-1, False)])
 def test_reductions(op, axis, keepdims):
