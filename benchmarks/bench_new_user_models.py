@@ -7,6 +7,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group second   # the second round of models
     python benchmarks/bench_new_user_models.py --group third    # the third round
     python benchmarks/bench_new_user_models.py --group fourth   # the fourth round
+    python benchmarks/bench_new_user_models.py --group fifth    # the fifth (new_user_models_fifth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from interleave import settled_rounds  # noqa: E402
+from new_user_models_fifth import fifth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1726,7 +1728,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
-    ap.add_argument("--group", choices=("first", "second", "third", "fourth", "all"),
+    ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1734,7 +1736,10 @@ def main() -> int:
                     "RoPE decoder, DETR, MoE, GCN, spatial transformer, ...); fourth: the 16 of "
                     "the fourth (CBAM, Inception-v3, Xception, GhostNet, HRNet, a diffusion "
                     "U-Net, DCGAN, CLIP text, Whisper encoder, DLRM, T5, CapsNet, neural ODE, "
-                    "...); all")
+                    "...); fifth: the 11 of the fifth (PSPNet pyramid pooling, RepVGG, "
+                    "EfficientNetV2, a BiLSTM tagger, DistilBERT, pix2pix, detection top-k, "
+                    "GraphSAGE max/mean, einsum attention, cumsum positions, a batch-32 "
+                    "MLP); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1752,9 +1757,10 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
-    table = {**first, **second, **third, **fourth}
+    fifth = fifth_models()
+    table = {**first, **second, **third, **fourth, **fifth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
-             "all": table}[args.group]
+             "fifth": fifth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

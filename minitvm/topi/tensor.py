@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -130,11 +132,23 @@ def _leaky_relu(attrs, inputs, out_type):
                                                   x[i] * alpha), name="leaky_relu")]
 
 
+def clip_bounds(a_min: float, a_max: float, dtype: str) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """``clip``'s bounds as ``dtype`` constants; for integer dtypes truncated (as TVM's
+    ``const(a_min, dtype)`` and the numpy reference do) and held in the dtype's range, so the
+    float attribute of ``clamp(min=1)`` (a_max = float max, or inf) does not wrap around."""
+    if dtype.startswith(("float", "bfloat")):
+        return fconst(a_min, dtype), fconst(a_max, dtype)
+    low, high = tir_op.min_value(dtype).value, tir_op.max_value(dtype).value
+    lo = low if a_min <= low else min(math.trunc(a_min), high)
+    hi = high if a_max >= high else max(math.trunc(a_max), low)
+    return E._to_expr(int(lo), dtype), E._to_expr(int(hi), dtype)
+
+
 @compute("clip")
 def _clip(attrs, inputs, out_type):
     shape, dtype = _out(out_type)
     x = inputs[0]
-    lo, hi = fconst(attrs.a_min, dtype), fconst(attrs.a_max, dtype)
+    lo, hi = clip_bounds(float(attrs.a_min), float(attrs.a_max), dtype)
     return [te.compute(shape, lambda *i: E.Min(E.Max(load_bcast(x, i), lo), hi), name="clip")]
 
 

@@ -235,3 +235,42 @@ def _stack(attrs, inputs, out_type):
 
 
 _ = tir_op
+
+
+@compute("gather")
+def _gather(attrs, inputs, out_type):
+    """``out[i] = data[i with dim axis replaced by indices[i]]`` (torch.gather, ONNX
+    GatherElements); a negative index counts from the end, as the numpy reference's."""
+    from .transform_extra import clamp_index
+
+    shape = static_shape(out_tensor_types(out_type)[0])
+    data, ind = inputs
+    nd = len(ishape(data))
+    axis = int(attrs.axis) % nd
+    n = ishape(data)[axis]
+
+    def body(*i):
+        j = clamp_index(ind[i], n)
+        return data[tuple(j if d == axis else i[d] for d in range(nd))]
+
+    return [te.compute(shape, body, name="gather")]
+
+
+@compute("gather_nd")
+def _gather_nd(attrs, inputs, out_type):
+    """``out[b, y, r] = data[b, indices[:, b, y], r]``: Relay's convention puts the index tuple
+    on the FIRST dim of ``indices`` (``batch_dims`` leading dims shared after it)."""
+    from .transform_extra import clamp_index
+
+    shape = static_shape(out_tensor_types(out_type)[0])
+    data, ind = inputs
+    ds, ins = ishape(data), ishape(ind)
+    m, bd = ins[0], int(attrs.batch_dims)
+    ny = len(ins) - 1  # the (batch + y) dims of the index tensor, which lead the output
+
+    def body(*i):
+        lead = list(i[:ny])
+        picked = [clamp_index(ind[(_i(k), *lead)], ds[bd + k]) for k in range(m)]
+        return data[tuple(lead[:bd] + picked + list(i[ny:]))]
+
+    return [te.compute(shape, body, name="gather_nd")]

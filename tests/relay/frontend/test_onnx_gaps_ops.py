@@ -135,6 +135,28 @@ def test_scatter_elements_compiled_and_legacy_scatter():
     check(model_of(old, feeds, ["y"], opset=10), feeds)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_scatter_elements_constant_index_is_native(reduction):
+    """A graph network's message scatter (an edge-list initializer, repeated and negative
+    targets) imports as a gather and a reduction: every kernel native (it ran as numpy)."""
+    from frontend_models import build_and_run
+
+    data = rng.standard_normal((1, 12, 5)).astype("float32")
+    targets = rng.integers(-12, 12, 40)
+    if reduction == "none":  # one update per target: the order of duplicates is unspecified
+        targets = rng.permutation(12)[:9]
+    idx = np.broadcast_to(targets.reshape(1, -1, 1), (1, len(targets), 5)).astype("int64")
+    upd = rng.standard_normal(idx.shape).astype("float32")
+    node = helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=1,
+                            reduction=reduction)
+    model = model_of(node, {"d": data, "u": upd}, ["y"], {"i": np.ascontiguousarray(idx)})
+    feeds = {"d": data, "u": upd}
+    mod, params = relay.frontend.from_onnx(model)
+    assert "scatter_elements" not in mod.astext(show_meta_data=False)
+    got = build_and_run(mod, params, feeds)
+    np.testing.assert_allclose(got[0], reference(model, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_scatter_nd(reduction):
     data = rng.standard_normal((4, 3, 2)).astype("float32")

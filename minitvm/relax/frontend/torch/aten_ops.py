@@ -234,10 +234,26 @@ def _adaptive_avg_pool2d(ctx: AtenContext, args):
     return ctx.emit(_op.nn.adaptive_avg_pool2d(x, size))
 
 
-def _reduce(rop):
+def _accumulate_dtype(ctx: AtenContext, x, dtype) -> str | None:
+    """torch's dtype of a sum or cumsum: ``dtype`` when given, else int64 for integer and bool
+    inputs (``mask.sum()`` counts in int64), else the input's own (None)."""
+    if dtype is not None:
+        return torch_dtype(dtype)
+    dt = ctx.dtype(x)
+    return "int64" if dt == "bool" or dt.startswith(("int", "uint")) else None
+
+
+def _reduce(rop, accumulate=False):
     def convert(ctx: AtenContext, args):
-        x, dims, keep = args[0], args[1] if len(args) > 1 else None, \
-            args[2] if len(args) > 2 else False
+        x = args[0]
+        if len(args) <= 2:  # sum.default / mean.default: (self, dtype)
+            dims, keep, dtype = None, False, args[1] if len(args) > 1 else None
+        else:  # .dim variants: (self, dim, keepdim[, dtype])
+            dims, keep, dtype = args[1], args[2], args[3] if len(args) > 3 else None
+        dt = _accumulate_dtype(ctx, x, dtype) if accumulate else \
+            (torch_dtype(dtype) if dtype is not None else None)
+        if dt is not None and dt != ctx.dtype(x):
+            x = ctx.emit(_op.astype(x, dt))
         dims = [int(d) for d in dims] if dims else None
         return ctx.emit(rop(x, dims, bool(keep)))
 
@@ -245,7 +261,7 @@ def _reduce(rop):
 
 
 register("mean.dim", "mean.default")(_reduce(_op.mean))
-register("sum.dim_IntList", "sum.default")(_reduce(_op.sum))
+register("sum.dim_IntList", "sum.default")(_reduce(_op.sum, accumulate=True))
 register("amax.default")(_reduce(_op.max))
 register("amin.default")(_reduce(_op.min))
 
@@ -485,7 +501,7 @@ def _constant_pad(ctx: AtenContext, args):
 @register("cumsum.default")
 def _cumsum(ctx: AtenContext, args):
     x, dim, dtype = args
-    return ctx.emit(_op.cumsum(x, int(dim), torch_dtype(dtype) if dtype is not None else None))
+    return ctx.emit(_op.cumsum(x, int(dim), _accumulate_dtype(ctx, x, dtype)))
 
 
 @register("tril.default", "triu.default")
@@ -554,6 +570,21 @@ def _repeat(ctx: AtenContext, args):
     if extra > 0:
         x = ctx.emit(_op.reshape(x, ctx.shape_expr([1] * extra + list(ctx.shape(x)))))
     return ctx.emit(_op.tile(x, reps))
+
+
+@register("bitwise_not.default")
+def _bitwise_not(ctx: AtenContext, args):
+    """``~mask`` of a bool tensor is a logical not; of an integer one, the bitwise not."""
+    x = args[0]
+    fn = _op.logical_not if ctx.dtype(x) == "bool" else _op.bitwise_not
+    return ctx.emit(fn(x))
+
+
+@register("scatter_add.default")
+def _scatter_add(ctx: AtenContext, args):
+    """scatter_add(self, dim, index, src): a graph network's messages summed into nodes."""
+    x, dim, index, src = args[:4]
+    return ctx.emit(_op.scatter_elements(x, index, src, int(dim) % ctx.ndim(x), "add"))
 
 
 @register("gather.default")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ....tir import expr as E
 from ....topi import math as topi_math
+from ....topi.tensor import clip_bounds
 from ...op.unary import __all__ as _UNARY_NAMES
 from .common import call_topi, prim_arg, register_legalize
 
@@ -27,6 +28,11 @@ for _name in _UNARY_NAMES:
 @register_legalize("relax.clip")
 def _clip(bb, call):
     lo, hi = prim_arg(call, 1), prim_arg(call, 2)
+    dtype = call.args[0].struct_info.dtype
+    consts = isinstance(lo, E.IntImm | E.FloatImm) and isinstance(hi, E.IntImm | E.FloatImm)
+    if consts and not dtype.startswith(("float", "bfloat")):
+        # constant bounds saturated into the integer range: a float max must not wrap around
+        lo, hi = clip_bounds(float(lo.value), float(hi.value), dtype)
 
     def te_func(x):
         def f(v):

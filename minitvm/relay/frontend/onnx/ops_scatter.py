@@ -1,11 +1,13 @@
 """ONNX scatter operators on Relay: ScatterElements (and the deprecated Scatter), ScatterND.
-Negative indices are wrapped; ONNX's reductions map onto Relay's scatter modes."""
+Negative indices are wrapped; ONNX's reductions map onto Relay's scatter modes; a
+ScatterElements whose index is constant becomes a gather and a reduction (``..scatter``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ... import op as _op
+from ..scatter import scatter_elements
 from .ops_tensor import _normalize_indices
 from .registry import Context, register
 
@@ -28,8 +30,8 @@ def _scatter_elements(ctx: Context, ins, attrs):
     if not -len(shape) <= axis < len(shape):
         raise ctx.fail(f"axis {axis} is out of range for a rank-{len(shape)} input")
     axis %= len(shape)
-    idx = _normalize_indices(ctx, idx, shape[axis])
-    return _op.scatter_elements(data, idx, upd, axis=axis, reduction=_reduction(ctx, attrs))
+    # an index known here (a graph network's edge list) imports as a gather and a reduction
+    return scatter_elements(ctx, data, idx, upd, axis, _reduction(ctx, attrs))
 
 
 @register("ScatterND")

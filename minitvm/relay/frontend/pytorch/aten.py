@@ -86,12 +86,28 @@ def _scalar_like(ctx, value, like):
     return _expr.const(np.array(value, dtype=dt), dt)
 
 
+def _category(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if dtype.startswith(("float", "bfloat")) else 1
+
+
+def _promote(da: str, db: str, a_scalar: bool, b_scalar: bool) -> str:
+    """torch's result dtype of two tensors: the higher category (bool < integer < float) wins;
+    within one category the wider, except that a 0-dim tensor does not widen a tensor with
+    dimensions (``int32 * int64`` is int64, ``float32 * tensor(2.0, float64)`` stays float32)."""
+    ca, cb = _category(da), _category(db)
+    if ca != cb:
+        return da if ca > cb else db
+    if a_scalar != b_scalar:
+        return db if a_scalar else da
+    return str(np.promote_types(da, db))
+
+
 def _pair(ctx, a, b):
     """Two operands as Relay expressions of one dtype (Python numbers take the tensor's)."""
     if _is_expr(a) and _is_expr(b):
         da, db = ctx.dtype(a), ctx.dtype(b)
-        if da != db:  # torch's type promotion, for the common float/int mixes
-            target = da if da.startswith("float") else db
+        if da != db:
+            target = _promote(da, db, ctx.shape(a) == (), ctx.shape(b) == ())
             a = a if da == target else _op.cast(a, target)
             b = b if db == target else _op.cast(b, target)
         return a, b
@@ -599,19 +615,34 @@ def _dims(arg, nd):
     return [_norm_dim(d, nd) for d in arg]
 
 
-def _reduce(fn):
+def _accumulate_dtype(ctx, x, args) -> str | None:
+    """The dtype torch sums (sum, cumsum) in: the ``dtype`` argument, else int64 for integer and
+    bool inputs (``mask.sum()`` counts in int64, never in bool), else the input's own."""
+    given = next((str(a) for a in args[1:] if isinstance(a, DType)), None)
+    if given is not None:
+        return given
+    dt = ctx.dtype(x)
+    return "int64" if dt == "bool" or dt.startswith(("int", "uint")) else None
+
+
+def _reduce(fn, accumulate=False):
     def convert(ctx, args):
         x = args[0]
-        nd = len(ctx.shape(x))
-        dims = _dims(args[1] if len(args) > 1 else None, nd)
-        keep = bool(args[2]) if len(args) > 2 and args[2] is not None else False
+        if accumulate or any(isinstance(a, DType) for a in args[1:]):
+            dt = _accumulate_dtype(ctx, x, args) if accumulate else \
+                next(str(a) for a in args[1:] if isinstance(a, DType))
+            x = x if dt is None or dt == ctx.dtype(x) else _op.cast(x, dt)
+        rest = [a for a in args[1:] if not isinstance(a, DType)]  # (dim, keepdim)
+        dims = _dims(rest[0] if rest and not isinstance(rest[0], bool) else None,
+                     len(ctx.shape(x)))
+        keep = bool(rest[1]) if len(rest) > 1 and rest[1] is not None else False
         return fn(x, dims, keepdims=keep)
 
     return convert
 
 
 register("mean")(_reduce(_op.mean))
-register("sum")(_reduce(_op.sum))
+register("sum")(_reduce(_op.sum, accumulate=True))
 register("amax")(_reduce(_op.max))
 register("amin")(_reduce(_op.min))
 
@@ -771,10 +802,13 @@ def _flip(ctx, args):
 
 @register("cumsum")
 def _cumsum(ctx, args):
-    """(input, dim, dtype): Relay's cumsum (one pass per row, ``schedule/scan.py``)."""
+    """(input, dim, dtype): Relay's cumsum (one pass per row, ``schedule/scan.py``), in torch's
+    accumulation dtype (int64 for integer and bool inputs)."""
     x, dim = args[0], args[1]
     dim = _norm_dim(dim, len(ctx.shape(x)))
-    dtype = torch_dtype(args[2]) if len(args) > 2 and args[2] is not None else None
+    if len(args) > 2 and args[2] is not None and not isinstance(args[2], DType):
+        args = [*args[:2], DType(torch_dtype(args[2]))]
+    dtype = _accumulate_dtype(ctx, x, args[:1] + list(args[2:]))
     return _op.cumsum(x, axis=dim, dtype=dtype)
 
 
