@@ -3,8 +3,8 @@ allocations per band (malloc'd and freed per band per call before): bands on the
 one slice per thread of the call (at most ``BAND_SLOTS`` slices, where ``BAND_SLICES`` is on
 for the ISA), serial bands share one slice, and images split over the pool take one slice per
 thread (at most ``IMAGE_SLOTS``) for their bands' or their whole phased copy. The convs match
-a float64 reference at 1, 2 and 3 threads, also with
-fewer slices than threads and more bands than slices."""
+a float64 reference at 1, 2 and 3 threads, also with fewer slices than threads and more bands
+than slices."""
 
 import numpy as np
 import pytest
