@@ -2,10 +2,13 @@
 
 Config keys (``PassContext(config={...})``; the names are TVM-style and shared by every
 dialect's build): ``relay.backend.use_native``, ``relay.backend.use_blas``,
-``relay.backend.use_generated_conv`` / ``_dense`` / ``_batch_matmul``.
+``relay.backend.use_generated_conv`` / ``_dense`` / ``_batch_matmul``,
+``relay.backend.strict_native`` (or ``MINITVM_STRICT_NATIVE=1``).
 """
 
 from __future__ import annotations
+
+import os
 
 from ..runtime import blas
 from ..schedule.knobs import current_table
@@ -26,6 +29,19 @@ register_pass_config("relay.backend.use_generated_dense", bool, True,
 register_pass_config("relay.backend.use_generated_batch_matmul", bool, True,
                      "batch_matmul (float32, A not transposed) as the generated batch GEMM, "
                      "B packed per call (else BLAS when allowed).")
+register_pass_config("relay.backend.strict_native", bool, False,
+                     "A kernel whose native lowering fails raises (NativeFallbackError) instead "
+                     "of warning and running in numpy (unset: MINITVM_STRICT_NATIVE=1 decides).")
+
+ENV_STRICT = "MINITVM_STRICT_NATIVE"
+
+
+def strict_native(cfg: dict) -> bool:
+    """Is native lowering strict under config ``cfg``, else ``$MINITVM_STRICT_NATIVE``? (A
+    config value set either way wins over the environment.)"""
+    if "relay.backend.strict_native" in cfg:
+        return bool(cfg["relay.backend.strict_native"])
+    return os.environ.get(ENV_STRICT, "").strip() not in ("", "0")
 
 
 def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
@@ -43,4 +59,5 @@ def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
         generated_dense=get("relay.backend.use_generated_dense"),
         generated_batch_matmul=get("relay.backend.use_generated_batch_matmul"),
         knobs=current_table(),  # tuned schedule knobs (``minitvm.tune.apply_history_best``)
+        strict_native=strict_native(cfg),
     )

@@ -2,13 +2,16 @@
 and region of interest a Resize node asks for, and per resized axis the source indices and
 weights of each interpolation tap (one tap for nearest, two for linear, four for cubic, more
 for an antialiased downsample), for every coordinate-transformation mode of the ONNX
-specification."""
+specification; and whether an image ``resize2d`` (which scales by in / out) samples exactly as
+those taps, so that both importers emit the one fast op where it does."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
-__all__ = ["axis_taps", "resize_plan"]
+__all__ = ["axis_taps", "resize2d_params", "resize_plan"]
 
 
 def _source_coords(mode, out_n, in_n, scale, roi_lo, roi_hi):
@@ -158,3 +161,77 @@ def resize_plan(shape: list, attrs: dict, roi_v, scales_v, sizes_v, fail):
     else:
         raise fail("one of scales or sizes must be a constant")
     return out, scales, roi
+
+
+# image.resize2d's coordinate modes and nearest roundings that mean what ONNX's do
+_RESIZE2D_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                   "tf_half_pixel_for_nn")
+_RESIZE2D_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
+_ROUNDINGS = ("", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
+
+
+def _tap_matrix(taps, in_n: int, out_n: int) -> np.ndarray:
+    """The (out_n, in_n) matrix of one axis' interpolation taps."""
+    m = np.zeros((out_n, in_n))
+    rows = np.arange(out_n)
+    for idx, w in taps:
+        np.add.at(m, (rows, idx), 1.0 if w is None else w)
+    return m
+
+
+def _exact_nearest(ctm: str, rounding: str, in_n: int, out_n: int) -> np.ndarray:
+    """The input index each output samples under resize2d's nearest-neighbour mapping, whose
+    static coordinates are exact rationals (in / out as the scale)."""
+    idx = np.empty(out_n, dtype="int64")
+    r = Fraction(in_n, out_n)
+    half = Fraction(1, 2)
+    for o in range(out_n):
+        if ctm == "asymmetric":
+            c = o * r
+        elif ctm == "tf_half_pixel_for_nn":
+            c = (o + half) * r
+        elif ctm == "align_corners":
+            c = Fraction(o * (in_n - 1), out_n - 1) if out_n > 1 else Fraction(0)
+        elif ctm == "pytorch_half_pixel" and out_n == 1:
+            c = Fraction(0)
+        else:  # half_pixel, pytorch_half_pixel
+            c = (o + half) * r - half
+        fl = c.numerator // c.denominator
+        frac = c - fl
+        up = {"floor": False, "ceil": frac > 0, "round_prefer_floor": frac > half,
+              "round_prefer_ceil": frac >= half}[rounding]
+        idx[o] = min(max(fl + int(up), 0), in_n - 1)
+    return idx
+
+
+def resize2d_params(attrs: dict, shape: list, out_shape: list, scales: list,
+                    dtype: str) -> dict | None:
+    """The keyword arguments of an NCHW ``image.resize2d`` that samples exactly as this ONNX
+    Resize's taps (static ``shape`` -> ``out_shape`` at ``scales``), else None.
+
+    resize2d scales coordinates by in / out where ONNX uses the given scale factor, so the two
+    agree only where the factor's taps equal in / out's: each spatial axis' tap matrix is
+    compared (nearest indices exactly, against resize2d's exact rational coordinates)."""
+    mode = attrs.get("mode", "nearest")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    rounding = attrs.get("nearest_mode", "round_prefer_floor") if mode == "nearest" else ""
+    if (len(shape) != 4 or not dtype.startswith("float") or attrs.get("antialias", 0)
+            or mode not in _RESIZE2D_METHODS or ctm not in _RESIZE2D_MODES
+            or rounding not in _ROUNDINGS
+            or any(out_shape[a] != shape[a] or scales[a] != 1.0 for a in (0, 1))):
+        return None
+    for a in (2, 3):
+        in_n, out_n = shape[a], out_shape[a]
+        if in_n == out_n and scales[a] == 1.0:
+            onnx_m = np.eye(in_n)
+        else:
+            onnx_m = _tap_matrix(axis_taps(attrs, in_n, out_n, scales[a])[0], in_n, out_n)
+        if mode == "nearest":
+            taps = [(_exact_nearest(ctm, rounding, in_n, out_n), None)]
+        else:  # continuous weights: float64 taps at in / out's scale are resize2d's to rounding
+            taps = axis_taps(attrs, in_n, out_n, out_n / in_n)[0]
+        if not np.allclose(onnx_m, _tap_matrix(taps, in_n, out_n), rtol=0, atol=1e-6):
+            return None
+    return {"method": _RESIZE2D_METHODS[mode], "coordinate_transformation_mode": ctm,
+            "rounding_method": rounding, "cubic_alpha": float(attrs.get("cubic_coeff_a", -0.75)),
+            "cubic_exclude": int(attrs.get("exclude_outside", 0))}

@@ -68,7 +68,8 @@ class Kernel:
 
     ``kind`` is ``"native"`` (machine code: ``symbol``/``address``, its LLVM ``ir``, the
     ``prim_func`` it came from, ``kernel`` a checked callable) or ``"fallback"`` (run by numpy:
-    ``run(list of arrays) -> list of arrays``; ``reason`` says why it is not native). ``source``
+    ``run(list of arrays) -> list of arrays``; ``reason`` says why it is not native, ``error``
+    is set when that is a failure of native lowering rather than a choice). ``source``
     is the dialect function it was lowered from, written to exported files in ``source_format``.
     Native kernels take ``(*inputs, *consts, *outputs[, workspace])``; ``input_packs`` maps an
     input position fed by a constant to the numpy transform (layout) the kernel wants it in.
@@ -76,12 +77,12 @@ class Kernel:
 
     __slots__ = ("name", "kind", "symbol", "address", "ir", "ws_bytes", "consts", "reason",
                  "compiled", "kernel", "prim_func", "input_packs", "source", "source_format",
-                 "run")
+                 "run", "error")
 
     def __init__(self, name: str, kind: str, *, symbol: str = "", address: int = 0, ir: str = "",
                  ws_bytes: int = 0, consts=(), reason: str = "", compiled=None, kernel=None,
                  prim_func=None, input_packs=None, source=None, source_format: str = "",
-                 run=None):
+                 run=None, error: str = ""):
         self.name = name
         self.kind = kind
         self.symbol = symbol
@@ -97,6 +98,7 @@ class Kernel:
         self.source = source
         self.source_format = source_format
         self.run = run
+        self.error = error
 
     def renamed(self, name: str, source=None) -> Kernel:
         """The same compiled code under another name (and source), e.g. from a kernel cache."""
@@ -105,7 +107,7 @@ class Kernel:
                       compiled=self.compiled, kernel=self.kernel, prim_func=self.prim_func,
                       input_packs=self.input_packs,
                       source=self.source if source is None else source,
-                      source_format=self.source_format, run=self.run)
+                      source_format=self.source_format, run=self.run, error=self.error)
 
     def __repr__(self):
         return f"Kernel({self.name!r}, {self.kind})"

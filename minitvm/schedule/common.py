@@ -52,19 +52,31 @@ def num_threads() -> E.PrimExpr:
     return E.Call("int32", "tir.num_threads", [])
 
 
-def per_thread_slices(ctx, tasks: int, slots: int, fbody, name: str = "task") -> S.Stmt:
+def per_thread_slices(ctx, tasks, slots: int, fbody, name: str = "task",
+                      min_tasks: int = 1) -> S.Stmt:
     """``tasks`` tasks over a parallel loop of ``min(num_threads(), slots)`` slices of a
     workspace, slice ``p`` running tasks ``p, p + threads, ...`` in turn, so that each thread of
     the call works in a slice of its own (one thread: one slice, the tasks in order).
     ``fbody(task, p)`` is the statement of one task on slice ``p``; the loop variables are
-    named after ``name`` (``<name>_slot``, ``<name>_j``)."""
-    threads = ctx.fresh(f"{name}_threads")
-    p, j = ctx.fresh(f"{name}_slot"), ctx.fresh(f"{name}_j")
+    named after ``name`` (``<name>_slot``, ``<name>_j``). ``tasks`` may be a symbolic count (the
+    loop variables take its dtype); then fewer than ``min_tasks`` tasks run on one thread."""
+    dt = "int32" if isinstance(tasks, int) else tasks.dtype
+
+    def c(v: int) -> E.IntImm:
+        return E.IntImm(dt, v)
+
+    threads = ctx.fresh(f"{name}_threads", dt)
+    p, j = ctx.fresh(f"{name}_slot", dt), ctx.fresh(f"{name}_j", dt)
     task = j * threads + p
-    one = S.IfThenElse(E.LT(task, imm(tasks)), fbody(task, p), None)
-    turns = S.For(j, imm(0), E.FloorDiv(imm(tasks - 1) + threads, threads), S.ForKind.SERIAL, one)
-    return S.LetStmt(threads, E.Min(num_threads(), imm(slots)),
-                     S.For(p, imm(0), threads, S.ForKind.PARALLEL, turns))
+    count = c(tasks) if isinstance(tasks, int) else tasks
+    last = c(tasks - 1) if isinstance(tasks, int) else tasks - c(1)
+    one = S.IfThenElse(E.LT(task, count), fbody(task, p), None)
+    turns = S.For(j, c(0), E.FloorDiv(last + threads, threads), S.ForKind.SERIAL, one)
+    pool = num_threads() if dt == "int32" else E.Cast(dt, num_threads())
+    used = E.Min(pool, c(slots))
+    if not isinstance(tasks, int) and min_tasks > 1:
+        used = E.Select(E.GE(count, c(min_tasks)), used, c(1))
+    return S.LetStmt(threads, used, S.For(p, c(0), threads, S.ForKind.PARALLEL, turns))
 
 
 def prefetch(load: E.BufferLoad) -> S.Stmt:

@@ -134,6 +134,9 @@ BAND_BYTES = 256 * 1024
 # shared counter), measured on AVX-512 only; AVX2 keeps a copy malloc'd per band.
 BAND_SLICES = {"avx512": True, "avx2": False}
 BAND_SLOTS = 8
+# Images on the pool (``_by_image``) take one workspace slice per thread of the call, at most
+# this many (video3d's and tsm_nonlocal's per-image copies were malloc'd and freed per image)
+IMAGE_SLOTS = 8
 # in a band the channel tiles are the outer loop (each tile's weights read once per band, not
 # once per panel; the band's copy stays in L2 for every tile) given two full tiles
 BAND_TILES_OUTER = True
@@ -356,22 +359,31 @@ def _image_loop(ctx, g, x, w, dst) -> S.Stmt:
 
 
 def _by_image(ctx, g, x, w, dst) -> S.Stmt:
-    """Images split over the thread pool; each iteration phases its image into its own copy
-    (on the stack of the thread running it, or from the heap when large)."""
+    """Images split over the thread pool, each thread's images in turn on a slice of the
+    kernel's workspace of its own (``per_thread_slices``, at most ``IMAGE_SLOTS``) that holds
+    the image's phased copy (or its bands' copy), rather than a copy malloc'd per image."""
     nb = g["n"]
     serial = dict(g, min_macs=1 << 62)  # the loops inside one image stay on its thread
     dt = "int32" if isinstance(nb, int) else nb.dtype
-    nv = ctx.fresh("n", dt)
-    if band_rows(g):
-        body = _bands(ctx, serial, x, w, dst, nv, False, own=True)
-    else:
-        xph = decl_buffer((g["xph_len"],), "float32", "xph")
-        body = S.SeqStmt([_phase(ctx, serial, xph, x, nv), _gemm(ctx, serial, xph, w, dst, nv)])
-        body = S.Allocate(xph.data, "float32", [g["xph_len"]], True, S.DeclBuffer(xph, body))
+    rows = band_rows(g)
+    size = _band(g, rows, _i(0))["xph_len"] if rows else g["xph_len"]
+    stride = -(-size // 16) * 16  # slices on 64-byte lines
+    slots = min(nb, IMAGE_SLOTS) if isinstance(nb, int) else IMAGE_SLOTS
+    scratch = ctx.temp((slots * stride,), "float32", "xph_images")
+
+    def one(task, p):
+        nv = ctx.fresh("n", dt)
+        xph = decl_buffer((size,), "float32", "xph_band" if rows else "xph", data=scratch.data,
+                          elem_offset=scratch.elem_offset + p * stride)
+        if rows:
+            body = _bands(ctx, serial, x, w, dst, nv, False, xph=xph)
+        else:
+            body = S.SeqStmt([_phase(ctx, serial, xph, x, nv),
+                              _gemm(ctx, serial, xph, w, dst, nv)])
+        return S.LetStmt(nv, task, S.DeclBuffer(xph, body))
+
     need = max(2, -(-BATCH_PARALLEL_MIN_MACS // max(1, _macs(g))))
-    ann = {} if isinstance(nb, int) else {"parallel_min_extent": need}
-    return S.For(nv, E.IntImm(dt, 0), nb if not isinstance(nb, int) else E.IntImm(dt, nb),
-                 S.ForKind.PARALLEL, body, annotations=ann)
+    return per_thread_slices(ctx, nb, slots, one, "image", min_tasks=need)
 
 
 def band_rows(g) -> int:
@@ -404,12 +416,12 @@ def _band(g, rows: int, b) -> dict:
                 min_macs=1 << 62)
 
 
-def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
+def _bands(ctx, g, x, w, dst, nv, parallel: bool, xph=None) -> S.Stmt:
     """Image ``nv`` band by band (``band_rows``): each band's phased rows copied into a
     scratch copy, then its panels. The copy is a slice of the kernel's workspace
     (``BAND_SLICES``): bands on the pool take one slice per thread of the call, each thread's
-    bands in turn; serial bands share one. ``own``: the bands run inside a parallel loop over
-    images (``_by_image``), and each image allocates its copy."""
+    bands in turn; serial bands share one. ``xph``: the serial bands' copy, given (the image's
+    slice when the images run on the pool, ``_by_image``)."""
     rows = band_rows(g)
     bands = g["oh"] // rows
     b = ctx.fresh("band")
@@ -419,7 +431,9 @@ def _bands(ctx, g, x, w, dst, nv, parallel: bool, own: bool = False) -> S.Stmt:
     def body(xph):
         return S.SeqStmt([_phase(ctx, gb, xph, x, nv), _gemm(ctx, gb, xph, w, dst, nv)])
 
-    if own or (parallel and not BAND_SLICES[vector_isa()]):
+    if xph is not None:
+        return S.For(b, 0, bands, S.ForKind.SERIAL, body(xph))
+    if parallel and not BAND_SLICES[vector_isa()]:
         xph = decl_buffer((size,), "float32", "xph_band")
         if parallel:
             return S.For(b, 0, bands, S.ForKind.PARALLEL, allocated(xph, body(xph)))

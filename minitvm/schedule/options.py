@@ -8,7 +8,7 @@ cache key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,8 @@ class LoweringOptions:
     blas: GEMM stages may call the process's BLAS (only true when one was found).
     generated_conv / generated_dense / generated_batch_matmul: use the generated kernels for
     conv2d (implicit GEMM), dense (packed GEMM) and batch_matmul (else BLAS when allowed).
+    strict_native: a kernel whose native lowering fails raises instead of falling back to numpy
+    (with a warning); it changes no code, so it is left out of equality and the cache keys.
     """
 
     native: bool = True
@@ -28,3 +30,4 @@ class LoweringOptions:
     generated_batch_matmul: bool = True
     # knobs: a ``knobs.KnobTable`` of tuned schedule constants per workload (None: defaults)
     knobs: object = None
+    strict_native: bool = field(default=False, compare=False)

@@ -190,7 +190,7 @@ def primal_extents(src: Layout, shape) -> dict:
     return ext
 
 
-def _primal_groups(layout: Layout) -> dict[str, list[int]]:
+def primal_groups(layout: Layout) -> dict[str, list[int]]:
     """Primal axis name -> positions of that axis and its sub-axes in ``layout``, outermost
     first: the primal axis, then its sub-axes in layout order (TVM nests a later sub-axis
     inside an earlier one)."""
@@ -212,7 +212,7 @@ def transform_array(data: np.ndarray, src, dst) -> np.ndarray:
         raise ValueError(f"array of rank {data.ndim} does not match layout {src.name}")
     # 1. Bring each primal axis next to its sub-axes (outer to inner) and merge them.
     primal_order = [a.name for a in src.axes if a.is_primal]
-    groups = _primal_groups(src)
+    groups = primal_groups(src)
     perm = [i for name in primal_order for i in groups[name]]
     moved = np.transpose(data, perm)
     ext = primal_extents(src, data.shape)
@@ -221,7 +221,7 @@ def transform_array(data: np.ndarray, src, dst) -> np.ndarray:
     # primal part outermost, then each sub-axis in dst's order) and permute into dst.
     dst_primal = [a.name for a in dst.axes if a.is_primal]
     primal = np.transpose(primal, [primal_order.index(n) for n in dst_primal])
-    dst_groups = _primal_groups(dst)
+    dst_groups = primal_groups(dst)
     split_shape, split_pos = [], []
     for name in dst_primal:
         f = dst.factor_of(name)

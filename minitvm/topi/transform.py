@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from .layout import Layout, primal_extents, primal_groups
 from .utils import (
     compute,
     ishape,
@@ -152,7 +153,7 @@ def _take(attrs, inputs, out_type):
     data, ind = inputs
     ds, ins = ishape(data), ishape(ind)
     if attrs.axis is None:
-        raise ValueError("take without an axis is lowered through numpy")
+        return [_take_flat(data, ind, shape, getattr(attrs, "mode", "clip") or "clip")]
     axis = attrs.axis + len(ds) if attrs.axis < 0 else attrs.axis
     n = ds[axis]
     mode = getattr(attrs, "mode", "clip") or "clip"
@@ -169,6 +170,74 @@ def _take(attrs, inputs, out_type):
         return data[tuple(idx)]
 
     return [te.compute(shape, body, name="take")]
+
+
+def _take_flat(data, ind, shape, mode: str):
+    """``take`` without an axis: each index picks from the flattened ``data``."""
+    ds, ins = ishape(data), ishape(ind)
+    size = 1
+    for d in ds:
+        size *= d
+
+    def body(*i):
+        j = ind[tuple(i)] if ins else ind[()]
+        j = E.Cast("int32", j) if j.dtype != "int32" else j
+        if mode == "wrap":
+            j = E.FloorMod(j, _i(size))
+        else:
+            j = E.Max(E.Min(E.Select(j < 0, j + size, j) if mode == "fast" else j,
+                            _i(size - 1)), _i(0))
+        idx = []
+        for d in reversed(ds):  # unravel the flat index, innermost axis first
+            idx.append(E.FloorMod(j, _i(d)) if d != 1 else _i(0))
+            j = E.FloorDiv(j, _i(d))
+        return data[tuple(reversed(idx))]
+
+    return te.compute(shape, body, name="take")
+
+
+@compute("shape_of")
+def _shape_of(attrs, inputs, out_type):
+    """The (static) shape of the input as a 1-D tensor: a select over constants."""
+    dims = ishape(inputs[0])
+    out = out_tensor_types(out_type)[0]
+    dtype = str(out.dtype)
+
+    def body(i):
+        v = E.const(0, dtype)
+        for k, d in enumerate(dims):
+            v = E.Select(E.EQ(i, _i(k)), E.const(d, dtype), v)
+        return v
+
+    return [te.compute((len(dims),), body, name="shape_of")]
+
+
+@compute("layout_transform")
+def _layout_transform(attrs, inputs, out_type):
+    """Each output element reads the input element with the same primal coordinates: an
+    output index is merged into one coordinate per primal axis (mixed radix over that axis and
+    its sub-axes), which is split again over the source layout's axes."""
+    x = inputs[0]
+    src, dst = Layout(str(attrs.src_layout)), Layout(str(attrs.dst_layout))
+    xs = ishape(x)
+    shape = static_shape(out_tensor_types(out_type)[0])
+    primal_extents(src, xs)  # checks the rank
+    src_groups, dst_groups = primal_groups(src), primal_groups(dst)
+
+    def body(*i):
+        idx = [None] * len(xs)
+        for name, positions in dst_groups.items():
+            coord = None
+            for k in positions:
+                coord = i[k] if coord is None else coord * _i(shape[k]) + i[k]
+            src_pos = src_groups[name]
+            for k in reversed(src_pos[1:]):
+                idx[k] = E.FloorMod(coord, _i(xs[k]))
+                coord = E.FloorDiv(coord, _i(xs[k]))
+            idx[src_pos[0]] = coord
+        return x[tuple(idx)]
+
+    return [te.compute(shape, body, name="layout_transform")]
 
 
 @compute("nn.pad")

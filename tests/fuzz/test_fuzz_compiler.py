@@ -10,6 +10,10 @@ from minitvm.testing.fuzz import generate_program
 from minitvm.testing.fuzz.differential import check_build, check_pipeline
 from minitvm.testing.fuzz.strategies import programs_with_inputs
 
+# random programs draw ops that have no native compute yet (repeat, ...): their numpy kernels
+# are compared like the native ones, so the session's strict builds are off here
+pytestmark = pytest.mark.numpy_fallback("random programs use ops without a native compute")
+
 DATAFLOW = dict(control_flow=False, closures=False, adts=False)  # let-bound values build
 
 

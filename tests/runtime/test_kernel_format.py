@@ -60,6 +60,7 @@ def _check(outs, xv):
 
 @pytest.mark.parametrize("config", [{}, {"relay.backend.use_native": False}],
                          ids=["op-without-compute", "use_native-off"])
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_fallback_kernels_round_trip(tmp_path, xv, config):
     lib = _build(_mixed_mod(), config)
     fallback = lib.get_lib().fallback_functions
@@ -104,6 +105,7 @@ def _retag(meta_bytes, fmt):
     return json.dumps(meta).encode()
 
 
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_unregistered_format_in_a_library_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -125,6 +127,7 @@ def test_unregistered_format_in_a_library_is_a_clear_error(tmp_path):
     assert name in msg and "bad.so" in msg and "no imported dialect" in msg
 
 
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_format_whose_source_is_missing_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -137,6 +140,7 @@ def test_format_whose_source_is_missing_is_a_clear_error(tmp_path):
         tvm.runtime.load_module(str(bad))
 
 
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_damaged_fallback_source_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -149,6 +153,7 @@ def test_damaged_fallback_source_is_a_clear_error(tmp_path):
         tvm.runtime.load_module(str(bad))
 
 
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_exporting_an_unregistered_fallback_format_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     kernels = lib.get_lib().kernels
@@ -167,6 +172,7 @@ def test_exporting_an_unregistered_fallback_format_is_a_clear_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
 def test_a_registered_format_round_trips(tmp_path, xv):
     """A dialect's own format: its writer's text is what its reader gets back."""
     lib = _build(_mixed_mod())

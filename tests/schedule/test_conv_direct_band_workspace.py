@@ -1,9 +1,10 @@
 """``conv_direct``'s band copies (``xph_band``) are slices of the kernel's workspace, not
 allocations per band (malloc'd and freed per band per call before): bands on the pool run on
 one slice per thread of the call (at most ``BAND_SLOTS`` slices, where ``BAND_SLICES`` is on
-for the ISA), serial bands share one slice, and the bands of images split over the pool keep a
-copy allocated per image. The convs match a float64 reference at 1, 2 and 3 threads, also with
-fewer slices than threads and more bands than slices."""
+for the ISA), serial bands share one slice, and images split over the pool take one slice per
+thread (at most ``IMAGE_SLOTS``) for their bands' or their whole phased copy. The convs match
+a float64 reference at 1, 2 and 3 threads, also with fewer slices than threads and more bands
+than slices."""
 
 import numpy as np
 import pytest
@@ -95,13 +96,25 @@ def test_serial_bands_share_one_slice(slices):
         np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=1e-4, atol=1e-4)
 
 
-def test_bands_of_images_on_the_pool_allocate_per_image(slices):
-    # four images: they split over the pool (``_by_image``)
-    slices(force=True)
+@pytest.mark.parametrize("force", [True, False])
+@pytest.mark.parametrize("image_slots", [2, 8])
+def test_images_on_the_pool_take_a_slice_per_thread(force, image_slots, slices, monkeypatch):
+    # four images split over the pool (``_by_image``): their bands' copy (force) or their
+    # whole phased copy is a workspace slice per thread, nothing allocated per image
+    slices(force=force)
+    monkeypatch.setattr(conv_direct, "IMAGE_SLOTS", image_slots)
     lib, inputs, want = build_conv((4, 8, 64, 64), 32, 3, strides=(2, 2))
     prim = conv_prim(lib)
-    (view,) = _band_views(prim)
-    assert id(view.data) in _allocated(prim)
+    name = "xph_band" if force else "xph"
+    (view,) = [s.buffer for s in walk_stmts(prim.body)
+               if isinstance(s, S.DeclBuffer) and s.buffer.name == name]
+    assert id(view.data) not in _allocated_in_loops(prim)
+    (let,) = _threads_lets(prim)
+    assert int(let.value.b) == min(4, image_slots)
+    assert isinstance(let.body, S.For) and let.body.kind == S.ForKind.PARALLEL
+    assert let.body.loop_var.name.startswith("image_slot")
+    if view.data is prim.params[-1]:  # the workspace (a small copy may be a stack temporary)
+        assert conv_kernel(lib).ws_bytes >= min(4, image_slots) * 4 * int(view.shape[0])
     for threads in (1, 3):
         np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=1e-4, atol=1e-4)
 

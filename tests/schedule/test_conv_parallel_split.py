@@ -55,8 +55,9 @@ def test_relay_conv_split_matches_numpy(shape, o, by_image, two_threads, direct_
         lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
     (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
     loops = _parallel_loops(prim)
-    # the image loop ("n...") is the parallel one, or the panels ("panel...") are
-    assert any(v.startswith("n") for v in loops) == by_image
+    # the images' per-thread slices ("image_slot...") are the parallel loop, or the panels
+    # ("panel...") are
+    assert any(v.startswith("image_slot") for v in loops) == by_image
     assert any(v.startswith("panel") for v in loops) == (not by_image)
     xv = rng.standard_normal(shape).astype("float32")
     want = np.maximum(_conv_ref(xv, wv, 1, 1) + bias[:, None, None], 0)

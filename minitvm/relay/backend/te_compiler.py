@@ -4,7 +4,8 @@ and code generation.
 
 ``lower_function(func, name, options)`` returns a ``runtime.Kernel``: native when every op has a
 compute and the schedule succeeds, otherwise a numpy fallback that runs the function op by op
-through each op's FNumpy reference (so every model builds and runs). Kernels go through the
+through each op's FNumpy reference (so every model builds and runs; a failed native lowering
+warns, or raises in a strict build, ``backend.fallback``). Kernels go through the
 shared kernel cache, keyed by the function's structural hash and the lowering options.
 """
 
@@ -14,7 +15,9 @@ import numpy as np
 
 from ... import te
 from ...backend.compile import compile_te
+from ...backend.fallback import report_fallback
 from ...backend.kernel_cache import STATS, cached_kernel, clear_cache  # noqa: F401
+from ...backend.options import lowering_options
 from ...backend.parallel_compile import run_sharded
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -31,11 +34,16 @@ from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_post_order
 
 
+class NumpyOnlyOp(LoweringError):
+    """A primitive function calls an op registered as numpy-only (``TNumpyOnly``) or has
+    symbolic shapes: its numpy kernel is the intended implementation, not a failure to report."""
+
+
 def _static(t) -> tuple[int, ...]:
     try:
         return static_shape(t)
-    except ValueError as err:  # symbolic dims: this function falls back to numpy
-        raise LoweringError(str(err)) from None
+    except ValueError as err:  # symbolic dims: numpy runs it, by design (not a failure)
+        raise NumpyOnlyOp(str(err)) from None
 
 
 def tensor_types(t) -> list[TensorType]:
@@ -102,6 +110,9 @@ def build_te(func: Function, compute_of=None):
         elif isinstance(e, Call) and isinstance(e.op, Op):
             fcompute = e.op.get_attr("FTECompute") if compute_of is None else compute_of(e)
             if fcompute is None:
+                why = e.op.get_attr("TNumpyOnly")
+                if why:
+                    raise NumpyOnlyOp(f"operator {e.op.name} runs in numpy: {why}")
                 raise LoweringError(f"operator {e.op.name} has no compute (FTECompute)")
             args = [t for a in e.args for t in env[id(a)]]
             try:
@@ -115,9 +126,17 @@ def build_te(func: Function, compute_of=None):
     return inputs, consts, outputs
 
 
-def _fallback(func: Function, name: str, reason: str) -> Kernel:
+def _fallback(func: Function, name: str, reason: str, error: str = "") -> Kernel:
+    """A kernel running ``func`` op by op in numpy; ``error``: the native lowering's failure."""
     return Kernel(name, "fallback", reason=reason, source=func, source_format="relay",
-                  run=lambda args: run_fallback(func, args))
+                  run=lambda args: run_fallback(func, args), error=error)
+
+
+def _report(kernel: Kernel, func: Function, options: LoweringOptions) -> Kernel:
+    """``kernel``, after warning (or raising, strict) when it fell back because lowering failed."""
+    if kernel.kind == "fallback" and kernel.error:
+        report_fallback(kernel.name, func_ops(func), kernel.error, options.strict_native)
+    return kernel
 
 
 def lower_function(func: Function, name: str = "main", options: LoweringOptions | None = None,
@@ -129,6 +148,13 @@ def lower_function(func: Function, name: str = "main", options: LoweringOptions 
     ``shash``: ``structural_hash(func)`` when the caller has it already.
     """
     options = options if options is not None else LoweringOptions()
+    return _report(_lower_cached(func, name, options, const_inputs, shash), func, options)
+
+
+def _lower_cached(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset,
+                  shash: int | None) -> Kernel:
+    """``lower_function`` without reporting a fallback (a parallel prefetch leaves that to the
+    sequential lowering after it)."""
     tensor_types(func.body.checked_type)  # a clear error for non-tensor outputs
     if func.attrs is not None and func.attrs.get("Compiler") is not None:
         from .contrib import lower_external  # partitioned for an external codegen (BYOC)
@@ -215,8 +241,8 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None,
         return (tuple(func_ops(f)), tuple(str(p.checked_type) for p in f.params),
                 str(f.body.checked_type), c)
 
-    return run_sharded(tasks, lambda t: lower_function(t[0], "prefetch", options, t[1],
-                                                       hashes.get(id(t[0]))), group,
+    return run_sharded(tasks, lambda t: _lower_cached(t[0], "prefetch", options, t[1],
+                                                      hashes.get(id(t[0]))), group,
                        cost=lambda t: compile_cost(t[0]))
 
 
@@ -249,8 +275,10 @@ def _lower_native(func, name, options, const_inputs=frozenset(), target=None) ->
         compute_of = _strategy_compute_of(target) if target is not None else None
         inputs, consts, outputs = build_te(func, compute_of)
         return compile_te(inputs, consts, outputs, name, options, const_inputs, source=func)
-    except LoweringError as err:
+    except NumpyOnlyOp as err:
         return _fallback(func, name, str(err))
+    except LoweringError as err:
+        return _fallback(func, name, str(err), error=str(err))
 
 
 # ------------------------------------------------------------------------------ numpy fallback
@@ -524,7 +552,9 @@ class TECompiler:
                                         cf.prim_fn_var.name_hint, LoweringOptions(),
                                         source=cf.source)
             except LoweringError as err:
-                cf._kernel = _fallback(cf.source, cf.prim_fn_var.name_hint, str(err))
+                error = "" if isinstance(err, NumpyOnlyOp) else str(err)
+                cf._kernel = _fallback(cf.source, cf.prim_fn_var.name_hint, str(err), error)
+            _report(cf._kernel, cf.source, lowering_options())
         kernel = cf._kernel
         out_types = tensor_types(cf.source.body.checked_type)
 

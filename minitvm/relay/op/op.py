@@ -89,6 +89,14 @@ register_fake_quantization_to_integer = _reg("FTVMFakeQuantizationToInteger")
 register_optional_fake_quantization_to_integer = _reg("FTVMOptionalFakeQuantizationToInteger")
 
 
+def register_numpy_only(op_name: str, reason: str, level: int = 10):
+    """Mark an op as run by its numpy reference on purpose (``reason``: why it has no compute),
+    so that a kernel calling it is an intended numpy kernel, not a failed native lowering."""
+    if not reason:
+        raise ValueError(f"register_numpy_only({op_name!r}): give the reason it has no compute")
+    return register_op_attr(op_name, "TNumpyOnly", reason, level)
+
+
 def register_pattern(op_name: str, pattern: int, level: int = 10):
     return register_op_attr(op_name, "TOpPattern", pattern, level)
 

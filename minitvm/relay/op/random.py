@@ -11,7 +11,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...topi.reference.random import threefry_key_array
 from ..expr import Call, Constant, Expr, TupleWrapper, const
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .type_relations import check_num_args, tensor_arg, type_str
 
 __all__ = ["threefry_key", "threefry_generate", "threefry_split", "uniform", "normal"]
@@ -124,3 +124,9 @@ def normal(key: Expr, shape, dtype: str = "float32", mean=0.0, scale=1.0) -> Tup
     attrs = NormalAttrs(out_shape=tuple(int(s) for s in shape), out_dtype=dtype)
     return TupleWrapper(Call(Op.get("random.normal"),
                              [key, _scalar(mean, dtype), _scalar(scale, dtype)], attrs), 2)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("random.uniform", "the random streams are defined bit-exactly by the numpy reference")
+register_numpy_only("random.normal", "the random streams are defined bit-exactly by the numpy reference")
+register_numpy_only("random.threefry_generate", "the random streams are defined bit-exactly by the numpy reference")
+register_numpy_only("random.threefry_split", "the random streams are defined bit-exactly by the numpy reference")

@@ -8,7 +8,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ..expr import Call, Expr, TupleWrapper
 from .annotation import _make_virtual_device
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .type_relations import check_num_args, dims_equal, is_static_dim, tensor_arg, type_str
 
 __all__ = ["DeviceCopyAttrs", "DFTAttrs", "StftAttrs", "device_copy", "dft", "stft"]
@@ -107,3 +107,7 @@ def stft(data: Expr, n_fft: int, hop_length: int | None = None, win_length: int 
     attrs = StftAttrs(n_fft=int(n_fft), hop_length=int(hop_length), win_length=int(win_length),
                       normalized=bool(normalized), onesided=bool(onesided))
     return Call(Op.get("stft"), [data, window], attrs)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("dft", "a Fourier transform, computed by numpy's FFT")
+register_numpy_only("stft", "a Fourier transform, computed by numpy's FFT")

@@ -8,7 +8,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...tir.expr import Any
 from ..expr import Call, Expr, TupleWrapper
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .type_relations import check_num_args, tensor_arg, type_str
 
 __all__ = ["sparse_fill_empty_rows", "sparse_reshape", "sparse_segment_sum"]
@@ -90,3 +90,6 @@ def sparse_reshape(sparse_indices: Expr, prev_shape: Expr, new_shape: Expr) -> T
 
 def sparse_segment_sum(data: Expr, indices: Expr, segment_ids: Expr) -> Call:
     return Call(Op.get("sparse_segment_sum"), [data, indices, segment_ids])
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("sparse_reshape", "sparse indices: work depends on the non-zero pattern")

@@ -13,7 +13,7 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ..expr import Call, Expr, const
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .type_relations import (
     broadcast_comp_rel,
     broadcast_rel,
@@ -406,3 +406,6 @@ __all__ += ["ClipAttrs", "CastAttrs", "InitOpAttrs"]
 # TVM defines these in relay.op.tensor too; the definitions live with the other transforms.
 from .transform import concatenate, stack  # noqa: E402,F401
 from .transform_index import ndarray_size, shape_of  # noqa: E402,F401
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("reinterpret", "a bit cast: a numpy view of the same buffer, no copy")

@@ -8,7 +8,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...tir.expr import Any
 from ..expr import Call, Expr, Tuple, TupleWrapper, const
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .type_relations import (
     broadcast_shapes,
     check_num_args,
@@ -183,3 +183,6 @@ def strided_set(data: Expr, v: Expr, begin, end, strides=None) -> Call:
     strides = strides if strides is not None else const([1], "int32")
     return Call(Op.get("strided_set"), [data, v, _index_tensor(begin), _index_tensor(end),
                                         _index_tensor(strides)])
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("unique", "the number of unique elements depends on the data")

@@ -8,7 +8,7 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ..expr import Call, Expr
-from .op import define_op
+from .op import define_op, register_numpy_only
 from .transform_index import ShapeOfAttrs
 from .type_relations import check_num_args, dims_product, is_static_dim, tensor_arg, type_str
 
@@ -54,3 +54,6 @@ def shape_of(expr: Expr) -> Call:
 def reshape_tensor(data: Expr, shape: Expr, newshape) -> Call:
     return Call(Op.get("vm.reshape_tensor"), [data, shape],
                 ReshapeTensorAttrs(newshape=tuple(int(s) for s in newshape)))
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("vm.reshape_tensor", "a reshape to a runtime shape: a numpy view, no copy")

@@ -11,6 +11,7 @@ from minitvm.topi import testing as tt
 RNG = np.random.default_rng(12)
 
 
+@pytest.mark.numpy_fallback("nn.bitpack has no native compute")
 def test_bitpack():
     x = RNG.integers(0, 4, (2, 16, 3)).astype("int32")
     out = run(lambda a: relay.nn.bitpack(a, bits=2, pack_axis=1, bit_axis=2,
@@ -53,6 +54,7 @@ def test_sparse_conv2d():
 
 
 @pytest.mark.parametrize("unipolar", [True, False])
+@pytest.mark.numpy_fallback("nn.bitserial_dense has no native compute")
 def test_bitserial_dense(unipolar):
     x = RNG.integers(0, 4, (3, 32)).astype("int8")
     w = RNG.integers(0, 2, (5, 32)).astype("int8")
@@ -67,6 +69,7 @@ def test_bitserial_dense(unipolar):
                                                     units=5), (3, 30), (5, 30))
 
 
+@pytest.mark.numpy_fallback("nn.bitserial_conv2d has no native compute")
 def test_bitserial_conv2d():
     x = RNG.integers(0, 4, (1, 32, 5, 5)).astype("int8")
     w = RNG.integers(0, 2, (4, 32, 3, 3)).astype("int8")

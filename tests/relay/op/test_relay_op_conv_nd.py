@@ -54,6 +54,7 @@ def test_conv3d_types_and_errors():
         _type(lambda x, w: relay.nn.conv3d(x, w), (1, 3, 2, 4, 4), (4, 3, 3, 3, 3))
 
 
+@pytest.mark.numpy_fallback("nn.conv3d: conv3d is lowered natively for NCDHW/OIDHW only")
 def test_conv3d_numerics():
     x = RNG.standard_normal((1, 4, 5, 4, 6)).astype("float32")
     w = RNG.standard_normal((6, 2, 3, 2, 3)).astype("float32")
@@ -73,6 +74,7 @@ def test_conv3d_numerics():
     np.testing.assert_allclose(got2, got.transpose(0, 2, 3, 4, 1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.numpy_fallback("nn.conv1d_transpose has no native compute")
 def test_conv_transpose_1d_3d():
     x = RNG.standard_normal((2, 3, 5)).astype("float32")
     w = RNG.standard_normal((3, 4, 3)).astype("float32")
@@ -99,6 +101,7 @@ def test_conv_transpose_1d_3d():
               w3.shape)
 
 
+@pytest.mark.numpy_fallback("nn.conv2d_backward_weight has no native compute")
 def test_conv2d_backward_weight():
     x = RNG.standard_normal((2, 4, 7, 6)).astype("float32")
     dy = RNG.standard_normal((2, 6, 4, 3)).astype("float32")
@@ -120,6 +123,7 @@ def test_conv2d_backward_weight():
         _type(build, (2, 6, 5, 3), x.shape)
 
 
+@pytest.mark.numpy_fallback("nn.deformable_conv2d has no native compute")
 def test_deformable_conv2d():
     x = RNG.standard_normal((1, 4, 6, 6)).astype("float32")
     w = RNG.standard_normal((3, 4, 3, 3)).astype("float32")
@@ -145,6 +149,7 @@ def test_deformable_conv2d():
         _type(build, x.shape, (1, 8, 6, 6), w.shape)
 
 
+@pytest.mark.numpy_fallback("nn.correlation has no native compute")
 def test_correlation():
     a = RNG.standard_normal((1, 3, 6, 7)).astype("float32")
     b = RNG.standard_normal((1, 3, 6, 7)).astype("float32")

@@ -39,6 +39,7 @@ def test_resize1d_resize3d():
         _type(lambda a: relay.image.resize1d(a, 4, method="area"), x.shape)
 
 
+@pytest.mark.numpy_fallback("image.crop_and_resize has no native compute")
 def test_crop_and_resize():
     img = RNG.standard_normal((2, 3, 6, 8)).astype("float32")
     boxes = np.array([[0.0, 0.0, 1.0, 1.0], [0.2, 0.1, 0.7, 0.9], [-0.5, 0.0, 0.5, 1.2]],
@@ -71,6 +72,7 @@ def _identity_grid(n, h, w):
     return np.broadcast_to(np.stack([xs, ys]), (n, 2, h, w)).astype("float32").copy()
 
 
+@pytest.mark.numpy_fallback("image.affine_grid has no native compute")
 def test_affine_grid_and_grid_sample():
     theta = np.array([[[1, 0, 0], [0, 1, 0]], [[0.5, 0.2, 0.1], [-0.3, 0.8, 0.0]]], "float32")
     grid = run(lambda t: relay.image.affine_grid(t, (4, 5)), theta)
@@ -117,6 +119,7 @@ def test_grid_sample_matches_torch():
     np.testing.assert_allclose(tt.affine_grid_python(theta, (4, 5)), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.numpy_fallback("image.dilation2d has no native compute")
 def test_dilation2d():
     x = RNG.standard_normal((1, 2, 5, 6)).astype("float32")
     w = RNG.standard_normal((2, 3, 2)).astype("float32")

@@ -13,6 +13,7 @@ from minitvm.topi import testing as tt
 RNG = np.random.default_rng(6)
 
 
+@pytest.mark.numpy_fallback("vision.multibox_prior has no native compute")
 def test_multibox_prior():
     x = np.zeros((1, 3, 2, 4), "float32")
     out = run(lambda a: relay.vision.multibox_prior(a, sizes=(0.5, 0.25), ratios=(1.0, 4.0)),
@@ -111,6 +112,7 @@ def test_all_class_nms_onnx_example():
               (1, 6, 5), (1, 1, 6))
 
 
+@pytest.mark.numpy_fallback("vision.roi_align has no native compute")
 def test_roi_align_and_pool():
     h, w = 8, 10
     yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")

@@ -22,6 +22,7 @@ def test_winograd_g_matches_tvm_f23():
 
 
 @pytest.mark.parametrize("tile", [2, 4])
+@pytest.mark.numpy_fallback("nn.contrib_conv2d_winograd_weight_transform has no native compute")
 def test_conv2d_winograd(tile):
     x = RNG.standard_normal((1, 3, 7, 8)).astype("float32")
     w = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
@@ -39,6 +40,7 @@ def test_conv2d_winograd(tile):
             a, k, tile, channels=4, kernel_size=(3, 3)), x.shape, (5, 5, 4, 3))
 
 
+@pytest.mark.numpy_fallback("nn.contrib_conv3d_winograd_weight_transform has no native compute")
 def test_conv3d_winograd():
     x = RNG.standard_normal((1, 2, 5, 6, 6)).astype("float32")
     for kd in (3, 1):
@@ -52,6 +54,7 @@ def test_conv3d_winograd():
                                    atol=1e-4)
 
 
+@pytest.mark.numpy_fallback("nn.contrib_conv2d_gemm_weight_transform has no native compute")
 def test_conv2d_gemm():
     x = RNG.standard_normal((1, 5, 6, 3)).astype("float32")
     w = RNG.standard_normal((3, 3, 3, 5)).astype("float32")  # HWIO

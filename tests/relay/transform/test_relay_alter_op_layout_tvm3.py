@@ -5,6 +5,7 @@ restated with small shapes. Each registers its hook with ``TempOpAttr`` as TVM's
 checks TVM's expected program and runs the program before and after on random inputs."""
 
 import numpy as np
+import pytest
 from pass_test_util import check_numerics
 from pass_test_util import conv2d_layout_hook as _hook
 from pass_test_util import fn_of as _fn
@@ -78,6 +79,7 @@ def test_strided_slice_along_blocked_channels_nhwc_axes():
     _check(before, _fn(relay.layout_transform(y, "NHWC4c", "NHWC")), _hook("NHWC4c"))
 
 
+@pytest.mark.numpy_fallback("nn.contrib_conv2d_NCHWc has no native compute")
 def test_strided_slice_on_nchw4c_computes_the_original_slice():
     """TVM's test_alter_layout_strided_slice compares TVM's blocked program (contrib_conv2d_NCHWc
     on NCHW4c/OIHW4i4o, the slice on blocks 4..21) with the original numerically, on the graph,
@@ -235,6 +237,7 @@ def _blocked(bias_shape):
     return a, b, c
 
 
+@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_blocked_conv_with_a_blocked_or_broadcast_bias_is_unchanged():
     """TVM's test_alter_layout_blocked_no_broadcast / _blocked_broadcast: the hook keeps the
     conv's NCHW4c/OIHW4i4o, so nothing changes, with a (.., 4) or a (1, 1, 1, 1, 1) bias; the
@@ -259,6 +262,7 @@ def _graph_matches_debug(func, hook):
     np.testing.assert_allclose(res.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_re_blocking_transforms_the_bias_too():
     """TVM's test_alter_layout_re_blocking_broadcast: NCHW4c re-blocked to NCHW2c; data, weight
     and the blocked bias are transformed, the result goes back to NCHW4c."""
@@ -277,6 +281,7 @@ def test_re_blocking_transforms_the_bias_too():
     _graph_matches_debug(before, hook)
 
 
+@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_nonscalar_broadcast_operand_is_expanded_and_blocked():
     """TVM's test_alter_layout_nonscalar_broadcast: a (1, 3, 3) addend is expanded to 4-D and
     transformed to NCHW1c."""
@@ -325,6 +330,7 @@ def test_broadcast_that_cannot_adapt_gets_the_old_layout():
     _graph_matches_debug(before, hook)
 
 
+@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_broadcast_respects_its_inputs_layouts():
     """TVM's test_broadcast_respect_input_layouts: min over H and over W, then added; the
     blocked program at opt level 4 agrees with the interpreter."""
@@ -493,6 +499,7 @@ def test_untyped_weight_of_a_blocked_conv_is_typed_from_its_attributes():
 VNNI = "llvm -mcpu=cascadelake"
 
 
+@pytest.mark.numpy_fallback("nn.contrib_dense_pack has no native compute")
 def test_vnni_dense_packs_its_weight_nc16n4c():
     """Under a VNNI CPU TVM's x86 rule turns a uint8 x int8 dense whose (N, K) divide by
     (16, 4) into contrib_dense_pack with an NC16n4c weight; the program computes the same

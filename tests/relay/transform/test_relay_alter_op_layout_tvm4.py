@@ -140,6 +140,7 @@ def test_alter_layout_lrn():
     _check(before(), expected(), _hook("NCHW16c", "OIHW16i"), args)
 
 
+@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_alter_layout_strided_slice_with_none_ends():
     """TVM 0.6's test_alter_layout_strided_slice: ends [None, None] after NCHW4c become
     [None, 8] (the blocked axis ends at its extent / 4, the other stays open). TVM v0.19's rule
@@ -224,6 +225,7 @@ def _int8_args(func, seed=0):
     (VNNI, 4, 16, 4, 16, 3),        # 4 input channels: one 4-byte group
     (AVX2, 16, 16, 8, 8, 3),        # AVX2: 8 int32 lanes
 ])
+@pytest.mark.numpy_fallback("nn.contrib_conv2d_NCHWc has no native compute")
 def test_x86_int8_conv2d_blocks_input_channels_twice(target, c_in, c_out, ic_bn, oc_bn, kernel):
     """TVM's x86 AlterOpLayout rule for uint8 x int8 conv2d (conv2d_NCHWc_int8.x86, fallback
     configuration): the input-channel block is split again into the 4 bytes one int32 lane of

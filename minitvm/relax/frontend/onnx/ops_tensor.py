@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_resize import axis_taps, resize_plan
+from ....frontend_common.onnx_resize import axis_taps, resize2d_params, resize_plan
 from ....ir.prim_expr import PrimExpr
 from ....tir import Var
 from ... import op as _op
@@ -373,43 +373,55 @@ _RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cu
 
 @register("Resize")
 def _resize(ctx: Context, ins, attrs):
+    """Static shapes: one ``image.resize2d`` where it samples exactly as the ONNX taps (the
+    decision Relay's importer shares, ``resize2d_params``), else per-axis ``take`` taps.
+    Symbolic shapes: resize2d for the plain NCHW spatial resize, whose output size's ratio is
+    the scale."""
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
-    nd = len(dims)
 
     def known(i, what):
         return ctx.value(ins[i], what) if len(ins) > i and ins[i] is not None else None
 
     sizes_v = known(3, "Resize's sizes")
     scales_v = known(2, "Resize's scales")
-    static = all(isinstance(d, int) for d in dims)
-    mode = attrs.get("mode", "nearest")
-    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    if nd == 4 and ctm != "tf_crop_and_resize" and "axes" not in attrs and \
-            not attrs.get("antialias", 0) and (
-            not static or attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"):
-        # the common NCHW spatial resize: resize2d, when its output size's ratio is the scale
-        if sizes_v is not None and sizes_v.size:
-            sizes = [ctx.simplify(d) if not isinstance(d, np.integer) else int(d)
-                     for d in sizes_v.reshape(-1)]
-            plain = list(sizes[:2]) == list(dims[:2])
-        else:
-            sc = [float(v) for v in scales_v.reshape(-1)] if scales_v is not None else []
-            sizes = [int(np.floor(d * f)) if isinstance(d, int) else None
-                     for d, f in zip(dims, sc, strict=False)]
-            plain = (len(sc) == 4 and sc[:2] == [1.0, 1.0] and None not in sizes[2:]
-                     and all(float(sizes[i]) == dims[i] * sc[i] for i in (2, 3)))
-        if plain:
-            return ctx.emit(_op.image.resize2d(
-                x, sizes[2:], [0.0, 0.0, 0.0, 0.0], "NCHW", _RESIZE_MODES[mode], ctm,
-                attrs.get("nearest_mode", "round_prefer_floor"),
-                float(attrs.get("cubic_coeff_a", -0.75)), int(attrs.get("exclude_outside", 0)),
-                float(attrs.get("extrapolation_value", 0.0))))
-    if not static:
-        raise ctx.fail(f"this Resize needs static input dims, got {dims}")
+    if not all(isinstance(d, int) for d in dims):
+        fast = _symbolic_resize2d(ctx, x, dims, attrs, sizes_v, scales_v)
+        if fast is None:
+            raise ctx.fail(f"this Resize needs static input dims, got {dims}")
+        return fast
     out, scales, roi = resize_plan(dims, attrs, known(1, "Resize's roi"), scales_v, sizes_v,
                                    ctx.fail)
+    params = resize2d_params(attrs, dims, out, scales, ctx.dtype(x))
+    if params is not None:
+        return ctx.emit(_op.image.resize2d(x, out[2:], **params))
     return _resize_taps(ctx, x, attrs, out, scales, roi)
+
+
+def _symbolic_resize2d(ctx: Context, x, dims, attrs, sizes_v, scales_v):
+    """resize2d of an NCHW input with symbolic dims that resizes H and W only (else None)."""
+    mode = attrs.get("mode", "nearest")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if len(dims) != 4 or ctm == "tf_crop_and_resize" or "axes" in attrs or \
+            attrs.get("antialias", 0) or mode not in _RESIZE_MODES:
+        return None
+    if sizes_v is not None and sizes_v.size:
+        sizes = [ctx.simplify(d) if not isinstance(d, np.integer) else int(d)
+                 for d in sizes_v.reshape(-1)]
+        plain = list(sizes[:2]) == list(dims[:2])
+    else:
+        sc = [float(v) for v in scales_v.reshape(-1)] if scales_v is not None else []
+        sizes = [int(np.floor(d * f)) if isinstance(d, int) else None
+                 for d, f in zip(dims, sc, strict=False)]
+        plain = (len(sc) == 4 and sc[:2] == [1.0, 1.0] and None not in sizes[2:]
+                 and all(float(sizes[i]) == dims[i] * sc[i] for i in (2, 3)))
+    if not plain:
+        return None
+    return ctx.emit(_op.image.resize2d(
+        x, sizes[2:], [0.0, 0.0, 0.0, 0.0], "NCHW", _RESIZE_MODES[mode], ctm,
+        attrs.get("nearest_mode", "round_prefer_floor"),
+        float(attrs.get("cubic_coeff_a", -0.75)), int(attrs.get("exclude_outside", 0)),
+        float(attrs.get("extrapolation_value", 0.0))))
 
 
 def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):

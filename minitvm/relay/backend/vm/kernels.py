@@ -3,7 +3,8 @@
 A function whose tensors all have static shapes is lowered once by the te_compiler (native code,
 or its numpy fallback). One with ``Any`` dimensions becomes a *shape-specializing* kernel: at each
 call it binds the concrete input shapes, re-infers types and lowers that specialization natively,
-cached per shape signature (falling back to the ops' numpy references when that fails).
+cached per shape signature (falling back to the ops' numpy references, with a warning, when that
+fails; a strict build raises instead).
 Structurally equal functions share one kernel.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....backend.fallback import report_fallback
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op
@@ -71,6 +73,8 @@ class ShapeSpecializer:
                         attrs=DictAttrs({"Primitive": 1}))
         spec._checked_type = None
         spec = InferType()(IRModule.from_expr(spec))["main"]
+        if not is_static_type(spec.body.checked_type):
+            return None, None  # the output's shape depends on values (arange): numpy, by design
         kernel = lower_function(spec, f"{self.name}_{len(self.cache)}", self.options)
         outs = tensor_types(spec.body.checked_type)
         return kernel, [(tuple(int(getattr(d, "value", d)) for d in t.shape), t.dtype)
@@ -82,7 +86,10 @@ class ShapeSpecializer:
         if entry is None:
             try:
                 entry = self._specialize([a.shape for a in args])
-            except (ValueError, TypeError, NotImplementedError, KeyError):
+            except (ValueError, TypeError, NotImplementedError, KeyError) as err:
+                report_fallback(f"{self.name} at shapes {[a.shape for a in args]}",
+                                func_ops(self.func), f"{type(err).__name__}: {err}",
+                                self.options.strict_native)
                 entry = (None, None)  # the ops' numpy references run it
             self.cache[key] = entry
         kernel, outs = entry

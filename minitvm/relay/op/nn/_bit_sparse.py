@@ -9,7 +9,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
 from ...expr import Call, Expr, const
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, normalize_axis, tensor_arg, type_str
 from ._utils import arith
 
@@ -203,3 +203,6 @@ def bitserial_conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), c
         data_layout=data_layout, kernel_layout=kernel_layout, pack_dtype=pack_dtype,
         out_dtype=out_dtype, unipolar=bool(unipolar))
     return Call(Op.get("nn.bitserial_conv2d"), [data, weight], attrs)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("nn.sparse_conv2d", "sparse operand: work depends on the non-zero pattern")

@@ -10,7 +10,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
 from ...expr import Call, Expr, TupleWrapper, const
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, dims_equal, is_static_dim, tensor_arg, type_str
 from . import attrs as A
 from ._conv import conv_rel
@@ -134,3 +134,6 @@ def sparse_add(dense_mat: Expr, sparse_mat) -> Call:
 def sparse_transpose(x) -> TupleWrapper:
     """The transpose of a square CSR matrix, as (data, indices, indptr)."""
     return TupleWrapper(Call(Op.get("nn.sparse_transpose"), _csr_parts(x)), 3)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("nn.sparse_add", "sparse operand: work depends on the non-zero pattern")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ....ir.op import OpPattern
 from ....ir.type import TensorType
 from ....tir.expr import Any
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
 from . import attrs as A
 from ._utils import arith
@@ -118,3 +118,6 @@ define_op("nn.batch_matmul", batch_matmul_rel, pattern=_FUSABLE, attrs_type=A.Ba
           num_inputs=2, describe="Batched matrix product.")
 define_op("nn.sparse_dense", sparse_dense_rel, pattern=_FUSABLE, attrs_type=A.SparseDenseAttrs,
           num_inputs=4, describe="Dense x sparse^T with a CSR or BSR sparse matrix.")
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("nn.sparse_dense", "sparse operand: work depends on the non-zero pattern")

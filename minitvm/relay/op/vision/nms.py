@@ -8,7 +8,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
 from ...expr import Call, Expr, TupleWrapper, const
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
 __all__ = ["get_valid_counts", "non_max_suppression", "all_class_non_max_suppression"]
@@ -148,3 +148,8 @@ def all_class_non_max_suppression(boxes: Expr, scores: Expr, max_output_boxes_pe
                  _expr(iou_threshold, "float32"), _expr(score_threshold, "float32")],
                 AllClassNonMaximumSuppressionAttrs(output_format=output_format))
     return TupleWrapper(call, 2 if output_format == "onnx" else 3)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("vision.non_max_suppression", "suppression is greedy and sequential over data-dependent candidates")
+register_numpy_only("vision.all_class_non_max_suppression", "suppression is greedy and sequential over data-dependent candidates")
+register_numpy_only("vision.get_valid_counts", "suppression is greedy and sequential over data-dependent candidates")

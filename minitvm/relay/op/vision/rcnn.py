@@ -7,7 +7,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
 from ...expr import Call, Expr
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
 __all__ = ["roi_align", "roi_pool", "proposal"]
@@ -113,3 +113,6 @@ def proposal(cls_prob: Expr, bbox_pred: Expr, im_info: Expr, scales, ratios,
                           rpn_post_nms_top_n=int(rpn_post_nms_top_n),
                           rpn_min_size=int(rpn_min_size), iou_loss=bool(iou_loss))
     return Call(Op.get("vision.proposal"), [cls_prob, bbox_pred, im_info], attrs)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("vision.proposal", "sorts and suppresses a data-dependent set of boxes")

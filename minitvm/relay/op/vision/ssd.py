@@ -7,7 +7,7 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
 from ...expr import Call, Expr, TupleWrapper
-from ..op import define_op
+from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
 __all__ = ["multibox_prior", "multibox_transform_loc"]
@@ -86,3 +86,6 @@ def multibox_transform_loc(cls_prob: Expr, loc_pred: Expr, anchor: Expr, clip: b
                                       keep_background=bool(keep_background))
     return TupleWrapper(Call(Op.get("vision.multibox_transform_loc"),
                              [cls_prob, loc_pred, anchor], attrs), 2)
+
+# numpy-only on purpose (not a failed native lowering; see backend.fallback)
+register_numpy_only("vision.multibox_transform_loc", "thresholds and compacts a data-dependent set of boxes")
