@@ -246,8 +246,9 @@ def _pad(attrs, inputs, out_type):
     x = inputs[0]
     pad_value = inputs[1] if len(inputs) > 1 else None
     xs = ishape(x)
-    if (attrs.pad_mode or "constant") != "constant":
-        raise ValueError("only constant padding is lowered natively")
+    mode = attrs.pad_mode or "constant"
+    if mode != "constant":
+        return [_mirrored(x, attrs.pad_width, mode, shape)]
     before = [int(p[0]) for p in attrs.pad_width]
 
     def body(*i):
@@ -268,6 +269,43 @@ def _pad(attrs, inputs, out_type):
         return E.Select(c, v, pv if pv.dtype == x.dtype else E.Cast(x.dtype, pv))
 
     return [te.compute(shape, body, name="pad")]
+
+
+def _mirror_index(j, n: int, mode: str):
+    """The source index of padded position ``j`` (relative to the data's start) along an axis
+    of ``n``: ``edge`` repeats the border, ``reflect`` mirrors about it (border once),
+    ``symmetric`` mirrors beside it (border twice). The pads are at most one reflection wide
+    (the type relations check it); the clamp keeps any read inside the data."""
+    if mode == "edge" or n == 1:
+        return E.Max(E.Min(j, _i(n - 1)), _i(0))
+    low, high = (-j, _i(2 * n - 2) - j) if mode == "reflect" else \
+        (_i(-1) - j, _i(2 * n - 1) - j)
+    j = E.Select(j < 0, low, E.Select(j >= n, high, j))
+    return E.Max(E.Min(j, _i(n - 1)), _i(0))
+
+
+def _mirrored(x, pad_width, mode: str, shape):
+    """``x`` padded by repeating or mirroring its borders (``mode``: edge, reflect, symmetric)."""
+    if mode not in ("edge", "reflect", "symmetric"):
+        raise ValueError(f"pad mode {mode!r} is not one of constant, edge, reflect, symmetric")
+    xs = ishape(x)
+    before = [int(p[0]) for p in pad_width]
+
+    def body(*i):
+        idx = []
+        for d, n in enumerate(xs):
+            j = i[d] - before[d] if before[d] else i[d]
+            idx.append(_mirror_index(j, n, mode) if before[d] or shape[d] != n else j)
+        return x[tuple(idx)]
+
+    return te.compute(shape, body, name="pad")
+
+
+@compute("nn.mirror_pad")
+def _mirror_pad(attrs, inputs, out_type):
+    """TVM's mirror_pad: REFLECT or SYMMETRIC padding of every axis."""
+    shape = static_shape(out_tensor_types(out_type)[0])
+    return [_mirrored(inputs[0], attrs.pad_width, str(attrs.mode).lower(), shape)]
 
 
 @compute("reverse")

@@ -1,5 +1,6 @@
-"""Native computes of layout_transform, axis-less take and shape_of match their numpy
-references (the test session is strict, so a numpy fallback would fail these builds)."""
+"""Native computes of layout_transform, axis-less take, shape_of and mirrored padding match
+their numpy references (the test session is strict, so a numpy fallback would fail these
+builds)."""
 
 import numpy as np
 import pytest
@@ -49,3 +50,31 @@ def test_shape_of():
     with minitvm.transform.PassContext(opt_level=0):  # keep shape_of from being folded
         got = _run(expr, {"x": np.zeros((2, 3, 7), "float32")})
     np.testing.assert_array_equal(got, [3, 4, 8])
+
+
+@pytest.mark.parametrize("op,mode,np_mode", [
+    ("mirror_pad", "SYMMETRIC", "symmetric"),
+    ("mirror_pad", "REFLECT", "reflect"),
+    ("pad", "reflect", "reflect"),
+    ("pad", "edge", "edge"),
+])
+def test_mirrored_padding(op, mode, np_mode):
+    """ReflectionPad / ReplicationPad (style transfer, CycleGAN) run natively, fused with what
+    follows; the widest pads each mode allows, on a size-1 axis too."""
+    shape = (2, 3, 5, 1)
+    widest = 5 if np_mode == "symmetric" else 4
+    pw = ((0, 0), (1, 2), (widest, 2), (0, 0) if np_mode != "edge" else (3, 1))
+    x = np.random.default_rng(2).standard_normal(shape).astype("float32")
+    v = relay.var("x", shape=shape)
+    y = relay.nn.mirror_pad(v, pw, mode) if op == "mirror_pad" else \
+        relay.nn.pad(v, pw, pad_mode=mode)
+    got = _run(relay.nn.relu(y), {"x": x})
+    np.testing.assert_array_equal(got, np.maximum(np.pad(x, pw, np_mode), 0))
+
+
+def test_unknown_pad_mode_is_a_clear_error():
+    from minitvm.topi.transform import _mirrored
+
+    x = minitvm.te.placeholder((3,), name="x")
+    with pytest.raises(ValueError, match="pad mode 'wrap'"):
+        _mirrored(x, ((1, 1),), "wrap", (5,))

@@ -37,7 +37,6 @@ def _import(model, args):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.numpy_fallback("gather has no native compute")
 def test_traced_model_matches_eager(name):
     model, args, tol = _case(name)
     mod, params, names = _import(model, args)
@@ -48,7 +47,6 @@ def test_traced_model_matches_eager(name):
 
 @pytest.mark.parametrize("name", ["squeezenet", "mbconv", "vit", "gpt2", "unet", "misc", "more",
                                   "transformer_layers", "audio", "segmenter"])
-@pytest.mark.numpy_fallback("gather has no native compute")
 def test_torch_compile_matches_eager(name):
     check_torch_compile(*_case(name))
 

@@ -27,7 +27,6 @@ def _case(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.numpy_fallback("gather has no native compute")
 def test_traced_model_matches_eager(name):
     model, args, tol = _case(name)
     with torch.no_grad(), warnings.catch_warnings():
@@ -45,7 +44,6 @@ def test_traced_model_matches_eager(name):
 
 @pytest.mark.parametrize("name", ["vit_mha", "masked_sdpa", "gpt2_block", "unet", "lstm", "norm_conv",
                                   "tensor_ops", "pool", "dict_out", "tuple_out"])
-@pytest.mark.numpy_fallback("gather has no native compute")
 def test_torch_compile_matches_eager(name):
     check_torch_compile(*_case(name))
 

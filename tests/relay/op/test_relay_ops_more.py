@@ -148,7 +148,6 @@ def test_resize2d(method, mode):
     np.testing.assert_allclose(same, x, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.numpy_fallback("nn.mirror_pad has no native compute")
 def test_rearranging_nn_ops():
     x = RNG.standard_normal((1, 8, 2, 3)).astype("float32")
     d2s = _check(lambda a: relay.nn.depth_to_space(a, 2), x)[0]
