@@ -14,10 +14,17 @@ from minitvm.contrib import graph_executor
 STRICT = "relay.backend.strict_native"
 
 
-def _pad_module():
-    """An op with no native compute (nn.mirror_pad)."""
+def _diag_module():
+    """An op with no native compute (matrix_set_diag, as in tests/runtime/test_kernel_format)."""
     x = relay.var("x", shape=(3, 4), dtype="float32")
-    return minitvm.IRModule.from_expr(relay.Function([x], relay.nn.mirror_pad(x, ((0, 0), (1, 1)))))
+    d = relay.const(np.full(3, 7.0, "float32"))
+    return minitvm.IRModule.from_expr(relay.Function([x], relay.matrix_set_diag(x, d)))
+
+
+def _with_diag(x):
+    out = x.copy()
+    np.fill_diagonal(out, 7.0)
+    return out
 
 
 def _build(mod, strict):
@@ -29,45 +36,45 @@ def test_failed_lowering_warns_once_and_still_computes():
     clear_cache()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lib = _build(_pad_module(), strict=False)
+        lib = _build(_diag_module(), strict=False)
     ours = [w for w in caught if issubclass(w.category, NativeFallbackWarning)]
     assert len(ours) == 1
     text = str(ours[0].message)
     assert "\n" not in text
-    assert "tvmgen_default_fused_nn_mirror_pad (nn.mirror_pad) runs in numpy" in text
-    assert "operator nn.mirror_pad has no compute" in text
+    assert "tvmgen_default_fused_matrix_set_diag (matrix_set_diag) runs in numpy" in text
+    assert "operator matrix_set_diag has no compute" in text
     (kernel,) = lib.get_lib().kernels.values()
     assert kernel.kind == "fallback" and kernel.error
     m = graph_executor.GraphModule(lib["default"](minitvm.cpu()))
     x = np.arange(12, dtype="float32").reshape(3, 4)
     m.set_input("x", x)
     m.run()
-    np.testing.assert_array_equal(m.get_output(0).numpy(), np.pad(x, ((0, 0), (1, 1)), "symmetric"))
+    np.testing.assert_array_equal(m.get_output(0).numpy(), _with_diag(x))
 
 
 def test_strict_config_raises_a_clear_error():
     clear_cache()
-    with pytest.raises(NativeFallbackError, match=r"fused_nn_mirror_pad \(nn.mirror_pad\) runs in numpy: "
-                       r"native lowering failed: operator nn.mirror_pad has no compute"):
-        _build(_pad_module(), strict=True)
+    with pytest.raises(NativeFallbackError, match=r"fused_matrix_set_diag \(matrix_set_diag\) runs in numpy: "
+                       r"native lowering failed: operator matrix_set_diag has no compute"):
+        _build(_diag_module(), strict=True)
 
 
 def test_strict_build_raises_for_a_fallback_cached_by_a_lenient_one():
     clear_cache()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NativeFallbackWarning)
-        _build(_pad_module(), strict=False)
-    with pytest.raises(NativeFallbackError, match="mirror_pad"):
-        _build(_pad_module(), strict=True)
+        _build(_diag_module(), strict=False)
+    with pytest.raises(NativeFallbackError, match="matrix_set_diag"):
+        _build(_diag_module(), strict=True)
 
 
 def test_environment_switch_is_strict_unless_the_config_says_otherwise(monkeypatch):
     monkeypatch.setenv("MINITVM_STRICT_NATIVE", "1")
     with pytest.raises(NativeFallbackError):
-        relay.build(_pad_module(), target="llvm")
+        relay.build(_diag_module(), target="llvm")
     monkeypatch.setenv("MINITVM_STRICT_NATIVE", "0")
-    with pytest.warns(NativeFallbackWarning, match="mirror_pad"):
-        relay.build(_pad_module(), target="llvm")
+    with pytest.warns(NativeFallbackWarning, match="matrix_set_diag"):
+        relay.build(_diag_module(), target="llvm")
 
 
 def test_numpy_only_op_is_not_reported():
