@@ -119,7 +119,9 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # 128x128 3.86 -> 3.66 (3.82), 32 -> 64 at 128x128 0.92 -> 0.88 (1.00), 3 -> 64 at 256x256
 # 0.45 -> 0.42 (0.77); in three earlier runs of the first 4-7% faster. Stride 1 (a third of the
 # taps aligned) measured within the noise either way (64 -> 64 and 128 -> 128 at 64x64, -4% to
-# +3%): not padded. AVX2 (a vector is half a line) not measured: off
+# +3%), ResNet's 7x7 / 2 stem (two of seven filter columns aligned) 1.33 -> 1.36: neither is
+# padded (at least half the filter columns must read from column 0). AVX2 (a vector is half a
+# line) not measured: off
 ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 # a phased copy of more than BAND_MIN_BYTES is made band by band of output rows, each band's
 # rows (plus the rows its filter reaches below it) copied into a workspace of at most
@@ -213,11 +215,14 @@ def geometry(t, knobs: dict | None = None) -> dict:
 
 def _aligned_rows(g) -> dict:
     """Geometry ``g`` with its phased rows padded to whole vectors (``ALIGNED_PHASE_ROWS``)
-    where that applies: row mode, strided in width, at most a quarter more floats a row, and
-    a band split (``band_rows``) kept; else ``g`` itself. The padding columns are zeros that
+    where that applies: row mode, strided in width, at least half the filter columns reading a
+    phase from its column 0, at most a quarter more floats a row, and a band split
+    (``band_rows``) kept; else ``g`` itself. The padding columns are zeros that
     no tap of the grid reads (in row mode a tap reads ``OW`` columns of a row)."""
     if not (g["rows_mode"] and g["sw"] > 1 and ALIGNED_PHASE_ROWS[vector_isa()]):
         return g
+    if 2 * sum((kx * g["dw"]) // g["sw"] == 0 for kx in range(g["kw"])) < g["kw"]:
+        return g  # most filter columns read a phase from further on: their loads stay split
     wq = -(-g["wq"] // ROW_LANES) * ROW_LANES
     if wq == g["wq"] or 4 * (wq - g["wq"]) > g["wq"]:
         return g

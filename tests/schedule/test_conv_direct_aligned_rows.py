@@ -35,7 +35,8 @@ def _conv_stage(shape, o, k, strides, pads):
 
 @pytest.mark.parametrize("shape, k, stride, pads, wq", [
     ((1, 8, 128, 128), (3, 3), 2, (1, 1, 1, 1), 80),     # OW 64: 65 -> 80 columns
-    ((1, 3, 224, 224), (7, 7), 2, (3, 3, 3, 3), 128),    # OW 112: 115 -> 128
+    ((1, 3, 224, 224), (3, 3), 2, (1, 1, 1, 1), 128),    # OW 112: 113 -> 128
+    ((1, 3, 224, 224), (7, 7), 2, (3, 3, 3, 3), 115),    # 7x7: 2 of 7 columns aligned
     ((1, 8, 129, 128), (3, 3), 2, (0, 0, 1, 1), 80),     # odd height, asymmetric padding
     ((1, 8, 64, 64), (3, 3), 2, (1, 1, 1, 1), 33),       # OW 32: 33 -> 48 is too many
     ((1, 8, 64, 64), (3, 3), 1, (1, 1, 1, 1), 66),       # stride 1: not padded
@@ -104,11 +105,12 @@ def _phased_sizes(lib):
 
 CASES = [
     # (N, C, H, W), O, (KH, KW), strides, (top, left, bottom, right), epilogue, bands,
-    # the padded phased row
+    # the phased row (padded but for the 5x5 conv: two of its five columns read from column 0)
     ((1, 8, 128, 128), 20, (3, 3), (2, 2), (1, 1, 1, 1), "bias_relu", False, 80),
     ((1, 5, 67, 128), 13, (3, 3), (2, 2), (1, 1, 1, 1), "residual_relu", False, 80),  # odd H
     ((1, 4, 129, 129), 16, (3, 3), (2, 2), (0, 0, 1, 1), "none", False, 80),  # asymmetric
-    ((1, 3, 224, 224), 10, (7, 7), (2, 2), (3, 3, 3, 3), "bias_relu", False, 128),  # 7x7 stem
+    ((1, 3, 224, 224), 10, (3, 3), (2, 2), (1, 1, 1, 1), "bias_relu", False, 128),  # a stem
+    ((1, 3, 64, 128), 10, (5, 5), (2, 2), (2, 2, 2, 2), "bias_relu", False, 66),  # 5x5: unpadded
     ((3, 4, 64, 128), 32, (3, 3), (2, 2), (1, 1, 1, 1), "bias_relu", False, 80),  # a batch
     ((1, 8, 128, 128), 20, (3, 3), (2, 2), (1, 1, 1, 1), "bias_relu", True, 80),
     ((2, 6, 64, 128), 26, (3, 3), (2, 2), (1, 1, 1, 1), "residual_relu", True, 80),
