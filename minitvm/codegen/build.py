@@ -14,18 +14,18 @@ import threading
 from ..runtime import jit
 from ..tir.analysis import verify_well_formed
 from ..tir.analysis.loop_invariant import hoistable_accesses
-from ..tir.expr import IntImm
+from ..tir.expr import IntImm, Var
 from ..tir.function import PrimFunc
 from ..tir.printer import script
-from ..tir.stmt import For, ForKind
-from ..tir.stmt_functor import walk_stmts
+from ..tir.stmt import For, ForKind, LetStmt
+from ..tir.stmt_functor import post_order, walk_stmts
 from ..tir.transform import parallelize_outer_loops
 from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "16"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "17"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -37,6 +37,7 @@ CODEGEN_VERSION = "16"  # 3: float16 libm in float32; 4: loaded integer values w
 # 14: exp scales by AVX-512's vscalefps where the host has it (llvm/vmath._scalef)
 # 15: exp's polynomial: degree 6 by Horner's rule (six FMAs)
 # 16: float32 pow with a constant exponent inline (llvm/vmath.pow_const_exponent), no powf
+# 17: loops bounded by values the kernel computes (a clipped conv window) count as static
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
@@ -138,23 +139,31 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
 
 def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     """The level of LLVM's IR pass pipeline for ``func`` compiled at ``opt_level``: 0 for huge
-    functions; for explicitly vectorized ones ``jit.MINIMAL_PIPELINE`` when every loop and
-    parameter has a constant size and no memory access that stays put in its loop is worth hoisting
-    (``hoistable_accesses``: nothing for LLVM's loop passes to do), else
-    ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops over a symbolic extent index
-    with run-time strides and divisions that LLVM's loop passes hoist: a Relax BERT layer of
-    symbolic length ran 10x slower without them.) An ``INSTANCE_LOOP``'s extent, and a
-    parameter's leading dimension equal to it, count as static: its body is a static kernel."""
+    functions; for explicitly vectorized ones ``jit.MINIMAL_PIPELINE`` when every parameter has
+    a constant size, every loop's bounds are computed inside the function (constants, enclosing
+    loop variables, let-bound values: a conv window clipped at the padded border) and no memory
+    access that stays put in its loop is worth hoisting (``hoistable_accesses``: nothing for
+    LLVM's loop passes to do), else ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops
+    bounded by a symbolic size index with run-time strides and divisions that LLVM's loop
+    passes hoist: a Relax BERT layer of symbolic length ran 10x slower without them.) An
+    ``INSTANCE_LOOP``'s extent, and a parameter's leading dimension equal to it, count as
+    static: its body is a static kernel."""
     count, vectorized, static = 0, False, True
     instances: set[int] = set()  # ids of the extents of instance loops
-    for s in walk_stmts(func.body):
+    inside: set[int] = set()  # ids of the variables whose values the body computes itself
+    for s in walk_stmts(func.body):  # (pre-order: a binding comes before its uses)
         count += 1
-        if isinstance(s, For):
+        if isinstance(s, LetStmt):
+            if _computed_inside(s.value, inside):
+                inside.add(id(s.var))
+        elif isinstance(s, For):
+            inside.add(id(s.loop_var))
             vectorized = vectorized or s.kind == ForKind.VECTORIZED
             if s.annotations.get(INSTANCE_LOOP) and isinstance(s.min, IntImm):
                 instances.add(id(s.extent))
                 continue
-            static = static and isinstance(s.extent, IntImm) and isinstance(s.min, IntImm)
+            static = static and _computed_inside(s.min, inside) \
+                and _computed_inside(s.extent, inside)
     if count > HUGE_FUNCTION_STMTS:
         return 0
     static = static and all(isinstance(d, IntImm) or (k == 0 and id(d) in instances)
@@ -163,6 +172,15 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
         return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
             LIGHT_PIPELINE_LEVEL
     return opt_level
+
+
+def _computed_inside(e, inside: set[int]) -> bool:
+    """Whether ``e`` is a constant or computed from variables in ``inside`` (ids of loop
+    variables and let-bound values the kernel computes), never from a run-time size (a
+    parameter, a free shape variable)."""
+    if isinstance(e, IntImm):
+        return True
+    return all(id(n) in inside for n in post_order(e) if isinstance(n, Var))
 
 
 # ------------------------------------------------------------------ on-disk object cache

@@ -11,7 +11,7 @@ import pytest
 import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.backend import clear_cache, disk_cache, parallel_compile
-from minitvm.relay.backend.te_compiler import compile_cost
+from minitvm.relay.backend.te_compiler import compile_cost, distinct_tasks
 
 
 @pytest.fixture
@@ -80,3 +80,16 @@ def test_compile_cost_ranks_wide_windows_first():
         relay.nn.relu)]
     assert costs == sorted(costs, reverse=True) and len(set(costs)) == len(costs)
     assert costs[-1] == 1.0  # elementwise: the base cost
+
+
+def test_prefetch_lowers_each_repeated_function_once():
+    """An unrolled RNN calls one cell hundreds of times: the prefetch keeps one task per
+    function object and per known structural hash, each with its constant inputs."""
+    a, b, c = _fn(relay.nn.relu), _fn(relay.nn.relu), _fn(relay.tanh)
+    none, w = frozenset(), frozenset({1})
+    funcs = [(a, none), (a, none), (b, none), (c, none), (a, w), (c, none), (b, w)]
+    # without hashes: repeats of the same object go, structurally equal objects stay
+    assert distinct_tasks(funcs, {}) == [(a, none), (b, none), (c, none), (a, w), (b, w)]
+    # equal functions under one hash: the first of each (hash, const inputs) only
+    hashes = {id(a): ("label", "r"), id(b): ("label", "r"), id(c): ("label", "t")}
+    assert distinct_tasks(funcs, hashes) == [(a, none), (c, none), (a, w)]

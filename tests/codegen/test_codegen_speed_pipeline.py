@@ -152,3 +152,56 @@ def test_row_sums_compute_the_same_at_every_level(fresh, rng):
         np.testing.assert_allclose(s, a.sum(axis=1), rtol=1e-5)
         np.testing.assert_array_equal(m, a[0, :8])
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _clipped_window(bound_by_param: bool = False):
+    """``B[i, d, :] = A[i + d - 1, :]`` for the rows ``i + d - 1`` of a 3-row window inside
+    ``[0, 6)``, zeros elsewhere: a window clipped at the borders, as a padded convolution's, its
+    loop bounds computed from the enclosing loop variable (or, with ``bound_by_param``, also
+    from a parameter ``n``: a run-time size)."""
+    A = tir.decl_buffer((6, 8), "float32", "A")
+    B = tir.decl_buffer((6, 24), "float32", "B")
+    i, k, j = tir.Var("i", "int32"), tir.Var("k", "int32"), tir.Var("j", "int32")
+    lo = tir.Max(i - 1, 0)
+    hi = tir.Var("hi", "int32")
+    copy = tir.BufferStore(B, A[k, j], [i, (k - i + 1) * 8 + j])
+    window = tir.For(k, lo, hi - lo, tir.ForKind.SERIAL,
+                     tir.For(j, 0, 8, tir.ForKind.VECTORIZED, copy))
+    n = tir.Var("n", "int32")
+    top = tir.Min(n, 6) if bound_by_param else tir.const(6, "int32")
+    body = tir.For(i, 0, 6, tir.ForKind.SERIAL, tir.SeqStmt([
+        tir.For(j, 0, 24, tir.ForKind.VECTORIZED,
+                tir.BufferStore(B, tir.const(0.0, "float32"), [i, j])),
+        tir.LetStmt(hi, tir.Min(i + 2, top), window)]))
+    params = [A, B, n] if bound_by_param else [A, B]
+    return tir.PrimFunc(params, body, attrs={"tir.noalias": True})
+
+
+def test_loops_bounded_by_computed_values_take_the_minimal_pipeline():
+    # bounds from an enclosing loop variable (through a let): nothing run-time to hoist
+    assert cg.ir_pipeline_level(_clipped_window(), 3) == jit.MINIMAL_PIPELINE
+    # a bound that depends on a parameter is a run-time size: the light pipeline, as before
+    assert cg.ir_pipeline_level(_clipped_window(bound_by_param=True), 3) == \
+        cg.LIGHT_PIPELINE_LEVEL
+
+
+def test_clipped_window_computes_the_same_at_every_level(fresh, rng):
+    a = rng.standard_normal((6, 8)).astype("float32")
+    want = np.zeros((6, 3, 8), "float32")
+    for i in range(6):
+        for d in range(3):
+            if 0 <= i + d - 1 < 6:
+                want[i, d] = a[i + d - 1]
+    want = want.reshape(6, 24)
+    outs = []
+    for level in (3, cg.LIGHT_PIPELINE_LEVEL, jit.MINIMAL_PIPELINE):
+        sym = f"clipped_k{level}"
+        compiled, _ = jit.compile_ir_to_object(cg.CodeGenLLVM(_clipped_window(), sym).generate(),
+                                               sym, level, codegen_opt=3)
+        f = cg.KernelFunction("f", cg.KernelSignature(_clipped_window(), "f"), compiled.address,
+                              compiled)
+        b = np.full((6, 24), np.nan, "float32")
+        f(a, b)
+        np.testing.assert_array_equal(b, want)
+        outs.append(b)
+    np.testing.assert_array_equal(outs[0], outs[2])

@@ -232,7 +232,7 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None,
     ``hashes``: id(function) -> its structural hash, where the caller computed them."""
     hashes = hashes or {}
     options = options if options is not None else LoweringOptions()
-    tasks = [(f, c) for f, c in funcs  # user strategies live in this process only
+    tasks = [(f, c) for f, c in distinct_tasks(funcs, hashes)  # user strategies: here only
              if options.native and not (f.attrs is not None and f.attrs.get("Compiler"))
              and not user_strategies(f)]
 
@@ -244,6 +244,23 @@ def prefetch_kernels(funcs: list, options: LoweringOptions | None = None,
     return run_sharded(tasks, lambda t: _lower_cached(t[0], "prefetch", options, t[1],
                                                       hashes.get(id(t[0]))), group,
                        cost=lambda t: compile_cost(t[0]))
+
+
+def distinct_tasks(funcs: list, hashes: dict) -> list:
+    """``funcs`` (``[(function, const_inputs)]``) less the repeats: one per function object,
+    and one per (structural hash, const_inputs) where ``hashes`` (id -> hash) knows it. The
+    prefetch only fills the caches: an unrolled RNN's 300 calls of one cell need one lowering,
+    not 300 cache look-ups that each confirm structural equality (a hash shared by unequal
+    functions only leaves the second to the sequential lowering, which compiles it)."""
+    seen: set = set()
+    out = []
+    for f, c in funcs:
+        h = hashes.get(id(f))
+        key = (id(f), c) if h is None else ("hash", h, c)
+        if key not in seen:
+            seen.add(key)
+            out.append((f, c))
+    return out
 
 
 def compile_cost(func: Function) -> float:

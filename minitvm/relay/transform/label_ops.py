@@ -25,25 +25,34 @@ from ..expr_functor import ExprMutator, ExprVisitor
 from .function_pass import function_pass
 
 
+class _Calls(ExprVisitor):
+    """Collects the layout attributes of the calls it visits (``found``); a nested function
+    contributes its recorded layouts (``nested``) without being walked again."""
+
+    def __init__(self, nested: dict):
+        super().__init__()
+        self.nested = nested
+        self.found: dict = {}
+
+    def visit_function(self, fn):
+        self.found.update(self.nested.get(fn, {}))
+
+    def visit_call(self, e):
+        super().visit_call(e)
+        attrs = e.attrs
+        if attrs is not None and hasattr(attrs, "keys"):
+            for k in attrs.keys():
+                if "layout" in k and attrs[k] is not None:
+                    self.found[k] = attrs[k]
+
+
 def _own_layouts(body, nested: dict) -> dict:
     """Layout attributes of the calls in ``body``, the last in post order winning; a nested
     function contributes its recorded layouts (``nested``) where the walk meets it, without
     being walked again."""
-    found: dict = {}
-
-    class _Calls(ExprVisitor):
-        def visit_function(self, fn):
-            found.update(nested.get(fn, {}))
-
-        def visit_call(self, e):
-            super().visit_call(e)
-            if e.attrs is not None and hasattr(e.attrs, "keys"):
-                for k in e.attrs.keys():
-                    if "layout" in k and e.attrs[k] is not None:
-                        found[k] = e.attrs[k]
-
-    _Calls().visit(body)
-    return found
+    calls = _Calls(nested)
+    calls.visit(body)
+    return calls.found
 
 
 class _Stubs(ExprMutator):

@@ -79,3 +79,14 @@ def test_nested_functions_are_labelled_and_feed_their_parent():
         np.random.default_rng(1).standard_normal((4, 4, 3, 3)).astype("float32"),
     ]
     check_numerics(before, got, args=args, rtol=1e-5, atol=1e-5)
+
+
+def test_a_100000_call_chain_is_labelled_at_the_default_recursion_limit():
+    """The layout collector walks iteratively: a 100,000-deep chain ending in an NHWC pool."""
+    x = relay.var("x", shape=(1, 2, 2, 2))
+    y = x
+    for _ in range(100_000):
+        y = relay.negative(y)
+    y = relay.nn.max_pool2d(y, pool_size=(1, 1), layout="NHWC")
+    got = _label(relay.Function([x], y))
+    assert got.get_attr("layout") == "NHWC" and len(got.get_attr("hash")) == 16
