@@ -381,3 +381,25 @@ def _gather_nd(attrs, inputs, out_type):
         return data[tuple(lead[:bd] + picked + list(i[ny:]))]
 
     return [te.compute(shape, body, name="gather_nd")]
+
+
+@compute("nn.dilate")
+def _dilate(attrs, inputs, out_type):
+    """``x`` spread out by ``strides`` per axis, ``dilation_value`` in the holes."""
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    strides = [int(s) for s in attrs.strides]
+    fill = E.const(float(attrs.dilation_value), x.dtype) if x.dtype.startswith("float") else \
+        E.const(int(attrs.dilation_value), x.dtype)
+
+    def body(*i):
+        conds = [E.EQ(E.FloorMod(i[d], _i(s)), _i(0)) for d, s in enumerate(strides) if s != 1]
+        idx = tuple(E.FloorDiv(i[d], _i(s)) if s != 1 else i[d] for d, s in enumerate(strides))
+        if not conds:
+            return x[idx]
+        c = conds[0]
+        for k in conds[1:]:
+            c = E.And(c, k)
+        return E.Select(c, x[idx], fill)
+
+    return [te.compute(shape, body, name="dilate")]
