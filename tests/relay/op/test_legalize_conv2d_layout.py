@@ -86,3 +86,12 @@ def test_nhwc_weight_transform_folds_to_a_constant():
     lts = [c for c in _calls(body) if c.op.name == "layout_transform"]
     assert [(c.attrs.src_layout, c.attrs.dst_layout) for c in lts] == [
         ("NHWC", "NCHW"), ("NCHW", "NHWC")]
+
+
+def test_conv_after_space_to_batch_is_kept_for_flatten_atrous_conv():
+    x = relay.var("x", shape=(1, 8, 8, 3))
+    w = relay.var("w", shape=(3, 3, 3, 4))
+    s2b = relay.nn.space_to_batch_nd(x, block_shape=[2, 2], paddings=[[2, 2], [2, 2]])
+    y = relay.nn.conv2d(s2b, w, data_layout="NHWC", kernel_layout="HWIO")
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
+    assert tvm.ir.structural_equal(relay.transform.Legalize()(mod), mod)

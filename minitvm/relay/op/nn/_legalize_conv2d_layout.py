@@ -7,11 +7,16 @@ Only NCHW/OIHW has a native compute, so such a conv ran in a numpy kernel, toget
 elementwise ops fused after it. The weight's transform folds to a constant when the weight is
 one (FoldConstant); the data's fuses with the elementwise ops before it, the result's with
 those after. Difference from TVM: TVM keeps the op and computes NHWC with kernels of its own.
+
+A conv reading ``nn.space_to_batch_nd`` (TensorFlow's dilated conv) is kept for FlattenAtrousConv,
+which runs later and needs the conv's own layout to flatten the pattern to a dilated conv.
 """
 
 from __future__ import annotations
 
+from ....ir.op import Op
 from ....topi.layout import Layout
+from ...expr import Call
 from ..transform import layout_transform
 from .nn import conv2d
 
@@ -38,6 +43,9 @@ def legalize_conv2d_layout(attrs, inputs, types):
             sorted(_primal_letters(kernel_layout)) != sorted(_KERNEL):
         return None
     data, weight = inputs
+    if isinstance(data, Call) and isinstance(data.op, Op) and \
+            data.op.name == "nn.space_to_batch_nd":
+        return None
     if data_layout != _DATA:
         data = layout_transform(data, data_layout, _DATA)
     if kernel_layout != _KERNEL:
