@@ -22,6 +22,9 @@ from . import image_resize  # noqa: F401,E402  (image.resize*, nn.upsampling*)
 from . import scan, selection  # noqa: F401,E402  (cumsum, cumprod, topk)
 from . import rearrange  # noqa: F401,E402  (nn.depth_to_space, nn.space_to_depth)
 from . import lrn  # noqa: F401,E402  (nn.lrn)
+from . import einsum  # noqa: F401,E402  (einsum)
+from . import grid_sample  # noqa: F401,E402  (image.affine_grid, image.grid_sample)
+from . import roi_align  # noqa: F401,E402  (vision.roi_align)
 from .broadcast import (  # noqa: F401,E402
     add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
     not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,

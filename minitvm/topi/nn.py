@@ -284,3 +284,13 @@ def _no_legalization(attrs, inputs, types):
 # TVM's ``topi.nn.conv2d_legalize`` (Legalize's nn.conv2d hook): topi.arm_cpu registers its rule
 conv2d_legalize = _layout_hook("conv2d_legalize")
 conv2d_legalize.set_default(_no_legalization, allow_override=True)
+
+
+@compute("nn.nll_loss")
+def _nll_loss(attrs, inputs, out_type):
+    """Negative log likelihood of the targets' classes (dim 1), weighted, ``ignore_index``
+    skipped, reduced by ``mean`` (over the kept weight), ``sum`` or ``none``."""
+    from .transform_extra import nll_loss
+
+    pred, targets, weights = inputs
+    return [nll_loss(pred, targets, weights, str(attrs.reduction), int(attrs.ignore_index))]

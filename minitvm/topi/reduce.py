@@ -130,3 +130,13 @@ compute("argmax")(_arg_reduction("max"))
 compute("argmin")(_arg_reduction("min"))
 
 _ = tir_op  # keep the import for computes added here later
+
+
+@compute("collapse_sum_to")
+def _collapse_sum_to(attrs, inputs, out_type):
+    """The sum of the input down to ``attrs.shape``, undoing a broadcast to the input's shape
+    (gradients of broadcast operands)."""
+    from .transform_extra import collapse_sum
+
+    target = [E.IntImm("int64", d) for d in static_shape(out_tensor_types(out_type)[0])]
+    return [collapse_sum(inputs[0], target)]

@@ -381,3 +381,87 @@ def _gather_nd(attrs, inputs, out_type):
         return data[tuple(lead[:bd] + picked + list(i[ny:]))]
 
     return [te.compute(shape, body, name="gather_nd")]
+
+
+@compute("nn.dilate")
+def _dilate(attrs, inputs, out_type):
+    """``x`` spread out by ``strides`` per axis, ``dilation_value`` in the holes."""
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    strides = [int(s) for s in attrs.strides]
+    fill = E.const(float(attrs.dilation_value), x.dtype) if x.dtype.startswith("float") else \
+        E.const(int(attrs.dilation_value), x.dtype)
+
+    def body(*i):
+        conds = [E.EQ(E.FloorMod(i[d], _i(s)), _i(0)) for d, s in enumerate(strides) if s != 1]
+        idx = tuple(E.FloorDiv(i[d], _i(s)) if s != 1 else i[d] for d, s in enumerate(strides))
+        if not conds:
+            return x[idx]
+        c = conds[0]
+        for k in conds[1:]:
+            c = E.And(c, k)
+        return E.Select(c, x[idx], fill)
+
+    return [te.compute(shape, body, name="dilate")]
+
+
+@compute("unravel_index")
+def _unravel_index(attrs, inputs, out_type):
+    """``out[k, j]``: coordinate ``k`` of flat index ``indices[j]`` in the (runtime) ``shape``
+    tensor, numpy's row-major unravel (an index past the end gives a first coordinate past
+    its axis, where numpy raises)."""
+    t = out_tensor_types(out_type)[0]
+    shape = static_shape(t)
+    idx, dims = inputs
+    ndim = ishape(dims)[0]
+    dt = str(t.dtype)
+
+    def body(k, *j):
+        flat = idx[tuple(j)] if j else idx[()]
+        flat = flat if flat.dtype == dt else E.Cast(dt, flat)
+        out = E.const(0, dt)
+        for a in range(ndim):  # coordinate a: flat // prod(dims[a+1:]) % dims[a]
+            inner = flat
+            for b in range(ndim - 1, a, -1):
+                d = dims[(_i(b),)]
+                inner = E.FloorDiv(inner, d if d.dtype == dt else E.Cast(dt, d))
+            if a:
+                d = dims[(_i(a),)]
+                inner = E.FloorMod(inner, d if d.dtype == dt else E.Cast(dt, d))
+            out = E.Select(E.EQ(k, _i(a)), inner, out)
+        return out
+
+    return [te.compute(shape, body, name="unravel_index")]
+
+
+@compute("reverse_sequence")
+def _reverse_sequence(attrs, inputs, out_type):
+    """Along ``seq_axis``, the first ``lengths[b]`` elements of batch ``b`` reversed (a length
+    is clamped into ``[0, n]``), the rest kept."""
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x, lengths = inputs
+    nd = len(shape)
+    seq, bat = int(attrs.seq_axis) % nd, int(attrs.batch_axis) % nd
+    n = shape[seq]
+
+    def body(*i):
+        ln = lengths[(i[bat],)]
+        ln = E.Cast("int32", ln) if ln.dtype != "int32" else ln
+        ln = E.Max(E.Min(ln, _i(n)), _i(0))
+        j = i[seq]
+        src = E.Select(j < ln, ln - 1 - j, j)
+        return x[tuple(src if d == seq else i[d] for d in range(nd))]
+
+    return [te.compute(shape, body, name="reverse_sequence")]
+
+
+@compute("adv_index")
+def _adv_index(attrs, inputs, out_type):
+    """numpy advanced indexing ``data[i0, i1, ...]``: the index tensors broadcast together and
+    pick along the leading axes (a negative index counts from the end)."""
+    from .transform_extra import index_tensor
+
+    data, *indices = inputs
+    shape = static_shape(out_tensor_types(out_type)[0])
+    nb = len(shape) - (len(ishape(data)) - len(indices))
+    return [index_tensor(data, indices, shape[:nb])]

@@ -6,12 +6,9 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 
-import pytest
-
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_mlp_gradient.py"
 
 
-@pytest.mark.numpy_fallback("collapse_sum_to has no native compute")
 def test_training_reduces_the_loss(capsys):
     spec = importlib.util.spec_from_file_location("train_mlp_gradient", EXAMPLE)
     module = importlib.util.module_from_spec(spec)

@@ -212,7 +212,6 @@ def test_grid_sample_decomposed_matches_torch(mode, padding, align):
 
 
 @pytest.mark.parametrize("mode, padding", [("bicubic", "zeros"), ("bilinear", "reflection")])
-@pytest.mark.numpy_fallback("image.grid_sample has no native compute")
 def test_grid_sample_other_modes_match_torch(mode, padding):
     grid = torch.from_numpy(np.random.default_rng(8).uniform(-1.2, 1.2, (1, 4, 5, 2))
                             .astype("float32"))

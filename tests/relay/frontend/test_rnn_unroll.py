@@ -182,7 +182,6 @@ onnx_cases = [  # kind, direction, attributes
 
 
 @pytest.mark.parametrize("kind,direction,attrs", onnx_cases)
-@pytest.mark.numpy_fallback("reverse_sequence has no native compute")
 def test_onnx_rnn_compiled_matches_onnxruntime(kind, direction, attrs):
     model, feeds = onnx_model(kind, direction=direction, **attrs)
     ref = ort_outputs(model, feeds)

@@ -162,3 +162,35 @@ def test_conv1d_in_another_layout_keeps_the_op():
     mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.conv1d(
         x, w, data_layout="NWC", kernel_layout="WIO"))))
     assert "nn.conv1d" in _ops(relay.transform.Legalize()(mod)["main"].body)
+
+
+@pytest.mark.parametrize("shape,wshape,kw", [
+    ((1, 8, 20), (8, 4, 16), dict(strides=(8,), padding=(4,))),  # vocoder upsampling layer
+    ((2, 4, 7), (4, 3, 3), dict(strides=(2,), padding=(1,), output_padding=(1,))),
+    ((1, 6, 9), (6, 2, 4), dict(strides=(3,), padding=(2,), groups=3)),
+    ((1, 3, 6), (3, 5, 3), dict(strides=(2,), dilation=(2,))),
+    ((1, 3, 6), (3, 5, 3), dict()),  # stride 1: one phase
+])
+def test_conv1d_transpose_becomes_phase_convs_and_matches_the_reference(shape, wshape, kw):
+    x = relay.var("x", shape=shape)
+    w = relay.var("w", shape=wshape)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(
+        relay.Function([x, w], relay.nn.conv1d_transpose(x, w, **kw))))
+    legal = relay.transform.Legalize()(mod)["main"]
+    assert "nn.conv1d_transpose" not in _ops(legal.body)
+    assert "nn.conv2d_transpose" not in _ops(legal.body)
+    assert legal.checked_type == mod["main"].checked_type
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal(shape).astype("float32")
+    wv = rng.standard_normal(wshape).astype("float32")
+    with tvm.transform.PassContext(opt_level=0):
+        ref = relay.create_executor("debug", mod, target="llvm").evaluate()(xv, wv).numpy()
+    np.testing.assert_allclose(_built_output(mod, xv, wv), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv1d_transpose_in_another_layout_is_kept():
+    x = relay.var("x", shape=(1, 6, 3))
+    w = relay.var("w", shape=(3, 3, 2))
+    y = relay.nn.conv1d_transpose(x, w, strides=(2,), data_layout="NWC", kernel_layout="WIO")
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
+    assert tvm.ir.structural_equal(relay.transform.Legalize()(mod), mod)

@@ -74,7 +74,6 @@ def test_conv3d_numerics():
     np.testing.assert_allclose(got2, got.transpose(0, 2, 3, 4, 1), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.numpy_fallback("nn.conv1d_transpose has no native compute")
 def test_conv_transpose_1d_3d():
     x = RNG.standard_normal((2, 3, 5)).astype("float32")
     w = RNG.standard_normal((3, 4, 3)).astype("float32")

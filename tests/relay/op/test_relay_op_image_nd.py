@@ -72,7 +72,6 @@ def _identity_grid(n, h, w):
     return np.broadcast_to(np.stack([xs, ys]), (n, 2, h, w)).astype("float32").copy()
 
 
-@pytest.mark.numpy_fallback("image.affine_grid has no native compute")
 def test_affine_grid_and_grid_sample():
     theta = np.array([[[1, 0, 0], [0, 1, 0]], [[0.5, 0.2, 0.1], [-0.3, 0.8, 0.0]]], "float32")
     grid = run(lambda t: relay.image.affine_grid(t, (4, 5)), theta)

@@ -12,7 +12,6 @@ RNG = np.random.default_rng(4)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.numpy_fallback("nn.nll_loss has no native compute")
 def test_nll_loss(reduction):
     pred = np.log(RNG.dirichlet(np.ones(4), size=(3, 2))).transpose(0, 2, 1).astype("float32")
     tgt = np.array([[0, 3], [2, -100], [1, 1]], "int32")
@@ -31,7 +30,6 @@ def test_nll_loss(reduction):
     np.testing.assert_allclose(tt.nll_loss(pred, tgt, w, reduction), got, rtol=1e-6)
 
 
-@pytest.mark.numpy_fallback("nn.nll_loss has no native compute")
 def test_nll_loss_matches_torch_and_errors():
     torch = pytest.importorskip("torch")
     pred = RNG.standard_normal((5, 3)).astype("float32")

@@ -58,7 +58,6 @@ def test_unique(is_sorted):
         _type(lambda a: relay.unique(a).astuple(), (2, 3))
 
 
-@pytest.mark.numpy_fallback("adv_index has no native compute")
 def test_adv_index():
     data = RNG.standard_normal((4, 5, 3)).astype("float32")
     i0 = np.array([[0, 3], [1, 2]], "int64")

@@ -87,15 +87,17 @@ def test_scans_and_scatters():
     _check(lambda d, i, u: relay.scatter_nd(d, i, u), data, nd_idx, nd_upd, expect=want)
 
 
-@pytest.mark.numpy_fallback("einsum has no native compute")
+@pytest.mark.numpy_fallback("matrix_set_diag has no native compute")
 def test_einsum_trilu_matrix_set_diag():
     a, b = RNG.standard_normal((2, 3, 4)).astype("float32"), RNG.standard_normal(
         (2, 4, 5)).astype("float32")
+    # native einsum sums in float32 in its own order: equal to float32 rounding
     _check(lambda x, y: relay.einsum([x, y], "bij,bjk->bik"), a, b,
-           expect=np.einsum("bij,bjk->bik", a, b))
-    _check(lambda x: relay.einsum([x], "bij->ji"), a, expect=np.einsum("bij->ji", a))
+           expect=np.einsum("bij,bjk->bik", a, b), exact=False)
+    _check(lambda x: relay.einsum([x], "bij->ji"), a, expect=np.einsum("bij->ji", a),
+           exact=False)
     _check(lambda x, y: relay.einsum([x, y], "...ij,...jk"), a, b,
-           expect=np.einsum("...ij,...jk", a, b))
+           expect=np.einsum("...ij,...jk", a, b), exact=False)
     m = RNG.standard_normal((2, 4, 4)).astype("float32")
     _check(lambda x: relay.trilu(x, 1), m, expect=np.triu(m, 1))
     _check(lambda x: relay.trilu(x, -1, upper=False), m, expect=np.tril(m, -1))
@@ -106,7 +108,7 @@ def test_einsum_trilu_matrix_set_diag():
     _check(lambda x, d: relay.matrix_set_diag(x, d), m, diag, expect=want)
 
 
-@pytest.mark.numpy_fallback("unravel_index has no native compute")
+@pytest.mark.numpy_fallback("sparse_to_dense has no native compute")
 def test_index_ops():
     idx = np.array([5, 0, 11], "int32")
     _check(lambda i: relay.unravel_index(i, (3, 4)), idx,

@@ -230,6 +230,9 @@ def _blocked_conv(a, b, data_layout="NCHW4c", kernel_layout="OIHW4i4o"):
     )
 
 
+# the test's AlterOpLayout hook blocks the conv (NCHW4c) after Legalize relaid it out to NCHW
+_BLOCKED_CONV = pytest.mark.numpy_fallback("nn.conv2d: a blocked conv2d has no native compute")
+
 def _blocked(bias_shape):
     a = relay.var("data", shape=(1, 8, 16, 16, 4))
     b = relay.var("weight", shape=(1, 8, 4, 4, 4, 4))
@@ -237,7 +240,7 @@ def _blocked(bias_shape):
     return a, b, c
 
 
-@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
+@_BLOCKED_CONV
 def test_blocked_conv_with_a_blocked_or_broadcast_bias_is_unchanged():
     """TVM's test_alter_layout_blocked_no_broadcast / _blocked_broadcast: the hook keeps the
     conv's NCHW4c/OIHW4i4o, so nothing changes, with a (.., 4) or a (1, 1, 1, 1, 1) bias; the
@@ -262,7 +265,7 @@ def _graph_matches_debug(func, hook):
     np.testing.assert_allclose(res.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
+@_BLOCKED_CONV
 def test_re_blocking_transforms_the_bias_too():
     """TVM's test_alter_layout_re_blocking_broadcast: NCHW4c re-blocked to NCHW2c; data, weight
     and the blocked bias are transformed, the result goes back to NCHW4c."""
@@ -281,7 +284,7 @@ def test_re_blocking_transforms_the_bias_too():
     _graph_matches_debug(before, hook)
 
 
-@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
+@_BLOCKED_CONV
 def test_nonscalar_broadcast_operand_is_expanded_and_blocked():
     """TVM's test_alter_layout_nonscalar_broadcast: a (1, 3, 3) addend is expanded to 4-D and
     transformed to NCHW1c."""
@@ -330,7 +333,7 @@ def test_broadcast_that_cannot_adapt_gets_the_old_layout():
     _graph_matches_debug(before, hook)
 
 
-@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
+@_BLOCKED_CONV
 def test_broadcast_respects_its_inputs_layouts():
     """TVM's test_broadcast_respect_input_layouts: min over H and over W, then added; the
     blocked program at opt level 4 agrees with the interpreter."""

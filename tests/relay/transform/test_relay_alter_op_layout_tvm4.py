@@ -140,7 +140,6 @@ def test_alter_layout_lrn():
     _check(before(), expected(), _hook("NCHW16c", "OIHW16i"), args)
 
 
-@pytest.mark.numpy_fallback("nn.conv2d: conv2d is lowered natively for NCHW/OIHW only")
 def test_alter_layout_strided_slice_with_none_ends():
     """TVM 0.6's test_alter_layout_strided_slice: ends [None, None] after NCHW4c become
     [None, 8] (the blocked axis ends at its extent / 4, the other stays open). TVM v0.19's rule

@@ -1,5 +1,5 @@
-"""Legalize of ``nn.conv1d``, ``nn.conv2d_transpose``, ``nn.conv3d`` and
-``nn.conv3d_transpose`` on CPUs, onto ``nn.conv2d`` and its native kernels (conv3d:
+"""Legalize of ``nn.conv1d``, ``nn.conv1d_transpose``, ``nn.conv2d_transpose``, ``nn.conv3d``
+and ``nn.conv3d_transpose`` on CPUs, onto ``nn.conv2d`` and its native kernels (conv3d:
 ``legalize_conv3d``; conv3d_transpose: ``legalize_conv3d_transpose``).
 
 ``nn.conv1d`` (NCW/OIW) is a conv2d over one row: ``expand_dims`` of data and weight, the conv2d,
@@ -40,6 +40,7 @@ import numpy as np
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType
 from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases
+from ....topi.utils import pad_tuple
 from ...expr import const
 from ..op import register_legalize
 from ..tensor import zeros, zeros_like
@@ -257,3 +258,24 @@ def legalize_conv3d_transpose(attrs, inputs, types):
     if qd * sd != od:  # the last phases' extra depth
         y = strided_slice(y, begin=[0], end=[od], axes=[1])
     return transpose(y, (0, 2, 1, 3, 4))
+
+
+@register_legalize("nn.conv1d_transpose")
+def legalize_conv1d_transpose(attrs, inputs, types):
+    """An NCW/IOW ``nn.conv1d_transpose`` (vocoders, audio decoders) as a conv2d_transpose over
+    one row, itself legalized here into per-phase convs (None when that one would stay)."""
+    if attrs.data_layout != "NCW" or attrs.kernel_layout != "IOW" or \
+            (attrs.out_layout or "NCW") != "NCW":
+        return None
+    data, weight = inputs
+    left, right = (int(p) for p in pad_tuple(attrs.padding, 1, "nn.conv1d_transpose"))
+    ksize = None if attrs.kernel_size is None else (1, int(attrs.kernel_size[0]))
+    call = conv2d_transpose(expand_dims(data, 2), expand_dims(weight, 2),
+                            strides=(1, int(attrs.strides[0])), padding=(0, left, 0, right),
+                            dilation=(1, int(attrs.dilation[0])), groups=int(attrs.groups),
+                            channels=attrs.channels, kernel_size=ksize,
+                            output_padding=(0, int(attrs.output_padding[0])),
+                            out_dtype=attrs.out_dtype)
+    row = [TensorType(tuple(t.shape[:2]) + (1,) + tuple(t.shape[2:]), t.dtype) for t in types]
+    out = legalize_conv2d_transpose(call.attrs, list(call.args), row)
+    return None if out is None else squeeze(out, axis=[2])

@@ -15,6 +15,7 @@ from ..op import register_legalize
 from ..reduce import sum as _sum
 from ..tensor import add, cast, multiply, subtract
 from ..transform import expand_dims, strided_slice
+from ._legalize_conv2d_layout import legalize_conv2d_layout
 from ._legalize_dilated import legalize_dilated_conv2d
 from .nn import conv2d, pad
 
@@ -83,6 +84,9 @@ register_hook("conv2d_alter_int8_common", ExprWithOp, conv2d_alter_int8_common)
 @register_legalize("nn.conv2d")
 def legalize_conv2d(attrs, inputs, types):
     """TVM's nn.conv2d Legalize hook: the target's ``topi.nn.conv2d_legalize`` rule, else a
-    dilated float conv over its dilation phases (``_legalize_dilated``)."""
+    dilated float conv over its dilation phases (``_legalize_dilated``), else a conv in another
+    layout than NCHW/OIHW relaid out to it (``_legalize_conv2d_layout``)."""
     out = topi_nn.conv2d_legalize(attrs, inputs, types)
-    return out if out is not None else legalize_dilated_conv2d(attrs, inputs, types)
+    if out is None:
+        out = legalize_dilated_conv2d(attrs, inputs, types)
+    return out if out is not None else legalize_conv2d_layout(attrs, inputs, types)
