@@ -173,6 +173,11 @@ REDUCE_UNROLL = 2
 # it lost: 480->80 at 14x14 195 -> 211.
 PREFETCH_WEIGHTS = True
 TRANSPOSED_STORE = True  # see ``_store_tile``
+# channel vectors for an O not a multiple of 8 (a classifier's 1x1 conv, 512->100 at 13x13,
+# where pixel vectors do not fit 32-pixel panels either): the last panel's tile computes its
+# ``O % width`` channels rounded up to this many lanes (the packed weights are zero there) and
+# stores only the real ones (``_tile_lanes``).
+CHANNEL_TAIL = 8
 # Software prefetches for the streams the hardware prefetchers lose (each is hundreds of rows
 # a plane apart, a few cache lines at a time: more 4 KB pages than the streamers track), per
 # ISA (0 or None: none). In a model these streams are cold: written or read layers before.
@@ -204,10 +209,12 @@ def modes_of(c: int, o: int, p: int, width: int = LANES) -> list[str]:
     pixels with tiles ``width`` lanes wide, the default first: pixel vectors when ``p`` is a
     whole number of panels, or nearly (the last panel of a plane of P % width pixels overlaps
     the one before) with at most ``OVERLAP_PANEL_CHANNELS`` input channels or at least
-    ``OVERLAP_PANEL_OUTPUTS`` output channels; channel vectors when ``o`` is a multiple of 8."""
+    ``OVERLAP_PANEL_OUTPUTS`` output channels; channel vectors when ``o`` is a multiple of 8
+    or pixel vectors do not fit (the last panel then computes ``o % width`` channels rounded
+    up to 8, from zero weights, and stores the real ones: ``CHANNEL_TAIL``)."""
     whole = p % width == 0
     nearly = p > width and (-p) % width <= OVERLAP_PANEL_WASTE * p
-    modes = ["channels"] if o % 8 == 0 else []
+    modes = ["channels"] if o % 8 == 0 or not (whole or nearly) else []
     if whole or (nearly and (c <= OVERLAP_PANEL_CHANNELS or o >= OVERLAP_PANEL_OUTPUTS)):
         modes.insert(0, "pixels")
     elif nearly:
@@ -609,7 +616,7 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
                                tile(nv, ob, lanes, s + k * r, r))
                          for start, rows, count in groups])
         # channel blocks: every pixel tile sums one block before the next block's weights
-        sums = decl_buffer((g["p"] * lanes,), "float32", "pw_sums")
+        sums = decl_buffer((g["p"] * _tile_lanes(g, lanes),), "float32", "pw_sums")
 
         def blocks(kb):
             blk = (kb, kc, g["c"] // kc, sums)
@@ -743,6 +750,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
     channels, starting from (and, but for the last block, ending in) its partial sums in
     ``sums`` (``[pixel][lane]``)."""
     c, p = g["c"], g["p"]
+    keep, lanes = lanes, _tile_lanes(g, lanes)
     acc = decl_buffer((rows, lanes), "float32", "pw_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
@@ -781,7 +789,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
         return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", extent, mac)
-    store = _store_tile(ctx, g, of, out, epi, nv, ob, lanes, p0, rows, acc)
+    store = _store_tile(ctx, g, of, out, epi, nv, ob, keep, p0, rows, acc)
     if blk is not None:
         store = S.IfThenElse(E.EQ(kb, _i(nkb - 1)), store, each(lambda ii, jj: S.BufferStore(
             sums, acc[ii, jj], [(p0 + ii) * lanes + jj])))
@@ -789,8 +797,15 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
     return S.Allocate(acc.data, "float32", [rows * lanes], True, body)
 
 
+def _tile_lanes(g, lanes: int) -> int:
+    """The lanes a channel-vector tile of ``lanes`` output channels computes: a last panel of
+    ``O % width`` channels (O not a multiple of 8) rounded up to 8 (``CHANNEL_TAIL``)."""
+    return min(g["width"], -(-lanes // CHANNEL_TAIL) * CHANNEL_TAIL)
+
+
 def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) -> S.Stmt:
-    """A channel-vector tile (``acc[pixel][lane]``) through the epilogue into the output.
+    """A channel-vector tile (``acc[pixel][lane]``, its first ``lanes`` lanes real output
+    channels) through the epilogue into the output.
 
     With ``TRANSPOSED_STORE`` through a copy, read back one output channel at a time: each
     output row's ``rows`` pixels are one vector store (LLVM transposes the tile in registers)
