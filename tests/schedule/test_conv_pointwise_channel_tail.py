@@ -41,17 +41,18 @@ def test_tile_lanes_round_the_tail_up_to_eight():
 
 
 @needs_pointwise
-@pytest.mark.parametrize("shape, o, epi", [
-    ((1, 64, 13, 13), 100, "relu"),        # SqueezeNet's classifier, fewer input channels
-    ((2, 40, 7, 7), 10, "bias"),           # one panel of 10 channels (16 lanes), batch 2
-    ((1, 24, 5, 5), 37, "residual_relu"),  # a panel and 5 channels, epilogue on the plane
-    ((1, 130, 7, 7), 44, "bias_clip"),     # two channel blocks of 65
+@pytest.mark.parametrize("shape, o, epi, strides", [
+    ((1, 64, 13, 13), 100, "relu", (1, 1)),  # SqueezeNet's classifier, fewer input channels
+    ((2, 40, 7, 7), 10, "bias", (1, 1)),    # one panel of 10 channels (16 lanes), batch 2
+    ((1, 24, 5, 5), 37, "residual_relu", (1, 1)),  # a panel and 5 channels, epilogue on the plane
+    ((1, 130, 7, 7), 44, "bias_clip", (1, 1)),  # two channel blocks of 65
+    ((1, 8, 9, 10), 12, "bias", (2, 2)),   # strided: the subsampled copy first
 ])
-def test_odd_output_channels_match_numpy(shape, o, epi):
-    lib, feeds, want = _build(shape, o, epi)
+def test_odd_output_channels_match_numpy(shape, o, epi, strides):
+    lib, feeds, want = _build(shape, o, epi, strides)
     np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
     prim = _conv_prim(lib)
     assert "pw_acc" in {s.buffer.name for s in walk_stmts(prim.body)
                         if isinstance(s, S.DeclBuffer)}
-    g = conv_pointwise.geometry(_conv_stage(shape, o))
+    g = conv_pointwise.geometry(_conv_stage(shape, o, strides=strides))
     assert g is not None and g["mode"] == "channels"
