@@ -32,6 +32,8 @@ def test_modes_take_channels_for_odd_outputs_only_where_pixels_do_not_fit():
     # a whole number of panels: pixel vectors alone, as before
     assert conv_pointwise.modes_of(512, 100, 196, 16) == ["pixels"]
     assert conv_pointwise.modes_of(64, 12, 64, 32) == ["pixels"]
+    # few input channels: neither at 32 lanes (the 16-lane pixel tiles take it)
+    assert conv_pointwise.modes_of(20, 13, 289, 32) == []
 
 
 def test_tile_lanes_round_the_tail_up_to_eight():
@@ -43,10 +45,10 @@ def test_tile_lanes_round_the_tail_up_to_eight():
 @needs_pointwise
 @pytest.mark.parametrize("shape, o, epi, strides", [
     ((1, 64, 13, 13), 100, "relu", (1, 1)),  # SqueezeNet's classifier, fewer input channels
-    ((2, 40, 7, 7), 10, "bias", (1, 1)),    # one panel of 10 channels (16 lanes), batch 2
-    ((1, 24, 5, 5), 37, "residual_relu", (1, 1)),  # a panel and 5 channels, epilogue on the plane
+    ((2, 72, 7, 7), 10, "bias", (1, 1)),    # one panel of 10 channels (16 lanes), batch 2
+    ((1, 64, 5, 5), 37, "residual_relu", (1, 1)),  # a panel and 5 channels, epilogue on the plane
     ((1, 130, 7, 7), 44, "bias_clip", (1, 1)),  # two channel blocks of 65
-    ((1, 8, 9, 10), 12, "bias", (2, 2)),   # strided: the subsampled copy first
+    ((1, 80, 9, 10), 12, "bias", (2, 2)),  # strided: the subsampled copy first
 ])
 def test_odd_output_channels_match_numpy(shape, o, epi, strides):
     lib, feeds, want = _build(shape, o, epi, strides)

@@ -172,7 +172,9 @@ def test_modes_per_width():
     assert conv_pointwise.modes_of(96, 64, 196, 16) == ["pixels", "channels"]
     assert conv_pointwise.modes_of(96, 64, 196, 32) == ["channels"]
     assert conv_pointwise.modes_of(64, 64, 784, 32) == ["pixels", "channels"]
-    assert conv_pointwise.modes_of(64, 20, 289, 32) == []
+    assert conv_pointwise.modes_of(48, 20, 289, 32) == []
+    # (from CHANNEL_TAIL_MIN_INPUTS input channels, channel vectors with a tail for 20)
+    assert conv_pointwise.modes_of(64, 20, 289, 32) == ["channels"]
 
 
 def test_row_tiles_cover_at_every_height():
