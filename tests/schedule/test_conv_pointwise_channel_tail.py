@@ -58,3 +58,34 @@ def test_odd_output_channels_match_numpy(shape, o, epi, strides):
                         if isinstance(s, S.DeclBuffer)}
     g = conv_pointwise.geometry(_conv_stage(shape, o, strides=strides))
     assert g is not None and g["mode"] == "channels"
+
+
+def test_few_output_channels_take_taller_pixel_tiles_on_wide_lanes():
+    rows, most = conv_pointwise.ROWS_WIDE_CHANNELS_FEW
+    # pixel tiles outer, at most two 32-lane panels: 12-pixel tiles
+    assert conv_pointwise._rows("channels", 32, 384, None, 48, 169) == rows
+    assert conv_pointwise._rows("channels", 32, 384, None, most, 169) == rows
+    # more panels, weight panels outer, or 16-lane tiles: as before
+    assert conv_pointwise._rows("channels", 32, 384, None, 96, 169) == \
+        conv_pointwise.ROWS_WIDE_CHANNELS
+    assert conv_pointwise._rows("channels", 32, 384, None, 48, 25) == \
+        conv_pointwise.ROWS_WIDE_CHANNELS
+    assert conv_pointwise._rows("channels", 16, 384, None, 48, 169) == conv_pointwise.ROWS
+    # a knob still overrides it
+    assert conv_pointwise._rows("channels", 32, 384, {"pw_rows": 8}, 48, 169) == 8
+
+
+@needs_pointwise
+@pytest.mark.parametrize("shape, o, epi", [
+    ((1, 384, 13, 13), 48, "relu"),        # SqueezeNet's squeeze conv: 12- and 11-pixel tiles
+    ((2, 96, 9, 9), 64, "residual_relu"),  # two panels, batch 2, epilogue on the plane
+    ((1, 80, 7, 7), 20, "bias_clip"),      # one narrow panel (24 lanes for 20)
+])
+def test_few_output_channels_match_numpy(shape, o, epi):
+    lib, feeds, want = _build(shape, o, epi)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    g = conv_pointwise.geometry(_conv_stage(shape, o))
+    tiles = {int(s.buffer.shape[0]) for s in walk_stmts(_conv_prim(lib).body)
+             if isinstance(s, S.DeclBuffer) and s.buffer.name == "pw_acc"}
+    want_tiles = {r for _, r, _ in conv_pointwise.row_tiles(g["p"], g["rows"])}
+    assert g["mode"] == "channels" and tiles == want_tiles
