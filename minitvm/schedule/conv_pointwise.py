@@ -107,14 +107,16 @@ ROWS = 6
 ROWS_WIDE_CHANNELS = 8
 ROWS_WIDE_PIXELS = 8
 ROWS_WIDE_PIXELS_DEEP = (12, 256)
-# channel vectors with pixel tiles outer and at most two panels of output channels (a fire
-# module's squeeze conv: 384->48 at 13x13) on AVX-512: 12-pixel tiles, (rows, most output
-# channels). Each pixel tile reads every weight (384->48: 72 KB, past L1) from L2; taller tiles
-# read them a third less often, and few panels keep the compile cost of the 12 x 32 transposed
-# stores small. Measured on a Sapphire Rapids Xeon (one thread, against ONNX Runtime side by
-# side, ms, 8 -> 12 rows): 256->32 at 27x27 0.089 -> 0.076, 256->48 at 13x13 0.029 -> 0.025,
-# 384->48 0.044 -> 0.038, 384->64 0.051 -> 0.044, 512->64 0.071 -> 0.061.
-ROWS_WIDE_CHANNELS_FEW = (12, 64)
+# channel vectors with pixel tiles outer, at most two panels of output channels and weights
+# past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
+# (rows, most output channels, fewest weight bytes). Each pixel tile reads every weight from
+# L2; taller tiles read them a third less often, and few panels keep the compile cost of the
+# 12 x 32 transposed stores small. Measured on a Sapphire Rapids Xeon (one thread, ms, 8 -> 12
+# rows), alone against ONNX Runtime side by side: 256->48 at 13x13 0.029 -> 0.025, 384->48
+# 0.044 -> 0.038, 384->64 0.051 -> 0.044, 512->64 0.071 -> 0.061; in SqueezeNet in graph order
+# (median of 10 rounds) 5-7% on each. 256->32 at 27x27 (32 KB of weights) gained alone (0.089
+# -> 0.076) but lost in the model (0.097 -> 0.103, its input cold): not taken.
+ROWS_WIDE_CHANNELS_FEW = (12, 64, 32 * 1024)
 ROWS_CHOICES = (4, 6, 8, 12)
 # a conv of at least this many multiply-adds splits over the thread pool (as conv_direct)
 PARALLEL_MIN_MACS = 1 << 21
@@ -281,7 +283,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
         pack = knobs["pw_pack"]
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
                 sw=sw, pw_pack=pack, width=width,
-                rows=_rows(mode, width, c, knobs, o, p),
+                rows=_rows(mode, width, c, o, p, knobs),
                 # (a symbolic batch: parallel once there are enough images at run time)
                 parallel=not isinstance(n, int) or n * o * c * p >= PARALLEL_MIN_MACS,
                 # channel vectors: the weight panels outer (each read once) when the weights
@@ -289,7 +291,8 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
                 panels_outer=o > p)
 
 
-def _rows(mode: str, width: int, c: int, knobs: dict | None, o: int = 0, p: int = 0) -> int:
+def _rows(mode: str, width: int, c: int, o: int, p: int, knobs: dict | None) -> int:
+    """The rows of the tallest tiles of a ``c`` -> ``o`` channel conv over ``p`` pixels."""
     if knobs and knobs.get("pw_rows") in ROWS_CHOICES:
         return knobs["pw_rows"]
     if width <= LANES:
@@ -297,8 +300,8 @@ def _rows(mode: str, width: int, c: int, knobs: dict | None, o: int = 0, p: int 
     if mode == "pixels":
         rows, from_channels = ROWS_WIDE_PIXELS_DEEP
         return rows if c >= from_channels else ROWS_WIDE_PIXELS
-    rows, most_outputs = ROWS_WIDE_CHANNELS_FEW
-    if o <= most_outputs and o <= p:  # (pixel tiles outer: ``panels_outer`` off)
+    rows, most_outputs, least_bytes = ROWS_WIDE_CHANNELS_FEW
+    if o <= most_outputs and o <= p and c * o * 4 > least_bytes:  # (pixel tiles outer)
         return rows
     return ROWS_WIDE_CHANNELS
 

@@ -61,18 +61,20 @@ def test_odd_output_channels_match_numpy(shape, o, epi, strides):
 
 
 def test_few_output_channels_take_taller_pixel_tiles_on_wide_lanes():
-    rows, most = conv_pointwise.ROWS_WIDE_CHANNELS_FEW
+    rows, most, _ = conv_pointwise.ROWS_WIDE_CHANNELS_FEW
     # pixel tiles outer, at most two 32-lane panels: 12-pixel tiles
-    assert conv_pointwise._rows("channels", 32, 384, None, 48, 169) == rows
-    assert conv_pointwise._rows("channels", 32, 384, None, most, 169) == rows
-    # more panels, weight panels outer, or 16-lane tiles: as before
-    assert conv_pointwise._rows("channels", 32, 384, None, 96, 169) == \
+    assert conv_pointwise._rows("channels", 32, 384, 48, 169, None) == rows
+    assert conv_pointwise._rows("channels", 32, 384, most, 169, None) == rows
+    # more panels, weight panels outer, weights that fit L1 (256->32) or 16-lane tiles: as before
+    assert conv_pointwise._rows("channels", 32, 256, 32, 729, None) == \
         conv_pointwise.ROWS_WIDE_CHANNELS
-    assert conv_pointwise._rows("channels", 32, 384, None, 48, 25) == \
+    assert conv_pointwise._rows("channels", 32, 384, 96, 169, None) == \
         conv_pointwise.ROWS_WIDE_CHANNELS
-    assert conv_pointwise._rows("channels", 16, 384, None, 48, 169) == conv_pointwise.ROWS
+    assert conv_pointwise._rows("channels", 32, 384, 48, 25, None) == \
+        conv_pointwise.ROWS_WIDE_CHANNELS
+    assert conv_pointwise._rows("channels", 16, 384, 48, 169, None) == conv_pointwise.ROWS
     # a knob still overrides it
-    assert conv_pointwise._rows("channels", 32, 384, {"pw_rows": 8}, 48, 169) == 8
+    assert conv_pointwise._rows("channels", 32, 384, 48, 169, {"pw_rows": 8}) == 8
 
 
 @needs_pointwise
