@@ -80,7 +80,7 @@ def test_few_output_channels_take_taller_pixel_tiles_on_wide_lanes():
 @needs_pointwise
 @pytest.mark.parametrize("shape, o, epi", [
     ((1, 384, 13, 13), 48, "relu"),        # SqueezeNet's squeeze conv: 12- and 11-pixel tiles
-    ((2, 96, 9, 9), 64, "residual_relu"),  # two panels, batch 2, epilogue on the plane
+    ((2, 160, 9, 9), 64, "residual_relu"),  # two panels, batch 2, epilogue on the plane
     ((1, 80, 7, 7), 20, "bias_clip"),      # one narrow panel (24 lanes for 20)
 ])
 def test_few_output_channels_match_numpy(shape, o, epi):
