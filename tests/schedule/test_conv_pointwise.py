@@ -301,7 +301,8 @@ def test_packed_weight_layouts():
 
 # ------------------------------------------------------------------------------ Relax
 @pytest.mark.parametrize("c, h, w, o", [(12, 4, 8, 20),   # pixel vectors, symbolic batch
-                                        (12, 7, 7, 24)])  # channel vectors
+                                        (12, 7, 7, 24),   # channel vectors
+                                        (64, 5, 5, 37)])  # ... with a tail of 5 (8 lanes)
 def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
     n = tir.Var("n", "int64")
     x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
