@@ -11,7 +11,8 @@ strided conv first copies the pixels it reads into a temporary (``subsample``, s
   weight per channel row. The weights are read prepacked (``[tile][C][rows]``, contiguous per
   tile) when they are a build-time constant, else in place. The tile is stored along output
   rows, so the fused epilogue (bias, clip, residual add) reads its operands as vectors.
-- channel vectors (any ``P``; ``O`` a multiple of 8): a tile of 5 or 6 pixels x 16
+- channel vectors (any ``P``; ``O`` a multiple of 8, or any ``O`` where pixel panels do not
+  fit: ``CHANNEL_TAIL``): a tile of 5 or 6 pixels x 16
   output channels; per input channel, two vector loads of the transposed weights (prepacked
   ``[O/16][C][16]``) and one broadcast input value per pixel. Pixel counts like 49 or 196 (7x7,
   14x14) split into 6- and 5-pixel tiles with nothing computed twice, where 16-pixel panels
@@ -24,7 +25,8 @@ Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles
 5-row tiles), enough independent FMA chains to hide the FMA latency. On AVX-512 the tiles are
 32 lanes wide (``WIDTH``: two zmm a row; the pixel count of a pixel-vector panel, the output
 channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32]``) and the
-channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 16 of the 32 zmm
+channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``; 12 for few output channels with
+weights past L1: ``ROWS_WIDE_CHANNELS_FEW``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
 Pixel-vector tiles are 8 channel rows there (16 accumulators), 12 from 256 input channels
