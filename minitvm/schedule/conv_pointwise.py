@@ -11,7 +11,8 @@ strided conv first copies the pixels it reads into a temporary (``subsample``, s
   weight per channel row. The weights are read prepacked (``[tile][C][rows]``, contiguous per
   tile) when they are a build-time constant, else in place. The tile is stored along output
   rows, so the fused epilogue (bias, clip, residual add) reads its operands as vectors.
-- channel vectors (any ``P``; ``O`` a multiple of 8): a tile of 5 or 6 pixels x 16
+- channel vectors (any ``P``; ``O`` a multiple of 8, or any ``O`` where pixel panels do not
+  fit: ``CHANNEL_TAIL``): a tile of 5 or 6 pixels x 16
   output channels; per input channel, two vector loads of the transposed weights (prepacked
   ``[O/16][C][16]``) and one broadcast input value per pixel. Pixel counts like 49 or 196 (7x7,
   14x14) split into 6- and 5-pixel tiles with nothing computed twice, where 16-pixel panels
@@ -24,7 +25,8 @@ Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles
 5-row tiles), enough independent FMA chains to hide the FMA latency. On AVX-512 the tiles are
 32 lanes wide (``WIDTH``: two zmm a row; the pixel count of a pixel-vector panel, the output
 channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32]``) and the
-channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``): 12 or 16 of the 32 zmm
+channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``; 12 for few output channels with
+weights past L1: ``ROWS_WIDE_CHANNELS_FEW``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
 Pixel-vector tiles are 8 channel rows there (16 accumulators), 12 from 256 input channels
@@ -107,6 +109,16 @@ ROWS = 6
 ROWS_WIDE_CHANNELS = 8
 ROWS_WIDE_PIXELS = 8
 ROWS_WIDE_PIXELS_DEEP = (12, 256)
+# channel vectors with pixel tiles outer, at most two panels of output channels and weights
+# past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
+# (rows, most output channels, fewest weight bytes). Each pixel tile reads every weight from
+# L2; taller tiles read them a third less often, and few panels keep the compile cost of the
+# 12 x 32 transposed stores small. Measured on a Sapphire Rapids Xeon (one thread, ms, 8 -> 12
+# rows), alone against ONNX Runtime side by side: 256->48 at 13x13 0.029 -> 0.025, 384->48
+# 0.044 -> 0.038, 384->64 0.051 -> 0.044, 512->64 0.071 -> 0.061; in SqueezeNet in graph order
+# (median of 10 rounds) 5-7% on each. 256->32 at 27x27 (32 KB of weights) gained alone (0.089
+# -> 0.076) but lost in the model (0.097 -> 0.103, its input cold): not taken.
+ROWS_WIDE_CHANNELS_FEW = (12, 64, 32 * 1024)
 ROWS_CHOICES = (4, 6, 8, 12)
 # a conv of at least this many multiply-adds splits over the thread pool (as conv_direct)
 PARALLEL_MIN_MACS = 1 << 21
@@ -173,6 +185,16 @@ REDUCE_UNROLL = 2
 # it lost: 480->80 at 14x14 195 -> 211.
 PREFETCH_WEIGHTS = True
 TRANSPOSED_STORE = True  # see ``_store_tile``
+# channel vectors for an O not a multiple of 8 (a classifier's 1x1 conv, 512->100 at 13x13,
+# where pixel vectors do not fit 32-pixel panels either): the last panel's tile computes its
+# ``O % width`` channels rounded up to this many lanes (the packed weights are zero there) and
+# stores only the real ones (``_tile_lanes``). Measured on a Sapphire Rapids Xeon (one thread,
+# against ONNX Runtime side by side, ms, 16-lane pixel vectors -> channel vectors): 512->100 at
+# 13x13 0.146 -> 0.135 (ORT 0.131), 1000->100 at 7x7 0.099 -> 0.072 (0.077), 256->13 at 17x17
+# 0.022 -> 0.019; with few input channels the tile's transposed store outweighs it (20->13 at
+# 17x17 0.0028 -> 0.0032), so from CHANNEL_TAIL_MIN_INPUTS input channels only.
+CHANNEL_TAIL = 8
+CHANNEL_TAIL_MIN_INPUTS = 64
 # Software prefetches for the streams the hardware prefetchers lose (each is hundreds of rows
 # a plane apart, a few cache lines at a time: more 4 KB pages than the streamers track), per
 # ISA (0 or None: none). In a model these streams are cold: written or read layers before.
@@ -204,10 +226,14 @@ def modes_of(c: int, o: int, p: int, width: int = LANES) -> list[str]:
     pixels with tiles ``width`` lanes wide, the default first: pixel vectors when ``p`` is a
     whole number of panels, or nearly (the last panel of a plane of P % width pixels overlaps
     the one before) with at most ``OVERLAP_PANEL_CHANNELS`` input channels or at least
-    ``OVERLAP_PANEL_OUTPUTS`` output channels; channel vectors when ``o`` is a multiple of 8."""
+    ``OVERLAP_PANEL_OUTPUTS`` output channels; channel vectors when ``o`` is a multiple of 8,
+    or when pixel vectors do not fit and there are ``CHANNEL_TAIL_MIN_INPUTS`` input channels
+    (the last panel then computes ``o % width`` channels rounded up to 8, from zero weights,
+    and stores the real ones: ``CHANNEL_TAIL``)."""
     whole = p % width == 0
     nearly = p > width and (-p) % width <= OVERLAP_PANEL_WASTE * p
-    modes = ["channels"] if o % 8 == 0 else []
+    odd = c >= CHANNEL_TAIL_MIN_INPUTS and not (whole or nearly)
+    modes = ["channels"] if o % 8 == 0 or odd else []
     if whole or (nearly and (c <= OVERLAP_PANEL_CHANNELS or o >= OVERLAP_PANEL_OUTPUTS)):
         modes.insert(0, "pixels")
     elif nearly:
@@ -259,7 +285,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
         pack = knobs["pw_pack"]
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, p=p, mode=mode, modes=modes, sh=sh,
                 sw=sw, pw_pack=pack, width=width,
-                rows=_rows(mode, width, c, knobs),
+                rows=_rows(mode, width, c, o, p, knobs),
                 # (a symbolic batch: parallel once there are enough images at run time)
                 parallel=not isinstance(n, int) or n * o * c * p >= PARALLEL_MIN_MACS,
                 # channel vectors: the weight panels outer (each read once) when the weights
@@ -267,7 +293,8 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
                 panels_outer=o > p)
 
 
-def _rows(mode: str, width: int, c: int, knobs: dict | None) -> int:
+def _rows(mode: str, width: int, c: int, o: int, p: int, knobs: dict | None) -> int:
+    """The rows of the tallest tiles of a ``c`` -> ``o`` channel conv over ``p`` pixels."""
     if knobs and knobs.get("pw_rows") in ROWS_CHOICES:
         return knobs["pw_rows"]
     if width <= LANES:
@@ -275,6 +302,9 @@ def _rows(mode: str, width: int, c: int, knobs: dict | None) -> int:
     if mode == "pixels":
         rows, from_channels = ROWS_WIDE_PIXELS_DEEP
         return rows if c >= from_channels else ROWS_WIDE_PIXELS
+    rows, most_outputs, least_bytes = ROWS_WIDE_CHANNELS_FEW
+    if o <= most_outputs and o <= p and c * o * 4 > least_bytes:  # (pixel tiles outer)
+        return rows
     return ROWS_WIDE_CHANNELS
 
 
@@ -609,7 +639,7 @@ def _emit_stride1(ctx, g, t, out, epi, xf) -> S.Stmt:
                                tile(nv, ob, lanes, s + k * r, r))
                          for start, rows, count in groups])
         # channel blocks: every pixel tile sums one block before the next block's weights
-        sums = decl_buffer((g["p"] * lanes,), "float32", "pw_sums")
+        sums = decl_buffer((g["p"] * _tile_lanes(g, lanes),), "float32", "pw_sums")
 
         def blocks(kb):
             blk = (kb, kc, g["c"] // kc, sums)
@@ -743,6 +773,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
     channels, starting from (and, but for the last block, ending in) its partial sums in
     ``sums`` (``[pixel][lane]``)."""
     c, p = g["c"], g["p"]
+    keep, lanes = lanes, _tile_lanes(g, lanes)
     acc = decl_buffer((rows, lanes), "float32", "pw_acc", scope="local")
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
@@ -781,7 +812,7 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
         return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", extent, mac)
-    store = _store_tile(ctx, g, of, out, epi, nv, ob, lanes, p0, rows, acc)
+    store = _store_tile(ctx, g, of, out, epi, nv, ob, keep, p0, rows, acc)
     if blk is not None:
         store = S.IfThenElse(E.EQ(kb, _i(nkb - 1)), store, each(lambda ii, jj: S.BufferStore(
             sums, acc[ii, jj], [(p0 + ii) * lanes + jj])))
@@ -789,8 +820,15 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
     return S.Allocate(acc.data, "float32", [rows * lanes], True, body)
 
 
+def _tile_lanes(g, lanes: int) -> int:
+    """The lanes a channel-vector tile of ``lanes`` output channels computes: a last panel of
+    ``O % width`` channels (O not a multiple of 8) rounded up to 8 (``CHANNEL_TAIL``)."""
+    return min(g["width"], -(-lanes // CHANNEL_TAIL) * CHANNEL_TAIL)
+
+
 def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) -> S.Stmt:
-    """A channel-vector tile (``acc[pixel][lane]``) through the epilogue into the output.
+    """A channel-vector tile (``acc[pixel][lane]``, its first ``lanes`` lanes real output
+    channels) through the epilogue into the output.
 
     With ``TRANSPOSED_STORE`` through a copy, read back one output channel at a time: each
     output row's ``rows`` pixels are one vector store (LLVM transposes the tile in registers)

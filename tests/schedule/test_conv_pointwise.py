@@ -64,6 +64,8 @@ CASES = [
     ((1, 33, 4, 8), 16, "reversed", (1, 1), "pixels"),        # another position: a temporary
     ((1, 9, 5, 7), 16, "reversed", (1, 1), "channels"),
     ((1, 7, 5, 7), 13, "bias_clip", (1, 1), None),            # 35 pixels, 13 channels: neither
+    # ... but from 64 input channels channel vectors, a tail of 16 lanes for 13
+    ((1, 64, 5, 7), 13, "bias_clip", (1, 1), "channels"),
     # many input channels and 256 or more output channels: pixel panels, the last overlapping
     ((1, 144, 14, 14), 256, "residual_relu", (1, 1), "pixels"),
 ]
@@ -226,6 +228,9 @@ def test_geometry_and_support():
     g = conv_pointwise.geometry(_conv_stage((1, 8, 7, 7), 64))
     assert g["panels_outer"] is True
     assert conv_pointwise.geometry(_conv_stage((1, 8, 4, 8), 12, strides=(2, 2))) is None
+    # strided, 64 input channels: the subsampled copy, then channel vectors (odd O)
+    g = conv_pointwise.geometry(_conv_stage((1, 64, 4, 8), 12, strides=(2, 2)))
+    assert g["mode"] == "channels" and (g["sh"], g["sw"], g["p"]) == (2, 2, 8)
     assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, k=3, pad=1)) is None
     assert conv_pointwise.geometry(_conv_stage((1, 8, 8, 8), 16, pad=1)) is None
     assert conv_pointwise.supported(_conv_stage((1, 8, 4, 8), 12)) == \
@@ -296,7 +301,8 @@ def test_packed_weight_layouts():
 
 # ------------------------------------------------------------------------------ Relax
 @pytest.mark.parametrize("c, h, w, o", [(12, 4, 8, 20),   # pixel vectors, symbolic batch
-                                        (12, 7, 7, 24)])  # channel vectors
+                                        (12, 7, 7, 24),   # channel vectors
+                                        (64, 5, 5, 37)])  # ... with a tail of 5 (8 lanes)
 def test_relax_symbolic_batch_matches_numpy(c, h, w, o):
     n = tir.Var("n", "int64")
     x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))

@@ -139,9 +139,13 @@ def test_packed_weight_layout_per_width(wide):
 
 
 def test_geometry_width_and_rows(wide):
-    g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
+    g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 96))
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
                                                   conv_pointwise.ROWS_WIDE_CHANNELS)
+    # at most two panels, pixel tiles outer, 64 KB of weights: 12-pixel tiles
+    g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
+    assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
+                                                  conv_pointwise.ROWS_WIDE_CHANNELS_FEW[0])
     # pixel vectors: 8 channel rows, 12 from 256 input channels (a panel of 32 KB or more)
     g = conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 12)
@@ -172,7 +176,9 @@ def test_modes_per_width():
     assert conv_pointwise.modes_of(96, 64, 196, 16) == ["pixels", "channels"]
     assert conv_pointwise.modes_of(96, 64, 196, 32) == ["channels"]
     assert conv_pointwise.modes_of(64, 64, 784, 32) == ["pixels", "channels"]
-    assert conv_pointwise.modes_of(64, 20, 289, 32) == []
+    assert conv_pointwise.modes_of(48, 20, 289, 32) == []
+    # (from CHANNEL_TAIL_MIN_INPUTS input channels, channel vectors with a tail for 20)
+    assert conv_pointwise.modes_of(64, 20, 289, 32) == ["channels"]
 
 
 def test_row_tiles_cover_at_every_height():
