@@ -822,8 +822,11 @@ def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: in
 
 def _tile_lanes(g, lanes: int) -> int:
     """The lanes a channel-vector tile of ``lanes`` output channels computes: a last panel of
-    ``O % width`` channels (O not a multiple of 8) rounded up to 8 (``CHANNEL_TAIL``)."""
-    return min(g["width"], -(-lanes // CHANNEL_TAIL) * CHANNEL_TAIL)
+    ``O % width`` channels rounded up to a power of two of at least ``CHANNEL_TAIL`` lanes (the
+    packed weights are zero past O). Tiles of 20 or 24 lanes measured 3.4-4.3x slower than
+    ONNX Runtime on a Sapphire Rapids Xeon (one thread: 116->116 at 14x14 0.176 ms, 128->120
+    0.195, 256->56 at 7x7 0.089), rounded up to 32 lanes 0.047 (ORT 0.054)."""
+    return min(g["width"], max(CHANNEL_TAIL, 1 << (lanes - 1).bit_length()))
 
 
 def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) -> S.Stmt:

@@ -36,9 +36,9 @@ def test_modes_take_channels_for_odd_outputs_only_where_pixels_do_not_fit():
     assert conv_pointwise.modes_of(20, 13, 289, 32) == []
 
 
-def test_tile_lanes_round_the_tail_up_to_eight():
+def test_tile_lanes_round_the_tail_up_to_a_power_of_two():
     g = {"width": 32}
-    assert [conv_pointwise._tile_lanes(g, n) for n in (4, 8, 12, 17, 32)] == [8, 8, 16, 24, 32]
+    assert [conv_pointwise._tile_lanes(g, n) for n in (4, 8, 12, 17, 32)] == [8, 8, 16, 32, 32]
     assert conv_pointwise._tile_lanes({"width": 16}, 12) == 16
 
 
@@ -49,6 +49,7 @@ def test_tile_lanes_round_the_tail_up_to_eight():
     ((1, 64, 5, 5), 37, "residual_relu", (1, 1)),  # a panel and 5 channels, epilogue on the plane
     ((1, 130, 7, 7), 44, "bias_clip", (1, 1)),  # two channel blocks of 65
     ((1, 80, 9, 10), 12, "bias", (2, 2)),  # strided: the subsampled copy first
+    ((1, 116, 14, 14), 116, "relu", (1, 1)),  # ShuffleNet: a 20-channel panel in 32 lanes
 ])
 def test_odd_output_channels_match_numpy(shape, o, epi, strides):
     lib, feeds, want = _build(shape, o, epi, strides)
@@ -81,7 +82,7 @@ def test_few_output_channels_take_taller_pixel_tiles_on_wide_lanes():
 @pytest.mark.parametrize("shape, o, epi", [
     ((1, 384, 13, 13), 48, "relu"),        # SqueezeNet's squeeze conv: 12- and 11-pixel tiles
     ((2, 160, 9, 9), 64, "residual_relu"),  # two panels, batch 2, epilogue on the plane
-    ((1, 80, 7, 7), 20, "bias_clip"),      # one narrow panel (24 lanes for 20)
+    ((1, 80, 7, 7), 20, "bias_clip"),      # one narrow panel (32 lanes for 20)
 ])
 def test_few_output_channels_match_numpy(shape, o, epi):
     lib, feeds, want = _build(shape, o, epi)

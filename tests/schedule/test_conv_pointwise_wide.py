@@ -54,7 +54,7 @@ CASES = [
     ((1, 256, 8, 8), 24, "residual_relu", (1, 1), "pixels", 32),   # packed (256 channels)
     ((1, 64, 14, 14), 48, "residual_relu", (1, 1), "channels", 32),  # 14x14; 32 + 16 lanes
     ((1, 24, 7, 7), 40, "bias_clip", (1, 1), "channels", 32),      # 7x7; 32 + 8 lanes
-    ((2, 16, 7, 7), 24, "swish", (1, 1), "channels", 32),          # one panel of 24 lanes
+    ((2, 16, 7, 7), 24, "swish", (1, 1), "channels", 32),          # 24 channels in 32 lanes
     ((1, 256, 7, 7), 96, "residual_relu", (1, 1), "channels", 32),  # 4 channel blocks of 64
     ((1, 160, 14, 14), 64, "bias_clip", (1, 1), "channels", 32),   # pixel tiles outer
     ((1, 16, 3, 3), 64, "residual_relu", (1, 1), "channels", 32),  # 9 pixels: one tile
@@ -78,8 +78,9 @@ def test_wide_tiles_match_numpy(case, wide):
     if mode == "pixels":  # rows of output channels x the panel's pixels
         assert {lanes for _, lanes in shapes} == {width}
     else:  # pixels x whole panels of output channels, then the rest
-        assert {lanes for _, lanes in shapes} == {lanes for lanes in (width, o % width)
-                                                  if lanes and lanes <= o}
+        tails = {conv_pointwise._tile_lanes({"width": width}, lanes)
+                 for lanes in (width, o % width) if lanes and lanes <= o}
+        assert {lanes for _, lanes in shapes} == tails
         assert {rows for rows, _ in shapes} == {r for _, r, _ in
                                                 conv_pointwise.row_tiles(oh * ow, g["rows"])}
 
