@@ -4,34 +4,17 @@ bicubic sample, which has no native compute, says so."""
 
 import numpy as np
 import pytest
+from native_cases import native_and_reference
 
-import minitvm
 from minitvm import relay
-from minitvm.contrib import graph_executor
 
 RNG = np.random.default_rng(0)
-
-
-def _native_and_reference(expr, inputs):
-    func = relay.Function(relay.analysis.free_vars(expr), expr)
-    mod = minitvm.IRModule.from_expr(func)
-    with minitvm.transform.PassContext(opt_level=3,
-                                       config={"relay.backend.strict_native": True}):
-        lib = relay.build(mod, target="llvm")
-    m = graph_executor.GraphModule(lib["default"](minitvm.cpu()))
-    for name, value in inputs.items():
-        m.set_input(name, value)
-    m.run()
-    with minitvm.transform.PassContext(opt_level=0):
-        ref = relay.create_executor("debug", mod, target="llvm").evaluate()(
-            *[inputs[p.name_hint] for p in func.params])
-    return m.get_output(0).numpy(), ref.numpy()
 
 
 @pytest.mark.parametrize("target", [(5, 7), (1, 4)])
 def test_affine_grid(target):
     theta = RNG.standard_normal((2, 2, 3)).astype("float32")
-    got, want = _native_and_reference(
+    got, want = native_and_reference(
         relay.image.affine_grid(relay.var("t", shape=(2, 2, 3)), target), {"t": theta})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
@@ -45,7 +28,7 @@ def test_grid_sample_2d(method, padding_mode, align_corners):
     expr = relay.image.grid_sample(relay.var("x", shape=x.shape), relay.var("g", shape=grid.shape),
                                    method=method, padding_mode=padding_mode,
                                    align_corners=align_corners)
-    got, want = _native_and_reference(expr, {"x": x, "g": grid})
+    got, want = native_and_reference(expr, {"x": x, "g": grid})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -54,7 +37,7 @@ def test_grid_sample_3d_and_affine_grid_chain():
     grid = (RNG.random((1, 3, 2, 3, 4)) * 2.4 - 1.2).astype("float32")
     expr = relay.image.grid_sample(relay.var("x", shape=x.shape), relay.var("g", shape=grid.shape),
                                    layout="NCDHW", align_corners=False)
-    got, want = _native_and_reference(expr, {"x": x, "g": grid})
+    got, want = native_and_reference(expr, {"x": x, "g": grid})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # a spatial transformer: affine_grid feeding grid_sample
     img = RNG.standard_normal((2, 3, 8, 8)).astype("float32")
@@ -62,7 +45,7 @@ def test_grid_sample_3d_and_affine_grid_chain():
     t = relay.var("t", shape=theta.shape)
     expr = relay.image.grid_sample(relay.var("x", shape=img.shape),
                                    relay.image.affine_grid(t, (6, 6)))
-    got, want = _native_and_reference(expr, {"x": img, "t": theta})
+    got, want = native_and_reference(expr, {"x": img, "t": theta})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 

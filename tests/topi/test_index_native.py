@@ -4,29 +4,11 @@ strict, so a numpy fallback fails them."""
 
 import numpy as np
 import pytest
+from native_cases import native_and_reference
 
-import minitvm
 from minitvm import relay
-from minitvm.contrib import graph_executor
 
 RNG = np.random.default_rng(0)
-
-
-def _native_and_reference(expr, inputs):
-    func = relay.Function(relay.analysis.free_vars(expr), expr)
-    mod = minitvm.IRModule.from_expr(func)
-    with minitvm.transform.PassContext(opt_level=3,
-                                       config={"relay.backend.strict_native": True}):
-        lib = relay.build(mod, target="llvm")
-    assert all(k.kind == "native" for k in lib.get_lib().kernels.values())
-    m = graph_executor.GraphModule(lib["default"](minitvm.cpu()))
-    for name, value in inputs.items():
-        m.set_input(name, value)
-    m.run()
-    with minitvm.transform.PassContext(opt_level=0):
-        ref = relay.create_executor("debug", mod, target="llvm").evaluate()(
-            *[inputs[p.name_hint] for p in func.params])
-    return m.get_output(0).numpy(), ref.numpy()
 
 
 def _v(name, a):
@@ -43,7 +25,7 @@ def _v(name, a):
 def test_einsum(equation, shapes):
     arrays = {f"a{k}": RNG.standard_normal(s).astype("float32") for k, s in enumerate(shapes)}
     expr = relay.einsum([_v(n, a) for n, a in arrays.items()], equation)
-    got, want = _native_and_reference(expr, arrays)
+    got, want = native_and_reference(expr, arrays)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -52,7 +34,7 @@ def test_einsum(equation, shapes):
 def test_unravel_index(dtype, indices):
     i = np.array(indices, dtype)
     expr = relay.unravel_index(_v("i", i), relay.const(np.array([2, 3, 4], dtype)))
-    got, want = _native_and_reference(expr, {"i": i})
+    got, want = native_and_reference(expr, {"i": i})
     assert got.shape == (3,) + i.shape
     np.testing.assert_array_equal(got, want)
 
@@ -65,7 +47,7 @@ def test_reverse_sequence(lengths, seq_axis, batch_axis):
     x = RNG.standard_normal((4, 5, 3)).astype("float32")
     expr = relay.reverse_sequence(_v("x", x), relay.const(np.array(lengths, "int32")),
                                   seq_axis=seq_axis, batch_axis=batch_axis)
-    got, want = _native_and_reference(expr, {"x": x})
+    got, want = native_and_reference(expr, {"x": x})
     np.testing.assert_array_equal(got, want)
 
 
@@ -73,7 +55,7 @@ def test_adv_index_broadcasts_and_counts_negative_indices_from_the_end():
     x = RNG.standard_normal((4, 5, 3)).astype("float32")
     i0 = np.array([[0, -1], [2, 3]], "int64")
     i1 = np.array([1, -5], "int64")
-    got, want = _native_and_reference(relay.adv_index([_v("x", x), _v("i0", i0), _v("i1", i1)]),
+    got, want = native_and_reference(relay.adv_index([_v("x", x), _v("i0", i0), _v("i1", i1)]),
                                       {"x": x, "i0": i0, "i1": i1})
     assert got.shape == (2, 2, 3)
     np.testing.assert_array_equal(got, want)
@@ -83,7 +65,7 @@ def test_adv_index_broadcasts_and_counts_negative_indices_from_the_end():
                                           ((2, 3), (2, 3))])
 def test_collapse_sum_to(shape, target):
     x = RNG.standard_normal(shape).astype("float32")
-    got, want = _native_and_reference(relay.collapse_sum_to(_v("x", x), target), {"x": x})
+    got, want = native_and_reference(relay.collapse_sum_to(_v("x", x), target), {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -97,5 +79,5 @@ def test_nll_loss(reduction, pshape, targets):
     t = np.array(targets, "int64")
     w = RNG.random(pshape[1]).astype("float32")
     expr = relay.nn.nll_loss(_v("p", p), _v("t", t), _v("w", w), reduction=reduction)
-    got, want = _native_and_reference(expr, {"p": p, "t": t, "w": w})
+    got, want = native_and_reference(expr, {"p": p, "t": t, "w": w})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
