@@ -199,7 +199,9 @@ def geometry(t) -> dict | None:
         return None
     groups, n, c, h, wd, o, kh, kw, oh, ow = dims
     a = t.op.attrs
-    og = o // groups
+    og, real = o // groups, o
+    if groups == 1 and o > LANES and o % LANES:  # zero channels up to a whole tile of 16
+        o = og = -(-o // LANES) * LANES
     if kh * kw < 2 or og % LANES or oh * ow < MIN_PIXELS:
         return None
     sh, sw = (int(s) for s in a["strides"])
@@ -209,7 +211,8 @@ def geometry(t) -> dict | None:
     wp = (ow - 1) * sw + (kw - 1) * dw + 1
     return dict(n=n, c=c, h=h, w=wd, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh,
                 dw=dw, pt=pt, pl=pl, hp=hp, wp=wp, grid=oh * ow, groups=groups, og=og,
-                cin=c * groups, parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+                cin=c * groups, real_o=real,
+                parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
 
 
 def default_knobs(g) -> dict:
@@ -276,14 +279,18 @@ def grouped_supported(t, options=None) -> bool:
 
 
 class PackWeight:
-    """Picklable numpy transform of a ``[O, C, KH, KW]`` weight to ``[O/16, C, KH, KW, 16]``."""
+    """Picklable numpy transform of a ``[O, C, KH, KW]`` weight to ``[O/16, C, KH, KW, 16]``
+    (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros)."""
 
-    def __init__(self, o: int, c: int, kh: int, kw: int):
+    def __init__(self, o: int, c: int, kh: int, kw: int, real_o: int | None = None):
         self.o, self.c, self.kh, self.kw = o, c, kh, kw
+        self.real_o = o if real_o is None else real_o
 
     def __call__(self, w):
-        w = np.asarray(w, dtype="float32").reshape(self.o // LANES, LANES, self.c, self.kh,
-                                                   self.kw)
+        w = np.asarray(w, dtype="float32")
+        if getattr(self, "real_o", self.o) != self.o:  # (archives pickled before real_o)
+            w = np.concatenate([w, np.zeros((self.o - w.shape[0], *w.shape[1:]), w.dtype)])
+        w = w.reshape(self.o // LANES, LANES, self.c, self.kh, self.kw)
         return np.ascontiguousarray(w.transpose(0, 2, 3, 4, 1))
 
 
@@ -294,7 +301,7 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
         raise ValueError(f"conv_lanes.packed_weight: stage {t.name!r} is not a conv2d this "
                          "schedule takes")
     return (g["o"] // LANES, g["c"], g["kh"], g["kw"], LANES), \
-        PackWeight(g["o"], g["c"], g["kh"], g["kw"])
+        PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["real_o"])
 
 
 def tile_pixels(g) -> int:
@@ -846,11 +853,15 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
         return S.BufferStore(out, val, idx)
 
     jp = ctx.fresh("jj")
+    outs = lanes_loop(lambda ll: put(jp, ll))
+    if g["real_o"] != g["o"]:  # the last tile stores only the real output channels
+        ll = ctx.fresh("ll")
+        outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.For(
+            ll, 0, g["real_o"] - ob * cw, S.ForKind.SERIAL, put(jp, ll)))
     store = S.SeqStmt([
         loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
             res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, lanes_loop(
-            lambda ll: put(jp, ll)))])
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
     store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
