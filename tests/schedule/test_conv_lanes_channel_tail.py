@@ -26,6 +26,7 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, epilogu
     ((1, 36, 27, 27), 44, 3, (2, 2), (1, 1), (1, 1), "residual_relu"),  # 48 wide, stride 2
     ((2, 24, 11, 9), 20, 3, (1, 1), (2, 2), (2, 2), "bias_relu"),  # 32, dilated, a batch
     ((1, 16, 10, 10), 36, 5, (1, 1), (2, 2), (1, 1), "none"),  # 5x5, no epilogue
+    ((1, 8, 9, 9), 23, 3, (2, 2), (1, 1), (1, 1), "bias_relu"),  # a tail of 16 + 4 + 2 + 1
 ]
 
 
@@ -56,3 +57,11 @@ def test_packed_weight_pads_with_zero_channels(o, padded):
     back = packed.transpose(0, 4, 1, 2, 3).reshape(padded, 3, 3, 3)
     np.testing.assert_array_equal(back[:o], w)
     assert not back[o:].any()
+
+
+@pytest.mark.parametrize("count, want", [
+    (20, [(0, 16), (16, 4)]), (23, [(0, 16), (16, 4), (20, 2), (22, 1)]),
+    (44, [(0, 16), (16, 16), (32, 8), (40, 4)]), (16, [(0, 16)])])
+def test_last_tile_stores_in_power_of_two_pieces(count, want):
+    """The last tile's real channels are stored in vectors of 16, then powers of two."""
+    assert conv_lanes._pieces(count) == want
