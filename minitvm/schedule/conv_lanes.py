@@ -114,8 +114,13 @@ ODD_WIDTH = {"avx512": 48, "avx2": None}
 WIDE = {"avx512": 64, "avx2": None}
 WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
-# planes with fewer output pixels than this keep conv_direct (6s and 5s must cover them)
-MIN_PIXELS = 20
+# planes with fewer output pixels than this keep conv_direct. It was 20 (the least extent any
+# larger one of which is a sum of 6s and 5s: ``SIXES_MIN``; smaller planes are cut in
+# ``even_tiles``): conv_direct ran such planes 1.5-1.9x slower than ONNX Runtime. Sapphire
+# Rapids, one thread, ms, conv_direct -> here (ORT): 240 -> 120 3x3 at 4x4 0.099 -> 0.056
+# (0.055), stride-2 at 7x7 0.104 -> 0.065 (0.057), 512 -> 512 at 4x4 0.844 -> 0.741 (0.654)
+MIN_PIXELS = 9
+SIXES_MIN = 20
 # ... but a 16-lane tile on AVX-512 (one zmm a pixel: a group of 16 output channels, RegNet's
 # grouped convs, or 16s of output channels not a multiple of 32, Inception's 48) holds this many
 # pixels (``tile_pixels``): at 6 it keeps 6 accumulators, too few FMA chains for two FMA ports
@@ -187,8 +192,9 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
-    static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels
-    (per group, for a grouped conv) and at least ``MIN_PIXELS`` output pixels.
+    static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels per
+    group for a grouped conv (groups 1: ``o`` is rounded up to one, ``real_o`` the conv's) and
+    at least ``MIN_PIXELS`` output pixels.
 
     A grouped conv (ResNeXt's later stages, RegNet) runs as its groups' convs side by side: a
     tile's 16 output channels belong to one group, and its reduction runs over that group's
@@ -200,7 +206,7 @@ def geometry(t) -> dict | None:
     groups, n, c, h, wd, o, kh, kw, oh, ow = dims
     a = t.op.attrs
     og, real = o // groups, o
-    if groups == 1 and o > LANES and o % LANES:  # zero channels up to a whole tile of 16
+    if groups == 1 and o % LANES:  # zero channels up to a whole tile of 16
         o = og = -(-o // LANES) * LANES
     if kh * kw < 2 or og % LANES or oh * ow < MIN_PIXELS:
         return None
@@ -310,10 +316,11 @@ def tile_pixels(g) -> int:
 
 
 def plane_tiles(g, extent: int) -> list[tuple[int, int, int]]:
-    """``extent`` pixels (at least ``MIN_PIXELS``) as groups ``(first, pixels, tiles)`` of
-    tiles of geometry ``g``: ``pixel_tiles``, or ``even_tiles`` of ``tile_pixels``."""
+    """``extent`` pixels as groups ``(first, pixels, tiles)`` of tiles of geometry ``g``:
+    ``pixel_tiles`` (from ``SIXES_MIN`` pixels up), or ``even_tiles`` of ``tile_pixels``."""
     most = tile_pixels(g)
-    return pixel_tiles(extent) if most == 6 else even_tiles(extent, most)
+    return pixel_tiles(extent) if most == 6 and extent >= SIXES_MIN else \
+        even_tiles(extent, most)
 
 
 def pixel_tiles(extent: int) -> list[tuple[int, int, int]]:
@@ -437,7 +444,7 @@ def _direct_tables(ctx, g):
         fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
             S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])]))))
         size = nr * nc
-        tiles = plane_tiles(g, size) if size >= MIN_PIXELS else even_tiles(size, tile_pixels(g))
+        tiles = plane_tiles(g, size)
         groups += [(base + f, pixels, m, ky, kx) for f, pixels, m in tiles]
         base += size
     return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)

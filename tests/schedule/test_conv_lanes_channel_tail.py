@@ -1,7 +1,8 @@
 """``conv_lanes`` on output channels not a multiple of 16 (groups 1): the packed weight is padded
 with zero channels up to whole tiles and the last tile stores only the real channels (such convs
-ran on ``conv_direct`` 2.3-3.2x slower than ONNX Runtime). Each matches numpy in every tile
-width and loop order, with strides, odd planes, a batch, dilation and the fused epilogue."""
+ran on ``conv_direct`` 2.3-3.2x slower than ONNX Runtime); and on planes of 9 to 19 output
+pixels. Each matches numpy in both loop orders, with strides, odd planes, a batch, dilation and
+the fused epilogue."""
 
 import numpy as np
 import pytest
@@ -27,6 +28,12 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, epilogu
     ((2, 24, 11, 9), 20, 3, (1, 1), (2, 2), (2, 2), "bias_relu"),  # 32, dilated, a batch
     ((1, 16, 10, 10), 36, 5, (1, 1), (2, 2), (1, 1), "none"),  # 5x5, no epilogue
     ((1, 8, 9, 9), 23, 3, (2, 2), (1, 1), (1, 1), "bias_relu"),  # a tail of 16 + 4 + 2 + 1
+    ((1, 40, 27, 27), 12, 3, (2, 2), (1, 1), (1, 1), "residual_relu"),  # fewer than 16
+    ((1, 24, 14, 14), 3, 3, (1, 1), (1, 1), (1, 1), "bias_relu"),  # 3 outputs
+    # planes of fewer than 20 output pixels (not all sums of 6s and 5s): even tiles
+    ((1, 64, 4, 4), 120, 3, (1, 1), (1, 1), (1, 1), "residual_relu"),  # 16 pixels
+    ((1, 48, 5, 5), 64, 3, (2, 2), (1, 1), (1, 1), "bias_relu"),  # 3x3: 9 pixels
+    ((1, 32, 3, 5), 96, 3, (1, 1), (1, 1), (1, 1), "bias_relu"),  # 3x5: 15 pixels
 ]
 
 
@@ -65,3 +72,16 @@ def test_packed_weight_pads_with_zero_channels(o, padded):
 def test_last_tile_stores_in_power_of_two_pieces(count, want):
     """The last tile's real channels are stored in vectors of 16, then powers of two."""
     assert conv_lanes._pieces(count) == want
+
+
+@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("extent", range(conv_lanes.MIN_PIXELS, 30))
+def test_small_planes_are_cut_exactly(extent, width):
+    """Any plane from ``MIN_PIXELS`` up is cut in tiles covering it exactly, none larger than
+    ``tile_pixels``."""
+    g = dict(lanes_width=width)
+    groups = conv_lanes.plane_tiles(g, extent)
+    sizes = [p for _, p, m in groups for _ in range(m)]
+    assert sum(sizes) == extent and max(sizes) <= conv_lanes.tile_pixels(g)
+    assert [f for f, _, _ in groups] == [sum(p * m for _, p, m in groups[:i])
+                                         for i in range(len(groups))]
