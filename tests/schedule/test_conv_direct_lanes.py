@@ -83,8 +83,8 @@ def test_weight_is_taken_prepacked_and_input_padded_once():
 
 @pytest.mark.parametrize("shape, o, pads", [
     ((1, 4, 16, 16), 16, (1, 1, 1, 1)),  # OW = 16: a whole number of pixel vectors
-    ((1, 4, 9, 9), 24, (1, 1, 1, 1)),    # 24 output channels: not whole 16-lane tiles
-    ((1, 4, 4, 4), 16, (1, 1, 1, 1)),    # 16 output pixels: too few for the pixel tiles
+    ((1, 4, 2, 4), 24, (1, 1, 1, 1)),    # 8 output pixels: fewer than MIN_PIXELS
+    ((1, 4, 2, 2), 16, (1, 1, 1, 1)),    # 4 output pixels
 ])
 def test_other_convs_keep_the_implicit_gemm(shape, o, pads):
     lib, inputs, want = _build(shape, o, (3, 3), (1, 1), pads, (1, 1), "bias_relu",

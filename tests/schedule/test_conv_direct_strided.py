@@ -126,6 +126,7 @@ def test_strided_phase_fill_copies_only_read_phases(k, copies, direct_conv_only)
 
 @pytest.mark.skipif(not conv_direct.UNROLL_STRIDED_ROWS[vector_isa()],
                     reason="unrolled filter rows are off for this ISA (UNROLL_STRIDED_ROWS)")
+@pytest.mark.usefixtures("direct_conv_only")  # (8 output channels would run on conv_lanes)
 def test_strided_filter_rows_unrolled():
     """Stride 2: the filter-row loop of the micro-kernel is unrolled (its phase plane and row
     offset are constants); stride 1 keeps it a loop."""

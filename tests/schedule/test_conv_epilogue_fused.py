@@ -125,6 +125,7 @@ def _out_buffer(prim):
 @pytest.mark.skipif(not FUSED, reason="the fused epilogue is off (FUSED_EPILOGUE)")
 @pytest.mark.parametrize("shape, o, k, stride", [
     ((1, 5, 13, 11), 7, 3, 1), ((1, 6, 16, 32), 11, 3, 1), ((1, 5, 15, 17), 9, 3, 2)])
+@pytest.mark.usefixtures("direct_conv_only")  # (odd output channels: conv_lanes' too)
 def test_output_written_once_by_the_micro_kernel(shape, o, k, stride):
     """Every store into the output applies the epilogue (relu: a Max) to the register tile,
     and nothing reads the output back: no grid buffer, crop or in-place epilogue pass."""
@@ -174,6 +175,7 @@ def test_contiguous_grid_reads_residual_as_flat_vectors():
     ((1, 96, 9, 9), 40, 3, "tile_sums"),      # channel tiles outer
     ((1, 16, 20, 20), 13, None, None),        # few channels: one pass
 ])
+@pytest.mark.usefixtures("direct_conv_only")  # (odd output channels: conv_lanes' too)
 def test_channel_blocks(shape, o, blocks, scratch):
     stride = 2 if shape[1] == 48 else 1
     lib = _run(shape, o, 3, stride, 1, "bias_relu")
