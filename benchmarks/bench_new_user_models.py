@@ -8,6 +8,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group third    # the third round
     python benchmarks/bench_new_user_models.py --group fourth   # the fourth round
     python benchmarks/bench_new_user_models.py --group fifth    # the fifth (new_user_models_fifth)
+    python benchmarks/bench_new_user_models.py --group sixth    # the sixth (new_user_models_sixth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from interleave import settled_rounds  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
+from new_user_models_sixth import sixth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1728,7 +1730,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
-    ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "all"),
+    ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
+                                                "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1739,7 +1742,9 @@ def main() -> int:
                     "...); fifth: the 11 of the fifth (PSPNet pyramid pooling, RepVGG, "
                     "EfficientNetV2, a BiLSTM tagger, DistilBERT, pix2pix, detection top-k, "
                     "GraphSAGE max/mean, einsum attention, cumsum positions, a batch-32 "
-                    "MLP); all")
+                    "MLP); sixth: the 12 of the sixth (SegFormer, PoolFormer, stacked "
+                    "hourglass, ENet, BiFPN, Conv-TasNet, MaxViT, ESRGAN RRDB, NeRF MLP, "
+                    "Perceiver, LeNet-5, ResNet-D); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1757,10 +1762,10 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
-    fifth = fifth_models()
-    table = {**first, **second, **third, **fourth, **fifth}
+    fifth, sixth = fifth_models(), sixth_models()
+    table = {**first, **second, **third, **fourth, **fifth, **sixth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
-             "fifth": fifth, "all": table}[args.group]
+             "fifth": fifth, "sixth": sixth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -37,7 +37,18 @@ _ERFC_Q = (0.0006902119372686605, 0.5533681737162753, 0.07495535430926767,
            -0.5789284491151514, 0.7112290690260474, -0.5107825892742707, 0.23088512918492116,
            -0.0610709540478285, 0.007237630384518801)
 
-FUNCS = ("exp", "log", "tanh", "erf", "sigmoid")
+# sin(r) = r + r^3 S(r^2) and cos(r) = 1 - r^2/2 + r^4 C(r^2) on |r| <= pi/4 (relative errors
+# 4e-9 and 1.2e-10 in float64)
+_SIN_S = (-0.16666655140118594, 0.008332186532873813, -0.00019518151367058553)
+_COS_C = (0.04166664559061913, -0.0013887312834857917, 2.4432844618880687e-05)
+# pi/2 = P1 + P2 + P3: P1 and P2 with 12 significant bits, so n * P1 and n * P2 are exact for
+# integers |n| <= 4096 (the Cody-Waite reduction x - n pi/2 loses nothing to them); P3 is the
+# float32 rounding of the exact remainder (from pi/2 to 50 digits, not float64's pi/2: that
+# one's error of 6e-17, times n, made results near the zeros 2e-6 off)
+_PIO2 = (1.57080078125, -4.453584551811218e-06, -8.705515752716053e-10)
+_TRIG_LIMIT = 6000.0  # |x| beyond (n > 3820), inf and NaN: libm
+
+FUNCS = ("exp", "log", "tanh", "erf", "sigmoid", "sin", "cos")
 
 
 class _Emit:
@@ -210,7 +221,49 @@ def _sigmoid(m: _Emit, x):
     return m.div(one, m.add(one, _exp(m, m.b.fneg(x))))
 
 
-_IMPL = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "sigmoid": _sigmoid}
+def _sincos(m: _Emit, x, name: str):
+    """``sin`` or ``cos`` of float32 ``x``: n = rint(x 2/pi), r = x - n pi/2 in three FMAs,
+    the sine or cosine polynomial of r by the quadrant, its sign flipped in quadrants 2 and 3.
+    Where any lane is beyond +-6000 (or inf, NaN) the whole value comes from llvm.sin/cos
+    (libm per lane) instead, on a branch a vector of ordinary inputs never takes."""
+    n = m.cg._intrin("llvm.nearbyint", [m.mul(x, m.c(2 / math.pi))])
+    r = x
+    for part in _PIO2:
+        r = m.fma(n, m.c(-part), r)
+    z = m.mul(r, r)
+    s = m.fma(m.mul(r, z), m.poly(z, _SIN_S), r)
+    c = m.fma(m.mul(z, z), m.poly(z, _COS_C), m.fma(z, m.c(-0.5), m.c(1.0)))
+    q = m.b.fptosi(n, m.ity)
+    if name == "cos":  # cos(x) = sin(x + pi/2): one quadrant on
+        q = m.b.add(q, m.ci(1))
+    odd = m.b.icmp_signed("!=", m.b.and_(q, m.ci(1)), m.ci(0))
+    flip = m.b.shl(m.b.and_(q, m.ci(2)), m.ci(30))  # quadrants 2, 3: the sign bit
+    fast = m.b.bitcast(m.b.xor(m.b.bitcast(m.sel(odd, c, s), m.ity), flip), m.ty)
+    # any lane out of the reduction's range (the unordered compare takes NaN too; inf and NaN
+    # would come out NaN from the fast path as well)
+    bad = m.b.fcmp_unordered(">", m.fabs(x), m.c(_TRIG_LIMIT))
+    if isinstance(m.ty, ir.VectorType):
+        fn = m.cg._declare(f"llvm.vector.reduce.or.{T.mangle(bad.type)}", ir.IntType(1),
+                           [bad.type])
+        bad = m.b.call(fn, [bad])
+    bld = m.b
+    fast_end = bld.block
+    slow_bb = bld.append_basic_block(f"{name}.libm")
+    end_bb = bld.append_basic_block(f"{name}.end")
+    bld.cbranch(bad, slow_bb, end_bb)
+    bld.position_at_end(slow_bb)
+    slow = m.cg._intrin(f"llvm.{name}", [x])
+    slow_end = bld.block
+    bld.branch(end_bb)
+    bld.position_at_end(end_bb)
+    phi = bld.phi(m.ty)
+    phi.add_incoming(fast, fast_end)
+    phi.add_incoming(slow, slow_end)
+    return phi
+
+
+_IMPL = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "sigmoid": _sigmoid,
+         "sin": lambda m, x: _sincos(m, x, "sin"), "cos": lambda m, x: _sincos(m, x, "cos")}
 
 
 def _int_power(m: _Emit, x, n: int):

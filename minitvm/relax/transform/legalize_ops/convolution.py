@@ -113,6 +113,8 @@ def _conv_transpose(name: str, data_layout: str, kernel_layout: str):
                           "is", stacklevel=2)
             return call
         shape, dtype = out_shape(call), out_dtype(call)
+        if name == "conv1d_transpose":
+            return _conv1d_transpose_as_2d(bb, call)
         if name == "conv2d_transpose":
             out = _by_phases(bb, call)
             if out is not None:
@@ -122,6 +124,29 @@ def _conv_transpose(name: str, data_layout: str, kernel_layout: str):
             int(a.groups), shape, dtype), call.args[0], call.args[1], name=name)
 
     return legalize
+
+
+def _conv1d_transpose_as_2d(bb, call):
+    """An NCW/IOW conv1d_transpose as a conv2d_transpose over one row (data and kernel gain an
+    H axis of extent 1, the result loses it), which ``_by_phases`` turns into native conv2ds.
+    Through the direct gather of ``nn_te.conv_transpose`` Conv-TasNet's decoder (64 -> 1
+    channels, 16 taps, stride 8, 999 frames to 8000 samples, two sources) took 9.8 ms a
+    source, over 70% of the model run."""
+    a = call.attrs
+    x = _emit_legalized(bb, _manip.expand_dims(call.args[0], 2))
+    w = call.args[1]
+    if isinstance(w, Constant):
+        w = const(np.ascontiguousarray(np.expand_dims(w.data.numpy(), 2)))
+    else:
+        w = _emit_legalized(bb, _manip.expand_dims(w, 2))
+    (left, right), (stride,), (dilation,), (extra,) = ((int(v) for v in t) for t in (
+        a.padding, a.strides, a.dilation, a.output_padding))
+    y = _emit_legalized(bb, conv2d_transpose(x, w, strides=(1, stride),
+                                             padding=(0, left, 0, right),
+                                             output_padding=(0, extra), dilation=(1, dilation),
+                                             groups=int(a.groups), out_dtype=out_dtype(call)))
+    squeeze = bb.normalize(_manip.squeeze(y, [2]))
+    return get_legalize(squeeze.op)(bb, squeeze)
 
 
 register_legalize("relax.nn.conv1d_transpose",

@@ -331,3 +331,29 @@ def test_attention_bias_scale_symbolic():
            tensor([1, 2, s, s])], [q, k, v, bias],
           attention_ref(q, k, v, bias, 0.3), rtol=1e-4, atol=1e-5)
     _ = R
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_strided_conv1d_transpose_is_a_conv2d_per_phase(constant):
+    # Conv-TasNet's decoder (16 taps, stride 8) over a symbolic batch: a conv2d per phase
+    # after a row of extent 1 is added (no conv_transpose gather)
+    from legalize_util import bindings, one_op_module, run_legalized
+
+    from minitvm import relax
+    from minitvm.relax.transform import LegalizeOps
+
+    x, w = rand((2, 6, 9)), rand((6, 2, 16))
+    (n,) = sym("n")
+    make = (lambda a: nn.conv1d_transpose(a, relax.const(w), strides=8, padding=(3, 5),
+                                          output_padding=1)) if constant else \
+        (lambda a, b: nn.conv1d_transpose(a, b, strides=8, padding=(3, 5), output_padding=1))
+    sinfos = [tensor((n, 6, 9))] + ([] if constant else [tensor(w.shape)])
+    after = LegalizeOps()(one_op_module(make, sinfos))
+    called = [str(b.value.args[0].name_hint) for b in bindings(after["main"])
+              if getattr(getattr(b.value, "op", None), "name", "") == "relax.call_tir"]
+    assert sum(f.startswith("conv2d") for f in called) == 8
+    assert not any(f.startswith(("conv1d_transpose", "conv2d_transpose")) for f in called)
+    got = run_legalized(after, [x] if constant else [x, w])
+    ref = conv2d_transpose_ref(x[:, :, None], w[:, :, None], (1, 8), (0, 3, 0, 5), (0, 1))
+    assert got.shape == (2, 2, (9 - 1) * 8 - 8 + 16 + 1)
+    np.testing.assert_allclose(got, ref[:, :, 0], rtol=1e-4, atol=1e-4)
