@@ -146,8 +146,7 @@ def parts(o: int, nbytes: int) -> list[tuple[int, int]]:
     if nbytes < MIN_BYTES:
         return [(0, o)]
     want = -(-nbytes // PART_BYTES)
-    per = -(-o // want)
-    per = -(-per // CHANNEL_MULTIPLE) * CHANNEL_MULTIPLE
+    per = max(CHANNEL_MULTIPLE, -(-o // want) // CHANNEL_MULTIPLE * CHANNEL_MULTIPLE)
     if per >= o:
         return [(0, o)]
     return [(lo, min(lo + per, o)) for lo in range(0, o, per)]
