@@ -10,9 +10,11 @@ most ``PART_BYTES``, each part's map is still in L2 when its pool reads it; the 
 costs nothing (the memory plan has each pool write its slice of the concatenated output in
 place: the batch is 1 and the slices are whole channel planes). The conv's work is unchanged
 (each part reads the same input, which stays in cache). Measured on an Intel Xeon (2 MB L2),
-one thread, the model's kernels in graph order, ms, stem conv + pool whole -> in four parts:
-regnet_like 1.84 + 0.24 -> 1.64 + 0.17, squeezenet 0.56 + 0.22 -> 0.52 + 0.14 (whole models
-0.98x and 0.985x, a loaded machine).
+one thread, a loaded machine, the model's kernels in graph order, ms, stem conv + pool whole ->
+in four parts: regnet_like 1.84 + 0.24 -> 1.64 + 0.17, squeezenet 0.56 + 0.22 -> 0.52 + 0.14;
+whole models, the pass off -> on in one process: regnet_like 0.948-0.962x, squeezenet
+0.980-0.984x, resnext50_32x4d 0.98-1.00x, xception_mini 1.00x. Two parts of 1.6 MB measured
+the same as four.
 
 The conv must be a float32 NCHW / OIHW conv of batch 1 and groups 1 with a constant weight;
 each op between it and the pool (NCHW ``nn.max_pool2d`` / ``nn.avg_pool2d``) takes the chain
