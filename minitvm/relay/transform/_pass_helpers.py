@@ -9,6 +9,7 @@ from ...ir.expr import GlobalVar
 from ...transform.decorators import module_pass
 from ...transform.registry import register_pass
 from ..expr import Function
+from ..expr_functor import dataflow_children, dataflow_post_order
 from .function_pass import _nonzero, function_pass, is_optimizable
 
 
@@ -18,6 +19,17 @@ def has_nonzero_attr(func, key: str) -> bool:
     if not attrs:
         return False
     return _nonzero(attrs.get(key))
+
+
+def dataflow_use_counts(body) -> dict[int, int]:
+    """id(expr) -> how many dataflow nodes read it (the body counts once). The walk stays out
+    of Let and Function scopes: a value inside one has no count, and the passes that use the
+    counts (FuseAttention, SplitConvPool) leave it alone."""
+    counts: dict[int, int] = {id(body): 1}
+    for e in dataflow_post_order(body):
+        for kid in dataflow_children(e):
+            counts[id(kid)] = counts.get(id(kid), 0) + 1
+    return counts
 
 
 def make_function_pass(transform, opt_level: int, name: str, required=None, **contracts):

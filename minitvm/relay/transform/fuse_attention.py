@@ -17,8 +17,8 @@ from ...ir.type import TensorType
 from ...schedule.attention import worth_fusing
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, Function, Var
-from ..expr_functor import ExprMutator, dataflow_children, dataflow_post_order
-from ._pass_helpers import register
+from ..expr_functor import ExprMutator
+from ._pass_helpers import dataflow_use_counts, register
 from .function_pass import function_pass
 
 __all__ = ["FuseAttention", "fuse_attention"]
@@ -34,16 +34,6 @@ def _static_shape(e) -> list[int] | None:
         return [int(d) for d in t.shape]
     except (TypeError, ValueError):  # a symbolic extent
         return None
-
-
-def _use_counts(body) -> dict[int, int]:
-    """id(expr) -> how many dataflow nodes read it (the body counts once). The walk stays out
-    of Let and Function scopes, so an attention inside one has uncounted values: not fused."""
-    counts: dict[int, int] = {id(body): 1}
-    for e in dataflow_post_order(body):
-        for kid in dataflow_children(e):
-            counts[id(kid)] = counts.get(id(kid), 0) + 1
-    return counts
 
 
 def _is_call(e, name: str) -> bool:
@@ -136,7 +126,7 @@ class _FuseAttention(ExprMutator):
 
 def fuse_attention(func):
     """FuseAttention on one function: its large attentions as calls of Primitive functions."""
-    m = _FuseAttention(_use_counts(func.body))
+    m = _FuseAttention(dataflow_use_counts(func.body))
     out = m.visit(func)
     return out, m.count
 

@@ -54,8 +54,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if homogeneous:
         passes.append(p("SplitArgs", max_function_args=max_args))
     # FuseAttention (opt_level 3) is minitvm's: a large attention chain as one Primitive
-    # function, lowered to one kernel (``schedule.attention``), before FuseOps splits it in three
-    passes += [p("PlanDevices"), p("FuseAttention"), p("FuseOps")]
+    # function, lowered to one kernel (``schedule.attention``), before FuseOps splits it in three;
+    # so is SplitConvPool (opt_level 3): a stem conv's large map read only by a pool, in parts
+    # that stay in cache between the two
+    passes += [p("PlanDevices"), p("SplitConvPool"), p("FuseAttention"), p("FuseOps")]
     return Sequential(passes, opt_level=0, name="sequential")
 
 
