@@ -65,9 +65,8 @@ def resnet18():
     return nn.Sequential(*layers)
 
 
-def measure(name, ctor, shape, batches, rounds, threads=1):
-    import onnx
-    import onnxruntime as ort
+def export_dynamic(ctor, shape):
+    """(the PyTorch model, its ONNX bytes with input ``x`` and output ``y`` of dynamic batch)."""
     import torch
     from torch import nn
 
@@ -83,6 +82,26 @@ def measure(name, ctor, shape, batches, rounds, threads=1):
         torch.onnx.export(model, (torch.randn(2, *shape[1:]),), buf, input_names=["x"],
                           output_names=["y"], opset_version=17, dynamo=False,
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    return model, buf
+
+
+def model_table() -> dict:
+    """name -> (constructor, input shape) of every model this script knows."""
+    table = {"resnet18": (resnet18, (1, 3, 224, 224))}
+    for group in (bench_new_user_models.models, bench_new_user_models.new_models,
+                  bench_new_user_models.third_models, bench_new_user_models.fourth_models,
+                  new_user_models_fifth.fifth_models, new_user_models_sixth.sixth_models):
+        # the models of one image input (a shape); those with other inputs are left out
+        table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
+    return table
+
+
+def measure(name, ctor, shape, batches, rounds, threads=1):
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    model, buf = export_dynamic(ctor, shape)
     t0 = time.perf_counter()
     mod = relax.frontend.onnx.from_onnx(onnx.load_from_string(buf.getvalue()))
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
@@ -122,12 +141,7 @@ def main() -> int:
         return 0
     torch.set_num_threads(1)
     threadpool.set_num_threads(args.threads)
-    table = {"resnet18": (resnet18, (1, 3, 224, 224))}
-    for group in (bench_new_user_models.models, bench_new_user_models.new_models,
-                  bench_new_user_models.third_models, bench_new_user_models.fourth_models,
-                  new_user_models_fifth.fifth_models, new_user_models_sixth.sixth_models):
-        # the models of one image input (a shape); those with other inputs are left out
-        table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
+    table = model_table()
     names = args.models.split(",")
     unknown = [n for n in names if n not in table]
     if unknown:

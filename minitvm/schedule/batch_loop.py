@@ -42,6 +42,7 @@ from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr, transform_stmt, walk_stmts
 from .common import const_int
+from .narrow_index import narrow_indices
 
 MIN_IMAGE_DIMS = 4
 # a 3-dim (n, rows, features) parameter is n images when each has this many rows (ViT's
@@ -182,7 +183,8 @@ def per_image(func: PrimFunc, n) -> tuple[PrimFunc, dict] | None:
             new[id(b)].data.type_annotation = getattr(b.data, "type_annotation", None)
     body = _rebuffer(substitute(func.body, {n: one}), lambda b: new.get(id(b)))
     buffer_map = {p: new.get(id(b), b) for p, b in func.buffer_map.items()}
-    return PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs), strides
+    one_image = PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs)
+    return narrow_indices(one_image), strides
 
 
 def around_images(func: PrimFunc, n, image_func: PrimFunc, strides: dict) -> PrimFunc | None:
