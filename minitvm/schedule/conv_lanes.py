@@ -113,6 +113,11 @@ ODD_WIDTH = {"avx512": 48, "avx2": None}
 # at 14x14 1.46 / 1.34 (1.50), 128 -> 128 at 28x28 1.41 / 1.40 (1.42).
 WIDE = {"avx512": 64, "avx2": None}
 WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
+# ... strided convs too where the output plane is at most this many pixels (the input, a few
+# KB a channel, is no stream from memory): stride 2 at 7x7, 32 in blocks -> 64 in one pass
+# (ORT): 128 -> 256 0.075 -> 0.066 (0.066), 96 -> 192 0.044 -> 0.040 (0.038), 256 -> 512 0.355
+# -> 0.324 (0.366)
+WIDE_STRIDED_MAX_PIXELS = 64
 # groups-1 convs whose output channels (rounded up to 16) are an odd number of 16s, at least
 # PAD_WIDTH_MIN_CHANNELS and not a multiple of ODD_WIDTH, on planes of at most
 # PAD_WIDTH_MAX_PIXELS output pixels, get 16 more zero channels for tiles of this width: a
@@ -263,7 +268,7 @@ def default_knobs(g) -> dict:
                  lanes_direct=DIRECT[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
-            and g.get("sh", 1) * g.get("sw", 1) == 1:
+            and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \

@@ -125,3 +125,26 @@ def test_output_channels_padded_to_32_lanes_on_small_planes(o, hw, isa, want, mo
     assert packed.shape == shape == (want // 16, 64, 3, 3, 16)
     assert not packed.reshape(want // 16, 64 * 9, 16).transpose(0, 2, 1).reshape(
         want, 64 * 9)[o:].any()
+
+
+@pytest.mark.parametrize("c, o, hw, s, width", [
+    (128, 256, 7, 2, 64),    # stride 2 to 4x4: 64 lanes in one pass (WIDE_STRIDED_MAX_PIXELS)
+    (256, 512, 14, 2, 64),   # to 7x7
+    (128, 256, 56, 2, 32),   # to 28x28: 32 lanes in blocks of input channels
+    (512, 512, 14, 2, 32),   # a tile's weights past WIDE_MAX_TILE_WEIGHT_BYTES
+])
+def test_wide_tiles_for_strided_convs_on_small_planes(c, o, hw, s, width, monkeypatch):
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    knobs = conv_lanes.default_knobs(_geometry(c, o, hw, s))
+    assert knobs["lanes_width"] == width
+    assert (knobs["lanes_cblock"] == 0) == (width == 64)
+
+
+def test_wide_strided_conv_matches_numpy(restore_threads):
+    lib, inputs, want = build_conv((1, 48, 7, 7), 64, 3, (2, 2), (1, 1, 1, 1), (1, 1),
+                                   "residual_relu", np.random.default_rng(7))
+    for threads in (1, 2):
+        threadpool.set_num_threads(threads)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(**inputs)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
