@@ -226,8 +226,8 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
     static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels per
-    group for a grouped conv (groups 1: ``o`` is rounded up to one, ``real_o`` the conv's) and
-    at least ``MIN_PIXELS`` output pixels.
+    group for a grouped conv (groups 1: ``o`` is rounded up to one, or on a small plane to 32s,
+    ``PAD_WIDTH``; ``real_o`` the conv's) and at least ``MIN_PIXELS`` output pixels.
 
     A grouped conv (ResNeXt's later stages, RegNet) runs as its groups' convs side by side: a
     tile's 16 output channels belong to one group, and its reduction runs over that group's
