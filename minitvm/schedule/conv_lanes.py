@@ -113,13 +113,34 @@ ODD_WIDTH = {"avx512": 48, "avx2": None}
 # at 14x14 1.46 / 1.34 (1.50), 128 -> 128 at 28x28 1.41 / 1.40 (1.42).
 WIDE = {"avx512": 64, "avx2": None}
 WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
-# pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency);
-# planes with fewer output pixels than this keep conv_direct. It was 20 (the least extent any
-# larger one of which is a sum of 6s and 5s: ``SIXES_MIN``; smaller planes are cut in
-# ``even_tiles``): conv_direct ran such planes 1.5-1.9x slower than ONNX Runtime. Sapphire
-# Rapids, one thread, ms, conv_direct -> here (ORT): 240 -> 120 3x3 at 4x4 0.099 -> 0.056
-# (0.055), stride-2 at 7x7 0.104 -> 0.065 (0.057), 512 -> 512 at 4x4 0.844 -> 0.741 (0.654)
-MIN_PIXELS = 9
+# ... strided convs too where the output plane is at most this many pixels (the input, a few
+# KB a channel, is no stream from memory): stride 2 at 7x7, 32 in blocks -> 64 in one pass
+# (ORT): 128 -> 256 0.075 -> 0.066 (0.066), 96 -> 192 0.044 -> 0.040 (0.038), 256 -> 512 0.355
+# -> 0.324 (0.366)
+WIDE_STRIDED_MAX_PIXELS = 64
+# groups-1 convs whose output channels (rounded up to 16) are an odd number of 16s, at least
+# PAD_WIDTH_MIN_CHANNELS and not a multiple of ODD_WIDTH, on planes of at most
+# PAD_WIDTH_MAX_PIXELS output pixels, get 16 more zero channels for tiles of this width: a
+# 16-lane tile (one zmm a pixel) needs 12 pixels to keep the FMA ports busy, which such a plane
+# cuts into few short tiles. Sapphire Rapids, one thread, ms, 16 lanes -> padded to 32 (ONNX
+# Runtime): 240 -> 112 at 4x4 0.060 -> 0.054 (0.053), at 5x5 0.090 -> 0.071 (0.077), at 7x7
+# 0.180 -> 0.146 (0.163), 512 -> 208 at 7x7 0.746 -> 0.664 (0.728); on larger planes it gained
+# nothing (240 -> 112 at 14x14 0.469 -> 0.450, 96 -> 80 0.126 both) or lost (12 -> 44, padded
+# to 64, at 55x55 0.227 -> 0.269)
+PAD_WIDTH = {"avx512": 32, "avx2": None}
+PAD_WIDTH_MIN_CHANNELS = 64
+PAD_WIDTH_MAX_PIXELS = 64
+# pixels of a tile: 6 or 5 (12 or 10 accumulators, enough FMA chains for the FMA latency).
+# Planes of fewer output pixels than MIN_PIXELS keep conv_direct; it was 20 (the least extent
+# any larger one of which is a sum of 6s and 5s: ``SIXES_MIN``; smaller planes are cut in
+# ``even_tiles``), then 9: conv_direct ran such planes 1.5-1.9x slower than ONNX Runtime,
+# and planes of 1-8 pixels (a 3x3 conv at 1x1 or 2x2, stride 2 at 4x4: the late stages of small
+# nets) 2-23x, computing every tap of a padded pixel grid. Sapphire Rapids, one thread, ms,
+# conv_direct -> here (ORT): 240 -> 120 3x3 at 4x4 0.099 -> 0.056 (0.055), stride-2 at 7x7
+# 0.104 -> 0.065 (0.057), 512 -> 512 at 4x4 0.844 -> 0.741 (0.654); 512 -> 512 at 1x1 0.560 ->
+# 0.026 (0.024), at 2x2 0.781 -> 0.339 (0.393), 128 -> 256 stride 2 at 2x2 0.110 -> 0.006
+# (0.012)
+MIN_PIXELS = 1
 SIXES_MIN = 20
 # ... but a 16-lane tile on AVX-512 (one zmm a pixel: a group of 16 output channels, RegNet's
 # grouped convs, or 16s of output channels not a multiple of 32, Inception's 48) holds this many
@@ -176,6 +197,18 @@ ROW_TILES_MIN_RUN = 4
 # tiles run only those taps, so no tap reads padding. The copy (0.09-0.19 ms in ResNet-50's
 # stride-2 convs, whose input arrives from memory) was a pass of its own before any tile ran.
 DIRECT = {"avx512": True, "avx2": False}
+# ... except on planes of at most this many output pixels whose classes cut the tiles smaller
+# than the padded copy's, by a model of a tile's cycles a filter tap (``tap_cycles``): a 3x3
+# conv at 3x3 is nine classes of one pixel (a 1-pixel tile keeps 2 accumulators of 32 lanes,
+# waiting on the FMA latency), over the padded copy one 9-pixel tile. Sapphire Rapids, one
+# thread, ms, direct -> padded copy (ONNX Runtime): 512 -> 512 at 3x3 0.725 -> 0.468 (0.512),
+# at 2x2 0.413 -> 0.339 (0.396), 240 -> 112 at 5x5 0.112 -> 0.089 (0.075); 1x1 planes (one
+# tap of nine) stay direct, and so do planes the model finds within DIRECT_MODEL_MARGIN (512 ->
+# 512 at 7x7: 409 vs 408 cycles, measured 1.39 vs 1.43 ms, in a model, whose input comes from
+# memory, 1.49 vs 1.60)
+DIRECT_MODEL_MAX_PIXELS = 64
+DIRECT_MODEL_MARGIN = 1.1
+FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
 # the outer loop: "channels" (channel tiles, each over every pixel) or "bands" (bands of pixel
@@ -193,8 +226,8 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
     static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels per
-    group for a grouped conv (groups 1: ``o`` is rounded up to one, ``real_o`` the conv's) and
-    at least ``MIN_PIXELS`` output pixels.
+    group for a grouped conv (groups 1: ``o`` is rounded up to one, or on a small plane to 32s,
+    ``PAD_WIDTH``; ``real_o`` the conv's) and at least ``MIN_PIXELS`` output pixels.
 
     A grouped conv (ResNeXt's later stages, RegNet) runs as its groups' convs side by side: a
     tile's 16 output channels belong to one group, and its reduction runs over that group's
@@ -208,6 +241,11 @@ def geometry(t) -> dict | None:
     og, real = o // groups, o
     if groups == 1 and o % LANES:  # zero channels up to a whole tile of 16
         o = og = -(-o // LANES) * LANES
+    pad = PAD_WIDTH[vector_isa()]
+    if groups == 1 and pad and o % pad and o >= PAD_WIDTH_MIN_CHANNELS and \
+            oh * ow <= PAD_WIDTH_MAX_PIXELS and not (ODD_WIDTH[vector_isa()] and
+                                                     o % ODD_WIDTH[vector_isa()] == 0):
+        o = og = -(-o // pad) * pad  # (16 more zero channels: 32-lane tiles, ``PAD_WIDTH``)
     if kh * kw < 2 or og % LANES or oh * ow < MIN_PIXELS:
         return None
     sh, sw = (int(s) for s in a["strides"])
@@ -230,13 +268,44 @@ def default_knobs(g) -> dict:
                  lanes_direct=DIRECT[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
-            and g.get("sh", 1) * g.get("sw", 1) == 1:
+            and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
+    if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
+            tap_cycles(dict(g, **knobs), True) > \
+            DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
+        knobs["lanes_direct"] = False  # (a small plane's classes make tiles too small)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
             _band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
             >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
+
+
+def tap_cycles(g, direct: bool) -> float:
+    """A model of the cycles the pixel tiles of geometry ``g`` (with its knobs) take per input
+    channel and output-channel tile, reading the input itself (``direct``: each class of
+    ``pixel_classes`` runs its own tiles and only its taps) or the padded copy (tiles over the
+    whole plane, the filter rows trimmed to their output rows', ``tap_rows``): per tap, a tile
+    of ``a`` accumulator vectors and ``l`` loads takes the most of the FMA latency, ``a`` over
+    the FMA ports and ``l`` over the load ports."""
+    vecs = max(1, _width(g) // (16 if vector_isa() == "avx512" else 8))  # vector registers
+
+    def cost(pixels, taps):
+        return taps * max(FMA_LATENCY, pixels * vecs / FMA_PORTS, (pixels + vecs) / LOAD_PORTS)
+
+    total = 0.0
+    if direct:
+        for _, nr, _, nc, (ky0, ky1), (kx0, kx1) in pixel_classes(g):
+            taps = max(0, ky1 - ky0) * max(0, kx1 - kx0)
+            total += sum(m * cost(pixels, taps) for _, pixels, m in plane_tiles(g, nr * nc))
+        return total
+    for first, pixels, m in plane_tiles(g, g["grid"]):
+        for k in range(m):
+            p0 = first + k * pixels
+            lo = _row_bounds(g, (p0 + pixels - 1) // g["ow"])[0]
+            hi = _row_bounds(g, p0 // g["ow"])[1]
+            total += cost(pixels, max(0, hi - lo) * g["kw"])
+    return total
 
 
 def widths(g) -> tuple[int, ...]:

@@ -83,9 +83,7 @@ def test_weight_is_taken_prepacked_and_input_padded_once():
 
 @pytest.mark.parametrize("shape, o, pads", [
     ((1, 4, 16, 16), 16, (1, 1, 1, 1)),  # OW = 16: a whole number of pixel vectors
-    ((1, 4, 2, 4), 24, (1, 1, 1, 1)),    # 8 output pixels: fewer than MIN_PIXELS
-    ((1, 4, 2, 2), 16, (1, 1, 1, 1)),    # 4 output pixels
-])
+])  # (planes of any size run on conv_lanes: test_conv_lanes_small_planes)
 def test_other_convs_keep_the_implicit_gemm(shape, o, pads):
     lib, inputs, want = _build(shape, o, (3, 3), (1, 1), pads, (1, 1), "bias_relu",
                                np.random.default_rng(2))

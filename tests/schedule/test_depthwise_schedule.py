@@ -253,9 +253,11 @@ def test_narrow_rows_pack_the_plane_then_the_epilogue(rng, monkeypatch):
     assert flat and all(_sources(s.value, lets) == {"dw_conv", "in2"} for s in flat)
 
 
-def test_grid_mode_computes_the_grid_then_the_epilogue(rng):
+def test_grid_mode_computes_the_grid_then_the_epilogue(rng, monkeypatch):
     # OW = 5 with phase rows of 7 (narrower than a vector): the taps fill a [OH, Wq] grid in
-    # whole vectors; each output element is then written once through the epilogue
+    # whole vectors; each output element is then written once through the epilogue (the
+    # channels-in-lanes blocks of such planes off: test_depthwise_channel_lanes)
+    monkeypatch.setattr(depthwise, "LANES_MAX_PLANE", 0)
     out, want, prim = _run((1, 16, 5, 5), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_grid", "dw_xph"]
@@ -271,8 +273,9 @@ def test_grid_mode_computes_the_grid_then_the_epilogue(rng):
 @pytest.mark.parametrize("shape", [(1, 8, 32, 32), (1, 8, 14, 14), (1, 8, 7, 7), (1, 8, 5, 5)])
 def test_epilogue_reading_the_conv_twice_shares_one_value(rng, monkeypatch, shape):
     # hardswish reads the conv twice: both reads are the same expression object (emitted
-    # once), each output position is stored once (whole-row tiles off)
+    # once), each output position is stored once (whole-row tiles and channel lanes off)
     monkeypatch.setattr(depthwise, "TILED", False)
+    monkeypatch.setattr(depthwise, "LANES_MAX_PLANE", 0)
     out, want, prim = _run(shape, rng, stride=1, pad=1, epilogue="hardswish")
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     stores = _stores(prim, "out0") + _stores(prim, "out0_flat")
@@ -360,7 +363,8 @@ def test_small_planes_zero_their_padding_once_per_channel_block(rng, c, hw, bloc
         assert not loops
 
 
-def test_conv_without_epilogue_writes_the_output_directly(rng):
+def test_conv_without_epilogue_writes_the_output_directly(rng, monkeypatch):
+    monkeypatch.setattr(depthwise, "LANES_MAX_PLANE", 0)  # (the planes' grid mode)
     _, _, prim = _run((1, 8, 9, 9), rng, stride=2, pad=1)
     assert _allocs(prim) == ["dw_grid", "dw_xph"]  # no temporary for the conv stage
 
