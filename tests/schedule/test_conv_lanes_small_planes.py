@@ -88,9 +88,9 @@ def test_model_counts_the_tiles_taps():
     """512 -> 512 (32 lanes: two zmm a pixel) at 3x3: nine 1-pixel classes (the centre's 9 taps,
     four edges' 6, four corners' 4) at the FMA latency's 4 cycles a tap, against the padded
     copy's tiles of 5 and 4 pixels (10 and 8 accumulators over 2 FMA ports) of 9 taps each."""
-    g = conv_lanes.with_knobs(_geometry(512, 512, 3), {"lanes_width": 32})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+        g = conv_lanes.with_knobs(_geometry(512, 512, 3), {"lanes_width": 32})
         assert conv_lanes.tap_cycles(g, True) == (9 + 4 * 6 + 4 * 4) * 4
         assert conv_lanes.tap_cycles(g, False) == 9 * 5 + 9 * 4
 

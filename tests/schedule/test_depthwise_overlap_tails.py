@@ -93,7 +93,8 @@ def test_matches_numpy_and_tails_off(shape, stride, epilogue, monkeypatch):
     monkeypatch.setattr(depthwise, "OVERLAP_TAILS", {"avx512": 0, "avx2": 0})
     prim0, ws0 = _lower(shape, stride, epilogue)
     out0, _ = _run(prim0, ws0, shape, stride, epilogue)
-    np.testing.assert_array_equal(out, out0)
+    # the same sums; the scalar tails may round a multiply-add apart from the vectors' FMA (AVX2)
+    np.testing.assert_allclose(out, out0, rtol=2e-6, atol=2e-6)
 
 
 def _zero_fill(loop) -> bool:
