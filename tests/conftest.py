@@ -16,6 +16,22 @@ def _private_kernel_cache_dir(tmp_path_factory):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _own_kernels_when_patching(request):
+    """A test that monkeypatches (a schedule's constant or switch) builds its own kernels: the
+    in-process kernel cache keys on the source function, not on module constants, so a kernel
+    an earlier test built (the same conv under another parameter of the test) would be reused.
+    The cache is emptied before such a test and after it."""
+    if "monkeypatch" not in request.fixturenames:
+        yield
+        return
+    from minitvm.backend import kernel_cache
+
+    kernel_cache.clear_cache()
+    yield
+    kernel_cache.clear_cache()
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "numpy_fallback(reason): the test builds a kernel that runs in numpy because "
