@@ -84,6 +84,17 @@ HALF_TAIL = {"avx512": True, "avx2": False}
 # the band's transformed input ``V`` (``a*a * C * T`` floats) is kept at about this size, so it
 # stays in L2 while every output-channel tile's GEMMs read it
 BAND_BYTES = 1024 * 1024
+# (Each band's GEMMs read all of ``U``, so a batch of small planes, a band an image, reads it
+# once per image: DeepLab's dilation-2 branch as four 16x16 phase images, 256->64 F(4x4), 16
+# tiles an image at the 16-wide tile, ``U`` 2.4 MB. Tried: a band holding the tiles of two
+# images (1.2 MB of ``V``), their GEMMs at the 32-wide tile, reading ``U`` half as often.
+# Measured on an Intel Xeon (2 MB L2), one thread, ms: that conv alone side by side, after
+# 32 MB written elsewhere / run again at once, 1.71 / 1.13 -> 1.61 / 0.98, 1.81 / 1.09 ->
+# 1.72 / 1.03 (two images at the 16-wide tile 1.73 / 1.17; all four a band, 2.4 MB of ``V``
+# past the L2, 1.81 / 1.50; F(2x2), ``U`` 1 MB, 1.75 / 1.35); but in the model's run order,
+# both builds side by side in one process, five runs: 1.45 / 1.60 / 1.53 / 1.48 / 1.41 ->
+# 1.49 / 1.56 / 1.51 / 1.47 / 1.41, no gain, as the prefetchers stream ``U`` from L3.
+# Not kept.)
 # smaller bands where they compute at most this share more tiles than the fewest (``band_rows``),
 # by vector ISA: a band's V and M (written by the transforms, read by the GEMMs) of 1 MB each
 # filled the L2 of an Intel Xeon; with another process on the machine, 64->64 at 56x56 (two
