@@ -9,6 +9,12 @@ work the wall times grow with the load; the CPU figures do not.
 
 Run: python benchmarks/bench_compile_time.py [--models resnet50,bert] [--no-seq]
 The issue's budget: ResNet-50 cold under 2.5 s, warm under 0.5 s.
+
+The models of ``bench_new_user_models.py`` build here too (``--models bilstm_tagger,pix2pix`` or
+``--group all``; they need the torch extra): traced and imported with ``from_pytorch`` before the
+clock starts. ``--cold-only`` skips the warm and sequential builds, ``--profile DIR`` writes a
+cProfile of each cold build to ``DIR/NAME.prof`` (the parent process only, not its workers:
+run with ``MINITVM_COMPILE_JOBS=1`` to see every kernel's lowering in it).
 """
 
 from __future__ import annotations
@@ -24,8 +30,45 @@ import time
 MODELS = ["resnet18", "resnet50", "mobilenet", "bert"]
 
 
+def _new_user_table() -> dict:
+    """``bench_new_user_models``'s table: name -> (constructor, input spec)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_new_user_models as nu
+
+    return {**nu.models(), **nu.new_models(), **nu.third_models(), **nu.fourth_models(),
+            **nu.fifth_models()}
+
+
+def _group(group: str) -> list[str]:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_new_user_models as nu
+
+    makers = {"first": nu.models, "second": nu.new_models, "third": nu.third_models,
+              "fourth": nu.fourth_models, "fifth": nu.fifth_models}
+    if group == "all":
+        return list(_new_user_table())
+    return list(makers[group]())
+
+
+def _new_user_workload(name: str):
+    import warnings
+
+    import bench_new_user_models as nu
+    import torch
+
+    from minitvm import relay
+
+    warnings.filterwarnings("ignore")
+    model, inputs = nu.prepare(*_new_user_table()[name])
+    traced = torch.jit.trace(model, tuple(inputs.values()), check_trace=False)
+    return relay.frontend.from_pytorch(traced, nu.input_infos(inputs))
+
+
 def _workload(name: str):
     from minitvm.relay.testing import bert, mobilenet, resnet
+
+    if name not in MODELS:
+        return _new_user_workload(name)
 
     if name.startswith("resnet"):
         return resnet.get_workload(num_layers=int(name[len("resnet"):]))
@@ -36,17 +79,28 @@ def _workload(name: str):
     raise SystemExit(f"unknown model {name!r}; choose from {MODELS}")
 
 
-def child(name: str) -> None:
+def child(name: str, profile: str | None = None) -> None:
     """Build ``name`` once in this process and print the timings as one JSON line."""
     import minitvm as tvm
     from minitvm import relay
     from minitvm.backend import disk_cache
 
     mod, params = _workload(name)
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
     t0, c0 = time.perf_counter(), os.times()
+    if prof is not None:
+        prof.enable()
     with tvm.transform.PassContext(opt_level=3):
         relay.build(mod, target="llvm", params=params)
+    if prof is not None:
+        prof.disable()
     wall, c1 = time.perf_counter() - t0, os.times()
+    if prof is not None:
+        prof.dump_stats(os.path.join(profile, f"{name}.prof"))
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     workers = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     stats = disk_cache.get_cache().stats
@@ -55,13 +109,17 @@ def child(name: str) -> None:
                       "build_hit": stats.get("build_hits", 0)}))
 
 
-def _run(name: str, cache_dir: str, extra_env: dict | None = None) -> dict:
+def _run(name: str, cache_dir: str, extra_env: dict | None = None,
+         profile: str | None = None) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
     env.pop("MINITVM_DISABLE_DISK_CACHE", None)
     env.pop("MINITVM_DISABLE_BUILD_CACHE", None)
-    proc = subprocess.run([sys.executable, __file__, "--child", name], env=env,
+    cmd = [sys.executable, __file__, "--child", name]
+    if profile:
+        cmd += ["--profile", profile]
+    proc = subprocess.run(cmd, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:  # say why: the child's traceback, not only its exit status
         raise SystemExit(f"building {name} failed (exit {proc.returncode}):\n"
@@ -72,28 +130,39 @@ def _run(name: str, cache_dir: str, extra_env: dict | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--group", default=None,
+                    choices=("first", "second", "third", "fourth", "fifth", "all"),
+                    help="build bench_new_user_models.py's models of this group (not --models)")
     ap.add_argument("--no-seq", action="store_true", help="skip the sequential cold build")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only the cold build (no warm, no sequential one)")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="write a cProfile of each cold build to DIR/NAME.prof")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child)
+        child(args.child, args.profile)
         return
+    names = _group(args.group) if args.group else args.models.split(",")
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     print(f"relay.build opt_level=3 target=llvm, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'model':10s} {'run':5s} {'wall s':>7s} {'cpu s':>6s} {'workers':>8s} "
+    print(f"{'model':18s} {'run':5s} {'wall s':>7s} {'cpu s':>6s} {'workers':>8s} "
           f"{'hits':>5s} {'writes':>6s} {'whole':>5s}")
-    for name in args.models.split(","):
+    for name in names:
         runs = []
         with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
-            runs.append(("cold", _run(name, d)))
-            runs.append(("warm", _run(name, d)))
-        if not args.no_seq:
+            runs.append(("cold", _run(name, d, profile=args.profile)))
+            if not args.cold_only:
+                runs.append(("warm", _run(name, d)))
+        if not (args.no_seq or args.cold_only):
             with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
                 runs.append(("seq", _run(name, d, {"MINITVM_COMPILE_JOBS": "1"})))
         for label, r in runs:
-            print(f"{name:10s} {label:5s} {r['wall']:7.2f} {r['cpu']:6.2f} "
+            print(f"{name:18s} {label:5s} {r['wall']:7.2f} {r['cpu']:6.2f} "
                   f"{r['worker_cpu']:8.2f} {r['disk_hits']:5d} {r['disk_writes']:6d} "
-                  f"{'yes' if r.get('build_hit') else 'no':>5s}")
+                  f"{'yes' if r.get('build_hit') else 'no':>5s}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,22 +18,64 @@ _EXPR_FIELDS: dict[type, tuple[str, ...]] = {
 _LEAVES = (E.IntImm, E.FloatImm, E.StringImm, E.Var, E.Any)
 
 
+def _no_children(e) -> tuple:
+    return ()
+
+
+def _binary_children(e) -> tuple:
+    return (e.a, e.b)
+
+
+def _indices(e) -> tuple:
+    return e.indices
+
+
+def _call_args(e) -> tuple:
+    return e.args
+
+
+def _reduce_children(e) -> tuple:
+    return (*e.source, e.condition, *e.init)
+
+
+def _children_getter(t: type) -> Callable:
+    """How to read the sub-expressions of a node of type ``t`` (the cases of ``expr_children``,
+    decided once per type: the walks below ask for every node of every kernel)."""
+    if issubclass(t, E.BinaryOp):
+        get = _binary_children
+    elif issubclass(t, _LEAVES):
+        get = _no_children
+    elif issubclass(t, (E.BufferLoad, E.ProducerLoad)):
+        get = _indices
+    elif issubclass(t, E.Call):
+        get = _call_args
+    elif issubclass(t, E.Reduce):
+        get = _reduce_children
+    else:
+        fields = _EXPR_FIELDS.get(t)
+        if fields is None:
+            get = _no_children
+        elif len(fields) == 1:
+            name = fields[0]
+
+            def get(e, _name=name) -> tuple:
+                return (getattr(e, _name),)
+        else:
+            def get(e, _fields=fields) -> tuple:
+                return tuple(getattr(e, f) for f in _fields)
+    _GETTERS[t] = get
+    return get
+
+
+_GETTERS: dict[type, Callable] = {}
+
+
 def expr_children(e) -> tuple:
     """The direct sub-expressions of ``e``."""
-    if isinstance(e, E.BinaryOp):
-        return (e.a, e.b)
-    if isinstance(e, _LEAVES):
-        return ()
-    if isinstance(e, (E.BufferLoad, E.ProducerLoad)):
-        return e.indices
-    if isinstance(e, E.Call):
-        return e.args
-    if isinstance(e, E.Reduce):
-        return (*e.source, e.condition, *e.init)
-    fields = _EXPR_FIELDS.get(type(e))
-    if fields is None:
-        return ()
-    return tuple(getattr(e, f) for f in fields)
+    get = _GETTERS.get(type(e))
+    if get is None:
+        get = _children_getter(type(e))
+    return get(e)
 
 
 def _copy(node, **changes):
@@ -68,21 +110,30 @@ def with_children(e, kids) -> E.PrimExpr:
 
 
 def post_order(root) -> Iterator:
-    """Yield every distinct sub-expression of ``root``, children before parents."""
-    seen: set[int] = set()
-    stack = [(root, False)]
+    """Yield every distinct sub-expression of ``root``, children before parents (left to
+    right; a node shared by several parents once, where the walk first reaches it)."""
+    getters = _GETTERS
+    get = getters.get(type(root)) or _children_getter(type(root))
+    if get is _no_children:  # a leaf: most loop bounds, indices and operands
+        yield root
+        return
+    seen = {id(root)}
+    stack = [(root, iter(get(root)))]
     while stack:
-        node, ready = stack.pop()
-        if ready:
+        node, kids = stack[-1]
+        for c in kids:
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            get = getters.get(type(c)) or _children_getter(type(c))
+            if get is _no_children:
+                yield c
+                continue
+            stack.append((c, iter(get(c))))
+            break
+        else:
+            stack.pop()
             yield node
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for c in reversed(expr_children(node)):
-            if id(c) not in seen:
-                stack.append((c, False))
 
 
 def transform_expr(root, fpost: Callable, memo: dict | None = None):
