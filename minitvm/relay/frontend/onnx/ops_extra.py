@@ -1,5 +1,6 @@
 """ONNX ops of exported real-world models beyond the core set: QuantizeLinear /
-DequantizeLinear (QDQ models), GroupNormalization, LpNormalization,
+DequantizeLinear (QDQ models), DynamicQuantizeLinear / MatMulInteger / ConvInteger (what
+onnxruntime's quantize_dynamic writes), GroupNormalization, LpNormalization,
 MeanVarianceNormalization, Swish and CumProd."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
+from .ops_nn import _conv_common, matmul
 from .registry import onnx_dtype, register
 
 _QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
@@ -62,6 +64,106 @@ def _dequantize_linear(ctx, ins, attrs):
     if wide != fdt:
         y = _op.cast(y, fdt)
     return _op.multiply(y, _along(ctx, scale, nd, axis, shape, bs))
+
+
+@register("DynamicQuantizeLinear")
+def _dynamic_quantize_linear(ctx, ins, attrs):
+    """uint8 quantization over the tensor's range widened to hold 0: scale (max - min) / 255,
+    zero point round(-min / scale); outputs (y, scale, zero point). An all-zero input (scale 0)
+    quantizes to 0 with zero point 0."""
+    x = ins[0]
+    dt = ctx.dtype(x)
+
+    def f(v):
+        return ctx.const(np.array(v, dt))
+
+    lo = _op.minimum(_op.min(x), f(0))
+    hi = _op.maximum(_op.max(x), f(0))
+    scale = _op.divide(_op.subtract(hi, lo), f(255))
+    safe = _op.where(_op.equal(scale, f(0)), f(1), scale)
+    zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
+    y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
+    return [_op.cast(y, "uint8"), scale, _op.cast(zp, "uint8")]
+
+
+def _int_span(ctx, dtype: str, zp) -> int:
+    """The largest |q - zero point| over the values of an 8-bit input (its zero point constant,
+    absent, or unknown)."""
+    lo, hi = _QRANGE[dtype]
+    z = ctx.maybe_value(zp) if zp is not None else np.zeros(1)
+    if z is None:
+        return hi - lo
+    z = np.asarray(z, "int64").reshape(-1)
+    return int(max(np.abs(hi - z).max(), np.abs(z - lo).max()))
+
+
+def _shifted(ctx, q, zp, acc: str, axis: int | None = None):
+    """``q - zp`` in the accumulation dtype; a 1-D zero point broadcast along ``axis``."""
+    y = _op.cast(q, acc)
+    if zp is None:
+        return y
+    z = _op.cast(zp, acc)
+    if axis is not None and len(ctx.shape(zp)) == 1:
+        shape = [1] * ctx.ndim(q)
+        shape[axis] = -1
+        z = _op.reshape(z, shape)
+    return _op.subtract(y, z)
+
+
+def _acc_dtype(ctx, x, x_zp, w, w_zp, w_axis: int, k: int) -> str:
+    """float32 when every partial sum of the integer products stays below 2**24 (float32 sums
+    integers that small exactly, and its kernels are the fast ones), else int32. The bound uses
+    the weights' own values when they are constant, else 255 * 255 per product."""
+    span_x = _int_span(ctx, ctx.dtype(x), x_zp)
+    wv = ctx.maybe_value(w)
+    zv = ctx.maybe_value(w_zp) if w_zp is not None else np.zeros(1)
+    if wv is None or zv is None:
+        bound = span_x * _int_span(ctx, ctx.dtype(w), w_zp) * k
+    else:
+        wv = np.asarray(wv, "int64")
+        zv = np.asarray(zv, "int64").reshape(-1)
+        if zv.size > 1:
+            shape = [1] * wv.ndim
+            shape[w_axis] = -1
+            zv = zv.reshape(shape)
+        d = np.abs(wv - zv)
+        red = tuple(i for i in range(wv.ndim) if i != w_axis % wv.ndim)
+        bound = span_x * int(d.sum(axis=red).max()) if d.size else 0
+    return "float32" if bound < 2**24 else "int32"
+
+
+@register("MatMulInteger")
+def _matmul_integer(ctx, ins, attrs):
+    """int32 (A - a_zero_point) @ (B - b_zero_point); a per-row A and per-column B zero
+    point broadcast. Computed as float32 when that is exact (see ``_acc_dtype``)."""
+    a, b = ins[0], ins[1]
+    a_zp = ins[2] if len(ins) > 2 else None
+    b_zp = ins[3] if len(ins) > 3 else None
+    k = ctx.shape(a)[-1]
+    acc = _acc_dtype(ctx, a, a_zp, b, b_zp, -1, k)
+    out = matmul(ctx, _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1))
+    return out if acc == "int32" else _op.cast(out, "int32")
+
+
+@register("ConvInteger")
+def _conv_integer(ctx, ins, attrs):
+    """int32 convolution of (x - x_zero_point) with (w - w_zero_point), the padding being the
+    zero point (0 once shifted); a per-output-channel weight zero point broadcast. Computed as
+    float32 when that is exact (see ``_acc_dtype``)."""
+    x, w = ins[0], ins[1]
+    x_zp = ins[2] if len(ins) > 2 else None
+    w_zp = ins[3] if len(ins) > 3 else None
+    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
+    if n != 2:
+        raise ctx.fail(f"{n}-D ConvInteger is not supported (2-D is)")
+    wshape = ctx.shape(w)
+    k = int(np.prod(wshape[1:]))
+    acc = _acc_dtype(ctx, x, x_zp, w, w_zp, 0, k)
+    out = _op.nn.conv2d(_shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0),
+                        strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
+                        dilation=dil, groups=int(attrs.get("group", 1)), channels=wshape[0],
+                        kernel_size=kernel, out_dtype=acc)
+    return out if acc == "int32" else _op.cast(out, "int32")
 
 
 @register("GroupNormalization")
