@@ -69,8 +69,8 @@ def _dequantize_linear(ctx, ins, attrs):
 @register("DynamicQuantizeLinear")
 def _dynamic_quantize_linear(ctx, ins, attrs):
     """uint8 quantization over the tensor's range widened to hold 0: scale (max - min) / 255,
-    zero point round(-min / scale); outputs (y, scale, zero point). An all-zero input (scale 0)
-    quantizes to 0 with zero point 0."""
+    zero point round(-min / scale); outputs (y, scale, zero point). An all-zero input quantizes
+    to 0 with scale 1 and zero point 0, as onnxruntime does."""
     x = ins[0]
     dt = ctx.dtype(x)
 
@@ -83,7 +83,7 @@ def _dynamic_quantize_linear(ctx, ins, attrs):
     safe = _op.where(_op.equal(scale, f(0)), f(1), scale)
     zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
     y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
-    return [_op.cast(y, "uint8"), scale, _op.cast(zp, "uint8")]
+    return [_op.cast(y, "uint8"), safe, _op.cast(zp, "uint8")]
 
 
 def _int_span(ctx, dtype: str, zp) -> int:

@@ -1,0 +1,200 @@
+"""int8 models as a new user makes them: PyTorch exported to ONNX, quantized with
+onnxruntime.quantization (quantize_static in QDQ format on a few random calibration batches;
+quantize_dynamic: DynamicQuantizeLinear + MatMulInteger / ConvInteger), imported, compiled at
+opt_level 3 and compared with ONNX Runtime's run of the same quantized file; plus the integer
+ops one node at a time, against ONNX Runtime."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="building the test models needs `torch`")
+onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
+
+from frontend_models import build_and_run  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+from onnxruntime.quantization import (  # noqa: E402
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+from minitvm import relay  # noqa: E402
+from minitvm.relay.analysis import post_order_visit  # noqa: E402
+
+
+class _Batches(CalibrationDataReader):
+    def __init__(self, shape, n: int = 4):
+        rng = np.random.default_rng(1)
+        self.it = iter([{"x": rng.standard_normal(shape).astype("float32")} for _ in range(n)])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def _convnet():
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU6(),      # depthwise
+        nn.Conv2d(16, 24, 1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(24, 24, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(24, 10))
+
+
+def _mlp():
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 32))
+
+
+MODELS = {"convnet": (_convnet, (1, 3, 16, 16)), "mlp": (_mlp, (8, 32))}
+
+
+def _quantized(tmp_path, name: str, mode: str):
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    f32, q = str(tmp_path / "f32.onnx"), str(tmp_path / "q.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(*shape),), f32, opset_version=17,
+                          input_names=["x"], dynamo=False)
+        if mode == "static":
+            quantize_static(f32, q, _Batches(shape), quant_format=QuantFormat.QDQ,
+                            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+        else:
+            quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
+    return onnx.load(q), shape
+
+
+def _ort(proto, feeds):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(proto.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _output_step(proto) -> float:
+    """The quantization step of the graph output when a DequantizeLinear makes it, else 0."""
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
+    out = proto.graph.output[0].name
+    for node in proto.graph.node:
+        if node.output[0] == out and node.op_type == "DequantizeLinear":
+            return float(np.max(inits[node.input[1]]))
+    return 0.0
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+@pytest.mark.parametrize("name", ["convnet", "mlp"])
+def test_quantized_model_matches_onnxruntime(tmp_path, name, mode):
+    proto, shape = _quantized(tmp_path, name, mode)
+    ops = {n.op_type for n in proto.graph.node}
+    assert ("QuantizeLinear" in ops) if mode == "static" else ("DynamicQuantizeLinear" in ops)
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    mod, params = relay.frontend.from_onnx(proto, shape={"x": shape})
+    out = build_and_run(mod, params, {"x": x})[0]
+    ref = _ort(proto, {"x": x})[0]
+    assert out.shape == ref.shape
+    if mode == "static":  # ORT runs int8 kernels: within one step of the output's int8 grid
+        step = _output_step(proto)
+        assert step > 0
+        assert np.abs(out - ref).max() <= step * 1.001
+        assert np.mean(np.abs(out - ref) <= 1e-6) >= 0.9  # and nearly all equal
+    else:  # the integer products are exact: only float rounding of the rescale differs
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def _single(op: str, inputs, outputs, inits, **attrs):
+    node = helper.make_node(op, [i.name if hasattr(i, "name") else i for i in inputs],
+                            [o.name for o in outputs], **attrs)
+    graph = helper.make_graph([node], op, [i for i in inputs if hasattr(i, "name")], outputs,
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+@pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
+def test_dynamic_quantize_linear(fill):
+    rng = np.random.default_rng(3)
+    x = {"random": rng.standard_normal((4, 33)), "positive": rng.random((4, 33)) + 0.5,
+         "zeros": np.zeros((4, 33))}[fill].astype("float32")
+    model = _single("DynamicQuantizeLinear", [_vi("x", TensorProto.FLOAT, [4, 33])],
+                    [_vi("y", TensorProto.UINT8, [4, 33]), _vi("s", TensorProto.FLOAT, []),
+                     _vi("z", TensorProto.UINT8, [])], [])
+    mod, params = relay.frontend.from_onnx(model)
+    outs = build_and_run(mod, params, {"x": x})
+    refs = _ort(model, {"x": x})
+    np.testing.assert_allclose(outs[1], refs[1], rtol=1e-7)
+    assert outs[2] == refs[2] and outs[2].dtype == np.uint8
+    assert np.abs(outs[0].astype(int) - refs[0].astype(int)).max() <= (0 if fill != "random"
+                                                                        else 1)
+
+
+def _acc_dtypes(mod, op_name):
+    found = []
+
+    def visit(e):
+        if getattr(getattr(e, "op", None), "name", None) == op_name:
+            found.append(e.checked_type.dtype)
+
+    post_order_visit(relay.transform.InferType()(mod)["main"].body, visit)
+    return found
+
+
+@pytest.mark.parametrize("k,acc", [(48, "float32"), (1200, "int32")])
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+def test_matmul_integer(k, acc, a_dtype):
+    """Per-column weight zero points; float32 products when they are exact, int32 beyond."""
+    rng = np.random.default_rng(k)
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)
+    b = rng.integers(-128, 128, (k, 7)).astype("int8")
+    a_zp = np.array(lo + 3, a_dtype)
+    b_zp = rng.integers(-5, 5, 7).astype("int8")
+    t = TensorProto.UINT8 if a_dtype == "uint8" else TensorProto.INT8
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in
+             [("b", b), ("a_zp", a_zp), ("b_zp", b_zp)]]
+    model = _single("MatMulInteger", [_vi("a", t, [2, 5, k]), "b", "a_zp", "b_zp"],
+                    [_vi("y", TensorProto.INT32, [2, 5, 7])], inits)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _acc_dtypes(mod, "nn.dense") == [acc]
+    out = build_and_run(mod, params, {"a": a})[0]
+    ref = (a.astype(np.int64) - a_zp) @ (b.astype(np.int64) - b_zp)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out, _ort(model, {"a": a})[0])
+
+
+@pytest.mark.parametrize("cin,groups,acc", [(8, 1, "float32"), (8, 8, "float32"),
+                                            (256, 1, "int32")])
+def test_conv_integer(cin, groups, acc):
+    """Padding counts as the input's zero point; a per-output-channel weight zero point."""
+    rng = np.random.default_rng(cin + groups)
+    cout = 8
+    x = rng.integers(0, 256, (1, cin, 9, 9)).astype("uint8")
+    w = rng.integers(-128, 128, (cout, cin // groups, 3, 3)).astype("int8")
+    x_zp = np.array(131, "uint8")
+    w_zp = rng.integers(-4, 4, cout).astype("int8")
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in
+             [("w", w), ("x_zp", x_zp), ("w_zp", w_zp)]]
+    model = _single("ConvInteger", [_vi("x", TensorProto.UINT8, [1, cin, 9, 9]), "w", "x_zp",
+                                    "w_zp"], [_vi("y", TensorProto.INT32, None)], inits,
+                    pads=[1, 1, 1, 1], strides=[2, 1], group=groups)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _acc_dtypes(mod, "nn.conv2d") == [acc]
+    out = build_and_run(mod, params, {"x": x})[0]
+    xs = torch.tensor(x.astype(np.float64) - 131.0)
+    ws = torch.tensor(w.astype(np.float64) - w_zp.reshape(-1, 1, 1, 1))
+    ref = torch.nn.functional.conv2d(xs, ws, padding=1, stride=(2, 1), groups=groups).numpy()
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
