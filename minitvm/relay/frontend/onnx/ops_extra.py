@@ -132,38 +132,47 @@ def _acc_dtype(ctx, x, x_zp, w, w_zp, w_axis: int, k: int) -> str:
     return "float32" if bound < 2**24 else "int32"
 
 
+def int_matmul(ctx, a, a_zp, b, b_zp):
+    """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
+    A and per-column B zero point broadcast: (product, its dtype: float32 or int32)."""
+    acc = _acc_dtype(ctx, a, a_zp, b, b_zp, -1, ctx.shape(a)[-1])
+    return matmul(ctx, _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)), acc
+
+
+def int_conv(ctx, x, x_zp, w, w_zp, attrs):
+    """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), padding being the
+    zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
+    its dtype: float32 or int32)."""
+    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
+    if n != 2:
+        raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
+    wshape = ctx.shape(w)
+    acc = _acc_dtype(ctx, x, x_zp, w, w_zp, 0, int(np.prod(wshape[1:])))
+    out = _op.nn.conv2d(_shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0),
+                        strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
+                        dilation=dil, groups=int(attrs.get("group", 1)), channels=wshape[0],
+                        kernel_size=kernel, out_dtype=acc)
+    return out, acc
+
+
 @register("MatMulInteger")
 def _matmul_integer(ctx, ins, attrs):
-    """int32 (A - a_zero_point) @ (B - b_zero_point); a per-row A and per-column B zero
-    point broadcast. Computed as float32 when that is exact (see ``_acc_dtype``)."""
-    a, b = ins[0], ins[1]
-    a_zp = ins[2] if len(ins) > 2 else None
-    b_zp = ins[3] if len(ins) > 3 else None
-    k = ctx.shape(a)[-1]
-    acc = _acc_dtype(ctx, a, a_zp, b, b_zp, -1, k)
-    out = matmul(ctx, _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1))
+    """int32 (A - a_zero_point) @ (B - b_zero_point), computed as float32 when that is exact
+    (see ``_acc_dtype``)."""
+    out, acc = int_matmul(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3))
     return out if acc == "int32" else _op.cast(out, "int32")
 
 
 @register("ConvInteger")
 def _conv_integer(ctx, ins, attrs):
-    """int32 convolution of (x - x_zero_point) with (w - w_zero_point), the padding being the
-    zero point (0 once shifted); a per-output-channel weight zero point broadcast. Computed as
-    float32 when that is exact (see ``_acc_dtype``)."""
-    x, w = ins[0], ins[1]
-    x_zp = ins[2] if len(ins) > 2 else None
-    w_zp = ins[3] if len(ins) > 3 else None
-    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
-    if n != 2:
-        raise ctx.fail(f"{n}-D ConvInteger is not supported (2-D is)")
-    wshape = ctx.shape(w)
-    k = int(np.prod(wshape[1:]))
-    acc = _acc_dtype(ctx, x, x_zp, w, w_zp, 0, k)
-    out = _op.nn.conv2d(_shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0),
-                        strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
-                        dilation=dil, groups=int(attrs.get("group", 1)), channels=wshape[0],
-                        kernel_size=kernel, out_dtype=acc)
+    """int32 convolution of (x - x_zero_point) with (w - w_zero_point), computed as float32
+    when that is exact (see ``_acc_dtype``)."""
+    out, acc = int_conv(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3), attrs)
     return out if acc == "int32" else _op.cast(out, "int32")
+
+
+def _opt(ins, i):
+    return ins[i] if len(ins) > i else None
 
 
 @register("GroupNormalization")
