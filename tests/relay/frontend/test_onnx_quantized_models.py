@@ -1,6 +1,7 @@
 """int8 models as a new user makes them: PyTorch exported to ONNX, quantized with
-onnxruntime.quantization (quantize_static in QDQ format on a few random calibration batches;
-quantize_dynamic: DynamicQuantizeLinear + MatMulInteger / ConvInteger), imported, compiled at
+onnxruntime.quantization (quantize_static on a few random calibration batches, in QDQ format
+and in QOperator format (QLinearConv, com.microsoft QGemm / QLinearAdd, ...); quantize_dynamic:
+DynamicQuantizeLinear + MatMulInteger / ConvInteger), imported, compiled at
 opt_level 3 and compared with ONNX Runtime's run of the same quantized file; plus the integer
 ops one node at a time, against ONNX Runtime."""
 
@@ -65,8 +66,9 @@ def _quantized(tmp_path, name: str, mode: str):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (torch.randn(*shape),), f32, opset_version=17,
                           input_names=["x"], dynamo=False)
-        if mode == "static":
-            quantize_static(f32, q, _Batches(shape), quant_format=QuantFormat.QDQ,
+        if mode in ("static", "qoperator"):
+            fmt = QuantFormat.QDQ if mode == "static" else QuantFormat.QOperator
+            quantize_static(f32, q, _Batches(shape), quant_format=fmt,
                             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
         else:
             quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
@@ -91,18 +93,19 @@ def _output_step(proto) -> float:
     return 0.0
 
 
-@pytest.mark.parametrize("mode", ["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["static", "qoperator", "dynamic"])
 @pytest.mark.parametrize("name", ["convnet", "mlp"])
 def test_quantized_model_matches_onnxruntime(tmp_path, name, mode):
     proto, shape = _quantized(tmp_path, name, mode)
     ops = {n.op_type for n in proto.graph.node}
-    assert ("QuantizeLinear" in ops) if mode == "static" else ("DynamicQuantizeLinear" in ops)
+    assert {"static": "QuantizeLinear", "qoperator": "QGemm",
+            "dynamic": "DynamicQuantizeLinear"}[mode] in ops
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
     mod, params = relay.frontend.from_onnx(proto, shape={"x": shape})
     out = build_and_run(mod, params, {"x": x})[0]
     ref = _ort(proto, {"x": x})[0]
     assert out.shape == ref.shape
-    if mode == "static":  # ORT runs int8 kernels: within one step of the output's int8 grid
+    if mode != "dynamic":  # ORT runs int8 kernels: within one step of the output's int8 grid
         step = _output_step(proto)
         assert step > 0
         assert np.abs(out - ref).max() <= step * 1.001
@@ -198,3 +201,99 @@ def test_conv_integer(cin, groups, acc):
     ref = torch.nn.functional.conv2d(xs, ws, padding=1, stride=(2, 1), groups=groups).numpy()
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
+def _q8(rng, shape, dtype="uint8"):
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def _inits(**arrays):
+    return [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in arrays.items()]
+
+
+def _close_to_ort(model, feeds, steps: int = 1):
+    mod, params = relay.frontend.from_onnx(model)
+    out = build_and_run(mod, params, feeds)[0]
+    ref = _ort(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= steps
+    return out, ref
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv_with_bias(per_channel):
+    rng = np.random.default_rng(7)
+    x = _q8(rng, (1, 6, 8, 8))
+    w = _q8(rng, (4, 3, 3, 3), "int8")
+    w_s = (rng.random(4) * 0.01 + 0.002).astype("float32") if per_channel else \
+        np.array(0.005, "float32")
+    inits = _inits(x_s=np.array(0.02, "float32"), x_zp=np.array(120, "uint8"), w=w, w_s=w_s,
+                   w_zp=np.zeros(4 if per_channel else (), "int8"),
+                   y_s=np.array(0.05, "float32"), y_zp=np.array(3, "uint8"),
+                   b=rng.integers(-2000, 2000, 4).astype("int32"))
+    model = _single("QLinearConv", [_vi("x", TensorProto.UINT8, [1, 6, 8, 8]), "x_s", "x_zp",
+                                    "w", "w_s", "w_zp", "y_s", "y_zp", "b"],
+                    [_vi("y", TensorProto.UINT8, None)], inits, pads=[1, 0, 1, 0], group=2,
+                    strides=[1, 2])
+    out, ref = _close_to_ort(model, {"x": x})
+    assert np.mean(out == ref) >= 0.99
+
+
+def test_qlinear_matmul_per_column_scale():
+    rng = np.random.default_rng(8)
+    a = _q8(rng, (3, 5, 40), "int8")
+    inits = _inits(a_s=np.array(0.03, "float32"), a_zp=np.array(2, "int8"),
+                   b=_q8(rng, (40, 6), "int8"), b_s=(rng.random(6) * 0.01).astype("float32"),
+                   b_zp=np.zeros(6, "int8"), y_s=np.array(0.2, "float32"),
+                   y_zp=np.array(1, "int8"))
+    model = _single("QLinearMatMul", [_vi("a", TensorProto.INT8, [3, 5, 40]), "a_s", "a_zp",
+                                      "b", "b_s", "b_zp", "y_s", "y_zp"],
+                    [_vi("y", TensorProto.INT8, None)], inits)
+    _close_to_ort(model, {"a": a})
+
+
+def _ms_model(op, inputs, outputs, inits, **attrs):
+    node = helper.make_node(op, [i.name if hasattr(i, "name") else i for i in inputs],
+                            [o.name for o in outputs], domain="com.microsoft", **attrs)
+    graph = helper.make_graph([node], op, [i for i in inputs if hasattr(i, "name")], outputs,
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                   helper.make_opsetid("com.microsoft", 1)])
+
+
+QPARAMS = dict(s1=np.array(0.03, "float32"), z1=np.array(100, "uint8"),
+               s2=np.array(0.02, "float32"), z2=np.array(140, "uint8"),
+               sy=np.array(0.04, "float32"), zy=np.array(128, "uint8"))
+
+
+@pytest.mark.parametrize("op,n_in,attrs", [
+    ("QLinearAdd", 2, {}), ("QLinearMul", 2, {}), ("QLinearGlobalAveragePool", 1, {}),
+    ("QLinearAveragePool", 1, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("QLinearSigmoid", 1, {}), ("QLinearLeakyRelu", 1, {"alpha": 0.1})])
+def test_com_microsoft_qlinear_elementwise(op, n_in, attrs):
+    rng = np.random.default_rng(9)
+    feeds = {f"x{i}": _q8(rng, (1, 4, 6, 6)) for i in range(n_in)}
+    inputs = []
+    for i in range(n_in):
+        inputs += [_vi(f"x{i}", TensorProto.UINT8, [1, 4, 6, 6]), f"s{i + 1}", f"z{i + 1}"]
+    model = _ms_model(op, inputs + ["sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
+                      _inits(**QPARAMS), **attrs)
+    _close_to_ort(model, feeds)
+
+
+def test_com_microsoft_qlinear_concat_and_qgemm():
+    rng = np.random.default_rng(10)
+    x0, x1 = _q8(rng, (2, 3)), _q8(rng, (2, 5))
+    model = _ms_model("QLinearConcat", ["sy", "zy", _vi("x0", TensorProto.UINT8, [2, 3]),
+                                        "s1", "z1", _vi("x1", TensorProto.UINT8, [2, 5]),
+                                        "s2", "z2"],
+                      [_vi("y", TensorProto.UINT8, None)], _inits(**QPARAMS), axis=1)
+    _close_to_ort(model, {"x0": x0, "x1": x1})
+    a = _q8(rng, (4, 16))
+    inits = _inits(**QPARAMS, b=_q8(rng, (8, 16), "int8"), bz=np.array(0, "int8"),
+                   c=rng.integers(-500, 500, 8).astype("int32"))
+    model = _ms_model("QGemm", [_vi("a", TensorProto.UINT8, [4, 16]), "s1", "z1", "b", "s2",
+                                "bz", "c", "sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
+                      inits, transB=1, alpha=0.5)
+    _close_to_ort(model, {"a": a})
