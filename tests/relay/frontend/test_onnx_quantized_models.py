@@ -154,10 +154,13 @@ def _acc_dtypes(mod, op_name):
     return found
 
 
-@pytest.mark.parametrize("k,acc", [(48, "float32"), (1200, "int32")])
+@pytest.mark.parametrize("k,b_const,accs", [
+    (48, True, ["float32"]),                    # every partial sum < 2**24: float32 is exact
+    (1200, True, ["float32", "float32"]),       # two float32 pieces of K, added in int32
+    (8000, False, ["int32"])])                  # unknown B over so long a K: int32
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
-def test_matmul_integer(k, acc, a_dtype):
-    """Per-column weight zero points; float32 products when they are exact, int32 beyond."""
+def test_matmul_integer(k, b_const, accs, a_dtype):
+    """Per-column weight zero points; float32 products where they are exact, else int32."""
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)
@@ -166,21 +169,23 @@ def test_matmul_integer(k, acc, a_dtype):
     b_zp = rng.integers(-5, 5, 7).astype("int8")
     t = TensorProto.UINT8 if a_dtype == "uint8" else TensorProto.INT8
     inits = [onnx.numpy_helper.from_array(v, n) for n, v in
-             [("b", b), ("a_zp", a_zp), ("b_zp", b_zp)]]
-    model = _single("MatMulInteger", [_vi("a", t, [2, 5, k]), "b", "a_zp", "b_zp"],
+             ([("b", b)] if b_const else []) + [("a_zp", a_zp), ("b_zp", b_zp)]]
+    b_in = "b" if b_const else _vi("b", TensorProto.INT8, [k, 7])
+    model = _single("MatMulInteger", [_vi("a", t, [2, 5, k]), b_in, "a_zp", "b_zp"],
                     [_vi("y", TensorProto.INT32, [2, 5, 7])], inits)
     mod, params = relay.frontend.from_onnx(model)
-    assert _acc_dtypes(mod, "nn.dense") == [acc]
-    out = build_and_run(mod, params, {"a": a})[0]
+    assert _acc_dtypes(mod, "nn.dense") == accs
+    feeds = {"a": a} if b_const else {"a": a, "b": b}
+    out = build_and_run(mod, params, feeds)[0]
     ref = (a.astype(np.int64) - a_zp) @ (b.astype(np.int64) - b_zp)
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, ref)
-    np.testing.assert_array_equal(out, _ort(model, {"a": a})[0])
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
 
 
-@pytest.mark.parametrize("cin,groups,acc", [(8, 1, "float32"), (8, 8, "float32"),
-                                            (256, 1, "int32")])
-def test_conv_integer(cin, groups, acc):
+@pytest.mark.parametrize("cin,groups,accs", [(8, 1, ["float32"]), (8, 8, ["float32"]),
+                                             (256, 1, ["float32"] * 2)])
+def test_conv_integer(cin, groups, accs):
     """Padding counts as the input's zero point; a per-output-channel weight zero point."""
     rng = np.random.default_rng(cin + groups)
     cout = 8
@@ -194,7 +199,7 @@ def test_conv_integer(cin, groups, acc):
                                     "w_zp"], [_vi("y", TensorProto.INT32, None)], inits,
                     pads=[1, 1, 1, 1], strides=[2, 1], group=groups)
     mod, params = relay.frontend.from_onnx(model)
-    assert _acc_dtypes(mod, "nn.conv2d") == [acc]
+    assert _acc_dtypes(mod, "nn.conv2d") == accs
     out = build_and_run(mod, params, {"x": x})[0]
     xs = torch.tensor(x.astype(np.float64) - 131.0)
     ws = torch.tensor(w.astype(np.float64) - w_zp.reshape(-1, 1, 1, 1))

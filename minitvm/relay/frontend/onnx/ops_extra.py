@@ -110,49 +110,99 @@ def _shifted(ctx, q, zp, acc: str, axis: int | None = None):
     return _op.subtract(y, z)
 
 
-def _acc_dtype(ctx, x, x_zp, w, w_zp, w_axis: int, k: int) -> str:
-    """float32 when every partial sum of the integer products stays below 2**24 (float32 sums
-    integers that small exactly, and its kernels are the fast ones), else int32. The bound uses
-    the weights' own values when they are constant, else 255 * 255 per product."""
+_EXACT = 2**24  # float32 adds integers below this exactly
+_MAX_PIECES = 8
+
+
+def _float_pieces(ctx, x, x_zp, w, w_zp, out_axis: int, k_axis: int, batch_axes=()):
+    """How to take the integer products exactly with float32 kernels (the fast ones): the
+    ranges of the weight's ``k_axis`` to sum separately, each piece's every partial sum of
+    products provably below 2**24 (float32 sums such integers exactly; the pieces are then
+    added in int32). The bound uses the weights' own values when they are constant, else
+    255 * 255 per product. None when more than ``_MAX_PIECES`` pieces would be needed: int32."""
     span_x = _int_span(ctx, ctx.dtype(x), x_zp)
+    shape = ctx.shape(w)
+    nd, k_axis, out_axis = len(shape), k_axis % len(shape), out_axis % len(shape)
     wv = ctx.maybe_value(w)
     zv = ctx.maybe_value(w_zp) if w_zp is not None else np.zeros(1)
-    if wv is None or zv is None:
-        bound = span_x * _int_span(ctx, ctx.dtype(w), w_zp) * k
-    else:
-        wv = np.asarray(wv, "int64")
-        zv = np.asarray(zv, "int64").reshape(-1)
-        if zv.size > 1:
-            shape = [1] * wv.ndim
-            shape[w_axis] = -1
-            zv = zv.reshape(shape)
-        d = np.abs(wv - zv)
-        red = tuple(i for i in range(wv.ndim) if i != w_axis % wv.ndim)
-        bound = span_x * int(d.sum(axis=red).max()) if d.size else 0
-    return "float32" if bound < 2**24 else "int32"
+    if wv is None or zv is None:  # any 8-bit weights
+        wv = np.full(shape, _int_span(ctx, ctx.dtype(w), w_zp), "int64")
+        zv = np.zeros(1, "int64")
+    wv = np.asarray(wv, "int64")
+    zv = np.asarray(zv, "int64").reshape(-1)
+    if zv.size > 1:
+        zshape = [1] * nd
+        zshape[out_axis] = -1
+        zv = zv.reshape(zshape)
+    d = np.abs(wv - zv)
+    if batch_axes:  # separate products: the worst one
+        d = d.max(axis=tuple(batch_axes), keepdims=True)
+    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
+    d = d.sum(axis=rest).reshape(shape[k_axis], shape[out_axis]) if out_axis > k_axis else \
+        d.sum(axis=rest).reshape(shape[out_axis], shape[k_axis]).T
+    d = d.T
+    d = d * span_x  # (outputs, K): the largest contribution of each k to each output
+    kn = d.shape[1]
+    for pieces in range(1, min(_MAX_PIECES, kn) + 1):
+        bounds = np.linspace(0, kn, pieces + 1).round().astype(int)
+        ranges = list(zip(bounds[:-1], bounds[1:]))
+        if all(int(d[:, lo:hi].sum(axis=1).max(initial=0)) < _EXACT for lo, hi in ranges):
+            return [(int(lo), int(hi)) for lo, hi in ranges]
+    return None
+
+
+def _sum_pieces(parts, acc: str):
+    out = parts[0]
+    if len(parts) == 1:
+        return out, acc
+    out = _op.cast(out, "int32")
+    for p in parts[1:]:
+        out = _op.add(out, _op.cast(p, "int32"))
+    return out, "int32"
 
 
 def int_matmul(ctx, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
-    A and per-column B zero point broadcast: (product, its dtype: float32 or int32)."""
-    acc = _acc_dtype(ctx, a, a_zp, b, b_zp, -1, ctx.shape(a)[-1])
-    return matmul(ctx, _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)), acc
+    A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
+    (see ``_float_pieces``)."""
+    ranges = _float_pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
+    acc = "int32" if ranges is None else "float32"
+    a_s, b_s = _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)
+    if ranges is None or len(ranges) == 1:
+        return matmul(ctx, a_s, b_s), acc
+    nd_a, nd_b = ctx.ndim(a), ctx.ndim(b)
+    parts = [matmul(ctx, _op.strided_slice(a_s, [lo], [hi], axes=[nd_a - 1]),
+                    _op.strided_slice(b_s, [lo], [hi], axes=[nd_b - 2])) for lo, hi in ranges]
+    return _sum_pieces(parts, acc)
 
 
 def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), padding being the
     zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
-    its dtype: float32 or int32)."""
+    its dtype: float32 or int32), exact (see ``_float_pieces``; a grouped convolution is not
+    split)."""
     n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
     if n != 2:
         raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
     wshape = ctx.shape(w)
-    acc = _acc_dtype(ctx, x, x_zp, w, w_zp, 0, int(np.prod(wshape[1:])))
-    out = _op.nn.conv2d(_shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0),
-                        strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
-                        dilation=dil, groups=int(attrs.get("group", 1)), channels=wshape[0],
-                        kernel_size=kernel, out_dtype=acc)
-    return out, acc
+    groups = int(attrs.get("group", 1))
+    ranges = _float_pieces(ctx, x, x_zp, w, w_zp, 0, 1)
+    if ranges is not None and groups != 1 and len(ranges) > 1:
+        ranges = None
+    acc = "int32" if ranges is None else "float32"
+    xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+
+    def conv(xp, wp):
+        return _op.nn.conv2d(xp, wp, strides=strides, padding=(begin[0], begin[1], end[0],
+                                                                end[1]),
+                             dilation=dil, groups=groups, channels=wshape[0],
+                             kernel_size=kernel, out_dtype=acc)
+
+    if ranges is None or len(ranges) == 1:
+        return conv(xs, ws), acc
+    parts = [conv(_op.strided_slice(xs, [lo], [hi], axes=[1]),
+                  _op.strided_slice(ws, [lo], [hi], axes=[1])) for lo, hi in ranges]
+    return _sum_pieces(parts, acc)
 
 
 @register("MatMulInteger")
