@@ -302,3 +302,17 @@ def test_com_microsoft_qlinear_concat_and_qgemm():
                                 "bz", "c", "sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
                       inits, transB=1, alpha=0.5)
     _close_to_ort(model, {"a": a})
+
+
+def test_qlinear_matmul_runtime_scales_build_natively():
+    """Scales given at run time: the per-column scale folded into the weights becomes a
+    ``repeat``, which must lower natively (strict mode raises on a numpy fallback)."""
+    rng = np.random.default_rng(11)
+    feeds = {"a": _q8(rng, (2, 4)), "a_s": np.array([0.05], "float32"),
+             "a_zp": np.array([113], "uint8"), "b": _q8(rng, (4, 3)),
+             "b_s": np.array([0.003], "float32"), "b_zp": np.array([114], "uint8"),
+             "y_s": np.array([0.0007], "float32"), "y_zp": np.array([118], "uint8")}
+    types = {"a_s": TensorProto.FLOAT, "b_s": TensorProto.FLOAT, "y_s": TensorProto.FLOAT}
+    inputs = [_vi(n, types.get(n, TensorProto.UINT8), list(v.shape)) for n, v in feeds.items()]
+    model = _single("QLinearMatMul", inputs, [_vi("y", TensorProto.UINT8, [2, 3])], [])
+    _close_to_ort(model, feeds)
