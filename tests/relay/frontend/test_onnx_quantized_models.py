@@ -316,3 +316,21 @@ def test_qlinear_matmul_runtime_scales_build_natively():
     inputs = [_vi(n, types.get(n, TensorProto.UINT8), list(v.shape)) for n, v in feeds.items()]
     model = _single("QLinearMatMul", inputs, [_vi("y", TensorProto.UINT8, [2, 3])], [])
     _close_to_ort(model, feeds)
+
+
+@pytest.mark.parametrize("name", ["convnet", "mlp"])
+def test_static_qdq_model_through_relax(tmp_path, name):
+    """The QDQ file through Relax's ONNX importer and relax.build too (Relax has no converters
+    for the dynamic or QOperator ops yet)."""
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.relax.frontend.onnx import from_onnx as relax_from_onnx
+
+    proto, shape = _quantized(tmp_path, name, "static")
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    mod = relax_from_onnx(proto, shape_dict={"x": shape})
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(mod, "llvm")
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x)).numpy()
+    ref = _ort(proto, {"x": x})[0]
+    assert np.abs(out - ref).max() <= _output_step(proto) * 1.001
