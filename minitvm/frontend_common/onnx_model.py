@@ -145,6 +145,12 @@ def onnx_dtype(code: int, error: type[Exception] = ValueError) -> str:
     return ONNX_DTYPES[code]
 
 
+def op_key(node) -> str:
+    """A node's key in a converter table: its op type, prefixed ``domain.`` outside ONNX's
+    own domains (e.g. ``com.microsoft.QLinearAdd``)."""
+    return node.op_type if node.domain in ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
+
+
 def unsupported_ops(graph, supported: Iterable[str]) -> dict[str, int]:
     """Every op type in the graph and its subgraphs without a converter, with counts
     (other domains as ``domain.op``). An explicit stack: no recursion per nesting level."""
@@ -154,10 +160,8 @@ def unsupported_ops(graph, supported: Iterable[str]) -> dict[str, int]:
     while stack:
         g = stack.pop()
         for node in g.node:
-            if node.domain not in ONNX_DOMAINS:
-                counts[f"{node.domain}.{node.op_type}"] += 1
-            elif node.op_type not in supported:
-                counts[node.op_type] += 1
+            if op_key(node) not in supported:
+                counts[op_key(node)] += 1
             for a in node.attribute:
                 if a.type == a.GRAPH:
                     stack.append(a.g)
@@ -205,7 +209,7 @@ def convert_node(node, values: dict, converters: dict, ctx: NodeContext,
 
     check_tensor_inputs(ctx, ins)
     try:
-        out = converters[node.op_type](ctx, ins, node_attrs(node))
+        out = converters[op_key(node)](ctx, ins, node_attrs(node))
     except (error, NotImplementedError):
         raise
     except Exception as e:  # noqa: BLE001 - name the node in any converter failure

@@ -328,6 +328,17 @@ def _tile(attrs, inputs, out_type):
                        name="tile")]
 
 
+@compute("repeat")
+def _repeat(attrs, inputs, out_type):
+    """Every element ``repeats`` times along ``axis``: out[.., i, ..] = x[.., i // repeats, ..]."""
+    shape = static_shape(out_tensor_types(out_type)[0])
+    x = inputs[0]
+    axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
+    r = int(attrs.repeats)
+    return [te.compute(shape, lambda *i: x[tuple(E.FloorDiv(i[d], _i(r)) if d == axis else i[d]
+                                                 for d in range(len(shape)))], name="repeat")]
+
+
 @compute("stack")
 def _stack(attrs, inputs, out_type):
     shape = static_shape(out_tensor_types(out_type)[0])

@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_elemwise,
     ops_extra,
     ops_nn,
+    ops_qlinear,
     ops_recurrent,
     ops_reduce,
     ops_resize,

@@ -1,5 +1,6 @@
 """ONNX ops of exported real-world models beyond the core set: QuantizeLinear /
-DequantizeLinear (QDQ models), GroupNormalization, LpNormalization,
+DequantizeLinear (QDQ models), DynamicQuantizeLinear / MatMulInteger / ConvInteger (what
+onnxruntime's quantize_dynamic writes), GroupNormalization, LpNormalization,
 MeanVarianceNormalization, Swish and CumProd."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
+from .ops_nn import _conv_common, matmul
 from .registry import onnx_dtype, register
 
 _QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
@@ -62,6 +64,165 @@ def _dequantize_linear(ctx, ins, attrs):
     if wide != fdt:
         y = _op.cast(y, fdt)
     return _op.multiply(y, _along(ctx, scale, nd, axis, shape, bs))
+
+
+@register("DynamicQuantizeLinear")
+def _dynamic_quantize_linear(ctx, ins, attrs):
+    """uint8 quantization over the tensor's range widened to hold 0: scale (max - min) / 255,
+    zero point round(-min / scale); outputs (y, scale, zero point). An all-zero input quantizes
+    to 0 with scale 1 and zero point 0, as onnxruntime does."""
+    x = ins[0]
+    dt = ctx.dtype(x)
+
+    def f(v):
+        return ctx.const(np.array(v, dt))
+
+    lo = _op.minimum(_op.min(x), f(0))
+    hi = _op.maximum(_op.max(x), f(0))
+    scale = _op.divide(_op.subtract(hi, lo), f(255))
+    safe = _op.where(_op.equal(scale, f(0)), f(1), scale)
+    zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
+    y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
+    return [_op.cast(y, "uint8"), safe, _op.cast(zp, "uint8")]
+
+
+def _int_span(ctx, dtype: str, zp) -> int:
+    """The largest |q - zero point| over the values of an 8-bit input (its zero point constant,
+    absent, or unknown)."""
+    lo, hi = _QRANGE[dtype]
+    z = ctx.maybe_value(zp) if zp is not None else np.zeros(1)
+    if z is None:
+        return hi - lo
+    z = np.asarray(z, "int64").reshape(-1)
+    return int(max(np.abs(hi - z).max(), np.abs(z - lo).max()))
+
+
+def _shifted(ctx, q, zp, acc: str, axis: int | None = None):
+    """``q - zp`` in the accumulation dtype; a 1-D zero point broadcast along ``axis``."""
+    y = _op.cast(q, acc)
+    if zp is None:
+        return y
+    z = _op.cast(zp, acc)
+    if axis is not None and len(ctx.shape(zp)) == 1:
+        shape = [1] * ctx.ndim(q)
+        shape[axis] = -1
+        z = _op.reshape(z, shape)
+    return _op.subtract(y, z)
+
+
+_EXACT = 2**24  # float32 adds integers below this exactly
+_MAX_PIECES = 8
+
+
+def _float_pieces(ctx, x, x_zp, w, w_zp, out_axis: int, k_axis: int, batch_axes=()):
+    """How to take the integer products exactly with float32 kernels (the fast ones): the
+    ranges of the weight's ``k_axis`` to sum separately, each piece's every partial sum of
+    products provably below 2**24 (float32 sums such integers exactly; the pieces are then
+    added in int32). The bound uses the weights' own values when they are constant, else
+    255 * 255 per product. None when more than ``_MAX_PIECES`` pieces would be needed: int32."""
+    span_x = _int_span(ctx, ctx.dtype(x), x_zp)
+    shape = ctx.shape(w)
+    nd, k_axis, out_axis = len(shape), k_axis % len(shape), out_axis % len(shape)
+    wv = ctx.maybe_value(w)
+    zv = ctx.maybe_value(w_zp) if w_zp is not None else np.zeros(1)
+    if wv is None or zv is None:  # any 8-bit weights
+        wv = np.full(shape, _int_span(ctx, ctx.dtype(w), w_zp), "int64")
+        zv = np.zeros(1, "int64")
+    wv = np.asarray(wv, "int64")
+    zv = np.asarray(zv, "int64").reshape(-1)
+    if zv.size > 1:
+        zshape = [1] * nd
+        zshape[out_axis] = -1
+        zv = zv.reshape(zshape)
+    d = np.abs(wv - zv)
+    if batch_axes:  # separate products: the worst one
+        d = d.max(axis=tuple(batch_axes), keepdims=True)
+    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
+    d = d.sum(axis=rest).reshape(shape[k_axis], shape[out_axis]) if out_axis > k_axis else \
+        d.sum(axis=rest).reshape(shape[out_axis], shape[k_axis]).T
+    d = d.T
+    d = d * span_x  # (outputs, K): the largest contribution of each k to each output
+    kn = d.shape[1]
+    for pieces in range(1, min(_MAX_PIECES, kn) + 1):
+        bounds = np.linspace(0, kn, pieces + 1).round().astype(int)
+        ranges = list(zip(bounds[:-1], bounds[1:]))
+        if all(int(d[:, lo:hi].sum(axis=1).max(initial=0)) < _EXACT for lo, hi in ranges):
+            return [(int(lo), int(hi)) for lo, hi in ranges]
+    return None
+
+
+def _sum_pieces(parts, acc: str):
+    out = parts[0]
+    if len(parts) == 1:
+        return out, acc
+    out = _op.cast(out, "int32")
+    for p in parts[1:]:
+        out = _op.add(out, _op.cast(p, "int32"))
+    return out, "int32"
+
+
+def int_matmul(ctx, a, a_zp, b, b_zp):
+    """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
+    A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
+    (see ``_float_pieces``)."""
+    ranges = _float_pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
+    acc = "int32" if ranges is None else "float32"
+    a_s, b_s = _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)
+    if ranges is None or len(ranges) == 1:
+        return matmul(ctx, a_s, b_s), acc
+    nd_a, nd_b = ctx.ndim(a), ctx.ndim(b)
+    parts = [matmul(ctx, _op.strided_slice(a_s, [lo], [hi], axes=[nd_a - 1]),
+                    _op.strided_slice(b_s, [lo], [hi], axes=[nd_b - 2])) for lo, hi in ranges]
+    return _sum_pieces(parts, acc)
+
+
+def int_conv(ctx, x, x_zp, w, w_zp, attrs):
+    """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), padding being the
+    zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
+    its dtype: float32 or int32), exact (see ``_float_pieces``; a grouped convolution is not
+    split)."""
+    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
+    if n != 2:
+        raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
+    wshape = ctx.shape(w)
+    groups = int(attrs.get("group", 1))
+    ranges = _float_pieces(ctx, x, x_zp, w, w_zp, 0, 1)
+    if ranges is not None and groups != 1 and len(ranges) > 1:
+        ranges = None
+    acc = "int32" if ranges is None else "float32"
+    xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+
+    def conv(xp, wp):
+        return _op.nn.conv2d(xp, wp, strides=strides, padding=(begin[0], begin[1], end[0],
+                                                                end[1]),
+                             dilation=dil, groups=groups, channels=wshape[0],
+                             kernel_size=kernel, out_dtype=acc)
+
+    if ranges is None or len(ranges) == 1:
+        return conv(xs, ws), acc
+    parts = [conv(_op.strided_slice(xs, [lo], [hi], axes=[1]),
+                  _op.strided_slice(ws, [lo], [hi], axes=[1])) for lo, hi in ranges]
+    return _sum_pieces(parts, acc)
+
+
+@register("MatMulInteger")
+def _matmul_integer(ctx, ins, attrs):
+    """int32 (A - a_zero_point) @ (B - b_zero_point), computed as float32 when that is exact
+    (see ``_acc_dtype``)."""
+    out, acc = int_matmul(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3))
+    return out if acc == "int32" else _op.cast(out, "int32")
+
+
+@register("ConvInteger")
+def _conv_integer(ctx, ins, attrs):
+    """int32 convolution of (x - x_zero_point) with (w - w_zero_point), computed as float32
+    when that is exact (see ``_acc_dtype``)."""
+    out, acc = int_conv(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3), attrs)
+    return out if acc == "int32" else _op.cast(out, "int32")
+
+
+def _opt(ins, i):
+    return ins[i] if len(ins) > i else None
 
 
 @register("GroupNormalization")

@@ -1,0 +1,163 @@
+"""int8 models as a new user makes them, minitvm beside ONNX Runtime on the same quantized
+file: small PyTorch models (ResNet-18- and MobileNetV2-shaped conv nets, a transformer MLP
+block) exported to ONNX and quantized with onnxruntime.quantization three ways:
+
+- ``qdq``: quantize_static, QDQ format (QuantizeLinear / DequantizeLinear pairs), int8
+  activations and weights, calibrated on a few random batches;
+- ``qop``: quantize_static, QOperator format (QLinearConv, com.microsoft QGemm / QLinearAdd...),
+  uint8 activations and int8 weights (what ORT asks for on x86: its U8S8 kernels);
+- ``qdq_u8``: QDQ format with uint8 activations;
+- ``dynamic``: quantize_dynamic (DynamicQuantizeLinear + ConvInteger / MatMulInteger).
+
+Each is imported with relay.frontend.from_onnx, built at opt_level 3 and timed at one thread
+beside ORT (one intra-op thread), rounds interleaved (benchmarks/interleave.py), thread CPU
+time. Prints a table: model, minitvm ms, ORT ms, ratio, the largest difference from ORT's
+output (and in steps of the output's int8 grid where a DequantizeLinear makes the output).
+
+    python benchmarks/bench_quantized.py [--rounds 5] [--models resnet18,mlp] [--modes qdq,qop]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "relay", "frontend"))
+
+
+def _mlp():
+    from torch import nn
+
+    return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+
+
+def _models():
+    import frontend_models as fm
+
+    return {
+        "resnet18": (lambda: fm.randomize_batchnorm(fm.resnet18(16, 10)), (1, 3, 64, 64)),
+        "mobilenetv2": (lambda: fm.randomize_batchnorm(fm.mobilenet_v2(0.5, 10)),
+                        (1, 3, 64, 64)),
+        "mlp": (_mlp, (16, 64)),
+    }
+
+
+def quantized_file(d: str, name: str, make, shape, mode: str) -> str:
+    import torch
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
+
+    class Batches(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.it = iter([{"x": rng.standard_normal(shape).astype("float32")}
+                            for _ in range(4)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    f32, q = os.path.join(d, f"{name}.onnx"), os.path.join(d, f"{name}_{mode}.onnx")
+    if not os.path.exists(f32):
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(make().eval(), (torch.randn(*shape),), f32, opset_version=17,
+                              input_names=["x"], dynamo=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if mode == "dynamic":
+            quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
+        else:
+            fmt = QuantFormat.QOperator if mode == "qop" else QuantFormat.QDQ
+            act = QuantType.QInt8 if mode == "qdq" else QuantType.QUInt8
+            quantize_static(f32, q, Batches(), quant_format=fmt, activation_type=act,
+                            weight_type=QuantType.QInt8)
+    return q
+
+
+def output_step(proto) -> float:
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    for node in proto.graph.node:
+        if node.output[0] == proto.graph.output[0].name and node.op_type == "DequantizeLinear":
+            return float(np.max(inits[node.input[1]]))
+    return 0.0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
+    ap.add_argument("--models", default="resnet18,mobilenetv2,mlp")
+    ap.add_argument("--modes", default="qdq,qdq_u8,qop,dynamic")
+    args = ap.parse_args(argv)
+
+    import logging
+
+    import onnx
+    import onnxruntime as ort
+
+    logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on preprocessing
+    from interleave import settled_rounds
+
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+    from minitvm.runtime import threadpool
+
+    threadpool.set_num_threads(1)
+    models = _models()
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for name in args.models.split(","):
+            make, shape = models[name]
+            for mode in args.modes.split(","):
+                path = quantized_file(d, name, make, shape, mode)
+                proto = onnx.load(path)
+                mod, params = relay.frontend.from_onnx(proto, shape={"x": shape})
+                with tvm.transform.PassContext(opt_level=3):
+                    lib = relay.build(mod, target="llvm", params=params)
+                gm = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+                x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+                gm.set_input("x", x)
+                gm.run()
+                ours = gm.get_output(0).numpy()
+                so = ort.SessionOptions()
+                so.intra_op_num_threads = 1
+                so.log_severity_level = 3
+                sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+                ref = sess.run(None, {"x": x})[0]
+                err = float(np.abs(ours - ref).max())
+                step = output_step(proto)
+                times = settled_rounds({"minitvm": gm.run,
+                                        "ort": lambda s=sess, x=x: s.run(None, {"x": x})},
+                                       args.rounds, args.reps, clock=time.thread_time)
+                t_ours = statistics.median(times["minitvm"]) * 1e3
+                t_ort = statistics.median(times["ort"]) * 1e3
+                rows.append((f"{name} {mode}", t_ours, t_ort, err, step))
+                print(f"{name} {mode}: done", file=sys.stderr, flush=True)
+    print("one thread each; thread CPU time; median of rounds (interleaved)")
+    print(f"{'model':<22}{'minitvm ms':>11}{'ORT ms':>9}{'ratio':>7}  max |diff| (int8 steps)")
+    for label, a, b, err, step in rows:
+        steps = f" ({err / step:.2f})" if step else ""
+        print(f"{label:<22}{a:>11.3f}{b:>9.3f}{a / b:>7.2f}  {err:.3g}{steps}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""ONNX ops of onnxruntime's QOperator format (quantize_static(quant_format=QOperator)):
+QLinearConv and QLinearMatMul (ONNX) and com.microsoft's QGemm, QLinearAdd, QLinearMul,
+QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu and
+QLinearConcat.
+
+Conv / MatMul / Gemm take the integer products (exactly, see ``ops_extra.int_conv``), add the
+int32 bias and requantize in float32 with the multiplier x_scale * w_scale / y_scale, as
+onnxruntime does. The others dequantize their inputs, run the float op's own converter and
+quantize its result (round half to even, saturating)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from .ops_extra import int_conv, int_matmul
+from .registry import CONVERTERS, register
+
+
+def _deq(ctx, x, scale, zp):
+    return CONVERTERS["DequantizeLinear"](ctx, [x, scale] + ([zp] if zp is not None else []),
+                                          {})
+
+
+def _q(ctx, y, scale, zp):
+    return CONVERTERS["QuantizeLinear"](ctx, [y, scale] + ([zp] if zp is not None else []), {})
+
+
+def _opt(ins, i):
+    return ins[i] if len(ins) > i else None
+
+
+def _along(ctx, param, ndim: int, axis: int):
+    """A 1-D (per-channel) parameter shaped to broadcast along ``axis``; a scalar as it is."""
+    if len(ctx.shape(param)) != 1 or ctx.shape(param)[0] == 1:
+        return _op.reshape(param, ()) if ctx.shape(param) else param
+    shape = [1] * ndim
+    shape[axis % ndim] = -1
+    return _op.reshape(param, shape)
+
+
+def _requantize(ctx, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
+    """round(float(acc + bias) * (x_scale * w_scale / y_scale)) + y_zero_point, saturated to
+    y_zero_point's dtype (uint8 without one); a float result (x_scale * w_scale * acc) when
+    there is no y_scale."""
+    nd = ctx.ndim(acc)
+    if bias is not None:
+        b = _op.cast(bias, acc_dt)
+        acc = _op.add(acc, _along(ctx, b, nd, w_axis) if w_axis == 1 else b)
+    v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
+    mult = _op.multiply(_op.cast(x_s, "float32"), _op.cast(w_s, "float32"))
+    if y_s is None:
+        return _op.multiply(v, _along(ctx, mult, nd, w_axis))
+    mult = _op.divide(mult, _op.cast(y_s, "float32"))
+    y = _op.round(_op.multiply(v, _along(ctx, mult, nd, w_axis)))
+    out_dtype = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    if y_zp is not None:
+        y = _op.add(y, _op.cast(y_zp, "float32"))
+    lo, hi = (0.0, 255.0) if out_dtype == "uint8" else (-128.0, 127.0)
+    return _op.cast(_op.clip(y, lo, hi), out_dtype)
+
+
+@register("QLinearConv")
+def _qlinear_conv(ctx, ins, attrs):
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = ins[:8]
+    acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs)
+    return _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+
+
+@register("QLinearMatMul")
+def _qlinear_matmul(ctx, ins, attrs):
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = ins[:8]
+    acc, acc_dt = int_matmul(ctx, a, a_zp, b, b_zp)
+    return _requantize(ctx, acc, acc_dt, None, a_s, b_s, -1, y_s, y_zp)
+
+
+@register("com.microsoft.QGemm")
+def _qgemm(ctx, ins, attrs):
+    """alpha * (A - a_zp) @ (B - b_zp) + C: C int32 (scaled by a_scale * b_scale) with a
+    quantized output, float with a float one (no y_scale)."""
+    a, a_s, a_zp, b, b_s, b_zp = ins[:6]
+    c, y_s, y_zp = _opt(ins, 6), _opt(ins, 7), _opt(ins, 8)
+    if attrs.get("transA", 0):
+        a = _op.transpose(a, (1, 0))
+    if attrs.get("transB", 0):
+        b = _op.transpose(b, (1, 0))
+    acc, acc_dt = int_matmul(ctx, a, a_zp, b, b_zp)
+    alpha = float(attrs.get("alpha", 1.0))
+    if alpha != 1.0:
+        a_s = _op.multiply(_op.cast(a_s, "float32"), ctx.const(np.float32(alpha)))
+    if y_s is None:
+        out = _requantize(ctx, acc, acc_dt, None, a_s, b_s, -1, None, None)
+        return out if c is None else _op.add(out, c)
+    return _requantize(ctx, acc, acc_dt, c, a_s, b_s, -1, y_s, y_zp)
+
+
+def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
+    """The QLinear form of a float op over ``n_in`` quantized inputs (x, x_scale, x_zp each),
+    followed by y_scale, y_zp."""
+
+    def convert(ctx, ins, attrs):
+        if layout_attr and attrs.get("channels_last", 0):
+            raise ctx.fail("channels_last=1 is not supported")
+        xs = [_deq(ctx, ins[3 * i], ins[3 * i + 1], ins[3 * i + 2]) for i in range(n_in)]
+        attrs = {k: v for k, v in attrs.items() if k != "channels_last"}
+        y = CONVERTERS[op_type](ctx, xs, attrs)
+        return _q(ctx, y, ins[3 * n_in], _opt(ins, 3 * n_in + 1))
+
+    return convert
+
+
+register("com.microsoft.QLinearAdd")(_float_op("Add", 2))
+register("com.microsoft.QLinearMul")(_float_op("Mul", 2))
+register("com.microsoft.QLinearGlobalAveragePool")(_float_op("GlobalAveragePool", 1, True))
+register("com.microsoft.QLinearAveragePool")(_float_op("AveragePool", 1, True))
+register("com.microsoft.QLinearSigmoid")(_float_op("Sigmoid", 1))
+register("com.microsoft.QLinearLeakyRelu")(_float_op("LeakyRelu", 1))
+
+
+@register("com.microsoft.QLinearConcat")
+def _qlinear_concat(ctx, ins, attrs):
+    y_s, y_zp = ins[0], ins[1]
+    xs = [_deq(ctx, ins[i], ins[i + 1], ins[i + 2]) for i in range(2, len(ins), 3)]
+    return _q(ctx, CONVERTERS["Concat"](ctx, xs, attrs), y_s, y_zp)
