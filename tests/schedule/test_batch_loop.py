@@ -317,3 +317,50 @@ def test_three_dim_tokens_are_images_when_each_has_enough_rows(rows):
         want = _run(_tokens_linear(batch, rows, np.random.default_rng(0)), a)
         np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), want, rtol=1e-4,
                                    atol=1e-4)
+
+
+def _lone_conv(n, w, b, stride):
+    x = relax.Var("x", relax.TensorStructInfo([n, w.shape[1], 16, 16], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = relax.op.nn.conv2d(x, relax.const(w), strides=stride, padding=1)
+            gv = bb.emit_output(bb.emit(relax.op.add(y, relax.const(b.reshape(1, -1, 1, 1)))))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_per_image_conv_bands_split_at_run_time(threads):
+    """A per-image conv_lanes kernel in the "bands" order on the pool picks its band split at
+    run time (``conv_lanes.SOLO_BANDS``): one band of every tile on one thread, an image of a
+    batch on the pool included, ``lanes_parts`` bands on several. Batches of 1, 3 and 4 give
+    torch's conv either way; the build's constants (the prepacked weight) are 64-byte aligned."""
+    import torch
+
+    from minitvm.runtime import threadpool
+
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((96, 64, 3, 3)) * 0.1).astype("float32")
+    b = rng.standard_normal(96).astype("float32")
+    n = tir.Var("n", "int64")
+    ex = relax.build(_lone_conv(n, w, b, 2), "llvm")
+    (rec,) = [r for r, _ in ex.kernels.values() if any(
+        isinstance(s, S.For) and s.loop_var.name == "image" for s in walk_stmts(r.prim_func.body))]
+    lets = [s for s in walk_stmts(rec.prim_func.body) if isinstance(s, S.LetStmt) and
+            any(isinstance(c, E.Call) and "num_threads" in str(c.op) for c in post_order(s.value))]
+    assert len(lets) == 2  # (the bands' number and size)
+    assert all(c.ctypes.data % 64 == 0 for c in ex.constants
+               if isinstance(c, np.ndarray) and c.size)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    old = threadpool.get_num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        for batch in (1, 3, 4):
+            a = rng.standard_normal((batch, 64, 16, 16)).astype("float32")
+            got = vm["main"](tvm.nd.array(a)).numpy()
+            want = torch.nn.functional.conv2d(torch.from_numpy(a), torch.from_numpy(w),
+                                              torch.from_numpy(b), stride=2, padding=1).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    finally:
+        threadpool.set_num_threads(old)

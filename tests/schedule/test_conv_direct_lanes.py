@@ -200,26 +200,42 @@ def test_blocked_loops_and_parallel_parts(force_knobs):
 
 
 @needs_lanes
-def test_bands_order_loops(force_knobs):
+@pytest.mark.parametrize("solo", [False, True])
+def test_bands_order_loops(force_knobs, monkeypatch, solo):
     """In the "bands" order the parallel loop runs bands of pixel tiles, as many as a multiple of
     ``lanes_parts``; inside one, every channel tile, its blocks of input channels, then the
     band's tiles (on AVX2 65 six-pixel tiles of a 20x20 plane in 4 bands of 17, the last one
     ragged; on AVX-512's 16-lane tiles 26 of 12 pixels in 4 bands of 7); the smaller tiles
     follow per channel tile (over the padded copy: ``lanes_direct`` groups the pixels in
-    classes)."""
+    classes). With ``SOLO_BANDS`` the split is chosen at run time: on one thread the serial
+    split's bands of up to ``_band_tiles`` tiles."""
+    monkeypatch.setattr(conv_lanes, "SOLO_BANDS", solo)
     force_knobs(lanes_order="bands", lanes_direct=False)
     lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(4))
     prim = _conv_kernel(lib).prim_func
     loops = [s for s in walk_stmts(prim.body) if isinstance(s, S.For)]
+    (_, _, count), *_ = conv_lanes.plane_tiles(dict(lanes_width=16), 400)
+    pk = next(s for s in loops if s.loop_var.name.startswith("pk"))
+    assert any(isinstance(s, S.IfThenElse) for s in walk_stmts(pk.body))  # 4 x 17 > 65
+    names = [s.loop_var.name.rstrip("0123456789") for s in loops]
+    if solo:
+        lets = {s.var.name.rstrip("0123456789"): s.value for s in walk_stmts(prim.body)
+                if isinstance(s, S.LetStmt) and s.var.name.startswith(("nbands", "band"))}
+        # (parallel: 4 bands of ceil(count / 4) tiles; alone: fewer, larger bands, as many
+        # tiles as one scratch of partial sums holds)
+        nb, band = ([int(lets[k].true_value.value), int(lets[k].false_value.value)]
+                    for k in ("nbands", "band"))
+        assert nb[1] == 4 and band[1] == -(-count // 4)
+        assert nb[0] < 4 and band[0] > band[1] and nb[0] == -(-count // band[0])
+        par = [s for s in loops if s.kind == S.ForKind.PARALLEL and s.loop_var.name[0] == "b"]
+        assert par[0].extent.name.startswith("nbands") and pk.extent.name.startswith("band")
+        assert names.index("b") < names.index("ob") < names.index("kb") < names.index("pk")
+        return
     par = [s for s in loops if s.kind == S.ForKind.PARALLEL and s.loop_var.name.startswith("o")]
     assert int(par[0].extent.value) == 4  # (4 parts on the pool: conv_lanes.PARALLEL_PARTS)
-    names = [s.loop_var.name.rstrip("0123456789") for s in loops]
     assert names.index("o") < names.index("ob") < names.index("kb") < names.index("pk")
-    pk = next(s for s in loops if s.loop_var.name.startswith("pk"))
-    (_, _, count), *_ = conv_lanes.plane_tiles(dict(lanes_width=16), 400)
     assert int(pk.extent.value) == -(-count // 4)
-    assert any(isinstance(s, S.IfThenElse) for s in walk_stmts(pk.body))  # 4 x 17 > 65
 
 
 def test_default_order():

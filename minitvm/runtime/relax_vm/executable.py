@@ -80,7 +80,11 @@ class Executable(Module):
     def __init__(self, functions, func_table, constants, kernels):
         self.functions: dict[str, VMFunction] = {f.name: f for f in functions}
         self.func_table: list[tuple[str, str]] = [tuple(e) for e in func_table]
-        self.constants: list = list(constants)
+        # tensors 64-byte aligned, as loaded ones are: relax.build's (a prepacked weight from
+        # np.ascontiguousarray, an importer's arrays) start wherever numpy put them, 16-byte
+        # aligned, and a kernel's 64-byte weight loads then straddle two cache lines
+        self.constants: list = [aligned(c) if isinstance(c, np.ndarray) and not
+                                c.dtype.hasobject else c for c in constants]
         # kernel name -> (Kernel record, spec)
         self.kernels: dict[str, tuple[Kernel, dict]] = dict(kernels)
         self._native: dict[str, NativeKernel] = {}
