@@ -20,6 +20,8 @@ next piece of B (``PREFETCH_NEXT_PIECE``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..tir import expr as E
@@ -211,6 +213,26 @@ def _when(extent, stmt: S.Stmt) -> S.Stmt:
     return S.IfThenElse(extent > 0, stmt)
 
 
+def row_step(M) -> int:
+    """The constant factor of a symbolic row count (``n * 16`` -> 16; 1 when there is none)."""
+    if isinstance(M, int):
+        return M
+    if isinstance(M, IntImm):
+        return M.value
+    if isinstance(M, E.Mul):
+        return row_step(M.a) * row_step(M.b)
+    return 1
+
+
+def row_rests(M, mr: int) -> list[int]:
+    """The nonzero values ``M % mr`` can take, ascending: with a symbolic ``M = n * c`` the
+    multiples of ``gcd(c, mr)`` (none when ``mr`` divides ``c``: no row-tail tiles to compile;
+    segformer_mini's 9 GEMMs over ``n * 16`` tokens took 2x Relay's compile time for their
+    chains of ``mr - 1`` tail tiles that never ran)."""
+    step = math.gcd(row_step(M), mr) if not isinstance(M, int) else 1
+    return [r for r in range(1, mr) if r % step == 0]
+
+
 class GemmBuilder:
     """Builds the statements of one packed, register-blocked (batched) GEMM: ``pack()`` copies
     B into panels of ``nr`` columns, ``compute()`` runs the ``mr x nr`` micro-kernels; ``A``,
@@ -221,6 +243,9 @@ class GemmBuilder:
                  bcast_b: bool, min_work: int):
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.mr, self.nr, self.mc = mr, nr, mc
+        # the row remainders M % mr can take: with a symbolic M of a constant factor (a
+        # Relax activation of n images x 16 tokens flattened) only multiples of gcd(step, mr)
+        self.rests = row_rests(M, mr)
         self.dtype = dtype
         sym = [v for v in (M, batch, N, K) if isinstance(v, E.PrimExpr)]
         self.idx = sym[0].dtype if sym else "int32"
@@ -545,7 +570,7 @@ class GemmBuilder:
                 return self.micro_kb(b, tiles * mr, jo, rest, full_panel, kb, nkb, kc) \
                     if rest else None
             chain = None
-            for r in range(mr - 1, 0, -1):
+            for r in reversed(self.rests):
                 tile = self.micro_kb(b, tiles * self.c(mr), jo, r, full_panel, kb, nkb, kc)
                 chain = S.IfThenElse(self.eq(rest, r), tile, chain)
             return chain
@@ -643,7 +668,7 @@ class GemmBuilder:
                 parts.append(self.loop("t", tiles, S.ForKind.SERIAL, tile))
             elif not const or tiles:
                 parts.append(self.loop("t", tpb, S.ForKind.SERIAL, tile))
-            if not const or rest:
+            if rest if const else self.rests:
                 tail = each_panel(g, lambda jo, fp: rest_tiles(b, jo, fp, kb))
                 parts.append(tail if const and blocks == 1 else
                              S.IfThenElse(self.eq(ib, rest_block), tail))
@@ -729,7 +754,7 @@ class GemmBuilder:
             if const:
                 return self.micro_kb(0, tiles * mr, jo, rest, fp, kb, nkb, kc) if rest else None
             chain = None
-            for r in range(mr - 1, 0, -1):
+            for r in reversed(self.rests):
                 tile = self.micro_kb(0, tiles * self.c(mr), jo, r, fp, kb, nkb, kc)
                 chain = S.IfThenElse(self.eq(rest, r), tile, chain)
             return chain
@@ -770,7 +795,7 @@ class GemmBuilder:
                                                g, lambda jo, fp: self.micro_kb(
                                                    0, (c * tpc + t) * mr, jo, mr, fp, kb, nkb,
                                                    kc))))
-                if not const or rest:
+                if rest if const else self.rests:
                     tail = each_panel(g, lambda jo, fp: rest_tile(jo, fp, kb))
                     parts.append(tail if const and chunks == 1 else
                                  S.IfThenElse(self.eq(c, rest_chunk), tail))
@@ -843,7 +868,7 @@ class GemmBuilder:
             if not isinstance(part, int) or part:
                 parts.append(_when(part, self.fused("qp", [nb, blocks], work,
                                                     lambda b, ib: tiles_of(b, ib, last, False))))
-        if not const or M % mr:
+        if M % mr if const else self.rests:
             rest = M % mr if const else E.FloorMod(M, mr)
             base = tiles * mr
 
