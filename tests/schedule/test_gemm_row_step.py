@@ -1,6 +1,7 @@
-"""A symbolic row count with a constant factor (``n * 16``: a Relax activation of ``n`` images
-of 16 tokens, flattened): the GEMM compiles only the row-tail tiles ``M % mr`` can need (none
-when the tile's rows divide the factor), and stays exact at every ``n``."""
+"""The leftover rows of a GEMM over a symbolic row count: tiles of the binary digits of
+``M % mr`` (8, 4, 2, 1 rows of a 12-row tile), not one tile per remainder; with a constant
+factor (``n * 16``: a Relax activation of ``n`` images of 16 tokens, flattened) in units of the
+remainders it can take (none when the tile's rows divide the factor). Exact at every size."""
 
 import numpy as np
 import pytest
@@ -47,12 +48,18 @@ def test_symbolic_rows_of_a_factor_compile_only_possible_tails(monkeypatch, fact
     plain = _tile_rows(monkeypatch, n, mr, nr)
     rows = _tile_rows(monkeypatch, _rows(n, factor), mr, nr)
     rests = gemm_kernel.row_rests(_rows(n, factor), mr)
-    assert set(plain) == set(range(1, mr + 1))  # every remainder without a factor
-    assert set(rows) == {mr, *rests}
     assert set(rests) == {r for r in range(1, mr) if r % np.gcd(factor, mr) == 0}
+    # the tails: the binary digits of the remainder, in units of the step (1, 2, 4, 8 rows of
+    # a 12-row tile; none when the tile's rows divide the factor)
+    unit = int(np.gcd(factor, mr))
+    digits = [unit << k for k in range(mr) if rests and unit << k <= rests[-1]]
+    assert sorted(set(plain)) == sorted({mr, *[1 << k for k in range(mr) if 1 << k < mr]})
+    assert sorted(set(rows)) == sorted({mr, *digits})
+    # each tile compiled as often as the full one (once per kind of column panel)
+    assert all(rows.count(r) == rows.count(mr) for r in rows)
 
 
-@pytest.mark.parametrize("tokens", [16, 5])
+@pytest.mark.parametrize("tokens", [16, 5, 1])
 def test_relax_symbolic_batch_of_few_tokens_matches_numpy(tokens):
     """(n, tokens, 64) @ (64, 40) + bias with a symbolic n: one GEMM over ``n * tokens`` rows
     (too few tokens for a loop over images), exact at every batch size."""
@@ -68,7 +75,7 @@ def test_relax_symbolic_batch_of_few_tokens_matches_numpy(tokens):
             gv = bb.emit_output(y)
         bb.emit_func_output(gv)
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
-    for batch in (1, 2, 3, 7):
+    for batch in (1, 2, 3, 7, 11, 12, 13, 27):
         a = rng.standard_normal((batch, tokens, 64)).astype("float32")
         out = vm["main"](tvm.nd.array(a)).numpy()
         np.testing.assert_allclose(out, a @ w + bias, rtol=1e-4, atol=1e-4)
