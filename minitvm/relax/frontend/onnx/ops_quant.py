@@ -66,7 +66,7 @@ def _shifted(ctx: Context, q, zp, acc: str, axis: int | None = None):
     y = _op.astype(ctx.expr(q), acc)
     if zp is None:
         return y
-    z = _op.astype(ctx.expr(zp), acc)
+    z = ctx.emit(_op.astype(ctx.expr(zp), acc))
     if axis is not None and ctx.ndim(zp) == 1:
         shape = [1] * nd
         shape[axis] = -1
