@@ -156,3 +156,27 @@ def test_relax_integer_max_pool(dtype, forms, rng):
     out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(xv)).numpy()
     np.testing.assert_array_equal(out.astype("int64"), _ref(xv, k, s, d, pad, ceil))
     assert forms == ["direct"]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_integer_adaptive_max_pool(dtype, rng):
+    """An adaptive max pool by its bins (``emit_bins``) on integers."""
+    shape = (1, 4, 10, 13)
+    x = relay.var("x", shape=shape, dtype=dtype)
+    y = relay.nn.adaptive_max_pool2d(x, (3, 4))
+    xv = _data(rng, shape, dtype)
+    kernel_cache.clear_cache()
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    out = g.get_output(0).numpy()
+    want = np.zeros((1, 4, 3, 4), "int64")
+    for i in range(3):
+        for j in range(4):
+            ys = slice(i * 10 // 3, -(-(i + 1) * 10 // 3))
+            xs = slice(j * 13 // 4, -(-(j + 1) * 13 // 4))
+            want[:, :, i, j] = xv[:, :, ys, xs].astype("int64").max(axis=(2, 3))
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out.astype("int64"), want)

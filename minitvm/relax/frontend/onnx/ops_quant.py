@@ -84,6 +84,22 @@ def _pieces(ctx: Context, x, x_zp, w, w_zp, out_axis, k_axis, batch_axes=()):
                         _zp_value(ctx, w_zp), out_axis, k_axis, batch_axes)
 
 
+def _bound(ctx: Context, v):
+    """A constant as it is, a call bound in the dataflow block."""
+    return v if ctx.known(v) is not None else ctx.emit(v)
+
+
+def _slice(ctx: Context, v, axis: int, lo: int, hi: int):
+    """``v[lo:hi]`` along ``axis``: sliced at import when ``v`` is a constant (the weights: a
+    run-time slice of them cost more than the convolution)."""
+    k = ctx.known(v)
+    if k is not None and k.dtype != object:
+        idx = [slice(None)] * k.ndim
+        idx[axis] = slice(lo, hi)
+        return const(np.ascontiguousarray(k[tuple(idx)]))
+    return _op.strided_slice(v, [axis], [lo], [hi])
+
+
 def _sum_pieces(ctx: Context, parts, acc: str):
     if len(parts) == 1:
         return parts[0], acc
@@ -101,11 +117,11 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
         _shifted(ctx, b, b_zp, acc, ctx.ndim(b) - 1)
     if ranges is None or len(ranges) == 1:
-        return ctx.emit(_op.matmul(a_s, b_s, out_dtype=acc)), acc
-    a_s, b_s = ctx.emit(a_s), ctx.emit(b_s)
+        return ctx.emit(_op.matmul(a_s, b_s, out_dtype=None if acc == "float32" else acc)), acc
+    a_s, b_s = _bound(ctx, a_s), _bound(ctx, b_s)
     na, nb = ctx.ndim(a), ctx.ndim(b)
-    parts = [ctx.emit(_op.matmul(_op.strided_slice(a_s, [na - 1], [lo], [hi]),
-                                 _op.strided_slice(b_s, [nb - 2], [lo], [hi]), out_dtype=acc))
+    parts = [ctx.emit(_op.matmul(_slice(ctx, a_s, na - 1, lo, hi),
+                                 _slice(ctx, b_s, nb - 2, lo, hi)))
              for lo, hi in ranges]
     return _sum_pieces(ctx, parts, acc)
 
@@ -129,13 +145,13 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
 
     def conv(xp, wp):
-        return ctx.emit(_op.nn.conv2d(xp, wp, strides, pads, dil, groups, out_dtype=acc))
+        return ctx.emit(_op.nn.conv2d(xp, wp, strides, pads, dil, groups,
+                                      out_dtype=None if acc == "float32" else acc))
 
     if ranges is None or len(ranges) == 1:
         return conv(xs, ws), acc
-    xs, ws = ctx.emit(xs), ctx.emit(ws)
-    parts = [conv(_op.strided_slice(xs, [1], [lo], [hi]), _op.strided_slice(ws, [1], [lo], [hi]))
-             for lo, hi in ranges]
+    xs, ws = _bound(ctx, xs), _bound(ctx, ws)
+    parts = [conv(_slice(ctx, xs, 1, lo, hi), _slice(ctx, ws, 1, lo, hi)) for lo, hi in ranges]
     return _sum_pieces(ctx, parts, acc)
 
 
