@@ -9,10 +9,12 @@ block) exported to ONNX and quantized with onnxruntime.quantization three ways:
 - ``qdq_u8``: QDQ format with uint8 activations;
 - ``dynamic``: quantize_dynamic (DynamicQuantizeLinear + ConvInteger / MatMulInteger).
 
-Each is imported with relay.frontend.from_onnx, built at opt_level 3 and timed at one thread
-beside ORT (one intra-op thread), rounds interleaved (benchmarks/interleave.py), thread CPU
-time. Prints a table: model, minitvm ms, ORT ms, ratio, the largest difference from ORT's
-output (and in steps of the output's int8 grid where a DequantizeLinear makes the output).
+Each is imported with relay.frontend.from_onnx (and with Relax's importer: the Relax column,
+unless --no-relax), built at opt_level 3 and timed at one thread beside ORT (one intra-op
+thread), rounds interleaved (benchmarks/interleave.py), thread CPU time. Prints a table: model,
+minitvm (Relay) ms, Relax ms, ORT ms, Relay / ORT ratio, the largest difference from ORT's
+output (and in steps of the output's int8 grid where a DequantizeLinear makes the output;
+Relay's, and Relax's where it differs more).
 
     python benchmarks/bench_quantized.py [--rounds 5] [--models resnet18,mlp] [--modes qdq,qop]
 """
@@ -105,6 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
     ap.add_argument("--models", default="resnet18,mobilenetv2,mlp")
     ap.add_argument("--modes", default="qdq,qdq_u8,qop,dynamic")
+    ap.add_argument("--no-relax", action="store_true", help="leave out the Relax column")
     args = ap.parse_args(argv)
 
     import logging
@@ -116,7 +119,7 @@ def main(argv=None) -> int:
     from interleave import settled_rounds
 
     import minitvm as tvm
-    from minitvm import relay
+    from minitvm import relax, relay
     from minitvm.contrib import graph_executor
     from minitvm.runtime import threadpool
 
@@ -144,18 +147,29 @@ def main(argv=None) -> int:
                 ref = sess.run(None, {"x": x})[0]
                 err = float(np.abs(ours - ref).max())
                 step = output_step(proto)
-                times = settled_rounds({"minitvm": gm.run,
-                                        "ort": lambda s=sess, x=x: s.run(None, {"x": x})},
-                                       args.rounds, args.reps, clock=time.thread_time)
+                impls = {"minitvm": gm.run, "ort": lambda s=sess, x=x: s.run(None, {"x": x})}
+                if not args.no_relax:
+                    from minitvm.relax.frontend.onnx import from_onnx as relax_from_onnx
+
+                    with tvm.transform.PassContext(opt_level=3):
+                        ex = relax.build(relax_from_onnx(proto, shape_dict={"x": shape}),
+                                         "llvm")
+                    fn, xnd = relax.VirtualMachine(ex, tvm.cpu())["main"], tvm.nd.array(x)
+                    err = max(err, float(np.abs(fn(xnd).numpy() - ref).max()))
+                    impls["relax"] = lambda fn=fn, xnd=xnd: fn(xnd)
+                times = settled_rounds(impls, args.rounds, args.reps, clock=time.thread_time)
                 t_ours = statistics.median(times["minitvm"]) * 1e3
                 t_ort = statistics.median(times["ort"]) * 1e3
-                rows.append((f"{name} {mode}", t_ours, t_ort, err, step))
+                t_rx = statistics.median(times["relax"]) * 1e3 if "relax" in times else None
+                rows.append((f"{name} {mode}", t_ours, t_rx, t_ort, err, step))
                 print(f"{name} {mode}: done", file=sys.stderr, flush=True)
     print("one thread each; thread CPU time; median of rounds (interleaved)")
-    print(f"{'model':<22}{'minitvm ms':>11}{'ORT ms':>9}{'ratio':>7}  max |diff| (int8 steps)")
-    for label, a, b, err, step in rows:
+    print(f"{'model':<22}{'Relay ms':>9}{'Relax ms':>9}{'ORT ms':>9}{'ratio':>7}"
+          "  max |diff| (int8 steps)")
+    for label, a, rx, b, err, step in rows:
         steps = f" ({err / step:.2f})" if step else ""
-        print(f"{label:<22}{a:>11.3f}{b:>9.3f}{a / b:>7.2f}  {err:.3g}{steps}")
+        rxs = f"{rx:>9.3f}" if rx is not None else f"{'-':>9}"
+        print(f"{label:<22}{a:>9.3f}{rxs}{b:>9.3f}{a / b:>7.2f}  {err:.3g}{steps}")
     return 0
 
 

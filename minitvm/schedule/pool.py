@@ -72,6 +72,8 @@ VERTICAL_FIRST_MIN = {"avx512": (3, 96), "avx2": (2, 0)}
 # adaptive pools by their bins (``emit_bins``): at most this many taps per plane's output row
 # pass (output rows x the columns all bins of a row read), each written out
 BINS_MAX_TAPS = 4096
+# the integer dtypes whose max pools this schedule takes
+INT_MAX_DTYPES = ("uint8", "int8", "uint16", "int16", "int32")
 
 
 def supported(t, options=None) -> bool:
@@ -80,7 +82,11 @@ def supported(t, options=None) -> bool:
         return False
     a = t.op.attrs
     (x,) = a["operands"]
-    if not (t.dtype == x.dtype and t.dtype.startswith("float") and len(_shape(x)) in (3, 4)):
+    if not (t.dtype == x.dtype and len(_shape(x)) in (3, 4)):
+        return False
+    # integer pools: max (the quantized models' uint8 / int8 max pools); an integer mean
+    # (its sum and division) stays on the generic reduction
+    if not (t.dtype.startswith("float") or (t.dtype in INT_MAX_DTYPES and _is_max(t))):
         return False
     if "bins" in a:
         return bins_supported(t)
@@ -177,6 +183,14 @@ def _tree(vals, combine):
     return vals[0]
 
 
+def _int_lanes(dt: str, lanes: int) -> int:
+    """An integer pool's lanes for a float pool's ``lanes``: as many bytes a vector (an 8-bit
+    max takes 32 outputs where a float32 one takes 8)."""
+    if dt.startswith("float"):
+        return lanes
+    return lanes * 32 // int("".join(ch for ch in dt if ch.isdigit()))
+
+
 def _max_tree(vals):
     """The NaN-propagating max of ``vals`` (IEEE / numpy: NaN if any value is NaN) in about
     half the instructions of a tree of exact ``Max``: a tree of plain ``a > b ? a : b`` (x86's
@@ -186,6 +200,8 @@ def _max_tree(vals):
     165 us to 68 us at one thread (ONNX Runtime: 79 us; its MaxPool lets NaN through only
     where a comparison happens to keep it)."""
     plain = _tree(list(vals), lambda a, b: E.Select(E.GT(a, b), a, b))
+    if not plain.dtype.startswith("float"):  # (integers have no NaN)
+        return plain
     loads = [v for v in vals if not isinstance(v, E.FloatImm)]
     if not loads:
         return plain
@@ -219,7 +235,7 @@ def emit_direct(ctx, t, out, x, combine, epi=None) -> S.Stmt | None:
     xlo, xhi = _interior(w, kw, sw, dw, pl, ow)
     if oh - (yhi - ylo) > DIRECT_MAX_EDGES or ow - (xhi - xlo) > DIRECT_MAX_EDGES:
         return None
-    lanes = DIRECT_LANES
+    lanes = _int_lanes(dt, DIRECT_LANES)
     parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
     # (a max pool's padding holds the dtype's lowest finite value, as in ``emit_rows``)
     padv = tir_op.min_value(dt) if _is_max(t) else None
@@ -248,10 +264,15 @@ def emit_direct(ctx, t, out, x, combine, epi=None) -> S.Stmt | None:
         return tree(taps)
 
     min_kh, min_w = VERTICAL_FIRST_MIN[vector_isa()]
-    wide = WIDE_MAX_LANES[vector_isa()] if _is_max(t) and sw == 1 else lanes
+    wide = _int_lanes(dt, WIDE_MAX_LANES[vector_isa()]) if _is_max(t) and sw == 1 else lanes
 
     def vector_loop(n, first, fbody, wide=wide):
-        return overlapping_vectors(ctx, first, n, wide if n >= wide else lanes, fbody)
+        vl = wide if n >= wide else lanes
+        if not dt.startswith("float"):  # the widest vector a row fills, down to 8 lanes
+            vl = wide
+            while vl > DIRECT_LANES and vl > n:
+                vl //= 2
+        return overlapping_vectors(ctx, first, n, vl, fbody)
 
     def row(b, c, oy, kys, cy):
         rpad = len(kys) < kh
@@ -276,7 +297,7 @@ def emit_direct(ctx, t, out, x, combine, epi=None) -> S.Stmt | None:
         parts += [edge(j) for j in range(xlo)]
         slanes, scols = STRIDED_MAX_LANES[vector_isa()]
         strided = _is_max(t) and sw > 1 and col is None and xhi - xlo >= scols
-        parts += vector_loop(xhi - xlo, xlo, put, slanes if strided else wide)
+        parts += vector_loop(xhi - xlo, xlo, put, _int_lanes(dt, slanes) if strided else wide)
         parts += [edge(j) for j in range(xhi, ow)]
         body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
         if col is not None:

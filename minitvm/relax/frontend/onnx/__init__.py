@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_image,
     ops_math,
     ops_nn,
+    ops_quant,
     ops_recurrent,
     ops_sequence,
     ops_tensor,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces
 from ... import op as _op
 from .ops_nn import _conv_common, matmul
 from .registry import onnx_dtype, register
 
-_QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
-           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+_QRANGE = QRANGE
 
 
 def _scalar(ctx, x, value):
@@ -86,15 +86,12 @@ def _dynamic_quantize_linear(ctx, ins, attrs):
     return [_op.cast(y, "uint8"), safe, _op.cast(zp, "uint8")]
 
 
-def _int_span(ctx, dtype: str, zp) -> int:
-    """The largest |q - zero point| over the values of an 8-bit input (its zero point constant,
-    absent, or unknown)."""
-    lo, hi = _QRANGE[dtype]
-    z = ctx.maybe_value(zp) if zp is not None else np.zeros(1)
-    if z is None:
-        return hi - lo
-    z = np.asarray(z, "int64").reshape(-1)
-    return int(max(np.abs(hi - z).max(), np.abs(z - lo).max()))
+def _zp_value(ctx, zp):
+    """A zero point for ``onnx_quant``: its value, None when absent, UNKNOWN otherwise."""
+    if zp is None:
+        return None
+    v = ctx.maybe_value(zp)
+    return UNKNOWN if v is None else v
 
 
 def _shifted(ctx, q, zp, acc: str, axis: int | None = None):
@@ -110,45 +107,12 @@ def _shifted(ctx, q, zp, acc: str, axis: int | None = None):
     return _op.subtract(y, z)
 
 
-_EXACT = 2**24  # float32 adds integers below this exactly
-_MAX_PIECES = 8
-
-
 def _float_pieces(ctx, x, x_zp, w, w_zp, out_axis: int, k_axis: int, batch_axes=()):
-    """How to take the integer products exactly with float32 kernels (the fast ones): the
-    ranges of the weight's ``k_axis`` to sum separately, each piece's every partial sum of
-    products provably below 2**24 (float32 sums such integers exactly; the pieces are then
-    added in int32). The bound uses the weights' own values when they are constant, else
-    255 * 255 per product. None when more than ``_MAX_PIECES`` pieces would be needed: int32."""
-    span_x = _int_span(ctx, ctx.dtype(x), x_zp)
-    shape = ctx.shape(w)
-    nd, k_axis, out_axis = len(shape), k_axis % len(shape), out_axis % len(shape)
-    wv = ctx.maybe_value(w)
-    zv = ctx.maybe_value(w_zp) if w_zp is not None else np.zeros(1)
-    if wv is None or zv is None:  # any 8-bit weights
-        wv = np.full(shape, _int_span(ctx, ctx.dtype(w), w_zp), "int64")
-        zv = np.zeros(1, "int64")
-    wv = np.asarray(wv, "int64")
-    zv = np.asarray(zv, "int64").reshape(-1)
-    if zv.size > 1:
-        zshape = [1] * nd
-        zshape[out_axis] = -1
-        zv = zv.reshape(zshape)
-    d = np.abs(wv - zv)
-    if batch_axes:  # separate products: the worst one
-        d = d.max(axis=tuple(batch_axes), keepdims=True)
-    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
-    d = d.sum(axis=rest).reshape(shape[k_axis], shape[out_axis]) if out_axis > k_axis else \
-        d.sum(axis=rest).reshape(shape[out_axis], shape[k_axis]).T
-    d = d.T
-    d = d * span_x  # (outputs, K): the largest contribution of each k to each output
-    kn = d.shape[1]
-    for pieces in range(1, min(_MAX_PIECES, kn) + 1):
-        bounds = np.linspace(0, kn, pieces + 1).round().astype(int)
-        ranges = list(zip(bounds[:-1], bounds[1:]))
-        if all(int(d[:, lo:hi].sum(axis=1).max(initial=0)) < _EXACT for lo, hi in ranges):
-            return [(int(lo), int(hi)) for lo, hi in ranges]
-    return None
+    """``onnx_quant.float_pieces`` for these inputs: the reduction ranges to sum in float32
+    exactly, or None (int32)."""
+    return float_pieces(ctx.dtype(x), _zp_value(ctx, x_zp), ctx.dtype(w), ctx.shape(w),
+                        ctx.maybe_value(w), _zp_value(ctx, w_zp), out_axis, k_axis,
+                        batch_axes)
 
 
 def _sum_pieces(parts, acc: str):

@@ -1,0 +1,64 @@
+"""What the Relay and Relax ONNX importers share for integer (quantized) products: the value
+ranges of the quantized dtypes, and the plan that takes an 8-bit integer matmul or
+convolution exactly with float32 kernels (the fast ones) by splitting its reduction axis.
+
+Pure numpy over values known at import time; each dialect builds the ops itself."""
+
+from __future__ import annotations
+
+import numpy as np
+
+QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
+          "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+
+UNKNOWN = object()  # a zero point that exists but is not known at import time
+
+EXACT = 2**24  # float32 adds integers below this exactly
+MAX_PIECES = 8
+
+
+def int_span(dtype: str, zp) -> int:
+    """The largest |q - zero point| over the values of an 8-bit input: ``zp`` its constant
+    zero point (numpy), None when absent, ``UNKNOWN`` when not known at import."""
+    lo, hi = QRANGE[dtype]
+    if zp is UNKNOWN:
+        return hi - lo
+    z = np.zeros(1, "int64") if zp is None else np.asarray(zp, "int64").reshape(-1)
+    return int(max(np.abs(hi - z).max(), np.abs(z - lo).max()))
+
+
+def float_pieces(x_dtype: str, x_zp, w_dtype: str, w_shape, w, w_zp, out_axis: int,
+                 k_axis: int, batch_axes=()):
+    """The ranges of the weight's ``k_axis`` to sum separately so that every partial sum of
+    products in a piece is provably below 2**24 (float32 then sums the integers exactly;
+    the pieces are added in int32). ``w`` is the weight's value (numpy) or None when unknown,
+    ``x_zp`` / ``w_zp`` as for ``int_span``. The bound uses the weights' own values when known,
+    else the dtype's widest product. None when more than ``MAX_PIECES`` pieces would be
+    needed: accumulate in int32 instead."""
+    span_x = int_span(x_dtype, x_zp)
+    shape = [int(d) for d in w_shape]
+    nd, k_axis, out_axis = len(shape), k_axis % len(shape), out_axis % len(shape)
+    if w is None or w_zp is UNKNOWN:  # any 8-bit weights
+        wv = np.full(shape, int_span(w_dtype, w_zp), "int64")
+        zv = np.zeros(1, "int64")
+    else:
+        wv = np.asarray(w, "int64")
+        zv = np.zeros(1, "int64") if w_zp is None else np.asarray(w_zp, "int64").reshape(-1)
+    if zv.size > 1:
+        zshape = [1] * nd
+        zshape[out_axis] = -1
+        zv = zv.reshape(zshape)
+    d = np.abs(wv - zv)
+    if batch_axes:  # separate products: the worst one
+        d = d.max(axis=tuple(batch_axes), keepdims=True)
+    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
+    d = d.sum(axis=rest).reshape(shape[k_axis], shape[out_axis]) if out_axis > k_axis else \
+        d.sum(axis=rest).reshape(shape[out_axis], shape[k_axis]).T
+    d = d.T * span_x  # (outputs, K): the largest contribution of each k to each output
+    kn = d.shape[1]
+    for pieces in range(1, min(MAX_PIECES, kn) + 1):
+        bounds = np.linspace(0, kn, pieces + 1).round().astype(int)
+        ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
+        if all(int(d[:, lo:hi].sum(axis=1).max(initial=0)) < EXACT for lo, hi in ranges):
+            return [(int(lo), int(hi)) for lo, hi in ranges]
+    return None

@@ -1,0 +1,299 @@
+"""Quantized ONNX ops beyond QuantizeLinear / DequantizeLinear: what onnxruntime's
+quantize_dynamic writes (DynamicQuantizeLinear, MatMulInteger, ConvInteger) and its QOperator
+format (QLinearConv, QLinearMatMul, com.microsoft QGemm / QLinearAdd / QLinearMul /
+QLinearGlobalAveragePool / QLinearAveragePool / QLinearSigmoid / QLinearLeakyRelu /
+QLinearConcat).
+
+Integer products are taken exactly with float32 kernels, the reduction split where a partial
+sum could pass 2**24 (``frontend_common.onnx_quant``, shared with Relay's importer), else in
+int32. QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
+x_scale * w_scale / y_scale, as onnxruntime does; the others dequantize, run the float op's
+converter and quantize its result."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces
+from ... import op as _op
+from ...expr import const
+from .context import CONVERTERS, Context, register
+from .ops_nn import _spatial_pads
+
+
+def _opt(ins, i):
+    return ins[i] if len(ins) > i and ins[i] is not None else None
+
+
+def _zp_value(ctx: Context, zp):
+    if zp is None:
+        return None
+    v = ctx.known(zp)
+    return UNKNOWN if v is None or v.dtype == object else v
+
+
+@register("DynamicQuantizeLinear")
+def _dynamic_quantize_linear(ctx: Context, ins, attrs):
+    """uint8 over the tensor's range widened to hold 0: scale (max - min) / 255, zero point
+    round(-min / scale); an all-zero input gets scale 1 and zero point 0 (as onnxruntime)."""
+    x = ctx.expr(ins[0])
+    dt = ctx.dtype(x)
+
+    def f(v):
+        return const(np.array(v, dt))
+
+    lo = ctx.emit(_op.minimum(_op.min(x), f(0)))
+    hi = ctx.emit(_op.maximum(_op.max(x), f(0)))
+    scale = ctx.emit(_op.divide(_op.subtract(hi, lo), f(255)))
+    safe = ctx.emit(_op.where(_op.equal(scale, f(0)), f(1), scale))
+    zp = ctx.emit(_op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0))
+    y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
+    return [ctx.emit(_op.astype(y, "uint8")), safe, ctx.emit(_op.astype(zp, "uint8"))]
+
+
+def _shifted(ctx: Context, q, zp, acc: str, axis: int | None = None):
+    """``q - zp`` in the accumulation dtype (folded when both are known), a 1-D zero point
+    broadcast along ``axis``."""
+    qv, zv = ctx.known(q), (ctx.known(zp) if zp is not None else np.zeros((), "int64"))
+    nd = ctx.ndim(q)
+    if qv is not None and zv is not None and qv.dtype != object and zv.dtype != object:
+        z = zv.astype("int64")
+        if axis is not None and z.ndim == 1:
+            shape = [1] * nd
+            shape[axis] = -1
+            z = z.reshape(shape)
+        return const((qv.astype("int64") - z).astype(acc))
+    y = _op.astype(ctx.expr(q), acc)
+    if zp is None:
+        return y
+    z = ctx.emit(_op.astype(ctx.expr(zp), acc))
+    if axis is not None and ctx.ndim(zp) == 1:
+        shape = [1] * nd
+        shape[axis] = -1
+        z = _op.reshape(z, ctx.shape_expr(shape))
+    return _op.subtract(y, z)
+
+
+def _pieces(ctx: Context, x, x_zp, w, w_zp, out_axis, k_axis, batch_axes=()):
+    wv = ctx.known(w)
+    if wv is not None and wv.dtype == object:
+        wv = None
+    if any(not isinstance(d, int) for d in ctx.shape(w)):
+        return None
+    return float_pieces(ctx.dtype(x), _zp_value(ctx, x_zp), ctx.dtype(w), ctx.shape(w), wv,
+                        _zp_value(ctx, w_zp), out_axis, k_axis, batch_axes)
+
+
+def _bound(ctx: Context, v):
+    """A constant as it is, a call bound in the dataflow block."""
+    return v if ctx.known(v) is not None else ctx.emit(v)
+
+
+def _slice(ctx: Context, v, axis: int, lo: int, hi: int):
+    """``v[lo:hi]`` along ``axis``: sliced at import when ``v`` is a constant (the weights: a
+    run-time slice of them cost more than the convolution)."""
+    k = ctx.known(v)
+    if k is not None and k.dtype != object:
+        idx = [slice(None)] * k.ndim
+        idx[axis] = slice(lo, hi)
+        return const(np.ascontiguousarray(k[tuple(idx)]))
+    return _op.strided_slice(v, [axis], [lo], [hi])
+
+
+def _sum_pieces(ctx: Context, parts, acc: str):
+    if len(parts) == 1:
+        return parts[0], acc
+    out = ctx.emit(_op.astype(parts[0], "int32"))
+    for p in parts[1:]:
+        out = ctx.emit(_op.add(out, _op.astype(p, "int32")))
+    return out, "int32"
+
+
+def int_matmul(ctx: Context, a, a_zp, b, b_zp):
+    """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
+    per-row A and per-column B zero point broadcast: (product, its dtype), exact."""
+    ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
+    acc = "int32" if ranges is None else "float32"
+    a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
+        _shifted(ctx, b, b_zp, acc, ctx.ndim(b) - 1)
+    if ranges is None or len(ranges) == 1:
+        return ctx.emit(_op.matmul(a_s, b_s, out_dtype=None if acc == "float32" else acc)), acc
+    a_s, b_s = _bound(ctx, a_s), _bound(ctx, b_s)
+    na, nb = ctx.ndim(a), ctx.ndim(b)
+    parts = [ctx.emit(_op.matmul(_slice(ctx, a_s, na - 1, lo, hi),
+                                 _slice(ctx, b_s, nb - 2, lo, hi)))
+             for lo, hi in ranges]
+    return _sum_pieces(ctx, parts, acc)
+
+
+def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
+    """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), the padding being
+    the zero point (0 once shifted), a per-output-channel weight zero point broadcast:
+    (result, its dtype), exact (a grouped convolution is not split)."""
+    wshape = ctx.shape(w)
+    kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
+    if len(kernel) != 2:
+        raise ctx.fail(f"{len(kernel)}-D integer convolution is not supported (2-D is)")
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    dil = [int(d) for d in attrs.get("dilations", [1, 1])]
+    pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)
+    groups = int(attrs.get("group", 1))
+    ranges = _pieces(ctx, x, x_zp, w, w_zp, 0, 1)
+    if ranges is not None and groups != 1 and len(ranges) > 1:
+        ranges = None
+    acc = "int32" if ranges is None else "float32"
+    xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+
+    def conv(xp, wp):
+        return ctx.emit(_op.nn.conv2d(xp, wp, strides, pads, dil, groups,
+                                      out_dtype=None if acc == "float32" else acc))
+
+    if ranges is None or len(ranges) == 1:
+        return conv(xs, ws), acc
+    xs, ws = _bound(ctx, xs), _bound(ctx, ws)
+    parts = [conv(_slice(ctx, xs, 1, lo, hi), _slice(ctx, ws, 1, lo, hi)) for lo, hi in ranges]
+    return _sum_pieces(ctx, parts, acc)
+
+
+@register("MatMulInteger")
+def _matmul_integer(ctx: Context, ins, attrs):
+    out, acc = int_matmul(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3))
+    return out if acc == "int32" else ctx.emit(_op.astype(out, "int32"))
+
+
+@register("ConvInteger")
+def _conv_integer(ctx: Context, ins, attrs):
+    out, acc = int_conv(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3), attrs)
+    return out if acc == "int32" else ctx.emit(_op.astype(out, "int32"))
+
+
+def _along(ctx: Context, param, ndim: int, axis: int):
+    """A 1-D (per-channel) parameter shaped to broadcast along ``axis``; a scalar as it is."""
+    p = ctx.expr(param)
+    shape = ctx.shape(p)
+    if len(shape) != 1 or shape[0] == 1:
+        return _op.reshape(p, ctx.shape_expr([])) if shape else p
+    s = [1] * ndim
+    s[axis % ndim] = -1
+    return _op.reshape(p, ctx.shape_expr(s))
+
+
+def _f32(ctx: Context, v):
+    e = ctx.expr(v)
+    return e if ctx.dtype(e) == "float32" else _op.astype(e, "float32")
+
+
+def _requantize(ctx: Context, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
+    """round(float(acc + bias) * (x_scale * w_scale / y_scale)) + y_zero_point, saturated to
+    y_zero_point's dtype (uint8 without one); x_scale * w_scale * float(acc) without y_scale."""
+    nd = ctx.ndim(acc)
+    if bias is not None:
+        b = ctx.expr(bias)
+        b = b if ctx.dtype(b) == acc_dt else _op.astype(b, acc_dt)
+        acc = ctx.emit(_op.add(acc, _along(ctx, ctx.emit(b), nd, w_axis) if w_axis == 1 else b))
+    v = acc if acc_dt == "float32" else _op.astype(acc, "float32")
+    mult = ctx.emit(_op.multiply(_f32(ctx, x_s), _f32(ctx, w_s)))
+    if y_s is None:
+        return ctx.emit(_op.multiply(v, _along(ctx, mult, nd, w_axis)))
+    mult = ctx.emit(_op.divide(mult, _f32(ctx, y_s)))
+    y = _op.round(_op.multiply(v, _along(ctx, mult, nd, w_axis)))
+    out_dtype = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    if y_zp is not None:
+        y = _op.add(y, _op.astype(ctx.expr(y_zp), "float32"))
+    lo, hi = QRANGE[out_dtype]
+    return ctx.emit(_op.astype(_op.clip(y, float(lo), float(hi)), out_dtype))
+
+
+@register("QLinearConv")
+def _qlinear_conv(ctx: Context, ins, attrs):
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = ins[:8]
+    acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs)
+    return _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+
+
+@register("QLinearMatMul")
+def _qlinear_matmul(ctx: Context, ins, attrs):
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = ins[:8]
+    acc, acc_dt = int_matmul(ctx, a, a_zp, b, b_zp)
+    return _requantize(ctx, acc, acc_dt, None, a_s, b_s, -1, y_s, y_zp)
+
+
+def _transposed(ctx: Context, v):
+    k = ctx.known(v)
+    if k is not None and k.dtype != object:
+        return np.ascontiguousarray(k.T)
+    return ctx.emit(_op.permute_dims(ctx.expr(v), [1, 0]))
+
+
+@register("com.microsoft.QGemm")
+def _qgemm(ctx: Context, ins, attrs):
+    """alpha * (A - a_zp) @ (B - b_zp) + C: C int32 (in a_scale * b_scale units) with a
+    quantized output, float with a float one (no y_scale)."""
+    a, a_s, a_zp, b, b_s, b_zp = ins[:6]
+    c, y_s, y_zp = _opt(ins, 6), _opt(ins, 7), _opt(ins, 8)
+    if attrs.get("transA", 0):
+        a = _transposed(ctx, a)
+    if attrs.get("transB", 0):
+        b = _transposed(ctx, b)
+    acc, acc_dt = int_matmul(ctx, a, a_zp, b, b_zp)
+    alpha = float(attrs.get("alpha", 1.0))
+    if alpha != 1.0:
+        a_s = ctx.emit(_op.multiply(_f32(ctx, a_s), const(np.float32(alpha))))
+    if y_s is None:
+        out = _requantize(ctx, acc, acc_dt, None, a_s, b_s, -1, None, None)
+        return out if c is None else ctx.emit(_op.add(out, ctx.expr(c)))
+    return _requantize(ctx, acc, acc_dt, c, a_s, b_s, -1, y_s, y_zp)
+
+
+def _deq(ctx: Context, x, scale, zp):
+    return CONVERTERS["DequantizeLinear"](ctx, [x, scale] + ([zp] if zp is not None else []),
+                                          {})
+
+
+def _q(ctx: Context, y, scale, zp):
+    return CONVERTERS["QuantizeLinear"](ctx, [y, scale] + ([zp] if zp is not None else []), {})
+
+
+def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
+    """The QLinear form of a float op over ``n_in`` quantized inputs (x, x_scale, x_zp each),
+    then y_scale, y_zp."""
+
+    def convert(ctx: Context, ins, attrs):
+        if layout_attr and attrs.get("channels_last", 0):
+            raise ctx.fail("channels_last=1 is not supported")
+        xs = [_deq(ctx, ins[3 * i], ins[3 * i + 1], _opt(ins, 3 * i + 2)) for i in range(n_in)]
+        attrs = {k: v for k, v in attrs.items() if k != "channels_last"}
+        saved = ctx.node
+        try:  # the float converters read their op type off the node (pools)
+            ctx.node = _Renamed(saved, op_type)
+            y = CONVERTERS[op_type](ctx, xs, attrs)
+        finally:
+            ctx.node = saved
+        return _q(ctx, y, ins[3 * n_in], _opt(ins, 3 * n_in + 1))
+
+    return convert
+
+
+class _Renamed:
+    """A node seen as another op type (its float form), everything else as it is."""
+
+    def __init__(self, node, op_type: str):
+        self._node, self.op_type, self.domain = node, op_type, ""
+
+    def __getattr__(self, name):
+        return getattr(self._node, name)
+
+
+register("com.microsoft.QLinearAdd")(_float_op("Add", 2))
+register("com.microsoft.QLinearMul")(_float_op("Mul", 2))
+register("com.microsoft.QLinearGlobalAveragePool")(_float_op("GlobalAveragePool", 1, True))
+register("com.microsoft.QLinearAveragePool")(_float_op("AveragePool", 1, True))
+register("com.microsoft.QLinearSigmoid")(_float_op("Sigmoid", 1))
+register("com.microsoft.QLinearLeakyRelu")(_float_op("LeakyRelu", 1))
+
+
+@register("com.microsoft.QLinearConcat")
+def _qlinear_concat(ctx: Context, ins, attrs):
+    y_s, y_zp = ins[0], ins[1]
+    xs = [_deq(ctx, ins[i], ins[i + 1], _opt(ins, i + 2)) for i in range(2, len(ins), 3)]
+    return _q(ctx, CONVERTERS["Concat"](ctx, xs, attrs), y_s, y_zp)

@@ -1,0 +1,310 @@
+"""Quantized ONNX models through Relax's importer and relax.build, against ONNX Runtime: the
+PyTorch convnet and MLP quantized by onnxruntime.quantization in QOperator format
+(QLinearConv, com.microsoft QGemm / QLinearAdd...) and with quantize_dynamic
+(DynamicQuantizeLinear + ConvInteger / MatMulInteger), exported with a dynamic batch axis and
+built once for every batch size; and the integer ops one node at a time."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="building the test models needs `torch`")
+onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+from onnxruntime.quantization import (  # noqa: E402
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
+
+
+class _Batches(CalibrationDataReader):
+    def __init__(self, shape, n: int = 4):
+        rng = np.random.default_rng(1)
+        self.it = iter([{"x": rng.standard_normal(shape).astype("float32")} for _ in range(n)])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def _convnet():
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU6(),      # depthwise
+        nn.Conv2d(16, 24, 1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(24, 24, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(24, 10))
+
+
+def _mlp():
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 32))
+
+
+MODELS = {"convnet": (_convnet, (1, 3, 16, 16)), "mlp": (_mlp, (8, 32))}
+
+
+def _quantized(tmp_path, name: str, mode: str):
+    """The model exported with a dynamic batch axis, quantized by onnxruntime."""
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    f32, q = str(tmp_path / "f32.onnx"), str(tmp_path / "q.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(*shape),), f32, opset_version=17,
+                          input_names=["x"], dynamic_axes={"x": {0: "batch"}}, dynamo=False)
+        if mode == "qoperator":
+            quantize_static(f32, q, _Batches(shape), quant_format=QuantFormat.QOperator,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        else:
+            quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
+    return onnx.load(q), shape
+
+
+def _ort(proto, feeds):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(proto.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _build(mod):
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(mod, "llvm")
+    return relax.VirtualMachine(ex, tvm.cpu())["main"]
+
+
+def _run(fn, feeds: dict):
+    out = fn(*[tvm.nd.array(v) for v in feeds.values()])
+    if isinstance(out, tvm.nd.NDArray):
+        return [out.numpy()]
+    return [o.numpy() for o in out]
+
+
+def _output_step(proto) -> float:
+    """The step of the output's int8 grid when a DequantizeLinear makes it, else 0."""
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
+    for node in proto.graph.node:
+        if node.output[0] == proto.graph.output[0].name and node.op_type == "DequantizeLinear":
+            return float(np.max(inits[node.input[1]]))
+    return 0.0
+
+
+@pytest.mark.parametrize("mode", ["qoperator", "dynamic"])
+@pytest.mark.parametrize("name", ["convnet", "mlp"])
+def test_quantized_model_matches_onnxruntime(tmp_path, name, mode):
+    proto, shape = _quantized(tmp_path, name, mode)
+    ops = {n.op_type for n in proto.graph.node}
+    assert {"qoperator": "QGemm", "dynamic": "DynamicQuantizeLinear"}[mode] in ops
+    fn = _build(from_onnx(proto))  # the batch stays symbolic: one build for every batch
+    for batch in (shape[0], 3):
+        x = np.random.default_rng(batch).standard_normal((batch,) + shape[1:]).astype(
+            "float32")
+        out = _run(fn, {"x": x})[0]
+        ref = _ort(proto, {"x": x})[0]
+        assert out.shape == ref.shape
+        if mode == "qoperator":  # ORT's int8 kernels: within one step of the output's grid
+            step = _output_step(proto)
+            assert step > 0
+            assert np.abs(out - ref).max() <= step * 1.001
+            assert np.mean(np.abs(out - ref) <= 1e-6) >= 0.9
+        else:  # exact integer products: only the float rounding of the rescale differs
+            np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def _single(op: str, inputs, outputs, inits, domain: str = "", **attrs):
+    node = helper.make_node(op, [i.name if hasattr(i, "name") else i for i in inputs],
+                            [o.name for o in outputs], domain=domain, **attrs)
+    graph = helper.make_graph([node], op, [i for i in inputs if hasattr(i, "name")], outputs,
+                              initializer=inits)
+    opsets = [helper.make_opsetid("", 13)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def _vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _inits(**arrays):
+    return [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in arrays.items()]
+
+
+def _q8(rng, shape, dtype="uint8"):
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def _close_to_ort(model, feeds, steps: int = 1):
+    out = _run(_build(from_onnx(model)), feeds)[0]
+    ref = _ort(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= steps
+    return out, ref
+
+
+@pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
+def test_dynamic_quantize_linear(fill):
+    rng = np.random.default_rng(3)
+    x = {"random": rng.standard_normal((4, 33)), "positive": rng.random((4, 33)) + 0.5,
+         "zeros": np.zeros((4, 33))}[fill].astype("float32")
+    model = _single("DynamicQuantizeLinear", [_vi("x", TensorProto.FLOAT, [4, 33])],
+                    [_vi("y", TensorProto.UINT8, [4, 33]), _vi("s", TensorProto.FLOAT, []),
+                     _vi("z", TensorProto.UINT8, [])], [])
+    outs = _run(_build(from_onnx(model)), {"x": x})
+    refs = _ort(model, {"x": x})
+    np.testing.assert_allclose(outs[1], refs[1], rtol=1e-7)
+    assert outs[2] == refs[2] and outs[2].dtype == np.uint8
+    assert np.abs(outs[0].astype(int) - refs[0].astype(int)).max() <= (0 if fill != "random"
+                                                                        else 1)
+
+
+def _matmul_dtypes(mod):
+    text = mod.script() if hasattr(mod, "script") else str(mod)
+    return [line for line in text.splitlines() if "R.matmul" in line]
+
+
+@pytest.mark.parametrize("k,b_const,n_matmuls", [(48, True, 1), (1200, True, 2),
+                                                 (8000, False, 1)])
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+def test_matmul_integer(k, b_const, n_matmuls, a_dtype):
+    """Per-column weight zero points; float32 pieces where exact (two for K=1200 over known
+    weights), else one int32 product."""
+    rng = np.random.default_rng(k)
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)
+    b = rng.integers(-128, 128, (k, 7)).astype("int8")
+    a_zp = np.array(lo + 3, a_dtype)
+    b_zp = rng.integers(-5, 5, 7).astype("int8")
+    t = TensorProto.UINT8 if a_dtype == "uint8" else TensorProto.INT8
+    inits = _inits(**({"b": b} if b_const else {}), a_zp=a_zp, b_zp=b_zp)
+    b_in = "b" if b_const else _vi("b", TensorProto.INT8, [k, 7])
+    model = _single("MatMulInteger", [_vi("a", t, [2, 5, k]), b_in, "a_zp", "b_zp"],
+                    [_vi("y", TensorProto.INT32, [2, 5, 7])], inits)
+    mod = from_onnx(model)
+    mms = _matmul_dtypes(mod)
+    assert len(mms) == n_matmuls
+    assert all(('"int32"' in m) == (not b_const) for m in mms)
+    feeds = {"a": a} if b_const else {"a": a, "b": b}
+    out = _run(_build(mod), feeds)[0]
+    ref = (a.astype(np.int64) - a_zp) @ (b.astype(np.int64) - b_zp)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
+@pytest.mark.parametrize("cin,groups", [(8, 1), (8, 8), (256, 1)])
+def test_conv_integer(cin, groups):
+    """Padding counts as the input's zero point; a per-output-channel weight zero point."""
+    rng = np.random.default_rng(cin + groups)
+    cout = 8
+    x = rng.integers(0, 256, (1, cin, 9, 9)).astype("uint8")
+    w = rng.integers(-128, 128, (cout, cin // groups, 3, 3)).astype("int8")
+    x_zp = np.array(131, "uint8")
+    w_zp = rng.integers(-4, 4, cout).astype("int8")
+    model = _single("ConvInteger", [_vi("x", TensorProto.UINT8, [1, cin, 9, 9]), "w", "x_zp",
+                                    "w_zp"], [_vi("y", TensorProto.INT32, None)],
+                    _inits(w=w, x_zp=x_zp, w_zp=w_zp), pads=[1, 1, 1, 1], strides=[2, 1],
+                    group=groups)
+    out = _run(_build(from_onnx(model)), {"x": x})[0]
+    xs = torch.tensor(x.astype(np.float64) - 131.0)
+    ws = torch.tensor(w.astype(np.float64) - w_zp.reshape(-1, 1, 1, 1))
+    ref = torch.nn.functional.conv2d(xs, ws, padding=1, stride=(2, 1), groups=groups).numpy()
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv_with_bias(per_channel):
+    rng = np.random.default_rng(7)
+    x = _q8(rng, (1, 6, 8, 8))
+    w_s = (rng.random(4) * 0.01 + 0.002).astype("float32") if per_channel else \
+        np.array(0.005, "float32")
+    inits = _inits(x_s=np.array(0.02, "float32"), x_zp=np.array(120, "uint8"),
+                   w=_q8(rng, (4, 3, 3, 3), "int8"), w_s=w_s,
+                   w_zp=np.zeros(4 if per_channel else (), "int8"),
+                   y_s=np.array(0.05, "float32"), y_zp=np.array(3, "uint8"),
+                   b=rng.integers(-2000, 2000, 4).astype("int32"))
+    model = _single("QLinearConv", [_vi("x", TensorProto.UINT8, [1, 6, 8, 8]), "x_s", "x_zp",
+                                    "w", "w_s", "w_zp", "y_s", "y_zp", "b"],
+                    [_vi("y", TensorProto.UINT8, None)], inits, pads=[1, 0, 1, 0], group=2,
+                    strides=[1, 2])
+    out, ref = _close_to_ort(model, {"x": x})
+    assert np.mean(out == ref) >= 0.99
+
+
+def test_qlinear_matmul_per_column_scale():
+    rng = np.random.default_rng(8)
+    inits = _inits(a_s=np.array(0.03, "float32"), a_zp=np.array(2, "int8"),
+                   b=_q8(rng, (40, 6), "int8"), b_s=(rng.random(6) * 0.01).astype("float32"),
+                   b_zp=np.zeros(6, "int8"), y_s=np.array(0.2, "float32"),
+                   y_zp=np.array(1, "int8"))
+    model = _single("QLinearMatMul", [_vi("a", TensorProto.INT8, [3, 5, 40]), "a_s", "a_zp",
+                                      "b", "b_s", "b_zp", "y_s", "y_zp"],
+                    [_vi("y", TensorProto.INT8, None)], inits)
+    _close_to_ort(model, {"a": _q8(rng, (3, 5, 40), "int8")})
+
+
+def test_qlinear_matmul_runtime_parameters():
+    """Scales and zero points given at run time, the weights too: an int32 product."""
+    rng = np.random.default_rng(11)
+    feeds = {"a": _q8(rng, (2, 4)), "a_s": np.array([0.05], "float32"),
+             "a_zp": np.array([113], "uint8"), "b": _q8(rng, (4, 3)),
+             "b_s": np.array([0.003], "float32"), "b_zp": np.array([114], "uint8"),
+             "y_s": np.array([0.0007], "float32"), "y_zp": np.array([118], "uint8")}
+    types = {"a_s": TensorProto.FLOAT, "b_s": TensorProto.FLOAT, "y_s": TensorProto.FLOAT}
+    inputs = [_vi(n, types.get(n, TensorProto.UINT8), list(v.shape)) for n, v in feeds.items()]
+    model = _single("QLinearMatMul", inputs, [_vi("y", TensorProto.UINT8, [2, 3])], [])
+    _close_to_ort(model, feeds)
+
+
+QPARAMS = dict(s1=np.array(0.03, "float32"), z1=np.array(100, "uint8"),
+               s2=np.array(0.02, "float32"), z2=np.array(140, "uint8"),
+               sy=np.array(0.04, "float32"), zy=np.array(128, "uint8"))
+
+
+@pytest.mark.parametrize("op,n_in,attrs", [
+    ("QLinearAdd", 2, {}), ("QLinearMul", 2, {}), ("QLinearGlobalAveragePool", 1, {}),
+    ("QLinearAveragePool", 1, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("QLinearSigmoid", 1, {}), ("QLinearLeakyRelu", 1, {"alpha": 0.1})])
+def test_com_microsoft_qlinear_elementwise(op, n_in, attrs):
+    rng = np.random.default_rng(9)
+    feeds = {f"x{i}": _q8(rng, (1, 4, 6, 6)) for i in range(n_in)}
+    inputs = []
+    for i in range(n_in):
+        inputs += [_vi(f"x{i}", TensorProto.UINT8, [1, 4, 6, 6]), f"s{i + 1}", f"z{i + 1}"]
+    model = _single(op, inputs + ["sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
+                    _inits(**QPARAMS), domain="com.microsoft", **attrs)
+    _close_to_ort(model, feeds)
+
+
+def test_com_microsoft_qlinear_concat_and_qgemm():
+    rng = np.random.default_rng(10)
+    x0, x1 = _q8(rng, (2, 3)), _q8(rng, (2, 5))
+    model = _single("QLinearConcat", ["sy", "zy", _vi("x0", TensorProto.UINT8, [2, 3]),
+                                      "s1", "z1", _vi("x1", TensorProto.UINT8, [2, 5]),
+                                      "s2", "z2"],
+                    [_vi("y", TensorProto.UINT8, None)], _inits(**QPARAMS),
+                    domain="com.microsoft", axis=1)
+    _close_to_ort(model, {"x0": x0, "x1": x1})
+    inits = _inits(**QPARAMS, b=_q8(rng, (8, 16), "int8"), bz=np.array(0, "int8"),
+                   c=rng.integers(-500, 500, 8).astype("int32"))
+    model = _single("QGemm", [_vi("a", TensorProto.UINT8, [4, 16]), "s1", "z1", "b", "s2",
+                              "bz", "c", "sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
+                    inits, domain="com.microsoft", transB=1, alpha=0.5)
+    _close_to_ort(model, {"a": _q8(rng, (4, 16))})
