@@ -7,17 +7,18 @@ loop nest."""
 
 import numpy as np
 import pytest
-import torch
 
-import minitvm as tvm
-from minitvm import relax, relay, te
-from minitvm.contrib import graph_executor
-from minitvm.ir.type import TensorType
-from minitvm.relax import op as R
-from minitvm.relay.expr import Call
-from minitvm.relay.expr_functor import dataflow_post_order
-from minitvm.topi.nn_nd import conv3d_folded
-from minitvm.topi.utils import get_compute
+torch = pytest.importorskip("torch", reason="the reference results come from `torch`")
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax, relay, te  # noqa: E402
+from minitvm.contrib import graph_executor  # noqa: E402
+from minitvm.ir.type import TensorType  # noqa: E402
+from minitvm.relax import op as R  # noqa: E402
+from minitvm.relay.expr import Call  # noqa: E402
+from minitvm.relay.expr_functor import dataflow_post_order  # noqa: E402
+from minitvm.topi.nn_nd import conv3d_folded  # noqa: E402
+from minitvm.topi.utils import get_compute  # noqa: E402
 
 CASES = [  # data, weight, strides, padding (6 values), dilation
     ((1, 3, 6, 12, 12), (8, 3, 3, 5, 5), (1, 2, 2), (1, 2, 2, 1, 2, 2), (1, 1, 1)),
