@@ -7,19 +7,11 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from .utils import as_float as _f
 from .utils import compute, ishape, out_tensor_types, static_shape
+from .utils import i32 as _i
 
 _F = "float32"
-
-
-def _f(v) -> E.PrimExpr:
-    if isinstance(v, E.PrimExpr):
-        return v if v.dtype == _F else E.Cast(_F, v)
-    return E.FloatImm(_F, float(v))
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
 
 
 @compute("image.affine_grid")

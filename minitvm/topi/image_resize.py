@@ -22,6 +22,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names
 from .shape import hw_axes, spatial_axes
+from .utils import as_float as _f
 from .utils import compute, out_tensor_types, static_shape
 
 __all__ = ["RESIZE_TAG", "AxisMap", "ResizeSpec", "resize", "resize2d", "source_coordinate"]
@@ -32,12 +33,6 @@ METHODS = ("nearest_neighbor", "linear", "cubic")
 MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
          "tf_half_pixel_for_nn", "tf_crop_and_resize")
 ROUNDINGS = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-
-
-def _f(v, dtype: str = _F) -> E.PrimExpr:
-    if isinstance(v, E.PrimExpr):
-        return v if v.dtype == dtype else E.Cast(dtype, v)
-    return E.FloatImm(dtype, float(v))
 
 
 def _static(d) -> int | None:

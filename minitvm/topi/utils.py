@@ -285,6 +285,19 @@ def load_bcast(t, out_idx):
     return t[tuple(broadcast_index(t, out_idx))]
 
 
+def as_float(v, dtype: str = "float32") -> E.PrimExpr:
+    """``v`` (a number or an expression) as a ``dtype`` expression: a FloatImm, or a cast where
+    the expression has another type."""
+    if isinstance(v, E.PrimExpr):
+        return v if v.dtype == dtype else E.Cast(dtype, v)
+    return E.FloatImm(dtype, float(v))
+
+
+def i32(v: int) -> E.IntImm:
+    """An int32 constant."""
+    return E.IntImm("int32", v)
+
+
 def fconst(value: float, dtype: str) -> E.PrimExpr:
     return E.const(value, dtype) if dtype.startswith("float") else E._to_expr(int(value), dtype)
 
