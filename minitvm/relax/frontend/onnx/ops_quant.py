@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces
+from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, QRANGE, UNKNOWN, float_pieces
 from ... import op as _op
 from ...expr import const
 from .context import CONVERTERS, Context, register
@@ -284,12 +284,8 @@ class _Renamed:
         return getattr(self._node, name)
 
 
-register("com.microsoft.QLinearAdd")(_float_op("Add", 2))
-register("com.microsoft.QLinearMul")(_float_op("Mul", 2))
-register("com.microsoft.QLinearGlobalAveragePool")(_float_op("GlobalAveragePool", 1, True))
-register("com.microsoft.QLinearAveragePool")(_float_op("AveragePool", 1, True))
-register("com.microsoft.QLinearSigmoid")(_float_op("Sigmoid", 1))
-register("com.microsoft.QLinearLeakyRelu")(_float_op("LeakyRelu", 1))
+for _name, _float, _inputs, _layout in QLINEAR_FLOAT_OPS:
+    register(_name)(_float_op(_float, _inputs, _layout))
 
 
 @register("com.microsoft.QLinearConcat")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS
 from ... import op as _op
 from .ops_extra import int_conv, int_matmul
 from .registry import CONVERTERS, register
@@ -109,12 +110,8 @@ def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
     return convert
 
 
-register("com.microsoft.QLinearAdd")(_float_op("Add", 2))
-register("com.microsoft.QLinearMul")(_float_op("Mul", 2))
-register("com.microsoft.QLinearGlobalAveragePool")(_float_op("GlobalAveragePool", 1, True))
-register("com.microsoft.QLinearAveragePool")(_float_op("AveragePool", 1, True))
-register("com.microsoft.QLinearSigmoid")(_float_op("Sigmoid", 1))
-register("com.microsoft.QLinearLeakyRelu")(_float_op("LeakyRelu", 1))
+for _name, _float, _inputs, _layout in QLINEAR_FLOAT_OPS:
+    register(_name)(_float_op(_float, _inputs, _layout))
 
 
 @register("com.microsoft.QLinearConcat")
