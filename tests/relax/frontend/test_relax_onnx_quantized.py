@@ -6,8 +6,6 @@ built once for every batch size; and the integer ops one node at a time."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -16,70 +14,19 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
-from onnxruntime.quantization import (  # noqa: E402
-    CalibrationDataReader,
-    QuantFormat,
-    QuantType,
-    quantize_dynamic,
-    quantize_static,
-)
+from onnx_quant_cases import ort_run as _ort  # noqa: E402
+from onnx_quant_cases import quantized  # noqa: E402
+from onnxruntime.quantization import QuantType  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
 
 
-class _Batches(CalibrationDataReader):
-    def __init__(self, shape, n: int = 4):
-        rng = np.random.default_rng(1)
-        self.it = iter([{"x": rng.standard_normal(shape).astype("float32")} for _ in range(n)])
-
-    def get_next(self):
-        return next(self.it, None)
-
-
-def _convnet():
-    nn = torch.nn
-    return nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-        nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU6(),      # depthwise
-        nn.Conv2d(16, 24, 1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(24, 24, 3, stride=2, padding=1), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(24, 10))
-
-
-def _mlp():
-    nn = torch.nn
-    return nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 32))
-
-
-MODELS = {"convnet": (_convnet, (1, 3, 16, 16)), "mlp": (_mlp, (8, 32))}
-
-
 def _quantized(tmp_path, name: str, mode: str):
-    """The model exported with a dynamic batch axis, quantized by onnxruntime."""
-    make, shape = MODELS[name]
-    torch.manual_seed(0)
-    model = make().eval()
-    f32, q = str(tmp_path / "f32.onnx"), str(tmp_path / "q.onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.randn(*shape),), f32, opset_version=17,
-                          input_names=["x"], dynamic_axes={"x": {0: "batch"}}, dynamo=False)
-        if mode == "qoperator":
-            quantize_static(f32, q, _Batches(shape), quant_format=QuantFormat.QOperator,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-        else:
-            quantize_dynamic(f32, q, weight_type=QuantType.QInt8)
-    return onnx.load(q), shape
-
-
-def _ort(proto, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(proto.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
+    """The model exported with a dynamic batch axis, quantized by onnxruntime (uint8
+    activations where static)."""
+    return quantized(tmp_path, name, mode, QuantType.QUInt8, dynamic_batch=True)
 
 
 def _build(mod):
