@@ -6,12 +6,10 @@ epilogues (a residual too), bands, batches, two threads and a symbolic batch (Re
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import build_conv, conv_ref, run_graph
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
-from minitvm.contrib import graph_executor
-from minitvm.runtime import threadpool
 from minitvm.schedule import conv_direct
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -71,32 +69,6 @@ def test_off_leaves_rows_unpadded(monkeypatch, direct_conv_only):
     assert g["wq"] == 65
 
 
-def _build(shape, o, k, strides, pads, epi, rng):
-    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
-    bias = rng.standard_normal(o).astype("float32")
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, kernel_size=k,
-                        channels=o)
-    xv = rng.standard_normal(shape).astype("float32")
-    want = conv_ref(xv, wv, strides, pads)
-    args, inputs = [x], {"x": xv}
-    if epi != "none":
-        y = relay.nn.bias_add(y, relay.const(bias))
-        want = want + bias.reshape(1, -1, 1, 1)
-    if epi == "residual_relu":
-        r = relay.var("r", shape=want.shape)
-        inputs["r"] = rng.standard_normal(want.shape).astype("float32")
-        args.append(r)
-        y = y + r
-        want = want + inputs["r"]
-    if epi != "none":
-        y = relay.nn.relu(y)
-        want = np.maximum(want, 0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
-
-
 def _phased_sizes(lib):
     (prim,) = [k.prim_func for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
     return {s.buffer.name: int(s.buffer.shape[0]) for s in walk_stmts(prim.body)
@@ -125,22 +97,15 @@ def test_padded_rows_match_numpy(case, threads, aligned, monkeypatch):
         monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
         monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
         monkeypatch.setattr(conv_direct, "BAND_BYTES", shape[1] * 4 * 5 * wq * 4)
-    lib, inputs, want = _build(shape, o, k, strides, pads, epi, np.random.default_rng(7))
+    lib, inputs, want = build_conv(shape, o, k, strides, pads, epi=epi,
+                                   rng=np.random.default_rng(7))
     sizes = _phased_sizes(lib)
     name = "xph_band" if banded else "xph"
     assert ("xph_band" in sizes) == banded and name in sizes
     # every phase plane of the copy holds its rows at the padded width
     rows = (4 if banded else want.shape[2]) + (k[0] - 1) // strides[0]
     assert sizes[name] >= shape[1] * 4 * rows * wq
-    before = threadpool.get_num_threads()
-    try:
-        threadpool.set_num_threads(threads)
-        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-        m.run(**inputs)
-        got = m.get_output(0).numpy()
-    finally:
-        threadpool.set_num_threads(before)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=1e-4, atol=1e-4)
 
 
 def test_symbolic_batch(aligned):
