@@ -6,13 +6,12 @@ a symbolic batch and two threads; the band size follows its rules."""
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import build_conv, conv_ref, run_graph
 
 import minitvm as tvm
 from minitvm import relax, relay, tir
 from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
-from minitvm.runtime import threadpool
 from minitvm.schedule import conv_direct
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
@@ -32,32 +31,6 @@ def bands(monkeypatch, direct_conv_only):
 
     yield force
     kernel_cache.clear_cache()
-
-
-def _build(shape, o, k, strides, pads, dil, epi, rng):
-    wv = rng.standard_normal((o, shape[1], *k)).astype("float32")
-    bias = rng.standard_normal(o).astype("float32")
-    x = relay.var("x", shape=shape)
-    y = relay.nn.conv2d(x, relay.const(wv), strides=strides, padding=pads, dilation=dil,
-                        kernel_size=k, channels=o)
-    xv = rng.standard_normal(shape).astype("float32")
-    want = conv_ref(xv, wv, strides, pads, dil)
-    args, inputs = [x], {"x": xv}
-    if epi != "none":
-        y = relay.nn.bias_add(y, relay.const(bias))
-        want = want + bias.reshape(1, -1, 1, 1)
-    if epi == "residual_relu":
-        r = relay.var("r", shape=want.shape)
-        inputs["r"] = rng.standard_normal(want.shape).astype("float32")
-        args.append(r)
-        y = y + r
-        want = want + inputs["r"]
-    if epi != "none":
-        y = relay.nn.relu(y)
-        want = np.maximum(want, 0)
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    return lib, inputs, want
 
 
 def _conv_prim(lib):
@@ -96,19 +69,11 @@ CASES = [
 def test_banded_conv_matches_numpy(case, threads, bands):
     shape, o, k, strides, pads, dil, epi, nbytes = case
     bands(nbytes)
-    lib, inputs, want = _build(shape, o, k, strides, pads, dil, epi, np.random.default_rng(5))
+    lib, inputs, want = build_conv(shape, o, k, strides, pads, dil, epi, np.random.default_rng(5))
     prim = _conv_prim(lib)
     assert _band_loops(prim), "the conv was not computed in bands"
     assert "xph" not in _workspaces(prim)  # no phased copy of the whole image
-    before = threadpool.get_num_threads()
-    try:
-        threadpool.set_num_threads(threads)
-        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-        m.run(**inputs)
-        got = m.get_output(0).numpy()
-    finally:
-        threadpool.set_num_threads(before)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=1e-4, atol=1e-4)
 
 
 def test_symbolic_batch_in_bands(bands):
@@ -136,7 +101,7 @@ def test_band_workspace_and_loop(bands):
     """Bands of 4 output rows of a stride-2 3x3 conv: 8 bands, each copying its 4 + 1 phased
     rows of every channel and phase into one workspace."""
     bands(8 * 4 * 33 * 5 * 4)  # 8 channels, 4 phases, 33 columns, 5 rows
-    lib, *_ = _build((1, 8, 64, 64), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
+    lib, *_ = build_conv((1, 8, 64, 64), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
                      np.random.default_rng(0))
     prim = _conv_prim(lib)
     (loop,) = _band_loops(prim)
@@ -191,7 +156,7 @@ def test_residual_fused_into_banded_tiles(bands, monkeypatch):
     monkeypatch.setattr(conv_direct, "L2_SET_BYTES", 4096)
     bands(21120)
     # (24 output channels: two full tiles of AVX-512's 12 rows, four of AVX2's 6)
-    lib, inputs, want = _build((1, 8, 64, 64), 24, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1),
+    lib, inputs, want = build_conv((1, 8, 64, 64), 24, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1),
                                "residual_relu", np.random.default_rng(6))
     (loop,) = _band_loops(_conv_prim(lib))
     plane_reads = [e for s in walk_stmts(loop.body) if isinstance(s, S.BufferStore)
