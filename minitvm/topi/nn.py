@@ -12,10 +12,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .utils import compute, fast_exp, ieee_max, ishape, out_tensor_types, static_shape
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
+from .utils import i32 as _i
 
 
 def _acc(x, dtype):

@@ -13,10 +13,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .shape import spatial_axes
 from .utils import compute, ieee_max, ishape, lowest, out_tensor_types, pad_tuple, static_shape
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
+from .utils import i32 as _i
 
 
 def _acc(x, dtype):

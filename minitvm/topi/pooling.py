@@ -34,12 +34,9 @@ from .utils import (
     pad_tuple,
     static_shape,
 )
+from .utils import i32 as _i
 
 POOL_TAG = "pool2d_window"  # (schedule/pool.py's tag: the schedules import topi, not back)
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
 
 
 def _all(conds):

@@ -7,10 +7,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from .utils import compute, out_tensor_types, static_shape
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
+from .utils import i32 as _i
 
 
 def _nchw_index(layout: str, i):

@@ -15,10 +15,7 @@ from .utils import (
     slice_params,
     static_shape,
 )
-
-
-def _i(v: int) -> E.IntImm:
-    return E.IntImm("int32", v)
+from .utils import i32 as _i
 
 
 def reshape_index(in_shape, out_shape, out_idx) -> list:
