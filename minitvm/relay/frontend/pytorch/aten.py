@@ -745,6 +745,17 @@ def _creation(ctx, args):
     return _full(args[0], value, dtype)
 
 
+@register("eye")
+def _eye(ctx, args):
+    """``torch.eye(n[, m])`` (a Glow LU 1x1 conv adds it to the masked lower factor): a
+    constant; the sizes may come from input shapes, which the trace fixes."""
+    sizes = args[:2] if len(args) == 6 else args[:1]  # eye.m(n, m, dtype, layout, device, pin)
+    dims = [int(_to_python(ctx, [v])) for v in sizes]
+    dtype = args[len(sizes)]
+    dt = str(dtype) if isinstance(dtype, DType) else "float32"
+    return _expr.const(np.eye(*dims, dtype=dt), dt)
+
+
 @register("zeros_like", "ones_like", "full_like")
 def _like(ctx, args):
     x = args[0]
