@@ -274,7 +274,7 @@ def seventh_models():
 
     class RealNVPMini(nn.Module):
         """Two scales of squeeze + 3 couplings on a 32x32 image; returns z flattened and the
-        log-likelihood under a standard normal, concatenated."""
+        bits per dimension under a standard normal, concatenated."""
 
         def __init__(self, hidden=64):
             super().__init__()
@@ -289,7 +289,8 @@ def seventh_models():
                     x, logdet = step(x, logdet)
             z = x.flatten(1)
             logp = -0.5 * (z ** 2 + math.log(2 * math.pi)).sum(1) + logdet
-            return torch.cat([z, logp[:, None]], 1)
+            bits = -logp / (z.shape[1] * math.log(2))  # bits per dimension, as flows report
+            return torch.cat([z, bits[:, None]], 1)
 
     # -- Involution ------------------------------------------------------------------------
     class Involution(nn.Module):
