@@ -124,6 +124,9 @@ CASES = {
     # sizes from the input's shape, the n x m form, a float64 one cast back (Glow's LU conv)
     "eye": (_f(lambda x: x @ torch.eye(x.shape[1]) + torch.eye(x.shape[0], x.shape[1]) * x
                + torch.eye(5, dtype=torch.float64)[1:4].float()), [(3, 5)]),
+    "linspace": (_f(lambda x: x * torch.linspace(-1, 1, x.shape[1])
+                    + torch.linspace(0.5, 3.0, 3, dtype=torch.float64)[:, None].float()),
+                 [(3, 5)]),
 }
 
 # ops without a TE compute in minitvm: their kernels run as numpy fallbacks
