@@ -69,3 +69,22 @@ def test_symbolic_shape_vars_are_defined_by_buffer_map():
     i = tir.Var("i", "int64")
     f = tir.PrimFunc([A], tir.For(i, 0, n, 0, tir.BufferStore(A, 0.0, [i])))
     assert verify_well_formed(f)
+
+
+def test_buffer_map_binds_the_data_pointer():
+    """A parameter bound in ``buffer_map`` defines its buffer's data pointer too (the code
+    generator maps both to the argument): an extern call passing ``A.data`` is well formed (a
+    grouped conv's im2col GEMM over a Relax function's buffers was rejected), while a data
+    pointer no parameter binds still is not."""
+    a_h, b_h = tir.Var("a", "handle"), tir.Var("b", "handle")
+    A = tir.decl_buffer((8,), "float32", "A")
+    B = tir.decl_buffer((8,), "float32", "B")
+    assert A.data is not a_h
+    call = tir.Evaluate(tir.call_extern("int32", "ext", A.data, B.data))
+    f = tir.PrimFunc([a_h, b_h], call, buffer_map={a_h: A, b_h: B})
+    assert verify_well_formed(f)
+    C = tir.decl_buffer((8,), "float32", "C")
+    g = tir.PrimFunc([a_h], tir.Evaluate(tir.call_extern("int32", "ext", A.data, C.data)),
+                     buffer_map={a_h: A})
+    with pytest.raises(ValueError, match="variable 'C' is used but not defined"):
+        verify_well_formed(g)

@@ -61,6 +61,10 @@ class _Checker:
             self.define(p, "parameter")
         for b in func.buffer_map.values():
             self.add_buffer(b, 1)
+            # the parameter binds its buffer's data pointer too (the code generator maps both
+            # to the argument): a call passing ``b.data`` (an extern GEMM's operand) reads it
+            if not self.defined.get(id(b.data)):
+                self.define(b.data, f"data of {b.name!r}")
             for d in (*b.shape, *b.strides, b.elem_offset):
                 for n in post_order(d):
                     if isinstance(n, E.Var) and not self.defined.get(id(n)):

@@ -121,6 +121,12 @@ CASES = {
     "cdist": (_f(lambda x, y: torch.cdist(x, y)), [(2, 3, 4), (2, 5, 4)]),
     "cdist_p1": (_f(lambda x, y: torch.cdist(x, y, p=1.0)), [(3, 4), (5, 4)]),
     "sort": (_f(lambda x: torch.sort(x, dim=0, descending=True)[0]), [(3, 5)]),
+    # sizes from the input's shape, the n x m form, a float64 one cast back (Glow's LU conv)
+    "eye": (_f(lambda x: x @ torch.eye(x.shape[1]) + torch.eye(x.shape[0], x.shape[1]) * x
+               + torch.eye(5, dtype=torch.float64)[1:4].float()), [(3, 5)]),
+    "linspace": (_f(lambda x: x * torch.linspace(-1, 1, x.shape[1])
+                    + torch.linspace(0.5, 3.0, 3, dtype=torch.float64)[:, None].float()),
+                 [(3, 5)]),
 }
 
 # ops without a TE compute in minitvm: their kernels run as numpy fallbacks

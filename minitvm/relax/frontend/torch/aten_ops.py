@@ -580,6 +580,42 @@ def _bitwise_not(ctx: AtenContext, args):
     return ctx.emit(fn(x))
 
 
+def _bitwise(logical, bitwise):
+    """``a & b`` (``|``, ``^``): of two bool tensors (a mask and a mask: a KAN's knot-interval
+    indicator) the logical op, of integers the bitwise one; a Python operand takes the other's
+    dtype."""
+
+    def convert(ctx: AtenContext, args):
+        a, b = args[0], args[1]
+        like = a if isinstance(a, Expr) else b
+        x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        both_bool = ctx.dtype(x) == "bool" and ctx.dtype(y) == "bool"
+        return ctx.emit((logical if both_bool else bitwise)(x, y))
+
+    return convert
+
+
+for _kind in ("and", "or", "xor"):
+    register(f"bitwise_{_kind}.Tensor", f"bitwise_{_kind}.Scalar")(
+        _bitwise(getattr(_op, f"logical_{_kind}"), getattr(_op, f"bitwise_{_kind}")))
+
+
+@register("sort.default", "sort.stable")
+def _sort(ctx: AtenContext, args):
+    """``torch.sort`` -> (values, int64 indices); ``sort.stable`` (self, stable, dim,
+    descending) puts its keyword-only ``stable`` first. Sparsemax sorts its scores."""
+    x = args[0]
+    if ctx.node.target.__name__.endswith("stable"):
+        dim = args[2] if len(args) > 2 and args[2] is not None else -1
+        desc = bool(args[3]) if len(args) > 3 else False
+    else:
+        dim = args[1] if len(args) > 1 else -1
+        desc = bool(args[2]) if len(args) > 2 else False
+    axis = int(dim) % ctx.ndim(x)
+    return (ctx.emit(_op.sort(x, axis, desc)),
+            ctx.emit(_op.argsort(x, axis, desc, "int64")))
+
+
 @register("scatter_add.default")
 def _scatter_add(ctx: AtenContext, args):
     """scatter_add(self, dim, index, src): a graph network's messages summed into nodes."""

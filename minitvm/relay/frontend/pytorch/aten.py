@@ -180,6 +180,13 @@ def _identity(ctx, args):
     return args[0]
 
 
+@register("_assert_tensor_metadata")
+def _assert_metadata(ctx, args):
+    """torch.export's check of a tensor's size / dtype after ``.to(dtype)`` (sparsemax's
+    ``.to(z.dtype)``): the import has already fixed both, so it computes nothing."""
+    return None
+
+
 @register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
 def _clamp(ctx, args):
     x = args[0]
@@ -289,6 +296,15 @@ def _convolution(ctx, args):
 def _conv2d(ctx, args):
     x, w, b, stride, padding, dilation, groups = (list(args) + [None] * 7)[:7]
     return _conv(ctx, x, w, b, stride or 1, padding or 0, dilation or 1, False, 0, groups or 1)
+
+
+@register("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+def _conv_transpose(ctx, args):
+    """``F.conv_transpose2d`` as torch.export records it (a VQ-VAE's decoder): (input, weight,
+    bias, stride, padding, output_padding, groups, dilation)."""
+    x, w, b, stride, padding, out_pad, groups, dilation = (list(args) + [None] * 8)[:8]
+    return _conv(ctx, x, w, b, stride or 1, padding or 0, dilation or 1, True, out_pad or 0,
+                 groups or 1)
 
 
 @register("batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm",
@@ -743,6 +759,33 @@ def _creation(ctx, args):
     if value is None:
         value = _to_python(ctx, [args[1]])
     return _full(args[0], value, dtype)
+
+
+@register("linspace")
+def _linspace(ctx, args):
+    """``torch.linspace(start, end, steps, dtype=...)`` (a KAN's knot grid made in forward):
+    a constant, float32 unless a dtype is given, computed as torch does (float arithmetic,
+    the second half stepped back from ``end``)."""
+    start, end, steps = (_to_python(ctx, [v]) for v in args[:3])
+    dtype = args[3] if len(args) > 3 else None
+    dt = str(dtype) if isinstance(dtype, DType) else "float32"
+    steps = int(steps)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    k = np.arange(steps)
+    half = steps // 2
+    vals = np.where(k < half, start + step * k, end - step * (steps - 1 - k))
+    return _expr.const(vals.astype(dt), dt)
+
+
+@register("eye")
+def _eye(ctx, args):
+    """``torch.eye(n[, m])`` (a Glow LU 1x1 conv adds it to the masked lower factor): a
+    constant; the sizes may come from input shapes, which the trace fixes."""
+    sizes = args[:2] if len(args) == 6 else args[:1]  # eye.m(n, m, dtype, layout, device, pin)
+    dims = [int(_to_python(ctx, [v])) for v in sizes]
+    dtype = args[len(sizes)]
+    dt = str(dtype) if isinstance(dtype, DType) else "float32"
+    return _expr.const(np.eye(*dims, dtype=dt), dt)
 
 
 @register("zeros_like", "ones_like", "full_like")

@@ -1,0 +1,73 @@
+"""relay.frontend.pytorch.from_exported_program on what torch.export records and the TorchScript path
+never sees: ``aten.conv_transpose{1,2}d`` (``nn.ConvTranspose``: a VQ-VAE decoder) and the
+``_assert_tensor_metadata`` check after ``.to(dtype)`` (sparsemax, a KAN's mask); each built
+at opt_level 3 and checked against eager PyTorch with every kernel native."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from torch import nn  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relay  # noqa: E402
+from minitvm.contrib import graph_executor  # noqa: E402
+from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
+
+
+def _run(model, *inputs):
+    model = model.eval()
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+        ep = torch.export.export(model, inputs)
+    mod, params = from_exported_program(ep)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for p, t in zip(mod["main"].params, inputs, strict=False):
+        g.set_input(p.name_hint, t.numpy())
+    g.run()
+    out = g.get_output(0).numpy()
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+    assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
+    return ep
+
+
+def _randn(*shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
+def _targets(ep):
+    return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.ConvTranspose2d(6, 4, 4, 2, 1), (1, 6, 5, 5)),
+    (lambda: nn.ConvTranspose2d(6, 4, 3, 2, 1, output_padding=1, groups=2, bias=False),
+     (2, 6, 4, 3)),
+    (lambda: nn.ConvTranspose2d(4, 4, 3, 1, 2, dilation=2), (1, 4, 6, 6)),
+    (lambda: nn.ConvTranspose1d(5, 3, 8, 4, 2), (2, 5, 9)),
+])
+def test_conv_transpose(make, shape):
+    torch.manual_seed(0)
+    ep = _run(make(), _randn(*shape))
+    assert any("conv_transpose" in t for t in _targets(ep))
+
+
+class MaskCount(nn.Module):
+    """Counts through ``.to(dtype)``: the indicator of knot intervals and a long index."""
+
+    def forward(self, x):
+        g = torch.linspace(-1, 1, 6)
+        b = ((x[..., None] >= g[:-1]) & (x[..., None] < g[1:])).to(x.dtype)
+        k = b.sum(-1).to(torch.long)
+        return b.sum(-1) + k.to(x.dtype) * 0.5 + x
+
+
+def test_assert_tensor_metadata_computes_nothing():
+    ep = _run(MaskCount(), _randn(3, 7) * 0.8)
+    assert any("_assert_tensor_metadata" in t for t in _targets(ep))
