@@ -9,6 +9,7 @@ from minitvm.frontend_common.onnx_quant import (
     UNKNOWN,
     float_pieces,
     int_span,
+    keeps_int8_weight,
     shifted_range,
 )
 
@@ -73,3 +74,20 @@ def test_unknown_weights_and_too_long_k():
     assert len(ranges) == -(-512 * span // EXACT)
     assert all((b - a) * span <= EXACT for a, b in ranges)
     assert float_pieces("uint8", UNKNOWN, "int8", (5000, 8), None, None, -1, -2) is None
+
+
+def test_keeps_int8_weight():
+    """A constant int8 weight without a nonzero zero point, one group, more than one tap, one
+    float32 piece."""
+    w = np.ones((8, 4, 3, 3), "int8")
+    one = [(0, 4)]
+    assert keeps_int8_weight("int8", w, None, 1, (3, 3), one)
+    assert keeps_int8_weight("int8", w, np.zeros(8, "int8"), 1, (3, 3), one)
+    assert not keeps_int8_weight("int8", w, np.array(1, "int8"), 1, (3, 3), one)
+    assert not keeps_int8_weight("int8", w, UNKNOWN, 1, (3, 3), one)
+    assert not keeps_int8_weight("int8", None, None, 1, (3, 3), one)  # not a constant
+    assert not keeps_int8_weight("uint8", w, None, 1, (3, 3), one)
+    assert not keeps_int8_weight("int8", w, None, 2, (3, 3), one)
+    assert not keeps_int8_weight("int8", w, None, 1, (1, 1), one)
+    assert not keeps_int8_weight("int8", w, None, 1, (3, 3), [(0, 2), (2, 4)])
+    assert not keeps_int8_weight("int8", w, None, 1, (3, 3), None)

@@ -176,6 +176,27 @@ def test_conv_integer(cin, groups):
     np.testing.assert_array_equal(out, ref.astype(np.int64))
 
 
+@pytest.mark.parametrize("w_zp", [None, 0, 3])
+def test_conv_integer_int8_weight(w_zp):
+    """A constant int8 weight without a zero point (or a zero one) goes to R.nn.conv2d as
+    int8 with a float32 out_dtype; one shifted by its zero point as float32. Exact both ways."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 256, (1, 16, 10, 10)).astype("uint8")
+    w = rng.integers(-128, 128, (32, 16, 3, 3)).astype("int8")
+    zp = {} if w_zp is None else {"w_zp": np.array(w_zp, "int8")}
+    model = _single("ConvInteger", [_vi("x", TensorProto.UINT8, [1, 16, 10, 10]), "w", "x_zp"]
+                    + list(zp), [_vi("y", TensorProto.INT32, None)],
+                    _inits(w=w, x_zp=np.array(7, "uint8"), **zp), pads=[1, 1, 1, 1])
+    mod = from_onnx(model)
+    convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (not w_zp)
+    out = _run(_build(mod), {"x": x})[0]
+    ws = torch.tensor(w.astype(np.float64) - (w_zp or 0))
+    ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), ws,
+                                     padding=1).numpy()
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_qlinear_conv_with_bias(per_channel):
     rng = np.random.default_rng(7)

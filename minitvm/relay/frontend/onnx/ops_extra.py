@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces
+from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces, keeps_int8_weight
 from ... import op as _op
 from .ops_nn import _conv_common, matmul
 from .registry import onnx_dtype, register
@@ -155,6 +155,9 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
         ranges = None
     acc = "int32" if ranges is None else "float32"
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+    if keeps_int8_weight(ctx.dtype(w), ctx.maybe_value(w), _zp_value(ctx, w_zp), groups, kernel,
+                         ranges):
+        ws = w  # (read as int8 and widened by the kernel: a quarter of the weight bytes)
 
     def conv(xp, wp):
         return _op.nn.conv2d(xp, wp, strides=strides, padding=(begin[0], begin[1], end[0],
