@@ -99,14 +99,15 @@ def _per_output_k(d, shape, out_axis: int, k_axis: int, batch_axes):
         d.reshape(shape[out_axis], shape[k_axis])
 
 
-def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel, ranges) -> bool:
-    """May a conv that ``float_pieces`` takes in one float32 piece (``ranges``) read its weight
-    as it is, int8, which the conv schedules widen as they load it (a quarter of the weight
-    bytes to stream)? A constant (``w`` its value, None when unknown) int8 weight with no
-    zero point or zero ones (``w_zp`` as for ``int_span``), one group, and a filter of more
-    than one tap (a 1x1 conv's own schedule reads float32 weights)."""
+def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
+    """May a float32 conv (of integers it sums exactly: ``float_pieces`` gave one piece; or of
+    dequantized values) read its weight as it is, int8, which the conv schedules widen as they
+    load it (a quarter of the weight bytes to stream)? A constant (``w`` its value, None when
+    unknown) int8 weight with no zero point or zero ones (``w_zp`` as for ``int_span``), one
+    group, and a filter of more than one tap (a 1x1 conv's own schedule reads float32
+    weights)."""
     if w_dtype != "int8" or w is None or w_zp is UNKNOWN or groups != 1:
         return False
     if w_zp is not None and np.any(np.asarray(w_zp)):
         return False
-    return ranges is not None and len(ranges) == 1 and int(np.prod(kernel)) > 1
+    return int(np.prod(kernel)) > 1

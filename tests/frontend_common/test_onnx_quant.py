@@ -77,17 +77,13 @@ def test_unknown_weights_and_too_long_k():
 
 
 def test_keeps_int8_weight():
-    """A constant int8 weight without a nonzero zero point, one group, more than one tap, one
-    float32 piece."""
+    """A constant int8 weight without a nonzero zero point, one group, more than one tap."""
     w = np.ones((8, 4, 3, 3), "int8")
-    one = [(0, 4)]
-    assert keeps_int8_weight("int8", w, None, 1, (3, 3), one)
-    assert keeps_int8_weight("int8", w, np.zeros(8, "int8"), 1, (3, 3), one)
-    assert not keeps_int8_weight("int8", w, np.array(1, "int8"), 1, (3, 3), one)
-    assert not keeps_int8_weight("int8", w, UNKNOWN, 1, (3, 3), one)
-    assert not keeps_int8_weight("int8", None, None, 1, (3, 3), one)  # not a constant
-    assert not keeps_int8_weight("uint8", w, None, 1, (3, 3), one)
-    assert not keeps_int8_weight("int8", w, None, 2, (3, 3), one)
-    assert not keeps_int8_weight("int8", w, None, 1, (1, 1), one)
-    assert not keeps_int8_weight("int8", w, None, 1, (3, 3), [(0, 2), (2, 4)])
-    assert not keeps_int8_weight("int8", w, None, 1, (3, 3), None)
+    assert keeps_int8_weight("int8", w, None, 1, (3, 3))
+    assert keeps_int8_weight("int8", w, np.zeros(8, "int8"), 1, (3, 3))
+    assert not keeps_int8_weight("int8", w, np.array(1, "int8"), 1, (3, 3))
+    assert not keeps_int8_weight("int8", w, UNKNOWN, 1, (3, 3))
+    assert not keeps_int8_weight("int8", None, None, 1, (3, 3))  # not a constant
+    assert not keeps_int8_weight("uint8", w, None, 1, (3, 3))
+    assert not keeps_int8_weight("int8", w, None, 2, (3, 3))
+    assert not keeps_int8_weight("int8", w, None, 1, (1, 1))

@@ -149,8 +149,8 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
         ranges = None
     acc = "int32" if ranges is None else "float32"
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
-    narrow = keeps_int8_weight(ctx.dtype(w), ctx.known(w), _zp_value(ctx, w_zp), groups,
-                               kernel, ranges)
+    narrow = ranges is not None and len(ranges) == 1 and \
+        keeps_int8_weight(ctx.dtype(w), ctx.known(w), _zp_value(ctx, w_zp), groups, kernel)
     if narrow:
         ws = ctx.expr(w)  # (read as int8 and widened by the kernel: a quarter of the bytes)
 
