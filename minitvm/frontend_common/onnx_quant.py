@@ -111,3 +111,25 @@ def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
     if w_zp is not None and np.any(np.asarray(w_zp)):
         return False
     return int(np.prod(kernel)) > 1
+
+
+def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
+    """The scales (float32, one or one per index of axis 0) of a DequantizeLinear over a
+    constant int8 tensor ``q`` (numpy; None when unknown) with constant ``scale`` and no zero
+    point or zero ones (``zp``: None when absent, else its value, None-valued when unknown:
+    pass ``UNKNOWN``) that a Conv reading ``q`` as its weight may apply to its output instead
+    (``conv(x, q * s) == conv(x, q) * s`` per output channel); None otherwise."""
+    if block or q_dtype != "int8" or q is None or scale is None or zp is UNKNOWN:
+        return None
+    s = np.asarray(scale)
+    if s.dtype != np.float32 or (zp is not None and np.any(np.asarray(zp))):
+        return None
+    nd = np.ndim(q)
+    if s.size != 1 and (s.ndim != 1 or nd == 0 or axis % nd != 0 or s.size != np.shape(q)[0]):
+        return None  # (per-channel scales: only along the output channels of a weight)
+    return s.reshape(-1)
+
+
+def conv_output_scale(s, channels: int):
+    """``dequantized_weight_scale``'s scales shaped to multiply an NCHW conv's output."""
+    return s.reshape(()) if s.size == 1 else s.reshape(1, channels, 1, 1)

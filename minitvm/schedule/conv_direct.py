@@ -380,14 +380,21 @@ def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
 
 
 def _widen(ctx, w, wide) -> S.Stmt:
-    """``wide[...] = float32(w[...])`` over the weight, one vector loop."""
+    """``wide[...] = float32(w[...])`` over the weight: vectors of 16, then the rest."""
     n = 1
     for d in _dims(w):
         n *= d
     src, dst = ctx.flat_view(w), ctx.flat_view(wide)
-    i = ctx.fresh("wi")
-    return S.For(i, _i(0), _i(n), S.ForKind.VECTORIZED if n % 16 == 0 else S.ForKind.SERIAL,
-                 S.BufferStore(dst, E.Cast("float32", src[i]), [i]))
+    io, ii, it = ctx.fresh("wo"), ctx.fresh("wi"), ctx.fresh("wt")
+
+    def put(i):
+        return S.BufferStore(dst, E.Cast("float32", src[i]), [i])
+
+    body = [S.For(io, _i(0), _i(n // 16), S.ForKind.SERIAL, S.For(
+        ii, _i(0), _i(16), S.ForKind.VECTORIZED, put(io * 16 + ii)))]
+    if n % 16:
+        body.append(S.For(it, _i(n - n % 16), _i(n % 16), S.ForKind.SERIAL, put(it)))
+    return S.SeqStmt(body) if len(body) > 1 else body[0]
 
 
 def _macs(g) -> int:

@@ -14,8 +14,8 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv, quantized  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
-from onnx_quant_cases import quantized  # noqa: E402
 from onnxruntime.quantization import QuantType  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -103,6 +103,17 @@ def _close_to_ort(model, feeds, steps: int = 1):
     assert out.dtype == ref.dtype and out.shape == ref.shape
     assert np.abs(out.astype(int) - ref.astype(int)).max() <= steps
     return out, ref
+
+
+@pytest.mark.parametrize("w_zp,per_channel,groups,weight", QDQ_CONV_CASES)
+def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
+    """DequantizeLinear of a constant int8 weight feeding a Conv: R.nn.conv2d reads the int8
+    values (out_dtype float32) and its output is scaled per channel; within one step of ORT."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    convs = [line for line in from_onnx(model).script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (weight == "int8")
+    out, ref = _close_to_ort(model, feeds)
+    assert np.mean(out == ref) >= 0.99
 
 
 @pytest.mark.parametrize("fill", ["random", "positive", "zeros"])

@@ -16,6 +16,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
 from onnx_quant_cases import quantized as _quantized  # noqa: E402
 
@@ -193,37 +194,15 @@ def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
     np.testing.assert_array_equal(out, _ort(model, {"x": x})[0])
 
 
-@pytest.mark.parametrize("w_zp,per_channel,groups,weight", [
-    (None, True, 1, "int8"),      # the weight read as int8, the conv scaled per channel
-    (0, False, 1, "int8"),        # one scale, a zero point of 0
-    (2, False, 1, "float32"),     # a nonzero zero point: the dequantized float32 weight
-    (None, True, 2, "float32")])  # grouped
+@pytest.mark.parametrize("w_zp,per_channel,groups,weight", QDQ_CONV_CASES)
 def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     """DequantizeLinear of a constant int8 weight feeding a Conv: the conv reads the int8
     values and scales its output (per output channel); within one step of ORT's output grid
     (ORT runs the QDQ group as an integer conv), nearly all equal."""
-    rng = np.random.default_rng(3 + groups)
-    cin, cout = 16, 32
-    x = rng.standard_normal((1, cin, 10, 10)).astype("float32")
-    w = rng.integers(-127, 128, (cout, cin // groups, 3, 3)).astype("int8")
-    w_s = (rng.random(cout) * 0.01 + 0.002).astype("float32") if per_channel else \
-        np.array(0.005, "float32")
-    arrays = dict(x_s=np.array(0.02, "float32"), x_zp=np.array(128, "uint8"), w=w, w_s=w_s,
-                  y_s=np.array(0.05, "float32"), y_zp=np.array(128, "uint8"))
-    if w_zp is not None:
-        arrays["w_zp"] = np.array(w_zp, "int8")
-    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xf"]),
-             helper.make_node("DequantizeLinear", ["w", "w_s"] + (["w_zp"] if w_zp is not None
-                                                                  else []), ["wf"], axis=0),
-             helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1, 1, 1, 1], group=groups),
-             helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
-    graph = helper.make_graph(nodes, "qdq_conv", [_vi("x", TensorProto.FLOAT, [1, cin, 10, 10])],
-                              [_vi("y", TensorProto.UINT8, None)], initializer=_inits(**arrays))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
     mod, params = relay.frontend.from_onnx(model)
     assert _conv_weight_dtypes(mod) == [weight]
-    out, ref = _close_to_ort(model, {"x": x})
+    out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99
 
 

@@ -8,29 +8,27 @@ than to each weight).
 
 ``remember`` is called by the DequantizeLinear converter (``ops_extra``), ``int8_weight_and_
 scale`` by Conv's (``ops_nn``); the context's ``int8_weights`` holds what one tells the
-other, by ONNX tensor name."""
+other, by ONNX tensor name. (The checks are ``frontend_common.onnx_quant``'s, shared with the
+Relax importer.)"""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ....frontend_common.onnx_quant import keeps_int8_weight
+from ....frontend_common.onnx_quant import (
+    UNKNOWN,
+    conv_output_scale,
+    dequantized_weight_scale,
+    keeps_int8_weight,
+)
 
 
 def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
-    """Note the output of the current DequantizeLinear node when it dequantizes a constant
-    int8 tensor with constant float32 scales (one, or one along ``axis``) and no zero point or
-    zero ones."""
-    if block or ctx.dtype(q) != "int8" or ctx.maybe_value(q) is None:
-        return
-    sv = ctx.maybe_value(scale)
-    zv = ctx.maybe_value(zp) if zp is not None else np.zeros(())
-    if sv is None or sv.dtype != np.float32 or zv is None or np.any(zv):
-        return
-    nd = ctx.ndim(q)
-    if sv.size != 1 and (sv.ndim != 1 or nd == 0 or axis % nd != 0):
-        return  # (per-channel scales: only along the output channels of a weight)
-    ctx.int8_weights[ctx.node.output[0]] = (q, sv)
+    """Note the output of the current DequantizeLinear node when a Conv may read ``q`` itself
+    (``onnx_quant.dequantized_weight_scale``)."""
+    zv = None if zp is None else ctx.maybe_value(zp)
+    s = dequantized_weight_scale(ctx.maybe_value(q), ctx.dtype(q), ctx.maybe_value(scale),
+                                 UNKNOWN if zp is not None and zv is None else zv, axis, block)
+    if s is not None:
+        ctx.int8_weights[ctx.node.output[0]] = (q, s)
 
 
 def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
@@ -41,10 +39,7 @@ def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
     found = ctx.int8_weights.get(ctx.node.input[1]) if len(ctx.node.input) > 1 else None
     if found is None:
         return None
-    q, sv = found
+    q, s = found
     if not keeps_int8_weight("int8", ctx.maybe_value(q), None, groups, kernel):
         return None
-    o = ctx.shape(q)[0]
-    if sv.size not in (1, o):
-        return None
-    return q, ctx.const(sv.reshape(()) if sv.size == 1 else sv.reshape(1, o, 1, 1))
+    return q, ctx.const(conv_output_scale(s, ctx.shape(q)[0]))
