@@ -28,45 +28,108 @@ MAX_PIECES = 8
 def int_span(dtype: str, zp) -> int:
     """The largest |q - zero point| over the values of an 8-bit input: ``zp`` its constant
     zero point (numpy), None when absent, ``UNKNOWN`` when not known at import."""
+    lo, hi = shifted_range(dtype, zp)
+    return max(-lo, hi)
+
+
+def shifted_range(dtype: str, zp) -> tuple[int, int]:
+    """(lowest, highest) q - zero point over the values of ``dtype`` (lowest <= 0 <= highest,
+    a zero point being one of the values); ``zp`` as for ``int_span``, a 1-D one its widest."""
     lo, hi = QRANGE[dtype]
     if zp is UNKNOWN:
-        return hi - lo
+        return lo - hi, hi - lo
     z = np.zeros(1, "int64") if zp is None else np.asarray(zp, "int64").reshape(-1)
-    return int(max(np.abs(hi - z).max(), np.abs(z - lo).max()))
+    return int(lo - z.max()), int(hi - z.min())
 
 
 def float_pieces(x_dtype: str, x_zp, w_dtype: str, w_shape, w, w_zp, out_axis: int,
                  k_axis: int, batch_axes=()):
     """The ranges of the weight's ``k_axis`` to sum separately so that every partial sum of
-    products in a piece is provably below 2**24 (float32 then sums the integers exactly;
-    the pieces are added in int32). ``w`` is the weight's value (numpy) or None when unknown,
-    ``x_zp`` / ``w_zp`` as for ``int_span``. The bound uses the weights' own values when known,
-    else the dtype's widest product. None when more than ``MAX_PIECES`` pieces would be
-    needed: accumulate in int32 instead."""
-    span_x = int_span(x_dtype, x_zp)
+    products in a piece is provably at most 2**24 in magnitude (float32 then sums the integers
+    exactly; the pieces are added in int32). ``w`` is the weight's value (numpy) or None when
+    unknown, ``x_zp`` / ``w_zp`` as for ``int_span``.
+
+    A product (x - x_zp) * v, the input shifted into [lo, hi] (lo <= 0 <= hi), lies between a
+    most negative and a most positive value; any partial sum lies between the sum of the
+    negative ends and the sum of the positive ends, so the bound is the larger of the two sums,
+    not the sum of the largest magnitudes (half of it for a uint8 input with zero point 0,
+    e.g. after a relu). The bound uses the weights' own values when known, else the dtype's
+    widest. None when more than ``MAX_PIECES`` pieces would be needed: accumulate in int32
+    instead."""
+    lo_x, hi_x = shifted_range(x_dtype, x_zp)
     shape = [int(d) for d in w_shape]
     nd, k_axis, out_axis = len(shape), k_axis % len(shape), out_axis % len(shape)
-    if w is None or w_zp is UNKNOWN:  # any 8-bit weights
-        wv = np.full(shape, int_span(w_dtype, w_zp), "int64")
-        zv = np.zeros(1, "int64")
+    if w is None or w_zp is UNKNOWN:  # any 8-bit weights: both signs at their widest
+        span = int_span(w_dtype, w_zp)
+        up = np.full(shape, span * max(hi_x, -lo_x), "int64")
+        down = up
     else:
-        wv = np.asarray(w, "int64")
+        v = np.asarray(w, "int64")
         zv = np.zeros(1, "int64") if w_zp is None else np.asarray(w_zp, "int64").reshape(-1)
-    if zv.size > 1:
-        zshape = [1] * nd
-        zshape[out_axis] = -1
-        zv = zv.reshape(zshape)
-    d = np.abs(wv - zv)
-    if batch_axes:  # separate products: the worst one
-        d = d.max(axis=tuple(batch_axes), keepdims=True)
-    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
-    d = d.sum(axis=rest).reshape(shape[k_axis], shape[out_axis]) if out_axis > k_axis else \
-        d.sum(axis=rest).reshape(shape[out_axis], shape[k_axis]).T
-    d = d.T * span_x  # (outputs, K): the largest contribution of each k to each output
-    kn = d.shape[1]
+        if zv.size > 1:
+            zshape = [1] * nd
+            zshape[out_axis] = -1
+            zv = zv.reshape(zshape)
+        v = v - zv
+        pos, neg = np.maximum(v, 0), np.maximum(-v, 0)
+        up = hi_x * pos - lo_x * neg  # the product's most positive value
+        down = -lo_x * pos + hi_x * neg  # minus its most negative one
+    up_k = _per_output_k(up, shape, out_axis, k_axis, batch_axes)
+    down_k = _per_output_k(down, shape, out_axis, k_axis, batch_axes)
+    kn = up_k.shape[1]
     for pieces in range(1, min(MAX_PIECES, kn) + 1):
         bounds = np.linspace(0, kn, pieces + 1).round().astype(int)
         ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
-        if all(int(d[:, lo:hi].sum(axis=1).max(initial=0)) < EXACT for lo, hi in ranges):
+        if all(max(int(up_k[:, lo:hi].sum(axis=1).max(initial=0)),
+                   int(down_k[:, lo:hi].sum(axis=1).max(initial=0))) <= EXACT
+               for lo, hi in ranges):
             return [(int(lo), int(hi)) for lo, hi in ranges]
     return None
+
+
+def _per_output_k(d, shape, out_axis: int, k_axis: int, batch_axes):
+    """A per-weight-element bound summed over the axes other than the output and reduction
+    ones (the worst over ``batch_axes``: separate products): an (outputs, K) array."""
+    nd = len(shape)
+    if batch_axes:
+        d = d.max(axis=tuple(batch_axes), keepdims=True)
+    rest = tuple(i for i in range(nd) if i not in (out_axis, k_axis))
+    d = d.sum(axis=rest)
+    return d.reshape(shape[k_axis], shape[out_axis]).T if out_axis > k_axis else \
+        d.reshape(shape[out_axis], shape[k_axis])
+
+
+def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
+    """May a float32 conv (of integers it sums exactly: ``float_pieces`` gave one piece; or of
+    dequantized values) read its weight as it is, int8, which the conv schedules widen as they
+    load it (a quarter of the weight bytes to stream)? A constant (``w`` its value, None when
+    unknown) int8 weight with no zero point or zero ones (``w_zp`` as for ``int_span``), one
+    group, and a filter of more than one tap (a 1x1 conv's own schedule reads float32
+    weights)."""
+    if w_dtype != "int8" or w is None or w_zp is UNKNOWN or groups != 1:
+        return False
+    if w_zp is not None and np.any(np.asarray(w_zp)):
+        return False
+    return int(np.prod(kernel)) > 1
+
+
+def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
+    """The scales (float32, one or one per index of axis 0) of a DequantizeLinear over a
+    constant int8 tensor ``q`` (numpy; None when unknown) with constant ``scale`` and no zero
+    point or zero ones (``zp``: None when absent, else its value, None-valued when unknown:
+    pass ``UNKNOWN``) that a Conv reading ``q`` as its weight may apply to its output instead
+    (``conv(x, q * s) == conv(x, q) * s`` per output channel); None otherwise."""
+    if block or q_dtype != "int8" or q is None or scale is None or zp is UNKNOWN:
+        return None
+    s = np.asarray(scale)
+    if s.dtype != np.float32 or (zp is not None and np.any(np.asarray(zp))):
+        return None
+    nd = np.ndim(q)
+    if s.size != 1 and (s.ndim != 1 or nd == 0 or axis % nd != 0 or s.size != np.shape(q)[0]):
+        return None  # (per-channel scales: only along the output channels of a weight)
+    return s.reshape(-1)
+
+
+def conv_output_scale(s, channels: int):
+    """``dequantized_weight_scale``'s scales shaped to multiply an NCHW conv's output."""
+    return s.reshape(()) if s.size == 1 else s.reshape(1, channels, 1, 1)

@@ -428,15 +428,27 @@ def float32_conv2d(t) -> bool:
         len(x.shape) == len(w.shape) == len(t.shape) == 4
 
 
-def static_grouped_conv2d_dims(t) -> tuple[int, ...] | None:
+def int8_weight_conv(t) -> bool:
+    """Is conv2d stage ``t`` float32 over an int8 weight (a quantized model's integer weights in
+    a quarter of the bytes: ``conv_lanes`` widens each tap's weights as it loads them,
+    ``conv_direct`` the whole weight into a float32 copy once a call)?"""
+    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+        return False
+    x, w = t.op.attrs["operands"]
+    return t.dtype == x.dtype == "float32" and w.dtype == "int8"
+
+
+def static_grouped_conv2d_dims(t, int8_weight: bool = False) -> tuple[int, ...] | None:
     """``(groups, n, c, h, w, o, kh, kw, oh, ow)`` of a float32 NCHW conv2d stage with 4-D data,
     weight and output, all static, any number of groups (``c``: the input channels of one
-    group, its reduction; the output channels split evenly over the groups), else None."""
+    group, its reduction; the output channels split evenly over the groups), else None.
+    ``int8_weight``: also one whose weight is int8 (``int8_weight_conv``)."""
     if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    if not t.dtype == x.dtype == w.dtype == "float32" or \
+    if not (t.dtype == x.dtype == w.dtype == "float32" or
+            int8_weight and int8_weight_conv(t)) or \
             not len(x.shape) == len(w.shape) == len(t.shape) == 4:
         return None
     dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]

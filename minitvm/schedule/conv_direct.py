@@ -38,7 +38,7 @@ from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
 from . import conv_lanes
-from .common import allocated, divisor_near, per_thread_slices, vector_isa
+from .common import allocated, divisor_near, int8_weight_conv, per_thread_slices, vector_isa
 from .common import const_int as _const_int
 from .common import dims_of as _dims
 from .common import imm as _i
@@ -247,10 +247,12 @@ def _xph_len(planes: int, hq: int, wq: int, oh: int, ow: int, nr: int, rows_mode
 
 
 def supported(t) -> bool:
-    """Float32, one group, static shapes: the generated implicit GEMM applies."""
+    """Float32 (the weight float32, or int8: ``int8_weight_conv``, widened as it is read, here
+    and in ``conv_lanes``), one group, static shapes: the generated implicit GEMM applies."""
     attrs = t.op.attrs
     a, b = attrs["operands"]
-    if not (t.dtype == a.dtype == b.dtype == "float32") or attrs["groups"] != 1:
+    if not (t.dtype == a.dtype == b.dtype == "float32" or int8_weight_conv(t)) or \
+            attrs["groups"] != 1:
         return False
     if any(_const_int(d) is None for d in (*a.shape[1:], *b.shape, *t.shape[1:])):
         return False
@@ -351,6 +353,9 @@ def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     """
     if id(t) in ctx.packed:  # the weight is prepacked for conv_lanes (packs_weight)
         return conv_lanes.emit(ctx, t, out, x, w, epilogue)
+    if w.dtype != "float32":  # an int8 weight: widened to float32 once a call
+        wide = ctx.temp(_dims(w), "float32", "w_float")
+        return S.SeqStmt([_widen(ctx, w, wide), emit(ctx, t, out, x, wide, epilogue)])
     g = geometry(t, _knobs(ctx.options, t))
     if epilogue is not None:
         g["epi"] = epilogue
@@ -372,6 +377,24 @@ def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     if direct:
         return conv
     return S.SeqStmt([conv, _crop(ctx, g, dst, out)])
+
+
+def _widen(ctx, w, wide) -> S.Stmt:
+    """``wide[...] = float32(w[...])`` over the weight: vectors of 16, then the rest."""
+    n = 1
+    for d in _dims(w):
+        n *= d
+    src, dst = ctx.flat_view(w), ctx.flat_view(wide)
+    io, ii, it = ctx.fresh("wo"), ctx.fresh("wi"), ctx.fresh("wt")
+
+    def put(i):
+        return S.BufferStore(dst, E.Cast("float32", src[i]), [i])
+
+    body = [S.For(io, _i(0), _i(n // 16), S.ForKind.SERIAL, S.For(
+        ii, _i(0), _i(16), S.ForKind.VECTORIZED, put(io * 16 + ii)))]
+    if n % 16:
+        body.append(S.For(it, _i(n - n % 16), _i(n % 16), S.ForKind.SERIAL, put(it)))
+    return S.SeqStmt(body) if len(body) > 1 else body[0]
 
 
 def _macs(g) -> int:

@@ -81,7 +81,14 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import allocated as _allocated
-from .common import divisor_near, num_threads, prefetch, static_grouped_conv2d_dims, vector_isa
+from .common import (
+    divisor_near,
+    int8_weight_conv,
+    num_threads,
+    prefetch,
+    static_grouped_conv2d_dims,
+    vector_isa,
+)
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -233,15 +240,16 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
-    static float32 NCHW conv, a filter of two or more taps, a multiple of 16 output channels per
-    group for a grouped conv (groups 1: ``o`` is rounded up to one, or on a small plane to 32s,
-    ``PAD_WIDTH``; ``real_o`` the conv's) and at least ``MIN_PIXELS`` output pixels.
+    static float32 NCHW conv (its weight float32, or int8: ``common.int8_weight_conv``), a
+    filter of two or more taps, a multiple of 16 output channels per group for a grouped conv
+    (groups 1: ``o`` is rounded up to one, or on a small plane to 32s, ``PAD_WIDTH``;
+    ``real_o`` the conv's) and at least ``MIN_PIXELS`` output pixels.
 
     A grouped conv (ResNeXt's later stages, RegNet) runs as its groups' convs side by side: a
     tile's 16 output channels belong to one group, and its reduction runs over that group's
     ``c`` input channels (``groups``, ``og`` output channels a group; the weight is already
     ``[O, c, KH, KW]``)."""
-    dims = static_grouped_conv2d_dims(t)
+    dims = static_grouped_conv2d_dims(t, int8_weight=True)
     if dims is None:
         return None
     groups, n, c, h, wd, o, kh, kw, oh, ow = dims
@@ -357,20 +365,22 @@ def grouped_supported(t, options=None) -> bool:
     """Does this schedule take grouped conv ``t`` (its rule in ``lower.RULES``): a group of at
     least ``GROUPED_MIN_TAPS`` taps per output channel (fewer: ``depthwise``'s) and 16s of
     output channels a group; the weight must be a constant, prepacked at build time."""
-    g = geometry(t) if _enabled(options) else None
+    g = geometry(t) if _enabled(options) and not int8_weight_conv(t) else None
     return g is not None and g["groups"] > 1 and g["c"] * g["kh"] * g["kw"] >= GROUPED_MIN_TAPS
 
 
 class PackWeight:
     """Picklable numpy transform of a ``[O, C, KH, KW]`` weight to ``[O/16, C, KH, KW, 16]``
-    (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros)."""
+    (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros): float32, or int8
+    for an int8 weight (``common.int8_weight_conv``: ``_tile`` widens it as it loads it)."""
 
     def __init__(self, o: int, c: int, kh: int, kw: int, real_o: int | None = None):
         self.o, self.c, self.kh, self.kw = o, c, kh, kw
         self.real_o = o if real_o is None else real_o
 
     def __call__(self, w):
-        w = np.asarray(w, dtype="float32")
+        w = np.asarray(w)
+        w = w if w.dtype == np.int8 else w.astype("float32")
         if getattr(self, "real_o", self.o) != self.o:  # (archives pickled before real_o)
             w = np.concatenate([w, np.zeros((self.o - w.shape[0], *w.shape[1:]), w.dtype)])
         w = w.reshape(self.o // LANES, LANES, self.c, self.kh, self.kw)
@@ -902,13 +912,16 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
 
     wv = decl_buffer((cw,), "float32", "cl_w", scope="local")  # the tap's weights
 
+    def widen(w):  # (an int8 weight: sign-extended and converted as it is loaded)
+        return w if w.dtype == "float32" else E.Cast("float32", w)
+
     def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
         xo = ctx.fresh("xo", "int64")
         macs = [lanes_loop(lambda ll, jj=jj: S.BufferStore(
             acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
         # (a wider tile reads its 16s of output channels from consecutive weight blocks)
         loads = [loop("ll", LANES, vec, lambda ll, v=v: S.BufferStore(
-            wv, wp[ob * (cw // LANES) + v, ci, ky, kx, ll], [v * LANES + ll]))
+            wv, widen(wp[ob * (cw // LANES) + v, ci, ky, kx, ll]), [v * LANES + ll]))
             for v in range(cw // LANES)]
         if ahead:  # (the last channels' prefetches may run past the weights)
             loads += [prefetch(wp[ob * (cw // LANES) + v, ci + ahead, ky, kx, 0])

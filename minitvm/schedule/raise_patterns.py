@@ -28,8 +28,10 @@ def _is_zero(e) -> bool:
     return isinstance(e, (E.IntImm, E.FloatImm)) and e.value == 0
 
 
-def _sum_of_products(t: Tensor):
-    """``(a_load, b_load)`` when ``t`` is ``sum(a * b)`` from zero (either operand order)."""
+def _sum_of_products(t: Tensor, int8_widened: bool = False):
+    """``(a_load, b_load)`` when ``t`` is ``sum(a * b)`` from zero (either operand order);
+    ``int8_widened``: an operand may also be an int8 load cast to ``t``'s float32 (a conv over
+    an int8 weight, ``common.int8_weight_conv``), given as the load."""
     body = t.op.body
     if not isinstance(body, E.Reduce) or len(body.source) != 1:
         return None
@@ -38,10 +40,20 @@ def _sum_of_products(t: Tensor):
             (body.init and not _is_zero(body.init[0])) or not S_true(body.condition):
         return None
     src = body.source[0]
-    if not isinstance(src, E.Mul) or not isinstance(src.a, E.ProducerLoad) or \
-            not isinstance(src.b, E.ProducerLoad):
+    if not isinstance(src, E.Mul):
         return None
-    return src.a, src.b
+    a, b = (_widened_int8(v, t.dtype) if int8_widened else v for v in (src.a, src.b))
+    if not isinstance(a, E.ProducerLoad) or not isinstance(b, E.ProducerLoad):
+        return None
+    return a, b
+
+
+def _widened_int8(v, dtype: str):
+    """The int8 load under ``cast(load, "float32")``, else ``v``."""
+    if dtype == "float32" and isinstance(v, E.Cast) and v.dtype == "float32" and \
+            isinstance(v.value, E.ProducerLoad) and v.value.dtype == "int8":
+        return v.value
+    return v
 
 
 def S_true(cond) -> bool:
@@ -315,7 +327,7 @@ def conv_tag(t: Tensor) -> tuple[str, dict]:
     kx*dw] * W[o, c, ky, kx]`` (X a zero-pad stage of the input, or the input itself; ``g(o)``
     is 0 for one group, ``o // (O/G) * (C/G)`` for G: grouped and depthwise convs as
     LegalizeOps writes them), else ("", {})."""
-    loads = _sum_of_products(t)
+    loads = _sum_of_products(t, int8_widened=True)
     if loads is None or len(t.shape) != 4 or len(t.op.body.axis) != 3:
         return "", {}
     n, o, y, x = (iv.var for iv in t.op.axis)

@@ -40,7 +40,9 @@ def _sites(funcs, func_table) -> tuple[dict, set]:
 
 def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
     """({kernel: parameter positions every call site feeds with a float32 constant matrix or
-    4-d conv weight}, {kernel: its call sites' argument lists})."""
+    4-d conv weight, or an int8 4-d conv weight (a quantized model's, which the conv schedules
+    read as int8: ``schedule.common.int8_weight_conv``)}, {kernel: its call sites' argument
+    lists})."""
     sites, as_value = _sites(funcs, func_table)
     out = {}
     for name, prim in prims.items():
@@ -51,13 +53,16 @@ def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
         for k in range(len(prim.params)):
             vals = [args[k] for args in calls if len(args) > k]
             if len(vals) == len(calls) and all(
-                    a[0] == ARG_CONST and isinstance(constants[a[1]], np.ndarray)
-                    and constants[a[1]].dtype == np.float32 and constants[a[1]].ndim in (2, 4)
-                    for a in vals):
+                    a[0] == ARG_CONST and _packable(constants[a[1]]) for a in vals):
                 pos.append(k)
         if pos:
             out[name] = pos
     return out, sites
+
+
+def _packable(c) -> bool:
+    return isinstance(c, np.ndarray) and (c.dtype == np.float32 and c.ndim in (2, 4) or
+                                          c.dtype == np.int8 and c.ndim == 4)
 
 
 def apply_packs(name: str, transforms: dict, sites: dict, constants: list) -> None:
@@ -69,7 +74,9 @@ def apply_packs(name: str, transforms: dict, sites: dict, constants: list) -> No
             idx = args[k][1]
             if idx not in done:
                 done[idx] = len(constants)
-                constants.append(np.ascontiguousarray(fn(constants[idx]), dtype=np.float32))
+                packed = fn(constants[idx])  # (float32, or int8 for an int8 conv weight)
+                constants.append(np.ascontiguousarray(
+                    packed, dtype=np.int8 if packed.dtype == np.int8 else np.float32))
             args[k][1] = done[idx]
 
 

@@ -230,6 +230,9 @@ def _kernel_scale(call, scale, weight_type, big: str, small: str):
 
 
 def _conv_is_foldable_kernel(call) -> bool:
+    wt, ct = _ttype(call.args[1]), _ttype(call)
+    if wt is not None and ct is not None and wt.dtype != ct.dtype:
+        return False  # (an int8 weight of a float conv cannot take a float scale)
     kernel = Layout(call.attrs.kernel_layout)
     ko, ki, big_i = kernel.index_of("o"), kernel.index_of("i"), kernel.index_of("I")
     return big_i >= 0 and ((ko < 0 and ki < 0) or (ko >= 0 and ki >= 0))

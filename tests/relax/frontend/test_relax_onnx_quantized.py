@@ -14,8 +14,8 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv, quantized  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
-from onnx_quant_cases import quantized  # noqa: E402
 from onnxruntime.quantization import QuantType  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -105,6 +105,17 @@ def _close_to_ort(model, feeds, steps: int = 1):
     return out, ref
 
 
+@pytest.mark.parametrize("w_zp,per_channel,groups,weight", QDQ_CONV_CASES)
+def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
+    """DequantizeLinear of a constant int8 weight feeding a Conv: R.nn.conv2d reads the int8
+    values (out_dtype float32) and its output is scaled per channel; within one step of ORT."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    convs = [line for line in from_onnx(model).script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (weight == "int8")
+    out, ref = _close_to_ort(model, feeds)
+    assert np.mean(out == ref) >= 0.99
+
+
 @pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
 def test_dynamic_quantize_linear(fill):
     rng = np.random.default_rng(3)
@@ -126,12 +137,12 @@ def _matmul_dtypes(mod):
     return [line for line in text.splitlines() if "R.matmul" in line]
 
 
-@pytest.mark.parametrize("k,b_const,n_matmuls", [(48, True, 1), (1200, True, 2),
-                                                 (8000, False, 1)])
+@pytest.mark.parametrize("k,b_const,n_matmuls", [(48, True, 1), (1200, True, 1),
+                                                 (3000, True, 2), (8000, False, 1)])
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
 def test_matmul_integer(k, b_const, n_matmuls, a_dtype):
-    """Per-column weight zero points; float32 pieces where exact (two for K=1200 over known
-    weights), else one int32 product."""
+    """Per-column weight zero points; float32 pieces where exact (one for K=1200 over known
+    weights, the zero point near a's lowest value; two for K=3000), else one int32 product."""
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)
@@ -173,6 +184,27 @@ def test_conv_integer(cin, groups):
     ws = torch.tensor(w.astype(np.float64) - w_zp.reshape(-1, 1, 1, 1))
     ref = torch.nn.functional.conv2d(xs, ws, padding=1, stride=(2, 1), groups=groups).numpy()
     assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
+@pytest.mark.parametrize("w_zp", [None, 0, 3])
+def test_conv_integer_int8_weight(w_zp):
+    """A constant int8 weight without a zero point (or a zero one) goes to R.nn.conv2d as
+    int8 with a float32 out_dtype; one shifted by its zero point as float32. Exact both ways."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 256, (1, 16, 10, 10)).astype("uint8")
+    w = rng.integers(-128, 128, (32, 16, 3, 3)).astype("int8")
+    zp = {} if w_zp is None else {"w_zp": np.array(w_zp, "int8")}
+    model = _single("ConvInteger", [_vi("x", TensorProto.UINT8, [1, 16, 10, 10]), "w", "x_zp"]
+                    + list(zp), [_vi("y", TensorProto.INT32, None)],
+                    _inits(w=w, x_zp=np.array(7, "uint8"), **zp), pads=[1, 1, 1, 1])
+    mod = from_onnx(model)
+    convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (not w_zp)
+    out = _run(_build(mod), {"x": x})[0]
+    ws = torch.tensor(w.astype(np.float64) - (w_zp or 0))
+    ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), ws,
+                                     padding=1).numpy()
     np.testing.assert_array_equal(out, ref.astype(np.int64))
 
 

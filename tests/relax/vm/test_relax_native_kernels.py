@@ -111,6 +111,34 @@ def test_weights_passed_at_run_time_are_not_packed():
     np.testing.assert_allclose(vm["main"](a, b).numpy(), a @ b, rtol=1e-5)
 
 
+def test_int8_conv_weight_is_packed_as_int8():
+    """A bound int8 conv weight of a float32 conv (a quantized model's: the ONNX importer keeps
+    it int8) is packed once at build time into conv_lanes' layout and stays int8; the result
+    is the exact integer convolution."""
+    rng = np.random.default_rng(2)
+    w = rng.integers(-128, 128, (32, 16, 3, 3)).astype("int8")
+    x = relax.Var("x", relax.TensorStructInfo([1, 16, 4, 4], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(relax.op.nn.conv2d(x, relax.const(w), padding=[1, 1],
+                                                           out_dtype="float32")))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm")
+    consts = [c for c in ex.constants if isinstance(c, np.ndarray)]
+    assert any(c.dtype == np.int8 and c.ndim == 5 for c in consts)  # [O/16, C, KH, KW, 16]
+    assert not any(c.shape == w.shape for c in consts)  # the plain copy is gone
+    xv = rng.integers(0, 256, (1, 16, 4, 4)).astype("float32")
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](xv).numpy()
+    xp = np.pad(xv.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 32, 4, 4), np.int64)
+    for ky in range(3):
+        for kx in range(3):
+            want += np.einsum("chw,oc->ohw", xp[0, :, ky:ky + 4, kx:kx + 4],
+                              w[:, :, ky, kx].astype(np.int64))[None]
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
 def test_compact_constants_renumbers_references():
     consts = [np.zeros(1), np.ones(2), np.full(3, 2.0)]
     code = [[MOVE, 1, [ARG_CONST, 2]], [CALL, 2, 0, [[ARG_REG, 1], [ARG_CONST, 0]]], [RET, 2]]

@@ -16,6 +16,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
 from onnx_quant_cases import quantized as _quantized  # noqa: E402
 
@@ -96,7 +97,9 @@ def _acc_dtypes(mod, op_name):
 
 @pytest.mark.parametrize("k,b_const,accs", [
     (48, True, ["float32"]),                    # every partial sum < 2**24: float32 is exact
-    (1200, True, ["float32", "float32"]),       # two float32 pieces of K, added in int32
+    (1200, True, ["float32"]),                  # a's zero point near its lowest value: the
+    # positive and negative products bound the partial sums apart, each under 2**24
+    (3000, True, ["float32", "float32"]),       # two float32 pieces of K, added in int32
     (8000, False, ["int32"])])                  # unknown B over so long a K: int32
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
 def test_matmul_integer(k, b_const, accs, a_dtype):
@@ -146,6 +149,61 @@ def test_conv_integer(cin, groups, accs):
     ref = torch.nn.functional.conv2d(xs, ws, padding=1, stride=(2, 1), groups=groups).numpy()
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
+def _conv_weight_dtypes(mod):
+    found = []
+
+    def visit(e):
+        if getattr(getattr(e, "op", None), "name", None) == "nn.conv2d":
+            found.append(e.args[1].checked_type.dtype)
+
+    post_order_visit(relay.transform.InferType()(mod)["main"].body, visit)
+    return found
+
+
+@pytest.mark.parametrize("k,w_zp,groups,weight", [
+    (3, None, 1, "int8"),        # symmetric int8 weights are read as they are
+    (3, "zeros", 1, "int8"),     # a zero point of 0 likewise
+    (3, "some", 1, "float32"),   # (w - w_zp) can leave int8: shifted float32 weights
+    (1, None, 1, "float32"),     # a 1x1 conv's schedule reads float32 weights
+    (3, None, 2, "float32")])    # grouped
+def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
+    """ConvInteger over a constant int8 weight without zero points passes the weight to a
+    float32 conv2d as int8 (the schedules widen it as they load it); the result stays the
+    exact integer convolution, as onnxruntime computes it."""
+    rng = np.random.default_rng(k + groups)
+    cin, cout = 16, 32
+    x = rng.integers(0, 256, (1, cin, 10, 10)).astype("uint8")
+    w = rng.integers(-128, 128, (cout, cin // groups, k, k)).astype("int8")
+    zp = {None: None, "zeros": np.array(0, "int8"), "some": np.array(3, "int8")}[w_zp]
+    arrays = [("w", w), ("x_zp", np.array(7, "uint8"))] + ([("w_zp", zp)] if zp is not None
+                                                          else [])
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in arrays]
+    model = _single("ConvInteger", [_vi("x", TensorProto.UINT8, [1, cin, 10, 10]), "w",
+                                    "x_zp"] + (["w_zp"] if zp is not None else []),
+                    [_vi("y", TensorProto.INT32, None)], inits, pads=[k // 2] * 4,
+                    group=groups)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _conv_weight_dtypes(mod) == [weight]
+    out = build_and_run(mod, params, {"x": x})[0]
+    ws = w.astype(np.float64) - (0 if zp is None else int(zp))
+    ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), torch.tensor(ws),
+                                     padding=k // 2, groups=groups).numpy()
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+    np.testing.assert_array_equal(out, _ort(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("w_zp,per_channel,groups,weight", QDQ_CONV_CASES)
+def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
+    """DequantizeLinear of a constant int8 weight feeding a Conv: the conv reads the int8
+    values and scales its output (per output channel); within one step of ORT's output grid
+    (ORT runs the QDQ group as an integer conv), nearly all equal."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _conv_weight_dtypes(mod) == [weight]
+    out, ref = _close_to_ort(model, feeds)
+    assert np.mean(out == ref) >= 0.99
 
 
 def _q8(rng, shape, dtype="uint8"):

@@ -89,6 +89,9 @@ class Context(NodeContext):
         self.bb = bb
         self.analyzer = bb.get_analyzer()
         self.graph_inputs: dict = {}  # id(graph-input Var) -> its ONNX name
+        # ONNX tensor name -> (q, scales) of a DequantizeLinear over a constant int8 weight that
+        # a Conv may read as it is (``onnx_quant.dequantized_weight_scale``)
+        self.int8_weights: dict = {}
 
     # -- emitting ----------------------------------------------------------------------------
     def emit(self, e: Expr) -> Expr:

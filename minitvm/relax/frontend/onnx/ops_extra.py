@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_quant import UNKNOWN, dequantized_weight_scale
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
@@ -381,6 +382,11 @@ def _dequantize_linear(ctx: Context, ins, attrs):
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     ndim = len(shape)
     axis = int(attrs.get("axis", 1))
+    zv = None if zp is None else ctx.known(zp)
+    s = dequantized_weight_scale(ctx.known(ins[0]), ctx.dtype(x), ctx.known(ins[1]),
+                                 UNKNOWN if zp is not None and zv is None else zv, axis, bs)
+    if s is not None:  # (a Conv may read the int8 values themselves: ops_nn)
+        ctx.int8_weights[ctx.node.output[0]] = (ctx.known(ins[0]), s)
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
     if zp is not None:

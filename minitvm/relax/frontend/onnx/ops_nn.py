@@ -8,6 +8,7 @@ import numpy as np
 
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_pool import maxpool_indices
+from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import Context, register
@@ -67,7 +68,13 @@ def _conv(ctx: Context, ins, attrs):
                           [0, pads[0], 0, pads[1]], [1, dilations[0]], groups)
         y = _op.squeeze(ctx.emit(y), [2])
     elif n == 2:
-        y = _op.nn.conv2d(x, w, strides, pads, dilations, groups)
+        found = ctx.int8_weights.get(ctx.node.input[1])  # (a QDQ model's weight)
+        if found is not None and keeps_int8_weight("int8", found[0], None, groups, kernel):
+            y = _op.nn.conv2d(x, const(found[0]), strides, pads, dilations, groups,
+                              out_dtype="float32")
+            y = _op.multiply(ctx.emit(y), const(conv_output_scale(found[1], wshape[0])))
+        else:
+            y = _op.nn.conv2d(x, w, strides, pads, dilations, groups)
     elif n == 3:
         y = _op.nn.conv3d(x, w, strides, pads, dilations, groups)
     else:

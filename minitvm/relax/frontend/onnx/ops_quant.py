@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, QRANGE, UNKNOWN, float_pieces
+from ....frontend_common.onnx_quant import (
+    QLINEAR_FLOAT_OPS,
+    QRANGE,
+    UNKNOWN,
+    float_pieces,
+    keeps_int8_weight,
+)
 from ... import op as _op
 from ...expr import const
 from .context import CONVERTERS, Context, register
@@ -143,10 +149,14 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
         ranges = None
     acc = "int32" if ranges is None else "float32"
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+    narrow = ranges is not None and len(ranges) == 1 and \
+        keeps_int8_weight(ctx.dtype(w), ctx.known(w), _zp_value(ctx, w_zp), groups, kernel)
+    if narrow:
+        ws = ctx.expr(w)  # (read as int8 and widened by the kernel: a quarter of the bytes)
 
     def conv(xp, wp):
         return ctx.emit(_op.nn.conv2d(xp, wp, strides, pads, dil, groups,
-                                      out_dtype=None if acc == "float32" else acc))
+                                      out_dtype=acc if narrow or acc != "float32" else None))
 
     if ranges is None or len(ranges) == 1:
         return conv(xs, ws), acc

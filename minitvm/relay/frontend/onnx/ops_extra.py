@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces
+from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces, keeps_int8_weight
 from ... import op as _op
 from .ops_nn import _conv_common, matmul
+from .qdq_weight import remember as remember_int8_weight
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -63,6 +64,7 @@ def _dequantize_linear(ctx, ins, attrs):
         y = _op.subtract(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), wide))
     if wide != fdt:
         y = _op.cast(y, fdt)
+    remember_int8_weight(ctx, x, scale, zp, axis, bs)  # (a Conv may read x itself)
     return _op.multiply(y, _along(ctx, scale, nd, axis, shape, bs))
 
 
@@ -155,6 +157,10 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
         ranges = None
     acc = "int32" if ranges is None else "float32"
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+    if ranges is not None and len(ranges) == 1 and \
+            keeps_int8_weight(ctx.dtype(w), ctx.maybe_value(w), _zp_value(ctx, w_zp), groups,
+                              kernel):
+        ws = w  # (read as int8 and widened by the kernel: a quarter of the weight bytes)
 
     def conv(xp, wp):
         return _op.nn.conv2d(xp, wp, strides=strides, padding=(begin[0], begin[1], end[0],

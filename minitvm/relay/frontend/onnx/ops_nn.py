@@ -10,6 +10,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from .pool_indices import maxpool_indices
+from .qdq_weight import int8_weight_and_scale
 from .registry import register
 
 
@@ -61,8 +62,13 @@ def _conv(ctx, ins, attrs):
         out = _nn.conv1d(x, w, strides=strides, padding=(begin[0], end[0]), dilation=dil,
                          groups=groups, channels=channels, kernel_size=kernel)
     elif n == 2:
-        out = _nn.conv2d(x, w, strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
-                         dilation=dil, groups=groups, channels=channels, kernel_size=kernel)
+        narrow = int8_weight_and_scale(ctx, groups, kernel)  # (a QDQ model's weight)
+        out = _nn.conv2d(x, w if narrow is None else narrow[0], strides=strides,
+                         padding=(begin[0], begin[1], end[0], end[1]), dilation=dil,
+                         groups=groups, channels=channels, kernel_size=kernel,
+                         out_dtype="" if narrow is None else "float32")
+        if narrow is not None:
+            out = _op.multiply(out, narrow[1])
     else:
         raise NotImplementedError(f"{ctx.where()}: {n}-D convolution is not supported "
                                   "(1-D and 2-D are)")

@@ -42,6 +42,9 @@ class Context(NodeContext):
         super().__init__(opset)
         self.fold = fold
         self.graph_inputs = set(graph_inputs)
+        # ONNX tensor name -> (q, scale) of a DequantizeLinear over a constant int8 weight,
+        # which a Conv may read as it is (``qdq_weight``)
+        self.int8_weights: dict = {}
 
     def shape(self, e) -> tuple[int, ...]:
         return infer_shape(e)
