@@ -39,6 +39,9 @@ from ..ndarray import NDArray, cpu
 from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 from .builtins import BUILTINS, ShapeTuple
 from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET, call_argv
+from .image_major import image_major
+from .image_major import image_positions as _image_positions
+from .image_major import written as _written
 from .kernel import NativeKernel
 
 __all__ = ["NativeFunction", "MISS", "RECORD", "native_function", "run_plan_address"]
@@ -180,11 +183,13 @@ class _Plan:
     """One call shape's replay: the plan words, output allocation and result rebuilding."""
 
     __slots__ = ("words", "addr", "run", "outs", "build", "keep", "lock", "nbytes", "names",
-                 "_steps")
+                 "_steps", "solo")
 
-    def __init__(self, words, run, outs, build, keep, nbytes: int = 0, names=()):
+    def __init__(self, words, run, outs, build, keep, nbytes: int = 0, names=(), solo=None):
         self.words = words
         self.addr = words.ctypes.data
+        # (words, names) of the image-major order (``image_major``), run at one thread
+        self.solo = solo
         self.run = run
         self.outs = outs  # [(shape, dtype)] of each output owner, allocated per call
         self.build = build  # (arrays, outs) -> the function's result
@@ -194,19 +199,38 @@ class _Plan:
         self.names = list(names)  # each step's kernel name (for profiles)
         self._steps = None
 
+    def address(self, nthreads: int) -> int:
+        """The address of the words to run on ``nthreads`` threads: the image-major order on
+        one (``image_major``), else the batch order, whose kernels spread images over the
+        pool."""
+        return self.solo[0].ctypes.data if nthreads == 1 and self.solo is not None else \
+            self.addr
+
+    def order(self, nthreads: int) -> tuple:
+        """(each step's kernel name, ``step_words``) of the order run on ``nthreads``."""
+        if nthreads == 1 and self.solo is not None:
+            return self.solo[1], _one_step_words(self.solo[0])
+        return self.names, self.step_words()
+
     def step_words(self) -> list:
         """One plan per step (all the patches, then that step alone), sharing this plan's
         pointer table and vars: runs the kernels one at a time, for profiles."""
         if self._steps is None:
-            w = self.words
-            npatch, nsteps = int(w[0]), int(w[1])
-            head = _HEADER + 3 * npatch
-            self._steps = []
-            for j in range(nsteps):
-                one = np.concatenate([w[:head], w[head + 3 * j:head + 3 * j + 3]])
-                one[1] = 1
-                self._steps.append(one)
+            self._steps = _one_step_words(self.words)
         return self._steps
+
+
+def _one_step_words(w) -> list:
+    """One plan per step of plan words ``w`` (all the patches, then that step alone), sharing
+    its pointer table and vars."""
+    npatch, nsteps = int(w[0]), int(w[1])
+    head = _HEADER + 3 * npatch
+    out = []
+    for j in range(nsteps):
+        one = np.concatenate([w[:head], w[head + 3 * j:head + 3 * j + 3]])
+        one[1] = 1
+        out.append(one)
+    return out
 
 
 class NativeFunction:
@@ -242,7 +266,8 @@ class NativeFunction:
         self.used[key] = next(self._tick)
         try:
             outs = [np.empty(s, d) for s, d in plan.outs]
-            plan.run((*arrays, *outs), plan.addr, threadpool.get_num_threads())
+            nth = threadpool.get_num_threads()
+            plan.run((*arrays, *outs), plan.address(nth), nth)
             return plan.build(arrays, outs)
         finally:
             plan.lock.release()
@@ -304,7 +329,7 @@ class NativeFunction:
             nthreads = threadpool.get_num_threads()
             t_alloc = clock()
             rows: dict = {}
-            for name, words in zip(plan.names, plan.step_words(), strict=True):
+            for name, words in zip(*plan.order(nthreads), strict=True):
                 t0 = clock()
                 plan.run(tup, words.ctypes.data, nthreads)
                 row = rows.setdefault(name, [0, 0.0])
@@ -455,7 +480,21 @@ class NativeFunction:
                       for q, a in enumerate(arrays) if q in _written(kernel)]
         arena = [(r.ctypes.data, r.nbytes) for r in roots.values()
                  if any(r.ctypes.data <= p < r.ctypes.data + r.nbytes for p in written_at)]
-        steps = _concats_in_place(steps, touched, keep, arena)
+        steps, touched, split = _concat_parts(steps, touched, keep, arena)
+
+        def expand(k, images):
+            if images is None:
+                return _batch_order(steps[k], touched[k], split.get(k))
+            q, per, _ = split.get(k, (-1, 0, images))
+            return _image_steps(steps[k], touched[k], q, per, images)
+
+        def scratch(nbytes):
+            buf, base = _aligned_buffer(nbytes)
+            keep.append(buf)
+            return base
+
+        solo = image_major(steps, touched, split, expand, scratch)
+        steps = [st for k in range(len(steps)) for st in expand(k, None)]
         # one owner per output root, allocated per call over the bytes the call uses
         owners, owner_index, direct = [], {}, {}
         for rid, (_root_arr, lo, hi, outs) in out_roots.items():
@@ -467,37 +506,15 @@ class NativeFunction:
             else:
                 owners.append(((hi - lo,), np.dtype("uint8")))
         nargs = len(ranges)
-        patches, table, kv = [], [], []
-        step_words = []
-        for address, refs, kvars, _name in steps:
-            step_words.append((address, len(table), len(kv)))
-            for kind, a, b in refs:
-                if kind == "arg":
-                    patches.append((len(table), a, b))
-                    table.append(0)
-                elif kind == "out":
-                    lo = out_roots[a][1]
-                    patches.append((len(table), nargs + owner_index[a], b - lo))
-                    table.append(0)
-                else:
-                    table.append(a)
-            kv.extend(kvars)
-        head = _HEADER + 3 * len(patches) + 3 * len(step_words)
-        words = np.zeros(head + len(table) + len(kv), np.int64)
-        words[0], words[1] = len(patches), len(step_words)
-        words[2] = words.ctypes.data + 8 * head
-        words[3] = words.ctypes.data + 8 * (head + len(table))
-        flat = [x for p in patches for x in p] + [x for s in step_words for x in s]
-        words[_HEADER:head] = np.array(flat, np.uint64).view(np.int64) if flat else 0
-        words[head:head + len(table)] = np.array(table, np.uint64).view(np.int64) \
-            if table else 0
-        words[head + len(table):] = kv
+        words = _plan_words(steps, out_roots, owner_index, nargs)
+        solo = None if solo is None else \
+            (_plan_words(solo, out_roots, owner_index, nargs), [st[3] for st in solo])
         py_run, nogil_run = run_plan_address()
         run = nogil_run if nbytes_total > GIL_RELEASE_BYTES else py_run
         build = self._builder(result, leaves, in_args, out_roots, owner_index, direct)
         roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
         return _Plan(words, run, owners, build, keep, sum(r.nbytes for r in roots.values()),
-                     [st[3] for st in steps])
+                     [st[3] for st in steps], solo)
 
     def _builder(self, result, leaves, in_args, out_roots, owner_index, direct):
         """A function (arrays, outs) -> result rebuilding ``result``'s structure per call."""
@@ -531,14 +548,39 @@ class NativeFunction:
         return template(result, 0)
 
 
+def _plan_words(steps: list, out_roots: dict, owner_index: dict, nargs: int) -> np.ndarray:
+    """The words ``mtvm_relax_run_plan`` reads for ``steps``: the header, the patches of the
+    argument and output refs, each step's (kernel, table offset, vars offset), the pointer
+    table and the vars (see ``_RUN_PLAN_IR``)."""
+    patches, table, kv = [], [], []
+    step_words = []
+    for address, refs, kvars, _name in steps:
+        step_words.append((address, len(table), len(kv)))
+        for kind, a, b in refs:
+            if kind == "arg":
+                patches.append((len(table), a, b))
+                table.append(0)
+            elif kind == "out":
+                lo = out_roots[a][1]
+                patches.append((len(table), nargs + owner_index[a], b - lo))
+                table.append(0)
+            else:
+                table.append(a)
+        kv.extend(kvars)
+    head = _HEADER + 3 * len(patches) + 3 * len(step_words)
+    words = np.zeros(head + len(table) + len(kv), np.int64)
+    words[0], words[1] = len(patches), len(step_words)
+    words[2] = words.ctypes.data + 8 * head
+    words[3] = words.ctypes.data + 8 * (head + len(table))
+    flat = [x for p in patches for x in p] + [x for s in step_words for x in s]
+    words[_HEADER:head] = np.array(flat, np.uint64).view(np.int64) if flat else 0
+    words[head:head + len(table)] = np.array(table, np.uint64).view(np.int64) if table else 0
+    words[head + len(table):] = kv
+    return words
+
+
 def _overlaps(span, lo: int, hi: int) -> bool:
     return span[1] > 0 and span[0] < hi and lo < span[0] + span[1]
-
-
-def _written(kernel) -> set:
-    """The positions, among ``kernel.pack``'s arrays, of the buffers the kernel writes."""
-    bufs = [k for k, p in enumerate(kernel.spec["params"]) if p[0] == "buf"]
-    return {bufs.index(k) for k in kernel.spec.get("written", ()) if k in bufs}
 
 
 def _aligned_buffer(nbytes: int) -> tuple[np.ndarray, int]:
@@ -548,7 +590,14 @@ def _aligned_buffer(nbytes: int) -> tuple[np.ndarray, int]:
 
 
 def _concats_in_place(steps: list, touched: list, keep: list, arena=()) -> list:
-    """``steps`` with each concatenation (a kernel whose spec has ``concat_axis``) run in place
+    """``steps`` with each concatenation run in place where it can be (``_concat_parts``),
+    in batch order."""
+    steps, touched, split = _concat_parts(steps, touched, keep, arena)
+    return [s for k, st in enumerate(steps) for s in _batch_order(st, touched[k], split.get(k))]
+
+
+def _concat_parts(steps: list, touched: list, keep: list, arena=()) -> tuple:
+    """``(steps, touched, split)``: ``steps`` with each concatenation (a kernel whose spec has ``concat_axis``) run in place
     where it can be, at this call shape: its parts are contiguous pieces of its output (every
     dim before the axis is 1) at 64-byte-aligned offsets, each part written by one earlier
     step and read by nothing else. The producers then write straight into the output and the
@@ -563,7 +612,9 @@ def _concats_in_place(steps: list, touched: list, keep: list, arena=()) -> list:
     are still in use while the parts are produced (the producers' input): the output then
     moves, with its readers, to a place in ``arena`` (the plan's intermediate storages,
     ``(address, bytes)``) free while it is in use (``_free_region``), else to a buffer of its
-    own (``_fresh_output``, appended to ``keep``)."""
+    own (``_fresh_output``, appended to ``keep``). The steps left, their ``touched`` entries
+    and ``split``, which maps each producer to run per image to ``(ref, bytes an image,
+    images)``, are returned."""
     drop = set()
     split: dict = {}  # producer step -> (ref position, output bytes per image, images)
     fresh: list = []  # the outputs' own buffers: [base address, bytes, last step reading it]
@@ -647,13 +698,15 @@ def _concats_in_place(steps: list, touched: list, keep: list, arena=()) -> list:
                                     touched[j][1][q].nbytes // images)
                 split[j] = (q, per, images)
         drop.add(c)
-    out = []
-    for k, st in enumerate(steps):
-        if k in split:
-            out.extend(_image_steps(st, touched[k], *split[k]))
-        elif k not in drop:
-            out.append(st)
-    return out
+    keep_steps = [k for k in range(len(steps)) if k not in drop]
+    return ([steps[k] for k in keep_steps], [touched[k] for k in keep_steps],
+            {i: split[k] for i, k in enumerate(keep_steps) if k in split})
+
+
+def _batch_order(step, touch, split) -> list:
+    """``step`` as it runs in batch order: once, or once per image where it produces a part of
+    a concatenation of images (``split``: ``(ref, bytes an image, images)``)."""
+    return _image_steps(step, touch, *split) if split is not None else [step]
 
 
 def _free_region(touched: list, drop: set, arena, nbytes: int, first: int, last: int,
@@ -720,13 +773,6 @@ def _fresh_output(fresh: list, keep: list, nbytes: int, first: int, last: int) -
     keep.append(buf)
     fresh.append([base, nbytes, last])
     return base
-
-
-def _image_positions(kernel) -> list:
-    """The positions, among ``kernel.pack``'s arrays, of the buffers batched by its image loop
-    (their leading dimension is the symbolic batch; every other one is static)."""
-    bufs = [p for p in kernel.spec["params"] if p[0] == "buf"]
-    return [k for k, p in enumerate(bufs) if p[3] and p[3][0] == -1]
 
 
 def _by_image(step, touch, q: int, images: int) -> bool:
