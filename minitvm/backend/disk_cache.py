@@ -192,7 +192,9 @@ class DiskCache:
         """Store a whole build's payload (bytes-like ``chunks``, written back to back)
         atomically; never raises for I/O errors. ``wait=False`` writes on a thread (checksum
         and file writes release the GIL): ``chunks`` must not change until it is done, which
-        ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for."""
+        ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for; there
+        ``chunks`` may also be a function that makes them (None: nothing to write), called on
+        the thread."""
         if wait:
             self._write_build(key, chunks)
             return
@@ -217,7 +219,10 @@ class DiskCache:
 
     def _write_build(self, key: str, chunks) -> None:
         try:
-            self._write_build_file(key, chunks)
+            if callable(chunks):
+                chunks = chunks()
+            if chunks is not None:
+                self._write_build_file(key, chunks)
         finally:
             with _WRITERS_LOCK:
                 if _WRITERS.get((id(self), key)) is threading.current_thread():

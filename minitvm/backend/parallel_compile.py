@@ -4,7 +4,10 @@ LLVM's optimizer dominates a cold build and llvmlite serializes every LLVM call 
 so threads cannot overlap it; processes can. ``run_sharded`` forks ``jobs - 1`` workers, each
 lowering its share of the kernels (its code reaches the parent through the on-disk cache of
 ``backend.disk_cache``), lowers the parent's own share meanwhile, and waits for the workers.
-The sequential lowering that follows then loads every kernel instead of compiling it. A worker
+Each worker reports every group it finished on a second pipe; between its own groups, and
+while it waits, the parent runs those groups too, which loads their code from the disk cache
+into its in-process caches: that work overlaps the workers' compiling instead of following it.
+The sequential lowering that follows then finds every kernel ready instead of compiling it. A worker
 that fails, crashes or outlives ``WORKER_TIMEOUT`` costs nothing but time: whatever it did not
 store is compiled by the parent as usual.
 
@@ -16,6 +19,7 @@ and the on-disk cache (with the cache switched off the build stays sequential).
 from __future__ import annotations
 
 import os
+import select
 import signal
 import struct
 import sys
@@ -122,6 +126,7 @@ def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
         os.write(wr, b"".join(struct.pack("<I", k) for k in range(len(members))))
     finally:
         os.close(wr)
+    done_rd, done_wr = os.pipe()  # the groups workers finished, 4 bytes each (atomic writes)
     sys.stdout.flush()
     sys.stderr.flush()
     pids = []
@@ -135,33 +140,87 @@ def run_sharded(tasks: Sequence, run_one: Callable[[object], object],
             if pid == 0:  # a worker: compile into the disk cache, then leave at once
                 code = 0
                 try:
-                    code = _drain(rd, members, run_one)
+                    os.close(done_rd)
+                    code = _drain(rd, members, run_one, done_wr=done_wr)
                 finally:
                     os._exit(code)
             pids.append(pid)
+        os.close(done_wr)  # (the workers hold the write end now: EOF when all of them left)
+        done_wr = -1
+        os.set_blocking(done_rd, False)
+        deadline = time.monotonic() + WORKER_TIMEOUT
         try:
-            _drain(rd, members, run_one)
+            _drain(rd, members, run_one, done_rd=done_rd)
+            _collect(done_rd, members, run_one, deadline)
         except BaseException:  # interrupted: stop the workers now rather than wait for them
             _wait(pids, 0.0)
             raise
-        _wait(pids, WORKER_TIMEOUT)
+        _wait(pids, max(0.0, deadline - time.monotonic()))
     finally:
         os.close(rd)
+        os.close(done_rd)
+        if done_wr >= 0:
+            os.close(done_wr)
     return len(pids)
 
 
-def _drain(rd: int, members: list, run_one) -> int:
-    """Run groups taken from the queue ``rd`` until it is empty; 1 if a task failed, else 0."""
+def _run_group(members: list, k: int, run_one) -> int:
+    """Run group ``k``'s tasks; 1 if one failed (it is compiled again, and reported, by the
+    sequential lowering after), else 0."""
+    code = 0
+    for t in members[k]:
+        try:
+            run_one(t)
+        except Exception:
+            code = 1
+    return code
+
+
+def _finished(done_rd: int) -> list[int] | None:
+    """The group numbers workers reported since the last call ([] when none yet); None at EOF
+    (every worker has left)."""
+    out = []
+    while True:
+        try:
+            data = os.read(done_rd, 4096)
+        except BlockingIOError:
+            return out
+        if not data:
+            return out or None
+        out.extend(k for (k,) in struct.iter_unpack("<I", data))
+
+
+def _drain(rd: int, members: list, run_one, done_wr: int = -1, done_rd: int = -1) -> int:
+    """Run groups taken from the queue ``rd`` until it is empty; 1 if a task failed, else 0.
+    A worker reports each group it finished on ``done_wr``; the parent first runs the groups
+    reported on ``done_rd`` (loading what a worker compiled) before taking the next one."""
     code = 0
     while True:
+        if done_rd >= 0:
+            for k in _finished(done_rd) or ():
+                _run_group(members, k, run_one)
         data = os.read(rd, 4)
         if len(data) < 4:
             return code
-        for t in members[struct.unpack("<I", data)[0]]:
-            try:
-                run_one(t)
-            except Exception:  # compiled again (and reported) by the sequential lowering after
-                code = 1
+        k = struct.unpack("<I", data)[0]
+        code |= _run_group(members, k, run_one)
+        if done_wr >= 0:
+            os.write(done_wr, struct.pack("<I", k))
+
+
+def _collect(done_rd: int, members: list, run_one, deadline: float) -> None:
+    """After the queue ran dry: run each group a worker reports finished until all of them
+    have left (EOF) or ``deadline`` passed."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        select.select([done_rd], [], [], min(left, 1.0))
+        ks = _finished(done_rd)
+        if ks is None:
+            return
+        for k in ks:
+            _run_group(members, k, run_one)
 
 
 def _wait(pids: list[int], timeout: float) -> None:

@@ -387,10 +387,13 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     One iterative post-order walk: each node, sequence and dict is hashed once (its code kept
     by identity, so a shared subtree costs nothing the second time) from its children's
     codes; leaves are coded where their parent is hashed. Bound variables hash by the order in
-    which the walk first meets them."""
+    which the walk first meets them, with their declared fields (a Relay parameter's type, a
+    Relax variable's struct info) as ``structural_equal`` compares them where they are bound:
+    fused functions that differ only in their parameters' shapes hash apart."""
     kinds = _KINDS
     memo: dict[int, int] = {}  # id -> code of every composite hashed so far
     var_count = 0
+    var_numbers: dict[int, int] = {}  # id -> number of the annotated variables met so far
     open_ids: set[int] = set()  # entered and not yet left: met again, a cycle
     keep = []  # memoized objects stay alive, so their ids stay unique
     kind = kinds.get(type(node))
@@ -404,7 +407,8 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
         oid = id(obj)
         if kids is not None:  # leave: every composite child has its code now
             t = type(obj)
-            codes = [_TYPE_CODES[t]]
+            number = var_numbers.get(oid) if var_numbers else None
+            codes = [_TYPE_CODES[t]] if number is None else [_VAR_CODE, number]
             for c in kids:
                 k = kinds.get(type(c))
                 if k is None:
@@ -433,16 +437,21 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
                 memo[oid] = _num_code(v)
                 continue
         elif kind == _VAR:
-            plain = [_leaf_code(p, kinds.get(type(p)) or _kind_of(type(p)))
-                     for f in node_fields(t)
-                     if isinstance(p := getattr(obj, f, None), str | int)]
-            memo[oid] = hash((_VAR_CODE, var_count, *plain))
+            fields = [getattr(obj, f, None) for f in node_fields(t)]
+            if all(p is None or isinstance(p, str | int) for p in fields):
+                plain = [_leaf_code(p, kinds.get(type(p)) or _kind_of(type(p)))
+                         for p in fields if p is not None]
+                memo[oid] = hash((_VAR_CODE, var_count, *plain))
+                var_count += 1
+                continue
+            # numbered where first met, coded with its annotation once that is hashed (the
+            # symbolic variables first seen in the annotation are numbered after it)
+            var_numbers[oid] = var_count
             var_count += 1
-            continue
         elif kind == _NAME:
             memo[oid] = hash((_TYPE_CODES[t], _str_code(str(_named_key(obj)))))
             continue
-        kids = _children(obj, kind)
+        kids = fields if kind == _VAR else _children(obj, kind)
         open_ids.add(oid)
         stack.append((obj, kids))
         for c in reversed(kids):

