@@ -75,25 +75,38 @@ def model_bytes(name: str) -> bytes:
         return f.read()
 
 
-def kernel_times(gmod, reps: int = 9) -> list[tuple[str, str, float, list, tuple]]:
-    """(kernel, shapes, median seconds, input shapes, output shape) per step of ``gmod`` in
-    execution order, each step called on this thread in graph order (thread CPU time)."""
+def kernel_times(gmod, reps: int = 9) -> list[tuple[str, str, float, list, tuple, int]]:
+    """(kernel, shapes, median seconds, input shapes, output shape, elements of its largest
+    weight) per step of ``gmod`` in execution order, each step called on this thread in graph
+    order (thread CPU time)."""
     from bench_mobilenet import step_times
 
     times = step_times(gmod, reps)
     entries = gmod._plan["entries"]
     rows = []
-    for k, (name, _, ins, outs) in enumerate(gmod._plan["steps"]):
+    for k, (name, kern, ins, outs) in enumerate(gmod._plan["steps"]):
         desc = "x".join(map(str, entries[ins[0]][2])) + " -> " + \
             "x".join(map(str, entries[outs[0]][2])) if ins else ""
+        weights = [entries[e][2] for e in ins[1:]] + [c.shape for c in kern.consts]
         rows.append((name.replace("tvmgen_default_fused_", ""), desc, float(np.median(times[k])),
-                     [tuple(entries[e][2]) for e in ins], tuple(entries[outs[0]][2])))
+                     [tuple(entries[e][2]) for e in ins], tuple(entries[outs[0]][2]),
+                     max((int(np.prod(w)) for w in weights), default=0)))
     return rows
 
 
+def wide_filter(weight_elements: int, data_shape: tuple, out_shape: tuple) -> bool:
+    """Does a conv's weight (as given or as a kernel prepacked it: Winograd's transformed
+    tiles, channel vectors) hold at least two values per input x output channel pair, i.e. is
+    it wider than 1x1? Two convs of the same data and output shapes (SqueezeNet's expand 1x1
+    and 3x3) pair by it; a grouped conv's weight has few values per pair on both sides."""
+    pairs = int(data_shape[1]) * int(out_shape[1]) if len(data_shape) > 1 and \
+        len(out_shape) > 1 else 0
+    return pairs > 0 and weight_elements >= 2 * pairs
+
+
 def ort_node_times(blob: bytes, feeds: dict, runs: int = 15) -> list[tuple]:
-    """(node, op type, median seconds, data input shape, output shape) per ONNX Runtime node
-    at one thread, in run order."""
+    """(node, op type, median seconds, data input shape, output shape, elements of its second
+    input: a conv's weight) per ONNX Runtime node at one thread, in run order."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -110,12 +123,14 @@ def ort_node_times(blob: bytes, feeds: dict, runs: int = 15) -> list[tuple]:
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             a = e["args"]
+            ins = a.get("input_type_shape") or [{"": ()}]
             shapes = [tuple(next(iter(d.values()))) for d in
-                      (a.get("input_type_shape") or [{"": ()}])[:1] +
-                      (a.get("output_type_shape") or [{"": ()}])[:1]]
-            per.setdefault((e["name"][:-len("_kernel_time")], a["op_name"], *shapes),
+                      ins[:1] + (a.get("output_type_shape") or [{"": ()}])[:1]]
+            w = int(np.prod(next(iter(ins[1].values())))) if len(ins) > 1 else 0
+            per.setdefault((e["name"][:-len("_kernel_time")], a["op_name"], *shapes, w),
                            []).append(e["dur"] * 1e-6)
-    return [(n, op, float(np.median(d[-runs:])), x, y) for (n, op, x, y), d in per.items()]
+    return [(n, op, float(np.median(d[-runs:])), x, y, w)
+            for (n, op, x, y, w), d in per.items()]
 
 
 OP_KIND = {"max_pool2d": "MaxPool", "avg_pool2d": "AveragePool",
@@ -192,17 +207,21 @@ def main(argv=None) -> int:
 
     kernels = kernel_times(g)
     nodes = ort_node_times(blob, feeds)
-    convs = [(t, xs, ys) for _, op, t, xs, ys in nodes if op == "Conv"]
+    convs = [(t, xs, ys, wide_filter(w, xs, ys)) for _, op, t, xs, ys, w in nodes
+             if op == "Conv"]
     by_kind: dict[str, list[float]] = {}
-    for _, op, t, _, _ in nodes:
+    for _, op, t, _, _, _ in nodes:
         if op != "Conv":
             by_kind.setdefault(op, []).append(t)
     print("per layer (ms): minitvm  ORT  minitvm/ORT  kernel  shapes")
     total = [0.0, 0.0]
-    for kname, desc, t, ins, out in kernels:
+    for kname, desc, t, ins, out, w in kernels:
         o = None
-        if "conv2d" in kname:  # the first unmatched Conv node with this data input and output
-            hit = next((c for c in convs if c[2] == out and c[1] in ins), None)
+        if "conv2d" in kname:  # the first unmatched Conv node with this data input and output,
+            # of a filter as wide (1x1 or not), else of any filter
+            same = [c for c in convs if c[2] == out and c[1] in ins]
+            wide = ins and wide_filter(w, ins[0], out)
+            hit = next((c for c in same if c[3] == wide), same[0] if same else None)
             if hit is not None:
                 convs.remove(hit)
                 o = hit[0]

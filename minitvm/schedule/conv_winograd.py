@@ -162,6 +162,16 @@ MIN_GAIN = {"avx512": 1.6, "avx2": None}
 MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
+# (Tried: the narrow tile for convs of at most 16 input channels whose band at ``NR`` holds
+# over ``BAND_BYTES`` of V and M together and at ``NARROW_NR`` does not (``band_rows`` bounds V
+# only; at 16 inputs M is the traffic). Alone, one thread, ms, 32 -> 16 wide (ONNX Runtime):
+# SqueezeNet's 16->64 at 55x55 (bands of 7 tile rows, V + M 1.1 MB -> 2 rows, 0.3 MB) 0.347 ->
+# 0.325, 0.325 -> 0.308, 0.297 -> 0.280, 0.333 -> 0.315 (0.345, 0.322, 0.312, 0.339), 16->128 at
+# 55x55 0.665 -> 0.590 (0.666); where the band is no smaller the narrow tile lost (16->64 at
+# 111x111 1.351 -> 1.388, 16->96 at 40x40 0.225 -> 0.231), as with more inputs (32->64 at
+# 55x55 0.463 -> 0.476). But in SqueezeNet's run order, both builds side by side in one
+# process, the two 16->64 convs went 0.429 / 0.389 -> 0.439 / 0.357 and 0.447 / 0.344, the
+# model 4.285 -> 4.280 and 4.247 -> 4.252 ms: no gain. Not kept.)
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
