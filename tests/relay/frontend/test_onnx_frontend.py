@@ -8,6 +8,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_resize_cases import RESIZES  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -252,15 +253,6 @@ def test_operator_compiled_matches_onnxruntime(name):
 
 
 # ------------------------------------------------------------------ Resize as image.resize2d
-def _resize(shape, attrs, scales=None, sizes=None):
-    inits = [("roi", np.zeros(0, "float32")),
-             ("sc", np.array(scales if scales else [], "float32"))]
-    if sizes is not None:
-        inits.append(("sz", np.array(sizes, "int64")))
-    return _single("Resize", [("x", F, list(shape))], [("y", F, None)], attrs, inits), \
-        {"x": rand(*shape)}
-
-
 def _called_ops(mod):
     names = set()
     relay.expr_functor.post_order_visit(
@@ -268,44 +260,10 @@ def _called_ops(mod):
     return names
 
 
-# name -> (model and feeds, whether the import is one image.resize2d)
-RESIZES = {
-    # torch's nearest upsample export; hrnet_mini's bilinear size=, align_corners=True/False
-    "nearest_asymmetric_floor_x2": (_resize(
-        (1, 3, 8, 8), {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
-                       "nearest_mode": "floor"}, scales=[1, 1, 2, 2]), True),
-    "linear_half_pixel_sizes": (_resize(
-        (1, 4, 16, 16), {"mode": "linear"}, sizes=[1, 4, 32, 32]), True),
-    "linear_align_corners_sizes": (_resize(
-        (1, 2, 16, 12), {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
-        sizes=[1, 2, 32, 20]), True),
-    "linear_pytorch_half_pixel_down": (_resize(
-        (1, 2, 9, 7), {"mode": "linear", "coordinate_transformation_mode":
-                       "pytorch_half_pixel"}, sizes=[1, 2, 4, 1]), True),
-    "cubic_exclude_outside": (_resize(
-        (1, 2, 5, 6), {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1},
-        scales=[1, 1, 2, 3]), True),
-    "nearest_round_prefer_ceil_one_axis": (_resize(
-        (2, 3, 6, 10), {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
-        sizes=[2, 3, 6, 4]), True),
-    # a scale factor whose taps differ from in/out's (5 * 1.5 = 7.5 -> 7 pixels)
-    "linear_fractional_scale": (_resize(
-        (1, 2, 4, 5), {"mode": "linear"}, scales=[1, 1, 2, 1.5]), False),
-    "nearest_fractional_scale": (_resize(
-        (1, 1, 4, 5), {"mode": "nearest"}, scales=[1, 1, 1, 1.5]), False),
-    "nearest_channels_resized": (_resize(
-        (1, 2, 4, 4), {"mode": "nearest"}, sizes=[1, 4, 8, 8]), False),
-    "linear_3d_input": (_resize((1, 2, 6), {"mode": "linear"}, sizes=[1, 2, 12]), False),
-    "linear_antialias_down": (_resize(
-        (1, 1, 12, 12), {"mode": "linear", "antialias": 1}, sizes=[1, 1, 5, 5]), False),
-}
-
-
 @pytest.mark.parametrize("name", sorted(RESIZES))
 def test_resize_imports_as_resize2d_where_it_samples_the_same(name):
-    (model, feeds), as_resize2d = RESIZES[name]
-    if name == "linear_antialias_down":
-        model.opset_import[0].version = 18
+    (model, x), as_resize2d = RESIZES[name]
+    feeds = {"x": x}
     mod = check_against_ort(model, feeds)
     ops = _called_ops(mod)
     assert ("image.resize2d" in ops) == as_resize2d
