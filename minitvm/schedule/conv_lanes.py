@@ -172,6 +172,13 @@ UNROLL_TAPS = 3
 PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; 0: one pass over them all)
 CHANNEL_BLOCK_BYTES = 16 * 1024
+# ... twice that for a plane whose tiles follow its rows (``row_segments``: a dilated conv on a
+# small plane), even at ``WIDE`` tiles (which otherwise make one pass over the channels): there
+# a band is one output row, whose input rows (three, a dilation apart) and weights for all the
+# channels overflow L1. Sapphire Rapids, one thread, DeepLab's 256 -> 64 3x3 dilation 6 at
+# 32x32 + bias + relu, ms, 64-channel tiles (ONNX Runtime 1.51): one pass 1.98, blocks of 8
+# channels 1.75, 16 (this) 1.57, either order; 32-channel tiles 1.96-2.25 at any block
+ROW_TILES_CHANNEL_BLOCK_BYTES = 32 * 1024
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
 # in the "channels" order, each filter tap of a tile also prefetches its weights one block of
 # input channels on (without blocks, PREFETCH_CHANNELS on), so that weights coming from memory
@@ -286,6 +293,8 @@ def default_knobs(g) -> dict:
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
+    if "ow" in g and row_segments(g) is not None:
+        knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):

@@ -194,3 +194,36 @@ def test_switched_off_row_tiles_keep_conv_direct(monkeypatch):
                    for s in walk_stmts(kernel.prim_func.body))
     np.testing.assert_allclose(_run(lib, inputs), on, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(on, want, rtol=1e-4, atol=1e-4)
+
+
+def _deeplab_geometry(dil: int) -> dict:
+    """``conv_lanes.geometry`` of DeepLab's 256 -> 64 3x3 branch at 32x32, dilation ``dil``."""
+    return dict(n=1, c=256, h=32, w=32, o=64, kh=3, kw=3, oh=32, ow=32, sh=1, sw=1, dh=dil,
+                dw=dil, pt=dil, pl=dil, hp=32 + 2 * dil, wp=32 + 2 * dil, grid=1024, groups=1,
+                og=64, cin=256, real_o=64, parallel=True)
+
+
+@pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
+def test_row_tile_default_knobs_block_the_channels():
+    """A row-tiled geometry (dilation 6) defaults to the row tiles' channel block, which cuts
+    its 256 channels in blocks; the same conv undilated (no row tiles) keeps its own."""
+    g = _deeplab_geometry(6)
+    knobs = conv_lanes.default_knobs(g)
+    assert knobs["lanes_cblock"] == conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES
+    assert conv_lanes.channel_block(conv_lanes.with_knobs(g, knobs)) < g["c"]
+    flat = _deeplab_geometry(1)
+    assert conv_lanes.row_segments(flat) is None
+    assert conv_lanes.default_knobs(flat)["lanes_cblock"] != \
+        conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES
+
+
+@pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
+def test_deeplab_branch_row_tiles_in_channel_blocks_match_reference():
+    """DeepLab's dilation-6 branch as built: row tiles over blocks of input channels, their
+    partial sums in a scratch between blocks (``cl_sums``), matching float64."""
+    lib, inputs, want = _build((1, 256, 32, 32), 64, 3, (1, 1), (6, 6, 6, 6), (6, 6))
+    kernel = _kernel(lib)
+    assert _row_tiled(kernel)
+    assert any(isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_sums"
+               for s in walk_stmts(kernel.prim_func.body))
+    np.testing.assert_allclose(_run(lib, inputs), want, rtol=1e-4, atol=1e-4)

@@ -23,6 +23,10 @@ from ..transform import reshape, transpose
 from .nn import conv2d
 
 MIN_PHASE = 8  # phase images at least this many pixels a side (Winograd needs a few tiles)
+# (Tried: with row tiles in 16-channel blocks (conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES) the
+# dilated conv itself for dilation 4 and 2 at 32x32, DeepLab's 256 -> 64 + bias + relu, alone,
+# one thread, Sapphire Rapids, ms, phases / dilated (ONNX Runtime): d4 1.36 / 1.66 (1.53), d2
+# 0.99 / 1.73 (1.67). Not kept.)
 MIN_CHANNELS = 16  # input and output channels (fewer: the Winograd transforms cost more)
 
 
