@@ -15,7 +15,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx_quant_cases import ort_run  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, ort_run, qdq_conv  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common import onnx_quant  # noqa: E402
@@ -80,6 +80,23 @@ def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     got = build_and_run(mod, params, {"x": x})[0]
     want = ort_run(proto, {"x": x})[0]
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("w_zp, per_channel, groups, weight", QDQ_CONV_CASES)
+def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
+    """A QDQ conv (uint8 activation, int8 weight): on VNNI an int32 conv of the quantized
+    values, scaled by both scales (``qdq_weight.vnni_qdq_conv``) where the weight has no zero
+    point and one group; within one step of ORT's output (which runs the QDQ group as an
+    integer conv), nearly all equal."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(
+        conv_vnni.available() and weight == "int8")
+    out = build_and_run(mod, params, feeds)[0]
+    ref = ort_run(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.99
 
 
 def test_vnni_conv_choice():

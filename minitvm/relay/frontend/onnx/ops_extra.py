@@ -13,11 +13,11 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     vnni_conv,
-    zero_point_sums,
 )
 from ... import op as _op
 from .ops_nn import _conv_common, matmul
 from .qdq_weight import remember as remember_int8_weight
+from .qdq_weight import vnni_int_conv
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -162,7 +162,8 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     wv, x_zv = ctx.maybe_value(w), _zp_value(ctx, x_zp)
     if vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, _zp_value(ctx, w_zp), groups,
                  wshape[0]):
-        return _vnni_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel), "int32"
+        return vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups,
+                             kernel), "int32"
     ranges = _float_pieces(ctx, x, x_zp, w, w_zp, 0, 1)
     if ranges is not None and groups != 1 and len(ranges) > 1:
         ranges = None
@@ -184,21 +185,6 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     parts = [conv(_op.strided_slice(xs, [lo], [hi], axes=[1]),
                   _op.strided_slice(ws, [lo], [hi], axes=[1])) for lo, hi in ranges]
     return _sum_pieces(parts, acc)
-
-
-def _vnni_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel):
-    """``onnx_quant.vnni_conv``'s form: the int32 conv of the uint8 input, padded with its zero
-    point (``nn.pad``; by the conv itself when that is 0), and the int8 weight, less
-    ``x_zp * sum(w)`` per output channel."""
-    zp = 0 if x_zv is None else int(np.asarray(x_zv).reshape(-1)[0])
-    pads = (begin[0], begin[1], end[0], end[1])
-    if zp and any(pads):
-        x = _op.nn.pad(x, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])),
-                       pad_value=ctx.const(np.array(zp, "uint8")))
-        pads = (0, 0, 0, 0)
-    y = _op.nn.conv2d(x, w, strides=strides, padding=pads, dilation=dil, groups=groups,
-                      channels=ctx.shape(w)[0], kernel_size=kernel, out_dtype="int32")
-    return _op.subtract(y, ctx.const(zero_point_sums(wv, x_zv))) if zp else y
 
 
 @register("MatMulInteger")
