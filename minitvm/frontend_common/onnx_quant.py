@@ -150,13 +150,14 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     """May an integer conv of ``x - x_zp`` (NCHW) and ``w - w_zp`` run as an int32 conv of the
     uint8 input itself and the int8 weight on the host's VNNI instructions
     (``schedule/conv_vnni``), the zero point's share subtracted after (``zero_point_sums``)?
-    Where the host has them: a uint8 input with a constant scalar zero point (or none), a
+    (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
+    Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
     constant int8 weight without (nonzero) zero points, one group, a multiple of 16 output
     channels, a filter of two or more taps, at least ``VNNI_MIN_CHANNELS`` input channels and
     ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs stay."""
     from ..schedule.conv_vnni import LANES, available
 
-    if x_dtype != "uint8" or w_dtype != "int8" or w is None or groups != 1 or \
+    if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
             channels % LANES or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
         return False
     c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))

@@ -23,9 +23,10 @@ from minitvm.relay.analysis import post_order_visit  # noqa: E402
 from minitvm.schedule import conv_vnni  # noqa: E402
 
 
-def _model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, rng):
+def _model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, rng,
+           x_dtype: str = "uint8"):
     w = rng.integers(-128, 128, (o, c, k, k)).astype("int8")
-    inits = [numpy_helper.from_array(np.array(x_zp, "uint8"), "xz"),
+    inits = [numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
              numpy_helper.from_array(w, "w")]
     pads = [d * (k // 2)] * 4
     if op == "QLinearConv":
@@ -34,17 +35,19 @@ def _model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, 
                                           "ws"),
                   numpy_helper.from_array(np.zeros(o, "int8"), "wz"),
                   numpy_helper.from_array(np.array(0.3 * c, "float32"), "ys"),
-                  numpy_helper.from_array(np.array(128, "uint8"), "yz"),
+                  numpy_helper.from_array(np.array(128 if x_dtype == "uint8" else 5, x_dtype),
+                                          "yz"),
                   numpy_helper.from_array(rng.integers(-999, 999, o).astype("int32"), "b")]
         node = helper.make_node(op, ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
                                 pads=pads, strides=[s, s], dilations=[d, d])
-        out_t = TensorProto.UINT8
+        out_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
     else:
         node = helper.make_node(op, ["x", "w", "xz"], ["y"], pads=pads, strides=[s, s],
                                 dilations=[d, d])
         out_t = TensorProto.INT32
+    x_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
-        "x", TensorProto.UINT8, [1, c, hw, hw])], [helper.make_tensor_value_info(
+        "x", x_t, [1, c, hw, hw])], [helper.make_tensor_value_info(
             "y", out_t, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
@@ -82,6 +85,21 @@ def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", [(16, 32, 8, 3, 1, 1, -20),
+                                                    (20, 16, 9, 3, 2, 1, 0),
+                                                    (16, 16, 6, 3, 1, 1, 127)])
+def test_int8_input_runs_shifted(c, o, hw, k, s, d, zp):
+    """An int8 QLinearConv input: the uint8 ``x + 128`` with its zero point 128 more."""
+    rng = np.random.default_rng(c + o + zp)
+    proto = _model("QLinearConv", c, o, hw, k, s, d, zp, rng, "int8")
+    x = rng.integers(-128, 128, (1, c, hw, hw)).astype("int8")
+    x[0, :, 0, :] = -128
+    mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    np.testing.assert_array_equal(build_and_run(mod, params, {"x": x})[0],
+                                  ort_run(proto, {"x": x})[0])
+
+
 @pytest.mark.parametrize("w_zp, per_channel, groups, weight", QDQ_CONV_CASES)
 def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
     """A QDQ conv (uint8 activation, int8 weight): on VNNI an int32 conv of the quantized
@@ -106,7 +124,8 @@ def test_vnni_conv_choice():
     ok = conv_vnni.available()
     assert onnx_quant.vnni_conv("uint8", np.uint8(3), "int8", w, None, 1, 32) == ok
     assert onnx_quant.vnni_conv("uint8", None, "int8", w, np.zeros(32, "int8"), 1, 32) == ok
-    assert not onnx_quant.vnni_conv("int8", None, "int8", w, None, 1, 32)
+    assert onnx_quant.vnni_conv("int8", np.int8(-3), "int8", w, None, 1, 32) == ok
+    assert not onnx_quant.vnni_conv("int16", None, "int8", w, None, 1, 32)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", w, np.ones(32, "int8"), 1, 32)
     assert not onnx_quant.vnni_conv("uint8", onnx_quant.UNKNOWN, "int8", w, None, 1, 32)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", None, None, 1, 32)
