@@ -42,6 +42,7 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), d
     ((2, 20, 12, 12), 48, 3, 1, (2, 2, 2, 2), 2),  # a batch, dilation 2, 48 = 16-wide tiles
     ((1, 64, 8, 8), 32, 1, 2, (0, 0, 0, 0), 1),    # a 1x1 conv, stride 2
     ((1, 16, 2, 2), 16, 3, 1, (1, 1, 1, 1), 1),    # a plane of 4 pixels
+    ((1, 64, 16, 16), 64, 3, 1, (1, 1, 1, 1), 1),  # large enough for the thread pool
 ]
 
 
@@ -64,6 +65,10 @@ def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
         prim = conv_kernel(lib).prim_func
         shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
         assert (o // 16, -(-shape[1] // 4), k, k, 16, 4) in shapes
+        macs = o * shape[1] * k * k * got.shape[2] * got.shape[3]
+        parallel = any(isinstance(st, S.For) and st.kind == S.ForKind.PARALLEL
+                       for st in walk_stmts(prim.body))
+        assert parallel == (macs >= conv_vnni.PARALLEL_MIN_MACS)
 
 
 def test_vnni_conv_weight_at_run_time():
