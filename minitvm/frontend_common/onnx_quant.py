@@ -133,3 +133,46 @@ def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
 def conv_output_scale(s, channels: int):
     """``dequantized_weight_scale``'s scales shaped to multiply an NCHW conv's output."""
     return s.reshape(()) if s.size == 1 else s.reshape(1, channels, 1, 1)
+
+
+# convs of fewer input channels, or fewer input channels x taps, keep the float32 conv, which
+# measured faster (bench_quantized's resnet18 QOperator convs, one thread, us, float / VNNI): the
+# 3 -> 16 7x7/2 stem at 64x64 31.4 / 67.5, 1x1/2 convs 16 -> 32 at 16x16 4.5 / 7.2, 32 -> 64 at
+# 8x8 3.5 / 5.2; 64 -> 128 at 4x4 5.0 / 3.5, 3x3 16 -> 16 at 16x16 9.5 / 7.8. 1x1 convs keep
+# it too: alone they ran about even (16 -> 96 at 16x16 9.0 / 9.2, 192 -> 32 at 4x4 6.6 / 5.0),
+# but in MobileNetV2 (QOperator) the depthwise convs before them then store uint8 rather than
+# the float32 input of the float conv, and ran 2x slower (the model 0.129 -> 0.187 ms)
+VNNI_MIN_CHANNELS = 16
+VNNI_MIN_REDUCTION = 64
+
+
+def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
+    """May an integer conv of ``x - x_zp`` (NCHW) and ``w - w_zp`` run as an int32 conv of the
+    uint8 input itself and the int8 weight on the host's VNNI instructions
+    (``schedule/conv_vnni``), the zero point's share subtracted after (``zero_point_sums``)?
+    (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
+    Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
+    constant int8 weight without (nonzero) zero points, one group, a multiple of 16 output
+    channels, a filter of two or more taps, at least ``VNNI_MIN_CHANNELS`` input channels and
+    ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs stay."""
+    from ..schedule.conv_vnni import LANES, available
+
+    if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
+            channels % LANES or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
+        return False
+    c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))
+    if c < VNNI_MIN_CHANNELS or c * taps < VNNI_MIN_REDUCTION or taps < 2:
+        return False
+    if x_zp is not None and np.size(x_zp) != 1:
+        return False
+    if w_zp is not None and np.any(np.asarray(w_zp)):
+        return False
+    return available()
+
+
+def zero_point_sums(w, x_zp) -> np.ndarray:
+    """``x_zp * sum(w)`` per output channel of an ``[O, C, KH, KW]`` weight, int32 shaped
+    ``(1, O, 1, 1)``: conv(x - x_zp, w) = conv(x, w) - this, when x is padded with x_zp."""
+    zp = 0 if x_zp is None else int(np.asarray(x_zp).reshape(-1)[0])
+    s = np.asarray(w, "int64").sum(axis=(1, 2, 3)) * zp
+    return s.astype("int32").reshape(1, -1, 1, 1)

@@ -31,6 +31,7 @@ from . import (
     conv_direct,
     conv_lanes,
     conv_pointwise,
+    conv_vnni,
     conv_winograd,
     depthwise,
     gemm,
@@ -202,11 +203,13 @@ def _emit_grouped(ctx, t, buf, bodies):
 
 _GROUPED = Rule("grouped conv, channel lanes", "grouped", conv_lanes.grouped_supported,
                 _emit_grouped, epilogue=True)
+_VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
+             epilogue=True)
 RULES: dict[str, list[Rule]] = {
     "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
     # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
-    # the GEMM's im2col)
-    "conv2d_nchw": [_WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
+    # the GEMM's im2col; integer convs of uint8 data and int8 weights on VNNI first)
+    "conv2d_nchw": [_VNNI, _WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
     pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool, epilogue=True)],
     resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
                              epilogue=True, materialize=True)],
@@ -735,7 +738,7 @@ def _packable_conv(order, t, options: LoweringOptions):
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
     if len(readers) != 1 or not (
-            select_rule(readers[0], options) in (_POINTWISE, _WINOGRAD, _GROUPED) or
+            select_rule(readers[0], options) in (_VNNI, _POINTWISE, _WINOGRAD, _GROUPED) or
             conv_direct.packs_weight(readers[0], options)):
         return None
     x, w = readers[0].op.attrs["operands"]
@@ -848,7 +851,8 @@ def _conv_packed_weight(conv, options: LoweringOptions):
     """(packed shape, numpy transform) of the constant weight of ``conv`` for the schedule
     its rule chooses (``_packable_conv`` said it takes one)."""
     rule = select_rule(conv, options)
-    return conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
+    return conv_vnni.packed_weight(conv) if rule is _VNNI else \
+        conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
         conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
         conv_lanes.packed_weight(conv) if rule is _GROUPED else \
         conv_direct.packed_weight(conv)

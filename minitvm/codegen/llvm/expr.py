@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ...tir import expr as E
 from ...tir.stmt_functor import expr_children
-from . import textir, vmath
+from . import dot, textir, vmath
 from . import types as T
 
 LLVM_INTRINSICS = {
@@ -547,6 +547,8 @@ class ExprEmitter:
             fn = self._declare(fname, T.llvm_type(e.dtype), [v.type for v in vals])
             return bld.call(fn, vals)
         args = list(self._match(*args)) if args else args
+        if short == dot.NAME:  # (schedule/conv_vnni)
+            return dot.emit(self.builder, self._declare, *args)
         dtype = e.args[0].dtype if e.args else e.dtype
         if short in LIBM and short not in LLVM_INTRINSICS and T.parse_dtype(dtype)[:2] == (
                 "float", 16):  # libm has no half versions: compute in float32, round back

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QRANGE, UNKNOWN, float_pieces, keeps_int8_weight
+from ....frontend_common.onnx_quant import (
+    QRANGE,
+    UNKNOWN,
+    float_pieces,
+    keeps_int8_weight,
+    vnni_conv,
+)
 from ... import op as _op
 from .ops_nn import _conv_common, matmul
 from .qdq_weight import remember as remember_int8_weight
+from .qdq_weight import vnni_int_conv
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -152,6 +159,11 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
         raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
     wshape = ctx.shape(w)
     groups = int(attrs.get("group", 1))
+    wv, x_zv = ctx.maybe_value(w), _zp_value(ctx, x_zp)
+    if vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, _zp_value(ctx, w_zp), groups,
+                 wshape[0]):
+        return vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups,
+                             kernel), "int32"
     ranges = _float_pieces(ctx, x, x_zp, w, w_zp, 0, 1)
     if ranges is not None and groups != 1 and len(ranges) > 1:
         ranges = None

@@ -10,7 +10,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from .pool_indices import maxpool_indices
-from .qdq_weight import int8_weight_and_scale
+from .qdq_weight import int8_weight_and_scale, vnni_qdq_conv
 from .registry import register
 
 
@@ -62,6 +62,9 @@ def _conv(ctx, ins, attrs):
         out = _nn.conv1d(x, w, strides=strides, padding=(begin[0], end[0]), dilation=dil,
                          groups=groups, channels=channels, kernel_size=kernel)
     elif n == 2:
+        vnni = vnni_qdq_conv(ctx, strides, dil, begin, end, groups, kernel)
+        if vnni is not None:  # (a QDQ model's uint8 input and int8 weight, on VNNI)
+            return _add_bias(vnni, b, n + 2)
         narrow = int8_weight_and_scale(ctx, groups, kernel)  # (a QDQ model's weight)
         out = _nn.conv2d(x, w if narrow is None else narrow[0], strides=strides,
                          padding=(begin[0], begin[1], end[0], end[1]), dilation=dil,

@@ -9,16 +9,26 @@ than to each weight).
 ``remember`` is called by the DequantizeLinear converter (``ops_extra``), ``int8_weight_and_
 scale`` by Conv's (``ops_nn``); the context's ``int8_weights`` holds what one tells the
 other, by ONNX tensor name. (The checks are ``frontend_common.onnx_quant``'s, shared with the
-Relax importer.)"""
+Relax importer.)
+
+On a host with AVX-512 VNNI a Conv whose input is a DequantizeLinear of an 8-bit activation
+(constant scalar scale and zero point) and whose weight is such an int8 weight reads both as they
+are: ``vnni_conv``, an int32 conv (``schedule/conv_vnni``) whose result is scaled by both
+scales. ``int_conv`` (QLinearConv, ConvInteger) takes the same form.)"""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ....frontend_common.onnx_quant import (
     UNKNOWN,
     conv_output_scale,
     dequantized_weight_scale,
     keeps_int8_weight,
+    vnni_conv,
+    zero_point_sums,
 )
+from ... import op as _op
 
 
 def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
@@ -29,6 +39,12 @@ def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
                                  UNKNOWN if zp is not None and zv is None else zv, axis, block)
     if s is not None:
         ctx.int8_weights[ctx.node.output[0]] = (q, s)
+    sv = ctx.maybe_value(scale)
+    if ctx.dtype(q) in ("uint8", "int8") and not block and sv is not None and np.size(sv) == 1 and \
+            np.asarray(sv).dtype == np.float32 and (zp is None or (zv is not None and
+                                                       np.size(zv) == 1)):
+        ctx.act_inputs[ctx.node.output[0]] = (q, np.float32(np.asarray(sv).reshape(())),
+                                                None if zp is None else zv)
 
 
 def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
@@ -43,3 +59,41 @@ def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
     if not keeps_int8_weight("int8", ctx.maybe_value(q), None, groups, kernel):
         return None
     return q, ctx.const(conv_output_scale(s, ctx.shape(q)[0]))
+
+
+def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
+    """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
+    int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
+    weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
+    the host take it; else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (qw, sw) = act, wgt
+    wv = ctx.maybe_value(qw)
+    if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
+        return None
+    y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
+    scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
+    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+
+
+def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel):
+    """``onnx_quant.vnni_conv``'s form: the int32 conv of the uint8 input, padded with its zero
+    point ``x_zv`` (``nn.pad``; by the conv itself when that is 0), and the int8 weight ``w``
+    (value ``wv``), less ``x_zp * sum(w)`` per output channel. An int8 input is shifted into
+    uint8 first (``x + 128``, with its zero point: the difference is the same)."""
+    zp = 0 if x_zv is None else int(np.asarray(x_zv).reshape(-1)[0])
+    if ctx.dtype(x) == "int8":
+        x = _op.cast(_op.add(_op.cast(x, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
+        zp += 128
+    pads = (begin[0], begin[1], end[0], end[1])
+    if zp and any(pads):
+        x = _op.nn.pad(x, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])),
+                       pad_value=ctx.const(np.array(zp, "uint8")))
+        pads = (0, 0, 0, 0)
+    y = _op.nn.conv2d(x, w, strides=strides, padding=pads, dilation=dil, groups=groups,
+                      channels=ctx.shape(w)[0], kernel_size=kernel, out_dtype="int32")
+    return _op.subtract(y, ctx.const(zero_point_sums(wv, np.array(zp)))) if zp else y

@@ -1,0 +1,283 @@
+"""conv2d of uint8 data and an int8 weight summed in int32 (a quantized model's integer conv,
+``out_dtype`` int32) on AVX-512 VNNI: ``vpdpbusd`` multiplies 4 unsigned by 4 signed bytes and
+adds the 4 products to an int32 lane, 64 multiply-adds an instruction where a float32 FMA does
+16 (``codegen/llvm/dot.py``, the TIR call ``tir.dot_u8s8x4``).
+
+The layout follows ``conv_lanes``: a tile is 16 (or 32) output channels in the lanes x up to 6
+output pixels, one accumulator vector each. The weight is packed at build time as
+``[O/16][C/4][KH][KW][16][4]`` int8 (``PackWeight``): per tap, one 64-byte vector holds 4
+consecutive input channels of 16 output channels, read as 16 int32. The input of one image is
+copied once a call into ``[C/4][HP][WP]`` int32 (``_pack``): the 4 channels of one padded pixel
+in the bytes of one int32, which the tile broadcasts to every lane. Channels past the last (a
+count not a multiple of 4) are zero bytes in both; the conv's own padding is zero bytes (an
+input with a nonzero zero point comes padded with it, by ``nn.pad``, from the importer).
+
+Only where the host has AVX-512 VNNI (``available``); elsewhere the importers keep their
+float32 convs. A weight not known at build time is packed by the kernel (``_pack_weight``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from .common import const_int, vector_isa
+from .common import outer_loops as _outer_loops
+from .conv_lanes import PARALLEL_MIN_MACS, SIXES_MIN, even_tiles, pixel_tiles
+
+LANES = 16  # output channels a vector (16 int32)
+GROUP = 4  # input channels an int32 lane holds
+# output channels of a tile (two zmm accumulators a pixel where they divide the channels: each
+# broadcast input value serves two vpdpbusd)
+WIDTH = 32
+PIXELS = 6  # pixels of a tile (5 or 6: ``conv_lanes.pixel_tiles``), fewer on small planes
+DOT = "tir.dot_u8s8x4"
+
+
+def available() -> bool:
+    """Does the host run this schedule (AVX-512 with VNNI)?"""
+    from ..codegen.llvm.dot import host_vnni
+
+    return vector_isa() == "avx512" and host_vnni()
+
+
+def geometry(t) -> dict | None:
+    """Sizes of conv2d stage ``t`` when this schedule takes it: NCHW, data uint8, weight int8,
+    output int32, one group, static shapes, output channels a multiple of 16; else None."""
+    if getattr(t.op, "tag", None) != "conv2d_nchw" or "operands" not in t.op.attrs:
+        return None
+    a = t.op.attrs
+    x, w = a["operands"]
+    if (x.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32") or a["groups"] != 1 or \
+            not len(x.shape) == len(w.shape) == len(t.shape) == 4:
+        return None
+    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
+    if any(d is None for d in dims):
+        return None
+    n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
+    if cw != c or o % LANES or oh * ow < 1:
+        return None
+    sh, sw = (int(s) for s in a["strides"])
+    dh, dw = (int(d) for d in a["dilation"])
+    pt, pl = (int(p) for p in a["padding"][:2])
+    c4 = -(-c // GROUP)
+    return dict(n=n, c=c, c4=c4, h=h, w=wd, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+                dh=dh, dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
+                wp=(ow - 1) * sw + (kw - 1) * dw + 1,
+                width=WIDTH if o % WIDTH == 0 else LANES,
+                parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+
+
+def supported(t, options=None) -> bool:
+    """Does this schedule take stage ``t`` (the host has VNNI, generated convs allowed)?"""
+    return (options is None or options.generated_conv) and available() and \
+        geometry(t) is not None
+
+
+class PackWeight:
+    """Picklable numpy transform of an int8 ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW,
+    16, 4]`` int8 (input channels past ``C`` zero)."""
+
+    def __init__(self, o: int, c: int, kh: int, kw: int):
+        self.o, self.c, self.kh, self.kw = o, c, kh, kw
+
+    def __call__(self, w):
+        w = np.asarray(w, "int8")
+        c4 = -(-self.c // GROUP)
+        if c4 * GROUP != self.c:
+            w = np.concatenate([w, np.zeros((self.o, c4 * GROUP - self.c, self.kh, self.kw),
+                                            "int8")], axis=1)
+        w = w.reshape(self.o // LANES, LANES, c4, GROUP, self.kh, self.kw)
+        return np.ascontiguousarray(w.transpose(0, 2, 4, 5, 1, 3))
+
+
+def packed_shape(g) -> tuple[int, ...]:
+    return (g["o"] // LANES, g["c4"], g["kh"], g["kw"], LANES, GROUP)
+
+
+def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
+    """(packed shape, numpy transform) of conv2d ``t``'s constant weight."""
+    g = geometry(t)
+    if g is None:
+        raise ValueError(f"conv_vnni.packed_weight: stage {t.name!r} is not a conv2d this "
+                         "schedule takes")
+    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"])
+
+
+def emit(ctx, t, out, bodies) -> S.Stmt:
+    """The rule's emit (``lower.RULES``): conv2d ``t`` into ``out``, its fused elementwise
+    epilogue applied in the stores."""
+    from .common import emit_with_epilogue, epilogue_value
+
+    x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    g = geometry(t)
+
+    def run(dst, epi):
+        f = None if epi is None else (lambda idx, val: epilogue_value(epi, dst, idx, val))
+        return conv(ctx, g, dst, x, w, id(t) in ctx.packed, f)
+
+    return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
+
+
+def conv(ctx, g, out, x, w, packed: bool, epilogue=None) -> S.Stmt:
+    """Statements computing the conv of geometry ``g`` into ``out`` from uint8 input ``x`` and
+    weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH, KW]``)."""
+    from ..tir.buffer import decl_buffer
+
+    parts = []
+    if not packed:
+        wpk = ctx.temp(packed_shape(g), "int8", "w_vnni")
+        parts.append(_pack_weight(ctx, g, w, wpk))
+        w = wpk
+    size = int(np.prod(packed_shape(g))) // GROUP
+    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
+    ctx.ws_views.append(wv)
+    xq = ctx.temp((g["c4"] * g["hp"] * g["wp"],), "int32", "x_vnni")
+    nv = ctx.fresh("n")
+    body = S.SeqStmt([_pack(ctx, g, xq, x, nv), _tiles(ctx, g, xq, wv, out, nv, epilogue)])
+    parts.append(S.For(nv, 0, g["n"], S.ForKind.SERIAL, body))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
+def _i32(v: int) -> E.IntImm:
+    return E.IntImm("int32", v)
+
+
+def _pack_weight(ctx, g, w, wpk) -> S.Stmt:
+    """``wpk[ob, c4, ky, kx, l, k] = w[ob*16 + l, 4*c4 + k, ky, kx]`` (0 past the channels)."""
+    o, c4 = ctx.fresh("po"), ctx.fresh("pc")
+    ky, kx, k = ctx.fresh("pky"), ctx.fresh("pkx"), ctx.fresh("pk")
+    ci = c4 * GROUP + k
+    val = E.Call("int8", "tir.if_then_else", [
+        ci < g["c"], w[o, E.Min(ci, _i32(g["c"] - 1)), ky, kx], E.IntImm("int8", 0)])
+    store = S.BufferStore(wpk, val, [E.FloorDiv(o, LANES), c4, ky, kx, E.FloorMod(o, LANES), k])
+    loops = store
+    for v, ext in ((k, GROUP), (kx, g["kw"]), (ky, g["kh"]), (c4, g["c4"]), (o, g["o"])):
+        loops = S.For(v, 0, ext, S.ForKind.SERIAL, loops)
+    return loops
+
+
+def _pack(ctx, g, xq, x, nv) -> S.Stmt:
+    """``xq[c4, i, j]``: the bytes of input channels ``4*c4 .. 4*c4+3`` at padded row ``i``,
+    column ``j`` of image ``nv`` (zero bytes for padding and channels past the last)."""
+    hp, wp, pl, pt, w, h = g["hp"], g["wp"], g["pl"], g["pt"], g["w"], g["h"]
+    r, j = ctx.fresh("qr"), ctx.fresh("qj")
+    c4, i = E.FloorDiv(r, hp), E.FloorMod(r, hp)
+    iy = i - pt
+
+    def word(jj, count):  # the int32 of ``count`` channels (a tail group: fewer)
+        v = None
+        for k in range(count):
+            b = E.Cast("int32", x[nv, c4 * GROUP + k, iy, jj - pl])
+            if k:
+                b = E.Call("int32", "tir.shift_left", [b, _i32(8 * k)])
+            v = b if v is None else E.Call("int32", "tir.bitwise_or", [v, b])
+        return v
+
+    def row(count):
+        j0 = min(wp, pl)
+        j1 = min(wp, max(j0, pl + w))
+        cols = []
+        if j0:
+            cols.append(S.For(j, 0, j0, S.ForKind.SERIAL, S.BufferStore(xq, _i32(0),
+                                                                         [r * wp + j])))
+        if j1 > j0:
+            cols.append(S.For(j, j0, j1 - j0, S.ForKind.VECTORIZED if j1 - j0 >= 4 else
+                              S.ForKind.SERIAL, S.BufferStore(xq, word(j, count),
+                                                              [r * wp + j])))
+        if wp > j1:
+            cols.append(S.For(j, j1, wp - j1, S.ForKind.SERIAL,
+                              S.BufferStore(xq, _i32(0), [r * wp + j])))
+        zero = S.For(j, 0, wp, S.ForKind.SERIAL, S.BufferStore(xq, _i32(0), [r * wp + j]))
+        body = cols[0] if len(cols) == 1 else S.SeqStmt(cols)
+        return S.IfThenElse(E.And(iy >= 0, iy < h), body, zero)
+
+    full, tail = g["c"] // GROUP, g["c"] % GROUP
+    loops = []
+    if full:
+        loops.append(S.For(r, 0, full * hp, S.ForKind.SERIAL, row(GROUP)))
+    if tail:
+        r2 = ctx.fresh("qr")
+        loops.append(S.For(r2, full * hp, hp, S.ForKind.SERIAL,
+                           _rename(row(tail), r, r2)))
+    return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+
+def _rename(stmt, old, new):
+    from ..tir.stmt_functor import substitute
+
+    return substitute(stmt, {old: new})
+
+
+def _tiles(ctx, g, xq, wv, out, nv, epilogue) -> S.Stmt:
+    """Channel tiles (the outer loop, parallel for a large conv) x pixel tiles."""
+    cw = g["width"]
+    grid = g["oh"] * g["ow"]
+    groups = pixel_tiles(grid) if grid >= SIXES_MIN else even_tiles(grid, PIXELS)
+
+    def per_ob(idx):
+        ob = idx[0]
+        loops = []
+        for first, pixels, count in groups:
+            k = ctx.fresh("pt")
+            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
+                ctx, g, xq, wv, out, nv, ob, first + k * pixels, pixels, epilogue)))
+        return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+    return _outer_loops(ctx, [g["o"] // cw], g["parallel"], per_ob)
+
+
+def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
+    """Output channels ``ob*width ..`` x output pixels ``p0 .. p0+pixels`` (flattened): int32
+    accumulators, one ``vpdpbusd`` per pixel, 16 channels and tap of 4 input channels."""
+    from ..tir.buffer import decl_buffer
+
+    cw, ow, hp, wp = g["width"], g["ow"], g["hp"], g["wp"]
+    acc = decl_buffer((pixels, cw), "int32", "vn_acc", scope="local")
+    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+    def loop(name, extent, kind, fbody):
+        v = ctx.fresh(name)
+        return S.For(v, 0, extent, kind, fbody(v))
+
+    q = [ctx.fresh("q") for _ in range(pixels)]  # each pixel's offset at tap (0, 0)
+    init = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+        acc, _i32(0), [jj, ll])))
+    taps_w = g["kh"] * g["kw"] * LANES  # int32 of one (ob16, c4) block of the weight
+
+    def tap(c4, ky, kx):
+        xo, wo = ctx.fresh("xo"), ctx.fresh("wo")
+        macs = [loop("ll", LANES, vec, lambda ll, jj=jj, v=v: S.BufferStore(acc, E.Call(
+            "int32", DOT, [acc[jj, v * LANES + ll], xq[xo + q[jj]],
+                           wv[wo + v * (g["c4"] * taps_w) + ll]]), [jj, v * LANES + ll]))
+            for v in range(cw // LANES) for jj in range(pixels)]
+        off = c4 * (hp * wp) + (ky * g["dh"]) * wp + kx * g["dw"]
+        woff = ((ob * (cw // LANES)) * g["c4"] + c4) * taps_w + (ky * g["kw"] + kx) * LANES
+        return S.LetStmt(xo, off, S.LetStmt(wo, woff, S.SeqStmt(macs)))
+
+    macs = loop("c", g["c4"], S.ForKind.SERIAL, lambda c4: loop(
+        "ky", g["kh"], S.ForKind.SERIAL, lambda ky: loop(
+            "kx", g["kw"], unroll if g["kw"] <= 3 else S.ForKind.SERIAL,
+            lambda kx: tap(c4, ky, kx))))
+
+    res = decl_buffer((pixels, cw), "int32", "vn_res")
+    jp = ctx.fresh("jj")
+
+    def put(ll):
+        p = p0 + jp
+        idx = [nv, ob * cw + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
+        val = res[jp, ll] if epilogue is None else epilogue(idx, res[jp, ll])
+        return S.BufferStore(out, val, idx)
+
+    store = S.SeqStmt([
+        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+            res, acc[jj, ll], [jj, ll]))),
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop("ll", cw, vec, put))])
+    store = S.Allocate(res.data, "int32", [pixels * cw], True, S.DeclBuffer(res, store))
+    body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
+    body = S.Allocate(acc.data, "int32", [pixels * cw], True, body)
+    for jj in range(pixels - 1, -1, -1):
+        p = p0 + jj
+        body = S.LetStmt(q[jj], E.FloorDiv(p, ow) * (g["sh"] * wp) + E.FloorMod(p, ow) * g["sw"],
+                         body)
+    return body

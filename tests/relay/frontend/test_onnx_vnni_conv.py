@@ -1,0 +1,139 @@
+"""QLinearConv and ConvInteger on a host with AVX-512 VNNI: the importer passes the uint8 input
+and the int8 weight to an int32 conv2d (``schedule/conv_vnni``), the input padded with its zero
+point and ``x_zp * sum(w)`` subtracted per output channel (``onnx_quant.vnni_conv``). The
+results equal ONNX Runtime's exactly: nonzero zero points with padding, stride 2, dilation, a
+channel count not a multiple of 4. Elsewhere (and for 1x1 convs) the float32 convs stay (as
+exact)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
+
+from frontend_models import build_and_run  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, ort_run, qdq_conv  # noqa: E402
+
+from minitvm import relay  # noqa: E402
+from minitvm.frontend_common import onnx_quant  # noqa: E402
+from minitvm.relay.analysis import post_order_visit  # noqa: E402
+from minitvm.schedule import conv_vnni  # noqa: E402
+
+
+def _model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, rng,
+           x_dtype: str = "uint8"):
+    w = rng.integers(-128, 128, (o, c, k, k)).astype("int8")
+    inits = [numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
+             numpy_helper.from_array(w, "w")]
+    pads = [d * (k // 2)] * 4
+    if op == "QLinearConv":
+        inits += [numpy_helper.from_array(np.array(0.02, "float32"), "xs"),
+                  numpy_helper.from_array((rng.random(o) * 0.02 + 0.001).astype("float32"),
+                                          "ws"),
+                  numpy_helper.from_array(np.zeros(o, "int8"), "wz"),
+                  numpy_helper.from_array(np.array(0.3 * c, "float32"), "ys"),
+                  numpy_helper.from_array(np.array(128 if x_dtype == "uint8" else 5, x_dtype),
+                                          "yz"),
+                  numpy_helper.from_array(rng.integers(-999, 999, o).astype("int32"), "b")]
+        node = helper.make_node(op, ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                                pads=pads, strides=[s, s], dilations=[d, d])
+        out_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    else:
+        node = helper.make_node(op, ["x", "w", "xz"], ["y"], pads=pads, strides=[s, s],
+                                dilations=[d, d])
+        out_t = TensorProto.INT32
+    x_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", x_t, [1, c, hw, hw])], [helper.make_tensor_value_info(
+            "y", out_t, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def _int32_convs(mod) -> int:
+    found = []
+    post_order_visit(mod["main"], lambda e: found.append(e) if isinstance(e, relay.Call) and
+                     getattr(e.op, "name", "") == "nn.conv2d" and
+                     e.checked_type.dtype == "int32" else None)
+    return len(found)
+
+
+CASES = [  # (input channels, output channels, plane, kernel, stride, dilation, x zero point)
+    (16, 32, 8, 3, 1, 1, 100),
+    (18, 16, 9, 3, 2, 1, 37),   # a channel tail, stride 2
+    (32, 48, 7, 3, 1, 2, 255),  # dilation 2, the largest zero point
+    (64, 32, 6, 1, 2, 1, 3),    # 1x1, stride 2 (the float32 conv's: ``vnni_conv``)
+    (24, 16, 5, 3, 1, 1, 0),    # no zero point's share: the conv pads by itself
+]
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", CASES)
+def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
+    rng = np.random.default_rng(c * o + k)
+    proto = _model(op, c, o, hw, k, s, d, zp, rng)
+    x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
+    x[0, :, 0, :] = zp  # (rows at the zero point beside the padding)
+    mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available() and k > 1)
+    got = build_and_run(mod, params, {"x": x})[0]
+    want = ort_run(proto, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", [(16, 32, 8, 3, 1, 1, -20),
+                                                    (20, 16, 9, 3, 2, 1, 0),
+                                                    (16, 16, 6, 3, 1, 1, 127)])
+def test_int8_input_runs_shifted(c, o, hw, k, s, d, zp):
+    """An int8 QLinearConv input: the uint8 ``x + 128`` with its zero point 128 more."""
+    rng = np.random.default_rng(c + o + zp)
+    proto = _model("QLinearConv", c, o, hw, k, s, d, zp, rng, "int8")
+    x = rng.integers(-128, 128, (1, c, hw, hw)).astype("int8")
+    x[0, :, 0, :] = -128
+    mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    np.testing.assert_array_equal(build_and_run(mod, params, {"x": x})[0],
+                                  ort_run(proto, {"x": x})[0])
+
+
+@pytest.mark.parametrize("w_zp, per_channel, groups, weight", QDQ_CONV_CASES)
+def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
+    """A QDQ conv (uint8 activation, int8 weight): on VNNI an int32 conv of the quantized
+    values, scaled by both scales (``qdq_weight.vnni_qdq_conv``) where the weight has no zero
+    point and one group; within one step of ORT's output (which runs the QDQ group as an
+    integer conv), nearly all equal."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(
+        conv_vnni.available() and weight == "int8")
+    out = build_and_run(mod, params, feeds)[0]
+    ref = ort_run(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.99
+
+
+def test_vnni_conv_choice():
+    """Only uint8 inputs with a scalar constant zero point and constant int8 weights without
+    zero points, one group, 16s of output channels and enough of a reduction."""
+    w = np.ones((32, 16, 3, 3), "int8")
+    ok = conv_vnni.available()
+    assert onnx_quant.vnni_conv("uint8", np.uint8(3), "int8", w, None, 1, 32) == ok
+    assert onnx_quant.vnni_conv("uint8", None, "int8", w, np.zeros(32, "int8"), 1, 32) == ok
+    assert onnx_quant.vnni_conv("int8", np.int8(-3), "int8", w, None, 1, 32) == ok
+    assert not onnx_quant.vnni_conv("int16", None, "int8", w, None, 1, 32)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", w, np.ones(32, "int8"), 1, 32)
+    assert not onnx_quant.vnni_conv("uint8", onnx_quant.UNKNOWN, "int8", w, None, 1, 32)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", None, None, 1, 32)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", w[:24], None, 1, 24)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", w, None, 2, 32)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 3, 7, 7), "int8"), None,
+                                    1, 16)  # (a stem of 3 channels)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 64, 1, 1), "int8"), None,
+                                    1, 16)  # (a 1x1 conv)
+    sums = onnx_quant.zero_point_sums(np.full((2, 3, 1, 1), -2, "int8"), np.uint8(5))
+    np.testing.assert_array_equal(sums, np.full((1, 2, 1, 1), -30, "int32"))

@@ -1,0 +1,109 @@
+"""``conv_vnni``: conv2d of uint8 data and an int8 weight summed in int32 (``vpdpbusd`` on
+AVX-512 VNNI). The results equal numpy's integer convolution exactly, at several shapes:
+channel counts not a multiple of 4 (zero bytes in the packed input and weight), stride 2,
+dilation, zero padding by the conv, a batch, 16- and 32-channel tiles, planes smaller than
+a tile, a fused epilogue, and a weight passed at run time (packed by the kernel). Where the host
+has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as exact."""
+
+import numpy as np
+import pytest
+from conv_reference import conv_kernel, conv_ref, run_graph
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.schedule import conv_vnni
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _build(x_shape, w, strides, pads, dil=(1, 1), const_weight=True, epilogue=False):
+    x = relay.var("x", shape=x_shape, dtype="uint8")
+    wv = relay.const(w) if const_weight else relay.var("w", shape=w.shape, dtype="int8")
+    y = relay.nn.conv2d(x, wv, strides=strides, padding=pads, dilation=dil,
+                        channels=w.shape[0], kernel_size=w.shape[2:], out_dtype="int32")
+    if epilogue:  # (a zero-point correction and a requantizing multiply, as the importer's)
+        corr = np.arange(w.shape[0], dtype="int32").reshape(1, -1, 1, 1) * 1000
+        y = relay.multiply(relay.cast(relay.subtract(y, relay.const(corr)), "float32"),
+                           relay.const(np.float32(0.5)))
+    params = [x] if const_weight else [x, wv]
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
+
+
+def _names(lib) -> set[str]:
+    return {s.buffer.name for s in walk_stmts(conv_kernel(lib).prim_func.body)
+            if isinstance(s, S.DeclBuffer)}
+
+
+CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), dilation)
+    ((1, 64, 4, 4), 128, 3, 1, (1, 1, 1, 1), 1),   # 32-channel tiles, a plane of 16 pixels
+    ((1, 18, 9, 9), 32, 3, 2, (1, 1, 1, 1), 1),    # stride 2, 18 channels (a tail of 2)
+    ((1, 13, 7, 6), 16, 3, 1, (0, 1, 2, 0), 1),    # 16 wide, uneven padding, 13 channels
+    ((2, 20, 12, 12), 48, 3, 1, (2, 2, 2, 2), 2),  # a batch, dilation 2, 48 = 16-wide tiles
+    ((1, 64, 8, 8), 32, 1, 2, (0, 0, 0, 0), 1),    # a 1x1 conv, stride 2
+    ((1, 16, 2, 2), 16, 3, 1, (1, 1, 1, 1), 1),    # a plane of 4 pixels
+    ((1, 64, 16, 16), 64, 3, 1, (1, 1, 1, 1), 1),  # large enough for the thread pool
+]
+
+
+@pytest.mark.parametrize("shape, o, k, s, pads, d", CASES)
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
+    rng = np.random.default_rng(o + k + shape[1])
+    w = rng.integers(-128, 128, (o, shape[1], k, k)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    x[0, 0, 0, 0], w[0, 0, 0, 0] = 255, -128  # (the extremes)
+    lib = _build(shape, w, (s, s), pads, (d, d), epilogue=epilogue)
+    want = conv_ref(x, w, (s, s), pads, (d, d))
+    if epilogue:
+        want = (want - np.arange(o).reshape(1, -1, 1, 1) * 1000) * 0.5
+    for threads in (1, 2):
+        got = run_graph(lib, {"x": x}, threads)
+        np.testing.assert_array_equal(got, want.astype(got.dtype))
+    if conv_vnni.available():  # the schedule took it, its weight packed as int8 at build time
+        assert "vn_acc" in _names(lib)
+        prim = conv_kernel(lib).prim_func
+        shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
+        assert (o // 16, -(-shape[1] // 4), k, k, 16, 4) in shapes
+        macs = o * shape[1] * k * k * got.shape[2] * got.shape[3]
+        parallel = any(isinstance(st, S.For) and st.kind == S.ForKind.PARALLEL
+                       for st in walk_stmts(prim.body))
+        assert parallel == (macs >= conv_vnni.PARALLEL_MIN_MACS)
+
+
+def test_vnni_conv_weight_at_run_time():
+    """A weight that is no constant: the kernel packs it (``w_vnni``) each call."""
+    rng = np.random.default_rng(3)
+    shape, w = (1, 22, 6, 6), rng.integers(-128, 128, (32, 22, 3, 3)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    lib = _build(shape, w, (1, 1), (1, 1, 1, 1), const_weight=False)
+    got = run_graph(lib, {"x": x, "w": w})
+    np.testing.assert_array_equal(got, conv_ref(x, w, (1, 1), (1, 1, 1, 1)).astype("int32"))
+    if conv_vnni.available():
+        assert {"vn_acc", "w_vnni"} <= _names(lib)
+
+
+def test_pack_weight_layout():
+    """``PackWeight``: ``[O/16, C/4, KH, KW, 16, 4]``, element ``[ob, c4, ky, kx, l, k]`` the
+    weight at output channel ``16*ob + l``, input channel ``4*c4 + k`` (zero past the last)."""
+    rng = np.random.default_rng(1)
+    w = rng.integers(-128, 128, (32, 6, 2, 3)).astype("int8")
+    p = conv_vnni.PackWeight(32, 6, 2, 3)(w)
+    assert p.shape == (2, 2, 2, 3, 16, 4) and p.dtype == np.int8
+    assert p[1, 1, 0, 2, 5, 1] == w[21, 5, 0, 2]
+    assert not p[:, 1, :, :, :, 2:].any()
+
+
+def test_uint8_weight_stays_off_vnni():
+    """``vpdpbusd`` multiplies unsigned by signed bytes: a uint8 weight is another schedule's."""
+    rng = np.random.default_rng(2)
+    shape, w = (1, 16, 5, 5), rng.integers(0, 256, (16, 16, 3, 3)).astype("uint8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    xv = relay.var("x", shape=shape, dtype="uint8")
+    y = relay.nn.conv2d(xv, relay.const(w), padding=(1, 1), channels=16, kernel_size=(3, 3),
+                        out_dtype="int32")
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv], y)), target="llvm")
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}),
+                                  conv_ref(x, w, (1, 1), (1, 1, 1, 1)).astype("int32"))
+    assert "vn_acc" not in _names(lib)
