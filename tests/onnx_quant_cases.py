@@ -117,3 +117,139 @@ def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32
         nodes, "qdq_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": x}
+
+
+# ---------------------------------------------------------------- the integer ops one node at a time
+def single(op: str, inputs, outputs, inits, domain: str = "", **attrs):
+    """A model of one ``op`` node: ``inputs`` are value infos (graph inputs) or names of
+    ``inits``; a ``domain`` op (com.microsoft) imports its opset too."""
+    from onnx import helper
+
+    node = helper.make_node(op, [i.name if hasattr(i, "name") else i for i in inputs],
+                            [o.name for o in outputs], domain=domain, **attrs)
+    graph = helper.make_graph([node], op, [i for i in inputs if hasattr(i, "name")], outputs,
+                              initializer=inits)
+    opsets = [helper.make_opsetid("", 13)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def vi(name: str, dtype, shape):
+    """A value info; ``dtype`` an onnx.TensorProto element type."""
+    return onnx.helper.make_tensor_value_info(name, dtype, shape)
+
+
+def inits_of(**arrays) -> list:
+    """Initializers named by the keywords."""
+    return [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in arrays.items()]
+
+
+def q8(rng, shape, dtype: str = "uint8"):
+    """Random integers over the whole range of ``dtype`` (uint8 or int8)."""
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def dynamic_quantize_linear(fill: str):
+    """DynamicQuantizeLinear of a [4, 33] float input: "random", "positive" or "zeros"."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(3)
+    x = {"random": rng.standard_normal((4, 33)), "positive": rng.random((4, 33)) + 0.5,
+         "zeros": np.zeros((4, 33))}[fill].astype("float32")
+    model = single("DynamicQuantizeLinear", [vi("x", P.FLOAT, [4, 33])],
+                   [vi("y", P.UINT8, [4, 33]), vi("s", P.FLOAT, []), vi("z", P.UINT8, [])], [])
+    return model, {"x": x}
+
+
+def qlinear_conv_with_bias(per_channel: bool):
+    """A grouped, strided, unevenly padded QLinearConv with an int32 bias."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(7)
+    x = q8(rng, (1, 6, 8, 8))
+    w_s = (rng.random(4) * 0.01 + 0.002).astype("float32") if per_channel else \
+        np.array(0.005, "float32")
+    inits = inits_of(x_s=np.array(0.02, "float32"), x_zp=np.array(120, "uint8"),
+                     w=q8(rng, (4, 3, 3, 3), "int8"), w_s=w_s,
+                     w_zp=np.zeros(4 if per_channel else (), "int8"),
+                     y_s=np.array(0.05, "float32"), y_zp=np.array(3, "uint8"),
+                     b=rng.integers(-2000, 2000, 4).astype("int32"))
+    model = single("QLinearConv", [vi("x", P.UINT8, [1, 6, 8, 8]), "x_s", "x_zp", "w", "w_s",
+                                   "w_zp", "y_s", "y_zp", "b"],
+                   [vi("y", P.UINT8, None)], inits, pads=[1, 0, 1, 0], group=2, strides=[1, 2])
+    return model, {"x": x}
+
+
+def qlinear_matmul_per_column_scale():
+    """An int8 QLinearMatMul of a 3-D input and a constant weight with a scale per column."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(8)
+    a = q8(rng, (3, 5, 40), "int8")
+    inits = inits_of(a_s=np.array(0.03, "float32"), a_zp=np.array(2, "int8"),
+                     b=q8(rng, (40, 6), "int8"), b_s=(rng.random(6) * 0.01).astype("float32"),
+                     b_zp=np.zeros(6, "int8"), y_s=np.array(0.2, "float32"),
+                     y_zp=np.array(1, "int8"))
+    model = single("QLinearMatMul", [vi("a", P.INT8, [3, 5, 40]), "a_s", "a_zp", "b", "b_s",
+                                     "b_zp", "y_s", "y_zp"], [vi("y", P.INT8, None)], inits)
+    return model, {"a": a}
+
+
+def qlinear_matmul_runtime_parameters():
+    """QLinearMatMul whose weights, scales and zero points all come at run time."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(11)
+    feeds = {"a": q8(rng, (2, 4)), "a_s": np.array([0.05], "float32"),
+             "a_zp": np.array([113], "uint8"), "b": q8(rng, (4, 3)),
+             "b_s": np.array([0.003], "float32"), "b_zp": np.array([114], "uint8"),
+             "y_s": np.array([0.0007], "float32"), "y_zp": np.array([118], "uint8")}
+    types = {"a_s": P.FLOAT, "b_s": P.FLOAT, "y_s": P.FLOAT}
+    inputs = [vi(n, types.get(n, P.UINT8), list(v.shape)) for n, v in feeds.items()]
+    return single("QLinearMatMul", inputs, [vi("y", P.UINT8, [2, 3])], []), feeds
+
+
+QPARAMS = dict(s1=np.array(0.03, "float32"), z1=np.array(100, "uint8"),
+               s2=np.array(0.02, "float32"), z2=np.array(140, "uint8"),
+               sy=np.array(0.04, "float32"), zy=np.array(128, "uint8"))
+# com.microsoft's elementwise QLinear ops: (op, number of quantized inputs, attributes)
+QLINEAR_ELEMENTWISE = [
+    ("QLinearAdd", 2, {}), ("QLinearMul", 2, {}), ("QLinearGlobalAveragePool", 1, {}),
+    ("QLinearAveragePool", 1, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("QLinearSigmoid", 1, {}), ("QLinearLeakyRelu", 1, {"alpha": 0.1})]
+
+
+def qlinear_elementwise(op: str, n_in: int, attrs: dict):
+    """One of ``QLINEAR_ELEMENTWISE`` over uint8 [1, 4, 6, 6] inputs."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(9)
+    feeds = {f"x{i}": q8(rng, (1, 4, 6, 6)) for i in range(n_in)}
+    inputs = []
+    for i in range(n_in):
+        inputs += [vi(f"x{i}", P.UINT8, [1, 4, 6, 6]), f"s{i + 1}", f"z{i + 1}"]
+    model = single(op, inputs + ["sy", "zy"], [vi("y", P.UINT8, None)], inits_of(**QPARAMS),
+                   domain="com.microsoft", **attrs)
+    return model, feeds
+
+
+def qlinear_concat_and_qgemm():
+    """[(model, feeds)] of com.microsoft's QLinearConcat and QGemm (transposed weight, alpha,
+    an int32 bias)."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(10)
+    x0, x1 = q8(rng, (2, 3)), q8(rng, (2, 5))
+    concat = single("QLinearConcat", ["sy", "zy", vi("x0", P.UINT8, [2, 3]), "s1", "z1",
+                                      vi("x1", P.UINT8, [2, 5]), "s2", "z2"],
+                    [vi("y", P.UINT8, None)], inits_of(**QPARAMS), domain="com.microsoft",
+                    axis=1)
+    a = q8(rng, (4, 16))
+    inits = inits_of(**QPARAMS, b=q8(rng, (8, 16), "int8"), bz=np.array(0, "int8"),
+                     c=rng.integers(-500, 500, 8).astype("int32"))
+    qgemm = single("QGemm", [vi("a", P.UINT8, [4, 16]), "s1", "z1", "b", "s2", "bz", "c", "sy",
+                             "zy"], [vi("y", P.UINT8, None)], inits, domain="com.microsoft",
+                   transB=1, alpha=0.5)
+    return [(concat, {"x0": x0, "x1": x1}), (qgemm, {"a": a})]

@@ -13,9 +13,13 @@ torch = pytest.importorskip("torch", reason="building the test models needs `tor
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
-from onnx import TensorProto, helper  # noqa: E402
+import onnx_quant_cases as cases  # noqa: E402
+from onnx import TensorProto  # noqa: E402
 from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv, quantized  # noqa: E402
+from onnx_quant_cases import inits_of as _inits  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
+from onnx_quant_cases import single as _single  # noqa: E402
+from onnx_quant_cases import vi as _vi  # noqa: E402
 from onnxruntime.quantization import QuantType  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -73,30 +77,6 @@ def test_quantized_model_matches_onnxruntime(tmp_path, name, mode):
             np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
 
 
-def _single(op: str, inputs, outputs, inits, domain: str = "", **attrs):
-    node = helper.make_node(op, [i.name if hasattr(i, "name") else i for i in inputs],
-                            [o.name for o in outputs], domain=domain, **attrs)
-    graph = helper.make_graph([node], op, [i for i in inputs if hasattr(i, "name")], outputs,
-                              initializer=inits)
-    opsets = [helper.make_opsetid("", 13)]
-    if domain:
-        opsets.append(helper.make_opsetid(domain, 1))
-    return helper.make_model(graph, opset_imports=opsets)
-
-
-def _vi(name, dtype, shape):
-    return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def _inits(**arrays):
-    return [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in arrays.items()]
-
-
-def _q8(rng, shape, dtype="uint8"):
-    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
-    return rng.integers(lo, hi, shape).astype(dtype)
-
-
 def _close_to_ort(model, feeds, steps: int = 1):
     out = _run(_build(from_onnx(model)), feeds)[0]
     ref = _ort(model, feeds)[0]
@@ -118,14 +98,9 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
 
 @pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
 def test_dynamic_quantize_linear(fill):
-    rng = np.random.default_rng(3)
-    x = {"random": rng.standard_normal((4, 33)), "positive": rng.random((4, 33)) + 0.5,
-         "zeros": np.zeros((4, 33))}[fill].astype("float32")
-    model = _single("DynamicQuantizeLinear", [_vi("x", TensorProto.FLOAT, [4, 33])],
-                    [_vi("y", TensorProto.UINT8, [4, 33]), _vi("s", TensorProto.FLOAT, []),
-                     _vi("z", TensorProto.UINT8, [])], [])
-    outs = _run(_build(from_onnx(model)), {"x": x})
-    refs = _ort(model, {"x": x})
+    model, feeds = cases.dynamic_quantize_linear(fill)
+    outs = _run(_build(from_onnx(model)), feeds)
+    refs = _ort(model, feeds)
     np.testing.assert_allclose(outs[1], refs[1], rtol=1e-7)
     assert outs[2] == refs[2] and outs[2].dtype == np.uint8
     assert np.abs(outs[0].astype(int) - refs[0].astype(int)).max() <= (0 if fill != "random"
@@ -210,80 +185,24 @@ def test_conv_integer_int8_weight(w_zp):
 
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_qlinear_conv_with_bias(per_channel):
-    rng = np.random.default_rng(7)
-    x = _q8(rng, (1, 6, 8, 8))
-    w_s = (rng.random(4) * 0.01 + 0.002).astype("float32") if per_channel else \
-        np.array(0.005, "float32")
-    inits = _inits(x_s=np.array(0.02, "float32"), x_zp=np.array(120, "uint8"),
-                   w=_q8(rng, (4, 3, 3, 3), "int8"), w_s=w_s,
-                   w_zp=np.zeros(4 if per_channel else (), "int8"),
-                   y_s=np.array(0.05, "float32"), y_zp=np.array(3, "uint8"),
-                   b=rng.integers(-2000, 2000, 4).astype("int32"))
-    model = _single("QLinearConv", [_vi("x", TensorProto.UINT8, [1, 6, 8, 8]), "x_s", "x_zp",
-                                    "w", "w_s", "w_zp", "y_s", "y_zp", "b"],
-                    [_vi("y", TensorProto.UINT8, None)], inits, pads=[1, 0, 1, 0], group=2,
-                    strides=[1, 2])
-    out, ref = _close_to_ort(model, {"x": x})
+    out, ref = _close_to_ort(*cases.qlinear_conv_with_bias(per_channel))
     assert np.mean(out == ref) >= 0.99
 
 
 def test_qlinear_matmul_per_column_scale():
-    rng = np.random.default_rng(8)
-    inits = _inits(a_s=np.array(0.03, "float32"), a_zp=np.array(2, "int8"),
-                   b=_q8(rng, (40, 6), "int8"), b_s=(rng.random(6) * 0.01).astype("float32"),
-                   b_zp=np.zeros(6, "int8"), y_s=np.array(0.2, "float32"),
-                   y_zp=np.array(1, "int8"))
-    model = _single("QLinearMatMul", [_vi("a", TensorProto.INT8, [3, 5, 40]), "a_s", "a_zp",
-                                      "b", "b_s", "b_zp", "y_s", "y_zp"],
-                    [_vi("y", TensorProto.INT8, None)], inits)
-    _close_to_ort(model, {"a": _q8(rng, (3, 5, 40), "int8")})
+    _close_to_ort(*cases.qlinear_matmul_per_column_scale())
 
 
 def test_qlinear_matmul_runtime_parameters():
     """Scales and zero points given at run time, the weights too: an int32 product."""
-    rng = np.random.default_rng(11)
-    feeds = {"a": _q8(rng, (2, 4)), "a_s": np.array([0.05], "float32"),
-             "a_zp": np.array([113], "uint8"), "b": _q8(rng, (4, 3)),
-             "b_s": np.array([0.003], "float32"), "b_zp": np.array([114], "uint8"),
-             "y_s": np.array([0.0007], "float32"), "y_zp": np.array([118], "uint8")}
-    types = {"a_s": TensorProto.FLOAT, "b_s": TensorProto.FLOAT, "y_s": TensorProto.FLOAT}
-    inputs = [_vi(n, types.get(n, TensorProto.UINT8), list(v.shape)) for n, v in feeds.items()]
-    model = _single("QLinearMatMul", inputs, [_vi("y", TensorProto.UINT8, [2, 3])], [])
-    _close_to_ort(model, feeds)
+    _close_to_ort(*cases.qlinear_matmul_runtime_parameters())
 
 
-QPARAMS = dict(s1=np.array(0.03, "float32"), z1=np.array(100, "uint8"),
-               s2=np.array(0.02, "float32"), z2=np.array(140, "uint8"),
-               sy=np.array(0.04, "float32"), zy=np.array(128, "uint8"))
-
-
-@pytest.mark.parametrize("op,n_in,attrs", [
-    ("QLinearAdd", 2, {}), ("QLinearMul", 2, {}), ("QLinearGlobalAveragePool", 1, {}),
-    ("QLinearAveragePool", 1, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    ("QLinearSigmoid", 1, {}), ("QLinearLeakyRelu", 1, {"alpha": 0.1})])
+@pytest.mark.parametrize("op,n_in,attrs", cases.QLINEAR_ELEMENTWISE)
 def test_com_microsoft_qlinear_elementwise(op, n_in, attrs):
-    rng = np.random.default_rng(9)
-    feeds = {f"x{i}": _q8(rng, (1, 4, 6, 6)) for i in range(n_in)}
-    inputs = []
-    for i in range(n_in):
-        inputs += [_vi(f"x{i}", TensorProto.UINT8, [1, 4, 6, 6]), f"s{i + 1}", f"z{i + 1}"]
-    model = _single(op, inputs + ["sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
-                    _inits(**QPARAMS), domain="com.microsoft", **attrs)
-    _close_to_ort(model, feeds)
+    _close_to_ort(*cases.qlinear_elementwise(op, n_in, attrs))
 
 
 def test_com_microsoft_qlinear_concat_and_qgemm():
-    rng = np.random.default_rng(10)
-    x0, x1 = _q8(rng, (2, 3)), _q8(rng, (2, 5))
-    model = _single("QLinearConcat", ["sy", "zy", _vi("x0", TensorProto.UINT8, [2, 3]),
-                                      "s1", "z1", _vi("x1", TensorProto.UINT8, [2, 5]),
-                                      "s2", "z2"],
-                    [_vi("y", TensorProto.UINT8, None)], _inits(**QPARAMS),
-                    domain="com.microsoft", axis=1)
-    _close_to_ort(model, {"x0": x0, "x1": x1})
-    inits = _inits(**QPARAMS, b=_q8(rng, (8, 16), "int8"), bz=np.array(0, "int8"),
-                   c=rng.integers(-500, 500, 8).astype("int32"))
-    model = _single("QGemm", [_vi("a", TensorProto.UINT8, [4, 16]), "s1", "z1", "b", "s2",
-                              "bz", "c", "sy", "zy"], [_vi("y", TensorProto.UINT8, None)],
-                    inits, domain="com.microsoft", transB=1, alpha=0.5)
-    _close_to_ort(model, {"a": _q8(rng, (4, 16))})
+    for model, feeds in cases.qlinear_concat_and_qgemm():
+        _close_to_ort(model, feeds)
