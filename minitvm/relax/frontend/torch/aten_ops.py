@@ -127,6 +127,18 @@ def _clamp(ctx: AtenContext, args):
     return ctx.emit(_op.clip(x, lo, hi))
 
 
+@register("clamp.Tensor")
+def _clamp_tensor(ctx: AtenContext, args):
+    """``clamp(x, min, max)`` with tensor bounds (either may be None): broadcast maximum then
+    minimum, as torch's result keeps the promoted dtype of x and the bounds."""
+    out = args[0]
+    for bound, rop in ((args[1], _op.maximum), (args[2] if len(args) > 2 else None, _op.minimum)):
+        if bound is not None:
+            x, b = _promote(ctx, out, ctx.tensor(bound, out))
+            out = ctx.emit(rop(x, b))
+    return out
+
+
 @register("_softmax.default", "_log_softmax.default")
 def _softmax(ctx: AtenContext, args):
     fn = _op.nn.softmax if "log" not in ctx.node.target.__name__ else _op.nn.log_softmax

@@ -1,0 +1,83 @@
+"""relax.frontend.torch.from_exported_program on ops the new-user models reach only through
+torch.export (benchmarks/sweep_import_paths.py): ``clamp`` with tensor bounds (the siamese
+net's cosine similarity), a global average pool of a channels-last tensor (ConvNeXt's, which
+torch's default decomposition turns into mean + as_strided). Built and run on the Relax VM
+against PyTorch eager."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
+
+nn = torch.nn
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def _run(fn, *inputs):
+    model = Fn(fn).eval()
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+    mod = from_exported_program(torch.export.export(model, inputs))
+    text = mod.script()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.nd.array(t.numpy()) for t in inputs])
+    while not hasattr(out, "numpy"):
+        out = out[0]
+    out = out.numpy()
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    return text
+
+
+def _rand(*shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("both", lambda x, lo, hi: torch.clamp(x, lo, hi)),
+    ("min_only", lambda x, lo, hi: torch.clamp(x, min=lo)),
+    ("max_only", lambda x, lo, hi: torch.clamp(x, max=hi)),
+])
+def test_clamp_tensor_bounds(name, fn):
+    x, lo = _rand(3, 5), _rand(1, 5, seed=1) - 0.5
+    text = _run(fn, x, lo, lo + 1.0)
+    assert ("maximum" in text) == (name != "max_only")
+    assert ("minimum" in text) == (name != "min_only")
+
+
+def test_clamp_tensor_bound_broadcast_int_promotes():
+    """A float x clamped by an int64 tensor bound: the result stays float32."""
+    x = _rand(2, 4) * 3
+    lo = torch.tensor([-1, 0, 1, 2])
+    _run(lambda x, lo: torch.clamp(x, min=lo), x, lo)
+
+
+def test_cosine_similarity_clamps_norms():
+    """F.cosine_similarity records clamp with a tensor bound (the product of norms vs eps)."""
+    a, b = _rand(4, 16), _rand(4, 16, seed=1)
+    _run(lambda a, b: nn.functional.cosine_similarity(a, b, dim=1), a, b)
+
+
+def test_global_pool_of_channels_last():
+    """The permute-back of a channels-last block makes adaptive_avg_pool2d's input channels-last;
+    kept whole, it is one mean (no as_strided)."""
+    def fn(x):
+        y = x.permute(0, 2, 3, 1).contiguous() * 2.0  # (N, H, W, C) in memory
+        return nn.functional.adaptive_avg_pool2d(y.permute(0, 3, 1, 2), 1).flatten(1)
+
+    text = _run(fn, _rand(2, 8, 5, 6))
+    assert "R.mean" in text and "as_strided" not in text
