@@ -63,9 +63,12 @@ def _conv(ctx, ins, attrs):
     elif n == 2:
         out = _nn.conv2d(x, w, strides=strides, padding=(begin[0], begin[1], end[0], end[1]),
                          dilation=dil, groups=groups, channels=channels, kernel_size=kernel)
+    elif n == 3:  # video / volumetric models (C3D, a temporal non-local block)
+        out = _nn.conv3d(x, w, strides=strides, padding=tuple(begin) + tuple(end),
+                         dilation=dil, groups=groups, channels=channels, kernel_size=kernel)
     else:
         raise NotImplementedError(f"{ctx.where()}: {n}-D convolution is not supported "
-                                  "(1-D and 2-D are)")
+                                  "(1-D, 2-D and 3-D are)")
     return _add_bias(out, b, n + 2)
 
 
