@@ -81,3 +81,19 @@ def test_global_pool_of_channels_last():
 
     text = _run(fn, _rand(2, 8, 5, 6))
     assert "R.mean" in text and "as_strided" not in text
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("max3d", lambda x: nn.functional.max_pool3d(x, (1, 2, 2))),
+    ("max3d_pad_stride", lambda x: nn.functional.max_pool3d(x, 3, stride=(1, 2, 2), padding=1)),
+    ("max3d_ceil", lambda x: nn.functional.max_pool3d(x, 2, ceil_mode=True)),
+    ("avg3d", lambda x: nn.functional.avg_pool3d(x, (2, 2, 2))),
+    ("avg3d_pad_exclude", lambda x: nn.functional.avg_pool3d(x, 3, 2, 1,
+                                                             count_include_pad=False)),
+    ("max2d_pad", lambda x: nn.functional.max_pool2d(x.flatten(1, 2), 3, 2, 1)),
+])
+def test_pool3d(name, fn):
+    """3-D pooling (video3d's C3D stem), which torch.export records as max_pool3d_with_indices
+    / avg_pool3d; 2-D pooling goes through the same converter."""
+    text = _run(fn, _rand(2, 3, 5, 7, 6))
+    assert ("pool3d" in text) == ("3d" in name)

@@ -213,28 +213,38 @@ def _layer_norm(ctx: AtenContext, args):
     return (y, None, None)
 
 
-@register("max_pool2d_with_indices.default", "max_pool2d.default")
-def _max_pool2d(ctx: AtenContext, args):
+def _per_axis(v, n: int) -> list[int]:
+    """A pooling argument (an int or one value per spatial axis) as ``n`` ints."""
+    v = [int(p) for p in (v if isinstance(v, list | tuple) else [v])]
+    return v * n if len(v) == 1 else v
+
+
+@register("max_pool2d_with_indices.default", "max_pool2d.default",
+          "max_pool3d_with_indices.default", "max_pool3d.default")
+def _max_pool(ctx: AtenContext, args):
+    """2-D and 3-D max pooling (the number of kernel sizes says which); the indices output of
+    the ``_with_indices`` form is not computed."""
     x, kernel, stride, padding, dilation, ceil = args
     kernel = [int(k) for k in kernel]
+    n = len(kernel)
     stride = [int(s) for s in stride] or kernel
-    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
-    dilation = [int(d) for d in (dilation if isinstance(dilation, list | tuple)
-                                 else [dilation] * 2)]
-    y = ctx.emit(_op.nn.max_pool2d(x, kernel, stride, padding * 2, dilation, bool(ceil)))
+    fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
+    y = ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, _per_axis(dilation, n),
+                    bool(ceil)))
     return (y, None) if "indices" in ctx.node.target.__name__ else y
 
 
-@register("avg_pool2d.default")
-def _avg_pool2d(ctx: AtenContext, args):
+@register("avg_pool2d.default", "avg_pool3d.default")
+def _avg_pool(ctx: AtenContext, args):
     x, kernel, stride, padding, ceil, include, divisor = args
     if divisor is not None:
         raise ctx.fail("divisor_override is not supported")
     kernel = [int(k) for k in kernel]
+    n = len(kernel)
     stride = [int(s) for s in stride] or kernel
-    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
-    return ctx.emit(_op.nn.avg_pool2d(x, kernel, stride, padding * 2, [1, 1], bool(ceil),
-                                      bool(include)))
+    fn = {2: _op.nn.avg_pool2d, 3: _op.nn.avg_pool3d}[n]
+    return ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, [1] * n, bool(ceil),
+                       bool(include)))
 
 
 @register("_adaptive_avg_pool2d.default", "adaptive_avg_pool2d.default")
