@@ -87,3 +87,17 @@ def test_weight_norm(make, shape):
         m.weight_g.mul_(torch.rand_like(m.weight_g) + 0.5)
     ep = _run(m, _randn(*shape))
     assert "aten._weight_norm.default" in _targets(ep)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.Conv2d(4, 4, 7, padding="same", groups=4), (1, 4, 9, 9)),  # ConvMixer's
+    (lambda: nn.Conv2d(3, 5, (4, 3), padding="same", dilation=(1, 2)), (2, 3, 8, 7)),  # odd
+    (lambda: nn.Conv1d(3, 5, 4, padding="same"), (2, 3, 10)),
+    (lambda: nn.Conv3d(2, 3, (2, 3, 3), padding="same"), (1, 2, 4, 5, 5)),
+    (lambda: nn.Conv2d(3, 5, 3, padding="valid"), (1, 3, 6, 6)),
+])
+def test_conv_string_padding(make, shape):
+    """torch.export keeps ``padding="same"`` / ``"valid"`` as strings (TorchScript sees them
+    resolved); an even kernel pads one more at the end, as torch does."""
+    torch.manual_seed(0)
+    _run(make(), _randn(*shape))
