@@ -97,3 +97,15 @@ def test_pool3d(name, fn):
     / avg_pool3d; 2-D pooling goes through the same converter."""
     text = _run(fn, _rand(2, 3, 5, 7, 6))
     assert ("pool3d" in text) == ("3d" in name)
+
+
+@pytest.mark.parametrize("name,fn,make", [
+    ("float_base", lambda x: 10000.0 ** (x / 8), lambda: _rand(4, 8)),
+    ("float_base_int_exp", lambda i: 2.0 ** i, lambda: torch.arange(-3, 5)),
+    ("int_base_int_exp", lambda i: 3 ** i, lambda: torch.arange(0, 6)),
+    ("rope_freqs", lambda i: 1.0 / (10000 ** (i.float() / 16)), lambda: torch.arange(0, 16, 2)),
+])
+def test_pow_scalar_base(name, fn, make):
+    """A number raised to a tensor (torch.export: pow.Scalar), as a RoPE decoder's inverse
+    frequencies; the result dtype is torch's."""
+    _run(fn, make())
