@@ -109,3 +109,39 @@ def test_pow_scalar_base(name, fn, make):
     """A number raised to a tensor (torch.export: pow.Scalar), as a RoPE decoder's inverse
     frequencies; the result dtype is torch's."""
     _run(fn, make())
+
+
+class _Bag(nn.Module):
+    def __init__(self, **kw):
+        super().__init__()
+        torch.manual_seed(0)
+        self.bag = nn.EmbeddingBag(20, 6, **kw)
+
+    def forward(self, *xs):
+        return self.bag(*xs)
+
+
+@pytest.mark.parametrize("kw,offsets", [
+    ({"mode": "sum"}, [0, 3, 3, 7]),  # an empty bag
+    ({"mode": "mean"}, [0, 2, 5, 9]),
+    ({"mode": "max"}, [0, 4, 4, 8]),
+    ({"mode": "sum", "include_last_offset": True}, [0, 2, 6, 10]),
+    ({"mode": "mean", "padding_idx": 3}, [0, 5, 8, 9]),
+])
+def test_embedding_bag_runtime_offsets(kw, offsets):
+    """nn.EmbeddingBag with offsets as an input (DLRM's): each mode, an empty bag, the
+    include_last_offset and padding_idx forms."""
+    idx = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6, 5, 3])
+    text = _run(_Bag(**kw), idx, torch.tensor(offsets))
+    assert "matmul" in text or kw["mode"] == "max"
+
+
+def test_embedding_bag_2d_input():
+    """A (batch, ids) input without offsets (the recommender's mean bag): torch makes the
+    offsets inside the graph."""
+    _run(_Bag(mode="mean"), torch.randint(0, 20, (4, 5), generator=torch.Generator().manual_seed(2)))
+
+
+def test_embedding_bag_per_sample_weights():
+    idx, off = torch.tensor([3, 1, 4, 1, 5, 9]), torch.tensor([0, 2, 2])
+    _run(_Bag(mode="sum"), idx, off, _rand(6))

@@ -445,6 +445,60 @@ def _embedding(ctx: AtenContext, args):
     return ctx.emit(_op.take(args[0], args[1], 0))
 
 
+def _opt(args, i, default):
+    return args[i] if len(args) > i and args[i] is not None else default
+
+
+@register("_embedding_bag.default", "_embedding_bag_forward_only.default")
+def _embedding_bag(ctx: AtenContext, args):
+    """``nn.EmbeddingBag`` (weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+    per_sample_weights, include_last_offset, padding_idx): the sum, mean or max of each bag's
+    rows, 0 for an empty bag. Offsets may be a runtime tensor: a (bags, ids) membership mask
+    from them turns sum and mean into one matmul, max into a masked reduction. Only the first
+    output (the bags) is computed; PyTorch's bookkeeping outputs are not."""
+    weight, idx, offsets = args[:3]
+    mode = int(_opt(args, 4, 0))
+    psw, include_last = _opt(args, 6, None), bool(_opt(args, 7, False))
+    pad = _opt(args, 8, None)
+    pad = None if pad is None or int(pad) < 0 else int(pad)
+    if ctx.ndim(idx) != 1 or not isinstance(ctx.shape(idx)[0], int):
+        raise ctx.fail(f"expects 1-D indices of a static length, got {ctx.shape(idx)}")
+    if psw is not None and mode != 0:
+        raise ctx.fail("per_sample_weights needs mode='sum'")
+    n, nb = ctx.shape(idx)[0], int(ctx.shape(offsets)[0]) - include_last
+    if nb <= 0:
+        raise ctx.fail("offsets describe no bags")
+    dt = ctx.dtype(weight)
+    rows = ctx.emit(_op.take(weight, idx, 0))  # (n, d)
+    if psw is not None:
+        rows = ctx.emit(_op.multiply(rows, _op.expand_dims(psw, 1)))
+    off = ctx.emit(_op.astype(offsets, "int64"))
+    starts = ctx.emit(_op.strided_slice(off, [0], [0], [nb]))
+    if include_last:
+        ends = ctx.emit(_op.strided_slice(off, [0], [1], [nb + 1]))
+    else:
+        total = const(np.array([n], "int64"))
+        ends = total if nb == 1 else ctx.emit(_op.concat(
+            [_op.strided_slice(off, [0], [1], [nb]), total], 0))
+    j = const(np.arange(n, dtype="int64").reshape(1, n))
+    member = ctx.emit(_op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
+                                      _op.less(j, _op.expand_dims(ends, 1))))  # (nb, n)
+    if pad is not None:
+        keep = _op.not_equal(idx, const(np.array(pad, ctx.dtype(idx))))
+        member = ctx.emit(_op.logical_and(member, _op.expand_dims(keep, 0)))
+    count = ctx.emit(_op.sum(_op.astype(member, dt), [1], True))  # (nb, 1)
+    if mode in (0, 1):
+        out = ctx.emit(_op.matmul(_op.astype(member, dt), rows))
+        if mode == 1:
+            out = ctx.emit(_op.divide(out, _op.maximum(count, const(np.array(1, dt)))))
+    else:
+        lowest = const(np.array(-np.inf, dt))
+        picked = _op.where(_op.expand_dims(member, 2), _op.expand_dims(rows, 0), lowest)
+        out = ctx.emit(_op.where(_op.greater(count, const(np.array(0, dt))),
+                                 _op.max(picked, [1]), const(np.array(0, dt))))
+    return (out, None, None, None)
+
+
 @register("where.self")
 def _where(ctx: AtenContext, args):
     c, a, b = args
