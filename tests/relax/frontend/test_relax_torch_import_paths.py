@@ -145,3 +145,19 @@ def test_embedding_bag_2d_input():
 def test_embedding_bag_per_sample_weights():
     idx, off = torch.tensor([3, 1, 4, 1, 5, 9]), torch.tensor([0, 2, 2])
     _run(_Bag(mode="sum"), idx, off, _rand(6))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("src", lambda x, i, s: x.scatter(1, i, s)),
+    ("src_larger", lambda x, i, s: torch.zeros(4, 6).scatter(1, i, torch.cat([s, s], 1))),
+    ("value", lambda x, i, s: x.scatter(1, i, 2.5)),
+    ("src_add", lambda x, i, s: x.scatter(1, i, s, reduce="add")),
+    ("moe_gate", lambda x, i, s: torch.zeros_like(x).scatter(-1, i, s.softmax(-1))),
+])
+def test_scatter(name, fn):
+    """Tensor.scatter (torch.export: scatter.src / .value / .reduce): an MoE's top-k routing
+    weights written into a dense (tokens, experts) gate. Indices distinct per row."""
+    x, s = _rand(4, 6), _rand(4, 2, seed=1)
+    i = torch.tensor([[0, 3], [5, 1], [2, 4], [1, 0]])
+    text = _run(fn, x, i, s)
+    assert "scatter_elements" in text

@@ -709,6 +709,27 @@ def _scatter_add(ctx: AtenContext, args):
     return ctx.emit(_op.scatter_elements(x, index, src, int(dim) % ctx.ndim(x), "add"))
 
 
+@register("scatter.src", "scatter.value", "scatter.reduce", "scatter.value_reduce")
+def _scatter(ctx: AtenContext, args):
+    """scatter(self, dim, index, src or value[, reduce]): ``src`` (or the number) written at
+    ``index`` along ``dim`` (an MoE's routing weights into a dense gate). torch reads only
+    ``src``'s leading index-shaped block, so a larger ``src`` is cut to it first."""
+    x, dim, index, src = args[:4]
+    axis = int(dim) % ctx.ndim(x)
+    ishape = ctx.shape(index)
+    if isinstance(src, Expr):
+        if ctx.shape(src) != ishape:
+            n = len(ishape)
+            src = ctx.emit(_op.strided_slice(src, list(range(n)), [0] * n, list(ishape)))
+    else:
+        src = ctx.emit(_op.full(ctx.shape_expr(ishape), ctx.tensor(src, x), ctx.dtype(x)))
+    reduce = args[4] if len(args) > 4 else None
+    modes = {None: "update", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul"}
+    if reduce not in modes:
+        raise ctx.fail(f"scatter with reduce={reduce!r} is not supported")
+    return ctx.emit(_op.scatter_elements(x, index, src, axis, modes[reduce]))
+
+
 @register("gather.default")
 def _gather(ctx: AtenContext, args):
     x, dim, index = args[0], args[1], args[2]
