@@ -161,3 +161,30 @@ def test_scatter(name, fn):
     i = torch.tensor([[0, 3], [5, 1], [2, 4], [1, 0]])
     text = _run(fn, x, i, s)
     assert "scatter_elements" in text
+
+
+@pytest.mark.parametrize("mode,padding,align", [("bilinear", "zeros", False),
+                                                ("bilinear", "border", True),
+                                                ("nearest", "zeros", False)])
+def test_affine_grid_sample(mode, padding, align):
+    """A spatial transformer's resampling: F.affine_grid (decomposed by torch.export) then
+    F.grid_sample (grid_sampler_2d), some sample points outside the image."""
+    def fn(x, theta):
+        g = nn.functional.affine_grid(theta, [2, 3, 5, 6], align_corners=align)
+        return nn.functional.grid_sample(x, g * 1.3, mode=mode, padding_mode=padding,
+                                         align_corners=align)
+
+    theta = torch.eye(2, 3).repeat(2, 1, 1) + 0.3 * _rand(2, 2, 3, seed=2)
+    text = _run(fn, _rand(2, 3, 7, 9), theta)
+    assert "gather_elements" in text
+
+
+def test_grid_sample_bicubic_is_a_clear_error():
+    from minitvm.relax.frontend.torch import TorchImportError
+
+    def fn(x, g):
+        return nn.functional.grid_sample(x, g, mode="bicubic", align_corners=False)
+
+    ep = torch.export.export(Fn(fn), (_rand(1, 1, 4, 4), _rand(1, 2, 2, 2)))
+    with pytest.raises(TorchImportError, match="grid_sample mode 2"):
+        from_exported_program(ep)

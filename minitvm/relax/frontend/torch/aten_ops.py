@@ -7,6 +7,7 @@ import numpy as np
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
+from ..spatial import grid_sample_2d
 from .context import AtenContext, register, torch_dtype
 
 
@@ -728,6 +729,18 @@ def _scatter(ctx: AtenContext, args):
     if reduce not in modes:
         raise ctx.fail(f"scatter with reduce={reduce!r} is not supported")
     return ctx.emit(_op.scatter_elements(x, index, src, axis, modes[reduce]))
+
+
+@register("grid_sampler_2d.default")
+def _grid_sampler_2d(ctx: AtenContext, args):
+    """F.grid_sample of a 4-D input (a spatial transformer's): input, grid (N, Ho, Wo, 2),
+    mode (0 bilinear, 1 nearest), padding (0 zeros, 1 border), align_corners."""
+    x, grid, mode, padding, align = args[:5]
+    if int(mode) not in (0, 1) or int(padding) not in (0, 1):
+        raise ctx.fail(f"grid_sample mode {int(mode)} / padding {int(padding)} is not supported "
+                       "(bilinear or nearest, with zeros or border padding)")
+    return grid_sample_2d(ctx, x, grid, int(mode) == 0, ("zeros", "border")[int(padding)],
+                          bool(align))
 
 
 @register("gather.default")
