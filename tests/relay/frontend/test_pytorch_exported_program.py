@@ -71,3 +71,33 @@ class MaskCount(nn.Module):
 def test_assert_tensor_metadata_computes_nothing():
     ep = _run(MaskCount(), _randn(3, 7) * 0.8)
     assert any("_assert_tensor_metadata" in t for t in _targets(ep))
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.utils.weight_norm(nn.Conv1d(4, 6, 3, padding=2, dilation=2)), (2, 4, 9)),
+    (lambda: nn.utils.weight_norm(nn.Linear(5, 3), dim=1), (4, 5)),
+    (lambda: nn.utils.weight_norm(nn.Conv2d(3, 4, 3), dim=None), (1, 3, 6, 6)),
+])
+def test_weight_norm(make, shape):
+    """``nn.utils.weight_norm`` (a TCN's convolutions) reaches torch.export as ``_weight_norm``:
+    the norm over every axis but ``dim`` (all of them for ``dim=None``)."""
+    torch.manual_seed(0)
+    m = make()
+    with torch.no_grad():  # g away from ||v|| so that a wrong norm shows
+        m.weight_g.mul_(torch.rand_like(m.weight_g) + 0.5)
+    ep = _run(m, _randn(*shape))
+    assert "aten._weight_norm.default" in _targets(ep)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.Conv2d(4, 4, 7, padding="same", groups=4), (1, 4, 9, 9)),  # ConvMixer's
+    (lambda: nn.Conv2d(3, 5, (4, 3), padding="same", dilation=(1, 2)), (2, 3, 8, 7)),  # odd
+    (lambda: nn.Conv1d(3, 5, 4, padding="same"), (2, 3, 10)),
+    (lambda: nn.Conv3d(2, 3, (2, 3, 3), padding="same"), (1, 2, 4, 5, 5)),
+    (lambda: nn.Conv2d(3, 5, 3, padding="valid"), (1, 3, 6, 6)),
+])
+def test_conv_string_padding(make, shape):
+    """torch.export keeps ``padding="same"`` / ``"valid"`` as strings (TorchScript sees them
+    resolved); an even kernel pads one more at the end, as torch does."""
+    torch.manual_seed(0)
+    _run(make(), _randn(*shape))

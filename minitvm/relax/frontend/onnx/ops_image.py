@@ -1,28 +1,14 @@
-"""ONNX's spatial-transformer ops on Relax: AffineGrid (opset 20) as elementwise arithmetic on
-constant coordinate rows, and 2-D GridSample (opset 16 and 20 mode names) with linear or
-nearest sampling and zeros or border padding, decomposed into coordinate arithmetic, a
-``gather_elements`` of the flattened image per corner and a weighted sum, so it lowers through
-the shared elementwise and gather computes. The batch may be symbolic."""
+"""ONNX's spatial-transformer ops on Relax: AffineGrid (opset 20) and 2-D GridSample (opset 16
+and 20 mode names) with linear or nearest sampling and zeros or border padding, onto the
+decomposition the torch importer shares (``relax.frontend.spatial``). The batch may be
+symbolic."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ... import op as _op
-from ...expr import const
+from ..spatial import affine_grid_2d, grid_sample_2d
 from .context import Context, register
 
 _LINEAR, _NEAREST = ("linear", "bilinear"), ("nearest",)
-
-
-def _coords(n: int, align: bool) -> np.ndarray:
-    """The normalized [-1, 1] positions of ``n`` pixels (their centers unless aligned)."""
-    v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
-    return v if align else v * (n - 1) / n
-
-
-def _c(v, dtype):
-    return const(np.asarray(v, dtype=dtype))
 
 
 def _text(v) -> str:
@@ -40,25 +26,7 @@ def _affine_grid(ctx: Context, ins, attrs):
     if not (isinstance(h, int) and isinstance(w, int)):
         raise ctx.fail(f"the grid's height and width must be known at import, got {size}")
     align = bool(attrs.get("align_corners", 0))
-    dt = ctx.dtype(theta)
-    xs = _c(_coords(w, align).reshape(1, 1, w, 1), dt)
-    ys = _c(_coords(h, align).reshape(1, h, 1, 1), dt)
-    cols = [ctx.emit(_op.expand_dims(_op.take(theta, _c(k, "int64"), axis=2), [1, 2]))
-            for k in range(3)]
-    out = _op.add(_op.add(_op.multiply(xs, cols[0]), _op.multiply(ys, cols[1])), cols[2])
-    return ctx.emit(out)
-
-
-def _unnormalize(g, size: int, align: bool, padding: str, dt):
-    one = _c(1.0, dt)
-    if align:
-        v = _op.multiply(_op.add(g, one), _c((size - 1) / 2.0, dt))
-    else:
-        v = _op.divide(_op.subtract(_op.multiply(_op.add(g, one), _c(float(size), dt)), one),
-                       _c(2.0, dt))
-    if padding == "border":
-        v = _op.clip(v, 0.0, float(size - 1))
-    return v
+    return affine_grid_2d(ctx, theta, h, w, align)
 
 
 @register("GridSample")
@@ -72,49 +40,4 @@ def _grid_sample(ctx: Context, ins, attrs):
     if mode not in _LINEAR + _NEAREST or padding not in ("zeros", "border"):
         raise ctx.fail(f"mode {mode!r} with padding {padding!r} is not supported (linear or "
                        f"nearest, with zeros or border padding)")
-    n, c, h, w = ctx.shape(x)
-    _, ho, wo, _ = ctx.shape(grid)
-    if not all(isinstance(d, int) for d in (h, w)):
-        raise ctx.fail(f"the input's height and width must be static, got {ctx.shape(x)}")
-    dt = ctx.dtype(x)
-    gx = _op.take(grid, _c(0, "int64"), axis=3)  # (N, Ho, Wo)
-    gy = _op.take(grid, _c(1, "int64"), axis=3)
-    ix = ctx.emit(_unnormalize(gx, w, align, padding, dt))
-    iy = ctx.emit(_unnormalize(gy, h, align, padding, dt))
-    # the image flattened per channel; a sample is element y*W + x of its batch's rows
-    flat = ctx.emit(_op.reshape(x, ctx.shape_expr([n, c, h * w])))
-    out_rows = ctx.shape_expr([n, c, ctx.simplify(ho * wo)])
-
-    def tap(y, xx):
-        """(N, C, Ho*Wo) pixels at integer positions (float y, x), and (N, 1, Ho*Wo) 1.0 where
-        inside the image, 0.0 outside."""
-        yi, xi = _op.astype(y, "int64"), _op.astype(xx, "int64")
-        inside = _op.logical_and(
-            _op.logical_and(_op.greater_equal(yi, _c(0, "int64")), _op.less(yi, _c(h, "int64"))),
-            _op.logical_and(_op.greater_equal(xi, _c(0, "int64")), _op.less(xi, _c(w, "int64"))))
-        idx = _op.add(_op.multiply(_op.clip(yi, 0, h - 1), _c(w, "int64")),
-                      _op.clip(xi, 0, w - 1))
-        idx = ctx.emit(_op.reshape(idx, ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
-        val = ctx.emit(_op.gather_elements(flat, _op.broadcast_to(idx, out_rows), 2))
-        ok = ctx.emit(_op.reshape(_op.astype(inside, dt),
-                                  ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
-        return val, ok
-
-    if mode in _NEAREST:
-        val, ok = tap(_op.round(iy), _op.round(ix))
-        out = ctx.emit(_op.multiply(val, ok))
-    else:
-        one = _c(1.0, dt)
-        y0, x0 = ctx.emit(_op.floor(iy)), ctx.emit(_op.floor(ix))
-        fy, fx = ctx.emit(_op.subtract(iy, y0)), ctx.emit(_op.subtract(ix, x0))
-        wy = (_op.subtract(one, fy), fy)
-        wx = (_op.subtract(one, fx), fx)
-        out = None
-        for a, yy in enumerate((y0, _op.add(y0, one))):
-            for b, xx in enumerate((x0, _op.add(x0, one))):
-                val, ok = tap(yy, xx)
-                wgt = ctx.emit(_op.reshape(_op.multiply(wy[a], wx[b]),
-                                           ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
-                term = ctx.emit(_op.multiply(val, _op.multiply(wgt, ok)))
-                out = term if out is None else ctx.emit(_op.add(out, term))
-    return ctx.emit(_op.reshape(out, ctx.shape_expr([n, c, ho, wo])))
+    return grid_sample_2d(ctx, x, grid, mode in _LINEAR, padding, align)

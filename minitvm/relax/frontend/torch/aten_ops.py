@@ -7,6 +7,7 @@ import numpy as np
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
+from ..spatial import grid_sample_2d
 from .context import AtenContext, register, torch_dtype
 
 
@@ -55,6 +56,16 @@ for _names, _rop, _py in [
     (("logical_and.default",), _op.logical_and, lambda a, b: a and b),
 ]:
     register(*_names)(_binary(_rop, _py))
+
+
+@register("pow.Scalar")
+def _pow_scalar(ctx: AtenContext, args):
+    """``base ** tensor`` with a Python-number base (RoPE's ``10000 ** (-2i / d)``): a float
+    base over an integer exponent gives float32, as in torch."""
+    base, e = args[0], args[1]
+    if isinstance(base, float) and not ctx.dtype(e).startswith("float"):
+        e = ctx.emit(_op.astype(e, "float32"))
+    return ctx.emit(_op.power(ctx.tensor(base, e), e))
 
 
 @register("rsub.Scalar")
@@ -125,6 +136,18 @@ def _clamp(ctx: AtenContext, args):
     lo = -np.inf if lo is None else float(lo)
     hi = np.inf if hi is None else float(hi)
     return ctx.emit(_op.clip(x, lo, hi))
+
+
+@register("clamp.Tensor")
+def _clamp_tensor(ctx: AtenContext, args):
+    """``clamp(x, min, max)`` with tensor bounds (either may be None): broadcast maximum then
+    minimum, as torch's result keeps the promoted dtype of x and the bounds."""
+    out = args[0]
+    for bound, rop in ((args[1], _op.maximum), (args[2] if len(args) > 2 else None, _op.minimum)):
+        if bound is not None:
+            x, b = _promote(ctx, out, ctx.tensor(bound, out))
+            out = ctx.emit(rop(x, b))
+    return out
 
 
 @register("_softmax.default", "_log_softmax.default")
@@ -201,28 +224,38 @@ def _layer_norm(ctx: AtenContext, args):
     return (y, None, None)
 
 
-@register("max_pool2d_with_indices.default", "max_pool2d.default")
-def _max_pool2d(ctx: AtenContext, args):
+def _per_axis(v, n: int) -> list[int]:
+    """A pooling argument (an int or one value per spatial axis) as ``n`` ints."""
+    v = [int(p) for p in (v if isinstance(v, list | tuple) else [v])]
+    return v * n if len(v) == 1 else v
+
+
+@register("max_pool2d_with_indices.default", "max_pool2d.default",
+          "max_pool3d_with_indices.default", "max_pool3d.default")
+def _max_pool(ctx: AtenContext, args):
+    """2-D and 3-D max pooling (the number of kernel sizes says which); the indices output of
+    the ``_with_indices`` form is not computed."""
     x, kernel, stride, padding, dilation, ceil = args
     kernel = [int(k) for k in kernel]
+    n = len(kernel)
     stride = [int(s) for s in stride] or kernel
-    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
-    dilation = [int(d) for d in (dilation if isinstance(dilation, list | tuple)
-                                 else [dilation] * 2)]
-    y = ctx.emit(_op.nn.max_pool2d(x, kernel, stride, padding * 2, dilation, bool(ceil)))
+    fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
+    y = ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, _per_axis(dilation, n),
+                    bool(ceil)))
     return (y, None) if "indices" in ctx.node.target.__name__ else y
 
 
-@register("avg_pool2d.default")
-def _avg_pool2d(ctx: AtenContext, args):
+@register("avg_pool2d.default", "avg_pool3d.default")
+def _avg_pool(ctx: AtenContext, args):
     x, kernel, stride, padding, ceil, include, divisor = args
     if divisor is not None:
         raise ctx.fail("divisor_override is not supported")
     kernel = [int(k) for k in kernel]
+    n = len(kernel)
     stride = [int(s) for s in stride] or kernel
-    padding = [int(p) for p in (padding if isinstance(padding, list | tuple) else [padding] * 2)]
-    return ctx.emit(_op.nn.avg_pool2d(x, kernel, stride, padding * 2, [1, 1], bool(ceil),
-                                      bool(include)))
+    fn = {2: _op.nn.avg_pool2d, 3: _op.nn.avg_pool3d}[n]
+    return ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, [1] * n, bool(ceil),
+                       bool(include)))
 
 
 @register("_adaptive_avg_pool2d.default", "adaptive_avg_pool2d.default")
@@ -411,6 +444,60 @@ def _index_select(ctx: AtenContext, args):
 @register("embedding.default")
 def _embedding(ctx: AtenContext, args):
     return ctx.emit(_op.take(args[0], args[1], 0))
+
+
+def _opt(args, i, default):
+    return args[i] if len(args) > i and args[i] is not None else default
+
+
+@register("_embedding_bag.default", "_embedding_bag_forward_only.default")
+def _embedding_bag(ctx: AtenContext, args):
+    """``nn.EmbeddingBag`` (weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+    per_sample_weights, include_last_offset, padding_idx): the sum, mean or max of each bag's
+    rows, 0 for an empty bag. Offsets may be a runtime tensor: a (bags, ids) membership mask
+    from them turns sum and mean into one matmul, max into a masked reduction. Only the first
+    output (the bags) is computed; PyTorch's bookkeeping outputs are not."""
+    weight, idx, offsets = args[:3]
+    mode = int(_opt(args, 4, 0))
+    psw, include_last = _opt(args, 6, None), bool(_opt(args, 7, False))
+    pad = _opt(args, 8, None)
+    pad = None if pad is None or int(pad) < 0 else int(pad)
+    if ctx.ndim(idx) != 1 or not isinstance(ctx.shape(idx)[0], int):
+        raise ctx.fail(f"expects 1-D indices of a static length, got {ctx.shape(idx)}")
+    if psw is not None and mode != 0:
+        raise ctx.fail("per_sample_weights needs mode='sum'")
+    n, nb = ctx.shape(idx)[0], int(ctx.shape(offsets)[0]) - include_last
+    if nb <= 0:
+        raise ctx.fail("offsets describe no bags")
+    dt = ctx.dtype(weight)
+    rows = ctx.emit(_op.take(weight, idx, 0))  # (n, d)
+    if psw is not None:
+        rows = ctx.emit(_op.multiply(rows, _op.expand_dims(psw, 1)))
+    off = ctx.emit(_op.astype(offsets, "int64"))
+    starts = ctx.emit(_op.strided_slice(off, [0], [0], [nb]))
+    if include_last:
+        ends = ctx.emit(_op.strided_slice(off, [0], [1], [nb + 1]))
+    else:
+        total = const(np.array([n], "int64"))
+        ends = total if nb == 1 else ctx.emit(_op.concat(
+            [_op.strided_slice(off, [0], [1], [nb]), total], 0))
+    j = const(np.arange(n, dtype="int64").reshape(1, n))
+    member = ctx.emit(_op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
+                                      _op.less(j, _op.expand_dims(ends, 1))))  # (nb, n)
+    if pad is not None:
+        keep = _op.not_equal(idx, const(np.array(pad, ctx.dtype(idx))))
+        member = ctx.emit(_op.logical_and(member, _op.expand_dims(keep, 0)))
+    count = ctx.emit(_op.sum(_op.astype(member, dt), [1], True))  # (nb, 1)
+    if mode in (0, 1):
+        out = ctx.emit(_op.matmul(_op.astype(member, dt), rows))
+        if mode == 1:
+            out = ctx.emit(_op.divide(out, _op.maximum(count, const(np.array(1, dt)))))
+    else:
+        lowest = const(np.array(-np.inf, dt))
+        picked = _op.where(_op.expand_dims(member, 2), _op.expand_dims(rows, 0), lowest)
+        out = ctx.emit(_op.where(_op.greater(count, const(np.array(0, dt))),
+                                 _op.max(picked, [1]), const(np.array(0, dt))))
+    return (out, None, None, None)
 
 
 @register("where.self")
@@ -621,6 +708,39 @@ def _scatter_add(ctx: AtenContext, args):
     """scatter_add(self, dim, index, src): a graph network's messages summed into nodes."""
     x, dim, index, src = args[:4]
     return ctx.emit(_op.scatter_elements(x, index, src, int(dim) % ctx.ndim(x), "add"))
+
+
+@register("scatter.src", "scatter.value", "scatter.reduce", "scatter.value_reduce")
+def _scatter(ctx: AtenContext, args):
+    """scatter(self, dim, index, src or value[, reduce]): ``src`` (or the number) written at
+    ``index`` along ``dim`` (an MoE's routing weights into a dense gate). torch reads only
+    ``src``'s leading index-shaped block, so a larger ``src`` is cut to it first."""
+    x, dim, index, src = args[:4]
+    axis = int(dim) % ctx.ndim(x)
+    ishape = ctx.shape(index)
+    if isinstance(src, Expr):
+        if ctx.shape(src) != ishape:
+            n = len(ishape)
+            src = ctx.emit(_op.strided_slice(src, list(range(n)), [0] * n, list(ishape)))
+    else:
+        src = ctx.emit(_op.full(ctx.shape_expr(ishape), ctx.tensor(src, x), ctx.dtype(x)))
+    reduce = args[4] if len(args) > 4 else None
+    modes = {None: "update", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul"}
+    if reduce not in modes:
+        raise ctx.fail(f"scatter with reduce={reduce!r} is not supported")
+    return ctx.emit(_op.scatter_elements(x, index, src, axis, modes[reduce]))
+
+
+@register("grid_sampler_2d.default")
+def _grid_sampler_2d(ctx: AtenContext, args):
+    """F.grid_sample of a 4-D input (a spatial transformer's): input, grid (N, Ho, Wo, 2),
+    mode (0 bilinear, 1 nearest), padding (0 zeros, 1 border), align_corners."""
+    x, grid, mode, padding, align = args[:5]
+    if int(mode) not in (0, 1) or int(padding) not in (0, 1):
+        raise ctx.fail(f"grid_sample mode {int(mode)} / padding {int(padding)} is not supported "
+                       "(bilinear or nearest, with zeros or border padding)")
+    return grid_sample_2d(ctx, x, grid, int(mode) == 0, ("zeros", "border")[int(padding)],
+                          bool(align))
 
 
 @register("gather.default")

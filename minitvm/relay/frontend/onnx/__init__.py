@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_control,
     ops_elemwise,
     ops_extra,
+    ops_grid,
     ops_nn,
     ops_qlinear,
     ops_recurrent,

@@ -83,8 +83,9 @@ def _loop(ctx: Context, ins, attrs):
             if v is not None:
                 try:
                     ctx.value(v, what)
-                except NeedsConstantInput:
-                    raise
+                except NeedsConstantInput as need:
+                    if not need.computed:  # (a computed one gets the fuller reason below)
+                        raise
                 except ImportError_:
                     pass
         why = f" ({unrolling})" if unrolling else ""

@@ -72,9 +72,12 @@ def _conv(ctx, ins, attrs):
                          out_dtype="" if narrow is None else "float32")
         if narrow is not None:
             out = _op.multiply(out, narrow[1])
+    elif n == 3:  # video / volumetric models (C3D, a temporal non-local block)
+        out = _nn.conv3d(x, w, strides=strides, padding=tuple(begin) + tuple(end),
+                         dilation=dil, groups=groups, channels=channels, kernel_size=kernel)
     else:
         raise NotImplementedError(f"{ctx.where()}: {n}-D convolution is not supported "
-                                  "(1-D and 2-D are)")
+                                  "(1-D, 2-D and 3-D are)")
     return _add_bias(out, b, n + 2)
 
 

@@ -26,11 +26,14 @@ class NeedsConstantInput(ImportError_):
 
     ``input_name`` names it: a caller that knows the input's value (the ONNX backend, at run
     time) can re-import with that input bound as a constant.
+
+    ``computed`` says the value is computed from that input rather than being it.
     """
 
-    def __init__(self, message: str, input_name: str):
+    def __init__(self, message: str, input_name: str, computed: bool = False):
         super().__init__(message)
         self.input_name = input_name
+        self.computed = computed
 
 
 class Context(NodeContext):
@@ -68,9 +71,23 @@ class Context(NodeContext):
                 f"{e.name_hint!r}: bind it with from_onnx(..., const_inputs={{"
                 f"'{e.name_hint}': value}})", e.name_hint)
         if v is None:
+            deps = self._graph_inputs_of(e)
+            if deps:  # computed from graph inputs (EmbeddingBag offsets -> a Loop's slices)
+                names = ", ".join(repr(d.name_hint) for d in deps)
+                raise NeedsConstantInput(
+                    f"{self.where()}: {what} must be a constant, but it is computed from the "
+                    f"graph input(s) {names} (a data-dependent shape): bind them with "
+                    f"from_onnx(..., const_inputs={{{deps[0].name_hint!r}: value, ...}})",
+                    deps[0].name_hint, computed=True)
             raise self.fail(f"{what} must be a constant (or computable from static shapes); "
                             "dynamic values are not supported")
         return v
+
+    def _graph_inputs_of(self, e) -> list:
+        """The graph inputs a value is computed from (on the error path only)."""
+        from ...analysis import free_vars
+
+        return [v for v in free_vars(e) if v in self.graph_inputs]
 
     def maybe_value(self, e) -> np.ndarray | None:
         return None if e is None else const_value(self.fold(e))

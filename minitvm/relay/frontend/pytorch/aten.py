@@ -235,10 +235,25 @@ def _gelu(ctx, args):
 
 
 # ------------------------------------------------------------------ convolution / pooling
+def _string_padding(ctx, padding: str, kernel, dilation, nd: int) -> list[int]:
+    """``padding="valid"`` / ``"same"`` (torch.export keeps the string; stride is 1 for
+    "same") as explicit pads: one per axis when symmetric, else all begins then all ends
+    (torch puts the odd one at the end)."""
+    if padding == "valid":
+        return [0] * nd
+    if padding != "same":
+        raise ctx.fail(f"padding={padding!r} is not supported")
+    dil = list(dilation) if isinstance(dilation, list | tuple) else [dilation]
+    dil = dil * nd if len(dil) == 1 else dil
+    totals = [d * (int(k) - 1) for d, k in zip(dil, kernel, strict=True)]
+    begin, end = [t // 2 for t in totals], [t - t // 2 for t in totals]
+    return begin if begin == end else begin + end
+
+
 def _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
     nd = len(ctx.shape(x)) - 2
     if isinstance(padding, str):
-        raise ctx.fail(f"padding={padding!r} is not supported; pass explicit padding")
+        padding = _string_padding(ctx, padding, ctx.shape(w)[2:], dilation, nd)
 
     def per(v, fill=1):
         v = list(v) if isinstance(v, list | tuple) else [v]

@@ -631,3 +631,17 @@ def _cdist_mm(ctx, x1, x2):
     n2 = _op.expand_dims(_op.sum(_op.multiply(x2, x2), axis=[-1]), -2)
     d2 = _op.subtract(_op.add(n1, n2), _op.multiply(prod, _scalar_like(ctx, 2.0, x1)))
     return _op.sqrt(_op.maximum(d2, _scalar_like(ctx, 0.0, x1)))
+
+
+@register("_weight_norm")
+def _weight_norm(ctx, args):
+    """``torch._weight_norm(v, g, dim)`` (``nn.utils.weight_norm``'s reparametrization, which
+    torch.export keeps as one op): ``v * g / ||v||``, the 2-norm over every axis but ``dim``
+    (over all axes when ``dim`` is -1)."""
+    v, g = args[0], args[1]
+    dim = int(_opt(args, 2, 0))
+    nd = len(ctx.shape(v))
+    keep = None if dim == -1 else _norm_dim(dim, nd)
+    axes = [a for a in range(nd) if a != keep]
+    norm = _vector_norm(ctx, v, 2.0, axes, True)
+    return _op.multiply(v, _op.divide(g, norm))

@@ -1,31 +1,14 @@
 """ATen's spatial-transformer ops: ``affine_grid_generator`` (F.affine_grid) and
-``grid_sampler`` (F.grid_sample). A 2-D affine grid is elementwise arithmetic on constant
-coordinate rows; 2-D bilinear or nearest sampling with zeros or border padding is decomposed
-into coordinate arithmetic, a ``take`` of the image's pixel rows and a weighted sum, so it
-lowers natively and fuses. Other modes (bicubic, reflection, 3-D) use ``image.grid_sample``.
-"""
+``grid_sampler`` (F.grid_sample), onto the sampling the ONNX importer shares
+(``relay.frontend.spatial``)."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ... import expr as _expr
-from ... import op as _op
-from ...op import image as _image
+from ..spatial import affine_grid_2d, grid_sample
 from .aten import register
 
 _MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
-
-
-def _coords(n: int, align_corners: bool) -> np.ndarray:
-    """The normalized [-1, 1] positions of ``n`` pixels (their centers unless aligned)."""
-    v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
-    return v if align_corners else v * (n - 1) / n
-
-
-def _const(v, dtype):
-    return _expr.const(np.asarray(v, dtype=dtype), dtype)
 
 
 @register("affine_grid_generator")
@@ -36,81 +19,16 @@ def _affine_grid(ctx, args):
     if len(size) != 4:
         raise ctx.fail(f"affine_grid: only 2-D grids (a size of 4 dims) are supported, got "
                        f"size {size}")
-    dt = ctx.dtype(theta)
     n, _, h, w = size
-    xs = _const(_coords(w, align).reshape(1, 1, w, 1), dt)
-    ys = _const(_coords(h, align).reshape(1, h, 1, 1), dt)
-    cols = [_op.reshape(_op.take(theta, _const(k, "int64"), axis=2), (n, 1, 1, 2))
-            for k in range(3)]
-    return _op.add(_op.add(_op.multiply(xs, cols[0]), _op.multiply(ys, cols[1])), cols[2])
-
-
-def _unnormalize(ctx, g, size, align, padding, dt):
-    """Grid values in [-1, 1] -> pixel positions (clamped for border padding)."""
-    if align:
-        v = _op.multiply(_op.add(g, _const(1.0, dt)), _const((size - 1) / 2.0, dt))
-    else:
-        v = _op.divide(_op.subtract(_op.multiply(_op.add(g, _const(1.0, dt)),
-                                                 _const(float(size), dt)), _const(1.0, dt)),
-                       _const(2.0, dt))
-    if padding == "border":
-        v = _op.clip(v, 0.0, float(size - 1))
-    return v
+    return affine_grid_2d(theta, n, h, w, align, ctx.dtype(theta))
 
 
 @register("grid_sampler", "grid_sampler_2d", "grid_sampler_3d")
 def _grid_sampler(ctx, args):
     """grid_sampler(input, grid (N, Ho, Wo, 2) holding (x, y), mode, padding, align_corners)."""
     data, grid = args[0], args[1]
-    mode, padding = _MODES[int(args[2])], _PADDING[int(args[3])]
-    align = bool(args[4])
-    shape = [int(d) for d in ctx.shape(data)]
-    nd = len(shape) - 2
-    if nd != 2 or mode == "bicubic" or padding == "reflection":
-        layout = {2: "NCHW", 3: "NCDHW"}.get(nd)
-        if layout is None:
-            raise ctx.fail(f"grid_sample: expects 4-D or 5-D input, got {len(shape)}-D")
-        perm = [0, nd + 1] + list(range(1, nd + 1))
-        return _image.grid_sample(data, _op.transpose(grid, perm), mode, layout, padding, align)
-    n, c, h, w = shape
-    dt = ctx.dtype(data)
-    gx = _op.take(grid, _const(0, "int64"), axis=3)  # (N, Ho, Wo)
-    gy = _op.take(grid, _const(1, "int64"), axis=3)
-    ix = _unnormalize(ctx, gx, w, align, padding, dt)
-    iy = _unnormalize(ctx, gy, h, align, padding, dt)
-    # the image's pixels as rows: (N*H*W, C); a sample position's row is n*H*W + y*W + x
-    rows = _op.reshape(_op.transpose(data, [0, 2, 3, 1]), (n * h * w, c))
-    base = _const(np.arange(n).reshape(n, 1, 1) * (h * w), "int32")
-
-    def tap(y, x):
-        """The (N, Ho, Wo, C) pixels at integer positions y, x (float), zero outside."""
-        yi, xi = _op.cast(y, "int32"), _op.cast(x, "int32")
-        inside = _op.logical_and(
-            _op.logical_and(_op.greater_equal(yi, _const(0, "int32")),
-                            _op.less(yi, _const(h, "int32"))),
-            _op.logical_and(_op.greater_equal(xi, _const(0, "int32")),
-                            _op.less(xi, _const(w, "int32"))))
-        yc = _op.clip(yi, 0, h - 1)
-        xc = _op.clip(xi, 0, w - 1)
-        idx = _op.add(_op.add(base, _op.multiply(yc, _const(w, "int32"))), xc)
-        val = _op.take(rows, idx, axis=0)
-        return val, _op.expand_dims(_op.cast(inside, dt), 3)
-
-    if mode == "nearest":
-        val, ok = tap(_op.round(iy), _op.round(ix))
-        out = _op.multiply(val, ok)
-    else:
-        y0, x0 = _op.floor(iy), _op.floor(ix)
-        fy, fx = _op.subtract(iy, y0), _op.subtract(ix, x0)
-        one = _const(1.0, dt)
-        y1, x1 = _op.add(y0, one), _op.add(x0, one)
-        wy = (_op.subtract(one, fy), fy)
-        wx = (_op.subtract(one, fx), fx)
-        out = None
-        for a, yy in enumerate((y0, y1)):
-            for b, xx in enumerate((x0, x1)):
-                val, ok = tap(yy, xx)
-                wgt = _op.multiply(_op.expand_dims(_op.multiply(wy[a], wx[b]), 3), ok)
-                term = _op.multiply(val, wgt)
-                out = term if out is None else _op.add(out, term)
-    return _op.transpose(out, [0, 3, 1, 2])
+    shape = ctx.shape(data)
+    if len(shape) not in (4, 5):
+        raise ctx.fail(f"grid_sample: expects 4-D or 5-D input, got {len(shape)}-D")
+    return grid_sample(data, grid, shape, ctx.dtype(data), _MODES[int(args[2])],
+                       _PADDING[int(args[3])], bool(args[4]))

@@ -1,0 +1,312 @@
+"""Every new-user model through every other way in: correctness only (no timing).
+
+``bench_new_user_models.py`` imports its models one way (``torch.jit.trace`` ->
+``relay.frontend.from_pytorch``). A user may instead take any of these paths, and this sweep
+runs each model of its tables through each of them and compares with PyTorch eager:
+
+    onnx-relay   torch.onnx.export -> relay.frontend.from_onnx -> relay.build (opt_level 3)
+    onnx-dyn     torch.onnx.export with a dynamic batch -> relax.frontend.onnx.from_onnx ->
+                 relax.build, run at batch 1 and 3 (one build)
+    ep-relax     torch.export.export -> relax.frontend.torch.from_exported_program -> relax.build
+    ep-relay     torch.export.export -> relay.frontend.pytorch.from_exported_program ->
+                 relay.build
+
+    python benchmarks/sweep_import_paths.py [--group all] [--models a,b] [--paths onnx-relay,...]
+
+Relay builds are strict-native (a kernel that would fall back to numpy is a failure). A cell is
+``ok`` with the largest error relative to eager's output, ``WRONG`` (error above ``--tol``),
+``FAILED`` with the first line of the error, or ``skip: reason`` when the model cannot take
+the path for a reason outside minitvm (PyTorch cannot export it; the exported ONNX file itself
+disagrees with eager under ONNX Runtime, e.g. a batch size baked in by the tracer; axis 0 is not
+a batch axis of every input) or only with an input bound as a constant (a shape that depends on
+an input's values, which Relay's static graphs cannot express: the skip reports the bound run's
+error). Exits 1 when any cell is WRONG or FAILED. Needs the ``torch`` and ``onnx`` extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import bench_new_user_models as nu  # noqa: E402
+from new_user_models_fifth import fifth_models  # noqa: E402
+from new_user_models_seventh import seventh_models  # noqa: E402
+from new_user_models_sixth import sixth_models  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax, relay  # noqa: E402
+from minitvm.contrib import graph_executor  # noqa: E402
+from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
+from minitvm.runtime import threadpool  # noqa: E402
+
+PATHS = ("onnx-relay", "onnx-dyn", "ep-relax", "ep-relay")
+DYN_BATCHES = (1, 3)
+
+
+class Skip(Exception):
+    """The model cannot take this path for a reason outside minitvm."""
+
+
+def groups() -> dict:
+    """group name -> {model name: (constructor, input spec)}, as bench_new_user_models has them."""
+    tables = {"first": nu.models(), "second": nu.new_models(), "third": nu.third_models(),
+              "fourth": nu.fourth_models(), "fifth": fifth_models(), "sixth": sixth_models(),
+              "seventh": seventh_models()}
+    tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
+    return tables
+
+
+def rel_err(out, ref) -> float:
+    out, ref = np.asarray(out), np.asarray(ref)
+    if out.shape != ref.shape:
+        raise ValueError(f"output shape {out.shape}, eager's {ref.shape}")
+    if ref.dtype.kind in "biu":
+        return float(np.count_nonzero(out != ref)) / max(ref.size, 1)
+    return float(np.abs(out.astype("float64") - ref).max() / max(np.abs(ref).max(), 1e-6))
+
+
+def first_tensor(out):
+    """The first tensor of a Relax VM result (a tensor or a nest of tuples)."""
+    while not hasattr(out, "numpy"):
+        out = out[0]
+    return out.numpy()
+
+
+def eager(model, args):
+    import torch
+
+    with torch.no_grad():
+        out = model(*args)
+    return (out[0] if isinstance(out, tuple | list) else out).numpy()
+
+
+def relay_run(mod, params, feed: dict):
+    """Build at opt_level 3, strict-native, run once with ``feed``; the first output."""
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        lib = relay.build(mod, target="llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in feed.items():
+        gm.set_input(k, v)
+    gm.run()
+    return gm.get_output(0).numpy()
+
+
+def ort_run(blob: bytes, feed: dict):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, {k: feed[k] for k in names})[0]
+
+
+def onnx_feed(om, inputs: dict) -> dict:
+    """The inputs the exported graph kept (the exporter drops unused ones), in its order."""
+    feed = {k: v.numpy() for k, v in inputs.items()}
+    return {i.name: feed[i.name] for i in om.graph.input if i.name in feed}
+
+
+def check_ort(blob, feed, ref, tol, what):
+    """Skip when ONNX Runtime itself disagrees with eager on the exported file."""
+    try:
+        err = rel_err(ort_run(blob, feed), ref)
+    except Exception as e:  # noqa: BLE001 - ORT's own failure: the export is at fault
+        raise Skip(f"ORT fails on the {what} export: {first_line(e)}") from e
+    if err > tol:
+        raise Skip(f"the {what} export differs from eager under ORT too ({err:.1e})")
+
+
+def path_onnx_relay(name, model, inputs, ref, tol):
+    import onnx
+
+    args = tuple(inputs.values())
+    try:
+        blob = nu.onnx_bytes(name, model, args, inputs)
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"torch.onnx.export: {first_line(e)}") from e
+    om = onnx.load_from_string(blob)
+    feed = onnx_feed(om, inputs)
+    check_ort(blob, feed, ref, tol, "ONNX")
+    bound: dict = {}
+    while True:  # as the ONNX backend does: bind the inputs a data-dependent shape needs
+        try:
+            mod, params = relay.frontend.from_onnx(
+                om, {k: v.shape for k, v in feed.items() if k not in bound}, const_inputs=bound)
+            break
+        except NeedsConstantInput as e:
+            if e.input_name in bound:
+                raise
+            bound[e.input_name] = feed[e.input_name]
+    err = rel_err(relay_run(mod, params, {k: v for k, v in feed.items() if k not in bound}), ref)
+    if bound and err <= tol:  # Relay's graphs are static: reported, not counted as ok
+        raise Skip(f"data-dependent shape (Relay is static): with {sorted(bound)} bound as "
+                   f"constants, ok {err:.1e}")
+    return err
+
+
+def batched(inputs: dict, batch: int) -> dict:
+    """The inputs at another batch size: the rows of axis 0, cycled."""
+    rows = {k: v.shape[0] for k, v in inputs.items() if v.dim() > 0}
+    return {k: v[[i % rows[k] for i in range(batch)]] if k in rows else v
+            for k, v in inputs.items()}
+
+
+def path_onnx_dyn(name, model, inputs, ref, tol):
+    """Export once with axis 0 of every input symbolic, build once, run at each batch size."""
+    import onnx
+    import torch
+
+    example = batched(inputs, 2)
+    try:
+        refs = {b: eager(model, tuple(batched(inputs, b).values())) for b in DYN_BATCHES}
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"axis 0 is not the batch of every input (eager fails on them cycled to "
+                   f"another size): {first_line(e)}") from e
+    buf = io.BytesIO()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, tuple(example.values()), buf, dynamo=False,
+                              opset_version=nu.ONNX_OPSET.get(name, 17),
+                              input_names=list(inputs), output_names=["y"],
+                              dynamic_axes={**{k: {0: "batch"} for k, v in inputs.items()
+                                               if v.dim() > 0}, "y": {0: "batch"}})
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"torch.onnx.export (dynamic batch): {first_line(e)}") from e
+    blob = buf.getvalue()
+    om = onnx.load_from_string(blob)
+    for b in DYN_BATCHES:
+        check_ort(blob, onnx_feed(om, batched(inputs, b)), refs[b], tol,
+                  f"dynamic-batch ONNX (batch {b})")
+    mod = relax.frontend.onnx.from_onnx(om)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    errs = []
+    for b in DYN_BATCHES:
+        feed = onnx_feed(om, batched(inputs, b))
+        try:
+            errs.append(rel_err(first_tensor(vm["main"](*map(tvm.nd.array, feed.values()))),
+                                refs[b]))
+        except Exception as e:
+            raise type(e)(f"at batch {b}: {first_line(e)}") from e
+    return max(errs)
+
+
+def export(model, args):
+    import torch
+
+    try:
+        with torch.no_grad():
+            return torch.export.export(model, args)
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"torch.export: {first_line(e)}") from e
+
+
+def path_ep_relax(name, model, inputs, ref, tol):
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    args = tuple(inputs.values())
+    mod = from_exported_program(export(model, args))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    return rel_err(first_tensor(vm["main"](*[tvm.nd.array(a.numpy()) for a in args])), ref)
+
+
+def path_ep_relay(name, model, inputs, ref, tol):
+    from minitvm.relay.frontend.pytorch import from_exported_program
+
+    args = tuple(inputs.values())
+    mod, params = from_exported_program(export(model, args))
+    user = [p.name_hint for p in mod["main"].params]
+    return rel_err(relay_run(mod, params, {p: a.numpy() for p, a in zip(user, args,
+                                                                         strict=True)}), ref)
+
+
+RUNNERS = {"onnx-relay": path_onnx_relay, "onnx-dyn": path_onnx_dyn, "ep-relax": path_ep_relax,
+           "ep-relay": path_ep_relay}
+
+
+def first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return (lines[0] if lines else "")[:160]
+
+
+def cell(path, name, ctor, spec, tol) -> tuple[str, str]:
+    """(status, text): status one of ok / WRONG / FAILED / skip."""
+    model, inputs = nu.prepare(ctor, spec)
+    ref = eager(model, tuple(inputs.values()))
+    try:
+        err = RUNNERS[path](name, model, inputs, ref, tol)
+    except Skip as e:
+        return "skip", f"skip: {e}"
+    except Exception as e:  # noqa: BLE001 - report and go on
+        return "FAILED", f"FAILED {type(e).__name__}: {first_line(e)}"
+    return ("ok", f"ok {err:.1e}") if err <= tol else ("WRONG", f"WRONG {err:.1e}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--group", default="all",
+                    choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
+                             "all"))
+    ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
+    ap.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated of {PATHS}")
+    ap.add_argument("--tol", type=float, default=1e-3,
+                    help="largest error relative to eager's output that passes")
+    args = ap.parse_args()
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import torch
+    except ImportError as e:
+        print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
+        return 0
+    torch.set_num_threads(1)
+    threadpool.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    tables = groups()
+    table = tables["all"]
+    names = args.models.split(",") if args.models else list(tables[args.group])
+    paths = args.paths.split(",")
+    bad = [n for n in names if n not in table] + [p for p in paths if p not in RUNNERS]
+    if bad:
+        print(f"unknown {bad}; models: {list(table)}; paths: {list(RUNNERS)}")
+        return 2
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {len(names)} models x "
+          f"{len(paths)} paths, tol {args.tol:g}", flush=True)
+    results: dict = {}
+    for name in names:
+        for path in paths:
+            t0 = time.perf_counter()
+            results[name, path] = status, text = cell(path, name, *table[name], args.tol)
+            print(f"{name:18s} {path:10s} {text}  ({time.perf_counter() - t0:.0f}s)",
+                  flush=True)
+    print("\nmatrix (max rel err vs eager torch)")
+    print(f"{'model':18s} " + " ".join(f"{p:14s}" for p in paths))
+    for name in names:
+        print(f"{name:18s} " + " ".join(
+            f"{results[name, p][1][:14]:14s}" for p in paths))
+    print("\nper path: ok / WRONG / FAILED / skip")
+    for p in paths:
+        counts = {s: sum(results[n, p][0] == s for n in names)
+                  for s in ("ok", "WRONG", "FAILED", "skip")}
+        print(f"{p:10s} " + " / ".join(str(c) for c in counts.values()))
+    failures = [(n, p) for (n, p), (s, _) in results.items() if s in ("WRONG", "FAILED")]
+    for n, p in failures:
+        print(f"  {n} {p}: {results[n, p][1]}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
