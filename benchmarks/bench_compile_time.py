@@ -15,6 +15,12 @@ The models of ``bench_new_user_models.py`` build here too (``--models bilstm_tag
 clock starts. ``--cold-only`` skips the warm and sequential builds, ``--profile DIR`` writes a
 cProfile of each cold build to ``DIR/NAME.prof`` (the parent process only, not its workers:
 run with ``MINITVM_COMPILE_JOBS=1`` to see every kernel's lowering in it).
+
+``--phases`` prints each cold build's CPU split by phase instead: every Relay pass by name,
+lowering, kernel keys, LLVM IR generation, LLVM compile, in the parent's main thread and in the
+compile workers, and the serial rest (``compile_phases.py``). The instrumented build runs a
+little slower than a plain one; its split, not its total, is the point.
+Run: python benchmarks/bench_compile_time.py --phases --models resnet50,bilstm_tagger
 """
 
 from __future__ import annotations
@@ -79,13 +85,15 @@ def _workload(name: str):
     raise SystemExit(f"unknown model {name!r}; choose from {MODELS}")
 
 
-def child(name: str, profile: str | None = None) -> None:
+def child(name: str, profile: str | None = None, phases: bool = False) -> None:
     """Build ``name`` once in this process and print the timings as one JSON line."""
     import minitvm as tvm
     from minitvm import relay
     from minitvm.backend import disk_cache
 
     mod, params = _workload(name)
+    if phases:
+        return _phases_child(mod, params)
     prof = None
     if profile:
         import cProfile
@@ -109,8 +117,31 @@ def child(name: str, profile: str | None = None) -> None:
                       "build_hit": stats.get("build_hits", 0)}))
 
 
+def _phases_child(mod, params) -> None:
+    """One cold build timed by phase (``compile_phases``); its split as one JSON line."""
+    import compile_phases as cp
+
+    import minitvm as tvm
+    from minitvm import relay
+
+    with tempfile.TemporaryDirectory(prefix="minitvm-phases-") as wdir:
+        instrument = cp.install(wdir)
+        t0, c0, m0 = time.perf_counter(), os.times(), time.thread_time()
+        with tvm.transform.PassContext(opt_level=3, instruments=[instrument]):
+            cp.CLOCK.start()
+            relay.build(mod, target="llvm", params=params)
+            main = cp.CLOCK.stop()
+        wall, c1, m1 = time.perf_counter() - t0, os.times(), time.thread_time()
+        workers, n = cp.worker_phases(wdir)
+    print(json.dumps({
+        "wall": wall, "cpu": (c1.user - c0.user) + (c1.system - c0.system), "main_cpu": m1 - m0,
+        "worker_cpu": (c1.children_user - c0.children_user)
+        + (c1.children_system - c0.children_system),
+        "main": main, "workers": workers, "n_workers": n, "counts": dict(cp.CLOCK.counts)}))
+
+
 def _run(name: str, cache_dir: str, extra_env: dict | None = None,
-         profile: str | None = None) -> dict:
+         profile: str | None = None, phases: bool = False) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
@@ -119,6 +150,8 @@ def _run(name: str, cache_dir: str, extra_env: dict | None = None,
     cmd = [sys.executable, __file__, "--child", name]
     if profile:
         cmd += ["--profile", profile]
+    if phases:
+        cmd += ["--phases"]
     proc = subprocess.run(cmd, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:  # say why: the child's traceback, not only its exit status
@@ -138,12 +171,21 @@ def main() -> None:
                     help="only the cold build (no warm, no sequential one)")
     ap.add_argument("--profile", default=None, metavar="DIR",
                     help="write a cProfile of each cold build to DIR/NAME.prof")
+    ap.add_argument("--phases", action="store_true",
+                    help="print each cold build's CPU split by phase and by Relay pass")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.profile)
+        child(args.child, args.profile, args.phases)
         return
     names = _group(args.group) if args.group else args.models.split(",")
+    if args.phases:
+        import compile_phases
+
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
+                print(compile_phases.table(name, _run(name, d, phases=True)), flush=True)
+        return
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
     print(f"relay.build opt_level=3 target=llvm, {os.cpu_count()} CPUs, "
