@@ -21,6 +21,12 @@ lowering, kernel keys, LLVM IR generation, LLVM compile, in the parent's main th
 compile workers, and the serial rest (``compile_phases.py``). The instrumented build runs a
 little slower than a plain one; its split, not its total, is the point.
 Run: python benchmarks/bench_compile_time.py --phases --models resnet50,bilstm_tagger
+
+``--ab OLD_TREE`` measures a change: cold builds alternating between the package imported from
+another tree (``mkdir /tmp/base && git archive BASE | tar -x -C /tmp/base``) and this one,
+median CPU per side, and a check that both built the same module (graph JSON, kernel names,
+parameters).
+Run: python benchmarks/bench_compile_time.py --ab /tmp/base --models resnet50 --rounds 6
 """
 
 from __future__ import annotations
@@ -99,22 +105,38 @@ def child(name: str, profile: str | None = None, phases: bool = False) -> None:
         import cProfile
 
         prof = cProfile.Profile()
-    t0, c0 = time.perf_counter(), os.times()
+    t0, c0, m0 = time.perf_counter(), os.times(), time.thread_time()
     if prof is not None:
         prof.enable()
     with tvm.transform.PassContext(opt_level=3):
-        relay.build(mod, target="llvm", params=params)
+        factory = relay.build(mod, target="llvm", params=params)
     if prof is not None:
         prof.disable()
-    wall, c1 = time.perf_counter() - t0, os.times()
+    wall, c1, main_cpu = time.perf_counter() - t0, os.times(), time.thread_time() - m0
     if prof is not None:
         prof.dump_stats(os.path.join(profile, f"{name}.prof"))
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     workers = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     stats = disk_cache.get_cache().stats
-    print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers,
+    print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers, "main_cpu": main_cpu,
                       "disk_hits": stats["hits"], "disk_writes": stats["writes"],
-                      "build_hit": stats.get("build_hits", 0)}))
+                      "build_hit": stats.get("build_hits", 0), "result": _result_digest(factory)}))
+
+
+def _result_digest(factory) -> str:
+    """SHA-1 of what a build produced: graph JSON, kernel names, parameters' names and bytes
+    (``--ab``: both trees must build the same module)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha1(factory.get_graph_json().encode())
+    h.update("|".join(sorted(factory.get_lib().kernels)).encode())
+    for k, v in sorted(factory.get_params().items()):
+        a = np.ascontiguousarray(v.numpy() if hasattr(v, "numpy") else v)
+        h.update(f"{k}|{a.dtype.str}|{a.shape}".encode())
+        h.update(memoryview(a.reshape(-1)).cast("B") if a.size else b"")
+    return h.hexdigest()
 
 
 def _phases_child(mod, params) -> None:
@@ -141,8 +163,10 @@ def _phases_child(mod, params) -> None:
 
 
 def _run(name: str, cache_dir: str, extra_env: dict | None = None,
-         profile: str | None = None, phases: bool = False) -> dict:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+         profile: str | None = None, phases: bool = False, root: str | None = None) -> dict:
+    """Build ``name`` in a fresh process importing minitvm from ``root`` (default: this
+    checkout)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
     env.pop("MINITVM_DISABLE_DISK_CACHE", None)
@@ -160,6 +184,31 @@ def _run(name: str, cache_dir: str, extra_env: dict | None = None,
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _ab(names: list[str], old_tree: str, rounds: int) -> None:
+    """Cold builds alternating old/new (each in a fresh process and cache), medians of the
+    parent's main-thread CPU, its process CPU and the workers' CPU, and whether both sides built
+    the same module."""
+    import statistics
+
+    sides = {"old": os.path.abspath(old_tree), "new": None}
+    print(f"A/B cold relay.build, {rounds} rounds, old = {sides['old']}, new = this checkout; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for name in names:
+        runs: dict[str, list] = {"old": [], "new": []}
+        for r in range(rounds):
+            for side in ("old", "new") if r % 2 == 0 else ("new", "old"):
+                with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
+                    runs[side].append(_run(name, d, root=sides[side]))
+        med = {s: {k: statistics.median(r[k] for r in runs[s])
+                   for k in ("main_cpu", "cpu", "worker_cpu", "wall")} for s in runs}
+        same = len({r["result"] for s in runs for r in runs[s]}) == 1
+        o, n = med["old"], med["new"]
+        print(f"{name:18s} main thread {o['main_cpu']:.3f} -> {n['main_cpu']:.3f} s "
+              f"({n['main_cpu'] / o['main_cpu']:.3f}x); process {o['cpu']:.3f} -> {n['cpu']:.3f}; "
+              f"workers {o['worker_cpu']:.3f} -> {n['worker_cpu']:.3f}; wall {o['wall']:.2f} -> "
+              f"{n['wall']:.2f}; same module: {same}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
@@ -173,12 +222,18 @@ def main() -> None:
                     help="write a cProfile of each cold build to DIR/NAME.prof")
     ap.add_argument("--phases", action="store_true",
                     help="print each cold build's CPU split by phase and by Relay pass")
+    ap.add_argument("--ab", default=None, metavar="OLD_TREE",
+                    help="A/B: cold builds alternating between minitvm imported from OLD_TREE "
+                         "(e.g. `git archive BASE | tar -x -C DIR`) and this checkout")
+    ap.add_argument("--rounds", type=int, default=5, help="--ab: builds of each side")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.profile, args.phases)
         return
     names = _group(args.group) if args.group else args.models.split(",")
+    if args.ab:
+        return _ab(names, args.ab, args.rounds)
     if args.phases:
         import compile_phases
 
