@@ -15,6 +15,18 @@ The models of ``bench_new_user_models.py`` build here too (``--models bilstm_tag
 clock starts. ``--cold-only`` skips the warm and sequential builds, ``--profile DIR`` writes a
 cProfile of each cold build to ``DIR/NAME.prof`` (the parent process only, not its workers:
 run with ``MINITVM_COMPILE_JOBS=1`` to see every kernel's lowering in it).
+
+``--phases`` prints each cold build's CPU split by phase instead: every Relay pass by name,
+lowering, kernel keys, LLVM IR generation, LLVM compile, in the parent's main thread and in the
+compile workers, and the serial rest (``compile_phases.py``). The instrumented build runs a
+little slower than a plain one; its split, not its total, is the point.
+Run: python benchmarks/bench_compile_time.py --phases --models resnet50,bilstm_tagger
+
+``--ab OLD_TREE`` measures a change: cold builds alternating between the package imported from
+another tree (``mkdir /tmp/base && git archive BASE | tar -x -C /tmp/base``) and this one,
+median CPU per side, and a check that both built the same module (graph JSON, kernel names,
+parameters).
+Run: python benchmarks/bench_compile_time.py --ab /tmp/base --models resnet50 --rounds 6
 """
 
 from __future__ import annotations
@@ -79,39 +91,82 @@ def _workload(name: str):
     raise SystemExit(f"unknown model {name!r}; choose from {MODELS}")
 
 
-def child(name: str, profile: str | None = None) -> None:
+def child(name: str, profile: str | None = None, phases: bool = False) -> None:
     """Build ``name`` once in this process and print the timings as one JSON line."""
     import minitvm as tvm
     from minitvm import relay
     from minitvm.backend import disk_cache
 
     mod, params = _workload(name)
+    if phases:
+        return _phases_child(mod, params)
     prof = None
     if profile:
         import cProfile
 
         prof = cProfile.Profile()
-    t0, c0 = time.perf_counter(), os.times()
+    t0, c0, m0 = time.perf_counter(), os.times(), time.thread_time()
     if prof is not None:
         prof.enable()
     with tvm.transform.PassContext(opt_level=3):
-        relay.build(mod, target="llvm", params=params)
+        factory = relay.build(mod, target="llvm", params=params)
     if prof is not None:
         prof.disable()
-    wall, c1 = time.perf_counter() - t0, os.times()
+    wall, c1, main_cpu = time.perf_counter() - t0, os.times(), time.thread_time() - m0
     if prof is not None:
         prof.dump_stats(os.path.join(profile, f"{name}.prof"))
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     workers = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     stats = disk_cache.get_cache().stats
-    print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers,
+    print(json.dumps({"wall": wall, "cpu": cpu, "worker_cpu": workers, "main_cpu": main_cpu,
                       "disk_hits": stats["hits"], "disk_writes": stats["writes"],
-                      "build_hit": stats.get("build_hits", 0)}))
+                      "build_hit": stats.get("build_hits", 0), "result": _result_digest(factory)}))
+
+
+def _result_digest(factory) -> str:
+    """SHA-1 of what a build produced: graph JSON, kernel names, parameters' names and bytes
+    (``--ab``: both trees must build the same module)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha1(factory.get_graph_json().encode())
+    h.update("|".join(sorted(factory.get_lib().kernels)).encode())
+    for k, v in sorted(factory.get_params().items()):
+        a = np.ascontiguousarray(v.numpy() if hasattr(v, "numpy") else v)
+        h.update(f"{k}|{a.dtype.str}|{a.shape}".encode())
+        h.update(memoryview(a.reshape(-1)).cast("B") if a.size else b"")
+    return h.hexdigest()
+
+
+def _phases_child(mod, params) -> None:
+    """One cold build timed by phase (``compile_phases``); its split as one JSON line."""
+    import compile_phases as cp
+
+    import minitvm as tvm
+    from minitvm import relay
+
+    with tempfile.TemporaryDirectory(prefix="minitvm-phases-") as wdir:
+        instrument = cp.install(wdir)
+        t0, c0, m0 = time.perf_counter(), os.times(), time.thread_time()
+        with tvm.transform.PassContext(opt_level=3, instruments=[instrument]):
+            cp.CLOCK.start()
+            relay.build(mod, target="llvm", params=params)
+            main = cp.CLOCK.stop()
+        wall, c1, m1 = time.perf_counter() - t0, os.times(), time.thread_time()
+        workers, n = cp.worker_phases(wdir)
+    print(json.dumps({
+        "wall": wall, "cpu": (c1.user - c0.user) + (c1.system - c0.system), "main_cpu": m1 - m0,
+        "worker_cpu": (c1.children_user - c0.children_user)
+        + (c1.children_system - c0.children_system),
+        "main": main, "workers": workers, "n_workers": n, "counts": dict(cp.CLOCK.counts)}))
 
 
 def _run(name: str, cache_dir: str, extra_env: dict | None = None,
-         profile: str | None = None) -> dict:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+         profile: str | None = None, phases: bool = False, root: str | None = None) -> dict:
+    """Build ``name`` in a fresh process importing minitvm from ``root`` (default: this
+    checkout)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, MINITVM_CACHE_DIR=cache_dir, PYTHONPATH=path, **(extra_env or {}))
     env.pop("MINITVM_DISABLE_DISK_CACHE", None)
@@ -119,12 +174,39 @@ def _run(name: str, cache_dir: str, extra_env: dict | None = None,
     cmd = [sys.executable, __file__, "--child", name]
     if profile:
         cmd += ["--profile", profile]
+    if phases:
+        cmd += ["--phases"]
     proc = subprocess.run(cmd, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:  # say why: the child's traceback, not only its exit status
         raise SystemExit(f"building {name} failed (exit {proc.returncode}):\n"
                          f"{proc.stderr.strip()[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _ab(names: list[str], old_tree: str, rounds: int) -> None:
+    """Cold builds alternating old/new (each in a fresh process and cache), medians of the
+    parent's main-thread CPU, its process CPU and the workers' CPU, and whether both sides built
+    the same module."""
+    import statistics
+
+    sides = {"old": os.path.abspath(old_tree), "new": None}
+    print(f"A/B cold relay.build, {rounds} rounds, old = {sides['old']}, new = this checkout; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for name in names:
+        runs: dict[str, list] = {"old": [], "new": []}
+        for r in range(rounds):
+            for side in ("old", "new") if r % 2 == 0 else ("new", "old"):
+                with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
+                    runs[side].append(_run(name, d, root=sides[side]))
+        med = {s: {k: statistics.median(r[k] for r in runs[s])
+                   for k in ("main_cpu", "cpu", "worker_cpu", "wall")} for s in runs}
+        same = len({r["result"] for s in runs for r in runs[s]}) == 1
+        o, n = med["old"], med["new"]
+        print(f"{name:18s} main thread {o['main_cpu']:.3f} -> {n['main_cpu']:.3f} s "
+              f"({n['main_cpu'] / o['main_cpu']:.3f}x); process {o['cpu']:.3f} -> {n['cpu']:.3f}; "
+              f"workers {o['worker_cpu']:.3f} -> {n['worker_cpu']:.3f}; wall {o['wall']:.2f} -> "
+              f"{n['wall']:.2f}; same module: {same}", flush=True)
 
 
 def main() -> None:
@@ -138,12 +220,27 @@ def main() -> None:
                     help="only the cold build (no warm, no sequential one)")
     ap.add_argument("--profile", default=None, metavar="DIR",
                     help="write a cProfile of each cold build to DIR/NAME.prof")
+    ap.add_argument("--phases", action="store_true",
+                    help="print each cold build's CPU split by phase and by Relay pass")
+    ap.add_argument("--ab", default=None, metavar="OLD_TREE",
+                    help="A/B: cold builds alternating between minitvm imported from OLD_TREE "
+                         "(e.g. `git archive BASE | tar -x -C DIR`) and this checkout")
+    ap.add_argument("--rounds", type=int, default=5, help="--ab: builds of each side")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.profile)
+        child(args.child, args.profile, args.phases)
         return
     names = _group(args.group) if args.group else args.models.split(",")
+    if args.ab:
+        return _ab(names, args.ab, args.rounds)
+    if args.phases:
+        import compile_phases
+
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix="minitvm-bench-cache-") as d:
+                print(compile_phases.table(name, _run(name, d, phases=True)), flush=True)
+        return
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
     print(f"relay.build opt_level=3 target=llvm, {os.cpu_count()} CPUs, "

@@ -59,25 +59,34 @@ def _type_name(cls: type) -> str:
 _DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _array_token(a: np.ndarray) -> str:
-    a = np.ascontiguousarray(a)
+def array_token(a: np.ndarray) -> str:
+    """Dtype, shape and SHA-1 of the bytes of ``a``, as one string."""
+    return _token(np.ascontiguousarray(a))[0]
+
+
+def _token(a: np.ndarray) -> tuple[str, str]:
+    from .structural import array_sha1
+
     if a.dtype.hasobject:
         raise Unfingerprintable("an object array has no byte content to digest")
-    data = memoryview(a.reshape(-1)).cast("B") if a.size else b""
-    return f"A{a.dtype.str}{a.shape}{hashlib.sha1(data).hexdigest()}"
+    sha1 = array_sha1(a)
+    return f"A{a.dtype.str}{a.shape}{sha1}", sha1
 
 
-def _ndarray_token(nd: NDArray) -> str:
-    from .structural import _leaf_hash
+def ndarray_token(nd: NDArray) -> str:
+    """``array_token`` of an NDArray, computed once while its content hash stays set (and
+    setting that hash from the same SHA-1, so ``structural_hash`` does not read the bytes
+    again)."""
+    from .structural import array_content_hash
 
     if nd._content_hash is not None:
         tok = _DIGESTS.get(nd)
         if tok is not None:
             return tok
-    arr = nd.numpy()
-    tok = _array_token(arr)
+    arr = np.ascontiguousarray(nd.numpy())
+    tok, sha1 = _token(arr)
     if nd._content_hash is None:
-        nd._content_hash = _leaf_hash(arr)
+        nd._content_hash = array_content_hash(arr, sha1)
     _DIGESTS[nd] = tok
     return tok
 
@@ -114,8 +123,8 @@ def _text(x) -> str:
 # each type's token (a function of the value) or its kind of container, decided once
 _LEAVES: dict[type, object] = {
     str: repr, int: lambda x: f"i{x}", float: lambda x: f"f{x!r}", bool: lambda x: f"b{x:d}",
-    type(None): lambda x: "N", type(_UNSET): lambda x: "U", NDArray: lambda x: _ndarray_token(x),
-    np.ndarray: _array_token,
+    type(None): lambda x: "N", type(_UNSET): lambda x: "U", NDArray: lambda x: ndarray_token(x),
+    np.ndarray: array_token,
 }
 
 
@@ -131,9 +140,9 @@ def _classify(t: type):
     if issubclass(t, Node):
         return _NODE
     if issubclass(t, NDArray):
-        return _ndarray_token
+        return ndarray_token
     if issubclass(t, np.ndarray):
-        return _array_token
+        return array_token
     if issubclass(t, np.generic):
         return _generic
     if issubclass(t, type):

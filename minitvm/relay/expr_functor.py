@@ -168,6 +168,7 @@ class ExprFunctor:
     def _visit_dataflow(self, root):
         memo = self.memo_map
         scopes = _scope_types(type(self))
+        hooks: dict = {}  # node type -> this visitor's bound hook, looked up once per walk
         stack = [root]
         while stack:
             node = stack[-1]
@@ -184,7 +185,10 @@ class ExprFunctor:
                 stack.extend(reversed(pending))
                 continue
             stack.pop()
-            memo[node] = getattr(self, _method_name(t))(node)
+            hook = hooks.get(t)
+            if hook is None:
+                hook = hooks[t] = getattr(self, _method_name(t))
+            memo[node] = hook(node)
 
     def _let_chain(self, let):
         """The Let nodes of ``let`` and its directly nested, not yet visited, Let bodies."""

@@ -123,9 +123,15 @@ def _any_node(t, pred) -> bool:
     return False
 
 
+def _is_incomplete(n) -> bool:
+    return type(n) is IncompleteType
+
+
 def is_ground(t) -> bool:
     """True when ``t`` contains no IncompleteType (after resolution)."""
-    return not _any_node(t, lambda n: type(n) is IncompleteType)
+    if not _children(t):  # a leaf (a tensor type, nearly always): no walk
+        return type(t) is not IncompleteType
+    return not _any_node(t, _is_incomplete)
 
 
 def substitute(t, mapping: dict):

@@ -235,3 +235,25 @@ def test_mismatch_paths_name_fields_indices_and_keys():
     assert "body" in str(pair.lhs_path) and "fields" in str(pair.lhs_path)
     with pytest.raises(ValueError, match=r"root\['k'\]\[1\]: 2 vs 3"):
         assert_structural_equal({"k": (1, 2)}, {"k": (1, 3)})
+
+
+def test_hash_contents_sets_the_hash_structural_hash_would_compute():
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm.ir.structural import hash_contents, structural_hash
+    from minitvm.relay import const
+
+    rng = np.random.default_rng(0)
+    shapes = [(512, 256), (300, 700), (8,), (1024, 129), (3, 3)]  # > 1 MB in all: threads
+    arrays = [tvm.nd.array(rng.standard_normal(s).astype("float32")) for s in shapes]
+    copies = [tvm.nd.array(a.numpy().copy()) for a in arrays]
+    for threads in (1, 2, 3):
+        for a in arrays:
+            a._content_hash = None
+        hash_contents(arrays, threads)
+        assert all(a._content_hash is not None for a in arrays)
+        for a, c in zip(arrays, copies, strict=True):
+            c._content_hash = None
+            assert structural_hash(const(a)) == structural_hash(const(c))
+    assert len({a._content_hash for a in arrays}) == len(arrays)

@@ -16,8 +16,10 @@ its record in the same post order as a full walk would meet them.
 
 from __future__ import annotations
 
+import os
+
 from ...ir.expr import GlobalVar
-from ...ir.structural import structural_hash
+from ...ir.structural import hash_contents, structural_hash
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
 from ..expr import Function
@@ -33,9 +35,13 @@ class _Calls(ExprVisitor):
         super().__init__()
         self.nested = nested
         self.found: dict = {}
+        self.arrays: list = []  # the constants' arrays, hashed before the function is
 
     def visit_function(self, fn):
         self.found.update(self.nested.get(fn, {}))
+
+    def visit_constant(self, c):
+        self.arrays.append(c.data)
 
     def visit_call(self, e):
         super().visit_call(e)
@@ -49,9 +55,11 @@ class _Calls(ExprVisitor):
 def _own_layouts(body, nested: dict) -> dict:
     """Layout attributes of the calls in ``body``, the last in post order winning; a nested
     function contributes its recorded layouts (``nested``) where the walk meets it, without
-    being walked again."""
+    being walked again. The constants met on the way are hashed (on two threads where there
+    are several: ``main``'s weights) for the function's label."""
     calls = _Calls(nested)
     calls.visit(body)
+    hash_contents(calls.arrays, 2 if (os.cpu_count() or 1) > 1 else 1)
     return calls.found
 
 
