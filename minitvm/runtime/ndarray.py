@@ -114,6 +114,7 @@ class NDArray:
         if src.shape != self._data.shape:
             raise ValueError(f"array shape mismatch: copying {src.shape} into {self._data.shape}")
         np.copyto(self._data, src.astype(self._data.dtype, copy=False))
+        self._content_hash = None  # (new bytes: a digest kept for the old ones is stale)
         return self
 
     def copyto(self, target):

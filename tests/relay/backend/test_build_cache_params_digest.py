@@ -35,3 +35,28 @@ def test_digest_is_kept_on_the_ndarray_and_shared_with_structural_hash():
     w.numpy()[0, 0] += 1.0  # an in-place rewrite as the runtime does it clears the hash
     w._content_hash = None
     assert ndarray_token(w) == array_token(w.numpy()) != array_token(fresh.numpy())
+
+
+def test_copyfrom_new_weights_rebuilds_with_them(monkeypatch):
+    """A parameter rewritten in place with ``copyfrom`` between two builds: the second build
+    must not reuse the first from the whole-build cache (its kept digest would be stale)."""
+    monkeypatch.setenv("MINITVM_DISABLE_BUILD_CACHE", "0")
+    from minitvm.contrib import graph_executor
+
+    x = relay.var("x", shape=(2, 4))
+    w = relay.var("w", shape=(3, 4))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.dense(x, w)))
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((2, 4)).astype("float32")
+    params = {"w": tvm.nd.array(rng.standard_normal((3, 4)).astype("float32"))}
+    outs = []
+    for _ in range(2):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm", params=params)
+        gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        gm.set_input("x", xv)
+        gm.run()
+        outs.append(gm.get_output(0).numpy())
+        np.testing.assert_allclose(outs[-1], xv @ params["w"].numpy().T, rtol=1e-5)
+        params["w"].copyfrom(rng.standard_normal((3, 4)).astype("float32"))
+    assert not np.allclose(outs[0], outs[1])
