@@ -27,7 +27,12 @@ class Fn(torch.nn.Module):
 def run_exported(fn, *inputs) -> str:
     """Check ``fn(*inputs)`` through torch.export -> Relax -> the VM against eager (its first
     output); returns the imported module's TVMScript, for the tests on its form."""
-    model = Fn(fn).eval()
+    return run_exported_module(Fn(fn), *inputs)
+
+
+def run_exported_module(model, *inputs) -> str:
+    """``run_exported`` of a module (in eval mode)."""
+    model = model.eval()
     with torch.no_grad():
         ref = model(*inputs).numpy()
     mod = from_exported_program(torch.export.export(model, inputs))

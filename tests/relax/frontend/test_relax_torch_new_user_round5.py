@@ -10,34 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-import minitvm as tvm  # noqa: E402
-from minitvm import relax  # noqa: E402
-from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
+from .exported_program_run import Fn  # noqa: E402
+from .exported_program_run import run_exported_module as _run  # noqa: E402
 
 nn = torch.nn
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def _run(model, *inputs):
-    model = model.eval()
-    with torch.no_grad():
-        ref = model(*inputs).numpy()
-    mod = from_exported_program(torch.export.export(model, inputs))
-    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
-    out = vm["main"](*[tvm.nd.array(t.numpy()) for t in inputs])
-    while not hasattr(out, "numpy"):
-        out = out[0]
-    out = out.numpy()
-    assert out.dtype == ref.dtype and out.shape == ref.shape
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
 
 
 def _mask(*shape, seed=0):

@@ -37,6 +37,27 @@ def compare_traced(traced, inputs, ref: np.ndarray, rtol: float = 1e-5, atol: fl
     return lib
 
 
+def check_traced_native(model, *inputs, rtol: float = 1e-4, atol: float = 1e-5):
+    """Trace ``model`` (its BatchNorm statistics randomized, eval mode) on ``inputs``, build it
+    and compare with eager torch (``compare_traced``); every kernel must be native."""
+    import torch
+
+    torch.manual_seed(0)
+    model = randomize_batchnorm(model)
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+        traced = torch.jit.trace(model, inputs)
+    lib = compare_traced(traced, inputs, ref, rtol, atol)
+    assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
+
+
+def seeded_randn(*shape, seed: int = 0):
+    """A float32 torch tensor of standard normal draws from numpy's generator ``seed``."""
+    import torch
+
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
 def Fn(fn):
     """An ``nn.Module`` whose forward is ``fn`` (a lambda traced as a model in the importer tests)."""
     from torch import nn

@@ -16,22 +16,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 import torch.nn.functional as F  # noqa: E402
-from frontend_models import compare_traced, randomize_batchnorm  # noqa: E402
+from frontend_models import check_traced_native as _run  # noqa: E402
+from frontend_models import seeded_randn as _randn  # noqa: E402
 from torch import nn  # noqa: E402
-
-
-def _run(model, *inputs, rtol=1e-4, atol=1e-5):
-    torch.manual_seed(0)
-    model = randomize_batchnorm(model)
-    with torch.no_grad():
-        ref = model(*inputs).numpy()
-        traced = torch.jit.trace(model, inputs)
-    lib = compare_traced(traced, inputs, ref, rtol, atol)
-    assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
-
-
-def _randn(*shape, seed=0):
-    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
 
 
 def _seeded(cls, *args):
