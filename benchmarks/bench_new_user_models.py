@@ -1728,6 +1728,24 @@ def measure(name, ctor, spec, rounds):
           f"{t1 - t0:7.1f} {t2 - t1:7.1f} {err:9.1e}", flush=True)
 
 
+def one_thread_with_extras() -> bool:
+    """Check the torch and onnx extras are installed (else say so and return False), then put
+    torch and minitvm on one thread and quiet torch's notes on deprecated APIs the models use
+    on purpose (weight_norm, mixed masks)."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import torch
+    except ImportError as e:
+        print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
+        return False
+    torch.set_num_threads(1)
+    threadpool.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="",
@@ -1754,17 +1772,8 @@ def main() -> int:
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
                     "bench_layers_ort.py --model DIR/NAME.onnx, the per-layer table)")
     args = ap.parse_args()
-    try:
-        import onnxruntime  # noqa: F401
-        import torch
-    except ImportError as e:
-        print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
+    if not one_thread_with_extras():
         return 0
-    torch.set_num_threads(1)
-    threadpool.set_num_threads(1)
-    # torch's notes on deprecated APIs the models use on purpose (weight_norm, mixed masks)
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh}

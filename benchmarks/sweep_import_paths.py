@@ -46,7 +46,6 @@ import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
 from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
-from minitvm.runtime import threadpool  # noqa: E402
 
 PATHS = ("onnx-relay", "onnx-dyn", "ep-relax", "ep-relay")
 DYN_BATCHES = (1, 3)
@@ -263,17 +262,8 @@ def main() -> int:
     ap.add_argument("--tol", type=float, default=1e-3,
                     help="largest error relative to eager's output that passes")
     args = ap.parse_args()
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-        import torch
-    except ImportError as e:
-        print(f"needs the torch and onnx extras (pip install -e '.[torch,onnx]'): {e}")
+    if not nu.one_thread_with_extras():
         return 0
-    torch.set_num_threads(1)
-    threadpool.set_num_threads(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.")
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     tables = groups()
     table = tables["all"]

@@ -9,11 +9,10 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 torch = pytest.importorskip("torch", reason="reference outputs come from PyTorch")
+from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
-from minitvm.contrib import graph_executor  # noqa: E402
 
 F = torch.nn.functional
 
@@ -27,14 +26,9 @@ def _model(nodes, inputs, inits, opset):
 
 
 def _run(model, feed):
+    """Import, build and run (strict native, as the whole test session is: tests/conftest.py)."""
     mod, params = relay.frontend.from_onnx(model, {k: v.shape for k, v in feed.items()})
-    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
-        lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, v in feed.items():
-        gm.set_input(k, v)
-    gm.run()
-    return gm.get_output(0).numpy()
+    return build_and_run(mod, params, feed)[0]
 
 
 def _theta(n, seed=0):
