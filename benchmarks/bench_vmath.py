@@ -1,4 +1,4 @@
-"""Elementwise transcendental ops (relu, exp, sigmoid, SiLU, tanh, GELU) built by minitvm, side
+"""Elementwise transcendental ops (relu, exp, sigmoid, SiLU, tanh, erf, GELU) built by minitvm, side
 by side with ONNX Runtime's nodes, one thread, interleaved rounds.
 
     python benchmarks/bench_vmath.py [--shape 1,96,112,112] [--rounds 7]
@@ -24,7 +24,14 @@ OPS = {  # name: (relay builder, ONNX nodes as (op, inputs, output))
     "sigmoid": (relay.sigmoid, [("Sigmoid", ["x"], "y")]),
     "silu": (lambda x: x * relay.sigmoid(x), [("Sigmoid", ["x"], "s"), ("Mul", ["x", "s"], "y")]),
     "tanh": (relay.tanh, [("Tanh", ["x"], "y")]),
+    "erf": (relay.erf, [("Erf", ["x"], "y")]),
+    # erf-based GELU as PyTorch exports it; ONNX Runtime fuses the chain into one Gelu node
+    "gelu": (lambda x: x * relay.const(0.5) * (relay.const(1.0) + relay.erf(
+        x * relay.const(0.7071067811865476))),
+             [("Mul", ["x", "rsqrt2"], "s"), ("Erf", ["s"], "e"), ("Add", ["e", "one"], "a"),
+              ("Mul", ["x", "a"], "xa"), ("Mul", ["xa", "half"], "y")]),
 }
+CONSTANTS = {"rsqrt2": 0.7071067811865476, "one": 1.0, "half": 0.5}  # scalars ONNX nodes use
 
 
 def ours(fn, x):
@@ -41,10 +48,13 @@ def onnxruntime_session(nodes, x):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
+    used = {i for _, ins, _ in nodes for i in ins}
     graph = helper.make_graph(
         [helper.make_node(op, ins, [out]) for op, ins, out in nodes], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor(k, TensorProto.FLOAT, [], [v]) for k, v in CONSTANTS.items()
+         if k in used])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1

@@ -9,9 +9,11 @@ values: the defaults, overridden by the entry for the workload in ``options.knob
 The table is part of ``LoweringOptions`` and so of the kernel cache keys.
 
 A build outside any ``use_knobs`` block uses the built-in table of the host's vector ISA
-(``builtin_table``: tuned records shipped in ``minitvm/tune/builtin/{avx2,avx512}.jsonl``), so an
-untuned build still gets the knobs measured best for common workloads; ``MINITVM_BUILTIN_KNOBS=0``
-or ``PassContext(config={"schedule.use_builtin_knobs": False})`` turns it off.
+(``builtin_table``: tuned records shipped in ``minitvm/tune/builtin/{avx2,avx512}.jsonl``), with
+the host CPU's own records (``{cpu}.jsonl``, by LLVM's name for it, e.g. ``znver4.jsonl``) laid
+over it, so an untuned build still gets the knobs measured best for common workloads on its ISA
+and micro-architecture; ``MINITVM_BUILTIN_KNOBS=0`` or
+``PassContext(config={"schedule.use_builtin_knobs": False})`` turns it off.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -212,9 +215,10 @@ def builtin_enabled() -> bool:
 
 
 @functools.cache
-def _builtin(isa: str) -> KnobTable | None:
-    """The built-in table of ``isa``: per workload, the knobs of its lowest-cost record."""
-    path = BUILTIN_DIR / f"{isa}.jsonl"
+def _builtin(name: str) -> KnobTable | None:
+    """The built-in table ``name`` (an ISA or a CPU): per workload, the knobs of its lowest-cost
+    record."""
+    path = BUILTIN_DIR / f"{name}.jsonl"
     if not path.exists():
         return None
     best: dict[str, tuple[float, dict]] = {}
@@ -232,16 +236,26 @@ def _builtin(isa: str) -> KnobTable | None:
     return KnobTable({k: v for k, (_, v) in best.items()}) if best else None
 
 
-def builtin_table(isa: str | None = None) -> KnobTable | None:
-    """The built-in knob table of ``isa`` (default: the host's vector ISA), or None when it is
-    empty or turned off."""
+def builtin_table(isa: str | None = None, cpu: str | None = None) -> KnobTable | None:
+    """The built-in knob table of ``isa`` with ``cpu``'s entries laid over it (theirs win per
+    workload), or None when both are empty or the table is turned off. Default: the host's
+    vector ISA and CPU (the CPU's table only with the host's ISA: a table is measured on one
+    micro-architecture, and an ISA named here means another machine's)."""
     if not builtin_enabled():
         return None
     if isa is None:
+        from ..runtime.jit import host_cpu
         from .common import vector_isa
 
-        isa = vector_isa()
-    return _builtin(isa)
+        isa, cpu = vector_isa(), cpu or host_cpu()[0]
+    base = _builtin(isa)
+    over = _builtin(cpu) if cpu and _PLAIN_NAME.match(cpu) else None
+    if over is None or base is None:
+        return over or base
+    return KnobTable({**base.entries, **over.entries})
+
+
+_PLAIN_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")  # a table's file name: no path, no dots
 
 
 @contextmanager

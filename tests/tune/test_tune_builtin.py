@@ -5,6 +5,7 @@ verified tuning records, the tuner trying the built-in entry early, and the ship
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 
@@ -20,6 +21,7 @@ from minitvm.schedule.knobs import KnobTable, builtin_table, current_table, key_
 from minitvm.transform import PassContext
 from minitvm.tune import Record, apply_history_best, tune_tasks
 from minitvm.tune.builtin import (
+    CPUS,
     ISAS,
     builtin_path,
     builtin_records,
@@ -89,6 +91,39 @@ def test_builtin_table_loads_the_lowest_cost_entry(builtin_dir):
     mine = KnobTable()
     with use_knobs(mine):
         assert current_table() is mine
+
+
+def test_cpu_table_is_laid_over_the_isa_table(builtin_dir, monkeypatch):
+    mine = dict(BUILTIN_KNOBS, mr=8)
+    (builtin_dir / "testcpu.jsonl").write_text(_line(DENSE, mine, 1e-3) + "\n")
+    table = builtin_table("avx2", "testcpu")
+    assert table.lookup(DENSE) == mine  # the CPU's entry wins
+    assert table.lookup(OTHER)["nr"] == 16  # the ISA's fills in the rest
+    assert builtin_table("avx2").lookup(DENSE) == BUILTIN_KNOBS  # no CPU named: the ISA's
+    assert builtin_table("no-such-isa", "testcpu").entries == {key_text(DENSE): mine}
+    assert builtin_table("avx2", "no-such-cpu").lookup(DENSE) == BUILTIN_KNOBS
+    for bad in ("../testcpu", "testcpu.jsonl", "Testcpu", ""):  # never a path
+        assert builtin_table("avx2", bad).lookup(DENSE) == BUILTIN_KNOBS
+    # the host's: its ISA's table with its CPU's (by LLVM's name) over it
+    from minitvm.runtime import jit
+
+    features = jit.host_cpu()[1]
+    monkeypatch.setattr(jit, "host_cpu", lambda: ("testcpu", features))
+    assert builtin_table().lookup(DENSE) == mine and current_table().lookup(DENSE) == mine
+    assert builtin_table().lookup(OTHER)["nr"] == 16
+    monkeypatch.setenv(knobs_mod.BUILTIN_ENV, "0")
+    assert builtin_table() is None
+
+
+def test_cpu_tables_are_named_and_promoted_like_isa_tables(tmp_path):
+    for name, isa in CPUS.items():
+        assert isa in ISAS and builtin_path(name).endswith(f"{name}.jsonl")
+    space = declared_space(DENSE)
+    best = Record(list(DENSE), dict(space.default(), mr=4, nr=32), [0.5e-3])
+    default = Record(list(DENSE), space.default(), [1e-3])
+    path = tmp_path / "znver4.jsonl"
+    assert promote([(best, default)], "znver4", how="a test", path=str(path)) == [best]
+    assert json.loads(path.read_text())["knobs"] == best.knobs
 
 
 def test_bad_builtin_line_is_a_clear_error(builtin_dir):
@@ -201,14 +236,16 @@ def schedules_for(monkeypatch):
     kernel_cache.clear_cache()
 
 
-@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("isa", ISAS + tuple(CPUS))
 def test_shipped_tables_are_declared_configurations(isa, schedules_for):
-    """Every shipped entry names a workload the schedules declare (on the table's ISA: the
-    tiles differ), knobs inside its space, not the defaults, a measured cost below its
-    baseline's, and the command that made it."""
-    schedules_for(isa)
+    """Every shipped entry (of an ISA's table or a CPU's) names a workload the schedules
+    declare (on the table's ISA: the tiles differ), knobs inside its space, not the defaults,
+    a measured cost below its baseline's, and the command that made it."""
+    schedules_for(CPUS.get(isa, isa))
     knobs_mod._builtin.cache_clear()
-    lines = [json.loads(ln) for ln in open(builtin_path(isa)).read().splitlines() if ln.strip()]
+    path = builtin_path(isa)
+    text = open(path).read() if os.path.exists(path) else ""
+    lines = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
     assert len({key_text(d["workload"]) for d in lines}) == len(lines)  # one entry a workload
     for d in lines:
         space = declared_space(d["workload"])

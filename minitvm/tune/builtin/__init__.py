@@ -1,16 +1,19 @@
 """The built-in tuning records: per vector ISA, the best measured knobs of common workloads.
 
 ``avx2.jsonl`` and ``avx512.jsonl`` in this folder are records files (one JSON object a line, the
-format of ``minitvm.tune.records``) with one entry per workload. A build outside any
-``apply_history_best`` / ``use_knobs`` block uses the table of the host's ISA
-(``minitvm.schedule.knobs.builtin_table``), so a user who never tunes still gets tuned knobs;
-``apply_history_best`` lays the user's own records over it (theirs win per workload).
+format of ``minitvm.tune.records``) with one entry per workload; a CPU of ``CPUS`` (LLVM's name
+for it) may have its own, measured on it (``znver4.jsonl``: AVX-512 executed as two 256-bit
+halves, where the ISA's constants were measured on Intel's 512-bit units). A build outside any
+``apply_history_best`` / ``use_knobs`` block uses the table of the host's ISA with its CPU's
+laid over it (``minitvm.schedule.knobs.builtin_table``), so a user who never tunes still gets
+tuned knobs; ``apply_history_best`` lays the user's own records over it (theirs win per workload).
 ``MINITVM_BUILTIN_KNOBS=0`` or ``PassContext(config={"schedule.use_builtin_knobs": False})``
 builds with the schedules' defaults.
 
 Entries come from tuning runs only::
 
-    python -m minitvm.tune.builtin RECORDS.jsonl [--isa avx2] [--min-gain 0.05] [--dry-run]
+    python -m minitvm.tune.builtin RECORDS.jsonl [--isa avx2 | --cpu znver4] [--min-gain 0.05]
+                                   [--dry-run]
 
 measures each workload's best record of a tuning run against the default knobs again, side by
 side (``verify``: interleaved rounds at 1 thread, thread CPU time, and at 2 threads, wall
@@ -31,18 +34,20 @@ from ..records import Record, best_records, load_records
 from ..workload import CacheFlusher
 
 ISAS = ("avx2", "avx512")
+CPUS = {"znver4": "avx512"}  # CPUs with a table of their own: their vector ISA
 NOISE = 0.02  # a relative slowdown below this is measurement noise, not a loss
 
 
 def builtin_path(isa: str) -> str:
-    """The built-in records file of ``isa`` ("avx2" or "avx512")."""
-    if isa not in ISAS:
-        raise ValueError(f"no built-in records for ISA {isa!r}; choose from {list(ISAS)}")
+    """The built-in records file of ``isa`` ("avx2" or "avx512") or of a CPU of ``CPUS``."""
+    if isa not in ISAS and isa not in CPUS:
+        raise ValueError(f"no built-in records for ISA {isa!r}; choose from "
+                         f"{list(ISAS) + list(CPUS)}")
     return str(_knobs.BUILTIN_DIR / f"{isa}.jsonl")
 
 
 def builtin_records(isa: str) -> list[Record]:
-    """The records of ``isa``'s built-in table (empty when it has none)."""
+    """The records of ``isa``'s (or a CPU's) built-in table (empty when it has none)."""
     path = builtin_path(isa)
     return list(load_records(path)) if os.path.exists(path) else []
 
@@ -131,11 +136,11 @@ def gains(best: Record, default: Record) -> list[float]:
 
 def promote(pairs: Iterable[tuple[Record, Record]], isa: str, min_gain: float = 0.05,
             how: str = "", path: str | None = None) -> list[Record]:
-    """Add to ``isa``'s built-in table each (best, default) pair's best record (``verify``'s
-    output) that saves at least ``min_gain`` at some thread count and loses at none (beyond
-    ``NOISE``). A workload's earlier entry is replaced. ``how``: the command that made the
-    records, kept on the line; ``path``: write there instead of the package's file. Returns
-    the records added."""
+    """Add to ``isa``'s (or a CPU's) built-in table each (best, default) pair's best record
+    (``verify``'s output) that saves at least ``min_gain`` at some thread count and loses at
+    none (beyond ``NOISE``). A workload's earlier entry is replaced. ``how``: the command that
+    made the records, kept on the line; ``path``: write there instead of the package's file.
+    Returns the records added."""
     lines: dict[str, str] = {}
     added: list[Record] = []
     for best, default in pairs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import ISAS, gains, promote, verify
+from . import CPUS, ISAS, gains, promote, verify
 
 
 def main(argv=None) -> int:
@@ -14,6 +14,8 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="+", help="records files of tuning runs")
     ap.add_argument("--isa", choices=ISAS, default=None, help="table to add to (default: host)")
+    ap.add_argument("--cpu", choices=sorted(CPUS), default=None,
+                    help="add to this CPU's own table instead (measure on that CPU)")
     ap.add_argument("--min-gain", type=float, default=0.05,
                     help="least relative time saved at some thread count (default 0.05)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds per thread count")
@@ -26,7 +28,7 @@ def main(argv=None) -> int:
     from ...schedule.common import vector_isa
     from ..records import load_records
 
-    isa = args.isa or vector_isa()
+    isa = args.cpu or args.isa or vector_isa()
     recs = [r for path in args.records for r in load_records(path)]
     pairs = verify(recs, rounds=args.rounds, runs=args.runs, cold=not args.warm)
     for best, default in pairs:
