@@ -20,11 +20,13 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     float_pieces,
     keeps_int8_weight,
+    vnni_conv,
 )
 from ... import op as _op
 from ...expr import const
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
+from .qdq_vnni import int_conv as vnni_int_conv
 
 
 def _opt(ins, i):
@@ -144,6 +146,11 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)
     groups = int(attrs.get("group", 1))
+    wv, x_zv = ctx.known(w), _zp_value(ctx, x_zp)
+    if wv is not None and wv.dtype != object and \
+            vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, _zp_value(ctx, w_zp), groups,
+                      wshape[0]):
+        return vnni_int_conv(ctx, ctx.expr(x), x_zv, wv, strides, pads, dil), "int32"
     ranges = _pieces(ctx, x, x_zp, w, w_zp, 0, 1)
     if ranges is not None and groups != 1 and len(ranges) > 1:
         ranges = None
