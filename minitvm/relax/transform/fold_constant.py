@@ -83,8 +83,18 @@ def _matmul(attrs, args, out_type):
     return np.matmul(args[0], args[1]).astype(out_type.dtype, copy=False)
 
 
+def _to_shape(attrs, args, out_type):
+    """reshape / broadcast_to: the data laid out in the call's static result shape."""
+    data = args[0]
+    shape = tuple(int(d) for d in out_type.shape)
+    return data.reshape(shape) if data.size == int(np.prod(shape)) else \
+        np.broadcast_to(data, shape)
+
+
 #: Relax operators evaluated directly (no topi reference has their semantics)
-_DIRECT = {"matmul": _matmul}
+_DIRECT = {"matmul": _matmul, "reshape": _to_shape, "broadcast_to": _to_shape}
+#: ... of them, those whose shape argument (a static ShapeExpr) may be folded with them
+_SHAPE_ARG = {"relax.reshape", "relax.broadcast_to"}
 
 
 def op_reference(op: Op):
@@ -147,12 +157,19 @@ def evaluate_call(call: Call):
                 isinstance(v, IntImm) and v.dtype == "int64" for v in arg.values):
             return Constant(NDArray(np.array([v.value for v in arg.values], dtype="int64")))
         return None
-    if not call.args or not all(isinstance(a, Constant) for a in call.args):
-        return None
-    result = run_reference(call, [a.data.numpy() for a in call.args])
+    if not call.args or not all(isinstance(a, Constant) or op.name in _SHAPE_ARG and
+                                isinstance(a, ShapeExpr) and _static_dims(a) for a in call.args):
+        return None  # (a reshape of a constant to a static shape: a scale, a bias, folds too)
+    result = run_reference(call, [a.data.numpy() if isinstance(a, Constant) else
+                                  np.array([int(v.value) for v in a.values], "int64")
+                                  for a in call.args])
     if result is None:
         return None
     return Constant(NDArray(result))
+
+
+def _static_dims(shape: ShapeExpr) -> bool:
+    return all(isinstance(v, IntImm) for v in shape.values)
 
 
 class _ConstantFolder(NormalizingMutator):
