@@ -83,16 +83,17 @@ def _matmul(attrs, args, out_type):
     return np.matmul(args[0], args[1]).astype(out_type.dtype, copy=False)
 
 
-def _to_shape(attrs, args, out_type):
-    """reshape / broadcast_to: the data laid out in the call's static result shape."""
-    data = args[0]
-    shape = tuple(int(d) for d in out_type.shape)
-    return data.reshape(shape) if data.size == int(np.prod(shape)) else \
-        np.broadcast_to(data, shape)
+def _reshape(attrs, args, out_type):
+    """The data in the call's static result shape (its shape argument resolved there)."""
+    return args[0].reshape(tuple(int(d) for d in out_type.shape))
+
+
+def _broadcast_to(attrs, args, out_type):
+    return np.broadcast_to(args[0], tuple(int(d) for d in out_type.shape))
 
 
 #: Relax operators evaluated directly (no topi reference has their semantics)
-_DIRECT = {"matmul": _matmul, "reshape": _to_shape, "broadcast_to": _to_shape}
+_DIRECT = {"matmul": _matmul, "reshape": _reshape, "broadcast_to": _broadcast_to}
 #: ... of them, those whose shape argument (a static ShapeExpr) may be folded with them
 _SHAPE_ARG = {"relax.reshape", "relax.broadcast_to"}
 
