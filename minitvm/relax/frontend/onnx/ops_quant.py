@@ -6,7 +6,8 @@ QLinearConcat).
 
 Integer products are taken exactly with float32 kernels, the reduction split where a partial
 sum could pass 2**24 (``frontend_common.onnx_quant``, shared with Relay's importer), else in
-int32. QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
+int32; on a host with AVX-512 VNNI a conv ``onnx_quant.vnni_conv`` allows is an int32 conv of
+the 8-bit values themselves (``qdq_vnni``). QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
 x_scale * w_scale / y_scale, as onnxruntime does; the others dequantize, run the float op's
 converter and quantize its result."""
 
