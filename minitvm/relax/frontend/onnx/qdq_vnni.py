@@ -57,7 +57,7 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
     DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
-    ``onnx_quant.vnni_conv`` lets the host take it; else None."""
+    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound); else None."""
     ins = ctx.node.input
     act = ctx.act_inputs.get(ins[0]) if ins else None
     wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
@@ -69,4 +69,4 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
         return None
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
-    return ctx.emit(_op.multiply(_op.astype(y, "float32"), const(scale)))
+    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)
