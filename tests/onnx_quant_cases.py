@@ -253,3 +253,49 @@ def qlinear_concat_and_qgemm():
                              "zy"], [vi("y", P.UINT8, None)], inits, domain="com.microsoft",
                    transB=1, alpha=0.5)
     return [(concat, {"x0": x0, "x1": x1}), (qgemm, {"a": a})]
+
+
+# the integer convs of int_conv_model: (input channels, output channels, plane, kernel, stride,
+# dilation, x zero point)
+VNNI_CONV_CASES = [
+    (16, 32, 8, 3, 1, 1, 100),
+    (18, 16, 9, 3, 2, 1, 37),   # a channel tail, stride 2
+    (32, 48, 7, 3, 1, 2, 255),  # dilation 2, the largest zero point
+    (64, 32, 6, 1, 2, 1, 3),    # 1x1, stride 2 (the float32 conv's: ``vnni_conv``)
+    (24, 16, 5, 3, 1, 1, 0),    # no zero point's share: the conv pads by itself
+]
+
+
+def int_conv_model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, rng,
+                   x_dtype: str = "uint8"):
+    """A QLinearConv (int8 weight, a scale per output channel, an int32 bias) or ConvInteger
+    (int32 output) of a ``[1, c, hw, hw]`` 8-bit input, padded to keep the plane size."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = rng.integers(-128, 128, (o, c, k, k)).astype("int8")
+    inits = [numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
+             numpy_helper.from_array(w, "w")]
+    pads = [d * (k // 2)] * 4
+    if op == "QLinearConv":
+        inits += [numpy_helper.from_array(np.array(0.02, "float32"), "xs"),
+                  numpy_helper.from_array((rng.random(o) * 0.02 + 0.001).astype("float32"),
+                                          "ws"),
+                  numpy_helper.from_array(np.zeros(o, "int8"), "wz"),
+                  numpy_helper.from_array(np.array(0.3 * c, "float32"), "ys"),
+                  numpy_helper.from_array(np.array(128 if x_dtype == "uint8" else 5, x_dtype),
+                                          "yz"),
+                  numpy_helper.from_array(rng.integers(-999, 999, o).astype("int32"), "b")]
+        node = helper.make_node(op, ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                                pads=pads, strides=[s, s], dilations=[d, d])
+        out_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    else:
+        node = helper.make_node(op, ["x", "w", "xz"], ["y"], pads=pads, strides=[s, s],
+                                dilations=[d, d])
+        out_t = TensorProto.INT32
+    x_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", x_t, [1, c, hw, hw])], [helper.make_tensor_value_info(
+            "y", out_t, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m

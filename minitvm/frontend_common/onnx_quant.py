@@ -176,3 +176,40 @@ def zero_point_sums(w, x_zp) -> np.ndarray:
     zp = 0 if x_zp is None else int(np.asarray(x_zp).reshape(-1)[0])
     s = np.asarray(w, "int64").sum(axis=(1, 2, 3)) * zp
     return s.astype("int32").reshape(1, -1, 1, 1)
+
+
+def activation_qparams(q_dtype: str, scale, zp, block: int):
+    """(scale, zero point) of a DequantizeLinear over an 8-bit activation that a ``vnni_conv``
+    may read as it is: a float32 scalar ``scale`` (numpy; None when unknown) and no zero
+    point (None) or a known scalar one (``zp``: its value, ``UNKNOWN`` when not known); the
+    scale as a float32 scalar and the zero point as given. None otherwise."""
+    if q_dtype not in ("uint8", "int8") or block or scale is None or zp is UNKNOWN:
+        return None
+    s = np.asarray(scale)
+    if s.dtype != np.float32 or s.size != 1 or (zp is not None and np.size(zp) != 1):
+        return None
+    return np.float32(s.reshape(())), zp
+
+
+class VnniConvPlan:
+    """How a dialect builds ``vnni_conv``'s form of conv(x - x_zp, w) for an 8-bit input of
+    ``x_dtype`` with zero point ``x_zp`` (None or a scalar value), constant int8 weight ``w``
+    and ONNX-ordered ``pads`` (top, left, bottom, right):
+
+    - ``shift``: an int8 input is shifted into uint8 first (``x + 128``, as int16, cast back;
+      its zero point 128 more: the difference is the same);
+    - ``pad_value``: not None when the input is padded explicitly with its (shifted) zero point
+      (``nn.pad``) because the conv itself pads with zero bytes; ``conv_pads`` the conv's own;
+    - ``zero_point_sums``: the int32 ``(1, O, 1, 1)`` to subtract from the conv (None when the
+      zero point is 0)."""
+
+    def __init__(self, x_dtype: str, x_zp, w, pads):
+        zp = 0 if x_zp is None else int(np.asarray(x_zp).reshape(-1)[0])
+        self.shift = x_dtype == "int8"
+        zp += 128 if self.shift else 0
+        self.zero_point = zp
+        pads = tuple(int(p) for p in pads)
+        self.pad_value = zp if zp and any(pads) else None
+        self.pads = pads  # (what the input's explicit pad, or the conv, applies)
+        self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
+        self.zero_point_sums = zero_point_sums(w, np.array(zp)) if zp else None

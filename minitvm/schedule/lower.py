@@ -696,14 +696,17 @@ def _loads_only_at(expr, buf, axis) -> bool:
     return True
 
 
-def _epilogue_consumer(order, outputs, anchor, materialize):
-    """The output that ``anchor``'s GEMM may write directly (its only materialized consumer)."""
+def _epilogue_consumer(order, outputs, anchor, materialize, same_dtype: bool = True):
+    """The output that ``anchor``'s GEMM may write directly (its only materialized consumer);
+    ``same_dtype`` False: also one of another dtype (an anchor that can only write it through
+    its epilogue: ``emit_with_epilogue`` gives it a temporary of its own otherwise)."""
     users = [t for t in order if isinstance(t.op, ComputeOp) and id(t) in materialize
              and t is not anchor and _depends_on(t, anchor, materialize)]
     if len(users) != 1 or users[0] not in outputs:
         return None
     u = users[0]
-    if not _same_dims(_shape(u), _shape(anchor)) or u.dtype != anchor.dtype or isinstance(u.op.body, E.Reduce):
+    if not _same_dims(_shape(u), _shape(anchor)) or same_dtype and u.dtype != anchor.dtype or \
+            isinstance(u.op.body, E.Reduce):
         return None
     return u
 
@@ -894,7 +897,10 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
                 else:
                     in_place.append((t, u))
         elif id(t) not in ctx.buf and getattr(select_rule(t, options), "epilogue", False):
-            u = _epilogue_consumer(order, outputs, t, materialize)
+            # (an int32 VNNI conv requantized to uint8 stores its epilogue's values: no int32
+            # pass over memory, the requantization vectorized in its store)
+            u = _epilogue_consumer(order, outputs, t, materialize,
+                                   same_dtype=select_rule(t, options) is not _VNNI)
             # (one producer an epilogue: two resizes summed both fused into the add dropped one)
             if u is not None and id(u) not in fused and \
                     _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):

@@ -30,8 +30,9 @@ def _is_zero(e) -> bool:
 
 def _sum_of_products(t: Tensor, int8_widened: bool = False):
     """``(a_load, b_load)`` when ``t`` is ``sum(a * b)`` from zero (either operand order);
-    ``int8_widened``: an operand may also be an int8 load cast to ``t``'s float32 (a conv over
-    an int8 weight, ``common.int8_weight_conv``), given as the load."""
+    ``int8_widened``: an operand may also be an 8-bit load widened to ``t``'s dtype (a conv over
+    an int8 weight, ``common.int8_weight_conv``; an integer conv: ``_widened_int8``), given as
+    the load."""
     body = t.op.body
     if not isinstance(body, E.Reduce) or len(body.source) != 1:
         return None
@@ -49,9 +50,12 @@ def _sum_of_products(t: Tensor, int8_widened: bool = False):
 
 
 def _widened_int8(v, dtype: str):
-    """The int8 load under ``cast(load, "float32")``, else ``v``."""
-    if dtype == "float32" and isinstance(v, E.Cast) and v.dtype == "float32" and \
-            isinstance(v.value, E.ProducerLoad) and v.value.dtype == "int8":
+    """The 8-bit load under a widening cast: an int8 one cast to ``t``'s float32 (an int8
+    weight), or a uint8 / int8 one cast to ``t``'s int32 (an integer conv's operands, as
+    ``topi.nn``'s conv2d writes them: ``schedule/conv_vnni``); else ``v``."""
+    if isinstance(v, E.Cast) and v.dtype == dtype and isinstance(v.value, E.ProducerLoad) and \
+            (dtype == "float32" and v.value.dtype == "int8" or
+             dtype == "int32" and v.value.dtype in ("uint8", "int8")):
         return v.value
     return v
 

@@ -7,6 +7,8 @@ import pytest
 from minitvm.frontend_common.onnx_quant import (
     EXACT,
     UNKNOWN,
+    VnniConvPlan,
+    activation_qparams,
     float_pieces,
     int_span,
     keeps_int8_weight,
@@ -87,3 +89,65 @@ def test_keeps_int8_weight():
     assert not keeps_int8_weight("uint8", w, None, 1, (3, 3))
     assert not keeps_int8_weight("int8", w, None, 2, (3, 3))
     assert not keeps_int8_weight("int8", w, None, 1, (1, 1))
+
+
+def test_activation_qparams():
+    """A VNNI conv reads an 8-bit activation's DequantizeLinear with a float32 scalar scale and
+    no, or a known scalar, zero point."""
+    s = np.array(0.5, "float32")
+    got = activation_qparams("uint8", s, np.array(3, "uint8"), 0)
+    assert got[0] == np.float32(0.5) and got[0].dtype == np.float32 and int(got[1]) == 3
+    assert activation_qparams("int8", np.array([0.5], "float32"), None, 0)[1] is None
+    assert activation_qparams("int16", s, None, 0) is None
+    assert activation_qparams("uint8", s, None, 4) is None  # blocked
+    assert activation_qparams("uint8", None, None, 0) is None
+    assert activation_qparams("uint8", s, UNKNOWN, 0) is None
+    assert activation_qparams("uint8", np.array(0.5, "float64"), None, 0) is None
+    assert activation_qparams("uint8", np.array([0.5, 1], "float32"), None, 0) is None
+    assert activation_qparams("uint8", s, np.array([1, 2], "uint8"), 0) is None
+
+
+def _conv_ref(x, w, pads, pad_value):
+    t, left, b, r = pads
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (t, b), (left, r)),
+                constant_values=pad_value)
+    kh, kw = w.shape[2:]
+    oh, ow = xp.shape[2] - kh + 1, xp.shape[3] - kw + 1
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + oh, kx:kx + ow],
+                             w[:, :, ky, kx].astype(np.int64))
+    return out
+
+
+@pytest.mark.parametrize("x_dtype, zp, pads", [("uint8", 37, (1, 1, 1, 1)),
+                                               ("uint8", None, (1, 0, 2, 1)),
+                                               ("uint8", 9, (0, 0, 0, 0)),
+                                               ("int8", -20, (1, 2, 1, 0)),
+                                               ("int8", None, (0, 0, 0, 0))])
+def test_vnni_conv_plan_is_the_shifted_conv(x_dtype, zp, pads):
+    """Following the plan (shift, explicit pad with the zero point, the conv's own zero
+    padding, the zero point's sums subtracted) gives conv(x - x_zp, w) padded with x_zp."""
+    rng = np.random.default_rng(2)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    x = rng.integers(lo, hi, (1, 5, 6, 6)).astype(x_dtype)
+    w = rng.integers(-128, 128, (4, 5, 3, 3)).astype("int8")
+    zv = None if zp is None else np.array(zp, x_dtype)
+    plan = VnniConvPlan(x_dtype, zv, w, pads)
+    assert plan.shift == (x_dtype == "int8")
+    q = x.astype(np.int64) + (128 if plan.shift else 0)
+    assert q.min() >= 0 and q.max() <= 255  # (uint8 values)
+    if plan.pad_value is not None:
+        t, left, b, r = plan.pads
+        q = np.pad(q, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=plan.pad_value)
+    else:
+        assert plan.conv_pads == pads
+    got = _conv_ref(q, w, plan.conv_pads, 0)
+    if plan.zero_point_sums is not None:
+        assert plan.zero_point_sums.dtype == np.int32
+        got = got - plan.zero_point_sums
+    z = 0 if zp is None else zp
+    want = _conv_ref(x.astype(np.int64) - z, w, pads, 0)
+    np.testing.assert_array_equal(got, want)
+    assert (plan.zero_point_sums is None) == (plan.zero_point == 0)

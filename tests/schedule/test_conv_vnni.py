@@ -25,6 +25,10 @@ def _build(x_shape, w, strides, pads, dil=(1, 1), const_weight=True, epilogue=Fa
         corr = np.arange(w.shape[0], dtype="int32").reshape(1, -1, 1, 1) * 1000
         y = relay.multiply(relay.cast(relay.subtract(y, relay.const(corr)), "float32"),
                            relay.const(np.float32(0.5)))
+    if epilogue == "uint8":  # (and requantized: round, add a zero point, saturate)
+        y = relay.cast(relay.clip(relay.add(relay.round(relay.multiply(
+            y, relay.const(np.float32(1 / 4096)))), relay.const(np.float32(100))), 0, 255),
+            "uint8")
     params = [x] if const_weight else [x, wv]
     with tvm.transform.PassContext(opt_level=3):
         return relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
@@ -47,7 +51,7 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), d
 
 
 @pytest.mark.parametrize("shape, o, k, s, pads, d", CASES)
-@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("epilogue", [False, True, "uint8"])
 def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
     rng = np.random.default_rng(o + k + shape[1])
     w = rng.integers(-128, 128, (o, shape[1], k, k)).astype("int8")
@@ -56,12 +60,17 @@ def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
     lib = _build(shape, w, (s, s), pads, (d, d), epilogue=epilogue)
     want = conv_ref(x, w, (s, s), pads, (d, d))
     if epilogue:
-        want = (want - np.arange(o).reshape(1, -1, 1, 1) * 1000) * 0.5
+        want = ((want - np.arange(o).reshape(1, -1, 1, 1) * 1000) * 0.5).astype("float32")
+    if epilogue == "uint8":
+        want = np.clip(np.round(want * np.float32(1 / 4096)) + 100, 0, 255).astype("uint8")
     for threads in (1, 2):
         got = run_graph(lib, {"x": x}, threads)
         np.testing.assert_array_equal(got, want.astype(got.dtype))
     if conv_vnni.available():  # the schedule took it, its weight packed as int8 at build time
         assert "vn_acc" in _names(lib)
+        # no int32 conv output in memory: an epilogue (float32, or requantized to uint8: of
+        # another dtype than the sums) is applied in the tile's store
+        assert "conv2d" not in _names(lib)
         prim = conv_kernel(lib).prim_func
         shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
         assert (o // 16, -(-shape[1] // 4), k, k, 16, 4) in shapes

@@ -83,8 +83,19 @@ def _matmul(attrs, args, out_type):
     return np.matmul(args[0], args[1]).astype(out_type.dtype, copy=False)
 
 
+def _reshape(attrs, args, out_type):
+    """The data in the call's static result shape (its shape argument resolved there)."""
+    return args[0].reshape(tuple(int(d) for d in out_type.shape))
+
+
+def _broadcast_to(attrs, args, out_type):
+    return np.broadcast_to(args[0], tuple(int(d) for d in out_type.shape))
+
+
 #: Relax operators evaluated directly (no topi reference has their semantics)
-_DIRECT = {"matmul": _matmul}
+_DIRECT = {"matmul": _matmul, "reshape": _reshape, "broadcast_to": _broadcast_to}
+#: ... of them, those whose shape argument (a static ShapeExpr) may be folded with them
+_SHAPE_ARG = {"relax.reshape", "relax.broadcast_to"}
 
 
 def op_reference(op: Op):
@@ -147,12 +158,19 @@ def evaluate_call(call: Call):
                 isinstance(v, IntImm) and v.dtype == "int64" for v in arg.values):
             return Constant(NDArray(np.array([v.value for v in arg.values], dtype="int64")))
         return None
-    if not call.args or not all(isinstance(a, Constant) for a in call.args):
-        return None
-    result = run_reference(call, [a.data.numpy() for a in call.args])
+    if not call.args or not all(isinstance(a, Constant) or op.name in _SHAPE_ARG and
+                                isinstance(a, ShapeExpr) and _static_dims(a) for a in call.args):
+        return None  # (a reshape of a constant to a static shape: a scale, a bias, folds too)
+    result = run_reference(call, [a.data.numpy() if isinstance(a, Constant) else
+                                  np.array([int(v.value) for v in a.values], "int64")
+                                  for a in call.args])
     if result is None:
         return None
     return Constant(NDArray(result))
+
+
+def _static_dims(shape: ShapeExpr) -> bool:
+    return all(isinstance(v, IntImm) for v in shape.values)
 
 
 class _ConstantFolder(NormalizingMutator):

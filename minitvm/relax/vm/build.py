@@ -27,7 +27,8 @@ from ..expr import Function
 from ..transform.legalize_ops.manipulate import CONCAT_AXIS_ATTR
 from ..transform.lower_utils import no_gc
 from .codegen import codegen
-from .const_prepack import apply_packs, compact_constants, constant_params
+from .const_prepack import apply_packs, compact_constants, constant_params, kernels_as_values
+from .const_scalars import inline_scalars, scalar_params
 
 __all__ = ["build", "compile_cost", "compile_kernels"]
 
@@ -207,6 +208,10 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         funcs, table, consts, prims = codegen(mod)
     # matmul weights that are constants at every call site are packed once, here
     const_params, sites = constant_params(funcs, table, consts, prims)
+    # scalar constants (scales, zero points) every call of a kernel shares: immediates
+    scalars = scalar_params(sites, consts, prims, kernels_as_values(funcs, table))
+    prims = {name: inline_scalars(prim, scalars[name]) if name in scalars else prim
+             for name, prim in prims.items()}
     transforms: dict = {}
     kernels = compile_kernels(prims, options, const_params, transforms)
     for name, packs in transforms.items():

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...runtime.relax_vm.executable import ARG_CONST, ARG_FUNC, CALL, MOVE
 
-__all__ = ["constant_params", "apply_packs", "compact_constants"]
+__all__ = ["constant_params", "apply_packs", "compact_constants", "kernels_as_values"]
 
 
 def _sites(funcs, func_table) -> tuple[dict, set]:
@@ -36,6 +36,11 @@ def _sites(funcs, func_table) -> tuple[dict, set]:
                 if a[0] == ARG_FUNC and func_table[a[1]][0] == "kernel":
                     as_value.add(func_table[a[1]][1])
     return sites, as_value
+
+
+def kernels_as_values(funcs, func_table) -> set:
+    """The kernels referenced as values (not only called): their call sites are not all known."""
+    return _sites(funcs, func_table)[1]
 
 
 def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:

@@ -25,6 +25,7 @@ from onnxruntime.quantization import QuantType  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
+from minitvm.schedule import conv_vnni  # noqa: E402
 
 
 def _quantized(tmp_path, name: str, mode: str):
@@ -88,10 +89,13 @@ def _close_to_ort(model, feeds, steps: int = 1):
 @pytest.mark.parametrize("w_zp,per_channel,groups,weight", QDQ_CONV_CASES)
 def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     """DequantizeLinear of a constant int8 weight feeding a Conv: R.nn.conv2d reads the int8
-    values (out_dtype float32) and its output is scaled per channel; within one step of ORT."""
+    values (out_dtype float32; on VNNI int32, with the uint8 input's values:
+    ``test_relax_onnx_vnni_conv``) and its output is scaled per channel; within one step of
+    ORT."""
     model, feeds = qdq_conv(w_zp, per_channel, groups)
     convs = [line for line in from_onnx(model).script().splitlines() if "R.nn.conv2d" in line]
-    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (weight == "int8")
+    want = "void" if weight != "int8" else "int32" if conv_vnni.available() else "float32"
+    assert len(convs) == 1 and f'out_dtype="{want}"' in convs[0]
     out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99
 
@@ -165,7 +169,8 @@ def test_conv_integer(cin, groups):
 @pytest.mark.parametrize("w_zp", [None, 0, 3])
 def test_conv_integer_int8_weight(w_zp):
     """A constant int8 weight without a zero point (or a zero one) goes to R.nn.conv2d as
-    int8 with a float32 out_dtype; one shifted by its zero point as float32. Exact both ways."""
+    int8 with a float32 out_dtype (on VNNI: int32, with the uint8 input); one shifted by its
+    zero point as float32. Exact every way."""
     rng = np.random.default_rng(11)
     x = rng.integers(0, 256, (1, 16, 10, 10)).astype("uint8")
     w = rng.integers(-128, 128, (32, 16, 3, 3)).astype("int8")
@@ -175,7 +180,8 @@ def test_conv_integer_int8_weight(w_zp):
                     _inits(w=w, x_zp=np.array(7, "uint8"), **zp), pads=[1, 1, 1, 1])
     mod = from_onnx(model)
     convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
-    assert len(convs) == 1 and ('out_dtype="float32"' in convs[0]) == (not w_zp)
+    want = "void" if w_zp else "int32" if conv_vnni.available() else "float32"
+    assert len(convs) == 1 and f'out_dtype="{want}"' in convs[0]
     out = _run(_build(mod), {"x": x})[0]
     ws = torch.tensor(w.astype(np.float64) - (w_zp or 0))
     ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), ws,

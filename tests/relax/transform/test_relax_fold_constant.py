@@ -123,9 +123,49 @@ def test_ops_without_a_reference_are_left_alone():
 
     def before(bb):
         with bb.dataflow():
-            gv = bb.emit_output(R.reshape(relax.const(a), (2, 2)))  # a shape argument
+            gv = bb.emit_output(R.flip(relax.const(a), 0))  # (no numpy reference here)
         return gv
 
     mod = _build([], before)
     after = rt.FoldConstant()(mod)
     assert after["main"] is mod["main"]
+
+
+def test_reshape_and_broadcast_of_constants_to_static_shapes_fold():
+    """A quantized model's per-channel bias (``reshape(scale) * bias`` reshaped to [1, C, 1,
+    1]) folds to one constant, so the conv it follows can take the add as its epilogue; a
+    reshape to a symbolic shape does not fold."""
+    s = np.array([0.5], "float32")
+    b = np.arange(4, dtype="float32")
+    x = relax.Var("x", T(1, 4, 2, 2))
+
+    def before(bb):
+        with bb.dataflow():
+            lv0 = bb.emit(R.reshape(relax.const(s), [1]))
+            lv1 = bb.emit(R.multiply(relax.const(b), lv0))
+            lv2 = bb.emit(R.reshape(lv1, [1, 4, 1, 1]))
+            lv3 = bb.emit(R.broadcast_to(lv2, [1, 4, 2, 2]))
+            gv = bb.emit_output(R.add(x, lv3))
+        return gv
+
+    out = rt.FoldConstant()(_build([x], before))
+    calls = [b.value for blk in out["main"].body.blocks for b in blk.bindings
+             if isinstance(b.value, relax.Call)]
+    assert [c.op.name for c in calls] == ["relax.add"]
+    folded = calls[0].args[1]
+    assert isinstance(folded, relax.Constant)
+    np.testing.assert_array_equal(folded.data.numpy(),
+                                  np.broadcast_to((b * 0.5).reshape(1, 4, 1, 1), (1, 4, 2, 2)))
+
+    n = tvm.tir.Var("n", "int64")
+    y = relax.Var("y", relax.TensorStructInfo((n, 4), "float32"))
+
+    def symbolic(bb):
+        with bb.dataflow():
+            gv = bb.emit_output(R.add(y, R.broadcast_to(relax.const(b), relax.ShapeExpr([n, 4]))))
+        return gv
+
+    kept = rt.FoldConstant()(_build([y], symbolic))
+    names = [b.value.op.name for blk in kept["main"].body.blocks for b in blk.bindings
+             if isinstance(b.value, relax.Call)]
+    assert "relax.broadcast_to" in names

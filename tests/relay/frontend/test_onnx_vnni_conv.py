@@ -14,44 +14,13 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from frontend_models import build_and_run  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx_quant_cases import QDQ_CONV_CASES, ort_run, qdq_conv  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, VNNI_CONV_CASES, ort_run, qdq_conv  # noqa: E402
+from onnx_quant_cases import int_conv_model as _model  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common import onnx_quant  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
 from minitvm.schedule import conv_vnni  # noqa: E402
-
-
-def _model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int, rng,
-           x_dtype: str = "uint8"):
-    w = rng.integers(-128, 128, (o, c, k, k)).astype("int8")
-    inits = [numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
-             numpy_helper.from_array(w, "w")]
-    pads = [d * (k // 2)] * 4
-    if op == "QLinearConv":
-        inits += [numpy_helper.from_array(np.array(0.02, "float32"), "xs"),
-                  numpy_helper.from_array((rng.random(o) * 0.02 + 0.001).astype("float32"),
-                                          "ws"),
-                  numpy_helper.from_array(np.zeros(o, "int8"), "wz"),
-                  numpy_helper.from_array(np.array(0.3 * c, "float32"), "ys"),
-                  numpy_helper.from_array(np.array(128 if x_dtype == "uint8" else 5, x_dtype),
-                                          "yz"),
-                  numpy_helper.from_array(rng.integers(-999, 999, o).astype("int32"), "b")]
-        node = helper.make_node(op, ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-                                pads=pads, strides=[s, s], dilations=[d, d])
-        out_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
-    else:
-        node = helper.make_node(op, ["x", "w", "xz"], ["y"], pads=pads, strides=[s, s],
-                                dilations=[d, d])
-        out_t = TensorProto.INT32
-    x_t = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
-    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
-        "x", x_t, [1, c, hw, hw])], [helper.make_tensor_value_info(
-            "y", out_t, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    return m
 
 
 def _int32_convs(mod) -> int:
@@ -62,17 +31,8 @@ def _int32_convs(mod) -> int:
     return len(found)
 
 
-CASES = [  # (input channels, output channels, plane, kernel, stride, dilation, x zero point)
-    (16, 32, 8, 3, 1, 1, 100),
-    (18, 16, 9, 3, 2, 1, 37),   # a channel tail, stride 2
-    (32, 48, 7, 3, 1, 2, 255),  # dilation 2, the largest zero point
-    (64, 32, 6, 1, 2, 1, 3),    # 1x1, stride 2 (the float32 conv's: ``vnni_conv``)
-    (24, 16, 5, 3, 1, 1, 0),    # no zero point's share: the conv pads by itself
-]
-
-
 @pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
-@pytest.mark.parametrize("c, o, hw, k, s, d, zp", CASES)
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", VNNI_CONV_CASES)
 def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     rng = np.random.default_rng(c * o + k)
     proto = _model(op, c, o, hw, k, s, d, zp, rng)

@@ -11,6 +11,7 @@ from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import Context, onnx_dtype, register
+from .qdq_vnni import remember_activation
 
 
 def _scalar(ctx: Context, x, value: float):
@@ -387,6 +388,7 @@ def _dequantize_linear(ctx: Context, ins, attrs):
                                  UNKNOWN if zp is not None and zv is None else zv, axis, bs)
     if s is not None:  # (a Conv may read the int8 values themselves: ops_nn)
         ctx.int8_weights[ctx.node.output[0]] = (ctx.known(ins[0]), s)
+    remember_activation(ctx, ins[0], ins[1], ins[2] if zp is not None else None, bs)
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
     if zp is not None:

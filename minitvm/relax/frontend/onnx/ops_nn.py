@@ -12,6 +12,7 @@ from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import Context, register
+from .qdq_vnni import qdq_conv
 
 
 def _spatial_pads(ctx: Context, attrs, in_dims, kernel, strides, dilations) -> list[int]:
@@ -69,7 +70,10 @@ def _conv(ctx: Context, ins, attrs):
         y = _op.squeeze(ctx.emit(y), [2])
     elif n == 2:
         found = ctx.int8_weights.get(ctx.node.input[1])  # (a QDQ model's weight)
-        if found is not None and keeps_int8_weight("int8", found[0], None, groups, kernel):
+        vnni = qdq_conv(ctx, strides, pads, dilations, groups)
+        if vnni is not None:  # (and its 8-bit input, on VNNI)
+            y = vnni
+        elif found is not None and keeps_int8_weight("int8", found[0], None, groups, kernel):
             y = _op.nn.conv2d(x, const(found[0]), strides, pads, dilations, groups,
                               out_dtype="float32")
             y = _op.multiply(ctx.emit(y), const(conv_output_scale(found[1], wshape[0])))

@@ -6,7 +6,8 @@ QLinearConcat).
 
 Integer products are taken exactly with float32 kernels, the reduction split where a partial
 sum could pass 2**24 (``frontend_common.onnx_quant``, shared with Relay's importer), else in
-int32. QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
+int32; on a host with AVX-512 VNNI a conv ``onnx_quant.vnni_conv`` allows is an int32 conv of
+the 8-bit values themselves (``qdq_vnni``). QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
 x_scale * w_scale / y_scale, as onnxruntime does; the others dequantize, run the float op's
 converter and quantize its result."""
 
@@ -20,11 +21,13 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     float_pieces,
     keeps_int8_weight,
+    vnni_conv,
 )
 from ... import op as _op
 from ...expr import const
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
+from .qdq_vnni import int_conv as vnni_int_conv
 
 
 def _opt(ins, i):
@@ -144,6 +147,11 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)
     groups = int(attrs.get("group", 1))
+    wv, x_zv = ctx.known(w), _zp_value(ctx, x_zp)
+    if wv is not None and wv.dtype != object and \
+            vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, _zp_value(ctx, w_zp), groups,
+                      wshape[0]):
+        return vnni_int_conv(ctx, ctx.expr(x), x_zv, wv, strides, pads, dil), "int32"
     ranges = _pieces(ctx, x, x_zp, w, w_zp, 0, 1)
     if ranges is not None and groups != 1 and len(ranges) > 1:
         ranges = None

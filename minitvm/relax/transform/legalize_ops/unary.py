@@ -30,8 +30,10 @@ def _clip(bb, call):
     lo, hi = prim_arg(call, 1), prim_arg(call, 2)
     dtype = call.args[0].struct_info.dtype
     consts = isinstance(lo, E.IntImm | E.FloatImm) and isinstance(hi, E.IntImm | E.FloatImm)
-    if consts and not dtype.startswith(("float", "bfloat")):
-        # constant bounds saturated into the integer range: a float max must not wrap around
+    if consts:
+        # constant bounds as immediates of the data's dtype (as Relay's clip: a float max of
+        # an immediate needs no NaN test of its bound), saturated into an integer range (a
+        # float max must not wrap around)
         lo, hi = clip_bounds(float(lo.value), float(hi.value), dtype)
 
     def te_func(x):

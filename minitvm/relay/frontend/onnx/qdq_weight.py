@@ -22,11 +22,12 @@ import numpy as np
 
 from ....frontend_common.onnx_quant import (
     UNKNOWN,
+    VnniConvPlan,
+    activation_qparams,
     conv_output_scale,
     dequantized_weight_scale,
     keeps_int8_weight,
     vnni_conv,
-    zero_point_sums,
 )
 from ... import op as _op
 
@@ -39,12 +40,10 @@ def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
                                  UNKNOWN if zp is not None and zv is None else zv, axis, block)
     if s is not None:
         ctx.int8_weights[ctx.node.output[0]] = (q, s)
-    sv = ctx.maybe_value(scale)
-    if ctx.dtype(q) in ("uint8", "int8") and not block and sv is not None and np.size(sv) == 1 and \
-            np.asarray(sv).dtype == np.float32 and (zp is None or (zv is not None and
-                                                       np.size(zv) == 1)):
-        ctx.act_inputs[ctx.node.output[0]] = (q, np.float32(np.asarray(sv).reshape(())),
-                                                None if zp is None else zv)
+    act = activation_qparams(ctx.dtype(q), ctx.maybe_value(scale), None if zp is None else
+                             UNKNOWN if zv is None else zv, block)
+    if act is not None:
+        ctx.act_inputs[ctx.node.output[0]] = (q, *act)
 
 
 def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
@@ -85,15 +84,14 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel)
     point ``x_zv`` (``nn.pad``; by the conv itself when that is 0), and the int8 weight ``w``
     (value ``wv``), less ``x_zp * sum(w)`` per output channel. An int8 input is shifted into
     uint8 first (``x + 128``, with its zero point: the difference is the same)."""
-    zp = 0 if x_zv is None else int(np.asarray(x_zv).reshape(-1)[0])
-    if ctx.dtype(x) == "int8":
+    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, (begin[0], begin[1], end[0], end[1]))
+    if plan.shift:
         x = _op.cast(_op.add(_op.cast(x, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
-        zp += 128
-    pads = (begin[0], begin[1], end[0], end[1])
-    if zp and any(pads):
-        x = _op.nn.pad(x, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])),
-                       pad_value=ctx.const(np.array(zp, "uint8")))
-        pads = (0, 0, 0, 0)
-    y = _op.nn.conv2d(x, w, strides=strides, padding=pads, dilation=dil, groups=groups,
+    if plan.pad_value is not None:
+        t, left, b, r = plan.pads
+        x = _op.nn.pad(x, ((0, 0), (0, 0), (t, b), (left, r)),
+                       pad_value=ctx.const(np.array(plan.pad_value, "uint8")))
+    y = _op.nn.conv2d(x, w, strides=strides, padding=plan.conv_pads, dilation=dil, groups=groups,
                       channels=ctx.shape(w)[0], kernel_size=kernel, out_dtype="int32")
-    return _op.subtract(y, ctx.const(zero_point_sums(wv, np.array(zp)))) if zp else y
+    sums = plan.zero_point_sums
+    return y if sums is None else _op.subtract(y, ctx.const(sums))

@@ -1,0 +1,72 @@
+"""8-bit convs on AVX-512 VNNI in the Relax importer, in the form Relay's importer takes
+(``relay/frontend/onnx/qdq_weight``), the checks and plan shared through
+``frontend_common.onnx_quant``: the int32 conv of the uint8 input itself and the constant int8
+weight (``vnni_conv``, lowered to ``schedule/conv_vnni``), less the input zero point's share.
+
+``remember_activation`` is called by DequantizeLinear (``ops_extra``); ``qdq_conv`` by Conv
+(``ops_nn``: a QDQ model's input and weight both DequantizeLinear outputs); ``int_conv`` by
+QLinearConv / ConvInteger (``ops_quant``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import (
+    UNKNOWN,
+    VnniConvPlan,
+    activation_qparams,
+    conv_output_scale,
+    vnni_conv,
+)
+from ... import op as _op
+from ...expr import const
+from .context import Context
+
+
+def remember_activation(ctx: Context, q, scale, zp, block: int) -> None:
+    """Note the current DequantizeLinear's output when a VNNI conv may read its 8-bit input
+    ``q`` as it is (``onnx_quant.activation_qparams``): ``ctx.act_inputs``, by ONNX name."""
+    zv = None if zp is None else ctx.known(zp)
+    if zv is not None and zv.dtype == object:
+        zv = None
+    act = activation_qparams(ctx.dtype(q), ctx.known(scale), None if zp is None else
+                             UNKNOWN if zv is None else zv, block)
+    if act is not None:
+        ctx.act_inputs[ctx.node.output[0]] = (ctx.expr(q), *act)
+
+
+def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil):
+    """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input
+    ``x`` (an int8 one shifted into uint8), padded with its zero point ``x_zv`` where that is
+    not 0, and the constant int8 weight ``wv`` (numpy), less ``x_zp * sum(w)`` per output
+    channel. ``pads`` ONNX's (top, left, bottom, right)."""
+    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads)
+    if plan.shift:
+        x = ctx.emit(_op.astype(_op.add(_op.astype(x, "int16"), const(np.array(128, "int16"))),
+                                "uint8"))
+    if plan.pad_value is not None:
+        t, left, b, r = plan.pads
+        x = ctx.emit(_op.nn.pad(x, [0, 0, 0, 0, t, b, left, r], float(plan.pad_value)))
+    y = ctx.emit(_op.nn.conv2d(x, const(np.ascontiguousarray(wv, "int8")), strides,
+                               list(plan.conv_pads), dil, 1, out_dtype="int32"))
+    sums = plan.zero_point_sums
+    return y if sums is None else ctx.emit(_op.subtract(y, const(sums)))
+
+
+def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
+    """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
+    int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
+    DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
+    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound); else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (wv, sw) = act, wgt
+    o = np.shape(wv)[0]
+    if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
+        return None
+    y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
+    scale = conv_output_scale((sw * sx).astype("float32"), o)
+    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)

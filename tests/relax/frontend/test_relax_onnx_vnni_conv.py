@@ -1,0 +1,126 @@
+"""8-bit convs through Relax's ONNX importer on a host with AVX-512 VNNI, as Relay's importer
+takes them (``relax/frontend/onnx/qdq_vnni``): QLinearConv, ConvInteger and a QDQ Conv become an
+int32 conv2d of the uint8 input and the constant int8 weight, which relax.build lowers to
+``schedule/conv_vnni`` with the weight packed once, at build time (``relax/vm/const_prepack``).
+Results equal ONNX Runtime's; without VNNI (``conv_vnni.available`` False) the float32 convs
+stay, as exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
+
+from onnx_quant_cases import (  # noqa: E402
+    QDQ_CONV_CASES,
+    VNNI_CONV_CASES,
+    int_conv_model,
+    ort_run,
+    qdq_conv,
+)
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
+from minitvm.relax.struct_info import TensorStructInfo  # noqa: E402
+from minitvm.schedule import conv_vnni  # noqa: E402
+
+
+def _int32_convs(mod) -> int:
+    """The conv2d bindings of ``main`` whose result is int32 (the VNNI form's)."""
+    n = 0
+    for block in mod["main"].body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if getattr(getattr(v, "op", None), "name", "") == "relax.nn.conv2d":
+                s = b.var.struct_info
+                n += isinstance(s, TensorStructInfo) and str(s.dtype) == "int32"
+    return n
+
+
+def _build_run(mod, feeds):
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(mod, "llvm")
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](*[tvm.nd.array(v) for v in feeds.values()])
+    return ex, out.numpy()
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", VNNI_CONV_CASES)
+def test_int_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
+    rng = np.random.default_rng(c * o + k)
+    proto = int_conv_model(op, c, o, hw, k, s, d, zp, rng)
+    x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
+    x[0, :, 0, :] = zp  # (rows at the zero point beside the padding)
+    mod = from_onnx(proto, shape_dict={"x": x.shape})
+    assert _int32_convs(mod) == int(conv_vnni.available() and k > 1)
+    _, got = _build_run(mod, {"x": x})
+    np.testing.assert_array_equal(got, ort_run(proto, {"x": x})[0])
+
+
+@pytest.mark.parametrize("zp", [-20, 127])
+def test_int8_input_runs_shifted(zp):
+    """An int8 QLinearConv input: the uint8 ``x + 128``, its zero point 128 more."""
+    rng = np.random.default_rng(zp + 200)
+    proto = int_conv_model("QLinearConv", 16, 32, 7, 3, 1, 1, zp, rng, "int8")
+    x = rng.integers(-128, 128, (1, 16, 7, 7)).astype("int8")
+    mod = from_onnx(proto, shape_dict={"x": x.shape})
+    assert _int32_convs(mod) == int(conv_vnni.available())
+    np.testing.assert_array_equal(_build_run(mod, {"x": x})[1], ort_run(proto, {"x": x})[0])
+
+
+@pytest.mark.parametrize("w_zp, per_channel, groups, weight", QDQ_CONV_CASES)
+def test_qdq_conv(w_zp, per_channel, groups, weight):
+    """A QDQ conv (uint8 activation, int8 weight): on VNNI the int32 conv of the quantized
+    values scaled by both scales, where the weight has no zero point and one group; within
+    one step of ORT's output (an integer conv there), nearly all equal."""
+    model, feeds = qdq_conv(w_zp, per_channel, groups)
+    mod = from_onnx(model)
+    assert _int32_convs(mod) == int(conv_vnni.available() and weight == "int8")
+    _, out = _build_run(mod, feeds)
+    ref = ort_run(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.99
+
+
+def test_weight_packed_once_at_build():
+    """The VM holds the conv's weight in conv_vnni's packed layout ([O/16, C/4, KH, KW, 16,
+    4] int8, made at build time) and not the [O, C, KH, KW] one; the kernel reads it as it is
+    (no per-call packing loop)."""
+    if not conv_vnni.available():
+        pytest.skip("the host has no AVX-512 VNNI")
+    rng = np.random.default_rng(5)
+    proto = int_conv_model("QLinearConv", 18, 32, 8, 3, 1, 1, 7, rng)
+    w = next(onnx.numpy_helper.to_array(i) for i in proto.graph.initializer if i.name == "w")
+    ex, _ = _build_run(from_onnx(proto, shape_dict={"x": (1, 18, 8, 8)}),
+                       {"x": rng.integers(0, 256, (1, 18, 8, 8)).astype("uint8")})
+    consts = [c for c in ex.constants if isinstance(c, np.ndarray) and c.dtype == np.int8]
+    packed = conv_vnni.PackWeight(32, 18, 3, 3)(w)
+    assert any(c.shape == packed.shape and np.array_equal(c, packed) for c in consts)
+    assert not any(c.shape == w.shape for c in consts)
+    convs = [rec for rec, _ in ex.kernels.values() if "w_vnni" in str(rec.prim_func) or
+             "x_vnni" in str(rec.prim_func)]
+    assert convs and all("w_vnni" not in str(rec.prim_func) for rec in convs)
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger", "qdq"])
+def test_without_vnni_float_convs_stay(monkeypatch, op):
+    """A host without VNNI: no int32 conv, and the results still equal ORT's."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    rng = np.random.default_rng(11)
+    if op == "qdq":
+        model, feeds = qdq_conv(None, True, 1)
+    else:
+        model = int_conv_model(op, 16, 32, 8, 3, 1, 1, 100, rng)
+        feeds = {"x": rng.integers(0, 256, (1, 16, 8, 8)).astype("uint8")}
+    mod = from_onnx(model)
+    assert _int32_convs(mod) == 0
+    _, out = _build_run(mod, feeds)
+    ref = ort_run(model, feeds)[0]
+    if op == "qdq":
+        assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    else:
+        np.testing.assert_array_equal(out, ref)
