@@ -64,7 +64,8 @@ def test_flat_mode_rows_of_height_not_same(rng):
 
 def test_only_the_wrapping_column_offsets_are_masked(rng):
     # a 3x3 filter: the sums of column offsets -1 and +1 are selected by the pixel's column,
-    # the centre column's is not; every vector reads 9 taps of the channel's run
+    # the centre column's is not; every vector reads 9 taps (of the channel's run or, inside
+    # the plane, of the input)
     _, _, prim = run((1, 8, 25, 5), rng, epilogue="relu")
     stores = [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
               and s.buffer.name == "out0_flat"]
@@ -72,7 +73,7 @@ def test_only_the_wrapping_column_offsets_are_masked(rng):
     for s in stores:
         selects = [n for n in post_order(s.value) if isinstance(n, E.Select)]
         assert len(selects) == 2
-        assert sum(isinstance(n, E.BufferLoad) and n.buffer.name == "dw_run"
+        assert sum(isinstance(n, E.BufferLoad) and n.buffer.name in ("dw_run", "in0_flat")
                    for n in post_order(s.value)) == 9
 
 
@@ -124,3 +125,32 @@ def test_run_layout_holds_every_tap():
     lead, stride = depthwise_flat.layout(g)
     assert lead == 2 * 5 + 2
     assert stride % g["lanes"] == 0 and stride >= lead + 25 * 5 + 2 * 5 + 2
+
+
+def test_interior_vectors_read_the_input_in_place(rng, monkeypatch):
+    # 25x5: the 8 output vectors' taps reach 6 pixels either way; the first and the last
+    # (overlapping) one read the zero-margined run, the 6 between them the input itself,
+    # whose copy then covers only the pixels the edge vectors reach
+    out, want, prim = run((1, 8, 25, 5), rng, epilogue="relu")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    stores = [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
+              and s.buffer.name == "out0_flat"]
+    reads = [{n.buffer.name for n in post_order(s.value) if isinstance(n, E.BufferLoad)}
+             for s in stores]
+    assert len(reads) == 8
+    assert sum("dw_run" in r for r in reads) == 2
+    assert sum("in0_flat" in r and "dw_run" not in r for r in reads) == 6
+    copies = [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
+              and s.buffer.name == "dw_run"]
+    assert copies  # (the edges' input: 22 of the 125 pixels at each end)
+    monkeypatch.setattr(depthwise_flat, "DIRECT_INTERIOR", False)
+    out2, want2, _ = run((1, 8, 25, 5), rng, epilogue="relu")
+    np.testing.assert_allclose(out2, want2, rtol=1e-4, atol=1e-4)
+
+
+def test_vector_starts_and_spans():
+    assert depthwise_flat.vector_starts(125, 16) == [0, 16, 32, 48, 64, 80, 96, 109]
+    assert depthwise_flat.vector_starts(32, 16) == [0, 16]
+    assert depthwise_flat.vector_starts(9, 16) == []
+    assert depthwise_flat._spans([(-6, 22), (103, 131)], 125) == [(0, 22), (103, 125)]
+    assert depthwise_flat._spans([(0, 30), (20, 40)], 35) == [(0, 35)]
