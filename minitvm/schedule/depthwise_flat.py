@@ -146,7 +146,8 @@ def emit(ctx, g, x, w, epi_put, parallel: bool, helpers) -> S.Stmt:
             run, xin[(b * g["c"] + c) * plane_in + a + j], [lead + a + j]), True)
             for a, z in spans]
         copy = S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(run, S.SeqStmt(copies)
-                                                              if len(copies) > 1 else copies[0]))
+                                                              if len(copies) > 1 else copies[0])
+                     ) if copies else None  # (every vector inside the plane: no copy)
         k2 = ctx.fresh("dc")
         c2 = gb * cb + k2
         run2 = decl_buffer((stride,), "float32", "dw_run", data=buf.data,
@@ -173,7 +174,8 @@ def emit(ctx, g, x, w, epi_put, parallel: bool, helpers) -> S.Stmt:
                 b, c2, p, value(from_run, taps, p)), True)
         convs = S.For(k2, 0, cb, S.ForKind.SERIAL,
                       S.DeclBuffer(run2, with_taps(g, taps, w, c2, conv)))
-        body = S.SeqStmt([zeros(ctx, buf, 0, cb * stride, lanes), copy, convs])
+        body = S.SeqStmt([s for s in (zeros(ctx, buf, 0, cb * stride, lanes), copy, convs)
+                          if s is not None])
         return S.Allocate(buf.data, "float32", [cb * stride], True, S.DeclBuffer(buf, body))
 
     return _outer_loops(ctx, [g["n"], g["groups"] // cb], parallel, block)

@@ -154,3 +154,22 @@ def test_vector_starts_and_spans():
     assert depthwise_flat.vector_starts(9, 16) == []
     assert depthwise_flat._spans([(-6, 22), (103, 131)], 125) == [(0, 22), (103, 125)]
     assert depthwise_flat._spans([(0, 30), (20, 40)], 35) == [(0, 35)]
+
+
+def test_plane_whose_vectors_all_read_inside_needs_no_copy(rng):
+    # a 1x1 depthwise filter: every output vector's tap stays inside the plane, so nothing is
+    # copied (the symbolic-batch Relay VM test's depthwise case)
+    x = relay.var("x", shape=(1, 8, 16, 4))
+    w = relay.var("w", shape=(8, 1, 1, 1))
+    from depthwise_cases import relay_te
+
+    ins, _, outs = relay_te([x, w], relay.nn.conv2d(x, w, groups=8))
+    prim, _ = lower_te(ins, outs, "f")
+    assert _allocs(prim) == ["dw_flat"]
+    assert not [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
+                and s.buffer.name == "dw_run"]
+    xv = rng.standard_normal((1, 8, 16, 4), dtype=np.float32)
+    wv = rng.standard_normal((8, 1, 1, 1), dtype=np.float32)
+    out = np.full((1, 8, 16, 4), np.nan, np.float32)
+    codegen.build(prim)["f"](xv, wv, out)
+    np.testing.assert_allclose(out, xv * wv[None, :, 0, 0, None], rtol=1e-5, atol=1e-6)
