@@ -155,6 +155,12 @@ OVERLAP_PANEL_OUTPUTS = 256
 # side, us, in place -> packed): 1152->192 at 7x7 195 -> 212 warm, 254 -> 292 with the weights
 # in DRAM; 2048->512 at 7x7 961 -> 1004 warm, the same cold: per ISA, None for never.
 PACK_MIN_OUTPUTS = 256
+# Planes whose rows are no whole cache lines pack per ISA: on a Zen 4 (AVX-512, one thread) the
+# copy no longer paid. Kernel alone (us, packed -> in place): 64->64 at 25x5 11.21 -> 10.73,
+# 32->64 at 25x5 6.60 -> 6.31, at 14x14 96->576 121.0 -> 121.8, 576->96 185.7 -> 182.6,
+# 128->128 62.3 -> 62.2, 64->64 20.9 -> 20.9; in DS-CNN (Relax, four 64->64 at 25x5) the
+# model 62.9 -> 61.0 us at batch 1, 242.6 -> 234.3 at batch 4. AVX2 packs as measured there.
+PACK_MISALIGNED = {"avx512": False, "avx2": True}
 PACK_MIN_CHANNELS = {"avx512": None, "avx2": 1024}
 # 32-pixel panels (AVX-512) also pack from PACK_MIN_CHANNELS_WIDE input channels: a panel's
 # rows, two cache lines each from as many planes, are more streams than the prefetchers follow.
@@ -279,7 +285,8 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     static_n = n if isinstance(n, int) else 1
     if static_n * max(c * h * wd, o * p) >= 1 << 31:
         return None  # (int32 offsets inside one image's planes)
-    pack = p % LANES != 0 or o >= PACK_MIN_OUTPUTS or aliased_rows(c, p) or \
+    misaligned = p % LANES != 0 and PACK_MISALIGNED[vector_isa()]
+    pack = misaligned or o >= PACK_MIN_OUTPUTS or aliased_rows(c, p) or \
         (width > LANES and c >= PACK_MIN_CHANNELS_WIDE) if mode == "pixels" else _at_least(c, PACK_MIN_CHANNELS[vector_isa()])
     if knobs and knobs.get("pw_pack") in (False, True):
         pack = knobs["pw_pack"]

@@ -51,6 +51,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
+from . import depthwise_flat
 from .common import (
     at_own_position,
     emit_with_epilogue,
@@ -189,6 +190,10 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         return _channel_lanes(ctx, g, x, w, out, epi)
     cg, size = g["cg"], g["xph_len"]
     macs = g["n"] * g["o"] * cg * g["oh"] * g["ow"] * g["kh"] * g["kw"]
+    put = _flat_store(ctx, g, out, epi) if flat_mode(g) else None
+    if put is not None:
+        return depthwise_flat.emit(ctx, g, x, w, put, macs >= PARALLEL_MIN_MACS,
+                                   (_vec, _zeros, _with_taps, _tree))
 
     cb = _channel_block(g)
     if cb > 1:
@@ -311,6 +316,15 @@ def _channel_lanes(ctx, g, x, w, out, epi) -> S.Stmt:
         return body
 
     return _outer_loops(ctx, [g["n"], g["c"] // cl], macs >= PARALLEL_MIN_MACS, block)
+
+
+def flat_mode(g) -> bool:
+    """Does geometry ``g`` run in flat mode (``depthwise_flat``): a plane that would otherwise
+    fall to the grid (neither row mode nor narrow rows), or take narrow rows in blocks
+    (``depthwise_flat.over_narrow``)? (Its epilogue must also be one ``_flat_store`` can
+    apply.)"""
+    return depthwise_flat.applies(g) and not _row_mode(g) and (
+        _narrow_lanes(g) is None or depthwise_flat.over_narrow(g, NARROW_BLOCK_MAX))
 
 
 def _channel_block(g) -> int:
@@ -871,17 +885,29 @@ def _flat_epilogue(ctx, g, out, b, oc, epi, dense=None, any_epi=False):
     """(``dw_dense`` buffer, statement): epilogue ``epi`` over output channel ``oc``'s plane as
     one run of ``OH * OW`` values read from ``dense`` (the conv's values packed densely; a new
     buffer when None), in whole vectors, the last one overlapping; None unless the epilogue
-    (``any_epi``: any or none, else a transcendental one) reads no operand per pixel but the
-    conv, per-channel values and (``FLAT_OWN_POSITION``) operands of the output's shape at the
-    pixel's own position."""
+    (``any_epi``: any or none, else a transcendental one) can be applied so (``_flat_store``)."""
     if not (any_epi or _transcendental(epi)):
         return None
+    put = _flat_store(ctx, g, out, epi)
+    if put is None:
+        return None
     plane = g["oh"] * g["ow"]
+    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
+    return dense, _vec(ctx, plane, g["lanes"], lambda p: put(b, oc, p, dense[p]), True)
+
+
+def _flat_store(ctx, g, out, epi):
+    """``put(b, oc, p, value)``: the statement storing conv ``value`` of pixel ``p`` (counted
+    across the rows of output channel ``oc``'s plane; a vector lane expression) through epilogue
+    ``epi`` into ``out``; None unless the epilogue reads no operand per pixel but the conv,
+    per-channel values and (``FLAT_OWN_POSITION``) operands of the output's shape at the pixel's
+    own position."""
+    plane = g["oh"] * g["ow"]
+    shape = [g["n"], g["o"], g["oh"], g["ow"]]
+    own: dict = {}  # loads of an output-shaped operand at the pixel's own position
     if epi is not None:
         body, axes = epi
         spatial = {id(axes[2]), id(axes[3])}
-        shape = [g["n"], g["o"], g["oh"], g["ow"]]
-        own: dict = {}  # loads of an output-shaped operand at the pixel's own position
         for n in post_order(body):
             if isinstance(n, E.BufferLoad) and n.buffer is not out and any(
                     isinstance(v, E.Var) and id(v) in spatial for i in n.indices
@@ -892,24 +918,23 @@ def _flat_epilogue(ctx, g, out, b, oc, epi, dense=None, any_epi=False):
                 own[id(n.buffer)] = n.buffer
         if own and not FLAT_OWN_POSITION:
             return None
-        flat = {k: ctx.flat_view(buf) for k, buf in own.items()}
-    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
+    flat = {k: ctx.flat_view(buf) for k, buf in own.items()}
     of = ctx.flat_view(out)
-    at = [b, oc, _i(0), _i(0)]  # (the epilogue reads nothing per pixel but the conv and own)
 
-    def put(p):
+    def put(b, oc, p, value):
         pos = (b * g["o"] + oc) * plane + p
         if epi is None:
-            return S.BufferStore(of, dense[p], [pos])
+            return S.BufferStore(of, value, [pos])
         body, axes = epi
         if own:  # (ConvMixer's residual) read through its flat view at the pixel's position
             body = transform_expr(body, lambda e: E.BufferLoad(flat[id(e.buffer)], [pos]) if (
                 isinstance(e, E.BufferLoad) and id(e.buffer) in flat
                 and at_own_position(e.indices, axes, shape)) else None)
-        value = epilogue_value((body, axes), out, at, dense[p])
-        return S.BufferStore(of, value, [pos])
+        # (the epilogue reads nothing per pixel but the conv and own: any position will do)
+        return S.BufferStore(of, epilogue_value((body, axes), out, [b, oc, _i(0), _i(0)],
+                                                value), [pos])
 
-    return dense, _vec(ctx, plane, g["lanes"], put, True)
+    return put
 
 
 def _store(out, value, idx, epi) -> S.Stmt:

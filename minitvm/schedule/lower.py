@@ -569,6 +569,14 @@ def _flat_trailing_reduction(ctx, src, raxes, rmin, rext):
     return transform_expr(src, lambda n: None, memo), [r], [0], [total]
 
 
+def _trailing_units(shape) -> int:
+    """How many of ``shape``'s last dimensions are 1 (not all of them: one is left)."""
+    units = 0
+    while units < len(shape) - 1 and _const_int(shape[len(shape) - 1 - units]) == 1:
+        units += 1
+    return units
+
+
 def reduce_nest(ctx, t, buf, body):
     """The loop nest of a reduction stage (see the module docstring for the strategies).
 
@@ -610,26 +618,30 @@ def reduce_nest(ctx, t, buf, body):
     def store_idx(idx):
         return idx if out_axes else _scalar_idx(buf)
 
-    if rtotal is not None and rtotal <= SMALL_REDUCE and out_axes and \
-            (_const_int(shape[-1]) is None or shape[-1] >= 8) and _is_static(rmin):
-        # unrolled window, vectorized across the innermost output axis
+    # trailing unit output axes (a reduction keeping its dims: argmax's max over classes,
+    # [n, anchors, 1]) leave the vectors to the innermost axis before them
+    units = _trailing_units(shape)
+    vshape = shape[:len(shape) - units] if out_axes else shape
+    if rtotal is not None and rtotal <= SMALL_REDUCE and out_axes and vshape and \
+            (_const_int(vshape[-1]) is None or vshape[-1] >= 8) and _is_static(rmin):
+        # unrolled window, vectorized across the innermost (non-unit) output axis
         points = [[]]
         for mn, ext in zip(rmin, rext):
             points = [p + [_i(mn + k)] for p in points for k in range(ext)]
 
         def store(outer):
             def at(j):
-                idx = outer + [j]
+                idx = outer + [j] + [_i(0)] * units
                 stmts = [S.BufferStore(buf, ident, idx)]
                 for p in points:
                     stmts.append(S.BufferStore(buf, combine(E.BufferLoad(buf, idx),
                                                             src_at(idx, p)), idx))
                 return S.SeqStmt(stmts)
 
-            return _vector_inner(ctx, shape[-1], lanes, at)
+            return _vector_inner(ctx, vshape[-1], lanes, at)
 
-        return _outer_loops(ctx, list(shape[:-1]), parallel, store,
-                            rtotal * _static_part(shape[-1:]))
+        return _outer_loops(ctx, list(vshape[:-1]), parallel, store,
+                            rtotal * _static_part(vshape[-1:]))
 
     def per_output(idx):
         sidx = store_idx(idx)

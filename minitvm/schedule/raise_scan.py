@@ -92,7 +92,7 @@ def scan_tag(t: Tensor) -> tuple[str, dict]:
 
 def selection_stage(t: Tensor) -> Tensor | None:
     """``topi.selection.topk_indices`` of the operand when raised stage ``t`` picks the position
-    of each rank of a ``T_topk_rank`` stage (static shapes), else None."""
+    of each rank of a ``T_topk_rank`` stage (static shapes from the axis on), else None."""
     red = _reduction(t)
     if red is None or red[0] != "sum":
         return None
@@ -118,7 +118,8 @@ def selection_stage(t: Tensor) -> Tensor | None:
     (x,) = operands.values()
     if not same_dims(x.shape, rank.shape) or x.dtype not in selection.DTYPES:
         return None
-    dims = [const_int(d) for d in (*x.shape, *t.shape)]
+    # (the dimensions before the axis may be symbolic: a dynamic batch of rows)
+    dims = [const_int(d) for d in (*x.shape[axis:], *t.shape[axis:])]
     if any(d is None for d in dims):
         return None
     rvars = [iv.var for iv in rank.op.axis]

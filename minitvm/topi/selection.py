@@ -79,10 +79,10 @@ def _out_shape(x, axis: int, k):
 
 def topk_indices(x, k: int, axis: int, largest: bool = True, dtype: str = "int32"):
     """Positions along ``axis`` of the ``k`` best elements of ``x``, best first (a stage for
-    ``schedule.selection``; ``x`` has a static shape and ``1 <= k <= x.shape[axis]``)."""
-    dims = _static(x.shape, "topk")
-    axis %= len(dims)
-    n = dims[axis]
+    ``schedule.selection``; ``x`` has a static shape from ``axis`` on, the dimensions before it
+    may be symbolic (a dynamic batch), and ``1 <= k <= x.shape[axis]``)."""
+    axis %= len(x.shape)
+    n = _static(x.shape[axis:], "topk")[0]
     if not 1 <= k <= n:
         raise ValueError(f"topk: k={k} must be in [1, {n}]")
     ity = x.shape[axis].dtype

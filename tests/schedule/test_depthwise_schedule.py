@@ -14,7 +14,7 @@ import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.contrib import graph_executor
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import LoweringOptions, depthwise, lower_te, select_rule
+from minitvm.schedule import LoweringOptions, depthwise, depthwise_flat, lower_te, select_rule
 from minitvm.te.create_prim_func import topo_order
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
@@ -258,8 +258,10 @@ def test_narrow_rows_pack_the_plane_then_the_epilogue(rng, monkeypatch):
 def test_grid_mode_computes_the_grid_then_the_epilogue(rng, monkeypatch):
     # OW = 5 with phase rows of 7 (narrower than a vector): the taps fill a [OH, Wq] grid in
     # whole vectors; each output element is then written once through the epilogue (the
-    # channels-in-lanes blocks of such planes off: test_depthwise_channel_lanes)
+    # channels-in-lanes blocks of such planes off: test_depthwise_channel_lanes; flat mode off:
+    # test_depthwise_flat)
     monkeypatch.setattr(depthwise, "LANES_MAX_PLANE", 0)
+    monkeypatch.setattr(depthwise_flat, "FLAT_MAX_WIDTH", 0)
     out, want, prim = _run((1, 16, 5, 5), rng, stride=1, pad=1, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _allocs(prim) == ["dw_grid", "dw_xph"]
@@ -275,9 +277,11 @@ def test_grid_mode_computes_the_grid_then_the_epilogue(rng, monkeypatch):
 @pytest.mark.parametrize("shape", [(1, 8, 32, 32), (1, 8, 14, 14), (1, 8, 7, 7), (1, 8, 5, 5)])
 def test_epilogue_reading_the_conv_twice_shares_one_value(rng, monkeypatch, shape):
     # hardswish reads the conv twice: both reads are the same expression object (emitted
-    # once), each output position is stored once (whole-row tiles and channel lanes off)
+    # once), each output position is stored once (whole-row tiles, channel lanes and flat mode
+    # off: the 5x5 plane takes the grid)
     monkeypatch.setattr(depthwise, "TILED", False)
     monkeypatch.setattr(depthwise, "LANES_MAX_PLANE", 0)
+    monkeypatch.setattr(depthwise_flat, "FLAT_MAX_WIDTH", 0)
     out, want, prim = _run(shape, rng, stride=1, pad=1, epilogue="hardswish")
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     stores = _stores(prim, "out0") + _stores(prim, "out0_flat")
@@ -300,7 +304,9 @@ def test_epilogue_reading_the_conv_twice_shares_one_value(rng, monkeypatch, shap
     ((1, 8, 7, 7), 5, "dw_conv"),  # narrow rows
     ((2, 5, 3, 3), 3, "dw_dense"),  # grid mode: a plane of 9, two overlapping 8-lane vectors
 ])
-def test_transcendental_epilogue_pass(rng, shape, k, pass_buffer):
+def test_transcendental_epilogue_pass(rng, monkeypatch, shape, k, pass_buffer):
+    if pass_buffer == "dw_dense":  # (the grid's pass: flat mode, test_depthwise_flat, off)
+        monkeypatch.setattr(depthwise_flat, "FLAT_MAX_WIDTH", 0)
     out, want, prim = _run(shape, rng, k=k, pad=k // 2, epilogue="silu")
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
     allocs = _allocs(prim)
