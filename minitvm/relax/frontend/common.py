@@ -1,12 +1,29 @@
 """Pieces the Relax importers share: ``detach_params`` (TVM's ``relax.frontend.detach_params``)
-for modules imported with their weights kept as function inputs."""
+for modules imported with their weights kept as function inputs, and ``crop_negative_pads``
+(ONNX's Pad and torch's constant pad crop where a width is negative)."""
 
 from __future__ import annotations
 
 from ...ir.module import IRModule
-from ..expr import Function
+from .. import op as _op
+from ..expr import Expr, Function
 
-__all__ = ["detach_params"]
+__all__ = ["crop_negative_pads", "detach_params"]
+
+_TO_END = 2 ** 62  # a slice end past any axis: "up to the end"
+
+
+def crop_negative_pads(x: Expr, flat: list[int]) -> tuple[Expr | None, list[int]]:
+    """``flat`` holds (before, after) widths per axis, as ``relax.op.nn.pad`` takes them; the
+    negative ones remove that many elements instead. Returns the crop (a strided_slice of
+    ``x``, or None when nothing is negative) and ``flat`` with the negative widths zeroed. The
+    slice's negative end counts from the axis's end, so it serves symbolic lengths too."""
+    axes = [a for a in range(len(flat) // 2) if flat[2 * a] < 0 or flat[2 * a + 1] < 0]
+    if not axes:
+        return None, list(flat)
+    begin = [max(-flat[2 * a], 0) for a in axes]
+    end = [flat[2 * a + 1] if flat[2 * a + 1] < 0 else _TO_END for a in axes]
+    return _op.strided_slice(x, axes, begin, end), [max(int(p), 0) for p in flat]
 
 
 def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list]]:

@@ -1,8 +1,8 @@
 """Spatial-transformer sampling shared by the PyTorch and ONNX importers: a 2-D affine grid
 (F.affine_grid, ONNX AffineGrid) as elementwise arithmetic on constant coordinate rows, and grid
 sampling (F.grid_sample, ONNX GridSample). 2-D bilinear or nearest sampling with zeros or border
-padding is decomposed into coordinate arithmetic, a ``take`` of the image's pixel rows and a
-weighted sum, so it lowers natively and fuses; other modes (bicubic, reflection, 3-D) use
+padding is decomposed into coordinate arithmetic (once per sample position), a ``take`` of the
+image's pixel rows and a weighted sum, so it lowers natively and fuses; other modes (bicubic, reflection, 3-D) use
 ``image.grid_sample``.
 """
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import expr as _expr
 from .. import op as _op
+from ..op import annotation as _annotation
 from ..op import image as _image
 
 __all__ = ["affine_grid_2d", "grid_sample"]
@@ -70,8 +71,10 @@ def grid_sample(data, grid, shape, dt: str, mode: str, padding: str, align: bool
     rows = _op.reshape(_op.transpose(data, [0, 2, 3, 1]), (n * h * w, c))
     base = _const(np.arange(n).reshape(n, 1, 1) * (h * w), "int32")
 
-    def tap(y, x):
-        """The (N, Ho, Wo, C) pixels at integer positions y, x (float), zero outside."""
+    def tap(y, x, wgt):
+        """The (N, Ho, Wo, C) pixels at integer positions y, x (float) times ``wgt`` (N, Ho,
+        Wo), zero outside. The row index and the weight are computed once per sample position
+        (stop_fusion): fused into the gather they would be recomputed for every channel."""
         yi, xi = _op.cast(y, "int32"), _op.cast(x, "int32")
         inside = _op.logical_and(
             _op.logical_and(_op.greater_equal(yi, _const(0, "int32")),
@@ -80,13 +83,14 @@ def grid_sample(data, grid, shape, dt: str, mode: str, padding: str, align: bool
                             _op.less(xi, _const(w, "int32"))))
         yc = _op.clip(yi, 0, h - 1)
         xc = _op.clip(xi, 0, w - 1)
-        idx = _op.add(_op.add(base, _op.multiply(yc, _const(w, "int32"))), xc)
-        val = _op.take(rows, idx, axis=0)
-        return val, _op.expand_dims(_op.cast(inside, dt), 3)
+        idx = _annotation.stop_fusion(
+            _op.add(_op.add(base, _op.multiply(yc, _const(w, "int32"))), xc))
+        ok = _op.cast(inside, dt)
+        wgt = _annotation.stop_fusion(ok if wgt is None else _op.multiply(wgt, ok))
+        return _op.multiply(_op.take(rows, idx, axis=0), _op.expand_dims(wgt, 3))
 
     if mode == "nearest":
-        val, ok = tap(_op.round(iy), _op.round(ix))
-        out = _op.multiply(val, ok)
+        out = tap(_op.round(iy), _op.round(ix), None)
     else:
         y0, x0 = _op.floor(iy), _op.floor(ix)
         fy, fx = _op.subtract(iy, y0), _op.subtract(ix, x0)
@@ -97,8 +101,6 @@ def grid_sample(data, grid, shape, dt: str, mode: str, padding: str, align: bool
         out = None
         for a, yy in enumerate((y0, y1)):
             for b, xx in enumerate((x0, x1)):
-                val, ok = tap(yy, xx)
-                wgt = _op.multiply(_op.expand_dims(_op.multiply(wy[a], wx[b]), 3), ok)
-                term = _op.multiply(val, wgt)
+                term = tap(yy, xx, _op.multiply(wy[a], wx[b]))
                 out = term if out is None else _op.add(out, term)
     return _op.transpose(out, [0, 3, 1, 2])

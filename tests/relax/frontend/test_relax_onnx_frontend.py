@@ -239,6 +239,11 @@ SWEEP = [
     ("AveragePool", [("x", X4)], {"kernel_shape": [2, 2], "strides": [2, 2]}, []),
     ("GlobalAveragePool", [("x", X4)], {}, []), ("GlobalMaxPool", [("x", X4)], {}, []),
     ("Pad", [("x", X4)], {"mode": "reflect"}, [("p", I64(0, 0, 1, 2, 0, 0, 2, 1))]),
+    # negative pads crop (RWKV's token shift exported: one step in front, the last cut)
+    ("Pad", [("x", X3)], {}, [("p", I64(0, 1, 0, 0, -1, 0))]),
+    ("Pad", [("x", X4)], {"mode": "edge"}, [("p", I64(0, 0, -2, 1, 0, 0, 1, -1))]),
+    ("Pad", [("x", X4)], {"mode": "reflect"}, [("p", I64(0, 0, 2, -1, 0, 0, -2, 1))]),
+    ("Pad", [("x", X3)], {}, [("p", I64(0, -1, -2, 0, -1, -1))]),  # only crops
     ("Reshape", [("x", X3)], {}, [("s", I64(0, -1))]),
     ("Transpose", [("x", X3)], {"perm": [2, 0, 1]}, []),
     ("Concat", [("x", X3), ("y", X3)], {"axis": 1}, []),
@@ -327,6 +332,23 @@ def test_constant_of_shape_with_symbolic_shape():
     for rows in (1, 4):
         x = np.random.randn(rows, 3).astype("float32")
         np.testing.assert_allclose(vm["main"](x).numpy(), x + 2.5, rtol=1e-6)
+
+
+def test_negative_pad_crops_a_symbolic_axis():
+    """A crop of a symbolic axis counts from its end, so one build serves every length."""
+    nodes = [helper.make_node("Pad", ["x", "p"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "crop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[onnx.numpy_helper.from_array(I64(-1, 1, -1, 0), "p")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod = from_onnx(proto)
+    assert "strided_slice" in mod.script()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for rows in (3, 6):
+        x = np.random.randn(rows, 3).astype("float32")
+        want = np.pad(x[1:-1], [(0, 0), (1, 0)])
+        np.testing.assert_array_equal(vm["main"](x).numpy(), want)
 
 
 # --------------------------------------------------------------------------- errors

@@ -76,3 +76,66 @@ def test_affine_grid_3d_size_is_a_clear_error():
     with pytest.raises(Exception, match="only 2-D grids"):
         relay.frontend.from_onnx(_model(nodes, {"theta": theta}, [size], 20),
                                  {"theta": theta.shape})
+
+
+@pytest.mark.parametrize("mode,padding,align", [("bilinear", "zeros", 0), ("bilinear", "border", 1),
+                                                ("nearest", "zeros", 1), ("nearest", "border", 0)])
+def test_grid_sample_batched_matches_torch(mode, padding, align):
+    """Two images, each sampled at its own grid (the row index carries the image's offset)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 5, 7)).astype("float32")
+    grid = (rng.random((2, 6, 4, 2)) * 2.4 - 1.2).astype("float32")
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                              padding_mode=padding, align_corners=align)]
+    out = _run(_model(nodes, {"x": x, "grid": grid}, [], 16), {"x": x, "grid": grid})
+    ref = F.grid_sample(torch.from_numpy(x), torch.from_numpy(grid), mode=mode,
+                        padding_mode=padding, align_corners=bool(align)).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def _fused_ops(func) -> list[set[str]]:
+    """The op names of each primitive function FuseOps made in ``func``."""
+    from minitvm.relay.expr import Call, Function
+
+    groups, stack, seen = [], [func.body], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Call):
+            if isinstance(e.op, Function):
+                names, inner = set(), [e.op.body]
+                while inner:
+                    c = inner.pop()
+                    if isinstance(c, Call):
+                        names.add(c.op.name)
+                        inner.extend(c.args)
+                groups.append(names)
+            stack.extend(e.args)
+        elif hasattr(e, "fields"):
+            stack.extend(e.fields)
+        elif hasattr(e, "tuple_value"):
+            stack.append(e.tuple_value)
+    return groups
+
+
+@pytest.mark.parametrize("mode,taps", [("bilinear", 4), ("nearest", 1)])
+def test_grid_sample_coordinates_once_per_position(mode, taps):
+    """The sampled rows' indices and weights are cut off by stop_fusion: the kernel that
+    gathers every channel reads them, it does not recompute the coordinate arithmetic (floor,
+    clip, casts) per channel, which made grid sampling 2.4x slower (3.06 -> 1.30 ms, 48 channels
+    at 216x24 samples)."""
+    from minitvm import transform
+
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                              padding_mode="zeros", align_corners=0)]
+    model = _model(nodes, {"x": np.zeros((1, 8, 6, 5), "float32"),
+                           "grid": np.zeros((1, 4, 3, 2), "float32")}, [], 16)
+    mod, _ = relay.frontend.from_onnx(model, {"x": (1, 8, 6, 5), "grid": (1, 4, 3, 2)})
+    assert mod.astext().count("annotation.stop_fusion") == 2 * taps
+    mod = transform.Sequential([relay.transform.InferType(),
+                                relay.transform.FuseOps(2)])(mod)
+    gathers = [g for g in _fused_ops(mod["main"]) if "take" in g and "transpose" in g]
+    assert len(gathers) == 1
+    assert not gathers[0] & {"floor", "round", "clip", "cast", "less", "greater_equal"}

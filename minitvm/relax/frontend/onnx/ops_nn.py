@@ -11,6 +11,7 @@ from ....frontend_common.onnx_pool import maxpool_indices
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ... import op as _op
 from ...expr import TupleGetItem, const
+from ..common import crop_negative_pads
 from .context import Context, register
 from .qdq_vnni import qdq_conv
 
@@ -399,13 +400,16 @@ def _pad(ctx: Context, ins, attrs):
     mode = attrs.get("mode", "constant")
     if mode == "wrap":
         return _pad_wrap(ctx, x, pads, ndim)
-    if any(p < 0 for p in pads):
-        raise ctx.fail("negative pads (cropping) are not supported")
     if mode not in ("constant", "edge", "reflect"):
         raise ctx.fail(f"mode {mode!r} is not supported")
     flat = []
     for i in range(ndim):
         flat += [int(pads[i]), int(pads[ndim + i])]
+    crop, flat = crop_negative_pads(x, flat)  # negative pads crop first, as ONNX Runtime does
+    if crop is not None:
+        x = ctx.emit(crop)
+        if not any(flat):
+            return x
     return ctx.emit(_op.nn.pad(x, flat, value, mode))
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
+from ..common import crop_negative_pads
 from ..spatial import grid_sample_2d
 from .context import AtenContext, register, torch_dtype
 
@@ -580,15 +581,19 @@ def _constant_pad(ctx: AtenContext, args):
     for i in range(len(pad) // 2):  # torch lists (before, after) from the last axis backwards
         axis = n - 1 - i
         flat[2 * axis], flat[2 * axis + 1] = int(pad[2 * i]), int(pad[2 * i + 1])
-    if any(p < 0 for p in flat):
-        raise ctx.fail("negative padding (cropping) is not supported")
+    crop, flat = crop_negative_pads(x, flat)
+    if crop is not None:
+        x = ctx.emit(crop)
+        if not any(flat):
+            return x
     return ctx.emit(_op.nn.pad(x, flat, float(value)))
 
 
-@register("cumsum.default")
+@register("cumsum.default", "cumprod.default")
 def _cumsum(ctx: AtenContext, args):
     x, dim, dtype = args
-    return ctx.emit(_op.cumsum(x, int(dim), _accumulate_dtype(ctx, x, dtype)))
+    fn = _op.cumprod if ctx.node.target.__name__.startswith("cumprod") else _op.cumsum
+    return ctx.emit(fn(x, int(dim), _accumulate_dtype(ctx, x, dtype)))
 
 
 @register("tril.default", "triu.default")
@@ -729,6 +734,67 @@ def _scatter(ctx: AtenContext, args):
     if reduce not in modes:
         raise ctx.fail(f"scatter with reduce={reduce!r} is not supported")
     return ctx.emit(_op.scatter_elements(x, index, src, axis, modes[reduce]))
+
+
+# torch's scatter_reduce names -> scatter_elements' reductions and the value include_self=False
+# starts each scattered position from
+_SCATTER_REDUCE = {"sum": ("add", 0.0), "prod": ("mul", 1.0), "amax": ("max", -np.inf),
+                   "amin": ("min", np.inf), "mean": ("add", 0.0)}
+
+
+@register("scatter_reduce.two")
+def _scatter_reduce(ctx: AtenContext, args):
+    """scatter_reduce(self, dim, index, src, reduce, include_self=True): a graph attention's
+    per-node max (amax) or mean of its incoming edges. Without ``self`` the scattered
+    positions start from the reduction's identity; the mean divides by the count landed."""
+    x, dim, index, src, reduce = args[:5]
+    include_self = bool(args[5]) if len(args) > 5 and args[5] is not None else True
+    if reduce not in _SCATTER_REDUCE:
+        raise ctx.fail(f"scatter_reduce with reduce={reduce!r} is not supported")
+    red, identity = _SCATTER_REDUCE[reduce]
+    axis = int(dim) % ctx.ndim(x)
+    ishape = ctx.shape(index)
+    if ctx.shape(src) != ishape:
+        n = len(ishape)
+        src = ctx.emit(_op.strided_slice(src, list(range(n)), [0] * n, list(ishape)))
+
+    def filled(value):
+        dt = np.dtype(ctx.dtype(x))
+        if dt.kind in "iu" and np.isinf(value):  # integers' identities of max and min
+            value = int(np.iinfo(dt).min if value < 0 else np.iinfo(dt).max)
+        return ctx.emit(_op.full(ctx.shape_expr(ishape), const(np.array(value, dt)), str(dt)))
+
+    base = x
+    if not include_self:
+        base = ctx.emit(_op.scatter_elements(x, index, filled(identity), axis, "update"))
+    out = ctx.emit(_op.scatter_elements(base, index, src, axis, red))
+    if reduce != "mean":
+        return out
+    start = ctx.emit(_op.ones_like(x))
+    if not include_self:
+        start = ctx.emit(_op.scatter_elements(start, index, filled(0.0), axis, "update"))
+    count = ctx.emit(_op.scatter_elements(start, index, filled(1.0), axis, "add"))
+    count = ctx.emit(_op.maximum(count, ctx.tensor(1.0, x)))
+    fn = _op.divide if ctx.dtype(x).startswith("float") else _op.floor_divide
+    return ctx.emit(fn(out, count))
+
+
+@register("index_put.default")
+def _index_put(ctx: AtenContext, args):
+    """index_put(self, indices, values, accumulate=False): ``x[i0, i1, ...] = values`` (``+=``
+    when accumulating), the index tensors on the leading axes (torch.export's form of
+    ``index_add`` along axis 0 and of ``x[idx] += v``)."""
+    x, indices, values = args[0], list(args[1]), args[2]
+    accumulate = bool(args[3]) if len(args) > 3 and args[3] is not None else False
+    if any(i is None for i in indices):
+        raise ctx.fail("index_put with a skipped (None) leading axis is not supported")
+    if any(ctx.dtype(i) == "bool" for i in indices):
+        raise ctx.fail("index_put with a boolean mask is not supported")
+    if not isinstance(values, Expr):
+        values = ctx.tensor(values, x)
+    elif ctx.dtype(values) != ctx.dtype(x):
+        values = ctx.emit(_op.astype(values, ctx.dtype(x)))
+    return ctx.emit(_op.index_put(x, indices, values, accumulate))
 
 
 @register("grid_sampler_2d.default")

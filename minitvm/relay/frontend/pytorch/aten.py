@@ -858,16 +858,17 @@ def _flip(ctx, args):
     return x
 
 
-@register("cumsum")
+@register("cumsum", "cumprod")
 def _cumsum(ctx, args):
-    """(input, dim, dtype): Relay's cumsum (one pass per row, ``schedule/scan.py``), in torch's
-    accumulation dtype (int64 for integer and bool inputs)."""
+    """(input, dim, dtype): Relay's cumsum or cumprod (one pass per row, ``schedule/scan.py``),
+    in torch's accumulation dtype (int64 for integer and bool inputs)."""
     x, dim = args[0], args[1]
     dim = _norm_dim(dim, len(ctx.shape(x)))
     if len(args) > 2 and args[2] is not None and not isinstance(args[2], DType):
         args = [*args[:2], DType(torch_dtype(args[2]))]
     dtype = _accumulate_dtype(ctx, x, args[:1] + list(args[2:]))
-    return _op.cumsum(x, axis=dim, dtype=dtype)
+    fn = _op.cumprod if ctx.op_name == "cumprod" else _op.cumsum
+    return fn(x, axis=dim, dtype=dtype)
 
 
 @register("einsum")
@@ -1335,10 +1336,24 @@ def _pad_pairs(ctx, x, pad):
     return width
 
 
+def _crop(ctx, x, width):
+    """The negative entries of ``width`` as a crop (torch's constant pad with a negative width
+    removes that many elements); ``width`` with them zeroed."""
+    s = ctx.shape(x)
+    for d, (a, b) in enumerate(width):
+        if a < 0 or b < 0:
+            x = _op.strided_slice(x, [max(-a, 0)], [s[d] - max(-b, 0)], [1], axes=[d])
+    return x, [[max(a, 0), max(b, 0)] for a, b in width]
+
+
 def _pad_expr(ctx, x, pad, mode, value):
     width = _pad_pairs(ctx, x, pad)
     if any(a < 0 or b < 0 for a, b in width):
-        raise ctx.fail("negative padding (cropping) is not supported")
+        if mode != "constant":
+            raise ctx.fail(f"negative padding (cropping) in {mode!r} mode")
+        x, width = _crop(ctx, x, width)
+        if not any(a or b for a, b in width):
+            return x
     if mode == "constant":
         return _nn.pad(x, width, _scalar_like(ctx, 0.0 if value is None else value, x))
     if mode == "reflect":

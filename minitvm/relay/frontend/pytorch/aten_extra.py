@@ -17,6 +17,7 @@ from .aten import (
     DType,
     _dims,
     _elu,
+    _is_expr,
     _norm_dim,
     _pad_expr,
     _resize_plan,
@@ -413,6 +414,32 @@ def _one_hot(ctx, args):
     dt = ctx.dtype(idx)
     classes = _expr.const(np.arange(depth, dtype=dt), dt)
     return _op.cast(_op.equal(_op.expand_dims(idx, -1), classes), "int64")
+
+
+@register("repeat_interleave")
+def _repeat_interleave(ctx, args):
+    """(input, repeats, dim, output_size): each slice along ``dim`` repeated in place (the
+    flattened input when ``dim`` is None). An int repeat is a broadcast over a new axis then a
+    reshape; per-slice repeats (a tensor) must be constant and become a take of np.repeat'd
+    indices."""
+    x, reps, dim = args[0], args[1], _opt(args, 2, None)
+    if dim is None:
+        x, dim = _op.reshape(x, (-1,)), 0
+    s = ctx.shape(x)
+    dim = _norm_dim(dim, len(s))
+    if _is_expr(reps):
+        folded = ctx.fold(reps)
+        if not isinstance(folded, _expr.Constant):
+            raise ctx.fail("per-slice repeats from the data make a data-dependent shape")
+        counts = folded.data.numpy().reshape(-1)
+        if counts.size != 1:
+            idx = np.repeat(np.arange(s[dim], dtype="int64"), counts)
+            return _op.take(x, _expr.const(idx, "int64"), axis=dim)
+        reps = counts[0]
+    r = int(reps)
+    y = _op.expand_dims(x, dim + 1)
+    y = _op.broadcast_to(y, (*s[:dim + 1], r, *s[dim + 1:]))
+    return _op.reshape(y, (*s[:dim], s[dim] * r, *s[dim + 1:]))
 
 
 @register("diff")
