@@ -59,8 +59,8 @@ def test_scatter_nd(mode, dshape, indices):
     upd = RNG.standard_normal(idx.shape[1:] + dshape[idx.shape[0]:]).astype("float32")
     expr = relay.scatter_nd(_v("d", data), _v("i", idx), _v("u", upd), mode)
     got, want = native_and_reference(expr, {"d": data, "i": idx, "u": upd})
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    np.testing.assert_allclose(got, _scatter_nd_np(data, idx, upd, mode), rtol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, _scatter_nd_np(data, idx, upd, mode), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("reduction", ["update", "add", "max"])
@@ -73,7 +73,7 @@ def test_scatter_elements(reduction, axis):
     upd = RNG.standard_normal(idx.shape).astype("float32")
     expr = relay.scatter_elements(_v("d", data), _v("i", idx), _v("u", upd), axis, reduction)
     got, want = native_and_reference(expr, {"d": data, "i": idx, "u": upd})
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(4, 6), (2, 5, 3)])
