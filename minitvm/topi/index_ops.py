@@ -67,7 +67,10 @@ def _sequence_mask(attrs, inputs, out_type):
 
     def body(*i):
         t, b = i[axis], i[1 - axis]
-        return E.Select(_i64(t) < _i64(lengths[b]), data[i], fill)
+        n = lengths[b]
+        if n.dtype.startswith("float"):  # a fractional length keeps the steps below it
+            return E.Select(E.Cast(n.dtype, t) < n, data[i], fill)
+        return E.Select(_i64(t) < _i64(n), data[i], fill)
 
     return [te.compute(shape, body, name="sequence_mask")]
 

@@ -108,6 +108,15 @@ def test_sequence_mask(axis, trailing):
         got, np.where(keep.reshape(keep.shape + (1,) * len(trailing)), x, -7.5))
 
 
+def test_sequence_mask_float_lengths():
+    x = RNG.standard_normal((5, 3)).astype("float32")
+    lengths = np.array([2.5, 0.0, 4.0], "float32")
+    got, want = native_and_reference(relay.sequence_mask(_v("x", x), _v("l", lengths)),
+                                     {"x": x, "l": lengths})
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:, 0], np.r_[x[:3, 0], 0, 0])
+
+
 @pytest.mark.parametrize("like_shape, axes", [((2, 3), None), ((3, 1, 2), (0, 2)),
                                                ((9, 9, 2), (-1,))])
 def test_slice_like(like_shape, axes):
@@ -161,3 +170,11 @@ def test_searchsorted(right, seq_shape, val_shape):
     expr = relay.searchsorted(_v("s", seq), _v("v", vals), right, "int64")
     got, want = native_and_reference(expr, {"s": seq, "v": vals})
     np.testing.assert_array_equal(got, want)
+
+
+def test_scatter_nd_unknown_mode_is_a_type_error():
+    data, idx = np.zeros((4, 2), "float32"), np.array([[1, 2]], "int64")
+    upd = np.ones((2, 2), "float32")
+    with pytest.raises(TypeError, match="mode must be one of"):
+        native_and_reference(relay.scatter_nd(_v("d", data), _v("i", idx), _v("u", upd), "sub"),
+                             {"d": data, "i": idx, "u": upd})
