@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 from native_cases import native_and_reference
 
+import minitvm
 from minitvm import relay
+from minitvm.backend.fallback import NativeFallbackError, NativeFallbackWarning
+from minitvm.contrib import graph_executor
 
 RNG = np.random.default_rng(0)
 
@@ -178,3 +181,37 @@ def test_scatter_nd_unknown_mode_is_a_type_error():
     with pytest.raises(TypeError, match="mode must be one of"):
         native_and_reference(relay.scatter_nd(_v("d", data), _v("i", idx), _v("u", upd), "sub"),
                              {"d": data, "i": idx, "u": upd})
+
+
+def _big_scatter_add():
+    data = RNG.standard_normal((256, 64)).astype("float32")
+    idx = RNG.integers(0, 256, (1, 128)).astype("int64")
+    upd = RNG.standard_normal((128, 64)).astype("float32")
+    expr = relay.scatter_nd(_v("d", data), _v("i", idx), _v("u", upd), "add")
+    mod = minitvm.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    want = data.copy()
+    np.add.at(want, idx[0], upd)
+    return mod, {"d": data, "i": idx, "u": upd}, want
+
+
+def test_quadratic_scatter_is_refused_by_a_strict_build():
+    """A scatter whose te form would compare more than SCATTER_MAX_PAIRS positions (here
+    256 x 64 outputs x 128 updates) is not lowered natively: a strict build says why."""
+    mod, _, _ = _big_scatter_add()
+    with minitvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.strict_native": True}):
+        with pytest.raises(NativeFallbackError, match="SCATTER_MAX_PAIRS"):
+            relay.build(mod, target="llvm")
+
+
+def test_quadratic_scatter_runs_in_numpy_with_a_warning():
+    mod, inputs, want = _big_scatter_add()
+    with minitvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.strict_native": False}):
+        with pytest.warns(NativeFallbackWarning, match="quadratic"):
+            lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](minitvm.cpu()))
+    for name, value in inputs.items():
+        m.set_input(name, value)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
