@@ -54,3 +54,13 @@ def _allow_known_numpy_fallback(request):
         mp.setenv("MINITVM_STRICT_NATIVE", "0")
         warnings.simplefilter("ignore", NativeFallbackWarning)
         yield
+
+
+@pytest.fixture
+def matrix_set_diag_without_compute(monkeypatch):
+    """``matrix_set_diag`` with its compute (FTECompute) taken away for the test: the op with no
+    native lowering that the numpy-fallback tests build (any op would do; this one keeps them
+    independent of which ops have computes). Using monkeypatch empties the kernel cache."""
+    from minitvm.ir.op import Op
+
+    monkeypatch.delitem(Op.get("matrix_set_diag")._attrs, "FTECompute")

@@ -180,10 +180,13 @@ def _combine(reduction: str, old, new):
     return E.Max(old, new)
 
 
-def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, name: str):
+def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, name: str,
+             match_dims: int | None = None):
     """Shared body of the scatters: for output element ``i``, the update positions ``y``
     (``n_upd_dims`` reduce dims of ``upd_extents``) with ``match(i, y)`` are combined into
-    ``x[i]`` in row-major order of ``y``; with ``update`` the last match wins."""
+    ``x[i]`` in row-major order of ``y``; with ``update`` the last match wins. ``match`` reads
+    only the first ``match_dims`` dims of ``i`` (all when None), so ``update`` searches for the
+    last match once per such prefix rather than once per element."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{name}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     def flat(ys):
@@ -198,16 +201,19 @@ def _scatter(x, n_upd_dims, upd_extents, match, load_update, reduction: str, nam
         return te.max(E.Select(match(i, [y.var for y in ys]), flat([y.var for y in ys]),
                                E.IntImm("int64", -1)), axis=ys)
 
-    last = _compute(x.shape, last_body, f"{name}_last")
     if reduction == "update":
+        nm = len(x.shape) if match_dims is None else int(match_dims)
+        last_at = _compute(x.shape[:nm], last_body, f"{name}_last")
+
         def body(*i):
-            pos = E.Max(last[i], _zero())
+            last = last_at[tuple(i[:nm])]
+            pos = E.Max(last, _zero())
             ys, rest = [], pos
             for n in reversed(upd_extents[1:]):
                 ys.append(E.FloorMod(rest, _i64(n)))
                 rest = E.FloorDiv(rest, _i64(n))
             ys.append(rest)
-            return E.Select(last[i] >= _zero(), load_update(i, ys[::-1]), x[i])
+            return E.Select(last >= _zero(), load_update(i, ys[::-1]), x[i])
 
         return _compute(x.shape, body, name)
     # the commutative reductions: a te reduction over the update positions that match
@@ -263,7 +269,7 @@ def scatter_nd(x, indices, updates, reduction: str = "update"):
     def load(i, ys):
         return updates[tuple(_clamped(ys, ext) + list(i[m:]))]
 
-    return _scatter(x, ny, ext, match, load, reduction, "T_scatter_nd")
+    return _scatter(x, ny, ext, match, load, reduction, "T_scatter_nd", match_dims=m)
 
 
 def collapse_sum(x, target_shape):
@@ -521,7 +527,7 @@ def index_put(x, indices, values, bshape, accumulate: bool):
         return _bcast_read(values, full, vnd)
 
     return _scatter(x, nb, list(bshape), match, load, "add" if accumulate else "update",
-                    "T_index_put")
+                    "T_index_put", match_dims=k)
 
 
 def slice_scatter(x, src, start, step: int, axis: int):

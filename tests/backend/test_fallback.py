@@ -13,9 +13,12 @@ from minitvm.contrib import graph_executor
 
 STRICT = "relay.backend.strict_native"
 
+pytestmark = pytest.mark.usefixtures("matrix_set_diag_without_compute")
+
 
 def _diag_module():
-    """An op with no native compute (matrix_set_diag, as in tests/runtime/test_kernel_format)."""
+    """An op with no native compute (matrix_set_diag, its compute taken away by the module's
+    autouse fixture, as in tests/runtime/test_kernel_format)."""
     x = relay.var("x", shape=(3, 4), dtype="float32")
     d = relay.const(np.full(3, 7.0, "float32"))
     return minitvm.IRModule.from_expr(relay.Function([x], relay.matrix_set_diag(x, d)))

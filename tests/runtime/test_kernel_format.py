@@ -17,7 +17,8 @@ SHAPE = (4, 6)
 
 
 def _mixed_mod():
-    """exp (native) and relu * 2 -> matrix_set_diag (no compute: a numpy fallback)."""
+    """exp (native) and relu * 2 -> matrix_set_diag (its compute taken away by the tests: a numpy
+    fallback)."""
     x = relay.var("x", shape=SHAPE)
     ones = relay.const(np.ones(min(SHAPE), "float32"))
     out = relay.Tuple([relay.exp(x),
@@ -61,6 +62,7 @@ def _check(outs, xv):
 @pytest.mark.parametrize("config", [{}, {"relay.backend.use_native": False}],
                          ids=["op-without-compute", "use_native-off"])
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_fallback_kernels_round_trip(tmp_path, xv, config):
     lib = _build(_mixed_mod(), config)
     fallback = lib.get_lib().fallback_functions
@@ -106,6 +108,7 @@ def _retag(meta_bytes, fmt):
 
 
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_unregistered_format_in_a_library_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -128,6 +131,7 @@ def test_unregistered_format_in_a_library_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_format_whose_source_is_missing_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -141,6 +145,7 @@ def test_format_whose_source_is_missing_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_damaged_fallback_source_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     (name,) = lib.get_lib().fallback_functions
@@ -154,6 +159,7 @@ def test_damaged_fallback_source_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_exporting_an_unregistered_fallback_format_is_a_clear_error(tmp_path):
     lib = _build(_mixed_mod())
     kernels = lib.get_lib().kernels
@@ -173,6 +179,7 @@ def test_exporting_an_unregistered_fallback_format_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.numpy_fallback("fallback kernels on purpose: matrix_set_diag has no compute")
+@pytest.mark.usefixtures("matrix_set_diag_without_compute")
 def test_a_registered_format_round_trips(tmp_path, xv):
     """A dialect's own format: its writer's text is what its reader gets back."""
     lib = _build(_mixed_mod())

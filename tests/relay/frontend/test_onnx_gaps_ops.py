@@ -124,7 +124,6 @@ def test_scatter_elements(reduction):
     check(model_of(node, feeds, ["y"]), feeds)
 
 
-@pytest.mark.numpy_fallback("scatter_elements has no native compute")
 def test_scatter_elements_compiled_and_legacy_scatter():
     data = rng.standard_normal((4, 3)).astype("float32")
     idx = np.array([[3, 0, 1], [1, 2, 0]], "int64")
@@ -168,7 +167,6 @@ def test_scatter_nd(reduction):
     check(model_of(node, feeds, ["y"]), feeds)
 
 
-@pytest.mark.numpy_fallback("scatter_nd has no native compute")
 def test_scatter_nd_compiled():
     data = rng.standard_normal((5, 4)).astype("float32")
     idx = np.array([[4], [0], [2]], "int64")

@@ -43,7 +43,6 @@ def _check(build, *arrays, expect=None, exact=True):
     return outs
 
 
-@pytest.mark.numpy_fallback("searchsorted has no native compute")
 def test_sort_argsort_topk_searchsorted():
     x = np.array([[3.0, 1.0, 2.0, 1.0], [0.0, -1.0, 5.0, 5.0]], "float32")
     _check(lambda a: relay.sort(a, axis=1), x, expect=np.sort(x, 1))
@@ -63,7 +62,6 @@ def test_sort_argsort_topk_searchsorted():
            expect=np.searchsorted(seq, v, side="right"))
 
 
-@pytest.mark.numpy_fallback("scatter_elements has no native compute")
 def test_scans_and_scatters():
     x = RNG.integers(-3, 4, (3, 4)).astype("int32")
     _check(lambda a: relay.cumsum(a, axis=1), x, expect=np.cumsum(x, 1))
@@ -87,7 +85,6 @@ def test_scans_and_scatters():
     _check(lambda d, i, u: relay.scatter_nd(d, i, u), data, nd_idx, nd_upd, expect=want)
 
 
-@pytest.mark.numpy_fallback("matrix_set_diag has no native compute")
 def test_einsum_trilu_matrix_set_diag():
     a, b = RNG.standard_normal((2, 3, 4)).astype("float32"), RNG.standard_normal(
         (2, 4, 5)).astype("float32")
