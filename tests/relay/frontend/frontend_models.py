@@ -58,6 +58,21 @@ def seeded_randn(*shape, seed: int = 0):
     return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
 
 
+def seeded_ints(high: int, *shape, seed: int = 0):
+    """An int64 torch tensor of integers in ``[0, high)`` from numpy's generator ``seed``."""
+    import torch
+
+    return torch.from_numpy(np.random.default_rng(seed).integers(0, high, shape))
+
+
+def seeded_module(cls, *args):
+    """``cls(*args)`` with its parameters drawn after ``torch.manual_seed(1)``."""
+    import torch
+
+    torch.manual_seed(1)
+    return cls(*args)
+
+
 def Fn(fn):
     """An ``nn.Module`` whose forward is ``fn`` (a lambda traced as a model in the importer tests)."""
     from torch import nn

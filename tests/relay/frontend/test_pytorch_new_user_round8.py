@@ -15,24 +15,16 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 import torch.nn.functional as F  # noqa: E402
 from frontend_models import check_traced_native as _run  # noqa: E402
+from frontend_models import seeded_ints as _ints  # noqa: E402
+from frontend_models import seeded_module as _seeded  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 from torch import nn  # noqa: E402
-
-
-def _ints(high, *shape, seed=0):
-    return torch.from_numpy(np.random.default_rng(seed).integers(0, high, shape))
-
-
-def _seeded(cls, *args):
-    torch.manual_seed(1)
-    return cls(*args)
 
 
 class RWKV(nn.Module):
