@@ -438,24 +438,33 @@ def int8_weight_conv(t) -> bool:
     return t.dtype == x.dtype == "float32" and w.dtype == "int8"
 
 
+def static_conv2d_nchw_dims(t) -> list[int] | None:
+    """The data, weight and output dims of conv2d stage ``t`` (tag ``conv2d_nchw``, with its
+    ``operands``), ``[n, c, h, w, o, cg, kh, kw, n, o, oh, ow]``, when all three are 4-D and
+    static (any dtypes, any groups), else None."""
+    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw" or \
+            "operands" not in t.op.attrs:
+        return None
+    x, w = t.op.attrs["operands"]
+    if not len(x.shape) == len(w.shape) == len(t.shape) == 4:
+        return None
+    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
+    return None if any(d is None for d in dims) else dims
+
+
 def static_grouped_conv2d_dims(t, int8_weight: bool = False) -> tuple[int, ...] | None:
     """``(groups, n, c, h, w, o, kh, kw, oh, ow)`` of a float32 NCHW conv2d stage with 4-D data,
     weight and output, all static, any number of groups (``c``: the input channels of one
     group, its reduction; the output channels split evenly over the groups), else None.
     ``int8_weight``: also one whose weight is int8 (``int8_weight_conv``)."""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != "conv2d_nchw":
+    dims = static_conv2d_nchw_dims(t)
+    if dims is None:
         return None
-    a = t.op.attrs
-    x, w = a["operands"]
-    if not (t.dtype == x.dtype == w.dtype == "float32" or
-            int8_weight and int8_weight_conv(t)) or \
-            not len(x.shape) == len(w.shape) == len(t.shape) == 4:
-        return None
-    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
-    if any(d is None for d in dims):
+    x, w = t.op.attrs["operands"]
+    if not (t.dtype == x.dtype == w.dtype == "float32" or int8_weight and int8_weight_conv(t)):
         return None
     n, cin, h, wd, o, cg, kh, kw, _, _, oh, ow = dims
-    groups = a["groups"]
+    groups = t.op.attrs["groups"]
     if cin != groups * cg or o % groups:
         return None
     return groups, n, cg, h, wd, o, kh, kw, oh, ow

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..tir import expr as E
 from ..tir import stmt as S
-from .common import const_int, vector_isa
 from .common import outer_loops as _outer_loops
+from .common import static_conv2d_nchw_dims, vector_isa
 from .conv_lanes import PARALLEL_MIN_MACS, SIXES_MIN, even_tiles, pixel_tiles
 
 LANES = 16  # output channels a vector (16 int32)
@@ -44,15 +44,12 @@ def available() -> bool:
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` when this schedule takes it: NCHW, data uint8, weight int8,
     output int32, one group, static shapes, output channels a multiple of 16; else None."""
-    if getattr(t.op, "tag", None) != "conv2d_nchw" or "operands" not in t.op.attrs:
+    dims = static_conv2d_nchw_dims(t)
+    if dims is None:
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    if (x.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32") or a["groups"] != 1 or \
-            not len(x.shape) == len(w.shape) == len(t.shape) == 4:
-        return None
-    dims = [const_int(d) for d in (*x.shape, *w.shape, *t.shape)]
-    if any(d is None for d in dims):
+    if (x.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32") or a["groups"] != 1:
         return None
     n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
     if cw != c or o % LANES or oh * ow < 1:
