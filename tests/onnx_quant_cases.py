@@ -299,3 +299,13 @@ def int_conv_model(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_z
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     return m
+
+
+def int_conv_case(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp: int):
+    """``(model, x)``: ``int_conv_model`` of a ``VNNI_CONV_CASES`` row (seeded by its sizes) and
+    a uint8 input for it whose first row sits at the zero point (beside the padding)."""
+    rng = np.random.default_rng(c * o + k)
+    proto = int_conv_model(op, c, o, hw, k, s, d, x_zp, rng)
+    x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
+    x[0, :, 0, :] = x_zp
+    return proto, x

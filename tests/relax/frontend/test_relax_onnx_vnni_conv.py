@@ -16,6 +16,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 from onnx_quant_cases import (  # noqa: E402
     QDQ_CONV_CASES,
     VNNI_CONV_CASES,
+    int_conv_case,
     int_conv_model,
     ort_run,
     qdq_conv,
@@ -50,10 +51,7 @@ def _build_run(mod, feeds):
 @pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
 @pytest.mark.parametrize("c, o, hw, k, s, d, zp", VNNI_CONV_CASES)
 def test_int_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
-    rng = np.random.default_rng(c * o + k)
-    proto = int_conv_model(op, c, o, hw, k, s, d, zp, rng)
-    x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
-    x[0, :, 0, :] = zp  # (rows at the zero point beside the padding)
+    proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod = from_onnx(proto, shape_dict={"x": x.shape})
     assert _int32_convs(mod) == int(conv_vnni.available() and k > 1)
     _, got = _build_run(mod, {"x": x})

@@ -14,8 +14,14 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from frontend_models import build_and_run  # noqa: E402
-from onnx_quant_cases import QDQ_CONV_CASES, VNNI_CONV_CASES, ort_run, qdq_conv  # noqa: E402
-from onnx_quant_cases import int_conv_model as _model  # noqa: E402
+from onnx_quant_cases import (  # noqa: E402
+    QDQ_CONV_CASES,
+    VNNI_CONV_CASES,
+    int_conv_case,
+    int_conv_model,
+    ort_run,
+    qdq_conv,
+)
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common import onnx_quant  # noqa: E402
@@ -34,10 +40,7 @@ def _int32_convs(mod) -> int:
 @pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
 @pytest.mark.parametrize("c, o, hw, k, s, d, zp", VNNI_CONV_CASES)
 def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
-    rng = np.random.default_rng(c * o + k)
-    proto = _model(op, c, o, hw, k, s, d, zp, rng)
-    x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
-    x[0, :, 0, :] = zp  # (rows at the zero point beside the padding)
+    proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
     assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available() and k > 1)
     got = build_and_run(mod, params, {"x": x})[0]
@@ -51,7 +54,7 @@ def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
 def test_int8_input_runs_shifted(c, o, hw, k, s, d, zp):
     """An int8 QLinearConv input: the uint8 ``x + 128`` with its zero point 128 more."""
     rng = np.random.default_rng(c + o + zp)
-    proto = _model("QLinearConv", c, o, hw, k, s, d, zp, rng, "int8")
+    proto = int_conv_model("QLinearConv", c, o, hw, k, s, d, zp, rng, "int8")
     x = rng.integers(-128, 128, (1, c, hw, hw)).astype("int8")
     x[0, :, 0, :] = -128
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
