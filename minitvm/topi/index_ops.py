@@ -9,12 +9,7 @@ from ..tir import expr as E
 from . import transform_extra as tx
 from .manipulation import trilu as _trilu
 from .utils import compute, fconst, ishape, out_tensor_types, static_shape
-
-
-def _i64(v) -> E.PrimExpr:
-    if isinstance(v, E.PrimExpr):
-        return v if v.dtype == "int64" else E.Cast("int64", v)
-    return E.IntImm("int64", int(v))
+from .utils import i64 as _i64
 
 
 def _out(out_type):

@@ -14,6 +14,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, const_like
+from .utils import i64 as _i64
 
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
@@ -25,12 +26,6 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("update", "add", "mul", "min", "max")
-
-
-def _i64(v) -> E.PrimExpr:
-    if isinstance(v, E.PrimExpr):
-        return v if v.dtype == "int64" else E.Cast("int64", v)
-    return E.IntImm("int64", int(v))
 
 
 def _zero() -> E.IntImm:

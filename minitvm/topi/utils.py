@@ -298,6 +298,14 @@ def i32(v: int) -> E.IntImm:
     return E.IntImm("int32", v)
 
 
+def i64(v) -> E.PrimExpr:
+    """``v`` as an int64 expression: an int64 constant of an integer, a cast of an expression
+    of another dtype, an int64 expression itself."""
+    if isinstance(v, E.PrimExpr):
+        return v if v.dtype == "int64" else E.Cast("int64", v)
+    return E.IntImm("int64", int(v))
+
+
 def fconst(value: float, dtype: str) -> E.PrimExpr:
     return E.const(value, dtype) if dtype.startswith("float") else E._to_expr(int(value), dtype)
 
