@@ -1,18 +1,17 @@
 """LegalizeOps of a dilated 3x3 ``relax.nn.conv2d``: one undilated conv over its image-major
 dilation phases (``topi.dilated_phases``, the rule Relay's Legalize uses), static or symbolic
 batch, matching a float64 definition of the dilated conv at several batch sizes; the convs the
-rule cannot take keep their dilation."""
+rule cannot take keep their dilation (the rule's cases: ``tests/topi/test_dilated_phases.py``)."""
 
 import numpy as np
 import pytest
 from legalize_util import bindings, one_op_module, rand, sym, tensor
 
 import minitvm as tvm
-from minitvm import relax, tir
+from minitvm import relax
 from minitvm.relax.op import nn
 from minitvm.relax.transform import LegalizeOps
 from minitvm.schedule import batch_loop
-from minitvm.topi import dilated_phases
 
 
 def _dilated_conv(x, w, pad, dil):
@@ -46,23 +45,6 @@ def _module(chw, o, pad, dil, batch):
     mod = one_op_module(lambda a: nn.conv2d(a, relax.const(w), padding=pad, dilation=dil),
                         [tensor([batch, *chw])])
     return mod, w
-
-
-def test_phase_plan():
-    n = tir.Var("n", "int64")
-    plan = dilated_phases.phase_plan
-    assert plan((n, 256, 32, 32), (64, 256, 3, 3), (1, 1), (2, 2), (2, 2), 1, "float32") == \
-        ((2, 2), (1, 1, 1, 1))
-    assert plan((1, 16, 24, 16), (16, 16, 3, 3), (1, 1), (0, 2, 4, 2), (2, 2), 1,
-                "float32") == ((2, 2), (0, 1, 2, 1))
-    keeps = [((n, 256, 32, 32), (64, 256, 3, 3), (1, 1), (6, 6), (6, 6), 1, "float32"),
-             ((n, 8, 32, 32), (64, 8, 3, 3), (1, 1), (2, 2), (2, 2), 1, "float32"),
-             ((n, 32, 32, 32), (64, 32, 3, 3), (2, 2), (2, 2), (2, 2), 1, "float32"),
-             ((n, 32, 32, 32), (64, 16, 3, 3), (1, 1), (2, 2), (2, 2), 2, "float32"),
-             ((n, 32, 32, 32), (64, 32, 3, 3), (1, 1), (1, 1), (1, 1), 1, "float32"),
-             ((n, 32, 32, 32), (64, 32, 3, 3), (1, 1), (2, 2), (2, 2), 1, "float16"),
-             ((n, 32, n, 32), (64, 32, 3, 3), (1, 1), (2, 2), (2, 2), 1, "float32")]
-    assert all(plan(*args) is None for args in keeps)
 
 
 def test_symbolic_batch_becomes_one_conv_over_image_major_phases():
