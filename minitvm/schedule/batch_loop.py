@@ -41,7 +41,6 @@ then ranges over ``n * k`` and indexes only buffers of that leading dimension.
 
 from __future__ import annotations
 
-from ..arith import Analyzer
 from ..codegen.llvm.stmt import INSTANCE_LOOP
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -132,12 +131,12 @@ def separable(func: PrimFunc, n) -> bool:
                 if isinstance(st, (S.Block, S.BlockRealize)):
                     return False  # (nested blocks: not LegalizeOps' form)
                 if isinstance(st, S.BufferStore) and not _own_image(st.buffer, st.indices,
-                                                                     images, n, blk):
+                                                                     images, n):
                     return False
                 exprs = [st.value] if isinstance(st, S.BufferStore) else \
                     [getattr(st, "condition", None)] if isinstance(st, S.IfThenElse) else []
                 for e in exprs:
-                    if e is not None and not _expr_own_image(e, images, n, blk):
+                    if e is not None and not _expr_own_image(e, images, n):
                         return False
         if any(id(iv.var) not in images and _mentions(iv.dom.extent, {id(n)})
                for iv in blk.iter_vars):
@@ -167,102 +166,27 @@ def _mentions(e, ids: set) -> bool:
     return any(isinstance(x, E.Var) and id(x) in ids for x in post_order(e))
 
 
-def _own_image(buf: Buffer, indices, images: dict, n, blk=None) -> bool:
+def _own_image(buf: Buffer, indices, images: dict, n) -> bool:
     """An access to ``buf`` at ``indices`` stays within the block's image: a batched buffer at
-    the image axis (and at it only), any other buffer nowhere near it. Where the block's axis
-    and the buffer have different rows an image (a reshape between ``n`` and ``n * k`` rows),
-    the row is the axis's row divided by the ratio (the rest of the indices may read the axis
-    only through its place within the image, ``_within_image``), or the axis's row times the
-    ratio plus an offset in ``[0, ratio)`` of the block's other axes (``_offset_below``)."""
+    the image axis (of as many rows an image as the buffer has) and at it only, any other
+    buffer nowhere near it."""
     near = set(images) | {id(n)}
-    if not _batched(buf, n):
-        return not any(_mentions(i, near) for i in indices)
-    if len(images) != 1 or not indices:
-        return False
-    ((vid, kv),) = images.items()
-    kb = rows_per_image(buf.shape[0], n)
-    first, rest = indices[0], indices[1:]
-    if kb == kv:
-        return isinstance(first, E.Var) and id(first) == vid and \
-            not any(_mentions(i, near) for i in rest)
-    if kv % kb == 0:  # finer block rows: buffer row v // (kv / kb)
-        v = _axis_var(blk, vid)
-        return v is not None and isinstance(first, E.FloorDiv) and first.a is v and \
-            const_int(first.b) == kv // kb and \
-            all(_within_image(i, v, kv, near) for i in rest)
-    if kb % kv == 0:  # finer buffer rows: v * (kb / kv) + an offset below the ratio
-        return _offset_below(first, _axis_var(blk, vid), kb // kv, blk, near) and \
-            not any(_mentions(i, near) for i in rest)
-    return False
+    if _batched(buf, n):
+        first = indices[0] if indices else None
+        return isinstance(first, E.Var) and \
+            images.get(id(first)) == rows_per_image(buf.shape[0], n) and \
+            not any(_mentions(i, near) for i in indices[1:])
+    return not any(_mentions(i, near) for i in indices)
 
 
-def _axis_var(blk, vid):
-    return next((iv.var for iv in (blk.iter_vars if blk is not None else ())
-                 if id(iv.var) == vid), None)
-
-
-def _within_image(e, v, rows: int, near: set) -> bool:
-    """``e`` reads the axis ``v`` only as ``v % j`` or ``(v // d) % m`` with ``j`` and ``d * m``
-    dividing the ``rows`` an image: its place within the image (and ``n`` not at all)."""
-    def fpost(x):
-        if isinstance(x, E.FloorMod):
-            m = const_int(x.b)
-            inner = x.a
-            d = 1
-            if isinstance(inner, E.FloorDiv) and inner.a is v:
-                d, inner = const_int(inner.b), inner.a
-            if inner is v and m and d and rows % (d * m) == 0:
-                return E.IntImm(x.dtype, 0)
-        return None
-
-    return not _mentions(transform_expr(e, fpost), near)
-
-
-def _terms(e) -> list:
-    out, stack = [], [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, E.Add):
-            stack.extend((x.a, x.b))
-        else:
-            out.append(x)
-    return out
-
-
-def _offset_below(first, v, ratio: int, blk, near: set) -> bool:
-    """Is ``first`` ``v * ratio + r`` with ``r`` in ``[0, ratio)`` over the block's other
-    (static) axes?"""
-    if v is None:
-        return False
-    terms = _terms(first)
-    lead = [t for t in terms if isinstance(t, E.Mul) and (
-        (t.a is v and const_int(t.b) == ratio) or (t.b is v and const_int(t.a) == ratio))]
-    rest = [t for t in terms if not any(t is x for x in lead[:1])]
-    if len(lead) != 1 or any(_mentions(t, near) for t in rest):
-        return False
-    if not rest:
-        return True
-    ana = Analyzer()
-    for iv in blk.iter_vars:
-        if iv.var is not v:
-            if const_int(iv.dom.min) is None or const_int(iv.dom.extent) is None:
-                return False
-            ana.bind(iv.var, iv.dom)
-    r = rest[0]
-    for t in rest[1:]:
-        r = E.Add(r, t)
-    b = ana.const_int_bound(r)
-    return b.min_value >= 0 and b.max_value < ratio
-
-
-def _expr_own_image(e, images: dict, n, blk=None) -> bool:
+def _expr_own_image(e, images: dict, n) -> bool:
     """Every load in ``e`` stays within its image, and the image axis and ``n`` are read
     nowhere but as a batched load's first index."""
     ok = [True]
 
     def fpost(x):
         if isinstance(x, E.BufferLoad):
-            if not _own_image(x.buffer, x.indices, images, n, blk):
+            if not _own_image(x.buffer, x.indices, images, n):
                 ok[0] = False
             return E.FloatImm("float32", 0.0)  # (its indices checked: drop them)
         return None
