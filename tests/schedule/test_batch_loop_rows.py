@@ -1,8 +1,8 @@
 """A leading dimension ``n * k`` as ``k`` rows an image (``schedule/batch_loop.py``): a dilated
 conv's image-major phases (Relax's LegalizeOps, ``topi.dilated_phases``) are a conv of batch
-``n * k`` and reshapes between ``n`` and ``n * k`` rows; all of them run their static kernel once
-per image, numerically equal to numpy. A reshape that moves rows between images (phase-major
-order) or an offset reaching past an image's rows keeps the symbolic lowering."""
+``n * k``, which runs the static conv of batch ``k`` once per image, numerically equal to numpy.
+Functions moving rows between ``n`` and ``n * k`` (the phase gathers) keep the symbolic
+lowering, in either phase order."""
 
 import numpy as np
 import pytest
@@ -11,17 +11,18 @@ import minitvm as tvm
 from minitvm import relax, tir
 from minitvm.relax.pipeline import get_pipeline
 from minitvm.schedule import batch_loop, optimize_prim_func
+from minitvm.schedule.prim_func import optimize_prim_func_prepacked
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
-from minitvm.tir.buffer import decl_buffer
-from minitvm.tir.function import PrimFunc
+from minitvm.tir.stmt_functor import post_order, walk_stmts
 
 C, H = 16, 12
 
 
-def _phases(n, axes):
+def _phases(n, axes, w=None):
     """x (n, C, H, H) -> its 2x2 dilation phases in the batch, (4n, C, H/2, H/2), gathered with
-    ``axes`` from ``(n, C, H/2, 2, H/2, 2)``, and back (as ``topi.dilated_phases``)."""
+    ``axes`` from ``(n, C, H/2, 2, H/2, 2)``; a 3x3 conv ``w`` (or a doubling) of the phases;
+    put back image-major (as ``topi.dilated_phases``)."""
     x = relax.Var("x", relax.TensorStructInfo([n, C, H, H], "float32"))
     m = H // 2
     bb = relax.BlockBuilder()
@@ -30,18 +31,28 @@ def _phases(n, axes):
         with bb.dataflow():
             p = bb.emit(mp.reshape(mp.permute_dims(mp.reshape(x, (n, C, m, 2, m, 2)), axes),
                                    (n * 4, C, m, m)))
-            y = bb.emit(mp.multiply(p, relax.const(np.float32(2.0))))
+            y = bb.emit(mp.multiply(p, relax.const(np.float32(2.0))) if w is None else
+                        mp.nn.conv2d(p, relax.const(w), padding=1))
             gv = bb.emit_output(bb.emit(mp.reshape(mp.permute_dims(
                 mp.reshape(y, (n, 2, 2, C, m, m)), [0, 3, 4, 1, 5, 2]), (n, C, H, H))))
         bb.emit_func_output(gv)
     return bb.get()
 
 
-def _kernels(mod):
-    """The PrimFuncs of ``mod`` over the symbolic batch (not the host's shape functions)."""
+def _prims(mod):
     out = get_pipeline("default_build")(mod)
-    return {gv.name_hint: f for gv, f in out.functions.items()
-            if isinstance(f, tir.PrimFunc) and batch_loop.batch_var(f) is not None}
+    return {gv.name_hint: f for gv, f in out.functions.items() if isinstance(f, tir.PrimFunc)}
+
+
+def _dilated_conv(x, w):
+    """3x3, dilation 2, padding 2, in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (2, 2), (2, 2)))
+    out = np.zeros((x.shape[0], w.shape[0], H, H))
+    for ky in range(3):
+        for kx in range(3):
+            taps = xp[:, :, 2 * ky:2 * ky + H, 2 * kx:2 * kx + H]
+            out += np.einsum("nchw,oc->nohw", taps, w[:, :, ky, kx].astype(np.float64))
+    return out
 
 
 def test_rows_per_image():
@@ -55,62 +66,48 @@ def test_rows_per_image():
     assert batch_loop.rows_per_image(n * m, n) is None
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_image_major_phases_run_per_image(batch):
+def test_phase_conv_runs_the_static_conv_of_k_images_per_image():
     n = tir.Var("n", "int64")
-    (f,) = _kernels(_phases(n, [0, 3, 5, 1, 2, 4])).values()  # gather, double, scatter fused
-    n = batch_loop.batch_var(f)
-    rows = {batch_loop.rows_per_image(b.shape[0], n) for b in batch_loop._buffers(f) if b.shape}
-    assert rows == {1, 4}  # (n rows an image in and out, 4n the phases between)
-    one, strides = batch_loop.per_image(f, n)
-    assert all(isinstance(d, E.IntImm) for b in one.buffer_map.values() for d in b.shape)
-    assert set(strides.values()) == {C * H * H * 32}  # (in bits: one image, in or out)
-    assert batch_loop.image_loop_var(optimize_prim_func(f)) is n
-    a = np.random.default_rng(batch).standard_normal((batch, C, H, H)).astype("float32")
-    vm = relax.VirtualMachine(relax.build(_phases(n, [0, 3, 5, 1, 2, 4]), "llvm"), tvm.cpu())
-    np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), 2 * a, rtol=1e-6)
+    w = (np.random.default_rng(0).standard_normal((C, C, 3, 3)) * 0.2).astype("float32")
+    (conv,) = [f for name, f in _prims(_phases(n, [0, 3, 5, 1, 2, 4], w)).items()
+               if name.startswith("conv2d")]
+    v = batch_loop.batch_var(conv)
+    assert v is not None and batch_loop.rows_per_image(conv.buffer_map[conv.params[0]].shape[0],
+                                                       v) == 4
+    one, strides = batch_loop.per_image(conv, v)
+    shapes = [[int(d) for d in b.shape] for b in one.buffer_map.values()]
+    assert [4, C, H // 2, H // 2] in shapes  # (the input: an image's four phases, static)
+    assert set(strides.values()) == {4 * C * (H // 2) ** 2 * 32}  # (in bits, in and out)
+    g, _ = optimize_prim_func_prepacked(conv, None, [1])
+    assert batch_loop.image_loop_var(g) is v
+    inner = [s.extent for s in walk_stmts(g.body.body) if isinstance(s, S.For)]
+    assert inner and not any(x is v for e in inner for x in post_order(e))  # (static inside)
 
 
-def test_phase_major_gather_mixes_images():
-    """Relay's former order (the phase outermost: batch row ``phase * n + image``)."""
+@pytest.mark.parametrize("axes", [[0, 3, 5, 1, 2, 4], [3, 5, 0, 1, 2, 4]])
+def test_gathers_between_n_and_nk_rows_keep_the_symbolic_lowering(axes):
+    """Image-major phases (``topi.dilated_phases``'s order) and phase-major ones (the phase
+    outermost: batch row ``phase * n + image``) alike."""
     n = tir.Var("n", "int64")
-    out = get_pipeline("default_build")(_phases(n, [3, 5, 0, 1, 2, 4]))
-    (gather,) = [f for f in out.functions.values() if isinstance(f, tir.PrimFunc) and
-                 f.params and f.params[0] in f.buffer_map and
-                 [getattr(d, "value", None) for d in f.buffer_map[f.params[0]].shape[1:]]
-                 == [C, H, H]]
-    v = batch_loop.batch_var(gather)  # (its phases, images inside: (2, 2, n, C, 6, 6))
-    assert v is None or batch_loop.per_image(gather, v) is None
-    assert batch_loop.image_loop_var(optimize_prim_func(gather)) is None
+    for name, f in _prims(_phases(n, axes)).items():
+        v = batch_loop.batch_var(f)
+        if v is not None:
+            assert batch_loop.per_image(f, v) is None, name
+            assert batch_loop.image_loop_var(optimize_prim_func(f)) is None, name
     a = np.random.default_rng(4).standard_normal((2, C, H, H)).astype("float32")
-    vm = relax.VirtualMachine(relax.build(_phases(n, [3, 5, 0, 1, 2, 4]), "llvm"), tvm.cpu())
-    m = H // 2  # (gathered phase-major, put back image-major: images and phases swapped)
-    want = a.reshape(2, C, m, 2, m, 2).transpose(3, 5, 0, 1, 2, 4).reshape(8, C, m, m) * 2
+    vm = relax.VirtualMachine(relax.build(_phases(n, axes), "llvm"), tvm.cpu())
+    m = H // 2
+    want = a.reshape(2, C, m, 2, m, 2).transpose(*axes).reshape(8, C, m, m) * 2
     want = want.reshape(2, 2, 2, C, m, m).transpose(0, 3, 4, 1, 5, 2).reshape(2, C, H, H)
     np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), want, rtol=1e-6)
 
 
-def _gather_rows(reach: int):
-    """y[v, u, i, j] = x[v * 2 + u, 0, i, j] over u < ``reach``: rows of x ``(2n, 2, 4, 4)``."""
+@pytest.mark.parametrize("batch", [1, 3])
+def test_dilated_conv_over_image_major_phases_matches_numpy(batch):
     n = tir.Var("n", "int64")
-    x = decl_buffer((n * E.IntImm("int64", 2), 2, 4, 4), "float32", "x")
-    y = decl_buffer((n, reach, 4, 4), "float32", "y")
-    ivs = [E.IterVar(E.Range.from_min_extent(E.IntImm("int64", 0), d), E.Var(f"v{k}", "int64"),
-                     E.IterVar.DataPar) for k, d in enumerate(y.shape)]
-    v, u, i, j = (iv.var for iv in ivs)
-    two = E.IntImm("int64", 2)
-    value = E.BufferLoad(x, [v * two + u, E.IntImm("int64", 0), i, j])
-    loops = [E.Var(f"i{k}", "int64") for k in range(4)]
-    blk = S.Block(ivs, [], [], "rows", S.BufferStore(y, value, [v, u, i, j]))
-    body = S.BlockRealize(loops, E.IntImm("bool", 1), blk)
-    for lv, d in reversed(list(zip(loops, y.shape, strict=True))):
-        body = S.For(lv, E.IntImm("int64", 0), d, S.ForKind.SERIAL, body)
-    xp, yp = E.Var("xp", "handle"), E.Var("yp", "handle")
-    return PrimFunc([xp, yp], body, buffer_map={xp: x, yp: y}), n
-
-
-def test_row_offset_must_stay_within_the_image():
-    f, n = _gather_rows(2)
-    assert batch_loop.batch_var(f) is n and batch_loop.separable(f, n)
-    f, n = _gather_rows(3)  # row v * 2 + 2 is the next image's first
-    assert batch_loop.batch_var(f) is n and not batch_loop.separable(f, n)
+    w = (np.random.default_rng(0).standard_normal((C, C, 3, 3)) * 0.2).astype("float32")
+    vm = relax.VirtualMachine(relax.build(_phases(n, [0, 3, 5, 1, 2, 4], w), "llvm"),
+                              tvm.cpu())
+    a = np.random.default_rng(batch).standard_normal((batch, C, H, H)).astype("float32")
+    np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _dilated_conv(a, w),
+                               rtol=1e-4, atol=1e-4)
