@@ -102,12 +102,21 @@ def test_gathers_between_n_and_nk_rows_keep_the_symbolic_lowering(axes):
     np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), want, rtol=1e-6)
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_dilated_conv_over_image_major_phases_matches_numpy(batch):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dilated_conv_over_image_major_phases_matches_numpy(threads):
+    """At batch 1, 3 and 2, the images on one thread or spread over two."""
+    from minitvm.runtime import threadpool
+
     n = tir.Var("n", "int64")
     w = (np.random.default_rng(0).standard_normal((C, C, 3, 3)) * 0.2).astype("float32")
     vm = relax.VirtualMachine(relax.build(_phases(n, [0, 3, 5, 1, 2, 4], w), "llvm"),
                               tvm.cpu())
-    a = np.random.default_rng(batch).standard_normal((batch, C, H, H)).astype("float32")
-    np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _dilated_conv(a, w),
-                               rtol=1e-4, atol=1e-4)
+    old = threadpool.get_num_threads()
+    threadpool.set_num_threads(threads)
+    try:
+        for batch in (1, 3, 2):
+            a = np.random.default_rng(batch).standard_normal((batch, C, H, H)).astype("float32")
+            np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _dilated_conv(a, w),
+                                       rtol=1e-4, atol=1e-4)
+    finally:
+        threadpool.set_num_threads(old)
