@@ -31,6 +31,12 @@ GEMM over ``n`` rows beats ``n`` one-row ones),
 every buffer either has ``n`` as its leading dimension and static other dimensions or has static
 dimensions only, and every block reads and writes batched buffers only at its own image (index
 0 is the block's batch axis, which nothing else reads).
+
+A leading dimension ``n * k`` (``k`` a constant) is ``k`` rows an image: a dilated conv's
+image-major dilation phases (``topi.dilated_phases``: Relax's LegalizeOps folds an image's
+``dh * dw`` phases into the batch) are a conv of batch ``n * k``, whose kernel for one image is
+the static conv of batch ``k`` (Winograd's, as Relay's static build gets). A block's batch axis
+then ranges over ``n * k`` and indexes only buffers of that leading dimension.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.stmt_functor import post_order, substitute, transform_expr, transform_stmt, walk_stmts
+from ..tir.stmt_functor import post_order, transform_expr, transform_stmt, walk_stmts
 from .common import const_int
 from .narrow_index import narrow_indices
 
@@ -64,15 +70,38 @@ def _is_var(e, v) -> bool:
     return isinstance(e, E.Var) and e is v
 
 
+def rows_per_image(d, n) -> int | None:
+    """``k`` when dimension ``d`` is ``n * k`` for a constant ``k >= 1`` (``n`` itself: 1), else
+    None."""
+    if _is_var(d, n):
+        return 1
+    if isinstance(d, E.Mul):
+        for v, c in ((d.a, d.b), (d.b, d.a)):
+            k = const_int(c)
+            if _is_var(v, n) and k is not None and k >= 1:
+                return k
+    return None
+
+
+def _lead_var(d):
+    """The variable ``n`` of a leading dimension ``n`` or ``n * k``, or None."""
+    if isinstance(d, E.Var):
+        return d
+    if isinstance(d, E.Mul):
+        v = d.a if isinstance(d.a, E.Var) else d.b
+        return v if isinstance(v, E.Var) and rows_per_image(d, v) else None
+    return None
+
+
 def batch_var(func: PrimFunc):
     """The symbolic batch variable of ``func`` (see the module docstring), or None."""
     lead = [b.shape[0] for b in func.buffer_map.values() if len(b.shape) >= MIN_IMAGE_DIMS or (
         len(b.shape) == MIN_IMAGE_DIMS - 1 and (const_int(b.shape[1]) or 0) >= MIN_IMAGE_ROWS)]
-    n = next((d for d in lead if isinstance(d, E.Var)), None)
+    n = next((v for v in map(_lead_var, lead) if v is not None), None)
     if n is None:
         return None
     for b in _buffers(func):
-        dims = b.shape[1:] if b.shape and _is_var(b.shape[0], n) else b.shape
+        dims = b.shape[1:] if _batched(b, n) else b.shape
         if any(const_int(d) is None for d in dims) or b.strides or \
                 const_int(b.elem_offset) != 0:
             return None
@@ -80,7 +109,7 @@ def batch_var(func: PrimFunc):
 
 
 def _batched(b: Buffer, n) -> bool:
-    return bool(b.shape) and _is_var(b.shape[0], n)
+    return bool(b.shape) and rows_per_image(b.shape[0], n) is not None
 
 
 def separable(func: PrimFunc, n) -> bool:
@@ -91,8 +120,11 @@ def separable(func: PrimFunc, n) -> bool:
         if not isinstance(s, S.BlockRealize) or not s.block.iter_vars:
             continue  # (the root block holds the others)
         blk = s.block
-        images = {id(iv.var) for iv in blk.iter_vars
-                  if _is_var(iv.dom.extent, n) and iv.iter_type == E.IterVar.DataPar}
+        # the batch axis: its variable -> rows an image (``n * k`` rows in all)
+        images = {id(iv.var): rows_per_image(iv.dom.extent, n) for iv in blk.iter_vars
+                  if iv.iter_type == E.IterVar.DataPar and rows_per_image(iv.dom.extent, n)}
+        if len(images) > 1:
+            return False  # (two batch axes: images paired with images)
         stmts = [blk.body] + ([blk.init] if blk.init is not None else [])
         for root in stmts:
             for st in walk_stmts(root):
@@ -134,17 +166,20 @@ def _mentions(e, ids: set) -> bool:
     return any(isinstance(x, E.Var) and id(x) in ids for x in post_order(e))
 
 
-def _own_image(buf: Buffer, indices, images: set, n) -> bool:
+def _own_image(buf: Buffer, indices, images: dict, n) -> bool:
     """An access to ``buf`` at ``indices`` stays within the block's image: a batched buffer at
-    the image axis (and at it only), any other buffer nowhere near it."""
+    the image axis (of as many rows an image as the buffer has) and at it only, any other
+    buffer nowhere near it."""
+    near = set(images) | {id(n)}
     if _batched(buf, n):
         first = indices[0] if indices else None
-        return isinstance(first, E.Var) and id(first) in images and \
-            not any(_mentions(i, images | {id(n)}) for i in indices[1:])
-    return not any(_mentions(i, images | {id(n)}) for i in indices)
+        return isinstance(first, E.Var) and \
+            images.get(id(first)) == rows_per_image(buf.shape[0], n) and \
+            not any(_mentions(i, near) for i in indices[1:])
+    return not any(_mentions(i, near) for i in indices)
 
 
-def _expr_own_image(e, images: set, n) -> bool:
+def _expr_own_image(e, images: dict, n) -> bool:
     """Every load in ``e`` stays within its image, and the image axis and ``n`` are read
     nowhere but as a batched load's first index."""
     ok = [True]
@@ -157,7 +192,7 @@ def _expr_own_image(e, images: set, n) -> bool:
         return None
 
     rest = transform_expr(e, fpost)
-    return ok[0] and not _mentions(rest, images | {id(n)})
+    return ok[0] and not _mentions(rest, set(images) | {id(n)})
 
 
 def per_image(func: PrimFunc, n) -> tuple[PrimFunc, dict] | None:
@@ -165,26 +200,44 @@ def per_image(func: PrimFunc, n) -> tuple[PrimFunc, dict] | None:
     parameter, or None when ``func`` is not separable by images."""
     if not separable(func, n):
         return None
-    one = E.IntImm(n.dtype, 1)
     new: dict[int, Buffer] = {}
     strides: dict[int, int] = {}
+
+    def rows(b):
+        return E.IntImm(n.dtype, rows_per_image(b.shape[0], n))
+
     for b in func.buffer_map.values():
         if _batched(b, n):
-            rest = [const_int(d) for d in b.shape[1:]]
-            new[id(b)] = Buffer(b.data, b.dtype, (one, *b.shape[1:]), name=b.name)
-            size = 1
-            for d in rest:
-                size *= d
+            new[id(b)] = Buffer(b.data, b.dtype, (rows(b), *b.shape[1:]), name=b.name)
+            size = rows_per_image(b.shape[0], n)
+            for d in b.shape[1:]:
+                size *= const_int(d)
             strides[id(b.data)] = size * _bits(b.dtype)  # (in bits: views may retype it)
     for b in _buffers(func)[len(func.buffer_map):]:
         if _batched(b, n):
-            new[id(b)] = Buffer(E.Var(b.name, "handle"), b.dtype, (one, *b.shape[1:]),
+            new[id(b)] = Buffer(E.Var(b.name, "handle"), b.dtype, (rows(b), *b.shape[1:]),
                                 name=b.name, scope=b.scope)
             new[id(b)].data.type_annotation = getattr(b.data, "type_annotation", None)
-    body = _rebuffer(substitute(func.body, {n: one}), lambda b: new.get(id(b)))
+    body = _rebuffer(_one_image(func.body, n), lambda b: new.get(id(b)))
     buffer_map = {p: new.get(id(b), b) for p, b in func.buffer_map.items()}
     one_image = PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs)
     return narrow_indices(one_image), strides
+
+
+def _one_image(root, n):
+    """``root`` with ``n`` replaced by 1 and the rows an image ``1 * k`` folded to ``k``."""
+    one = E.IntImm(n.dtype, 1)
+
+    def fpost(e):
+        if _is_var(e, n):
+            return one
+        if isinstance(e, E.Mul) and (const_int(e.a) == 1 or const_int(e.b) == 1):
+            other = e.b if const_int(e.a) == 1 else e.a
+            return other if other.dtype == e.dtype else None
+        return None
+
+    memo: dict = {}
+    return transform_stmt(root, lambda e: transform_expr(e, fpost, memo))
 
 
 def around_images(func: PrimFunc, n, image_func: PrimFunc, strides: dict) -> PrimFunc | None:

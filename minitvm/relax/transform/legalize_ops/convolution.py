@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from ....ir.prim_expr import IntImm
-from ....topi import nn_te
+from ....topi import dilated_phases, nn_te
 from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases, regroup_weight
 from ...expr import Constant, const
 from ...op import create as _create
@@ -31,7 +31,15 @@ from ...op import manipulate_extra as _manip_extra
 from ...op.index import take
 from ...op.nn import nn as _nn
 from ...op.nn.convolution import conv2d, conv2d_transpose
-from .common import arg_shape, call_topi, get_legalize, out_dtype, out_shape, register_legalize
+from .common import (
+    arg_dtype,
+    arg_shape,
+    call_topi,
+    get_legalize,
+    out_dtype,
+    out_shape,
+    register_legalize,
+)
 
 __all__: list[str] = []
 
@@ -59,6 +67,9 @@ def _conv(name: str):
             return call
         if name == "conv1d":
             return _conv1d_as_conv2d(bb, call)
+        phased = _by_dilation_phases(bb, call)
+        if phased is not None:
+            return phased
         dtype = out_dtype(call)
         return call_topi(bb, lambda x, w: nn_te.conv(
             x, w, list(a.strides), list(a.padding), list(a.dilation), int(a.groups),
@@ -97,6 +108,38 @@ def _conv1d_as_conv2d(bb, call):
                                    out_dtype(call)))
     squeeze = bb.normalize(_manip.squeeze(y, [out_axis]))
     return get_legalize(squeeze.op)(bb, squeeze)
+
+
+def _by_dilation_phases(bb, call):
+    """A dilated NCHW/OIHW 3x3 conv2d as one undilated conv over its dilation phases
+    (``topi.dilated_phases``, as Relay's Legalize does), or None. The phases are image-major:
+    with a symbolic batch ``n`` the conv's batch is ``n*dh*dw`` and every other kernel still
+    computes each image from that image alone, so all of them run their static per-image
+    schedules (``schedule.batch_loop``), the phase conv on Winograd's."""
+    a = call.attrs
+    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or \
+            (a.out_layout or "NCHW") != "NCHW":
+        return None
+    data, result = arg_shape(call, 0), out_shape(call)
+    plan = dilated_phases.phase_plan(data, arg_shape(call, 1), a.strides, a.padding, a.dilation,
+                                     a.groups, arg_dtype(call, 0), out_dtype(call))
+    if plan is None or not all(isinstance(d, IntImm) for d in result[1:]):
+        return None
+    (dh, dw), pads = plan
+    n = data[0] if not isinstance(data[0], IntImm) else int(data[0])
+    c, h, w = (int(d) for d in data[1:])
+    o, oh, ow = (int(d) for d in result[1:])
+
+    def emit(expr):
+        return _emit_legalized(bb, expr)
+
+    x = emit(_manip.reshape(call.args[0], (n, c, h // dh, dh, w // dw, dw)))
+    x = emit(_manip.permute_dims(x, list(dilated_phases.PHASE_AXES)))
+    x = emit(_manip.reshape(x, (n * (dh * dw), c, h // dh, w // dw)))
+    y = emit(conv2d(x, call.args[1], padding=pads, out_dtype=out_dtype(call)))
+    y = emit(_manip.reshape(y, (n, dh, dw, o, oh // dh, ow // dw)))
+    y = emit(_manip.permute_dims(y, list(dilated_phases.UNPHASE_AXES)))
+    return emit(_manip.reshape(y, (n, o, oh, ow)))
 
 
 register_legalize("relax.nn.conv1d", _conv("conv1d"))
