@@ -1,0 +1,75 @@
+"""ATen's sliding windows and binning: ``unfold`` (``Tensor.unfold``: overlapping windows along
+one axis, as PatchTST cuts a series into patches) and ``bucketize`` / ``searchsorted`` (the bin
+of each value among sorted boundaries, as recommenders discretize dense features). Both lower to
+ops with a native compute: one ``take`` of a constant window index, Relay's ``searchsorted``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from .aten import _norm_dim, register
+
+
+@register("unfold")
+def _unfold(ctx, args):
+    """unfold(self, dimension, size, step): axis ``dimension`` becomes the window count
+    ``(n - size) // step + 1`` and a new last axis holds each window's ``size`` entries. One
+    ``take`` by the [windows, size] index ``w * step + k``, then the size axis moved last."""
+    x, size, step = args[0], int(args[2]), int(args[3])
+    s = ctx.shape(x)
+    if not s:  # a 0-d tensor unfolds to a 1-d window of itself
+        if size != 1:
+            raise ctx.fail(f"unfold of a 0-d tensor needs size 1, got {size}")
+        return _op.reshape(x, (1,))
+    dim = _norm_dim(args[1], len(s))
+    if step < 1 or not 0 <= size <= s[dim]:
+        raise ctx.fail(f"unfold: size {size} and step {step} do not fit axis {dim} of "
+                       f"length {s[dim]} (needs 0 <= size <= length, step >= 1)")
+    windows = (s[dim] - size) // step + 1
+    idx = np.arange(windows)[:, None] * step + np.arange(size)[None, :]
+    y = _op.take(x, _expr.const(idx.astype("int64")), axis=dim)  # ... windows, size ...
+    nd = len(s) + 1
+    if dim + 1 == nd - 1:
+        return y
+    order = [a for a in range(nd) if a != dim + 1] + [dim + 1]
+    return _op.transpose(y, order)
+
+
+def _bins(ctx, boundaries, values, out_int32, right):
+    bs, vs = tuple(ctx.shape(boundaries)), tuple(ctx.shape(values))
+    if len(bs) != 1 and bs[:-1] != vs[:-1]:
+        raise ctx.fail(f"the boundaries {bs} must be 1-d or match the values {vs} on every "
+                       f"axis but the last")
+    return _op.searchsorted(boundaries, values, right=bool(right),
+                            dtype="int32" if out_int32 else "int64")
+
+
+@register("bucketize")
+def _bucketize(ctx, args):
+    """bucketize(input, boundaries, out_int32, right): i with boundaries[i-1] < x <=
+    boundaries[i] (``right``: boundaries[i-1] <= x < boundaries[i]), i.e. how many boundaries
+    lie below x (or at or below it): Relay's searchsorted of the values into the boundaries."""
+    x, boundaries = args[0], args[1]
+    out_int32 = bool(args[2]) if len(args) > 2 else False
+    right = bool(args[3]) if len(args) > 3 else False
+    if not isinstance(x, _expr.Expr):  # bucketize.Scalar
+        x = _expr.const(np.array(x, ctx.dtype(boundaries)))
+    return _bins(ctx, boundaries, x, out_int32, right)
+
+
+@register("searchsorted")
+def _searchsorted(ctx, args):
+    """searchsorted(sorted_sequence, input, out_int32, right, side, sorter): as bucketize with
+    the operands swapped; ``side`` ("left" / "right") overrides ``right``; no sorter."""
+    seq, x = args[0], args[1]
+    out_int32 = bool(args[2]) if len(args) > 2 else False
+    right = bool(args[3]) if len(args) > 3 else False
+    if len(args) > 4 and args[4] is not None:
+        right = args[4] == "right"
+    if len(args) > 5 and args[5] is not None:
+        raise ctx.fail("searchsorted with a sorter is not supported")
+    if not isinstance(x, _expr.Expr):
+        x = _expr.const(np.array(x, ctx.dtype(seq)))
+    return _bins(ctx, seq, x, out_int32, right)
