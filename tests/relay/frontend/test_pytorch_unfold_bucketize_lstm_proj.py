@@ -151,3 +151,16 @@ def test_lstm_proj_size_without_bias_through_export():
     model = _LSTMOut(input_size=4, hidden_size=6, num_layers=1, proj_size=2, bias=False,
                      batch_first=True)
     _check(model, _randn(1, 5, 4), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((1, 3, 16, 16), dict(kernel_size=7, stride=4, padding=2)),       # T2T-ViT's first split
+    ((2, 4, 7, 9), dict(kernel_size=(2, 3), dilation=(2, 1), stride=(1, 2), padding=(1, 0))),
+    ((3, 6, 5), dict(kernel_size=3, padding=1)),                       # an unbatched input
+])
+def test_nn_unfold_is_two_takes(shape, kw):
+    """nn.Unfold (aten::im2col) as two takes of constant window indices, not one strided
+    slice per kernel tap (T2T-ViT's 7x7 split: 2.69 ms that way, 0.29 ms this way)."""
+    mod = _check(nn.Unfold(**kw), _randn(*shape))
+    text = mod.astext()
+    assert text.count("take(") == 2 and "strided_slice" not in text
