@@ -10,8 +10,9 @@ peak keeping, ``topk``, ``gather`` of sizes and offsets), ALBERT (factorized emb
 shared by every depth, ``scaled_dot_product_attention``), a Set Transformer (ISAB with induced
 points, PMA pooling), DCN-v2 with bucketized dense features (``torch.bucketize``,
 ``EmbeddingBag``, low-rank cross layers), a speech LSTM with projections (``proj_size``), a
-T2T-ViT (``nn.Unfold`` soft splits) and a bicubic-upsampling VDSR. Kept apart so the main script
-stays readable."""
+T2T-ViT (``nn.Unfold`` soft splits), a bicubic-upsampling VDSR, FuseFormer's soft split and
+composition (``nn.Fold`` over overlapping patches) and an ArcFace embedder (PReLU, BatchNorm1d,
+``F.normalize`` cosine logits). Kept apart so the main script stays readable."""
 
 from __future__ import annotations
 
@@ -577,6 +578,102 @@ def ninth_models():
             up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
             return (up + self.body(up)).clamp(0, 1)
 
+    # -- FuseFormer -------------------------------------------------------------------------
+    class SoftSplitCompose(nn.Module):
+        """FuseFormer's feed-forward: tokens composed back to the frame by nn.Fold (the
+        overlapping 7x7 stride-3 patches summed, divided by the overlap count), then split
+        again by nn.Unfold, mixed by a linear layer in between."""
+
+        def __init__(self, d, c, size, k=7, s=3, p=3):
+            super().__init__()
+            self.fold = nn.Fold(size, k, padding=p, stride=s)
+            self.unfold = nn.Unfold(k, padding=p, stride=s)
+            self.fc1, self.fc2 = nn.Linear(d, c * k * k), nn.Linear(c * k * k, d)
+            ones = torch.ones(1, c * k * k, ((size[0] + 2 * p - k) // s + 1) ** 2)
+            self.register_buffer("count", self.fold(ones))
+
+        def forward(self, x):                                  # B L d
+            h = self.fold(F.gelu(self.fc1(x)).transpose(1, 2)) / self.count
+            return x + self.fc2(self.unfold(h).transpose(1, 2))
+
+    class FuseFormerMini(nn.Module):
+        """Video inpainting: a conv encoder per frame, soft split to overlapping patch
+        tokens of every frame, transformer blocks whose feed-forward is the soft
+        composition above, composed back and decoded by a transposed conv."""
+
+        def __init__(self, c=32, d=128, k=7, s=3, p=3, frames=2, depth=2):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Conv2d(4, c, 3, 2, 1), nn.LeakyReLU(0.2),
+                                     nn.Conv2d(c, c, 3, 1, 1), nn.LeakyReLU(0.2))
+            self.size, self.frames = (32, 32), frames
+            self.split = nn.Unfold(k, padding=p, stride=s)
+            self.embed = nn.Linear(c * k * k, d)
+            self.attn = nn.ModuleList([nn.MultiheadAttention(d, 4, batch_first=True)
+                                       for _ in range(depth)])
+            self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
+            self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
+            self.ff = nn.ModuleList([SoftSplitCompose(d, c // 2, self.size, k, s, p)
+                                     for _ in range(depth)])
+            self.out = nn.Linear(d, c * k * k)
+            self.compose = nn.Fold(self.size, k, padding=p, stride=s)
+            self.dec = nn.Sequential(nn.ConvTranspose2d(c, c, 4, 2, 1), nn.LeakyReLU(0.2),
+                                     nn.Conv2d(c, 3, 3, 1, 1))
+
+        def forward(self, frames, masks):                     # B T 3 H W, B T 1 H W
+            b, t = frames.shape[:2]
+            x = torch.cat([frames * (1 - masks), masks], 2).flatten(0, 1)
+            f = self.enc(x)
+            tok = self.embed(self.split(f).transpose(1, 2))    # BT L d
+            tok = tok.view(b, -1, tok.shape[-1])               # B (T L) d
+            for a, n1, n2, ff in zip(self.attn, self.n1, self.n2, self.ff, strict=True):
+                h = n1(tok)
+                tok = tok + a(h, h, h, need_weights=False)[0]
+                y = n2(tok).view(b * t, -1, tok.shape[-1])
+                tok = ff(y).view(b, -1, tok.shape[-1])
+            y = self.compose(self.out(tok.view(b * t, -1, tok.shape[-1])).transpose(1, 2))
+            out = torch.tanh(self.dec(y + f)).view(b, t, 3, 64, 64)
+            return frames * (1 - masks) + out * masks
+
+    def video_inputs():
+        g = torch.Generator().manual_seed(41)
+        masks = torch.zeros(1, 2, 1, 64, 64)
+        masks[..., 16:40, 20:48] = 1.0
+        return {"frames": torch.rand(1, 2, 3, 64, 64, generator=g) * 2 - 1, "masks": masks}
+
+    # -- ArcFace ----------------------------------------------------------------------------
+    class IRBlock(nn.Module):
+        """InsightFace's improved residual block: BN, conv, BN, PReLU, strided conv, BN."""
+
+        def __init__(self, i, o, s):
+            super().__init__()
+            self.body = nn.Sequential(nn.BatchNorm2d(i), nn.Conv2d(i, o, 3, 1, 1, bias=False),
+                                      nn.BatchNorm2d(o), nn.PReLU(o),
+                                      nn.Conv2d(o, o, 3, s, 1, bias=False), nn.BatchNorm2d(o))
+            self.short = nn.Sequential(nn.Conv2d(i, o, 1, s, bias=False), nn.BatchNorm2d(o)) \
+                if s != 1 or i != o else nn.Identity()
+
+        def forward(self, x):
+            return self.body(x) + self.short(x)
+
+    class ArcFaceMini(nn.Module):
+        """An IR-ResNet face embedder (BN + dropout-free flatten + linear + BatchNorm1d to a
+        128-d embedding), L2-normalized by F.normalize, scored against normalized class
+        centres by cosine similarity times ArcFace's scale."""
+
+        def __init__(self, ids=500, emb=128):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32),
+                                      nn.PReLU(32))
+            self.body = nn.Sequential(IRBlock(32, 32, 2), IRBlock(32, 64, 2), IRBlock(64, 64, 1),
+                                      IRBlock(64, 128, 2), IRBlock(128, 128, 2))
+            self.bn, self.fc = nn.BatchNorm2d(128), nn.Linear(128 * 7 * 7, emb)
+            self.feat = nn.BatchNorm1d(emb)
+            self.centres = nn.Parameter(torch.randn(ids, emb))
+
+        def forward(self, x):
+            e = self.feat(self.fc(self.bn(self.body(self.stem(x))).flatten(1)))
+            return 64.0 * F.linear(F.normalize(e), F.normalize(self.centres, dim=1))
+
     def series(shape, axis, seed):
         """Noise plus a slow sine along the time ``axis``."""
         def make():
@@ -602,4 +699,6 @@ def ninth_models():
         "lstm_proj": (LSTMProj, (1, 100, 40)),
         "t2t_vit_mini": (T2TViTMini, (1, 3, 128, 128)),
         "vdsr_bicubic": (VDSRBicubic, lambda: {"x": torch.rand(1, 3, 64, 64)}),
+        "fuseformer_mini": (FuseFormerMini, video_inputs),
+        "arcface_mini": (ArcFaceMini, (1, 3, 112, 112)),
     }

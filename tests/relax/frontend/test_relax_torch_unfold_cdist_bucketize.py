@@ -56,3 +56,17 @@ _VALUES = torch.tensor([[-2.0, -1.0, 0.0, 0.25, 0.5, 1.0, 3.0], [1.0, 0.7, -0.5,
 @pytest.mark.parametrize("out_int32", [False, True])
 def test_bucketize(right, out_int32):
     _run(lambda x: torch.bucketize(x, _BOUNDS, out_int32=out_int32, right=right), _VALUES)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((1, 2 * 49, 121), dict(output_size=32, kernel_size=7, stride=3, padding=3)),
+    ((2, 4 * 6, 15), dict(output_size=(5, 7), kernel_size=(2, 3), dilation=(2, 1),
+                          stride=(1, 2), padding=(1, 0))),
+    ((3 * 4, 9), dict(output_size=4, kernel_size=2)),                # an unbatched input
+])
+def test_fold_kept_whole_and_gathered(shape, kw):
+    """nn.Fold: col2im kept out of the decomposition (it would be an index_put accumulating
+    over skipped axes), imported as two takes and a sum."""
+    fold = torch.nn.Fold(**kw)
+    text = _run(lambda x: fold(x), _rand(*shape))
+    assert text.count("R.take") == 2 and "index_put" not in text

@@ -7,8 +7,9 @@ AvgPool1d moving average), SchNet (cdist, radial bases, cosine cutoff, shifted s
 (Focus slicing, SPPF's chained max pools, grid decode), CenterNet's decode (max-pool peaks,
 topk, gather), ALBERT (one layer shared over depth, scaled_dot_product_attention with a float
 mask), a Set Transformer (ISAB, PMA), DCN-v2 (bucketize, EmbeddingBag, low-rank crosses), an
-LSTM with proj_size, T2T-ViT's nn.Unfold soft split and a bicubic VDSR; each built at opt_level
-3 and checked against eager PyTorch with every kernel native."""
+LSTM with proj_size, T2T-ViT's nn.Unfold soft split, a bicubic VDSR, FuseFormer's nn.Fold soft
+composition and an ArcFace head (PReLU, BatchNorm1d, F.normalize cosine logits); each built at
+opt_level 3 and checked against eager PyTorch with every kernel native."""
 
 from __future__ import annotations
 
@@ -321,6 +322,36 @@ class VDSR(nn.Module):
         return (up + self.body(up)).clamp(0, 1)
 
 
+class SoftComposition(nn.Module):
+    """FuseFormer's feed-forward: tokens to overlapping patches folded into a frame by
+    nn.Fold, divided by the overlap count, split again by nn.Unfold."""
+
+    def __init__(self, d=6, c=2):
+        super().__init__()
+        self.fold, self.unfold = nn.Fold(8, 3, padding=1, stride=2), nn.Unfold(3, padding=1,
+                                                                                stride=2)
+        self.fc1, self.fc2 = nn.Linear(d, c * 9), nn.Linear(c * 9, d)
+        self.register_buffer("count", self.fold(torch.ones(1, c * 9, 16)))
+
+    def forward(self, x):
+        h = self.fold(F.gelu(self.fc1(x)).transpose(1, 2)) / self.count
+        return x + self.fc2(self.unfold(h).transpose(1, 2))
+
+
+class ArcFaceHead(nn.Module):
+    """PReLU conv features, BatchNorm1d embedding, F.normalize, scaled cosine logits."""
+
+    def __init__(self, ids=7, emb=5):
+        super().__init__()
+        self.conv, self.act = nn.Conv2d(3, 4, 3, 2, 1), nn.PReLU(4)
+        self.fc, self.bn = nn.Linear(4 * 4 * 4, emb), nn.BatchNorm1d(emb)
+        self.centres = nn.Parameter(torch.randn(ids, emb))
+
+    def forward(self, x):
+        e = self.bn(self.fc(self.act(self.conv(x)).flatten(1)))
+        return 64.0 * F.linear(F.normalize(e), F.normalize(self.centres, dim=1))
+
+
 def test_levit_attention_bias_table():
     _run(_seeded(LeViTAttention), _randn(2, 9, 8))
 
@@ -377,3 +408,11 @@ def test_t2t_unfold_soft_split():
 
 def test_vdsr_bicubic_upsample():
     _run(_seeded(VDSR), torch.rand(1, 3, 6, 5))
+
+
+def test_fuseformer_fold_soft_composition():
+    _run(_seeded(SoftComposition), _randn(2, 16, 6))
+
+
+def test_arcface_normalized_cosine_logits():
+    _run(_seeded(ArcFaceHead), _randn(2, 3, 8, 8), rtol=1e-4, atol=1e-4)

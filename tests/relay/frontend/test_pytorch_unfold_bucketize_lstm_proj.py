@@ -164,3 +164,24 @@ def test_nn_unfold_is_two_takes(shape, kw):
     mod = _check(nn.Unfold(**kw), _randn(*shape))
     text = mod.astext()
     assert text.count("take(") == 2 and "strided_slice" not in text
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((1, 2 * 49, 121), dict(output_size=32, kernel_size=7, stride=3, padding=3)),  # FuseFormer
+    ((2, 4 * 6, 15), dict(output_size=(5, 7), kernel_size=(2, 3), dilation=(2, 1),
+                          stride=(1, 2), padding=(1, 0))),
+    ((2, 2 * 9, 4), dict(output_size=7, kernel_size=3, stride=3)),   # row 6 gets no tap
+    ((3 * 4, 9), dict(output_size=4, kernel_size=2)),                # an unbatched input
+])
+def test_nn_fold_gathers_and_sums(shape, kw):
+    """nn.Fold (aten::col2im): two takes of constant tap tables and a sum, no scatter."""
+    mod = _check(nn.Fold(**kw), _randn(*shape), rtol=1e-5, atol=1e-5)
+    text = mod.astext()
+    assert text.count("take(") == 2 and "scatter" not in text
+
+
+def test_fold_of_unfold_counts_overlaps():
+    """FuseFormer's normalization: fold(unfold(x)) / fold(unfold(ones)) gives x back."""
+    fold, unfold = nn.Fold(8, 3, padding=1, stride=2), nn.Unfold(3, padding=1, stride=2)
+    _check(Fn(lambda x: fold(unfold(x)) / fold(unfold(torch.ones_like(x)))),
+           _randn(1, 2, 8, 8), rtol=1e-5, atol=1e-5)

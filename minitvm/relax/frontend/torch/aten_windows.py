@@ -1,5 +1,6 @@
 """Core-ATen sliding windows, pairwise distances and binning onto ``relax.op``: ``unfold``
-(``Tensor.unfold``, PatchTST's patches), ``_cdist_forward`` (``torch.cdist``, SchNet's
+(``Tensor.unfold``, PatchTST's patches), ``col2im`` (``nn.Fold``, FuseFormer's soft
+composition), ``_cdist_forward`` (``torch.cdist``, SchNet's
 interatomic distances) and ``bucketize`` (a recommender's discretized dense features)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import numpy as np
 
 from ... import op as _op
 from ...expr import const
+from ..fold import col2im
 from .aten_ops import _vector_norm
 from .context import AtenContext, register
 
@@ -37,6 +39,26 @@ def _unfold(ctx: AtenContext, args):
     if dim + 1 == nd - 1:
         return y
     return ctx.emit(_op.permute_dims(y, [a for a in range(nd) if a != dim + 1] + [dim + 1]))
+
+
+@register("col2im.default")
+def _col2im(ctx: AtenContext, args):
+    """col2im(self [N, C*kh*kw, L] or unbatched, output_size, kernel_size, dilation, padding,
+    stride): ``relax.frontend.fold.col2im``."""
+    x = args[0]
+    nd = ctx.ndim(x)
+    if nd not in (2, 3):
+        raise ctx.fail(f"col2im expects a 2-D or 3-D input, got {nd}-D")
+
+    def two(v):
+        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
+        return tuple(v * 2 if len(v) == 1 else v)
+
+    size, kernel, dilation, padding, stride = map(two, args[1:6])
+    if nd == 2:
+        x = ctx.emit(_op.expand_dims(x, 0))
+    out = col2im(ctx, x, size, kernel, dilation, padding, padding, stride)
+    return out if nd == 3 else ctx.emit(_op.squeeze(out, [0]))
 
 
 def _euclid_by_mm(ctx: AtenContext, x1, x2, mode) -> bool:

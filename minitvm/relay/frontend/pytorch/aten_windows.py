@@ -1,7 +1,9 @@
 """ATen's sliding windows and binning: ``unfold`` (``Tensor.unfold``: overlapping windows along
-one axis, as PatchTST cuts a series into patches) and ``bucketize`` / ``searchsorted`` (the bin
-of each value among sorted boundaries, as recommenders discretize dense features). Both lower to
-ops with a native compute: one ``take`` of a constant window index, Relay's ``searchsorted``."""
+one axis, as PatchTST cuts a series into patches), ``col2im`` (``nn.Fold``: overlapping patches
+summed back into an image, FuseFormer's soft composition) and ``bucketize`` / ``searchsorted``
+(the bin of each value among sorted boundaries, as recommenders discretize dense features). All
+lower to ops with a native compute: takes of constant window indices, Relay's
+``searchsorted``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
+from ..fold import col2im
 from .aten import _norm_dim, register
 
 
@@ -35,6 +38,25 @@ def _unfold(ctx, args):
         return y
     order = [a for a in range(nd) if a != dim + 1] + [dim + 1]
     return _op.transpose(y, order)
+
+
+@register("col2im")
+def _col2im(ctx, args):
+    """col2im(self [N, C*kh*kw, L] or unbatched, output_size, kernel_size, dilation, padding,
+    stride): ``relay.frontend.fold.col2im``."""
+    x = args[0]
+    s = ctx.shape(x)
+    if len(s) not in (2, 3):
+        raise ctx.fail(f"expects a 2-D or 3-D input, got {len(s)}-D")
+
+    def two(v):
+        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
+        return tuple(v * 2 if len(v) == 1 else v)
+
+    size, kernel, dilation, padding, stride = map(two, args[1:6])
+    x = x if len(s) == 3 else _op.expand_dims(x, 0)
+    out = col2im(x, ctx.shape(x), size, kernel, dilation, padding, padding, stride, ctx.fail)
+    return out if len(s) == 3 else _op.squeeze(out, [0])
 
 
 def _bins(ctx, boundaries, values, out_int32, right):
