@@ -1785,10 +1785,11 @@ def main() -> int:
                     "eighth: the 12 of the eighth (RWKV, bidirectional Mamba, a LLaMA-style "
                     "GQA/ALiBi decoder, modulated deformable conv, GAT, BiT with FiLM, "
                     "TabTransformer, a log-mel CNN, ConvNeXt-V2 GRN, NAFNet, gMLP, NeRF volume "
-                    "rendering); ninth: the 16 of the ninth (LeViT, DeBERTa, HiFi-GAN, "
+                    "rendering); ninth: the 17 of the ninth (LeViT, DeBERTa, HiFi-GAN, "
                     "PatchTST, DLinear, SchNet, YOLOv5, CenterNet decode, ALBERT, Set "
                     "Transformer, DCN-v2 with bucketize, an LSTM with projections, T2T-ViT, a "
-                    "bicubic VDSR, FuseFormer's nn.Fold, ArcFace); all")
+                    "bicubic VDSR, FuseFormer's nn.Fold, ArcFace, a CLIP tower with an antialiased "
+                    "resize); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "

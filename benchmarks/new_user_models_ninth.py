@@ -11,8 +11,9 @@ shared by every depth, ``scaled_dot_product_attention``), a Set Transformer (ISA
 points, PMA pooling), DCN-v2 with bucketized dense features (``torch.bucketize``,
 ``EmbeddingBag``, low-rank cross layers), a speech LSTM with projections (``proj_size``), a
 T2T-ViT (``nn.Unfold`` soft splits), a bicubic-upsampling VDSR, FuseFormer's soft split and
-composition (``nn.Fold`` over overlapping patches) and an ArcFace embedder (PReLU, BatchNorm1d,
-``F.normalize`` cosine logits). Kept apart so the main script stays readable."""
+composition (``nn.Fold`` over overlapping patches), an ArcFace embedder (PReLU, BatchNorm1d,
+``F.normalize`` cosine logits) and a CLIP image tower that resizes its input as torchvision's
+``Resize`` does (``antialias=True``). Kept apart so the main script stays readable."""
 
 from __future__ import annotations
 
@@ -674,6 +675,33 @@ def ninth_models():
             e = self.feat(self.fc(self.bn(self.body(self.stem(x))).flatten(1)))
             return 64.0 * F.linear(F.normalize(e), F.normalize(self.centres, dim=1))
 
+    # -- CLIP image tower with its preprocessing ----------------------------------------------
+    class CLIPVisionResize(nn.Module):
+        """A camera frame resized in the model as torchvision's Resize does on tensors
+        (bilinear with antialias=True, 240x320 -> 112x112), normalized by CLIP's mean and std,
+        a ViT of 16x16 patches (pre-norm, GELU), the class token projected and L2-normalized."""
+
+        def __init__(self, d=192, depth=3, out=128):
+            super().__init__()
+            self.register_buffer("mean", torch.tensor([0.4815, 0.4578, 0.4082]).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor([0.2686, 0.2613, 0.2758]).view(1, 3, 1, 1))
+            self.patch = nn.Conv2d(3, d, 16, 16, bias=False)
+            self.cls = nn.Parameter(0.02 * torch.randn(1, 1, d))
+            self.pos = nn.Parameter(0.02 * torch.randn(1, 50, d))
+            self.pre = nn.LayerNorm(d)
+            self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(
+                d, 3, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                norm_first=True) for _ in range(depth)])
+            self.post, self.proj = nn.LayerNorm(d), nn.Linear(d, out, bias=False)
+
+        def forward(self, x):
+            x = F.interpolate(x, size=(112, 112), mode="bilinear", antialias=True)
+            x = self.patch((x - self.mean) / self.std).flatten(2).transpose(1, 2)
+            x = self.pre(torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos)
+            for blk in self.blocks:
+                x = blk(x)
+            return F.normalize(self.proj(self.post(x[:, 0])), dim=-1)
+
     def series(shape, axis, seed):
         """Noise plus a slow sine along the time ``axis``."""
         def make():
@@ -701,4 +729,5 @@ def ninth_models():
         "vdsr_bicubic": (VDSRBicubic, lambda: {"x": torch.rand(1, 3, 64, 64)}),
         "fuseformer_mini": (FuseFormerMini, video_inputs),
         "arcface_mini": (ArcFaceMini, (1, 3, 112, 112)),
+        "clip_vision_resize": (CLIPVisionResize, lambda: {"x": torch.rand(1, 3, 240, 320)}),
     }

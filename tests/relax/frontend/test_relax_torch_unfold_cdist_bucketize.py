@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from .exported_program_run import Fn  # noqa: E402
 from .exported_program_run import run_exported as _run  # noqa: E402
 
 
@@ -70,3 +71,47 @@ def test_fold_kept_whole_and_gathered(shape, kw):
     fold = torch.nn.Fold(**kw)
     text = _run(lambda x: fold(x), _rand(*shape))
     assert text.count("R.take") == 2 and "index_put" not in text
+
+
+
+def _run_close(fn, x, tol=1e-5):
+    """``fn`` exported, imported, built and run on the VM against eager within ``tol`` (the
+    filter sums round differently from torch's); the imported module's TVMScript."""
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    model = Fn(fn).eval()
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    out = vm["main"](tvm.nd.array(x.numpy()))
+    out = (out if hasattr(out, "numpy") else out[0]).numpy()
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol)
+    return mod.script()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [dict(size=(16, 20)), dict(scale_factor=0.5), dict(size=(50, 64)),
+                                dict(scale_factor=(0.3, 1.5))])
+def test_antialiased_resize_as_two_matmuls(mode, kw):
+    """torchvision's Resize on tensors: F.interpolate(antialias=True), down and up."""
+    import torch.nn.functional as F
+
+    text = _run_close(lambda x: F.interpolate(x, mode=mode, antialias=True, **kw),
+                      _rand(2, 3, 37, 50))
+    assert text.count("R.matmul") == 2
+
+
+def test_antialiased_resize_with_aligned_corners_is_an_error():
+    import torch.nn.functional as F
+
+    from minitvm.relax.frontend.torch import TorchImportError, from_exported_program
+
+    ep = torch.export.export(Fn(lambda x: F.interpolate(x, size=(5, 6), mode="bilinear",
+                                                        antialias=True, align_corners=True)),
+                             (_rand(1, 1, 9, 9),))
+    with pytest.raises(TorchImportError, match="align_corners=True is not supported"):
+        from_exported_program(ep)

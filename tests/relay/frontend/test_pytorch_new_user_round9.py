@@ -8,8 +8,9 @@ AvgPool1d moving average), SchNet (cdist, radial bases, cosine cutoff, shifted s
 topk, gather), ALBERT (one layer shared over depth, scaled_dot_product_attention with a float
 mask), a Set Transformer (ISAB, PMA), DCN-v2 (bucketize, EmbeddingBag, low-rank crosses), an
 LSTM with proj_size, T2T-ViT's nn.Unfold soft split, a bicubic VDSR, FuseFormer's nn.Fold soft
-composition and an ArcFace head (PReLU, BatchNorm1d, F.normalize cosine logits); each built at
-opt_level 3 and checked against eager PyTorch with every kernel native."""
+composition, an ArcFace head (PReLU, BatchNorm1d, F.normalize cosine logits) and a CLIP tower's
+antialiased resize; each built at opt_level 3 and checked against eager PyTorch with every
+kernel native."""
 
 from __future__ import annotations
 
@@ -352,6 +353,21 @@ class ArcFaceHead(nn.Module):
         return 64.0 * F.linear(F.normalize(e), F.normalize(self.centres, dim=1))
 
 
+class ResizeNormalizePatches(nn.Module):
+    """A CLIP tower's in-model preprocessing: an antialiased bilinear resize (torchvision's
+    Resize on tensors), mean/std normalization, a patch embedding, an L2-normalized output."""
+
+    def __init__(self, d=6):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.48, 0.46, 0.41]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.27, 0.26, 0.28]).view(1, 3, 1, 1))
+        self.patch = nn.Conv2d(3, d, 4, 4)
+
+    def forward(self, x):
+        x = F.interpolate(x, size=(8, 8), mode="bilinear", antialias=True)
+        return F.normalize(self.patch((x - self.mean) / self.std).flatten(1), dim=-1)
+
+
 def test_levit_attention_bias_table():
     _run(_seeded(LeViTAttention), _randn(2, 9, 8))
 
@@ -416,3 +432,7 @@ def test_fuseformer_fold_soft_composition():
 
 def test_arcface_normalized_cosine_logits():
     _run(_seeded(ArcFaceHead), _randn(2, 3, 8, 8), rtol=1e-4, atol=1e-4)
+
+
+def test_clip_antialiased_resize_preprocessing():
+    _run(_seeded(ResizeNormalizePatches), torch.rand(2, 3, 15, 20))

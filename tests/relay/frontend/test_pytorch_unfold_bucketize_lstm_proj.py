@@ -1,7 +1,8 @@
 """The ATen gaps the ninth round of new-user models found, through both Relay PyTorch importers
 (TorchScript and torch.export): ``Tensor.unfold`` (PatchTST's patches), ``bucketize`` and
-``searchsorted`` (a recommender's binned dense features) and ``nn.LSTM(proj_size=...)`` (a
-speech model's projected LSTM); built at opt_level 3 against eager PyTorch, every kernel
+``searchsorted`` (a recommender's binned dense features), ``nn.LSTM(proj_size=...)`` (a speech
+model's projected LSTM), ``nn.Unfold`` / ``nn.Fold`` (T2T-ViT, FuseFormer) and antialiased
+resizes (torchvision's ``Resize``); built at opt_level 3 against eager PyTorch, every kernel
 native, plus the imported ops and the errors of what stays unsupported."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+import torch.nn.functional as F  # noqa: E402
 from frontend_models import Fn  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 from torch import nn  # noqa: E402
@@ -187,3 +189,32 @@ def test_fold_of_unfold_counts_overlaps():
     fold, unfold = nn.Fold(8, 3, padding=1, stride=2), nn.Unfold(3, padding=1, stride=2)
     _check(Fn(lambda x: fold(unfold(x)) / fold(unfold(torch.ones_like(x)))),
            _randn(1, 2, 8, 8), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [dict(size=(16, 20)), dict(scale_factor=0.5), dict(size=(50, 64)),
+                                dict(scale_factor=(0.3, 1.5))])
+def test_antialiased_resize_as_two_dense(mode, kw):
+    """torchvision's Resize on tensors (F.interpolate(antialias=True)), down and up: two dense
+    products with constant filter matrices."""
+    mod = _check(Fn(lambda x: F.interpolate(x, mode=mode, antialias=True, **kw)),
+                 _randn(2, 3, 37, 50), rtol=1e-5, atol=1e-5)
+    assert mod.astext().count("nn.dense(") == 2
+
+
+def test_antialiased_resize_with_aligned_corners_is_an_error():
+    fn = Fn(lambda x: F.interpolate(x, size=(5, 6), mode="bilinear", antialias=True,
+                                    align_corners=True))
+    traced = torch.jit.trace(fn, (_randn(1, 1, 9, 9),))
+    with pytest.raises(ImportError_, match="align_corners=True is not supported"):
+        relay.frontend.from_pytorch(traced, [("x", ((1, 1, 9, 9), "float32"))])
+
+
+def test_antialias_weights_rows_sum_to_one():
+    from minitvm.frontend_common.antialias import antialias_weights
+
+    for mode in ("bilinear", "bicubic"):
+        w = antialias_weights(37, 11, mode)
+        np.testing.assert_allclose(w.sum(1), 1.0)
+        # a 37 -> 11 downscale stretches the filter: each row spans more than 2*support taps
+        assert (w != 0).sum(1).max() > (4 if mode == "bilinear" else 8)

@@ -1,12 +1,13 @@
 """Core-ATen sliding windows, pairwise distances and binning onto ``relax.op``: ``unfold``
 (``Tensor.unfold``, PatchTST's patches), ``col2im`` (``nn.Fold``, FuseFormer's soft
-composition), ``_cdist_forward`` (``torch.cdist``, SchNet's
+composition), antialiased resizes (torchvision's ``Resize``), ``_cdist_forward`` (``torch.cdist``, SchNet's
 interatomic distances) and ``bucketize`` (a recommender's discretized dense features)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.antialias import antialias_weights
 from ... import op as _op
 from ...expr import const
 from ..fold import col2im
@@ -59,6 +60,27 @@ def _col2im(ctx: AtenContext, args):
         x = ctx.emit(_op.expand_dims(x, 0))
     out = col2im(ctx, x, size, kernel, dilation, padding, padding, stride)
     return out if nd == 3 else ctx.emit(_op.squeeze(out, [0]))
+
+
+@register("_upsample_bilinear2d_aa.default", "_upsample_bicubic2d_aa.default")
+def _upsample_aa(ctx: AtenContext, args):
+    """F.interpolate(..., antialias=True): (input, output_size, align_corners, scales_h,
+    scales_w) as Wh . x . Ww^T, the constant filter matrices of ``frontend_common.antialias``
+    (two matmuls)."""
+    x, size, align = args[0], [int(v) for v in args[1]], bool(args[2])
+    if align:
+        raise ctx.fail("antialias=True with align_corners=True is not supported")
+    shape = ctx.shape(x)
+    if len(shape) != 4 or not all(isinstance(d, int) for d in shape[2:]):
+        raise ctx.fail(f"antialiased resize needs a 4-D input of static size, got {shape}")
+    mode = "bilinear" if "bilinear" in ctx.node.target.__name__ else "bicubic"
+    scales = [float(f) if f is not None and float(f) > 0 else None
+              for f in (list(args[3:5]) + [None, None])[:2]]
+    dtype = ctx.dtype(x)
+    wh = antialias_weights(shape[2], size[0], mode, scales[0]).astype(dtype)
+    ww = antialias_weights(shape[3], size[1], mode, scales[1]).astype(dtype)
+    y = ctx.emit(_op.matmul(x, const(np.ascontiguousarray(ww.T))))
+    return ctx.emit(_op.matmul(const(wh), y))
 
 
 def _euclid_by_mm(ctx: AtenContext, x1, x2, mode) -> bool:

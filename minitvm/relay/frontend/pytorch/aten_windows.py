@@ -1,16 +1,19 @@
 """ATen's sliding windows and binning: ``unfold`` (``Tensor.unfold``: overlapping windows along
 one axis, as PatchTST cuts a series into patches), ``col2im`` (``nn.Fold``: overlapping patches
-summed back into an image, FuseFormer's soft composition) and ``bucketize`` / ``searchsorted``
-(the bin of each value among sorted boundaries, as recommenders discretize dense features). All
-lower to ops with a native compute: takes of constant window indices, Relay's
-``searchsorted``."""
+summed back into an image, FuseFormer's soft composition), antialiased resizes (a filter window
+per output pixel, torchvision's ``Resize``) and ``bucketize`` / ``searchsorted`` (the bin of
+each value among sorted boundaries, as recommenders discretize dense features). All lower to
+ops with a native compute: takes of constant window indices, dense products with constant
+filter matrices, Relay's ``searchsorted``."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.antialias import antialias_weights
 from ... import expr as _expr
 from ... import op as _op
+from ...op import nn as _nn
 from ..fold import col2im
 from .aten import _norm_dim, register
 
@@ -57,6 +60,35 @@ def _col2im(ctx, args):
     x = x if len(s) == 3 else _op.expand_dims(x, 0)
     out = col2im(x, ctx.shape(x), size, kernel, dilation, padding, padding, stride, ctx.fail)
     return out if len(s) == 3 else _op.squeeze(out, [0])
+
+
+@register("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")
+def _upsample_aa(ctx, args):
+    """F.interpolate(..., antialias=True) of a 4-D input: x . Ww^T over the width, then
+    Wh . (.) over the height, with the constant filter matrices of
+    ``frontend_common.antialias`` (two dense products). Overloads: (input, output_size,
+    align_corners, scales_h, scales_w) and ``.vec`` (input, output_size, align_corners,
+    scale_factors)."""
+    x, size, align = args[0], args[1], bool(args[2])
+    mode = "bilinear" if "bilinear" in ctx.op_name else "bicubic"
+    if align:
+        raise ctx.fail("antialias=True with align_corners=True is not supported")
+    n, c, h, w = ctx.shape(x)
+    scales = args[3] if len(args) == 4 else list(args[3:5])
+    scales = list(scales) if isinstance(scales, list | tuple) else [None, None]
+    scales = [float(f) if f is not None and float(f) > 0 else None for f in scales]
+    if size is None:
+        if None in scales:
+            raise ctx.fail("needs an output size or scale factors")
+        size = [int(h * scales[0]), int(w * scales[1])]
+    oh, ow = int(size[0]), int(size[1])
+    dtype = ctx.dtype(x)
+    wh = _expr.const(antialias_weights(h, oh, mode, scales[0]).astype(dtype))
+    ww = _expr.const(antialias_weights(w, ow, mode, scales[1]).astype(dtype))
+    y = _nn.dense(_op.reshape(x, (n * c * h, w)), ww)                     # (n c h) ow
+    y = _op.reshape(_op.transpose(_op.reshape(y, (n * c, h, ow)), [0, 2, 1]), (n * c * ow, h))
+    y = _nn.dense(y, wh)                                                  # (n c ow) oh
+    return _op.reshape(_op.transpose(_op.reshape(y, (n * c, ow, oh)), [0, 2, 1]), (n, c, oh, ow))
 
 
 def _bins(ctx, boundaries, values, out_int32, right):
