@@ -158,9 +158,15 @@ def main() -> int:
           "every batch size")
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
           f"{'build s':>7s} {'max rel err':>9s}")
+    failed = []
     for name in names:
-        measure(name, *table[name], batches, args.rounds, args.threads)
-    return 0
+        try:
+            measure(name, *table[name], batches, args.rounds, args.threads)
+        except Exception as e:  # noqa: BLE001 - report (an export torch cannot do) and go on
+            failed.append(name)
+            print(f"{name:18s} FAILED: {type(e).__name__}: {str(e).strip().splitlines()[0][:160]}",
+                  flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
