@@ -9,7 +9,7 @@ threads for both, wall-clock time).
                                              [--rounds 5] [--threads 1]
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
-input (all seven rounds) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
+input (rounds one to seven and the ninth) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
 seconds and the largest error relative to PyTorch's output.
 """
 
@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import bench_new_user_models  # noqa: E402
 import new_user_models_fifth  # noqa: E402
+import new_user_models_ninth  # noqa: E402
 import new_user_models_seventh  # noqa: E402
 import new_user_models_sixth  # noqa: E402
 from interleave import settled_rounds  # noqa: E402
@@ -92,7 +93,7 @@ def model_table() -> dict:
     for group in (bench_new_user_models.models, bench_new_user_models.new_models,
                   bench_new_user_models.third_models, bench_new_user_models.fourth_models,
                   new_user_models_fifth.fifth_models, new_user_models_sixth.sixth_models,
-                  new_user_models_seventh.seventh_models):
+                  new_user_models_seventh.seventh_models, new_user_models_ninth.ninth_models):
         # the models of one image input (a shape); those with other inputs are left out
         table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
     return table
@@ -157,9 +158,15 @@ def main() -> int:
           "every batch size")
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
           f"{'build s':>7s} {'max rel err':>9s}")
+    failed = []
     for name in names:
-        measure(name, *table[name], batches, args.rounds, args.threads)
-    return 0
+        try:
+            measure(name, *table[name], batches, args.rounds, args.threads)
+        except Exception as e:  # noqa: BLE001 - report (an export torch cannot do) and go on
+            failed.append(name)
+            print(f"{name:18s} FAILED: {type(e).__name__}: {str(e).strip().splitlines()[0][:160]}",
+                  flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group sixth    # the sixth (new_user_models_sixth)
     python benchmarks/bench_new_user_models.py --group seventh  # the seventh (new_user_models_seventh)
     python benchmarks/bench_new_user_models.py --group eighth   # the eighth (new_user_models_eighth)
+    python benchmarks/bench_new_user_models.py --group ninth    # the ninth (new_user_models_ninth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from interleave import settled_rounds  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
+from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 
@@ -1644,8 +1646,9 @@ def fourth_models():
     }
 
 
-# models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20)
-ONNX_OPSET = {"stn": 20}
+# models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
+# nn.Fold: Col2Im, opset 18)
+ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18}
 
 
 def make_inputs(spec):
@@ -1763,7 +1766,7 @@ def main() -> int:
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
-                                        "seventh", "eighth", "all"),
+                                        "seventh", "eighth", "ninth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1782,7 +1785,11 @@ def main() -> int:
                     "eighth: the 12 of the eighth (RWKV, bidirectional Mamba, a LLaMA-style "
                     "GQA/ALiBi decoder, modulated deformable conv, GAT, BiT with FiLM, "
                     "TabTransformer, a log-mel CNN, ConvNeXt-V2 GRN, NAFNet, gMLP, NeRF volume "
-                    "rendering); all")
+                    "rendering); ninth: the 17 of the ninth (LeViT, DeBERTa, HiFi-GAN, "
+                    "PatchTST, DLinear, SchNet, YOLOv5, CenterNet decode, ALBERT, Set "
+                    "Transformer, DCN-v2 with bucketize, an LSTM with projections, T2T-ViT, a "
+                    "bicubic VDSR, FuseFormer's nn.Fold, ArcFace, a CLIP tower with an antialiased "
+                    "resize); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1792,11 +1799,12 @@ def main() -> int:
         return 0
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
-    eighth = eighth_models()
-    table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth}
+    eighth, ninth = eighth_models(), ninth_models()
+    table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
+             **ninth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
-             "all": table}[args.group]
+             "ninth": ninth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import bench_new_user_models as nu  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
+from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 
@@ -60,7 +61,8 @@ def groups() -> dict:
     """group name -> {model name: (constructor, input spec)}, as bench_new_user_models has them."""
     tables = {"first": nu.models(), "second": nu.new_models(), "third": nu.third_models(),
               "fourth": nu.fourth_models(), "fifth": fifth_models(), "sixth": sixth_models(),
-              "seventh": seventh_models(), "eighth": eighth_models()}
+              "seventh": seventh_models(), "eighth": eighth_models(),
+              "ninth": ninth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -257,7 +259,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                             "eighth", "all"))
+                             "eighth", "ninth", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated of {PATHS}")
     ap.add_argument("--tol", type=float, default=1e-3,

@@ -197,7 +197,7 @@ class _Step:
 
 def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, batch: int, w, r,
                      wb=None, rb=None, h=None, c=None, p=None, lens=None, reverse: bool = False,
-                     batch_major: bool = False) -> tuple[list, Any, Any]:
+                     batch_major: bool = False, proj=None) -> tuple[list, Any, Any]:
     """One direction of one recurrent layer, the way fast RNN implementations run it: the input
     projection of every step in one product ``x2d . W^T + biases``, then per step only the
     recurrent product ``h . R^T`` and elementwise gate arithmetic. Every gate slice is used
@@ -208,6 +208,8 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     ``batch_major``); ``w`` [G*H, input], ``r`` [G*H, H], ``wb`` / ``rb`` [G*H], ``h`` / ``c``
     [batch, H] and ``p`` [3H] (None where absent: zero). ``reverse`` runs from the last step
     down (with ``lens`` the caller reverses each sequence instead and passes it forward).
+    ``proj`` [P, H] (an LSTM with projections, PyTorch's ``proj_size``) maps each step's output
+    to ``h . proj^T``, the state carried on: ``r`` is then [4H, P] and ``h`` [batch, P].
     Returns (the step outputs in time order, the last h, the last c)."""
     kind, hid = spec.kind, spec.hidden
     add, mul = (lambda a, b: ops.binary("add", a, b)), (lambda a, b: ops.binary("multiply", a, b))
@@ -257,6 +259,8 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
             if p_parts is not None:
                 go = add(go, mul(c_new, p_parts[1]))
             h_new = mul(act(0, go), _activate(ops, acts[2], c_new))
+            if proj is not None:
+                h_new = ops.dense(h_new, proj)
         elif spec.linear_before_reset:  # GRU: gates z, r, h
             g = ops.dense(h, r) if h is not None else None
             z, rg = act(0, pre(t, 0, g)), act(0, pre(t, 1, g))

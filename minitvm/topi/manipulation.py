@@ -150,8 +150,12 @@ def concatenate(xs, axis: int = 0):
 
     def body(*i):
         def load(k):
+            # the index clamped into the piece, so every load stays in bounds: with the axis
+            # inside the vector loop the condition is a vector select, which evaluates every
+            # piece's load, and a piece fused from a take would read its indices out of bounds
             off = offsets[k]
             j = i[axis] - off if not (isinstance(off, E.IntImm) and off.value == 0) else i[axis]
+            j = E.Max(E.Min(j, ana.simplify(xs[k].shape[axis] - 1)), E.IntImm("int64", 0))
             return xs[k][tuple(j if d == axis else i[d] for d in range(nd))]
 
         return pick_piece(i[axis], offsets, load)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_quant import UNKNOWN, dequantized_weight_scale
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
+from ..fold import col2im
 from .context import Context, onnx_dtype, register
 from .qdq_vnni import remember_activation
 
@@ -397,3 +399,11 @@ def _dequantize_linear(ctx: Context, ins, attrs):
     if ctx.dtype(x) == "int32":
         y = _op.astype(y, fdtype)
     return ctx.emit(_op.multiply(y, _axis_shape(ctx, scale, ndim, axis, shape, bs)))
+
+
+@register("Col2Im")
+def _col2im(ctx, ins, attrs):
+    """Col2Im (opset 18): ``relax.frontend.fold.col2im``."""
+    geometry = onnx_col2im_geometry(ctx.value(ins[1], "Col2Im's image_shape"),
+                                    ctx.value(ins[2], "Col2Im's block_shape"), attrs, ctx.fail)
+    return col2im(ctx, ins[0], *geometry)

@@ -4,6 +4,7 @@ programs (core ATen after decomposition); a dynamic ``Dim`` becomes a symbolic `
 from __future__ import annotations
 
 from . import aten_ops  # noqa: F401  (registers the converters)
+from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize)
 from .context import ATEN, OpNotImplemented, TorchImportError
 from .exported_program import ExportedProgramImporter
 from .fx_translator import from_fx
@@ -18,9 +19,10 @@ def supported_ops() -> list[str]:
 
 # composite ops Relax has directly: kept whole rather than decomposed (a 4-D matmul would
 # otherwise become expand / reshape / bmm with merged symbolic dims; a global average pool of a
-# channels-last tensor, as ConvNeXt's after its permutes, becomes mean + as_strided)
+# channels-last tensor, as ConvNeXt's after its permutes, becomes mean + as_strided; col2im an
+# index_put accumulating over skipped leading axes, where relax.frontend.fold gathers)
 _KEEP = ("matmul.default", "linear.default", "scaled_dot_product_attention.default",
-         "adaptive_avg_pool2d.default")
+         "adaptive_avg_pool2d.default", "col2im.default")
 
 
 def _decomposition_table():

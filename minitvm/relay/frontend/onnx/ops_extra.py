@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
@@ -15,6 +16,7 @@ from ....frontend_common.onnx_quant import (
     vnni_conv,
 )
 from ... import op as _op
+from ..fold import col2im
 from .ops_nn import _conv_common, matmul
 from .qdq_weight import remember as remember_int8_weight
 from .qdq_weight import vnni_int_conv
@@ -265,3 +267,12 @@ def _cumprod(ctx, ins, attrs):
     if attrs.get("reverse", 0):  # the scan of the flipped input, flipped back
         return _op.reverse(_op.cumprod(_op.reverse(x, axis), axis, exclusive=exclusive), axis)
     return _op.cumprod(x, axis, exclusive=exclusive)
+
+
+
+@register("Col2Im")
+def _col2im(ctx, ins, attrs):
+    """Col2Im (opset 18): ``relay.frontend.fold.col2im``."""
+    geometry = onnx_col2im_geometry(ctx.value(ins[1], "Col2Im's image_shape"),
+                                    ctx.value(ins[2], "Col2Im's block_shape"), attrs, ctx.fail)
+    return col2im(ins[0], ctx.shape(ins[0]), *geometry, ctx.fail)

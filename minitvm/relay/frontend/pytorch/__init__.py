@@ -1,7 +1,7 @@
 """PyTorch -> Relay: TorchScript (``from_pytorch``) and ATen-level FX graphs (``from_fx``).
 
 Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py``,
-``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py`` and
+``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_windows.py`` and
 ``aten_transformer.py``); torch is imported only when an importer is called.
 """
 
@@ -10,6 +10,7 @@ from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)
 from . import aten_logic  # noqa: F401  (~, &, |, ^ and logical_and / or / xor)
 from . import aten_scatter  # noqa: F401  (scatter, scatter_reduce, index_add, index_put)
 from . import aten_transformer  # noqa: F401  (the nn.TransformerEncoder fast paths)
+from . import aten_windows  # noqa: F401  (Tensor.unfold, bucketize, searchsorted)
 from .aten import ATEN  # noqa: F401
 from .exported import from_exported_program  # noqa: F401
 from .fx import from_fx  # noqa: F401

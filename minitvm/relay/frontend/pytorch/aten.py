@@ -1092,9 +1092,14 @@ def _rnn(ctx, args):
     h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
     dirs = 2 if bidir else 1
     per = 4 if has_biases else 2
-    if len(params) != per * dirs * int(layers):
-        raise ctx.fail("LSTM with proj_size is not supported")
-    hid = int(ctx.shape(params[1])[1])
+    if kind == "lstm" and len(params) == (per + 1) * dirs * int(layers):
+        per += 1  # proj_size: each set ends with the projection weight_hr [P, H]
+    elif len(params) != per * dirs * int(layers):
+        raise ctx.fail(f"{len(params)} weights for {layers} layer(s) of {dirs} direction(s) "
+                       f"{'with' if has_biases else 'without'} biases")
+    proj = per in (3, 5)
+    hid = int(ctx.shape(params[0])[0]) // (4 if kind == "lstm" else 3)
+    out_width = int(ctx.shape(params[1])[1])  # the hidden size, or proj_size
     attrs = {"hidden_size": hid, "direction": "bidirectional" if bidir else "forward",
              "linear_before_reset": 1}
     spec = dataclasses.replace(parse_spec(kind.upper(), attrs, dirs, ctx.fail),
@@ -1119,14 +1124,15 @@ def _rnn(ctx, args):
             ys, h, c = unroll_direction(spec, ops, d, x2d, seq, batch, params[k], params[k + 1],
                                         b_ih, b_hh, pick(h0, layer * dirs + d),
                                         pick(c0, layer * dirs + d), reverse=d == 1,
-                                        batch_major=bf)
+                                        batch_major=bf,
+                                        proj=params[k + per - 1] if proj else None)
             outs.append(ys)
             hn.append(h)
             cn.append(c)
         steps = outs[0] if dirs == 1 else [_op.concatenate([a, b], -1)
                                            for a, b in zip(*outs, strict=True)]
         y = _op.stack(steps, 1 if bf else 0)  # [seq, batch, dirs*H] or batch first
-        x2d = _op.reshape(y, (seq * batch, dirs * hid))
+        x2d = _op.reshape(y, (seq * batch, dirs * out_width))
     h_n = _op.stack(hn, 0)
     return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
 

@@ -1,0 +1,41 @@
+"""col2im for the Relay importers (PyTorch ``aten::col2im``, ONNX ``Col2Im``): the columns
+rearranged to [N, C, kh*oh, kw*ow], a zero row and column appended, and each output pixel the
+sum of its taps, gathered through the constant tables of ``frontend_common.fold_plan``: one
+injective kernel (the gathers and the adds fuse), no scatter. The columns and the image are
+materialized (stop_fusion on both sides): an elementwise producer fused into the gathers would
+be recomputed for every tap that reads it (FuseFormer's GELU, up to nine times), and the image
+fused into a gathering consumer (the next soft split's unfold) recomputed for every window
+that reads it."""
+
+from __future__ import annotations
+
+from ...frontend_common.fold_plan import fold_plan
+from .. import expr as _expr
+from .. import op as _op
+from ..op import annotation as _annotation
+from ..op import nn as _nn
+
+__all__ = ["col2im"]
+
+
+def col2im(x, shape, size, kernel, dilation, pads_begin, pads_end, stride, fail):
+    """Fold ``x`` [N, C*kh*kw, L] (``shape``, static) into [N, C, H, W]."""
+    n, ck, blocks = shape
+    kh, kw = kernel
+    if ck % (kh * kw):
+        raise fail(f"{ck} column rows are not a multiple of the kernel's {kh}x{kw} taps")
+    c = ck // (kh * kw)
+    plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, blocks, fail)
+    oh, ow = plan.windows
+    y = _op.reshape(_annotation.stop_fusion(x), (n, c, kh, kw, oh, ow))
+    y = _op.reshape(_op.transpose(y, [0, 1, 2, 4, 3, 5]), (n, c, kh * oh, kw * ow))
+    y = _nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1)))
+    terms = []
+    for t in range(plan.rows.shape[1]):
+        r = _op.take(y, _expr.const(plan.rows[:, t].copy()), axis=2)  # n c H kw*ow+1
+        terms += [_op.take(r, _expr.const(plan.cols[:, u].copy()), axis=3)  # n c H W
+                  for u in range(plan.cols.shape[1])]
+    while len(terms) > 1:  # a balanced tree of adds
+        terms = [_op.add(terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return _annotation.stop_fusion(terms[0])
