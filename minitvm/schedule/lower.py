@@ -67,6 +67,7 @@ from .flat_index import flat_nest
 from .lane_loads import contiguous_lane_loads, strided_copy_axis
 from .options import LoweringOptions
 from .pieces import split_pieces, split_planes
+from .plane_nest import merged_plane_nest
 from .raise_patterns import affine
 
 # vector accumulators of a reduction along its contiguous axis (power of two; 1 for fewer than
@@ -339,6 +340,10 @@ def _injective_loops(ctx, t, buf, body):
     if p is not None:
         return transpose_nest(ctx, t, buf, body, p)
 
+    if _is_static(shape):  # (a short last axis: whole planes of vectors)
+        merged = merged_plane_nest(ctx, t, buf, body, lanes)
+        if merged is not None:
+            return merged
     split = _split_inner(t, body, lanes)
     if split is None and _is_static(shape):  # (a concatenate along an outer axis)
         planes = split_planes(ctx, t, buf, body, lanes, _prod(shape) >= PARALLEL_MIN_WORK)
