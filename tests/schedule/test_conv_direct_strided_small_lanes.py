@@ -1,7 +1,8 @@
 """A strided conv in ``conv_direct``'s row mode on a small output plane goes to ``conv_lanes``
 (``STRIDED_ROWS_LANES_MAX_PIXELS``, AVX-512): at 16x16 out the channel-lane tiles ran 2-7%
-faster on a Zen 4, at 32x32 12-60% slower. The routing and the numerics (epilogues, batches,
-channels not a multiple of 16) at the threshold and either side of it."""
+faster on a Zen 4, at 32x32 12-60% slower; convs of fewer than 32 input channels (stems) stay.
+The routing and the numerics (epilogues, batches, channels not a multiple of 16) at the
+thresholds and either side of them."""
 
 import numpy as np
 import pytest
@@ -35,12 +36,15 @@ def _on_lanes(lib) -> bool:
 
 def test_shipped_thresholds():
     assert conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS == {"avx512": 256, "avx2": 0}
+    assert conv_direct.STRIDED_ROWS_LANES_MIN_CHANNELS == 32
 
 
 CASES = [  # input shape, output channels, filter, strides, padding, epilogue, on conv_lanes
     ((1, 64, 32, 32), 64, 3, (2, 2), (1, 1), "bias_relu", True),  # det_postprocess's, 16x16
-    ((2, 24, 32, 32), 40, 3, (2, 2), (1, 1), "residual_relu", True),  # batch, 40 channels
-    ((1, 16, 31, 32), 32, 3, (2, 2), (1, 1), "none", True),  # 16x16 from an odd height
+    ((2, 32, 32, 32), 40, 3, (2, 2), (1, 1), "residual_relu", True),  # batch, 40 channels
+    ((1, 32, 31, 32), 32, 3, (2, 2), (1, 1), "none", True),  # 16x16 from an odd height
+    ((1, 16, 32, 32), 32, 3, (2, 2), (1, 1), "bias_relu", False),  # few channels stay
+    ((1, 3, 32, 32), 16, 7, (2, 2), (3, 3), "bias_relu", False),  # a stem stays
     ((1, 32, 64, 64), 64, 3, (2, 2), (1, 1), "bias_relu", False),  # 32x32 out: row mode stays
     ((1, 16, 32, 32), 32, 5, (1, 1), (2, 2), "bias_relu", False),  # stride 1 stays
 ]
