@@ -117,6 +117,17 @@ FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 # 6 x 64 / 4 x 64 / 8 x 32 (ONNX Runtime, its NCHW output): 0.386 / 0.355 / 0.357 / 0.377 (0.54)
 FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
 CHANNEL_BLOCK_BYTES = 12 * 1024
+# a strided conv in row mode whose output plane is at most this many pixels goes to
+# ``conv_lanes`` all the same (``lanes_candidate``). Zen 4, one thread, 3x3 stride 2 + bias +
+# relu, ms, here / there (ONNX Runtime), output 16x16: 64 -> 64 0.181 / 0.168 (0.186), 32 -> 32
+# 0.0468 / 0.0458 (0.054), 32 -> 64 0.0915 / 0.0889 (0.097), 96 -> 96 0.395 / 0.370 (0.393),
+# 128 -> 128 0.678 / 0.660 (0.686), 256 -> 256 2.78 / 2.67 (2.72), 64 -> 128 0.337 / 0.335
+# (0.350); at 32x32 it lost: 32 -> 64 0.355 / 0.50 (0.38), 64 -> 64 0.716 / 0.825 (0.736),
+# 16 -> 32 0.096 / 0.170 (0.107). AVX2 not measured: off. Only convs of at least
+# STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3 channels (ConvMixer's
+# 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table) stays here
+STRIDED_ROWS_LANES_MAX_PIXELS = {"avx512": 256, "avx2": 0}
+STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # a conv strided in width, in row mode, pads its phased rows to a whole number of vectors
 # (``_aligned_rows``), so that every phase plane and row starts on a 64-byte line: the pixel
 # vectors of the taps that read a phase from its column 0 (two of the three filter columns of a
@@ -334,11 +345,15 @@ def lanes_candidate(t, options) -> bool:
     """Would ``conv_lanes`` compute supported conv2d ``t`` given a prepacked weight (whatever
     the knobs): a shape ``conv_lanes`` takes, not in row mode unless ``conv_lanes`` skips the
     filter columns that read padding (``conv_lanes.row_segments``: a dilated conv on a small
-    plane, whose pixel vectors here compute them)."""
+    plane, whose pixel vectors here compute them) or the conv is strided on a small output plane
+    with enough input channels (``STRIDED_ROWS_LANES_MAX_PIXELS``)."""
     if not conv_lanes.supported(t, options) or few_taps_grid(t):
         return False
-    return not geometry(t)["rows_mode"] or \
-        conv_lanes.row_segments(conv_lanes.geometry(t)) is not None
+    g = geometry(t)
+    return not g["rows_mode"] or \
+        conv_lanes.row_segments(conv_lanes.geometry(t)) is not None or \
+        g["sh"] * g["sw"] > 1 and g["c"] >= STRIDED_ROWS_LANES_MIN_CHANNELS and \
+        g["oh"] * g["ow"] <= STRIDED_ROWS_LANES_MAX_PIXELS[vector_isa()]
 
 
 def few_taps_grid(t) -> bool:

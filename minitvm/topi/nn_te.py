@@ -426,6 +426,20 @@ def batch_norm(x, gamma, beta, mean, var, axis: int, epsilon: float, center: boo
     return [out, m, v]
 
 
+def batch_norm_affine(x, scale, shift, mean, var, axis: int):
+    """Inference batch norm whose statistics are folded into a per-channel ``scale`` and
+    ``shift`` (``x * scale + shift``: a multiply-add an element, where ``batch_norm`` takes a
+    subtract, a reciprocal square root and two more operations); returns (out, mean, var) as
+    ``batch_norm`` does."""
+    nd = len(x.shape)
+    axis = axis % nd
+    out = te.compute(x.shape, lambda *i: x[i] * scale[(i[axis],)] + shift[(i[axis],)],
+                     name="T_batch_norm", varargs_names=ax_names(nd))
+    m = te.compute(mean.shape, lambda i: mean[i], name="T_moving_mean")
+    v = te.compute(var.shape, lambda i: var[i], name="T_moving_var")
+    return [out, m, v]
+
+
 # ------------------------------------------------------------------ activations
 def gelu(x):
     """``0.5 * x * (1 + erf(x / sqrt(2)))``."""

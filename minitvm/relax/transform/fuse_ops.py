@@ -3,7 +3,8 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
 
 1. For each dataflow block of every non-primitive Relax function, a forward graph is built:
    one node per binding (a ``call_tir``'s pattern is the callee PrimFunc's ``op_pattern``
-   attribute, a tuple-get-item is injective, anything else is opaque) and one opaque node per
+   attribute, a tuple-get-item is injective, or elementwise for the main field of an
+   elementwise call's tuple, batch_norm's: ``_item_pattern``, anything else is opaque) and one opaque node per
    outside value it uses; the block's output variables are external references. An edge into
    an elementwise or broadcast call from a value of another shape than its result is a
    broadcast edge (as in Relay's FuseOps; TVM's Relax labels it with the call's pattern), so an
@@ -32,6 +33,7 @@ from ...transform.config import register_pass_config
 from ...transform.decorators import module_pass
 from ...transform.graph_partitioner import (
     BROADCAST,
+    ELEMWISE,
     INJECTIVE,
     OPAQUE,
     GraphNode,
@@ -223,7 +225,7 @@ class _BlockGraph:
             pattern = op_pattern_of(self.mod, value)
             node = self._edges(_leaves(value.args[1]), pattern, var)
         elif isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
-            node = self._edges([value.tuple_value], INJECTIVE, var)
+            node = self._edges([value.tuple_value], _item_pattern(self.nodes, value, var), var)
         else:
             node = self._edges(_leaves(value), OPAQUE, var)
         for d in self.sym_deps.get(var, ()):
@@ -232,6 +234,24 @@ class _BlockGraph:
             self.nodes[d].outputs.append((node, OPAQUE))
         if not isinstance(var, DataflowVar):
             node.extern_ref = True  # a block output is used after the block
+
+
+def _item_pattern(nodes: dict, item: TupleGetItem, var) -> int:
+    """The pattern of tuple-get-item ``item`` (bound to ``var``): elementwise when its tuple is
+    an elementwise or broadcast call of the block used only there (batch_norm's result) and the
+    field has the shape of the tuple's first (the call's own result, not batch_norm's passed-
+    through statistics), so an anchor's epilogue runs on through it into a residual add; else
+    injective."""
+    src = nodes.get(item.tuple_value)
+    if src is None or src.extern_ref or src.pattern > BROADCAST:
+        return INJECTIVE
+    fields = getattr(getattr(item.tuple_value, "_struct_info", None), "fields", None)
+    first = getattr(fields[0], "shape", None) if fields else None
+    shape = _static_shape(var)
+    if not isinstance(first, ShapeExpr) or shape is None or \
+            not _same_shape(first.values, shape):
+        return INJECTIVE
+    return ELEMWISE
 
 
 def _static_shape(e):

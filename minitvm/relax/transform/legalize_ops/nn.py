@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....ir.prim_expr import IntImm
 from ....topi import lrn as topi_lrn
 from ....topi import manipulation as topi_manip
 from ....topi import math as topi_math
 from ....topi import nn_te
-from ...expr import Tuple
+from ...expr import Constant, Tuple, const
 from .common import LegalizeError, arg_shape, call_topi, register_legalize
 
 __all__: list[str] = []
@@ -79,10 +81,39 @@ def _group_norm(bb, call):
 
 @register_legalize("relax.nn.batch_norm")
 def _batch_norm(bb, call):
+    """Inference batch norm; with constant statistics (a model's bound parameters) they are
+    folded here into a per-channel scale and shift (``batch_norm_affine``), as Relay's
+    SimplifyInference and FoldConstant do, so the kernel (often a conv's fused epilogue) runs
+    one multiply-add an element."""
     a = call.attrs
+    folded = _affine_statistics(call)
+    if folded is not None:
+        scale, shift = folded
+        return call_topi(bb, lambda x, s, t, m, v: nn_te.batch_norm_affine(
+            x, s, t, m, v, int(a.axis)), call.args[0], const(scale), const(shift),
+            call.args[3], call.args[4], name="batch_norm")
     return call_topi(bb, lambda x, g, b, m, v: nn_te.batch_norm(
         x, g, b, m, v, int(a.axis), float(a.epsilon), bool(a.center), bool(a.scale)),
         *call.args, name="batch_norm")
+
+
+def _affine_statistics(call):
+    """(scale, shift) of batch_norm ``call`` when gamma, beta, mean and var are float32
+    constants of one dimension (computed in float64, then rounded once), else None."""
+    args = call.args[1:5]
+    if not all(isinstance(c, Constant) for c in args):
+        return None
+    gamma, beta, mean, var = (c.data.numpy() for c in args)
+    if any(v.dtype != np.float32 or v.ndim != 1 for v in (gamma, beta, mean, var)):
+        return None
+    a = call.attrs
+    scale = 1.0 / np.sqrt(var.astype("float64") + float(a.epsilon))
+    if a.scale:
+        scale = scale * gamma
+    shift = -mean * scale
+    if a.center:
+        shift = shift + beta
+    return scale.astype("float32"), shift.astype("float32")
 
 
 @register_legalize("relax.nn.dropout")
