@@ -27,6 +27,17 @@ another tree (``mkdir /tmp/base && git archive BASE | tar -x -C /tmp/base``) and
 median CPU per side, and a check that both built the same module (graph JSON, kernel names,
 parameters).
 Run: python benchmarks/bench_compile_time.py --ab /tmp/base --models resnet50 --rounds 6
+
+Where a cold ResNet-50 build went (stop 40, before its cuts; ``--phases`` and a per-kernel LLVM
+split, CPU s): main thread 2.10 = LLVM 1.08, IR generation 0.27, graph codegen 0.22 (weight
+repacking), Relay passes 0.20 (FoldConstant 0.10), TIR passes and keys 0.15, lowering 0.09,
+disk loads 0.03; one worker 1.59 = LLVM 1.11, IR generation 0.32, the rest 0.16. Serial: 0.27
+before the worker forks, 0.13 after it. LLVM over all 36 kernels: parsing 0.14, IR passes 0.69
+(InstCombine 0.34 of the minimal pipeline's 0.38; the two O1 kernels 0.27), machine code 1.30
+(instruction selection 0.37, loop strength reduction 0.14: off, BERT ran 19% slower). About 7 ms
+of it is per-kernel overhead; the rest grows with the unrolled kernels' size. The cuts (minimal
+pipeline without InstCombine, no post-RA scheduler, CodeGenOpt::Less, value numbering in the IR
+text builder): ResNet-50 3.87 -> 3.54 CPU s (main + worker), BERT main thread 0.84x.
 """
 
 from __future__ import annotations

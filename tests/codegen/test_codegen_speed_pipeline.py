@@ -205,3 +205,43 @@ def test_clipped_window_computes_the_same_at_every_level(fresh, rng):
         np.testing.assert_array_equal(b, want)
         outs.append(b)
     np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def _plain_assembly(ir_text: str) -> str:
+    """Host assembly of ``ir_text`` at the minimal pipeline, generated outside
+    ``jit.codegen_options`` (LLVM's default code generator options)."""
+    with jit._LOCK:
+        jit.init()
+        tm = jit.target_machine(3)
+        mod = jit._parse(ir_text, tm)
+        jit.optimize(mod, tm, jit.MINIMAL_PIPELINE)
+        return tm.emit_assembly(mod)
+
+
+def test_codegen_options_hold_inside_the_jit_only():
+    """The kernels' code generator options (no post-RA scheduler) change the machine code the
+    JIT emits, and LLVM's defaults are back for anyone else afterwards."""
+    ir = cg.CodeGenLLVM(_kernel(True, lanes=64), "speed_opts").generate()
+    before = _plain_assembly(ir)
+    ours = jit.assembly(ir, jit.MINIMAL_PIPELINE)
+    assert ours != before  # the options took effect (instruction order)
+    assert _plain_assembly(ir) == before  # and were switched off again
+
+
+def test_kernels_machine_code_level_is_capped(fresh, monkeypatch):
+    """Kernels' machine code is generated at ``MACHINE_CODE_LEVEL`` (not the IR pipeline's
+    level), and still computes the same."""
+    seen = []
+    compile_ir_to_object = jit.compile_ir_to_object
+
+    def spy(ir_text, symbol, opt=3, codegen_opt=None):
+        seen.append((opt, codegen_opt))
+        return compile_ir_to_object(ir_text, symbol, opt, codegen_opt)
+
+    monkeypatch.setattr(jit, "compile_ir_to_object", spy)
+    k, _ = cg.compile_prim_func(_kernel(True, scale=11.0), "f", object_cache=fresh)
+    assert seen == [(jit.MINIMAL_PIPELINE, min(3, cg.MACHINE_CODE_LEVEL))]
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = np.empty_like(a)
+    k(a, b)
+    np.testing.assert_allclose(b, a * 11 + a[:, :1], rtol=1e-6)
