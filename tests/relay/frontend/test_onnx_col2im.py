@@ -10,52 +10,18 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_col2im_cases import CASES, col2im_model, fold_reference  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common.fold_plan import fold_plan  # noqa: E402
 from minitvm.relay.frontend import ImportError_  # noqa: E402
 
 
-def fold_reference(cols, size, kernel, dilation, pads, stride):
-    """Each window's taps added into a padded image, the padding cut off (numpy)."""
-    n, ck, _ = cols.shape
-    (h, w), (kh, kw), (dh, dw), (sh, sw) = size, kernel, dilation, stride
-    pt, pl, pb, pr = pads
-    c = ck // (kh * kw)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    img = np.zeros((n, c, h + pt + pb, w + pl + pr), cols.dtype)
-    blocks = cols.reshape(n, c, kh, kw, oh, ow)
-    for i in range(kh):
-        for j in range(kw):
-            img[:, :, i * dh:i * dh + sh * oh:sh, j * dw:j * dw + sw * ow:sw] += blocks[:, :, i, j]
-    return img[:, :, pt:pt + h, pl:pl + w]
-
-
-CASES = [  # (input shape, image, block, dilations, pads, strides)
-    ((1, 2 * 49, 121), (32, 32), (7, 7), (1, 1), (3, 3, 3, 3), (3, 3)),   # FuseFormer's
-    ((2, 3 * 6, 15), (5, 7), (2, 3), (2, 1), (1, 0, 1, 0), (1, 2)),
-    ((1, 4 * 9, 4), (7, 7), (3, 3), (1, 1), (0, 0, 0, 0), (3, 3)),        # an uncovered row
-    ((2, 1 * 4, 16), (4, 6), (2, 2), (1, 1), (1, 2, 0, 1), (2, 1)),       # asymmetric pads
-]
-
-
-def _model(shape, size, block, dil, pads, strides):
-    node = helper.make_node("Col2Im", ["x", "size", "block"], ["y"], dilations=list(dil),
-                            pads=list(pads), strides=list(strides))
-    graph = helper.make_graph(
-        [node], "col2im", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.array(size, "int64"), "size"),
-         numpy_helper.from_array(np.array(block, "int64"), "block")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_col2im(case):
     shape, size, block, dil, pads, strides = case
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    mod, params = relay.frontend.from_onnx(_model(*case), {"x": shape})
+    mod, params = relay.frontend.from_onnx(col2im_model(*case), {"x": shape})
     text = mod.astext()
     assert "take(" in text and "scatter" not in text
     out = build_and_run(mod, params, {"x": x})[0]
@@ -65,7 +31,7 @@ def test_col2im(case):
 
 def test_col2im_window_count_mismatch_is_an_error():
     with pytest.raises(ImportError_, match="10 windows given.*has 11x11"):
-        relay.frontend.from_onnx(_model((1, 98, 10), (32, 32), (7, 7), (1, 1), (3, 3, 3, 3),
+        relay.frontend.from_onnx(col2im_model((1, 98, 10), (32, 32), (7, 7), (1, 1), (3, 3, 3, 3),
                                         (3, 3)), {"x": (1, 98, 10)})
 
 
