@@ -51,6 +51,48 @@ def check_traced_native(model, *inputs, rtol: float = 1e-4, atol: float = 1e-5):
     assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
 
 
+def build_run_native(mod, params, names, inputs) -> np.ndarray:
+    """relay.build at opt_level 3 with every kernel native; the first output of one run on
+    torch tensors ``inputs`` bound to ``names``."""
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for n, t in zip(names, inputs, strict=True):
+        g.set_input(n, t.numpy())
+    g.run()
+    return g.get_output(0).numpy()
+
+
+def check_both_importers(model, *inputs, exported: bool = True, rtol: float = 1e-5,
+                         atol: float = 1e-6):
+    """``model`` (eval mode) through torch.jit.trace -> from_pytorch and (``exported``)
+    torch.export -> from_exported_program, each built native and its output equal to eager's in
+    dtype, shape and value; returns the TorchScript import's module."""
+    import torch
+
+    from minitvm.relay.frontend.pytorch import from_exported_program
+
+    model = model.eval()
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+        traced = torch.jit.trace(model, inputs)
+    infos = [(f"i{k}", (tuple(t.shape), str(t.dtype).replace("torch.", "")))
+             for k, t in enumerate(inputs)]
+    mod, params = relay.frontend.from_pytorch(traced, infos)
+    outs = [build_run_native(mod, params, [n for n, _ in infos], inputs)]
+    if exported:
+        with torch.no_grad():
+            ep = torch.export.export(model, inputs)
+        emod, eparams = from_exported_program(ep)
+        names = [p.name_hint for p in emod["main"].params][:len(inputs)]
+        outs.append(build_run_native(emod, eparams, names, inputs))
+    for out in outs:
+        assert out.dtype == ref.dtype and out.shape == ref.shape
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+    return mod
+
+
 def seeded_randn(*shape, seed: int = 0):
     """A float32 torch tensor of standard normal draws from numpy's generator ``seed``."""
     import torch

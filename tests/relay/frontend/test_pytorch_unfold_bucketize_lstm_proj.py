@@ -13,54 +13,14 @@ import pytest
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 import torch.nn.functional as F  # noqa: E402
-from frontend_models import Fn  # noqa: E402
+from frontend_models import Fn, check_both_importers  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 from torch import nn  # noqa: E402
 
-import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
-from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.relay.frontend import ImportError_  # noqa: E402
-from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
 
-
-def _build_run(mod, params, names, inputs):
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    assert [k for k, v in lib.get_lib().kernels.items() if v.kind != "native"] == []
-    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for n, t in zip(names, inputs, strict=True):
-        g.set_input(n, t.numpy())
-    g.run()
-    return g.get_output(0).numpy()
-
-
-def _infos(inputs):
-    return [(f"i{k}", (tuple(t.shape), str(t.dtype).replace("torch.", "")))
-            for k, t in enumerate(inputs)]
-
-
-def _check(model, *inputs, exported=True, rtol=1e-5, atol=1e-6):
-    """``model`` through torch.jit.trace -> from_pytorch and (``exported``) torch.export ->
-    from_exported_program; each output equal to eager's in dtype, shape and value. Returns the
-    TorchScript import's module."""
-    model = model.eval()
-    with torch.no_grad():
-        ref = model(*inputs).numpy()
-        traced = torch.jit.trace(model, inputs)
-    infos = _infos(inputs)
-    mod, params = relay.frontend.from_pytorch(traced, infos)
-    outs = [_build_run(mod, params, [n for n, _ in infos], inputs)]
-    if exported:
-        with torch.no_grad():
-            ep = torch.export.export(model, inputs)
-        emod, eparams = from_exported_program(ep)
-        names = [p.name_hint for p in emod["main"].params][:len(inputs)]
-        outs.append(_build_run(emod, eparams, names, inputs))
-    for out in outs:
-        assert out.dtype == ref.dtype and out.shape == ref.shape
-        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
-    return mod
+_check = check_both_importers
 
 
 @pytest.mark.parametrize("shape,dim,size,step", [
