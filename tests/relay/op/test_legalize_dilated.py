@@ -11,6 +11,7 @@ from minitvm import relay
 from minitvm.contrib import graph_executor
 from minitvm.relay.expr import Call
 from minitvm.relay.expr_functor import dataflow_post_order
+from minitvm.topi.reference.nn import conv2d_nchw
 
 
 def _mod(shape, wshape, **kw):
@@ -28,17 +29,10 @@ def _convs(mod) -> list:
 
 
 def _dilated_conv(x, w, pad, dil):
-    """The definition in float64: ``out[n, o, i, j] = sum w[o, c, ky, kx] *
-    x_padded[n, c, i + ky*dh, j + kx*dw]``; ``pad`` is (top, left, bottom, right)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
-    dh, dw = dil
-    oh, ow = xp.shape[2] - 2 * dh, xp.shape[3] - 2 * dw
-    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for ky in range(3):
-        for kx in range(3):
-            taps = xp[:, :, ky * dh:ky * dh + oh, kx * dw:kx * dw + ow]
-            out += np.einsum("nchw,oc->nohw", taps, w[:, :, ky, kx].astype(np.float64))
-    return out
+    """The dilated 3x3 conv in float64 (``topi.reference``); ``pad`` is (top, left, bottom,
+    right)."""
+    return conv2d_nchw(x.astype(np.float64), w.astype(np.float64), (1, 1), tuple(pad),
+                       tuple(dil), 1, "float64")
 
 
 def test_deeplab_branch_becomes_one_conv_over_four_phases():
