@@ -353,6 +353,16 @@ def _axis_shape(ctx: Context, param, ndim: int, axis: int, x_shape=None, block: 
     return _op.reshape(param, ctx.shape_expr(shape))
 
 
+def _known_zero(ctx: Context, zp) -> bool:
+    """``zp`` is absent or a constant of zeros: adding or subtracting it is skipped, so a
+    fused kernel's quantize / dequantize epilogue carries no ``+ 0.0`` (which the code
+    generator may not drop: ``-0.0 + 0.0`` is ``+0.0``)."""
+    if zp is None:
+        return True
+    v = ctx.known(zp)
+    return v is not None and v.dtype != object and not np.any(v)
+
+
 _QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
            "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
 
@@ -371,7 +381,7 @@ def _quantize_linear(ctx: Context, ins, attrs):
     axis = int(attrs.get("axis", 1))
     scale = _axis_shape(ctx, scale, ndim, axis, shape, bs)
     y = _op.round(_op.divide(x, _op.astype(scale, ctx.dtype(x))))  # round half to even
-    if zp is not None:
+    if not _known_zero(ctx, zp):
         y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
     y = _op.clip(y, float(lo), float(hi))  # integer outputs always saturate
@@ -393,7 +403,7 @@ def _dequantize_linear(ctx: Context, ins, attrs):
     remember_activation(ctx, ins[0], ins[1], ins[2] if zp is not None else None, bs)
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
-    if zp is not None:
+    if not _known_zero(ctx, zp):
         y = _op.subtract(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs),
                                        "float64" if ctx.dtype(x) == "int32" else fdtype))
     if ctx.dtype(x) == "int32":

@@ -13,6 +13,7 @@ from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
 from .context import Context, register
+from .qdq_scale_fold import unscaled_input, weight_value
 from .qdq_vnni import qdq_conv
 
 
@@ -75,10 +76,18 @@ def _conv(ctx: Context, ins, attrs):
         if vnni is not None:  # (and its 8-bit input, on VNNI)
             y = vnni
         elif found is not None and keeps_int8_weight("int8", found[0], None, groups, kernel):
+            unscaled = unscaled_input(ctx)
+            scale = found[1]
+            if unscaled is not None:  # (the input's scale joins the weight's)
+                x, scale = unscaled[0], (np.asarray(scale) * unscaled[1]).astype("float32")
             y = _op.nn.conv2d(x, const(found[0]), strides, pads, dilations, groups,
                               out_dtype="float32")
-            y = _op.multiply(ctx.emit(y), const(conv_output_scale(found[1], wshape[0])))
+            y = _op.multiply(ctx.emit(y), const(conv_output_scale(scale, wshape[0])))
         else:
+            wv = weight_value(ctx, ins[1], found)
+            unscaled = unscaled_input(ctx) if wv is not None else None
+            if unscaled is not None:  # (the input's scale goes into the constant weight)
+                x, w = unscaled[0], const((wv * unscaled[1]).astype("float32"))
             y = _op.nn.conv2d(x, w, strides, pads, dilations, groups)
     elif n == 3:
         y = _op.nn.conv3d(x, w, strides, pads, dilations, groups)
