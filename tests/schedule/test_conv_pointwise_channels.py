@@ -92,6 +92,39 @@ def test_store_one_lane_at_a_time_matches(epi, monkeypatch):
     assert "pw_res" not in _names(_conv_prim(lib))
 
 
+def _transposed_reads(prim) -> list:
+    """The loops over output channels around the transposed store's pixel vectors."""
+    out = [b for b in prim.buffer_map.values() if b.name == "out0"][0]
+    found = []
+    for s in walk_stmts(prim.body):
+        if isinstance(s, S.For) and s.kind != S.ForKind.VECTORIZED and \
+                isinstance(s.body, S.For) and s.body.kind == S.ForKind.VECTORIZED and \
+                isinstance(s.body.body, S.BufferStore) and s.body.body.buffer.data is out.data:
+            found.append(s)
+    return found
+
+
+@needs_pointwise
+@pytest.mark.parametrize("unroll", [1, 4, 32])
+@pytest.mark.parametrize("epi", ["residual_relu", "bias"])
+def test_transposed_store_rolled_or_unrolled_matches(unroll, epi, monkeypatch):
+    """``TRANSPOSE_UNROLL``: the loop reading the tile back one output channel at a time is
+    rolled (1, the default), unrolled in turns of 4, or fully unrolled; the same numbers, and
+    the kind of loop asked for (a tail panel of 8 channels of 40 is unrolled whole at 32)."""
+    monkeypatch.setattr(conv_pointwise, "TRANSPOSE_UNROLL", unroll)
+    lib, feeds, want = _build((1, 64, 7, 7), 40, epi, seed=5)
+    np.testing.assert_allclose(_run(lib, feeds), want, rtol=2e-4, atol=2e-4)
+    loops = _transposed_reads(_conv_prim(lib))
+    assert loops
+    kinds = {(s.kind, int(s.extent.value)) for s in loops}
+    if unroll == 1:
+        assert kinds <= {(S.ForKind.SERIAL, 32), (S.ForKind.SERIAL, 8)}
+    elif unroll == 4:
+        assert kinds == {(S.ForKind.UNROLLED, 4)}
+    else:
+        assert kinds <= {(S.ForKind.UNROLLED, 32), (S.ForKind.UNROLLED, 8)}
+
+
 @needs_pointwise
 def test_store_runs_late_epilogue_along_pixels():
     """A residual epilogue runs on the transposed rows: the residual is read along the pixels

@@ -135,3 +135,44 @@ def test_group_norm_matches_numpy(shape, rng):
     norm = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
     want = norm.reshape(shape) * gamma[:, None, None] + beta[:, None, None]
     np.testing.assert_allclose(_run(lib, xv), want, rtol=1e-4, atol=1e-4)
+
+
+def _window_stores(lib) -> int:
+    """Stores into the output in the kernels' biggest straight-line run (an unrolled window
+    writes its output once per tap)."""
+    most = 0
+    for k in lib.get_lib().kernels.values():
+        if k.prim_func is None:
+            continue
+        for s in walk_stmts(k.prim_func.body):
+            if isinstance(s, S.SeqStmt):
+                most = max(most, sum(isinstance(c, S.BufferStore) for c in s.seq))
+    return most
+
+
+@pytest.mark.parametrize("flat_vectors", [True, False])
+def test_a_flat_run_of_two_vectors_is_not_an_unrolled_window(flat_vectors, monkeypatch, rng):
+    """A 7x7 global pool's 49 contiguous floats (two vectors and more): vector partial sums
+    along them, not the short-reduction window unrolled across 16 channels (49 gathered
+    loads of 16 lanes, a stride of 49: 9x the LLVM time, 2x the run time on ResNet-50's
+    2048-channel pool); ``FLAT_VECTORS`` off gives the window back, the same numbers."""
+    from minitvm.backend import kernel_cache
+    from minitvm.schedule import lower
+
+    monkeypatch.setattr(lower, "FLAT_VECTORS", flat_vectors)
+    kernel_cache.clear_cache()
+    xv = rng.standard_normal((1, 64, 7, 7)).astype("float32")
+    lib = _build(xv.shape, relay.nn.global_avg_pool2d)
+    kernel_cache.clear_cache()
+    np.testing.assert_allclose(_run(lib, xv), xv.mean(axis=(2, 3), keepdims=True),
+                               rtol=1e-5, atol=1e-5)
+    assert (_window_stores(lib) >= 49) == (not flat_vectors)
+
+
+def test_a_run_with_a_long_scalar_tail_keeps_the_window(rng):
+    """6x6: two vectors and a tail of 4, longer than its two vectors: per output four scalar
+    steps (a max's NaN-tested ones ran 1.77x slower), so the window across channels stays."""
+    xv = rng.standard_normal((1, 32, 6, 6)).astype("float32")
+    lib = _build(xv.shape, relay.nn.global_max_pool2d)
+    np.testing.assert_array_equal(_run(lib, xv), xv.max(axis=(2, 3), keepdims=True))
+    assert _window_stores(lib) >= 36

@@ -105,3 +105,26 @@ def test_let_expressions_inside_an_index():
     const = tir.Let(r, tir.const(3, "int32"), r + 1)
     g = _func(tir.For(i, 0, 8, SERIAL, tir.BufferStore(B, A[const], [i])), A, B)
     assert invariant_accesses(g) == [("i", "A", False)]
+
+
+def test_accesses_under_a_condition_in_their_loop_are_not_worth_hoisting():
+    # a conv epilogue's shape: the last block of input channels reads the per-channel scale and
+    # shift once per pixel tile; LLVM's loop passes leave such guarded loads in the loop
+    A, O = tir.decl_buffer((8, 16), F32, "A"), tir.decl_buffer((8, 16), F32, "O")
+    scale, shift = tir.decl_buffer((8,), F32, "scale"), tir.decl_buffer((8,), F32, "shift")
+    c, kb, x = _v("c"), _v("kb"), _v("x")
+    guarded = _func(tir.For(c, 0, 8, PAR, tir.For(kb, 0, 4, SERIAL, tir.For(
+        x, 0, 16, SERIAL, tir.IfThenElse(tir.EQ(kb, 3), tir.BufferStore(
+            O, A[c, x] * scale[c] + shift[c], [c, x]))))), A, O, scale, shift)
+    assert sorted(invariant_accesses(guarded)) == [("x", "scale", False), ("x", "shift", False)]
+    assert hoistable_accesses(guarded) == []
+    # the condition's own loads run every iteration; a loop inside the condition starts afresh
+    S = tir.decl_buffer((8,), F32, "S")
+    y = _v("y")
+    inner = _func(tir.For(c, 0, 8, PAR, tir.IfThenElse(tir.EQ(c, 3), tir.For(
+        y, 0, 16, SERIAL, tir.BufferStore(S, S[c] + A[c, y], [c])))), A, S)
+    assert hoistable_accesses(inner) == [("y", "S", False), ("y", "S", True)]
+    cond = _func(tir.For(c, 0, 8, PAR, tir.For(x, 0, 16, SERIAL, tir.IfThenElse(
+        tir.GT(scale[0] + shift[0], A[c, x]), tir.BufferStore(O, A[c, x], [c, x])))),
+        A, O, scale, shift)
+    assert sorted(hoistable_accesses(cond)) == [("x", "scale", False), ("x", "shift", False)]
