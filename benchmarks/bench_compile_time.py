@@ -48,7 +48,8 @@ reads its tile back in a rolled loop over the output channels, not 32 unrolled o
 and the 7x7 global pool sums its 49 contiguous floats in vectors, not 49 taps gathered across
 16 channels (``lower.FLAT_VECTORS``), 0.155 -> 0.013 s. ``--ab``, 5 rounds, load 6: ResNet-50
 main thread 2.18 -> 1.61 s, workers 1.60 -> 1.08; ``--phases``: main thread 1.51 s (LLVM 0.58),
-worker 1.03 (LLVM 0.61).
+worker 1.03 (LLVM 0.61). InstCombine went back into the minimal pipeline after these numbers:
+without it a conv_lanes 7x7 tile spilled an accumulator (``jit.MINIMAL_PIPELINE``).
 """
 
 from __future__ import annotations

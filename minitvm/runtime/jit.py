@@ -49,9 +49,11 @@ def host_cpu() -> tuple[str, str]:
 
 # The IR pipeline level of kernels their schedule already vectorized, unrolled and hoisted:
 # SROA (local arrays to registers) and SimplifyCFG only, no loop passes. On ResNet-50 it takes a
-# quarter of the O1 pipeline's time for the same machine code speed. (It ran InstCombine too:
-# 0.34 of ResNet-50's 0.38 CPU s in these passes, for 0.17 s less in the code generator after
-# and the same latency on ResNet-50, MobileNetV2 and BERT, outputs bit for bit.)
+# quarter of the O1 pipeline's time for the same machine code speed. InstCombine stays between
+# them: without it (0.34 of ResNet-50's 0.38 CPU s in these passes) whole models ran as fast, but
+# conv_lanes' 7x7 inner loop with its 64-wide tile spilled an accumulator to the stack
+# (tests/schedule/test_conv_lanes_width.py), the redundant address arithmetic it leaves holding
+# registers.
 MINIMAL_PIPELINE = -1
 
 # LLVM code generator options for the kernels, on (the first spelling) while this module runs
@@ -71,11 +73,12 @@ def target_machine(opt: int = 3):
 
 def optimize(mod, tm, opt: int = 3) -> None:
     """Run LLVM's standard O``opt`` module pipeline (with loop and SLP vectorization), or at
-    ``MINIMAL_PIPELINE`` its two passes."""
+    ``MINIMAL_PIPELINE`` its three passes."""
     if opt == MINIMAL_PIPELINE:
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
         mpm = llvm.create_new_module_pass_manager()
         mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
         mpm.add_simplify_cfg_pass()
         mpm.run(mod, pb)
         return
