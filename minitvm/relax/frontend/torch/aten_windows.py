@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.antialias import antialias_weights
+from ....frontend_common.aten_windows import pair, size_axis_last, unfold_index
 from ... import op as _op
 from ...expr import const
 from ..fold import col2im
@@ -30,16 +31,9 @@ def _unfold(ctx: AtenContext, args):
     n = shape[dim]
     if not isinstance(n, int):
         raise ctx.fail(f"unfold needs a static length on axis {dim}, got {n}")
-    if step < 1 or not 0 <= size <= n:
-        raise ctx.fail(f"unfold: size {size} and step {step} do not fit axis {dim} of length "
-                       f"{n} (needs 0 <= size <= length, step >= 1)")
-    windows = (n - size) // step + 1
-    idx = np.arange(windows)[:, None] * step + np.arange(size)[None, :]
-    y = ctx.emit(_op.take(x, const(idx.astype("int64")), dim))
-    nd = len(shape) + 1
-    if dim + 1 == nd - 1:
-        return y
-    return ctx.emit(_op.permute_dims(y, [a for a in range(nd) if a != dim + 1] + [dim + 1]))
+    y = ctx.emit(_op.take(x, const(unfold_index(n, size, step, dim, ctx.fail)), dim))
+    order = size_axis_last(len(shape) + 1, dim)
+    return y if order is None else ctx.emit(_op.permute_dims(y, order))
 
 
 @register("col2im.default")
@@ -50,12 +44,7 @@ def _col2im(ctx: AtenContext, args):
     nd = ctx.ndim(x)
     if nd not in (2, 3):
         raise ctx.fail(f"col2im expects a 2-D or 3-D input, got {nd}-D")
-
-    def two(v):
-        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
-        return tuple(v * 2 if len(v) == 1 else v)
-
-    size, kernel, dilation, padding, stride = map(two, args[1:6])
+    size, kernel, dilation, padding, stride = map(pair, args[1:6])
     if nd == 2:
         x = ctx.emit(_op.expand_dims(x, 0))
     out = col2im(ctx, x, size, kernel, dilation, padding, padding, stride)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.aten_windows import pair
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -380,12 +381,7 @@ def _im2col(ctx, args):
         raise ctx.fail(f"expects a 3-D or 4-D input, got {len(s)}-D")
     x = x if len(s) == 4 else _op.expand_dims(x, 0)
     n, c, h, w = ctx.shape(x)
-
-    def two(v):
-        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
-        return v * 2 if len(v) == 1 else v
-
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = map(two, (kernel, dilation, padding, stride))
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = map(pair, (kernel, dilation, padding, stride))
     if ph or pw:
         x = _pad_expr(ctx, x, [pw, pw, ph, ph], "constant", 0.0)
     oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1

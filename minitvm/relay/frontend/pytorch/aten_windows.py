@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.antialias import antialias_weights
+from ....frontend_common.aten_windows import pair, size_axis_last, unfold_index
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -30,17 +31,10 @@ def _unfold(ctx, args):
             raise ctx.fail(f"unfold of a 0-d tensor needs size 1, got {size}")
         return _op.reshape(x, (1,))
     dim = _norm_dim(args[1], len(s))
-    if step < 1 or not 0 <= size <= s[dim]:
-        raise ctx.fail(f"unfold: size {size} and step {step} do not fit axis {dim} of "
-                       f"length {s[dim]} (needs 0 <= size <= length, step >= 1)")
-    windows = (s[dim] - size) // step + 1
-    idx = np.arange(windows)[:, None] * step + np.arange(size)[None, :]
-    y = _op.take(x, _expr.const(idx.astype("int64")), axis=dim)  # ... windows, size ...
-    nd = len(s) + 1
-    if dim + 1 == nd - 1:
-        return y
-    order = [a for a in range(nd) if a != dim + 1] + [dim + 1]
-    return _op.transpose(y, order)
+    idx = unfold_index(s[dim], size, step, dim, ctx.fail)
+    y = _op.take(x, _expr.const(idx), axis=dim)  # ... windows, size ...
+    order = size_axis_last(len(s) + 1, dim)
+    return y if order is None else _op.transpose(y, order)
 
 
 @register("col2im")
@@ -51,12 +45,7 @@ def _col2im(ctx, args):
     s = ctx.shape(x)
     if len(s) not in (2, 3):
         raise ctx.fail(f"expects a 2-D or 3-D input, got {len(s)}-D")
-
-    def two(v):
-        v = [int(e) for e in v] if isinstance(v, list | tuple) else [int(v)]
-        return tuple(v * 2 if len(v) == 1 else v)
-
-    size, kernel, dilation, padding, stride = map(two, args[1:6])
+    size, kernel, dilation, padding, stride = map(pair, args[1:6])
     x = x if len(s) == 3 else _op.expand_dims(x, 0)
     out = col2im(x, ctx.shape(x), size, kernel, dilation, padding, padding, stride, ctx.fail)
     return out if len(s) == 3 else _op.squeeze(out, [0])
