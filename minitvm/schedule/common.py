@@ -267,6 +267,13 @@ def outer_loops(ctx, dims, parallel, body_fn, work_per_iter: int = 1):
         return _outer_loops_symbolic(ctx, dims, parallel, body_fn, work_per_iter)
     n = _prod(dims)
     v = ctx.fresh("o")
+    kind = S.ForKind.PARALLEL if parallel and n > 1 else S.ForKind.SERIAL
+    return S.For(v, 0, n, kind, body_fn(unravel(v, dims)))
+
+
+def unravel(v, dims) -> list:
+    """The indices into static ``dims`` (row-major) of flat position ``v``: unit dims index 0,
+    the outermost non-unit one takes what the inner ones leave without a modulo."""
     idx, rest = [], v
     for k in range(len(dims) - 1, -1, -1):
         d = dims[k]
@@ -279,8 +286,7 @@ def outer_loops(ctx, dims, parallel, body_fn, work_per_iter: int = 1):
             idx.append(E.FloorMod(rest, d))
             rest = E.FloorDiv(rest, d)
     idx.reverse()
-    kind = S.ForKind.PARALLEL if parallel and n > 1 else S.ForKind.SERIAL
-    return S.For(v, 0, n, kind, body_fn(idx))
+    return idx
 
 
 def _outer_loops_symbolic(ctx, dims, parallel, body_fn, work_per_iter):

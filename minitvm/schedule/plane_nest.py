@@ -18,7 +18,15 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from .common import PARALLEL_MIN_WORK, at_own_position, const_int, imm, same_dims, vector_inner
+from .common import (
+    PARALLEL_MIN_WORK,
+    at_own_position,
+    const_int,
+    imm,
+    same_dims,
+    unravel,
+    vector_inner,
+)
 
 
 def _axis_positions(load, pos: dict) -> set:
@@ -63,21 +71,8 @@ def merged_plane_nest(ctx, t, buf, body, lanes: int) -> S.Stmt | None:
     out = ctx.flat_view(buf)
     v = ctx.fresh("o")
 
-    def lead_idx():
-        idx, rest = [], v
-        for k in range(start - 1, -1, -1):
-            if lead[k] == 1:
-                idx.append(imm(0))
-            elif all(d == 1 for d in lead[:k]):
-                idx.append(rest)
-                rest = imm(0)
-            else:
-                idx.append(E.FloorMod(rest, lead[k]))
-                rest = E.FloorDiv(rest, lead[k])
-        return idx[::-1]
-
     vals = {a: i if i.dtype == a.dtype else E.Cast(a.dtype, i)
-            for a, i in zip(axes[:start], lead_idx())}
+            for a, i in zip(axes[:start], unravel(v, lead))}
     suffix = {id(x) for x in axes[start:]}
 
     def at(j):
