@@ -19,6 +19,7 @@ __all__ = ["FoldPlan", "fold_plan", "onnx_col2im_geometry"]
 
 @dataclass
 class FoldPlan:
+    channels: int  # C: the column rows over the kernel's kh*kw taps
     windows: tuple[int, int]  # (oh, ow)
     rows: np.ndarray  # int64 [H, Th]: row i*oh + y of each contributing tap, kh*oh if none
     cols: np.ndarray  # int64 [W, Tw]
@@ -38,22 +39,25 @@ def _taps(size: int, k: int, d: int, pad: int, s: int, o: int) -> np.ndarray:
     return out
 
 
-def fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, blocks: int,
-              fail) -> FoldPlan:
-    """The plan of folding ``blocks`` windows into an image of ``size`` (H, W); each of
-    ``kernel``, ``dilation``, the pads and ``stride`` is a pair. ``fail(msg)`` builds the
-    error for a window count that does not match."""
+def fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, column_rows: int,
+              blocks: int, fail) -> FoldPlan:
+    """The plan of folding columns [N, ``column_rows``, ``blocks``] into an image of ``size``
+    (H, W); each of ``kernel``, ``dilation``, the pads and ``stride`` is a pair. ``fail(msg)``
+    builds the error for column rows or a window count that do not match."""
     (h, w), (kh, kw), (dh, dw), (sh, sw) = size, kernel, dilation, stride
     (pt, pl), (pb, pr) = pads_begin, pads_end
     if min(kh, kw, dh, dw, sh, sw) < 1:
         raise fail(f"kernel {kernel}, dilation {dilation} and stride {stride} must be positive")
+    if column_rows % (kh * kw):
+        raise fail(f"{column_rows} column rows are not a multiple of the kernel's {kh}x{kw} "
+                   "taps")
     oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
     if oh <= 0 or ow <= 0 or oh * ow != blocks:
         raise fail(f"{blocks} windows given, an output of {h}x{w} with kernel {kernel}, "
                    f"dilation {dilation}, padding {pads_begin}/{pads_end} and stride {stride} "
                    f"has {max(oh, 0)}x{max(ow, 0)}")
-    return FoldPlan((oh, ow), _taps(h, kh, dh, pt, sh, oh), _taps(w, kw, dw, pl, sw, ow))
+    return FoldPlan(column_rows // (kh * kw), (oh, ow), _taps(h, kh, dh, pt, sh, oh), _taps(w, kw, dw, pl, sw, ow))
 
 
 def onnx_col2im_geometry(image_shape, block_shape, attrs: dict, fail) -> tuple:

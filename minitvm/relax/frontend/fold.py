@@ -20,11 +20,9 @@ def col2im(ctx, x, size, kernel, dilation, pads_begin, pads_end, stride):
                        f"be symbolic), got {shape}")
     n, ck, blocks = shape
     kh, kw = kernel
-    if ck % (kh * kw):
-        raise ctx.fail(f"{ck} column rows are not a multiple of the kernel's {kh}x{kw} taps")
-    c = ck // (kh * kw)
-    plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, blocks, ctx.fail)
-    oh, ow = plan.windows
+    plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, ck, blocks,
+                     ctx.fail)
+    c, (oh, ow) = plan.channels, plan.windows
     y = ctx.emit(_op.reshape(x, [n, c, kh, kw, oh, ow]))
     y = ctx.emit(_op.permute_dims(y, [0, 1, 2, 4, 3, 5]))
     y = ctx.emit(_op.reshape(y, [n, c, kh * oh, kw * ow]))

@@ -22,11 +22,8 @@ def col2im(x, shape, size, kernel, dilation, pads_begin, pads_end, stride, fail)
     """Fold ``x`` [N, C*kh*kw, L] (``shape``, static) into [N, C, H, W]."""
     n, ck, blocks = shape
     kh, kw = kernel
-    if ck % (kh * kw):
-        raise fail(f"{ck} column rows are not a multiple of the kernel's {kh}x{kw} taps")
-    c = ck // (kh * kw)
-    plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, blocks, fail)
-    oh, ow = plan.windows
+    plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, ck, blocks, fail)
+    c, (oh, ow) = plan.channels, plan.windows
     y = _op.reshape(_annotation.stop_fusion(x), (n, c, kh, kw, oh, ow))
     y = _op.reshape(_op.transpose(y, [0, 1, 2, 4, 3, 5]), (n, c, kh * oh, kw * ow))
     y = _nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1)))

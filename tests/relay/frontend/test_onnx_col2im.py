@@ -49,7 +49,13 @@ def test_col2im_3d_image_is_an_error():
 
 def test_fold_plan_tables():
     """A 4-long axis, kernel 2, stride 2, no padding: two windows, each position one tap."""
-    plan = fold_plan((4, 3), (2, 1), (1, 1), (0, 0), (0, 0), (2, 1), 6, ValueError)
-    assert plan.windows == (2, 3)
+    plan = fold_plan((4, 3), (2, 1), (1, 1), (0, 0), (0, 0), (2, 1), 2, 6, ValueError)
+    assert plan.channels == 1 and plan.windows == (2, 3)
     np.testing.assert_array_equal(plan.rows, [[0], [2], [1], [3]])  # tap i, window y: i*2+y
     np.testing.assert_array_equal(plan.cols, [[0], [1], [2]])
+
+
+def test_fold_plan_refuses_rows_that_are_not_whole_kernels():
+    """5 column rows cannot be channels of a 2x1 kernel's taps."""
+    with pytest.raises(ValueError, match="5 column rows are not a multiple of the kernel's 2x1"):
+        fold_plan((4, 3), (2, 1), (1, 1), (0, 0), (0, 0), (2, 1), 5, 6, ValueError)
