@@ -302,19 +302,21 @@ def _same(size, k, stride):
     return total // 2, total - total // 2
 
 
-def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1):
-    """MobileNetV2's inverted residual blocks, fully quantized (as TFLite's converter writes)."""
+def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1):
+    """MobileNetV2's inverted residual blocks, fully quantized (as TFLite's converter writes);
+    ``mult`` widens every block."""
     t = QTwin(dtype, seed)
     x = t.input("input", (1, size, size, 3), scale=1 / 128)
-    y = t.conv(x, width, 3, 2, "relu6")
-    cin = width
+    y = t.conv(x, width * mult, 3, 2, "relu6")
+    cin = width * mult
     for expand, cout, stride in [(1, 16, 1), (6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1)]:
+        cout *= mult
         h = t.conv(y, cin * expand, 1, 1, "relu6") if expand != 1 else y
         h = t.conv(h, 0, 3, stride, "relu6", depthwise=True)
         h = t.conv(h, cout, 1, 1, None)
         y = t.binary("ADD", y, h) if stride == 1 and cin == cout else h
         cin = cout
-    y = t.conv(y, 64, 1, 1, "relu6")
-    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64))
+    y = t.conv(y, 64 * mult, 1, 1, "relu6")
+    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64 * mult))
     logits = t.fully_connected(y, classes)
     return t, t.finish([logits, t.unary("SOFTMAX", logits)])
