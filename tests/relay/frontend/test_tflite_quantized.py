@@ -194,8 +194,7 @@ def test_consecutive_convs_stay_nchw():
 # ------------------------------------------------------------------ errors
 def _single_conv(x_dtype="int8", w_quant=(0.1, 0), x_quant=(0.1, 0)):
     b = ModelBuilder()
-    x = b.tensor("x", (1, 4, 4, 2), x_dtype, quant=x_quant)
-    b.inputs.append(x)
+    x = b.input("x", (1, 4, 4, 2), x_dtype, quant=x_quant)
     w = b.constant("w", np.ones((3, 1, 1, 2), "int8"), quant=w_quant)
     y = b.tensor("y", (1, 4, 4, 3), x_dtype, quant=(0.2, 0))
     b.operator("CONV_2D", [x, w, -1], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1,
@@ -223,8 +222,7 @@ def test_per_channel_activation_error():
 
 def test_tanh_fused_into_a_quantized_conv_error():
     b = ModelBuilder()
-    x = b.tensor("x", (1, 4, 4, 2), "int8", quant=(0.1, 0))
-    b.inputs.append(x)
+    x = b.input("x", (1, 4, 4, 2), "int8", quant=(0.1, 0))
     w = b.constant("w", np.ones((3, 1, 1, 2), "int8"), quant=(0.1, 0))
     y = b.tensor("y", (1, 4, 4, 3), "int8", quant=(0.2, 0))
     b.operator("CONV_2D", [x, w, -1], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1,

@@ -72,8 +72,7 @@ class QTwin:
     def input(self, name, shape, scale=0.05):
         qlo, qhi = QRANGE[self.dtype]
         zp = 128 if self.dtype == "uint8" else 0
-        t = self.b.tensor(name, shape, self.dtype, quant=(scale, zp))
-        self.b.inputs.append(t)
+        t = self.b.input(name, shape, self.dtype, quant=(scale, zp))
         self.val[t] = self.rng.integers(qlo, qhi + 1, size=shape).astype("int64")
         self.qp[t] = (scale, zp)
         return t

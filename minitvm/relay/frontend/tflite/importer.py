@@ -5,7 +5,8 @@ as dynamic-range quantization writes them) are dequantized at import; QUANTIZE->
 are computed; operators on quantized (int8 / uint8) activations take ``quantized``'s converters.
 
 Weights are re-laid out at import the way TVM does (conv HWIO, depthwise HWOI), so
-``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards.
+``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards
+(relay.build at opt_level 3 does it itself: ``transform.ConvertNHWCConvs``).
 """
 
 from __future__ import annotations
