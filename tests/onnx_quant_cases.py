@@ -261,7 +261,7 @@ VNNI_CONV_CASES = [
     (16, 32, 8, 3, 1, 1, 100),
     (18, 16, 9, 3, 2, 1, 37),   # a channel tail, stride 2
     (32, 48, 7, 3, 1, 2, 255),  # dilation 2, the largest zero point
-    (64, 32, 6, 1, 2, 1, 3),    # 1x1, stride 2 (the float32 conv's: ``vnni_conv``)
+    (64, 32, 6, 1, 2, 1, 3),    # 1x1, stride 2 (VNNI from 32 input channels: ``vnni_conv``)
     (24, 16, 5, 3, 1, 1, 0),    # no zero point's share: the conv pads by itself
 ]
 

@@ -144,6 +144,13 @@ def conv_output_scale(s, channels: int):
 # the float32 input of the float conv, and ran 2x slower (the model 0.129 -> 0.187 ms)
 VNNI_MIN_CHANNELS = 16
 VNNI_MIN_REDUCTION = 64
+# 1x1 convs of at least 32 input channels take it too (re-measured at stop 41, one thread, in
+# one process, the model's ms with 1x1 convs float / VNNI: a quantized MobileNetV2-like TFLite
+# model (benchmarks/bench_tflite.py's) at 112x112 with 32..384 channels 1.975 / 1.345, at 64x64
+# with 16..144 channels 0.202 / 0.193; bench_quantized's MobileNetV2 at 64x64, QOperator
+# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel is far slower
+# (16 -> 96 at 32x32: 40 / 320 us), so those keep the float32 conv
+VNNI_MIN_POINTWISE_CHANNELS = 32
 
 
 def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
@@ -153,15 +160,17 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
     Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
     constant int8 weight without (nonzero) zero points, one group, a multiple of 16 output
-    channels, a filter of two or more taps, at least ``VNNI_MIN_CHANNELS`` input channels and
-    ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs stay."""
+    channels, at least ``VNNI_MIN_CHANNELS`` input channels and ``VNNI_MIN_REDUCTION`` input
+    channels x taps (a 1x1 filter: ``VNNI_MIN_POINTWISE_CHANNELS`` input channels). Elsewhere,
+    or otherwise, the float32 convs stay."""
     from ..schedule.conv_vnni import LANES, available
 
     if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
             channels % LANES or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
         return False
     c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))
-    if c < VNNI_MIN_CHANNELS or c * taps < VNNI_MIN_REDUCTION or taps < 2:
+    if c < VNNI_MIN_CHANNELS or (taps == 1 and c < VNNI_MIN_POINTWISE_CHANNELS) or \
+            (taps > 1 and c * taps < VNNI_MIN_REDUCTION):
         return False
     if x_zp is not None and np.size(x_zp) != 1:
         return False

@@ -425,6 +425,22 @@ def _norm_rule(n_in: int, n_out: int):
     return rule
 
 
+def bias_add_layout(attrs, new_in, old_in, types):
+    """nn.bias_add follows its data's new layout with ``axis`` renamed, the bias staying 1-D
+    ("C"): what TVM reaches by running CanonicalizeOps before ConvertLayout (bias_add as
+    expand_dims + add, which follows the new layout). Not into a layout that splits that axis:
+    the 1-D bias would no longer match it."""
+    rank = len(_shape(types[0]))
+    axis = attrs.axis + rank if attrs.axis < 0 else attrs.axis
+    old = old_in[0] if old_in else None
+    if new_in is not None and new_in[0] is not None and old is not None:
+        name, new = old[axis], new_in[0]
+        if name not in new or new.factor_of(name) != -1:
+            return [None] * len(old_in), [None], attrs
+        return [new, Layout("C")], [new], attrs.with_fields(axis=new.index_of(name))
+    return [old, Layout("C")], [old], attrs
+
+
 def resize_layout(attrs, new_in, old_in, types):
     """An image op follows a new input layout of the same rank when its ``layout`` was the old
     one (TVM's ResizeInferCorrectLayout)."""
@@ -535,6 +551,7 @@ _BUILTIN = {
     "squeeze": squeeze_layout, "split": split_layout, "nn.pad": pad_layout,
     "strided_slice": strided_slice_layout,
 }
+_BUILTIN["nn.bias_add"] = bias_add_layout
 _BUILTIN["nn.batch_norm"] = _norm_rule(5, 3)
 _BUILTIN["nn.layer_norm"] = _norm_rule(3, 1)
 _BUILTIN["nn.instance_norm"] = _norm_rule(3, 1)

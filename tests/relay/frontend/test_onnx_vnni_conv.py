@@ -42,7 +42,8 @@ def _int32_convs(mod) -> int:
 def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
-    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available() and k > 1)
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available() and
+                                                                 (k > 1 or c >= 32))
     got = build_and_run(mod, params, {"x": x})[0]
     want = ort_run(proto, {"x": x})[0]
     np.testing.assert_array_equal(got, want)
@@ -96,7 +97,9 @@ def test_vnni_conv_choice():
     assert not onnx_quant.vnni_conv("uint8", None, "int8", w, None, 2, 32)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 3, 7, 7), "int8"), None,
                                     1, 16)  # (a stem of 3 channels)
-    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 64, 1, 1), "int8"), None,
-                                    1, 16)  # (a 1x1 conv)
+    assert onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 32, 1, 1), "int8"), None,
+                                1, 16) == ok  # (a 1x1 conv of 32 input channels)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 16, 1, 1), "int8"), None,
+                                    1, 16)  # (a 1x1 conv of 16)
     sums = onnx_quant.zero_point_sums(np.full((2, 3, 1, 1), -2, "int8"), np.uint8(5))
     np.testing.assert_array_equal(sums, np.full((1, 2, 1, 1), -30, "int32"))

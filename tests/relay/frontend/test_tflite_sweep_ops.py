@@ -603,7 +603,7 @@ def test_quantize_dequantize_pair():
     check(b, {"x": xv}, ((qv - 128) * 0.05).astype("float32"))
 
 
-def test_quantized_operator_is_a_clear_error():
+def test_quantized_operator_without_input_parameters_is_a_clear_error():
     b = ModelBuilder()
     x = b.input("x", (1, 4, 4, 2), "int8")
     w = b.constant("w", np.ones((3, 1, 1, 2), "int8"), quant=(0.1, 0))
@@ -611,7 +611,8 @@ def test_quantized_operator_is_a_clear_error():
     b.operator("CONV_2D", [x, w, -1], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1,
                DilationHFactor=1, DilationWFactor=1)
     b.output(y)
-    with pytest.raises(ImportError_, match="CONV_2D: input tensor 'w' is quantized"):
+    with pytest.raises(ImportError_, match="CONV_2D: input tensor 'x' of an operator on "
+                                           "quantized tensors has no quantization parameters"):
         relay.frontend.from_tflite(b.finish())
 
 

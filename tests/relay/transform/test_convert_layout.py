@@ -59,15 +59,31 @@ def test_nhwc_to_nchw_trailing_operands_are_expanded_before_the_transform():
     check_numerics(mod, out, rtol=1e-4, atol=1e-4)
 
 
-def test_bias_add_stays_in_its_layout():
-    # bias_add broadcasts along its axis attr, not the trailing axes (was transformed C -> W)
+def test_bias_add_follows_with_its_axis_renamed():
+    # bias_add broadcasts along its axis attr, not the trailing axes (was transformed C -> W);
+    # it follows the conv to NCHW with axis 3 -> 1 (TVM gets there through CanonicalizeOps'
+    # expand_dims + add), so the relu after it does too: one transform, at the end
     x = relay.var("x", shape=(1, 6, 6, 4))
     w = relay.var("w", shape=(3, 3, 4, 8))
     b = relay.var("b", shape=(8,))
     y = relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO")
     y = relay.nn.relu(relay.nn.bias_add(y, b, axis=3))
     mod, out = convert(relay.Function([x, w, b], y), {"nn.conv2d": ["NCHW", "default"]})
-    assert "nn.bias_add(%3, %b, axis=3)" in str(out)
+    text = str(out)
+    assert "nn.bias_add(%2, %b)" in text and "axis=3" not in text
+    assert text.count("layout_transform(") == 3  # data, weight, and the relu's result
+    check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+
+
+def test_bias_add_keeps_its_layout_when_the_channels_split():
+    # NCHW4c splits C: a 1-D bias along it no longer matches, so bias_add stays NHWC
+    x = relay.var("x", shape=(1, 6, 6, 8))
+    w = relay.var("w", shape=(3, 3, 8, 8))
+    b = relay.var("b", shape=(8,))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO")
+    y = relay.nn.bias_add(y, b, axis=3)
+    mod, out = convert(relay.Function([x, w, b], y), {"nn.conv2d": ["NCHW4c", "OIHW4i4o"]})
+    assert "axis=3" in str(out)
     check_numerics(mod, out, rtol=1e-4, atol=1e-4)
 
 

@@ -52,8 +52,8 @@ class ModelBuilder:
         arr = np.asarray(data, dtype=dtype or np.asarray(data).dtype)
         return self.tensor(name, arr.shape, str(arr.dtype), arr, quant=quant)
 
-    def input(self, name: str, shape, dtype: str = "float32") -> int:
-        t = self.tensor(name, shape, dtype)
+    def input(self, name: str, shape, dtype: str = "float32", quant=None) -> int:
+        t = self.tensor(name, shape, dtype, quant=quant)
         self.inputs.append(t)
         return t
 

@@ -2,10 +2,11 @@
 
 float16 weights behind DEQUANTIZE, int8/uint8 weights (behind DEQUANTIZE or inside float ops,
 as dynamic-range quantization writes them) are dequantized at import; QUANTIZE->DEQUANTIZE pairs
-are computed; operators that compute on quantized tensors are a clear error.
+are computed; operators on quantized (int8 / uint8) activations take ``quantized``'s converters.
 
 Weights are re-laid out at import the way TVM does (conv HWIO, depthwise HWOI), so
-``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards.
+``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards
+(relay.build at opt_level 3 does it itself: ``transform.ConvertNHWCConvs``).
 """
 
 from __future__ import annotations
@@ -71,11 +72,6 @@ class OpContext:
                 # dynamic-range ("hybrid") models: int8 weights of a float op; computed here
                 # with the weights dequantized
                 self.inputs[k] = _expr.const(dequantize_array(self.inputs[k].data.numpy(), q))
-                continue
-            raise ImportError_(
-                f"{name}: input tensor {(t.Name() or b'').decode()!r} is quantized: quantized "
-                "TFLite operators are not supported (float32 models, float16/int8 weights, "
-                "and QUANTIZE->DEQUANTIZE pairs are)")
 
     def options(self):
         """The op's BuiltinOptions table, decoded into its generated class."""
@@ -140,6 +136,8 @@ class TFLiteImporter:
         return e
 
     def run(self):
+        from .quantized import converter as quantized_converter
+
         sg = self.subgraph
         counts: collections.Counter = collections.Counter()
         for i in range(sg.OperatorsLength()):
@@ -162,7 +160,7 @@ class TFLiteImporter:
             name = self._opcode_name(op)
             ctx = OpContext(self, op, name)
             try:
-                out = CONVERTERS[name](ctx)
+                out = (quantized_converter(ctx) or CONVERTERS[name])(ctx)
             except ImportError_:
                 raise
             except Exception as e:  # noqa: BLE001 - name the operator in any failure

@@ -1,0 +1,236 @@
+"""TFLite models beside ONNX Runtime: a fully-quantized (uint8 activations, int8 per-channel
+weights) MobileNetV2-like model written with the flatbuffer builder (``tflite_qtwin``), and the
+same network in float32 (its weights dequantized), each imported with
+relay.frontend.from_tflite (NHWC, as the file is; no ConvertLayout) and built at opt_level 3.
+
+ORT runs the same computation from an ONNX model written here with ``onnx.helper`` from the
+same builder: QLinearConv / com.microsoft QLinearAdd, QLinearGlobalAveragePool, QGemm (the
+QOperator format) for the quantized model, Conv / Clip / Add / GlobalAveragePool / Gemm for
+the float one (NCHW). minitvm also imports that ONNX file (the ``via ONNX`` column), which
+says what the TFLite route costs over the ONNX one for the same network.
+
+One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
+
+    python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--rounds 5] [--reps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "relay", "frontend"))
+
+
+def _array(b, t) -> np.ndarray | None:
+    name, shape, dtype, buf = b.tensors[t]
+    if not buf:
+        return None
+    return np.frombuffer(b.buffers[buf], dtype=dtype).reshape(shape)
+
+
+def _dequantized(b, t) -> np.ndarray:
+    scale, zp, dim = b.quant[t]
+    v = _array(b, t).astype("float64")
+    shape = [1] * v.ndim
+    if scale.size > 1:
+        shape[dim] = -1
+    return ((v - zp.reshape(shape)) * scale.astype("float64").reshape(shape)).astype("float32")
+
+
+def float_copy(b):
+    """The same network in float32: quantized constants dequantized, activations float."""
+    from minitvm.relay.frontend.tflite.builder import ModelBuilder
+
+    f = ModelBuilder()
+    for t, (name, shape, _, buf) in enumerate(b.tensors):
+        data = _dequantized(b, t) if buf and t in b.quant else _array(b, t) if buf else None
+        f.tensor(name, shape, "float32" if data is None else str(data.dtype), data)
+    f.inputs, f.outputs, f.opcodes, f.ops = list(b.inputs), list(b.outputs), b.opcodes, b.ops
+    return f
+
+
+def _same_pads(h, w, k, s):
+    out = []
+    for n in (h, w):
+        o = -(-n // s)
+        total = max((o - 1) * s + k - n, 0)
+        out.append((total // 2, total - total // 2))
+    return [out[0][0], out[1][0], out[0][1], out[1][1]]
+
+
+def to_onnx(b, quantized: bool):
+    """The builder's MobileNet-like network as an ONNX model (NCHW), ORT's own formats."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, seen = [], [], set()
+    names = {t: b.tensors[t][0] for t in range(len(b.tensors))}
+
+    def const(name, arr):
+        if name not in seen:  # (an activation's parameters: once, however many readers)
+            seen.add(name)
+            inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def qp(t):  # scale and zero point initializers of an activation
+        s, z, _ = b.quant[t]
+        dt = b.tensors[t][2]
+        return [const(f"{names[t]}_s", np.float32(s[0])),
+                const(f"{names[t]}_z", np.array(z[0], dt))]
+
+    for code, ins, outs, _, fields in b.ops:
+        op = b.opcodes[code]
+        x, y = ins[0], outs[0]
+        if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            w, bias = _array(b, ins[1]), _array(b, ins[2])
+            dw = op == "DEPTHWISE_CONV_2D"
+            w_oihw = w.transpose(3, 0, 1, 2) if dw else w.transpose(0, 3, 1, 2)
+            _, h, wd, c = b.tensors[x][1]
+            k, s = w_oihw.shape[2], fields["StrideH"]
+            attrs = {"pads": _same_pads(h, wd, k, s) if fields["Padding"] == 0 else [0] * 4,
+                     "strides": [s, s], "group": c if dw else 1,
+                     "kernel_shape": [k, k]}
+            if quantized:
+                ws, _, _ = b.quant[ins[1]]
+                wn = const(f"{names[ins[1]]}_q", w_oihw)
+                nodes.append(helper.make_node(
+                    "QLinearConv", [names[x], *qp(x), wn,
+                                    const(f"{wn}_s", ws.astype("float32")),
+                                    const(f"{wn}_z", np.zeros(ws.size, "int8")), *qp(y),
+                                    const(f"{names[ins[2]]}_b", bias)], [names[y]], **attrs))
+                continue  # (the output's range is the fused activation's: it saturates)
+            conv = names[y] + "_conv"
+            nodes.append(helper.make_node("Conv", [names[x], const(f"{names[ins[1]]}_w", w_oihw),
+                                                   const(f"{names[ins[2]]}_b", bias)],
+                                          [conv], **attrs))
+            act = fields.get("FusedActivationFunction", 0)
+            if act == 3:
+                nodes.append(helper.make_node("Clip", [conv, const(f"{conv}_lo", np.float32(0)),
+                                                       const(f"{conv}_hi", np.float32(6))],
+                                              [names[y]]))
+            elif act == 1:
+                nodes.append(helper.make_node("Relu", [conv], [names[y]]))
+            else:
+                nodes.append(helper.make_node("Identity", [conv], [names[y]]))
+        elif op == "ADD":
+            if quantized:
+                nodes.append(helper.make_node("QLinearAdd", [names[x], *qp(x), names[ins[1]],
+                                                             *qp(ins[1]), *qp(y)], [names[y]],
+                                              domain="com.microsoft"))
+            else:
+                nodes.append(helper.make_node("Add", [names[x], names[ins[1]]], [names[y]]))
+        elif op == "AVERAGE_POOL_2D":  # (global, in these models)
+            if quantized:
+                nodes.append(helper.make_node("QLinearGlobalAveragePool",
+                                              [names[x], *qp(x), *qp(y)], [names[y]],
+                                              domain="com.microsoft", channels_last=0))
+            else:
+                nodes.append(helper.make_node("GlobalAveragePool", [names[x]], [names[y]]))
+        elif op == "RESHAPE":
+            shape = const(f"{names[y]}_shape", np.array(b.tensors[y][1], "int64"))
+            nodes.append(helper.make_node("Reshape", [names[x], shape], [names[y]]))
+        elif op == "FULLY_CONNECTED":
+            w, bias = _array(b, ins[1]), _array(b, ins[2])
+            wn, bn = const(f"{names[ins[1]]}_w", w), const(f"{names[ins[2]]}_b", bias)
+            if quantized:
+                ws, _, _ = b.quant[ins[1]]
+                nodes.append(helper.make_node(
+                    "QGemm", [names[x], *qp(x), wn, const(f"{wn}_s", np.float32(ws[0])),
+                              const(f"{wn}_z", np.array(0, "int8")), bn, *qp(y)],
+                    [names[y]], domain="com.microsoft", transB=1))
+            else:
+                nodes.append(helper.make_node("Gemm", [names[x], wn, bn], [names[y]], transB=1))
+        elif op == "SOFTMAX":
+            if quantized:
+                d, s = names[y] + "_f", names[y] + "_sm"
+                nodes += [helper.make_node("DequantizeLinear", [names[x], *qp(x)], [d]),
+                          helper.make_node("Softmax", [d], [s], axis=-1),
+                          helper.make_node("QuantizeLinear", [s, *qp(y)], [names[y]])]
+            else:
+                nodes.append(helper.make_node("Softmax", [names[x]], [names[y]], axis=-1))
+        else:
+            raise ValueError(f"to_onnx: {op} is not written")
+    elem = TensorProto.UINT8 if quantized else TensorProto.FLOAT
+
+    def nchw(shape):
+        return [shape[0], shape[3], shape[1], shape[2]] if len(shape) == 4 else list(shape)
+
+    inputs = [helper.make_tensor_value_info(names[t], elem, nchw(b.tensors[t][1]))
+              for t in b.inputs]
+    outputs = [helper.make_tensor_value_info(names[t], elem, list(b.tensors[t][1]))
+               for t in b.outputs]
+    graph = helper.make_graph(nodes, "mobilenet_v2_like", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("com.microsoft", 1)])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=112)
+    ap.add_argument("--mult", type=int, default=2, help="widens every block")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
+    args = ap.parse_args(argv)
+
+    import onnxruntime as ort
+    import tflite_qtwin
+    from interleave import settled_rounds
+
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+    from minitvm.runtime import threadpool
+
+    threadpool.set_num_threads(1)
+    twin, _ = tflite_qtwin.mobilenet_v2("uint8", size=args.size, mult=args.mult)
+    xq = twin.inputs()["input"]
+    models = {"quantized uint8": (twin.b, True, xq),
+              "float32": (float_copy(twin.b), False,
+                          ((xq.astype("float32") - 128) / 128).astype("float32"))}
+
+    def build(mod, params):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm", params=params)
+        return graph_executor.GraphModule(lib["default"](tvm.cpu()))
+
+    rows = []
+    for label, (b, quantized, x) in models.items():
+        gm = build(*relay.frontend.from_tflite(b.finish()))
+        gm.set_input("input", x)
+        proto = to_onnx(b, quantized)
+        gx = build(*relay.frontend.from_onnx(proto))
+        x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        gx.set_input("input", x_nchw)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(proto.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+        gm.run()
+        gx.run()
+        ref = sess.run(None, {"input": x_nchw})[0]
+        err = float(np.abs(gm.get_output(0).numpy().astype("float64") - ref).max())
+        impls = {"tflite": gm.run, "onnx": gx.run,
+                 "ort": lambda s=sess, x=x_nchw: s.run(None, {"input": x})}
+        times = settled_rounds(impls, args.rounds, args.reps, clock=time.thread_time)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        rows.append((label, med["tflite"], med["onnx"], med["ort"], err))
+        print(f"{label}: done", file=sys.stderr, flush=True)
+    print(f"MobileNetV2-like, {args.size}x{args.size}, x{args.mult} channels; one thread; thread "
+          "CPU time; median of interleaved rounds")
+    print(f"{'model':<17}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'TFLite/ORT':>11}"
+          "  max |diff| from ORT (logits; uint8 steps when quantized)")
+    for label, a, o, r, err in rows:
+        print(f"{label:<17}{a:>10.3f}{o:>10.3f}{r:>9.3f}{a / r:>11.2f}  {err:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

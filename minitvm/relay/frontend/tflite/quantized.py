@@ -1,0 +1,368 @@
+"""Fully-quantized TFLite operators (int8 / uint8 activations: what post-training full-integer
+quantization writes, and the classic ``*_quant.tflite`` uint8 models), lowered to plain Relay.
+
+Three kinds, by what the op computes:
+
+- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED): the exact sums of
+  (x - x_zp) * (w - w_zp) as the ONNX importer takes them (``onnx.ops_extra.int_conv`` /
+  ``int_matmul``: the int32 VNNI conv where ``frontend_common.onnx_quant.vnni_conv`` allows,
+  else float32 convs that sum the integers exactly), the int32 bias added, then requantized
+  with in_scale * w_scale / out_scale; a fused activation is a clamp in the quantized domain.
+  The conv runs NCHW between two transposes (consecutive ones cancel in SimplifyExpr, so a
+  chain of convs stays NCHW);
+- data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
+  quantized values themselves, each input first requantized to the output's parameters
+  where they differ (an integer rescale), PAD padding with the zero point;
+- the rest (ADD, MUL, AVERAGE_POOL_2D, MEAN, SOFTMAX, LOGISTIC, HARD_SWISH, RESIZE_BILINEAR,
+  ...): dequantize the inputs, the float op's own converter, quantize the result.
+
+Rounding is Relay's ``round`` (half to even) where TFLite's fixed-point multiplier rounds
+half away from zero: results may differ by one step on exact halves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import QRANGE
+from ... import expr as _expr
+from ... import op as _op
+from ..common import ImportError_, const_value, infer_dtype, infer_shape
+from ..onnx.ops_extra import int_conv, int_matmul
+from .importer import _TENSOR_TYPES, CONVERTERS, _conv_pads, _per_axis, quant_params
+
+EIGHT_BIT = ("int8", "uint8")  # the activation and weight dtypes these converters take
+
+# ops that only move or select values: computed on the quantized values themselves
+MOVE_OPS = frozenset({
+    "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT",
+    "SPLIT_V", "PACK", "UNPACK", "GATHER", "TILE", "BROADCAST_TO", "RESIZE_NEAREST_NEIGHBOR",
+    "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "MAX_POOL_2D", "REDUCE_MAX", "REDUCE_MIN",
+    "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "REVERSE_V2", "SPACE_TO_BATCH_ND",
+    "BATCH_TO_SPACE_ND", "MAXIMUM", "MINIMUM"})
+
+# clamps: the input requantized to the output's parameters, then clamped (float bounds)
+CLAMPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+          "RELU_0_TO_1": (0.0, 1.0)}
+
+# fused activation code -> float bounds (TANH is not a clamp: those ops take the float path)
+_ACT_BOUNDS = {0: (None, None), 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+
+
+class QTensor:
+    """A tensor's quantization as the importer uses it: dtype, scale(s), zero point(s) and
+    quantized dimension, and its name for errors."""
+
+    __slots__ = ("name", "dtype", "scale", "zp", "dim")
+
+    def __init__(self, name: str, dtype: str, q):
+        self.name, self.dtype = name, dtype
+        self.scale, self.zp, self.dim = q
+
+    def same(self, other: QTensor) -> bool:
+        return self.dtype == other.dtype and np.array_equal(self.scale, other.scale) and \
+            np.array_equal(self.zp, other.zp)
+
+    @property
+    def s(self) -> float:
+        return float(self.scale.reshape(-1)[0])
+
+    @property
+    def z(self) -> int:
+        return int(self.zp.reshape(-1)[0])
+
+
+def qtensor(ctx, idx: int) -> QTensor | None:
+    """Tensor ``idx``'s quantization, None when it has none."""
+    if idx < 0:
+        return None
+    t = ctx.importer.subgraph.Tensors(idx)
+    q = quant_params(t)
+    if q is None:
+        return None
+    return QTensor((t.Name() or b"").decode(), _TENSOR_TYPES.get(t.Type(), "?"), q)
+
+
+def is_quantized(ctx) -> bool:
+    """Does this operator compute on quantized activations (a non-constant quantized input, or
+    a quantized 8/16-bit output)? Dynamic-range models' float ops with int8 weights do not."""
+    outs = [qtensor(ctx, int(i)) for i in ctx.op.OutputsAsNumpy()]
+    if any(q is not None and q.dtype in ("int8", "uint8", "int16") for q in outs):
+        return True
+    return any(qtensor(ctx, i) is not None and not isinstance(e, _expr.Constant)
+               for i, e in zip(ctx.input_ids, ctx.inputs, strict=True))
+
+
+def _activation_q(ctx, q: QTensor, role: str) -> QTensor:
+    """Check an activation tensor's quantization: int8/uint8, one scale and zero point."""
+    if q.dtype not in EIGHT_BIT:
+        raise ctx.fail(f"{role} tensor {q.name!r} is {q.dtype}: quantized operators take int8 "
+                       "or uint8 activations")
+    if q.scale.size != 1 or q.zp.size > 1:
+        raise ctx.fail(f"{role} tensor {q.name!r} has per-channel quantization; activations "
+                       "must have one scale and zero point")
+    return q
+
+
+def _out_q(ctx, k: int = 0) -> QTensor:
+    q = qtensor(ctx, int(ctx.op.Outputs(k)))
+    if q is None:
+        raise ctx.fail("the output of an operator on quantized inputs has no quantization "
+                       "parameters")
+    return _activation_q(ctx, q, "output")
+
+
+def _in_q(ctx, k: int) -> QTensor:
+    q = qtensor(ctx, ctx.input_ids[k])
+    if q is None:
+        t = ctx.importer.subgraph.Tensors(ctx.input_ids[k])
+        raise ctx.fail(f"input tensor {(t.Name() or b'').decode()!r} of an operator on "
+                       "quantized tensors has no quantization parameters")
+    return _activation_q(ctx, q, "input")
+
+
+def dequantize(x, q: QTensor):
+    """(x - zero_point) * scale in float32 (per tensor)."""
+    xf = _op.cast(x, "float32")
+    if q.z:
+        xf = _op.subtract(xf, _expr.const(np.array(q.z, "float32")))
+    return _op.multiply(xf, _expr.const(np.array(q.s, "float32")))
+
+
+def quantize(x, q: QTensor, lo: float | None = None, hi: float | None = None):
+    """round(x / scale) + zero_point saturated to the dtype's range, or to the quantized
+    ``[lo, hi]`` (float bounds) inside it (a fused activation)."""
+    v = _op.round(_op.multiply(x, _expr.const(np.array(1.0 / q.s, "float32"))))
+    return _saturate(v, q, lo, hi)
+
+
+def _saturate(v, q: QTensor, lo, hi):
+    """float32 ``v`` (rounded, zero point not yet added) + zero point, clamped, cast."""
+    if q.z:
+        v = _op.add(v, _expr.const(np.array(q.z, "float32")))
+    qlo, qhi = clamp_range(q, lo, hi)
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), q.dtype)
+
+
+def clamp_range(q: QTensor, lo: float | None, hi: float | None) -> tuple[int, int]:
+    """The quantized values of ``q``'s dtype within the float bounds ``[lo, hi]`` (None: open),
+    as TFLite's CalculateActivationRangeQuantized takes them."""
+    qlo, qhi = QRANGE[q.dtype]
+    if lo is not None:
+        qlo = max(qlo, q.z + int(np.round(lo / q.s)))
+    if hi is not None:
+        qhi = min(qhi, q.z + int(np.round(hi / q.s)))
+    return qlo, qhi
+
+
+def requantize(x, q_in: QTensor, q_out: QTensor, lo=None, hi=None):
+    """``x`` (quantized as ``q_in``) in ``q_out``'s parameters; ``x`` itself when they are the
+    same and no bounds narrow it."""
+    if q_in.same(q_out) and lo is None and hi is None:
+        return x
+    if q_in.same(q_out):
+        qlo, qhi = clamp_range(q_out, lo, hi)
+        return _op.clip(x, float(qlo), float(qhi))
+    v = _op.cast(x, "float32")
+    if q_in.z:
+        v = _op.subtract(v, _expr.const(np.array(q_in.z, "float32")))
+    v = _op.round(_op.multiply(v, _expr.const(np.array(q_in.s / q_out.s, "float32"))))
+    return _saturate(v, q_out, lo, hi)
+
+
+def _fused_bounds(ctx):
+    opt = ctx.options()
+    code = opt.FusedActivationFunction() if opt is not None and hasattr(
+        opt, "FusedActivationFunction") else 0
+    if code not in _ACT_BOUNDS:
+        return None
+    return _ACT_BOUNDS[code]
+
+
+# ------------------------------------------------------------------ integer products
+class _IntContext:
+    """What ``int_conv`` / ``int_matmul`` ask of a converter context, for this importer."""
+
+    error = ImportError_
+
+    def __init__(self, ctx):
+        self.fold, self.name = ctx.importer.fold, ctx.name
+
+    shape = staticmethod(infer_shape)
+    dtype = staticmethod(infer_dtype)
+
+    @staticmethod
+    def ndim(e) -> int:
+        return len(infer_shape(e))
+
+    def maybe_value(self, e):
+        return None if e is None else const_value(self.fold(e))
+
+    @staticmethod
+    def const(value, dtype: str | None = None):
+        arr = np.asarray(value, dtype=dtype)
+        return _expr.const(arr, str(arr.dtype))
+
+    def fail(self, detail: str) -> ImportError_:
+        return ImportError_(f"{self.name}: {detail}")
+
+
+def _weight(ctx, k: int, out_axis: int):
+    """(value, QTensor) of the constant 8-bit weight input ``k``, whose output channels are
+    ``out_axis`` of the TFLite layout; clear errors otherwise."""
+    q = qtensor(ctx, ctx.input_ids[k])
+    e = ctx.importer.fold(ctx.inputs[k])
+    if q is None or not isinstance(e, _expr.Constant):
+        raise ctx.fail("the weight must be a constant quantized tensor")
+    if q.dtype not in EIGHT_BIT:
+        raise ctx.fail(f"weight tensor {q.name!r} is {q.dtype}: int8 or uint8 weights are "
+                       "supported")
+    if q.scale.size > 1 and q.dim != out_axis:
+        raise ctx.fail(f"weight tensor {q.name!r} is quantized along axis {q.dim}; per-channel "
+                       f"weights must be quantized along the output channels (axis {out_axis})")
+    return e.data.numpy(), q
+
+
+def _bias(ctx, k: int):
+    if len(ctx.inputs) <= k or ctx.inputs[k] is None:
+        return None
+    v = ctx.value(k, "the bias")
+    if v.dtype != np.int32:
+        raise ctx.fail(f"a quantized operator's bias must be int32, got {v.dtype}")
+    return v.astype("int64")
+
+
+def _zp_expr(zp: np.ndarray, dtype: str):
+    """A zero point for ``int_conv``: None when all zero, else a scalar or per-channel const."""
+    if not np.any(zp):
+        return None
+    v = zp.reshape(-1)
+    return _expr.const((v[:1].reshape(()) if v.size == 1 else v).astype(dtype))
+
+
+def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_out: QTensor):
+    """round((acc + bias) * mult) + zero point, clamped to the fused activation's range;
+    ``mult`` per tensor or per channel along ``axis``."""
+    nd = len(infer_shape(acc))
+    if bias is not None:
+        acc = _op.add(acc, _per_axis(bias.astype(acc_dt), axis, nd, acc_dt))
+    v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
+    v = _op.round(_op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32")))
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    return _saturate(v, q_out, *bounds)
+
+
+def _conv(ctx, depthwise: bool):
+    x = ctx.inputs[0]
+    qx, qo = _in_q(ctx, 0), _out_q(ctx)
+    opt = ctx.options()
+    _, h, wd, c = infer_shape(x)
+    w, qw = _weight(ctx, 1, 3 if depthwise else 0)
+    if depthwise:  # (1, kh, kw, C*M) -> (C*M, 1, kh, kw)
+        w_oihw, groups = w.transpose(3, 0, 1, 2), c
+    else:  # (O, kh, kw, I) -> (O, I, kh, kw)
+        w_oihw = w.transpose(0, 3, 1, 2)
+        if c % w.shape[3]:
+            raise ctx.fail(f"input channels {c} do not match the filter's {w.shape[3]}")
+        groups = c // w.shape[3]
+    o, _, kh, kw = w_oihw.shape
+    sh, sw = opt.StrideH(), opt.StrideW()
+    dh, dw = opt.DilationHFactor(), opt.DilationWFactor()
+    pads = _conv_pads(opt.Padding(), h, wd, kh, kw, sh, sw, dh, dw)
+    attrs = {"kernel_shape": [kh, kw], "strides": [sh, sw], "dilations": [dh, dw],
+             "pads": list(pads), "group": groups}
+    ictx = _IntContext(ctx)
+    acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
+                           _expr.const(np.ascontiguousarray(w_oihw)),
+                           _zp_expr(qw.zp, qw.dtype), attrs)
+    mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
+    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    return _op.transpose(out, (0, 2, 3, 1))
+
+
+def _fully_connected(ctx):
+    x = ctx.inputs[0]
+    qx, qo = _in_q(ctx, 0), _out_q(ctx)
+    w, qw = _weight(ctx, 1, 0)
+    units, k = w.shape
+    xs = infer_shape(x)
+    flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
+    acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
+                             _expr.const(np.ascontiguousarray(w.T)), _zp_expr(qw.zp, qw.dtype))
+    mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
+    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    opt = ctx.options()
+    if opt is not None and opt.KeepNumDims() and len(xs) != 2:
+        out = _op.reshape(out, xs[:-1] + (units,))
+    return out
+
+
+INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
+               "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, True),
+               "FULLY_CONNECTED": _fully_connected}
+
+
+# ------------------------------------------------------------------ the other kinds
+def _data_inputs(ctx) -> list[int]:
+    """The inputs holding quantized 8-bit values (not shapes, axes, paddings)."""
+    return [k for k, i in enumerate(ctx.input_ids)
+            if ctx.inputs[k] is not None and qtensor(ctx, i) is not None and
+            qtensor(ctx, i).dtype in ("int8", "uint8", "int16")]
+
+
+def _move(ctx):
+    """The op on quantized values, each data input requantized to the output's parameters."""
+    qo = _out_q(ctx)
+    for k in _data_inputs(ctx):
+        ctx.inputs[k] = requantize(ctx.inputs[k], _in_q(ctx, k), qo)
+    if ctx.name == "PAD":
+        pads = ctx.value(1, "the paddings").astype("int64")
+        return _op.nn.pad(ctx.inputs[0], [tuple(p) for p in pads],
+                          pad_value=_expr.const(np.array(qo.z, qo.dtype)))
+    return CONVERTERS[ctx.name](ctx)
+
+
+def _clamp(ctx):
+    lo, hi = CLAMPS[ctx.name]
+    return requantize(ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx), lo, hi)
+
+
+def _through_float(ctx):
+    """Dequantize the quantized inputs, the float converter, quantize the (8-bit) outputs."""
+    for k in _data_inputs(ctx):
+        ctx.inputs[k] = dequantize(ctx.inputs[k], _in_q(ctx, k))
+    out = CONVERTERS[ctx.name](ctx)
+    outs = out if isinstance(out, list) else [out]
+    res = []
+    for k, e in enumerate(outs):
+        q = qtensor(ctx, int(ctx.op.Outputs(k)))
+        res.append(e if q is None or infer_dtype(e) != "float32" else
+                   quantize(e, _activation_q(ctx, q, "output")))
+    return res if isinstance(out, list) else res[0]
+
+
+def _requantize_op(ctx):
+    """QUANTIZE of an already quantized tensor: a rescale between two quantizations."""
+    return requantize(ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx))
+
+
+def converter(ctx):
+    """The converter of an operator on quantized activations (by kind, see the module), or
+    None for the float converters (float ops, dynamic-range models, DEQUANTIZE, QUANTIZE of
+    a float tensor)."""
+    if ctx.name == "DEQUANTIZE":
+        return None
+    if ctx.name == "QUANTIZE":
+        q = qtensor(ctx, ctx.input_ids[0])
+        return _requantize_op if q is not None and q.dtype != "float32" else None
+    if not is_quantized(ctx):
+        return None
+    if ctx.name in INTEGER_OPS:
+        return INTEGER_OPS[ctx.name]
+    if ctx.name in CLAMPS:
+        return _clamp
+    if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
+        return _move
+    return _through_float

@@ -1,0 +1,321 @@
+"""Builds fully-quantized TFLite models op by op while simulating TFLite's arithmetic in numpy
+(dequantize, the float op in float64, round half away from zero, clamp), so each model carries
+an independent reference output. No TFLite runtime and no torch needed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitvm.relay.frontend.tflite.builder import ModelBuilder
+
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+_ACT = {None: 0, "relu": 1, "relu6": 3}
+_BOUNDS = {None: (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0)}
+
+
+def round_away(v):
+    """TFLite's rounding: half away from zero."""
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+class QTwin:
+    """A ModelBuilder plus, for every quantized tensor, its int values and (scale, zero point)."""
+
+    def __init__(self, dtype: str = "uint8", seed: int = 0):
+        self.b = ModelBuilder()
+        self.dtype = dtype
+        self.rng = np.random.default_rng(seed)
+        self.val: dict[int, np.ndarray] = {}  # quantized values (int64)
+        self.qp: dict[int, tuple[float, int]] = {}
+        self.n = 0
+
+    # ---------------------------------------------------------------- quantization helpers
+    def _name(self, kind):
+        self.n += 1
+        return f"{kind}_{self.n}"
+
+    def params_for(self, lo: float, hi: float) -> tuple[float, int]:
+        """(scale, zero point) covering [lo, hi] (widened to hold 0) in this twin's dtype."""
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        qlo, qhi = QRANGE[self.dtype]
+        scale = max(hi - lo, 1e-6) / (qhi - qlo)
+        zp = int(np.clip(round_away(qlo - lo / scale), qlo, qhi))
+        return float(np.float32(scale)), zp
+
+    def quantize(self, f, scale, zp, lo=None, hi=None):
+        qlo, qhi = QRANGE[self.dtype]
+        if lo is not None:
+            qlo = max(qlo, zp + int(round_away(lo / scale)))
+        if hi is not None:
+            qhi = min(qhi, zp + int(round_away(hi / scale)))
+        return np.clip(round_away(np.asarray(f, "float64") / scale) + zp, qlo, qhi).astype(
+            "int64")
+
+    def deq(self, t) -> np.ndarray:
+        s, z = self.qp[t]
+        return (self.val[t] - z) * np.float64(s)
+
+    def _emit(self, f, kind, params=None, act=None) -> int:
+        """A new quantized tensor holding the float value ``f`` (its parameters from its range
+        unless given), clamped to the fused activation ``act``."""
+        lo, hi = _BOUNDS[act]
+        top = float(np.max(f)) if hi is None else min(float(np.max(f)), hi)
+        s, z = params or self.params_for(float(np.min(f)), top)
+        t = self.b.tensor(self._name(kind), np.shape(f), self.dtype, quant=(s, z))
+        self.val[t], self.qp[t] = self.quantize(f, s, z, lo, hi), (s, z)
+        return t
+
+    def _i32(self, arr) -> int:
+        return self.b.constant(self._name("const"), np.asarray(arr, "int32"))
+
+    # ---------------------------------------------------------------- model pieces
+    def input(self, name, shape, scale=0.05):
+        qlo, qhi = QRANGE[self.dtype]
+        zp = 128 if self.dtype == "uint8" else 0
+        t = self.b.input(name, shape, self.dtype, quant=(scale, zp))
+        self.val[t] = self.rng.integers(qlo, qhi + 1, size=shape).astype("int64")
+        self.qp[t] = (scale, zp)
+        return t
+
+    def float_input(self, name, shape):
+        t = self.b.input(name, shape, "float32")
+        self.val[t] = self.rng.standard_normal(shape)
+        return t
+
+    def conv(self, x, cout, k, stride=1, act=None, depthwise=False, per_channel=True,
+             padding="SAME", w_dtype="int8", w_zp=0):
+        xf = self.deq(x)
+        n, h, wd, cin = xf.shape
+        co = cin if depthwise else cout
+        q = self.rng.integers(-127, 128, size=(1, k, k, co) if depthwise else (co, k, k, cin))
+        if w_dtype == "uint8":
+            q = np.clip(q + w_zp, 0, 255)
+        w_scale = (self.rng.uniform(0.5, 1.5, co) if per_channel else np.ones(1)) * \
+            (2.5 / (127 * np.sqrt(k * k * (1 if depthwise else cin))))  # (keeps the scale)
+        w_scale = w_scale.astype("float32")
+        wf = (q - w_zp) * w_scale.astype("float64").reshape(
+            (1, 1, 1, -1) if depthwise else (-1, 1, 1, 1))
+        in_s = self.qp[x][0]
+        b_scale = (np.float32(in_s) * w_scale).astype("float32")
+        bias = self.rng.integers(-2000, 2000, size=co).astype("int32")
+        if padding == "SAME":
+            pads = [_same(h, k, stride), _same(wd, k, stride)]
+        else:
+            pads = [(0, 0), (0, 0)]
+        xp = np.pad(xf, ((0, 0), pads[0], pads[1], (0, 0)))
+        oh = (xp.shape[1] - k) // stride + 1
+        ow = (xp.shape[2] - k) // stride + 1
+        out = np.zeros((n, oh, ow, co))
+        for i in range(k):
+            for j in range(k):
+                patch = xp[:, i:i + stride * oh:stride, j:j + stride * ow:stride, :]
+                if depthwise:
+                    out += patch * wf[0, i, j]
+                else:
+                    out += patch @ wf[:, i, j, :].T
+        out += bias * b_scale.astype("float64")
+        wt = self.b.constant(self._name("w"), q.astype(w_dtype),
+                             quant=(w_scale, np.full(w_scale.size, w_zp), 3 if depthwise else 0))
+        bt = self.b.constant(self._name("b"), bias, quant=(b_scale, np.zeros(co, "int64"), 0))
+        y = self._emit(np.maximum(out, 0) if act else out, "conv", act=act)
+        opts = "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions"
+        extra = {"DepthMultiplier": 1} if depthwise else {}
+        self.b.operator("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [x, wt, bt], [y], opts,
+                        Padding=0 if padding == "SAME" else 1, StrideH=stride, StrideW=stride,
+                        DilationHFactor=1, DilationWFactor=1, FusedActivationFunction=_ACT[act],
+                        **extra)
+        return y
+
+    def fully_connected(self, x, units, act=None):
+        xf = self.deq(x)
+        k = xf.shape[-1]
+        q = self.rng.integers(-127, 128, size=(units, k))
+        w_scale = np.float32(2.5 / (127 * np.sqrt(k)))
+        b_scale = np.float32(np.float32(self.qp[x][0]) * w_scale)
+        bias = self.rng.integers(-2000, 2000, size=units).astype("int32")
+        out = xf.reshape(-1, k) @ (q * np.float64(w_scale)).T + bias * np.float64(b_scale)
+        wt = self.b.constant(self._name("w"), q.astype("int8"), quant=(w_scale, 0))
+        bt = self.b.constant(self._name("b"), bias, quant=(b_scale, 0))
+        y = self._emit(np.maximum(out, 0) if act else out, "fc", act=act)
+        self.b.operator("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions",
+                        FusedActivationFunction=_ACT[act], KeepNumDims=False)
+        return y
+
+    def binary(self, op, a, b, act=None):
+        fa, fb = self.deq(a), self.deq(b)
+        f = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[op](fa, fb)
+        y = self._emit(np.maximum(f, 0) if act else f, op.lower(), act=act)
+        self.b.operator(op, [a, b], [y], f"{op.capitalize()}Options",
+                        FusedActivationFunction=_ACT[act])
+        return y
+
+    def pool(self, kind, x, k, stride, padding="VALID"):
+        xf = self.deq(x)
+        n, h, w, c = xf.shape
+        if padding == "SAME":
+            ph, pw = _same(h, k, stride), _same(w, k, stride)
+        else:
+            ph = pw = (0, 0)
+        fill = -np.inf if kind == "max" else np.nan
+        xp = np.pad(xf, ((0, 0), ph, pw, (0, 0)), constant_values=fill)
+        oh, ow = (xp.shape[1] - k) // stride + 1, (xp.shape[2] - k) // stride + 1
+        win = np.stack([xp[:, i:i + stride * oh:stride, j:j + stride * ow:stride, :]
+                        for i in range(k) for j in range(k)])
+        f = win.max(axis=0) if kind == "max" else np.nanmean(win, axis=0)
+        params = self.qp[x] if kind == "max" else None
+        y = self._emit(f, kind + "pool", params)
+        self.b.operator("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
+                        "Pool2DOptions", Padding=0 if padding == "SAME" else 1, StrideH=stride,
+                        StrideW=stride, FilterHeight=k, FilterWidth=k, FusedActivationFunction=0)
+        return y
+
+    def mean(self, x, axes, keep):
+        y = self._emit(self.deq(x).mean(axis=tuple(axes), keepdims=keep), "mean")
+        self.b.operator("MEAN", [x, self._i32(axes)], [y], "ReducerOptions", KeepDims=keep)
+        return y
+
+    def _same_params(self, x, f, kind):
+        y = self.b.tensor(self._name(kind), f.shape, self.dtype, quant=self.qp[x])
+        self.val[y], self.qp[y] = f, self.qp[x]
+        return y
+
+    def reshape(self, x, shape):
+        y = self._same_params(x, self.val[x].reshape(shape), "reshape")
+        self.b.operator("RESHAPE", [x, self._i32(shape)], [y], "ReshapeOptions",
+                        NewShape=list(shape))
+        return y
+
+    def squeeze(self, x, dims):
+        y = self._same_params(x, np.squeeze(self.val[x], tuple(dims)), "squeeze")
+        self.b.operator("SQUEEZE", [x], [y], "SqueezeOptions", SqueezeDims=list(dims))
+        return y
+
+    def transpose(self, x, perm):
+        y = self._same_params(x, self.val[x].transpose(perm), "transpose")
+        self.b.operator("TRANSPOSE", [x, self._i32(perm)], [y])
+        return y
+
+    def strided_slice(self, x, begin, end, strides):
+        sl = tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides, strict=True))
+        y = self._same_params(x, self.val[x][sl], "slice")
+        self.b.operator("STRIDED_SLICE", [x, self._i32(begin), self._i32(end),
+                                          self._i32(strides)], [y], "StridedSliceOptions",
+                        BeginMask=0, EndMask=0, EllipsisMask=0, NewAxisMask=0,
+                        ShrinkAxisMask=0)
+        return y
+
+    def pad(self, x, pads):
+        zp = self.qp[x][1]
+        y = self._same_params(x, np.pad(self.val[x], pads, constant_values=zp), "pad")
+        self.b.operator("PAD", [x, self._i32(pads)], [y])
+        return y
+
+    def concat(self, xs, axis):
+        """Inputs of different scales: each requantized to the output's."""
+        f = np.concatenate([self.deq(x) for x in xs], axis)
+        y = self._emit(f, "concat")
+        self.b.operator("CONCATENATION", list(xs), [y], "ConcatenationOptions", Axis=axis,
+                        FusedActivationFunction=0)
+        return y
+
+    def unary(self, op, x):
+        xf = self.deq(x)
+        if op == "SOFTMAX":
+            e = np.exp(xf - xf.max(axis=-1, keepdims=True))
+            f = e / e.sum(axis=-1, keepdims=True)
+        elif op == "LOGISTIC":
+            f = 1 / (1 + np.exp(-xf))
+        elif op == "HARD_SWISH":
+            f = xf * np.clip(xf + 3, 0, 6) / 6
+        elif op == "RELU":
+            f = np.maximum(xf, 0)
+        else:  # RELU6
+            f = np.clip(xf, 0, 6)
+        params = None
+        if op in ("SOFTMAX", "LOGISTIC"):  # TFLite's fixed output parameters
+            params = (1 / 256, -128 if self.dtype == "int8" else 0)
+        elif op in ("RELU", "RELU6"):
+            params = self.qp[x]
+        y = self._emit(f, op.lower(), params)
+        self.b.operator(op, [x], [y], "SoftmaxOptions" if op == "SOFTMAX" else None,
+                        **({"Beta": 1.0} if op == "SOFTMAX" else {}))
+        return y
+
+    def resize(self, x, size, method):
+        xf = self.deq(x)
+        _, h, w, _ = xf.shape
+        oh, ow = size
+        if method == "nearest":
+            ri = np.minimum(np.floor(np.arange(oh) * h / oh).astype(int), h - 1)
+            ci = np.minimum(np.floor(np.arange(ow) * w / ow).astype(int), w - 1)
+            y = self._same_params(x, self.val[x][:, ri][:, :, ci], "resize")
+            op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
+        else:  # asymmetric (align_corners=False, half_pixel_centers=False)
+            def axis(n_in, n_out):
+                src = np.arange(n_out) * n_in / n_out
+                i0 = np.floor(src).astype(int)
+                return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+
+            r0, r1, fr = axis(h, oh)
+            c0, c1, fc = axis(w, ow)
+            top = xf[:, r0] * (1 - fr)[None, :, None, None] + xf[:, r1] * fr[None, :, None, None]
+            f = top[:, :, c0] * (1 - fc)[None, None, :, None] + \
+                top[:, :, c1] * fc[None, None, :, None]
+            y = self._emit(f, "resize")
+            op, opts = "RESIZE_BILINEAR", "ResizeBilinearOptions"
+        self.b.operator(op, [x, self._i32(size)], [y], opts, AlignCorners=False,
+                        HalfPixelCenters=False)
+        return y
+
+    def quantize_float(self, x):
+        """QUANTIZE of a float input."""
+        f = self.val[x]
+        y = self._emit(f, "quantize")
+        self.b.operator("QUANTIZE", [x], [y])
+        return y
+
+    def requantize(self, x, scale, zp):
+        y = self._emit(self.deq(x), "requantize", (scale, zp))
+        self.b.operator("QUANTIZE", [x], [y])
+        return y
+
+    def dequantize(self, x):
+        y = self.b.tensor(self._name("dequantize"), self.val[x].shape, "float32")
+        self.val[y] = self.deq(x)
+        self.b.operator("DEQUANTIZE", [x], [y])
+        return y
+
+    def finish(self, outputs):
+        for o in outputs:
+            self.b.output(o)
+        return self.b.finish(), [self.val[o] for o in outputs]
+
+    def inputs(self) -> dict:
+        return {self.b.tensors[t][0]: self.val[t].astype(self.b.tensors[t][2])
+                for t in self.b.inputs}
+
+
+def _same(size, k, stride):
+    out = -(-size // stride)
+    total = max((out - 1) * stride + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1):
+    """MobileNetV2's inverted residual blocks, fully quantized (as TFLite's converter writes);
+    ``mult`` widens every block."""
+    t = QTwin(dtype, seed)
+    x = t.input("input", (1, size, size, 3), scale=1 / 128)
+    y = t.conv(x, width * mult, 3, 2, "relu6")
+    cin = width * mult
+    for expand, cout, stride in [(1, 16, 1), (6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1)]:
+        cout *= mult
+        h = t.conv(y, cin * expand, 1, 1, "relu6") if expand != 1 else y
+        h = t.conv(h, 0, 3, stride, "relu6", depthwise=True)
+        h = t.conv(h, cout, 1, 1, None)
+        y = t.binary("ADD", y, h) if stride == 1 and cin == cout else h
+        cin = cout
+    y = t.conv(y, 64 * mult, 1, 1, "relu6")
+    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64 * mult))
+    logits = t.fully_connected(y, classes)
+    return t, t.finish([logits, t.unary("SOFTMAX", logits)])
