@@ -30,7 +30,7 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if homogeneous and not is_vm:
         # ConvertNHWCConvs (opt_level 3) is minitvm's: NHWC conv models (TFLite) move to NCHW
         # whole, rather than one conv at a time by Legalize
-        passes += [p("InferType"), p("ConvertNHWCConvs")]
+        passes.append(p("ConvertNHWCConvs"))  # (its required InferType runs first)
     if homogeneous:
         passes.append(p("Legalize"))
     passes.append(p("SimplifyInference"))
