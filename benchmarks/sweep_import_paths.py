@@ -177,14 +177,17 @@ def path_onnx_dyn(name, model, inputs, ref, tol):
         raise Skip(f"axis 0 is not the batch of every input (eager fails on them cycled to "
                    f"another size): {first_line(e)}") from e
     buf = io.BytesIO()
+    out = "y"
+    while out in inputs:  # an input named y (a class label) would share the output's name
+        out += "_out"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(model, tuple(example.values()), buf, dynamo=False,
                               opset_version=nu.ONNX_OPSET.get(name, 17),
-                              input_names=list(inputs), output_names=["y"],
+                              input_names=list(inputs), output_names=[out],
                               dynamic_axes={**{k: {0: "batch"} for k, v in inputs.items()
-                                               if v.dim() > 0}, "y": {0: "batch"}})
+                                               if v.dim() > 0}, out: {0: "batch"}})
     except Exception as e:  # noqa: BLE001
         raise Skip(f"torch.onnx.export (dynamic batch): {first_line(e)}") from e
     blob = buf.getvalue()
