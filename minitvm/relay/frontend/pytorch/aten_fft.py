@@ -13,10 +13,9 @@ complex value is refused with an error that names it.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, scale
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -59,56 +58,27 @@ def _apply(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
     return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in back])
 
 
-def _scale(norm, n: int, forward: bool) -> float:
-    """torch's ``norm``: "backward" (the default) scales the inverse by 1/n, "forward" the
-    forward transform, "ortho" both by 1/sqrt(n)."""
-    norm = norm or "backward"
-    if norm == "ortho":
-        return 1.0 / math.sqrt(n)
-    if norm not in ("backward", "forward"):
-        raise ValueError(f"unknown FFT norm {norm!r}")
-    return 1.0 / n if (norm == "forward") == forward else 1.0
-
-
 def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
     """The full complex DFT of ``z`` along ``axis`` (n points)."""
-    ang = 2 * np.pi * np.outer(np.arange(n), np.arange(n)) / n
-    s = _scale(norm, n, forward)
-    c, sn = np.cos(ang) * s, np.sin(ang) * s * (1.0 if forward else -1.0)
+    c, sn = c2c_matrices(n, forward, scale(norm, n, forward))
     dt = ctx.dtype(z.re)
-    # forward: (re cos + im sin) + i (im cos - re sin); inverse flips the sine's sign
     re = _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
     im = _op.subtract(_apply(z.im, axis, nd, c, dt), _apply(z.re, axis, nd, sn, dt))
     return ComplexValue(re, im)
 
 
-def _r2c(ctx, x, axis: int, nd: int, n: int, onesided: bool, norm):
-    """The DFT of a real ``x`` along ``axis``: n // 2 + 1 frequencies when ``onesided``."""
-    k = n // 2 + 1 if onesided else n
-    ang = 2 * np.pi * np.outer(np.arange(n), np.arange(k)) / n
-    s = _scale(norm, n, True)
+def _r2c(ctx, x, axis: int, nd: int, n: int, norm):
+    """The one-sided DFT of a real ``x`` along ``axis`` (n points)."""
+    c, sn = r2c_matrices(n, True, scale(norm, n, True))
     dt = ctx.dtype(x)
-    return ComplexValue(_apply(x, axis, nd, np.cos(ang) * s, dt),
-                        _apply(x, axis, nd, -np.sin(ang) * s, dt))
+    return ComplexValue(_apply(x, axis, nd, c, dt), _apply(x, axis, nd, sn, dt))
 
 
 def _c2r(ctx, z: ComplexValue, axis: int, nd: int, n: int, norm):
-    """The real inverse of a one-sided spectrum along ``axis`` (n output points): the missing
-    half is the conjugate mirror, so bins 1 .. ceil(n/2)-1 count twice; the imaginary parts
-    of bin 0 (and of bin n/2 for even n) are dropped, as torch does."""
-    k = ctx.shape(z.re)[axis]
-    used = min(k, n // 2 + 1)
-    ang = 2 * np.pi * np.outer(np.arange(k), np.arange(n)) / n
-    w = np.zeros(k)
-    w[:used] = 2.0
-    w[0] = 1.0
-    if n % 2 == 0 and used == n // 2 + 1:
-        w[n // 2] = 1.0
-    s = _scale(norm, n, False)
+    """The real inverse of a one-sided spectrum along ``axis`` (n output points)."""
+    c, sn = c2r_matrices(ctx.shape(z.re)[axis], n, scale(norm, n, False))
     dt = ctx.dtype(z.re)
-    cos = np.cos(ang) * (w * s)[:, None]
-    sin = -np.sin(ang) * (w * s)[:, None]
-    return _op.add(_apply(z.re, axis, nd, cos, dt), _apply(z.im, axis, nd, sin, dt))
+    return _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
 
 
 def _dims_sizes(ctx, x, sizes, dims, default_dims):
@@ -150,7 +120,7 @@ def _rfft_like(default_dims):
             raise ctx.fail("the input of a real-to-complex FFT is complex")
         dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
         _fixed_input(ctx, shape, dims, sizes)
-        z = _r2c(ctx, x, dims[-1], nd, shape[dims[-1]], True, norm)
+        z = _r2c(ctx, x, dims[-1], nd, shape[dims[-1]], norm)
         for d in reversed(dims[:-1]):
             z = _c2c(ctx, z, d, nd, shape[d], True, norm)
         return z
