@@ -77,6 +77,19 @@ def test_rfftn_real_imag():
     _check(Fn(fn), _randn(3, 2, 6), rtol=1e-4, atol=1e-5)
 
 
+def test_spectral_conv_keeps_low_modes():
+    """FNO's spectral convolution: the lowest modes of the spectrum sliced and multiplied per
+    mode by a complex weight; irfft2 to the full size zero-pads the rest."""
+    torch.manual_seed(4)
+    w = torch.randn(3, 2, 2)
+
+    def fn(x):
+        z = torch.fft.rfft2(x)[:, :, :3, :2]
+        return torch.fft.irfft2(z * torch.view_as_complex(w), s=(6, 6))
+
+    _check(Fn(fn), _randn(2, 4, 6, 6), rtol=1e-4, atol=1e-5)
+
+
 def _import(fn, x):
     traced = torch.jit.trace(Fn(fn), (x,))
     return relay.frontend.from_pytorch(traced, [("x", (tuple(x.shape), "float32"))])

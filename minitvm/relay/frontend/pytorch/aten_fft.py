@@ -7,8 +7,9 @@ Relay has no complex dtype, so a complex value lives in the importer only, as a
 :class:`ComplexValue` pair of float tensors (real, imaginary); every FFT is a product with
 constant cosine and sine matrices along each transformed axis (a dense layer per axis, which
 the native GEMM kernels run), and a complex value must end as a real tensor (``irfft*``,
-``view_as_real``, ``real``, ``imag``, ``abs``) before the graph's output. Any other op on a
-complex value is refused with an error that names it.
+``view_as_real``, ``real``, ``imag``, ``abs``) before the graph's output. Layout ops (slice,
+select, permute, view, ...) apply to both parts; any other op on a complex value is refused
+with an error that names it.
 """
 
 from __future__ import annotations
@@ -128,6 +129,15 @@ def _rfft_like(default_dims):
     return convert
 
 
+def _resize_axis(z: ComplexValue, axis: int, nd: int, have: int, want: int):
+    """Both parts of ``z`` zero-padded at the end of ``axis`` (or cropped) to ``want``."""
+    def one(x):
+        if want > have:
+            return _nn.pad(x, [(0, 0)] * axis + [(0, want - have)] + [(0, 0)] * (nd - axis - 1))
+        return _op.strided_slice(x, [0], [want], axes=[axis])
+    return ComplexValue(one(z.re), one(z.im))
+
+
 def _irfft_like(default_dims):
     @_complex_op
     def convert(ctx, args):
@@ -136,7 +146,11 @@ def _irfft_like(default_dims):
             raise ctx.fail("the input of a complex-to-real FFT is real: torch would treat it "
                            "as complex with a zero imaginary part; pass a complex tensor")
         dims, sizes, shape, nd = _dims_sizes(ctx, z, sizes, dims, default_dims)
-        _fixed_input(ctx, shape, dims, sizes, skip_last=True)
+        if sizes is not None:  # s on the complex axes: zero-pad or crop the spectrum there
+            for d, n in zip(dims[:-1], sizes[:-1], strict=True):
+                if n is not None and int(n) != -1 and int(n) != shape[d]:
+                    z = _resize_axis(z, d, nd, shape[d], int(n))
+            shape = ctx.shape(z.re)
         for d in dims[:-1]:
             z = _c2c(ctx, z, d, nd, shape[d], False, norm)
         last = None if sizes is None else sizes[-1]
@@ -266,6 +280,30 @@ def _cabs(ctx, args):
     z = args[0]
     return _op.sqrt(_op.add(_op.multiply(z.re, z.re), _op.multiply(z.im, z.im)))
 
+
+def _per_part(name: str):
+    """A layout op (slice, select, permute, view, ...) on a complex value: the same op on its
+    real and imaginary parts."""
+    real = ATEN[name]
+
+    def convert(ctx, args):
+        z = args[0]
+        return ComplexValue(real(ctx, [z.re, *args[1:]]), real(ctx, [z.im, *args[1:]]))
+
+    return convert
+
+
+def _zero_pad(ctx, args):
+    """constant_pad_nd of a complex value, with zeros only."""
+    if len(args) > 2 and args[2] not in (0, 0.0, None):
+        raise _unsupported(ctx, "aten::constant_pad_nd with a non-zero value")
+    return _per_part("constant_pad_nd")(ctx, args)
+
+
+for _name in ("slice", "select", "permute", "view", "reshape", "unsqueeze", "squeeze",
+              "transpose", "expand", "contiguous", "clone"):
+    register(_name)(_complex_aware(_name, _per_part(_name)))
+register("constant_pad_nd")(_complex_aware("constant_pad_nd", _zero_pad))
 
 for _name, _fn in (("mul", _cmul), ("mul_", _cmul), ("add", _cadd(1)), ("add_", _cadd(1)),
                    ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("abs", _cabs)):
