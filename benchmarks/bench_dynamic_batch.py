@@ -9,7 +9,7 @@ threads for both, wall-clock time).
                                              [--rounds 5] [--threads 1]
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
-input (rounds one to seven and the ninth) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
+input (rounds one to seven, the ninth and the tenth) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
 seconds and the largest error relative to PyTorch's output.
 """
 
@@ -33,6 +33,7 @@ import new_user_models_fifth  # noqa: E402
 import new_user_models_ninth  # noqa: E402
 import new_user_models_seventh  # noqa: E402
 import new_user_models_sixth  # noqa: E402
+import new_user_models_tenth  # noqa: E402
 from interleave import settled_rounds  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -93,7 +94,8 @@ def model_table() -> dict:
     for group in (bench_new_user_models.models, bench_new_user_models.new_models,
                   bench_new_user_models.third_models, bench_new_user_models.fourth_models,
                   new_user_models_fifth.fifth_models, new_user_models_sixth.sixth_models,
-                  new_user_models_seventh.seventh_models, new_user_models_ninth.ninth_models):
+                  new_user_models_seventh.seventh_models, new_user_models_ninth.ninth_models,
+                  new_user_models_tenth.tenth_models):
         # the models of one image input (a shape); those with other inputs are left out
         table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
     return table

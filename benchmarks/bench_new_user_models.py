@@ -12,6 +12,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group seventh  # the seventh (new_user_models_seventh)
     python benchmarks/bench_new_user_models.py --group eighth   # the eighth (new_user_models_eighth)
     python benchmarks/bench_new_user_models.py --group ninth    # the ninth (new_user_models_ninth)
+    python benchmarks/bench_new_user_models.py --group tenth    # the tenth (new_user_models_tenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -38,6 +39,7 @@ from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
+from new_user_models_tenth import tenth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1766,7 +1768,7 @@ def main() -> int:
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
-                                        "seventh", "eighth", "ninth", "all"),
+                                        "seventh", "eighth", "ninth", "tenth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1789,7 +1791,10 @@ def main() -> int:
                     "PatchTST, DLinear, SchNet, YOLOv5, CenterNet decode, ALBERT, Set "
                     "Transformer, DCN-v2 with bucketize, an LSTM with projections, T2T-ViT, a "
                     "bicubic VDSR, FuseFormer's nn.Fold, ArcFace, a CLIP tower with an antialiased "
-                    "resize); all")
+                    "resize); tenth: the 13 of the tenth (GFNet's FFT filter, EfficientViT "
+                    "linear attention, ToMe token merging, an Instant-NGP hash grid, RetNet, "
+                    "the Differential Transformer, DiT, a spiking CNN, RAFT, SAM's mask "
+                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1799,12 +1804,12 @@ def main() -> int:
         return 0
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
-    eighth, ninth = eighth_models(), ninth_models()
+    eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth}
+             **ninth, **tenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
-             "ninth": ninth, "all": table}[args.group]
+             "ninth": ninth, "tenth": tenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

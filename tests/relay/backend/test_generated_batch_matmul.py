@@ -77,7 +77,10 @@ def _has_buffer(lib, name: str) -> bool:
     ((1, 64, 128), (1, 128, 1024), True, False),   # MoE: every expert's first layer at once
     ((4, 64, 256), (4, 256, 128), True, False),    # MoE: each expert's second layer
     ((16, 48, 48), (16, 48, 16), False, False),    # attention probs @ v, head dim 16
-    ((3, 37, 50), (3, 50, 24), False, False),      # N under one tile: a 24-wide tile
+    ((3, 37, 50), (3, 50, 12), False, False),      # N under one vector: a 12-wide tile
+    ((3, 37, 50), (3, 50, 24), False, True),       # N between one vector and a whole tile:
+    #                                                 packed (a ragged 24-wide tile is 8x slower)
+    ((8, 16, 64), (8, 64, 17), False, True),       # linear attention's ones column: packed
     ((5, 19, 30), (1, 30, 64), False, False),      # broadcast B read in place
     ((2, 300, 64), (2, 64, 40), False, True),      # N not a whole number of tiles: packed
     #                                                 (AVX-512's; AVX2's 8-lane tiles divide 40)

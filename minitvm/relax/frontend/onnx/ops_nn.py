@@ -247,6 +247,22 @@ def _layer_norm(ctx: Context, ins, attrs):
     return [y, mean, inv]
 
 
+@register("RMSNormalization")
+def _rms_norm(ctx: Context, ins, attrs):
+    """Opset 23's RMSNormalization over the axes from ``axis`` on: Relax's ``nn.rms_norm``
+    when the scale has the normalized shape, else spelled out with a broadcast scale."""
+    x, scale = ctx.expr(ins[0]), ctx.expr(ins[1])
+    nd = ctx.ndim(x)
+    axes = list(range(int(attrs.get("axis", -1)) % nd, nd))
+    eps = float(attrs.get("epsilon", 1e-5))
+    shape = ctx.shape(x)
+    if list(ctx.shape(scale)) == [shape[a] for a in axes]:
+        return ctx.emit(_op.nn.rms_norm(x, scale, axes, eps))
+    ms = _op.mean(_op.multiply(x, x), axes, True)
+    inv = _op.rsqrt(_op.add(ms, const(np.array(eps, ctx.dtype(x)))))
+    return ctx.emit(_op.multiply(_op.multiply(x, ctx.emit(inv)), scale))
+
+
 @register("InstanceNormalization")
 def _instance_norm(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])

@@ -4,6 +4,7 @@ programs (core ATen after decomposition); a dynamic ``Dim`` becomes a symbolic `
 from __future__ import annotations
 
 from . import aten_ops  # noqa: F401  (registers the converters)
+from . import aten_fft  # noqa: F401  (FFTs and complex values between them; wraps add/mul)
 from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize)
 from .context import ATEN, OpNotImplemented, TorchImportError
 from .exported_program import ExportedProgramImporter

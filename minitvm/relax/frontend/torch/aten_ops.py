@@ -297,6 +297,14 @@ def _reduce(rop, accumulate=False):
 register("mean.dim", "mean.default")(_reduce(_op.mean))
 register("sum.dim_IntList", "sum.default")(_reduce(_op.sum, accumulate=True))
 register("amax.default")(_reduce(_op.max))
+register("prod.default")(_reduce(_op.prod, accumulate=True))
+
+
+@register("prod.dim_int")
+def _prod_dim(ctx: AtenContext, args):
+    """prod.dim_int(self, dim, keepdim, dtype): one axis, where sum and mean take a list
+    (Instant-NGP's trilinear corner weights multiply their three factors this way)."""
+    return _reduce(_op.prod, accumulate=True)(ctx, [args[0], [args[1]], *args[2:]])
 register("amin.default")(_reduce(_op.min))
 
 

@@ -14,6 +14,7 @@ from ....runtime.ndarray import NDArray
 from ...block_builder import BlockBuilder
 from ...expr import Expr, Tuple, Var, const
 from ...struct_info import TensorStructInfo
+from .aten_fft import ComplexValue, refuse_complex
 from .context import ATEN, AtenContext, OpNotImplemented, TorchImportError, torch_dtype
 
 __all__ = ["ExportedProgramImporter", "aten_name"]
@@ -160,6 +161,10 @@ class ExportedProgramImporter:
                 n_user = sum(1 for s in ep.graph_signature.output_specs
                              if s.kind.name == "USER_OUTPUT")
                 flat = flat[len(flat) - n_user:] if n_user else flat
+                if any(isinstance(o, ComplexValue) for o in flat):
+                    raise TorchImportError("a complex program output is not supported (Relax "
+                                           "has no complex dtype): return torch.view_as_real "
+                                           "of it")
                 bad = [i for i, o in enumerate(flat) if not isinstance(o, Expr)]
                 if bad:
                     raise TorchImportError(f"program outputs {bad} are not tensors")
@@ -180,6 +185,7 @@ class ExportedProgramImporter:
         ctx.node = n
         name = aten_name(n.target)
         args = self._value(_schema_args(n.target, n.args, n.kwargs))
+        refuse_complex(ctx, ATEN[name], list(args))
         try:
             out = ATEN[name](ctx, list(args))
         except (TorchImportError, NotImplementedError):

@@ -251,6 +251,19 @@ def _layer_norm(ctx, ins, attrs):
     return [y, mean, inv]
 
 
+@register("RMSNormalization")
+def _rms_norm(ctx, ins, attrs):
+    """Opset 23's RMSNormalization: ``X / sqrt(mean(X^2) + epsilon) * scale`` over the axes
+    from ``axis`` on (the dynamo exporter's form of ``nn.RMSNorm``)."""
+    x, scale = ins[0], ins[1]
+    nd = len(ctx.shape(x))
+    axes = list(range(int(attrs.get("axis", -1)) % nd, nd))
+    dt = ctx.dtype(x)
+    ms = _op.mean(_op.multiply(x, x), axes, keepdims=True)
+    inv = _op.rsqrt(_op.add(ms, ctx.const(np.array(float(attrs.get("epsilon", 1e-5)), dt))))
+    return _op.multiply(_op.multiply(x, inv), scale)
+
+
 @register("InstanceNormalization")
 def _instance_norm(ctx, ins, attrs):
     return _nn.instance_norm(ins[0], ins[1], ins[2], axis=1,

@@ -371,6 +371,23 @@ def _layer_norm(ctx, args):
     return out if ctx.op_name == "layer_norm" else (out, None, None)
 
 
+@register("rms_norm")
+def _rms_norm(ctx, args):
+    """rms_norm(input, normalized_shape, weight, eps): ``x / sqrt(mean(x^2) + eps) * weight``
+    over the trailing ``len(normalized_shape)`` axes (``nn.RMSNorm``); eps None is torch's
+    machine epsilon of the input's dtype."""
+    x, shape = args[0], args[1]
+    w = args[2] if len(args) > 2 else None
+    eps = args[3] if len(args) > 3 else None
+    dt = ctx.dtype(x)
+    eps = float(np.finfo(dt).eps) if eps is None else float(eps)
+    nd = len(ctx.shape(x))
+    axes = list(range(nd - len(shape), nd))
+    ms = _op.mean(_op.multiply(x, x), axes, keepdims=True)
+    out = _op.multiply(x, _op.rsqrt(_op.add(ms, _scalar_like(ctx, eps, x))))
+    return out if w is None else _op.multiply(out, w)
+
+
 def _pool_args(ctx, args):
     x, kernel = args[0], list(args[1])
     stride = list(args[2]) if len(args) > 2 and args[2] else kernel

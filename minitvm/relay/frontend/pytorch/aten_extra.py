@@ -587,17 +587,29 @@ def _all_any(ctx, args):
     return (_op.all if ctx.op_name == "all" else _op.any)(x, dims, keepdims=keep)
 
 
-@register("sort")
-def _sort(ctx, args):
-    """(input, dim, descending) or sort.stable's (input, stable, dim, descending)."""
-    x = args[0]
+def _sort_args(ctx, args) -> tuple[int, bool]:
+    """(dim, ascending) of sort's / argsort's (input, dim, descending) or their .stable
+    overloads' (input, stable, dim, descending)."""
     rest = list(args[1:])
     if len(rest) == 3:
-        rest = rest[1:]  # sort.stable: drop the stable flag
-    dim = _norm_dim(_opt(rest, 0, -1), len(ctx.shape(x)))
-    ascend = not bool(_opt(rest, 1, False))
-    return (_op.sort(x, axis=dim, is_ascend=ascend),
-            _op.argsort(x, axis=dim, is_ascend=ascend, dtype="int64"))
+        rest = rest[1:]  # .stable: drop the stable flag
+    return (_norm_dim(_opt(rest, 0, -1), len(ctx.shape(args[0]))),
+            not bool(_opt(rest, 1, False)))
+
+
+@register("sort")
+def _sort(ctx, args):
+    dim, ascend = _sort_args(ctx, args)
+    return (_op.sort(args[0], axis=dim, is_ascend=ascend),
+            _op.argsort(args[0], axis=dim, is_ascend=ascend, dtype="int64"))
+
+
+@register("argsort")
+def _argsort(ctx, args):
+    """The int64 order of ``input`` along ``dim`` (ToMe's token ranking); ties keep their
+    input order, as torch's stable overload does."""
+    dim, ascend = _sort_args(ctx, args)
+    return _op.argsort(args[0], axis=dim, is_ascend=ascend, dtype="int64")
 
 
 def _loss_reduction(ctx, loss, reduction):

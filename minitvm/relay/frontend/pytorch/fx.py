@@ -19,6 +19,7 @@ from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
+from .aten_fft import refuse_complex
 
 
 def _aten_name(target) -> str | None:
@@ -125,6 +126,7 @@ def from_fx(gm, input_infos, constants: dict | None = None):
             name = _aten_name(n.target)
             args = _value(env, _schema_args(n.target, n.args, n.kwargs))
             ctx.op_name = name
+            refuse_complex(ctx, ATEN[name], list(args))
             try:
                 out = ATEN[name](ctx, list(args))
             except ImportError_:

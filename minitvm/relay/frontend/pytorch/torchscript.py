@@ -17,6 +17,7 @@ from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
+from .aten_fft import ComplexValue, refuse_complex
 
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
          "prim::TupleUnpack", "prim::NumToTensor", "prim::dtype", "prim::device",
@@ -122,6 +123,9 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     for node in graph.nodes():
         _convert(ctx, node, env, table)
     outs = [env[o] for o in graph.outputs()]
+    if any(isinstance(o, ComplexValue) for o in outs):
+        raise ImportError_("a complex graph output is not supported (Relay has no complex "
+                           "dtype): return torch.view_as_real of it")
     body = _to_expr(outs[0] if len(outs) == 1 else tuple(outs))
     known = set(params)
     func = _expr.Function(params + [v for v in free_vars(body) if v not in known], body)
@@ -144,7 +148,12 @@ def _convert(ctx, node, env, table) -> None:
         v = outs[0].toIValue() if outs[0].type().kind() != "NoneType" else None
         if hasattr(v, "detach"):
             arr = _numpy(v)
-            v = _expr.const(arr, str(arr.dtype))
+            if np.iscomplexobj(arr):  # a frozen complex weight (view_as_complex folded)
+                part = np.float64 if arr.dtype == np.complex128 else np.float32
+                v = ComplexValue(_expr.const(arr.real.astype(part)),
+                                 _expr.const(arr.imag.astype(part)))
+            else:
+                v = _expr.const(arr, str(arr.dtype))
         elif isinstance(v, list | tuple) and any(hasattr(t, "detach") for t in v):
             v = [_expr.const(_numpy(t), str(_numpy(t).dtype)) if hasattr(t, "detach") else t
                  for t in v]  # a frozen Tensor[] constant (an RNN's weights)
@@ -193,6 +202,7 @@ def _convert(ctx, node, env, table) -> None:
         if i < len(ins) and isinstance(ins[i], int) and not isinstance(ins[i], bool):
             ins[i] = DType(torch_dtype(ins[i]))
     ctx.op_name = name
+    refuse_complex(ctx, table[name], ins)
     try:
         out = table[name](ctx, ins)
     except ImportError_:

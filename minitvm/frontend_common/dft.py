@@ -1,0 +1,67 @@
+"""What the Relay and Relax PyTorch importers share of ``torch.fft``: the constant cosine and
+sine matrices that turn each transformed axis of a DFT into dense products, and torch's
+normalization factors. A complex tensor is a (real, imaginary) pair of float tensors there;
+every matrix here is [n_in, n_out], applied along one axis and already scaled.
+
+    forward c2c:  re' = re C + im S,  im' = im C - re S    (C = cos, S = sin of 2 pi j k / n)
+    inverse c2c:  the same with S negated
+    r2c:          re' = x C,  im' = -x S, over the n // 2 + 1 non-negative frequencies
+    c2r:          x = re C' + im S', the one-sided spectrum's bins weighted 1 or 2
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["scale", "c2c_matrices", "r2c_matrices", "c2r_matrices"]
+
+# ATen's fft_norm_mode (the ``normalization`` int of _fft_r2c / _fft_c2r / _fft_c2c)
+_NORM_MODES = {0: "none", 1: "by_root_n", 2: "by_n"}
+
+
+def scale(norm, n: int, forward: bool) -> float:
+    """The factor of one axis of ``n`` points: ``norm`` is torch.fft's string ("backward",
+    the default, scales the inverse by 1/n; "forward" the forward transform; "ortho" both by
+    1/sqrt(n)) or ATen's int mode (0 none, 1 1/sqrt(n), 2 1/n) as the decomposed ops carry."""
+    if isinstance(norm, int) and not isinstance(norm, bool):
+        if norm not in _NORM_MODES:
+            raise ValueError(f"unknown FFT normalization mode {norm}")
+        return (1.0, 1.0 / math.sqrt(n), 1.0 / n)[norm]
+    norm = norm or "backward"
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    if norm not in ("backward", "forward"):
+        raise ValueError(f"unknown FFT norm {norm!r}")
+    return 1.0 / n if (norm == "forward") == forward else 1.0
+
+
+def c2c_matrices(n: int, forward: bool, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(C, S) of a full complex DFT of ``n`` points (S negated for the inverse)."""
+    ang = 2 * np.pi * np.outer(np.arange(n), np.arange(n)) / n
+    return np.cos(ang) * factor, np.sin(ang) * (factor if forward else -factor)
+
+
+def r2c_matrices(n: int, onesided: bool, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(real part, imaginary part) matrices of the DFT of a real axis of ``n`` points:
+    n // 2 + 1 frequencies when ``onesided``, else n."""
+    k = n // 2 + 1 if onesided else n
+    ang = 2 * np.pi * np.outer(np.arange(n), np.arange(k)) / n
+    return np.cos(ang) * factor, -np.sin(ang) * factor
+
+
+def c2r_matrices(k: int, n: int, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(from real, from imaginary) matrices [k, n] of the real inverse of a one-sided spectrum
+    of ``k`` bins to ``n`` points: the missing half is the conjugate mirror, so bins 1 ..
+    ceil(n/2)-1 count twice; bins past n // 2 are ignored and the imaginary parts of bin 0
+    (and of bin n/2 for even n) drop out, as torch does."""
+    used = min(k, n // 2 + 1)
+    ang = 2 * np.pi * np.outer(np.arange(k), np.arange(n)) / n
+    w = np.zeros(k)
+    w[:used] = 2.0
+    w[0] = 1.0
+    if n % 2 == 0 and used == n // 2 + 1:
+        w[n // 2] = 1.0
+    w *= factor
+    return np.cos(ang) * w[:, None], -np.sin(ang) * w[:, None]

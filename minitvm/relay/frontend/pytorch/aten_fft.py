@@ -1,0 +1,310 @@
+"""ATen's FFTs (``torch.fft.rfft2`` / ``irfft2`` and their 1-D, N-D and complex-to-complex
+kin) and the complex arithmetic between them, as GFNet's global filter and FNO's spectral
+layers use them: ``rfft2`` of the tokens, times a learned complex weight
+(``view_as_complex`` of a parameter), ``irfft2`` back.
+
+Relay has no complex dtype, so a complex value lives in the importer only, as a
+:class:`ComplexValue` pair of float tensors (real, imaginary); every FFT is a product with
+constant cosine and sine matrices along each transformed axis (a dense layer per axis, which
+the native GEMM kernels run), and a complex value must end as a real tensor (``irfft*``,
+``view_as_real``, ``real``, ``imag``, ``abs``) before the graph's output. Layout ops (slice,
+select, permute, view, ...) apply to both parts; any other op on a complex value is refused
+with an error that names it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, scale
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from .aten import ATEN, _is_expr, _norm_dim, register
+
+
+class ComplexValue:
+    """A complex tensor as two float Relay expressions of one shape."""
+
+    __slots__ = ("re", "im")
+
+    def __init__(self, re, im):
+        self.re, self.im = re, im
+
+
+def refuse_complex(ctx, fn, args) -> None:
+    """Raise a clear error when ``fn``, a converter that does not take complex values, is
+    given one (directly or in a list argument)."""
+    if getattr(fn, "handles_complex", False):
+        return
+    for a in args:
+        if isinstance(a, ComplexValue) or (isinstance(a, list | tuple) and any(
+                isinstance(b, ComplexValue) for b in a)):
+            raise _unsupported(ctx, f"aten::{ctx.op_name}")
+
+
+def _unsupported(ctx, what: str):
+    return ctx.fail(f"{what} of a complex tensor is not supported: complex values exist "
+                    f"only between torch.fft calls, complex multiplies/adds and view_as_real "
+                    f"/ real / imag / abs")
+
+
+def _apply(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
+    """``x`` contracted along ``axis`` with ``mat`` [n_in, n_out]: the axis moved last,
+    one dense layer, moved back."""
+    perm = [d for d in range(nd) if d != axis] + [axis]
+    back = list(np.argsort(perm))
+    moved = x if axis == nd - 1 else _op.transpose(x, perm)
+    y = _nn.dense(moved, _expr.const(np.ascontiguousarray(mat.T).astype(dtype), dtype))
+    return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in back])
+
+
+def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
+    """The full complex DFT of ``z`` along ``axis`` (n points)."""
+    c, sn = c2c_matrices(n, forward, scale(norm, n, forward))
+    dt = ctx.dtype(z.re)
+    re = _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
+    im = _op.subtract(_apply(z.im, axis, nd, c, dt), _apply(z.re, axis, nd, sn, dt))
+    return ComplexValue(re, im)
+
+
+def _r2c(ctx, x, axis: int, nd: int, n: int, norm):
+    """The one-sided DFT of a real ``x`` along ``axis`` (n points)."""
+    c, sn = r2c_matrices(n, True, scale(norm, n, True))
+    dt = ctx.dtype(x)
+    return ComplexValue(_apply(x, axis, nd, c, dt), _apply(x, axis, nd, sn, dt))
+
+
+def _c2r(ctx, z: ComplexValue, axis: int, nd: int, n: int, norm):
+    """The real inverse of a one-sided spectrum along ``axis`` (n output points)."""
+    c, sn = c2r_matrices(ctx.shape(z.re)[axis], n, scale(norm, n, False))
+    dt = ctx.dtype(z.re)
+    return _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
+
+
+def _dims_sizes(ctx, x, sizes, dims, default_dims):
+    """(axes, sizes) of an FFT call: ``dims`` None means ``default_dims`` (all axes when
+    that is None too); ``sizes`` None means the input's own."""
+    shape = ctx.shape(x.re if isinstance(x, ComplexValue) else x)
+    nd = len(shape)
+    if dims is None:
+        dims = default_dims if default_dims is not None else list(range(nd))
+    dims = [_norm_dim(int(d), nd) for d in (dims if isinstance(dims, list | tuple) else [dims])]
+    if sizes is not None and not isinstance(sizes, list | tuple):
+        sizes = [sizes]
+    return dims, (list(sizes) if sizes is not None else None), shape, nd
+
+
+def _fixed_input(ctx, shape, dims, sizes, skip_last=False):
+    """Refuse an ``s`` / ``n`` that would pad or crop an input axis (not supported)."""
+    if sizes is None:
+        return
+    for i, (d, s) in enumerate(zip(dims, sizes, strict=True)):
+        if s is None or int(s) == -1 or (skip_last and i == len(dims) - 1):
+            continue
+        if int(s) != shape[d]:
+            raise ctx.fail(f"a transform size {int(s)} other than the input's {shape[d]} on "
+                           f"axis {d} (zero-padding or cropping) is not supported")
+
+
+def _complex_op(fn):
+    """Mark ``fn`` as a converter that takes complex operands."""
+    fn.handles_complex = True
+    return fn
+
+
+def _rfft_like(default_dims):
+    @_complex_op
+    def convert(ctx, args):
+        x, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
+        if isinstance(x, ComplexValue):
+            raise ctx.fail("the input of a real-to-complex FFT is complex")
+        dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
+        _fixed_input(ctx, shape, dims, sizes)
+        z = _r2c(ctx, x, dims[-1], nd, shape[dims[-1]], norm)
+        for d in reversed(dims[:-1]):
+            z = _c2c(ctx, z, d, nd, shape[d], True, norm)
+        return z
+
+    return convert
+
+
+def _resize_axis(z: ComplexValue, axis: int, nd: int, have: int, want: int):
+    """Both parts of ``z`` zero-padded at the end of ``axis`` (or cropped) to ``want``."""
+    def one(x):
+        if want > have:
+            return _nn.pad(x, [(0, 0)] * axis + [(0, want - have)] + [(0, 0)] * (nd - axis - 1))
+        return _op.strided_slice(x, [0], [want], axes=[axis])
+    return ComplexValue(one(z.re), one(z.im))
+
+
+def _irfft_like(default_dims):
+    @_complex_op
+    def convert(ctx, args):
+        z, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
+        if not isinstance(z, ComplexValue):
+            raise ctx.fail("the input of a complex-to-real FFT is real: torch would treat it "
+                           "as complex with a zero imaginary part; pass a complex tensor")
+        dims, sizes, shape, nd = _dims_sizes(ctx, z, sizes, dims, default_dims)
+        if sizes is not None:  # s on the complex axes: zero-pad or crop the spectrum there
+            for d, n in zip(dims[:-1], sizes[:-1], strict=True):
+                if n is not None and int(n) != -1 and int(n) != shape[d]:
+                    z = _resize_axis(z, d, nd, shape[d], int(n))
+            shape = ctx.shape(z.re)
+        for d in dims[:-1]:
+            z = _c2c(ctx, z, d, nd, shape[d], False, norm)
+        last = None if sizes is None else sizes[-1]
+        n = 2 * (shape[dims[-1]] - 1) if last is None or int(last) == -1 else int(last)
+        return _c2r(ctx, z, dims[-1], nd, n, norm)
+
+    return convert
+
+
+def _fft_like(default_dims, forward: bool):
+    @_complex_op
+    def convert(ctx, args):
+        x, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
+        dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
+        _fixed_input(ctx, shape, dims, sizes)
+        if not isinstance(x, ComplexValue):
+            x = ComplexValue(x, _op.zeros_like(x))
+        for d in reversed(dims):
+            x = _c2c(ctx, x, d, nd, shape[d], forward, norm)
+        return x
+
+    return convert
+
+
+register("fft_rfft")(_rfft_like([-1]))
+register("fft_rfft2")(_rfft_like([-2, -1]))
+register("fft_rfftn")(_rfft_like(None))
+register("fft_irfft")(_irfft_like([-1]))
+register("fft_irfft2")(_irfft_like([-2, -1]))
+register("fft_irfftn")(_irfft_like(None))
+register("fft_fft")(_fft_like([-1], True))
+register("fft_fft2")(_fft_like([-2, -1], True))
+register("fft_fftn")(_fft_like(None, True))
+register("fft_ifft")(_fft_like([-1], False))
+register("fft_ifft2")(_fft_like([-2, -1], False))
+register("fft_ifftn")(_fft_like(None, False))
+
+
+@register("view_as_complex")
+def _view_as_complex(ctx, args):
+    x = args[0]
+    if ctx.shape(x)[-1] != 2:
+        raise ctx.fail(f"needs a last axis of 2 (real, imaginary), got shape {ctx.shape(x)}")
+    nd = len(ctx.shape(x))
+    return ComplexValue(_op.take(x, _expr.const(0, "int64"), axis=nd - 1),
+                        _op.take(x, _expr.const(1, "int64"), axis=nd - 1))
+
+
+@register("view_as_real")
+@_complex_op
+def _view_as_real(ctx, args):
+    z = args[0]
+    if not isinstance(z, ComplexValue):
+        raise ctx.fail("the input is not complex")
+    return _op.stack([z.re, z.im], -1)
+
+
+@register("real", "imag")
+@_complex_op
+def _real_imag(ctx, args):
+    z = args[0]
+    if not isinstance(z, ComplexValue):
+        if ctx.op_name == "real":
+            return z
+        raise ctx.fail("imag of a real tensor")
+    return z.re if ctx.op_name == "real" else z.im
+
+
+def _complex_aware(name: str, on_complex):
+    """Wrap the real converter of ``name`` so that a complex operand goes to ``on_complex``."""
+    real = ATEN[name]
+
+    @_complex_op
+    def convert(ctx, args):
+        if any(isinstance(a, ComplexValue) for a in args):
+            return on_complex(ctx, args)
+        return real(ctx, args)
+
+    return convert
+
+
+def _as_complex(ctx, v, other):
+    """An operand as a ComplexValue; ``im`` None for a real tensor or number (Python numbers
+    take the dtype of ``other``, the complex operand)."""
+    if isinstance(v, ComplexValue):
+        return v
+    if _is_expr(v):
+        return ComplexValue(v, None)
+    if isinstance(v, int | float | complex) and not isinstance(v, bool):
+        dt = ctx.dtype(other.re)
+        im = _expr.const(np.array(v.imag, dt), dt) if isinstance(v, complex) else None
+        return ComplexValue(_expr.const(np.array(v.real, dt), dt), im)
+    raise _unsupported(ctx, f"aten::{ctx.op_name} with a {type(v).__name__} operand")
+
+
+def _operands(ctx, args):
+    z = args[0] if isinstance(args[0], ComplexValue) else args[1]
+    return _as_complex(ctx, args[0], z), _as_complex(ctx, args[1], z)
+
+
+def _cmul(ctx, args):
+    a, b = _operands(ctx, args)
+    if a.im is None or b.im is None:
+        z, r = (b, a.re) if a.im is None else (a, b.re)
+        return ComplexValue(_op.multiply(z.re, r), _op.multiply(z.im, r))
+    return ComplexValue(_op.subtract(_op.multiply(a.re, b.re), _op.multiply(a.im, b.im)),
+                        _op.add(_op.multiply(a.re, b.im), _op.multiply(a.im, b.re)))
+
+
+def _cadd(sign: int):
+    def convert(ctx, args):
+        if len(args) > 2 and args[2] not in (1, None):
+            raise _unsupported(ctx, f"aten::{ctx.op_name} with alpha")
+        a, b = _operands(ctx, args)
+        fn = _op.add if sign > 0 else _op.subtract
+        re = fn(a.re, b.re)
+        if a.im is None:
+            im = b.im if sign > 0 else _op.negative(b.im)
+        else:
+            im = a.im if b.im is None else fn(a.im, b.im)
+        return ComplexValue(re, im)
+
+    return convert
+
+
+def _cabs(ctx, args):
+    z = args[0]
+    return _op.sqrt(_op.add(_op.multiply(z.re, z.re), _op.multiply(z.im, z.im)))
+
+
+def _per_part(name: str):
+    """A layout op (slice, select, permute, view, ...) on a complex value: the same op on its
+    real and imaginary parts."""
+    real = ATEN[name]
+
+    def convert(ctx, args):
+        z = args[0]
+        return ComplexValue(real(ctx, [z.re, *args[1:]]), real(ctx, [z.im, *args[1:]]))
+
+    return convert
+
+
+def _zero_pad(ctx, args):
+    """constant_pad_nd of a complex value, with zeros only."""
+    if len(args) > 2 and args[2] not in (0, 0.0, None):
+        raise _unsupported(ctx, "aten::constant_pad_nd with a non-zero value")
+    return _per_part("constant_pad_nd")(ctx, args)
+
+
+for _name in ("slice", "select", "permute", "view", "reshape", "unsqueeze", "squeeze",
+              "transpose", "expand", "contiguous", "clone"):
+    register(_name)(_complex_aware(_name, _per_part(_name)))
+register("constant_pad_nd")(_complex_aware("constant_pad_nd", _zero_pad))
+
+for _name, _fn in (("mul", _cmul), ("mul_", _cmul), ("add", _cadd(1)), ("add_", _cadd(1)),
+                   ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("abs", _cabs)):
+    register(_name)(_complex_aware(_name, _fn))

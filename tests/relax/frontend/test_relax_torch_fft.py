@@ -1,0 +1,96 @@
+"""relax.frontend.torch.from_exported_program on torch.fft (``_fft_r2c`` / ``_fft_c2r`` /
+``_fft_c2c`` after decomposition) and the complex values between FFTs, which the tenth round
+of new-user models found missing (GFNet's global filter). Complex values are (real, imaginary)
+pairs inside the importer, each FFT matmuls with constant cosines and sines; built and run on
+the Relax VM against eager, plus the module's form and the errors of what stays unsupported."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from torch import nn  # noqa: E402
+
+from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
+from minitvm.relax.frontend.torch.context import TorchImportError  # noqa: E402
+
+from .exported_program_run import Fn  # noqa: E402
+from .exported_program_run import run_exported as _run  # noqa: E402
+from .exported_program_run import run_exported_module as _run_module  # noqa: E402
+
+
+def _rand(*shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
+class GlobalFilter(nn.Module):
+    def __init__(self, h, w, c, norm):
+        super().__init__()
+        torch.manual_seed(3)
+        self.h, self.w, self.norm = h, w, norm
+        self.weight = nn.Parameter(torch.randn(h, w // 2 + 1, c, 2))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        xf = torch.fft.rfft2(x.view(b, self.h, self.w, c), dim=(1, 2), norm=self.norm)
+        xf = xf * torch.view_as_complex(self.weight)
+        return torch.fft.irfft2(xf, s=(self.h, self.w), dim=(1, 2), norm=self.norm).reshape(
+            b, n, c)
+
+
+@pytest.mark.parametrize("h,w,norm", [(4, 6, "ortho"), (5, 7, None), (4, 5, "forward")])
+def test_global_filter(h, w, norm):
+    text = _run_module(GlobalFilter(h, w, 3, norm), _rand(2, h * w, 3))
+    assert "R.matmul(" in text and "complex" not in text
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_rfft_magnitude(norm):
+    assert "R.sqrt(" in _run(lambda x: torch.fft.rfft(x, norm=norm).abs(), _rand(3, 10))
+
+
+@pytest.mark.parametrize("n", [None, 9, 10])
+def test_irfft_output_length(n):
+    def fn(x):
+        z = torch.fft.rfft(x, dim=1)
+        return torch.fft.irfft(z * 0.5 + z, n=n, dim=1)
+
+    _run(fn, _rand(2, 10, 3))
+
+
+def test_complex_fft_roundtrip_as_real():
+    def fn(x):
+        z = torch.fft.fft2(x)
+        z = z - torch.fft.fft2(x * 0.25)
+        return torch.view_as_real(torch.fft.ifft(z, dim=-1, norm="ortho"))
+
+    _run(fn, _rand(2, 4, 6))
+
+
+def test_spectral_conv_keeps_low_modes():
+    """FNO's spectral convolution: the lowest modes of the spectrum sliced, mixed by a
+    complex einsum-free product per mode, the rest zero (irfft2 of a smaller spectrum)."""
+    torch.manual_seed(4)
+    w = torch.randn(3, 2, 2)
+
+    def fn(x):
+        z = torch.fft.rfft2(x)[:, :, :3, :2]
+        return torch.fft.irfft2(z * torch.view_as_complex(w), s=(6, 6))
+
+    _run(fn, _rand(2, 4, 6, 6))
+
+
+def _import(fn, x):
+    return from_exported_program(torch.export.export(Fn(fn).eval(), (x,)))
+
+
+def test_complex_output_is_refused():
+    with pytest.raises(TorchImportError, match="complex program output"):
+        _import(lambda x: torch.fft.rfft(x), _rand(2, 8))
+
+
+def test_other_op_on_complex_is_refused():
+    with pytest.raises(TorchImportError, match="of a complex tensor is not supported"):
+        _import(lambda x: torch.view_as_real(torch.fft.rfft(x).sum(0)), _rand(2, 8))

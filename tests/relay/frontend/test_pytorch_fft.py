@@ -1,0 +1,110 @@
+"""The Relay PyTorch importers (TorchScript and torch.export) on ``torch.fft`` and the complex
+values between FFTs, which the tenth round of new-user models found missing (GFNet's global
+filter: ``rfft2``, times ``view_as_complex`` of a learned weight, ``irfft2``). Complex values
+are (real, imaginary) pairs inside the importer, each FFT dense layers of constant cosines and
+sines; checked against eager with every kernel native, plus the IR's form and the errors of
+what stays unsupported."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from frontend_models import Fn  # noqa: E402
+from frontend_models import check_both_importers as _check  # noqa: E402
+from frontend_models import seeded_randn as _randn  # noqa: E402
+from torch import nn  # noqa: E402
+
+from minitvm import relay  # noqa: E402
+from minitvm.relay.frontend.common import ImportError_  # noqa: E402
+
+
+class GlobalFilter(nn.Module):
+    """GFNet's layer: a learned complex filter on the 2-D spectrum of an h x w token grid."""
+
+    def __init__(self, h, w, c, norm):
+        super().__init__()
+        torch.manual_seed(3)
+        self.h, self.w, self.norm = h, w, norm
+        self.weight = nn.Parameter(torch.randn(h, w // 2 + 1, c, 2))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        xf = torch.fft.rfft2(x.view(b, self.h, self.w, c), dim=(1, 2), norm=self.norm)
+        xf = xf * torch.view_as_complex(self.weight)
+        y = torch.fft.irfft2(xf, s=(self.h, self.w), dim=(1, 2), norm=self.norm)
+        return y.reshape(b, n, c)
+
+
+@pytest.mark.parametrize("h,w,norm", [(4, 6, "ortho"), (5, 7, None), (4, 5, "forward")])
+def test_global_filter(h, w, norm):
+    mod = _check(GlobalFilter(h, w, 3, norm), _randn(2, h * w, 3), rtol=1e-4, atol=1e-5)
+    text = mod.astext()
+    assert "nn.dense(" in text and "complex" not in text
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_rfft_magnitude(norm):
+    mod = _check(Fn(lambda x: torch.fft.rfft(x, norm=norm).abs()), _randn(3, 10),
+                 rtol=1e-4, atol=1e-5)
+    assert "sqrt(" in mod.astext()
+
+
+@pytest.mark.parametrize("n", [None, 9, 10])
+def test_irfft_output_length(n):
+    def fn(x):
+        z = torch.fft.rfft(x, dim=1)
+        return torch.fft.irfft(z * 0.5 + z, n=n, dim=1)
+
+    _check(Fn(fn), _randn(2, 10, 3), rtol=1e-4, atol=1e-5)
+
+
+def test_complex_fft_roundtrip_as_real():
+    def fn(x):
+        z = torch.fft.fft2(x)
+        z = z - torch.fft.fft2(x * 0.25)
+        return torch.view_as_real(torch.fft.ifft(z, dim=-1, norm="ortho"))
+
+    _check(Fn(fn), _randn(2, 4, 6), rtol=1e-4, atol=1e-5)
+
+
+def test_rfftn_real_imag():
+    def fn(x):
+        z = torch.fft.rfftn(x, dim=(0, 2))
+        return z.real * 2.0 + z.imag
+
+    _check(Fn(fn), _randn(3, 2, 6), rtol=1e-4, atol=1e-5)
+
+
+def test_spectral_conv_keeps_low_modes():
+    """FNO's spectral convolution: the lowest modes of the spectrum sliced and multiplied per
+    mode by a complex weight; irfft2 to the full size zero-pads the rest."""
+    torch.manual_seed(4)
+    w = torch.randn(3, 2, 2)
+
+    def fn(x):
+        z = torch.fft.rfft2(x)[:, :, :3, :2]
+        return torch.fft.irfft2(z * torch.view_as_complex(w), s=(6, 6))
+
+    _check(Fn(fn), _randn(2, 4, 6, 6), rtol=1e-4, atol=1e-5)
+
+
+def _import(fn, x):
+    traced = torch.jit.trace(Fn(fn), (x,))
+    return relay.frontend.from_pytorch(traced, [("x", (tuple(x.shape), "float32"))])
+
+
+def test_complex_output_is_refused():
+    with pytest.raises(ImportError_, match="complex graph output"):
+        _import(lambda x: torch.fft.rfft(x), _randn(2, 8))
+
+
+def test_other_op_on_complex_is_refused():
+    with pytest.raises(ImportError_, match="aten::sum of a complex tensor is not supported"):
+        _import(lambda x: torch.view_as_real(torch.fft.rfft(x).sum(0)), _randn(2, 8))
+
+
+def test_padding_fft_size_is_refused():
+    with pytest.raises(ImportError_, match="zero-padding or cropping"):
+        _import(lambda x: torch.fft.rfft(x, n=12).abs(), _randn(2, 8))
