@@ -213,3 +213,50 @@ class VnniConvPlan:
         self.pads = pads  # (what the input's explicit pad, or the conv, applies)
         self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
         self.zero_point_sums = zero_point_sums(w, np.array(zp)) if zp else None
+
+
+def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:
+    """May an integer matmul of ``a - a_zp`` (..., M, K) and ``b - b_zp`` (K, N) run as an int32
+    product of the 8-bit rows themselves and the int8 weight on the host's VNNI instructions
+    (``schedule/gemm_vnni``), the zero point's share subtracted after (``MatmulVnniPlan``)?
+    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more.) Where the host has
+    them: an 8-bit A with no zero point or a scalar one (``a_zp_scalar``; known or not: the
+    correction is ``a_zp * column sums``), a constant 2-D int8 weight without (nonzero) zero
+    points. Elsewhere the exact float32 products stay."""
+    from ..schedule.conv_vnni import available
+
+    if a_dtype not in ("uint8", "int8") or b_dtype != "int8" or b is None or np.ndim(b) != 2:
+        return False
+    if a_zp is not None and not a_zp_scalar:
+        return False
+    if b_zp is UNKNOWN or (b_zp is not None and np.any(np.asarray(b_zp))):
+        return False
+    return available()
+
+
+class MatmulVnniPlan:
+    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ b for an 8-bit A of
+    ``a_dtype`` and constant int8 ``b`` (K, N):
+
+    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back), its
+      zero point 128 more (``zero_point_offset``);
+    - ``weight``: ``b`` as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
+    - ``column_sums``: int32 (N,) sums of ``b`` down its columns, which times the (shifted)
+      zero point is subtracted from the product;
+    - ``constant_correction``: that correction as an int32 (N,) constant when the zero point is
+      known (None when it is 0), else None and the dialect multiplies at run time."""
+
+    def __init__(self, a_dtype: str, a_zp, b):
+        self.shift = a_dtype == "int8"
+        self.zero_point_offset = 128 if self.shift else 0
+        self.weight = np.ascontiguousarray(b, "int8")
+        self.weight_t = np.ascontiguousarray(self.weight.T)
+        self.column_sums = self.weight.astype("int64").sum(axis=0).astype("int32")
+        self.constant_correction = None
+        if a_zp is not UNKNOWN:
+            zp = (0 if a_zp is None else int(np.asarray(a_zp).reshape(-1)[0])) + \
+                self.zero_point_offset
+            if zp:
+                self.constant_correction = (self.column_sums.astype("int64") * zp).astype(
+                    "int32")
+        self.runtime_zero_point = a_zp is UNKNOWN
