@@ -260,3 +260,22 @@ class MatmulVnniPlan:
                 self.constant_correction = (self.column_sums.astype("int64") * zp).astype(
                     "int32")
         self.runtime_zero_point = a_zp is UNKNOWN
+
+
+def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
+    """A QDQ model's MatMul / Gemm of a DequantizeLinear'd 8-bit activation (``x_dtype``, known
+    scalar zero point ``x_zp`` or None, scalar ``x_scale``: ``activation_qparams``) and a
+    DequantizeLinear'd constant int8 weight ``w`` (``dequantized_weight_scale``'s ``w_scale``,
+    ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled back:
+    (the weight as int8 ``(K, N)``, the float32 output scale: a scalar or one per column), or
+    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N)."""
+    if w is None or np.ndim(w) != 2:
+        return None
+    s = np.asarray(w_scale, "float32").reshape(-1)
+    if s.size != 1 and not trans_b:
+        return None  # (per index of K: not a factor of the output)
+    b = np.asarray(w).T if trans_b else np.asarray(w)
+    if not vnni_matmul(x_dtype, x_zp, True, "int8", b, None):
+        return None
+    scale = (s * np.float32(x_scale)).astype("float32")
+    return b, scale.reshape(()) if scale.size == 1 else scale

@@ -19,6 +19,7 @@ from ....frontend_common.onnx_quant import (
     VnniConvPlan,
     activation_qparams,
     conv_output_scale,
+    qdq_matmul_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -93,3 +94,24 @@ def int_matmul(ctx: Context, a, a_zp, a_zv, bv):
     if plan.zero_point_offset:
         zp = _op.add(zp, const(np.array(plan.zero_point_offset, "int32")))
     return ctx.emit(_op.subtract(y, _op.multiply(ctx.emit(zp), const(plan.column_sums))))
+
+
+def qdq_matmul(ctx: Context, trans_b: bool):
+    """The current MatMul / Gemm node's ``A @ op(B)`` (A not transposed) as ``vnni_matmul``'s
+    int32 product of its input's 8-bit values and its weight's int8 ones, scaled back to
+    float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
+    (``onnx_quant.qdq_matmul_operands``); else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (wv, sw) = act, wgt
+    if ctx.ndim(qx) < 2:
+        return None
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b)
+    if found is None:
+        return None
+    bv, scale = found
+    y = int_matmul(ctx, qx, None, zx, bv)
+    return ctx.emit(_op.multiply(_op.astype(y, "float32"), const(scale)))

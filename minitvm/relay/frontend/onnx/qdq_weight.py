@@ -28,6 +28,7 @@ from ....frontend_common.onnx_quant import (
     conv_output_scale,
     dequantized_weight_scale,
     keeps_int8_weight,
+    qdq_matmul_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -115,3 +116,23 @@ def vnni_int_matmul(ctx, a, a_zp, a_zv, bv):
     if plan.zero_point_offset:
         zp = _op.add(zp, ctx.const(np.array(plan.zero_point_offset, "int32")))
     return _op.subtract(y, _op.multiply(zp, ctx.const(plan.column_sums)))
+
+
+def vnni_qdq_matmul(ctx, a, trans_b: bool):
+    """The current MatMul / Gemm node's product ``a @ op(B)`` as ``vnni_matmul``'s int32 product
+    of its input's 8-bit values and its weight's int8 ones, scaled back to float32 (``s_x *
+    s_w``), when both are DequantizeLinear outputs ``remember`` noted
+    (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
+    transposed)."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None or ctx.ndim(a) < 2:
+        return None
+    (qx, sx, zx), (qw, sw) = act, wgt
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b)
+    if found is None:
+        return None
+    bv, scale = found
+    y = vnni_int_matmul(ctx, qx, None, zx, bv)
+    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
