@@ -22,10 +22,11 @@ import numpy as np
 
 from ..tir import expr as E
 from ..tir import stmt as S
+from . import conv_vnni
 from .common import dims_of, emit_with_epilogue, epilogue_value, unravel
 from .common import outer_loops as _outer_loops
 from .conv_lanes import even_tiles
-from .conv_vnni import DOT, GROUP, LANES, available
+from .conv_vnni import DOT, GROUP, LANES
 
 # rows of a tile per vectors of its width: 24 (6 x 4) or 16 accumulators of the 32 zmm, the
 # rest for the weight vectors and the broadcast row words
@@ -62,7 +63,7 @@ def geometry(t) -> dict | None:
 def supported(t, options=None) -> bool:
     """Does this schedule take stage ``t`` (the host has VNNI, generated dense allowed)?"""
     return (options is None or options.generated_dense) and geometry(t) is not None and \
-        available()
+        conv_vnni.available()
 
 
 class PackWeight:
