@@ -20,7 +20,24 @@ QLINEAR_FLOAT_OPS = (("com.microsoft.QLinearAdd", "Add", 2, False),
                      ("com.microsoft.QLinearGlobalAveragePool", "GlobalAveragePool", 1, True),
                      ("com.microsoft.QLinearAveragePool", "AveragePool", 1, True),
                      ("com.microsoft.QLinearSigmoid", "Sigmoid", 1, False),
-                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1, False))
+                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1, False),
+                     ("com.microsoft.QLinearSoftmax", "Softmax", 1, False))
+
+
+def qlinear_float_attrs(attrs: dict, ndim: int) -> tuple[dict, str | None]:
+    """The float op's attributes of a ``QLINEAR_FLOAT_OPS`` node (its QLinear-only ones
+    dropped: ``channels_last``, and QLinearSoftmax's ``opset``, the Softmax semantics it was
+    made from), and an error message where they cannot be kept (None): channels_last=1, or a
+    Softmax of opset < 13 (a softmax of the input flattened to 2-D at ``axis``) along an axis
+    other than the last (the same operation only there)."""
+    if attrs.get("channels_last", 0):
+        return attrs, "channels_last=1 is not supported"
+    opset = int(attrs.get("opset", 13))
+    if opset < 13 and int(attrs.get("axis", 1)) % max(ndim, 1) != max(ndim, 1) - 1:
+        return attrs, "QLinearSoftmax of opset < 13 is supported along the last axis only"
+    return {k: v for k, v in attrs.items() if k not in ("channels_last", "opset")}, None
+
+
 EXACT = 2**24  # float32 adds integers below this exactly
 MAX_PIECES = 8
 

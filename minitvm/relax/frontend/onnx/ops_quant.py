@@ -22,6 +22,7 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     float_pieces,
     keeps_int8_weight,
+    qlinear_float_attrs,
     vnni_conv,
     vnni_matmul,
 )
@@ -287,10 +288,10 @@ def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
     then y_scale, y_zp."""
 
     def convert(ctx: Context, ins, attrs):
-        if layout_attr and attrs.get("channels_last", 0):
-            raise ctx.fail("channels_last=1 is not supported")
+        attrs, error = qlinear_float_attrs(attrs, ctx.ndim(ins[0]))
+        if error is not None:
+            raise ctx.fail(error)
         xs = [_deq(ctx, ins[3 * i], ins[3 * i + 1], _opt(ins, 3 * i + 2)) for i in range(n_in)]
-        attrs = {k: v for k, v in attrs.items() if k != "channels_last"}
         saved = ctx.node
         try:  # the float converters read their op type off the node (pools)
             ctx.node = _Renamed(saved, op_type)
