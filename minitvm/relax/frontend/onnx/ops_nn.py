@@ -188,7 +188,7 @@ def _gemm(ctx: Context, ins, attrs):
 @register("MatMul")
 def _matmul(ctx: Context, ins, attrs):
     vnni = qdq_matmul(ctx, False)  # (a QDQ model's 8-bit input and weight, on VNNI)
-    return vnni if vnni is not None else ctx.emit(_op.matmul(ctx.expr(ins[0]),
+    return ctx.emit(vnni if vnni is not None else _op.matmul(ctx.expr(ins[0]),
                                                              ctx.expr(ins[1])))
 
 

@@ -100,7 +100,8 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     """The current MatMul / Gemm node's ``A @ op(B)`` (A not transposed) as ``vnni_matmul``'s
     int32 product of its input's 8-bit values and its weight's int8 ones, scaled back to
     float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
-    (``onnx_quant.qdq_matmul_operands``); else None."""
+    (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
+    would be an alias that FuseOps does not fuse through); else None."""
     ins = ctx.node.input
     act = ctx.act_inputs.get(ins[0]) if ins else None
     wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
@@ -114,4 +115,4 @@ def qdq_matmul(ctx: Context, trans_b: bool):
         return None
     bv, scale = found
     y = int_matmul(ctx, qx, None, zx, bv)
-    return ctx.emit(_op.multiply(_op.astype(y, "float32"), const(scale)))
+    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the caller binds it)
