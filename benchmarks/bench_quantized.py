@@ -1,6 +1,6 @@
 """int8 models as a new user makes them, minitvm beside ONNX Runtime on the same quantized
 file: small PyTorch models (ResNet-18- and MobileNetV2-shaped conv nets, a transformer MLP
-block) exported to ONNX and quantized with onnxruntime.quantization three ways:
+block, a BERT-like encoder layer of 128 tokens x 256) exported to ONNX and quantized with onnxruntime.quantization three ways:
 
 - ``qdq``: quantize_static, QDQ format (QuantizeLinear / DequantizeLinear pairs), int8
   activations and weights, calibrated on a few random batches;
@@ -42,6 +42,32 @@ def _mlp():
     return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
 
 
+def _encoder(hidden: int = 256, heads: int = 4, ffn: int = 1024):
+    """A BERT-like encoder layer: QKV and output projections, scaled dot-product attention,
+    a GELU MLP, residual adds and post-LayerNorms (what a transformer a new user quantizes
+    is made of)."""
+    import torch
+    from torch import nn
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.out = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+            self.up, self.down = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
+            self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.act = nn.GELU()
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            d = hidden // heads
+            q, k, v = self.qkv(x).reshape(b, s, 3, heads, d).permute(2, 0, 3, 1, 4)
+            att = torch.softmax(q @ k.transpose(-1, -2) * d ** -0.5, dim=-1)
+            y = self.ln1(x + self.out((att @ v).transpose(1, 2).reshape(b, s, hidden)))
+            return self.ln2(y + self.down(self.act(self.up(y))))
+
+    return Layer()
+
+
 def _models():
     import frontend_models as fm
 
@@ -50,6 +76,7 @@ def _models():
         "mobilenetv2": (lambda: fm.randomize_batchnorm(fm.mobilenet_v2(0.5, 10)),
                         (1, 3, 64, 64)),
         "mlp": (_mlp, (16, 64)),
+        "encoder": (_encoder, (1, 128, 256)),
     }
 
 
@@ -105,7 +132,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
-    ap.add_argument("--models", default="resnet18,mobilenetv2,mlp")
+    ap.add_argument("--models", default="resnet18,mobilenetv2,mlp,encoder")
     ap.add_argument("--modes", default="qdq,qdq_u8,qop,dynamic")
     ap.add_argument("--no-relax", action="store_true", help="leave out the Relax column")
     args = ap.parse_args(argv)

@@ -309,3 +309,94 @@ def int_conv_case(op: str, c: int, o: int, hw: int, k: int, s: int, d: int, x_zp
     x = rng.integers(0, 256, (1, c, hw, hw)).astype("uint8")
     x[0, :, 0, :] = x_zp
     return proto, x
+
+
+# ---------------------------------------------------------------- integer matmuls (gemm_vnni)
+# (A's shape, N, A's dtype, A's zero point): ragged M / K / N (K not a multiple of 4, N not of
+# 16), a 3-D A, an int8 A, zero points 0 and the extremes
+VNNI_MATMUL_CASES = [((16, 64), 256, "uint8", 124),
+                     ((7, 13), 21, "uint8", 255),
+                     ((2, 5, 40), 48, "int8", -3),
+                     ((3, 8), 7, "uint8", 0),
+                     ((33, 100), 64, "int8", 127)]
+# the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm
+VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm"]
+
+
+def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
+    """A one-node integer matmul of an 8-bit input ``a`` (``a_shape``) and a constant int8
+    weight (``[K, N]``, ``[N, K]`` for QGemm's transB): MatMulInteger (int32 out),
+    QLinearMatMul (a scale per column), QGemm (transB, alpha, an int32 bias), or a QDQ MatMul /
+    Gemm (DequantizeLinear'd uint8 ``a`` and int8 weight, QuantizeLinear'd output; Gemm:
+    transB, a scale per output column, a float bias). Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    k = a_shape[-1]
+    t8 = P.UINT8 if a_dtype == "uint8" else P.INT8
+    a = q8(rng, a_shape, a_dtype)
+    a.reshape(-1)[:k] = a_zp  # (a row at the zero point: its products are 0)
+    w = q8(rng, (k, n), "int8")
+    w.reshape(-1)[0] = -128
+    yz = np.array(128 if a_dtype == "uint8" else 0, a_dtype)
+    common = dict(a_s=np.array(0.02, "float32"), a_zp=np.array(a_zp, a_dtype),
+                  y_s=np.array(0.05 * k, "float32"), y_zp=yz)
+    if op == "MatMulInteger":
+        model = single(op, [vi("a", t8, list(a_shape)), "w", "a_zp"], [vi("y", P.INT32, None)],
+                       inits_of(w=w, a_zp=common["a_zp"]))
+    elif op == "QLinearMatMul":
+        inits = inits_of(**common, w=w, w_s=(rng.random(n) * 0.01 + 0.001).astype("float32"),
+                         w_zp=np.zeros(n, "int8"))
+        model = single(op, [vi("a", t8, list(a_shape)), "a_s", "a_zp", "w", "w_s", "w_zp",
+                            "y_s", "y_zp"], [vi("y", t8, None)], inits)
+    elif op == "QGemm":  # (A a matrix)
+        a = a.reshape(-1, k)
+        inits = inits_of(**common, w=np.ascontiguousarray(w.T), w_s=np.array(0.004, "float32"),
+                         w_zp=np.array(0, "int8"), c=rng.integers(-900, 900, n).astype("int32"))
+        model = single(op, [vi("a", t8, list(a.shape)), "a_s", "a_zp", "w", "w_s", "w_zp", "c",
+                            "y_s", "y_zp"], [vi("y", t8, None)], inits, domain="com.microsoft",
+                       transB=1, alpha=0.5)
+    else:
+        gemm = op == "qdq_Gemm"
+        x = (rng.standard_normal(a_shape) * 2).astype("float32")
+        ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm else \
+            np.array(0.004, "float32")
+        arrays = dict(a_s=common["a_s"], a_zp=np.array(abs(a_zp), "uint8"),
+                      w=np.ascontiguousarray(w.T) if gemm else w, w_s=ws,
+                      y_s=common["y_s"] * 0.01, y_zp=np.array(128, "uint8"),
+                      bias=rng.standard_normal(n).astype("float32"))
+        nodes = [helper.make_node("QuantizeLinear", ["x", "a_s", "a_zp"], ["xq"]),
+                 helper.make_node("DequantizeLinear", ["xq", "a_s", "a_zp"], ["xf"]),
+                 helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"], axis=0),
+                 helper.make_node("Gemm", ["xf", "wf", "bias"], ["yf"], transB=1) if gemm else
+                 helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
+                 helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
+        shape = list(a_shape) if not gemm else [int(np.prod(a_shape[:-1])), k]
+        x = x.reshape(shape)
+        graph = helper.make_graph(nodes, op, [vi("x", P.FLOAT, shape)],
+                                  [vi("y", P.UINT8, None)], initializer=inits_of(**arrays))
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        return model, {"x": x}
+    model.ir_version = 8
+    return model, {"a": a}
+
+
+def dynamic_matmul_model(rng, m: int = 12, k: int = 40, n: int = 32):
+    """What quantize_dynamic writes for a float MatMul: DynamicQuantizeLinear of the input
+    (scale and zero point known only at run time), MatMulInteger with the constant int8 weight,
+    Cast, and the product of both scales. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    w = q8(rng, (k, n), "int8")
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=P.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "dyn", [vi("x", P.FLOAT, [m, k])], [vi("y", P.FLOAT, None)],
+                              initializer=inits_of(w=w, ws=np.array(0.01, "float32")))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}

@@ -20,7 +20,24 @@ QLINEAR_FLOAT_OPS = (("com.microsoft.QLinearAdd", "Add", 2, False),
                      ("com.microsoft.QLinearGlobalAveragePool", "GlobalAveragePool", 1, True),
                      ("com.microsoft.QLinearAveragePool", "AveragePool", 1, True),
                      ("com.microsoft.QLinearSigmoid", "Sigmoid", 1, False),
-                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1, False))
+                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1, False),
+                     ("com.microsoft.QLinearSoftmax", "Softmax", 1, False))
+
+
+def qlinear_float_attrs(attrs: dict, ndim: int) -> tuple[dict, str | None]:
+    """The float op's attributes of a ``QLINEAR_FLOAT_OPS`` node (its QLinear-only ones
+    dropped: ``channels_last``, and QLinearSoftmax's ``opset``, the Softmax semantics it was
+    made from), and an error message where they cannot be kept (None): channels_last=1, or a
+    Softmax of opset < 13 (a softmax of the input flattened to 2-D at ``axis``) along an axis
+    other than the last (the same operation only there)."""
+    if attrs.get("channels_last", 0):
+        return attrs, "channels_last=1 is not supported"
+    opset = int(attrs.get("opset", 13))
+    if opset < 13 and int(attrs.get("axis", 1)) % max(ndim, 1) != max(ndim, 1) - 1:
+        return attrs, "QLinearSoftmax of opset < 13 is supported along the last axis only"
+    return {k: v for k, v in attrs.items() if k not in ("channels_last", "opset")}, None
+
+
 EXACT = 2**24  # float32 adds integers below this exactly
 MAX_PIECES = 8
 
@@ -222,3 +239,69 @@ class VnniConvPlan:
         self.pads = pads  # (what the input's explicit pad, or the conv, applies)
         self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
         self.zero_point_sums = zero_point_sums(w, np.array(zp)) if zp else None
+
+
+def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:
+    """May an integer matmul of ``a - a_zp`` (..., M, K) and ``b - b_zp`` (K, N) run as an int32
+    product of the 8-bit rows themselves and the int8 weight on the host's VNNI instructions
+    (``schedule/gemm_vnni``), the zero point's share subtracted after (``MatmulVnniPlan``)?
+    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more.) Where the host has
+    them: an 8-bit A with no zero point or a scalar one (``a_zp_scalar``; known or not: the
+    correction is ``a_zp * column sums``), a constant 2-D int8 weight without (nonzero) zero
+    points. Elsewhere the exact float32 products stay."""
+    from ..schedule.conv_vnni import available
+
+    if a_dtype not in ("uint8", "int8") or b_dtype != "int8" or b is None or np.ndim(b) != 2:
+        return False
+    if a_zp is not None and not a_zp_scalar:
+        return False
+    if b_zp is UNKNOWN or (b_zp is not None and np.any(np.asarray(b_zp))):
+        return False
+    return available()
+
+
+class MatmulVnniPlan:
+    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ b for an 8-bit A of
+    ``a_dtype`` and constant int8 ``b`` (K, N):
+
+    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back), its
+      zero point 128 more (``zero_point_offset``);
+    - ``weight``: ``b`` as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
+    - ``column_sums``: int32 (N,) sums of ``b`` down its columns, which times the (shifted)
+      zero point is subtracted from the product;
+    - ``constant_correction``: that correction as an int32 (N,) constant when the zero point is
+      known (None when it is 0), else None and the dialect multiplies at run time."""
+
+    def __init__(self, a_dtype: str, a_zp, b):
+        self.shift = a_dtype == "int8"
+        self.zero_point_offset = 128 if self.shift else 0
+        self.weight = np.ascontiguousarray(b, "int8")
+        self.weight_t = np.ascontiguousarray(self.weight.T)
+        self.column_sums = self.weight.astype("int64").sum(axis=0).astype("int32")
+        self.constant_correction = None
+        if a_zp is not UNKNOWN:
+            zp = (0 if a_zp is None else int(np.asarray(a_zp).reshape(-1)[0])) + \
+                self.zero_point_offset
+            if zp:
+                self.constant_correction = (self.column_sums.astype("int64") * zp).astype(
+                    "int32")
+        self.runtime_zero_point = a_zp is UNKNOWN
+
+
+def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
+    """A QDQ model's MatMul / Gemm of a DequantizeLinear'd 8-bit activation (``x_dtype``, known
+    scalar zero point ``x_zp`` or None, scalar ``x_scale``: ``activation_qparams``) and a
+    DequantizeLinear'd constant int8 weight ``w`` (``dequantized_weight_scale``'s ``w_scale``,
+    ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled back:
+    (the weight as int8 ``(K, N)``, the float32 output scale: a scalar or one per column), or
+    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N)."""
+    if w is None or np.ndim(w) != 2:
+        return None
+    s = np.asarray(w_scale, "float32").reshape(-1)
+    if s.size != 1 and not trans_b:
+        return None  # (per index of K: not a factor of the output)
+    b = np.asarray(w).T if trans_b else np.asarray(w)
+    if not vnni_matmul(x_dtype, x_zp, True, "int8", b, None):
+        return None
+    scale = (s * np.float32(x_scale)).astype("float32")
+    return b, scale.reshape(()) if scale.size == 1 else scale

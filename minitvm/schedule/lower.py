@@ -35,6 +35,7 @@ from . import (
     conv_winograd,
     depthwise,
     gemm,
+    gemm_vnni,
     pool,
     resize,
     softmax_rows,
@@ -206,8 +207,12 @@ _GROUPED = Rule("grouped conv, channel lanes", "grouped", conv_lanes.grouped_sup
                 _emit_grouped, epilogue=True)
 _VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
              epilogue=True)
+_VNNI_GEMM = Rule("dense uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported, gemm_vnni.emit,
+                  epilogue=True)
+_INT32_STORES = (_VNNI, _VNNI_GEMM)  # (int32 sums whose epilogue may store another dtype)
 RULES: dict[str, list[Rule]] = {
-    "dense": [_GEMM], "matmul": [_GEMM], "batch_matmul": [_GEMM],
+    # (integer products of uint8 rows and an int8 weight on VNNI)
+    "dense": [_VNNI_GEMM, _GEMM], "matmul": [_VNNI_GEMM, _GEMM], "batch_matmul": [_GEMM],
     # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
     # the GEMM's im2col; integer convs of uint8 data and int8 weights on VNNI first)
     "conv2d_nchw": [_VNNI, _WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
@@ -769,11 +774,13 @@ def _packable(order, t, options: LoweringOptions):
 
 
 def _packable_conv(order, t, options: LoweringOptions):
-    """The 1x1 conv (``conv_pointwise``) that is ``t``'s only reader, as its weight, or None."""
+    """The conv whose schedule packs its weight (or the VNNI integer product, ``gemm_vnni``)
+    that is ``t``'s only reader, as its weight, or None."""
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
     if len(readers) != 1 or not (
-            select_rule(readers[0], options) in (_VNNI, _POINTWISE, _WINOGRAD, _GROUPED) or
+            select_rule(readers[0], options) in
+            (_VNNI, _VNNI_GEMM, _POINTWISE, _WINOGRAD, _GROUPED) or
             conv_direct.packs_weight(readers[0], options)):
         return None
     x, w = readers[0].op.attrs["operands"]
@@ -887,6 +894,7 @@ def _conv_packed_weight(conv, options: LoweringOptions):
     its rule chooses (``_packable_conv`` said it takes one)."""
     rule = select_rule(conv, options)
     return conv_vnni.packed_weight(conv) if rule is _VNNI else \
+        gemm_vnni.packed_weight(conv) if rule is _VNNI_GEMM else \
         conv_pointwise.packed_weight(conv, options) if rule is _POINTWISE else \
         conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
         conv_lanes.packed_weight(conv) if rule is _GROUPED else \
@@ -932,7 +940,7 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
             # (an int32 VNNI conv requantized to uint8 stores its epilogue's values: no int32
             # pass over memory, the requantization vectorized in its store)
             u = _epilogue_consumer(order, outputs, t, materialize,
-                                   same_dtype=select_rule(t, options) is not _VNNI)
+                                   same_dtype=select_rule(t, options) not in _INT32_STORES)
             # (one producer an epilogue: two resizes summed both fused into the add dropped one)
             if u is not None and id(u) not in fused and \
                     _same_dims(_shape(ctx.buf[id(u)]), _shape(t)):

@@ -95,6 +95,11 @@ def gemm_tag(t: Tensor) -> tuple[str, dict]:
     read at 0 or at the output's (unit) axis variable (``_lead_ok``).
     """
     loads = _sum_of_products(t)
+    if loads is None and t.dtype == "int32":  # 8-bit loads widened: ``schedule/gemm_vnni``'s
+        loads = _sum_of_products(t, int8_widened=True)
+        if loads is not None and not all(isinstance(ld, E.ProducerLoad) and
+                                         ld.dtype in ("uint8", "int8") for ld in loads):
+            loads = None
     if loads is None or len(t.op.body.axis) != 1:
         return "", {}
     body = t.op.body

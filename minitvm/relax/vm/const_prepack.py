@@ -46,8 +46,8 @@ def kernels_as_values(funcs, func_table) -> set:
 def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
     """({kernel: parameter positions every call site feeds with a float32 constant matrix or
     4-d conv weight, or an int8 4-d conv weight (a quantized model's, which the conv schedules
-    read as int8: ``schedule.common.int8_weight_conv``)}, {kernel: its call sites' argument
-    lists})."""
+    read as int8: ``schedule.common.int8_weight_conv``) or int8 matrix (an integer matmul's
+    weight: ``schedule.gemm_vnni``)}, {kernel: its call sites' argument lists})."""
     sites, as_value = _sites(funcs, func_table)
     out = {}
     for name, prim in prims.items():
@@ -67,7 +67,7 @@ def constant_params(funcs, func_table, constants, prims) -> tuple[dict, dict]:
 
 def _packable(c) -> bool:
     return isinstance(c, np.ndarray) and (c.dtype == np.float32 and c.ndim in (2, 4) or
-                                          c.dtype == np.int8 and c.ndim == 4)
+                                          c.dtype == np.int8 and c.ndim in (2, 4))
 
 
 def apply_packs(name: str, transforms: dict, sites: dict, constants: list) -> None:

@@ -14,7 +14,7 @@ from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
 from .context import Context, register
 from .qdq_scale_fold import unscaled_input, weight_value
-from .qdq_vnni import qdq_conv
+from .qdq_vnni import qdq_conv, qdq_matmul
 
 
 def _spatial_pads(ctx: Context, attrs, in_dims, kernel, strides, dilations) -> list[int]:
@@ -173,7 +173,8 @@ def _gemm(ctx: Context, ins, attrs):
     a = _transposed(ctx, ins[0]) if attrs.get("transA", 0) else ctx.expr(ins[0])
     b = _transposed(ctx, ins[1]) if attrs.get("transB", 0) else ctx.expr(ins[1])
     dtype = ctx.dtype(ins[0])
-    y = _op.matmul(a, b)
+    vnni = None if attrs.get("transA", 0) else qdq_matmul(ctx, bool(attrs.get("transB", 0)))
+    y = _op.matmul(a, b) if vnni is None else vnni  # (VNNI: a QDQ model's 8-bit operands)
     if alpha != 1.0:
         y = _op.multiply(y, const(np.array(alpha, dtype)))
     if len(ins) > 2 and ins[2] is not None:
@@ -186,7 +187,9 @@ def _gemm(ctx: Context, ins, attrs):
 
 @register("MatMul")
 def _matmul(ctx: Context, ins, attrs):
-    return ctx.emit(_op.matmul(ctx.expr(ins[0]), ctx.expr(ins[1])))
+    vnni = qdq_matmul(ctx, False)  # (a QDQ model's 8-bit input and weight, on VNNI)
+    return ctx.emit(vnni if vnni is not None else _op.matmul(ctx.expr(ins[0]),
+                                                             ctx.expr(ins[1])))
 
 
 @register("BatchNormalization")

@@ -7,7 +7,8 @@ QLinearConcat).
 Integer products are taken exactly with float32 kernels, the reduction split where a partial
 sum could pass 2**24 (``frontend_common.onnx_quant``, shared with Relay's importer), else in
 int32; on a host with AVX-512 VNNI a conv ``onnx_quant.vnni_conv`` allows is an int32 conv of
-the 8-bit values themselves (``qdq_vnni``). QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
+the 8-bit values themselves, and a matmul ``onnx_quant.vnni_matmul`` allows an int32 matmul
+(``qdq_vnni``). QLinear Conv / MatMul / Gemm requantize in float32 with the multiplier
 x_scale * w_scale / y_scale, as onnxruntime does; the others dequantize, run the float op's
 converter and quantize its result."""
 
@@ -21,13 +22,16 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     float_pieces,
     keeps_int8_weight,
+    qlinear_float_attrs,
     vnni_conv,
+    vnni_matmul,
 )
 from ... import op as _op
 from ...expr import const
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
 from .qdq_vnni import int_conv as vnni_int_conv
+from .qdq_vnni import int_matmul as vnni_int_matmul
 
 
 def _opt(ins, i):
@@ -120,7 +124,14 @@ def _sum_pieces(ctx: Context, parts, acc: str):
 
 def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
-    per-row A and per-column B zero point broadcast: (product, its dtype), exact."""
+    per-row A and per-column B zero point broadcast: (product, its dtype), exact (on VNNI,
+    ``onnx_quant.vnni_matmul``'s int32 product)."""
+    bv, a_zv = ctx.known(b), _zp_value(ctx, a_zp)
+    if bv is not None and bv.dtype != object and ctx.ndim(a) >= 2 and \
+            vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and ctx.ndim(a_zp) <= 1 and
+                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
+                        _zp_value(ctx, b_zp)):
+        return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv), "int32"
     ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
@@ -277,10 +288,10 @@ def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
     then y_scale, y_zp."""
 
     def convert(ctx: Context, ins, attrs):
-        if layout_attr and attrs.get("channels_last", 0):
-            raise ctx.fail("channels_last=1 is not supported")
+        attrs, error = qlinear_float_attrs(attrs, ctx.ndim(ins[0]))
+        if error is not None:
+            raise ctx.fail(error)
         xs = [_deq(ctx, ins[3 * i], ins[3 * i + 1], _opt(ins, 3 * i + 2)) for i in range(n_in)]
-        attrs = {k: v for k, v in attrs.items() if k != "channels_last"}
         saved = ctx.node
         try:  # the float converters read their op type off the node (pools)
             ctx.node = _Renamed(saved, op_type)

@@ -1,7 +1,9 @@
 """8-bit convs on AVX-512 VNNI in the Relax importer, in the form Relay's importer takes
 (``relay/frontend/onnx/qdq_weight``), the checks and plan shared through
 ``frontend_common.onnx_quant``: the int32 conv of the uint8 input itself and the constant int8
-weight (``vnni_conv``, lowered to ``schedule/conv_vnni``), less the input zero point's share.
+weight (``vnni_conv``, lowered to ``schedule/conv_vnni``), less the input zero point's share;
+and the int32 matmul of 8-bit rows and a constant int8 weight (``vnni_matmul``, lowered to
+``schedule/gemm_vnni``), less the zero point times the weight's column sums.
 
 ``remember_activation`` is called by DequantizeLinear (``ops_extra``); ``qdq_conv`` by Conv
 (``ops_nn``: a QDQ model's input and weight both DequantizeLinear outputs); ``int_conv`` by
@@ -13,9 +15,11 @@ import numpy as np
 
 from ....frontend_common.onnx_quant import (
     UNKNOWN,
+    MatmulVnniPlan,
     VnniConvPlan,
     activation_qparams,
     conv_output_scale,
+    qdq_matmul_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -70,3 +74,45 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
     return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)
+
+
+def int_matmul(ctx: Context, a, a_zp, a_zv, bv):
+    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): the int32 matmul of the uint8
+    rows ``a`` (an int8 A shifted into uint8) and the constant int8 weight ``bv`` ((K, N),
+    numpy), less the zero point ``a_zp`` (value ``a_zv``, ``UNKNOWN`` when known only at run
+    time) times the weight's column sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+    if plan.shift:
+        a = ctx.emit(_op.astype(_op.add(_op.astype(a, "int16"), const(np.array(128, "int16"))),
+                                "uint8"))
+    y = ctx.emit(_op.matmul(a, const(plan.weight), out_dtype="int32"))
+    if plan.constant_correction is not None:
+        return ctx.emit(_op.subtract(y, const(plan.constant_correction)))
+    if not plan.runtime_zero_point:
+        return y
+    zp = _op.reshape(_op.astype(ctx.expr(a_zp), "int32"), ctx.shape_expr([]))
+    if plan.zero_point_offset:
+        zp = _op.add(zp, const(np.array(plan.zero_point_offset, "int32")))
+    return ctx.emit(_op.subtract(y, _op.multiply(ctx.emit(zp), const(plan.column_sums))))
+
+
+def qdq_matmul(ctx: Context, trans_b: bool):
+    """The current MatMul / Gemm node's ``A @ op(B)`` (A not transposed) as ``vnni_matmul``'s
+    int32 product of its input's 8-bit values and its weight's int8 ones, scaled back to
+    float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
+    (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
+    would be an alias that FuseOps does not fuse through); else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (wv, sw) = act, wgt
+    if ctx.ndim(qx) < 2:
+        return None
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b)
+    if found is None:
+        return None
+    bv, scale = found
+    y = int_matmul(ctx, qx, None, zx, bv)
+    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the caller binds it)

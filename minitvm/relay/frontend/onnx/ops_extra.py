@@ -14,12 +14,13 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     vnni_conv,
+    vnni_matmul,
 )
 from ... import op as _op
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
 from .qdq_weight import remember as remember_int8_weight
-from .qdq_weight import vnni_int_conv
+from .qdq_weight import vnni_int_conv, vnni_int_matmul
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -139,7 +140,12 @@ def _sum_pieces(parts, acc: str):
 def int_matmul(ctx, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
     A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
-    (see ``_float_pieces``)."""
+    (see ``_float_pieces``; on VNNI, ``onnx_quant.vnni_matmul``'s int32 product)."""
+    bv, a_zv = ctx.maybe_value(b), _zp_value(ctx, a_zp)
+    if ctx.ndim(a) >= 2 and vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and
+                                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
+                                        _zp_value(ctx, b_zp)):
+        return vnni_int_matmul(ctx, a, a_zp, a_zv, bv), "int32"
     ranges = _float_pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)

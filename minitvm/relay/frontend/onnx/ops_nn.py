@@ -10,7 +10,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from .pool_indices import maxpool_indices
-from .qdq_weight import int8_weight_and_scale, vnni_qdq_conv
+from .qdq_weight import int8_weight_and_scale, vnni_qdq_conv, vnni_qdq_matmul
 from .registry import register
 
 
@@ -173,7 +173,8 @@ def matmul(ctx, a, b):
 
 @register("MatMul")
 def _matmul(ctx, ins, attrs):
-    return matmul(ctx, ins[0], ins[1])
+    vnni = vnni_qdq_matmul(ctx, ins[0], False)  # (a QDQ model's 8-bit input and weight, VNNI)
+    return vnni if vnni is not None else matmul(ctx, ins[0], ins[1])
 
 
 @register("Gemm")
@@ -181,10 +182,12 @@ def _gemm(ctx, ins, attrs):
     a, b = ins[0], ins[1]
     c = ins[2] if len(ins) > 2 else None
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    vnni = None if attrs.get("transA", 0) else vnni_qdq_matmul(ctx, a, bool(attrs.get("transB",
+                                                                                      0)))
     if attrs.get("transA", 0):
         a = _op.transpose(a, (1, 0))
     w = b if attrs.get("transB", 0) else _op.transpose(b, (1, 0))
-    out = _nn.dense(a, w)
+    out = _nn.dense(a, w) if vnni is None else vnni
     dt = ctx.dtype(ins[0])
     if alpha != 1.0:
         out = _op.multiply(out, ctx.const(np.array(alpha, dt)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS
+from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
 from .ops_extra import int_conv, int_matmul
 from .registry import CONVERTERS, register
@@ -100,10 +100,10 @@ def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
     followed by y_scale, y_zp."""
 
     def convert(ctx, ins, attrs):
-        if layout_attr and attrs.get("channels_last", 0):
-            raise ctx.fail("channels_last=1 is not supported")
+        attrs, error = qlinear_float_attrs(attrs, ctx.ndim(ins[0]))
+        if error is not None:
+            raise ctx.fail(error)
         xs = [_deq(ctx, ins[3 * i], ins[3 * i + 1], ins[3 * i + 2]) for i in range(n_in)]
-        attrs = {k: v for k, v in attrs.items() if k != "channels_last"}
         y = CONVERTERS[op_type](ctx, xs, attrs)
         return _q(ctx, y, ins[3 * n_in], _opt(ins, 3 * n_in + 1))
 

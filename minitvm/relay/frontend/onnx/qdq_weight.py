@@ -22,11 +22,13 @@ import numpy as np
 
 from ....frontend_common.onnx_quant import (
     UNKNOWN,
+    MatmulVnniPlan,
     VnniConvPlan,
     activation_qparams,
     conv_output_scale,
     dequantized_weight_scale,
     keeps_int8_weight,
+    qdq_matmul_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -95,3 +97,42 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel)
                       channels=ctx.shape(w)[0], kernel_size=kernel, out_dtype="int32")
     sums = plan.zero_point_sums
     return y if sums is None else _op.subtract(y, ctx.const(sums))
+
+
+def vnni_int_matmul(ctx, a, a_zp, a_zv, bv):
+    """``onnx_quant.vnni_matmul``'s form: ``nn.dense`` (int32) of the uint8 rows ``a`` (an int8
+    A shifted into uint8) and the constant int8 weight ``bv`` ((K, N), numpy), less the zero
+    point ``a_zp`` (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the
+    weight's column sums (``schedule/gemm_vnni`` applies it in its stores)."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+    if plan.shift:
+        a = _op.cast(_op.add(_op.cast(a, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
+    y = _op.nn.dense(a, ctx.const(plan.weight_t), units=int(bv.shape[1]), out_dtype="int32")
+    if plan.constant_correction is not None:
+        return _op.subtract(y, ctx.const(plan.constant_correction))
+    if not plan.runtime_zero_point:
+        return y
+    zp = _op.reshape(_op.cast(a_zp, "int32"), ())
+    if plan.zero_point_offset:
+        zp = _op.add(zp, ctx.const(np.array(plan.zero_point_offset, "int32")))
+    return _op.subtract(y, _op.multiply(zp, ctx.const(plan.column_sums)))
+
+
+def vnni_qdq_matmul(ctx, a, trans_b: bool):
+    """The current MatMul / Gemm node's product ``a @ op(B)`` as ``vnni_matmul``'s int32 product
+    of its input's 8-bit values and its weight's int8 ones, scaled back to float32 (``s_x *
+    s_w``), when both are DequantizeLinear outputs ``remember`` noted
+    (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
+    transposed)."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None or ctx.ndim(a) < 2:
+        return None
+    (qx, sx, zx), (qw, sw) = act, wgt
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b)
+    if found is None:
+        return None
+    bv, scale = found
+    y = vnni_int_matmul(ctx, qx, None, zx, bv)
+    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))

@@ -1,0 +1,251 @@
+"""Integer matrix products of uint8 rows and an int8 weight summed in int32 (a quantized model's
+``nn.dense`` / ``matmul`` with ``out_dtype`` int32) on AVX-512 VNNI: ``vpdpbusd`` multiplies 4
+unsigned by 4 signed bytes and adds the 4 products to an int32 lane (``tir.dot_u8s8x4``,
+``codegen/llvm/dot.py``), 64 multiply-adds an instruction where a float32 FMA does 16.
+
+The weight is packed at build time as ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (``PackWeight``):
+one 64-byte vector holds 4 consecutive reduction indices of 16 output columns, read as 16
+int32. The rows are read as int32 words, 4 reduction indices of one row each, which a tile
+broadcasts to every lane: straight from the input when K is a multiple of 4, else from a copy
+whose rows are padded with zero bytes (``_pack_rows``). Columns past N are zero in the packed
+weight and never stored.
+
+A tile is up to ``ROWS`` rows x ``width`` columns (16, 32 or 64: one to four vectors), one
+accumulator vector per row and vector; the fused elementwise epilogue (zero-point correction,
+requantization) is applied in the tile's store. Only where the host has AVX-512 VNNI
+(``conv_vnni.available``); elsewhere the importers keep their exact float32 products. A weight
+not known at build time is packed by the kernel (``_pack_weight``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from . import conv_vnni
+from .common import dims_of, emit_with_epilogue, epilogue_value, unravel
+from .common import outer_loops as _outer_loops
+from .conv_lanes import even_tiles
+from .conv_vnni import DOT, GROUP, LANES
+
+# rows of a tile per vectors of its width: 24 (6 x 4) or 16 accumulators of the 32 zmm, the
+# rest for the weight vectors and the broadcast row words
+ROWS = {1: 8, 2: 6, 4: 5}
+PARALLEL_MIN_MACS = 1 << 21  # (as conv_lanes': below it one thread's column tiles)
+
+
+def geometry(t) -> dict | None:
+    """Sizes of dense / matmul stage ``t`` when this schedule takes it: uint8 rows, an int8
+    weight (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise), int32 output,
+    static shapes, A not transposed and B a matrix; else None."""
+    tag = t.op.tag
+    if tag not in ("dense", "matmul"):
+        return None
+    a, w = t.op.attrs["operands"]
+    if (a.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32"):
+        return None
+    if tag == "matmul" and (t.op.attrs["transpose_a"] or len(a.shape) != len(t.shape)):
+        return None
+    sa, sw, so = dims_of(a), dims_of(w), dims_of(t)
+    if not all(isinstance(d, int) for d in (*sa, *sw, *so)) or len(sw) != 2 or len(so) < 1:
+        return None
+    tb = True if tag == "dense" else bool(t.op.attrs["transpose_b"])
+    n, k = (sw[0], sw[1]) if tb else (sw[1], sw[0])
+    m = int(np.prod(sa[:-1])) if len(sa) > 1 else 1
+    if sa[-1] != k or so[-1] != n or m < 1 or n < 1 or k < 1:
+        return None
+    blocks = -(-n // LANES)
+    vecs = 4 if blocks % 4 == 0 else 2 if blocks % 2 == 0 else 1
+    return dict(m=m, n=n, k=k, k4=-(-k // GROUP), blocks=blocks, tb=tb, vecs=vecs,
+                lead=list(so[:-1]), parallel=m * n * k >= PARALLEL_MIN_MACS)
+
+
+def supported(t, options=None) -> bool:
+    """Does this schedule take stage ``t`` (the host has VNNI, generated dense allowed)?"""
+    return (options is None or options.generated_dense) and geometry(t) is not None and \
+        conv_vnni.available()
+
+
+class PackWeight:
+    """Picklable numpy transform of an int8 weight (``[N, K]`` when ``transpose_b``, else
+    ``[K, N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K)."""
+
+    def __init__(self, n: int, k: int, transpose_b: bool):
+        self.n, self.k, self.transpose_b = n, k, transpose_b
+
+    def __call__(self, w):
+        w = np.asarray(w, "int8")
+        w = w if self.transpose_b else w.T
+        blocks, k4 = -(-self.n // LANES), -(-self.k // GROUP)
+        full = np.zeros((blocks * LANES, k4 * GROUP), "int8")
+        full[:self.n, :self.k] = w
+        return np.ascontiguousarray(full.reshape(blocks, LANES, k4, GROUP).transpose(0, 2, 1, 3))
+
+
+def packed_shape(g) -> tuple[int, ...]:
+    return (g["blocks"], g["k4"], LANES, GROUP)
+
+
+def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
+    """(packed shape, numpy transform) of stage ``t``'s constant weight."""
+    g = geometry(t)
+    if g is None:
+        raise ValueError(f"gemm_vnni.packed_weight: stage {t.name!r} is not an int8 product "
+                         "this schedule takes")
+    return packed_shape(g), PackWeight(g["n"], g["k"], g["tb"])
+
+
+def emit(ctx, t, out, bodies) -> S.Stmt:
+    """The rule's emit (``lower.RULES``): the product ``t`` into ``out``, its fused elementwise
+    epilogue applied in the stores."""
+    a, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    g = geometry(t)
+
+    def run(dst, epi):
+        f = None if epi is None else (lambda idx, val: epilogue_value(epi, dst, idx, val))
+        return gemm(ctx, g, dst, a, w, id(t) in ctx.packed, f)
+
+    return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
+
+
+def _i32(v: int) -> E.IntImm:
+    return E.IntImm("int32", v)
+
+
+def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
+    """Statements computing the product of geometry ``g`` into ``out`` from uint8 rows ``a``
+    and weight ``w`` (prepacked by ``PackWeight`` when ``packed``)."""
+    from ..tir.buffer import decl_buffer
+
+    parts = []
+    if not packed:
+        wpk = ctx.temp(packed_shape(g), "int8", "w_vnni")
+        parts.append(_pack_weight(ctx, g, w, wpk))
+        w = wpk
+    size = int(np.prod(packed_shape(g))) // GROUP
+    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
+    ctx.ws_views.append(wv)
+    if g["k"] % GROUP == 0 and _zero_offset(a):
+        av = decl_buffer((g["m"] * g["k4"],), "int32", a.name + "_i32", data=a.data)
+        ctx.ws_views.append(av)
+    else:  # (a row length not a multiple of 4: a copy with zero bytes past K)
+        av = ctx.temp((g["m"] * g["k4"],), "int32", "a_vnni")
+        parts.append(_pack_rows(ctx, g, a, av))
+    parts.append(_tiles(ctx, g, av, wv, out, epilogue))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
+def _zero_offset(buf) -> bool:
+    off = buf.elem_offset
+    return off is None or (isinstance(off, E.IntImm) and off.value == 0)
+
+
+def _flat(buf, row, col):
+    """``buf[row, col]`` of a buffer whose leading axes flatten into the rows."""
+    shape = dims_of(buf)
+    if len(shape) == 2:
+        return [row, col]
+    return [*unravel(row, shape[:-1]), col]
+
+
+def _pack_weight(ctx, g, w, wpk) -> S.Stmt:
+    """``wpk[nb, k4, l, j] = W[16*nb + l, 4*k4 + j]`` (0 past N and K), W the weight as
+    ``[N, K]``."""
+    nb, k4, ll, j = ctx.fresh("pn"), ctx.fresh("pk"), ctx.fresh("pl"), ctx.fresh("pj")
+    col, red = nb * LANES + ll, k4 * GROUP + j
+    ci, ri = E.Min(col, _i32(g["n"] - 1)), E.Min(red, _i32(g["k"] - 1))
+    load = w[ci, ri] if g["tb"] else w[ri, ci]
+    val = E.Call("int8", "tir.if_then_else", [
+        E.And(col < g["n"], red < g["k"]), load, E.IntImm("int8", 0)])
+    loops = S.BufferStore(wpk, val, [nb, k4, ll, j])
+    for v, ext in ((j, GROUP), (ll, LANES), (k4, g["k4"]), (nb, g["blocks"])):
+        loops = S.For(v, 0, ext, S.ForKind.SERIAL, loops)
+    return loops
+
+
+def _pack_rows(ctx, g, a, av) -> S.Stmt:
+    """``av[r * k4 + c]``: the int32 of row ``r``'s bytes ``4c .. 4c+3`` (zero past K)."""
+    r, c = ctx.fresh("qr"), ctx.fresh("qc")
+    word = None
+    for j in range(GROUP):
+        kk = c * GROUP + j
+        b = E.Call("int32", "tir.if_then_else", [
+            kk < g["k"], E.Cast("int32", a[tuple(_flat(a, r, E.Min(kk, _i32(g["k"] - 1))))]),
+            _i32(0)])
+        if j:
+            b = E.Call("int32", "tir.shift_left", [b, _i32(8 * j)])
+        word = b if word is None else E.Call("int32", "tir.bitwise_or", [word, b])
+    store = S.BufferStore(av, word, [r * g["k4"] + c])
+    return S.For(r, 0, g["m"], S.ForKind.SERIAL, S.For(c, 0, g["k4"], S.ForKind.SERIAL, store))
+
+
+def _tiles(ctx, g, av, wv, out, epilogue) -> S.Stmt:
+    """Column tiles (the outer loop, parallel for a large product) x row tiles; the last
+    column tile stores only the columns before N."""
+    vecs = g["vecs"]
+    width = vecs * LANES
+    tiles = g["blocks"] // vecs
+    groups = even_tiles(g["m"], ROWS[vecs])
+    tail = g["n"] - (tiles - 1) * width  # (columns the last tile stores)
+
+    def rows(cb, cols):
+        loops = []
+        for first, count_rows, count in groups:
+            k = ctx.fresh("rt")
+            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
+                ctx, g, av, wv, out, cb, first + k * count_rows, count_rows, cols, epilogue)))
+        return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+    if tail == width:
+        return _outer_loops(ctx, [tiles], g["parallel"], lambda idx: rows(idx[0], width))
+    body = rows(_i32(tiles - 1), tail)
+    if tiles > 1:
+        body = S.SeqStmt([_outer_loops(ctx, [tiles - 1], g["parallel"],
+                                       lambda idx: rows(idx[0], width)), body])
+    return body
+
+
+def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue) -> S.Stmt:
+    """Rows ``r0 .. r0+rows`` x columns ``cb*width ..`` (``cols`` of them stored): int32
+    accumulators, one ``vpdpbusd`` per row and vector for each 4 reduction indices."""
+    from ..tir.buffer import decl_buffer
+
+    vecs, k4 = g["vecs"], g["k4"]
+    width = vecs * LANES
+    acc = decl_buffer((rows, width), "int32", "vg_acc", scope="local")
+    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+    def loop(name, extent, kind, fbody):
+        v = ctx.fresh(name)
+        return S.For(v, 0, extent, kind, fbody(v))
+
+    init = loop("jj", rows, unroll, lambda jj: loop("ll", width, vec, lambda ll: S.BufferStore(
+        acc, _i32(0), [jj, ll])))
+    ro = ctx.fresh("ro")  # the first row's word offset
+
+    def step(c):
+        wo = ctx.fresh("wo")
+        macs = [loop("ll", LANES, vec, lambda ll, jj=jj, v=v: S.BufferStore(acc, E.Call(
+            "int32", DOT, [acc[jj, v * LANES + ll], av[ro + jj * k4 + c],
+                           wv[wo + v * (k4 * LANES) + ll]]), [jj, v * LANES + ll]))
+            for v in range(vecs) for jj in range(rows)]
+        return S.LetStmt(wo, (cb * vecs * k4 + c) * LANES, S.SeqStmt(macs))
+
+    macs = loop("c", k4, S.ForKind.SERIAL, step)
+    res = decl_buffer((rows, width), "int32", "vg_res")
+    jp = ctx.fresh("jj")
+
+    def put(ll):
+        idx = _flat(out, r0 + jp, cb * width + ll)
+        val = res[jp, ll] if epilogue is None else epilogue(idx, res[jp, ll])
+        return S.BufferStore(out, val, idx)
+
+    store = S.SeqStmt([
+        loop("jj", rows, unroll, lambda jj: loop("ll", width, vec, lambda ll: S.BufferStore(
+            res, acc[jj, ll], [jj, ll]))),
+        S.For(jp, 0, rows, S.ForKind.SERIAL, loop(
+            "ll", cols, vec if cols >= 4 else S.ForKind.SERIAL, put))])
+    store = S.Allocate(res.data, "int32", [rows * width], True, S.DeclBuffer(res, store))
+    body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
+    body = S.Allocate(acc.data, "int32", [rows * width], True, body)
+    return S.LetStmt(ro, r0 * k4, body)
