@@ -14,14 +14,14 @@ QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
 UNKNOWN = object()  # a zero point that exists but is not known at import time
 
 # ORT's QLinear ops that compute a float op between dequantized inputs and a quantized output:
-# (op, the float op, its quantized inputs, whether it has the channels_last attribute)
-QLINEAR_FLOAT_OPS = (("com.microsoft.QLinearAdd", "Add", 2, False),
-                     ("com.microsoft.QLinearMul", "Mul", 2, False),
-                     ("com.microsoft.QLinearGlobalAveragePool", "GlobalAveragePool", 1, True),
-                     ("com.microsoft.QLinearAveragePool", "AveragePool", 1, True),
-                     ("com.microsoft.QLinearSigmoid", "Sigmoid", 1, False),
-                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1, False),
-                     ("com.microsoft.QLinearSoftmax", "Softmax", 1, False))
+# (op, the float op, its quantized inputs)
+QLINEAR_FLOAT_OPS = (("com.microsoft.QLinearAdd", "Add", 2),
+                     ("com.microsoft.QLinearMul", "Mul", 2),
+                     ("com.microsoft.QLinearGlobalAveragePool", "GlobalAveragePool", 1),
+                     ("com.microsoft.QLinearAveragePool", "AveragePool", 1),
+                     ("com.microsoft.QLinearSigmoid", "Sigmoid", 1),
+                     ("com.microsoft.QLinearLeakyRelu", "LeakyRelu", 1),
+                     ("com.microsoft.QLinearSoftmax", "Softmax", 1))
 
 
 def qlinear_float_attrs(attrs: dict, ndim: int) -> tuple[dict, str | None]:

@@ -283,7 +283,7 @@ def _q(ctx: Context, y, scale, zp):
     return CONVERTERS["QuantizeLinear"](ctx, [y, scale] + ([zp] if zp is not None else []), {})
 
 
-def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
+def _float_op(op_type: str, n_in: int):
     """The QLinear form of a float op over ``n_in`` quantized inputs (x, x_scale, x_zp each),
     then y_scale, y_zp."""
 
@@ -313,8 +313,8 @@ class _Renamed:
         return getattr(self._node, name)
 
 
-for _name, _float, _inputs, _layout in QLINEAR_FLOAT_OPS:
-    register(_name)(_float_op(_float, _inputs, _layout))
+for _name, _float, _inputs in QLINEAR_FLOAT_OPS:
+    register(_name)(_float_op(_float, _inputs))
 
 
 @register("com.microsoft.QLinearConcat")

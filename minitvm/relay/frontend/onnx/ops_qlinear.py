@@ -95,7 +95,7 @@ def _qgemm(ctx, ins, attrs):
     return _requantize(ctx, acc, acc_dt, c, a_s, b_s, -1, y_s, y_zp)
 
 
-def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
+def _float_op(op_type: str, n_in: int):
     """The QLinear form of a float op over ``n_in`` quantized inputs (x, x_scale, x_zp each),
     followed by y_scale, y_zp."""
 
@@ -110,8 +110,8 @@ def _float_op(op_type: str, n_in: int, layout_attr: bool = False):
     return convert
 
 
-for _name, _float, _inputs, _layout in QLINEAR_FLOAT_OPS:
-    register(_name)(_float_op(_float, _inputs, _layout))
+for _name, _float, _inputs in QLINEAR_FLOAT_OPS:
+    register(_name)(_float_op(_float, _inputs))
 
 
 @register("com.microsoft.QLinearConcat")
