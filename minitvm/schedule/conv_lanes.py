@@ -222,6 +222,14 @@ DIRECT = {"avx512": True, "avx2": False}
 # memory, 1.49 vs 1.60)
 DIRECT_MODEL_MAX_PIXELS = 64
 DIRECT_MODEL_MARGIN = 1.1
+# read directly, the tiles of a class at least ROW_STORE_MIN_COLUMNS wide follow its rows (each
+# row cut in ``even_tiles``; ``lanes_rowstore``, a knob), so a tile's pixels are consecutive in
+# one output row and each output channel of it is stored as a vector of its pixels, where a
+# tile crossing rows stored a pixel's output channels one lane at a time (16 extract-and-store
+# instructions a pixel and channel vector: 10% of a 16-channel group's 3x3 conv at 56x56)
+ROW_STORE = {"avx512": True, "avx2": False}
+ROW_STORE_MIN_COLUMNS = 8
+ROW_TILE_SLACK = 1
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
@@ -288,7 +296,7 @@ def default_knobs(g) -> dict:
     knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
                  lanes_unroll_kx=g["kw"] <= UNROLL_TAPS, lanes_width=widths(g)[-1],
-                 lanes_direct=DIRECT[vector_isa()])
+                 lanes_direct=DIRECT[vector_isa()], lanes_rowstore=ROW_STORE[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
@@ -411,6 +419,19 @@ def tile_pixels(g) -> int:
     return NARROW_PIXELS[vector_isa()] if _width(g) == LANES else 6
 
 
+def row_tile_pixels(g, cols: int) -> int:
+    """The most pixels a tile of a row of ``cols`` pixels holds in rows (``lanes_rowstore``):
+    the row in the nearest number of ``tile_pixels`` tiles, each up to a quarter larger (at
+    most 15 accumulators of 16 lanes, 14 of 32; 64-lane tiles no larger), so that a row of 26
+    is two tiles of 13 rather than three of 8 or 9."""
+    most = tile_pixels(g)
+    slack = ROW_TILE_SLACK if _width(g) == LANES else 0
+    n = max(1, round(cols / most))
+    if -(-cols // n) > most + slack:
+        n = -(-cols // most)
+    return -(-cols // n)
+
+
 def plane_tiles(g, extent: int) -> list[tuple[int, int, int]]:
     """``extent`` pixels as groups ``(first, pixels, tiles)`` of tiles of geometry ``g``:
     ``pixel_tiles`` (from ``SIXES_MIN`` pixels up), or ``even_tiles`` of ``tile_pixels``."""
@@ -529,30 +550,44 @@ def _direct_tables(ctx, g):
     the input offset of the pixel at slot ``s`` at tap (0, 0) of channel 0 (outside the plane
     where that tap reads padding: its class never runs it), the geometry's ``out_pix[s]`` its
     output offset ``oy * ow + ox`` and ``classes`` its tiles, ``(first slot, pixels, tiles,
-    filter rows, filter columns)`` (6s and 5s, or the fewest even tiles of a small class)."""
+    filter rows, filter columns, in rows)`` (6s and 5s, or the fewest even tiles of a small
+    class).
+
+    With ``lanes_rowstore`` a class of at least ``ROW_STORE_MIN_COLUMNS`` columns has its rows
+    cut in ``even_tiles`` instead, each size of them a group whose slots list those tiles row
+    by row (the ``in rows`` flag: every tile's pixels are consecutive in one output row)."""
     pix = ctx.temp((g["grid"],), "int32", "cl_pix")
     opix = ctx.temp((g["grid"],), "int32", "cl_opix")
     fills, groups, base = [], [], 0
-    for r0, nr, c0, nc, ky, kx in pixel_classes(g):
+
+    def fill(r0, nr, c0, nc, base):  # the slots of rows r0.. x columns c0.., row by row
         a, b = ctx.fresh("pa"), ctx.fresh("pb")
         oy, ox, slot = a + r0, b + c0, base + a * nc + b
         at = (oy * g["sh"] - g["pt"]) * g["w"] + ox * g["sw"] - g["pl"]
-        fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
-            S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])]))))
-        size = nr * nc
-        tiles = plane_tiles(g, size)
-        groups += [(base + f, pixels, m, ky, kx) for f, pixels, m in tiles]
-        base += size
+        return S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
+            S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])])))
+
+    for r0, nr, c0, nc, ky, kx in pixel_classes(g):
+        if g.get("lanes_rowstore") and _width(g) == LANES and nc >= ROW_STORE_MIN_COLUMNS:
+            for f, pixels, m in even_tiles(nc, row_tile_pixels(g, nc)):
+                fills.append(fill(r0, nr, c0 + f, pixels * m, base))
+                groups.append((base, pixels, nr * m, ky, kx, True))
+                base += nr * pixels * m
+            continue
+        fills.append(fill(r0, nr, c0, nc, base))
+        groups += [(base + f, pixels, m, ky, kx, False)
+                   for f, pixels, m in plane_tiles(g, nr * nc)]
+        base += nr * nc
     return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)
 
 
 def _groups(g) -> list[tuple]:
-    """The pixel tiles as groups ``(first, pixels, tiles, filter rows, filter columns)``: the
-    classes' (``lanes_direct``) or, over the padded copy, ``pixel_tiles`` of the plane (the
-    filter ranges None: every tap)."""
+    """The pixel tiles as groups ``(first, pixels, tiles, filter rows, filter columns, in
+    rows)``: the classes' (``lanes_direct``) or, over the padded copy, ``pixel_tiles`` of the
+    plane (the filter ranges None: every tap; tiles crossing rows)."""
     if "classes" in g:
         return g["classes"]
-    return [(f, p, m, None, None) for f, p, m in plane_tiles(g, g["grid"])]
+    return [(f, p, m, None, None, False) for f, p, m in plane_tiles(g, g["grid"])]
 
 
 def pack_channels(g) -> int:
@@ -704,17 +739,18 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     kc = channel_block(g)
     band = _band_tiles(g)
 
-    def run(ob, first, pixels, lo, count, sums, ky, kx):
+    def run(ob, first, pixels, lo, count, sums, ky, kx, row):
         """Tiles ``lo .. lo+count`` of a group, in bands over the channel blocks (or, with
         one block, in turn)."""
         k = ctx.fresh("pt")
         if kc == g["c"]:
             return S.For(k, lo, count, S.ForKind.SERIAL, _tile(
                 ctx, g, xp, wp, out, nv, pix, ob, first + k * pixels, pixels, epilogue,
-                kx_range=kx, ky_range=ky))
+                kx_range=kx, ky_range=ky, row=row))
         b, kb, kk = ctx.fresh("band"), ctx.fresh("kb"), ctx.fresh("pk")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (lo + b * band + kk) * pixels,
-                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels), kx, ky)
+                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels), kx, ky,
+                     row)
         static = isinstance(count, int)
         if not static or count % band:
             tile = S.IfThenElse(b * band + kk < count, tile)
@@ -726,13 +762,13 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         part, ob = idx
         sums = _sums_scratch(g, band) if kc < g["c"] else None
         out_parts = []
-        for gi, (first, pixels, count, ky, kx) in enumerate(groups):
+        for gi, (first, pixels, count, ky, kx, row) in enumerate(groups):
             if gi == 0 and parts > 1:  # this part's share of the first group's tiles
                 lo = E.FloorDiv(part * count, parts)
                 hi = E.FloorDiv((part + 1) * count, parts)
-                loop = run(ob, first, pixels, lo, hi - lo, sums, ky, kx)
+                loop = run(ob, first, pixels, lo, hi - lo, sums, ky, kx, row)
             else:
-                loop = run(ob, first, pixels, 0, count, sums, ky, kx)
+                loop = run(ob, first, pixels, 0, count, sums, ky, kx, row)
                 if parts > 1:  # the other groups go with the last part
                     loop = S.IfThenElse(E.EQ(part, parts - 1), loop)
             out_parts.append(loop)
@@ -769,7 +805,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     read from memory once and stay in L2 while the weights, re-read by every band, come from L2
     too; the few 5-pixel tiles at the end then run per channel tile."""
     obs = g["o"] // _width(g)
-    (first, pixels, count, ky, kx), *rest = _groups(g)
+    (first, pixels, count, ky, kx, row), *rest = _groups(g)
     kc = channel_block(g)
     nbands, band = _band_split(g, count)
     solo = _band_split(dict(g, parallel=False), count)  # (on one thread: SOLO_BANDS)
@@ -782,7 +818,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         kb = None if sums is None else ctx.fresh("kb")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
                      epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk * pixels),
-                     kx, ky)
+                     kx, ky, row)
         if uneven:
             tile = S.IfThenElse(b * band + kk < count, tile)
         body = S.For(kk, 0, band, S.ForKind.SERIAL, tile)
@@ -804,12 +840,13 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
                                                   E.IntImm("int32", band)), loop))]
     else:
         parts = [_outer_loops(ctx, [nbands], g["parallel"], one_band)]
-    for first2, pixels2, count2, ky2, kx2 in rest:
-        def tail(idx, first2=first2, pixels2=pixels2, count2=count2, ky2=ky2, kx2=kx2):
+    for first2, pixels2, count2, ky2, kx2, row2 in rest:
+        def tail(idx, first2=first2, pixels2=pixels2, count2=count2, ky2=ky2, kx2=kx2,
+                 row2=row2):
             k = ctx.fresh("pt")
             return S.For(k, 0, count2, S.ForKind.SERIAL, _tile(
                 ctx, g, xp, wp, out, nv, pix, idx[0], first2 + k * pixels2, pixels2, epilogue,
-                kx_range=kx2, ky_range=ky2))
+                kx_range=kx2, ky_range=ky2, row=row2))
         parts.append(_outer_loops(ctx, [obs], g["parallel"], tail))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
@@ -854,6 +891,61 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
+def transpose16(src, rows: int, consumer) -> S.Stmt:
+    """The ``[16, 16]`` transpose of the first ``rows`` rows of the 16-wide ``src`` (its other
+    rows repeat row 0: their lanes are don't-care) in four stages of 16 two-vector shuffles
+    (``tir.vector_shuffle``), each swapping one bit of the row index with the same bit of the
+    lane index, in local buffers LLVM keeps in registers; ``consumer(buffer)`` the statements
+    reading the transpose."""
+    ramp = E.Ramp(E.IntImm("int32", 0), E.IntImm("int32", 1), LANES)
+    cur = [E.BufferLoad(src, [E.IntImm("int32", i if i < rows else 0), ramp])
+           for i in range(LANES)]
+    stmts, bufs = [], []
+    for k in range(4):
+        d = 1 << k
+        buf = decl_buffer((LANES, LANES), "float32", f"cl_tr{k}", scope="local")
+        for i in range(LANES):
+            up = 1 if i & d else 0  # (the upper row of the pair takes the odd half)
+            mask = [((lane | d) if up else (lane & ~d)) + (LANES if lane & d else 0)
+                    for lane in range(LANES)]
+            stmts.append(S.BufferStore(buf, E.Call(f"float32x{LANES}", "tir.vector_shuffle", [
+                cur[i & ~d], cur[i | d], *[E.IntImm("int32", m) for m in mask]]),
+                [E.IntImm("int32", i), ramp]))
+        cur = [E.BufferLoad(buf, [E.IntImm("int32", i), ramp]) for i in range(LANES)]
+        bufs.append(buf)
+    body = S.SeqStmt([*stmts, consumer(bufs[-1])])
+    for buf in reversed(bufs):
+        body = S.Allocate(buf.data, "float32", [LANES * LANES], True, S.DeclBuffer(buf, body))
+    return body
+
+
+def _row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
+    """Store a 16-channel tile whose ``pixels`` are consecutive in one output row from output
+    pixel ``first`` (``oy * ow + ox``) on: the tile ``res`` ``[pixels, 16]`` transposed in
+    registers (``transpose16``), then each output channel as vectors of its pixels (powers of
+    two, ``_pieces``); a last tile's channels past the conv's real ones are not stored."""
+    cw = _width(g)
+    oy, ox = E.FloorDiv(first, g["ow"]), E.FloorMod(first, g["ow"])
+
+    def piece(tr, ll, lo, n):
+        j = ctx.fresh("jr")
+        idx = [nv, ob * cw + ll, oy, ox + (lo + j)]
+        val = tr[ll, lo + j]
+        val = val if epilogue is None else epilogue(idx, val)
+        return S.For(j, 0, n, S.ForKind.VECTORIZED, S.BufferStore(out, val, idx))
+
+    def stores(tr):
+        out_ = []
+        for ll in range(cw):
+            body = S.SeqStmt([piece(tr, ll, lo, n) for lo, n in _pieces(pixels)])
+            if g["real_o"] % cw:  # (the last tile's zero channels)
+                body = S.IfThenElse(E.LT(ob * cw + ll, g["real_o"]), body)
+            out_.append(body)
+        return S.SeqStmt(out_)
+
+    return transpose16(res, pixels, stores)
+
+
 def _pieces(count: int) -> list[tuple[int, int]]:
     """(start, length) of ``count`` lanes cut in vectors of 16 lanes, then powers of two."""
     out, lo = [], 0
@@ -865,7 +957,7 @@ def _pieces(count: int) -> list[tuple[int, int]]:
 
 
 def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
-          kx_range=None, ky_range=None) -> S.Stmt:
+          kx_range=None, ky_range=None, row: bool = False) -> S.Stmt:
     """Output channels ``ob*width ..`` (``lanes_width``) x output pixels ``p0 .. p0+pixels``
     (flattened).
 
@@ -879,7 +971,8 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     filter columns the tile's pixels read input through (``col_segments``); the rest read
     padding; ``ky_range`` likewise the filter rows. Where the geometry has ``out_pix``
     (``lanes_direct``), ``xp`` is the input itself (flat), ``p0`` a slot of the tables and the
-    tile's pixels are stored at ``out_pix``."""
+    tile's pixels are stored at ``out_pix``; ``row``: they are consecutive in one output row,
+    each output channel stored as a vector of them (``lanes_rowstore``)."""
     c, ow, hp, wpd = g["c"], g["ow"], g["hp"], g["wp"]
     cw = _width(g)
     acc = decl_buffer((pixels, cw), "float32", "cl_acc", scope="local")
@@ -989,11 +1082,13 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     if tail != cw:  # it stores them in vectors of powers of two (a loop of them ran 2x slower)
         outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.SeqStmt([
             loop("ll", n, vec, lambda ll, lo=lo: put(jp, lo + ll)) for lo, n in _pieces(tail)]))
+    outs = S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)
     store = S.SeqStmt([
         loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
-            res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
+            res, acc[jj, ll], [jj, ll]))), outs])
     store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
+    if row and "out_pix" in g:  # (transposed in registers, from the accumulators)
+        store = _row_store(ctx, g, out, nv, ob, g["out_pix"][p0], pixels, acc, epilogue)
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
             "jj", pixels, unroll, lambda jj: lanes_loop(
