@@ -1,0 +1,113 @@
+"""``conv_lanes``' tiles in rows (``lanes_rowstore``, AVX-512, 16-lane tiles read directly):
+a class of the plane at least ``ROW_STORE_MIN_COLUMNS`` wide has each row cut in tiles of
+``row_tile_pixels``, and a tile's 16 output channels are stored as vectors of its pixels after
+a 16x16 transpose in registers (``tir.vector_shuffle``). Each layout matches numpy on grouped
+convs (RegNet's 16 channels a group), strides, odd planes, a channel tail, a batch and the
+fused epilogue with a residual, at one and two threads."""
+
+import numpy as np
+import pytest
+from conv_reference import build_conv, conv_kernel, run_graph
+
+from minitvm.codegen.llvm.codegen import CodeGenLLVM
+from minitvm.schedule import conv_lanes
+from minitvm.schedule.common import vector_isa
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import post_order_visit, walk_stmts
+
+AVX512 = vector_isa() == "avx512"
+pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
+
+
+def _shuffles(kernel) -> int:
+    """The ``tir.vector_shuffle`` calls of the kernel's PrimFunc."""
+    found = []
+    post_order_visit(kernel.prim_func.body, lambda n: found.append(n) if isinstance(
+        n, E.Call) and n.op_name == "tir.vector_shuffle" else None)
+    return len(found)
+
+
+@pytest.mark.parametrize("cols, most", [(8, 8), (12, 12), (14, 7), (18, 9), (26, 13),
+                                        (30, 10), (54, 11), (110, 13)])
+def test_row_tile_pixels_16_lanes(cols, most):
+    """A row of 16-lane tiles (12 pixels, ``NARROW_PIXELS``) is cut in the nearest number of
+    12-pixel tiles where none exceeds 13 (``ROW_TILE_SLACK``), else in the fewest of at
+    most 12 (14 columns: two of 7)."""
+    g = dict(lanes_width=16)
+    if not AVX512:
+        pytest.skip("16-lane tiles hold 12 pixels on AVX-512")
+    assert conv_lanes.row_tile_pixels(g, cols) == most
+    tiles = conv_lanes.even_tiles(cols, most)
+    assert sum(p * m for _, p, m in tiles) == cols
+
+
+CASES = [  # shape, output channels, strides, groups, epilogue
+    ((1, 48, 30, 30), 48, (1, 1), 3, "bias_relu"),  # RegNet: 16 a group, 28-wide interior
+    ((1, 96, 29, 27), 96, (2, 2), 6, "residual_relu"),  # stride 2, odd plane
+    ((2, 32, 17, 21), 32, (1, 1), 2, "residual_relu"),  # a batch
+    ((1, 24, 20, 20), 40, (1, 1), 1, "bias_relu"),  # 40 channels: a tail of 8 in 16 lanes
+    ((1, 16, 12, 12), 16, (1, 1), 1, "none"),  # one tile of channels, no epilogue
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("rowstore", [False, True])
+def test_row_store_matches_numpy(case, rowstore, force_knobs, monkeypatch, restore_threads):
+    """Either layout matches numpy at one and two threads; the row store is a transpose of 64
+    shuffles per tile shape stored (on AVX-512, 16-lane tiles), none without it."""
+    shape, o, strides, groups, epi = case
+    monkeypatch.setitem(conv_lanes.ROW_STORE, vector_isa(), rowstore)
+    force_knobs(lanes_width=16, lanes_rowstore=rowstore)
+    lib, inputs, want = build_conv(shape, o, 3, strides, (1, 1), (1, 1), epi,
+                                   np.random.default_rng(o + groups), groups)
+    kernel = conv_kernel(lib)
+    shuffles = _shuffles(kernel)
+    if rowstore and AVX512:
+        assert shuffles and shuffles % 64 == 0, shuffles
+    else:
+        assert shuffles == 0
+    for threads in (1, 2):
+        got = run_graph(lib, inputs, threads)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
+
+
+def _tile_pixels(kernel) -> set[int]:
+    """The pixels of the kernel's tiles (its accumulators' first axis)."""
+    return {int(s.buffer.shape[0]) for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
+
+
+@pytest.mark.parametrize("rowstore", [False, True])
+def test_row_tiles_follow_rows(rowstore, force_knobs):
+    """A 30x30 plane's 28-wide interior (and its top and bottom rows) runs rows of three tiles
+    of 10, 9 and 9 pixels with the row store; without it, tiles of 12 across rows."""
+    if not AVX512:
+        pytest.skip("the row store is AVX-512's")
+    force_knobs(lanes_width=16, lanes_rowstore=rowstore)
+    lib, _, _ = build_conv((1, 48, 30, 30), 48, 3, (1, 1), (1, 1), (1, 1), "bias_relu",
+                           np.random.default_rng(0), 3)
+    sizes = _tile_pixels(conv_kernel(lib))
+    assert conv_lanes.row_tile_pixels(dict(lanes_width=16), 28) == 10
+    if rowstore:
+        assert {10, 9} <= sizes and max(sizes) == 10
+    else:
+        assert max(sizes) == 12
+
+
+def test_vector_shuffle_checks_its_operands():
+    """``tir.vector_shuffle`` of two vectors of different types, or an index past both, is a
+    clear error from the code generator."""
+    from minitvm import tir
+
+    a = tir.decl_buffer((32,), "float32", "a")
+    out = tir.decl_buffer((16,), "float32", "out")
+    ramp = E.Ramp(E.IntImm("int32", 0), E.IntImm("int32", 1), 16)
+    ramp8 = E.Ramp(E.IntImm("int32", 16), E.IntImm("int32", 1), 8)
+    for second, mask in ((E.BufferLoad(a, [ramp8]), list(range(16))),
+                         (E.BufferLoad(a, [ramp]), [40] * 16)):
+        call = E.Call("float32x16", "tir.vector_shuffle", [E.BufferLoad(a, [ramp]), second,
+                                                            *[E.IntImm("int32", m) for m in mask]])
+        func = tir.PrimFunc([a, out], tir.BufferStore(out, call, [ramp]))
+        with pytest.raises(ValueError, match="vector_shuffle takes two vectors of one type"):
+            CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate()
