@@ -229,6 +229,14 @@ DIRECT_MODEL_MARGIN = 1.1
 # instructions a pixel and channel vector: 10% of a 16-channel group's 3x3 conv at 56x56)
 ROW_STORE = {"avx512": True, "avx2": False}
 ROW_STORE_MIN_COLUMNS = 8
+# grouped 3x3 convs of 16 channels a group, Zen 4, one thread, conv + bias + relu alone, A/B
+# one process, 15 interleaved rounds, ms, tiles across rows -> in rows: 48 at 56x56 0.440 ->
+# 0.410, 96 at 28x28 0.212 -> 0.198, 208 at 14x14 0.110 -> 0.102, stride 2 96 at 56x56 0.216
+# -> 0.201, 208 at 28x28 0.116 -> 0.112. A strided conv whose plane has such a class takes
+# 16-lane tiles in rows by default rather than 32-lane ones (stride-2 3x3 + bias + relu to a
+# 16x16 plane, 32-lane / 16-lane in rows, ms: 32 -> 32 0.046 / 0.042, 64 -> 64 0.170 / 0.161,
+# 64 -> 128 0.341 / 0.326, 96 -> 96 0.415 / 0.388, 128 -> 128 0.671 / 0.646; 256 -> 256 to
+# 14x14 2.05 / 2.03)
 ROW_TILE_SLACK = 1
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
@@ -303,6 +311,10 @@ def default_knobs(g) -> dict:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
+    if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
+            g["sh"] * g["sw"] > 1 and LANES in widths(g) and \
+            max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
+        knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, STRIDED_ROW_STORE)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
