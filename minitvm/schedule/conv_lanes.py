@@ -236,7 +236,8 @@ ROW_STORE_MIN_COLUMNS = 8
 # 16-lane tiles in rows by default rather than 32-lane ones (stride-2 3x3 + bias + relu to a
 # 16x16 plane, 32-lane / 16-lane in rows, ms: 32 -> 32 0.046 / 0.042, 64 -> 64 0.170 / 0.161,
 # 64 -> 128 0.341 / 0.326, 96 -> 96 0.415 / 0.388, 128 -> 128 0.671 / 0.646; 256 -> 256 to
-# 14x14 2.05 / 2.03)
+# 14x14 2.05 / 2.03); filters of at most 9 taps (measured: 3x3; ConvMixer's 8x8 stride-8
+# patches at 16x16, 3 -> 128, within the noise: 0.124 / 0.128-0.131)
 ROW_TILE_SLACK = 1
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
@@ -312,7 +313,7 @@ def default_knobs(g) -> dict:
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
     if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
-            g["sh"] * g["sw"] > 1 and LANES in widths(g) and \
+            g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
         knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, STRIDED_ROW_STORE)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \

@@ -111,3 +111,27 @@ def test_vector_shuffle_checks_its_operands():
         func = tir.PrimFunc([a, out], tir.BufferStore(out, call, [ramp]))
         with pytest.raises(ValueError, match="vector_shuffle takes two vectors of one type"):
             CodeGenLLVM(func, "kern", fast_math=True, gomp=False).generate()
+
+
+def _tile_widths(kernel) -> set[int]:
+    """The output channels of the kernel's tiles (its accumulators' second axis)."""
+    return {int(s.buffer.shape[1]) for s in walk_stmts(kernel.prim_func.body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_acc"}
+
+
+@pytest.mark.parametrize("shape, o, k, stride, pad, width", [
+    ((1, 64, 32, 32), 64, 3, 2, 1, 16),  # stride 2 to 16x16: 16 lanes in rows
+    ((1, 64, 16, 16), 96, 3, 2, 1, 32),  # to 8x8: no class of 8 columns, 32 lanes
+    ((1, 3, 128, 128), 128, 8, 8, 0, 32),  # 8x8 patches to 16x16: over 9 taps, 32 lanes
+])
+def test_strided_default_width(shape, o, k, stride, pad, width, restore_threads):
+    """By default a strided conv of at most 9 taps a filter whose plane has a class at least
+    ``ROW_STORE_MIN_COLUMNS`` wide runs 16-lane tiles in rows on AVX-512; the rest keep their
+    width. Each matches numpy."""
+    lib, inputs, want = build_conv(shape, o, k, (stride, stride), (pad, pad), (1, 1),
+                                   "bias_relu", np.random.default_rng(3))
+    kernel = conv_kernel(lib)
+    if AVX512 and _tile_widths(kernel):
+        assert _tile_widths(kernel) == {width}
+        assert (_shuffles(kernel) > 0) == (width == 16)
+    np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=2e-5, atol=2e-4)
