@@ -69,6 +69,12 @@ one thread, the caches flushed before each run, ms, direct / padded copy (ONNX R
 14x14 1.55 / 1.69 (2.10); 512 -> 512 at 7x7 (stride 1, four 1-pixel corner tiles) 1.47 / 1.42
 (1.91), in the model 1.49 / 1.60. AVX2 keeps the copy (not measured there).
 
+Read directly, 16-lane tiles (RegNet's groups of 16 channels; by default also strided convs of
+3x3 filters) follow the output rows of the wider classes (``ROW_STORE``): a tile's pixels are
+then consecutive in one row, so the tile is transposed in registers and each output channel
+stored as a vector of pixels, where a tile across rows stores each pixel's channels one lane at
+a time.
+
 On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``), for prepacked
 weights; anything else keeps ``conv_direct``.
 """
@@ -222,23 +228,30 @@ DIRECT = {"avx512": True, "avx2": False}
 # memory, 1.49 vs 1.60)
 DIRECT_MODEL_MAX_PIXELS = 64
 DIRECT_MODEL_MARGIN = 1.1
-# read directly, the tiles of a class at least ROW_STORE_MIN_COLUMNS wide follow its rows (each
-# row cut in ``even_tiles``; ``lanes_rowstore``, a knob), so a tile's pixels are consecutive in
-# one output row and each output channel of it is stored as a vector of its pixels, where a
-# tile crossing rows stored a pixel's output channels one lane at a time (16 extract-and-store
-# instructions a pixel and channel vector: 10% of a 16-channel group's 3x3 conv at 56x56)
+# 16-lane tiles read directly: the tiles of a class at least ROW_STORE_MIN_COLUMNS wide follow
+# its rows (each row cut in ``even_tiles`` of ``row_tile_pixels``; ``lanes_rowstore``, a knob),
+# so that a tile's pixels are consecutive in one output row: the tile is transposed in
+# registers (``transpose16``: 64 shuffles) and each output channel stored as a vector of its
+# pixels. A tile across rows stores a pixel's 16 channels one lane at a time (16
+# extract-and-store instructions a pixel: storing the tile as 16-channel vectors instead, a
+# wrong layout, made a 16-channel group's 3x3 conv at 56x56 10% faster, ONNX Runtime's time).
+# Grouped 3x3 convs of 16 channels a group, Zen 4, one thread, conv + bias + relu alone, A/B
+# one process, 15 interleaved rounds, ms, across rows -> in rows: 48 at 56x56 0.440 -> 0.410,
+# 96 at 28x28 0.212 -> 0.198, 208 at 14x14 0.110 -> 0.102, stride 2 96 at 56x56 0.216 ->
+# 0.201, 208 at 28x28 0.116 -> 0.112. (Read across the tile's scratch by scalar loads, which
+# LLVM turns into inserts or shuffle trees, the stores gained 0-4% instead.)
 ROW_STORE = {"avx512": True, "avx2": False}
 ROW_STORE_MIN_COLUMNS = 8
-# grouped 3x3 convs of 16 channels a group, Zen 4, one thread, conv + bias + relu alone, A/B
-# one process, 15 interleaved rounds, ms, tiles across rows -> in rows: 48 at 56x56 0.440 ->
-# 0.410, 96 at 28x28 0.212 -> 0.198, 208 at 14x14 0.110 -> 0.102, stride 2 96 at 56x56 0.216
-# -> 0.201, 208 at 28x28 0.116 -> 0.112. A strided conv whose plane has such a class takes
-# 16-lane tiles in rows by default rather than 32-lane ones (stride-2 3x3 + bias + relu to a
-# 16x16 plane, 32-lane / 16-lane in rows, ms: 32 -> 32 0.046 / 0.042, 64 -> 64 0.170 / 0.161,
-# 64 -> 128 0.341 / 0.326, 96 -> 96 0.415 / 0.388, 128 -> 128 0.671 / 0.646; 256 -> 256 to
-# 14x14 2.05 / 2.03); filters of at most 9 taps (measured: 3x3; ConvMixer's 8x8 stride-8
-# patches at 16x16, 3 -> 128, within the noise: 0.124 / 0.128-0.131)
+# ... a row's tiles may hold this many pixels more than ``tile_pixels`` to make fewer of them
+# (a row of 26: two tiles of 13 rather than three of 8 or 9; 96 at 28x28 0.198 -> 0.196-0.200,
+# where 3 more lost 2-3% at 56x56, rows of 54 in tiles of 14 and 13 rather than 11 and 10)
 ROW_TILE_SLACK = 1
+# A strided conv of at most 9 taps a filter whose plane has such a class takes 16-lane tiles in
+# rows by default rather than 32-lane ones. Stride-2 3x3 + bias + relu alone, ms, 32-lane /
+# 16-lane in rows: to a 16x16 plane 32 -> 32 0.046 / 0.042, 64 -> 64 0.170 / 0.161, 64 -> 128
+# 0.341 / 0.326, 96 -> 96 0.415 / 0.388, 128 -> 128 0.671 / 0.646; 256 -> 256 to 14x14 2.05 /
+# 2.03; 128 -> 128 to 28x28 2.13 / 2.05-2.07. (ConvMixer's 8x8 stride-8 patches, 3 -> 128 to
+# 16x16, within the noise: 0.124 / 0.128-0.131; not taken.)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
@@ -315,7 +328,7 @@ def default_knobs(g) -> dict:
     if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
             g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
-        knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, STRIDED_ROW_STORE)
+        knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, ROW_STORE)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
@@ -434,9 +447,9 @@ def tile_pixels(g) -> int:
 
 def row_tile_pixels(g, cols: int) -> int:
     """The most pixels a tile of a row of ``cols`` pixels holds in rows (``lanes_rowstore``):
-    the row in the nearest number of ``tile_pixels`` tiles, each up to a quarter larger (at
-    most 15 accumulators of 16 lanes, 14 of 32; 64-lane tiles no larger), so that a row of 26
-    is two tiles of 13 rather than three of 8 or 9."""
+    the row in the nearest number of ``tile_pixels`` tiles where none is more than
+    ``ROW_TILE_SLACK`` pixels larger (16 lanes; other widths none), else in the fewest tiles of
+    at most ``tile_pixels``."""
     most = tile_pixels(g)
     slack = ROW_TILE_SLACK if _width(g) == LANES else 0
     n = max(1, round(cols / most))
@@ -910,6 +923,9 @@ def transpose16(src, rows: int, consumer) -> S.Stmt:
     (``tir.vector_shuffle``), each swapping one bit of the row index with the same bit of the
     lane index, in local buffers LLVM keeps in registers; ``consumer(buffer)`` the statements
     reading the transpose."""
+    if not 1 <= rows <= LANES:
+        raise ValueError(f"conv_lanes.transpose16: {rows} rows of 16 lanes do not transpose "
+                         "into 16 vectors")
     ramp = E.Ramp(E.IntImm("int32", 0), E.IntImm("int32", 1), LANES)
     cur = [E.BufferLoad(src, [E.IntImm("int32", i if i < rows else 0), ramp])
            for i in range(LANES)]
@@ -1095,13 +1111,13 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     if tail != cw:  # it stores them in vectors of powers of two (a loop of them ran 2x slower)
         outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.SeqStmt([
             loop("ll", n, vec, lambda ll, lo=lo: put(jp, lo + ll)) for lo, n in _pieces(tail)]))
-    outs = S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)
-    store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
-            res, acc[jj, ll], [jj, ll]))), outs])
-    store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if row and "out_pix" in g:  # (transposed in registers, from the accumulators)
         store = _row_store(ctx, g, out, nv, ob, g["out_pix"][p0], pixels, acc, epilogue)
+    else:
+        store = S.SeqStmt([
+            loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
+                res, acc[jj, ll], [jj, ll]))), S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
+        store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
             "jj", pixels, unroll, lambda jj: lanes_loop(

@@ -135,3 +135,13 @@ def test_strided_default_width(shape, o, k, stride, pad, width, restore_threads)
         assert _tile_widths(kernel) == {width}
         assert (_shuffles(kernel) > 0) == (width == 16)
     np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=2e-5, atol=2e-4)
+
+
+def test_transpose16_takes_at_most_16_rows():
+    """A tile of more than 16 pixels (or none) has no 16x16 transpose: a clear error."""
+    from minitvm.tir.buffer import decl_buffer
+
+    src = decl_buffer((17, 16), "float32", "acc")
+    for rows in (0, 17):
+        with pytest.raises(ValueError, match="do not transpose"):
+            conv_lanes.transpose16(src, rows, lambda tr: None)
