@@ -146,3 +146,76 @@ def test_transpose16_takes_at_most_16_rows():
     for rows in (0, 17):
         with pytest.raises(ValueError, match="do not transpose"):
             conv_lanes.transpose16(src, rows, lambda tr: None)
+
+
+def _silu_conv(shape, o, stride, residual, rng):
+    """A Relay 3x3 conv (padding 1) + bias, then SiLU (x * sigmoid(x)), then a residual add
+    when asked, built at opt_level 3: (lib, inputs, expected)."""
+    from conv_reference import conv_ref
+
+    import minitvm as tvm
+    from minitvm import relay
+
+    wv = rng.standard_normal((o, shape[1], 3, 3)).astype("float32") * 0.2
+    bv = rng.standard_normal(o).astype("float32")
+    xv = rng.standard_normal(shape).astype("float32")
+    want = conv_ref(xv, wv, (stride, stride), (1, 1, 1, 1)) + bv[:, None, None]
+    want = want / (1 + np.exp(-want))
+    x = relay.var("x", shape=shape)
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(wv), strides=(stride, stride),
+                                          padding=(1, 1), kernel_size=(3, 3), channels=o),
+                          relay.const(bv))
+    y = y * relay.sigmoid(y)
+    args, inputs = [x], {"x": xv}
+    if residual:
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=want.shape)
+        y, want = y + r, want + rv
+        args.append(r)
+        inputs["r"] = rv
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, inputs, want
+
+
+@pytest.mark.parametrize("shape, o, stride, residual, in_rows", [
+    ((1, 16, 42, 42), 32, 2, False, True),  # SiLU alone: before the transpose, 16 channels
+    ((1, 16, 20, 20), 16, 1, True, False),  # SiLU then a residual: tiles across rows
+])
+def test_silu_epilogue_placement(shape, o, stride, residual, in_rows, force_knobs,
+                                 restore_threads):
+    """An epilogue that calls a function runs on whole 16-channel vectors: before the
+    transpose when it reads no operand at the pixel, else the conv keeps tiles across rows.
+    Both match numpy."""
+    force_knobs(lanes_width=16, lanes_rowstore=True)
+    lib, inputs, want = _silu_conv(shape, o, stride, residual, np.random.default_rng(5))
+    kernel = conv_kernel(lib)
+    if AVX512 and _tile_widths(kernel) == {16}:
+        assert (_shuffles(kernel) > 0) == in_rows
+    for threads in (1, 2):
+        np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=2e-4, atol=2e-4)
+
+
+def test_epilogue_probes():
+    """``reads_plane`` tells a residual (indexed by the pixel) from a bias (by the channel);
+    ``_costly_plane_epilogue`` also wants a call."""
+    from minitvm.tir.buffer import decl_buffer
+
+    bias = decl_buffer((64,), "float32", "bias")
+    res = decl_buffer((1, 64, 8, 8), "float32", "res")
+
+    def biased(idx, v):
+        return E.Max(v + bias[idx[1]], E.FloatImm("float32", 0.0))
+
+    def residual(idx, v):
+        return v + E.BufferLoad(res, list(idx))
+
+    def silu_residual(idx, v):
+        return v * E.Call("float32", "tir.sigmoid", [v]) + E.BufferLoad(res, list(idx))
+
+    n, c = E.Var("n", "int32"), E.Var("c", "int32")
+    assert not conv_lanes.reads_plane(biased, n, c)
+    assert conv_lanes.reads_plane(residual, n, c)
+    assert not conv_lanes._costly_plane_epilogue(biased)
+    assert not conv_lanes._costly_plane_epilogue(residual)
+    assert conv_lanes._costly_plane_epilogue(silu_residual)
