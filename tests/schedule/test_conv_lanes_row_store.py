@@ -10,7 +10,7 @@ import pytest
 from conv_reference import build_conv, conv_kernel, run_graph
 
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
-from minitvm.schedule import conv_lanes
+from minitvm.schedule import conv_lanes, lane_transpose
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
@@ -145,7 +145,7 @@ def test_transpose16_takes_at_most_16_rows():
     src = decl_buffer((17, 16), "float32", "acc")
     for rows in (0, 17):
         with pytest.raises(ValueError, match="do not transpose"):
-            conv_lanes.transpose16(src, rows, lambda tr: None)
+            lane_transpose.transpose16(src, rows, lambda tr: None)
 
 
 def _silu_conv(shape, o, stride, residual, rng):
@@ -198,7 +198,7 @@ def test_silu_epilogue_placement(shape, o, stride, residual, in_rows, force_knob
 
 def test_epilogue_probes():
     """``reads_plane`` tells a residual (indexed by the pixel) from a bias (by the channel);
-    ``_costly_plane_epilogue`` also wants a call."""
+    ``costly_plane_epilogue`` also wants a call."""
     from minitvm.tir.buffer import decl_buffer
 
     bias = decl_buffer((64,), "float32", "bias")
@@ -214,8 +214,8 @@ def test_epilogue_probes():
         return v * E.Call("float32", "tir.sigmoid", [v]) + E.BufferLoad(res, list(idx))
 
     n, c = E.Var("n", "int32"), E.Var("c", "int32")
-    assert not conv_lanes.reads_plane(biased, n, c)
-    assert conv_lanes.reads_plane(residual, n, c)
-    assert not conv_lanes._costly_plane_epilogue(biased)
-    assert not conv_lanes._costly_plane_epilogue(residual)
-    assert conv_lanes._costly_plane_epilogue(silu_residual)
+    assert not lane_transpose.reads_plane(biased, n, c)
+    assert lane_transpose.reads_plane(residual, n, c)
+    assert not lane_transpose.costly_plane_epilogue(biased)
+    assert not lane_transpose.costly_plane_epilogue(residual)
+    assert lane_transpose.costly_plane_epilogue(silu_residual)
