@@ -69,6 +69,12 @@ one thread, the caches flushed before each run, ms, direct / padded copy (ONNX R
 14x14 1.55 / 1.69 (2.10); 512 -> 512 at 7x7 (stride 1, four 1-pixel corner tiles) 1.47 / 1.42
 (1.91), in the model 1.49 / 1.60. AVX2 keeps the copy (not measured there).
 
+Read directly, 16-lane tiles (RegNet's groups of 16 channels; by default also strided convs of
+3x3 filters) follow the output rows of the wider classes (``ROW_STORE``): a tile's pixels are
+then consecutive in one row, so the tile is transposed in registers and each output channel
+stored as a vector of pixels, where a tile across rows stores each pixel's channels one lane at
+a time.
+
 On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``), for prepacked
 weights; anything else keeps ``conv_direct``.
 """
@@ -93,6 +99,7 @@ from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
 from .knobs import select as _knobs
+from .lane_transpose import costly_plane_epilogue, reads_plane, transpose16
 
 ENABLED = {"avx512": True, "avx2": True}
 LANES = 16  # output channels of a tile: two AVX2 vectors (the weights are packed in 16s)
@@ -222,6 +229,30 @@ DIRECT = {"avx512": True, "avx2": False}
 # memory, 1.49 vs 1.60)
 DIRECT_MODEL_MAX_PIXELS = 64
 DIRECT_MODEL_MARGIN = 1.1
+# 16-lane tiles read directly: the tiles of a class at least ROW_STORE_MIN_COLUMNS wide follow
+# its rows (each row cut in ``even_tiles`` of ``row_tile_pixels``; ``lanes_rowstore``, a knob),
+# so that a tile's pixels are consecutive in one output row: the tile is transposed in
+# registers (``transpose16``: 64 shuffles) and each output channel stored as a vector of its
+# pixels. A tile across rows stores a pixel's 16 channels one lane at a time (16
+# extract-and-store instructions a pixel: storing the tile as 16-channel vectors instead, a
+# wrong layout, made a 16-channel group's 3x3 conv at 56x56 10% faster, ONNX Runtime's time).
+# Grouped 3x3 convs of 16 channels a group, Zen 4, one thread, conv + bias + relu alone, A/B
+# one process, 15 interleaved rounds, ms, across rows -> in rows: 48 at 56x56 0.440 -> 0.410,
+# 96 at 28x28 0.212 -> 0.198, 208 at 14x14 0.110 -> 0.102, stride 2 96 at 56x56 0.216 ->
+# 0.201, 208 at 28x28 0.116 -> 0.112. (Read across the tile's scratch by scalar loads, which
+# LLVM turns into inserts or shuffle trees, the stores gained 0-4% instead.)
+ROW_STORE = {"avx512": True, "avx2": False}
+ROW_STORE_MIN_COLUMNS = 8
+# ... a row's tiles may hold this many pixels more than ``tile_pixels`` to make fewer of them
+# (a row of 26: two tiles of 13 rather than three of 8 or 9; 96 at 28x28 0.198 -> 0.196-0.200,
+# where 3 more lost 2-3% at 56x56, rows of 54 in tiles of 14 and 13 rather than 11 and 10)
+ROW_TILE_SLACK = 1
+# A strided conv of at most 9 taps a filter whose plane has such a class takes 16-lane tiles in
+# rows by default rather than 32-lane ones. Stride-2 3x3 + bias + relu alone, ms, 32-lane /
+# 16-lane in rows: to a 16x16 plane 32 -> 32 0.046 / 0.042, 64 -> 64 0.170 / 0.161, 64 -> 128
+# 0.341 / 0.326, 96 -> 96 0.415 / 0.388, 128 -> 128 0.671 / 0.646; 256 -> 256 to 14x14 2.05 /
+# 2.03; 128 -> 128 to 28x28 2.13 / 2.05-2.07. (ConvMixer's 8x8 stride-8 patches, 3 -> 128 to
+# 16x16, within the noise: 0.124 / 0.128-0.131; not taken.)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 4, 2, 2
 
 PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the pixel tiles)
@@ -288,13 +319,17 @@ def default_knobs(g) -> dict:
     knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
                  lanes_unroll_kx=g["kw"] <= UNROLL_TAPS, lanes_width=widths(g)[-1],
-                 lanes_direct=DIRECT[vector_isa()])
+                 lanes_direct=DIRECT[vector_isa()], lanes_rowstore=ROW_STORE[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
+    if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
+            g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
+            max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
+        knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, ROW_STORE)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
@@ -411,6 +446,19 @@ def tile_pixels(g) -> int:
     return NARROW_PIXELS[vector_isa()] if _width(g) == LANES else 6
 
 
+def row_tile_pixels(g, cols: int) -> int:
+    """The most pixels a tile of a row of ``cols`` pixels holds in rows (``lanes_rowstore``):
+    the row in the nearest number of ``tile_pixels`` tiles where none is more than
+    ``ROW_TILE_SLACK`` pixels larger (16 lanes; other widths none), else in the fewest tiles of
+    at most ``tile_pixels``."""
+    most = tile_pixels(g)
+    slack = ROW_TILE_SLACK if _width(g) == LANES else 0
+    n = max(1, round(cols / most))
+    if -(-cols // n) > most + slack:
+        n = -(-cols // most)
+    return -(-cols // n)
+
+
 def plane_tiles(g, extent: int) -> list[tuple[int, int, int]]:
     """``extent`` pixels as groups ``(first, pixels, tiles)`` of tiles of geometry ``g``:
     ``pixel_tiles`` (from ``SIXES_MIN`` pixels up), or ``even_tiles`` of ``tile_pixels``."""
@@ -446,6 +494,8 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
     g = geometry(t)
     g = with_knobs(g, _knobs(ctx.options, t) if g["groups"] == 1 else None)
+    if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
+        g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
     segments = row_segments(g)
     if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
@@ -529,30 +579,44 @@ def _direct_tables(ctx, g):
     the input offset of the pixel at slot ``s`` at tap (0, 0) of channel 0 (outside the plane
     where that tap reads padding: its class never runs it), the geometry's ``out_pix[s]`` its
     output offset ``oy * ow + ox`` and ``classes`` its tiles, ``(first slot, pixels, tiles,
-    filter rows, filter columns)`` (6s and 5s, or the fewest even tiles of a small class)."""
+    filter rows, filter columns, in rows)`` (6s and 5s, or the fewest even tiles of a small
+    class).
+
+    With ``lanes_rowstore`` a class of at least ``ROW_STORE_MIN_COLUMNS`` columns has its rows
+    cut in ``even_tiles`` instead, each size of them a group whose slots list those tiles row
+    by row (the ``in rows`` flag: every tile's pixels are consecutive in one output row)."""
     pix = ctx.temp((g["grid"],), "int32", "cl_pix")
     opix = ctx.temp((g["grid"],), "int32", "cl_opix")
     fills, groups, base = [], [], 0
-    for r0, nr, c0, nc, ky, kx in pixel_classes(g):
+
+    def fill(r0, nr, c0, nc, base):  # the slots of rows r0.. x columns c0.., row by row
         a, b = ctx.fresh("pa"), ctx.fresh("pb")
         oy, ox, slot = a + r0, b + c0, base + a * nc + b
         at = (oy * g["sh"] - g["pt"]) * g["w"] + ox * g["sw"] - g["pl"]
-        fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
-            S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])]))))
-        size = nr * nc
-        tiles = plane_tiles(g, size)
-        groups += [(base + f, pixels, m, ky, kx) for f, pixels, m in tiles]
-        base += size
+        return S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
+            S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])])))
+
+    for r0, nr, c0, nc, ky, kx in pixel_classes(g):
+        if g.get("lanes_rowstore") and _width(g) == LANES and nc >= ROW_STORE_MIN_COLUMNS:
+            for f, pixels, m in even_tiles(nc, row_tile_pixels(g, nc)):
+                fills.append(fill(r0, nr, c0 + f, pixels * m, base))
+                groups.append((base, pixels, nr * m, ky, kx, True))
+                base += nr * pixels * m
+            continue
+        fills.append(fill(r0, nr, c0, nc, base))
+        groups += [(base + f, pixels, m, ky, kx, False)
+                   for f, pixels, m in plane_tiles(g, nr * nc)]
+        base += nr * nc
     return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)
 
 
 def _groups(g) -> list[tuple]:
-    """The pixel tiles as groups ``(first, pixels, tiles, filter rows, filter columns)``: the
-    classes' (``lanes_direct``) or, over the padded copy, ``pixel_tiles`` of the plane (the
-    filter ranges None: every tap)."""
+    """The pixel tiles as groups ``(first, pixels, tiles, filter rows, filter columns, in
+    rows)``: the classes' (``lanes_direct``) or, over the padded copy, ``pixel_tiles`` of the
+    plane (the filter ranges None: every tap; tiles crossing rows)."""
     if "classes" in g:
         return g["classes"]
-    return [(f, p, m, None, None) for f, p, m in plane_tiles(g, g["grid"])]
+    return [(f, p, m, None, None, False) for f, p, m in plane_tiles(g, g["grid"])]
 
 
 def pack_channels(g) -> int:
@@ -704,17 +768,18 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     kc = channel_block(g)
     band = _band_tiles(g)
 
-    def run(ob, first, pixels, lo, count, sums, ky, kx):
+    def run(ob, first, pixels, lo, count, sums, ky, kx, row):
         """Tiles ``lo .. lo+count`` of a group, in bands over the channel blocks (or, with
         one block, in turn)."""
         k = ctx.fresh("pt")
         if kc == g["c"]:
             return S.For(k, lo, count, S.ForKind.SERIAL, _tile(
                 ctx, g, xp, wp, out, nv, pix, ob, first + k * pixels, pixels, epilogue,
-                kx_range=kx, ky_range=ky))
+                kx_range=kx, ky_range=ky, row=row))
         b, kb, kk = ctx.fresh("band"), ctx.fresh("kb"), ctx.fresh("pk")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (lo + b * band + kk) * pixels,
-                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels), kx, ky)
+                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels), kx, ky,
+                     row)
         static = isinstance(count, int)
         if not static or count % band:
             tile = S.IfThenElse(b * band + kk < count, tile)
@@ -726,13 +791,13 @@ def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         part, ob = idx
         sums = _sums_scratch(g, band) if kc < g["c"] else None
         out_parts = []
-        for gi, (first, pixels, count, ky, kx) in enumerate(groups):
+        for gi, (first, pixels, count, ky, kx, row) in enumerate(groups):
             if gi == 0 and parts > 1:  # this part's share of the first group's tiles
                 lo = E.FloorDiv(part * count, parts)
                 hi = E.FloorDiv((part + 1) * count, parts)
-                loop = run(ob, first, pixels, lo, hi - lo, sums, ky, kx)
+                loop = run(ob, first, pixels, lo, hi - lo, sums, ky, kx, row)
             else:
-                loop = run(ob, first, pixels, 0, count, sums, ky, kx)
+                loop = run(ob, first, pixels, 0, count, sums, ky, kx, row)
                 if parts > 1:  # the other groups go with the last part
                     loop = S.IfThenElse(E.EQ(part, parts - 1), loop)
             out_parts.append(loop)
@@ -769,7 +834,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
     read from memory once and stay in L2 while the weights, re-read by every band, come from L2
     too; the few 5-pixel tiles at the end then run per channel tile."""
     obs = g["o"] // _width(g)
-    (first, pixels, count, ky, kx), *rest = _groups(g)
+    (first, pixels, count, ky, kx, row), *rest = _groups(g)
     kc = channel_block(g)
     nbands, band = _band_split(g, count)
     solo = _band_split(dict(g, parallel=False), count)  # (on one thread: SOLO_BANDS)
@@ -782,7 +847,7 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
         kb = None if sums is None else ctx.fresh("kb")
         tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
                      epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk * pixels),
-                     kx, ky)
+                     kx, ky, row)
         if uneven:
             tile = S.IfThenElse(b * band + kk < count, tile)
         body = S.For(kk, 0, band, S.ForKind.SERIAL, tile)
@@ -804,12 +869,13 @@ def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
                                                   E.IntImm("int32", band)), loop))]
     else:
         parts = [_outer_loops(ctx, [nbands], g["parallel"], one_band)]
-    for first2, pixels2, count2, ky2, kx2 in rest:
-        def tail(idx, first2=first2, pixels2=pixels2, count2=count2, ky2=ky2, kx2=kx2):
+    for first2, pixels2, count2, ky2, kx2, row2 in rest:
+        def tail(idx, first2=first2, pixels2=pixels2, count2=count2, ky2=ky2, kx2=kx2,
+                 row2=row2):
             k = ctx.fresh("pt")
             return S.For(k, 0, count2, S.ForKind.SERIAL, _tile(
                 ctx, g, xp, wp, out, nv, pix, idx[0], first2 + k * pixels2, pixels2, epilogue,
-                kx_range=kx2, ky_range=ky2))
+                kx_range=kx2, ky_range=ky2, row=row2))
         parts.append(_outer_loops(ctx, [obs], g["parallel"], tail))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
@@ -854,6 +920,49 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
+def _row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
+    """Store a 16-channel tile whose ``pixels`` are consecutive in one output row from output
+    pixel ``first`` (``oy * ow + ox``) on: the tile ``res`` ``[pixels, 16]`` transposed in
+    registers (``transpose16``), then each output channel as vectors of its pixels (powers of
+    two, ``_pieces``); a last tile's channels past the conv's real ones are not stored.
+
+    An epilogue that reads an operand at the pixel (a residual) runs on the stored vectors of
+    pixels (contiguous loads); one that reads none runs before the transpose on whole vectors
+    of 16 channels, as the tiles across rows apply it (a SiLU's exp on pieces of 8, 4 and 1
+    pixels cost YOLOv5's 16 -> 32 stride-2 conv at 80x80 6%)."""
+    cw = _width(g)
+    oy, ox = E.FloorDiv(first, g["ow"]), E.FloorMod(first, g["ow"])
+    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
+
+    def piece(tr, ll, lo, n):
+        j = ctx.fresh("jr")
+        idx = [nv, ob * cw + ll, oy, ox + (lo + j)]
+        val = tr[ll, lo + j]
+        val = epilogue(idx, val) if after else val
+        return S.For(j, 0, n, S.ForKind.VECTORIZED, S.BufferStore(out, val, idx))
+
+    def stores(tr):
+        out_ = []
+        for ll in range(cw):
+            body = S.SeqStmt([piece(tr, ll, lo, n) for lo, n in _pieces(pixels)])
+            if g["real_o"] % cw:  # (the last tile's zero channels)
+                body = S.IfThenElse(E.LT(ob * cw + ll, g["real_o"]), body)
+            out_.append(body)
+        return S.SeqStmt(out_)
+
+    if epilogue is None or after:
+        return transpose16(res, pixels, stores)
+    pre = decl_buffer((pixels, LANES), "float32", "cl_epi", scope="local")
+    fills = []
+    for jj in range(pixels):  # (the epilogue on each pixel's 16 channels)
+        ll = ctx.fresh("ll")
+        idx = [nv, ob * cw + ll, oy, ox + jj]
+        fills.append(S.For(ll, 0, LANES, S.ForKind.VECTORIZED, S.BufferStore(
+            pre, epilogue(idx, res[jj, ll]), [jj, ll])))
+    body = S.SeqStmt([*fills, transpose16(pre, pixels, stores)])
+    return S.Allocate(pre.data, "float32", [pixels * LANES], True, S.DeclBuffer(pre, body))
+
+
 def _pieces(count: int) -> list[tuple[int, int]]:
     """(start, length) of ``count`` lanes cut in vectors of 16 lanes, then powers of two."""
     out, lo = [], 0
@@ -865,7 +974,7 @@ def _pieces(count: int) -> list[tuple[int, int]]:
 
 
 def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
-          kx_range=None, ky_range=None) -> S.Stmt:
+          kx_range=None, ky_range=None, row: bool = False) -> S.Stmt:
     """Output channels ``ob*width ..`` (``lanes_width``) x output pixels ``p0 .. p0+pixels``
     (flattened).
 
@@ -879,7 +988,8 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     filter columns the tile's pixels read input through (``col_segments``); the rest read
     padding; ``ky_range`` likewise the filter rows. Where the geometry has ``out_pix``
     (``lanes_direct``), ``xp`` is the input itself (flat), ``p0`` a slot of the tables and the
-    tile's pixels are stored at ``out_pix``."""
+    tile's pixels are stored at ``out_pix``; ``row``: they are consecutive in one output row,
+    each output channel stored as a vector of them (``lanes_rowstore``)."""
     c, ow, hp, wpd = g["c"], g["ow"], g["hp"], g["wp"]
     cw = _width(g)
     acc = decl_buffer((pixels, cw), "float32", "cl_acc", scope="local")
@@ -989,11 +1099,13 @@ def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
     if tail != cw:  # it stores them in vectors of powers of two (a loop of them ran 2x slower)
         outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.SeqStmt([
             loop("ll", n, vec, lambda ll, lo=lo: put(jp, lo + ll)) for lo, n in _pieces(tail)]))
-    store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
-            res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
-    store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
+    if row and "out_pix" in g:  # (transposed in registers, from the accumulators)
+        store = _row_store(ctx, g, out, nv, ob, g["out_pix"][p0], pixels, acc, epilogue)
+    else:
+        store = S.SeqStmt([
+            loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
+                res, acc[jj, ll], [jj, ll]))), S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
+        store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
             "jj", pixels, unroll, lambda jj: lanes_loop(

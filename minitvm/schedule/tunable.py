@@ -98,8 +98,9 @@ def conv2d_space(t, options):
     """conv2d NCHW by implicit GEMM: output-channel x pixel register tile, parallel threshold,
     unrolled filter columns, and the implicit GEMM vs im2col + BLAS; for a conv ``conv_lanes``
     computes, its loop order, channel block, band of partial sums, parallel parts, whether
-    the filter's columns are unrolled, its tile's output channels (``lanes_width``) and whether
-    it reads the input without a padded copy (``lanes_direct``); for a
+    the filter's columns are unrolled, its tile's output channels (``lanes_width``), whether
+    it reads the input without a padded copy (``lanes_direct``) and whether its tiles follow
+    the output rows to store each channel as a vector (``lanes_rowstore``); for a
     1x1 conv ``conv_pointwise`` computes, its micro-kernel (``pw_mode``), whether its input is
     packed for the tiles (``pw_pack``), the tiles' width (``pw_width``) and height
     (``pw_rows``)."""
@@ -140,7 +141,7 @@ def conv2d_space(t, options):
                          lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
                          lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
                          lanes_unroll_kx=(False, True), lanes_width=conv_lanes.widths(lanes_g),
-                         lanes_direct=(False, True))
+                         lanes_direct=(False, True), lanes_rowstore=(False, True))
     wino = conv_winograd.block_sizes(t)
     if wino:  # Winograd F(m x m, 3 x 3) as one more implementation, with its own knobs
         cands = dict(space.knobs, wino_m=wino, wino_nr=(16, 32))

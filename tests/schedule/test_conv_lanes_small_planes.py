@@ -130,7 +130,7 @@ def test_output_channels_padded_to_32_lanes_on_small_planes(o, hw, isa, want, mo
 @pytest.mark.parametrize("c, o, hw, s, width", [
     (128, 256, 7, 2, 64),    # stride 2 to 4x4: 64 lanes in one pass (WIDE_STRIDED_MAX_PIXELS)
     (256, 512, 14, 2, 64),   # to 7x7
-    (128, 256, 56, 2, 32),   # to 28x28: 32 lanes in blocks of input channels
+    (128, 256, 56, 2, 16),   # to 28x28: 16 lanes in rows (ROW_STORE), in blocks of channels
     (512, 512, 14, 2, 32),   # a tile's weights past WIDE_MAX_TILE_WEIGHT_BYTES
 ])
 def test_wide_tiles_for_strided_convs_on_small_planes(c, o, hw, s, width, monkeypatch):

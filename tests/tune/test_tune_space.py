@@ -64,7 +64,7 @@ def test_conv2d_space_declared():
     if conv_lanes.supported(t):  # (ENABLED, both ISAs: conv_lanes computes it; its knobs)
         assert set(default) - set(direct) == {"lanes_order", "lanes_cblock", "lanes_sums",
                                               "lanes_parts", "lanes_unroll_kx", "lanes_width",
-                                              "lanes_direct"}
+                                              "lanes_direct", "lanes_rowstore"}
         assert all(len(space.values(k)) == 1 for k in direct if k != "impl")
         assert space.values("lanes_order") == ("channels", "bands")
     else:

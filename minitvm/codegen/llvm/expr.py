@@ -533,6 +533,8 @@ class ExprEmitter:
             return self._if_then_else(e, memo)
         if short == "prefetch":
             return self._prefetch(e, memo)
+        if short == "vector_shuffle":  # (schedule/conv_lanes' tile transpose)
+            return self._vector_shuffle(e, memo)
         if short == "num_threads":  # (schedule/common.num_threads)
             if self.parallel_depth or not self.gomp:
                 return T.I32(1)
@@ -600,6 +602,18 @@ class ExprEmitter:
         if short == "bitwise_not":
             return bld.xor(args[0], T.const(args[0].type, -1))
         raise NotImplementedError(f"llvm codegen does not support the intrinsic {name!r}")
+
+    def _vector_shuffle(self, e, memo):
+        """``tir.vector_shuffle(a, b, i0, i1, ...)``: LLVM's shufflevector of two vectors of one
+        type by constant lane indices (``i < lanes``: a's lane i, else b's lane i - lanes)."""
+        a, b = (memo[id(x)] for x in e.args[:2])
+        mask = [int(m.value) for m in e.args[2:]]
+        if not isinstance(a.type, ir.VectorType) or a.type != b.type or \
+                not all(0 <= m < 2 * a.type.count for m in mask):
+            raise ValueError("tir.vector_shuffle takes two vectors of one type and constant lane "
+                             f"indices into them, got {a.type} and {b.type}, indices {mask}")
+        return self.builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(T.I32, len(mask)),
+                                                             mask))
 
     def _prefetch(self, e, memo):
         """``tir.prefetch(buf[i])``: llvm.prefetch of the element's address (a read, kept in
