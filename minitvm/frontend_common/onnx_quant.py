@@ -179,6 +179,26 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     return available()
 
 
+def depthwise_data(x_dtype: str, x_zp, groups: int, w_shape) -> str | None:
+    """How a depthwise conv (one input channel a group) whose float32 sums of ``x - x_zp``
+    are exact (``float_pieces`` gave one piece) may read its 8-bit input as it is, widened by
+    the depthwise schedule as it copies each plane (``schedule/depthwise.widened_data``: a
+    quarter of the bytes of a float32 input, which its producer then stores as 8-bit too):
+    ``"as_is"`` when the zero point is 0 (or absent: the conv's zero padding is the zero
+    point's), ``"shift"`` for an int8 input with zero point -128 (a ReLU's output in an int8
+    model), which ``x + 128`` as uint8 with zero point 0 is; None otherwise (the input is
+    cast and shifted in float32)."""
+    if x_dtype not in ("uint8", "int8") or x_zp is UNKNOWN or len(w_shape) != 4 or \
+            groups < 2 or int(w_shape[1]) != 1 or int(w_shape[0]) % groups:
+        return None
+    z = np.zeros(1, "int64") if x_zp is None else np.asarray(x_zp, "int64").reshape(-1)
+    if z.size != 1:
+        return None
+    if int(z[0]) == 0:
+        return "as_is"
+    return "shift" if x_dtype == "int8" and int(z[0]) == -128 else None
+
+
 def zero_point_sums(w, x_zp) -> np.ndarray:
     """``x_zp * sum(w)`` per output channel of an ``[O, C, KH, KW]`` weight, int32 shaped
     ``(1, O, 1, 1)``: conv(x - x_zp, w) = conv(x, w) - this, when x is padded with x_zp."""
