@@ -314,7 +314,7 @@ def pixel_lanes(g) -> bool:
 def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     """Pixel blocks of ``PIXEL_VECTORS`` vectors (the outer loop, parallel for a large conv; a
     last narrower block for the rest) x blocks of ``PIXEL_ROWS`` output channels."""
-    from .conv_pointwise import _value
+    from .conv_pointwise import pixel_value
 
     npx = g["oh"] * g["ow"]
     block = PIXEL_VECTORS * LANES
@@ -323,7 +323,7 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     of = ctx.flat_view(out)
 
     def put(o, p, value):
-        return S.BufferStore(of, _value(ctx, gp, out, epi, nv, o, p, value),
+        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value),
                              [(nv * g["o"] + o) * npx + p])
 
     def channels(p0, count):
