@@ -148,9 +148,14 @@ VNNI_MIN_REDUCTION = 64
 # one process, the model's ms with 1x1 convs float / VNNI: a quantized MobileNetV2-like TFLite
 # model (benchmarks/bench_tflite.py's) at 112x112 with 32..384 channels 1.975 / 1.345, at 64x64
 # with 16..144 channels 0.202 / 0.193; bench_quantized's MobileNetV2 at 64x64, QOperator
-# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel is far slower
-# (16 -> 96 at 32x32: 40 / 320 us), so those keep the float32 conv
-VNNI_MIN_POINTWISE_CHANNELS = 32
+# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel was far
+# slower then (16 -> 96 at 32x32: 40 / 320 us). Since its 1x1 convs put the pixels in the lanes
+# (``conv_vnni.pixel_lanes``; that conv 16 us) and depthwise convs read 8-bit data
+# (``depthwise_data``), 16 channels take it too (in one process, ms with the 32 / 16 rule:
+# bench_tflite's model at 64x64 0.250 / 0.140, at 112x112 0.610 / 0.457, int8 at 64x64
+# 0.204 / 0.148; bench_quantized's MobileNetV2 QOperator 0.119 / 0.116, QDQ 0.137 / 0.132, QDQ
+# uint8 0.128 / 0.128; outputs identical)
+VNNI_MIN_POINTWISE_CHANNELS = 16
 
 
 def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
