@@ -294,8 +294,8 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
 # pixels of one channel, stored (through the epilogue) as contiguous vectors. Channels in the
 # lanes (``_tiles``) store each pixel's channels a plane apart: one scalar store per output
 # element, which bounded the 1x1 convs of few input channels (their reduction is short).
-# Zen 4, one thread, the conv alone + requantize to uint8 (us, channel lanes -> pixel lanes): 32 -> 192 at
-# 56x56 335 -> 133, 48 -> 288 at 28x28 146 -> 66, 288 -> 48 at 28x28 85 -> 59,
+# Zen 4, one thread, the conv alone + requantize to uint8 (us, channel lanes -> pixel lanes):
+# 32 -> 192 at 56x56 335 -> 133, 48 -> 288 at 28x28 146 -> 66, 288 -> 48 at 28x28 85 -> 59,
 # 64 -> 384 at 14x14 55 -> 29, 384 -> 64 at 14x14 31 -> 28, 64 -> 128 at 14x14 19 -> 11 (tiles
 # of 4 or 8 channels x 1, 2 or 3 vectors measured within noise of each other: 4 x 1 kept).
 PIXEL_LANES = True
