@@ -165,9 +165,14 @@ VNNI_MIN_REDUCTION = 64
 # one process, the model's ms with 1x1 convs float / VNNI: a quantized MobileNetV2-like TFLite
 # model (benchmarks/bench_tflite.py's) at 112x112 with 32..384 channels 1.975 / 1.345, at 64x64
 # with 16..144 channels 0.202 / 0.193; bench_quantized's MobileNetV2 at 64x64, QOperator
-# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel is far slower
-# (16 -> 96 at 32x32: 40 / 320 us), so those keep the float32 conv
-VNNI_MIN_POINTWISE_CHANNELS = 32
+# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel was far
+# slower then (16 -> 96 at 32x32: 40 / 320 us). Since its 1x1 convs put the pixels in the lanes
+# (``conv_vnni.pixel_lanes``; that conv 16 us) and depthwise convs read 8-bit data
+# (``depthwise_data``), 16 channels take it too (in one process, ms with the 32 / 16 rule:
+# bench_tflite's model at 64x64 0.250 / 0.140, at 112x112 0.610 / 0.457, int8 at 64x64
+# 0.204 / 0.148; bench_quantized's MobileNetV2 QOperator 0.119 / 0.116, QDQ 0.137 / 0.132, QDQ
+# uint8 0.128 / 0.128; outputs identical)
+VNNI_MIN_POINTWISE_CHANNELS = 16
 
 
 def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
@@ -194,6 +199,26 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     if w_zp is not None and np.any(np.asarray(w_zp)):
         return False
     return available()
+
+
+def depthwise_data(x_dtype: str, x_zp, groups: int, w_shape) -> str | None:
+    """How a depthwise conv (one input channel a group) whose float32 sums of ``x - x_zp``
+    are exact (``float_pieces`` gave one piece) may read its 8-bit input as it is, widened by
+    the depthwise schedule as it copies each plane (``schedule/depthwise.widened_data``: a
+    quarter of the bytes of a float32 input, which its producer then stores as 8-bit too):
+    ``"as_is"`` when the zero point is 0 (or absent: the conv's zero padding is the zero
+    point's), ``"shift"`` for an int8 input with zero point -128 (a ReLU's output in an int8
+    model), which ``x + 128`` as uint8 with zero point 0 is; None otherwise (the input is
+    cast and shifted in float32)."""
+    if x_dtype not in ("uint8", "int8") or x_zp is UNKNOWN or len(w_shape) != 4 or \
+            groups < 2 or int(w_shape[1]) != 1 or int(w_shape[0]) % groups:
+        return None
+    z = np.zeros(1, "int64") if x_zp is None else np.asarray(x_zp, "int64").reshape(-1)
+    if z.size != 1:
+        return None
+    if int(z[0]) == 0:
+        return "as_is"
+    return "shift" if x_dtype == "int8" and int(z[0]) == -128 else None
 
 
 def zero_point_sums(w, x_zp) -> np.ndarray:

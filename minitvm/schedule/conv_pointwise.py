@@ -450,7 +450,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
                               _dims(t))
 
 
-def _value(ctx, g, out, epi, n, o, p, value):
+def pixel_value(ctx, g, out, epi, n, o, p, value):
     """The stored value at output channel ``o``, pixel ``p`` of image ``n``: the conv's
     ``value`` through the epilogue ``epi`` (its body and axis vars, or None). Epilogue operands
     laid out like the output plane (a residual) are read through flat views at ``p``: vector
@@ -484,7 +484,7 @@ def _value(ctx, g, out, epi, n, o, p, value):
 
 def _plane_loads(ctx, g, out, epi, n, o, p) -> list:
     """The loads of epilogue ``epi``'s operands laid out like the output plane (a residual) at
-    output channel ``o``, pixel ``p`` of image ``n`` (through flat views, as ``_value``)."""
+    output channel ``o``, pixel ``p`` of image ``n`` (through flat views, as ``pixel_value``)."""
     if epi is None:
         return []
     body, axes = epi
@@ -773,7 +773,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
 
     def put(ii, jj):
         o = o0 + ii
-        val = _value(ctx, g, out, epi, nv, o, base + jj, acc[ii, jj])
+        val = pixel_value(ctx, g, out, epi, nv, o, base + jj, acc[ii, jj])
         return S.BufferStore(of, val, [(nv * g["o"] + o) * p + base + jj])
 
     store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec,
@@ -865,19 +865,20 @@ def _store_tile(ctx, g, of, out, epi, nv, ob, lanes: int, p0, rows: int, acc) ->
 
     if not TRANSPOSED_STORE:
         return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec, lambda jj:
-                     S.BufferStore(of, _value(ctx, g, out, epi, nv, ob * g["width"] + jj, p0 + ii,
-                                              acc[ii, jj]), at(ob * g["width"] + jj, p0 + ii))))
+                     S.BufferStore(of, pixel_value(ctx, g, out, epi, nv, ob * g["width"] + jj,
+                                                   p0 + ii, acc[ii, jj]),
+                                   at(ob * g["width"] + jj, p0 + ii))))
     late = epi is not None and _reads_plane(g, out, epi[0])
     res = decl_buffer((rows, lanes), "float32", "pw_res", scope="local")
 
     def fill(ii, jj):
-        val = acc[ii, jj] if late else _value(ctx, g, out, epi, nv, ob * g["width"] + jj, p0 + ii,
-                                              acc[ii, jj])
+        val = acc[ii, jj] if late else pixel_value(ctx, g, out, epi, nv, ob * g["width"] + jj,
+                                                   p0 + ii, acc[ii, jj])
         return S.BufferStore(res, val, [ii, jj])
 
     def put(jj, ii):
         o = ob * g["width"] + jj
-        val = _value(ctx, g, out, epi, nv, o, p0 + ii, res[ii, jj]) if late else res[ii, jj]
+        val = pixel_value(ctx, g, out, epi, nv, o, p0 + ii, res[ii, jj]) if late else res[ii, jj]
         return S.BufferStore(of, val, at(o, p0 + ii))
 
     copy = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", lanes, vec,

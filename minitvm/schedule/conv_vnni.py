@@ -110,15 +110,19 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     g = geometry(t)
 
     def run(dst, epi):
+        if pixel_lanes(g):
+            return conv(ctx, g, dst, x, w, id(t) in ctx.packed, epi=epi)
         f = None if epi is None else (lambda idx, val: epilogue_value(epi, dst, idx, val))
         return conv(ctx, g, dst, x, w, id(t) in ctx.packed, f)
 
     return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
 
 
-def conv(ctx, g, out, x, w, packed: bool, epilogue=None) -> S.Stmt:
+def conv(ctx, g, out, x, w, packed: bool, epilogue=None, epi=None) -> S.Stmt:
     """Statements computing the conv of geometry ``g`` into ``out`` from uint8 input ``x`` and
-    weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH, KW]``)."""
+    weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH, KW]``):
+    ``epilogue(idx, value)`` the fused epilogue's value at output index ``idx``, or, for a
+    ``pixel_lanes`` geometry, ``epi`` the epilogue's (body, axis vars)."""
     from ..tir.buffer import decl_buffer
 
     parts = []
@@ -129,9 +133,13 @@ def conv(ctx, g, out, x, w, packed: bool, epilogue=None) -> S.Stmt:
     size = int(np.prod(packed_shape(g))) // GROUP
     wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
     ctx.ws_views.append(wv)
-    xq = ctx.temp((g["c4"] * g["hp"] * g["wp"],), "int32", "x_vnni")
+    lanes = pixel_lanes(g)
+    # (pixel lanes: the last vector of a plane reads up to 15 words past it)
+    xq = ctx.temp((g["c4"] * g["hp"] * g["wp"] + (LANES if lanes else 0),), "int32", "x_vnni")
     nv = ctx.fresh("n")
-    body = S.SeqStmt([_pack(ctx, g, xq, x, nv), _tiles(ctx, g, xq, wv, out, nv, epilogue)])
+    tiles = _pixel_tiles(ctx, g, xq, wv, out, nv, epi) if lanes else \
+        _tiles(ctx, g, xq, wv, out, nv, epilogue)
+    body = S.SeqStmt([_pack(ctx, g, xq, x, nv), tiles])
     parts.append(S.For(nv, 0, g["n"], S.ForKind.SERIAL, body))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
@@ -278,3 +286,97 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
         body = S.LetStmt(q[jj], E.FloorDiv(p, ow) * (g["sh"] * wp) + E.FloorMod(p, ow) * g["sw"],
                          body)
     return body
+
+
+# 1x1 stride-1 convs put 16 output pixels in the lanes instead (``_pixel_tiles``): the packed
+# input's words of consecutive pixels are consecutive, so one vector load serves 16 pixels and
+# each output channel's 4 weight bytes are one broadcast word; the tile's sums are then rows of
+# pixels of one channel, stored (through the epilogue) as contiguous vectors. Channels in the
+# lanes (``_tiles``) store each pixel's channels a plane apart: one scalar store per output
+# element, which bounded the 1x1 convs of few input channels (their reduction is short).
+# Zen 4, one thread, the conv alone + requantize to uint8 (us, channel lanes -> pixel lanes):
+# 32 -> 192 at 56x56 335 -> 133, 48 -> 288 at 28x28 146 -> 66, 288 -> 48 at 28x28 85 -> 59,
+# 64 -> 384 at 14x14 55 -> 29, 384 -> 64 at 14x14 31 -> 28, 64 -> 128 at 14x14 19 -> 11 (tiles
+# of 4 or 8 channels x 1, 2 or 3 vectors measured within noise of each other: 4 x 1 kept).
+PIXEL_LANES = True
+PIXEL_ROWS = 4  # output channels of a pixel-lanes tile
+PIXEL_VECTORS = 1  # 16-pixel vectors of a pixel-lanes tile
+
+
+def pixel_lanes(g) -> bool:
+    """Does geometry ``g`` run with pixels in the lanes (``PIXEL_LANES``): a 1x1 filter at
+    stride 1 without padding, at least a vector of pixels?"""
+    return PIXEL_LANES and g["kh"] == g["kw"] == 1 and g["sh"] == g["sw"] == 1 and \
+        g["pt"] == g["pl"] == 0 and g["hp"] == g["h"] and g["wp"] == g["w"] and \
+        g["oh"] * g["ow"] >= LANES
+
+
+def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
+    """Pixel blocks of ``PIXEL_VECTORS`` vectors (the outer loop, parallel for a large conv; a
+    last narrower block for the rest) x blocks of ``PIXEL_ROWS`` output channels."""
+    from .conv_pointwise import pixel_value
+
+    npx = g["oh"] * g["ow"]
+    block = PIXEL_VECTORS * LANES
+    full, rest = npx // block, npx % block
+    gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
+    of = ctx.flat_view(out)
+
+    def put(o, p, value):
+        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value),
+                             [(nv * g["o"] + o) * npx + p])
+
+    def channels(p0, count):
+        rows = PIXEL_ROWS
+
+        def per(ob):
+            return _pixel_tile(ctx, g, xq, wv, put, ob * rows, rows, p0, count)
+        k = ctx.fresh("pr")
+        return S.For(k, 0, g["o"] // rows, S.ForKind.SERIAL, per(k))
+
+    parts = []
+    if full:
+        parts.append(_outer_loops(ctx, [full], g["parallel"], lambda idx: channels(
+            idx[0] * block, block)))
+    if rest:
+        parts.append(channels(_i32(full * block), rest))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
+def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int) -> S.Stmt:
+    """Output channels ``o0 .. o0+rows`` x pixels ``p0 .. p0+count`` (flattened; ``count`` at
+    most ``PIXEL_VECTORS`` vectors, the last one partly stored): int32 accumulators, one
+    ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels)."""
+    from ..tir.buffer import decl_buffer
+
+    nvec = -(-count // LANES)
+    npx = g["hp"] * g["wp"]
+    acc = decl_buffer((rows, nvec * LANES), "int32", "vp_acc", scope="local")
+    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
+
+    def loop(name, extent, kind, fbody):
+        v = ctx.fresh(name)
+        return S.For(v, 0, extent, kind, fbody(v))
+
+    init = S.SeqStmt([loop("rr", rows, unroll, lambda r, v=v: loop("ll", LANES, vec, lambda ll: (
+        S.BufferStore(acc, _i32(0), [r, v * LANES + ll])))) for v in range(nvec)])
+    c4 = ctx.fresh("c")
+    xo = ctx.fresh("xo")
+    macs = []
+    for r in range(rows):
+        o = o0 + r
+        # (the packed weight's word of output channel o, input word c4)
+        wi = (E.FloorDiv(o, LANES) * g["c4"] + c4) * LANES + E.FloorMod(o, LANES)
+        for v in range(nvec):
+            macs.append(loop("ll", LANES, vec, lambda ll, r=r, v=v, wi=wi: S.BufferStore(
+                acc, E.Call("int32", DOT, [acc[r, v * LANES + ll], xq[xo + v * LANES + ll],
+                                            wv[wi]]), [r, v * LANES + ll])))
+    red = S.For(c4, 0, g["c4"], S.ForKind.SERIAL, S.LetStmt(xo, c4 * npx + p0, S.SeqStmt(macs)))
+    stores = []
+    for v in range(nvec):
+        width = min(LANES, count - v * LANES)
+        stores.append(loop("rr", rows, unroll, lambda r, v=v, width=width: loop(
+            "ll", width, vec, lambda ll: put(o0 + r, p0 + v * LANES + ll,
+                                             acc[r, v * LANES + ll]))))
+    body = S.DeclBuffer(acc, S.SeqStmt([init, red, *stores]))
+    return S.Allocate(acc.data, "int32", [rows * nvec * LANES], True, body)

@@ -56,6 +56,7 @@ from .common import (
     at_own_position,
     emit_with_epilogue,
     epilogue_value,
+    static_conv2d_nchw_dims,
     static_grouped_conv2d_dims,
     vector_isa,
 )
@@ -100,12 +101,33 @@ DEFER_MAX_PLANE = 64
 
 def supported(t, options=None) -> bool:
     """Is ``t`` a static float32 grouped conv2d with at most ``MAX_GROUP_TAPS`` filter taps per
-    output channel (depthwise: one input channel per group; ResNeXt's 4 of a 3x3 are 36)?"""
+    output channel (depthwise: one input channel per group; ResNeXt's 4 of a 3x3 are 36), or a
+    depthwise one reading 8-bit data (``widened_data``)?"""
+    if widened_data(t):
+        return True
     dims = static_grouped_conv2d_dims(t)
     if dims is None:
         return False
     groups, _, cg, _, _, _, kh, kw, _, _ = dims
     return groups >= 2 and cg * kh * kw <= MAX_GROUP_TAPS
+
+
+def widened_data(t) -> bool:
+    """Is ``t`` a static depthwise conv2d (one input channel per group, at most
+    ``MAX_GROUP_TAPS`` taps) of uint8 or int8 data with a float32 weight and output: a
+    quantized model's depthwise conv of its 8-bit activation (zero point 0: the zero padding is
+    the zero point), read as it is and widened as the plane is copied (``_fill``), a quarter
+    of the float32 input's bytes? Its sums are the float32 conv's of the widened values."""
+    dims = static_conv2d_nchw_dims(t)
+    if dims is None:
+        return False
+    x, w = t.op.attrs["operands"]
+    if x.dtype not in ("uint8", "int8") or not (w.dtype == t.dtype == "float32"):
+        return False
+    _, c, _, _, o, cg, kh, kw, _, _, _, _ = dims
+    groups = t.op.attrs["groups"]
+    return groups >= 2 and c == groups and cg == 1 and o % groups == 0 and \
+        kh * kw <= MAX_GROUP_TAPS
 
 
 def geometry(t) -> dict:
@@ -187,6 +209,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
     g = geometry(t)
     if channel_lanes(g):
+        x = depthwise_flat.float_reads(x)
         return _channel_lanes(ctx, g, x, w, out, epi)
     cg, size = g["cg"], g["xph_len"]
     macs = g["n"] * g["o"] * cg * g["oh"] * g["ow"] * g["kh"] * g["kw"]
@@ -194,6 +217,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
     if put is not None:
         return depthwise_flat.emit(ctx, g, x, w, put, macs >= PARALLEL_MIN_MACS,
                                    (_vec, _zeros, _with_taps, _tree))
+    x = depthwise_flat.float_reads(x)
 
     cb = _channel_block(g)
     if cb > 1:

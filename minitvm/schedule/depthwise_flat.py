@@ -44,6 +44,22 @@ DIRECT_INTERIOR = True
 MAX_VECTORS = 32  # output vectors a channel's plane is written as, one by one
 
 
+class FloatReads:
+    """Reads of an 8-bit buffer as float32 (``buf[idx]`` widened): what a depthwise conv of
+    8-bit data (``depthwise.widened_data``) reads in place of its input buffer."""
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def __getitem__(self, idx):
+        return E.Cast("float32", self.buf[idx])
+
+
+def float_reads(buf):
+    """``buf`` itself when float32, else its ``FloatReads``."""
+    return buf if buf.dtype == "float32" else FloatReads(buf)
+
+
 def applies(g) -> bool:
     """Can depthwise geometry ``g`` run in flat mode: one input and one output channel a group,
     stride 1, ``OW == W <= FLAT_MAX_WIDTH``?"""
@@ -109,6 +125,8 @@ def emit(ctx, g, x, w, epi_put, parallel: bool, helpers) -> S.Stmt:
     lead, stride = layout(g)
     cb = channel_block(g)
     xin = ctx.flat_view(x)
+    if xin.dtype != "float32":  # (an 8-bit input: widened as read)
+        xin = FloatReads(xin)
     # column offset of each tap, and the taps grouped by it (one masked sum per column offset)
     cols: dict[int, list] = {}
     for k, (ky, kx, _, _) in enumerate(g["taps"]):

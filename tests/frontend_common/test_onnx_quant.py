@@ -9,6 +9,7 @@ from minitvm.frontend_common.onnx_quant import (
     UNKNOWN,
     VnniConvPlan,
     activation_qparams,
+    depthwise_data,
     float_pieces,
     int_span,
     keeps_int8_weight,
@@ -151,3 +152,27 @@ def test_vnni_conv_plan_is_the_shifted_conv(x_dtype, zp, pads):
     want = _conv_ref(x.astype(np.int64) - z, w, pads, 0)
     np.testing.assert_array_equal(got, want)
     assert (plan.zero_point_sums is None) == (plan.zero_point == 0)
+
+
+@pytest.mark.parametrize("x_dtype, zp, groups, w_shape, want", [
+    ("uint8", None, 8, (8, 1, 3, 3), "as_is"),
+    ("uint8", np.array(0, "uint8"), 8, (8, 1, 3, 3), "as_is"),
+    ("int8", np.array(0, "int8"), 8, (16, 1, 3, 3), "as_is"),   # a channel multiplier of 2
+    ("int8", np.array(-128, "int8"), 8, (8, 1, 3, 3), "shift"),  # an int8 ReLU's output
+    ("uint8", np.array(128, "uint8"), 8, (8, 1, 3, 3), None),    # nonzero: float32
+    ("int8", np.array(5, "int8"), 8, (8, 1, 3, 3), None),
+    ("uint8", UNKNOWN, 8, (8, 1, 3, 3), None),                   # not known at import
+    ("uint8", None, 2, (8, 4, 3, 3), None),                      # 4 channels a group
+    ("uint8", None, 1, (8, 8, 3, 3), None),                      # one group
+    ("float32", None, 8, (8, 1, 3, 3), None),
+])
+def test_depthwise_data(x_dtype, zp, groups, w_shape, want):
+    """Which depthwise convs read their 8-bit input as it is, or shifted into uint8."""
+    assert depthwise_data(x_dtype, zp, groups, w_shape) == want
+
+
+def test_depthwise_data_shift_is_the_shifted_input():
+    """An int8 input with zero point -128, ``x + 128`` as uint8, is ``x - zp`` itself: the
+    zero padding of the shifted input is the zero point's."""
+    x = np.arange(-128, 128, dtype=np.int64)
+    assert np.array_equal((x + 128).astype(np.uint8).astype(np.int64), x - (-128))

@@ -25,6 +25,7 @@ from onnx_quant_cases import vi as _vi  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
+from minitvm.schedule import conv_vnni  # noqa: E402
 
 
 def _output_step(proto) -> float:
@@ -152,7 +153,9 @@ def _conv_weight_dtypes(mod):
     (3, None, 1, "int8"),        # symmetric int8 weights are read as they are
     (3, "zeros", 1, "int8"),     # a zero point of 0 likewise
     (3, "some", 1, "float32"),   # (w - w_zp) can leave int8: shifted float32 weights
-    (1, None, 1, "float32"),     # a 1x1 conv's schedule reads float32 weights
+    (1, None, 1, "1x1"),         # the VNNI conv's int8 weight where the host has VNNI
+    #                              (``onnx_quant.vnni_conv``), else the float32 weights a 1x1
+    #                              conv's schedule reads
     (3, None, 2, "float32")])    # grouped
 def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
     """ConvInteger over a constant int8 weight without zero points passes the weight to a
@@ -171,6 +174,8 @@ def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
                     [_vi("y", TensorProto.INT32, None)], inits, pads=[k // 2] * 4,
                     group=groups)
     mod, params = relay.frontend.from_onnx(model)
+    if weight == "1x1":
+        weight = "int8" if conv_vnni.available() else "float32"
     assert _conv_weight_dtypes(mod) == [weight]
     out = build_and_run(mod, params, {"x": x})[0]
     ws = w.astype(np.float64) - (0 if zp is None else int(zp))

@@ -99,7 +99,9 @@ def test_vnni_conv_choice():
                                     1, 16)  # (a stem of 3 channels)
     assert onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 32, 1, 1), "int8"), None,
                                 1, 16) == ok  # (a 1x1 conv of 32 input channels)
-    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 16, 1, 1), "int8"), None,
-                                    1, 16)  # (a 1x1 conv of 16)
+    assert onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 16, 1, 1), "int8"), None,
+                                1, 16) == ok  # (a 1x1 conv of 16)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 8, 1, 1), "int8"), None,
+                                    1, 16)  # (a 1x1 conv of 8)
     sums = onnx_quant.zero_point_sums(np.full((2, 3, 1, 1), -2, "int8"), np.uint8(5))
     np.testing.assert_array_equal(sums, np.full((1, 2, 1, 1), -30, "int32"))

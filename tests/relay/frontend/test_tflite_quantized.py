@@ -191,6 +191,42 @@ def test_consecutive_convs_stay_nchw():
     assert _optimized(mod).count("transpose(") <= 2
 
 
+def _depthwise_data_dtype(mod, params, channels: int) -> str:
+    """The dtype of the data its depthwise conv kernel reads, built from ``mod``."""
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    found = []
+    for k in lib.get_lib().kernels.values():
+        prim = getattr(k, "prim_func", None)
+        shapes = [tuple(int(d) for d in prim.buffer_map[p].shape) for p in prim.params] \
+            if prim is not None else []
+        if (channels, 1, 3, 3) in shapes:
+            found.append(prim.buffer_map[prim.params[0]].dtype)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _depthwise_model(t, x, stride, dtype_want, channels):
+    data, refs = t.finish([t.conv(x, 0, 3, stride, "relu6", depthwise=True)])
+    mod, params = relay.frontend.from_tflite(data)
+    (out,) = build_and_run(mod, params, t.inputs())
+    assert np.abs(out.astype("int64") - refs[0]).max() <= 1
+    assert _depthwise_data_dtype(mod, params, channels) == dtype_want
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_depthwise_reads_8bit_activations(dtype):
+    """A depthwise conv after a ReLU6 conv (zero point 0 in uint8, -128 in int8: that shifted
+    into uint8) reads the 8-bit activation as it is (``onnx_quant.depthwise_data``); one on
+    the input (zero point 0 in int8: as it is; 128 in uint8) reads it dequantized to float32."""
+    t = QTwin(dtype, 17)
+    x = t.input("x", (1, 10, 10, 16))
+    _depthwise_model(t, t.conv(x, 32, 1, 1, "relu6"), 2, "uint8", 32)
+    t = QTwin(dtype, 18)
+    x = t.input("x", (1, 10, 10, 16))
+    _depthwise_model(t, x, 1, "int8" if dtype == "int8" else "float32", 16)
+
+
 # ------------------------------------------------------------------ errors
 def _single_conv(x_dtype="int8", w_quant=(0.1, 0), x_quant=(0.1, 0)):
     b = ModelBuilder()

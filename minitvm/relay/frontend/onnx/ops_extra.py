@@ -11,6 +11,7 @@ from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
+    depthwise_data,
     float_pieces,
     keeps_int8_weight,
     vnni_conv,
@@ -177,6 +178,13 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
         ranges = None
     acc = "int32" if ranges is None else "float32"
     xs, ws = _shifted(ctx, x, x_zp, acc), _shifted(ctx, w, w_zp, acc, 0)
+    as_read = depthwise_data(ctx.dtype(x), x_zv, groups, wshape) \
+        if ranges is not None and len(ranges) == 1 else None
+    if as_read == "as_is":  # (8-bit data the depthwise schedule widens as it reads it)
+        xs = x
+    elif as_read == "shift":
+        xs = _op.cast(_op.add(_op.cast(x, "int16"), ctx.const(np.array(128, "int16"))),
+                      "uint8")
     if ranges is not None and len(ranges) == 1 and \
             keeps_int8_weight(ctx.dtype(w), ctx.maybe_value(w), _zp_value(ctx, w_zp), groups,
                               kernel):
