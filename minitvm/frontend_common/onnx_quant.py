@@ -152,27 +152,19 @@ def conv_output_scale(s, channels: int):
     return s.reshape(()) if s.size == 1 else s.reshape(1, channels, 1, 1)
 
 
-# convs of fewer input channels, or fewer input channels x taps, keep the float32 conv, which
-# measured faster (bench_quantized's resnet18 QOperator convs, one thread, us, float / VNNI): the
-# 3 -> 16 7x7/2 stem at 64x64 31.4 / 67.5, 1x1/2 convs 16 -> 32 at 16x16 4.5 / 7.2, 32 -> 64 at
-# 8x8 3.5 / 5.2; 64 -> 128 at 4x4 5.0 / 3.5, 3x3 16 -> 16 at 16x16 9.5 / 7.8. 1x1 convs keep
-# it too: alone they ran about even (16 -> 96 at 16x16 9.0 / 9.2, 192 -> 32 at 4x4 6.6 / 5.0),
-# but in MobileNetV2 (QOperator) the depthwise convs before them then store uint8 rather than
-# the float32 input of the float conv, and ran 2x slower (the model 0.129 -> 0.187 ms)
+# convs of fewer input channels, or (with two or more taps) fewer input channels x taps, keep
+# the float32 conv, which measured faster (bench_quantized's resnet18 QOperator convs, one
+# thread, us, float / VNNI): the 3 -> 16 7x7/2 stem at 64x64 31.4 / 67.5, 3x3 16 -> 16 at 16x16
+# 9.5 / 7.8, 64 -> 128 at 4x4 5.0 / 3.5. 1x1 convs of 16 or more input channels take VNNI since
+# stop 41, when its 1x1 convs put the pixels in the lanes (``conv_vnni.pixel_lanes``) and
+# depthwise convs learned to read 8-bit data (``depthwise_data``), so the convs around them
+# exchange 8-bit tensors (in one process, the model's ms, 1x1 convs float / VNNI from 32 / from
+# 16 channels: benchmarks/bench_tflite.py's quantized MobileNetV2-like model at 64x64
+# 0.202 / 0.250 / 0.140 -- the middle rule before pixel lanes --, at 112x112 x2 1.975 / 1.345 /
+# about 0.93 with pixel lanes; bench_quantized's MobileNetV2 QOperator 0.137 / 0.123 / 0.116;
+# outputs identical)
 VNNI_MIN_CHANNELS = 16
 VNNI_MIN_REDUCTION = 64
-# 1x1 convs of at least 32 input channels take it too (re-measured at stop 41, one thread, in
-# one process, the model's ms with 1x1 convs float / VNNI: a quantized MobileNetV2-like TFLite
-# model (benchmarks/bench_tflite.py's) at 112x112 with 32..384 channels 1.975 / 1.345, at 64x64
-# with 16..144 channels 0.202 / 0.193; bench_quantized's MobileNetV2 at 64x64, QOperator
-# 0.137 / 0.123, QDQ uint8 0.134 / 0.133). With 16 input channels the VNNI kernel was far
-# slower then (16 -> 96 at 32x32: 40 / 320 us). Since its 1x1 convs put the pixels in the lanes
-# (``conv_vnni.pixel_lanes``; that conv 16 us) and depthwise convs read 8-bit data
-# (``depthwise_data``), 16 channels take it too (in one process, ms with the 32 / 16 rule:
-# bench_tflite's model at 64x64 0.250 / 0.140, at 112x112 0.610 / 0.457, int8 at 64x64
-# 0.204 / 0.148; bench_quantized's MobileNetV2 QOperator 0.119 / 0.116, QDQ 0.137 / 0.132, QDQ
-# uint8 0.128 / 0.128; outputs identical)
-VNNI_MIN_POINTWISE_CHANNELS = 16
 
 
 def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
@@ -182,17 +174,16 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
     Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
     constant int8 weight without (nonzero) zero points, one group, a multiple of 16 output
-    channels, at least ``VNNI_MIN_CHANNELS`` input channels and ``VNNI_MIN_REDUCTION`` input
-    channels x taps (a 1x1 filter: ``VNNI_MIN_POINTWISE_CHANNELS`` input channels). Elsewhere,
-    or otherwise, the float32 convs stay."""
+    channels, at least ``VNNI_MIN_CHANNELS`` input channels and (a filter of two or more taps)
+    ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs
+    stay."""
     from ..schedule.conv_vnni import LANES, available
 
     if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
             channels % LANES or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
         return False
     c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))
-    if c < VNNI_MIN_CHANNELS or (taps == 1 and c < VNNI_MIN_POINTWISE_CHANNELS) or \
-            (taps > 1 and c * taps < VNNI_MIN_REDUCTION):
+    if c < VNNI_MIN_CHANNELS or (taps > 1 and c * taps < VNNI_MIN_REDUCTION):
         return False
     if x_zp is not None and np.size(x_zp) != 1:
         return False
