@@ -118,21 +118,30 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
 
 
+def packed_words(ctx, w, shape, pack, parts: list):
+    """The prepacked int8 weight ``w`` of ``shape`` seen as the int32 words ``vpdpbusd`` reads
+    (four int8 values a word); ``pack(temp)`` the statements packing it into a temporary when
+    it is not prepacked (appended to ``parts``), None when it is."""
+    from ..tir.buffer import decl_buffer
+
+    if pack is not None:
+        wpk = ctx.temp(shape, "int8", "w_vnni")
+        parts.append(pack(wpk))
+        w = wpk
+    size = int(np.prod(shape)) // GROUP
+    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
+    ctx.ws_views.append(wv)
+    return wv
+
+
 def conv(ctx, g, out, x, w, packed: bool, epilogue=None, epi=None) -> S.Stmt:
     """Statements computing the conv of geometry ``g`` into ``out`` from uint8 input ``x`` and
     weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH, KW]``):
     ``epilogue(idx, value)`` the fused epilogue's value at output index ``idx``, or, for a
     ``pixel_lanes`` geometry, ``epi`` the epilogue's (body, axis vars)."""
-    from ..tir.buffer import decl_buffer
-
     parts = []
-    if not packed:
-        wpk = ctx.temp(packed_shape(g), "int8", "w_vnni")
-        parts.append(_pack_weight(ctx, g, w, wpk))
-        w = wpk
-    size = int(np.prod(packed_shape(g))) // GROUP
-    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
-    ctx.ws_views.append(wv)
+    wv = packed_words(ctx, w, packed_shape(g), None if packed else
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
     lanes = pixel_lanes(g)
     # (pixel lanes: the last vector of a plane reads up to 15 words past it)
     xq = ctx.temp((g["c4"] * g["hp"] * g["wp"] + (LANES if lanes else 0),), "int32", "x_vnni")

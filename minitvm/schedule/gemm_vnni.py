@@ -118,13 +118,8 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
     from ..tir.buffer import decl_buffer
 
     parts = []
-    if not packed:
-        wpk = ctx.temp(packed_shape(g), "int8", "w_vnni")
-        parts.append(_pack_weight(ctx, g, w, wpk))
-        w = wpk
-    size = int(np.prod(packed_shape(g))) // GROUP
-    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
-    ctx.ws_views.append(wv)
+    wv = conv_vnni.packed_words(ctx, w, packed_shape(g), None if packed else
+                                lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
     if g["k"] % GROUP == 0 and _zero_offset(a):
         av = decl_buffer((g["m"] * g["k4"],), "int32", a.name + "_i32", data=a.data)
         ctx.ws_views.append(av)
