@@ -813,8 +813,11 @@ def _band_tiles(g) -> int:
 
 
 def _sums_scratch(g, band: int):
-    """The partial sums of a band of ``band`` pixel tiles between blocks of input channels."""
-    return decl_buffer((band * tile_pixels(g) * _width(g),), "float32", "cl_sums")
+    """The partial sums of a band of ``band`` pixel tiles between blocks of input channels,
+    room for the geometry's largest tile (a row tile of ``lanes_rowstore`` may hold
+    ``ROW_TILE_SLACK`` pixels more than ``tile_pixels``)."""
+    most = max(pixels for _, pixels, *_ in _groups(g))
+    return decl_buffer((band * max(most, tile_pixels(g)) * _width(g),), "float32", "cl_sums")
 
 
 def _band_split(g, count: int) -> tuple[int, int]:

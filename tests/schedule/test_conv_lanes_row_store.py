@@ -219,3 +219,27 @@ def test_epilogue_probes():
     assert not lane_transpose.costly_plane_epilogue(biased)
     assert not lane_transpose.costly_plane_epilogue(residual)
     assert lane_transpose.costly_plane_epilogue(silu_residual)
+
+
+def test_partial_sums_have_room_for_the_widest_row_tile(force_knobs):
+    """ArcFace's 64 -> 64 stride-2 3x3 at 28x28 in the "bands" order with blocks of input
+    channels: its 13-column rows are single tiles of 13 pixels (one more than ``tile_pixels``,
+    ``ROW_TILE_SLACK``), so the scratch of partial sums between channel blocks must hold 13
+    pixels a tile; sized for 12 it overflowed (a segfault in the whole model). The scratch
+    has room for 13 pixels a tile, and the conv matches numpy."""
+    if not AVX512:
+        pytest.skip("the row store is AVX-512's")
+    force_knobs(lanes_width=16, lanes_rowstore=True, lanes_order="bands", lanes_cblock=16384,
+                lanes_direct=True)
+    lib, inputs, want = build_conv((1, 64, 28, 28), 64, 3, (2, 2), (1, 1), (1, 1),
+                                   "residual_relu", np.random.default_rng(3))
+    kernel = conv_kernel(lib)
+    assert 13 in _tile_pixels(kernel)
+    body = kernel.prim_func.body
+    sums = [s.buffer for s in walk_stmts(body)
+            if isinstance(s, S.DeclBuffer) and s.buffer.name == "cl_sums"]
+    assert sums, "no partial sums: the channels were not blocked"
+    # room for the band's tiles of 13 pixels x 16 lanes each (the bug: 12 pixels a tile)
+    assert all(int(b.shape[0]) % (13 * 16) == 0 for b in sums), [b.shape for b in sums]
+    for threads in (1, 2):
+        np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=2e-5, atol=2e-4)
