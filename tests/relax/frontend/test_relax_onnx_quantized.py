@@ -189,6 +189,41 @@ def test_conv_integer_int8_weight(w_zp):
     np.testing.assert_array_equal(out, ref.astype(np.int64))
 
 
+@pytest.mark.parametrize("x_dtype, x_zp, reads", [
+    ("uint8", 0, "uint8"),     # zero point 0: the 8-bit input as it is
+    ("int8", -128, "uint8"),   # int8 with zero point -128: x + 128 as uint8
+    ("uint8", 131, "float32"),  # any other: dequantized to float32 first
+])
+def test_depthwise_conv_integer_reads_8bit_data(x_dtype, x_zp, reads):
+    """A depthwise ConvInteger (``onnx_quant.depthwise_data``): R.nn.conv2d reads the 8-bit
+    input (or its uint8 shift) with a float32 out_dtype where the zero point allows; exact."""
+    rng = np.random.default_rng(12)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    x = rng.integers(lo, hi, (1, 24, 10, 10)).astype(x_dtype)
+    w = rng.integers(-128, 128, (24, 1, 3, 3)).astype("int8")
+    elem = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    model = _single("ConvInteger", [_vi("x", elem, [1, 24, 10, 10]), "w", "x_zp"],
+                    [_vi("y", TensorProto.INT32, None)],
+                    _inits(w=w, x_zp=np.array(x_zp, x_dtype)), pads=[1, 1, 1, 1],
+                    strides=[2, 2], group=24)
+    mod = from_onnx(model)
+    text = mod.script()
+    convs = [line for line in text.splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and 'dtype="float32") = R.nn.conv2d(' in convs[0]
+    if reads == "float32":
+        assert "R.nn.conv2d(x," not in convs[0] and 'out_dtype="float32"' not in convs[0]
+    elif x_dtype == "uint8":
+        assert "R.nn.conv2d(x," in convs[0] and 'out_dtype="float32"' in convs[0]
+    else:
+        assert 'R.astype(x, dtype="int16")' in text
+    out = _run(_build(mod), {"x": x})[0]
+    ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - x_zp),
+                                     torch.tensor(w.astype(np.float64)), padding=1, stride=2,
+                                     groups=24).numpy()
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+    np.testing.assert_array_equal(out, _ort(model, {"x": x})[0])
+
+
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_qlinear_conv_with_bias(per_channel):
     out, ref = _close_to_ort(*cases.qlinear_conv_with_bias(per_channel))
