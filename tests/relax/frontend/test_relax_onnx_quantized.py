@@ -15,7 +15,13 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 import onnx_quant_cases as cases  # noqa: E402
 from onnx import TensorProto  # noqa: E402
-from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv, quantized  # noqa: E402
+from onnx_quant_cases import (  # noqa: E402
+    QDQ_CONV_CASES,
+    QDQ_DEPTHWISE_CASES,
+    qdq_conv,
+    qdq_depthwise,
+    quantized,
+)
 from onnx_quant_cases import inits_of as _inits  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
 from onnx_quant_cases import single as _single  # noqa: E402
@@ -98,6 +104,35 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     assert len(convs) == 1 and f'out_dtype="{want}"' in convs[0]
     out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99
+
+
+@pytest.mark.parametrize("x_dtype,x_zp,stride,reads", QDQ_DEPTHWISE_CASES)
+def test_qdq_depthwise_conv_reads_8bit_data(x_dtype, x_zp, stride, reads):
+    """A QDQ depthwise Conv (``qdq_vnni.qdq_depthwise``): R.nn.conv2d reads the 8-bit
+    activation (or its uint8 shift) with a float32 out_dtype, and its build runs it in the
+    depthwise schedule reading that 8-bit tensor; any other zero point dequantizes. Within one
+    step of ORT's output grid, nearly all equal."""
+    model, feeds = qdq_depthwise(x_dtype, x_zp, stride)
+    text = from_onnx(model).script()
+    convs = [line for line in text.splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1
+    if reads == "float32":
+        assert 'out_dtype="float32"' not in convs[0]
+    else:
+        assert 'out_dtype="float32"' in convs[0]
+        assert ('dtype="int16"' in text) == (reads == "shift")  # (x + 128 in int16)
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(from_onnx(model), "llvm")
+    out = _run(relax.VirtualMachine(ex, tvm.cpu())["main"], feeds)[0]
+    ref = _ort(model, feeds)[0]
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.99
+    if reads != "float32":  # (one kernel takes the 8-bit tensor into the depthwise copies)
+        dw = [rec.prim_func for rec, _ in ex.kernels.values()
+              if "dw_xph" in str(rec.prim_func) or "dw_xt" in str(rec.prim_func) or
+              "dw_flat" in str(rec.prim_func)]
+        assert len(dw) == 1
+        assert dw[0].buffer_map[dw[0].params[0]].dtype in ("uint8", "int8")
 
 
 @pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
