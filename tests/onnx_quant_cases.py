@@ -119,6 +119,44 @@ def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": x}
 
 
+# the QDQ depthwise conv cases (activation dtype, its zero point, stride): what the conv reads,
+# the 8-bit activation as it is ("as_is"), shifted into uint8 ("shift"), or dequantized
+# ("float32") (``onnx_quant.depthwise_data``)
+QDQ_DEPTHWISE_CASES = [("uint8", 0, 1, "as_is"),    # a ReLU's uint8 output
+                       ("int8", -128, 2, "shift"),  # a ReLU's int8 output, stride 2
+                       ("uint8", 0, 2, "as_is"),
+                       ("int8", 0, 1, "as_is"),     # int8, zero point 0: both signs
+                       ("uint8", 131, 1, "float32")]  # another zero point: dequantized
+
+
+def qdq_depthwise(x_dtype: str, x_zp: int, stride: int, c: int = 24, size: int = 13):
+    """A depthwise QDQ conv as quantize_static writes one: QuantizeLinear / DequantizeLinear
+    of an 8-bit activation (a ReLU's, so its range starts at the zero point's value but the
+    values cover the grid), DequantizeLinear of a constant int8 weight with a scale per
+    channel, Conv (group = channels, a bias), QuantizeLinear to uint8. Returns (model,
+    feeds)."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(7 + stride)
+    x = (rng.standard_normal((1, c, size, size)) * 2).astype("float32")
+    w = rng.integers(-127, 128, (c, 1, 3, 3)).astype("int8")
+    arrays = dict(x_s=np.array(0.02, "float32"), x_zp=np.array(x_zp, x_dtype), w=w,
+                  w_s=(rng.random(c) * 0.01 + 0.002).astype("float32"),
+                  b=(rng.standard_normal(c) * 0.5).astype("float32"),
+                  y_s=np.array(0.05, "float32"), y_zp=np.array(128, "uint8"))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "b"], ["yf"], pads=[1, 1, 1, 1],
+                              strides=[stride, stride], group=c),
+             helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in arrays.items()]
+    graph = helper.make_graph(
+        nodes, "qdq_depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": x}
+
+
 # ---------------------------------------------------------------- the integer ops one node at a time
 def single(op: str, inputs, outputs, inits, domain: str = "", **attrs):
     """A model of one ``op`` node: ``inputs`` are value infos (graph inputs) or names of

@@ -50,14 +50,29 @@ def _sum_of_products(t: Tensor, int8_widened: bool = False):
 
 
 def _widened_int8(v, dtype: str):
-    """The 8-bit load under a widening cast: an int8 one cast to ``t``'s float32 (an int8
-    weight), or a uint8 / int8 one cast to ``t``'s int32 (an integer conv's operands, as
-    ``topi.nn``'s conv2d writes them: ``schedule/conv_vnni``); else ``v``."""
+    """The 8-bit load under a widening cast to ``t``'s dtype: a uint8 / int8 one cast to
+    float32 (an int8 weight; a depthwise conv's 8-bit data, ``conv_tag`` checks which) or to
+    int32 (an integer conv's operands, as ``topi.nn``'s conv2d writes them:
+    ``schedule/conv_vnni``); else ``v``."""
     if isinstance(v, E.Cast) and v.dtype == dtype and isinstance(v.value, E.ProducerLoad) and \
-            (dtype == "float32" and v.value.dtype == "int8" or
-             dtype == "int32" and v.value.dtype in ("uint8", "int8")):
+            dtype in ("float32", "int32") and v.value.dtype in ("uint8", "int8"):
         return v.value
     return v
+
+
+def _float_of_8bit_ok(t: Tensor, xt: Tensor, wt: Tensor, groups: int) -> bool:
+    """May float32 conv stage ``t`` read data ``xt`` and weight ``wt`` as they are? Either
+    may be float32; an 8-bit weight only int8; 8-bit data only in a depthwise conv (one input
+    channel a group: ``schedule/depthwise.widened_data`` widens it as it copies each plane,
+    as Relay's importers ask for with ``onnx_quant.depthwise_data``)."""
+    if t.dtype != "float32":
+        return True
+    if wt.dtype not in ("float32", "int8"):
+        return False
+    if xt.dtype == "float32":
+        return True
+    return xt.dtype in ("uint8", "int8") and groups >= 2 and const_int(wt.shape[1]) == 1 and \
+        same_dims(xt.shape[1:2], [groups])
 
 
 def S_true(cond) -> bool:
@@ -350,7 +365,7 @@ def conv_tag(t: Tensor) -> tuple[str, dict]:
                 len({id(rc), id(ry), id(rx)}) != 3:
             continue
         groups = _groups(d.indices[1], o, rc, t, xt, wt) if d.indices[0] is n else None
-        if groups is None:
+        if groups is None or not _float_of_8bit_ok(t, xt, wt, groups):
             continue
         wy, wx = _window_index(d.indices[2], y, ry), _window_index(d.indices[3], x, rx)
         if wy is None or wx is None or wy[2] != 0 or wx[2] != 0 or min(*wy[:2], *wx[:2]) < 1:

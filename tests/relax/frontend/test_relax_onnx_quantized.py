@@ -15,7 +15,13 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 import onnx_quant_cases as cases  # noqa: E402
 from onnx import TensorProto  # noqa: E402
-from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv, quantized  # noqa: E402
+from onnx_quant_cases import (  # noqa: E402
+    QDQ_CONV_CASES,
+    QDQ_DEPTHWISE_CASES,
+    qdq_conv,
+    qdq_depthwise,
+    quantized,
+)
 from onnx_quant_cases import inits_of as _inits  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
 from onnx_quant_cases import single as _single  # noqa: E402
@@ -98,6 +104,35 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     assert len(convs) == 1 and f'out_dtype="{want}"' in convs[0]
     out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99
+
+
+@pytest.mark.parametrize("x_dtype,x_zp,stride,reads", QDQ_DEPTHWISE_CASES)
+def test_qdq_depthwise_conv_reads_8bit_data(x_dtype, x_zp, stride, reads):
+    """A QDQ depthwise Conv (``qdq_vnni.qdq_depthwise``): R.nn.conv2d reads the 8-bit
+    activation (or its uint8 shift) with a float32 out_dtype, and its build runs it in the
+    depthwise schedule reading that 8-bit tensor; any other zero point dequantizes. Within one
+    step of ORT's output grid, nearly all equal."""
+    model, feeds = qdq_depthwise(x_dtype, x_zp, stride)
+    text = from_onnx(model).script()
+    convs = [line for line in text.splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1
+    if reads == "float32":
+        assert 'out_dtype="float32"' not in convs[0]
+    else:
+        assert 'out_dtype="float32"' in convs[0]
+        assert ('dtype="int16"' in text) == (reads == "shift")  # (x + 128 in int16)
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(from_onnx(model), "llvm")
+    out = _run(relax.VirtualMachine(ex, tvm.cpu())["main"], feeds)[0]
+    ref = _ort(model, feeds)[0]
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.99
+    if reads != "float32":  # (one kernel takes the 8-bit tensor into the depthwise copies)
+        dw = [rec.prim_func for rec, _ in ex.kernels.values()
+              if "dw_xph" in str(rec.prim_func) or "dw_xt" in str(rec.prim_func) or
+              "dw_flat" in str(rec.prim_func)]
+        assert len(dw) == 1
+        assert dw[0].buffer_map[dw[0].params[0]].dtype in ("uint8", "int8")
 
 
 @pytest.mark.parametrize("fill", ["random", "positive", "zeros"])
@@ -187,6 +222,41 @@ def test_conv_integer_int8_weight(w_zp):
     ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), ws,
                                      padding=1).numpy()
     np.testing.assert_array_equal(out, ref.astype(np.int64))
+
+
+@pytest.mark.parametrize("x_dtype, x_zp, reads", [
+    ("uint8", 0, "uint8"),     # zero point 0: the 8-bit input as it is
+    ("int8", -128, "uint8"),   # int8 with zero point -128: x + 128 as uint8
+    ("uint8", 131, "float32"),  # any other: dequantized to float32 first
+])
+def test_depthwise_conv_integer_reads_8bit_data(x_dtype, x_zp, reads):
+    """A depthwise ConvInteger (``onnx_quant.depthwise_data``): R.nn.conv2d reads the 8-bit
+    input (or its uint8 shift) with a float32 out_dtype where the zero point allows; exact."""
+    rng = np.random.default_rng(12)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    x = rng.integers(lo, hi, (1, 24, 10, 10)).astype(x_dtype)
+    w = rng.integers(-128, 128, (24, 1, 3, 3)).astype("int8")
+    elem = TensorProto.UINT8 if x_dtype == "uint8" else TensorProto.INT8
+    model = _single("ConvInteger", [_vi("x", elem, [1, 24, 10, 10]), "w", "x_zp"],
+                    [_vi("y", TensorProto.INT32, None)],
+                    _inits(w=w, x_zp=np.array(x_zp, x_dtype)), pads=[1, 1, 1, 1],
+                    strides=[2, 2], group=24)
+    mod = from_onnx(model)
+    text = mod.script()
+    convs = [line for line in text.splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1 and 'dtype="float32") = R.nn.conv2d(' in convs[0]
+    if reads == "float32":
+        assert "R.nn.conv2d(x," not in convs[0] and 'out_dtype="float32"' not in convs[0]
+    elif x_dtype == "uint8":
+        assert "R.nn.conv2d(x," in convs[0] and 'out_dtype="float32"' in convs[0]
+    else:
+        assert 'R.astype(x, dtype="int16")' in text
+    out = _run(_build(mod), {"x": x})[0]
+    ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - x_zp),
+                                     torch.tensor(w.astype(np.float64)), padding=1, stride=2,
+                                     groups=24).numpy()
+    np.testing.assert_array_equal(out, ref.astype(np.int64))
+    np.testing.assert_array_equal(out, _ort(model, {"x": x})[0])
 
 
 @pytest.mark.parametrize("per_channel", [False, True])

@@ -17,7 +17,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 import onnx_quant_cases as cases  # noqa: E402
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto  # noqa: E402
-from onnx_quant_cases import QDQ_CONV_CASES, qdq_conv  # noqa: E402
+from onnx_quant_cases import QDQ_CONV_CASES, QDQ_DEPTHWISE_CASES, qdq_conv  # noqa: E402
 from onnx_quant_cases import ort_run as _ort  # noqa: E402
 from onnx_quant_cases import quantized as _quantized  # noqa: E402
 from onnx_quant_cases import single as _single  # noqa: E402
@@ -193,6 +193,27 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     model, feeds = qdq_conv(w_zp, per_channel, groups)
     mod, params = relay.frontend.from_onnx(model)
     assert _conv_weight_dtypes(mod) == [weight]
+    out, ref = _close_to_ort(model, feeds)
+    assert np.mean(out == ref) >= 0.99
+
+
+@pytest.mark.parametrize("x_dtype,x_zp,stride,reads", QDQ_DEPTHWISE_CASES)
+def test_qdq_depthwise_conv_reads_8bit_data(x_dtype, x_zp, stride, reads):
+    """A QDQ depthwise Conv (``qdq_weight.depthwise_qdq_conv``): nn.conv2d reads the 8-bit
+    activation (or its uint8 shift) and the weight's int8 values as float32 integers, and one
+    kernel builds it (the depthwise schedule widening the input); any other zero point
+    dequantizes. Within one step of ORT's output grid, nearly all equal."""
+    model, feeds = cases.qdq_depthwise(x_dtype, x_zp, stride)
+    mod, _ = relay.frontend.from_onnx(model)
+    found = []
+
+    def visit(e):
+        if getattr(getattr(e, "op", None), "name", None) == "nn.conv2d":
+            found.append((e.args[0].checked_type.dtype, e.args[1].checked_type.dtype))
+
+    post_order_visit(relay.transform.InferType()(mod)["main"].body, visit)
+    want = {"as_is": x_dtype, "shift": "uint8", "float32": "float32"}[reads]
+    assert found == [(want, "float32")]
     out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99
 

@@ -14,7 +14,7 @@ from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
 from .context import Context, register
 from .qdq_scale_fold import unscaled_input, weight_value
-from .qdq_vnni import qdq_conv, qdq_matmul
+from .qdq_vnni import qdq_conv, qdq_depthwise, qdq_matmul
 
 
 def _spatial_pads(ctx: Context, attrs, in_dims, kernel, strides, dilations) -> list[int]:
@@ -73,7 +73,9 @@ def _conv(ctx: Context, ins, attrs):
     elif n == 2:
         found = ctx.int8_weights.get(ctx.node.input[1])  # (a QDQ model's weight)
         vnni = qdq_conv(ctx, strides, pads, dilations, groups)
-        if vnni is not None:  # (and its 8-bit input, on VNNI)
+        if vnni is None:  # (a depthwise conv of its 8-bit input)
+            vnni = qdq_depthwise(ctx, strides, pads, dilations, groups)
+        if vnni is not None:  # (and its 8-bit input, read as it is)
             y = vnni
         elif found is not None and keeps_int8_weight("int8", found[0], None, groups, kernel):
             unscaled = unscaled_input(ctx)

@@ -20,6 +20,7 @@ from ....frontend_common.onnx_quant import (
     QLINEAR_FLOAT_OPS,
     QRANGE,
     UNKNOWN,
+    depthwise_data,
     float_pieces,
     keeps_int8_weight,
     qlinear_float_attrs,
@@ -172,10 +173,16 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
         keeps_int8_weight(ctx.dtype(w), ctx.known(w), _zp_value(ctx, w_zp), groups, kernel)
     if narrow:
         ws = ctx.expr(w)  # (read as int8 and widened by the kernel: a quarter of the bytes)
+    as_read = depthwise_data(ctx.dtype(x), x_zv, groups, wshape) \
+        if ranges is not None and len(ranges) == 1 and ctx.known(x) is None else None
+    if as_read is not None:  # (8-bit data the depthwise schedule widens as it reads it)
+        xs = ctx.expr(x) if as_read == "as_is" else _op.astype(_op.add(
+            _op.astype(ctx.expr(x), "int16"), const(np.array(128, "int16"))), "uint8")
 
     def conv(xp, wp):
         return ctx.emit(_op.nn.conv2d(xp, wp, strides, pads, dil, groups,
-                                      out_dtype=acc if narrow or acc != "float32" else None))
+                                      out_dtype=acc if narrow or as_read or acc != "float32"
+                                      else None))
 
     if ranges is None or len(ranges) == 1:
         return conv(xs, ws), acc

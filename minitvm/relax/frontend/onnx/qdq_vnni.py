@@ -6,8 +6,10 @@ and the int32 matmul of 8-bit rows and a constant int8 weight (``vnni_matmul``, 
 ``schedule/gemm_vnni``), less the zero point times the weight's column sums.
 
 ``remember_activation`` is called by DequantizeLinear (``ops_extra``); ``qdq_conv`` by Conv
-(``ops_nn``: a QDQ model's input and weight both DequantizeLinear outputs); ``int_conv`` by
-QLinearConv / ConvInteger (``ops_quant``)."""
+(``ops_nn``: a QDQ model's input and weight both DequantizeLinear outputs), and
+``qdq_depthwise`` where that declines a depthwise conv (its 8-bit input read as it is by
+``schedule/depthwise``, on any host); ``int_conv`` by QLinearConv / ConvInteger
+(``ops_quant``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from ....frontend_common.onnx_quant import (
     VnniConvPlan,
     activation_qparams,
     conv_output_scale,
+    depthwise_data,
+    float_pieces,
     qdq_matmul_operands,
     vnni_conv,
 )
@@ -74,6 +78,35 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
     return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)
+
+
+def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
+    """The current Conv node, depthwise, as a float32 conv of its input's 8-bit values (or
+    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's int8 ones as float32
+    integers, scaled by ``s_x * s_w`` (per output channel), when both are DequantizeLinear
+    outputs noted and float32 sums them exactly (one ``float_pieces`` piece):
+    ``schedule/depthwise.widened_data`` widens the 8-bit input as it copies each plane, and its
+    producer stores 8-bit values, a quarter of the dequantized input's bytes (the scaling
+    call, unbound); else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (wv, sw) = act, wgt
+    as_read = depthwise_data(ctx.dtype(qx), zx, groups, np.shape(wv))
+    if as_read is None:
+        return None
+    ranges = float_pieces(ctx.dtype(qx), zx, "int8", np.shape(wv), wv, None, 0, 1)
+    if ranges is None or len(ranges) != 1:
+        return None
+    if as_read == "shift":
+        qx = ctx.emit(_op.astype(_op.add(_op.astype(qx, "int16"),
+                                         const(np.array(128, "int16"))), "uint8"))
+    y = ctx.emit(_op.nn.conv2d(qx, const(np.asarray(wv, "float32")), strides, pads, dil,
+                               groups, out_dtype="float32"))
+    scale = conv_output_scale((sw * sx).astype("float32"), np.shape(wv)[0])
+    return _op.multiply(y, const(scale))  # (the Conv binds it)
 
 
 def int_matmul(ctx: Context, a, a_zp, a_zv, bv):

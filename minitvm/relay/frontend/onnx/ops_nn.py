@@ -10,7 +10,12 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from .pool_indices import maxpool_indices
-from .qdq_weight import int8_weight_and_scale, vnni_qdq_conv, vnni_qdq_matmul
+from .qdq_weight import (
+    depthwise_qdq_conv,
+    int8_weight_and_scale,
+    vnni_qdq_conv,
+    vnni_qdq_matmul,
+)
 from .registry import register
 
 
@@ -63,7 +68,9 @@ def _conv(ctx, ins, attrs):
                          groups=groups, channels=channels, kernel_size=kernel)
     elif n == 2:
         vnni = vnni_qdq_conv(ctx, strides, dil, begin, end, groups, kernel)
-        if vnni is not None:  # (a QDQ model's uint8 input and int8 weight, on VNNI)
+        if vnni is None:  # (a QDQ model's depthwise conv of its 8-bit input)
+            vnni = depthwise_qdq_conv(ctx, strides, dil, begin, end, groups, kernel)
+        if vnni is not None:  # (a QDQ model's 8-bit input and int8 weight read as they are)
             return _add_bias(vnni, b, n + 2)
         narrow = int8_weight_and_scale(ctx, groups, kernel)  # (a QDQ model's weight)
         out = _nn.conv2d(x, w if narrow is None else narrow[0], strides=strides,

@@ -14,7 +14,9 @@ Relax importer.)
 On a host with AVX-512 VNNI a Conv whose input is a DequantizeLinear of an 8-bit activation
 (constant scalar scale and zero point) and whose weight is such an int8 weight reads both as they
 are: ``vnni_conv``, an int32 conv (``schedule/conv_vnni``) whose result is scaled by both
-scales. ``int_conv`` (QLinearConv, ConvInteger) takes the same form.)"""
+scales. ``int_conv`` (QLinearConv, ConvInteger) takes the same form.) A depthwise Conv of such
+an input and weight reads the 8-bit activation as it is (``depthwise_qdq_conv``, as
+``int_conv`` does with ``onnx_quant.depthwise_data``), so its producer stores 8-bit values."""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ from ....frontend_common.onnx_quant import (
     VnniConvPlan,
     activation_qparams,
     conv_output_scale,
+    depthwise_data,
     dequantized_weight_scale,
+    float_pieces,
     keeps_int8_weight,
     qdq_matmul_operands,
     vnni_conv,
@@ -79,6 +83,37 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
     scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
     return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+
+
+def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
+    """The current Conv node, depthwise, as a float32 conv of its input's 8-bit values (or
+    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's int8 ones as float32
+    integers, scaled by ``s_x * s_w`` (per output channel), when its input and weight are
+    DequantizeLinear outputs ``remember`` noted and float32 sums them exactly (one
+    ``float_pieces`` piece): ``schedule/depthwise.widened_data`` widens the 8-bit input as it
+    copies each plane, a quarter of the bytes of the dequantized float32 input. Else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    if act is None or wgt is None:
+        return None
+    (qx, sx, zx), (qw, sw) = act, wgt
+    wv, wshape = ctx.maybe_value(qw), ctx.shape(qw)
+    as_read = depthwise_data(ctx.dtype(qx), zx, groups, wshape)
+    if as_read is None or wv is None:
+        return None
+    ranges = float_pieces(ctx.dtype(qx), zx, "int8", wshape, wv, None, 0, 1)
+    if ranges is None or len(ranges) != 1:
+        return None
+    if as_read == "shift":
+        qx = _op.cast(_op.add(_op.cast(qx, "int16"), ctx.const(np.array(128, "int16"))),
+                      "uint8")
+    y = _op.nn.conv2d(qx, ctx.const(np.asarray(wv, "float32")), strides=strides,
+                      padding=(begin[0], begin[1], end[0], end[1]), dilation=dil,
+                      groups=groups, channels=wshape[0], kernel_size=kernel,
+                      out_dtype="float32")
+    scale = conv_output_scale((sw * sx).astype("float32"), wshape[0])
+    return _op.multiply(y, ctx.const(scale))
 
 
 def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel):
