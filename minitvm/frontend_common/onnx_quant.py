@@ -167,6 +167,17 @@ VNNI_MIN_CHANNELS = 16
 VNNI_MIN_REDUCTION = 64
 
 
+def qdq_operands(ctx):
+    """The current node's ((8-bit x, its scale, its zero point), (int8 weight, its scale)) when
+    its input 0 and input 1 are DequantizeLinear outputs the importer noted (``ctx.act_inputs``,
+    ``ctx.int8_weights``, by ONNX tensor name; both dialects' importers keep them), else
+    None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
+    return None if act is None or wgt is None else (act, wgt)
+
+
 def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
     """May an integer conv of ``x - x_zp`` (NCHW) and ``w - w_zp`` run as an int32 conv of the
     uint8 input itself and the int8 weight on the host's VNNI instructions

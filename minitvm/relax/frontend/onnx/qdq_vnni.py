@@ -24,6 +24,7 @@ from ....frontend_common.onnx_quant import (
     depthwise_data,
     float_pieces,
     qdq_matmul_operands,
+    qdq_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -66,12 +67,10 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
     DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
     ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound); else None."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None:
+    found = qdq_operands(ctx)
+    if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = act, wgt
+    (qx, sx, zx), (wv, sw) = found
     o = np.shape(wv)[0]
     if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
         return None
@@ -88,12 +87,10 @@ def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     ``schedule/depthwise.widened_data`` widens the 8-bit input as it copies each plane, and its
     producer stores 8-bit values, a quarter of the dequantized input's bytes (the scaling
     call, unbound); else None."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None:
+    found = qdq_operands(ctx)
+    if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = act, wgt
+    (qx, sx, zx), (wv, sw) = found
     as_read = depthwise_data(ctx.dtype(qx), zx, groups, np.shape(wv))
     if as_read is None:
         return None
@@ -135,12 +132,10 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
     (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
     would be an alias that FuseOps does not fuse through); else None."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None:
+    found = qdq_operands(ctx)
+    if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = act, wgt
+    (qx, sx, zx), (wv, sw) = found
     if ctx.ndim(qx) < 2:
         return None
     found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b)

@@ -33,6 +33,7 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     qdq_matmul_operands,
+    qdq_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -71,12 +72,10 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
     weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
     the host take it; else None."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None:
+    found = qdq_operands(ctx)
+    if found is None:
         return None
-    (qx, sx, zx), (qw, sw) = act, wgt
+    (qx, sx, zx), (qw, sw) = found
     wv = ctx.maybe_value(qw)
     if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
         return None
@@ -92,12 +91,10 @@ def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     DequantizeLinear outputs ``remember`` noted and float32 sums them exactly (one
     ``float_pieces`` piece): ``schedule/depthwise.widened_data`` widens the 8-bit input as it
     copies each plane, a quarter of the bytes of the dequantized float32 input. Else None."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None:
+    found = qdq_operands(ctx)
+    if found is None:
         return None
-    (qx, sx, zx), (qw, sw) = act, wgt
+    (qx, sx, zx), (qw, sw) = found
     wv, wshape = ctx.maybe_value(qw), ctx.shape(qw)
     as_read = depthwise_data(ctx.dtype(qx), zx, groups, wshape)
     if as_read is None or wv is None:
@@ -159,12 +156,10 @@ def vnni_qdq_matmul(ctx, a, trans_b: bool):
     s_w``), when both are DequantizeLinear outputs ``remember`` noted
     (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
     transposed)."""
-    ins = ctx.node.input
-    act = ctx.act_inputs.get(ins[0]) if ins else None
-    wgt = ctx.int8_weights.get(ins[1]) if len(ins) > 1 else None
-    if act is None or wgt is None or ctx.ndim(a) < 2:
+    found = qdq_operands(ctx)
+    if found is None or ctx.ndim(a) < 2:
         return None
-    (qx, sx, zx), (qw, sw) = act, wgt
+    (qx, sx, zx), (qw, sw) = found
     found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b)
     if found is None:
         return None
