@@ -75,6 +75,13 @@ def build_conv(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="
     return lib, inputs, want
 
 
+def requantize_uint8(y):
+    """``y`` (float32) requantized as the quantized importers end an int32 product: scaled by
+    1/4096, rounded, a zero point of 100 added, saturated to uint8."""
+    return relay.cast(relay.clip(relay.add(relay.round(relay.multiply(
+        y, relay.const(np.float32(1 / 4096)))), relay.const(np.float32(100))), 0, 255), "uint8")
+
+
 def conv_kernel(lib):
     """``lib``'s one conv2d kernel record."""
     (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]

@@ -7,7 +7,7 @@ has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as ex
 
 import numpy as np
 import pytest
-from conv_reference import conv_kernel, conv_ref, run_graph
+from conv_reference import conv_kernel, conv_ref, requantize_uint8, run_graph
 
 import minitvm as tvm
 from minitvm import relay
@@ -26,9 +26,7 @@ def _build(x_shape, w, strides, pads, dil=(1, 1), const_weight=True, epilogue=Fa
         y = relay.multiply(relay.cast(relay.subtract(y, relay.const(corr)), "float32"),
                            relay.const(np.float32(0.5)))
     if epilogue == "uint8":  # (and requantized: round, add a zero point, saturate)
-        y = relay.cast(relay.clip(relay.add(relay.round(relay.multiply(
-            y, relay.const(np.float32(1 / 4096)))), relay.const(np.float32(100))), 0, 255),
-            "uint8")
+        y = requantize_uint8(y)
     params = [x] if const_weight else [x, wv]
     with tvm.transform.PassContext(opt_level=3):
         return relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")

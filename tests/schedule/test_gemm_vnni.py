@@ -9,7 +9,7 @@ the other schedules, as exact."""
 
 import numpy as np
 import pytest
-from conv_reference import run_graph
+from conv_reference import requantize_uint8, run_graph
 
 import minitvm as tvm
 from minitvm import relax, relay
@@ -31,9 +31,7 @@ def _build(a_shape, w, const_weight=True, epilogue=None):
         y = relay.multiply(relay.cast(relay.subtract(y, relay.const(corr)), "float32"),
                            relay.const(np.float32(0.5)))
     if epilogue == "uint8":  # (and requantized: round, add a zero point, saturate)
-        y = relay.cast(relay.clip(relay.add(relay.round(relay.multiply(
-            y, relay.const(np.float32(1 / 4096)))), relay.const(np.float32(100))), 0, 255),
-            "uint8")
+        y = requantize_uint8(y)
     params = [x] if const_weight else [x, wv]
     with tvm.transform.PassContext(opt_level=3):
         return relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
