@@ -37,7 +37,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
-from . import conv_lanes
+from . import conv_lanes, conv_lanes_emit
 from .common import (
     allocated,
     divisor_near,
@@ -394,7 +394,7 @@ def emit(ctx, t, out, x, w, epilogue: Callable | None = None) -> S.Stmt:
     no grid buffer, crop or separate epilogue pass.
     """
     if id(t) in ctx.packed:  # the weight is prepacked for conv_lanes (packs_weight)
-        return conv_lanes.emit(ctx, t, out, x, w, epilogue)
+        return conv_lanes_emit.emit(ctx, t, out, x, w, epilogue)
     if w.dtype != "float32":  # an int8 weight: widened to float32 once a call
         wide = ctx.temp(_dims(w), "float32", "w_float")
         return S.SeqStmt([_widen(ctx, w, wide), emit(ctx, t, out, x, wide, epilogue)])

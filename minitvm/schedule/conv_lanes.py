@@ -12,14 +12,6 @@ once per call), so the tiles cover the output plane exactly (any size, any strid
 dilation, rows crossed freely) and nothing is computed twice. The fused elementwise epilogue
 (bias, residual add, relu) is applied to the tile and stored one output channel per lane.
 
-The code is kept small for LLVM, whose optimizer is most of a cold build: the filter rows are
-a loop and a tile is stored one pixel an iteration (both were unrolled, with the columns: 4,800
-LLVM instructions for a 3x3 conv, about 1,000 with all taps as loops; LLVM's time 2x less, the
-run time the same on a Zen 2, but 5-25% slower on a Zen 3 until the columns were unrolled
-again: ``UNROLL_TAPS``). (One tile size with the last tile moved back over the one before,
-instead of 6s and 5s, saves a third of the rest but ran 3-5% slower at 7x7 and 14x14: 10
-tiles of 5 for 49 pixels, or 9 of 6 computing 54.)
-
 On AVX-512 a tile is 32 output channels (``WIDTH``, the ``lanes_width`` knob: two zmm
 registers a pixel, 12 accumulators) reading two consecutive 16-channel blocks of the same packed
 weight; convs whose output channels (a group's) are not a multiple of 32 keep 16-channel tiles.
@@ -38,11 +30,6 @@ groups of 16 at 14x14, 208 channels 0.088 -> 0.075 (0.099), at 56x56 48 channels
 32 -> 48 1x7 at 23x23 0.087 -> 0.074 -> 0.066 48 wide (0.071), 7x1 0.082 -> 0.072 -> 0.058
 (0.060).
 
-The tiles of output channels are the outer (parallel) loop. Inside one, the input channels
-run in blocks whose weights (16 KB) stay in L1 while a band of pixel tiles reads them, the
-band's partial sums kept in a scratch between blocks (measured on a loaded Zen 2, one thread:
-64 -> 64 at 56x56 16% faster than one pass over all channels, 512 -> 512 at 7x7 7%).
-
 Measured on a Zen 2 (one thread, thread CPU time, conv + bias + relu, ms, against
 ``conv_direct``): 64 -> 64 3x3 at 56x56 2.37 vs 2.55, 128 -> 128 at 28x28 2.46 vs 2.64,
 256 -> 256 at 14x14 2.53 vs 2.75, 512 -> 512 at 7x7 2.97 vs 3.19, the stride-2 3x3 convs of
@@ -50,56 +37,26 @@ ResNet-18 1.29 / 1.19 / 1.28 vs 1.65 / 1.62 / 1.63. A 7x7 stride-2 stem of 3 cha
 output rows are whole vectors, ``conv_direct``'s row mode) stays on ``conv_direct``: 2.79 here
 vs 2.47 there.
 
-A dilated conv on a small plane (DeepLab's 3x3 branches of dilation 6 at 32x32) has output
-columns whose outer filter columns read only padding. There the tiles follow the output rows,
-cut at the runs of columns that share their filter columns (``row_segments``), and each tile
-runs only its run's filter columns and its row's filter rows: no tap reads padding, so the
-input is copied unpadded, in blocks of 16 channels side by side (``_pack``). ``conv_direct``'s
-row mode, whose pixel vectors compute every filter column, leaves such convs to this schedule
-(``conv_direct.lanes_candidate``).
-
-On AVX-512 the tiles read the input itself, with no zero-padded copy (``DIRECT``, the
-``lanes_direct`` knob): the output plane is cut in rectangles of pixels that read input through
-the same filter rows and columns (``pixel_classes``: the interior, the border strips, the
-corners), the pixel table lists them class by class, and each class's tiles run only their taps
-(a second table gives each slot's output pixel). The copy was a pass of its own over an input
-that, in a model, arrives from memory: ResNet-50's stride-2 convs on a Sapphire Rapids Xeon,
-one thread, the caches flushed before each run, ms, direct / padded copy (ONNX Runtime):
-128 -> 128 at 56x56 1.35 / 1.57 (1.50), 256 -> 256 at 28x28 1.40 / 1.49 (1.50), 512 -> 512 at
-14x14 1.55 / 1.69 (2.10); 512 -> 512 at 7x7 (stride 1, four 1-pixel corner tiles) 1.47 / 1.42
-(1.91), in the model 1.49 / 1.60. AVX2 keeps the copy (not measured there).
-
-Read directly, 16-lane tiles (RegNet's groups of 16 channels; by default also strided convs of
-3x3 filters) follow the output rows of the wider classes (``ROW_STORE``): a tile's pixels are
-then consecutive in one row, so the tile is transposed in registers and each output channel
-stored as a vector of pixels, where a tile across rows stores each pixel's channels one lane at
-a time.
-
 On both ISAs (``ENABLED``: the Zen 4 measurement at ``common.vector_isa``), for prepacked
 weights; anything else keeps ``conv_direct``.
-"""
+
+
+This module is the plan: which convs run here, the geometry of their tiles, the knobs (``lanes_*``)
+and their defaults, and every constant the schedule reads. ``conv_lanes_emit`` writes the loop
+nests over the tiles (``emit``), ``conv_lanes_tile`` one tile; both read these constants through
+this module, so that a test or the tuner changes them in one place."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..tir import expr as E
-from ..tir import stmt as S
-from ..tir.buffer import decl_buffer
-from .common import allocated as _allocated
 from .common import (
     divisor_near,
     int8_weight_conv,
-    num_threads,
-    prefetch,
     static_grouped_conv2d_dims,
     vector_isa,
 )
-from .common import lanes as _lanes
-from .common import outer_loops as _outer_loops
-from .common import vector_inner as _vector_inner
-from .knobs import select as _knobs
-from .lane_transpose import costly_plane_epilogue, reads_plane, transpose16
 
 ENABLED = {"avx512": True, "avx2": True}
 LANES = 16  # output channels of a tile: two AVX2 vectors (the weights are packed in 16s)
@@ -199,12 +156,12 @@ PREFETCH_WEIGHTS = {"avx512": True, "avx2": False}
 PREFETCH_MIN_WEIGHT_BYTES = 4 << 20
 PREFETCH_CHANNELS = 4
 # tiles within output rows, each running only the filter rows and columns that read input
-# (``_row_tiles``), when the filter columns reading only padding are at least this share of a
+# (``conv_lanes_emit``'s row tiles), when the filter columns reading only padding are at least this share of a
 # row's taps (``row_segments``). Measured on a Zen 4, one thread, 256 -> 64 3x3 + bias + relu
 # at 32x32 against ONNX Runtime (row tiles vs conv_direct's row mode, which computes every
 # filter column): dilation 4 1.01x vs 1.02x, 6 0.98x vs 1.04x, 12 0.93-0.99x vs 1.09-1.15x, 18
 # 0.92-0.95x vs 1.27x; read from the unpadded input itself (planes of 32x32 floats, 4 KB apart,
-# alias in L1) rather than ``_pack``'s copy 1.55x. Both ISAs (the Zen 4 measurement)
+# alias in L1) rather than ``conv_lanes_emit``'s packed copy's copy 1.55x. Both ISAs (the Zen 4 measurement)
 ROW_TILES = {"avx512": True, "avx2": True}
 ROW_TILES_MIN_SKIPPED = 0.08
 # ... and each run of columns is at least this wide: a tile of fewer pixels waits on its few
@@ -263,17 +220,6 @@ PARALLEL_PARTS = 4  # parallel iterations at least (channel tiles x parts of the
 BANDS_MAX_WEIGHT_BYTES = 1024 * 1024
 BANDS_MIN = 4
 ORDERS = ("channels", "bands")
-# a parallel "bands" order chooses its split at run time: on one thread (a pool of one, or one
-# image of a batch whose images run on the pool, as Relax's per-image kernels do) the serial
-# split's bands of up to ``_band_tiles`` tiles, each block of weights loaded once for all of
-# them, instead of ``lanes_parts`` bands of fewer tiles. Rocket Lake, one thread, Relax (batch
-# 4, per-image kernel) against Relay's static batch-4 kernel (whose images run the serial split),
-# medians of 300 interleaved calls: 64 -> 96 3x3/2 at 16x16 1.05-1.06x -> 1.03-1.04x (0.977x of
-# before). The split as two static loop nests behind that test ran 1.03x of before instead.
-SOLO_BANDS = True
-# a batch of images is split over the pool image by image as in conv_direct
-BATCH_PARALLEL_MIN_MACS = 1 << 21
-BATCH_PARALLEL_MIN_IMAGES = 4
 
 
 def geometry(t) -> dict | None:
@@ -335,7 +281,7 @@ def default_knobs(g) -> dict:
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
         knobs["lanes_direct"] = False  # (a small plane's classes make tiles too small)
     if weights <= BANDS_MAX_WEIGHT_BYTES and \
-            _band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
+            band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
             >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
@@ -348,7 +294,7 @@ def tap_cycles(g, direct: bool) -> float:
     whole plane, the filter rows trimmed to their output rows', ``tap_rows``): per tap, a tile
     of ``a`` accumulator vectors and ``l`` loads takes the most of the FMA latency, ``a`` over
     the FMA ports and ``l`` over the load ports."""
-    vecs = max(1, _width(g) // (16 if vector_isa() == "avx512" else 8))  # vector registers
+    vecs = max(1, width(g) // (16 if vector_isa() == "avx512" else 8))  # vector registers
 
     def cost(pixels, taps):
         return taps * max(FMA_LATENCY, pixels * vecs / FMA_PORTS, (pixels + vecs) / LOAD_PORTS)
@@ -362,8 +308,8 @@ def tap_cycles(g, direct: bool) -> float:
     for first, pixels, m in plane_tiles(g, g["grid"]):
         for k in range(m):
             p0 = first + k * pixels
-            lo = _row_bounds(g, (p0 + pixels - 1) // g["ow"])[0]
-            hi = _row_bounds(g, p0 // g["ow"])[1]
+            lo = row_bounds(g, (p0 + pixels - 1) // g["ow"])[0]
+            hi = row_bounds(g, p0 // g["ow"])[1]
             total += cost(pixels, max(0, hi - lo) * g["kw"])
     return total
 
@@ -390,7 +336,7 @@ def with_knobs(g, knobs: dict | None) -> dict:
     return out
 
 
-def _width(g) -> int:
+def width(g) -> int:
     """Output channels of a tile of geometry ``g`` (``lanes_width``)."""
     return g.get("lanes_width", LANES)
 
@@ -416,7 +362,7 @@ def grouped_supported(t, options=None) -> bool:
 class PackWeight:
     """Picklable numpy transform of a ``[O, C, KH, KW]`` weight to ``[O/16, C, KH, KW, 16]``
     (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros): float32, or int8
-    for an int8 weight (``common.int8_weight_conv``: ``_tile`` widens it as it loads it)."""
+    for an int8 weight (``common.int8_weight_conv``: ``tile`` widens it as it loads it)."""
 
     def __init__(self, o: int, c: int, kh: int, kw: int, real_o: int | None = None):
         self.o, self.c, self.kh, self.kw = o, c, kh, kw
@@ -443,7 +389,7 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
 
 def tile_pixels(g) -> int:
     """The most pixels a tile of geometry ``g`` holds: 6, or ``NARROW_PIXELS`` for 16 lanes."""
-    return NARROW_PIXELS[vector_isa()] if _width(g) == LANES else 6
+    return NARROW_PIXELS[vector_isa()] if width(g) == LANES else 6
 
 
 def row_tile_pixels(g, cols: int) -> int:
@@ -452,7 +398,7 @@ def row_tile_pixels(g, cols: int) -> int:
     ``ROW_TILE_SLACK`` pixels larger (16 lanes; other widths none), else in the fewest tiles of
     at most ``tile_pixels``."""
     most = tile_pixels(g)
-    slack = ROW_TILE_SLACK if _width(g) == LANES else 0
+    slack = ROW_TILE_SLACK if width(g) == LANES else 0
     n = max(1, round(cols / most))
     if -(-cols // n) > most + slack:
         n = -(-cols // most)
@@ -482,70 +428,6 @@ def pixel_tiles(extent: int) -> list[tuple[int, int, int]]:
     return groups
 
 
-def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
-    """Statements computing conv2d ``t`` into ``out`` (read and written at ``[n, o, oy, ox]``)
-    from input ``x`` and the prepacked weight ``wp`` (``packed_weight``); ``epilogue(indices,
-    value)``, when given, is the fused elementwise stage applied before the store.
-
-    Images run in turn, each padded once and its tiles split over the thread pool, or, as in
-    ``conv_direct``, the images themselves are split over the pool (each padding its own copy)
-    when one image is too small to split or there are enough of them to balance. Where whole
-    filter columns read only padding (``row_segments``) the tiles follow the output rows and
-    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
-    g = geometry(t)
-    g = with_knobs(g, _knobs(ctx.options, t) if g["groups"] == 1 else None)
-    if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
-        g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
-    nv = ctx.fresh("n")
-    segments = row_segments(g)
-    if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
-        g = dict(g, hp=g["h"], wp=g["w"], cb=pack_channels(g))
-    pix, fill = _pixel_offsets(ctx, g)
-    size = g["cin"] * g["hp"] * g["wp"]
-    macs = g["o"] * g["c"] * g["kh"] * g["kw"] * g["grid"]
-    by_image = g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
-        (not g["parallel"] or g["n"] >= BATCH_PARALLEL_MIN_IMAGES)
-    if segments is not None:
-        one = dict(g, parallel=False) if by_image else g
-        xp = decl_buffer((size,), "float32", "xpack") if by_image else \
-            ctx.temp((size,), "float32", "xpack")
-        body = S.SeqStmt([_pack(ctx, one, xp, x, nv),
-                          _row_tiles(ctx, one, xp, wp, out, nv, epilogue, pix, segments)])
-        if by_image:
-            body = S.Allocate(xp.data, "float32", [size], True, S.DeclBuffer(xp, body))
-        kind = S.ForKind.PARALLEL if by_image else S.ForKind.SERIAL
-        return S.SeqStmt([fill, S.For(nv, 0, g["n"], kind, body)])
-    if g["lanes_direct"]:  # no padded copy: each class of pixels runs its own taps
-        pix, fill, g = _direct_tables(ctx, g)
-        one = dict(g, parallel=False) if by_image else g
-        kind = S.ForKind.PARALLEL if by_image else S.ForKind.SERIAL
-        return S.SeqStmt([fill, S.For(nv, 0, g["n"], kind, _tiles(
-            ctx, one, ctx.flat_view(x), wp, out, nv, epilogue, pix))])
-    if by_image:
-        one = dict(g, parallel=False)  # the loops inside one image stay on its thread
-        xp = decl_buffer((size,), "float32", "xpad")
-        body = S.SeqStmt([_pad(ctx, one, xp, x, nv), _tiles(ctx, one, xp, wp, out, nv,
-                                                             epilogue, pix)])
-        body = S.Allocate(xp.data, "float32", [size], True, S.DeclBuffer(xp, body))
-        return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.PARALLEL, body)])
-    xp = ctx.temp((size,), "float32", "xpad")
-    body = S.SeqStmt([_pad(ctx, g, xp, x, nv), _tiles(ctx, g, xp, wp, out, nv, epilogue, pix)])
-    return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.SERIAL, body)])
-
-
-def _pixel_offsets(ctx, g):
-    """(table, fill): ``table[p]``, the padded-input offset of output pixel ``p`` at tap (0, 0)
-    of channel 0 (in ``_pack``'s copy for ``row_segments``' tiles), filled once per call so
-    that a pixel tile loads its pixels' offsets rather than dividing by the row width for each
-    (the tile's setup runs once per channel block)."""
-    pix = ctx.temp((g["grid"],), "int32", "cl_pix")
-    p = ctx.fresh("pp")
-    at = E.FloorDiv(p, g["ow"]) * (g["sh"] * g["wp"]) + E.FloorMod(p, g["ow"]) * g["sw"]
-    if g.get("cb"):  # (into ``_pack``'s unpadded copy: negative where tap (0, 0) is)
-        at = (at - (g["pt"] * g["wp"] + g["pl"])) * g["cb"]
-    return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
-
-
 def _runs(extent: int, bounds) -> list[tuple[int, int, int, int]]:
     """``range(extent)`` as runs ``(first, count, lo, hi)`` of consecutive indices whose
     ``bounds(i)`` are the same ``(lo, hi)`` (an empty range as ``(0, 0)``)."""
@@ -566,110 +448,20 @@ def pixel_classes(g) -> list[tuple[int, int, int, int, tuple[int, int], tuple[in
     ranges ``(first, one past the last)``; the other taps read padding), the largest first:
     for a 3x3 conv of padding 1 the interior, four border strips and four corners (two strips
     and a corner at stride 2 on an even plane)."""
-    rows = _runs(g["oh"], lambda oy: _row_bounds(g, oy))
+    rows = _runs(g["oh"], lambda oy: row_bounds(g, oy))
     cols = col_segments(g)
     out = [(r0, nr, c0, nc, (ky0, ky1), (kx0, kx1)) for r0, nr, ky0, ky1 in rows
            for c0, nc, kx0, kx1 in cols]
     return sorted(out, key=lambda k: -k[1] * k[3])
 
 
-def _direct_tables(ctx, g):
-    """(table, fill, geometry) for the tiles reading the input itself (``lanes_direct``): the
-    pixels ordered class by class (``pixel_classes``), each class's rows in turn; ``table[s]``
-    the input offset of the pixel at slot ``s`` at tap (0, 0) of channel 0 (outside the plane
-    where that tap reads padding: its class never runs it), the geometry's ``out_pix[s]`` its
-    output offset ``oy * ow + ox`` and ``classes`` its tiles, ``(first slot, pixels, tiles,
-    filter rows, filter columns, in rows)`` (6s and 5s, or the fewest even tiles of a small
-    class).
-
-    With ``lanes_rowstore`` a class of at least ``ROW_STORE_MIN_COLUMNS`` columns has its rows
-    cut in ``even_tiles`` instead, each size of them a group whose slots list those tiles row
-    by row (the ``in rows`` flag: every tile's pixels are consecutive in one output row)."""
-    pix = ctx.temp((g["grid"],), "int32", "cl_pix")
-    opix = ctx.temp((g["grid"],), "int32", "cl_opix")
-    fills, groups, base = [], [], 0
-
-    def fill(r0, nr, c0, nc, base):  # the slots of rows r0.. x columns c0.., row by row
-        a, b = ctx.fresh("pa"), ctx.fresh("pb")
-        oy, ox, slot = a + r0, b + c0, base + a * nc + b
-        at = (oy * g["sh"] - g["pt"]) * g["w"] + ox * g["sw"] - g["pl"]
-        return S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
-            S.BufferStore(pix, at, [slot]), S.BufferStore(opix, oy * g["ow"] + ox, [slot])])))
-
-    for r0, nr, c0, nc, ky, kx in pixel_classes(g):
-        if g.get("lanes_rowstore") and _width(g) == LANES and nc >= ROW_STORE_MIN_COLUMNS:
-            for f, pixels, m in even_tiles(nc, row_tile_pixels(g, nc)):
-                fills.append(fill(r0, nr, c0 + f, pixels * m, base))
-                groups.append((base, pixels, nr * m, ky, kx, True))
-                base += nr * pixels * m
-            continue
-        fills.append(fill(r0, nr, c0, nc, base))
-        groups += [(base + f, pixels, m, ky, kx, False)
-                   for f, pixels, m in plane_tiles(g, nr * nc)]
-        base += nr * nc
-    return pix, S.SeqStmt(fills), dict(g, out_pix=opix, classes=groups)
-
-
-def _groups(g) -> list[tuple]:
-    """The pixel tiles as groups ``(first, pixels, tiles, filter rows, filter columns, in
-    rows)``: the classes' (``lanes_direct``) or, over the padded copy, ``pixel_tiles`` of the
-    plane (the filter ranges None: every tap; tiles crossing rows)."""
-    if "classes" in g:
-        return g["classes"]
-    return [(f, p, m, None, None, False) for f, p, m in plane_tiles(g, g["grid"])]
-
-
 def pack_channels(g) -> int:
-    """Input channels a block of ``_pack``'s copy holds side by side: 16, else the largest power
+    """Input channels a block of ``conv_lanes_emit``'s packed copy's copy holds side by side: 16, else the largest power
     of two dividing a group's channels."""
     cb = 16
     while g["c"] % cb:
         cb //= 2
     return cb
-
-
-def _pack(ctx, g, xp, x, nv) -> S.Stmt:
-    """``xp[c // cb, i, j, c % cb] = x[n, c, i, j]``: the input in blocks of ``cb`` channels
-    (``pack_channels``), so that a tile's taps over consecutive channels read consecutive
-    floats, one cache line a pixel, rather than ``cb`` planes whose rows alias in L1 (planes of
-    32x32 floats are 4 KB apart)."""
-    cb, h, w = g["cb"], g["h"], g["w"]
-    r, j, k = ctx.fresh("pr"), ctx.fresh("pj"), ctx.fresh("pc")
-    blk, i = E.FloorDiv(r, h), E.FloorMod(r, h)
-    body = S.For(j, 0, w, S.ForKind.SERIAL, S.For(k, 0, cb, S.ForKind.UNROLLED, S.BufferStore(
-        xp, x[nv, blk * cb + k, i, j], [(r * w + j) * cb + k])))
-    rows = g["cin"] // cb * h
-    kind = S.ForKind.PARALLEL if g["parallel"] and rows * w * cb >= (1 << 15) else \
-        S.ForKind.SERIAL
-    return S.For(r, 0, rows, kind, body)
-
-
-def _pad(ctx, g, xp, x, nv) -> S.Stmt:
-    """``xp[c, i, j] = x_padded[n, c, i, j]`` for the ``hp x wp`` padded rows and columns the
-    taps read: vector copies between zero columns, or zeros for a padding row."""
-    hp, wp, pl, w = g["hp"], g["wp"], g["pl"], g["w"]
-    lanes = _lanes("float32")
-    r = ctx.fresh("pr")
-    c, i = E.FloorDiv(r, hp), E.FloorMod(r, hp)
-    iy = i - g["pt"]
-    zero = E.FloatImm("float32", 0.0)
-
-    def put(j0, count, value):
-        return _vector_inner(ctx, count, lanes, lambda j: S.BufferStore(
-            xp, value(j0 + j), [r * wp + j0 + j]))
-
-    j0 = min(wp, pl)
-    j1 = min(wp, max(j0, pl + w))  # one past the last column inside the input
-    parts = [put(0, j0, lambda j: zero)] if j0 else []
-    if j1 > j0:
-        parts.append(put(j0, j1 - j0, lambda j: x[nv, c, iy, j - pl]))
-    if wp > j1:
-        parts.append(put(j1, wp - j1, lambda j: zero))
-    row = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
-    body = S.IfThenElse(E.And(iy >= 0, iy < g["h"]), row, put(0, wp, lambda j: zero))
-    rows = g["cin"] * hp
-    kind = S.ForKind.PARALLEL if g["parallel"] and rows * wp >= (1 << 15) else S.ForKind.SERIAL
-    return S.For(r, 0, rows, kind, body)
 
 
 def _col_bounds(g, ox: int) -> tuple[int, int]:
@@ -687,7 +479,7 @@ def col_segments(g) -> list[tuple[int, int, int, int]]:
 
 
 def row_segments(g) -> list[tuple[int, int, int, int]] | None:
-    """``col_segments`` when the tiles follow them (``_row_tiles``): when the filter columns
+    """``col_segments`` when the tiles follow them (``conv_lanes_emit``'s row tiles): when the filter columns
     that read only padding are at least ``ROW_TILES_MIN_SKIPPED`` of the taps of a row (a
     dilated conv on a small plane: 12% at dilation 6 on 32 columns, 38% at 18) and every run
     is at least ``ROW_TILES_MIN_RUN`` columns wide; else None."""
@@ -708,179 +500,20 @@ def even_tiles(cols: int, most: int = 6) -> list[tuple[int, int, int]]:
     return [*groups, (big * (small + 1), small, n - big)]
 
 
-def _row_tiles(ctx, g, xp, wp, out, nv, epilogue, pix, segments) -> S.Stmt:
-    """The tiles of a plane whose columns trim filter columns (``row_segments``): each output
-    row is cut into its runs' tiles (``even_tiles``), so a tile runs only its run's filter
-    columns, and the filter rows of its one row (``tap_rows``): no tap reads padding, and ``xp``
-    is the unpadded channel-blocked copy (``_pack``). Bands of output rows x tiles of 16 output
-    channels are the outer (parallel) loop, band-major in the "bands" order; inside one, blocks
-    of input channels (``channel_block``) over the band's tiles, their partial sums in a scratch
-    between blocks, as in ``_tiles``."""
-    groups = [(c0 + f, pixels, m, lo, hi) for c0, cols, lo, hi in segments
-              for f, pixels, m in even_tiles(cols, tile_pixels(g))]
-    per_row = sum(m for _, _, m, _, _ in groups)
-    rows = max(1, _band_tiles(g) // per_row)
-    nbands = -(-g["oh"] // rows)
-    rows = -(-g["oh"] // nbands)  # (the bands as even as the rows allow)
-    obs, kc = g["o"] // _width(g), channel_block(g)
-    dims = [nbands, obs] if g["lanes_order"] == "bands" else [obs, nbands]
-
-    def one(idx):
-        b, ob = idx if g["lanes_order"] == "bands" else idx[::-1]
-        sums = decl_buffer((rows * per_row * tile_pixels(g) * _width(g),), "float32", "cl_sums") \
-            if kc < g["c"] else None
-        kb = None if sums is None else ctx.fresh("kb")
-        parts, slot = [], 0
-        for first, pixels, m, lo, hi in groups:
-            kk = ctx.fresh("pk")
-            oy = b * rows + E.FloorDiv(kk, m) if m > 1 else b * rows + kk
-            p0 = oy * g["ow"] + (first + E.FloorMod(kk, m) * pixels if m > 1 else first)
-            blk = None if kb is None else (kb, kc, g["c"] // kc, sums, slot + kk * pixels)
-            tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels, epilogue, blk, (lo, hi))
-            if nbands * rows != g["oh"]:
-                tile = S.IfThenElse(oy < g["oh"], tile)
-            parts.append(S.For(kk, 0, rows * m, S.ForKind.SERIAL, tile))
-            slot += rows * m * pixels
-        body = parts[0] if len(parts) == 1 else S.SeqStmt(parts)
-        if kb is not None:
-            body = S.For(kb, 0, g["c"] // kc, S.ForKind.SERIAL, body)
-        return body if sums is None else _allocated(sums, body)
-
-    return _outer_loops(ctx, dims, g["parallel"], one)
-
-
-def _tiles(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
-    """Channel tiles x pixel tiles, the channel tiles outer; inside one, bands of pixel tiles
-    x blocks of input channels (``channel_block``). On the thread pool the pixel tiles are
-    also cut in a few parts when there are fewer than ``PARALLEL_PARTS`` channel tiles, so that
-    a conv of 16 or 32 output channels still splits. The "bands" order (``lanes_order``) runs
-    ``_bands_outer`` instead: on a Zen 2 it measured within the noise of this one at 56x56; on
-    a Zen 3 at two threads, with the filter columns as a loop, 17% faster at 56x56 and 10% at
-    28x28 (with them unrolled, within 2%)."""
-    if g["lanes_order"] == "bands":
-        return _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix)
-    obs = g["o"] // _width(g)
-    groups = _groups(g)
-    parts = 1
-    if g["parallel"] and obs < g["lanes_parts"]:
-        parts = max(1, min(-(-g["lanes_parts"] // obs), groups[0][2]))
-
-    kc = channel_block(g)
-    band = _band_tiles(g)
-
-    def run(ob, first, pixels, lo, count, sums, ky, kx, row):
-        """Tiles ``lo .. lo+count`` of a group, in bands over the channel blocks (or, with
-        one block, in turn)."""
-        k = ctx.fresh("pt")
-        if kc == g["c"]:
-            return S.For(k, lo, count, S.ForKind.SERIAL, _tile(
-                ctx, g, xp, wp, out, nv, pix, ob, first + k * pixels, pixels, epilogue,
-                kx_range=kx, ky_range=ky, row=row))
-        b, kb, kk = ctx.fresh("band"), ctx.fresh("kb"), ctx.fresh("pk")
-        tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (lo + b * band + kk) * pixels,
-                     pixels, epilogue, (kb, kc, g["c"] // kc, sums, kk * pixels), kx, ky,
-                     row)
-        static = isinstance(count, int)
-        if not static or count % band:
-            tile = S.IfThenElse(b * band + kk < count, tile)
-        bands = -(-count // band) if static else E.FloorDiv(count + (band - 1), band)
-        return S.For(b, 0, bands, S.ForKind.SERIAL, S.For(
-            kb, 0, g["c"] // kc, S.ForKind.SERIAL, S.For(kk, 0, band, S.ForKind.SERIAL, tile)))
-
-    def over_pixels(idx):
-        part, ob = idx
-        sums = _sums_scratch(g, band) if kc < g["c"] else None
-        out_parts = []
-        for gi, (first, pixels, count, ky, kx, row) in enumerate(groups):
-            if gi == 0 and parts > 1:  # this part's share of the first group's tiles
-                lo = E.FloorDiv(part * count, parts)
-                hi = E.FloorDiv((part + 1) * count, parts)
-                loop = run(ob, first, pixels, lo, hi - lo, sums, ky, kx, row)
-            else:
-                loop = run(ob, first, pixels, 0, count, sums, ky, kx, row)
-                if parts > 1:  # the other groups go with the last part
-                    loop = S.IfThenElse(E.EQ(part, parts - 1), loop)
-            out_parts.append(loop)
-        body = out_parts[0] if len(out_parts) == 1 else S.SeqStmt(out_parts)
-        return body if sums is None else _allocated(sums, body)
-
-    return _outer_loops(ctx, [parts, obs], g["parallel"], over_pixels)
-
-
-def _band_tiles(g) -> int:
+def band_tiles(g) -> int:
     """Pixel tiles whose partial sums one scratch of ``lanes_sums`` floats holds."""
-    return max(1, g["lanes_sums"] // (tile_pixels(g) * _width(g)))
+    return max(1, g["lanes_sums"] // (tile_pixels(g) * width(g)))
 
 
-def _sums_scratch(g, band: int):
-    """The partial sums of a band of ``band`` pixel tiles between blocks of input channels,
-    room for the geometry's largest tile (a row tile of ``lanes_rowstore`` may hold
-    ``ROW_TILE_SLACK`` pixels more than ``tile_pixels``)."""
-    most = max(pixels for _, pixels, *_ in _groups(g))
-    return decl_buffer((band * max(most, tile_pixels(g)) * _width(g),), "float32", "cl_sums")
-
-
-def _band_split(g, count: int) -> tuple[int, int]:
+def band_split(g, count: int) -> tuple[int, int]:
     """(bands, tiles a band) of ``count`` pixel tiles in the "bands" order: bands of at most
-    ``_band_tiles`` tiles, their number a multiple of ``lanes_parts`` on the thread pool so that
+    ``band_tiles`` tiles, their number a multiple of ``lanes_parts`` on the thread pool so that
     the threads get equal shares."""
-    bands = -(-count // _band_tiles(g))
+    bands = -(-count // band_tiles(g))
     if g["parallel"]:
         parts = g["lanes_parts"]
         bands = min(count, -(-bands // parts) * parts)
     return bands, -(-count // bands)
-
-
-def _bands_outer(ctx, g, xp, wp, out, nv, epilogue, pix) -> S.Stmt:
-    """The "bands" order: bands of pixel tiles outermost (the parallel loop), each running every
-    channel tile (and block of input channels) over its pixels, so that a band's input rows are
-    read from memory once and stay in L2 while the weights, re-read by every band, come from L2
-    too; the few 5-pixel tiles at the end then run per channel tile."""
-    obs = g["o"] // _width(g)
-    (first, pixels, count, ky, kx, row), *rest = _groups(g)
-    kc = channel_block(g)
-    nbands, band = _band_split(g, count)
-    solo = _band_split(dict(g, parallel=False), count)  # (on one thread: SOLO_BANDS)
-    most = max(band, solo[1])
-    uneven = nbands * band != count or solo[0] * solo[1] != count
-
-    def one_band(idx, band=band):
-        b, ob, kk = idx[0], ctx.fresh("ob"), ctx.fresh("pk")
-        sums = _sums_scratch(g, most) if kc < g["c"] else None
-        kb = None if sums is None else ctx.fresh("kb")
-        tile = _tile(ctx, g, xp, wp, out, nv, pix, ob, first + (b * band + kk) * pixels, pixels,
-                     epilogue, None if kb is None else (kb, kc, g["c"] // kc, sums, kk * pixels),
-                     kx, ky, row)
-        if uneven:
-            tile = S.IfThenElse(b * band + kk < count, tile)
-        body = S.For(kk, 0, band, S.ForKind.SERIAL, tile)
-        if kb is not None:
-            body = S.For(kb, 0, g["c"] // kc, S.ForKind.SERIAL, body)
-        body = S.For(ob, 0, obs, S.ForKind.SERIAL, body)
-        return body if sums is None else _allocated(sums, body)
-
-    if g["parallel"] and SOLO_BANDS and solo != (nbands, band):
-        # the split at run time: on one thread (a pool of one, or an image of a batch whose
-        # images are on the pool) the serial split's larger bands, each weight block serving
-        # more pixel tiles; on the pool ``lanes_parts`` shares
-        alone = E.LE(num_threads(), E.IntImm("int32", 1))
-        nb, bv, b = ctx.fresh("nbands"), ctx.fresh("band"), ctx.fresh("b")
-        loop = S.For(b, 0, nb, S.ForKind.PARALLEL, one_band([b], bv))
-        parts = [S.LetStmt(nb, E.Select(alone, E.IntImm("int32", solo[0]),
-                                        E.IntImm("int32", nbands)),
-                           S.LetStmt(bv, E.Select(alone, E.IntImm("int32", solo[1]),
-                                                  E.IntImm("int32", band)), loop))]
-    else:
-        parts = [_outer_loops(ctx, [nbands], g["parallel"], one_band)]
-    for first2, pixels2, count2, ky2, kx2, row2 in rest:
-        def tail(idx, first2=first2, pixels2=pixels2, count2=count2, ky2=ky2, kx2=kx2,
-                 row2=row2):
-            k = ctx.fresh("pt")
-            return S.For(k, 0, count2, S.ForKind.SERIAL, _tile(
-                ctx, g, xp, wp, out, nv, pix, idx[0], first2 + k * pixels2, pixels2, epilogue,
-                kx_range=kx2, ky_range=ky2, row=row2))
-        parts.append(_outer_loops(ctx, [obs], g["parallel"], tail))
-    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
 def trims_rows(g) -> bool:
@@ -889,10 +522,10 @@ def trims_rows(g) -> bool:
     the filter rows some of its output rows need (``tap_rows``), as ONNX Runtime skips the
     padding taps: a 3x3 conv of dilation 6 at 32x32 does 12% fewer multiply-adds, one of
     dilation 2 4%, a 3x3 conv at 7x7 10%."""
-    return _row_bounds(g, 0)[0] > 0 or _row_bounds(g, g["oh"] - 1)[1] < g["kh"]
+    return row_bounds(g, 0)[0] > 0 or row_bounds(g, g["oh"] - 1)[1] < g["kh"]
 
 
-def _row_bounds(g, oy):
+def row_bounds(g, oy):
     """(first, one past the last) filter row reading an input row at output row ``oy`` (an
     int, or a PrimExpr of int32)."""
     dh, top = g["dh"], g["pt"] - oy * g["sh"]
@@ -906,7 +539,7 @@ def tap_rows(g, first, last):
     """(first filter row, filter rows) that output rows ``first .. last`` (PrimExprs, int32)
     need: the union of their rows' ranges, as the range is monotone in the output row; the
     other rows read only zero padding for every pixel of those rows."""
-    lo, hi = _row_bounds(g, last)[0], _row_bounds(g, first)[1]
+    lo, hi = row_bounds(g, last)[0], row_bounds(g, first)[1]
     return lo, E.Max(hi - lo, E.IntImm("int32", 0))
 
 
@@ -917,205 +550,7 @@ def channel_block(g) -> int:
     c = g["c"]
     if not g["lanes_cblock"]:
         return c
-    target = max(1, g["lanes_cblock"] // (g["kh"] * g["kw"] * _width(g) * 4))
+    target = max(1, g["lanes_cblock"] // (g["kh"] * g["kw"] * width(g) * 4))
     if c < 2 * target:
         return c
     return divisor_near(c, target) or c
-
-
-def _row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
-    """Store a 16-channel tile whose ``pixels`` are consecutive in one output row from output
-    pixel ``first`` (``oy * ow + ox``) on: the tile ``res`` ``[pixels, 16]`` transposed in
-    registers (``transpose16``), then each output channel as vectors of its pixels (powers of
-    two, ``_pieces``); a last tile's channels past the conv's real ones are not stored.
-
-    An epilogue that reads an operand at the pixel (a residual) runs on the stored vectors of
-    pixels (contiguous loads); one that reads none runs before the transpose on whole vectors
-    of 16 channels, as the tiles across rows apply it (a SiLU's exp on pieces of 8, 4 and 1
-    pixels cost YOLOv5's 16 -> 32 stride-2 conv at 80x80 6%)."""
-    cw = _width(g)
-    oy, ox = E.FloorDiv(first, g["ow"]), E.FloorMod(first, g["ow"])
-    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
-
-    def piece(tr, ll, lo, n):
-        j = ctx.fresh("jr")
-        idx = [nv, ob * cw + ll, oy, ox + (lo + j)]
-        val = tr[ll, lo + j]
-        val = epilogue(idx, val) if after else val
-        return S.For(j, 0, n, S.ForKind.VECTORIZED, S.BufferStore(out, val, idx))
-
-    def stores(tr):
-        out_ = []
-        for ll in range(cw):
-            body = S.SeqStmt([piece(tr, ll, lo, n) for lo, n in _pieces(pixels)])
-            if g["real_o"] % cw:  # (the last tile's zero channels)
-                body = S.IfThenElse(E.LT(ob * cw + ll, g["real_o"]), body)
-            out_.append(body)
-        return S.SeqStmt(out_)
-
-    if epilogue is None or after:
-        return transpose16(res, pixels, stores)
-    pre = decl_buffer((pixels, LANES), "float32", "cl_epi", scope="local")
-    fills = []
-    for jj in range(pixels):  # (the epilogue on each pixel's 16 channels)
-        ll = ctx.fresh("ll")
-        idx = [nv, ob * cw + ll, oy, ox + jj]
-        fills.append(S.For(ll, 0, LANES, S.ForKind.VECTORIZED, S.BufferStore(
-            pre, epilogue(idx, res[jj, ll]), [jj, ll])))
-    body = S.SeqStmt([*fills, transpose16(pre, pixels, stores)])
-    return S.Allocate(pre.data, "float32", [pixels * LANES], True, S.DeclBuffer(pre, body))
-
-
-def _pieces(count: int) -> list[tuple[int, int]]:
-    """(start, length) of ``count`` lanes cut in vectors of 16 lanes, then powers of two."""
-    out, lo = [], 0
-    for n in (LANES, 8, 4, 2, 1):
-        while count - lo >= n:
-            out.append((lo, n))
-            lo += n
-    return out
-
-
-def _tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=None,
-          kx_range=None, ky_range=None, row: bool = False) -> S.Stmt:
-    """Output channels ``ob*width ..`` (``lanes_width``) x output pixels ``p0 .. p0+pixels``
-    (flattened).
-
-    The tile's pixel offsets into the padded input are read from the table ``pix`` once; the
-    filter taps run as loops (only the tile's pixels are unrolled: ``UNROLL_TAPS``), which
-    keeps the code LLVM optimizes small at no cost in speed.
-
-    ``kb = (block var, channels per block, blocks, scratch, slot)``: the tile sums one block
-    of input channels, starting from (and, but for the last block, ending in) its partial sums
-    from pixel ``slot`` of the scratch on. ``kx_range``, when given, is the static range of
-    filter columns the tile's pixels read input through (``col_segments``); the rest read
-    padding; ``ky_range`` likewise the filter rows. Where the geometry has ``out_pix``
-    (``lanes_direct``), ``xp`` is the input itself (flat), ``p0`` a slot of the tables and the
-    tile's pixels are stored at ``out_pix``; ``row``: they are consecutive in one output row,
-    each output channel stored as a vector of them (``lanes_rowstore``)."""
-    c, ow, hp, wpd = g["c"], g["ow"], g["hp"], g["wp"]
-    cw = _width(g)
-    acc = decl_buffer((pixels, cw), "float32", "cl_acc", scope="local")
-    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-
-    def loop(name, extent, kind, fbody, dtype="int32"):
-        v = ctx.fresh(name, dtype)
-        lo = E.IntImm(dtype, 0)
-        return S.For(v, lo, E.IntImm(dtype, extent), kind, fbody(v))
-
-    def lanes_loop(fbody):  # a tile's lanes: vectors of 16 when they are 48
-        if cw & (cw - 1) == 0:
-            return loop("ll", cw, vec, fbody)
-        return loop("lo", cw // LANES, unroll, lambda lo: loop(
-            "ll", LANES, vec, lambda ll: fbody(lo * LANES + ll)))
-
-    def ky_loop(fbody):  # the filter rows: those the tile's output rows need (trims_rows)
-        if ky_range is not None:
-            v, (first, end) = ctx.fresh("ky"), ky_range
-            return S.For(v, E.IntImm("int32", first), E.IntImm("int32", end - first), ky_kind,
-                         fbody(v))
-        if ky_kind == unroll or not trims_rows(g):
-            return loop("ky", g["kh"], ky_kind, fbody)
-        v = ctx.fresh("ky")
-        first, count = tap_rows(g, E.FloorDiv(p0, ow), E.FloorDiv(p0 + (pixels - 1), ow))
-        return S.For(v, first, count, ky_kind, fbody(v))
-
-    q = [ctx.fresh("q") for _ in range(pixels)]  # padded-input offsets of its pixels
-    init = loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll:
-                S.BufferStore(acc, E.FloatImm("float32", 0.0), [jj, ll])))
-    if kb is not None:
-        kv, kc, nkb, sums, slot = kb
-
-        def at_sums(jj, ll):
-            return (slot + jj) * cw + ll
-
-        init = S.IfThenElse(E.EQ(kv, 0), init, loop("jj", pixels, unroll, lambda jj: lanes_loop(
-            lambda ll: S.BufferStore(acc, sums[at_sums(jj, ll)], [jj, ll]))))
-
-    wv = decl_buffer((cw,), "float32", "cl_w", scope="local")  # the tap's weights
-
-    def widen(w):  # (an int8 weight: sign-extended and converted as it is loaded)
-        return w if w.dtype == "float32" else E.Cast("float32", w)
-
-    def tap(ci, ky, kx):  # (the pixels written out: each reads its own offset variable)
-        xo = ctx.fresh("xo", "int64")
-        macs = [lanes_loop(lambda ll, jj=jj: S.BufferStore(
-            acc, acc[jj, ll] + wv[ll] * xp[xo + q[jj]], [jj, ll])) for jj in range(pixels)]
-        # (a wider tile reads its 16s of output channels from consecutive weight blocks)
-        loads = [loop("ll", LANES, vec, lambda ll, v=v: S.BufferStore(
-            wv, widen(wp[ob * (cw // LANES) + v, ci, ky, kx, ll]), [v * LANES + ll]))
-            for v in range(cw // LANES)]
-        if ahead:  # (the last channels' prefetches may run past the weights)
-            loads += [prefetch(wp[ob * (cw // LANES) + v, ci + ahead, ky, kx, 0])
-                      for v in range(cw // LANES)]
-        if g["groups"] > 1:  # the input channels of the tile's group
-            ci = E.Cast("int64", E.FloorDiv(ob * cw, g["og"]) * c) + ci
-        cb = g.get("cb")
-        if "out_pix" in g:  # the input itself, this image's planes
-            off = (E.Cast("int64", nv) * g["cin"] + ci) * (g["h"] * g["w"]) + \
-                (ky * g["dh"]) * g["w"] + kx * g["dw"]
-        elif cb:  # the channel-blocked copy (``_pack``)
-            off = E.FloorDiv(ci, cb) * (hp * wpd * cb) + E.FloorMod(ci, cb) + \
-                ((ky * g["dh"]) * wpd + kx * g["dw"]) * cb
-        else:
-            off = ci * (hp * wpd) + (ky * g["dh"]) * wpd + kx * g["dw"]
-        return S.LetStmt(xo, E.Cast("int64", off), S.SeqStmt([*loads, *macs]))
-
-    def kx_loop(fbody):  # the filter columns: those the tile's pixels read input through
-        if kx_range is None:
-            return loop("kx", g["kw"], kx_kind, fbody)
-        v, (first, end) = ctx.fresh("kx"), kx_range
-        return S.For(v, E.IntImm("int32", first), E.IntImm("int32", end - first), kx_kind,
-                     fbody(v))
-
-    taps = g["kh"] * g["kw"]
-    # each tap also prefetches its weights a block of channels on (``PREFETCH_WEIGHTS``)
-    ahead = 0
-    if PREFETCH_WEIGHTS[vector_isa()] and g["lanes_order"] == "channels" and \
-            g["o"] * c * taps * 4 >= PREFETCH_MIN_WEIGHT_BYTES:
-        ahead = kb[1] if kb is not None else PREFETCH_CHANNELS
-    ky_kind = unroll if taps <= UNROLL_TAPS else S.ForKind.SERIAL
-    kx_kind = unroll if g["lanes_unroll_kx"] else S.ForKind.SERIAL
-    if any(r is not None and r[1] <= r[0] for r in (kx_range, ky_range)):  # all padding
-        macs = S.Evaluate(E.IntImm("int32", 0))
-    elif kb is None:
-        macs = loop("c", c, S.ForKind.SERIAL, lambda ci: ky_loop(lambda ky: kx_loop(
-            lambda kx: tap(ci, ky, kx))), dtype="int64")
-    else:
-        macs = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: kx_loop(
-            lambda kx: tap(E.Cast("int64", kv * kc) + cc, ky, kx))), dtype="int64")
-
-    # the tile is stored through a scratch copy, one pixel an iteration (a pixel's 16 output
-    # channels are 16 scalar stores: unrolled over the pixels they were most of the kernel's
-    # code)
-    res = decl_buffer((pixels, cw), "float32", "cl_res")
-
-    def put(jj, ll):
-        p = g["out_pix"][p0 + jj] if "out_pix" in g else p0 + jj
-        idx = [nv, ob * cw + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
-        val = res[jj, ll] if epilogue is None else epilogue(idx, res[jj, ll])
-        return S.BufferStore(out, val, idx)
-
-    jp = ctx.fresh("jj")
-    outs = lanes_loop(lambda ll: put(jp, ll))
-    tail = g["real_o"] - (g["o"] // cw - 1) * cw  # real output channels of the last tile
-    if tail != cw:  # it stores them in vectors of powers of two (a loop of them ran 2x slower)
-        outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.SeqStmt([
-            loop("ll", n, vec, lambda ll, lo=lo: put(jp, lo + ll)) for lo, n in _pieces(tail)]))
-    if row and "out_pix" in g:  # (transposed in registers, from the accumulators)
-        store = _row_store(ctx, g, out, nv, ob, g["out_pix"][p0], pixels, acc, epilogue)
-    else:
-        store = S.SeqStmt([
-            loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
-                res, acc[jj, ll], [jj, ll]))), S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
-        store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
-    if kb is not None:
-        store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
-            "jj", pixels, unroll, lambda jj: lanes_loop(
-                lambda ll: S.BufferStore(sums, acc[jj, ll], [at_sums(jj, ll)]))))
-    body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, macs, store])))
-    body = S.Allocate(wv.data, "float32", [cw], True, body)
-    body = S.Allocate(acc.data, "float32", [pixels * cw], True, body)
-    for jj in range(pixels - 1, -1, -1):
-        body = S.LetStmt(q[jj], pix[p0 + jj], body)
-    return body

@@ -30,6 +30,7 @@ from . import (
     attention,
     conv_direct,
     conv_lanes,
+    conv_lanes_emit,
     conv_pointwise,
     conv_vnni,
     conv_winograd,
@@ -196,8 +197,8 @@ def _emit_grouped(ctx, t, buf, bodies):
 
     def emit(out, epi):
         if epi is None:
-            return conv_lanes.emit(ctx, t, out, x, wp)
-        return conv_lanes.emit(ctx, t, out, x, wp, epilogue=lambda idx, val: epilogue_value(
+            return conv_lanes_emit.emit(ctx, t, out, x, wp)
+        return conv_lanes_emit.emit(ctx, t, out, x, wp, epilogue=lambda idx, val: epilogue_value(
             epi, out, idx, val))
 
     return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))

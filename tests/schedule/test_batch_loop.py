@@ -334,7 +334,7 @@ def _lone_conv(n, w, b, stride):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_per_image_conv_bands_split_at_run_time(threads):
     """A per-image conv_lanes kernel in the "bands" order on the pool picks its band split at
-    run time (``conv_lanes.SOLO_BANDS``): one band of every tile on one thread, an image of a
+    run time (``conv_lanes_emit.SOLO_BANDS``): one band of every tile on one thread, an image of a
     batch on the pool included, ``lanes_parts`` bands on several. Batches of 1, 3 and 4 give
     numpy's conv either way; the build's constants (the prepacked weight) are 64-byte aligned."""
     from minitvm.runtime import threadpool

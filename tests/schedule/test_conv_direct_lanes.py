@@ -13,7 +13,7 @@ import minitvm as tvm
 from minitvm import relax, relay, tir
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
-from minitvm.schedule import conv_direct, conv_lanes
+from minitvm.schedule import conv_direct, conv_lanes, conv_lanes_emit
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -207,9 +207,9 @@ def test_bands_order_loops(force_knobs, monkeypatch, solo):
     band's tiles (on AVX2 65 six-pixel tiles of a 20x20 plane in 4 bands of 17, the last one
     ragged; on AVX-512's 16-lane tiles 26 of 12 pixels in 4 bands of 7); the smaller tiles
     follow per channel tile (over the padded copy: ``lanes_direct`` groups the pixels in
-    classes). With ``SOLO_BANDS`` the split is chosen at run time: on one thread the serial
+    classes). With ``conv_lanes_emit.SOLO_BANDS`` the split is chosen at run time: on one thread the serial
     split's bands of up to ``_band_tiles`` tiles."""
-    monkeypatch.setattr(conv_lanes, "SOLO_BANDS", solo)
+    monkeypatch.setattr(conv_lanes_emit, "SOLO_BANDS", solo)
     force_knobs(lanes_order="bands", lanes_direct=False)
     lib, _, _ = _build((1, 64, 20, 20), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(4))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conv_reference import build_conv, conv_kernel, run_graph
 
-from minitvm.schedule import conv_lanes
+from minitvm.schedule import conv_lanes, conv_lanes_tile
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -71,7 +71,7 @@ def test_packed_weight_pads_with_zero_channels(o, padded):
     (44, [(0, 16), (16, 16), (32, 8), (40, 4)]), (16, [(0, 16)])])
 def test_last_tile_stores_in_power_of_two_pieces(count, want):
     """The last tile's real channels are stored in vectors of 16, then powers of two."""
-    assert conv_lanes._pieces(count) == want
+    assert conv_lanes_tile.pieces(count) == want
 
 
 @pytest.mark.parametrize("width", [16, 32])

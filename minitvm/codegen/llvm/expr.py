@@ -533,7 +533,7 @@ class ExprEmitter:
             return self._if_then_else(e, memo)
         if short == "prefetch":
             return self._prefetch(e, memo)
-        if short == "vector_shuffle":  # (schedule/conv_lanes' tile transpose)
+        if short == "vector_shuffle":  # (schedule/conv_lanes_tile's transpose)
             return self._vector_shuffle(e, memo)
         if short == "num_threads":  # (schedule/common.num_threads)
             if self.parallel_depth or not self.gomp:
