@@ -59,7 +59,8 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
 
     if epilogue is None or after:
         return transpose16(res, pixels, stores)
-    pre = decl_buffer((pixels, lanes.LANES), "float32", "cl_epi", scope="local")
+    dtype = out.dtype  # (the epilogue's values: a requantization stores uint8)
+    pre = decl_buffer((pixels, lanes.LANES), dtype, "cl_epi", scope="local")
     fills = []
     for jj in range(pixels):  # (the epilogue on each pixel's 16 channels)
         ll = ctx.fresh("ll")
@@ -67,7 +68,7 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
         fills.append(S.For(ll, 0, lanes.LANES, S.ForKind.VECTORIZED, S.BufferStore(
             pre, epilogue(idx, res[jj, ll]), [jj, ll])))
     body = S.SeqStmt([*fills, transpose16(pre, pixels, stores)])
-    return S.Allocate(pre.data, "float32", [pixels * lanes.LANES], True, S.DeclBuffer(pre, body))
+    return S.Allocate(pre.data, dtype, [pixels * lanes.LANES], True, S.DeclBuffer(pre, body))
 
 
 def pieces(count: int) -> list[tuple[int, int]]:

@@ -33,19 +33,19 @@ def transpose16(src, rows: int, consumer) -> S.Stmt:
     stmts, bufs = [], []
     for k in range(4):
         d = 1 << k
-        buf = decl_buffer((LANES, LANES), "float32", f"cl_tr{k}", scope="local")
+        buf = decl_buffer((LANES, LANES), src.dtype, f"cl_tr{k}", scope="local")
         for i in range(LANES):
             up = 1 if i & d else 0  # (the upper row of the pair takes the odd half)
             mask = [((lane | d) if up else (lane & ~d)) + (LANES if lane & d else 0)
                     for lane in range(LANES)]
-            stmts.append(S.BufferStore(buf, E.Call(f"float32x{LANES}", "tir.vector_shuffle", [
+            stmts.append(S.BufferStore(buf, E.Call(f"{src.dtype}x{LANES}", "tir.vector_shuffle", [
                 cur[i & ~d], cur[i | d], *[E.IntImm("int32", m) for m in mask]]),
                 [E.IntImm("int32", i), ramp]))
         cur = [E.BufferLoad(buf, [E.IntImm("int32", i), ramp]) for i in range(LANES)]
         bufs.append(buf)
     body = S.SeqStmt([*stmts, consumer(bufs[-1])])
     for buf in reversed(bufs):
-        body = S.Allocate(buf.data, "float32", [LANES * LANES], True, S.DeclBuffer(buf, body))
+        body = S.Allocate(buf.data, src.dtype, [LANES * LANES], True, S.DeclBuffer(buf, body))
     return body
 
 
