@@ -162,6 +162,93 @@ def test_mobilenet_v2_end_to_end(dtype):
     assert len(np.unique(refs[0])) == refs[0].size  # (a model whose logits differ)
 
 
+# ------------------------------------------------------------------ transformer pieces
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("adj_y", [False, True])
+def test_batch_matmul_of_two_activations(dtype, adj_y):
+    """Attention's QK^T and PV: BATCH_MATMUL of two quantized activations."""
+    t = QTwin(dtype, 20)
+    a = t.input("a", (2, 5, 8), scale=0.05)
+    b = t.input("b", (2, 6, 8) if adj_y else (2, 8, 6), scale=0.04)
+    run(t, [t.batch_matmul(a, b, adj_y=adj_y)])
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_fully_connected_3d_input(keep):
+    """A transformer's projections: FULLY_CONNECTED on (batch, tokens, features), with
+    keep_num_dims (output (2, 5, 12)) or without (output (10, 12))."""
+    t = QTwin("int8", 21)
+    x = t.input("x", (2, 5, 16))
+    y = t.fully_connected(x, 12, keep_num_dims=keep)
+    _, (out,) = run(t, [y])
+    assert out.shape == ((2, 5, 12) if keep else (10, 12))
+
+
+def _gelu(v):
+    from math import erf
+
+    return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["TANH", "GELU"])
+def test_tanh_gelu(dtype, op):
+    """TANH at TFLite's fixed output parameters (1/128, zero point 0 / 128); GELU."""
+    t = QTwin(dtype, 22)
+    x = t.input("x", (2, 10), scale=0.05)
+    if op == "TANH":
+        y = t.op("TANH", [x], np.tanh, params=(1 / 128, 0 if dtype == "int8" else 128))
+    else:
+        y = t.op("GELU", [x], _gelu, "GeluOptions", Approximate=False)
+    run(t, [y])
+
+
+def test_layer_norm_decomposed():
+    """LayerNorm as the TFLite converter writes it in an int8 model: MEAN,
+    SQUARED_DIFFERENCE, MEAN, ADD (epsilon), RSQRT, SUB, MUL, each on quantized tensors."""
+    t = QTwin("int8", 23)
+    x = t.input("x", (2, 4, 16), scale=0.05)
+    eps = t.b.constant("eps", np.array([1], "int8"), quant=(0.01, 0))
+    t.val[eps], t.qp[eps] = np.array([1]), (0.01, 0)
+
+    def mean(v):
+        return t.op("MEAN", [v], lambda a: a.mean(-1, keepdims=True), "ReducerOptions",
+                    consts=[[-1]], KeepDims=True)
+
+    m = mean(x)
+    var = mean(t.op("SQUARED_DIFFERENCE", [x, m], lambda a, b: (a - b) ** 2))
+    r = t.op("RSQRT", [t.binary("ADD", var, eps)], lambda v: 1 / np.sqrt(v))
+    c = t.op("SUB", [x, m], np.subtract, "SubOptions", FusedActivationFunction=0)
+    run(t, [t.op("MUL", [c, r], np.multiply, "MulOptions", FusedActivationFunction=0)])
+
+
+# ------------------------------------------------------------------ TRANSPOSE_CONV
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k,stride,out_hw,padding,bias", [
+    (3, 2, (8, 8), "SAME", True), (4, 2, (8, 8), "SAME", False), (3, 1, (5, 5), "SAME", True),
+    (3, 2, (9, 9), "VALID", True), (2, 2, (8, 8), "VALID", False)])
+def test_transpose_conv(dtype, k, stride, out_hw, padding, bias):
+    """A decoder's upsampling: per-channel int8 weights (quantized along the output
+    channels) and an int32 bias, dequantized at import."""
+    t = QTwin(dtype, 24)
+    x = t.input("x", (1, 4, 4, 8))
+    run(t, [t.transpose_conv(x, 6, k, stride, out_hw, padding, bias)])
+
+
+# ------------------------------------------------------------------ 16x8
+def test_16x8_conv_depthwise_fully_connected_add():
+    """int16 activations (symmetric) with int8 weights and int64 biases: convs, a depthwise
+    conv, a fully connected layer and an ADD of two scales; int16 outputs."""
+    t = QTwin("int16", 25)
+    x = t.input("x", (1, 6, 6, 16), scale=1e-4)
+    y = t.conv(x, 24, 3, 1, "relu6")
+    z = t.conv(y, 0, 3, 2, None, depthwise=True)
+    s = t.binary("ADD", z, t.conv(z, 24, 1, 1, None))
+    f = t.fully_connected(t.reshape(s, (1, 9 * 24)), 10, "relu")
+    _, outs = run(t, [s, f])
+    assert all(o.dtype == np.int16 for o in outs)
+
+
 def _optimized(mod):
     with tvm.transform.PassContext(opt_level=3):
         return relay.optimize(mod, target="llvm")[0].astext()
@@ -239,10 +326,10 @@ def _single_conv(x_dtype="int8", w_quant=(0.1, 0), x_quant=(0.1, 0)):
     return b.finish()
 
 
-def test_int16_activations_error():
-    with pytest.raises(ImportError_, match="CONV_2D: input tensor 'x' is int16: quantized "
-                                           "operators take int8 or uint8"):
-        relay.frontend.from_tflite(_single_conv("int16"))
+def test_int32_activations_error():
+    with pytest.raises(ImportError_, match="CONV_2D: input tensor 'x' is int32: quantized "
+                                           "operators take int8, uint8 or int16"):
+        relay.frontend.from_tflite(_single_conv("int32"))
 
 
 def test_weight_quantized_along_the_wrong_axis_error():

@@ -8,7 +8,7 @@ import numpy as np
 
 from minitvm.relay.frontend.tflite.builder import ModelBuilder
 
-QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 _ACT = {None: 0, "relu": 1, "relu6": 3}
 _BOUNDS = {None: (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0)}
 
@@ -38,6 +38,8 @@ class QTwin:
         """(scale, zero point) covering [lo, hi] (widened to hold 0) in this twin's dtype."""
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         qlo, qhi = QRANGE[self.dtype]
+        if self.dtype == "int16":  # symmetric, zero point 0 (TFLite's 16x8 quantization)
+            return float(np.float32(max(-lo, hi, 1e-6) / qhi)), 0
         scale = max(hi - lo, 1e-6) / (qhi - qlo)
         zp = int(np.clip(round_away(qlo - lo / scale), qlo, qhi))
         return float(np.float32(scale)), zp
@@ -65,13 +67,17 @@ class QTwin:
         self.val[t], self.qp[t] = self.quantize(f, s, z, lo, hi), (s, z)
         return t
 
+    @property
+    def _bias_dtype(self) -> str:
+        return "int64" if self.dtype == "int16" else "int32"  # (16x8 models: int64 biases)
+
     def _i32(self, arr) -> int:
         return self.b.constant(self._name("const"), np.asarray(arr, "int32"))
 
     # ---------------------------------------------------------------- model pieces
     def input(self, name, shape, scale=0.05):
         qlo, qhi = QRANGE[self.dtype]
-        zp = 128 if self.dtype == "uint8" else 0
+        zp = 128 if self.dtype == "uint8" else 0  # (int16: 0, symmetric)
         t = self.b.input(name, shape, self.dtype, quant=(scale, zp))
         self.val[t] = self.rng.integers(qlo, qhi + 1, size=shape).astype("int64")
         self.qp[t] = (scale, zp)
@@ -97,7 +103,7 @@ class QTwin:
             (1, 1, 1, -1) if depthwise else (-1, 1, 1, 1))
         in_s = self.qp[x][0]
         b_scale = (np.float32(in_s) * w_scale).astype("float32")
-        bias = self.rng.integers(-2000, 2000, size=co).astype("int32")
+        bias = self.rng.integers(-2000, 2000, size=co).astype(self._bias_dtype)
         if padding == "SAME":
             pads = [_same(h, k, stride), _same(wd, k, stride)]
         else:
@@ -126,19 +132,21 @@ class QTwin:
                         **extra)
         return y
 
-    def fully_connected(self, x, units, act=None):
+    def fully_connected(self, x, units, act=None, keep_num_dims=False):
         xf = self.deq(x)
         k = xf.shape[-1]
         q = self.rng.integers(-127, 128, size=(units, k))
         w_scale = np.float32(2.5 / (127 * np.sqrt(k)))
         b_scale = np.float32(np.float32(self.qp[x][0]) * w_scale)
-        bias = self.rng.integers(-2000, 2000, size=units).astype("int32")
+        bias = self.rng.integers(-2000, 2000, size=units).astype(self._bias_dtype)
         out = xf.reshape(-1, k) @ (q * np.float64(w_scale)).T + bias * np.float64(b_scale)
+        if keep_num_dims:
+            out = out.reshape(xf.shape[:-1] + (units,))
         wt = self.b.constant(self._name("w"), q.astype("int8"), quant=(w_scale, 0))
         bt = self.b.constant(self._name("b"), bias, quant=(b_scale, 0))
         y = self._emit(np.maximum(out, 0) if act else out, "fc", act=act)
         self.b.operator("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions",
-                        FusedActivationFunction=_ACT[act], KeepNumDims=False)
+                        FusedActivationFunction=_ACT[act], KeepNumDims=keep_num_dims)
         return y
 
     def binary(self, op, a, b, act=None):
@@ -240,6 +248,60 @@ class QTwin:
         self.b.operator(op, [x], [y], "SoftmaxOptions" if op == "SOFTMAX" else None,
                         **({"Beta": 1.0} if op == "SOFTMAX" else {}))
         return y
+
+    def op(self, op, inputs, f, options=None, params=None, consts=(), **fields):
+        """Any operator computed through float: ``f`` (float64 of the dequantized quantized
+        inputs) gives the output, quantized with ``params`` (default: its range); ``consts``
+        are extra int32 inputs (axes, shapes) appended in order."""
+        out = f(*[self.deq(x) for x in inputs])
+        y = self._emit(out, op.lower(), params)
+        extra = [self._i32(c) for c in consts]
+        self.b.operator(op, [*inputs, *extra], [y], options, **fields)
+        return y
+
+    def transpose_conv(self, x, cout, k, stride, out_hw, padding="SAME", bias=True):
+        """TRANSPOSE_CONV (weights (O, kh, kw, I), per-channel int8, an int32 bias)."""
+        xf = self.deq(x)
+        n, h, wd, cin = xf.shape
+        q = self.rng.integers(-127, 128, size=(cout, k, k, cin))
+        w_scale = (self.rng.uniform(0.5, 1.5, cout) * 2.5 / (127 * np.sqrt(k * k * cin))
+                   ).astype("float32")
+        wf = q * w_scale.astype("float64").reshape(-1, 1, 1, 1)
+        oh, ow = out_hw
+        pads = []
+        for n_in, n_out in ((h, oh), (wd, ow)):
+            total = max((n_in - 1) * stride + k - n_out, 0) if padding == "SAME" else 0
+            pads.append(total // 2)
+        full = np.zeros((n, (h - 1) * stride + k, (wd - 1) * stride + k, cout))
+        for i in range(k):
+            for j in range(k):  # every input pixel adds its kernel tap at i, j
+                full[:, i:i + stride * h:stride, j:j + stride * wd:stride, :] += \
+                    xf @ wf[:, i, j, :].T
+        full = np.pad(full, ((0, 0), (0, max(oh + pads[0] - full.shape[1], 0)),
+                             (0, max(ow + pads[1] - full.shape[2], 0)), (0, 0)))
+        out = full[:, pads[0]:pads[0] + oh, pads[1]:pads[1] + ow, :]
+        ins = [self._i32([n, oh, ow, cout]),
+               self.b.constant(self._name("w"), q.astype("int8"),
+                               quant=(w_scale, np.zeros(cout, "int64"), 0)), x]
+        if bias:
+            b_scale = (np.float32(self.qp[x][0]) * w_scale).astype("float32")
+            bv = self.rng.integers(-2000, 2000, size=cout).astype(self._bias_dtype)
+            out = out + bv * b_scale.astype("float64")
+            ins.append(self.b.constant(self._name("b"), bv,
+                                       quant=(b_scale, np.zeros(cout, "int64"), 0)))
+        y = self._emit(out, "tconv")
+        self.b.operator("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions",
+                        Padding=0 if padding == "SAME" else 1, StrideH=stride, StrideW=stride)
+        return y
+
+    def batch_matmul(self, a, b, adj_x=False, adj_y=False):
+        """int8 x int8 BATCH_MATMUL of two activations."""
+        def f(fa, fb):
+            fa = np.swapaxes(fa, -1, -2) if adj_x else fa
+            return fa @ (np.swapaxes(fb, -1, -2) if adj_y else fb)
+
+        return self.op("BATCH_MATMUL", [a, b], f, "BatchMatMulOptions", AdjX=adj_x,
+                       AdjY=adj_y)
 
     def resize(self, x, size, method):
         xf = self.deq(x)

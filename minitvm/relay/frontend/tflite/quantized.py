@@ -28,9 +28,11 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import int_conv, int_matmul
-from .importer import _TENSOR_TYPES, CONVERTERS, _conv_pads, _per_axis, quant_params
+from .importer import _TENSOR_TYPES, CONVERTERS, _conv_pads, _per_axis, dequantize_array, \
+    quant_params
 
-EIGHT_BIT = ("int8", "uint8")  # the activation and weight dtypes these converters take
+EIGHT_BIT = ("int8", "uint8")  # the weight dtypes of the integer products
+ACTIVATION = ("int8", "uint8", "int16")  # int16: the "16x8" models (int8 weights)
 
 # ops that only move or select values: computed on the quantized values themselves
 MOVE_OPS = frozenset({
@@ -93,10 +95,11 @@ def is_quantized(ctx) -> bool:
 
 
 def _activation_q(ctx, q: QTensor, role: str) -> QTensor:
-    """Check an activation tensor's quantization: int8/uint8, one scale and zero point."""
-    if q.dtype not in EIGHT_BIT:
-        raise ctx.fail(f"{role} tensor {q.name!r} is {q.dtype}: quantized operators take int8 "
-                       "or uint8 activations")
+    """Check an activation tensor's quantization: int8/uint8/int16, one scale and zero
+    point."""
+    if q.dtype not in ACTIVATION:
+        raise ctx.fail(f"{role} tensor {q.name!r} is {q.dtype}: quantized operators take int8, "
+                       "uint8 or int16 activations")
     if q.scale.size != 1 or q.zp.size > 1:
         raise ctx.fail(f"{role} tensor {q.name!r} has per-channel quantization; activations "
                        "must have one scale and zero point")
@@ -305,11 +308,14 @@ INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
 
 
 # ------------------------------------------------------------------ the other kinds
-def _data_inputs(ctx) -> list[int]:
-    """The inputs holding quantized 8-bit values (not shapes, axes, paddings)."""
+def _data_inputs(ctx, constants: bool = False) -> list[int]:
+    """The inputs holding quantized 8/16-bit values (not shapes, axes, paddings); with
+    ``constants``, also quantized int32/int64 constants (biases)."""
+    wide = ("int32", "int64") if constants else ()
     return [k for k, i in enumerate(ctx.input_ids)
             if ctx.inputs[k] is not None and qtensor(ctx, i) is not None and
-            qtensor(ctx, i).dtype in ("int8", "uint8", "int16")]
+            (qtensor(ctx, i).dtype in ACTIVATION or qtensor(ctx, i).dtype in wide and
+             isinstance(ctx.importer.fold(ctx.inputs[k]), _expr.Constant))]
 
 
 def _move(ctx):
@@ -330,9 +336,16 @@ def _clamp(ctx):
 
 
 def _through_float(ctx):
-    """Dequantize the quantized inputs, the float converter, quantize the (8-bit) outputs."""
-    for k in _data_inputs(ctx):
-        ctx.inputs[k] = dequantize(ctx.inputs[k], _in_q(ctx, k))
+    """Dequantize the quantized inputs, the float converter, quantize the (8/16-bit) outputs.
+    Constant inputs (weights, biases) are dequantized at import, per channel where they are
+    quantized so; activations per tensor."""
+    for k in _data_inputs(ctx, constants=True):
+        e = ctx.importer.fold(ctx.inputs[k])
+        if isinstance(e, _expr.Constant):
+            q = quant_params(ctx.importer.subgraph.Tensors(ctx.input_ids[k]))
+            ctx.inputs[k] = _expr.const(dequantize_array(e.data.numpy(), q))
+        else:
+            ctx.inputs[k] = dequantize(ctx.inputs[k], _in_q(ctx, k))
     out = CONVERTERS[ctx.name](ctx)
     outs = out if isinstance(out, list) else [out]
     res = []
@@ -360,7 +373,11 @@ def converter(ctx):
     if not is_quantized(ctx):
         return None
     if ctx.name in INTEGER_OPS:
-        return INTEGER_OPS[ctx.name]
+        # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
+        # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
+        wide = any(q is not None and q.dtype == "int16" for q in
+                   (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
+        return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in CLAMPS:
         return _clamp
     if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
