@@ -28,8 +28,14 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import int_conv, int_matmul
-from .importer import _TENSOR_TYPES, CONVERTERS, _conv_pads, _per_axis, dequantize_array, \
-    quant_params
+from .importer import (
+    _TENSOR_TYPES,
+    CONVERTERS,
+    _conv_pads,
+    _per_axis,
+    dequantize_array,
+    quant_params,
+)
 
 EIGHT_BIT = ("int8", "uint8")  # the weight dtypes of the integer products
 ACTIVATION = ("int8", "uint8", "int16")  # int16: the "16x8" models (int8 weights)
