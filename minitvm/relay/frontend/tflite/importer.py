@@ -136,6 +136,7 @@ class TFLiteImporter:
         return e
 
     def run(self):
+        from . import detection  # noqa: F401 - registers the custom detection operator
         from .quantized import converter as quantized_converter
 
         sg = self.subgraph

@@ -348,6 +348,8 @@ def _through_float(ctx):
     for k in _data_inputs(ctx, constants=True):
         e = ctx.importer.fold(ctx.inputs[k])
         if isinstance(e, _expr.Constant):
+            if e.data.dtype == "float32":  # (dequantized already: a float op's weights)
+                continue
             q = quant_params(ctx.importer.subgraph.Tensors(ctx.input_ids[k]))
             ctx.inputs[k] = _expr.const(dequantize_array(e.data.numpy(), q))
         else:
