@@ -381,3 +381,55 @@ def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1):
     y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64 * mult))
     logits = t.fully_connected(y, classes)
     return t, t.finish([logits, t.unary("SOFTMAX", logits)])
+
+
+def _softmax(v, beta=1.0):
+    e = np.exp(beta * (v - v.max(axis=-1, keepdims=True)))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _erf_gelu(v):
+    from math import erf
+
+    return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2)))
+
+
+def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, layers=2, seed=3):
+    """A BERT-like encoder as TFLite's converter writes it, fully quantized: FULLY_CONNECTED
+    (keep_num_dims) projections, RESHAPE / TRANSPOSE into heads, BATCH_MATMUL of two
+    activations, SOFTMAX (the 1/sqrt(d) scale as its beta), GELU, residual ADDs and LayerNorm
+    decomposed into MEAN / SQUARED_DIFFERENCE / ADD / RSQRT / SUB / MUL."""
+    t = QTwin(dtype, seed)
+    dh = dim // heads
+    x = t.input("input", (1, tokens, dim), scale=0.05)
+    eps = t.b.constant("eps", np.array([1], dtype), quant=(1e-3, 0))
+    t.val[eps], t.qp[eps] = np.array([1]), (1e-3, 0)
+    soft_q = (1 / 256, -128 if dtype == "int8" else 0)
+
+    def heads_of(h):  # (1, T, D) -> (1, H, T, dh)
+        return t.transpose(t.reshape(h, (1, tokens, heads, dh)), (0, 2, 1, 3))
+
+    def mean(v):
+        return t.op("MEAN", [v], lambda a: a.mean(-1, keepdims=True), "ReducerOptions",
+                    consts=[[-1]], KeepDims=True)
+
+    def layer_norm(v):
+        m = mean(v)
+        var = mean(t.op("SQUARED_DIFFERENCE", [v, m], lambda a, b: (a - b) ** 2))
+        r = t.op("RSQRT", [t.binary("ADD", var, eps)], lambda a: 1 / np.sqrt(a))
+        c = t.op("SUB", [v, m], np.subtract, "SubOptions", FusedActivationFunction=0)
+        return t.op("MUL", [c, r], np.multiply, "MulOptions", FusedActivationFunction=0)
+
+    beta = float(np.float32(1 / np.sqrt(dh)))
+    for _ in range(layers):
+        q, k, v = (heads_of(t.fully_connected(x, dim, keep_num_dims=True)) for _ in range(3))
+        s = t.batch_matmul(q, k, adj_y=True)  # (1, H, T, T)
+        p = t.op("SOFTMAX", [s], lambda a: _softmax(a, beta), "SoftmaxOptions", params=soft_q,
+                 Beta=beta)
+        a = t.batch_matmul(p, v)  # (1, H, T, dh)
+        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (1, tokens, dim))
+        x = layer_norm(t.binary("ADD", x, t.fully_connected(a, dim, keep_num_dims=True)))
+        h = t.op("GELU", [t.fully_connected(x, ffn, keep_num_dims=True)], _erf_gelu,
+                 "GeluOptions", Approximate=False)
+        x = layer_norm(t.binary("ADD", x, t.fully_connected(h, dim, keep_num_dims=True)))
+    return t, t.finish([x])
