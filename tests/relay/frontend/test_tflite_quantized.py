@@ -16,6 +16,7 @@ from tflite_qtwin import QTwin  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
 from minitvm.relay.frontend import ImportError_  # noqa: E402
+from minitvm.relay.frontend.tflite import quantized  # noqa: E402
 from minitvm.relay.frontend.tflite.builder import ModelBuilder  # noqa: E402
 from minitvm.schedule import conv_vnni  # noqa: E402
 
@@ -144,9 +145,45 @@ def test_quantize_requantize_dequantize(dtype):
     mod, params = relay.frontend.from_tflite(data)
     out_r, out_d = build_and_run(mod, params, t.inputs())
     assert out_r.dtype == np.dtype(dtype) and out_d.dtype == np.float32
-    assert np.abs(out_r.astype("int64") - refs[0]).max() <= 1
+    np.testing.assert_array_equal(out_r, refs[0])  # (TFLite's arithmetic exactly)
     np.testing.assert_allclose(out_d, (out_r.astype("int64") - 3) * np.float32(0.013),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_quantize_and_requantize_round_ties_as_tflite(dtype):
+    """Exact halves: QUANTIZE of a float rounds them away from zero (AffineQuantize's
+    TfLiteRound; Relay's round would take the even neighbour), and a Requantize to twice the
+    scale (multiplier 0.5: the Q31 high multiply rounds them up, toward +inf) matches
+    TFLite's integer arithmetic to the step."""
+    t = QTwin(dtype, 19)
+    f = t.float_input("f", (4, 16))
+    t.val[f] = np.arange(-32, 32).reshape(4, 16) * 0.25
+    q = t.quantize_float(f, params=(0.5, 128 if dtype == "uint8" else 0))  # x.25 / 0.5: ties
+    r = t.requantize(q, 1.0, 128 if dtype == "uint8" else 1)  # scale x2: odd values tie
+    r2 = t.requantize(q, 0.37, 5)  # (an arbitrary multiplier)
+    data, refs = t.finish([q, r, r2])
+    mod, params = relay.frontend.from_tflite(data)
+    outs = build_and_run(mod, params, t.inputs())
+    for out, ref in zip(outs, refs, strict=True):
+        np.testing.assert_array_equal(out, ref)
+    assert np.any(t.val[f] / 0.5 % 1 == 0.5)  # (ties were there to round)
+
+
+def test_fixed_point_multiply_matches_tflite():
+    """quantized.fixed_point_multiply (the int64 Relay form) against tflite_qtwin's
+    step-by-step TFLite arithmetic: multipliers below and above one (a left shift), ties."""
+    rng = np.random.default_rng(30)
+    xs = np.concatenate([rng.integers(-2**20, 2**20, 400), np.arange(-40, 41),
+                         [2**23 - 1, -2**23]]).astype("int32")
+    for m in [0.5, 0.25, 0.75, 1.0, 1.5, 3.0, 2.0**-20, 0.0013, 0.37, 0.999999,
+              *rng.uniform(1e-4, 2.0, 6)]:
+        x = relay.var("x", shape=xs.shape, dtype="int32")
+        body = quantized.fixed_point_multiply(x, np.array([m]), 0, 1)
+        mod = tvm.IRModule.from_expr(relay.Function([x], body))
+        (out,) = build_and_run(mod, {}, {"x": xs})
+        np.testing.assert_array_equal(out, tflite_qtwin.multiply_by_quantized_multiplier(
+            xs, m), err_msg=f"multiplier {m}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -18,6 +18,29 @@ def round_away(v):
     return np.sign(v) * np.floor(np.abs(v) + 0.5)
 
 
+def multiply_by_quantized_multiplier(x, multiplier: float) -> np.ndarray:
+    """TFLite's integer rescale, step by step as its kernels compute it: QuantizeMultiplier
+    (a Q31 significand and a shift), SaturatingRoundingDoublingHighMul (a nudge of +-2**30,
+    division truncating toward zero) and RoundingDivideByPOT (mask, threshold)."""
+    import math
+
+    q, shift = math.frexp(float(multiplier))
+    m0 = int(math.floor(q * 2**31 + 0.5))
+    if m0 == 2**31:
+        m0, shift = m0 // 2, shift + 1
+    left, right = max(shift, 0), max(-shift, 0)
+    out = []
+    for v in np.asarray(x, "int64").reshape(-1).tolist():
+        ab = (v << left) * m0
+        nudge = 2**30 if ab >= 0 else 1 - 2**30
+        num = ab + nudge
+        high = abs(num) // 2**31 * (1 if num >= 0 else -1)  # (C++ division: truncation)
+        mask = (1 << right) - 1
+        threshold = (mask >> 1) + (1 if high < 0 else 0)
+        out.append((high >> right) + (1 if (high & mask) > threshold else 0))
+    return np.array(out, "int64").reshape(np.shape(x))
+
+
 class QTwin:
     """A ModelBuilder plus, for every quantized tensor, its int values and (scale, zero point)."""
 
@@ -329,15 +352,26 @@ class QTwin:
                         HalfPixelCenters=False)
         return y
 
-    def quantize_float(self, x):
-        """QUANTIZE of a float input."""
-        f = self.val[x]
-        y = self._emit(f, "quantize")
+    def quantize_float(self, x, params=None):
+        """QUANTIZE of a float input, as TFLite's AffineQuantize computes it: the float32
+        quotient x / scale rounded half away from zero, + zero point, saturated."""
+        f = self.val[x].astype("float32")
+        y = self._emit(f, "quantize", params)
+        s, z = self.qp[y]
+        qlo, qhi = QRANGE[self.dtype]
+        self.val[y] = np.clip(round_away(f / np.float32(s)).astype("int64") + z, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])
         return y
 
     def requantize(self, x, scale, zp):
+        """QUANTIZE of a quantized tensor: TFLite's Requantize, in its integer arithmetic."""
         y = self._emit(self.deq(x), "requantize", (scale, zp))
+        s_in, z_in = self.qp[x]
+        v = multiply_by_quantized_multiplier(self.val[x] - z_in,
+                                             np.float64(np.float32(s_in)) / np.float64(
+                                                 np.float32(scale)))
+        qlo, qhi = QRANGE[self.dtype]
+        self.val[y] = np.clip(v + zp, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])
         return y
 

@@ -516,10 +516,10 @@ def dequantize_array(data: np.ndarray, q) -> np.ndarray:
 def _per_axis(v, dim: int, ndim: int, dtype: str):
     """A per-tensor scalar, or a per-axis vector shaped to broadcast along ``dim``."""
     if v.size == 1:
-        return _expr.const(np.array(v.reshape(-1)[0], dtype))
+        return _expr.const(np.array(v.reshape(-1)[0], dtype), dtype)
     shape = [1] * ndim
     shape[dim] = v.size
-    return _expr.const(v.astype(dtype).reshape(shape))
+    return _expr.const(v.astype(dtype).reshape(shape), dtype)
 
 
 @register("DEQUANTIZE")
@@ -541,9 +541,19 @@ def _dequantize(ctx):
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
+def round_half_away(v):
+    """Rounding half away from zero (C's round, TFLite's TfLiteRound), exactly: the
+    fraction ``v - trunc(v)`` is exact in float, so no ``floor(v + 0.5)`` carry at
+    0.49999997."""
+    t = _op.trunc(v)
+    return _op.where(_op.greater_equal(_op.abs(_op.subtract(v, t)), _fconst(0.5)),
+                     _op.add(t, _op.sign(v)), t)
+
+
 @register("QUANTIZE")
 def _quantize(ctx):
-    """float -> round(x / scale) + zero_point, saturated to the output type."""
+    """float -> round(x / scale) + zero_point (rounding half away from zero, as TFLite's
+    AffineQuantize), saturated to the output type."""
     t = ctx.importer.subgraph.Tensors(int(ctx.op.Outputs(0)))
     q = quant_params(t)
     dtype = _out_dtype(ctx)
@@ -553,7 +563,7 @@ def _quantize(ctx):
         raise ctx.fail("requantizing an already quantized tensor is not supported")
     scale, zp, dim = q
     ndim = len(infer_shape(ctx.inputs[0]))
-    v = _op.round(_op.divide(ctx.inputs[0], _per_axis(scale, dim, ndim, "float32")))
+    v = round_half_away(_op.divide(ctx.inputs[0], _per_axis(scale, dim, ndim, "float32")))
     v = _op.add(v, _per_axis(zp, dim, ndim, "float32"))
     lo, hi = _QRANGE[dtype]
     return _op.cast(_op.clip(v, float(lo), float(hi)), dtype)
