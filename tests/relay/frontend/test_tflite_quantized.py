@@ -123,7 +123,7 @@ def test_concat_different_scales(dtype):
 def test_unary(dtype, op):
     t = QTwin(dtype, 12)
     x = t.input("x", (2, 10), scale=0.08)
-    run(t, [t.unary(op, x)])
+    run(t, [t.unary(op, x)], steps=0 if op == "LOGISTIC" else 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -237,7 +237,25 @@ def test_tanh_gelu(dtype, op):
         y = t.op("TANH", [x], np.tanh, params=(1 / 128, 0 if dtype == "int8" else 128))
     else:
         y = t.op("GELU", [x], _gelu, "GeluOptions", Approximate=False)
-    run(t, [y])
+    run(t, [y], steps=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transcendental_ops_are_a_table(dtype):
+    """LOGISTIC / TANH / GELU / EXP on 8-bit values: one take from a 256-entry table built at
+    import (as TFLite's LUT kernels), no float math left; every input value covered."""
+    t = QTwin(dtype, 26)
+    x = t.input("x", (2, 128), scale=0.06)
+    lo, hi = tflite_qtwin.QRANGE[dtype]
+    t.val[x] = np.resize(np.arange(lo, hi + 1), (2, 128))
+    ys = [t.unary("LOGISTIC", x),
+          t.op("TANH", [x], np.tanh, params=(1 / 128, 0 if dtype == "int8" else 128)),
+          t.op("GELU", [x], _gelu, "GeluOptions", Approximate=False),
+          t.op("EXP", [x], np.exp)]
+    mod, _ = run(t, ys, steps=0)
+    text = mod.astext()
+    assert text.count("take(") == 4
+    assert not any(f in text for f in ("sigmoid(", "tanh(", "erf(", "exp("))
 
 
 def test_layer_norm_decomposed():
