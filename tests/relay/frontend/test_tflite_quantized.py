@@ -170,6 +170,14 @@ def test_quantize_and_requantize_round_ties_as_tflite(dtype):
     assert np.any(t.val[f] / 0.5 % 1 == 0.5)  # (ties were there to round)
 
 
+def test_activation_range_rounds_half_away():
+    """CalculateActivationRangeQuantized: RELU_N1_TO_1 at scale 2 puts the bounds at -0.5
+    and 0.5 steps, which TFLite rounds to -1 and 1 (half to even would give 0 and 0)."""
+    q = quantized.QTensor("t", "int8", (np.array([2.0], "float32"), np.array([3]), 0))
+    assert quantized.clamp_range(q, -1.0, 1.0) == (2, 4)
+    assert quantized.clamp_range(q, 0.0, None) == (3, 127)
+
+
 def test_fixed_point_multiply_matches_tflite():
     """quantized.fixed_point_multiply (the int64 Relay form) against tflite_qtwin's
     step-by-step TFLite arithmetic: multipliers below and above one (a left shift), ties."""

@@ -69,10 +69,10 @@ class QTwin:
 
     def quantize(self, f, scale, zp, lo=None, hi=None):
         qlo, qhi = QRANGE[self.dtype]
-        if lo is not None:
-            qlo = max(qlo, zp + int(round_away(lo / scale)))
+        if lo is not None:  # (CalculateActivationRangeQuantized: a float32 quotient)
+            qlo = max(qlo, zp + int(round_away(np.float32(lo) / np.float32(scale))))
         if hi is not None:
-            qhi = min(qhi, zp + int(round_away(hi / scale)))
+            qhi = min(qhi, zp + int(round_away(np.float32(hi) / np.float32(scale))))
         return np.clip(round_away(np.asarray(f, "float64") / scale) + zp, qlo, qhi).astype(
             "int64")
 

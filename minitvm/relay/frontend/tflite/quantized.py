@@ -162,10 +162,15 @@ def clamp_range(q: QTensor, lo: float | None, hi: float | None) -> tuple[int, in
     """The quantized values of ``q``'s dtype within the float bounds ``[lo, hi]`` (None: open),
     as TFLite's CalculateActivationRangeQuantized takes them."""
     qlo, qhi = QRANGE[q.dtype]
+
+    def level(f: float) -> int:  # (float32 quotient, rounded half away from zero)
+        v = float(np.float32(f) / np.float32(q.s))
+        return q.z + int(np.sign(v) * np.floor(abs(v) + 0.5))
+
     if lo is not None:
-        qlo = max(qlo, q.z + int(np.round(lo / q.s)))
+        qlo = max(qlo, level(lo))
     if hi is not None:
-        qhi = min(qhi, q.z + int(np.round(hi / q.s)))
+        qhi = min(qhi, level(hi))
     return qlo, qhi
 
 
