@@ -2,11 +2,12 @@
 
 float16 weights behind DEQUANTIZE, int8/uint8 weights (behind DEQUANTIZE or inside float ops,
 as dynamic-range quantization writes them) are dequantized at import; QUANTIZE->DEQUANTIZE pairs
-are computed; operators on quantized (int8 / uint8) activations take ``quantized``'s converters.
+are computed; operators on quantized (int8 / uint8 / int16) activations take ``quantized``'s
+converters; the custom SSD detection head is ``detection``'s.
 
 Weights are re-laid out at import the way TVM does (conv HWIO, depthwise HWOI), so
 ``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards
-(relay.build at opt_level 3 does it itself: ``transform.ConvertNHWCConvs``).
+(relay.build and the Relay VM at opt_level 3 do it themselves: ``transform.ConvertNHWCConvs``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Fully-quantized TFLite operators (int8 / uint8 activations: what post-training full-integer
-quantization writes, and the classic ``*_quant.tflite`` uint8 models), lowered to plain Relay.
+quantization writes, and the classic ``*_quant.tflite`` uint8 models; int16 activations with
+int8 weights, the "16x8" models), lowered to plain Relay.
 
-Three kinds, by what the op computes:
+Five kinds, by what the op computes:
 
 - integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED): the exact sums of
   (x - x_zp) * (w - w_zp) as the ONNX importer takes them (``onnx.ops_extra.int_conv`` /
@@ -9,15 +10,23 @@ Three kinds, by what the op computes:
   else float32 convs that sum the integers exactly), the int32 bias added, then requantized
   with in_scale * w_scale / out_scale; a fused activation is a clamp in the quantized domain.
   The conv runs NCHW between two transposes (consecutive ones cancel in SimplifyExpr, so a
-  chain of convs stays NCHW);
+  chain of convs stays NCHW). With int16 activations they take the float path below;
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
   quantized values themselves, each input first requantized to the output's parameters
   where they differ (an integer rescale), PAD padding with the zero point;
-- the rest (ADD, MUL, AVERAGE_POOL_2D, MEAN, SOFTMAX, LOGISTIC, HARD_SWISH, RESIZE_BILINEAR,
-  ...): dequantize the inputs, the float op's own converter, quantize the result.
+- transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
+  256-entry table built at import, as TFLite's LUT kernels;
+- QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
+- the rest (ADD, MUL, BATCH_MATMUL, TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX,
+  HARD_SWISH, RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant
+  weights and biases at import, per channel where they are so quantized), the float op's
+  own converter, quantize the result.
 
-Rounding is Relay's ``round`` (half to even) where TFLite's fixed-point multiplier rounds
-half away from zero: results may differ by one step on exact halves."""
+Rounding: the integer products' requantization is float32 with Relay's ``round`` (half to
+even) where TFLite's fixed-point multiplier rounds half up then half away from zero
+(``fixed_point_multiply`` computes that exactly, but in every conv's epilogue it cost 1.47x on
+a uint8 MobileNetV2), so results may differ by one step on (near) halves; the float path's
+ops (ADD's own fixed-point pipeline, SOFTMAX's) likewise."""
 
 from __future__ import annotations
 
