@@ -111,6 +111,26 @@ def test_data_movement(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_depth_to_space_split_v_gather_nd(dtype):
+    """EfficientNet-Lite / segmentation-head data movement on quantized values: the values
+    themselves, exactly (no float op in the program)."""
+    t = QTwin(dtype, 27)
+    x = t.input("x", (1, 3, 4, 8))
+    v = t.val[x]
+    d = t._same_params(x, v.reshape(1, 3, 4, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(
+        1, 6, 8, 2), "d2s")
+    t.b.operator("DEPTH_TO_SPACE", [x], [d], "DepthToSpaceOptions", BlockSize=2)
+    parts = [t._same_params(x, p, "split") for p in np.split(v, [3], axis=3)]
+    t.b.operator("SPLIT_V", [x, t._i32([3, 5]), t._i32([3])], parts, "SplitVOptions",
+                 NumSplits=2)
+    ind = np.array([[0, 1, 2], [0, 2, 0], [0, 0, 3]], "int32")
+    g = t._same_params(x, v[tuple(ind.T)], "gather_nd")
+    t.b.operator("GATHER_ND", [x, t.b.constant("ind", ind)], [g])
+    mod, _ = run(t, [d, *parts, g], steps=0)
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_concat_different_scales(dtype):
     t = QTwin(dtype, 11)
     a = t.input("a", (1, 3, 3, 4), scale=0.05)
