@@ -132,10 +132,11 @@ def _detection_postprocess(ctx):
             boxes, _op.transpose(best, (0, 2, 1)), _c(max_det, "int64"), _c(iou), _c(thr),
             output_format="tensorflow")
         box_idx = _op.squeeze(_column(_first_rows(sel, max_det, n), 1), [0, 2])  # (max_det,)
-        k = per_det
-        top = _op.topk(scores, k=k, axis=2, ret_type="both", is_ascend=False, dtype="int32")
-        top_scores = _op.take(_op.squeeze(top[0], [0]), box_idx, axis=0)  # (max_det, k)
-        top_classes = _op.take(_op.squeeze(top[1], [0]), box_idx, axis=0)
+        k = per_det  # (the best classes of the kept anchors only: a (max_det, C) topk)
+        rows_kept = _op.take(_op.squeeze(scores, [0]), box_idx, axis=0)
+        top = _op.topk(rows_kept, k=k, axis=1, ret_type="both", is_ascend=False,
+                       dtype="int32")
+        top_scores, top_classes = top[0], top[1]  # (max_det, k)
         out_boxes = _op.take(_op.squeeze(boxes, [0]), box_idx, axis=0)  # (max_det, 4)
         out_boxes = _op.reshape(_op.repeat(out_boxes, k, axis=0), (1, max_det * k, 4))
         out_scores = _op.reshape(top_scores, (1, max_det * k))
