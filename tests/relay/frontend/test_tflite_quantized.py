@@ -330,6 +330,14 @@ def test_transpose_conv(dtype, k, stride, out_hw, padding, bias):
     run(t, [t.transpose_conv(x, 6, k, stride, out_hw, padding, bias)])
 
 
+def test_16x8_transpose_conv():
+    """A 16x8 decoder's TRANSPOSE_CONV: int16 activations, int8 weights, an int64 bias."""
+    t = QTwin("int16", 28)
+    x = t.input("x", (1, 4, 4, 8), scale=1e-4)
+    _, (out,) = run(t, [t.transpose_conv(x, 6, 3, 2, (8, 8), "SAME", True)])
+    assert out.dtype == np.int16
+
+
 # ------------------------------------------------------------------ 16x8
 def test_16x8_conv_depthwise_fully_connected_add():
     """int16 activations (symmetric) with int8 weights and int64 biases: convs, a depthwise
