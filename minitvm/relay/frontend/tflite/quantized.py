@@ -53,8 +53,8 @@ ACTIVATION = ("int8", "uint8", "int16")  # int16: the "16x8" models (int8 weight
 MOVE_OPS = frozenset({
     "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT",
     "SPLIT_V", "PACK", "UNPACK", "GATHER", "GATHER_ND", "TILE", "BROADCAST_TO",
-    "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "MAX_POOL_2D", "REDUCE_MAX", "REDUCE_MIN",
-    "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "REVERSE_V2", "SPACE_TO_BATCH_ND",
+    "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "MAX_POOL_2D", "REDUCE_MAX",
+    "REDUCE_MIN", "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "REVERSE_V2", "SPACE_TO_BATCH_ND",
     "BATCH_TO_SPACE_ND", "MAXIMUM", "MINIMUM"})
 
 # clamps: the input requantized to the output's parameters, then clamped (float bounds)
