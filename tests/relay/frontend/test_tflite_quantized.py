@@ -155,6 +155,17 @@ def test_resize(dtype, method):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("align,half,size", [(True, False, (8, 7)), (False, True, (8, 7)),
+                                             (False, True, (2, 3))])
+def test_resize_bilinear_coordinate_modes(dtype, align, half, size):
+    """Segmentation decoders' RESIZE_BILINEAR: align_corners and half_pixel_centers, up and
+    down."""
+    t = QTwin(dtype, 29)
+    x = t.input("x", (1, 4, 5, 3))
+    run(t, [t.resize(x, size, "bilinear", align, half)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_quantize_requantize_dequantize(dtype):
     t = QTwin(dtype, 14)
     f = t.float_input("f", (2, 9))

@@ -326,7 +326,9 @@ class QTwin:
         return self.op("BATCH_MATMUL", [a, b], f, "BatchMatMulOptions", AdjX=adj_x,
                        AdjY=adj_y)
 
-    def resize(self, x, size, method):
+    def resize(self, x, size, method, align=False, half=False):
+        """RESIZE_NEAREST_NEIGHBOR (asymmetric) or RESIZE_BILINEAR with TensorFlow's
+        coordinate modes: asymmetric, align_corners or half_pixel_centers."""
         xf = self.deq(x)
         _, h, w, _ = xf.shape
         oh, ow = size
@@ -335,11 +337,17 @@ class QTwin:
             ci = np.minimum(np.floor(np.arange(ow) * w / ow).astype(int), w - 1)
             y = self._same_params(x, self.val[x][:, ri][:, :, ci], "resize")
             op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
-        else:  # asymmetric (align_corners=False, half_pixel_centers=False)
+        else:
             def axis(n_in, n_out):
-                src = np.arange(n_out) * n_in / n_out
+                dst = np.arange(n_out)
+                if align and n_out > 1:
+                    src = dst * (n_in - 1) / (n_out - 1)
+                elif half:  # (a source left of the first pixel takes the first pixel)
+                    src = (dst + 0.5) * n_in / n_out - 0.5
+                else:
+                    src = dst * n_in / n_out
                 i0 = np.floor(src).astype(int)
-                return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+                return np.maximum(i0, 0), np.minimum(i0 + 1, n_in - 1), src - i0
 
             r0, r1, fr = axis(h, oh)
             c0, c1, fc = axis(w, ow)
@@ -348,8 +356,8 @@ class QTwin:
                 top[:, :, c1] * fc[None, None, :, None]
             y = self._emit(f, "resize")
             op, opts = "RESIZE_BILINEAR", "ResizeBilinearOptions"
-        self.b.operator(op, [x, self._i32(size)], [y], opts, AlignCorners=False,
-                        HalfPixelCenters=False)
+        self.b.operator(op, [x, self._i32(size)], [y], opts, AlignCorners=align,
+                        HalfPixelCenters=half)
         return y
 
     def quantize_float(self, x, params=None):
