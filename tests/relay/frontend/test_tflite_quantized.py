@@ -363,6 +363,18 @@ def test_16x8_conv_depthwise_fully_connected_add():
     assert all(o.dtype == np.int16 for o in outs)
 
 
+def test_relay_vm_runs_the_quantized_mobilenet():
+    """relay.create_executor("vm") on an imported model gives the graph executor's outputs."""
+    t, _ = tflite_qtwin.mobilenet_v2("uint8", size=16, width=8)
+    mod, params = relay.frontend.from_tflite(t.b.finish())
+    ref = build_and_run(mod, params, t.inputs())
+    with tvm.transform.PassContext(opt_level=3):
+        out = relay.create_executor("vm", mod=mod, target="llvm", params=params).evaluate()(
+            **t.inputs())
+    for o, r in zip(out, ref, strict=True):
+        np.testing.assert_array_equal(o.numpy(), r)
+
+
 def _optimized(mod):
     with tvm.transform.PassContext(opt_level=3):
         return relay.optimize(mod, target="llvm")[0].astext()
