@@ -9,9 +9,15 @@ QOperator format) for the quantized model, Conv / Clip / Add / GlobalAveragePool
 the float one (NCHW). minitvm also imports that ONNX file (the ``via ONNX`` column), which
 says what the TFLite route costs over the ONNX one for the same network.
 
+A BERT-like transformer encoder (``tflite_qtwin.transformer_encoder``: FULLY_CONNECTED with
+keep_num_dims, BATCH_MATMUL of two activations, SOFTMAX, GELU, LayerNorm decomposed into
+MEAN / SQUARED_DIFFERENCE / RSQRT / MUL) fully quantized to int8 and in float32, beside ORT
+running ``transformer_to_onnx``'s ONNX of it (QDQ when quantized).
+
 One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
 
     python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--rounds 5] [--reps 20]
+        [--models mobilenet,transformer] [--tokens 128] [--dim 256] [--layers 2]
 """
 
 from __future__ import annotations
@@ -85,7 +91,7 @@ def to_onnx(b, quantized: bool):
         return [const(f"{names[t]}_s", np.float32(s[0])),
                 const(f"{names[t]}_z", np.array(z[0], dt))]
 
-    for code, ins, outs, _, fields in b.ops:
+    for code, ins, outs, _, fields, _custom in b.ops:
         op = b.opcodes[code]
         x, y = ins[0], outs[0]
         if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
@@ -171,12 +177,114 @@ def to_onnx(b, quantized: bool):
                                                    helper.make_opsetid("com.microsoft", 1)])
 
 
+def transformer_to_onnx(b, quantized: bool):
+    """The builder's transformer encoder as ONNX: MatMul / Add / Reshape / Transpose / Softmax /
+    ReduceMean / Sqrt / Reciprocal / Erf in float32; quantized, the QDQ form of the same graph
+    (each op between DequantizeLinear of its 8-bit inputs and QuantizeLinear of its output,
+    int8 weights and int32 biases behind DequantizeLinear), which ORT fuses into its integer
+    kernels."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, seen, dequantized = [], [], set(), {}
+    names = {t: b.tensors[t][0] for t in range(len(b.tensors))}
+    acts = set(b.inputs) | {o for op in b.ops for o in op[2]}
+
+    def const(name, arr):
+        if name not in seen:
+            seen.add(name)
+            inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def node(op, ins, outs=None, **attrs):
+        out = outs or [f"n{len(nodes)}_{op}"]
+        nodes.append(helper.make_node(op, ins, out, **attrs))
+        return out[0]
+
+    def qparams(t):
+        s, z, _ = b.quant[t]
+        dt = b.tensors[t][2]
+        return [const(f"{names[t]}_s", s.astype("float32") if s.size > 1 else np.float32(s[0])),
+                const(f"{names[t]}_z", z.astype(dt) if z.size > 1 else np.array(z[0], dt))]
+
+    def value(t, transpose=False):
+        """A float view of tensor ``t``: an activation (dequantized when quantized) or a
+        constant (weights transposed for MatMul when asked)."""
+        if t in acts:
+            if quantized and t in b.quant:
+                if t not in dequantized:  # (one DequantizeLinear however many readers)
+                    dequantized[t] = node("DequantizeLinear", [names[t], *qparams(t)])
+                return dequantized[t]
+            return names[t]
+        arr = _array(b, t)
+        if arr.dtype.kind in "iu" and t in b.quant and not quantized:
+            arr = _dequantized(b, t)
+        if transpose:
+            arr = np.ascontiguousarray(arr.T)
+        if quantized and t in b.quant:
+            s, z, _ = b.quant[t]
+            q = const(names[t] + ("_qT" if transpose else "_q"), arr)
+            return node("DequantizeLinear", [q, const(f"{q}_s", np.float32(s[0])),
+                                             const(f"{q}_z", np.array(z[0], arr.dtype))])
+        return const(names[t] + ("_T" if transpose else "_c"), arr.astype("float32"))
+
+    for code, ins, outs, _, fields, _custom in b.ops:
+        op, y = b.opcodes[code], outs[0]
+        a = value(ins[0]) if op != "FULLY_CONNECTED" else None
+        if op == "FULLY_CONNECTED":
+            r = node("Add", [node("MatMul", [value(ins[0]), value(ins[1], transpose=True)]),
+                             value(ins[2])])
+        elif op == "BATCH_MATMUL":
+            rhs = value(ins[1])
+            if fields.get("AdjY"):
+                nd = len(b.tensors[ins[1]][1])
+                rhs = node("Transpose", [rhs], perm=[*range(nd - 2), nd - 1, nd - 2])
+            r = node("MatMul", [a, rhs])
+        elif op == "RESHAPE":
+            r = node("Reshape", [a, const(f"{names[y]}_shape", np.array(b.tensors[y][1],
+                                                                          "int64"))])
+        elif op == "TRANSPOSE":
+            r = node("Transpose", [a], perm=[int(v) for v in _array(b, ins[1])])
+        elif op == "SOFTMAX":
+            beta = const(f"{names[y]}_beta", np.float32(fields.get("Beta", 1.0)))
+            r = node("Softmax", [node("Mul", [a, beta])], axis=-1)
+        elif op in ("ADD", "SUB", "MUL"):
+            r = node({"ADD": "Add", "SUB": "Sub", "MUL": "Mul"}[op], [a, value(ins[1])])
+        elif op == "SQUARED_DIFFERENCE":
+            d = node("Sub", [a, value(ins[1])])
+            r = node("Mul", [d, d])
+        elif op == "MEAN":
+            r = node("ReduceMean", [a], axes=[int(v) for v in _array(b, ins[1])], keepdims=1)
+        elif op == "RSQRT":
+            r = node("Reciprocal", [node("Sqrt", [a])])
+        elif op == "GELU":
+            e = node("Erf", [node("Div", [a, const("sqrt2", np.float32(np.sqrt(2)))])])
+            r = node("Mul", [node("Mul", [a, node("Add", [e, const("one", np.float32(1))])]),
+                             const("half", np.float32(0.5))])
+        else:
+            raise ValueError(f"transformer_to_onnx: {op} is not written")
+        if quantized:
+            node("QuantizeLinear", [r, *qparams(y)], [names[y]])
+        else:
+            node("Identity", [r], [names[y]])
+    elem = {"int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
+            "float32": TensorProto.FLOAT}
+    io = [[helper.make_tensor_value_info(names[t], elem[b.tensors[t][2]], list(b.tensors[t][1]))
+           for t in ts] for ts in (b.inputs, b.outputs)]
+    graph = helper.make_graph(nodes, "transformer_encoder", *io, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=112)
     ap.add_argument("--mult", type=int, default=2, help="widens every block")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
+    ap.add_argument("--models", default="mobilenet,transformer",
+                    help="comma-separated: mobilenet, transformer")
+    ap.add_argument("--tokens", type=int, default=128, help="transformer sequence length")
+    ap.add_argument("--dim", type=int, default=256, help="transformer width (4 heads)")
+    ap.add_argument("--layers", type=int, default=2, help="transformer layers")
     args = ap.parse_args(argv)
 
     import onnxruntime as ort
@@ -189,11 +297,24 @@ def main(argv=None) -> int:
     from minitvm.runtime import threadpool
 
     threadpool.set_num_threads(1)
-    twin, _ = tflite_qtwin.mobilenet_v2("uint8", size=args.size, mult=args.mult)
-    xq = twin.inputs()["input"]
-    models = {"quantized uint8": (twin.b, True, xq),
-              "float32": (float_copy(twin.b), False,
-                          ((xq.astype("float32") - 128) / 128).astype("float32"))}
+    kinds = args.models.split(",")
+    models = {}  # label: (builder, quantized, input, ONNX writer, NHWC input)
+    if "mobilenet" in kinds:
+        twin, _ = tflite_qtwin.mobilenet_v2("uint8", size=args.size, mult=args.mult)
+        xq = twin.inputs()["input"]
+        models["mobilenet uint8"] = (twin.b, True, xq, to_onnx, True)
+        models["mobilenet f32"] = (float_copy(twin.b), False, ((xq.astype("float32") - 128)
+                                                                / 128).astype("float32"),
+                                   to_onnx, True)
+    if "transformer" in kinds:
+        twin, _ = tflite_qtwin.transformer_encoder(
+            "int8", tokens=args.tokens, dim=args.dim, heads=4, ffn=4 * args.dim,
+            layers=args.layers)
+        xq = twin.inputs()["input"]
+        models["transformer int8"] = (twin.b, True, xq, transformer_to_onnx, False)
+        models["transformer f32"] = (float_copy(twin.b), False,
+                                     (xq.astype("float32") * 0.05).astype("float32"),
+                                     transformer_to_onnx, False)
 
     def build(mod, params):
         with tvm.transform.PassContext(opt_level=3):
@@ -201,12 +322,12 @@ def main(argv=None) -> int:
         return graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
     rows = []
-    for label, (b, quantized, x) in models.items():
+    for label, (b, quantized, x, writer, nhwc) in models.items():
         gm = build(*relay.frontend.from_tflite(b.finish()))
         gm.set_input("input", x)
-        proto = to_onnx(b, quantized)
+        proto = writer(b, quantized)
         gx = build(*relay.frontend.from_onnx(proto))
-        x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if nhwc else x
         gx.set_input("input", x_nchw)
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1
@@ -223,12 +344,13 @@ def main(argv=None) -> int:
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         rows.append((label, med["tflite"], med["onnx"], med["ort"], err))
         print(f"{label}: done", file=sys.stderr, flush=True)
-    print(f"MobileNetV2-like, {args.size}x{args.size}, x{args.mult} channels; one thread; thread "
-          "CPU time; median of interleaved rounds")
-    print(f"{'model':<17}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'TFLite/ORT':>11}"
-          "  max |diff| from ORT (logits; uint8 steps when quantized)")
+    print(f"MobileNetV2-like, {args.size}x{args.size}, x{args.mult} channels; transformer "
+          f"encoder, {args.tokens} tokens x {args.dim}, 4 heads, {args.layers} layers; one "
+          "thread; thread CPU time; median of interleaved rounds")
+    print(f"{'model':<18}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'TFLite/ORT':>11}"
+          "  max |diff| from ORT (outputs; 8-bit steps when quantized)")
     for label, a, o, r, err in rows:
-        print(f"{label:<17}{a:>10.3f}{o:>10.3f}{r:>9.3f}{a / r:>11.2f}  {err:.3g}")
+        print(f"{label:<18}{a:>10.3f}{o:>10.3f}{r:>9.3f}{a / r:>11.2f}  {err:.3g}")
     return 0
 
 

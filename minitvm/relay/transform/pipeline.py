@@ -27,11 +27,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
         p("ToBasicBlockNormalForm"),
         Sequential([p("QnnLegalize"), p("QnnCanonicalize")], opt_level=0, name="qnn.Legalize"),
     ]
-    if homogeneous and not is_vm:
-        # ConvertNHWCConvs (opt_level 3) is minitvm's: NHWC conv models (TFLite) move to NCHW
-        # whole, rather than one conv at a time by Legalize
-        passes.append(p("ConvertNHWCConvs"))  # (its required InferType runs first)
     if homogeneous:
+        # ConvertNHWCConvs (opt_level 3) is minitvm's: NHWC conv models (TFLite) move to NCHW
+        # whole, rather than one conv at a time by Legalize (relay.build and the VM alike)
+        passes.append(p("ConvertNHWCConvs"))  # (its required InferType runs first)
         passes.append(p("Legalize"))
     passes.append(p("SimplifyInference"))
     if is_vm:

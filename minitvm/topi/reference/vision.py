@@ -155,14 +155,52 @@ def non_max_suppression_np(data, valid_count, indices, max_output_size=-1, iou_t
     return out
 
 
-def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold):
-    cand = [j for j in np.argsort(-scores, kind="stable") if scores[j] > score_threshold]
+def _corners(boxes: np.ndarray):
+    """(x1, x2, y1, y2, area) of two-corner boxes (either order), in float64."""
+    b = boxes.astype(np.float64)
+    x1, x2 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    y1, y2 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    return x1, x2, y1, y2, (x2 - x1) * (y2 - y1)
+
+
+def _iou_matrix(corners, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``iou(boxes[r], boxes[c])`` for every r in ``rows`` and c in ``cols``, vectorized (the
+    same float64 operations, so the same values)."""
+    x1, x2, y1, y2, area = corners
+    r, c = rows[:, None], cols[None, :]
+    w = np.maximum(0.0, np.minimum(x2[r], x2[c]) - np.maximum(x1[r], x1[c]))
+    h = np.maximum(0.0, np.minimum(y2[r], y2[c]) - np.maximum(y1[r], y1[c]))
+    inter = w * h
+    union = area[r] + area[c] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union <= 0, 0.0, inter / np.where(union <= 0, 1.0, union))
+
+
+def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, corners=None):
+    """Greedy NMS of one class: candidates best first (stable), each kept unless it overlaps
+    a kept box by more than the threshold, at most ``max_out`` kept (negative: no limit).
+    Candidates go in chunks about twice the boxes still wanted: one IoU matrix per chunk
+    (against itself and the boxes kept), then the greedy pass over its rows."""
+    corners = corners if corners is not None else _corners(boxes)
+    order = np.argsort(-scores, kind="stable")
+    order = order[scores[order] > score_threshold]
+    limit = max_out if max_out >= 0 else order.size
     kept: list[int] = []
-    for j in cand:
-        if 0 <= max_out <= len(kept):
-            break
-        if all(iou(boxes[j], boxes[k]) <= iou_threshold for k in kept):
-            kept.append(int(j))
+    start = 0
+    while start < order.size and len(kept) < limit:
+        chunk = order[start:start + max(64, 2 * (limit - len(kept)))]
+        start += chunk.size
+        alive = np.ones(chunk.size, bool)
+        if kept:
+            alive &= (_iou_matrix(corners, np.array(kept), chunk) <= iou_threshold).all(0)
+        over = _iou_matrix(corners, chunk, chunk) > iou_threshold
+        for a in range(chunk.size):
+            if not alive[a]:
+                continue
+            kept.append(int(chunk[a]))
+            if len(kept) >= limit:
+                break
+            alive[a + 1:] &= ~over[a, a + 1:]
     return kept
 
 
@@ -172,12 +210,14 @@ def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
     (1,) total); "tensorflow": ((B, C*N, 2) [class, box], (B, C*N) scores, (B,) counts)."""
     b, c, n = scores.shape
     max_out = int(max_output_boxes_per_class)
+    corners = [_corners(boxes[i]) for i in range(b)]
     if output_format == "onnx":
         rows = []
         for i in range(b):
             for k in range(c):
                 rows += [(i, k, j) for j in _nms_class(boxes[i], scores[i, k], max_out,
-                                                       iou_threshold, score_threshold)]
+                                                       iou_threshold, score_threshold,
+                                                       corners[i])]
         out = np.zeros((b * c * n, 3), np.int64)
         if rows:
             out[:len(rows)] = rows
@@ -189,7 +229,7 @@ def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
         found = []
         for k in range(c):
             found += [(float(scores[i, k, j]), k, j) for j in _nms_class(
-                boxes[i], scores[i, k], max_out, iou_threshold, score_threshold)]
+                boxes[i], scores[i, k], max_out, iou_threshold, score_threshold, corners[i])]
         found.sort(key=lambda t: -t[0])
         for pos, (s, k, j) in enumerate(found):
             sel[i, pos] = (k, j)

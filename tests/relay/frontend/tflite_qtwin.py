@@ -8,7 +8,7 @@ import numpy as np
 
 from minitvm.relay.frontend.tflite.builder import ModelBuilder
 
-QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 _ACT = {None: 0, "relu": 1, "relu6": 3}
 _BOUNDS = {None: (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0)}
 
@@ -16,6 +16,29 @@ _BOUNDS = {None: (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0)}
 def round_away(v):
     """TFLite's rounding: half away from zero."""
     return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def multiply_by_quantized_multiplier(x, multiplier: float) -> np.ndarray:
+    """TFLite's integer rescale, step by step as its kernels compute it: QuantizeMultiplier
+    (a Q31 significand and a shift), SaturatingRoundingDoublingHighMul (a nudge of +-2**30,
+    division truncating toward zero) and RoundingDivideByPOT (mask, threshold)."""
+    import math
+
+    q, shift = math.frexp(float(multiplier))
+    m0 = int(math.floor(q * 2**31 + 0.5))
+    if m0 == 2**31:
+        m0, shift = m0 // 2, shift + 1
+    left, right = max(shift, 0), max(-shift, 0)
+    out = []
+    for v in np.asarray(x, "int64").reshape(-1).tolist():
+        ab = (v << left) * m0
+        nudge = 2**30 if ab >= 0 else 1 - 2**30
+        num = ab + nudge
+        high = abs(num) // 2**31 * (1 if num >= 0 else -1)  # (C++ division: truncation)
+        mask = (1 << right) - 1
+        threshold = (mask >> 1) + (1 if high < 0 else 0)
+        out.append((high >> right) + (1 if (high & mask) > threshold else 0))
+    return np.array(out, "int64").reshape(np.shape(x))
 
 
 class QTwin:
@@ -38,16 +61,18 @@ class QTwin:
         """(scale, zero point) covering [lo, hi] (widened to hold 0) in this twin's dtype."""
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         qlo, qhi = QRANGE[self.dtype]
+        if self.dtype == "int16":  # symmetric, zero point 0 (TFLite's 16x8 quantization)
+            return float(np.float32(max(-lo, hi, 1e-6) / qhi)), 0
         scale = max(hi - lo, 1e-6) / (qhi - qlo)
         zp = int(np.clip(round_away(qlo - lo / scale), qlo, qhi))
         return float(np.float32(scale)), zp
 
     def quantize(self, f, scale, zp, lo=None, hi=None):
         qlo, qhi = QRANGE[self.dtype]
-        if lo is not None:
-            qlo = max(qlo, zp + int(round_away(lo / scale)))
+        if lo is not None:  # (CalculateActivationRangeQuantized: a float32 quotient)
+            qlo = max(qlo, zp + int(round_away(np.float32(lo) / np.float32(scale))))
         if hi is not None:
-            qhi = min(qhi, zp + int(round_away(hi / scale)))
+            qhi = min(qhi, zp + int(round_away(np.float32(hi) / np.float32(scale))))
         return np.clip(round_away(np.asarray(f, "float64") / scale) + zp, qlo, qhi).astype(
             "int64")
 
@@ -65,13 +90,17 @@ class QTwin:
         self.val[t], self.qp[t] = self.quantize(f, s, z, lo, hi), (s, z)
         return t
 
+    @property
+    def _bias_dtype(self) -> str:
+        return "int64" if self.dtype == "int16" else "int32"  # (16x8 models: int64 biases)
+
     def _i32(self, arr) -> int:
         return self.b.constant(self._name("const"), np.asarray(arr, "int32"))
 
     # ---------------------------------------------------------------- model pieces
     def input(self, name, shape, scale=0.05):
         qlo, qhi = QRANGE[self.dtype]
-        zp = 128 if self.dtype == "uint8" else 0
+        zp = 128 if self.dtype == "uint8" else 0  # (int16: 0, symmetric)
         t = self.b.input(name, shape, self.dtype, quant=(scale, zp))
         self.val[t] = self.rng.integers(qlo, qhi + 1, size=shape).astype("int64")
         self.qp[t] = (scale, zp)
@@ -97,7 +126,7 @@ class QTwin:
             (1, 1, 1, -1) if depthwise else (-1, 1, 1, 1))
         in_s = self.qp[x][0]
         b_scale = (np.float32(in_s) * w_scale).astype("float32")
-        bias = self.rng.integers(-2000, 2000, size=co).astype("int32")
+        bias = self.rng.integers(-2000, 2000, size=co).astype(self._bias_dtype)
         if padding == "SAME":
             pads = [_same(h, k, stride), _same(wd, k, stride)]
         else:
@@ -126,19 +155,21 @@ class QTwin:
                         **extra)
         return y
 
-    def fully_connected(self, x, units, act=None):
+    def fully_connected(self, x, units, act=None, keep_num_dims=False):
         xf = self.deq(x)
         k = xf.shape[-1]
         q = self.rng.integers(-127, 128, size=(units, k))
         w_scale = np.float32(2.5 / (127 * np.sqrt(k)))
         b_scale = np.float32(np.float32(self.qp[x][0]) * w_scale)
-        bias = self.rng.integers(-2000, 2000, size=units).astype("int32")
+        bias = self.rng.integers(-2000, 2000, size=units).astype(self._bias_dtype)
         out = xf.reshape(-1, k) @ (q * np.float64(w_scale)).T + bias * np.float64(b_scale)
+        if keep_num_dims:
+            out = out.reshape(xf.shape[:-1] + (units,))
         wt = self.b.constant(self._name("w"), q.astype("int8"), quant=(w_scale, 0))
         bt = self.b.constant(self._name("b"), bias, quant=(b_scale, 0))
         y = self._emit(np.maximum(out, 0) if act else out, "fc", act=act)
         self.b.operator("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions",
-                        FusedActivationFunction=_ACT[act], KeepNumDims=False)
+                        FusedActivationFunction=_ACT[act], KeepNumDims=keep_num_dims)
         return y
 
     def binary(self, op, a, b, act=None):
@@ -241,7 +272,63 @@ class QTwin:
                         **({"Beta": 1.0} if op == "SOFTMAX" else {}))
         return y
 
-    def resize(self, x, size, method):
+    def op(self, op, inputs, f, options=None, params=None, consts=(), **fields):
+        """Any operator computed through float: ``f`` (float64 of the dequantized quantized
+        inputs) gives the output, quantized with ``params`` (default: its range); ``consts``
+        are extra int32 inputs (axes, shapes) appended in order."""
+        out = f(*[self.deq(x) for x in inputs])
+        y = self._emit(out, op.lower(), params)
+        extra = [self._i32(c) for c in consts]
+        self.b.operator(op, [*inputs, *extra], [y], options, **fields)
+        return y
+
+    def transpose_conv(self, x, cout, k, stride, out_hw, padding="SAME", bias=True):
+        """TRANSPOSE_CONV (weights (O, kh, kw, I), per-channel int8, an int32 bias)."""
+        xf = self.deq(x)
+        n, h, wd, cin = xf.shape
+        q = self.rng.integers(-127, 128, size=(cout, k, k, cin))
+        w_scale = (self.rng.uniform(0.5, 1.5, cout) * 2.5 / (127 * np.sqrt(k * k * cin))
+                   ).astype("float32")
+        wf = q * w_scale.astype("float64").reshape(-1, 1, 1, 1)
+        oh, ow = out_hw
+        pads = []
+        for n_in, n_out in ((h, oh), (wd, ow)):
+            total = max((n_in - 1) * stride + k - n_out, 0) if padding == "SAME" else 0
+            pads.append(total // 2)
+        full = np.zeros((n, (h - 1) * stride + k, (wd - 1) * stride + k, cout))
+        for i in range(k):
+            for j in range(k):  # every input pixel adds its kernel tap at i, j
+                full[:, i:i + stride * h:stride, j:j + stride * wd:stride, :] += \
+                    xf @ wf[:, i, j, :].T
+        full = np.pad(full, ((0, 0), (0, max(oh + pads[0] - full.shape[1], 0)),
+                             (0, max(ow + pads[1] - full.shape[2], 0)), (0, 0)))
+        out = full[:, pads[0]:pads[0] + oh, pads[1]:pads[1] + ow, :]
+        ins = [self._i32([n, oh, ow, cout]),
+               self.b.constant(self._name("w"), q.astype("int8"),
+                               quant=(w_scale, np.zeros(cout, "int64"), 0)), x]
+        if bias:
+            b_scale = (np.float32(self.qp[x][0]) * w_scale).astype("float32")
+            bv = self.rng.integers(-2000, 2000, size=cout).astype(self._bias_dtype)
+            out = out + bv * b_scale.astype("float64")
+            ins.append(self.b.constant(self._name("b"), bv,
+                                       quant=(b_scale, np.zeros(cout, "int64"), 0)))
+        y = self._emit(out, "tconv")
+        self.b.operator("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions",
+                        Padding=0 if padding == "SAME" else 1, StrideH=stride, StrideW=stride)
+        return y
+
+    def batch_matmul(self, a, b, adj_x=False, adj_y=False):
+        """int8 x int8 BATCH_MATMUL of two activations."""
+        def f(fa, fb):
+            fa = np.swapaxes(fa, -1, -2) if adj_x else fa
+            return fa @ (np.swapaxes(fb, -1, -2) if adj_y else fb)
+
+        return self.op("BATCH_MATMUL", [a, b], f, "BatchMatMulOptions", AdjX=adj_x,
+                       AdjY=adj_y)
+
+    def resize(self, x, size, method, align=False, half=False):
+        """RESIZE_NEAREST_NEIGHBOR (asymmetric) or RESIZE_BILINEAR with TensorFlow's
+        coordinate modes: asymmetric, align_corners or half_pixel_centers."""
         xf = self.deq(x)
         _, h, w, _ = xf.shape
         oh, ow = size
@@ -250,11 +337,17 @@ class QTwin:
             ci = np.minimum(np.floor(np.arange(ow) * w / ow).astype(int), w - 1)
             y = self._same_params(x, self.val[x][:, ri][:, :, ci], "resize")
             op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
-        else:  # asymmetric (align_corners=False, half_pixel_centers=False)
+        else:
             def axis(n_in, n_out):
-                src = np.arange(n_out) * n_in / n_out
+                dst = np.arange(n_out)
+                if align and n_out > 1:
+                    src = dst * (n_in - 1) / (n_out - 1)
+                elif half:  # (a source left of the first pixel takes the first pixel)
+                    src = (dst + 0.5) * n_in / n_out - 0.5
+                else:
+                    src = dst * n_in / n_out
                 i0 = np.floor(src).astype(int)
-                return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+                return np.maximum(i0, 0), np.minimum(i0 + 1, n_in - 1), src - i0
 
             r0, r1, fr = axis(h, oh)
             c0, c1, fc = axis(w, ow)
@@ -263,19 +356,30 @@ class QTwin:
                 top[:, :, c1] * fc[None, None, :, None]
             y = self._emit(f, "resize")
             op, opts = "RESIZE_BILINEAR", "ResizeBilinearOptions"
-        self.b.operator(op, [x, self._i32(size)], [y], opts, AlignCorners=False,
-                        HalfPixelCenters=False)
+        self.b.operator(op, [x, self._i32(size)], [y], opts, AlignCorners=align,
+                        HalfPixelCenters=half)
         return y
 
-    def quantize_float(self, x):
-        """QUANTIZE of a float input."""
-        f = self.val[x]
-        y = self._emit(f, "quantize")
+    def quantize_float(self, x, params=None):
+        """QUANTIZE of a float input, as TFLite's AffineQuantize computes it: the float32
+        quotient x / scale rounded half away from zero, + zero point, saturated."""
+        f = self.val[x].astype("float32")
+        y = self._emit(f, "quantize", params)
+        s, z = self.qp[y]
+        qlo, qhi = QRANGE[self.dtype]
+        self.val[y] = np.clip(round_away(f / np.float32(s)).astype("int64") + z, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])
         return y
 
     def requantize(self, x, scale, zp):
+        """QUANTIZE of a quantized tensor: TFLite's Requantize, in its integer arithmetic."""
         y = self._emit(self.deq(x), "requantize", (scale, zp))
+        s_in, z_in = self.qp[x]
+        v = multiply_by_quantized_multiplier(self.val[x] - z_in,
+                                             np.float64(np.float32(s_in)) / np.float64(
+                                                 np.float32(scale)))
+        qlo, qhi = QRANGE[self.dtype]
+        self.val[y] = np.clip(v + zp, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])
         return y
 
@@ -319,3 +423,55 @@ def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1):
     y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64 * mult))
     logits = t.fully_connected(y, classes)
     return t, t.finish([logits, t.unary("SOFTMAX", logits)])
+
+
+def _softmax(v, beta=1.0):
+    e = np.exp(beta * (v - v.max(axis=-1, keepdims=True)))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _erf_gelu(v):
+    from math import erf
+
+    return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2)))
+
+
+def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, layers=2, seed=3):
+    """A BERT-like encoder as TFLite's converter writes it, fully quantized: FULLY_CONNECTED
+    (keep_num_dims) projections, RESHAPE / TRANSPOSE into heads, BATCH_MATMUL of two
+    activations, SOFTMAX (the 1/sqrt(d) scale as its beta), GELU, residual ADDs and LayerNorm
+    decomposed into MEAN / SQUARED_DIFFERENCE / ADD / RSQRT / SUB / MUL."""
+    t = QTwin(dtype, seed)
+    dh = dim // heads
+    x = t.input("input", (1, tokens, dim), scale=0.05)
+    eps = t.b.constant("eps", np.array([1], dtype), quant=(1e-3, 0))
+    t.val[eps], t.qp[eps] = np.array([1]), (1e-3, 0)
+    soft_q = (1 / 256, -128 if dtype == "int8" else 0)
+
+    def heads_of(h):  # (1, T, D) -> (1, H, T, dh)
+        return t.transpose(t.reshape(h, (1, tokens, heads, dh)), (0, 2, 1, 3))
+
+    def mean(v):
+        return t.op("MEAN", [v], lambda a: a.mean(-1, keepdims=True), "ReducerOptions",
+                    consts=[[-1]], KeepDims=True)
+
+    def layer_norm(v):
+        m = mean(v)
+        var = mean(t.op("SQUARED_DIFFERENCE", [v, m], lambda a, b: (a - b) ** 2))
+        r = t.op("RSQRT", [t.binary("ADD", var, eps)], lambda a: 1 / np.sqrt(a))
+        c = t.op("SUB", [v, m], np.subtract, "SubOptions", FusedActivationFunction=0)
+        return t.op("MUL", [c, r], np.multiply, "MulOptions", FusedActivationFunction=0)
+
+    beta = float(np.float32(1 / np.sqrt(dh)))
+    for _ in range(layers):
+        q, k, v = (heads_of(t.fully_connected(x, dim, keep_num_dims=True)) for _ in range(3))
+        s = t.batch_matmul(q, k, adj_y=True)  # (1, H, T, T)
+        p = t.op("SOFTMAX", [s], lambda a: _softmax(a, beta), "SoftmaxOptions", params=soft_q,
+                 Beta=beta)
+        a = t.batch_matmul(p, v)  # (1, H, T, dh)
+        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (1, tokens, dim))
+        x = layer_norm(t.binary("ADD", x, t.fully_connected(a, dim, keep_num_dims=True)))
+        h = t.op("GELU", [t.fully_connected(x, ffn, keep_num_dims=True)], _erf_gelu,
+                 "GeluOptions", Approximate=False)
+        x = layer_norm(t.binary("ADD", x, t.fully_connected(h, dim, keep_num_dims=True)))
+    return t, t.finish([x])

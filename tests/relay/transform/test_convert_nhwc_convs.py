@@ -88,3 +88,43 @@ def test_space_to_batch_models_are_left_to_flatten_atrous_conv():
     func = _typed(relay.Function([x, w], relay.nn.batch_to_space_nd(y, [2, 2], [[0, 0],
                                                                               [0, 0]])))["main"]
     assert convert_nhwc_convs(func) == (func, 0)
+
+
+def _vm_optimized_and_run(mod, x, disabled=()):
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+        opt, _ = relay.vm.VMCompiler().optimize(mod, target="llvm")
+        ex = relay.create_executor("vm", mod=mod, target="llvm")
+        out = ex.evaluate()(x)
+    return opt.astext(), out.numpy()
+
+
+def test_vm_pipeline_moves_nhwc_convs_to_nchw():
+    """relay.vm.compile / create_executor("vm") run ConvertNHWCConvs as relay.build does: the
+    VM's convs are NCHW and no transform sits between the two convs; same result as with the
+    pass disabled."""
+    mod = _typed(_nhwc_block())
+    x = np.random.default_rng(3).standard_normal((1, 8, 8, 16)).astype("float32")
+    text, out = _vm_optimized_and_run(mod, x)
+    convs = [ln for ln in text.splitlines() if "nn.conv2d(" in ln]
+    assert len(convs) == 2 and not any("NHWC" in ln for ln in convs)
+    assert text.count("layout_transform(") <= 3
+    text_off, ref = _vm_optimized_and_run(mod, x, ["ConvertNHWCConvs"])
+    assert "nn.conv2d" in text_off and text_off.count("layout_transform(") > 3
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_vm_pipeline_nhwc_convs_inside_control_flow():
+    """An If whose branches hold NHWC convs (a VM-only program) converts and runs the same."""
+    block = _nhwc_block()
+    x = relay.var("x", shape=(1, 8, 8, 16))
+    flag = relay.var("flag", shape=(), dtype="bool")
+    body = relay.If(flag, relay.Call(block, [x]), relay.nn.relu(relay.Call(block, [x])))
+    mod = _typed(relay.Function([x, flag], body))
+    xv = np.random.default_rng(4).standard_normal((1, 8, 8, 16)).astype("float32")
+    for f in (True, False):
+        outs = []
+        for disabled in ((), ("ConvertNHWCConvs",)):
+            with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+                ex = relay.create_executor("vm", mod=mod, target="llvm")
+                outs.append(ex.evaluate()(xv, np.array(f)).numpy())
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)

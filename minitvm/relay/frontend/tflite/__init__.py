@@ -9,7 +9,8 @@ __all__ = ["from_tflite"]
 def from_tflite(model, shape_dict=None, dtype_dict=None, op_converter=None):
     """Convert a TFLite model into a Relay module (NHWC, as in the file). Float32 models,
     float16 / dynamic-range int8 weights, and fully-quantized models (int8 / uint8
-    activations, whose quantized inputs and outputs keep their dtype) are read.
+    activations, and int16 with int8 weights; quantized inputs and outputs keep their dtype)
+    are read, and the SSD detection head (the custom op ``TFLite_Detection_PostProcess``).
 
     Parameters
     ----------

@@ -9,6 +9,9 @@ a dependency). Uses the ``tflite`` package's generated builder functions.
                Padding=0, StrideH=1, StrideW=1, DilationHFactor=1, DilationWFactor=1)
     b.output(y)
     data = b.finish()                                # bytes of a .tflite file
+
+A custom operator is named ``"CUSTOM:<code>"`` and takes its flexbuffer options as
+``custom_options`` (bytes).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ class ModelBuilder:
         self.tensors: list[tuple] = []  # (name, shape, dtype, buffer index)
         self.quant: dict[int, tuple] = {}  # tensor -> (scales, zero points, quantized dim)
         self.buffers: list[bytes] = [b""]  # buffer 0 is the empty buffer, by convention
-        self.ops: list[tuple] = []  # (opcode index, inputs, outputs, options name, fields)
+        # (opcode index, inputs, outputs, options name, fields, custom options)
+        self.ops: list[tuple] = []
         self.opcodes: list[str] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -60,10 +64,12 @@ class ModelBuilder:
     def output(self, t: int) -> None:
         self.outputs.append(t)
 
-    def operator(self, op: str, inputs, outputs, options: str | None = None, **fields) -> None:
+    def operator(self, op: str, inputs, outputs, options: str | None = None,
+                 custom_options: bytes | None = None, **fields) -> None:
         if op not in self.opcodes:
             self.opcodes.append(op)
-        self.ops.append((self.opcodes.index(op), list(inputs), list(outputs), options, fields))
+        self.ops.append((self.opcodes.index(op), list(inputs), list(outputs), options, fields,
+                         custom_options))
 
     def add_subgraph(self) -> ModelBuilder:
         """Another subgraph of the same model (shares buffers and operator codes)."""
@@ -118,7 +124,7 @@ class ModelBuilder:
                 tflite.TensorAddName(b, nm)
                 tensors.append(tflite.TensorEnd(b))
             ops = []
-            for code, ins, outs, options, fields in sg.ops:
+            for code, ins, outs, options, fields, custom in sg.ops:
                 vectors = {}
                 for k, v in fields.items():  # vector fields (e.g. NewShape) first
                     if isinstance(v, list | tuple | np.ndarray):
@@ -130,10 +136,14 @@ class ModelBuilder:
                         getattr(tflite, f"{options}Add{k}")(b, vectors.get(k, v))
                     opt = getattr(tflite, f"{options}End")(b)
                 iv, ov = ivec(ins), ivec(outs)
+                cv = b.CreateNumpyVector(np.frombuffer(bytes(custom), np.uint8)) \
+                    if custom is not None else None
                 tflite.OperatorStart(b)
                 tflite.OperatorAddOpcodeIndex(b, code)
                 tflite.OperatorAddInputs(b, iv)
                 tflite.OperatorAddOutputs(b, ov)
+                if cv is not None:
+                    tflite.OperatorAddCustomOptions(b, cv)
                 if opt is not None:
                     tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, options))
                     tflite.OperatorAddBuiltinOptions(b, opt)
@@ -151,8 +161,12 @@ class ModelBuilder:
             subgraphs.append(tflite.SubGraphEnd(b))
         codes = []
         for op in self.opcodes:
-            builtin = getattr(tflite.BuiltinOperator, op)
+            custom_code = b.CreateString(op[7:]) if op.startswith("CUSTOM:") else None
+            builtin = tflite.BuiltinOperator.CUSTOM if custom_code is not None else \
+                getattr(tflite.BuiltinOperator, op)
             tflite.OperatorCodeStart(b)
+            if custom_code is not None:
+                tflite.OperatorCodeAddCustomCode(b, custom_code)
             tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
             tflite.OperatorCodeAddBuiltinCode(b, builtin)
             tflite.OperatorCodeAddVersion(b, 1)

@@ -2,11 +2,12 @@
 
 float16 weights behind DEQUANTIZE, int8/uint8 weights (behind DEQUANTIZE or inside float ops,
 as dynamic-range quantization writes them) are dequantized at import; QUANTIZE->DEQUANTIZE pairs
-are computed; operators on quantized (int8 / uint8) activations take ``quantized``'s converters.
+are computed; operators on quantized (int8 / uint8 / int16) activations take ``quantized``'s
+converters; the custom SSD detection head is ``detection``'s.
 
 Weights are re-laid out at import the way TVM does (conv HWIO, depthwise HWOI), so
 ``ConvertLayout({"nn.conv2d": ["NCHW", "default"]})`` can move the model to NCHW afterwards
-(relay.build at opt_level 3 does it itself: ``transform.ConvertNHWCConvs``).
+(relay.build and the Relay VM at opt_level 3 do it themselves: ``transform.ConvertNHWCConvs``).
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ class TFLiteImporter:
         return e
 
     def run(self):
+        from . import detection  # noqa: F401 - registers the custom detection operator
         from .quantized import converter as quantized_converter
 
         sg = self.subgraph
@@ -515,10 +517,10 @@ def dequantize_array(data: np.ndarray, q) -> np.ndarray:
 def _per_axis(v, dim: int, ndim: int, dtype: str):
     """A per-tensor scalar, or a per-axis vector shaped to broadcast along ``dim``."""
     if v.size == 1:
-        return _expr.const(np.array(v.reshape(-1)[0], dtype))
+        return _expr.const(np.array(v.reshape(-1)[0], dtype), dtype)
     shape = [1] * ndim
     shape[dim] = v.size
-    return _expr.const(v.astype(dtype).reshape(shape))
+    return _expr.const(v.astype(dtype).reshape(shape), dtype)
 
 
 @register("DEQUANTIZE")
@@ -540,9 +542,19 @@ def _dequantize(ctx):
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
+def round_half_away(v):
+    """Rounding half away from zero (C's round, TFLite's TfLiteRound), exactly: the
+    fraction ``v - trunc(v)`` is exact in float, so no ``floor(v + 0.5)`` carry at
+    0.49999997."""
+    t = _op.trunc(v)
+    return _op.where(_op.greater_equal(_op.abs(_op.subtract(v, t)), _fconst(0.5)),
+                     _op.add(t, _op.sign(v)), t)
+
+
 @register("QUANTIZE")
 def _quantize(ctx):
-    """float -> round(x / scale) + zero_point, saturated to the output type."""
+    """float -> round(x / scale) + zero_point (rounding half away from zero, as TFLite's
+    AffineQuantize), saturated to the output type."""
     t = ctx.importer.subgraph.Tensors(int(ctx.op.Outputs(0)))
     q = quant_params(t)
     dtype = _out_dtype(ctx)
@@ -552,7 +564,7 @@ def _quantize(ctx):
         raise ctx.fail("requantizing an already quantized tensor is not supported")
     scale, zp, dim = q
     ndim = len(infer_shape(ctx.inputs[0]))
-    v = _op.round(_op.divide(ctx.inputs[0], _per_axis(scale, dim, ndim, "float32")))
+    v = round_half_away(_op.divide(ctx.inputs[0], _per_axis(scale, dim, ndim, "float32")))
     v = _op.add(v, _per_axis(zp, dim, ndim, "float32"))
     lo, hi = _QRANGE[dtype]
     return _op.cast(_op.clip(v, float(lo), float(hi)), dtype)

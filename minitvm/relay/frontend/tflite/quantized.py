@@ -1,7 +1,8 @@
 """Fully-quantized TFLite operators (int8 / uint8 activations: what post-training full-integer
-quantization writes, and the classic ``*_quant.tflite`` uint8 models), lowered to plain Relay.
+quantization writes, and the classic ``*_quant.tflite`` uint8 models; int16 activations with
+int8 weights, the "16x8" models), lowered to plain Relay.
 
-Three kinds, by what the op computes:
+Five kinds, by what the op computes:
 
 - integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED): the exact sums of
   (x - x_zp) * (w - w_zp) as the ONNX importer takes them (``onnx.ops_extra.int_conv`` /
@@ -9,15 +10,23 @@ Three kinds, by what the op computes:
   else float32 convs that sum the integers exactly), the int32 bias added, then requantized
   with in_scale * w_scale / out_scale; a fused activation is a clamp in the quantized domain.
   The conv runs NCHW between two transposes (consecutive ones cancel in SimplifyExpr, so a
-  chain of convs stays NCHW);
+  chain of convs stays NCHW). With int16 activations they take the float path below;
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
   quantized values themselves, each input first requantized to the output's parameters
   where they differ (an integer rescale), PAD padding with the zero point;
-- the rest (ADD, MUL, AVERAGE_POOL_2D, MEAN, SOFTMAX, LOGISTIC, HARD_SWISH, RESIZE_BILINEAR,
-  ...): dequantize the inputs, the float op's own converter, quantize the result.
+- transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
+  256-entry table built at import, as TFLite's LUT kernels;
+- QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
+- the rest (ADD, MUL, BATCH_MATMUL, TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX,
+  HARD_SWISH, RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant
+  weights and biases at import, per channel where they are so quantized), the float op's
+  own converter, quantize the result.
 
-Rounding is Relay's ``round`` (half to even) where TFLite's fixed-point multiplier rounds
-half away from zero: results may differ by one step on exact halves."""
+Rounding: the integer products' requantization is float32 with Relay's ``round`` (half to
+even) where TFLite's fixed-point multiplier rounds half up then half away from zero
+(``fixed_point_multiply`` computes that exactly, but in every conv's epilogue it cost 1.47x on
+a uint8 MobileNetV2), so results may differ by one step on (near) halves; the float path's
+ops (ADD's own fixed-point pipeline, SOFTMAX's) likewise."""
 
 from __future__ import annotations
 
@@ -28,21 +37,35 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import int_conv, int_matmul
-from .importer import _TENSOR_TYPES, CONVERTERS, _conv_pads, _per_axis, quant_params
+from .importer import (
+    _TENSOR_TYPES,
+    CONVERTERS,
+    _conv_pads,
+    _per_axis,
+    dequantize_array,
+    quant_params,
+)
 
-EIGHT_BIT = ("int8", "uint8")  # the activation and weight dtypes these converters take
+EIGHT_BIT = ("int8", "uint8")  # the weight dtypes of the integer products
+ACTIVATION = ("int8", "uint8", "int16")  # int16: the "16x8" models (int8 weights)
 
 # ops that only move or select values: computed on the quantized values themselves
 MOVE_OPS = frozenset({
     "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT",
-    "SPLIT_V", "PACK", "UNPACK", "GATHER", "TILE", "BROADCAST_TO", "RESIZE_NEAREST_NEIGHBOR",
-    "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "MAX_POOL_2D", "REDUCE_MAX", "REDUCE_MIN",
-    "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "REVERSE_V2", "SPACE_TO_BATCH_ND",
+    "SPLIT_V", "PACK", "UNPACK", "GATHER", "GATHER_ND", "TILE", "BROADCAST_TO",
+    "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "MAX_POOL_2D", "REDUCE_MAX",
+    "REDUCE_MIN", "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "REVERSE_V2", "SPACE_TO_BATCH_ND",
     "BATCH_TO_SPACE_ND", "MAXIMUM", "MINIMUM"})
 
 # clamps: the input requantized to the output's parameters, then clamped (float bounds)
 CLAMPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
           "RELU_0_TO_1": (0.0, 1.0)}
+
+# elementwise transcendental functions of one input: on 8-bit values, a table of the 256
+# results (one gather: 0.05 ms on 128x1024 int8, where GELU computed in float took 0.10, TANH
+# 0.08, LOGISTIC 0.061, LOG 0.097, SIN 0.093, ELU 0.057, EXP 0.051; HARD_SWISH 0.033, SQRT
+# 0.027 and RSQRT 0.040 stay cheaper in float)
+TABLE_OPS = frozenset({"LOGISTIC", "TANH", "GELU", "ELU", "EXP", "LOG", "SIN", "COS"})
 
 # fused activation code -> float bounds (TANH is not a clamp: those ops take the float path)
 _ACT_BOUNDS = {0: (None, None), 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
@@ -93,10 +116,11 @@ def is_quantized(ctx) -> bool:
 
 
 def _activation_q(ctx, q: QTensor, role: str) -> QTensor:
-    """Check an activation tensor's quantization: int8/uint8, one scale and zero point."""
-    if q.dtype not in EIGHT_BIT:
-        raise ctx.fail(f"{role} tensor {q.name!r} is {q.dtype}: quantized operators take int8 "
-                       "or uint8 activations")
+    """Check an activation tensor's quantization: int8/uint8/int16, one scale and zero
+    point."""
+    if q.dtype not in ACTIVATION:
+        raise ctx.fail(f"{role} tensor {q.name!r} is {q.dtype}: quantized operators take int8, "
+                       "uint8 or int16 activations")
     if q.scale.size != 1 or q.zp.size > 1:
         raise ctx.fail(f"{role} tensor {q.name!r} has per-channel quantization; activations "
                        "must have one scale and zero point")
@@ -147,10 +171,15 @@ def clamp_range(q: QTensor, lo: float | None, hi: float | None) -> tuple[int, in
     """The quantized values of ``q``'s dtype within the float bounds ``[lo, hi]`` (None: open),
     as TFLite's CalculateActivationRangeQuantized takes them."""
     qlo, qhi = QRANGE[q.dtype]
+
+    def level(f: float) -> int:  # (float32 quotient, rounded half away from zero)
+        v = float(np.float32(f) / np.float32(q.s))
+        return q.z + int(np.sign(v) * np.floor(abs(v) + 0.5))
+
     if lo is not None:
-        qlo = max(qlo, q.z + int(np.round(lo / q.s)))
+        qlo = max(qlo, level(lo))
     if hi is not None:
-        qhi = min(qhi, q.z + int(np.round(hi / q.s)))
+        qhi = min(qhi, level(hi))
     return qlo, qhi
 
 
@@ -239,9 +268,46 @@ def _zp_expr(zp: np.ndarray, dtype: str):
     return _expr.const((v[:1].reshape(()) if v.size == 1 else v).astype(dtype))
 
 
+def quantize_multiplier(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's QuantizeMultiplier, elementwise: ``m = m0 * 2**(shift - 31)`` with ``m0`` an
+    int32 in [2**30, 2**31) (the fraction rounded half away from zero), as int64 arrays."""
+    q, shift = np.frexp(np.asarray(m, "float64"))
+    m0 = np.floor(q * 2.0**31 + 0.5).astype("int64")
+    top = m0 == 2**31
+    m0, shift = np.where(top, m0 // 2, m0), np.where(top, shift + 1, shift).astype("int64")
+    tiny = shift < -31
+    return np.where(tiny, 0, m0), np.where(tiny, 0, shift)
+
+
+def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
+    """TFLite's MultiplyByQuantizedMultiplier of the integers ``acc`` (int32, or float32
+    holding integers) by ``mult`` (per tensor or along ``axis``), in int64: the doubling high
+    multiply by m0 (rounding half up, (p + 2**30) >> 31), then the rounding right shift
+    (half away from zero: + 2**(s-1) - 1 for negatives, >> s)."""
+    m0, shift = quantize_multiplier(mult)
+    left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
+
+    def c(v):
+        return _per_axis(np.asarray(v, "int64"), axis, nd, "int64")
+
+    v = _op.cast(acc, "int64")
+    if left.any():
+        v = _op.left_shift(v, c(left))
+    h = _op.right_shift(_op.add(_op.multiply(v, c(m0)), c(2**30)), c(31))
+    if not right.any():
+        return h
+    sign = _op.right_shift(h, c(63))  # -1 for negatives, else 0
+    if not right.all():  # (no rounding where the shift is 0)
+        sign = _op.multiply(sign, c((right > 0).astype("int64")))
+    half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    return _op.right_shift(_op.add(_op.add(h, c(half)), sign), c(right))
+
+
 def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_out: QTensor):
     """round((acc + bias) * mult) + zero point, clamped to the fused activation's range;
-    ``mult`` per tensor or per channel along ``axis``."""
+    ``mult`` per tensor or per channel along ``axis``. float32 and Relay's round (half to
+    even), not TFLite's fixed point (``fixed_point_multiply``): that costs 1.47x on a uint8
+    MobileNetV2 (int64 products in every conv's epilogue) for one-step differences."""
     nd = len(infer_shape(acc))
     if bias is not None:
         acc = _op.add(acc, _per_axis(bias.astype(acc_dt), axis, nd, acc_dt))
@@ -305,11 +371,14 @@ INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
 
 
 # ------------------------------------------------------------------ the other kinds
-def _data_inputs(ctx) -> list[int]:
-    """The inputs holding quantized 8-bit values (not shapes, axes, paddings)."""
+def _data_inputs(ctx, constants: bool = False) -> list[int]:
+    """The inputs holding quantized 8/16-bit values (not shapes, axes, paddings); with
+    ``constants``, also quantized int32/int64 constants (biases)."""
+    wide = ("int32", "int64") if constants else ()
     return [k for k, i in enumerate(ctx.input_ids)
             if ctx.inputs[k] is not None and qtensor(ctx, i) is not None and
-            qtensor(ctx, i).dtype in ("int8", "uint8", "int16")]
+            (qtensor(ctx, i).dtype in ACTIVATION or qtensor(ctx, i).dtype in wide and
+             isinstance(ctx.importer.fold(ctx.inputs[k]), _expr.Constant))]
 
 
 def _move(ctx):
@@ -330,9 +399,18 @@ def _clamp(ctx):
 
 
 def _through_float(ctx):
-    """Dequantize the quantized inputs, the float converter, quantize the (8-bit) outputs."""
-    for k in _data_inputs(ctx):
-        ctx.inputs[k] = dequantize(ctx.inputs[k], _in_q(ctx, k))
+    """Dequantize the quantized inputs, the float converter, quantize the (8/16-bit) outputs.
+    Constant inputs (weights, biases) are dequantized at import, per channel where they are
+    quantized so; activations per tensor."""
+    for k in _data_inputs(ctx, constants=True):
+        e = ctx.importer.fold(ctx.inputs[k])
+        if isinstance(e, _expr.Constant):
+            if e.data.dtype == "float32":  # (dequantized already: a float op's weights)
+                continue
+            q = quant_params(ctx.importer.subgraph.Tensors(ctx.input_ids[k]))
+            ctx.inputs[k] = _expr.const(dequantize_array(e.data.numpy(), q))
+        else:
+            ctx.inputs[k] = dequantize(ctx.inputs[k], _in_q(ctx, k))
     out = CONVERTERS[ctx.name](ctx)
     outs = out if isinstance(out, list) else [out]
     res = []
@@ -343,9 +421,49 @@ def _through_float(ctx):
     return res if isinstance(out, list) else res[0]
 
 
+def _eight_bit_to_eight_bit(ctx) -> bool:
+    """One input, 8-bit quantized, and an 8-bit quantized output."""
+    qs = [qtensor(ctx, ctx.input_ids[0]) if len(ctx.input_ids) == 1 else None,
+          qtensor(ctx, int(ctx.op.Outputs(0)))]
+    return all(q is not None and q.dtype in EIGHT_BIT for q in qs)
+
+
+def _table(ctx):
+    """An elementwise op on 8-bit values as TFLite computes its LUT kernels: the float
+    converter evaluated at import on every value of the input's dtype (dequantized), each
+    result quantized to the output (rounding half away from zero; NaN -> the zero point); the
+    op is then one ``take`` from that 256-entry table."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    lo, hi = QRANGE[qx.dtype]
+    levels = ((np.arange(lo, hi + 1) - qx.z) * np.float64(qx.s)).astype("float32")
+    ctx.inputs[0] = _expr.const(levels, "float32")
+    values = ctx.importer.fold(CONVERTERS[ctx.name](ctx))
+    if not isinstance(values, _expr.Constant):
+        raise ctx.fail("the lookup table did not fold to a constant")
+    f = np.nan_to_num(values.data.numpy().astype("float64") / np.float64(qo.s), nan=0.0)
+    olo, ohi = QRANGE[qo.dtype]
+    table = np.clip(np.sign(f) * np.floor(np.abs(f) + 0.5) + qo.z, olo, ohi).astype(qo.dtype)
+    index = _op.cast(x, "int32")
+    if lo:
+        index = _op.subtract(index, _expr.const(np.array(lo, "int32"), "int32"))
+    return _op.take(_expr.const(table, qo.dtype), index, axis=0, mode="fast")
+
+
 def _requantize_op(ctx):
-    """QUANTIZE of an already quantized tensor: a rescale between two quantizations."""
-    return requantize(ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx))
+    """QUANTIZE of an already quantized tensor: a rescale between two quantizations, exactly
+    as TFLite's Requantize computes it: (x - zero point) times in_scale / out_scale in fixed
+    point (``fixed_point_multiply``) + the output's zero point, saturated."""
+    q_in, q_out = _in_q(ctx, 0), _out_q(ctx)
+    if q_in.same(q_out):
+        return ctx.inputs[0]
+    v = _op.cast(ctx.inputs[0], "int64")
+    if q_in.z:
+        v = _op.subtract(v, _expr.const(np.array(q_in.z, "int64"), "int64"))
+    v = fixed_point_multiply(v, np.array([np.float64(q_in.s) / np.float64(q_out.s)]), 0, 1)
+    if q_out.z:
+        v = _op.add(v, _expr.const(np.array(q_out.z, "int64"), "int64"))
+    qlo, qhi = QRANGE[q_out.dtype]
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), q_out.dtype)
 
 
 def converter(ctx):
@@ -360,9 +478,15 @@ def converter(ctx):
     if not is_quantized(ctx):
         return None
     if ctx.name in INTEGER_OPS:
-        return INTEGER_OPS[ctx.name]
+        # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
+        # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
+        wide = any(q is not None and q.dtype == "int16" for q in
+                   (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
+        return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in CLAMPS:
         return _clamp
+    if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
+        return _table
     if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
         return _move
     return _through_float
