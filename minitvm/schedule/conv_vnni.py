@@ -310,6 +310,7 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
 PIXEL_LANES = True
 PIXEL_ROWS = 4  # output channels of a pixel-lanes tile
 PIXEL_VECTORS = 1  # 16-pixel vectors of a pixel-lanes tile
+PIXEL_STORE_BASE = True
 
 
 def pixel_lanes(g) -> bool:
@@ -331,15 +332,16 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
     of = ctx.flat_view(out)
 
-    def put(o, p, value):
-        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value),
-                             [(nv * g["o"] + o) * npx + p])
+    def put(o, p, value, pos):
+        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value), [pos])
 
     def channels(p0, count):
         rows = PIXEL_ROWS
 
         def per(ob):
-            return _pixel_tile(ctx, g, xq, wv, put, ob * rows, rows, p0, count)
+            o0 = ob * rows
+            return _pixel_tile(ctx, g, xq, wv, put, o0, rows, p0, count,
+                               (nv * g["o"] + o0) * npx + p0)
         k = ctx.fresh("pr")
         return S.For(k, 0, g["o"] // rows, S.ForKind.SERIAL, per(k))
 
@@ -352,10 +354,12 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int) -> S.Stmt:
+def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.Stmt:
     """Output channels ``o0 .. o0+rows`` x pixels ``p0 .. p0+count`` (flattened; ``count`` at
     most ``PIXEL_VECTORS`` vectors, the last one partly stored): int32 accumulators, one
-    ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels)."""
+    ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels). ``put(o, p,
+    value, pos)`` stores at ``pos`` in the flat output, ``first`` that of (``o0``, ``p0``):
+    each store is at a constant offset from it (``PIXEL_STORE_BASE``)."""
     from ..tir.buffer import decl_buffer
 
     nvec = -(-count // LANES)
@@ -382,10 +386,15 @@ def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int) -> S.Stmt:
                                             wv[wi]]), [r, v * LANES + ll])))
     red = S.For(c4, 0, g["c4"], S.ForKind.SERIAL, S.LetStmt(xo, c4 * npx + p0, S.SeqStmt(macs)))
     stores = []
+    base = ctx.fresh("vb")
+    plane = g["oh"] * g["ow"]
     for v in range(nvec):
         width = min(LANES, count - v * LANES)
         stores.append(loop("rr", rows, unroll, lambda r, v=v, width=width: loop(
-            "ll", width, vec, lambda ll: put(o0 + r, p0 + v * LANES + ll,
-                                             acc[r, v * LANES + ll]))))
+            "ll", width, vec, lambda ll: put(
+                o0 + r, p0 + v * LANES + ll, acc[r, v * LANES + ll],
+                base + (r * plane + v * LANES) + ll if PIXEL_STORE_BASE else
+                first + r * plane + v * LANES + ll))))
     body = S.DeclBuffer(acc, S.SeqStmt([init, red, *stores]))
-    return S.Allocate(acc.data, "int32", [rows * nvec * LANES], True, body)
+    return S.LetStmt(base, first, S.Allocate(acc.data, "int32", [rows * nvec * LANES], True,
+                                             body))
