@@ -185,9 +185,13 @@ ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
 # requantizing epilogue, 8-bit data, interleaved A/B (us, packed -> aligned): 192 at 56x56
 # (rows of 29 -> 32) 89.5 -> 81.6, 144 at 56x56 67.6 -> 61.4, 96 at 112x112 (57 -> 64) 163 ->
 # 151; float32 data 96 at 112x112 195 -> 188, 192 at 56x56 105 -> 104; 5x5 filters lost (96
-# at 56x56 70.5 -> 75.2: their tiles' loads gain nothing).
+# at 56x56 70.5 -> 75.2: their tiles' loads gain nothing). From rows of ALIGN_STRIDED_MIN_WIDTH:
+# 14x14 outputs' phase rows of 15 -> 16 then take narrow rows (one 16-lane vector a row, not two
+# overlapping 8-lane ones): same machine (us): 288 at 28x28 40.2 -> 35.3, 144 at 28x28 21.0 ->
+# 17.7, 576 at 28x28 75.2 -> 72.2; float32 data 288 at 28x28 43.1 -> 35.6.
 ALIGN_STRIDED = True
 ALIGN_STRIDED_MAX_TAPS = 9
+ALIGN_STRIDED_MIN_WIDTH = 8
 ALIGN_MIN_WIDTH = 48  # (rows of 28, 30 -> 32 floats, lost 2-4%: 88 at 28x28 + ReLU 14.4 -> 15.0)
 
 
@@ -198,7 +202,7 @@ def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg, taps: in
             and wide <= ALIGN_MAX_GROWTH * cols):
         return False
     if (sh, sw) == (2, 2):
-        return ALIGN_STRIDED and ow >= lanes and taps <= ALIGN_STRIDED_MAX_TAPS
+        return ALIGN_STRIDED and ow >= ALIGN_STRIDED_MIN_WIDTH and taps <= ALIGN_STRIDED_MAX_TAPS
     return sh == 1 and sw == 1 and ow >= max(lanes, ALIGN_MIN_WIDTH)
 
 
