@@ -1,7 +1,7 @@
 """``conv_vnni``'s pixel lanes (``pixel_lanes``): 1x1 stride-1 convs of uint8 data and int8
 weights with 16 output pixels in the vector lanes. Exact against numpy's integer conv over
 planes that are no whole number of vectors (a partly stored last vector), channel counts not a
-multiple of 4, a batch, the fused epilogues (float32, requantized to uint8, a residual read
+multiple of 4, output channels not a multiple of 16 or 4 (a last block of fewer), a batch, the fused epilogues (float32, requantized to uint8, a residual read
 along the pixels), one and two threads; which convs take it (strided, padded, a plane under a
 vector and 3x3 filters keep the channel lanes). Where the host has no VNNI (``pretend_avx2``)
 the same graphs run on the other schedules, as exact."""
@@ -64,6 +64,9 @@ def _names(lib) -> set[str]:
     ((1, 64, 4, 4), 16),     # one vector exactly
     ((1, 33, 3, 6), 48),     # 18 pixels: a vector and 2
     ((1, 48, 28, 28), 96),   # large enough for the thread pool
+    ((1, 40, 28, 28), 24),   # MobileNetV2's 24 output channels: a weight of 32 (zero rows)
+    ((2, 20, 5, 9), 10),     # 10 channels: two blocks of 4 and one of 2
+    ((1, 16, 4, 5), 3),      # 3 channels: one block of fewer than 4
 ])
 @pytest.mark.parametrize("epilogue", [None, "float32", "uint8", "residual"])
 def test_pixel_lanes_are_exact(shape, o, epilogue):
@@ -92,10 +95,11 @@ def test_pixel_lanes_are_exact(shape, o, epilogue):
     ((1, 32, 6, 6), 1, (1, 1), (1, 1, 1, 1)),   # padded
     ((1, 32, 3, 3), 1, (1, 1), (0, 0, 0, 0)),   # 9 pixels: under a vector
     ((1, 32, 8, 8), 3, (1, 1), (1, 1, 1, 1)),   # a 3x3 filter
+    ((1, 24, 9, 9), 1, (2, 2), (0, 0, 0, 0)),   # strided, 24 output channels (a tile of 8)
 ])
 def test_other_convs_keep_channel_lanes(shape, k, strides, pads):
     rng = np.random.default_rng(5)
-    w = rng.integers(-128, 128, (32, shape[1], k, k)).astype("int8")
+    w = rng.integers(-128, 128, (shape[1], shape[1], k, k)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")
     lib = _build(shape, w, strides, pads, epilogue="uint8")
     np.testing.assert_array_equal(run_graph(lib, {"x": x}),
