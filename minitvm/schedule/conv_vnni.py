@@ -325,14 +325,24 @@ PIXEL_LANES = True
 PIXEL_ROWS = 4  # output channels of a pixel-lanes tile
 PIXEL_VECTORS = 1  # 16-pixel vectors of a pixel-lanes tile
 PIXEL_STORE_BASE = True
+# Planes whose last vector leaves more than PIXEL_MAX_IDLE of the plane's pixels idle keep the
+# channel lanes: a 7x7 plane is 4 vectors for 49 pixels (a last one of 1), the channel tiles'
+# 6-pixel rows 54. Zen 4, one thread, + requantize to uint8, interleaved (us, pixel -> channel
+# lanes): 7x7 960 -> 320 159 -> 75, 320 -> 1280 165 -> 115, 960 -> 160 80 -> 41, 160 -> 960 64
+# -> 51, 576 -> 96 25.5 -> 16.3, 128 -> 768 42 -> 35 (64 -> 384 11.9 -> 12.3); planes with few
+# idle lanes keep pixel lanes: 10x10 (12 of 100) 256 -> 256 35.9 vs 39.5, 4x4 160 -> 960 12.8
+# vs 16.6, 8x8 256 -> 256 20.9 vs 24.8.
+PIXEL_MAX_IDLE = 0.25
 
 
 def pixel_lanes(g) -> bool:
     """Does geometry ``g`` run with pixels in the lanes (``PIXEL_LANES``): a 1x1 filter at
-    stride 1 without padding, at least a vector of pixels?"""
+    stride 1 without padding, at least a vector of pixels, few of them idle in the last vector
+    (``PIXEL_MAX_IDLE``)?"""
+    npx = g["oh"] * g["ow"]
     return PIXEL_LANES and g["kh"] == g["kw"] == 1 and g["sh"] == g["sw"] == 1 and \
         g["pt"] == g["pl"] == 0 and g["hp"] == g["h"] and g["wp"] == g["w"] and \
-        g["oh"] * g["ow"] >= LANES
+        npx >= LANES and (-npx) % LANES <= PIXEL_MAX_IDLE * npx
 
 
 def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
