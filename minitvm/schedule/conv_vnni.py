@@ -205,9 +205,8 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
             cols.append(S.For(j, 0, j0, S.ForKind.SERIAL, S.BufferStore(xq, _i32(0),
                                                                          [r * wp + j])))
         if j1 > j0:
-            cols.append(S.For(j, j0, j1 - j0, S.ForKind.VECTORIZED if j1 - j0 >= 4 else
-                              S.ForKind.SERIAL, S.BufferStore(xq, word(j, count),
-                                                              [r * wp + j])))
+            cols.append(_pack_run(ctx, j0, j1 - j0, lambda jj: S.BufferStore(
+                xq, word(jj, count), [r * wp + jj])))
         if wp > j1:
             cols.append(S.For(j, j1, wp - j1, S.ForKind.SERIAL,
                               S.BufferStore(xq, _i32(0), [r * wp + j])))
@@ -224,6 +223,31 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         loops.append(S.For(r2, full * hp, hp, S.ForKind.SERIAL,
                            _rename(row(tail), r, r2)))
     return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+
+# The packing copy's rows go PACK_LANES words a vector (a serial loop of them, then one vector
+# of the rest), not as one vector as wide as the row: a row of 112 made <112 x i32> vectors
+# (LLVM splits them into 7 zmm, the byte loads and shifts of 4 channels spilled).
+PACK_LANES = 16
+
+
+def _pack_run(ctx, start: int, extent: int, body_fn) -> S.Stmt:
+    """``body_fn(j)`` for ``j`` in ``[start, start + extent)``: whole vectors of ``PACK_LANES``
+    in a loop, then one vector of the rest (or a serial loop under 4)."""
+    def run(first, count):
+        j = ctx.fresh("qj")
+        kind = S.ForKind.VECTORIZED if count >= 4 else S.ForKind.SERIAL
+        return S.For(j, first, count, kind, body_fn(j))
+
+    if not PACK_LANES or extent <= PACK_LANES:
+        return run(start, extent)
+    nvec, rest = divmod(extent, PACK_LANES)
+    v, ll = ctx.fresh("qv"), ctx.fresh("ql")
+    parts = [S.For(v, 0, nvec, S.ForKind.SERIAL, S.For(ll, 0, PACK_LANES, S.ForKind.VECTORIZED,
+                                                       body_fn(start + v * PACK_LANES + ll)))]
+    if rest:
+        parts.append(run(start + nvec * PACK_LANES, rest))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
 def _rename(stmt, old, new):

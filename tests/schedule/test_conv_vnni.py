@@ -2,7 +2,8 @@
 AVX-512 VNNI). The results equal numpy's integer convolution exactly, at several shapes:
 channel counts not a multiple of 4 (zero bytes in the packed input and weight), stride 2,
 dilation, zero padding by the conv, a batch, 16- and 32-channel tiles, planes smaller than
-a tile, output channels not a multiple of 16 (a last tile partly stored), a fused epilogue,
+a tile, output channels not a multiple of 16 (a last tile partly stored), wide rows packed a
+vector at a time (``PACK_LANES``), a fused epilogue,
 and a weight passed at run time (packed by the kernel). Where the host
 has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as exact."""
 
@@ -49,6 +50,8 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), d
     ((1, 20, 9, 9), 24, 3, 2, (1, 1, 1, 1), 1),    # 24 output channels: a last tile of 8
     ((1, 16, 6, 6), 8, 3, 1, (1, 1, 1, 1), 1),     # 8: one tile, half of it stored
     ((1, 36, 7, 7), 40, 1, 2, (0, 0, 0, 0), 1),    # 40 = 32 + a tile of 8, 1x1 stride 2
+    ((1, 6, 4, 100), 16, 3, 1, (1, 1, 1, 1), 1),   # padded rows of 102: 6 vectors + 6 words
+    ((1, 18, 11, 37), 16, 3, 1, (1, 1, 1, 1), 1),  # padded rows of 39: 2 vectors + 7 words
 ]
 
 

@@ -68,6 +68,7 @@ def _names(lib) -> set[str]:
     ((1, 40, 28, 28), 24),   # MobileNetV2's 24 output channels: a weight of 32 (zero rows)
     ((2, 20, 5, 9), 10),     # 10 channels: two blocks of 4 and one of 2
     ((1, 16, 5, 13), 3),     # 3 channels: one block of fewer than 4
+    ((1, 8, 3, 117), 16),    # rows of 117 packed 16 words a vector (7 and 5 words)
 ])
 @pytest.mark.parametrize("epilogue", [None, "float32", "uint8", "residual"])
 def test_pixel_lanes_are_exact(shape, o, epilogue):
