@@ -617,10 +617,54 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt
         if pad:
             parts += [_zeros(ctx, xph, base, j0, lanes),
                       _zeros(ctx, xph, base + j1, cols - j1, lanes)]
-        if j1 > j0:
+        pairs = _pairs(ctx, g, x) if j1 > j0 else None
+        if pairs is not None:  # (column 2j + d is byte d % 2 of pair j + d // 2)
+            d = px - pl
+            first = ((b * g["c"] + ic) * g["h"] + iy) * (g["w"] // 2) + (j0 + d // 2)
+            parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, j0=j0, d=d, first=first,
+                              pairs=pairs: S.BufferStore(
+                                  xph, _pair_byte(pairs[first + j], d % 2), [base + j0 + j]),
+                              _overlap(1)))
+        elif j1 > j0:
             parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
                 xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))
     return _seq(parts)
+
+
+# A stride-2 copy of uint8 data (``widened_data``) reads its rows as 16-bit pairs of columns
+# (``_pairs``): each column phase takes the low or the high byte of consecutive pairs, one
+# contiguous load of 32 bytes and a shift for 16 values, where a stride-2 byte load is two
+# loads and two shuffles. Zen 4, one thread, kernel alone with the uint8 requantizing epilogue,
+# interleaved (us, strided bytes -> pairs): 3x3, 192 at 56x56 78.6 -> 68.9 (82.7 -> 75.9 in
+# another run), 144 at 56x56 58.4 -> 55.4, 288 at 28x28 37.1 -> 31.0, 144 at 28x28 17.9 ->
+# 14.9, 96 at 112x112 141 -> 131; 5x5 96 at 56x56 72.0 -> 72.3. int8 data gained nothing (192
+# at 56x56 83.3 -> 84.3), so it keeps the strided loads.
+PAIR_FILL = True
+
+
+def _pairs(ctx, g, x):
+    """The uint8 input behind ``x`` (``depthwise_flat.FloatReads``) seen as uint16 pairs of
+    columns (a flat view, declared once per lowering), for a stride-2 copy (``PAIR_FILL``) of
+    rows of an even width (each row starts a pair); else None."""
+    if not (PAIR_FILL and g["sw"] == 2 and isinstance(x, depthwise_flat.FloatReads)
+            and x.buf.dtype == "uint8" and g["w"] % 2 == 0
+            and _const_int(x.buf.elem_offset or _i(0)) == 0):
+        return None
+    key = ("pairs", id(x.buf))
+    view = ctx.flat_views.get(key)
+    if view is None:
+        size = g["n"] * g["c"] * g["h"] * g["w"] // 2
+        view = decl_buffer((size,), "uint16", x.buf.name + "_pairs", data=x.buf.data)
+        ctx.ws_views.append(view)
+        ctx.flat_views[key] = view
+    return view
+
+
+def _pair_byte(pair, high: int):
+    """Byte ``high`` (0: the low one, the even column) of uint16 ``pair`` as float32."""
+    byte = E.Call(pair.dtype, "tir.shift_right", [pair, E.IntImm(pair.dtype, 8)]) if high \
+        else pair
+    return E.Cast("float32", E.Cast("uint8", byte))
 
 
 def _tree(sums):

@@ -4,7 +4,7 @@ float32 output, the input read as it is and widened as each plane is copied. The
 integers float32 adds exactly, so the results equal numpy's int64 conv exactly, over the
 schedule's modes (row mode with streaming copies at 56x56, stride 2, narrow rows, the flat mode
 of a 5x5 plane, channels in the lanes for the smallest planes, stride 2 with aligned or packed
-phase rows), channel counts that are no multiple of a vector, odd and tiny planes, padding, a
+phase rows, its copies reading even-width uint8 rows as 16-bit pairs), channel counts that are no multiple of a vector, odd and tiny planes, padding, a
 batch and a requantizing epilogue; one kernel that reads the 8-bit input (no float32 copy of
 it in memory), takes the depthwise schedule and, requantizing to uint8, applies the epilogue
 in its stores (``lower._EPILOGUE_STORES``: no float32 temporary)."""
@@ -31,6 +31,8 @@ CASES = [  # (input shape, kernel, stride, pads (t, l, b, r))
     ((1, 21, 112, 112), 3, 2, (0, 0, 1, 1)),  # 112x112 s2: aligned rows, streamed copies
     ((1, 10, 33, 34), 3, 2, (0, 0, 1, 1)),  # stride 2, rows of 17: packed, whole copy
     ((1, 3, 3, 3), 3, 1, (1, 1, 1, 1)),     # a tiny image, 3 channels
+    ((2, 13, 30, 30), 3, 2, (1, 1, 1, 1)),  # stride 2, left padding 1: odd columns' pairs
+    ((1, 9, 20, 36), 5, 2, (2, 2, 2, 2)),   # 5x5 stride 2, padding 2, pairs
 ]
 
 
@@ -75,6 +77,10 @@ def test_depthwise_of_8bit_data_is_exact(shape, k, stride, pads, dtype, requanti
         assert conv_kernel(lib).ws_bytes == 0
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
     assert names & {"dw_xph", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
+    # stride-2 phase copies of uint8 rows of an even width read the input as 16-bit pairs
+    # (``depthwise.PAIR_FILL``; none of these strided planes has its channels in the lanes)
+    pairs = dtype == "uint8" and stride == 2 and shape[3] % 2 == 0
+    assert any(n.endswith("_pairs") for n in names) == pairs
 
 
 def test_widened_data_rule():
