@@ -1,6 +1,7 @@
 """int8 models as a new user makes them, minitvm beside ONNX Runtime on the same quantized
-file: small PyTorch models (ResNet-18- and MobileNetV2-shaped conv nets, a transformer MLP
-block, a BERT-like encoder layer of 128 tokens x 256) exported to ONNX and quantized with onnxruntime.quantization three ways:
+file: small PyTorch models (ResNet-18- and MobileNetV2-shaped conv nets: MobileNetV2 at width 0.5,
+64x64, and at full width, ``mobilenetv2_w1`` at 112x112 and ``mobilenetv2_w1_224``; a
+transformer MLP block, a BERT-like encoder layer of 128 tokens x 256) exported to ONNX and quantized with onnxruntime.quantization three ways:
 
 - ``qdq``: quantize_static, QDQ format (QuantizeLinear / DequantizeLinear pairs), int8
   activations and weights, calibrated on a few random batches;
@@ -75,6 +76,11 @@ def _models():
         "resnet18": (lambda: fm.randomize_batchnorm(fm.resnet18(16, 10)), (1, 3, 64, 64)),
         "mobilenetv2": (lambda: fm.randomize_batchnorm(fm.mobilenet_v2(0.5, 10)),
                         (1, 3, 64, 64)),
+        # (full width: the MobileNetV2 a new user quantizes; 112x112 keeps the rounds short)
+        "mobilenetv2_w1": (lambda: fm.randomize_batchnorm(fm.mobilenet_v2(1.0, 1000)),
+                           (1, 3, 112, 112)),
+        "mobilenetv2_w1_224": (lambda: fm.randomize_batchnorm(fm.mobilenet_v2(1.0, 1000)),
+                               (1, 3, 224, 224)),
         "mlp": (_mlp, (16, 64)),
         "encoder": (_encoder, (1, 128, 256)),
     }

@@ -16,8 +16,12 @@ running ``transformer_to_onnx``'s ONNX of it (QDQ when quantized).
 
 One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
 
-    python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--rounds 5] [--reps 20]
-        [--models mobilenet,transformer] [--tokens 128] [--dim 256] [--layers 2]
+    python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--width 16] [--full]
+        [--rounds 5] [--reps 20] [--models mobilenet,transformer] [--tokens 128] [--dim 256]
+        [--layers 2]
+
+MobileNetV2 1.0 (TFLite's mobilenet_v2_1.0_224_quant's layers): ``--size 224 --mult 1 --width 32
+--full``; its first five blocks only without ``--full``.
 """
 
 from __future__ import annotations
@@ -278,6 +282,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=112)
     ap.add_argument("--mult", type=int, default=2, help="widens every block")
+    ap.add_argument("--width", type=int, default=16,
+                    help="the stem's channels before --mult (32 with --mult 1: MobileNetV2 1.0)")
+    ap.add_argument("--full", action="store_true",
+                    help="all 17 inverted residual blocks and the 1280-channel head, not 5")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
     ap.add_argument("--models", default="mobilenet,transformer",
@@ -300,7 +308,8 @@ def main(argv=None) -> int:
     kinds = args.models.split(",")
     models = {}  # label: (builder, quantized, input, ONNX writer, NHWC input)
     if "mobilenet" in kinds:
-        twin, _ = tflite_qtwin.mobilenet_v2("uint8", size=args.size, mult=args.mult)
+        twin, _ = tflite_qtwin.mobilenet_v2("uint8", size=args.size, mult=args.mult,
+                                            width=args.width, full=args.full)
         xq = twin.inputs()["input"]
         models["mobilenet uint8"] = (twin.b, True, xq, to_onnx, True)
         models["mobilenet f32"] = (float_copy(twin.b), False, ((xq.astype("float32") - 128)
@@ -344,9 +353,10 @@ def main(argv=None) -> int:
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         rows.append((label, med["tflite"], med["onnx"], med["ort"], err))
         print(f"{label}: done", file=sys.stderr, flush=True)
-    print(f"MobileNetV2-like, {args.size}x{args.size}, x{args.mult} channels; transformer "
-          f"encoder, {args.tokens} tokens x {args.dim}, 4 heads, {args.layers} layers; one "
-          "thread; thread CPU time; median of interleaved rounds")
+    blocks = "17 blocks" if args.full else "5 blocks"
+    print(f"MobileNetV2-like ({blocks}), {args.size}x{args.size}, stem {args.width} x{args.mult} "
+          f"channels; transformer encoder, {args.tokens} tokens x {args.dim}, 4 heads, "
+          f"{args.layers} layers; one thread; thread CPU time; median of interleaved rounds")
     print(f"{'model':<18}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'TFLite/ORT':>11}"
           "  max |diff| from ORT (outputs; 8-bit steps when quantized)")
     for label, a, o, r, err in rows:

@@ -25,7 +25,7 @@ from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "22"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "23"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -43,6 +43,7 @@ CODEGEN_VERSION = "22"  # 3: float16 libm in float32; 4: loaded integer values w
 # 20: machine code at CodeGenOpt::Less (MACHINE_CODE_LEVEL)
 # 21: accesses under a condition in their loop are not worth hoisting (loop_invariant)
 # 22: MINIMAL_PIPELINE runs InstCombine again (without it a conv_lanes tile spilled)
+# 23: float32 -> int casts of 4/8/16n lanes by x86's cvttps2dq (llvm/cvtt), no range test
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

@@ -165,6 +165,11 @@ def conv_output_scale(s, channels: int):
 # outputs identical)
 VNNI_MIN_CHANNELS = 16
 VNNI_MIN_REDUCTION = 64
+# Output channels a multiple of this (the VNNI conv's last tile computes a whole vector of them
+# and stores the rest). MobileNetV2's 24-channel 1x1 convs at 28x28 (96 -> 24, 144 -> 24 + the
+# residual add) stayed float32 convs of the dequantized input with 16: see the report numbers
+# in ``schedule/conv_vnni`` (PackWeight's zero rows)
+VNNI_CHANNEL_STEP = 8
 
 
 def qdq_operands(ctx):
@@ -184,14 +189,14 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     (``schedule/conv_vnni``), the zero point's share subtracted after (``zero_point_sums``)?
     (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
     Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
-    constant int8 weight without (nonzero) zero points, one group, a multiple of 16 output
-    channels, at least ``VNNI_MIN_CHANNELS`` input channels and (a filter of two or more taps)
+    constant int8 weight without (nonzero) zero points, one group, a multiple of
+    ``VNNI_CHANNEL_STEP`` output channels, at least ``VNNI_MIN_CHANNELS`` input channels and (a filter of two or more taps)
     ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs
     stay."""
-    from ..schedule.conv_vnni import LANES, available
+    from ..schedule.conv_vnni import available
 
     if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
-            channels % LANES or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
+            channels % VNNI_CHANNEL_STEP or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
         return False
     c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))
     if c < VNNI_MIN_CHANNELS or (taps > 1 and c * taps < VNNI_MIN_REDUCTION):

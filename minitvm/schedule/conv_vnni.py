@@ -6,7 +6,9 @@ adds the 4 products to an int32 lane, 64 multiply-adds an instruction where a fl
 The layout follows ``conv_lanes``: a tile is 16 (or 32) output channels in the lanes x up to 6
 output pixels, one accumulator vector each. The weight is packed at build time as
 ``[O/16][C/4][KH][KW][16][4]`` int8 (``PackWeight``): per tap, one 64-byte vector holds 4
-consecutive input channels of 16 output channels, read as 16 int32. The input of one image is
+consecutive input channels of 16 output channels, read as 16 int32. Output channels past the
+last (a count not a multiple of 16: MobileNetV2's 24) are zero rows there, computed in the
+lanes of the last tile but never stored. The input of one image is
 copied once a call into ``[C/4][HP][WP]`` int32 (``_pack``): the 4 channels of one padded pixel
 in the bytes of one int32, which the tile broadcasts to every lane. Channels past the last (a
 count not a multiple of 4) are zero bytes in both; the conv's own padding is zero bytes (an
@@ -43,7 +45,8 @@ def available() -> bool:
 
 def geometry(t) -> dict | None:
     """Sizes of conv2d stage ``t`` when this schedule takes it: NCHW, data uint8, weight int8,
-    output int32, one group, static shapes, output channels a multiple of 16; else None."""
+    output int32, one group, static shapes; else None. (``o16``: the output channels rounded
+    up to a vector, as the packed weight holds them.)"""
     dims = static_conv2d_nchw_dims(t)
     if dims is None:
         return None
@@ -52,13 +55,13 @@ def geometry(t) -> dict | None:
     if (x.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32") or a["groups"] != 1:
         return None
     n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
-    if cw != c or o % LANES or oh * ow < 1:
+    if cw != c or oh * ow < 1:
         return None
     sh, sw = (int(s) for s in a["strides"])
     dh, dw = (int(d) for d in a["dilation"])
     pt, pl = (int(p) for p in a["padding"][:2])
     c4 = -(-c // GROUP)
-    return dict(n=n, c=c, c4=c4, h=h, w=wd, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+    return dict(n=n, c=c, c4=c4, h=h, w=wd, o=o, o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
                 dh=dh, dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
                 wp=(ow - 1) * sw + (kw - 1) * dw + 1,
                 width=WIDTH if o % WIDTH == 0 else LANES,
@@ -73,7 +76,8 @@ def supported(t, options=None) -> bool:
 
 class PackWeight:
     """Picklable numpy transform of an int8 ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW,
-    16, 4]`` int8 (input channels past ``C`` zero)."""
+    16, 4]`` int8 (input channels past ``C`` and output channels past ``O`` zero; ``O/16``
+    rounded up)."""
 
     def __init__(self, o: int, c: int, kh: int, kw: int):
         self.o, self.c, self.kh, self.kw = o, c, kh, kw
@@ -84,12 +88,16 @@ class PackWeight:
         if c4 * GROUP != self.c:
             w = np.concatenate([w, np.zeros((self.o, c4 * GROUP - self.c, self.kh, self.kw),
                                             "int8")], axis=1)
-        w = w.reshape(self.o // LANES, LANES, c4, GROUP, self.kh, self.kw)
+        o16 = -(-self.o // LANES) * LANES
+        if o16 != self.o:
+            w = np.concatenate([w, np.zeros((o16 - self.o, c4 * GROUP, self.kh, self.kw),
+                                            "int8")], axis=0)
+        w = w.reshape(o16 // LANES, LANES, c4, GROUP, self.kh, self.kw)
         return np.ascontiguousarray(w.transpose(0, 2, 4, 5, 1, 3))
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    return (g["o"] // LANES, g["c4"], g["kh"], g["kw"], LANES, GROUP)
+    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, GROUP)
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -163,10 +171,11 @@ def _pack_weight(ctx, g, w, wpk) -> S.Stmt:
     ky, kx, k = ctx.fresh("pky"), ctx.fresh("pkx"), ctx.fresh("pk")
     ci = c4 * GROUP + k
     val = E.Call("int8", "tir.if_then_else", [
-        ci < g["c"], w[o, E.Min(ci, _i32(g["c"] - 1)), ky, kx], E.IntImm("int8", 0)])
+        E.And(ci < g["c"], o < g["o"]),
+        w[E.Min(o, _i32(g["o"] - 1)), E.Min(ci, _i32(g["c"] - 1)), ky, kx], E.IntImm("int8", 0)])
     store = S.BufferStore(wpk, val, [E.FloorDiv(o, LANES), c4, ky, kx, E.FloorMod(o, LANES), k])
     loops = store
-    for v, ext in ((k, GROUP), (kx, g["kw"]), (ky, g["kh"]), (c4, g["c4"]), (o, g["o"])):
+    for v, ext in ((k, GROUP), (kx, g["kw"]), (ky, g["kh"]), (c4, g["c4"]), (o, g["o16"])):
         loops = S.For(v, 0, ext, S.ForKind.SERIAL, loops)
     return loops
 
@@ -196,9 +205,8 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
             cols.append(S.For(j, 0, j0, S.ForKind.SERIAL, S.BufferStore(xq, _i32(0),
                                                                          [r * wp + j])))
         if j1 > j0:
-            cols.append(S.For(j, j0, j1 - j0, S.ForKind.VECTORIZED if j1 - j0 >= 4 else
-                              S.ForKind.SERIAL, S.BufferStore(xq, word(j, count),
-                                                              [r * wp + j])))
+            cols.append(_pack_run(ctx, j0, j1 - j0, lambda jj: S.BufferStore(
+                xq, word(jj, count), [r * wp + jj])))
         if wp > j1:
             cols.append(S.For(j, j1, wp - j1, S.ForKind.SERIAL,
                               S.BufferStore(xq, _i32(0), [r * wp + j])))
@@ -217,6 +225,31 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
     return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
 
+# The packing copy's rows go PACK_LANES words a vector (a serial loop of them, then one vector
+# of the rest), not as one vector as wide as the row: a row of 112 made <112 x i32> vectors
+# (LLVM splits them into 7 zmm, the byte loads and shifts of 4 channels spilled).
+PACK_LANES = 16
+
+
+def _pack_run(ctx, start: int, extent: int, body_fn) -> S.Stmt:
+    """``body_fn(j)`` for ``j`` in ``[start, start + extent)``: whole vectors of ``PACK_LANES``
+    in a loop, then one vector of the rest (or a serial loop under 4)."""
+    def run(first, count):
+        j = ctx.fresh("qj")
+        kind = S.ForKind.VECTORIZED if count >= 4 else S.ForKind.SERIAL
+        return S.For(j, first, count, kind, body_fn(j))
+
+    if not PACK_LANES or extent <= PACK_LANES:
+        return run(start, extent)
+    nvec, rest = divmod(extent, PACK_LANES)
+    v, ll = ctx.fresh("qv"), ctx.fresh("ql")
+    parts = [S.For(v, 0, nvec, S.ForKind.SERIAL, S.For(ll, 0, PACK_LANES, S.ForKind.VECTORIZED,
+                                                       body_fn(start + v * PACK_LANES + ll)))]
+    if rest:
+        parts.append(run(start + nvec * PACK_LANES, rest))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
 def _rename(stmt, old, new):
     from ..tir.stmt_functor import substitute
 
@@ -229,21 +262,26 @@ def _tiles(ctx, g, xq, wv, out, nv, epilogue) -> S.Stmt:
     grid = g["oh"] * g["ow"]
     groups = pixel_tiles(grid) if grid >= SIXES_MIN else even_tiles(grid, PIXELS)
 
-    def per_ob(idx):
-        ob = idx[0]
+    def per_ob(ob, stored):
         loops = []
         for first, pixels, count in groups:
             k = ctx.fresh("pt")
             loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
-                ctx, g, xq, wv, out, nv, ob, first + k * pixels, pixels, epilogue)))
+                ctx, g, xq, wv, out, nv, ob, first + k * pixels, pixels, epilogue, stored)))
         return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
-    return _outer_loops(ctx, [g["o"] // cw], g["parallel"], per_ob)
+    full, rest = divmod(g["o"], cw)  # (a last tile of fewer channels: their lanes stored)
+    parts = [_outer_loops(ctx, [full], g["parallel"], lambda idx: per_ob(idx[0], cw))] \
+        if full else []
+    if rest:
+        parts.append(per_ob(_i32(full), rest))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
+def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -> S.Stmt:
     """Output channels ``ob*width ..`` x output pixels ``p0 .. p0+pixels`` (flattened): int32
-    accumulators, one ``vpdpbusd`` per pixel, 16 channels and tap of 4 input channels."""
+    accumulators, one ``vpdpbusd`` per pixel, 16 channels and tap of 4 input channels; the
+    first ``stored`` channels of the tile stored."""
     from ..tir.buffer import decl_buffer
 
     cw, ow, hp, wp = g["width"], g["ow"], g["hp"], g["wp"]
@@ -286,7 +324,7 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
     store = S.SeqStmt([
         loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
             res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop("ll", cw, vec, put))])
+        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop("ll", stored, vec, put))])
     store = S.Allocate(res.data, "int32", [pixels * cw], True, S.DeclBuffer(res, store))
     body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
     body = S.Allocate(acc.data, "int32", [pixels * cw], True, body)
@@ -310,14 +348,25 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue) -> S.Stmt:
 PIXEL_LANES = True
 PIXEL_ROWS = 4  # output channels of a pixel-lanes tile
 PIXEL_VECTORS = 1  # 16-pixel vectors of a pixel-lanes tile
+PIXEL_STORE_BASE = True
+# Planes whose last vector leaves more than PIXEL_MAX_IDLE of the plane's pixels idle keep the
+# channel lanes: a 7x7 plane is 4 vectors for 49 pixels (a last one of 1), the channel tiles'
+# 6-pixel rows 54. Zen 4, one thread, + requantize to uint8, interleaved (us, pixel -> channel
+# lanes): 7x7 960 -> 320 159 -> 75, 320 -> 1280 165 -> 115, 960 -> 160 80 -> 41, 160 -> 960 64
+# -> 51, 576 -> 96 25.5 -> 16.3, 128 -> 768 42 -> 35 (64 -> 384 11.9 -> 12.3); planes with few
+# idle lanes keep pixel lanes: 10x10 (12 of 100) 256 -> 256 35.9 vs 39.5, 4x4 160 -> 960 12.8
+# vs 16.6, 8x8 256 -> 256 20.9 vs 24.8.
+PIXEL_MAX_IDLE = 0.25
 
 
 def pixel_lanes(g) -> bool:
     """Does geometry ``g`` run with pixels in the lanes (``PIXEL_LANES``): a 1x1 filter at
-    stride 1 without padding, at least a vector of pixels?"""
+    stride 1 without padding, at least a vector of pixels, few of them idle in the last vector
+    (``PIXEL_MAX_IDLE``)?"""
+    npx = g["oh"] * g["ow"]
     return PIXEL_LANES and g["kh"] == g["kw"] == 1 and g["sh"] == g["sw"] == 1 and \
         g["pt"] == g["pl"] == 0 and g["hp"] == g["h"] and g["wp"] == g["w"] and \
-        g["oh"] * g["ow"] >= LANES
+        npx >= LANES and (-npx) % LANES <= PIXEL_MAX_IDLE * npx
 
 
 def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
@@ -331,17 +380,21 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
     of = ctx.flat_view(out)
 
-    def put(o, p, value):
-        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value),
-                             [(nv * g["o"] + o) * npx + p])
+    def put(o, p, value, pos):
+        return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value), [pos])
 
     def channels(p0, count):
         rows = PIXEL_ROWS
 
-        def per(ob):
-            return _pixel_tile(ctx, g, xq, wv, put, ob * rows, rows, p0, count)
+        def per(o0, nrows):
+            return _pixel_tile(ctx, g, xq, wv, put, o0, nrows, p0, count,
+                               (nv * g["o"] + o0) * npx + p0)
         k = ctx.fresh("pr")
-        return S.For(k, 0, g["o"] // rows, S.ForKind.SERIAL, per(k))
+        full, rest = divmod(g["o"], rows)  # (a last block of fewer output channels)
+        loops = [S.For(k, 0, full, S.ForKind.SERIAL, per(k * rows, rows))] if full else []
+        if rest:
+            loops.append(per(_i32(full * rows), rest))
+        return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
     parts = []
     if full:
@@ -352,10 +405,12 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int) -> S.Stmt:
+def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.Stmt:
     """Output channels ``o0 .. o0+rows`` x pixels ``p0 .. p0+count`` (flattened; ``count`` at
     most ``PIXEL_VECTORS`` vectors, the last one partly stored): int32 accumulators, one
-    ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels)."""
+    ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels). ``put(o, p,
+    value, pos)`` stores at ``pos`` in the flat output, ``first`` that of (``o0``, ``p0``):
+    each store is at a constant offset from it (``PIXEL_STORE_BASE``)."""
     from ..tir.buffer import decl_buffer
 
     nvec = -(-count // LANES)
@@ -382,10 +437,15 @@ def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int) -> S.Stmt:
                                             wv[wi]]), [r, v * LANES + ll])))
     red = S.For(c4, 0, g["c4"], S.ForKind.SERIAL, S.LetStmt(xo, c4 * npx + p0, S.SeqStmt(macs)))
     stores = []
+    base = ctx.fresh("vb")
+    plane = g["oh"] * g["ow"]
     for v in range(nvec):
         width = min(LANES, count - v * LANES)
         stores.append(loop("rr", rows, unroll, lambda r, v=v, width=width: loop(
-            "ll", width, vec, lambda ll: put(o0 + r, p0 + v * LANES + ll,
-                                             acc[r, v * LANES + ll]))))
+            "ll", width, vec, lambda ll: put(
+                o0 + r, p0 + v * LANES + ll, acc[r, v * LANES + ll],
+                base + (r * plane + v * LANES) + ll if PIXEL_STORE_BASE else
+                first + r * plane + v * LANES + ll))))
     body = S.DeclBuffer(acc, S.SeqStmt([init, red, *stores]))
-    return S.Allocate(acc.data, "int32", [rows * nvec * LANES], True, body)
+    return S.LetStmt(base, first, S.Allocate(acc.data, "int32", [rows * nvec * LANES], True,
+                                             body))

@@ -143,7 +143,7 @@ def geometry(t) -> dict:
     hq = oh + ((kh - 1) * dh) // sh
     lanes = VECTOR[vector_isa()]
     cols = ow + ((kw - 1) * dw) // sw  # the columns of a phase row the taps read
-    aligned = _aligned_rows(lanes, cols, ow, sh, sw, w.shape[1])
+    aligned = _aligned_rows(lanes, cols, ow, sh, sw, w.shape[1], kh * kw)
     wq = -(-cols // lanes) * lanes if aligned else cols
     plane = hq * wq
     taps = []  # (ky, kx, offset of the tap's window in xph)
@@ -163,7 +163,7 @@ def geometry(t) -> dict:
                 pt=pt, pl=pl, hq=hq, wq=wq, cols=cols, plane=plane, lanes=lanes, taps=taps,
                 rows_mode=rows_mode, grid=grid,
                 xph_len=-(-size // lanes) * lanes if aligned else size,
-                lead=(-pl) % lanes if aligned else 0)
+                lead=(-pl) % lanes if aligned and sh == 1 else 0)
 
 
 # On AVX-512 the phased plane of a stride-1 depthwise conv with rows of at least a vector has
@@ -178,15 +178,32 @@ def geometry(t) -> dict:
 # AVX2 keeps its packed rows (not measured there).
 ALIGN_ROWS = {"avx512": True, "avx2": False}
 ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
+# Stride-2 filters of at most ALIGN_STRIDED_MAX_TAPS taps (3x3) with rows of at least a vector
+# also get vector-aligned phase rows, from the allocation's start (no ``lead``: the taps read
+# their phase rows from column 0 or 1): the copy's stores and two thirds of the taps' loads (the
+# first vector of a row) are whole lines. Zen 4, one thread, kernel alone with the uint8
+# requantizing epilogue, 8-bit data, interleaved A/B (us, packed -> aligned): 192 at 56x56
+# (rows of 29 -> 32) 89.5 -> 81.6, 144 at 56x56 67.6 -> 61.4, 96 at 112x112 (57 -> 64) 163 ->
+# 151; float32 data 96 at 112x112 195 -> 188, 192 at 56x56 105 -> 104; 5x5 filters lost (96
+# at 56x56 70.5 -> 75.2: their tiles' loads gain nothing). From rows of ALIGN_STRIDED_MIN_WIDTH:
+# 14x14 outputs' phase rows of 15 -> 16 then take narrow rows (one 16-lane vector a row, not two
+# overlapping 8-lane ones): same machine (us): 288 at 28x28 40.2 -> 35.3, 144 at 28x28 21.0 ->
+# 17.7, 576 at 28x28 75.2 -> 72.2; float32 data 288 at 28x28 43.1 -> 35.6.
+ALIGN_STRIDED = True
+ALIGN_STRIDED_MAX_TAPS = 9
+ALIGN_STRIDED_MIN_WIDTH = 8
 ALIGN_MIN_WIDTH = 48  # (rows of 28, 30 -> 32 floats, lost 2-4%: 88 at 28x28 + ReLU 14.4 -> 15.0)
 
 
-def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg) -> bool:
+def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg, taps: int) -> bool:
     """Are the phased plane's rows vector-aligned (``ALIGN_ROWS``)?"""
     wide = -(-cols // lanes) * lanes
-    return (ALIGN_ROWS[vector_isa()] and sh == 1 and sw == 1 and _const_int(cg) == 1
-            and ow >= max(lanes, ALIGN_MIN_WIDTH) and cols % lanes != 0
-            and wide <= ALIGN_MAX_GROWTH * cols)
+    if not (ALIGN_ROWS[vector_isa()] and _const_int(cg) == 1 and cols % lanes != 0
+            and wide <= ALIGN_MAX_GROWTH * cols):
+        return False
+    if (sh, sw) == (2, 2):
+        return ALIGN_STRIDED and ow >= ALIGN_STRIDED_MIN_WIDTH and taps <= ALIGN_STRIDED_MAX_TAPS
+    return sh == 1 and sw == 1 and ow >= max(lanes, ALIGN_MIN_WIDTH)
 
 
 def _xph(g, count: int, name: str = "dw_xph"):
@@ -554,7 +571,12 @@ STREAM_MIN_WIDTH = 32
 # 66.7 -> 54.9, 32 at 64x64 28.9 -> 22.9, 128 at 32x32 31.2 -> 22.8, 144 at 56x56 + ReLU6
 # 125.1 -> 125.6; 32 at 112x112 + ReLU6 113.6 -> 129.8 and 64 at 56x56 5x5 71.9 -> 74.0 keep it.
 STREAM_FEW_TAPS, STREAM_FEW_TAPS_MIN_WIDTH = 25, 96
-STREAM_STRIDED_MIN_WIDTH = 16
+# On Zen 4 the strided convs with rows under 32 (56x56 inputs) lost by streaming, so they copy
+# their plane whole: one thread, kernel alone with the uint8 requantizing epilogue, interleaved
+# (us, from rows of 16 -> 32): 192 at 56x56 s2 3x3, 8-bit data, 93.4 -> 85.8, 144 at 56x56 70.0
+# -> 64.8, 96 at 56x56 s2 5x5 74.4 -> 72.4; float32 data 192 at 56x56 100.7 -> 97.9, 96 at
+# 56x56 s2 5x5 79.6 -> 78.4 (96 at 112x112, rows of 56, keep streaming: 159 vs 168 whole).
+STREAM_STRIDED_MIN_WIDTH = 32
 
 
 def _reach_rows(g) -> int:
@@ -595,10 +617,54 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt
         if pad:
             parts += [_zeros(ctx, xph, base, j0, lanes),
                       _zeros(ctx, xph, base + j1, cols - j1, lanes)]
-        if j1 > j0:
+        pairs = _pairs(ctx, g, x) if j1 > j0 else None
+        if pairs is not None:  # (column 2j + d is byte d % 2 of pair j + d // 2)
+            d = px - pl
+            first = ((b * g["c"] + ic) * g["h"] + iy) * (g["w"] // 2) + (j0 + d // 2)
+            parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, j0=j0, d=d, first=first,
+                              pairs=pairs: S.BufferStore(
+                                  xph, _pair_byte(pairs[first + j], d % 2), [base + j0 + j]),
+                              _overlap(1)))
+        elif j1 > j0:
             parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
                 xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))
     return _seq(parts)
+
+
+# A stride-2 copy of uint8 data (``widened_data``) reads its rows as 16-bit pairs of columns
+# (``_pairs``): each column phase takes the low or the high byte of consecutive pairs, one
+# contiguous load of 32 bytes and a shift for 16 values, where a stride-2 byte load is two
+# loads and two shuffles. Zen 4, one thread, kernel alone with the uint8 requantizing epilogue,
+# interleaved (us, strided bytes -> pairs): 3x3, 192 at 56x56 78.6 -> 68.9 (82.7 -> 75.9 in
+# another run), 144 at 56x56 58.4 -> 55.4, 288 at 28x28 37.1 -> 31.0, 144 at 28x28 17.9 ->
+# 14.9, 96 at 112x112 141 -> 131; 5x5 96 at 56x56 72.0 -> 72.3. int8 data gained nothing (192
+# at 56x56 83.3 -> 84.3), so it keeps the strided loads.
+PAIR_FILL = True
+
+
+def _pairs(ctx, g, x):
+    """The uint8 input behind ``x`` (``depthwise_flat.FloatReads``) seen as uint16 pairs of
+    columns (a flat view, declared once per lowering), for a stride-2 copy (``PAIR_FILL``) of
+    rows of an even width (each row starts a pair); else None."""
+    if not (PAIR_FILL and g["sw"] == 2 and isinstance(x, depthwise_flat.FloatReads)
+            and x.buf.dtype == "uint8" and g["w"] % 2 == 0
+            and _const_int(x.buf.elem_offset or _i(0)) == 0):
+        return None
+    key = ("pairs", id(x.buf))
+    view = ctx.flat_views.get(key)
+    if view is None:
+        size = g["n"] * g["c"] * g["h"] * g["w"] // 2
+        view = decl_buffer((size,), "uint16", x.buf.name + "_pairs", data=x.buf.data)
+        ctx.ws_views.append(view)
+        ctx.flat_views[key] = view
+    return view
+
+
+def _pair_byte(pair, high: int):
+    """Byte ``high`` (0: the low one, the even column) of uint16 ``pair`` as float32."""
+    byte = E.Call(pair.dtype, "tir.shift_right", [pair, E.IntImm(pair.dtype, 8)]) if high \
+        else pair
+    return E.Cast("float32", E.Cast("uint8", byte))
 
 
 def _tree(sums):
@@ -634,6 +700,7 @@ def _taps_sum(g, planes, taps, pos):
 # fewer loads and the rows' live values spill: 4 rows for a 3x3 (96 at 112x112 252 -> 230), 1
 # for larger filters (144 at 56x56 5x5 with 2 rows 187 -> 204). Grouped convs keep 1 row.
 ROW_BLOCK = 6
+ROW_BLOCK_STRIDED = 4
 # Narrow-row planes of at most NARROW_BLOCK_MAX rows whose filter accumulates (``_accumulates``)
 # take one block of all their rows, at row 0, so it skips its taps on padding rows (a 7x7 plane
 # with a 7x7 filter: 37 of 49 filter rows). Zen 4, one thread (us, 6 + 1 rows -> 7): 512 at 7x7
@@ -652,7 +719,7 @@ def _row_block(g) -> int:
         if g["oh"] <= NARROW_BLOCK_MAX and _narrow_lanes(g) is not None and _accumulates(g):
             return g["oh"]
         return ROW_BLOCK
-    return 4 if g["kh"] <= 3 else 1
+    return ROW_BLOCK_STRIDED if g["kh"] <= 3 else 1
 
 
 def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:

@@ -2,7 +2,9 @@
 AVX-512 VNNI). The results equal numpy's integer convolution exactly, at several shapes:
 channel counts not a multiple of 4 (zero bytes in the packed input and weight), stride 2,
 dilation, zero padding by the conv, a batch, 16- and 32-channel tiles, planes smaller than
-a tile, a fused epilogue, and a weight passed at run time (packed by the kernel). Where the host
+a tile, output channels not a multiple of 16 (a last tile partly stored), wide rows packed a
+vector at a time (``PACK_LANES``), a fused epilogue,
+and a weight passed at run time (packed by the kernel). Where the host
 has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as exact."""
 
 import numpy as np
@@ -45,6 +47,11 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), d
     ((1, 64, 8, 8), 32, 1, 2, (0, 0, 0, 0), 1),    # a 1x1 conv, stride 2
     ((1, 16, 2, 2), 16, 3, 1, (1, 1, 1, 1), 1),    # a plane of 4 pixels
     ((1, 64, 16, 16), 64, 3, 1, (1, 1, 1, 1), 1),  # large enough for the thread pool
+    ((1, 20, 9, 9), 24, 3, 2, (1, 1, 1, 1), 1),    # 24 output channels: a last tile of 8
+    ((1, 16, 6, 6), 8, 3, 1, (1, 1, 1, 1), 1),     # 8: one tile, half of it stored
+    ((1, 36, 7, 7), 40, 1, 2, (0, 0, 0, 0), 1),    # 40 = 32 + a tile of 8, 1x1 stride 2
+    ((1, 6, 4, 100), 16, 3, 1, (1, 1, 1, 1), 1),   # padded rows of 102: 6 vectors + 6 words
+    ((1, 18, 11, 37), 16, 3, 1, (1, 1, 1, 1), 1),  # padded rows of 39: 2 vectors + 7 words
 ]
 
 
@@ -71,17 +78,19 @@ def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
         assert "conv2d" not in _names(lib)
         prim = conv_kernel(lib).prim_func
         shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
-        assert (o // 16, -(-shape[1] // 4), k, k, 16, 4) in shapes
+        assert (-(-o // 16), -(-shape[1] // 4), k, k, 16, 4) in shapes
         macs = o * shape[1] * k * k * got.shape[2] * got.shape[3]
         parallel = any(isinstance(st, S.For) and st.kind == S.ForKind.PARALLEL
                        for st in walk_stmts(prim.body))
         assert parallel == (macs >= conv_vnni.PARALLEL_MIN_MACS)
 
 
-def test_vnni_conv_weight_at_run_time():
-    """A weight that is no constant: the kernel packs it (``w_vnni``) each call."""
+@pytest.mark.parametrize("o", [32, 24])
+def test_vnni_conv_weight_at_run_time(o):
+    """A weight that is no constant: the kernel packs it (``w_vnni``) each call (24 output
+    channels: zero rows past them)."""
     rng = np.random.default_rng(3)
-    shape, w = (1, 22, 6, 6), rng.integers(-128, 128, (32, 22, 3, 3)).astype("int8")
+    shape, w = (1, 22, 6, 6), rng.integers(-128, 128, (o, 22, 3, 3)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")
     lib = _build(shape, w, (1, 1), (1, 1, 1, 1), const_weight=False)
     got = run_graph(lib, {"x": x, "w": w})
@@ -99,6 +108,9 @@ def test_pack_weight_layout():
     assert p.shape == (2, 2, 2, 3, 16, 4) and p.dtype == np.int8
     assert p[1, 1, 0, 2, 5, 1] == w[21, 5, 0, 2]
     assert not p[:, 1, :, :, :, 2:].any()
+    p = conv_vnni.PackWeight(24, 6, 2, 3)(w[:24])  # (output channels past 24: zero rows)
+    assert p.shape == (2, 2, 2, 3, 16, 4)
+    assert p[1, 1, 0, 2, 5, 1] == w[21, 5, 0, 2] and not p[1, :, :, :, 8:].any()
 
 
 def test_uint8_weight_stays_off_vnni():

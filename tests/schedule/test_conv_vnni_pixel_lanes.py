@@ -1,9 +1,10 @@
 """``conv_vnni``'s pixel lanes (``pixel_lanes``): 1x1 stride-1 convs of uint8 data and int8
 weights with 16 output pixels in the vector lanes. Exact against numpy's integer conv over
 planes that are no whole number of vectors (a partly stored last vector), channel counts not a
-multiple of 4, a batch, the fused epilogues (float32, requantized to uint8, a residual read
-along the pixels), one and two threads; which convs take it (strided, padded, a plane under a
-vector and 3x3 filters keep the channel lanes). Where the host has no VNNI (``pretend_avx2``)
+multiple of 4, output channels not a multiple of 16 or 4 (a last block of fewer), a batch,
+the fused epilogues (float32, requantized to uint8, a residual read along the pixels), one and
+two threads; which convs take it (strided, padded, a plane under a vector or leaving many
+lanes idle, and 3x3 filters keep the channel lanes). Where the host has no VNNI (``pretend_avx2``)
 the same graphs run on the other schedules, as exact."""
 
 import numpy as np
@@ -60,10 +61,14 @@ def _names(lib) -> set[str]:
 
 @pytest.mark.parametrize("shape, o", [
     ((1, 32, 14, 14), 64),   # 196 pixels: 12 vectors and 4 pixels
-    ((2, 18, 5, 7), 32),     # a batch, 35 pixels, 18 channels (a tail of 2)
+    ((2, 18, 5, 8), 32),     # a batch, 40 pixels, 18 channels (a tail of 2)
     ((1, 64, 4, 4), 16),     # one vector exactly
-    ((1, 33, 3, 6), 48),     # 18 pixels: a vector and 2
+    ((1, 33, 6, 11), 48),    # 66 pixels: 4 vectors and 2
     ((1, 48, 28, 28), 96),   # large enough for the thread pool
+    ((1, 40, 28, 28), 24),   # MobileNetV2's 24 output channels: a weight of 32 (zero rows)
+    ((2, 20, 5, 9), 10),     # 10 channels: two blocks of 4 and one of 2
+    ((1, 16, 5, 13), 3),     # 3 channels: one block of fewer than 4
+    ((1, 8, 3, 117), 16),    # rows of 117 packed 16 words a vector (7 and 5 words)
 ])
 @pytest.mark.parametrize("epilogue", [None, "float32", "uint8", "residual"])
 def test_pixel_lanes_are_exact(shape, o, epilogue):
@@ -92,10 +97,13 @@ def test_pixel_lanes_are_exact(shape, o, epilogue):
     ((1, 32, 6, 6), 1, (1, 1), (1, 1, 1, 1)),   # padded
     ((1, 32, 3, 3), 1, (1, 1), (0, 0, 0, 0)),   # 9 pixels: under a vector
     ((1, 32, 8, 8), 3, (1, 1), (1, 1, 1, 1)),   # a 3x3 filter
+    ((1, 24, 9, 9), 1, (2, 2), (0, 0, 0, 0)),   # strided, 24 output channels (a tile of 8)
+    ((1, 64, 7, 7), 1, (1, 1), (0, 0, 0, 0)),   # 7x7: 15 of 64 lanes idle (PIXEL_MAX_IDLE)
+    ((1, 32, 3, 6), 1, (1, 1), (0, 0, 0, 0)),   # 18 pixels: 14 of 32 idle
 ])
 def test_other_convs_keep_channel_lanes(shape, k, strides, pads):
     rng = np.random.default_rng(5)
-    w = rng.integers(-128, 128, (32, shape[1], k, k)).astype("int8")
+    w = rng.integers(-128, 128, (shape[1], shape[1], k, k)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")
     lib = _build(shape, w, strides, pads, epilogue="uint8")
     np.testing.assert_array_equal(run_graph(lib, {"x": x}),
@@ -106,11 +114,15 @@ def test_other_convs_keep_channel_lanes(shape, k, strides, pads):
 
 
 def test_pixel_lanes_rule():
-    """``pixel_lanes`` on geometries: 1x1, stride 1, no padding, at least 16 pixels, and only
-    while ``PIXEL_LANES`` is on."""
+    """``pixel_lanes`` on geometries: 1x1, stride 1, no padding, at least 16 pixels, at most
+    ``PIXEL_MAX_IDLE`` of them idle in the last vector, and only while ``PIXEL_LANES`` is
+    on."""
     g = dict(kh=1, kw=1, sh=1, sw=1, pt=0, pl=0, h=4, w=4, hp=4, wp=4, oh=4, ow=4)
     assert conv_vnni.pixel_lanes(g)
     assert not conv_vnni.pixel_lanes({**g, "sh": 2})
     assert not conv_vnni.pixel_lanes({**g, "kh": 3, "kw": 3})
     assert not conv_vnni.pixel_lanes({**g, "oh": 3, "ow": 5})
     assert not conv_vnni.pixel_lanes({**g, "pt": 1, "hp": 6})
+    assert not conv_vnni.pixel_lanes({**g, "h": 7, "w": 7, "hp": 7, "wp": 7, "oh": 7, "ow": 7})
+    assert conv_vnni.pixel_lanes({**g, "h": 10, "w": 10, "hp": 10, "wp": 10, "oh": 10,
+                                  "ow": 10})  # (12 of 112 lanes idle)

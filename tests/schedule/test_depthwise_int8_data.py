@@ -3,9 +3,11 @@ conv of its uint8 or int8 activation (zero point 0), a float32 weight of integer
 float32 output, the input read as it is and widened as each plane is copied. The sums are
 integers float32 adds exactly, so the results equal numpy's int64 conv exactly, over the
 schedule's modes (row mode with streaming copies at 56x56, stride 2, narrow rows, the flat mode
-of a 5x5 plane, channels in the lanes for the smallest planes), channel counts that are no
-multiple of a vector, padding, a batch and a requantizing epilogue; one kernel that reads the
-8-bit input (no float32 copy of it in memory) and takes the depthwise schedule."""
+of a 5x5 plane, channels in the lanes for the smallest planes, stride 2 with aligned or packed
+phase rows, its copies reading even-width uint8 rows as 16-bit pairs), channel counts that are no multiple of a vector, odd and tiny planes, padding, a
+batch and a requantizing epilogue; one kernel that reads the 8-bit input (no float32 copy of
+it in memory), takes the depthwise schedule and, requantizing to uint8, applies the epilogue
+in its stores (``lower._EPILOGUE_STORES``: no float32 temporary)."""
 
 import numpy as np
 import pytest
@@ -25,6 +27,12 @@ CASES = [  # (input shape, kernel, stride, pads (t, l, b, r))
     ((1, 32, 4, 4), 3, 1, (1, 1, 1, 1)),    # channels in the lanes
     ((1, 12, 9, 9), 5, 2, (2, 2, 2, 2)),    # 5x5 filter, stride 2
     ((1, 8, 7, 7), 3, 1, (0, 0, 0, 0)),     # no padding
+    ((1, 19, 57, 57), 3, 2, (1, 1, 1, 1)),  # stride 2, odd plane: aligned phase rows (29 -> 32)
+    ((1, 21, 112, 112), 3, 2, (0, 0, 1, 1)),  # 112x112 s2: aligned rows, streamed copies
+    ((1, 10, 33, 34), 3, 2, (0, 0, 1, 1)),  # stride 2, rows of 17: packed, whole copy
+    ((1, 3, 3, 3), 3, 1, (1, 1, 1, 1)),     # a tiny image, 3 channels
+    ((2, 13, 30, 30), 3, 2, (1, 1, 1, 1)),  # stride 2, left padding 1: odd columns' pairs
+    ((1, 9, 20, 36), 5, 2, (2, 2, 2, 2)),   # 5x5 stride 2, padding 2, pairs
 ]
 
 
@@ -65,8 +73,14 @@ def test_depthwise_of_8bit_data_is_exact(shape, k, stride, pads, dtype, requanti
     assert len(kernels) == 1  # (no separate cast of the input)
     prim = conv_kernel(lib).prim_func
     assert prim.buffer_map[prim.params[0]].dtype == dtype
+    if requantize:  # the uint8 epilogue in the conv's stores: no float32 conv in memory
+        assert conv_kernel(lib).ws_bytes == 0
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
     assert names & {"dw_xph", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
+    # stride-2 phase copies of uint8 rows of an even width read the input as 16-bit pairs
+    # (``depthwise.PAIR_FILL``; none of these strided planes has its channels in the lanes)
+    pairs = dtype == "uint8" and stride == 2 and shape[3] % 2 == 0
+    assert any(n.endswith("_pairs") for n in names) == pairs
 
 
 def test_widened_data_rule():

@@ -43,8 +43,10 @@ CASES = [
 @pytest.mark.parametrize("shape,kw", CASES)
 def test_streamed_copy_matches_numpy(rng, monkeypatch, shape, kw):
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx512")
-    # (3x3 filters stream from rows of 96 by default: these small planes stream from 32)
+    # (3x3 filters stream from rows of 96 by default: these small planes stream from 32;
+    # strided convs from rows of 32, these from 16)
     monkeypatch.setattr(depthwise, "STREAM_FEW_TAPS_MIN_WIDTH", depthwise.STREAM_MIN_WIDTH)
+    monkeypatch.setattr(depthwise, "STREAM_STRIDED_MIN_WIDTH", 16)
     out, want, prim = _run(shape, rng, **kw)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert _streamed(prim)
@@ -72,6 +74,8 @@ def test_streamed_copy_off_gives_the_same_numbers(rng, monkeypatch, shape, kw):
     ((1, 3, 30, 30), dict(stride=1, pad=1, epilogue="relu6")),  # rows of 30 at stride 1
     ((1, 3, 56, 28), dict(stride=1, pad=1, epilogue="relu6")),  # rows of 28 (< 32)
     ((1, 4, 28, 28), dict(stride=2, pad=1, epilogue="relu6")),  # rows of 14: narrow rows
+    ((1, 5, 56, 56), dict(stride=2, pad=1, epilogue="relu6")),  # strided rows of 28 (< 32)
+    ((2, 4, 40, 40), dict(k=5, stride=2, pad=2, epilogue="relu6")),  # strided rows of 20
     ((1, 4, 60, 60), dict(stride=2, pad=1, epilogue="silu")),  # rows of 30 with SiLU: split
     ((1, 3, 64, 64), dict(stride=1, pad=1)),  # a 3x3 on rows of 64 (< 96): fits L1 whole
     ((1, 2, 40, 40), dict(stride=1, pad=1, epilogue="relu6")),

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ...tir import expr as E
 from ...tir.stmt_functor import expr_children
-from . import dot, textir, vmath
+from . import cvtt, dot, textir, vmath
 from . import types as T
 
 LLVM_INTRINSICS = {
@@ -491,6 +491,11 @@ class ExprEmitter:
                           bld.fcmp_ordered("<", x, T.const(ft, hi)))
             return ok, bld.fptosi(bld.select(ok, x, T.const(ft, 0.0)), wt)
 
+        if wide == 32 and ft == T.llvm_type("float32", lanes):  # (x86: one instruction)
+            r = cvtt.truncate(bld, self._declare, v)
+            if r is not None:
+                to = T.llvm_type(f"{dk}{dbits}", lanes)
+                return r if dbits == 32 else bld.trunc(r, to)
         half = float(2 ** (wide - 1))
         ok, r = exact(v, -half, half)
         r = bld.select(ok, r, T.const(wt, -(2 ** (wide - 1))))

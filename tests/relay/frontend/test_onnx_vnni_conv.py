@@ -49,6 +49,20 @@ def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
+@pytest.mark.parametrize("c, o, hw, k, s, d, zp", [
+    (40, 24, 14, 1, 1, 1, 7),   # MobileNetV2's 24-channel 1x1 conv: pixel lanes, zero rows
+    (24, 40, 9, 3, 2, 1, 0),    # 40 = 32 + a last channel tile of 8, stride 2
+    (32, 8, 5, 3, 1, 1, 100),   # 8 output channels: half a tile stored
+])
+def test_vnni_conv_of_8s_of_channels_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
+    proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
+    mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    np.testing.assert_array_equal(build_and_run(mod, params, {"x": x})[0],
+                                  ort_run(proto, {"x": x})[0])
+
+
 @pytest.mark.parametrize("c, o, hw, k, s, d, zp", [(16, 32, 8, 3, 1, 1, -20),
                                                     (20, 16, 9, 3, 2, 1, 0),
                                                     (16, 16, 6, 3, 1, 1, 127)])
@@ -83,7 +97,8 @@ def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
 
 def test_vnni_conv_choice():
     """Only uint8 inputs with a scalar constant zero point and constant int8 weights without
-    zero points, one group, 16s of output channels and enough of a reduction."""
+    zero points, one group, 8s of output channels (``VNNI_CHANNEL_STEP``) and enough of a
+    reduction."""
     w = np.ones((32, 16, 3, 3), "int8")
     ok = conv_vnni.available()
     assert onnx_quant.vnni_conv("uint8", np.uint8(3), "int8", w, None, 1, 32) == ok
@@ -93,7 +108,8 @@ def test_vnni_conv_choice():
     assert not onnx_quant.vnni_conv("uint8", None, "int8", w, np.ones(32, "int8"), 1, 32)
     assert not onnx_quant.vnni_conv("uint8", onnx_quant.UNKNOWN, "int8", w, None, 1, 32)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", None, None, 1, 32)
-    assert not onnx_quant.vnni_conv("uint8", None, "int8", w[:24], None, 1, 24)
+    assert onnx_quant.vnni_conv("uint8", None, "int8", w[:24], None, 1, 24) == ok  # (8s)
+    assert not onnx_quant.vnni_conv("uint8", None, "int8", w[:20], None, 1, 20)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", w, None, 2, 32)
     assert not onnx_quant.vnni_conv("uint8", None, "int8", np.ones((16, 3, 7, 7), "int8"), None,
                                     1, 16)  # (a stem of 3 channels)

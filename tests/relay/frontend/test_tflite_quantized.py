@@ -238,6 +238,18 @@ def test_mobilenet_v2_end_to_end(dtype):
     assert len(np.unique(refs[0])) == refs[0].size  # (a model whose logits differ)
 
 
+def test_full_mobilenet_v2_end_to_end():
+    """All 17 inverted residual blocks and the 1280-channel head (``tflite_qtwin.FULL_BLOCKS``:
+    MobileNetV2 1.0's blocks after an 8-channel stem, at 32x32: planes down to 1x1, 24-channel
+    convs) within a few steps of the simulation."""
+    t, (data, refs) = tflite_qtwin.mobilenet_v2("uint8", size=32, width=8, full=True)
+    mod, params = relay.frontend.from_tflite(data)
+    outs = build_and_run(mod, params, t.inputs())
+    for out, ref in zip(outs, refs, strict=True):
+        assert out.dtype == np.uint8 and out.shape == ref.shape
+        assert np.abs(out.astype("int64") - ref).max() <= 3
+
+
 # ------------------------------------------------------------------ transformer pieces
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("adj_y", [False, True])

@@ -405,22 +405,32 @@ def _same(size, k, stride):
     return total // 2, total - total // 2
 
 
-def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1):
+# (expand, output channels, stride) of MobileNetV2's first five inverted residual blocks, and
+# of all seventeen (``full``: torchvision's / TFLite's mobilenet_v2_1.0_224 with ``width=32``)
+BLOCKS = [(1, 16, 1), (6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1)]
+FULL_BLOCKS = BLOCKS + [(6, 32, 1), (6, 64, 2), (6, 64, 1), (6, 64, 1), (6, 64, 1), (6, 96, 1),
+                        (6, 96, 1), (6, 96, 1), (6, 160, 2), (6, 160, 1), (6, 160, 1),
+                        (6, 320, 1)]
+
+
+def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1, full=False):
     """MobileNetV2's inverted residual blocks, fully quantized (as TFLite's converter writes);
-    ``mult`` widens every block."""
+    ``mult`` widens every block; ``full``: all 17 blocks and the 1280-channel head (with
+    ``width=32``, ``mult=1``: MobileNetV2 1.0), else the first 5 and a 64-channel head."""
     t = QTwin(dtype, seed)
     x = t.input("input", (1, size, size, 3), scale=1 / 128)
     y = t.conv(x, width * mult, 3, 2, "relu6")
     cin = width * mult
-    for expand, cout, stride in [(1, 16, 1), (6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1)]:
+    for expand, cout, stride in FULL_BLOCKS if full else BLOCKS:
         cout *= mult
         h = t.conv(y, cin * expand, 1, 1, "relu6") if expand != 1 else y
         h = t.conv(h, 0, 3, stride, "relu6", depthwise=True)
         h = t.conv(h, cout, 1, 1, None)
         y = t.binary("ADD", y, h) if stride == 1 and cin == cout else h
         cin = cout
-    y = t.conv(y, 64 * mult, 1, 1, "relu6")
-    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, 64 * mult))
+    head = (1280 if full else 64) * mult
+    y = t.conv(y, head, 1, 1, "relu6")
+    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, head))
     logits = t.fully_connected(y, classes)
     return t, t.finish([logits, t.unary("SOFTMAX", logits)])
 
