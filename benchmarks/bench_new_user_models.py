@@ -13,6 +13,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group eighth   # the eighth (new_user_models_eighth)
     python benchmarks/bench_new_user_models.py --group ninth    # the ninth (new_user_models_ninth)
     python benchmarks/bench_new_user_models.py --group tenth    # the tenth (new_user_models_tenth)
+    python benchmarks/bench_new_user_models.py --group eleventh # the eleventh (..._eleventh)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from interleave import settled_rounds  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
+from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
@@ -1768,7 +1770,8 @@ def main() -> int:
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
-                                        "seventh", "eighth", "ninth", "tenth", "all"),
+                                        "seventh", "eighth", "ninth", "tenth", "eleventh",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1794,7 +1797,12 @@ def main() -> int:
                     "resize); tenth: the 13 of the tenth (GFNet's FFT filter, EfficientViT "
                     "linear attention, ToMe token merging, an Instant-NGP hash grid, RetNet, "
                     "the Differential Transformer, DiT, a spiking CNN, RAFT, SAM's mask "
-                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); all")
+                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); eleventh: the 13 of the eleventh "
+                    "(a gated PixelCNN's masked convs, CoordConv soft-argmax, Longformer's "
+                    "sliding window, a Mistral-style GQA decoder, Informer's ProbSparse "
+                    "attention, N-BEATS, TimesNet, SegNet's max-unpooling, Show-Attend-Tell's "
+                    "LSTMCell, SuperPoint, a MiDaS DPT, a Stable-Diffusion VAE decoder, a SELU "
+                    "tabular net with nn.Bilinear); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1805,11 +1813,13 @@ def main() -> int:
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
+    eleventh = eleventh_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth}
+             **ninth, **tenth, **eleventh}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
-             "ninth": ninth, "tenth": tenth, "all": table}[args.group]
+             "ninth": ninth, "tenth": tenth, "eleventh": eleventh,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:
