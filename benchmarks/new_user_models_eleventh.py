@@ -420,7 +420,7 @@ def eleventh_models():
             super().__init__()
             self.steps = steps
             self.cnn = nn.Sequential(cbr(3, 32), nn.MaxPool2d(2), cbr(32, 64), nn.MaxPool2d(2),
-                                     cbr(64, c), nn.AdaptiveAvgPool2d(7))
+                                     cbr(64, c), nn.AdaptiveAvgPool2d(8))
             self.emb = nn.Embedding(vocab, emb)
             self.init_h, self.init_c = nn.Linear(c, hidden), nn.Linear(c, hidden)
             self.enc_att, self.dec_att = nn.Linear(c, att), nn.Linear(hidden, att)
@@ -430,7 +430,7 @@ def eleventh_models():
             self.fc = nn.Linear(hidden, vocab)
 
         def forward(self, img, tokens):
-            feats = self.cnn(img).flatten(2).transpose(1, 2)              # B 49 C
+            feats = self.cnn(img).flatten(2).transpose(1, 2)              # B 64 C
             mean = feats.mean(1)
             h, c = torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
             keys = self.enc_att(feats)
@@ -541,7 +541,7 @@ def eleventh_models():
                                       nn.Upsample(scale_factor=2, mode="bilinear",
                                                   align_corners=True),
                                       nn.Conv2d(c // 2, 16, 3, padding=1), nn.ReLU(),
-                                      nn.Conv2d(16, 1, 1), nn.ReLU())
+                                      nn.Conv2d(16, 1, 1))
 
         def forward(self, img):
             x = self.patch(img).flatten(2).transpose(1, 2)

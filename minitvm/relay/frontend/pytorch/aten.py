@@ -175,7 +175,8 @@ for _n, _f in _UNARY.items():
 
 
 @register("contiguous", "clone", "detach", "detach_", "alias", "lift_fresh", "lift_fresh_copy",
-          "dropout", "dropout_", "feature_dropout", "type_as")
+          "dropout", "dropout_", "feature_dropout", "alpha_dropout", "alpha_dropout_",
+          "feature_alpha_dropout", "feature_alpha_dropout_", "type_as")
 def _identity(ctx, args):
     return args[0]
 
@@ -608,7 +609,7 @@ def _select(ctx, args):
     return _op.take(x, _expr.const(np.array(index % s[dim], "int64")), axis=dim)
 
 
-@register("split", "split_with_sizes")
+@register("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes")
 def _split(ctx, args):
     x, size = args[0], args[1]
     dim = args[2] if len(args) > 2 else 0
@@ -621,7 +622,7 @@ def _split(ctx, args):
     return tuple(_op.split(x, [int(v) for v in np.cumsum(sizes)[:-1]], axis=dim))
 
 
-@register("chunk")
+@register("chunk", "unsafe_chunk")
 def _chunk(ctx, args):
     x, chunks = args[0], args[1]
     dim = args[2] if len(args) > 2 else 0
@@ -1152,6 +1153,35 @@ def _rnn(ctx, args):
         x2d = _op.reshape(y, (seq * batch, dirs * out_width))
     h_n = _op.stack(hn, 0)
     return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
+
+
+# an ATen cell op -> (ONNX recurrent kind, its activations): one step of ``unroll_direction``
+_CELLS = {"lstm_cell": ("LSTM", None), "gru_cell": ("GRU", None),
+          "rnn_tanh_cell": ("RNN", ["Tanh"]), "rnn_relu_cell": ("RNN", ["Relu"])}
+
+
+@register(*_CELLS)
+def _rnn_cell(ctx, args):
+    """aten::lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell (``nn.LSTMCell`` and kin, as
+    a decoder loop calls them once per step): one step of the shared unrolling, so a cell
+    computes what one time step of ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` does. lstm_cell
+    returns (h, c), the others h."""
+    kind, acts = _CELLS[ctx.op_name]
+    x, hx, w_ih, w_hh = args[:4]
+    b_ih, b_hh = (args[4], args[5]) if len(args) > 5 else (None, None)
+    h, c = (hx[0], hx[1]) if kind == "LSTM" else (hx, None)
+    gates = int(ctx.shape(w_ih)[0])
+    attrs = {"hidden_size": gates // {"LSTM": 4, "GRU": 3, "RNN": 1}[kind],
+             "linear_before_reset": 1}
+    if acts is not None:
+        attrs["activations"] = acts
+    spec = parse_spec(kind, attrs, 1, ctx.fail)
+    if kind != "RNN":
+        spec = dataclasses.replace(spec, gate_order=_TORCH_GATES[kind.lower()])
+    ops = RelayRecurrentOps(ctx.dtype(x))
+    _, h, c = unroll_direction(spec, ops, 0, x, 1, int(ctx.shape(x)[0]), w_ih, w_hh, b_ih,
+                               b_hh, h, c)
+    return (h, c) if kind == "LSTM" else h
 
 
 @register("_native_multi_head_attention")
