@@ -23,9 +23,11 @@ def supported_ops() -> list[str]:
 # otherwise become expand / reshape / bmm with merged symbolic dims; a global average pool of a
 # channels-last tensor, as ConvNeXt's after its permutes, becomes mean + as_strided; col2im an
 # index_put accumulating over skipped leading axes, where relax.frontend.fold gathers; bilinear
-# a 4-operand broadcast product, where one matmul does)
+# a 4-operand broadcast product, where one matmul does; max_unpool an index_put over the whole
+# output, where a gather from the pool's windows does)
 _KEEP = ("matmul.default", "linear.default", "scaled_dot_product_attention.default",
-         "adaptive_avg_pool2d.default", "col2im.default", "bilinear.default")
+         "adaptive_avg_pool2d.default", "col2im.default", "bilinear.default",
+         "max_unpool2d.default", "max_unpool3d.default")
 
 
 def _decomposition_table():

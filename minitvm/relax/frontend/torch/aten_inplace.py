@@ -2,12 +2,17 @@
 ``empty`` (a buffer about to be written), ``copy`` (its contents replaced) and
 ``slice_scatter`` / ``select_scatter`` (a slice or one index of an axis replaced). Circular
 padding (``nn.Conv1d(padding_mode="circular")``, Informer's and TimesNet's token embeddings)
-decomposes into exactly these, as does ``x[:, a:b] = y`` in a model's forward."""
+decomposes into exactly these, as does ``x[:, a:b] = y`` in a model's forward. Also
+``max_unpool*d`` (kept whole by the importer), the write of pooled values back to the
+positions their max pool recorded."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
+from ....frontend_common.unpool_plan import plan_unpool
 from ... import op as _op
 from ...expr import const
 from .context import AtenContext, register, torch_dtype
@@ -78,3 +83,58 @@ def _select_scatter(ctx: AtenContext, args):
         index += n
     src = ctx.emit(_op.expand_dims(src, dim))
     return _slice_scatter(ctx, [x, src, dim, index, index + 1, 1])
+
+
+def _pool_geometry(ctx: AtenContext, index_node):
+    """(kernel, stride, padding, dilation) of the ``max_pool*d_with_indices`` whose indices
+    ``index_node`` reads, or None when they come from elsewhere."""
+    if index_node is None or getattr(index_node, "target", None) is not operator.getitem:
+        return None
+    pool = index_node.args[0]
+    if "max_pool" not in getattr(pool.target, "__name__", "") or index_node.args[1] != 1:
+        return None
+    kernel = [int(k) for k in pool.args[1]]
+    n = len(kernel)
+
+    def arg(i, default):
+        v = pool.args[i] if len(pool.args) > i else pool.kwargs.get(
+            ("stride", "padding", "dilation")[i - 2], default)
+        v = [int(e) for e in (v if isinstance(v, list | tuple) else [v])] or default
+        return v * n if len(v) == 1 else v
+
+    return kernel, arg(2, kernel), arg(3, [0]), arg(4, [1])
+
+
+@register("max_unpool2d.default", "max_unpool3d.default")
+def _max_unpool(ctx: AtenContext, args):
+    """max_unpool2d(self, indices, output_size) / max_unpool3d(..., stride, padding), kept
+    whole by the importer: each value written at its ``max_pool*d_with_indices`` position (flat
+    within its N, C plane) of a zero tensor of ``output_size``. When the indices come from a
+    pool of non-overlapping windows, a gather per spatial axis and a comparison
+    (``frontend_common.unpool_plan``); otherwise an ``index_put`` on the flattened planes."""
+    x, index, size = args[0], args[1], [int(d) for d in args[2]]
+    s = ctx.shape(x)
+    n = len(size)
+    if len(s) != n + 2 or ctx.shape(index) != s or not all(isinstance(d, int) for d in s):
+        raise ctx.fail(f"max_unpool: input {s} and indices {ctx.shape(index)} must be one "
+                       f"batched {n}-D static shape")
+    dt, idt = ctx.dtype(x), ctx.dtype(index)
+    geometry = _pool_geometry(ctx, ctx.node.args[1])
+    plan = plan_unpool(s[2:], size, *geometry) if geometry else None
+    if plan is not None:
+        gx, gi = x, index
+        for a, src in enumerate(plan.sources):
+            gx = ctx.emit(_op.take(gx, const(src), axis=2 + a))
+            gi = ctx.emit(_op.take(gi, const(src), axis=2 + a))
+        keep = ctx.emit(_op.equal(gi, const(plan.position.astype(idt))))
+        if plan.inside is not None:
+            keep = ctx.emit(_op.logical_and(keep, const(plan.inside)))
+        return ctx.emit(_op.where(keep, gx, const(np.zeros((), dt))))
+    nb, ch = s[0], s[1]
+    plane_in, plane_out = int(np.prod(s[2:])), int(np.prod(size))
+    rows = const((np.arange(nb * ch, dtype=idt) * plane_out).reshape(nb, ch, 1))
+    flat_idx = ctx.emit(_op.reshape(ctx.emit(_op.add(ctx.emit(_op.reshape(
+        index, [nb, ch, plane_in])), rows)), [nb * ch * plane_in]))
+    zeros = const(np.zeros(nb * ch * plane_out, dt))
+    y = ctx.emit(_op.index_put(zeros, [flat_idx], ctx.emit(_op.reshape(x, [-1]))))
+    return ctx.emit(_op.reshape(y, [nb, ch] + size))

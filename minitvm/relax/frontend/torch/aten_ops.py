@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
 from ..common import crop_negative_pads
+from ..pool_indices import maxpool_indices
 from ..spatial import grid_sample_2d
 from .context import AtenContext, register, torch_dtype
 
@@ -277,16 +280,26 @@ def _per_axis(v, n: int) -> list[int]:
 @register("max_pool2d_with_indices.default", "max_pool2d.default",
           "max_pool3d_with_indices.default", "max_pool3d.default")
 def _max_pool(ctx: AtenContext, args):
-    """2-D and 3-D max pooling (the number of kernel sizes says which); the indices output of
-    the ``_with_indices`` form is not computed."""
+    """2-D and 3-D max pooling (the number of kernel sizes says which); the ``_with_indices``
+    form's indices (each output's flat position in its N, C plane) only when the program reads
+    them (decomposition turns every max pool into the ``_with_indices`` form)."""
     x, kernel, stride, padding, dilation, ceil = args
     kernel = [int(k) for k in kernel]
     n = len(kernel)
     stride = [int(s) for s in stride] or kernel
+    pads, dil = _per_axis(padding, n), _per_axis(dilation, n)
     fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
-    y = ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, _per_axis(dilation, n),
-                    bool(ceil)))
-    return (y, None) if "indices" in ctx.node.target.__name__ else y
+    y = ctx.emit(fn(x, kernel, stride, pads * 2, dil, bool(ceil)))
+    if "indices" not in ctx.node.target.__name__:
+        return y
+    if not any(u.target is operator.getitem and u.args[1] == 1 for u in ctx.node.users):
+        return (y, None)
+    shape = ctx.shape(x)
+    if len(shape) != n + 2 or not all(isinstance(d, int) for d in shape):
+        raise ctx.fail("max-pool indices need a batched input of static shape")
+    idx = maxpool_indices(ctx.emit, shape, ctx.dtype(x), x, ctx.shape(y)[2:], kernel, stride,
+                          dil, pads, pads, per_plane=True)
+    return (y, idx)
 
 
 @register("avg_pool2d.default", "avg_pool3d.default")

@@ -19,6 +19,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
+from ..pool_indices import maxpool_indices
 from ..recurrent import RelayRecurrentOps
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
@@ -64,6 +65,9 @@ class AtenContext:
     def __init__(self):
         self.fold = Folder()
         self.op_name = "?"
+        # max-pool indices built so far -> their pool's (kernel, stride, padding, dilation),
+        # for max_unpool's gather form (frontend_common.unpool_plan)
+        self.pool_geometry: dict = {}
 
     @staticmethod
     def shape(e):
@@ -409,7 +413,23 @@ def _max_pool2d(ctx, args):
     dilation = dilation * 2 if len(dilation) == 1 else dilation
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool2d(x, kernel, stride, dilation, padding, ceil_mode=ceil)
-    return out if ctx.op_name == "max_pool2d" else (out, None)
+    if ctx.op_name == "max_pool2d":
+        return out
+    return out, _pool_indices(ctx, x, out, kernel, stride, padding, dilation)
+
+
+def _pool_indices(ctx, x, out, kernel, stride, padding, dilation):
+    """The indices output of ``max_pool*d_with_indices``: each output's flat position within
+    its N, C plane (``frontend_common.onnx_pool``; SegNet's ``max_unpool2d`` scatters by
+    them). Relay keeps only what an output reaches, so unused indices cost nothing."""
+    n = len(kernel)
+    if len(ctx.shape(x)) != n + 2:
+        raise ctx.fail(f"the indices of an unbatched {n}-D max pool are not supported")
+    idx = maxpool_indices(x, ctx.shape(out)[2:], kernel, stride, dilation, padding, padding,
+                          per_plane=True)
+    ctx.pool_geometry[idx] = tuple([int(v) for v in p] for p in (kernel, stride, padding,
+                                                                  dilation))
+    return idx
 
 
 @register("avg_pool2d")
@@ -1461,7 +1481,9 @@ def _max_pool1d(ctx, args):
     dil = _one(args[4] if len(args) > 4 else None, 1)
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool1d(x, k, stride, dil, pad, ceil_mode=ceil)
-    return out if ctx.op_name == "max_pool1d" else (out, None)
+    if ctx.op_name == "max_pool1d":
+        return out
+    return out, _pool_indices(ctx, x, out, k, stride, pad, dil)
 
 
 @register("avg_pool1d")
