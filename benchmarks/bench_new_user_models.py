@@ -1695,6 +1695,28 @@ def onnx_bytes(name, model, args, inputs) -> bytes:
     return buf.getvalue()
 
 
+def import_relay(model, args, inputs):
+    """(mod, params, Relay input names in ``inputs``' order, why torch.export was used): the
+    TorchScript trace -> ``from_pytorch``, as most users import; a model torch.jit.trace
+    cannot trace (``F.max_unpool2d`` under this torch) through torch.export ->
+    ``from_exported_program`` instead."""
+    import torch
+
+    try:
+        # no trace check: it reruns the model, and nn.TransformerEncoderLayer takes its fused
+        # fast path when no input needs a gradient, so the two traces differ and the check fails
+        traced = torch.jit.trace(model, args, check_trace=False)
+    except Exception as e:  # noqa: BLE001 - torch's tracer, not minitvm: try torch.export
+        why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:70]}"
+        from minitvm.relay.frontend.pytorch import from_exported_program
+
+        with torch.no_grad():
+            mod, params = from_exported_program(torch.export.export(model, args))
+        return mod, params, [p.name_hint for p in mod["main"].params][:len(args)], why
+    mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs))
+    return mod, params, list(inputs), None
+
+
 def measure(name, ctor, spec, rounds):
     import onnxruntime as ort
     import torch
@@ -1704,18 +1726,15 @@ def measure(name, ctor, spec, rounds):
     with torch.no_grad():
         ref = model(*args).numpy()
     t0 = time.perf_counter()
-    # no trace check: it reruns the model, and nn.TransformerEncoderLayer takes its fused fast
-    # path when no input needs a gradient, so the two traces differ and the check fails
-    traced = torch.jit.trace(model, args, check_trace=False)
-    mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs))
+    mod, params, names, via_export = import_relay(model, args, inputs)
     t1 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
     t2 = time.perf_counter()
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     feed = {k: v.numpy() for k, v in inputs.items()}
-    for k, v in feed.items():
-        gm.set_input_zero_copy(k, v)
+    for n, v in zip(names, feed.values(), strict=True):
+        gm.set_input_zero_copy(n, v)
     gm.run()
     err = float(np.abs(gm.get_output(0).numpy() - ref).max() / max(np.abs(ref).max(), 1e-6))
 
@@ -1743,6 +1762,9 @@ def measure(name, ctor, spec, rounds):
     print(f"{name:18s} {med['minitvm']:9.3f} {ort_ms} {med['torch']:9.3f} "
           f"{vs_ort} {med['minitvm'] / med['torch']:8.2f}x "
           f"{t1 - t0:7.1f} {t2 - t1:7.1f} {err:9.1e}", flush=True)
+    if via_export:
+        print(f"{'':18s} (imported by torch.export: torch.jit.trace fails: {via_export})",
+              flush=True)
     if no_ort:
         print(f"{'':18s} (no ORT baseline: {no_ort})", flush=True)
 
