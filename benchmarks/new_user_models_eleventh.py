@@ -634,6 +634,70 @@ def eleventh_models():
             x = torch.cat([num, e, self.inter(num, e)], -1)
             return self.head(torch.cat([self.deep(x), self.side(num)], -1))
 
+    # -- a hypernetwork's dynamic convolution ---------------------------------------------
+    class HyperConvNet(nn.Module):
+        """A conditioning vector generates the weights of two convs (a hypernetwork, as in
+        dynamic filter networks and style-conditioned decoders): ``F.conv2d`` with a weight
+        computed from an input, per sample by grouping the batch into channels."""
+
+        def __init__(self, c=32, z=16, k=3):
+            super().__init__()
+            self.c, self.k = c, k
+            self.stem = nn.Conv2d(3, c, 3, padding=1)
+            self.hyper = nn.Sequential(nn.Linear(z, 64), nn.ReLU(),
+                                       nn.Linear(64, 2 * c * c * k * k + 2 * c))
+            self.head = nn.Conv2d(c, 3, 3, padding=1)
+
+        def forward(self, img, z):
+            b, _, h, w = img.shape
+            c, k = self.c, self.k
+            x = F.relu(self.stem(img))
+            params = self.hyper(z)
+            ws, bs = params[:, :2 * c * c * k * k], params[:, 2 * c * c * k * k:]
+            for i in range(2):
+                wi = ws[:, i * c * c * k * k:(i + 1) * c * c * k * k].reshape(b * c, c, k, k)
+                bi = bs[:, i * c:(i + 1) * c].reshape(b * c)
+                y = F.conv2d(x.reshape(1, b * c, h, w), wi / math.sqrt(c * k * k), bi,
+                             padding=k // 2, groups=b)
+                x = x + F.relu(y.reshape(b, c, h, w))
+            return self.head(x)
+
+    # -- Demucs ----------------------------------------------------------------------------
+    class DemucsMini(nn.Module):
+        """Waveform U-Net: strided Conv1d + ReLU + 1x1 Conv1d + GLU down, a bidirectional LSTM
+        in the bottleneck, ConvTranspose1d up with skip connections cropped to length."""
+
+        def __init__(self, chin=1, hidden=16, depth=3, k=8, s=4):
+            super().__init__()
+            self.enc, self.dec = nn.ModuleList(), nn.ModuleList()
+            cin = chin
+            for i in range(depth):
+                self.enc.append(nn.Sequential(nn.Conv1d(cin, hidden, k, s), nn.ReLU(),
+                                              nn.Conv1d(hidden, 2 * hidden, 1), nn.GLU(1)))
+                dec = [nn.Conv1d(hidden, 2 * hidden, 3, padding=1), nn.GLU(1),
+                       nn.ConvTranspose1d(hidden, cin, k, s)]
+                if i > 0:
+                    dec.append(nn.ReLU())
+                self.dec.insert(0, nn.Sequential(*dec))
+                cin, hidden = hidden, 2 * hidden
+            self.lstm = nn.LSTM(cin, cin, 2, bidirectional=True)
+            self.lstm_out = nn.Linear(2 * cin, cin)
+
+        def forward(self, wav):
+            mono = wav.mean(1, keepdim=True)
+            std = mono.std(-1, keepdim=True)
+            x = wav / (1e-3 + std)
+            skips = []
+            for enc in self.enc:
+                x = enc(x)
+                skips.append(x)
+            y = self.lstm(x.permute(2, 0, 1))[0]
+            x = self.lstm_out(y).permute(1, 2, 0)
+            for dec in self.dec:
+                skip = skips.pop()
+                x = dec(x + skip[..., :x.shape[-1]])
+            return x * std
+
     # -- inputs ----------------------------------------------------------------------------
     def tokens(vocab, n, seed):
         def make():
@@ -666,6 +730,10 @@ def eleventh_models():
                 "cat": torch.stack([torch.randint(0, n, (32,), generator=g)
                                     for n in (20, 15, 8)], 1)}
 
+    def hyper_inputs():
+        g = torch.Generator().manual_seed(24)
+        return {"img": torch.rand(2, 3, 32, 32, generator=g), "z": torch.randn(2, 16, generator=g)}
+
     return {
         "pixelcnn_mini": (PixelCNNMini, lambda: {"img": torch.rand(1, 3, 28, 28)}),
         "coordconv_kpts": (CoordConvKeypoints, (1, 3, 64, 64)),
@@ -680,4 +748,6 @@ def eleventh_models():
         "midas_mini": (MiDaSMini, (1, 3, 64, 64)),
         "sd_vae_decoder": (VAEDecoderMini, (1, 4, 16, 16)),
         "snn_tabular": (SNNTabular, tabular_inputs),
+        "hyper_dynconv": (HyperConvNet, hyper_inputs),
+        "demucs_mini": (DemucsMini, lambda: {"wav": torch.randn(1, 1, 4000)}),
     }
