@@ -1819,12 +1819,12 @@ def main() -> int:
                     "resize); tenth: the 13 of the tenth (GFNet's FFT filter, EfficientViT "
                     "linear attention, ToMe token merging, an Instant-NGP hash grid, RetNet, "
                     "the Differential Transformer, DiT, a spiking CNN, RAFT, SAM's mask "
-                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); eleventh: the 13 of the eleventh "
+                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); eleventh: the 15 of the eleventh "
                     "(a gated PixelCNN's masked convs, CoordConv soft-argmax, Longformer's "
                     "sliding window, a Mistral-style GQA decoder, Informer's ProbSparse "
                     "attention, N-BEATS, TimesNet, SegNet's max-unpooling, Show-Attend-Tell's "
                     "LSTMCell, SuperPoint, a MiDaS DPT, a Stable-Diffusion VAE decoder, a SELU "
-                    "tabular net with nn.Bilinear); all")
+                    "tabular net with nn.Bilinear, a hypernetwork's dynamic conv, Demucs); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "

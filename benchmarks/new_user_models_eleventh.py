@@ -15,8 +15,11 @@ SegNet (``max_pool2d`` with ``return_indices`` and ``max_unpool2d``), Show-Atten
 NMS, L2-normalized descriptors), a MiDaS-style DPT (ViT tokens reassembled into a feature pyramid
 with a projected readout, ``ConvTranspose2d``, ``align_corners=True`` bilinear fusion), a
 Stable-Diffusion VAE decoder (GroupNorm + SiLU resnet blocks, single-head spatial attention,
-nearest upsampling) and a self-normalizing tabular net (SELU, CELU, ``AlphaDropout``,
-``nn.Bilinear`` feature interaction). Kept apart so the main script stays readable."""
+nearest upsampling), a self-normalizing tabular net (SELU, CELU, ``AlphaDropout``,
+``nn.Bilinear`` feature interaction), a hypernetwork's dynamic convolution (``F.conv2d`` with a
+weight computed from an input, grouped per sample) and a Demucs-style waveform U-Net (Conv1d +
+GLU, a bidirectional LSTM bottleneck, ConvTranspose1d with cropped skips). Kept apart so the
+main script stays readable."""
 
 from __future__ import annotations
 
