@@ -9,8 +9,8 @@ threads for both, wall-clock time).
                                              [--rounds 5] [--threads 1]
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
-input (rounds one to seven, the ninth and the tenth) plus a ResNet-18. Prints, per model and batch size, the time of each, their ratio, the one build's
-seconds and the largest error relative to PyTorch's output.
+input (rounds one to seven and nine to eleven) plus a ResNet-18. Prints, per model and batch
+size, the time of each, their ratio, the one build's seconds and the largest error relative to PyTorch's output.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 import bench_new_user_models  # noqa: E402
+import new_user_models_eleventh  # noqa: E402
 import new_user_models_fifth  # noqa: E402
 import new_user_models_ninth  # noqa: E402
 import new_user_models_seventh  # noqa: E402
@@ -95,7 +96,8 @@ def model_table() -> dict:
                   bench_new_user_models.third_models, bench_new_user_models.fourth_models,
                   new_user_models_fifth.fifth_models, new_user_models_sixth.sixth_models,
                   new_user_models_seventh.seventh_models, new_user_models_ninth.ninth_models,
-                  new_user_models_tenth.tenth_models):
+                  new_user_models_tenth.tenth_models,
+                  new_user_models_eleventh.eleventh_models):
         # the models of one image input (a shape); those with other inputs are left out
         table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
     return table

@@ -13,6 +13,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group eighth   # the eighth (new_user_models_eighth)
     python benchmarks/bench_new_user_models.py --group ninth    # the ninth (new_user_models_ninth)
     python benchmarks/bench_new_user_models.py --group tenth    # the tenth (new_user_models_tenth)
+    python benchmarks/bench_new_user_models.py --group eleventh # the eleventh (..._eleventh)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from interleave import settled_rounds  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
+from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
@@ -1693,6 +1695,28 @@ def onnx_bytes(name, model, args, inputs) -> bytes:
     return buf.getvalue()
 
 
+def import_relay(model, args, inputs):
+    """(mod, params, Relay input names in ``inputs``' order, why torch.export was used): the
+    TorchScript trace -> ``from_pytorch``, as most users import; a model torch.jit.trace
+    cannot trace (``F.max_unpool2d`` under this torch) through torch.export ->
+    ``from_exported_program`` instead."""
+    import torch
+
+    try:
+        # no trace check: it reruns the model, and nn.TransformerEncoderLayer takes its fused
+        # fast path when no input needs a gradient, so the two traces differ and the check fails
+        traced = torch.jit.trace(model, args, check_trace=False)
+    except Exception as e:  # noqa: BLE001 - torch's tracer, not minitvm: try torch.export
+        why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:70]}"
+        from minitvm.relay.frontend.pytorch import from_exported_program
+
+        with torch.no_grad():
+            mod, params = from_exported_program(torch.export.export(model, args))
+        return mod, params, [p.name_hint for p in mod["main"].params][:len(args)], why
+    mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs))
+    return mod, params, list(inputs), None
+
+
 def measure(name, ctor, spec, rounds):
     import onnxruntime as ort
     import torch
@@ -1702,18 +1726,15 @@ def measure(name, ctor, spec, rounds):
     with torch.no_grad():
         ref = model(*args).numpy()
     t0 = time.perf_counter()
-    # no trace check: it reruns the model, and nn.TransformerEncoderLayer takes its fused fast
-    # path when no input needs a gradient, so the two traces differ and the check fails
-    traced = torch.jit.trace(model, args, check_trace=False)
-    mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs))
+    mod, params, names, via_export = import_relay(model, args, inputs)
     t1 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
     t2 = time.perf_counter()
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     feed = {k: v.numpy() for k, v in inputs.items()}
-    for k, v in feed.items():
-        gm.set_input_zero_copy(k, v)
+    for n, v in zip(names, feed.values(), strict=True):
+        gm.set_input_zero_copy(n, v)
     gm.run()
     err = float(np.abs(gm.get_output(0).numpy() - ref).max() / max(np.abs(ref).max(), 1e-6))
 
@@ -1741,6 +1762,9 @@ def measure(name, ctor, spec, rounds):
     print(f"{name:18s} {med['minitvm']:9.3f} {ort_ms} {med['torch']:9.3f} "
           f"{vs_ort} {med['minitvm'] / med['torch']:8.2f}x "
           f"{t1 - t0:7.1f} {t2 - t1:7.1f} {err:9.1e}", flush=True)
+    if via_export:
+        print(f"{'':18s} (imported by torch.export: torch.jit.trace fails: {via_export})",
+              flush=True)
     if no_ort:
         print(f"{'':18s} (no ORT baseline: {no_ort})", flush=True)
 
@@ -1768,7 +1792,8 @@ def main() -> int:
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
-                                        "seventh", "eighth", "ninth", "tenth", "all"),
+                                        "seventh", "eighth", "ninth", "tenth", "eleventh",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1794,7 +1819,12 @@ def main() -> int:
                     "resize); tenth: the 13 of the tenth (GFNet's FFT filter, EfficientViT "
                     "linear attention, ToMe token merging, an Instant-NGP hash grid, RetNet, "
                     "the Differential Transformer, DiT, a spiking CNN, RAFT, SAM's mask "
-                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); all")
+                    "decoder, EnCodec with RVQ, xLSTM's mLSTM, Restormer); eleventh: the 15 of the eleventh "
+                    "(a gated PixelCNN's masked convs, CoordConv soft-argmax, Longformer's "
+                    "sliding window, a Mistral-style GQA decoder, Informer's ProbSparse "
+                    "attention, N-BEATS, TimesNet, SegNet's max-unpooling, Show-Attend-Tell's "
+                    "LSTMCell, SuperPoint, a MiDaS DPT, a Stable-Diffusion VAE decoder, a SELU "
+                    "tabular net with nn.Bilinear, a hypernetwork's dynamic conv, Demucs); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1805,11 +1835,13 @@ def main() -> int:
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
+    eleventh = eleventh_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth}
+             **ninth, **tenth, **eleventh}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
-             "ninth": ninth, "tenth": tenth, "all": table}[args.group]
+             "ninth": ninth, "tenth": tenth, "eleventh": eleventh,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

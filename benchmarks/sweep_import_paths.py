@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import bench_new_user_models as nu  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
+from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
@@ -63,7 +64,8 @@ def groups() -> dict:
     tables = {"first": nu.models(), "second": nu.new_models(), "third": nu.third_models(),
               "fourth": nu.fourth_models(), "fifth": fifth_models(), "sixth": sixth_models(),
               "seventh": seventh_models(), "eighth": eighth_models(),
-              "ninth": ninth_models(), "tenth": tenth_models()}
+              "ninth": ninth_models(), "tenth": tenth_models(),
+              "eleventh": eleventh_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -263,7 +265,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                             "eighth", "ninth", "tenth", "all"))
+                             "eighth", "ninth", "tenth", "eleventh", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated of {PATHS}")
     ap.add_argument("--tol", type=float, default=1e-3,

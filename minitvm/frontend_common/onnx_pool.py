@@ -2,7 +2,9 @@
 shared by both importers through a small adapter (``IndicesOps``).
 
 For each output element: the flat index (over the whole N x C x spatial input, row-major or,
-with ``storage_order=1``, spatial axes column-major) of the element it took. The input is
+with ``storage_order=1``, spatial axes column-major) of the element it took; with
+``per_plane`` the index within its own N, C plane, as PyTorch's ``max_pool*d_with_indices``
+and ``max_unpool*d`` count. The input is
 padded with the dtype's lowest value, one strided slice per kernel offset is stacked and
 ``argmax``-ed (the first maximum in row-major kernel order, as ONNX Runtime picks), then the
 kernel offset and window origin are mapped to input coordinates through constant tables."""
@@ -27,7 +29,7 @@ class IndicesOps(Protocol):
 
 
 def maxpool_indices(ops: IndicesOps, shape, dtype: str, x, out_sizes, kernel, strides, dil,
-                    begin, end, storage_order: int):
+                    begin, end, storage_order: int, per_plane: bool = False):
     nb, ch, spatial = shape[0], shape[1], list(shape[2:])
     n = len(spatial)
     lowest = float("-inf") if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
@@ -53,6 +55,8 @@ def maxpool_indices(ops: IndicesOps, shape, dtype: str, x, out_sizes, kernel, st
     for i in range(n):
         o = (np.arange(out_sizes[i]) * strides[i] - begin[i]) * st[i]
         origin = origin + o.reshape([-1 if j == i else 1 for j in range(n)])
+    if per_plane:
+        return ops.add_const(ops.take0(table, which), origin)
     plane = int(np.prod(spatial))
     nc = (np.arange(nb * ch, dtype="int64") * plane).reshape([nb, ch] + [1] * n)
     return ops.add_const(ops.take0(table, which), origin + nc)

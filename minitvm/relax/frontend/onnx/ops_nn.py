@@ -7,11 +7,11 @@ import math
 import numpy as np
 
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
-from ....frontend_common.onnx_pool import maxpool_indices
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
+from ..pool_indices import maxpool_indices
 from .context import Context, register
 from .qdq_scale_fold import unscaled_input, weight_value
 from .qdq_vnni import qdq_conv, qdq_depthwise, qdq_matmul
@@ -352,37 +352,11 @@ def _pool(ctx: Context, ins, attrs):
         shape = ctx.shape(x)
         if not all(isinstance(d, int) for d in shape):
             raise ctx.fail("MaxPool's Indices output needs static input dims")
-        idx = maxpool_indices(_RelaxIndicesOps(ctx), shape, ctx.dtype(x), x,
+        idx = maxpool_indices(ctx.emit, shape, ctx.dtype(x), x,
                               ctx.shape(y)[2:], kernel, strides, dilations, pads[:n], pads[n:],
                               int(attrs.get("storage_order", 0)))
         return [y, idx]
     return y
-
-
-class _RelaxIndicesOps:
-    """``IndicesOps`` (frontend_common.onnx_pool) on Relax."""
-
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def pad(self, x, widths, value):
-        flat = [int(p) for w in widths for p in w]
-        return self.ctx.emit(_op.nn.pad(x, flat, pad_value=value))
-
-    def strided_slice(self, x, begin, end, strides, axes):
-        return self.ctx.emit(_op.strided_slice(x, axes, begin, end, strides))
-
-    def stack(self, xs):
-        return self.ctx.emit(_op.concat([self.ctx.emit(_op.expand_dims(v, 0)) for v in xs], 0))
-
-    def argmax0(self, x):
-        return self.ctx.emit(_op.argmax(x, axis=0))
-
-    def take0(self, table, idx):
-        return self.ctx.emit(_op.take(const(table), idx, axis=0))
-
-    def add_const(self, x, c):
-        return self.ctx.emit(_op.add(x, const(c)))
 
 
 @register("GlobalAveragePool", "GlobalMaxPool")

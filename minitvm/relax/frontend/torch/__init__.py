@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import aten_ops  # noqa: F401  (registers the converters)
 from . import aten_fft  # noqa: F401  (FFTs and complex values between them; wraps add/mul)
+from . import aten_inplace  # noqa: F401  (empty, copy, slice_scatter: in-place writes)
 from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize)
 from .context import ATEN, OpNotImplemented, TorchImportError
 from .exported_program import ExportedProgramImporter
@@ -21,9 +22,12 @@ def supported_ops() -> list[str]:
 # composite ops Relax has directly: kept whole rather than decomposed (a 4-D matmul would
 # otherwise become expand / reshape / bmm with merged symbolic dims; a global average pool of a
 # channels-last tensor, as ConvNeXt's after its permutes, becomes mean + as_strided; col2im an
-# index_put accumulating over skipped leading axes, where relax.frontend.fold gathers)
+# index_put accumulating over skipped leading axes, where relax.frontend.fold gathers; bilinear
+# a 4-operand broadcast product, where one matmul does; max_unpool an index_put over the whole
+# output, where a gather from the pool's windows does)
 _KEEP = ("matmul.default", "linear.default", "scaled_dot_product_attention.default",
-         "adaptive_avg_pool2d.default", "col2im.default")
+         "adaptive_avg_pool2d.default", "col2im.default", "bilinear.default",
+         "max_unpool2d.default", "max_unpool3d.default")
 
 
 def _decomposition_table():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
 from ..common import crop_negative_pads
+from ..pool_indices import maxpool_indices
 from ..spatial import grid_sample_2d
 from .context import AtenContext, register, torch_dtype
 
@@ -178,6 +181,49 @@ def _linear(ctx: AtenContext, args):
     return ctx.emit(_op.linear(args[0], args[1], args[2]))
 
 
+@register("bilinear.default")
+def _bilinear(ctx: AtenContext, args):
+    """bilinear(x1, x2, W, b): ``y[..., o] = x1 W[o] x2 + b[o]`` (``nn.Bilinear``), kept whole
+    by the importer: one product of x1 with W laid out [I, O*J], then the product with x2
+    summed over J."""
+    x1, x2, w = args[0], args[1], args[2]
+    b = args[3] if len(args) > 3 else None
+    s1, s2 = ctx.shape(x1), ctx.shape(x2)
+    o, i, j = ctx.shape(w)
+    if s1[:-1] != s2[:-1]:
+        raise ctx.fail(f"input shapes {s1} and {s2} differ before the last dim")
+    rows = 1
+    for d in s1[:-1]:
+        rows = rows * d
+    rows = ctx.simplify(rows)
+    wt = ctx.emit(_op.reshape(ctx.emit(_op.permute_dims(w, [1, 0, 2])), [i, o * j]))
+    x1 = ctx.emit(_op.reshape(x1, ctx.shape_expr([rows, i])))
+    t = ctx.emit(_op.reshape(ctx.emit(_op.matmul(x1, wt)), ctx.shape_expr([rows, o, j])))
+    x2 = ctx.emit(_op.reshape(x2, ctx.shape_expr([rows, 1, j])))
+    y = ctx.emit(_op.sum(ctx.emit(_op.multiply(t, x2)), [2]))
+    if b is not None:
+        y = ctx.emit(_op.add(y, b))
+    return ctx.emit(_op.reshape(y, ctx.shape_expr(list(s1[:-1]) + [o])))
+
+
+@register("_trilinear.default")
+def _trilinear(ctx: AtenContext, args):
+    """_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim): the three
+    inputs, each unsqueezed at its ``expand`` axes to one rank, multiplied and summed over
+    ``sumdim`` (the summed axes dropped): one einsum."""
+    ins, expands, sumdim = args[:3], args[3:6], {int(d) for d in args[6]}
+    rank = ctx.ndim(ins[0]) + len(expands[0])
+    letters = "abcdefghijklmnopqrstuvwxyz"[:rank]
+    subs = ["".join(letters[d] for d in range(rank) if d not in {int(e) for e in ex})
+            for ex in expands]
+    kept = [d for d in range(rank) if d not in sumdim]
+    shown = set("".join(subs))
+    out = "".join(letters[d] for d in kept if letters[d] in shown)
+    y = ctx.emit(_op.einsum(list(ins), f"{','.join(subs)}->{out}"))
+    lone = [k for k, d in enumerate(kept) if letters[d] not in shown]  # in no input: size 1
+    return ctx.emit(_op.expand_dims(y, lone)) if lone else y
+
+
 @register("convolution.default")
 def _convolution(ctx: AtenContext, args):
     x, w, bias, stride, padding, dilation, transposed, out_pad, groups = args
@@ -234,16 +280,26 @@ def _per_axis(v, n: int) -> list[int]:
 @register("max_pool2d_with_indices.default", "max_pool2d.default",
           "max_pool3d_with_indices.default", "max_pool3d.default")
 def _max_pool(ctx: AtenContext, args):
-    """2-D and 3-D max pooling (the number of kernel sizes says which); the indices output of
-    the ``_with_indices`` form is not computed."""
+    """2-D and 3-D max pooling (the number of kernel sizes says which); the ``_with_indices``
+    form's indices (each output's flat position in its N, C plane) only when the program reads
+    them (decomposition turns every max pool into the ``_with_indices`` form)."""
     x, kernel, stride, padding, dilation, ceil = args
     kernel = [int(k) for k in kernel]
     n = len(kernel)
     stride = [int(s) for s in stride] or kernel
+    pads, dil = _per_axis(padding, n), _per_axis(dilation, n)
     fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
-    y = ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, _per_axis(dilation, n),
-                    bool(ceil)))
-    return (y, None) if "indices" in ctx.node.target.__name__ else y
+    y = ctx.emit(fn(x, kernel, stride, pads * 2, dil, bool(ceil)))
+    if "indices" not in ctx.node.target.__name__:
+        return y
+    if not any(u.target is operator.getitem and u.args[1] == 1 for u in ctx.node.users):
+        return (y, None)
+    shape = ctx.shape(x)
+    if len(shape) != n + 2 or not all(isinstance(d, int) for d in shape):
+        raise ctx.fail("max-pool indices need a batched input of static shape")
+    idx = maxpool_indices(ctx.emit, shape, ctx.dtype(x), x, ctx.shape(y)[2:], kernel, stride,
+                          dil, pads, pads, per_plane=True)
+    return (y, idx)
 
 
 @register("avg_pool2d.default", "avg_pool3d.default")

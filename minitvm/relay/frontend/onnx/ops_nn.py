@@ -9,7 +9,7 @@ from ....frontend_common.onnx_model import dropout_training_mask
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
-from .pool_indices import maxpool_indices
+from ..pool_indices import maxpool_indices
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -338,7 +338,7 @@ def _pool(kind):
         inc = bool(attrs.get("count_include_pad", 0))
         y = _pool_nd(ctx, x, kind, n, kernel, strides, dil, begin, end, ceil, inc)
         if kind == "max" and ctx.output_used(1):
-            idx = maxpool_indices(ctx, x, ctx.shape(y)[2:], kernel, strides, dil, begin, end,
+            idx = maxpool_indices(x, ctx.shape(y)[2:], kernel, strides, dil, begin, end,
                                   int(attrs.get("storage_order", 0)))
             return [y, idx]
         return y

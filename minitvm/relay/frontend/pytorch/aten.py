@@ -19,6 +19,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
+from ..pool_indices import maxpool_indices
 from ..recurrent import RelayRecurrentOps
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
@@ -64,6 +65,9 @@ class AtenContext:
     def __init__(self):
         self.fold = Folder()
         self.op_name = "?"
+        # max-pool indices built so far -> their pool's (kernel, stride, padding, dilation),
+        # for max_unpool's gather form (frontend_common.unpool_plan)
+        self.pool_geometry: dict = {}
 
     @staticmethod
     def shape(e):
@@ -175,7 +179,8 @@ for _n, _f in _UNARY.items():
 
 
 @register("contiguous", "clone", "detach", "detach_", "alias", "lift_fresh", "lift_fresh_copy",
-          "dropout", "dropout_", "feature_dropout", "type_as")
+          "dropout", "dropout_", "feature_dropout", "alpha_dropout", "alpha_dropout_",
+          "feature_alpha_dropout", "feature_alpha_dropout_", "type_as")
 def _identity(ctx, args):
     return args[0]
 
@@ -408,7 +413,23 @@ def _max_pool2d(ctx, args):
     dilation = dilation * 2 if len(dilation) == 1 else dilation
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool2d(x, kernel, stride, dilation, padding, ceil_mode=ceil)
-    return out if ctx.op_name == "max_pool2d" else (out, None)
+    if ctx.op_name == "max_pool2d":
+        return out
+    return out, _pool_indices(ctx, x, out, kernel, stride, padding, dilation)
+
+
+def _pool_indices(ctx, x, out, kernel, stride, padding, dilation):
+    """The indices output of ``max_pool*d_with_indices``: each output's flat position within
+    its N, C plane (``frontend_common.onnx_pool``; SegNet's ``max_unpool2d`` scatters by
+    them). Relay keeps only what an output reaches, so unused indices cost nothing."""
+    n = len(kernel)
+    if len(ctx.shape(x)) != n + 2:
+        raise ctx.fail(f"the indices of an unbatched {n}-D max pool are not supported")
+    idx = maxpool_indices(x, ctx.shape(out)[2:], kernel, stride, dilation, padding, padding,
+                          per_plane=True)
+    ctx.pool_geometry[idx] = tuple([int(v) for v in p] for p in (kernel, stride, padding,
+                                                                  dilation))
+    return idx
 
 
 @register("avg_pool2d")
@@ -608,7 +629,7 @@ def _select(ctx, args):
     return _op.take(x, _expr.const(np.array(index % s[dim], "int64")), axis=dim)
 
 
-@register("split", "split_with_sizes")
+@register("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes")
 def _split(ctx, args):
     x, size = args[0], args[1]
     dim = args[2] if len(args) > 2 else 0
@@ -621,7 +642,7 @@ def _split(ctx, args):
     return tuple(_op.split(x, [int(v) for v in np.cumsum(sizes)[:-1]], axis=dim))
 
 
-@register("chunk")
+@register("chunk", "unsafe_chunk")
 def _chunk(ctx, args):
     x, chunks = args[0], args[1]
     dim = args[2] if len(args) > 2 else 0
@@ -1154,6 +1175,35 @@ def _rnn(ctx, args):
     return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
 
 
+# an ATen cell op -> (ONNX recurrent kind, its activations): one step of ``unroll_direction``
+_CELLS = {"lstm_cell": ("LSTM", None), "gru_cell": ("GRU", None),
+          "rnn_tanh_cell": ("RNN", ["Tanh"]), "rnn_relu_cell": ("RNN", ["Relu"])}
+
+
+@register(*_CELLS)
+def _rnn_cell(ctx, args):
+    """aten::lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell (``nn.LSTMCell`` and kin, as
+    a decoder loop calls them once per step): one step of the shared unrolling, so a cell
+    computes what one time step of ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` does. lstm_cell
+    returns (h, c), the others h."""
+    kind, acts = _CELLS[ctx.op_name]
+    x, hx, w_ih, w_hh = args[:4]
+    b_ih, b_hh = (args[4], args[5]) if len(args) > 5 else (None, None)
+    h, c = (hx[0], hx[1]) if kind == "LSTM" else (hx, None)
+    gates = int(ctx.shape(w_ih)[0])
+    attrs = {"hidden_size": gates // {"LSTM": 4, "GRU": 3, "RNN": 1}[kind],
+             "linear_before_reset": 1}
+    if acts is not None:
+        attrs["activations"] = acts
+    spec = parse_spec(kind, attrs, 1, ctx.fail)
+    if kind != "RNN":
+        spec = dataclasses.replace(spec, gate_order=_TORCH_GATES[kind.lower()])
+    ops = RelayRecurrentOps(ctx.dtype(x))
+    _, h, c = unroll_direction(spec, ops, 0, x, 1, int(ctx.shape(x)[0]), w_ih, w_hh, b_ih,
+                               b_hh, h, c)
+    return (h, c) if kind == "LSTM" else h
+
+
 @register("_native_multi_head_attention")
 def _native_mha(ctx, args):
     """nn.MultiheadAttention's inference fast path (batch-first, packed in-projection)."""
@@ -1431,7 +1481,9 @@ def _max_pool1d(ctx, args):
     dil = _one(args[4] if len(args) > 4 else None, 1)
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool1d(x, k, stride, dil, pad, ceil_mode=ceil)
-    return out if ctx.op_name == "max_pool1d" else (out, None)
+    if ctx.op_name == "max_pool1d":
+        return out
+    return out, _pool_indices(ctx, x, out, k, stride, pad, dil)
 
 
 @register("avg_pool1d")

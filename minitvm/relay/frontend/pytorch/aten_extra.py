@@ -21,6 +21,7 @@ from .aten import (
     _is_expr,
     _norm_dim,
     _pad_expr,
+    _pool_indices,
     _resize_plan,
     _scalar_like,
     _upsample_scales,
@@ -284,15 +285,19 @@ def _avg_pool3d(ctx, args):
 
 @register("max_pool3d", "max_pool3d_with_indices")
 def _max_pool3d(ctx, args):
-    """(input, kernel, stride, padding, dilation, ceil_mode); indices are not computed."""
+    """(input, kernel, stride, padding, dilation, ceil_mode); the ``_with_indices`` form's
+    indices as ``max_pool2d_with_indices`` computes them."""
     x, added = _pool3d_input(ctx, args[0])
     kernel = _triple(args[1], 1)
     stride = _triple(_opt(args, 2, None), kernel)
     pad = _triple(_opt(args, 3, None), 0)
     dil = _triple(_opt(args, 4, None), 1)
-    out = _nn.max_pool3d(x, kernel, stride, dil, pad, ceil_mode=bool(_opt(args, 5, False)))
-    out = _op.squeeze(out, [0]) if added else out
-    return out if ctx.op_name == "max_pool3d" else (out, None)
+    pooled = _nn.max_pool3d(x, kernel, stride, dil, pad, ceil_mode=bool(_opt(args, 5, False)))
+    out = _op.squeeze(pooled, [0]) if added else pooled
+    if ctx.op_name == "max_pool3d":
+        return out
+    idx = _pool_indices(ctx, x, pooled, kernel, stride, pad, dil)
+    return out, (_op.squeeze(idx, [0]) if added else idx)
 
 
 @register("adaptive_avg_pool3d", "_adaptive_avg_pool3d")

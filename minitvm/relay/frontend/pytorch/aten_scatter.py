@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.unpool_plan import plan_unpool
+from ... import expr as _expr
 from ... import op as _op
 from ..scatter import scatter_elements as _scatter_elements
 from ..scatter import wrap_index as _wrap
@@ -164,3 +166,37 @@ def _index_put(ctx, args):
     upd_shape = tuple(bshape) + shape[m:]
     values = _op.broadcast_to(values, upd_shape)
     return _op.scatter_nd(x, stacked, values, "add" if accumulate else "update")
+
+
+@register("max_unpool2d", "max_unpool3d")
+def _max_unpool(ctx, args):
+    """max_unpool2d(self, indices, output_size) / max_unpool3d(..., stride, padding): each
+    value written at its ``max_pool*d_with_indices`` position (flat within its N, C plane) of
+    a zero tensor of ``output_size`` (SegNet's decoder). When the indices come from a pool of
+    non-overlapping windows imported here, a gather per spatial axis and a comparison
+    (``frontend_common.unpool_plan``); otherwise one scatter along the flattened plane."""
+    x, index, size = args[0], args[1], [int(d) for d in args[2]]
+    s = ctx.shape(x)
+    n = len(size)
+    if len(s) != n + 2 or tuple(ctx.shape(index)) != tuple(s):
+        raise ctx.fail(f"max_unpool: input {tuple(s)} and indices {tuple(ctx.shape(index))} "
+                       f"must be one batched {n}-D shape")
+    dt = ctx.dtype(x)
+    geometry = ctx.pool_geometry.get(index)
+    plan = plan_unpool([int(d) for d in s[2:]], size, *geometry) if geometry else None
+    if plan is not None:
+        gx, gi = x, index
+        for a, src in enumerate(plan.sources):
+            rows = _expr.const(src, "int64")
+            gx, gi = _op.take(gx, rows, axis=2 + a), _op.take(gi, rows, axis=2 + a)
+        idt = ctx.dtype(index)
+        keep = _op.equal(gi, _expr.const(plan.position.astype(idt), idt))
+        if plan.inside is not None:
+            keep = _op.logical_and(keep, _expr.const(plan.inside, "bool"))
+        return _op.where(keep, gx, _expr.const(np.zeros((), dt), dt))
+    plane_in, plane_out = int(np.prod(s[2:])), int(np.prod(size))
+    flat = (int(s[0]), int(s[1]))
+    zeros = _op.zeros(flat + (plane_out,), dt)
+    y = _op.scatter_elements(zeros, _op.reshape(index, flat + (plane_in,)),
+                             _op.reshape(x, flat + (plane_in,)), 2)
+    return _op.reshape(y, flat + tuple(size))
