@@ -91,3 +91,16 @@ def test_ill_formed_function_is_rejected_at_build():
     f = tir.PrimFunc([A], tir.BufferStore(A, 1.0, [0]))
     with pytest.raises(ValueError, match="rank 2 but is accessed with 1"):
         codegen.build(f)
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_store_of_another_dtype_is_refused(vectorized):
+    """A store whose value is not of its buffer's dtype (a uint8 value into a float32 buffer)
+    is a TypeError naming the buffer: LLVM would write one byte at each float's address."""
+    out = tir.decl_buffer((16,), "float32", "F")
+    i = tir.Var("i", "int32")
+    store = tir.BufferStore(out, tir.Cast("uint8", tir.IntImm("int32", 7)), [i])
+    kind = tir.ForKind.VECTORIZED if vectorized else tir.ForKind.SERIAL
+    body = tir.For(i, 0, 16, kind, store)
+    with pytest.raises(TypeError, match=r"store to 'F' \(float32\): the value is i8"):
+        codegen.build(tir.PrimFunc([out], body, attrs={"global_symbol": "bad"}))

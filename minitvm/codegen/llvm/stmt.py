@@ -143,6 +143,7 @@ class StmtEmitter:
             mask = self.broadcast(mask, lanes)
         bld = self.builder
         et = self.mem_type(st.buffer.dtype)
+        _check_stored_type(st.buffer, value, et)
         ptr = bld.gep(self.buffer_ptr(st.buffer), [off.base], inbounds=True, source_etype=et)
         vt = ir.VectorType(et, lanes)
         fn = self._declare(f"llvm.masked.store.{T.mangle(vt)}.p0", T.VOID,
@@ -571,6 +572,7 @@ class StmtEmitter:
             raise ValueError(f"store to {buf.name!r}: vector value with a scalar index")
         if buf.dtype == "bool":
             value = bld.zext(value, et if lanes == 1 else ir.VectorType(et, lanes))
+        _check_stored_type(buf, value, et)
         if lanes == 1:
             bld.store(value, bld.gep(base_ptr, [off], inbounds=True, source_etype=et),
                       align=align)
@@ -586,3 +588,11 @@ class StmtEmitter:
             return self.env[id(buf.data)]
         except KeyError:
             raise ValueError(f"buffer {buf.name!r} is not allocated or passed in") from None
+
+
+def _check_stored_type(buf, value, et) -> None:
+    """A store's value must have its buffer's element type: LLVM's opaque pointers would
+    otherwise take, say, an i8 into a float32 buffer as one byte at the element's address."""
+    vt = value.type.element if isinstance(value.type, ir.VectorType) else value.type
+    if vt != et:
+        raise TypeError(f"store to {buf.name!r} ({buf.dtype}): the value is {vt}, not {et}")
