@@ -173,11 +173,19 @@ def match(inputs, outputs):
     """``(x, out, max_identity, exp_body, exp_stage, max_stage, epi)`` when the raised stages
     are a last-axis softmax of placeholder ``x`` (exactly the four stages of LegalizeOps'
     softmax; ``epi``: ``epilogue``'s function of an epilogue after it, or None), else None."""
-    head = _output_stage(inputs, outputs, lambda t: _elementwise(t) and t.dtype == "float32"
-                         and isinstance(t.op.body, E.Div))
+    head = _output_stage(inputs, outputs, lambda t: _relax_softmax(t, inputs) is not None)
     if head is None:
         return None
-    norm, axes, body, epi = head
+    found = _relax_softmax(head[0], inputs)
+    return None if found is None else _with_epilogue(found, head[3])
+
+
+def _relax_softmax(norm, inputs):
+    """``match``'s tuple (without the epilogue) when stage ``norm`` is LegalizeOps' softmax of
+    placeholder ``inputs[0]``, else None."""
+    if not _elementwise(norm) or norm.dtype != "float32":
+        return None
+    axes, body = [iv.var for iv in norm.op.axis], norm.op.body
     if not axes or not isinstance(body, E.Div) or not _at(body.a, axes) or \
             not _at_row(body.b, axes):
         return None
@@ -207,7 +215,7 @@ def match(inputs, outputs):
             not same_dims([*x.shape[:-1], 1], mx.shape) or \
             not same_dims([*x.shape[:-1], 1], total.shape):
         return None
-    return _with_epilogue((x, norm, m[1], call, ex, mx), epi)
+    return x, norm, m[1], call, ex, mx
 
 
 def _with_epilogue(found, epi):

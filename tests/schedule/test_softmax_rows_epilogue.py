@@ -11,9 +11,11 @@ import pytest
 import minitvm as tvm
 from minitvm import relay, te, topi
 from minitvm.backend import kernel_cache
+from minitvm.codegen.build import build
 from minitvm.contrib import graph_executor
-from minitvm.schedule import lower, softmax_rows
+from minitvm.schedule import lower, optimize_prim_func, softmax_rows
 from minitvm.schedule.common import lanes, vector_isa
+from minitvm.script.parser import from_source
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -136,3 +138,53 @@ def test_symbolic_rows_keep_the_stages():
     assert softmax_rows.match_relay([x], [q]) is None
     f, _ = lower.lower_te([x], [q], "symbolic")
     assert "sm_row" not in _row_buffers(f)
+
+
+# LegalizeOps' four softmax blocks and a requantizing block after them (as Relax fuses them)
+SOFTMAX_Q = """
+@T.prim_func
+def softmax_q(var_x: T.handle, var_out: T.handle):
+    T.func_attr({"tir.noalias": T.bool(True)})
+    x = T.match_buffer(var_x, (T.int64(2), T.int64(5), T.int64(37)))
+    q = T.match_buffer(var_out, (T.int64(2), T.int64(5), T.int64(37)), "int8")
+    mx = T.alloc_buffer((T.int64(2), T.int64(5), T.int64(1)))
+    ex = T.alloc_buffer((T.int64(2), T.int64(5), T.int64(37)))
+    sm = T.alloc_buffer((T.int64(2), T.int64(5), T.int64(1)))
+    out = T.alloc_buffer((T.int64(2), T.int64(5), T.int64(37)))
+    for a0, a1, a2, k in T.grid(T.int64(2), T.int64(5), T.int64(1), T.int64(37)):
+        with T.block("mx"):
+            v0, v1, v2, vk = T.axis.remap("SSSR", [a0, a1, a2, k])
+            with T.init():
+                mx[v0, v1, v2] = T.float32("-inf")
+            mx[v0, v1, v2] = T.max(mx[v0, v1, v2], x[v0, v1, vk])
+    for a0, a1, a2 in T.grid(T.int64(2), T.int64(5), T.int64(37)):
+        with T.block("ex"):
+            v0, v1, v2 = T.axis.remap("SSS", [a0, a1, a2])
+            ex[v0, v1, v2] = T.exp(x[v0, v1, v2] - mx[v0, v1, T.int64(0)])
+    for a0, a1, a2, k in T.grid(T.int64(2), T.int64(5), T.int64(1), T.int64(37)):
+        with T.block("sm"):
+            v0, v1, v2, vk = T.axis.remap("SSSR", [a0, a1, a2, k])
+            with T.init():
+                sm[v0, v1, v2] = T.float32(0.0)
+            sm[v0, v1, v2] = sm[v0, v1, v2] + ex[v0, v1, vk]
+    for a0, a1, a2 in T.grid(T.int64(2), T.int64(5), T.int64(37)):
+        with T.block("out"):
+            v0, v1, v2 = T.axis.remap("SSS", [a0, a1, a2])
+            out[v0, v1, v2] = ex[v0, v1, v2] / sm[v0, v1, T.int64(0)]
+    for a0, a1, a2 in T.grid(T.int64(2), T.int64(5), T.int64(37)):
+        with T.block("q"):
+            v0, v1, v2 = T.axis.remap("SSS", [a0, a1, a2])
+            q[v0, v1, v2] = T.Cast("int8", T.max(T.min(T.round(out[v0, v1, v2] / T.float32(0.00390625)) + T.float32(-128.0), T.float32(127.0)), T.float32(-128.0)))
+"""
+
+
+def test_relax_blocks_with_a_requantizing_block_get_the_row_kernel():
+    g = optimize_prim_func(from_source(SOFTMAX_Q))
+    assert "sm_row" in _row_buffers(g)
+    fn = build(g)["softmax_q"]
+    x = (3 * np.random.default_rng(5).standard_normal((2, 5, 37))).astype("float32")
+    out = np.zeros(x.shape, "int8")
+    fn(x, out)
+    ref = _reference(x.astype("float64"), 1 / 256, -128, "int8")
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert (out != ref).mean() < 1e-2
