@@ -45,8 +45,9 @@ ROW_SOFTMAX = {"avx512": True, "avx2": True}
 MAX_ACCUMULATORS = 4
 # longest static row (elements) whose exps a softmax with an epilogue of another dtype keeps in a
 # float32 row on the stack (longer or symbolic rows keep the stage lowering). Zen 4, one thread,
-# thread CPU time, the int8 transformer's softmax of (1, 4, 128, 128) requantized to int8:
-# stages 0.069 ms -> row kernel (see the commit), float32 softmax alone 0.027 ms
+# thread CPU time, A/B in one process, softmax of (1, 4, 128, 128) requantized to int8: stages
+# 0.047 ms -> row kernel 0.036 (the float32 softmax alone 0.024; ONNX QDQ's divide-by-scale
+# form 0.052 -> 0.042)
 EPILOGUE_ROW_LIMIT = 8192
 
 
