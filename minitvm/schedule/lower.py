@@ -28,6 +28,7 @@ from ..tir.function import PrimFunc
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from . import (
     attention,
+    byte_table,
     conv_direct,
     conv_lanes,
     conv_lanes_emit,
@@ -334,6 +335,10 @@ def _sub_axes(body, axis, idx):
 def injective_nest(ctx, t, buf, body):
     """The loop nest storing the inlined ``body`` of tensor ``t`` into ``buf``; with a static
     shape, its lane-by-lane gathers of consecutive elements become contiguous vector loads."""
+    if _is_static(_shape(t)) and byte_table.applies():
+        table = byte_table.match(t, buf, body)
+        if table is not None:  # an 8-bit function of one byte: a table and byte shuffles
+            return byte_table.emit(ctx, t, buf, table)
     nest = _injective_loops(ctx, t, buf, body)
     return contiguous_lane_loads(ctx, nest) if _is_static(_shape(t)) else nest
 

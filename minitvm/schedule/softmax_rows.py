@@ -7,6 +7,12 @@ per element. ``match(inputs, outputs)`` recognizes the four raised stages; ``emi
 loop over rows (on the thread pool) whose body keeps the row in cache: a vectorized max, then
 ``exp(x - max)`` stored into the output while its sum accumulates, then the output scaled by
 the reciprocal of the sum (measured: ``ROW_SOFTMAX``).
+
+A softmax whose only output is an elementwise epilogue of it (quantized models requantize it:
+``cast(clip(round(softmax * s) + zp))`` to int8 or uint8) gets the same kernel: ``epilogue``
+peels those stages into an expression of the softmax's value, the row's exps go to a float32
+row on the stack, and the last pass stores the epilogue of ``exp * reciprocal`` in the output's
+dtype (measured: ``EPILOGUE_ROW_LIMIT``).
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from ..te.tensor import ComputeOp, PlaceholderOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import transform_expr
+from ..tir.stmt_functor import post_order, transform_expr
 from .common import (
+    at_own_position,
     const_int,
     fold_lanes,
     lanes,
@@ -36,6 +43,12 @@ ROW_SOFTMAX = {"avx512": True, "avx2": True}
 # Zen 4, one thread, thread CPU time, Relay softmax of (1, 4, 128, 128), us: IEEE max in one
 # accumulator 30-34, ``a > b ? a : b`` in one 22.9-23.5, in four 22.5-22.6 (ONNX Runtime 26)
 MAX_ACCUMULATORS = 4
+# longest static row (elements) whose exps a softmax with an epilogue of another dtype keeps in a
+# float32 row on the stack (longer or symbolic rows keep the stage lowering). Zen 4, one thread,
+# thread CPU time, A/B in one process, softmax of (1, 4, 128, 128) requantized to int8: stages
+# 0.047 ms -> row kernel 0.036 (the float32 softmax alone 0.024; ONNX QDQ's divide-by-scale
+# form 0.052 -> 0.042)
+EPILOGUE_ROW_LIMIT = 8192
 
 
 def _reduce_over_last(t, kind):
@@ -80,25 +93,100 @@ def _at(load, axes) -> bool:
         all(i is a for i, a in zip(load.indices, axes))
 
 
-def _output_stage(inputs, outputs):
-    """``(stage, its axis vars, its body)`` of the one float32 elementwise output of a
-    one-input softmax candidate, else None."""
+def _elementwise(t) -> bool:
+    return isinstance(t.op, ComputeOp) and not t.op.reduce_axis
+
+
+def _scalar_const(t):
+    """The body of ``t`` when it is a rank-0 stage that reads nothing (a bound constant), else
+    None."""
+    if not _elementwise(t) or len(t.shape) != 0 or \
+            any(isinstance(e, E.ProducerLoad) for e in post_order(t.op.body)):
+        return None
+    return t.op.body
+
+
+def epilogue(out, is_root):
+    """``(root, epi)`` where ``out`` is a chain of same-shape elementwise stages over a stage
+    ``root`` that ``is_root`` accepts (each reading the one before only at its own position, and
+    otherwise only rank-0 constants): ``epi(v)`` is ``out``'s value where ``root``'s is ``v``.
+    ``(out, None)`` when ``is_root(out)``; None when no such chain leads to a root."""
+    chain = [out]  # out, its producer, ... (walked iteratively: no recursion)
+    while not is_root(chain[-1]):
+        t = chain[-1]
+        if not _elementwise(t) or not same_dims(t.shape, out.shape) or len(chain) > 16:
+            return None
+        axes = [iv.var for iv in t.op.axis]
+        srcs = {id(e.producer): e.producer for e in post_order(t.op.body)
+                if isinstance(e, E.ProducerLoad) and _scalar_const(e.producer) is None}
+        if len(srcs) != 1 or _reads_axes(t.op.body, axes):
+            return None
+        (src,) = srcs.values()
+        if any(isinstance(e, E.ProducerLoad) and e.producer is src and
+               not at_own_position(e.indices, axes, t.shape) for e in post_order(t.op.body)):
+            return None
+        chain.append(src)
+    if len(chain) == 1:
+        return out, None
+    norm = chain[-1]
+
+    def epi(v):
+        val = v
+        for t in reversed(chain[:-1]):  # from the stage after norm up to out
+            prev, cur = val, t
+
+            def fpost(e, prev=prev, cur=cur):
+                if isinstance(e, E.ProducerLoad):
+                    c = _scalar_const(e.producer)
+                    return c if c is not None else prev
+                return None
+
+            val = transform_expr(cur.op.body, fpost)
+        return val
+
+    return norm, epi
+
+
+def _reads_axes(body, axes) -> bool:
+    """Does ``body`` use an axis var outside of its loads' indices (an epilogue may not)?"""
+    ids = {id(a) for a in axes}
+    bare = transform_expr(body, lambda e: E.FloatImm("float32", 0.0)
+                          if isinstance(e, E.ProducerLoad) else None)
+    return any(isinstance(e, E.Var) and id(e) in ids for e in post_order(bare))
+
+
+def _output_stage(inputs, outputs, is_root):
+    """``(stage, its axis vars, its body, epi)`` of the float32 elementwise stage of a
+    one-input softmax candidate (``is_root``): its one output, or the stage under that
+    output's elementwise epilogue (``epi``, ``epilogue``'s), else None."""
     if len(outputs) != 1 or len(inputs) != 1:
         return None
-    norm = outputs[0]
-    if not isinstance(norm.op, ComputeOp) or norm.op.reduce_axis or norm.dtype != "float32":
+    peeled = epilogue(outputs[0], is_root)
+    if peeled is None:
         return None
-    return norm, [iv.var for iv in norm.op.axis], norm.op.body
+    norm, epi = peeled
+    if not _elementwise(norm) or norm.dtype != "float32":
+        return None
+    return norm, [iv.var for iv in norm.op.axis], norm.op.body, epi
 
 
 def match(inputs, outputs):
-    """``(x, out, max_identity, exp_body, exp_stage, max_stage)`` when the raised stages are a
-    last-axis softmax of placeholder ``x`` (exactly the four stages of LegalizeOps' softmax),
-    else None."""
-    head = _output_stage(inputs, outputs)
+    """``(x, out, max_identity, exp_body, exp_stage, max_stage, epi)`` when the raised stages
+    are a last-axis softmax of placeholder ``x`` (exactly the four stages of LegalizeOps'
+    softmax; ``epi``: ``epilogue``'s function of an epilogue after it, or None), else None."""
+    head = _output_stage(inputs, outputs, lambda t: _relax_softmax(t, inputs) is not None)
     if head is None:
         return None
-    norm, axes, body = head
+    found = _relax_softmax(head[0], inputs)
+    return None if found is None else _with_epilogue(found, head[3])
+
+
+def _relax_softmax(norm, inputs):
+    """``match``'s tuple (without the epilogue) when stage ``norm`` is LegalizeOps' softmax of
+    placeholder ``inputs[0]``, else None."""
+    if not _elementwise(norm) or norm.dtype != "float32":
+        return None
+    axes, body = [iv.var for iv in norm.op.axis], norm.op.body
     if not axes or not isinstance(body, E.Div) or not _at(body.a, axes) or \
             not _at_row(body.b, axes):
         return None
@@ -131,17 +219,26 @@ def match(inputs, outputs):
     return x, norm, m[1], call, ex, mx
 
 
+def _with_epilogue(found, epi):
+    """``found`` with ``epi`` appended, or None where the epilogue's row would not fit
+    (``EPILOGUE_ROW_LIMIT``)."""
+    width = const_int(found[0].shape[-1])
+    if epi is not None and (width is None or width > EPILOGUE_ROW_LIMIT):
+        return None
+    return (*found, epi)
+
+
 def match_relay(inputs, outputs):
     """``match``'s tuple for Relay's softmax compute over the last axis (``topi.nn``: stages
     max, sum of exp, reciprocal of the sum, and ``exp(x - max) * reciprocal``) of placeholder
     ``inputs[0]``, else None."""
-    head = _output_stage(inputs, outputs)
+    head = _output_stage(inputs, outputs, lambda t: relay_softmax(t) is not None)
     if head is None:
         return None
     found = relay_softmax(head[0])
     if found is None or not isinstance(found[0].op, PlaceholderOp) or found[0] is not inputs[0]:
         return None
-    return found
+    return _with_epilogue(found, head[3])
 
 
 def relay_softmax(norm):
@@ -209,7 +306,8 @@ def relay_softmax(norm):
 
 def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
     """The row kernel for ``match``'s result, reading ``x_buf`` and writing ``out_buf``."""
-    x, norm, ident, call, ex, mx = found
+    x, norm, ident, call, ex, mx = found[:6]
+    epi = found[6] if len(found) > 6 else None  # an epilogue: the exps go to a float32 row
     dims = [const_int(d) if const_int(d) is not None else d for d in x.shape]
     lead, width = dims[:-1], dims[-1]
     static = all(isinstance(d, int) for d in dims)
@@ -232,6 +330,7 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
     def row_body(r):
         acc = decl_buffer((nw,), "float32", "sm_acc", scope="local")
         stat = decl_buffer((2,), "float32", "sm_stat", scope="local")
+        row = decl_buffer((width,), "float32", "sm_row", scope="local") if epi else None
 
         def exp_at(j):  # exp(x[r, j] - max), through the matched call (same function)
             def fpost(e):
@@ -283,7 +382,10 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
             return E.BufferLoad(xv, [r, j])
 
         def y_at(j):
-            return E.BufferLoad(ov, [r, j])
+            return E.BufferLoad(ov, [r, j]) if row is None else E.BufferLoad(row, [j])
+
+        def y_store(v, j):
+            return S.BufferStore(ov, v, [r, j]) if row is None else S.BufferStore(row, v, [j])
 
         def acc_at(lane):
             return E.BufferLoad(acc, [lane])
@@ -302,7 +404,7 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
 
         def exp_sum(j, lane, new):  # store exp(x - max), add it to the sum where it is new
             term = y_at(j) if new is None else E.Select(new, y_at(j), zero)
-            return S.SeqStmt([S.BufferStore(ov, exp_at(j), [r, j]),
+            return S.SeqStmt([y_store(exp_at(j), j),
                               S.BufferStore(acc, acc_at(lane) + term, [lane])])
 
         parts += vec_pass(exp_sum, lambda j: exp_sum(j, c(0), None))
@@ -312,13 +414,18 @@ def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
 
         def scale(j, _lane, new):  # times the reciprocal of the sum, once per element
             v = y_at(j) * E.BufferLoad(stat, [c(1)])
+            if epi is not None:  # (the row keeps the exps: an overlapping chunk may redo one)
+                return S.BufferStore(ov, epi(v), [r, j])
             return S.BufferStore(ov, v if new is None else E.Select(new, v, y_at(j)), [r, j])
 
         parts += vec_pass(scale, lambda j: scale(j, None, None))
         body = S.DeclBuffer(stat, S.SeqStmt(parts))
         body = S.Allocate(stat.data, "float32", [2], True, body)
         body = S.DeclBuffer(acc, body)
-        return S.Allocate(acc.data, "float32", [nw], True, body)
+        body = S.Allocate(acc.data, "float32", [nw], True, body)
+        if row is not None:
+            body = S.Allocate(row.data, "float32", [width], True, S.DeclBuffer(row, body))
+        return body
 
     work = width if isinstance(width, int) else 64  # (a symbolic width counted as 64)
     return parallel_for(ctx, rows, 4 * work, row_body, dt)

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ...tir import expr as E
 from ...tir.stmt_functor import expr_children
-from . import cvtt, dot, textir, vmath
+from . import byte_lut, cvtt, dot, textir, vmath
 from . import types as T
 
 LLVM_INTRINSICS = {
@@ -545,6 +545,8 @@ class ExprEmitter:
                 return T.I32(1)
             return self.num_threads
         args = [memo[id(a)] for a in e.args]
+        if short == byte_lut.NAME:  # (schedule/byte_table)
+            return byte_lut.emit(bld, self._declare, *args)
         if short in ("likely",):
             return args[0]
         if short in ("call_extern", "call_pure_extern"):
