@@ -13,6 +13,7 @@ is generated) through ``compile_ir_to_object`` and ``load_object``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
@@ -45,6 +46,17 @@ def host_cpu() -> tuple[str, str]:
     """(cpu name, feature string) of the machine we run on."""
     init()
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def host_has(*features: str) -> bool:
+    """Does the host CPU have every LLVM feature named ("avx512f", "avx512vnni", ...)? The
+    codegen's x86 instruction choices (vpdpbusd, vpermi2b, cvttps2dq, vscalefps) ask this."""
+    return set(features) <= _host_features()
+
+
+@functools.cache
+def _host_features() -> frozenset[str]:
+    return frozenset(f[1:] for f in host_cpu()[1].split(",") if f.startswith("+"))
 
 
 # The IR pipeline level of kernels their schedule already vectorized, unrolled and hoisted:

@@ -9,6 +9,7 @@ import pytest
 
 from minitvm import codegen, tir
 from minitvm.codegen.llvm import cvtt
+from minitvm.runtime import jit
 from minitvm.tir import expr as E
 from minitvm.topi.reference.tensor import float_to_int
 
@@ -32,7 +33,7 @@ def _kernel(n: int, lanes: int, dtype: str):
 
 
 def _host_has(width: int) -> bool:
-    return cvtt._WIDTHS[width][0] in cvtt._host_features()
+    return jit.host_has(cvtt._WIDTHS[width][0])
 
 
 @pytest.mark.parametrize("lanes", [4, 8, 16, 32, 48, 12, 1])

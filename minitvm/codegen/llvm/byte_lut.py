@@ -21,10 +21,9 @@ LANES = 64
 @functools.cache
 def host_vbmi() -> bool:
     """Does the host run ``vpermi2b`` on 512-bit vectors (AVX-512F and AVX-512 VBMI)?"""
-    from ...runtime.jit import host_cpu
+    from ...runtime.jit import host_has
 
-    features = host_cpu()[1].split(",")
-    return "+avx512f" in features and "+avx512vbmi" in features
+    return host_has("avx512f", "avx512vbmi")
 
 
 def emit(bld: ir.IRBuilder, declare, q0, q1, q2, q3, x) -> ir.Value:

@@ -12,23 +12,14 @@ model's kernels requantizing to uint8, interleaved A/B (us, range test -> ``cvtt
 
 from __future__ import annotations
 
-import functools
-
 from llvmlite import ir
 
 from . import types as T
 
 # vector lanes -> (the host feature it needs, the intrinsic)
-_WIDTHS = {16: ("+avx512f", "llvm.x86.avx512.mask.cvttps2dq.512"),
-           8: ("+avx", "llvm.x86.avx.cvtt.ps2dq.256"),
-           4: ("+sse2", "llvm.x86.sse2.cvttps2dq")}
-
-
-@functools.cache
-def _host_features() -> frozenset:
-    from ...runtime.jit import host_cpu
-
-    return frozenset(host_cpu()[1].split(","))
+_WIDTHS = {16: ("avx512f", "llvm.x86.avx512.mask.cvttps2dq.512"),
+           8: ("avx", "llvm.x86.avx.cvtt.ps2dq.256"),
+           4: ("sse2", "llvm.x86.sse2.cvttps2dq")}
 
 
 def truncate(bld: ir.IRBuilder, declare, v) -> ir.Value | None:
@@ -42,7 +33,9 @@ def truncate(bld: ir.IRBuilder, declare, v) -> ir.Value | None:
     if (lanes // width) & (lanes // width - 1):  # (pieces joined pairwise: a power of two)
         return None
     feature, name = _WIDTHS.get(width, (None, None))
-    if feature is None or feature not in _host_features():
+    from ...runtime.jit import host_has  # (the runtime imports the codegen)
+
+    if feature is None or not host_has(feature):
         return None
     ft, it = ir.VectorType(ir.FloatType(), width), ir.VectorType(T.I32, width)
     extra = [ir.Constant(it, None), ir.Constant(ir.IntType(16), -1), T.I32(4)] \

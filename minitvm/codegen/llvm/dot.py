@@ -22,10 +22,9 @@ VNNI_WIDTH = 16
 @functools.cache
 def host_vnni() -> bool:
     """Does the host run ``vpdpbusd`` on 512-bit vectors (AVX-512F and AVX-512 VNNI)?"""
-    from ...runtime.jit import host_cpu
+    from ...runtime.jit import host_has
 
-    features = host_cpu()[1].split(",")
-    return "+avx512f" in features and "+avx512vnni" in features
+    return host_has("avx512f", "avx512vnni")
 
 
 def emit(bld: ir.IRBuilder, declare, acc, a, b) -> ir.Value:

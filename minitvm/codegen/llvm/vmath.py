@@ -109,10 +109,9 @@ class _Emit:
 @functools.cache
 def _host_scalef() -> tuple[bool, bool]:
     """(512-bit, 128/256-bit) ``vscalefps`` on the host: AVX-512F, AVX-512VL."""
-    from ...runtime.jit import host_cpu
+    from ...runtime.jit import host_has
 
-    features = host_cpu()[1].split(",")
-    return "+avx512f" in features, "+avx512f" in features and "+avx512vl" in features
+    return host_has("avx512f"), host_has("avx512f", "avx512vl")
 
 
 def _scalef(m: _Emit, p, n):
