@@ -357,8 +357,11 @@ VNNI_MATMUL_CASES = [((16, 64), 256, "uint8", 124),
                      ((2, 5, 40), 48, "int8", -3),
                      ((3, 8), 7, "uint8", 0),
                      ((33, 100), 64, "int8", 127)]
-# the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm
-VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm"]
+# the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm (and a
+# QDQ MatMul with a weight scale per column: DequantizeLinear axis=1, what per_channel=True
+# writes for a MatMul)
+VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm",
+                   "qdq_MatMul_pc"]
 
 
 def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
@@ -366,7 +369,8 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
     weight (``[K, N]``, ``[N, K]`` for QGemm's transB): MatMulInteger (int32 out),
     QLinearMatMul (a scale per column), QGemm (transB, alpha, an int32 bias), or a QDQ MatMul /
     Gemm (DequantizeLinear'd uint8 ``a`` and int8 weight, QuantizeLinear'd output; Gemm:
-    transB, a scale per output column, a float bias). Returns (model, feeds)."""
+    transB, a scale per output column, a float bias; ``qdq_MatMul_pc``: a scale per column of
+    the ``[K, N]`` weight, axis 1). Returns (model, feeds)."""
     from onnx import TensorProto as P
     from onnx import helper
 
@@ -395,9 +399,9 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
                             "y_s", "y_zp"], [vi("y", t8, None)], inits, domain="com.microsoft",
                        transB=1, alpha=0.5)
     else:
-        gemm = op == "qdq_Gemm"
+        gemm, per_column = op == "qdq_Gemm", op == "qdq_MatMul_pc"
         x = (rng.standard_normal(a_shape) * 2).astype("float32")
-        ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm else \
+        ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm or per_column else \
             np.array(0.004, "float32")
         arrays = dict(a_s=common["a_s"], a_zp=np.array(abs(a_zp), "uint8"),
                       w=np.ascontiguousarray(w.T) if gemm else w, w_s=ws,
@@ -405,7 +409,8 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
                       bias=rng.standard_normal(n).astype("float32"))
         nodes = [helper.make_node("QuantizeLinear", ["x", "a_s", "a_zp"], ["xq"]),
                  helper.make_node("DequantizeLinear", ["xq", "a_s", "a_zp"], ["xf"]),
-                 helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"], axis=0),
+                 helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"],
+                                  axis=1 if per_column else 0),
                  helper.make_node("Gemm", ["xf", "wf", "bias"], ["yf"], transB=1) if gemm else
                  helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
                  helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]

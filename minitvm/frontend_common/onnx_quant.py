@@ -131,20 +131,27 @@ def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
 
 
 def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
-    """The scales (float32, one or one per index of axis 0) of a DequantizeLinear over a
-    constant int8 tensor ``q`` (numpy; None when unknown) with constant ``scale`` and no zero
-    point or zero ones (``zp``: None when absent, else its value, None-valued when unknown:
-    pass ``UNKNOWN``) that a Conv reading ``q`` as its weight may apply to its output instead
-    (``conv(x, q * s) == conv(x, q) * s`` per output channel); None otherwise."""
+    """The scales (float32) of a DequantizeLinear over a constant int8 tensor ``q`` (numpy;
+    None when unknown) with constant ``scale`` and no zero point or zero ones (``zp``: None
+    when absent, else its value, None-valued when unknown: pass ``UNKNOWN``) that a Conv or
+    MatMul reading ``q`` as its weight may apply to its output instead (``conv(x, q * s) ==
+    conv(x, q) * s`` per output channel): shaped ``(1,)`` for one scale, ``(n,)`` for one per
+    index of axis 0 (a conv's output channels, a transposed Gemm weight's columns), and
+    ``(1, n)`` for one per index of axis 1 of a 2-D ``q`` (what per_channel=True gives a
+    MatMul's [K, N] weight: one per column); None otherwise."""
     if block or q_dtype != "int8" or q is None or scale is None or zp is UNKNOWN:
         return None
     s = np.asarray(scale)
     if s.dtype != np.float32 or (zp is not None and np.any(np.asarray(zp))):
         return None
     nd = np.ndim(q)
-    if s.size != 1 and (s.ndim != 1 or nd == 0 or axis % nd != 0 or s.size != np.shape(q)[0]):
-        return None  # (per-channel scales: only along the output channels of a weight)
-    return s.reshape(-1)
+    if s.size == 1:
+        return s.reshape(-1)
+    if s.ndim != 1 or nd == 0 or s.size != np.shape(q)[axis % nd]:
+        return None
+    if axis % nd == 0:
+        return s.reshape(-1)
+    return s.reshape(1, -1) if nd == 2 else None  # (per column of a 2-D weight)
 
 
 def conv_output_scale(s, channels: int):
@@ -321,12 +328,15 @@ def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
     DequantizeLinear'd constant int8 weight ``w`` (``dequantized_weight_scale``'s ``w_scale``,
     ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled back:
     (the weight as int8 ``(K, N)``, the float32 output scale: a scalar or one per column), or
-    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N)."""
+    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N: axis 1
+    of a ``[K, N]`` weight, axis 0 of an ``[N, K]`` one)."""
     if w is None or np.ndim(w) != 2:
         return None
-    s = np.asarray(w_scale, "float32").reshape(-1)
-    if s.size != 1 and not trans_b:
+    s = np.asarray(w_scale, "float32")
+    per_column = s.ndim == 2 if not trans_b else s.ndim == 1
+    if s.size != 1 and not per_column:
         return None  # (per index of K: not a factor of the output)
+    s = s.reshape(-1)
     b = np.asarray(w).T if trans_b else np.asarray(w)
     if not vnni_matmul(x_dtype, x_zp, True, "int8", b, None):
         return None

@@ -103,3 +103,13 @@ def test_vnni_matmul_choice():
     # a QDQ weight's scale per index of K is no factor of the product's columns
     assert onnx_quant.qdq_matmul_operands("uint8", None, w, np.ones(40, "float32"),
                                           np.float32(0.1), False) is None
+    # one per column (DequantizeLinear axis=1 of the [K, N] weight) is, scaled by x's scale
+    s = onnx_quant.dequantized_weight_scale(w, "int8", np.full(32, 0.5, "float32"), None, 1, 0)
+    assert s.shape == (1, 32)
+    found = onnx_quant.qdq_matmul_operands("uint8", None, w, s, np.float32(0.1), False)
+    assert (found is not None) == ok
+    if ok:
+        np.testing.assert_allclose(found[1], np.full(32, 0.05, "float32"))
+    # and per row of a transposed ([N, K]) weight's axis 1 is per K again: not taken
+    assert onnx_quant.qdq_matmul_operands("uint8", None, w.T, s[:, :1].repeat(40, 1),
+                                          np.float32(0.1), True) is None
