@@ -189,6 +189,21 @@ def q8(rng, shape, dtype: str = "uint8"):
     return rng.integers(lo, hi, shape).astype(dtype)
 
 
+def quantize_non_finite(dtype: str):
+    """QuantizeLinear to ``dtype`` (int8 or uint8, zero point 3) of NaN, +-inf and finite
+    values (a NaN quantizes to the dtype's lowest value in onnxruntime: what a quantized causal
+    mask's softmax gives). Returns (model, feeds)."""
+    from onnx import TensorProto as P
+
+    t = P.INT8 if dtype == "int8" else P.UINT8
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, -1.0, 30.0, -30.0, 0.26] * 5, "float32")
+    model = single("QuantizeLinear", [vi("x", P.FLOAT, list(x.shape)), "s", "z"],
+                   [vi("y", t, None)], inits_of(s=np.array(0.1, "float32"),
+                                                z=np.array(3, dtype)))
+    model.ir_version = 8
+    return model, {"x": x}
+
+
 def dynamic_quantize_linear(fill: str):
     """DynamicQuantizeLinear of a [4, 33] float input: "random", "positive" or "zeros"."""
     from onnx import TensorProto as P

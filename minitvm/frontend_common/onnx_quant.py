@@ -11,6 +11,11 @@ import numpy as np
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
 
+# a NaN quantizes to its dtype's lowest value (as onnxruntime's QuantizeLinear does; ONNX leaves
+# it open): what a quantized causal mask gives, whose -inf made quantize_static's scale inf, so
+# its DequantizeLinear is 0 * inf, and the softmax after it NaN
+NAN_QUANTIZES_TO = {k: lo for k, (lo, _) in QRANGE.items()}
+
 UNKNOWN = object()  # a zero point that exists but is not known at import time
 
 # ORT's QLinear ops that compute a float op between dequantized inputs and a quantized output:

@@ -146,6 +146,15 @@ def test_dynamic_quantize_linear(fill):
                                                                         else 1)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_quantize_linear_of_nan_is_lowest(dtype):
+    """NaN quantizes to the dtype's lowest value, +-inf saturate: ONNX Runtime's output."""
+    model, feeds = cases.quantize_non_finite(dtype)
+    out = _run(_build(from_onnx(model)), feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]

@@ -71,6 +71,16 @@ def test_dynamic_quantize_linear(fill):
                                                                         else 1)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_quantize_linear_of_nan_is_lowest(dtype):
+    """NaN quantizes to the dtype's lowest value, +-inf saturate: ONNX Runtime's output."""
+    model, feeds = cases.quantize_non_finite(dtype)
+    mod, params = relay.frontend.from_onnx(model)
+    out = build_and_run(mod, params, feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
+
+
 def _acc_dtypes(mod, op_name):
     found = []
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
-from ....frontend_common.onnx_quant import UNKNOWN, dequantized_weight_scale
+from ....frontend_common.onnx_quant import (
+    NAN_QUANTIZES_TO,
+    QRANGE,
+    UNKNOWN,
+    dequantized_weight_scale,
+)
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
@@ -363,8 +368,7 @@ def _known_zero(ctx: Context, zp) -> bool:
     return v is not None and v.dtype != object and not np.any(v)
 
 
-_QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
-           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+_QRANGE = QRANGE
 
 
 @register("QuantizeLinear")
@@ -384,7 +388,8 @@ def _quantize_linear(ctx: Context, ins, attrs):
     if not _known_zero(ctx, zp):
         y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
-    y = _op.clip(y, float(lo), float(hi))  # integer outputs always saturate
+    y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
+    y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype], ctx.dtype(x))), y)
     return ctx.emit(_op.astype(y, out_dtype))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_quant import (
+    NAN_QUANTIZES_TO,
     QRANGE,
     UNKNOWN,
     depthwise_data,
@@ -59,7 +60,9 @@ def _quantize_linear(ctx, ins, attrs):
     if zp is not None:  # (round is half to even, as ONNX asks)
         y = _op.add(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), dt))
     lo, hi = _QRANGE[out_dtype]
-    return _op.cast(_op.clip(y, float(lo), float(hi)), out_dtype)  # integer outputs saturate
+    y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
+    y = _op.where(_op.isnan(y), ctx.const(np.array(NAN_QUANTIZES_TO[out_dtype], dt)), y)
+    return _op.cast(y, out_dtype)
 
 
 @register("DequantizeLinear")
