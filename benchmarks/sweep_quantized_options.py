@@ -294,7 +294,7 @@ def line(row: dict) -> str:
         v = row.get(f"{k}_err")
         if v is None:
             return "-"
-        return f"{v:.2f}{'s' if row.get('step') else ''}"
+        return f"{v:.2f}s" if row.get("step") else f"{v:.1e}"
 
     t = ""
     if "ort_ms" in row:

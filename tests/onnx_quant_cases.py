@@ -458,3 +458,44 @@ def dynamic_matmul_model(rng, m: int = 12, k: int = 40, n: int = 32):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}
+
+
+def dynamic_quantize_lstm(per_channel: bool, w_dtype: str = "int8", direction: str = "forward",
+                          seq: int = 6, batch: int = 2, feat: int = 10, hidden: int = 8):
+    """A com.microsoft DynamicQuantizeLSTM node (quantize_dynamic's LSTM: 8-bit W [dirs, input,
+    4H] and R [dirs, H, 4H], transposed from LSTM's, with scales and zero points one per
+    direction or per direction and gate row; ORT takes uint8 weights with the zero point 128
+    alone) and the plain LSTM over the same weights
+    dequantized. Returns (quantized model, float model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(seq + feat)
+    dirs = 2 if direction == "bidirectional" else 1
+    g = 4 * hidden
+    arrays, floats = {}, {}
+    for name, k in (("w", feat), ("r", hidden)):
+        q = q8(rng, (dirs, k, g), w_dtype)
+        s = (rng.random((dirs, g) if per_channel else (dirs,)) * 0.02 + 0.01).astype("float32")
+        z = np.full(s.shape, 128 if w_dtype == "uint8" else 0).astype(w_dtype)
+        arrays.update({name: q, f"{name}_s": s, f"{name}_z": z})
+        sb, zb = s.reshape(dirs, 1, -1), z.astype("float32").reshape(dirs, 1, -1)
+        floats[name] = ((q.astype("float32") - zb) * sb).transpose(0, 2, 1).copy()
+    b = (rng.standard_normal((dirs, 2 * g)) * 0.1).astype("float32")
+    x = rng.standard_normal((seq, batch, feat)).astype("float32")
+    outs = [vi("y", P.FLOAT, None), vi("y_h", P.FLOAT, None), vi("y_c", P.FLOAT, None)]
+    qnode = helper.make_node("DynamicQuantizeLSTM", ["x", "w", "r", "b", "", "", "", "", "w_s",
+                                                     "w_z", "r_s", "r_z"],
+                             ["y", "y_h", "y_c"], domain="com.microsoft", hidden_size=hidden,
+                             direction=direction)
+    graph = helper.make_graph([qnode], "dqlstm", [vi("x", P.FLOAT, list(x.shape))], outs,
+                              initializer=inits_of(**arrays, b=b))
+    qmodel = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                     helper.make_opsetid("com.microsoft", 1)])
+    fnode = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "y_h", "y_c"],
+                             hidden_size=hidden, direction=direction)
+    graph = helper.make_graph([fnode], "lstm", [vi("x", P.FLOAT, list(x.shape))], outs,
+                              initializer=inits_of(w=floats["w"], r=floats["r"], b=b))
+    fmodel = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    qmodel.ir_version = fmodel.ir_version = 8
+    return qmodel, fmodel, {"x": x}

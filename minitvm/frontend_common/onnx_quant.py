@@ -347,3 +347,27 @@ def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
         return None
     scale = (s * np.float32(x_scale)).astype("float32")
     return b, scale.reshape(()) if scale.size == 1 else scale
+
+
+def dequantized_lstm_weight(q, scale, zp, what: str, fail):
+    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
+    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
+    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
+    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
+    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
+    integer products; the float LSTM over these weights differs from it only by that
+    rounding. ``fail(message)`` makes the error to raise when a value is not known."""
+    if q is None or scale is None:
+        raise fail(f"DynamicQuantizeLSTM's {what} and its scale must be constants")
+    q = np.asarray(q)
+    if q.ndim != 3:
+        raise fail(f"DynamicQuantizeLSTM's {what} must be 3-D, got shape {q.shape}")
+    dirs, gates = q.shape[0], q.shape[2]
+    s = np.asarray(scale, "float32").reshape(dirs, 1, -1)
+    z = np.zeros((dirs, 1, 1), "float32") if zp is None else \
+        np.asarray(zp, "float32").reshape(dirs, 1, -1)
+    if s.shape[2] not in (1, gates) or z.shape[2] not in (1, gates):
+        raise fail(f"DynamicQuantizeLSTM's {what} scale / zero point must have one value per "
+                   f"direction or per direction and gate row ({gates})")
+    w = (q.astype("float32") - z) * s
+    return np.ascontiguousarray(w.transpose(0, 2, 1))

@@ -155,6 +155,32 @@ def test_quantize_linear_of_nan_is_lowest(dtype):
     assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
 
 
+@pytest.mark.parametrize("per_channel, w_dtype, direction",
+                         [(False, "int8", "forward"), (True, "uint8", "bidirectional")])
+def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
+    """quantize_dynamic's LSTM: the float LSTM over its weights dequantized at import (equal to
+    ORT's LSTM over them; within the rounding of ORT's own DynamicQuantizeLSTM)."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction)
+    outs = _run(_build(from_onnx(qmodel, shape_dict={"x": feeds["x"].shape})), feeds)
+    for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if direction != "bidirectional":  # (ORT's own reverse half of a bidirectional one strays
+        for got, want in zip(outs, _ort(qmodel, feeds), strict=True):  # 0.1 from its LSTM's)
+            assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
+
+
+def test_dynamic_quantize_lstm_needs_constant_weights():
+    """A weight that is a graph input is a clear error."""
+    from onnx import helper
+
+    qmodel, _, feeds = cases.dynamic_quantize_lstm(False)
+    w = [i for i in qmodel.graph.initializer if i.name == "w"][0]
+    qmodel.graph.initializer.remove(w)
+    qmodel.graph.input.append(helper.make_tensor_value_info("w", TensorProto.INT8, [1, 10, 32]))
+    with pytest.raises(Exception, match="W and its scale must be constants"):
+        from_onnx(qmodel, shape_dict={"x": feeds["x"].shape, "w": (1, 10, 32)})
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]
