@@ -499,3 +499,30 @@ def dynamic_quantize_lstm(per_channel: bool, w_dtype: str = "int8", direction: s
     fmodel = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     qmodel.ir_version = fmodel.ir_version = 8
     return qmodel, fmodel, {"x": x}
+
+
+def int_conv1d_model(op: str, c: int = 24, o: int = 32, length: int = 37, k: int = 5,
+                     stride: int = 2, pad: int = 2):
+    """A 1-D ConvInteger (uint8 input, zero point 7; int8 weight) or QLinearConv (uint8 input
+    and output, a scale per output channel, an int32 bias) over ``[1, c, length]``: what an
+    audio model's Conv1d becomes under quantize_dynamic / QOperator. Returns (model,
+    feeds)."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(length + k)
+    x = q8(rng, (1, c, length))
+    w = q8(rng, (o, c, k), "int8")
+    conv = dict(kernel_shape=[k], strides=[stride], pads=[pad, pad])
+    if op == "ConvInteger":
+        model = single(op, [vi("x", P.UINT8, list(x.shape)), "w", "xz"],
+                       [vi("y", P.INT32, None)], inits_of(w=w, xz=np.array(7, "uint8")), **conv)
+    else:
+        inits = inits_of(xs=np.array(0.02, "float32"), xz=np.array(7, "uint8"), w=w,
+                         ws=(rng.random(o) * 0.01 + 0.002).astype("float32"),
+                         wz=np.zeros(o, "int8"), ys=np.array(0.3, "float32"),
+                         yz=np.array(120, "uint8"),
+                         b=rng.integers(-2000, 2000, o).astype("int32"))
+        model = single(op, [vi("x", P.UINT8, list(x.shape)), "xs", "xz", "w", "ws", "wz", "ys",
+                            "yz", "b"], [vi("y", P.UINT8, None)], inits, **conv)
+    model.ir_version = 8
+    return model, {"x": x}

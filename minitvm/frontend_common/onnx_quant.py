@@ -121,6 +121,20 @@ def _per_output_k(d, shape, out_axis: int, k_axis: int, batch_axes):
         d.reshape(shape[out_axis], shape[k_axis])
 
 
+def row_conv_attrs(attrs: dict) -> dict:
+    """A 1-D ConvInteger / QLinearConv's attributes for the 2-D conv over one row that it is
+    (input ``[N, C, 1, L]``, weight ``[O, C, 1, K]``; the integer conv paths, VNNI's among
+    them, are 2-D)."""
+    out = dict(attrs)
+    for key, first in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if key in attrs:
+            out[key] = [first] + [int(v) for v in attrs[key]]
+    if "pads" in attrs:
+        b, e = (int(v) for v in attrs["pads"])
+        out["pads"] = [0, b, 0, e]
+    return out
+
+
 def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
     """May a float32 conv (of integers it sums exactly: ``float_pieces`` gave one piece; or of
     dequantized values) read its weight as it is, int8, which the conv schedules widen as they

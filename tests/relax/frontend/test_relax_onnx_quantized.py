@@ -181,6 +181,22 @@ def test_dynamic_quantize_lstm_needs_constant_weights():
         from_onnx(qmodel, shape_dict={"x": feeds["x"].shape, "w": (1, 10, 32)})
 
 
+@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
+def test_int_conv1d(op):
+    """A 1-D integer conv (an audio model's Conv1d, quantized) is the 2-D conv over one row:
+    ORT's result exactly (the QLinearConv's requantization within one step), on VNNI an int32
+    conv2d."""
+    model, feeds = cases.int_conv1d_model(op)
+    mod = from_onnx(model)
+    convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1
+    assert ('out_dtype="int32"' in convs[0]) == conv_vnni.available()
+    out = _run(_build(mod), feeds)[0]
+    want = _ort(model, feeds)[0]
+    assert out.shape == want.shape and out.dtype == want.dtype
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]

@@ -98,6 +98,21 @@ def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
             assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
 
 
+@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
+def test_int_conv1d(op):
+    """A 1-D integer conv (an audio model's Conv1d, quantized) is the 2-D conv over one row:
+    ORT's result exactly (the QLinearConv's requantization within one step), on VNNI an int32
+    conv2d."""
+    model, feeds = cases.int_conv1d_model(op)
+    mod, params = relay.frontend.from_onnx(model)
+    convs = _acc_dtypes(mod, "nn.conv2d")
+    assert convs == (["int32"] if conv_vnni.available() else convs) and len(convs) == 1
+    out = build_and_run(mod, params, feeds)[0]
+    want = _ort(model, feeds)[0]
+    assert out.shape == want.shape and out.dtype == want.dtype
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
+
+
 def _acc_dtypes(mod, op_name):
     found = []
 

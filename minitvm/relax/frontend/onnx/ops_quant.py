@@ -24,6 +24,7 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     qlinear_float_attrs,
+    row_conv_attrs,
     vnni_conv,
     vnni_matmul,
 )
@@ -150,11 +151,20 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
 def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), the padding being
     the zero point (0 once shifted), a per-output-channel weight zero point broadcast:
-    (result, its dtype), exact (a grouped convolution is not split)."""
+    (result, its dtype), exact (a grouped convolution is not split); a 1-D one as the 2-D
+    conv over one row."""
+    if ctx.ndim(x) == 3:
+        wv = ctx.known(w)
+        w = np.ascontiguousarray(wv[:, :, None, :]) if wv is not None and wv.dtype != object \
+            else ctx.emit(_op.expand_dims(ctx.expr(w), 2))
+        y, acc = int_conv(ctx, ctx.emit(_op.expand_dims(ctx.expr(x), 2)), x_zp, w, w_zp,
+                          row_conv_attrs(attrs))
+        return ctx.emit(_op.squeeze(y, [2])), acc
     wshape = ctx.shape(w)
     kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
     if len(kernel) != 2:
-        raise ctx.fail(f"{len(kernel)}-D integer convolution is not supported (2-D is)")
+        raise ctx.fail(f"{len(kernel)}-D integer convolution is not supported (1-D and 2-D "
+                       "are)")
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)

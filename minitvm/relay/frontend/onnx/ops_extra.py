@@ -15,6 +15,7 @@ from ....frontend_common.onnx_quant import (
     depthwise_data,
     float_pieces,
     keeps_int8_weight,
+    row_conv_attrs,
     vnni_conv,
     vnni_matmul,
 )
@@ -166,9 +167,15 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
     its dtype: float32 or int32), exact (see ``_float_pieces``; a grouped convolution is not
     split)."""
+    if ctx.ndim(x) == 3:  # (1-D: the 2-D conv over one row)
+        wv = ctx.maybe_value(w)
+        w = ctx.const(np.ascontiguousarray(wv[:, :, None, :])) if wv is not None else \
+            _op.expand_dims(w, 2)
+        y, acc = int_conv(ctx, _op.expand_dims(x, 2), x_zp, w, w_zp, row_conv_attrs(attrs))
+        return _op.squeeze(y, [2]), acc
     n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
     if n != 2:
-        raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
+        raise ctx.fail(f"{n}-D integer convolution is not supported (1-D and 2-D are)")
     wshape = ctx.shape(w)
     groups = int(attrs.get("group", 1))
     wv, x_zv = ctx.maybe_value(w), _zp_value(ctx, x_zp)
