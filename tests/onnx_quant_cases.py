@@ -526,3 +526,46 @@ def int_conv1d_model(op: str, c: int = 24, o: int = 32, length: int = 37, k: int
                             "yz", "b"], [vi("y", P.UINT8, None)], inits, **conv)
     model.ir_version = 8
     return model, {"x": x}
+
+
+# (op, weight dtype, its zero point: "column" one per column, else a scalar) of an integer
+# matmul whose weight has a zero point (weight_type=QUInt8; an int8 weight with zero points)
+WEIGHT_ZP_MATMUL_CASES = [("MatMulInteger", "uint8", "column"), ("MatMulInteger", "uint8", 0),
+                          ("MatMulInteger", "int8", "column"), ("QLinearMatMul", "uint8", 131),
+                          ("dynamic", "uint8", 128)]
+
+
+def weight_zp_matmul_model(op: str, w_dtype: str, w_zp, m: int = 9, k: int = 70, n: int = 48):
+    """An integer matmul of a uint8 A (zero point 7) and a constant ``w_dtype`` weight with
+    zero point ``w_zp`` (see ``WEIGHT_ZP_MATMUL_CASES``): MatMulInteger, QLinearMatMul, or
+    quantize_dynamic's DynamicQuantizeLinear + MatMulInteger. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(k + n)
+    w = q8(rng, (k, n), w_dtype)
+    zp = q8(rng, (n,), w_dtype) if w_zp == "column" else np.array(w_zp, w_dtype)
+    a = q8(rng, (m, k))
+    if op == "MatMulInteger":
+        model = single(op, [vi("a", P.UINT8, [m, k]), "w", "az", "wz"],
+                       [vi("y", P.INT32, None)], inits_of(w=w, az=np.array(7, "uint8"), wz=zp))
+    elif op == "QLinearMatMul":
+        model = single(op, [vi("a", P.UINT8, [m, k]), "as", "az", "w", "ws", "wz", "ys", "yz"],
+                       [vi("y", P.UINT8, None)],
+                       inits_of(**{"as": np.array(0.02, "float32")}, az=np.array(7, "uint8"),
+                                w=w, ws=np.array(0.01, "float32"), wz=zp,
+                                ys=np.array(0.4, "float32"), yz=np.array(128, "uint8")))
+    else:
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+                 helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+                 helper.make_node("Cast", ["acc"], ["accf"], to=P.FLOAT),
+                 helper.make_node("Mul", ["xs", "ws"], ["s"]),
+                 helper.make_node("Mul", ["accf", "s"], ["y"])]
+        graph = helper.make_graph(nodes, "dyn", [vi("x", P.FLOAT, [m, k])],
+                                  [vi("y", P.FLOAT, None)],
+                                  initializer=inits_of(w=w, wz=zp, ws=np.array(0.01, "float32")))
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}
+    model.ir_version = 8
+    return model, {"a": a}

@@ -296,41 +296,58 @@ class VnniConvPlan:
 
 def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:
     """May an integer matmul of ``a - a_zp`` (..., M, K) and ``b - b_zp`` (K, N) run as an int32
-    product of the 8-bit rows themselves and the int8 weight on the host's VNNI instructions
-    (``schedule/gemm_vnni``), the zero point's share subtracted after (``MatmulVnniPlan``)?
-    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more.) Where the host has
-    them: an 8-bit A with no zero point or a scalar one (``a_zp_scalar``; known or not: the
-    correction is ``a_zp * column sums``), a constant 2-D int8 weight without (nonzero) zero
-    points. Elsewhere the exact float32 products stay."""
+    product of the 8-bit rows themselves and an int8 weight on the host's VNNI instructions
+    (``schedule/gemm_vnni``), the zero points' shares subtracted after (``MatmulVnniPlan``)?
+    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more; a uint8 B as the int8
+    ``b - 128``, its zero point 128 less.) Where the host has them: an 8-bit A with no zero
+    point or a scalar one (``a_zp_scalar``; known or not: the correction is ``a_zp * column
+    sums``), a constant 2-D 8-bit weight with no zero point or a known one, scalar or one per
+    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes). Elsewhere
+    the exact float32 products stay."""
     from ..schedule.conv_vnni import available
 
-    if a_dtype not in ("uint8", "int8") or b_dtype != "int8" or b is None or np.ndim(b) != 2:
+    if a_dtype not in ("uint8", "int8") or b_dtype not in ("uint8", "int8") or b is None or \
+            np.ndim(b) != 2:
         return False
     if a_zp is not None and not a_zp_scalar:
         return False
-    if b_zp is UNKNOWN or (b_zp is not None and np.any(np.asarray(b_zp))):
+    if b_zp is UNKNOWN or (b_zp is not None and np.size(b_zp) not in (1, np.shape(b)[1])):
         return False
     return available()
 
 
 class MatmulVnniPlan:
-    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ b for an 8-bit A of
-    ``a_dtype`` and constant int8 ``b`` (K, N):
+    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ (b - b_zp) for an 8-bit A
+    of ``a_dtype`` and constant 8-bit ``b`` (K, N) of ``b_dtype`` with zero point ``b_zp``
+    (None, or a known scalar or one per column). With A' the uint8 rows (``a + 128`` for an
+    int8 A; zero point z_a' = a_zp + ``zero_point_offset``) and W the int8 weight (``b - 128``
+    for a uint8 B; zero point z_b' = b_zp - 128), the product is
+    ``A' @ W - z_a' * (colsum(W) - K * z_b') - z_b' * rowsum(A')``:
 
-    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back), its
-      zero point 128 more (``zero_point_offset``);
-    - ``weight``: ``b`` as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
-    - ``column_sums``: int32 (N,) sums of ``b`` down its columns, which times the (shifted)
-      zero point is subtracted from the product;
-    - ``constant_correction``: that correction as an int32 (N,) constant when the zero point is
-      known (None when it is 0), else None and the dialect multiplies at run time."""
+    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back);
+    - ``weight``: W as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
+    - ``column_sums``: int32 (N,) ``colsum(W) - K * z_b'``, which times z_a' is subtracted
+      from the product;
+    - ``constant_correction``: that share as an int32 (N,) constant when the zero point is
+      known (None when it is 0), else None and the dialect multiplies at run time
+      (``runtime_zero_point``);
+    - ``row_sum_weight``: z_b' as int32 (N,), which times the row sums of A' (int32, summed
+      at run time) is subtracted too; None when it is 0 (an int8 weight without zero
+      point)."""
 
-    def __init__(self, a_dtype: str, a_zp, b):
+    def __init__(self, a_dtype: str, a_zp, b, b_dtype: str = "int8", b_zp=None):
         self.shift = a_dtype == "int8"
         self.zero_point_offset = 128 if self.shift else 0
+        b = np.asarray(b, "int64")
+        k, n = b.shape
+        zb = np.zeros(n, "int64") if b_zp is None else \
+            np.broadcast_to(np.asarray(b_zp, "int64").reshape(-1), (n,))
+        if b_dtype == "uint8":
+            b, zb = b - 128, zb - 128
         self.weight = np.ascontiguousarray(b, "int8")
         self.weight_t = np.ascontiguousarray(self.weight.T)
-        self.column_sums = self.weight.astype("int64").sum(axis=0).astype("int32")
+        self.column_sums = (b.sum(axis=0) - k * zb).astype("int32")
+        self.row_sum_weight = zb.astype("int32") if np.any(zb) else None
         self.constant_correction = None
         if a_zp is not UNKNOWN:
             zp = (0 if a_zp is None else int(np.asarray(a_zp).reshape(-1)[0])) + \

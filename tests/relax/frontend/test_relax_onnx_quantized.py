@@ -205,9 +205,10 @@ def _matmul_dtypes(mod):
 @pytest.mark.parametrize("k,b_const,n_matmuls", [(48, True, 1), (1200, True, 1),
                                                  (3000, True, 2), (8000, False, 1)])
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
-def test_matmul_integer(k, b_const, n_matmuls, a_dtype):
+def test_matmul_integer(monkeypatch, k, b_const, n_matmuls, a_dtype):
     """Per-column weight zero points; float32 pieces where exact (one for K=1200 over known
     weights, the zero point near a's lowest value; two for K=3000), else one int32 product."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

@@ -131,8 +131,9 @@ def _acc_dtypes(mod, op_name):
     (3000, True, ["float32", "float32"]),       # two float32 pieces of K, added in int32
     (8000, False, ["int32"])])                  # unknown B over so long a K: int32
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
-def test_matmul_integer(k, b_const, accs, a_dtype):
+def test_matmul_integer(monkeypatch, k, b_const, accs, a_dtype):
     """Per-column weight zero points; float32 products where they are exact, else int32."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

@@ -128,12 +128,11 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
     per-row A and per-column B zero point broadcast: (product, its dtype), exact (on VNNI,
     ``onnx_quant.vnni_matmul``'s int32 product)."""
-    bv, a_zv = ctx.known(b), _zp_value(ctx, a_zp)
+    bv, a_zv, b_zv = ctx.known(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if bv is not None and bv.dtype != object and ctx.ndim(a) >= 2 and \
             vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and ctx.ndim(a_zp) <= 1 and
-                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
-                        _zp_value(ctx, b_zp)):
-        return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv), "int32"
+                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv, b_zv):
+        return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
     ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \

@@ -106,16 +106,20 @@ def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     return _op.multiply(y, const(scale))  # (the Conv binds it)
 
 
-def int_matmul(ctx: Context, a, a_zp, a_zv, bv):
+def int_matmul(ctx: Context, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
     """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): the int32 matmul of the uint8
-    rows ``a`` (an int8 A shifted into uint8) and the constant int8 weight ``bv`` ((K, N),
-    numpy), less the zero point ``a_zp`` (value ``a_zv``, ``UNKNOWN`` when known only at run
-    time) times the weight's column sums."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+    rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N), numpy,
+    of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp`` (value
+    ``a_zv``, ``UNKNOWN`` when known only at run time) times the weight's column sums, and
+    the weight's zero point ``b_zv`` (value) times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
     if plan.shift:
         a = ctx.emit(_op.astype(_op.add(_op.astype(a, "int16"), const(np.array(128, "int16"))),
                                 "uint8"))
     y = ctx.emit(_op.matmul(a, const(plan.weight), out_dtype="int32"))
+    if plan.row_sum_weight is not None:
+        sums = ctx.emit(_op.sum(_op.astype(a, "int32"), axis=[-1], keepdims=True))
+        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.row_sum_weight))))
     if plan.constant_correction is not None:
         return ctx.emit(_op.subtract(y, const(plan.constant_correction)))
     if not plan.runtime_zero_point:

@@ -131,15 +131,20 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel)
     return y if sums is None else _op.subtract(y, ctx.const(sums))
 
 
-def vnni_int_matmul(ctx, a, a_zp, a_zv, bv):
-    """``onnx_quant.vnni_matmul``'s form: ``nn.dense`` (int32) of the uint8 rows ``a`` (an int8
-    A shifted into uint8) and the constant int8 weight ``bv`` ((K, N), numpy), less the zero
-    point ``a_zp`` (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the
-    weight's column sums (``schedule/gemm_vnni`` applies it in its stores)."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
+    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): ``nn.dense`` (int32) of the
+    uint8 rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N),
+    numpy, of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp``
+    (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the weight's column sums
+    (``schedule/gemm_vnni`` applies it in its stores), and the weight's zero point ``b_zv``
+    (value) times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
     if plan.shift:
         a = _op.cast(_op.add(_op.cast(a, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
     y = _op.nn.dense(a, ctx.const(plan.weight_t), units=int(bv.shape[1]), out_dtype="int32")
+    if plan.row_sum_weight is not None:
+        sums = _op.sum(_op.cast(a, "int32"), axis=[-1], keepdims=True)
+        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.row_sum_weight)))
     if plan.constant_correction is not None:
         return _op.subtract(y, ctx.const(plan.constant_correction))
     if not plan.runtime_zero_point:
