@@ -14,9 +14,9 @@ onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` pa
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
 from onnx_quant_cases import (  # noqa: E402
-    WEIGHT_ZP_MATMUL_CASES,
     VNNI_MATMUL_CASES,
     VNNI_MATMUL_OPS,
+    WEIGHT_ZP_MATMUL_CASES,
     dynamic_matmul_model,
     int_matmul_model,
     ort_run,
