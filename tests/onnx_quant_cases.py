@@ -374,9 +374,9 @@ VNNI_MATMUL_CASES = [((16, 64), 256, "uint8", 124),
                      ((33, 100), 64, "int8", 127)]
 # the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm (and a
 # QDQ MatMul with a weight scale per column: DequantizeLinear axis=1, what per_channel=True
-# writes for a MatMul)
+# writes for a MatMul; and with a uint8 weight and zero points, weight_type=QUInt8)
 VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm",
-                   "qdq_MatMul_pc"]
+                   "qdq_MatMul_pc", "qdq_MatMul_u8"]
 
 
 def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
@@ -385,7 +385,8 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
     QLinearMatMul (a scale per column), QGemm (transB, alpha, an int32 bias), or a QDQ MatMul /
     Gemm (DequantizeLinear'd uint8 ``a`` and int8 weight, QuantizeLinear'd output; Gemm:
     transB, a scale per output column, a float bias; ``qdq_MatMul_pc``: a scale per column of
-    the ``[K, N]`` weight, axis 1). Returns (model, feeds)."""
+    the ``[K, N]`` weight, axis 1; ``qdq_MatMul_u8``: that with a uint8 weight and a zero
+    point per column). Returns (model, feeds)."""
     from onnx import TensorProto as P
     from onnx import helper
 
@@ -414,21 +415,25 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
                             "y_s", "y_zp"], [vi("y", t8, None)], inits, domain="com.microsoft",
                        transB=1, alpha=0.5)
     else:
-        gemm, per_column = op == "qdq_Gemm", op == "qdq_MatMul_pc"
+        gemm, per_column = op == "qdq_Gemm", op in ("qdq_MatMul_pc", "qdq_MatMul_u8")
+        u8 = op == "qdq_MatMul_u8"
         x = (rng.standard_normal(a_shape) * 2).astype("float32")
         ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm or per_column else \
             np.array(0.004, "float32")
         arrays = dict(a_s=common["a_s"], a_zp=np.array(abs(a_zp), "uint8"),
-                      w=np.ascontiguousarray(w.T) if gemm else w, w_s=ws,
+                      w=np.ascontiguousarray(w.T) if gemm else
+                      (w.astype(int) + 128).astype("uint8") if u8 else w, w_s=ws,
                       y_s=common["y_s"] * 0.01, y_zp=np.array(128, "uint8"),
                       bias=rng.standard_normal(n).astype("float32"))
         nodes = [helper.make_node("QuantizeLinear", ["x", "a_s", "a_zp"], ["xq"]),
                  helper.make_node("DequantizeLinear", ["xq", "a_s", "a_zp"], ["xf"]),
-                 helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"],
+                 helper.make_node("DequantizeLinear", ["w", "w_s"] + ["w_zp"] * u8, ["wf"],
                                   axis=1 if per_column else 0),
                  helper.make_node("Gemm", ["xf", "wf", "bias"], ["yf"], transB=1) if gemm else
                  helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
                  helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
+        if u8:
+            arrays["w_zp"] = rng.integers(90, 170, n).astype("uint8")
         shape = list(a_shape) if not gemm else [int(np.prod(a_shape[:-1])), k]
         x = x.reshape(shape)
         graph = helper.make_graph(nodes, op, [vi("x", P.FLOAT, shape)],

@@ -173,6 +173,37 @@ def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
     return s.reshape(1, -1) if nd == 2 else None  # (per column of a 2-D weight)
 
 
+def dequantized_zero_point_weight(q, q_dtype: str, scale, zp, axis: int, block: int):
+    """``(scales, zero points)`` of a DequantizeLinear that ``dequantized_weight_scale``
+    declines for its weight's zero point or dtype: a constant 2-D 8-bit ``q`` (a MatMul's
+    weight under weight_type=QUInt8) with constant float32 scales and known zero points, one
+    or one per index of an axis, both shaped as ``dequantized_weight_scale`` shapes scales
+    (``(1,)``, ``(n,)`` along axis 0, ``(1, n)`` along axis 1) for ``qdq_matmul_operands``;
+    None otherwise."""
+    if block or q_dtype not in ("uint8", "int8") or q is None or scale is None or \
+            zp is None or zp is UNKNOWN or np.ndim(q) != 2:
+        return None
+    s = dequantized_weight_scale(np.asarray(q).astype("int8"), "int8", scale, None, axis, 0)
+    z = np.asarray(zp, "int64")
+    if s is None or z.size != s.size:
+        return None
+    return s, z.reshape(s.shape)
+
+
+def qdq_weight_operands(ctx):
+    """``qdq_operands`` for a MatMul / Gemm: ((8-bit x, its scale, its zero point), (8-bit
+    weight, its scale, its zero point: None for ``ctx.int8_weights``' int8 ones, else
+    ``ctx.zp_weights``' value)), else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    if act is None or len(ins) < 2:
+        return None
+    if ins[1] in ctx.int8_weights:
+        return act, (*ctx.int8_weights[ins[1]], None)
+    wgt = ctx.zp_weights.get(ins[1])
+    return None if wgt is None else (act, wgt)
+
+
 def conv_output_scale(s, channels: int):
     """``dequantized_weight_scale``'s scales shaped to multiply an NCHW conv's output."""
     return s.reshape(()) if s.size == 1 else s.reshape(1, channels, 1, 1)
@@ -358,14 +389,17 @@ class MatmulVnniPlan:
         self.runtime_zero_point = a_zp is UNKNOWN
 
 
-def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
+def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool,
+                        w_dtype: str = "int8", w_zp=None):
     """A QDQ model's MatMul / Gemm of a DequantizeLinear'd 8-bit activation (``x_dtype``, known
     scalar zero point ``x_zp`` or None, scalar ``x_scale``: ``activation_qparams``) and a
-    DequantizeLinear'd constant int8 weight ``w`` (``dequantized_weight_scale``'s ``w_scale``,
-    ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled back:
-    (the weight as int8 ``(K, N)``, the float32 output scale: a scalar or one per column), or
-    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N: axis 1
-    of a ``[K, N]`` weight, axis 0 of an ``[N, K]`` one)."""
+    DequantizeLinear'd constant 8-bit weight ``w`` of ``w_dtype`` (``dequantized_weight_scale``'s
+    ``w_scale``, and ``dequantized_zero_point_weight``'s ``w_zp``, shaped as the scale, or
+    None; ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled
+    back: (the weight ``(K, N)``, the float32 output scale: a scalar or one per column, the
+    weight's zero point: None, a scalar or one per column), or None where ``vnni_matmul``
+    does not take it (a per-channel scale or zero point must be along N: axis 1 of a ``[K,
+    N]`` weight, axis 0 of an ``[N, K]`` one)."""
     if w is None or np.ndim(w) != 2:
         return None
     s = np.asarray(w_scale, "float32")
@@ -373,11 +407,12 @@ def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
     if s.size != 1 and not per_column:
         return None  # (per index of K: not a factor of the output)
     s = s.reshape(-1)
+    zp = None if w_zp is None else np.asarray(w_zp).reshape(-1)
     b = np.asarray(w).T if trans_b else np.asarray(w)
-    if not vnni_matmul(x_dtype, x_zp, True, "int8", b, None):
+    if not vnni_matmul(x_dtype, x_zp, True, w_dtype, b, zp):
         return None
     scale = (s * np.float32(x_scale)).astype("float32")
-    return b, scale.reshape(()) if scale.size == 1 else scale
+    return b, scale.reshape(()) if scale.size == 1 else scale, zp
 
 
 def dequantized_lstm_weight(q, scale, zp, what: str, fail):

@@ -12,6 +12,7 @@ from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
     dequantized_weight_scale,
+    dequantized_zero_point_weight,
 )
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
@@ -405,6 +406,11 @@ def _dequantize_linear(ctx: Context, ins, attrs):
                                  UNKNOWN if zp is not None and zv is None else zv, axis, bs)
     if s is not None:  # (a Conv may read the int8 values themselves: ops_nn)
         ctx.int8_weights[ctx.node.output[0]] = (ctx.known(ins[0]), s)
+    else:  # (a MatMul's weight with a zero point, uint8: read on VNNI with it)
+        found = dequantized_zero_point_weight(ctx.known(ins[0]), ctx.dtype(x), ctx.known(ins[1]),
+                                              zv, axis, bs)
+        if found is not None:
+            ctx.zp_weights[ctx.node.output[0]] = (ctx.known(ins[0]), *found)
     remember_activation(ctx, ins[0], ins[1], ins[2] if zp is not None else None, bs)
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)

@@ -25,6 +25,7 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     qdq_matmul_operands,
     qdq_operands,
+    qdq_weight_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -136,15 +137,15 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
     (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
     would be an alias that FuseOps does not fuse through); else None."""
-    found = qdq_operands(ctx)
+    found = qdq_weight_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = found
+    (qx, sx, zx), (wv, sw, zw) = found
     if ctx.ndim(qx) < 2:
         return None
-    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b)
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b, str(wv.dtype), zw)
     if found is None:
         return None
-    bv, scale = found
-    y = int_matmul(ctx, qx, None, zx, bv)
+    bv, scale, bz = found
+    y = int_matmul(ctx, qx, None, zx, bv, str(wv.dtype), bz)
     return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the caller binds it)

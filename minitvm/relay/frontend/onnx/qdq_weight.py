@@ -30,10 +30,12 @@ from ....frontend_common.onnx_quant import (
     conv_output_scale,
     depthwise_data,
     dequantized_weight_scale,
+    dequantized_zero_point_weight,
     float_pieces,
     keeps_int8_weight,
     qdq_matmul_operands,
     qdq_operands,
+    qdq_weight_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -47,6 +49,11 @@ def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
                                  UNKNOWN if zp is not None and zv is None else zv, axis, block)
     if s is not None:
         ctx.int8_weights[ctx.node.output[0]] = (q, s)
+    else:  # (a MatMul's weight with a zero point, uint8: read on VNNI with it)
+        found = dequantized_zero_point_weight(ctx.maybe_value(q), ctx.dtype(q),
+                                              ctx.maybe_value(scale), zv, axis, block)
+        if found is not None:
+            ctx.zp_weights[ctx.node.output[0]] = (q, *found)
     act = activation_qparams(ctx.dtype(q), ctx.maybe_value(scale), None if zp is None else
                              UNKNOWN if zv is None else zv, block)
     if act is not None:
@@ -161,13 +168,14 @@ def vnni_qdq_matmul(ctx, a, trans_b: bool):
     s_w``), when both are DequantizeLinear outputs ``remember`` noted
     (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
     transposed)."""
-    found = qdq_operands(ctx)
+    found = qdq_weight_operands(ctx)
     if found is None or ctx.ndim(a) < 2:
         return None
-    (qx, sx, zx), (qw, sw) = found
-    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b)
+    (qx, sx, zx), (qw, sw, zw) = found
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b,
+                                ctx.dtype(qw), zw)
     if found is None:
         return None
-    bv, scale = found
-    y = vnni_int_matmul(ctx, qx, None, zx, bv)
+    bv, scale, bz = found
+    y = vnni_int_matmul(ctx, qx, None, zx, bv, ctx.dtype(qw), bz)
     return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
