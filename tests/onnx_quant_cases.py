@@ -91,15 +91,17 @@ QDQ_CONV_CASES = [(None, True, 1, "int8"),      # a scale per output channel
                   (None, True, 2, "float32")]   # grouped
 
 
-def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32):
+def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32,
+             rank: int = 2):
     """A QDQ conv as quantize_static writes one: QuantizeLinear / DequantizeLinear of a uint8
-    activation, DequantizeLinear of a constant int8 weight (axis 0), Conv, QuantizeLinear.
-    Returns (model, feeds)."""
+    activation, DequantizeLinear of a constant int8 weight (axis 0), Conv (``rank``-D: 1, an
+    audio model's Conv1d, over 23 samples, stride 2), QuantizeLinear. Returns (model,
+    feeds)."""
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(3 + groups)
-    x = rng.standard_normal((1, cin, 10, 10)).astype("float32")
-    w = rng.integers(-127, 128, (cout, cin // groups, 3, 3)).astype("int8")
+    x = rng.standard_normal((1, cin, 10, 10) if rank == 2 else (1, cin, 23)).astype("float32")
+    w = rng.integers(-127, 128, (cout, cin // groups) + (3,) * rank).astype("int8")
     w_s = (rng.random(cout) * 0.01 + 0.002).astype("float32") if per_channel else \
         np.array(0.005, "float32")
     arrays = dict(x_s=np.array(0.02, "float32"), x_zp=np.array(128, "uint8"), w=w, w_s=w_s,
@@ -110,7 +112,8 @@ def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32
     nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xf"]),
              helper.make_node("DequantizeLinear", w_in, ["wf"], axis=0),
-             helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1, 1, 1, 1], group=groups),
+             helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1] * 2 * rank, group=groups,
+                              strides=[1] * rank if rank == 2 else [2]),
              helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
     inits = [onnx.numpy_helper.from_array(v, n) for n, v in arrays.items()]
     graph = helper.make_graph(

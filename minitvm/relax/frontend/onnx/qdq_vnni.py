@@ -67,17 +67,25 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
     DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
-    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound); else None."""
+    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound; a 1-D conv,
+    its weight ``[O, C, K]``, as the 2-D one over a row: ``strides``, ``pads``, ``dil`` are
+    that one's); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (wv, sw) = found
     o = np.shape(wv)[0]
+    row = np.ndim(wv) == 3  # (1-D: the 2-D conv over one row; strides, pads, dil are its)
+    if row:
+        wv = np.ascontiguousarray(wv[:, :, None, :])
     if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
         return None
+    if row:
+        qx = ctx.emit(_op.expand_dims(qx, 2))
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
-    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)
+    y = _op.multiply(_op.astype(y, "float32"), const(scale))
+    return _op.squeeze(ctx.emit(y), [2]) if row else y  # (the Conv binds it)
 
 
 def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):

@@ -78,17 +78,24 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
     weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
-    the host take it; else None."""
+    the host take it (a 1-D conv as the 2-D one over a row); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (qw, sw) = found
     wv = ctx.maybe_value(qw)
+    row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
+    if row:
+        wv = np.ascontiguousarray(wv[:, :, None, :])
+        qx, qw = _op.expand_dims(qx, 2), ctx.const(wv)
+        strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
+        begin, end = [0, *begin], [0, *end]
     if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
         return None
     y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
     scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
-    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    y = _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    return _op.squeeze(y, [2]) if row else y
 
 
 def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
