@@ -577,3 +577,31 @@ def weight_zp_matmul_model(op: str, w_dtype: str, w_zp, m: int = 9, k: int = 70,
         return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}
     model.ir_version = 8
     return model, {"a": a}
+
+
+def qdq_chain(dtype: str, same: bool = True):
+    """x -> QuantizeLinear -> DequantizeLinear -> Sigmoid -> QuantizeLinear -> DequantizeLinear:
+    the Q / DQ pairs of a QDQ model's activations, ``dtype`` (uint8 / int8) with zero points;
+    ``same`` False gives the second DequantizeLinear its own scale (no fake-quant pair). The
+    input holds NaN and +-inf, and values far outside the 8-bit range. Returns (model,
+    feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    z1, z2 = (100, 3) if dtype == "uint8" else (-20, 5)
+    arrays = dict(s1=np.array(0.03, "float32"), z1=np.array(z1, dtype),
+                  s2=np.array(1 / 255, "float32"), z2=np.array(z2, dtype),
+                  s3=np.array(1 / 255 if same else 0.005, "float32"))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+             helper.make_node("Sigmoid", ["d1"], ["g"]),
+             helper.make_node("QuantizeLinear", ["g", "s2", "z2"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s3", "z2"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_chain", [vi("x", P.FLOAT, [4, 50])],
+                              [vi("y", P.FLOAT, None)], initializer=inits_of(**arrays))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    x = (np.random.default_rng(9).standard_normal((4, 50)) * 4).astype("float32")
+    x[0, :4] = [np.nan, np.inf, -np.inf, 1e9]
+    x[1, :3] = [0.015, -0.045, 0.075]  # (halfway between steps: round half to even)
+    return model, {"x": x}

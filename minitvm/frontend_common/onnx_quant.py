@@ -18,6 +18,32 @@ NAN_QUANTIZES_TO = {k: lo for k, (lo, _) in QRANGE.items()}
 
 UNKNOWN = object()  # a zero point that exists but is not known at import time
 
+
+def scalar_qparams(scale, zp, block: int):
+    """(scale, zero point) as a float32 and an int of a QuantizeLinear / DequantizeLinear with
+    a known scalar ``scale`` and zero point (``zp``: its value, None when absent), else None
+    (per axis, blocked, or not known at import)."""
+    if block or scale is None or np.size(scale) != 1 or (zp is not None and np.size(zp) != 1):
+        return None
+    s = np.asarray(scale)
+    if s.dtype != np.float32:
+        return None
+    return np.float32(s.reshape(())), 0 if zp is None else int(np.asarray(zp).reshape(()))
+
+
+def fake_quant_bounds(q_dtype: str, quantize, dequantize):
+    """The DequantizeLinear of a QuantizeLinear's output (the Q / DQ pair around every
+    activation of a QDQ model), both with the same scalar scale s and zero point z
+    (``scalar_qparams``' pairs): it is ``clip(round(x / s), lo - z, hi - z) * s``, a NaN giving
+    ``lo - z`` (the same values, without adding z, the 8-bit cast and back, and subtracting
+    z: five operations of each elementwise epilogue they end). Returns (s, lo - z, hi - z),
+    or None when the pair differs."""
+    if quantize is None or dequantize is None or quantize != dequantize:
+        return None
+    s, z = quantize
+    lo, hi = QRANGE[q_dtype]
+    return s, float(lo - z), float(hi - z)
+
 # ORT's QLinear ops that compute a float op between dequantized inputs and a quantized output:
 # (op, the float op, its quantized inputs)
 QLINEAR_FLOAT_OPS = (("com.microsoft.QLinearAdd", "Add", 2),

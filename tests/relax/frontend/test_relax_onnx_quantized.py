@@ -197,6 +197,19 @@ def test_int_conv1d(op):
     assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
 
 
+@pytest.mark.parametrize("dtype, same", [("uint8", True), ("int8", True), ("uint8", False)])
+def test_qdq_pair_skips_the_round_trip(dtype, same):
+    """A DequantizeLinear of a QuantizeLinear with the same scalar scale and zero point is
+    ``clip(round(x / s), lo - z, hi - z) * s``: no 8-bit cast; ORT's values, NaN and
+    infinities included."""
+    model, feeds = cases.qdq_chain(dtype, same)
+    mod = from_onnx(model)
+    text = relax.transform.DeadCodeElimination()(mod).script()  # (the unread QuantizeLinear)
+    assert (f'"{dtype}"' in text) == (not same)  # (8-bit casts: the second pair keeps its own)
+    out = _run(_build(mod), feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]

@@ -113,6 +113,21 @@ def test_int_conv1d(op):
     assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
 
 
+@pytest.mark.parametrize("dtype, same", [("uint8", True), ("int8", True), ("uint8", False)])
+def test_qdq_pair_skips_the_round_trip(dtype, same):
+    """A DequantizeLinear of a QuantizeLinear with the same scalar scale and zero point is
+    ``clip(round(x / s), lo - z, hi - z) * s`` (``onnx_quant.fake_quant_bounds``): no 8-bit
+    cast in the graph; the same values as ORT, NaN and infinities included."""
+    model, feeds = cases.qdq_chain(dtype, same)
+    mod, params = relay.frontend.from_onnx(model)
+    casts = []
+    post_order_visit(mod["main"], lambda e: casts.append(e.attrs.dtype) if isinstance(
+        e, relay.Call) and getattr(e.op, "name", "") == "cast" else None)
+    assert (dtype in casts) == (not same)  # (the second pair, its scales apart, keeps it)
+    out = build_and_run(mod, params, feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
 def _acc_dtypes(mod, op_name):
     found = []
 

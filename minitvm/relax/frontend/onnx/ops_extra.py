@@ -13,6 +13,8 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     dequantized_weight_scale,
     dequantized_zero_point_weight,
+    fake_quant_bounds,
+    scalar_qparams,
 )
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
@@ -391,7 +393,34 @@ def _quantize_linear(ctx: Context, ins, attrs):
     lo, hi = _QRANGE[out_dtype]
     y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
     y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype], ctx.dtype(x))), y)
+    qparams = _scalar_qparams(ctx, ins[1], zp, bs)
+    if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
     return ctx.emit(_op.astype(y, out_dtype))
+
+
+def _scalar_qparams(ctx: Context, scale, zp, bs: int):
+    """``onnx_quant.scalar_qparams`` of a scale and zero point (expressions or values)."""
+    zv = None if zp is None else ctx.known(zp)
+    if zp is not None and (zv is None or zv.dtype == object):
+        return None
+    sv = ctx.known(scale)
+    return None if sv is None or sv.dtype == object else scalar_qparams(sv, zv, bs)
+
+
+def _fake_quant(ctx: Context, scale, zp, bs: int):
+    """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
+    a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    found = ctx.quantized.get(ctx.node.input[0])
+    if found is None:
+        return None
+    x, qparams, q_dtype = found
+    bounds = fake_quant_bounds(q_dtype, qparams, _scalar_qparams(ctx, scale, zp, bs))
+    if bounds is None or ctx.dtype(x) != "float32":
+        return None
+    s, lo, hi = (const(np.array(v, "float32")) for v in bounds)
+    y = _op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2])
+    return ctx.emit(_op.multiply(_op.where(_op.isnan(y), lo, y), s))
 
 
 @register("DequantizeLinear")
@@ -412,6 +441,9 @@ def _dequantize_linear(ctx: Context, ins, attrs):
         if found is not None:
             ctx.zp_weights[ctx.node.output[0]] = (ctx.known(ins[0]), *found)
     remember_activation(ctx, ins[0], ins[1], ins[2] if zp is not None else None, bs)
+    fake = _fake_quant(ctx, scale, zp, bs)
+    if fake is not None:  # (a Conv / MatMul may still read x itself)
+        return fake
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
     if not _known_zero(ctx, zp):

@@ -13,9 +13,11 @@ from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
     depthwise_data,
+    fake_quant_bounds,
     float_pieces,
     keeps_int8_weight,
     row_conv_attrs,
+    scalar_qparams,
     vnni_conv,
     vnni_matmul,
 )
@@ -63,7 +65,30 @@ def _quantize_linear(ctx, ins, attrs):
     lo, hi = _QRANGE[out_dtype]
     y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
     y = _op.where(_op.isnan(y), ctx.const(np.array(NAN_QUANTIZES_TO[out_dtype], dt)), y)
+    zv = None if zp is None else ctx.maybe_value(zp)
+    qparams = scalar_qparams(ctx.maybe_value(scale), zv, bs) if zp is None or zv is not None \
+        else None
+    if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
     return _op.cast(y, out_dtype)
+
+
+def _fake_quant(ctx, scale, zp, bs: int):
+    """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
+    a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    found = ctx.quantized.get(ctx.node.input[0])
+    if found is None:
+        return None
+    zv = None if zp is None else ctx.maybe_value(zp)
+    if zp is not None and zv is None:
+        return None
+    x, qparams, q_dtype = found
+    bounds = fake_quant_bounds(q_dtype, qparams, scalar_qparams(ctx.maybe_value(scale), zv, bs))
+    if bounds is None or ctx.dtype(x) != "float32":
+        return None
+    s, lo, hi = (ctx.const(np.array(v, "float32")) for v in bounds)
+    y = _op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2])
+    return _op.multiply(_op.where(_op.isnan(y), lo, y), s)
 
 
 @register("DequantizeLinear")
@@ -72,6 +97,10 @@ def _dequantize_linear(ctx, ins, attrs):
     zp = ins[2] if len(ins) > 2 else None
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     nd, axis = len(shape), int(attrs.get("axis", 1))
+    fake = _fake_quant(ctx, scale, zp, bs)
+    if fake is not None:  # (a Conv / MatMul may still read x itself)
+        remember_int8_weight(ctx, x, scale, zp, axis, bs)
+        return fake
     fdt = ctx.dtype(scale)
     wide = "float64" if ctx.dtype(x) == "int32" else fdt  # int32 exceeds float32's mantissa
     y = _op.cast(x, wide)
