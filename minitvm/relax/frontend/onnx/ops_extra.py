@@ -391,7 +391,7 @@ def _quantize_linear(ctx: Context, ins, attrs):
     if not _known_zero(ctx, zp):
         y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
-    y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
+    y = ctx.emit(_op.clip(y, float(lo), float(hi)))  # (saturating; a NaN to the lowest)
     y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype], ctx.dtype(x))), y)
     qparams = _scalar_qparams(ctx, ins[1], zp, bs)
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
@@ -419,7 +419,7 @@ def _fake_quant(ctx: Context, scale, zp, bs: int):
     if bounds is None or ctx.dtype(x) != "float32":
         return None
     s, lo, hi = (const(np.array(v, "float32")) for v in bounds)
-    y = _op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2])
+    y = ctx.emit(_op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2]))
     return ctx.emit(_op.multiply(_op.where(_op.isnan(y), lo, y), s))
 
 
