@@ -605,3 +605,25 @@ def qdq_chain(dtype: str, same: bool = True):
     x[0, :4] = [np.nan, np.inf, -np.inf, 1e9]
     x[1, :3] = [0.015, -0.045, 0.075]  # (halfway between steps: round half to even)
     return model, {"x": x}
+
+
+def qlinear_add_after_quantize():
+    """x -> QuantizeLinear -> a; QLinearAdd(a, b) with b a uint8 graph input of a's scale and
+    zero point: only a DequantizeLinear node's own input is a Q / DQ pair, never a QLinear
+    op's second input. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(4)
+    qadd = helper.make_node("QLinearAdd", ["a", "s", "z", "b", "s", "z", "ys", "yz"], ["y"],
+                            domain="com.microsoft")
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["a"]), qadd], "qadd",
+        [vi("x", P.FLOAT, [3, 20]), vi("b", P.UINT8, [3, 20])], [vi("y", P.UINT8, None)],
+        initializer=inits_of(s=np.array(0.05, "float32"), z=np.array(90, "uint8"),
+                             ys=np.array(0.1, "float32"), yz=np.array(128, "uint8")))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model, {"x": rng.standard_normal((3, 20)).astype("float32"),
+                   "b": q8(rng, (3, 20))}

@@ -210,6 +210,13 @@ def test_qdq_pair_skips_the_round_trip(dtype, same):
     np.testing.assert_array_equal(out, _ort(model, feeds)[0])
 
 
+def test_qlinear_inputs_are_not_qdq_pairs():
+    """A QLinearAdd's second input, of its first's scale and zero point, stays itself."""
+    model, feeds = cases.qlinear_add_after_quantize()
+    out = _run(_build(from_onnx(model)), feeds)[0]
+    assert np.abs(out.astype(int) - _ort(model, feeds)[0].astype(int)).max() <= 1
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]

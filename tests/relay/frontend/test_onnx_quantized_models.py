@@ -128,6 +128,14 @@ def test_qdq_pair_skips_the_round_trip(dtype, same):
     np.testing.assert_array_equal(out, _ort(model, feeds)[0])
 
 
+def test_qlinear_inputs_are_not_qdq_pairs():
+    """A QLinearAdd's second input, of its first's scale and zero point, stays itself."""
+    model, feeds = cases.qlinear_add_after_quantize()
+    mod, params = relay.frontend.from_onnx(model)
+    out = build_and_run(mod, params, feeds)[0]
+    assert np.abs(out.astype(int) - _ort(model, feeds)[0].astype(int)).max() <= 1
+
+
 def _acc_dtypes(mod, op_name):
     found = []
 

@@ -411,6 +411,8 @@ def _scalar_qparams(ctx: Context, scale, zp, bs: int):
 def _fake_quant(ctx: Context, scale, zp, bs: int):
     """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
     a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    if ctx.node.op_type != "DequantizeLinear":  # (a QLinear op's dequantized inputs)
+        return None
     found = ctx.quantized.get(ctx.node.input[0])
     if found is None:
         return None

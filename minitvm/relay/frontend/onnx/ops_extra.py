@@ -76,6 +76,8 @@ def _quantize_linear(ctx, ins, attrs):
 def _fake_quant(ctx, scale, zp, bs: int):
     """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
     a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    if ctx.node.op_type != "DequantizeLinear":  # (a QLinear op's dequantized inputs)
+        return None
     found = ctx.quantized.get(ctx.node.input[0])
     if found is None:
         return None
