@@ -91,15 +91,17 @@ QDQ_CONV_CASES = [(None, True, 1, "int8"),      # a scale per output channel
                   (None, True, 2, "float32")]   # grouped
 
 
-def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32):
+def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32,
+             rank: int = 2):
     """A QDQ conv as quantize_static writes one: QuantizeLinear / DequantizeLinear of a uint8
-    activation, DequantizeLinear of a constant int8 weight (axis 0), Conv, QuantizeLinear.
-    Returns (model, feeds)."""
+    activation, DequantizeLinear of a constant int8 weight (axis 0), Conv (``rank``-D: 1, an
+    audio model's Conv1d, over 23 samples, stride 2), QuantizeLinear. Returns (model,
+    feeds)."""
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(3 + groups)
-    x = rng.standard_normal((1, cin, 10, 10)).astype("float32")
-    w = rng.integers(-127, 128, (cout, cin // groups, 3, 3)).astype("int8")
+    x = rng.standard_normal((1, cin, 10, 10) if rank == 2 else (1, cin, 23)).astype("float32")
+    w = rng.integers(-127, 128, (cout, cin // groups) + (3,) * rank).astype("int8")
     w_s = (rng.random(cout) * 0.01 + 0.002).astype("float32") if per_channel else \
         np.array(0.005, "float32")
     arrays = dict(x_s=np.array(0.02, "float32"), x_zp=np.array(128, "uint8"), w=w, w_s=w_s,
@@ -110,7 +112,8 @@ def qdq_conv(w_zp, per_channel: bool, groups: int, cin: int = 16, cout: int = 32
     nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xf"]),
              helper.make_node("DequantizeLinear", w_in, ["wf"], axis=0),
-             helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1, 1, 1, 1], group=groups),
+             helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1] * 2 * rank, group=groups,
+                              strides=[1] * rank if rank == 2 else [2]),
              helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
     inits = [onnx.numpy_helper.from_array(v, n) for n, v in arrays.items()]
     graph = helper.make_graph(
@@ -187,6 +190,21 @@ def q8(rng, shape, dtype: str = "uint8"):
     """Random integers over the whole range of ``dtype`` (uint8 or int8)."""
     lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
     return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def quantize_non_finite(dtype: str):
+    """QuantizeLinear to ``dtype`` (int8 or uint8, zero point 3) of NaN, +-inf and finite
+    values (a NaN quantizes to the dtype's lowest value in onnxruntime: what a quantized causal
+    mask's softmax gives). Returns (model, feeds)."""
+    from onnx import TensorProto as P
+
+    t = P.INT8 if dtype == "int8" else P.UINT8
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, -1.0, 30.0, -30.0, 0.26] * 5, "float32")
+    model = single("QuantizeLinear", [vi("x", P.FLOAT, list(x.shape)), "s", "z"],
+                   [vi("y", t, None)], inits_of(s=np.array(0.1, "float32"),
+                                                z=np.array(3, dtype)))
+    model.ir_version = 8
+    return model, {"x": x}
 
 
 def dynamic_quantize_linear(fill: str):
@@ -357,8 +375,11 @@ VNNI_MATMUL_CASES = [((16, 64), 256, "uint8", 124),
                      ((2, 5, 40), 48, "int8", -3),
                      ((3, 8), 7, "uint8", 0),
                      ((33, 100), 64, "int8", 127)]
-# the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm
-VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm"]
+# the ops of one integer matmul node: ONNX's, com.microsoft's, and a QDQ MatMul / Gemm (and a
+# QDQ MatMul with a weight scale per column: DequantizeLinear axis=1, what per_channel=True
+# writes for a MatMul; and with a uint8 weight and zero points, weight_type=QUInt8)
+VNNI_MATMUL_OPS = ["MatMulInteger", "QLinearMatMul", "QGemm", "qdq_MatMul", "qdq_Gemm",
+                   "qdq_MatMul_pc", "qdq_MatMul_u8"]
 
 
 def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
@@ -366,7 +387,9 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
     weight (``[K, N]``, ``[N, K]`` for QGemm's transB): MatMulInteger (int32 out),
     QLinearMatMul (a scale per column), QGemm (transB, alpha, an int32 bias), or a QDQ MatMul /
     Gemm (DequantizeLinear'd uint8 ``a`` and int8 weight, QuantizeLinear'd output; Gemm:
-    transB, a scale per output column, a float bias). Returns (model, feeds)."""
+    transB, a scale per output column, a float bias; ``qdq_MatMul_pc``: a scale per column of
+    the ``[K, N]`` weight, axis 1; ``qdq_MatMul_u8``: that with a uint8 weight and a zero
+    point per column). Returns (model, feeds)."""
     from onnx import TensorProto as P
     from onnx import helper
 
@@ -395,20 +418,25 @@ def int_matmul_model(op: str, a_shape, n: int, a_dtype: str, a_zp: int, rng):
                             "y_s", "y_zp"], [vi("y", t8, None)], inits, domain="com.microsoft",
                        transB=1, alpha=0.5)
     else:
-        gemm = op == "qdq_Gemm"
+        gemm, per_column = op == "qdq_Gemm", op in ("qdq_MatMul_pc", "qdq_MatMul_u8")
+        u8 = op == "qdq_MatMul_u8"
         x = (rng.standard_normal(a_shape) * 2).astype("float32")
-        ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm else \
+        ws = (rng.random(n) * 0.01 + 0.001).astype("float32") if gemm or per_column else \
             np.array(0.004, "float32")
         arrays = dict(a_s=common["a_s"], a_zp=np.array(abs(a_zp), "uint8"),
-                      w=np.ascontiguousarray(w.T) if gemm else w, w_s=ws,
+                      w=np.ascontiguousarray(w.T) if gemm else
+                      (w.astype(int) + 128).astype("uint8") if u8 else w, w_s=ws,
                       y_s=common["y_s"] * 0.01, y_zp=np.array(128, "uint8"),
                       bias=rng.standard_normal(n).astype("float32"))
         nodes = [helper.make_node("QuantizeLinear", ["x", "a_s", "a_zp"], ["xq"]),
                  helper.make_node("DequantizeLinear", ["xq", "a_s", "a_zp"], ["xf"]),
-                 helper.make_node("DequantizeLinear", ["w", "w_s"], ["wf"], axis=0),
+                 helper.make_node("DequantizeLinear", ["w", "w_s"] + ["w_zp"] * u8, ["wf"],
+                                  axis=1 if per_column else 0),
                  helper.make_node("Gemm", ["xf", "wf", "bias"], ["yf"], transB=1) if gemm else
                  helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
                  helper.make_node("QuantizeLinear", ["yf", "y_s", "y_zp"], ["y"])]
+        if u8:
+            arrays["w_zp"] = rng.integers(90, 170, n).astype("uint8")
         shape = list(a_shape) if not gemm else [int(np.prod(a_shape[:-1])), k]
         x = x.reshape(shape)
         graph = helper.make_graph(nodes, op, [vi("x", P.FLOAT, shape)],
@@ -438,3 +466,164 @@ def dynamic_matmul_model(rng, m: int = 12, k: int = 40, n: int = 32):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}
+
+
+def dynamic_quantize_lstm(per_channel: bool, w_dtype: str = "int8", direction: str = "forward",
+                          seq: int = 6, batch: int = 2, feat: int = 10, hidden: int = 8):
+    """A com.microsoft DynamicQuantizeLSTM node (quantize_dynamic's LSTM: 8-bit W [dirs, input,
+    4H] and R [dirs, H, 4H], transposed from LSTM's, with scales and zero points one per
+    direction or per direction and gate row; ORT takes uint8 weights with the zero point 128
+    alone) and the plain LSTM over the same weights
+    dequantized. Returns (quantized model, float model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(seq + feat)
+    dirs = 2 if direction == "bidirectional" else 1
+    g = 4 * hidden
+    arrays, floats = {}, {}
+    for name, k in (("w", feat), ("r", hidden)):
+        q = q8(rng, (dirs, k, g), w_dtype)
+        s = (rng.random((dirs, g) if per_channel else (dirs,)) * 0.02 + 0.01).astype("float32")
+        z = np.full(s.shape, 128 if w_dtype == "uint8" else 0).astype(w_dtype)
+        arrays.update({name: q, f"{name}_s": s, f"{name}_z": z})
+        sb, zb = s.reshape(dirs, 1, -1), z.astype("float32").reshape(dirs, 1, -1)
+        floats[name] = ((q.astype("float32") - zb) * sb).transpose(0, 2, 1).copy()
+    b = (rng.standard_normal((dirs, 2 * g)) * 0.1).astype("float32")
+    x = rng.standard_normal((seq, batch, feat)).astype("float32")
+    outs = [vi("y", P.FLOAT, None), vi("y_h", P.FLOAT, None), vi("y_c", P.FLOAT, None)]
+    qnode = helper.make_node("DynamicQuantizeLSTM", ["x", "w", "r", "b", "", "", "", "", "w_s",
+                                                     "w_z", "r_s", "r_z"],
+                             ["y", "y_h", "y_c"], domain="com.microsoft", hidden_size=hidden,
+                             direction=direction)
+    graph = helper.make_graph([qnode], "dqlstm", [vi("x", P.FLOAT, list(x.shape))], outs,
+                              initializer=inits_of(**arrays, b=b))
+    qmodel = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                     helper.make_opsetid("com.microsoft", 1)])
+    fnode = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "y_h", "y_c"],
+                             hidden_size=hidden, direction=direction)
+    graph = helper.make_graph([fnode], "lstm", [vi("x", P.FLOAT, list(x.shape))], outs,
+                              initializer=inits_of(w=floats["w"], r=floats["r"], b=b))
+    fmodel = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    qmodel.ir_version = fmodel.ir_version = 8
+    return qmodel, fmodel, {"x": x}
+
+
+def int_conv1d_model(op: str, c: int = 24, o: int = 32, length: int = 37, k: int = 5,
+                     stride: int = 2, pad: int = 2):
+    """A 1-D ConvInteger (uint8 input, zero point 7; int8 weight) or QLinearConv (uint8 input
+    and output, a scale per output channel, an int32 bias) over ``[1, c, length]``: what an
+    audio model's Conv1d becomes under quantize_dynamic / QOperator. Returns (model,
+    feeds)."""
+    from onnx import TensorProto as P
+
+    rng = np.random.default_rng(length + k)
+    x = q8(rng, (1, c, length))
+    w = q8(rng, (o, c, k), "int8")
+    conv = dict(kernel_shape=[k], strides=[stride], pads=[pad, pad])
+    if op == "ConvInteger":
+        model = single(op, [vi("x", P.UINT8, list(x.shape)), "w", "xz"],
+                       [vi("y", P.INT32, None)], inits_of(w=w, xz=np.array(7, "uint8")), **conv)
+    else:
+        inits = inits_of(xs=np.array(0.02, "float32"), xz=np.array(7, "uint8"), w=w,
+                         ws=(rng.random(o) * 0.01 + 0.002).astype("float32"),
+                         wz=np.zeros(o, "int8"), ys=np.array(0.3, "float32"),
+                         yz=np.array(120, "uint8"),
+                         b=rng.integers(-2000, 2000, o).astype("int32"))
+        model = single(op, [vi("x", P.UINT8, list(x.shape)), "xs", "xz", "w", "ws", "wz", "ys",
+                            "yz", "b"], [vi("y", P.UINT8, None)], inits, **conv)
+    model.ir_version = 8
+    return model, {"x": x}
+
+
+# (op, weight dtype, its zero point: "column" one per column, else a scalar) of an integer
+# matmul whose weight has a zero point (weight_type=QUInt8; an int8 weight with zero points)
+WEIGHT_ZP_MATMUL_CASES = [("MatMulInteger", "uint8", "column"), ("MatMulInteger", "uint8", 0),
+                          ("MatMulInteger", "int8", "column"), ("QLinearMatMul", "uint8", 131),
+                          ("dynamic", "uint8", 128)]
+
+
+def weight_zp_matmul_model(op: str, w_dtype: str, w_zp, m: int = 9, k: int = 70, n: int = 48):
+    """An integer matmul of a uint8 A (zero point 7) and a constant ``w_dtype`` weight with
+    zero point ``w_zp`` (see ``WEIGHT_ZP_MATMUL_CASES``): MatMulInteger, QLinearMatMul, or
+    quantize_dynamic's DynamicQuantizeLinear + MatMulInteger. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(k + n)
+    w = q8(rng, (k, n), w_dtype)
+    zp = q8(rng, (n,), w_dtype) if w_zp == "column" else np.array(w_zp, w_dtype)
+    a = q8(rng, (m, k))
+    if op == "MatMulInteger":
+        model = single(op, [vi("a", P.UINT8, [m, k]), "w", "az", "wz"],
+                       [vi("y", P.INT32, None)], inits_of(w=w, az=np.array(7, "uint8"), wz=zp))
+    elif op == "QLinearMatMul":
+        model = single(op, [vi("a", P.UINT8, [m, k]), "as", "az", "w", "ws", "wz", "ys", "yz"],
+                       [vi("y", P.UINT8, None)],
+                       inits_of(**{"as": np.array(0.02, "float32")}, az=np.array(7, "uint8"),
+                                w=w, ws=np.array(0.01, "float32"), wz=zp,
+                                ys=np.array(0.4, "float32"), yz=np.array(128, "uint8")))
+    else:
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+                 helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+                 helper.make_node("Cast", ["acc"], ["accf"], to=P.FLOAT),
+                 helper.make_node("Mul", ["xs", "ws"], ["s"]),
+                 helper.make_node("Mul", ["accf", "s"], ["y"])]
+        graph = helper.make_graph(nodes, "dyn", [vi("x", P.FLOAT, [m, k])],
+                                  [vi("y", P.FLOAT, None)],
+                                  initializer=inits_of(w=w, wz=zp, ws=np.array(0.01, "float32")))
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        return model, {"x": (rng.standard_normal((m, k)) - 0.3).astype("float32")}
+    model.ir_version = 8
+    return model, {"a": a}
+
+
+def qdq_chain(dtype: str, same: bool = True):
+    """x -> QuantizeLinear -> DequantizeLinear -> Sigmoid -> QuantizeLinear -> DequantizeLinear:
+    the Q / DQ pairs of a QDQ model's activations, ``dtype`` (uint8 / int8) with zero points;
+    ``same`` False gives the second DequantizeLinear its own scale (no fake-quant pair). The
+    input holds NaN and +-inf, and values far outside the 8-bit range. Returns (model,
+    feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    z1, z2 = (100, 3) if dtype == "uint8" else (-20, 5)
+    arrays = dict(s1=np.array(0.03, "float32"), z1=np.array(z1, dtype),
+                  s2=np.array(1 / 255, "float32"), z2=np.array(z2, dtype),
+                  s3=np.array(1 / 255 if same else 0.005, "float32"))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+             helper.make_node("Sigmoid", ["d1"], ["g"]),
+             helper.make_node("QuantizeLinear", ["g", "s2", "z2"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s3", "z2"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_chain", [vi("x", P.FLOAT, [4, 50])],
+                              [vi("y", P.FLOAT, None)], initializer=inits_of(**arrays))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    x = (np.random.default_rng(9).standard_normal((4, 50)) * 4).astype("float32")
+    x[0, :4] = [np.nan, np.inf, -np.inf, 1e9]
+    x[1, :3] = [0.015, -0.045, 0.075]  # (halfway between steps: round half to even)
+    return model, {"x": x}
+
+
+def qlinear_add_after_quantize():
+    """x -> QuantizeLinear -> a; QLinearAdd(a, b) with b a uint8 graph input of a's scale and
+    zero point: only a DequantizeLinear node's own input is a Q / DQ pair, never a QLinear
+    op's second input. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(4)
+    qadd = helper.make_node("QLinearAdd", ["a", "s", "z", "b", "s", "z", "ys", "yz"], ["y"],
+                            domain="com.microsoft")
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["a"]), qadd], "qadd",
+        [vi("x", P.FLOAT, [3, 20]), vi("b", P.UINT8, [3, 20])], [vi("y", P.UINT8, None)],
+        initializer=inits_of(s=np.array(0.05, "float32"), z=np.array(90, "uint8"),
+                             ys=np.array(0.1, "float32"), yz=np.array(128, "uint8")))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model, {"x": rng.standard_normal((3, 20)).astype("float32"),
+                   "b": q8(rng, (3, 20))}

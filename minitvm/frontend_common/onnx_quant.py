@@ -11,7 +11,38 @@ import numpy as np
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
 
+# a NaN quantizes to its dtype's lowest value (as onnxruntime's QuantizeLinear does; ONNX leaves
+# it open): what a quantized causal mask gives, whose -inf made quantize_static's scale inf, so
+# its DequantizeLinear is 0 * inf, and the softmax after it NaN
+NAN_QUANTIZES_TO = {k: lo for k, (lo, _) in QRANGE.items()}
+
 UNKNOWN = object()  # a zero point that exists but is not known at import time
+
+
+def scalar_qparams(scale, zp, block: int):
+    """(scale, zero point) as a float32 and an int of a QuantizeLinear / DequantizeLinear with
+    a known scalar ``scale`` and zero point (``zp``: its value, None when absent), else None
+    (per axis, blocked, or not known at import)."""
+    if block or scale is None or np.size(scale) != 1 or (zp is not None and np.size(zp) != 1):
+        return None
+    s = np.asarray(scale)
+    if s.dtype != np.float32:
+        return None
+    return np.float32(s.reshape(())), 0 if zp is None else int(np.asarray(zp).reshape(()))
+
+
+def fake_quant_bounds(q_dtype: str, quantize, dequantize):
+    """The DequantizeLinear of a QuantizeLinear's output (the Q / DQ pair around every
+    activation of a QDQ model), both with the same scalar scale s and zero point z
+    (``scalar_qparams``' pairs): it is ``clip(round(x / s), lo - z, hi - z) * s``, a NaN giving
+    ``lo - z`` (the same values, without adding z, the 8-bit cast and back, and subtracting
+    z: five operations of each elementwise epilogue they end). Returns (s, lo - z, hi - z),
+    or None when the pair differs."""
+    if quantize is None or dequantize is None or quantize != dequantize:
+        return None
+    s, z = quantize
+    lo, hi = QRANGE[q_dtype]
+    return s, float(lo - z), float(hi - z)
 
 # ORT's QLinear ops that compute a float op between dequantized inputs and a quantized output:
 # (op, the float op, its quantized inputs)
@@ -116,6 +147,20 @@ def _per_output_k(d, shape, out_axis: int, k_axis: int, batch_axes):
         d.reshape(shape[out_axis], shape[k_axis])
 
 
+def row_conv_attrs(attrs: dict) -> dict:
+    """A 1-D ConvInteger / QLinearConv's attributes for the 2-D conv over one row that it is
+    (input ``[N, C, 1, L]``, weight ``[O, C, 1, K]``; the integer conv paths, VNNI's among
+    them, are 2-D)."""
+    out = dict(attrs)
+    for key, first in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if key in attrs:
+            out[key] = [first] + [int(v) for v in attrs[key]]
+    if "pads" in attrs:
+        b, e = (int(v) for v in attrs["pads"])
+        out["pads"] = [0, b, 0, e]
+    return out
+
+
 def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
     """May a float32 conv (of integers it sums exactly: ``float_pieces`` gave one piece; or of
     dequantized values) read its weight as it is, int8, which the conv schedules widen as they
@@ -131,20 +176,58 @@ def keeps_int8_weight(w_dtype: str, w, w_zp, groups: int, kernel) -> bool:
 
 
 def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
-    """The scales (float32, one or one per index of axis 0) of a DequantizeLinear over a
-    constant int8 tensor ``q`` (numpy; None when unknown) with constant ``scale`` and no zero
-    point or zero ones (``zp``: None when absent, else its value, None-valued when unknown:
-    pass ``UNKNOWN``) that a Conv reading ``q`` as its weight may apply to its output instead
-    (``conv(x, q * s) == conv(x, q) * s`` per output channel); None otherwise."""
+    """The scales (float32) of a DequantizeLinear over a constant int8 tensor ``q`` (numpy;
+    None when unknown) with constant ``scale`` and no zero point or zero ones (``zp``: None
+    when absent, else its value, None-valued when unknown: pass ``UNKNOWN``) that a Conv or
+    MatMul reading ``q`` as its weight may apply to its output instead (``conv(x, q * s) ==
+    conv(x, q) * s`` per output channel): shaped ``(1,)`` for one scale, ``(n,)`` for one per
+    index of axis 0 (a conv's output channels, a transposed Gemm weight's columns), and
+    ``(1, n)`` for one per index of axis 1 of a 2-D ``q`` (what per_channel=True gives a
+    MatMul's [K, N] weight: one per column); None otherwise."""
     if block or q_dtype != "int8" or q is None or scale is None or zp is UNKNOWN:
         return None
     s = np.asarray(scale)
     if s.dtype != np.float32 or (zp is not None and np.any(np.asarray(zp))):
         return None
     nd = np.ndim(q)
-    if s.size != 1 and (s.ndim != 1 or nd == 0 or axis % nd != 0 or s.size != np.shape(q)[0]):
-        return None  # (per-channel scales: only along the output channels of a weight)
-    return s.reshape(-1)
+    if s.size == 1:
+        return s.reshape(-1)
+    if s.ndim != 1 or nd == 0 or s.size != np.shape(q)[axis % nd]:
+        return None
+    if axis % nd == 0:
+        return s.reshape(-1)
+    return s.reshape(1, -1) if nd == 2 else None  # (per column of a 2-D weight)
+
+
+def dequantized_zero_point_weight(q, q_dtype: str, scale, zp, axis: int, block: int):
+    """``(scales, zero points)`` of a DequantizeLinear that ``dequantized_weight_scale``
+    declines for its weight's zero point or dtype: a constant 2-D 8-bit ``q`` (a MatMul's
+    weight under weight_type=QUInt8) with constant float32 scales and known zero points, one
+    or one per index of an axis, both shaped as ``dequantized_weight_scale`` shapes scales
+    (``(1,)``, ``(n,)`` along axis 0, ``(1, n)`` along axis 1) for ``qdq_matmul_operands``;
+    None otherwise."""
+    if block or q_dtype not in ("uint8", "int8") or q is None or scale is None or \
+            zp is None or zp is UNKNOWN or np.ndim(q) != 2:
+        return None
+    s = dequantized_weight_scale(np.asarray(q).astype("int8"), "int8", scale, None, axis, 0)
+    z = np.asarray(zp, "int64")
+    if s is None or z.size != s.size:
+        return None
+    return s, z.reshape(s.shape)
+
+
+def qdq_weight_operands(ctx):
+    """``qdq_operands`` for a MatMul / Gemm: ((8-bit x, its scale, its zero point), (8-bit
+    weight, its scale, its zero point: None for ``ctx.int8_weights``' int8 ones, else
+    ``ctx.zp_weights``' value)), else None."""
+    ins = ctx.node.input
+    act = ctx.act_inputs.get(ins[0]) if ins else None
+    if act is None or len(ins) < 2:
+        return None
+    if ins[1] in ctx.int8_weights:
+        return act, (*ctx.int8_weights[ins[1]], None)
+    wgt = ctx.zp_weights.get(ins[1])
+    return None if wgt is None else (act, wgt)
 
 
 def conv_output_scale(s, channels: int):
@@ -275,41 +358,58 @@ class VnniConvPlan:
 
 def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:
     """May an integer matmul of ``a - a_zp`` (..., M, K) and ``b - b_zp`` (K, N) run as an int32
-    product of the 8-bit rows themselves and the int8 weight on the host's VNNI instructions
-    (``schedule/gemm_vnni``), the zero point's share subtracted after (``MatmulVnniPlan``)?
-    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more.) Where the host has
-    them: an 8-bit A with no zero point or a scalar one (``a_zp_scalar``; known or not: the
-    correction is ``a_zp * column sums``), a constant 2-D int8 weight without (nonzero) zero
-    points. Elsewhere the exact float32 products stay."""
+    product of the 8-bit rows themselves and an int8 weight on the host's VNNI instructions
+    (``schedule/gemm_vnni``), the zero points' shares subtracted after (``MatmulVnniPlan``)?
+    (An int8 A runs as the uint8 ``a + 128``, its zero point 128 more; a uint8 B as the int8
+    ``b - 128``, its zero point 128 less.) Where the host has them: an 8-bit A with no zero
+    point or a scalar one (``a_zp_scalar``; known or not: the correction is ``a_zp * column
+    sums``), a constant 2-D 8-bit weight with no zero point or a known one, scalar or one per
+    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes). Elsewhere
+    the exact float32 products stay."""
     from ..schedule.conv_vnni import available
 
-    if a_dtype not in ("uint8", "int8") or b_dtype != "int8" or b is None or np.ndim(b) != 2:
+    if a_dtype not in ("uint8", "int8") or b_dtype not in ("uint8", "int8") or b is None or \
+            np.ndim(b) != 2:
         return False
     if a_zp is not None and not a_zp_scalar:
         return False
-    if b_zp is UNKNOWN or (b_zp is not None and np.any(np.asarray(b_zp))):
+    if b_zp is UNKNOWN or (b_zp is not None and np.size(b_zp) not in (1, np.shape(b)[1])):
         return False
     return available()
 
 
 class MatmulVnniPlan:
-    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ b for an 8-bit A of
-    ``a_dtype`` and constant int8 ``b`` (K, N):
+    """How a dialect builds ``vnni_matmul``'s form of (a - a_zp) @ (b - b_zp) for an 8-bit A
+    of ``a_dtype`` and constant 8-bit ``b`` (K, N) of ``b_dtype`` with zero point ``b_zp``
+    (None, or a known scalar or one per column). With A' the uint8 rows (``a + 128`` for an
+    int8 A; zero point z_a' = a_zp + ``zero_point_offset``) and W the int8 weight (``b - 128``
+    for a uint8 B; zero point z_b' = b_zp - 128), the product is
+    ``A' @ W - z_a' * (colsum(W) - K * z_b') - z_b' * rowsum(A')``:
 
-    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back), its
-      zero point 128 more (``zero_point_offset``);
-    - ``weight``: ``b`` as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
-    - ``column_sums``: int32 (N,) sums of ``b`` down its columns, which times the (shifted)
-      zero point is subtracted from the product;
-    - ``constant_correction``: that correction as an int32 (N,) constant when the zero point is
-      known (None when it is 0), else None and the dialect multiplies at run time."""
+    - ``shift``: an int8 A is shifted into uint8 first (``a + 128``, as int16, cast back);
+    - ``weight``: W as int8 (K, N); ``weight_t`` as (N, K) (Relay's dense);
+    - ``column_sums``: int32 (N,) ``colsum(W) - K * z_b'``, which times z_a' is subtracted
+      from the product;
+    - ``constant_correction``: that share as an int32 (N,) constant when the zero point is
+      known (None when it is 0), else None and the dialect multiplies at run time
+      (``runtime_zero_point``);
+    - ``row_sum_weight``: z_b' as int32 (N,), which times the row sums of A' (int32, summed
+      at run time) is subtracted too; None when it is 0 (an int8 weight without zero
+      point)."""
 
-    def __init__(self, a_dtype: str, a_zp, b):
+    def __init__(self, a_dtype: str, a_zp, b, b_dtype: str = "int8", b_zp=None):
         self.shift = a_dtype == "int8"
         self.zero_point_offset = 128 if self.shift else 0
+        b = np.asarray(b, "int64")
+        k, n = b.shape
+        zb = np.zeros(n, "int64") if b_zp is None else \
+            np.broadcast_to(np.asarray(b_zp, "int64").reshape(-1), (n,))
+        if b_dtype == "uint8":
+            b, zb = b - 128, zb - 128
         self.weight = np.ascontiguousarray(b, "int8")
         self.weight_t = np.ascontiguousarray(self.weight.T)
-        self.column_sums = self.weight.astype("int64").sum(axis=0).astype("int32")
+        self.column_sums = (b.sum(axis=0) - k * zb).astype("int32")
+        self.row_sum_weight = zb.astype("int32") if np.any(zb) else None
         self.constant_correction = None
         if a_zp is not UNKNOWN:
             zp = (0 if a_zp is None else int(np.asarray(a_zp).reshape(-1)[0])) + \
@@ -320,20 +420,51 @@ class MatmulVnniPlan:
         self.runtime_zero_point = a_zp is UNKNOWN
 
 
-def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool):
+def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool,
+                        w_dtype: str = "int8", w_zp=None):
     """A QDQ model's MatMul / Gemm of a DequantizeLinear'd 8-bit activation (``x_dtype``, known
     scalar zero point ``x_zp`` or None, scalar ``x_scale``: ``activation_qparams``) and a
-    DequantizeLinear'd constant int8 weight ``w`` (``dequantized_weight_scale``'s ``w_scale``,
-    ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled back:
-    (the weight as int8 ``(K, N)``, the float32 output scale: a scalar or one per column), or
-    None where ``vnni_matmul`` does not take it (a per-channel scale must be along N)."""
+    DequantizeLinear'd constant 8-bit weight ``w`` of ``w_dtype`` (``dequantized_weight_scale``'s
+    ``w_scale``, and ``dequantized_zero_point_weight``'s ``w_zp``, shaped as the scale, or
+    None; ``[N, K]`` when ``trans_b`` else ``[K, N]``) as ``vnni_matmul``'s int32 product scaled
+    back: (the weight ``(K, N)``, the float32 output scale: a scalar or one per column, the
+    weight's zero point: None, a scalar or one per column), or None where ``vnni_matmul``
+    does not take it (a per-channel scale or zero point must be along N: axis 1 of a ``[K,
+    N]`` weight, axis 0 of an ``[N, K]`` one)."""
     if w is None or np.ndim(w) != 2:
         return None
-    s = np.asarray(w_scale, "float32").reshape(-1)
-    if s.size != 1 and not trans_b:
+    s = np.asarray(w_scale, "float32")
+    per_column = s.ndim == 2 if not trans_b else s.ndim == 1
+    if s.size != 1 and not per_column:
         return None  # (per index of K: not a factor of the output)
+    s = s.reshape(-1)
+    zp = None if w_zp is None else np.asarray(w_zp).reshape(-1)
     b = np.asarray(w).T if trans_b else np.asarray(w)
-    if not vnni_matmul(x_dtype, x_zp, True, "int8", b, None):
+    if not vnni_matmul(x_dtype, x_zp, True, w_dtype, b, zp):
         return None
     scale = (s * np.float32(x_scale)).astype("float32")
-    return b, scale.reshape(()) if scale.size == 1 else scale
+    return b, scale.reshape(()) if scale.size == 1 else scale, zp
+
+
+def dequantized_lstm_weight(q, scale, zp, what: str, fail):
+    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
+    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
+    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
+    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
+    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
+    integer products; the float LSTM over these weights differs from it only by that
+    rounding. ``fail(message)`` makes the error to raise when a value is not known."""
+    if q is None or scale is None:
+        raise fail(f"DynamicQuantizeLSTM's {what} and its scale must be constants")
+    q = np.asarray(q)
+    if q.ndim != 3:
+        raise fail(f"DynamicQuantizeLSTM's {what} must be 3-D, got shape {q.shape}")
+    dirs, gates = q.shape[0], q.shape[2]
+    s = np.asarray(scale, "float32").reshape(dirs, 1, -1)
+    z = np.zeros((dirs, 1, 1), "float32") if zp is None else \
+        np.asarray(zp, "float32").reshape(dirs, 1, -1)
+    if s.shape[2] not in (1, gates) or z.shape[2] not in (1, gates):
+        raise fail(f"DynamicQuantizeLSTM's {what} scale / zero point must have one value per "
+                   f"direction or per direction and gate row ({gates})")
+    w = (q.astype("float32") - z) * s
+    return np.ascontiguousarray(w.transpose(0, 2, 1))

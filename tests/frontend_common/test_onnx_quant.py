@@ -7,12 +7,19 @@ import pytest
 from minitvm.frontend_common.onnx_quant import (
     EXACT,
     UNKNOWN,
+    MatmulVnniPlan,
     VnniConvPlan,
     activation_qparams,
     depthwise_data,
+    dequantized_lstm_weight,
+    dequantized_weight_scale,
+    dequantized_zero_point_weight,
+    fake_quant_bounds,
     float_pieces,
     int_span,
     keeps_int8_weight,
+    row_conv_attrs,
+    scalar_qparams,
     shifted_range,
 )
 
@@ -176,3 +183,100 @@ def test_depthwise_data_shift_is_the_shifted_input():
     zero padding of the shifted input is the zero point's."""
     x = np.arange(-128, 128, dtype=np.int64)
     assert np.array_equal((x + 128).astype(np.uint8).astype(np.int64), x - (-128))
+
+
+@pytest.mark.parametrize("a_dtype, a_zp, b_dtype, b_zp", [
+    ("uint8", 7, "uint8", 131), ("int8", -3, "uint8", "column"), ("uint8", None, "int8",
+                                                                   "column"),
+    ("int8", 0, "int8", None), ("uint8", 255, "uint8", None)])
+def test_matmul_vnni_plan_is_the_shifted_product(a_dtype, a_zp, b_dtype, b_zp):
+    """The plan's int32 form ``A' @ W - z_a' * column_sums - z_b' * rowsum(A')`` (A' the
+    uint8 rows, W the int8 weight) equals (a - a_zp) @ (b - b_zp), zero points scalar or per
+    column, uint8 weights included."""
+    rng = np.random.default_rng(5)
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    a = rng.integers(lo, hi, (6, 37)).astype(a_dtype)
+    blo, bhi = (0, 256) if b_dtype == "uint8" else (-128, 128)
+    b = rng.integers(blo, bhi, (37, 11)).astype(b_dtype)
+    bz = rng.integers(blo, bhi, 11).astype(b_dtype) if b_zp == "column" else \
+        None if b_zp is None else np.array(b_zp, b_dtype)
+    az = None if a_zp is None else np.array(a_zp, a_dtype)
+    plan = MatmulVnniPlan(a_dtype, az, b, b_dtype, bz)
+    ap = a.astype(np.int64) + (128 if plan.shift else 0)
+    assert ap.min() >= 0 and ap.max() <= 255 and plan.weight.dtype == np.int8
+    got = ap @ plan.weight.astype(np.int64)
+    if plan.constant_correction is not None:
+        got -= plan.constant_correction
+    if plan.row_sum_weight is not None:
+        got -= ap.sum(axis=1, keepdims=True) * plan.row_sum_weight
+    want = (a.astype(np.int64) - (0 if az is None else az.astype(np.int64))) @ \
+        (b.astype(np.int64) - (0 if bz is None else bz.astype(np.int64)))
+    np.testing.assert_array_equal(got, want)
+    assert (plan.row_sum_weight is None) == (b_dtype == "int8" and b_zp is None)
+
+
+def test_dequantized_weight_scales_per_axis():
+    """One scale (1,), one per row (n,) along axis 0, one per column (1, n) along axis 1 of a
+    2-D weight (a MatMul's per_channel=True); a zero point or a uint8 weight: not these
+    (``dequantized_zero_point_weight``: scales and zero points shaped alike)."""
+    q = np.ones((4, 6), "int8")
+    assert dequantized_weight_scale(q, "int8", np.float32(0.5), None, 0, 0).shape == (1,)
+    assert dequantized_weight_scale(q, "int8", np.ones(4, "float32"), None, 0, 0).shape == (4,)
+    assert dequantized_weight_scale(q, "int8", np.ones(6, "float32"), None, 1, 0).shape == (1, 6)
+    assert dequantized_weight_scale(q, "int8", np.ones(6, "float32"), None, 0, 0) is None
+    assert dequantized_weight_scale(np.ones((2, 3, 4), "int8"), "int8", np.ones(3, "float32"),
+                                    None, 1, 0) is None
+    assert dequantized_weight_scale(q, "int8", np.float32(0.5), np.int8(1), 1, 0) is None
+    s, z = dequantized_zero_point_weight(q.astype("uint8"), "uint8", np.ones(6, "float32"),
+                                         np.arange(6, dtype="uint8"), 1, 0)
+    assert s.shape == z.shape == (1, 6)
+    np.testing.assert_array_equal(z, [[0, 1, 2, 3, 4, 5]])
+    assert dequantized_zero_point_weight(q, "int8", np.float32(1), None, 1, 0) is None
+    assert dequantized_zero_point_weight(q, "int8", np.float32(1), UNKNOWN, 1, 0) is None
+
+
+def test_fake_quant_bounds_equal_the_round_trip():
+    """clip(round(x / s), lo - z, hi - z) * s is dequantize(quantize(x)), NaN included; a
+    pair whose parameters differ, or per-axis ones, is none."""
+    x = np.array([np.nan, np.inf, -np.inf, -3.0, -0.045, 0.015, 0.5, 2.0, 1e9], "float32")
+    for dtype, z in (("uint8", 100), ("int8", -20), ("uint8", 0)):
+        qp = scalar_qparams(np.array(0.03, "float32"), np.array(z, dtype), 0)
+        s, lo, hi = fake_quant_bounds(dtype, qp, qp)
+        r = np.clip(np.round(x / s), lo, hi)
+        got = np.where(np.isnan(r), lo, r) * s
+        info = np.iinfo(dtype)
+        q = np.clip(np.round(x / s) + z, info.min, info.max)
+        q = np.where(np.isnan(q), info.min, q).astype(dtype)
+        np.testing.assert_array_equal(got, (q.astype("float32") - z) * s)
+    a = scalar_qparams(np.array(0.03, "float32"), np.array(3, "uint8"), 0)
+    b = scalar_qparams(np.array(0.03, "float32"), np.array(4, "uint8"), 0)
+    assert fake_quant_bounds("uint8", a, b) is None
+    assert scalar_qparams(np.ones(3, "float32"), None, 0) is None
+    assert scalar_qparams(np.array(0.1, "float32"), None, 16) is None
+    assert scalar_qparams(np.array(0.1, "float32"), None, 0) == (np.float32(0.1), 0)
+
+
+def test_row_conv_attrs():
+    got = row_conv_attrs({"kernel_shape": [5], "strides": [2], "pads": [2, 1], "group": 1})
+    assert got == {"kernel_shape": [1, 5], "strides": [1, 2], "pads": [0, 2, 0, 1], "group": 1}
+    assert row_conv_attrs({"auto_pad": "SAME_UPPER"}) == {"auto_pad": "SAME_UPPER"}
+
+
+def test_dequantized_lstm_weight():
+    """DynamicQuantizeLSTM's [dirs, input, 4H] 8-bit weight, scales and zero points per
+    direction or per gate row, as LSTM's [dirs, 4H, input] float32 one; unknown values are
+    an error."""
+    rng = np.random.default_rng(2)
+    q = rng.integers(0, 256, (2, 5, 8)).astype("uint8")
+    s, z = rng.random((2, 8)).astype("float32"), rng.integers(0, 256, (2, 8)).astype("uint8")
+    w = dequantized_lstm_weight(q, s, z, "W", ValueError)
+    assert w.shape == (2, 8, 5) and w.dtype == np.float32
+    np.testing.assert_allclose(w[1, 3, 4], (float(q[1, 4, 3]) - float(z[1, 3])) * s[1, 3],
+                               rtol=1e-6)
+    w = dequantized_lstm_weight(q.astype("int8"), np.array([0.5, 2.0], "float32"), None, "R",
+                                ValueError)
+    np.testing.assert_array_equal(w[1], q.astype("int8")[1].T.astype("float32") * 2.0)
+    with pytest.raises(ValueError, match="R and its scale must be constants"):
+        dequantized_lstm_weight(None, s, z, "R", ValueError)
+    with pytest.raises(ValueError, match="one value per direction"):
+        dequantized_lstm_weight(q, np.ones((2, 3), "float32"), None, "W", ValueError)

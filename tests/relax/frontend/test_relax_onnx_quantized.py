@@ -146,6 +146,77 @@ def test_dynamic_quantize_linear(fill):
                                                                         else 1)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_quantize_linear_of_nan_is_lowest(dtype):
+    """NaN quantizes to the dtype's lowest value, +-inf saturate: ONNX Runtime's output."""
+    model, feeds = cases.quantize_non_finite(dtype)
+    out = _run(_build(from_onnx(model)), feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
+
+
+@pytest.mark.parametrize("per_channel, w_dtype, direction",
+                         [(False, "int8", "forward"), (True, "uint8", "bidirectional")])
+def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
+    """quantize_dynamic's LSTM: the float LSTM over its weights dequantized at import (equal to
+    ORT's LSTM over them; within the rounding of ORT's own DynamicQuantizeLSTM)."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction)
+    outs = _run(_build(from_onnx(qmodel, shape_dict={"x": feeds["x"].shape})), feeds)
+    for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if direction != "bidirectional":  # (ORT's own reverse half of a bidirectional one strays
+        for got, want in zip(outs, _ort(qmodel, feeds), strict=True):  # 0.1 from its LSTM's)
+            assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
+
+
+def test_dynamic_quantize_lstm_needs_constant_weights():
+    """A weight that is a graph input is a clear error."""
+    from onnx import helper
+
+    qmodel, _, feeds = cases.dynamic_quantize_lstm(False)
+    w = [i for i in qmodel.graph.initializer if i.name == "w"][0]
+    qmodel.graph.initializer.remove(w)
+    qmodel.graph.input.append(helper.make_tensor_value_info("w", TensorProto.INT8, [1, 10, 32]))
+    with pytest.raises(Exception, match="W and its scale must be constants"):
+        from_onnx(qmodel, shape_dict={"x": feeds["x"].shape, "w": (1, 10, 32)})
+
+
+@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
+def test_int_conv1d(op):
+    """A 1-D integer conv (an audio model's Conv1d, quantized) is the 2-D conv over one row:
+    ORT's result exactly (the QLinearConv's requantization within one step), on VNNI an int32
+    conv2d."""
+    model, feeds = cases.int_conv1d_model(op)
+    mod = from_onnx(model)
+    convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
+    assert len(convs) == 1
+    assert ('out_dtype="int32"' in convs[0]) == conv_vnni.available()
+    out = _run(_build(mod), feeds)[0]
+    want = _ort(model, feeds)[0]
+    assert out.shape == want.shape and out.dtype == want.dtype
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
+
+
+@pytest.mark.parametrize("dtype, same", [("uint8", True), ("int8", True), ("uint8", False)])
+def test_qdq_pair_skips_the_round_trip(dtype, same):
+    """A DequantizeLinear of a QuantizeLinear with the same scalar scale and zero point is
+    ``clip(round(x / s), lo - z, hi - z) * s``: no 8-bit cast; ORT's values, NaN and
+    infinities included."""
+    model, feeds = cases.qdq_chain(dtype, same)
+    mod = from_onnx(model)
+    text = relax.transform.DeadCodeElimination()(mod).script()  # (the unread QuantizeLinear)
+    assert (f'"{dtype}"' in text) == (not same)  # (8-bit casts: the second pair keeps its own)
+    out = _run(_build(mod), feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
+def test_qlinear_inputs_are_not_qdq_pairs():
+    """A QLinearAdd's second input, of its first's scale and zero point, stays itself."""
+    model, feeds = cases.qlinear_add_after_quantize()
+    out = _run(_build(from_onnx(model)), feeds)[0]
+    assert np.abs(out.astype(int) - _ort(model, feeds)[0].astype(int)).max() <= 1
+
+
 def _matmul_dtypes(mod):
     text = mod.script() if hasattr(mod, "script") else str(mod)
     return [line for line in text.splitlines() if "R.matmul" in line]
@@ -154,9 +225,10 @@ def _matmul_dtypes(mod):
 @pytest.mark.parametrize("k,b_const,n_matmuls", [(48, True, 1), (1200, True, 1),
                                                  (3000, True, 2), (8000, False, 1)])
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
-def test_matmul_integer(k, b_const, n_matmuls, a_dtype):
+def test_matmul_integer(monkeypatch, k, b_const, n_matmuls, a_dtype):
     """Per-column weight zero points; float32 pieces where exact (one for K=1200 over known
     weights, the zero point near a's lowest value; two for K=3000), else one int32 product."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

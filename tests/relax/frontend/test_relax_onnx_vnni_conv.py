@@ -84,6 +84,20 @@ def test_qdq_conv(w_zp, per_channel, groups, weight):
     assert np.mean(out == ref) >= 0.99
 
 
+@pytest.mark.parametrize("w_zp, per_channel", [(None, True), (0, False)])
+def test_qdq_conv1d(w_zp, per_channel):
+    """A QDQ Conv1d (an audio model's, quantize_static): on VNNI the int32 conv2d over one
+    row, within one step of ORT's output."""
+    model, feeds = qdq_conv(w_zp, per_channel, 1, cin=32, rank=1)
+    mod = from_onnx(model)
+    assert _int32_convs(mod) == int(conv_vnni.available())
+    _, out = _build_run(mod, feeds)
+    ref = ort_run(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.97
+
+
 def test_weight_packed_once_at_build():
     """The VM holds the conv's weight in conv_vnni's packed layout ([O/16, C/4, KH, KW, 16,
     4] int8, made at build time) and not the [O, C, KH, KW] one; the kernel reads it as it is

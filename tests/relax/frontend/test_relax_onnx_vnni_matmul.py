@@ -16,9 +16,11 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 from onnx_quant_cases import (  # noqa: E402
     VNNI_MATMUL_CASES,
     VNNI_MATMUL_OPS,
+    WEIGHT_ZP_MATMUL_CASES,
     dynamic_matmul_model,
     int_matmul_model,
     ort_run,
+    weight_zp_matmul_model,
 )
 
 import minitvm as tvm  # noqa: E402
@@ -73,6 +75,25 @@ def test_dynamic_quantize_matmul():
         ex = relax.build(mod, "llvm")
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(feeds["x"])).numpy()
     np.testing.assert_allclose(got, ort_run(model, feeds)[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, w_dtype, w_zp", WEIGHT_ZP_MATMUL_CASES)
+def test_weight_zero_point_matmul(op, w_dtype, w_zp):
+    """A weight with a zero point (weight_type=QUInt8, or int8 with zero points): the VNNI
+    product less ``z_b * row sums of A``, ORT's result exactly (quantize_dynamic's rescale
+    within float rounding)."""
+    model, feeds = weight_zp_matmul_model(op, w_dtype, w_zp)
+    mod = from_onnx(model, shape_dict={k: v.shape for k, v in feeds.items()})
+    assert _int32_matmuls(mod) == int(conv_vnni.available())
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(mod, "llvm")
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](
+        *[tvm.nd.array(v) for v in feeds.values()]).numpy()
+    want = ort_run(model, feeds)[0]
+    if op == "dynamic":
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, want)
 
 
 def test_weight_packed_once_at_build():

@@ -71,6 +71,71 @@ def test_dynamic_quantize_linear(fill):
                                                                         else 1)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_quantize_linear_of_nan_is_lowest(dtype):
+    """NaN quantizes to the dtype's lowest value, +-inf saturate: ONNX Runtime's output."""
+    model, feeds = cases.quantize_non_finite(dtype)
+    mod, params = relay.frontend.from_onnx(model)
+    out = build_and_run(mod, params, feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
+
+
+@pytest.mark.parametrize("per_channel, w_dtype, direction",
+                         [(False, "int8", "forward"), (True, "int8", "bidirectional"),
+                          (True, "uint8", "reverse")])
+def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
+    """quantize_dynamic's LSTM: the float LSTM over its weights dequantized at import, equal to
+    ORT's LSTM over the same weights, and within the rounding of ORT's run-time quantization
+    of the input and state of its own DynamicQuantizeLSTM."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction)
+    mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    outs = build_and_run(mod, params, feeds)
+    for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if direction != "bidirectional":  # (ORT's own reverse half of a bidirectional one strays
+        for got, want in zip(outs, _ort(qmodel, feeds), strict=True):  # 0.1 from its LSTM's)
+            assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
+
+
+@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
+def test_int_conv1d(op):
+    """A 1-D integer conv (an audio model's Conv1d, quantized) is the 2-D conv over one row:
+    ORT's result exactly (the QLinearConv's requantization within one step), on VNNI an int32
+    conv2d."""
+    model, feeds = cases.int_conv1d_model(op)
+    mod, params = relay.frontend.from_onnx(model)
+    convs = _acc_dtypes(mod, "nn.conv2d")
+    assert convs == (["int32"] if conv_vnni.available() else convs) and len(convs) == 1
+    out = build_and_run(mod, params, feeds)[0]
+    want = _ort(model, feeds)[0]
+    assert out.shape == want.shape and out.dtype == want.dtype
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= (0 if op == "ConvInteger" else 1)
+
+
+@pytest.mark.parametrize("dtype, same", [("uint8", True), ("int8", True), ("uint8", False)])
+def test_qdq_pair_skips_the_round_trip(dtype, same):
+    """A DequantizeLinear of a QuantizeLinear with the same scalar scale and zero point is
+    ``clip(round(x / s), lo - z, hi - z) * s`` (``onnx_quant.fake_quant_bounds``): no 8-bit
+    cast in the graph; the same values as ORT, NaN and infinities included."""
+    model, feeds = cases.qdq_chain(dtype, same)
+    mod, params = relay.frontend.from_onnx(model)
+    casts = []
+    post_order_visit(mod["main"], lambda e: casts.append(e.attrs.dtype) if isinstance(
+        e, relay.Call) and getattr(e.op, "name", "") == "cast" else None)
+    assert (dtype in casts) == (not same)  # (the second pair, its scales apart, keeps it)
+    out = build_and_run(mod, params, feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
+def test_qlinear_inputs_are_not_qdq_pairs():
+    """A QLinearAdd's second input, of its first's scale and zero point, stays itself."""
+    model, feeds = cases.qlinear_add_after_quantize()
+    mod, params = relay.frontend.from_onnx(model)
+    out = build_and_run(mod, params, feeds)[0]
+    assert np.abs(out.astype(int) - _ort(model, feeds)[0].astype(int)).max() <= 1
+
+
 def _acc_dtypes(mod, op_name):
     found = []
 
@@ -89,8 +154,9 @@ def _acc_dtypes(mod, op_name):
     (3000, True, ["float32", "float32"]),       # two float32 pieces of K, added in int32
     (8000, False, ["int32"])])                  # unknown B over so long a K: int32
 @pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
-def test_matmul_integer(k, b_const, accs, a_dtype):
+def test_matmul_integer(monkeypatch, k, b_const, accs, a_dtype):
     """Per-column weight zero points; float32 products where they are exact, else int32."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

@@ -95,6 +95,20 @@ def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
     assert np.mean(out == ref) >= 0.99
 
 
+@pytest.mark.parametrize("w_zp, per_channel", [(None, True), (0, False)])
+def test_qdq_conv1d_on_vnni(w_zp, per_channel):
+    """A QDQ Conv1d (an audio model's, quantize_static): on VNNI the int32 conv2d over one
+    row, within one step of ORT's output."""
+    model, feeds = qdq_conv(w_zp, per_channel, 1, cin=32, rank=1)
+    mod, params = relay.frontend.from_onnx(model)
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    out = build_and_run(mod, params, feeds)[0]
+    ref = ort_run(model, feeds)[0]
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    assert np.mean(out == ref) >= 0.97
+
+
 def test_vnni_conv_choice():
     """Only uint8 inputs with a scalar constant zero point and constant int8 weights without
     zero points, one group, 8s of output channels (``VNNI_CHANNEL_STEP``) and enough of a

@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
-from ....frontend_common.onnx_quant import UNKNOWN, dequantized_weight_scale
+from ....frontend_common.onnx_quant import (
+    NAN_QUANTIZES_TO,
+    QRANGE,
+    UNKNOWN,
+    dequantized_weight_scale,
+    dequantized_zero_point_weight,
+    fake_quant_bounds,
+    scalar_qparams,
+)
 from ....frontend_common.scatter_plan import identity, plan_scatter
 from ... import op as _op
 from ...expr import TupleGetItem, const
@@ -363,8 +371,7 @@ def _known_zero(ctx: Context, zp) -> bool:
     return v is not None and v.dtype != object and not np.any(v)
 
 
-_QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
-           "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+_QRANGE = QRANGE
 
 
 @register("QuantizeLinear")
@@ -384,8 +391,38 @@ def _quantize_linear(ctx: Context, ins, attrs):
     if not _known_zero(ctx, zp):
         y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
-    y = _op.clip(y, float(lo), float(hi))  # integer outputs always saturate
+    y = ctx.emit(_op.clip(y, float(lo), float(hi)))  # (saturating; a NaN to the lowest)
+    y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype], ctx.dtype(x))), y)
+    qparams = _scalar_qparams(ctx, ins[1], zp, bs)
+    if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
     return ctx.emit(_op.astype(y, out_dtype))
+
+
+def _scalar_qparams(ctx: Context, scale, zp, bs: int):
+    """``onnx_quant.scalar_qparams`` of a scale and zero point (expressions or values)."""
+    zv = None if zp is None else ctx.known(zp)
+    if zp is not None and (zv is None or zv.dtype == object):
+        return None
+    sv = ctx.known(scale)
+    return None if sv is None or sv.dtype == object else scalar_qparams(sv, zv, bs)
+
+
+def _fake_quant(ctx: Context, scale, zp, bs: int):
+    """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
+    a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    if ctx.node.op_type != "DequantizeLinear":  # (a QLinear op's dequantized inputs)
+        return None
+    found = ctx.quantized.get(ctx.node.input[0])
+    if found is None:
+        return None
+    x, qparams, q_dtype = found
+    bounds = fake_quant_bounds(q_dtype, qparams, _scalar_qparams(ctx, scale, zp, bs))
+    if bounds is None or ctx.dtype(x) != "float32":
+        return None
+    s, lo, hi = (const(np.array(v, "float32")) for v in bounds)
+    y = ctx.emit(_op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2]))
+    return ctx.emit(_op.multiply(_op.where(_op.isnan(y), lo, y), s))
 
 
 @register("DequantizeLinear")
@@ -400,7 +437,15 @@ def _dequantize_linear(ctx: Context, ins, attrs):
                                  UNKNOWN if zp is not None and zv is None else zv, axis, bs)
     if s is not None:  # (a Conv may read the int8 values themselves: ops_nn)
         ctx.int8_weights[ctx.node.output[0]] = (ctx.known(ins[0]), s)
+    else:  # (a MatMul's weight with a zero point, uint8: read on VNNI with it)
+        found = dequantized_zero_point_weight(ctx.known(ins[0]), ctx.dtype(x), ctx.known(ins[1]),
+                                              zv, axis, bs)
+        if found is not None:
+            ctx.zp_weights[ctx.node.output[0]] = (ctx.known(ins[0]), *found)
     remember_activation(ctx, ins[0], ins[1], ins[2] if zp is not None else None, bs)
+    fake = _fake_quant(ctx, scale, zp, bs)
+    if fake is not None:  # (a Conv / MatMul may still read x itself)
+        return fake
     fdtype = ctx.dtype(scale)
     y = _op.astype(x, "float64" if ctx.dtype(x) == "int32" else fdtype)
     if not _known_zero(ctx, zp):

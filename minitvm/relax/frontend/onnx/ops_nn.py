@@ -67,9 +67,11 @@ def _conv(ctx: Context, ins, attrs):
         # a conv2d over one row (as Relay's legalization does): conv2d has the native GEMM
         # schedules, a conv1d lowers to a plain loop nest (Whisper's 128-channel stride-2
         # conv over 200 frames took 25 ms so, against ORT's 0.1 ms)
-        y = _op.nn.conv2d(_op.expand_dims(x, 2), _row_weight(ctx, ins[1]), [1, strides[0]],
-                          [0, pads[0], 0, pads[1]], [1, dilations[0]], groups)
-        y = _op.squeeze(ctx.emit(y), [2])
+        row = [1, strides[0]], [0, pads[0], 0, pads[1]], [1, dilations[0]]
+        y = qdq_conv(ctx, *row, groups)  # (a QDQ model's 8-bit input and weight, on VNNI)
+        if y is None:
+            y = _op.nn.conv2d(_op.expand_dims(x, 2), _row_weight(ctx, ins[1]), *row, groups)
+            y = _op.squeeze(ctx.emit(y), [2])
     elif n == 2:
         found = ctx.int8_weights.get(ctx.node.input[1])  # (a QDQ model's weight)
         vnni = qdq_conv(ctx, strides, pads, dilations, groups)

@@ -24,6 +24,7 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     qlinear_float_attrs,
+    row_conv_attrs,
     vnni_conv,
     vnni_matmul,
 )
@@ -127,12 +128,11 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
     per-row A and per-column B zero point broadcast: (product, its dtype), exact (on VNNI,
     ``onnx_quant.vnni_matmul``'s int32 product)."""
-    bv, a_zv = ctx.known(b), _zp_value(ctx, a_zp)
+    bv, a_zv, b_zv = ctx.known(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if bv is not None and bv.dtype != object and ctx.ndim(a) >= 2 and \
             vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and ctx.ndim(a_zp) <= 1 and
-                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
-                        _zp_value(ctx, b_zp)):
-        return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv), "int32"
+                        int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv, b_zv):
+        return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
     ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
@@ -150,11 +150,20 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
 def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), the padding being
     the zero point (0 once shifted), a per-output-channel weight zero point broadcast:
-    (result, its dtype), exact (a grouped convolution is not split)."""
+    (result, its dtype), exact (a grouped convolution is not split); a 1-D one as the 2-D
+    conv over one row."""
+    if ctx.ndim(x) == 3:
+        wv = ctx.known(w)
+        w = np.ascontiguousarray(wv[:, :, None, :]) if wv is not None and wv.dtype != object \
+            else ctx.emit(_op.expand_dims(ctx.expr(w), 2))
+        y, acc = int_conv(ctx, ctx.emit(_op.expand_dims(ctx.expr(x), 2)), x_zp, w, w_zp,
+                          row_conv_attrs(attrs))
+        return ctx.emit(_op.squeeze(y, [2])), acc
     wshape = ctx.shape(w)
     kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
     if len(kernel) != 2:
-        raise ctx.fail(f"{len(kernel)}-D integer convolution is not supported (2-D is)")
+        raise ctx.fail(f"{len(kernel)}-D integer convolution is not supported (1-D and 2-D "
+                       "are)")
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)

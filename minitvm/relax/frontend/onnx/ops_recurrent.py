@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_quant import dequantized_lstm_weight
 from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unary_op, unroll
 from ... import op as _op
 from ...expr import TupleGetItem, const
-from .context import Context, register
+from .context import CONVERTERS, Context, register
 
 # products folded in numpy when both sides are known at import (weights, biases)
 _NP_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
@@ -161,3 +162,15 @@ def _recurrent(kind: str):
 
 for _kind in ("RNN", "GRU", "LSTM"):
     register(_kind)(_recurrent(_kind))
+
+
+@register("com.microsoft.DynamicQuantizeLSTM")
+def _dynamic_quantize_lstm(ctx: Context, ins, attrs):
+    """What quantize_dynamic makes of an LSTM: its 8-bit weights (transposed) with their
+    scales and zero points, dequantized at import (``onnx_quant.dequantized_lstm_weight``),
+    then the float LSTM."""
+    ins = list(ins) + [None] * (12 - len(ins))
+    w, r = (dequantized_lstm_weight(ctx.known(ins[i]), ctx.known(ins[s]), ctx.known(ins[s + 1]),
+                                    what, ctx.fail)
+            for i, s, what in ((1, 8, "W"), (2, 10, "R")))
+    return CONVERTERS["LSTM"](ctx, [ins[0], w, r, *ins[3:8]], attrs)

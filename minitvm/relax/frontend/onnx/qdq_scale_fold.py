@@ -43,5 +43,7 @@ def weight_value(ctx: Context, name: str, int8_weight) -> np.ndarray | None:
         v = ctx.known(name)
         return v if v is not None and v.dtype == np.float32 else None
     q, s = int8_weight
+    if s.ndim == 2:  # (one per column of a 2-D weight: broadcasts as it is)
+        return q.astype("float32") * s
     s = s.reshape(()) if s.size == 1 else s.reshape((-1,) + (1,) * (np.ndim(q) - 1))
     return q.astype("float32") * s

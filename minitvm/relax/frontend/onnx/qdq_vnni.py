@@ -25,6 +25,7 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     qdq_matmul_operands,
     qdq_operands,
+    qdq_weight_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -66,17 +67,25 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
     DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
-    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound); else None."""
+    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound; a 1-D conv,
+    its weight ``[O, C, K]``, as the 2-D one over a row: ``strides``, ``pads``, ``dil`` are
+    that one's); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (wv, sw) = found
     o = np.shape(wv)[0]
+    row = np.ndim(wv) == 3  # (1-D: the 2-D conv over one row; strides, pads, dil are its)
+    if row:
+        wv = np.ascontiguousarray(wv[:, :, None, :])
     if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
         return None
+    if row:
+        qx = ctx.emit(_op.expand_dims(qx, 2))
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
-    return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the Conv binds it)
+    y = _op.multiply(_op.astype(y, "float32"), const(scale))
+    return _op.squeeze(ctx.emit(y), [2]) if row else y  # (the Conv binds it)
 
 
 def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
@@ -106,16 +115,20 @@ def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     return _op.multiply(y, const(scale))  # (the Conv binds it)
 
 
-def int_matmul(ctx: Context, a, a_zp, a_zv, bv):
+def int_matmul(ctx: Context, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
     """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): the int32 matmul of the uint8
-    rows ``a`` (an int8 A shifted into uint8) and the constant int8 weight ``bv`` ((K, N),
-    numpy), less the zero point ``a_zp`` (value ``a_zv``, ``UNKNOWN`` when known only at run
-    time) times the weight's column sums."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+    rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N), numpy,
+    of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp`` (value
+    ``a_zv``, ``UNKNOWN`` when known only at run time) times the weight's column sums, and
+    the weight's zero point ``b_zv`` (value) times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
     if plan.shift:
         a = ctx.emit(_op.astype(_op.add(_op.astype(a, "int16"), const(np.array(128, "int16"))),
                                 "uint8"))
     y = ctx.emit(_op.matmul(a, const(plan.weight), out_dtype="int32"))
+    if plan.row_sum_weight is not None:
+        sums = ctx.emit(_op.sum(_op.astype(a, "int32"), axis=[-1], keepdims=True))
+        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.row_sum_weight))))
     if plan.constant_correction is not None:
         return ctx.emit(_op.subtract(y, const(plan.constant_correction)))
     if not plan.runtime_zero_point:
@@ -132,15 +145,15 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     float32 (``s_x * s_w``), when both are DequantizeLinear outputs noted
     (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
     would be an alias that FuseOps does not fuse through); else None."""
-    found = qdq_operands(ctx)
+    found = qdq_weight_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = found
+    (qx, sx, zx), (wv, sw, zw) = found
     if ctx.ndim(qx) < 2:
         return None
-    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b)
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, wv, sw, sx, trans_b, str(wv.dtype), zw)
     if found is None:
         return None
-    bv, scale = found
-    y = int_matmul(ctx, qx, None, zx, bv)
+    bv, scale, bz = found
+    y = int_matmul(ctx, qx, None, zx, bv, str(wv.dtype), bz)
     return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the caller binds it)

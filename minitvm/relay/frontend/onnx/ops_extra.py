@@ -9,11 +9,15 @@ import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_quant import (
+    NAN_QUANTIZES_TO,
     QRANGE,
     UNKNOWN,
     depthwise_data,
+    fake_quant_bounds,
     float_pieces,
     keeps_int8_weight,
+    row_conv_attrs,
+    scalar_qparams,
     vnni_conv,
     vnni_matmul,
 )
@@ -59,7 +63,34 @@ def _quantize_linear(ctx, ins, attrs):
     if zp is not None:  # (round is half to even, as ONNX asks)
         y = _op.add(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), dt))
     lo, hi = _QRANGE[out_dtype]
-    return _op.cast(_op.clip(y, float(lo), float(hi)), out_dtype)  # integer outputs saturate
+    y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
+    y = _op.where(_op.isnan(y), ctx.const(np.array(NAN_QUANTIZES_TO[out_dtype], dt)), y)
+    zv = None if zp is None else ctx.maybe_value(zp)
+    qparams = scalar_qparams(ctx.maybe_value(scale), zv, bs) if zp is None or zv is not None \
+        else None
+    if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
+    return _op.cast(y, out_dtype)
+
+
+def _fake_quant(ctx, scale, zp, bs: int):
+    """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
+    a QuantizeLinear's output with the same scalar scale and zero point, else None."""
+    if ctx.node.op_type != "DequantizeLinear":  # (a QLinear op's dequantized inputs)
+        return None
+    found = ctx.quantized.get(ctx.node.input[0])
+    if found is None:
+        return None
+    zv = None if zp is None else ctx.maybe_value(zp)
+    if zp is not None and zv is None:
+        return None
+    x, qparams, q_dtype = found
+    bounds = fake_quant_bounds(q_dtype, qparams, scalar_qparams(ctx.maybe_value(scale), zv, bs))
+    if bounds is None or ctx.dtype(x) != "float32":
+        return None
+    s, lo, hi = (ctx.const(np.array(v, "float32")) for v in bounds)
+    y = _op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2])
+    return _op.multiply(_op.where(_op.isnan(y), lo, y), s)
 
 
 @register("DequantizeLinear")
@@ -68,6 +99,10 @@ def _dequantize_linear(ctx, ins, attrs):
     zp = ins[2] if len(ins) > 2 else None
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     nd, axis = len(shape), int(attrs.get("axis", 1))
+    fake = _fake_quant(ctx, scale, zp, bs)
+    if fake is not None:  # (a Conv / MatMul may still read x itself)
+        remember_int8_weight(ctx, x, scale, zp, axis, bs)
+        return fake
     fdt = ctx.dtype(scale)
     wide = "float64" if ctx.dtype(x) == "int32" else fdt  # int32 exceeds float32's mantissa
     y = _op.cast(x, wide)
@@ -142,11 +177,11 @@ def int_matmul(ctx, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
     A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
     (see ``_float_pieces``; on VNNI, ``onnx_quant.vnni_matmul``'s int32 product)."""
-    bv, a_zv = ctx.maybe_value(b), _zp_value(ctx, a_zp)
+    bv, a_zv, b_zv = ctx.maybe_value(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if ctx.ndim(a) >= 2 and vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and
                                         int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
-                                        _zp_value(ctx, b_zp)):
-        return vnni_int_matmul(ctx, a, a_zp, a_zv, bv), "int32"
+                                        b_zv):
+        return vnni_int_matmul(ctx, a, a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
     ranges = _float_pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)
@@ -163,9 +198,15 @@ def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
     its dtype: float32 or int32), exact (see ``_float_pieces``; a grouped convolution is not
     split)."""
+    if ctx.ndim(x) == 3:  # (1-D: the 2-D conv over one row)
+        wv = ctx.maybe_value(w)
+        w = ctx.const(np.ascontiguousarray(wv[:, :, None, :])) if wv is not None else \
+            _op.expand_dims(w, 2)
+        y, acc = int_conv(ctx, _op.expand_dims(x, 2), x_zp, w, w_zp, row_conv_attrs(attrs))
+        return _op.squeeze(y, [2]), acc
     n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
     if n != 2:
-        raise ctx.fail(f"{n}-D integer convolution is not supported (2-D is)")
+        raise ctx.fail(f"{n}-D integer convolution is not supported (1-D and 2-D are)")
     wshape = ctx.shape(w)
     groups = int(attrs.get("group", 1))
     wv, x_zv = ctx.maybe_value(w), _zp_value(ctx, x_zp)

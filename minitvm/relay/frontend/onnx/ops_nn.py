@@ -64,6 +64,9 @@ def _conv(ctx, ins, attrs):
     groups = int(attrs.get("group", 1))
     channels = ctx.shape(w)[0]
     if n == 1:
+        vnni = vnni_qdq_conv(ctx, strides, dil, begin, end, groups, kernel)
+        if vnni is not None:  # (a QDQ model's 8-bit input and int8 weight, on VNNI)
+            return _add_bias(vnni, b, n + 2)
         out = _nn.conv1d(x, w, strides=strides, padding=(begin[0], end[0]), dilation=dil,
                          groups=groups, channels=channels, kernel_size=kernel)
     elif n == 2:

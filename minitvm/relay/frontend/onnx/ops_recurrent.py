@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from ....frontend_common.onnx_quant import dequantized_lstm_weight
 from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unroll
 from ..recurrent import RelayRecurrentOps
-from .registry import Context, register
+from .registry import CONVERTERS, Context, register
 
 
 def _recurrent(kind: str):
@@ -28,3 +29,16 @@ def _recurrent(kind: str):
 
 for _kind in ("RNN", "GRU", "LSTM"):
     register(_kind)(_recurrent(_kind))
+
+
+@register("com.microsoft.DynamicQuantizeLSTM")
+def _dynamic_quantize_lstm(ctx: Context, ins, attrs):
+    """What quantize_dynamic makes of an LSTM: its 8-bit weights (transposed) with their
+    scales and zero points, dequantized at import (``onnx_quant.dequantized_lstm_weight``),
+    then the float LSTM."""
+    ins = list(ins) + [None] * (12 - len(ins))
+    w, r = (ctx.const(dequantized_lstm_weight(
+        ctx.maybe_value(ins[i]), None if ins[s] is None else ctx.maybe_value(ins[s]),
+        None if ins[s + 1] is None else ctx.maybe_value(ins[s + 1]), what, ctx.fail))
+        for i, s, what in ((1, 8, "W"), (2, 10, "R")))
+    return CONVERTERS["LSTM"](ctx, [ins[0], w, r, *ins[3:8]], attrs)

@@ -30,10 +30,12 @@ from ....frontend_common.onnx_quant import (
     conv_output_scale,
     depthwise_data,
     dequantized_weight_scale,
+    dequantized_zero_point_weight,
     float_pieces,
     keeps_int8_weight,
     qdq_matmul_operands,
     qdq_operands,
+    qdq_weight_operands,
     vnni_conv,
 )
 from ... import op as _op
@@ -47,6 +49,11 @@ def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
                                  UNKNOWN if zp is not None and zv is None else zv, axis, block)
     if s is not None:
         ctx.int8_weights[ctx.node.output[0]] = (q, s)
+    else:  # (a MatMul's weight with a zero point, uint8: read on VNNI with it)
+        found = dequantized_zero_point_weight(ctx.maybe_value(q), ctx.dtype(q),
+                                              ctx.maybe_value(scale), zv, axis, block)
+        if found is not None:
+            ctx.zp_weights[ctx.node.output[0]] = (q, *found)
     act = activation_qparams(ctx.dtype(q), ctx.maybe_value(scale), None if zp is None else
                              UNKNOWN if zv is None else zv, block)
     if act is not None:
@@ -71,17 +78,24 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
     weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
-    the host take it; else None."""
+    the host take it (a 1-D conv as the 2-D one over a row); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (qw, sw) = found
     wv = ctx.maybe_value(qw)
+    row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
+    if row:
+        wv = np.ascontiguousarray(wv[:, :, None, :])
+        qx, qw = _op.expand_dims(qx, 2), ctx.const(wv)
+        strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
+        begin, end = [0, *begin], [0, *end]
     if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
         return None
     y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
     scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
-    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    y = _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    return _op.squeeze(y, [2]) if row else y
 
 
 def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
@@ -131,15 +145,20 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel)
     return y if sums is None else _op.subtract(y, ctx.const(sums))
 
 
-def vnni_int_matmul(ctx, a, a_zp, a_zv, bv):
-    """``onnx_quant.vnni_matmul``'s form: ``nn.dense`` (int32) of the uint8 rows ``a`` (an int8
-    A shifted into uint8) and the constant int8 weight ``bv`` ((K, N), numpy), less the zero
-    point ``a_zp`` (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the
-    weight's column sums (``schedule/gemm_vnni`` applies it in its stores)."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv)
+def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
+    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): ``nn.dense`` (int32) of the
+    uint8 rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N),
+    numpy, of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp``
+    (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the weight's column sums
+    (``schedule/gemm_vnni`` applies it in its stores), and the weight's zero point ``b_zv``
+    (value) times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
     if plan.shift:
         a = _op.cast(_op.add(_op.cast(a, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
     y = _op.nn.dense(a, ctx.const(plan.weight_t), units=int(bv.shape[1]), out_dtype="int32")
+    if plan.row_sum_weight is not None:
+        sums = _op.sum(_op.cast(a, "int32"), axis=[-1], keepdims=True)
+        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.row_sum_weight)))
     if plan.constant_correction is not None:
         return _op.subtract(y, ctx.const(plan.constant_correction))
     if not plan.runtime_zero_point:
@@ -156,13 +175,14 @@ def vnni_qdq_matmul(ctx, a, trans_b: bool):
     s_w``), when both are DequantizeLinear outputs ``remember`` noted
     (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
     transposed)."""
-    found = qdq_operands(ctx)
+    found = qdq_weight_operands(ctx)
     if found is None or ctx.ndim(a) < 2:
         return None
-    (qx, sx, zx), (qw, sw) = found
-    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b)
+    (qx, sx, zx), (qw, sw, zw) = found
+    found = qdq_matmul_operands(ctx.dtype(qx), zx, ctx.maybe_value(qw), sw, sx, trans_b,
+                                ctx.dtype(qw), zw)
     if found is None:
         return None
-    bv, scale = found
-    y = vnni_int_matmul(ctx, qx, None, zx, bv)
+    bv, scale, bz = found
+    y = vnni_int_matmul(ctx, qx, None, zx, bv, ctx.dtype(qw), bz)
     return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
