@@ -6,6 +6,7 @@ against numpy, one kernel, no float32 output in memory."""
 
 import numpy as np
 import pytest
+from conv_reference import conv_ref
 
 import minitvm as tvm
 from minitvm import relay
@@ -17,20 +18,6 @@ from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
 SCALE, ZP = 0.05, 100.0
-
-
-def _conv_ref(x, w, stride, pad):
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, o, oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride,
-                       kx:kx + stride * (ow - 1) + 1:stride]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx].astype("float64"))
-    return out
 
 
 def _build(shape, o, k, stride, residual, weight_dtype, seed=0):
@@ -52,7 +39,7 @@ def _build(shape, o, k, stride, residual, weight_dtype, seed=0):
     y = relay.cast(relay.clip(relay.round(y), 0.0, 255.0), "uint8")
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
-    want = _conv_ref(feeds["x"], wv.astype("float64"), stride, pad) * SCALE + ZP
+    want = conv_ref(feeds["x"], wv.astype("float64"), (stride, stride), (pad,) * 4) * SCALE + ZP
     if residual:
         want = want + feeds["r"]
     return lib, feeds, np.clip(np.round(want), 0, 255)
