@@ -25,8 +25,8 @@ from ... import expr as _expr
 from ... import op as _op
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
+from .qdq_weight import as_row, squeezed, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
-from .qdq_weight import vnni_int_conv, vnni_int_matmul
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -59,6 +59,9 @@ def _quantize_linear(ctx, ins, attrs):
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
+    row = squeezed(x) if int(np.prod(ctx.shape(scale))) == 1 else None
+    if row is not None:  # (elementwise with one scale: quantized before the squeeze, so that
+        x, shape = row[0], ctx.shape(row[0])  # it fuses into the op before; e.g. a 1-D conv)
     nd, axis, dt = len(shape), int(attrs.get("axis", 1)), ctx.dtype(x)
     y = _op.round(_op.divide(x, _op.cast(_along(ctx, scale, nd, axis, shape, bs), dt)))
     if zp is not None:  # (round is half to even, as ONNX asks)
@@ -70,8 +73,10 @@ def _quantize_linear(ctx, ins, attrs):
     qparams = scalar_qparams(ctx.maybe_value(scale), zv, bs) if zp is None or zv is not None \
         else None
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
-        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
-    return _op.cast(y, out_dtype)
+        ctx.quantized[ctx.node.output[0]] = (ins[0], qparams, out_dtype)
+    y = _op.cast(y, out_dtype)
+    return y if row is None else _op.squeeze(y, row[1])
+
 
 
 def _fake_quant(ctx, scale, zp, bs: int):
@@ -221,7 +226,7 @@ def as_row_conv(ctx, x, w, attrs):
     wv = ctx.maybe_value(w)
     w = ctx.const(np.ascontiguousarray(wv[:, :, None, :])) if wv is not None else \
         _op.expand_dims(w, 2)
-    return _op.expand_dims(x, 2), w, row_conv_attrs(attrs)
+    return as_row(x), w, row_conv_attrs(attrs)
 
 
 def int_conv(ctx, x, x_zp, w, w_zp, attrs):

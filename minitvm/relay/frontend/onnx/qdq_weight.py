@@ -38,6 +38,7 @@ from ....frontend_common.onnx_quant import (
     qdq_weight_operands,
     vnni_conv,
 )
+from ... import expr as _expr
 from ... import op as _op
 
 
@@ -74,28 +75,48 @@ def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
     return q, ctx.const(conv_output_scale(s, ctx.shape(q)[0]))
 
 
+def squeezed(x):
+    """``(x4, axes)`` when ``x`` is ``squeeze(x4, axes)`` of named axes (a 1-D conv's row,
+    ``ops_nn._conv``), else None: an elementwise op may then run before the squeeze, which
+    would end the fused group of the op that made ``x4``."""
+    if isinstance(x, _expr.Call) and getattr(x.op, "name", "") == "squeeze" and \
+            x.attrs.axis is not None:
+        return x.args[0], [int(a) for a in x.attrs.axis]
+    return None
+
+
+def as_row(x):
+    """A 1-D ``[N, C, L]`` tensor as the one row of ``[N, C, 1, L]``: the tensor that a squeeze
+    of axis 2 made it from, where it is one (so that nothing stands between that tensor's
+    producer and the op that takes the row, e.g. an int8 input's uint8 shift), else
+    ``expand_dims``."""
+    found = squeezed(x)
+    if found is not None and found[1] == [2]:
+        return found[0]
+    return _op.expand_dims(x, 2)
+
+
 def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
     weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
-    the host take it (a 1-D conv as the 2-D one over a row); else None."""
+    the host take it (a 1-D conv as the 2-D one over a row, its result left ``[N, O, 1, L]``
+    for the caller to squeeze once it has added the bias); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (qw, sw) = found
     wv = ctx.maybe_value(qw)
-    row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
-    if row:
+    if len(kernel) == 1 and wv is not None:  # (1-D: the 2-D conv over one row)
         wv = np.ascontiguousarray(wv[:, :, None, :])
-        qx, qw = _op.expand_dims(qx, 2), ctx.const(wv)
+        qx, qw = as_row(qx), ctx.const(wv)
         strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
         begin, end = [0, *begin], [0, *end]
     if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
         return None
     y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
     scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
-    y = _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
-    return _op.squeeze(y, [2]) if row else y
+    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
 
 
 def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
