@@ -32,6 +32,7 @@ from ... import op as _op
 from ...expr import Call, Constant, Var, const
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
+from .qdq_vnni import as_row
 from .qdq_vnni import int_conv as vnni_int_conv
 from .qdq_vnni import int_matmul as vnni_int_matmul
 
@@ -155,8 +156,7 @@ def _row_conv(ctx: Context, x, w, attrs, x_zp, w_zp):
     wv = ctx.known(w)
     w = np.ascontiguousarray(wv[:, :, None, :]) if wv is not None and wv.dtype != object \
         else ctx.emit(_op.expand_dims(ctx.expr(w), 2))
-    return (ctx.emit(_op.expand_dims(ctx.expr(x), 2)), x_zp, w, w_zp,
-            row_conv_attrs(attrs))
+    return as_row(ctx, ctx.expr(x)), x_zp, w, w_zp, row_conv_attrs(attrs)
 
 
 def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):

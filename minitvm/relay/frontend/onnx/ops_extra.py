@@ -25,7 +25,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
-from .qdq_weight import as_row, squeezed, vnni_int_conv, vnni_int_matmul
+from .qdq_weight import as_row, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
 from .registry import onnx_dtype, register
 
@@ -59,9 +59,6 @@ def _quantize_linear(ctx, ins, attrs):
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
-    row = squeezed(x) if int(np.prod(ctx.shape(scale))) == 1 else None
-    if row is not None:  # (elementwise with one scale: quantized before the squeeze, so that
-        x, shape = row[0], ctx.shape(row[0])  # it fuses into the op before; e.g. a 1-D conv)
     nd, axis, dt = len(shape), int(attrs.get("axis", 1)), ctx.dtype(x)
     y = _op.round(_op.divide(x, _op.cast(_along(ctx, scale, nd, axis, shape, bs), dt)))
     if zp is not None:  # (round is half to even, as ONNX asks)
@@ -73,9 +70,8 @@ def _quantize_linear(ctx, ins, attrs):
     qparams = scalar_qparams(ctx.maybe_value(scale), zv, bs) if zp is None or zv is not None \
         else None
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
-        ctx.quantized[ctx.node.output[0]] = (ins[0], qparams, out_dtype)
-    y = _op.cast(y, out_dtype)
-    return y if row is None else _op.squeeze(y, row[1])
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
+    return _op.cast(y, out_dtype)
 
 
 

@@ -65,8 +65,8 @@ def _conv(ctx, ins, attrs):
     channels = ctx.shape(w)[0]
     if n == 1:
         vnni = vnni_qdq_conv(ctx, strides, dil, begin, end, groups, kernel)
-        if vnni is not None:  # (a QDQ model's 8-bit input and int8 weight, on VNNI: one row)
-            return _op.squeeze(_add_bias(vnni, b, n + 3), [2])
+        if vnni is not None:  # (a QDQ model's 8-bit input and int8 weight, on VNNI)
+            return _add_bias(vnni, b, n + 2)
         out = _nn.conv1d(x, w, strides=strides, padding=(begin[0], end[0]), dilation=dil,
                          groups=groups, channels=channels, kernel_size=kernel)
     elif n == 2:

@@ -77,8 +77,7 @@ def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
 
 def squeezed(x):
     """``(x4, axes)`` when ``x`` is ``squeeze(x4, axes)`` of named axes (a 1-D conv's row,
-    ``ops_nn._conv``), else None: an elementwise op may then run before the squeeze, which
-    would end the fused group of the op that made ``x4``."""
+    ``ops_extra.int_conv``), else None."""
     if isinstance(x, _expr.Call) and getattr(x.op, "name", "") == "squeeze" and \
             x.attrs.axis is not None:
         return x.args[0], [int(a) for a in x.attrs.axis]
@@ -100,14 +99,14 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
     weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
-    the host take it (a 1-D conv as the 2-D one over a row, its result left ``[N, O, 1, L]``
-    for the caller to squeeze once it has added the bias); else None."""
+    the host take it (a 1-D conv as the 2-D one over a row); else None."""
     found = qdq_operands(ctx)
     if found is None:
         return None
     (qx, sx, zx), (qw, sw) = found
     wv = ctx.maybe_value(qw)
-    if len(kernel) == 1 and wv is not None:  # (1-D: the 2-D conv over one row)
+    row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
+    if row:
         wv = np.ascontiguousarray(wv[:, :, None, :])
         qx, qw = as_row(qx), ctx.const(wv)
         strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
@@ -116,7 +115,8 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
         return None
     y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
     scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
-    return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    y = _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+    return _op.squeeze(y, [2]) if row else y
 
 
 def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
