@@ -627,3 +627,31 @@ def qlinear_add_after_quantize():
     model.ir_version = 8
     return model, {"x": rng.standard_normal((3, 20)).astype("float32"),
                    "b": q8(rng, (3, 20))}
+
+
+def qlinear_conv1d_chain(dtype: str = "int8", c: int = 32, length: int = 40):
+    """Two 1-D QLinearConvs in a row (k 3, pad 1; int32 biases; activations of ``dtype``, zero
+    points nonzero), as quantize_static(QOperator) writes an audio model's Conv1d stack: the
+    second takes the first's output row. Returns (model, feeds)."""
+    from onnx import TensorProto as P
+    from onnx import helper
+
+    rng = np.random.default_rng(c + length)
+    zp = np.array(-5 if dtype == "int8" else 120, dtype)
+    inits = inits_of(s=np.array(0.02, "float32"), z=zp, s2=np.array(0.1, "float32"),
+                     w1=q8(rng, (c, c, 3), "int8"), w2=q8(rng, (c, c, 3), "int8"),
+                     ws=(rng.random(c) * 0.01 + 0.002).astype("float32"),
+                     wz=np.zeros(c, "int8"),
+                     b1=rng.integers(-2000, 2000, c).astype("int32"),
+                     b2=rng.integers(-2000, 2000, c).astype("int32"))
+    conv = dict(kernel_shape=[3], pads=[1, 1])
+    nodes = [helper.make_node("QLinearConv", ["x", "s", "z", "w1", "ws", "wz", "s2", "z", "b1"],
+                              ["h"], **conv),
+             helper.make_node("QLinearConv", ["h", "s2", "z", "w2", "ws", "wz", "s2", "z", "b2"],
+                              ["y"], **conv)]
+    et = P.INT8 if dtype == "int8" else P.UINT8
+    graph = helper.make_graph(nodes, "chain", [vi("x", et, [1, c, length])],
+                              [vi("y", et, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model, {"x": q8(rng, (1, c, length), dtype)}

@@ -16,10 +16,12 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 from onnx_quant_cases import (  # noqa: E402
     QDQ_CONV_CASES,
     VNNI_CONV_CASES,
+    int_conv1d_model,
     int_conv_case,
     int_conv_model,
     ort_run,
     qdq_conv,
+    qlinear_conv1d_chain,
 )
 
 import minitvm as tvm  # noqa: E402
@@ -136,3 +138,47 @@ def test_without_vnni_float_convs_stay(monkeypatch, op):
         assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
     else:
         np.testing.assert_array_equal(out, ref)
+
+
+def _bindings(mod) -> dict:
+    """``main``'s bound values by variable."""
+    return {b.var: b.value for block in mod["main"].body.blocks for b in block.bindings}
+
+
+def _op_name(v) -> str:
+    return getattr(getattr(v, "op", None), "name", "")
+
+
+def test_qlinear_conv1d_requantizes_before_the_squeeze():
+    """A 1-D QLinearConv (QOperator audio model): the row is squeezed away only after the
+    requantization (its uint8 astype), so the epilogue fuses into the conv; on VNNI the input
+    zero point's share less the int32 bias is one constant subtracted from the conv (no int32
+    add). Equal to ORT's output."""
+    model, feeds = int_conv1d_model("QLinearConv")
+    mod = from_onnx(model)
+    bound = _bindings(mod)
+    squeezes = [v for v in bound.values() if _op_name(v) == "relax.squeeze"]
+    assert len(squeezes) == 1
+    assert _op_name(bound[squeezes[0].args[0]]) == "relax.astype"
+    assert str(squeezes[0].args[0].struct_info.dtype) == "uint8"
+    if conv_vnni.available():
+        (conv,) = [k for k, v in bound.items() if _op_name(v) == "relax.nn.conv2d"]
+        accs = [bound[v.args[0]] for v in bound.values() if _op_name(v) == "relax.astype" and
+                v.args[0] in bound and
+                any(a is conv for a in getattr(bound[v.args[0]], "args", ()))]
+        assert [_op_name(a) for a in accs] == ["relax.subtract"]  # (the conv less a constant)
+        assert not any(_op_name(v) == "relax.add" and str(k.struct_info.dtype) == "int32"
+                       for k, v in bound.items())
+    _, got = _build_run(mod, feeds)
+    np.testing.assert_array_equal(got, ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_qlinear_conv1d_chain(dtype):
+    """Two 1-D QLinearConvs in a row: the second takes the first's row as it was before the
+    squeeze (one expand_dims in all: the graph input's). Equal to ORT's output."""
+    model, feeds = qlinear_conv1d_chain(dtype)
+    mod = from_onnx(model)
+    assert sum(_op_name(v) == "relax.expand_dims" for v in _bindings(mod).values()) == 1
+    _, got = _build_run(mod, feeds)
+    np.testing.assert_array_equal(got, ort_run(model, feeds)[0])

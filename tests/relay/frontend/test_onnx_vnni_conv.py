@@ -17,12 +17,15 @@ from frontend_models import build_and_run  # noqa: E402
 from onnx_quant_cases import (  # noqa: E402
     QDQ_CONV_CASES,
     VNNI_CONV_CASES,
+    int_conv1d_model,
     int_conv_case,
     int_conv_model,
     ort_run,
     qdq_conv,
+    qlinear_conv1d_chain,
 )
 
+import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common import onnx_quant  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
@@ -135,3 +138,82 @@ def test_vnni_conv_choice():
                                     1, 16)  # (a 1x1 conv of 8)
     sums = onnx_quant.zero_point_sums(np.full((2, 3, 1, 1), -2, "int8"), np.uint8(5))
     np.testing.assert_array_equal(sums, np.full((1, 2, 1, 1), -30, "int32"))
+
+
+def _fused(mod, params) -> list:
+    """The Primitive functions of ``mod`` after relay.optimize at opt_level 3 (llvm)."""
+    with tvm.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, target="llvm", params=params)
+    found = []
+    post_order_visit(opt["main"], lambda e: found.append(e) if isinstance(e, relay.Function)
+                     and e.attrs is not None and e.attrs.get("Primitive", 0) else None)
+    return found
+
+
+def _ops(f) -> list:
+    names = []
+    post_order_visit(f.body, lambda e: names.append(getattr(e.op, "name", "")) if isinstance(
+        e, relay.Call) else None)
+    return names
+
+
+def test_qlinear_conv1d_requantizes_in_the_conv():
+    """A 1-D QLinearConv (an audio model's, QOperator): the 2-D conv over one row requantizes
+    before the row is squeezed away, so one fused kernel makes the uint8 output (the squeeze
+    after it is a reshape, aliased); on VNNI the input zero point's share and the int32 bias
+    are one constant subtracted. Equal to ORT's output."""
+    model, feeds = int_conv1d_model("QLinearConv")
+    mod, params = relay.frontend.from_onnx(model)
+    funcs = _fused(mod, params)
+    convs = [f for f in funcs if "nn.conv2d" in _ops(f)]
+    assert len(convs) == 1
+    ops = _ops(convs[0])
+    assert "round" in ops and "squeeze" not in ops
+    assert convs[0].body.checked_type.dtype == "uint8"
+    if conv_vnni.available():
+        assert ops[:2] == ["nn.conv2d", "subtract"] and "add" not in ops[:3]
+    np.testing.assert_array_equal(build_and_run(mod, params, feeds)[0],
+                                  ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_qlinear_conv1d_chain(dtype):
+    """Two 1-D QLinearConvs in a row: the second takes the first's unsqueezed row (no
+    expand_dims of the squeeze between them), so an int8 row's uint8 shift fuses into the first
+    conv's epilogue: two fused kernels with convs, the rest reshapes and the pads with the
+    zero point (``nn.pad``). Equal to ORT's output."""
+    model, feeds = qlinear_conv1d_chain(dtype)
+    mod, params = relay.frontend.from_onnx(model)
+    funcs = _fused(mod, params)
+    heavy = [f for f in funcs if "nn.conv2d" in _ops(f)]
+    assert len(heavy) == 2
+    rest = [set(_ops(f)) for f in funcs if f not in heavy]
+    other = [ops for ops in rest if not ops <= {"squeeze", "expand_dims", "reshape", "nn.pad"}]
+    assert len(other) <= 1, rest  # (the graph input's own row, shift and pad)
+    if conv_vnni.available():  # (the first conv stores the row the second reads: uint8)
+        assert [f.body.checked_type.dtype for f in heavy] == ["uint8", dtype]
+    np.testing.assert_array_equal(build_and_run(mod, params, feeds)[0],
+                                  ort_run(model, feeds)[0])
+
+
+def test_add_to_product_folds_into_the_subtracted_constant():
+    """``(y - c) + b`` of an int32 product becomes ``y - (c - b)``, also where ``c - b``
+    wraps around: int32 results equal numpy's wrapping ones; a term that does not broadcast
+    within ``c`` (or an unknown one) stays an add."""
+    from minitvm.relay.frontend.onnx.ops_extra import add_to_product
+
+    y = relay.var("y", shape=(1, 3, 2, 2), dtype="int32")
+    c = np.array([2**31 - 1, -(2**31), 5], "int32").reshape(1, 3, 1, 1)
+    b = np.array([10, -10, 7], "int32").reshape(1, 3, 1, 1)
+    out = add_to_product(relay.subtract(y, relay.const(c)), relay.const(b), b)
+    assert out.op.name == "subtract" and out.args[0] is y
+    np.testing.assert_array_equal(out.args[1].data.numpy(), c - b)  # (numpy wraps too)
+    yv = np.array([[-5, 2**31 - 1], [0, -(2**31)]], "int32") + np.zeros((1, 3, 1, 1), "int32")
+    mod = tvm.IRModule.from_expr(relay.Function([y], out))
+    got = build_and_run(mod, {}, {"y": yv})[0]
+    np.testing.assert_array_equal(got, (yv - c) + b)
+    wide = np.ones((1, 3, 2, 2), "int32")
+    kept = add_to_product(relay.subtract(y, relay.const(c)), relay.const(wide), wide)
+    assert kept.op.name == "add"
+    assert add_to_product(relay.subtract(y, relay.const(c)), relay.const(b), None).op.name == \
+        "add"

@@ -29,9 +29,10 @@ from ....frontend_common.onnx_quant import (
     vnni_matmul,
 )
 from ... import op as _op
-from ...expr import const
+from ...expr import Call, Constant, Var, const
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
+from .qdq_vnni import as_row
 from .qdq_vnni import int_conv as vnni_int_conv
 from .qdq_vnni import int_matmul as vnni_int_matmul
 
@@ -147,17 +148,24 @@ def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     return _sum_pieces(ctx, parts, acc)
 
 
+def _row_conv(ctx: Context, x, w, attrs, x_zp, w_zp):
+    """A 1-D integer conv's operands ``(x, x_zp, w, w_zp, attrs)`` as the 2-D conv's over one
+    row (``[N, C, 1, L]``, ``[O, C, 1, K]``: ``row_conv_attrs``); a caller that requantizes
+    does so before squeezing the row away, so that its epilogue fuses into the conv (a squeeze
+    between them ends the conv's fused group)."""
+    wv = ctx.known(w)
+    w = np.ascontiguousarray(wv[:, :, None, :]) if wv is not None and wv.dtype != object \
+        else ctx.emit(_op.expand_dims(ctx.expr(w), 2))
+    return as_row(ctx, ctx.expr(x)), x_zp, w, w_zp, row_conv_attrs(attrs)
+
+
 def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), the padding being
     the zero point (0 once shifted), a per-output-channel weight zero point broadcast:
     (result, its dtype), exact (a grouped convolution is not split); a 1-D one as the 2-D
     conv over one row."""
     if ctx.ndim(x) == 3:
-        wv = ctx.known(w)
-        w = np.ascontiguousarray(wv[:, :, None, :]) if wv is not None and wv.dtype != object \
-            else ctx.emit(_op.expand_dims(ctx.expr(w), 2))
-        y, acc = int_conv(ctx, ctx.emit(_op.expand_dims(ctx.expr(x), 2)), x_zp, w, w_zp,
-                          row_conv_attrs(attrs))
+        y, acc = int_conv(ctx, *_row_conv(ctx, x, w, attrs, x_zp, w_zp))
         return ctx.emit(_op.squeeze(y, [2])), acc
     wshape = ctx.shape(w)
     kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
@@ -223,6 +231,23 @@ def _along(ctx: Context, param, ndim: int, axis: int):
     return _op.reshape(p, ctx.shape_expr(s))
 
 
+def _add_to_product(ctx: Context, acc, b, bv):
+    """``acc + b``; where the int32 ``acc`` is bound to ``subtract(y, c)`` of a constant ``c``
+    (``VnniConvPlan.zero_point_sums``) and ``b``'s value ``bv`` (a bias, shaped as ``b``) is
+    known and broadcasts within ``c``'s shape, ``subtract(y, c - b)``: one constant, one
+    integer op an element fewer in the conv's epilogue (exact: int32 sums wrap alike in either
+    order)."""
+    bound = ctx.bb.lookup_binding(acc) if bv is not None and isinstance(acc, Var) else None
+    if isinstance(bound, Call) and getattr(bound.op, "name", "") == "relax.subtract" and \
+            isinstance(bound.args[1], Constant):
+        c = bound.args[1].data.numpy()
+        if c.dtype == bv.dtype == np.int32 and \
+                np.broadcast_shapes(c.shape, bv.shape) == c.shape:
+            folded = (c.astype(np.int64) - bv).astype(np.int32)  # (wraps as int32 does)
+            return ctx.emit(_op.subtract(bound.args[0], const(folded)))
+    return ctx.emit(_op.add(acc, b))
+
+
 def _f32(ctx: Context, v):
     e = ctx.expr(v)
     return e if ctx.dtype(e) == "float32" else _op.astype(e, "float32")
@@ -235,7 +260,16 @@ def _requantize(ctx: Context, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
     if bias is not None:
         b = ctx.expr(bias)
         b = b if ctx.dtype(b) == acc_dt else _op.astype(b, acc_dt)
-        acc = ctx.emit(_op.add(acc, _along(ctx, ctx.emit(b), nd, w_axis) if w_axis == 1 else b))
+        bv = ctx.known(bias)
+        if bv is not None and bv.dtype != object:
+            bv = bv.astype(acc_dt)
+            if w_axis == 1:
+                bv = bv.reshape([-1 if i == 1 else 1 for i in range(nd)]) \
+                    if bv.ndim == 1 and bv.size != 1 else bv.reshape(())
+        else:
+            bv = None
+        b = _along(ctx, ctx.emit(b), nd, w_axis) if w_axis == 1 else b
+        acc = _add_to_product(ctx, acc, b, bv if acc_dt == "int32" else None)
     v = acc if acc_dt == "float32" else _op.astype(acc, "float32")
     mult = ctx.emit(_op.multiply(_f32(ctx, x_s), _f32(ctx, w_s)))
     if y_s is None:
@@ -252,8 +286,12 @@ def _requantize(ctx: Context, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
 @register("QLinearConv")
 def _qlinear_conv(ctx: Context, ins, attrs):
     x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = ins[:8]
+    row = ctx.ndim(x) == 3  # (1-D: requantized before the row is squeezed away, so fused)
+    if row:
+        x, x_zp, w, w_zp, attrs = _row_conv(ctx, x, w, attrs, x_zp, w_zp)
     acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs)
-    return _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+    y = _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+    return ctx.emit(_op.squeeze(y, [2])) if row else y
 
 
 @register("QLinearMatMul")

@@ -29,7 +29,7 @@ from ....frontend_common.onnx_quant import (
     vnni_conv,
 )
 from ... import op as _op
-from ...expr import const
+from ...expr import Call, Var, const
 from .context import Context
 
 
@@ -63,6 +63,27 @@ def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil):
     return y if sums is None else ctx.emit(_op.subtract(y, const(sums)))
 
 
+def squeezed(ctx: Context, x):
+    """``(x4, axes)`` when ``x`` is bound to ``squeeze(x4, axes)`` of named axes (a 1-D conv's
+    row, ``ops_quant.int_conv``), else None."""
+    bound = ctx.bb.lookup_binding(x) if isinstance(x, Var) else None
+    if isinstance(bound, Call) and getattr(bound.op, "name", "") == "relax.squeeze" and \
+            bound.attrs.axis is not None:
+        return bound.args[0], [int(a) for a in bound.attrs.axis]
+    return None
+
+
+def as_row(ctx: Context, x):
+    """A 1-D ``[N, C, L]`` tensor as the one row of ``[N, C, 1, L]``: the tensor that a squeeze
+    of axis 2 made it from, where it is one (so that nothing stands between that tensor's
+    producer and the op that takes the row, e.g. an int8 input's uint8 shift), else
+    ``expand_dims`` (bound)."""
+    found = squeezed(ctx, x)
+    if found is not None and found[1] == [2]:
+        return found[0]
+    return ctx.emit(_op.expand_dims(x, 2))
+
+
 def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
@@ -81,7 +102,7 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
         return None
     if row:
-        qx = ctx.emit(_op.expand_dims(qx, 2))
+        qx = as_row(ctx, qx)
     y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
     y = _op.multiply(_op.astype(y, "float32"), const(scale))

@@ -21,11 +21,12 @@ from ....frontend_common.onnx_quant import (
     vnni_conv,
     vnni_matmul,
 )
+from ... import expr as _expr
 from ... import op as _op
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
+from .qdq_weight import as_row, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
-from .qdq_weight import vnni_int_conv, vnni_int_matmul
 from .registry import onnx_dtype, register
 
 _QRANGE = QRANGE
@@ -71,6 +72,7 @@ def _quantize_linear(ctx, ins, attrs):
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
         ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
     return _op.cast(y, out_dtype)
+
 
 
 def _fake_quant(ctx, scale, zp, bs: int):
@@ -173,6 +175,25 @@ def _sum_pieces(parts, acc: str):
     return out, "int32"
 
 
+def add_to_product(acc, b, b_value):
+    """``acc + b`` for an integer product ``acc`` (int32) and a term ``b`` (an expression;
+    ``b_value`` its value when known, else None). Where ``acc`` is ``subtract(y, c)`` of a
+    constant ``c`` (``VnniConvPlan.zero_point_sums``: the input zero point's share) and the
+    known ``b`` (a bias) broadcasts within ``c``'s shape, the result is ``subtract(y, c - b)``:
+    one constant, one integer op an element fewer in the conv's epilogue. Exact: int32 sums
+    wrap alike in either order."""
+    if b_value is not None and isinstance(acc, _expr.Call) and \
+            getattr(acc.op, "name", "") == "subtract" and \
+            isinstance(acc.args[1], _expr.Constant):
+        c = acc.args[1].data.numpy()
+        bv = np.asarray(b_value)
+        if c.dtype == bv.dtype == np.int32 and \
+                np.broadcast_shapes(c.shape, bv.shape) == c.shape:
+            folded = (c.astype(np.int64) - bv).astype(np.int32)  # (wraps as int32 does)
+            return _op.subtract(acc.args[0], _expr.const(folded, "int32"))
+    return _op.add(acc, b)
+
+
 def int_matmul(ctx, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
     A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
@@ -193,16 +214,25 @@ def int_matmul(ctx, a, a_zp, b, b_zp):
     return _sum_pieces(parts, acc)
 
 
+def as_row_conv(ctx, x, w, attrs):
+    """A 1-D integer conv's input ``[N, C, L]``, weight ``[O, C, K]`` and attributes as the 2-D
+    conv's over one row (``[N, C, 1, L]``, ``[O, C, 1, K]``: ``row_conv_attrs``); a caller
+    that requantizes does so before squeezing the row away, so that its epilogue fuses into
+    the conv (a squeeze between them ends the conv's fused group)."""
+    wv = ctx.maybe_value(w)
+    w = ctx.const(np.ascontiguousarray(wv[:, :, None, :])) if wv is not None else \
+        _op.expand_dims(w, 2)
+    return as_row(x), w, row_conv_attrs(attrs)
+
+
 def int_conv(ctx, x, x_zp, w, w_zp, attrs):
     """The 2-D convolution of (x - x_zero_point) with (w - w_zero_point), padding being the
     zero point (0 once shifted), a per-output-channel weight zero point broadcast: (result,
     its dtype: float32 or int32), exact (see ``_float_pieces``; a grouped convolution is not
     split)."""
     if ctx.ndim(x) == 3:  # (1-D: the 2-D conv over one row)
-        wv = ctx.maybe_value(w)
-        w = ctx.const(np.ascontiguousarray(wv[:, :, None, :])) if wv is not None else \
-            _op.expand_dims(w, 2)
-        y, acc = int_conv(ctx, _op.expand_dims(x, 2), x_zp, w, w_zp, row_conv_attrs(attrs))
+        x, w, attrs = as_row_conv(ctx, x, w, attrs)
+        y, acc = int_conv(ctx, x, x_zp, w, w_zp, attrs)
         return _op.squeeze(y, [2]), acc
     n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
     if n != 2:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
-from .ops_extra import int_conv, int_matmul
+from .ops_extra import add_to_product, as_row_conv, int_conv, int_matmul
 from .registry import CONVERTERS, register
 
 
@@ -47,7 +47,8 @@ def _requantize(ctx, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
     nd = ctx.ndim(acc)
     if bias is not None:
         b = _op.cast(bias, acc_dt)
-        acc = _op.add(acc, _along(ctx, b, nd, w_axis) if w_axis == 1 else b)
+        b = _along(ctx, b, nd, w_axis) if w_axis == 1 else b
+        acc = add_to_product(acc, b, ctx.maybe_value(b) if acc_dt == "int32" else None)
     v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
     mult = _op.multiply(_op.cast(x_s, "float32"), _op.cast(w_s, "float32"))
     if y_s is None:
@@ -64,8 +65,12 @@ def _requantize(ctx, acc, acc_dt, bias, x_s, w_s, w_axis, y_s, y_zp):
 @register("QLinearConv")
 def _qlinear_conv(ctx, ins, attrs):
     x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = ins[:8]
+    row = ctx.ndim(x) == 3  # (1-D: requantized before the row is squeezed away, so fused)
+    if row:
+        x, w, attrs = as_row_conv(ctx, x, w, attrs)
     acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs)
-    return _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+    y = _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
+    return _op.squeeze(y, [2]) if row else y
 
 
 @register("QLinearMatMul")

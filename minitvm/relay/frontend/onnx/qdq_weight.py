@@ -38,6 +38,7 @@ from ....frontend_common.onnx_quant import (
     qdq_weight_operands,
     vnni_conv,
 )
+from ... import expr as _expr
 from ... import op as _op
 
 
@@ -74,6 +75,26 @@ def int8_weight_and_scale(ctx, groups: int, kernel) -> tuple | None:
     return q, ctx.const(conv_output_scale(s, ctx.shape(q)[0]))
 
 
+def squeezed(x):
+    """``(x4, axes)`` when ``x`` is ``squeeze(x4, axes)`` of named axes (a 1-D conv's row,
+    ``ops_extra.int_conv``), else None."""
+    if isinstance(x, _expr.Call) and getattr(x.op, "name", "") == "squeeze" and \
+            x.attrs.axis is not None:
+        return x.args[0], [int(a) for a in x.attrs.axis]
+    return None
+
+
+def as_row(x):
+    """A 1-D ``[N, C, L]`` tensor as the one row of ``[N, C, 1, L]``: the tensor that a squeeze
+    of axis 2 made it from, where it is one (so that nothing stands between that tensor's
+    producer and the op that takes the row, e.g. an int8 input's uint8 shift), else
+    ``expand_dims``."""
+    found = squeezed(x)
+    if found is not None and found[1] == [2]:
+        return found[0]
+    return _op.expand_dims(x, 2)
+
+
 def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
     int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
@@ -87,7 +108,7 @@ def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
     if row:
         wv = np.ascontiguousarray(wv[:, :, None, :])
-        qx, qw = _op.expand_dims(qx, 2), ctx.const(wv)
+        qx, qw = as_row(qx), ctx.const(wv)
         strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
         begin, end = [0, *begin], [0, *end]
     if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):

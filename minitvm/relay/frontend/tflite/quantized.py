@@ -36,7 +36,7 @@ from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
-from ..onnx.ops_extra import int_conv, int_matmul
+from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -310,7 +310,8 @@ def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_
     MobileNetV2 (int64 products in every conv's epilogue) for one-step differences."""
     nd = len(infer_shape(acc))
     if bias is not None:
-        acc = _op.add(acc, _per_axis(bias.astype(acc_dt), axis, nd, acc_dt))
+        b = _per_axis(bias.astype(acc_dt), axis, nd, acc_dt)
+        acc = add_to_product(acc, b, b.data.numpy())
     v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
     v = _op.round(_op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32")))
     bounds = _fused_bounds(ctx)
