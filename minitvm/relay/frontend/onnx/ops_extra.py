@@ -74,7 +74,6 @@ def _quantize_linear(ctx, ins, attrs):
     return _op.cast(y, out_dtype)
 
 
-
 def _fake_quant(ctx, scale, zp, bs: int):
     """``onnx_quant.fake_quant_bounds``' form of the current DequantizeLinear when its input is
     a QuantizeLinear's output with the same scalar scale and zero point, else None."""
