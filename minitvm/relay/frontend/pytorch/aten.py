@@ -8,19 +8,15 @@ size arithmetic), or a tuple of them. Names are the op names without namespace o
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import operator
 
 import numpy as np
 
-from ....frontend_common.onnx_rnn import parse_spec, unroll_direction
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
-from ..pool_indices import maxpool_indices
-from ..recurrent import RelayRecurrentOps
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
 
@@ -391,70 +387,6 @@ def _rms_norm(ctx, args):
     ms = _op.mean(_op.multiply(x, x), axes, keepdims=True)
     out = _op.multiply(x, _op.rsqrt(_op.add(ms, _scalar_like(ctx, eps, x))))
     return out if w is None else _op.multiply(out, w)
-
-
-def _pool_args(ctx, args):
-    x, kernel = args[0], list(args[1])
-    stride = list(args[2]) if len(args) > 2 and args[2] else kernel
-    padding = list(args[3]) if len(args) > 3 else [0]
-    if len(kernel) == 1:
-        kernel = kernel * 2
-    if len(stride) == 1:
-        stride = stride * 2
-    if len(padding) == 1:
-        padding = padding * 2
-    return x, kernel, stride, padding
-
-
-@register("max_pool2d", "max_pool2d_with_indices")
-def _max_pool2d(ctx, args):
-    x, kernel, stride, padding = _pool_args(ctx, args)
-    dilation = list(args[4]) if len(args) > 4 else [1, 1]
-    dilation = dilation * 2 if len(dilation) == 1 else dilation
-    ceil = bool(args[5]) if len(args) > 5 else False
-    out = _nn.max_pool2d(x, kernel, stride, dilation, padding, ceil_mode=ceil)
-    if ctx.op_name == "max_pool2d":
-        return out
-    return out, _pool_indices(ctx, x, out, kernel, stride, padding, dilation)
-
-
-def _pool_indices(ctx, x, out, kernel, stride, padding, dilation):
-    """The indices output of ``max_pool*d_with_indices``: each output's flat position within
-    its N, C plane (``frontend_common.onnx_pool``; SegNet's ``max_unpool2d`` scatters by
-    them). Relay keeps only what an output reaches, so unused indices cost nothing."""
-    n = len(kernel)
-    if len(ctx.shape(x)) != n + 2:
-        raise ctx.fail(f"the indices of an unbatched {n}-D max pool are not supported")
-    idx = maxpool_indices(x, ctx.shape(out)[2:], kernel, stride, dilation, padding, padding,
-                          per_plane=True)
-    ctx.pool_geometry[idx] = tuple([int(v) for v in p] for p in (kernel, stride, padding,
-                                                                  dilation))
-    return idx
-
-
-@register("avg_pool2d")
-def _avg_pool2d(ctx, args):
-    x, kernel, stride, padding = _pool_args(ctx, args)
-    ceil = bool(args[4]) if len(args) > 4 else False
-    include = bool(args[5]) if len(args) > 5 else True
-    if len(args) > 6 and args[6] is not None:
-        raise ctx.fail("avg_pool2d with divisor_override is not supported")
-    return _nn.avg_pool2d(x, kernel, stride, (1, 1), padding, ceil_mode=ceil,
-                          count_include_pad=include)
-
-
-@register("adaptive_avg_pool2d", "_adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(ctx, args):
-    size = list(args[1]) if isinstance(args[1], list | tuple) else [args[1]] * 2
-    if size == [1, 1]:
-        return _nn.global_avg_pool2d(args[0])
-    return _nn.adaptive_avg_pool2d(args[0], size)
-
-
-@register("adaptive_max_pool2d")
-def _adaptive_max_pool2d(ctx, args):
-    size = list(args[1]) if isinstance(args[1], list | tuple) else [args[1]] * 2
-    return (_nn.adaptive_max_pool2d(args[0], size), None)
 
 
 # ------------------------------------------------------------------ matrix products
@@ -1114,96 +1046,6 @@ def _unflatten(ctx, args):
     return _op.reshape(x, tuple(s[:dim] + sizes + s[dim + 1:]))
 
 
-# PyTorch's gate order in W / R / B, as positions of ONNX's (i, o, f, c) and (z, r, h)
-_TORCH_GATES = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
-
-
-@register("lstm", "gru")
-def _rnn(ctx, args):
-    """aten::lstm / aten::gru (the ``.input`` overloads): the shared unrolling of
-    ``frontend_common.onnx_rnn`` per layer and direction (one input projection per layer and
-    direction, then the recurrent product and the gate arithmetic per step)."""
-    kind = ctx.op_name
-    x, hx, params, has_biases, layers, _, _, bidir, batch_first = args[:9]
-    if not isinstance(params, list | tuple):
-        raise ctx.fail("packed (PackedSequence) inputs are not supported")
-    h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
-    dirs = 2 if bidir else 1
-    per = 4 if has_biases else 2
-    if kind == "lstm" and len(params) == (per + 1) * dirs * int(layers):
-        per += 1  # proj_size: each set ends with the projection weight_hr [P, H]
-    elif len(params) != per * dirs * int(layers):
-        raise ctx.fail(f"{len(params)} weights for {layers} layer(s) of {dirs} direction(s) "
-                       f"{'with' if has_biases else 'without'} biases")
-    proj = per in (3, 5)
-    hid = int(ctx.shape(params[0])[0]) // (4 if kind == "lstm" else 3)
-    out_width = int(ctx.shape(params[1])[1])  # the hidden size, or proj_size
-    attrs = {"hidden_size": hid, "direction": "bidirectional" if bidir else "forward",
-             "linear_before_reset": 1}
-    spec = dataclasses.replace(parse_spec(kind.upper(), attrs, dirs, ctx.fail),
-                               gate_order=_TORCH_GATES[kind])
-    ops = RelayRecurrentOps(ctx.dtype(x))
-    s = ctx.shape(x)
-    seq, batch = (s[1], s[0]) if batch_first else (s[0], s[1])
-    bf = bool(batch_first)
-    x2d = _op.reshape(x, (seq * batch, s[2]))  # rows b*seq + t when batch first, else t*batch + b
-
-    def pick(v, i):  # None for a zero state (torch's default): the first step skips it
-        if v is None or (isinstance(v, _expr.Constant) and not v.data.numpy().any()):
-            return None
-        return _op.take(v, _expr.const(np.array(i, "int64")), axis=0)
-
-    hn, cn = [], []
-    for layer in range(int(layers)):
-        outs = []
-        for d in range(dirs):
-            k = (layer * dirs + d) * per
-            b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
-            ys, h, c = unroll_direction(spec, ops, d, x2d, seq, batch, params[k], params[k + 1],
-                                        b_ih, b_hh, pick(h0, layer * dirs + d),
-                                        pick(c0, layer * dirs + d), reverse=d == 1,
-                                        batch_major=bf,
-                                        proj=params[k + per - 1] if proj else None)
-            outs.append(ys)
-            hn.append(h)
-            cn.append(c)
-        steps = outs[0] if dirs == 1 else [_op.concatenate([a, b], -1)
-                                           for a, b in zip(*outs, strict=True)]
-        y = _op.stack(steps, 1 if bf else 0)  # [seq, batch, dirs*H] or batch first
-        x2d = _op.reshape(y, (seq * batch, dirs * out_width))
-    h_n = _op.stack(hn, 0)
-    return (y, h_n, _op.stack(cn, 0)) if kind == "lstm" else (y, h_n)
-
-
-# an ATen cell op -> (ONNX recurrent kind, its activations): one step of ``unroll_direction``
-_CELLS = {"lstm_cell": ("LSTM", None), "gru_cell": ("GRU", None),
-          "rnn_tanh_cell": ("RNN", ["Tanh"]), "rnn_relu_cell": ("RNN", ["Relu"])}
-
-
-@register(*_CELLS)
-def _rnn_cell(ctx, args):
-    """aten::lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell (``nn.LSTMCell`` and kin, as
-    a decoder loop calls them once per step): one step of the shared unrolling, so a cell
-    computes what one time step of ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` does. lstm_cell
-    returns (h, c), the others h."""
-    kind, acts = _CELLS[ctx.op_name]
-    x, hx, w_ih, w_hh = args[:4]
-    b_ih, b_hh = (args[4], args[5]) if len(args) > 5 else (None, None)
-    h, c = (hx[0], hx[1]) if kind == "LSTM" else (hx, None)
-    gates = int(ctx.shape(w_ih)[0])
-    attrs = {"hidden_size": gates // {"LSTM": 4, "GRU": 3, "RNN": 1}[kind],
-             "linear_before_reset": 1}
-    if acts is not None:
-        attrs["activations"] = acts
-    spec = parse_spec(kind, attrs, 1, ctx.fail)
-    if kind != "RNN":
-        spec = dataclasses.replace(spec, gate_order=_TORCH_GATES[kind.lower()])
-    ops = RelayRecurrentOps(ctx.dtype(x))
-    _, h, c = unroll_direction(spec, ops, 0, x, 1, int(ctx.shape(x)[0]), w_ih, w_hh, b_ih,
-                               b_hh, h, c)
-    return (h, c) if kind == "LSTM" else h
-
-
 @register("_native_multi_head_attention")
 def _native_mha(ctx, args):
     """nn.MultiheadAttention's inference fast path (batch-first, packed in-projection)."""
@@ -1466,44 +1308,6 @@ def _reflection_pad(ctx, args):
 @register("replication_pad1d", "replication_pad2d", "replication_pad3d")
 def _replication_pad(ctx, args):
     return _pad_expr(ctx, args[0], args[1], "replicate", None)
-
-
-def _one(v, default):
-    v = default if v is None or (isinstance(v, list | tuple) and not v) else v
-    return [int(v[0])] if isinstance(v, list | tuple) else [int(v)]
-
-
-@register("max_pool1d", "max_pool1d_with_indices")
-def _max_pool1d(ctx, args):
-    x, k = args[0], _one(args[1], 1)
-    stride = _one(args[2] if len(args) > 2 else None, k)
-    pad = _one(args[3] if len(args) > 3 else None, 0)
-    dil = _one(args[4] if len(args) > 4 else None, 1)
-    ceil = bool(args[5]) if len(args) > 5 else False
-    out = _nn.max_pool1d(x, k, stride, dil, pad, ceil_mode=ceil)
-    if ctx.op_name == "max_pool1d":
-        return out
-    return out, _pool_indices(ctx, x, out, k, stride, pad, dil)
-
-
-@register("avg_pool1d")
-def _avg_pool1d(ctx, args):
-    x, k = args[0], _one(args[1], 1)
-    stride = _one(args[2] if len(args) > 2 else None, k)
-    pad = _one(args[3] if len(args) > 3 else None, 0)
-    ceil = bool(args[4]) if len(args) > 4 else False
-    include = bool(args[5]) if len(args) > 5 else True
-    return _nn.avg_pool1d(x, k, stride, (1,), pad, ceil_mode=ceil, count_include_pad=include)
-
-
-@register("adaptive_avg_pool1d")
-def _adaptive_avg_pool1d(ctx, args):
-    return _nn.adaptive_avg_pool1d(args[0], _one(args[1], 1))
-
-
-@register("adaptive_max_pool1d")
-def _adaptive_max_pool1d(ctx, args):
-    return (_nn.adaptive_max_pool1d(args[0], _one(args[1], 1)), None)
 
 
 @register("baddbmm")

@@ -21,13 +21,13 @@ from .aten import (
     _is_expr,
     _norm_dim,
     _pad_expr,
-    _pool_indices,
     _resize_plan,
     _scalar_like,
     _upsample_scales,
     _vector_norm,
     register,
 )
+from .aten_pool import _pool_indices
 
 # SELU's constants (Klambauer et al.), as torch defines them
 _SELU_ALPHA = 1.6732632423543772848170429916717
