@@ -306,8 +306,7 @@ def relay_softmax(norm):
 
 def emit(ctx, found, x_buf, out_buf) -> S.Stmt:
     """The row kernel for ``match``'s result, reading ``x_buf`` and writing ``out_buf``."""
-    x, norm, ident, call, ex, mx = found[:6]
-    epi = found[6] if len(found) > 6 else None  # an epilogue: the exps go to a float32 row
+    x, norm, ident, call, ex, mx, epi = found  # (epi: an epilogue; the exps go to a row)
     dims = [const_int(d) if const_int(d) is not None else d for d in x.shape]
     lead, width = dims[:-1], dims[-1]
     static = all(isinstance(d, int) for d in dims)
