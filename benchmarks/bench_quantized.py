@@ -86,15 +86,24 @@ def _models():
     }
 
 
-def quantized_file(d: str, name: str, make, shape, mode: str) -> str:
+def float_file(d: str, name: str, make, shape) -> str:
+    """The float32 ONNX export of model ``name`` (``make()``, input ``x`` of ``shape``), written
+    once in ``d``."""
     import torch
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_dynamic,
-        quantize_static,
-    )
+
+    f32 = os.path.join(d, f"{name}.onnx")
+    if not os.path.exists(f32):
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(make().eval(), (torch.randn(*shape),), f32, opset_version=17,
+                              input_names=["x"], dynamo=False)
+    return f32
+
+
+def calibration_reader(shape):
+    """quantize_static's calibration data: four random batches of input ``x``."""
+    from onnxruntime.quantization import CalibrationDataReader
 
     class Batches(CalibrationDataReader):
         def __init__(self):
@@ -105,13 +114,13 @@ def quantized_file(d: str, name: str, make, shape, mode: str) -> str:
         def get_next(self):
             return next(self.it, None)
 
-    f32, q = os.path.join(d, f"{name}.onnx"), os.path.join(d, f"{name}_{mode}.onnx")
-    if not os.path.exists(f32):
-        torch.manual_seed(0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(make().eval(), (torch.randn(*shape),), f32, opset_version=17,
-                              input_names=["x"], dynamo=False)
+    return Batches()
+
+
+def quantized_file(d: str, name: str, make, shape, mode: str) -> str:
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    f32, q = float_file(d, name, make, shape), os.path.join(d, f"{name}_{mode}.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if mode == "dynamic":
@@ -119,8 +128,8 @@ def quantized_file(d: str, name: str, make, shape, mode: str) -> str:
         else:
             fmt = QuantFormat.QOperator if mode == "qop" else QuantFormat.QDQ
             act = QuantType.QInt8 if mode == "qdq" else QuantType.QUInt8
-            quantize_static(f32, q, Batches(), quant_format=fmt, activation_type=act,
-                            weight_type=QuantType.QInt8)
+            quantize_static(f32, q, calibration_reader(shape), quant_format=fmt,
+                            activation_type=act, weight_type=QuantType.QInt8)
     return q
 
 

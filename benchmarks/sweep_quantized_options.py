@@ -148,16 +148,11 @@ OPTIONS = {
 
 def quantize(d: str, name: str, make, shape, option: str) -> str:
     """The quantized ONNX file of model ``name`` under ``OPTIONS[option]`` (made in ``d``)."""
-    import torch
+    from bench_quantized import calibration_reader, float_file
     from onnxruntime import quantization as q
 
-    f32, out = os.path.join(d, f"{name}.onnx"), os.path.join(d, f"{name}_{option}.onnx")
-    if not os.path.exists(f32):
-        torch.manual_seed(0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(make().eval(), (torch.randn(*shape),), f32, opset_version=17,
-                              input_names=["x"], dynamo=False)
+    f32 = float_file(d, name, make, shape)
+    out = os.path.join(d, f"{name}_{option}.onnx")
     kind, kw = OPTIONS[option]
     kw = dict(kw)
     for key, enum in (("quant_format", q.QuantFormat), ("activation_type", q.QuantType),
@@ -165,33 +160,14 @@ def quantize(d: str, name: str, make, shape, option: str) -> str:
         if key in kw:
             kw[key] = getattr(enum, kw[key])
 
-    class Batches(q.CalibrationDataReader):
-        def __init__(self):
-            rng = np.random.default_rng(1)
-            self.it = iter([{"x": rng.standard_normal(shape).astype("float32")}
-                            for _ in range(4)])
-
-        def get_next(self):
-            return next(self.it, None)
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "dynamic":
             q.quantize_dynamic(f32, out, **kw)
         else:
             kw.setdefault("weight_type", q.QuantType.QInt8)
-            q.quantize_static(f32, out, Batches(), **kw)
+            q.quantize_static(f32, out, calibration_reader(shape), **kw)
     return out
-
-
-def output_step(proto) -> float:
-    from onnx import numpy_helper
-
-    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
-    for node in proto.graph.node:
-        if node.output[0] == proto.graph.output[0].name and node.op_type == "DequantizeLinear":
-            return float(np.max(inits[node.input[1]]))
-    return 0.0
 
 
 HEAVY = ("nn.conv1d", "nn.conv2d", "nn.dense", "nn.matmul", "nn.batch_matmul")
@@ -249,6 +225,8 @@ def run_case(d: str, name: str, option: str, timed: bool, rounds: int, reps: int
     so.log_severity_level = 3
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     ref = sess.run(None, {"x": x})[0]
+    from bench_quantized import output_step
+
     step = output_step(proto)
     impls = {"ort": lambda: sess.run(None, {"x": x})}
     try:
