@@ -11,36 +11,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import complex_values as cv
+from ....frontend_common.complex_values import ComplexValue, handles_complex
 from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, scale
 from ... import op as _op
 from ...expr import Expr, const
 from .context import ATEN, AtenContext, register
 
 
-class ComplexValue:
-    """A complex tensor as two float Relax expressions of one shape."""
+def _arith(ctx: AtenContext) -> cv.Arith:
+    """Complex arithmetic's real operations, each emitted as a binding."""
+    def two(fn):
+        return lambda a, b: ctx.emit(fn(a, b))
 
-    __slots__ = ("re", "im")
+    def one(fn):
+        return lambda a: ctx.emit(fn(a))
 
-    def __init__(self, re, im):
-        self.re, self.im = re, im
-
-
-def _complex_op(fn):
-    """Mark ``fn`` as a converter that takes complex operands."""
-    fn.handles_complex = True
-    return fn
+    return cv.Arith(two(_op.add), two(_op.subtract), two(_op.multiply), one(_op.negative),
+                    one(_op.sqrt))
 
 
 def refuse_complex(ctx: AtenContext, fn, args) -> None:
     """Raise a clear error when ``fn``, a converter that does not take complex values, is
     given one (directly or in a list argument)."""
-    if getattr(fn, "handles_complex", False):
-        return
-    for a in args:
-        if isinstance(a, ComplexValue) or (isinstance(a, list | tuple) and any(
-                isinstance(b, ComplexValue) for b in a)):
-            raise _unsupported(ctx, ctx.node.target if ctx.node is not None else "this op")
+    what = ctx.node.target if ctx.node is not None else "this op"
+    cv.refuse_complex(fn, args, lambda: _unsupported(ctx, what))
 
 
 def _unsupported(ctx: AtenContext, what):
@@ -82,7 +77,7 @@ def _c2c_axis(ctx, z: ComplexValue, axis: int, forward: bool, norm) -> ComplexVa
 
 
 @register("_fft_r2c.default")
-@_complex_op
+@handles_complex
 def _fft_r2c(ctx: AtenContext, args):
     """(self, dim, normalization, onesided): the last of ``dim`` real-to-complex, the others
     complex DFTs."""
@@ -99,7 +94,7 @@ def _fft_r2c(ctx: AtenContext, args):
 
 
 @register("_fft_c2r.default")
-@_complex_op
+@handles_complex
 def _fft_c2r(ctx: AtenContext, args):
     """(self, dim, normalization, last_dim_size): inverse complex DFTs, then the last axis
     back to ``last_dim_size`` real points."""
@@ -114,7 +109,7 @@ def _fft_c2r(ctx: AtenContext, args):
 
 
 @register("_fft_c2c.default")
-@_complex_op
+@handles_complex
 def _fft_c2c(ctx: AtenContext, args):
     """(self, dim, normalization, forward)."""
     z, dims, norm, forward = args[0], args[1], int(args[2]), bool(args[3])
@@ -126,7 +121,7 @@ def _fft_c2c(ctx: AtenContext, args):
 
 
 @register("view_as_complex.default")
-@_complex_op
+@handles_complex
 def _view_as_complex(ctx: AtenContext, args):
     x = args[0]
     shape = ctx.shape(x)
@@ -138,7 +133,7 @@ def _view_as_complex(ctx: AtenContext, args):
 
 
 @register("view_as_real.default")
-@_complex_op
+@handles_complex
 def _view_as_real(ctx: AtenContext, args):
     z = args[0]
     if not isinstance(z, ComplexValue):
@@ -146,83 +141,40 @@ def _view_as_real(ctx: AtenContext, args):
     return ctx.emit(_op.stack([z.re, z.im], -1))
 
 
-def _complex_aware(name: str, on_complex):
-    """Wrap the real converter of ``name`` so that a complex operand goes to ``on_complex``."""
-    real = ATEN[name]
-
-    @_complex_op
-    def convert(ctx, args):
-        if any(isinstance(a, ComplexValue) for a in args):
-            return on_complex(ctx, args)
-        return real(ctx, args)
-
-    return convert
-
-
-def _operands(ctx: AtenContext, args):
-    """Both operands as ComplexValues (``im`` None for a real tensor or number)."""
-    z = args[0] if isinstance(args[0], ComplexValue) else args[1]
-    out = []
-    for v in args[:2]:
-        if isinstance(v, ComplexValue):
-            out.append(v)
-        elif isinstance(v, Expr):
-            out.append(ComplexValue(v, None))
-        elif isinstance(v, int | float) and not isinstance(v, bool):
-            out.append(ComplexValue(ctx.tensor(float(v), z.re), None))
-        else:
-            raise _unsupported(ctx, f"{ctx.node.target} with a {type(v).__name__} operand")
-    return out
+def _as_complex(ctx: AtenContext, v, z: ComplexValue) -> ComplexValue:
+    """A real operand of complex arithmetic (``im`` None): a tensor, or a number as a
+    tensor of ``z``'s dtype."""
+    if isinstance(v, Expr):
+        return ComplexValue(v, None)
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return ComplexValue(ctx.tensor(float(v), z.re), None)
+    raise _unsupported(ctx, f"{ctx.node.target} with a {type(v).__name__} operand")
 
 
 def _cmul(ctx: AtenContext, args):
-    a, b = _operands(ctx, args)
-    if a.im is None or b.im is None:
-        z, r = (b, a.re) if a.im is None else (a, b.re)
-        return ComplexValue(ctx.emit(_op.multiply(z.re, r)), ctx.emit(_op.multiply(z.im, r)))
-    re = _op.subtract(_op.multiply(a.re, b.re), _op.multiply(a.im, b.im))
-    im = _op.add(_op.multiply(a.re, b.im), _op.multiply(a.im, b.re))
-    return ComplexValue(ctx.emit(re), ctx.emit(im))
+    a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+    return cv.complex_product(a, b, _arith(ctx))
 
 
 def _cadd(sign: int):
     def convert(ctx: AtenContext, args):
         if len(args) > 2 and args[2] not in (1, None):
             raise _unsupported(ctx, f"{ctx.node.target} with alpha")
-        a, b = _operands(ctx, args)
-        fn = _op.add if sign > 0 else _op.subtract
-        re = ctx.emit(fn(a.re, b.re))
-        if a.im is None:
-            im = b.im if sign > 0 else ctx.emit(_op.negative(b.im))
-        else:
-            im = a.im if b.im is None else ctx.emit(fn(a.im, b.im))
-        return ComplexValue(re, im)
+        a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+        return cv.complex_sum(a, b, sign, _arith(ctx))
 
     return convert
 
 
 def _cabs(ctx: AtenContext, args):
-    z = args[0]
-    return ctx.emit(_op.sqrt(_op.add(_op.multiply(z.re, z.re), _op.multiply(z.im, z.im))))
-
-
-def _per_part(name: str):
-    """A layout op (slice, select, permute, view, ...) on a complex value: the same op on its
-    real and imaginary parts."""
-    real = ATEN[name]
-
-    def convert(ctx: AtenContext, args):
-        z = args[0]
-        return ComplexValue(real(ctx, [z.re, *args[1:]]), real(ctx, [z.im, *args[1:]]))
-
-    return convert
+    return cv.complex_abs(args[0], _arith(ctx))
 
 
 def _zero_pad(ctx: AtenContext, args):
     """constant_pad_nd of a complex value (an irfft's spectrum zero-padded to ``s``)."""
     if len(args) > 2 and args[2] not in (0, 0.0, None):
         raise _unsupported(ctx, f"{ctx.node.target} with a non-zero value")
-    return _per_part("constant_pad_nd.default")(ctx, args)
+    return cv.per_part(ATEN["constant_pad_nd.default"])(ctx, args)
 
 
 _LAYOUT = ("slice.Tensor", "select.int", "permute.default", "view.default",
@@ -231,8 +183,9 @@ _LAYOUT = ("slice.Tensor", "select.int", "permute.default", "view.default",
 
 for _name in _LAYOUT:
     if _name in ATEN:
-        register(_name)(_complex_aware(_name, _per_part(_name)))
-register("constant_pad_nd.default")(_complex_aware("constant_pad_nd.default", _zero_pad))
+        register(_name)(cv.complex_aware(ATEN[_name], cv.per_part(ATEN[_name])))
+register("constant_pad_nd.default")(cv.complex_aware(ATEN["constant_pad_nd.default"],
+                                                     _zero_pad))
 
 
 def _is_complex_dtype(dt) -> bool:
@@ -240,7 +193,7 @@ def _is_complex_dtype(dt) -> bool:
 
 
 @register("_to_copy.default")
-@_complex_op
+@handles_complex
 def _to_copy(ctx: AtenContext, args, _real=ATEN["_to_copy.default"]):
     """A cast to complex64 (torch.fft.fft of a real tensor starts with one): the tensor as
     the real part, zeros as the imaginary; a complex value cast to complex64 stays."""
@@ -259,4 +212,4 @@ def _to_copy(ctx: AtenContext, args, _real=ATEN["_to_copy.default"]):
 for _name, _fn in (("mul.Tensor", _cmul), ("mul.Scalar", _cmul), ("add.Tensor", _cadd(1)),
                    ("add.Scalar", _cadd(1)), ("sub.Tensor", _cadd(-1)),
                    ("sub.Scalar", _cadd(-1)), ("abs.default", _cabs)):
-    register(_name)(_complex_aware(_name, _fn))
+    register(_name)(cv.complex_aware(ATEN[_name], _fn))

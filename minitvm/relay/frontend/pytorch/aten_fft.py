@@ -16,31 +16,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import complex_values as cv
+from ....frontend_common.complex_values import ComplexValue, handles_complex
 from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, scale
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from .aten import ATEN, _is_expr, _norm_dim, register
 
-
-class ComplexValue:
-    """A complex tensor as two float Relay expressions of one shape."""
-
-    __slots__ = ("re", "im")
-
-    def __init__(self, re, im):
-        self.re, self.im = re, im
+_ARITH = cv.Arith(_op.add, _op.subtract, _op.multiply, _op.negative, _op.sqrt)
 
 
 def refuse_complex(ctx, fn, args) -> None:
     """Raise a clear error when ``fn``, a converter that does not take complex values, is
     given one (directly or in a list argument)."""
-    if getattr(fn, "handles_complex", False):
-        return
-    for a in args:
-        if isinstance(a, ComplexValue) or (isinstance(a, list | tuple) and any(
-                isinstance(b, ComplexValue) for b in a)):
-            raise _unsupported(ctx, f"aten::{ctx.op_name}")
+    cv.refuse_complex(fn, args, lambda: _unsupported(ctx, f"aten::{ctx.op_name}"))
 
 
 def _unsupported(ctx, what: str):
@@ -107,14 +97,8 @@ def _fixed_input(ctx, shape, dims, sizes, skip_last=False):
                            f"axis {d} (zero-padding or cropping) is not supported")
 
 
-def _complex_op(fn):
-    """Mark ``fn`` as a converter that takes complex operands."""
-    fn.handles_complex = True
-    return fn
-
-
 def _rfft_like(default_dims):
-    @_complex_op
+    @handles_complex
     def convert(ctx, args):
         x, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
         if isinstance(x, ComplexValue):
@@ -139,7 +123,7 @@ def _resize_axis(z: ComplexValue, axis: int, nd: int, have: int, want: int):
 
 
 def _irfft_like(default_dims):
-    @_complex_op
+    @handles_complex
     def convert(ctx, args):
         z, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
         if not isinstance(z, ComplexValue):
@@ -161,7 +145,7 @@ def _irfft_like(default_dims):
 
 
 def _fft_like(default_dims, forward: bool):
-    @_complex_op
+    @handles_complex
     def convert(ctx, args):
         x, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
         dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
@@ -200,7 +184,7 @@ def _view_as_complex(ctx, args):
 
 
 @register("view_as_real")
-@_complex_op
+@handles_complex
 def _view_as_real(ctx, args):
     z = args[0]
     if not isinstance(z, ComplexValue):
@@ -209,7 +193,7 @@ def _view_as_real(ctx, args):
 
 
 @register("real", "imag")
-@_complex_op
+@handles_complex
 def _real_imag(ctx, args):
     z = args[0]
     if not isinstance(z, ComplexValue):
@@ -219,24 +203,9 @@ def _real_imag(ctx, args):
     return z.re if ctx.op_name == "real" else z.im
 
 
-def _complex_aware(name: str, on_complex):
-    """Wrap the real converter of ``name`` so that a complex operand goes to ``on_complex``."""
-    real = ATEN[name]
-
-    @_complex_op
-    def convert(ctx, args):
-        if any(isinstance(a, ComplexValue) for a in args):
-            return on_complex(ctx, args)
-        return real(ctx, args)
-
-    return convert
-
-
 def _as_complex(ctx, v, other):
     """An operand as a ComplexValue; ``im`` None for a real tensor or number (Python numbers
     take the dtype of ``other``, the complex operand)."""
-    if isinstance(v, ComplexValue):
-        return v
     if _is_expr(v):
         return ComplexValue(v, None)
     if isinstance(v, int | float | complex) and not isinstance(v, bool):
@@ -246,65 +215,37 @@ def _as_complex(ctx, v, other):
     raise _unsupported(ctx, f"aten::{ctx.op_name} with a {type(v).__name__} operand")
 
 
-def _operands(ctx, args):
-    z = args[0] if isinstance(args[0], ComplexValue) else args[1]
-    return _as_complex(ctx, args[0], z), _as_complex(ctx, args[1], z)
-
-
 def _cmul(ctx, args):
-    a, b = _operands(ctx, args)
-    if a.im is None or b.im is None:
-        z, r = (b, a.re) if a.im is None else (a, b.re)
-        return ComplexValue(_op.multiply(z.re, r), _op.multiply(z.im, r))
-    return ComplexValue(_op.subtract(_op.multiply(a.re, b.re), _op.multiply(a.im, b.im)),
-                        _op.add(_op.multiply(a.re, b.im), _op.multiply(a.im, b.re)))
+    a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+    return cv.complex_product(a, b, _ARITH)
 
 
 def _cadd(sign: int):
     def convert(ctx, args):
         if len(args) > 2 and args[2] not in (1, None):
             raise _unsupported(ctx, f"aten::{ctx.op_name} with alpha")
-        a, b = _operands(ctx, args)
-        fn = _op.add if sign > 0 else _op.subtract
-        re = fn(a.re, b.re)
-        if a.im is None:
-            im = b.im if sign > 0 else _op.negative(b.im)
-        else:
-            im = a.im if b.im is None else fn(a.im, b.im)
-        return ComplexValue(re, im)
+        a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+        return cv.complex_sum(a, b, sign, _ARITH)
 
     return convert
 
 
 def _cabs(ctx, args):
-    z = args[0]
-    return _op.sqrt(_op.add(_op.multiply(z.re, z.re), _op.multiply(z.im, z.im)))
-
-
-def _per_part(name: str):
-    """A layout op (slice, select, permute, view, ...) on a complex value: the same op on its
-    real and imaginary parts."""
-    real = ATEN[name]
-
-    def convert(ctx, args):
-        z = args[0]
-        return ComplexValue(real(ctx, [z.re, *args[1:]]), real(ctx, [z.im, *args[1:]]))
-
-    return convert
+    return cv.complex_abs(args[0], _ARITH)
 
 
 def _zero_pad(ctx, args):
     """constant_pad_nd of a complex value, with zeros only."""
     if len(args) > 2 and args[2] not in (0, 0.0, None):
         raise _unsupported(ctx, "aten::constant_pad_nd with a non-zero value")
-    return _per_part("constant_pad_nd")(ctx, args)
+    return cv.per_part(ATEN["constant_pad_nd"])(ctx, args)
 
 
 for _name in ("slice", "select", "permute", "view", "reshape", "unsqueeze", "squeeze",
               "transpose", "expand", "contiguous", "clone"):
-    register(_name)(_complex_aware(_name, _per_part(_name)))
-register("constant_pad_nd")(_complex_aware("constant_pad_nd", _zero_pad))
+    register(_name)(cv.complex_aware(ATEN[_name], cv.per_part(ATEN[_name])))
+register("constant_pad_nd")(cv.complex_aware(ATEN["constant_pad_nd"], _zero_pad))
 
 for _name, _fn in (("mul", _cmul), ("mul_", _cmul), ("add", _cadd(1)), ("add_", _cadd(1)),
                    ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("abs", _cabs)):
-    register(_name)(_complex_aware(_name, _fn))
+    register(_name)(cv.complex_aware(ATEN[_name], _fn))
