@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-__all__ = ["scale", "c2c_matrices", "r2c_matrices", "c2r_matrices"]
+__all__ = ["scale", "c2c_matrices", "r2c_matrices", "c2r_matrices", "OnnxDftPlan", "onnx_dft_plan"]
 
 # ATen's fft_norm_mode (the ``normalization`` int of _fft_r2c / _fft_c2r / _fft_c2c)
 _NORM_MODES = {0: "none", 1: "by_root_n", 2: "by_n"}
@@ -65,3 +65,71 @@ def c2r_matrices(k: int, n: int, factor: float) -> tuple[np.ndarray, np.ndarray]
         w[n // 2] = 1.0
     w *= factor
     return np.cos(ang) * w[:, None], -np.sin(ang) * w[:, None]
+
+
+class OnnxDftPlan:
+    """ONNX's ``DFT`` on one axis as products with constant matrices [n_in, n_out]:
+
+        out_re = re @ rr + im @ ir      out_im = re @ ri + im @ ii
+
+    (a term is None where its operand or result does not exist: a real input has no ``im``,
+    an inverse one-sided DFT gives no ``out_im``). Zero-padding or cropping the signal to
+    ``dft_length`` is already in the matrices (rows past the signal dropped, missing rows
+    zero), so no pad or slice is needed."""
+
+    __slots__ = ("axis", "rr", "ir", "ri", "ii")
+
+    def __init__(self, axis: int, rr, ir, ri, ii):
+        self.axis, self.rr, self.ir, self.ri, self.ii = axis, rr, ir, ri, ii
+
+    @property
+    def complex_out(self) -> bool:
+        return self.ri is not None
+
+
+def _fit_rows(mat: np.ndarray, n: int) -> np.ndarray:
+    """``mat``, whose rows index a signal of its own length, for an input of ``n`` points:
+    extra input points (cropped away) multiply zero rows; missing ones (zero padding) drop."""
+    if mat.shape[0] >= n:
+        return mat[:n]
+    return np.concatenate([mat, np.zeros((n - mat.shape[0], mat.shape[1]))])
+
+
+def onnx_dft_plan(shape, axis: int, inverse: bool, onesided: bool, dft_length,
+                  fail) -> OnnxDftPlan:
+    """The plan of ``DFT(x)`` for an input of ``shape`` ([..., signal dims ..., 1 or 2]),
+    ``axis`` as the node gives it (negative counts from the back, the last axis being the
+    real/imaginary one), ``dft_length`` an int or None; ``fail(message)`` makes the error."""
+    r = len(shape)
+    if r < 2 or shape[-1] not in (1, 2):
+        raise fail(f"the input's last axis must be 1 (real) or 2 (complex), got shape "
+                   f"{list(shape)}")
+    if not -r <= axis <= r - 2 or axis == -1:
+        raise fail(f"axis {axis} is out of range for a rank-{r} input (the last axis holds "
+                   f"the real and imaginary parts)")
+    axis %= r
+    n = shape[axis]
+    if not isinstance(n, int | np.integer):
+        raise fail(f"the transformed axis {axis} must be static, got {n}")
+    n, is_complex = int(n), shape[-1] == 2
+    if onesided and inverse:  # IRFFT: a one-sided spectrum of n bins to a real signal
+        if not is_complex:
+            raise fail("an inverse one-sided DFT (IRFFT) needs a complex input")
+        length = 2 * (n - 1) if dft_length is None else int(dft_length)
+        if length < 1:
+            raise fail(f"dft_length must be positive, got {length}")
+        fr, fi = c2r_matrices(n, length, 1.0 / length)
+        return OnnxDftPlan(axis, fr, fi, None, None)
+    length = n if dft_length is None else int(dft_length)
+    if length < 1:
+        raise fail(f"dft_length must be positive, got {length}")
+    if onesided:  # RFFT
+        if is_complex:
+            raise fail("a forward one-sided DFT needs a real input (last axis 1)")
+        c, s = r2c_matrices(length, True, 1.0)
+        return OnnxDftPlan(axis, _fit_rows(c, n), None, _fit_rows(s, n), None)
+    c, s = c2c_matrices(length, not inverse, 1.0 / length if inverse else 1.0)
+    c, s = _fit_rows(c, n), _fit_rows(s, n)
+    if not is_complex:
+        return OnnxDftPlan(axis, c, None, -s, None)
+    return OnnxDftPlan(axis, c, s, -s, c)

@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_quant,
     ops_recurrent,
     ops_sequence,
+    ops_signal,
     ops_tensor,
 )
 from .context import CONVERTERS, NeedsConstantInput, ONNXImportError, OpNotImplemented

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_scatter,
     ops_search,
     ops_sequence,
+    ops_signal,
     ops_tensor,
 )
 from .graph import GraphProto
