@@ -10,8 +10,13 @@ runs each model of its tables through each of them and compares with PyTorch eag
     ep-relax     torch.export.export -> relax.frontend.torch.from_exported_program -> relax.build
     ep-relay     torch.export.export -> relay.frontend.pytorch.from_exported_program ->
                  relay.build
+    dynamo-relay torch.onnx.export(dynamo=True), torch's default exporter (needs onnxscript)
+                 -> relay.frontend.from_onnx -> relay.build
+    dynamo-relax the same file -> relax.frontend.onnx.from_onnx -> relax.build
 
     python benchmarks/sweep_import_paths.py [--group all] [--models a,b] [--paths onnx-relay,...]
+
+The default paths are the first four; ``--paths all`` adds the two dynamo ones.
 
 Relay builds are strict-native (a kernel that would fall back to numpy is a failure). A cell is
 ``ok`` with the largest error relative to eager's output, ``WRONG`` (error above ``--tol``),
@@ -52,6 +57,7 @@ from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
 
 PATHS = ("onnx-relay", "onnx-dyn", "ep-relax", "ep-relay")
+DYNAMO_PATHS = ("dynamo-relay", "dynamo-relax")
 DYN_BATCHES = (1, 3)
 
 
@@ -239,8 +245,46 @@ def path_ep_relay(name, model, inputs, ref, tol):
                                                                          strict=True)}), ref)
 
 
+def dynamo_onnx(name, model, inputs, ref, tol):
+    """(model proto, feed): the file ``torch.onnx.export``'s default (dynamo) exporter writes,
+    as a user who calls it without options gets it; ORT checks it against eager."""
+    import logging
+
+    import torch
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # (torchvision-op notices)
+    try:
+        import onnxscript  # noqa: F401  (the dynamo exporter's dependency)
+    except ImportError as e:
+        raise Skip("the dynamo exporter needs onnxscript (in the onnx extra)") from e
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            prog = torch.onnx.export(model, tuple(inputs.values()), dynamo=True,
+                                     input_names=list(inputs), verbose=False)
+        om = prog.model_proto
+    except Exception as e:  # noqa: BLE001 - torch's exporter, not minitvm
+        raise Skip(f"torch.onnx.export(dynamo=True): {first_line(e)}") from e
+    feed = onnx_feed(om, inputs)
+    check_ort(om.SerializeToString(), feed, ref, tol, "dynamo ONNX")
+    return om, feed
+
+
+def path_dynamo_relay(name, model, inputs, ref, tol):
+    om, feed = dynamo_onnx(name, model, inputs, ref, tol)
+    mod, params = relay.frontend.from_onnx(om, {k: v.shape for k, v in feed.items()})
+    return rel_err(relay_run(mod, params, feed), ref)
+
+
+def path_dynamo_relax(name, model, inputs, ref, tol):
+    om, feed = dynamo_onnx(name, model, inputs, ref, tol)
+    vm = relax.VirtualMachine(relax.build(relax.frontend.onnx.from_onnx(om), "llvm"), tvm.cpu())
+    return rel_err(first_tensor(vm["main"](*map(tvm.nd.array, feed.values()))), ref)
+
+
 RUNNERS = {"onnx-relay": path_onnx_relay, "onnx-dyn": path_onnx_dyn, "ep-relax": path_ep_relax,
-           "ep-relay": path_ep_relay}
+           "ep-relay": path_ep_relay, "dynamo-relay": path_dynamo_relay,
+           "dynamo-relax": path_dynamo_relax}
 
 
 def first_line(e: BaseException) -> str:
@@ -267,7 +311,8 @@ def main() -> int:
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
-    ap.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated of {PATHS}")
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")
     ap.add_argument("--tol", type=float, default=1e-3,
                     help="largest error relative to eager's output that passes")
     args = ap.parse_args()
@@ -277,7 +322,7 @@ def main() -> int:
     tables = groups()
     table = tables["all"]
     names = args.models.split(",") if args.models else list(tables[args.group])
-    paths = args.paths.split(",")
+    paths = list(PATHS + DYNAMO_PATHS) if args.paths == "all" else args.paths.split(",")
     bad = [n for n in names if n not in table] + [p for p in paths if p not in RUNNERS]
     if bad:
         print(f"unknown {bad}; models: {list(table)}; paths: {list(RUNNERS)}")
@@ -289,7 +334,7 @@ def main() -> int:
         for path in paths:
             t0 = time.perf_counter()
             results[name, path] = status, text = cell(path, name, *table[name], args.tol)
-            print(f"{name:18s} {path:10s} {text}  ({time.perf_counter() - t0:.0f}s)",
+            print(f"{name:18s} {path:12s} {text}  ({time.perf_counter() - t0:.0f}s)",
                   flush=True)
     print("\nmatrix (max rel err vs eager torch)")
     print(f"{'model':18s} " + " ".join(f"{p:14s}" for p in paths))
@@ -300,7 +345,7 @@ def main() -> int:
     for p in paths:
         counts = {s: sum(results[n, p][0] == s for n in names)
                   for s in ("ok", "WRONG", "FAILED", "skip")}
-        print(f"{p:10s} " + " / ".join(str(c) for c in counts.values()))
+        print(f"{p:12s} " + " / ".join(str(c) for c in counts.values()))
     failures = [(n, p) for (n, p), (s, _) in results.items() if s in ("WRONG", "FAILED")]
     for n, p in failures:
         print(f"  {n} {p}: {results[n, p][1]}")
