@@ -149,8 +149,15 @@ def path_onnx_relay(name, model, inputs, ref, tol):
     om = onnx.load_from_string(blob)
     feed = onnx_feed(om, inputs)
     check_ort(blob, feed, ref, tol, "ONNX")
+    return onnx_relay_err(om, feed, ref, tol)
+
+
+def onnx_relay_err(om, feed: dict, ref, tol) -> float:
+    """Import ``om`` into Relay, build, run on ``feed``: the error against ``ref``. The inputs
+    a data-dependent shape needs are bound as constants, as the ONNX backend does, and the
+    result reported as a skip (Relay's graphs are static)."""
     bound: dict = {}
-    while True:  # as the ONNX backend does: bind the inputs a data-dependent shape needs
+    while True:
         try:
             mod, params = relay.frontend.from_onnx(
                 om, {k: v.shape for k, v in feed.items() if k not in bound}, const_inputs=bound)
@@ -160,7 +167,7 @@ def path_onnx_relay(name, model, inputs, ref, tol):
                 raise
             bound[e.input_name] = feed[e.input_name]
     err = rel_err(relay_run(mod, params, {k: v for k, v in feed.items() if k not in bound}), ref)
-    if bound and err <= tol:  # Relay's graphs are static: reported, not counted as ok
+    if bound and err <= tol:
         raise Skip(f"data-dependent shape (Relay is static): with {sorted(bound)} bound as "
                    f"constants, ok {err:.1e}")
     return err
@@ -272,8 +279,7 @@ def dynamo_onnx(name, model, inputs, ref, tol):
 
 def path_dynamo_relay(name, model, inputs, ref, tol):
     om, feed = dynamo_onnx(name, model, inputs, ref, tol)
-    mod, params = relay.frontend.from_onnx(om, {k: v.shape for k, v in feed.items()})
-    return rel_err(relay_run(mod, params, feed), ref)
+    return onnx_relay_err(om, feed, ref, tol)
 
 
 def path_dynamo_relax(name, model, inputs, ref, tol):
