@@ -121,3 +121,16 @@ def test_per_channel_and_plain_inputs_stay_nhwc(monkeypatch):
     sunk, plain = _check(t, [t.binary("ADD", a, b)], monkeypatch)
     assert tvm.ir.structural_equal(sunk, plain)
     assert not _calls(sunk["main"].body, "transpose")
+
+
+@pytest.mark.parametrize("axis", [3, -1, 1, 2])
+def test_concatenation_of_conv_outputs(axis, monkeypatch):
+    """Inputs of different scales (each requantized to the output's), along channels (NCHW
+    axis 1) or a spatial axis."""
+    t = QTwin("uint8", 16)
+    x = t.input("x", (1, 5, 5, 8))
+    a, b = t.conv(x, 8, 1, 1, "relu6"), t.conv(x, 4 if axis in (3, -1) else 8, 3, 1, None)
+    sunk, plain = _check(t, [t.conv(t.concat([a, b], axis), 8, 1, 1, None)], monkeypatch)
+    (cat,) = _calls(sunk["main"].body, "concatenate")
+    assert int(cat.attrs.axis) == (0, 2, 3, 1)[axis % 4]
+    assert _optimized_transposes(sunk) == 2 < _optimized_transposes(plain)

@@ -448,7 +448,10 @@ def _log_softmax(ctx):
 @register("CONCATENATION")
 def _concat(ctx):
     opt = ctx.options()
-    out = _op.concatenate([e for e in ctx.inputs if e is not None], int(opt.Axis()))
+    axis = int(opt.Axis())
+    if ctx.layout == "NCHW":  # (``layout.convert_in_nchw``: 4-D inputs in NCHW)
+        axis = (0, 2, 3, 1)[axis % 4]
+    out = _op.concatenate([e for e in ctx.inputs if e is not None], axis)
     return _activation(ctx, out, opt.FusedActivationFunction())
 
 

@@ -1,10 +1,11 @@
 """NCHW through layout-free operators: quantized convs are imported as NCHW convs between two
 transposes (``quantized._conv``), so the NHWC tensors between them are ``transpose(x, (0, 2,
 3, 1))`` of NCHW values. An operator that does not care about the layout (elementwise ones,
-a residual ADD of two quantized tensors above all) or knows both (the 2-D pools, reductions)
-is computed here on the NCHW values themselves and its 4-D result transposed back; that
-transpose then cancels with the next conv's (SimplifyExpr), so a MobileNetV2's residual adds no
-longer bounce to NHWC and back (10 layout kernels of 12-38 us each at 224x224).
+a residual ADD of two quantized tensors above all), knows both (the 2-D pools, reductions) or
+works along an axis its converter maps (CONCATENATION) is computed here on the NCHW values
+themselves and its 4-D result transposed back; that transpose then cancels with the next
+conv's (SimplifyExpr), so a MobileNetV2's residual adds no longer bounce to NHWC and back (10
+layout kernels of 12-38 us each at 224x224).
 
 ConvertNHWCConvs (ConvertLayout) does this for float models, whose convs are NHWC
 ``nn.conv2d`` calls; the quantized convs are not, so it never sees them."""
@@ -30,6 +31,7 @@ ELEMENTWISE = frozenset({
     "ELU", "EXP", "LOG", "SQRT", "RSQRT", "ABS", "NEG", "SQUARE", "SIN", "COS", "QUANTIZE",
     "DEQUANTIZE"})
 POOLS = frozenset({"AVERAGE_POOL_2D", "MAX_POOL_2D"})  # (converters read ``ctx.layout``)
+AXIS_OPS = frozenset({"CONCATENATION"})  # (their converters map the axis by ``ctx.layout``)
 REDUCTIONS = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN"})  # (axes: input 1)
 
 
@@ -97,7 +99,7 @@ def convert_in_nchw(ctx, convert):
     plainly. ``ctx.inputs`` and ``ctx.layout`` are set for the NCHW form."""
     ids = [*ctx.input_ids, *(int(i) for i in ctx.op.OutputsAsNumpy())]
     back = True
-    if ctx.name in ELEMENTWISE:
+    if ctx.name in ELEMENTWISE or ctx.name in AXIS_OPS:
         new = _elementwise_inputs(ctx)
         if new is None or not all(_per_tensor(ctx, i) for i in ids if i >= 0):
             return convert(ctx)
