@@ -133,3 +133,13 @@ def test_type_errors():
         b, s, 0, 2, 0.5, 0.1)))
     with pytest.raises(TypeError, match="must be positive"):
         relay.transform.InferType()(mod)
+
+
+def test_text_round_trip():
+    b, s = relay.var("b", shape=(1, 5, 4)), relay.var("s", shape=(1, 5, 3))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [b, s], relay.vision.multiclass_nms(b, s, 3, 2, 0.6, 1e-8, 1))))
+    text = mod.astext()
+    assert "vision.multiclass_nms(" in text and "class_offset=1" in text
+    back = relay.transform.InferType()(tvm.parser.parse(text))
+    assert tvm.ir.structural_equal(mod, back)
