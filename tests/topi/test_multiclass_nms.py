@@ -141,5 +141,5 @@ def test_text_round_trip():
         [b, s], relay.vision.multiclass_nms(b, s, 3, 2, 0.6, 1e-8, 1))))
     text = mod.astext()
     assert "vision.multiclass_nms(" in text and "class_offset=1" in text
-    back = relay.transform.InferType()(tvm.parser.parse(text))
+    back = relay.transform.InferType()(relay.parse(text))
     assert tvm.ir.structural_equal(mod, back)
