@@ -22,6 +22,10 @@ One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
 
 MobileNetV2 1.0 (TFLite's mobilenet_v2_1.0_224_quant's layers): ``--size 224 --mult 1 --width 32
 --full``; its first five blocks only without ``--full``.
+
+``--models detection``: the SSD head alone (TFLite_Detection_PostProcess at ssd_mobilenet's size:
+1917 anchors, 90 classes and a background column, 10 detections, score threshold 1e-8, IoU
+0.6), fast and regular NMS (100 per class), minitvm's time per call (ORT has no such operator).
 """
 
 from __future__ import annotations
@@ -278,6 +282,33 @@ def transformer_to_onnx(b, quantized: bool):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def detection_head(regular: bool, anchors: int = 1917, classes: int = 90):
+    """(model bytes, box encodings, class scores) of an SSD head on random data."""
+    from flatbuffers import flexbuffers
+
+    from minitvm.relay.frontend.tflite.builder import ModelBuilder
+
+    rng = np.random.default_rng(0)
+    anchor = np.concatenate([rng.uniform(0.05, 0.95, (anchors, 2)),
+                             rng.uniform(0.05, 0.5, (anchors, 2))], 1).astype("float32")
+    enc = rng.normal(0.0, 1.0, (1, anchors, 4)).astype("float32")
+    cls = rng.uniform(0.0, 1.0, (1, anchors, classes + 1)).astype("float32")
+    opts = {"max_detections": 10, "max_classes_per_detection": 1, "detections_per_class": 100,
+            "nms_score_threshold": 1e-8, "nms_iou_threshold": 0.6, "num_classes": classes,
+            "use_regular_nms": regular, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0,
+            "w_scale": 5.0}
+    b = ModelBuilder()
+    e, c = b.input("enc", enc.shape), b.input("cls", cls.shape)
+    a = b.constant("anchors", anchor)
+    outs = [b.tensor("boxes", (1, 10, 4)), b.tensor("classes", (1, 10)),
+            b.tensor("scores", (1, 10)), b.tensor("count", (1,))]
+    b.operator("CUSTOM:TFLite_Detection_PostProcess", [e, c, a], outs,
+               custom_options=bytes(flexbuffers.Dumps(opts)))
+    for o in outs:
+        b.output(o)
+    return b.finish(), enc, cls
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=112)
@@ -289,7 +320,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="calls per round (median taken)")
     ap.add_argument("--models", default="mobilenet,transformer",
-                    help="comma-separated: mobilenet, transformer")
+                    help="comma-separated: mobilenet, transformer, detection")
     ap.add_argument("--tokens", type=int, default=128, help="transformer sequence length")
     ap.add_argument("--dim", type=int, default=256, help="transformer width (4 heads)")
     ap.add_argument("--layers", type=int, default=2, help="transformer layers")
@@ -330,6 +361,18 @@ def main(argv=None) -> int:
             lib = relay.build(mod, target="llvm", params=params)
         return graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
+    if "detection" in kinds:
+        heads = {}
+        for regular in (False, True):
+            blob, enc, cls = detection_head(regular)
+            g = build(*relay.frontend.from_tflite(blob))
+            g.set_input("enc", enc)
+            g.set_input("cls", cls)
+            heads["regular NMS" if regular else "fast NMS"] = g.run
+        times = settled_rounds(heads, args.rounds, args.reps, clock=time.thread_time)
+        print("SSD detection head (1917 anchors x 90 classes, 10 detections), one thread:")
+        for label, ts in times.items():
+            print(f"  {label:<12}{statistics.median(ts) * 1e3:8.3f} ms")
     rows = []
     for label, (b, quantized, x, writer, nhwc) in models.items():
         gm = build(*relay.frontend.from_tflite(b.finish()))
@@ -353,6 +396,8 @@ def main(argv=None) -> int:
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         rows.append((label, med["tflite"], med["onnx"], med["ort"], err))
         print(f"{label}: done", file=sys.stderr, flush=True)
+    if not rows:
+        return 0
     blocks = "17 blocks" if args.full else "5 blocks"
     print(f"MobileNetV2-like ({blocks}), {args.size}x{args.size}, stem {args.width} x{args.mult} "
           f"channels; transformer encoder, {args.tokens} tokens x {args.dim}, 4 heads, "

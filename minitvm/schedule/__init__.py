@@ -13,3 +13,4 @@ from .prim_func import optimize_prim_func
 from . import conv_direct, gemm, gemm_kernel, pool
 from . import knobs, tunable
 from . import scan, selection  # noqa: F401  (register the scan and top-k rules)
+from . import multiclass_nms  # noqa: F401  (vision.multiclass_nms's rule)

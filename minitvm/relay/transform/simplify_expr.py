@@ -423,14 +423,17 @@ def simplify_clip_and_consecutive_cast(call):
     kept = [c for c in chain if not (lossless(c.attrs.dtype)
                                      and _dtype_range(c.attrs.dtype)[0] <= lo
                                      and hi <= _dtype_range(c.attrs.dtype)[1])]
-    if len(kept) == len(chain):
-        return None
-    out = inner
-    for c in reversed(kept):
-        out = _t.cast(out, c.attrs.dtype)
     target = _type(call).dtype
     last = kept[0].attrs.dtype if kept else _type(inner).dtype
-    return out if last == target else _t.cast(out, target)
+    dtypes = [c.attrs.dtype for c in reversed(kept)] + ([] if last == target else [target])
+    if dtypes == [c.attrs.dtype for c in reversed(chain)]:
+        # (the same chain again: rebuilt, it would stop sharing its inner casts, so that
+        # ``cast(clip(x), "uint8")`` read by a conv and by ``cast(., "float32")`` became two)
+        return None
+    out = inner
+    for dt in dtypes:
+        out = _t.cast(out, dt)
+    return out
 
 
 def simplify_clip(call):

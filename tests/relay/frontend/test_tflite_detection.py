@@ -196,3 +196,28 @@ def test_errors():
         relay.frontend.from_tflite(_model(enc, cls, anchors, opts))
     with pytest.raises(ImportError_, match="nms_iou_threshold must be in"):
         relay.frontend.from_tflite(_model(enc, cls, anchors, _options(nms_iou_threshold=0.0)))
+
+
+def test_regular_nms_with_tied_scores_across_classes():
+    """8-bit scores (as a quantized model's, dequantized): many equal scores across classes,
+    ordered by class then box as TFLite's stable merge has them."""
+    enc, cls, anchors = _data(200, 10, 1, seed=8)
+    cls = (np.round(cls * 16) / 16).astype("float32")
+    _check(enc, cls, anchors, _options(num_classes=10, use_regular_nms=True,
+                                       detections_per_class=6, max_detections=25,
+                                       nms_score_threshold=0.05, nms_iou_threshold=0.5))
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_head_is_native_multiclass_nms(regular):
+    """Both forms take vision.multiclass_nms (native), none the numpy-only NMS operators."""
+    from minitvm.relay.analysis.properties import walk
+
+    enc, cls, anchors = _data(20, 5, 1, seed=9)
+    mod, _ = relay.frontend.from_tflite(_model(enc, cls, anchors,
+                                               _options(use_regular_nms=regular,
+                                                        detections_per_class=4)))
+    ops = {e.op.name for e in walk(mod["main"]) if isinstance(e, relay.Call)
+           and hasattr(e.op, "name")}
+    assert "vision.multiclass_nms" in ops
+    assert not any(o.startswith("vision.") and "non_max" in o for o in ops)

@@ -14,9 +14,11 @@ IoU > nms_iou_threshold), in one of two forms the options choose:
 
 Outputs (all float32): boxes (1, D, 4) as (ymin, xmin, ymax, xmax), classes (1, D) without
 the background, scores (1, D), and the detection count (1,); D = max_detections *
-max_classes_per_detection, rows past the count are zero. The NMS is
-``vision.all_class_non_max_suppression`` in its TensorFlow output form (sorted by score,
-stable); the decoding and the selection around it are plain Relay ops.
+max_classes_per_detection, rows past the count are zero. Both NMS forms are
+``vision.multiclass_nms`` (native: candidates best first across classes, each checked against
+the kept boxes of its class, until max_detections are kept; the fast form is its one-class
+case on each anchor's best score); the decoding and the selection around it are plain Relay
+ops.
 """
 
 from __future__ import annotations
@@ -82,12 +84,6 @@ def _first_rows(x, rows: int, have: int):
     return _op.nn.pad(x, pads, pad_value=0)
 
 
-def _below(threshold: float) -> float:
-    """The float32 just below ``threshold``: the NMS keeps scores > it, TFLite >= threshold."""
-    t = np.float32(threshold)
-    return float(np.nextafter(t, np.float32(-np.inf)))
-
-
 @register(_NAME)
 def _detection_postprocess(ctx):
     opts = custom_options(ctx)
@@ -111,27 +107,30 @@ def _detection_postprocess(ctx):
     rows = max_det * per_det
     boxes = decode_boxes(enc, anchors, [float(opts[k]) for k in ("y_scale", "x_scale",
                                                                 "h_scale", "w_scale")])
-    scores = _op.strided_slice(cls, [0, 0, offset], [1, n, c_all])  # (1, N, C)
-    thr = _below(float(opts["nms_score_threshold"]))
+    thr = float(opts["nms_score_threshold"])
     if opts.get("use_regular_nms", False):
         per_class = int(opts.get("detections_per_class", 100))
-        sel, sel_scores, count = _op.vision.all_class_non_max_suppression(
-            boxes, _op.transpose(scores, (0, 2, 1)), _c(per_class, "int64"), _c(iou),
-            _c(thr), output_format="tensorflow")
-        have = num_classes * n
-        sel = _first_rows(sel, max_det, have)  # (1, max_det, 2): class, box
-        out_scores = _first_rows(sel_scores, max_det, have)
-        count = _op.minimum(count, _c([max_det], "int64"))
-        box_idx = _op.squeeze(_column(sel, 1), [0, 2])
-        classes = _op.cast(_op.squeeze(_column(sel, 0), [2]), "float32")
+        sel = _op.vision.multiclass_nms(boxes, cls, max_det, per_class, iou, thr, offset)
+        sel = _op.squeeze(sel, [0])  # (max_det,): class * N + box, -1 past the count
+        flat = _op.maximum(sel, _c(0, "int32"))
+        cls_idx = _op.floor_divide(flat, _c(n, "int32"))
+        box_idx = _op.subtract(flat, _op.multiply(cls_idx, _c(n, "int32")))
+        at = _op.add(_op.multiply(box_idx, _c(c_all, "int32")), _op.add(cls_idx, _c(offset,
+                                                                                   "int32")))
+        out_scores = _op.expand_dims(_op.take(_op.reshape(cls, (-1,)), at, axis=0), 0)
+        classes = _op.expand_dims(_op.cast(cls_idx, "float32"), 0)
         out_boxes = _op.expand_dims(_op.take(_op.squeeze(boxes, [0]), box_idx, axis=0), 0)
+        count = _op.sum(_op.cast(_op.greater_equal(sel, _c(0, "int32")), "int64"), axis=[0],
+                        keepdims=True)
         width = max_det
     else:
+        scores = _op.strided_slice(cls, [0, 0, offset], [1, n, c_all])  # (1, N, C)
         best = _op.max(scores, axis=[2], keepdims=True)  # (1, N, 1)
-        sel, _, count = _op.vision.all_class_non_max_suppression(
-            boxes, _op.transpose(best, (0, 2, 1)), _c(max_det, "int64"), _c(iou), _c(thr),
-            output_format="tensorflow")
-        box_idx = _op.squeeze(_column(_first_rows(sel, max_det, n), 1), [0, 2])  # (max_det,)
+        sel = _op.squeeze(_op.vision.multiclass_nms(boxes, best, max_det, max_det, iou, thr),
+                          [0])  # (max_det,) kept anchors, -1 past the count
+        box_idx = _op.maximum(sel, _c(0, "int32"))
+        count = _op.sum(_op.cast(_op.greater_equal(sel, _c(0, "int32")), "int64"), axis=[0],
+                        keepdims=True)
         k = per_det  # (the best classes of the kept anchors only: a (max_det, C) topk)
         rows_kept = _op.take(_op.squeeze(scores, [0]), box_idx, axis=0)
         top = _op.topk(rows_kept, k=k, axis=1, ret_type="both", is_ascend=False,

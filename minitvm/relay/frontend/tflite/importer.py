@@ -59,6 +59,7 @@ class OpContext:
         self.op = op
         self.name = name
         self.input_ids = [int(i) for i in op.InputsAsNumpy()]
+        self.layout = "NHWC"  # of the 4-D inputs; NCHW where ``layout.convert_in_nchw`` says
         self.inputs = [importer.tensor_expr(i) if i >= 0 else None for i in self.input_ids]
         if name in ("DEQUANTIZE", "QUANTIZE"):
             return
@@ -138,6 +139,7 @@ class TFLiteImporter:
 
     def run(self):
         from . import detection  # noqa: F401 - registers the custom detection operator
+        from .layout import convert_in_nchw
         from .quantized import converter as quantized_converter
 
         sg = self.subgraph
@@ -162,7 +164,7 @@ class TFLiteImporter:
             name = self._opcode_name(op)
             ctx = OpContext(self, op, name)
             try:
-                out = (quantized_converter(ctx) or CONVERTERS[name])(ctx)
+                out = convert_in_nchw(ctx, quantized_converter(ctx) or CONVERTERS[name])
             except ImportError_:
                 raise
             except Exception as e:  # noqa: BLE001 - name the operator in any failure
@@ -368,14 +370,15 @@ def _pool(kind):
     def convert(ctx):
         x = ctx.inputs[0]
         opt = ctx.options()
-        _, h, w, _ = infer_shape(x)
+        shape = infer_shape(x)
+        h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
         kh, kw = opt.FilterHeight(), opt.FilterWidth()
         sh, sw = opt.StrideH(), opt.StrideW()
         pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
         if kind == "max":
-            out = _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout="NHWC")
+            out = _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
         else:
-            out = _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout="NHWC",
+            out = _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
                                  count_include_pad=False)
         return _activation(ctx, out, opt.FusedActivationFunction())
 
@@ -445,7 +448,10 @@ def _log_softmax(ctx):
 @register("CONCATENATION")
 def _concat(ctx):
     opt = ctx.options()
-    out = _op.concatenate([e for e in ctx.inputs if e is not None], int(opt.Axis()))
+    axis = int(opt.Axis())
+    if ctx.layout == "NCHW":  # (``layout.convert_in_nchw``: 4-D inputs in NCHW)
+        axis = (0, 2, 3, 1)[axis % 4]
+    out = _op.concatenate([e for e in ctx.inputs if e is not None], axis)
     return _activation(ctx, out, opt.FusedActivationFunction())
 
 
