@@ -129,5 +129,6 @@ def reciprocal_scale(scale) -> np.ndarray | None:
     ``0 * inf`` would make the NaN the divide does not)."""
     if scale is None or scale.dtype.kind != "f":
         return None
-    r = (np.ones((), scale.dtype) / scale).astype(scale.dtype)
+    with np.errstate(divide="ignore", over="ignore"):
+        r = (np.ones((), scale.dtype) / scale).astype(scale.dtype)
     return r if bool(np.all(np.isfinite(r))) else None
