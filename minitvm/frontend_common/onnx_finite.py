@@ -19,17 +19,17 @@ import numpy as np
 
 from .onnx_model import ONNX_DOMAINS
 
-# ops whose outputs are finite when all their inputs are (reductions and windows non-empty).
-# Left out on purpose: Div, Reciprocal, Sqrt, Log, Pow, Exp, Softplus (a zero or negative
-# argument, or an overflow the next op may turn into NaN), BatchNormalization (a negative
-# variance), ReduceMean (an empty axis is 0 / 0)
+# ops whose outputs are finite when all their inputs are (reductions and windows non-empty: a
+# mean over an empty axis is 0 / 0). Left out on purpose: Div, Reciprocal, Sqrt, Log, Pow,
+# Exp, Softplus (a zero or negative argument, or an overflow the next op may turn into NaN),
+# BatchNormalization (a negative variance)
 KEEPS_FINITE = frozenset({
     "Add", "Sub", "Mul", "Neg", "Abs", "Sum", "Max", "Min", "Mean",
     "Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
     "Relu", "LeakyRelu", "PRelu", "Clip", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid",
     "HardSwish", "Tanh", "Erf", "Gelu", "Softmax", "LogSoftmax", "LayerNormalization",
     "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMax", "ReduceMin",
-    "ReduceSum", "Floor", "Ceil", "Round", "Sign",
+    "ReduceSum", "ReduceMean", "Floor", "Ceil", "Round", "Sign",
     "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
     "Gather", "GatherElements", "Expand", "Tile", "Pad", "Resize", "Upsample", "DepthToSpace",
     "SpaceToDepth", "Identity", "Dropout", "Cast", "Where",

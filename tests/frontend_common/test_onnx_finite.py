@@ -37,12 +37,13 @@ def test_finite_from_dequantized_data_through_finite_ops():
                 n("Constant", [], ["k"], value=numpy_helper.from_array(
                     np.array([1.0, np.inf], "float32"))),
                 n("Mul", ["r", "k"], ["rk"]),
+                n("ReduceMean", ["r"], ["rm"], axes=[0]),
                 n("Sigmoid", ["r"], ["out"])],
                {"s": np.array(0.1, "float32"), "wd": np.ones((4, 4, 1, 1), "float32"),
                 "b": np.zeros(4, "float32"), "bad": np.array([np.nan], "float32")},
                inputs=(("x", P.FLOAT), ("ids", P.INT64)))
     f = finite_tensors(g)
-    assert {"q", "d", "c", "r", "out", "gi", "ids", "s", "wd", "b"} <= f
+    assert {"q", "d", "c", "r", "rm", "out", "gi", "ids", "s", "wd", "b"} <= f
     assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk"} & f
 
 
