@@ -20,8 +20,8 @@ import numpy as np
 from .onnx_model import ONNX_DOMAINS
 
 # ops whose outputs are finite when all their inputs are (reductions and windows non-empty: a
-# mean over an empty axis is 0 / 0). Left out on purpose: Div, Reciprocal, Sqrt, Log, Pow,
-# Exp, Softplus (a zero or negative argument, or an overflow the next op may turn into NaN),
+# mean over an empty axis is 0 / 0). Left out on purpose: Div (but for a constant divisor:
+# ``_keeps_finite``), Reciprocal, Sqrt, Log, Pow, Exp, Softplus (a zero or negative argument, or an overflow the next op may turn into NaN),
 # BatchNormalization (a negative variance)
 KEEPS_FINITE = frozenset({
     "Add", "Sub", "Mul", "Neg", "Abs", "Sum", "Max", "Min", "Mean",
@@ -65,49 +65,72 @@ def _key(node) -> str:
     return node.op_type if node.domain in ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
-def _finite_tensor(t) -> bool:
-    """A TensorProto (an initializer, a Constant's value) holds no NaN or infinity."""
+def _float_values(t) -> np.ndarray | None:
+    """The values of a float TensorProto (an initializer, a Constant's value), else None."""
     if t.data_type not in _FLOAT_TYPES:
-        return True
+        return None
     from onnx import numpy_helper
 
-    return bool(np.all(np.isfinite(numpy_helper.to_array(t))))
+    return numpy_helper.to_array(t)
 
 
-def _constant_finite(node) -> bool:
+def _constant_values(node):
+    """A Constant node's float values; None when it holds none (value_int(s), strings)."""
     for a in node.attribute:
         if a.name == "value":
-            return _finite_tensor(a.t)
+            return _float_values(a.t)
         if a.name in ("value_float", "value_floats"):
-            return bool(np.all(np.isfinite(np.asarray(a.floats if a.floats else a.f))))
-    return True  # (value_int(s), value_string(s): not floats)
+            return np.asarray(a.floats if a.name == "value_floats" else a.f, "float32")
+    return None
 
 
-def _keeps_finite(node, finite: set) -> bool:
-    """``node``'s outputs are finite given which of its inputs are (``finite``)."""
+def _note_constant(name: str, values, finite: set, divisors: set) -> None:
+    """Note a constant: finite when it holds no NaN or infinity (or is not float), a divisor
+    as well when no value is zero or so small that its reciprocal overflows."""
+    if values is None:
+        finite.add(name)
+        return
+    v = np.asarray(values)
+    if not np.all(np.isfinite(v)):
+        return
+    finite.add(name)
+    if v.size and np.all(np.abs(v) >= np.finfo(v.dtype).tiny):
+        divisors.add(name)
+
+
+def _keeps_finite(node, finite: set, divisors: set) -> bool:
+    """``node``'s outputs are finite given which of its inputs are (``finite``), and which
+    are constant divisors (``divisors``: a Div by one of them is finite)."""
     key = _key(node)
     if key in INTEGER_OUT or key in QLINEAR_OPS:
         return True
-    if key == "Constant":
-        return _constant_finite(node)
     if key == "ConstantOfShape":
-        return all(_finite_tensor(a.t) for a in node.attribute if a.name == "value")
+        values = [_float_values(a.t) for a in node.attribute if a.name == "value"]
+        return all(v is None or bool(np.all(np.isfinite(v))) for v in values)
+    if key == "Div":
+        return len(node.input) == 2 and node.input[0] in finite and node.input[1] in divisors
     return key in KEEPS_FINITE and all(i in finite for i in node.input if i)
 
 
 def finite_tensors(graph) -> frozenset:
     """The names of the tensors of ``graph`` (not of its subgraphs) that cannot be NaN or
-    infinite: finite initializers, integer graph inputs, and the outputs of ``_keeps_finite``
+    infinite: finite constants, integer graph inputs, and the outputs of ``_keeps_finite``
     nodes. Empty for a graph with no quantize / dequantize op (where nobody asks)."""
     if not any(n.op_type in _QUANTIZED_OPS for n in graph.node):
         return frozenset()
-    finite = {t.name for t in graph.initializer if _finite_tensor(t)}
+    finite: set = set()
+    divisors: set = set()
+    for t in graph.initializer:
+        _note_constant(t.name, _float_values(t), finite, divisors)
     for vi in graph.input:
         code = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
         if code and code not in _FLOAT_TYPES and vi.name not in finite:
             finite.add(vi.name)
     for node in graph.node:
-        if _keeps_finite(node, finite):
+        if _key(node) == "Constant":
+            for o in node.output:
+                _note_constant(o, _constant_values(node), finite, divisors)
+        elif _keeps_finite(node, finite, divisors):
             finite.update(o for o in node.output if o)
     return frozenset(finite)
 

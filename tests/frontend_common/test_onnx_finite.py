@@ -29,7 +29,11 @@ def test_finite_from_dequantized_data_through_finite_ops():
                 n("DequantizeLinear", ["q", "s"], ["d"]),
                 n("Conv", ["d", "wd", "b"], ["c"]),
                 n("Relu", ["c"], ["r"]),
-                n("Div", ["r", "s"], ["v"]),  # (x / 0)
+                n("Div", ["r", "zs"], ["v"]),  # (x / 0)
+                n("Div", ["r", "s"], ["rs"]),  # (by a constant that is not 0)
+                n("Div", ["r", "tiny"], ["rt"]),  # (1 / tiny overflows)
+                n("Constant", [], ["two"], value_float=2.0),
+                n("Div", ["r", "two"], ["r2"]),  # (a Constant node's value_float)
                 n("Add", ["r", "v"], ["a"]),
                 n("Mul", ["r", "bad"], ["m"]),  # (an initializer with a NaN)
                 n("Add", ["x", "r"], ["xr"]),  # (the graph input)
@@ -37,14 +41,17 @@ def test_finite_from_dequantized_data_through_finite_ops():
                 n("Constant", [], ["k"], value=numpy_helper.from_array(
                     np.array([1.0, np.inf], "float32"))),
                 n("Mul", ["r", "k"], ["rk"]),
+                n("Div", ["r", "k"], ["rk2"]),  # (a Constant holding inf)
                 n("ReduceMean", ["r"], ["rm"], axes=[0]),
                 n("Sigmoid", ["r"], ["out"])],
                {"s": np.array(0.1, "float32"), "wd": np.ones((4, 4, 1, 1), "float32"),
-                "b": np.zeros(4, "float32"), "bad": np.array([np.nan], "float32")},
+                "b": np.zeros(4, "float32"), "bad": np.array([np.nan], "float32"),
+                "zs": np.array([1.0, 0.0], "float32"), "tiny": np.array(1e-40, "float32")},
                inputs=(("x", P.FLOAT), ("ids", P.INT64)))
     f = finite_tensors(g)
-    assert {"q", "d", "c", "r", "rm", "out", "gi", "ids", "s", "wd", "b"} <= f
-    assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk"} & f
+    assert {"q", "d", "c", "r", "rm", "out", "gi", "ids", "s", "wd", "b", "rs", "r2", "two",
+            "zs", "tiny"} <= f
+    assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk", "rt", "rk2"} & f
 
 
 def test_no_quantize_op_no_work():
