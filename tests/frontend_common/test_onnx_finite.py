@@ -43,15 +43,19 @@ def test_finite_from_dequantized_data_through_finite_ops():
                 n("Mul", ["r", "k"], ["rk"]),
                 n("Div", ["r", "k"], ["rk2"]),  # (a Constant holding inf)
                 n("ReduceMean", ["r"], ["rm"], axes=[0]),
+                n("DequantizeLinear", ["q", "inf"], ["dinf"]),  # (0 * inf: a causal mask's)
+                n("Relu", ["dinf"], ["rinf"]),
                 n("Sigmoid", ["r"], ["out"])],
                {"s": np.array(0.1, "float32"), "wd": np.ones((4, 4, 1, 1), "float32"),
                 "b": np.zeros(4, "float32"), "bad": np.array([np.nan], "float32"),
-                "zs": np.array([1.0, 0.0], "float32"), "tiny": np.array(1e-40, "float32")},
+                "zs": np.array([1.0, 0.0], "float32"), "tiny": np.array(1e-40, "float32"),
+                "inf": np.array(np.inf, "float32")},
                inputs=(("x", P.FLOAT), ("ids", P.INT64)))
     f = finite_tensors(g)
     assert {"q", "d", "c", "r", "rm", "out", "gi", "ids", "s", "wd", "b", "rs", "r2", "two",
             "zs", "tiny"} <= f
-    assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk", "rt", "rk2"} & f
+    assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk", "rt", "rk2", "inf", "dinf",
+                "rinf"} & f
 
 
 def test_no_quantize_op_no_work():
