@@ -21,8 +21,8 @@ from .onnx_model import ONNX_DOMAINS
 
 # ops whose outputs are finite when all their inputs are (reductions and windows non-empty: a
 # mean over an empty axis is 0 / 0). Left out on purpose: Div (but for a constant divisor:
-# ``_keeps_finite``), Reciprocal, Sqrt, Log, Pow, Exp, Softplus (a zero or negative argument, or an overflow the next op may turn into NaN),
-# BatchNormalization (a negative variance)
+# ``_keeps_finite``), Reciprocal, Sqrt, Log, Pow, Exp, Softplus (a zero or negative argument,
+# or an overflow the next op may turn into NaN), BatchNormalization (a negative variance)
 KEEPS_FINITE = frozenset({
     "Add", "Sub", "Mul", "Neg", "Abs", "Sum", "Max", "Min", "Mean",
     "Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
