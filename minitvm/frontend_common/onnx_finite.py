@@ -109,7 +109,14 @@ def _keeps_finite(node, finite: set, divisors: set) -> bool:
         return all(v is None or bool(np.all(np.isfinite(v))) for v in values)
     if key == "Div":
         return len(node.input) == 2 and node.input[0] in finite and node.input[1] in divisors
-    return key in KEEPS_FINITE and all(i in finite for i in node.input if i)
+    return key in KEEPS_FINITE and all(i in finite for i in node.input if i) and \
+        _finite_attributes(node)
+
+
+def _finite_attributes(node) -> bool:
+    """No float attribute of ``node`` (Gemm's alpha, LeakyRelu's alpha...) is NaN or inf."""
+    return all(bool(np.isfinite(a.f)) and bool(np.all(np.isfinite(np.asarray(a.floats))))
+               for a in node.attribute)
 
 
 def finite_tensors(graph) -> frozenset:
@@ -143,7 +150,8 @@ def quantizes_finite(node, finite) -> bool:
     if key == "QuantizeLinear":
         return bool(node.input) and node.input[0] in finite
     op = QLINEAR_OPS.get(key)
-    return op is not None and op in KEEPS_FINITE and all(i in finite for i in node.input if i)
+    return op is not None and op in KEEPS_FINITE and \
+        all(i in finite for i in node.input if i) and _finite_attributes(node)
 
 
 def reciprocal_scale(scale) -> np.ndarray | None:

@@ -43,6 +43,8 @@ def test_finite_from_dequantized_data_through_finite_ops():
                 n("Mul", ["r", "k"], ["rk"]),
                 n("Div", ["r", "k"], ["rk2"]),  # (a Constant holding inf)
                 n("ReduceMean", ["r"], ["rm"], axes=[0]),
+                n("LeakyRelu", ["r"], ["lr"], alpha=0.1),
+                n("LeakyRelu", ["r"], ["lrinf"], alpha=float("inf")),  # (0 * inf)
                 n("DequantizeLinear", ["q", "inf"], ["dinf"]),  # (0 * inf: a causal mask's)
                 n("Relu", ["dinf"], ["rinf"]),
                 n("Sigmoid", ["r"], ["out"])],
@@ -53,9 +55,9 @@ def test_finite_from_dequantized_data_through_finite_ops():
                inputs=(("x", P.FLOAT), ("ids", P.INT64)))
     f = finite_tensors(g)
     assert {"q", "d", "c", "r", "rm", "out", "gi", "ids", "s", "wd", "b", "rs", "r2", "two",
-            "zs", "tiny"} <= f
+            "zs", "tiny", "lr"} <= f
     assert not {"x", "v", "a", "m", "bad", "xr", "k", "rk", "rt", "rk2", "inf", "dinf",
-                "rinf"} & f
+                "rinf", "lrinf"} & f
 
 
 def test_no_quantize_op_no_work():
@@ -74,6 +76,11 @@ def test_quantizes_finite():
     add = n("QLinearAdd", ["q", "xs", "xz", "q", "xs", "xz", "ys", "yz"], ["o"],
             domain="com.microsoft")
     assert quantizes_finite(add, finite)
+    leaky = ["q", "xs", "xz", "ys", "yz"]
+    assert quantizes_finite(n("QLinearLeakyRelu", leaky, ["o"], domain="com.microsoft",
+                              alpha=0.1), finite)
+    assert not quantizes_finite(n("QLinearLeakyRelu", leaky, ["o"], domain="com.microsoft",
+                                  alpha=float("nan")), finite)
     assert not quantizes_finite(n("Relu", ["d"], ["o"]), finite)  # (quantizes nothing)
 
 
