@@ -49,6 +49,9 @@ class NodeContext:
         # (subgraph, {formal input name: value}) -> its outputs, converted in a scope over
         # the current one; set by the dialect's graph importer (If branches, Loop bodies)
         self.subgraph: Callable | None = None
+        # the names of the graph's tensors that cannot be NaN (``onnx_finite.finite_tensors``;
+        # the importer fills it): a QuantizeLinear of one needs no NaN select
+        self.finite: frozenset = frozenset()
 
     def where(self) -> str:
         n = self.node

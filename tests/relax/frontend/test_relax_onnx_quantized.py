@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch", reason="building the test models needs `tor
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
+import onnx_finite_cases as finite_cases  # noqa: E402
 import onnx_quant_cases as cases  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 from onnx_quant_cases import (  # noqa: E402
@@ -208,6 +209,35 @@ def test_qdq_pair_skips_the_round_trip(dtype, same):
     assert (f'"{dtype}"' in text) == (not same)  # (8-bit casts: the second pair keeps its own)
     out = _run(_build(mod), feeds)[0]
     np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
+def _calls(mod, op: str) -> int:
+    """How many ``R.<op>(`` calls the module holds after dead code elimination."""
+    return relax.transform.DeadCodeElimination()(mod).script().count(f"R.{op}(")
+
+
+@pytest.mark.parametrize("pow2", [False, True])
+def test_quantize_of_finite_values_multiplies(pow2):
+    """A QuantizeLinear whose input cannot be NaN (``onnx_finite``: the Relu of a MatMul of
+    dequantized data, an Add of dequantized values) multiplies by the reciprocal scale, no NaN
+    select; those of the graph input and of a Div keep the divide and the select. ORT's output
+    (NaN and infinities in the input), and numpy's to the bit with power-of-two scales."""
+    model, feeds = finite_cases.qdq_finite_chain(pow2)
+    mod = from_onnx(model)
+    assert _calls(mod, "isnan") == 2  # (the pairs of the graph input and of the Div)
+    assert _calls(mod, "divide") == 3  # (those two and the Div itself)
+    out = _run(_build(mod), feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    if pow2:
+        np.testing.assert_array_equal(out, finite_cases.qdq_finite_chain_reference(
+            model, feeds["x"]))
+
+
+def test_quantize_of_graph_input_keeps_nan_select():
+    """A lone QuantizeLinear of a graph input may see a NaN: its divide and select stay."""
+    mod = from_onnx(cases.quantize_non_finite("uint8")[0])
+    assert _calls(mod, "isnan") == 1 and _calls(mod, "divide") == 1
+    assert _calls(mod, "multiply") == 0
 
 
 def test_qlinear_inputs_are_not_qdq_pairs():

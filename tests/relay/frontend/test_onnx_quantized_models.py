@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch", reason="building the test models needs `tor
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onnxruntime")
 
+import onnx_finite_cases as finite_cases  # noqa: E402
 import onnx_quant_cases as cases  # noqa: E402
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto  # noqa: E402
@@ -126,6 +127,38 @@ def test_qdq_pair_skips_the_round_trip(dtype, same):
     assert (dtype in casts) == (not same)  # (the second pair, its scales apart, keeps it)
     out = build_and_run(mod, params, feeds)[0]
     np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+
+
+def _op_counts(mod) -> dict:
+    found: dict = {}
+    post_order_visit(mod["main"], lambda e: found.__setitem__(e.op.name, found.get(
+        e.op.name, 0) + 1) if isinstance(e, relay.Call) and hasattr(e.op, "name") else None)
+    return found
+
+
+@pytest.mark.parametrize("pow2", [False, True])
+def test_quantize_of_finite_values_multiplies(pow2):
+    """A QuantizeLinear whose input cannot be NaN (``onnx_finite``: the Relu of a MatMul of
+    dequantized data, an Add of dequantized values) multiplies by the reciprocal scale, no NaN
+    select; those of the graph input and of a Div keep the divide and the select. ORT's output
+    (NaN and infinities in the input), and numpy's to the bit with power-of-two scales."""
+    model, feeds = finite_cases.qdq_finite_chain(pow2)
+    mod, params = relay.frontend.from_onnx(model)
+    ops = _op_counts(mod)
+    assert ops.get("isnan") == 2  # (the pairs of the graph input and of the Div)
+    assert ops.get("divide") == 3  # (those two and the Div itself)
+    out = build_and_run(mod, params, feeds)[0]
+    np.testing.assert_array_equal(out, _ort(model, feeds)[0])
+    if pow2:
+        np.testing.assert_array_equal(out, finite_cases.qdq_finite_chain_reference(
+            model, feeds["x"]))
+
+
+def test_quantize_of_graph_input_keeps_nan_select():
+    """A lone QuantizeLinear of a graph input may see a NaN: its divide and select stay."""
+    model, feeds = cases.quantize_non_finite("uint8")
+    ops = _op_counts(relay.frontend.from_onnx(model)[0])
+    assert ops.get("isnan") == 1 and ops.get("divide") == 1 and "multiply" not in ops
 
 
 def test_qlinear_inputs_are_not_qdq_pairs():

@@ -9,6 +9,7 @@ import numpy as np
 
 from ....frontend_common import onnx_model as _om
 from ....frontend_common import onnx_sequence as _seq
+from ....frontend_common.onnx_finite import finite_tensors
 from ....ir.module import IRModule
 from ....ir.prim_expr import PrimExpr
 from ....runtime.ndarray import NDArray
@@ -144,6 +145,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         ctx = Context(bb, self.opset)
         ctx.graph_inputs = input_names
         ctx.uses = _reads(graph)
+        ctx.finite = finite_tensors(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         ctx.scope = lambda: self.values  # the ONNX names visible now (run-time If / Loop)
         ctx.root_bb = bb  # where the private functions of run-time If / Loop go

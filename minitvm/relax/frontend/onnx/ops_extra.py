@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
+from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
 from ....frontend_common.onnx_quant import (
     NAN_QUANTIZES_TO,
     QRANGE,
@@ -386,17 +387,31 @@ def _quantize_linear(ctx: Context, ins, attrs):
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     ndim = len(shape)
     axis = int(attrs.get("axis", 1))
-    scale = _axis_shape(ctx, scale, ndim, axis, shape, bs)
-    y = _op.round(_op.divide(x, _op.astype(scale, ctx.dtype(x))))  # round half to even
+    finite = quantizes_finite(ctx.node, ctx.finite)  # (no NaN select, and a multiply)
+    y = _op.round(_scaled(ctx, x, scale, finite,  # (round half to even)
+                          lambda s: _axis_shape(ctx, s, ndim, axis, shape, bs)))
     if not _known_zero(ctx, zp):
         y = _op.add(y, _op.astype(_axis_shape(ctx, zp, ndim, axis, shape, bs), ctx.dtype(x)))
     lo, hi = _QRANGE[out_dtype]
     y = ctx.emit(_op.clip(y, float(lo), float(hi)))  # (saturating; a NaN to the lowest)
-    y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype], ctx.dtype(x))), y)
+    if not finite:
+        y = _op.where(_op.isnan(y), const(np.array(NAN_QUANTIZES_TO[out_dtype],
+                                                    ctx.dtype(x))), y)
     qparams = _scalar_qparams(ctx, ins[1], zp, bs)
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
-        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype, finite)
     return ctx.emit(_op.astype(y, out_dtype))
+
+
+def _scaled(ctx: Context, x, scale, finite: bool, shaped):
+    """``x / scale`` (``shaped`` makes a scale broadcast along x), as ``x * (1 / scale)`` with
+    the reciprocal folded at import where x cannot be NaN (``onnx_finite.reciprocal_scale``)."""
+    dt = ctx.dtype(x)
+    sv = ctx.known(scale) if finite else None
+    r = None if sv is None or sv.dtype == object else reciprocal_scale(sv.astype(dt))
+    if r is not None:
+        return _op.multiply(x, shaped(const(r)))
+    return _op.divide(x, _op.astype(shaped(ctx.expr(scale)), dt))
 
 
 def _scalar_qparams(ctx: Context, scale, zp, bs: int):
@@ -416,13 +431,14 @@ def _fake_quant(ctx: Context, scale, zp, bs: int):
     found = ctx.quantized.get(ctx.node.input[0])
     if found is None:
         return None
-    x, qparams, q_dtype = found
+    x, qparams, q_dtype, finite = found
     bounds = fake_quant_bounds(q_dtype, qparams, _scalar_qparams(ctx, scale, zp, bs))
     if bounds is None or ctx.dtype(x) != "float32":
         return None
     s, lo, hi = (const(np.array(v, "float32")) for v in bounds)
-    y = ctx.emit(_op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2]))
-    return ctx.emit(_op.multiply(_op.where(_op.isnan(y), lo, y), s))
+    y = ctx.emit(_op.clip(_op.round(_scaled(ctx, x, np.asarray(bounds[0], "float32"), finite,
+                                            lambda v: v)), bounds[1], bounds[2]))
+    return ctx.emit(_op.multiply(y if finite else _op.where(_op.isnan(y), lo, y), s))
 
 
 @register("DequantizeLinear")

@@ -6,6 +6,7 @@ import numpy as np
 
 from ....frontend_common import onnx_model as _om
 from ....frontend_common import onnx_sequence as _seq
+from ....frontend_common.onnx_finite import finite_tensors
 from ....ir.module import IRModule
 from ....runtime.ndarray import NDArray
 from ... import expr as _expr
@@ -89,6 +90,7 @@ class GraphProto(_om.GraphImporterBase):
             self.values[vi.name] = v
             inputs.append(v)
         ctx = Context(self.opset, self.fold, inputs)
+        ctx.finite = finite_tensors(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:
             self.convert_node(ctx, node)

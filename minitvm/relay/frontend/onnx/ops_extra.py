@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.fold_plan import onnx_col2im_geometry
+from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
 from ....frontend_common.onnx_quant import (
     NAN_QUANTIZES_TO,
     QRANGE,
@@ -60,18 +61,31 @@ def _quantize_linear(ctx, ins, attrs):
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     nd, axis, dt = len(shape), int(attrs.get("axis", 1)), ctx.dtype(x)
-    y = _op.round(_op.divide(x, _op.cast(_along(ctx, scale, nd, axis, shape, bs), dt)))
+    finite = quantizes_finite(ctx.node, ctx.finite)  # (no NaN select, and a multiply)
+    y = _op.round(_scaled(ctx, x, scale, finite, lambda s: _along(ctx, s, nd, axis, shape, bs)))
     if zp is not None:  # (round is half to even, as ONNX asks)
         y = _op.add(y, _op.cast(_along(ctx, zp, nd, axis, shape, bs), dt))
     lo, hi = _QRANGE[out_dtype]
     y = _op.clip(y, float(lo), float(hi))  # (integer outputs saturate; a NaN to the lowest)
-    y = _op.where(_op.isnan(y), ctx.const(np.array(NAN_QUANTIZES_TO[out_dtype], dt)), y)
+    if not finite:
+        y = _op.where(_op.isnan(y), ctx.const(np.array(NAN_QUANTIZES_TO[out_dtype], dt)), y)
     zv = None if zp is None else ctx.maybe_value(zp)
     qparams = scalar_qparams(ctx.maybe_value(scale), zv, bs) if zp is None or zv is not None \
         else None
     if qparams is not None:  # (a DequantizeLinear of it may skip the 8-bit round trip)
-        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype)
+        ctx.quantized[ctx.node.output[0]] = (x, qparams, out_dtype, finite)
     return _op.cast(y, out_dtype)
+
+
+def _scaled(ctx, x, scale, finite: bool, shaped):
+    """``x / scale`` (``shaped`` makes a scale broadcast along x), as ``x * (1 / scale)`` with
+    the reciprocal folded at import where x cannot be NaN (``onnx_finite.reciprocal_scale``)."""
+    dt = ctx.dtype(x)
+    sv = ctx.maybe_value(scale) if finite else None
+    r = None if sv is None else reciprocal_scale(np.asarray(sv).astype(dt))
+    if r is not None:
+        return _op.multiply(x, shaped(ctx.const(r)))
+    return _op.divide(x, _op.cast(shaped(scale), dt))
 
 
 def _fake_quant(ctx, scale, zp, bs: int):
@@ -85,13 +99,13 @@ def _fake_quant(ctx, scale, zp, bs: int):
     zv = None if zp is None else ctx.maybe_value(zp)
     if zp is not None and zv is None:
         return None
-    x, qparams, q_dtype = found
+    x, qparams, q_dtype, finite = found
     bounds = fake_quant_bounds(q_dtype, qparams, scalar_qparams(ctx.maybe_value(scale), zv, bs))
     if bounds is None or ctx.dtype(x) != "float32":
         return None
     s, lo, hi = (ctx.const(np.array(v, "float32")) for v in bounds)
-    y = _op.clip(_op.round(_op.divide(x, s)), bounds[1], bounds[2])
-    return _op.multiply(_op.where(_op.isnan(y), lo, y), s)
+    y = _op.clip(_op.round(_scaled(ctx, x, s, finite, lambda v: v)), bounds[1], bounds[2])
+    return _op.multiply(y if finite else _op.where(_op.isnan(y), lo, y), s)
 
 
 @register("DequantizeLinear")

@@ -51,8 +51,9 @@ class Context(NodeContext):
         # ... -> (q, scales, zero points) of one over a constant 8-bit MatMul weight with zero
         # points (``onnx_quant.dequantized_zero_point_weight``), which VNNI may read
         self.zp_weights: dict = {}
-        # ... -> (float input, (scale, zero point), dtype) of a QuantizeLinear with a scalar
-        # constant scale and zero point (``ops_extra``: its DequantizeLinear skips the round trip)
+        # ... -> (float input, (scale, zero point), dtype, input finite) of a QuantizeLinear with a
+        # scalar constant scale and zero point (``ops_extra``: its DequantizeLinear skips the round
+        # trip)
         self.quantized: dict = {}
         # ... -> (q, scale, zero point) of a DequantizeLinear over an 8-bit activation with a
         # constant scalar scale and zero point, which a Conv may read on VNNI (``qdq_weight``)
