@@ -8,6 +8,7 @@ from .. import te
 from ..tir import expr as E
 from . import transform_extra as tx
 from .manipulation import trilu as _trilu
+from .scatter_linear import scatter_linear, takes_linear
 from .utils import compute, fconst, ishape, out_tensor_types, static_shape
 from .utils import i64 as _i64
 
@@ -24,34 +25,6 @@ def _one_hot(attrs, inputs, out_type):
     return [tx.one_hot(ind, on[()], off[()], int(attrs.depth), int(attrs.axis), dtype)]
 
 
-# The te scatters compare every output position (its index prefix, for "update") with every
-# update position: quadratic. Above this many comparisons numpy's scatter (the build's fallback
-# kernel, which says so) is faster: scatter_nd "add" of 128 rows into (256, 64), 2.1M
-# comparisons, ran 1551 us native against 312 us in numpy (benchmarks/bench_native_vs_fallback.py)
-SCATTER_MAX_PAIRS = 1 << 18
-
-
-def _bounded_scatter(positions, updates) -> None:
-    """Refuse (NotImplementedError: the build falls back to numpy, loudly) a scatter of
-    ``updates`` update positions compared at ``positions`` output positions, both static,
-    whose te form would make more than ``SCATTER_MAX_PAIRS`` comparisons."""
-    n, m = _static_count(positions), _static_count(updates)
-    if n is not None and m is not None and n * m > SCATTER_MAX_PAIRS:
-        raise NotImplementedError(
-            f"{m} update positions compared at {n} output positions ({n * m} > "
-            f"SCATTER_MAX_PAIRS = {SCATTER_MAX_PAIRS}): the te form is quadratic")
-
-
-def _static_count(dims) -> int | None:
-    total = 1
-    for d in dims:
-        v = getattr(d, "value", d)
-        if not isinstance(v, int):
-            return None
-        total *= v
-    return total
-
-
 @compute("scatter_nd")
 def _scatter_nd(attrs, inputs, out_type):
     """Relay puts the index tuple on the FIRST dim of ``indices`` (as its gather_nd);
@@ -59,22 +32,25 @@ def _scatter_nd(attrs, inputs, out_type):
     data, ind, upd = inputs
     ins = ishape(ind)
     mode = str(attrs.mode)
-    m = ins[0] if ins and isinstance(ins[0], int) else len(ishape(data))
-    compared = ishape(data)[:m] if mode == "update" else ishape(data)
-    _bounded_scatter(compared, ins[1:])
     if len(ins) == 1:  # one index tuple: a (1, M) list, updates gain the unit dim
         last = te.compute([1, ins[0]], lambda _, k: ind[k], name="scatter_nd_indices")
         upd = te.compute([1, *ishape(upd)], lambda _, *r: upd[r], name="scatter_nd_updates")
     else:
         last = te.compute([*ins[1:], ins[0]], lambda *i: ind[(i[-1], *i[:-1])],
                           name="scatter_nd_indices")
+    m = int(last.shape[-1].value)
+    compared = ishape(data)[:m] if mode == "update" else ishape(data)
+    if takes_linear(compared, last.shape[:-1]):
+        return [scatter_linear(data, last, upd, "nd", mode)]
     return [tx.scatter_nd(data, last, upd, mode)]
 
 
 @compute("scatter_elements")
 def _scatter_elements(attrs, inputs, out_type):
     data, ind, upd = inputs
-    _bounded_scatter(ishape(data), ishape(ind))
+    if takes_linear(ishape(data), ishape(ind)):
+        return [scatter_linear(data, ind, upd, "elements", str(attrs.reduction),
+                               int(attrs.axis))]
     return [tx.scatter_elements(data, ind, upd, int(attrs.axis), str(attrs.reduction))]
 
 

@@ -9,7 +9,6 @@ from native_cases import native_and_reference
 
 import minitvm
 from minitvm import relay
-from minitvm.backend.fallback import NativeFallbackError, NativeFallbackWarning
 from minitvm.contrib import graph_executor
 
 RNG = np.random.default_rng(0)
@@ -194,22 +193,14 @@ def _big_scatter_add():
     return mod, {"d": data, "i": idx, "u": upd}, want
 
 
-def test_quadratic_scatter_is_refused_by_a_strict_build():
+def test_large_scatter_is_native_in_one_pass():
     """A scatter whose te form would compare more than SCATTER_MAX_PAIRS positions (here
-    256 x 64 outputs x 128 updates) is not lowered natively: a strict build says why."""
-    mod, _, _ = _big_scatter_add()
-    with minitvm.transform.PassContext(opt_level=3,
-                                       config={"relay.backend.strict_native": True}):
-        with pytest.raises(NativeFallbackError, match="SCATTER_MAX_PAIRS"):
-            relay.build(mod, target="llvm")
-
-
-def test_quadratic_scatter_runs_in_numpy_with_a_warning():
+    256 x 64 outputs x 128 updates) runs as the one-pass stage (``topi.scatter_linear``) in a
+    strict build; it ran in numpy before."""
     mod, inputs, want = _big_scatter_add()
     with minitvm.transform.PassContext(opt_level=3,
-                                       config={"relay.backend.strict_native": False}):
-        with pytest.warns(NativeFallbackWarning, match="quadratic"):
-            lib = relay.build(mod, target="llvm")
+                                       config={"relay.backend.strict_native": True}):
+        lib = relay.build(mod, target="llvm")
     m = graph_executor.GraphModule(lib["default"](minitvm.cpu()))
     for name, value in inputs.items():
         m.set_input(name, value)
