@@ -371,32 +371,75 @@ class VnniConvPlan:
     - ``shift``: an int8 input is shifted into uint8 first (``x + 128``, as int16, cast back;
       its zero point 128 more: the difference is the same);
     - ``pad_value``: not None when the input is padded explicitly with its (shifted) zero point
-      (``nn.pad``) because the conv itself pads with zero bytes; ``conv_pads`` the conv's own;
+      (``nn.pad``) because the conv itself pads with zero bytes; ``conv_pads`` the conv's own.
+      Given the ``geometry`` ((H, W) of the input, strides, dilation) of a small output, the
+      conv pads with zero bytes instead and ``zero_point_sums`` is one per output element
+      (``border_zero_point_sums``);
     - ``weight``: w8, int8;
-    - ``zero_point_sums``: the int32 ``(1, O, 1, 1)`` to subtract from the conv (None when the
-      input's zero point is 0);
+    - ``zero_point_sums``: the int32 ``(1, O, 1, 1)`` (or ``(1, O, OH, OW)``) to subtract from
+      the conv (None when the input's zero point is 0);
     - ``window_weight``: z8 as int32 ``(1, O, 1, 1)``, which times the window sums is
       subtracted too; None when every channel's ``w - w_zp`` fits int8 (an int8 weight without
       zero points among them)."""
 
-    def __init__(self, x_dtype: str, x_zp, w, pads, w_dtype: str = "int8", w_zp=None):
+    def __init__(self, x_dtype: str, x_zp, w, pads, w_dtype: str = "int8", w_zp=None,
+                 geometry=None):
         zp = 0 if x_zp is None else int(np.asarray(x_zp).reshape(-1)[0])
         self.shift = x_dtype == "int8"
         zp += 128 if self.shift else 0
         self.zero_point = zp
         pads = tuple(int(p) for p in pads)
-        self.pad_value = zp if zp and any(pads) else None
-        self.pads = pads  # (what the input's explicit pad, or the conv, applies)
-        self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
         if w_dtype == "int8" and (w_zp is None or not np.any(np.asarray(w_zp))):
             w8, z8 = np.asarray(w, "int8"), np.zeros(np.shape(w)[0], "int64")
         else:
             w8, z8 = int8_conv_weight(w, w_dtype, w_zp)
         self.weight = np.ascontiguousarray(w8)
+        self.window_weight = z8.astype("int32").reshape(1, -1, 1, 1) if np.any(z8) else None
+        self.pads = pads  # (what the input's explicit pad, or the conv, applies)
+        border = border_zero_point_sums(w8, z8, zp, pads, *geometry) \
+            if zp and any(pads) and geometry is not None else None
+        self.pad_value = zp if zp and any(pads) and border is None else None
+        self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
         o, k = w8.shape[0], int(np.prod(w8.shape[1:]))
         sums = (w8.reshape(o, -1).astype("int64").sum(axis=1) - k * z8) * zp
-        self.zero_point_sums = sums.astype("int32").reshape(1, -1, 1, 1) if zp else None
-        self.window_weight = z8.astype("int32").reshape(1, -1, 1, 1) if np.any(z8) else None
+        self.zero_point_sums = border if border is not None else \
+            sums.astype("int32").reshape(1, -1, 1, 1) if zp else None
+
+
+# Output elements (O x OH x OW) up to which a conv of an input with a nonzero zero point pads
+# with zero bytes (the VNNI conv's own) and subtracts the zero point's share of each output
+# element (``border_zero_point_sums``), where an explicit ``nn.pad`` with the zero point would
+# cost a kernel of its own (or turn the elementwise kernel before it into one with a bounds
+# test per element). The audio net's first Conv1d (an int8 input, zero point -6; 40 -> 64,
+# 5 taps, stride 2, 200 samples): the quantize + shift + pad kernel 7.4 us, 2.9 us without the
+# pad (one thread, Zen 4).
+BORDER_MAX_OUTPUTS = 1 << 15
+
+
+def border_zero_point_sums(w8, z8, zp: int, pads, in_hw, strides, dil):
+    """The int32 ``(1, O, OH, OW)`` share of the input's zero point ``zp`` in each output
+    element of conv(x' - zp, w8 - z8) where x' is padded with zero bytes (the conv's own
+    padding) instead of ``zp``: over the taps that fall inside the input only, ``zp * (sum of
+    w8 there - z8 * their count)`` (the padded taps then read 0 - 0). None past
+    ``BORDER_MAX_OUTPUTS`` outputs (an explicit pad with the zero point instead)."""
+    o, c, kh, kw = w8.shape
+    h, wd = (int(v) for v in in_hw)
+    t, left, b, r = (int(p) for p in pads)
+    (sh, sw), (dh, dw) = strides, dil
+    oh = (h + t + b - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + left + r - (kw - 1) * dw - 1) // sw + 1
+    if oh < 1 or ow < 1 or o * oh * ow > BORDER_MAX_OUTPUTS:
+        return None
+    # in_y[ky, i]: does tap row ky of output row i read inside the input (likewise columns)
+    in_y = ((np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh - t) >= 0) & \
+        ((np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh - t) < h)
+    in_x = ((np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw - left) >= 0) & \
+        ((np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw - left) < wd)
+    taps = np.asarray(w8, np.int64).sum(axis=1)  # (O, KH, KW)
+    inside = np.einsum("oyx,yi,xj->oij", taps, in_y.astype(np.int64), in_x.astype(np.int64))
+    count = c * np.einsum("yi,xj->ij", in_y.astype(np.int64), in_x.astype(np.int64))
+    sums = zp * (inside - np.asarray(z8, np.int64).reshape(-1, 1, 1) * count[None])
+    return sums.astype("int32")[None]
 
 
 def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:

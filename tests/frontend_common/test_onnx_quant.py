@@ -227,6 +227,62 @@ def test_vnni_conv_plan_with_weight_zero_points(x_dtype, x_zp, w_dtype, w_zp, pa
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("x_dtype, x_zp, w_zp, pads, stride, dil", [
+    ("uint8", 37, None, (1, 1, 1, 1), 1, 1),
+    ("int8", -6, None, (0, 2, 0, 2), 2, 1),        # a Conv1d's row: (1, 5) taps, stride 2
+    ("uint8", 200, [3, 250, 128, 9], (2, 1, 0, 3), 1, 2),  # weight zero points, dilation 2
+    ("uint8", 5, 131, (1, 0, 1, 1), 2, 1)])
+def test_border_zero_point_sums_replace_the_pad(x_dtype, x_zp, w_zp, pads, stride, dil):
+    """Given the geometry of a small output the plan pads with zero bytes (no explicit pad)
+    and subtracts the zero point's share per output element (``border_zero_point_sums``): the
+    same integer conv as padding with the zero point."""
+    rng = np.random.default_rng(6)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    kw = 5 if pads[0] == pads[2] == 0 else 3
+    kh = 1 if kw == 5 else 3
+    x = rng.integers(lo, hi, (1, 6, 1 if kh == 1 else 8, 11)).astype(x_dtype)
+    w_dtype = "int8" if w_zp is None else "uint8"
+    w = rng.integers(-128 if w_zp is None else 0, 128 if w_zp is None else 256,
+                     (4, 6, kh, kw)).astype(w_dtype)
+    wz = None if w_zp is None else np.asarray(w_zp, "uint8")
+    plan = VnniConvPlan(x_dtype, np.array(x_zp, x_dtype), w, pads, w_dtype, wz,
+                        (x.shape[2:], (stride, stride), (dil, dil)))
+    assert plan.pad_value is None and plan.conv_pads == pads
+    q = x.astype(np.int64) + (128 if plan.shift else 0)
+    t, left, b, r = pads
+    q = np.pad(q, ((0, 0), (0, 0), (t, b), (left, r)))  # (zero bytes: the conv's own)
+    wd = np.zeros((4, 6, (kh - 1) * dil + 1, (kw - 1) * dil + 1), np.int64)
+    wd[:, :, ::dil, ::dil] = plan.weight
+    got = _conv_ref(q, wd, (0, 0, 0, 0), 0)[:, :, ::stride, ::stride]
+    assert plan.zero_point_sums.shape == (1,) + got.shape[1:]
+    if plan.window_weight is not None:
+        ones = np.zeros_like(wd[:1, :1])
+        ones[:, :, ::dil, ::dil] = 1
+        sums = _conv_ref(q.sum(axis=1, keepdims=True), ones, (0, 0, 0, 0), 0)
+        got = got - plan.window_weight.astype(np.int64) * sums[:, :, ::stride, ::stride]
+    got = got - plan.zero_point_sums
+    z = np.zeros(4, np.int64) if wz is None else np.broadcast_to(wz.astype(np.int64), (4,))
+    wt = np.zeros_like(wd)
+    wt[:, :, ::dil, ::dil] = w.astype(np.int64) - z.reshape(-1, 1, 1, 1)
+    want = _conv_ref(x.astype(np.int64) - x_zp, wt, pads, 0)[:, :, ::stride, ::stride]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_large_outputs_keep_the_explicit_pad():
+    """Past ``BORDER_MAX_OUTPUTS`` output elements the input is padded with its zero point
+    (one ``(1, O, 1, 1)`` constant), as without the geometry."""
+    from minitvm.frontend_common.onnx_quant import BORDER_MAX_OUTPUTS
+
+    w = np.ones((64, 16, 3, 3), "int8")
+    side = int(np.sqrt(BORDER_MAX_OUTPUTS // 64)) + 2
+    plan = VnniConvPlan("uint8", np.uint8(9), w, (1, 1, 1, 1), "int8", None,
+                        ((side, side), (1, 1), (1, 1)))
+    assert plan.pad_value == 9 and plan.zero_point_sums.shape == (1, 64, 1, 1)
+    small = VnniConvPlan("uint8", np.uint8(9), w, (1, 1, 1, 1), "int8", None,
+                         ((8, 8), (1, 1), (1, 1)))
+    assert small.pad_value is None and small.zero_point_sums.shape == (1, 64, 8, 8)
+
+
 def test_vnni_conv_takes_weight_zero_points_when_asked():
     """A uint8 weight, or an int8 one with nonzero zero points, only for a caller that builds
     the window sums (``weight_zero_points``); zero points one or one per output channel."""

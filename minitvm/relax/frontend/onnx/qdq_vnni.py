@@ -60,10 +60,14 @@ def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil, w_dtype: str = "int8
              w_zv=None):
     """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input
     ``x`` (an int8 one shifted into uint8), padded with its zero point ``x_zv`` where that is
-    not 0, and the constant 8-bit weight ``wv`` (numpy, of ``w_dtype``, zero points ``w_zv``:
+    not 0 (or, a small output, by the conv with zero bytes, the zero point's share subtracted
+    per output element), and the constant 8-bit weight ``wv`` (numpy, of ``w_dtype``, zero points ``w_zv``:
     the plan's int8 weight), less ``x_zp * sum(w)`` per output channel and the weight's zero
     points times the input's window sums. ``pads`` ONNX's (top, left, bottom, right)."""
-    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads, w_dtype, w_zv)
+    hw = ctx.shape(x)[2:]
+    geometry = ([int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]) \
+        if all(isinstance(d, (int, np.integer)) for d in hw) else None
+    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads, w_dtype, w_zv, geometry)
     if plan.shift:
         x = ctx.emit(_op.astype(_op.add(_op.astype(x, "int16"), const(np.array(128, "int16"))),
                                 "uint8"))

@@ -167,17 +167,26 @@ def window_sums(ctx, x, kernel, strides, dil, pads):
                          channels=1, kernel_size=kernel, out_dtype="int32")
 
 
+def _geometry(shape, strides, dil):
+    """``VnniConvPlan``'s geometry of an NCHW input of static ``shape``, else None."""
+    hw = [d for d in shape[2:]]
+    if len(hw) != 2 or not all(isinstance(d, (int, np.integer)) for d in hw):
+        return None
+    return [int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]
+
+
 def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel,
                   w_dtype: str = "int8", w_zv=None):
     """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input,
-    padded with its zero point ``x_zv`` (``nn.pad``; by the conv itself when that is 0), and
+    padded with its zero point ``x_zv`` (``nn.pad``; by the conv itself when that is 0, or
+    when the plan subtracts the zero point's share per output element), and
     the int8 weight (``w``, value ``wv``; a constant made from the plan's weight when ``w`` is
     None or the weight has zero points ``w_zv``, of ``w_dtype``), less ``x_zp * sum(w)`` per
     output channel, and the weight's zero points times the input's window sums. An int8 input
     is shifted into uint8 first (``x + 128``, with its zero point: the difference is the
     same)."""
     plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, (begin[0], begin[1], end[0], end[1]),
-                        w_dtype, w_zv)
+                        w_dtype, w_zv, _geometry(ctx.shape(x), strides, dil))
     if w is None or w_dtype != "int8" or w_zv is not None:
         w = ctx.const(plan.weight)
     if plan.shift:
