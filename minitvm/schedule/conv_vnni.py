@@ -321,10 +321,14 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
         val = res[jp, ll] if epilogue is None else epilogue(idx, res[jp, ll])
         return S.BufferStore(out, val, idx)
 
-    store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
-            res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop("ll", stored, vec, put))])
+    copy = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+        res, acc[jj, ll], [jj, ll])))
+    if ROW_STORE and g["oh"] == 1 and pixels > 1:  # (the tile's pixels: one output row)
+        store = S.SeqStmt([copy, _row_store(ctx, g, out, nv, ob, p0, pixels, res, epilogue,
+                                            stored)])
+    else:
+        store = S.SeqStmt([copy, S.For(jp, 0, pixels, S.ForKind.SERIAL,
+                                       loop("ll", stored, vec, put))])
     store = S.Allocate(res.data, "int32", [pixels * cw], True, S.DeclBuffer(res, store))
     body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
     body = S.Allocate(acc.data, "int32", [pixels * cw], True, body)
@@ -333,6 +337,70 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
         body = S.LetStmt(q[jj], E.FloorDiv(p, ow) * (g["sh"] * wp) + E.FloorMod(p, ow) * g["sw"],
                          body)
     return body
+
+
+# A conv over one row (a Conv1d's, ``oh == 1``) stores each tile's output channels as vectors
+# of its consecutive pixels: the tile transposed in registers (``lane_transpose.transpose16``),
+# where the channel lanes stored each pixel's channels a plane apart (a scatter per pixel, of
+# 16 lanes, which the epilogue's uint8 or float32 values then went through).
+ROW_STORE = True
+
+
+def _row_pieces(count: int) -> list[tuple[int, int]]:
+    """(start, length) of ``count`` lanes cut in powers of two (16 at most)."""
+    out, lo = [], 0
+    for n in (LANES, 8, 4, 2, 1):
+        while count - lo >= n:
+            out.append((lo, n))
+            lo += n
+    return out
+
+
+def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int) -> S.Stmt:
+    """Store the tile ``res`` ``[pixels, width]`` (int32 sums of output channels ``ob*width
+    ..`` at the consecutive pixels ``p0 ..`` of the output's one row): per 16 channels, the
+    epilogue on the channel vectors (or, one that reads an operand at the pixel, on the pixel
+    vectors after), the transpose, then each of the first ``stored`` channels as vectors of
+    its pixels."""
+    from ..tir.buffer import decl_buffer
+    from .lane_transpose import reads_plane, transpose16
+
+    cw = g["width"]
+    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
+    dtype = out.dtype if epilogue is not None and not after else "int32"
+    parts = []
+    for v in range(cw // LANES):
+        count = min(LANES, stored - v * LANES)
+        if count <= 0:
+            break
+        src = decl_buffer((pixels, LANES), dtype, "vr_src", scope="local")
+        fills = []
+        for jj in range(pixels):
+            ll = ctx.fresh("ll")
+            idx = [nv, ob * cw + v * LANES + ll, _i32(0), p0 + jj]
+            val = res[jj, v * LANES + ll]
+            if epilogue is not None and not after:
+                val = epilogue(idx, val)
+            fills.append(S.For(ll, 0, LANES, S.ForKind.VECTORIZED,
+                               S.BufferStore(src, val, [jj, ll])))
+
+        def stores(tr, v=v, count=count):
+            body = []
+            for ll in range(count):
+                for lo, n in _row_pieces(pixels):
+                    j = ctx.fresh("jr")
+                    idx = [nv, ob * cw + (v * LANES + ll), _i32(0), p0 + lo + j]
+                    val = tr[ll, lo + j]
+                    if after:
+                        val = epilogue(idx, val)
+                    body.append(S.For(j, 0, n, S.ForKind.VECTORIZED,
+                                      S.BufferStore(out, val, idx)))
+            return S.SeqStmt(body)
+
+        body = S.SeqStmt([*fills, transpose16(src, pixels, stores)])
+        parts.append(S.Allocate(src.data, dtype, [pixels * LANES], True,
+                                S.DeclBuffer(src, body)))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
 # 1x1 stride-1 convs put 16 output pixels in the lanes instead (``_pixel_tiles``): the packed
