@@ -323,7 +323,7 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
 
     copy = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
         res, acc[jj, ll], [jj, ll])))
-    if ROW_STORE and g["oh"] == 1 and pixels > 1:  # (the tile's pixels: one output row)
+    if _pixel_vector_store(g, pixels, epilogue, nv, ob):
         store = S.SeqStmt([copy, _row_store(ctx, g, out, nv, ob, p0, pixels, res, epilogue,
                                             stored)])
     else:
@@ -339,11 +339,23 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
     return body
 
 
-# A conv over one row (a Conv1d's, ``oh == 1``) stores each tile's output channels as vectors
-# of its consecutive pixels: the tile transposed in registers (``lane_transpose.transpose16``),
-# where the channel lanes stored each pixel's channels a plane apart (a scatter per pixel, of
-# 16 lanes, which the epilogue's uint8 or float32 values then went through).
+# The channel-lanes tiles store each output channel as vectors of the tile's consecutive
+# pixels: the tile transposed in registers (``lane_transpose.transpose16``), where they stored
+# each pixel's channels a plane apart (a scatter per pixel, of 16 lanes, which the epilogue's
+# uint8 or float32 values then went through). The pixels of a tile are consecutive in the
+# flattened plane, so in memory, across rows too; an epilogue that reads an operand at the
+# pixel (a residual) runs on the pixel vectors after the transpose, which needs them in one
+# output row (a conv over one row, a Conv1d's), else the scatter stays.
 ROW_STORE = True
+
+
+def _pixel_vector_store(g, pixels: int, epilogue, nv, ob) -> bool:
+    """Does a tile of geometry ``g`` store pixel vectors (``ROW_STORE``)?"""
+    from .lane_transpose import reads_plane
+
+    if not ROW_STORE or pixels < 2:
+        return False
+    return g["oh"] == 1 or epilogue is None or not reads_plane(epilogue, nv, ob * g["width"])
 
 
 def _row_pieces(count: int) -> list[tuple[int, int]]:
@@ -358,16 +370,18 @@ def _row_pieces(count: int) -> list[tuple[int, int]]:
 
 def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int) -> S.Stmt:
     """Store the tile ``res`` ``[pixels, width]`` (int32 sums of output channels ``ob*width
-    ..`` at the consecutive pixels ``p0 ..`` of the output's one row): per 16 channels, the
-    epilogue on the channel vectors (or, one that reads an operand at the pixel, on the pixel
-    vectors after), the transpose, then each of the first ``stored`` channels as vectors of
-    its pixels."""
+    ..`` at the consecutive pixels ``p0 ..`` of the flattened output plane): per 16 channels,
+    the epilogue on the channel vectors (or, one that reads an operand at the pixel, on the
+    pixel vectors after: one output row), the transpose, then each of the first ``stored``
+    channels as vectors of its pixels in the flat output."""
     from ..tir.buffer import decl_buffer
     from .lane_transpose import reads_plane, transpose16
 
-    cw = g["width"]
+    cw, ow = g["width"], g["ow"]
     after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
     dtype = out.dtype if epilogue is not None and not after else "int32"
+    flat = ctx.flat_view(out)
+    plane = g["oh"] * ow
     parts = []
     for v in range(cw // LANES):
         count = min(LANES, stored - v * LANES)
@@ -377,7 +391,8 @@ def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int)
         fills = []
         for jj in range(pixels):
             ll = ctx.fresh("ll")
-            idx = [nv, ob * cw + v * LANES + ll, _i32(0), p0 + jj]
+            idx = [nv, ob * cw + v * LANES + ll, E.FloorDiv(p0 + jj, ow),
+                   E.FloorMod(p0 + jj, ow)]
             val = res[jj, v * LANES + ll]
             if epilogue is not None and not after:
                 val = epilogue(idx, val)
@@ -387,14 +402,15 @@ def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int)
         def stores(tr, v=v, count=count):
             body = []
             for ll in range(count):
+                o = ob * cw + (v * LANES + ll)
                 for lo, n in _row_pieces(pixels):
                     j = ctx.fresh("jr")
-                    idx = [nv, ob * cw + (v * LANES + ll), _i32(0), p0 + lo + j]
                     val = tr[ll, lo + j]
-                    if after:
-                        val = epilogue(idx, val)
+                    if after:  # (one output row: ``_pixel_vector_store``)
+                        val = epilogue([nv, o, _i32(0), p0 + lo + j], val)
+                    pos = (nv * g["o"] + o) * plane + p0 + lo + j
                     body.append(S.For(j, 0, n, S.ForKind.VECTORIZED,
-                                      S.BufferStore(out, val, idx)))
+                                      S.BufferStore(flat, val, [pos])))
             return S.SeqStmt(body)
 
         body = S.SeqStmt([*fills, transpose16(src, pixels, stores)])

@@ -170,3 +170,31 @@ def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
     np.testing.assert_array_equal(got, want.astype(got.dtype))
     if conv_vnni.available():
         assert {"vn_acc", "vr_src"} <= _names(lib)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_vnni_plane_conv_stores_pixel_vectors(residual):
+    """A 2-D conv's tiles store pixel vectors too (their pixels are consecutive in the flat
+    plane, across rows: ``vr_src``), but for an epilogue that reads an operand at the pixel,
+    which keeps the per-pixel channel stores; exact as numpy either way."""
+    shape, o = (1, 32, 7, 9), 48
+    rng = np.random.default_rng(8)
+    w = rng.integers(-128, 128, (o, 32, 3, 3)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    want = conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1))
+    xv = relay.var("x", shape=shape, dtype="uint8")
+    r = relay.var("r", shape=want.shape, dtype="int32")
+    y = relay.nn.conv2d(xv, relay.const(w), padding=(1, 1, 1, 1), channels=o,
+                        kernel_size=(3, 3), out_dtype="int32")
+    y = relay.add(y, r) if residual else y
+    y = requantize_uint8(relay.multiply(relay.cast(y, "float32"), relay.const(np.float32(0.5))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv, r] if residual else [xv],
+                                                                y)), target="llvm")
+    rv = rng.integers(-1000, 1000, want.shape).astype("int32")
+    feeds = {"x": x, "r": rv} if residual else {"x": x}
+    want = (want + (rv if residual else 0)) * 0.5
+    want = np.clip(np.round(want.astype("float32") * np.float32(1 / 4096)) + 100, 0, 255)
+    np.testing.assert_array_equal(run_graph(lib, feeds, 1), want.astype("uint8"))
+    if conv_vnni.available():
+        assert ("vr_src" in _names(lib)) == (not residual)
