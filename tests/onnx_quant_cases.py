@@ -87,7 +87,8 @@ def ort_run(proto, feeds):
 # conv reads the int8 weight itself ("int8") or its dequantized float32 values
 QDQ_CONV_CASES = [(None, True, 1, "int8"),      # a scale per output channel
                   (0, False, 1, "int8"),        # one scale, a zero point of 0
-                  (2, False, 1, "float32"),     # a nonzero zero point
+                  (2, False, 1, "zp"),          # a nonzero zero point: int8 on VNNI
+                  #                                   (window sums), else float32
                   (None, True, 2, "float32")]   # grouped
 
 

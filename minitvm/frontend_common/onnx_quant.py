@@ -202,13 +202,16 @@ def dequantized_weight_scale(q, q_dtype: str, scale, zp, axis: int, block: int):
 def dequantized_zero_point_weight(q, q_dtype: str, scale, zp, axis: int, block: int):
     """``(scales, zero points)`` of a DequantizeLinear that ``dequantized_weight_scale``
     declines for its weight's zero point or dtype: a constant 2-D 8-bit ``q`` (a MatMul's
-    weight under weight_type=QUInt8) with constant float32 scales and known zero points, one
-    or one per index of an axis, both shaped as ``dequantized_weight_scale`` shapes scales
+    weight under weight_type=QUInt8), or a 3-D / 4-D one (a Conv's: ``vnni_conv`` with
+    ``weight_zero_points``), with constant float32 scales and known zero points, one or one
+    per index of an axis (axis 0 for a conv's), both shaped as ``dequantized_weight_scale`` shapes scales
     (``(1,)``, ``(n,)`` along axis 0, ``(1, n)`` along axis 1) for ``qdq_matmul_operands``;
     None otherwise."""
     if block or q_dtype not in ("uint8", "int8") or q is None or scale is None or \
-            zp is None or zp is UNKNOWN or np.ndim(q) != 2:
+            zp is None or zp is UNKNOWN or np.ndim(q) not in (2, 3, 4):
         return None
+    if np.ndim(q) > 2 and np.size(scale) > 1 and axis % np.ndim(q):
+        return None  # (a conv weight: one scale, or one per output channel)
     s = dequantized_weight_scale(np.asarray(q).astype("int8"), "int8", scale, None, axis, 0)
     z = np.asarray(zp, "int64")
     if s is None or z.size != s.size:
@@ -266,20 +269,25 @@ def qdq_operands(ctx):
     return None if act is None or wgt is None else (act, wgt)
 
 
-def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int) -> bool:
+def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: int,
+              weight_zero_points: bool = False) -> bool:
     """May an integer conv of ``x - x_zp`` (NCHW) and ``w - w_zp`` run as an int32 conv of the
     uint8 input itself and the int8 weight on the host's VNNI instructions
     (``schedule/conv_vnni``), the zero point's share subtracted after (``zero_point_sums``)?
     (An int8 input runs as the uint8 ``x + 128``, its zero point 128 more.)
     Where the host has them: an 8-bit input with a constant scalar zero point (or none), a
-    constant int8 weight without (nonzero) zero points, one group, a multiple of
-    ``VNNI_CHANNEL_STEP`` output channels, at least ``VNNI_MIN_CHANNELS`` input channels and (a filter of two or more taps)
-    ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or otherwise, the float32 convs
-    stay."""
+    constant int8 weight without (nonzero) zero points -- or, for a caller that builds
+    ``VnniConvPlan``'s window sums (``weight_zero_points``), a constant 8-bit weight with known
+    zero points, one or one per output channel --, one group, a multiple of
+    ``VNNI_CHANNEL_STEP`` output channels, at least ``VNNI_MIN_CHANNELS`` input channels and
+    (a filter of two or more taps) ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or
+    otherwise, the float32 convs stay."""
     from ..schedule.conv_vnni import available
 
-    if x_dtype not in ("uint8", "int8") or w_dtype != "int8" or w is None or groups != 1 or \
-            channels % VNNI_CHANNEL_STEP or x_zp is UNKNOWN or w_zp is UNKNOWN or np.ndim(w) != 4:
+    w_dtypes = ("int8", "uint8") if weight_zero_points else ("int8",)
+    if x_dtype not in ("uint8", "int8") or w_dtype not in w_dtypes or w is None or \
+            groups != 1 or channels % VNNI_CHANNEL_STEP or x_zp is UNKNOWN or \
+            w_zp is UNKNOWN or np.ndim(w) != 4:
         return False
     c, taps = np.shape(w)[1], int(np.prod(np.shape(w)[2:]))
     if c < VNNI_MIN_CHANNELS or (taps > 1 and c * taps < VNNI_MIN_REDUCTION):
@@ -287,8 +295,27 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     if x_zp is not None and np.size(x_zp) != 1:
         return False
     if w_zp is not None and np.any(np.asarray(w_zp)):
-        return False
+        if not weight_zero_points or np.size(w_zp) not in (1, np.shape(w)[0]):
+            return False
     return available()
+
+
+def int8_conv_weight(w, w_dtype: str, w_zp) -> tuple[np.ndarray, np.ndarray]:
+    """``(w8, z8)``: an int8 weight ``w8`` ``[O, ...]`` and int64 zero points ``z8`` ``(O,)``
+    with ``w - w_zp == w8 - z8`` per output channel, for an 8-bit ``w`` of ``w_dtype`` and its
+    zero point (None, one, or one per output channel). Each channel is shifted by the offset
+    closest to its zero point that keeps its values in int8: the zero point itself where
+    ``w - w_zp`` fits (``z8`` 0 there: no window sums for it), else what a uint8 weight
+    spanning 0..255 needs (128)."""
+    v = np.asarray(w, "int64")
+    o = v.shape[0]
+    z = np.zeros(o, "int64") if w_zp is None else \
+        np.broadcast_to(np.asarray(w_zp, "int64").reshape(-1), (o,))
+    flat = v.reshape(o, -1)
+    # offsets d keeping w - d in [-128, 127]: max - 127 <= d <= min + 128
+    d = np.clip(z, flat.max(axis=1) - 127, flat.min(axis=1) + 128)
+    w8 = (v - d.reshape((o,) + (1,) * (v.ndim - 1))).astype("int8")
+    return w8, z - d
 
 
 def depthwise_data(x_dtype: str, x_zp, groups: int, w_shape) -> str | None:
@@ -333,27 +360,86 @@ def activation_qparams(q_dtype: str, scale, zp, block: int):
 
 
 class VnniConvPlan:
-    """How a dialect builds ``vnni_conv``'s form of conv(x - x_zp, w) for an 8-bit input of
-    ``x_dtype`` with zero point ``x_zp`` (None or a scalar value), constant int8 weight ``w``
-    and ONNX-ordered ``pads`` (top, left, bottom, right):
+    """How a dialect builds ``vnni_conv``'s form of conv(x - x_zp, w - w_zp) for an 8-bit input
+    of ``x_dtype`` with zero point ``x_zp`` (None or a scalar value), a constant 8-bit weight
+    ``w`` of ``w_dtype`` with zero point ``w_zp`` (None, one, or one per output channel) and
+    ONNX-ordered ``pads`` (top, left, bottom, right). With x' the uint8 input padded with its
+    zero point z (shifted) and ``int8_conv_weight``'s w8 - z8 = w - w_zp, the conv is
+    ``conv(x', w8) - z * (sum(w8) - K * z8) - z8 * window_sums(x')`` (K: input channels x
+    taps), the window sums being conv(x', ones) (one plane, shared by the output channels):
 
     - ``shift``: an int8 input is shifted into uint8 first (``x + 128``, as int16, cast back;
       its zero point 128 more: the difference is the same);
     - ``pad_value``: not None when the input is padded explicitly with its (shifted) zero point
-      (``nn.pad``) because the conv itself pads with zero bytes; ``conv_pads`` the conv's own;
-    - ``zero_point_sums``: the int32 ``(1, O, 1, 1)`` to subtract from the conv (None when the
-      zero point is 0)."""
+      (``nn.pad``) because the conv itself pads with zero bytes; ``conv_pads`` the conv's own.
+      Given the ``geometry`` ((H, W) of the input, strides, dilation) of a small output, the
+      conv pads with zero bytes instead and ``zero_point_sums`` is one per output element
+      (``border_zero_point_sums``);
+    - ``weight``: w8, int8;
+    - ``zero_point_sums``: the int32 ``(1, O, 1, 1)`` (or ``(1, O, OH, OW)``) to subtract from
+      the conv (None when the input's zero point is 0);
+    - ``window_weight``: z8 as int32 ``(1, O, 1, 1)``, which times the window sums is
+      subtracted too; None when every channel's ``w - w_zp`` fits int8 (an int8 weight without
+      zero points among them)."""
 
-    def __init__(self, x_dtype: str, x_zp, w, pads):
+    def __init__(self, x_dtype: str, x_zp, w, pads, w_dtype: str = "int8", w_zp=None,
+                 geometry=None):
         zp = 0 if x_zp is None else int(np.asarray(x_zp).reshape(-1)[0])
         self.shift = x_dtype == "int8"
         zp += 128 if self.shift else 0
         self.zero_point = zp
         pads = tuple(int(p) for p in pads)
-        self.pad_value = zp if zp and any(pads) else None
+        if w_dtype == "int8" and (w_zp is None or not np.any(np.asarray(w_zp))):
+            w8, z8 = np.asarray(w, "int8"), np.zeros(np.shape(w)[0], "int64")
+        else:
+            w8, z8 = int8_conv_weight(w, w_dtype, w_zp)
+        self.weight = np.ascontiguousarray(w8)
+        self.window_weight = z8.astype("int32").reshape(1, -1, 1, 1) if np.any(z8) else None
         self.pads = pads  # (what the input's explicit pad, or the conv, applies)
+        border = border_zero_point_sums(w8, z8, zp, pads, *geometry) \
+            if zp and any(pads) and geometry is not None else None
+        self.pad_value = zp if zp and any(pads) and border is None else None
         self.conv_pads = (0, 0, 0, 0) if self.pad_value is not None else pads
-        self.zero_point_sums = zero_point_sums(w, np.array(zp)) if zp else None
+        o, k = w8.shape[0], int(np.prod(w8.shape[1:]))
+        sums = (w8.reshape(o, -1).astype("int64").sum(axis=1) - k * z8) * zp
+        self.zero_point_sums = border if border is not None else \
+            sums.astype("int32").reshape(1, -1, 1, 1) if zp else None
+
+
+# Output elements (O x OH x OW) up to which a conv of an input with a nonzero zero point pads
+# with zero bytes (the VNNI conv's own) and subtracts the zero point's share of each output
+# element (``border_zero_point_sums``), where an explicit ``nn.pad`` with the zero point would
+# cost a kernel of its own (or turn the elementwise kernel before it into one with a bounds
+# test per element). The audio net's first Conv1d (an int8 input, zero point -6; 40 -> 64,
+# 5 taps, stride 2, 200 samples): the quantize + shift + pad kernel 7.4 us, 2.9 us without the
+# pad (one thread, Zen 4).
+BORDER_MAX_OUTPUTS = 1 << 15
+
+
+def border_zero_point_sums(w8, z8, zp: int, pads, in_hw, strides, dil):
+    """The int32 ``(1, O, OH, OW)`` share of the input's zero point ``zp`` in each output
+    element of conv(x' - zp, w8 - z8) where x' is padded with zero bytes (the conv's own
+    padding) instead of ``zp``: over the taps that fall inside the input only, ``zp * (sum of
+    w8 there - z8 * their count)`` (the padded taps then read 0 - 0). None past
+    ``BORDER_MAX_OUTPUTS`` outputs (an explicit pad with the zero point instead)."""
+    o, c, kh, kw = w8.shape
+    h, wd = (int(v) for v in in_hw)
+    t, left, b, r = (int(p) for p in pads)
+    (sh, sw), (dh, dw) = strides, dil
+    oh = (h + t + b - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + left + r - (kw - 1) * dw - 1) // sw + 1
+    if oh < 1 or ow < 1 or o * oh * ow > BORDER_MAX_OUTPUTS:
+        return None
+    # in_y[ky, i]: does tap row ky of output row i read inside the input (likewise columns)
+    in_y = ((np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh - t) >= 0) & \
+        ((np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh - t) < h)
+    in_x = ((np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw - left) >= 0) & \
+        ((np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw - left) < wd)
+    taps = np.asarray(w8, np.int64).sum(axis=1)  # (O, KH, KW)
+    inside = np.einsum("oyx,yi,xj->oij", taps, in_y.astype(np.int64), in_x.astype(np.int64))
+    count = c * np.einsum("yi,xj->ij", in_y.astype(np.int64), in_x.astype(np.int64))
+    sums = zp * (inside - np.asarray(z8, np.int64).reshape(-1, 1, 1) * count[None])
+    return sums.astype("int32")[None]
 
 
 def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) -> bool:

@@ -321,10 +321,14 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
         val = res[jp, ll] if epilogue is None else epilogue(idx, res[jp, ll])
         return S.BufferStore(out, val, idx)
 
-    store = S.SeqStmt([
-        loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
-            res, acc[jj, ll], [jj, ll]))),
-        S.For(jp, 0, pixels, S.ForKind.SERIAL, loop("ll", stored, vec, put))])
+    copy = loop("jj", pixels, unroll, lambda jj: loop("ll", cw, vec, lambda ll: S.BufferStore(
+        res, acc[jj, ll], [jj, ll])))
+    if _pixel_vector_store(g, pixels, epilogue, nv, ob):
+        store = S.SeqStmt([copy, _row_store(ctx, g, out, nv, ob, p0, pixels, res, epilogue,
+                                            stored)])
+    else:
+        store = S.SeqStmt([copy, S.For(jp, 0, pixels, S.ForKind.SERIAL,
+                                       loop("ll", stored, vec, put))])
     store = S.Allocate(res.data, "int32", [pixels * cw], True, S.DeclBuffer(res, store))
     body = S.DeclBuffer(acc, S.SeqStmt([init, macs, store]))
     body = S.Allocate(acc.data, "int32", [pixels * cw], True, body)
@@ -333,6 +337,86 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
         body = S.LetStmt(q[jj], E.FloorDiv(p, ow) * (g["sh"] * wp) + E.FloorMod(p, ow) * g["sw"],
                          body)
     return body
+
+
+# The channel-lanes tiles store each output channel as vectors of the tile's consecutive
+# pixels: the tile transposed in registers (``lane_transpose.transpose16``), where they stored
+# each pixel's channels a plane apart (a scatter per pixel, of 16 lanes, which the epilogue's
+# uint8 or float32 values then went through). The pixels of a tile are consecutive in the
+# flattened plane, so in memory, across rows too; an epilogue that reads an operand at the
+# pixel (a residual) runs on the pixel vectors after the transpose, which needs them in one
+# output row (a conv over one row, a Conv1d's), else the scatter stays.
+ROW_STORE = True
+
+
+def _pixel_vector_store(g, pixels: int, epilogue, nv, ob) -> bool:
+    """Does a tile of geometry ``g`` store pixel vectors (``ROW_STORE``)?"""
+    from .lane_transpose import reads_plane
+
+    if not ROW_STORE or pixels < 2:
+        return False
+    return g["oh"] == 1 or epilogue is None or not reads_plane(epilogue, nv, ob * g["width"])
+
+
+def _row_pieces(count: int) -> list[tuple[int, int]]:
+    """(start, length) of ``count`` lanes cut in powers of two (16 at most)."""
+    out, lo = [], 0
+    for n in (LANES, 8, 4, 2, 1):
+        while count - lo >= n:
+            out.append((lo, n))
+            lo += n
+    return out
+
+
+def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int) -> S.Stmt:
+    """Store the tile ``res`` ``[pixels, width]`` (int32 sums of output channels ``ob*width
+    ..`` at the consecutive pixels ``p0 ..`` of the flattened output plane): per 16 channels,
+    the epilogue on the channel vectors (or, one that reads an operand at the pixel, on the
+    pixel vectors after: one output row), the transpose, then each of the first ``stored``
+    channels as vectors of its pixels in the flat output."""
+    from ..tir.buffer import decl_buffer
+    from .lane_transpose import reads_plane, transpose16
+
+    cw, ow = g["width"], g["ow"]
+    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
+    dtype = out.dtype if epilogue is not None and not after else "int32"
+    flat = ctx.flat_view(out)
+    plane = g["oh"] * ow
+    parts = []
+    for v in range(cw // LANES):
+        count = min(LANES, stored - v * LANES)
+        if count <= 0:
+            break
+        src = decl_buffer((pixels, LANES), dtype, "vr_src", scope="local")
+        fills = []
+        for jj in range(pixels):
+            ll = ctx.fresh("ll")
+            idx = [nv, ob * cw + v * LANES + ll, E.FloorDiv(p0 + jj, ow),
+                   E.FloorMod(p0 + jj, ow)]
+            val = res[jj, v * LANES + ll]
+            if epilogue is not None and not after:
+                val = epilogue(idx, val)
+            fills.append(S.For(ll, 0, LANES, S.ForKind.VECTORIZED,
+                               S.BufferStore(src, val, [jj, ll])))
+
+        def stores(tr, v=v, count=count):
+            body = []
+            for ll in range(count):
+                o = ob * cw + (v * LANES + ll)
+                for lo, n in _row_pieces(pixels):
+                    j = ctx.fresh("jr")
+                    val = tr[ll, lo + j]
+                    if after:  # (one output row: ``_pixel_vector_store``)
+                        val = epilogue([nv, o, _i32(0), p0 + lo + j], val)
+                    pos = (nv * g["o"] + o) * plane + p0 + lo + j
+                    body.append(S.For(j, 0, n, S.ForKind.VECTORIZED,
+                                      S.BufferStore(flat, val, [pos])))
+            return S.SeqStmt(body)
+
+        body = S.SeqStmt([*fills, transpose16(src, pixels, stores)])
+        parts.append(S.Allocate(src.data, dtype, [pixels * LANES], True,
+                                S.DeclBuffer(src, body)))
+    return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
 # 1x1 stride-1 convs put 16 output pixels in the lanes instead (``_pixel_tiles``): the packed

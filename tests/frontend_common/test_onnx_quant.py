@@ -16,11 +16,13 @@ from minitvm.frontend_common.onnx_quant import (
     dequantized_zero_point_weight,
     fake_quant_bounds,
     float_pieces,
+    int8_conv_weight,
     int_span,
     keeps_int8_weight,
     row_conv_attrs,
     scalar_qparams,
     shifted_range,
+    vnni_conv,
 )
 
 
@@ -159,6 +161,159 @@ def test_vnni_conv_plan_is_the_shifted_conv(x_dtype, zp, pads):
     want = _conv_ref(x.astype(np.int64) - z, w, pads, 0)
     np.testing.assert_array_equal(got, want)
     assert (plan.zero_point_sums is None) == (plan.zero_point == 0)
+
+
+@pytest.mark.parametrize("w_dtype, w_zp", [("uint8", 131), ("uint8", [0, 255, 128, 60]),
+                                           ("int8", [-3, 0, 100, -128]), ("uint8", None)])
+def test_int8_conv_weight_is_the_shifted_weight(w_dtype, w_zp):
+    """w8 - z8 == w - zp per output channel, w8 in int8, z8 0 where a channel's w - zp fits
+    int8 (channel 0 here, its values near its zero point)."""
+    rng = np.random.default_rng(4)
+    lo, hi = (0, 256) if w_dtype == "uint8" else (-128, 128)
+    w = rng.integers(lo, hi, (4, 3, 2, 2))
+    zv = None if w_zp is None else np.asarray(w_zp)
+    z = np.zeros(4, np.int64) if zv is None else np.broadcast_to(zv, (4,)).astype(np.int64)
+    w[0] = np.clip(w[0], max(lo, z[0] - 100), min(hi - 1, z[0] + 100))
+    w8, z8 = int8_conv_weight(w.astype(w_dtype), w_dtype, None if zv is None else
+                              zv.astype(w_dtype))
+    assert w8.dtype == np.int8 and z8.shape == (4,)
+    np.testing.assert_array_equal(w8.astype(np.int64) - z8.reshape(-1, 1, 1, 1),
+                                  w - z.reshape(-1, 1, 1, 1))
+    assert z8[0] == 0
+
+
+def _window_sums(xp, kh, kw, stride):
+    """Sums over all channels of each ``kh x kw`` window of the padded ``xp`` at ``stride``."""
+    s = xp.astype(np.int64).sum(axis=1, keepdims=True)
+    oh, ow = (s.shape[2] - kh) // stride + 1, (s.shape[3] - kw) // stride + 1
+    out = np.zeros((s.shape[0], 1, oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            out += s[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+    return out
+
+
+@pytest.mark.parametrize("x_dtype, x_zp, w_dtype, w_zp, pads, stride", [
+    ("uint8", 37, "uint8", 131, (1, 1, 1, 1), 1),           # per tensor, zero-point padding
+    ("uint8", None, "uint8", [0, 255, 77, 128], (1, 0, 2, 1), 2),  # per channel, stride 2
+    ("int8", -20, "uint8", [3, 250, 128, 9], (1, 2, 1, 0), 1),    # an int8 input
+    ("uint8", 9, "int8", [5, -7, 0, 127], (0, 0, 0, 0), 2)])      # int8 weight, zero points
+def test_vnni_conv_plan_with_weight_zero_points(x_dtype, x_zp, w_dtype, w_zp, pads, stride):
+    """Following the plan with a weight zero point (the int8 weight, the zero point sums, and
+    the window sums of the padded input times ``window_weight``) gives the integer conv of
+    x - x_zp (padded with x_zp) and w - w_zp."""
+    rng = np.random.default_rng(5)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    x = rng.integers(lo, hi, (1, 5, 7, 7)).astype(x_dtype)
+    wlo, whi = (0, 256) if w_dtype == "uint8" else (-128, 128)
+    w = rng.integers(wlo, whi, (4, 5, 3, 3)).astype(w_dtype)
+    xz = None if x_zp is None else np.array(x_zp, x_dtype)
+    wz = np.asarray(w_zp, w_dtype)
+    plan = VnniConvPlan(x_dtype, xz, w, pads, w_dtype, wz)
+    assert plan.weight.dtype == np.int8 and plan.window_weight is not None
+    q = x.astype(np.int64) + (128 if plan.shift else 0)
+    if plan.pad_value is not None:
+        t, left, b, r = plan.pads
+        q = np.pad(q, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=plan.pad_value)
+    t, left, b, r = plan.conv_pads
+    q = np.pad(q, ((0, 0), (0, 0), (t, b), (left, r)))  # (the conv's own zero padding)
+    got = _conv_ref(q, plan.weight, (0, 0, 0, 0), 0)[:, :, ::stride, ::stride]
+    got = got - plan.window_weight.astype(np.int64) * _window_sums(q, 3, 3, stride)
+    if plan.zero_point_sums is not None:
+        got = got - plan.zero_point_sums
+    want = _conv_ref(x.astype(np.int64) - (x_zp or 0),
+                     w.astype(np.int64) - np.broadcast_to(wz.astype(np.int64), (4,)).reshape(
+                         -1, 1, 1, 1), pads, 0)[:, :, ::stride, ::stride]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("x_dtype, x_zp, w_zp, pads, stride, dil", [
+    ("uint8", 37, None, (1, 1, 1, 1), 1, 1),
+    ("int8", -6, None, (0, 2, 0, 2), 2, 1),        # a Conv1d's row: (1, 5) taps, stride 2
+    ("uint8", 200, [3, 250, 128, 9], (2, 1, 0, 3), 1, 2),  # weight zero points, dilation 2
+    ("uint8", 5, 131, (1, 0, 1, 1), 2, 1)])
+def test_border_zero_point_sums_replace_the_pad(x_dtype, x_zp, w_zp, pads, stride, dil):
+    """Given the geometry of a small output the plan pads with zero bytes (no explicit pad)
+    and subtracts the zero point's share per output element (``border_zero_point_sums``): the
+    same integer conv as padding with the zero point."""
+    rng = np.random.default_rng(6)
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    kw = 5 if pads[0] == pads[2] == 0 else 3
+    kh = 1 if kw == 5 else 3
+    x = rng.integers(lo, hi, (1, 6, 1 if kh == 1 else 8, 11)).astype(x_dtype)
+    w_dtype = "int8" if w_zp is None else "uint8"
+    w = rng.integers(-128 if w_zp is None else 0, 128 if w_zp is None else 256,
+                     (4, 6, kh, kw)).astype(w_dtype)
+    wz = None if w_zp is None else np.asarray(w_zp, "uint8")
+    plan = VnniConvPlan(x_dtype, np.array(x_zp, x_dtype), w, pads, w_dtype, wz,
+                        (x.shape[2:], (stride, stride), (dil, dil)))
+    assert plan.pad_value is None and plan.conv_pads == pads
+    q = x.astype(np.int64) + (128 if plan.shift else 0)
+    t, left, b, r = pads
+    q = np.pad(q, ((0, 0), (0, 0), (t, b), (left, r)))  # (zero bytes: the conv's own)
+    wd = np.zeros((4, 6, (kh - 1) * dil + 1, (kw - 1) * dil + 1), np.int64)
+    wd[:, :, ::dil, ::dil] = plan.weight
+    got = _conv_ref(q, wd, (0, 0, 0, 0), 0)[:, :, ::stride, ::stride]
+    assert plan.zero_point_sums.shape == (1,) + got.shape[1:]
+    if plan.window_weight is not None:
+        ones = np.zeros_like(wd[:1, :1])
+        ones[:, :, ::dil, ::dil] = 1
+        sums = _conv_ref(q.sum(axis=1, keepdims=True), ones, (0, 0, 0, 0), 0)
+        got = got - plan.window_weight.astype(np.int64) * sums[:, :, ::stride, ::stride]
+    got = got - plan.zero_point_sums
+    z = np.zeros(4, np.int64) if wz is None else np.broadcast_to(wz.astype(np.int64), (4,))
+    wt = np.zeros_like(wd)
+    wt[:, :, ::dil, ::dil] = w.astype(np.int64) - z.reshape(-1, 1, 1, 1)
+    want = _conv_ref(x.astype(np.int64) - x_zp, wt, pads, 0)[:, :, ::stride, ::stride]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_large_outputs_keep_the_explicit_pad():
+    """Past ``BORDER_MAX_OUTPUTS`` output elements the input is padded with its zero point
+    (one ``(1, O, 1, 1)`` constant), as without the geometry."""
+    from minitvm.frontend_common.onnx_quant import BORDER_MAX_OUTPUTS
+
+    w = np.ones((64, 16, 3, 3), "int8")
+    side = int(np.sqrt(BORDER_MAX_OUTPUTS // 64)) + 2
+    plan = VnniConvPlan("uint8", np.uint8(9), w, (1, 1, 1, 1), "int8", None,
+                        ((side, side), (1, 1), (1, 1)))
+    assert plan.pad_value == 9 and plan.zero_point_sums.shape == (1, 64, 1, 1)
+    small = VnniConvPlan("uint8", np.uint8(9), w, (1, 1, 1, 1), "int8", None,
+                         ((8, 8), (1, 1), (1, 1)))
+    assert small.pad_value is None and small.zero_point_sums.shape == (1, 64, 8, 8)
+
+
+def test_vnni_conv_takes_weight_zero_points_when_asked():
+    """A uint8 weight, or an int8 one with nonzero zero points, only for a caller that builds
+    the window sums (``weight_zero_points``); zero points one or one per output channel."""
+    from minitvm.schedule import conv_vnni
+
+    ok = conv_vnni.available()
+    w = np.ones((32, 16, 3, 3), "uint8")
+    assert not vnni_conv("uint8", None, "uint8", w, np.uint8(3), 1, 32)
+    assert vnni_conv("uint8", None, "uint8", w, np.uint8(3), 1, 32,
+                     weight_zero_points=True) == ok
+    assert vnni_conv("uint8", None, "uint8", w, np.full(32, 3, "uint8"), 1, 32,
+                     weight_zero_points=True) == ok
+    assert not vnni_conv("uint8", None, "uint8", w, np.full(16, 3, "uint8"), 1, 32,
+                         weight_zero_points=True)
+    assert not vnni_conv("uint8", None, "int8", w.astype("int8"), np.int8(2), 1, 32)
+    assert vnni_conv("uint8", None, "int8", w.astype("int8"), np.int8(2), 1, 32,
+                     weight_zero_points=True) == ok
+    assert not vnni_conv("uint8", None, "uint8", w, UNKNOWN, 1, 32, weight_zero_points=True)
+
+
+def test_dequantized_zero_point_weight_of_a_conv():
+    """A conv's 4-D uint8 weight with zero points: one scale, or one per output channel
+    (axis 0); a per-channel scale along another axis is none."""
+    q = np.ones((8, 4, 3, 3), "uint8")
+    s, z = dequantized_zero_point_weight(q, "uint8", np.float32(0.5), np.uint8(3), 1, 0)
+    assert s.shape == z.shape == (1,)
+    s, z = dequantized_zero_point_weight(q, "uint8", np.ones(8, "float32"),
+                                         np.arange(8, dtype="uint8"), 0, 0)
+    assert s.shape == z.shape == (8,)
+    assert dequantized_zero_point_weight(q, "uint8", np.ones(4, "float32"),
+                                         np.arange(4, dtype="uint8"), 1, 0) is None
 
 
 @pytest.mark.parametrize("x_dtype, zp, groups, w_shape, want", [

@@ -126,3 +126,75 @@ def test_uint8_weight_stays_off_vnni():
     np.testing.assert_array_equal(run_graph(lib, {"x": x}),
                                   conv_ref(x, w, (1, 1), (1, 1, 1, 1)).astype("int32"))
     assert "vn_acc" not in _names(lib)
+
+
+ROW_CASES = [  # (input shape, output channels, kernel width, stride, pads): one output row
+    ((1, 40, 1, 204), 64, 5, 2, (0, 0, 0, 0)),   # the audio net's first Conv1d (pad explicit)
+    ((1, 64, 1, 100), 64, 3, 1, (0, 1, 0, 1)),   # 32-channel tiles, 100 pixels
+    ((1, 20, 1, 23), 24, 3, 2, (0, 1, 0, 1)),    # 24 channels: a last tile of 8 stored
+    ((1, 16, 1, 7), 16, 3, 1, (0, 1, 0, 1)),     # a row shorter than a tile's 6 pixels + 1
+    ((2, 16, 1, 50), 8, 3, 1, (0, 1, 0, 1)),     # a batch; 8 channels: half a tile stored
+]
+
+
+@pytest.mark.parametrize("shape, o, k, s, pads", ROW_CASES)
+@pytest.mark.parametrize("epilogue", [False, True, "uint8", "residual"])
+def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
+    """A conv over one row (a Conv1d's, ``oh == 1``) stores each output channel as vectors of
+    the tile's pixels after a transpose in registers (``ROW_STORE``: ``vr_src``), the epilogue
+    before the transpose, or after it for one that reads an operand at the pixel (a residual
+    add); exact as numpy."""
+    rng = np.random.default_rng(o + k + shape[3])
+    w = rng.integers(-128, 128, (o, shape[1], 1, k)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    want = conv_ref(x, w, (1, s), pads, (1, 1))
+    if epilogue == "residual":
+        xv = relay.var("x", shape=shape, dtype="uint8")
+        r = relay.var("r", shape=want.shape, dtype="int32")
+        y = relay.nn.conv2d(xv, relay.const(w), strides=(1, s), padding=pads, channels=o,
+                            kernel_size=(1, k), out_dtype="int32")
+        y = relay.multiply(relay.cast(relay.add(y, r), "float32"), relay.const(np.float32(0.5)))
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv, r], y)), target="llvm")
+        rv = rng.integers(-1000, 1000, want.shape).astype("int32")
+        feeds = {"x": x, "r": rv}
+        want = ((want + rv) * 0.5).astype("float32")
+    else:
+        lib = _build(shape, w, (1, s), pads, epilogue=epilogue)
+        feeds = {"x": x}
+        if epilogue:
+            want = ((want - np.arange(o).reshape(1, -1, 1, 1) * 1000) * 0.5).astype("float32")
+        if epilogue == "uint8":
+            want = np.clip(np.round(want * np.float32(1 / 4096)) + 100, 0, 255).astype("uint8")
+    got = run_graph(lib, feeds, 1)
+    np.testing.assert_array_equal(got, want.astype(got.dtype))
+    if conv_vnni.available():
+        assert {"vn_acc", "vr_src"} <= _names(lib)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_vnni_plane_conv_stores_pixel_vectors(residual):
+    """A 2-D conv's tiles store pixel vectors too (their pixels are consecutive in the flat
+    plane, across rows: ``vr_src``), but for an epilogue that reads an operand at the pixel,
+    which keeps the per-pixel channel stores; exact as numpy either way."""
+    shape, o = (1, 32, 7, 9), 48
+    rng = np.random.default_rng(8)
+    w = rng.integers(-128, 128, (o, 32, 3, 3)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    want = conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1))
+    xv = relay.var("x", shape=shape, dtype="uint8")
+    r = relay.var("r", shape=want.shape, dtype="int32")
+    y = relay.nn.conv2d(xv, relay.const(w), padding=(1, 1, 1, 1), channels=o,
+                        kernel_size=(3, 3), out_dtype="int32")
+    y = relay.add(y, r) if residual else y
+    y = requantize_uint8(relay.multiply(relay.cast(y, "float32"), relay.const(np.float32(0.5))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv, r] if residual else [xv],
+                                                                y)), target="llvm")
+    rv = rng.integers(-1000, 1000, want.shape).astype("int32")
+    feeds = {"x": x, "r": rv} if residual else {"x": x}
+    want = (want + (rv if residual else 0)) * 0.5
+    want = np.clip(np.round(want.astype("float32") * np.float32(1 / 4096)) + 100, 0, 255)
+    np.testing.assert_array_equal(run_graph(lib, feeds, 1), want.astype("uint8"))
+    if conv_vnni.available():
+        assert ("vr_src" in _names(lib)) == (not residual)

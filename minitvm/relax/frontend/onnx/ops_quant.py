@@ -176,11 +176,12 @@ def int_conv(ctx: Context, x, x_zp, w, w_zp, attrs):
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     pads = _spatial_pads(ctx, attrs, ctx.shape(x)[2:], kernel, strides, dil)
     groups = int(attrs.get("group", 1))
-    wv, x_zv = ctx.known(w), _zp_value(ctx, x_zp)
+    wv, x_zv, w_zv = ctx.known(w), _zp_value(ctx, x_zp), _zp_value(ctx, w_zp)
     if wv is not None and wv.dtype != object and \
-            vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, _zp_value(ctx, w_zp), groups,
-                      wshape[0]):
-        return vnni_int_conv(ctx, ctx.expr(x), x_zv, wv, strides, pads, dil), "int32"
+            vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, w_zv, groups, wshape[0],
+                      weight_zero_points=True):  # (a weight zero point: window sums)
+        return vnni_int_conv(ctx, ctx.expr(x), x_zv, wv, strides, pads, dil, ctx.dtype(w),
+                             w_zv), "int32"
     ranges = _pieces(ctx, x, x_zp, w, w_zp, 0, 1)
     if ranges is not None and groups != 1 and len(ranges) > 1:
         ranges = None

@@ -24,7 +24,6 @@ from ....frontend_common.onnx_quant import (
     depthwise_data,
     float_pieces,
     qdq_matmul_operands,
-    qdq_operands,
     qdq_weight_operands,
     vnni_conv,
 )
@@ -45,20 +44,41 @@ def remember_activation(ctx: Context, q, scale, zp, block: int) -> None:
         ctx.act_inputs[ctx.node.output[0]] = (ctx.expr(q), *act)
 
 
-def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil):
+def window_sums(ctx: Context, x, kernel, strides, pads, dil):
+    """The int32 sums of the uint8 ``x`` (NCHW) over each output pixel's window (all input
+    channels x the filter's taps; the conv's zero ``pads``, ONNX-ordered): ``[N, 1, OH, OW]``,
+    what a weight zero point multiplies (``VnniConvPlan.window_weight``). The channels are
+    summed first, then the taps by a one-channel int32 conv of ones."""
+    sums = ctx.emit(_op.sum(_op.astype(x, "int32"), axis=[1], keepdims=True))
+    if list(kernel) == [1, 1] and list(strides) == [1, 1] and not any(pads):
+        return sums
+    ones = const(np.ones((1, 1, *kernel), "int32"))
+    return ctx.emit(_op.nn.conv2d(sums, ones, strides, list(pads), dil, 1, out_dtype="int32"))
+
+
+def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil, w_dtype: str = "int8",
+             w_zv=None):
     """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input
     ``x`` (an int8 one shifted into uint8), padded with its zero point ``x_zv`` where that is
-    not 0, and the constant int8 weight ``wv`` (numpy), less ``x_zp * sum(w)`` per output
-    channel. ``pads`` ONNX's (top, left, bottom, right)."""
-    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads)
+    not 0 (or, a small output, by the conv with zero bytes, the zero point's share subtracted
+    per output element), and the constant 8-bit weight ``wv`` (numpy, of ``w_dtype``, zero points ``w_zv``:
+    the plan's int8 weight), less ``x_zp * sum(w)`` per output channel and the weight's zero
+    points times the input's window sums. ``pads`` ONNX's (top, left, bottom, right)."""
+    hw = ctx.shape(x)[2:]
+    geometry = ([int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]) \
+        if all(isinstance(d, (int, np.integer)) for d in hw) else None
+    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads, w_dtype, w_zv, geometry)
     if plan.shift:
         x = ctx.emit(_op.astype(_op.add(_op.astype(x, "int16"), const(np.array(128, "int16"))),
                                 "uint8"))
     if plan.pad_value is not None:
         t, left, b, r = plan.pads
         x = ctx.emit(_op.nn.pad(x, [0, 0, 0, 0, t, b, left, r], float(plan.pad_value)))
-    y = ctx.emit(_op.nn.conv2d(x, const(np.ascontiguousarray(wv, "int8")), strides,
-                               list(plan.conv_pads), dil, 1, out_dtype="int32"))
+    y = ctx.emit(_op.nn.conv2d(x, const(plan.weight), strides, list(plan.conv_pads), dil, 1,
+                               out_dtype="int32"))
+    if plan.window_weight is not None:
+        sums = window_sums(ctx, x, np.shape(wv)[2:], strides, plan.conv_pads, dil)
+        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.window_weight))))
     sums = plan.zero_point_sums
     return y if sums is None else ctx.emit(_op.subtract(y, const(sums)))
 
@@ -84,26 +104,37 @@ def as_row(ctx: Context, x):
     return ctx.emit(_op.expand_dims(x, 2))
 
 
+def conv_operands(ctx: Context):
+    """The current Conv node's ((8-bit x, its scale, its zero point), (weight value, its
+    scale, its zero point: None for an int8 one without)) when both are DequantizeLinear
+    outputs noted (``remember_activation``; ``ctx.int8_weights``, or ``ctx.zp_weights`` for
+    a weight with zero points), else None."""
+    found = qdq_weight_operands(ctx)
+    if found is None or found[1][0] is None or np.ndim(found[1][0]) not in (3, 4):
+        return None
+    return found
+
+
 def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
-    int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when both are
-    DequantizeLinear outputs noted (``remember_activation``, ``ctx.int8_weights``) and
-    ``onnx_quant.vnni_conv`` lets the host take it (the scaling call, unbound; a 1-D conv,
-    its weight ``[O, C, K]``, as the 2-D one over a row: ``strides``, ``pads``, ``dil`` are
-    that one's); else None."""
-    found = qdq_operands(ctx)
+    8-bit ones (zero points, e.g. weight_type=QUInt8's, by ``VnniConvPlan``'s window sums),
+    scaled back to float32 (``s_x * s_w``, per output channel), when both are
+    DequantizeLinear outputs noted (``conv_operands``) and ``onnx_quant.vnni_conv`` lets the
+    host take it (the scaling call, unbound; a 1-D conv, its weight ``[O, C, K]``, as the 2-D
+    one over a row: ``strides``, ``pads``, ``dil`` are that one's); else None."""
+    found = conv_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = found
-    o = np.shape(wv)[0]
+    (qx, sx, zx), (wv, sw, zw) = found
+    o, w_dtype = np.shape(wv)[0], str(wv.dtype)
     row = np.ndim(wv) == 3  # (1-D: the 2-D conv over one row; strides, pads, dil are its)
     if row:
         wv = np.ascontiguousarray(wv[:, :, None, :])
-    if not vnni_conv(ctx.dtype(qx), zx, "int8", wv, None, groups, o):
+    if not vnni_conv(ctx.dtype(qx), zx, w_dtype, wv, zw, groups, o, weight_zero_points=True):
         return None
     if row:
         qx = as_row(ctx, qx)
-    y = int_conv(ctx, qx, zx, wv, strides, pads, dil)
+    y = int_conv(ctx, qx, zx, wv, strides, pads, dil, w_dtype, zw)
     scale = conv_output_scale((sw * sx).astype("float32"), o)
     y = _op.multiply(_op.astype(y, "float32"), const(scale))
     return _op.squeeze(ctx.emit(y), [2]) if row else y  # (the Conv binds it)
@@ -111,27 +142,29 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
 
 def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node, depthwise, as a float32 conv of its input's 8-bit values (or
-    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's int8 ones as float32
-    integers, scaled by ``s_x * s_w`` (per output channel), when both are DequantizeLinear
-    outputs noted and float32 sums them exactly (one ``float_pieces`` piece):
-    ``schedule/depthwise.widened_data`` widens the 8-bit input as it copies each plane, and its
-    producer stores 8-bit values, a quarter of the dequantized input's bytes (the scaling
-    call, unbound); else None."""
-    found = qdq_operands(ctx)
+    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's 8-bit ones less their
+    zero points as float32 integers, scaled by ``s_x * s_w`` (per output channel), when both
+    are DequantizeLinear outputs noted and float32 sums them exactly (one ``float_pieces``
+    piece): ``schedule/depthwise.widened_data`` widens the 8-bit input as it copies each
+    plane, and its producer stores 8-bit values, a quarter of the dequantized input's bytes
+    (the scaling call, unbound); else None."""
+    found = conv_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (wv, sw) = found
+    (qx, sx, zx), (wv, sw, zw) = found
     as_read = depthwise_data(ctx.dtype(qx), zx, groups, np.shape(wv))
-    if as_read is None:
+    if as_read is None or (zw is not None and np.size(zw) not in (1, np.shape(wv)[0])):
         return None
-    ranges = float_pieces(ctx.dtype(qx), zx, "int8", np.shape(wv), wv, None, 0, 1)
+    ranges = float_pieces(ctx.dtype(qx), zx, str(wv.dtype), np.shape(wv), wv, zw, 0, 1)
     if ranges is None or len(ranges) != 1:
         return None
     if as_read == "shift":
         qx = ctx.emit(_op.astype(_op.add(_op.astype(qx, "int16"),
                                          const(np.array(128, "int16"))), "uint8"))
-    y = ctx.emit(_op.nn.conv2d(qx, const(np.asarray(wv, "float32")), strides, pads, dil,
-                               groups, out_dtype="float32"))
+    wf = np.asarray(wv, "float32")
+    if zw is not None:
+        wf = wf - np.asarray(zw, "float32").reshape(-1, 1, 1, 1)
+    y = ctx.emit(_op.nn.conv2d(qx, const(wf), strides, pads, dil, groups, out_dtype="float32"))
     scale = conv_output_scale((sw * sx).astype("float32"), np.shape(wv)[0])
     return _op.multiply(y, const(scale))  # (the Conv binds it)
 

@@ -15,6 +15,7 @@ import numpy as np
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
 from .ops_extra import add_to_product, as_row_conv, int_conv, int_matmul
+from .qdq_weight import vnni_zp_int_conv
 from .registry import CONVERTERS, register
 
 
@@ -68,7 +69,8 @@ def _qlinear_conv(ctx, ins, attrs):
     row = ctx.ndim(x) == 3  # (1-D: requantized before the row is squeezed away, so fused)
     if row:
         x, w, attrs = as_row_conv(ctx, x, w, attrs)
-    acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs)
+    acc = vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs)  # (a weight zero point, on VNNI)
+    acc, acc_dt = int_conv(ctx, x, x_zp, w, w_zp, attrs) if acc is None else (acc, "int32")
     y = _requantize(ctx, acc, acc_dt, _opt(ins, 8), x_s, w_s, 1, y_s, y_zp)
     return _op.squeeze(y, [2]) if row else y
 

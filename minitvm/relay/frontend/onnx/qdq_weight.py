@@ -34,7 +34,6 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     keeps_int8_weight,
     qdq_matmul_operands,
-    qdq_operands,
     qdq_weight_operands,
     vnni_conv,
 )
@@ -97,50 +96,57 @@ def as_row(x):
 
 def vnni_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node as ``vnni_conv`` over its input's 8-bit values and its weight's
-    int8 ones, scaled back to float32 (``s_x * s_w``, per output channel), when its input and
-    weight are DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets
-    the host take it (a 1-D conv as the 2-D one over a row); else None."""
-    found = qdq_operands(ctx)
+    8-bit ones (zero points, e.g. weight_type=QUInt8's, by ``VnniConvPlan``'s window sums),
+    scaled back to float32 (``s_x * s_w``, per output channel), when its input and weight are
+    DequantizeLinear outputs ``remember`` noted and ``onnx_quant.vnni_conv`` lets the host
+    take it (a 1-D conv as the 2-D one over a row); else None."""
+    found = qdq_weight_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (qw, sw) = found
-    wv = ctx.maybe_value(qw)
+    (qx, sx, zx), (qw, sw, zw) = found
+    wv, w_dtype = ctx.maybe_value(qw), ctx.dtype(qw)
     row = len(kernel) == 1 and wv is not None  # (1-D: the 2-D conv over one row)
     if row:
         wv = np.ascontiguousarray(wv[:, :, None, :])
-        qx, qw = as_row(qx), ctx.const(wv)
+        qx = as_row(qx)
         strides, dil, kernel = [1, *strides], [1, *dil], [1, *kernel]
         begin, end = [0, *begin], [0, *end]
-    if not vnni_conv(ctx.dtype(qx), zx, ctx.dtype(qw), wv, None, groups, ctx.shape(qw)[0]):
+    o = ctx.shape(qw)[0]
+    if not vnni_conv(ctx.dtype(qx), zx, w_dtype, wv, zw, groups, o, weight_zero_points=True):
         return None
-    y = vnni_int_conv(ctx, qx, zx, qw, wv, strides, dil, begin, end, groups, kernel)
-    scale = conv_output_scale((sw * sx).astype("float32"), ctx.shape(qw)[0])
+    y = vnni_int_conv(ctx, qx, zx, None, wv, strides, dil, begin, end, groups, kernel,
+                      w_dtype, zw)
+    scale = conv_output_scale((sw * sx).astype("float32"), o)
     y = _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
     return _op.squeeze(y, [2]) if row else y
 
 
 def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     """The current Conv node, depthwise, as a float32 conv of its input's 8-bit values (or
-    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's int8 ones as float32
-    integers, scaled by ``s_x * s_w`` (per output channel), when its input and weight are
-    DequantizeLinear outputs ``remember`` noted and float32 sums them exactly (one
-    ``float_pieces`` piece): ``schedule/depthwise.widened_data`` widens the 8-bit input as it
-    copies each plane, a quarter of the bytes of the dequantized float32 input. Else None."""
-    found = qdq_operands(ctx)
+    their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's 8-bit ones less their
+    zero points as float32 integers, scaled by ``s_x * s_w`` (per output channel), when its
+    input and weight are DequantizeLinear outputs ``remember`` noted and float32 sums them
+    exactly (one ``float_pieces`` piece): ``schedule/depthwise.widened_data`` widens the 8-bit
+    input as it copies each plane, a quarter of the bytes of the dequantized float32 input.
+    Else None."""
+    found = qdq_weight_operands(ctx)
     if found is None:
         return None
-    (qx, sx, zx), (qw, sw) = found
+    (qx, sx, zx), (qw, sw, zw) = found
     wv, wshape = ctx.maybe_value(qw), ctx.shape(qw)
     as_read = depthwise_data(ctx.dtype(qx), zx, groups, wshape)
-    if as_read is None or wv is None:
+    if as_read is None or wv is None or (zw is not None and np.size(zw) not in (1, wshape[0])):
         return None
-    ranges = float_pieces(ctx.dtype(qx), zx, "int8", wshape, wv, None, 0, 1)
+    ranges = float_pieces(ctx.dtype(qx), zx, ctx.dtype(qw), wshape, wv, zw, 0, 1)
     if ranges is None or len(ranges) != 1:
         return None
     if as_read == "shift":
         qx = _op.cast(_op.add(_op.cast(qx, "int16"), ctx.const(np.array(128, "int16"))),
                       "uint8")
-    y = _op.nn.conv2d(qx, ctx.const(np.asarray(wv, "float32")), strides=strides,
+    wf = np.asarray(wv, "float32")
+    if zw is not None:
+        wf = wf - np.asarray(zw, "float32").reshape(-1, 1, 1, 1)
+    y = _op.nn.conv2d(qx, ctx.const(wf), strides=strides,
                       padding=(begin[0], begin[1], end[0], end[1]), dilation=dil,
                       groups=groups, channels=wshape[0], kernel_size=kernel,
                       out_dtype="float32")
@@ -148,12 +154,41 @@ def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     return _op.multiply(y, ctx.const(scale))
 
 
-def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel):
-    """``onnx_quant.vnni_conv``'s form: the int32 conv of the uint8 input, padded with its zero
-    point ``x_zv`` (``nn.pad``; by the conv itself when that is 0), and the int8 weight ``w``
-    (value ``wv``), less ``x_zp * sum(w)`` per output channel. An int8 input is shifted into
-    uint8 first (``x + 128``, with its zero point: the difference is the same)."""
-    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, (begin[0], begin[1], end[0], end[1]))
+def window_sums(ctx, x, kernel, strides, dil, pads):
+    """The int32 sums of the uint8 ``x`` (NCHW) over each output pixel's window (all input
+    channels x the filter's taps; the conv's zero ``pads``): ``[N, 1, OH, OW]``, what a
+    weight zero point multiplies (``VnniConvPlan.window_weight``). The channels are summed
+    first, then the taps by a one-channel int32 conv of ones."""
+    sums = _op.sum(_op.cast(x, "int32"), axis=[1], keepdims=True)
+    if list(kernel) == [1, 1] and list(strides) == [1, 1] and not any(pads):
+        return sums
+    ones = ctx.const(np.ones((1, 1, *kernel), "int32"))
+    return _op.nn.conv2d(sums, ones, strides=strides, padding=tuple(pads), dilation=dil,
+                         channels=1, kernel_size=kernel, out_dtype="int32")
+
+
+def _geometry(shape, strides, dil):
+    """``VnniConvPlan``'s geometry of an NCHW input of static ``shape``, else None."""
+    hw = [d for d in shape[2:]]
+    if len(hw) != 2 or not all(isinstance(d, (int, np.integer)) for d in hw):
+        return None
+    return [int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]
+
+
+def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel,
+                  w_dtype: str = "int8", w_zv=None):
+    """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input,
+    padded with its zero point ``x_zv`` (``nn.pad``; by the conv itself when that is 0, or
+    when the plan subtracts the zero point's share per output element), and
+    the int8 weight (``w``, value ``wv``; a constant made from the plan's weight when ``w`` is
+    None or the weight has zero points ``w_zv``, of ``w_dtype``), less ``x_zp * sum(w)`` per
+    output channel, and the weight's zero points times the input's window sums. An int8 input
+    is shifted into uint8 first (``x + 128``, with its zero point: the difference is the
+    same)."""
+    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, (begin[0], begin[1], end[0], end[1]),
+                        w_dtype, w_zv, _geometry(ctx.shape(x), strides, dil))
+    if w is None or w_dtype != "int8" or w_zv is not None:
+        w = ctx.const(plan.weight)
     if plan.shift:
         x = _op.cast(_op.add(_op.cast(x, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
     if plan.pad_value is not None:
@@ -161,9 +196,37 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel)
         x = _op.nn.pad(x, ((0, 0), (0, 0), (t, b), (left, r)),
                        pad_value=ctx.const(np.array(plan.pad_value, "uint8")))
     y = _op.nn.conv2d(x, w, strides=strides, padding=plan.conv_pads, dilation=dil, groups=groups,
-                      channels=ctx.shape(w)[0], kernel_size=kernel, out_dtype="int32")
+                      channels=plan.weight.shape[0], kernel_size=kernel, out_dtype="int32")
+    if plan.window_weight is not None:
+        sums = window_sums(ctx, x, kernel, strides, dil, plan.conv_pads)
+        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.window_weight)))
     sums = plan.zero_point_sums
     return y if sums is None else _op.subtract(y, ctx.const(sums))
+
+
+def vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs):
+    """A QLinearConv's integer conv (``ops_qlinear``) whose constant weight has nonzero zero
+    points (weight_type=QUInt8, WeightSymmetric=False) as ``vnni_int_conv``'s int32 conv with
+    window sums, where ``onnx_quant.vnni_conv`` takes it; else None (``ops_extra.int_conv``'s
+    float32 or int32 pieces). A 1-D conv as the 2-D one over a row."""
+    from .ops_extra import _zp_value, as_row_conv
+    from .ops_nn import _conv_common
+
+    wv, w_zv = ctx.maybe_value(w), _zp_value(ctx, w_zp)
+    if wv is None or w_zv is None or w_zv is UNKNOWN or not np.any(np.asarray(w_zv)) and \
+            ctx.dtype(w) == "int8":
+        return None  # (no zero points: ops_extra.int_conv takes it as it is)
+    row = ctx.ndim(x) == 3
+    if row:
+        x, w, attrs = as_row_conv(ctx, x, w, attrs)
+        wv = ctx.maybe_value(w)
+    n, kernel, strides, dil, begin, end = _conv_common(ctx, x, w, attrs)
+    groups, x_zv = int(attrs.get("group", 1)), _zp_value(ctx, x_zp)
+    if n != 2 or not vnni_conv(ctx.dtype(x), x_zv, ctx.dtype(w), wv, w_zv, groups,
+                               ctx.shape(w)[0], weight_zero_points=True):
+        return None
+    return vnni_int_conv(ctx, x, x_zv, None, wv, strides, dil, begin, end, groups, kernel,
+                         ctx.dtype(w), w_zv)
 
 
 def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
