@@ -8,6 +8,7 @@ from __future__ import annotations
 from ....frontend_common.onnx_model import default_opset, load_model
 from . import (  # noqa: F401  (register the converters)
     ops_attention,
+    ops_audio,
     ops_control,
     ops_extra,
     ops_image,

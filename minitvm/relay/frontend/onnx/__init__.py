@@ -6,6 +6,7 @@ from ....frontend_common.onnx_model import default_opset, load_model
 from ..common import ImportError_, OpNotImplemented
 from . import (  # noqa: F401  (register the converters)
     ops_attention,
+    ops_audio,
     ops_control,
     ops_elemwise,
     ops_extra,
