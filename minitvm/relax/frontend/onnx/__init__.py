@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_extra,
     ops_image,
     ops_math,
+    ops_misc2,
     ops_nn,
     ops_quant,
     ops_recurrent,
