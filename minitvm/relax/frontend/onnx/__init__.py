@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_nn,
     ops_quant,
     ops_recurrent,
+    ops_roi,
     ops_sequence,
     ops_signal,
     ops_tensor,

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_recurrent,
     ops_reduce,
     ops_resize,
+    ops_roi,
     ops_scatter,
     ops_search,
     ops_sequence,
