@@ -133,7 +133,8 @@ def attention_expected(c, model, feeds: dict) -> list:
             "qk_matmul_output_mode"):
         q, k = feeds["Q"], feeds["K"]
         scale = c["attrs"].get("scale") or 1 / np.sqrt(c["d"])
-        out[3] = (q * scale) @ np.swapaxes(k, -1, -2)
+        root = np.float32(np.sqrt(scale))
+        out[3] = (q * root) @ np.swapaxes(k * root, -1, -2)
     return out
 
 

@@ -7,6 +7,8 @@ and so must the sequence lengths where a causal or window frontier is built at i
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ....frontend_common.onnx_attention import (
@@ -114,10 +116,12 @@ def _attention(ctx: Context, ins, attrs):
     kv_len = ctx.shape(k)[2]
     b, g, sq = qs[0], plan.group, plan.q_len
     # the scores, per key/value head: the group's query heads folded into the query axis
-    qg = ctx.emit(_op.multiply(q, _c(plan.scale, dtype)))
+    # (Q * sqrt(scale)) @ (K * sqrt(scale))^T, as ONNX's function body rounds it
+    root = _c(math.sqrt(plan.scale), dtype)
+    qg, ks = ctx.emit(_op.multiply(q, root)), ctx.emit(_op.multiply(k, root))
     if g > 1:
         qg = ctx.emit(_op.reshape(qg, ctx.shape_expr([b, plan.kv_heads, g * sq, plan.head])))
-    s = ctx.emit(_op.matmul(qg, ctx.emit(_op.permute_dims(k, [0, 1, 3, 2]))))
+    s = ctx.emit(_op.matmul(qg, ctx.emit(_op.permute_dims(ks, [0, 1, 3, 2]))))
     if g > 1:
         s = ctx.emit(_op.reshape(s, ctx.shape_expr([b, plan.q_heads, sq, kv_len])))
     raw = s

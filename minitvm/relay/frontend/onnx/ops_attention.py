@@ -6,6 +6,8 @@ additive ``attn_mask``, the past / present key-value cache, ``nonpad_kv_seqlen``
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ....frontend_common.onnx_attention import (
@@ -89,10 +91,12 @@ def _attention(ctx, ins, attrs):
         v = _op.concatenate([past_v, v], axis=2)
     b, g, sq, skv = qs[0], plan.group, plan.q_len, plan.kv_len
     # the scores, per key/value head: the group's query heads folded into the query axis
-    qg = _op.multiply(q, ctx.const(plan.scale, dtype))
+    # (Q * sqrt(scale)) @ (K * sqrt(scale))^T, as ONNX's function body rounds it
+    root = ctx.const(math.sqrt(plan.scale), dtype)
+    qg, ks = _op.multiply(q, root), _op.multiply(k, root)
     if g > 1:
         qg = _op.reshape(qg, (b, plan.kv_heads, g * sq, plan.head))
-    s = matmul(ctx, qg, _op.transpose(k, (0, 1, 3, 2)))
+    s = matmul(ctx, qg, _op.transpose(ks, (0, 1, 3, 2)))
     if g > 1:
         s = _op.reshape(s, (b, plan.q_heads, sq, skv))
     raw = s
