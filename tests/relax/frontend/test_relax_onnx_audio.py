@@ -70,3 +70,26 @@ def test_stft_errors_name_the_problem():
     model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "len"
     with pytest.raises(ONNXImportError, match="the signal length must be static"):
         from_onnx(model)
+
+
+def test_a_window_size_computed_from_a_graph_input_asks_for_it():
+    """A value that must be known (the window size) computed from a graph input raises
+    NeedsConstantInput naming that input, so a caller (the ONNX backend) can bind it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from minitvm.relax.frontend.onnx import NeedsConstantInput
+
+    one = numpy_helper.from_array(np.array(1, "int64"), "one")
+    nodes = [helper.make_node("Add", ["n", "one"], ["m"]),
+             helper.make_node("HannWindow", ["m"], ["w"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("n", TensorProto.INT64,
+                                                                         [])],
+                              [helper.make_tensor_value_info("w", TensorProto.FLOAT, None)],
+                              [one])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(NeedsConstantInput, match="computed from the graph input.s. 'n'") as e:
+        from_onnx(model)
+    assert e.value.input_name == "n"
+    mod = from_onnx(model, const_inputs={"n": np.array(7, "int64")})
+    out = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())["main"]().numpy()
+    np.testing.assert_allclose(out, np.sin(np.pi * np.arange(8) / 8) ** 2, atol=1e-6)
