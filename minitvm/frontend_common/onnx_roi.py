@@ -123,25 +123,31 @@ def _interpolation(ops: RoiOps, plan, rois, axis: int, dtype: str):
 
 def roi_align(ops: RoiOps, plan: RoiAlignPlan, x, rois, batch_indices, dtype: str):
     """RoiAlign of ``x`` [N, C, H, W] over ``rois`` [R, 4] (x1, y1, x2, y2) of images
-    ``batch_indices`` [R] -> [R, C, out_h, out_w]."""
-    xb = ops.take(x, batch_indices, 0)  # [R, C, H, W]
+    ``batch_indices`` [R] -> [R, C, out_h, out_w]. Each box's map is taken as [H, C * W], so
+    both products are one batched GEMM per box with the channels in a wide dimension."""
+    c, hh, ww = ops.channels(x), plan.height, plan.width
+    xt = ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (-1, hh, c * ww))  # [N, H, C*W]
+    xb = ops.take(xt, batch_indices, 0)  # [R, H, C*W]
     ylo, yhi = _interpolation(ops, plan, rois, 1, dtype)
     xlo, xhi = _interpolation(ops, plan, rois, 0, dtype)
     g, oh, ow = plan.grid, plan.out_h, plan.out_w
+
+    def product(wy, wx, rows: int, cols: int):
+        """wy [R, rows, H] @ map @ wx^T ([R, cols, W]) -> [R, rows, C, cols]."""
+        left = ops.reshape(ops.matmul(wy, xb), (-1, rows * c, ww))
+        out = ops.matmul(left, ops.transpose(wx, (0, 2, 1)))
+        return ops.reshape(out, (-1, rows, c, cols))
+
     if plan.mode == "avg":
-        ay = ops.binary("add", ylo, yhi)  # [R, oh*g, H] -> the mean of each bin's rows
-        ax = ops.binary("add", xlo, xhi)
         inv = ops.const(np.asarray(1.0 / g, dtype))
-        ay = ops.binary("multiply", ops.sum(ops.reshape(ay, (-1, oh, g, plan.height)), 2), inv)
-        ax = ops.binary("multiply", ops.sum(ops.reshape(ax, (-1, ow, g, plan.width)), 2), inv)
-        left = ops.matmul(ops.reshape(ay, (-1, 1, oh, plan.height)), xb)
-        return ops.matmul(left, ops.transpose(ops.reshape(ax, (-1, 1, ow, plan.width)),
-                                              (0, 1, 3, 2)))
-    best = None
-    for wy in (ylo, yhi):
-        left = ops.matmul(ops.reshape(wy, (-1, 1, oh * g, plan.height)), xb)
-        for wx in (xlo, xhi):
-            right = ops.transpose(ops.reshape(wx, (-1, 1, ow * g, plan.width)), (0, 1, 3, 2))
-            s = ops.matmul(left, right)  # [R, C, oh*g, ow*g]
-            best = s if best is None else ops.binary("maximum", best, s)
-    return ops.max(ops.reshape(best, (-1, ops.channels(x), oh, g, ow, g)), (3, 5))
+        ay = ops.sum(ops.reshape(ops.binary("add", ylo, yhi), (-1, oh, g, hh)), 2)
+        ax = ops.sum(ops.reshape(ops.binary("add", xlo, xhi), (-1, ow, g, ww)), 2)
+        out = product(ops.binary("multiply", ay, inv), ops.binary("multiply", ax, inv), oh, ow)
+    else:
+        best = None
+        for wy in (ylo, yhi):
+            for wx in (xlo, xhi):
+                s = product(wy, wx, oh * g, ow * g)  # [R, oh*g, C, ow*g]
+                best = s if best is None else ops.binary("maximum", best, s)
+        out = ops.max(ops.reshape(best, (-1, oh, g, c, ow, g)), (2, 5))
+    return ops.transpose(out, (0, 2, 1, 3))
