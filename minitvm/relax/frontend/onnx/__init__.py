@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from ....frontend_common.onnx_model import default_opset, load_model
 from . import (  # noqa: F401  (register the converters)
+    ops_attention,
+    ops_audio,
     ops_control,
     ops_extra,
     ops_image,
     ops_math,
+    ops_misc2,
     ops_nn,
     ops_quant,
     ops_recurrent,
+    ops_roi,
     ops_sequence,
     ops_signal,
     ops_tensor,

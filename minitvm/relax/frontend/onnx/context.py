@@ -192,9 +192,38 @@ class Context(NodeContext):
                 f"{self.where()}: {what} must be a constant, but it is the graph input "
                 f"{name!r}: bind it with from_onnx(..., const_inputs={{'{name}': value}})", name)
         if k is None:
+            deps = self._graph_inputs_of(v)
+            if deps:  # computed from graph inputs: the backend may bind them and retry
+                names = ", ".join(repr(d) for d in deps)
+                raise NeedsConstantInput(
+                    f"{self.where()}: {what} must be a constant, but it is computed from the "
+                    f"graph input(s) {names}: bind them with from_onnx(..., const_inputs="
+                    f"{{{deps[0]!r}: value, ...}})", deps[0])
             raise self.fail(f"{what} must be a constant or computed from shapes; "
                             "data-dependent values are not supported")
         return k
+
+    def _graph_inputs_of(self, v, limit: int = 100_000) -> list:
+        """The names of the graph inputs a value is computed from, following the bindings of
+        the current function (on the error path only; an explicit stack, capped)."""
+        from ...expr import Tuple, Var
+
+        names, seen, stack = [], set(), [v]
+        while stack and len(seen) < limit:
+            e = stack.pop()
+            if e is None or id(e) in seen:
+                continue
+            seen.add(id(e))
+            if isinstance(e, Var):
+                if id(e) in self.graph_inputs:
+                    names.append(self.graph_inputs[id(e)])
+                else:
+                    stack.append(self.bb.lookup_binding(e))
+            elif isinstance(e, Call):
+                stack.extend(e.args)
+            elif isinstance(e, Tuple):
+                stack.extend(e.fields)
+        return names
 
     def ints(self, v, what: str) -> list:
         """A 1-D known integer value as a list (symbolic dims kept as ``tir`` expressions)."""

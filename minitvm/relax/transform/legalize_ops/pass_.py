@@ -21,7 +21,7 @@ from ....tir import expr as E
 from ....tir.stmt_functor import post_order
 from ....transform.decorators import module_pass
 from ....transform.stats import record_stat
-from ...expr import Call, Function, ShapeExpr, Tuple
+from ...expr import Call, Constant, Function, ShapeExpr, Tuple
 from ...struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ..normalize import NormalizingMutator
 from ..utils import has_relax_function, register
@@ -51,6 +51,14 @@ def _prim_key(e) -> tuple:
         else:
             out.append((type(n).__name__, getattr(n, "dtype", None)))
     return tuple(out)
+
+
+def _scalar_value(e):
+    """(dtype, value) of a 0-d Relax constant, else None."""
+    if isinstance(e, Constant) and e.data.ndim == 0:
+        v = e.data.numpy()
+        return str(v.dtype), v.tobytes()
+    return None
 
 
 def _sinfo_key(sinfo):
@@ -139,7 +147,10 @@ class _Legalizer(NormalizingMutator):
         attrs = _attrs_key(call.attrs)
         if attrs is not None and not isinstance(attrs, str):
             return None
-        return call.op, attrs, args, out
+        # a scalar constant argument is folded into the PrimFunc (power(x, 3.0)): its value
+        # is part of the lowering, so of the key
+        values = tuple(_scalar_value(a) for a in call.args)
+        return call.op, attrs, args, out, values
 
     def _skey(self, sinfo):
         """``_sinfo_key`` memoized by struct-info object (bindings share their sinfo objects);
@@ -164,6 +175,9 @@ class _Legalizer(NormalizingMutator):
             if pos is None:
                 return
             positions.append(pos)
+        folded = set(range(len(call.args))) - set(positions)
+        if any(_scalar_value(call.args[k]) is None for k in folded):
+            return  # an argument folded into the PrimFunc whose value is not in the key
         self.cache[key] = (result, positions)
 
     def _reuse(self, call: Call, hit):

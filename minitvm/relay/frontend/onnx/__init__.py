@@ -5,15 +5,19 @@ from __future__ import annotations
 from ....frontend_common.onnx_model import default_opset, load_model
 from ..common import ImportError_, OpNotImplemented
 from . import (  # noqa: F401  (register the converters)
+    ops_attention,
+    ops_audio,
     ops_control,
     ops_elemwise,
     ops_extra,
     ops_grid,
+    ops_misc2,
     ops_nn,
     ops_qlinear,
     ops_recurrent,
     ops_reduce,
     ops_resize,
+    ops_roi,
     ops_scatter,
     ops_search,
     ops_sequence,

@@ -244,3 +244,27 @@ def test_100k_bindings_default_recursion_limit():
     bs = bindings(after["main"])
     assert len(bs) == 100_001
     assert all(b.value.op.name == "relax.call_tir" for b in bs[:-1])
+
+
+def test_scalar_constant_arguments_are_part_of_the_reuse_key():
+    """power(x, 3.0) and power(y, 0.5) on equal shapes fold different exponents into their
+    PrimFuncs: they must not share one (they did, and the second cubed instead of rooting),
+    while a repeated power(., 3.0) still reuses its PrimFunc."""
+    x = relax.Var("x", tensor((2, 3)))
+    bb = relax.BlockBuilder()
+    three, half = (relax.const(np.array(v, "float32"), "float32") for v in (3.0, 0.5))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(R.power(x, three))
+            b = bb.emit(R.power(a, half))
+            c = bb.emit(R.power(b, three))
+            gv = bb.emit_output(c)
+        bb.emit_func_output(gv)
+    after = LegalizeOps()(bb.get())
+    calls = [b.value.args[0].name_hint for b in bindings(after["main"])
+             if isinstance(b.value, relax.Call)]
+    assert calls == ["power", "power1", "power"]
+    xv = np.random.default_rng(0).uniform(0.5, 1.5, (2, 3)).astype("float32")
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    np.testing.assert_allclose(vm["main"](tvm.nd.array(xv)).numpy(), (xv ** 1.5) ** 3,
+                               rtol=1e-5)

@@ -1,0 +1,81 @@
+"""ONNX's audio front-end ops on Relax: ``STFT`` (frames gathered with a constant index, the
+window folded into ``DFT``'s constant matrices, one matmul per part; the batch may be
+symbolic) and the constant tables ``HannWindow``, ``HammingWindow``, ``BlackmanWindow`` and
+``MelWeightMatrix`` (``frontend_common.onnx_audio``), constants at import."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_audio import mel_weight_matrix, stft_plan, window
+from ... import op as _op
+from ...expr import const
+from .context import Context, onnx_dtype, register
+from .ops_signal import _combine
+
+
+def _scalar(ctx: Context, v, what: str):
+    return np.asarray(ctx.value(v, what)).reshape(-1)[0]
+
+
+@register("STFT")
+def _stft(ctx: Context, ins, attrs):
+    x = ctx.expr(ins[0])
+    shape = ctx.shape(x)
+    step = int(_scalar(ctx, ins[1], "STFT's frame_step"))
+    win = ins[2] if len(ins) > 2 else None
+    length = ins[3] if len(ins) > 3 else None
+    length = None if length is None else int(_scalar(ctx, length, "STFT's frame_length"))
+    known = ctx.known(win)
+    win_len = None if win is None else ctx.shape(win)[0]
+    plan = stft_plan(shape, step, length, known, win_len, bool(attrs.get("onesided", 1)),
+                     ctx.fail)
+    idx = const(plan.frames)
+    parts = []
+    for i in range(shape[-1]):  # [b, n] -> frames [b, F, L], times a run-time window
+        part = ctx.emit(_op.take(x, const(np.array(i, "int64")), axis=2))
+        part = ctx.emit(_op.take(part, idx, axis=1))
+        if win is not None and known is None:
+            part = ctx.emit(_op.multiply(part, ctx.expr(win)))
+        parts.append(part)
+    re, im = parts[0], parts[1] if len(parts) > 1 else None
+    d = plan.dft
+    out_re = _combine(ctx, [(re, d.rr), (im, d.ir)], 2)
+    out_im = _combine(ctx, [(re, d.ri), (im, d.ii)], 2)
+    return ctx.emit(_op.stack([out_re, out_im], 3))
+
+
+def _table(table: np.ndarray, attrs):
+    """A constant table in the node's ``output_datatype`` (float by default); the dtype is
+    given explicitly, as ``const`` would otherwise narrow a float64 array to float32."""
+    dtype = onnx_dtype(int(attrs.get("output_datatype", 1)))
+    return const(table.astype(dtype), dtype)
+
+
+def _window(kind: str):
+    def convert(ctx: Context, ins, attrs):
+        size = int(_scalar(ctx, ins[0], f"{ctx.node.op_type}'s size"))
+        if size < 0:
+            raise ctx.fail(f"the window size must be non-negative, got {size}")
+        table = window(kind, size, bool(attrs.get("periodic", 1)))
+        return _table(table, attrs)
+
+    return convert
+
+
+register("HannWindow")(_window("hann"))
+register("HammingWindow")(_window("hamming"))
+register("BlackmanWindow")(_window("blackman"))
+
+
+@register("MelWeightMatrix")
+def _mel_weight_matrix(ctx: Context, ins, attrs):
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+             "upper_edge_hertz")
+    mel, n_fft, rate, lo, hi = (_scalar(ctx, v, f"MelWeightMatrix's {w}")
+                                for v, w in zip(ins[:5], names, strict=True))
+    if int(mel) < 1 or int(n_fft) < 1 or int(rate) < 1 or not 0 <= float(lo) < float(hi):
+        raise ctx.fail(f"invalid mel bins {mel}, dft_length {n_fft}, sample_rate {rate} or "
+                       f"edges [{lo}, {hi}] Hz")
+    table = mel_weight_matrix(int(mel), int(n_fft), int(rate), float(lo), float(hi))
+    return _table(table, attrs)
