@@ -213,9 +213,12 @@ def test_matmul_integer(monkeypatch, k, b_const, accs, a_dtype):
 
 
 @pytest.mark.parametrize("cin,groups,accs", [(8, 1, ["float32"]), (8, 8, ["float32"]),
-                                             (256, 1, ["float32"] * 2)])
+                                             (256, 1, "vnni")])
 def test_conv_integer(cin, groups, accs):
-    """Padding counts as the input's zero point; a per-output-channel weight zero point."""
+    """Padding counts as the input's zero point; a per-output-channel weight zero point (on
+    VNNI hosts a wide conv is the int32 conv and its window-sum conv, else float32 pieces)."""
+    if accs == "vnni":
+        accs = ["int32"] * 2 if conv_vnni.available() else ["float32"] * 2
     rng = np.random.default_rng(cin + groups)
     cout = 8
     x = rng.integers(0, 256, (1, cin, 9, 9)).astype("uint8")
@@ -251,7 +254,8 @@ def _conv_weight_dtypes(mod):
 @pytest.mark.parametrize("k,w_zp,groups,weight", [
     (3, None, 1, "int8"),        # symmetric int8 weights are read as they are
     (3, "zeros", 1, "int8"),     # a zero point of 0 likewise
-    (3, "some", 1, "float32"),   # (w - w_zp) can leave int8: shifted float32 weights
+    (3, "some", 1, "zp"),        # (w - w_zp) can leave int8: on VNNI the int8 weight and
+    #                              the window sums' conv, else shifted float32 weights
     (1, None, 1, "1x1"),         # the VNNI conv's int8 weight where the host has VNNI
     #                              (``onnx_quant.vnni_conv``), else the float32 weights a 1x1
     #                              conv's schedule reads
@@ -275,7 +279,10 @@ def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
     mod, params = relay.frontend.from_onnx(model)
     if weight == "1x1":
         weight = "int8" if conv_vnni.available() else "float32"
-    assert _conv_weight_dtypes(mod) == [weight]
+    weights = [weight]
+    if weight == "zp":
+        weights = ["int8", "int32"] if conv_vnni.available() else ["float32"]
+    assert _conv_weight_dtypes(mod) == weights
     out = build_and_run(mod, params, {"x": x})[0]
     ws = w.astype(np.float64) - (0 if zp is None else int(zp))
     ref = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64) - 7.0), torch.tensor(ws),

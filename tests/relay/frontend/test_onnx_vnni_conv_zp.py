@@ -77,9 +77,10 @@ def test_qlinear_conv_with_weight_zero_points(case):
 @pytest.mark.parametrize("case", ZP_CONV_CASES[:3], ids=_case_id)
 def test_conv_integer_with_weight_zero_points_is_exact(case):
     """ConvInteger with weight zero points equals the numpy integer conv (and ORT's, which
-    takes one weight zero point only)."""
+    takes one weight zero point only); on VNNI with the window sums, as QLinearConv."""
     model, x, want = conv_integer_model(case)
     mod, params = relay.frontend.from_onnx(model, shape={"x": x.shape})
+    _assert_vnni_with_window_sums(mod, case)
     got = build_and_run(mod, params, {"x": x})[0]
     np.testing.assert_array_equal(got, want)
     if case[3] == "tensor":

@@ -143,11 +143,11 @@ def qdq_conv(ctx: Context, strides, pads, dil, groups: int):
 def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     """The current Conv node, depthwise, as a float32 conv of its input's 8-bit values (or
     their uint8 shift: ``onnx_quant.depthwise_data``) and its weight's 8-bit ones less their
-    zero points as float32 integers, scaled by ``s_x * s_w`` (per output channel), when both
-    are DequantizeLinear outputs noted and float32 sums them exactly (one ``float_pieces``
-    piece): ``schedule/depthwise.widened_data`` widens the 8-bit input as it copies each
-    plane, and its producer stores 8-bit values, a quarter of the dequantized input's bytes
-    (the scaling call, unbound); else None."""
+    zero points as float32 integers times ``s_x * s_w`` (per output channel, folded into the
+    weight as Relay's FoldScaleAxis folds it), when both are DequantizeLinear outputs noted
+    and their 8-bit products fit one ``float_pieces`` piece: ``schedule/depthwise.widened_data``
+    widens the 8-bit input as it copies each plane, and its producer stores 8-bit values, a
+    quarter of the dequantized input's bytes (the conv call, unbound); else None."""
     found = conv_operands(ctx)
     if found is None:
         return None
@@ -164,9 +164,11 @@ def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     wf = np.asarray(wv, "float32")
     if zw is not None:
         wf = wf - np.asarray(zw, "float32").reshape(-1, 1, 1, 1)
-    y = ctx.emit(_op.nn.conv2d(qx, const(wf), strides, pads, dil, groups, out_dtype="float32"))
     scale = conv_output_scale((sw * sx).astype("float32"), np.shape(wv)[0])
-    return _op.multiply(y, const(scale))  # (the Conv binds it)
+    # the scale folded into the weight (as Relay's FoldScaleAxis does to its form): no
+    # multiply per output element
+    wf = (wf * scale.reshape(-1, 1, 1, 1)).astype("float32")
+    return _op.nn.conv2d(qx, const(wf), strides, pads, dil, groups, out_dtype="float32")
 
 
 def int_matmul(ctx: Context, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):

@@ -298,9 +298,18 @@ def _matmul_integer(ctx, ins, attrs):
 @register("ConvInteger")
 def _conv_integer(ctx, ins, attrs):
     """int32 convolution of (x - x_zero_point) with (w - w_zero_point), computed as float32
-    when that is exact (see ``_acc_dtype``)."""
-    out, acc = int_conv(ctx, ins[0], _opt(ins, 2), ins[1], _opt(ins, 3), attrs)
-    return out if acc == "int32" else _op.cast(out, "int32")
+    when that is exact (see ``_acc_dtype``); a constant weight with zero points on VNNI with
+    the input's window sums (``qdq_weight.vnni_zp_int_conv``, as QLinearConv)."""
+    from .qdq_weight import vnni_zp_int_conv
+
+    x, w, x_zp, w_zp = ins[0], ins[1], _opt(ins, 2), _opt(ins, 3)
+    row = ctx.ndim(x) == 3
+    if row:  # (1-D: the 2-D conv over one row)
+        x, w, attrs = as_row_conv(ctx, x, w, attrs)
+    out = vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs)
+    out, acc = int_conv(ctx, x, x_zp, w, w_zp, attrs) if out is None else (out, "int32")
+    out = out if acc == "int32" else _op.cast(out, "int32")
+    return _op.squeeze(out, [2]) if row else out
 
 
 def _opt(ins, i):
