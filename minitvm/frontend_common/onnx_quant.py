@@ -468,3 +468,39 @@ def dequantized_lstm_weight(q, scale, zp, what: str, fail):
                    f"direction or per direction and gate row ({gates})")
     w = (q.astype("float32") - z) * s
     return np.ascontiguousarray(w.transpose(0, 2, 1))
+
+
+class DynamicQuantWeight:
+    """One direction's constant 8-bit weight of a DynamicQuantizeLSTM run as onnxruntime runs
+    it: the float rows (the whole input, or one step's state) quantized at run time to uint8
+    over their range widened to hold 0 (scale ``(max - min) / 255``, zero point
+    ``round(-min / scale)``: ``DynamicQuantizeLinear``), their int32 product with the weight on
+    VNNI (``plan``: ``MatmulVnniPlan`` with the zero point known only at run time), scaled
+    back by ``s_rows * scale``. ``scale`` is float32, scalar or one per column (``(N,)``);
+    ``units`` is N, the product's columns (4 * hidden)."""
+
+    __slots__ = ("plan", "scale", "units")
+
+    def __init__(self, q, scale, zp, q_dtype: str):
+        self.plan = MatmulVnniPlan("uint8", UNKNOWN, q, q_dtype, zp)
+        s = np.asarray(scale, "float32").reshape(-1)
+        self.scale = s.reshape(()) if s.size == 1 else s
+        self.units = int(np.shape(q)[1])
+
+
+def dynamic_quantized_lstm_weights(q, scale, zp, what: str,
+                                   fail) -> list[DynamicQuantWeight] | None:
+    """DynamicQuantizeLSTM's ``W`` or ``R`` (as for ``dequantized_lstm_weight``) as one
+    ``DynamicQuantWeight`` per direction, when the host runs the int32 product on VNNI
+    (``vnni_matmul``: the rows are uint8 with a run-time scalar zero point); else None (the
+    caller runs the float LSTM over ``dequantized_lstm_weight``)."""
+    dequantized_lstm_weight(q, scale, zp, what, fail)  # (its checks)
+    q = np.asarray(q)
+    dirs = q.shape[0]
+    s = np.asarray(scale, "float32").reshape(dirs, -1)
+    z = None if zp is None else np.asarray(zp).reshape(dirs, -1)
+    if not all(vnni_matmul("uint8", UNKNOWN, True, str(q.dtype), q[d],
+                           None if z is None else z[d]) for d in range(dirs)):
+        return None
+    return [DynamicQuantWeight(q[d], s[d], None if z is None or not z[d].any() else z[d],
+                               str(q.dtype)) for d in range(dirs)]

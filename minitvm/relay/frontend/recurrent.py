@@ -79,3 +79,27 @@ class RelayRecurrentOps:
     def step_mask(self, lens, t):
         t_ = _expr.const(np.array(t, infer_dtype(lens)))
         return _op.expand_dims(_op.less(t_, lens), 1)
+
+    def dynamic_quantized_dense(self, x, w):
+        """``DynamicQuantWeight``'s product: ``x`` quantized to uint8 over its range with 0
+        (as ``DynamicQuantizeLinear``), the int32 VNNI ``nn.dense`` less the zero point's
+        shares (``MatmulVnniPlan``), scaled by ``s_x * w.scale``."""
+        def f(v):
+            return _expr.const(np.array(v, "float32"))
+
+        plan = w.plan
+        lo = _op.minimum(_op.min(x), f(0))
+        hi = _op.maximum(_op.max(x), f(0))
+        scale = _op.divide(_op.subtract(hi, lo), f(255))
+        scale = _op.where(_op.equal(scale, f(0)), f(1), scale)
+        zp = _op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0)
+        q = _op.cast(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
+                     "uint8")
+        y = _nn.dense(q, _expr.const(plan.weight_t), units=w.units, out_dtype="int32")
+        if plan.row_sum_weight is not None:
+            sums = _op.sum(_op.cast(q, "int32"), axis=[-1], keepdims=True)
+            y = _op.subtract(y, _op.multiply(sums, _expr.const(plan.row_sum_weight)))
+        y = _op.subtract(y, _op.multiply(_op.cast(zp, "int32"),
+                                         _expr.const(plan.column_sums)))
+        return _op.multiply(_op.cast(y, "float32"),
+                            _op.multiply(scale, _expr.const(w.scale)))
