@@ -101,3 +101,27 @@ def with_sequence_lens(model, lens: np.ndarray):
     node.input.extend(ins)
     out.graph.initializer.append(numpy_helper.from_array(np.asarray(lens, "int32"), "lens"))
     return out
+
+
+def with_states(model, rng, clip: float | None = None):
+    """A copy of a one-node DynamicQuantizeLSTM model (``onnx_quant_cases``) with constant
+    initial_h, initial_c, peepholes and optionally ``clip``."""
+    from onnx import helper, numpy_helper
+
+    out = type(model)()
+    out.CopyFrom(model)
+    inits = {i.name: numpy_helper.to_array(i) for i in out.graph.initializer}
+    dirs, hid = inits["r"].shape[0], inits["r"].shape[1]
+    batch = out.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    node = out.graph.node[0]
+    ins = list(node.input)
+    ins[5:8] = ["h0", "c0", "p"]
+    del node.input[:]
+    node.input.extend(ins)
+    for name, shape, k in (("h0", (dirs, batch, hid), 1.0), ("c0", (dirs, batch, hid), 1.0),
+                           ("p", (dirs, 3 * hid), 0.3)):
+        value = (rng.standard_normal(shape) * k).astype("float32")
+        out.graph.initializer.append(numpy_helper.from_array(value, name))
+    if clip is not None:
+        node.attribute.append(helper.make_attribute("clip", clip))
+    return out

@@ -108,6 +108,18 @@ def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
             np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-6)
 
 
+def test_dynamic_quantize_lstm_states():
+    """Initial states, peepholes and clip around the run-time quantized products: ORT's
+    one-thread DynamicQuantizeLSTM within float rounding (its first step's product is that
+    of the quantized initial state)."""
+    qmodel, _, feeds = cases.dynamic_quantize_lstm(True, "int8", "bidirectional", batch=3)
+    qmodel = rnn_ref.with_states(qmodel, np.random.default_rng(5), clip=2.5)
+    mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    outs = build_and_run(mod, params, feeds)
+    for got, want in zip(outs, rnn_ref.ort_one_thread(qmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+
+
 def test_dynamic_quantize_lstm_sequence_lens():
     """With sequence lengths known and all full the run-time quantized LSTM stays; with
     shorter ones it is the float LSTM over the dequantized weights (ORT's masked steps
