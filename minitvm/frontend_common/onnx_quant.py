@@ -446,14 +446,10 @@ def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool,
     return b, scale.reshape(()) if scale.size == 1 else scale, zp
 
 
-def dequantized_lstm_weight(q, scale, zp, what: str, fail):
-    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
-    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
-    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
-    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
-    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
-    integer products; the float LSTM over these weights differs from it only by that
-    rounding. ``fail(message)`` makes the error to raise when a value is not known."""
+def _lstm_weight_parts(q, scale, zp, what: str, fail):
+    """(q, scale, zero point) of a DynamicQuantizeLSTM weight checked (``q`` 3-D
+    ``[directions, rows, 4 * hidden]``) and shaped ``[directions, 1, 1 or 4 * hidden]`` (the
+    zero point float32, 0 when absent)."""
     if q is None or scale is None:
         raise fail(f"DynamicQuantizeLSTM's {what} and its scale must be constants")
     q = np.asarray(q)
@@ -466,6 +462,19 @@ def dequantized_lstm_weight(q, scale, zp, what: str, fail):
     if s.shape[2] not in (1, gates) or z.shape[2] not in (1, gates):
         raise fail(f"DynamicQuantizeLSTM's {what} scale / zero point must have one value per "
                    f"direction or per direction and gate row ({gates})")
+    return q, s, z
+
+
+def dequantized_lstm_weight(q, scale, zp, what: str, fail):
+    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
+    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
+    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
+    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
+    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
+    integer products (``dynamic_quantized_lstm_weights``); the float LSTM over these weights
+    differs from it only by that rounding. ``fail(message)`` makes the error to raise when a
+    value is not known."""
+    q, s, z = _lstm_weight_parts(q, scale, zp, what, fail)
     w = (q.astype("float32") - z) * s
     return np.ascontiguousarray(w.transpose(0, 2, 1))
 
@@ -494,11 +503,9 @@ def dynamic_quantized_lstm_weights(q, scale, zp, what: str,
     ``DynamicQuantWeight`` per direction, when the host runs the int32 product on VNNI
     (``vnni_matmul``: the rows are uint8 with a run-time scalar zero point); else None (the
     caller runs the float LSTM over ``dequantized_lstm_weight``)."""
-    dequantized_lstm_weight(q, scale, zp, what, fail)  # (its checks)
-    q = np.asarray(q)
+    q, s, _ = _lstm_weight_parts(q, scale, zp, what, fail)
     dirs = q.shape[0]
-    s = np.asarray(scale, "float32").reshape(dirs, -1)
-    z = None if zp is None else np.asarray(zp).reshape(dirs, -1)
+    z = None if zp is None else np.asarray(zp).reshape(dirs, -1)  # (its own 8-bit dtype)
     if not all(vnni_matmul("uint8", UNKNOWN, True, str(q.dtype), q[d],
                            None if z is None else z[d]) for d in range(dirs)):
         return None
