@@ -176,6 +176,9 @@ def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
     seq, dirs = feeds["x"].shape[0], 2 if direction == "bidirectional" else 1
     vnni = conv_vnni.available()
     assert _matmul_out_dtypes(mod) == ["int32" if vnni else "float32"] * (seq * dirs)
+    weights = {line.split("R.matmul(")[1].split(",")[1] for line in mod.script().splitlines()
+               if "R.matmul(" in line}
+    assert len(weights) == 2 * dirs  # one constant per weight and direction, every step's
     outs = _run(_build(mod), feeds)
     wants = [rnn_ref.from_model(qmodel, feeds["x"]), rnn_ref.ort_one_thread(qmodel, feeds)] \
         if vnni else [_ort(fmodel, feeds)]

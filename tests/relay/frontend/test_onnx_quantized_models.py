@@ -99,6 +99,10 @@ def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
     seq, dirs = feeds["x"].shape[0], 2 if direction == "bidirectional" else 1
     if conv_vnni.available():
         assert denses == ["int32"] * (seq * dirs)
+        weights = set()  # one constant per weight and direction, read by every step
+        post_order_visit(mod["main"].body, lambda e: weights.add(e.args[1]) if isinstance(
+            e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
+        assert len(weights) == 2 * dirs
         wants = [rnn_ref.from_model(qmodel, feeds["x"]), rnn_ref.ort_one_thread(qmodel, feeds)]
     else:
         assert denses == ["float32"] * (seq * dirs)

@@ -28,6 +28,19 @@ class RelaxRecurrentOps:
     def __init__(self, ctx: Context, dtype: str):
         self.ctx = ctx
         self.dtype = dtype
+        self._consts: dict[int, tuple] = {}  # id(DynamicQuantWeight) -> its constants
+
+    def _weight_consts(self, w):
+        """One set of constants per weight, every step reading it: (weight, column sums,
+        row-sum weight or None, scale). (A constant a step would be a copy a step.)"""
+        got = self._consts.get(id(w))
+        if got is None:
+            plan = w.plan
+            got = self._consts[id(w)] = (
+                w, const(plan.weight), const(plan.column_sums),
+                None if plan.row_sum_weight is None else const(plan.row_sum_weight),
+                const(w.scale))
+        return got[1:]
 
     def _e(self, v):
         return self.ctx.expr(v)
@@ -147,7 +160,8 @@ class RelaxRecurrentOps:
         def f(v):
             return const(np.array(v, "float32"))
 
-        emit, plan, x = self.ctx.emit, w.plan, self._e(x)
+        emit, x = self.ctx.emit, self._e(x)
+        weight, column_sums, row_sum_weight, w_scale = self._weight_consts(w)
         lo = emit(_op.minimum(_op.min(x), f(0)))
         hi = emit(_op.maximum(_op.max(x), f(0)))
         scale = emit(_op.divide(_op.subtract(hi, lo), f(255)))
@@ -155,14 +169,12 @@ class RelaxRecurrentOps:
         zp = emit(_op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0))
         q = emit(_op.astype(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
                             "uint8"))
-        y = emit(_op.matmul(q, const(plan.weight), out_dtype="int32"))
-        if plan.row_sum_weight is not None:
+        y = emit(_op.matmul(q, weight, out_dtype="int32"))
+        if row_sum_weight is not None:
             sums = emit(_op.sum(_op.astype(q, "int32"), axis=[-1], keepdims=True))
-            y = emit(_op.subtract(y, _op.multiply(sums, const(plan.row_sum_weight))))
-        y = emit(_op.subtract(y, _op.multiply(_op.astype(zp, "int32"),
-                                              const(plan.column_sums))))
-        return emit(_op.multiply(_op.astype(y, "float32"),
-                                 _op.multiply(scale, const(w.scale))))
+            y = emit(_op.subtract(y, _op.multiply(sums, row_sum_weight)))
+        y = emit(_op.subtract(y, _op.multiply(_op.astype(zp, "int32"), column_sums)))
+        return emit(_op.multiply(_op.astype(y, "float32"), _op.multiply(scale, w_scale)))
 
 
 def _recurrent(kind: str):
