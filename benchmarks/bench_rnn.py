@@ -129,10 +129,12 @@ def grid_case(kind: str, seq: int, batch: int, hidden: int, rounds: int, reps: i
 def quantized_bytes(data: bytes) -> bytes:
     """``data`` (an ONNX model) through ``onnxruntime.quantization.quantize_dynamic`` (int8
     weights), as a new user quantizes a model."""
+    import logging
     import tempfile
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    logging.getLogger().setLevel(logging.ERROR)  # (its advice to pre-process, each model)
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         with open(src, "wb") as f:
