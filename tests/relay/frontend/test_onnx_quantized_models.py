@@ -112,6 +112,18 @@ def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
             np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-6)
 
 
+def test_dynamic_quantize_lstm_without_vnni(monkeypatch):
+    """Where the host has no VNNI the LSTM is the float one over the dequantized weights:
+    float products, ORT's LSTM over those weights."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(True, "uint8", "forward")
+    mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    assert set(_acc_dtypes(mod, "nn.dense")) == {"float32"}
+    outs = build_and_run(mod, params, feeds)
+    for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_quantize_lstm_states():
     """Initial states, peepholes and clip around the run-time quantized products: ORT's
     one-thread DynamicQuantizeLSTM within float rounding (its first step's product is that
