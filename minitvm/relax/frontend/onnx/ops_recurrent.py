@@ -28,7 +28,9 @@ class RelaxRecurrentOps:
     def __init__(self, ctx: Context, dtype: str):
         self.ctx = ctx
         self.dtype = dtype
-        self._consts: dict[int, tuple] = {}  # id(DynamicQuantWeight) -> its constants
+        # id(weight) -> (the weight, its constants): a numpy weight's transpose, a
+        # DynamicQuantWeight's set (the weight kept so that its id is not reused)
+        self._consts: dict[int, tuple] = {}
 
     def _weight_consts(self, w):
         """One set of constants per weight, every step reading it: (weight, column sums,
@@ -74,7 +76,13 @@ class RelaxRecurrentOps:
     def dense(self, x, w):
         if _numeric(x) and _numeric(w):
             return (x @ w.T).astype(self.dtype)
-        wt = np.ascontiguousarray(w.T) if _numeric(w) else _op.permute_dims(self._e(w))
+        if _numeric(w):  # one transposed constant per weight, every step reading it
+            got = self._consts.get(id(w))
+            if got is None:
+                got = self._consts[id(w)] = (w, const(np.ascontiguousarray(w.T)))
+            wt = got[1]
+        else:
+            wt = _op.permute_dims(self._e(w))
         return self.ctx.emit(_op.matmul(self._e(x), self._e(wt)))
 
     def reshape(self, x, shape):
