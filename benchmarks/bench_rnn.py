@@ -3,12 +3,18 @@ executor) beside ONNX Runtime (the same module exported to ONNX) and PyTorch eag
 
     python benchmarks/bench_rnn.py [--rounds 7] [--reps 5] [--cases lstm,gru,lstm_b16]
                                    [--profile]
+    python benchmarks/bench_rnn.py --grid [--kinds lstm,gru] [--seqs 1,16,128]
+                                   [--batches 1,8] [--hiddens 64,256,512] [--quantize]
 
 Cases: a 2-layer LSTM or GRU 64 -> 128 over T = 32 steps (batch first) followed by a
 Linear(128, 10) on the last step, at batch 1 (``lstm``, ``gru``) and batch 16 (``lstm_b16``,
 ``gru_b16``). Rounds are interleaved over the implementations (``interleave.settled_rounds``),
 timed in thread CPU time; each cell is the median over rounds of each round's median of
-``--reps`` runs, in ms. ``--profile`` adds minitvm's kernels by fused name (each one called on
+``--reps`` runs, in ms. ``--grid`` instead times one-layer ``nn.LSTM`` / ``nn.GRU`` (64 input
+features, seq-major) exported to ONNX and imported with ``relay.frontend.from_onnx``, beside ONNX
+Runtime on the same file, over every sequence length x batch x hidden size given (``--reps``
+runs a round: 10 or more, else a run's cold caches after ONNX Runtime's weigh in);
+``--quantize`` runs them through ``quantize_dynamic`` first. ``--profile`` adds minitvm's kernels by fused name (each one called on
 its own through ctypes, so a kernel reads ~0.3 us above its share of a run, which calls every
 kernel from one compiled entry function).
 """
@@ -76,13 +82,101 @@ def kernel_profile(g, top: int = 8) -> list[str]:
     return [f"    {t:8.1f} us  x{n:3d}  {k}" for k, (t, n) in rows]
 
 
+def grid_case(kind: str, seq: int, batch: int, hidden: int, rounds: int, reps: int,
+              quantize: bool = False) -> str:
+    """One ``--grid`` line: a one-layer ``kind`` (lstm / gru) through ONNX (``quantize``: after
+    onnxruntime's ``quantize_dynamic``, an LSTM becoming a DynamicQuantizeLSTM), minitvm
+    (Relay, the graph executor) beside ONNX Runtime on the same file, ms and their ratio, the
+    largest output error."""
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+
+    torch.manual_seed(0)
+    model = getattr(torch.nn, kind.upper())(WIDTH, hidden).eval()
+    x = torch.randn(seq, batch, WIDTH)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), buf, input_names=["x"], opset_version=17, dynamo=False)
+    data = buf.getvalue()
+    if quantize:
+        data = quantized_bytes(data)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    xn = x.numpy()
+    ref = sess.run(None, {"x": xn})
+    mod, params = relay.frontend.from_onnx(onnx.load_from_string(data), shape={"x": xn.shape})
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.set_input("x", xn)
+    g.run()
+    err = max(float(np.abs(g.get_output(i).numpy() - r).max()) for i, r in enumerate(ref))
+    times = settled_rounds({"minitvm": g.run, "ort": lambda: sess.run(None, {"x": xn})},
+                           rounds, reps, clock=time.thread_time)
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    return (f"{'dynq ' if quantize else ''}{kind:4s} seq {seq:3d} batch {batch:2d} hidden {hidden:3d}: minitvm "
+            f"{med['minitvm']:8.3f}  onnxruntime {med['ort']:8.3f}  "
+            f"x{med['minitvm'] / med['ort']:.2f}  max err {err:.1e}")
+
+
+def quantized_bytes(data: bytes) -> bytes:
+    """``data`` (an ONNX model) through ``onnxruntime.quantization.quantize_dynamic`` (int8
+    weights), as a new user quantizes a model."""
+    import logging
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(logging.ERROR)  # (its advice to pre-process, each model)
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
+        with open(src, "wb") as f:
+            f.write(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        with open(dst, "rb") as f:
+            return f.read()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--cases", default="lstm,gru,lstm_b16")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--grid", action="store_true",
+                    help="one-layer LSTM / GRU through ONNX over the sizes below")
+    ap.add_argument("--kinds", default="lstm,gru")
+    ap.add_argument("--seqs", default="1,16,128")
+    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--hiddens", default="64,256,512")
+    ap.add_argument("--quantize", action="store_true",
+                    help="--grid over quantize_dynamic's models (LSTM: DynamicQuantizeLSTM)")
     args = ap.parse_args(argv)
+    if args.grid:
+        import torch
+
+        from minitvm.runtime import threadpool
+
+        torch.set_num_threads(1)
+        threadpool.set_num_threads(1)
+        print(f"one-layer RNN {WIDTH} -> hidden through ONNX; one thread, thread CPU time, ms "
+              f"(median of {args.rounds} rounds)")
+        for kind in args.kinds.split(","):
+            for hidden in (int(v) for v in args.hiddens.split(",")):
+                for batch in (int(v) for v in args.batches.split(",")):
+                    for seq in (int(v) for v in args.seqs.split(",")):
+                        print(grid_case(kind, seq, batch, hidden, args.rounds, args.reps,
+                                        args.quantize), flush=True)
+        return 0
 
     import torch
 

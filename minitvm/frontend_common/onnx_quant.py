@@ -532,14 +532,10 @@ def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool,
     return b, scale.reshape(()) if scale.size == 1 else scale, zp
 
 
-def dequantized_lstm_weight(q, scale, zp, what: str, fail):
-    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
-    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
-    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
-    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
-    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
-    integer products; the float LSTM over these weights differs from it only by that
-    rounding. ``fail(message)`` makes the error to raise when a value is not known."""
+def _lstm_weight_parts(q, scale, zp, what: str, fail):
+    """(q, scale, zero point) of a DynamicQuantizeLSTM weight checked (``q`` 3-D
+    ``[directions, rows, 4 * hidden]``) and shaped ``[directions, 1, 1 or 4 * hidden]`` (the
+    zero point float32, 0 when absent)."""
     if q is None or scale is None:
         raise fail(f"DynamicQuantizeLSTM's {what} and its scale must be constants")
     q = np.asarray(q)
@@ -552,5 +548,52 @@ def dequantized_lstm_weight(q, scale, zp, what: str, fail):
     if s.shape[2] not in (1, gates) or z.shape[2] not in (1, gates):
         raise fail(f"DynamicQuantizeLSTM's {what} scale / zero point must have one value per "
                    f"direction or per direction and gate row ({gates})")
+    return q, s, z
+
+
+def dequantized_lstm_weight(q, scale, zp, what: str, fail):
+    """The float32 weight in ONNX LSTM's layout ``[directions, 4 * hidden, input]`` of a
+    com.microsoft DynamicQuantizeLSTM's constant 8-bit ``W`` or ``R`` (``q``, numpy,
+    ``[directions, input, 4 * hidden]``: transposed) with its scale and zero point (one per
+    direction, or one per direction and gate row: ``[directions, 4 * hidden]``; ``zp`` None
+    when absent). onnxruntime quantizes the LSTM's input and state at run time and sums their
+    integer products (``dynamic_quantized_lstm_weights``); the float LSTM over these weights
+    differs from it only by that rounding. ``fail(message)`` makes the error to raise when a
+    value is not known."""
+    q, s, z = _lstm_weight_parts(q, scale, zp, what, fail)
     w = (q.astype("float32") - z) * s
     return np.ascontiguousarray(w.transpose(0, 2, 1))
+
+
+class DynamicQuantWeight:
+    """One direction's constant 8-bit weight of a DynamicQuantizeLSTM run as onnxruntime runs
+    it: the float rows (the whole input, or one step's state) quantized at run time to uint8
+    over their range widened to hold 0 (scale ``(max - min) / 255``, zero point
+    ``round(-min / scale)``: ``DynamicQuantizeLinear``), their int32 product with the weight on
+    VNNI (``plan``: ``MatmulVnniPlan`` with the zero point known only at run time), scaled
+    back by ``s_rows * scale``. ``scale`` is float32, scalar or one per column (``(N,)``);
+    ``units`` is N, the product's columns (4 * hidden)."""
+
+    __slots__ = ("plan", "scale", "units")
+
+    def __init__(self, q, scale, zp, q_dtype: str):
+        self.plan = MatmulVnniPlan("uint8", UNKNOWN, q, q_dtype, zp)
+        s = np.asarray(scale, "float32").reshape(-1)
+        self.scale = s.reshape(()) if s.size == 1 else s
+        self.units = int(np.shape(q)[1])
+
+
+def dynamic_quantized_lstm_weights(q, scale, zp, what: str,
+                                   fail) -> list[DynamicQuantWeight] | None:
+    """DynamicQuantizeLSTM's ``W`` or ``R`` (as for ``dequantized_lstm_weight``) as one
+    ``DynamicQuantWeight`` per direction, when the host runs the int32 product on VNNI
+    (``vnni_matmul``: the rows are uint8 with a run-time scalar zero point); else None (the
+    caller runs the float LSTM over ``dequantized_lstm_weight``)."""
+    q, s, _ = _lstm_weight_parts(q, scale, zp, what, fail)
+    dirs = q.shape[0]
+    z = None if zp is None else np.asarray(zp).reshape(dirs, -1)  # (its own 8-bit dtype)
+    if not all(vnni_matmul("uint8", UNKNOWN, True, str(q.dtype), q[d],
+                           None if z is None else z[d]) for d in range(dirs)):
+        return None
+    return [DynamicQuantWeight(q[d], s[d], None if z is None or not z[d].any() else z[d],
+                               str(q.dtype)) for d in range(dirs)]

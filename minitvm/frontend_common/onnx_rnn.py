@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .onnx_quant import DynamicQuantWeight
+
 __all__ = ["RecurrentOps", "RNNSpec", "parse_spec", "recurrent_inputs", "unroll",
            "unroll_direction"]
 
@@ -51,6 +53,8 @@ class RecurrentOps(Protocol):
     def reverse(self, x, axis: int) -> Any: ...
     def reverse_sequence(self, x, lens) -> Any: ...  # x [seq, batch, ...], per-batch lengths
     def step_mask(self, lens, t: int) -> Any: ...  # bool [batch, 1]: t < lens
+    def dynamic_quantized_dense(self, x, w: DynamicQuantWeight) -> Any: ...  # x [m, k] float
+    # quantized at run time, its int32 product with w's 8-bit weight scaled back: [m, n]
 
 
 @dataclass
@@ -213,7 +217,7 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     Returns (the step outputs in time order, the last h, the last c)."""
     kind, hid = spec.kind, spec.hidden
     add, mul = (lambda a, b: ops.binary("add", a, b)), (lambda a, b: ops.binary("multiply", a, b))
-    xw = ops.dense(x2d, w)
+    xw = _product(ops, x2d, w)
     # the projection takes both biases, except the recurrent bias of a GRU's h gate (it sits
     # inside the reset gate's product, or the reset-scaled product)
     rb_h = None
@@ -243,10 +247,10 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     ys: list = [None] * seq
     for i, t in enumerate(range(seq - 1, -1, -1) if reverse else range(seq)):
         if kind == "RNN":
-            g = st.x(t) if h is None else add(st.x(t), ops.dense(h, r))
+            g = st.x(t) if h is None else add(st.x(t), _product(ops, h, r))
             h_new, c_new = act(0, g), None
         elif kind == "LSTM":  # gates i, o, f, c
-            g = ops.dense(h, r) if h is not None else None
+            g = _product(ops, h, r) if h is not None else None
             gi, go, gf, gc = (pre(t, k, g) for k in range(4))
             if p_parts is not None and c is not None:
                 gi = add(gi, mul(c, p_parts[0]))
@@ -288,6 +292,20 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     return ys, h, c
 
 
+def _product(ops: RecurrentOps, x, w):
+    """``x . w^T``: ``w`` a float [n, k] tensor, or a ``DynamicQuantWeight`` (the rows
+    quantized at run time, as onnxruntime's DynamicQuantizeLSTM runs)."""
+    if isinstance(w, DynamicQuantWeight):
+        return ops.dynamic_quantized_dense(x, w)
+    return ops.dense(x, w)
+
+
+def _direction(ops: RecurrentOps, w, d: int):
+    """Direction ``d``'s weight: of a [dirs, ...] tensor, or of a list of
+    ``DynamicQuantWeight`` (one per direction)."""
+    return w[d] if isinstance(w, list) else ops.take(w, d, 0)
+
+
 def _gru_out(ops: RecurrentOps, one, z, cand, h):
     """(1 - z) * cand + z * h."""
     if h is None:
@@ -302,7 +320,9 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
 
     Shapes as in the ONNX spec: x [seq, batch, input] (layout 0; layout 1 swaps seq and batch
     in x, Y, and batch and dirs in the states), w [dirs, G*H, input], r [dirs, G*H, H],
-    b [dirs, 2*G*H], h0/c0 [dirs, batch, H], p [dirs, 3*H]."""
+    b [dirs, 2*G*H], h0/c0 [dirs, batch, H], p [dirs, 3*H]. An LSTM's (or RNN's) ``w`` and
+    ``r`` may instead be lists of ``DynamicQuantWeight``, one per direction (a
+    DynamicQuantizeLSTM's, its rows quantized at run time)."""
     bm = spec.layout == 1
     reversed_lens = lens is not None and "reverse" in spec.directions
     if bm and reversed_lens:  # reverse_sequence works on [seq, batch, ...]
@@ -322,8 +342,8 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
         xin = flat
         if rev and lens is not None:  # each sequence from its own end: reversed, run forward
             xin = ops.reshape(ops.reverse_sequence(x, lens), (seq * batch, width))
-        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, ops.take(w, d, 0),
-                                    ops.take(r, d, 0), wb, rb, h, c, p_d, lens,
+        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, _direction(ops, w, d),
+                                    _direction(ops, r, d), wb, rb, h, c, p_d, lens,
                                     rev and lens is None, bm)
         if rev and lens is not None:
             ys = ops.reverse_sequence(ops.stack(ys, 0), lens)

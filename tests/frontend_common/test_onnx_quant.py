@@ -14,6 +14,7 @@ from minitvm.frontend_common.onnx_quant import (
     dequantized_lstm_weight,
     dequantized_weight_scale,
     dequantized_zero_point_weight,
+    dynamic_quantized_lstm_weights,
     fake_quant_bounds,
     float_pieces,
     int8_conv_weight,
@@ -435,3 +436,32 @@ def test_dequantized_lstm_weight():
         dequantized_lstm_weight(None, s, z, "R", ValueError)
     with pytest.raises(ValueError, match="one value per direction"):
         dequantized_lstm_weight(q, np.ones((2, 3), "float32"), None, "W", ValueError)
+
+
+def test_dynamic_quantized_lstm_weights(monkeypatch):
+    """DynamicQuantizeLSTM's weight as one run-time-quantized product per direction: the VNNI
+    plan's int8 weight and column sums of each direction's [input, 4H] slice (a uint8 one
+    shifted by 128, its zero point's share in the row sums), the scale per direction or per
+    column; None where the host has no VNNI (the float LSTM then)."""
+    from minitvm.schedule import conv_vnni
+
+    rng = np.random.default_rng(3)
+    q = rng.integers(0, 256, (2, 5, 8)).astype("uint8")
+    s = rng.random((2, 8)).astype("float32")
+    z = np.full((2, 8), 128, "uint8")
+    monkeypatch.setattr(conv_vnni, "available", lambda: True)
+    ws = dynamic_quantized_lstm_weights(q, s, z, "W", ValueError)
+    assert len(ws) == 2 and ws[1].units == 8
+    np.testing.assert_array_equal(ws[1].plan.weight, (q[1].astype("int64") - 128).astype("int8"))
+    np.testing.assert_array_equal(ws[1].plan.column_sums, q[1].astype("int64").sum(0) - 5 * 128)
+    np.testing.assert_array_equal(ws[0].scale, s[0])
+    assert ws[0].plan.runtime_zero_point
+    qs = q.astype("int8")
+    ws = dynamic_quantized_lstm_weights(qs, np.array([0.5, 2.0], "float32"),
+                                        np.zeros(2, "int8"), "R", ValueError)
+    assert ws[1].scale.shape == () and float(ws[1].scale) == 2.0
+    assert ws[1].plan.row_sum_weight is None  # (an int8 weight with zero point 0)
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    assert dynamic_quantized_lstm_weights(q, s, z, "W", ValueError) is None
+    with pytest.raises(ValueError, match="W and its scale must be constants"):
+        dynamic_quantized_lstm_weights(q, None, z, "W", ValueError)

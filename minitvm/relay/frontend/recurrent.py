@@ -23,6 +23,19 @@ class RelayRecurrentOps:
 
     def __init__(self, dtype: str):
         self.dtype = dtype
+        self._consts: dict[int, tuple] = {}  # id(DynamicQuantWeight) -> its constants
+
+    def _weight_consts(self, w):
+        """One set of constants per weight, every step reading it: (weight_t, column sums,
+        row-sum weight or None, scale). (A Constant a step would be a parameter a step.)"""
+        got = self._consts.get(id(w))
+        if got is None:
+            plan = w.plan
+            got = self._consts[id(w)] = (
+                w, _expr.const(plan.weight_t), _expr.const(plan.column_sums),
+                None if plan.row_sum_weight is None else _expr.const(plan.row_sum_weight),
+                _expr.const(w.scale))
+        return got[1:]
 
     def shape(self, x):
         return infer_shape(x)
@@ -79,3 +92,25 @@ class RelayRecurrentOps:
     def step_mask(self, lens, t):
         t_ = _expr.const(np.array(t, infer_dtype(lens)))
         return _op.expand_dims(_op.less(t_, lens), 1)
+
+    def dynamic_quantized_dense(self, x, w):
+        """``DynamicQuantWeight``'s product: ``x`` quantized to uint8 over its range with 0
+        (as ``DynamicQuantizeLinear``), the int32 VNNI ``nn.dense`` less the zero point's
+        shares (``MatmulVnniPlan``), scaled by ``s_x * w.scale``."""
+        def f(v):
+            return _expr.const(np.array(v, "float32"))
+
+        weight, column_sums, row_sum_weight, w_scale = self._weight_consts(w)
+        lo = _op.minimum(_op.min(x), f(0))
+        hi = _op.maximum(_op.max(x), f(0))
+        scale = _op.divide(_op.subtract(hi, lo), f(255))
+        scale = _op.where(_op.equal(scale, f(0)), f(1), scale)
+        zp = _op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0)
+        q = _op.cast(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
+                     "uint8")
+        y = _nn.dense(q, weight, units=w.units, out_dtype="int32")
+        if row_sum_weight is not None:
+            sums = _op.sum(_op.cast(q, "int32"), axis=[-1], keepdims=True)
+            y = _op.subtract(y, _op.multiply(sums, row_sum_weight))
+        y = _op.subtract(y, _op.multiply(_op.cast(zp, "int32"), column_sums))
+        return _op.multiply(_op.cast(y, "float32"), _op.multiply(scale, w_scale))

@@ -67,7 +67,12 @@ def test_torch_exported_recurrent_modules(kind, bidirectional, layers, with_stat
     assert {"LSTM", "GRU", "RNN"} & {n.op_type for n in model.graph.node}
     feeds = {"x": x.numpy(), "h0": h0.numpy()}
     feeds = {i.name: feeds[i.name] for i in model.graph.input if i.name in feeds}
-    run_both(model, feeds)
+    mod = run_both(model, feeds)
+    # every step reads its direction's one transposed R (not a copy a step); W besides
+    weights = {line.split("R.matmul(")[1].split(",")[1] for line in mod.script().splitlines()
+               if "R.matmul(" in line}
+    dirs = layers * (2 if bidirectional else 1)
+    assert len(weights) == 2 * dirs
 
 
 def lens_model(kind, direction):

@@ -15,6 +15,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 import onnx_finite_cases as finite_cases  # noqa: E402
 import onnx_quant_cases as cases  # noqa: E402
+import onnx_rnn_quant_reference as rnn_ref  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 from onnx_quant_cases import (  # noqa: E402
     QDQ_CONV_CASES,
@@ -160,18 +161,48 @@ def test_quantize_linear_of_nan_is_lowest(dtype):
     assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
 
 
-@pytest.mark.parametrize("per_channel, w_dtype, direction",
-                         [(False, "int8", "forward"), (True, "uint8", "bidirectional")])
-def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
-    """quantize_dynamic's LSTM: the float LSTM over its weights dequantized at import (equal to
-    ORT's LSTM over them; within the rounding of ORT's own DynamicQuantizeLSTM)."""
-    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction)
-    outs = _run(_build(from_onnx(qmodel, shape_dict={"x": feeds["x"].shape})), feeds)
-    for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
+def _matmul_out_dtypes(mod) -> list[str]:
+    """The out_dtype of each R.matmul of the printed module (float32 where not given)."""
+    lines = [line for line in mod.script().splitlines() if "R.matmul(" in line]
+    return ["int32" if 'out_dtype="int32"' in line else "float32" for line in lines]
+
+
+@pytest.mark.parametrize("per_channel, w_dtype, direction, batch",
+                         [(False, "int8", "forward", 2), (True, "uint8", "bidirectional", 3)])
+def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
+    """quantize_dynamic's LSTM. On VNNI it runs as ORT runs it: the input and each step's
+    state quantized at run time, int32 matmuls (the input's, then one a step after the
+    first), equal within float rounding to ORT's one-thread run and to the numpy run of that
+    arithmetic (``onnx_rnn_quant_reference``); elsewhere the float LSTM over its weights
+    dequantized, equal to ORT's LSTM over them."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction,
+                                                        batch=batch)
+    mod = from_onnx(qmodel, shape_dict={"x": feeds["x"].shape})
+    seq, dirs = feeds["x"].shape[0], 2 if direction == "bidirectional" else 1
+    vnni = conv_vnni.available()
+    assert _matmul_out_dtypes(mod) == ["int32" if vnni else "float32"] * (seq * dirs)
+    weights = {line.split("R.matmul(")[1].split(",")[1] for line in mod.script().splitlines()
+               if "R.matmul(" in line}
+    assert len(weights) == 2 * dirs  # one constant per weight and direction, every step's
+    outs = _run(_build(mod), feeds)
+    wants = [rnn_ref.from_model(qmodel, feeds["x"]), rnn_ref.ort_one_thread(qmodel, feeds)] \
+        if vnni else [_ort(fmodel, feeds)]
+    for want in wants:
+        for got, w in zip(outs, want, strict=True):
+            np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-6)
+
+
+def test_dynamic_quantize_lstm_sequence_lens():
+    """Sequence lengths shorter than the input: the float LSTM over the dequantized weights
+    (ORT's masked steps quantize states this one does not hold), equal to ORT's LSTM."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(False, "int8", "forward")
+    lens = np.array([4, 6], "int32")
+    mod = from_onnx(rnn_ref.with_sequence_lens(qmodel, lens), shape_dict={"x": feeds["x"].shape})
+    assert set(_matmul_out_dtypes(mod)) == {"float32"}
+    outs = _run(_build(mod), feeds)
+    for got, want in zip(outs, _ort(rnn_ref.with_sequence_lens(fmodel, lens), feeds),
+                         strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    if direction != "bidirectional":  # (ORT's own reverse half of a bidirectional one strays
-        for got, want in zip(outs, _ort(qmodel, feeds), strict=True):  # 0.1 from its LSTM's)
-            assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
 
 
 def test_dynamic_quantize_lstm_needs_constant_weights():

@@ -16,6 +16,7 @@ ort = pytest.importorskip("onnxruntime", reason="reference outputs come from onn
 
 import onnx_finite_cases as finite_cases  # noqa: E402
 import onnx_quant_cases as cases  # noqa: E402
+import onnx_rnn_quant_reference as rnn_ref  # noqa: E402
 from frontend_models import build_and_run  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 from onnx_quant_cases import QDQ_CONV_CASES, QDQ_DEPTHWISE_CASES, qdq_conv  # noqa: E402
@@ -82,21 +83,78 @@ def test_quantize_linear_of_nan_is_lowest(dtype):
     assert out[0] == np.iinfo(dtype).min and out[1] == np.iinfo(dtype).max
 
 
-@pytest.mark.parametrize("per_channel, w_dtype, direction",
-                         [(False, "int8", "forward"), (True, "int8", "bidirectional"),
-                          (True, "uint8", "reverse")])
-def test_dynamic_quantize_lstm(per_channel, w_dtype, direction):
-    """quantize_dynamic's LSTM: the float LSTM over its weights dequantized at import, equal to
-    ORT's LSTM over the same weights, and within the rounding of ORT's run-time quantization
-    of the input and state of its own DynamicQuantizeLSTM."""
-    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction)
+@pytest.mark.parametrize("per_channel, w_dtype, direction, batch",
+                         [(False, "int8", "forward", 2), (True, "int8", "bidirectional", 3),
+                          (True, "uint8", "reverse", 1)])
+def test_dynamic_quantize_lstm(per_channel, w_dtype, direction, batch):
+    """quantize_dynamic's LSTM. On VNNI it runs as ORT runs it: the input and each step's
+    state quantized at run time, int32 products (the input's, then one a step after the
+    first), equal within float rounding to ORT's one-thread run and to the numpy run of that
+    arithmetic (``onnx_rnn_quant_reference``); elsewhere the float LSTM over its weights
+    dequantized, equal to ORT's LSTM over them."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(per_channel, w_dtype, direction,
+                                                        batch=batch)
     mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    denses = _acc_dtypes(mod, "nn.dense")
+    outs = build_and_run(mod, params, feeds)
+    seq, dirs = feeds["x"].shape[0], 2 if direction == "bidirectional" else 1
+    if conv_vnni.available():
+        assert denses == ["int32"] * (seq * dirs)
+        weights = set()  # one constant per weight and direction, read by every step
+        post_order_visit(mod["main"].body, lambda e: weights.add(e.args[1]) if isinstance(
+            e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
+        assert len(weights) == 2 * dirs
+        wants = [rnn_ref.from_model(qmodel, feeds["x"]), rnn_ref.ort_one_thread(qmodel, feeds)]
+    else:
+        assert denses == ["float32"] * (seq * dirs)
+        wants = [_ort(fmodel, feeds)]
+    for want in wants:
+        for got, w in zip(outs, want, strict=True):
+            np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-6)
+
+
+def test_dynamic_quantize_lstm_without_vnni(monkeypatch):
+    """Where the host has no VNNI the LSTM is the float one over the dequantized weights:
+    float products, ORT's LSTM over those weights."""
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(True, "uint8", "forward")
+    mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    assert set(_acc_dtypes(mod, "nn.dense")) == {"float32"}
     outs = build_and_run(mod, params, feeds)
     for got, want in zip(outs, _ort(fmodel, feeds), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    if direction != "bidirectional":  # (ORT's own reverse half of a bidirectional one strays
-        for got, want in zip(outs, _ort(qmodel, feeds), strict=True):  # 0.1 from its LSTM's)
-            assert np.abs(got - want).max() < 0.05  # (outputs in (-1, 1))
+
+
+def test_dynamic_quantize_lstm_states():
+    """Initial states, peepholes and clip around the run-time quantized products: ORT's
+    one-thread DynamicQuantizeLSTM within float rounding (its first step's product is that
+    of the quantized initial state)."""
+    qmodel, _, feeds = cases.dynamic_quantize_lstm(True, "int8", "bidirectional", batch=3)
+    qmodel = rnn_ref.with_states(qmodel, np.random.default_rng(5), clip=2.5)
+    mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    outs = build_and_run(mod, params, feeds)
+    for got, want in zip(outs, rnn_ref.ort_one_thread(qmodel, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+
+
+def test_dynamic_quantize_lstm_sequence_lens():
+    """With sequence lengths known and all full the run-time quantized LSTM stays; with
+    shorter ones it is the float LSTM over the dequantized weights (ORT's masked steps
+    quantize states this one does not hold), equal to ORT's LSTM over them."""
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(False, "int8", "forward")
+    full = np.full(feeds["x"].shape[1], feeds["x"].shape[0], "int32")
+    mod, _ = relay.frontend.from_onnx(rnn_ref.with_sequence_lens(qmodel, full),
+                                      shape={"x": feeds["x"].shape})
+    assert set(_acc_dtypes(mod, "nn.dense")) == {"int32" if conv_vnni.available() else
+                                                 "float32"}
+    lens = np.array([4, 6], "int32")
+    mod, params = relay.frontend.from_onnx(rnn_ref.with_sequence_lens(qmodel, lens),
+                                           shape={"x": feeds["x"].shape})
+    assert set(_acc_dtypes(mod, "nn.dense")) == {"float32"}
+    outs = build_and_run(mod, params, feeds)
+    for got, want in zip(outs, _ort(rnn_ref.with_sequence_lens(fmodel, lens), feeds),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import dequantized_lstm_weight
+from ....frontend_common.onnx_quant import dequantized_lstm_weight, dynamic_quantized_lstm_weights
 from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unary_op, unroll
 from ... import op as _op
 from ...expr import TupleGetItem, const
@@ -28,6 +28,21 @@ class RelaxRecurrentOps:
     def __init__(self, ctx: Context, dtype: str):
         self.ctx = ctx
         self.dtype = dtype
+        # id(weight) -> (the weight, its constants): a numpy weight's transpose, a
+        # DynamicQuantWeight's set (the weight kept so that its id is not reused)
+        self._consts: dict[int, tuple] = {}
+
+    def _weight_consts(self, w):
+        """One set of constants per weight, every step reading it: (weight, column sums,
+        row-sum weight or None, scale). (A constant a step would be a copy a step.)"""
+        got = self._consts.get(id(w))
+        if got is None:
+            plan = w.plan
+            got = self._consts[id(w)] = (
+                w, const(plan.weight), const(plan.column_sums),
+                None if plan.row_sum_weight is None else const(plan.row_sum_weight),
+                const(w.scale))
+        return got[1:]
 
     def _e(self, v):
         return self.ctx.expr(v)
@@ -61,7 +76,13 @@ class RelaxRecurrentOps:
     def dense(self, x, w):
         if _numeric(x) and _numeric(w):
             return (x @ w.T).astype(self.dtype)
-        wt = np.ascontiguousarray(w.T) if _numeric(w) else _op.permute_dims(self._e(w))
+        if _numeric(w):  # one transposed constant per weight, every step reading it
+            got = self._consts.get(id(w))
+            if got is None:
+                got = self._consts[id(w)] = (w, const(np.ascontiguousarray(w.T)))
+            wt = got[1]
+        else:
+            wt = _op.permute_dims(self._e(w))
         return self.ctx.emit(_op.matmul(self._e(x), self._e(wt)))
 
     def reshape(self, x, shape):
@@ -140,11 +161,35 @@ class RelaxRecurrentOps:
         t_ = const(np.array(t, self.ctx.dtype(lens)))
         return self.ctx.emit(_op.expand_dims(self.ctx.emit(_op.less(t_, self._e(lens))), 1))
 
+    def dynamic_quantized_dense(self, x, w):
+        """``DynamicQuantWeight``'s product: ``x`` quantized to uint8 over its range with 0
+        (as ``DynamicQuantizeLinear``), the int32 VNNI matmul less the zero point's shares
+        (``MatmulVnniPlan``), scaled by ``s_x * w.scale``."""
+        def f(v):
+            return const(np.array(v, "float32"))
+
+        emit, x = self.ctx.emit, self._e(x)
+        weight, column_sums, row_sum_weight, w_scale = self._weight_consts(w)
+        lo = emit(_op.minimum(_op.min(x), f(0)))
+        hi = emit(_op.maximum(_op.max(x), f(0)))
+        scale = emit(_op.divide(_op.subtract(hi, lo), f(255)))
+        scale = emit(_op.where(_op.equal(scale, f(0)), f(1), scale))
+        zp = emit(_op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0))
+        q = emit(_op.astype(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
+                            "uint8"))
+        y = emit(_op.matmul(q, weight, out_dtype="int32"))
+        if row_sum_weight is not None:
+            sums = emit(_op.sum(_op.astype(q, "int32"), axis=[-1], keepdims=True))
+            y = emit(_op.subtract(y, _op.multiply(sums, row_sum_weight)))
+        y = emit(_op.subtract(y, _op.multiply(_op.astype(zp, "int32"), column_sums)))
+        return emit(_op.multiply(_op.astype(y, "float32"), _op.multiply(scale, w_scale)))
+
 
 def _recurrent(kind: str):
-    def convert(ctx: Context, ins, attrs):
+    def convert(ctx: Context, ins, attrs, directions: int | None = None):
         x, w, r, b, lens, h0, c0, p = recurrent_inputs(kind, ins)
-        spec = parse_spec(kind, attrs, ctx.shape(w)[0], ctx.fail)
+        spec = parse_spec(kind, attrs, ctx.shape(w)[0] if directions is None else directions,
+                          ctx.fail)
         seq = ctx.shape(x)[1 if spec.layout else 0]
         if not isinstance(seq, int):
             raise ctx.fail(f"the recurrent input needs a static sequence length (it is "
@@ -162,15 +207,25 @@ def _recurrent(kind: str):
 
 for _kind in ("RNN", "GRU", "LSTM"):
     register(_kind)(_recurrent(_kind))
+_lstm = _recurrent("LSTM")  # (called with the weights' directions when they are not tensors)
 
 
 @register("com.microsoft.DynamicQuantizeLSTM")
 def _dynamic_quantize_lstm(ctx: Context, ins, attrs):
     """What quantize_dynamic makes of an LSTM: its 8-bit weights (transposed) with their
-    scales and zero points, dequantized at import (``onnx_quant.dequantized_lstm_weight``),
-    then the float LSTM."""
+    scales and zero points. On VNNI, run as onnxruntime runs it: the input and each step's
+    state quantized at run time, int32 products (``onnx_quant.DynamicQuantWeight``); elsewhere,
+    or with ``sequence_lens`` not all full, the float LSTM over the weights dequantized at
+    import (``onnx_quant.dequantized_lstm_weight``)."""
     ins = list(ins) + [None] * (12 - len(ins))
-    w, r = (dequantized_lstm_weight(ctx.known(ins[i]), ctx.known(ins[s]), ctx.known(ins[s + 1]),
-                                    what, ctx.fail)
-            for i, s, what in ((1, 8, "W"), (2, 10, "R")))
+    weights = [(ctx.known(ins[i]), ctx.known(ins[s]), ctx.known(ins[s + 1]), what)
+               for i, s, what in ((1, 8, "W"), (2, 10, "R"))]
+    lens = ctx.known(ins[4]) if ins[4] is not None else None
+    seq = ctx.shape(ins[0])[1 if attrs.get("layout", 0) else 0]
+    if ctx.dtype(ins[0]) == "float32" and (ins[4] is None or (
+            lens is not None and lens.dtype != object and (lens == seq).all())):
+        quant = [dynamic_quantized_lstm_weights(*a, ctx.fail) for a in weights]
+        if all(q is not None for q in quant):
+            return _lstm(ctx, [ins[0], *quant, *ins[3:8]], attrs, ctx.shape(ins[1])[0])
+    w, r = (dequantized_lstm_weight(*a, ctx.fail) for a in weights)
     return CONVERTERS["LSTM"](ctx, [ins[0], w, r, *ins[3:8]], attrs)
