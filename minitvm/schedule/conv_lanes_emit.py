@@ -68,7 +68,7 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     filter columns read only padding (``row_segments``) the tiles follow the output rows and
     skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
     g = lanes.geometry(t)
-    g = lanes.with_knobs(g, _knobs(ctx.options, t) if g["groups"] == 1 else None)
+    g = lanes.with_knobs(g, _knobs(ctx.options, t))
     if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
         g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
