@@ -108,6 +108,29 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.SERIAL, body)])
 
 
+def pack_at_run_time(ctx, t, w):
+    """(statement, buffer): conv ``t``'s weight ``w`` (``[O, C, KH, KW]``, computed in the
+    graph: a hypernetwork's dynamic conv) packed per call into ``packed_weight``'s layout
+    ``[O/16, C, KH, KW, 16]`` (zeros past the real output channels), so that a grouped conv
+    of a computed weight runs each group as a dense conv on channel lanes as a constant one
+    does. The copy is the weight's size, small beside the conv (2 groups of 32 at 32x32: 18 K
+    floats for 19 M multiply-adds)."""
+    g = lanes.geometry(t)
+    shape = (g["o"] // lanes.LANES, g["c"], g["kh"], g["kw"], lanes.LANES)
+    wp = ctx.temp(shape, "float32", "cl_wpack")
+    ob, ci, ky, kx, ll = (ctx.fresh(n) for n in ("wo", "wc", "wy", "wx", "wl"))
+    o = ob * lanes.LANES + ll
+    value = w[o, ci, ky, kx]
+    if g["real_o"] != g["o"]:  # (the zero channels of the last tile)
+        value = E.Select(E.LT(o, g["real_o"]), w[E.Min(o, g["real_o"] - 1), ci, ky, kx],
+                         E.FloatImm("float32", 0.0))
+    body = S.For(ll, 0, lanes.LANES, S.ForKind.SERIAL, S.BufferStore(wp, value,
+                                                                     [ob, ci, ky, kx, ll]))
+    for v, n in ((kx, g["kw"]), (ky, g["kh"]), (ci, g["c"]), (ob, shape[0])):
+        body = S.For(v, 0, n, S.ForKind.SERIAL, body)
+    return body, wp
+
+
 def _pixel_offsets(ctx, g):
     """(table, fill): ``table[p]``, the padded-input offset of output pixel ``p`` at tap (0, 0)
     of channel 0 (in ``_pack``'s copy for ``row_segments``' tiles), filled once per call so
