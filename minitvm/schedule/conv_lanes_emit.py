@@ -121,8 +121,10 @@ def pack_at_run_time(ctx, t, w):
     ob, ci, ky, kx, ll = (ctx.fresh(n) for n in ("wo", "wc", "wy", "wx", "wl"))
     o = ob * lanes.LANES + ll
     value = w[o, ci, ky, kx]
-    if g["real_o"] != g["o"]:  # (the zero channels of the last tile)
-        value = E.Select(E.LT(o, g["real_o"]), w[E.Min(o, g["real_o"] - 1), ci, ky, kx],
+    if g["real_o"] != g["o"]:  # (the zero channels of the last tile, or of each group's)
+        og, real = g["og"], g["real_og"]
+        gi, local = E.FloorDiv(o, og), E.FloorMod(o, og)
+        value = E.Select(E.LT(local, real), w[gi * real + E.Min(local, real - 1), ci, ky, kx],
                          E.FloatImm("float32", 0.0))
     body = S.For(ll, 0, lanes.LANES, S.ForKind.SERIAL, S.BufferStore(wp, value,
                                                                      [ob, ci, ky, kx, ll]))
