@@ -172,6 +172,17 @@ NARROW_WEIGHT = 0.85
 # 0.145 (0.163), 512 g32 0.250 / 0.282 (0.307); 32 a group at 14x14, 256 g8 0.251 / 0.211
 # (0.267); 64 at 14x14, 512 g8 1.026 / 0.729 (1.145)
 GROUPED_NARROW_CHANNELS = 32
+# a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
+# groups) has the weight transformed per call (``transform_at_run_time``, scalar code: about
+# 130 multiply-adds and a2 scattered stores a filter) on planes of at least
+# RUN_TIME_MIN_PIXELS output pixels; on smaller ones the transform costs what it saves, and the
+# conv runs on channel lanes, the weight packed per call. A dense one keeps the direct conv.
+# Zen 4, one thread, conv + relu, the weight an input times a constant, ms, channel lanes /
+# Winograd here / split into dense direct convs (``SplitGroupedConv``) (ONNX Runtime): 2 groups
+# of 32 at 32x32 0.503 / 0.269 / 0.349 (0.510), 3 of 32 at 32x32 0.763 / 0.431 / 0.549 (0.872);
+# 4 of 32 at 28x28 0.540 / 0.585 (0.875), 2 of 64 at 16x16 0.363 / 0.791 / 0.376 (0.472)
+RUN_TIME_WEIGHTS = True
+RUN_TIME_MIN_PIXELS = 1024
 GROUPED_NARROW_MIN_PIXELS = 576
 # (Tried: the narrow tile for convs of at most 16 input channels whose band at ``NR`` holds
 # over ``BAND_BYTES`` of V and M together and at ``NARROW_NR`` does not (``band_rows`` bounds V
@@ -363,14 +374,54 @@ def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing conv ``t`` (and its fused epilogue, when the lowering driver names
     one in ``ctx.epilogues``) into ``out``."""
+    g = geometry(t, _knobs(ctx.options, t))
+    shape = [g["n"], g["o"], g["oh"], g["ow"]]
+    if id(t) not in ctx.packed and g["groups"] > 1 and RUN_TIME_WEIGHTS and \
+            g["oh"] * g["ow"] >= RUN_TIME_MIN_PIXELS:
+        pre, u = transform_at_run_time(ctx, g, ctx.buf[id(t.op.attrs["operands"][1])])
+        return S.SeqStmt([pre, emit_with_epilogue(
+            ctx, t, out, bodies, lambda buf, epi: _emit(ctx, g, t, buf, epi, u), shape)])
     if id(t) not in ctx.packed:  # the weights transformed per call would cost more
         from .lower import _emit_gemm, _emit_grouped  # (lower imports this module)
 
-        return (_emit_gemm if int(t.op.attrs["groups"]) == 1 else _emit_grouped)(
-            ctx, t, out, bodies)
-    g = geometry(t, _knobs(ctx.options, t))
+        return (_emit_gemm if g["groups"] == 1 else _emit_grouped)(ctx, t, out, bodies)
     return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, g, t, buf, epi),
-                              [g["n"], g["o"], g["oh"], g["ow"]])
+                              shape)
+
+
+def transform_at_run_time(ctx, g, w):
+    """(statement, buffer): ``U = G g G^T`` of a weight ``w`` (``[O, C, 3, 3]``) the graph
+    computes, per call, into ``PackWeight``'s layout: ``G g`` of each filter into a local
+    ``a x 3``, then its ``a x a`` values, each stored at its place in ``U[xi]`` (zero
+    coefficients skipped). A grouped conv of a computed weight (a hypernetwork's dynamic conv,
+    its batch as groups) then runs as Winograd convs as a constant one does."""
+    gm = MATRICES[g["m"]][1]
+    alpha, c, og = g["alpha"], g["c"], g["og"]
+    u = ctx.temp((alpha * alpha, g["o"] * c), "float32", "wg_u")
+    parts = []
+    for start, rows, count in row_tiles(og):
+        def filt(gi, k, ci, ii, start=start, rows=rows):
+            first = start + k * rows if gi is None else gi * og + (start + k * rows)
+            o, pos = first + ii, first * c + ci * rows + ii
+            f = decl_buffer((9,), "float32", "wg_f", scope="local")
+            tt = decl_buffer((alpha * 3,), "float32", "wg_gf", scope="local")
+            loads = [S.BufferStore(f, w[o, ci, r, q], [r * 3 + q])
+                     for r in range(3) for q in range(3)]
+            gf = [S.BufferStore(tt, _combine([(gm[i][r], f[r * 3 + q]) for r in range(3)]),
+                                [i * 3 + q]) for i in range(alpha) for q in range(3)]
+            us = [S.BufferStore(u, _combine([(gm[j][q], tt[i * 3 + q]) for q in range(3)]),
+                                [i * alpha + j, pos]) for i in range(alpha)
+                  for j in range(alpha)]
+            return _allocated(f, _allocated(tt, _seq(loads + gf + us)))
+
+        def one(gi, filt=filt, rows=rows, count=count):
+            return _loop(ctx, "uk", count, S.ForKind.SERIAL, lambda k: _loop(
+                ctx, "uc", c, S.ForKind.SERIAL, lambda ci: _loop(
+                    ctx, "ui", rows, S.ForKind.SERIAL, lambda ii: filt(gi, k, ci, ii))))
+
+        parts.append(one(None) if g["groups"] == 1 else
+                     _loop(ctx, "ug", g["groups"], S.ForKind.SERIAL, one))
+    return _seq(parts), u
 
 
 def _seq(parts) -> S.Stmt:
@@ -426,8 +477,11 @@ def _over_chunks(ctx, g, fbody) -> S.Stmt:
         tx0, E.Min(k * lx, _i(tw - lx)), fbody(tx0, lx)))
 
 
-def _emit(ctx, g, t, out, epi) -> S.Stmt:
+def _emit(ctx, g, t, out, epi, u=None) -> S.Stmt:
+    """The bands of conv ``t`` into ``out`` from its packed ``U`` (the prepacked weight, or
+    ``u`` transformed per call)."""
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    w = w if u is None else u
     xf = ctx.flat_view(x)
     # few bands (a small plane): the channel loops inside a band run on the pool instead
     inner = g["parallel"] and g["n"] * g["bands"] < INNER_PARALLEL_BELOW

@@ -107,9 +107,24 @@ def test_grouped_winograd_is_the_default_for_wide_groups():
     _check(lib, inputs, want, 5e-5)
 
 
-def test_grouped_winograd_computed_weight_runs_on_channel_lanes():
-    """Winograd transforms a constant weight at build time; computed in the graph, the
-    weight is packed per call for channel lanes instead."""
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("shape,o,groups", [
+    ((2, 34, 32, 32), 40, 2),  # 17 in, 20 out a group, batch 2
+    ((1, 96, 32, 36), 96, 3),
+])
+def test_grouped_winograd_of_a_computed_weight(shape, o, groups, m):
+    """A weight computed in the graph is transformed per call (``transform_at_run_time``) on
+    a plane of at least ``RUN_TIME_MIN_PIXELS`` pixels."""
+    mod, inputs, want = _relay_conv(shape, o, groups, epi="residual_relu", dynamic=True)
+    lib = _build(mod, _forced(mod, impl="winograd", wino_m=m))
+    names = _conv_names(lib)
+    assert _schedule(names) == "winograd" and "wg_u" in names
+    _check(lib, inputs, want, 1e-5 if m == 2 else 5e-5)
+
+
+def test_grouped_winograd_computed_weight_small_plane_runs_on_channel_lanes():
+    """On a smaller plane the transform per call would cost what it saves: the weight is
+    packed per call for channel lanes instead."""
     mod, inputs, want = _relay_conv((1, 64, 16, 16), 64, 2, dynamic=True)
     lib = _build(mod, _forced(mod, impl="winograd", wino_m=2))
     names = _conv_names(lib)
