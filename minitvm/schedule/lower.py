@@ -188,11 +188,11 @@ def _emit_grouped(ctx, t, buf, bodies):
     """A grouped conv on ``conv_lanes`` (its weight prepacked, or packed per call where the
     graph computes it), else on the depthwise schedule or the GEMM's."""
     packed = id(t) in ctx.packed
+    if not packed and depthwise.supported(t):
+        return depthwise.emit(ctx, t, buf, bodies)
     if not packed and conv_lanes.grouped_supported(t, ctx.options):
         pack, wp = conv_lanes_emit.pack_at_run_time(ctx, t, ctx.buf[id(t.op.attrs["operands"][1])])
         return S.SeqStmt([pack, _emit_grouped_lanes(ctx, t, buf, bodies, wp)])
-    if not packed and depthwise.supported(t):
-        return depthwise.emit(ctx, t, buf, bodies)
     if not packed:  # the GEMM's im2col, then the epilogue in a pass of its own
         operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
         u = ctx.epilogues.get(id(t))
@@ -215,8 +215,17 @@ def _emit_grouped_lanes(ctx, t, buf, bodies, wp):
     return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
 
 
-_GROUPED = Rule("grouped conv, channel lanes", "grouped", conv_lanes.grouped_supported,
-                _emit_grouped, epilogue=True)
+def _grouped_supported(t, options=None) -> bool:
+    """``conv_lanes.grouped_supported``, but groups padded to whole 16-channel tiles that
+    depthwise's schedule also takes (few taps, few outputs a group) stay there."""
+    if not conv_lanes.grouped_supported(t, options):
+        return False
+    g = conv_lanes.geometry(t)
+    return g["real_og"] == g["og"] or not depthwise.supported(t)
+
+
+_GROUPED = Rule("grouped conv, channel lanes", "grouped", _grouped_supported, _emit_grouped,
+                epilogue=True)
 _VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
              epilogue=True)
 _VNNI_GEMM = Rule("dense uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported, gemm_vnni.emit,

@@ -132,13 +132,15 @@ def test_grouped_winograd_computed_weight_small_plane_runs_on_channel_lanes():
     _check(lib, inputs, want, 1e-5)
 
 
-LANES_CASES = [  # (input shape, output channels, groups, strides, pads, dilation, epilogue)
+# (input shape, output channels, groups, strides, pads, dilation, epilogue); at least 160 taps
+# a group (fewer: depthwise's schedule, with a computed weight or padded groups)
+LANES_CASES = [
     ((1, 192, 28, 28), 192, 8, (2, 2), (1, 1), (1, 1), "bias_relu"),  # 24 a group: padded
     ((2, 96, 14, 14), 120, 4, (1, 1), (1, 1), (1, 1), "residual_relu"),  # 24 in, 30 out
     ((1, 240, 7, 7), 240, 10, (1, 1), (1, 1), (1, 1), "bias_relu"),  # 7x7: no Winograd
     ((1, 80, 9, 9), 40, 2, (2, 2), (0, 0), (1, 1), "none"),  # 20 out a group, stride 2
-    ((1, 52, 15, 15), 104, 4, (1, 1), (2, 2), (2, 2), "bias_relu"),  # 13 in, 26 out, dilated
-    ((2, 64, 12, 12), 64, 4, (2, 2), (1, 1), (1, 1), "residual_relu"),  # 16s, batch 2
+    ((1, 76, 15, 15), 104, 4, (1, 1), (2, 2), (2, 2), "bias_relu"),  # 19 in, 26 out, dilated
+    ((2, 128, 12, 12), 64, 4, (2, 2), (1, 1), (1, 1), "residual_relu"),  # 32 in, 16, batch 2
 ]
 
 
