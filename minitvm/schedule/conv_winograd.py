@@ -178,9 +178,11 @@ GROUPED_NARROW_CHANNELS = 32
 # RUN_TIME_MIN_PIXELS output pixels; on smaller ones the transform costs what it saves, and the
 # conv runs on channel lanes, the weight packed per call. A dense one keeps the direct conv.
 # Zen 4, one thread, conv + relu, the weight an input times a constant, ms, channel lanes /
-# Winograd here / split into dense direct convs (``SplitGroupedConv``) (ONNX Runtime): 2 groups
-# of 32 at 32x32 0.503 / 0.269 / 0.349 (0.510), 3 of 32 at 32x32 0.763 / 0.431 / 0.549 (0.872);
-# 4 of 32 at 28x28 0.540 / 0.585 (0.875), 2 of 64 at 16x16 0.363 / 0.791 / 0.376 (0.472)
+# Winograd here / split into dense direct convs (the SplitGroupedConv pass this replaced)
+# (ONNX Runtime): 2 groups of 32 at 32x32 0.503 / 0.269 / 0.349 (0.510), 3 of 32 at 32x32
+# 0.763 / 0.431 / 0.549 (0.872), 2 of 32 at 56x56 - / 0.676 / 1.210 (1.570); 4 of 32 at
+# 28x28 0.540 / 0.585 (0.875), 2 of 64 at 16x16 0.363 / 0.791 / 0.376 (0.472). (Stride 2, on
+# channel lanes: 2 of 64 to 14x14 0.276, split 0.424, ORT 0.425.)
 RUN_TIME_WEIGHTS = True
 RUN_TIME_MIN_PIXELS = 1024
 GROUPED_NARROW_MIN_PIXELS = 576

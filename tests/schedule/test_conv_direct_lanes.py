@@ -279,8 +279,7 @@ def test_grouped_conv_on_channel_lanes(shape, o, groups, k, strides, epi, rng):
             args.append(w)
             inputs["w"] = wv
         y, expect = _epilogue(y, want, epi, bias, args, inputs, rng)
-        # SplitGroupedConv off: the grouped conv built as itself, for its schedule
-        with tvm.transform.PassContext(opt_level=3, disabled_pass=["SplitGroupedConv"]):
+        with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
         assert _uses_lanes(_conv_kernel(lib)) == (LANES_ON and (constant or not few_taps))
         m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))

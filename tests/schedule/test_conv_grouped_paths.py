@@ -56,9 +56,7 @@ def _relay_conv(shape, o, groups, strides=(1, 1), pads=(1, 1), dil=(1, 1), epi="
 
 def _build(mod, table=None):
     kernel_cache.clear_cache()
-    # SplitGroupedConv off: the grouped conv is built as itself
-    with knobs.use_knobs(table), tvm.transform.PassContext(
-            opt_level=3, disabled_pass=["SplitGroupedConv"]):
+    with knobs.use_knobs(table), tvm.transform.PassContext(opt_level=3):
         return relay.build(mod, target="llvm")
 
 
