@@ -228,3 +228,33 @@ def test_relax_builds_take_the_grouped_paths(groups, cg, og, hw, stride, want):
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(a)).numpy()
     scale = np.max(np.abs(ref))
     np.testing.assert_allclose(got / scale, ref / scale, rtol=0, atol=5e-5)
+
+
+def test_relax_grouped_conv_of_a_computed_weight():
+    """A hypernetwork's dynamic conv in Relax (the weight a constant times an input, its
+    groups 2 of 32 at 32x32): Winograd with the weight transformed per call."""
+    rng = np.random.default_rng(7)
+    groups, cg, hw = 2, 32, 32
+    c = groups * cg
+    wt = rng.standard_normal((c, cg, 3, 3)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo([1, c, hw, hw], "float32"))
+    s = relax.Var("s", relax.TensorStructInfo([c, 1, 1, 1], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, s]):
+        with bb.dataflow():
+            w = bb.emit(relax.op.multiply(relax.const(wt), s))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(
+                x, w, padding=1, groups=groups))))
+        bb.emit_func_output(gv)
+    kernel_cache.clear_cache()
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(bb.get(), "llvm")
+    (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
+    names = _buffers(rec.prim_func)
+    assert _schedule(names) == "winograd" and "wg_u" in names
+    a = rng.standard_normal((1, c, hw, hw)).astype("float32")
+    sv = (rng.random((c, 1, 1, 1)) + 0.5).astype("float32")
+    ref = np.maximum(grouped_conv_ref(a, wt * sv, groups, (1, 1), (1,) * 4), 0)
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(a), tvm.nd.array(sv)).numpy()
+    scale = np.max(np.abs(ref))
+    np.testing.assert_allclose(got / scale, ref / scale, rtol=0, atol=5e-5)
