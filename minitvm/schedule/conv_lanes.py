@@ -1,5 +1,7 @@
-"""conv2d (NCHW, groups 1, a filter wider than 1x1) with the output channels in the vector
-lanes, for constant (prepacked) weights (written for AVX2; AVX-512 runs tiles twice as wide).
+"""conv2d (NCHW, a filter wider than 1x1; grouped convs as their groups side by side) with the
+output channels in the vector lanes, for constant (prepacked) weights, or a grouped conv's
+computed weight packed per call (``conv_lanes_emit.pack_at_run_time``) (written for AVX2;
+AVX-512 runs tiles twice as wide).
 
 ``conv_direct`` puts 16 flattened output pixels in the lanes of each accumulator and pays for
 it at the edges: the pixels of a ``Wq``-wide grid include ``Wq - OW`` padding columns (2 of 16

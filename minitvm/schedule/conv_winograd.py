@@ -1,4 +1,6 @@
-"""conv2d 3x3, stride 1 (NCHW, groups 1, constant weights) by Winograd's minimal filtering.
+"""conv2d 3x3, stride 1 (NCHW, constant weights) by Winograd's minimal filtering; a grouped
+conv as its groups' dense convs in turn, its weight also computed in the graph (transformed
+per call, ``transform_at_run_time``).
 
 F(m x m, 3 x 3) (Lavin and Gray, 2015) computes an ``m x m`` block of outputs from an
 ``a x a`` input tile (``a = m + 2``) as ``Y = A^T [(G g G^T) * (B^T d B)] A``: per tile and
