@@ -165,15 +165,20 @@ MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
 # A grouped conv's groups of fewer input channels than this (RegNet's 16, ResNeXt 32x4d's 16
-# at 14x14) take F(2x2) by default, and only on planes of at least GROUPED_NARROW_MIN_PIXELS
-# output pixels: the transforms, per input and output channel, weigh more against a group's
-# short GEMMs (``c`` long) than against a dense conv's. Zen 4, one thread, conv + bias + relu,
-# ms, conv_lanes / F(2x2) / F(4x4) (ONNX Runtime): 16 channels a group, 48 g3 at 56x56 0.395
-# / 0.292 / 0.297 (0.443), 96 g6 at 28x28 0.190 / 0.160 / 0.192 (0.248), 128 g8 at 28x28
-# 0.254 / 0.214 / 0.254 (0.311), at 14x14 208 g13 0.101 / 0.113 (0.132), 256 g16 0.123 /
-# 0.145 (0.163), 512 g32 0.250 / 0.282 (0.307); 32 a group at 14x14, 256 g8 0.251 / 0.211
-# (0.267); 64 at 14x14, 512 g8 1.026 / 0.729 (1.145)
+# at 14x14) take F(2x2) by default, and only where ``default_choice``'s gain is at least
+# GROUPED_NARROW_MIN_GAIN (a share of computed tiles that are the plane's of 7/8 or more):
+# the transforms, per input and output channel, weigh more against a group's short GEMMs
+# (``c`` long) than against a dense conv's, and so do the tiles computed past the plane. Zen 4,
+# one thread, conv + bias + relu, ms, conv_lanes / F(2x2) / F(4x4) (ONNX Runtime), 16 channels
+# a group, F(2x2)'s gain: won, 48 g3 at 56x56 0.395 / 0.292 / 0.297 (0.443) 2.25, 96 g6 at
+# 28x28 0.190 / 0.160 / 0.192 (0.248) 1.97, 128 g8 at 28x28 0.254 / 0.214 / 0.254 (0.311)
+# 1.97, at 32x32 0.358 / 0.232 (0.388) 2.25, at 24x24 0.186 / 0.144 (0.238) 2.25, at 16x16
+# 0.084 / 0.061 (0.108) 2.25, 160 g10 at 20x20 0.161 / 0.153, 0.160 / 0.140 (0.196) 2.01;
+# lost, 144 g9 at 18x18 0.115 / 0.120 (0.161) 1.90, at 14x14 (1.72) 208 g13 0.101 / 0.113
+# (0.132), 256 g16 0.123 / 0.145 (0.163), 512 g32 0.250 / 0.282 (0.307). 32 a group at
+# 14x14, 256 g8 0.251 / 0.211 (0.267); 64 at 14x14, 512 g8 1.026 / 0.729 (1.145)
 GROUPED_NARROW_CHANNELS = 32
+GROUPED_NARROW_MIN_GAIN = 1.95
 # a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
 # groups) has the weight transformed per call (``transform_at_run_time``, scalar code: about
 # 130 multiply-adds and a2 scattered stores a filter) on planes of at least
@@ -187,7 +192,6 @@ GROUPED_NARROW_CHANNELS = 32
 # channel lanes: 2 of 64 to 14x14 0.276, split 0.424, ORT 0.425.)
 RUN_TIME_WEIGHTS = True
 RUN_TIME_MIN_PIXELS = 1024
-GROUPED_NARROW_MIN_PIXELS = 576
 # (Tried: the narrow tile for convs of at most 16 input channels whose band at ``NR`` holds
 # over ``BAND_BYTES`` of V and M together and at ``NARROW_NR`` does not (``band_rows`` bounds V
 # only; at 16 inputs M is the traffic). Alone, one thread, ms, 32 -> 16 wide (ONNX Runtime):
@@ -290,15 +294,14 @@ def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
     default implementation of ``t``): the largest block and ``NR``, or where ``MIN_GAIN`` is
     set for the vector ISA, ``default_choice``'s (of a grouped conv of narrow groups, F(2x2)
-    on a large plane only: ``GROUPED_NARROW_CHANNELS``)."""
+    only, at a larger gain: ``GROUPED_NARROW_CHANNELS``)."""
     sizes = block_sizes(t)
     isa = vector_isa()
     out = dict(wino_m=max(sizes, default=2), wino_nr=NR[isa])
     groups, n, c, _, _, o, _, _, oh, ow = static_grouped_conv2d_dims(t)
     narrow = groups > 1 and c < GROUPED_NARROW_CHANNELS  # (few channels a group: F(2x2))
     if narrow:
-        sizes = tuple(m for m in sizes if m == 2) if oh * ow >= GROUPED_NARROW_MIN_PIXELS \
-            else ()
+        sizes = tuple(m for m in sizes if m == 2)
     if not sizes:
         return out
     if MIN_GAIN[isa] is None:
@@ -308,7 +311,8 @@ def default_knobs(t) -> dict:
     gain, m, nr = default_choice(t, sizes)
     out.update(wino_m=m, wino_nr=nr)
     macs = n * c * o * 9 * oh * ow
-    if DEFAULT_ON and gain >= MIN_GAIN[isa] and macs >= MIN_DEFAULT_MACS[isa]:
+    least = max(MIN_GAIN[isa], GROUPED_NARROW_MIN_GAIN) if narrow else MIN_GAIN[isa]
+    if DEFAULT_ON and gain >= least and macs >= MIN_DEFAULT_MACS[isa]:
         out["impl"] = "winograd"
     return out
 

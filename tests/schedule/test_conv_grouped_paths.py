@@ -178,7 +178,9 @@ def test_grouped_geometries():
 @pytest.mark.parametrize("shape,wshape,groups,want", [
     ((1, 128, 28, 28), (128, 32, 3, 3), 4, ("winograd", 4)),  # wide groups: the dense default
     ((1, 128, 28, 28), (128, 16, 3, 3), 8, ("winograd", 2)),  # narrow groups: F(2x2)
-    ((1, 208, 14, 14), (208, 16, 3, 3), 13, ("direct", 2)),  # narrow on a small plane
+    ((1, 128, 16, 16), (128, 16, 3, 3), 8, ("winograd", 2)),  # every computed tile real
+    ((1, 144, 18, 18), (144, 16, 3, 3), 9, ("direct", 2)),  # narrow: 84% of tiles real
+    ((1, 208, 14, 14), (208, 16, 3, 3), 13, ("direct", 2)),  # narrow: 77%
 ])
 def test_grouped_winograd_default(shape, wshape, groups, want):
     t = _stage(shape, wshape, groups)
