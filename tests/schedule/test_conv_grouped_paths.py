@@ -182,7 +182,9 @@ def test_grouped_geometries():
     ((1, 144, 18, 18), (144, 16, 3, 3), 9, ("direct", 2)),  # narrow: 84% of tiles real
     ((1, 208, 14, 14), (208, 16, 3, 3), 13, ("direct", 2)),  # narrow: 77%
 ])
-def test_grouped_winograd_default(shape, wshape, groups, want):
+def test_grouped_winograd_default(monkeypatch, shape, wshape, groups, want):
+    """AVX-512's default (``default_choice``; AVX2 takes Winograd wherever it applies)."""
+    monkeypatch.setattr(conv_winograd, "vector_isa", lambda: "avx512")
     t = _stage(shape, wshape, groups)
     k = conv_winograd.default_knobs(t)
     assert (k.get("impl", "direct"), k["wino_m"]) == want
