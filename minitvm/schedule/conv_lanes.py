@@ -1,5 +1,7 @@
-"""conv2d (NCHW, groups 1, a filter wider than 1x1) with the output channels in the vector
-lanes, for constant (prepacked) weights (written for AVX2; AVX-512 runs tiles twice as wide).
+"""conv2d (NCHW, a filter wider than 1x1; grouped convs as their groups side by side) with the
+output channels in the vector lanes, for constant (prepacked) weights, or a grouped conv's
+computed weight packed per call (``conv_lanes_emit.pack_at_run_time``) (written for AVX2;
+AVX-512 runs tiles twice as wide).
 
 ``conv_direct`` puts 16 flattened output pixels in the lanes of each accumulator and pays for
 it at the edges: the pixels of a ``Wq``-wide grid include ``Wq - OW`` padding columns (2 of 16
@@ -232,20 +234,28 @@ def geometry(t) -> dict | None:
     A grouped conv (ResNeXt's later stages, RegNet) runs as its groups' convs side by side: a
     tile's 16 output channels belong to one group, and its reduction runs over that group's
     ``c`` input channels (``groups``, ``og`` output channels a group; the weight is already
-    ``[O, c, KH, KW]``)."""
+    ``[O, c, KH, KW]``). A group of output channels not a multiple of 16 (RegNet-X's 24 or 56)
+    is zero-padded to one in the packed weight (``real_og`` the group's own; ``o`` and ``og``
+    count the padded channels, ``out_channel`` maps a tile's lane to the conv's channel)."""
     dims = static_grouped_conv2d_dims(t, int8_weight=True)
     if dims is None:
         return None
     groups, n, c, h, wd, o, kh, kw, oh, ow = dims
     a = t.op.attrs
     og, real = o // groups, o
+    real_og = og
     if groups == 1 and o % LANES:  # zero channels up to a whole tile of 16
         o = og = -(-o // LANES) * LANES
+    elif og % LANES:  # (each group's, up to whole tiles: a tile stays in one group)
+        og = -(-og // LANES) * LANES
+        o = og * groups
     pad = PAD_WIDTH[vector_isa()]
     if groups == 1 and pad and o % pad and o >= PAD_WIDTH_MIN_CHANNELS and \
             oh * ow <= PAD_WIDTH_MAX_PIXELS and not (ODD_WIDTH[vector_isa()] and
                                                      o % ODD_WIDTH[vector_isa()] == 0):
         o = og = -(-o // pad) * pad  # (16 more zero channels: 32-lane tiles, ``PAD_WIDTH``)
+    if groups == 1:
+        real_og = real
     if kh * kw < 2 or og % LANES or oh * ow < MIN_PIXELS:
         return None
     sh, sw = (int(s) for s in a["strides"])
@@ -255,7 +265,7 @@ def geometry(t) -> dict | None:
     wp = (ow - 1) * sw + (kw - 1) * dw + 1
     return dict(n=n, c=c, h=h, w=wd, o=o, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh,
                 dw=dw, pt=pt, pl=pl, hp=hp, wp=wp, grid=oh * ow, groups=groups, og=og,
-                cin=c * groups, real_o=real,
+                cin=c * groups, real_o=real, real_og=real_og,
                 parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
 
 
@@ -351,6 +361,37 @@ def supported(t, options=None) -> bool:
     return _enabled(options) and geometry(t) is not None
 
 
+def out_channel(g, ob, ll):
+    """The conv's output channel of lane ``ll`` of channel tile ``ob`` (``lanes_width`` wide):
+    ``ob * width + ll``, but where a group's channels are padded to whole tiles, the group's
+    first real channel plus the lane's place in the group."""
+    cw = width(g)
+    if g["groups"] == 1 or g["real_og"] == g["og"]:
+        return ob * cw + ll
+    gi = E.FloorDiv(ob * cw, g["og"])
+    return gi * g["real_og"] + (E.FloorMod(ob * cw, g["og"]) + ll)
+
+
+def tile_tail(g, ob):
+    """(real output channels of a last tile, the condition that tile ``ob`` is whole) where
+    some tile holds padding channels (the conv's last tile, or each group's last where groups
+    are padded), else None."""
+    cw = width(g)
+    tail = g["real_og"] - (g["og"] // cw - 1) * cw
+    if tail == cw:
+        return None
+    if g["groups"] == 1:
+        return tail, E.LE((ob + 1) * cw, g["real_o"])
+    return tail, E.LE(E.FloorMod(ob * cw, g["og"]) + cw, g["real_og"])
+
+
+def lane_is_real(g, ob, ll):
+    """Does lane ``ll`` of channel tile ``ob`` hold a real output channel (not padding)?"""
+    if g["groups"] == 1:
+        return E.LT(ob * width(g) + ll, g["real_o"])
+    return E.LT(E.FloorMod(ob * width(g), g["og"]) + ll, g["real_og"])
+
+
 def grouped_supported(t, options=None) -> bool:
     """Does this schedule take grouped conv ``t`` (its rule in ``lower.RULES``): a group of at
     least ``GROUPED_MIN_TAPS`` taps per output channel (fewer: ``depthwise``'s) and 16s of
@@ -361,18 +402,23 @@ def grouped_supported(t, options=None) -> bool:
 
 class PackWeight:
     """Picklable numpy transform of a ``[O, C, KH, KW]`` weight to ``[O/16, C, KH, KW, 16]``
-    (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros): float32, or int8
+    (``o`` a multiple of 16: the weight's ``real_o`` channels, then zeros; with ``groups``
+    whose channels are padded, each group's real channels, then its zeros): float32, or int8
     for an int8 weight (``common.int8_weight_conv``: ``tile`` widens it as it loads it)."""
 
-    def __init__(self, o: int, c: int, kh: int, kw: int, real_o: int | None = None):
-        self.o, self.c, self.kh, self.kw = o, c, kh, kw
+    def __init__(self, o: int, c: int, kh: int, kw: int, real_o: int | None = None,
+                 groups: int = 1):
+        self.o, self.c, self.kh, self.kw, self.groups = o, c, kh, kw, groups
         self.real_o = o if real_o is None else real_o
 
     def __call__(self, w):
         w = np.asarray(w)
         w = w if w.dtype == np.int8 else w.astype("float32")
+        groups = getattr(self, "groups", 1)  # (archives pickled before groups)
         if getattr(self, "real_o", self.o) != self.o:  # (archives pickled before real_o)
-            w = np.concatenate([w, np.zeros((self.o - w.shape[0], *w.shape[1:]), w.dtype)])
+            w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
+            pad = np.zeros((groups, (self.o - self.real_o) // groups, *w.shape[2:]), w.dtype)
+            w = np.concatenate([w, pad], axis=1).reshape(self.o, *w.shape[2:])
         w = w.reshape(self.o // LANES, LANES, self.c, self.kh, self.kw)
         return np.ascontiguousarray(w.transpose(0, 2, 3, 4, 1))
 
@@ -384,7 +430,7 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
         raise ValueError(f"conv_lanes.packed_weight: stage {t.name!r} is not a conv2d this "
                          "schedule takes")
     return (g["o"] // LANES, g["c"], g["kh"], g["kw"], LANES), \
-        PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["real_o"])
+        PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["real_o"], g["groups"])
 
 
 def tile_pixels(g) -> int:

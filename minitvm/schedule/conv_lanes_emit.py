@@ -68,7 +68,7 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     filter columns read only padding (``row_segments``) the tiles follow the output rows and
     skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
     g = lanes.geometry(t)
-    g = lanes.with_knobs(g, _knobs(ctx.options, t) if g["groups"] == 1 else None)
+    g = lanes.with_knobs(g, _knobs(ctx.options, t))
     if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
         g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
@@ -106,6 +106,31 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     xp = ctx.temp((size,), "float32", "xpad")
     body = S.SeqStmt([_pad(ctx, g, xp, x, nv), _tiles(ctx, g, xp, wp, out, nv, epilogue, pix)])
     return S.SeqStmt([fill, S.For(nv, 0, g["n"], S.ForKind.SERIAL, body)])
+
+
+def pack_at_run_time(ctx, t, w):
+    """(statement, buffer): conv ``t``'s weight ``w`` (``[O, C, KH, KW]``, computed in the
+    graph: a hypernetwork's dynamic conv) packed per call into ``packed_weight``'s layout
+    ``[O/16, C, KH, KW, 16]`` (zeros past the real output channels), so that a grouped conv
+    of a computed weight runs each group as a dense conv on channel lanes as a constant one
+    does. The copy is the weight's size, small beside the conv (2 groups of 32 at 32x32: 18 K
+    floats for 19 M multiply-adds)."""
+    g = lanes.geometry(t)
+    shape = (g["o"] // lanes.LANES, g["c"], g["kh"], g["kw"], lanes.LANES)
+    wp = ctx.temp(shape, "float32", "cl_wpack")
+    ob, ci, ky, kx, ll = (ctx.fresh(n) for n in ("wo", "wc", "wy", "wx", "wl"))
+    o = ob * lanes.LANES + ll
+    value = w[o, ci, ky, kx]
+    if g["real_o"] != g["o"]:  # (the zero channels of the last tile, or of each group's)
+        og, real = g["og"], g["real_og"]
+        gi, local = E.FloorDiv(o, og), E.FloorMod(o, og)
+        value = E.Select(E.LT(local, real), w[gi * real + E.Min(local, real - 1), ci, ky, kx],
+                         E.FloatImm("float32", 0.0))
+    body = S.For(ll, 0, lanes.LANES, S.ForKind.SERIAL, S.BufferStore(wp, value,
+                                                                     [ob, ci, ky, kx, ll]))
+    for v, n in ((kx, g["kw"]), (ky, g["kh"]), (ci, g["c"]), (ob, shape[0])):
+        body = S.For(v, 0, n, S.ForKind.SERIAL, body)
+    return body, wp
 
 
 def _pixel_offsets(ctx, g):

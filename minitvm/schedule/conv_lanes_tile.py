@@ -39,11 +39,11 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
     pixels cost YOLOv5's 16 -> 32 stride-2 conv at 80x80 6%)."""
     cw = lanes.width(g)
     oy, ox = E.FloorDiv(first, g["ow"]), E.FloorMod(first, g["ow"])
-    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
+    after = epilogue is not None and reads_plane(epilogue, nv, lanes.out_channel(g, ob, 0))
 
     def piece(tr, ll, lo, n):
         j = ctx.fresh("jr")
-        idx = [nv, ob * cw + ll, oy, ox + (lo + j)]
+        idx = [nv, lanes.out_channel(g, ob, ll), oy, ox + (lo + j)]
         val = tr[ll, lo + j]
         val = epilogue(idx, val) if after else val
         return S.For(j, 0, n, S.ForKind.VECTORIZED, S.BufferStore(out, val, idx))
@@ -52,8 +52,8 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
         out_ = []
         for ll in range(cw):
             body = S.SeqStmt([piece(tr, ll, lo, n) for lo, n in pieces(pixels)])
-            if g["real_o"] % cw:  # (the last tile's zero channels)
-                body = S.IfThenElse(E.LT(ob * cw + ll, g["real_o"]), body)
+            if lanes.tile_tail(g, ob) is not None:  # (a last tile's zero channels)
+                body = S.IfThenElse(lanes.lane_is_real(g, ob, ll), body)
             out_.append(body)
         return S.SeqStmt(out_)
 
@@ -64,7 +64,7 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
     fills = []
     for jj in range(pixels):  # (the epilogue on each pixel's 16 channels)
         ll = ctx.fresh("ll")
-        idx = [nv, ob * cw + ll, oy, ox + jj]
+        idx = [nv, lanes.out_channel(g, ob, ll), oy, ox + jj]
         fills.append(S.For(ll, 0, lanes.LANES, S.ForKind.VECTORIZED, S.BufferStore(
             pre, epilogue(idx, res[jj, ll]), [jj, ll])))
     body = S.SeqStmt([*fills, transpose16(pre, pixels, stores)])
@@ -197,15 +197,16 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
 
     def put(jj, ll):
         p = g["out_pix"][p0 + jj] if "out_pix" in g else p0 + jj
-        idx = [nv, ob * cw + ll, E.FloorDiv(p, ow), E.FloorMod(p, ow)]
+        idx = [nv, lanes.out_channel(g, ob, ll), E.FloorDiv(p, ow), E.FloorMod(p, ow)]
         val = res[jj, ll] if epilogue is None else epilogue(idx, res[jj, ll])
         return S.BufferStore(out, val, idx)
 
     jp = ctx.fresh("jj")
     outs = lanes_loop(lambda ll: put(jp, ll))
-    tail = g["real_o"] - (g["o"] // cw - 1) * cw  # real output channels of the last tile
-    if tail != cw:  # it stores them in vectors of powers of two (a loop of them ran 2x slower)
-        outs = S.IfThenElse(E.LE((ob + 1) * cw, g["real_o"]), outs, S.SeqStmt([
+    tail = lanes.tile_tail(g, ob)  # real output channels of a last tile
+    if tail is not None:  # it stores them in vectors of powers of two (a loop ran 2x slower)
+        tail, whole = tail
+        outs = S.IfThenElse(whole, outs, S.SeqStmt([
             loop("ll", n, vec, lambda ll, lo=lo: put(jp, lo + ll)) for lo, n in pieces(tail)]))
     if row and "out_pix" in g:  # (transposed in registers, from the accumulators)
         store = row_store(ctx, g, out, nv, ob, g["out_pix"][p0], pixels, acc, epilogue)

@@ -1,4 +1,6 @@
-"""conv2d 3x3, stride 1 (NCHW, groups 1, constant weights) by Winograd's minimal filtering.
+"""conv2d 3x3, stride 1 (NCHW, constant weights) by Winograd's minimal filtering; a grouped
+conv as its groups' dense convs in turn, its weight also computed in the graph (transformed
+per call, ``transform_at_run_time``).
 
 F(m x m, 3 x 3) (Lavin and Gray, 2015) computes an ``m x m`` block of outputs from an
 ``a x a`` input tile (``a = m + 2``) as ``Y = A^T [(G g G^T) * (B^T d B)] A``: per tile and
@@ -44,7 +46,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, per_thread_slices, static_conv2d_dims, vector_isa
+from .common import emit_with_epilogue, per_thread_slices, static_grouped_conv2d_dims, vector_isa
 from .common import imm as _i
 from .conv_pointwise import row_tiles
 from .knobs import select as _knobs
@@ -162,6 +164,34 @@ MIN_GAIN = {"avx512": 1.6, "avx2": None}
 MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
+# A grouped conv's groups of fewer input channels than this (RegNet's 16, ResNeXt 32x4d's 16
+# at 14x14) take F(2x2) by default, and only where ``default_choice``'s gain is at least
+# GROUPED_NARROW_MIN_GAIN (a share of computed tiles that are the plane's of 7/8 or more):
+# the transforms, per input and output channel, weigh more against a group's short GEMMs
+# (``c`` long) than against a dense conv's, and so do the tiles computed past the plane. Zen 4,
+# one thread, conv + bias + relu, ms, conv_lanes / F(2x2) / F(4x4) (ONNX Runtime), 16 channels
+# a group, F(2x2)'s gain: won, 48 g3 at 56x56 0.395 / 0.292 / 0.297 (0.443) 2.25, 96 g6 at
+# 28x28 0.190 / 0.160 / 0.192 (0.248) 1.97, 128 g8 at 28x28 0.254 / 0.214 / 0.254 (0.311)
+# 1.97, at 32x32 0.358 / 0.232 (0.388) 2.25, at 24x24 0.186 / 0.144 (0.238) 2.25, at 16x16
+# 0.084 / 0.061 (0.108) 2.25, 160 g10 at 20x20 0.161 / 0.153, 0.160 / 0.140 (0.196) 2.01;
+# lost, 144 g9 at 18x18 0.115 / 0.120 (0.161) 1.90, at 14x14 (1.72) 208 g13 0.101 / 0.113
+# (0.132), 256 g16 0.123 / 0.145 (0.163), 512 g32 0.250 / 0.282 (0.307). 32 a group at
+# 14x14, 256 g8 0.251 / 0.211 (0.267); 64 at 14x14, 512 g8 1.026 / 0.729 (1.145)
+GROUPED_NARROW_CHANNELS = 32
+GROUPED_NARROW_MIN_GAIN = 1.95
+# a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
+# groups) has the weight transformed per call (``transform_at_run_time``, scalar code: about
+# 130 multiply-adds and a2 scattered stores a filter) on planes of at least
+# RUN_TIME_MIN_PIXELS output pixels; on smaller ones the transform costs what it saves, and the
+# conv runs on channel lanes, the weight packed per call. A dense one keeps the direct conv.
+# Zen 4, one thread, conv + relu, the weight an input times a constant, ms, channel lanes /
+# Winograd here / split into dense direct convs (the SplitGroupedConv pass this replaced)
+# (ONNX Runtime): 2 groups of 32 at 32x32 0.503 / 0.269 / 0.349 (0.510), 3 of 32 at 32x32
+# 0.763 / 0.431 / 0.549 (0.872), 2 of 32 at 56x56 - / 0.676 / 1.210 (1.570); 4 of 32 at
+# 28x28 0.540 / 0.585 (0.875), 2 of 64 at 16x16 0.363 / 0.791 / 0.376 (0.472). (Stride 2, on
+# channel lanes: 2 of 64 to 14x14 0.276, split 0.424, ORT 0.425.)
+RUN_TIME_WEIGHTS = True
+RUN_TIME_MIN_PIXELS = 1024
 # (Tried: the narrow tile for convs of at most 16 input channels whose band at ``NR`` holds
 # over ``BAND_BYTES`` of V and M together and at ``NARROW_NR`` does not (``band_rows`` bounds V
 # only; at 16 inputs M is the traffic). Alone, one thread, ms, 32 -> 16 wide (ONNX Runtime):
@@ -176,17 +206,23 @@ NARROW_WEIGHT = 0.85
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
     """Sizes of conv2d stage ``t`` for this schedule, or None when it does not apply: not a
-    static float32 NCHW 3x3 conv of stride and dilation 1 with one group, at least
-    ``MIN_CHANNELS`` input and output channels, at least ``MIN_BLOCKS`` ``m``-wide blocks in
-    a row (the vector lanes: 4, 8 or 16), the last of which may reach past the row by at most
-    ``RAGGED_WASTE`` of it (71 columns in 18 blocks of 4: its 72nd is computed, not stored)."""
-    dims = static_conv2d_dims(t)
+    static float32 NCHW 3x3 conv of stride and dilation 1, at least ``MIN_CHANNELS`` input
+    and output channels (a group's), at least ``MIN_BLOCKS`` ``m``-wide blocks in a row (the
+    vector lanes: 4, 8 or 16), the last of which may reach past the row by at most
+    ``RAGGED_WASTE`` of it (71 columns in 18 blocks of 4: its 72nd is computed, not stored).
+
+    A grouped conv (ResNeXt, RegNet) is its ``groups`` dense convs of ``c`` input and ``og``
+    output channels each, run in turn inside a band (``_emit``): the band's scratch holds one
+    group's transformed input and products (``c`` the input channels of a group, ``o`` all
+    the output channels)."""
+    dims = static_grouped_conv2d_dims(t)
     if dims is None:
         return None
-    n, c, h, wd, o, kh, kw, oh, ow = dims
+    groups, n, c, h, wd, o, kh, kw, oh, ow = dims
+    og = o // groups
     a = t.op.attrs
     if (kh, kw) != (3, 3) or tuple(int(s) for s in a["strides"]) != (1, 1) or \
-            tuple(int(d) for d in a["dilation"]) != (1, 1) or min(c, o) < MIN_CHANNELS:
+            tuple(int(d) for d in a["dilation"]) != (1, 1) or min(c, og) < MIN_CHANNELS:
         return None
     knobs = knobs if knobs and "wino_m" in knobs else default_knobs(t)
     m = knobs["wino_m"]
@@ -201,8 +237,8 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
                 tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
-                vstride=padded(c * rows * tw), mstride=padded(o * rows * tw),
-                xrows=rows * m + 2, wq=tw + 1,
+                vstride=padded(c * rows * tw), mstride=padded(og * rows * tw),
+                xrows=rows * m + 2, wq=tw + 1, groups=groups, og=og,
                 parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
 
 
@@ -257,10 +293,15 @@ def block_sizes(t) -> tuple[int, ...]:
 def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
     default implementation of ``t``): the largest block and ``NR``, or where ``MIN_GAIN`` is
-    set for the vector ISA, ``default_choice``'s."""
+    set for the vector ISA, ``default_choice``'s (of a grouped conv of narrow groups, F(2x2)
+    only, at a larger gain: ``GROUPED_NARROW_CHANNELS``)."""
     sizes = block_sizes(t)
     isa = vector_isa()
     out = dict(wino_m=max(sizes, default=2), wino_nr=NR[isa])
+    groups, n, c, _, _, o, _, _, oh, ow = static_grouped_conv2d_dims(t)
+    narrow = groups > 1 and c < GROUPED_NARROW_CHANNELS  # (few channels a group: F(2x2))
+    if narrow:
+        sizes = tuple(m for m in sizes if m == 2)
     if not sizes:
         return out
     if MIN_GAIN[isa] is None:
@@ -269,9 +310,9 @@ def default_knobs(t) -> dict:
         return out
     gain, m, nr = default_choice(t, sizes)
     out.update(wino_m=m, wino_nr=nr)
-    dims = static_conv2d_dims(t)
-    macs = dims[0] * dims[1] * dims[4] * 9 * dims[7] * dims[8]
-    if DEFAULT_ON and gain >= MIN_GAIN[isa] and macs >= MIN_DEFAULT_MACS[isa]:
+    macs = n * c * o * 9 * oh * ow
+    least = max(MIN_GAIN[isa], GROUPED_NARROW_MIN_GAIN) if narrow else MIN_GAIN[isa]
+    if DEFAULT_ON and gain >= least and macs >= MIN_DEFAULT_MACS[isa]:
         out["impl"] = "winograd"
     return out
 
@@ -301,10 +342,12 @@ def default_choice(t, sizes=None) -> tuple[float, int, int]:
 
 class PackWeight:
     """Picklable numpy transform of a ``[O, C, 3, 3]`` weight to ``U = G g G^T``, packed
-    ``[a*a][O * C]`` tile by tile of output channels (``[C][rows]`` each, ``row_tiles``)."""
+    ``[a*a][O * C]`` tile by tile of output channels (``[C][rows]`` each, ``row_tiles``); with
+    ``groups``, each group's ``O / groups`` output channels tiled on their own, group after
+    group (``C`` the channels of a group)."""
 
-    def __init__(self, m: int, o: int, c: int):
-        self.m, self.o, self.c = m, o, c
+    def __init__(self, m: int, o: int, c: int, groups: int = 1):
+        self.m, self.o, self.c, self.groups = m, o, c, groups
 
     def __call__(self, w):
         g = np.array(MATRICES[self.m][1], dtype="float64")
@@ -313,10 +356,13 @@ class PackWeight:
         # then U = G g G^T of all of them as one GEMM straight into the packed array:
         # (G kron G) [a*a, 9] @ [9, O*C]
         taps = np.empty((self.o * self.c, 9), dtype="float32")
-        for start, rows, count in row_tiles(self.o):
-            block = w[start:start + rows * count].reshape(count, rows, self.c, 9)
-            taps[start * self.c:(start + rows * count) * self.c] = \
-                block.transpose(0, 2, 1, 3).reshape(-1, 9)
+        og = self.o // getattr(self, "groups", 1)  # (archives pickled before groups: 1)
+        for g0 in range(0, self.o, og):
+            for start, rows, count in row_tiles(og):
+                first = g0 + start
+                block = w[first:first + rows * count].reshape(count, rows, self.c, 9)
+                taps[first * self.c:(first + rows * count) * self.c] = \
+                    block.transpose(0, 2, 1, 3).reshape(-1, 9)
         kron = np.kron(g, g).astype("float32")
         out = np.empty((kron.shape[0], self.o * self.c), dtype="float32")
         np.matmul(kron, taps.T, out=out)
@@ -329,20 +375,61 @@ def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_winograd.packed_weight: stage {t.name!r} is not a conv this "
                          "schedule takes")
-    return (g["alpha"] ** 2, g["o"] * g["c"]), PackWeight(g["m"], g["o"], g["c"])
+    return (g["alpha"] ** 2, g["o"] * g["c"]), PackWeight(g["m"], g["o"], g["c"], g["groups"])
 
 
 # ---------------------------------------------------------------------------------- emit
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing conv ``t`` (and its fused epilogue, when the lowering driver names
     one in ``ctx.epilogues``) into ``out``."""
-    if id(t) not in ctx.packed:  # the weights transformed per call would cost more
-        from .lower import _emit_gemm  # (lower imports this module)
-
-        return _emit_gemm(ctx, t, out, bodies)
     g = geometry(t, _knobs(ctx.options, t))
+    shape = [g["n"], g["o"], g["oh"], g["ow"]]
+    if id(t) not in ctx.packed and g["groups"] > 1 and RUN_TIME_WEIGHTS and \
+            g["oh"] * g["ow"] >= RUN_TIME_MIN_PIXELS:
+        pre, u = transform_at_run_time(ctx, g, ctx.buf[id(t.op.attrs["operands"][1])])
+        return S.SeqStmt([pre, emit_with_epilogue(
+            ctx, t, out, bodies, lambda buf, epi: _emit(ctx, g, t, buf, epi, u), shape)])
+    if id(t) not in ctx.packed:  # the weights transformed per call would cost more
+        from .lower import _emit_gemm, _emit_grouped  # (lower imports this module)
+
+        return (_emit_gemm if g["groups"] == 1 else _emit_grouped)(ctx, t, out, bodies)
     return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, g, t, buf, epi),
-                              [g["n"], g["o"], g["oh"], g["ow"]])
+                              shape)
+
+
+def transform_at_run_time(ctx, g, w):
+    """(statement, buffer): ``U = G g G^T`` of a weight ``w`` (``[O, C, 3, 3]``) the graph
+    computes, per call, into ``PackWeight``'s layout: ``G g`` of each filter into a local
+    ``a x 3``, then its ``a x a`` values, each stored at its place in ``U[xi]`` (zero
+    coefficients skipped). A grouped conv of a computed weight (a hypernetwork's dynamic conv,
+    its batch as groups) then runs as Winograd convs as a constant one does."""
+    gm = MATRICES[g["m"]][1]
+    alpha, c, og = g["alpha"], g["c"], g["og"]
+    u = ctx.temp((alpha * alpha, g["o"] * c), "float32", "wg_u")
+    parts = []
+    for start, rows, count in row_tiles(og):
+        def filt(gi, k, ci, ii, start=start, rows=rows):
+            first = start + k * rows if gi is None else gi * og + (start + k * rows)
+            o, pos = first + ii, first * c + ci * rows + ii
+            f = decl_buffer((9,), "float32", "wg_f", scope="local")
+            tt = decl_buffer((alpha * 3,), "float32", "wg_gf", scope="local")
+            loads = [S.BufferStore(f, w[o, ci, r, q], [r * 3 + q])
+                     for r in range(3) for q in range(3)]
+            gf = [S.BufferStore(tt, _combine([(gm[i][r], f[r * 3 + q]) for r in range(3)]),
+                                [i * 3 + q]) for i in range(alpha) for q in range(3)]
+            us = [S.BufferStore(u, _combine([(gm[j][q], tt[i * 3 + q]) for q in range(3)]),
+                                [i * alpha + j, pos]) for i in range(alpha)
+                  for j in range(alpha)]
+            return _allocated(f, _allocated(tt, _seq(loads + gf + us)))
+
+        def one(gi, filt=filt, rows=rows, count=count):
+            return _loop(ctx, "uk", count, S.ForKind.SERIAL, lambda k: _loop(
+                ctx, "uc", c, S.ForKind.SERIAL, lambda ci: _loop(
+                    ctx, "ui", rows, S.ForKind.SERIAL, lambda ii: filt(gi, k, ci, ii))))
+
+        parts.append(one(None) if g["groups"] == 1 else
+                     _loop(ctx, "ug", g["groups"], S.ForKind.SERIAL, one))
+    return _seq(parts), u
 
 
 def _seq(parts) -> S.Stmt:
@@ -398,8 +485,11 @@ def _over_chunks(ctx, g, fbody) -> S.Stmt:
         tx0, E.Min(k * lx, _i(tw - lx)), fbody(tx0, lx)))
 
 
-def _emit(ctx, g, t, out, epi) -> S.Stmt:
+def _emit(ctx, g, t, out, epi, u=None) -> S.Stmt:
+    """The bands of conv ``t`` into ``out`` from its packed ``U`` (the prepacked weight, or
+    ``u`` transformed per call)."""
     x, w = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    w = w if u is None else u
     xf = ctx.flat_view(x)
     # few bands (a small plane): the channel loops inside a band run on the pool instead
     inner = g["parallel"] and g["n"] * g["bands"] < INNER_PARALLEL_BELOW
@@ -417,10 +507,14 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
         xb, v, mt = (decl_buffer((size,), "float32", name, data=scratch.data,
                                  elem_offset=base + sum(sizes[:k]))
                      for k, (name, size) in enumerate(zip(("wg_x", "wg_v", "wg_m"), sizes)))
-        body = _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind),
-                     _input_transform(ctx, g, xb, v, kind),
-                     _gemms(ctx, g, w, v, mt, kind),
-                     _output_transform(ctx, g, mt, out, epi, nv, b, kind)])
+        def group(gi):  # (one group's dense conv; gi None: the conv has one group)
+            return _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind, gi),
+                         _input_transform(ctx, g, xb, v, kind),
+                         _gemms(ctx, g, w, v, mt, kind, gi),
+                         _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi)])
+
+        body = group(None) if g["groups"] == 1 else \
+            _loop(ctx, "wg_g", g["groups"], S.ForKind.SERIAL, group)
         return S.DeclBuffer(xb, S.DeclBuffer(v, S.DeclBuffer(mt, body)))
 
     if not outer:  # one slice serves every band in turn
@@ -432,23 +526,29 @@ def _emit(ctx, g, t, out, epi) -> S.Stmt:
 def scratch_sizes(g) -> tuple[int, int, int]:
     """Floats of a band's scratch ``wg_x``, ``wg_v``, ``wg_m`` (each a whole number of 64-byte
     lines): its input rows, transformed input and products."""
-    a2 = g["alpha"] ** 2
+    a2 = g["alpha"] ** 2  # (one group's: a grouped conv's groups run in turn)
     sizes = (g["c"] * g["xrows"] * g["m"] * g["wq"], a2 * g["vstride"], a2 * g["mstride"])
     return tuple(-(-n // 16) * 16 for n in sizes)
 
 
-def _copy_rows(ctx, g, xf, xb, nv, b, kind) -> S.Stmt:
-    """``xb[c][r][p][j]``: the input rows band ``b`` reads, zero padded, in ``m`` column phases
-    (``j`` of phase ``p`` is padded column ``j*m + p``): the transform then reads each input
-    value of its tiles with contiguous vector loads (the strided loads, ``m`` per vector of
-    columns, are made here once instead of ``a*a`` per vector of tiles)."""
+def _offset(base, gi, size: int):
+    """``base`` plus group ``gi``'s first index of ``size`` a group (``gi`` None: one group)."""
+    return base if gi is None else gi * size + base
+
+
+def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
+    """``xb[c][r][p][j]``: the input rows band ``b`` reads (of group ``gi``'s channels), zero
+    padded, in ``m`` column phases (``j`` of phase ``p`` is padded column ``j*m + p``): the
+    transform then reads each input value of its tiles with contiguous vector loads (the
+    strided loads, ``m`` per vector of columns, are made here once instead of ``a*a`` per
+    vector of tiles)."""
     c, h, wd, xrows, m, wq = g["c"], g["h"], g["w"], g["xrows"], g["m"], g["wq"]
     pl = g["pl"]
     zero = E.FloatImm("float32", 0.0)
 
     def row(ci, r):
         y = b * (g["rows"] * m) + r - g["pt"]  # the input row it holds
-        src = ((nv * c + ci) * h + y) * wd
+        src = ((nv * (c * g["groups"]) + _offset(ci, gi, c)) * h + y) * wd
         dst = (ci * xrows + r) * (m * wq)
 
         def zeros(start, count):
@@ -516,7 +616,7 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
             ctx, g, lambda tx0, lx: tile_vector(ci, r, tx0, lx))))
 
 
-def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
+def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
     """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: where ``CHANNEL_TILES_INNER``, per
     ``xi`` (the loop of ``kind``), per panel of ``nr`` tiles (then a tail panel of the tiles
     left, ``tail_width``, moved back to end at the last tile), a register tile of each
@@ -526,7 +626,8 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
     is read once per panel, in order (measured on an Intel Xeon, one thread: with the channel
     tiles outermost, each re-reading all of ``V`` from L2, ms, ONNX Runtime beside: 32->64 at
     47x47 0.449 -> 0.425 (0.442), 64->64 at 56x56 0.735 -> 0.676 (1.141), 128->128 at 28x28
-    0.625 -> 0.561 (1.054), 256->256 at 14x14 0.971 -> 0.889 (1.077))."""
+    0.625 -> 0.561 (1.054), 256->256 at 14x14 0.971 -> 0.889 (1.077)). Of a grouped conv,
+    group ``gi``'s: its ``og`` output channels' ``U`` rows, its channels' ``V`` (the band's)."""
     c, tiles, nr = g["c"], g["tiles"], g["nr"]
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
@@ -539,7 +640,7 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
         def mac(ci):
             return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
                 ctx, "jj", width, vec, lambda jj: S.BufferStore(
-                    acc, acc[ii, jj] + w[xi, o0 * c + ci * rows + ii] *
+                    acc, acc[ii, jj] + w[xi, _offset(o0, gi, g["og"]) * c + ci * rows + ii] *
                     v[xi * g["vstride"] + ci * tiles + base + jj], [ii, jj])))
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
@@ -551,7 +652,7 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
     def channel_tiles(xi, base, width: int):
         return _seq([_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
                            panel(xi, base, width, s + k * r, r))
-                     for start, rows, count in row_tiles(g["o"])])
+                     for start, rows, count in row_tiles(g["og"])])
 
     whole, tail = tiles // nr, tail_width(tiles % nr, nr)
 
@@ -572,14 +673,14 @@ def _gemms(ctx, g, w, v, mt, kind) -> S.Stmt:
 
         return _seq([_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows: _loop(
             ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: moved_back(xi, s + k * r, r)))
-            for start, rows, count in row_tiles(g["o"])])
+            for start, rows, count in row_tiles(g["og"])])
     return _loop(ctx, "xi", a2, kind, lambda xi: panels(
         xi, lambda base, width: channel_tiles(xi, base, width)))
 
 
-def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
-    """``Y = A^T M A`` of every tile of the band and output channel, through the epilogue,
-    stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
+def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None) -> S.Stmt:
+    """``Y = A^T M A`` of every tile of the band and output channel (of group ``gi``), through
+    the epilogue, stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
     at = MATRICES[g["m"]][2]
     m, alpha, tiles = g["m"], g["alpha"], g["tiles"]
 
@@ -604,13 +705,13 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind) -> S.Stmt:
                 y, _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)]),
                 [ln * m + bb])) for bb in range(m)]
             row.append(_row_store(ctx, g, tx0, lx, lambda q, oy=oy, y=y: _store(
-                ctx, g, out, epi, nv, o, oy, tx0 * m + q, y[q])))
+                ctx, g, out, epi, nv, _offset(o, gi, g["og"]), oy, tx0 * m + q, y[q])))
             row = _allocated(y, _seq(row))
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), row, None)
                           if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"] else row)
         return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
 
-    return _loop(ctx, "o", g["o"], kind, lambda o: _loop(
+    return _loop(ctx, "o", g["og"], kind, lambda o: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
             ctx, g, lambda tx0, lx: tile_vector(o, r, tx0, lx))))
 

@@ -185,17 +185,26 @@ _DEPTHWISE = Rule("depthwise", "window", depthwise.supported, depthwise.emit, ep
 
 
 def _emit_grouped(ctx, t, buf, bodies):
-    """A grouped conv on ``conv_lanes`` (its weight prepacked), else on the depthwise schedule
-    or the GEMM's."""
-    if id(t) not in ctx.packed and depthwise.supported(t):
+    """A grouped conv on ``conv_lanes`` (its weight prepacked, or packed per call where the
+    graph computes it), else on the depthwise schedule or the GEMM's."""
+    packed = id(t) in ctx.packed
+    if not packed and depthwise.supported(t):
         return depthwise.emit(ctx, t, buf, bodies)
-    if id(t) not in ctx.packed:  # the GEMM's im2col, then the epilogue in a pass of its own
+    if not packed and conv_lanes.grouped_supported(t, ctx.options):
+        pack, wp = conv_lanes_emit.pack_at_run_time(ctx, t, ctx.buf[id(t.op.attrs["operands"][1])])
+        return S.SeqStmt([pack, _emit_grouped_lanes(ctx, t, buf, bodies, wp)])
+    if not packed:  # the GEMM's im2col, then the epilogue in a pass of its own
         operands = [ctx.buf[id(s)] for s in t.op.attrs["operands"]]
         u = ctx.epilogues.get(id(t))
         return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: gemm.emit(
             ctx, t, out, operands) if epi is None else _gemm_then_epilogue(
                 ctx, t, u, out, out, operands, epi[0]), tuple(_shape(t)))
-    x, wp = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    return _emit_grouped_lanes(ctx, t, buf, bodies, ctx.buf[id(t.op.attrs["operands"][1])])
+
+
+def _emit_grouped_lanes(ctx, t, buf, bodies, wp):
+    """Grouped conv ``t`` on ``conv_lanes`` from packed weight ``wp``, its epilogue fused."""
+    x = ctx.buf[id(t.op.attrs["operands"][0])]
 
     def emit(out, epi):
         if epi is None:
@@ -206,8 +215,17 @@ def _emit_grouped(ctx, t, buf, bodies):
     return emit_with_epilogue(ctx, t, buf, bodies, emit, tuple(_shape(t)))
 
 
-_GROUPED = Rule("grouped conv, channel lanes", "grouped", conv_lanes.grouped_supported,
-                _emit_grouped, epilogue=True)
+def _grouped_supported(t, options=None) -> bool:
+    """``conv_lanes.grouped_supported``, but groups padded to whole 16-channel tiles that
+    depthwise's schedule also takes (few taps, few outputs a group) stay there."""
+    if not conv_lanes.grouped_supported(t, options):
+        return False
+    g = conv_lanes.geometry(t)
+    return g["real_og"] == g["og"] or not depthwise.supported(t)
+
+
+_GROUPED = Rule("grouped conv, channel lanes", "grouped", _grouped_supported, _emit_grouped,
+                epilogue=True)
 _VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
              epilogue=True)
 _VNNI_GEMM = Rule("dense uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported, gemm_vnni.emit,

@@ -103,7 +103,8 @@ def conv2d_space(t, options):
     the output rows to store each channel as a vector (``lanes_rowstore``); for a
     1x1 conv ``conv_pointwise`` computes, its micro-kernel (``pw_mode``), whether its input is
     packed for the tiles (``pw_pack``), the tiles' width (``pw_width``) and height
-    (``pw_rows``)."""
+    (``pw_rows``). A grouped conv (not depthwise) declares ``conv_lanes``' knobs where that
+    schedule takes it, and Winograd's where its groups are 3x3 convs it computes."""
     from . import conv_direct, conv_lanes, conv_pointwise, conv_winograd
 
     mr, nr = conv_direct.default_tile(t)
@@ -115,10 +116,16 @@ def conv2d_space(t, options):
                      unroll_kw=(True, False))
     a, w = t.op.attrs["operands"]
     sa, sw, so = _static_ints(*dims_of(a)), _static_ints(*dims_of(w)), _static_ints(*dims_of(t))
-    if sa is None or sw is None or so is None or not conv_direct.supported(t) or \
-            not getattr(options, "generated_conv", True):
+    grouped = int(t.op.attrs["groups"]) != 1
+    if sa is None or sw is None or so is None or not getattr(options, "generated_conv", True) \
+            or not (conv_direct.supported(t) or grouped and (
+                conv_lanes.grouped_supported(t, options) or conv_winograd.block_sizes(t))):
         return None, space
-    if conv_pointwise.supported(t, options):
+    if grouped and conv_lanes.grouped_supported(t, options):  # its groups on channel lanes
+        lanes_g = conv_lanes.geometry(t)
+        space = Space.of({**defaults, **conv_lanes.default_knobs(lanes_g)},
+                         **{k: (v,) for k, v in defaults.items()}, **_lanes_choices(lanes_g))
+    elif conv_pointwise.supported(t, options):
         # its own kernels: the pixel or channel vectors where both apply, the input packed or
         # read in place; conv_direct's knobs fixed (its kernel never runs)
         # at each tile width (``pw_width``: the host ISA's by default)
@@ -133,15 +140,12 @@ def conv2d_space(t, options):
                           "pw_width": g["width"], "pw_rows": g["rows"]}, **fixed,
                          pw_mode=tuple(modes), pw_pack=(g["pw_pack"], not g["pw_pack"]),
                          pw_width=widths, pw_rows=conv_pointwise.ROWS_CHOICES)
-    if conv_direct.lanes_candidate(t, options):  # conv_lanes computes it: its knobs
+    if not grouped and conv_direct.lanes_candidate(t, options):  # conv_lanes computes it: its knobs
         fixed = {k: (v,) for k, v in defaults.items() if k != "impl"}
         lanes_g = conv_lanes.geometry(t)
         lanes_defaults = conv_lanes.default_knobs(lanes_g)
         space = Space.of({**defaults, **lanes_defaults}, **fixed, impl=impl,
-                         lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
-                         lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
-                         lanes_unroll_kx=(False, True), lanes_width=conv_lanes.widths(lanes_g),
-                         lanes_direct=(False, True), lanes_rowstore=(False, True))
+                         **_lanes_choices(lanes_g))
     wino = conv_winograd.block_sizes(t)
     if wino:  # Winograd F(m x m, 3 x 3) as one more implementation, with its own knobs
         cands = dict(space.knobs, wino_m=wino, wino_nr=(16, 32))
@@ -151,6 +155,16 @@ def conv2d_space(t, options):
     key = ["conv2d_nchw", list(sa), list(sw), *([int(v) for v in attrs[name]]
            for name in ("strides", "padding", "dilation")), int(attrs["groups"]), t.dtype]
     return key, space
+
+
+def _lanes_choices(g) -> dict:
+    """The values ``conv_lanes``' knobs may take for a conv of geometry ``g``."""
+    from . import conv_lanes
+
+    return dict(lanes_order=conv_lanes.ORDERS, lanes_cblock=(0, 8192, 16384, 32768),
+                lanes_sums=(2048, 4096, 8192), lanes_parts=(2, 4, 8, 16),
+                lanes_unroll_kx=(False, True), lanes_width=conv_lanes.widths(g),
+                lanes_direct=(False, True), lanes_rowstore=(False, True))
 
 
 register_space("dense", dense_space)

@@ -70,8 +70,7 @@ def build_conv(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="
                         groups=groups, kernel_size=k, channels=o)
     args, inputs = [x], {"x": xv}
     y, want = with_epilogue(y, want, epi, bias, args, inputs, rng)
-    # SplitGroupedConv off: a grouped conv is built as itself, for the grouped schedules
-    with tvm.transform.PassContext(opt_level=3, disabled_pass=["SplitGroupedConv"]):
+    with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
     return lib, inputs, want
 

@@ -173,8 +173,7 @@ def _silu_conv(shape, o, stride, residual, rng):
         y, want = y + r, want + rv
         args.append(r)
         inputs["r"] = rv
-    # SplitGroupedConv off: a grouped conv is built as itself, for the grouped schedule
-    with tvm.transform.PassContext(opt_level=3, disabled_pass=["SplitGroupedConv"]):
+    with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
     return lib, inputs, want
 

@@ -110,8 +110,7 @@ def _build(shape, o, k, strides, pads, dil, groups=1, epi="bias_relu", seed=0):
     if epi != "none":
         y = relay.nn.relu(y)
         want = np.maximum(want, 0)
-    # SplitGroupedConv off: a grouped conv is built as itself, for the grouped schedule
-    with tvm.transform.PassContext(opt_level=3, disabled_pass=["SplitGroupedConv"]):
+    with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
     return lib, inputs, want
 

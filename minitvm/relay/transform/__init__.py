@@ -47,7 +47,6 @@ from .partial_evaluate import PartialEvaluate  # noqa: E402,F401
 from .div_to_mul import DivToMul  # noqa: E402,F401
 from .fuse_attention import FuseAttention  # noqa: E402,F401
 from .split_conv_pool import SplitConvPool  # noqa: E402,F401
-from .split_grouped_conv import SplitGroupedConv  # noqa: E402,F401
 from .convert_nhwc_convs import ConvertNHWCConvs  # noqa: E402,F401
 from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402,F401
 from .dynamic_to_static import DynamicToStatic  # noqa: E402,F401

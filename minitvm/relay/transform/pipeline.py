@@ -51,9 +51,7 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if homogeneous:
         if not is_vm:
             passes.append(p("InferType"))
-        # SplitGroupedConv (opt_level 3) is minitvm's: a conv of two or three wide groups as
-        # groups-1 convs, before AlterOpLayout packs each one's weight for its schedule
-        passes += [p("SplitGroupedConv"), p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
+        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
     passes += [p("FastMath"), p("FoldConstant")]
     max_args = getattr(target, "max_function_args", 0) if target is not None else 0
     if homogeneous:
