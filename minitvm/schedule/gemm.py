@@ -80,17 +80,21 @@ def _static_nk(dims) -> bool:
 # elements; the generic schedule sums one 16-lane dot product per output with a serial
 # horizontal sum. Zen 4, one thread, dense + bias + relu with a constant weight, us, generic
 # -> packed: 784->128 8.8 -> 5.1, 128->512 9.7 -> 3.4 (the LSTM's recurrent product),
-# 1024->1000 82 -> 54, 768->3072 189 -> 126; 128->10 0.95 -> 0.87.
+# 1024->1000 82 -> 54, 768->3072 189 -> 126; 128->10 0.95 -> 0.87. A smaller weight of at
+# least GEMV_MIN_COLUMNS outputs too (a GRU's recurrent product, stop 43): 64->192 2.13 ->
+# 0.66, 64->96 1.16 -> 0.39, 40->64 0.59 -> 0.26, 16->48 0.30 -> 0.20, 8->32 0.21 -> 0.17;
+# fewer outputs lost (128->10 0.225 -> 0.241)
 GEMV_MIN_WEIGHT = 1 << 14
+GEMV_MIN_COLUMNS = 16
 
 
 def _enough_work(m, n, k) -> bool:
     """A GEMM worth the packed kernels: at least two rows and enough multiply-adds, or one row
-    and a weight of ``GEMV_MIN_WEIGHT`` elements. With a symbolic extent (known only at run
-    time) the static ones must not make it tiny."""
+    and a weight of ``GEMV_MIN_WEIGHT`` elements or ``GEMV_MIN_COLUMNS`` outputs. With a
+    symbolic extent (known only at run time) the static ones must not make it tiny."""
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
         if m == 1:
-            return n * k >= GEMV_MIN_WEIGHT
+            return n * k >= GEMV_MIN_WEIGHT or n >= GEMV_MIN_COLUMNS
         return m >= 2 and m * n * k >= MIN_GEMM_MACS
     if isinstance(m, int) and m < 2:
         return False

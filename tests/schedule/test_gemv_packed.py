@@ -1,6 +1,6 @@
 """A one-row dense (batch 1: a GEMV) with a constant weight of ``gemm.GEMV_MIN_WEIGHT``
-elements or more runs on the packed GEMM kernels (a smaller one keeps the generic schedule),
-and matches numpy, fused epilogue included."""
+elements or ``gemm.GEMV_MIN_COLUMNS`` outputs runs on the packed GEMM kernels (a smaller one
+keeps the generic schedule), and matches numpy, fused epilogue included."""
 
 import numpy as np
 import pytest
@@ -24,10 +24,13 @@ def test_one_row_takes_the_packed_kernels_from_the_threshold():
     opts = LoweringOptions()
     assert gemm.use_generated_dense(_dense_stage(128, 512), opts)
     assert gemm.use_generated_dense(_dense_stage(128, 128), opts)  # 16384 = the threshold
+    assert gemm.use_generated_dense(_dense_stage(64, 16), opts)  # (a GRU's: 16 outputs)
     assert not gemm.use_generated_dense(_dense_stage(128, 10), opts)
+    assert not gemm.use_generated_dense(_dense_stage(1000, 10), opts)
 
 
-@pytest.mark.parametrize("k,n", [(784, 128), (128, 512), (100, 333), (128, 10)])
+@pytest.mark.parametrize("k,n", [(784, 128), (128, 512), (100, 333), (128, 10), (64, 192),
+                                 (8, 32), (17, 16)])
 def test_one_row_dense_matches_numpy(k, n, rng):
     wv = rng.standard_normal((n, k)).astype("float32")
     bv = rng.standard_normal(n).astype("float32")
