@@ -3,7 +3,7 @@ layer an input, grouped-query attention by ``repeat_interleave``, absolute posit
 the cache's length, alternating sliding-window and global causal masks, ``tanh`` soft-capping
 of attention scores and of the tied-embedding logits, ``1 + w`` RMSNorm before and after each
 sub-layer, a tanh-GELU GeGLU), a Phi-style parallel block (attention and MLP read the same
-LayerNorm, rotary on the first quarter of each head only, Qwen3's per-head ``nn.RMSNorm`` on
+LayerNorm, rotary on the first quarter of each head only, Qwen3's per-head RMSNorm on
 queries and keys), Mamba-2's chunked state-space dual (``segsum`` from ``cumsum`` and ``tril``
 masks filled with ``-inf``, four-operand ``einsum``, a gated RMSNorm), Griffin's RG-LRU (a
 causal depthwise Conv1d, a gated diagonal recurrence unrolled over time with ``softplus`` and
@@ -11,8 +11,8 @@ causal depthwise Conv1d, a gated diagonal recurrence unrolled over time with ``s
 loss decoding as a softmax integral by a fixed 1x1 conv, anchors from ``meshgrid``), a
 Mask2Former decoder (masked cross-attention whose boolean mask comes from the previous
 layer's mask logits resized bilinearly, fully masked rows unmasked), an E(n)-equivariant GNN
-(an ``edge_index`` input, ``index_select`` gathers, ``index_add_`` sums and a ``scatter_reduce``
-mean over edges), a Nystromformer (landmark means, an iterative Moore-Penrose pseudo-inverse
+(an ``edge_index`` input, ``index_select`` gathers, ``index_add_`` sums and means and a
+``scatter_reduce`` max over edges), a Nystromformer (landmark means, an iterative Moore-Penrose pseudo-inverse
 of a softmax kernel, a depthwise ``(k, 1)`` conv on V), BitNet b1.58 (ternary weights and
 8-bit activations quantized in ``forward`` with ``round``/``clamp`` and a straight-through
 ``detach``, squared ReLU), BigVGAN (Snake-beta activations between kaiser-sinc anti-aliasing
@@ -43,6 +43,17 @@ def twelfth_models():
         ang = positions.float()[:, None] * inv[None, :]
         ang = torch.cat([ang, ang], -1)
         return ang.cos(), ang.sin()
+
+    class RMSNorm(nn.Module):
+        """RMSNorm as Hugging Face's Llama / Qwen code writes it (``pow``, ``mean``,
+        ``rsqrt``), not ``nn.RMSNorm``: the TorchScript ONNX exporter has no ``aten::rms_norm``."""
+
+        def __init__(self, d, eps=1e-6):
+            super().__init__()
+            self.eps, self.weight = eps, nn.Parameter(1.0 + 0.1 * torch.randn(d))
+
+        def forward(self, x):
+            return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
     # -- Gemma-2 decoding step with a KV cache ---------------------------------------------
     class GemmaRMSNorm(nn.Module):
@@ -96,7 +107,8 @@ def twelfth_models():
             return x + self.norms[3](h)
 
     class Gemma2Step(nn.Module):
-        """Decodes ``idx`` (the next tokens) given each layer's cached keys and values."""
+        """Decodes ``idx`` (the next tokens) given each layer's cached keys and values, stacked
+        as (batch, layer, kv head, position, channel)."""
 
         def __init__(self, vocab=2048, d=128, heads=4, kv_heads=2, layers=4, window=16):
             super().__init__()
@@ -112,7 +124,7 @@ def twelfth_models():
             qpos = torch.arange(n) + past
             cos, sin = rope_tables(qpos, self.hd)
             for i, layer in enumerate(self.layers):
-                x = layer(x, past_k[i], past_v[i], cos, sin, qpos)
+                x = layer(x, past_k[:, i], past_v[:, i], cos, sin, qpos)
             logits = self.norm(x) @ self.emb.weight.t()
             return torch.tanh(logits / 30.0) * 30.0
 
@@ -123,7 +135,7 @@ def twelfth_models():
             self.h, self.hd, self.rot = heads, d // heads, rot
             self.ln = nn.LayerNorm(d)
             self.qkv = nn.Linear(d, 3 * d)
-            self.q_norm, self.k_norm = nn.RMSNorm(self.hd), nn.RMSNorm(self.hd)
+            self.q_norm, self.k_norm = RMSNorm(self.hd), RMSNorm(self.hd)
             self.dense = nn.Linear(d, d)
             self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
@@ -192,13 +204,13 @@ def twelfth_models():
             self.h, self.p, self.n, self.chunk, self.inner = inner // headdim, headdim, \
                 state, chunk, inner
             conv_ch = inner + 2 * state
-            self.norm = nn.RMSNorm(d)
+            self.norm = RMSNorm(d)
             self.in_proj = nn.Linear(d, 2 * inner + 2 * state + self.h, bias=False)
             self.conv = nn.Conv1d(conv_ch, conv_ch, conv, groups=conv_ch, padding=conv - 1)
             self.dt_bias = nn.Parameter(torch.rand(self.h) - 2.0)
             self.a_log = nn.Parameter(torch.log(torch.linspace(1.0, 8.0, self.h)))
             self.skip = nn.Parameter(torch.ones(self.h))
-            self.out_norm = nn.RMSNorm(inner)
+            self.out_norm = RMSNorm(inner)
             self.out_proj = nn.Linear(inner, d, bias=False)
 
         def forward(self, u):
@@ -221,7 +233,7 @@ def twelfth_models():
             super().__init__()
             self.emb = nn.Embedding(vocab, d)
             self.blocks = nn.Sequential(*[Mamba2Block(d) for _ in range(layers)])
-            self.norm, self.head = nn.RMSNorm(d), nn.Linear(d, vocab, bias=False)
+            self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
 
         def forward(self, idx):
             return self.head(self.norm(self.blocks(self.emb(idx))))
@@ -250,7 +262,7 @@ def twelfth_models():
     class GriffinBlock(nn.Module):
         def __init__(self, d, width=4):
             super().__init__()
-            self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+            self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
             self.branch_y, self.branch_x = nn.Linear(d, d), nn.Linear(d, d)
             self.conv = nn.Conv1d(d, d, width, groups=d, padding=width - 1)
             self.lru, self.out = RGLRU(d), nn.Linear(d, d)
@@ -271,7 +283,7 @@ def twelfth_models():
             super().__init__()
             self.emb = nn.Embedding(vocab, d)
             self.blocks = nn.Sequential(*[GriffinBlock(d) for _ in range(layers)])
-            self.norm = nn.RMSNorm(d)
+            self.norm = RMSNorm(d)
 
         def forward(self, idx):
             return self.norm(self.blocks(self.emb(idx))) @ self.emb.weight.t()
@@ -439,18 +451,19 @@ def twelfth_models():
             self.edge = nn.Sequential(nn.Linear(2 * d + 1, d), nn.SiLU(), nn.Linear(d, d),
                                       nn.SiLU())
             self.coord = nn.Sequential(nn.Linear(d, d), nn.SiLU(), nn.Linear(d, 1, bias=False))
-            self.node = nn.Sequential(nn.Linear(2 * d, d), nn.SiLU(), nn.Linear(d, d))
+            self.node = nn.Sequential(nn.Linear(3 * d, d), nn.SiLU(), nn.Linear(d, d))
 
         def forward(self, h, pos, src, dst):
             diff = pos.index_select(0, dst) - pos.index_select(0, src)
             radial = (diff * diff).sum(-1, keepdim=True)
             m = self.edge(torch.cat([h.index_select(0, dst), h.index_select(0, src), radial], 1))
             shift = diff / (radial.sqrt() + 1.0) * self.coord(m)
-            idx3 = dst.unsqueeze(1).expand(-1, 3)
-            mean_shift = torch.zeros_like(pos).scatter_reduce(0, idx3, shift, "mean",
-                                                              include_self=False)
+            count = torch.zeros_like(pos[:, :1]).index_add_(0, dst, torch.ones_like(radial))
+            mean_shift = torch.zeros_like(pos).index_add_(0, dst, shift) / count.clamp(min=1.0)
             agg = torch.zeros_like(h).index_add_(0, dst, m)
-            return h + self.node(torch.cat([h, agg], 1)), pos + mean_shift
+            peak = torch.zeros_like(h).scatter_reduce(0, dst.unsqueeze(1).expand_as(m), m,
+                                                      "amax")
+            return h + self.node(torch.cat([h, agg, peak], 1)), pos + mean_shift
 
     class EGNNMini(nn.Module):
         def __init__(self, atom_types=10, d=64, layers=4):
@@ -531,7 +544,7 @@ def twelfth_models():
         def __init__(self, d, heads):
             super().__init__()
             self.h = heads
-            self.n1, self.n2, self.n3 = nn.RMSNorm(d), nn.RMSNorm(d), nn.RMSNorm(4 * d)
+            self.n1, self.n2, self.n3 = RMSNorm(d), RMSNorm(d), RMSNorm(4 * d)
             self.qkv, self.o = BitLinear(d, 3 * d, bias=False), BitLinear(d, d, bias=False)
             self.up, self.down = BitLinear(d, 4 * d, bias=False), BitLinear(4 * d, d, bias=False)
 
@@ -548,7 +561,7 @@ def twelfth_models():
             super().__init__()
             self.emb, self.hd = nn.Embedding(vocab, d), d // heads
             self.blocks = nn.ModuleList(BitBlock(d, heads) for _ in range(layers))
-            self.norm, self.head = nn.RMSNorm(d), nn.Linear(d, vocab, bias=False)
+            self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
 
         def forward(self, idx):
             x = self.emb(idx)
@@ -757,8 +770,8 @@ def twelfth_models():
     def gemma_inputs():
         g = torch.Generator().manual_seed(31)
         return {"idx": torch.randint(0, 2048, (1, 4), generator=g),
-                "past_k": torch.randn(4, 1, 2, 60, 32, generator=g),
-                "past_v": torch.randn(4, 1, 2, 60, 32, generator=g)}
+                "past_k": torch.randn(1, 4, 2, 60, 32, generator=g),
+                "past_v": torch.randn(1, 4, 2, 60, 32, generator=g)}
 
     def molecule_inputs():
         g = torch.Generator().manual_seed(32)
