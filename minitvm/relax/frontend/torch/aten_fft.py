@@ -201,6 +201,23 @@ def _cadd(sign: int):
     return convert
 
 
+def _cdiv(ctx: AtenContext, args):
+    """``a / b`` with a complex operand (Hyena's ``rfft(k, n=2L) / (2L)``): by a real one part
+    by part, else ``a * conj(b) / |b|^2``."""
+    if len(args) > 2 and args[2] is not None:
+        raise _unsupported(ctx, f"{ctx.node.target} with rounding_mode")
+    a, b = _operands(ctx, args)
+    if b.im is None:
+        return ComplexValue(ctx.emit(_op.divide(a.re, b.re)), ctx.emit(_op.divide(a.im, b.re)))
+    den = ctx.emit(_op.add(_op.multiply(b.re, b.re), _op.multiply(b.im, b.im)))
+    if a.im is None:
+        re, im = _op.multiply(a.re, b.re), _op.negative(_op.multiply(a.re, b.im))
+    else:
+        re = _op.add(_op.multiply(a.re, b.re), _op.multiply(a.im, b.im))
+        im = _op.subtract(_op.multiply(a.im, b.re), _op.multiply(a.re, b.im))
+    return ComplexValue(ctx.emit(_op.divide(re, den)), ctx.emit(_op.divide(im, den)))
+
+
 def _cabs(ctx: AtenContext, args):
     z = args[0]
     return ctx.emit(_op.sqrt(_op.add(_op.multiply(z.re, z.re), _op.multiply(z.im, z.im))))
@@ -258,5 +275,6 @@ def _to_copy(ctx: AtenContext, args, _real=ATEN["_to_copy.default"]):
 
 for _name, _fn in (("mul.Tensor", _cmul), ("mul.Scalar", _cmul), ("add.Tensor", _cadd(1)),
                    ("add.Scalar", _cadd(1)), ("sub.Tensor", _cadd(-1)),
-                   ("sub.Scalar", _cadd(-1)), ("abs.default", _cabs)):
+                   ("sub.Scalar", _cadd(-1)), ("div.Tensor", _cdiv), ("div.Scalar", _cdiv),
+                   ("abs.default", _cabs)):
     register(_name)(_complex_aware(_name, _fn))
