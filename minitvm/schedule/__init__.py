@@ -12,4 +12,4 @@ from .lower import RULES, Rule, lower_te, register_rule, select_rule
 from .prim_func import optimize_prim_func
 from . import conv_direct, gemm, gemm_kernel, pool
 from . import knobs, tunable
-from . import scan, selection  # noqa: F401  (register the scan and top-k rules)
+from . import scan, scatter, selection  # noqa: F401  (register the scan, scatter, top-k rules)

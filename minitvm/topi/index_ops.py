@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
+from ..tir import op as tir_op
 from . import transform_extra as tx
 from .manipulation import trilu as _trilu
 from .utils import compute, fconst, ishape, out_tensor_types, static_shape
@@ -73,9 +74,81 @@ def _scatter_nd(attrs, inputs, out_type):
 
 @compute("scatter_elements")
 def _scatter_elements(attrs, inputs, out_type):
+    """With static shapes one stage tagged ``SCATTER_TAG`` (``schedule.scatter`` runs it in
+    time linear in the updates, any size); else the te form, bounded."""
     data, ind, upd = inputs
+    axis, reduction = int(attrs.axis), str(attrs.reduction)
+    if _static_count(ishape(data)) is not None and _static_count(ishape(ind)) is not None:
+        return [scatter_elements_stage(data, ind, upd, axis, reduction)]
     _bounded_scatter(ishape(data), ishape(ind))
-    return [tx.scatter_elements(data, ind, upd, int(attrs.axis), str(attrs.reduction))]
+    return [tx.scatter_elements(data, ind, upd, axis, reduction)]
+
+
+SCATTER_TAG = "scatter_elements"
+
+
+def scatter_elements_stage(x, indices, updates, axis: int, reduction: str):
+    """``scatter_elements`` of static-shaped tensors as ONE stage tagged ``SCATTER_TAG`` with
+    its operands and ``axis`` / ``reduction`` in attrs, for ``schedule.scatter``'s sequential
+    loop (a copy of ``x``, then each update combined into its position in order).
+
+    The stage's body is the same scatter as a reduction over a flat update position ``q``
+    (quadratic: what a lowering without the rule would compute): ``q`` in ``[0, m]``, the
+    extra position ``m`` contributing ``x[i]``; for ``update``, a nested max finds ``t``, one
+    past the last matching position (0: none), and a sum over ``q`` keeps ``x[i]`` at
+    ``q == 0`` or update ``q - 1``, whichever ``q == t`` selects (a reduction nested in
+    another, which only the rule lowers, as ``topi.selection``'s top-k stage)."""
+    nd = len(x.shape)
+    axis %= nd
+    if reduction not in ("update", "add", "mul", "min", "max"):
+        raise ValueError(f"scatter_elements: unknown reduction {reduction!r}")
+    ext = [int(getattr(d, "value", d)) for d in indices.shape]
+    m = _static_count(ext)
+    dt = x.dtype
+    zero64 = E.IntImm("int64", 0)
+
+    def unravel(q):
+        q = E.Max(E.Min(q, E.IntImm("int64", m - 1)), zero64)
+        ys = []
+        for n in reversed(ext):
+            ys.append(E.FloorMod(q, E.IntImm("int64", n)))
+            q = E.FloorDiv(q, E.IntImm("int64", n))
+        return ys[::-1]
+
+    def hit(i, ys):
+        j = indices[tuple(ys)]
+        j = E.Cast("int64", j) if j.dtype != "int64" else j
+        n = E.IntImm("int64", int(getattr(x.shape[axis], "value", x.shape[axis])))
+        conds = [E.EQ(E.Select(j < zero64, j + n, j), _i64(i[axis]))]
+        conds += [E.EQ(ys[d], _i64(i[d])) for d in range(nd) if d != axis]
+        out = conds[0]
+        for c in conds[1:]:
+            out = E.And(out, c)
+        return out
+
+    def body(*i):
+        q = te.reduce_axis((E.IntImm("int64", 0), E.IntImm("int64", m + 1)), name="q")
+        at_x = E.EQ(q.var, E.IntImm("int64", m))
+        if reduction == "update":  # t: 1 + the last matching position, 0 for none
+            r = te.reduce_axis((E.IntImm("int64", 0), E.IntImm("int64", m)), name="r")
+            t = te.max(E.Select(hit(i, unravel(r.var)), r.var + E.IntImm("int64", 1), zero64),
+                       axis=r)
+            first = E.EQ(q.var, zero64)
+            val = E.Select(first, x[i], updates[tuple(unravel(q.var - E.IntImm("int64", 1)))])
+            return te.sum(E.Select(E.EQ(q.var, t), val, fconst(0, dt)), axis=q)
+        ident_v = {"add": lambda: fconst(0, dt), "mul": lambda: fconst(1, dt),
+                   "min": lambda: tir_op.max_value(dt),
+                   "max": lambda: tir_op.min_value(dt)}[reduction]()
+        ys = unravel(q.var)
+        val = E.Select(at_x, x[i], E.Select(hit(i, ys), updates[tuple(ys)], ident_v))
+        if reduction == "mul":
+            prod = te.comm_reducer(lambda a, b: a * b, lambda t: ident_v, name="prod")
+            return prod(val, axis=q)
+        return {"add": te.sum, "min": te.min, "max": te.max}[reduction](val, axis=q)
+
+    attrs = {"operands": (x, indices, updates), "axis": axis, "reduction": reduction}
+    return te.compute(list(x.shape), body, name="T_scatter_elements", tag=SCATTER_TAG,
+                      attrs=attrs)
 
 
 @compute("trilu")
