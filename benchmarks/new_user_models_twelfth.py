@@ -11,7 +11,7 @@ causal depthwise Conv1d, a gated diagonal recurrence unrolled over time with ``s
 loss decoding as a softmax integral by a fixed 1x1 conv, anchors from ``meshgrid``), a
 Mask2Former decoder (masked cross-attention whose boolean mask comes from the previous
 layer's mask logits resized bilinearly, fully masked rows unmasked), an E(n)-equivariant GNN
-(an ``edge_index`` input, ``index_select`` gathers, ``index_add_`` sums and means and a
+(an ``edge_index`` input, ``index_select`` gathers, ``scatter_add_`` sums and means and a
 ``scatter_reduce`` max over edges), a Nystromformer (landmark means, an iterative Moore-Penrose pseudo-inverse
 of a softmax kernel, a depthwise ``(k, 1)`` conv on V), BitNet b1.58 (ternary weights and
 8-bit activations quantized in ``forward`` with ``round``/``clamp`` and a straight-through
@@ -458,11 +458,13 @@ def twelfth_models():
             radial = (diff * diff).sum(-1, keepdim=True)
             m = self.edge(torch.cat([h.index_select(0, dst), h.index_select(0, src), radial], 1))
             shift = diff / (radial.sqrt() + 1.0) * self.coord(m)
-            count = torch.zeros_like(pos[:, :1]).index_add_(0, dst, torch.ones_like(radial))
-            mean_shift = torch.zeros_like(pos).index_add_(0, dst, shift) / count.clamp(min=1.0)
-            agg = torch.zeros_like(h).index_add_(0, dst, m)
-            peak = torch.zeros_like(h).scatter_reduce(0, dst.unsqueeze(1).expand_as(m), m,
-                                                      "amax")
+            # the reference code's unsorted_segment_sum / _mean: scatter_add_ by destination
+            at = dst.unsqueeze(1)
+            count = torch.zeros_like(pos[:, :1]).scatter_add_(0, at, torch.ones_like(radial))
+            mean_shift = torch.zeros_like(pos).scatter_add_(0, at.expand_as(shift), shift) / \
+                count.clamp(min=1.0)
+            agg = torch.zeros_like(h).scatter_add_(0, at.expand_as(m), m)
+            peak = torch.zeros_like(h).scatter_reduce(0, at.expand_as(m), m, "amax")
             return h + self.node(torch.cat([h, agg, peak], 1)), pos + mean_shift
 
     class EGNNMini(nn.Module):
