@@ -14,6 +14,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group ninth    # the ninth (new_user_models_ninth)
     python benchmarks/bench_new_user_models.py --group tenth    # the tenth (new_user_models_tenth)
     python benchmarks/bench_new_user_models.py --group eleventh # the eleventh (..._eleventh)
+    python benchmarks/bench_new_user_models.py --group twelfth  # the twelfth (..._twelfth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -42,6 +43,7 @@ from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
+from new_user_models_twelfth import twelfth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1652,7 +1654,7 @@ def fourth_models():
 
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
 # nn.Fold: Col2Im, opset 18)
-ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18}
+ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18}
 
 
 def make_inputs(spec):
@@ -1793,7 +1795,7 @@ def main() -> int:
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
-                                        "all"),
+                                        "twelfth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1824,7 +1826,11 @@ def main() -> int:
                     "sliding window, a Mistral-style GQA decoder, Informer's ProbSparse "
                     "attention, N-BEATS, TimesNet, SegNet's max-unpooling, Show-Attend-Tell's "
                     "LSTMCell, SuperPoint, a MiDaS DPT, a Stable-Diffusion VAE decoder, a SELU "
-                    "tabular net with nn.Bilinear, a hypernetwork's dynamic conv, Demucs); all")
+                    "tabular net with nn.Bilinear, a hypernetwork's dynamic conv, Demucs); twelfth: the "
+                    "12 of the twelfth (a Gemma-2 step with a KV cache and soft-capping, a Phi "
+                    "parallel block with partial rotary, Mamba-2's chunked SSD, Griffin's "
+                    "RG-LRU, YOLOv8 with DFL, Mask2Former's masked attention, an EGNN over an "
+                    "edge list, Nystromformer, BitNet b1.58, BigVGAN, xDeepFM's CIN, Hyena); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1835,12 +1841,12 @@ def main() -> int:
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
-    eleventh = eleventh_models()
+    eleventh, twelfth = eleventh_models(), twelfth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth, **eleventh}
+             **ninth, **tenth, **eleventh, **twelfth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
-             "ninth": ninth, "tenth": tenth, "eleventh": eleventh,
+             "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -3,8 +3,8 @@ complex dtype, so a complex value between ``torch.fft`` calls lives in the impor
 :class:`ComplexValue`, a pair of float tensors of one shape. This module holds what does
 not depend on the dialect: the pair, the marker of converters that accept it, the check
 that refuses it elsewhere, the wrappers that route a complex operand of a real converter
-(layout ops apply per part), and complex add / subtract / multiply / abs written against
-:class:`Arith`, the four real operations each dialect supplies (Relay builds calls,
+(layout ops apply per part), and complex add / subtract / multiply / divide / abs written against
+:class:`Arith`, the real operations each dialect supplies (Relay builds calls,
 Relax also emits them as bindings).
 """
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ComplexValue", "Arith", "handles_complex", "refuse_complex", "complex_aware",
-           "per_part", "complex_product", "complex_sum", "complex_abs", "operand_pair"]
+           "per_part", "complex_product", "complex_sum", "complex_quotient", "complex_abs",
+           "operand_pair"]
 
 
 class ComplexValue:
@@ -37,6 +38,7 @@ class Arith:
     multiply: Callable[[Any, Any], Any]
     negative: Callable[[Any], Any]
     sqrt: Callable[[Any], Any]
+    divide: Callable[[Any, Any], Any]
 
 
 def handles_complex(fn):
@@ -104,6 +106,20 @@ def complex_sum(a: ComplexValue, b: ComplexValue, sign: int, ar: Arith) -> Compl
     else:
         im = a.im if b.im is None else fn(a.im, b.im)
     return ComplexValue(re, im)
+
+
+def complex_quotient(a: ComplexValue, b: ComplexValue, ar: Arith) -> ComplexValue:
+    """``a / b``: by a real ``b`` part by part, else ``a * conj(b) / |b|^2``."""
+    if b.im is None:
+        return ComplexValue(ar.divide(a.re, b.re),
+                            None if a.im is None else ar.divide(a.im, b.re))
+    den = ar.add(ar.multiply(b.re, b.re), ar.multiply(b.im, b.im))
+    if a.im is None:
+        re, im = ar.multiply(a.re, b.re), ar.negative(ar.multiply(a.re, b.im))
+    else:
+        re = ar.add(ar.multiply(a.re, b.re), ar.multiply(a.im, b.im))
+        im = ar.subtract(ar.multiply(a.im, b.re), ar.multiply(a.re, b.im))
+    return ComplexValue(ar.divide(re, den), ar.divide(im, den))
 
 
 def complex_abs(z: ComplexValue, ar: Arith):

@@ -6,7 +6,7 @@ import pytest
 
 from minitvm.frontend_common import complex_values as cv
 
-NP = cv.Arith(np.add, np.subtract, np.multiply, np.negative, np.sqrt)
+NP = cv.Arith(np.add, np.subtract, np.multiply, np.negative, np.sqrt, np.divide)
 rng = np.random.default_rng(0)
 
 
@@ -28,6 +28,7 @@ def test_product_sum_abs_match_numpy():
     np.testing.assert_allclose(_value(cv.complex_sum(_pair(a), _pair(b), 1, NP)), a + b)
     np.testing.assert_allclose(_value(cv.complex_sum(_pair(a), _pair(b), -1, NP)), a - b)
     np.testing.assert_allclose(cv.complex_abs(_pair(a), NP), np.abs(a))
+    np.testing.assert_allclose(_value(cv.complex_quotient(_pair(a), _pair(b), NP)), a / b)
 
 
 def test_real_operands_have_no_imaginary_part():
@@ -36,6 +37,8 @@ def test_real_operands_have_no_imaginary_part():
     np.testing.assert_allclose(_value(cv.complex_product(real, _pair(a), NP)), r * a)
     np.testing.assert_allclose(_value(cv.complex_sum(real, _pair(a), -1, NP)), r - a)
     np.testing.assert_allclose(_value(cv.complex_sum(_pair(a), real, 1, NP)), a + r)
+    np.testing.assert_allclose(_value(cv.complex_quotient(_pair(a), real, NP)), a / r)
+    np.testing.assert_allclose(_value(cv.complex_quotient(real, _pair(a), NP)), r / a)
 
 
 def test_operand_pair_converts_the_real_side():

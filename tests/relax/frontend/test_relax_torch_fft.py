@@ -94,3 +94,17 @@ def test_complex_output_is_refused():
 def test_other_op_on_complex_is_refused():
     with pytest.raises(TorchImportError, match="of a complex tensor is not supported"):
         _import(lambda x: torch.view_as_real(torch.fft.rfft(x).sum(0)), _rand(2, 8))
+
+
+def test_hyena_fft_convolution_complex_division():
+    """Hyena's long convolution: signals padded to 2L (constant_pad_nd before ``_fft_r2c``),
+    the filter's spectrum divided by 2L, a complex by a complex quotient too."""
+    def fn(v):
+        n = v.shape[-1]
+        k_f = torch.fft.rfft(v.flip(-1), n=2 * n) / (2 * n)
+        y = torch.fft.irfft(torch.fft.rfft(v, n=2 * n) * k_f, n=2 * n, norm="forward")[..., :n]
+        q = torch.fft.rfft(v) / torch.fft.rfft(v + 3.0)
+        return torch.cat([y, torch.fft.irfft(q, n=n)], -1)
+
+    _run(fn, _rand(2, 3, 10) * 0.2)
+

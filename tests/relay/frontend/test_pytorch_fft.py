@@ -105,6 +105,37 @@ def test_other_op_on_complex_is_refused():
         _import(lambda x: torch.view_as_real(torch.fft.rfft(x).sum(0)), _randn(2, 8))
 
 
-def test_padding_fft_size_is_refused():
-    with pytest.raises(ImportError_, match="zero-padding or cropping"):
-        _import(lambda x: torch.fft.rfft(x, n=12).abs(), _randn(2, 8))
+@pytest.mark.parametrize("n", [12, 5])
+def test_rfft_and_fft_pad_or_crop_to_n(n):
+    """``n`` longer than the axis zero-pads it (only the input's rows of the n-point DFT
+    matrices), shorter crops it, as torch."""
+    def fn(x):
+        return torch.cat([torch.fft.rfft(x, n=n).abs(), torch.fft.fft(x, n=n).abs()], -1)
+
+    text = _check(Fn(fn), _randn(2, 8), rtol=1e-4, atol=1e-5).astext()
+    assert ("strided_slice(" in text) == (n < 8)
+
+
+def test_hyena_fft_convolution():
+    """Hyena's long convolution: both signals padded to 2L, the filter's spectrum divided by
+    2L (a complex value over a real number), the product back with irfft and cropped."""
+    class FFTConv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = nn.Parameter(torch.randn(3, 10))
+
+        def forward(self, v):
+            n = v.shape[-1]
+            k_f = torch.fft.rfft(self.k, n=2 * n) / (2 * n)
+            y = torch.fft.irfft(torch.fft.rfft(v, n=2 * n) * k_f, n=2 * n, norm="forward")
+            return y[..., :n]
+
+    _check(FFTConv(), _randn(2, 3, 10), rtol=1e-4, atol=1e-5)
+
+
+def test_complex_division():
+    def fn(x):
+        a, b = torch.fft.rfft(x), torch.fft.rfft(x + 3.0)
+        return torch.cat([torch.view_as_real(a / b), torch.view_as_real(b / 3.0)], -1)
+
+    _check(Fn(fn), _randn(2, 8) * 0.2, rtol=1e-4, atol=1e-5)

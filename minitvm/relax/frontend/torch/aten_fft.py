@@ -28,7 +28,7 @@ def _arith(ctx: AtenContext) -> cv.Arith:
         return lambda a: ctx.emit(fn(a))
 
     return cv.Arith(two(_op.add), two(_op.subtract), two(_op.multiply), one(_op.negative),
-                    one(_op.sqrt))
+                    one(_op.sqrt), two(_op.divide))
 
 
 def refuse_complex(ctx: AtenContext, fn, args) -> None:
@@ -166,6 +166,14 @@ def _cadd(sign: int):
     return convert
 
 
+def _cdiv(ctx: AtenContext, args):
+    """``a / b`` with a complex operand (Hyena's ``rfft(k, n=2L) / (2L)``)."""
+    if len(args) > 2 and args[2] is not None:
+        raise _unsupported(ctx, f"{ctx.node.target} with rounding_mode")
+    a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+    return cv.complex_quotient(a, b, _arith(ctx))
+
+
 def _cabs(ctx: AtenContext, args):
     return cv.complex_abs(args[0], _arith(ctx))
 
@@ -211,5 +219,6 @@ def _to_copy(ctx: AtenContext, args, _real=ATEN["_to_copy.default"]):
 
 for _name, _fn in (("mul.Tensor", _cmul), ("mul.Scalar", _cmul), ("add.Tensor", _cadd(1)),
                    ("add.Scalar", _cadd(1)), ("sub.Tensor", _cadd(-1)),
-                   ("sub.Scalar", _cadd(-1)), ("abs.default", _cabs)):
+                   ("sub.Scalar", _cadd(-1)), ("div.Tensor", _cdiv), ("div.Scalar", _cdiv),
+                   ("abs.default", _cabs)):
     register(_name)(cv.complex_aware(ATEN[_name], _fn))

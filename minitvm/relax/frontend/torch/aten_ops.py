@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Expr, TupleGetItem, const
@@ -16,17 +17,28 @@ from .context import AtenContext, register, torch_dtype
 
 
 def _promote(ctx: AtenContext, x, y):
-    """torch's type promotion for two tensors of different dtypes (float wins, then width)."""
+    """torch's type promotion for two tensors of different dtypes
+    (``frontend_common.torch_promote``: the higher category wins, then the wider, a 0-dim
+    tensor never widening one with dimensions)."""
     dx, dy = ctx.dtype(x), ctx.dtype(y)
     if dx == dy:
         return x, y
-
-    def rank(d):
-        return (d.startswith("float"), d != "bool", int("".join(c for c in d if c.isdigit()) or 1))
-
-    target = dx if rank(dx) >= rank(dy) else dy
+    target = tensors_dtype(dx, dy, ctx.ndim(x) == 0, ctx.ndim(y) == 0)
     return (x if dx == target else _op.astype(x, target)), (y if dy == target else
                                                              _op.astype(y, target))
+
+
+def _operands(ctx: AtenContext, a, b):
+    """Two operands (tensors or Python numbers, one at least a tensor) as Relax tensors of the
+    dtype torch gives their result: a float number lifts an integer tensor to float32."""
+    like = a if isinstance(a, Expr) else b
+    number = b if like is a else a
+    if isinstance(number, bool | int | float):
+        target = with_number_dtype(ctx.dtype(like), number)
+        if target != ctx.dtype(like):
+            like = ctx.emit(_op.astype(like, target))
+            a, b = (like, b) if isinstance(a, Expr) else (a, like)
+    return _promote(ctx, ctx.tensor(a, like), ctx.tensor(b, like))
 
 
 def _binary(rop, pyop):
@@ -34,11 +46,11 @@ def _binary(rop, pyop):
         a, b = args[0], args[1]
         if not isinstance(a, Expr) and not isinstance(b, Expr):
             return ctx.simplify(pyop(a, b))  # size arithmetic
-        like = a if isinstance(a, Expr) else b
-        x, y = ctx.tensor(a, like), ctx.tensor(b, like)
-        x, y = _promote(ctx, x, y)
+        x, y = _operands(ctx, a, b)
+        if rop is _op.divide and true_divide_dtype(ctx.dtype(x)) != ctx.dtype(x):
+            x, y = (ctx.emit(_op.astype(v, true_divide_dtype(ctx.dtype(x)))) for v in (x, y))
         if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
-            y = _op.multiply(y, ctx.tensor(args[2], like))
+            y = _op.multiply(y, ctx.tensor(args[2], y))
         return ctx.emit(rop(x, y))
 
     return convert

@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -86,34 +87,29 @@ def _scalar_like(ctx, value, like):
     return _expr.const(np.array(value, dtype=dt), dt)
 
 
-def _category(dtype: str) -> int:
-    return 0 if dtype == "bool" else 2 if dtype.startswith(("float", "bfloat")) else 1
-
-
-def _promote(da: str, db: str, a_scalar: bool, b_scalar: bool) -> str:
-    """torch's result dtype of two tensors: the higher category (bool < integer < float) wins;
-    within one category the wider, except that a 0-dim tensor does not widen a tensor with
-    dimensions (``int32 * int64`` is int64, ``float32 * tensor(2.0, float64)`` stays float32)."""
-    ca, cb = _category(da), _category(db)
-    if ca != cb:
-        return da if ca > cb else db
-    if a_scalar != b_scalar:
-        return db if a_scalar else da
-    return str(np.promote_types(da, db))
-
-
 def _pair(ctx, a, b):
-    """Two operands as Relay expressions of one dtype (Python numbers take the tensor's)."""
+    """Two operands as Relay expressions of the dtype torch gives their result
+    (``frontend_common.torch_promote``): a Python number takes the tensor's dtype unless it
+    lifts the tensor (a float with an integer tensor: float32)."""
     if _is_expr(a) and _is_expr(b):
         da, db = ctx.dtype(a), ctx.dtype(b)
         if da != db:
-            target = _promote(da, db, ctx.shape(a) == (), ctx.shape(b) == ())
+            target = tensors_dtype(da, db, ctx.shape(a) == (), ctx.shape(b) == ())
             a = a if da == target else _op.cast(a, target)
             b = b if db == target else _op.cast(b, target)
         return a, b
     if _is_expr(a):
+        a = _lifted(ctx, a, b)
         return a, _scalar_like(ctx, b, a)
+    b = _lifted(ctx, b, a)
     return _scalar_like(ctx, a, b), b
+
+
+def _lifted(ctx, tensor, number):
+    """``tensor`` cast to the dtype of its result with the Python ``number``."""
+    dt = ctx.dtype(tensor)
+    target = with_number_dtype(dt, number)
+    return tensor if target == dt else _op.cast(tensor, target)
 
 
 def _binary(relay_fn, py_fn):
@@ -154,6 +150,9 @@ def _div(ctx, args):
     a, b = _pair(ctx, a, b)
     if mode == "floor":
         return _op.floor_divide(a, b)
+    dt = ctx.dtype(a)
+    if mode is None and true_divide_dtype(dt) != dt:  # integers divide as floats in torch
+        a, b = _op.cast(a, true_divide_dtype(dt)), _op.cast(b, true_divide_dtype(dt))
     out = _op.divide(a, b)
     return _op.trunc(out) if mode == "trunc" and ctx.dtype(a).startswith("float") else out
 

@@ -24,7 +24,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from .aten import ATEN, _is_expr, _norm_dim, register
 
-_ARITH = cv.Arith(_op.add, _op.subtract, _op.multiply, _op.negative, _op.sqrt)
+_ARITH = cv.Arith(_op.add, _op.subtract, _op.multiply, _op.negative, _op.sqrt, _op.divide)
 
 
 def refuse_complex(ctx, fn, args) -> None:
@@ -50,8 +50,11 @@ def _apply(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
 
 
 def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
-    """The full complex DFT of ``z`` along ``axis`` (n points)."""
+    """The full complex DFT of ``z`` along ``axis`` (n points; an axis shorter than n is
+    zero-padded: only its rows of the n-point matrices are used)."""
     c, sn = c2c_matrices(n, forward, scale(norm, n, forward))
+    have = ctx.shape(z.re)[axis]
+    c, sn = c[:have], sn[:have]
     dt = ctx.dtype(z.re)
     re = _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
     im = _op.subtract(_apply(z.im, axis, nd, c, dt), _apply(z.re, axis, nd, sn, dt))
@@ -59,8 +62,11 @@ def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
 
 
 def _r2c(ctx, x, axis: int, nd: int, n: int, norm):
-    """The one-sided DFT of a real ``x`` along ``axis`` (n points)."""
+    """The one-sided DFT of a real ``x`` along ``axis`` (n points; a shorter axis is
+    zero-padded, as in ``_c2c``)."""
     c, sn = r2c_matrices(n, True, scale(norm, n, True))
+    have = ctx.shape(x)[axis]
+    c, sn = c[:have], sn[:have]
     dt = ctx.dtype(x)
     return ComplexValue(_apply(x, axis, nd, c, dt), _apply(x, axis, nd, sn, dt))
 
@@ -85,16 +91,23 @@ def _dims_sizes(ctx, x, sizes, dims, default_dims):
     return dims, (list(sizes) if sizes is not None else None), shape, nd
 
 
-def _fixed_input(ctx, shape, dims, sizes, skip_last=False):
-    """Refuse an ``s`` / ``n`` that would pad or crop an input axis (not supported)."""
-    if sizes is None:
-        return
-    for i, (d, s) in enumerate(zip(dims, sizes, strict=True)):
-        if s is None or int(s) == -1 or (skip_last and i == len(dims) - 1):
-            continue
-        if int(s) != shape[d]:
-            raise ctx.fail(f"a transform size {int(s)} other than the input's {shape[d]} on "
-                           f"axis {d} (zero-padding or cropping) is not supported")
+def _signal_sizes(ctx, x, shape, dims, sizes):
+    """(``x`` cropped to ``n`` on each axis longer than its transform size ``n``, the sizes
+    per axis): torch zero-pads a shorter axis to ``n`` (``_r2c`` / ``_c2c`` use only the
+    input's rows of the n-point matrices) and crops a longer one (Hyena's FFT convolution
+    takes ``rfft(v, n=2L)``)."""
+    ns = [shape[d] if sizes is None or sizes[i] is None or int(sizes[i]) == -1
+          else int(sizes[i]) for i, d in enumerate(dims)]
+    for d, n in zip(dims, ns, strict=True):
+        if n < shape[d]:
+            x = _crop(x, d, n)
+    return x, ns
+
+
+def _crop(x, axis: int, n: int):
+    if isinstance(x, ComplexValue):
+        return ComplexValue(_crop(x.re, axis, n), _crop(x.im, axis, n))
+    return _op.strided_slice(x, [0], [n], axes=[axis])
 
 
 def _rfft_like(default_dims):
@@ -104,10 +117,10 @@ def _rfft_like(default_dims):
         if isinstance(x, ComplexValue):
             raise ctx.fail("the input of a real-to-complex FFT is complex")
         dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
-        _fixed_input(ctx, shape, dims, sizes)
-        z = _r2c(ctx, x, dims[-1], nd, shape[dims[-1]], norm)
-        for d in reversed(dims[:-1]):
-            z = _c2c(ctx, z, d, nd, shape[d], True, norm)
+        x, ns = _signal_sizes(ctx, x, shape, dims, sizes)
+        z = _r2c(ctx, x, dims[-1], nd, ns[-1], norm)
+        for d, n in reversed(list(zip(dims[:-1], ns[:-1], strict=True))):
+            z = _c2c(ctx, z, d, nd, n, True, norm)
         return z
 
     return convert
@@ -149,11 +162,11 @@ def _fft_like(default_dims, forward: bool):
     def convert(ctx, args):
         x, sizes, dims, norm = args[0], args[1], args[2], args[3] if len(args) > 3 else None
         dims, sizes, shape, nd = _dims_sizes(ctx, x, sizes, dims, default_dims)
-        _fixed_input(ctx, shape, dims, sizes)
+        x, ns = _signal_sizes(ctx, x, shape, dims, sizes)
         if not isinstance(x, ComplexValue):
             x = ComplexValue(x, _op.zeros_like(x))
-        for d in reversed(dims):
-            x = _c2c(ctx, x, d, nd, shape[d], forward, norm)
+        for d, n in reversed(list(zip(dims, ns, strict=True))):
+            x = _c2c(ctx, x, d, nd, n, forward, norm)
         return x
 
     return convert
@@ -230,6 +243,14 @@ def _cadd(sign: int):
     return convert
 
 
+def _cdiv(ctx, args):
+    """``a / b`` with a complex operand (Hyena's ``rfft(v, n=2L) / (2L)``)."""
+    if len(args) > 2 and args[2] is not None:
+        raise _unsupported(ctx, f"aten::{ctx.op_name} with rounding_mode")
+    a, b = cv.operand_pair(args, lambda v, z: _as_complex(ctx, v, z))
+    return cv.complex_quotient(a, b, _ARITH)
+
+
 def _cabs(ctx, args):
     return cv.complex_abs(args[0], _ARITH)
 
@@ -247,5 +268,6 @@ for _name in ("slice", "select", "permute", "view", "reshape", "unsqueeze", "squ
 register("constant_pad_nd")(cv.complex_aware(ATEN["constant_pad_nd"], _zero_pad))
 
 for _name, _fn in (("mul", _cmul), ("mul_", _cmul), ("add", _cadd(1)), ("add_", _cadd(1)),
-                   ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("abs", _cabs)):
+                   ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("div", _cdiv), ("div_", _cdiv),
+                   ("abs", _cabs)):
     register(_name)(cv.complex_aware(ATEN[_name], _fn))
