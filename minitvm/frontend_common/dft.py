@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-__all__ = ["scale", "c2c_matrices", "r2c_matrices", "c2r_matrices", "OnnxDftPlan", "onnx_dft_plan"]
+__all__ = ["scale", "c2c_matrices", "r2c_matrices", "c2r_matrices", "OnnxDftPlan", "onnx_dft_plan",
+           "onnx_dft_node_plan"]
 
 # ATen's fft_norm_mode (the ``normalization`` int of _fft_r2c / _fft_c2r / _fft_c2c)
 _NORM_MODES = {0: "none", 1: "by_root_n", 2: "by_n"}
@@ -133,3 +134,21 @@ def onnx_dft_plan(shape, axis: int, inverse: bool, onesided: bool, dft_length,
     if not is_complex:
         return OnnxDftPlan(axis, c, None, -s, None)
     return OnnxDftPlan(axis, c, s, -s, c)
+
+
+def onnx_dft_node_plan(ctx, ins, attrs, shape, dtype: str) -> OnnxDftPlan:
+    """``onnx_dft_plan`` of the DFT node ``ctx`` converts (either importer's context: its
+    ``opset``, ``value(input, what)`` for import-time values and ``fail``): the input's
+    ``shape`` and ``dtype``, ``dft_length`` (input 1) and the axis (opset 20's input 2, default
+    -2; earlier the ``axis`` attribute, default 1)."""
+    if dtype not in ("float16", "float32", "float64"):
+        raise ctx.fail(f"the input must be a float tensor, got {dtype}")
+    length = ins[1] if len(ins) > 1 else None
+    length = None if length is None else int(ctx.value(length, "DFT's dft_length"))
+    if ctx.opset >= 20:
+        axis_in = ins[2] if len(ins) > 2 else None
+        axis = -2 if axis_in is None else int(ctx.value(axis_in, "DFT's axis"))
+    else:
+        axis = int(attrs.get("axis", 1))
+    return onnx_dft_plan(shape, axis, bool(attrs.get("inverse", 0)),
+                         bool(attrs.get("onesided", 0)), length, ctx.fail)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.dft import onnx_dft_plan
+from ....frontend_common.dft import onnx_dft_node_plan
 from ... import op as _op
 from ...expr import const
 from .context import Context, register
@@ -35,17 +35,7 @@ def _combine(ctx: Context, parts, axis: int):
 def _dft(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     shape = ctx.shape(x)
-    if ctx.dtype(x) not in ("float16", "float32", "float64"):
-        raise ctx.fail(f"the input must be a float tensor, got {ctx.dtype(x)}")
-    length = ins[1] if len(ins) > 1 else None
-    length = None if length is None else int(ctx.value(length, "DFT's dft_length"))
-    if ctx.opset >= 20:
-        axis_in = ins[2] if len(ins) > 2 else None
-        axis = -2 if axis_in is None else int(ctx.value(axis_in, "DFT's axis"))
-    else:
-        axis = int(attrs.get("axis", 1))
-    plan = onnx_dft_plan(shape, axis, bool(attrs.get("inverse", 0)),
-                         bool(attrs.get("onesided", 0)), length, ctx.fail)
+    plan = onnx_dft_node_plan(ctx, ins, attrs, shape, ctx.dtype(x))
     last = len(shape) - 1
     index = [const(np.array(i, "int64")) for i in (0, 1)]
     re = ctx.emit(_op.take(x, index[0], axis=last))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.dft import onnx_dft_plan
+from ....frontend_common.dft import onnx_dft_node_plan
 from ... import op as _op
 from ...op import nn as _nn
 from .registry import register
@@ -33,17 +33,7 @@ def _combine(ctx, parts, axis: int):
 def _dft(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    if ctx.dtype(x) not in ("float16", "float32", "float64"):
-        raise ctx.fail(f"the input must be a float tensor, got {ctx.dtype(x)}")
-    length = ins[1] if len(ins) > 1 else None
-    length = None if length is None else int(ctx.value(length, "DFT's dft_length"))
-    if ctx.opset >= 20:
-        axis_in = ins[2] if len(ins) > 2 else None
-        axis = -2 if axis_in is None else int(ctx.value(axis_in, "DFT's axis"))
-    else:
-        axis = int(attrs.get("axis", 1))
-    plan = onnx_dft_plan(shape, axis, bool(attrs.get("inverse", 0)),
-                         bool(attrs.get("onesided", 0)), length, ctx.fail)
+    plan = onnx_dft_node_plan(ctx, ins, attrs, shape, ctx.dtype(x))
     last = len(shape) - 1
     re = _op.take(x, ctx.const(0, "int64"), axis=last)
     im = _op.take(x, ctx.const(1, "int64"), axis=last) if shape[-1] == 2 else None
