@@ -127,6 +127,18 @@ def compress_indices(condition: np.ndarray, length: int) -> np.ndarray:
     return np.nonzero(cond)[0].astype("int64")
 
 
+def max_unpool_output_shape(ctx, ins, attrs, in_shape) -> list[int]:
+    """The MaxUnpool node's output shape: its ``output_shape`` input (an import-time value,
+    through ``ctx.value``) when given, else ``unpool_output_shape`` of its attributes."""
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    n = len(kernel)
+    strides = [int(s) for s in attrs.get("strides", [1] * n)]
+    pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
+    if len(ins) > 2 and ins[2] is not None:
+        return [int(v) for v in ctx.value(ins[2], "MaxUnpool's output_shape").reshape(-1)]
+    return unpool_output_shape(in_shape, kernel, strides, pads)
+
+
 def unpool_output_shape(in_shape, kernel, strides, pads) -> list[int]:
     """MaxUnpool's default output shape: ``(in - 1) * stride + kernel - pads`` per spatial
     axis, batch and channels kept."""

@@ -11,6 +11,7 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..topi.scatter_linear import SCATTER_LINEAR_TAG
+from ..topi.transform_extra import _combine
 from .common import const_int, imm
 from .lower import Rule, register_rule
 
@@ -32,16 +33,6 @@ def _strides(dims: list[int]) -> list[int]:
         out.append(step)
         step *= d
     return out[::-1]
-
-
-def _combine(reduction: str, old, new):
-    if reduction == "update":
-        return new
-    if reduction == "add":
-        return old + new
-    if reduction == "mul":
-        return old * new
-    return (E.Min if reduction == "min" else E.Max)(old, new)
 
 
 def _nest(ctx, dims: list[int], body_of):

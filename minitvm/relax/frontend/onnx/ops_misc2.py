@@ -16,7 +16,7 @@ from ....frontend_common.onnx_misc_plans import (
     compress_indices,
     leibniz_plan,
     lp_pool_geometry,
-    unpool_output_shape,
+    max_unpool_output_shape,
 )
 from ... import op as _op
 from ...expr import const
@@ -139,13 +139,7 @@ def _max_unpool(ctx: Context, ins, attrs):
     shape = ctx.shape(x)
     if not all(isinstance(d, int) for d in shape):
         raise ctx.fail(f"MaxUnpool needs a static input shape, got {shape}")
-    kernel = [int(k) for k in attrs["kernel_shape"]]
-    n = len(kernel)
-    strides = [int(s) for s in attrs.get("strides", [1] * n)]
-    pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
-    out = unpool_output_shape(shape, kernel, strides, pads)
-    if len(ins) > 2 and ins[2] is not None:
-        out = [int(v) for v in ctx.value(ins[2], "MaxUnpool's output_shape").reshape(-1)]
+    out = max_unpool_output_shape(ctx, ins, attrs, shape)
     size = int(np.prod(out))
     zeros = ctx.emit(_op.zeros(ctx.shape_expr([size]), ctx.dtype(x)))
     flat_i = ctx.emit(_op.reshape(idx, ctx.shape_expr([int(np.prod(shape))])))

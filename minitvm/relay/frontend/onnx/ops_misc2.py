@@ -14,7 +14,7 @@ from ....frontend_common.onnx_misc_plans import (
     compress_indices,
     leibniz_plan,
     lp_pool_geometry,
-    unpool_output_shape,
+    max_unpool_output_shape,
 )
 from ... import op as _op
 from ...op import nn as _nn
@@ -115,13 +115,7 @@ def _compress(ctx, ins, attrs):
 def _max_unpool(ctx, ins, attrs):
     x, idx = ins[0], ins[1]
     shape = ctx.shape(x)
-    kernel = [int(k) for k in attrs["kernel_shape"]]
-    n = len(kernel)
-    strides = [int(s) for s in attrs.get("strides", [1] * n)]
-    pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
-    out = unpool_output_shape(shape, kernel, strides, pads)
-    if len(ins) > 2 and ins[2] is not None:
-        out = [int(v) for v in ctx.value(ins[2], "MaxUnpool's output_shape").reshape(-1)]
+    out = max_unpool_output_shape(ctx, ins, attrs, shape)
     size = int(np.prod(out))
     zeros = _op.zeros((size,), ctx.dtype(x))
     flat = _op.scatter_elements(zeros, _op.reshape(idx, (-1,)), _op.reshape(x, (-1,)), 0)
