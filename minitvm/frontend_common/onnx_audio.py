@@ -16,7 +16,8 @@ import numpy as np
 
 from .dft import OnnxDftPlan, onnx_dft_plan
 
-__all__ = ["window", "mel_weight_matrix", "StftPlan", "stft_plan"]
+__all__ = ["window", "mel_weight_matrix", "StftPlan", "stft_plan", "node_scalar",
+           "window_node_table", "mel_node_table"]
 
 
 def window(kind: str, size: int, periodic: bool) -> np.ndarray:
@@ -98,3 +99,29 @@ def stft_plan(signal_shape, step: int, length: int | None, win: np.ndarray | Non
         plan = OnnxDftPlan(plan.axis, *(None if m is None else m * w
                                          for m in (plan.rr, plan.ir, plan.ri, plan.ii)))
     return StftPlan(frames.astype("int64"), plan)
+
+
+def node_scalar(ctx, v, what: str):
+    """The import-time scalar value of input ``v`` (``ctx.value``: either importer's)."""
+    return np.asarray(ctx.value(v, what)).reshape(-1)[0]
+
+
+def window_node_table(ctx, ins, attrs, kind: str) -> np.ndarray:
+    """The table of the window node ``ctx`` converts (HannWindow, ...): its size input, its
+    ``periodic`` attribute; a negative size is an error."""
+    size = int(node_scalar(ctx, ins[0], f"{ctx.node.op_type}'s size"))
+    if size < 0:
+        raise ctx.fail(f"the window size must be non-negative, got {size}")
+    return window(kind, size, bool(attrs.get("periodic", 1)))
+
+
+def mel_node_table(ctx, ins) -> np.ndarray:
+    """The table of the MelWeightMatrix node ``ctx`` converts, its five inputs checked."""
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+             "upper_edge_hertz")
+    mel, n_fft, rate, lo, hi = (node_scalar(ctx, v, f"MelWeightMatrix's {w}")
+                                for v, w in zip(ins[:5], names, strict=True))
+    if int(mel) < 1 or int(n_fft) < 1 or int(rate) < 1 or not 0 <= float(lo) < float(hi):
+        raise ctx.fail(f"invalid mel bins {mel}, dft_length {n_fft}, sample_rate {rate} or "
+                       f"edges [{lo}, {hi}] Hz")
+    return mel_weight_matrix(int(mel), int(n_fft), int(rate), float(lo), float(hi))

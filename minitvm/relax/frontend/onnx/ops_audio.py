@@ -7,25 +7,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_audio import mel_weight_matrix, stft_plan, window
+from ....frontend_common.onnx_audio import (
+    mel_node_table,
+    node_scalar,
+    stft_plan,
+    window_node_table,
+)
 from ... import op as _op
 from ...expr import const
 from .context import Context, onnx_dtype, register
 from .ops_signal import _combine
 
 
-def _scalar(ctx: Context, v, what: str):
-    return np.asarray(ctx.value(v, what)).reshape(-1)[0]
-
-
 @register("STFT")
 def _stft(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     shape = ctx.shape(x)
-    step = int(_scalar(ctx, ins[1], "STFT's frame_step"))
+    step = int(node_scalar(ctx, ins[1], "STFT's frame_step"))
     win = ins[2] if len(ins) > 2 else None
     length = ins[3] if len(ins) > 3 else None
-    length = None if length is None else int(_scalar(ctx, length, "STFT's frame_length"))
+    length = None if length is None else int(node_scalar(ctx, length, "STFT's frame_length"))
     known = ctx.known(win)
     win_len = None if win is None else ctx.shape(win)[0]
     plan = stft_plan(shape, step, length, known, win_len, bool(attrs.get("onesided", 1)),
@@ -54,10 +55,7 @@ def _table(table: np.ndarray, attrs):
 
 def _window(kind: str):
     def convert(ctx: Context, ins, attrs):
-        size = int(_scalar(ctx, ins[0], f"{ctx.node.op_type}'s size"))
-        if size < 0:
-            raise ctx.fail(f"the window size must be non-negative, got {size}")
-        table = window(kind, size, bool(attrs.get("periodic", 1)))
+        table = window_node_table(ctx, ins, attrs, kind)
         return _table(table, attrs)
 
     return convert
@@ -70,12 +68,5 @@ register("BlackmanWindow")(_window("blackman"))
 
 @register("MelWeightMatrix")
 def _mel_weight_matrix(ctx: Context, ins, attrs):
-    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
-             "upper_edge_hertz")
-    mel, n_fft, rate, lo, hi = (_scalar(ctx, v, f"MelWeightMatrix's {w}")
-                                for v, w in zip(ins[:5], names, strict=True))
-    if int(mel) < 1 or int(n_fft) < 1 or int(rate) < 1 or not 0 <= float(lo) < float(hi):
-        raise ctx.fail(f"invalid mel bins {mel}, dft_length {n_fft}, sample_rate {rate} or "
-                       f"edges [{lo}, {hi}] Hz")
-    table = mel_weight_matrix(int(mel), int(n_fft), int(rate), float(lo), float(hi))
+    table = mel_node_table(ctx, ins)
     return _table(table, attrs)
