@@ -4,11 +4,13 @@ for modules imported with their weights kept as function inputs, and ``crop_nega
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.module import IRModule
 from .. import op as _op
-from ..expr import Expr, Function
+from ..expr import Expr, Function, const
 
-__all__ = ["crop_negative_pads", "detach_params"]
+__all__ = ["crop_negative_pads", "detach_params", "contract_axis"]
 
 _TO_END = 2 ** 62  # a slice end past any axis: "up to the end"
 
@@ -41,3 +43,16 @@ def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list]]:
         out[gv] = Function(func.params, func.body, func.ret_struct_info, func.is_pure,
                            attrs or None, func.span)
     return out, detached
+
+
+def contract_axis(ctx, x, axis: int, mat: np.ndarray):
+    """``x`` contracted along ``axis`` with the constant ``mat`` [n_in, n_out], each step
+    bound through ``ctx.emit`` (either importer's context): the axis moved last, one matmul,
+    moved back (the DFT matrices of ONNX's DFT / STFT and torch.fft)."""
+    nd = ctx.ndim(x)
+    perm = [d for d in range(nd) if d != axis] + [axis]
+    moved = x if axis == nd - 1 else ctx.emit(_op.permute_dims(x, perm))
+    y = ctx.emit(_op.matmul(moved, const(mat.astype(ctx.dtype(x)))))
+    if axis == nd - 1:
+        return y
+    return ctx.emit(_op.permute_dims(y, [int(b) for b in np.argsort(perm)]))

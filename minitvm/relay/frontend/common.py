@@ -8,12 +8,14 @@ from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
 from ...runtime.ndarray import NDArray
 from .. import expr as _expr
+from .. import op as _op
 from ..expr import Call, Constant, Tuple, TupleGetItem
+from ..op import nn as _nn
 from ..transform.infer_type import InferTypeLocal
 
 __all__ = [
     "OpNotImplemented", "ImportError_", "Folder", "infer_type", "infer_shape", "infer_dtype",
-    "const_value", "unsupported_error", "new_var", "last_two_swapped",
+    "const_value", "unsupported_error", "new_var", "last_two_swapped", "contract_axis",
 ]
 
 
@@ -190,3 +192,13 @@ def last_two_swapped(expr):
     want = list(range(nd - 2)) + [nd - 1, nd - 2]
     got = [int(a) % nd for a in axes]
     return expr.args[0] if nd >= 2 and got == want else None
+
+
+def contract_axis(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
+    """``x`` (rank ``nd``) contracted along ``axis`` with the constant ``mat`` [n_in, n_out]:
+    the axis moved last, one dense layer, moved back (the DFT matrices of ONNX's DFT / STFT and
+    torch.fft)."""
+    perm = [d for d in range(nd) if d != axis] + [axis]
+    moved = x if axis == nd - 1 else _op.transpose(x, perm)
+    y = _nn.dense(moved, _expr.const(np.ascontiguousarray(mat.T).astype(dtype), dtype))
+    return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in np.argsort(perm)])

@@ -10,24 +10,13 @@ import numpy as np
 from ....frontend_common.dft import onnx_dft_node_plan
 from ... import op as _op
 from ...expr import const
+from ..common import contract_axis
 from .context import Context, register
-
-
-def _along(ctx: Context, x, axis: int, mat: np.ndarray):
-    """``x`` contracted with ``mat`` [n_in, n_out] along ``axis`` (moved last, one matmul,
-    moved back)."""
-    nd = ctx.ndim(x)
-    perm = [d for d in range(nd) if d != axis] + [axis]
-    moved = x if axis == nd - 1 else ctx.emit(_op.permute_dims(x, perm))
-    y = ctx.emit(_op.matmul(moved, const(mat.astype(ctx.dtype(x)))))
-    if axis == nd - 1:
-        return y
-    return ctx.emit(_op.permute_dims(y, [int(b) for b in np.argsort(perm)]))
 
 
 def _combine(ctx: Context, parts, axis: int):
     """The sum of ``operand @ matrix`` over the pairs whose matrix exists."""
-    terms = [_along(ctx, x, axis, m) for x, m in parts if m is not None]
+    terms = [contract_axis(ctx, x, axis, m) for x, m in parts if m is not None]
     return terms[0] if len(terms) == 1 else ctx.emit(_op.add(*terms))
 
 

@@ -16,6 +16,7 @@ from ....frontend_common.complex_values import ComplexValue, handles_complex
 from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, scale
 from ... import op as _op
 from ...expr import Expr, const
+from ..common import contract_axis
 from .context import ATEN, AtenContext, register
 
 
@@ -51,18 +52,6 @@ def _static(ctx: AtenContext, x, axis: int) -> int:
     return n
 
 
-def _apply(ctx: AtenContext, x, axis: int, mat: np.ndarray):
-    """``x`` contracted along ``axis`` with ``mat`` [n_in, n_out] (the axis moved last, one
-    matmul, moved back)."""
-    nd = ctx.ndim(x)
-    perm = [d for d in range(nd) if d != axis] + [axis]
-    moved = x if axis == nd - 1 else ctx.emit(_op.permute_dims(x, perm))
-    y = ctx.emit(_op.matmul(moved, const(mat.astype(ctx.dtype(x)))))
-    if axis == nd - 1:
-        return y
-    return ctx.emit(_op.permute_dims(y, [int(b) for b in np.argsort(perm)]))
-
-
 def _axes(ctx: AtenContext, x, dims) -> list[int]:
     nd = ctx.ndim(x)
     return [int(d) % nd for d in dims]
@@ -71,8 +60,8 @@ def _axes(ctx: AtenContext, x, dims) -> list[int]:
 def _c2c_axis(ctx, z: ComplexValue, axis: int, forward: bool, norm) -> ComplexValue:
     n = _static(ctx, z.re, axis)
     c, s = c2c_matrices(n, forward, scale(norm, n, forward))
-    re = ctx.emit(_op.add(_apply(ctx, z.re, axis, c), _apply(ctx, z.im, axis, s)))
-    im = ctx.emit(_op.subtract(_apply(ctx, z.im, axis, c), _apply(ctx, z.re, axis, s)))
+    re = ctx.emit(_op.add(contract_axis(ctx, z.re, axis, c), contract_axis(ctx, z.im, axis, s)))
+    im = ctx.emit(_op.subtract(contract_axis(ctx, z.im, axis, c), contract_axis(ctx, z.re, axis, s)))
     return ComplexValue(re, im)
 
 
@@ -87,7 +76,7 @@ def _fft_r2c(ctx: AtenContext, args):
     axes = _axes(ctx, x, dims)
     n = _static(ctx, x, axes[-1])
     c, s = r2c_matrices(n, onesided, scale(norm, n, True))
-    z = ComplexValue(_apply(ctx, x, axes[-1], c), _apply(ctx, x, axes[-1], s))
+    z = ComplexValue(contract_axis(ctx, x, axes[-1], c), contract_axis(ctx, x, axes[-1], s))
     for a in reversed(axes[:-1]):
         z = _c2c_axis(ctx, z, a, True, norm)
     return z
@@ -105,7 +94,7 @@ def _fft_c2r(ctx: AtenContext, args):
     for a in axes[:-1]:
         z = _c2c_axis(ctx, z, a, False, norm)
     c, s = c2r_matrices(_static(ctx, z.re, axes[-1]), n, scale(norm, n, False))
-    return ctx.emit(_op.add(_apply(ctx, z.re, axes[-1], c), _apply(ctx, z.im, axes[-1], s)))
+    return ctx.emit(_op.add(contract_axis(ctx, z.re, axes[-1], c), contract_axis(ctx, z.im, axes[-1], s)))
 
 
 @register("_fft_c2c.default")

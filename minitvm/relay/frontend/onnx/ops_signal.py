@@ -5,27 +5,16 @@ axis (``frontend_common.dft.onnx_dft_plan``), which the native GEMM kernels run.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ....frontend_common.dft import onnx_dft_node_plan
 from ... import op as _op
-from ...op import nn as _nn
+from ..common import contract_axis
 from .registry import register
-
-
-def _along(ctx, x, axis: int, mat: np.ndarray):
-    """``x`` contracted with ``mat`` [n_in, n_out] along ``axis``: the axis moved last, one
-    dense layer, moved back."""
-    nd = len(ctx.shape(x))
-    perm = [d for d in range(nd) if d != axis] + [axis]
-    moved = x if axis == nd - 1 else _op.transpose(x, perm)
-    y = _nn.dense(moved, ctx.const(np.ascontiguousarray(mat.T), ctx.dtype(x)))
-    return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in np.argsort(perm)])
 
 
 def _combine(ctx, parts, axis: int):
     """The sum of ``operand @ matrix`` over the pairs whose matrix exists."""
-    terms = [_along(ctx, x, axis, m) for x, m in parts if m is not None]
+    terms = [contract_axis(x, axis, len(ctx.shape(x)), m, ctx.dtype(x)) for x, m in parts
+             if m is not None]
     return terms[0] if len(terms) == 1 else _op.add(*terms)
 
 

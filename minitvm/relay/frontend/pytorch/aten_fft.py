@@ -22,6 +22,7 @@ from ....frontend_common.dft import c2c_matrices, c2r_matrices, r2c_matrices, sc
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
+from ..common import contract_axis
 from .aten import ATEN, _is_expr, _norm_dim, register
 
 _ARITH = cv.Arith(_op.add, _op.subtract, _op.multiply, _op.negative, _op.sqrt, _op.divide)
@@ -39,16 +40,6 @@ def _unsupported(ctx, what: str):
                     f"/ real / imag / abs")
 
 
-def _apply(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
-    """``x`` contracted along ``axis`` with ``mat`` [n_in, n_out]: the axis moved last,
-    one dense layer, moved back."""
-    perm = [d for d in range(nd) if d != axis] + [axis]
-    back = list(np.argsort(perm))
-    moved = x if axis == nd - 1 else _op.transpose(x, perm)
-    y = _nn.dense(moved, _expr.const(np.ascontiguousarray(mat.T).astype(dtype), dtype))
-    return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in back])
-
-
 def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
     """The full complex DFT of ``z`` along ``axis`` (n points; an axis shorter than n is
     zero-padded: only its rows of the n-point matrices are used)."""
@@ -56,8 +47,8 @@ def _c2c(ctx, z: ComplexValue, axis: int, nd: int, n: int, forward: bool, norm):
     have = ctx.shape(z.re)[axis]
     c, sn = c[:have], sn[:have]
     dt = ctx.dtype(z.re)
-    re = _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
-    im = _op.subtract(_apply(z.im, axis, nd, c, dt), _apply(z.re, axis, nd, sn, dt))
+    re = _op.add(contract_axis(z.re, axis, nd, c, dt), contract_axis(z.im, axis, nd, sn, dt))
+    im = _op.subtract(contract_axis(z.im, axis, nd, c, dt), contract_axis(z.re, axis, nd, sn, dt))
     return ComplexValue(re, im)
 
 
@@ -68,14 +59,14 @@ def _r2c(ctx, x, axis: int, nd: int, n: int, norm):
     have = ctx.shape(x)[axis]
     c, sn = c[:have], sn[:have]
     dt = ctx.dtype(x)
-    return ComplexValue(_apply(x, axis, nd, c, dt), _apply(x, axis, nd, sn, dt))
+    return ComplexValue(contract_axis(x, axis, nd, c, dt), contract_axis(x, axis, nd, sn, dt))
 
 
 def _c2r(ctx, z: ComplexValue, axis: int, nd: int, n: int, norm):
     """The real inverse of a one-sided spectrum along ``axis`` (n output points)."""
     c, sn = c2r_matrices(ctx.shape(z.re)[axis], n, scale(norm, n, False))
     dt = ctx.dtype(z.re)
-    return _op.add(_apply(z.re, axis, nd, c, dt), _apply(z.im, axis, nd, sn, dt))
+    return _op.add(contract_axis(z.re, axis, nd, c, dt), contract_axis(z.im, axis, nd, sn, dt))
 
 
 def _dims_sizes(ctx, x, sizes, dims, default_dims):
