@@ -10,7 +10,7 @@ from ...ir.module import IRModule
 from .. import op as _op
 from ..expr import Expr, Function, const
 
-__all__ = ["crop_negative_pads", "detach_params", "contract_axis"]
+__all__ = ["crop_negative_pads", "detach_params", "contract_axis", "dynamic_quantize_uint8"]
 
 _TO_END = 2 ** 62  # a slice end past any axis: "up to the end"
 
@@ -56,3 +56,21 @@ def contract_axis(ctx, x, axis: int, mat: np.ndarray):
     if axis == nd - 1:
         return y
     return ctx.emit(_op.permute_dims(y, [int(b) for b in np.argsort(perm)]))
+
+
+def dynamic_quantize_uint8(ctx, x, dtype: str):
+    """ONNX's ``DynamicQuantizeLinear`` of ``x`` (of float ``dtype``), each step bound through
+    ``ctx.emit``: uint8 over its range widened to hold 0, scale ``(max - min) / 255`` (1 for an
+    all-zero input, as onnxruntime), zero point ``round(-min / scale)``; (the uint8 tensor, the
+    scale, the zero point as a float of ``dtype``). Also how a ``DynamicQuantizeLSTM``
+    quantizes its input and state."""
+    def f(v):
+        return const(np.array(v, dtype))
+
+    lo = ctx.emit(_op.minimum(_op.min(x), f(0)))
+    hi = ctx.emit(_op.maximum(_op.max(x), f(0)))
+    scale = ctx.emit(_op.divide(_op.subtract(hi, lo), f(255)))
+    safe = ctx.emit(_op.where(_op.equal(scale, f(0)), f(1), scale))
+    zp = ctx.emit(_op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0))
+    q = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
+    return ctx.emit(_op.astype(q, "uint8")), safe, zp

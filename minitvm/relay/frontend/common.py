@@ -16,6 +16,7 @@ from ..transform.infer_type import InferTypeLocal
 __all__ = [
     "OpNotImplemented", "ImportError_", "Folder", "infer_type", "infer_shape", "infer_dtype",
     "const_value", "unsupported_error", "new_var", "last_two_swapped", "contract_axis",
+    "dynamic_quantize_uint8",
 ]
 
 
@@ -202,3 +203,20 @@ def contract_axis(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
     moved = x if axis == nd - 1 else _op.transpose(x, perm)
     y = _nn.dense(moved, _expr.const(np.ascontiguousarray(mat.T).astype(dtype), dtype))
     return y if axis == nd - 1 else _op.transpose(y, [int(b) for b in np.argsort(perm)])
+
+
+def dynamic_quantize_uint8(x, dtype: str):
+    """ONNX's ``DynamicQuantizeLinear`` of ``x`` (of float ``dtype``): uint8 over its range
+    widened to hold 0, scale ``(max - min) / 255`` (1 for an all-zero input, as onnxruntime),
+    zero point ``round(-min / scale)``; (the uint8 tensor, the scale, the zero point as a float
+    of ``dtype``). Also how a ``DynamicQuantizeLSTM`` quantizes its input and state."""
+    def f(v):
+        return _expr.const(np.array(v, dtype), dtype)
+
+    lo = _op.minimum(_op.min(x), f(0))
+    hi = _op.maximum(_op.max(x), f(0))
+    scale = _op.divide(_op.subtract(hi, lo), f(255))
+    safe = _op.where(_op.equal(scale, f(0)), f(1), scale)
+    zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
+    q = _op.cast(_op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0), "uint8")
+    return q, safe, zp

@@ -9,7 +9,7 @@ from ...frontend_common.onnx_rnn import unary_op
 from .. import expr as _expr
 from .. import op as _op
 from ..op import nn as _nn
-from .common import infer_dtype, infer_shape
+from .common import dynamic_quantize_uint8, infer_dtype, infer_shape
 
 __all__ = ["RelayRecurrentOps"]
 
@@ -97,17 +97,8 @@ class RelayRecurrentOps:
         """``DynamicQuantWeight``'s product: ``x`` quantized to uint8 over its range with 0
         (as ``DynamicQuantizeLinear``), the int32 VNNI ``nn.dense`` less the zero point's
         shares (``MatmulVnniPlan``), scaled by ``s_x * w.scale``."""
-        def f(v):
-            return _expr.const(np.array(v, "float32"))
-
         weight, column_sums, row_sum_weight, w_scale = self._weight_consts(w)
-        lo = _op.minimum(_op.min(x), f(0))
-        hi = _op.maximum(_op.max(x), f(0))
-        scale = _op.divide(_op.subtract(hi, lo), f(255))
-        scale = _op.where(_op.equal(scale, f(0)), f(1), scale)
-        zp = _op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0)
-        q = _op.cast(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
-                     "uint8")
+        q, scale, zp = dynamic_quantize_uint8(x, "float32")
         y = _nn.dense(q, weight, units=w.units, out_dtype="int32")
         if row_sum_weight is not None:
             sums = _op.sum(_op.cast(q, "int32"), axis=[-1], keepdims=True)

@@ -30,6 +30,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import op as _op
 from ...expr import Call, Constant, Var, const
+from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
 from .qdq_vnni import as_row
@@ -53,18 +54,8 @@ def _dynamic_quantize_linear(ctx: Context, ins, attrs):
     """uint8 over the tensor's range widened to hold 0: scale (max - min) / 255, zero point
     round(-min / scale); an all-zero input gets scale 1 and zero point 0 (as onnxruntime)."""
     x = ctx.expr(ins[0])
-    dt = ctx.dtype(x)
-
-    def f(v):
-        return const(np.array(v, dt))
-
-    lo = ctx.emit(_op.minimum(_op.min(x), f(0)))
-    hi = ctx.emit(_op.maximum(_op.max(x), f(0)))
-    scale = ctx.emit(_op.divide(_op.subtract(hi, lo), f(255)))
-    safe = ctx.emit(_op.where(_op.equal(scale, f(0)), f(1), scale))
-    zp = ctx.emit(_op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0))
-    y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
-    return [ctx.emit(_op.astype(y, "uint8")), safe, ctx.emit(_op.astype(zp, "uint8"))]
+    q, scale, zp = dynamic_quantize_uint8(ctx, x, ctx.dtype(x))
+    return [q, scale, ctx.emit(_op.astype(zp, "uint8"))]
 
 
 def _shifted(ctx: Context, q, zp, acc: str, axis: int | None = None):

@@ -12,6 +12,7 @@ from ....frontend_common.onnx_quant import dequantized_lstm_weight, dynamic_quan
 from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unary_op, unroll
 from ... import op as _op
 from ...expr import TupleGetItem, const
+from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
 
 # products folded in numpy when both sides are known at import (weights, biases)
@@ -165,18 +166,9 @@ class RelaxRecurrentOps:
         """``DynamicQuantWeight``'s product: ``x`` quantized to uint8 over its range with 0
         (as ``DynamicQuantizeLinear``), the int32 VNNI matmul less the zero point's shares
         (``MatmulVnniPlan``), scaled by ``s_x * w.scale``."""
-        def f(v):
-            return const(np.array(v, "float32"))
-
         emit, x = self.ctx.emit, self._e(x)
         weight, column_sums, row_sum_weight, w_scale = self._weight_consts(w)
-        lo = emit(_op.minimum(_op.min(x), f(0)))
-        hi = emit(_op.maximum(_op.max(x), f(0)))
-        scale = emit(_op.divide(_op.subtract(hi, lo), f(255)))
-        scale = emit(_op.where(_op.equal(scale, f(0)), f(1), scale))
-        zp = emit(_op.clip(_op.round(_op.divide(_op.negative(lo), scale)), 0.0, 255.0))
-        q = emit(_op.astype(_op.clip(_op.add(_op.round(_op.divide(x, scale)), zp), 0.0, 255.0),
-                            "uint8"))
+        q, scale, zp = dynamic_quantize_uint8(self.ctx, x, "float32")
         y = emit(_op.matmul(q, weight, out_dtype="int32"))
         if row_sum_weight is not None:
             sums = emit(_op.sum(_op.astype(q, "int32"), axis=[-1], keepdims=True))

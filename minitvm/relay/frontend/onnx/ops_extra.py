@@ -24,6 +24,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import expr as _expr
 from ... import op as _op
+from ..common import dynamic_quantize_uint8
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
 from .qdq_weight import as_row, vnni_int_conv, vnni_int_matmul
@@ -134,19 +135,8 @@ def _dynamic_quantize_linear(ctx, ins, attrs):
     """uint8 quantization over the tensor's range widened to hold 0: scale (max - min) / 255,
     zero point round(-min / scale); outputs (y, scale, zero point). An all-zero input quantizes
     to 0 with scale 1 and zero point 0, as onnxruntime does."""
-    x = ins[0]
-    dt = ctx.dtype(x)
-
-    def f(v):
-        return ctx.const(np.array(v, dt))
-
-    lo = _op.minimum(_op.min(x), f(0))
-    hi = _op.maximum(_op.max(x), f(0))
-    scale = _op.divide(_op.subtract(hi, lo), f(255))
-    safe = _op.where(_op.equal(scale, f(0)), f(1), scale)
-    zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
-    y = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
-    return [_op.cast(y, "uint8"), safe, _op.cast(zp, "uint8")]
+    q, scale, zp = dynamic_quantize_uint8(ins[0], ctx.dtype(ins[0]))
+    return [q, scale, _op.cast(zp, "uint8")]
 
 
 def _zp_value(ctx, zp):
