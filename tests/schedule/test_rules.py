@@ -7,7 +7,15 @@ import pytest
 import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import RULES, LoweringOptions, Rule, lower_te, register_rule, select_rule
+from minitvm.schedule import (
+    RULES,
+    LoweringOptions,
+    Rule,
+    gemm,
+    lower_te,
+    register_rule,
+    select_rule,
+)
 from minitvm.te.create_prim_func import topo_order
 from minitvm.tir import stmt as S
 
@@ -59,12 +67,21 @@ def test_blas_option_only_counts_when_set():
     assert select_rule(t, LoweringOptions(blas=False, generated_dense=False)) is None
 
 
-def test_small_dense_is_never_a_gemm():
-    # a GEMV (one row) stays the vectorized reduction whatever the options
-    _, _, outs = _dense_te(m=1)
+def test_narrow_gemv_is_never_a_gemm():
+    # a GEMV (one row) with few outputs and a small weight stays the vectorized reduction
+    # whatever the options (gemm.GEMV_MIN_COLUMNS, GEMV_MIN_WEIGHT)
+    _, _, outs = _dense_te(m=1, n=gemm.GEMV_MIN_COLUMNS - 6)
     t = _stage(outs, "dense")
     for options in (GENERATED, PLAIN, BLAS_ONLY):
         assert select_rule(t, options) is None
+
+
+def test_gemv_with_enough_outputs_takes_the_packed_kernels():
+    # from GEMV_MIN_COLUMNS outputs a one-row dense is a GEMM when generated dense is on
+    _, _, outs = _dense_te(m=1, n=gemm.GEMV_MIN_COLUMNS)
+    t = _stage(outs, "dense")
+    assert select_rule(t, GENERATED).name == "gemm"
+    assert select_rule(t, PLAIN) is None
 
 
 @pytest.mark.parametrize("options,want", [(GENERATED, "gemm"), (PLAIN, None),
