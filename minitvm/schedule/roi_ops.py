@@ -1,0 +1,331 @@
+"""Native kernels of the RoI poolings: ONNX ``RoiAlign`` (tag ``roi_align_onnx``) and NCHW
+``ROIPool`` (tag ``roi_pool``: ONNX MaxRoiPool, Relay ``vision.roi_pool``), for Relay's stages
+(the rule table) and as PrimFuncs of their own for Relax (``roi_align_prim_func``,
+``roi_pool_prim_func``).
+
+A box's sample positions and bilinear weights are the same for every channel, so the feature
+maps are first copied channels-last ([N, H, W, C]); then per box and bin the positions and
+weights are scalars computed once, and each sample is four unit-stride vector loads over the
+channels into a [bins, C] accumulator, which is written out as [C, bins]. ONNX Runtime (and the
+dense-product form this replaces: one-hot interpolation matrices and batched matmuls, 2.1x ONNX
+Runtime) computes every (channel, bin, sample) on its own. The grid may be adaptive
+(``ceil(bin size)`` samples a side): a per-box loop extent. The arithmetic follows ONNX
+Runtime's order (``topi.roi_align.roi_align_onnx_np`` is the reference).
+"""
+
+from __future__ import annotations
+
+from ..te.tensor import ComputeOp
+from ..tir import expr as E
+from ..tir import op as tir_op
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.function import PrimFunc
+from ..topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG, RoiAlignSpec
+from .common import LowerCtx, allocated, const_int, imm, lanes, vector_inner
+from .lower import Rule, register_rule
+
+__all__ = ["emit_roi_align", "emit_roi_pool", "roi_align_prim_func", "roi_pool_prim_func"]
+
+
+def _i32(v) -> E.PrimExpr:
+    if isinstance(v, int):
+        return imm(v)
+    return v if v.dtype == "int32" else E.Cast("int32", v)
+
+
+def _let(ctx, name: str, value: E.PrimExpr, body_fn) -> S.Stmt:
+    v = ctx.fresh(name, value.dtype)
+    return S.LetStmt(v, value, body_fn(v))
+
+
+def _lets(ctx, named: dict, body_fn) -> S.Stmt:
+    """Nested LetStmts binding each ``name: value`` in turn; ``body_fn(vars dict)``."""
+    names, bound = list(named), {}
+
+    def step(k):
+        if k == len(names):
+            return body_fn(bound)
+        value = named[names[k]]
+        value = value(bound) if callable(value) else value
+
+        def inner(v):
+            bound[names[k]] = v
+            return step(k + 1)
+
+        return _let(ctx, names[k], value, inner)
+
+    return step(0)
+
+
+def _channels_last(ctx, xf, xt, n, c: int, h: int, w: int) -> S.Stmt:
+    """``xt[(b, y, x), ch] = x[b, ch, y, x]``: the feature maps channels-last, once a call."""
+    b, p, ch = ctx.fresh("b"), ctx.fresh("p"), ctx.fresh("ch")
+    hw = h * w
+    store = S.BufferStore(xt, E.BufferLoad(xf, [(b * imm(c) + ch) * imm(hw) + p]),
+                          [(b * imm(hw) + p) * imm(c) + ch])
+    return S.For(b, imm(0), _i32(n), S.ForKind.SERIAL, S.For(
+        p, imm(0), imm(hw), S.ForKind.SERIAL, S.For(ch, imm(0), imm(c), S.ForKind.SERIAL,
+                                                     store)))
+
+
+def _write_out(ctx, acc, of, r, c: int, bins: int, value_fn) -> S.Stmt:
+    """``out[r, ch, bin] = value_fn(acc[bin, ch])``."""
+    ch, k = ctx.fresh("ch"), ctx.fresh("k")
+    store = S.BufferStore(of, value_fn(E.BufferLoad(acc, [k * imm(c) + ch])),
+                          [(r * imm(c) + ch) * imm(bins) + k])
+    return S.For(ch, imm(0), imm(c), S.ForKind.SERIAL,
+                 S.For(k, imm(0), imm(bins), S.ForKind.SERIAL, store))
+
+
+def _nhwc_size(n, c: int, h: int, w: int):
+    return n * h * w * c if isinstance(n, int) else _i32(n) * imm(h * w * c)
+
+
+def _last(n) -> E.PrimExpr:
+    """The last image's index (box batch indices are clamped to the batch)."""
+    return imm(n - 1) if isinstance(n, int) else _i32(n) - imm(1)
+
+
+def _dims(buf) -> list:
+    return [const_int(d) if const_int(d) is not None else d for d in buf.shape]
+
+
+def emit_roi_align(ctx, spec: RoiAlignSpec, x, rois, idx, out) -> S.Stmt:
+    """Statements computing ONNX RoiAlign of ``x`` [N, C, H, W] (C, H, W static) over ``rois``
+    [R, 4] of images ``idx`` [R] into ``out`` [R, C, out_h, out_w] (see the module)."""
+    n, c, h, w = _dims(x)
+    nroi = _dims(rois)[0]
+    dt = x.dtype
+
+    def f(v):
+        return E.const(float(v), dt)
+
+    xf, rf, bf, of = (ctx.flat_view(b) for b in (x, rois, idx, out))
+    oh, ow = spec.out_h, spec.out_w
+    bins = oh * ow
+    xt = decl_buffer((_nhwc_size(n, c, h, w),), dt, "roi_nhwc")
+    acc = decl_buffer((bins * c,), dt, "roi_acc")
+    avg = spec.mode == "avg"
+    off = f(0.5 if spec.half_pixel else 0.0)
+    r = ctx.fresh("r")
+
+    def coord(k):
+        return E.BufferLoad(rf, [r * imm(4) + imm(k)]) * f(spec.scale) - off
+
+    def extent(a, b):
+        return b - a if spec.half_pixel else E.Max(b - a, f(1.0))
+
+    def grid(size):
+        return imm(spec.grid) if spec.grid else E.Cast("int32", tir_op.ceil(size))
+
+    def axis(pos, size: int):
+        """(low index, high index, fraction) of a sample coordinate not below -1."""
+        p = E.Max(pos, f(0.0))
+        low = E.Cast("int32", p)
+        edge = E.GE(low, imm(size - 1))
+        return {"lo": E.Select(edge, imm(size - 1), low),
+                "hi": E.Select(edge, imm(size - 1), low + imm(1)),
+                "l": E.Select(edge, f(0.0), p - E.Cast(dt, low))}
+
+    def per_box(v):
+        i, j, iy, ix = (ctx.fresh(s) for s in ("i", "j", "iy", "ix"))
+        base = (i * imm(ow) + j) * imm(c)
+
+        def sample(yv, xv):
+            """acc[bin] (+)= the sample's weighted corners (ONNX Runtime's order)."""
+            hy, ly, hx, lx = f(1.0) - yv["l"], yv["l"], f(1.0) - xv["l"], xv["l"]
+            row_lo = (v["b"] * imm(h) + yv["lo"]) * imm(w)
+            row_hi = (v["b"] * imm(h) + yv["hi"]) * imm(w)
+
+            def body(wts):
+                def lane(k):
+                    def px(row, col):
+                        return E.BufferLoad(xt, [(row + col) * imm(c) + k])
+
+                    t = [wts["w1"] * px(wts["p_ll"], xv["lo"]),
+                         wts["w2"] * px(wts["p_ll"], xv["hi"]),
+                         wts["w3"] * px(wts["p_hl"], xv["lo"]),
+                         wts["w4"] * px(wts["p_hl"], xv["hi"])]
+                    a = E.BufferLoad(acc, [base + k])
+                    if avg:
+                        return S.BufferStore(acc, a + (((t[0] + t[1]) + t[2]) + t[3]), [base + k])
+                    return S.BufferStore(acc, E.Max(a, E.Max(E.Max(E.Max(t[0], t[1]), t[2]),
+                                                             t[3])), [base + k])
+
+                return vector_inner(ctx, c, lanes(dt), lane)
+
+            return _lets(ctx, {"w1": hy * hx, "w2": hy * lx, "w3": ly * hx, "w4": ly * lx,
+                               "p_ll": row_lo, "p_hl": row_hi}, body)
+
+        def outside():
+            if avg:  # its weights are 0
+                return None
+            return vector_inner(ctx, c, lanes(dt), lambda k: S.BufferStore(
+                acc, E.Max(E.BufferLoad(acc, [base + k]), f(0.0)), [base + k]))
+
+        def x_loop(yy, yv):
+            def at_x(xx):
+                inside = E.And(E.And(E.GE(yy, f(-1.0)), E.LE(yy, f(h))),
+                               E.And(E.GE(xx, f(-1.0)), E.LE(xx, f(w))))
+                xa = axis(xx, w)
+                return S.IfThenElse(inside, _lets(ctx, xa, lambda xv: sample(yv, xv)),
+                                    outside())
+
+            pos = v["x0"] + E.Cast(dt, j) * v["bw"] + \
+                (E.Cast(dt, ix) + f(0.5)) * v["bw"] / E.Cast(dt, v["gw"])
+            return S.For(ix, imm(0), v["gw"], S.ForKind.SERIAL, _let(ctx, "xx", pos, at_x))
+
+        def y_loop():
+            pos = v["y0"] + E.Cast(dt, i) * v["bh"] + \
+                (E.Cast(dt, iy) + f(0.5)) * v["bh"] / E.Cast(dt, v["gh"])
+
+            def at_y(yy):
+                return _lets(ctx, axis(yy, h), lambda yv: x_loop(yy, yv))
+
+            return S.For(iy, imm(0), v["gh"], S.ForKind.SERIAL, _let(ctx, "yy", pos, at_y))
+
+        init = vector_inner(ctx, c, lanes(dt), lambda k: S.BufferStore(
+            acc, f(0.0) if avg else f(float("-inf")), [base + k]))
+        bin_loop = S.For(i, imm(0), imm(oh), S.ForKind.SERIAL, S.For(
+            j, imm(0), imm(ow), S.ForKind.SERIAL, S.SeqStmt([init, y_loop()])))
+        if avg:
+            inv = f(1.0) / E.Cast(dt, E.Max(v["gh"] * v["gw"], imm(1)))
+            write = _write_out(ctx, acc, of, r, c, bins, lambda a: a * inv)
+        else:
+            empty = E.Or(E.LE(v["gh"], imm(0)), E.LE(v["gw"], imm(0)))
+            write = _write_out(ctx, acc, of, r, c, bins, lambda a: E.Select(empty, f(0.0), a))
+        return S.SeqStmt([bin_loop, write])
+
+    box = {"b": E.Max(E.Min(_i32(E.BufferLoad(bf, [r])), _last(n)), imm(0)),
+           "x0": coord(0), "y0": coord(1), "x1": coord(2), "y1": coord(3),
+           "bw": lambda v: extent(v["x0"], v["x1"]) / f(ow),
+           "bh": lambda v: extent(v["y0"], v["y1"]) / f(oh),
+           "gw": lambda v: grid(v["bw"]), "gh": lambda v: grid(v["bh"])}
+    boxes = S.For(r, imm(0), _i32(nroi), S.ForKind.SERIAL, _lets(ctx, box, per_box))
+    body = S.SeqStmt([_channels_last(ctx, xf, xt, n, c, h, w), boxes])
+    return allocated(xt, allocated(acc, body))
+
+
+def emit_roi_pool(ctx, pooled, scale: float, x, rois, out) -> S.Stmt:
+    """Statements computing ROIPool (max over quantized bins, empty bins 0, Caffe's and ONNX
+    Runtime's MaxRoiPool) of ``x`` [N, C, H, W] over ``rois`` [R, 5] (batch, x1, y1, x2, y2)
+    into ``out`` [R, C, ph, pw]."""
+    n, c, h, w = _dims(x)
+    nroi = _dims(rois)[0]
+    dt = x.dtype
+    ph, pw = pooled
+
+    def f(v):
+        return E.const(float(v), dt)
+
+    xf, rf, of = (ctx.flat_view(b) for b in (x, rois, out))
+    bins = ph * pw
+    xt = decl_buffer((_nhwc_size(n, c, h, w),), dt, "roi_nhwc")
+    acc = decl_buffer((bins * c,), dt, "roi_acc")
+    r = ctx.fresh("r")
+
+    def rnd(k):  # C's round (halves away from zero)
+        return E.Cast("int32", tir_op.round(E.BufferLoad(rf, [r * imm(5) + imm(k)]) *
+                                            f(scale)))
+
+    def per_box(v):
+        i, j, yy, xx = (ctx.fresh(s) for s in ("i", "j", "yy", "xx"))
+        base = (i * imm(pw) + j) * imm(c)
+
+        def clip(e, size):
+            return E.Min(E.Max(e, imm(0)), imm(size))
+
+        edges = {
+            "hs": clip(E.Cast("int32", tir_op.floor(E.Cast(dt, i) * v["bh"])) + v["sh"], h),
+            "he": clip(E.Cast("int32", tir_op.ceil(E.Cast(dt, i + imm(1)) * v["bh"])) + v["sh"],
+                       h),
+            "ws": clip(E.Cast("int32", tir_op.floor(E.Cast(dt, j) * v["bw"])) + v["sw"], w),
+            "we": clip(E.Cast("int32", tir_op.ceil(E.Cast(dt, j + imm(1)) * v["bw"])) + v["sw"],
+                       w)}
+
+        def one_bin(e):
+            empty = E.Or(E.LE(e["he"], e["hs"]), E.LE(e["we"], e["ws"]))
+            init = vector_inner(ctx, c, lanes(dt), lambda k: S.BufferStore(
+                acc, E.Select(empty, f(0.0), tir_op.min_value(dt)), [base + k]))
+            row = (v["b"] * imm(h) + yy) * imm(w) + xx
+
+            def lane(k):
+                a = E.BufferLoad(acc, [base + k])
+                return S.BufferStore(acc, E.Max(a, E.BufferLoad(xt, [row * imm(c) + k])),
+                                     [base + k])
+
+            window = S.For(yy, e["hs"], e["he"] - e["hs"], S.ForKind.SERIAL, S.For(
+                xx, e["ws"], e["we"] - e["ws"], S.ForKind.SERIAL,
+                vector_inner(ctx, c, lanes(dt), lane)))
+            return S.SeqStmt([init, window])
+
+        bin_loop = S.For(i, imm(0), imm(ph), S.ForKind.SERIAL, S.For(
+            j, imm(0), imm(pw), S.ForKind.SERIAL, _lets(ctx, edges, one_bin)))
+        return S.SeqStmt([bin_loop, _write_out(ctx, acc, of, r, c, bins, lambda a: a)])
+
+    box = {"b": E.Max(E.Min(E.Cast("int32", E.BufferLoad(rf, [r * imm(5)])), _last(n)),
+                      imm(0)),
+           "sw": rnd(1), "sh": rnd(2), "ew": rnd(3), "eh": rnd(4),
+           "bh": lambda v: E.Cast(dt, E.Max(v["eh"] - v["sh"] + imm(1), imm(1))) / f(ph),
+           "bw": lambda v: E.Cast(dt, E.Max(v["ew"] - v["sw"] + imm(1), imm(1))) / f(pw)}
+    boxes = S.For(r, imm(0), _i32(nroi), S.ForKind.SERIAL, _lets(ctx, box, per_box))
+    body = S.SeqStmt([_channels_last(ctx, xf, xt, n, c, h, w), boxes])
+    return allocated(xt, allocated(acc, body))
+
+
+# ---------------------------------------------------------------------------------- Relay
+def _supported(tag):
+    def supported(t, options=None) -> bool:
+        if not isinstance(t.op, ComputeOp) or t.op.tag != tag:
+            return False
+        x = t.op.attrs["operands"][0]
+        return all(const_int(d) is not None for d in x.shape[1:]) and x.dtype == t.dtype
+    return supported
+
+
+def _emit_align(ctx, t, out, bodies) -> S.Stmt:
+    x, rois, idx = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    return emit_roi_align(ctx, t.op.attrs["spec"], x, rois, idx, out)
+
+
+def _emit_pool(ctx, t, out, bodies) -> S.Stmt:
+    x, rois = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
+    return emit_roi_pool(ctx, t.op.attrs["pooled"], t.op.attrs["scale"], x, rois, out)
+
+
+register_rule(ROI_ALIGN_ONNX_TAG, Rule("RoiAlign: channels-last gathers", "roi_align_onnx",
+                                       _supported(ROI_ALIGN_ONNX_TAG), _emit_align,
+                                       symbolic=True, materialize=True))
+register_rule(ROI_POOL_TAG, Rule("ROIPool: channels-last window maxima", "roi_pool",
+                                 _supported(ROI_POOL_TAG), _emit_pool, symbolic=True,
+                                 materialize=True))
+
+
+# ---------------------------------------------------------------------------------- Relax
+def _prim_func(shapes, dtypes, names, emit_fn) -> PrimFunc:
+    """A PrimFunc of buffers ``shapes`` (ints or tir Vars) whose body ``emit_fn(ctx, *bufs)``
+    writes (the last buffer is the output); plain loops, compiled as written."""
+    bufs = [decl_buffer(tuple(s), d, nm) for s, d, nm in zip(shapes, dtypes, names, strict=True)]
+    ctx = LowerCtx(own_temps=True)
+    body = emit_fn(ctx, *bufs)
+    for view in reversed(ctx.ws_views):
+        body = S.DeclBuffer(view, body)
+    return PrimFunc(bufs, body, attrs={"tir.noalias": True})
+
+
+def roi_align_prim_func(spec: RoiAlignSpec, x_shape, num_rois, dtype: str,
+                        idx_dtype: str) -> PrimFunc:
+    """ONNX RoiAlign as a PrimFunc ``(x, rois, batch_indices, out)``; ``num_rois`` and the
+    batch may be tir Vars."""
+    shapes = [x_shape, (num_rois, 4), (num_rois,), (num_rois, x_shape[1], spec.out_h,
+                                                      spec.out_w)]
+    return _prim_func(shapes, [dtype, dtype, idx_dtype, dtype], ["x", "rois", "idx", "out"],
+                      lambda ctx, x, r, b, o: emit_roi_align(ctx, spec, x, r, b, o))
+
+
+def roi_pool_prim_func(pooled, scale: float, x_shape, num_rois, dtype: str) -> PrimFunc:
+    """ROIPool (MaxRoiPool) as a PrimFunc ``(x, rois, out)``."""
+    shapes = [x_shape, (num_rois, 5), (num_rois, x_shape[1], *pooled)]
+    return _prim_func(shapes, [dtype, dtype, dtype], ["x", "rois", "out"],
+                      lambda ctx, x, r, o: emit_roi_pool(ctx, tuple(pooled), scale, x, r, o))
