@@ -25,7 +25,8 @@ from ..topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG, RoiAlignSpec
 from .common import LowerCtx, allocated, const_int, imm, lanes, vector_inner
 from .lower import Rule, register_rule
 
-__all__ = ["emit_roi_align", "emit_roi_pool", "roi_align_prim_func", "roi_pool_prim_func"]
+__all__ = ["emit_roi_align", "emit_roi_pool", "roi_align_prim_func", "roi_pool_prim_func",
+           "round_half_away"]
 
 
 def _i32(v) -> E.PrimExpr:
@@ -207,11 +208,14 @@ def emit_roi_align(ctx, spec: RoiAlignSpec, x, rois, idx, out) -> S.Stmt:
     return allocated(xt, allocated(acc, body))
 
 
-def emit_roi_pool(ctx, pooled, scale: float, x, rois, out) -> S.Stmt:
+def emit_roi_pool(ctx, pooled, scale: float, x, rois, out, half_away: bool = False,
+                  nhwc: bool = False) -> S.Stmt:
     """Statements computing ROIPool (max over quantized bins, empty bins 0, Caffe's and ONNX
     Runtime's MaxRoiPool) of ``x`` [N, C, H, W] over ``rois`` [R, 5] (batch, x1, y1, x2, y2)
-    into ``out`` [R, C, ph, pw]."""
-    n, c, h, w = _dims(x)
+    into ``out`` [R, C, ph, pw]. The scaled corners are rounded half to even, as TVM's
+    ``vision.roi_pool``, or with ``half_away`` away from zero, as ONNX Runtime's ``round``.
+    ``nhwc``: ``x`` is [N, H, W, C] and ``out`` [R, ph, pw, C] (no copy, no transposition)."""
+    n, h, w, c = _dims(x) if nhwc else [_dims(x)[k] for k in (0, 2, 3, 1)]
     nroi = _dims(rois)[0]
     dt = x.dtype
     ph, pw = pooled
@@ -221,13 +225,13 @@ def emit_roi_pool(ctx, pooled, scale: float, x, rois, out) -> S.Stmt:
 
     xf, rf, of = (ctx.flat_view(b) for b in (x, rois, out))
     bins = ph * pw
-    xt = decl_buffer((_nhwc_size(n, c, h, w),), dt, "roi_nhwc")
+    xt = xf if nhwc else decl_buffer((_nhwc_size(n, c, h, w),), dt, "roi_nhwc")
     acc = decl_buffer((bins * c,), dt, "roi_acc")
     r = ctx.fresh("r")
 
-    def rnd(k):  # C's round (halves away from zero)
-        return E.Cast("int32", tir_op.round(E.BufferLoad(rf, [r * imm(5) + imm(k)]) *
-                                            f(scale)))
+    def rnd(k):
+        v = E.BufferLoad(rf, [r * imm(5) + imm(k)]) * f(scale)
+        return E.Cast("int32", round_half_away(v) if half_away else tir_op.round(v))
 
     def per_box(v):
         i, j, yy, xx = (ctx.fresh(s) for s in ("i", "j", "yy", "xx"))
@@ -262,7 +266,13 @@ def emit_roi_pool(ctx, pooled, scale: float, x, rois, out) -> S.Stmt:
 
         bin_loop = S.For(i, imm(0), imm(ph), S.ForKind.SERIAL, S.For(
             j, imm(0), imm(pw), S.ForKind.SERIAL, _lets(ctx, edges, one_bin)))
-        return S.SeqStmt([bin_loop, _write_out(ctx, acc, of, r, c, bins, lambda a: a)])
+        if nhwc:
+            k = ctx.fresh("k")
+            write = S.For(k, imm(0), imm(bins * c), S.ForKind.SERIAL, S.BufferStore(
+                of, E.BufferLoad(acc, [k]), [r * imm(bins * c) + k]))
+        else:
+            write = _write_out(ctx, acc, of, r, c, bins, lambda a: a)
+        return S.SeqStmt([bin_loop, write])
 
     box = {"b": E.Max(E.Min(E.Cast("int32", E.BufferLoad(rf, [r * imm(5)])), _last(n)),
                       imm(0)),
@@ -270,8 +280,18 @@ def emit_roi_pool(ctx, pooled, scale: float, x, rois, out) -> S.Stmt:
            "bh": lambda v: E.Cast(dt, E.Max(v["eh"] - v["sh"] + imm(1), imm(1))) / f(ph),
            "bw": lambda v: E.Cast(dt, E.Max(v["ew"] - v["sw"] + imm(1), imm(1))) / f(pw)}
     boxes = S.For(r, imm(0), _i32(nroi), S.ForKind.SERIAL, _lets(ctx, box, per_box))
+    if nhwc:
+        return allocated(acc, boxes)
     body = S.SeqStmt([_channels_last(ctx, xf, xt, n, c, h, w), boxes])
     return allocated(xt, allocated(acc, body))
+
+
+def round_half_away(v: E.PrimExpr) -> E.PrimExpr:
+    """C's ``round``: to the nearest integer, halves away from zero (exact: no ``+ 0.5``)."""
+    t = tir_op.trunc(v)
+    one = E.const(1.0, v.dtype)
+    step = E.Select(E.LT(v, E.const(0.0, v.dtype)), E.const(-1.0, v.dtype), one)
+    return E.Select(E.GE(tir_op.fabs(v - t), E.const(0.5, v.dtype)), t + step, t)
 
 
 # ---------------------------------------------------------------------------------- Relay
@@ -281,6 +301,7 @@ def _supported(tag):
             return False
         x = t.op.attrs["operands"][0]
         return all(const_int(d) is not None for d in x.shape[1:]) and x.dtype == t.dtype
+
     return supported
 
 
@@ -291,7 +312,8 @@ def _emit_align(ctx, t, out, bodies) -> S.Stmt:
 
 def _emit_pool(ctx, t, out, bodies) -> S.Stmt:
     x, rois = (ctx.buf[id(s)] for s in t.op.attrs["operands"])
-    return emit_roi_pool(ctx, t.op.attrs["pooled"], t.op.attrs["scale"], x, rois, out)
+    a = t.op.attrs
+    return emit_roi_pool(ctx, a["pooled"], a["scale"], x, rois, out, nhwc=a["nhwc"])
 
 
 register_rule(ROI_ALIGN_ONNX_TAG, Rule("RoiAlign: channels-last gathers", "roi_align_onnx",
@@ -324,8 +346,10 @@ def roi_align_prim_func(spec: RoiAlignSpec, x_shape, num_rois, dtype: str,
                       lambda ctx, x, r, b, o: emit_roi_align(ctx, spec, x, r, b, o))
 
 
-def roi_pool_prim_func(pooled, scale: float, x_shape, num_rois, dtype: str) -> PrimFunc:
-    """ROIPool (MaxRoiPool) as a PrimFunc ``(x, rois, out)``."""
+def roi_pool_prim_func(pooled, scale: float, x_shape, num_rois, dtype: str,
+                       half_away: bool = True) -> PrimFunc:
+    """ROIPool as a PrimFunc ``(x, rois, out)``; by default ONNX MaxRoiPool's rounding."""
     shapes = [x_shape, (num_rois, 5), (num_rois, x_shape[1], *pooled)]
     return _prim_func(shapes, [dtype, dtype, dtype], ["x", "rois", "out"],
-                      lambda ctx, x, r, o: emit_roi_pool(ctx, tuple(pooled), scale, x, r, o))
+                      lambda ctx, x, r, o: emit_roi_pool(ctx, tuple(pooled), scale, x, r, o,
+                                                         half_away))

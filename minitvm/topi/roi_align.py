@@ -117,14 +117,15 @@ def roi_align_onnx(x, rois, batch_indices, spec: RoiAlignSpec):
                       attrs={"operands": (x, rois, batch_indices), "spec": spec})
 
 
-def roi_pool_stage(x, rois, pooled_size, spatial_scale: float):
-    """The [R, C, ph, pw] stage of NCHW ROIPool (ONNX MaxRoiPool, Relay ``vision.roi_pool``);
-    ``schedule.roi_ops`` computes it."""
+def roi_pool_stage(x, rois, pooled_size, spatial_scale: float, layout: str = "NCHW"):
+    """The [R, C, ph, pw] ([R, ph, pw, C] NHWC) stage of ROIPool (Relay's ``vision.roi_pool``:
+    corners rounded half to even); ``schedule.roi_ops`` computes it."""
     ph, pw = (int(p) for p in pooled_size)
-    return te.compute((rois.shape[0], x.shape[1], ph, pw), lambda *_: E.const(0.0, x.dtype),
-                      name="T_roi_pool", tag=ROI_POOL_TAG,
-                      attrs={"operands": (x, rois), "pooled": (ph, pw),
-                             "scale": float(spatial_scale)})
+    nhwc = layout == "NHWC"
+    shape = (rois.shape[0], ph, pw, x.shape[3]) if nhwc else (rois.shape[0], x.shape[1], ph, pw)
+    return te.compute(shape, lambda *_: E.const(0.0, x.dtype), name="T_roi_pool",
+                      tag=ROI_POOL_TAG, attrs={"operands": (x, rois), "pooled": (ph, pw),
+                                               "scale": float(spatial_scale), "nhwc": nhwc})
 
 
 @compute("vision.onnx_roi_align")
@@ -135,11 +136,12 @@ def _roi_align_onnx_compute(attrs, inputs, out_type):
 
 @compute("vision.roi_pool")
 def _roi_pool_compute(attrs, inputs, out_type):
-    if str(attrs.layout) != "NCHW":
+    if str(attrs.layout) not in ("NCHW", "NHWC"):
         raise ValueError(f"vision.roi_pool: layout {attrs.layout} has no native compute (NCHW "
-                         "has)")
+                         "and NHWC have)")
     x, rois = inputs
-    return [roi_pool_stage(x, rois, attrs.pooled_size, float(attrs.spatial_scale))]
+    return [roi_pool_stage(x, rois, attrs.pooled_size, float(attrs.spatial_scale),
+                           str(attrs.layout))]
 
 
 def roi_align_onnx_np(x, rois, batch_indices, spec: RoiAlignSpec) -> np.ndarray:

@@ -112,7 +112,6 @@ def test_all_class_nms_onnx_example():
               (1, 6, 5), (1, 1, 6))
 
 
-@pytest.mark.numpy_fallback("vision.roi_pool has no native compute")
 def test_roi_align_and_pool():
     h, w = 8, 10
     yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
