@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_attention,
     ops_audio,
     ops_control,
+    ops_detection,
     ops_elemwise,
     ops_extra,
     ops_grid,
