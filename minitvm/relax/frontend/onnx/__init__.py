@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_attention,
     ops_audio,
     ops_control,
+    ops_detection,
     ops_extra,
     ops_image,
     ops_math,
