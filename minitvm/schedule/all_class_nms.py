@@ -14,6 +14,7 @@ Relax calls the same statements as a PrimFunc (``nms_prim_func``).
 
 from __future__ import annotations
 
+from ..ir.op import OpPattern
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -196,4 +197,4 @@ def nms_prim_func(batch, classes, boxes, center: bool, has_score_threshold: bool
     for view in reversed(ctx.ws_views):
         body = S.DeclBuffer(view, body)
     params = [bx, sc, mo, iou] + ([thr] if thr is not None else []) + [table]
-    return PrimFunc(params, body, attrs={"tir.noalias": True})
+    return PrimFunc(params, body, attrs={"tir.noalias": True, "op_pattern": int(OpPattern.OPAQUE)})

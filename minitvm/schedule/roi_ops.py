@@ -15,6 +15,7 @@ Runtime's order (``topi.roi_align.roi_align_onnx_np`` is the reference).
 
 from __future__ import annotations
 
+from ..ir.op import OpPattern
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -333,7 +334,7 @@ def _prim_func(shapes, dtypes, names, emit_fn) -> PrimFunc:
     body = emit_fn(ctx, *bufs)
     for view in reversed(ctx.ws_views):
         body = S.DeclBuffer(view, body)
-    return PrimFunc(bufs, body, attrs={"tir.noalias": True})
+    return PrimFunc(bufs, body, attrs={"tir.noalias": True, "op_pattern": int(OpPattern.OPAQUE)})
 
 
 def roi_align_prim_func(spec: RoiAlignSpec, x_shape, num_rois, dtype: str,

@@ -1,5 +1,5 @@
-"""ONNX's ``NonMaxSuppression`` on Relay, as TVM imports it: ``vision.all_class_non_max_suppression``
-(a native kernel, ``schedule.all_class_nms``: ONNX Runtime's greedy selection and float32 IoU)
+"""ONNX's ``NonMaxSuppression`` on Relay, as TVM imports it:
+``vision.all_class_non_max_suppression`` (a native kernel, ``schedule.all_class_nms``: ONNX Runtime's greedy selection and float32 IoU)
 gives the padded rows and their count, then a slice by the count. The result's length depends on
 the data, so the model runs on the Relay VM (``relay.create_executor("vm")`` /
 ``relay.vm.compile``), as in TVM; the graph executor needs static shapes."""

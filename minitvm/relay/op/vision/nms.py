@@ -7,8 +7,8 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
-from ...expr import Call, Expr, TupleWrapper, const
 from ....topi.all_class_nms import all_class_nms_onnx
+from ...expr import Call, Expr, TupleWrapper, const
 from ..op import define_op, register_compute, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
