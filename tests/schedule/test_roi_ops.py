@@ -92,3 +92,14 @@ def test_round_half_away_is_exact():
     got = _call(PrimFunc([a, o], body), [vals], vals.shape)
     want = np.sign(vals) * np.floor(np.abs(vals.astype("float64")) + 0.5)
     np.testing.assert_array_equal(got, want.astype("float32"))
+
+
+def test_relay_roi_pool_with_a_fused_epilogue():
+    """vision.roi_pool is out-elementwise fusable: a following elementwise op is fused into its
+    kernel and reads the pooled stage."""
+    data = RNG.standard_normal((2, 5, 8, 10)).astype("float32")
+    xv, rv = relay.var("x", shape=data.shape), relay.var("rois", shape=POOL_ROIS.shape)
+    y = relay.nn.relu(relay.negative(relay.vision.roi_pool(xv, rv, (2, 2), 0.5)))
+    got = _build(y, {"x": data, "rois": POOL_ROIS})
+    np.testing.assert_array_equal(got, np.maximum(-roi_pool_nchw(data, POOL_ROIS, (2, 2), 0.5),
+                                                  0))

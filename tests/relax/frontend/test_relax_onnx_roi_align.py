@@ -84,3 +84,26 @@ def test_max_roi_pool_needs_static_channels():
     shape, attrs = MAX_ROI_POOL["unit_scale"]
     with pytest.raises(ONNXImportError, match="C, H and W must be static"):
         from_onnx(max_roi_pool_model((("n", "c", shape[2], shape[3]), attrs)))
+
+
+def test_roi_align_of_computed_inputs():
+    """Inputs computed by other ops (which FuseOps may want to fuse with the kernel): the
+    kernel's PrimFunc stays a call of its own."""
+    case = ROI_ALIGN["avg_half_pixel"]
+    shape, attrs, opset = case
+    vi = onnx.helper.make_tensor_value_info
+    f = onnx.TensorProto.FLOAT
+    nodes = [onnx.helper.make_node("Relu", ["x"], ["xr"]),
+             onnx.helper.make_node("Add", ["rois", "rois"], ["r2"]),
+             onnx.helper.make_node("RoiAlign", ["xr", "r2", "idx"], ["y0"], **attrs),
+             onnx.helper.make_node("Neg", ["y0"], ["y"])]
+    inputs = [vi("x", f, shape), vi("rois", f, [6, 4]),
+              vi("idx", onnx.TensorProto.INT64, [6])]
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph(nodes, "g", inputs, [vi("y", f, None)]),
+        opset_imports=[onnx.helper.make_opsetid("", opset)])
+    feeds = roi_align_inputs(case)
+    got = _vm(from_onnx(model), "onnx_roi_align")["main"](
+        *[tvm.nd.array(feeds[k]) for k in ("x", "rois", "idx")]).numpy()
+    np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, feeds)[0], rtol=1e-5,
+                               atol=1e-6)
