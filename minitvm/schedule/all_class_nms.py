@@ -26,8 +26,9 @@ from .lower import Rule, register_rule
 
 __all__ = ["emit_nms", "nms_prim_func"]
 
-COUNT, M, KEPT, OK, LEFT, RIGHT, WIDTH = range(7)  # the state's slots
-SORT_PASSES = 31  # merge passes: widths 1, 2, 4, ... cover any int32 count
+COUNT, M, KEPT, OK, POS, DONE, BEST = range(7)  # the state's slots
+GEO = 5  # per box: x min, x max, y min, y max, area
+LANES = 16  # kept boxes one candidate is checked against at once
 
 
 def _f(v: float) -> E.PrimExpr:
@@ -48,26 +49,32 @@ def _extent(box, lo: int, hi: int, center: bool):
     return E.Min(box(lo), box(hi)), E.Max(box(lo), box(hi))
 
 
-def suppresses(bx, p, q, iou_threshold, center: bool) -> E.PrimExpr:
-    """ONNX Runtime's SuppressByIOU of boxes ``p`` and ``q`` (flat [.., 4] float32 view)."""
+def _geometry(bx, geo, src, i, center: bool) -> S.Stmt:
+    """``geo[i] = (x min, x max, y min, y max, area)`` of box ``src`` (flat [.., 4] view), as
+    ONNX Runtime's SuppressByIOU derives them: [y1, x1, y2, x2] corners in either order, or
+    [x_center, y_center, width, height]."""
 
-    def box(i):
-        return lambda k: E.BufferLoad(bx, [i * imm(4) + imm(k)])
+    def box(k):
+        return E.BufferLoad(bx, [src * imm(4) + imm(k)])
 
-    # [y1, x1, y2, x2], or [x_center, y_center, width, height]
-    xa, ya = (_extent(box(p), 0, 2, True), _extent(box(p), 1, 3, True)) if center else \
-        (_extent(box(p), 1, 3, False), _extent(box(p), 0, 2, False))
-    xb, yb = (_extent(box(q), 0, 2, True), _extent(box(q), 1, 3, True)) if center else \
-        (_extent(box(q), 1, 3, False), _extent(box(q), 0, 2, False))
-    ix0, ix1 = E.Max(xa[0], xb[0]), E.Min(xa[1], xb[1])
-    iy0, iy1 = E.Max(ya[0], yb[0]), E.Min(ya[1], yb[1])
+    x = _extent(box, 0, 2, True) if center else _extent(box, 1, 3, False)
+    y = _extent(box, 1, 3, True) if center else _extent(box, 0, 2, False)
+    vals = [x[0], x[1], y[0], y[1], (x[1] - x[0]) * (y[1] - y[0])]
+    return S.SeqStmt([S.BufferStore(geo, v, [i * imm(GEO) + imm(k)]) for k, v in
+                      enumerate(vals)])
+
+
+def suppresses(a, b, iou_threshold) -> E.PrimExpr:
+    """ONNX Runtime's SuppressByIOU of two boxes from their geometry (``a``, ``b``: x min,
+    x max, y min, y max, area): no overlap where the intersection or either area is not
+    positive, else IoU > threshold."""
+    ix0, ix1 = E.Max(a[0], b[0]), E.Min(a[1], b[1])
+    iy0, iy1 = E.Max(a[2], b[2]), E.Min(a[3], b[3])
     inter = (ix1 - ix0) * (iy1 - iy0)
-    area_a = (xa[1] - xa[0]) * (ya[1] - ya[0])
-    area_b = (xb[1] - xb[0]) * (yb[1] - yb[0])
-    union = area_a + area_b - inter
+    union = a[4] + b[4] - inter
     zero = _f(0.0)
     positive = E.And(E.And(E.GT(ix1, ix0), E.GT(iy1, iy0)), E.And(
-        E.GT(inter, zero), E.And(E.And(E.GT(area_a, zero), E.GT(area_b, zero)),
+        E.GT(inter, zero), E.And(E.And(E.GT(a[4], zero), E.GT(b[4], zero)),
                                  E.GT(union, zero))))
     return E.And(positive, E.GT(inter / union, iou_threshold))
 
@@ -80,17 +87,24 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool) -
     nb, nc, n = (_i32(d) for d in dims)
     bx, sc, out = ctx.flat_view(boxes), ctx.flat_view(scores), ctx.flat_view(table)
     slots = dims[2] + 1 if isinstance(dims[2], int) else n + imm(1)
-    cand, tmp, kept = (decl_buffer((slots,), "int32", f"nms_{k}") for k in ("cand", "tmp", "kept"))
+    heap = decl_buffer((slots,), "int32", "nms_heap")
+    # the kept boxes' geometry, field-major (a vector of kept boxes per load), a vector's
+    # worth of slack past the last
+    kslots = slots + LANES if isinstance(slots, int) else slots + imm(LANES)
+    kgeo = decl_buffer((kslots * GEO if isinstance(kslots, int) else kslots * imm(GEO),),
+                       "float32", "nms_kept_geo")
+    hit = decl_buffer((LANES,), "int32", "nms_hit")
+    geo = decl_buffer((slots * GEO if isinstance(slots, int) else slots * imm(GEO),),
+                      "float32", "nms_geo")
     st = decl_buffer((8,), "int32", "nms_state", scope="local")
+    # sift-down levels: log2 of the heap's size, bounded (a symbolic count: any int32)
+    levels = max(1, int(dims[2]).bit_length()) if isinstance(dims[2], int) else 31
 
     def get(slot):
         return E.BufferLoad(st, [imm(slot)])
 
     def put(slot, v):
         return S.BufferStore(st, v, [imm(slot)])
-
-    def score(plane, j):
-        return E.BufferLoad(sc, [plane * n + j])
 
     lim64 = E.BufferLoad(ctx.flat_view(max_out), [imm(0)])
     limit = E.Select(E.LT(lim64, E.const(0, lim64.dtype)), n,
@@ -99,62 +113,81 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool) -
     b, c, j = ctx.fresh("b"), ctx.fresh("c"), ctx.fresh("j")
     plane = b * nc + c
 
-    # ---- the candidates above the threshold, in box order
-    add = S.SeqStmt([S.BufferStore(cand, j, [get(M)]), put(M, get(M) + imm(1))])
+    def score(i):
+        return E.BufferLoad(sc, [plane * n + i])
+
+    def better(p, q):
+        """Is candidate ``p`` taken before ``q``: a higher score, then the lower box?"""
+        return E.Or(E.GT(score(p), score(q)), E.And(E.EQ(score(p), score(q)), E.LT(p, q)))
+
+    def at(k):
+        return E.BufferLoad(heap, [k])
+
+    def sift_down(start) -> S.Stmt:
+        """Restore the max-heap (best candidate first) below slot ``start``."""
+        lv = ctx.fresh("lv")
+        pos, best = get(POS), get(BEST)
+        left = pos * imm(2) + imm(1)
+        swap = S.SeqStmt([
+            put(OK, at(pos)), S.BufferStore(heap, at(best), [pos]),
+            S.BufferStore(heap, get(OK), [best]), put(POS, best)])
+        step = S.IfThenElse(E.And(E.EQ(get(DONE), imm(0)), E.LT(left, get(M))), S.SeqStmt([
+            put(BEST, left),
+            S.IfThenElse(E.LT(left + imm(1), get(M)), S.IfThenElse(
+                better(at(left + imm(1)), at(left)), put(BEST, left + imm(1)))),
+            S.IfThenElse(better(at(best), at(pos)), swap, put(DONE, imm(1)))]))
+        return S.SeqStmt([put(POS, start), put(DONE, imm(0)),
+                          S.For(lv, imm(0), imm(levels), S.ForKind.SERIAL, step)])
+
+    # ---- the candidates above the threshold, as a heap
+    add = S.SeqStmt([S.BufferStore(heap, j, [get(M)]), put(M, get(M) + imm(1))])
     if score_thr is not None:
         thr = E.BufferLoad(ctx.flat_view(score_thr), [imm(0)])
-        add = S.IfThenElse(E.GT(score(plane, j), thr), add)
-    gather = S.SeqStmt([put(M, imm(0)), S.For(j, imm(0), n, S.ForKind.SERIAL, add)])
+        add = S.IfThenElse(E.GT(score(j), thr), add)
+    h = ctx.fresh("h")
+    heapify = S.For(h, imm(0), E.FloorDiv(get(M), imm(2)), S.ForKind.SERIAL,
+                    sift_down(E.FloorDiv(get(M), imm(2)) - imm(1) - h))
+    gather = S.SeqStmt([put(M, imm(0)), S.For(j, imm(0), n, S.ForKind.SERIAL, add), heapify])
 
-    # ---- bottom-up merge sort of cand[0:m]: score descending, then box ascending
-    ps, k, o = ctx.fresh("pass"), ctx.fresh("k"), ctx.fresh("o")
-    w = get(WIDTH)
-    lo = k * imm(2) * w
-    mid, hi = E.Min(lo + w, get(M)), E.Min(lo + imm(2) * w, get(M))
-    li, ri = get(LEFT), get(RIGHT)
-
-    def take(src_slot):
-        v = E.BufferLoad(cand, [get(src_slot)])
-        return S.SeqStmt([S.BufferStore(tmp, v, [o]), put(src_slot, get(src_slot) + imm(1))])
-
-    a, bb = E.BufferLoad(cand, [li]), E.BufferLoad(cand, [ri])
-    left_first = E.Or(E.GT(score(plane, a), score(plane, bb)),
-                      E.And(E.EQ(score(plane, a), score(plane, bb)), E.LT(a, bb)))
-    step = S.IfThenElse(E.GE(li, mid), take(RIGHT), S.IfThenElse(
-        E.GE(ri, hi), take(LEFT), S.IfThenElse(left_first, take(LEFT), take(RIGHT))))
-    merge = S.SeqStmt([put(LEFT, lo), put(RIGHT, mid),
-                       S.For(o, lo, hi - lo, S.ForKind.SERIAL, step)])
-    runs = E.FloorDiv(get(M) + imm(2) * w - imm(1), imm(2) * w)
-    cp = ctx.fresh("cp")
-    one_pass = S.IfThenElse(E.LT(w, get(M)), S.SeqStmt([
-        S.For(k, imm(0), runs, S.ForKind.SERIAL, merge),
-        S.For(cp, imm(0), get(M), S.ForKind.SERIAL,
-              S.BufferStore(cand, E.BufferLoad(tmp, [cp]), [cp])),
-        put(WIDTH, w * imm(2))]))
-    sort = S.SeqStmt([put(WIDTH, imm(1)),
-                      S.For(ps, imm(0), imm(SORT_PASSES), S.ForKind.SERIAL, one_pass)])
-
-    # ---- greedy selection in that order
-    t, q = ctx.fresh("t"), ctx.fresh("q")
-    box = E.BufferLoad(cand, [t])
-    check = S.For(q, imm(0), get(KEPT), S.ForKind.SERIAL, S.IfThenElse(
-        E.And(E.EQ(get(OK), imm(1)),
-              suppresses(bx, b * n + box, b * n + E.BufferLoad(kept, [q]), iou_thr, center)),
-        put(OK, imm(0))))
+    # ---- greedy selection, popping the best candidate while boxes are wanted
+    # a candidate against every kept box of its class, a vector of them at a time: lanes
+    # that overlap by more than the threshold mark ``hit``
+    t, box = ctx.fresh("t"), ctx.fresh("box")
+    vo, ln, l0, l1 = ctx.fresh("vo"), ctx.fresh("ln"), ctx.fresh("l0"), ctx.fresh("l1")
+    kslot = kslots if isinstance(kslots, int) else kslots
+    mine = [E.BufferLoad(geo, [box * imm(GEO) + imm(f)]) for f in range(GEO)]
+    k = vo * imm(LANES) + ln
+    theirs = [E.BufferLoad(kgeo, [imm(f) * _i32(kslot) + k]) for f in range(GEO)]
+    flag = E.Select(E.And(E.LT(k, get(KEPT)), suppresses(mine, theirs, iou_thr)), imm(1),
+                    imm(0))
+    check = S.SeqStmt([
+        S.For(l0, imm(0), imm(LANES), S.ForKind.VECTORIZED, S.BufferStore(hit, imm(0), [l0])),
+        S.For(vo, imm(0), E.FloorDiv(get(KEPT) + imm(LANES - 1), imm(LANES)),
+              S.ForKind.SERIAL, S.For(ln, imm(0), imm(LANES), S.ForKind.VECTORIZED,
+                                      S.BufferStore(hit, E.Max(E.BufferLoad(hit, [ln]), flag),
+                                                    [ln]))),
+        put(OK, imm(1)),
+        S.For(l1, imm(0), imm(LANES), S.ForKind.SERIAL, S.IfThenElse(
+            E.NE(E.BufferLoad(hit, [l1]), imm(0)), put(OK, imm(0))))])
     row = get(COUNT) * imm(3)
     keep = S.SeqStmt([
-        S.BufferStore(kept, box, [get(KEPT)]), put(KEPT, get(KEPT) + imm(1)),
+        *(S.BufferStore(kgeo, mine[f], [imm(f) * _i32(kslot) + get(KEPT)]) for f in range(GEO)),
+        put(KEPT, get(KEPT) + imm(1)),
         S.BufferStore(out, E.Cast("int64", b), [row]),
         S.BufferStore(out, E.Cast("int64", c), [row + imm(1)]),
         S.BufferStore(out, E.Cast("int64", box), [row + imm(2)]),
         put(COUNT, get(COUNT) + imm(1))])
-    select = S.SeqStmt([put(KEPT, imm(0)), S.For(t, imm(0), get(M), S.ForKind.SERIAL,
-                                                  S.IfThenElse(E.LT(get(KEPT), limit), S.SeqStmt([
-                                                      put(OK, imm(1)), check,
-                                                      S.IfThenElse(E.EQ(get(OK), imm(1)),
-                                                                   keep)])))])
-    classes = S.For(b, imm(0), nb, S.ForKind.SERIAL, S.For(
-        c, imm(0), nc, S.ForKind.SERIAL, S.SeqStmt([gather, sort, select])))
+    pop = S.SeqStmt([put(M, get(M) - imm(1)), S.BufferStore(heap, at(get(M)), [imm(0)]),
+                     sift_down(imm(0))])
+    one = S.IfThenElse(E.And(E.LT(get(KEPT), limit), E.GT(get(M), imm(0))), S.LetStmt(
+        box, at(imm(0)), S.SeqStmt([pop, check,
+                                    S.IfThenElse(E.EQ(get(OK), imm(1)), keep)])))
+    select = S.SeqStmt([put(KEPT, imm(0)), S.For(t, imm(0), n, S.ForKind.SERIAL, one)])
+    g = ctx.fresh("g")
+    per_image = S.SeqStmt([
+        S.For(g, imm(0), n, S.ForKind.SERIAL, _geometry(bx, geo, b * n + g, g, center)),
+        S.For(c, imm(0), nc, S.ForKind.SERIAL, S.SeqStmt([gather, select]))])
+    classes = S.For(b, imm(0), nb, S.ForKind.SERIAL, per_image)
 
     z = ctx.fresh("z")
     rows = nb * nc * n
@@ -162,7 +195,7 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool) -
                  S.BufferStore(out, E.const(0, "int64"), [z]))
     body = S.SeqStmt([zero, put(COUNT, imm(0)), classes,
                       S.BufferStore(out, E.Cast("int64", get(COUNT)), [rows * imm(3)])])
-    for buf in (cand, tmp, kept, st):
+    for buf in (heap, kgeo, hit, geo, st):
         body = allocated(buf, body)
     return body
 
