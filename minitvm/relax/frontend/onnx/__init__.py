@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_sequence,
     ops_signal,
     ops_tensor,
+    ops_unique,
 )
 from .context import CONVERTERS, NeedsConstantInput, ONNXImportError, OpNotImplemented
 from .importer import ONNXGraphImporter

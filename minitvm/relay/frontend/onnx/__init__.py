@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_sequence,
     ops_signal,
     ops_tensor,
+    ops_unique,
 )
 from .graph import GraphProto
 from .registry import CONVERTERS, NeedsConstantInput
