@@ -1,6 +1,7 @@
-"""ONNX's ``RoiAlign`` and ``MaxRoiPool``: the node checks and static facts both importers
-share. Both run as native kernels (``schedule.roi_ops``): Relay through its ops
-(``vision.onnx_roi_align``, ``vision.roi_pool``), Relax as PrimFuncs of their own."""
+"""ONNX's ``RoiAlign`` and ``MaxRoiPool`` (and torchvision's ``roi_align`` / ``roi_pool``, the
+same computations): the checks and static facts the importers share. They run as native
+kernels (``schedule.roi_ops``): Relay through its ops (``vision.onnx_roi_align``,
+``vision.roi_pool``), Relax as PrimFuncs of their own."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 
 from ..topi.roi_align import RoiAlignSpec
 
-__all__ = ["roi_align_spec", "max_roi_pool_facts"]
+__all__ = ["roi_align_spec", "max_roi_pool_facts", "torchvision_roi_align_spec",
+           "torchvision_roi_pool_facts"]
 
 
 def _text(v, default: str) -> str:
@@ -53,3 +55,22 @@ def max_roi_pool_facts(x_shape, rois_shape, attrs: dict, fail) -> tuple[tuple[in
     if len(pooled) != 2 or min(pooled) < 1:
         raise fail(f"pooled_shape must be two positive sizes, got {list(pooled)}")
     return pooled, float(attrs.get("spatial_scale", 1.0))
+
+
+def torchvision_roi_align_spec(x_shape, rois_shape, scale, pooled_h, pooled_w, ratio, aligned,
+                               fail) -> RoiAlignSpec:
+    """torchvision's ``roi_align`` (boxes [K, 5]: batch, x1, y1, x2, y2) as ONNX RoiAlign
+    computes it: ``aligned`` is the half-pixel offset (else boxes at least one pixel), a
+    ``sampling_ratio`` <= 0 the adaptive grid; the average of the samples."""
+    _static_chw(x_shape, fail)
+    if len(rois_shape) != 2 or rois_shape[-1] != 5:
+        raise fail(f"rois must be [K, 5] (batch, x1, y1, x2, y2), got {list(rois_shape)}")
+    return RoiAlignSpec(int(pooled_h), int(pooled_w), max(int(ratio), 0), float(scale),
+                        bool(aligned), "avg")
+
+
+def torchvision_roi_pool_facts(x_shape, rois_shape, fail) -> None:
+    """Check torchvision ``roi_pool``'s operands (its boxes are MaxRoiPool's)."""
+    _static_chw(x_shape, fail)
+    if len(rois_shape) != 2 or rois_shape[-1] != 5:
+        raise fail(f"rois must be [K, 5] (batch, x1, y1, x2, y2), got {list(rois_shape)}")

@@ -9,11 +9,11 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
-from ...expr import Call, Expr
+from ...expr import Call, Expr, const
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
-__all__ = ["onnx_roi_align"]
+__all__ = ["onnx_roi_align", "roi_pool_rounding_away"]
 
 _NAME = "vision.onnx_roi_align"
 
@@ -51,3 +51,20 @@ def onnx_roi_align(x: Expr, rois: Expr, batch_indices: Expr, output_height: int,
         output_height=int(output_height), output_width=int(output_width),
         sampling_ratio=int(sampling_ratio), spatial_scale=float(spatial_scale),
         half_pixel=bool(half_pixel), mode=str(mode)))
+
+
+def roi_pool_rounding_away(data: Expr, rois: Expr, pooled_size, spatial_scale: float) -> Expr:
+    """``vision.roi_pool`` with the scaled corners rounded halves away from zero (C's
+    ``round``: ONNX Runtime's MaxRoiPool, torchvision's ``roi_pool``) where the op rounds them
+    half to even (TVM's): the corners arrive scaled and rounded (exactly: no ``+ 0.5``)."""
+    from .. import tensor as _t
+    from .. import transform as _tr
+    from .rcnn import roi_pool
+
+    dt = "float32"
+    v = _t.multiply(_tr.strided_slice(rois, [1], [5], axes=[1]), const(spatial_scale, dt))
+    t = _t.trunc(v)
+    half = _t.greater_equal(_t.abs(_t.subtract(v, t)), const(0.5, dt))
+    corners = _tr.where(half, _t.add(t, _t.sign(v)), t)
+    rounded = _tr.concatenate([_tr.strided_slice(rois, [0], [1], axes=[1]), corners], 1)
+    return roi_pool(data, rounded, pooled_size, 1.0)
