@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs torch")
-from torchvision_cases import ALIGN, ROIS, X, RoiAlign, RoiPool  # noqa: E402
+from torchvision_cases import ALIGN, ROIS, RoiAlign, RoiPool, X  # noqa: E402
 from torchvision_stand_in import ensure_ops  # noqa: E402
 
 import minitvm as tvm  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs torch")
 from frontend_models import build_and_run  # noqa: E402
-from torchvision_cases import ALIGN, ROIS, X, RoiAlign, RoiPool  # noqa: E402
+from torchvision_cases import ALIGN, ROIS, RoiAlign, RoiPool, X  # noqa: E402
 from torchvision_stand_in import ensure_ops  # noqa: E402
 
 from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
