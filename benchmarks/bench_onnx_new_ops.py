@@ -1,10 +1,10 @@
 """One-thread latency of the ONNX ops the importers gained at stops 43 and 44 (Attention with a
 causal mask and grouped heads, STFT of one second of 16 kHz audio, RoiAlign over 64 boxes with a
-fixed and an adaptive grid, MaxRoiPool, NonMaxSuppression of 1000 boxes x 20 classes),
-minitvm's Relay and Relax builds against ONNX Runtime: interleaved rounds, CPU time of this
-thread, medians. Relay runs NonMaxSuppression (a data-dependent result length) on its VM, the
-rest on the graph executor. ``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py
-[name prefix ...]``"""
+fixed and an adaptive grid, MaxRoiPool, NonMaxSuppression of 1000 boxes x 20 classes, Unique
+of 100000 values), minitvm's Relay and Relax builds against ONNX Runtime: interleaved rounds,
+CPU time of this thread, medians. Relay runs NonMaxSuppression and Unique (data-dependent
+result lengths) on its VM, the rest on the graph executor.
+``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [name prefix ...]``"""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from onnx_roi_cases import (  # noqa: E402
     roi_align_inputs,
     roi_align_model,
 )
+from onnx_unique_cases import unique_model  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
@@ -37,7 +38,7 @@ def relay_runner(model, feeds):
     shapes = {k: v.shape for k, v in feeds.items()}
     mod, params = relay.frontend.from_onnx(model, shapes,
                                            {k: str(v.dtype) for k, v in feeds.items()})
-    if any(n.op_type == "NonMaxSuppression" for n in model.graph.node):  # a dynamic shape
+    if any(n.op_type in ("NonMaxSuppression", "Unique") for n in model.graph.node):  # dynamic
         with tvm.transform.PassContext(opt_level=3):
             run = relay.create_executor("vm", mod=mod, target="llvm").evaluate()
         args = [feeds[i.name] for i in model.graph.input]
@@ -90,6 +91,8 @@ def models():
     yield "maxroipool 64 boxes 64x32x32 -> 7x7", max_roi_pool_model(p, 64), feeds
     yield "nms 1000 boxes x 20 classes", nms_model((0, (100, 0.5, 0.3)), 1, 1000, 20), \
         nms_bench_inputs(1000, 20)
+    x = np.random.default_rng(0).integers(0, 1000, 100000).astype("float32")
+    yield "unique 100000 floats of 1000 values", unique_model((x, {})), {"x": x}
 
 
 def nms_bench_inputs(boxes: int, classes: int) -> dict:
