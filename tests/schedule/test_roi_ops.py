@@ -103,3 +103,30 @@ def test_relay_roi_pool_with_a_fused_epilogue():
     got = _build(y, {"x": data, "rois": POOL_ROIS})
     np.testing.assert_array_equal(got, np.maximum(-roi_pool_nchw(data, POOL_ROIS, (2, 2), 0.5),
                                                   0))
+
+
+@pytest.mark.parametrize("shape", [(2, 19, 40, 40), (1, 17, 32, 32)])  # 32 x 32: 4 KiB planes
+def test_both_roi_align_paths(shape):
+    """A few boxes gather each corner's channels from the NCHW maps; many boxes read a
+    channels-last copy (power-of-two planes copied in tiles): both as the reference does."""
+    spec = RoiAlignSpec(2, 3, 2, 0.5, True, "avg")
+    prim = roi_align_prim_func(spec, shape, E.Var("num_rois", "int64"), "float32", "int64")
+    x = RNG.standard_normal(shape).astype("float32")
+    for count in (1, 3, 80):  # 80 boxes read 4 corners x 24 samples: over 1.5 a pixel
+        rois = RNG.uniform(-4, 2 * shape[3], (count, 4)).astype("float32")
+        idx = np.arange(count, dtype="int64") % shape[0]
+        got = _call(prim, [x, rois, idx], (count, shape[1], 2, 3))
+        np.testing.assert_allclose(got, roi_align_onnx_np(x, rois, idx, spec), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_both_roi_pool_paths():
+    shape = (2, 19, 40, 40)
+    prim = roi_pool_prim_func((2, 2), 0.5, shape, E.Var("num_rois", "int64"), "float32",
+                              half_away=False)
+    x = RNG.standard_normal(shape).astype("float32")
+    for count in (1, 400):
+        rois = np.concatenate([np.arange(count)[:, None] % 2, RNG.uniform(-4, 80, (count, 4))],
+                              1).astype("float32")
+        got = _call(prim, [x, rois], (count, 19, 2, 2))
+        np.testing.assert_array_equal(got, roi_pool_nchw(x, rois, (2, 2), 0.5))
