@@ -3,12 +3,14 @@
 (the rule table) and as PrimFuncs of their own for Relax (``roi_align_prim_func``,
 ``roi_pool_prim_func``).
 
-A box's sample positions and bilinear weights are the same for every channel, so the feature
-maps are first copied channels-last ([N, H, W, C]); then per box and bin the positions and
-weights are scalars computed once, and each sample is four unit-stride vector loads over the
-channels into a [bins, C] accumulator, which is written out as [C, bins]. ONNX Runtime (and the
-dense-product form this replaces: one-hot interpolation matrices and batched matmuls, 2.1x ONNX
-Runtime) computes every (channel, bin, sample) on its own. The grid may be adaptive
+A box's sample positions and bilinear weights are the same for every channel: per box and bin
+they are scalars computed once, and each sample's four corners are read for all channels at
+once into a [bins, C] accumulator, written out as [C, bins]. When the boxes read many corners
+per pixel of the maps (``READS_PER_PIXEL``), the maps are first copied channels-last ([N, H,
+W, C]) and each corner is unit-stride vectors; a few boxes on a large map instead gather each
+corner's channels at the plane stride (the copy would cost more than the boxes). ONNX Runtime
+(and the dense-product form this replaces: one-hot interpolation matrices and batched matmuls,
+2.1x ONNX Runtime) computes every (channel, bin, sample) on its own. The grid may be adaptive
 (``ceil(bin size)`` samples a side): a per-box loop extent. The arithmetic follows ONNX
 Runtime's order (``topi.roi_align.roi_align_onnx_np`` is the reference).
 """

@@ -1,7 +1,10 @@
-"""Compute of Relay's ``vision.roi_align`` (NCHW or NHWC, a fixed ``sample_ratio``): each output bin
-averages (or takes the max of) a ``sample_ratio`` x ``sample_ratio`` grid of bilinear samples,
-one te reduction. An adaptive ratio (``sample_ratio <= 0``) depends on each box's size, so it has
-no fixed reduction extent and stays in numpy."""
+"""RoI pooling computes. Relay's ``vision.roi_align`` (NCHW or NHWC, a fixed ``sample_ratio``):
+each output bin averages (or takes the max of) a ``sample_ratio`` x ``sample_ratio`` grid of
+bilinear samples, one te reduction; an adaptive ratio (``sample_ratio <= 0``) depends on each
+box's size, so it has no fixed reduction extent and stays in numpy. ONNX's RoiAlign
+(``vision.onnx_roi_align``: ``RoiAlignSpec``, adaptive grids included) and ``vision.roi_pool``
+are stages of their own that ``schedule.roi_ops`` computes natively; ``roi_align_onnx_np`` is
+the reference of the former."""
 
 from __future__ import annotations
 
