@@ -1,7 +1,10 @@
-"""One-thread latency of the ONNX ops the importers gained at stop 43 (Attention with a causal
-mask and grouped heads, STFT of one second of 16 kHz audio, RoiAlign over 64 boxes), minitvm's
-Relay and Relax builds against ONNX Runtime: interleaved rounds, CPU time of this thread,
-medians. ``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py``"""
+"""One-thread latency of the ONNX ops the importers gained at stops 43 and 44 (Attention with a
+causal mask and grouped heads, STFT of one second of 16 kHz audio, RoiAlign over 64 boxes with a
+fixed and an adaptive grid, MaxRoiPool, NonMaxSuppression of 1000 boxes x 20 classes, Unique
+of 100000 values), minitvm's Relay and Relax builds against ONNX Runtime: interleaved rounds,
+CPU time of this thread, medians. Relay runs NonMaxSuppression and Unique (data-dependent
+result lengths) on its VM, the rest on the graph executor.
+``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [name prefix ...]``"""
 
 from __future__ import annotations
 
@@ -17,7 +20,14 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx_attention_cases import _case, attention_inputs, attention_model  # noqa: E402
 from onnx_audio_cases import stft_inputs, stft_model  # noqa: E402
-from onnx_roi_cases import roi_align_inputs, roi_align_model  # noqa: E402
+from onnx_nms_cases import nms_model  # noqa: E402
+from onnx_roi_cases import (  # noqa: E402
+    max_roi_pool_inputs,
+    max_roi_pool_model,
+    roi_align_inputs,
+    roi_align_model,
+)
+from onnx_unique_cases import unique_model  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
@@ -28,6 +38,11 @@ def relay_runner(model, feeds):
     shapes = {k: v.shape for k, v in feeds.items()}
     mod, params = relay.frontend.from_onnx(model, shapes,
                                            {k: str(v.dtype) for k, v in feeds.items()})
+    if any(n.op_type in ("NonMaxSuppression", "Unique") for n in model.graph.node):  # dynamic
+        with tvm.transform.PassContext(opt_level=3):
+            run = relay.create_executor("vm", mod=mod, target="llvm").evaluate()
+        args = [feeds[i.name] for i in model.graph.input]
+        return lambda: run(*args)
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
@@ -68,10 +83,34 @@ def models():
     feeds = roi_align_inputs(r, 64)
     feeds["rois"] = np.abs(feeds["rois"]) * 4
     yield "roialign 64 boxes 64x32x32 -> 7x7", roi_align_model(r, 64), feeds
+    r = ((1, 64, 32, 32), {"output_height": 7, "output_width": 7, "spatial_scale": 0.25}, 16)
+    yield "roialign adaptive 64 boxes 64x32x32 -> 7x7", roi_align_model(r, 64), feeds
+    p = ((1, 64, 32, 32), {"pooled_shape": [7, 7], "spatial_scale": 0.25})
+    feeds = max_roi_pool_inputs(p, 64)
+    feeds["rois"][:, 1:] = np.abs(feeds["rois"][:, 1:]) * 4
+    yield "maxroipool 64 boxes 64x32x32 -> 7x7", max_roi_pool_model(p, 64), feeds
+    yield "nms 1000 boxes x 20 classes", nms_model((0, (100, 0.5, 0.3)), 1, 1000, 20), \
+        nms_bench_inputs(1000, 20)
+    x = np.random.default_rng(0).integers(0, 1000, 100000).astype("float32")
+    yield "unique 100000 floats of 1000 values", unique_model((x, {})), {"x": x}
+
+
+def nms_bench_inputs(boxes: int, classes: int) -> dict:
+    """Detector-like boxes: corners in a 512 x 512 image, sides 16 to 128, uniform scores."""
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(0, 448, (1, boxes, 2))
+    hi = lo + rng.uniform(16, 128, (1, boxes, 2))
+    return {"boxes": np.concatenate([lo, hi], 2).astype("float32"),
+            "scores": rng.random((1, classes, boxes)).astype("float32")}
+
+
+def selected(names: list[str]):
+    """The models whose names start with one of ``names`` (all when none is given)."""
+    return [m for m in models() if not names or m[0].startswith(tuple(names))]
 
 
 def main(rounds: int = 7, calls: int = 20) -> None:
-    for name, model, feeds in models():
+    for name, model, feeds in selected(sys.argv[1:]):
         fns = {"relay": relay_runner(model, feeds), "relax": relax_runner(model, feeds),
                "ort": ort_runner(model, feeds)}
         times = {k: [] for k in fns}

@@ -14,4 +14,6 @@ from . import conv_direct, gemm, gemm_kernel, pool
 from . import knobs, tunable
 from . import scan, selection  # noqa: F401  (register the scan and top-k rules)
 from . import multiclass_nms  # noqa: F401  (vision.multiclass_nms's rule)
+from . import roi_ops  # noqa: F401  (ONNX RoiAlign and ROIPool kernels)
+from . import all_class_nms  # noqa: F401  (ONNX NonMaxSuppression kernel)
 from . import scatter_linear  # noqa: F401  (the one-pass scatters)

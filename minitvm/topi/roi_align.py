@@ -1,15 +1,20 @@
-"""Compute of Relay's ``vision.roi_align`` (NCHW or NHWC, a fixed ``sample_ratio``): each output bin
-averages (or takes the max of) a ``sample_ratio`` x ``sample_ratio`` grid of bilinear samples,
-one te reduction. An adaptive ratio (``sample_ratio <= 0``) depends on each box's size, so it has
-no fixed reduction extent and stays in numpy."""
+"""RoI pooling computes. Relay's ``vision.roi_align`` (NCHW or NHWC, a fixed ``sample_ratio``):
+each output bin averages (or takes the max of) a ``sample_ratio`` x ``sample_ratio`` grid of
+bilinear samples, one te reduction; an adaptive ratio (``sample_ratio <= 0``) depends on each
+box's size, so it has no fixed reduction extent and stays in numpy. ONNX's RoiAlign
+(``vision.onnx_roi_align``: ``RoiAlignSpec``, adaptive grids included) and ``vision.roi_pool``
+are stages of their own that ``schedule.roi_ops`` computes natively; ``roi_align_onnx_np`` is
+the reference of the former."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .utils import as_float as _f
-from .utils import compute, ishape, out_tensor_types, static_shape
+from .utils import compute, ishape, out_tensor_types, reference, static_shape
 from .utils import i32 as _i
 
 _F = "float32"
@@ -76,3 +81,133 @@ def _roi_align(attrs, inputs, out_type):
         out = te.compute(shape, lambda *k: E.Cast(dt, acc[k] / _f(ratio * ratio))
                          if dt != _F else acc[k] / _f(ratio * ratio), name="roi_align")
     return [out]
+
+
+# ------------------------------------------------------------------ ONNX RoiAlign, ROIPool
+ROI_ALIGN_ONNX_TAG = "roi_align_onnx"
+ROI_POOL_TAG = "roi_pool"
+
+
+class RoiAlignSpec:
+    """The static facts of one ONNX ``RoiAlign``: output bins, the sampling grid per bin
+    (``grid`` 0: adaptive, ``ceil(bin size)`` samples per axis, box by box), the spatial scale,
+    half-pixel boxes (opset 16's default; else malformed boxes are forced to one pixel) and the
+    pooling mode (``max``: ONNX Runtime's max of the weighted corners)."""
+
+    __slots__ = ("out_h", "out_w", "grid", "scale", "half_pixel", "mode")
+
+    def __init__(self, out_h: int, out_w: int, grid: int, scale: float, half_pixel: bool,
+                 mode: str):
+        if mode not in ("avg", "max") or out_h < 1 or out_w < 1 or grid < 0:
+            raise ValueError(f"RoiAlign: bad spec ({out_h}x{out_w} bins, grid {grid}, mode "
+                             f"{mode!r})")
+        self.out_h, self.out_w, self.grid = int(out_h), int(out_w), int(grid)
+        self.scale, self.half_pixel, self.mode = float(scale), bool(half_pixel), mode
+
+    @classmethod
+    def of_attrs(cls, attrs) -> RoiAlignSpec:
+        return cls(int(attrs.output_height), int(attrs.output_width),
+                   int(attrs.sampling_ratio), float(attrs.spatial_scale),
+                   bool(attrs.half_pixel), str(attrs.mode))
+
+
+def roi_align_onnx(x, rois, batch_indices, spec: RoiAlignSpec):
+    """The [R, C, out_h, out_w] stage of ONNX RoiAlign; ``schedule.roi_ops`` computes it (the te
+    body only gives it a shape), ``roi_align_onnx_np`` is the reference."""
+    shape = (rois.shape[0], x.shape[1], spec.out_h, spec.out_w)
+    return te.compute(shape, lambda *_: E.const(0.0, x.dtype), name="T_roi_align",
+                      tag=ROI_ALIGN_ONNX_TAG,
+                      attrs={"operands": (x, rois, batch_indices), "spec": spec})
+
+
+def roi_pool_stage(x, rois, pooled_size, spatial_scale: float, layout: str = "NCHW"):
+    """The [R, C, ph, pw] ([R, ph, pw, C] NHWC) stage of ROIPool (Relay's ``vision.roi_pool``:
+    corners rounded half to even); ``schedule.roi_ops`` computes it."""
+    ph, pw = (int(p) for p in pooled_size)
+    nhwc = layout == "NHWC"
+    shape = (rois.shape[0], ph, pw, x.shape[3]) if nhwc else (rois.shape[0], x.shape[1], ph, pw)
+    return te.compute(shape, lambda *_: E.const(0.0, x.dtype), name="T_roi_pool",
+                      tag=ROI_POOL_TAG, attrs={"operands": (x, rois), "pooled": (ph, pw),
+                                               "scale": float(spatial_scale), "nhwc": nhwc})
+
+
+@compute("vision.onnx_roi_align")
+def _roi_align_onnx_compute(attrs, inputs, out_type):
+    x, rois, idx = inputs
+    return [roi_align_onnx(x, rois, idx, RoiAlignSpec.of_attrs(attrs))]
+
+
+@compute("vision.roi_pool")
+def _roi_pool_compute(attrs, inputs, out_type):
+    if str(attrs.layout) not in ("NCHW", "NHWC"):
+        raise ValueError(f"vision.roi_pool: layout {attrs.layout} has no native compute (NCHW "
+                         "and NHWC have)")
+    x, rois = inputs
+    return [roi_pool_stage(x, rois, attrs.pooled_size, float(attrs.spatial_scale),
+                           str(attrs.layout))]
+
+
+def roi_align_onnx_np(x, rois, batch_indices, spec: RoiAlignSpec) -> np.ndarray:
+    """ONNX RoiAlign as ONNX Runtime computes it, in float32 (the reference of the kernel):
+    out [R, C, out_h, out_w]."""
+    x = np.asarray(x, "float32")
+    f = np.float32
+    _, c, h, w = x.shape
+    oh, ow = spec.out_h, spec.out_w
+    out = np.zeros((len(rois), c, oh, ow), "float32")
+    off = f(0.5 if spec.half_pixel else 0.0)
+    for r, box in enumerate(np.asarray(rois, "float32")):
+        img = x[min(max(int(batch_indices[r]), 0), x.shape[0] - 1)]
+        x0, y0, x1, y1 = (f(v) * f(spec.scale) - off for v in box)
+        rw, rh = x1 - x0, y1 - y0
+        if not spec.half_pixel:
+            rw, rh = max(rw, f(1.0)), max(rh, f(1.0))
+        bh, bw = rh / f(oh), rw / f(ow)
+        gh = spec.grid or int(np.ceil(bh))
+        gw = spec.grid or int(np.ceil(bw))
+        for i in range(oh):
+            for j in range(ow):
+                vals = []
+                for iy in range(gh):
+                    yy = y0 + f(i) * bh + f(iy + 0.5) * bh / f(gh)
+                    for ix in range(gw):
+                        xx = x0 + f(j) * bw + f(ix + 0.5) * bw / f(gw)
+                        vals.append(_corners_np(img, yy, xx))
+                if not vals:
+                    continue
+                v = np.stack(vals)  # [samples, 4, C]
+                if spec.mode == "max":
+                    out[r, :, i, j] = v.max(axis=(0, 1))
+                else:
+                    out[r, :, i, j] = v.sum(axis=1).sum(axis=0) / f(max(gh * gw, 1))
+    return out
+
+
+def _corners_np(img, y, x) -> np.ndarray:
+    """The four weighted corners [4, C] of one bilinear sample (zeros more than a pixel out)."""
+    f = np.float32
+    _, h, w = img.shape
+    if y < -1.0 or y > h or x < -1.0 or x > w:
+        return np.zeros((4, img.shape[0]), "float32")
+    y, x = max(y, f(0.0)), max(x, f(0.0))
+    y0, x0 = int(y), int(x)
+    if y0 >= h - 1:
+        y0 = y1 = h - 1
+        y = f(y0)
+    else:
+        y1 = y0 + 1
+    if x0 >= w - 1:
+        x0 = x1 = w - 1
+        x = f(x0)
+    else:
+        x1 = x0 + 1
+    ly, lx = f(y - y0), f(x - x0)
+    hy, hx = f(1.0) - ly, f(1.0) - lx
+    return np.stack([hy * hx * img[:, y0, x0], hy * lx * img[:, y0, x1],
+                     ly * hx * img[:, y1, x0], ly * lx * img[:, y1, x1]])
+
+
+@reference("vision.onnx_roi_align")
+def _roi_align_onnx_ref(attrs, args, out_type):
+    x, rois, idx = args
+    return roi_align_onnx_np(x, rois, idx, RoiAlignSpec.of_attrs(attrs)).astype(out_type.dtype)

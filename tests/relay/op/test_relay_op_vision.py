@@ -103,16 +103,23 @@ def test_all_class_nms_onnx_example():
         b, s, 3, 0.5, 0.0).astuple(), boxes, scores)
     assert int(total[0]) == 3
     assert sel[:3].tolist() == [[0, 0, 3], [0, 0, 0], [0, 0, 5]]
-    sel, sc, cnt = run_all(lambda b, s: relay.vision.all_class_non_max_suppression(
-        b, s, 2, 0.5, 0.0, output_format="tensorflow").astuple(), boxes, scores)
-    assert cnt.tolist() == [2] and sel[0, :2].tolist() == [[0, 3], [0, 0]]
-    np.testing.assert_allclose(sc[0, :2], [0.95, 0.9])
+    assert not sel[3:].any()
     with pytest.raises(Exception, match="vision.all_class_non_max_suppression: boxes must be"):
         _type(lambda b, s: relay.vision.all_class_non_max_suppression(b, s).astuple(),
               (1, 6, 5), (1, 1, 6))
 
 
-@pytest.mark.numpy_fallback("vision.roi_pool has no native compute")
+@pytest.mark.numpy_fallback("vision.all_class_non_max_suppression's tensorflow output format")
+def test_all_class_nms_tensorflow_format():
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                       [0, 10.1, 1, 11.1], [0, 100, 1, 101]]], "float32")
+    scores = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3]]], "float32")
+    sel, sc, cnt = run_all(lambda b, s: relay.vision.all_class_non_max_suppression(
+        b, s, 2, 0.5, 0.0, output_format="tensorflow").astuple(), boxes, scores)
+    assert cnt.tolist() == [2] and sel[0, :2].tolist() == [[0, 3], [0, 0]]
+    np.testing.assert_allclose(sc[0, :2], [0.95, 0.9])
+
+
 def test_roi_align_and_pool():
     h, w = 8, 10
     yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")

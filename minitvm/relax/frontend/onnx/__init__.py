@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_attention,
     ops_audio,
     ops_control,
+    ops_detection,
     ops_extra,
     ops_image,
     ops_math,
@@ -21,6 +22,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_sequence,
     ops_signal,
     ops_tensor,
+    ops_unique,
 )
 from .context import CONVERTERS, NeedsConstantInput, ONNXImportError, OpNotImplemented
 from .importer import ONNXGraphImporter

@@ -1,67 +1,44 @@
-"""ONNX's ``RoiAlign`` on Relax as interpolation matrices and matmuls
-(``frontend_common.onnx_roi``); the number of boxes may be symbolic."""
+"""ONNX's ``RoiAlign`` and ``MaxRoiPool`` on Relax: each a ``call_tir`` of its native kernel
+(``schedule.roi_ops``); the number of boxes and the batch may be symbolic."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ....frontend_common.onnx_roi import roi_align, roi_align_plan
+from ....frontend_common.onnx_roi import max_roi_pool_facts, roi_align_spec
+from ....schedule.roi_ops import roi_align_prim_func, roi_pool_prim_func
+from ....tir import expr as E
 from ... import op as _op
-from ...expr import const
+from ...struct_info import TensorStructInfo
 from .context import Context, register
 
 
-class _Ops:
-    """``onnx_roi.RoiOps`` on Relax: every op is emitted."""
+def _prim_dims(dims, names) -> list:
+    """Static dims as ints, symbolic ones as fresh int64 tir Vars (the PrimFunc's own)."""
+    return [d if isinstance(d, int) else E.Var(n, "int64") for d, n in zip(dims, names,
+                                                                           strict=True)]
 
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-        self.emit = ctx.emit
 
-    def const(self, value):
-        value = np.asarray(value)
-        return const(value, str(value.dtype))
-
-    def binary(self, name, a, b):
-        return self.emit(getattr(_op, name)(a, b))
-
-    def floor(self, x):
-        return self.emit(_op.floor(x))
-
-    def where(self, cond, a, b):
-        return self.emit(_op.where(cond, a, b))
-
-    def column(self, x, k):
-        return self.emit(_op.strided_slice(x, [1], [k], [k + 1]))
-
-    def reshape(self, x, shape):
-        lead = self.ctx.shape(x)[0]
-        dims = [lead if d == -1 else d for d in shape]
-        return self.emit(_op.reshape(x, self.ctx.shape_expr(dims)))
-
-    def sum(self, x, axis):
-        return self.emit(_op.sum(x, axis))
-
-    def max(self, x, axes):
-        return self.emit(_op.max(x, list(axes)))
-
-    def take(self, x, idx, axis):
-        return self.emit(_op.take(x, idx, axis=axis))
-
-    def matmul(self, a, b):
-        return self.emit(_op.matmul(a, b))
-
-    def transpose(self, x, perm):
-        return self.emit(_op.permute_dims(x, list(perm)))
-
-    def channels(self, x):
-        return self.ctx.shape(x)[1]
+def _kernel(ctx: Context, name: str, prim, args, out_shape, dtype: str):
+    gv = ctx.bb.add_func(prim, name)
+    return ctx.emit(_op.call_tir(gv, args, TensorStructInfo(out_shape, dtype)))
 
 
 @register("RoiAlign")
 def _roi_align(ctx: Context, ins, attrs):
     x, rois, idx = (ctx.expr(v) for v in ins[:3])
-    plan = roi_align_plan(ctx.shape(x), attrs, ctx.opset, ctx.fail)
-    if ctx.shape(rois)[-1] != 4:
-        raise ctx.fail(f"rois must be [num_rois, 4], got {ctx.shape(rois)}")
-    return roi_align(_Ops(ctx), plan, x, rois, idx, ctx.dtype(x))
+    xs, rs = ctx.shape(x), ctx.shape(rois)
+    s = roi_align_spec(xs, rs, attrs, ctx.opset, ctx.fail)
+    n, r = _prim_dims([xs[0], rs[0]], ["n", "num_rois"])
+    prim = roi_align_prim_func(s, (n, *xs[1:]), r, ctx.dtype(x), ctx.dtype(idx))
+    return _kernel(ctx, "onnx_roi_align", prim, [x, rois, idx],
+                   [rs[0], xs[1], s.out_h, s.out_w], ctx.dtype(x))
+
+
+@register("MaxRoiPool")
+def _max_roi_pool(ctx: Context, ins, attrs):
+    x, rois = (ctx.expr(v) for v in ins[:2])
+    xs, rs = ctx.shape(x), ctx.shape(rois)
+    pooled, scale = max_roi_pool_facts(xs, rs, attrs, ctx.fail)
+    n, r = _prim_dims([xs[0], rs[0]], ["n", "num_rois"])
+    prim = roi_pool_prim_func(pooled, scale, (n, *xs[1:]), r, ctx.dtype(x))
+    return _kernel(ctx, "onnx_max_roi_pool", prim, [x, rois], [rs[0], xs[1], *pooled],
+                   ctx.dtype(x))

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_attention,
     ops_audio,
     ops_control,
+    ops_detection,
     ops_elemwise,
     ops_extra,
     ops_grid,
@@ -23,6 +24,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_sequence,
     ops_signal,
     ops_tensor,
+    ops_unique,
 )
 from .graph import GraphProto
 from .registry import CONVERTERS, NeedsConstantInput

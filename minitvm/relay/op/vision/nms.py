@@ -7,8 +7,9 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
+from ....topi.all_class_nms import all_class_nms_onnx
 from ...expr import Call, Expr, TupleWrapper, const
-from ..op import define_op, register_numpy_only
+from ..op import define_op, register_compute, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
 __all__ = ["get_valid_counts", "non_max_suppression", "all_class_non_max_suppression"]
@@ -151,5 +152,16 @@ def all_class_non_max_suppression(boxes: Expr, scores: Expr, max_output_boxes_pe
 
 # numpy-only on purpose (not a failed native lowering; see backend.fallback)
 register_numpy_only("vision.non_max_suppression", "suppression is greedy and sequential over data-dependent candidates")
-register_numpy_only("vision.all_class_non_max_suppression", "suppression is greedy and sequential over data-dependent candidates")
 register_numpy_only("vision.get_valid_counts", "suppression is greedy and sequential over data-dependent candidates")
+
+
+def _all_class_nms_compute(attrs, inputs, out_type):
+    """The "onnx" output format is one native stage (``topi.all_class_nms``); the
+    "tensorflow" one (rows sorted by score across classes) has no compute: it runs in numpy
+    (a strict build refuses it)."""
+    if attrs.output_format != "onnx":
+        raise NotImplementedError("only the onnx output format has a native compute")
+    return all_class_nms_onnx(*inputs)
+
+
+register_compute("vision.all_class_non_max_suppression", _all_class_nms_compute)

@@ -1,0 +1,32 @@
+"""ONNX Unique cases both importers' tests run: flattened and along an axis, sorted and in
+order of first occurrence, float and int64 inputs; checked against ONNX Runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+X = np.array([[2, 1, 1], [3, 4, 3], [2, 1, 1], [0, -5, 3]], "float32")
+# name -> (input, attrs); the Relay importer takes the flattened cases
+UNIQUE = {
+    "sorted": (X, {}),
+    "first_occurrence": (X, {"sorted": 0}),
+    "int64": (np.array([5, -1, 5, 7, -1, 0, 5], "int64"), {}),
+    "int64_first_occurrence_axis": (np.array([5, -1, 5, 7, -1, 0, 5], "int64"),
+                                    {"sorted": 0, "axis": 0}),
+    "rows": (X, {"axis": 0}),
+    "columns_first_occurrence": (X, {"axis": -1, "sorted": 0}),
+}
+FLAT = [k for k, (x, a) in UNIQUE.items() if "axis" not in a or x.ndim == 1]
+
+
+def unique_model(case):
+    """``y, indices, inverse_indices, counts = Unique(x)``."""
+    x, attrs = case
+    dt = TensorProto.INT64 if x.dtype == np.int64 else TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], **attrs)
+    outs = [vi("y", dt, None)] + [vi(n, TensorProto.INT64, None)
+                                  for n in ("indices", "inverse", "counts")]
+    graph = helper.make_graph([node], "unique", [vi("x", dt, list(x.shape))], outs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
