@@ -18,6 +18,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType
 from ...schedule import LoweringOptions
+from ...topi.utils import static_shape
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children, dataflow_post_order
 from .te_compiler import _static, func_ops, lower_function, prefetch_kernels, tensor_types
@@ -98,6 +99,20 @@ def _function_key(func: Function):
     return structural_hash(func)
 
 
+def _entry_shape(node: dict, t: TensorType) -> list[int]:
+    """The static shape of a graph entry; a shape known only at run time (an output whose size
+    depends on the values: NonMaxSuppression, NonZero, Unique) is an error naming the node and
+    the executor that runs it."""
+    try:
+        return list(static_shape(t))
+    except ValueError:
+        raise GraphCodegenError(
+            f"relay.build's graph executor needs static shapes, but node {node.get('name')!r} "
+            f"gives {t} (its size depends on the values or a symbolic dim): compile it for the "
+            "Relay VM instead (relay.vm.compile, or relay.create_executor('vm', mod=mod))"
+        ) from None
+
+
 class GraphCodegen:
     """Produce ``(graph_json, kernels, params)`` for ``main``."""
 
@@ -122,7 +137,7 @@ class GraphCodegen:
         self.nodes.append(node)
         out = []
         for k, t in enumerate(types):
-            self.entries.append({"node": nid, "index": k, "shape": list(_static(t)),
+            self.entries.append({"node": nid, "index": k, "shape": _entry_shape(node, t),
                                  "dtype": t.dtype})
             out.append((nid, k, 0))
         node["_num_outputs"] = len(types)

@@ -110,3 +110,14 @@ def test_pytorch_lstm_stores_each_recurrent_weight_once():
     with torch.no_grad():
         want = rnn(x).numpy()
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_value_dependent_shape_names_the_node_and_the_vm():
+    # argwhere's row count depends on the values: the graph executor cannot plan it, the VM can
+    from minitvm.relay.backend.graph_executor_codegen import GraphCodegenError
+
+    x = relay.var("x", shape=(3, 4))
+    found = relay.argwhere(relay.greater(x, relay.const(0.0)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], found))
+    with pytest.raises(GraphCodegenError, match=r"needs static shapes.*argwhere.*relay.vm.compile"):
+        relay.build(mod, target="llvm")
