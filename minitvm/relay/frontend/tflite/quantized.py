@@ -37,6 +37,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
+from . import exact_binary
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -467,6 +468,25 @@ def _requantize_op(ctx):
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), q_out.dtype)
 
 
+def _exact_binary(ctx):
+    """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
+    (``exact_binary``)."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    return exact_binary.convert(ctx.name, ctx.inputs[0], ctx.inputs[1], (q1.s, q1.z),
+                                (q2.s, q2.z), (qo.s, qo.z), qo.dtype, qlo, qhi)
+
+
+def _exact_binary_applies(ctx) -> bool:
+    """Two inputs and the output quantized per tensor in one 8-bit dtype, and a clamp (or
+    no) fused activation."""
+    if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
+        return False
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
+    return all(q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
+               q.scale.size == 1 and q.zp.size <= 1 for q in qs)
+
+
 def converter(ctx):
     """The converter of an operator on quantized activations (by kind, see the module), or
     None for the float converters (float ops, dynamic-range models, DEQUANTIZE, QUANTIZE of
@@ -484,6 +504,8 @@ def converter(ctx):
         wide = any(q is not None and q.dtype == "int16" for q in
                    (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
         return _through_float if wide else INTEGER_OPS[ctx.name]
+    if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
+        return _exact_binary
     if ctx.name in CLAMPS:
         return _clamp
     if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
