@@ -9,8 +9,9 @@ the two inputs once. The result is a function of the two 8-bit inputs only, so f
 operator (its scales and zero points, known at import) all 256 x 256 pairs can be computed at
 import (``reference``, numpy int64, step for step as TFLite's kernels).
 
-A float32 form ``round(x1 * k1 + (x2 * k2 + c))`` (ADD, SUB) is a few cheap vector ops that
-fuse into the producing conv's epilogue; it is kept when it gives TFLite's integer for every
+A float32 form ``round(x1 * k1 + (x2 * k2 + c))`` (ADD, SUB; where ties to even do not
+match, ``floor(v + 0.5 +- e)`` with the sign of v) is a few cheap vector ops that fuse into
+the producing conv's epilogue; it is kept when it gives TFLite's integer for every
 pair: each candidate (TFLite's effective multipliers, then the constants a few float32 units
 apart) is evaluated at import in numpy float32 in the same order of operations as the kernel
 (no fast-math: LLVM neither contracts nor reassociates these), and compared with
@@ -121,9 +122,19 @@ class _Relay:
 
 
 def _add_form(ops, x1, x2, k1, k2, c):
-    """round(x1 * k1 + (x2 * k2 + c)): ADD / SUB with both zero points and the output's in c."""
+    """round(x1 * k1 + (x2 * k2 + c)): ADD / SUB with both zero points and the output's in c
+    (ties to even)."""
     return ops.round(ops.add(ops.mul(ops.cast(x1), ops.const(k1)),
                              ops.add(ops.mul(ops.cast(x2), ops.const(k2)), ops.const(c))))
+
+
+def _add_signed_form(ops, x1, x2, k1, k2, c, pos, neg, zo):
+    """floor(v + (0.5 +- e)) + zo, v = x1 * k1 + (x2 * k2 + c): ADD / SUB rounding ties away
+    from zero as TFLite (exact halves: equal input scales and an output scale twice theirs)."""
+    v = ops.add(ops.mul(ops.cast(x1), ops.const(k1)),
+                ops.add(ops.mul(ops.cast(x2), ops.const(k2)), ops.const(c)))
+    r = ops.floor(ops.add(v, ops.negative_select(v, ops.const(neg), ops.const(pos))))
+    return ops.add(r, ops.const(zo))
 
 
 def _mul_form(ops, x1, x2, z1, z2, k, pos, neg, zo):
@@ -132,6 +143,9 @@ def _mul_form(ops, x1, x2, z1, z2, k, pos, neg, zo):
     v = ops.mul(p, ops.const(k))
     r = ops.floor(ops.add(v, ops.negative_select(v, ops.const(neg), ops.const(pos))))
     return ops.add(r, ops.const(zo))
+
+
+FORMS = {"add": _add_form, "add_signed": _add_signed_form, "mul": _mul_form}
 
 
 def _nudged(v: float, steps) -> list[np.float32]:
@@ -146,9 +160,19 @@ def _nudged(v: float, steps) -> list[np.float32]:
     return out
 
 
+def _offsets(m: float) -> list[float]:
+    """Candidate e: TFLite's own offset of its two roundings of a product by ``m`` (see
+    ``_mul_forms``), then larger ones (float32 loses a small e beside a value of 100; a larger
+    one is as exact wherever no value lies between: the check over all pairs says)."""
+    shift = quantize_multiplier(m)[1]
+    own = 2.0 ** (shift - 1) if shift < 0 else 0.0
+    return [own] + [2.0**-k for k in (14, 12, 10, 8) if 2.0**-k > own]
+
+
 def _add_forms(op, q1, q2, qo):
-    """Candidate (k1, k2, c) of ADD / SUB: TFLite's effective multipliers (its fixed-point
-    constants as reals), then c and k2 nudged a few float32 units."""
+    """Candidate forms of ADD / SUB: TFLite's effective multipliers (its fixed-point constants
+    as reals) with c and k2 nudged a few float32 units; round (ties to even) first, then the
+    signed floor (ties away from zero)."""
     m1, m2, mo = _multipliers(op, q1[0], q2[0], qo[0])
 
     def eff(m):
@@ -157,11 +181,16 @@ def _add_forms(op, q1, q2, qo):
 
     k1 = eff(m1) * 2**LEFT_SHIFT * eff(mo)
     k2 = eff(m2) * 2**LEFT_SHIFT * eff(mo) * (1 if op == "ADD" else -1)
-    c = qo[1] - q1[1] * k1 - q2[1] * k2
+    c = -q1[1] * k1 - q2[1] * k2
     for dk2 in (0, -1, 1):
         for dk1 in (0, -1, 1):
-            for cc in _nudged(c, (0, -1, 1, -2, 2, -3, 3, -4, 4)):
-                yield (_nudged(k1, (dk1,))[0], _nudged(k2, (dk2,))[0], cc)
+            kk1, kk2 = _nudged(k1, (dk1,))[0], _nudged(k2, (dk2,))[0]
+            for cc in _nudged(c + qo[1], (0, -1, 1, -2, 2, -3, 3, -4, 4)):
+                yield "add", (kk1, kk2, cc)
+    for e in _offsets(mo):
+        for cc in _nudged(c, (0, -1, 1)):
+            yield "add_signed", (np.float32(k1), np.float32(k2), cc, np.float32(0.5 + e),
+                                 np.float32(0.5 - e), qo[1])
 
 
 def _mul_forms(q1, q2, qo):
@@ -172,10 +201,9 @@ def _mul_forms(q1, q2, qo):
     where both give the same floor.)"""
     (m,) = _multipliers("MUL", q1[0], q2[0], qo[0])
     m0, shift = quantize_multiplier(m)
-    real = m0 * 2.0 ** (shift - 31)
-    e = 2.0 ** (shift - 1) if shift < 0 else 0.0
-    for k in _nudged(real, (0, -1, 1)):
-        yield (q1[1], q2[1], k, np.float32(0.5 + e), np.float32(0.5 - e), qo[1])
+    for e in _offsets(m):
+        for k in _nudged(m0 * 2.0 ** (shift - 31), (0, -1, 1)):
+            yield "mul", (q1[1], q2[1], k, np.float32(0.5 + e), np.float32(0.5 - e), qo[1])
 
 
 def _grid(dtype: str):
@@ -185,22 +213,23 @@ def _grid(dtype: str):
 
 
 def float_constants(op: str, dtype: str, q1, q2, qo, qlo: int, qhi: int):
-    """The first candidate constants whose float32 form gives ``reference`` on every input
-    pair (after the clamp to ``[qlo, qhi]``), or None."""
+    """The first candidate (form name, constants) whose float32 form gives ``reference`` on
+    every input pair (after the clamp to ``[qlo, qhi]``), or None."""
     ref = reference(op, dtype, q1, q2, qo, qlo, qhi)
     x1, x2 = _grid(dtype)
     with np.errstate(all="ignore"):
-        for consts in (_mul_forms(q1, q2, qo) if op == "MUL" else _add_forms(op, q1, q2, qo)):
-            form = _mul_form if op == "MUL" else _add_form
-            got = np.clip(form(_Numpy, x1, x2, *consts), qlo, qhi)
+        for form, consts in (_mul_forms(q1, q2, qo) if op == "MUL" else
+                             _add_forms(op, q1, q2, qo)):
+            got = np.clip(FORMS[form](_Numpy, x1, x2, *consts), qlo, qhi)
             if np.array_equal(got, ref):
-                return consts
+                return form, consts
     return None
 
 
-def float_form(op: str, x1, x2, consts, dtype: str, qlo: int, qhi: int):
-    """The float32 form with ``float_constants``' constants, clamped and cast to ``dtype``."""
-    v = (_mul_form if op == "MUL" else _add_form)(_Relay, x1, x2, *consts)
+def float_form(x1, x2, found, dtype: str, qlo: int, qhi: int):
+    """The float32 form ``float_constants`` found, clamped and cast to ``dtype``."""
+    form, consts = found
+    v = FORMS[form](_Relay, x1, x2, *consts)
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), dtype)
 
 
@@ -236,7 +265,7 @@ def convert(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
     """``op`` of the 8-bit ``x1``, ``x2`` (quantized as ``q1``, ``q2``: (scale, zero point)) to
     ``qo``'s, clamped to ``[qlo, qhi]``: the float32 form where it is exact on every pair,
     else TFLite's integer arithmetic."""
-    consts = float_constants(op, dtype, q1, q2, qo, qlo, qhi)
-    if consts is not None:
-        return float_form(op, x1, x2, consts, dtype, qlo, qhi)
+    found = float_constants(op, dtype, q1, q2, qo, qlo, qhi)
+    if found is not None:
+        return float_form(x1, x2, found, dtype, qlo, qhi)
     return integer_form(op, x1, x2, q1, q2, qo, dtype, qlo, qhi)
