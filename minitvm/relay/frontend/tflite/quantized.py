@@ -314,12 +314,34 @@ def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_
         b = _per_axis(bias.astype(acc_dt), axis, nd, acc_dt)
         acc = add_to_product(acc, b, b.data.numpy())
     v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
-    v = _op.round(_op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32")))
+    v = _op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32"))
     bounds = _fused_bounds(ctx)
     if bounds is None:
         raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
                        "RELU_N1_TO_1 or RELU6")
-    return _saturate(v, q_out, *bounds)
+    if DOUBLE_ROUNDING:
+        v = _double_rounding_offset(v, mult, axis, nd, bounds[0] is not None and bounds[0] >= 0)
+    return _saturate(_op.round(v), q_out, *bounds)
+
+
+# add TFLite's double-rounding offset before the conv requantization's round (see below)
+DOUBLE_ROUNDING = False
+
+
+def _double_rounding_offset(v, mult: np.ndarray, axis: int, nd: int, clamped_at_zero: bool):
+    """TFLite rounds acc * m twice (``fixed_point_multiply``): for a multiplier m0 * 2**-(31+r)
+    that is exactly floor(acc * m + 1/2 + e) where the product is >= 0 and
+    floor(acc * m + 1/2 - e) below, e = 2**-(r+1) (nested floors of integers), so values up to
+    e under a half round up where a single rounding rounds down. ``v`` + e (- e for negatives)
+    before the round gives that but for float32's own error near the boundary and exact ties;
+    under a RELU / RELU6 clamp the negatives saturate at the zero point, so + e alone."""
+    _, shift = quantize_multiplier(mult.reshape(-1))
+    e = np.where(shift < 0, np.ldexp(1.0, np.minimum(shift, 0) - 1), 0.0).astype("float32")
+    ec = _per_axis(e, axis, nd, "float32")
+    if clamped_at_zero:
+        return _op.add(v, ec)
+    return _op.add(v, _op.where(_op.less(v, _expr.const(np.array(0.0, "float32"))),
+                                _op.negative(ec), ec))
 
 
 def _conv(ctx, depthwise: bool):
