@@ -33,12 +33,18 @@ def _params(q, dtype):
     return float(np.float32(s)), z - (128 if dtype == "int8" else 0)
 
 
+FLOAT_OPS = ("ADD", "SUB", "MUL")  # (SQUARED_DIFFERENCE: the integer form always)
+
+
 def _model(op, dtype, q1, q2, qo, act=0):
     b = ModelBuilder()
     a = b.input("a", (1, 256, 256), dtype, quant=q1)
     c = b.input("b", (1, 256, 256), dtype, quant=q2)
     y = b.tensor("y", (1, 256, 256), dtype, quant=qo)
-    b.operator(op, [a, c], [y], f"{op.capitalize()}Options", FusedActivationFunction=act)
+    if op == "SQUARED_DIFFERENCE":
+        b.operator(op, [a, c], [y])
+    else:
+        b.operator(op, [a, c], [y], f"{op.capitalize()}Options", FusedActivationFunction=act)
     b.output(y)
     return b.finish()
 
@@ -64,8 +70,12 @@ def test_reference_matches_scalar_rescale():
                                       tflite_qtwin.multiply_by_quantized_multiplier(x, m))
 
 
+def _sqd_output(q1, q2):
+    return float(np.float32(max(q1[0], q2[0]) ** 2 * 300)), -128
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
-@pytest.mark.parametrize("op", eb.OPS)
+@pytest.mark.parametrize("op", FLOAT_OPS)
 @pytest.mark.parametrize("k", range(len(SCALES)))
 def test_every_pair_exact(op, dtype, k):
     q1, q2, qo = (_params(q, dtype) for q in SCALES[k])
@@ -106,13 +116,24 @@ def test_ties_round_away_from_zero():
 
 @pytest.mark.parametrize("op", eb.OPS)
 def test_integer_form_every_pair(op, monkeypatch):
-    """The fallback itself (forced) on every pair, SUB and MUL too."""
+    """The fallback itself (forced) on every pair, SUB and MUL too; int8 SQUARED_DIFFERENCE
+    (its only form)."""
     monkeypatch.setattr(eb, "float_constants", lambda *a: None)
     q1, q2, qo = (_params(q, "int8") for q in SCALES[2])
     if op == "MUL":
         qo = (float(np.float32(q1[0] * q2[0] * 300)), qo[1])
+    if op == "SQUARED_DIFFERENCE":
+        qo = _sqd_output(q1, q2)
     _, got = _run(_model(op, "int8", q1, q2, qo), "int8")
     np.testing.assert_array_equal(got, eb.reference(op, "int8", q1, q2, qo, -128, 127))
+
+
+def test_uint8_squared_difference_stays_float():
+    """TFLite has no uint8 SQUARED_DIFFERENCE kernel: that one keeps the float path."""
+    q1, q2, _ = (_params(q, "uint8") for q in SCALES[1])
+    mod, _ = _run(_model("SQUARED_DIFFERENCE", "uint8", q1, q2, (_sqd_output(q1, q2)[0], 0)),
+                  "uint8")
+    assert "int64" not in mod.astext()
 
 
 def test_constant_operand_broadcast():
@@ -143,6 +164,10 @@ def test_against_litert_interpreter(op, dtype):
                               dtype) for _ in range(3))
         if op == "MUL":
             qo = (float(np.float32(q1[0] * q2[0] * 100)), qo[1])
+        if op == "SQUARED_DIFFERENCE":
+            if dtype == "uint8":
+                pytest.skip("TFLite's SQUARED_DIFFERENCE takes int8, not uint8")
+            qo = _sqd_output(q1, q2)
         blob = _model(op, dtype, q1, q2, qo)
         it = litert.Interpreter(
             model_content=blob, num_threads=1,

@@ -1,11 +1,12 @@
-"""Quantized ADD, SUB and MUL of two 8-bit tensors with exactly TFLite's integer results, in
-the cheapest form that gives them.
+"""Quantized ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of two 8-bit tensors with exactly
+TFLite's integer results, in the cheapest form that gives them.
 
 TFLite computes these in fixed point: ADD / SUB shift each input (less its zero point) left by
 20 bits, rescale both to twice the larger input scale (``MultiplyByQuantizedMultiplier``: a
 doubling high multiply rounding half up, then a rounding right shift, half away from zero),
 add or subtract, rescale the sum to the output scale the same way; MUL rescales the product of
-the two inputs once. The result is a function of the two 8-bit inputs only, so for a given
+the two inputs once; SQUARED_DIFFERENCE shifts by 7, rescales both, squares the difference
+and rescales that. The result is a function of the two 8-bit inputs only, so for a given
 operator (its scales and zero points, known at import) all 256 x 256 pairs can be computed at
 import (``reference``, numpy int64, step for step as TFLite's kernels).
 
@@ -30,7 +31,8 @@ from ... import expr as _expr
 from ... import op as _op
 
 LEFT_SHIFT = 20  # TFLite's ADD / SUB headroom for 8-bit inputs
-OPS = ("ADD", "SUB", "MUL")
+SQUARED_SHIFT = 7  # ... and SQUARED_DIFFERENCE's (int8 only)
+OPS = ("ADD", "SUB", "MUL", "SQUARED_DIFFERENCE")
 
 
 def quantize_multiplier(m: float) -> tuple[int, int]:
@@ -63,6 +65,8 @@ def _multipliers(op: str, s1: float, s2: float, so: float) -> tuple[float, ...]:
     if op == "MUL":
         return (s1 * s2 / so,)
     twice = 2 * max(s1, s2)
+    if op == "SQUARED_DIFFERENCE":
+        return s1 / twice, s2 / twice, twice * twice / (2 ** (2 * SQUARED_SHIFT) * so)
     return s1 / twice, s2 / twice, twice / (2**LEFT_SHIFT * so)
 
 
@@ -75,6 +79,9 @@ def reference(op: str, dtype: str, q1, q2, qo, qlo: int, qhi: int) -> np.ndarray
     mults = _multipliers(op, q1[0], q2[0], qo[0])
     if op == "MUL":
         raw = multiply(a1 * a2, mults[0])
+    elif op == "SQUARED_DIFFERENCE":
+        d = multiply(a1 << SQUARED_SHIFT, mults[0]) - multiply(a2 << SQUARED_SHIFT, mults[1])
+        raw = multiply(d * d, mults[2])
     else:
         r1 = multiply(a1 << LEFT_SHIFT, mults[0])
         r2 = multiply(a2 << LEFT_SHIFT, mults[1])
@@ -214,7 +221,10 @@ def _grid(dtype: str):
 
 def float_constants(op: str, dtype: str, q1, q2, qo, qlo: int, qhi: int):
     """The first candidate (form name, constants) whose float32 form gives ``reference`` on
-    every input pair (after the clamp to ``[qlo, qhi]``), or None."""
+    every input pair (after the clamp to ``[qlo, qhi]``), or None (SQUARED_DIFFERENCE has
+    no float form: it squares two rounded rescales)."""
+    if op == "SQUARED_DIFFERENCE":
+        return None
     ref = reference(op, dtype, q1, q2, qo, qlo, qhi)
     x1, x2 = _grid(dtype)
     with np.errstate(all="ignore"):
@@ -254,6 +264,10 @@ def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
     mults = _multipliers(op, q1[0], q2[0], qo[0])
     if op == "MUL":
         raw = rescale(_op.multiply(a1, a2), mults[0])
+    elif op == "SQUARED_DIFFERENCE":
+        d = _op.subtract(rescale(_op.left_shift(a1, i64(SQUARED_SHIFT)), mults[0]),
+                         rescale(_op.left_shift(a2, i64(SQUARED_SHIFT)), mults[1]))
+        raw = rescale(_op.multiply(d, d), mults[2])
     else:
         r1 = rescale(_op.left_shift(a1, i64(LEFT_SHIFT)), mults[0])
         r2 = rescale(_op.left_shift(a2, i64(LEFT_SHIFT)), mults[1])

@@ -12,7 +12,7 @@ Six kinds, by what the op computes:
   fused activation is a clamp in the quantized domain. The conv runs NCHW between two
   transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
   int16 activations they take the float path below;
-- ADD, SUB and MUL of 8-bit tensors: TFLite's integer results on every input pair
+- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on every input pair
   (``exact_binary``: a float32 form checked at import against TFLite's fixed point on all
   256 x 256 pairs, else that fixed point itself);
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
@@ -21,7 +21,7 @@ Six kinds, by what the op computes:
 - transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
   256-entry table built at import, as TFLite's LUT kernels;
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
-- the rest (TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX, SQUARED_DIFFERENCE, HARD_SWISH,
+- the rest (TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX, HARD_SWISH,
   RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
@@ -537,6 +537,8 @@ def _exact_binary_applies(ctx) -> bool:
     if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
         return False
     qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
+    if ctx.name == "SQUARED_DIFFERENCE" and (qs[-1] is None or qs[-1].dtype != "int8"):
+        return False  # (TFLite's integer kernel is int8 only)
     return all(q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
                q.scale.size == 1 and q.zp.size <= 1 for q in qs)
 
