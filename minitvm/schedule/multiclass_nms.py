@@ -3,8 +3,11 @@ best ``max_detections`` of a greedy NMS per class, one thread, in rounds.
 
 Each round scans every (box, class) score once and keeps the next ``B`` candidates in order
 (score descending, then ``class * N + box`` ascending), those ordered after the previous
-round's last, in a sorted batch (insertion: a count of the entries before the new one, a
-shift); the batch's candidates are then decided in order: one is kept unless its class already
+round's last, in a sorted batch (insertion: a binary search for the new one's place, then the
+entries after it move down one; a count over the whole batch and a guarded pass over it, 160
+steps an insert, took the SSD head 0.212 ms where this takes 0.097); a box whose class scores'
+maximum (in vectors) is below the threshold or the full batch's last is skipped whole. The
+batch's candidates are then decided in order: one is kept unless its class already
 has ``detections_per_class`` kept or a kept box of its class overlaps it by IoU >
 ``iou_threshold``. The kept list holds at most ``max_detections`` entries, so each decision
 looks at those only. Rounds end once ``max_detections`` are kept or the candidates run out
@@ -19,11 +22,15 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.multiclass_nms import MULTICLASS_NMS_TAG
-from .common import allocated, const_int, imm
+from .common import allocated, const_int, fold_lanes, imm, lanes, vector_blocks
 from .lower import Rule, register_rule
 
 BATCH_PER_DETECTION = 8  # candidates a round keeps, per detection wanted ...
 MIN_BATCH = 64  # ... and at least this many
+# a box's class scores are first reduced to their maximum in vectors; the box is skipped when
+# that is below the threshold or the full batch's last (ssd_mobilenet's 1917 x 90 head, random
+# scores: 318 boxes scanned of 1917; the head 0.347 -> 0.212 ms, one thread)
+BOX_FILTER = True
 
 
 def supported(t, options=None) -> bool:
@@ -56,9 +63,9 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     bs = decl_buffer((b,), "float32", "nms_batch_s")
     bi = decl_buffer((b,), "int32", "nms_batch_i")
     kept = decl_buffer((m,), "int32", "nms_kept")
-    st = decl_buffer((6,), "int32", "nms_state", scope="local")
+    st = decl_buffer((7,), "int32", "nms_state", scope="local")
     last_s = decl_buffer((1,), "float32", "nms_last_s", scope="local")
-    KEPT, COUNT, DONE, LAST_I, POS, SAME = range(6)  # noqa: N806 - the state's slots
+    KEPT, COUNT, DONE, LAST_I, POS, SAME, HI = range(7)  # noqa: N806 - the state's slots
 
     def get(slot):
         return E.BufferLoad(st, [imm(slot)])
@@ -75,12 +82,18 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     s = ctx.fresh("s", "float32")
     i = cb * imm(n) + nb
     j, q = ctx.fresh("j"), ctx.fresh("q")
-    count_before = S.For(j, imm(0), imm(b), S.ForKind.SERIAL, S.IfThenElse(
-        E.And(E.LT(j, get(COUNT)), before(E.BufferLoad(bs, [j]), E.BufferLoad(bi, [j]), s, i)),
-        put(POS, get(POS) + imm(1))))
-    jj = imm(b - 2) - q  # (from the end: entries at pos..count-1 move down one)
-    shift = S.For(q, imm(0), imm(max(b - 1, 0)), S.ForKind.SERIAL, S.IfThenElse(
-        E.And(E.GE(jj, get(POS)), E.LT(jj, get(COUNT))),
+    # the batch is sorted: the entries before (s, i) by binary search, then only the
+    # entries from there to the batch's end (or its last, dropped when full) move down
+    mid, top = ctx.fresh("mid"), ctx.fresh("top")
+    probe = S.IfThenElse(E.LT(get(POS), get(HI)), S.LetStmt(
+        mid, E.FloorDiv(get(POS) + get(HI), imm(2)), S.IfThenElse(
+            before(E.BufferLoad(bs, [mid]), E.BufferLoad(bi, [mid]), s, i),
+            put(POS, mid + imm(1)), put(HI, mid))))
+    count_before = S.SeqStmt([put(HI, get(COUNT)), S.For(
+        j, imm(0), imm(max(1, b.bit_length())), S.ForKind.SERIAL, probe)])
+    jj = top - imm(1) - q
+    shift = S.LetStmt(top, E.Min(get(COUNT), imm(b - 1)), S.For(
+        q, imm(0), top - get(POS), S.ForKind.SERIAL,
         S.SeqStmt([S.BufferStore(bs, E.BufferLoad(bs, [jj]), [jj + imm(1)]),
                    S.BufferStore(bi, E.BufferLoad(bi, [jj]), [jj + imm(1)])])))
     insert = S.SeqStmt([
@@ -94,8 +107,16 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     visit = S.LetStmt(s, E.BufferLoad(sc, [nb * imm(k) + imm(off) + cb]), S.IfThenElse(
         E.And(E.GE(s, _f(a["score_threshold"])), after_last),
         S.IfThenElse(fits, insert)))
-    scan = S.For(nb, imm(0), imm(n), S.ForKind.SERIAL,
-                 S.For(cb, imm(0), imm(c), S.ForKind.SERIAL, visit))
+    classes = S.For(cb, imm(0), imm(c), S.ForKind.SERIAL, visit)
+    temps = [bs, bi, kept, st, last_s]
+    if BOX_FILTER and c >= lanes("float32"):
+        box_max = decl_buffer((lanes("float32"),), "float32", "nms_box_max", scope="local")
+        temps.append(box_max)
+        reduce, best = _box_max(ctx, box_max, sc, nb * imm(k) + imm(off), c)
+        worth = E.And(E.GE(best, _f(a["score_threshold"])),
+                      E.Or(E.LT(get(COUNT), imm(b)), E.GE(best, E.BufferLoad(bs, [imm(b - 1)]))))
+        classes = S.SeqStmt([*reduce, S.IfThenElse(worth, classes)])
+    scan = S.For(nb, imm(0), imm(n), S.ForKind.SERIAL, classes)
 
     # ---- the decisions: the batch's candidates in order against the kept ones
     r, jk = ctx.fresh("r"), ctx.fresh("jk")
@@ -128,9 +149,30 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         y, E.Select(E.LT(mo, get(KEPT)), E.BufferLoad(kept, [mo]), imm(-1)), [mo]))
     body = S.SeqStmt([put(KEPT, imm(0)), put(DONE, imm(0)), put(LAST_I, imm(-1)),
                       S.BufferStore(last_s, _f(float("inf")), [imm(0)]), round_loop, write])
-    for buf in (bs, bi, kept, st, last_s):
+    for buf in temps:
         body = allocated(buf, body)
     return body
+
+
+def _fmax(a, b):
+    return E.Select(E.GT(a, b), a, b)  # (a NaN score is never a candidate: dropping it is safe)
+
+
+def _box_max(ctx, acc, sc, base, c: int):
+    """(statements, value): the maximum of ``sc[base : base + c]`` (``c`` >= one vector) into
+    ``acc[0]``: whole vectors, the last one overlapping, folded by halves."""
+    nl = lanes("float32")
+    lv, lt = ctx.fresh("l"), ctx.fresh("l")
+    parts = [S.For(lv, imm(0), imm(nl), S.ForKind.VECTORIZED,
+                   S.BufferStore(acc, _f(float("-inf")), [lv]))]
+    parts += vector_blocks(ctx, c // nl, nl, 1, lambda j, lane: S.BufferStore(
+        acc, _fmax(E.BufferLoad(sc, [base + j]), E.BufferLoad(acc, [lane])), [lane]))
+    if c % nl:
+        parts.append(S.For(lt, imm(0), imm(nl), S.ForKind.VECTORIZED, S.BufferStore(
+            acc, _fmax(E.BufferLoad(sc, [base + imm(c - nl) + lt]), E.BufferLoad(acc, [lt])),
+            [lt])))
+    parts += fold_lanes(ctx, acc, nl, _fmax)
+    return parts, E.BufferLoad(acc, [imm(0)])
 
 
 def _overlaps(bx, p, q, iou_threshold: float):

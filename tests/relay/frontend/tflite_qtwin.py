@@ -1,6 +1,9 @@
 """Builds fully-quantized TFLite models op by op while simulating TFLite's arithmetic in numpy
 (dequantize, the float op in float64, round half away from zero, clamp), so each model carries
-an independent reference output. No TFLite runtime and no torch needed."""
+an independent reference output. No TFLite runtime and no torch needed. 8-bit CONV_2D,
+DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL, ADD, SUB and MUL take TFLite's integer
+arithmetic itself (exact int sums, its fixed-point multiplier and roundings; checked against
+LiteRT's kernels: ``tests/relay/frontend/test_tflite_exact_binary.py``)."""
 
 from __future__ import annotations
 
@@ -76,6 +79,45 @@ class QTwin:
         return np.clip(round_away(np.asarray(f, "float64") / scale) + zp, qlo, qhi).astype(
             "int64")
 
+    def _act_range(self, t, act) -> tuple[int, int]:
+        """The quantized range of tensor ``t`` under fused activation ``act`` (as
+        ``quantize`` clamps)."""
+        (s, z), (qlo, qhi) = self.qp[t], QRANGE[self.dtype]
+        lo, hi = _BOUNDS[act]
+        if lo is not None:
+            qlo = max(qlo, z + int(round_away(np.float32(lo) / np.float32(s))))
+        if hi is not None:
+            qhi = min(qhi, z + int(round_away(np.float32(hi) / np.float32(s))))
+        return qlo, qhi
+
+    def _integer_result(self, y, acc, mult, act=None, ties_away=False, axis=-1):
+        """8-bit models: tensor ``y``'s values as TFLite's integer kernels compute them from the
+        exact int sums ``acc``: TFLite's multiplier ``mult`` (per channel along ``axis``) with
+        its two roundings (ruy's: both half up; ``ties_away``: gemmlowp's, the second half away
+        from zero), + zero point, clamped to the fused activation's range."""
+        if self.dtype not in ("int8", "uint8"):
+            return
+        mult = np.atleast_1d(np.asarray(mult, "float64"))
+        shape = [1] * np.ndim(acc)
+        if mult.size > 1:
+            shape[axis] = -1
+        out = np.empty(np.shape(acc), "int64")
+        acc = np.asarray(acc, "int64")
+        cols = np.broadcast_to(np.arange(mult.size).reshape(shape), acc.shape)
+        for c, m in enumerate(mult):
+            q, shift = np.frexp(m)
+            m0 = int(np.floor(q * 2.0**31 + 0.5))
+            if m0 == 2**31:
+                m0, shift = m0 // 2, shift + 1
+            sel = cols == c
+            h = (acc[sel] * (1 << max(int(shift), 0)) * m0 + 2**30) >> 31
+            r = max(-int(shift), 0)
+            if r:
+                h = (h + (1 << (r - 1)) - ((h < 0) if ties_away else 0)) >> r
+            out[sel] = h
+        qlo, qhi = self._act_range(y, act)
+        self.val[y] = np.clip(out + self.qp[y][1], qlo, qhi)
+
     def deq(self, t) -> np.ndarray:
         s, z = self.qp[t]
         return (self.val[t] - z) * np.float64(s)
@@ -147,6 +189,10 @@ class QTwin:
                              quant=(w_scale, np.full(w_scale.size, w_zp), 3 if depthwise else 0))
         bt = self.b.constant(self._name("b"), bias, quant=(b_scale, np.zeros(co, "int64"), 0))
         y = self._emit(np.maximum(out, 0) if act else out, "conv", act=act)
+        # the exact int sums (the float sums are exact to far below one unit)
+        acc = np.round(out / (np.float64(in_s) * w_scale.astype("float64")))
+        self._integer_result(y, acc, np.float64(np.float32(in_s)) * w_scale.astype("float64") /
+                             np.float64(np.float32(self.qp[y][0])), act)
         opts = "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions"
         extra = {"DepthMultiplier": 1} if depthwise else {}
         self.b.operator("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [x, wt, bt], [y], opts,
@@ -168,6 +214,10 @@ class QTwin:
         wt = self.b.constant(self._name("w"), q.astype("int8"), quant=(w_scale, 0))
         bt = self.b.constant(self._name("b"), bias, quant=(b_scale, 0))
         y = self._emit(np.maximum(out, 0) if act else out, "fc", act=act)
+        in_s = np.float64(self.qp[x][0])
+        self._integer_result(y, np.round(out / (in_s * np.float64(w_scale))),
+                             np.float64(np.float32(in_s)) * np.float64(w_scale) /
+                             np.float64(np.float32(self.qp[y][0])), act)
         self.b.operator("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions",
                         FusedActivationFunction=_ACT[act], KeepNumDims=keep_num_dims)
         return y
@@ -176,6 +226,14 @@ class QTwin:
         fa, fb = self.deq(a), self.deq(b)
         f = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[op](fa, fb)
         y = self._emit(np.maximum(f, 0) if act else f, op.lower(), act=act)
+        if self.dtype in ("int8", "uint8"):  # TFLite's fixed point (tflite.exact_binary)
+            from minitvm.relay.frontend.tflite.exact_binary import reference
+
+            lo = QRANGE[self.dtype][0]
+            table = reference(op, self.dtype, self.qp[a], self.qp[b], self.qp[y],
+                              *self._act_range(y, act))
+            va, vb = np.broadcast_arrays(self.val[a], self.val[b])
+            self.val[y] = table[va - lo, vb - lo]
         self.b.operator(op, [a, b], [y], f"{op.capitalize()}Options",
                         FusedActivationFunction=_ACT[act])
         return y
@@ -323,8 +381,12 @@ class QTwin:
             fa = np.swapaxes(fa, -1, -2) if adj_x else fa
             return fa @ (np.swapaxes(fb, -1, -2) if adj_y else fb)
 
-        return self.op("BATCH_MATMUL", [a, b], f, "BatchMatMulOptions", AdjX=adj_x,
-                       AdjY=adj_y)
+        y = self.op("BATCH_MATMUL", [a, b], f, "BatchMatMulOptions", AdjX=adj_x, AdjY=adj_y)
+        (sa, za), (sb, zb) = self.qp[a], self.qp[b]
+        acc = f(self.val[a] - za, self.val[b] - zb)
+        f32 = [np.float64(np.float32(v)) for v in (sa, sb, self.qp[y][0])]
+        self._integer_result(y, acc, f32[0] * f32[1] / f32[2], ties_away=True)
+        return y
 
     def resize(self, x, size, method, align=False, half=False):
         """RESIZE_NEAREST_NEIGHBOR (asymmetric) or RESIZE_BILINEAR with TensorFlow's

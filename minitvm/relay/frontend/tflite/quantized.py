@@ -2,31 +2,35 @@
 quantization writes, and the classic ``*_quant.tflite`` uint8 models; int16 activations with
 int8 weights, the "16x8" models), lowered to plain Relay.
 
-Five kinds, by what the op computes:
+Six kinds, by what the op computes:
 
-- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED): the exact sums of
-  (x - x_zp) * (w - w_zp) as the ONNX importer takes them (``onnx.ops_extra.int_conv`` /
-  ``int_matmul``: the int32 VNNI conv where ``frontend_common.onnx_quant.vnni_conv`` allows,
-  else float32 convs that sum the integers exactly), the int32 bias added, then requantized
-  with in_scale * w_scale / out_scale; a fused activation is a clamp in the quantized domain.
-  The conv runs NCHW between two transposes (consecutive ones cancel in SimplifyExpr, so a
-  chain of convs stays NCHW). With int16 activations they take the float path below;
+- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; BATCH_MATMUL of two 8-bit
+  activations): the exact sums of (x - x_zp) * (w - w_zp) as the ONNX importer takes them
+  (``onnx.ops_extra.int_conv`` / ``int_matmul``: the int32 VNNI conv where
+  ``frontend_common.onnx_quant.vnni_conv`` allows, else float32 convs that sum the integers
+  exactly), the int32 bias added, then requantized with in_scale * w_scale / out_scale; a
+  fused activation is a clamp in the quantized domain. The conv runs NCHW between two
+  transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
+  int16 activations they take the float path below;
+- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on every input pair
+  (``exact_binary``: a float32 form checked at import against TFLite's fixed point on all
+  256 x 256 pairs, else that fixed point itself);
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
   quantized values themselves, each input first requantized to the output's parameters
   where they differ (an integer rescale), PAD padding with the zero point;
 - transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
   256-entry table built at import, as TFLite's LUT kernels;
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
-- the rest (ADD, MUL, BATCH_MATMUL, TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX,
-  HARD_SWISH, RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant
-  weights and biases at import, per channel where they are so quantized), the float op's
-  own converter, quantize the result.
+- the rest (TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX, HARD_SWISH,
+  RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant weights and
+  biases at import, per channel where they are so quantized), the float op's own converter,
+  quantize the result (a step off TFLite's own fixed point on some values).
 
-Rounding: the integer products' requantization is float32 with Relay's ``round`` (half to
-even) where TFLite's fixed-point multiplier rounds half up then half away from zero
-(``fixed_point_multiply`` computes that exactly, but in every conv's epilogue it cost 1.47x on
-a uint8 MobileNetV2), so results may differ by one step on (near) halves; the float path's
-ops (ADD's own fixed-point pipeline, SOFTMAX's) likewise."""
+Rounding: the integer products' requantization is float32, ``round(acc * m + e)`` with e
+TFLite's double-rounding offset (``double_rounding_offset``): TFLite's fixed-point result but
+for float32's own error beside a boundary (7 of 4.4M conv outputs of an int8 MobileNetV2 a
+step off LiteRT's kernels); ``fixed_point_multiply`` computes it exactly, but in every conv's
+epilogue it cost 1.47x on a uint8 MobileNetV2, the offset's add 1.00-1.03x."""
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
+from . import exact_binary
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -303,7 +308,8 @@ def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
     return _op.right_shift(_op.add(_op.add(h, c(half)), sign), c(right))
 
 
-def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_out: QTensor):
+def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_out: QTensor,
+                    ties_away: bool = False):
     """round((acc + bias) * mult) + zero point, clamped to the fused activation's range;
     ``mult`` per tensor or per channel along ``axis``. float32 and Relay's round (half to
     even), not TFLite's fixed point (``fixed_point_multiply``): that costs 1.47x on a uint8
@@ -313,12 +319,36 @@ def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_
         b = _per_axis(bias.astype(acc_dt), axis, nd, acc_dt)
         acc = add_to_product(acc, b, b.data.numpy())
     v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
-    v = _op.round(_op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32")))
+    v = _op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32"))
     bounds = _fused_bounds(ctx)
     if bounds is None:
         raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
                        "RELU_N1_TO_1 or RELU6")
-    return _saturate(v, q_out, *bounds)
+    if DOUBLE_ROUNDING:
+        e = _per_axis(double_rounding_offset(mult), axis, nd, "float32")
+        if ties_away:  # (gemmlowp's second rounding: half away from zero, so - e below 0)
+            e = _op.where(_op.less(v, _expr.const(np.array(0.0, "float32"))), _op.negative(e), e)
+        v = _op.add(v, e)
+    return _saturate(_op.round(v), q_out, *bounds)
+
+
+# add TFLite's double-rounding offset before the conv requantization's round (see below)
+DOUBLE_ROUNDING = True
+
+
+def double_rounding_offset(mult: np.ndarray) -> np.ndarray:
+    """e (float32, per multiplier) with ``round(acc * m + e)`` TFLite's requantization of the
+    integer ``acc`` but for float32's own error at the boundary and exact ties.
+
+    TFLite's int8 conv and fully connected kernels (ruy's multiplier) round twice, both times
+    half up: for the multiplier m0 * 2**-(31+r), h = floor(acc * m0 / 2**31 + 1/2), then
+    floor((h + 2**(r-1)) / 2**r); nested floors of integers make that floor(acc * m + 1/2 +
+    e), e = 2**-(r+1). (BATCH_MATMUL's gemmlowp rounding shift rounds half away from zero:
+    floor(acc * m + 1/2 - e) below zero.) So a value up to e under a half rounds up where one
+    rounding (``round(acc * m)``) rounds it down: 12404 of 4.4M conv outputs and 5461 of 2.3M depthwise outputs a step off on an int8
+    MobileNetV2 against LiteRT's kernels, 448 and 1 with e (one more add in the epilogue)."""
+    _, shift = quantize_multiplier(np.asarray(mult).reshape(-1))
+    return np.where(shift < 0, np.ldexp(1.0, np.minimum(shift, 0) - 1), 0.0).astype("float32")
 
 
 def _conv(ctx, depthwise: bool):
@@ -467,6 +497,52 @@ def _requantize_op(ctx):
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), q_out.dtype)
 
 
+def _batch_matmul(ctx):
+    """BATCH_MATMUL of two 8-bit activations as TFLite's integer kernel: the products of the
+    inputs less their zero points summed (in float32, exact while the sums stay below 2**24:
+    a contraction of up to 258), then requantized as the convs (``_requantize_acc``: the
+    multiplier in_scale1 * in_scale2 / out_scale, TFLite's double-rounding offset). Through
+    float (dequantized inputs) it was a step off on 467 of 196608 outputs of the int8
+    transformer encoder against LiteRT."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    for k, q in ((0, q1), (1, q2)):
+        v = _op.cast(ctx.inputs[k], "float32")
+        ctx.inputs[k] = v if not q.z else _op.subtract(v, _expr.const(np.array(q.z, "float32")))
+    acc = CONVERTERS[ctx.name](ctx)
+    mult = np.array([np.float64(q1.s) * np.float64(q2.s) / np.float64(qo.s)])
+    return _requantize_acc(ctx, acc, "float32", None, mult, 0, qo, ties_away=True)
+
+
+def _batch_matmul_applies(ctx) -> bool:
+    """Two non-constant inputs and the output quantized per tensor in 8 bits."""
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids[:2], int(ctx.op.Outputs(0))]]
+    return len(ctx.inputs) == 2 and all(
+        not isinstance(ctx.importer.fold(e), _expr.Constant) for e in ctx.inputs) and all(
+        q is not None and q.dtype in EIGHT_BIT and q.scale.size == 1 and q.zp.size <= 1
+        for q in qs)
+
+
+def _exact_binary(ctx):
+    """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
+    (``exact_binary``)."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    return exact_binary.convert(ctx.name, ctx.inputs[0], ctx.inputs[1], (q1.s, q1.z),
+                                (q2.s, q2.z), (qo.s, qo.z), qo.dtype, qlo, qhi)
+
+
+def _exact_binary_applies(ctx) -> bool:
+    """Two inputs and the output quantized per tensor in one 8-bit dtype, and a clamp (or
+    no) fused activation."""
+    if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
+        return False
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
+    if ctx.name == "SQUARED_DIFFERENCE" and (qs[-1] is None or qs[-1].dtype != "int8"):
+        return False  # (TFLite's integer kernel is int8 only)
+    return all(q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
+               q.scale.size == 1 and q.zp.size <= 1 for q in qs)
+
+
 def converter(ctx):
     """The converter of an operator on quantized activations (by kind, see the module), or
     None for the float converters (float ops, dynamic-range models, DEQUANTIZE, QUANTIZE of
@@ -484,6 +560,10 @@ def converter(ctx):
         wide = any(q is not None and q.dtype == "int16" for q in
                    (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
         return _through_float if wide else INTEGER_OPS[ctx.name]
+    if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
+        return _exact_binary
+    if ctx.name == "BATCH_MATMUL" and _batch_matmul_applies(ctx):
+        return _batch_matmul
     if ctx.name in CLAMPS:
         return _clamp
     if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
