@@ -248,6 +248,7 @@ class _Printer:
                 params.append(f"{self.names.get(p)}: {ty}")
                 if buf is not None:
                     matched.append((p, buf))
+                    self.param_data[id(buf.data)] = buf
         self.out(0, deco)
         self.out(0, f"def {name}({', '.join(params)}):")
         if attrs:

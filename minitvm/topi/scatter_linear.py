@@ -1,8 +1,8 @@
 """Scatters in one pass over the updates (tag ``scatter_linear``): the output is a copy of the
 data, then each update position in row-major order writes (or adds, multiplies, takes the
 min / max of) its value at its target. ``transform_extra``'s te scatters compare every output
-position with every update position, which is quadratic; where the shapes are static and that
-count passes ``SCATTER_MAX_PAIRS`` a scatter takes this stage instead, which
+position with every update position, which is quadratic; where that count passes
+``SCATTER_MAX_PAIRS`` (or is unknown: symbolic dims) a scatter takes this stage instead, which
 ``schedule/scatter_linear.py`` emits as loops.
 
 ``scatter_elements_stage`` / ``scatter_nd_stage`` / ``index_put_stage`` make that choice for
@@ -31,14 +31,11 @@ SCATTER_LINEAR_TAG = "scatter_linear"
 SCATTER_MAX_PAIRS = 1 << 10
 
 
-def _static(t) -> list[int] | None:
-    dims = [d.value if isinstance(d, E.IntImm) else d for d in t.shape]
-    return dims if all(isinstance(d, int) for d in dims) else None
-
-
 def takes_linear(positions, updates) -> bool:
     """Should a scatter comparing the output positions of te tensor ``positions``' shape (or
-    a list of dims) with ``updates`` update positions run in one pass? Static and large."""
+    a list of dims) with ``updates`` update positions run in one pass? When that count passes
+    ``SCATTER_MAX_PAIRS``, or when a dim is symbolic (the te form is quadratic at run time,
+    whatever the size: an ONNX graph network with a dynamic batch took 132 ms a call)."""
     def count(dims):
         total = 1
         for d in dims:
@@ -49,21 +46,22 @@ def takes_linear(positions, updates) -> bool:
         return total
 
     n, m = count(positions), count(updates)
-    return n is not None and m is not None and n * m > SCATTER_MAX_PAIRS
+    return n is None or m is None or n * m > SCATTER_MAX_PAIRS
 
 
 def scatter_linear(x, indices, updates, kind: str, reduction: str, axis: int = 0):
     """The stage of ``scatter_nd`` (``kind`` "nd": the index tuple on the LAST dim of
-    ``indices``) or ``scatter_elements`` (``kind`` "elements" along ``axis``); every shape
-    static. Negative indices count from the end; out-of-range targets are skipped, as the te
-    scatters skip them."""
+    ``indices``, a static dim) or ``scatter_elements`` (``kind`` "elements" along ``axis``);
+    other dims may be symbolic. Negative indices count from the end; out-of-range targets are
+    skipped, as the te scatters skip them."""
     if kind not in ("nd", "elements"):
         raise ValueError(f"scatter_linear: kind must be 'nd' or 'elements', got {kind!r}")
     if reduction not in tx._REDUCTIONS:
         raise ValueError(f"scatter_linear: reduction must be one of {tx._REDUCTIONS}, got "
                          f"{reduction!r}")
-    if any(_static(t) is None for t in (x, indices, updates)):
-        raise ValueError("scatter_linear: every shape must be static")
+    if kind == "nd" and not isinstance(indices.shape[-1], E.IntImm):
+        raise ValueError("scatter_linear: the index tuple's length (the last dim of the "
+                         "indices) must be static")
     attrs = {"operands": (x, indices, updates), "kind": kind, "reduction": reduction,
              "axis": int(axis) % max(len(x.shape), 1)}
 

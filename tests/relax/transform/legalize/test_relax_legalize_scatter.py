@@ -1,6 +1,7 @@
-"""Relax's scatters (``legalize_ops/scatter.py``): past ``SCATTER_MAX_PAIRS`` comparisons a
-scatter_elements / scatter_nd / index_put legalizes into the one-pass stage's loops (no blocks,
-opaque, loops over the updates only), smaller ones into the te form's blocks; both agree with
+"""Relax's scatters (``legalize_ops/scatter.py``): past ``SCATTER_MAX_PAIRS`` comparisons, or
+with a symbolic dim, a scatter_elements / scatter_nd / index_put legalizes into the one-pass
+stage's loops (no blocks, opaque, loops over the updates only), smaller ones into the te form's
+blocks; both agree with
 a numpy loop over the updates in row-major order (every reduction, repeated targets where the
 last write wins, negative indices, broadcast index_put operands), a 100,000-update scatter
 builds and runs, and the legalized module round-trips through TVMScript."""
@@ -230,18 +231,56 @@ def test_the_choice_follows_the_shared_threshold():
         assert one_pass(mod) == linear
 
 
-def test_symbolic_shapes_keep_the_te_form():
+def _symbolic_batch(make, shapes):
+    """A module over ``shapes`` (dtype, dims; "n" a symbolic batch) applying ``make``."""
     n = minitvm.tir.Var("n", "int64")
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((n, 64), "float32"))
-    i = relax.Var("i", relax.TensorStructInfo((3000, 64), "int64"))
-    u = relax.Var("u", relax.TensorStructInfo((3000, 64), "float32"))
-    with bb.function("main", [x, i, u]):
+    vs = [relax.Var(f"a{k}", relax.TensorStructInfo([n if d == "n" else d for d in dims], dt))
+          for k, (dt, dims) in enumerate(shapes)]
+    with bb.function("main", vs):
         with bb.dataflow():
-            out = bb.emit_output(bb.emit(R.scatter_elements(x, i, u, 0, "add")))
+            out = bb.emit_output(bb.emit(make(*vs)))
         bb.emit_func_output(out)
-    (f,) = prim_funcs(bb.get())
-    assert any(isinstance(s, S.BlockRealize) for s in walk_stmts(f.body))
+    return bb.get()
+
+
+@pytest.mark.parametrize("red", ["update", "add"])
+def test_symbolic_batch_takes_the_one_pass(red):
+    """A dynamic batch: the te form would compare (n * 15 * 4) x (n * 50 * 4) pairs at run
+    time; the one pass loops over the n * 50 * 4 updates, one build for every batch."""
+    mod = _symbolic_batch(lambda x, i, u: R.scatter_elements(x, i, u, 1, red),
+                          [("float32", ("n", 15, 4)), ("int64", ("n", 50, 4)),
+                           ("float32", ("n", 50, 4))])
+    assert one_pass(mod)
+    (f,) = prim_funcs(mod)
+    assert len(f.params) == 4  # (n comes from the buffers' shapes: no scalar parameter)
+    assert roundtrip_failure(relax.transform.LegalizeOps()(mod)) is None
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), minitvm.cpu())
+    for b in (1, 3):
+        data = RNG.standard_normal((b, 15, 4)).astype("float32")
+        idx = RNG.integers(-15, 15, (b, 50, 4)).astype("int64")
+        upd = RNG.standard_normal((b, 50, 4)).astype("float32")
+        got = vm["main"](*map(minitvm.nd.array, (data, idx, upd))).numpy()
+        np.testing.assert_allclose(got, elements_want(data, idx, upd, 1, red), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_symbolic_rows_scatter_nd_and_index_put():
+    """Symbolic node counts: scatter_nd rows and index_put accumulate into (n, 8)."""
+    nd = _symbolic_batch(lambda x, i, u: R.scatter_nd(x, i, u, "add"),
+                         [("float32", ("n", 8)), ("int64", (30, 1)), ("float32", (30, 8))])
+    put = _symbolic_batch(lambda x, i, u: R.index_put(x, (i,), u, True),
+                          [("float32", ("n", 8)), ("int64", (30,)), ("float32", (30, 8))])
+    assert one_pass(nd) and one_pass(put)
+    for rows in (10, 40):
+        data = RNG.standard_normal((rows, 8)).astype("float32")
+        idx = RNG.integers(-rows, rows, (30,)).astype("int64")
+        upd = RNG.standard_normal((30, 8)).astype("float32")
+        np.testing.assert_allclose(run(nd, [data, idx[:, None], upd]),
+                                   nd_want(data, idx[:, None], upd, "add"), rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(run(put, [data, idx, upd]),
+                                   index_put_want(data, [idx], upd, True), rtol=1e-5, atol=1e-6)
 
 
 def test_legalized_one_pass_module_round_trips_through_tvmscript():
