@@ -110,8 +110,10 @@ def _scatter_nd(bb, call):
 
 @register_legalize("relax.index_put")
 def _index_put(bb, call):
-    idx = _fields(bb, call.args[1])
-    bshape = broadcast_shape(*[list(t.struct_info.shape.values) for t in idx])
     acc = bool(call.attrs.accumulate)
-    return call_scatter(bb, lambda x, ts, v: sl.index_put_stage(x, ts, v, bshape, acc),
-                        call.args[0], idx, call.args[2], name="index_put")
+
+    def te_func(x, ts, v):  # (the broadcast shape of the te tensors: the PrimFunc's own vars)
+        return sl.index_put_stage(x, ts, v, broadcast_shape(*[list(t.shape) for t in ts]), acc)
+
+    return call_scatter(bb, te_func, call.args[0], _fields(bb, call.args[1]), call.args[2],
+                        name="index_put")

@@ -266,11 +266,12 @@ def test_symbolic_batch_takes_the_one_pass(red):
 
 
 def test_symbolic_rows_scatter_nd_and_index_put():
-    """Symbolic node counts: scatter_nd rows and index_put accumulate into (n, 8)."""
+    """scatter_nd rows into a symbolic number of rows; index_put accumulating a symbolic number
+    of index / value rows."""
     nd = _symbolic_batch(lambda x, i, u: R.scatter_nd(x, i, u, "add"),
                          [("float32", ("n", 8)), ("int64", (30, 1)), ("float32", (30, 8))])
     put = _symbolic_batch(lambda x, i, u: R.index_put(x, (i,), u, True),
-                          [("float32", ("n", 8)), ("int64", (30,)), ("float32", (30, 8))])
+                          [("float32", (40, 8)), ("int64", ("n",)), ("float32", ("n", 8))])
     assert one_pass(nd) and one_pass(put)
     for rows in (10, 40):
         data = RNG.standard_normal((rows, 8)).astype("float32")
@@ -279,6 +280,8 @@ def test_symbolic_rows_scatter_nd_and_index_put():
         np.testing.assert_allclose(run(nd, [data, idx[:, None], upd]),
                                    nd_want(data, idx[:, None], upd, "add"), rtol=1e-5,
                                    atol=1e-6)
+        data = RNG.standard_normal((40, 8)).astype("float32")  # (n: the number of updates)
+        idx, upd = idx[:rows], upd[:rows]
         np.testing.assert_allclose(run(put, [data, idx, upd]),
                                    index_put_want(data, [idx], upd, True), rtol=1e-5, atol=1e-6)
 
