@@ -3,7 +3,8 @@ the data to the output, then visit the update positions in row-major order, each
 target from its index (negative counted from the end, out of range skipped) and combining its
 value there: ``update`` overwrites (the last of repeated targets wins, as numpy's assignment),
 the others accumulate in that order (as ``np.add.at`` and friends). Work linear in the data
-and the updates, where the te form compares every pair."""
+and the updates, where the te form compares every pair. Extents may be symbolic (a dynamic
+batch): they become int32 loop bounds and strides."""
 
 from __future__ import annotations
 
