@@ -160,6 +160,7 @@ class _Printer:
         self.expr = _ExprPrinter(self.names)
         self.lines: list[str] = []
         self.loop_extent: dict[int, object] = {}
+        self.param_data: dict[int, object] = {}  # id(data var) -> its parameter's buffer
 
     def out(self, ind: int, text: str) -> None:
         self.lines.append("    " * ind + text)
@@ -189,7 +190,9 @@ class _Printer:
         out = "" if skip_dtype and b.dtype == "float32" else f', "{b.dtype}"'
         if b.strides:
             out += f", strides={self.shape(b.strides)}"
-        if not (isinstance(b.elem_offset, E.IntImm) and b.elem_offset.value == 0):
+        default = b.shape[0].dtype if b.shape else "int32"  # (a 0 of that type is left out)
+        if not (isinstance(b.elem_offset, E.IntImm) and b.elem_offset.value == 0
+                and b.elem_offset.dtype == default):
             out += f", elem_offset={self.expr(b.elem_offset)}"
         if b.scope not in ("global", ""):
             out += f', scope="{b.scope}"'
@@ -237,6 +240,7 @@ class _Printer:
             if simple:
                 inline.add(id(p))
                 self.names.get(buf)
+                self.param_data[id(buf.data)] = buf  # (a view of it: data=<buffer>.data)
                 params.append(f"{self.names.get(buf)}: T.Buffer({self.shape(buf.shape)}"
                               f"{self.buffer_kwargs(buf, False)})")
             else:
@@ -244,6 +248,7 @@ class _Printer:
                 params.append(f"{self.names.get(p)}: {ty}")
                 if buf is not None:
                     matched.append((p, buf))
+                    self.param_data[id(buf.data)] = buf
         self.out(0, deco)
         self.out(0, f"def {name}({', '.join(params)}):")
         if attrs:
@@ -291,8 +296,11 @@ class _Printer:
                 work.append(s.body)
             elif isinstance(s, S.DeclBuffer):
                 b = s.buffer
+                owner = self.param_data.get(id(b.data))
+                data = f"{self.names.get(owner)}.data" if owner is not None else \
+                    self.names.get(b.data)
                 self.out(ind, f"{self.names.get(b)} = T.decl_buffer({self.shape(b.shape)}"
-                              f"{self.buffer_kwargs(b, True)}, data={self.names.get(b.data)})")
+                              f"{self.buffer_kwargs(b, True)}, data={data})")
                 work.append(s.body)
             else:
                 self.single(s, ind)

@@ -1,5 +1,6 @@
 """Relay computes of the indexing and masking operators that ran as numpy kernels: one_hot,
-scatter_nd, scatter_elements (on ``topi.transform_extra``'s te builders), trilu, sequence_mask,
+scatter_nd, scatter_elements (``topi.scatter_linear``'s choice of the one-pass stage or
+``topi.transform_extra``'s te form), trilu, sequence_mask,
 slice_like, matrix_set_diag, invert_permutation and searchsorted."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from .. import te
 from ..tir import expr as E
 from . import transform_extra as tx
 from .manipulation import trilu as _trilu
-from .scatter_linear import scatter_linear, takes_linear
+from .scatter_linear import scatter_elements_stage, scatter_nd_stage
 from .utils import compute, fconst, ishape, out_tensor_types, static_shape
 from .utils import i64 as _i64
 
@@ -38,20 +39,13 @@ def _scatter_nd(attrs, inputs, out_type):
     else:
         last = te.compute([*ins[1:], ins[0]], lambda *i: ind[(i[-1], *i[:-1])],
                           name="scatter_nd_indices")
-    m = int(last.shape[-1].value)
-    compared = ishape(data)[:m] if mode == "update" else ishape(data)
-    if takes_linear(compared, last.shape[:-1]):
-        return [scatter_linear(data, last, upd, "nd", mode)]
-    return [tx.scatter_nd(data, last, upd, mode)]
+    return [scatter_nd_stage(data, last, upd, mode)]
 
 
 @compute("scatter_elements")
 def _scatter_elements(attrs, inputs, out_type):
     data, ind, upd = inputs
-    if takes_linear(ishape(data), ishape(ind)):
-        return [scatter_linear(data, ind, upd, "elements", str(attrs.reduction),
-                               int(attrs.axis))]
-    return [tx.scatter_elements(data, ind, upd, int(attrs.axis), str(attrs.reduction))]
+    return [scatter_elements_stage(data, ind, upd, int(attrs.axis), str(attrs.reduction))]
 
 
 @compute("trilu")

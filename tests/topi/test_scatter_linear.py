@@ -2,7 +2,8 @@
 whose te form would compare more than ``SCATTER_MAX_PAIRS`` position pairs, built strict-native
 in Relay and Relax and compared with numpy's ``ufunc.at`` / assignment (every reduction,
 repeated targets, negative and out-of-range indices, partial index tuples), and the choice of
-the stage."""
+the stage (``tests/relax/transform/legalize/test_relax_legalize_scatter.py``: Relax's
+legalization; ``test_scatter_linear_importers.py``: the importers' scatters)."""
 
 from __future__ import annotations
 
@@ -89,9 +90,9 @@ def test_scatter_elements(reduction, axis):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_relax_large_scatter_nd_is_exact():
-    """Relax keeps the te form (its legalized prim functions skip the tag rules): slower,
-    exact."""
+def test_relax_large_scatter_nd_takes_the_stage():
+    """Relax legalizes a large scatter into the one-pass stage's loops (Relax tests:
+    ``tests/relax/transform/legalize/test_relax_legalize_scatter.py``)."""
     data = RNG.standard_normal((300, 32)).astype("float32")
     idx = RNG.integers(0, 300, (200, 1)).astype("int64")  # (Relax: the tuple on the last dim)
     upd = RNG.standard_normal((200, 32)).astype("float32")
@@ -102,6 +103,8 @@ def test_relax_large_scatter_nd_is_exact():
         with bb.dataflow():
             out = bb.emit_output(relax.op.scatter_nd(d, i, u, "add"))
         bb.emit_func_output(out)
+    legal = relax.transform.LegalizeOps()(bb.get())
+    assert "T_scatter_linear" in legal["scatter_nd"].script()
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), minitvm.cpu())
     got = vm["main"](*map(minitvm.nd.array, (data, idx, upd))).numpy()
     want = data.copy()
@@ -113,9 +116,10 @@ def test_the_stage_is_chosen_past_the_budget_only():
     from minitvm.topi.scatter_linear import takes_linear
 
     assert not takes_linear((16, 8), (4,))
+    assert 16 * 8 * 12 > SCATTER_MAX_PAIRS and takes_linear((16, 8), (12,))
     assert 1024 * 64 * 300 > SCATTER_MAX_PAIRS and takes_linear((1024, 64), (300,))
     n = minitvm.tir.Var("n", "int64")
-    assert not takes_linear((n, 64), (300,))  # (symbolic: the te form)
+    assert takes_linear((n, 64), (2,))  # (symbolic: the te form would be quadratic at run time)
 
 
 @pytest.mark.parametrize("rows, tag", [(300, "scatter_linear"), (4, None)])
@@ -124,17 +128,18 @@ def test_relays_scatter_compute_takes_the_stage_when_large(rows, tag):
 
     from minitvm.topi.utils import get_compute
 
-    x = te.placeholder((1024, 64), "float32", "x")
+    x = te.placeholder((1024 if tag else 2, 64), "float32", "x")
     i = te.placeholder((1, rows), "int64", "i")
     u = te.placeholder((rows, 64), "float32", "u")
     out = get_compute("scatter_nd")(SimpleNamespace(mode="add"), [x, i, u], None)[0]
     assert (out.op.tag == "scatter_linear") == (tag is not None)
 
 
-def test_bad_kind_and_symbolic_shapes_are_refused():
+def test_bad_kind_and_symbolic_tuple_length_are_refused():
     x = te.placeholder((8,), "float32", "x")
     with pytest.raises(ValueError, match="kind must be"):
         scatter_linear(x, x, x, "rows", "add")
     n = minitvm.tir.Var("n", "int64")
-    with pytest.raises(ValueError, match="static"):
-        scatter_linear(te.placeholder((n,), "float32", "z"), x, x, "elements", "add")
+    i = te.placeholder((4, n), "int64", "i")
+    with pytest.raises(ValueError, match="must be static"):
+        scatter_linear(x, i, te.placeholder((4,), "float32", "u"), "nd", "add")

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registration of every family's legalizations)
     pooling,
     pooling_nd,
     scan,
+    scatter,
     search,
     shape_tensor,
     statistical,

@@ -72,20 +72,6 @@ def _gather_nd(bb, call):
     return call_topi(bb, lambda x, i: tx.gather_nd(x, i, nb), *call.args, name="gather_nd")
 
 
-@register_legalize("relax.scatter_elements")
-def _scatter_elements(bb, call):
-    a = call.attrs
-    return call_topi(bb, lambda x, i, u: tx.scatter_elements(x, i, u, int(a.axis), a.reduction),
-                     *call.args, name="scatter_elements")
-
-
-@register_legalize("relax.scatter_nd")
-def _scatter_nd(bb, call):
-    red = call.attrs.reduction
-    return call_topi(bb, lambda x, i, u: tx.scatter_nd(x, i, u, red), *call.args,
-                     name="scatter_nd")
-
-
 def _collapse(bb, call):
     target = out_shape(call)
     return call_topi(bb, lambda x: tx.collapse_sum(x, target), call.args[0],
@@ -319,18 +305,6 @@ def _index_tensor(bb, call):
     bshape = shape[:len(shape) - (x_nd - len(idx))]
     return call_topi(bb, lambda x, ts: tx.index_tensor(x, ts, bshape), call.args[0], idx,
                      name="index_tensor")
-
-
-@register_legalize("relax.index_put")
-def _index_put(bb, call):
-    from ....topi.broadcast import broadcast_shape
-
-    idx = _fields(bb, call.args[1])
-    shapes = [list(t.struct_info.shape.values) for t in idx]
-    bshape = broadcast_shape(*shapes)
-    acc = bool(call.attrs.accumulate)
-    return call_topi(bb, lambda x, ts, v: tx.index_put(x, ts, v, bshape, acc), call.args[0],
-                     idx, call.args[2], name="index_put")
 
 
 @register_legalize("relax.slice_scatter")
