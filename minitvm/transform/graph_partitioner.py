@@ -9,7 +9,9 @@ with the consumer's op pattern) and calls :func:`partition_graph`:
    fuse, then injective ops join tuples already fused into injective consumers);
 3. the result is one union-find ``Group`` per node (``find_root()`` gives the group).
 
-Everything is iterative and no group grows past ``max_depth`` nodes.
+Everything is iterative; no group grows past ``max_depth`` nodes, nor past ``max_inlined`` op
+copies once its kernel inlines every fused producer as a copy per use (see ``MAX_INLINED``:
+minitvm's addition, TVM has no such bound).
 """
 
 from __future__ import annotations
