@@ -9,7 +9,9 @@ with the consumer's op pattern) and calls :func:`partition_graph`:
    fuse, then injective ops join tuples already fused into injective consumers);
 3. the result is one union-find ``Group`` per node (``find_root()`` gives the group).
 
-Everything is iterative and no group grows past ``max_depth`` nodes.
+Everything is iterative; no group grows past ``max_depth`` nodes, nor past ``max_inlined`` op
+copies once its kernel inlines every fused producer as a copy per use (see ``MAX_INLINED``:
+minitvm's addition, TVM has no such bound).
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from __future__ import annotations
 from ..ir.op import OpPattern
 
 __all__ = ["GraphNode", "Group", "partition_graph", "post_dominators",
-           "ELEMWISE", "BROADCAST", "INJECTIVE", "COMM_REDUCE", "OUT_EWISE", "TUPLE", "OPAQUE"]
+           "ELEMWISE", "BROADCAST", "INJECTIVE", "COMM_REDUCE", "OUT_EWISE", "TUPLE", "OPAQUE",
+           "MAX_INLINED"]
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
                                          OpPattern.TUPLE, OpPattern.OPAQUE)
+
+# A fused kernel inlines each producer as a copy per use, so a group's expression can grow
+# exponentially in its depth (an unrolled binary search: 132,898 op copies from 70 ops); the
+# biggest group of the benchmark models inlines 142.
+MAX_INLINED = 256
 
 
 class GraphNode:
@@ -111,10 +119,17 @@ class Group:
 
 
 class _Partitioner:
-    def __init__(self, order, max_depth):
+    def __init__(self, order, max_depth, max_inlined):
         self.order = order
         self.max_depth = max_depth
+        self.max_inlined = max_inlined
         self.groups = [Group(n.pattern, n.ref) for n in order]
+        self.inputs: list[list[GraphNode]] = [[] for _ in order]  # one entry per use
+        for n in order:
+            for o, _ in n.outputs:
+                if o.index >= 0:
+                    self.inputs[o.index].append(n)
+        self.inlined = [1] * len(order)  # each node's inlined size within its group
 
     @staticmethod
     def _paths(src, sink):
@@ -137,6 +152,46 @@ class _Partitioner:
             if not fcond(self.groups[n.index].find_root().pattern, n is sink):
                 return False
         return True
+
+    def _inlined_with(self, src, sink) -> dict | None:
+        """``index -> inlined size`` of the nodes whose size fusing src into sink changes (the
+        nodes between them, the sink and its group's nodes above it), or None when one would
+        pass ``max_inlined``. A node's inlined size is 1 plus its in-group operands' sizes, one
+        per use: the expression a kernel gets when every fused producer is inlined as a copy,
+        which doubles with each level of a chain whose ops read their producers twice."""
+        groups = self.groups
+        sink_root = groups[sink.index].find_root()
+        roots = {groups[src.index].find_root(), sink_root}  # (the groups that merge)
+        affected = {}
+        for n in self._paths(src, sink):
+            affected[n.index] = n
+            roots.add(groups[n.index].find_root())
+        stack = [sink]
+        while stack:  # (the sink's group members above it: their operands' sizes change)
+            for o, _ in stack.pop().outputs:
+                if o.index not in affected and groups[o.index].find_root() is sink_root:
+                    affected[o.index] = o
+                    stack.append(o)
+        sizes: dict[int, int] = {}
+        inlined, limit = self.inlined, self.max_inlined
+        for i in sorted(affected):
+            total = 1
+            for a in self.inputs[i]:
+                if groups[a.index].find_root() in roots:
+                    total += sizes.get(a.index, inlined[a.index])
+            if total > limit:
+                return None
+            sizes[i] = total
+        return sizes
+
+    def _try_commit(self, src, sink):
+        """Fuse src into sink unless the group's inlined expression would pass the limit."""
+        sizes = self._inlined_with(src, sink)
+        if sizes is None:
+            return
+        self._commit(src, sink)
+        for i, v in sizes.items():
+            self.inlined[i] = v
 
     def _commit(self, src, sink):
         target = self.groups[sink.index]
@@ -185,7 +240,7 @@ class _Partitioner:
                     continue
                 if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
                     if self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                        self._commit(gnode, sink)
+                        self._try_commit(gnode, sink)
                 continue
             if group.find_root() is parent_group.find_root():
                 continue
@@ -194,14 +249,14 @@ class _Partitioner:
             if group.pattern == OUT_EWISE:
                 if phase == 0 and dnode.pattern == ELEMWISE and self._check_path(
                         gnode, sink, lambda k, s: k <= BROADCAST):
-                    self._commit(gnode, sink)
+                    self._try_commit(gnode, sink)
             elif group.pattern <= BROADCAST:
                 if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
                     if self._check_path(gnode, sink, _broadcast_cond):
-                        self._commit(gnode, sink)
+                        self._try_commit(gnode, sink)
             elif group.pattern in (INJECTIVE, TUPLE):
                 if phase == 1 and self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                    self._commit(gnode, sink)
+                    self._try_commit(gnode, sink)
 
 
 def _broadcast_cond(kind, is_sink) -> bool:
@@ -210,11 +265,13 @@ def _broadcast_cond(kind, is_sink) -> bool:
     return kind <= INJECTIVE if not is_sink else kind <= OUT_EWISE
 
 
-def partition_graph(order: list[GraphNode], fuse_opt_level: int, max_depth: int) -> list[Group]:
+def partition_graph(order: list[GraphNode], fuse_opt_level: int, max_depth: int,
+                    max_inlined: int = MAX_INLINED) -> list[Group]:
     """Fuse the graph ``order`` (nodes in post-DFS order, ``index`` set); one Group per node.
 
-    ``fuse_opt_level`` 0 fuses nothing (every node its own group)."""
-    parts = _Partitioner(order, max_depth)
+    ``fuse_opt_level`` 0 fuses nothing (every node its own group); no group holds more than
+    ``max_depth`` nodes nor inlines to more than ``max_inlined`` op copies."""
+    parts = _Partitioner(order, max_depth, max_inlined)
     if fuse_opt_level != 0:
         dom = post_dominators(order)
         for phase in range(3):

@@ -9,7 +9,8 @@
 4. Each group becomes a function whose params (``p0``, ``p1``, ...) are its outside inputs in the
    order a left-to-right depth-first walk from the group's root meets them.
 Steps 2-3 are the shared partitioner (minitvm.transform.graph_partitioner, also Relax's).
-Everything is iterative; a group never holds more than ``relay.FuseOps.max_depth`` nodes.
+Everything is iterative; a group never holds more than ``relay.FuseOps.max_depth`` nodes
+nor inlines to more than ``graph_partitioner.MAX_INLINED`` op copies.
 """
 
 from __future__ import annotations
