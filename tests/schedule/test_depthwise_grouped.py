@@ -1,0 +1,110 @@
+"""Grouped convs of a few channels a group (ResNeXt's 4 or 8) in output-channel tiles on the
+depthwise schedule (``depthwise_grouped``): numbers against a float64 numpy reference at one
+and two threads (odd planes, stride 2, asymmetric padding, dilation, batch 2, residual
+epilogues, groups whose output channels are not a multiple of the tile's), the kernels of both
+dialects taking the tiles, the tile shapes, and narrow rows keeping one channel at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conv_reference import build_conv, conv_prim, grouped_conv_ref, run_graph
+
+import minitvm as tvm
+from minitvm import relax
+from minitvm.backend import kernel_cache
+from minitvm.schedule import depthwise, depthwise_grouped
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _tiled(prim) -> bool:
+    """Does the PrimFunc compute output-channel tiles (their let-bound input vectors)?"""
+    return any(isinstance(s, S.LetStmt) and s.var.name.startswith("dg_in")
+               for s in walk_stmts(prim.body))
+
+
+def _check(lib, inputs, want, atol=2e-5):
+    scale = np.max(np.abs(want))
+    for threads in (1, 2):
+        got = run_graph(lib, inputs, threads)
+        np.testing.assert_allclose(got / scale, want / scale, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("shape,o,groups,strides,pads,dil,epi", [
+    ((1, 32, 20, 20), 32, 8, (1, 1), (1, 1), (1, 1), "bias_relu"),  # 4 a group, rows of 16 + 4
+    ((2, 64, 17, 28), 64, 8, (1, 1), (1, 1), (1, 1), "residual_relu"),  # 8 a group, batch 2
+    ((2, 32, 33, 35), 48, 8, (2, 2), (1, 1), (1, 1), "bias_relu"),  # stride 2, 6 outputs a group
+    ((1, 12, 18, 40), 12, 2, (1, 1), (1, 0, 2, 1), (1, 1), "none"),  # 6 a group, uneven pads
+    ((1, 16, 21, 22), 32, 4, (1, 1), (2, 2), (2, 2), "bias_relu"),  # dilation 2, 8 outputs
+    ((1, 24, 9, 66), 24, 3, (2, 2), (1, 1), (1, 1), "residual_relu"),  # stride 2, rows of 33
+])
+def test_grouped_tiles_match_reference(shape, o, groups, strides, pads, dil, epi):
+    kernel_cache.clear_cache()
+    lib, inputs, want = build_conv(shape, o, 3, strides, pads, dil, epi,
+                                   np.random.default_rng(sum(shape)), groups)
+    assert _tiled(conv_prim(lib))
+    _check(lib, inputs, want)
+
+
+def test_switched_off_gives_the_same_numbers(monkeypatch):
+    """Without the tiles the same conv runs one output channel at a time, to the same numbers."""
+    args = ((1, 32, 20, 24), 32, 3, (1, 1), (1, 1), (1, 1), "bias_relu")
+    kernel_cache.clear_cache()
+    lib, inputs, want = build_conv(*args, np.random.default_rng(3), 8)
+    assert _tiled(conv_prim(lib))
+    monkeypatch.setattr(depthwise_grouped, "CHANNEL_TILES", False)
+    kernel_cache.clear_cache()
+    old, _, _ = build_conv(*args, np.random.default_rng(3), 8)
+    assert not _tiled(conv_prim(old))
+    np.testing.assert_allclose(run_graph(lib, inputs), run_graph(old, inputs), rtol=1e-5,
+                               atol=1e-5)
+    _check(old, inputs, want)
+
+
+def test_narrow_rows_keep_one_channel_at_a_time():
+    """Rows narrower than a vector (14x14) are not tiled; they still match the reference."""
+    kernel_cache.clear_cache()
+    lib, inputs, want = build_conv((1, 32, 14, 14), 32, 3, groups=8)
+    assert not _tiled(conv_prim(lib))
+    _check(lib, inputs, want)
+
+
+@pytest.mark.parametrize("m,ow,oh,want", [
+    (4, 56, 56, (4, 1, 4)),  # ResNeXt-50's first stage: 4 channels x 4 vectors
+    (8, 28, 28, (4, 3, 2)),  # its second: 4 channels x 3 rows x 2 vectors
+    (6, 18, 17, (3, 3, 2)),  # 3 divides 6
+    (4, 112, 112, (4, 1, 6)),  # a row of 7 vectors in two tiles
+    (2, 28, 2, (2, 2, 2)),  # no more rows than the plane has
+])
+def test_tile_shape(m, ow, oh, want):
+    g = {"m": m, "ow": ow, "oh": oh, "lanes": 16}
+    assert depthwise_grouped.tile_shape(g, len(depthwise._segments(ow, 16))) == want
+
+
+@pytest.mark.parametrize("stride,hw", [(1, 24), (2, 40)])
+def test_relax_build_takes_the_tiles(stride, hw):
+    """relax.build lowers a ResNeXt-like grouped conv through the same tiles."""
+    rng = np.random.default_rng(5)
+    groups, cg = 8, 4
+    c = groups * cg
+    wt = rng.standard_normal((c, cg, 3, 3)).astype("float32")
+    bias = rng.standard_normal((1, c, 1, 1)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo([2, c, hw, hw], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(wt), strides=stride, padding=1,
+                                           groups=groups))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.add(y, relax.const(bias)))))
+        bb.emit_func_output(gv)
+    kernel_cache.clear_cache()
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(bb.get(), "llvm")
+    (rec, _), = [v for k, v in ex.kernels.items() if "conv2d" in k]
+    assert _tiled(rec.prim_func)
+    a = rng.standard_normal((2, c, hw, hw)).astype("float32")
+    ref = np.maximum(grouped_conv_ref(a, wt, groups, (stride, stride), (1,) * 4) + bias, 0)
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(a)).numpy()
+    scale = np.max(np.abs(ref))
+    np.testing.assert_allclose(got / scale, ref / scale, rtol=0, atol=2e-5)
