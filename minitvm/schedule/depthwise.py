@@ -278,7 +278,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         elif depthwise_grouped.applies(g) and not _split_epilogue(g, epi):
             parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
             parts.append(depthwise_grouped.emit_group(
-                ctx, g, planes, w, gi, _segments(g["ow"], g["lanes"]),
+                ctx, g, planes, w, gi, _segments(g["ow"], depthwise_grouped.row_lanes(g)),
                 lambda oc, oy, j, vl, val: _store(out, val, [b, oc, oy, E.Ramp(j, 1, vl)], epi)))
         else:
             parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]

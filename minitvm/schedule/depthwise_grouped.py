@@ -17,21 +17,42 @@ from __future__ import annotations
 
 from ..tir import expr as E
 from ..tir import stmt as S
+from .common import vector_isa
 
-# Grouped convs (several input and output channels a group, rows of at least one vector) take
-# output-channel tiles (``emit_group``). Zen 4, one thread, conv + bias + relu, ms (one output
-# channel at a time -> tiles): see the measurements at ``TILE_MAX_ACCS``.
+# Grouped convs (several input and output channels a group) whose rows are at least
+# NARROW_MIN_WIDTH pixels take output-channel tiles (``emit_group``). Tiles of TILE_MAX_CHANNELS
+# channels x up to TILE_MAX_ROWS rows x the row's vectors, at most TILE_MAX_ACCS accumulators.
+# Zen 4, one thread, conv + bias + ReLU built in a graph, ms (one channel at a time -> tiles;
+# ONNX Runtime): ResNeXt-50's 128 g32 at 56x56 0.628 -> 0.292 (1.243), 256 g32 stride 2 at
+# 56x56 0.968 -> 0.469 (1.686), 256 g32 at 28x28 0.882 -> 0.372 (0.935); RegNet-X-200MF-like
+# 8 a group: 24 g3 at 56x56 0.247 -> 0.128 (0.272), 56 g7 stride 2 at 56x56 0.193 -> 0.103
+# (0.294), 56 g7 at 28x28 0.168 -> 0.080 (0.183). Tile shapes, kernel alone (us): 8 channels
+# x 1 row -> 4 x 3 rows, 256 g32 at 28x28 562 -> 367, stride 2 at 56x56 690 -> 448, 64 g8 at
+# 28x28 136 -> 92 (2 channels x 4-6 rows and 28 accumulators lost: 415-468 at 28x28).
 CHANNEL_TILES = True
-# accumulators of one tile (output channels x row vectors), and the most channels in a tile
-TILE_MAX_ACCS = 24
+# (AVX2's 16 registers hold half the accumulators; not measured there)
+TILE_MAX_ACCS = {"avx512": 24, "avx2": 12}
 TILE_MAX_CHANNELS = 4
-TILE_MAX_ROWS = 3  # output rows of a tile
+TILE_MAX_ROWS = 3
+# Rows under a machine vector from NARROW_MIN_WIDTH pixels take narrower vectors (``row_lanes``:
+# rows of 14 two overlapping 8-lane ones). Kernel alone (us, one channel at a time -> tiles):
+# 152 g19 at 14x14 113 -> 63, 256 g32 at 14x14 187 -> 161, 64 g16 at 14x14 22 -> 17, 128 g32
+# stride 2 at 28x28 53 -> 43, 96 g24 at 12x12 31 -> 17, 64 g8 at 10x10 36 -> 23; rows of 7
+# (4-lane vectors) lost: 368 g46 at 7x7 75 -> 93, 256 g32 at 7x7 53 -> 66, stride 2 at 14x14
+# 77 -> 99.
+NARROW_MIN_WIDTH = 8
 
 
 def applies(g) -> bool:
     """Does depthwise geometry ``g`` take output-channel tiles: a grouped conv of several input
-    and output channels a group whose rows are at least one vector wide?"""
-    return CHANNEL_TILES and g["cg"] > 1 and g["m"] > 1 and g["ow"] >= g["lanes"]
+    and output channels a group whose rows are at least ``NARROW_MIN_WIDTH`` pixels?"""
+    return CHANNEL_TILES and g["cg"] > 1 and g["m"] > 1 and g["ow"] >= NARROW_MIN_WIDTH
+
+
+def row_lanes(g) -> int:
+    """Lanes of a row's vectors: the machine's, or for narrower rows the widest power of two
+    they hold (rows of 14: 8, of 7: 4)."""
+    return min(g["lanes"], 1 << (g["ow"].bit_length() - 1))
 
 
 def tile_shape(g, nsegs: int) -> tuple[int, int, int]:
@@ -39,11 +60,12 @@ def tile_shape(g, nsegs: int) -> tuple[int, int, int]:
     most channels dividing the group's ``m`` within ``TILE_MAX_CHANNELS`` and
     ``TILE_MAX_ACCS``, then as many of the row's vectors as the accumulators hold (at least
     one), then as many rows (at most ``TILE_MAX_ROWS``) as hold the rest."""
-    mb = max(1, min(g["m"], TILE_MAX_CHANNELS, TILE_MAX_ACCS))
+    accs = TILE_MAX_ACCS[vector_isa()]
+    mb = max(1, min(g["m"], TILE_MAX_CHANNELS, accs))
     while g["m"] % mb:
         mb -= 1
-    per = max(1, min(nsegs, TILE_MAX_ACCS // mb))
-    rows = max(1, min(TILE_MAX_ROWS, g["oh"], TILE_MAX_ACCS // (mb * per)))
+    per = max(1, min(nsegs, accs // mb))
+    rows = max(1, min(TILE_MAX_ROWS, g["oh"], accs // (mb * per)))
     return mb, rows, per
 
 

@@ -1,8 +1,9 @@
 """Grouped convs of a few channels a group (ResNeXt's 4 or 8) in output-channel tiles on the
 depthwise schedule (``depthwise_grouped``): numbers against a float64 numpy reference at one
 and two threads (odd planes, stride 2, asymmetric padding, dilation, batch 2, residual
-epilogues, groups whose output channels are not a multiple of the tile's), the kernels of both
-dialects taking the tiles, the tile shapes, and narrow rows keeping one channel at a time."""
+epilogues, groups whose output channels are not a multiple of the tile's, rows narrower than
+a vector), the kernels of both dialects taking the tiles, the tile shapes, and rows of fewer
+than ``NARROW_MIN_WIDTH`` pixels keeping one channel at a time."""
 
 from __future__ import annotations
 
@@ -62,12 +63,26 @@ def test_switched_off_gives_the_same_numbers(monkeypatch):
     _check(old, inputs, want)
 
 
-def test_narrow_rows_keep_one_channel_at_a_time():
-    """Rows narrower than a vector (14x14) are not tiled; they still match the reference."""
+@pytest.mark.parametrize("hw,stride,tiled", [
+    (14, 1, True),  # rows of 14: two overlapping 8-lane vectors
+    (10, 1, True),  # rows of 10: 8 + 4 lanes
+    (24, 2, True),  # strided rows of 12
+    (7, 1, False),  # rows of 7 keep one channel at a time (the packed plane)
+    (13, 2, False),  # strided rows of 7
+])
+def test_narrow_rows(hw, stride, tiled):
+    """Rows narrower than a machine vector take tiles of narrower vectors from ``NARROW_MIN_WIDTH``
+    pixels; both kinds match the reference."""
     kernel_cache.clear_cache()
-    lib, inputs, want = build_conv((1, 32, 14, 14), 32, 3, groups=8)
-    assert not _tiled(conv_prim(lib))
+    lib, inputs, want = build_conv((2, 32, hw, hw), 64, 3, (stride, stride), groups=8,
+                                   epi="residual_relu")
+    assert _tiled(conv_prim(lib)) == tiled
     _check(lib, inputs, want)
+
+
+@pytest.mark.parametrize("ow,want", [(56, 16), (16, 16), (15, 8), (8, 8), (7, 4)])
+def test_row_lanes(ow, want):
+    assert depthwise_grouped.row_lanes({"ow": ow, "lanes": 16}) == want
 
 
 @pytest.mark.parametrize("m,ow,oh,want", [
@@ -77,7 +92,8 @@ def test_narrow_rows_keep_one_channel_at_a_time():
     (4, 112, 112, (4, 1, 6)),  # a row of 7 vectors in two tiles
     (2, 28, 2, (2, 2, 2)),  # no more rows than the plane has
 ])
-def test_tile_shape(m, ow, oh, want):
+def test_tile_shape(monkeypatch, m, ow, oh, want):
+    monkeypatch.setattr(depthwise_grouped, "vector_isa", lambda: "avx512")
     g = {"m": m, "ow": ow, "oh": oh, "lanes": 16}
     assert depthwise_grouped.tile_shape(g, len(depthwise._segments(ow, 16))) == want
 
