@@ -275,7 +275,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
             parts = [_fill(ctx, g, xph, x, b, gi, rows=(_i(0), _reach_rows(g)))]
             parts.append(_channel(ctx, g, planes, w, out, b, gi, epi, lambda oy, nrows: _fill(
                 ctx, g, xph, x, b, gi, rows=(oy + _reach_rows(g), nrows))))
-        elif depthwise_grouped.applies(g) and not _split_epilogue(g, epi):
+        elif depthwise_grouped.applies(g):  # (a transcendental epilogue fused too)
             parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
             parts.append(depthwise_grouped.emit_group(
                 ctx, g, planes, w, gi, _segments(g["ow"], depthwise_grouped.row_lanes(g)),

@@ -124,3 +124,26 @@ def test_relax_build_takes_the_tiles(stride, hw):
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(a)).numpy()
     scale = np.max(np.abs(ref))
     np.testing.assert_allclose(got / scale, ref / scale, rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize("hw,stride", [(28, 1), (14, 1), (30, 2)])
+def test_transcendental_epilogue_fused_into_the_tiles(hw, stride):
+    """A SiLU after the conv (rows of at most 32, which the depthwise schedule runs in a pass of
+    its own) is stored through by the tiles, to the reference's numbers."""
+    from minitvm import relay
+
+    rng = np.random.default_rng(hw)
+    c, groups = 32, 8
+    wv = rng.standard_normal((c, c // groups, 3, 3)).astype("float32") / 6
+    bias = rng.standard_normal(c).astype("float32")
+    xv = rng.standard_normal((1, c, hw, hw)).astype("float32")
+    x = relay.var("x", shape=xv.shape)
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(wv), strides=(stride, stride),
+                                          padding=(1, 1), groups=groups), relay.const(bias))
+    y = y * relay.sigmoid(y)
+    kernel_cache.clear_cache()
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    assert _tiled(conv_prim(lib))
+    z = grouped_conv_ref(xv, wv, groups, (stride, stride), (1,) * 4) + bias[:, None, None]
+    _check(lib, {"x": xv}, z / (1 + np.exp(-z)))
