@@ -147,3 +147,16 @@ def test_transcendental_epilogue_fused_into_the_tiles(hw, stride):
     assert _tiled(conv_prim(lib))
     z = grouped_conv_ref(xv, wv, groups, (stride, stride), (1,) * 4) + bias[:, None, None]
     _check(lib, {"x": xv}, z / (1 + np.exp(-z)))
+
+
+def test_tiles_need_no_loop_passes():
+    """The weights are scalars loaded before the row loop, so the kernel takes LLVM's minimal
+    pipeline (the light one took seconds on the tiles' straight-line code)."""
+    from minitvm.codegen.build import ir_pipeline_level
+    from minitvm.runtime import jit
+
+    kernel_cache.clear_cache()
+    lib, _, _ = build_conv((1, 64, 28, 28), 64, 3, groups=8)
+    prim = conv_prim(lib)
+    assert _tiled(prim)
+    assert ir_pipeline_level(prim, 3) == jit.MINIMAL_PIPELINE
