@@ -2,7 +2,7 @@
 optionally the same conv under other schedule knobs, timed side by side in one process.
 
     python benchmarks/bench_conv_ort.py [--threads 1] [--rounds 9] [--runs 10]
-        [--knobs '{"lanes_unroll_kx": false}'] [--against DIR]
+        [--knobs '{"lanes_unroll_kx": false}'] [--against DIR] [--set NAME]
         C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=GROUPS][,d=DILATION] ...
 
 Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
@@ -10,7 +10,8 @@ Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (bat
 ``PHxPW`` (Inception's 1x7 / 7x1 filters: ``32,48,23,7x1,1,3x0``); ``g=`` groups the conv
 (``g=C`` is depthwise) and ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``).
 ``--knobs`` builds a second minitvm kernel with those knob values for the conv's workload (the
-rest at their defaults: see ``minitvm.schedule.tunable``). ``--against DIR`` also runs the conv
+rest at their defaults: see ``minitvm.schedule.tunable``). ``--set`` adds a model's convs
+(``SETS``: ResNeXt-50 32x4d's and regnet_like's grouped 3x3 convs). ``--against DIR`` also runs the conv
 as another checkout of minitvm builds it (``git worktree add DIR COMMIT``): built there in a
 child process, exported, and loaded here, so that two versions of the code are timed side by
 side (this checkout's kernel then too, loaded the same way). A loaded kernel's IR goes through
@@ -43,6 +44,19 @@ from minitvm import relay, tune  # noqa: E402
 from minitvm.contrib import graph_executor  # noqa: E402
 from minitvm.runtime import threadpool  # noqa: E402
 from minitvm.schedule.knobs import KnobTable, key_text, use_knobs  # noqa: E402
+
+# the grouped 3x3 convs of whole models, one of each shape (``--set``)
+SETS = {
+    # torchvision's ResNeXt-50 32x4d (and bench_new_user_models' resnext50_32x4d): 32 groups
+    # of 4, 8, 16, 32 channels, the first block of a stage strided
+    "resnext50": ["128,128,56,3,1,1,g=32", "256,256,56,3,2,1,g=32", "256,256,28,3,1,1,g=32",
+                  "512,512,28,3,2,1,g=32", "512,512,14,3,1,1,g=32", "1024,1024,14,3,2,1,g=32",
+                  "1024,1024,7,3,1,1,g=32"],
+    # bench_new_user_models' regnet_like: groups of 16 channels
+    "regnet_like": ["48,48,56,3,1,1,g=3", "96,96,56,3,2,1,g=6", "96,96,28,3,1,1,g=6",
+                    "208,208,28,3,2,1,g=13", "208,208,14,3,1,1,g=13", "432,432,14,3,2,1,g=27",
+                    "432,432,7,3,1,1,g=27"],
+}
 
 
 def _pair(v: str) -> tuple[int, int]:
@@ -157,13 +171,18 @@ def ort_runner(mod, feeds, threads: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("shapes", nargs="+", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
+    ap.add_argument("shapes", nargs="*", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
+    ap.add_argument("--set", action="append", default=[], choices=sorted(SETS),
+                    help="also time a model's grouped convs (SETS)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=10, help="runs per round (their median)")
     ap.add_argument("--knobs", default=None, help="JSON knob values for a second kernel")
     ap.add_argument("--against", default=None, help="another minitvm checkout to time beside")
     args = ap.parse_args(argv)
+    shapes = list(args.shapes) + [t for name in args.set for t in SETS[name]]
+    if not shapes:
+        ap.error("give conv shapes or --set")
     knobs = json.loads(args.knobs) if args.knobs else None
     if knobs is not None and args.against:
         ap.error("--knobs and --against each add a column: give one of them")
@@ -174,7 +193,7 @@ def main(argv=None) -> int:
     other = "other" if args.against else "knobs"
     print(f"{'conv':34s} {'minitvm':>8s} {other:>8s} {'ORT':>8s} {'mt/ORT':>7s} "
           f"{other + '/ORT':>9s}")
-    for text in args.shapes:
+    for text in shapes:
         sh = parse_shape(text)
         mod, feeds = conv_model(sh, np.random.default_rng(0))
         # (with --against both are exported and loaded: a loaded library is compiled anew)

@@ -51,7 +51,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
-from . import depthwise_flat
+from . import depthwise_flat, depthwise_grouped
 from .common import (
     at_own_position,
     emit_with_epilogue,
@@ -275,6 +275,11 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
             parts = [_fill(ctx, g, xph, x, b, gi, rows=(_i(0), _reach_rows(g)))]
             parts.append(_channel(ctx, g, planes, w, out, b, gi, epi, lambda oy, nrows: _fill(
                 ctx, g, xph, x, b, gi, rows=(oy + _reach_rows(g), nrows))))
+        elif depthwise_grouped.applies(g):  # (a transcendental epilogue fused too)
+            parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
+            parts.append(depthwise_grouped.emit_group(
+                ctx, g, planes, w, gi, _segments(g["ow"], depthwise_grouped.row_lanes(g)),
+                lambda oc, oy, j, vl, val: _store(out, val, [b, oc, oy, E.Ramp(j, 1, vl)], epi)))
         else:
             parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
             for mi in range(g["m"]):
