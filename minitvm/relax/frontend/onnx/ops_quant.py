@@ -25,6 +25,7 @@ from ....frontend_common.onnx_quant import (
     keeps_int8_weight,
     qlinear_float_attrs,
     row_conv_attrs,
+    vnni_batch_matmul,
     vnni_conv,
     vnni_matmul,
 )
@@ -33,7 +34,7 @@ from ...expr import Call, Constant, Var, const
 from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
-from .qdq_vnni import as_row
+from .qdq_vnni import as_row, int_batch_matmul
 from .qdq_vnni import int_conv as vnni_int_conv
 from .qdq_vnni import int_matmul as vnni_int_matmul
 
@@ -119,12 +120,17 @@ def _sum_pieces(ctx: Context, parts, acc: str):
 def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
     per-row A and per-column B zero point broadcast: (product, its dtype), exact (on VNNI,
-    ``onnx_quant.vnni_matmul``'s int32 product)."""
+    ``onnx_quant.vnni_matmul``'s int32 product, or for two activations of one batch shape
+    ``vnni_batch_matmul``'s)."""
     bv, a_zv, b_zv = ctx.known(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if bv is not None and bv.dtype != object and ctx.ndim(a) >= 2 and \
             vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and ctx.ndim(a_zp) <= 1 and
                         int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv, b_zv):
         return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
+    if (bv is None or bv.dtype == object) and \
+            vnni_batch_matmul(ctx.dtype(a), a_zv, ctx.shape(a), ctx.dtype(b), b_zv,
+                              ctx.shape(b)):  # (two activations: attention's)
+        return int_batch_matmul(ctx, ctx.expr(a), a_zv, ctx.expr(b), b_zv), "int32"
     ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
