@@ -44,7 +44,8 @@ def geometry(t) -> dict | None:
     rows, an int8 weight (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise;
     a batch_matmul's with the same leading batch axes as A and the output), int32 output,
     static shapes, A not transposed and (but for batch_matmul) B a matrix; else None.
-    ``batch`` is the number of products (1 but for a batch_matmul), ``m`` the rows of each."""
+    ``batch`` is the number of products (1 but for a batch_matmul, whose ``batch_dims`` are
+    its batch axes), ``m`` the rows of each."""
     tag = t.op.tag
     if tag not in ("dense", "matmul", "batch_matmul"):
         return None
@@ -56,11 +57,11 @@ def geometry(t) -> dict | None:
     sa, sw, so = dims_of(a), dims_of(w), dims_of(t)
     if not all(isinstance(d, int) for d in (*sa, *sw, *so)) or len(so) < 1:
         return None
-    batch = 1
+    batch, batch_dims = 1, []
     if tag == "batch_matmul":  # (no broadcast batch: each batch's B is its own)
         if len(sa) < 3 or len(sw) != len(sa) or sa[:-2] != sw[:-2] or so[:-2] != sa[:-2]:
             return None
-        batch, sw = int(np.prod(sa[:-2])), sw[-2:]
+        batch, batch_dims, sw = int(np.prod(sa[:-2])), list(sa[:-2]), sw[-2:]
     if len(sw) != 2:
         return None
     tb = True if tag == "dense" else bool(t.op.attrs["transpose_b"])
@@ -71,7 +72,7 @@ def geometry(t) -> dict | None:
     blocks = -(-n // LANES)
     vecs = 4 if blocks % 4 == 0 else 2 if blocks % 2 == 0 else 1
     return dict(m=m, n=n, k=k, k4=-(-k // GROUP), blocks=blocks, tb=tb, vecs=vecs,
-                lead=list(so[:-1]), batch=batch, batch_dims=list(sa[:-2]),
+                lead=list(so[:-1]), batch=batch, batch_dims=batch_dims,
                 parallel=m * n * k >= PARALLEL_MIN_MACS)
 
 
@@ -102,7 +103,7 @@ class PackWeight:
 
 def packed_shape(g) -> tuple[int, ...]:
     one = (g["blocks"], g["k4"], LANES, GROUP)
-    return one if g["batch"] == 1 else (g["batch"], *one)
+    return (g["batch"], *one) if g["batch_dims"] else one
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -144,7 +145,7 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
     else:  # (a row length not a multiple of 4: a copy with zero bytes past K)
         av = ctx.temp((rows * g["k4"],), "int32", "a_vnni")
         parts.append(_pack_rows(ctx, g, a, av))
-    if g["batch"] > 1:
+    if g["batch_dims"]:
         parts.append(_batches(ctx, g, av, w, packed, out, epilogue))
         return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
     wv = conv_vnni.packed_words(ctx, w, packed_shape(g), None if packed else
