@@ -506,6 +506,50 @@ class MatmulVnniPlan:
         self.runtime_zero_point = a_zp is UNKNOWN
 
 
+def vnni_batch_matmul(a_dtype: str, a_zp, a_shape, b_dtype: str, b_zp, b_shape) -> bool:
+    """May an integer matmul of two 8-bit activations, ``a - a_zp`` (..., M, K) and ``b - b_zp``
+    (..., K, N) (a quantized transformer's Q @ K^T and P @ V: QLinearMatMul, or a QDQ MatMul of
+    two DequantizeLinear outputs), run as an int32 batch product on the host's VNNI
+    instructions (``schedule/gemm_vnni``), the zero points' shares subtracted after
+    (``BatchMatmulVnniPlan``)? Where the host has them: 8-bit operands with no zero point or a
+    known scalar one, static shapes of one rank, 3 or more, with the same batch axes (a
+    broadcast batch stays the exact float32 product)."""
+    from ..schedule.conv_vnni import available
+
+    if a_dtype not in ("uint8", "int8") or b_dtype not in ("uint8", "int8"):
+        return False
+    for zp in (a_zp, b_zp):
+        if zp is UNKNOWN or (zp is not None and np.size(zp) != 1):
+            return False
+    if len(a_shape) < 3 or len(b_shape) != len(a_shape) or \
+            not all(isinstance(d, (int, np.integer)) for d in (*a_shape, *b_shape)):
+        return False
+    if tuple(a_shape[:-2]) != tuple(b_shape[:-2]) or a_shape[-1] != b_shape[-2]:
+        return False
+    return available()
+
+
+class BatchMatmulVnniPlan:
+    """How a dialect builds ``vnni_batch_matmul``'s form of (a - a_zp) @ (b - b_zp), both
+    8-bit activations with scalar zero points (values or None) and K the reduction length.
+    With A' the uint8 rows (``a + 128`` for an int8 A, its zero point z_a' 128 more) and B' the
+    int8 columns (``b - 128`` for a uint8 B, its zero point z_b' 128 less), the product is
+    ``A' @ B' - z_b' * rowsum(A') - z_a' * colsum(B') + K * z_a' * z_b'`` (the sums, int32,
+    at run time):
+
+    - ``shift_a`` / ``shift_b``: shift A into uint8 / B into int8 first;
+    - ``a_zero_point`` / ``b_zero_point``: z_a' / z_b' (the sums' multipliers; 0: none);
+    - ``constant``: ``K * z_a' * z_b'`` (int32 arithmetic, wrapping as the sums do)."""
+
+    def __init__(self, a_dtype: str, a_zp, b_dtype: str, b_zp, k: int):
+        self.shift_a, self.shift_b = a_dtype == "int8", b_dtype == "uint8"
+        za = 0 if a_zp is None else int(np.asarray(a_zp).reshape(-1)[0])
+        zb = 0 if b_zp is None else int(np.asarray(b_zp).reshape(-1)[0])
+        self.a_zero_point = za + (128 if self.shift_a else 0)
+        self.b_zero_point = zb - (128 if self.shift_b else 0)
+        self.constant = int(np.int64(k) * self.a_zero_point * self.b_zero_point)
+
+
 def qdq_matmul_operands(x_dtype: str, x_zp, w, w_scale, x_scale, trans_b: bool,
                         w_dtype: str = "int8", w_zp=None):
     """A QDQ model's MatMul / Gemm of a DequantizeLinear'd 8-bit activation (``x_dtype``, known

@@ -378,7 +378,11 @@ def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int)
     from .lane_transpose import reads_plane, transpose16
 
     cw, ow = g["width"], g["ow"]
-    after = epilogue is not None and reads_plane(epilogue, nv, ob * cw)
+    # (one output row: a read at row 0 is per channel, e.g. Relax's bias of a Conv1d's row conv,
+    # which its broadcast indexes at the output's unit row axis)
+    probe = epilogue if g["oh"] != 1 or epilogue is None else \
+        (lambda idx, val: epilogue([idx[0], idx[1], _i32(0), idx[3]], val))
+    after = epilogue is not None and reads_plane(probe, nv, ob * cw)
     dtype = out.dtype if epilogue is not None and not after else "int32"
     flat = ctx.flat_view(out)
     plane = g["oh"] * ow

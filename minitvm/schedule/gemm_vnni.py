@@ -14,7 +14,12 @@ A tile is up to ``ROWS`` rows x ``width`` columns (16, 32 or 64: one to four vec
 accumulator vector per row and vector; the fused elementwise epilogue (zero-point correction,
 requantization) is applied in the tile's store. Only where the host has AVX-512 VNNI
 (``conv_vnni.available``); elsewhere the importers keep their exact float32 products. A weight
-not known at build time is packed by the kernel (``_pack_weight``)."""
+not known at build time is packed by the kernel (``_pack_weight``).
+
+A ``batch_matmul`` (both operands 8-bit activations: a quantized transformer's Q @ K^T and
+P @ V) is the same product once per batch: the rows of all batches are one matrix (A is
+contiguous), and each batch's B is packed into a temporary before its tiles run, a word at a
+time (``_pack_batch_words``: K a multiple of 4), else byte by byte."""
 
 from __future__ import annotations
 
@@ -35,29 +40,40 @@ PARALLEL_MIN_MACS = 1 << 21  # (as conv_lanes': below it one thread's column til
 
 
 def geometry(t) -> dict | None:
-    """Sizes of dense / matmul stage ``t`` when this schedule takes it: uint8 rows, an int8
-    weight (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise), int32 output,
-    static shapes, A not transposed and B a matrix; else None."""
+    """Sizes of dense / matmul / batch_matmul stage ``t`` when this schedule takes it: uint8
+    rows, an int8 weight (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise;
+    a batch_matmul's with the same leading batch axes as A and the output), int32 output,
+    static shapes, A not transposed and (but for batch_matmul) B a matrix; else None.
+    ``batch`` is the number of products (1 but for a batch_matmul, whose ``batch_dims`` are
+    its batch axes), ``m`` the rows of each."""
     tag = t.op.tag
-    if tag not in ("dense", "matmul"):
+    if tag not in ("dense", "matmul", "batch_matmul"):
         return None
     a, w = t.op.attrs["operands"]
     if (a.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32"):
         return None
-    if tag == "matmul" and (t.op.attrs["transpose_a"] or len(a.shape) != len(t.shape)):
+    if tag != "dense" and (t.op.attrs["transpose_a"] or len(a.shape) != len(t.shape)):
         return None
     sa, sw, so = dims_of(a), dims_of(w), dims_of(t)
-    if not all(isinstance(d, int) for d in (*sa, *sw, *so)) or len(sw) != 2 or len(so) < 1:
+    if not all(isinstance(d, int) for d in (*sa, *sw, *so)) or len(so) < 1:
+        return None
+    batch, batch_dims = 1, []
+    if tag == "batch_matmul":  # (no broadcast batch: each batch's B is its own)
+        if len(sa) < 3 or len(sw) != len(sa) or sa[:-2] != sw[:-2] or so[:-2] != sa[:-2]:
+            return None
+        batch, batch_dims, sw = int(np.prod(sa[:-2])), list(sa[:-2]), sw[-2:]
+    if len(sw) != 2:
         return None
     tb = True if tag == "dense" else bool(t.op.attrs["transpose_b"])
     n, k = (sw[0], sw[1]) if tb else (sw[1], sw[0])
-    m = int(np.prod(sa[:-1])) if len(sa) > 1 else 1
+    m = (int(np.prod(sa[:-1])) if len(sa) > 1 else 1) // batch
     if sa[-1] != k or so[-1] != n or m < 1 or n < 1 or k < 1:
         return None
     blocks = -(-n // LANES)
     vecs = 4 if blocks % 4 == 0 else 2 if blocks % 2 == 0 else 1
     return dict(m=m, n=n, k=k, k4=-(-k // GROUP), blocks=blocks, tb=tb, vecs=vecs,
-                lead=list(so[:-1]), parallel=m * n * k >= PARALLEL_MIN_MACS)
+                lead=list(so[:-1]), batch=batch, batch_dims=batch_dims,
+                parallel=m * n * k >= PARALLEL_MIN_MACS)
 
 
 def supported(t, options=None) -> bool:
@@ -68,13 +84,16 @@ def supported(t, options=None) -> bool:
 
 class PackWeight:
     """Picklable numpy transform of an int8 weight (``[N, K]`` when ``transpose_b``, else
-    ``[K, N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K)."""
+    ``[K, N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K); a constant
+    batch_matmul weight (leading batch axes) batch by batch, the packed ones stacked."""
 
     def __init__(self, n: int, k: int, transpose_b: bool):
         self.n, self.k, self.transpose_b = n, k, transpose_b
 
     def __call__(self, w):
         w = np.asarray(w, "int8")
+        if w.ndim > 2:
+            return np.stack([self(b) for b in w.reshape(-1, *w.shape[-2:])])
         w = w if self.transpose_b else w.T
         blocks, k4 = -(-self.n // LANES), -(-self.k // GROUP)
         full = np.zeros((blocks * LANES, k4 * GROUP), "int8")
@@ -83,7 +102,8 @@ class PackWeight:
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    return (g["blocks"], g["k4"], LANES, GROUP)
+    one = (g["blocks"], g["k4"], LANES, GROUP)
+    return (g["batch"], *one) if g["batch_dims"] else one
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -118,16 +138,77 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
     from ..tir.buffer import decl_buffer
 
     parts = []
-    wv = conv_vnni.packed_words(ctx, w, packed_shape(g), None if packed else
-                                lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
+    rows = g["m"] * g["batch"]
     if g["k"] % GROUP == 0 and _zero_offset(a):
-        av = decl_buffer((g["m"] * g["k4"],), "int32", a.name + "_i32", data=a.data)
+        av = decl_buffer((rows * g["k4"],), "int32", a.name + "_i32", data=a.data)
         ctx.ws_views.append(av)
     else:  # (a row length not a multiple of 4: a copy with zero bytes past K)
-        av = ctx.temp((g["m"] * g["k4"],), "int32", "a_vnni")
+        av = ctx.temp((rows * g["k4"],), "int32", "a_vnni")
         parts.append(_pack_rows(ctx, g, a, av))
+    if g["batch_dims"]:
+        parts.append(_batches(ctx, g, av, w, packed, out, epilogue))
+        return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+    wv = conv_vnni.packed_words(ctx, w, packed_shape(g), None if packed else
+                                lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
     parts.append(_tiles(ctx, g, av, wv, out, epilogue))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
+
+
+def _batches(ctx, g, av, w, packed: bool, out, epilogue) -> S.Stmt:
+    """A batch_matmul: for each batch, its weight packed into a temporary (unless prepacked),
+    then its row tiles (the rows of batch ``b`` are ``b * m ..`` of A and the output)."""
+    from ..tir.buffer import decl_buffer
+
+    one = (g["blocks"], g["k4"], LANES, GROUP)
+    words = int(np.prod(one)) // GROUP
+    bv = ctx.fresh("bt")
+    if packed:
+        wv = decl_buffer((words * g["batch"],), "int32", w.name + "_i32", data=w.data,
+                         elem_offset=w.elem_offset)
+        ctx.ws_views.append(wv)
+        return S.For(bv, 0, g["batch"], S.ForKind.SERIAL, _tiles(
+            ctx, g, av, wv, out, epilogue, row0=bv * g["m"], wbase=bv * words))
+    wpk = ctx.temp(one, "int8", "w_vnni")
+    wv = decl_buffer((words,), "int32", wpk.name + "_i32", data=wpk.data,
+                     elem_offset=wpk.elem_offset)
+    ctx.ws_views.append(wv)
+    if g["k"] % GROUP == 0 and _zero_offset(w):
+        wsrc = decl_buffer((g["batch"] * g["n"] * g["k"] // GROUP,), "int32", w.name + "_w32",
+                           data=w.data)
+        ctx.ws_views.append(wsrc)
+        pack = _pack_batch_words(ctx, g, w, wsrc, wv, bv)
+    else:
+        pack = _pack_weight(ctx, g, w, wpk, bv)
+    return S.For(bv, 0, g["batch"], S.ForKind.SERIAL, S.SeqStmt([
+        pack, _tiles(ctx, g, av, wv, out, epilogue, row0=bv * g["m"])]))
+
+
+def _pack_batch_words(ctx, g, w, wsrc, wv, bv) -> S.Stmt:
+    """Batch ``bv``'s weight into ``wv`` (``PackWeight``'s layout as int32 words, zero past
+    N), K a multiple of 4: a transposed B ``[N, K]`` is a transpose of its rows' words
+    (``wsrc``, the weight seen as int32); a ``[K, N]`` one combines the bytes of 4 rows a
+    word, 16 columns at once."""
+    nb, c, ll = ctx.fresh("pn"), ctx.fresh("pk"), ctx.fresh("pl")
+    n, k4 = g["n"], g["k4"]
+    col = nb * LANES + ll
+    inside = col < n
+    colc = E.Min(col, _i32(n - 1))
+    if g["tb"]:
+        val = wsrc[(bv * n + colc) * k4 + c]
+    else:
+        lead = unravel(bv, g["batch_dims"])
+        val = None
+        for j in range(GROUP):
+            b = E.Cast("int32", E.Cast("uint8", w[(*lead, c * GROUP + j, colc)]))
+            if j:
+                b = E.Call("int32", "tir.shift_left", [b, _i32(8 * j)])
+            val = b if val is None else E.Call("int32", "tir.bitwise_or", [val, b])
+    if n % LANES:
+        val = E.Call("int32", "tir.if_then_else", [inside, val, _i32(0)])
+    store = S.BufferStore(wv, val, [(nb * k4 + c) * LANES + ll])
+    kind = S.ForKind.VECTORIZED if not g["tb"] else S.ForKind.SERIAL
+    loops = S.For(ll, 0, LANES, kind, store)
+    return S.For(nb, 0, g["blocks"], S.ForKind.SERIAL, S.For(c, 0, k4, S.ForKind.SERIAL, loops))
 
 
 def _zero_offset(buf) -> bool:
@@ -143,13 +224,14 @@ def _flat(buf, row, col):
     return [*unravel(row, shape[:-1]), col]
 
 
-def _pack_weight(ctx, g, w, wpk) -> S.Stmt:
+def _pack_weight(ctx, g, w, wpk, bv=None) -> S.Stmt:
     """``wpk[nb, k4, l, j] = W[16*nb + l, 4*k4 + j]`` (0 past N and K), W the weight as
-    ``[N, K]``."""
+    ``[N, K]`` (of batch ``bv`` for a batch_matmul)."""
     nb, k4, ll, j = ctx.fresh("pn"), ctx.fresh("pk"), ctx.fresh("pl"), ctx.fresh("pj")
     col, red = nb * LANES + ll, k4 * GROUP + j
     ci, ri = E.Min(col, _i32(g["n"] - 1)), E.Min(red, _i32(g["k"] - 1))
-    load = w[ci, ri] if g["tb"] else w[ri, ci]
+    lead = [] if bv is None else unravel(bv, g["batch_dims"])
+    load = w[(*lead, ci, ri)] if g["tb"] else w[(*lead, ri, ci)]
     val = E.Call("int8", "tir.if_then_else", [
         E.And(col < g["n"], red < g["k"]), load, E.IntImm("int8", 0)])
     loops = S.BufferStore(wpk, val, [nb, k4, ll, j])
@@ -171,12 +253,13 @@ def _pack_rows(ctx, g, a, av) -> S.Stmt:
             b = E.Call("int32", "tir.shift_left", [b, _i32(8 * j)])
         word = b if word is None else E.Call("int32", "tir.bitwise_or", [word, b])
     store = S.BufferStore(av, word, [r * g["k4"] + c])
-    return S.For(r, 0, g["m"], S.ForKind.SERIAL, S.For(c, 0, g["k4"], S.ForKind.SERIAL, store))
+    return S.For(r, 0, g["m"] * g["batch"], S.ForKind.SERIAL, S.For(c, 0, g["k4"], S.ForKind.SERIAL, store))
 
 
-def _tiles(ctx, g, av, wv, out, epilogue) -> S.Stmt:
+def _tiles(ctx, g, av, wv, out, epilogue, row0=None, wbase=None) -> S.Stmt:
     """Column tiles (the outer loop, parallel for a large product) x row tiles; the last
-    column tile stores only the columns before N."""
+    column tile stores only the columns before N. ``row0``: the first row (a batch's), and
+    ``wbase``: the first word of the packed weight (a prepacked batch's), 0 when None."""
     vecs = g["vecs"]
     width = vecs * LANES
     tiles = g["blocks"] // vecs
@@ -187,8 +270,10 @@ def _tiles(ctx, g, av, wv, out, epilogue) -> S.Stmt:
         loops = []
         for first, count_rows, count in groups:
             k = ctx.fresh("rt")
+            r0 = first + k * count_rows
             loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
-                ctx, g, av, wv, out, cb, first + k * count_rows, count_rows, cols, epilogue)))
+                ctx, g, av, wv, out, cb, r0 if row0 is None else row0 + r0, count_rows, cols,
+                epilogue, wbase)))
         return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
     if tail == width:
@@ -200,7 +285,7 @@ def _tiles(ctx, g, av, wv, out, epilogue) -> S.Stmt:
     return body
 
 
-def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue) -> S.Stmt:
+def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue, wbase=None) -> S.Stmt:
     """Rows ``r0 .. r0+rows`` x columns ``cb*width ..`` (``cols`` of them stored): int32
     accumulators, one ``vpdpbusd`` per row and vector for each 4 reduction indices."""
     from ..tir.buffer import decl_buffer
@@ -224,7 +309,8 @@ def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue) -> S.Stmt
             "int32", DOT, [acc[jj, v * LANES + ll], av[ro + jj * k4 + c],
                            wv[wo + v * (k4 * LANES) + ll]]), [jj, v * LANES + ll]))
             for v in range(vecs) for jj in range(rows)]
-        return S.LetStmt(wo, (cb * vecs * k4 + c) * LANES, S.SeqStmt(macs))
+        first = (cb * vecs * k4 + c) * LANES
+        return S.LetStmt(wo, first if wbase is None else wbase + first, S.SeqStmt(macs))
 
     macs = loop("c", k4, S.ForKind.SERIAL, step)
     res = decl_buffer((rows, width), "int32", "vg_res")

@@ -228,8 +228,8 @@ _GROUPED = Rule("grouped conv, channel lanes", "grouped", _grouped_supported, _e
                 epilogue=True)
 _VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
              epilogue=True)
-_VNNI_GEMM = Rule("dense uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported, gemm_vnni.emit,
-                  epilogue=True)
+_VNNI_GEMM = Rule("dense / batch_matmul uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported,
+                  gemm_vnni.emit, epilogue=True)
 # Rules whose stores apply their fused epilogue, so that it may store another dtype: int32 VNNI
 # sums, and depthwise convs, every mode of which stores through the epilogue (a quantized
 # model's float32 depthwise conv of uint8 data requantized to uint8 wrote its float32 conv to a
@@ -239,7 +239,8 @@ _VNNI_GEMM = Rule("dense uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported, g
 _EPILOGUE_STORES = (_VNNI, _VNNI_GEMM, _DEPTHWISE)
 RULES: dict[str, list[Rule]] = {
     # (integer products of uint8 rows and an int8 weight on VNNI)
-    "dense": [_VNNI_GEMM, _GEMM], "matmul": [_VNNI_GEMM, _GEMM], "batch_matmul": [_GEMM],
+    "dense": [_VNNI_GEMM, _GEMM], "matmul": [_VNNI_GEMM, _GEMM],
+    "batch_matmul": [_VNNI_GEMM, _GEMM],
     # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
     # the GEMM's im2col; integer convs of uint8 data and int8 weights on VNNI first)
     "conv2d_nchw": [_VNNI, _WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],

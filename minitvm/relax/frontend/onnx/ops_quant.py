@@ -25,6 +25,7 @@ from ....frontend_common.onnx_quant import (
     keeps_int8_weight,
     qlinear_float_attrs,
     row_conv_attrs,
+    vnni_batch_matmul,
     vnni_conv,
     vnni_matmul,
 )
@@ -33,7 +34,7 @@ from ...expr import Call, Constant, Var, const
 from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
-from .qdq_vnni import as_row
+from .qdq_vnni import as_row, int_batch_matmul, squeezed
 from .qdq_vnni import int_conv as vnni_int_conv
 from .qdq_vnni import int_matmul as vnni_int_matmul
 
@@ -119,12 +120,17 @@ def _sum_pieces(ctx: Context, parts, acc: str):
 def int_matmul(ctx: Context, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (..., K, N), a
     per-row A and per-column B zero point broadcast: (product, its dtype), exact (on VNNI,
-    ``onnx_quant.vnni_matmul``'s int32 product)."""
+    ``onnx_quant.vnni_matmul``'s int32 product, or for two activations of one batch shape
+    ``vnni_batch_matmul``'s)."""
     bv, a_zv, b_zv = ctx.known(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if bv is not None and bv.dtype != object and ctx.ndim(a) >= 2 and \
             vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and ctx.ndim(a_zp) <= 1 and
                         int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv, b_zv):
         return vnni_int_matmul(ctx, ctx.expr(a), a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
+    if (bv is None or bv.dtype == object) and \
+            vnni_batch_matmul(ctx.dtype(a), a_zv, ctx.shape(a), ctx.dtype(b), b_zv,
+                              ctx.shape(b)):  # (two activations: attention's)
+        return int_batch_matmul(ctx, ctx.expr(a), a_zv, ctx.expr(b), b_zv), "int32"
     ranges = _pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, ctx.ndim(a) - 2), \
@@ -361,6 +367,23 @@ class _Renamed:
 
 for _name, _float, _inputs in QLINEAR_FLOAT_OPS:
     register(_name)(_float_op(_float, _inputs))
+
+_GLOBAL_AVERAGE_POOL = _float_op("GlobalAveragePool", 1)
+
+
+@register("com.microsoft.QLinearGlobalAveragePool")
+def _qlinear_global_average_pool(ctx: Context, ins, attrs):
+    """``_float_op``'s form; a 3-D input that a 1-D QLinearConv made (the squeezed row of its
+    2-D conv: ``int_conv``) is pooled as that row, and the pooled ``[N, C, 1, 1]`` squeezed:
+    the squeeze of the whole row, a kernel of its own between the conv and the mean, goes
+    (audio qop's last Conv1d, 128 x 50: 1.1 us, one thread)."""
+    found = squeezed(ctx, ctx.expr(ins[0])) if ctx.ndim(ins[0]) == 3 and \
+        not attrs.get("channels_last", 0) else None
+    if found is None or found[1] != [2]:
+        return _GLOBAL_AVERAGE_POOL(ctx, ins, attrs)
+    xf = _deq(ctx, found[0], ins[1], _opt(ins, 2))
+    y = ctx.emit(_op.squeeze(ctx.emit(_op.mean(xf, axis=[2, 3], keepdims=True)), [2]))
+    return _q(ctx, y, ins[3], _opt(ins, 4))
 
 
 @register("com.microsoft.QLinearConcat")

@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_quant import (
+    QRANGE,
     UNKNOWN,
+    BatchMatmulVnniPlan,
     MatmulVnniPlan,
     VnniConvPlan,
     activation_qparams,
@@ -25,10 +27,11 @@ from ....frontend_common.onnx_quant import (
     float_pieces,
     qdq_matmul_operands,
     qdq_weight_operands,
+    vnni_batch_matmul,
     vnni_conv,
 )
 from ... import op as _op
-from ...expr import Call, Var, const
+from ...expr import Call, PrimValue, Var, const
 from .context import Context
 
 
@@ -202,6 +205,8 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     (``onnx_quant.qdq_matmul_operands``): the scaling call, unbound (a binding of a bound value
     would be an alias that FuseOps does not fuse through); else None."""
     found = qdq_weight_operands(ctx)
+    if found is None and ctx.node.op_type == "MatMul":
+        return qdq_batch_matmul(ctx)
     if found is None:
         return None
     (qx, sx, zx), (wv, sw, zw) = found
@@ -213,3 +218,68 @@ def qdq_matmul(ctx: Context, trans_b: bool):
     bv, scale, bz = found
     y = int_matmul(ctx, qx, None, zx, bv, str(wv.dtype), bz)
     return _op.multiply(_op.astype(y, "float32"), const(scale))  # (the caller binds it)
+
+
+def _bound_call(ctx: Context, x, name: str):
+    """The call ``x`` is bound to when it is an ``name`` op's, else None."""
+    bound = ctx.bb.lookup_binding(x) if isinstance(x, Var) else x
+    return bound if isinstance(bound, Call) and getattr(bound.op, "name", "") == name else None
+
+
+def shifted_8bit(ctx: Context, q, to: str):
+    """The 8-bit ``q`` as the other 8-bit dtype ``to`` (int8 -> uint8: ``q + 128``; uint8 ->
+    int8: ``q - 128``), bound. Where ``q`` is a QuantizeLinear's saturating ``astype(clip(y,
+    lo, hi))`` of a float32 ``y``, the shifted quantization ``astype(clip(y + d, lo + d, hi +
+    d))``: no int16 round trip, and an epilogue the row kernels take as theirs (Relay's
+    ``qdq_weight.shifted_8bit`` has the numbers)."""
+    d = 128 if to == "uint8" else -128
+    cast = _bound_call(ctx, q, "relax.astype")
+    clip = None if cast is None else _bound_call(ctx, cast.args[0], "relax.clip")
+    if clip is not None and ctx.dtype(clip.args[0]) == "float32" and \
+            all(isinstance(v, PrimValue) for v in clip.args[1:]):
+        lo, hi = (float(v.value.value) for v in clip.args[1:])
+        if (lo, hi) == QRANGE[ctx.dtype(q)]:
+            y = _op.add(clip.args[0], const(np.float32(d)))
+            return ctx.emit(_op.astype(ctx.emit(_op.clip(y, lo + d, hi + d)), to))
+    wide = _op.add(_op.astype(q, "int16"), const(np.array(d, "int16")))
+    return ctx.emit(_op.astype(wide, to))
+
+
+def int_batch_matmul(ctx: Context, a, a_zv, b, b_zv):
+    """``onnx_quant.vnni_batch_matmul``'s form (``BatchMatmulVnniPlan``) of (a - a_zp) @
+    (b - b_zp), both 8-bit activations (..., M, K) and (..., K, N) with scalar zero point
+    values ``a_zv`` / ``b_zv`` (None when absent): the int32 matmul of the uint8 rows and
+    int8 columns (shifted where their dtype is the other), less each zero point times the
+    other operand's sums (int32, summed at run time), plus ``K * z_a * z_b`` (bound)."""
+    sa = ctx.shape(a)
+    nd, k = len(sa), int(sa[-1])
+    plan = BatchMatmulVnniPlan(ctx.dtype(a), a_zv, ctx.dtype(b), b_zv, k)
+    if plan.shift_a:
+        a = shifted_8bit(ctx, a, "uint8")
+    if plan.shift_b:
+        b = shifted_8bit(ctx, b, "int8")
+    y = ctx.emit(_op.matmul(a, b, out_dtype="int32"))
+    for z, v, axis in ((plan.b_zero_point, a, nd - 1), (plan.a_zero_point, b, nd - 2)):
+        if z:
+            sums = ctx.emit(_op.sum(_op.astype(v, "int32"), axis=[axis], keepdims=True))
+            y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(np.array(z, "int32")))))
+    if plan.constant:
+        y = ctx.emit(_op.add(y, const(np.array(plan.constant, "int64").astype("int32"))))
+    return y
+
+
+def qdq_batch_matmul(ctx: Context):
+    """The current MatMul node of two DequantizeLinear'd 8-bit activations (both noted by
+    ``remember_activation``: a QDQ transformer's Q @ K^T and P @ V) as ``int_batch_matmul``'s
+    int32 product scaled back to float32 (``s_a * s_b``; the call, unbound), where
+    ``onnx_quant.vnni_batch_matmul`` takes it; else None."""
+    ins = ctx.node.input
+    found = [ctx.act_inputs.get(i) for i in ins[:2]] if len(ins) > 1 else [None]
+    if any(f is None for f in found):
+        return None
+    (qa, sa, za), (qb, sb, zb) = found
+    if not vnni_batch_matmul(ctx.dtype(qa), za, ctx.shape(qa), ctx.dtype(qb), zb,
+                             ctx.shape(qb)):
+        return None
+    y = int_batch_matmul(ctx, qa, za, qb, zb)
+    return _op.multiply(_op.astype(y, "float32"), const(np.float32(sa) * np.float32(sb)))

@@ -19,6 +19,7 @@ from ....frontend_common.onnx_quant import (
     keeps_int8_weight,
     row_conv_attrs,
     scalar_qparams,
+    vnni_batch_matmul,
     vnni_conv,
     vnni_matmul,
 )
@@ -27,7 +28,7 @@ from ... import op as _op
 from ..common import dynamic_quantize_uint8
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
-from .qdq_weight import as_row, vnni_int_conv, vnni_int_matmul
+from .qdq_weight import as_row, vnni_batch_int_matmul, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
 from .registry import onnx_dtype, register
 
@@ -200,12 +201,16 @@ def add_to_product(acc, b, b_value):
 def int_matmul(ctx, a, a_zp, b, b_zp):
     """(A - a_zero_point) @ (B - b_zero_point) of 8-bit A (..., M, K) and B (K, N), a per-row
     A and per-column B zero point broadcast: (product, its dtype: float32 or int32), exact
-    (see ``_float_pieces``; on VNNI, ``onnx_quant.vnni_matmul``'s int32 product)."""
+    (see ``_float_pieces``; on VNNI, ``onnx_quant.vnni_matmul``'s int32 product, or for two
+    activations of one batch shape ``vnni_batch_matmul``'s)."""
     bv, a_zv, b_zv = ctx.maybe_value(b), _zp_value(ctx, a_zp), _zp_value(ctx, b_zp)
     if ctx.ndim(a) >= 2 and vnni_matmul(ctx.dtype(a), a_zv, a_zp is not None and
                                         int(np.prod(ctx.shape(a_zp))) == 1, ctx.dtype(b), bv,
                                         b_zv):
         return vnni_int_matmul(ctx, a, a_zp, a_zv, bv, ctx.dtype(b), b_zv), "int32"
+    if bv is None and vnni_batch_matmul(ctx.dtype(a), a_zv, ctx.shape(a), ctx.dtype(b), b_zv,
+                                        ctx.shape(b)):  # (two activations: attention's)
+        return vnni_batch_int_matmul(ctx, a, a_zv, b, b_zv), "int32"
     ranges = _float_pieces(ctx, a, a_zp, b, b_zp, -1, -2, range(ctx.ndim(b) - 2))
     acc = "int32" if ranges is None else "float32"
     a_s, b_s = _shifted(ctx, a, a_zp, acc, -2), _shifted(ctx, b, b_zp, acc, -1)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_quant import (
+    QRANGE,
     UNKNOWN,
+    BatchMatmulVnniPlan,
     MatmulVnniPlan,
     VnniConvPlan,
     activation_qparams,
@@ -35,6 +37,7 @@ from ....frontend_common.onnx_quant import (
     keeps_int8_weight,
     qdq_matmul_operands,
     qdq_weight_operands,
+    vnni_batch_matmul,
     vnni_conv,
 )
 from ... import expr as _expr
@@ -260,6 +263,8 @@ def vnni_qdq_matmul(ctx, a, trans_b: bool):
     (``onnx_quant.qdq_matmul_operands``); else None. ``a`` is the node's A input (not
     transposed)."""
     found = qdq_weight_operands(ctx)
+    if found is None and ctx.node.op_type == "MatMul":
+        return vnni_qdq_batch_matmul(ctx)
     if found is None or ctx.ndim(a) < 2:
         return None
     (qx, sx, zx), (qw, sw, zw) = found
@@ -270,3 +275,67 @@ def vnni_qdq_matmul(ctx, a, trans_b: bool):
     bv, scale, bz = found
     y = vnni_int_matmul(ctx, qx, None, zx, bv, ctx.dtype(qw), bz)
     return _op.multiply(_op.cast(y, "float32"), ctx.const(scale))
+
+
+def shifted_8bit(ctx, q, to: str):
+    """The 8-bit ``q`` as the other 8-bit dtype ``to`` (int8 -> uint8: ``q + 128``; uint8 ->
+    int8: ``q - 128``). Where ``q`` is a QuantizeLinear's saturating ``cast(clip(y, lo, hi))``
+    of a float32 ``y``, the shifted quantization ``cast(clip(y + d, lo + d, hi + d))``: no int16
+    round trip, and an epilogue the row kernels take as theirs (softmax of (1, 4, 128, 128)
+    requantized to int8 then shifted to uint8, one thread, us: through int16 47.5, folded
+    35.4; int8 alone 37.2)."""
+    d = 128 if to == "uint8" else -128
+    clip = q.args[0] if isinstance(q, _expr.Call) and getattr(q.op, "name", "") == "cast" \
+        else None
+    if isinstance(clip, _expr.Call) and getattr(clip.op, "name", "") == "clip" and \
+            ctx.dtype(clip.args[0]) == "float32" and \
+            (float(clip.attrs.a_min), float(clip.attrs.a_max)) == QRANGE[ctx.dtype(q)]:
+        y = _op.add(clip.args[0], ctx.const(np.float32(d)))
+        return _op.cast(_op.clip(y, float(clip.attrs.a_min) + d, float(clip.attrs.a_max) + d),
+                        to)
+    wide = _op.add(_op.cast(q, "int16"), ctx.const(np.array(d, "int16")))
+    return _op.cast(wide, to)
+
+
+def vnni_batch_int_matmul(ctx, a, a_zv, b, b_zv):
+    """``onnx_quant.vnni_batch_matmul``'s form (``BatchMatmulVnniPlan``) of (a - a_zp) @
+    (b - b_zp), both 8-bit activations (..., M, K) and (..., K, N) with scalar zero point
+    values ``a_zv`` / ``b_zv`` (None when absent): the int32 ``nn.batch_matmul`` of the uint8
+    rows and int8 columns (shifted where their dtype is the other), less each zero point
+    times the other operand's sums (int32, summed at run time), plus ``K * z_a * z_b``; in
+    the inputs' rank."""
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    m, k, n = int(sa[-2]), int(sa[-1]), int(sb[-1])
+    plan = BatchMatmulVnniPlan(ctx.dtype(a), a_zv, ctx.dtype(b), b_zv, k)
+    if plan.shift_a:
+        a = shifted_8bit(ctx, a, "uint8")
+    if plan.shift_b:
+        b = shifted_8bit(ctx, b, "int8")
+    nb = int(np.prod(sa[:-2]))
+    if len(sa) != 3:
+        a, b = _op.reshape(a, (nb, m, k)), _op.reshape(b, (nb, k, n))
+    y = _op.nn.batch_matmul(a, b, out_dtype="int32", transpose_b=False)
+    for z, v, axis in ((plan.b_zero_point, a, 2), (plan.a_zero_point, b, 1)):
+        if z:
+            sums = _op.sum(_op.cast(v, "int32"), axis=[axis], keepdims=True)
+            y = _op.subtract(y, _op.multiply(sums, ctx.const(np.array(z, "int32"))))
+    if plan.constant:
+        y = _op.add(y, ctx.const(np.array(plan.constant, "int64").astype("int32")))
+    return y if len(sa) == 3 else _op.reshape(y, (*sa[:-2], m, n))
+
+
+def vnni_qdq_batch_matmul(ctx):
+    """The current MatMul node of two DequantizeLinear'd 8-bit activations (``remember``
+    noted both: a QDQ transformer's Q @ K^T and P @ V) as ``vnni_batch_int_matmul``'s int32
+    product scaled back to float32 (``s_a * s_b``), where ``onnx_quant.vnni_batch_matmul``
+    takes it; else None."""
+    ins = ctx.node.input
+    found = [ctx.act_inputs.get(i) for i in ins[:2]] if len(ins) > 1 else [None]
+    if any(f is None for f in found):
+        return None
+    (qa, sa, za), (qb, sb, zb) = found
+    if not vnni_batch_matmul(ctx.dtype(qa), za, ctx.shape(qa), ctx.dtype(qb), zb,
+                             ctx.shape(qb)):
+        return None
+    y = vnni_batch_int_matmul(ctx, qa, za, qb, zb)
+    return _op.multiply(_op.cast(y, "float32"), ctx.const(np.float32(sa) * np.float32(sb)))
