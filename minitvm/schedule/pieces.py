@@ -46,16 +46,89 @@ def _cut_of(e, j) -> int | None:
     return const_int(cond.b) if a is j else None
 
 
+# at most this many starts from bound tests (a pad's border: ``j - 1 >= 0 and j - 1 < 224``)
+# cut an axis; more keep the per-element test (each start is a copy of the nest)
+MAX_BOUND_CUTS = 4
+
+
+def _offset_of(e, j) -> int | None:
+    """``k`` when ``e`` is ``j + k`` for a constant ``k`` (``j``, ``j + c``, ``j - c``, under
+    casts), else None."""
+    e = e.value if isinstance(e, E.Cast) else e
+    if e is j:
+        return 0
+    if isinstance(e, (E.Add, E.Sub)):
+        a = e.a.value if isinstance(e.a, E.Cast) else e.a
+        c = const_int(e.b)
+        if a is j and c is not None:
+            return c if isinstance(e, E.Add) else -c
+    return None
+
+
+def _bound_test(e, j):
+    """``(t, below)`` when ``e`` compares ``j + k`` with a constant and so changes truth value
+    at ``j == t`` (``below``: its value for ``j < t``), else None."""
+    if not isinstance(e, (E.LT, E.LE, E.GT, E.GE)):
+        return None
+    k, c = _offset_of(e.a, j), const_int(e.b)
+    if k is None or c is None:
+        return None
+    if isinstance(e, (E.LT, E.GE)):  # j + k < c  <=>  j < c - k
+        return c - k, isinstance(e, E.LT)
+    return c - k + 1, isinstance(e, E.LE)  # j + k <= c  <=>  j < c - k + 1
+
+
 def cuts(body, j, n: int) -> list[int]:
-    """The piece starts inside ``(0, n)`` that ``body`` tests axis var ``j`` against."""
-    found = {_cut_of(e, j) for e in post_order(body)}
+    """The piece starts inside ``(0, n)`` that ``body`` tests axis var ``j`` against: the
+    starts of a piece tree (``if_then_else(j < c)``) and, up to ``MAX_BOUND_CUTS`` of them, the
+    thresholds of bound tests of ``j`` plus a constant (a pad's borders)."""
+    found, bounds = set(), set()
+    for e in post_order(body):
+        found.add(_cut_of(e, j))
+        test = _bound_test(e, j)
+        if test is not None and 0 < test[0] < n:
+            bounds.add(test[0])
+    if len(bounds) <= MAX_BOUND_CUTS:
+        found |= bounds
     return sorted(c for c in found if c is not None and 0 < c < n)
+
+
+def _decided(e, j, lo: int, hi: int):
+    """``e`` with what ``j`` in ``[lo, hi)`` decides folded: a bound test of ``j`` that is
+    constant over the range, ``and`` / ``or`` of a known operand, an ``if_then_else`` or
+    ``Select`` of a known condition; else ``e``."""
+    test = _bound_test(e, j)
+    if test is not None:
+        t, below = test
+        if hi <= t:
+            return E.IntImm("bool", int(below))
+        if lo >= t:
+            return E.IntImm("bool", int(not below))
+        return e
+    if isinstance(e, (E.And, E.Or)):
+        a, b = (const_int(x) if isinstance(x, E.IntImm) and x.dtype == "bool" else None
+                for x in (e.a, e.b))
+        absorbing = 0 if isinstance(e, E.And) else 1
+        if absorbing in (a, b):
+            return E.IntImm("bool", absorbing)
+        if a is not None:
+            return e.b
+        if b is not None:
+            return e.a
+        return e
+    if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op_name == "tir.if_then_else"):
+        cond, yes, no = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) \
+            else e.args
+        if isinstance(cond, E.IntImm) and cond.dtype == "bool":
+            return yes if cond.value else no
+    return e
 
 
 def resolve(body, j, lo: int, hi: int):
     """``body`` for ``j`` in ``[lo, hi)`` (no cut inside): each ``if_then_else(j < c)`` is its
-    taken branch, and each ``min`` / ``max`` of indices that the range decides (the clamps that
-    keep a piece's loads in bounds whichever piece a lane is in) its deciding operand.
+    taken branch, each ``min`` / ``max`` of indices that the range decides (the clamps that
+    keep a piece's loads in bounds whichever piece a lane is in) its deciding operand, and each
+    bound test the range decides its value (``_decided``).
 
     The walk goes down only the taken branch of a decided test: resolving each of ``k`` pieces
     of a tree that holds all ``k`` would otherwise rebuild (and bound every clamp of) the whole
@@ -92,7 +165,7 @@ def resolve(body, j, lo: int, hi: int):
             else:
                 kids = expr_children(node)
                 new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-                memo[id(node)] = clamp(new)
+                memo[id(node)] = _decided(clamp(new), j, lo, hi)
             continue
         stack.append((node, True))
         for kid in (branch,) if branch is not None else reversed(expr_children(node)):
