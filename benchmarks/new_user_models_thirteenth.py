@@ -20,7 +20,8 @@ step with Hugging Face's static KV cache (``index_copy_`` and index-put writes a
 (``grid_sample`` over two levels with learned offsets around reference points), a Vocos vocoder
 (ConvNeXt 1-D blocks, an inverse STFT as a DFT-basis ``conv_transpose1d`` over-lap-add divided
 by the window envelope) and a 2-D Gaussian-splatting renderer (covariances from rotations and
-scales, depth sort by ``argsort``, front-to-back compositing by an exclusive ``cumprod``). Kept
+scales, depth sort by ``argsort``, front-to-back compositing by an exclusive product as a
+``cumsum`` of ``log1p``). Kept
 apart so the main script stays readable."""
 
 from __future__ import annotations
@@ -175,9 +176,10 @@ def thirteenth_models():
 
         def pixel_shuffle(self, x, r=2):
             b, n, c = x.shape
-            x = x.view(b, self.side, self.side // r, c * r)
-            x = x.permute(0, 2, 1, 3).reshape(b, self.side // r, self.side // r, c * r * r)
-            return x.permute(0, 2, 1, 3).reshape(b, -1, c * r * r)
+            x = x.reshape(b, self.side, self.side // r, c * r)
+            x = x.permute(0, 2, 1, 3).contiguous().view(b, self.side // r, self.side // r,
+                                                         c * r * r)
+            return x.permute(0, 2, 1, 3).contiguous().view(b, -1, c * r * r)
 
         def forward(self, x):
             t = self.vit(self.patch(x).flatten(2).transpose(1, 2) + self.pos)
@@ -594,7 +596,7 @@ def thirteenth_models():
         """A latent code decoded by an MLP into N 2-D Gaussians (means, log scales, angles,
         colours, opacities, depths) rendered front to back at ``side x side``: conic from
         ``R S S^T R^T`` inverted in closed form, per-pixel alpha capped at 0.99, the Gaussians
-        sorted by depth, transmittance an exclusive ``cumprod`` of ``1 - alpha``."""
+        sorted by depth, transmittance an exclusive product of ``1 - alpha``."""
 
         def __init__(self, latent=64, n=96, side=32, hidden=256):
             super().__init__()
@@ -631,8 +633,10 @@ def thirteenth_models():
             power = -0.5 * (conic[:, None, :, 0] * d[..., 0] ** 2 + conic[:, None, :, 2] *
                             d[..., 1] ** 2) - conic[:, None, :, 1] * d[..., 0] * d[..., 1]
             alpha = (opacity[:, None] * torch.exp(power.clamp(max=0.0))).clamp(max=0.99)
-            trans = torch.cumprod(torch.cat([torch.ones_like(alpha[..., :1]),
-                                             1 - alpha[..., :-1]], -1), -1)
+            # transmittance before each Gaussian: exp of an exclusive cumsum of log(1 - a)
+            # (the log form of cumprod, which torch's ONNX exporters lack)
+            logt = torch.log1p(-alpha)
+            trans = torch.exp(torch.cumsum(logt, -1) - logt)
             img = torch.einsum("bpn,bnc->bpc", alpha * trans, color)
             return img.transpose(1, 2).reshape(b, 3, self.side, self.side)
 

@@ -120,8 +120,10 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
         env[value] = v
         params.append(v)
     ctx = AtenContext()
+    views: dict = {}
     for node in graph.nodes():
         _convert(ctx, node, env, table)
+        _write_back(ctx, node, env, views)
     outs = [env[o] for o in graph.outputs()]
     if any(isinstance(o, ComplexValue) for o in outs):
         raise ImportError_("a complex graph output is not supported (Relay has no complex "
@@ -130,6 +132,42 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     known = set(params)
     func = _expr.Function(params + [v for v in free_vars(body) if v not in known], body)
     return InferType()(IRModule.from_expr(func)), {}
+
+
+def _mutates(name: str) -> bool:
+    """Whether ATen op ``name`` writes into its first argument (``add_``, ``index_put_``,
+    ``__iand__``), not a dunder like ``__and__``."""
+    return (name.endswith("_") and not name.endswith("__")) or (
+        name.startswith("__i") and name.endswith("__"))
+
+
+def _write_back(ctx, node, env, views) -> None:
+    """In-place semantics the graph leaves implicit. An op that writes into its first
+    argument rebinds that value to its result (the graph may read the argument later, as
+    ``return kc`` after ``kc.index_copy_(...)`` does); a full-range ``slice`` (``x[:, :]``,
+    what ``kc[:, :, pos] = v`` traces to before its ``index_put_``) is the same tensor as its
+    source, so a write into it rebinds the source too, up the chain."""
+    kind = node.kind()
+    if not kind.startswith("aten::"):
+        return
+    name = kind[6:]
+    ins = list(node.inputs())
+    if name == "slice" and len(ins) == 5:
+        x, dim, start, end, step = (env.get(v) for v in ins)
+        if isinstance(x, _expr.Expr) and isinstance(dim, int):
+            size = int(ctx.shape(x)[dim])
+            if start in (0, None) and step in (1, None) and (end is None or end >= size):
+                views[node.output()] = ins[0]
+        return
+    if not _mutates(name) or not ins or node.outputsSize() != 1:
+        return
+    out = env.get(node.output())
+    if not isinstance(out, _expr.Expr) or not isinstance(env.get(ins[0]), _expr.Expr):
+        return
+    target = ins[0]
+    while target is not None:
+        env[target] = out
+        target = views.get(target)
 
 
 def _to_expr(value):
