@@ -64,3 +64,18 @@ def test_one_hot_assertion_is_dropped():
         return F.one_hot(choice, 5).cumsum(0) * 2
 
     _run(route, _randn(7, 5))
+
+
+def test_bfloat16_table_widened():
+    """A bfloat16 table widened with ``.float()`` (``frontend_common.torch_arrays``)."""
+    from .exported_program_run import run_exported_module
+
+    class Table(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", (0.5 * torch.randn(10, 4)).to(torch.bfloat16))
+
+        def forward(self, idx):
+            return F.embedding(idx, self.w).float() * 2.0
+
+    run_exported_module(Table(), torch.tensor([[3, 0, 9], [1, 1, 4]]))

@@ -99,3 +99,25 @@ def test_constant_amounts_take_the_plain_shift():
     q = _ints(5, 6, lo=0, hi=256, dtype=torch.uint8)
     text = str(check_both_importers(Nibbles(), q)["main"])
     assert "right_shift" in text and "left_shift" in text and "where" not in text
+
+
+def test_view_as_and_reshape_as():
+    class As(nn.Module):
+        def forward(self, x, y):
+            return x.view_as(y) + x.t().reshape_as(y)
+
+    check_both_importers(As(), _randn(4, 6), _randn(2, 3, 4, seed=1))
+
+
+def test_bfloat16_table_widened():
+    """A bfloat16 embedding table read and widened with ``.float()``: exact in float32."""
+
+    class Table(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", (0.5 * torch.randn(10, 4)).to(torch.bfloat16))
+
+        def forward(self, idx):
+            return torch.nn.functional.embedding(idx, self.w).float() * 2.0
+
+    check_both_importers(Table(), torch.tensor([[3, 0, 9], [1, 1, 4]]))

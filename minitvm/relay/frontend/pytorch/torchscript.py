@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ... import expr as _expr
 from ...analysis import free_vars
@@ -27,7 +28,7 @@ _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim:
 
 
 def _numpy(t) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy().copy()
+    return tensor_to_numpy(t)  # bfloat16 widened to float32 (frontend_common.torch_arrays)
 
 
 def _scalar_type_args(node) -> set[int]:
