@@ -121,3 +121,29 @@ def test_bfloat16_table_widened():
             return torch.nn.functional.embedding(idx, self.w).float() * 2.0
 
     check_both_importers(Table(), torch.tensor([[3, 0, 9], [1, 1, 4]]))
+
+
+def test_row_put_compares_rows_with_indices_only():
+    """``x[idx] = v`` of whole rows: negative indices count from the end; a row written twice
+    (with equal values here: torch leaves the winner unspecified) keeps one of them; rows not
+    written keep x. Only a (rows, updates) table is compared, not every element."""
+    from minitvm.relay.expr import Call
+    from minitvm.relay.expr_functor import post_order_visit
+
+    class RowPut(nn.Module):
+        def forward(self, x, v, idx):
+            x = x.clone()
+            x[idx] = v
+            return x
+
+    v = _randn(4, 3, 5, seed=1)
+    v[3] = v[1]
+    mod = check_both_importers(RowPut(), _randn(7, 3, 5), v, torch.tensor([2, -1, 0, 6]))
+    compared = []
+
+    def visit(e):
+        if isinstance(e, Call) and getattr(e.op, "name", "") == "equal":
+            compared.append(tuple(int(d) for d in e.checked_type.shape))
+
+    post_order_visit(mod["main"].body, visit)
+    assert compared == [(7, 4)]

@@ -155,6 +155,8 @@ def _index_put(ctx, args):
     if m == 1:  # x[idx] (+)= v: a scatter along axis 0 of slices (the native paths above)
         n = int(np.prod(bshape, dtype=np.int64))
         rest = shape[1:]
+        if not accumulate and shape[0] * n <= _MAX_SLOT_PAIRS:
+            return _slices_written(ctx, x, indices[0], values, bshape, n, shape)
         idx = _op.broadcast_to(_op.reshape(indices[0], (n,) + (1,) * len(rest)), (n,) + rest)
         vals = _op.reshape(_op.broadcast_to(values, tuple(bshape) + rest), (n,) + rest)
         return _scatter_elements(ctx, x, idx, vals, 0, "add" if accumulate else "update")
@@ -166,6 +168,30 @@ def _index_put(ctx, args):
     upd_shape = tuple(bshape) + shape[m:]
     values = _op.broadcast_to(values, upd_shape)
     return _op.scatter_nd(x, stacked, values, "add" if accumulate else "update")
+
+
+# the largest (rows x written slices) comparison ``_slices_written`` makes
+_MAX_SLOT_PAIRS = 1 << 20
+
+
+def _slices_written(ctx, x, index, values, bshape, n, shape):
+    """``x[idx] = v`` writing whole rows (a static KV cache's ``cache_position`` slots): each
+    row of ``x`` takes the last update aimed at it, found by comparing the rows with the
+    ``n`` indices only (a (rows, n) table, not one comparison per element), then one gather
+    of the updates and a select. Scattered element by element, every element of every row
+    was compared with every update (4x the whole model's cache write time)."""
+    rows, rest = shape[0], shape[1:]
+    idx = _wrap(ctx, _op.reshape(index, (1, n)), rows)
+    idt = ctx.dtype(index)
+    hit = _op.equal(idx, _expr.const(np.arange(rows, dtype=idt).reshape(rows, 1), idt))
+    order = _expr.const(np.arange(n, dtype="int64").reshape(1, n), "int64")
+    last = _op.max(_op.where(hit, order, _expr.const(np.array(-1, "int64"), "int64")),
+                   axis=1)                                                    # (rows,)
+    written = _op.reshape(_op.greater_equal(last, _expr.const(np.array(0, "int64"), "int64")),
+                          (rows,) + (1,) * len(rest))
+    vals = _op.reshape(_op.broadcast_to(values, tuple(bshape) + rest), (n,) + rest)
+    taken = _op.take(vals, _op.clip(last, 0, n - 1), axis=0)
+    return _op.where(written, taken, x)
 
 
 def _sliced_put(ctx, x, indices, values, accumulate):
