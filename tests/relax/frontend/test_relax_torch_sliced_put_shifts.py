@@ -79,3 +79,18 @@ def test_bfloat16_table_widened():
             return F.embedding(idx, self.w).float() * 2.0
 
     run_exported_module(Table(), torch.tensor([[3, 0, 9], [1, 1, 4]]))
+
+
+def test_writes_through_partial_views():
+    """``x[:, 1:3] = v`` and kin: torch.export's slice_scatter / select_scatter / copy / fill."""
+
+    def writes(x, v):
+        x = x.clone()
+        x[:, 1:3] = v
+        x[:, 0::2] *= 2.0
+        x[1, 1:3] += v[0]
+        x[:, -1] = 7.0
+        x[0].zero_()
+        return x + 1.0
+
+    _run(writes, _randn(3, 5), _randn(3, 2, seed=1))

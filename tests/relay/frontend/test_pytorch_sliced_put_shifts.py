@@ -147,3 +147,23 @@ def test_row_put_compares_rows_with_indices_only():
 
     post_order_visit(mod["main"].body, visit)
     assert compared == [(7, 4)]
+
+
+class SliceWrites(nn.Module):
+    """Writes through partial views: a slice assignment (``copy_``), in-place arithmetic on
+    strided slices, ``fill_`` / ``zero_`` of selected rows and columns, a chain of views."""
+
+    def forward(self, x, v):
+        x = x.clone()
+        x[:, 1:3] = v
+        x[:, 0::2] *= 2.0
+        x[1, 1:3] += v[0]
+        x[:, -1] = 7.0
+        row = x[2]
+        row.mul_(3.0)
+        x[0].zero_()
+        return x + 1.0
+
+
+def test_writes_through_partial_views():
+    check_both_importers(SliceWrites(), _randn(3, 5), _randn(3, 2, seed=1))

@@ -19,6 +19,7 @@ from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
 from .aten_fft import ComplexValue, refuse_complex
+from .aten_views import written_into
 
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
          "prim::TupleUnpack", "prim::NumToTensor", "prim::dtype", "prim::device",
@@ -145,20 +146,19 @@ def _mutates(name: str) -> bool:
 def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
-    ``return kc`` after ``kc.index_copy_(...)`` does); a full-range ``slice`` (``x[:, :]``,
-    what ``kc[:, :, pos] = v`` traces to before its ``index_put_``) is the same tensor as its
-    source, so a write into it rebinds the source too, up the chain."""
+    ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
+    source: a write into it (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos]
+    = v`` to full-range slices and ``index_put_``) writes the source too, up the chain of views:
+    the source rebinds to itself with the view's positions replaced."""
     kind = node.kind()
     if not kind.startswith("aten::"):
         return
     name = kind[6:]
     ins = list(node.inputs())
-    if name == "slice" and len(ins) == 5:
-        x, dim, start, end, step = (env.get(v) for v in ins)
-        if isinstance(x, _expr.Expr) and isinstance(dim, int):
-            size = int(ctx.shape(x)[dim])
-            if start in (0, None) and step in (1, None) and (end is None or end >= size):
-                views[node.output()] = ins[0]
+    if name in ("slice", "select") and len(ins) in (3, 5):
+        spec = _view_spec(ctx, name, [env.get(v) for v in ins])
+        if spec is not None:
+            views[node.output()] = (ins[0], spec)
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -166,9 +166,31 @@ def _write_back(ctx, node, env, views) -> None:
     if not isinstance(out, _expr.Expr) or not isinstance(env.get(ins[0]), _expr.Expr):
         return
     target = ins[0]
-    while target is not None:
-        env[target] = out
-        target = views.get(target)
+    env[target] = out
+    while target in views:
+        source, spec = views[target]
+        out = written_into(ctx, env[source], out, *spec)
+        env[source] = out
+        target = source
+
+
+def _view_spec(ctx, name, args):
+    """(axis, positions of the source along it, whether the axis is dropped) of a static
+    ``slice(x, dim, start, end, step)`` or ``select(x, dim, index)``; None if not static."""
+    x, dim = args[0], args[1]
+    if not isinstance(x, _expr.Expr) or not isinstance(dim, int):
+        return None
+    shape = ctx.shape(x)
+    axis = dim % len(shape)
+    size = int(shape[axis])
+    if name == "select":
+        if not isinstance(args[2], int):
+            return None
+        return axis, np.array([args[2] % size]), True
+    start, end, step = args[2:5]
+    if not all(v is None or isinstance(v, int) for v in (start, end, step)):
+        return None
+    return axis, np.arange(size)[slice(start, end, step)], False
 
 
 def _to_expr(value):
