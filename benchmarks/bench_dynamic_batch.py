@@ -35,6 +35,7 @@ import new_user_models_ninth  # noqa: E402
 import new_user_models_seventh  # noqa: E402
 import new_user_models_sixth  # noqa: E402
 import new_user_models_tenth  # noqa: E402
+import new_user_models_thirteenth  # noqa: E402
 import new_user_models_twelfth  # noqa: E402
 from interleave import settled_rounds  # noqa: E402
 
@@ -99,7 +100,8 @@ def model_table() -> dict:
                   new_user_models_seventh.seventh_models, new_user_models_ninth.ninth_models,
                   new_user_models_tenth.tenth_models,
                   new_user_models_eleventh.eleventh_models,
-                  new_user_models_twelfth.twelfth_models):
+                  new_user_models_twelfth.twelfth_models,
+                  new_user_models_thirteenth.thirteenth_models):
         # the models of one image input (a shape); those with other inputs are left out
         table.update({k: v for k, v in group().items() if isinstance(v[1], tuple)})
     return table

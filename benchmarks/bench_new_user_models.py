@@ -15,6 +15,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group tenth    # the tenth (new_user_models_tenth)
     python benchmarks/bench_new_user_models.py --group eleventh # the eleventh (..._eleventh)
     python benchmarks/bench_new_user_models.py --group twelfth  # the twelfth (..._twelfth)
+    python benchmarks/bench_new_user_models.py --group thirteenth  # (..._thirteenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -43,6 +44,7 @@ from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
+from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -1795,7 +1797,7 @@ def main() -> int:
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
-                                        "twelfth", "all"),
+                                        "twelfth", "thirteenth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1830,7 +1832,11 @@ def main() -> int:
                     "12 of the twelfth (a Gemma-2 step with a KV cache and soft-capping, a Phi "
                     "parallel block with partial rotary, Mamba-2's chunked SSD, Griffin's "
                     "RG-LRU, YOLOv8 with DFL, Mask2Former's masked attention, an EGNN over an "
-                    "edge list, Nystromformer, BitNet b1.58, BigVGAN, xDeepFM's CIN, Hyena); all")
+                    "edge list, Nystromformer, BitNet b1.58, BigVGAN, xDeepFM's CIN, Hyena); thirteenth: "
+                    "the 12 of the thirteenth (Mixtral capacity-dispatched MoE, Medusa heads, a "
+                    "pixel-shuffle + Q-Former VLM connector, VITS durations, SigLIP, ColBERT "
+                    "MaxSim, a neural-spline flow, AWQ int4, a static-KV-cache Llama, RT-DETR "
+                    "deformable attention, Vocos, Gaussian splatting); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1841,13 +1847,13 @@ def main() -> int:
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
-    eleventh, twelfth = eleventh_models(), twelfth_models()
+    eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth, **eleventh, **twelfth}
+             **ninth, **tenth, **eleventh, **twelfth, **thirteenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
-             "all": table}[args.group]
+             "thirteenth": thirteenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

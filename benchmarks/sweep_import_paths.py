@@ -50,6 +50,7 @@ from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
+from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -72,7 +73,8 @@ def groups() -> dict:
               "fourth": nu.fourth_models(), "fifth": fifth_models(), "sixth": sixth_models(),
               "seventh": seventh_models(), "eighth": eighth_models(),
               "ninth": ninth_models(), "tenth": tenth_models(),
-              "eleventh": eleventh_models(), "twelfth": twelfth_models()}
+              "eleventh": eleventh_models(), "twelfth": twelfth_models(),
+              "thirteenth": thirteenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -316,7 +318,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                             "eighth", "ninth", "tenth", "eleventh", "twelfth", "all"))
+                             "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
+                             "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")

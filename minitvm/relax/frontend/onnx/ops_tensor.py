@@ -337,10 +337,16 @@ def _einsum(ctx: Context, ins, attrs):
 @register("EyeLike")
 def _eye_like(ctx: Context, ins, attrs):
     dims = ctx.shape(ins[0])
-    if not all(isinstance(d, int) for d in dims):
-        raise ctx.fail("EyeLike needs a static shape")
     dtype = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
-    return np.eye(dims[0], dims[1], int(attrs.get("k", 0)), dtype=dtype)
+    k = int(attrs.get("k", 0))
+    if all(isinstance(d, int) for d in dims):
+        return np.eye(dims[0], dims[1], k, dtype=dtype)
+    # a symbolic size (SigLIP's ``2 * eye(batch) - 1`` labels under a dynamic batch): ones
+    # where the column index is the row index plus k
+    rows = _op.reshape(_op.arange(0, dims[0], 1, "int64"), ctx.shape_expr([dims[0], 1]))
+    cols = _op.reshape(_op.arange(0, dims[1], 1, "int64"), ctx.shape_expr([1, dims[1]]))
+    hit = _op.equal(_op.add(rows, const(np.array(k, "int64"))), cols)
+    return ctx.emit(_op.astype(hit, dtype))
 
 
 @register("Tile")

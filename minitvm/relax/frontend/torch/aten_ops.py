@@ -6,10 +6,12 @@ import operator
 
 import numpy as np
 
+from ....frontend_common.bit_shift import shift
+from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
-from ...expr import Expr, TupleGetItem, const
+from ...expr import Constant, Expr, TupleGetItem, const
 from ..common import crop_negative_pads
 from ..pool_indices import maxpool_indices
 from ..spatial import grid_sample_2d
@@ -862,15 +864,34 @@ def _index_put(ctx: AtenContext, args):
     ``index_add`` along axis 0 and of ``x[idx] += v``)."""
     x, indices, values = args[0], list(args[1]), args[2]
     accumulate = bool(args[3]) if len(args) > 3 and args[3] is not None else False
-    if any(i is None for i in indices):
-        raise ctx.fail("index_put with a skipped (None) leading axis is not supported")
-    if any(ctx.dtype(i) == "bool" for i in indices):
+    if any(i is not None and ctx.dtype(i) == "bool" for i in indices):
         raise ctx.fail("index_put with a boolean mask is not supported")
     if not isinstance(values, Expr):
         values = ctx.tensor(values, x)
     elif ctx.dtype(values) != ctx.dtype(x):
         values = ctx.emit(_op.astype(values, ctx.dtype(x)))
+    if any(i is None for i in indices):  # x[:, :, i] = v: the put with the indexed axes first
+        given = [i for i in indices if i is not None]
+        shapes = [tuple(ctx.shape(i)) for i in given]
+        bshape = shapes[0] if len(set(shapes)) == 1 else np.broadcast_shapes(*shapes)
+        plan = plan_sliced_put(ctx.shape(x), [i is not None for i in indices], bshape)
+        values = _op.permute_dims(_op.broadcast_to(values, ctx.shape_expr(plan.value_shape)),
+                                  list(plan.value_perm))
+        x = ctx.emit(_op.permute_dims(x, list(plan.perm)))
+        put = _op.index_put(x, given, ctx.emit(values), accumulate)
+        return ctx.emit(_op.permute_dims(put, list(plan.inverse)))
     return ctx.emit(_op.index_put(x, indices, values, accumulate))
+
+
+@register("index_copy.default")
+def _index_copy(ctx: AtenContext, args):
+    """index_copy(self, dim, index, source): source's slice i written to self's slice index[i]
+    along dim (Hugging Face's static KV cache writes ``cache_position`` so): the put
+    ``self[:, ..., index] = source`` with ``dim`` sliced axes in front."""
+    x, dim, index, src = args[:4]
+    if ctx.ndim(index) != 1:
+        raise ctx.fail("index_copy: the index must be 1-D")
+    return _index_put(ctx, [x, [None] * (int(dim) % ctx.ndim(x)) + [index], src, False])
 
 
 @register("grid_sampler_2d.default")
@@ -1139,6 +1160,45 @@ register("operator.le")(lambda ctx, a: ctx.simplify(a[0] <= a[1]))
 register("operator.gt")(lambda ctx, a: ctx.simplify(a[0] > a[1]))
 register("operator.lt")(lambda ctx, a: ctx.simplify(a[0] < a[1]))
 register("operator.eq")(lambda ctx, a: ctx.simplify(a[0] == a[1]))
+
+
+@register("_assert_async.msg", "_assert_async.default", "_functional_assert_async.msg")
+def _assert_async(ctx: AtenContext, args):
+    """A check of a tensor's values torch.export records (``F.one_hot``'s indices in range):
+    it computes nothing the program uses, and the compiled program does not check it."""
+    return None
+
+
+def _shift(left: bool):
+    """``x >> y`` / ``x << y`` of integer tensors: the 4-bit unpacking of AWQ / GPTQ weights,
+    ``(q >> 4) & 0xF``. Amounts outside [0, bits) shift every bit out, as torch does
+    (``frontend_common.bit_shift``)."""
+
+    def convert(ctx: AtenContext, args):
+        a, b = args[0], args[1]
+        like = a if isinstance(a, Expr) else b
+        if any(isinstance(v, Expr) and not ctx.dtype(v).startswith(("int", "uint"))
+               for v in (a, b)):
+            raise ctx.fail("a bit shift is defined on integer tensors")
+        known = b if not isinstance(b, Expr) else (
+            b.data.numpy() if isinstance(b, Constant) else None)
+        x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        if ctx.dtype(x) != ctx.dtype(y):
+            target = tensors_dtype(ctx.dtype(x), ctx.dtype(y), ctx.ndim(x) == 0,
+                                   ctx.ndim(y) == 0)
+            x, y = (v if ctx.dtype(v) == target else ctx.emit(_op.astype(v, target))
+                    for v in (x, y))
+        dt = ctx.dtype(x)
+        return ctx.emit(shift(_op, x, y, left, dt, known,
+                              lambda v: const(np.array(v, dt)), ctx.emit))
+
+    return convert
+
+
+register("__rshift__.Scalar", "__rshift__.Tensor", "bitwise_right_shift.Tensor",
+         "bitwise_right_shift.Tensor_Scalar", "bitwise_right_shift.Scalar_Tensor")(_shift(False))
+register("__lshift__.Scalar", "__lshift__.Tensor", "bitwise_left_shift.Tensor",
+         "bitwise_left_shift.Tensor_Scalar", "bitwise_left_shift.Scalar_Tensor")(_shift(True))
 
 
 @register("_assert_scalar.default")

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ....runtime.ndarray import NDArray
 from ...block_builder import BlockBuilder
@@ -56,7 +57,7 @@ def _schema_args(target, args, kwargs) -> list:
 
 
 def _numpy(t) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy().copy()
+    return tensor_to_numpy(t)  # bfloat16 widened to float32 (frontend_common.torch_arrays)
 
 
 def _var_name(name: str) -> str:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ....frontend_common.bit_shift import shift
 from ... import op as _op
 from ...op import nn as _nn
 from .registry import onnx_dtype, register
@@ -92,24 +93,11 @@ def _mod(ctx, ins, attrs):
 
 @register("BitShift")
 def _bitshift(ctx, ins, attrs):
+    """Amounts outside [0, bits) shift every bit out (``frontend_common.bit_shift``)."""
     x, y = ins
-    left = attrs.get("direction", "LEFT") == "LEFT"
     dt = ctx.dtype(x)
-    width = np.iinfo(np.dtype(dt)).bits
-    known = ctx.maybe_value(y)
-    if known is not None and ((known >= 0) & (known < width)).all():
-        return _op.left_shift(x, y) if left else _op.right_shift(x, y)
-    # a shift outside [0, width) shifts every bit out (the ONNX specification): 0, or the
-    # sign fill for a right shift; the amount is clamped first so no native shift overflows
-    def c(v):
-        return ctx.const(np.array(v, dt))
-
-    out_of_range = _op.logical_or(_op.less(y, c(0)), _op.greater_equal(y, c(width)))
-    safe = _op.where(out_of_range, c(0), y)
-    if left:
-        return _op.where(out_of_range, c(0), _op.left_shift(x, safe))
-    fill = _op.right_shift(x, c(width - 1)) if np.dtype(dt).kind == "i" else c(0)
-    return _op.where(out_of_range, fill, _op.right_shift(x, safe))
+    return shift(_op, x, y, attrs.get("direction", "LEFT") == "LEFT", dt, ctx.maybe_value(y),
+                 lambda v: ctx.const(np.array(v, dt)))
 
 
 def _variadic(fn):

@@ -14,6 +14,7 @@ from . import aten_recurrent  # noqa: F401  (lstm, gru and the recurrent cells)
 from . import aten_scatter  # noqa: F401  (scatter, scatter_reduce, index_add, index_put)
 from . import aten_transformer  # noqa: F401  (the nn.TransformerEncoder fast paths)
 from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool)
+from . import aten_views  # noqa: F401  (copy_, fill_, slice_scatter: writes through views)
 from . import aten_windows  # noqa: F401  (Tensor.unfold, bucketize, searchsorted)
 from .aten import ATEN  # noqa: F401
 from .exported import from_exported_program  # noqa: F401

@@ -468,6 +468,12 @@ def _view(ctx, args):
     return _op.reshape(args[0], _resolve_shape(ctx, args[0], args[1]))
 
 
+@register("view_as", "reshape_as")
+def _view_as(ctx, args):
+    """``x.view_as(other)``: x in other's shape (Medusa's candidate scores take the tree's)."""
+    return _op.reshape(args[0], tuple(int(d) for d in ctx.shape(args[1])))
+
+
 @register("flatten")
 def _flatten(ctx, args):
     x = args[0]

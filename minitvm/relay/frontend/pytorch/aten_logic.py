@@ -1,6 +1,7 @@
 """ATen converters for the boolean and bitwise operators: ``~``, ``&``, ``|``, ``^`` (which
 TorchScript records as ``bitwise_not``, ``__and__``, ``__or__``, ``__xor__``), their
-``bitwise_*`` and in-place spellings, and ``logical_and`` / ``logical_or`` / ``logical_xor``.
+``bitwise_*`` and in-place spellings, ``logical_and`` / ``logical_or`` / ``logical_xor``, and
+the shifts ``>>`` / ``<<``.
 
 On bool tensors the operators are the logical ops; on integer tensors the bitwise ones, a bool
 operand promoted to the other's integer type as torch does. The ``logical_*`` functions take any
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import operator
 
+from ....frontend_common.bit_shift import shift
+from ... import expr as _expr
 from ... import op as _op
 from .aten import _is_expr, _pair, _scalar_like, register
 
@@ -80,3 +83,30 @@ def _bitwise_not(ctx, args):
     if dt.startswith("float"):
         raise ctx.fail(f"bitwise_not is defined on bool and integer tensors, got {dt}")
     return _op.bitwise_not(x)
+
+
+def _shift(left):
+    """``x >> y`` / ``x << y`` of integer tensors (``__rshift__``, ``bitwise_right_shift``):
+    the 4-bit unpacking of AWQ / GPTQ weights, ``(q >> 4) & 0xF``. Amounts outside
+    [0, bits) shift every bit out, as torch does (``frontend_common.bit_shift``)."""
+
+    def convert(ctx, args):
+        a, b = args[0], args[1]
+        if not _is_expr(a) and not _is_expr(b):
+            return a << b if left else a >> b
+        dts = {ctx.dtype(v) for v in (a, b) if _is_expr(v)}
+        if any(not d.startswith(("int", "uint")) for d in dts):
+            raise ctx.fail(f"a bit shift is defined on integer tensors, got {sorted(dts)}")
+        known = b if not _is_expr(b) else (b.data.numpy() if isinstance(b, _expr.Constant)
+                                           else None)
+        x, y = _pair(ctx, a, b)
+        dt = ctx.dtype(x)
+        return shift(_op, x, y, left, dt, known, lambda v: _scalar_like(ctx, v, x))
+
+    return convert
+
+
+register("__rshift__", "__irshift__", "bitwise_right_shift", "bitwise_right_shift_")(
+    _shift(False))
+register("__lshift__", "__ilshift__", "bitwise_left_shift", "bitwise_left_shift_")(
+    _shift(True))

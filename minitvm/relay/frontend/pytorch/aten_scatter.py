@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.unpool_plan import plan_unpool
 from ... import expr as _expr
 from ... import op as _op
@@ -144,17 +145,18 @@ def _index_put(ctx, args):
         m = _op.reshape(mask, mshape + (1,) * (len(shape) - len(mshape)))
         v = _op.reshape(values, ())
         return _op.where(m, _op.add(x, v) if accumulate else v, x)
-    if any(i is None for i in indices):
-        raise ctx.fail("index_put: only index tensors on the leading axes are supported "
-                       "(x[i, j] = v, not x[:, j] = v)")
-    if any(not ctx.dtype(i).startswith(("int", "uint")) for i in indices):
+    if any(i is not None and not ctx.dtype(i).startswith(("int", "uint")) for i in indices):
         raise ctx.fail("index_put: mixing boolean masks with other indices is not supported")
+    if any(i is None for i in indices):  # x[:, :, i] = v: the put with the indexed axes first
+        return _sliced_put(ctx, x, indices, values, accumulate)
     ishapes = [tuple(int(d) for d in ctx.shape(i)) for i in indices]
     bshape = np.broadcast_shapes(*ishapes)
     m = len(indices)
     if m == 1:  # x[idx] (+)= v: a scatter along axis 0 of slices (the native paths above)
         n = int(np.prod(bshape, dtype=np.int64))
         rest = shape[1:]
+        if not accumulate and shape[0] * n <= _MAX_SLOT_PAIRS:
+            return _slices_written(ctx, x, indices[0], values, bshape, n, shape)
         idx = _op.broadcast_to(_op.reshape(indices[0], (n,) + (1,) * len(rest)), (n,) + rest)
         vals = _op.reshape(_op.broadcast_to(values, tuple(bshape) + rest), (n,) + rest)
         return _scatter_elements(ctx, x, idx, vals, 0, "add" if accumulate else "update")
@@ -166,6 +168,54 @@ def _index_put(ctx, args):
     upd_shape = tuple(bshape) + shape[m:]
     values = _op.broadcast_to(values, upd_shape)
     return _op.scatter_nd(x, stacked, values, "add" if accumulate else "update")
+
+
+# the largest (rows x written slices) comparison ``_slices_written`` makes
+_MAX_SLOT_PAIRS = 1 << 20
+
+
+def _slices_written(ctx, x, index, values, bshape, n, shape):
+    """``x[idx] = v`` writing whole rows (a static KV cache's ``cache_position`` slots): each
+    row of ``x`` takes the last update aimed at it, found by comparing the rows with the
+    ``n`` indices only (a (rows, n) table, not one comparison per element), then one gather
+    of the updates and a select. Scattered element by element, every element of every row
+    was compared with every update (4x the whole model's cache write time)."""
+    rows, rest = shape[0], shape[1:]
+    idx = _wrap(ctx, _op.reshape(index, (1, n)), rows)
+    idt = ctx.dtype(index)
+    hit = _op.equal(idx, _expr.const(np.arange(rows, dtype=idt).reshape(rows, 1), idt))
+    order = _expr.const(np.arange(n, dtype="int64").reshape(1, n), "int64")
+    last = _op.max(_op.where(hit, order, _expr.const(np.array(-1, "int64"), "int64")),
+                   axis=1)                                                    # (rows,)
+    written = _op.reshape(_op.greater_equal(last, _expr.const(np.array(0, "int64"), "int64")),
+                          (rows,) + (1,) * len(rest))
+    vals = _op.reshape(_op.broadcast_to(values, tuple(bshape) + rest), (n,) + rest)
+    taken = _op.take(vals, _op.clip(last, 0, n - 1), axis=0)
+    return _op.where(written, taken, x)
+
+
+def _sliced_put(ctx, x, indices, values, accumulate):
+    """An index put through sliced axes (``frontend_common.index_put_plan``): ``x`` and the
+    values transposed so the indexed axes lead, the leading-axes put, ``x`` transposed back."""
+    shape = tuple(int(d) for d in ctx.shape(x))
+    given = [i for i in indices if i is not None]
+    bshape = np.broadcast_shapes(*[tuple(int(d) for d in ctx.shape(i)) for i in given])
+    plan = plan_sliced_put(shape, [i is not None for i in indices], bshape)
+    values = _op.transpose(_op.broadcast_to(values, plan.value_shape), plan.value_perm)
+    put = _index_put(ctx, [_op.transpose(x, plan.perm), given, values, accumulate])
+    return _op.transpose(put, plan.inverse)
+
+
+@register("index_copy", "index_copy_")
+def _index_copy(ctx, args):
+    """index_copy(self, dim, index, source): source's slice i written to self's slice index[i]
+    along dim (Hugging Face's static KV cache writes ``cache_position`` so): the index put
+    ``self[:, ..., index] = source`` with ``dim`` sliced axes in front."""
+    x, dim, index, src = args[:4]
+    axis = _norm_dim(dim, len(ctx.shape(x)))
+    if len(ctx.shape(index)) != 1:
+        raise ctx.fail("index_copy: the index must be 1-D")
+    return _index_put(ctx, [x, [None] * axis + [index], src, False])
 
 
 @register("max_unpool2d", "max_unpool3d")

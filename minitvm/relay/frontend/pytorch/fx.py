@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ... import expr as _expr
 from ...analysis import free_vars
@@ -45,7 +46,7 @@ def _unsupported(gm) -> dict[str, int]:
 
 
 def _numpy(t) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy().copy()
+    return tensor_to_numpy(t)  # bfloat16 widened to float32 (frontend_common.torch_arrays)
 
 
 def _value(env, a):

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ... import expr as _expr
 from ...analysis import free_vars
@@ -18,6 +19,7 @@ from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
 from .aten_fft import ComplexValue, refuse_complex
+from .aten_views import written_into
 
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
          "prim::TupleUnpack", "prim::NumToTensor", "prim::dtype", "prim::device",
@@ -27,7 +29,7 @@ _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim:
 
 
 def _numpy(t) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy().copy()
+    return tensor_to_numpy(t)  # bfloat16 widened to float32 (frontend_common.torch_arrays)
 
 
 def _scalar_type_args(node) -> set[int]:
@@ -120,8 +122,10 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
         env[value] = v
         params.append(v)
     ctx = AtenContext()
+    views: dict = {}
     for node in graph.nodes():
         _convert(ctx, node, env, table)
+        _write_back(ctx, node, env, views)
     outs = [env[o] for o in graph.outputs()]
     if any(isinstance(o, ComplexValue) for o in outs):
         raise ImportError_("a complex graph output is not supported (Relay has no complex "
@@ -130,6 +134,63 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     known = set(params)
     func = _expr.Function(params + [v for v in free_vars(body) if v not in known], body)
     return InferType()(IRModule.from_expr(func)), {}
+
+
+def _mutates(name: str) -> bool:
+    """Whether ATen op ``name`` writes into its first argument (``add_``, ``index_put_``,
+    ``__iand__``), not a dunder like ``__and__``."""
+    return (name.endswith("_") and not name.endswith("__")) or (
+        name.startswith("__i") and name.endswith("__"))
+
+
+def _write_back(ctx, node, env, views) -> None:
+    """In-place semantics the graph leaves implicit. An op that writes into its first
+    argument rebinds that value to its result (the graph may read the argument later, as
+    ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
+    source: a write into it (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos]
+    = v`` to full-range slices and ``index_put_``) writes the source too, up the chain of views:
+    the source rebinds to itself with the view's positions replaced."""
+    kind = node.kind()
+    if not kind.startswith("aten::"):
+        return
+    name = kind[6:]
+    ins = list(node.inputs())
+    if name in ("slice", "select") and len(ins) in (3, 5):
+        spec = _view_spec(ctx, name, [env.get(v) for v in ins])
+        if spec is not None:
+            views[node.output()] = (ins[0], spec)
+        return
+    if not _mutates(name) or not ins or node.outputsSize() != 1:
+        return
+    out = env.get(node.output())
+    if not isinstance(out, _expr.Expr) or not isinstance(env.get(ins[0]), _expr.Expr):
+        return
+    target = ins[0]
+    env[target] = out
+    while target in views:
+        source, spec = views[target]
+        out = written_into(ctx, env[source], out, *spec)
+        env[source] = out
+        target = source
+
+
+def _view_spec(ctx, name, args):
+    """(axis, positions of the source along it, whether the axis is dropped) of a static
+    ``slice(x, dim, start, end, step)`` or ``select(x, dim, index)``; None if not static."""
+    x, dim = args[0], args[1]
+    if not isinstance(x, _expr.Expr) or not isinstance(dim, int):
+        return None
+    shape = ctx.shape(x)
+    axis = dim % len(shape)
+    size = int(shape[axis])
+    if name == "select":
+        if not isinstance(args[2], int):
+            return None
+        return axis, np.array([args[2] % size]), True
+    start, end, step = args[2:5]
+    if not all(v is None or isinstance(v, int) for v in (start, end, step)):
+        return None
+    return axis, np.arange(size)[slice(start, end, step)], False
 
 
 def _to_expr(value):
