@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.bit_shift import shift
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
 from ....frontend_common.onnx_quant import (
@@ -199,24 +200,10 @@ def _space_to_depth(ctx: Context, ins, attrs):
 
 @register("BitShift")
 def _bit_shift(ctx: Context, ins, attrs):
+    """Amounts outside [0, bits) shift every bit out (``frontend_common.bit_shift``)."""
     x, y = ctx.expr(ins[0]), ctx.expr(ins[1])
-    left = attrs.get("direction", "LEFT") == "LEFT"
-    fn = _op.left_shift if left else _op.right_shift
-    dt = ctx.dtype(x)
-    width = np.iinfo(np.dtype(dt)).bits
-    known = ctx.known(ins[1])
-    if known is not None and ((known >= 0) & (known < width)).all():
-        return ctx.emit(fn(x, y))
-    # a shift outside [0, width) shifts every bit out (the ONNX specification): 0, or the
-    # sign fill for a right shift; the amount is clamped first so no native shift overflows
-    out_of_range = _op.logical_or(_op.less(y, _scalar(ctx, x, 0)),
-                                  _op.greater_equal(y, _scalar(ctx, x, width)))
-    out_of_range = ctx.emit(out_of_range)
-    shifted = fn(x, _op.where(out_of_range, _scalar(ctx, x, 0), y))
-    fill = _scalar(ctx, x, 0)
-    if not left and np.dtype(dt).kind == "i":
-        fill = _op.right_shift(x, _scalar(ctx, x, width - 1))
-    return ctx.emit(_op.where(out_of_range, fill, shifted))
+    return ctx.emit(shift(_op, x, y, attrs.get("direction", "LEFT") == "LEFT", ctx.dtype(x),
+                          ctx.known(ins[1]), lambda v: _scalar(ctx, x, v), ctx.emit))
 
 
 @register("BitwiseXor")
