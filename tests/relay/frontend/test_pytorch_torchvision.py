@@ -37,3 +37,18 @@ def test_roi_align(name):
 
 def test_roi_pool():
     _check(RoiPool(), "vision.roi_pool", exact=True)
+
+
+@pytest.mark.parametrize("module,op", [(RoiAlign(ALIGN["aligned_fixed"]), "vision.onnx_roi_align"),
+                                       (RoiPool(), "vision.roi_pool")])
+def test_torchscript_reaches_the_torchvision_converters(module, op):
+    # relay.frontend.from_pytorch looks other namespaces' ops up by their full name
+    from minitvm.relay.frontend import from_pytorch
+
+    args = (torch.from_numpy(X), torch.from_numpy(ROIS))
+    want = module(*args).numpy()
+    traced = torch.jit.trace(module, args)
+    mod, params = from_pytorch(traced, [("x", X.shape), ("rois", ROIS.shape)])
+    assert op in mod.astext()
+    got = build_and_run(mod, params, {"x": X, "rois": ROIS})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

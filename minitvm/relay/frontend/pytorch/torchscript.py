@@ -69,13 +69,19 @@ def _graph_of(module):
     return graph, has_self
 
 
+def _table_name(kind: str) -> str:
+    """A node kind's key in the converter table: ATen ops by their bare name, other
+    namespaces' ops (``torchvision::roi_align``) by their full one."""
+    return kind[6:] if kind.startswith("aten::") else kind
+
+
 def _check_supported(graph, table) -> None:
     counts: collections.Counter = collections.Counter()
     for node in graph.nodes():
         kind = node.kind()
         if kind in _PRIM:
             continue
-        if kind.startswith("aten::") and kind[6:] in table:
+        if not kind.startswith("prim::") and _table_name(kind) in table:
             continue
         counts[kind] += 1
     if counts:
@@ -258,7 +264,7 @@ def _convert(ctx, node, env, table) -> None:
     if kind == "aten::neg" and not isinstance(ins[0], _expr.Expr):
         env[outs[0]] = -ins[0]
         return
-    name = kind[6:]
+    name = _table_name(kind)
     for i in _scalar_type_args(node):
         if i < len(ins) and isinstance(ins[i], int) and not isinstance(ins[i], bool):
             ins[i] = DType(torch_dtype(ins[i]))
