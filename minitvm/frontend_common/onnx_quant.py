@@ -506,6 +506,22 @@ class MatmulVnniPlan:
         self.runtime_zero_point = a_zp is UNKNOWN
 
 
+def int_batch_matmul_operands(ctx):
+    """``[(q, scale, zero point)]`` of both inputs of the importer's current MatMul node when
+    both are DequantizeLinear'd 8-bit activations (``ctx.act_inputs``) that
+    ``vnni_batch_matmul`` takes as an int32 batch product, else None. ``ctx``: either
+    importer's context (``node``, ``act_inputs``, ``dtype``, ``shape``)."""
+    ins = ctx.node.input
+    found = [ctx.act_inputs.get(i) for i in ins[:2]] if len(ins) > 1 else [None]
+    if any(f is None for f in found):
+        return None
+    (qa, _, za), (qb, _, zb) = found
+    if not vnni_batch_matmul(ctx.dtype(qa), za, ctx.shape(qa), ctx.dtype(qb), zb,
+                             ctx.shape(qb)):
+        return None
+    return found
+
+
 def vnni_batch_matmul(a_dtype: str, a_zp, a_shape, b_dtype: str, b_zp, b_shape) -> bool:
     """May an integer matmul of two 8-bit activations, ``a - a_zp`` (..., M, K) and ``b - b_zp``
     (..., K, N) (a quantized transformer's Q @ K^T and P @ V: QLinearMatMul, or a QDQ MatMul of

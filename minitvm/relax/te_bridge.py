@@ -74,7 +74,8 @@ def convert_te_args(args, kwargs):
     return te_args, te_kwargs, relax_inputs, te_inputs
 
 
-def _shape_vars(tensors) -> list:
+def shape_vars(tensors) -> list:
+    """The distinct tir Vars in the shapes of ``tensors``, in first-seen order."""
     out, seen = [], set()
     for t in tensors:
         for dim in t.shape:
@@ -94,11 +95,11 @@ def unbound_tir_vars(te_inputs, outputs, body=None) -> list:
     # cannot give ``n`` back); the others are passed as scalars. Unlike TVM an output's
     # dimension does not count (kept: an output-only ``n`` of ``zeros((n, 3))`` is passed)
     bound = {id(d) for t in te_inputs for d in t.shape if isinstance(d, tir_expr.Var)}
-    extra = [v for v in _shape_vars([*te_inputs, *outputs]) if id(v) not in bound]
+    extra = [v for v in shape_vars([*te_inputs, *outputs]) if id(v) not in bound]
     if body is not None:
         from ..tir.analysis.verify_well_formed import undefined_vars
 
-        defs = [*_shape_vars([*te_inputs, *outputs]), *extra]
+        defs = [*shape_vars([*te_inputs, *outputs]), *extra]
         known = {id(v) for v in defs}
         for v in undefined_vars(body, defs):
             if id(v) in known or v.dtype == "handle":
@@ -123,18 +124,18 @@ def make_te_prim_func(te_inputs, outputs, extra_vars=None) -> tuple[PrimFunc, li
     params = list(f.params) + list(extra_vars)
     attrs = {"tir.noalias": True}
     f = PrimFunc(params, f.body, f.ret_type, f.buffer_map, attrs)
-    return (_renew_shape_vars(f, [*_shape_vars([*te_inputs, *outputs]), *extra_vars]),
+    return (_renew_shape_vars(f, [*shape_vars([*te_inputs, *outputs]), *extra_vars]),
             list(extra_vars))
 
 
-def _renew_shape_vars(f: PrimFunc, shape_vars) -> PrimFunc:
+def _renew_shape_vars(f: PrimFunc, old_vars) -> PrimFunc:
     """``f`` with fresh copies of the symbolic shape vars (as TVM's ``RenewDefs``), so that
     the PrimFunc shares no variable with the Relax function calling it."""
     from ..tir import stmt as S
     from ..tir.buffer import Buffer
     from ..tir.stmt_functor import _copy, substitute, transform_expr, transform_stmt
 
-    vmap = {v: tir_expr.Var(v.name, v.dtype) for v in shape_vars}
+    vmap = {v: tir_expr.Var(v.name, v.dtype) for v in old_vars}
     if not vmap:
         return f
     bmap: dict[int, Buffer] = {}

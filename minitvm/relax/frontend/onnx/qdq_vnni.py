@@ -25,9 +25,9 @@ from ....frontend_common.onnx_quant import (
     conv_output_scale,
     depthwise_data,
     float_pieces,
+    int_batch_matmul_operands,
     qdq_matmul_operands,
     qdq_weight_operands,
-    vnni_batch_matmul,
     vnni_conv,
 )
 from ... import op as _op
@@ -273,13 +273,9 @@ def qdq_batch_matmul(ctx: Context):
     ``remember_activation``: a QDQ transformer's Q @ K^T and P @ V) as ``int_batch_matmul``'s
     int32 product scaled back to float32 (``s_a * s_b``; the call, unbound), where
     ``onnx_quant.vnni_batch_matmul`` takes it; else None."""
-    ins = ctx.node.input
-    found = [ctx.act_inputs.get(i) for i in ins[:2]] if len(ins) > 1 else [None]
-    if any(f is None for f in found):
+    found = int_batch_matmul_operands(ctx)
+    if found is None:
         return None
     (qa, sa, za), (qb, sb, zb) = found
-    if not vnni_batch_matmul(ctx.dtype(qa), za, ctx.shape(qa), ctx.dtype(qb), zb,
-                             ctx.shape(qb)):
-        return None
     y = int_batch_matmul(ctx, qa, za, qb, zb)
     return _op.multiply(_op.astype(y, "float32"), const(np.float32(sa) * np.float32(sb)))

@@ -19,7 +19,7 @@ from ....schedule.lower import lower_to_buffers, select_rule
 from ....tir import expr as E
 from ....tir.buffer import decl_buffer
 from ....tir.function import PrimFunc
-from ....tir.stmt_functor import post_order, substitute
+from ....tir.stmt_functor import substitute
 from ....topi import scatter_linear as sl
 from ....topi.broadcast import broadcast_shape
 from ....transform import PassContext
@@ -43,7 +43,7 @@ def call_scatter(bb, te_func, *args, name: str):
         return call_topi(bb, te_func, *args, name=name)
     options = lowering_options(PassContext.current())
     # the PrimFunc's own copies of the symbolic dims (it shares no variable with its caller)
-    vmap = {v: E.Var(v.name, v.dtype) for v in _shape_vars(te_inputs)}
+    vmap = {v: E.Var(v.name, v.dtype) for v in te_bridge.shape_vars(te_inputs)}
     own = {id(t): te.placeholder([substitute(d, vmap) for d in t.shape], t.dtype, t.name)
            for t in te_inputs}
     inputs = [own[id(t)] for t in te_inputs]
@@ -66,17 +66,6 @@ def call_scatter(bb, te_func, *args, name: str):
     caller = {id(new): old for old, new in vmap.items()}
     return call_tir(gvar, Tuple(list(relax_inputs)), te_bridge.out_struct_info([out]),
                     tir_vars=[caller[id(v)] for v in extra] or None)
-
-
-def _shape_vars(tensors) -> list:
-    out, seen = [], set()
-    for t in tensors:
-        for d in t.shape:
-            for n in post_order(d):
-                if isinstance(n, E.Var) and id(n) not in seen:
-                    seen.add(id(n))
-                    out.append(n)
-    return out
 
 
 def _replaced(a, own: dict):

@@ -34,10 +34,10 @@ from ....frontend_common.onnx_quant import (
     dequantized_weight_scale,
     dequantized_zero_point_weight,
     float_pieces,
+    int_batch_matmul_operands,
     keeps_int8_weight,
     qdq_matmul_operands,
     qdq_weight_operands,
-    vnni_batch_matmul,
     vnni_conv,
 )
 from ... import expr as _expr
@@ -329,13 +329,9 @@ def vnni_qdq_batch_matmul(ctx):
     noted both: a QDQ transformer's Q @ K^T and P @ V) as ``vnni_batch_int_matmul``'s int32
     product scaled back to float32 (``s_a * s_b``), where ``onnx_quant.vnni_batch_matmul``
     takes it; else None."""
-    ins = ctx.node.input
-    found = [ctx.act_inputs.get(i) for i in ins[:2]] if len(ins) > 1 else [None]
-    if any(f is None for f in found):
+    found = int_batch_matmul_operands(ctx)
+    if found is None:
         return None
     (qa, sa, za), (qb, sb, zb) = found
-    if not vnni_batch_matmul(ctx.dtype(qa), za, ctx.shape(qa), ctx.dtype(qb), zb,
-                             ctx.shape(qb)):
-        return None
     y = vnni_batch_int_matmul(ctx, qa, za, qb, zb)
     return _op.multiply(_op.cast(y, "float32"), ctx.const(np.float32(sa) * np.float32(sb)))
