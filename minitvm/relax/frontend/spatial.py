@@ -51,7 +51,12 @@ def _unnormalize(g, size: int, align: bool, padding: str, dt):
 
 def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
     """Sample the 4-D ``x`` at ``grid`` (N, Ho, Wo, 2) holding (x, y) in [-1, 1]: bilinear when
-    ``linear`` else nearest, ``padding`` zeros or border."""
+    ``linear`` else nearest, ``padding`` zeros or border.
+
+    The image is read as pixel rows (N, H*W, C) and each tap gathers whole rows: a sample
+    position's index and weights are then the same for all its channels (the innermost, unit
+    stride axis of the gather), so the fused kernel computes them once per position and not once
+    per channel; the result is transposed back to (N, C, Ho, Wo)."""
     n, c, h, w = ctx.shape(x)
     _, ho, wo, _ = ctx.shape(grid)
     if not all(isinstance(d, int) for d in (h, w)):
@@ -61,12 +66,13 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
     gy = _op.take(grid, _c(1, "int64"), axis=3)
     ix = ctx.emit(_unnormalize(gx, w, align, padding, dt))
     iy = ctx.emit(_unnormalize(gy, h, align, padding, dt))
-    # the image flattened per channel; a sample is element y*W + x of its batch's rows
-    flat = ctx.emit(_op.reshape(x, ctx.shape_expr([n, c, h * w])))
-    out_rows = ctx.shape_expr([n, c, ctx.simplify(ho * wo)])
+    positions = ctx.simplify(ho * wo)
+    rows = ctx.emit(_op.permute_dims(_op.reshape(x, ctx.shape_expr([n, c, h * w])), [0, 2, 1]))
+    out_rows = ctx.shape_expr([n, positions, c])
+    per_position = ctx.shape_expr([n, positions, 1])
 
     def tap(y, xx):
-        """(N, C, Ho*Wo) pixels at integer positions (float y, x), and (N, 1, Ho*Wo) 1.0 where
+        """(N, Ho*Wo, C) pixels at integer positions (float y, x), and (N, Ho*Wo, 1) 1.0 where
         inside the image, 0.0 outside."""
         yi, xi = _op.astype(y, "int64"), _op.astype(xx, "int64")
         inside = _op.logical_and(
@@ -74,10 +80,9 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
             _op.logical_and(_op.greater_equal(xi, _c(0, "int64")), _op.less(xi, _c(w, "int64"))))
         idx = _op.add(_op.multiply(_op.clip(yi, 0, h - 1), _c(w, "int64")),
                       _op.clip(xi, 0, w - 1))
-        idx = ctx.emit(_op.reshape(idx, ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
-        val = ctx.emit(_op.gather_elements(flat, _op.broadcast_to(idx, out_rows), 2))
-        ok = ctx.emit(_op.reshape(_op.astype(inside, dt),
-                                  ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
+        idx = ctx.emit(_op.reshape(idx, per_position))
+        val = ctx.emit(_op.gather_elements(rows, _op.broadcast_to(idx, out_rows), 1))
+        ok = ctx.emit(_op.reshape(_op.astype(inside, dt), per_position))
         return val, ok
 
     if not linear:
@@ -93,8 +98,8 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
         for a, yy in enumerate((y0, _op.add(y0, one))):
             for b, xx in enumerate((x0, _op.add(x0, one))):
                 val, ok = tap(yy, xx)
-                wgt = ctx.emit(_op.reshape(_op.multiply(wy[a], wx[b]),
-                                           ctx.shape_expr([n, 1, ctx.simplify(ho * wo)])))
+                wgt = ctx.emit(_op.reshape(_op.multiply(wy[a], wx[b]), per_position))
                 term = ctx.emit(_op.multiply(val, _op.multiply(wgt, ok)))
                 out = term if out is None else ctx.emit(_op.add(out, term))
+    out = ctx.emit(_op.permute_dims(out, [0, 2, 1]))
     return ctx.emit(_op.reshape(out, ctx.shape_expr([n, c, ho, wo])))
