@@ -13,6 +13,7 @@ import numpy as np
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from .reference.vision import roi_sample_corners
 from .utils import as_float as _f
 from .utils import compute, ishape, out_tensor_types, reference, static_shape
 from .utils import i32 as _i
@@ -186,25 +187,14 @@ def roi_align_onnx_np(x, rois, batch_indices, spec: RoiAlignSpec) -> np.ndarray:
 def _corners_np(img, y, x) -> np.ndarray:
     """The four weighted corners [4, C] of one bilinear sample (zeros more than a pixel out)."""
     f = np.float32
-    _, h, w = img.shape
-    if y < -1.0 or y > h or x < -1.0 or x > w:
+    corners = roi_sample_corners(img.shape[1], img.shape[2], y, x, f)
+    if corners is None:
         return np.zeros((4, img.shape[0]), "float32")
-    y, x = max(y, f(0.0)), max(x, f(0.0))
-    y0, x0 = int(y), int(x)
-    if y0 >= h - 1:
-        y0 = y1 = h - 1
-        y = f(y0)
-    else:
-        y1 = y0 + 1
-    if x0 >= w - 1:
-        x0 = x1 = w - 1
-        x = f(x0)
-    else:
-        x1 = x0 + 1
-    ly, lx = f(y - y0), f(x - x0)
+    y0, x0, y1, x1, ly, lx = corners
     hy, hx = f(1.0) - ly, f(1.0) - lx
     return np.stack([hy * hx * img[:, y0, x0], hy * lx * img[:, y0, x1],
                      ly * hx * img[:, y1, x0], ly * lx * img[:, y1, x1]])
+
 
 
 @reference("vision.onnx_roi_align")

@@ -265,24 +265,34 @@ def _all_class_nms(attrs, args, out_type):
 
 
 # ------------------------------------------------------------------ ROI ops
-def _roi_bilinear(img, y, x):
-    """img (C, H, W) at (y, x) as ROIAlign samples: 0 beyond one pixel outside, edge clamped."""
-    _, h, w = img.shape
+def roi_sample_corners(h: int, w: int, y, x, f=float):
+    """``(y0, x0, y1, x1, ly, lx)`` of a ROIAlign bilinear sample at ``(y, x)`` on an ``h x w``
+    map, or None when it lies more than a pixel outside (its value is 0): negative positions
+    clamped to 0, a position on or past the last pixel clamped to it; ``ly`` / ``lx`` in the
+    float type ``f`` (ONNX Runtime computes them in float32)."""
     if y < -1.0 or y > h or x < -1.0 or x > w:
-        return np.zeros(img.shape[0])
-    y, x = max(y, 0.0), max(x, 0.0)
+        return None
+    y, x = max(y, f(0.0)), max(x, f(0.0))
     y0, x0 = int(y), int(x)
     if y0 >= h - 1:
         y0 = y1 = h - 1
-        y = float(y0)
+        y = f(y0)
     else:
         y1 = y0 + 1
     if x0 >= w - 1:
         x0 = x1 = w - 1
-        x = float(x0)
+        x = f(x0)
     else:
         x1 = x0 + 1
-    ly, lx = y - y0, x - x0
+    return y0, x0, y1, x1, f(y - y0), f(x - x0)
+
+
+def _roi_bilinear(img, y, x):
+    """img (C, H, W) at (y, x) as ROIAlign samples: 0 beyond one pixel outside, edge clamped."""
+    corners = roi_sample_corners(img.shape[1], img.shape[2], y, x)
+    if corners is None:
+        return np.zeros(img.shape[0])
+    y0, x0, y1, x1, ly, lx = corners
     return ((1 - ly) * (1 - lx) * img[:, y0, x0] + (1 - ly) * lx * img[:, y0, x1]
             + ly * (1 - lx) * img[:, y1, x0] + ly * lx * img[:, y1, x1])
 
