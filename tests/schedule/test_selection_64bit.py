@@ -21,6 +21,14 @@ def _no_rank_form(monkeypatch):
     # these rows would take the rank form (test_selection_rank): keep the heap and merge forms tested
     monkeypatch.setattr(selection, "RANK_MAX_N", 0)
 
+
+@pytest.fixture
+def _merge_form(monkeypatch):
+    """Whole rows of 2 to 64 items sorted by the networks and merge passes (in a model such rows
+    take the rank form): the insertion form they would take here instead is for ``k`` of many
+    rows, and LLVM's SLP vectorizer takes seconds on its chains when ``k = n``."""
+    monkeypatch.setattr(selection, "MAX_K", 1)
+
 _LENGTHS = [1, 2, RUN - 1, RUN, RUN + 1, 3 * RUN + 5, 8 * RUN, MAX_K + 1, 1000, 1025]
 
 
@@ -51,6 +59,7 @@ def _data(dtype, shape, rng):
 
 @pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
 @pytest.mark.parametrize("n", _LENGTHS)
+@pytest.mark.usefixtures("_merge_form")
 def test_argsort_and_sort(dtype, n):
     x = _data(dtype, (3, n), np.random.default_rng(n))
     for is_ascend in (True, False):

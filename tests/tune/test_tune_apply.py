@@ -75,7 +75,8 @@ def test_tune_then_build_with_records(tmp_path):
 
 def test_records_are_reused_across_models(tmp_path):
     path = tmp_path / "records.jsonl"
-    tune_relay(small_mlp(), None, records=path, trials=2, progress="none")
+    # the confirmation round is beside the point here (test_tune_confirm.py tests it)
+    tune_relay(small_mlp(), None, records=path, trials=2, progress="none", confirm=0)
     n = len(RecordDatabase(path).for_workload(DENSE))
     # another model with the same first layer: its tasks include DENSE, measured already
     rng = np.random.default_rng(5)
@@ -85,7 +86,7 @@ def test_records_are_reused_across_models(tmp_path):
     other = minitvm.IRModule.from_expr(relay.Function([x], y))
     tasks = extract_tasks(other)
     assert DENSE in [t.workload for t in tasks] and len(tasks) == 2
-    db = tune_relay(other, None, records=path, trials=2, progress="none")
+    db = tune_relay(other, None, records=path, trials=2, progress="none", confirm=0)
     assert len(db.for_workload(DENSE)) == n  # nothing new measured for the shared workload
     assert len(db) > n
 
