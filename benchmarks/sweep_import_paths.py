@@ -138,7 +138,7 @@ def check_ort(blob, feed, ref, tol, what):
         err = rel_err(ort_run(blob, feed), ref)
     except Exception as e:  # noqa: BLE001 - ORT's own failure: the export is at fault
         raise Skip(f"ORT fails on the {what} export: {first_line(e)}") from e
-    if err > tol:
+    if not err <= tol:  # (NaN from ORT where eager is finite: a disagreement too)
         raise Skip(f"the {what} export differs from eager under ORT too ({err:.1e})")
 
 
