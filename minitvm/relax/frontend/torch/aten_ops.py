@@ -6,8 +6,8 @@ import operator
 
 import numpy as np
 
-from ....frontend_common.bit_shift import shift
 from ....frontend_common import torch_math
+from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ....ir.prim_expr import PrimExpr
