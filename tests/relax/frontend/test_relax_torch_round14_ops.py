@@ -1,7 +1,7 @@
 """relax.frontend.torch.from_exported_program on the ops the fourteenth round of new-user
 models found missing: ``atan2`` (composed from ``atan``, as Relax has no ``atan2``), ``hypot``,
-``lerp`` (torch's two-sided formula) and ``kthvalue``; built and run on the Relax VM against
-PyTorch eager."""
+``lerp`` (torch's two-sided formula), ``kthvalue`` and ``searchsorted`` (row-wise, a top-p
+sampler's inverse-CDF draw); built and run on the Relax VM against PyTorch eager."""
 
 from __future__ import annotations
 
@@ -51,3 +51,18 @@ def test_kthvalue_values_and_indices():
         return torch.cat([torch.cat([v.flatten(), i.flatten().float()]) for v, i in parts])
 
     _run(fn, x)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_rows_of_a_cdf(side):
+    """An inverse-CDF draw per batch row (a top-p sampler): ties with the sequence's entries
+    in the values, both sides."""
+    cdf = torch.tensor([[0.1, 0.2, 0.2, 0.7, 1.0], [0.0, 0.5, 0.5, 0.9, 1.0]])
+    u = torch.tensor([[0.2, 0.05, 0.95], [0.5, 0.0, 1.0]])
+    _run(lambda c, u: torch.searchsorted(c, u, side=side), cdf, u)
+
+
+def test_searchsorted_one_d_sequence_int32():
+    seq = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    _run(lambda s, x: torch.searchsorted(s, x, out_int32=True, right=True), seq,
+         _rand(3, 4))
