@@ -269,7 +269,7 @@ def fourteenth_models():
             deg = adj.sum(-1).clamp(max=self.n - 1)
             x = self.atom(atoms) + self.degree(deg)
             inf = torch.full_like(adj, 99)
-            eye = torch.eye(n, dtype=torch.bool)
+            eye = torch.eye(n) > 0     # (a bool eye exports as a bool EyeLike, which ORT lacks)
             dist = torch.where(adj > 0, torch.ones_like(adj), inf).masked_fill(eye, 0)
             for k in range(n):
                 dist = torch.minimum(dist, dist[:, :, k:k + 1] + dist[:, k:k + 1, :])
