@@ -1,7 +1,9 @@
 """relay.frontend.from_pytorch and from_exported_program on the ops the fourteenth round of
 new-user models found missing: ``atan2`` and ``hypot`` (PointPillars' polar point features),
 ``lerp`` (StyleGAN's truncation trick, torch's two-sided formula) and ``kthvalue`` (MaskGIT's
-re-masking threshold); each built native and compared with eager, dtype included."""
+re-masking threshold), and the import of a sorted prefix (PointNet++'s ball query,
+``sort(...)[..., :k]``) as a ``topk``; each built native and compared with eager, dtype
+included."""
 
 from __future__ import annotations
 
@@ -65,3 +67,31 @@ def test_kthvalue_values():
 def test_kthvalue_indices():
     x = torch.from_numpy(np.random.default_rng(3).permutation(24).astype("float32")).view(3, 8)
     _check(Fn(lambda x: torch.kthvalue(x, 5, 1)[1]), x)
+
+
+def _ball_query(d, idx):
+    """PointNet++'s query_ball_point: candidates beyond the radius set to n, sorted, the first
+    four kept, short groups padded with their first member."""
+    idx = torch.where(d > 0.5, idx.shape[-1], idx).sort(-1)[0][..., :4]
+    return torch.where(idx == idx.shape[-1], idx[..., :1], idx)
+
+
+def test_sorted_prefix_imports_as_topk():
+    """An ascending sort (values or argsort indices) sliced to its first k is a topk of the k
+    smallest: no whole-axis sort left in the module, ties in position order as before."""
+    d = torch.rand(2, 3, 40, generator=torch.Generator().manual_seed(5))
+    idx = torch.arange(40).expand(2, 3, 40).contiguous()
+    mod = _check(Fn(_ball_query), d, idx)
+    text = mod.astext()
+    assert "topk(" in text and "sort(" not in text
+    ties = torch.tensor([[3.0, 1.0, 3.0, 1.0, 2.0, 1.0, 0.5]])
+    mod = _check(Fn(lambda x: torch.cat([x.sort(-1)[0][:, :3],
+                                         x.argsort(-1)[:, :4].float()], 1)), ties)
+    assert "argsort(" not in mod.astext()
+
+
+def test_descending_sort_prefix_stays_a_sort():
+    """A descending sort keeps its reversed tie order (and NaN first): not a topk."""
+    x = torch.tensor([[3.0, 1.0, 3.0, float("nan"), 2.0, 1.0]])
+    mod = _check(Fn(lambda x: x.sort(-1, descending=True)[0][:, :3]), x, exported=False)
+    assert "sort(" in mod.astext()
