@@ -16,6 +16,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group eleventh # the eleventh (..._eleventh)
     python benchmarks/bench_new_user_models.py --group twelfth  # the twelfth (..._twelfth)
     python benchmarks/bench_new_user_models.py --group thirteenth  # (..._thirteenth)
+    python benchmarks/bench_new_user_models.py --group fourteenth  # (..._fourteenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -40,6 +41,7 @@ from interleave import settled_rounds  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
+from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
@@ -1797,7 +1799,7 @@ def main() -> int:
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
-                                        "twelfth", "thirteenth", "all"),
+                                        "twelfth", "thirteenth", "fourteenth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1836,7 +1838,11 @@ def main() -> int:
                     "the 12 of the thirteenth (Mixtral capacity-dispatched MoE, Medusa heads, a "
                     "pixel-shuffle + Q-Former VLM connector, VITS durations, SigLIP, ColBERT "
                     "MaxSim, a neural-spline flow, AWQ int4, a static-KV-cache Llama, RT-DETR "
-                    "deformable attention, Vocos, Gaussian splatting); all")
+                    "deformable attention, Vocos, Gaussian splatting); fourteenth: the 12 of "
+                    "the fourteenth (PointNet++ sampling and ball query, PointPillars' BEV "
+                    "scatter, TimeSformer, X3D, Graphormer, an SVTR recognizer with CTC greedy "
+                    "decoding, a LoRA Llama with a top-p sampler, a MaskGIT step, an Evoformer "
+                    "pair stack, a Temporal Fusion Transformer, StyleGAN2, DBNet); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1848,12 +1854,13 @@ def main() -> int:
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
+    fourteenth = fourteenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth, **eleventh, **twelfth, **thirteenth}
+             **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
-             "thirteenth": thirteenth, "all": table}[args.group]
+             "thirteenth": thirteenth, "fourteenth": fourteenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -300,7 +300,10 @@ def i32(v: int) -> E.IntImm:
 
 def i64(v) -> E.PrimExpr:
     """``v`` as an int64 expression: an int64 constant of an integer, a cast of an expression
-    of another dtype, an int64 expression itself."""
+    of another dtype, an int64 expression itself. An integer constant of another dtype stays
+    a constant (a shape dim that ``ishape`` can read), not a cast."""
+    if isinstance(v, E.IntImm) and v.dtype != "int64":
+        return E.IntImm("int64", int(v.value))
     if isinstance(v, E.PrimExpr):
         return v if v.dtype == "int64" else E.Cast("int64", v)
     return E.IntImm("int64", int(v))

@@ -78,3 +78,29 @@ def test_unknown_pad_mode_is_a_clear_error():
     x = minitvm.te.placeholder((3,), name="x")
     with pytest.raises(ValueError, match="pad mode 'wrap'"):
         _mirrored(x, ((1, 1),), "wrap", (5,))
+
+
+def test_one_hot_fused_with_an_elementwise_consumer():
+    """one_hot's int32-dim shape made int64 stays constant (a consumer reads it with
+    ``ishape``): a fused one_hot -> cast -> multiply lowers natively, on every axis
+    (the ONNX OneHot of an Evoformer's sequence features)."""
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+
+    x = relay.var("x", shape=(2, 5), dtype="int64")
+    xv = np.array([[0, 3, 6, 7, -1], [2, 2, 1, 5, 4]])
+    for dt, axis in [("int64", -1), ("float32", 0), ("float32", 1)]:
+        h = relay.one_hot(x, relay.const(np.array(3, dt)), relay.const(np.array(-1, dt)), 7,
+                          axis, dt)
+        mod = tvm.IRModule.from_expr(relay.Function(
+            [x], relay.cast(h, "float32") * relay.const(2.0)))
+        with tvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.strict_native": True}):
+            lib = relay.build(mod, target="llvm")
+        g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        g.set_input("x", xv)
+        g.run()
+        classes = np.arange(7).reshape([-1 if d == axis % 3 else 1 for d in range(3)])
+        ref = np.where(np.expand_dims(xv, axis) == classes, 3.0, -1.0) * 2.0
+        np.testing.assert_array_equal(g.get_output(0).numpy(), ref)

@@ -194,3 +194,46 @@ def test_conv1d_transpose_in_another_layout_is_kept():
     y = relay.nn.conv1d_transpose(x, w, strides=(2,), data_layout="NWC", kernel_layout="WIO")
     mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
     assert tvm.ir.structural_equal(relay.transform.Legalize()(mod), mod)
+
+
+def _conv3d_reference(x, w, stride, pad, dil, groups):
+    """The definition of a grouped NCDHW conv3d, in float64."""
+    n, c, d, h, wd = x.shape
+    o, cg, kd, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + tuple((p, p) for p in pad))
+    out = [(s + 2 * p - q * (k - 1) - 1) // st + 1
+           for s, p, q, k, st in zip((d, h, wd), pad, dil, (kd, kh, kw), stride)]
+    y = np.zeros((n, o, *out))
+    og = o // groups
+    for a in range(kd):
+        for b in range(kh):
+            for e in range(kw):
+                win = xp[:, :, a * dil[0]::stride[0], b * dil[1]::stride[1],
+                         e * dil[2]::stride[2]][:, :, :out[0], :out[1], :out[2]]
+                for g in range(groups):
+                    y[:, g * og:(g + 1) * og] += np.einsum(
+                        "ncdhw,oc->nodhw", win[:, g * cg:(g + 1) * cg],
+                        w[g * og:(g + 1) * og, :, a, b, e].astype(np.float64))
+    return y
+
+
+@pytest.mark.parametrize("c,o,groups,stride,dil", [(6, 6, 6, (1, 2, 2), (1, 1, 1)),
+                                                   (4, 6, 2, (2, 1, 1), (2, 1, 1)),
+                                                   (6, 12, 6, (1, 1, 1), (1, 1, 1))])
+def test_grouped_conv3d_is_a_grouped_conv2d_over_folded_depth(c, o, groups, stride, dil):
+    """X3D's depthwise 3x3x3 (and any grouped conv3d): each group's channels fold with the depth
+    taps into contiguous conv2d channels, so one conv2d of as many groups computes it."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, c, 6, 7, 6)).astype("float32")
+    w = rng.standard_normal((o, c // groups, 3, 3, 3)).astype("float32")
+    xv, wv = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    y = relay.nn.conv3d(xv, wv, strides=stride, padding=(1, 1, 1), dilation=dil, groups=groups,
+                        channels=o, kernel_size=(3, 3, 3))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([xv, wv], y)))
+    with tvm.transform.PassContext(opt_level=3):
+        legal = relay.transform.Legalize()(mod)
+    ops = _ops(legal["main"].body)
+    assert "nn.conv3d" not in ops and "nn.conv2d" in ops
+    np.testing.assert_allclose(_built_output(mod, x, w),
+                               _conv3d_reference(x, w, stride, (1, 1, 1), dil, groups),
+                               rtol=1e-4, atol=1e-4)

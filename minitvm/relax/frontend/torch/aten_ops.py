@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from ....frontend_common import torch_math
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
@@ -1029,6 +1030,59 @@ def _flip(ctx: AtenContext, args):
 # ------------------------------------------------------------------ more models' ops
 register("remainder.Tensor", "remainder.Scalar")(_binary(_op.floor_mod, lambda a, b: a % b))
 register("fmod.Tensor", "fmod.Scalar")(_binary(_op.mod, lambda a, b: float(np.fmod(a, b))))
+
+
+def _float_operands(ctx: AtenContext, a, b):
+    """``a`` and ``b`` as Relax tensors of one float dtype (integers promoted as torch's
+    ``atan2`` / ``hypot`` do) and a constant maker of that dtype."""
+    x, y = _operands(ctx, a, b)
+    dt = true_divide_dtype(ctx.dtype(x))
+    if dt != ctx.dtype(x):
+        x, y = (ctx.emit(_op.astype(v, dt)) for v in (x, y))
+    return x, y, lambda v: const(np.array(v, dtype=dt), dt)
+
+
+@register("atan2.default")
+def _atan2(ctx: AtenContext, args):
+    """PointPillars' azimuth feature: composed from ``atan`` (Relax has no ``atan2``)."""
+    y, x, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.atan2(_op, y, x, scalar, ctx.emit))
+
+
+@register("hypot.default")
+def _hypot(ctx: AtenContext, args):
+    a, b, _ = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.hypot(_op, a, b, ctx.emit))
+
+
+@register("lerp.Scalar", "lerp.Tensor")
+def _lerp(ctx: AtenContext, args):
+    """StyleGAN's truncation trick, ``w_avg.lerp(w, psi)``, by torch's two-sided formula."""
+    start, end = _operands(ctx, args[0], args[1])
+    dt = ctx.dtype(start)
+    weight = args[2]
+    if isinstance(weight, Expr) and ctx.dtype(weight) != dt:
+        weight = ctx.emit(_op.astype(weight, dt))
+    return ctx.emit(torch_math.lerp(_op, start, end, weight,
+                                    lambda v: const(np.array(v, dtype=dt), dt), ctx.emit))
+
+
+@register("kthvalue.default")
+def _kthvalue(ctx: AtenContext, args):
+    """The ``k``-th smallest along ``dim`` and its int64 index (MaskGIT's re-masking
+    threshold): the last of an ascending ``topk`` of ``k``."""
+    x, k = args[0], int(args[1])
+    axis = int(args[2] if len(args) > 2 else -1) % ctx.ndim(x)
+    keep = bool(args[3]) if len(args) > 3 else False
+    n = ctx.shape(x)[axis]
+    if isinstance(n, int) and not 1 <= k <= n:
+        raise ctx.fail(f"kthvalue: k = {k} is outside [1, {n}] along dim {axis}")
+    tup = ctx.emit(_op.topk(x, k, axis, "both", False, "int64"))
+    out = []
+    for i in (0, 1):
+        t = ctx.emit(_op.take(ctx.emit(TupleGetItem(tup, i)), const(k - 1, "int64"), axis))
+        out.append(ctx.emit(_op.expand_dims(t, axis)) if keep else t)
+    return out[0], out[1]
 
 
 @register("isnan.default")

@@ -1,7 +1,8 @@
 """Core-ATen sliding windows, pairwise distances and binning onto ``relax.op``: ``unfold``
 (``Tensor.unfold``, PatchTST's patches), ``col2im`` (``nn.Fold``, FuseFormer's soft
 composition), antialiased resizes (torchvision's ``Resize``), ``_cdist_forward`` (``torch.cdist``, SchNet's
-interatomic distances) and ``bucketize`` (a recommender's discretized dense features)."""
+interatomic distances), ``bucketize`` (a recommender's discretized dense features) and
+``searchsorted`` (a sampler's inverse-CDF draw)."""
 
 from __future__ import annotations
 
@@ -115,3 +116,27 @@ def _bucketize(ctx: AtenContext, args):
     below = _op.less_equal(b, v) if right else _op.less(b, v)
     dtype = "int32" if out_int32 else "int64"
     return ctx.emit(_op.sum(_op.astype(below, dtype), [-1]))
+
+
+@register("searchsorted.Tensor", "searchsorted.Scalar")
+def _searchsorted(ctx: AtenContext, args):
+    """searchsorted(sorted_sequence, values, out_int32, right, side, sorter): for each value,
+    how many entries of its row of the sequence lie below it (``right`` or ``side="right"``:
+    at or below it), a count over a broadcast comparison; an N-d sequence pairs its leading
+    dims with the values' (an inverse-CDF draw: ``searchsorted(cdf, u)`` per batch row)."""
+    seq, x = args[0], args[1]
+    opt = [args[i] if len(args) > i else None for i in range(2, 6)]
+    out_int32, right, side, sorter = bool(opt[0]), bool(opt[1]), opt[2], opt[3]
+    if sorter is not None:
+        raise ctx.fail("searchsorted with a sorter is not supported")
+    if side is not None:
+        right = side == "right"
+    x = ctx.tensor(x, seq)
+    if ctx.ndim(seq) > 1:
+        if ctx.ndim(x) != ctx.ndim(seq):
+            raise ctx.fail(f"searchsorted: a {ctx.ndim(seq)}-d sequence needs values of as "
+                           f"many dims, got {ctx.ndim(x)}-d")
+        seq = _op.expand_dims(seq, -2)                      # (..., 1, n) against (..., m, 1)
+    v = _op.expand_dims(x, -1)
+    below = _op.less_equal(seq, v) if right else _op.less(seq, v)
+    return ctx.emit(_op.sum(_op.astype(below, "int32" if out_int32 else "int64"), [-1]))

@@ -609,6 +609,23 @@ def _sort(ctx, args):
             _op.argsort(args[0], axis=dim, is_ascend=ascend, dtype="int64"))
 
 
+@register("kthvalue")
+def _kthvalue(ctx, args):
+    """The ``k``-th smallest along ``dim`` and its int64 index (MaskGIT's re-masking
+    threshold): the last of an ascending ``topk`` of ``k``."""
+    x, k = args[0], int(args[1])
+    dim = _norm_dim(_opt(args, 2, -1), len(ctx.shape(x)))
+    keep = bool(_opt(args, 3, False))
+    n = ctx.shape(x)[dim]
+    if isinstance(n, int) and not 1 <= k <= n:
+        raise ctx.fail(f"kthvalue: k = {k} is outside [1, {n}] along dim {dim}")
+    vals, idx = _op.topk(x, k, axis=dim, ret_type="both", is_ascend=True, dtype="int64")
+    last = [_op.take(t, _expr.const(k - 1, "int64"), axis=dim) for t in (vals, idx)]
+    if keep:
+        last = [_op.expand_dims(t, dim) for t in last]
+    return last[0], last[1]
+
+
 @register("argsort")
 def _argsort(ctx, args):
     """The int64 order of ``input`` along ``dim`` (ToMe's token ranking); ties keep their
