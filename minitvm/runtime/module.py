@@ -46,6 +46,17 @@ class ProfileResult:
     def __repr__(self):
         return f"ProfileResult(mean={self.mean:.6g} s, results={self.results})"
 
+    def __str__(self):
+        # TVM's BenchmarkResult table: five centred 12-wide columns in milliseconds
+        names = ("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)")
+        values = (self.mean, self.median, self.max, self.min, self.std)
+        head = " ".join(f"{n:^12}" for n in names)
+        row = " ".join(f"{v * 1000:^12.4f}" for v in values)
+        return f"Execution time summary:\n{head}\n{row}" + " " * 15
+
+
+BenchmarkResult = ProfileResult  # TVM's name (tvm.runtime.module.BenchmarkResult)
+
 
 class Module:
     """Base of runtime modules (``tvm.runtime.Module``): ``mod[name]`` gets a function."""
