@@ -528,6 +528,11 @@ class GraphExecutorFactoryModule(Module):
                 return GraphModule.from_factory(self, dev)
 
             return create
+        if name == "debug_create":  # lib["debug_create"]("default", dev): for GraphModuleDebug
+            def debug_create(libmod_name: str = self.libmod_name, dev=None):
+                return self.get_function(libmod_name)(dev)
+
+            return debug_create
         if name in ("get_graph_json", "get_lib", "get_params"):
             return getattr(self, name)
         return self.lib.get_function(name)
