@@ -15,6 +15,7 @@ from .runtime import get_global_func, register_func  # noqa: E402,F401
 from .runtime import DataType, DataTypeCode  # noqa: E402,F401  (tvm.DataType)
 from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
 from . import compat
+from . import autotvm, meta_schedule  # noqa: E402  (TVM's tuning APIs, on minitvm.tune)
 
 __version__ = "0.1.0"
 

@@ -411,10 +411,19 @@ class GraphModule:
         fns = {"set_input": self.set_input, "run": self.run, "get_output": self.get_output,
                "get_num_outputs": self.get_num_outputs, "get_input": self.get_input,
                "get_num_inputs": self.get_num_inputs, "load_params": self.load_params,
-               "get_input_index": self.get_input_index}
+               "get_input_index": self.get_input_index,
+               "set_input_zero_copy": self.set_input_zero_copy,
+               "share_params": self.share_params}
         if name not in fns:
-            raise AttributeError(f"graph executor module has no function {name!r}")
+            raise AttributeError(f"graph executor module has no function {name!r} (it has "
+                                 f"{sorted(fns)})")
         return fns[name]
+
+    @property
+    def module(self) -> GraphExecutorModule:
+        """The runtime module under this wrapper (TVM's ``GraphModule.module``): what tutorials
+        time with ``module.module.time_evaluator("run", dev, number=10, repeat=3)``."""
+        return GraphExecutorModule(self)
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: int = 0, end_to_end: bool = False, **kwargs):
@@ -449,6 +458,28 @@ class GraphModule:
         """Bytes of planned storage (inputs, parameters, intermediates, outputs, workspace)."""
         st = self._state()
         return sum(s.nbytes for s in st.storage) + st.workspace.nbytes
+
+
+class GraphExecutorModule(Module):
+    """The graph executor as a runtime module (``GraphModule(...).module``): functions by name
+    (``mod["run"]``, ``mod.get_function("set_input")``) and ``time_evaluator``; it shares the
+    GraphModule's storage, so inputs set through either are seen by both."""
+
+    type_key = "GraphExecutor"
+
+    def __init__(self, graph: GraphModule):
+        self._graph = graph
+
+    def get_function(self, name: str, query_imports: bool = False):
+        return self._graph[name]
+
+    def time_evaluator(self, func_name: str, dev=None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: int = 0, **kwargs):
+        return self._graph.time_evaluator(func_name, dev, number, repeat, min_repeat_ms,
+                                          **kwargs)
+
+    def __repr__(self):
+        return f"Module(GraphExecutor, inputs={self._graph.input_names})"
 
 
 def create(graph_json_str: str, libmod, device=None) -> GraphModule:
@@ -497,6 +528,11 @@ class GraphExecutorFactoryModule(Module):
                 return GraphModule.from_factory(self, dev)
 
             return create
+        if name == "debug_create":  # lib["debug_create"]("default", dev): for GraphModuleDebug
+            def debug_create(libmod_name: str = self.libmod_name, dev=None):
+                return self.get_function(libmod_name)(dev)
+
+            return debug_create
         if name in ("get_graph_json", "get_lib", "get_params"):
             return getattr(self, name)
         return self.lib.get_function(name)

@@ -46,6 +46,17 @@ class ProfileResult:
     def __repr__(self):
         return f"ProfileResult(mean={self.mean:.6g} s, results={self.results})"
 
+    def __str__(self):
+        # TVM's BenchmarkResult table: five centred 12-wide columns in milliseconds
+        names = ("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)")
+        values = (self.mean, self.median, self.max, self.min, self.std)
+        head = " ".join(f"{n:^12}" for n in names)
+        row = " ".join(f"{v * 1000:^12.4f}" for v in values)
+        return f"Execution time summary:\n{head}\n{row}" + " " * 15
+
+
+BenchmarkResult = ProfileResult  # TVM's name (tvm.runtime.module.BenchmarkResult)
+
 
 class Module:
     """Base of runtime modules (``tvm.runtime.Module``): ``mod[name]`` gets a function."""
@@ -133,6 +144,11 @@ class GraphLib(Module):
         self.entry = entry  # (ir, symbol, compiled) or None
         self.blas = blas
 
+    def export_library(self, path: str, *args, **kwargs) -> None:
+        """Write the kernels alone; ``load_module(path)`` returns them as a GraphLib (TVM's
+        ``code, lib = vm_exec.save(); lib.export_library(path)``)."""
+        export_library(self, path)
+
     def get_function(self, name: str, query_imports: bool = False):
         k = self.kernels.get(name)
         if k is None:
@@ -186,10 +202,12 @@ def export_library(factory, path: str) -> None:
     Every member's SHA-256 is recorded, so a loaded file is exactly what was written. The
     archive is written to a temporary file renamed into place; a failure removes it.
     """
-    lib: GraphLib = factory.get_lib()
+    # a GraphLib alone (the kernels a Relay VM executable's save() returns) has no graph
+    kernels_only = isinstance(factory, GraphLib)
+    lib: GraphLib = factory if kernels_only else factory.get_lib()
     table = {}
     arrays = {f"param:{k}": np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-              for k, v in factory.get_params().items()}
+              for k, v in ({} if kernels_only else factory.get_params()).items()}
     files = {}
     for name, k in lib.kernels.items():
         info = {"kind": k.kind, "symbol": k.symbol, "ws_bytes": k.ws_bytes,
@@ -211,11 +229,14 @@ def export_library(factory, path: str) -> None:
         files["entry.ll"] = lib.entry[0]
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    members = {"graph.json": factory.get_graph_json().encode(), "params.npz": buf.getvalue()}
+    graph_json = "{}" if kernels_only else factory.get_graph_json()
+    members = {"graph.json": graph_json.encode(), "params.npz": buf.getvalue()}
     members.update((f, t.encode()) for f, t in files.items())
     meta = {"format": FORMAT, "version": VERSION, "kernels": table, "blas": lib.blas,
             "entry_symbol": lib.entry[1] if lib.entry is not None else None,
             "sha256": {f: _sha256(b) for f, b in members.items()}}
+    if kernels_only:
+        meta["kernels_only"] = True
     meta["meta_sha256"] = _meta_digest(meta)
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
@@ -396,7 +417,8 @@ def _load_arrays(data: bytes, path: str) -> dict:
 
 
 def load_module(path: str, fmt: str = ""):
-    """Load a library written by ``export_library``; returns the graph executor factory."""
+    """Load a library written by ``export_library``: the graph executor factory (or the
+    kernels alone, for a library exported from a GraphLib)."""
     from . import blas, jit
     from .graph_check import check_graph, parse_graph_json
     from .graph_executor import GraphExecutorFactoryModule
@@ -480,8 +502,12 @@ def load_module(path: str, fmt: str = ""):
             source, run = _read_fallback(kfmt, src_text, where)
             kernels[name] = Kernel(name, "fallback", consts=consts, reason=info.get("reason", ""),
                                    source=source, source_format=kfmt, run=run)
+    kernels_only = meta.get("kernels_only", False)
+    if kernels_only is not True and kernels_only is not False:
+        raise ValueError(f"{where_meta}: field 'kernels_only' must be a boolean")
     where_graph = f"load_module: {path!r} member 'graph.json'"
-    plan = check_graph(parse_graph_json(graph_json, where_graph), kernels, where_graph)
+    plan = None if kernels_only else \
+        check_graph(parse_graph_json(graph_json, where_graph), kernels, where_graph)
     entry = None
     symbol = meta.get("entry_symbol")
     if symbol is not None:
@@ -499,6 +525,9 @@ def load_module(path: str, fmt: str = ""):
                              f"{err}") from None
         entry = (ir, symbol, compiled)
     lib = GraphLib(kernels, entry, meta.get("blas", ""))
+    if kernels_only:  # the kernels alone (e.g. for Executable.load_exec)
+        _verify_digests(meta, raw, path)
+        return lib
     params = {k[len("param:"):]: v for k, v in arrays.items() if k.startswith("param:")}
     for name, value in params.items():
         e = plan["inputs"].get(name)

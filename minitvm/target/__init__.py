@@ -96,7 +96,7 @@ class Target:
                              f"{', '.join(sorted(_KNOWN))}")
         self.kind = TargetKind(kind)
         self.attrs: dict = {}
-        self.keys = list(_KNOWN[kind][0])
+        keys: list[str] = []
         rest = parts[1:]
         while rest:
             opt = rest.pop(0)
@@ -106,7 +106,8 @@ class Target:
             if not eq and rest and not rest[0].startswith("-"):
                 value = rest.pop(0)  # "-num-cores 4", as TVM's parser also reads it
             if key == "keys":
-                self.keys = value.split(",") + self.keys
+                keys += [k for k in value.split(",") if k]
+                continue
             if key in _INT_OPTIONS and value:
                 try:
                     value = int(value)
@@ -114,6 +115,11 @@ class Target:
                     raise ValueError(f"target option -{key} takes an integer, got "
                                      f"{value!r} in {target!r}") from None
             self.attrs[key] = value if value != "" else True
+        # as TVM: the given keys, then the device name (-device=arm_cpu), then the kind's
+        # defaults, each once
+        device = self.attrs.get("device")
+        keys += [device] if isinstance(device, str) and device else []
+        self.keys = list(dict.fromkeys(keys + list(_KNOWN[kind][0])))
         self.host = Target(host) if isinstance(host, str) else host
 
     @property
@@ -181,8 +187,10 @@ class Target:
         _STACK.stack.pop()
 
     def __str__(self):
-        opts = " ".join(f"-{k}" if v is True else f"-{k}={v}" for k, v in self.attrs.items())
-        return f"{self.kind.name} {opts}".strip()
+        # TVM's form: the kind, -keys=..., then the other attributes in name order
+        opts = [f"-keys={','.join(self.keys)}"] if self.keys else []
+        opts += [f"-{k}" if v is True else f"-{k}={v}" for k, v in sorted(self.attrs.items())]
+        return " ".join([self.kind.name, *opts])
 
     def __repr__(self):
         return f"Target({str(self)!r})"

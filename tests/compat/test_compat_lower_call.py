@@ -115,7 +115,7 @@ def test_te_compiler_lowers_every_call_through_the_global_lower_call():
         key = te_compiler.CCacheKey(func, "llvm")
         assert isinstance(key.target, tvm.target.Target) and key.source_func is func
         cf = eng.lower(key)
-        assert seen == [("add", "llvm")] and eng.lower(func, "llvm") is cf  # one cache entry
+        assert seen == [("add", "llvm -keys=cpu")] and eng.lower(func, "llvm") is cf  # one cache entry
         a, b = np.full((2, 2), 5.0, "float32"), np.full((2, 2), 2.0, "float32")
         np.testing.assert_allclose(eng.jit(key)(a, b).numpy(), a - b)
     finally:

@@ -588,7 +588,7 @@ def test_target_options_written_with_a_space_and_build_params():
     ``relax.build(..., params=...)``: the option was rejected as 'invalid target option'."""
     t = tvm.target.Target("llvm -mcpu skylake -num-cores 2 -system-lib")
     assert t.attrs == {"mcpu": "skylake", "num-cores": 2, "system-lib": True}
-    assert str(t) == "llvm -mcpu=skylake -num-cores=2 -system-lib"
+    assert str(t) == "llvm -keys=cpu -mcpu=skylake -num-cores=2 -system-lib"  # (TVM's form)
     with pytest.raises(ValueError, match="invalid target option 'foo'"):
         tvm.target.Target("llvm foo")
     w = np.random.randn(4, 4).astype("float32")

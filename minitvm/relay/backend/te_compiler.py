@@ -531,7 +531,9 @@ class TECompiler:
             raise TypeError(f"TECompiler.lower expects a relay.Function, got "
                             f"{type(source_func).__name__}")
         target = target if target is not None else "llvm"
-        key = str(target)
+        from ...target import Target
+
+        key = str(Target(target))  # (one key for "llvm" and Target("llvm"))
         cached = self._lookup(source_func, key)
         if cached is not None:
             return cached
