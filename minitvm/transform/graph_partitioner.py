@@ -320,8 +320,36 @@ class _Partitioner:
                 else:
                     continue
             gnode = order[nid]
-            if self._within_depth(gnode, sink) and self._check_path(gnode, sink, cond):
+            outs = gnode.outputs
+            if len(outs) == 1 and outs[0][0] is sink:
+                self._fuse_into_consumer(gnode, sink, cond)
+            elif self._within_depth(gnode, sink) and self._check_path(gnode, sink, cond):
                 self._try_commit(gnode, sink)
+
+    def _fuse_into_consumer(self, src, sink, cond):
+        """The common case, a node whose one use is its post-dominator: nothing lies between
+        them, so the walks reduce to the two groups (the same decisions as the general path)."""
+        groups = self.groups
+        i, j = src.index, sink.index
+        sink_root = groups[j].find_root()
+        if sink_root.num_nodes + groups[i].num_nodes > self.max_depth:
+            self.too_big[i] = True
+            return
+        if not cond(sink_root.pattern, True):
+            return
+        if sink_root.num_nodes == 1:  # (the sink alone: only its own size changes)
+            src_root = groups[i].find_root()
+            inlined, total = self.inlined, 1
+            for a in self.inputs[j]:
+                r = groups[a.index].find_root()
+                if r is src_root or r is sink_root:
+                    total += inlined[a.index]
+            if total > self.max_inlined:
+                return
+            self._merge(groups[i], sink_root)
+            inlined[j] = total
+        else:
+            self._try_commit(src, sink)
 
 
 def _injective_cond(kind, is_sink) -> bool:
