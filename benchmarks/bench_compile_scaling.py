@@ -5,7 +5,7 @@ Graphs (``--graphs``, default all; ``N`` is the number of operator calls):
   * ``chain10k``, ``chain100k``: unary elementwise ops one after the other;
   * ``ladder10k``, ``ladder100k``: each value feeds the next two (``x_i = x_{i-1} + x_{i-2}``):
     every node's post-dominator is the program's last node;
-  * ``fanout``: one value read by 1,000 consumers, concatenated;
+  * ``fanout``: one value read by 1,000 consumers, concatenated (``fanoutN``: N consumers);
   * ``resmlp``: a deep residual MLP (200 blocks of dense + bias + relu + residual add, width 64);
   * ``bert12``: BERT-base, 12 layers, sequence 128 (Relay: ``relay.testing.bert``; Relax: the
     ``relax.frontend.nn`` encoder layer of ``bench_relax_models.py``, stacked);
@@ -49,6 +49,10 @@ SHAPE = (1, 16)
 
 
 def _size(name: str) -> int:
+    """Operator calls of ``chain10k``/``ladder100k``..., consumers of ``fanout`` (1,000) or
+    ``fanoutN``."""
+    if name.startswith("fanout"):
+        return int(name[len("fanout"):] or 1000)
     return int(name.rstrip("k").lstrip("chainlder")) * 1000
 
 
@@ -79,9 +83,10 @@ def relay_graph(name: str):
         prev, y = x, relay.negative(x)
         for _ in range(_size(name) - 1):
             prev, y = y, relay.add(y, prev)
-    elif name == "fanout":
+    elif name.startswith("fanout"):
         s = relay.sigmoid(x)
-        y = relay.concatenate([relay.multiply(s, relay.const(float(j))) for j in range(1000)], 1)
+        y = relay.concatenate([relay.multiply(s, relay.const(float(j)))
+                               for j in range(_size(name))], 1)
     elif name == "resmlp":
         rng = np.random.default_rng(0)
         y = x
@@ -124,10 +129,10 @@ def relax_graph(name: str):
                 prev, y = x, bb.emit(R.negative(x))
                 for _ in range(_size(name) - 1):
                     prev, y = y, bb.emit(R.add(y, prev))
-            elif name == "fanout":
+            elif name.startswith("fanout"):
                 s = bb.emit(R.sigmoid(x))
                 ys = [bb.emit(R.multiply(s, relax.const(float(j), "float32")))
-                      for j in range(1000)]
+                      for j in range(_size(name))]
                 y = bb.emit(R.concat(ys, axis=1))
             elif name == "resmlp":
                 y = x
