@@ -135,18 +135,17 @@ def squeeze(x, axes=None):
 
 def concatenate(xs, axis: int = 0):
     """``topi.concatenate`` along ``axis`` (reads only the input each element comes from)."""
-    nd = len(xs[0].shape)
-    axis = axis % nd
-    offsets, acc = [], E.IntImm("int64", 0)
-    for t in xs:
-        offsets.append(acc)
-        acc = acc + t.shape[axis] if not (isinstance(acc, E.IntImm) and acc.value == 0) \
-            else t.shape[axis]
     from ..arith import Analyzer
 
+    nd = len(xs[0].shape)
+    axis = axis % nd
     ana = Analyzer()
-    offsets = [ana.simplify(o) for o in offsets]
-    shape = [ana.simplify(acc) if d == axis else xs[0].shape[d] for d in range(nd)]
+    offsets, acc = [], E.IntImm("int64", 0)
+    for t in xs:  # (each offset simplified from the last: linear in the number of inputs)
+        offsets.append(acc)
+        acc = ana.simplify(acc + t.shape[axis]) if not (
+            isinstance(acc, E.IntImm) and acc.value == 0) else ana.simplify(t.shape[axis])
+    shape = [acc if d == axis else xs[0].shape[d] for d in range(nd)]
 
     def body(*i):
         def load(k):

@@ -119,6 +119,18 @@ class Group:
 
 
 class _Partitioner:
+    """The three fusion phases over one graph. What is cached, and why each cache is exact:
+
+    * ``reach[i]``, a lower bound on the nodes strictly between node i and its post-dominator
+      (the longest path between them): a node whose group would count more than ``max_depth``
+      without any merge is skipped without a walk. A ladder (each node feeding the next two)
+      has the program's last node as every node's post-dominator: walking 256 nodes per node
+      and phase was its whole partitioning time.
+    * ``too_big[i]``: the count fusing node i into its post-dominator would give only grows
+      (group sizes only grow), so once past ``max_depth`` it stays past; later phases skip it.
+    * ``inlined[i]``: each node's inlined size within its group, updated for exactly the
+      nodes whose in-group operands change when a fusion commits."""
+
     def __init__(self, order, max_depth, max_inlined):
         self.order = order
         self.max_depth = max_depth
@@ -130,6 +142,31 @@ class _Partitioner:
                 if o.index >= 0:
                     self.inputs[o.index].append(n)
         self.inlined = [1] * len(order)  # each node's inlined size within its group
+        self.too_big = [False] * len(order)
+        self.reach: list[int] = []
+
+    def _lower_bounds(self, dom) -> list[int]:
+        """``reach[i]``: the longest path from node i to its post-dominator in nodes, the
+        post-dominator excluded. The nodes on paths from a consumer o of i to o's own
+        post-dominator all lie between i and i's (which post-dominates o as well), and o does
+        not lie between o and its post-dominator, so reach[i] >= 1 + reach[o]."""
+        order, n_nodes = self.order, len(self.order)
+        reach = [0] * n_nodes
+        for i in range(n_nodes - 1, -1, -1):
+            parent = dom[i].parent
+            if parent is None:
+                continue
+            sink, best = parent.gnode, 0
+            for o, _ in order[i].outputs:
+                if o is not sink:
+                    j = o.index
+                    if j <= i:  # (not a post-DFS order: no bound)
+                        best = 0
+                        break
+                    if reach[j] >= best:
+                        best = reach[j] + 1
+            reach[i] = best
+        return reach
 
     @staticmethod
     def _paths(src, sink):
@@ -148,10 +185,40 @@ class _Partitioner:
                 stack.extend(o for o, _ in n.outputs)
 
     def _check_path(self, src, sink, fcond) -> bool:
+        groups = self.groups
         for n in self._paths(src, sink):
-            if not fcond(self.groups[n.index].find_root().pattern, n is sink):
+            if not fcond(groups[n.index].find_root().pattern, n is sink):
                 return False
         return True
+
+    def _within_depth(self, src, sink) -> bool:
+        """Whether the group fusing src into sink makes holds at most ``max_depth`` nodes:
+        the sink's group, src's and each node's own group between them (TVM's count; the
+        walk stops once the count is past the bound, all the caller asks)."""
+        i = src.index
+        if self.too_big[i]:
+            return False
+        groups, limit = self.groups, self.max_depth
+        total = groups[sink.index].find_root().num_nodes + groups[i].num_nodes
+        if total + self.reach[i] <= limit:
+            outs = src.outputs
+            if len(outs) == 1 and outs[0][0] is sink:
+                return True  # (a single consumer: nothing between them)
+            seen, stack = set(), [o for o, _ in outs]
+            while stack:
+                n = stack.pop()
+                if n.index in seen:
+                    continue
+                seen.add(n.index)
+                if n is not sink:
+                    total += groups[n.index].num_nodes
+                    if total > limit:
+                        break
+                    stack.extend(o for o, _ in n.outputs)
+            else:
+                return True
+        self.too_big[i] = True
+        return False
 
     def _inlined_with(self, src, sink) -> dict | None:
         """``index -> inlined size`` of the nodes whose size fusing src into sink changes (the
@@ -173,12 +240,13 @@ class _Partitioner:
                     affected[o.index] = o
                     stack.append(o)
         sizes: dict[int, int] = {}
-        inlined, limit = self.inlined, self.max_inlined
+        inlined, limit, inputs = self.inlined, self.max_inlined, self.inputs
         for i in sorted(affected):
             total = 1
-            for a in self.inputs[i]:
-                if groups[a.index].find_root() in roots:
-                    total += sizes.get(a.index, inlined[a.index])
+            for a in inputs[i]:
+                j = a.index
+                if groups[j].find_root() in roots:
+                    total += sizes.get(j, inlined[j])
             if total > limit:
                 return None
             sizes[i] = total
@@ -190,8 +258,9 @@ class _Partitioner:
         if sizes is None:
             return
         self._commit(src, sink)
+        inlined = self.inlined
         for i, v in sizes.items():
-            self.inlined[i] = v
+            inlined[i] = v
 
     def _commit(self, src, sink):
         target = self.groups[sink.index]
@@ -211,52 +280,84 @@ class _Partitioner:
             parent.anchor_ref = child.anchor_ref
             parent.pattern = max(child.pattern, parent.pattern)
 
-    def _count_with(self, src, sink) -> int:
-        """Nodes in the group fusing src into sink would make; the count stops once it is past
-        ``max_depth`` (all the caller asks)."""
-        total = self.groups[sink.index].find_root().num_nodes + self.groups[src.index].num_nodes
-        for n in self._paths(src, sink):
-            if total > self.max_depth:
-                break
-            if n is not sink:
-                total += self.groups[n.index].num_nodes
-        return total
-
     def run(self, dom, phase):
-        groups = self.groups
-        for nid, gnode in enumerate(self.order):
-            dnode, group = dom[nid], groups[nid]
-            if group.pattern == OPAQUE or dnode.parent is None:
+        """One phase. The cheap tests on patterns come first and the size bound last; each
+        test is free of side effects, so their order does not change what fuses."""
+        groups, order = self.groups, self.order
+        for nid in range(len(order)):
+            group = groups[nid]
+            pattern = group.pattern
+            if pattern == OPAQUE:
+                continue
+            dnode = dom[nid]
+            if dnode.parent is None:
                 continue
             sink = dnode.parent.gnode
-            if self._count_with(gnode, sink) > self.max_depth:
-                continue
             parent_group = groups[sink.index]
             if phase == 2:
-                if group.pattern > INJECTIVE:
+                if pattern > INJECTIVE or parent_group.pattern != TUPLE:
                     continue
-                root = parent_group.find_root()
-                if root.pattern == TUPLE:
+                if parent_group.find_root().pattern > INJECTIVE:  # (a tuple root included)
                     continue
-                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
-                    if self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                        self._try_commit(gnode, sink)
-                continue
-            if group.find_root() is parent_group.find_root():
-                continue
-            if parent_group.pattern == TUPLE:
-                continue
-            if group.pattern == OUT_EWISE:
-                if phase == 0 and dnode.pattern == ELEMWISE and self._check_path(
-                        gnode, sink, lambda k, s: k <= BROADCAST):
-                    self._try_commit(gnode, sink)
-            elif group.pattern <= BROADCAST:
-                if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
-                    if self._check_path(gnode, sink, _broadcast_cond):
-                        self._try_commit(gnode, sink)
-            elif group.pattern in (INJECTIVE, TUPLE):
-                if phase == 1 and self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
-                    self._try_commit(gnode, sink)
+                cond = _injective_cond
+            else:
+                if parent_group.pattern == TUPLE:
+                    continue
+                if group.find_root() is parent_group.find_root():
+                    continue
+                if pattern == OUT_EWISE:
+                    if phase != 0 or dnode.pattern != ELEMWISE:
+                        continue
+                    cond = _elemwise_sink_cond
+                elif pattern <= BROADCAST:
+                    if dnode.pattern > INJECTIVE and dnode.pattern != COMM_REDUCE:
+                        continue
+                    cond = _broadcast_cond
+                elif pattern == INJECTIVE or pattern == TUPLE:
+                    if phase != 1:
+                        continue
+                    cond = _injective_cond
+                else:
+                    continue
+            gnode = order[nid]
+            outs = gnode.outputs
+            if len(outs) == 1 and outs[0][0] is sink:
+                self._fuse_into_consumer(gnode, sink, cond)
+            elif self._within_depth(gnode, sink) and self._check_path(gnode, sink, cond):
+                self._try_commit(gnode, sink)
+
+    def _fuse_into_consumer(self, src, sink, cond):
+        """The common case, a node whose one use is its post-dominator: nothing lies between
+        them, so the walks reduce to the two groups (the same decisions as the general path)."""
+        groups = self.groups
+        i, j = src.index, sink.index
+        sink_root = groups[j].find_root()
+        if sink_root.num_nodes + groups[i].num_nodes > self.max_depth:
+            self.too_big[i] = True
+            return
+        if not cond(sink_root.pattern, True):
+            return
+        if sink_root.num_nodes == 1:  # (the sink alone: only its own size changes)
+            src_root = groups[i].find_root()
+            inlined, total = self.inlined, 1
+            for a in self.inputs[j]:
+                r = groups[a.index].find_root()
+                if r is src_root or r is sink_root:
+                    total += inlined[a.index]
+            if total > self.max_inlined:
+                return
+            self._merge(groups[i], sink_root)
+            inlined[j] = total
+        else:
+            self._try_commit(src, sink)
+
+
+def _injective_cond(kind, is_sink) -> bool:
+    return kind <= INJECTIVE
+
+
+def _elemwise_sink_cond(kind, is_sink) -> bool:
+    return kind <= BROADCAST
 
 
 def _broadcast_cond(kind, is_sink) -> bool:
@@ -274,6 +375,7 @@ def partition_graph(order: list[GraphNode], fuse_opt_level: int, max_depth: int,
     parts = _Partitioner(order, max_depth, max_inlined)
     if fuse_opt_level != 0:
         dom = post_dominators(order)
+        parts.reach = parts._lower_bounds(dom)
         for phase in range(3):
             parts.run(dom, phase)
     return parts.groups

@@ -1,0 +1,347 @@
+"""Compile time as graphs grow: Relay ``relay.build`` (opt_level 3) and Relax ``relax.build`` of
+synthetic graphs and two real models, each phase's CPU time in a table.
+
+Graphs (``--graphs``, default all; ``N`` is the number of operator calls):
+  * ``chain10k``, ``chain100k``: unary elementwise ops one after the other;
+  * ``ladder10k``, ``ladder100k``: each value feeds the next two (``x_i = x_{i-1} + x_{i-2}``):
+    every node's post-dominator is the program's last node;
+  * ``fanout``: one value read by 1,000 consumers, concatenated (``fanoutN``: N consumers);
+  * ``resmlp``: a deep residual MLP (200 blocks of dense + bias + relu + residual add, width 64);
+  * ``bert12``: BERT-base, 12 layers, sequence 128 (Relay: ``relay.testing.bert``; Relax: the
+    ``relax.frontend.nn`` encoder layer of ``bench_relax_models.py``, stacked);
+  * ``resnet50``: ResNet-50 (Relay: ``relay.testing.resnet``; Relax: the same network written
+    with the BlockBuilder, batch norm included).
+
+Each (graph, dialect) builds once in a fresh process with an empty kernel cache and serial
+compilation (``MINITVM_COMPILE_JOBS=1``), so every phase runs in the one thread whose CPU time
+(``time.thread_time``) is charged to the innermost phase running (``compile_phases.PhaseClock``):
+  import    building the graph (the IR constructors; ``relay.testing``'s InferType included);
+  InferType / FuseOps / partition   Relay's type inference, the fusion pass without its
+            partitioner, the shared partitioner (``graph_partitioner.partition_graph``, both
+            dialects); Relax: LegalizeOps, FuseOps, FuseTIR in their own columns;
+  passes    every other pass (the 3 biggest are named with ``-v``);
+  lower     TE -> PrimFunc (schedules, ``lower._inline_all``), TIR passes and kernel keys;
+  codegen   LLVM IR generation and compile, graph / VM codegen and what is left of the build.
+A column over a tenth of its row's total is marked ``*``; ``--timeout`` (default 900 s) bounds a
+build, and a build past it shows as ``timeout``.
+
+Run: python benchmarks/bench_compile_scaling.py [--graphs chain100k,ladder100k] [--dialects relay]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GRAPHS = ["chain10k", "chain100k", "ladder10k", "ladder100k", "fanout", "resmlp", "bert12",
+          "resnet50"]
+DIALECTS = ["relay", "relax"]
+COLUMNS = {"relay": ["import", "InferType", "FuseOps", "partition", "passes", "lower", "codegen"],
+           "relax": ["import", "LegalizeOps", "FuseOps", "partition", "FuseTIR", "passes",
+                     "lower", "codegen"]}
+SHAPE = (1, 16)
+
+
+def _size(name: str) -> int:
+    """Operator calls of ``chain10k``/``ladder100k``..., consumers of ``fanout`` (1,000) or
+    ``fanoutN``."""
+    if name.startswith("fanout"):
+        return int(name[len("fanout"):] or 1000)
+    return int(name.rstrip("k").lstrip("chainlder")) * 1000
+
+
+# ------------------------------------------------------------------------------------ Relay
+def relay_graph(name: str):
+    """(module, params) of one graph."""
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import relay
+
+    if name == "bert12":
+        from minitvm.relay.testing import bert
+
+        return bert.get_workload(num_layers=12)
+    if name == "resnet50":
+        from minitvm.relay.testing import resnet
+
+        return resnet.get_workload(num_layers=50)
+    x = relay.var("x", shape=SHAPE, dtype="float32")
+    params = {}
+    if name.startswith("chain"):
+        ops = (relay.sigmoid, relay.negative, relay.abs)
+        y = x
+        for i in range(_size(name)):
+            y = ops[i % 3](y)
+    elif name.startswith("ladder"):
+        prev, y = x, relay.negative(x)
+        for _ in range(_size(name) - 1):
+            prev, y = y, relay.add(y, prev)
+    elif name.startswith("fanout"):
+        s = relay.sigmoid(x)
+        y = relay.concatenate([relay.multiply(s, relay.const(float(j)))
+                               for j in range(_size(name))], 1)
+    elif name == "resmlp":
+        rng = np.random.default_rng(0)
+        y = x
+        for i in range(200):
+            w, b = relay.var(f"w{i}", shape=(16, 16)), relay.var(f"b{i}", shape=(16,))
+            params[f"w{i}"] = (rng.standard_normal((16, 16)) / 4).astype("float32")
+            params[f"b{i}"] = np.zeros(16, "float32")
+            y = relay.add(y, relay.nn.relu(relay.nn.bias_add(relay.nn.dense(y, w), b)))
+    else:
+        raise SystemExit(f"unknown graph {name!r}; choose from {GRAPHS}")
+    body = relay.Function(relay.analysis.free_vars(y), y)
+    return tvm.IRModule.from_expr(body), {k: tvm.nd.array(v) for k, v in params.items()}
+
+
+# ------------------------------------------------------------------------------------ Relax
+def relax_graph(name: str):
+    """(module, params) of one graph."""
+    from minitvm import relax
+
+    if name == "bert12":
+        return _relax_bert(12), None
+    if name == "resnet50":
+        return _relax_resnet50(), None
+    R = relax.op
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo(SHAPE, "float32"))
+    params = [x]
+    if name == "resmlp":
+        for i in range(200):
+            params += [relax.Var(f"w{i}", relax.TensorStructInfo((16, 16), "float32")),
+                       relax.Var(f"b{i}", relax.TensorStructInfo((16,), "float32"))]
+    with bb.function("main", params):
+        with bb.dataflow():
+            if name.startswith("chain"):
+                ops = (R.sigmoid, R.negative, R.abs)
+                y = x
+                for i in range(_size(name)):
+                    y = bb.emit(ops[i % 3](y))
+            elif name.startswith("ladder"):
+                prev, y = x, bb.emit(R.negative(x))
+                for _ in range(_size(name) - 1):
+                    prev, y = y, bb.emit(R.add(y, prev))
+            elif name.startswith("fanout"):
+                s = bb.emit(R.sigmoid(x))
+                ys = [bb.emit(R.multiply(s, relax.const(float(j), "float32")))
+                      for j in range(_size(name))]
+                y = bb.emit(R.concat(ys, axis=1))
+            elif name == "resmlp":
+                y = x
+                for i in range(200):
+                    w, b = params[1 + 2 * i], params[2 + 2 * i]
+                    h = bb.emit(R.add(R.matmul(y, R.permute_dims(w)), b))
+                    y = bb.emit(R.add(y, R.nn.relu(h)))
+            else:
+                raise SystemExit(f"unknown graph {name!r}; choose from {GRAPHS}")
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get(), None
+
+
+def _relax_bert(layers: int):
+    sys.path.insert(0, HERE)
+    from bench_relax_models import BertLayer
+
+    from minitvm.relax.frontend import nn
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([BertLayer() for _ in range(layers)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    mod, _ = Encoder().export_tvm({"forward": {"x": nn.spec.Tensor((1, 128, 768), "float32")}})
+    return mod
+
+
+def _relax_resnet50():
+    """ResNet-50 v1 (bottlenecks 3-4-6-3, batch norm in inference mode), NCHW 224x224, weights
+    as the function's parameters."""
+    from minitvm import relax
+
+    R, bb = relax.op, relax.BlockBuilder()
+    x = relax.Var("data", relax.TensorStructInfo((1, 3, 224, 224), "float32"))
+    params = [x]
+
+    def var(shape):
+        v = relax.Var(f"p{len(params)}", relax.TensorStructInfo(shape, "float32"))
+        params.append(v)
+        return v
+
+    def conv_bn(h, cin, cout, k, stride, relu=True):
+        w = var((cout, cin, k, k))
+        h = bb.emit(R.nn.conv2d(h, w, strides=stride, padding=k // 2))
+        g, b, m, v = (var((cout,)) for _ in range(4))
+        h = bb.emit(relax.TupleGetItem(bb.emit(R.nn.batch_norm(h, g, b, m, v, axis=1)), 0))
+        return bb.emit(R.nn.relu(h)) if relu else h
+
+    body = []
+
+    def build(h):
+        h = conv_bn(h, 3, 64, 7, 2)
+        h = bb.emit(R.nn.max_pool2d(h, pool_size=3, strides=2, padding=1))
+        cin = 64
+        for stage, (units, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512),
+                                                   strict=True)):
+            for u in range(units):
+                stride = 2 if stage > 0 and u == 0 else 1
+                r = conv_bn(h, cin, width, 1, 1)
+                r = conv_bn(r, width, width, 3, stride)
+                r = conv_bn(r, width, width * 4, 1, 1, relu=False)
+                sc = conv_bn(h, cin, width * 4, 1, stride, relu=False) if u == 0 else h
+                h = bb.emit(R.nn.relu(bb.emit(R.add(r, sc))))
+                cin = width * 4
+        h = bb.emit(R.mean(h, axis=[2, 3]))
+        w = var((1000, cin))
+        return bb.emit(R.matmul(h, R.permute_dims(w)))
+
+    # parameters are created while the body is built: build it in a scratch builder first
+    with bb.function("scratch", [x]):
+        with bb.dataflow():
+            body.append(bb.emit_output(build(x)))
+        bb.emit_func_output(body[0])
+    scratch = bb.get()["scratch"]
+    return relax.transform.Normalize()(
+        __import__("minitvm").IRModule({"main": relax.Function(params, scratch.body,
+                                                               scratch.ret_struct_info)}))
+
+
+# ------------------------------------------------------------------------------------ child
+def _install(dialect: str):
+    """Phase wrappers for this process: compile_phases' (kernels, codegen), the partitioner
+    in both dialects' FuseOps, and Relax's build steps."""
+    import importlib
+
+    import compile_phases as cp
+
+    # (by module path: the packages re-export functions of the same names)
+    relax_fuse = importlib.import_module("minitvm.relax.transform.fuse_ops")
+    relax_build = importlib.import_module("minitvm.relax.vm.build")
+    relay_fuse = importlib.import_module("minitvm.relay.transform.fuse_ops")
+
+    instrument = cp.install(tempfile.mkdtemp(prefix="minitvm-scaling-"))
+    for mod in (relay_fuse, relax_fuse):
+        cp._wrap(mod, "partition_graph", "partition")
+    cp._wrap(relax_build, "codegen", "VM codegen")
+    cp._wrap(relax_build, "optimize_prim_func", "kernels: lowering (TE -> PrimFunc, schedules)")
+    cp._wrap(relax_build, "compile_prim_func", "kernels: TIR passes, keys (compile_prim_func)")
+    return cp, instrument
+
+
+def _column(dialect: str, phase: str) -> str:
+    if phase in ("import", "partition"):
+        return phase
+    if phase.startswith("pass "):
+        name = phase[5:]
+        return name if name in COLUMNS[dialect] else "passes"
+    if phase.startswith("kernels: lowering") or phase.startswith("kernels: TIR") \
+            or phase.startswith("kernels: TIR text") or phase == "kernels: compile_te glue":
+        return "lower"
+    return "codegen"
+
+
+def child(name: str, dialect: str) -> None:
+    """Build one graph in this process; print its phases as one JSON line."""
+    sys.path.insert(0, HERE)
+    cp, instrument = _install(dialect)
+    import minitvm as tvm
+
+    t0 = time.thread_time()
+    mod, params = (relay_graph if dialect == "relay" else relax_graph)(name)
+    imported = time.thread_time() - t0
+    with tvm.transform.PassContext(opt_level=3, instruments=[instrument]):
+        cp.CLOCK.start()
+        if dialect == "relay":
+            from minitvm import relay
+
+            relay.build(mod, target="llvm", params=params)
+        else:
+            from minitvm import relax
+
+            relax.build(mod, "llvm")
+        phases = cp.CLOCK.stop()
+    cols: dict[str, float] = {"import": imported}
+    detail: dict[str, float] = {}
+    for k, v in phases.items():
+        c = _column(dialect, k)
+        cols[c] = cols.get(c, 0.0) + v
+        if c in ("passes", "codegen"):
+            detail[k] = v
+    print(json.dumps({"cols": cols, "detail": detail}))
+
+
+# ----------------------------------------------------------------------------------- parent
+def run_one(name: str, dialect: str, timeout: float) -> dict | None:
+    env = dict(os.environ, MINITVM_COMPILE_JOBS="1")
+    root = os.path.dirname(HERE)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="minitvm-scaling-cache-") as cache:
+        env["MINITVM_CACHE_DIR"] = cache
+        try:
+            out = subprocess.run([sys.executable, __file__, "--child", name, dialect], env=env,
+                                 capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    if out.returncode != 0:
+        tail = "\n".join(out.stderr.strip().splitlines()[-3:])
+        return {"error": tail}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table(dialect: str, rows: list, verbose: bool) -> str:
+    cols = COLUMNS[dialect]
+    lines = [f"{dialect}: CPU seconds by phase (one thread, cold kernel cache, serial compile)",
+             f"  {'graph':11s}" + "".join(f"{c:>12s}" for c in cols) + f"{'total':>10s}"]
+    for name, r in rows:
+        if r is None or "error" in r:
+            msg = "timeout" if r is None else "error: " + r["error"].splitlines()[-1][:80]
+            lines.append(f"  {name:11s}  {msg}")
+            continue
+        total = sum(r["cols"].values())
+        cells = ""
+        for c in cols:
+            v = r["cols"].get(c, 0.0)
+            cells += f"{v:11.2f}{'*' if v > total / 10 else ' '}"
+        lines.append(f"  {name:11s}{cells}{total:10.2f}")
+        if verbose:
+            top = sorted(r["detail"].items(), key=lambda kv: -kv[1])[:3]
+            lines.append("  " + " " * 11 + "; ".join(f"{k} {v:.2f}" for k, v in top))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--dialects", default=",".join(DIALECTS))
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--child", nargs=2, metavar=("GRAPH", "DIALECT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    for dialect in args.dialects.split(","):
+        rows = []
+        for name in args.graphs.split(","):
+            rows.append((name, run_one(name, dialect, args.timeout)))
+            print(table(dialect, rows[-1:], args.verbose).splitlines()[-1 - args.verbose],
+                  file=sys.stderr, flush=True)
+        print(table(dialect, rows, args.verbose), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
