@@ -25,7 +25,6 @@ import numpy as np
 from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
-from ...op import annotation as _annotation
 from ...op import nn as _nn
 from ..common import infer_shape
 from . import fixed_point as fp
@@ -132,10 +131,11 @@ def reduce_sum(x, axes, keep: bool, dtype: str, qi, qo):
     count = int(np.prod([shape[a] for a in axes]))
     scale = f32(f32(qi[0]) / f32(qo[0]))
     bias = f32(f32(f32(-qi[1]) * scale) * f32(count))
-    s = _op.cast(_int_sum(x, axes, keep), "float32")
-    # (the product stored before the add: in one kernel LLVM contracts the two into a fused
-    # multiply-add, skipping the product's rounding: 5-8 of 99 sums a step off)
-    p = _annotation.stop_fusion(_op.multiply(s, _c(scale, "float32")))
+    s = _op.cast(_int_sum(x, axes, keep), "float64")
+    # the float32 product rounded once (exact in float64: a sum below 2**24 times 24 bits); a
+    # float32 multiply feeding the add would be contracted into a fused multiply-add (5-8 of
+    # 99 sums a step off)
+    p = _op.cast(_op.multiply(s, _c(np.float64(scale), "float64")), "float32")
     v = _op.add(p, _c(bias, "float32"))
     r = _op.multiply(_op.sign(v), _op.floor(_op.add(_op.abs(v), _c(0.5, "float32"))))
     return _saturate(_op.add(r, _c(qo[1], "float32")), dtype, *QRANGE[dtype])
@@ -209,13 +209,17 @@ def resize_bilinear(x, dtype: str, size, align: bool, half: bool):
         return _saturate(out, dtype, *QRANGE[dtype])
     f32 = np.float32
     (y0, y1, fy), (x0, x1, fx) = _float_taps(h, oh, align, half), _float_taps(w, ow, align, half)
-    g = _corners(_op.cast(x, "float32"), {0: y0, 1: y1}, {0: x0, 1: x1})
+    g = _corners(_op.cast(x, "float64"), {0: y0, 1: y1}, {0: x0, 1: x1})
     wy = {0: f32(1) - fy, 1: fy}
     wx = {0: f32(1) - fx, 1: fx}
     acc = None
     for ky, kx in ((0, 0), (0, 1), (1, 0), (1, 1)):  # TFLite's order of the four terms
         wt = (wy[ky][:, None] * wx[kx][None, :]).astype("float32").reshape(1, oh, ow, 1)
-        p = _op.multiply(g[ky, kx], _c(wt, "float32"))
+        # the float32 product as TFLite rounds it: exact in float64 (8 x 24 bits), then
+        # rounded once; a float32 multiply feeding the add would be contracted into a fused
+        # multiply-add (the codegen's "contract" flag) that skips this rounding (1 of 320
+        # values a step off)
+        p = _op.cast(_op.multiply(g[ky, kx], _c(wt.astype("float64"), "float64")), "float32")
         acc = p if acc is None else _op.add(acc, p)
     v = _op.floor(_op.add(acc, _c(0.5, "float32")))  # (C's truncation: >= -1/2 here)
     return _saturate(v, dtype, *QRANGE[dtype])

@@ -42,8 +42,8 @@ def multiply(x, m0: int, shift: int, half_up=False) -> np.ndarray:
 
 def rounding_doubling_high_mul16(a, b) -> np.ndarray:
     """gemmlowp's SaturatingRoundingDoublingHighMul of int16 values: ``a * b / 2**15`` rounded
-    half away from zero (a nudge of +-2**14, then C's truncating division), saturating the one
-    overflow (-32768 * -32768)."""
+    half up (a nudge of 2**14, 1 - 2**14 below zero, then C's truncating division), saturating
+    the one overflow (-32768 * -32768)."""
     a, b = np.asarray(a, "int64"), np.asarray(b, "int64")
     ab = a * b
     num = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
