@@ -158,6 +158,38 @@ def test_dequantize_every_value(dtype, scale):
     _check(blob, _every_value(dtype))
 
 
+@pytest.mark.parametrize("pair", [("int8", "uint8"), ("uint8", "int8"), ("int8", "int8"),
+                                  ("uint8", "uint8")])
+@pytest.mark.parametrize("n", [256, 300, 7])
+def test_requantize_neon_blocks(pair, n):
+    """QUANTIZE between two quantizations: LiteRT's NEON loop rounds 16 values at a time half
+    up, the tail (300 = 18 blocks + 12; 7: tail only) half away from zero."""
+    rng = np.random.default_rng(n)
+    src, dst = pair
+    for _ in range(4):
+        qi = (float(np.float32(rng.uniform(0.005, 0.3))), int(rng.integers(*QRANGE[src])))
+        qo = (float(np.float32(rng.uniform(0.005, 0.3))), int(rng.integers(*QRANGE[dst])))
+        blob = _model("QUANTIZE", src, (1, n), qi, qo, out_dtype=dst)
+        lo, hi = QRANGE[src]
+        _check(blob, np.resize(np.arange(lo, hi + 1), (1, n)).astype(src))
+
+
+def test_requantize_of_a_conv_output_in_nchw():
+    """A QUANTIZE of a conv output computed in NCHW (``layout.convert_in_nchw``) with 75 values
+    (4 NEON blocks and a tail): the half-up mask laid out in NCHW too (int8: LiteRT's
+    per-channel convs take int8 activations)."""
+    import tflite_qtwin
+
+    t = tflite_qtwin.QTwin("int8", 3)
+    x = t.input("x", (1, 5, 5, 3))
+    y = t.requantize(t.conv(x, 3, 3, 1, None), 0.0137, -7)
+    blob, (ref,) = t.finish([y])
+    mod = _check(blob, t.inputs()["x"])
+    assert "int64" in mod.astext()
+    _, got = _ours(blob, t.inputs()["x"])
+    np.testing.assert_array_equal(got, ref)
+
+
 # ------------------------------------------------------------------ without LiteRT
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_integer_tables_are_one_lookup(dtype):

@@ -473,12 +473,16 @@ class QTwin:
         return y
 
     def requantize(self, x, scale, zp):
-        """QUANTIZE of a quantized tensor: TFLite's Requantize, in its integer arithmetic."""
+        """QUANTIZE of a quantized tensor: LiteRT's Requantize, in its integer arithmetic (its
+        NEON loop, 16 values at a time in flat order, rounds the final shift half up; the
+        scalar tail as gemmlowp, half away from zero)."""
         y = self._emit(self.deq(x), "requantize", (scale, zp))
         s_in, z_in = self.qp[x]
-        v = multiply_by_quantized_multiplier(self.val[x] - z_in,
-                                             np.float64(np.float32(s_in)) / np.float64(
-                                                 np.float32(scale)))
+        mult = np.float64(np.float32(s_in)) / np.float64(np.float32(scale))
+        flat = (self.val[x] - z_in).reshape(-1)
+        neon = np.arange(flat.size) < flat.size // 16 * 16
+        v = np.where(neon, _rescale(flat, *_quantize_multiplier(mult), True),
+                     multiply_by_quantized_multiplier(flat, mult)).reshape(self.val[x].shape)
         qlo, qhi = QRANGE[self.dtype]
         self.val[y] = np.clip(v + zp, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])

@@ -77,22 +77,6 @@ def _int_sum(x, axes, keep: bool):
     return _op.sum(_op.cast(x, "int32"), axes, keepdims=keep)
 
 
-def _fixed_point(acc, m0: int, shift: int, half_up=None):
-    """``fixed_point.multiply`` on the int64 expression ``acc``; ``half_up`` None (half away
-    from zero) or an int64 0/1 constant selecting half-up rounding where 1."""
-    left, right = max(shift, 0), max(-shift, 0)
-    v = acc if not left else _op.left_shift(acc, _c(left, "int64"))
-    h = _op.right_shift(_op.add(_op.multiply(v, _c(m0, "int64")), _c(2**30, "int64")),
-                        _c(31, "int64"))
-    if not right:
-        return h
-    away = _op.right_shift(h, _c(63, "int64"))  # -1 below zero, else 0
-    if half_up is not None:
-        away = _op.multiply(away, _op.subtract(_c(1, "int64"), half_up))
-    return _op.right_shift(_op.add(_op.add(h, _c(1 << (right - 1), "int64")), away),
-                           _c(right, "int64"))
-
-
 def mean(x, axes, keep: bool, dtype: str, qi, qo, fast: bool, channel_axis: int,
          channels: int):
     """TFLite's quantized MEAN of ``x`` over ``axes`` (of its layout); ``fast``: LiteRT's
@@ -111,13 +95,13 @@ def mean(x, axes, keep: bool, dtype: str, qi, qo, fast: bool, channel_axis: int,
         blocks = (np.arange(channels) < channels // 16 * 16).astype("int64")
         mask_shape = [1] * len(infer_shape(acc))
         mask_shape[channel_axis] = channels
-        v = _fixed_point(acc, m0, shift, _c(blocks.reshape(mask_shape), "int64"))
+        v = fp.multiply_expr(acc, m0, shift, _c(blocks.reshape(mask_shape), "int64"))
     else:
         m0, shift = fp.quantize_multiplier(float(np.float64(si) / np.float64(so)))
         k = min(count.bit_length() - 1, 32, 31 + shift)
         m1 = (m0 << k) // count
         acc = _op.subtract(acc, _c(qi[1] * count, "int64"))
-        v = _fixed_point(acc, m1, shift - k)
+        v = fp.multiply_expr(acc, m1, shift - k)
         bias = qo[1]
     return _saturate(_op.add(v, _c(bias, "int64")), dtype, *QRANGE[dtype])
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import expr as _expr
+from ... import op as _op
 from .exact_binary import quantize_multiplier
 
 __all__ = ["quantize_multiplier", "multiply", "rounding_divide_by_pot",
            "rounding_doubling_high_mul16", "doubling_high_mul16", "saturating_left_shift16",
-           "downscale_multiplier16"]
+           "downscale_multiplier16", "multiply_expr", "NEON_BLOCK"]
+
+NEON_BLOCK = 16  # the 8-bit lanes of LiteRT's vectorized (NEON) requantizing loops
 
 I16 = (-32768, 32767)
 
@@ -70,3 +74,24 @@ def downscale_multiplier16(m0: int) -> int:
     if m0 >= 2**31 - 1 - (1 << 15):
         return I16[1]
     return (m0 + (1 << 15)) >> 16
+
+
+def _i64(v):
+    return _expr.const(np.asarray(v, "int64"), "int64")
+
+
+def multiply_expr(acc, m0: int, shift: int, half_up=None):
+    """``multiply`` on the int64 Relay expression ``acc``: half away from zero (``half_up``
+    None), half up (True), or half up where the int64 0/1 expression ``half_up`` is 1."""
+    left, right = max(shift, 0), max(-shift, 0)
+    v = acc if not left else _op.left_shift(acc, _i64(left))
+    h = _op.right_shift(_op.add(_op.multiply(v, _i64(m0)), _i64(2**30)), _i64(31))
+    if not right:
+        return h
+    rounded = _op.add(h, _i64(1 << (right - 1)))
+    if half_up is not True:
+        away = _op.right_shift(h, _i64(63))  # -1 below zero, else 0
+        if half_up is not None:
+            away = _op.multiply(away, _op.subtract(_i64(1), half_up))
+        rounded = _op.add(rounded, away)
+    return _op.right_shift(rounded, _i64(right))
