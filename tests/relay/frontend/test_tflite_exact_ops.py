@@ -190,6 +190,23 @@ def test_requantize_of_a_conv_output_in_nchw():
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("depth", [3, 100, 9000])
+def test_l2_normalization(dtype, depth):
+    """LiteRT's integer inverse square root per row (9000 values: a sum of squares past 2**29,
+    its pairs-of-bits scaling both ways), a row all at the zero point included."""
+    qi = (0.05, _zp(dtype, 130))
+    qo = (1 / 128, 128 if dtype == "uint8" else 0)
+    x = _random(dtype, (4, depth), depth)
+    x[1] = qi[1]
+    if depth == 9000:
+        x[2] = QRANGE[dtype][1] if dtype == "uint8" else QRANGE[dtype][0]
+    blob = _model("L2_NORMALIZATION", dtype, (4, depth), qi, qo, options="L2NormOptions",
+                  FusedActivationFunction=0)
+    mod = _check(blob, x)
+    assert "float32" not in mod.astext()
+
+
 # ------------------------------------------------------------------ without LiteRT
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_integer_tables_are_one_lookup(dtype):

@@ -41,7 +41,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
-from . import exact_binary, exact_spatial, exact_unary, fixed_point
+from . import exact_binary, exact_l2norm, exact_spatial, exact_unary, fixed_point
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -646,6 +646,22 @@ def _eight_bit_to_eight_bit_first(ctx) -> bool:
                for q in qs)
 
 
+def _l2_normalize(ctx):
+    """8-bit L2_NORMALIZATION as LiteRT's integer kernels (``exact_l2norm``)."""
+    q = _in_q(ctx, 0)
+    return exact_l2norm.l2_normalize(ctx.inputs[0], q.z, q.dtype)
+
+
+def _l2_normalize_applies(ctx) -> bool:
+    """8-bit in and out of one dtype, the output quantized as TFLite requires (1/128, zero
+    point 128 for uint8, 0 for int8), no fused activation."""
+    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx) and
+            _fused_bounds(ctx) == (None, None)):
+        return False
+    qo = qtensor(ctx, int(ctx.op.Outputs(0)))
+    return qo.s == np.float32(1 / 128) and qo.z == (128 if qo.dtype == "uint8" else 0)
+
+
 def converter(ctx):
     """The converter of an operator on quantized activations (by kind, see the module), or
     None for the float converters (float ops, dynamic-range models, DEQUANTIZE, QUANTIZE of
@@ -675,6 +691,8 @@ def converter(ctx):
         return _integer_table
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
+    if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
+        return _l2_normalize
     if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
         return _move
     return _through_float
