@@ -239,6 +239,9 @@ class QTwin:
         return y
 
     def pool(self, kind, x, k, stride, padding="VALID"):
+        """MAX_POOL_2D or AVERAGE_POOL_2D, the output with the input's parameters (as TFLite's
+        converter writes them); 8-bit average pools as TFLite's integer kernel: the window's
+        sum of raw values over its in-bounds taps divided rounding half away from zero."""
         xf = self.deq(x)
         n, h, w, c = xf.shape
         if padding == "SAME":
@@ -251,16 +254,48 @@ class QTwin:
         win = np.stack([xp[:, i:i + stride * oh:stride, j:j + stride * ow:stride, :]
                         for i in range(k) for j in range(k)])
         f = win.max(axis=0) if kind == "max" else np.nanmean(win, axis=0)
-        params = self.qp[x] if kind == "max" else None
+        params = self.qp[x] if kind == "max" or self.dtype != "int16" else None
         y = self._emit(f, kind + "pool", params)
+        if kind == "avg" and self.dtype != "int16":
+            raw = np.pad(self.val[x].astype("float64"), ((0, 0), ph, pw, (0, 0)),
+                         constant_values=np.nan)
+            win = np.stack([raw[:, i:i + stride * oh:stride, j:j + stride * ow:stride, :]
+                            for i in range(k) for j in range(k)])
+            acc = np.nansum(win, axis=0).astype("int64")
+            cnt = np.sum(~np.isnan(win), axis=0)
+            self.val[y] = np.where(acc > 0, (acc + cnt // 2) // cnt,
+                                   -((-acc + cnt // 2) // cnt))
         self.b.operator("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
                         "Pool2DOptions", Padding=0 if padding == "SAME" else 1, StrideH=stride,
                         StrideW=stride, FilterHeight=k, FilterWidth=k, FusedActivationFunction=0)
         return y
 
     def mean(self, x, axes, keep):
+        """MEAN; 8-bit values as LiteRT's kernels compute them: over H and W of a 4-D tensor
+        with kept dims the raw sum times a multiplier for in / (count * out) scale plus a
+        rounded bias (blocks of 16 channels rounding the last shift half up: its NEON path),
+        else the sum less count * zero point times in / out scale folded with 1 / count."""
         y = self._emit(self.deq(x).mean(axis=tuple(axes), keepdims=keep), "mean")
         self.b.operator("MEAN", [x, self._i32(axes)], [y], "ReducerOptions", KeepDims=keep)
+        if self.dtype not in ("int8", "uint8"):
+            return y
+        f32 = np.float32
+        (si, zi), (so, zo) = self.qp[x], self.qp[y]
+        shape = self.val[x].shape
+        axes = sorted({a % len(shape) for a in axes})
+        count = int(np.prod([shape[a] for a in axes]))
+        acc = self.val[x].sum(axis=tuple(axes), keepdims=keep)
+        if keep and len(shape) == 4 and axes == [1, 2]:
+            t = f32(f32(f32(zi) * f32(si)) / f32(so))
+            bias = zo - int(t + f32(0.5) if t > 0 else t - f32(0.5))
+            m0, shift = _quantize_multiplier(float(f32(si) / (f32(count) * f32(so))))
+            neon = np.arange(shape[3]) < shape[3] // 16 * 16
+            v = np.where(neon, _rescale(acc, m0, shift, True), _rescale(acc, m0, shift)) + bias
+        else:
+            m0, shift = _quantize_multiplier(np.float64(f32(si)) / np.float64(f32(so)))
+            k = min(count.bit_length() - 1, 32, 31 + shift)
+            v = _rescale(acc - zi * count, (m0 << k) // count, shift - k) + zo
+        self.val[y] = np.clip(v, *QRANGE[self.dtype])
         return y
 
     def _same_params(self, x, f, kind):
@@ -399,6 +434,10 @@ class QTwin:
             ci = np.minimum(np.floor(np.arange(ow) * w / ow).astype(int), w - 1)
             y = self._same_params(x, self.val[x][:, ri][:, :, ci], "resize")
             op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
+        elif self.dtype in ("int8", "uint8"):  # TFLite's kernels, the input's parameters
+            y = self._same_params(x, _bilinear_8bit(self.val[x], size, align, half,
+                                                    self.dtype), "resize")
+            op, opts = "RESIZE_BILINEAR", "ResizeBilinearOptions"
         else:
             def axis(n_in, n_out):
                 dst = np.arange(n_out)
@@ -434,12 +473,16 @@ class QTwin:
         return y
 
     def requantize(self, x, scale, zp):
-        """QUANTIZE of a quantized tensor: TFLite's Requantize, in its integer arithmetic."""
+        """QUANTIZE of a quantized tensor: LiteRT's Requantize, in its integer arithmetic (its
+        NEON loop, 16 values at a time in flat order, rounds the final shift half up; the
+        scalar tail as gemmlowp, half away from zero)."""
         y = self._emit(self.deq(x), "requantize", (scale, zp))
         s_in, z_in = self.qp[x]
-        v = multiply_by_quantized_multiplier(self.val[x] - z_in,
-                                             np.float64(np.float32(s_in)) / np.float64(
-                                                 np.float32(scale)))
+        mult = np.float64(np.float32(s_in)) / np.float64(np.float32(scale))
+        flat = (self.val[x] - z_in).reshape(-1)
+        neon = np.arange(flat.size) < flat.size // 16 * 16
+        v = np.where(neon, _rescale(flat, *_quantize_multiplier(mult), True),
+                     multiply_by_quantized_multiplier(flat, mult)).reshape(self.val[x].shape)
         qlo, qhi = QRANGE[self.dtype]
         self.val[y] = np.clip(v + zp, qlo, qhi)
         self.b.operator("QUANTIZE", [x], [y])
@@ -459,6 +502,67 @@ class QTwin:
     def inputs(self) -> dict:
         return {self.b.tensors[t][0]: self.val[t].astype(self.b.tensors[t][2])
                 for t in self.b.inputs}
+
+
+def _quantize_multiplier(m: float) -> tuple[int, int]:
+    q, shift = np.frexp(np.float64(m))
+    m0 = int(np.floor(q * 2.0**31 + 0.5))
+    return (m0 // 2, int(shift) + 1) if m0 == 2**31 else (m0, int(shift))
+
+
+def _rescale(x, m0: int, shift: int, half_up: bool = False) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier by a Q31 ``m0`` and exponent ``shift``; the final shift
+    rounds half away from zero (gemmlowp) or half up (NEON's rounding shift)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    h = ((np.asarray(x, "int64") << left) * m0 + 2**30) >> 31
+    if right:
+        h = (h + (1 << (right - 1)) - (0 if half_up else (h < 0))) >> right
+    return h
+
+
+def _bilinear_8bit(v, size, align, half, dtype):
+    """TFLite's quantized RESIZE_BILINEAR of raw values ``v`` (NHWC): int8 in 10-bit fixed
+    point (ResizeBilinearInteger), uint8 with float32 weights, + 0.5, truncated."""
+    _, h, w, _ = v.shape
+    oh, ow = size
+    f32 = np.float32
+    out = np.zeros((v.shape[0], oh, ow, v.shape[3]), "int64")
+    if dtype == "int8":
+        def taps(n_in, n_out, o):
+            sc = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1) if align and \
+                n_out > 1 else ((1 << 10) * n_in + n_out // 2) // n_out
+            p = o * sc + sc // 2 - (1 << 9) if half else o * sc
+            lo = max(int(p / 1024), 0)  # (C's truncating division)
+            return p - 1024 * lo, lo, min(int((p + 1023) / 1024), n_in - 1)
+
+        for i in range(oh):
+            dy, y0, y1 = taps(h, oh, i)
+            for j in range(ow):
+                dx, x0, x1 = taps(w, ow, j)
+                acc = (v[:, y0, x0] * (1024 - dy) * (1024 - dx) + v[:, y1, x0] * dy * (
+                    1024 - dx) + v[:, y0, x1] * (1024 - dy) * dx + v[:, y1, x1] * dy * dx)
+                out[:, i, j] = np.where(acc > 0, (acc + (1 << 19)) >> 20,
+                                        -((-acc + (1 << 19)) >> 20))
+        return out
+
+    def ftaps(n_in, n_out, o):
+        sc = f32(n_in - 1) / f32(n_out - 1) if align and n_out > 1 else f32(n_in) / f32(n_out)
+        p = f32((f32(o) + f32(0.5)) * sc - f32(0.5)) if half else f32(f32(o) * sc)
+        lo = max(int(np.floor(p)), 0)
+        return f32(p - f32(lo)), lo, min(int(np.ceil(p)), n_in - 1)
+
+    vf = v.astype("float32")
+    for i in range(oh):
+        dy, y0, y1 = ftaps(h, oh, i)
+        for j in range(ow):
+            dx, x0, x1 = ftaps(w, ow, j)
+            one = f32(1)
+            acc = vf[:, y0, x0] * f32((one - dy) * (one - dx))
+            acc = acc + vf[:, y0, x1] * f32((one - dy) * dx)
+            acc = acc + vf[:, y1, x0] * f32(dy * (one - dx))
+            acc = acc + vf[:, y1, x1] * f32(dy * dx)
+            out[:, i, j] = np.trunc(acc + f32(0.5)).astype("int64")
+    return out
 
 
 def _same(size, k, stride):
@@ -524,8 +628,7 @@ def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, laye
         return t.transpose(t.reshape(h, (1, tokens, heads, dh)), (0, 2, 1, 3))
 
     def mean(v):
-        return t.op("MEAN", [v], lambda a: a.mean(-1, keepdims=True), "ReducerOptions",
-                    consts=[[-1]], KeepDims=True)
+        return t.mean(v, [-1], True)
 
     def layer_norm(v):
         m = mean(v)

@@ -22,7 +22,7 @@ from ... import op as _op
 from ...analysis import free_vars
 from ...op import nn as _nn
 from ...transform.infer_type import InferType
-from ..common import Folder, ImportError_, infer_shape, unsupported_error
+from ..common import Folder, ImportError_, infer_dtype, infer_shape, unsupported_error
 
 _TENSOR_TYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 6: "bool",
                  7: "int16", 9: "int8", 10: "float64"}
@@ -531,7 +531,9 @@ def _per_axis(v, dim: int, ndim: int, dtype: str):
 
 @register("DEQUANTIZE")
 def _dequantize(ctx):
-    """float16 -> float32, or (q - zero_point) * scale for an int8/uint8/int16 tensor."""
+    """float16 -> float32, or (q - zero_point) * scale for an int8/uint8/int16 tensor; an 8-bit
+    tensor with one scale and a zero point as LiteRT rounds it (q * scale - zero_point * scale
+    in float32: 71-164 of the 256 values an ulp off the product form)."""
     x = ctx.inputs[0]
     t = ctx.importer.subgraph.Tensors(ctx.input_ids[0])
     q = quant_params(t)
@@ -540,6 +542,17 @@ def _dequantize(ctx):
     scale, zp, dim = q
     ndim = len(infer_shape(x))
     xf = _op.cast(x, "float32")
+    if scale.size == 1 and np.any(zp) and infer_dtype(x) in ("int8", "uint8"):
+        # LiteRT's float32 values: q * scale - zero_point * scale, each product rounded (the
+        # codegen may contract that into one fused multiply-add, so a 256-entry table)
+        lo = -128 if infer_dtype(x) == "int8" else 0
+        s = scale.reshape(()).astype("float32")
+        q = np.arange(lo, lo + 256).astype("float32")
+        table = q * s - np.float32(zp.reshape(-1)[0]) * s
+        index = _op.cast(x, "int32")
+        if lo:
+            index = _op.subtract(index, _expr.const(np.array(lo, "int32"), "int32"))
+        return _op.take(_expr.const(table.astype("float32")), index, axis=0, mode="fast")
     if np.any(zp):
         xf = _op.subtract(xf, _per_axis(zp, dim, ndim, "float32"))
     return _op.multiply(xf, _per_axis(scale, dim, ndim, "float32"))

@@ -41,7 +41,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
-from . import exact_binary
+from . import exact_binary, exact_l2norm, exact_spatial, exact_unary, fixed_point
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -412,11 +412,17 @@ def _data_inputs(ctx, constants: bool = False) -> list[int]:
              isinstance(ctx.importer.fold(ctx.inputs[k]), _expr.Constant))]
 
 
+# moves whose TFLite kernels copy the raw values whatever the output's parameters
+RAW_MOVES = frozenset({"RESIZE_NEAREST_NEIGHBOR"})
+
+
 def _move(ctx):
-    """The op on quantized values, each data input requantized to the output's parameters."""
+    """The op on quantized values, each data input requantized to the output's parameters
+    (but for ``RAW_MOVES``, as TFLite)."""
     qo = _out_q(ctx)
     for k in _data_inputs(ctx):
-        ctx.inputs[k] = requantize(ctx.inputs[k], _in_q(ctx, k), qo)
+        if ctx.name not in RAW_MOVES:
+            ctx.inputs[k] = requantize(ctx.inputs[k], _in_q(ctx, k), qo)
     if ctx.name == "PAD":
         pads = ctx.value(1, "the paddings").astype("int64")
         return _op.nn.pad(ctx.inputs[0], [tuple(p) for p in pads],
@@ -459,6 +465,11 @@ def _eight_bit_to_eight_bit(ctx) -> bool:
     return all(q is not None and q.dtype in EIGHT_BIT for q in qs)
 
 
+def _same_dtype(ctx) -> bool:
+    """Input and output of one dtype (TFLite's integer kernels require it)."""
+    return qtensor(ctx, ctx.input_ids[0]).dtype == qtensor(ctx, int(ctx.op.Outputs(0))).dtype
+
+
 def _table(ctx):
     """An elementwise op on 8-bit values as TFLite computes its LUT kernels: the float
     converter evaluated at import on every value of the input's dtype (dequantized), each
@@ -474,27 +485,52 @@ def _table(ctx):
     f = np.nan_to_num(values.data.numpy().astype("float64") / np.float64(qo.s), nan=0.0)
     olo, ohi = QRANGE[qo.dtype]
     table = np.clip(np.sign(f) * np.floor(np.abs(f) + 0.5) + qo.z, olo, ohi).astype(qo.dtype)
-    index = _op.cast(x, "int32")
-    if lo:
-        index = _op.subtract(index, _expr.const(np.array(lo, "int32"), "int32"))
-    return _op.take(_expr.const(table, qo.dtype), index, axis=0, mode="fast")
+    return exact_unary.lookup(x, table, qx.dtype)
+
+
+def _integer_table(ctx):
+    """LEAKY_RELU / HARD_SWISH as TFLite's integer kernels compute them (``exact_unary``):
+    a lookup in their 256 results."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    t = exact_unary.table(ctx.name, qx.dtype, (qx.s, qx.z), (qo.s, qo.z), ctx.options())
+    return exact_unary.lookup(x, t, qx.dtype)
 
 
 def _requantize_op(ctx):
     """QUANTIZE of an already quantized tensor: a rescale between two quantizations, exactly
-    as TFLite's Requantize computes it: (x - zero point) times in_scale / out_scale in fixed
-    point (``fixed_point_multiply``) + the output's zero point, saturated."""
+    as LiteRT's Requantize computes it: (x - zero point) times in_scale / out_scale in fixed
+    point + the output's zero point, saturated; its vectorized loop (NEON, 16 values at a
+    time) rounds the final shift half up, the scalar tail half away from zero (through
+    gemmlowp's rounding everywhere, 38-203 of 3072 values were a step off)."""
     q_in, q_out = _in_q(ctx, 0), _out_q(ctx)
     if q_in.same(q_out):
         return ctx.inputs[0]
     v = _op.cast(ctx.inputs[0], "int64")
     if q_in.z:
         v = _op.subtract(v, _expr.const(np.array(q_in.z, "int64"), "int64"))
-    v = fixed_point_multiply(v, np.array([np.float64(q_in.s) / np.float64(q_out.s)]), 0, 1)
+    m0, shift = fixed_point.quantize_multiplier(np.float64(q_in.s) / np.float64(q_out.s))
+    v = fixed_point.multiply_expr(v, m0, shift, _neon_blocks(ctx))
     if q_out.z:
         v = _op.add(v, _expr.const(np.array(q_out.z, "int64"), "int64"))
     qlo, qhi = QRANGE[q_out.dtype]
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), q_out.dtype)
+
+
+def _neon_blocks(ctx):
+    """Which values of input 0 LiteRT's NEON loops cover (the first ``size // 16 * 16`` in
+    the model's own NHWC order): True for all, None for none, else an int64 0/1 mask laid out
+    as ``ctx.inputs[0]`` (NCHW where ``layout.convert_in_nchw`` moved it)."""
+    shape = [int(d) for d in ctx.importer.subgraph.Tensors(ctx.input_ids[0]).ShapeAsNumpy()]
+    size = int(np.prod(shape))
+    covered = size // fixed_point.NEON_BLOCK * fixed_point.NEON_BLOCK
+    if covered == size:
+        return True
+    if not covered:
+        return None
+    mask = (np.arange(size) < covered).astype("int64").reshape(shape)
+    if ctx.layout == "NCHW" and mask.ndim == 4:
+        mask = mask.transpose(0, 3, 1, 2)
+    return _expr.const(np.ascontiguousarray(mask), "int64")
 
 
 def _batch_matmul(ctx):
@@ -543,6 +579,89 @@ def _exact_binary_applies(ctx) -> bool:
                q.scale.size == 1 and q.zp.size <= 1 for q in qs)
 
 
+# ------------------------------------------------------------------ pools, reductions, resize
+def _average_pool(ctx):
+    """AVERAGE_POOL_2D as TFLite's integer kernel (``exact_spatial.average_pool``)."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    opt = ctx.options()
+    shape = infer_shape(x)
+    h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
+    kh, kw, sh, sw = opt.FilterHeight(), opt.FilterWidth(), opt.StrideH(), opt.StrideW()
+    pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    return exact_spatial.average_pool(x, qx.dtype, ctx.layout, (kh, kw), (sh, sw), pads, qlo,
+                                      qhi)
+
+
+def _reduction(ctx):
+    """MEAN / SUM as TFLite's kernels (``exact_spatial``). The path LiteRT takes depends on
+    the model's own (NHWC) shape and axes, read from the flatbuffer: ``ctx.inputs`` may be the
+    NCHW form (``layout.convert_in_nchw``)."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    nd = len(infer_shape(x))
+    axes = sorted({int(a) % nd for a in ctx.value(1, "the reduction axes").reshape(-1)})
+    opt = ctx.options()
+    keep = bool(opt.KeepDims()) if opt is not None else False
+    qi, qout = (qx.s, qx.z), (qo.s, qo.z)
+    if ctx.name == "SUM":
+        return exact_spatial.reduce_sum(x, axes, keep, qx.dtype, qi, qout)
+    tfl_shape = [int(d) for d in ctx.importer.subgraph.Tensors(ctx.input_ids[0]).ShapeAsNumpy()]
+    tfl_axes = const_value(ctx.importer.fold(ctx.importer.tensor_expr(ctx.input_ids[1])))
+    fast = exact_spatial.is_fast_mean(tfl_shape, np.asarray(tfl_axes).reshape(-1), keep)
+    channel_axis = 1 if ctx.layout == "NCHW" else nd - 1
+    return exact_spatial.mean(x, axes, keep, qx.dtype, qi, qout, fast, channel_axis,
+                              tfl_shape[-1])
+
+
+def _resize_bilinear(ctx):
+    """RESIZE_BILINEAR as TFLite's kernels (``exact_spatial.resize_bilinear``)."""
+    qx = _in_q(ctx, 0)
+    size = ctx.value(1, "the output size").reshape(-1)
+    opt = ctx.options()
+    align = bool(opt.AlignCorners()) if opt is not None else False
+    half = bool(opt.HalfPixelCenters()) if opt is not None else False
+    return exact_spatial.resize_bilinear(ctx.inputs[0], qx.dtype, (int(size[0]), int(size[1])),
+                                         align, half)
+
+
+SPATIAL = {"AVERAGE_POOL_2D": _average_pool, "MEAN": _reduction, "SUM": _reduction,
+           "RESIZE_BILINEAR": _resize_bilinear}
+
+
+def _spatial_applies(ctx) -> bool:
+    """8-bit per-tensor input and output of one dtype, a clamp (or no) fused activation, and
+    for the reductions constant axes."""
+    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx)) or \
+            _fused_bounds(ctx) is None:
+        return False
+    if ctx.name in ("MEAN", "SUM"):
+        return const_value(ctx.importer.fold(ctx.inputs[1])) is not None
+    return True
+
+
+def _eight_bit_to_eight_bit_first(ctx) -> bool:
+    """Input 0 and output 0 quantized per tensor in 8 bits."""
+    qs = [qtensor(ctx, ctx.input_ids[0]), qtensor(ctx, int(ctx.op.Outputs(0)))]
+    return all(q is not None and q.dtype in EIGHT_BIT and q.scale.size == 1 and q.zp.size <= 1
+               for q in qs)
+
+
+def _l2_normalize(ctx):
+    """8-bit L2_NORMALIZATION as LiteRT's integer kernels (``exact_l2norm``)."""
+    q = _in_q(ctx, 0)
+    return exact_l2norm.l2_normalize(ctx.inputs[0], q.z, q.dtype)
+
+
+def _l2_normalize_applies(ctx) -> bool:
+    """8-bit in and out of one dtype, the output quantized as TFLite requires (1/128, zero
+    point 128 for uint8, 0 for int8), no fused activation."""
+    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx) and
+            _fused_bounds(ctx) == (None, None)):
+        return False
+    qo = qtensor(ctx, int(ctx.op.Outputs(0)))
+    return qo.s == np.float32(1 / 128) and qo.z == (128 if qo.dtype == "uint8" else 0)
+
+
 def converter(ctx):
     """The converter of an operator on quantized activations (by kind, see the module), or
     None for the float converters (float ops, dynamic-range models, DEQUANTIZE, QUANTIZE of
@@ -568,6 +687,12 @@ def converter(ctx):
         return _clamp
     if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
         return _table
+    if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx):
+        return _integer_table
+    if ctx.name in SPATIAL and _spatial_applies(ctx):
+        return SPATIAL[ctx.name]
+    if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
+        return _l2_normalize
     if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
         return _move
     return _through_float

@@ -1,0 +1,209 @@
+"""Quantized averaging and resampling operators with LiteRT's own integer results
+(AVERAGE_POOL_2D, MEAN, SUM, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR on int8 / uint8).
+
+Each follows the arithmetic of the kernel LiteRT runs on x86 (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``):
+
+- AVERAGE_POOL_2D: the window's sum of the raw 8-bit values (zero point included) over its
+  in-bounds taps, divided rounding half away from zero; the output's parameters only clamp
+  (LiteRT neither requantizes nor checks that they match the input's);
+- MEAN over H and W of a 4-D tensor with kept dims: the raw sum times a multiplier for
+  in_scale / (count * out_scale) plus a bias, the blocks of 16 channels rounding their final
+  shift half up (the NEON path), the rest half away; any other MEAN: the sum less count * zero
+  point, times in_scale / out_scale folded with 1 / count into one fixed-point multiplier;
+- SUM: float32, ``round(sum * scale + bias)`` with TFLite's own constants;
+- RESIZE_BILINEAR: int8 in 10-bit fixed point (``ResizeBilinearInteger``), uint8 in float32
+  weights (TFLite's per-position products, + 0.5, truncated); both on the raw values, the
+  output's parameters ignored; RESIZE_NEAREST_NEIGHBOR copies raw values too.
+
+Through float (dequantize, the float op, quantize) they were 1-3 steps off LiteRT on 1-33% of
+the values (``benchmarks``-free measurements: ``tests/relay/frontend/test_tflite_exact_ops.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import QRANGE
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from ..common import infer_shape
+from . import fixed_point as fp
+
+FLOAT32_WINDOW = 2048  # the largest pool window whose float32 average still rounds exactly
+
+
+def _c(v, dtype: str):
+    return _expr.const(np.asarray(v, dtype), dtype)
+
+
+def _saturate(v, dtype: str, qlo: int, qhi: int):
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), dtype)
+
+
+# ------------------------------------------------------------------ AVERAGE_POOL_2D
+def average_pool(x, dtype: str, layout: str, window, strides, pads, qlo: int, qhi: int):
+    """TFLite's quantized average pool of the raw values ``x``: (sum + count / 2) / count for a
+    positive sum, (sum - count / 2) / count (C's truncating division) for a negative one, over
+    the in-bounds taps.
+
+    Computed as the float average ``q`` (``avg_pool2d`` without the padding) rounded as
+    ``sign(q) * floor(|q| + 1/2 + e)``, ``e = 1 / (4 * window)``: the float error (a few units
+    of the last place of |q| < 256: below 2**-14 in float32) is smaller than ``e``, so exact
+    halves round away from zero, and a quotient off a half by at least 1 / (2 * count) stays on
+    its side. float64 beyond ``FLOAT32_WINDOW`` taps."""
+    taps = int(window[0]) * int(window[1])
+    ft = "float32" if taps <= FLOAT32_WINDOW else "float64"
+    q = _nn.avg_pool2d(_op.cast(x, ft), tuple(window), tuple(strides), (1, 1), tuple(pads),
+                       layout=layout, count_include_pad=False)
+    half = _c(0.5 + 1.0 / (4 * taps), ft)
+    if QRANGE[dtype][0] == 0:  # (uint8: never negative)
+        r = _op.floor(_op.add(q, half))
+    else:
+        r = _op.multiply(_op.sign(q), _op.floor(_op.add(_op.abs(q), half)))
+    return _saturate(r, dtype, qlo, qhi)
+
+
+# ------------------------------------------------------------------ MEAN and SUM
+def _normalize(axes, ndim: int) -> list[int]:
+    return sorted({int(a) % ndim for a in axes})
+
+
+def is_fast_mean(tfl_shape, tfl_axes, keep: bool) -> bool:
+    """Does LiteRT take its optimized 4-D path (kept dims, axes exactly H and W of NHWC)?"""
+    return keep and len(tfl_shape) == 4 and _normalize(tfl_axes, 4) == [1, 2]
+
+
+def _int_sum(x, axes, keep: bool):
+    return _op.sum(_op.cast(x, "int32"), axes, keepdims=keep)
+
+
+def mean(x, axes, keep: bool, dtype: str, qi, qo, fast: bool, channel_axis: int,
+         channels: int):
+    """TFLite's quantized MEAN of ``x`` over ``axes`` (of its layout); ``fast``: LiteRT's
+    optimized 4-D H/W path (``is_fast_mean``), whose channels lie along ``channel_axis``.
+    ``qi`` / ``qo``: (scale, zero point)."""
+    f32 = np.float32
+    shape = infer_shape(x)
+    count = int(np.prod([shape[a] for a in axes]))
+    acc = _op.cast(_int_sum(x, axes, keep), "int64")
+    si, so = f32(qi[0]), f32(qo[0])
+    if fast:
+        t = f32(f32(f32(qi[1]) * si) / so)
+        t = t + f32(0.5) if t > 0 else t - f32(0.5)
+        bias = qo[1] - int(t)
+        m0, shift = fp.quantize_multiplier(float(si / (f32(count) * so)))
+        blocks = (np.arange(channels) < channels // 16 * 16).astype("int64")
+        mask_shape = [1] * len(infer_shape(acc))
+        mask_shape[channel_axis] = channels
+        v = fp.multiply_expr(acc, m0, shift, _c(blocks.reshape(mask_shape), "int64"))
+    else:
+        m0, shift = fp.quantize_multiplier(float(np.float64(si) / np.float64(so)))
+        k = min(count.bit_length() - 1, 32, 31 + shift)
+        m1 = (m0 << k) // count
+        acc = _op.subtract(acc, _c(qi[1] * count, "int64"))
+        v = fp.multiply_expr(acc, m1, shift - k)
+        bias = qo[1]
+    return _saturate(_op.add(v, _c(bias, "int64")), dtype, *QRANGE[dtype])
+
+
+def reduce_sum(x, axes, keep: bool, dtype: str, qi, qo):
+    """TFLite's quantized SUM: float32 ``round(sum * scale + bias) + out zero point``, scale =
+    in_scale / out_scale, bias = -in zero point * scale * count (TFLite's order), rounding half
+    away from zero, saturated."""
+    f32 = np.float32
+    shape = infer_shape(x)
+    count = int(np.prod([shape[a] for a in axes]))
+    scale = f32(f32(qi[0]) / f32(qo[0]))
+    bias = f32(f32(f32(-qi[1]) * scale) * f32(count))
+    s = _op.cast(_int_sum(x, axes, keep), "float64")
+    # the float32 product rounded once (exact in float64: a sum below 2**24 times 24 bits); a
+    # float32 multiply feeding the add would be contracted into a fused multiply-add (5-8 of
+    # 99 sums a step off)
+    p = _op.cast(_op.multiply(s, _c(np.float64(scale), "float64")), "float32")
+    v = _op.add(p, _c(bias, "float32"))
+    r = _op.multiply(_op.sign(v), _op.floor(_op.add(_op.abs(v), _c(0.5, "float32"))))
+    return _saturate(_op.add(r, _c(qo[1], "float32")), dtype, *QRANGE[dtype])
+
+
+# ------------------------------------------------------------------ RESIZE_BILINEAR
+def _float_taps(n_in: int, n_out: int, align: bool, half: bool):
+    """TFLite's ComputeInterpolationValues (float32) per output position: lower and upper
+    source index and the fraction ``input - lower``."""
+    f32 = np.float32
+    scale = f32(n_in - 1) / f32(n_out - 1) if align and n_out > 1 else f32(n_in) / f32(n_out)
+    lo, hi, frac = [], [], []
+    for o in range(n_out):
+        v = f32(f32(f32(o) + f32(0.5)) * scale - f32(0.5)) if half else f32(f32(o) * scale)
+        a = max(int(np.floor(v)), 0)
+        lo.append(a)
+        hi.append(min(int(np.ceil(v)), n_in - 1))
+        frac.append(f32(v - f32(a)))
+    return np.array(lo), np.array(hi), np.array(frac, "float32")
+
+
+def _integer_taps(n_in: int, n_out: int, align: bool, half: bool):
+    """TFLite's ComputeInterpolationValuesInteger: positions in 1/1024ths of a source pixel;
+    lower and upper index and the 10-bit fraction (negative before the first pixel's
+    centre)."""
+    if align and n_out > 1:
+        scale = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    else:
+        scale = ((1 << 10) * n_in + n_out // 2) // n_out
+    o = np.arange(n_out, dtype="int64")
+    v = o * scale + scale // 2 - (1 << 9) if half else o * scale
+    lo = np.maximum(np.trunc(v / 1024).astype("int64"), 0)
+    hi = np.minimum(np.trunc((v + 1023) / 1024).astype("int64"), n_in - 1)
+    return lo, hi, v - 1024 * lo
+
+
+def _corners(x, rows, cols):
+    """x[:, r, c] for the (row, column) index pairs: two takes per corner (NHWC)."""
+    by_row = {k: _op.take(x, _c(r.astype("int32"), "int32"), axis=1, mode="fast")
+              for k, r in rows.items()}
+    return {(kr, kc): _op.take(by_row[kr], _c(c.astype("int32"), "int32"), axis=2, mode="fast")
+            for kr in rows for kc, c in cols.items()}
+
+
+def resize_bilinear(x, dtype: str, size, align: bool, half: bool):
+    """TFLite's quantized RESIZE_BILINEAR of the raw NHWC values ``x`` to ``size`` (int8: the
+    integer kernel; uint8: the float32 one)."""
+    _, h, w, _ = infer_shape(x)
+    oh, ow = size
+    if dtype == "int8":
+        (y0, y1, dy), (x0, x1, dx) = (_integer_taps(h, oh, align, half),
+                                      _integer_taps(w, ow, align, half))
+        g = _corners(_op.cast(x, "int32"), {0: y0, 1: y1}, {0: x0, 1: x1})
+        wy = {0: 1024 - dy, 1: dy}
+        wx = {0: 1024 - dx, 1: dx}
+
+        def along(v, wt, axis):
+            shape = [1, 1, 1, 1]
+            shape[axis] = -1
+            return _op.multiply(v, _c(wt.reshape(shape).astype("int32"), "int32"))
+
+        # the four products in int32 (|v| * 1536**2 at most); rows first, then columns: the
+        # same integer as TFLite's four-term sum
+        rows = {kc: _op.add(along(g[0, kc], wy[0], 1), along(g[1, kc], wy[1], 1))
+                for kc in (0, 1)}
+        v = _op.add(along(rows[0], wx[0], 2), along(rows[1], wx[1], 2))
+        half_unit = _c(1 << 19, "int32")
+        pos = _op.right_shift(_op.add(v, half_unit), _c(20, "int32"))
+        neg = _op.negative(_op.right_shift(_op.subtract(half_unit, v), _c(20, "int32")))
+        out = _op.where(_op.greater_equal(v, _c(0, "int32")), pos, neg)
+        return _saturate(out, dtype, *QRANGE[dtype])
+    f32 = np.float32
+    (y0, y1, fy), (x0, x1, fx) = _float_taps(h, oh, align, half), _float_taps(w, ow, align, half)
+    g = _corners(_op.cast(x, "float64"), {0: y0, 1: y1}, {0: x0, 1: x1})
+    wy = {0: f32(1) - fy, 1: fy}
+    wx = {0: f32(1) - fx, 1: fx}
+    acc = None
+    for ky, kx in ((0, 0), (0, 1), (1, 0), (1, 1)):  # TFLite's order of the four terms
+        wt = (wy[ky][:, None] * wx[kx][None, :]).astype("float32").reshape(1, oh, ow, 1)
+        # the float32 product as TFLite rounds it: exact in float64 (8 x 24 bits), then
+        # rounded once; a float32 multiply feeding the add would be contracted into a fused
+        # multiply-add (the codegen's "contract" flag) that skips this rounding (1 of 320
+        # values a step off)
+        p = _op.cast(_op.multiply(g[ky, kx], _c(wt.astype("float64"), "float64")), "float32")
+        acc = p if acc is None else _op.add(acc, p)
+    v = _op.floor(_op.add(acc, _c(0.5, "float32")))  # (C's truncation: >= -1/2 here)
+    return _saturate(v, dtype, *QRANGE[dtype])

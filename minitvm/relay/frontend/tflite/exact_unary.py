@@ -1,0 +1,82 @@
+"""Elementwise quantized operators TFLite computes in integer arithmetic (LEAKY_RELU,
+HARD_SWISH on int8 / uint8): their results on all 256 input values, computed at import with
+TFLite's own fixed point (``fixed_point``), become a table the op looks up (one ``take``).
+
+Through float (dequantize, the float op, quantize) they were a step off LiteRT on up to 40 of
+the 256 values (LEAKY_RELU alpha 0.1, HARD_SWISH 17 of 256): TFLite rescales in fixed point
+(LEAKY_RELU: two multipliers, one per sign) or in 16-bit fixed point with a truncating final
+multiply (HARD_SWISH), not by rounding the float result."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import QRANGE
+from ... import expr as _expr
+from ... import op as _op
+from . import fixed_point as fp
+
+OPS = ("LEAKY_RELU", "HARD_SWISH")
+
+
+def _values(dtype: str) -> np.ndarray:
+    lo, hi = QRANGE[dtype]
+    return np.arange(lo, hi + 1, dtype="int64")
+
+
+def leaky_relu_table(dtype: str, qi, qo, alpha: float) -> np.ndarray:
+    """TFLite's QuantizeLeakyRelu on every ``dtype`` value: x - zero point rescaled by
+    in_scale / out_scale where >= 0, by in_scale * alpha / out_scale below, + the output's
+    zero point, saturated. ``qi`` / ``qo``: (scale, zero point)."""
+    si, so, a = (np.float64(np.float32(v)) for v in (qi[0], qo[0], alpha))
+    v = _values(dtype) - qi[1]
+    pos = fp.multiply(v, *fp.quantize_multiplier(si / so))
+    neg = fp.multiply(v, *fp.quantize_multiplier(si * a / so))
+    return np.clip(np.where(v >= 0, pos, neg) + qo[1], *QRANGE[dtype])
+
+
+def hard_swish_table(dtype: str, qi, qo) -> np.ndarray:
+    """TFLite's quantized HardSwish on every ``dtype`` value: x - zero point on a 7-bit finer
+    scale (int16), times the output multiplier (Q15, rounding) and times the "relu-ish" factor
+    (x rescaled so 3.0 is 2**15, saturated to [-1, 1), mapped to [0, 1)) with a truncating
+    multiply, then the output shift (rounding half away) and zero point, saturated."""
+    f32 = np.float32
+    hires = f32(1.0 / 128.0) * f32(qi[0])
+    m, out_exp = fp.quantize_multiplier(float(hires / f32(qo[0])))
+    out_m16 = fp.downscale_multiplier16(m)
+    m, relu_exp = fp.quantize_multiplier(float(hires / f32(3.0 / 32768.0)))
+    relu_m16 = fp.downscale_multiplier16(m)
+    v = (_values(dtype) - qi[1]) * 128
+    pre = fp.rounding_doubling_high_mul16(v, out_m16)
+    r = v
+    if relu_exp > 0:
+        r = fp.saturating_left_shift16(r, relu_exp - 1)
+    r = fp.rounding_doubling_high_mul16(r, relu_m16)
+    if relu_exp > 0:
+        r = fp.saturating_left_shift16(r, 1)
+    elif relu_exp < 0:
+        r = fp.rounding_divide_by_pot(r, -relu_exp)
+    r = (r + (1 << 15)) >> 1
+    out = fp.rounding_divide_by_pot(fp.doubling_high_mul16(r, pre), -out_exp)
+    return np.clip(out + qo[1], *QRANGE[dtype])
+
+
+def lookup(x, table: np.ndarray, in_dtype: str):
+    """``table[x - lowest value of in_dtype]`` elementwise: one ``take`` of a 256-entry
+    constant."""
+    index = _op.cast(x, "int32")
+    lo = QRANGE[in_dtype][0]
+    if lo:
+        index = _op.subtract(index, _expr.const(np.array(lo, "int32"), "int32"))
+    return _op.take(_expr.const(table), index, axis=0, mode="fast")
+
+
+def table(name: str, dtype: str, qi, qo, options) -> np.ndarray:
+    """The 256 results of operator ``name`` (one of ``OPS``) in the output's dtype (the same
+    as the input's, as TFLite requires)."""
+    if name == "LEAKY_RELU":
+        alpha = float(options.Alpha()) if options is not None else 0.0
+        t = leaky_relu_table(dtype, qi, qo, alpha)
+    else:
+        t = hard_swish_table(dtype, qi, qo)
+    return t.astype(dtype)

@@ -1,0 +1,97 @@
+"""TFLite's (gemmlowp's) fixed-point primitives in numpy int64, step for step as its kernels
+compute them, for the importer to evaluate TFLite's integer kernels at import (lookup tables,
+constants) and for tests to check them.
+
+Two roundings of the final right shift occur in LiteRT on x86: gemmlowp's ``RoundingDivideByPOT``
+(half away from zero, the scalar kernels) and NEON's rounding shift ``vrshl`` (half up; LiteRT's
+x86 build runs its NEON paths through NEON_2_SSE), which some vectorized kernels (MEAN) apply to
+whole blocks of 16 channels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from .exact_binary import quantize_multiplier
+
+__all__ = ["quantize_multiplier", "multiply", "rounding_divide_by_pot",
+           "rounding_doubling_high_mul16", "doubling_high_mul16", "saturating_left_shift16",
+           "downscale_multiplier16", "multiply_expr", "NEON_BLOCK"]
+
+NEON_BLOCK = 16  # the 8-bit lanes of LiteRT's vectorized (NEON) requantizing loops
+
+I16 = (-32768, 32767)
+
+
+def rounding_divide_by_pot(x, exponent: int, half_up=False) -> np.ndarray:
+    """``x / 2**exponent`` rounded half away from zero (gemmlowp), or half up (NEON's rounding
+    shift) where ``half_up`` (a bool or a mask broadcasting against ``x``)."""
+    x = np.asarray(x, "int64")
+    if exponent <= 0:
+        return x
+    away = np.logical_not(half_up) & (x < 0)
+    return (x + (1 << (exponent - 1)) - away) >> exponent
+
+
+def multiply(x, m0: int, shift: int, half_up=False) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier of int64 ``x`` by the Q31 significand ``m0`` (any int32,
+    not necessarily normalized) and exponent ``shift``: left shift, the doubling high multiply
+    (``(x * m0 + 2**30) >> 31``: rounds half up, as gemmlowp's nudge and truncation do), then
+    the rounding right shift (``rounding_divide_by_pot``)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    high = ((np.asarray(x, "int64") << left) * m0 + 2**30) >> 31
+    return rounding_divide_by_pot(high, right, half_up)
+
+
+def rounding_doubling_high_mul16(a, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul of int16 values: ``a * b / 2**15`` rounded
+    half up (a nudge of 2**14, 1 - 2**14 below zero, then C's truncating division), saturating
+    the one overflow (-32768 * -32768)."""
+    a, b = np.asarray(a, "int64"), np.asarray(b, "int64")
+    ab = a * b
+    num = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    out = np.sign(num) * (np.abs(num) >> 15)
+    return np.where((a == b) & (a == I16[0]), I16[1], out)
+
+
+def doubling_high_mul16(a, b) -> np.ndarray:
+    """TFLite's SaturatingDoublingHighMul of int16 values: ``a * b / 2**15`` truncated toward
+    zero (no rounding), saturating -32768 * -32768."""
+    a, b = np.asarray(a, "int64"), np.asarray(b, "int64")
+    ab = a * b
+    out = np.sign(ab) * (np.abs(ab) >> 15)
+    return np.where((a == b) & (a == I16[0]), I16[1], out)
+
+
+def saturating_left_shift16(x, amount: int) -> np.ndarray:
+    """``x * 2**amount`` saturated to int16."""
+    return np.clip(np.asarray(x, "int64") << amount, *I16)
+
+
+def downscale_multiplier16(m0: int) -> int:
+    """DownScaleInt32ToInt16Multiplier: a Q31 significand rounded to Q15 (saturating)."""
+    if m0 >= 2**31 - 1 - (1 << 15):
+        return I16[1]
+    return (m0 + (1 << 15)) >> 16
+
+
+def _i64(v):
+    return _expr.const(np.asarray(v, "int64"), "int64")
+
+
+def multiply_expr(acc, m0: int, shift: int, half_up=None):
+    """``multiply`` on the int64 Relay expression ``acc``: half away from zero (``half_up``
+    None), half up (True), or half up where the int64 0/1 expression ``half_up`` is 1."""
+    left, right = max(shift, 0), max(-shift, 0)
+    v = acc if not left else _op.left_shift(acc, _i64(left))
+    h = _op.right_shift(_op.add(_op.multiply(v, _i64(m0)), _i64(2**30)), _i64(31))
+    if not right:
+        return h
+    rounded = _op.add(h, _i64(1 << (right - 1)))
+    if half_up is not True:
+        away = _op.right_shift(h, _i64(63))  # -1 below zero, else 0
+        if half_up is not None:
+            away = _op.multiply(away, _op.subtract(_i64(1), half_up))
+        rounded = _op.add(rounded, away)
+    return _op.right_shift(rounded, _i64(right))

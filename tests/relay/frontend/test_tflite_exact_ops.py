@@ -1,0 +1,276 @@
+"""Quantized LEAKY_RELU, HARD_SWISH, AVERAGE_POOL_2D, MEAN, SUM, RESIZE_BILINEAR,
+RESIZE_NEAREST_NEIGHBOR and DEQUANTIZE give LiteRT's own values (``tflite.exact_unary``,
+``tflite.exact_spatial``): every output equal to the LiteRT interpreter's (builtin kernels, no
+delegate) where ``ai_edge_litert`` is installed; the tables and the IR forms without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite", reason="the TFLite importer needs the `tflite` package")
+
+from frontend_models import build_and_run  # noqa: E402
+
+from minitvm import relay  # noqa: E402
+from minitvm.frontend_common.onnx_quant import QRANGE  # noqa: E402
+from minitvm.relay.frontend.tflite import exact_unary  # noqa: E402
+from minitvm.relay.frontend.tflite import fixed_point as fp  # noqa: E402
+from minitvm.relay.frontend.tflite.builder import ModelBuilder  # noqa: E402
+
+DTYPES = ["int8", "uint8"]
+
+
+def _zp(dtype: str, z: int) -> int:
+    """A zero point given as uint8's, in ``dtype``."""
+    return z - 128 if dtype == "int8" else z
+
+
+def _model(op, dtype, shape, qi, qo, out_shape=None, consts=(), options=None, out_dtype=None,
+           **fields):
+    b = ModelBuilder()
+    ins = [b.input("x", shape, dtype, quant=qi)]
+    ins += [b.constant(f"c{k}", np.asarray(c, "int32")) for k, c in enumerate(consts)]
+    y = b.tensor("y", out_shape or shape, out_dtype or dtype, quant=qo)
+    b.operator(op, ins, [y], options, **fields)
+    b.output(y)
+    return b.finish()
+
+
+def _ours(blob, x):
+    mod, params = relay.frontend.from_tflite(blob)
+    return mod, build_and_run(mod, params, {"x": x})[0]
+
+
+def _litert(blob, x):
+    litert = pytest.importorskip("ai_edge_litert.interpreter",
+                                 reason="the reference needs ai_edge_litert")
+    it = litert.Interpreter(
+        model_content=blob, num_threads=1,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def _random(dtype, shape, seed=0):
+    lo, hi = QRANGE[dtype]
+    return np.random.default_rng(seed).integers(lo, hi + 1, shape).astype(dtype)
+
+
+def _every_value(dtype):
+    lo, hi = QRANGE[dtype]
+    return np.arange(lo, hi + 1).astype(dtype).reshape(1, 16, 16)
+
+
+def _check(blob, x):
+    mod, got = _ours(blob, x)
+    np.testing.assert_array_equal(got, _litert(blob, x))
+    return mod
+
+
+# ------------------------------------------------------------------ against LiteRT
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale,alpha", [(0.05, 0.1), (0.1, 0.2), (0.0234, 0.01)])
+def test_leaky_relu_every_value(dtype, scale, alpha):
+    blob = _model("LEAKY_RELU", dtype, (1, 16, 16), (scale, _zp(dtype, 120)),
+                  (0.03, _zp(dtype, 100)), options="LeakyReluOptions", Alpha=alpha)
+    _check(blob, _every_value(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale,out", [(0.05, (0.04, 30)), (0.1, (0.06, 10)),
+                                       (0.0234, (0.011, 60)), (0.4, (0.2, 20))])
+def test_hard_swish_every_value(dtype, scale, out):
+    blob = _model("HARD_SWISH", dtype, (1, 16, 16), (scale, _zp(dtype, 120)),
+                  (out[0], _zp(dtype, out[1])))
+    _check(blob, _every_value(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k,stride,padding", [(3, 1, 0), (3, 2, 0), (2, 2, 1), ((9, 11), 1, 1)])
+def test_average_pool(dtype, k, stride, padding):
+    """SAME and VALID windows, the output's parameters other than the input's (LiteRT's kernel
+    ignores them: so do we)."""
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    if padding == 0:
+        oh, ow = -(-9 // stride), -(-11 // stride)
+    else:
+        oh, ow = (9 - kh) // stride + 1, (11 - kw) // stride + 1
+    blob = _model("AVERAGE_POOL_2D", dtype, (1, 9, 11, 16), (0.05, _zp(dtype, 120)),
+                  (0.037, _zp(dtype, 100)), (1, oh, ow, 16), options="Pool2DOptions",
+                  Padding=padding, StrideW=stride, StrideH=stride, FilterWidth=kw,
+                  FilterHeight=kh, FusedActivationFunction=0)
+    _check(blob, _random(dtype, (1, 9, 11, 16)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axes,keep", [((1, 7, 7, 40), (1, 2), True),
+                                             ((1, 4, 4, 8), (2, 1), True),
+                                             ((1, 9, 11, 16), (3,), False),
+                                             ((2, 5, 6, 8), (1, 2), False),
+                                             ((1, 6, 40), (-1,), True)])
+@pytest.mark.parametrize("same", [True, False])
+def test_mean(dtype, shape, axes, keep, same):
+    """LiteRT's 4-D H/W path (40 channels: two NEON blocks of 16, rounding half up, and 8
+    scalar ones) and its general one, equal and differing parameters."""
+    qi = (0.05, _zp(dtype, 120))
+    qo = qi if same else (0.031, _zp(dtype, 90))
+    nd = len(shape)
+    red = {a % nd for a in axes}
+    out = tuple(1 if a in red else d for a, d in enumerate(shape)) if keep else \
+        tuple(d for a, d in enumerate(shape) if a not in red)
+    blob = _model("MEAN", dtype, shape, qi, qo, out, [list(axes)], "ReducerOptions",
+                  KeepDims=keep)
+    _check(blob, _random(dtype, shape, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axes,keep,out", [((1, 2), True, (1, 1, 1, 16)), ((3,), False, (1, 9, 11))])
+@pytest.mark.parametrize("qo", [(0.4, 110), (0.05, 120)])
+def test_sum(dtype, axes, keep, out, qo):
+    blob = _model("SUM", dtype, (1, 9, 11, 16), (0.05, _zp(dtype, 120)),
+                  (qo[0], _zp(dtype, qo[1])), out, [list(axes)], "ReducerOptions",
+                  KeepDims=keep)
+    _check(blob, _random(dtype, (1, 9, 11, 16), 2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"])
+@pytest.mark.parametrize("align,half,size", [(False, False, (19, 23)), (True, False, (19, 23)),
+                                             (False, True, (19, 23)), (False, True, (4, 5))])
+def test_resize(dtype, op, align, half, size):
+    """Up and down, TensorFlow's three coordinate modes; the output's parameters other than the
+    input's (LiteRT's kernels copy raw values: so do we)."""
+    options = "ResizeBilinearOptions" if op == "RESIZE_BILINEAR" else \
+        "ResizeNearestNeighborOptions"
+    blob = _model(op, dtype, (1, 9, 11, 16), (0.05, _zp(dtype, 120)), (0.043, _zp(dtype, 100)),
+                  (1, *size, 16), [list(size)], options, AlignCorners=align, HalfPixelCenters=half)
+    _check(blob, _random(dtype, (1, 9, 11, 16), 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale", [0.05, 0.1, 0.0234])
+def test_dequantize_every_value(dtype, scale):
+    blob = _model("DEQUANTIZE", dtype, (1, 16, 16), (scale, _zp(dtype, 120)), None,
+                  out_dtype="float32")
+    _check(blob, _every_value(dtype))
+
+
+@pytest.mark.parametrize("pair", [("int8", "uint8"), ("uint8", "int8"), ("int8", "int8"),
+                                  ("uint8", "uint8")])
+@pytest.mark.parametrize("n", [256, 300, 7])
+def test_requantize_neon_blocks(pair, n):
+    """QUANTIZE between two quantizations: LiteRT's NEON loop rounds 16 values at a time half
+    up, the tail (300 = 18 blocks + 12; 7: tail only) half away from zero."""
+    rng = np.random.default_rng(n)
+    src, dst = pair
+    for _ in range(4):
+        qi = (float(np.float32(rng.uniform(0.005, 0.3))), int(rng.integers(*QRANGE[src])))
+        qo = (float(np.float32(rng.uniform(0.005, 0.3))), int(rng.integers(*QRANGE[dst])))
+        blob = _model("QUANTIZE", src, (1, n), qi, qo, out_dtype=dst)
+        lo, hi = QRANGE[src]
+        _check(blob, np.resize(np.arange(lo, hi + 1), (1, n)).astype(src))
+
+
+def test_requantize_of_a_conv_output_in_nchw():
+    """A QUANTIZE of a conv output computed in NCHW (``layout.convert_in_nchw``) with 75 values
+    (4 NEON blocks and a tail): the half-up mask laid out in NCHW too (int8: LiteRT's
+    per-channel convs take int8 activations)."""
+    import tflite_qtwin
+
+    t = tflite_qtwin.QTwin("int8", 3)
+    x = t.input("x", (1, 5, 5, 3))
+    y = t.requantize(t.conv(x, 3, 3, 1, None), 0.0137, -7)
+    blob, (ref,) = t.finish([y])
+    mod = _check(blob, t.inputs()["x"])
+    assert "int64" in mod.astext()
+    _, got = _ours(blob, t.inputs()["x"])
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("depth", [3, 100, 9000])
+def test_l2_normalization(dtype, depth):
+    """LiteRT's integer inverse square root per row (9000 values: a sum of squares past 2**29,
+    its pairs-of-bits scaling both ways), a row all at the zero point included."""
+    qi = (0.05, _zp(dtype, 130))
+    qo = (1 / 128, 128 if dtype == "uint8" else 0)
+    x = _random(dtype, (4, depth), depth)
+    x[1] = qi[1]
+    if depth == 9000:
+        x[2] = QRANGE[dtype][1] if dtype == "uint8" else QRANGE[dtype][0]
+    blob = _model("L2_NORMALIZATION", dtype, (4, depth), qi, qo, options="L2NormOptions",
+                  FusedActivationFunction=0)
+    mod = _check(blob, x)
+    assert "float32" not in mod.astext()
+
+
+# ------------------------------------------------------------------ without LiteRT
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_integer_tables_are_one_lookup(dtype):
+    for op, fields in (("LEAKY_RELU", {"Alpha": 0.1}), ("HARD_SWISH", {})):
+        blob = _model(op, dtype, (1, 16, 16), (0.05, _zp(dtype, 120)), (0.03, _zp(dtype, 100)),
+                      options="LeakyReluOptions" if fields else None, **fields)
+        mod, got = _ours(blob, _every_value(dtype))
+        text = mod.astext()
+        assert "take(" in text and "float32" not in text
+        table = exact_unary.table(op, dtype, (0.05, _zp(dtype, 120)), (0.03, _zp(dtype, 100)),
+                                  None if op == "HARD_SWISH" else _Alpha(0.1))
+        np.testing.assert_array_equal(got.reshape(-1), table)
+
+
+class _Alpha:
+    def __init__(self, a):
+        self.a = a
+
+    def Alpha(self):  # noqa: N802 - the flatbuffer accessor's name
+        return self.a
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tables_within_a_step_of_the_real_function(dtype):
+    """TFLite's fixed point stays within one step of the exact function, rounded."""
+    qi, qo = (0.05, _zp(dtype, 120)), (0.03, _zp(dtype, 100))
+    x = (np.arange(*QRANGE[dtype]) - qi[1] + 0.0)
+    x = np.append(x, QRANGE[dtype][1] - qi[1]) * np.float32(qi[0])
+    ideal = {"LEAKY_RELU": np.where(x >= 0, x, 0.1 * x),
+             "HARD_SWISH": x * np.clip(x + 3, 0, 6) / 6}
+    for op, f in ideal.items():
+        q = np.clip(np.round(f / np.float32(qo[0])) + qo[1], *QRANGE[dtype])
+        t = exact_unary.table(op, dtype, qi, qo, _Alpha(0.1) if op == "LEAKY_RELU" else None)
+        assert np.abs(t.astype("int64") - q).max() <= 1
+
+
+def test_rounding_divide_by_pot_modes():
+    x = np.array([-6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 5, 6])
+    np.testing.assert_array_equal(fp.rounding_divide_by_pot(x, 2),
+                                  [-2, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1, 2])
+    np.testing.assert_array_equal(fp.rounding_divide_by_pot(x, 2, True),
+                                  [-1, -1, -1, -1, 0, 0, 0, 0, 1, 1, 1, 2])
+
+
+def test_int16_high_multiplies():
+    """The rounding one rounds half up (+-1.5 -> 2, -1), the other truncates."""
+    a = np.array([-32768, 16384, -16384, 3, -3, 12345])
+    b = np.array([-32768, 16384, 16384, 16384, 16384, -23456])
+    np.testing.assert_array_equal(fp.rounding_doubling_high_mul16(a, b),
+                                  [32767, 8192, -8192, 2, -1, -8837])
+    np.testing.assert_array_equal(fp.doubling_high_mul16(a, b),
+                                  [32767, 8192, -8192, 1, -1, -8836])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_average_pool_rounds_exact_halves_away_from_zero(dtype):
+    """A 2x2 window whose sums are odd multiples of 2: exact halves, TFLite rounds them away
+    from zero (round's ties to even would not)."""
+    lo = QRANGE[dtype][0]
+    x = np.full((1, 2, 4, 1), lo + 10, dtype)
+    x[0, 0, 0, 0] = x[0, 0, 2, 0] = lo + 12  # sums 4 * (lo + 10) + 2: mean lo + 10.5
+    blob = _model("AVERAGE_POOL_2D", dtype, (1, 2, 4, 1), (0.05, 0), (0.05, 0), (1, 1, 2, 1),
+                  options="Pool2DOptions", Padding=1, StrideW=2, StrideH=2, FilterWidth=2,
+                  FilterHeight=2, FusedActivationFunction=0)
+    _, got = _ours(blob, x)
+    want = lo + 11 if lo + 10.5 > 0 else lo + 10
+    np.testing.assert_array_equal(got.reshape(-1), [want, want])
