@@ -9,17 +9,25 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 
-__all__ = ["NMS_TABLE_TAG", "all_class_nms_table", "all_class_nms_onnx"]
+__all__ = ["NMS_TABLE_TAG", "all_class_nms_table", "all_class_nms_onnx", "has_no_elements"]
 
 NMS_TABLE_TAG = "all_class_nms"
 
 
-def all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_point_box=False):
-    """The selection table stage; ``score_threshold`` None: no threshold."""
+def has_no_elements(t) -> bool:
+    """An optional operand given as an empty tensor (ONNX's left-out input)."""
+    return t is None or any(isinstance(d, int | E.IntImm) and int(d) == 0 for d in t.shape)
+
+
+def all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_point_box=False,
+                        rules: str = "onnxruntime"):
+    """The selection table stage; ``score_threshold`` None or empty: no threshold (every box
+    a candidate, NaN and -inf scores included); ``rules`` as ``schedule.all_class_nms``."""
     b, c, n = scores.shape
-    operands = (boxes, scores, max_out, iou, score_threshold)
+    thr = None if has_no_elements(score_threshold) else score_threshold
+    operands = (boxes, scores, max_out, iou) + (() if thr is None else (thr,))
     return te.compute((b * c * n + 1, 3), lambda *_: E.const(0, "int64"), name="T_nms_table",
-                      tag=NMS_TABLE_TAG, attrs={"operands": operands,
+                      tag=NMS_TABLE_TAG, attrs={"operands": operands, "rules": rules,
                                                 "center_point_box": bool(center_point_box)})
 
 
