@@ -40,7 +40,7 @@ __all__ = ["RULES", "emit_nms", "nms_prim_func"]
 RULES = ("onnxruntime", "torchvision")
 # the state's slots: rows written, heap size, kept in this class, no kept box overlaps, and
 # the heap adjustment's hole, top, second child, length, value and stop flag
-COUNT, M, KEPT, OK, HOLE, TOP, SEC, LEN, VAL, DONE = range(10)
+COUNT, M, KEPT, OK, HOLE, TOP, SEC, LEN, VAL, DONE, WIDTH, LEFT, RIGHT = range(13)
 GEO = 5  # per box: x min, x max, y min, y max, area
 LANES = 16  # kept boxes one candidate is checked against at once
 
@@ -110,13 +110,18 @@ def suppresses(cand, kept, iou_threshold, rules: str) -> E.PrimExpr:
 
 
 def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool,
-             rules: str = "onnxruntime") -> S.Stmt:
+             rules: str = "onnxruntime", output: str = "onnx") -> S.Stmt:
     """Statements writing the selection table of ``boxes`` [B, N, 4] and ``scores`` [B, C, N]
-    into ``table`` [B * C * N + 1, 3] int64 (see the module); ``max_out``, ``iou`` and
-    ``score_thr`` are one-element buffers (``score_thr`` None: no threshold; ``iou`` a Python
-    float: a float64 constant)."""
+    into ``table`` (see the module); ``max_out``, ``iou`` and ``score_thr`` are one-element
+    buffers (``score_thr`` None: no threshold; ``iou`` a Python float: a float64 constant).
+    ``output`` "onnx": ``table`` [B * C * N + 1, 3]; "tensorflow": [B, C * N + 1, 2], each
+    batch's (class, box) rows across its classes in a stable descending sort of their scores
+    (NaN last), zero past them, the batch's count in its last row."""
     if rules not in RULES:
         raise ValueError(f"NMS rules must be one of {RULES}, got {rules!r}")
+    if output not in ("onnx", "tensorflow"):
+        raise ValueError(f"NMS output must be onnx or tensorflow, got {output!r}")
+    tf = output == "tensorflow"
     dims = [const_int(d) if const_int(d) is not None else d for d in scores.shape]
     nb, nc, n = (_i32(d) for d in dims)
     bx, sc, out = ctx.flat_view(boxes), ctx.flat_view(scores), ctx.flat_view(table)
@@ -130,7 +135,7 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool,
     hit = decl_buffer((LANES,), "int32", "nms_hit")
     geo = decl_buffer((slots * GEO if isinstance(slots, int) else slots * imm(GEO),),
                       "float32", "nms_geo")
-    st = decl_buffer((12,), "int32", "nms_state", scope="local")
+    st = decl_buffer((16,), "int32", "nms_state", scope="local")
     # a heap adjustment's steps: the heap's depth, bounded (a symbolic count: any int32)
     levels = (max(1, int(dims[2]).bit_length()) if isinstance(dims[2], int) else 31) + 1
 
@@ -224,13 +229,18 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool,
         S.For(l1, imm(0), imm(LANES), S.ForKind.SERIAL, S.IfThenElse(
             E.NE(E.BufferLoad(hit, [l1]), imm(0)), put(OK, imm(0))))])
     row = get(COUNT) * imm(3)
+    cn = nc * n
+    if tf:  # a batch's kept boxes as keys class * N + box, sorted when the batch is done
+        perm = decl_buffer((cn + imm(1),), "int32", "nms_perm")
+        tmp = decl_buffer((cn + imm(1),), "int32", "nms_merge")
+        record = [S.BufferStore(perm, c * n + box, [get(COUNT)])]
+    else:
+        record = [S.BufferStore(out, E.Cast("int64", b), [row]),
+                  S.BufferStore(out, E.Cast("int64", c), [row + imm(1)]),
+                  S.BufferStore(out, E.Cast("int64", box), [row + imm(2)])]
     keep = S.SeqStmt([
         *(S.BufferStore(kgeo, mine[f], [imm(f) * _i32(kslots) + get(KEPT)]) for f in range(GEO)),
-        put(KEPT, get(KEPT) + imm(1)),
-        S.BufferStore(out, E.Cast("int64", b), [row]),
-        S.BufferStore(out, E.Cast("int64", c), [row + imm(1)]),
-        S.BufferStore(out, E.Cast("int64", box), [row + imm(2)]),
-        put(COUNT, get(COUNT) + imm(1))])
+        put(KEPT, get(KEPT) + imm(1)), *record, put(COUNT, get(COUNT) + imm(1))])
     # ``pop_heap``: the last element re-enters the heap of one less through the top's hole
     pop = S.SeqStmt([
         put(M, get(M) - imm(1)),
@@ -239,20 +249,65 @@ def emit_nms(ctx, boxes, scores, max_out, iou, score_thr, table, center: bool,
         box, at(imm(0)), S.SeqStmt([check, S.IfThenElse(E.EQ(get(OK), imm(1)), keep), pop])))
     select = S.SeqStmt([put(KEPT, imm(0)), S.For(t, imm(0), n, S.ForKind.SERIAL, one)])
     g = ctx.fresh("g")
-    per_image = S.SeqStmt([
+    per_image = [
         S.For(g, imm(0), n, S.ForKind.SERIAL, _geometry(bx, geo, b * n + g, g, center, rules)),
-        S.For(c, imm(0), nc, S.ForKind.SERIAL, S.SeqStmt([gather, select]))])
-    classes = S.For(b, imm(0), nb, S.ForKind.SERIAL, per_image)
+        S.For(c, imm(0), nc, S.ForKind.SERIAL, S.SeqStmt([gather, select]))]
+    if tf:
+        per_image = [put(COUNT, imm(0)), *per_image,
+                     _sorted_rows(ctx, sc, b * cn, perm, tmp, get, put, n, cn,
+                                  lambda k: (b * (cn + imm(1)) + k) * imm(2), out,
+                                  levels=(max(1, int(const_int(cn)).bit_length()) + 1
+                                          if const_int(cn) is not None else 32))]
+    classes = S.For(b, imm(0), nb, S.ForKind.SERIAL, S.SeqStmt(per_image))
 
     z = ctx.fresh("z")
-    rows = nb * nc * n
-    zero = S.For(z, imm(0), (rows + imm(1)) * imm(3), S.ForKind.SERIAL,
-                 S.BufferStore(out, E.const(0, "int64"), [z]))
-    body = S.SeqStmt([zero, put(COUNT, imm(0)), classes,
-                      S.BufferStore(out, E.Cast("int64", get(COUNT)), [rows * imm(3)])])
-    for buf in (heap, kgeo, hit, geo, st):
+    size = nb * (cn + imm(1)) * imm(2) if tf else (nb * cn + imm(1)) * imm(3)
+    zero = S.For(z, imm(0), size, S.ForKind.SERIAL, S.BufferStore(out, E.const(0, "int64"), [z]))
+    last = [] if tf else [S.BufferStore(out, E.Cast("int64", get(COUNT)), [nb * cn * imm(3)])]
+    body = S.SeqStmt([zero, put(COUNT, imm(0)), classes, *last])
+    for buf in (heap, kgeo, hit, geo, st) + ((perm, tmp) if tf else ()):
         body = allocated(buf, body)
     return body
+
+
+def _sorted_rows(ctx, sc, base, perm, tmp, get, put, n, cn, row_at, out, levels) -> S.Stmt:
+    """A batch's ``COUNT`` kept keys ``perm`` (class * N + box) in a stable descending sort of
+    their scores (``sc[base + key]``, NaN last: a bottom-up merge sort through ``tmp``), written
+    as (class, box) rows at ``row_at(k)``, the count in the row after the last class's."""
+    k_all = get(COUNT)
+
+    def score(key):
+        return E.BufferLoad(sc, [base + key])
+
+    def better(p, q):  # p strictly before q: a higher score, or a number before NaN
+        sp, sq = score(p), score(q)
+        return E.Or(E.GT(sp, sq), E.And(E.NE(sq, sq), E.EQ(sp, sp)))
+
+    lv, q, kk, t2 = ctx.fresh("lv"), ctx.fresh("q"), ctx.fresh("kk"), ctx.fresh("t")
+    w = get(WIDTH)
+    lo = q * w * imm(2)
+    mid, hi = E.Min(lo + w, k_all), E.Min(lo + w * imm(2), k_all)
+    left, right = E.BufferLoad(perm, [get(LEFT)]), E.BufferLoad(perm, [get(RIGHT)])
+    take_l = S.SeqStmt([S.BufferStore(tmp, left, [lo + kk]), put(LEFT, get(LEFT) + imm(1))])
+    take_r = S.SeqStmt([S.BufferStore(tmp, right, [lo + kk]), put(RIGHT, get(RIGHT) + imm(1))])
+    pick = S.IfThenElse(E.LT(get(RIGHT), hi), S.IfThenElse(
+        E.LT(get(LEFT), mid), S.IfThenElse(better(right, left), take_r, take_l), take_r), take_l)
+    merge = S.SeqStmt([put(LEFT, lo), put(RIGHT, mid),
+                       S.For(kk, imm(0), hi - lo, S.ForKind.SERIAL, pick)])
+    level = S.IfThenElse(E.LT(w, k_all), S.SeqStmt([
+        S.For(q, imm(0), E.FloorDiv(k_all + w * imm(2) - imm(1), w * imm(2)), S.ForKind.SERIAL,
+              merge),
+        S.For(t2, imm(0), k_all, S.ForKind.SERIAL,
+              S.BufferStore(perm, E.BufferLoad(tmp, [t2]), [t2])),
+        put(WIDTH, w * imm(2))]))
+    r = ctx.fresh("r")
+    key = E.BufferLoad(perm, [r])
+    write = S.SeqStmt([
+        S.BufferStore(out, E.Cast("int64", E.FloorDiv(key, n)), [row_at(r)]),
+        S.BufferStore(out, E.Cast("int64", E.FloorMod(key, n)), [row_at(r) + imm(1)])])
+    return S.SeqStmt([put(WIDTH, imm(1)), S.For(lv, imm(0), imm(levels), S.ForKind.SERIAL, level),
+                      S.For(r, imm(0), k_all, S.ForKind.SERIAL, write),
+                      S.BufferStore(out, E.Cast("int64", k_all), [row_at(cn)])])
 
 
 # ---------------------------------------------------------------------------------- Relay
@@ -264,7 +319,8 @@ def _emit(ctx, t, out, bodies) -> S.Stmt:
     a = t.op.attrs
     bufs = [ctx.buf[id(s)] for s in a["operands"]]
     thr = bufs[4] if len(bufs) > 4 else None  # the score threshold, where there is one
-    return emit_nms(ctx, *bufs[:4], thr, out, a["center_point_box"], a["rules"])
+    return emit_nms(ctx, *bufs[:4], thr, out, a["center_point_box"], a["rules"],
+                    a.get("output", "onnx"))
 
 
 register_rule(NMS_TABLE_TAG, Rule("all-class NMS: sorted candidates, greedy", "all_class_nms",

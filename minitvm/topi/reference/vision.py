@@ -287,7 +287,9 @@ def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
         for k in range(c):
             found += [(float(scores[i, k, j]), k, j) for j in _nms_class(
                 boxes[i], scores[i, k], max_out, iou_threshold, score_threshold, corners[i])]
-        found.sort(key=lambda t: -t[0])
+        # best first, stable (the class order for ties), NaN last
+        found = [found[k] for k in np.argsort(-np.asarray([f[0] for f in found], np.float32),
+                                              kind="stable")]
         for pos, (s, k, j) in enumerate(found):
             sel[i, pos] = (k, j)
             sel_scores[i, pos] = s

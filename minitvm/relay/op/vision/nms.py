@@ -7,7 +7,7 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
-from ....topi.all_class_nms import all_class_nms_onnx
+from ....topi.all_class_nms import all_class_nms_onnx, all_class_nms_tensorflow
 from ...expr import Call, Expr, TupleWrapper, const
 from ..op import define_op, register_compute, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
@@ -166,12 +166,12 @@ register_numpy_only("vision.get_valid_counts", "suppression is greedy and sequen
 
 
 def _all_class_nms_compute(attrs, inputs, out_type):
-    """The "onnx" output format is one native stage (``topi.all_class_nms``); the
-    "tensorflow" one (rows sorted by score across classes) has no compute: it runs in numpy
-    (a strict build refuses it)."""
-    if attrs.output_format != "onnx":
-        raise NotImplementedError("only the onnx output format has a native compute")
-    return all_class_nms_onnx(*inputs, center_point_box=bool(attrs.center_point_box))
+    """Either output format is one native stage (``topi.all_class_nms``) and slices of it;
+    "tensorflow" sorts each batch's rows by score across its classes in the kernel."""
+    center = bool(attrs.center_point_box)
+    if attrs.output_format == "tensorflow":
+        return all_class_nms_tensorflow(*inputs, center_point_box=center)
+    return all_class_nms_onnx(*inputs, center_point_box=center)
 
 
 register_compute("vision.all_class_non_max_suppression", _all_class_nms_compute)
