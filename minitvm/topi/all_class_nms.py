@@ -35,10 +35,11 @@ def all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_poi
                                                 "center_point_box": bool(center_point_box)})
 
 
-def all_class_nms_onnx(boxes, scores, max_out, iou, score_threshold,
-                       center_point_box=False) -> list:
+def all_class_nms_onnx(boxes, scores, max_out, iou, score_threshold, center_point_box=False,
+                       rules: str = "onnxruntime") -> list:
     """[selected rows [B * C * N, 3] int64, count [1] int64] (TVM's "onnx" output format)."""
-    table = all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_point_box)
+    table = all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_point_box,
+                                rules)
     rows = table.shape[0] - 1
     sel = te.compute((rows, 3), lambda i, k: table[i, k], name="T_nms_selected")
     count = te.compute((1,), lambda i: table[rows, E.IntImm("int32", 0)], name="T_nms_count")
@@ -46,12 +47,12 @@ def all_class_nms_onnx(boxes, scores, max_out, iou, score_threshold,
 
 
 def all_class_nms_tensorflow(boxes, scores, max_out, iou, score_threshold,
-                             center_point_box=False) -> list:
+                             center_point_box=False, rules: str = "onnxruntime") -> list:
     """[selected (class, box) [B, C * N, 2] int64, their scores [B, C * N], counts [B] int64]
     (TVM's "tensorflow" output format): each batch's rows across classes, best score first
     (stable, NaN last), zero past the count."""
     table = all_class_nms_table(boxes, scores, max_out, iou, score_threshold, center_point_box,
-                                output="tensorflow")
+                                rules, output="tensorflow")
     b, c, n = scores.shape
     cn = table.shape[1] - 1
     sel = te.compute((b, cn, 2), lambda i, k, f: table[i, k, f], name="T_nms_selected")

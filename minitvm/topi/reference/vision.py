@@ -260,13 +260,51 @@ def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, geo=None,
     return kept
 
 
+def torchvision_nms_np(boxes, scores, iou_threshold: float) -> np.ndarray:
+    """``torchvision.ops.nms`` (boxes [N, 4] x1, y1, x2, y2): candidates in a stable
+    descending sort (NaN first), each kept unless a kept box overlaps it by
+    ``max(0, dx) * max(0, dy) / (area_kept + area - inter)`` (float32) above the float64
+    threshold."""
+    b = np.asarray(boxes, np.float32)
+    s = np.asarray(scores, np.float32)
+    key = np.where(np.isnan(s), np.float32(np.inf), s)
+    nan_first = np.lexsort((np.arange(s.size), ~np.isnan(s), -key.astype(np.float64)))
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    kept: list[int] = []
+    zero = np.float32(0)
+    with np.errstate(all="ignore"):
+        for j in nan_first:
+            if kept:
+                k = np.asarray(kept)
+                w = np.where(zero < (d := np.where(b[j, 2] < b[k, 2], b[j, 2], b[k, 2])
+                                     - np.where(b[k, 0] < b[j, 0], b[j, 0], b[k, 0])), d, zero)
+                h = np.where(zero < (e := np.where(b[j, 3] < b[k, 3], b[j, 3], b[k, 3])
+                                     - np.where(b[k, 1] < b[j, 1], b[j, 1], b[k, 1])), e, zero)
+                inter = w * h
+                ovr = inter / (area[k] + area[j] - inter)
+                if (ovr.astype(np.float64) > float(iou_threshold)).any():
+                    continue
+            kept.append(int(j))
+    return np.asarray(kept, np.int64)
+
+
 def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
-                     score_threshold, output_format="onnx", center_point_box=False):
+                     score_threshold, output_format="onnx", center_point_box=False,
+                     rules="onnxruntime"):
     """NMS per batch and class (``score_threshold`` None: every box a candidate). "onnx":
     ((B*C*N, 3) rows [batch, class, box], zero padded; (1,) total); "tensorflow": ((B, C*N, 2)
     [class, box], (B, C*N) scores, (B,) counts)."""
     b, c, n = scores.shape
     max_out = int(max_output_boxes_per_class)
+    if rules == "torchvision":
+        if output_format != "onnx" or score_threshold is not None or max_out >= 0:
+            raise ValueError("torchvision's rules: onnx format, no limit, no score threshold")
+        rows = [(i, k, int(j)) for i in range(b) for k in range(c)
+                for j in torchvision_nms_np(boxes[i], scores[i, k], iou_threshold)]
+        out = np.zeros((b * c * n, 3), np.int64)
+        if rows:
+            out[:len(rows)] = rows
+        return out, np.array([len(rows)], np.int64)
     corners = [_ort_geometry(boxes[i], center_point_box) for i in range(b)]
     if output_format == "onnx":
         rows = []
@@ -322,7 +360,8 @@ def _all_class_nms(attrs, args, out_type):
     return all_class_nms_np(boxes, scores, int(np.asarray(max_out).reshape(-1)[0]),
                             float(np.asarray(iou_thr).reshape(-1)[0]),
                             float(thr[0]) if thr.size else None, attrs.output_format,
-                            bool(getattr(attrs, "center_point_box", 0)))
+                            bool(getattr(attrs, "center_point_box", 0)),
+                            getattr(attrs, "rules", "onnxruntime"))
 
 
 # ------------------------------------------------------------------ ROI ops

@@ -15,34 +15,11 @@ try:
 except Exception:  # noqa: BLE001 - built for another torch
     pytest.skip("torchvision's kernels do not load beside this torch", allow_module_level=True)
 
+from torchvision_nms_cases import BatchedNms, Nms, nms_data  # noqa: E402,I001
+
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
-
-
-class _Nms(torch.nn.Module):
-    def __init__(self, iou):
-        super().__init__()
-        self.iou = iou
-
-    def forward(self, boxes, scores):
-        return torchvision.ops.nms(boxes, scores, self.iou)
-
-
-class _Batched(_Nms):
-    def forward(self, boxes, scores, idxs):
-        return torchvision.ops.batched_nms(boxes, scores, idxs, self.iou)
-
-
-def _data(n: int, seed: int):
-    """Boxes on a coarse grid (many overlaps, zero sizes), scores with ties and NaN."""
-    rng = np.random.default_rng(seed)
-    xy = rng.integers(0, 6, (n, 2)).astype("float32") * 0.5
-    wh = rng.integers(0, 5, (n, 2)).astype("float32") * 0.5
-    boxes = np.concatenate([xy, xy + wh], 1).astype("float32")
-    scores = (rng.integers(0, 6, n) / 6).astype("float32")
-    scores[::7] = np.nan
-    return boxes, scores, rng.integers(0, 3, n).astype("int64")
 
 
 def _vm(model, args):
@@ -57,10 +34,10 @@ def _out(r):
 
 @pytest.mark.parametrize("iou", [0.3, 0.5, 0.7, 0.0])
 def test_nms_matches_torchvision(iou):
-    boxes, scores, _ = _data(40, 0)
-    vm = _vm(_Nms(iou), (boxes, scores))
+    boxes, scores, _ = nms_data(40, 0)
+    vm = _vm(Nms(iou), (boxes, scores))
     for seed in range(4):
-        boxes, scores, _ = _data(40, seed)
+        boxes, scores, _ = nms_data(40, seed)
         want = torchvision.ops.nms(torch.from_numpy(boxes), torch.from_numpy(scores), iou)
         got = _out(vm["main"](tvm.nd.array(boxes), tvm.nd.array(scores)))
         assert got.dtype == np.int64
@@ -68,12 +45,10 @@ def test_nms_matches_torchvision(iou):
 
 
 def test_batched_nms_matches_torchvision():
-    args = _data(60, 1)
-    args = (args[0], np.nan_to_num(args[1], nan=0.9), args[2])
-    vm = _vm(_Batched(0.4), args)
+    args = nms_data(60, 1, nan=0.9)
+    vm = _vm(BatchedNms(0.4), args)
     for seed in range(3):
-        b, s, i = _data(60, seed + 5)
-        s = np.nan_to_num(s, nan=0.25)
+        b, s, i = nms_data(60, seed + 5, nan=0.25)
         want = torchvision.ops.batched_nms(*map(torch.from_numpy, (b, s, i)), 0.4).numpy()
         got = _out(vm["main"](tvm.nd.array(b), tvm.nd.array(s), tvm.nd.array(i)))
         np.testing.assert_array_equal(got, want)

@@ -28,12 +28,15 @@ class NonMaximumSuppressionAttrs(Attrs):
 
 
 class AllClassNonMaximumSuppressionAttrs(Attrs):
-    """TVM's ``output_format``; ``center_point_box`` (a minitvm addition, 0 by default as in
-    TVM): 1 reads boxes as [x_center, y_center, width, height] with ONNX Runtime's area
-    ``width * height``, which corners computed beforehand would round differently."""
+    """TVM's ``output_format``; two minitvm additions whose defaults are TVM's behaviour:
+    ``center_point_box`` 1 reads boxes as [x_center, y_center, width, height] with ONNX
+    Runtime's area ``width * height`` (which corners computed beforehand would round
+    differently); ``rules`` "torchvision" computes as ``torchvision.ops.nms`` (boxes [x1, y1,
+    x2, y2], NaN scores first, the overlap ratio against a float64 iou_threshold), see
+    ``schedule.all_class_nms``."""
 
     __slots__ = ()
-    _fields = (("output_format", "onnx"), ("center_point_box", 0))
+    _fields = (("output_format", "onnx"), ("center_point_box", 0), ("rules", "onnxruntime"))
 
 
 def _boxes3d(arg_types, i, op_name, what="data"):
@@ -150,14 +153,16 @@ def non_max_suppression(data: Expr, valid_count: Expr, indices: Expr, max_output
 def all_class_non_max_suppression(boxes: Expr, scores: Expr, max_output_boxes_per_class=-1,
                                   iou_threshold=-1.0, score_threshold=-1.0,
                                   output_format: str = "onnx",
-                                  center_point_box: int = 0) -> TupleWrapper:
+                                  center_point_box: int = 0,
+                                  rules: str = "onnxruntime") -> TupleWrapper:
     """TVM's op; ``score_threshold`` an empty tensor: no threshold (ONNX's left-out input:
     every box a candidate, NaN and -inf scores included)."""
     call = Call(Op.get("vision.all_class_non_max_suppression"),
                 [boxes, scores, _expr(max_output_boxes_per_class, "int64"),
                  _expr(iou_threshold, "float32"), _expr(score_threshold, "float32")],
                 AllClassNonMaximumSuppressionAttrs(output_format=output_format,
-                                                   center_point_box=int(center_point_box)))
+                                                   center_point_box=int(center_point_box),
+                                                   rules=str(rules)))
     return TupleWrapper(call, 2 if output_format == "onnx" else 3)
 
 # numpy-only on purpose (not a failed native lowering; see backend.fallback)
@@ -170,8 +175,8 @@ def _all_class_nms_compute(attrs, inputs, out_type):
     "tensorflow" sorts each batch's rows by score across its classes in the kernel."""
     center = bool(attrs.center_point_box)
     if attrs.output_format == "tensorflow":
-        return all_class_nms_tensorflow(*inputs, center_point_box=center)
-    return all_class_nms_onnx(*inputs, center_point_box=center)
+        return all_class_nms_tensorflow(*inputs, center_point_box=center, rules=attrs.rules)
+    return all_class_nms_onnx(*inputs, center_point_box=center, rules=attrs.rules)
 
 
 register_compute("vision.all_class_non_max_suppression", _all_class_nms_compute)
