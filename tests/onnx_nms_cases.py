@@ -58,3 +58,36 @@ def nms_inputs(case, batch: int = 2, boxes: int = 12, classes: int = 3, seed: in
                     [2, 2, 2, 3]]
     s = rng.integers(0, 8, (batch, classes, boxes)).astype("float32") / 8
     return {"boxes": b.astype("float32"), "scores": s.astype("float32")}
+
+
+# (center_point_box, max_output_boxes_per_class, iou_threshold, score_threshold: None absent)
+EDGE = {
+    "no_threshold": (0, 1000, 0.5, None),
+    "no_threshold_centre": (1, 1000, 0.3, None),
+    "minus_inf_threshold": (0, 7, 0.5, float("-inf")),
+    "nan_threshold": (0, 7, 0.5, float("nan")),
+    "iou_zero": (0, 1000, 0.0, None),
+    "iou_one": (1, 1000, 1.0, 0.25),
+    "limit_zero": (0, 0, 0.5, None),
+    "limit_one": (1, 1, 0.5, None),
+}
+
+
+def nms_edge_model(case, batch=2, boxes=40, classes=3):
+    """A NonMaxSuppression with every input given (the score threshold where not None)."""
+    center, limit, iou, score = case
+    return nms_model((center, (limit, iou) if score is None else (limit, iou, score)),
+                     batch, boxes, classes)
+
+
+def nms_edge_inputs(batch=2, boxes=40, classes=3, seed=0) -> dict:
+    """Scores drawn from NaN, +-inf, +-0 and a few ties; boxes with NaN and infinite
+    coordinates, zero and negative sizes, and many copies (so that the order decides)."""
+    rng = np.random.default_rng(seed)
+    svals = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.25, 0.5, 1.0], "float32")
+    scores = svals[rng.integers(0, svals.size, (batch, classes, boxes))]
+    cvals = np.array([0, 0.5, 1, 1.5, 2, -1, np.nan, np.inf, -np.inf], "float32")
+    weights = np.array([4, 4, 4, 4, 4, 1, 0.5, 0.5, 0.5])
+    b = rng.choice(cvals, (batch, boxes, 4), p=weights / weights.sum()).astype("float32")
+    b[:, ::5] = b[:, 1:2]  # copies of one box
+    return {"boxes": b, "scores": scores}

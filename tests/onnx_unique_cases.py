@@ -16,6 +16,13 @@ UNIQUE = {
                                     {"sorted": 0, "axis": 0}),
     "rows": (X, {"axis": 0}),
     "columns_first_occurrence": (X, {"axis": -1, "sorted": 0}),
+    # many values, repeated: +-0 (one value: the first seen), infinities, tiny and huge
+    "many_floats": (np.random.default_rng(3).choice(np.array(
+        [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, 3e30, -1e-40, 7.0, -7.0], "float32"), (40, 50)),
+        {}),
+    "many_floats_first_occurrence": (np.random.default_rng(4).choice(np.array(
+        [-0.0, 0.0, 1.5, -2.0, np.inf, 3e30, -1e-40], "float32"), 777), {"sorted": 0}),
+    "many_int64": (np.random.default_rng(5).integers(-10**15, 10**15, 50).repeat(7), {}),
 }
 FLAT = [k for k, (x, a) in UNIQUE.items() if "axis" not in a or x.ndim == 1]
 

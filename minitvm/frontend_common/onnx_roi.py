@@ -9,7 +9,7 @@ import numpy as np
 
 from ..topi.roi_align import RoiAlignSpec
 
-__all__ = ["roi_align_spec", "max_roi_pool_facts", "torchvision_roi_align_spec",
+__all__ = ["check_iou_threshold", "roi_align_spec", "max_roi_pool_facts", "torchvision_roi_align_spec",
            "torchvision_roi_pool_facts"]
 
 
@@ -74,3 +74,13 @@ def torchvision_roi_pool_facts(x_shape, rois_shape, fail) -> None:
     _static_chw(x_shape, fail)
     if len(rois_shape) != 2 or rois_shape[-1] != 5:
         raise fail(f"rois must be [K, 5] (batch, x1, y1, x2, y2), got {list(rois_shape)}")
+
+
+def check_iou_threshold(value, fail) -> None:
+    """NonMaxSuppression's iou_threshold, where known at import, must lie in [0, 1]: ONNX
+    Runtime refuses the model otherwise (a value known only at run time is not checked)."""
+    if value is None:
+        return
+    v = float(np.asarray(value).reshape(-1)[0])
+    if not 0.0 <= v <= 1.0:
+        raise fail(f"iou_threshold must be in [0, 1] (ONNX Runtime refuses others), got {v}")

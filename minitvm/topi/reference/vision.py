@@ -155,35 +155,91 @@ def non_max_suppression_np(data, valid_count, indices, max_output_size=-1, iou_t
     return out
 
 
-def _corners(boxes: np.ndarray):
-    """(x1, x2, y1, y2, area) of two-corner boxes (either order), in float64."""
-    b = boxes.astype(np.float64)
-    x1, x2 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
-    y1, y2 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
-    return x1, x2, y1, y2, (x2 - x1) * (y2 - y1)
+def _ort_geometry(boxes: np.ndarray, center: bool = False):
+    """(x min, x max, y min, y max, area) per box in float32, as ONNX Runtime derives them:
+    two corners in either order (``lhs >= rhs`` picks the max, so NaN stays where ORT puts
+    it), or centre and size with area ``width * height``."""
+    b = boxes.astype(np.float32)
+    if center:
+        hw, hh = b[:, 2] / np.float32(2), b[:, 3] / np.float32(2)
+        return b[:, 0] - hw, b[:, 0] + hw, b[:, 1] - hh, b[:, 1] + hh, b[:, 2] * b[:, 3]
+    ge_x, ge_y = b[:, 1] >= b[:, 3], b[:, 0] >= b[:, 2]
+    x0, x1 = np.where(ge_x, b[:, 3], b[:, 1]), np.where(ge_x, b[:, 1], b[:, 3])
+    y0, y1 = np.where(ge_y, b[:, 2], b[:, 0]), np.where(ge_y, b[:, 0], b[:, 2])
+    return x0, x1, y0, y1, (y1 - y0) * (x1 - x0)
 
 
-def _iou_matrix(corners, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``iou(boxes[r], boxes[c])`` for every r in ``rows`` and c in ``cols``, vectorized (the
-    same float64 operations, so the same values)."""
-    x1, x2, y1, y2, area = corners
-    r, c = rows[:, None], cols[None, :]
-    w = np.maximum(0.0, np.minimum(x2[r], x2[c]) - np.maximum(x1[r], x1[c]))
-    h = np.maximum(0.0, np.minimum(y2[r], y2[c]) - np.maximum(y1[r], y1[c]))
-    inter = w * h
-    union = area[r] + area[c] - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(union <= 0, 0.0, inter / np.where(union <= 0, 1.0, union))
+def _ort_suppresses(geo, kept: np.ndarray, cand: np.ndarray, iou_threshold) -> np.ndarray:
+    """[len(kept), len(cand)]: does kept box r suppress candidate c (ONNX Runtime's float32
+    SuppressByIOU; a NaN extent of either box, from any operand of the intersection's max /
+    min, means no overlap, as ORT's build behaves)."""
+    x0, x1, y0, y1, area = geo
+    r, c = kept[:, None], cand[None, :]
+
+    with np.errstate(all="ignore"):
+        ix0, ix1 = np.maximum(x0[r], x0[c]), np.minimum(x1[r], x1[c])
+        iy0, iy1 = np.maximum(y0[r], y0[c]), np.minimum(y1[r], y1[c])
+        inter = (ix1 - ix0) * (iy1 - iy0)
+        ratio = inter / (area[c] + area[r] - inter)
+        return ~(ix1 <= ix0) & ~(iy1 <= iy0) & ~(inter <= 0) & (ratio > np.float32(iou_threshold))
 
 
-def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, corners=None):
-    """Greedy NMS of one class: candidates best first (stable), each kept unless it overlaps
-    a kept box by more than the threshold, at most ``max_out`` kept (negative: no limit).
-    Candidates go in chunks about twice the boxes still wanted: one IoU matrix per chunk
-    (against itself and the boxes kept), then the greedy pass over its rows."""
-    corners = corners if corners is not None else _corners(boxes)
-    order = np.argsort(-scores, kind="stable")
-    order = order[scores[order] > score_threshold]
+def _heap_order(cand: list[int], later) -> list[int]:
+    """``cand`` in the order libstdc++'s ``std::priority_queue`` (``make_heap``, then
+    ``pop_heap`` each) yields them under the heap's ``later(p, q)`` (p < q): the sorted order
+    for a strict weak order, ONNX Runtime's own order when NaN scores break it."""
+
+    def adjust(h, hole, length, value):
+        top = second = hole
+        while second < (length - 1) // 2:
+            second = 2 * (second + 1)
+            if later(h[second], h[second - 1]):
+                second -= 1
+            h[hole], hole = h[second], second
+        if length % 2 == 0 and second == (length - 2) // 2:
+            second = 2 * (second + 1)
+            h[hole], hole = h[second - 1], second - 1
+        parent = (hole - 1) // 2
+        while hole > top and later(h[parent], value):
+            h[hole], hole = h[parent], parent
+            parent = (hole - 1) // 2
+        h[hole] = value
+
+    h = list(cand)
+    for p in range((len(h) - 2) // 2, -1, -1):
+        adjust(h, p, len(h), h[p])
+    out = []
+    while h:
+        out.append(h[0])
+        if len(h) > 1:
+            adjust(h, 0, len(h) - 1, h[-1])
+        h.pop()
+    return out
+
+
+def ort_candidate_order(scores: np.ndarray, score_threshold=None) -> np.ndarray:
+    """The boxes ONNX Runtime's NonMaxSuppression takes in turn: scores above the threshold
+    (None: every box), best first, ties the lower box first; with NaN scores the exact order
+    of its heap."""
+    s = np.asarray(scores, np.float32)
+    idx = np.arange(s.size) if score_threshold is None else \
+        np.nonzero(s > np.float32(score_threshold))[0]
+    if not np.isnan(s[idx]).any():
+        return idx[np.argsort(-s[idx], kind="stable")]
+    vals = s.tolist()
+    return np.asarray(_heap_order(idx.tolist(), lambda p, q: vals[p] < vals[q] or (
+        vals[p] == vals[q] and p > q)), np.int64)
+
+
+def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, geo=None,
+               center: bool = False):
+    """Greedy NMS of one class with ONNX Runtime's order and arithmetic: candidates taken in
+    turn (``ort_candidate_order``; ``score_threshold`` None: every box), each kept unless a
+    kept box suppresses it, at most ``max_out`` kept (negative: no limit). Candidates go in
+    chunks about twice the boxes still wanted: one suppression matrix per chunk (against
+    itself and the boxes kept), then the greedy pass over its rows."""
+    geo = geo if geo is not None else _ort_geometry(boxes, center)
+    order = ort_candidate_order(scores, score_threshold)
     limit = max_out if max_out >= 0 else order.size
     kept: list[int] = []
     start = 0
@@ -192,8 +248,8 @@ def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, corners=N
         start += chunk.size
         alive = np.ones(chunk.size, bool)
         if kept:
-            alive &= (_iou_matrix(corners, np.array(kept), chunk) <= iou_threshold).all(0)
-        over = _iou_matrix(corners, chunk, chunk) > iou_threshold
+            alive &= ~_ort_suppresses(geo, np.array(kept), chunk, iou_threshold).any(0)
+        over = _ort_suppresses(geo, chunk, chunk, iou_threshold)
         for a in range(chunk.size):
             if not alive[a]:
                 continue
@@ -204,13 +260,52 @@ def _nms_class(boxes, scores, max_out, iou_threshold, score_threshold, corners=N
     return kept
 
 
+def torchvision_nms_np(boxes, scores, iou_threshold: float) -> np.ndarray:
+    """``torchvision.ops.nms`` (boxes [N, 4] x1, y1, x2, y2): candidates in a stable
+    descending sort (NaN first), each kept unless a kept box overlaps it by
+    ``max(0, dx) * max(0, dy) / (area_kept + area - inter)`` (float32) above the float64
+    threshold."""
+    b = np.asarray(boxes, np.float32)
+    s = np.asarray(scores, np.float32)
+    key = np.where(np.isnan(s), np.float32(np.inf), s)
+    nan_first = np.lexsort((np.arange(s.size), ~np.isnan(s), -key.astype(np.float64)))
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    kept: list[int] = []
+    zero = np.float32(0)
+    with np.errstate(all="ignore"):
+        for j in nan_first:
+            if kept:
+                k = np.asarray(kept)
+                w = np.where(zero < (d := np.where(b[j, 2] < b[k, 2], b[j, 2], b[k, 2])
+                                     - np.where(b[k, 0] < b[j, 0], b[j, 0], b[k, 0])), d, zero)
+                h = np.where(zero < (e := np.where(b[j, 3] < b[k, 3], b[j, 3], b[k, 3])
+                                     - np.where(b[k, 1] < b[j, 1], b[j, 1], b[k, 1])), e, zero)
+                inter = w * h
+                ovr = inter / (area[k] + area[j] - inter)
+                if (ovr.astype(np.float64) > float(iou_threshold)).any():
+                    continue
+            kept.append(int(j))
+    return np.asarray(kept, np.int64)
+
+
 def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
-                     score_threshold, output_format="onnx"):
-    """NMS per batch and class. "onnx": ((B*C*N, 3) rows [batch, class, box], zero padded;
-    (1,) total); "tensorflow": ((B, C*N, 2) [class, box], (B, C*N) scores, (B,) counts)."""
+                     score_threshold, output_format="onnx", center_point_box=False,
+                     rules="onnxruntime"):
+    """NMS per batch and class (``score_threshold`` None: every box a candidate). "onnx":
+    ((B*C*N, 3) rows [batch, class, box], zero padded; (1,) total); "tensorflow": ((B, C*N, 2)
+    [class, box], (B, C*N) scores, (B,) counts)."""
     b, c, n = scores.shape
     max_out = int(max_output_boxes_per_class)
-    corners = [_corners(boxes[i]) for i in range(b)]
+    if rules == "torchvision":
+        if output_format != "onnx" or score_threshold is not None or max_out >= 0:
+            raise ValueError("torchvision's rules: onnx format, no limit, no score threshold")
+        rows = [(i, k, int(j)) for i in range(b) for k in range(c)
+                for j in torchvision_nms_np(boxes[i], scores[i, k], iou_threshold)]
+        out = np.zeros((b * c * n, 3), np.int64)
+        if rows:
+            out[:len(rows)] = rows
+        return out, np.array([len(rows)], np.int64)
+    corners = [_ort_geometry(boxes[i], center_point_box) for i in range(b)]
     if output_format == "onnx":
         rows = []
         for i in range(b):
@@ -230,7 +325,9 @@ def all_class_nms_np(boxes, scores, max_output_boxes_per_class, iou_threshold,
         for k in range(c):
             found += [(float(scores[i, k, j]), k, j) for j in _nms_class(
                 boxes[i], scores[i, k], max_out, iou_threshold, score_threshold, corners[i])]
-        found.sort(key=lambda t: -t[0])
+        # best first, stable (the class order for ties), NaN last
+        found = [found[k] for k in np.argsort(-np.asarray([f[0] for f in found], np.float32),
+                                              kind="stable")]
         for pos, (s, k, j) in enumerate(found):
             sel[i, pos] = (k, j)
             sel_scores[i, pos] = s
@@ -259,9 +356,12 @@ def _non_max_suppression(attrs, args, out_type):
 @reference("vision.all_class_non_max_suppression")
 def _all_class_nms(attrs, args, out_type):
     boxes, scores, max_out, iou_thr, score_thr = args
+    thr = np.asarray(score_thr).reshape(-1)
     return all_class_nms_np(boxes, scores, int(np.asarray(max_out).reshape(-1)[0]),
                             float(np.asarray(iou_thr).reshape(-1)[0]),
-                            float(np.asarray(score_thr).reshape(-1)[0]), attrs.output_format)
+                            float(thr[0]) if thr.size else None, attrs.output_format,
+                            bool(getattr(attrs, "center_point_box", 0)),
+                            getattr(attrs, "rules", "onnxruntime"))
 
 
 # ------------------------------------------------------------------ ROI ops

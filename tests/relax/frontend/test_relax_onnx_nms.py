@@ -11,7 +11,7 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 ort = pytest.importorskip("onnxruntime", reason="the comparison needs onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
-from onnx_nms_cases import NMS, nms_inputs, nms_model  # noqa: E402
+from onnx_nms_cases import EDGE, NMS, nms_edge_inputs, nms_edge_model, nms_inputs, nms_model  # noqa: E402,E501
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
@@ -65,3 +65,34 @@ def test_nms_limit_and_thresholds_as_graph_inputs():
 def test_nms_needs_static_classes():
     with pytest.raises(ONNXImportError, match="number of classes must be static"):
         from_onnx(nms_model(NMS["corners"], classes="c"))
+
+
+@pytest.mark.parametrize("name", list(EDGE))
+def test_nms_edge_values_match_onnxruntime(name):
+    """NaN / +-inf / +-0 scores with and without a threshold (ORT's heap order for NaN), NaN
+    and infinite corners, zero and negative sizes, centre boxes, limits 0 and 1, IoU 0 and 1;
+    a symbolic box count."""
+    vm = _vm(from_onnx(nms_edge_model(EDGE[name], boxes="boxes")))
+    for seed, n in ((0, 40), (1, 40), (2, 17), (3, 64)):
+        feeds = nms_edge_inputs(boxes=n, seed=seed)
+        want = _ort(nms_edge_model(EDGE[name], boxes=n), feeds)
+        got = vm["main"](tvm.nd.array(feeds["boxes"]), tvm.nd.array(feeds["scores"])).numpy()
+        assert got.shape == want.shape, (seed, got.shape, want.shape)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dims", [(1, 0, 3), (1, 5, 0), (0, 5, 3)])
+def test_nms_of_no_boxes_classes_or_batches(dims):
+    b, n, c = dims
+    model = nms_model(NMS["limit_only"], b, n, c)
+    feeds = {"boxes": np.zeros((b, n, 4), "float32"), "scores": np.zeros((b, c, n), "float32")}
+    # a 0 in an ONNX shape reads as unknown: the dims are given
+    vm = _vm(from_onnx(model, {k: v.shape for k, v in feeds.items()}))
+    got = vm["main"](tvm.nd.array(feeds["boxes"]), tvm.nd.array(feeds["scores"])).numpy()
+    assert got.shape == (0, 3) and got.dtype == np.int64
+    np.testing.assert_array_equal(got, _ort(model, feeds))
+
+
+def test_nms_iou_threshold_out_of_range_is_refused():
+    with pytest.raises(ONNXImportError, match=r"iou_threshold must be in \[0, 1\].*got -0.5"):
+        from_onnx(nms_edge_model((0, 10, -0.5, None)))

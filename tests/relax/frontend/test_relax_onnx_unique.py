@@ -1,6 +1,6 @@
-"""relax.frontend.onnx.from_onnx on Unique: relax.unique with every output asked (run-time
-lengths), flattened and along an axis, sorted and in order of first occurrence, against ONNX
-Runtime."""
+"""relax.frontend.onnx.from_onnx on Unique: flattened, the native kernel (a call_tir, the
+lengths run-time dims); along an axis, relax.unique with every output asked; sorted and in order
+of first occurrence, floats (+-0, infinities) and int64, against ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 ort = pytest.importorskip("onnxruntime", reason="the comparison needs onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
 from onnx_unique_cases import UNIQUE, unique_model  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -23,7 +24,8 @@ def test_unique_matches_onnxruntime(name):
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
     mod = from_onnx(model)
-    assert "R.unique(" in mod.script()
+    flat = "axis" not in UNIQUE[name][1] or x.ndim == 1
+    assert ("R.call_tir(cls.onnx_unique" if flat else "R.unique(") in mod.script()
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     got = [a.numpy() for a in vm["main"](tvm.nd.array(x))]
     for g, w in zip(got, want, strict=True):
@@ -35,3 +37,20 @@ def test_unique_axis_out_of_range():
     x, _ = UNIQUE["rows"]
     with pytest.raises(ONNXImportError, match="axis 2 is out of range"):
         from_onnx(unique_model((x, {"axis": 2})))
+
+
+def test_unique_of_a_symbolic_length():
+    """One module for every length: the kernel's PrimFunc takes the length as a var."""
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("Unique", ["x"], ["y", "i", "v", "c"], sorted=0)
+    outs = [vi(o, TensorProto.FLOAT if o == "y" else TensorProto.INT64, None) for o in "yivc"]
+    model = helper.make_model(
+        helper.make_graph([node], "u", [vi("x", TensorProto.FLOAT, ["n"])], outs),
+        opset_imports=[helper.make_opsetid("", 11)])
+    vm = relax.VirtualMachine(relax.build(from_onnx(model), "llvm"), tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n in (1, 5, 300):
+        x = np.random.default_rng(n).integers(0, 9, n).astype("float32")
+        got = [a.numpy() for a in vm["main"](tvm.nd.array(x))]
+        for g, w in zip(got, sess.run(None, {"x": x}), strict=True):
+            np.testing.assert_array_equal(g, w)

@@ -1,5 +1,5 @@
-"""relay.frontend.from_onnx on Unique: Relay's unique (numpy on purpose) and slices to the
-data-dependent count, on the Relay VM, against ONNX Runtime (all four outputs, sorted and in
+"""relay.frontend.from_onnx on Unique: Relay's unique (native: schedule.unique_sort) and slices
+to the data-dependent count, on the Relay VM, against ONNX Runtime (all four outputs, sorted and in
 order of first occurrence); the error for an axis of a rank-2 input."""
 
 from __future__ import annotations

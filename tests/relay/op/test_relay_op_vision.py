@@ -109,7 +109,6 @@ def test_all_class_nms_onnx_example():
               (1, 6, 5), (1, 1, 6))
 
 
-@pytest.mark.numpy_fallback("vision.all_class_non_max_suppression's tensorflow output format")
 def test_all_class_nms_tensorflow_format():
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
                        [0, 10.1, 1, 11.1], [0, 100, 1, 101]]], "float32")

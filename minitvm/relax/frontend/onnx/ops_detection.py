@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_roi import check_iou_threshold
 from ....schedule.all_class_nms import nms_prim_func
 from ....tir import expr as E
 from ... import op as _op
@@ -46,6 +47,8 @@ def _non_max_suppression(ctx: Context, ins, attrs):
     if center not in (0, 1):
         raise ctx.fail(f"center_point_box must be 0 or 1, got {center}")
     # absent or negative: no boxes (ONNX Runtime); the kernel reads a negative limit as none
+    if len(ins) > 3 and ins[3] is not None:
+        check_iou_threshold(ctx.known(ins[3]), ctx.fail)
     args = [boxes, scores, _one(ctx, ins, 2, "int64", 0, floor=0),
             _one(ctx, ins, 3, "float32", 0.0)]
     has_score = len(ins) > 4 and ins[4] is not None

@@ -1,6 +1,7 @@
 """ONNX's ``NonMaxSuppression`` on Relay, as TVM imports it:
-``vision.all_class_non_max_suppression`` (a native kernel, ``schedule.all_class_nms``: ONNX Runtime's greedy selection and float32 IoU)
-gives the padded rows and their count, then a slice by the count. The result's length depends on
+``vision.all_class_non_max_suppression`` (a native kernel, ``schedule.all_class_nms``: ONNX
+Runtime's candidate order and float32 IoU, centre boxes included) gives the padded rows and
+their count, then a slice by the count. The result's length depends on
 the data, so the model runs on the Relay VM (``relay.create_executor("vm")`` /
 ``relay.vm.compile``), as in TVM; the graph executor needs static shapes."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_roi import check_iou_threshold
 from ... import op as _op
 from .registry import register
 
@@ -27,18 +29,16 @@ def _non_max_suppression(ctx, ins, attrs):
     center = int(attrs.get("center_point_box", 0))
     if center not in (0, 1):
         raise ctx.fail(f"center_point_box must be 0 or 1, got {center}")
-    if center:  # [x_c, y_c, w, h] -> [y1, x1, y2, x2], the corners ONNX Runtime derives
-        half = ctx.const(np.asarray(2.0, "float32"))
-        xc, yc, w, h = (_op.strided_slice(boxes, [k], [k + 1], axes=[2]) for k in range(4))
-        hw, hh = _op.divide(w, half), _op.divide(h, half)
-        boxes = _op.concatenate([_op.subtract(yc, hh), _op.subtract(xc, hw),
-                                 _op.add(yc, hh), _op.add(xc, hw)], 2)
     # absent: no boxes (ONNX's default 0); negative: none either (ONNX Runtime), where TVM's op
     # reads a negative limit as none at all
     max_out = _op.maximum(_optional(ctx, ins, 2, 0, "int64"),
                           ctx.const(np.asarray(0, "int64")))
     iou = _optional(ctx, ins, 3, 0.0, "float32")
-    score = _optional(ctx, ins, 4, -np.inf, "float32")
-    rows, count = _op.vision.all_class_non_max_suppression(boxes, scores, max_out, iou, score)
+    check_iou_threshold(ctx.maybe_value(iou), ctx.fail)
+    # absent: no threshold at all (every box, NaN and -inf scores included), an empty tensor
+    # for the op
+    score = _optional(ctx, ins, 4, np.zeros((0,), "float32"), "float32")
+    rows, count = _op.vision.all_class_non_max_suppression(boxes, scores, max_out, iou, score,
+                                                           center_point_box=center)
     end = _op.concatenate([count, ctx.const(np.asarray([3], "int64"))], 0)
     return _op.strided_slice(rows, ctx.const(np.asarray([0, 0], "int64")), end)

@@ -1,7 +1,8 @@
 """ONNX's ``Unique`` on Relay, as TVM imports it: Relay's ``unique`` (flattened, or a 1-D
 input; sorted or in order of first occurrence) gives outputs padded to the input's length and
 the count, then each is sliced to the count. The result's length depends on the data, so the
-model runs on the Relay VM, as in TVM; ``unique`` itself runs in numpy."""
+model runs on the Relay VM, as in TVM; ``unique`` is a native kernel for float32 / int32 / int64
+(``schedule.unique_sort``: a radix sort and one scan)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
-from ....topi.all_class_nms import all_class_nms_onnx
+from ....topi.all_class_nms import all_class_nms_onnx, all_class_nms_tensorflow
 from ...expr import Call, Expr, TupleWrapper, const
 from ..op import define_op, register_compute, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
@@ -28,8 +28,15 @@ class NonMaximumSuppressionAttrs(Attrs):
 
 
 class AllClassNonMaximumSuppressionAttrs(Attrs):
+    """TVM's ``output_format``; two minitvm additions whose defaults are TVM's behaviour:
+    ``center_point_box`` 1 reads boxes as [x_center, y_center, width, height] with ONNX
+    Runtime's area ``width * height`` (which corners computed beforehand would round
+    differently); ``rules`` "torchvision" computes as ``torchvision.ops.nms`` (boxes [x1, y1,
+    x2, y2], NaN scores first, the overlap ratio against a float64 iou_threshold), see
+    ``schedule.all_class_nms``."""
+
     __slots__ = ()
-    _fields = (("output_format", "onnx"),)
+    _fields = (("output_format", "onnx"), ("center_point_box", 0), ("rules", "onnxruntime"))
 
 
 def _boxes3d(arg_types, i, op_name, what="data"):
@@ -93,9 +100,11 @@ def _all_class_rel(arg_types, attrs):
     if is_static_dim(scores.shape[2]) and is_static_dim(n) and scores.shape[2] != n:
         raise TypeError(f"{op_name}: scores {type_str(scores)} must be (batch, classes, "
                         f"num_boxes={n})")
-    for i, what in ((2, "max_output_boxes_per_class"), (3, "iou_threshold"),
-                    (4, "score_threshold")):
+    for i, what in ((2, "max_output_boxes_per_class"), (3, "iou_threshold")):
         _scalar(arg_types, i, op_name, what)
+    thr = tensor_arg(arg_types, 4, op_name)
+    if not (len(thr.shape) == 1 and is_static_dim(thr.shape[0]) and thr.shape[0] == 0):
+        _scalar(arg_types, 4, op_name, "score_threshold (or an empty tensor: none)")
     if attrs.output_format == "onnx":
         return TupleType([TensorType((b * c * n, 3), "int64"), TensorType((1,), "int64")])
     if attrs.output_format == "tensorflow":
@@ -143,11 +152,17 @@ def non_max_suppression(data: Expr, valid_count: Expr, indices: Expr, max_output
 
 def all_class_non_max_suppression(boxes: Expr, scores: Expr, max_output_boxes_per_class=-1,
                                   iou_threshold=-1.0, score_threshold=-1.0,
-                                  output_format: str = "onnx") -> TupleWrapper:
+                                  output_format: str = "onnx",
+                                  center_point_box: int = 0,
+                                  rules: str = "onnxruntime") -> TupleWrapper:
+    """TVM's op; ``score_threshold`` an empty tensor: no threshold (ONNX's left-out input:
+    every box a candidate, NaN and -inf scores included)."""
     call = Call(Op.get("vision.all_class_non_max_suppression"),
                 [boxes, scores, _expr(max_output_boxes_per_class, "int64"),
                  _expr(iou_threshold, "float32"), _expr(score_threshold, "float32")],
-                AllClassNonMaximumSuppressionAttrs(output_format=output_format))
+                AllClassNonMaximumSuppressionAttrs(output_format=output_format,
+                                                   center_point_box=int(center_point_box),
+                                                   rules=str(rules)))
     return TupleWrapper(call, 2 if output_format == "onnx" else 3)
 
 # numpy-only on purpose (not a failed native lowering; see backend.fallback)
@@ -156,12 +171,12 @@ register_numpy_only("vision.get_valid_counts", "suppression is greedy and sequen
 
 
 def _all_class_nms_compute(attrs, inputs, out_type):
-    """The "onnx" output format is one native stage (``topi.all_class_nms``); the
-    "tensorflow" one (rows sorted by score across classes) has no compute: it runs in numpy
-    (a strict build refuses it)."""
-    if attrs.output_format != "onnx":
-        raise NotImplementedError("only the onnx output format has a native compute")
-    return all_class_nms_onnx(*inputs)
+    """Either output format is one native stage (``topi.all_class_nms``) and slices of it;
+    "tensorflow" sorts each batch's rows by score across its classes in the kernel."""
+    center = bool(attrs.center_point_box)
+    if attrs.output_format == "tensorflow":
+        return all_class_nms_tensorflow(*inputs, center_point_box=center, rules=attrs.rules)
+    return all_class_nms_onnx(*inputs, center_point_box=center, rules=attrs.rules)
 
 
 register_compute("vision.all_class_non_max_suppression", _all_class_nms_compute)
