@@ -11,7 +11,11 @@ makes the output), which path the heavy ops took in the Relay IR -- ``i``: an in
 product of float data (the dequantized fallback) -- and with ``--time`` ms of Relay and ORT.
 
     python benchmarks/sweep_quantized_options.py [--models mlp,encoder] [--options qdq,qop_pc]
-        [--time] [--rounds 5] [--jsonl results.jsonl]
+        [--time] [--rounds 5] [--jsonl results.jsonl] [--near 0.85]
+
+``--near R`` ends a timed sweep with the table of every (model, options, importer) at R x ORT's
+time or above, worst first; ``--summary results.jsonl [--near R]`` prints that table from
+rows written before (several files, comma-separated: sweeps split across processes).
 """
 
 from __future__ import annotations
@@ -294,6 +298,38 @@ def line(row: dict) -> str:
     return msg
 
 
+def near_ort(rows, at_least: float) -> list[tuple]:
+    """``(ratio, model, option, importer, ms, ort ms)`` of each timed row's Relay and Relax
+    time at ``at_least`` x ORT's or above, worst (highest ratio) first."""
+    out = []
+    for row in rows:
+        ort_ms = row.get("ort_ms")
+        for k in ("relay", "relax"):
+            ms = row.get(f"{k}_ms")
+            if ort_ms and ms and ms / ort_ms >= at_least:
+                out.append((ms / ort_ms, row["model"], row["option"], k, ms, ort_ms))
+    return sorted(out, key=lambda r: (-r[0], r[1], r[2], r[3]))
+
+
+def near_table(rows, at_least: float) -> str:
+    """``near_ort``'s rows as a text table."""
+    near = near_ort(rows, at_least)
+    lines = [f"{len(near)} importer rows at {at_least:.2f}x ORT or above, worst first",
+             f"{'x ORT':>6}  {'model':<9}{'option':<13}{'importer':<9}{'ms':>8}{'ORT ms':>9}"]
+    lines += [f"{r:6.2f}  {m:<9}{o:<13}{k:<9}{ms:8.3f}{ort_ms:9.3f}"
+              for r, m, o, k, ms, ort_ms in near]
+    return "\n".join(lines)
+
+
+def read_rows(paths: str) -> list[dict]:
+    """The rows of the comma-separated ``--jsonl`` files ``paths``."""
+    rows = []
+    for path in paths.split(","):
+        with open(path) as f:
+            rows += [json.loads(ln) for ln in f if ln.strip()]
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(models()))
@@ -302,7 +338,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--jsonl", default=None, help="append each row as JSON to this file")
+    ap.add_argument("--near", type=float, default=None,
+                    help="end with the rows at this ratio of ORT's time or above")
+    ap.add_argument("--summary", default=None,
+                    help="only print --near's table (default 0.85) of these --jsonl files")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(near_table(read_rows(args.summary), 0.85 if args.near is None else args.near))
+        return 0
 
     import logging
 
@@ -310,14 +353,18 @@ def main(argv=None) -> int:
     from minitvm.runtime import threadpool
 
     threadpool.set_num_threads(1)
+    rows = []
     with tempfile.TemporaryDirectory() as d:
         for name in args.models.split(","):
             for option in args.options.split(","):
                 row = run_case(d, name, option, args.time, args.rounds, args.reps)
+                rows.append(row)
                 print(line(row), flush=True)
                 if args.jsonl:
                     with open(args.jsonl, "a") as f:
                         f.write(json.dumps(row) + "\n")
+    if args.near is not None:
+        print(near_table(rows, args.near))
     return 0
 
 

@@ -138,7 +138,7 @@ ROW_CASES = [  # (input shape, output channels, kernel width, stride, pads): one
 
 
 @pytest.mark.parametrize("shape, o, k, s, pads", ROW_CASES)
-@pytest.mark.parametrize("epilogue", [False, True, "uint8", "residual"])
+@pytest.mark.parametrize("epilogue", [False, True, "uint8", "residual", "border"])
 def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
     """A conv over one row (a Conv1d's, ``oh == 1``) stores each output channel as vectors of
     the tile's pixels after a transpose in registers (``ROW_STORE``: ``vr_src``), the epilogue
@@ -148,7 +148,20 @@ def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
     w = rng.integers(-128, 128, (o, shape[1], 1, k)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")
     want = conv_ref(x, w, (1, s), pads, (1, 1))
-    if epilogue == "residual":
+    if epilogue == "border":  # (a zero-point share per output element, requantized to uint8)
+        corr = rng.integers(-5000, 5000, (1, o, 1, want.shape[3])).astype("int32")
+        xv = relay.var("x", shape=shape, dtype="uint8")
+        y = relay.nn.conv2d(xv, relay.const(w), strides=(1, s), padding=pads, channels=o,
+                            kernel_size=(1, k), out_dtype="int32")
+        y = relay.multiply(relay.cast(relay.subtract(y, relay.const(corr)), "float32"),
+                           relay.const(np.float32(0.5)))
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv], requantize_uint8(y))),
+                              target="llvm")
+        feeds = {"x": x}
+        want = ((want - corr) * 0.5).astype("float32")
+        want = np.clip(np.round(want * np.float32(1 / 4096)) + 100, 0, 255).astype("uint8")
+    elif epilogue == "residual":
         xv = relay.var("x", shape=shape, dtype="uint8")
         r = relay.var("r", shape=want.shape, dtype="int32")
         y = relay.nn.conv2d(xv, relay.const(w), strides=(1, s), padding=pads, channels=o,
@@ -170,6 +183,31 @@ def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
     np.testing.assert_array_equal(got, want.astype(got.dtype))
     if conv_vnni.available():
         assert {"vn_acc", "vr_src"} <= _names(lib)
+
+
+def test_row_tiles_for_plane_reading_epilogues():
+    """One output row stored through an epilogue that reads an operand at the pixel (applied
+    after the transpose, per channel, on pieces of the tile's pixels) gets ``ROW_PIXELS``-pixel
+    tiles, one piece each; other rows, planes, and rows shorter than that keep 6s and 5s."""
+    from minitvm.tir import expr as E
+
+    n = E.Var("n", "int32")
+    plane = E.Var("p", "int32")  # (stands for an operand read at the pixel)
+
+    def at_pixel(idx, val):
+        return E.Add(val, E.Cast("float32", idx[3] + plane))
+
+    def per_channel(idx, val):
+        return E.Add(val, E.Cast("float32", idx[1]))
+
+    row, two_rows = dict(oh=1, ow=100), dict(oh=2, ow=50)
+    eights = [(0, 8, 12), (96, 4, 1)]
+    assert conv_vnni.ROW_PIXELS == 8
+    assert conv_vnni.tile_groups(row, at_pixel, n) == eights
+    for g, epi in ((row, per_channel), (row, None), (two_rows, at_pixel)):
+        assert conv_vnni.tile_groups(g, epi, n) == [(0, 6, 15), (90, 5, 2)]
+    assert conv_vnni.tile_groups(dict(oh=1, ow=7), at_pixel, n) == [(0, 4, 1), (4, 3, 1)]
+    assert conv_vnni.row_tiles(16) == [(0, 8, 2)]
 
 
 @pytest.mark.parametrize("residual", [False, True])
