@@ -72,6 +72,7 @@ from .options import LoweringOptions
 from .pieces import split_pieces, split_planes
 from .plane_nest import merged_plane_nest
 from .raise_patterns import affine
+from .transpose_pieces import transpose_pieces
 
 # vector accumulators of a reduction along its contiguous axis (power of two; 1 for fewer than
 # twice as many vectors). Zen 4, one thread, amax over (2, 3) of (1, 256, 28, 28), us: one 26.1,
@@ -375,7 +376,8 @@ def _injective_loops(ctx, t, buf, body):
     if p is None and _is_static(shape):  # (a transpose behind reshapes: indices that divide)
         p = strided_copy_axis(t, body, shape)
     if p is not None:
-        return transpose_nest(ctx, t, buf, body, p)
+        return transpose_pieces(ctx, t, buf, body, p, TRANSPOSE_TILE, lanes) or \
+            transpose_nest(ctx, t, buf, body, p)
 
     if _is_static(shape):  # (a short last axis: whole planes of vectors)
         merged = merged_plane_nest(ctx, t, buf, body, lanes)

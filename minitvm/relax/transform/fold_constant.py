@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.op import Op
-from ...ir.prim_expr import IntImm
+from ...ir.prim_expr import FloatImm, IntImm
 from ...ir.type import TensorType
 from ...runtime.ndarray import NDArray
 from ...transform.stats import record_stat
-from ..expr import Call, Constant, ShapeExpr, Var
+from ..expr import Call, Constant, PrimValue, ShapeExpr, Var
 from ..struct_info import TensorStructInfo
 from .dead_code_elimination import remove_all_unused
 from .function_pass import function_pass
@@ -92,10 +92,20 @@ def _broadcast_to(attrs, args, out_type):
     return np.broadcast_to(args[0], tuple(int(d) for d in out_type.shape))
 
 
-#: Relax operators evaluated directly (no topi reference has their semantics)
-_DIRECT = {"matmul": _matmul, "reshape": _reshape, "broadcast_to": _broadcast_to}
+def _clip(attrs, args, out_type):
+    """Relax's clip: its bounds are operands (scalars), not Relay's ``a_min`` / ``a_max``."""
+    return np.clip(args[0], args[1], args[2]).astype(out_type.dtype, copy=False)
+
+
+#: Relax operators evaluated directly (no topi reference has their semantics). expand_dims and
+#: squeeze take Relax's attributes (a list of axes), which the Relay-shaped references reject:
+#: both only reshape, to the call's static result shape.
+_DIRECT = {"matmul": _matmul, "reshape": _reshape, "broadcast_to": _broadcast_to,
+           "expand_dims": _reshape, "squeeze": _reshape, "clip": _clip}
 #: ... of them, those whose shape argument (a static ShapeExpr) may be folded with them
 _SHAPE_ARG = {"relax.reshape", "relax.broadcast_to"}
+#: ... and those with scalar operands (``R.prim_value`` of a constant) folded as numbers
+_PRIM_ARG = {"relax.clip"}
 
 
 def op_reference(op: Op):
@@ -159,14 +169,24 @@ def evaluate_call(call: Call):
             return Constant(NDArray(np.array([v.value for v in arg.values], dtype="int64")))
         return None
     if not call.args or not all(isinstance(a, Constant) or op.name in _SHAPE_ARG and
-                                isinstance(a, ShapeExpr) and _static_dims(a) for a in call.args):
+                                isinstance(a, ShapeExpr) and _static_dims(a) or
+                                op.name in _PRIM_ARG and _scalar(a) is not None
+                                for a in call.args):
         return None  # (a reshape of a constant to a static shape: a scale, a bias, folds too)
     result = run_reference(call, [a.data.numpy() if isinstance(a, Constant) else
+                                  _scalar(a) if isinstance(a, PrimValue) else
                                   np.array([int(v.value) for v in a.values], "int64")
                                   for a in call.args])
     if result is None:
         return None
     return Constant(NDArray(result))
+
+
+def _scalar(arg):
+    """The number an ``R.prim_value`` of a constant holds (a clip's bound), else None."""
+    if isinstance(arg, PrimValue) and isinstance(arg.value, IntImm | FloatImm):
+        return arg.value.value
+    return None
 
 
 def _static_dims(shape: ShapeExpr) -> bool:

@@ -169,3 +169,45 @@ def test_reshape_and_broadcast_of_constants_to_static_shapes_fold():
     names = [b.value.op.name for blk in kept["main"].body.blocks for b in blk.bindings
              if isinstance(b.value, relax.Call)]
     assert "relax.broadcast_to" in names
+
+
+def test_clip_with_scalar_bounds_and_axis_lists_fold():
+    """A ternary weight's quantization (BitNet's ``round(w * s).clamp(-1, 1)``, the bounds
+    ``R.prim_value`` operands) and ``expand_dims`` / ``squeeze`` with Relax's axis lists fold,
+    so the matmul behind them reads a constant weight (it was quantized on every call)."""
+    w = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
+    x = relax.Var("x", T(2, 4))
+
+    def before(bb):
+        with bb.dataflow():
+            q = bb.emit(R.clip(R.round(R.multiply(relax.const(w), relax.const(
+                np.float32(2.0)))), relax.PrimValue(-1.0), relax.PrimValue(1.0)))
+            e = bb.emit(R.squeeze(R.expand_dims(q, [0, 2]), [0, 2]))
+            gv = bb.emit_output(R.matmul(x, e))
+        return gv
+
+    mod = _build([x], before)
+    out = rt.FoldConstant()(mod)
+    calls = [b.value for blk in out["main"].body.blocks for b in blk.bindings
+             if isinstance(b.value, relax.Call)]
+    assert [c.op.name for c in calls] == ["relax.matmul"]
+    np.testing.assert_array_equal(calls[0].args[1].data.numpy(),
+                                  np.clip(np.round(w * 2), -1, 1))
+    assert_same_results(mod, out, "main", np.random.rand(2, 4).astype("float32"))
+
+
+def test_clip_with_a_symbolic_bound_is_left_alone():
+    n = tvm.tir.Var("n", "int64")
+    x = relax.Var("x", T(3))
+
+    def before(bb):
+        with bb.dataflow():
+            c = bb.emit(R.clip(relax.const(np.arange(3, dtype="float32")), relax.PrimValue(0.5),
+                               relax.PrimValue(n)))
+            gv = bb.emit_output(R.add(x, c))
+        return gv
+
+    mod = _build([x], before)
+    calls = [b.value for blk in rt.FoldConstant()(mod)["main"].body.blocks
+             for b in blk.bindings if isinstance(b.value, relax.Call)]
+    assert [c.op.name for c in calls] == ["relax.clip", "relax.add"]
