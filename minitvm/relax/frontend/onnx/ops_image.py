@@ -6,8 +6,7 @@ Relay's native kernel (``topi.grid_sample``, one PrimFunc). The batch may be sym
 
 from __future__ import annotations
 
-from ....topi.grid_sample import grid_sample
-from ..spatial import affine_grid_2d, grid_sample_2d
+from ..spatial import affine_grid_2d, grid_sample_2d, grid_sample_kernel
 from .context import Context, register
 
 _LINEAR, _NEAREST = ("linear", "bilinear"), ("nearest",)
@@ -49,18 +48,4 @@ def _grid_sample(ctx: Context, ins, attrs):
                        "images, cubic in 2-D only)")
     if nd == 2 and mode in _LINEAR + _NEAREST and padding in ("zeros", "border"):
         return grid_sample_2d(ctx, x, grid, mode in _LINEAR, padding, align)
-    return _grid_sample_kernel(ctx, x, grid, _KERNEL_MODES[mode], padding, align)
-
-
-def _grid_sample_kernel(ctx: Context, x, grid, method: str, padding: str, align: bool):
-    """One call of the shared native kernel; the output is (N, C, *grid's spatial dims)."""
-    xs, gs = ctx.shape(x), ctx.shape(grid)
-    if not all(isinstance(d, int) for d in xs[2:] + gs[1:]):
-        raise ctx.fail(f"the image's and grid's spatial dims must be known, got {xs} and {gs}")
-    out = [xs[0], xs[1], *gs[1:-1]]
-    dt = ctx.dtype(x)
-
-    def kernel(data, g):
-        return grid_sample(data, g, method, padding, align, out, dt, channels_last_grid=True)
-
-    return ctx.emit(ctx.bb.call_te(kernel, x, grid, primfunc_name_hint="grid_sample"))
+    return grid_sample_kernel(ctx, x, grid, _KERNEL_MODES[mode], padding, align)
