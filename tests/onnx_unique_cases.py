@@ -7,7 +7,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 X = np.array([[2, 1, 1], [3, 4, 3], [2, 1, 1], [0, -5, 3]], "float32")
-# name -> (input, attrs); the Relay importer takes the flattened cases
+# name -> (input, attrs)
 UNIQUE = {
     "sorted": (X, {}),
     "first_occurrence": (X, {"sorted": 0}),
@@ -31,7 +31,6 @@ UNIQUE = {
     "int64_columns": (np.random.default_rng(9).integers(-3, 3, (2, 600)).astype("int64")
                       * 10**12, {"axis": -1, "sorted": 0}),
 }
-FLAT = [k for k, (x, a) in UNIQUE.items() if "axis" not in a or x.ndim == 1]
 
 
 def unique_model(case):
