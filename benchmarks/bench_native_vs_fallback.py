@@ -37,6 +37,8 @@ def _cases(scatter_mode: str) -> dict:
     su = r.standard_normal((128, 64)).astype("float32")
     lengths = r.integers(0, 128, (32,)).astype("int32")
     sm = r.standard_normal((128, 32, 64)).astype("float32")
+    pa = r.integers(-9, 10, (256, 256)).astype("int32")
+    pb = r.integers(0, 8, (256, 256)).astype("int32")
     return {
         "nn.space_to_batch_nd": (lambda: relay.nn.space_to_batch_nd(
             _v("x", x), [2, 2], [[1, 1], [1, 1]]), {"x": x}),
@@ -48,6 +50,7 @@ def _cases(scatter_mode: str) -> dict:
                                                 scatter_mode), {"d": d, "i": si, "u": su}),
         "sequence_mask": (lambda: relay.sequence_mask(_v("x", sm), _v("l", lengths), 0.0, 0),
                           {"x": sm, "l": lengths}),
+        "power": (lambda: relay.power(_v("a", pa), _v("b", pb)), {"a": pa, "b": pb}),
     }
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 X = np.array([[2, 1, 1], [3, 4, 3], [2, 1, 1], [0, -5, 3]], "float32")
-# name -> (input, attrs); the Relay importer takes the flattened cases
+# name -> (input, attrs)
 UNIQUE = {
     "sorted": (X, {}),
     "first_occurrence": (X, {"sorted": 0}),
@@ -23,8 +23,14 @@ UNIQUE = {
     "many_floats_first_occurrence": (np.random.default_rng(4).choice(np.array(
         [-0.0, 0.0, 1.5, -2.0, np.inf, 3e30, -1e-40], "float32"), 777), {"sorted": 0}),
     "many_int64": (np.random.default_rng(5).integers(-10**15, 10**15, 50).repeat(7), {}),
+    # along an axis: many repeated slices (a few values per column), 3-D, int64 rows
+    "many_rows": (np.random.default_rng(6).integers(-1, 2, (1200, 3)).astype("float32"),
+                  {"axis": 0}),
+    "middle_axis_3d_first_occurrence": (np.random.default_rng(8).integers(0, 2, (2, 520, 2))
+                                        .astype("float32"), {"axis": 1, "sorted": 0}),
+    "int64_columns": (np.random.default_rng(9).integers(-3, 3, (2, 600)).astype("int64")
+                      * 10**12, {"axis": -1, "sorted": 0}),
 }
-FLAT = [k for k, (x, a) in UNIQUE.items() if "axis" not in a or x.ndim == 1]
 
 
 def unique_model(case):

@@ -8,7 +8,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .utils import as_float as _f
-from .utils import compute, ishape, out_tensor_types, static_shape
+from .utils import compute, out_tensor_types, static_shape
 from .utils import i32 as _i
 
 _F = "float32"
@@ -73,22 +73,35 @@ def _source(g, size: int, padding_mode: str, align_corners: bool):
 
 @compute("image.grid_sample")
 def _grid_sample(attrs, inputs, out_type):
-    """``out[n, c, o] = data[n, c]`` sampled at the normalized position ``grid[n, :, o]``
-    (channel k addresses the k-th spatial axis from the last); zero outside the image."""
+    """Relay's ``image.grid_sample``: the grid is channels-first, (N, nd, *out)."""
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
     data, grid = inputs
-    method, padding_mode = str(attrs.method), str(attrs.padding_mode)
-    sizes = ishape(data)[2:]
+    return [grid_sample(data, grid, str(attrs.method), str(attrs.padding_mode),
+                        bool(attrs.align_corners), static_shape(t), str(t.dtype))]
+
+
+def grid_sample(data, grid, method: str, padding_mode: str, align: bool, shape, dt: str,
+                channels_last_grid: bool = False):
+    """``out[n, c, o] = data[n, c]`` sampled at the normalized position ``grid[n, :, o]``
+    (channel k addresses the k-th spatial axis from the last; ``channels_last_grid``: the
+    grid is (N, *out, nd), ONNX's and PyTorch's layout); zero outside the image unless
+    ``padding_mode`` is border or reflection. The batch may be symbolic; the image's spatial
+    sizes must be known."""
+    try:
+        sizes = [int(d) for d in data.shape[2:]]
+    except TypeError:
+        raise ValueError(f"image.grid_sample: the image's spatial sizes must be known, got "
+                         f"{list(data.shape[2:])}") from None
     nd = len(sizes)
     if method not in ("nearest", "bilinear", "bicubic") or (method == "bicubic" and nd != 2):
         raise ValueError(f"image.grid_sample: method {method!r} in {nd}-D has no native "
                          "compute (nearest and bilinear do, bicubic in 2-D)")
-    align = bool(attrs.align_corners)
-    dt = str(t.dtype)
+
+    def coord(n, k, o):  # the grid's k-th coordinate (x first) at output position o
+        return grid[(n, *o, _i(k))] if channels_last_grid else grid[(n, _i(k), *o)]
 
     def body(n, c, *o):
-        src = [_source(grid[(n, _i(nd - 1 - a), *o)], sizes[a], padding_mode, align)
+        src = [_source(coord(n, nd - 1 - a, o), sizes[a], padding_mode, align)
                for a in range(nd)]
 
         def at(idx):  # data at integer position idx (int32 per axis), zero outside
@@ -103,7 +116,7 @@ def _grid_sample(attrs, inputs, out_type):
             return E.Select(ok, v, _f(0.0))
 
         if method == "bicubic":
-            return _bicubic(grid, n, o, sizes, padding_mode, align, at, dt)
+            return _bicubic(coord, n, o, sizes, padding_mode, align, at, dt)
         if method == "nearest":
             v = at([E.Cast("int32", tir_op.nearbyint(s)) for s in src])
         else:
@@ -121,13 +134,13 @@ def _grid_sample(attrs, inputs, out_type):
                 v = term if v is None else v + term
         return v if dt == _F else E.Cast(dt, v)
 
-    return [te.compute(shape, body, name="grid_sample")]
+    return te.compute(shape, body, name="grid_sample")
 
 
-def _bicubic(grid, n, o, sizes, padding_mode: str, align: bool, at, dt: str):
+def _bicubic(coord, n, o, sizes, padding_mode: str, align: bool, at, dt: str):
     """Bicubic sample of 4 x 4 taps around the (unpadded) point; the padding applies to each
     tap, as the reference's: border clamps it, reflection mirrors it into the image."""
-    y, x = (_unnormalize(grid[(n, _i(1 - a), *o)], sizes[a], align) for a in range(2))
+    y, x = (_unnormalize(coord(n, 1 - a, o), sizes[a], align) for a in range(2))
     y0, x0 = tir_op.floor(y), tir_op.floor(x)
     fy, fx = y - y0, x - x0
     y0, x0 = E.Cast("int32", y0), E.Cast("int32", x0)

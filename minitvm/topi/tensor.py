@@ -7,6 +7,7 @@ import math
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from .broadcast import int_or_float_power
 from .utils import (
     compute,
     fast_erf,
@@ -78,7 +79,7 @@ _BINARY = {
     "multiply": lambda a, b: a * b,
     "divide": lambda a, b: a / b if a.dtype.startswith("float") else E.Div(a, b),
     "floor_divide": _floor_div, "floor_mod": _floor_mod, "mod": _trunc_mod,
-    "maximum": E.Max, "minimum": E.Min, "power": tir_op.power,
+    "maximum": E.Max, "minimum": E.Min, "power": int_or_float_power,
     "equal": E.EQ, "not_equal": E.NE, "less": E.LT, "less_equal": E.LE, "greater": E.GT,
     "greater_equal": E.GE, "logical_and": E.And, "logical_or": E.Or,
     "logical_xor": lambda a, b: E.NE(a, b),

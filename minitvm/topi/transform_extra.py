@@ -21,7 +21,7 @@ __all__ = [
     "scatter_nd", "collapse_sum", "meshgrid", "quantize",
     "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
     "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
-    "hamming_window", "int_power", "broadcast_int_power",
+    "hamming_window",
     "multinomial_from_uniform", "dynamic_slice_lengths", "dynamic_strided_slice",
 ]
 
@@ -562,34 +562,6 @@ def hamming_window(size, periodic, alpha, beta, dtype: str):
         return E.Cast(dtype, v)
 
     return _compute([n], body, "T_hamming_window")
-
-
-def int_power(a, b) -> E.PrimExpr:
-    """``a ** b`` of two integers (the llvm back end has no integer ``pow``): computed in
-    float64 and rounded back, exact while ``|a ** b| < 2**53``; a negative exponent gives the
-    truncated ``1 / a ** -b`` (1 for ``a == 1``, +-1 for ``a == -1``, 0 otherwise)."""
-    dt = a.dtype
-    f = tir_op.power(E.Cast("float64", a), E.Cast("float64", b))
-    v = E.Cast(dt, tir_op.nearbyint(f))
-    if dt.startswith("uint"):
-        return v
-    one, zero, minus_one = const_like(1, dt), const_like(0, dt), const_like(-1, dt)
-    odd = E.EQ(tir_op.bitwise_and(b, const_like(1, b.dtype)), const_like(1, b.dtype))
-    neg = E.Select(E.EQ(a, one), one,
-                   E.Select(E.EQ(a, minus_one), E.Select(odd, minus_one, one), zero))
-    return E.Select(b < const_like(0, b.dtype), neg, v)
-
-
-def broadcast_int_power(lhs, rhs, out_shape):
-    """The broadcast integer ``power`` of two te tensors (stage ``T_power``)."""
-    from .broadcast import broadcast_load
-
-    shape = [_i64(d) for d in out_shape]
-
-    def body(*i):
-        return int_power(broadcast_load(lhs, i, shape), broadcast_load(rhs, i, shape))
-
-    return _compute(shape, body, "T_power")
 
 
 def multinomial_from_uniform(prob, uniform, sample_indices, dtype: str):

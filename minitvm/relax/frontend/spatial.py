@@ -2,18 +2,20 @@
 torch's affine_grid / grid_sampler_2d): a 2-D affine grid as elementwise arithmetic on constant
 coordinate rows, and 2-D linear or nearest grid sampling with zeros or border padding,
 decomposed into coordinate arithmetic, a ``gather_elements`` of the flattened image per corner
-and a weighted sum, so it lowers through the shared elementwise and gather computes. The batch
-may be symbolic. ``ctx`` is the importer's context (``emit``, ``shape``, ``dtype``,
+and a weighted sum, so it lowers through the shared elementwise and gather computes; the other
+samplings (bicubic, reflection padding, 3-D) are one call of Relay's native kernel
+(``topi.grid_sample``). The batch may be symbolic. ``ctx`` is the importer's context (``emit``, ``shape``, ``dtype``,
 ``shape_expr``, ``simplify``, ``fail``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...topi.grid_sample import grid_sample
 from .. import op as _op
 from ..expr import const
 
-__all__ = ["affine_grid_2d", "grid_sample_2d"]
+__all__ = ["affine_grid_2d", "grid_sample_2d", "grid_sample_kernel"]
 
 
 def _coords(n: int, align: bool) -> np.ndarray:
@@ -103,3 +105,20 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
                 out = term if out is None else ctx.emit(_op.add(out, term))
     out = ctx.emit(_op.permute_dims(out, [0, 2, 1]))
     return ctx.emit(_op.reshape(out, ctx.shape_expr([n, c, ho, wo])))
+
+
+def grid_sample_kernel(ctx, x, grid, method: str, padding: str, align: bool):
+    """Grid sampling as one call_tir of the shared native kernel: ``method`` nearest, bilinear
+    or bicubic (2-D only), ``padding`` zeros, border or reflection; ``grid`` (N, *out, nd)
+    holds (x, y[, z]). The output is (N, C, *out)."""
+    xs, gs = ctx.shape(x), ctx.shape(grid)
+    if not all(isinstance(d, int) for d in xs[2:] + gs[1:]):
+        raise ctx.fail(f"grid_sample: the image's and grid's spatial dims must be known, got "
+                       f"{xs} and {gs}")
+    out = [xs[0], xs[1], *gs[1:-1]]
+    dt = ctx.dtype(x)
+
+    def kernel(data, g):
+        return grid_sample(data, g, method, padding, align, out, dt, channels_last_grid=True)
+
+    return ctx.emit(ctx.bb.call_te(kernel, x, grid, primfunc_name_hint="grid_sample"))

@@ -34,7 +34,8 @@ PASS_RATE_THRESHOLD = 0.97  # sample 177/177 = 100%, full set 1062/1062 = 100%, 
 # LpPool, Det...: the new sample holds 3 failures that predate it (3-D AffineGrid, cubic and
 # volumetric GridSample, failing at a251ef5 too), 2 fp16 Attention cases whose expanded
 # function fails alike (Relax's fp16 kernels round 1-2 ulp off numpy's) and one expanded
-# CenterCropPad (Pad's pads computed through ops that do not keep known values)
+# CenterCropPad (Pad's pads computed through ops that do not keep known values); 2026-12-05
+# later: cubic and volumetric GridSample pass (the shared native kernel), 18/18 GridSample
 
 
 def collect_cases():

@@ -1,6 +1,7 @@
 """relax.frontend.onnx.from_onnx on Unique: flattened, the native kernel (a call_tir, the
-lengths run-time dims); along an axis, relax.unique with every output asked; sorted and in order
-of first occurrence, floats (+-0, infinities) and int64, against ONNX Runtime."""
+lengths run-time dims); along an axis, the same kernel ranking many narrow slices column by
+column (it was relax.unique, numpy, which few or wide slices keep); sorted and in order of first occurrence, floats (+-0, infinities) and
+int64, against ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from onnx_unique_cases import UNIQUE, unique_model  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.onnx import ONNXImportError, from_onnx  # noqa: E402
+from minitvm.relax.frontend.onnx.ops_unique import _ranking_pays  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(UNIQUE))
@@ -24,8 +26,11 @@ def test_unique_matches_onnxruntime(name):
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
     mod = from_onnx(model)
+    text = mod.script()
     flat = "axis" not in UNIQUE[name][1] or x.ndim == 1
-    assert ("R.call_tir(cls.onnx_unique" if flat else "R.unique(") in mod.script()
+    native = flat or _ranking_pays(list(x.shape), UNIQUE[name][1]["axis"] % x.ndim)
+    assert ("R.call_tir(cls.onnx_unique" in text) == native
+    assert ("R.unique(" in text) == (not native)
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     got = [a.numpy() for a in vm["main"](tvm.nd.array(x))]
     for g, w in zip(got, want, strict=True):
@@ -54,3 +59,11 @@ def test_unique_of_a_symbolic_length():
         got = [a.numpy() for a in vm["main"](tvm.nd.array(x))]
         for g, w in zip(got, sess.run(None, {"x": x}), strict=True):
             np.testing.assert_array_equal(g, w)
+
+
+def test_unique_axis_path_choice():
+    """Many narrow slices take the kernel; few or wide ones stay relax.unique."""
+    assert _ranking_pays([1200, 4], 0) and _ranking_pays([2, 600, 3], 1)
+    assert not _ranking_pays([200, 8], 0) and not _ranking_pays([2000, 40], 0)
+    assert sum("axis" in a and x.ndim > 1 and _ranking_pays(list(x.shape), a["axis"] % x.ndim)
+               for x, a in UNIQUE.values()) >= 3

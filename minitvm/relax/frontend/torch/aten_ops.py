@@ -15,7 +15,7 @@ from ... import op as _op
 from ...expr import Constant, Expr, TupleGetItem, const
 from ..common import crop_negative_pads
 from ..pool_indices import maxpool_indices
-from ..spatial import grid_sample_2d
+from ..spatial import grid_sample_2d, grid_sample_kernel
 from .context import AtenContext, register, torch_dtype
 
 
@@ -895,16 +895,24 @@ def _index_copy(ctx: AtenContext, args):
     return _index_put(ctx, [x, [None] * (int(dim) % ctx.ndim(x)) + [index], src, False])
 
 
-@register("grid_sampler_2d.default")
-def _grid_sampler_2d(ctx: AtenContext, args):
-    """F.grid_sample of a 4-D input (a spatial transformer's): input, grid (N, Ho, Wo, 2),
-    mode (0 bilinear, 1 nearest), padding (0 zeros, 1 border), align_corners."""
+@register("grid_sampler_2d.default", "grid_sampler_3d.default")
+def _grid_sampler(ctx: AtenContext, args):
+    """F.grid_sample: input, grid (N, *out, nd), mode (0 bilinear, 1 nearest, 2 bicubic),
+    padding (0 zeros, 1 border, 2 reflection), align_corners. 2-D bilinear / nearest with
+    zeros or border padding decompose into pixel-row gathers; the rest (bicubic, reflection,
+    3-D) call the shared native kernel."""
     x, grid, mode, padding, align = args[:5]
-    if int(mode) not in (0, 1) or int(padding) not in (0, 1):
-        raise ctx.fail(f"grid_sample mode {int(mode)} / padding {int(padding)} is not supported "
-                       "(bilinear or nearest, with zeros or border padding)")
-    return grid_sample_2d(ctx, x, grid, int(mode) == 0, ("zeros", "border")[int(padding)],
-                          bool(align))
+    mode, padding = int(mode), int(padding)
+    nd = ctx.ndim(x) - 2
+    if mode not in (0, 1, 2) or padding not in (0, 1, 2) or (mode == 2 and nd != 2):
+        raise ctx.fail(f"grid_sample mode {mode} / padding {padding} of a {nd + 2}-D input is "
+                       "not supported (bilinear, nearest or 2-D bicubic; zeros, border or "
+                       "reflection padding)")
+    pad = ("zeros", "border", "reflection")[padding]
+    if nd == 2 and mode in (0, 1) and padding in (0, 1):
+        return grid_sample_2d(ctx, x, grid, mode == 0, pad, bool(align))
+    method = ("bilinear", "nearest", "bicubic")[mode]
+    return grid_sample_kernel(ctx, x, grid, method, pad, bool(align))
 
 
 @register("gather.default")

@@ -19,11 +19,7 @@ def _make(name: str):
         shape = out_shape(call)
         dtype = out_dtype(call)
 
-        def te_func(a, b):
-            if name == "power" and dtype.startswith(("int", "uint")):  # no llvm integer pow
-                from ....topi.transform_extra import broadcast_int_power
-
-                return broadcast_int_power(a, b, shape)
+        def te_func(a, b):  # (integer power: topi's int_power, as in Relay)
             return topi_bcast.binary(name, a, b, shape,
                                      None if name in CMP_OPS else dtype)
 
