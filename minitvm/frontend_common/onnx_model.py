@@ -154,6 +154,25 @@ def op_key(node) -> str:
     return node.op_type if node.domain in ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
+def tensor_reads(graph) -> dict[str, int]:
+    """ONNX tensor name -> how many node inputs (in the graph and, at any depth, the subgraphs
+    of its If / Loop / Scan nodes, which may read outer names) and graph outputs name it."""
+    counts: dict[str, int] = {}
+    for o in graph.output:
+        counts[o.name] = counts.get(o.name, 0) + 1
+    stack = [graph]
+    while stack:  # (an explicit stack: nesting depth is the model's)
+        g = stack.pop()
+        for node in g.node:
+            for name in node.input:
+                if name:
+                    counts[name] = counts.get(name, 0) + 1
+            for a in node.attribute:
+                stack.extend([a.g] if a.HasField("g") else [])
+                stack.extend(a.graphs)
+    return counts
+
+
 def unsupported_ops(graph, supported: Iterable[str]) -> dict[str, int]:
     """Every op type in the graph and its subgraphs without a converter, with counts
     (other domains as ``domain.op``). An explicit stack: no recursion per nesting level."""

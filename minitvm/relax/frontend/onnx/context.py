@@ -102,6 +102,9 @@ class Context(NodeContext):
         # ... -> (q, scale, zero point) of a DequantizeLinear over an 8-bit activation that a
         # VNNI conv may read as it is (``qdq_vnni``)
         self.act_inputs: dict = {}
+        # ... -> (q, scale, axis) of a Softmax over a DequantizeLinear'd 8-bit activation that
+        # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
+        self.softmax_inputs: dict = {}
         # ONNX tensor name -> how many node inputs and graph outputs read it (the importer
         # fills it for the main graph; a name missing counts as unknown, i.e. not 1)
         self.uses: dict = {}

@@ -35,25 +35,6 @@ def sanitize_name(name: str) -> str:
     return out
 
 
-def _reads(graph) -> dict[str, int]:
-    """ONNX tensor name -> how many node inputs (in the graph and, at any depth, the subgraphs
-    of its If / Loop / Scan nodes, which may read outer names) and graph outputs name it."""
-    counts: dict[str, int] = {}
-    for o in graph.output:
-        counts[o.name] = counts.get(o.name, 0) + 1
-    stack = [graph]
-    while stack:  # (an explicit stack: nesting depth is the model's)
-        g = stack.pop()
-        for node in g.node:
-            for name in node.input:
-                if name:
-                    counts[name] = counts.get(name, 0) + 1
-            for a in node.attribute:
-                stack.extend([a.g] if a.HasField("g") else [])
-                stack.extend(a.graphs)
-    return counts
-
-
 def unsupported_ops(graph) -> dict[str, int]:
     """Every op type in the graph (and its subgraphs) without a converter, with counts."""
     return _om.unsupported_ops(graph, CONVERTERS)
@@ -144,7 +125,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         bb = BlockBuilder()
         ctx = Context(bb, self.opset)
         ctx.graph_inputs = input_names
-        ctx.uses = _reads(graph)
+        ctx.uses = _om.tensor_reads(graph)
         ctx.finite = finite_tensors(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         ctx.scope = lambda: self.values  # the ONNX names visible now (run-time If / Loop)

@@ -23,6 +23,7 @@ from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..fold import col2im
 from .context import Context, onnx_dtype, register
+from .qdq_softmax import quantized_softmax
 from .qdq_vnni import remember_activation
 
 
@@ -371,6 +372,9 @@ def _quantize_linear(ctx: Context, ins, attrs):
         out_dtype = onnx_dtype(int(attrs["output_dtype"]))
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
+    fused = quantized_softmax(ctx, ins[1], zp, out_dtype)
+    if fused is not None:  # (ORT's QDQ softmax: its integer kernel)
+        return fused
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     ndim = len(shape)
     axis = int(attrs.get("axis", 1))

@@ -13,6 +13,7 @@ from ....tir.expr import Var
 from ... import op as _op
 from ...expr import const
 from .context import Context, normalize_known, onnx_dtype, register
+from .qdq_softmax import note_softmax
 
 _BINARY = {
     "Add": (_op.add, np.add), "Sub": (_op.subtract, np.subtract),
@@ -280,6 +281,8 @@ def _softmax(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
     fn = _op.nn.softmax if ctx.node.op_type == "Softmax" else _op.nn.log_softmax
+    if ctx.node.op_type == "Softmax":  # (its QuantizeLinear may take ORT's integer form)
+        note_softmax(ctx, attrs)
     shape = ctx.shape(x)
     if ctx.opset >= 13 or axis % len(shape) == len(shape) - 1:
         return ctx.emit(fn(x, axis))

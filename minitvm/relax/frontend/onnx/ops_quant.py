@@ -34,6 +34,7 @@ from ...expr import Call, Constant, Var, const
 from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
+from .qdq_softmax import qlinear_softmax
 from .qdq_vnni import as_row, int_batch_matmul, squeezed
 from .qdq_vnni import int_conv as vnni_int_conv
 from .qdq_vnni import int_matmul as vnni_int_matmul
@@ -366,7 +367,21 @@ class _Renamed:
 
 
 for _name, _float, _inputs in QLINEAR_FLOAT_OPS:
-    register(_name)(_float_op(_float, _inputs))
+    if _name != "com.microsoft.QLinearSoftmax":  # (below: ORT's integer kernel)
+        register(_name)(_float_op(_float, _inputs))
+
+_FLOAT_SOFTMAX = _float_op("Softmax", 1)
+
+
+@register("com.microsoft.QLinearSoftmax")
+def _qlinear_softmax(ctx: Context, ins, attrs):
+    """ORT's integer softmax (``qdq_softmax``) where its parameters are known scalars, else
+    the float softmax quantized."""
+    _, error = qlinear_float_attrs(attrs, ctx.ndim(ins[0]))
+    if error is not None:
+        raise ctx.fail(error)
+    out = qlinear_softmax(ctx, ins[0], ins[1], ins[3], _opt(ins, 4), attrs)
+    return _FLOAT_SOFTMAX(ctx, ins, attrs) if out is None else out
 
 _GLOBAL_AVERAGE_POOL = _float_op("GlobalAveragePool", 1)
 

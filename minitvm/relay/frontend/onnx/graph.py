@@ -91,6 +91,7 @@ class GraphProto(_om.GraphImporterBase):
             inputs.append(v)
         ctx = Context(self.opset, self.fold, inputs)
         ctx.finite = finite_tensors(graph)
+        ctx.uses = _om.tensor_reads(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:
             self.convert_node(ctx, node)

@@ -28,6 +28,7 @@ from ... import op as _op
 from ..common import dynamic_quantize_uint8
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
+from .qdq_softmax import quantized_softmax
 from .qdq_weight import as_row, vnni_batch_int_matmul, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
 from .registry import onnx_dtype, register
@@ -61,6 +62,9 @@ def _quantize_linear(ctx, ins, attrs):
         out_dtype = onnx_dtype(int(attrs["output_dtype"]))
     if out_dtype not in _QRANGE:
         raise ctx.fail(f"quantizing to {out_dtype} is not supported")
+    fused = quantized_softmax(ctx, scale, zp, out_dtype)
+    if fused is not None:  # (ORT's QDQ softmax: its integer kernel)
+        return fused
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))
     nd, axis, dt = len(shape), int(attrs.get("axis", 1)), ctx.dtype(x)
     finite = quantizes_finite(ctx.node, ctx.finite)  # (no NaN select, and a multiply)

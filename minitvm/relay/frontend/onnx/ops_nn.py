@@ -10,6 +10,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
+from .qdq_softmax import note_softmax
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -395,6 +396,8 @@ def _softmax(fn):
         x = ins[0]
         shape = ctx.shape(x)
         nd = len(shape)
+        if ctx.node.op_type == "Softmax":  # (its QuantizeLinear may take ORT's integer form)
+            note_softmax(ctx, attrs)
         if ctx.opset >= 13:
             return fn(x, axis=int(attrs.get("axis", -1)))
         axis = int(attrs.get("axis", 1)) % max(nd, 1)

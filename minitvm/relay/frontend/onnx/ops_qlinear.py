@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_qsoftmax import qsoftmax_plan
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
 from .ops_extra import add_to_product, as_row_conv, int_conv, int_matmul
+from .qdq_softmax import int_softmax, softmax_axis
 from .qdq_weight import vnni_zp_int_conv
 from .registry import CONVERTERS, register
 
@@ -118,7 +120,30 @@ def _float_op(op_type: str, n_in: int):
 
 
 for _name, _float, _inputs in QLINEAR_FLOAT_OPS:
-    register(_name)(_float_op(_float, _inputs))
+    if _name != "com.microsoft.QLinearSoftmax":  # (below: ORT's integer kernel)
+        register(_name)(_float_op(_float, _inputs))
+
+
+@register("com.microsoft.QLinearSoftmax")
+def _qlinear_softmax(ctx, ins, attrs):
+    """ORT's integer softmax (``qdq_softmax``) where its parameters are known scalars, else
+    the float softmax quantized."""
+    x, x_s, y_s, y_zp = ins[0], ins[1], ins[3], _opt(ins, 4)
+    fl, error = qlinear_float_attrs(attrs, ctx.ndim(x))
+    if error is not None:
+        raise ctx.fail(error)
+    axis = softmax_axis(ctx.shape(x), fl, int(attrs.get("opset", 13)))
+    out_dtype = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    zv = None if y_zp is None else ctx.maybe_value(y_zp)
+    plan = None if axis is None or (y_zp is not None and zv is None) else qsoftmax_plan(
+        ctx.dtype(x), ctx.maybe_value(x_s), out_dtype, ctx.maybe_value(y_s), zv,
+        ctx.shape(x)[axis])
+    if plan is None:
+        return _FLOAT_SOFTMAX(ctx, ins, attrs)
+    return int_softmax(ctx, x, plan, axis)
+
+
+_FLOAT_SOFTMAX = _float_op("Softmax", 1)
 
 
 @register("com.microsoft.QLinearConcat")

@@ -58,6 +58,12 @@ class Context(NodeContext):
         # ... -> (q, scale, zero point) of a DequantizeLinear over an 8-bit activation with a
         # constant scalar scale and zero point, which a Conv may read on VNNI (``qdq_weight``)
         self.act_inputs: dict = {}
+        # ONNX tensor name -> how many node inputs and graph outputs read it (filled for the
+        # main graph; a name missing counts as unknown, i.e. not 1)
+        self.uses: dict = {}
+        # ... -> (q, scale, axis) of a Softmax over a DequantizeLinear'd 8-bit activation that
+        # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
+        self.softmax_inputs: dict = {}
 
     def shape(self, e) -> tuple[int, ...]:
         return infer_shape(e)

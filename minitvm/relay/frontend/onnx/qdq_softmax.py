@@ -1,0 +1,72 @@
+"""Relay's form of onnxruntime's integer softmax (``frontend_common.onnx_qsoftmax``): for
+com.microsoft.QLinearSoftmax, and for a QuantizeLinear of a Softmax of a DequantizeLinear'd
+8-bit activation (what ORT's QDQ fusion runs as a QLinearSoftmax), so both give ORT's
+integers instead of a float softmax's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_qsoftmax import QSoftmaxPlan, qsoftmax_plan
+from ... import op as _op
+
+
+def int_softmax(ctx, q, plan: QSoftmaxPlan, axis: int):
+    """The 8-bit softmax of 8-bit ``q`` along ``axis`` as ``plan`` computes it."""
+    qi = _op.cast(q, "int32")
+    idx = _op.add(_op.subtract(qi, _op.max(qi, axis=axis, keepdims=True)),
+                  ctx.const(np.int32(255)))
+    e = _op.take(ctx.const(plan.table), idx)
+    total = _op.sum(e, axis=axis, keepdims=True)
+    v = _op.round(_op.divide(_op.multiply(e, ctx.const(plan.y_mult)), total))
+    if plan.y_zp:
+        v = _op.add(v, ctx.const(np.float32(plan.y_zp)))
+    if plan.wraps:
+        v = _op.minimum(v, ctx.const(np.float32(255)))
+        v = _op.where(_op.greater(v, ctx.const(np.float32(127))),
+                      _op.subtract(v, ctx.const(np.float32(256))), v)
+    else:
+        v = _op.clip(v, *plan.saturate_bounds())
+    return _op.cast(v, plan.out_dtype)
+
+
+def softmax_axis(shape, attrs: dict, opset: int) -> int | None:
+    """The one axis a Softmax (of ``opset``) normalizes over, as a non-negative index; None
+    for an opset < 13 softmax over several axes (flattened from ``axis``)."""
+    nd = len(shape)
+    if not nd:
+        return None
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1)) % nd
+    return axis if opset >= 13 or axis == nd - 1 else None
+
+
+def note_softmax(ctx, attrs: dict) -> None:
+    """Note the current Softmax node when it reads a DequantizeLinear'd 8-bit activation
+    (``ctx.act_inputs``) and only a QuantizeLinear can read it (one use): its quantization
+    is then ``quantized_softmax``'s."""
+    name, out = ctx.node.input[0], ctx.node.output[0]
+    act = ctx.act_inputs.get(name)
+    if act is None or ctx.uses.get(out, 0) != 1:
+        return
+    q, scale, _ = act
+    axis = softmax_axis(ctx.shape(q), attrs, ctx.opset)
+    if axis is not None:
+        ctx.softmax_inputs[out] = (q, scale, axis)
+
+
+def quantized_softmax(ctx, scale, zp, out_dtype: str):
+    """The current QuantizeLinear as ORT's integer softmax when it quantizes a noted Softmax
+    (``note_softmax``) to the 8-bit dtype of that softmax's input with known scalar
+    parameters; else None."""
+    found = ctx.softmax_inputs.get(ctx.node.input[0])
+    if found is None:
+        return None
+    q, x_scale, axis = found
+    if ctx.dtype(q) != out_dtype:
+        return None
+    zv = None if zp is None else ctx.maybe_value(zp)
+    if zp is not None and zv is None:
+        return None
+    plan = qsoftmax_plan(ctx.dtype(q), x_scale, out_dtype, ctx.maybe_value(scale), zv,
+                         ctx.shape(q)[axis])
+    return None if plan is None else int_softmax(ctx, q, plan, axis)

@@ -1,0 +1,150 @@
+"""onnxruntime's integer softmax (frontend_common.onnx_qsoftmax) and both importers' use of it:
+com.microsoft.QLinearSoftmax, and DequantizeLinear -> Softmax -> QuantizeLinear (which ORT's
+QDQ fusion runs as one), give ORT's integers exactly; a Softmax read by more than its
+QuantizeLinear keeps the float softmax."""
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the models are ONNX")
+ort = pytest.importorskip("onnxruntime", reason="ORT is the reference")
+
+from onnx import TensorProto as P  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax, relay  # noqa: E402
+from minitvm.contrib import graph_executor  # noqa: E402
+from minitvm.frontend_common.onnx_qsoftmax import qsoftmax_plan, reference  # noqa: E402
+from minitvm.relax.frontend.onnx import from_onnx as relax_from_onnx  # noqa: E402
+
+SHAPE = (2, 3, 40)
+# (8-bit dtype, input zero point, output zero point)
+DTYPES = [("uint8", 131, 0), ("int8", -3, -128)]
+
+
+def _model(nodes, inits, in_dtype, out_name, out_dtype):
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", in_dtype, SHAPE)],
+        [helper.make_tensor_value_info(out_name, out_dtype, SHAPE)],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                               helper.make_opsetid("com.microsoft", 1)])
+
+
+def _qdq_softmax(dtype, xz, yz, axis=-1, second_use=False):
+    """x -> Q -> DQ -> Softmax(axis) -> Q -> DQ (float in, float out); ``second_use`` adds a
+    graph output reading the softmax itself."""
+    n = helper.make_node
+    nodes = [n("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             n("DequantizeLinear", ["q", "xs", "xz"], ["d"]),
+             n("Softmax", ["d"], ["p"], axis=axis),
+             n("QuantizeLinear", ["p", "ys", "yz"], ["pq"]),
+             n("DequantizeLinear", ["pq", "ys", "yz"], ["y"])]
+    inits = {"xs": np.float32(0.043), "xz": np.array(xz, dtype),
+             "ys": np.float32(1 / 255), "yz": np.array(yz, dtype)}
+    m = _model(nodes, inits, P.FLOAT, "y", P.FLOAT)
+    if second_use:
+        m.graph.output.append(helper.make_tensor_value_info("p", P.FLOAT, SHAPE))
+    return m
+
+
+def _qlinear_softmax(dtype, xz, yz):
+    code = P.UINT8 if dtype == "uint8" else P.INT8
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", axis=-1, opset=13)
+    inits = {"xs": np.float32(0.061), "xz": np.array(xz, dtype),
+             "ys": np.float32(1 / 255), "yz": np.array(yz, dtype)}
+    return _model([node], inits, code, "y", code)
+
+
+def _ort(model, x):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+def _relay(model, x):
+    mod, params = relay.frontend.from_onnx(model, shape={"x": SHAPE})
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    return g.get_output(0).numpy(), mod.astext()
+
+
+def _relax(model, x):
+    """(Relax's output, the names of the built module's kernels: a float softmax the
+    integer one made dead is dropped there)."""
+    mod = relax_from_onnx(model, shape_dict={"x": SHAPE})
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(mod, "llvm")
+        built = relax.get_pipeline("default_build")(mod)
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x))
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    return out.numpy(), " ".join(g.name_hint for g in built.functions)
+
+
+def _input(dtype=None, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype is None:
+        return (rng.standard_normal(SHAPE) * 2.5).astype("float32")
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    return rng.integers(lo, hi, SHAPE).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,xz,yz", DTYPES)
+def test_qlinear_softmax_reference_and_importers_equal_ort(dtype, xz, yz):
+    m, x = _qlinear_softmax(dtype, xz, yz), _input(dtype)
+    want = _ort(m, x)
+    plan = qsoftmax_plan(dtype, np.float32(0.061), dtype, np.float32(1 / 255),
+                         np.array(yz, dtype), SHAPE[-1])
+    assert plan.y_mult == 254  # (floor(1 / (1/255)) in float32: ORT's multiplier)
+    np.testing.assert_array_equal(reference(x, plan), want)
+    for run in (_relay, _relax):
+        got, text = run(m, x)
+        np.testing.assert_array_equal(got, want)
+        assert "take" in text and "softmax" not in text
+
+
+@pytest.mark.parametrize("dtype,xz,yz", DTYPES)
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_qdq_softmax_takes_ort_integer_kernel(dtype, xz, yz, axis):
+    m, x = _qdq_softmax(dtype, xz, yz, axis), _input()
+    want = _ort(m, x)
+    for run in (_relay, _relax):
+        got, text = run(m, x)
+        np.testing.assert_array_equal(got, want)
+        assert "take" in text and "softmax" not in text
+    # (a float softmax quantized is a step off ORT somewhere on this input)
+    d = (x / np.float32(0.043)).round().clip(*((0, 255) if dtype == "uint8" else (-128, 127)))
+    d = (d - xz) * np.float32(0.043)
+    e = np.exp(d - d.max(axis, keepdims=True))
+    f = np.clip(np.rint(e / e.sum(axis, keepdims=True) * 255) + yz, -128, 255)
+    assert np.any((f - yz) / 255 != want)
+
+
+def test_softmax_with_another_reader_keeps_float_softmax():
+    m, x = _qdq_softmax("uint8", 131, 0, second_use=True), _input()
+    for run in (_relay, _relax):
+        _, text = run(m, x)
+        assert "softmax" in text and "take" not in text
+
+
+def test_plan_refuses_what_ort_kernel_does_not_cover():
+    ok = dict(x_dtype="uint8", x_scale=np.float32(0.1), y_dtype="uint8",
+              y_scale=np.float32(1 / 256), y_zp=np.array(0, "uint8"), reduce_len=8)
+    assert qsoftmax_plan(**ok).y_mult == 256
+    for bad in (dict(x_scale=np.float32(np.inf)), dict(x_scale=None),
+                dict(y_scale=np.array([0.1, 0.2], "float32")), dict(x_dtype="int16"),
+                dict(y_zp=np.array(0, "int8")), dict(reduce_len=None)):
+        assert qsoftmax_plan(**{**ok, **bad}) is None, bad
+    # an int8 zero point above -128 lets a result pass 127, which wraps as ORT's cast does
+    wide = qsoftmax_plan("int8", np.float32(0.1), "int8", np.float32(1 / 255),
+                         np.array(0, "int8"), 4)
+    assert wide.wraps
+    q = np.array([[-128, -128, -128, 127]], "int8")
+    assert reference(q, wide)[0, 3] == np.int8(np.int64(254) - 256)
