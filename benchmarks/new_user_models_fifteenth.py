@@ -54,6 +54,13 @@ def fifteenth_models():
                     layers += [nn.Conv2d(c, c, 3, 1, 1), nn.ReLU()]
                 return nn.Sequential(*layers, nn.Conv2d(c, out, 3, 1, 1))
             self.cls, self.box = subnet(a * classes), subnet(a * 4)
+            # He-initialized subnets and a wide last class conv: the paper's N(0, 0.01) leaves
+            # every score within float32 rounding of the prior, so a top-k of ties
+            for conv in [*self.cls, *self.box]:
+                if isinstance(conv, nn.Conv2d):
+                    nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
+            nn.init.normal_(self.cls[-1].weight, std=0.5)
+            nn.init.normal_(self.box[-1].weight, std=0.5)
             nn.init.constant_(self.cls[-1].bias, -math.log((1 - 0.01) / 0.01))
             anchors = []
             for level in range(3, 8):
