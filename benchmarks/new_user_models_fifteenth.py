@@ -64,7 +64,7 @@ def fifteenth_models():
             nn.init.constant_(self.cls[-1].bias, -math.log((1 - 0.01) / 0.01))
             anchors = []
             for level in range(3, 8):
-                stride, side = 2 ** level, img // 2 ** level
+                stride, side = 2 ** level, -(-img // 2 ** level)          # (P7 of 64: 1)
                 ws = torch.tensor([4 * stride * s / math.sqrt(r) for r in ratios for s in scales])
                 hs = torch.tensor([4 * stride * s * math.sqrt(r) for r in ratios for s in scales])
                 ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
