@@ -17,6 +17,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twelfth  # the twelfth (..._twelfth)
     python benchmarks/bench_new_user_models.py --group thirteenth  # (..._thirteenth)
     python benchmarks/bench_new_user_models.py --group fourteenth  # (..._fourteenth)
+    python benchmarks/bench_new_user_models.py --group fifteenth  # (..._fifteenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -40,6 +41,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from interleave import settled_rounds  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_eleventh import eleventh_models  # noqa: E402
+from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
@@ -1799,7 +1801,8 @@ def main() -> int:
                     help="comma-separated names (default: every model of --group)")
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
-                                        "twelfth", "thirteenth", "fourteenth", "all"),
+                                        "twelfth", "thirteenth", "fourteenth", "fifteenth",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1842,7 +1845,11 @@ def main() -> int:
                     "the fourteenth (PointNet++ sampling and ball query, PointPillars' BEV "
                     "scatter, TimeSformer, X3D, Graphormer, an SVTR recognizer with CTC greedy "
                     "decoding, a LoRA Llama with a top-p sampler, a MaskGIT step, an Evoformer "
-                    "pair stack, a Temporal Fusion Transformer, StyleGAN2, DBNet); all")
+                    "pair stack, a Temporal Fusion Transformer, StyleGAN2, DBNet); fifteenth: the 12 of "
+                    "the fifteenth (RetinaNet with FPN and anchor decoding, a Tacotron 2 "
+                    "decoder, Reformer LSH attention, a causal Performer, Linformer, "
+                    "Transformer-XL, a pi-GAN SIREN, a CfC liquid network, Slot Attention, S4D, "
+                    "TabNet with entmax, a ConvLSTM nowcaster); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1854,13 +1861,14 @@ def main() -> int:
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
-    fourteenth = fourteenth_models()
+    fourteenth, fifteenth = fourteenth_models(), fifteenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth}
+             **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
-             "thirteenth": thirteenth, "fourteenth": fourteenth, "all": table}[args.group]
+             "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import bench_new_user_models as nu  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_eleventh import eleventh_models  # noqa: E402
+from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
@@ -75,7 +76,8 @@ def groups() -> dict:
               "seventh": seventh_models(), "eighth": eighth_models(),
               "ninth": ninth_models(), "tenth": tenth_models(),
               "eleventh": eleventh_models(), "twelfth": twelfth_models(),
-              "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models()}
+              "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
+              "fifteenth": fifteenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -320,7 +322,7 @@ def main() -> int:
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
-                             "fourteenth",
+                             "fourteenth", "fifteenth",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["ComplexValue", "Arith", "handles_complex", "refuse_complex", "complex_aware",
            "per_part", "complex_product", "complex_sum", "complex_quotient", "complex_abs",
-           "operand_pair"]
+           "complex_exp", "complex_multilinear", "operand_pair"]
 
 
 class ComplexValue:
@@ -58,12 +58,20 @@ def refuse_complex(fn, args, fail: Callable[[], Exception]) -> None:
             raise fail()
 
 
+def _is_complex_operand(a) -> bool:
+    """A complex value, a Python complex number (``1j * x``), or a list holding one."""
+    if isinstance(a, list | tuple):
+        return any(_is_complex_operand(b) for b in a)
+    return isinstance(a, ComplexValue | complex)
+
+
 def complex_aware(real, on_complex):
-    """A converter that calls ``on_complex`` when an operand is complex, else ``real``."""
+    """A converter that calls ``on_complex`` when an operand is complex (a complex value,
+    a Python complex number, or either inside a list argument), else ``real``."""
 
     @handles_complex
     def convert(ctx, args):
-        if any(isinstance(a, ComplexValue) for a in args):
+        if any(_is_complex_operand(a) for a in args):
             return on_complex(ctx, args)
         return real(ctx, args)
 
@@ -83,9 +91,15 @@ def per_part(real):
 
 def operand_pair(args, as_complex: Callable[[Any, ComplexValue], ComplexValue]):
     """The first two of ``args`` as ComplexValues: ``as_complex(v, z)`` turns a real tensor
-    or number ``v`` into one, given ``z``, the complex operand (for its dtype)."""
-    z = args[0] if isinstance(args[0], ComplexValue) else args[1]
-    return [v if isinstance(v, ComplexValue) else as_complex(v, z) for v in args[:2]]
+    or number ``v`` into one, given ``z``, the complex operand (for its dtype). With a real
+    tensor and a Python complex number (``1j * x``, no complex value yet), ``z`` is the
+    tensor as a complex value with no imaginary part."""
+    pair = list(args[:2])
+    z = next((v for v in pair if isinstance(v, ComplexValue)), None)
+    if z is None:
+        z = ComplexValue(next(v for v in pair if not isinstance(v, int | float | complex)),
+                         None)
+    return [v if isinstance(v, ComplexValue) else as_complex(v, z) for v in pair]
 
 
 def complex_product(a: ComplexValue, b: ComplexValue, ar: Arith) -> ComplexValue:
@@ -125,3 +139,37 @@ def complex_quotient(a: ComplexValue, b: ComplexValue, ar: Arith) -> ComplexValu
 def complex_abs(z: ComplexValue, ar: Arith):
     """``|z|``, a real tensor."""
     return ar.sqrt(ar.add(ar.multiply(z.re, z.re), ar.multiply(z.im, z.im)))
+
+
+def complex_exp(z: ComplexValue, exp, cos, sin, multiply) -> ComplexValue:
+    """``exp(a + ib) = e^a (cos b + i sin b)``; ``exp`` / ``cos`` / ``sin`` / ``multiply``
+    build the dialect's real operations."""
+    if z.im is None:
+        return ComplexValue(exp(z.re), None)
+    m = exp(z.re)
+    return ComplexValue(multiply(m, cos(z.im)), multiply(m, sin(z.im)))
+
+
+def complex_multilinear(fn: Callable[[list], Any], operands: list[ComplexValue],
+                        ar: Arith) -> ComplexValue:
+    """``fn(operands)`` for ``fn`` linear in each operand (einsum, matmul) with complex
+    operands: expanded into one real call per choice of each operand's real or imaginary
+    part, a term with k imaginary parts counted with the factor i^k (so 2^c calls for c
+    complex operands, 4 for a product of two)."""
+    terms: list[tuple[list, int]] = [([], 0)]
+    for z in operands:
+        terms = [(parts + [z.re], k) for parts, k in terms] + (
+            [] if z.im is None else [(parts + [z.im], k + 1) for parts, k in terms])
+    re = im = None
+    for parts, k in terms:
+        value, negate = fn(parts), k % 4 >= 2
+        acc = re if k % 2 == 0 else im
+        if acc is None:
+            acc = ar.negative(value) if negate else value
+        else:
+            acc = ar.subtract(acc, value) if negate else ar.add(acc, value)
+        if k % 2 == 0:
+            re = acc
+        else:
+            im = acc
+    return ComplexValue(re, im)

@@ -65,3 +65,28 @@ def test_complex_aware_routes_and_per_part_applies_to_both_parts():
     z = _pair(_rand())
     out = conv(None, [z])
     assert out.re.shape == (4, 3) and np.array_equal(out.im, z.im.T)
+
+
+def test_exp_and_multilinear_match_numpy():
+    a, b, c, d = _rand(), _rand(), rng.standard_normal((4, 5)), _rand()
+    np.testing.assert_allclose(_value(cv.complex_exp(_pair(a), np.exp, np.cos, np.sin,
+                                                     np.multiply)), np.exp(a))
+    real = cv.ComplexValue(c, None)
+    for operands, want in (([_pair(a), _pair(b.T)], a @ b.T),
+                           ([_pair(a), real], a @ c),
+                           ([_pair(a), _pair(b.T), _pair(d)], a @ b.T @ d)):
+        got = cv.complex_multilinear(lambda parts: np.linalg.multi_dot(parts) if len(parts) > 2
+                                     else parts[0] @ parts[1], operands, NP)
+        np.testing.assert_allclose(_value(got), want, rtol=1e-12)
+
+
+def test_complex_aware_sees_python_complex_and_lists():
+    route = cv.complex_aware(lambda ctx, args: "real", lambda ctx, args: "complex")
+    assert route(None, [np.ones(2), 2.0]) == "real"
+    assert route(None, [np.ones(2), 1j]) == "complex"
+    assert route(None, ["ij->i", [np.ones(2), _pair(_rand())]]) == "complex"
+    seen = []
+    got = cv.operand_pair([np.ones(2), 1j], lambda v, z: seen.append(z) or cv.ComplexValue(
+        np.full(2, np.real(v)), np.full(2, np.imag(v))))
+    assert all(z.im is None and z.re.shape == (2,) for z in seen)  # the tensor's dtype
+    assert float(got[0].re[0]) == 1.0 and float(got[1].im[0]) == 1.0

@@ -133,8 +133,11 @@ def _view_as_real(ctx: AtenContext, args):
 def _as_complex(ctx: AtenContext, v, z: ComplexValue) -> ComplexValue:
     """A real operand of complex arithmetic (``im`` None): a tensor, or a number as a
     tensor of ``z``'s dtype."""
-    if isinstance(v, Expr):
-        return ComplexValue(v, None)
+    if isinstance(v, Expr):  # an integer or other-width tensor takes the complex dtype
+        dt = ctx.dtype(z.re)
+        return ComplexValue(v if ctx.dtype(v) == dt else ctx.emit(_op.astype(v, dt)), None)
+    if isinstance(v, complex):  # (S4D's ``-exp(log_a) + 1j * a_imag``)
+        return ComplexValue(ctx.tensor(v.real, z.re), ctx.tensor(v.imag, z.re))
     if isinstance(v, int | float) and not isinstance(v, bool):
         return ComplexValue(ctx.tensor(float(v), z.re), None)
     raise _unsupported(ctx, f"{ctx.node.target} with a {type(v).__name__} operand")
@@ -165,6 +168,34 @@ def _cdiv(ctx: AtenContext, args):
 
 def _cabs(ctx: AtenContext, args):
     return cv.complex_abs(args[0], _arith(ctx))
+
+
+def _cexp(ctx: AtenContext, args):
+    """``exp`` of a complex value (S4D's discretized ``exp(dt A)`` and its powers)."""
+    return cv.complex_exp(args[0], lambda x: ctx.emit(_op.exp(x)),
+                          lambda x: ctx.emit(_op.cos(x)), lambda x: ctx.emit(_op.sin(x)),
+                          lambda a, b: ctx.emit(_op.multiply(a, b)))
+
+
+def _cmatmul(ctx: AtenContext, args, _real=ATEN["bmm.default"]):
+    """``mm`` / ``bmm`` / ``matmul`` with a complex operand (an einsum over complex tensors
+    decomposes to one), as the real products of each choice of parts."""
+    z = next(a for a in args[:2] if isinstance(a, ComplexValue))
+    zs = [a if isinstance(a, ComplexValue) else _as_complex(ctx, a, z) for a in args[:2]]
+    return cv.complex_multilinear(lambda parts: _real(ctx, parts), zs, _arith(ctx))
+
+
+def _csum(name: str):
+    """A sum of a complex value: its parts summed alike (an einsum that keeps an axis
+    decomposes to a product and one)."""
+    def convert(ctx: AtenContext, args):
+        dtype = args[3] if name == "sum.dim_IntList" and len(args) > 3 else (
+            args[1] if name == "sum.default" and len(args) > 1 else None)
+        if dtype is not None:
+            raise _unsupported(ctx, f"{ctx.node.target} with a dtype")
+        return cv.per_part(ATEN[name])(ctx, args)
+
+    return convert
 
 
 def _zero_pad(ctx: AtenContext, args):
@@ -209,5 +240,8 @@ def _to_copy(ctx: AtenContext, args, _real=ATEN["_to_copy.default"]):
 for _name, _fn in (("mul.Tensor", _cmul), ("mul.Scalar", _cmul), ("add.Tensor", _cadd(1)),
                    ("add.Scalar", _cadd(1)), ("sub.Tensor", _cadd(-1)),
                    ("sub.Scalar", _cadd(-1)), ("div.Tensor", _cdiv), ("div.Scalar", _cdiv),
-                   ("abs.default", _cabs)):
+                   ("abs.default", _cabs), ("exp.default", _cexp),
+                   ("mm.default", _cmatmul), ("bmm.default", _cmatmul),
+                   ("matmul.default", _cmatmul), ("sum.dim_IntList", _csum("sum.dim_IntList")),
+                   ("sum.default", _csum("sum.default"))):
     register(_name)(cv.complex_aware(ATEN[_name], _fn))

@@ -210,10 +210,10 @@ def _real_imag(ctx, args):
 def _as_complex(ctx, v, other):
     """An operand as a ComplexValue; ``im`` None for a real tensor or number (Python numbers
     take the dtype of ``other``, the complex operand)."""
-    if _is_expr(v):
-        return ComplexValue(v, None)
+    dt = ctx.dtype(other.re)
+    if _is_expr(v):  # an integer or other-width tensor takes the complex operand's dtype
+        return ComplexValue(v if ctx.dtype(v) == dt else _op.cast(v, dt), None)
     if isinstance(v, int | float | complex) and not isinstance(v, bool):
-        dt = ctx.dtype(other.re)
         im = _expr.const(np.array(v.imag, dt), dt) if isinstance(v, complex) else None
         return ComplexValue(_expr.const(np.array(v.real, dt), dt), im)
     raise _unsupported(ctx, f"aten::{ctx.op_name} with a {type(v).__name__} operand")
@@ -246,6 +246,27 @@ def _cabs(ctx, args):
     return cv.complex_abs(args[0], _ARITH)
 
 
+def _cexp(ctx, args):
+    """``exp`` of a complex value (S4D's discretized ``exp(dt A)`` and its Vandermonde
+    powers)."""
+    return cv.complex_exp(args[0], _op.exp, _op.cos, _op.sin, _op.multiply)
+
+
+def _ceinsum(ctx, args):
+    """An einsum with complex operands, as the sum of real einsums over each choice of
+    real / imaginary parts (S4D's ``einsum('hn,hnl->hl', C, exp(K))``)."""
+    from ..einsum import einsum
+
+    equation, operands = args[0], list(args[1])
+    zs = [z if isinstance(z, ComplexValue) else _as_complex(ctx, z, _first_complex(operands))
+          for z in operands]
+    return cv.complex_multilinear(lambda parts: einsum(equation, parts), zs, _ARITH)
+
+
+def _first_complex(values) -> ComplexValue:
+    return next(v for v in values if isinstance(v, ComplexValue))
+
+
 def _zero_pad(ctx, args):
     """constant_pad_nd of a complex value, with zeros only."""
     if len(args) > 2 and args[2] not in (0, 0.0, None):
@@ -258,7 +279,20 @@ for _name in ("slice", "select", "permute", "view", "reshape", "unsqueeze", "squ
     register(_name)(cv.complex_aware(ATEN[_name], cv.per_part(ATEN[_name])))
 register("constant_pad_nd")(cv.complex_aware(ATEN["constant_pad_nd"], _zero_pad))
 
+def _csum(ctx, args):
+    """A sum of a complex value: its parts summed alike (an einsum that keeps an axis)."""
+    if len(args) > 3 and args[3] is not None:
+        raise _unsupported(ctx, "aten::sum with a dtype")
+    return cv.per_part(ATEN["sum"])(ctx, args)
+
+
+def _csize(ctx, args):
+    """``z.shape`` of a complex value: its real part's."""
+    return ATEN["size"](ctx, [args[0].re, *args[1:]])
+
+
 for _name, _fn in (("mul", _cmul), ("mul_", _cmul), ("add", _cadd(1)), ("add_", _cadd(1)),
                    ("sub", _cadd(-1)), ("sub_", _cadd(-1)), ("div", _cdiv), ("div_", _cdiv),
-                   ("abs", _cabs)):
+                   ("abs", _cabs), ("exp", _cexp), ("einsum", _ceinsum), ("sum", _csum),
+                   ("size", _csize)):
     register(_name)(cv.complex_aware(ATEN[_name], _fn))
