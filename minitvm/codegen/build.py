@@ -12,6 +12,7 @@ import os
 import threading
 
 from ..runtime import jit
+from ..target.host_only import check_host_target
 from ..tir.analysis import verify_well_formed
 from ..tir.analysis.loop_invariant import hoistable_accesses
 from ..tir.expr import IntImm, Var
@@ -91,10 +92,7 @@ def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
 
 
 def _target_ok(target) -> None:
-    kind = getattr(target, "kind", None)
-    text = str(getattr(kind, "name", kind) if kind is not None else (target or "llvm"))
-    if text.split()[0] not in ("llvm", "c", "cpu"):
-        raise ValueError(f"codegen.build only supports the 'llvm' target, got {target!r}")
+    check_host_target("codegen.build", target)
 
 
 def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,

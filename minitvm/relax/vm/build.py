@@ -18,6 +18,7 @@ from ...runtime.relax_vm import Executable, kernel_spec
 from ...schedule import optimize_prim_func
 from ...schedule.batch_loop import image_loop_var
 from ...schedule.prim_func import optimize_prim_func_prepacked
+from ...target.host_only import check_host_target
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...tir.stmt import For, ForKind
@@ -34,13 +35,7 @@ __all__ = ["build", "compile_cost", "compile_kernels"]
 
 
 def _target_ok(target) -> None:
-    if target is None:
-        return
-    kind = getattr(target, "kind", None)
-    text = str(getattr(kind, "name", kind) if kind is not None else target)
-    if text.split()[0] not in ("llvm", "c", "cpu"):
-        raise ValueError(f"relax.build only supports the 'llvm' target (the host CPU), got "
-                         f"{target!r}")
+    check_host_target("relax.build", target)
 
 
 def _distinct_functions(mod: IRModule) -> IRModule:
