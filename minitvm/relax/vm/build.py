@@ -179,6 +179,7 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         else:
             raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
     _target_ok(target)
+    external_mods = list(mod.get_attr("external_mods") or [])  # RunCodegen's modules
     mod = _distinct_functions(mod)
     if _has_local_functions(mod):  # local functions and closures become module functions
         mod = transform.LambdaLift()(mod)
@@ -213,7 +214,7 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         apply_packs(name, packs, sites, consts)
     if transforms:
         consts = compact_constants(funcs, consts)
-    return Executable(funcs, table, consts, kernels)
+    return Executable(funcs, table, consts, kernels, external_mods)
 
 
 def compile(mod, target="llvm", *, relax_pipeline="default_build", tir_pipeline=None,

@@ -190,7 +190,9 @@ class VirtualMachine:
                 if entry is not None:
                     table.append((_PACKED, entry[0], name))
                 else:
-                    fn = get_global_func(name, allow_missing=True)
+                    fn = exe.external_function(name)
+                    if fn is None:
+                        fn = get_global_func(name, allow_missing=True)
                     fn = _UserPacked(fn if fn is not None else _Missing(name))
                     table.append((_PACKED, fn, name))
         self._table = table
