@@ -22,7 +22,7 @@ TIERS: list[set[str]] = [
     {"cli"},
     {"meta_schedule"},
     {"autotvm"},
-    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune"},
+    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune", "dlight"},
     {"script"},
     {"relay", "relax"},
     {"frontend_common"},

@@ -181,3 +181,82 @@ def test_run_codegen_errors():
         relax.transform.RunCodegen()(fused)
     # nothing to offload: the module comes back as it was
     assert tvm.ir.structural_equal(relax.transform.RunCodegen()(mod), mod)
+
+
+def test_auto_tuning_and_deploy(tmp_path):
+    """The tutorial's tuning step on the CPU: zero pipeline, MetaScheduleTuneTIR,
+    MetaScheduleApplyDatabase under ``with target``, then relax.build and the VM."""
+    mod, params = export()
+    device = tvm.cpu(0)
+    target = tvm.target.Target.from_device(device)
+    assert str(target) == "llvm -keys=cpu"
+    trials = 2
+    with target:
+        mod = tvm.ir.transform.Sequential([
+            relax.get_pipeline("zero"),
+            relax.transform.MetaScheduleTuneTIR(work_dir=str(tmp_path), max_trials_global=trials),
+            relax.transform.MetaScheduleApplyDatabase(work_dir=str(tmp_path)),
+        ])(mod)
+    assert (tmp_path / "records.jsonl").exists()  # (a GEMV-only model: nothing to tune)
+    assert mod.get_attr("minitvm.schedule_knobs") is not None
+    ex = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(ex, device)
+    rng = np.random.default_rng(1)
+    data = tvm.nd.array(rng.random(input_shape).astype("float32"), device)
+    cpu_params = [tvm.nd.array(rng.random(p.shape).astype(p.dtype), device) for _, p in params]
+    out = vm["forward"](data, *cpu_params).numpy()
+    w1, b1, w2 = (p.numpy() for p in cpu_params)
+    np.testing.assert_allclose(out, np.maximum(data.numpy() @ w1.T + b1, 0) @ w2.T,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_tuned_knobs_reach_the_build(tmp_path):
+    """A convolution has knobs to tune: the records MetaScheduleTuneTIR writes are what
+    relax.build lowers the kernel with after MetaScheduleApplyDatabase."""
+    from minitvm.schedule.knobs import KnobTable
+    from minitvm.tune import MeasureResult
+    from minitvm.tune.workload import measure_workload
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2D(4, 8, 3, padding=1)
+
+        def forward(self, x):
+            return self.conv(x)
+
+    mod, params = ConvNet().export_tvm({"forward": {"x": nn.spec.Tensor((1, 4, 8, 8),
+                                                                           "float32")}})
+    class InProcessRunner:  # one short timing, here rather than in a worker: a fast test
+        def run(self, task, candidates):
+            return [MeasureResult(measure_workload(task, knobs, repeat=1, min_repeat_ms=1.0),
+                                  None, 0.0) for knobs in candidates]
+
+    with tvm.target.Target("llvm"):
+        mod = relax.transform.MetaScheduleTuneTIR(str(tmp_path), 1,
+                                                  runner=InProcessRunner())(mod)
+        tuned = relax.transform.MetaScheduleApplyDatabase(str(tmp_path))(mod)
+    records = (tmp_path / "records.jsonl").read_text().splitlines()
+    assert records, "a conv2d workload is tunable"
+    table = tuned.get_attr("minitvm.schedule_knobs")
+    tracing = KnobTable(table.entries, trace=True)
+    ex = relax.build(tuned.with_attr("minitvm.schedule_knobs", tracing), target="llvm")
+    assert set(tracing.seen) & set(table.entries), "the build looked up the tuned workload"
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 4, 8, 8)).astype("float32")
+    w, b = (rng.standard_normal(p.shape).astype("float32") for _, p in params)
+    out = relax.VirtualMachine(ex, tvm.cpu())["forward"](tvm.nd.array(x), tvm.nd.array(w),
+                                                          tvm.nd.array(b)).numpy()
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + 8, j:j + 8], w[:, :, i, j])
+              for i in range(3) for j in range(3)) + b[None, :, None, None]
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(FileNotFoundError, match="run MetaScheduleTuneTIR"):
+        relax.transform.MetaScheduleApplyDatabase(str(tmp_path / "elsewhere"))(mod)
+
+
+def test_dlight_rules_are_a_difference():
+    from minitvm import dlight as dl
+
+    with pytest.raises(TVMDifferenceError, match="no GPU schedule rules"):
+        dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Fallback())
