@@ -20,6 +20,7 @@ ROOT = pathlib.Path(minitvm.__file__).parent
 TIERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
+    {"driver"},
     {"meta_schedule"},
     {"autotvm"},
     {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune", "dlight"},
