@@ -126,6 +126,8 @@ class Executable(Module):
     def get_function(self, name: str, query_imports: bool = False):
         if name in self.kernels:
             return self.native_kernel(name)
+        if name in ("stats", "as_text"):  # TVM's executable module functions
+            return getattr(self, name)
         raise AttributeError(f"executable has no kernel {name!r}; run Relax functions with "
                              "relax.VirtualMachine(ex, tvm.cpu())")
 
