@@ -39,6 +39,7 @@ TIERS: list[set[str]] = [
     {"target"},
     {"ir"},
     {"contrib"},
+    {"rpc"},
     {"runtime"},
 ]
 DIALECTS = {"relay", "relax"}

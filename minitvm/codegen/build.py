@@ -87,7 +87,10 @@ def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
     out = {}
     for key, f in items:
         if isinstance(f, PrimFunc):
-            out[getattr(key, "name_hint", key)] = f
+            # the exported name is the function's global_symbol, as in TVM (from_expr keys a
+            # PrimFunc "main" while its symbol says "add_one"); else its global var's name
+            gsym = f.attrs.get("global_symbol") if f.attrs else None
+            out[str(gsym) if gsym else getattr(key, "name_hint", key)] = f
     return out
 
 
