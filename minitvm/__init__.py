@@ -16,6 +16,14 @@ from .runtime import DataType, DataTypeCode  # noqa: E402,F401  (tvm.DataType)
 from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
 from . import compat
 from . import autotvm, meta_schedule  # noqa: E402  (TVM's tuning APIs, on minitvm.tune)
+from .meta_schedule import relax_passes as _relax_passes  # noqa: E402
+from . import dlight  # noqa: E402,F401  (tvm.dlight: GPU rules, a documented difference)
+from . import driver  # noqa: E402,F401  (tvm.driver.tvmc)
+from . import rpc  # noqa: E402,F401  (tvm.rpc: LocalSession; the network parts differ)
+
+# TVM's relax.transform.MetaScheduleTuneTIR / ApplyDatabase sit above the tuner they drive
+relax.transform.MetaScheduleTuneTIR = _relax_passes.MetaScheduleTuneTIR
+relax.transform.MetaScheduleApplyDatabase = _relax_passes.MetaScheduleApplyDatabase
 
 __version__ = "0.1.0"
 

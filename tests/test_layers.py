@@ -20,9 +20,10 @@ ROOT = pathlib.Path(minitvm.__file__).parent
 TIERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
+    {"driver"},
     {"meta_schedule"},
     {"autotvm"},
-    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune"},
+    {"cli_passes", "cli_model", "cli_cache", "compat", "parser", "testing", "tune", "dlight"},
     {"script"},
     {"relay", "relax"},
     {"frontend_common"},
@@ -38,6 +39,7 @@ TIERS: list[set[str]] = [
     {"target"},
     {"ir"},
     {"contrib"},
+    {"rpc"},
     {"runtime"},
 ]
 DIALECTS = {"relay", "relax"}

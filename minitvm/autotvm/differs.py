@@ -1,21 +1,9 @@
 """The error for the parts of TVM's tuning APIs that minitvm deliberately leaves out: it says
-what differs and what to use instead, rather than an AttributeError deep in a script."""
+what differs and what to use instead, rather than an AttributeError deep in a script. (Defined
+with TVM's other error classes in ``runtime/error.py``, so lower layers raise it too.)"""
 
 from __future__ import annotations
 
+from ..runtime.error import TVMDifferenceError, differs, missing_attribute
 
-class TVMDifferenceError(NotImplementedError):
-    """A TVM name that minitvm does not provide on purpose; the message names the replacement."""
-
-
-def differs(name: str, why: str, instead: str) -> TVMDifferenceError:
-    return TVMDifferenceError(f"{name}: minitvm differs from TVM here: {why}. Use {instead}.")
-
-
-def missing_attribute(module: str, name: str, known: dict[str, tuple[str, str]]):
-    """A module ``__getattr__`` body: a known left-out name raises its difference, any other
-    name the usual AttributeError."""
-    if name in known:
-        why, instead = known[name]
-        raise differs(f"{module}.{name}", why, instead)
-    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+__all__ = ["TVMDifferenceError", "differs", "missing_attribute"]

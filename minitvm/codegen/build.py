@@ -12,6 +12,7 @@ import os
 import threading
 
 from ..runtime import jit
+from ..target.host_only import check_host_target
 from ..tir.analysis import verify_well_formed
 from ..tir.analysis.loop_invariant import hoistable_accesses
 from ..tir.expr import IntImm, Var
@@ -86,15 +87,15 @@ def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
     out = {}
     for key, f in items:
         if isinstance(f, PrimFunc):
-            out[getattr(key, "name_hint", key)] = f
+            # the exported name is the function's global_symbol, as in TVM (from_expr keys a
+            # PrimFunc "main" while its symbol says "add_one"); else its global var's name
+            gsym = f.attrs.get("global_symbol") if f.attrs else None
+            out[str(gsym) if gsym else getattr(key, "name_hint", key)] = f
     return out
 
 
 def _target_ok(target) -> None:
-    kind = getattr(target, "kind", None)
-    text = str(getattr(kind, "name", kind) if kind is not None else (target or "llvm"))
-    if text.split()[0] not in ("llvm", "c", "cpu"):
-        raise ValueError(f"codegen.build only supports the 'llvm' target, got {target!r}")
+    check_host_target("codegen.build", target)
 
 
 def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,

@@ -15,11 +15,12 @@ STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "random", "replay-
 
 def tune_model(mod, params, target, work_dir, max_trials_global: int,
                max_trials_per_task: int | None, strategy: str, seed: int | None,
-               where: str) -> RecordDatabase:
+               where: str, runner=None) -> RecordDatabase:
     """Tune every workload of ``mod``; records go to ``work_dir/records.jsonl``.
 
     ``max_trials_global`` is shared evenly by the tasks (each gets at least one trial),
-    ``max_trials_per_task`` caps each."""
+    ``max_trials_per_task`` caps each; ``runner`` is ``tune_tasks``' (None: a worker
+    process)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"{where}: strategy must be one of {sorted(STRATEGIES)}, got "
                          f"{strategy!r}")
@@ -37,7 +38,7 @@ def tune_model(mod, params, target, work_dir, max_trials_global: int,
     if max_trials_per_task is not None:
         per_task = max(1, min(per_task, int(max_trials_per_task)))
     return tune_tasks(tasks, records, trials=per_task, strategy=STRATEGIES[strategy],
-                      seed=seed or 0, progress="none")
+                      seed=seed or 0, progress="none", runner=runner)
 
 
 def check_database(database, where: str) -> None:

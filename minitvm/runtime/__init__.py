@@ -4,6 +4,10 @@ Nothing here imports the compiler: an exported library loads and runs with this 
 (plus the dialect that wrote it when it holds numpy-fallback kernels)."""
 
 from .ndarray import NDArray, Device, array, cpu, cuda, device, empty, gpu  # noqa: F401
+
+# TVM >= 0.22 names them tvm.runtime.tensor / tvm.runtime.Tensor (NDArray before)
+tensor = array
+Tensor = NDArray
 from . import container  # noqa: E402,F401
 from .module import Module, load_module  # noqa: E402,F401
 from .registry import get_global_func, register_func  # noqa: E402,F401

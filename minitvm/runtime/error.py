@@ -9,7 +9,8 @@ from __future__ import annotations
 
 __all__ = ["TVMError", "InternalError", "DiagnosticError", "RPCError", "RPCSessionTimeoutError",
            "OpError", "OpNotImplemented", "OpAttributeRequired", "OpAttributeInvalid",
-           "OpAttributeUnImplemented", "register_error"]
+           "OpAttributeUnImplemented", "register_error", "TVMDifferenceError", "differs",
+           "missing_attribute"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -74,3 +75,21 @@ class OpAttributeInvalid(OpError, AttributeError):
 @register_error
 class OpAttributeUnImplemented(OpError, NotImplementedError):
     """An operator attribute is not supported."""
+
+
+class TVMDifferenceError(NotImplementedError):
+    """A TVM name or target that minitvm does not provide on purpose (CUDA, RPC, AutoTVM's
+    schedule templates...); the message says what differs and names the replacement."""
+
+
+def differs(name: str, why: str, instead: str) -> TVMDifferenceError:
+    return TVMDifferenceError(f"{name}: minitvm differs from TVM here: {why}. Use {instead}.")
+
+
+def missing_attribute(module: str, name: str, known: dict[str, tuple[str, str]]):
+    """A module ``__getattr__`` body: a known left-out name raises its difference, any other
+    name the usual AttributeError."""
+    if name in known:
+        why, instead = known[name]
+        raise differs(f"{module}.{name}", why, instead)
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")

@@ -258,6 +258,11 @@ def builtin_table(isa: str | None = None, cpu: str | None = None) -> KnobTable |
 _PLAIN_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")  # a table's file name: no path, no dots
 
 
+# the IRModule attribute under which a module carries the knob table its kernels are to be
+# lowered with (set by MetaScheduleApplyDatabase, read by relax.build)
+SCHEDULE_KNOBS_ATTR = "minitvm.schedule_knobs"
+
+
 @contextmanager
 def use_knobs(table: KnobTable | None) -> Iterator[KnobTable | None]:
     """Builds started inside this block (in this thread) schedule with ``table``'s knobs."""

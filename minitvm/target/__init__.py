@@ -172,6 +172,22 @@ class Target:
         return self.kind.device_type
 
     @staticmethod
+    def from_device(device) -> Target:
+        """The target of ``device`` (a Device or a name such as ``"cpu"``): ``llvm`` for the
+        CPU, else the kind registered for its device type (``cuda`` for ``tvm.cuda(0)``)."""
+        device_type = getattr(device, "device_type", None)
+        if device_type is None:
+            from ..runtime.ndarray import device as make_device
+
+            device_type = make_device(str(device)).device_type
+        if device_type == 1:
+            return Target("llvm")
+        for kind, (_, dev_type) in _KNOWN.items():
+            if dev_type == device_type:
+                return Target(kind)
+        raise ValueError(f"Target.from_device: no target kind for device type {device_type}")
+
+    @staticmethod
     def current(allow_none: bool = True):
         if _STACK.stack:
             return _STACK.stack[-1]

@@ -33,6 +33,19 @@ class DFPattern:
     def __or__(self, other: DFPattern) -> OrPattern:
         return OrPattern(self, other)
 
+    # arithmetic builds calls of the Relax operators, as TVM's patterns do (``mm + bias``)
+    def __add__(self, other) -> CallPattern:
+        return is_op("relax.add")(self, _as_pattern_operand(other))
+
+    def __sub__(self, other) -> CallPattern:
+        return is_op("relax.subtract")(self, _as_pattern_operand(other))
+
+    def __mul__(self, other) -> CallPattern:
+        return is_op("relax.multiply")(self, _as_pattern_operand(other))
+
+    def __truediv__(self, other) -> CallPattern:
+        return is_op("relax.divide")(self, _as_pattern_operand(other))
+
     def __and__(self, other: DFPattern) -> AndPattern:
         return AndPattern(self, other)
 
@@ -190,6 +203,11 @@ class AttrPattern(DFPattern):
 
     def __init__(self, pattern: DFPattern, attrs: dict):
         self.pattern, self.attrs = pattern, dict(attrs)
+
+
+def _as_pattern_operand(p) -> DFPattern:
+    """An operand of pattern arithmetic: a pattern, else the expression itself."""
+    return p if isinstance(p, DFPattern) else ExprPattern(p)
 
 
 def _as_pattern(p) -> DFPattern:

@@ -7,6 +7,8 @@ buffers it receives."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from ...backend.disk_cache import active_cache
 from ...backend.options import lowering_options
 from ...backend.parallel_compile import run_sharded
@@ -17,7 +19,9 @@ from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
 from ...schedule import optimize_prim_func
 from ...schedule.batch_loop import image_loop_var
+from ...schedule.knobs import SCHEDULE_KNOBS_ATTR, use_knobs
 from ...schedule.prim_func import optimize_prim_func_prepacked
+from ...target.host_only import check_host_target
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...tir.stmt import For, ForKind
@@ -34,13 +38,7 @@ __all__ = ["build", "compile_cost", "compile_kernels"]
 
 
 def _target_ok(target) -> None:
-    if target is None:
-        return
-    kind = getattr(target, "kind", None)
-    text = str(getattr(kind, "name", kind) if kind is not None else target)
-    if text.split()[0] not in ("llvm", "c", "cpu"):
-        raise ValueError(f"relax.build only supports the 'llvm' target (the host CPU), got "
-                         f"{target!r}")
+    check_host_target("relax.build", target)
 
 
 def _distinct_functions(mod: IRModule) -> IRModule:
@@ -184,6 +182,9 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         else:
             raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
     _target_ok(target)
+    external_mods = list(mod.get_attr("external_mods") or [])  # RunCodegen's modules
+    # schedule knobs a MetaScheduleApplyDatabase pass attached: kernels are lowered with them
+    schedule_knobs = mod.get_attr(SCHEDULE_KNOBS_ATTR)
     mod = _distinct_functions(mod)
     if _has_local_functions(mod):  # local functions and closures become module functions
         mod = transform.LambdaLift()(mod)
@@ -203,7 +204,8 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         mod = lowering_pipeline()(pipeline(mod))
     else:
         mod = lowering_pipeline()(mod)
-    options = lowering_options(PassContext.current())
+    with use_knobs(schedule_knobs) if schedule_knobs is not None else nullcontext():
+        options = lowering_options(PassContext.current())
     with no_gc():
         funcs, table, consts, prims = codegen(mod)
     # matmul weights that are constants at every call site are packed once, here
@@ -218,7 +220,7 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         apply_packs(name, packs, sites, consts)
     if transforms:
         consts = compact_constants(funcs, consts)
-    return Executable(funcs, table, consts, kernels)
+    return Executable(funcs, table, consts, kernels, external_mods)
 
 
 def compile(mod, target="llvm", *, relax_pipeline="default_build", tir_pipeline=None,

@@ -28,6 +28,10 @@ def search_dense_op_weight(expr) -> list[str]:
     return names
 
 
+# TVM's own name (private there, yet its "Deploy a Hugging Face Pruned Model" tutorial calls it)
+_search_dense_op_weight = search_dense_op_weight
+
+
 def process_params(expr, params: dict, block_size, sparsity_threshold: float):
     """Replace, in ``params`` (changed in place, as TVM does), each dense weight whose share of
     zeros is at least ``sparsity_threshold`` by its BSR parts ``<name>.data``, ``.indices`` and

@@ -18,6 +18,7 @@ from ...runtime import blas
 from ...runtime.graph_executor import GraphExecutorFactoryModule
 from ...runtime.module import GraphLib
 from ...schedule.knobs import use_knobs
+from ...target.host_only import check_host_target, target_kind_name
 from ...transform.context import PassContext
 from ..expr import Function
 from . import build_cache
@@ -67,10 +68,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
         ``get_graph_json()``, ``get_lib()``, ``get_params()``, ``export_library(path)``.
     """
     t0 = time.perf_counter()
-    kind = str(getattr(getattr(target, "kind", None), "name", target) or "llvm").split()[0]
-    if kind not in ("llvm", "c", "cpu"):
-        raise ValueError(f"relay.build: only the 'llvm' (host CPU) target is supported, "
-                         f"got {target!r}")
+    check_host_target("relay.build", target)
+    kind = target_kind_name(target)
     _check_executor_runtime(executor, runtime)
     mod = _as_module(ir_mod)
     options = lowering_options()

@@ -18,6 +18,7 @@ from ...ir.module import IRModule
 from ..expr import Call, Constant, Function, Tuple, const
 from ..expr_functor import ExprMutator, post_order_visit
 from .annotate import SQ_NAME, QAnnotateKind, kind2str
+from .kl_threshold import kl_divergence_scale
 
 
 def _sq_calls(func) -> list:
@@ -46,58 +47,6 @@ def max_scale(arr: np.ndarray) -> float:
 def percentile_scale(arr: np.ndarray) -> float:
     """The 99.99th percentile of the magnitudes."""
     return float(np.percentile(np.abs(arr), 99.99)) or 1.0
-
-
-def kl_divergence_scale(arr: np.ndarray, num_bins: int = 8001,
-                        num_quantized_bins: int = 255) -> float:
-    """The clipping threshold whose ``num_quantized_bins``-level quantization of the histogram
-    of ``arr`` loses the least information (smallest KL divergence)."""
-    arr = np.asarray(arr, "float64").ravel()
-    peak = float(np.max(np.abs(arr))) if arr.size else 0.0
-    if peak == 0.0:
-        return 1.0
-    hist, edges = np.histogram(arr, bins=num_bins, range=(-peak, peak))
-    hist = hist.astype("float64")
-    zero = num_bins // 2
-    half_q = num_quantized_bins // 2
-    best, best_div = peak, np.inf
-    for i in range(half_q, zero + 1):
-        lo, hi = zero - i, zero + i + 1
-        p = hist[lo:hi].copy()
-        p[0] += hist[:lo].sum()
-        p[-1] += hist[hi:].sum()
-        # merge the window into num_quantized_bins levels, spread back over non-empty bins
-        src = hist[lo:hi]
-        starts = (np.arange(num_quantized_bins) * src.size) // num_quantized_bins
-        sizes = np.diff(np.append(starts, src.size))
-        nonzero = src != 0
-        sums = np.add.reduceat(src, starts)
-        counts = np.add.reduceat(nonzero.astype("float64"), starts)
-        q = np.repeat(sums / np.maximum(counts, 1.0), sizes) * (p != 0)
-        # smoothing in count units (not probabilities): a window whose quantized histogram
-        # keeps only a few samples pays for it, so the clipped-away mass is not ignored
-        ps, qs = _smooth(p), _smooth(q)
-        if ps is None or qs is None:
-            continue
-        ps, qs = ps / ps.sum(), qs / qs.sum()
-        div = float(np.sum(ps * np.log(ps / qs)))
-        if div < best_div:
-            best_div, best = div, float(edges[hi])
-    return best
-
-
-def _smooth(v: np.ndarray, eps: float = 1e-4):
-    """Give empty bins ``eps``, taken evenly from the others; None when all are empty (or the
-    others cannot pay for it)."""
-    zeros = v == 0
-    n_zero = int(zeros.sum())
-    n_nonzero = v.size - n_zero
-    if n_nonzero == 0:
-        return None
-    take = eps * n_zero / n_nonzero
-    if take >= 1.0:
-        return None
-    return np.where(zeros, eps, v - take)
 
 
 def _collect_stats(func, calls, dataset) -> list:

@@ -72,12 +72,28 @@ class VMFunction:
         return f"VMFunction({self.name!r}, params={self.params})"
 
 
+def external_function(modules, symbol: str):
+    """The packed function ``symbol`` from the first of ``modules`` (runtime modules with
+    ``get_function``, or dicts symbol -> callable) that provides it, or None."""
+    for m in modules:
+        if isinstance(m, dict):
+            fn = m.get(symbol)
+        else:
+            try:
+                fn = m.get_function(symbol)
+            except (AttributeError, KeyError):
+                fn = None
+        if fn is not None:
+            return fn
+    return None
+
+
 class Executable(Module):
     """A compiled Relax program (``relax.build``'s result; ``tvm.relax.Executable``)."""
 
     type_key = "relax.Executable"
 
-    def __init__(self, functions, func_table, constants, kernels):
+    def __init__(self, functions, func_table, constants, kernels, external_mods=()):
         self.functions: dict[str, VMFunction] = {f.name: f for f in functions}
         self.func_table: list[tuple[str, str]] = [tuple(e) for e in func_table]
         # tensors 64-byte aligned, as loaded ones are: relax.build's (a prepacked weight from
@@ -88,6 +104,13 @@ class Executable(Module):
         # kernel name -> (Kernel record, spec)
         self.kernels: dict[str, tuple[Kernel, dict]] = dict(kernels)
         self._native: dict[str, NativeKernel] = {}
+        # modules of external codegens (relax.transform.RunCodegen): their packed functions
+        # are found before the global registry's
+        self.external_mods: list = list(external_mods)
+
+    def external_function(self, symbol: str):
+        """The packed function ``symbol`` of the external modules, or None."""
+        return external_function(self.external_mods, symbol)
 
     @property
     def mod(self):  # TVM: ex.mod is the runtime module
@@ -103,6 +126,8 @@ class Executable(Module):
     def get_function(self, name: str, query_imports: bool = False):
         if name in self.kernels:
             return self.native_kernel(name)
+        if name in ("stats", "as_text"):  # TVM's executable module functions
+            return getattr(self, name)
         raise AttributeError(f"executable has no kernel {name!r}; run Relax functions with "
                              "relax.VirtualMachine(ex, tvm.cpu())")
 
@@ -146,6 +171,10 @@ class Executable(Module):
 
     # ------------------------------------------------------------------ export / load
     def export_library(self, path: str, *args, **kwargs) -> None:
+        if self.external_mods:
+            raise ValueError("export_library: this executable calls functions of external "
+                             "codegen modules (relax.transform.RunCodegen), which live in this "
+                             "process only and cannot be written to a file")
         arrays, consts = {}, []
         for k, c in enumerate(self.constants):
             if isinstance(c, np.ndarray):

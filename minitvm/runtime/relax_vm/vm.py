@@ -190,7 +190,9 @@ class VirtualMachine:
                 if entry is not None:
                     table.append((_PACKED, entry[0], name))
                 else:
-                    fn = get_global_func(name, allow_missing=True)
+                    fn = exe.external_function(name)
+                    if fn is None:
+                        fn = get_global_func(name, allow_missing=True)
                     fn = _UserPacked(fn if fn is not None else _Missing(name))
                     table.append((_PACKED, fn, name))
         self._table = table
@@ -427,6 +429,8 @@ class VirtualMachine:
                        repeats_to_cooldown: int = 1, f_preproc: str = ""):
         """A function of the arguments (or none: those of ``set_input``) returning the seconds
         per call, as a ProfileResult (``.mean``, ``.median``, ``.results``)."""
+        if func_name == "invoke_stateful":  # TVM: times invoke_stateful(name) of set inputs
+            return self._time_stateful(number, repeat, min_repeat_ms)
         saved = func_name in self._saved  # save_function's: called without arguments
         if not saved:
             self._function(func_name)
@@ -445,6 +449,27 @@ class VirtualMachine:
                     t0 = time.perf_counter()
                     for _ in range(n):
                         run(*args)
+                    dt = time.perf_counter() - t0
+                    if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
+                        break
+                    n *= 2
+                results.append(dt / n)
+            return ProfileResult(results)
+
+        return evaluate
+
+    def _time_stateful(self, number: int, repeat: int, min_repeat_ms: int):
+        """``time_evaluator("invoke_stateful")``: a function of a Relax function's name timing
+        ``invoke_stateful`` on the inputs ``set_input`` gave it."""
+
+        def evaluate(name: str):
+            self.invoke_stateful(name)
+            results, n = [], number
+            for _ in range(repeat):
+                while True:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        self.invoke_stateful(name)
                     dt = time.perf_counter() - t0
                     if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
                         break

@@ -89,6 +89,9 @@ class Context(NodeContext):
         self.bb = bb
         self.analyzer = bb.get_analyzer()
         self.graph_inputs: dict = {}  # id(graph-input Var) -> its ONNX name
+        # id(parameter Var) -> the initializer's value, with keep_params_in_input: a shape or
+        # axes input that is an initializer reads it (TVM's get_constant); data stays the Var
+        self.param_values: dict = {}
         # ONNX tensor name -> (q, scales) of a DequantizeLinear over a constant int8 weight that
         # a Conv may read as it is (``onnx_quant.dequantized_weight_scale``)
         self.int8_weights: dict = {}
@@ -189,6 +192,8 @@ class Context(NodeContext):
     def value(self, v, what: str) -> np.ndarray:
         """The import-time value of an input that must be known (a shape, axes, pads...)."""
         k = self.known(v)
+        if k is None and id(v) in self.param_values:
+            k = self.param_values[id(v)]
         if k is None and id(v) in self.graph_inputs:
             name = self.graph_inputs[id(v)]
             raise NeedsConstantInput(

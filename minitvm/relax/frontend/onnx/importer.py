@@ -90,7 +90,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
             raise OpNotImplemented(
                 f"the ONNX model uses {len(missing)} operator(s) the Relax importer does not "
                 f"support: {listed}")
-        params, param_values = [], []
+        params, param_values, initial = [], [], {}
         init_names = set()
         for t in graph.initializer:
             arr = _om.tensor_to_numpy(t, ONNXImportError)
@@ -100,6 +100,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
                 v = Var(name, TensorStructInfo(list(arr.shape), str(arr.dtype)))
                 params.append(v)
                 param_values.append(NDArray(arr))
+                initial[id(v)] = arr
                 self.values[t.name] = v
             else:
                 self.values[t.name] = arr
@@ -125,6 +126,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         bb = BlockBuilder()
         ctx = Context(bb, self.opset)
         ctx.graph_inputs = input_names
+        ctx.param_values = initial
         ctx.uses = _om.tensor_reads(graph)
         ctx.finite = finite_tensors(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)

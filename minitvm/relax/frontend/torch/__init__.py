@@ -11,6 +11,11 @@ from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool
 from .context import ATEN, OpNotImplemented, TorchImportError
 from .exported_program import ExportedProgramImporter
 from .fx_translator import from_fx
+from . import exported_program as exported_program_translator  # TVM's module name
+
+import sys as _sys  # noqa: E402
+
+_sys.modules.setdefault(__name__ + ".exported_program_translator", exported_program_translator)
 
 __all__ = ["from_exported_program", "from_fx", "supported_ops", "TorchImportError", "OpNotImplemented"]
 
@@ -45,7 +50,9 @@ def _decomposition_table():
 
 
 def from_exported_program(exported_program, *, keep_params_as_input: bool = False,
-                          unwrap_unit_return_tuple: bool = False):
+                          unwrap_unit_return_tuple: bool = False,
+                          custom_convert_map: dict | None = None,
+                          run_ep_decomposition: bool = True):
     """Convert a ``torch.export.ExportedProgram`` into a Relax IRModule (function ``main``).
 
     Parameters
@@ -57,6 +64,12 @@ def from_exported_program(exported_program, *, keep_params_as_input: bool = Fals
         attribute, see ``relax.frontend.detach_params``) instead of constants.
     unwrap_unit_return_tuple : bool
         Return a single output as a tensor rather than a 1-tuple.
+    custom_convert_map : dict, optional
+        ATen name (``"sigmoid.default"``) -> ``converter(node, importer)`` returning the Relax
+        expression of the node; ``importer.retrieve_args(node)`` gives its converted
+        arguments and ``importer.block_builder`` emits.
+    run_ep_decomposition : bool
+        Run PyTorch's decompositions first (False keeps the program's own operators).
 
     Returns
     -------
@@ -74,6 +87,8 @@ def from_exported_program(exported_program, *, keep_params_as_input: bool = Fals
     if not isinstance(ep, torch.export.ExportedProgram):
         raise TypeError(f"from_exported_program expects a torch.export.ExportedProgram, got "
                         f"{type(ep).__name__}")
-    ep = ep.run_decompositions(_decomposition_table())
-    importer = ExportedProgramImporter(keep_params_as_input, unwrap_unit_return_tuple)
+    if run_ep_decomposition:
+        ep = ep.run_decompositions(_decomposition_table())
+    importer = ExportedProgramImporter(keep_params_as_input, unwrap_unit_return_tuple,
+                                       custom_convert_map)
     return importer.from_exported_program(ep)

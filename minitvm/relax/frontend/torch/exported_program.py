@@ -67,10 +67,14 @@ def _var_name(name: str) -> str:
 class ExportedProgramImporter:
     """Walks the (decomposed) graph module of an ExportedProgram in order."""
 
-    def __init__(self, keep_params_as_input: bool, unwrap_unit_return_tuple: bool):
+    def __init__(self, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
+                 custom_convert_map: dict | None = None):
         self.keep_params = keep_params_as_input
         self.unwrap = unwrap_unit_return_tuple
+        # ATen name ("sigmoid.default") -> the user's converter(node, importer) -> Relax expr
+        self.custom_convert_map = dict(custom_convert_map or {})
         self.env: dict = {}
+        self.block_builder: BlockBuilder | None = None  # set while converting
         # torch symbol name ("s0") -> the tir var to use for it (from_fx: the user's names)
         self.symbols: dict = {}
         # False: main returns its output tuple unbound (from_fx's no_bind_return_tuple)
@@ -81,11 +85,15 @@ class ExportedProgramImporter:
         for n in gm.graph.nodes:
             if n.op == "call_function" and n.target is not operator.getitem:
                 name = aten_name(n.target)
-                if name not in ATEN:
+                if name not in ATEN and name not in self.custom_convert_map:
                     counts[name] += 1
             elif n.op in ("call_module", "call_method"):
                 counts[f"{n.op}:{n.target}"] += 1
         return dict(counts)
+
+    def retrieve_args(self, node) -> list:
+        """The converted values of ``node``'s positional arguments (for custom converters)."""
+        return list(self._value(tuple(node.args)))
 
     def _value(self, a):
         import torch
@@ -108,6 +116,7 @@ class ExportedProgramImporter:
             raise OpNotImplemented(f"the exported program uses {len(missing)} operator(s) the "
                                    f"Relax importer does not support: {listed}")
         bb = BlockBuilder()
+        self.block_builder = bb
         ctx = AtenContext(bb)
         ctx.symbols.update(self.symbols)
         state = dict(ep.state_dict)
@@ -185,6 +194,13 @@ class ExportedProgramImporter:
             return
         ctx.node = n
         name = aten_name(n.target)
+        if name in self.custom_convert_map:
+            out = self.custom_convert_map[name](n, self)
+            if not isinstance(out, Expr):
+                raise TorchImportError(f"the custom converter of {name} (node {n.name}) "
+                                       f"returned {type(out).__name__}, not a Relax expression")
+            self.env[n] = out
+            return
         args = self._value(_schema_args(n.target, n.args, n.kwargs))
         refuse_complex(ctx, ATEN[name], list(args))
         try:

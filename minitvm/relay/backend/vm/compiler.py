@@ -13,6 +13,7 @@ from ....backend.options import lowering_options
 from ....ir.module import IRModule
 from ....runtime.vm import Executable
 from ....target import Target
+from ....target.host_only import check_host_target
 from ....transform.context import PassContext
 from ...expr import Function
 from .codegen import FunctionCompiler
@@ -28,10 +29,7 @@ def _check_target(target) -> None:
         for t in target.values():
             _check_target(t)
         return
-    kind = str(getattr(getattr(target, "kind", None), "name", target) or "llvm").split()[0]
-    if kind not in ("llvm", "c", "cpu"):
-        raise ValueError(f"relay.vm.compile: only the 'llvm' (host CPU) target is supported, "
-                         f"got {target!r}")
+    check_host_target("relay.vm.compile", target)
 
 
 def _has_local_functions(mod: IRModule) -> bool:
