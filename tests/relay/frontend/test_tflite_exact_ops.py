@@ -43,15 +43,7 @@ def _ours(blob, x):
 
 
 def _litert(blob, x):
-    litert = pytest.importorskip("ai_edge_litert.interpreter",
-                                 reason="the reference needs ai_edge_litert")
-    it = litert.Interpreter(
-        model_content=blob, num_threads=1,
-        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
+    return _litert_inputs(blob, [x])
 
 
 def _random(dtype, shape, seed=0):
@@ -86,6 +78,32 @@ def test_hard_swish_every_value(dtype, scale, out):
     blob = _model("HARD_SWISH", dtype, (1, 16, 16), (scale, _zp(dtype, 120)),
                   (out[0], _zp(dtype, out[1])))
     _check(blob, _every_value(dtype))
+
+
+@pytest.mark.parametrize("op", ["ABS", "SQRT", "NEG", "ELU"])
+@pytest.mark.parametrize("qi,qo", [((0.0234, -8), (0.03, -28)), ((0.05, -128), (0.05, -100)),
+                                   ((0.11, -128), (0.017, 5))])
+def test_int8_unary_every_value(op, qi, qo):
+    """LiteRT's int8 ABS (fixed-point rescale, none for equal scales), SQRT (a truncated float32
+    quotient), NEG (the stored values negated) and ELU (its table rounds a float32 product)."""
+    if op == "SQRT":
+        qi = (qi[0], -128)  # (LiteRT stops on a negative input)
+    blob = _model(op, "int8", (1, 16, 16), qi, qo)
+    mod = _check(blob, _every_value("int8"))
+    assert "take(" in mod.astext()
+
+
+def _litert_inputs(blob, xs):
+    litert = pytest.importorskip("ai_edge_litert.interpreter",
+                                 reason="the reference needs ai_edge_litert")
+    it = litert.Interpreter(
+        model_content=blob, num_threads=1,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs, strict=True):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

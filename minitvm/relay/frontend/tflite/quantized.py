@@ -473,8 +473,10 @@ def _same_dtype(ctx) -> bool:
 def _table(ctx):
     """An elementwise op on 8-bit values as TFLite computes its LUT kernels: the float
     converter evaluated at import on every value of the input's dtype (dequantized), each
-    result quantized to the output (rounding half away from zero; NaN -> the zero point); the
-    op is then one ``take`` from that 256-entry table."""
+    result quantized to the output as LiteRT's LUT builder does it (the float32 result times
+    the float32 inverse of the output scale, rounded half away from zero; NaN -> the zero
+    point: dividing in float64 put int8 ELU's exact halves a step off); the op is then one
+    ``take`` from that 256-entry table."""
     x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
     lo, hi = QRANGE[qx.dtype]
     levels = ((np.arange(lo, hi + 1) - qx.z) * np.float64(qx.s)).astype("float32")
@@ -482,7 +484,8 @@ def _table(ctx):
     values = ctx.importer.fold(CONVERTERS[ctx.name](ctx))
     if not isinstance(values, _expr.Constant):
         raise ctx.fail("the lookup table did not fold to a constant")
-    f = np.nan_to_num(values.data.numpy().astype("float64") / np.float64(qo.s), nan=0.0)
+    inverse = np.float32(1.0) / np.float32(qo.s)
+    f = np.nan_to_num(values.data.numpy().astype("float32") * inverse, nan=0.0).astype("float64")
     olo, ohi = QRANGE[qo.dtype]
     table = np.clip(np.sign(f) * np.floor(np.abs(f) + 0.5) + qo.z, olo, ohi).astype(qo.dtype)
     return exact_unary.lookup(x, table, qx.dtype)
@@ -687,7 +690,8 @@ def converter(ctx):
         return _clamp
     if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
         return _table
-    if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx):
+    if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx) and (
+            ctx.name not in exact_unary.INT8_ONLY or _in_q(ctx, 0).dtype == "int8"):
         return _integer_table
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
