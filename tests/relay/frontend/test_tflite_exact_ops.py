@@ -93,6 +93,60 @@ def test_int8_unary_every_value(op, qi, qo):
     assert "take(" in mod.astext()
 
 
+def _i32(*v):
+    return np.array(v, "int32")
+
+
+RAW_MOVE_CASES = [
+    ("RESHAPE", (1, 128), [_i32(1, 128)], None, {}),
+    ("TRANSPOSE", (1, 8, 4, 4), [_i32(0, 3, 1, 2)], None, {}),
+    ("STRIDED_SLICE", (1, 2, 4, 8), [_i32(0, 1, 0, 0), _i32(1, 3, 4, 8), _i32(1, 1, 1, 1)],
+     "StridedSliceOptions", {}),
+    ("GATHER", (1, 4, 4, 3), [_i32(0, 5, 7)], "GatherOptions", {"Axis": 3}),
+    ("DEPTH_TO_SPACE", (1, 8, 8, 2), [], "DepthToSpaceOptions", {"BlockSize": 2}),
+    ("PAD", (1, 6, 6, 8), [np.array([[0, 0], [1, 1], [1, 1], [0, 0]], "int32")], None, {}),
+    ("MAX_POOL_2D", (1, 2, 2, 8), [], "Pool2DOptions",
+     {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2, "FilterHeight": 2,
+      "FusedActivationFunction": 0}),
+    ("MAX_POOL_2D", (1, 2, 2, 8), [], "Pool2DOptions",
+     {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2, "FilterHeight": 2,
+      "FusedActivationFunction": 3}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", RAW_MOVE_CASES, ids=lambda c: c[0])
+def test_moves_copy_stored_values(dtype, case):
+    """LiteRT's moves copy the stored values even where the output's parameters differ from
+    the input's (a fused RELU6 clamps in the output's); PAD pads with the output's zero
+    point."""
+    op, out, consts, options, fields = case
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 4, 8), dtype, quant=(0.05, _zp(dtype, 120)))
+    ins = [x] + [b.constant(f"c{k}", c) for k, c in enumerate(consts)]
+    y = b.tensor("y", out, dtype, quant=(0.03, _zp(dtype, 100)))
+    b.operator(op, ins, [y], options, **fields)
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 4, 4, 8), 4))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["MAXIMUM", "MINIMUM"])
+def test_maximum_of_different_parameters_compares_stored_values(dtype, op):
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 4, 8), dtype, quant=(0.05, _zp(dtype, 120)))
+    x2 = b.input("x2", (1, 1, 4, 8), dtype, quant=(0.07, _zp(dtype, 140)))
+    y = b.tensor("y", (1, 4, 4, 8), dtype, quant=(0.03, _zp(dtype, 100)))
+    b.operator(op, [x, x2], [y])
+    b.output(y)
+    blob = b.finish()
+    xs = {"x": _random(dtype, (1, 4, 4, 8), 5), "x2": _random(dtype, (1, 1, 4, 8), 6)}
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, xs)[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, [xs["x"], xs["x2"]]))
+
+
 def _litert_inputs(blob, xs):
     litert = pytest.importorskip("ai_edge_litert.interpreter",
                                  reason="the reference needs ai_edge_litert")

@@ -366,21 +366,26 @@ def _gelu(ctx):
         c(1.0), _op.erf(_op.multiply(x, c(1 / np.sqrt(2))))))
 
 
+def pool_window(ctx, kind: str):
+    """The pooling of ``ctx.inputs[0]`` over the operator's windows, its fused activation not
+    applied."""
+    x = ctx.inputs[0]
+    opt = ctx.options()
+    shape = infer_shape(x)
+    h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
+    kh, kw = opt.FilterHeight(), opt.FilterWidth()
+    sh, sw = opt.StrideH(), opt.StrideW()
+    pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if kind == "max":
+        return _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
+    return _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
+                          count_include_pad=False)
+
+
 def _pool(kind):
     def convert(ctx):
-        x = ctx.inputs[0]
-        opt = ctx.options()
-        shape = infer_shape(x)
-        h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
-        kh, kw = opt.FilterHeight(), opt.FilterWidth()
-        sh, sw = opt.StrideH(), opt.StrideW()
-        pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
-        if kind == "max":
-            out = _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
-        else:
-            out = _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
-                                 count_include_pad=False)
-        return _activation(ctx, out, opt.FusedActivationFunction())
+        out = pool_window(ctx, kind)
+        return _activation(ctx, out, ctx.options().FusedActivationFunction())
 
     return convert
 

@@ -16,8 +16,9 @@ Six kinds, by what the op computes:
   (``exact_binary``: a float32 form checked at import against TFLite's fixed point on all
   256 x 256 pairs, else that fixed point itself);
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
-  quantized values themselves, each input first requantized to the output's parameters
-  where they differ (an integer rescale), PAD padding with the zero point;
+  quantized values themselves, copied as stored whatever the output's parameters where
+  LiteRT's kernels copy them (``RAW_MOVES``), else (uint8 CONCATENATION) each input first
+  requantized to the output's parameters where they differ, PAD padding with the zero point;
 - transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
   256-entry table built at import, as TFLite's LUT kernels;
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
@@ -48,6 +49,7 @@ from .importer import (
     _conv_pads,
     _per_axis,
     dequantize_array,
+    pool_window,
     quant_params,
 )
 
@@ -412,13 +414,20 @@ def _data_inputs(ctx, constants: bool = False) -> list[int]:
              isinstance(ctx.importer.fold(ctx.inputs[k]), _expr.Constant))]
 
 
-# moves whose TFLite kernels copy the raw values whatever the output's parameters
-RAW_MOVES = frozenset({"RESIZE_NEAREST_NEIGHBOR"})
+# moves whose LiteRT kernels copy the stored values whatever the parameters of their inputs
+# and output (checked one by one against LiteRT with differing ones: every moved value was up
+# to 59 steps off when rescaled); the other moves' kernels require equal parameters (but
+# uint8 CONCATENATION, which rescales each input as ``requantize`` does)
+RAW_MOVES = frozenset({
+    "RESHAPE", "SQUEEZE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "GATHER",
+    "GATHER_ND", "TILE", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "PAD", "REVERSE_V2", "MAX_POOL_2D",
+    "MAXIMUM", "MINIMUM", "RESIZE_NEAREST_NEIGHBOR"})
 
 
 def _move(ctx):
     """The op on quantized values, each data input requantized to the output's parameters
-    (but for ``RAW_MOVES``, as TFLite)."""
+    (but for ``RAW_MOVES``, as LiteRT); a fused activation (MAX_POOL_2D) clamps to its range
+    in the output's parameters, as LiteRT's CalculateActivationRangeQuantized."""
     qo = _out_q(ctx)
     for k in _data_inputs(ctx):
         if ctx.name not in RAW_MOVES:
@@ -427,7 +436,11 @@ def _move(ctx):
         pads = ctx.value(1, "the paddings").astype("int64")
         return _op.nn.pad(ctx.inputs[0], [tuple(p) for p in pads],
                           pad_value=_expr.const(np.array(qo.z, qo.dtype)))
-    return CONVERTERS[ctx.name](ctx)
+    bounds = _fused_bounds(ctx)
+    if bounds == (None, None):
+        return CONVERTERS[ctx.name](ctx)
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.clip(pool_window(ctx, "max"), float(qlo), float(qhi))
 
 
 def _clamp(ctx):
@@ -697,6 +710,7 @@ def converter(ctx):
         return SPATIAL[ctx.name]
     if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
         return _l2_normalize
-    if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
+    if ctx.name in MOVE_OPS and (_fused_bounds(ctx) == (None, None) or
+                                 ctx.name == "MAX_POOL_2D" and _fused_bounds(ctx) is not None):
         return _move
     return _through_float
