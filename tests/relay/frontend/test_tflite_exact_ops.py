@@ -346,3 +346,35 @@ def test_average_pool_rounds_exact_halves_away_from_zero(dtype):
     _, got = _ours(blob, x)
     want = lo + 11 if lo + 10.5 > 0 else lo + 10
     np.testing.assert_array_equal(got.reshape(-1), [want, want])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("stride,padding,bias,act", [(1, 0, False, 0), (2, 0, True, 0),
+                                                     (2, 1, True, 3), (3, 1, False, 1)])
+def test_transpose_conv(dtype, stride, padding, bias, act):
+    """8-bit TRANSPOSE_CONV as LiteRT's integer kernel (int8: per-channel weights; uint8:
+    per-tensor uint8 weights with a zero point): exact sums, the final shift rounding half
+    up; no float left."""
+    rng = np.random.default_rng(stride * 10 + padding)
+    o, k, c = 6, 3, 5
+    if dtype == "int8":
+        w = rng.integers(-127, 128, (o, k, k, c)).astype("int8")
+        wq = (rng.uniform(0.002, 0.02, o).astype("float32"), np.zeros(o, "int64"), 0)
+    else:
+        w = rng.integers(0, 256, (o, k, k, c)).astype("uint8")
+        wq = (0.01, 131)
+    size = 7 * stride if padding == 0 else (7 - 1) * stride + k
+    qi, qo = (0.05, _zp(dtype, 120)), (0.2, _zp(dtype, 100))
+    b = ModelBuilder()
+    ins = [b.constant("shape", np.array([1, size, size, o], "int32")),
+           b.constant("w", w, quant=wq), b.input("x", (1, 7, 7, c), dtype, quant=qi)]
+    if bias:
+        bs = np.float32(qi[0]) * np.atleast_1d(wq[0]).astype("float32")
+        ins.append(b.constant("b", rng.integers(-3000, 3000, o).astype("int32"),
+                              quant=(np.resize(bs, o), np.zeros(o, "int64"), 0)))
+    y = b.tensor("y", (1, size, size, o), dtype, quant=qo)
+    b.operator("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions", Padding=padding,
+               StrideW=stride, StrideH=stride, FusedActivationFunction=act)
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 7, 7, c), 8))
+    assert "int64" in mod.astext()  # (the fixed-point requantization)

@@ -51,6 +51,7 @@ from .importer import (
     dequantize_array,
     pool_window,
     quant_params,
+    transpose_conv_window,
 )
 
 EIGHT_BIT = ("int8", "uint8")  # the weight dtypes of the integer products
@@ -286,11 +287,12 @@ def quantize_multiplier(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(tiny, 0, m0), np.where(tiny, 0, shift)
 
 
-def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
+def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int, half_up=False):
     """TFLite's MultiplyByQuantizedMultiplier of the integers ``acc`` (int32, or float32
     holding integers) by ``mult`` (per tensor or along ``axis``), in int64: the doubling high
     multiply by m0 (rounding half up, (p + 2**30) >> 31), then the rounding right shift
-    (half away from zero: + 2**(s-1) - 1 for negatives, >> s)."""
+    (half away from zero: + 2**(s-1) - 1 for negatives, >> s; where ``half_up`` (True, or a
+    bool per multiplier), as NEON's rounding shift: + 2**(s-1), >> s)."""
     m0, shift = quantize_multiplier(mult)
     left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
 
@@ -303,10 +305,13 @@ def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
     h = _op.right_shift(_op.add(_op.multiply(v, c(m0)), c(2**30)), c(31))
     if not right.any():
         return h
-    sign = _op.right_shift(h, c(63))  # -1 for negatives, else 0
-    if not right.all():  # (no rounding where the shift is 0)
-        sign = _op.multiply(sign, c((right > 0).astype("int64")))
     half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    away = (right > 0) & np.logical_not(np.broadcast_to(half_up, right.shape))
+    if not away.any():
+        return _op.right_shift(_op.add(h, c(half)), c(right))
+    sign = _op.right_shift(h, c(63))  # -1 for negatives, else 0
+    if not away.all():  # (no rounding where the shift is 0; half up where asked)
+        sign = _op.multiply(sign, c(away.astype("int64")))
     return _op.right_shift(_op.add(_op.add(h, c(half)), sign), c(right))
 
 
@@ -396,6 +401,47 @@ def _fully_connected(ctx):
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
         out = _op.reshape(out, xs[:-1] + (units,))
     return out
+
+
+def _transpose_conv(ctx):
+    """8-bit TRANSPOSE_CONV as LiteRT's integer kernel: the exact sums of (x - x_zp) *
+    (w - w_zp) (float32 transposed conv of integers: exact while below 2**24, checked at
+    import from the shapes; else float64), the int32 bias added, then each channel's
+    MultiplyByQuantizedMultiplier (in_scale * w_scale / out_scale, exactly:
+    ``fixed_point_multiply``; the final shift rounds half up where LiteRT's vectorized
+    requantization does, else half away from zero), + zero point, clamped. Through float it was 5-10 of 5184 values a step off."""
+    x = ctx.inputs[2]
+    qx, qo = _in_q(ctx, 2), _out_q(ctx)
+    w, qw = _weight(ctx, 1, 0)
+    o, kh, kw, i = w.shape
+    strides = ctx.options().StrideH(), ctx.options().StrideW()
+    taps = -(-kh // strides[0]) * -(-kw // strides[1]) * i
+    big = max(abs(v) for v in QRANGE[qx.dtype]) + abs(qx.z)
+    wmax = int(np.abs(w.astype("int64") - qw.zp.reshape(-1, 1, 1, 1)).max(initial=0))
+    bias = _bias(ctx, 3)
+    bound = taps * big * wmax + (0 if bias is None else int(np.abs(bias).max(initial=0)))
+    acc_dt = "float32" if bound < 2**24 else "float64"
+    wz = (w.astype("int64") - qw.zp.reshape(-1, 1, 1, 1)).astype(acc_dt)
+    xf = _op.cast(x, acc_dt)
+    if qx.z:
+        xf = _op.subtract(xf, _expr.const(np.array(qx.z, acc_dt)))
+    ctx.inputs[1], ctx.inputs[2] = _expr.const(wz), xf
+    acc = transpose_conv_window(ctx)
+    if bias is not None:
+        acc = _op.add(acc, _expr.const(bias.astype(acc_dt)))
+    mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
+    # LiteRT rounds half up in its vectorized loops: uint8's everywhere, int8's per-channel
+    # one on blocks of 8 channels, the channels past the last block half away from zero
+    half_up = True if qx.dtype == "uint8" else np.arange(o) < o // 8 * 8
+    v = fixed_point_multiply(acc, np.resize(mult, o), 3, 4, half_up)
+    if qo.z:
+        v = _op.add(v, _expr.const(np.array(qo.z, "int64"), "int64"))
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
 
 
 INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
@@ -574,6 +620,15 @@ def _batch_matmul_applies(ctx) -> bool:
         for q in qs)
 
 
+def _transpose_conv_applies(ctx) -> bool:
+    """8-bit per-tensor input and output of one dtype, constant 8-bit weights."""
+    qs = [qtensor(ctx, ctx.input_ids[2]), qtensor(ctx, int(ctx.op.Outputs(0))),
+          qtensor(ctx, ctx.input_ids[1])]
+    return all(q is not None and q.dtype in EIGHT_BIT for q in qs) and \
+        qs[0].scale.size == 1 and qs[1].scale.size == 1 and qs[0].dtype == qs[1].dtype and \
+        isinstance(ctx.importer.fold(ctx.inputs[1]), _expr.Constant)
+
+
 def _exact_binary(ctx):
     """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
     (``exact_binary``)."""
@@ -689,6 +744,8 @@ def converter(ctx):
         return _requantize_op if q is not None and q.dtype != "float32" else None
     if not is_quantized(ctx):
         return None
+    if ctx.name == "TRANSPOSE_CONV" and _transpose_conv_applies(ctx):
+        return _transpose_conv
     if ctx.name in INTEGER_OPS:
         # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
         # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
