@@ -378,3 +378,21 @@ def test_transpose_conv(dtype, stride, padding, bias, act):
     b.output(y)
     mod = _check(b.finish(), _random(dtype, (1, 7, 7, c), 8))
     assert "int64" in mod.astext()  # (the fixed-point requantization)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha_shape,scales", [((1, 1, 16), (0.05, 0.01, 0.03)),
+                                                ((16,), (0.11, 0.004, 0.02)),
+                                                ((1, 8, 1, 16), (0.02, 0.2, 0.09))])
+def test_prelu(dtype, alpha_shape, scales):
+    """8-bit PRELU as LiteRT's kernel: two fixed-point multipliers, one per sign, alpha
+    broadcast; integer ops only."""
+    si, sa, so = scales
+    b = ModelBuilder()
+    x = b.input("x", (1, 8, 8, 16), dtype, quant=(si, _zp(dtype, 120)))
+    a = b.constant("a", _random(dtype, alpha_shape, 9), quant=(sa, _zp(dtype, 100)))
+    y = b.tensor("y", (1, 8, 8, 16), dtype, quant=(so, _zp(dtype, 140)))
+    b.operator("PRELU", [x, a], [y])
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 8, 8, 16), 10))
+    assert "float32" not in mod.astext()

@@ -629,6 +629,37 @@ def _transpose_conv_applies(ctx) -> bool:
         isinstance(ctx.importer.fold(ctx.inputs[1]), _expr.Constant)
 
 
+def _prelu(ctx):
+    """8-bit PRELU as LiteRT's integer kernel: x - zero point rescaled by in_scale / out_scale
+    where >= 0, else its product with alpha - alpha's zero point rescaled by in_scale *
+    alpha_scale / out_scale (each a float32 quotient made a Q31 multiplier, TFLite's
+    MultiplyByQuantizedMultiplier in int64), + the output's zero point, saturated. Through
+    float 509 of 16384 values were a step off LiteRT."""
+    qx, qa, qo = _in_q(ctx, 0), qtensor(ctx, ctx.input_ids[1]), _out_q(ctx)
+
+    def i64(v):
+        return _expr.const(np.asarray(v, "int64"), "int64")
+
+    v = _op.subtract(_op.cast(ctx.inputs[0], "int64"), i64(qx.z))
+    a = _op.subtract(_op.cast(ctx.inputs[1], "int64"), i64(qa.z))
+    f32 = np.float32
+    pos = fixed_point.multiply_expr(v, *fixed_point.quantize_multiplier(
+        float(f32(qx.s) / f32(qo.s))))
+    neg = fixed_point.multiply_expr(_op.multiply(v, a), *fixed_point.quantize_multiplier(
+        float(f32(qx.s) * f32(qa.s) / f32(qo.s))))
+    out = _op.add(_op.where(_op.greater_equal(v, i64(0)), pos, neg), i64(qo.z))
+    qlo, qhi = QRANGE[qo.dtype]
+    return _op.cast(_op.clip(out, float(qlo), float(qhi)), qo.dtype)
+
+
+def _prelu_applies(ctx) -> bool:
+    """Input, alpha and output quantized per tensor in one 8-bit dtype."""
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids[:2], int(ctx.op.Outputs(0))]]
+    return len(ctx.inputs) == 2 and all(
+        q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
+        q.scale.size == 1 and q.zp.size <= 1 for q in qs)
+
+
 def _exact_binary(ctx):
     """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
     (``exact_binary``)."""
@@ -754,6 +785,8 @@ def converter(ctx):
         return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
+    if ctx.name == "PRELU" and _prelu_applies(ctx):
+        return _prelu
     if ctx.name == "BATCH_MATMUL" and _batch_matmul_applies(ctx):
         return _batch_matmul
     if ctx.name in CLAMPS:
