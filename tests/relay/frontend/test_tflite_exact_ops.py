@@ -396,3 +396,22 @@ def test_prelu(dtype, alpha_shape, scales):
     b.output(y)
     mod = _check(b.finish(), _random(dtype, (1, 8, 8, 16), 10))
     assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("mult,channels", [(1, 24), (2, 8), (4, 5)])
+def test_uint8_depthwise_rounds_half_away(mult, channels):
+    """LiteRT's uint8 depthwise kernel rounds its requantization's final shift half away from
+    zero (its int8 and other convs half up): exact on every output."""
+    rng = np.random.default_rng(mult)
+    o = channels * mult
+    b = ModelBuilder()
+    x = b.input("x", (1, 12, 12, channels), "uint8", quant=(0.05, 120))
+    w = b.constant("w", _random("uint8", (1, 3, 3, o), mult), quant=(0.01, 131))
+    bias = b.constant("b", rng.integers(-2000, 2000, o).astype("int32"),
+                      quant=(np.float32(0.05) * np.float32(0.01), 0))
+    y = b.tensor("y", (1, 12, 12, o), "uint8", quant=(0.1, 100))
+    b.operator("DEPTHWISE_CONV_2D", [x, w, bias], [y], "DepthwiseConv2DOptions", Padding=0,
+               StrideW=1, StrideH=1, DepthMultiplier=mult, DilationWFactor=1,
+               DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    _check(b.finish(), _random("uint8", (1, 12, 12, channels), 20 + mult))

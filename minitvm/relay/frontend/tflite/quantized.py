@@ -382,7 +382,10 @@ def _conv(ctx, depthwise: bool):
                            _expr.const(np.ascontiguousarray(w_oihw)),
                            _zp_expr(qw.zp, qw.dtype), attrs)
     mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
-    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    # LiteRT's uint8 depthwise kernel rounds its final shift half away from zero (gemmlowp),
+    # its other convs half up (14 of 6912 uint8 depthwise outputs a step off, 0 now)
+    away = depthwise and qx.dtype == "uint8"
+    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo, ties_away=away)
     return _op.transpose(out, (0, 2, 3, 1))
 
 
