@@ -80,13 +80,16 @@ def test_hard_swish_every_value(dtype, scale, out):
     _check(blob, _every_value(dtype))
 
 
-@pytest.mark.parametrize("op", ["ABS", "SQRT", "NEG", "ELU"])
+@pytest.mark.parametrize("op", ["ABS", "SQRT", "NEG", "ELU", "RSQRT"])
 @pytest.mark.parametrize("qi,qo", [((0.0234, -8), (0.03, -28)), ((0.05, -128), (0.05, -100)),
-                                   ((0.11, -128), (0.017, 5))])
+                                   ((0.11, -128), (0.017, 5)),
+                                   ((0.39974162, -128), (0.00056858663, -128))])
 def test_int8_unary_every_value(op, qi, qo):
     """LiteRT's int8 ABS (fixed-point rescale, none for equal scales), SQRT (a truncated float32
-    quotient), NEG (the stored values negated) and ELU (its table rounds a float32 product)."""
-    if op == "SQRT":
+    quotient), NEG (the stored values negated), ELU (its table rounds a float32 product) and
+    RSQRT (fixed-point inverse square root; the last parameters are a transformer's, where
+    the float form was a step off)."""
+    if op in ("SQRT", "RSQRT"):
         qi = (qi[0], -128)  # (LiteRT stops on a negative input)
     blob = _model(op, "int8", (1, 16, 16), qi, qo)
     mod = _check(blob, _every_value("int8"))

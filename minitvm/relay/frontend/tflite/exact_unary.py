@@ -1,5 +1,5 @@
 """Elementwise quantized operators TFLite computes with kernels of their own (LEAKY_RELU,
-HARD_SWISH on int8 / uint8; ABS, SQRT, NEG on int8): their results on all 256 input values,
+HARD_SWISH on int8 / uint8; ABS, SQRT, NEG, RSQRT on int8): their results on all 256 input values,
 computed at import step for step as those kernels (``fixed_point``, float32 where the kernel
 takes float), become a table the op looks up (one ``take``).
 
@@ -20,8 +20,8 @@ from ... import expr as _expr
 from ... import op as _op
 from . import fixed_point as fp
 
-OPS = ("LEAKY_RELU", "HARD_SWISH", "ABS", "SQRT", "NEG")
-INT8_ONLY = frozenset({"ABS", "SQRT", "NEG"})  # (LiteRT has no uint8 kernel for these)
+OPS = ("LEAKY_RELU", "HARD_SWISH", "ABS", "SQRT", "NEG", "RSQRT")
+INT8_ONLY = frozenset({"ABS", "SQRT", "NEG", "RSQRT"})  # (LiteRT has no uint8 kernel for these)
 
 
 def _values(dtype: str) -> np.ndarray:
@@ -87,6 +87,27 @@ def sqrt_table(dtype: str, qi, qo) -> np.ndarray:
     return np.clip(np.where(f < 0, qo[1], q), *QRANGE[dtype])
 
 
+def rsqrt_table(dtype: str, qi, qo) -> np.ndarray:
+    """LiteRT's int8 RSQRT: for v = x - zero point > 0, 1 / sqrt(v) as a fixed-point
+    multiplier (``inv_sqrt_multiplier_exp``) applied to 1 with 20 bits of headroom, then
+    rescaled by 1 / (sqrt(in_scale) * out_scale) (a float32 product, the quotient in double),
+    the headroom taken back, + the output's zero point, saturated; v = 0 gives the largest
+    value. (LiteRT stops on a negative v; those give the largest value here.)"""
+    headroom = 20
+    f32 = np.float32
+    m0, shift = fp.quantize_multiplier(1.0 / float(np.sqrt(f32(qi[0])) * f32(qo[0])))
+    hi = QRANGE[dtype][1]
+    out = []
+    for v in (_values(dtype) - qi[1]).tolist():
+        if v <= 0:
+            out.append(hi)
+            continue
+        im, ishift = fp.inv_sqrt_multiplier_exp(v)
+        data = int(fp.multiply(np.int64(1), im, ishift + headroom))
+        out.append(int(fp.multiply(np.int64(data), m0, shift - headroom)) + qo[1])
+    return np.clip(np.array(out, "int64"), *QRANGE[dtype])
+
+
 def neg_table(dtype: str) -> np.ndarray:
     """LiteRT's int8 NEG: the stored values negated, wrapping (-(-128) is -128)."""
     return (-_values(dtype)).astype(dtype)
@@ -114,6 +135,8 @@ def table(name: str, dtype: str, qi, qo, options) -> np.ndarray:
         t = sqrt_table(dtype, qi, qo)
     elif name == "NEG":
         t = neg_table(dtype)
+    elif name == "RSQRT":
+        t = rsqrt_table(dtype, qi, qo)
     else:
         t = hard_swish_table(dtype, qi, qo)
     return t.astype(dtype)
