@@ -418,3 +418,27 @@ def test_uint8_depthwise_rounds_half_away(mult, channels):
                DilationHFactor=1, FusedActivationFunction=0)
     b.output(y)
     _check(b.finish(), _random("uint8", (1, 12, 12, channels), 20 + mult))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scales,act", [((0.05, 0.07, 0.03), 0), ((0.2, 0.011, 0.09), 3)])
+def test_div_every_pair(dtype, scales, act):
+    """8-bit DIV as LiteRT's kernel (``exact_div``) on every pair of values but a divisor at
+    its zero point (LiteRT stops there), a dividend within one of its zero point included
+    (LiteRT's shift passes 31 there and saturates); one lookup, no float."""
+    z1, z2, zo = _zp(dtype, 120), _zp(dtype, 140), _zp(dtype, 100)
+    b = ModelBuilder()
+    x = b.input("x", (256, 256), dtype, quant=(scales[0], z1))
+    x2 = b.input("x2", (256, 256), dtype, quant=(scales[1], z2))
+    y = b.tensor("y", (256, 256), dtype, quant=(scales[2], zo))
+    b.operator("DIV", [x, x2], [y], "DivOptions", FusedActivationFunction=act)
+    b.output(y)
+    blob = b.finish()
+    lo, hi = QRANGE[dtype]
+    a = np.repeat(np.arange(lo, hi + 1), 256).reshape(256, 256).astype(dtype)
+    c = a.T.copy()
+    c[c == z2] = z2 + 1
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": a, "x2": c})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, [a, c]))
+    assert "float32" not in mod.astext()

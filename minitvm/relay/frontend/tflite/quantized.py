@@ -42,7 +42,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
-from . import exact_binary, exact_l2norm, exact_spatial, exact_unary, fixed_point
+from . import exact_binary, exact_div, exact_l2norm, exact_spatial, exact_unary, fixed_point
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -663,6 +663,15 @@ def _prelu_applies(ctx) -> bool:
         q.scale.size == 1 and q.zp.size <= 1 for q in qs)
 
 
+def _div(ctx):
+    """8-bit DIV as LiteRT's integer kernel: a lookup in its 256 x 256 results
+    (``exact_div``)."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    values = exact_div.table(qo.dtype, (q1.s, q1.z), (q2.s, q2.z), (qo.s, qo.z), qlo, qhi)
+    return exact_div.lookup(ctx.inputs[0], ctx.inputs[1], values, qo.dtype)
+
+
 def _exact_binary(ctx):
     """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
     (``exact_binary``)."""
@@ -788,6 +797,8 @@ def converter(ctx):
         return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
+    if ctx.name == "DIV" and _exact_binary_applies(ctx):
+        return _div
     if ctx.name == "PRELU" and _prelu_applies(ctx):
         return _prelu
     if ctx.name == "BATCH_MATMUL" and _batch_matmul_applies(ctx):
