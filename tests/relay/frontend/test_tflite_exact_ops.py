@@ -442,3 +442,35 @@ def test_div_every_pair(dtype, scales, act):
     got = build_and_run(mod, params, {"x": a, "x2": c})[0]
     np.testing.assert_array_equal(got, _litert_inputs(blob, [a, c]))
     assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+@pytest.mark.parametrize("act", [0, 1])
+def test_int16_add_sub(op, act):
+    """int16 ADD / SUB as LiteRT's general-scale kernel (15 bits of headroom), broadcast."""
+    rng = np.random.default_rng(act)
+    b = ModelBuilder()
+    x = b.input("x", (2, 512), "int16", quant=(0.0005, 0))
+    x2 = b.input("x2", (1, 512), "int16", quant=(0.0007, 0))
+    y = b.tensor("y", (2, 512), "int16", quant=(0.0004, 0))
+    b.operator(op, [x, x2], [y], f"{op.title()}Options", FusedActivationFunction=act,
+               PotScaleInt16=False)
+    b.output(y)
+    blob = b.finish()
+    xs = [rng.integers(-32768, 32768, s).astype("int16") for s in ((2, 512), (1, 512))]
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": xs[0], "x2": xs[1]})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, xs))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("op", ["ABS", "NEG", "LEAKY_RELU"])
+@pytest.mark.parametrize("scales", [(0.0005, 0.0004), (0.0003, 0.0003)])
+def test_int16_unary_every_value(op, scales):
+    """int16 ABS, NEG (raw, wrapping) and LEAKY_RELU as LiteRT's kernels: a 65536-entry
+    table, every value."""
+    fields = {"options": "LeakyReluOptions", "Alpha": 0.2} if op == "LEAKY_RELU" else {}
+    blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
+    x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
+    mod = _check(blob, x)
+    assert "take(" in mod.astext()

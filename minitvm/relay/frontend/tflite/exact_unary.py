@@ -21,7 +21,8 @@ from ... import op as _op
 from . import fixed_point as fp
 
 OPS = ("LEAKY_RELU", "HARD_SWISH", "ABS", "SQRT", "NEG", "RSQRT")
-INT8_ONLY = frozenset({"ABS", "SQRT", "NEG", "RSQRT"})  # (LiteRT has no uint8 kernel for these)
+INT8_ONLY = frozenset({"ABS", "SQRT", "NEG", "RSQRT"})
+INT16 = frozenset({"ABS", "NEG", "LEAKY_RELU"})  # (int16 too: a table of 65536)  # (LiteRT has no uint8 kernel for these)
 
 
 def _values(dtype: str) -> np.ndarray:
@@ -109,7 +110,7 @@ def rsqrt_table(dtype: str, qi, qo) -> np.ndarray:
 
 
 def neg_table(dtype: str) -> np.ndarray:
-    """LiteRT's int8 NEG: the stored values negated, wrapping (-(-128) is -128)."""
+    """LiteRT's int8 / int16 NEG: the stored values negated, wrapping (-(-128) is -128)."""
     return (-_values(dtype)).astype(dtype)
 
 

@@ -382,9 +382,10 @@ def _conv(ctx, depthwise: bool):
                            _expr.const(np.ascontiguousarray(w_oihw)),
                            _zp_expr(qw.zp, qw.dtype), attrs)
     mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
-    # LiteRT's uint8 depthwise kernel rounds its final shift half away from zero (gemmlowp),
-    # its other convs half up (14 of 6912 uint8 depthwise outputs a step off, 0 now)
-    away = depthwise and qx.dtype == "uint8"
+    # LiteRT's uint8 depthwise kernel (uint8 weights) rounds its final shift half away from
+    # zero (gemmlowp), its other convs half up (14 of 6912 uint8 depthwise outputs a step off,
+    # 0 now); uint8 activations with int8 weights, which LiteRT does not run, stay half up
+    away = depthwise and qx.dtype == "uint8" and qw.dtype == "uint8"
     out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo, ties_away=away)
     return _op.transpose(out, (0, 2, 3, 1))
 
@@ -525,6 +526,13 @@ def _eight_bit_to_eight_bit(ctx) -> bool:
     qs = [qtensor(ctx, ctx.input_ids[0]) if len(ctx.input_ids) == 1 else None,
           qtensor(ctx, int(ctx.op.Outputs(0)))]
     return all(q is not None and q.dtype in EIGHT_BIT for q in qs)
+
+
+def _int16_to_int16(ctx) -> bool:
+    """One input and the output quantized per tensor in int16."""
+    qs = [qtensor(ctx, ctx.input_ids[0]) if len(ctx.input_ids) == 1 else None,
+          qtensor(ctx, int(ctx.op.Outputs(0)))]
+    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 for q in qs)
 
 
 def _same_dtype(ctx) -> bool:
@@ -693,6 +701,29 @@ def _exact_binary_applies(ctx) -> bool:
                q.scale.size == 1 and q.zp.size <= 1 for q in qs)
 
 
+def _int16_add(ctx):
+    """int16 ADD / SUB as LiteRT's general-scale kernel: TFLite's fixed point with 15 bits of
+    headroom (``exact_binary.integer_form``, int64). Through float 11-16 of 1024 values were a
+    step off."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    return exact_binary.integer_form(ctx.name, ctx.inputs[0], ctx.inputs[1], (q1.s, q1.z),
+                                     (q2.s, q2.z), (qo.s, qo.z), "int16", qlo, qhi)
+
+
+def _int16_add_applies(ctx) -> bool:
+    """Two inputs and the output quantized per tensor in int16, a clamp (or no) fused
+    activation, and the general-scale kernel (the options' pot_scale_int16 off or absent)."""
+    if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
+        return False
+    opt = ctx.options()
+    if opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16():
+        return False
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
+    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
+               for q in qs)
+
+
 # ------------------------------------------------------------------ pools, reductions, resize
 def _average_pool(ctx):
     """AVERAGE_POOL_2D as TFLite's integer kernel (``exact_spatial.average_pool``)."""
@@ -797,6 +828,8 @@ def converter(ctx):
         return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
+    if ctx.name in ("ADD", "SUB") and _int16_add_applies(ctx):
+        return _int16_add
     if ctx.name == "DIV" and _exact_binary_applies(ctx):
         return _div
     if ctx.name == "PRELU" and _prelu_applies(ctx):
@@ -809,6 +842,8 @@ def converter(ctx):
         return _table
     if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx) and (
             ctx.name not in exact_unary.INT8_ONLY or _in_q(ctx, 0).dtype == "int8"):
+        return _integer_table
+    if ctx.name in exact_unary.INT16 and _int16_to_int16(ctx):
         return _integer_table
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
