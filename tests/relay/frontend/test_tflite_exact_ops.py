@@ -474,3 +474,11 @@ def test_int16_unary_every_value(op, scales):
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
     assert "take(" in mod.astext()
+
+
+@pytest.mark.parametrize("n", [1000, 1007])
+def test_requantize_from_int16_rounds_half_away(n):
+    """QUANTIZE int16 -> int8: LiteRT's loop is scalar there (half away from zero on every
+    value, no NEON blocks)."""
+    blob = _model("QUANTIZE", "int16", (1, n), (0.00037, 0), (0.031, 5), out_dtype="int8")
+    _check(blob, _random("int16", (1, n), n))
