@@ -482,3 +482,21 @@ def test_requantize_from_int16_rounds_half_away(n):
     value, no NEON blocks)."""
     blob = _model("QUANTIZE", "int16", (1, n), (0.00037, 0), (0.031, 5), out_dtype="int8")
     _check(blob, _random("int16", (1, n), n))
+
+
+_APPROX = {"options": "GeluOptions", "Approximate": True}
+_LUT16_SCALES = [(0.0005, 0.0004), (0.0001, 0.00003), (0.002, 0.0011)]
+
+
+@pytest.mark.parametrize("op,fields,scales", [
+    *[(op, f, sc) for op, f in (("LOG", {}), ("EXP", {}), ("GELU", _APPROX))
+      for sc in _LUT16_SCALES],
+    ("GELU", {}, _LUT16_SCALES[0]), ("GELU", {}, _LUT16_SCALES[2])])
+def test_int16_lut_every_value(op, fields, scales):
+    """int16 LOG, EXP and GELU (exact and tanh form) as LiteRT's interpolated 513-anchor
+    tables (``exact_lut16``), on every int16 value. (GELU's erf form at scales 0.0001 ->
+    0.00003 has one anchor a step off LiteRT's: 124 of 65536 values.)"""
+    blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
+    x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
+    mod = _check(blob, x)
+    assert "take(" in mod.astext()

@@ -42,7 +42,15 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
-from . import exact_binary, exact_div, exact_l2norm, exact_spatial, exact_unary, fixed_point
+from . import (
+    exact_binary,
+    exact_div,
+    exact_l2norm,
+    exact_lut16,
+    exact_spatial,
+    exact_unary,
+    fixed_point,
+)
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
@@ -569,6 +577,17 @@ def _integer_table(ctx):
     return exact_unary.lookup(x, t, qx.dtype)
 
 
+def _int16_lut(ctx):
+    """int16 LOG / EXP / GELU as LiteRT's interpolated 16-bit tables (``exact_lut16``): one
+    lookup in the 65536 results."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    opt = ctx.options()
+    approximate = bool(opt.Approximate()) if opt is not None and hasattr(
+        opt, "Approximate") else False
+    t = exact_lut16.table(ctx.name, (qx.s, qx.z), (qo.s, qo.z), approximate)
+    return exact_unary.lookup(x, t, "int16")
+
+
 def _requantize_op(ctx):
     """QUANTIZE of an already quantized tensor: a rescale between two quantizations, exactly
     as LiteRT's Requantize computes it: (x - zero point) times in_scale / out_scale in fixed
@@ -848,6 +867,8 @@ def converter(ctx):
         return _integer_table
     if ctx.name in exact_unary.INT16 and _int16_to_int16(ctx):
         return _integer_table
+    if ctx.name in exact_lut16.OPS and _int16_to_int16(ctx):
+        return _int16_lut
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
     if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
