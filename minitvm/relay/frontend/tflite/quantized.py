@@ -2,28 +2,33 @@
 quantization writes, and the classic ``*_quant.tflite`` uint8 models; int16 activations with
 int8 weights, the "16x8" models), lowered to plain Relay.
 
-Six kinds, by what the op computes:
+By what the op computes:
 
-- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; BATCH_MATMUL of two 8-bit
-  activations): the exact sums of (x - x_zp) * (w - w_zp) as the ONNX importer takes them
+- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV; BATCH_MATMUL
+  of two 8-bit activations): the exact sums of (x - x_zp) * (w - w_zp) as the ONNX importer takes them
   (``onnx.ops_extra.int_conv`` / ``int_matmul``: the int32 VNNI conv where
   ``frontend_common.onnx_quant.vnni_conv`` allows, else float32 convs that sum the integers
   exactly), the int32 bias added, then requantized with in_scale * w_scale / out_scale; a
   fused activation is a clamp in the quantized domain. The conv runs NCHW between two
   transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
   int16 activations they take the float path below;
-- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on every input pair
-  (``exact_binary``: a float32 form checked at import against TFLite's fixed point on all
-  256 x 256 pairs, else that fixed point itself);
+- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on
+  every input pair (``exact_binary``: a float32 form checked at import against TFLite's
+  fixed point on all 256 x 256 pairs, else that fixed point itself); int16 ADD / SUB in that
+  fixed point; 8-bit DIV a lookup in its 256 x 256 results (``exact_div``); PRELU in fixed
+  point;
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
   quantized values themselves, copied as stored whatever the output's parameters where
   LiteRT's kernels copy them (``RAW_MOVES``), else (uint8 CONCATENATION) each input first
   requantized to the output's parameters where they differ, PAD padding with the zero point;
-- transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
-  256-entry table built at import, as TFLite's LUT kernels;
+- elementwise ops of one input: a table of all 256 results built at import, as TFLite's
+  LUT kernels (LOGISTIC, TANH, GELU, EXP, ...) or its integer kernels (``exact_unary``:
+  LEAKY_RELU, HARD_SWISH, int8 ABS / SQRT / NEG / RSQRT); int16 ones a table of 65536
+  (``exact_unary``, and ``exact_lut16`` for LiteRT's interpolated 16-bit tables);
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
-- the rest (TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX, HARD_SWISH,
-  RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant weights and
+- pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
+  ``exact_l2norm``);
+- the rest (SOFTMAX, int16 convs, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
 
