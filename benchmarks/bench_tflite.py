@@ -14,6 +14,11 @@ keep_num_dims, BATCH_MATMUL of two activations, SOFTMAX, GELU, LayerNorm decompo
 MEAN / SQUARED_DIFFERENCE / RSQRT / MUL) fully quantized to int8 and in float32, beside ORT
 running ``transformer_to_onnx``'s ONNX of it (QDQ when quantized).
 
+LiteRT (``ai_edge_litert``, where installed) runs the same .tflite file: its builtin kernels
+(``LiteRT ms``, the reference minitvm's quantized import follows value for value: ``off
+LiteRT`` counts the outputs that differ) and with its default XNNPACK delegate (``XNNPACK
+ms``).
+
 One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
 
     python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--width 16] [--full]
@@ -171,7 +176,8 @@ def to_onnx(b, quantized: bool):
                 nodes.append(helper.make_node("Softmax", [names[x]], [names[y]], axis=-1))
         else:
             raise ValueError(f"to_onnx: {op} is not written")
-    elem = TensorProto.UINT8 if quantized else TensorProto.FLOAT
+    elem = TensorProto.FLOAT if not quantized else \
+        TensorProto.INT8 if b.tensors[b.inputs[0]][2] == "int8" else TensorProto.UINT8
 
     def nchw(shape):
         return [shape[0], shape[3], shape[1], shape[2]] if len(shape) == 4 else list(shape)
@@ -309,6 +315,27 @@ def detection_head(regular: bool, anchors: int = 1917, classes: int = 90):
     return b.finish(), enc, cls
 
 
+def litert_runner(blob: bytes, x: np.ndarray, delegates: bool):
+    """A LiteRT interpreter of ``blob`` at one thread with input ``x`` set: (invoke, output),
+    or None without ``ai_edge_litert``. ``delegates``: its default XNNPACK delegate, else the
+    builtin kernels alone."""
+    try:
+        from ai_edge_litert import interpreter as litert
+    except ImportError:
+        return None
+    kind = litert.OpResolverType.AUTO if delegates else \
+        litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    it = litert.Interpreter(model_content=blob, num_threads=1,
+                            experimental_op_resolver_type=kind)
+    try:
+        it.allocate_tensors()
+    except RuntimeError:  # (uint8 activations with int8 per-channel weights: no kernel)
+        return None
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    out = it.get_output_details()[0]["index"]
+    return it.invoke, lambda: it.get_tensor(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=112)
@@ -343,6 +370,9 @@ def main(argv=None) -> int:
                                             width=args.width, full=args.full)
         xq = twin.inputs()["input"]
         models["mobilenet uint8"] = (twin.b, True, xq, to_onnx, True)
+        twin8, _ = tflite_qtwin.mobilenet_v2("int8", size=args.size, mult=args.mult,
+                                             width=args.width, full=args.full)
+        models["mobilenet int8"] = (twin8.b, True, twin8.inputs()["input"], to_onnx, True)
         models["mobilenet f32"] = (float_copy(twin.b), False, ((xq.astype("float32") - 128)
                                                                 / 128).astype("float32"),
                                    to_onnx, True)
@@ -375,7 +405,8 @@ def main(argv=None) -> int:
             print(f"  {label:<12}{statistics.median(ts) * 1e3:8.3f} ms")
     rows = []
     for label, (b, quantized, x, writer, nhwc) in models.items():
-        gm = build(*relay.frontend.from_tflite(b.finish()))
+        blob = b.finish()
+        gm = build(*relay.frontend.from_tflite(blob))
         gm.set_input("input", x)
         proto = writer(b, quantized)
         gx = build(*relay.frontend.from_onnx(proto))
@@ -392,9 +423,19 @@ def main(argv=None) -> int:
         err = float(np.abs(gm.get_output(0).numpy().astype("float64") - ref).max())
         impls = {"tflite": gm.run, "onnx": gx.run,
                  "ort": lambda s=sess, x=x_nchw: s.run(None, {"input": x})}
+        off = None
+        for key, delegates in (("litert", False), ("xnnpack", True)):
+            runner = litert_runner(blob, x, delegates)
+            if runner is None:
+                continue
+            impls[key] = runner[0]
+            if key == "litert":
+                runner[0]()
+                off = int((gm.get_output(0).numpy() != runner[1]()).sum())
         times = settled_rounds(impls, args.rounds, args.reps, clock=time.thread_time)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-        rows.append((label, med["tflite"], med["onnx"], med["ort"], err))
+        rows.append((label, med["tflite"], med["onnx"], med["ort"], med.get("litert"),
+                     med.get("xnnpack"), err, off if quantized else None))
         print(f"{label}: done", file=sys.stderr, flush=True)
     if not rows:
         return 0
@@ -402,10 +443,17 @@ def main(argv=None) -> int:
     print(f"MobileNetV2-like ({blocks}), {args.size}x{args.size}, stem {args.width} x{args.mult} "
           f"channels; transformer encoder, {args.tokens} tokens x {args.dim}, 4 heads, "
           f"{args.layers} layers; one thread; thread CPU time; median of interleaved rounds")
-    print(f"{'model':<18}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'TFLite/ORT':>11}"
+    print(f"{'model':<18}{'TFLite ms':>10}{'via ONNX':>10}{'ORT ms':>9}{'LiteRT ms':>10}"
+          f"{'XNNPACK ms':>11}{'TFLite/ORT':>11}{'/LiteRT':>8}{'off LiteRT':>11}"
           "  max |diff| from ORT (outputs; 8-bit steps when quantized)")
-    for label, a, o, r, err in rows:
-        print(f"{label:<18}{a:>10.3f}{o:>10.3f}{r:>9.3f}{a / r:>11.2f}  {err:.3g}")
+
+    def ms(v):
+        return "-" if v is None else f"{v:.3f}"
+
+    for label, a, o, r, lt, xn, err, off in rows:
+        ratio = "-" if lt is None else f"{a / lt:.2f}"
+        print(f"{label:<18}{a:>10.3f}{o:>10.3f}{r:>9.3f}{ms(lt):>10}{ms(xn):>11}{a / r:>11.2f}"
+              f"{ratio:>8}{'-' if off is None else off:>11}  {err:.3g}")
     return 0
 
 

@@ -43,15 +43,7 @@ def _ours(blob, x):
 
 
 def _litert(blob, x):
-    litert = pytest.importorskip("ai_edge_litert.interpreter",
-                                 reason="the reference needs ai_edge_litert")
-    it = litert.Interpreter(
-        model_content=blob, num_threads=1,
-        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
+    return _litert_inputs(blob, [x])
 
 
 def _random(dtype, shape, seed=0):
@@ -86,6 +78,89 @@ def test_hard_swish_every_value(dtype, scale, out):
     blob = _model("HARD_SWISH", dtype, (1, 16, 16), (scale, _zp(dtype, 120)),
                   (out[0], _zp(dtype, out[1])))
     _check(blob, _every_value(dtype))
+
+
+@pytest.mark.parametrize("op", ["ABS", "SQRT", "NEG", "ELU", "RSQRT"])
+@pytest.mark.parametrize("qi,qo", [((0.0234, -8), (0.03, -28)), ((0.05, -128), (0.05, -100)),
+                                   ((0.11, -128), (0.017, 5)),
+                                   ((0.39974162, -128), (0.00056858663, -128))])
+def test_int8_unary_every_value(op, qi, qo):
+    """LiteRT's int8 ABS (fixed-point rescale, none for equal scales), SQRT (a truncated float32
+    quotient), NEG (the stored values negated), ELU (its table rounds a float32 product) and
+    RSQRT (fixed-point inverse square root; the last parameters are a transformer's, where
+    the float form was a step off)."""
+    if op in ("SQRT", "RSQRT"):
+        qi = (qi[0], -128)  # (LiteRT stops on a negative input)
+    blob = _model(op, "int8", (1, 16, 16), qi, qo)
+    mod = _check(blob, _every_value("int8"))
+    assert "take(" in mod.astext()
+
+
+def _i32(*v):
+    return np.array(v, "int32")
+
+
+RAW_MOVE_CASES = [
+    ("RESHAPE", (1, 128), [_i32(1, 128)], None, {}),
+    ("TRANSPOSE", (1, 8, 4, 4), [_i32(0, 3, 1, 2)], None, {}),
+    ("STRIDED_SLICE", (1, 2, 4, 8), [_i32(0, 1, 0, 0), _i32(1, 3, 4, 8), _i32(1, 1, 1, 1)],
+     "StridedSliceOptions", {}),
+    ("GATHER", (1, 4, 4, 3), [_i32(0, 5, 7)], "GatherOptions", {"Axis": 3}),
+    ("DEPTH_TO_SPACE", (1, 8, 8, 2), [], "DepthToSpaceOptions", {"BlockSize": 2}),
+    ("PAD", (1, 6, 6, 8), [np.array([[0, 0], [1, 1], [1, 1], [0, 0]], "int32")], None, {}),
+    ("MAX_POOL_2D", (1, 2, 2, 8), [], "Pool2DOptions",
+     {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2, "FilterHeight": 2,
+      "FusedActivationFunction": 0}),
+    ("MAX_POOL_2D", (1, 2, 2, 8), [], "Pool2DOptions",
+     {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2, "FilterHeight": 2,
+      "FusedActivationFunction": 3}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", RAW_MOVE_CASES, ids=lambda c: c[0])
+def test_moves_copy_stored_values(dtype, case):
+    """LiteRT's moves copy the stored values even where the output's parameters differ from
+    the input's (a fused RELU6 clamps in the output's); PAD pads with the output's zero
+    point."""
+    op, out, consts, options, fields = case
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 4, 8), dtype, quant=(0.05, _zp(dtype, 120)))
+    ins = [x] + [b.constant(f"c{k}", c) for k, c in enumerate(consts)]
+    y = b.tensor("y", out, dtype, quant=(0.03, _zp(dtype, 100)))
+    b.operator(op, ins, [y], options, **fields)
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 4, 4, 8), 4))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["MAXIMUM", "MINIMUM"])
+def test_maximum_of_different_parameters_compares_stored_values(dtype, op):
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 4, 8), dtype, quant=(0.05, _zp(dtype, 120)))
+    x2 = b.input("x2", (1, 1, 4, 8), dtype, quant=(0.07, _zp(dtype, 140)))
+    y = b.tensor("y", (1, 4, 4, 8), dtype, quant=(0.03, _zp(dtype, 100)))
+    b.operator(op, [x, x2], [y])
+    b.output(y)
+    blob = b.finish()
+    xs = {"x": _random(dtype, (1, 4, 4, 8), 5), "x2": _random(dtype, (1, 1, 4, 8), 6)}
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, xs)[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, [xs["x"], xs["x2"]]))
+
+
+def _litert_inputs(blob, xs):
+    litert = pytest.importorskip("ai_edge_litert.interpreter",
+                                 reason="the reference needs ai_edge_litert")
+    it = litert.Interpreter(
+        model_content=blob, num_threads=1,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs, strict=True):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -274,3 +349,154 @@ def test_average_pool_rounds_exact_halves_away_from_zero(dtype):
     _, got = _ours(blob, x)
     want = lo + 11 if lo + 10.5 > 0 else lo + 10
     np.testing.assert_array_equal(got.reshape(-1), [want, want])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("stride,padding,bias,act", [(1, 0, False, 0), (2, 0, True, 0),
+                                                     (2, 1, True, 3), (3, 1, False, 1)])
+def test_transpose_conv(dtype, stride, padding, bias, act):
+    """8-bit TRANSPOSE_CONV as LiteRT's integer kernel (int8: per-channel weights; uint8:
+    per-tensor uint8 weights with a zero point): exact sums, the final shift rounding half
+    up; no float left."""
+    rng = np.random.default_rng(stride * 10 + padding)
+    o, k, c = 6, 3, 5
+    if dtype == "int8":
+        w = rng.integers(-127, 128, (o, k, k, c)).astype("int8")
+        wq = (rng.uniform(0.002, 0.02, o).astype("float32"), np.zeros(o, "int64"), 0)
+    else:
+        w = rng.integers(0, 256, (o, k, k, c)).astype("uint8")
+        wq = (0.01, 131)
+    size = 7 * stride if padding == 0 else (7 - 1) * stride + k
+    qi, qo = (0.05, _zp(dtype, 120)), (0.2, _zp(dtype, 100))
+    b = ModelBuilder()
+    ins = [b.constant("shape", np.array([1, size, size, o], "int32")),
+           b.constant("w", w, quant=wq), b.input("x", (1, 7, 7, c), dtype, quant=qi)]
+    if bias:
+        bs = np.float32(qi[0]) * np.atleast_1d(wq[0]).astype("float32")
+        ins.append(b.constant("b", rng.integers(-3000, 3000, o).astype("int32"),
+                              quant=(np.resize(bs, o), np.zeros(o, "int64"), 0)))
+    y = b.tensor("y", (1, size, size, o), dtype, quant=qo)
+    b.operator("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions", Padding=padding,
+               StrideW=stride, StrideH=stride, FusedActivationFunction=act)
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 7, 7, c), 8))
+    assert "int64" in mod.astext()  # (the fixed-point requantization)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha_shape,scales", [((1, 1, 16), (0.05, 0.01, 0.03)),
+                                                ((16,), (0.11, 0.004, 0.02)),
+                                                ((1, 8, 1, 16), (0.02, 0.2, 0.09))])
+def test_prelu(dtype, alpha_shape, scales):
+    """8-bit PRELU as LiteRT's kernel: two fixed-point multipliers, one per sign, alpha
+    broadcast; integer ops only."""
+    si, sa, so = scales
+    b = ModelBuilder()
+    x = b.input("x", (1, 8, 8, 16), dtype, quant=(si, _zp(dtype, 120)))
+    a = b.constant("a", _random(dtype, alpha_shape, 9), quant=(sa, _zp(dtype, 100)))
+    y = b.tensor("y", (1, 8, 8, 16), dtype, quant=(so, _zp(dtype, 140)))
+    b.operator("PRELU", [x, a], [y])
+    b.output(y)
+    mod = _check(b.finish(), _random(dtype, (1, 8, 8, 16), 10))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("mult,channels", [(1, 24), (2, 8), (4, 5)])
+def test_uint8_depthwise_rounds_half_away(mult, channels):
+    """LiteRT's uint8 depthwise kernel rounds its requantization's final shift half away from
+    zero (its int8 and other convs half up): exact on every output."""
+    rng = np.random.default_rng(mult)
+    o = channels * mult
+    b = ModelBuilder()
+    x = b.input("x", (1, 12, 12, channels), "uint8", quant=(0.05, 120))
+    w = b.constant("w", _random("uint8", (1, 3, 3, o), mult), quant=(0.01, 131))
+    bias = b.constant("b", rng.integers(-2000, 2000, o).astype("int32"),
+                      quant=(np.float32(0.05) * np.float32(0.01), 0))
+    y = b.tensor("y", (1, 12, 12, o), "uint8", quant=(0.1, 100))
+    b.operator("DEPTHWISE_CONV_2D", [x, w, bias], [y], "DepthwiseConv2DOptions", Padding=0,
+               StrideW=1, StrideH=1, DepthMultiplier=mult, DilationWFactor=1,
+               DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    _check(b.finish(), _random("uint8", (1, 12, 12, channels), 20 + mult))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scales,act", [((0.05, 0.07, 0.03), 0), ((0.2, 0.011, 0.09), 3)])
+def test_div_every_pair(dtype, scales, act):
+    """8-bit DIV as LiteRT's kernel (``exact_div``) on every pair of values but a divisor at
+    its zero point (LiteRT stops there), a dividend within one of its zero point included
+    (LiteRT's shift passes 31 there and saturates); one lookup, no float."""
+    z1, z2, zo = _zp(dtype, 120), _zp(dtype, 140), _zp(dtype, 100)
+    b = ModelBuilder()
+    x = b.input("x", (256, 256), dtype, quant=(scales[0], z1))
+    x2 = b.input("x2", (256, 256), dtype, quant=(scales[1], z2))
+    y = b.tensor("y", (256, 256), dtype, quant=(scales[2], zo))
+    b.operator("DIV", [x, x2], [y], "DivOptions", FusedActivationFunction=act)
+    b.output(y)
+    blob = b.finish()
+    lo, hi = QRANGE[dtype]
+    a = np.repeat(np.arange(lo, hi + 1), 256).reshape(256, 256).astype(dtype)
+    c = a.T.copy()
+    c[c == z2] = z2 + 1
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": a, "x2": c})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, [a, c]))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+@pytest.mark.parametrize("act", [0, 1])
+def test_int16_add_sub(op, act):
+    """int16 ADD / SUB as LiteRT's general-scale kernel (15 bits of headroom), broadcast."""
+    rng = np.random.default_rng(act)
+    b = ModelBuilder()
+    x = b.input("x", (2, 512), "int16", quant=(0.0005, 0))
+    x2 = b.input("x2", (1, 512), "int16", quant=(0.0007, 0))
+    y = b.tensor("y", (2, 512), "int16", quant=(0.0004, 0))
+    b.operator(op, [x, x2], [y], f"{op.title()}Options", FusedActivationFunction=act,
+               PotScaleInt16=False)
+    b.output(y)
+    blob = b.finish()
+    xs = [rng.integers(-32768, 32768, s).astype("int16") for s in ((2, 512), (1, 512))]
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": xs[0], "x2": xs[1]})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, xs))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("op", ["ABS", "NEG", "LEAKY_RELU"])
+@pytest.mark.parametrize("scales", [(0.0005, 0.0004), (0.0003, 0.0003)])
+def test_int16_unary_every_value(op, scales):
+    """int16 ABS, NEG (raw, wrapping) and LEAKY_RELU as LiteRT's kernels: a 65536-entry
+    table, every value."""
+    fields = {"options": "LeakyReluOptions", "Alpha": 0.2} if op == "LEAKY_RELU" else {}
+    blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
+    x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
+    mod = _check(blob, x)
+    assert "take(" in mod.astext()
+
+
+@pytest.mark.parametrize("n", [1000, 1007])
+def test_requantize_from_int16_rounds_half_away(n):
+    """QUANTIZE int16 -> int8: LiteRT's loop is scalar there (half away from zero on every
+    value, no NEON blocks)."""
+    blob = _model("QUANTIZE", "int16", (1, n), (0.00037, 0), (0.031, 5), out_dtype="int8")
+    _check(blob, _random("int16", (1, n), n))
+
+
+_APPROX = {"options": "GeluOptions", "Approximate": True}
+_LUT16_SCALES = [(0.0005, 0.0004), (0.0001, 0.00003), (0.002, 0.0011)]
+
+
+@pytest.mark.parametrize("op,fields,scales", [
+    *[(op, f, sc) for op, f in (("LOG", {}), ("EXP", {}), ("GELU", _APPROX))
+      for sc in _LUT16_SCALES],
+    ("GELU", {}, _LUT16_SCALES[0]), ("GELU", {}, _LUT16_SCALES[2])])
+def test_int16_lut_every_value(op, fields, scales):
+    """int16 LOG, EXP and GELU (exact and tanh form) as LiteRT's interpolated 513-anchor
+    tables (``exact_lut16``), on every int16 value. (GELU's erf form at scales 0.0001 ->
+    0.00003 has one anchor a step off LiteRT's: 124 of 65536 values.)"""
+    blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
+    x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
+    mod = _check(blob, x)
+    assert "take(" in mod.astext()

@@ -31,6 +31,7 @@ from ... import expr as _expr
 from ... import op as _op
 
 LEFT_SHIFT = 20  # TFLite's ADD / SUB headroom for 8-bit inputs
+LEFT_SHIFT16 = 15  # ... and for int16 ones (its general-scale kernel)
 SQUARED_SHIFT = 7  # ... and SQUARED_DIFFERENCE's (int8 only)
 OPS = ("ADD", "SUB", "MUL", "SQUARED_DIFFERENCE")
 
@@ -59,7 +60,8 @@ def multiply(x: np.ndarray, m: float) -> np.ndarray:
     return high
 
 
-def _multipliers(op: str, s1: float, s2: float, so: float) -> tuple[float, ...]:
+def _multipliers(op: str, s1: float, s2: float, so: float,
+                 left_shift: int = LEFT_SHIFT) -> tuple[float, ...]:
     """The real multipliers TFLite derives (in double, from the float32 scales)."""
     s1, s2, so = (np.float64(np.float32(v)) for v in (s1, s2, so))
     if op == "MUL":
@@ -67,7 +69,7 @@ def _multipliers(op: str, s1: float, s2: float, so: float) -> tuple[float, ...]:
     twice = 2 * max(s1, s2)
     if op == "SQUARED_DIFFERENCE":
         return s1 / twice, s2 / twice, twice * twice / (2 ** (2 * SQUARED_SHIFT) * so)
-    return s1 / twice, s2 / twice, twice / (2**LEFT_SHIFT * so)
+    return s1 / twice, s2 / twice, twice / (2**left_shift * so)
 
 
 def reference(op: str, dtype: str, q1, q2, qo, qlo: int, qhi: int) -> np.ndarray:
@@ -244,7 +246,9 @@ def float_form(x1, x2, found, dtype: str, qlo: int, qhi: int):
 
 
 def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
-    """TFLite's fixed-point arithmetic itself, in int64 Relay ops."""
+    """TFLite's fixed-point arithmetic itself, in int64 Relay ops (int16 ADD / SUB: 15 bits
+    of headroom, not 20)."""
+    shift = LEFT_SHIFT16 if dtype == "int16" else LEFT_SHIFT
     def i64(v):
         return _expr.const(np.array(v, "int64"), "int64")
 
@@ -261,7 +265,7 @@ def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
 
     a1 = _op.subtract(_op.cast(x1, "int64"), i64(q1[1]))
     a2 = _op.subtract(_op.cast(x2, "int64"), i64(q2[1]))
-    mults = _multipliers(op, q1[0], q2[0], qo[0])
+    mults = _multipliers(op, q1[0], q2[0], qo[0], shift)
     if op == "MUL":
         raw = rescale(_op.multiply(a1, a2), mults[0])
     elif op == "SQUARED_DIFFERENCE":
@@ -269,8 +273,8 @@ def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
                          rescale(_op.left_shift(a2, i64(SQUARED_SHIFT)), mults[1]))
         raw = rescale(_op.multiply(d, d), mults[2])
     else:
-        r1 = rescale(_op.left_shift(a1, i64(LEFT_SHIFT)), mults[0])
-        r2 = rescale(_op.left_shift(a2, i64(LEFT_SHIFT)), mults[1])
+        r1 = rescale(_op.left_shift(a1, i64(shift)), mults[0])
+        r2 = rescale(_op.left_shift(a2, i64(shift)), mults[1])
         raw = rescale(_op.add(r1, r2) if op == "ADD" else _op.subtract(r1, r2), mults[2])
     return _op.cast(_op.clip(_op.add(raw, i64(qo[1])), float(qlo), float(qhi)), dtype)
 

@@ -17,7 +17,8 @@ from .exact_binary import quantize_multiplier
 
 __all__ = ["quantize_multiplier", "multiply", "rounding_divide_by_pot",
            "rounding_doubling_high_mul16", "doubling_high_mul16", "saturating_left_shift16",
-           "downscale_multiplier16", "multiply_expr", "NEON_BLOCK"]
+           "downscale_multiplier16", "multiply_expr", "inv_sqrt_multiplier_exp",
+           "NEON_BLOCK"]
 
 NEON_BLOCK = 16  # the 8-bit lanes of LiteRT's vectorized (NEON) requantizing loops
 
@@ -74,6 +75,46 @@ def downscale_multiplier16(m0: int) -> int:
     if m0 >= 2**31 - 1 - (1 << 15):
         return I16[1]
     return (m0 + (1 << 15)) >> 16
+
+
+def srdhm32(a, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul of int32 values: ``a * b / 2**31`` rounded
+    half up (a nudge of 2**30, 1 - 2**30 below zero, then truncation), saturating
+    -2**31 * -2**31."""
+    a, b = np.asarray(a, "int64"), np.asarray(b, "int64")
+    num = a * b + np.where(a * b >= 0, 1 << 30, 1 - (1 << 30))
+    out = np.sign(num) * (np.abs(num) >> 31)
+    return np.where((a == b) & (a == -(2**31)), 2**31 - 1, out)
+
+
+def _saturating_left32(x, bits: int) -> np.ndarray:
+    return np.clip(np.asarray(x, "int64") << bits, -(2**31), 2**31 - 1)
+
+
+def inv_sqrt_multiplier_exp(value: int) -> tuple[int, int]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp of a positive int32 with its shift reversed
+    (a left shift, as MultiplyByQuantizedMultiplier takes it): 1 / sqrt(value) as a Q31
+    multiplier and exponent. ``value`` is scaled into [2**27, 2**29) by pairs of bits, five
+    Newton steps run in gemmlowp's 3-integer-bit fixed point, the result times sqrt(2) / 2."""
+    if value <= 1:
+        return 2**31 - 1, 0
+    v, shift = int(value), 11
+    while v >= 1 << 29:
+        v //= 4
+        shift += 1
+    pairs = (32 - v.bit_length() - 1) // 2 - 1  # (leading zeros of the uint32, less one)
+    shift -= pairs
+    v <<= 2 * pairs
+    x_in = v >> 1
+    half_in = (x_in + 1) >> 1
+    x = 1 << 28
+    for _ in range(5):
+        x3 = _saturating_left32(srdhm32(srdhm32(x, x), x), 6)
+        x = _saturating_left32(srdhm32((1 << 28) + (1 << 27), x) - srdhm32(half_in, x3), 3)
+    x = int(srdhm32(x, 1518500250))  # (sqrt(2) / 2 in Q31)
+    if shift < 0:
+        x, shift = x << -shift, 0
+    return x, -shift
 
 
 def _i64(v):

@@ -366,21 +366,26 @@ def _gelu(ctx):
         c(1.0), _op.erf(_op.multiply(x, c(1 / np.sqrt(2))))))
 
 
+def pool_window(ctx, kind: str):
+    """The pooling of ``ctx.inputs[0]`` over the operator's windows, its fused activation not
+    applied."""
+    x = ctx.inputs[0]
+    opt = ctx.options()
+    shape = infer_shape(x)
+    h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
+    kh, kw = opt.FilterHeight(), opt.FilterWidth()
+    sh, sw = opt.StrideH(), opt.StrideW()
+    pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if kind == "max":
+        return _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
+    return _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
+                          count_include_pad=False)
+
+
 def _pool(kind):
     def convert(ctx):
-        x = ctx.inputs[0]
-        opt = ctx.options()
-        shape = infer_shape(x)
-        h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
-        kh, kw = opt.FilterHeight(), opt.FilterWidth()
-        sh, sw = opt.StrideH(), opt.StrideW()
-        pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
-        if kind == "max":
-            out = _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
-        else:
-            out = _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
-                                 count_include_pad=False)
-        return _activation(ctx, out, opt.FusedActivationFunction())
+        out = pool_window(ctx, kind)
+        return _activation(ctx, out, ctx.options().FusedActivationFunction())
 
     return convert
 
@@ -611,9 +616,20 @@ def _axis(a: int, ndim: int) -> int:
 @register("TRANSPOSE_CONV")
 def _transpose_conv(ctx):
     # inputs: output_shape, weights (O, kh, kw, I), input (NHWC), optional bias
+    out = transpose_conv_window(ctx)
+    b = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=3)
+    opt = ctx.options()
+    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
+    return _activation(ctx, out, act)
+
+
+def transpose_conv_window(ctx):
+    """TRANSPOSE_CONV of ``ctx.inputs[2]`` (NHWC) by the weights ``ctx.inputs[1]`` (O, kh, kw,
+    I) to the output shape of input 0, in NHWC: no bias, no fused activation."""
     out_shape = _ints(ctx, 0, "the output shape")
     w, x = ctx.inputs[1], ctx.inputs[2]
-    b = ctx.inputs[3] if len(ctx.inputs) > 3 else None
     opt = ctx.options()
     _, h, wd, _ = infer_shape(x)
     o, kh, kw, _ = infer_shape(w)
@@ -637,11 +653,7 @@ def _transpose_conv(ctx):
                                padding=(pads[0][0], pads[1][0], pads[0][1], pads[1][1]),
                                channels=o, kernel_size=(kh, kw), data_layout="NCHW",
                                kernel_layout="IOHW", output_padding=tuple(out_pad))
-    out = _op.transpose(out, (0, 2, 3, 1))
-    if b is not None:
-        out = _nn.bias_add(out, b, axis=3)
-    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
-    return _activation(ctx, out, act)
+    return _op.transpose(out, (0, 2, 3, 1))
 
 
 for _n, _f in {"POW": _op.power, "FLOOR_DIV": _op.floor_divide, "FLOOR_MOD": _op.floor_mod,

@@ -2,27 +2,33 @@
 quantization writes, and the classic ``*_quant.tflite`` uint8 models; int16 activations with
 int8 weights, the "16x8" models), lowered to plain Relay.
 
-Six kinds, by what the op computes:
+By what the op computes:
 
-- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; BATCH_MATMUL of two 8-bit
-  activations): the exact sums of (x - x_zp) * (w - w_zp) as the ONNX importer takes them
+- integer products (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV; BATCH_MATMUL
+  of two 8-bit activations): the exact sums of (x - x_zp) * (w - w_zp) as the ONNX importer takes them
   (``onnx.ops_extra.int_conv`` / ``int_matmul``: the int32 VNNI conv where
   ``frontend_common.onnx_quant.vnni_conv`` allows, else float32 convs that sum the integers
   exactly), the int32 bias added, then requantized with in_scale * w_scale / out_scale; a
   fused activation is a clamp in the quantized domain. The conv runs NCHW between two
   transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
   int16 activations they take the float path below;
-- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on every input pair
-  (``exact_binary``: a float32 form checked at import against TFLite's fixed point on all
-  256 x 256 pairs, else that fixed point itself);
+- ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on
+  every input pair (``exact_binary``: a float32 form checked at import against TFLite's
+  fixed point on all 256 x 256 pairs, else that fixed point itself); int16 ADD / SUB in that
+  fixed point; 8-bit DIV a lookup in its 256 x 256 results (``exact_div``); PRELU in fixed
+  point;
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
-  quantized values themselves, each input first requantized to the output's parameters
-  where they differ (an integer rescale), PAD padding with the zero point;
-- transcendental elementwise ops on 8-bit values (LOGISTIC, TANH, GELU, EXP, ...): a
-  256-entry table built at import, as TFLite's LUT kernels;
+  quantized values themselves, copied as stored whatever the output's parameters where
+  LiteRT's kernels copy them (``RAW_MOVES``), else (uint8 CONCATENATION) each input first
+  requantized to the output's parameters where they differ, PAD padding with the zero point;
+- elementwise ops of one input: a table of all 256 results built at import, as TFLite's
+  LUT kernels (LOGISTIC, TANH, GELU, EXP, ...) or its integer kernels (``exact_unary``:
+  LEAKY_RELU, HARD_SWISH, int8 ABS / SQRT / NEG / RSQRT); int16 ones a table of 65536
+  (``exact_unary``, and ``exact_lut16`` for LiteRT's interpolated 16-bit tables);
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
-- the rest (TRANSPOSE_CONV, AVERAGE_POOL_2D, MEAN, SOFTMAX, HARD_SWISH,
-  RESIZE_BILINEAR, the detection head, ...): dequantize the inputs (constant weights and
+- pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
+  ``exact_l2norm``);
+- the rest (SOFTMAX, int16 convs, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
 
@@ -41,14 +47,24 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_, const_value, infer_dtype, infer_shape
 from ..onnx.ops_extra import add_to_product, int_conv, int_matmul
-from . import exact_binary, exact_l2norm, exact_spatial, exact_unary, fixed_point
+from . import (
+    exact_binary,
+    exact_div,
+    exact_l2norm,
+    exact_lut16,
+    exact_spatial,
+    exact_unary,
+    fixed_point,
+)
 from .importer import (
     _TENSOR_TYPES,
     CONVERTERS,
     _conv_pads,
     _per_axis,
     dequantize_array,
+    pool_window,
     quant_params,
+    transpose_conv_window,
 )
 
 EIGHT_BIT = ("int8", "uint8")  # the weight dtypes of the integer products
@@ -284,11 +300,12 @@ def quantize_multiplier(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(tiny, 0, m0), np.where(tiny, 0, shift)
 
 
-def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
+def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int, half_up=False):
     """TFLite's MultiplyByQuantizedMultiplier of the integers ``acc`` (int32, or float32
     holding integers) by ``mult`` (per tensor or along ``axis``), in int64: the doubling high
     multiply by m0 (rounding half up, (p + 2**30) >> 31), then the rounding right shift
-    (half away from zero: + 2**(s-1) - 1 for negatives, >> s)."""
+    (half away from zero: + 2**(s-1) - 1 for negatives, >> s; where ``half_up`` (True, or a
+    bool per multiplier), as NEON's rounding shift: + 2**(s-1), >> s)."""
     m0, shift = quantize_multiplier(mult)
     left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
 
@@ -301,10 +318,13 @@ def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int):
     h = _op.right_shift(_op.add(_op.multiply(v, c(m0)), c(2**30)), c(31))
     if not right.any():
         return h
-    sign = _op.right_shift(h, c(63))  # -1 for negatives, else 0
-    if not right.all():  # (no rounding where the shift is 0)
-        sign = _op.multiply(sign, c((right > 0).astype("int64")))
     half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    away = (right > 0) & np.logical_not(np.broadcast_to(half_up, right.shape))
+    if not away.any():
+        return _op.right_shift(_op.add(h, c(half)), c(right))
+    sign = _op.right_shift(h, c(63))  # -1 for negatives, else 0
+    if not away.all():  # (no rounding where the shift is 0; half up where asked)
+        sign = _op.multiply(sign, c(away.astype("int64")))
     return _op.right_shift(_op.add(_op.add(h, c(half)), sign), c(right))
 
 
@@ -375,7 +395,11 @@ def _conv(ctx, depthwise: bool):
                            _expr.const(np.ascontiguousarray(w_oihw)),
                            _zp_expr(qw.zp, qw.dtype), attrs)
     mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
-    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    # LiteRT's uint8 depthwise kernel (uint8 weights) rounds its final shift half away from
+    # zero (gemmlowp), its other convs half up (14 of 6912 uint8 depthwise outputs a step off,
+    # 0 now); uint8 activations with int8 weights, which LiteRT does not run, stay half up
+    away = depthwise and qx.dtype == "uint8" and qw.dtype == "uint8"
+    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo, ties_away=away)
     return _op.transpose(out, (0, 2, 3, 1))
 
 
@@ -396,6 +420,47 @@ def _fully_connected(ctx):
     return out
 
 
+def _transpose_conv(ctx):
+    """8-bit TRANSPOSE_CONV as LiteRT's integer kernel: the exact sums of (x - x_zp) *
+    (w - w_zp) (float32 transposed conv of integers: exact while below 2**24, checked at
+    import from the shapes; else float64), the int32 bias added, then each channel's
+    MultiplyByQuantizedMultiplier (in_scale * w_scale / out_scale, exactly:
+    ``fixed_point_multiply``; the final shift rounds half up where LiteRT's vectorized
+    requantization does, else half away from zero), + zero point, clamped. Through float it was 5-10 of 5184 values a step off."""
+    x = ctx.inputs[2]
+    qx, qo = _in_q(ctx, 2), _out_q(ctx)
+    w, qw = _weight(ctx, 1, 0)
+    o, kh, kw, i = w.shape
+    strides = ctx.options().StrideH(), ctx.options().StrideW()
+    taps = -(-kh // strides[0]) * -(-kw // strides[1]) * i
+    big = max(abs(v) for v in QRANGE[qx.dtype]) + abs(qx.z)
+    wmax = int(np.abs(w.astype("int64") - qw.zp.reshape(-1, 1, 1, 1)).max(initial=0))
+    bias = _bias(ctx, 3)
+    bound = taps * big * wmax + (0 if bias is None else int(np.abs(bias).max(initial=0)))
+    acc_dt = "float32" if bound < 2**24 else "float64"
+    wz = (w.astype("int64") - qw.zp.reshape(-1, 1, 1, 1)).astype(acc_dt)
+    xf = _op.cast(x, acc_dt)
+    if qx.z:
+        xf = _op.subtract(xf, _expr.const(np.array(qx.z, acc_dt)))
+    ctx.inputs[1], ctx.inputs[2] = _expr.const(wz), xf
+    acc = transpose_conv_window(ctx)
+    if bias is not None:
+        acc = _op.add(acc, _expr.const(bias.astype(acc_dt)))
+    mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
+    # LiteRT rounds half up in its vectorized loops: uint8's everywhere, int8's per-channel
+    # one on blocks of 8 channels, the channels past the last block half away from zero
+    half_up = True if qx.dtype == "uint8" else np.arange(o) < o // 8 * 8
+    v = fixed_point_multiply(acc, np.resize(mult, o), 3, 4, half_up)
+    if qo.z:
+        v = _op.add(v, _expr.const(np.array(qo.z, "int64"), "int64"))
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+
+
 INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
                "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, True),
                "FULLY_CONNECTED": _fully_connected}
@@ -412,13 +477,20 @@ def _data_inputs(ctx, constants: bool = False) -> list[int]:
              isinstance(ctx.importer.fold(ctx.inputs[k]), _expr.Constant))]
 
 
-# moves whose TFLite kernels copy the raw values whatever the output's parameters
-RAW_MOVES = frozenset({"RESIZE_NEAREST_NEIGHBOR"})
+# moves whose LiteRT kernels copy the stored values whatever the parameters of their inputs
+# and output (checked one by one against LiteRT with differing ones: every moved value was up
+# to 59 steps off when rescaled); the other moves' kernels require equal parameters (but
+# uint8 CONCATENATION, which rescales each input as ``requantize`` does)
+RAW_MOVES = frozenset({
+    "RESHAPE", "SQUEEZE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "GATHER",
+    "GATHER_ND", "TILE", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "PAD", "REVERSE_V2", "MAX_POOL_2D",
+    "MAXIMUM", "MINIMUM", "RESIZE_NEAREST_NEIGHBOR"})
 
 
 def _move(ctx):
     """The op on quantized values, each data input requantized to the output's parameters
-    (but for ``RAW_MOVES``, as TFLite)."""
+    (but for ``RAW_MOVES``, as LiteRT); a fused activation (MAX_POOL_2D) clamps to its range
+    in the output's parameters, as LiteRT's CalculateActivationRangeQuantized."""
     qo = _out_q(ctx)
     for k in _data_inputs(ctx):
         if ctx.name not in RAW_MOVES:
@@ -427,7 +499,11 @@ def _move(ctx):
         pads = ctx.value(1, "the paddings").astype("int64")
         return _op.nn.pad(ctx.inputs[0], [tuple(p) for p in pads],
                           pad_value=_expr.const(np.array(qo.z, qo.dtype)))
-    return CONVERTERS[ctx.name](ctx)
+    bounds = _fused_bounds(ctx)
+    if bounds == (None, None):
+        return CONVERTERS[ctx.name](ctx)
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.clip(pool_window(ctx, "max"), float(qlo), float(qhi))
 
 
 def _clamp(ctx):
@@ -465,6 +541,13 @@ def _eight_bit_to_eight_bit(ctx) -> bool:
     return all(q is not None and q.dtype in EIGHT_BIT for q in qs)
 
 
+def _int16_to_int16(ctx) -> bool:
+    """One input and the output quantized per tensor in int16."""
+    qs = [qtensor(ctx, ctx.input_ids[0]) if len(ctx.input_ids) == 1 else None,
+          qtensor(ctx, int(ctx.op.Outputs(0)))]
+    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 for q in qs)
+
+
 def _same_dtype(ctx) -> bool:
     """Input and output of one dtype (TFLite's integer kernels require it)."""
     return qtensor(ctx, ctx.input_ids[0]).dtype == qtensor(ctx, int(ctx.op.Outputs(0))).dtype
@@ -473,8 +556,10 @@ def _same_dtype(ctx) -> bool:
 def _table(ctx):
     """An elementwise op on 8-bit values as TFLite computes its LUT kernels: the float
     converter evaluated at import on every value of the input's dtype (dequantized), each
-    result quantized to the output (rounding half away from zero; NaN -> the zero point); the
-    op is then one ``take`` from that 256-entry table."""
+    result quantized to the output as LiteRT's LUT builder does it (the float32 result times
+    the float32 inverse of the output scale, rounded half away from zero; NaN -> the zero
+    point: dividing in float64 put int8 ELU's exact halves a step off); the op is then one
+    ``take`` from that 256-entry table."""
     x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
     lo, hi = QRANGE[qx.dtype]
     levels = ((np.arange(lo, hi + 1) - qx.z) * np.float64(qx.s)).astype("float32")
@@ -482,7 +567,8 @@ def _table(ctx):
     values = ctx.importer.fold(CONVERTERS[ctx.name](ctx))
     if not isinstance(values, _expr.Constant):
         raise ctx.fail("the lookup table did not fold to a constant")
-    f = np.nan_to_num(values.data.numpy().astype("float64") / np.float64(qo.s), nan=0.0)
+    inverse = np.float32(1.0) / np.float32(qo.s)
+    f = np.nan_to_num(values.data.numpy().astype("float32") * inverse, nan=0.0).astype("float64")
     olo, ohi = QRANGE[qo.dtype]
     table = np.clip(np.sign(f) * np.floor(np.abs(f) + 0.5) + qo.z, olo, ohi).astype(qo.dtype)
     return exact_unary.lookup(x, table, qx.dtype)
@@ -494,6 +580,17 @@ def _integer_table(ctx):
     x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
     t = exact_unary.table(ctx.name, qx.dtype, (qx.s, qx.z), (qo.s, qo.z), ctx.options())
     return exact_unary.lookup(x, t, qx.dtype)
+
+
+def _int16_lut(ctx):
+    """int16 LOG / EXP / GELU as LiteRT's interpolated 16-bit tables (``exact_lut16``): one
+    lookup in the 65536 results."""
+    x, qx, qo = ctx.inputs[0], _in_q(ctx, 0), _out_q(ctx)
+    opt = ctx.options()
+    approximate = bool(opt.Approximate()) if opt is not None and hasattr(
+        opt, "Approximate") else False
+    t = exact_lut16.table(ctx.name, (qx.s, qx.z), (qo.s, qo.z), approximate)
+    return exact_unary.lookup(x, t, "int16")
 
 
 def _requantize_op(ctx):
@@ -509,7 +606,10 @@ def _requantize_op(ctx):
     if q_in.z:
         v = _op.subtract(v, _expr.const(np.array(q_in.z, "int64"), "int64"))
     m0, shift = fixed_point.quantize_multiplier(np.float64(q_in.s) / np.float64(q_out.s))
-    v = fixed_point.multiply_expr(v, m0, shift, _neon_blocks(ctx))
+    # (from int16, LiteRT's loop is scalar: half away from zero everywhere; 6 of 4042 int16
+    # -> int8 values a step off with the 8-bit NEON blocks)
+    blocks = None if q_in.dtype == "int16" else _neon_blocks(ctx)
+    v = fixed_point.multiply_expr(v, m0, shift, blocks)
     if q_out.z:
         v = _op.add(v, _expr.const(np.array(q_out.z, "int64"), "int64"))
     qlo, qhi = QRANGE[q_out.dtype]
@@ -558,6 +658,55 @@ def _batch_matmul_applies(ctx) -> bool:
         for q in qs)
 
 
+def _transpose_conv_applies(ctx) -> bool:
+    """8-bit per-tensor input and output of one dtype, constant 8-bit weights."""
+    qs = [qtensor(ctx, ctx.input_ids[2]), qtensor(ctx, int(ctx.op.Outputs(0))),
+          qtensor(ctx, ctx.input_ids[1])]
+    return all(q is not None and q.dtype in EIGHT_BIT for q in qs) and \
+        qs[0].scale.size == 1 and qs[1].scale.size == 1 and qs[0].dtype == qs[1].dtype and \
+        isinstance(ctx.importer.fold(ctx.inputs[1]), _expr.Constant)
+
+
+def _prelu(ctx):
+    """8-bit PRELU as LiteRT's integer kernel: x - zero point rescaled by in_scale / out_scale
+    where >= 0, else its product with alpha - alpha's zero point rescaled by in_scale *
+    alpha_scale / out_scale (each a float32 quotient made a Q31 multiplier, TFLite's
+    MultiplyByQuantizedMultiplier in int64), + the output's zero point, saturated. Through
+    float 509 of 16384 values were a step off LiteRT."""
+    qx, qa, qo = _in_q(ctx, 0), qtensor(ctx, ctx.input_ids[1]), _out_q(ctx)
+
+    def i64(v):
+        return _expr.const(np.asarray(v, "int64"), "int64")
+
+    v = _op.subtract(_op.cast(ctx.inputs[0], "int64"), i64(qx.z))
+    a = _op.subtract(_op.cast(ctx.inputs[1], "int64"), i64(qa.z))
+    f32 = np.float32
+    pos = fixed_point.multiply_expr(v, *fixed_point.quantize_multiplier(
+        float(f32(qx.s) / f32(qo.s))))
+    neg = fixed_point.multiply_expr(_op.multiply(v, a), *fixed_point.quantize_multiplier(
+        float(f32(qx.s) * f32(qa.s) / f32(qo.s))))
+    out = _op.add(_op.where(_op.greater_equal(v, i64(0)), pos, neg), i64(qo.z))
+    qlo, qhi = QRANGE[qo.dtype]
+    return _op.cast(_op.clip(out, float(qlo), float(qhi)), qo.dtype)
+
+
+def _prelu_applies(ctx) -> bool:
+    """Input, alpha and output quantized per tensor in one 8-bit dtype."""
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids[:2], int(ctx.op.Outputs(0))]]
+    return len(ctx.inputs) == 2 and all(
+        q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
+        q.scale.size == 1 and q.zp.size <= 1 for q in qs)
+
+
+def _div(ctx):
+    """8-bit DIV as LiteRT's integer kernel: a lookup in its 256 x 256 results
+    (``exact_div``)."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    values = exact_div.table(qo.dtype, (q1.s, q1.z), (q2.s, q2.z), (qo.s, qo.z), qlo, qhi)
+    return exact_div.lookup(ctx.inputs[0], ctx.inputs[1], values, qo.dtype)
+
+
 def _exact_binary(ctx):
     """ADD / SUB / MUL of two 8-bit tensors with TFLite's integer results
     (``exact_binary``)."""
@@ -577,6 +726,29 @@ def _exact_binary_applies(ctx) -> bool:
         return False  # (TFLite's integer kernel is int8 only)
     return all(q is not None and q.dtype in EIGHT_BIT and q.dtype == qs[-1].dtype and
                q.scale.size == 1 and q.zp.size <= 1 for q in qs)
+
+
+def _int16_add(ctx):
+    """int16 ADD / SUB as LiteRT's general-scale kernel: TFLite's fixed point with 15 bits of
+    headroom (``exact_binary.integer_form``, int64). Through float 11-16 of 1024 values were a
+    step off."""
+    q1, q2, qo = _in_q(ctx, 0), _in_q(ctx, 1), _out_q(ctx)
+    qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    return exact_binary.integer_form(ctx.name, ctx.inputs[0], ctx.inputs[1], (q1.s, q1.z),
+                                     (q2.s, q2.z), (qo.s, qo.z), "int16", qlo, qhi)
+
+
+def _int16_add_applies(ctx) -> bool:
+    """Two inputs and the output quantized per tensor in int16, a clamp (or no) fused
+    activation, and the general-scale kernel (the options' pot_scale_int16 off or absent)."""
+    if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
+        return False
+    opt = ctx.options()
+    if opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16():
+        return False
+    qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
+    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
+               for q in qs)
 
 
 # ------------------------------------------------------------------ pools, reductions, resize
@@ -673,6 +845,8 @@ def converter(ctx):
         return _requantize_op if q is not None and q.dtype != "float32" else None
     if not is_quantized(ctx):
         return None
+    if ctx.name == "TRANSPOSE_CONV" and _transpose_conv_applies(ctx):
+        return _transpose_conv
     if ctx.name in INTEGER_OPS:
         # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
         # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
@@ -681,18 +855,30 @@ def converter(ctx):
         return _through_float if wide else INTEGER_OPS[ctx.name]
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
+    if ctx.name in ("ADD", "SUB") and _int16_add_applies(ctx):
+        return _int16_add
+    if ctx.name == "DIV" and _exact_binary_applies(ctx):
+        return _div
+    if ctx.name == "PRELU" and _prelu_applies(ctx):
+        return _prelu
     if ctx.name == "BATCH_MATMUL" and _batch_matmul_applies(ctx):
         return _batch_matmul
     if ctx.name in CLAMPS:
         return _clamp
     if ctx.name in TABLE_OPS and _eight_bit_to_eight_bit(ctx):
         return _table
-    if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx):
+    if ctx.name in exact_unary.OPS and _eight_bit_to_eight_bit(ctx) and _same_dtype(ctx) and (
+            ctx.name not in exact_unary.INT8_ONLY or _in_q(ctx, 0).dtype == "int8"):
         return _integer_table
+    if ctx.name in exact_unary.INT16 and _int16_to_int16(ctx):
+        return _integer_table
+    if ctx.name in exact_lut16.OPS and _int16_to_int16(ctx):
+        return _int16_lut
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
     if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
         return _l2_normalize
-    if ctx.name in MOVE_OPS and _fused_bounds(ctx) == (None, None):
+    if ctx.name in MOVE_OPS and (_fused_bounds(ctx) == (None, None) or
+                                 ctx.name == "MAX_POOL_2D" and _fused_bounds(ctx) is not None):
         return _move
     return _through_float
