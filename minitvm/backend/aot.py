@@ -3,6 +3,10 @@
 ``void entry(ptr table, i32 num_threads)``: ``table`` holds the argument pointers of all steps
 back to back; step ``s`` calls its kernel with ``table + offset_s``. With it a run of a compiled
 graph is one ctypes call, so a tiny model pays no per-kernel Python overhead.
+
+The calls go in basic blocks of ``BLOCK_STEPS``: LLVM's code generator takes time quadratic in
+the calls of one block (at O0, 8,000 calls 0.98 s, 16,000 9.6 s; in blocks of 256: 0.15 and
+0.60 s). A graph of at most ``BLOCK_STEPS`` steps has one block, its IR as before the split.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import hashlib
 
 from ..runtime import jit
+
+BLOCK_STEPS = 256  # calls per basic block of the entry (see the module doc)
 
 
 def entry_ir(steps: list[tuple[str, int]]) -> tuple[str, str]:
@@ -22,6 +28,9 @@ def entry_ir(steps: list[tuple[str, int]]) -> tuple[str, str]:
     lines.append("entry:")
     off = 0
     for k, (sym, nargs) in enumerate(steps):
+        if k and k % BLOCK_STEPS == 0:  # (same calls, same order: straight-line jumps)
+            lines.append(f"  br label %steps{k}")
+            lines.append(f"steps{k}:")
         lines.append(f"  %a{k} = getelementptr ptr, ptr %table, i64 {off}")
         lines.append(f"  call void @{sym}(ptr %a{k}, ptr null, i32 %nth)")
         off += nargs
