@@ -1,7 +1,8 @@
 """torch's order statistics and scans that neither dialect has as one operator: ``median`` /
 ``nanmedian`` (a stable sort and a gather at the middle position), ``cummax`` / ``cummin`` and
 ``logcumsumexp`` (an inclusive scan in ``ceil(log2 n)`` shift-and-combine steps, so each stays
-native and ``O(n log n)``), and ``pdist`` (the distances of the row pairs ``i < j``).
+native and ``O(n log n)``), ``mode`` (an all-pairs equality count), ``histc`` (bin numbers
+compared with every bin) and ``pdist`` (the distances of the row pairs ``i < j``).
 
 ``b`` is the dialect's builder (see ``OrderBuilder``): elementwise maths go through ``b.ops``
 (``relay.op`` or ``relax.op``, whose elementwise names agree); the few ops whose signatures
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["OrderBuilder", "cumulative_extreme", "logcumsumexp", "median", "pdist"]
+__all__ = ["OrderBuilder", "cumulative_extreme", "histc", "logcumsumexp", "median", "mode", "pdist"]
 
 
 class OrderBuilder(Protocol):
@@ -150,3 +151,50 @@ def pdist(b: OrderBuilder, x, n: int, dtype: str, p: float, take):
     power = b.const(np.array(p, dtype))
     total = ops.sum(ops.power(diff, power), axis=1)
     return ops.power(total, b.const(np.array(1.0 / p, dtype)))
+
+
+def mode(b: OrderBuilder, x, shape, dtype: str, axis: int):
+    """torch.mode along ``axis``: the most frequent value (the smallest of equally frequent
+    ones) and the int64 index of its last occurrence, ``axis`` kept with size 1. Counts every
+    pair of the slice (``n * n`` comparisons per slice)."""
+    ops = b.ops
+    n = shape[axis]
+    same = ops.equal(ops.expand_dims(x, axis + 1), ops.expand_dims(x, axis))
+    count = b.emit(ops.sum(b.cast(same, "int32"), axis=axis + 1))
+    top = ops.max(count, axis=axis, keepdims=True)
+    ceiling = b.const(np.array(_lowest(dtype, largest=False), dtype))
+    value = b.emit(ops.min(ops.where(ops.equal(count, top), x, ceiling), axis=axis,
+                           keepdims=True))
+    index_shape = [1] * len(shape)
+    index_shape[axis] = n
+    position = b.const(np.arange(n, dtype="int64").reshape(index_shape))
+    index = ops.max(ops.where(ops.equal(x, value), position, b.const(np.array(-1, "int64"))),
+                    axis=axis, keepdims=True)
+    return value, b.emit(index)
+
+
+def histc(b: OrderBuilder, x, dtype: str, bins: int, lo: float, hi: float):
+    """torch.histc of the 1-D ``x``: counts (in ``dtype``) in ``bins`` equal bins over
+    ``[lo, hi]``, the top edge in the last bin, entries outside and NaN skipped. ``lo == hi``
+    takes the data's minimum and maximum, widened by one each way when those are equal too."""
+    ops = b.ops
+
+    def scalar(v):
+        return b.const(np.array(v, dtype))
+
+    if lo == hi:
+        low, high = b.emit(ops.min(x)), b.emit(ops.max(x))
+        flat = b.emit(ops.equal(low, high))
+        low = b.emit(ops.where(flat, ops.subtract(low, scalar(1.0)), low))
+        high = b.emit(ops.where(flat, ops.add(high, scalar(1.0)), high))
+    else:
+        low, high = scalar(lo), scalar(hi)
+    inside = ops.logical_and(ops.greater_equal(x, low), ops.less_equal(x, high))
+    scaled = ops.divide(ops.multiply(ops.subtract(x, low), scalar(float(bins))),
+                        ops.subtract(high, low))
+    top = b.const(np.array(bins - 1, "int64"))
+    number = ops.minimum(b.cast(ops.floor(scaled), "int64"), top)
+    number = ops.where(inside, number, b.const(np.array(-1, "int64")))  # NaN: not inside
+    hits = ops.equal(ops.expand_dims(b.emit(number), 1),
+                     b.const(np.arange(bins, dtype="int64")))
+    return ops.sum(b.cast(hits, dtype), axis=0)

@@ -78,3 +78,21 @@ def test_pdist(p):
     x = _rand(6, 4)
     x[4] = x[1]
     _run(lambda x: torch.pdist(x, p), x)
+
+
+def test_mode_smallest_of_equally_frequent_and_last_index():
+    x = torch.tensor([[3.0, 1, 3, 1, 2, 5], [2, 2, 7, 7, 7, 0], [4, 4, 4, 4, 4, 4]])
+
+    def fn(x):
+        values, indices = torch.mode(x, 1)
+        kept = torch.mode(x, 0, True)
+        return torch.cat([values, indices.float(), kept[0][0], kept[1][0].float()])
+
+    _run(fn, x)
+
+
+@pytest.mark.parametrize("bins, lo, hi", [(4, 0.0, 5.0), (7, 0.0, 0.0)])
+def test_histc(bins, lo, hi):
+    x = torch.cat([_rand(30), torch.tensor([0.0, 1.0, 2.0, 5.0, 6.0, -1.0])])
+    _run(lambda x: torch.histc(x, bins, lo, hi), x)
+    _run(lambda x: torch.histc(x * 0.0, bins, lo, hi), x)

@@ -93,3 +93,28 @@ def test_pdist(p):
     x[4] = x[1]  # a zero distance
     mod = _check(Fn(lambda x: torch.pdist(x, p)), x, rtol=1e-5, atol=1e-5)
     assert "take" in mod.astext()
+
+
+def test_mode_smallest_of_equally_frequent_and_last_index():
+    x = torch.tensor([[3.0, 1, 3, 1, 2, 5], [2, 2, 7, 7, 7, 0], [4, 4, 4, 4, 4, 4]])
+
+    def fn(x):
+        values, indices = torch.mode(x, 1)
+        kept = torch.mode(x, 0, True)
+        return torch.cat([values, indices.float(), kept[0][0], kept[1][0].float()])
+
+    _check(Fn(fn), x)
+    _check(Fn(lambda x: torch.mode(x)[1]), torch.from_numpy(
+        np.random.default_rng(1).integers(0, 3, (4, 7))))
+
+
+@pytest.mark.parametrize("bins, lo, hi", [(4, 0.0, 5.0), (7, 0.0, 0.0), (5, -1.0, 1.0)])
+def test_histc_edges_outside_and_data_range(bins, lo, hi):
+    x = torch.cat([_randn(30), torch.tensor([0.0, 1.0, 2.0, 5.0, 6.0, -1.0, float("nan")])])
+    if lo == hi:
+        x = x[:-1]  # torch takes a NaN minimum as the range
+    _check(Fn(lambda x: torch.histc(x, bins, lo, hi)), x.view(1, -1))
+
+
+def test_histc_of_constant_data_widens_the_range():
+    _check(Fn(lambda x: torch.histc(x, 3)), torch.ones(2, 3))

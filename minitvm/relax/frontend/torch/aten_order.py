@@ -1,6 +1,7 @@
 """Core-ATen order statistics and scans onto ``relax.op``: ``median`` / ``nanmedian`` (a stable
 argsort and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step
-scans) and ``_pdist_forward`` (``torch.pdist``: takes of constant row pairs), built by
+scans), ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin)
+and ``_pdist_forward`` (``torch.pdist``: takes of constant row pairs), built by
 ``frontend_common.torch_order`` from ops with native computes."""
 
 from __future__ import annotations
@@ -122,3 +123,35 @@ def _pdist(ctx: AtenContext, args):
     b = _RelaxOrder(ctx)
     return ctx.emit(torch_order.pdist(b, x, shape[0], dtype, p,
                                       lambda t, i: b.emit(_op.take(t, i, 0))))
+
+
+@register("mode.default")
+def _mode(ctx: AtenContext, args):
+    """mode(input, dim=-1, keepdim=False) -> (the most frequent value, the int64 index of its
+    last occurrence); equally frequent values give the smallest."""
+    x = args[0]
+    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    if not shape:
+        return x, const(np.array(0, "int64"))
+    dim = int(args[1] if len(args) > 1 else -1) % len(shape)
+    val, idx = torch_order.mode(_RelaxOrder(ctx), x, shape, dtype, dim)
+    if not (len(args) > 2 and bool(args[2])):
+        val, idx = ctx.emit(_op.squeeze(val, [dim])), ctx.emit(_op.squeeze(idx, [dim]))
+    return val, idx
+
+
+@register("histc.default")
+def _histc(ctx: AtenContext, args):
+    """histc(input, bins=100, min=0, max=0): counts of the flattened input in equal bins."""
+    x = args[0]
+    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    if not dtype.startswith("float"):
+        raise ctx.fail(f"expects a floating-point input, got {dtype}")
+    rest = list(args[1:]) + [None] * 3
+    bins = int(100 if rest[0] is None else rest[0])
+    lo, hi = (float(0.0 if v is None else v) for v in rest[1:3])
+    if bins <= 0 or lo > hi:
+        raise ctx.fail(f"needs bins > 0 and min <= max, got bins={bins}, min={lo}, max={hi}")
+    size = int(np.prod(shape)) if shape else 1
+    flat = ctx.emit(_op.reshape(x, [size]))
+    return ctx.emit(torch_order.histc(_RelaxOrder(ctx), flat, dtype, bins, lo, hi))

@@ -1,6 +1,7 @@
 """ATen's order statistics and scans onto Relay: ``median`` / ``nanmedian`` (a stable argsort
-and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans) and
-``pdist`` (takes of constant row pairs), built by ``frontend_common.torch_order`` from ops
+and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
+``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin) and ``pdist``
+(takes of constant row pairs), built by ``frontend_common.torch_order`` from ops
 with native computes."""
 
 from __future__ import annotations
@@ -115,3 +116,32 @@ def _pdist(ctx, args):
         raise ctx.fail(f"p must be non-negative, got {p}")
     return torch_order.pdist(_RelayOrder, x, shape[0], dtype, p,
                              lambda t, i: _op.take(t, i, axis=0))
+
+
+@register("mode")
+def _mode(ctx, args):
+    """mode(input, dim=-1, keepdim=False) -> (the most frequent value, the int64 index of its
+    last occurrence); equally frequent values give the smallest."""
+    x = args[0]
+    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    if not shape:
+        return x, _expr.const(np.array(0, "int64"))
+    dim = _norm_dim(int(_opt(args, 1, -1)), len(shape))
+    val, idx = torch_order.mode(_RelayOrder, x, shape, dtype, dim)
+    if not bool(_opt(args, 2, False)):
+        val, idx = _op.squeeze(val, [dim]), _op.squeeze(idx, [dim])
+    return val, idx
+
+
+@register("histc")
+def _histc(ctx, args):
+    """histc(input, bins=100, min=0, max=0): counts of the flattened input in equal bins."""
+    x = args[0]
+    dtype = ctx.dtype(x)
+    if not dtype.startswith("float"):
+        raise ctx.fail(f"expects a floating-point input, got {dtype}")
+    bins, lo, hi = int(_opt(args, 1, 100)), float(_opt(args, 2, 0.0)), float(_opt(args, 3, 0.0))
+    if bins <= 0 or lo > hi:
+        raise ctx.fail(f"needs bins > 0 and min <= max, got bins={bins}, min={lo}, max={hi}")
+    flat = _op.reshape(x, (-1,))
+    return torch_order.histc(_RelayOrder, flat, dtype, bins, lo, hi)
