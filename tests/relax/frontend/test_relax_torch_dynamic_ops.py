@@ -1,7 +1,8 @@
 """relax.frontend.torch.from_exported_program on ops whose result shape depends on the data:
 ``torch.unique`` (``_unique2``: sorted values, inverse indices in the input's shape, counts;
 the native unique kernel for float32 / int64) and ``torch.nonzero`` (``[count, ndim]``, its
-count used by later ops); built and run on the Relax VM against PyTorch eager."""
+count used by later ops) and ``torch.bincount`` (length from the data or minlength, weights);
+built and run on the Relax VM against PyTorch eager."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def test_nonzero_and_its_count_used_later():
 
 def test_nonzero_of_bool_and_1d():
     _run(lambda x: torch.nonzero(x > 0.5), torch.linspace(0.0, 1.0, 9))
+
+
+@pytest.mark.parametrize("minlength", [0, 3, 12])
+def test_bincount_length_from_the_data_or_minlength(minlength):
+    text = _run(lambda x: torch.bincount(x, minlength=minlength), _ints(6, 25))
+    assert "scatter_elements" in text
+
+
+def test_bincount_weights_keep_their_dtype():
+    _run(lambda x, w: torch.bincount(x, w), _ints(5, 16, seed=2),
+         torch.linspace(-1.0, 2.0, 16))
+    _run(lambda x, w: torch.bincount(x, w, 7), _ints(5, 16, seed=2),
+         torch.linspace(-1.0, 2.0, 16, dtype=torch.float64))
