@@ -1,6 +1,6 @@
 """relax.frontend.torch.from_exported_program on ops whose result shape depends on the data:
 ``torch.unique`` (``_unique2``: sorted values, inverse indices in the input's shape, counts;
-the native unique kernel for float32 / int64) and ``torch.nonzero`` (``[count, ndim]``, its
+the native unique kernel for float32 / int64), ``torch.nonzero`` (``[count, ndim]``, its
 count used by later ops) and ``torch.bincount`` (length from the data or minlength, weights);
 built and run on the Relax VM against PyTorch eager."""
 

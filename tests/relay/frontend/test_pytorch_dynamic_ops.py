@@ -1,4 +1,5 @@
-"""relay.frontend.from_pytorch (TorchScript) on ops whose result shape depends on the data:
+"""relay.frontend.from_pytorch (TorchScript) and from_exported_program (whose range checks of
+the data-dependent sizes are dropped) on ops whose result shape depends on the data:
 ``torch.unique`` (``_unique2``: Relay's native ``unique`` sliced to the count; sorted values,
 inverse in the input's shape, counts) and ``torch.nonzero`` (``argwhere``), run on the Relay VM
 against eager, dtype and shape included."""
@@ -14,6 +15,7 @@ from frontend_models import Fn  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
+from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
 
 
 def _ints(high, *shape, seed=0):
@@ -21,18 +23,21 @@ def _ints(high, *shape, seed=0):
 
 
 def _check_vm(fn, x) -> str:
-    """Trace ``fn`` on ``x``, import, run on the Relay VM; compare with eager exactly."""
+    """Import ``fn`` on ``x`` traced and exported, run each on the Relay VM and compare with
+    eager exactly; returns the traced import's text."""
     model = Fn(fn)
     want = model(x).numpy()
     traced = torch.jit.trace(model, (x,), check_trace=False)
-    mod, params = relay.frontend.from_pytorch(traced, [("i0", (tuple(x.shape),
-                                                               str(x.dtype)[6:]))])
-    with tvm.transform.PassContext(opt_level=3):
-        run = relay.create_executor("vm", mod=mod, target="llvm", params=params).evaluate()
-    got = run(x.numpy()).numpy()
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    return mod.astext()
+    mods = [relay.frontend.from_pytorch(traced, [("i0", (tuple(x.shape), str(x.dtype)[6:]))]),
+            from_exported_program(torch.export.export(model, (x,)))]
+    for mod, params in mods:
+        with tvm.transform.PassContext(opt_level=3):
+            run = relay.create_executor("vm", mod=mod, target="llvm", params=params).evaluate()
+        got = run(x.numpy())
+        got = (got if hasattr(got, "numpy") else got[0]).numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    return mods[0][0].astext()
 
 
 @pytest.mark.parametrize("part", [0, 1, 2])
