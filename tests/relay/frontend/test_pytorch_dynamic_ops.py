@@ -1,7 +1,8 @@
 """relay.frontend.from_pytorch (TorchScript) and from_exported_program (whose range checks of
 the data-dependent sizes are dropped) on ops whose result shape depends on the data:
 ``torch.unique`` (``_unique2``: Relay's native ``unique`` sliced to the count; sorted values,
-inverse in the input's shape, counts) and ``torch.nonzero`` (``argwhere``), run on the Relay VM
+inverse in the input's shape, counts), ``torch.nonzero`` (``argwhere``) and ``torch.bincount``
+(length from the data or minlength, weights), run on the Relay VM
 against eager, dtype and shape included."""
 
 from __future__ import annotations
@@ -57,3 +58,14 @@ def test_nonzero():
     x[1] = 0
     assert "argwhere(" in _check_vm(torch.nonzero, x)
     _check_vm(lambda x: torch.nonzero(x > 0.5), torch.linspace(0.0, 1.0, 9))
+
+
+@pytest.mark.parametrize("minlength", [0, 3, 12])
+def test_bincount_length_from_the_data_or_minlength(minlength):
+    text = _check_vm(lambda x: torch.bincount(x, minlength=minlength), _ints(6, 25))
+    assert "scatter_elements(" in text
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bincount_weights_keep_their_dtype(dtype):
+    _check_vm(lambda x: torch.bincount(x, (x.to(dtype) - 1.5) * 0.25), _ints(5, 16, seed=2))

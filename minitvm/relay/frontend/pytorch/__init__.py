@@ -6,7 +6,7 @@ Both go through one table of ATen converters (``aten.py``, extended by ``aten_ex
 """
 
 from . import aten_extra  # noqa: F401  (registers more converters into ATEN)
-from . import aten_dynamic  # noqa: F401  (unique, nonzero: data-dependent result shapes)
+from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_fft  # noqa: F401  (torch.fft and complex values between FFTs)
 from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)
 from . import aten_logic  # noqa: F401  (~, &, |, ^ and logical_and / or / xor)
