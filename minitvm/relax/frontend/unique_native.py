@@ -24,14 +24,14 @@ def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique"):
     return ctx.emit(_op.call_tir(gv, [flat], TensorStructInfo([n * 3 + 1], "int32")))
 
 
-def unique_flat(ctx, x, is_sorted: bool) -> list:
+def unique_flat(ctx, x, is_sorted: bool, name: str = "onnx_unique") -> list:
     """[values, first, inverse, counts] of ``x`` flattened."""
     shape = ctx.shape(x)
     n = 1
     for d in shape:
         n = n * d
     flat = x if len(shape) == 1 else ctx.emit(_op.reshape(x, ShapeExpr([n])))
-    return unique_outputs(ctx, unique_table(ctx, flat, n, is_sorted), n, flat, 0)
+    return unique_outputs(ctx, unique_table(ctx, flat, n, is_sorted, name), n, flat, 0)
 
 
 def unique_inverse(ctx, table, n):

@@ -24,7 +24,7 @@ def _unique2(ctx: AtenContext, args):
     x = args[0]
     shape = ctx.shape(x)
     if ctx.dtype(x) in UNIQUE_DTYPES:
-        values, _, inverse, counts = unique_flat(ctx, x, True)
+        values, _, inverse, counts = unique_flat(ctx, x, True, "torch_unique")
     else:  # the runtime's packed function (numpy), as TVM's relax.unique runs
         out = ctx.emit(_op.unique(x, True, False, True, True, None))
         values, inverse, counts = (ctx.emit(TupleGetItem(out, k)) for k in range(3))
