@@ -104,11 +104,14 @@ def median(b: OrderBuilder, x, shape, dtype: str, axis: int, ignore_nan: bool):
     ops = b.ops
     n = shape[axis]
     is_float = dtype.startswith("float")
-    key = x
     if is_float:
+        # NaN last, after +inf too: stably by NaN-ness, then stably by value with NaN as +inf
         nan = b.emit(ops.isnan(x))
-        key = ops.where(nan, b.const(np.array(np.inf, dtype)), x)  # NaN sorts last
-    order = b.emit(b.argsort(b.emit(key), axis))
+        by_nan = b.emit(b.argsort(b.cast(nan, "int32"), axis))
+        key = b.gather(ops.where(nan, b.const(np.array(np.inf, dtype)), x), by_nan, axis)
+        order = b.emit(b.gather(by_nan, b.emit(b.argsort(b.emit(key), axis)), axis))
+    else:
+        order = b.emit(b.argsort(x, axis))
     kept = list(shape)
     kept[axis] = 1
     if is_float and ignore_nan:

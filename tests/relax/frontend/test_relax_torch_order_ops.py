@@ -96,3 +96,11 @@ def test_histc(bins, lo, hi):
     x = torch.cat([_rand(30), torch.tensor([0.0, 1.0, 2.0, 5.0, 6.0, -1.0])])
     _run(lambda x: torch.histc(x, bins, lo, hi), x)
     _run(lambda x: torch.histc(x * 0.0, bins, lo, hi), x)
+
+
+def test_median_and_nanmedian_with_infinities_beside_nan():
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[nan, inf, 1.0, -inf], [2.0, nan, inf, 5.0], [inf, 3.0, nan, nan],
+                      [-inf, nan, 0.5, inf]])
+    _run(lambda x: torch.cat([torch.median(x, 1)[0], torch.nanmedian(x, 1)[0],
+                              torch.nanmedian(x, 1)[1].float()]), x)

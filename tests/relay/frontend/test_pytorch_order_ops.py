@@ -118,3 +118,11 @@ def test_histc_edges_outside_and_data_range(bins, lo, hi):
 
 def test_histc_of_constant_data_widens_the_range():
     _check(Fn(lambda x: torch.histc(x, 3)), torch.ones(2, 3))
+
+
+def test_median_and_nanmedian_with_infinities_beside_nan():
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[nan, inf, 1.0, -inf], [2.0, nan, inf, 5.0], [inf, 3.0, nan, nan],
+                      [-inf, nan, 0.5, inf]])
+    _check(Fn(lambda x: torch.cat([torch.median(x, 1)[0], torch.nanmedian(x, 1)[0],
+                                   torch.nanmedian(x, 1)[1].float()])), x)
