@@ -13,29 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....schedule.unique_sort import unique_prim_func
-from ....tir import expr as E
 from ....topi.unique import UNIQUE_DTYPES
 from ... import op as _op
 from ...expr import ShapeExpr, TupleGetItem, const
-from ...struct_info import TensorStructInfo
+from ..unique_native import unique_flat, unique_inverse, unique_outputs, unique_table
 from .context import Context, register
-
-
-def _table(ctx: Context, flat, n, is_sorted: bool):
-    """The kernel's [first | inverse | counts | count] int32 table of 1-D ``flat`` of ``n``."""
-    dim = n if isinstance(n, int) else E.Var("n", "int64")
-    gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted), "onnx_unique")
-    return ctx.emit(_op.call_tir(gv, [flat], TensorStructInfo([n * 3 + 1], "int32")))
-
-
-def _native(ctx: Context, x, is_sorted: bool) -> list:
-    shape = ctx.shape(x)
-    n = 1
-    for d in shape:
-        n = n * d
-    flat = x if len(shape) == 1 else ctx.emit(_op.reshape(x, ShapeExpr([n])))
-    return _outputs(ctx, _table(ctx, flat, n, is_sorted), n, flat, 0)
 
 
 def _native_axis(ctx: Context, x, axis: int, is_sorted: bool) -> list:
@@ -57,12 +39,13 @@ def _native_axis(ctx: Context, x, axis: int, is_sorted: bool) -> list:
         if rank is None:
             key = col
         else:
-            col_rank = ctx.emit(_op.astype(_inverse(ctx, _table(ctx, col, n, True), n), "int64"))
+            col_table = unique_table(ctx, col, n, True)
+            col_rank = ctx.emit(_op.astype(unique_inverse(ctx, col_table, n), "int64"))
             key = ctx.emit(_op.add(_op.multiply(rank, const(np.asarray(n, "int64"))), col_rank))
-        table = _table(ctx, key, n, is_sorted if last else True)
+        table = unique_table(ctx, key, n, is_sorted if last else True)
         if last:
-            return _outputs(ctx, table, n, x, axis)
-        rank = ctx.emit(_op.astype(_inverse(ctx, table, n), "int64"))
+            return unique_outputs(ctx, table, n, x, axis)
+        rank = ctx.emit(_op.astype(unique_inverse(ctx, table, n), "int64"))
     raise ctx.fail("an axis of no slices")  # (m == 0: not reached, zero-size inputs fail)
 
 
@@ -82,30 +65,6 @@ def _ranking_pays(shape, axis: int) -> bool:
     return m <= RANKED_MAX_COLUMNS and shape[axis] >= RANKED_MIN_SLICES
 
 
-def _inverse(ctx: Context, table, n):
-    return ctx.emit(_op.strided_slice(table, [0], [n], [n * 2]))
-
-
-def _outputs(ctx: Context, table, n, source, axis: int) -> list:
-    """[values, first, inverse, counts] from ``table``; values taken from ``source``."""
-    count = ctx.emit(_op.astype(ctx.emit(_op.strided_slice(table, [0], [n * 3], [n * 3 + 1])),
-                                "int64"))
-    k = E.Var("num_unique", "int64")
-
-    def part(start):
-        """The ``k`` entries of ``table`` from ``start`` (an int or a dim of the input)."""
-        begin = const(np.asarray([start], "int64")) if isinstance(start, int) else \
-            ctx.emit(_op.shape_to_tensor(ShapeExpr([start])))
-        rows = ctx.emit(_op.dynamic_strided_slice(table, begin, ctx.emit(_op.add(begin, count)),
-                                                  const(np.asarray([1], "int64"))))
-        return ctx.bb.match_cast(rows, TensorStructInfo([k], "int32"))
-
-    first, counts = part(0), part(n * 2)
-    inverse = _inverse(ctx, table, n)
-    values = ctx.emit(_op.take(source, first, axis))
-    return [values] + [ctx.emit(_op.astype(t, "int64")) for t in (first, inverse, counts)]
-
-
 @register("Unique")
 def _unique(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
@@ -117,7 +76,7 @@ def _unique(ctx: Context, ins, attrs):
         axis = int(axis) % rank
     is_sorted = bool(attrs.get("sorted", 1))
     if (axis is None or rank == 1) and ctx.dtype(x) in UNIQUE_DTYPES:
-        return _native(ctx, x, is_sorted)
+        return unique_flat(ctx, x, is_sorted)
     if ctx.dtype(x) in UNIQUE_DTYPES and _ranking_pays(ctx.shape(x), axis):
         return _native_axis(ctx, x, axis, is_sorted)
     out = ctx.emit(_op.unique(x, is_sorted, True, True, True, axis))

@@ -6,10 +6,12 @@ Both go through one table of ATen converters (``aten.py``, extended by ``aten_ex
 """
 
 from . import aten_extra  # noqa: F401  (registers more converters into ATEN)
+from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_fft  # noqa: F401  (torch.fft and complex values between FFTs)
 from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)
 from . import aten_logic  # noqa: F401  (~, &, |, ^ and logical_and / or / xor)
 from . import aten_math  # noqa: F401  (atan2, hypot, lerp)
+from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsumexp, histc, pdist)
 from . import aten_pool  # noqa: F401  (1-D and 2-D max / average / adaptive pools)
 from . import aten_recurrent  # noqa: F401  (lstm, gru and the recurrent cells)
 from . import aten_scatter  # noqa: F401  (scatter, scatter_reduce, index_add, index_put)

@@ -32,6 +32,7 @@ def from_exported_program(ep, input_shapes: dict | None = None):
                         f"{type(ep).__name__}")
     ep = ep.run_decompositions({})  # functional ATen ops (no in-place variants)
     gm = ep.graph_module
+    _drop_size_assertions(gm)
     specs = ep.graph_signature.input_specs
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     input_shapes = dict(input_shapes or {})
@@ -51,3 +52,17 @@ def from_exported_program(ep, input_shapes: dict | None = None):
             infos.append(None)
             constants[i] = state[spec.target]
     return from_fx(gm, infos, constants)
+
+
+def _drop_size_assertions(gm) -> None:
+    """Remove ``_assert_scalar`` nodes (torch.export's range checks of a data-dependent size,
+    such as ``0 <= nonzero count <= numel``, which hold by the op's definition) and the size
+    arithmetic only they read, from the decomposed program's own graph."""
+    import torch
+
+    asserts = [n for n in gm.graph.nodes
+               if n.op == "call_function" and n.target is torch.ops.aten._assert_scalar.default]
+    for n in asserts:
+        gm.graph.erase_node(n)
+    if asserts:
+        gm.graph.eliminate_dead_code()
