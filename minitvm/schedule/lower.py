@@ -67,6 +67,7 @@ from .common import same_dims as _same_dims
 from .common import static_part as _static_part
 from .common import vector_inner as _vector_inner
 from .flat_index import flat_nest
+from .index_chains import simplify_index_chains
 from .lane_loads import contiguous_lane_loads, strided_copy_axis
 from .options import LoweringOptions
 from .pieces import split_pieces, split_planes
@@ -359,6 +360,8 @@ def injective_nest(ctx, t, buf, body):
         table = byte_table.match(t, buf, body)
         if table is not None:  # an 8-bit function of one byte: a table and byte shuffles
             return byte_table.emit(ctx, t, buf, table)
+    if _is_static(_shape(t)):  # (reshapes over transposes: division chains folded)
+        body = simplify_index_chains(t, body)
     nest = _injective_loops(ctx, t, buf, body)
     return contiguous_lane_loads(ctx, nest) if _is_static(_shape(t)) else nest
 

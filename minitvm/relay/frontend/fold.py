@@ -5,7 +5,9 @@ injective kernel (the gathers and the adds fuse), no scatter. The columns and th
 materialized (stop_fusion on both sides): an elementwise producer fused into the gathers would
 be recomputed for every tap that reads it (FuseFormer's GELU, up to nine times), and the image
 fused into a gathering consumer (the next soft split's unfold) recomputed for every window
-that reads it."""
+that reads it. So are the rearranged, padded columns: fused into the gathers, every tap
+recomputed the transpose's and the pad's index arithmetic (FuseFormer's 7x7 stride-3 fold of
+2x1568x121 columns: 1.80 ms as one kernel, 0.74 ms as a copy and the gathers)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def col2im(x, shape, size, kernel, dilation, pads_begin, pads_end, stride, fail)
     c, (oh, ow) = plan.channels, plan.windows
     y = _op.reshape(_annotation.stop_fusion(x), (n, c, kh, kw, oh, ow))
     y = _op.reshape(_op.transpose(y, [0, 1, 2, 4, 3, 5]), (n, c, kh * oh, kw * ow))
-    y = _nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1)))
+    y = _annotation.stop_fusion(_nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1))))
     terms = []
     for t in range(plan.rows.shape[1]):
         r = _op.take(y, _expr.const(plan.rows[:, t].copy()), axis=2)  # n c H kw*ow+1

@@ -15,12 +15,14 @@ multiplied by ``scale``. Each direction runs in two phases, like TVM's fold_scal
 
 Deviations, only where TVM's result would be wrong or much slower: dense takes part only with
 2-D data (TVM assumes the channel axis is 1); a multi-axis scale is not pushed into an add whose
-extents are symbolic (TVM drops the scale there); and a forward scale computed from the value it
-scales (``x * f(x)``: hardswish, swish, squeeze-and-excitation gates) is not folded. TVM folds
-that too, and then every call rewrites the whole weight instead of scaling the activation:
-MobileNetV3's last dense multiplied its 1000x1024 weight per call (0.30 ms, more than the dense
-itself) to scale 1024 values, and a conv's weight that is no longer constant loses its prepacked
-layout. The scale is reshaped exactly as TVM builds it (``squeeze`` of the broadcast dims, then
+extents are symbolic (TVM drops the scale there); and a scale computed from the value it
+scales (``x * f(x)``: hardswish, swish, squeeze-and-excitation gates) or from an input or
+intermediate value the two share (an LSTM cell's ``h = sigmoid(o) * tanh(c)``) is not folded,
+in either direction. TVM folds those too, and then every call rewrites the whole weight
+instead of scaling the activation: MobileNetV3's last dense multiplied its 1000x1024 weight per
+call (0.30 ms, more than the dense itself) to scale 1024 values; Show-Attend-Tell's unrolled
+LSTM multiplied three weights (500, 512 and 64 x 128) per step; and a weight that is no longer
+constant loses its prepacked layout. The scale is reshaped exactly as TVM builds it (``squeeze`` of the broadcast dims, then
 ``expand_dims`` or ``reshape`` to the target axes), so the result is structurally equal to TVM's.
 Every traversal is iterative. The weight products are folded by the FoldConstant that follows.
 """
@@ -368,24 +370,43 @@ def _fwd_add_sub(call, args, msg):
                    scaled.scale, call._checked_type)
 
 
-# operands a scale is searched through for the value it multiplies (``_gates``)
+# expressions searched on each side for an input the scale shares with the value (``_gates``)
 GATE_SEARCH = 256
 
 
-def _gates(scale, value) -> bool:
-    """Whether ``scale`` is computed from ``value`` (a gate, ``value * f(value)``), searching at
-    most ``GATE_SEARCH`` expressions of the scale; a larger scale expression counts as one (a
-    scale that folding helps is a constant or a parameter, or a small expression of them)."""
-    stack, seen = [scale], set()
+def _inputs_of(root, limit: int) -> set | None:
+    """ids of ``root`` and the non-constant expressions it is computed from, up to ``limit``
+    of them (None past that)."""
+    stack, seen = [root], set()
     while stack:
         e = stack.pop()
-        if e is value:
-            return True
-        if id(e) in seen or isinstance(e, Op):
+        if id(e) in seen or isinstance(e, (Op, Constant)):
             continue
         seen.add(id(e))
-        if len(seen) > GATE_SEARCH:
+        if len(seen) > limit:
+            return None
+        stack.extend(dataflow_children(e))
+    return seen
+
+
+def _gates(scale, value) -> bool:
+    """Whether ``scale`` is computed from what ``value`` is computed from: from ``value`` itself
+    (a gate, ``value * f(value)``) or from an input or intermediate value they share (an LSTM's
+    ``h = sigmoid(o) * tanh(c)``, both from one split of the gates). Such a scale changes on
+    every call, so folding it rewrites the whole weight each time. Searches at most
+    ``GATE_SEARCH`` expressions on each side; a larger scale expression counts as a gate (a
+    scale that folding helps is a constant or a parameter, or a small expression of them)."""
+    from_scale = _inputs_of(scale, GATE_SEARCH)
+    if from_scale is None:
+        return True
+    stack, seen = [value], set()
+    while stack and len(seen) <= GATE_SEARCH:
+        e = stack.pop()
+        if id(e) in seen or isinstance(e, (Op, Constant)):
+            continue
+        if id(e) in from_scale:
             return True
+        seen.add(id(e))
         stack.extend(dataflow_children(e))
     return False
 
@@ -393,8 +414,8 @@ def _gates(scale, value) -> bool:
 def _fwd_multiply(call, args, msg):
     if msg is None or not msg.axes or any(isinstance(a, _Scaled) for a in args):
         return None
-    if _gates(call.args[1], call.args[0]) or _gates(call.args[0], call.args[1]):
-        return None  # (see the module docstring)
+    if _gates(call.args[1], call.args[0]):
+        return None  # (see the module docstring; the test is symmetric)
     tl, tr = _ttype(call.args[0]), _ttype(call.args[1])
     ok, s = match_broadcast_to_left_axes(tl, tr, msg.axes, args[1])
     if ok and (not msg.require_positive or is_all_positive_constant(s)):
@@ -646,6 +667,8 @@ def _bwd_multiply(t, call, msg, scale):
         raise _OutstandingScale("outstanding scale at multiply")
     tl, tr = _ttype(call.args[0]), _ttype(call.args[1])
     lm, rm = t.messages.get(call.args[0]), t.messages.get(call.args[1])
+    if (lm is not None or rm is not None) and _gates(call.args[1], call.args[0]):
+        return t.normal(call)  # (a scale computed from the value's inputs: see _gates)
     if lm is not None:
         ok, s = match_broadcast_to_left_axes(tl, tr, lm.axes, call.args[1])
         if lm.axes and ok and (not lm.require_positive or is_all_positive_constant(s)):

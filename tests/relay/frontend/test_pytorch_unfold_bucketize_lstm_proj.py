@@ -136,12 +136,12 @@ def test_nn_unfold_is_two_takes(shape, kw):
     ((3 * 4, 9), dict(output_size=4, kernel_size=2)),                # an unbatched input
 ])
 def test_nn_fold_gathers_and_sums(shape, kw):
-    """nn.Fold (aten::col2im): gathers by constant tap tables, added; the columns and the
-    image materialized (stop_fusion), no scatter."""
+    """nn.Fold (aten::col2im): gathers by constant tap tables, added; the columns, their
+    padded rearrangement and the image materialized (stop_fusion), no scatter."""
     mod = _check(nn.Fold(**kw), _randn(*shape), rtol=1e-5, atol=1e-5)
     text = mod.astext()
     assert "take(" in text and "scatter" not in text
-    assert text.count("annotation.stop_fusion(") == 2
+    assert text.count("annotation.stop_fusion(") == 3
 
 
 def test_fold_of_unfold_counts_overlaps():

@@ -152,6 +152,28 @@ def test_forward_keeps_a_gate_computed_from_the_scaled_value():
     check_numerics(mod, out, rtol=1e-5, atol=1e-5)
 
 
+def test_a_scale_sharing_the_values_inputs_is_not_folded():
+    """An LSTM cell's ``h = sigmoid(o) * tanh(c)``: both factors come from one split of the
+    gates, so the scale changes every call; dense(h, W) keeps its constant weight (forward),
+    and so does a conv whose output is scaled by a value computed from the conv's input
+    (backward)."""
+    x, c0 = relay.var("x", shape=(1, 16)), relay.var("c0", shape=(1, 4))
+    gates = relay.split(relay.nn.dense(x, _c(16, 16)), 4, axis=1)
+    c = relay.sigmoid(gates[1]) * c0 + relay.sigmoid(gates[0]) * relay.tanh(gates[2])
+    h = relay.sigmoid(gates[3]) * relay.tanh(c)
+    f = relay.Function([x, c0], relay.nn.dense(h, _c(8, 4)))
+    mod, out = _run(f, relay.transform.FoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+    check_numerics(mod, out, rtol=1e-5, atol=1e-5)
+
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    conv = relay.nn.conv2d(x, _c(8, 4, 3, 3), padding=(1, 1), channels=8, kernel_size=(3, 3))
+    scale = relay.sigmoid(relay.reshape(relay.mean(x, axis=[1, 2, 3]), (1, 1, 1, 1)))
+    y = relay.nn.relu(relay.multiply(conv, relay.broadcast_to(scale, (1, 8, 1, 1))))
+    mod, out = _run(relay.Function([x], y), relay.transform.BackwardFoldScaleAxis())
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
 def test_forward_still_folds_a_parameter_scale_into_dense():
     """A scale that does not depend on the scaled value folds as in TVM."""
     x, s = relay.var("x", shape=(2, 16)), relay.var("s", shape=(1, 16))
