@@ -69,6 +69,8 @@ _ARGS = {
                        "kernel_size": 1},
     "Conv2dToSparse2": {"layout": "NCHW", "kernel_size": 1, "blocksize": (4, 4),
                         "sparsity_threshold": 0.5},
+    # Relax tuning passes that need a tuning work_dir: tests/tutorials/test_tutorial_customize_opt.py
+    "MetaScheduleTuneTIR": None, "MetaScheduleApplyDatabase": None,
 }
 # passes whose documented purpose is to change numerics, with their bound
 _TOLERANCE = {"ToMixedPrecision": 5e-2}
