@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import time
 
 import numpy as np
 
 from ..runtime import threadpool
-from ..runtime.module import ProfileResult
+from ..runtime.module import time_calls
 from ..runtime.py_layout import LAYOUT_OK
 from ..tir import expr as E
 from ..tir.stmt_functor import post_order
@@ -194,19 +193,7 @@ class _Timer:
 
     def __call__(self, *args):
         self.f(*args)
-        results = []
-        number = self.number
-        for _ in range(self.repeat):
-            while True:
-                t0 = time.perf_counter()
-                for _ in range(number):
-                    self.f(*args)
-                dt = time.perf_counter() - t0
-                if dt * 1000 >= self.min_repeat_ms or self.min_repeat_ms <= 0:
-                    break
-                number *= 2
-            results.append(dt / number)
-        return ProfileResult(results)
+        return time_calls(lambda: self.f(*args), self.number, self.repeat, self.min_repeat_ms)
 
 
 class Module:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
-import time
 import weakref
 
 import numpy as np
 
 from . import blas, threadpool
 from .graph_check import check_graph, parse_graph_json
-from .module import GraphLib, Module, ProfileResult, export_library
+from .module import GraphLib, Module, export_library, time_calls
 from .ndarray import NDArray, cpu
 
 ALIGN = 64
@@ -431,19 +430,7 @@ class GraphModule:
         for k, v in kwargs.items():
             self._set(k, v)
         self.run()
-        results = []
-        for _ in range(repeat):
-            n = number
-            while True:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    self.run()
-                dt = time.perf_counter() - t0
-                if dt * 1000 >= min_repeat_ms or min_repeat_ms <= 0:
-                    break
-                n *= 2
-            results.append(dt / n)
-        return ProfileResult(results)
+        return time_calls(self.run, number, repeat, min_repeat_ms)
 
     def time_evaluator(self, func_name: str = "run", dev=None, number: int = 10,
                        repeat: int = 1, min_repeat_ms: int = 0, **kwargs):

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import threading
+import time
 import zipfile
 
 import numpy as np
@@ -56,6 +57,24 @@ class ProfileResult:
 
 
 BenchmarkResult = ProfileResult  # TVM's name (tvm.runtime.module.BenchmarkResult)
+
+
+def time_calls(call, number: int, repeat: int, min_repeat_ms: int | None = 0) -> ProfileResult:
+    """``repeat`` timings of ``number`` calls of ``call()`` each, as TVM's time_evaluator takes
+    them: a round shorter than ``min_repeat_ms`` is taken again with twice the calls (and later
+    rounds keep that count); seconds per call."""
+    results, n = [], max(1, int(number))
+    for _ in range(repeat):
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            dt = time.perf_counter() - t0
+            if not min_repeat_ms or min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
+                break
+            n *= 2
+        results.append(dt / n)
+    return ProfileResult(results)
 
 
 class Module:

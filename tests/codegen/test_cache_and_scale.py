@@ -25,8 +25,12 @@ def test_identical_kernels_compile_once():
 
 
 def test_ir_module_input_builds_every_prim_func():
+    """Every PrimFunc is built, exported under its global_symbol as in TVM (the module's key
+    names the function only when it has none)."""
     mod = codegen.build({"first": _func("x"), "second": _func("y")})
-    assert sorted(mod.function_names) == ["first", "second"]
+    assert sorted(mod.function_names) == ["x", "y"]
+    unnamed = _func("u").without_attr("global_symbol")
+    assert list(codegen.build({"third": unnamed}).function_names) == ["third"]
 
 
 def test_disk_cache_round_trip(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...runtime import threadpool
 from ...runtime.graph_executor import GraphModule
-from ...runtime.module import ProfileResult
+from ...runtime.module import ProfileResult, time_calls
 from ...runtime.ndarray import NDArray
 from ...runtime.params import save_param_dict
 from ...runtime.profiling import Count, Duration, Percent, Report
@@ -128,19 +128,7 @@ class GraphModuleDebug(GraphModule):
             raise ValueError(f"run_individual_node: index {index} out of range; the graph runs "
                              f"{len(steps)} nodes")
         st, step, _, _ = steps[index]
-        results = []
-        for _ in range(repeat):
-            n = max(1, number)
-            while True:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    self._run_step(st, step)
-                dt = time.perf_counter() - t0
-                if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
-                    break
-                n *= 2
-            results.append(dt / n)
-        return ProfileResult(results)
+        return time_calls(lambda: self._run_step(st, step), number, repeat, min_repeat_ms)
 
     def profile(self, collectors=None, **input_dict) -> Report:
         """Run once node by node; the per-node ``Report`` (``print(report)`` shows the table)."""

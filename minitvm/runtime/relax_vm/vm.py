@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from .. import threadpool
-from ..module import ProfileResult
+from ..module import time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from ..registry import get_global_func
 from .builtins import BUILTINS, ShapeTuple, VMClosure, specialize
@@ -443,18 +443,7 @@ class VirtualMachine:
                 args = self._inputs[func_name]
             run = self[func_name]  # the native entry when the function has one
             run(*args)
-            results, n = [], number
-            for _ in range(repeat):
-                while True:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        run(*args)
-                    dt = time.perf_counter() - t0
-                    if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
-                        break
-                    n *= 2
-                results.append(dt / n)
-            return ProfileResult(results)
+            return time_calls(lambda: run(*args), number, repeat, min_repeat_ms)
 
         return evaluate
 
@@ -464,18 +453,8 @@ class VirtualMachine:
 
         def evaluate(name: str):
             self.invoke_stateful(name)
-            results, n = [], number
-            for _ in range(repeat):
-                while True:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        self.invoke_stateful(name)
-                    dt = time.perf_counter() - t0
-                    if min_repeat_ms <= 0 or dt * 1000 >= min_repeat_ms:
-                        break
-                    n *= 2
-                results.append(dt / n)
-            return ProfileResult(results)
+            return time_calls(lambda: self.invoke_stateful(name), number, repeat,
+                              min_repeat_ms)
 
         return evaluate
 

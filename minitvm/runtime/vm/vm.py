@@ -12,13 +12,12 @@ from __future__ import annotations
 import ctypes
 import gc
 import math
-import time
 
 import numpy as np
 
 from .. import threadpool
 from ..container import ADT
-from ..module import ProfileResult
+from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
@@ -246,19 +245,7 @@ class VirtualMachine:
         values = self._inputs.get(func_name) or self._check(func_name, (), {})
         index = self.exe.global_map[func_name]
         self._execute(index, values)
-        results = []
-        for _ in range(repeat):
-            n = number
-            while True:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    self._execute(index, values)
-                dt = time.perf_counter() - t0
-                if not min_repeat_ms or dt * 1000 >= min_repeat_ms:
-                    break
-                n *= 2
-            results.append(dt / n)
-        return ProfileResult(results)
+        return time_calls(lambda: self._execute(index, values), number, repeat, min_repeat_ms)
 
     # ------------------------------------------------------------------ kernels
     def _invoke_packed(self, idx: int, inputs: list, outputs: list | None) -> list:

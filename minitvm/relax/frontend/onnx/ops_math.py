@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_qsoftmax import note_softmax
 from ....ir.prim_expr import PrimExpr
 from ....ir.structural import structural_equal
 from ....tir.expr import Var
 from ... import op as _op
 from ...expr import const
 from .context import Context, normalize_known, onnx_dtype, register
-from .qdq_softmax import note_softmax
 
 _BINARY = {
     "Add": (_op.add, np.add), "Sub": (_op.subtract, np.subtract),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_qsoftmax import QSoftmaxPlan, qsoftmax_plan
+from ....frontend_common.onnx_qsoftmax import QSoftmaxPlan, qsoftmax_plan, softmax_axis
 from ... import op as _op
 from ...expr import const
 from .context import Context
@@ -32,34 +32,10 @@ def int_softmax(ctx: Context, q, plan: QSoftmaxPlan, axis: int):
     return ctx.emit(_op.astype(ctx.emit(v), plan.out_dtype))
 
 
-def softmax_axis(shape, attrs: dict, opset: int) -> int | None:
-    """The one axis a Softmax (of ``opset``) normalizes over, as a non-negative index; None
-    for an opset < 13 softmax over several axes (flattened from ``axis``)."""
-    nd = len(shape)
-    if not nd:
-        return None
-    axis = int(attrs.get("axis", -1 if opset >= 13 else 1)) % nd
-    return axis if opset >= 13 or axis == nd - 1 else None
-
-
 def _known_scalar(ctx: Context, v):
     """The value of ``v`` when known at import (numpy), else None."""
     k = ctx.known(v)
     return None if k is None or k.dtype == object else k
-
-
-def note_softmax(ctx: Context, attrs: dict) -> None:
-    """Note the current Softmax node when it reads a DequantizeLinear'd 8-bit activation
-    (``ctx.act_inputs``) and only a QuantizeLinear can read it (one use): its quantization
-    is then ``quantized_softmax``'s."""
-    name, out = ctx.node.input[0], ctx.node.output[0]
-    act = ctx.act_inputs.get(name)
-    if act is None or ctx.uses.get(out, 0) != 1:
-        return
-    q, scale, _ = act
-    axis = softmax_axis(ctx.shape(q), attrs, ctx.opset)
-    if axis is not None:
-        ctx.softmax_inputs[out] = (q, scale, axis)
 
 
 def quantized_softmax(ctx: Context, scale, zp, out_dtype: str):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_model import dropout_training_mask
+from ....frontend_common.onnx_qsoftmax import note_softmax
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
-from .qdq_softmax import note_softmax
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,

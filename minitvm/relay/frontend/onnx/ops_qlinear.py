@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_qsoftmax import qsoftmax_plan
+from ....frontend_common.onnx_qsoftmax import qsoftmax_plan, softmax_axis
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
 from .ops_extra import add_to_product, as_row_conv, int_conv, int_matmul
-from .qdq_softmax import int_softmax, softmax_axis
+from .qdq_softmax import int_softmax
 from .qdq_weight import vnni_zp_int_conv
 from .registry import CONVERTERS, register
 
