@@ -148,7 +148,7 @@ def test_shared_dequantize_keeps_its_scale():
 def test_reads_count_subgraph_readers():
     """The reader count that gates the fold sees names read inside an If's branches (at any
     depth) and graph outputs."""
-    from minitvm.relax.frontend.onnx.importer import _reads
+    from minitvm.frontend_common.onnx_model import tensor_reads as _reads
 
     def branch(name, inner=None):
         nodes = [helper.make_node("Identity", ["a"], [f"{name}_y"])]
