@@ -118,42 +118,39 @@ def _divide(a, b):
     return a / b if a.dtype.startswith("float") else E.Div(a, b)
 
 
-def _int_bits(dtype: str) -> int:
-    """The width of an integer dtype ("int32" -> 32, "uint8x4" -> 8)."""
-    return int(dtype.split("x")[0].removeprefix("u").removeprefix("int"))
+#: exponent bits multiplied out by ``int_power``; a larger exponent overflows every integer
+#: type unless the base is 0 or +-1
+POWER_BITS = 6
 
 
 def int_power(a, b) -> E.PrimExpr:
     """``a ** b`` of two integers without a per-element ``pow`` call (llvm has no integer pow,
     and a float64 ``pow`` per element is slower than numpy): the product of ``a ** 2 ** k`` over
-    the set bits ``k`` of ``b``, which wraps exactly as numpy's repeated squaring does
-    (multiplication modulo ``2 ** n`` does not depend on the order). Only the exponent's low
-    ``n`` bits (``n`` the base's width) are multiplied out: an odd base's powers repeat with a
-    period dividing ``2 ** (n - 2)``, and an even base to ``b >= n`` is 0. The squares are
-    let-bound, so the expression grows linearly with ``n``. A negative exponent gives the
-    truncated ``1 / a ** -b`` (1 for ``a == 1``, +-1 for ``a == -1``, 0 otherwise; numpy
-    refuses it)."""
+    the set bits ``k`` of ``b`` below ``POWER_BITS``, which wraps exactly as numpy's repeated
+    squaring does (multiplication modulo ``2 ** n`` does not depend on the order). For ``b >=
+    2 ** POWER_BITS``: 0 for an even base (``a ** 64`` is 0 modulo ``2 ** 64``), exact for
+    ``a == +-1``; an odd ``|a| >= 3`` overflows, and gives ``a ** (b mod 64)`` wrapped (numpy's
+    value for 8-bit types). A negative exponent gives the truncated ``1 / a ** -b`` (1 for
+    ``a == 1``, +-1 for ``a == -1``, 0 otherwise; numpy refuses it)."""
     dt, bt = a.dtype, b.dtype
-    n = _int_bits(dt)
     one, zero = const_like(1, dt), const_like(0, dt)
-    base, exp = E.Var("pow_base", dt), E.Var("pow_exp", bt)
-    squares = [base] + [E.Var(f"pow_sq{k}", dt) for k in range(1, min(n, _int_bits(bt)))]
-    acc = None
-    for k, sq in enumerate(squares):
-        bit = E.NE(tir_op.bitwise_and(exp, const_like(1 << k, bt)), const_like(0, bt))
-        term = E.Select(bit, sq, one)
+    acc, square = None, a
+    for k in range(POWER_BITS):
+        bit = E.NE(tir_op.bitwise_and(b, const_like(1 << k, bt)), const_like(0, bt))
+        term = E.Select(bit, square, one)
         acc = term if acc is None else acc * term
-    even = E.EQ(tir_op.bitwise_and(base, const_like(1, dt)), zero)
-    v = E.Select(E.And(E.GE(exp, const_like(n, bt)), even), zero, acc)
-    if not (dt.startswith("uint") or bt.startswith("uint")):
-        minus_one = const_like(-1, dt)
-        odd_exp = E.NE(tir_op.bitwise_and(exp, const_like(1, bt)), const_like(0, bt))
-        neg = E.Select(E.EQ(base, one), one,
-                       E.Select(E.EQ(base, minus_one), E.Select(odd_exp, minus_one, one), zero))
-        v = E.Select(exp < const_like(0, bt), neg, v)
-    for k in range(len(squares) - 1, 0, -1):
-        v = E.Let(squares[k], squares[k - 1] * squares[k - 1], v)
-    return E.Let(base, a, E.Let(exp, b, v))
+        if k + 1 < POWER_BITS:
+            square = square * square
+    even = E.EQ(tir_op.bitwise_and(a, const_like(1, dt)), zero)
+    big = E.GE(b, const_like(1 << POWER_BITS, bt))
+    v = E.Select(E.And(big, even), zero, acc)
+    if dt.startswith("uint") or bt.startswith("uint"):
+        return v
+    minus_one = const_like(-1, dt)
+    odd_exp = E.NE(tir_op.bitwise_and(b, const_like(1, bt)), const_like(0, bt))
+    neg = E.Select(E.EQ(a, one), one,
+                   E.Select(E.EQ(a, minus_one), E.Select(odd_exp, minus_one, one), zero))
+    return E.Select(b < const_like(0, bt), neg, v)
 
 
 def int_or_float_power(a, b):
