@@ -6,7 +6,6 @@ ONNX Runtime and onnx's reference implementation."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
 
 # the last three inputs are optional: a case gives max_output_boxes_per_class, iou_threshold,
 # score_threshold as far as it goes (None: the input is left out)
@@ -24,6 +23,8 @@ NMS = {
 
 def nms_model(case, batch: str | int = 2, boxes: str | int = 12, classes: int = 3):
     """``y = NonMaxSuppression(boxes, scores, ...)``; dims may be named (symbolic)."""
+    from onnx import TensorProto, helper  # (the inputs' helpers need no onnx: Relay op tests)
+
     center, optional = case
     vi = helper.make_tensor_value_info
     inputs = [vi("boxes", TensorProto.FLOAT, [batch, boxes, 4]),
