@@ -11,9 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
 
-from .exported_program_run import Fn  # noqa: E402
 from .exported_program_run import run_exported as _run  # noqa: E402
 
 nn = torch.nn
