@@ -120,3 +120,21 @@ def note_softmax(ctx, attrs: dict) -> None:
     axis = softmax_axis(ctx.shape(q), attrs, ctx.opset)
     if axis is not None:
         ctx.softmax_inputs[out] = (q, scale, axis)
+
+
+def noted_softmax_plan(ctx, scale, zp, out_dtype: str, known):
+    """``(q, plan, axis)`` when the current QuantizeLinear quantizes a noted Softmax
+    (``note_softmax``) to the 8-bit dtype of that softmax's input with scalar parameters
+    ``known`` reads at import (the importer's value lookup); else None."""
+    found = ctx.softmax_inputs.get(ctx.node.input[0])
+    if found is None:
+        return None
+    q, x_scale, axis = found
+    if ctx.dtype(q) != out_dtype:
+        return None
+    zv = None if zp is None else known(zp)
+    if zp is not None and zv is None:
+        return None
+    plan = qsoftmax_plan(ctx.dtype(q), x_scale, out_dtype, known(scale), zv,
+                         ctx.shape(q)[axis])
+    return None if plan is None else (q, plan, axis)

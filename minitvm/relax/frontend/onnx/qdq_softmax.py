@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_qsoftmax import QSoftmaxPlan, qsoftmax_plan, softmax_axis
+from ....frontend_common.onnx_qsoftmax import (
+    QSoftmaxPlan,
+    noted_softmax_plan,
+    qsoftmax_plan,
+    softmax_axis,
+)
 from ... import op as _op
 from ...expr import const
 from .context import Context
@@ -39,21 +44,10 @@ def _known_scalar(ctx: Context, v):
 
 
 def quantized_softmax(ctx: Context, scale, zp, out_dtype: str):
-    """The current QuantizeLinear as ORT's integer softmax when it quantizes a noted Softmax
-    (``note_softmax``) to the 8-bit dtype of that softmax's input with known scalar
-    parameters; else None."""
-    found = ctx.softmax_inputs.get(ctx.node.input[0])
-    if found is None:
-        return None
-    q, x_scale, axis = found
-    if ctx.dtype(q) != out_dtype:
-        return None
-    zv = None if zp is None else _known_scalar(ctx, zp)
-    if zp is not None and zv is None:
-        return None
-    plan = qsoftmax_plan(ctx.dtype(q), x_scale, out_dtype, _known_scalar(ctx, scale), zv,
-                         ctx.shape(q)[axis])
-    return None if plan is None else int_softmax(ctx, q, plan, axis)
+    """The current QuantizeLinear as ORT's integer softmax where it quantizes a noted Softmax
+    (``onnx_qsoftmax.noted_softmax_plan``); else None."""
+    found = noted_softmax_plan(ctx, scale, zp, out_dtype, lambda v: _known_scalar(ctx, v))
+    return None if found is None else int_softmax(ctx, *found)
 
 
 def qlinear_softmax(ctx: Context, x, x_scale, y_scale, y_zp, attrs: dict):
