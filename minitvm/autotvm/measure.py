@@ -44,24 +44,21 @@ def RPCRunner(*args, **kwargs):  # noqa: N802  (TVM's class name)
                   "runner='ray') to spread measurements over a Ray cluster")
 
 
+def _local(value, cls: type, role: str):
+    """``value`` as an instance of ``cls`` (``"local"`` or None makes one), else a clear error."""
+    if value is None or value == "local":
+        return cls()
+    if isinstance(value, str):
+        raise ValueError(f"autotvm.measure_option: {role} must be 'local' or a {cls.__name__}, "
+                         f"got {value!r}")
+    if not isinstance(value, cls):
+        raise TypeError(f"autotvm.measure_option: {role} must be an autotvm.{cls.__name__}, "
+                        f"got {type(value).__name__}")
+    return value
+
+
 def measure_option(builder=None, runner=None) -> dict:
     """The measurement settings a tuner's ``tune(measure_option=...)`` takes."""
-    builder = builder if builder is not None else LocalBuilder()
-    runner = runner if runner is not None else LocalRunner()
-    if isinstance(builder, str):
-        if builder != "local":
-            raise ValueError(f"autotvm.measure_option: builder must be 'local' or a "
-                             f"LocalBuilder, got {builder!r}")
-        builder = LocalBuilder()
-    if not isinstance(builder, LocalBuilder):
-        raise TypeError(f"autotvm.measure_option: builder must be an autotvm.LocalBuilder, "
-                        f"got {type(builder).__name__}")
-    if isinstance(runner, str):
-        if runner != "local":
-            raise ValueError(f"autotvm.measure_option: runner must be 'local' or a "
-                             f"LocalRunner, got {runner!r}")
-        runner = LocalRunner()
-    if not isinstance(runner, LocalRunner):
-        raise TypeError(f"autotvm.measure_option: runner must be an autotvm.LocalRunner, got "
-                        f"{type(runner).__name__}")
+    builder = _local(builder, LocalBuilder, "builder")
+    runner = _local(runner, LocalRunner, "runner")
     return {"builder": builder, "runner": runner, "timeout": builder.timeout + runner.timeout}
