@@ -1,7 +1,8 @@
 """One-thread latency of the ONNX ops the importers gained at stops 43 and 44 (Attention with a
 causal mask and grouped heads, STFT of one second of 16 kHz audio, RoiAlign over 64 boxes with a
 fixed and an adaptive grid, MaxRoiPool, NonMaxSuppression of 1000 boxes x 20 classes, Unique
-of 100000 values and of rows, GridSample's cubic / reflection / volumetric forms), minitvm's Relay and Relax
+of 100000 values and of rows, NonZero of 1000 to 150528 values (Relax; Relay's importer needs its
+input known at import), GridSample's cubic / reflection / volumetric forms), minitvm's Relay and Relax
 builds against ONNX Runtime: interleaved rounds, CPU time of this thread, medians. Relay runs NonMaxSuppression and Unique (data-dependent
 result lengths) on its VM, the rest on the graph executor.
 ``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [name prefix ...]``"""
@@ -95,6 +96,10 @@ def models():
     yield "unique 100000 floats of 1000 values", unique_model((x, {})), {"x": x}
     x = np.random.default_rng(0).integers(0, 4, (20000, 6)).astype("float32")
     yield "unique rows 20000x6 axis 0", unique_model((x, {"axis": 0})), {"x": x}
+    for dims, density in (((1000,), 0.5), ((64, 64), 0.1), ((8, 64, 64), 0.5),
+                          ((1, 3, 224, 224), 0.05)):
+        yield (f"nonzero {'x'.join(map(str, dims))} {density:.0%} non-zero",
+               *nonzero_case(dims, density))
     for mode, padding, dims in (("cubic", "reflection", (1, 16, 64, 64)),
                                 ("linear", "reflection", (1, 16, 64, 64)),
                                 ("linear", "zeros", (1, 8, 16, 32, 32))):
@@ -116,6 +121,19 @@ def grid_sample_case(mode: str, padding: str, dims: tuple) -> tuple:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
     return model, {"x": x, "grid": grid}
+
+
+def nonzero_case(dims: tuple, density: float) -> tuple:
+    """NonZero (its output length the data's) of a random float input."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    x = np.where(rng.random(dims) < density, rng.standard_normal(dims), 0).astype("float32")
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"])], "nz",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": x}
 
 
 def nms_bench_inputs(boxes: int, classes: int) -> dict:
