@@ -24,8 +24,8 @@ import numpy as np
 
 from ..topi.unique import UNIQUE_DTYPES
 
-__all__ = ["UniqueBuilder", "key_dtype", "unique_consecutive", "unique_elements",
-           "unique_slices"]
+__all__ = ["UniqueBuilder", "key_dtype", "normalize_dim", "unique_consecutive",
+           "unique_elements", "unique_slices"]
 
 
 class UniqueBuilder(Protocol):
@@ -48,6 +48,13 @@ class UniqueBuilder(Protocol):
 #: input types whose values a wider kernel key holds exactly, in the same order
 _WIDENED = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32",
             "uint16": "int32", "uint32": "int64", "float16": "float32", "bfloat16": "float32"}
+
+
+def normalize_dim(dim, rank: int) -> int:
+    """``dim`` (negative counts from the end) of a rank-``rank`` input, checked."""
+    if not -rank <= int(dim) < rank:
+        raise ValueError(f"dim {dim} is out of range for a rank-{rank} input")
+    return int(dim) % rank
 
 
 def key_dtype(dtype: str) -> str | None:
@@ -104,6 +111,7 @@ def _split(shape, axis: int) -> tuple[int, int]:
 def unique_slices(b: UniqueBuilder, x, shape, dtype: str, axis: int, is_sorted: bool,
                   equal_nan: bool) -> tuple:
     """Unique slices of ``x`` along ``axis`` (lexicographic order, or by first occurrence)."""
+    axis = normalize_dim(axis, len(shape))
     n, m = _split(shape, axis)
     rows = b.rows(_key(b, x, dtype), shape, axis)
     handle = b.unique(_slice_key(b, rows, n, m, equal_nan), n, is_sorted, equal_nan or m > 1)
@@ -114,6 +122,7 @@ def unique_consecutive(b: UniqueBuilder, x, shape, axis: int) -> tuple:
     """Runs of equal slices of ``x`` along ``axis`` (pass a 1-D ``x`` and 0 for elements);
     equality is the dtype's ``==`` (a NaN equals nothing, -0.0 equals 0.0)."""
     ops = b.ops
+    axis = normalize_dim(axis, len(shape))
     n, _ = _split(shape, axis)
     if n == 1:
         key = b.const(np.zeros(1, "int64"))

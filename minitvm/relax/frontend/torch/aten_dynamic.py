@@ -51,13 +51,6 @@ def _unique2(ctx: AtenContext, args):
     return values, inverse, counts
 
 
-def _dim(ctx: AtenContext, x, dim) -> int:
-    rank = ctx.ndim(x)
-    if not -rank <= int(dim) < max(rank, 1):
-        raise ctx.fail(f"dim {dim} is out of range for a rank-{rank} input")
-    return int(dim) % max(rank, 1)
-
-
 @register("unique_dim.default")
 def _unique_dim(ctx: AtenContext, args):
     """unique_dim(input, dim, sorted, return_inverse, return_counts) -> (values, inverse,
@@ -65,7 +58,7 @@ def _unique_dim(ctx: AtenContext, args):
     ``sorted`` says), a slice holding a NaN unequal to every other."""
     x = args[0]
     values, _, inverse, counts = _plan(ctx, unique_plan.unique_slices, x, ctx.shape(x),
-                                       ctx.dtype(x), _dim(ctx, x, args[1]), True, False)
+                                       ctx.dtype(x), args[1], True, False)
     return values, inverse, counts
 
 
@@ -79,7 +72,7 @@ def _unique_consecutive(ctx: AtenContext, args):
     dim = args[3] if len(args) > 3 else None
     if dim is not None:
         values, _, inverse, counts = _plan(ctx, unique_plan.unique_consecutive, x, shape,
-                                           _dim(ctx, x, dim))
+                                           dim)
         return values, inverse, counts
     flat, n = _flat(ctx, x)
     values, _, inverse, counts = _plan(ctx, unique_plan.unique_consecutive, flat, [n], 0)

@@ -39,13 +39,6 @@ def _unique2(ctx, args):
     return values, inverse, counts
 
 
-def _dim(ctx, x, dim) -> int:
-    rank = len(ctx.shape(x))
-    if not -rank <= int(dim) < max(rank, 1):
-        raise ctx.fail(f"dim {dim} is out of range for a rank-{rank} input")
-    return int(dim) % max(rank, 1)
-
-
 @register("unique_dim")
 def _unique_dim(ctx, args):
     """unique_dim(input, dim, sorted, return_inverse, return_counts) -> (values, inverse,
@@ -53,7 +46,7 @@ def _unique_dim(ctx, args):
     ``sorted`` says), a slice holding a NaN unequal to every other."""
     x = args[0]
     values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_slices, x, ctx.shape(x),
-                                               ctx.dtype(x), _dim(ctx, x, args[1]), True, False)
+                                               ctx.dtype(x), args[1], True, False)
     return values, inverse, counts
 
 
@@ -67,7 +60,7 @@ def _unique_consecutive(ctx, args):
     dim = args[3] if len(args) > 3 else None
     if dim is not None:
         values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_consecutive, x,
-                                                   shape, _dim(ctx, x, dim))
+                                                   shape, dim)
         return values, inverse, counts
     flat = x if len(shape) == 1 else _op.reshape(x, (-1,))
     n = int(np.prod(shape, dtype="int64"))
