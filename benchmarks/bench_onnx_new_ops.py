@@ -5,7 +5,10 @@ of 100000 values and of rows, NonZero of 1000 to 150528 values (Relax; Relay's i
 input known at import), GridSample's cubic / reflection / volumetric forms), minitvm's Relay and Relax
 builds against ONNX Runtime: interleaved rounds, CPU time of this thread, medians. Relay runs NonMaxSuppression and Unique (data-dependent
 result lengths) on its VM, the rest on the graph executor.
-``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [name prefix ...]``"""
+``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [--numpy-share] [name prefix ...]``;
+``--numpy-share`` also prints, per Relay VM model, the time per call its primitive functions
+spent in the ops' numpy references (the slices after NonMaxSuppression / Unique, whose result
+lengths depend on the data, run there by design)."""
 
 from __future__ import annotations
 
@@ -150,8 +153,41 @@ def selected(names: list[str]):
     return [m for m in models() if not names or m[0].startswith(tuple(names))]
 
 
+class NumpyShare:
+    """Thread CPU time the Relay VM spends in ``run_fallback`` (the numpy references), by the
+    ops of the primitive function, while installed."""
+
+    def __init__(self):
+        from minitvm.relay.backend.te_compiler import func_ops
+        from minitvm.relay.backend.vm import kernels
+
+        self.kernels, self.func_ops, self.orig = kernels, func_ops, kernels.run_fallback
+        self.seconds: dict[str, float] = {}
+        kernels.run_fallback = self._timed
+
+    def _timed(self, func, args):
+        t0 = time.thread_time()
+        out = self.orig(func, args)
+        key = ",".join(self.func_ops(func))
+        self.seconds[key] = self.seconds.get(key, 0.0) + time.thread_time() - t0
+        return out
+
+    def report(self, name: str, run, calls: int = 20) -> None:
+        run()
+        self.seconds.clear()
+        t0 = time.thread_time()
+        for _ in range(calls):
+            run()
+        total = (time.thread_time() - t0) / calls
+        parts = ", ".join(f"{k} {v / calls * 1e3:.3f} ms" for k, v in self.seconds.items())
+        print(f"  {name}: relay VM {total * 1e3:.3f} ms per call, numpy: {parts or 'none'}")
+
+
 def main(rounds: int = 7, calls: int = 20) -> None:
-    for name, model, feeds in selected(sys.argv[1:]):
+    args = sys.argv[1:]
+    share = NumpyShare() if "--numpy-share" in args else None
+    args = [a for a in args if a != "--numpy-share"]
+    for name, model, feeds in selected(args):
         fns, missing = {}, {}
         for k, make in (("relay", relay_runner), ("relax", relax_runner), ("ort", ort_runner)):
             try:
@@ -172,6 +208,8 @@ def main(rounds: int = 7, calls: int = 20) -> None:
             return f"{k} {med[k] * 1e3:.3f} ms ({med[k] / med['ort']:.2f}x ORT)"
 
         print(f"{name}: {cell('relay')}, {cell('relax')}, ORT {med['ort'] * 1e3:.3f} ms")
+        if share is not None and "relay" in fns:
+            share.report(name, fns["relay"])
 
 
 if __name__ == "__main__":
