@@ -1,10 +1,14 @@
 """One-thread latency of the ONNX ops the importers gained at stops 43 and 44 (Attention with a
 causal mask and grouped heads, STFT of one second of 16 kHz audio, RoiAlign over 64 boxes with a
 fixed and an adaptive grid, MaxRoiPool, NonMaxSuppression of 1000 boxes x 20 classes, Unique
-of 100000 values and of rows, GridSample's cubic / reflection / volumetric forms), minitvm's Relay and Relax
+of 100000 values and of rows, NonZero of 1000 to 150528 values (Relax; Relay's importer needs its
+input known at import), GridSample's cubic / reflection / volumetric forms), minitvm's Relay and Relax
 builds against ONNX Runtime: interleaved rounds, CPU time of this thread, medians. Relay runs NonMaxSuppression and Unique (data-dependent
 result lengths) on its VM, the rest on the graph executor.
-``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [name prefix ...]``"""
+``TVM_NUM_THREADS=1 python benchmarks/bench_onnx_new_ops.py [--numpy-share] [name prefix ...]``;
+``--numpy-share`` also prints, per Relay VM model, the time per call its primitive functions
+spent in the ops' numpy references (the slices after NonMaxSuppression / Unique, whose result
+lengths depend on the data, run there by design)."""
 
 from __future__ import annotations
 
@@ -95,6 +99,10 @@ def models():
     yield "unique 100000 floats of 1000 values", unique_model((x, {})), {"x": x}
     x = np.random.default_rng(0).integers(0, 4, (20000, 6)).astype("float32")
     yield "unique rows 20000x6 axis 0", unique_model((x, {"axis": 0})), {"x": x}
+    for dims, density in (((1000,), 0.5), ((64, 64), 0.1), ((8, 64, 64), 0.5),
+                          ((1, 3, 224, 224), 0.05)):
+        yield (f"nonzero {'x'.join(map(str, dims))} {density:.0%} non-zero",
+               *nonzero_case(dims, density))
     for mode, padding, dims in (("cubic", "reflection", (1, 16, 64, 64)),
                                 ("linear", "reflection", (1, 16, 64, 64)),
                                 ("linear", "zeros", (1, 8, 16, 32, 32))):
@@ -118,6 +126,19 @@ def grid_sample_case(mode: str, padding: str, dims: tuple) -> tuple:
     return model, {"x": x, "grid": grid}
 
 
+def nonzero_case(dims: tuple, density: float) -> tuple:
+    """NonZero (its output length the data's) of a random float input."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    x = np.where(rng.random(dims) < density, rng.standard_normal(dims), 0).astype("float32")
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"])], "nz",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": x}
+
+
 def nms_bench_inputs(boxes: int, classes: int) -> dict:
     """Detector-like boxes: corners in a 512 x 512 image, sides 16 to 128, uniform scores."""
     rng = np.random.default_rng(0)
@@ -132,8 +153,41 @@ def selected(names: list[str]):
     return [m for m in models() if not names or m[0].startswith(tuple(names))]
 
 
+class NumpyShare:
+    """Thread CPU time the Relay VM spends in ``run_fallback`` (the numpy references), by the
+    ops of the primitive function, while installed."""
+
+    def __init__(self):
+        from minitvm.relay.backend.te_compiler import func_ops
+        from minitvm.relay.backend.vm import kernels
+
+        self.kernels, self.func_ops, self.orig = kernels, func_ops, kernels.run_fallback
+        self.seconds: dict[str, float] = {}
+        kernels.run_fallback = self._timed
+
+    def _timed(self, func, args):
+        t0 = time.thread_time()
+        out = self.orig(func, args)
+        key = ",".join(self.func_ops(func))
+        self.seconds[key] = self.seconds.get(key, 0.0) + time.thread_time() - t0
+        return out
+
+    def report(self, name: str, run, calls: int = 20) -> None:
+        run()
+        self.seconds.clear()
+        t0 = time.thread_time()
+        for _ in range(calls):
+            run()
+        total = (time.thread_time() - t0) / calls
+        parts = ", ".join(f"{k} {v / calls * 1e3:.3f} ms" for k, v in self.seconds.items())
+        print(f"  {name}: relay VM {total * 1e3:.3f} ms per call, numpy: {parts or 'none'}")
+
+
 def main(rounds: int = 7, calls: int = 20) -> None:
-    for name, model, feeds in selected(sys.argv[1:]):
+    args = sys.argv[1:]
+    share = NumpyShare() if "--numpy-share" in args else None
+    args = [a for a in args if a != "--numpy-share"]
+    for name, model, feeds in selected(args):
         fns, missing = {}, {}
         for k, make in (("relay", relay_runner), ("relax", relax_runner), ("ort", ort_runner)):
             try:
@@ -154,6 +208,8 @@ def main(rounds: int = 7, calls: int = 20) -> None:
             return f"{k} {med[k] * 1e3:.3f} ms ({med[k] / med['ort']:.2f}x ORT)"
 
         print(f"{name}: {cell('relay')}, {cell('relax')}, ORT {med['ort'] * 1e3:.3f} ms")
+        if share is not None and "relay" in fns:
+            share.report(name, fns["relay"])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Native kernel of ``unique`` (``topi.unique``): a stable LSD radix sort of the input's keys
-(8-bit digits; a pass whose digit all keys share is skipped), then one scan of the sorted run.
+(8-bit digits; a pass whose digit all keys share is skipped, and all of them when the keys
+already ascend), then one scan of the sorted run.
 
 Keys order as the values: float32 as its bits with the sign folded (-0.0 read as +0.0, every
-NaN one key after +inf, as numpy's ``unique`` groups them), int32 offset by 2**31, int64 with
-its sign bit flipped. The sort is stable, so a group's first element is its first occurrence.
+NaN one key after +inf, as numpy's ``unique`` groups them, or with ``equal_nan`` False each NaN
+its own group, as torch's ``unique`` keeps them), int32 offset by 2**31, int64 with its sign
+bit flipped. The sort is stable, so a group's first element is its first occurrence.
 The table it writes [3 * N + 1] int32: each group's first index (sorted order, or the order of
 first occurrence), each element's group (inverse), each group's count, then the number of
 groups; zero past the groups. Relax calls the same statements as a PrimFunc
@@ -25,7 +27,8 @@ from .lower import Rule, register_rule
 
 __all__ = ["emit_unique", "unique_prim_func"]
 
-SRC, G, R = range(3)  # the state's slots: which key buffer holds the run, group, rank
+SRC, G, R, ORDERED = range(4)  # the state's slots: which key buffer holds the run, group, rank,
+# whether the keys already ascend (then no pass moves anything: consecutive runs, sorted data)
 
 
 def _i64(v: int) -> E.PrimExpr:
@@ -41,10 +44,13 @@ def _key(x: E.PrimExpr) -> E.PrimExpr:
     bits = reinterpret("int32", x + E.const(0.0, "float32"))
     u = bitwise_and(E.Cast("int64", bits), _i64(0xFFFFFFFF))
     folded = E.Select(E.LT(bits, imm(0)), _i64(0xFFFFFFFF) - u, u + _i64(1 << 31))
-    return E.Select(E.NE(x, x), _i64(0xFFFFFFFF), folded)
+    return E.Select(E.NE(x, x), _i64(NAN_KEY), folded)
 
 
-def emit_unique(ctx, data, table, is_sorted: bool) -> S.Stmt:
+NAN_KEY = 0xFFFFFFFF  # every float32 NaN's key; above +inf's (0xFF800000)
+
+
+def emit_unique(ctx, data, table, is_sorted: bool, equal_nan: bool = True) -> S.Stmt:
     """Statements writing the table (see the module) of the 1-D ``data`` into ``table``."""
     (dim,) = data.shape
     n = imm(const_int(dim)) if const_int(dim) is not None else E.Cast("int32", dim)
@@ -105,7 +111,13 @@ def emit_unique(ctx, data, table, is_sorted: bool) -> S.Stmt:
                          S.SeqStmt([prefix, move]))])
 
     bits = 64 if data.dtype == "int64" else 32
-    passes = [one_pass(s) for s in range(0, bits, 8)]
+    c = ctx.fresh("c")
+    check = S.SeqStmt([put(ORDERED, imm(1)), S.For(c, imm(1), E.Max(n, imm(1)), S.ForKind.SERIAL,
+                                                   S.IfThenElse(E.LT(E.BufferLoad(ka, [c]),
+                                                                     E.BufferLoad(ka, [c - imm(1)])),
+                                                                put(ORDERED, imm(0))))])
+    passes = [check, S.IfThenElse(E.EQ(get(ORDERED), imm(0)),
+                                  S.SeqStmt([one_pass(s) for s in range(0, bits, 8)]))]
     back = S.IfThenElse(E.EQ(get(SRC), imm(1)), S.For(
         i2 := ctx.fresh("i"), imm(0), n, S.ForKind.SERIAL, S.SeqStmt([
             S.BufferStore(ka, E.BufferLoad(kb, [i2]), [i2]),
@@ -116,6 +128,8 @@ def emit_unique(ctx, data, table, is_sorted: bool) -> S.Stmt:
     src = E.BufferLoad(ia, [s])
     new = E.Or(E.EQ(s, imm(0)), E.NE(E.BufferLoad(ka, [s]),
                                      E.BufferLoad(ka, [E.Max(s - imm(1), imm(0))])))
+    if not equal_nan and data.dtype == "float32":  # a NaN never equals the one before it
+        new = E.Or(new, E.EQ(E.BufferLoad(ka, [s]), _i64(NAN_KEY)))
     scan = S.For(s, imm(0), n, S.ForKind.SERIAL, S.SeqStmt([
         S.IfThenElse(new, S.SeqStmt([put(G, get(G) + imm(1)),
                                      S.BufferStore(out, src, [get(G)])])),
@@ -165,7 +179,8 @@ def _supported(t, options=None) -> bool:
 
 def _emit(ctx, t, out, bodies) -> S.Stmt:
     (data,) = t.op.attrs["operands"]
-    return emit_unique(ctx, ctx.buf[id(data)], out, t.op.attrs["sorted"])
+    return emit_unique(ctx, ctx.buf[id(data)], out, t.op.attrs["sorted"],
+                       t.op.attrs.get("equal_nan", True))
 
 
 register_rule(UNIQUE_TABLE_TAG, Rule("unique: radix sort, one scan", "unique_sort", _supported,
@@ -173,12 +188,12 @@ register_rule(UNIQUE_TABLE_TAG, Rule("unique: radix sort, one scan", "unique_sor
 
 
 # ---------------------------------------------------------------------------------- Relax
-def unique_prim_func(n, dtype: str, is_sorted: bool) -> PrimFunc:
+def unique_prim_func(n, dtype: str, is_sorted: bool, equal_nan: bool = True) -> PrimFunc:
     """``(data [n], table [3 n + 1] int32)``: the kernel as a PrimFunc (``n`` may be a Var)."""
     data = decl_buffer((n,), dtype, "data")
     table = decl_buffer((n * 3 + 1,), "int32", "table")
     ctx = LowerCtx(own_temps=True)
-    body = emit_unique(ctx, data, table, is_sorted)
+    body = emit_unique(ctx, data, table, is_sorted, equal_nan)
     for view in reversed(ctx.ws_views):
         body = S.DeclBuffer(view, body)
     return PrimFunc([data, table], body,

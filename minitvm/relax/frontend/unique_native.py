@@ -2,36 +2,44 @@
 ``call_tir`` of ``schedule.unique_sort`` (a radix sort and one scan) writing the
 first-occurrence indices, inverse indices and counts as one int32 table, then sliced to the
 data-dependent number of values (a ``match_cast`` binds it). ``ctx`` is the importer's context
-(``bb``, ``emit``, ``shape``, ``dtype``)."""
+(``bb``, ``emit``, ``shape``, ``dtype``). ``RelaxUnique`` is ``frontend_common.unique_plan``'s
+builder on these."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...frontend_common import unique_plan
 from ...schedule.unique_sort import unique_prim_func
 from ...tir import expr as E
+from ...topi.unique import UNIQUE_DTYPES
 from .. import op as _op
-from ..expr import ShapeExpr, const
+from ..expr import Call, ShapeExpr, const
 from ..struct_info import TensorStructInfo
 
-__all__ = ["unique_flat", "unique_inverse", "unique_outputs", "unique_table"]
+__all__ = ["RelaxUnique", "unique_flat", "unique_inverse", "unique_outputs", "unique_table"]
 
 
-def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique"):
-    """The kernel's [first | inverse | counts | count] int32 table of 1-D ``flat`` of ``n``."""
+def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique",
+                 equal_nan: bool = True):
+    """The kernel's [first | inverse | counts | count] int32 table of 1-D ``flat`` of ``n``
+    (``equal_nan`` False: each NaN its own value, as torch's)."""
     dim = n if isinstance(n, int) else E.Var("n", "int64")
-    gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted), name)
+    gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted, equal_nan), name)
     return ctx.emit(_op.call_tir(gv, [flat], TensorStructInfo([n * 3 + 1], "int32")))
 
 
-def unique_flat(ctx, x, is_sorted: bool, name: str = "onnx_unique") -> list:
-    """[values, first, inverse, counts] of ``x`` flattened."""
+def unique_flat(ctx, x, is_sorted: bool, name: str = "onnx_unique",
+                equal_nan: bool = True) -> list:
+    """[values, first, inverse, counts] of ``x`` flattened (its type one the kernel's key holds,
+    ``unique_plan.key_dtype``)."""
     shape = ctx.shape(x)
     n = 1
     for d in shape:
         n = n * d
     flat = x if len(shape) == 1 else ctx.emit(_op.reshape(x, ShapeExpr([n])))
-    return unique_outputs(ctx, unique_table(ctx, flat, n, is_sorted, name), n, flat, 0)
+    return list(unique_plan.unique_elements(RelaxUnique(ctx, name), flat, n, ctx.dtype(x),
+                                            is_sorted, equal_nan))
 
 
 def unique_inverse(ctx, table, n):
@@ -57,3 +65,63 @@ def unique_outputs(ctx, table, n, source, axis: int) -> list:
     inverse = unique_inverse(ctx, table, n)
     values = ctx.emit(_op.take(source, first, axis))
     return [values] + [ctx.emit(_op.astype(t, "int64")) for t in (first, inverse, counts)]
+
+
+class RelaxUnique:
+    """``frontend_common.unique_plan``'s builder: values bound through the importer's ``ctx``; a
+    handle is the kernel's table and its length."""
+
+    ops = _op
+
+    def __init__(self, ctx, name: str):
+        self.ctx, self.name = ctx, name
+
+    @staticmethod
+    def const(value: np.ndarray):
+        return const(value)
+
+    def emit(self, e):
+        """``e`` bound to a variable (a variable or constant stays as it is)."""
+        return self.ctx.emit(e) if isinstance(e, Call) else e
+
+    @staticmethod
+    def cast(x, dtype: str):
+        return _op.astype(x, dtype)
+
+    @staticmethod
+    def slice_axis(x, axis: int, begin: int, end: int):
+        return _op.strided_slice(x, [axis], [begin], [end])
+
+    @staticmethod
+    def concat(parts: list, axis: int):
+        return _op.concat(parts, axis)
+
+    @staticmethod
+    def take(x, indices, axis: int):
+        return _op.take(x, indices, axis)
+
+    def rows(self, x, shape, axis: int):
+        n = int(shape[axis])
+        m = 1
+        for k, d in enumerate(shape):
+            m = m * int(d) if k != axis else m
+        perm = [axis] + [k for k in range(len(shape)) if k != axis]
+        moved = x if axis == 0 else self.ctx.emit(_op.permute_dims(x, perm))
+        return self.ctx.emit(_op.reshape(moved, ShapeExpr([n, m])))
+
+    def unique(self, key, n: int, is_sorted: bool, equal_nan: bool):
+        key = self.emit(key)
+        if self.ctx.dtype(key) not in UNIQUE_DTYPES:
+            raise ValueError(f"unique of {self.ctx.dtype(key)}: the native kernel takes "
+                             f"{', '.join(UNIQUE_DTYPES)} (and the integer and 16-bit float "
+                             "types it widens)")
+        return unique_table(self.ctx, key, n, is_sorted, self.name,
+                            equal_nan), n
+
+    def unique_inverse(self, handle):
+        table, n = handle
+        return self.ctx.emit(_op.astype(unique_inverse(self.ctx, table, n), "int64"))
+
+    def unique_outputs(self, handle, source, axis: int) -> tuple:
+        table, n = handle
+        return tuple(unique_outputs(self.ctx, table, n, self.emit(source), axis))

@@ -29,7 +29,8 @@ class MeshgridAttrs(Attrs):
 
 class UniqueAttrs(Attrs):
     __slots__ = ()
-    _fields = (("sorted", True), ("return_counts", False))
+    # equal_nan (a minitvm addition, numpy's name): False keeps each NaN its own value (torch)
+    _fields = (("sorted", True), ("return_counts", False), ("equal_nan", True))
 
 
 class SlidingWindowAttrs(Attrs):
@@ -159,9 +160,14 @@ def argwhere(condition: Expr) -> Call:
     return Call(Op.get("argwhere"), [condition])
 
 
-def unique(data: Expr, is_sorted: bool = True, return_counts: bool = False) -> TupleWrapper:
-    call = Call(Op.get("unique"), [data], UniqueAttrs(sorted=bool(is_sorted),
-                                                      return_counts=bool(return_counts)))
+def unique(data: Expr, is_sorted: bool = True, return_counts: bool = False,
+           equal_nan: bool = True) -> TupleWrapper:
+    """TVM's ``unique``; ``equal_nan=False`` (a minitvm addition) makes each NaN its own value,
+    as torch's ``unique`` does (numpy's and ORT's group them)."""
+    attrs = dict(sorted=bool(is_sorted), return_counts=bool(return_counts))
+    if not equal_nan:
+        attrs["equal_nan"] = False
+    call = Call(Op.get("unique"), [data], UniqueAttrs(**attrs))
     return TupleWrapper(call, 5 if return_counts else 4)
 
 

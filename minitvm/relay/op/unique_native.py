@@ -13,7 +13,8 @@ def _unique_compute(attrs, inputs, out_type):
     if data.dtype not in UNIQUE_DTYPES:
         raise NotImplementedError(f"unique of {data.dtype}: the native kernel takes "
                                   f"{', '.join(UNIQUE_DTYPES)}")
-    return unique_padded(data, bool(attrs.sorted), bool(attrs.return_counts))
+    return unique_padded(data, bool(attrs.sorted), bool(attrs.return_counts),
+                         bool(attrs.get("equal_nan", True)))
 
 
 register_compute("unique", _unique_compute)

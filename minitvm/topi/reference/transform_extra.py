@@ -23,11 +23,13 @@ def _argwhere(attrs, args, out_type):
     return np.argwhere(args[0]).astype(out_type.dtype)
 
 
-def unique_padded(data: np.ndarray, is_sorted: bool = True, return_counts: bool = False):
-    """(unique, first indices, inverse indices, [num_unique], counts?) padded to len(data)."""
+def unique_padded(data: np.ndarray, is_sorted: bool = True, return_counts: bool = False,
+                  equal_nan: bool = True):
+    """(unique, first indices, inverse indices, [num_unique], counts?) padded to len(data);
+    with ``equal_nan`` False each NaN is its own value, in the order of its position."""
     n = data.shape[0]
     values, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True,
-                                               return_counts=True)
+                                               return_counts=True, equal_nan=equal_nan)
     if not is_sorted:  # order of first occurrence
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
@@ -50,7 +52,8 @@ def unique_padded(data: np.ndarray, is_sorted: bool = True, return_counts: bool 
 
 @reference("unique")
 def _unique(attrs, args, out_type):
-    return unique_padded(args[0], bool(attrs.sorted), bool(attrs.return_counts))
+    return unique_padded(args[0], bool(attrs.sorted), bool(attrs.return_counts),
+                         bool(attrs.get("equal_nan", True)))
 
 
 @reference("adv_index")

@@ -1,6 +1,8 @@
 """relax.frontend.torch.from_exported_program on ops whose result shape depends on the data:
-``torch.unique`` (``_unique2``: sorted values, inverse indices in the input's shape, counts;
-the native unique kernel for float32 / int64), ``torch.nonzero`` (``[count, ndim]``, its
+``torch.unique`` (``_unique2``: sorted values, each NaN its own, inverse indices in the input's
+shape, counts; the native unique kernel), ``torch.unique(dim=)`` and
+``torch.unique_consecutive`` (``frontend_common.unique_plan``, all outputs, also through
+``from_fx``), ``torch.nonzero`` (``[count, ndim]``, its
 count used by later ops) and ``torch.bincount`` (length from the data or minlength, weights);
 built and run on the Relax VM against PyTorch eager."""
 
@@ -11,6 +13,20 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from torch_unique_cases import (  # noqa: E402
+    NAN_ORDER_FREE,
+    UNIQUE_CONSECUTIVE,
+    UNIQUE_DIM,
+    UNIQUE_NAN,
+    assert_matches_torch,
+    torch_outputs,
+)
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.relax.frontend.torch import from_exported_program, from_fx  # noqa: E402
+
+from .exported_program_run import Fn  # noqa: E402
 from .exported_program_run import run_exported as _run  # noqa: E402
 
 
@@ -54,3 +70,43 @@ def test_bincount_weights_keep_their_dtype():
          torch.linspace(-1.0, 2.0, 16))
     _run(lambda x, w: torch.bincount(x, w, 7), _ints(5, 16, seed=2),
          torch.linspace(-1.0, 2.0, 16, dtype=torch.float64))
+
+
+# the plan is shared with the Relay test, which runs every case; here its Relax builder on each
+# path (rows, columns, widened key, NaN, runs, a constant key)
+CASES = {**{f"dim_{k}": UNIQUE_DIM[k] for k in ("rows", "columns", "float_rows_nan_and_zero",
+                                                "uint8_rows")},
+         **{f"consecutive_{k}": UNIQUE_CONSECUTIVE[k] for k in (
+             "floats_nan_zero", "rows", "matrix_inverse_shape", "single_element")},
+         **{f"nan_{k}": v for k, v in UNIQUE_NAN.items()}}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_unique_dim_consecutive_and_nan_match_eager(name):
+    """All outputs of each case, through torch.export, on the native kernel (no numpy
+    ``R.unique``)."""
+    fn, x = CASES[name]
+    want = torch_outputs(fn, x)
+    mod = from_exported_program(torch.export.export(Fn(fn), (x,)))
+    text = mod.script()
+    assert "call_tir" in text and "R.unique" not in text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    got = vm["main"](tvm.nd.array(x.numpy()))
+    got = [got.numpy()] if hasattr(got, "numpy") else [g.numpy() for g in got]
+    assert_matches_torch(got, want, x, name.removeprefix("nan_") in NAN_ORDER_FREE)
+
+
+class _UniqueRowsAndRuns(torch.nn.Module):
+    def forward(self, x):
+        a = torch.unique(x, dim=0, return_inverse=True, return_counts=True)
+        b = torch.unique_consecutive(x, dim=0, return_inverse=True, return_counts=True)
+        return a[0], a[1], a[2], b[0], b[1], b[2]
+
+
+def test_unique_dim_and_consecutive_through_from_fx():
+    x = torch.tensor([[3, 1], [1, 2], [3, 1], [1, 2], [1, 2]])
+    model = _UniqueRowsAndRuns()
+    mod = from_fx(torch.fx.symbolic_trace(model), [([5, 2], "int64")])
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    got = [g.numpy() for g in vm["main"](tvm.nd.array(x.numpy()))]
+    assert_matches_torch(got, torch_outputs(model, x), x)

@@ -1,7 +1,8 @@
 """relay.frontend.from_pytorch (TorchScript) and from_exported_program (whose range checks of
 the data-dependent sizes are dropped) on ops whose result shape depends on the data:
 ``torch.unique`` (``_unique2``: Relay's native ``unique`` sliced to the count; sorted values,
-inverse in the input's shape, counts), ``torch.nonzero`` (``argwhere``) and ``torch.bincount``
+each NaN its own, inverse in the input's shape, counts), ``torch.unique(dim=)`` and
+``torch.unique_consecutive`` (``frontend_common.unique_plan``), ``torch.nonzero`` (``argwhere``) and ``torch.bincount``
 (length from the data or minlength, weights), run on the Relay VM
 against eager, dtype and shape included."""
 
@@ -13,6 +14,14 @@ import pytest
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 from frontend_models import Fn  # noqa: E402
+from torch_unique_cases import (  # noqa: E402
+    NAN_ORDER_FREE,
+    UNIQUE_CONSECUTIVE,
+    UNIQUE_DIM,
+    UNIQUE_NAN,
+    assert_matches_torch,
+    torch_outputs,
+)
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -69,3 +78,31 @@ def test_bincount_length_from_the_data_or_minlength(minlength):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_bincount_weights_keep_their_dtype(dtype):
     _check_vm(lambda x: torch.bincount(x, (x.to(dtype) - 1.5) * 0.25), _ints(5, 16, seed=2))
+
+
+def _imports(fn, x):
+    model = Fn(fn)
+    traced = torch.jit.trace(model, (x,), check_trace=False)
+    return [relay.frontend.from_pytorch(traced, [("i0", (tuple(x.shape), str(x.dtype)[6:]))]),
+            from_exported_program(torch.export.export(model, (x,)))]
+
+
+CASES = {**{f"dim_{k}": v for k, v in UNIQUE_DIM.items()},
+         **{f"consecutive_{k}": v for k, v in UNIQUE_CONSECUTIVE.items()},
+         **{f"nan_{k}": v for k, v in UNIQUE_NAN.items()}}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_unique_dim_consecutive_and_nan_match_eager(name):
+    """All outputs of each case, traced and exported, in a strict build (no numpy kernel)."""
+    fn, x = CASES[name]
+    want = torch_outputs(fn, x)
+    for mod, params in _imports(fn, x):
+        assert "unique(" in mod.astext() or x.numel() == 1  # one element: folded
+        with tvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.strict_native": True}):
+            run = relay.create_executor("vm", mod=mod, target="llvm", params=params).evaluate()
+        got = run(x.numpy())
+        got = [got.numpy()] if hasattr(got, "numpy") else [g.numpy() for g in got]
+        assert_matches_torch(got, want, x, name.removeprefix("nan_") in NAN_ORDER_FREE)
+

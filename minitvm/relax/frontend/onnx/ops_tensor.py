@@ -463,6 +463,12 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):
 
 @register("NonZero")
 def _nonzero(ctx: Context, ins, attrs):
-    """The output's shape depends on the values: the input must be known at import."""
-    v = ctx.value(ins[0], "NonZero's input (its output shape depends on the values)")
-    return np.array(np.nonzero(v), dtype="int64").reshape(np.ndim(v), -1)
+    """Folded when the input is known at import; else ``relax.nonzero`` (two native passes,
+    ``schedule.nonzero_scan``: the count, then the indices), its length the data's."""
+    v = ctx.known(ins[0])
+    if v is not None:
+        return np.array(np.nonzero(v), dtype="int64").reshape(np.ndim(v), -1)
+    x = ctx.expr(ins[0])
+    if ctx.ndim(x) == 0:
+        raise ctx.fail("NonZero of a scalar is not supported")
+    return ctx.emit(_op.nonzero(x))

@@ -15,6 +15,7 @@ from ....topi import transform_extra as tx
 from ...expr import Tuple, TupleGetItem
 from .common import (
     LegalizeError,
+    arg_dtype,
     arg_shape,
     call_topi,
     out_dtype,
@@ -390,9 +391,28 @@ _register_runtime_funcs()
 
 @register_legalize("relax.nonzero")
 def _nonzero(bb, call):
-    from ...op.base import call_pure_packed
+    """Two native kernels (``schedule.nonzero_scan``): the count, bound to a fresh symbolic
+    length by a match_cast, then the indices; the runtime's packed function (numpy) where the
+    input's shape is unknown."""
+    from ....schedule.nonzero_scan import nonzero_count_prim_func, nonzero_fill_prim_func
+    from ....tir import expr as T
+    from ...op.base import call_pure_packed, call_tir
+    from ...op.shape_tensor import tensor_to_shape
+    from ...struct_info import ShapeStructInfo, TensorStructInfo
+    from .common import _known, get_legalize
 
-    return call_pure_packed("relax.run.nonzero", call.args[0], sinfo_args=call.struct_info)
+    x = call.args[0]
+    if not _known(x.struct_info):
+        return call_pure_packed("relax.run.nonzero", x, sinfo_args=call.struct_info)
+    shape, dtype = arg_shape(call, 0), arg_dtype(call, 0)
+    counter = bb.add_func(nonzero_count_prim_func(shape, dtype), "nonzero_count")
+    count = bb.emit(call_tir(counter, [x], TensorStructInfo([1], "int64")))
+    to_shape = bb.normalize(tensor_to_shape(count))  # lowered here: not visited again
+    length = bb.emit(get_legalize(to_shape.op)(bb, to_shape))
+    k = T.Var("num_nonzero", "int64")
+    bb.match_cast(length, ShapeStructInfo([k]))
+    fill = bb.add_func(nonzero_fill_prim_func(shape, dtype), "nonzero")
+    return call_tir(fill, [x], TensorStructInfo([len(shape), k], "int64"))
 
 
 @register_legalize("relax.unique")

@@ -1,6 +1,7 @@
 """ATen ops whose result shape depends on the data, onto Relay (the model then runs on the
-Relay VM, as in TVM): ``_unique2`` (``torch.unique``, flattened: Relay's ``unique``, a native
-kernel for float32 / int32 / int64, its padded outputs sliced to the count) and ``nonzero``
+Relay VM, as in TVM): ``_unique2`` / ``unique_dim`` / ``unique_consecutive`` (``torch.unique``
+flattened or along ``dim``, ``torch.unique_consecutive``: ``frontend_common.unique_plan`` on
+Relay's ``unique``, a native kernel, its padded outputs sliced to the count), ``nonzero``
 (Relay's ``argwhere``, int64) and ``bincount`` (an add-scatter into zeros of the run-time
 length)."""
 
@@ -8,24 +9,62 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import unique_plan
 from ... import expr as _expr
 from ... import op as _op
+from ..unique_native import RelayUnique
 from .aten import register
+
+
+def _plan_failure(ctx, fn, *args):
+    try:
+        return fn(RelayUnique, *args)
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
 
 
 @register("_unique2")
 def _unique2(ctx, args):
     """_unique2(input, sorted, return_inverse, return_counts) -> (values, inverse, counts),
-    the values sorted (torch sorts them on CPU whatever ``sorted`` says), inverse in the
-    input's shape, the indices int64."""
+    the values sorted (torch sorts them on CPU whatever ``sorted`` says), each NaN its own
+    value (after +inf), inverse in the input's shape, the indices int64."""
     x = args[0]
     shape = ctx.shape(x)
     flat = x if len(shape) == 1 else _op.reshape(x, (-1,))
-    values, _, inverse, count, counts = _op.unique(flat, True, True)
-    start = _expr.const(np.asarray([0], "int32"))
-    values = _op.strided_slice(values, start, count)
-    counts = _op.cast(_op.strided_slice(counts, start, count), "int64")
-    inverse = _op.cast(inverse, "int64")
+    n = int(np.prod(shape, dtype="int64"))
+    values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_elements, flat, n,
+                                               ctx.dtype(x), True, False)
+    if len(shape) != 1:
+        inverse = _op.reshape(inverse, [int(s) for s in shape])
+    return values, inverse, counts
+
+
+@register("unique_dim")
+def _unique_dim(ctx, args):
+    """unique_dim(input, dim, sorted, return_inverse, return_counts) -> (values, inverse,
+    counts): the unique slices along ``dim`` in lexicographic order (torch sorts them whatever
+    ``sorted`` says), a slice holding a NaN unequal to every other."""
+    x = args[0]
+    values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_slices, x, ctx.shape(x),
+                                               ctx.dtype(x), args[1], True, False)
+    return values, inverse, counts
+
+
+@register("unique_consecutive")
+def _unique_consecutive(ctx, args):
+    """unique_consecutive(input, return_inverse, return_counts, dim=None) -> (values, inverse,
+    counts): runs of equal elements (flattened; inverse in the input's shape) or of equal
+    slices along ``dim``."""
+    x = args[0]
+    shape = ctx.shape(x)
+    dim = args[3] if len(args) > 3 else None
+    if dim is not None:
+        values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_consecutive, x,
+                                                   shape, dim)
+        return values, inverse, counts
+    flat = x if len(shape) == 1 else _op.reshape(x, (-1,))
+    n = int(np.prod(shape, dtype="int64"))
+    values, _, inverse, counts = _plan_failure(ctx, unique_plan.unique_consecutive, flat, [n], 0)
     if len(shape) != 1:
         inverse = _op.reshape(inverse, [int(s) for s in shape])
     return values, inverse, counts
