@@ -500,3 +500,100 @@ def test_int16_lut_every_value(op, fields, scales):
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
     assert "take(" in mod.astext()
+
+
+def _conv16x8(op, shape, o, k, stride, padding, act, seed):
+    """A 16x8 CONV_2D / DEPTHWISE_CONV_2D: int16 activations, int8 weights per channel, an
+    int64 bias; (model, input)."""
+    rng = np.random.default_rng(seed)
+    n, h, w, c = shape
+    depthwise = op == "DEPTHWISE_CONV_2D"
+    ws = rng.uniform(0.001, 0.03, o).astype("float32")
+    wt = rng.integers(-127, 128, (1, k, k, o) if depthwise else (o, k, k, c)).astype("int8")
+    si, so = 0.0003, 0.002
+    b = ModelBuilder()
+    x = b.input("x", shape, "int16", quant=(si, 0))
+    wi = b.constant("w", wt, quant=(ws, np.zeros(o, "int64"), 3 if depthwise else 0))
+    bias = b.constant("b", rng.integers(-2**21, 2**21, o).astype("int64"),
+                      quant=(np.float32(si) * ws, np.zeros(o, "int64"), 0))
+    oh = -(-h // stride) if padding == 0 else (h - k) // stride + 1
+    ow = -(-w // stride) if padding == 0 else (w - k) // stride + 1
+    y = b.tensor("y", (n, oh, ow, o), "int16", quant=(so, 0))
+    fields = {"Padding": padding, "StrideW": stride, "StrideH": stride, "DilationWFactor": 1,
+              "DilationHFactor": 1, "FusedActivationFunction": act}
+    if depthwise:
+        fields["DepthMultiplier"] = o // c
+    b.operator(op, [x, wi, bias], [y], "DepthwiseConv2DOptions" if depthwise else
+               "Conv2DOptions", **fields)
+    b.output(y)
+    return b.finish(), _random("int16", shape, seed + 1)
+
+
+@pytest.mark.parametrize("op,o", [("CONV_2D", 10), ("DEPTHWISE_CONV_2D", 12)])
+@pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (3, 2, 1, 3), (1, 1, 1, 1)])
+def test_16x8_conv(op, o, k, stride, padding, act):
+    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact int64 sums (float64
+    here), the 64-bit MultiplyByQuantizedMultiplier (a Q15 multiplier rounding half up)."""
+    blob, x = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride)
+    mod = _check(blob, x)
+    assert "float32" not in mod.astext()
+
+
+def test_16x8_conv_sums_past_int32():
+    """Sums past 2**31 (1024 taps of 32767 * 127): LiteRT accumulates in int64, its Q15
+    multiplier makes 28408.55 28408 (and -28408.55 -28409)."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 1, 2, 1024), "int16", quant=(1e-5, 0))
+    w = b.constant("w", np.full((3, 1, 1, 1024), 127, "int8"),
+                   quant=(np.full(3, 1e-3, "float32"), np.zeros(3, "int64"), 0))
+    y = b.tensor("y", (1, 1, 2, 3), "int16", quant=(1.5e-3, 0))
+    b.operator("CONV_2D", [x, w], [y], "Conv2DOptions", Padding=1, StrideW=1, StrideH=1,
+               DilationWFactor=1, DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    xv = np.full((1, 1, 2, 1024), 32767, "int16")
+    xv[0, 0, 1] = -32768
+    _, got = _ours(b.finish(), xv)
+    np.testing.assert_array_equal(got.reshape(-1), [28408] * 3 + [-28409] * 3)
+
+
+def _fc16x8(shape, units, scales, act, seed, bias=True):
+    rng = np.random.default_rng(seed)
+    si, ws, so = scales
+    b = ModelBuilder()
+    x = b.input("x", shape, "int16", quant=(si, 0))
+    ins = [x, b.constant("w", rng.integers(-127, 128, (units, shape[-1])).astype("int8"),
+                         quant=(ws, 0))]
+    if bias:
+        ins.append(b.constant("b", rng.integers(-2**21, 2**21, units).astype("int64"),
+                              quant=(float(np.float32(si) * np.float32(ws)), 0)))
+    y = b.tensor("y", (shape[0], units), "int16", quant=(so, 0))
+    b.operator("FULLY_CONNECTED", ins, [y], "FullyConnectedOptions",
+               FusedActivationFunction=act, KeepNumDims=False)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("shape,units,scales,act", [
+    ((300, 40), 16, (0.0003, 0.01, 0.004), 0), ((64, 257), 9, (0.00011, 0.02, 0.03), 1),
+    ((3, 5), 30, (0.001, 0.005, 0.0007), 0)])
+def test_16x8_fully_connected(shape, units, scales, act):
+    """16x8 FULLY_CONNECTED as LiteRT's kernel: int64 sums, then the real multiplier in
+    double, rounded half away from zero."""
+    blob = _fc16x8(shape, units, scales, act, units)
+    _check(blob, _random("int16", shape, units + 1))
+
+
+def test_16x8_fully_connected_rounds_halves_away():
+    """in * w / out scale 2**-10: every x / 1024 (every int16 value), exact halves rounded away
+    from zero as LiteRT's double does, and no bias."""
+    b = ModelBuilder()
+    x = b.input("x", (65536, 1), "int16", quant=(2.0**-10, 0))
+    w = b.constant("w", np.ones((1, 1), "int8"), quant=(2.0**-5, 0))
+    y = b.tensor("y", (65536, 1), "int16", quant=(2.0**-5, 0))
+    b.operator("FULLY_CONNECTED", [x, w], [y], "FullyConnectedOptions",
+               FusedActivationFunction=0, KeepNumDims=False)
+    b.output(y)
+    xv = np.arange(-32768, 32768).astype("int16").reshape(-1, 1)
+    _, got = _ours(b.finish(), xv)
+    v = xv.astype("int64") / 1024
+    np.testing.assert_array_equal(got, np.sign(v) * np.floor(np.abs(v) + 0.5))

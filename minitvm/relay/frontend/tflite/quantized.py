@@ -11,7 +11,8 @@ By what the op computes:
   exactly), the int32 bias added, then requantized with in_scale * w_scale / out_scale; a
   fused activation is a clamp in the quantized domain. The conv runs NCHW between two
   transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
-  int16 activations they take the float path below;
+  int16 activations (16x8) the sums are exact in float64 and requantized as LiteRT's int16
+  kernels (``_wide_requantize``);
 - ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on
   every input pair (``exact_binary``: a float32 form checked at import against TFLite's
   fixed point on all 256 x 256 pairs, else that fixed point itself); int16 ADD / SUB in that
@@ -28,7 +29,7 @@ By what the op computes:
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
 - pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
   ``exact_l2norm``);
-- the rest (SOFTMAX, int16 convs, the detection head, ...): dequantize the inputs (constant weights and
+- the rest (SOFTMAX, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
 
@@ -272,12 +273,15 @@ def _weight(ctx, k: int, out_axis: int):
     return e.data.numpy(), q
 
 
-def _bias(ctx, k: int):
+def _bias(ctx, k: int, wide: bool = False):
+    """The constant bias input ``k`` as int64 (None without one): int32, or with ``wide`` (16x8
+    operators) int32 or int64."""
     if len(ctx.inputs) <= k or ctx.inputs[k] is None:
         return None
     v = ctx.value(k, "the bias")
-    if v.dtype != np.int32:
-        raise ctx.fail(f"a quantized operator's bias must be int32, got {v.dtype}")
+    if v.dtype != np.int32 and not (wide and v.dtype == np.int64):
+        raise ctx.fail(f"a quantized operator's bias must be int32{' or int64' if wide else ''}"
+                       f", got {v.dtype}")
     return v.astype("int64")
 
 
@@ -390,6 +394,14 @@ def _conv(ctx, depthwise: bool):
     pads = _conv_pads(opt.Padding(), h, wd, kh, kw, sh, sw, dh, dw)
     attrs = {"kernel_shape": [kh, kw], "strides": [sh, sw], "dilations": [dh, dw],
              "pads": list(pads), "group": groups}
+    if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
+        xs = _wide_data(_op.transpose(x, (0, 3, 1, 2)), qx)
+        wz = w_oihw.astype("float64") - qw.zp.reshape(-1, 1, 1, 1)
+        acc = _op.nn.conv2d(xs, _expr.const(np.ascontiguousarray(wz), "float64"), strides=(sh, sw),
+                            padding=pads, dilation=(dh, dw), groups=groups, channels=o,
+                            kernel_size=(kh, kw))
+        out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 4)
+        return _op.transpose(out, (0, 2, 3, 1))
     ictx = _IntContext(ctx)
     acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
                            _expr.const(np.ascontiguousarray(w_oihw)),
@@ -410,14 +422,58 @@ def _fully_connected(ctx):
     units, k = w.shape
     xs = infer_shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
-    acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
-                             _expr.const(np.ascontiguousarray(w.T)), _zp_expr(qw.zp, qw.dtype))
-    mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
-    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
+        wz = w.astype("float64") - qw.zp.reshape(-1, 1)
+        acc = _op.nn.dense(_wide_data(flat, qx),
+                           _expr.const(np.ascontiguousarray(wz), "float64"))
+        out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 2)
+    else:
+        acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
+                                 _expr.const(np.ascontiguousarray(w.T)),
+                                 _zp_expr(qw.zp, qw.dtype))
+        mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
+        out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
     opt = ctx.options()
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
         out = _op.reshape(out, xs[:-1] + (units,))
     return out
+
+
+def _wide_data(x, qx: QTensor):
+    """int16 activations less their zero point in float64: products with 8-bit weights below
+    2**23, so float64 sums them exactly (up to 2**30 of them)."""
+    v = _op.cast(x, "float64")
+    return v if not qx.z else _op.subtract(v, _expr.const(np.array(qx.z, "float64"), "float64"))
+
+
+def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis: int,
+                     nd: int):
+    """A 16x8 product's exact sums ``acc`` (float64) + the bias as LiteRT's int16 kernels
+    finish them, per channel along ``axis``: the convs in int64 through the 64-bit
+    MultiplyByQuantizedMultiplier (a Q15 multiplier, one rounding half up:
+    ``fixed_point.multiply_wide``), FULLY_CONNECTED in double (the sum times the real
+    multiplier, rounded half away from zero: 0 of 1.44M values off LiteRT; the Q15 form was
+    off on 5%, Q31 fixed point on 0.15%); + the zero point, clamped to the fused activation's
+    range. (float32, as the 8-bit products take it, was a step off on 2-4% of the outputs.)"""
+    mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
+    v = _op.cast(acc, "int64")
+    if bias is not None:
+        v = _op.add(v, _per_axis(bias, axis, nd, "int64"))
+    if ctx.name == "FULLY_CONNECTED":  # (through int64: no pass folds the multiplier inward)
+        v = _op.multiply(_op.cast(v, "float64"), _per_axis(mult, axis, nd, "float64"))
+        v = _op.multiply(_op.sign(v), _op.floor(_op.add(
+            _op.abs(v), _expr.const(np.array(0.5, "float64"), "float64"))))
+        v = _op.cast(_op.clip(v, -2.0**40, 2.0**40), "int64")
+    else:
+        v = fixed_point.multiply_wide_expr(v, *quantize_multiplier(mult), axis, nd)
+    if qo.z:
+        v = _op.add(v, _expr.const(np.array(qo.z, "int64"), "int64"))
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
 
 
 def _transpose_conv(ctx):
@@ -459,6 +515,16 @@ def _transpose_conv(ctx):
                        "RELU_N1_TO_1 or RELU6")
     qlo, qhi = clamp_range(qo, *bounds)
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+
+
+def _integer_product_applies(ctx) -> bool:
+    """8-bit input and output, or (16x8) both int16: LiteRT's integer kernels take one dtype
+    in and out (an int16 product to an 8-bit output goes through float)."""
+    qs = [qtensor(ctx, i) for i in (ctx.input_ids[0], int(ctx.op.Outputs(0)))]
+    if any(q is None for q in qs):
+        return True  # (the converter names what is missing)
+    wide = [q.dtype == "int16" for q in qs]
+    return all(wide) or not any(wide)
 
 
 INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
@@ -740,15 +806,17 @@ def _int16_add(ctx):
 
 def _int16_add_applies(ctx) -> bool:
     """Two inputs and the output quantized per tensor in int16, a clamp (or no) fused
-    activation, and the general-scale kernel (the options' pot_scale_int16 off or absent)."""
+    activation, and the general-scale kernel: the options' pot_scale_int16 off or absent, or
+    (as LiteRT falls back) set where a scale is not a power of two."""
     if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
         return False
-    opt = ctx.options()
-    if opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16():
-        return False
     qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
-    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
-               for q in qs)
+    if not all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
+               for q in qs):
+        return False
+    opt = ctx.options()
+    pot = opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16()
+    return not pot or not all(fixed_point.checked_log2(q.s)[0] for q in qs)
 
 
 # ------------------------------------------------------------------ pools, reductions, resize
@@ -848,11 +916,7 @@ def converter(ctx):
     if ctx.name == "TRANSPOSE_CONV" and _transpose_conv_applies(ctx):
         return _transpose_conv
     if ctx.name in INTEGER_OPS:
-        # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
-        # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
-        wide = any(q is not None and q.dtype == "int16" for q in
-                   (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
-        return _through_float if wide else INTEGER_OPS[ctx.name]
+        return INTEGER_OPS[ctx.name] if _integer_product_applies(ctx) else _through_float
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
     if ctx.name in ("ADD", "SUB") and _int16_add_applies(ctx):
