@@ -597,3 +597,21 @@ def test_16x8_fully_connected_rounds_halves_away():
     _, got = _ours(b.finish(), xv)
     v = xv.astype("int64") / 1024
     np.testing.assert_array_equal(got, np.sign(v) * np.floor(np.abs(v) + 0.5))
+
+
+@pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (2, 2, 1, 1), ((9, 11), 1, 1, 3),
+                                                  (4, 3, 0, 0)])
+def test_int16_average_pool(k, stride, padding, act):
+    """int16 AVERAGE_POOL_2D as LiteRT's kernel: the sum over in-bounds taps divided rounding
+    half away from zero (in float64 here: float32's error reaches the rounding margin of a
+    99-tap window of int16 values), clamped."""
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    if padding == 0:
+        oh, ow = -(-9 // stride), -(-11 // stride)
+    else:
+        oh, ow = (9 - kh) // stride + 1, (11 - kw) // stride + 1
+    blob = _model("AVERAGE_POOL_2D", "int16", (1, 9, 11, 16), (0.0005, 0), (0.0005, 0),
+                  (1, oh, ow, 16), options="Pool2DOptions", Padding=padding, StrideW=stride,
+                  StrideH=stride, FilterWidth=kw, FilterHeight=kh, FusedActivationFunction=act)
+    mod = _check(blob, _random("int16", (1, 9, 11, 16), 7))
+    assert "float32" not in mod.astext()

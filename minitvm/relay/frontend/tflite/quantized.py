@@ -869,10 +869,13 @@ SPATIAL = {"AVERAGE_POOL_2D": _average_pool, "MEAN": _reduction, "SUM": _reducti
 
 
 def _spatial_applies(ctx) -> bool:
-    """8-bit per-tensor input and output of one dtype, a clamp (or no) fused activation, and
-    for the reductions constant axes."""
-    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx)) or \
-            _fused_bounds(ctx) is None:
+    """8-bit per-tensor input and output of one dtype (AVERAGE_POOL_2D: or int16), a clamp (or
+    no) fused activation, and for the reductions constant axes."""
+    if _fused_bounds(ctx) is None:
+        return False
+    if ctx.name == "AVERAGE_POOL_2D" and _int16_to_int16(ctx):
+        return True
+    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx)):
         return False
     if ctx.name in ("MEAN", "SUM"):
         return const_value(ctx.importer.fold(ctx.inputs[1])) is not None
