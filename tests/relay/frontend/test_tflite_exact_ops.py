@@ -615,3 +615,31 @@ def test_int16_average_pool(k, stride, padding, act):
                   StrideH=stride, FilterWidth=kw, FilterHeight=kh, FusedActivationFunction=act)
     mod = _check(blob, _random("int16", (1, 9, 11, 16), 7))
     assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("shape,scale,beta,spread", [
+    ((4, 37), 0.0004, 1.0, 1.0), ((2, 3, 300), 0.0001, 0.5, 0.3), ((3, 2000), 0.002, 2.0, 0.05),
+    ((5, 1), 0.001, 1.0, 1.0)])
+def test_int16_softmax(shape, scale, beta, spread):
+    """int16 SOFTMAX as LiteRT's kernel (``exact_softmax16``): rows of 1 to 2000 values (sums
+    of exps up to 2**26), wide and narrow inputs, three betas; integer ops only."""
+    blob = _model("SOFTMAX", "int16", shape, (scale, 0), (1 / 32768, 0), options="SoftmaxOptions",
+                  Beta=beta)
+    x = np.random.default_rng(len(shape)).normal(0, spread * 10000, shape)
+    mod = _check(blob, np.clip(np.round(x), -32768, 32767).astype("int16"))
+    assert "float" not in mod.astext()
+
+
+def test_int16_softmax_tables():
+    """The two interpolated tables within a few steps of exp over [-10, 0] and 1 / (1 + x)
+    over [0, 1] (output 2 / 65535) at every int16 value (the anchors' bias moves exp's top
+    5 steps down), monotonic."""
+    from minitvm.relay.frontend.tflite import exact_softmax16
+
+    v = np.arange(-32768, 32768)
+    exp, recip = exact_softmax16.exp_table(), exact_softmax16.reciprocal_table()
+    ideal_exp = np.minimum(np.round(np.exp((v - 32767) * 10 / 65535) * 65535 / 2), 32767)
+    ideal_recip = np.minimum(np.round(65535 / 2 / (1 + (v + 32768) / 65535)), 32767)
+    assert np.abs(exp - ideal_exp).max() <= 6 and np.abs(recip - ideal_recip).max() <= 2
+    assert np.all(np.diff(exp.astype("int64")) >= 0)
+    assert np.all(np.diff(recip.astype("int64")) <= 0)

@@ -29,7 +29,8 @@ By what the op computes:
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
 - pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
   ``exact_l2norm``);
-- the rest (SOFTMAX, the detection head, ...): dequantize the inputs (constant weights and
+- int16 SOFTMAX as LiteRT's integer kernel (``exact_softmax16``);
+- the rest (8-bit SOFTMAX, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
 
@@ -53,6 +54,7 @@ from . import (
     exact_div,
     exact_l2norm,
     exact_lut16,
+    exact_softmax16,
     exact_spatial,
     exact_unary,
     fixed_point,
@@ -659,6 +661,19 @@ def _int16_lut(ctx):
     return exact_unary.lookup(x, t, "int16")
 
 
+def _int16_softmax(ctx):
+    """int16 SOFTMAX as LiteRT's integer kernel (``exact_softmax16``), which takes zero points
+    of 0 and the output quantized 1 / 32768."""
+    qx, qo = _in_q(ctx, 0), _out_q(ctx)
+    if qx.z or qo.z or qo.s != np.float32(1 / 32768):
+        raise ctx.fail(f"int16 SOFTMAX takes zero points of 0 and the output quantized "
+                       f"1/32768 (as LiteRT), got input zero point {qx.z}, output "
+                       f"({qo.s}, {qo.z})")
+    opt = ctx.options()
+    beta = float(opt.Beta()) if opt is not None else 1.0
+    return exact_softmax16.softmax(ctx.inputs[0], qx.s, beta)
+
+
 def _requantize_op(ctx):
     """QUANTIZE of an already quantized tensor: a rescale between two quantizations, exactly
     as LiteRT's Requantize computes it: (x - zero point) times in_scale / out_scale in fixed
@@ -941,6 +956,8 @@ def converter(ctx):
         return _integer_table
     if ctx.name in exact_lut16.OPS and _int16_to_int16(ctx):
         return _int16_lut
+    if ctx.name == "SOFTMAX" and _int16_to_int16(ctx):
+        return _int16_softmax
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
     if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
