@@ -643,3 +643,28 @@ def test_int16_softmax_tables():
     assert np.abs(exp - ideal_exp).max() <= 6 and np.abs(recip - ideal_recip).max() <= 2
     assert np.all(np.diff(exp.astype("int64")) >= 0)
     assert np.all(np.diff(recip.astype("int64")) <= 0)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("scale", [0.0001, 0.00037, 0.001, 2.0**-14, 2.0**-10])
+def test_int16_sigmoid_tanh_every_value(op, scale):
+    """int16 LOGISTIC / TANH as LiteRT's table kernels (``exact_sigmoid16``) on every int16
+    value: the input rescaled to 1 / (3 * 4096) per step, the 256 anchors interpolated (the
+    last one reached by TANH near saturation)."""
+    blob = _model(op, "int16", (256, 256), (scale, 0), (1 / 32768, 0))
+    mod = _check(blob, np.arange(-32768, 32768).astype("int16").reshape(256, 256))
+    assert "take(" in mod.astext() and "float" not in mod.astext()
+
+
+def test_sigmoid_anchors():
+    """The 256 anchors within a step of 65536 * sigmoid(i / 24) plus half the interpolation's
+    midpoint error; the table kernel only at the scales LiteRT takes it."""
+    from minitvm.relay.frontend.tflite import exact_sigmoid16
+
+    t = exact_sigmoid16.sigmoid_table()
+    i = np.arange(256)
+    assert t[0] == 32768 and t[-1] == 65535 and np.all(np.diff(t) >= 0)
+    assert np.abs(t - 65536 / (1 + np.exp(-i / 24))).max() < 2
+    assert not exact_sigmoid16.uses_table("LOGISTIC", 2.0**-12)
+    assert exact_sigmoid16.uses_table("LOGISTIC", 2.0**-11)
+    assert not exact_sigmoid16.uses_table("TANH", 2.0**-11)
