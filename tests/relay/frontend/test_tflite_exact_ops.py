@@ -646,11 +646,13 @@ def test_int16_softmax_tables():
 
 
 @pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
-@pytest.mark.parametrize("scale", [0.0001, 0.00037, 0.001, 2.0**-14, 2.0**-10])
+@pytest.mark.parametrize("scale", [0.0001, 0.00037, 0.001, 2.0**-14, 2.0**-10, 2.0**-12,
+                                   2.0**-11])
 def test_int16_sigmoid_tanh_every_value(op, scale):
-    """int16 LOGISTIC / TANH as LiteRT's table kernels (``exact_sigmoid16``) on every int16
-    value: the input rescaled to 1 / (3 * 4096) per step, the 256 anchors interpolated (the
-    last one reached by TANH near saturation)."""
+    """int16 LOGISTIC / TANH as LiteRT's kernels (``exact_sigmoid16``) on every int16 value:
+    the table kernels (the input rescaled to 1 / (3 * 4096) per step, the 256 anchors
+    interpolated, the last one reached by TANH near saturation), and gemmlowp's fixed point
+    at 2**-12 (both) and 2**-11 (TANH)."""
     blob = _model(op, "int16", (256, 256), (scale, 0), (1 / 32768, 0))
     mod = _check(blob, np.arange(-32768, 32768).astype("int16").reshape(256, 256))
     assert "take(" in mod.astext() and "float" not in mod.astext()

@@ -30,8 +30,7 @@ By what the op computes:
 - pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
   ``exact_l2norm``);
 - int16 SOFTMAX, LOGISTIC and TANH as LiteRT's integer kernels (``exact_softmax16``,
-  ``exact_sigmoid16``; LOGISTIC / TANH at the power-of-two input scales LiteRT's gemmlowp
-  kernels take still go through float);
+  ``exact_sigmoid16``);
 - the rest (8-bit SOFTMAX, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
@@ -678,14 +677,14 @@ def _int16_softmax(ctx):
 
 
 def _int16_sigmoid(ctx):
-    """int16 LOGISTIC / TANH as LiteRT's table kernels (``exact_sigmoid16``): one lookup in
-    the 65536 results. LiteRT takes zero points of 0 and the output quantized 1 / 32768."""
+    """int16 LOGISTIC / TANH as LiteRT's kernels (``exact_sigmoid16``): one lookup in the
+    65536 results. LiteRT takes zero points of 0 and the output quantized 1 / 32768."""
     qx, qo = _in_q(ctx, 0), _out_q(ctx)
     if qx.z or qo.z or qo.s != np.float32(1 / 32768):
         raise ctx.fail(f"int16 {ctx.name} takes zero points of 0 and the output quantized "
                        f"1/32768 (as LiteRT), got input zero point {qx.z}, output "
                        f"({qo.s}, {qo.z})")
-    return exact_unary.lookup(ctx.inputs[0], exact_sigmoid16.table(ctx.name, qx.s), "int16")
+    return exact_unary.lookup(ctx.inputs[0], exact_sigmoid16.results(ctx.name, qx.s), "int16")
 
 
 def _requantize_op(ctx):
@@ -972,8 +971,7 @@ def converter(ctx):
         return _int16_lut
     if ctx.name == "SOFTMAX" and _int16_to_int16(ctx):
         return _int16_softmax
-    if ctx.name in exact_sigmoid16.OPS and _int16_to_int16(ctx) and \
-            exact_sigmoid16.uses_table(ctx.name, _in_q(ctx, 0).s):
+    if ctx.name in exact_sigmoid16.OPS and _int16_to_int16(ctx):
         return _int16_sigmoid
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
