@@ -4,7 +4,7 @@ with ``ModelBuilder`` and run by minitvm and by the LiteRT interpreter (builtin 
 delegate). Prints, per op, the values a step or more off, their share and the largest
 difference.
 
-    python benchmarks/sweep_tflite_int16.py [--cases N] [OP ...]
+    python benchmarks/sweep_tflite_int16.py [--cases N] [--seed S] [OP ...]
 
 Needs ``tflite`` and ``ai_edge_litert``."""
 
@@ -182,10 +182,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ops", nargs="*", default=list(CASES))
     ap.add_argument("--cases", type=int, default=12)
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     print(f"{'op':<20} {'off':>8} {'values':>8} {'percent':>8} {'max steps':>9}")
     for op in args.ops:
-        off, total, worst = sweep(op, args.cases)
+        off, total, worst = sweep(op, args.cases, args.seed)
         print(f"{op:<20} {off:>8} {total:>8} {100 * off / total:>7.2f}% {worst:>9}")
     return 0
 

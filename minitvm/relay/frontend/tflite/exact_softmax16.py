@@ -4,8 +4,8 @@ axis:
 1. each value's difference from the row's largest, rescaled by in_scale * beta / (10 / 65535)
    in fixed point (MultiplyByQuantizedMultiplier) so that [-10, 0] spans 65535 steps, recentred
    by 32767 and saturated to int16;
-2. exp of that through LiteRT's interpolated 16-bit table (``exact_lut16``: 513 anchors of
-   exp over [-10, 0], output scale 2 / 65535), summed per row;
+2. exp of that through LiteRT's interpolated 16-bit table (513 anchors of exp over [-10, 0]
+   in double, looked up as ``exact_lut16.interpolate``), summed per row;
 3. the sum normalized by its leading zeros (the row's ``clz``), 14 bits dropped rounding half
    up, less 1.5 * 2**16, and 1 / (1 + x) of that through a second interpolated table;
 4. each exp times that reciprocal, shifted right by 31 - clz rounding half up, clamped to
@@ -16,6 +16,8 @@ two row reductions. Through float it was up to 145 steps off LiteRT on 9% of val
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import expr as _expr
@@ -24,22 +26,34 @@ from . import exact_lut16
 from . import fixed_point as fp
 from .exact_binary import quantize_multiplier
 
-_F = np.float32
-_RANGE = 65535  # int16's max - min
+
+def _anchors(fn, lo: float, hi: float) -> np.ndarray:
+    """513 anchors of ``fn`` over [lo, hi] in double (LiteRT's softmax tables: outputs in
+    [-1, 1] as 65536 steps), each sample biased by half its interval's midpoint error as
+    ``exact_lut16.populate`` (in float32 there) does; the last one unbiased."""
+    def rnd(v):  # (half away from zero)
+        return float(np.sign(v) * np.floor(abs(v) + 0.5))
+
+    step, inv = (hi - lo) / 512, 65536.0 / 2.0
+    lut = np.empty(513, "int64")
+    for i in range(512):
+        val, mid, nxt = fn(lo + i * step), fn(lo + i * step + step / 2), fn(lo + (i + 1) * step)
+        interp = rnd((nxt * inv + rnd(val * inv)) / 2)
+        lut[i] = min(max(rnd(val * inv) - rnd((interp - rnd(mid * inv)) / 2), -32768), 32767)
+    lut[512] = min(max(rnd(fn(hi) * inv), -32768), 32767)
+    return lut
 
 
 def exp_table() -> np.ndarray:
-    """exp over [-10, 0] at each int16 step (input 10 / 65535, zero point 32767; output
-    2 / 65535, zero point 0), interpolated as LiteRT looks it up."""
-    return exact_lut16.interpolate(exact_lut16.populate(
-        lambda v: _F(np.exp(_F(v))), (_F(10.0) / _F(_RANGE), 32767), (_F(2.0) / _F(_RANGE), 0)))
+    """exp over [-10, 0] at each int16 step (output 2 / 65535 per step), interpolated as
+    LiteRT looks it up."""
+    return exact_lut16.interpolate(_anchors(math.exp, -10.0, 0.0))
 
 
 def reciprocal_table() -> np.ndarray:
-    """1 / (1 + x) over [0, 1] (input 1 / 65535, zero point -32768; output 2 / 65535)."""
-    return exact_lut16.interpolate(exact_lut16.populate(
-        lambda v: _F(_F(1.0) / (_F(1.0) + _F(v))), (_F(1.0) / _F(_RANGE), -32768),
-        (_F(2.0) / _F(_RANGE), 0)))
+    """1 / (1 + x) over [0, 1] at each int16 step. (Its anchors in double: two of 513 differ
+    from float32's, which put 2 of 8286 outputs a step off LiteRT.)"""
+    return exact_lut16.interpolate(_anchors(lambda v: 1.0 / (1.0 + v), 0.0, 1.0))
 
 
 def _i64(v):
@@ -55,8 +69,8 @@ def _lookup(index, table: np.ndarray):
 def softmax(x, in_scale: float, beta: float):
     """LiteRT's int16 softmax of ``x`` (int16, zero point 0) along its last axis: int16 values
     in 1 / 32768."""
-    m0, shift = quantize_multiplier(np.float64(_F(in_scale)) * np.float64(_F(beta)) /
-                                    (10.0 / 65535.0))
+    m0, shift = quantize_multiplier(np.float64(np.float32(in_scale)) *
+                                    np.float64(np.float32(beta)) / (10.0 / 65535.0))
     v = _op.cast(x, "int64")
     diff = _op.subtract(v, _op.max(v, axis=[-1], keepdims=True))
     scaled = fp.multiply_expr(diff, m0, shift)
