@@ -671,3 +671,19 @@ def test_sigmoid_anchors():
     assert not exact_sigmoid16.uses_table("LOGISTIC", 2.0**-12)
     assert exact_sigmoid16.uses_table("LOGISTIC", 2.0**-11)
     assert not exact_sigmoid16.uses_table("TANH", 2.0**-11)
+
+
+@pytest.mark.parametrize("op", ["SOFTMAX", "LOGISTIC", "TANH"])
+def test_int16_other_output_parameters_go_through_float(op):
+    """An int16 output quantized other than 1 / 32768 (LiteRT rejects it) still imports:
+    through float, within a step of the real function."""
+    fields = {"options": "SoftmaxOptions", "Beta": 1.0} if op == "SOFTMAX" else {}
+    blob = _model(op, "int16", (4, 64), (0.0005, 0), (1 / 256, 0), **fields)
+    x = _random("int16", (4, 64), 3)
+    mod, got = _ours(blob, x)
+    v = x.astype("float64") * np.float32(0.0005)
+    ref = {"SOFTMAX": lambda: np.exp(v - v.max(-1, keepdims=True)) /
+           np.exp(v - v.max(-1, keepdims=True)).sum(-1, keepdims=True),
+           "LOGISTIC": lambda: 1 / (1 + np.exp(-v)), "TANH": lambda: np.tanh(v)}[op]()
+    assert np.abs(got - np.round(ref * 256)).max() <= 1
+    assert "float32" in mod.astext()

@@ -663,14 +663,19 @@ def _int16_lut(ctx):
     return exact_unary.lookup(x, t, "int16")
 
 
-def _int16_softmax(ctx):
-    """int16 SOFTMAX as LiteRT's integer kernel (``exact_softmax16``), which takes zero points
-    of 0 and the output quantized 1 / 32768."""
+def _int16_unit_output(ctx) -> bool:
+    """int16 in and out with the parameters LiteRT's int16 SOFTMAX / LOGISTIC / TANH require
+    (zero points 0, the output quantized 1 / 32768); other parameters, which LiteRT rejects,
+    go through float."""
+    if not _int16_to_int16(ctx):
+        return False
     qx, qo = _in_q(ctx, 0), _out_q(ctx)
-    if qx.z or qo.z or qo.s != np.float32(1 / 32768):
-        raise ctx.fail(f"int16 SOFTMAX takes zero points of 0 and the output quantized "
-                       f"1/32768 (as LiteRT), got input zero point {qx.z}, output "
-                       f"({qo.s}, {qo.z})")
+    return not qx.z and not qo.z and qo.s == np.float32(1 / 32768)
+
+
+def _int16_softmax(ctx):
+    """int16 SOFTMAX as LiteRT's integer kernel (``exact_softmax16``)."""
+    qx = _in_q(ctx, 0)
     opt = ctx.options()
     beta = float(opt.Beta()) if opt is not None else 1.0
     return exact_softmax16.softmax(ctx.inputs[0], qx.s, beta)
@@ -678,12 +683,8 @@ def _int16_softmax(ctx):
 
 def _int16_sigmoid(ctx):
     """int16 LOGISTIC / TANH as LiteRT's kernels (``exact_sigmoid16``): one lookup in the
-    65536 results. LiteRT takes zero points of 0 and the output quantized 1 / 32768."""
-    qx, qo = _in_q(ctx, 0), _out_q(ctx)
-    if qx.z or qo.z or qo.s != np.float32(1 / 32768):
-        raise ctx.fail(f"int16 {ctx.name} takes zero points of 0 and the output quantized "
-                       f"1/32768 (as LiteRT), got input zero point {qx.z}, output "
-                       f"({qo.s}, {qo.z})")
+    65536 results."""
+    qx = _in_q(ctx, 0)
     return exact_unary.lookup(ctx.inputs[0], exact_sigmoid16.results(ctx.name, qx.s), "int16")
 
 
@@ -969,9 +970,9 @@ def converter(ctx):
         return _integer_table
     if ctx.name in exact_lut16.OPS and _int16_to_int16(ctx):
         return _int16_lut
-    if ctx.name == "SOFTMAX" and _int16_to_int16(ctx):
+    if ctx.name == "SOFTMAX" and _int16_unit_output(ctx):
         return _int16_softmax
-    if ctx.name in exact_sigmoid16.OPS and _int16_to_int16(ctx):
+    if ctx.name in exact_sigmoid16.OPS and _int16_unit_output(ctx):
         return _int16_sigmoid
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
