@@ -532,11 +532,12 @@ def _conv16x8(op, shape, o, k, stride, padding, act, seed):
 @pytest.mark.parametrize("op,o", [("CONV_2D", 10), ("DEPTHWISE_CONV_2D", 12)])
 @pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (3, 2, 1, 3), (1, 1, 1, 1)])
 def test_16x8_conv(op, o, k, stride, padding, act):
-    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact int64 sums (float64
-    here), the 64-bit MultiplyByQuantizedMultiplier (a Q15 multiplier rounding half up)."""
+    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact sums (the 8-bit
+    products of the high and low bytes), the 64-bit MultiplyByQuantizedMultiplier (a Q15
+    multiplier rounding half up)."""
     blob, x = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride)
     mod = _check(blob, x)
-    assert "float32" not in mod.astext()
+    assert "bitwise_and" in mod.astext()  # (the byte split)
 
 
 def test_16x8_conv_sums_past_int32():
@@ -687,3 +688,43 @@ def test_int16_other_output_parameters_go_through_float(op):
            "LOGISTIC": lambda: 1 / (1 + np.exp(-v)), "TANH": lambda: np.tanh(v)}[op]()
     assert np.abs(got - np.round(ref * 256)).max() <= 1
     assert "float32" in mod.astext()
+
+
+def test_16x8_conv_large_bias_takes_int64():
+    """Biases near 2**39 (sums past the float64 form's 2**38 bound): the int64 form, still
+    LiteRT's values."""
+    rng = np.random.default_rng(5)
+    b = ModelBuilder()
+    x = b.input("x", (1, 5, 5, 4), "int16", quant=(1e-5, 0))
+    w = b.constant("w", rng.integers(-127, 128, (3, 3, 3, 4)).astype("int8"),
+                   quant=(np.full(3, 1e-3, "float32"), np.zeros(3, "int64"), 0))
+    bias = b.constant("b", np.array([2**39, -(2**39) + 12345, 3], "int64"),
+                      quant=(np.full(3, 1e-8, "float32"), np.zeros(3, "int64"), 0))
+    y = b.tensor("y", (1, 5, 5, 3), "int16", quant=(0.5, 0))
+    b.operator("CONV_2D", [x, w, bias], [y], "Conv2DOptions", Padding=0, StrideW=1, StrideH=1,
+               DilationWFactor=1, DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    mod = _check(b.finish(), _random("int16", (1, 5, 5, 4), 6))
+    assert "int64" in mod.astext()
+
+
+def test_16x8_fully_connected_with_a_zero_point():
+    """An int16 input zero point (LiteRT takes none): x - zp split in three bytes, against the
+    integer form in numpy."""
+    rng = np.random.default_rng(8)
+    w = rng.integers(-127, 128, (7, 33)).astype("int8")
+    b = ModelBuilder()
+    x = b.input("x", (5, 33), "int16", quant=(0.0003, 1234))
+    wi = b.constant("w", w, quant=(0.01, 0))
+    y = b.tensor("y", (5, 7), "int16", quant=(0.002, 0))
+    b.operator("FULLY_CONNECTED", [x, wi], [y], "FullyConnectedOptions",
+               FusedActivationFunction=0, KeepNumDims=False)
+    b.output(y)
+    xv = _random("int16", (5, 33), 9)
+    xv[0] = -32768
+    _, got = _ours(b.finish(), xv)
+    acc = (xv.astype("int64") - 1234) @ w.T.astype("int64")
+    v = acc * (np.float64(np.float32(0.0003)) * np.float64(np.float32(0.01)) /
+               np.float64(np.float32(0.002)))
+    np.testing.assert_array_equal(got, np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5),
+                                               -32768, 32767))
