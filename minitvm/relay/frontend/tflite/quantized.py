@@ -402,7 +402,7 @@ def _conv(ctx, depthwise: bool):
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
         wc = _expr.const(np.ascontiguousarray(w_oihw))
         acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
-            qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx)
+            qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 4, w_oihw)
         return _op.transpose(out, (0, 2, 3, 1))
     acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
@@ -427,7 +427,7 @@ def _fully_connected(ctx):
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
         wc = _expr.const(np.ascontiguousarray(w.T))
         acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc, _zp_expr(
-            qw.zp, qw.dtype)), flat, qx)
+            qw.zp, qw.dtype)), flat, qx, w, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 2, w)
     else:
         acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
@@ -441,13 +441,13 @@ def _fully_connected(ctx):
     return out
 
 
-def _wide_sums(product, x, qx: QTensor):
+def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
     """The exact sums of int16 activations ``x`` times 8-bit weights, float64: ``product`` (an
     8-bit integer product of one data expression: (sums, their dtype)) of the high bytes (int8)
     and of the low bytes (uint8), 256 * high + low; the 8-bit kernels (VNNI, or float32 pieces
     exact by construction) compute both. (float64 products were 15x slower on a 16x8
     MobileNetV2.) A zero point (LiteRT takes none) is subtracted first, in int32 pieces of
-    the same split."""
+    the same split. ``w``: the weights, output channels first, to bound the sums."""
     v = x if not qx.z else _op.subtract(_op.cast(x, "int32"), _expr.const(
         np.array(qx.z, "int32"), "int32"))
     dt = "int16" if not qx.z else "int32"
@@ -462,14 +462,19 @@ def _wide_sums(product, x, qx: QTensor):
         parts = [(top, 65536), (mid, 256), (low, 1)]
     else:
         parts = [(high, 256), (low, 1)]
+    # int32 where every partial sum fits (the parts' products stay int32 in memory: in
+    # float64 the materialized one cost 2.2x its conv), else float64 (exact below 2**53)
+    wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
+    narrow = not qx.z and int(wz.sum(axis=1).max(initial=0)) * (32768 + 255) < 2**31
+    dt = "int32" if narrow else "float64"
     acc = None
-    for part, weight in parts:  # (float64: exact below 2**53, see ``_wide_requantize``)
+    for part, weight in parts:
         s, _ = product(part)
-        s = _op.cast(s, "float64")
+        s = _op.cast(s, dt)
         if weight != 1:
-            s = _op.multiply(s, _expr.const(np.array(weight, "float64"), "float64"))
+            s = _op.multiply(s, _expr.const(np.array(weight, dt), dt))
         acc = s if acc is None else _op.add(acc, s)
-    return acc
+    return _op.cast(acc, "float64") if narrow else acc
 
 
 def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis: int,
