@@ -500,3 +500,231 @@ def test_int16_lut_every_value(op, fields, scales):
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
     assert "take(" in mod.astext()
+
+
+def _conv16x8(op, shape, o, k, stride, padding, act, seed):
+    """A 16x8 CONV_2D / DEPTHWISE_CONV_2D: int16 activations, int8 weights per channel, an
+    int64 bias; (model, input)."""
+    rng = np.random.default_rng(seed)
+    n, h, w, c = shape
+    depthwise = op == "DEPTHWISE_CONV_2D"
+    ws = rng.uniform(0.001, 0.03, o).astype("float32")
+    wt = rng.integers(-127, 128, (1, k, k, o) if depthwise else (o, k, k, c)).astype("int8")
+    si, so = 0.0003, 0.002
+    b = ModelBuilder()
+    x = b.input("x", shape, "int16", quant=(si, 0))
+    wi = b.constant("w", wt, quant=(ws, np.zeros(o, "int64"), 3 if depthwise else 0))
+    bias = b.constant("b", rng.integers(-2**21, 2**21, o).astype("int64"),
+                      quant=(np.float32(si) * ws, np.zeros(o, "int64"), 0))
+    oh = -(-h // stride) if padding == 0 else (h - k) // stride + 1
+    ow = -(-w // stride) if padding == 0 else (w - k) // stride + 1
+    y = b.tensor("y", (n, oh, ow, o), "int16", quant=(so, 0))
+    fields = {"Padding": padding, "StrideW": stride, "StrideH": stride, "DilationWFactor": 1,
+              "DilationHFactor": 1, "FusedActivationFunction": act}
+    if depthwise:
+        fields["DepthMultiplier"] = o // c
+    b.operator(op, [x, wi, bias], [y], "DepthwiseConv2DOptions" if depthwise else
+               "Conv2DOptions", **fields)
+    b.output(y)
+    return b.finish(), _random("int16", shape, seed + 1)
+
+
+@pytest.mark.parametrize("op,o", [("CONV_2D", 10), ("DEPTHWISE_CONV_2D", 12)])
+@pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (3, 2, 1, 3), (1, 1, 1, 1)])
+def test_16x8_conv(op, o, k, stride, padding, act):
+    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact sums (the 8-bit
+    products of the high and low bytes), the 64-bit MultiplyByQuantizedMultiplier (a Q15
+    multiplier rounding half up)."""
+    blob, x = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride)
+    mod = _check(blob, x)
+    assert "bitwise_and" in mod.astext()  # (the byte split)
+
+
+def test_16x8_conv_sums_past_int32():
+    """Sums past 2**31 (1024 taps of 32767 * 127): LiteRT accumulates in int64, its Q15
+    multiplier makes 28408.55 28408 (and -28408.55 -28409)."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 1, 2, 1024), "int16", quant=(1e-5, 0))
+    w = b.constant("w", np.full((3, 1, 1, 1024), 127, "int8"),
+                   quant=(np.full(3, 1e-3, "float32"), np.zeros(3, "int64"), 0))
+    y = b.tensor("y", (1, 1, 2, 3), "int16", quant=(1.5e-3, 0))
+    b.operator("CONV_2D", [x, w], [y], "Conv2DOptions", Padding=1, StrideW=1, StrideH=1,
+               DilationWFactor=1, DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    xv = np.full((1, 1, 2, 1024), 32767, "int16")
+    xv[0, 0, 1] = -32768
+    _, got = _ours(b.finish(), xv)
+    np.testing.assert_array_equal(got.reshape(-1), [28408] * 3 + [-28409] * 3)
+
+
+def _fc16x8(shape, units, scales, act, seed, bias=True):
+    rng = np.random.default_rng(seed)
+    si, ws, so = scales
+    b = ModelBuilder()
+    x = b.input("x", shape, "int16", quant=(si, 0))
+    ins = [x, b.constant("w", rng.integers(-127, 128, (units, shape[-1])).astype("int8"),
+                         quant=(ws, 0))]
+    if bias:
+        ins.append(b.constant("b", rng.integers(-2**21, 2**21, units).astype("int64"),
+                              quant=(float(np.float32(si) * np.float32(ws)), 0)))
+    y = b.tensor("y", (shape[0], units), "int16", quant=(so, 0))
+    b.operator("FULLY_CONNECTED", ins, [y], "FullyConnectedOptions",
+               FusedActivationFunction=act, KeepNumDims=False)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("shape,units,scales,act", [
+    ((300, 40), 16, (0.0003, 0.01, 0.004), 0), ((64, 257), 9, (0.00011, 0.02, 0.03), 1),
+    ((3, 5), 30, (0.001, 0.005, 0.0007), 0)])
+def test_16x8_fully_connected(shape, units, scales, act):
+    """16x8 FULLY_CONNECTED as LiteRT's kernel: int64 sums, then the real multiplier in
+    double, rounded half away from zero."""
+    blob = _fc16x8(shape, units, scales, act, units)
+    _check(blob, _random("int16", shape, units + 1))
+
+
+def test_16x8_fully_connected_rounds_halves_away():
+    """in * w / out scale 2**-10: every x / 1024 (every int16 value), exact halves rounded away
+    from zero as LiteRT's double does, and no bias."""
+    b = ModelBuilder()
+    x = b.input("x", (65536, 1), "int16", quant=(2.0**-10, 0))
+    w = b.constant("w", np.ones((1, 1), "int8"), quant=(2.0**-5, 0))
+    y = b.tensor("y", (65536, 1), "int16", quant=(2.0**-5, 0))
+    b.operator("FULLY_CONNECTED", [x, w], [y], "FullyConnectedOptions",
+               FusedActivationFunction=0, KeepNumDims=False)
+    b.output(y)
+    xv = np.arange(-32768, 32768).astype("int16").reshape(-1, 1)
+    _, got = _ours(b.finish(), xv)
+    v = xv.astype("int64") / 1024
+    np.testing.assert_array_equal(got, np.sign(v) * np.floor(np.abs(v) + 0.5))
+
+
+@pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (2, 2, 1, 1), ((9, 11), 1, 1, 3),
+                                                  (4, 3, 0, 0)])
+def test_int16_average_pool(k, stride, padding, act):
+    """int16 AVERAGE_POOL_2D as LiteRT's kernel: the sum over in-bounds taps divided rounding
+    half away from zero (in float64 here: float32's error reaches the rounding margin of a
+    99-tap window of int16 values), clamped."""
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    if padding == 0:
+        oh, ow = -(-9 // stride), -(-11 // stride)
+    else:
+        oh, ow = (9 - kh) // stride + 1, (11 - kw) // stride + 1
+    blob = _model("AVERAGE_POOL_2D", "int16", (1, 9, 11, 16), (0.0005, 0), (0.0005, 0),
+                  (1, oh, ow, 16), options="Pool2DOptions", Padding=padding, StrideW=stride,
+                  StrideH=stride, FilterWidth=kw, FilterHeight=kh, FusedActivationFunction=act)
+    mod = _check(blob, _random("int16", (1, 9, 11, 16), 7))
+    assert "float32" not in mod.astext()
+
+
+@pytest.mark.parametrize("shape,scale,beta,spread", [
+    ((4, 37), 0.0004, 1.0, 1.0), ((2, 3, 300), 0.0001, 0.5, 0.3), ((3, 2000), 0.002, 2.0, 0.05),
+    ((5, 1), 0.001, 1.0, 1.0), ((512, 40), 0.0004, 1.0, 1.0)])
+def test_int16_softmax(shape, scale, beta, spread):
+    """int16 SOFTMAX as LiteRT's kernel (``exact_softmax16``): rows of 1 to 2000 values (sums
+    of exps up to 2**26), wide and narrow inputs, three betas; integer ops only. (The 512
+    rows: with the reciprocal's anchors in float32, 2 values a step off.)"""
+    blob = _model("SOFTMAX", "int16", shape, (scale, 0), (1 / 32768, 0), options="SoftmaxOptions",
+                  Beta=beta)
+    x = np.random.default_rng(len(shape)).normal(0, spread * 10000, shape)
+    mod = _check(blob, np.clip(np.round(x), -32768, 32767).astype("int16"))
+    assert "float" not in mod.astext()
+
+
+def test_int16_softmax_tables():
+    """The two interpolated tables within a few steps of exp over [-10, 0] and 1 / (1 + x)
+    over [0, 1] (output 2 / 65535) at every int16 value (the anchors' bias moves exp's top
+    5 steps down), monotonic."""
+    from minitvm.relay.frontend.tflite import exact_softmax16
+
+    v = np.arange(-32768, 32768)
+    exp, recip = exact_softmax16.exp_table(), exact_softmax16.reciprocal_table()
+    ideal_exp = np.minimum(np.round(np.exp((v - 32767) * 10 / 65535) * 65535 / 2), 32767)
+    ideal_recip = np.minimum(np.round(65535 / 2 / (1 + (v + 32768) / 65535)), 32767)
+    assert np.abs(exp - ideal_exp).max() <= 6 and np.abs(recip - ideal_recip).max() <= 2
+    assert np.all(np.diff(exp.astype("int64")) >= 0)
+    assert np.all(np.diff(recip.astype("int64")) <= 0)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("scale", [0.0001, 0.00037, 0.001, 2.0**-14, 2.0**-10, 2.0**-12,
+                                   2.0**-11])
+def test_int16_sigmoid_tanh_every_value(op, scale):
+    """int16 LOGISTIC / TANH as LiteRT's kernels (``exact_sigmoid16``) on every int16 value:
+    the table kernels (the input rescaled to 1 / (3 * 4096) per step, the 256 anchors
+    interpolated, the last one reached by TANH near saturation), and gemmlowp's fixed point
+    at 2**-12 (both) and 2**-11 (TANH)."""
+    blob = _model(op, "int16", (256, 256), (scale, 0), (1 / 32768, 0))
+    mod = _check(blob, np.arange(-32768, 32768).astype("int16").reshape(256, 256))
+    assert "take(" in mod.astext() and "float" not in mod.astext()
+
+
+def test_sigmoid_anchors():
+    """The 256 anchors within a step of 65536 * sigmoid(i / 24) plus half the interpolation's
+    midpoint error; the table kernel only at the scales LiteRT takes it."""
+    from minitvm.relay.frontend.tflite import exact_sigmoid16
+
+    t = exact_sigmoid16.sigmoid_table()
+    i = np.arange(256)
+    assert t[0] == 32768 and t[-1] == 65535 and np.all(np.diff(t) >= 0)
+    assert np.abs(t - 65536 / (1 + np.exp(-i / 24))).max() < 2
+    assert not exact_sigmoid16.uses_table("LOGISTIC", 2.0**-12)
+    assert exact_sigmoid16.uses_table("LOGISTIC", 2.0**-11)
+    assert not exact_sigmoid16.uses_table("TANH", 2.0**-11)
+
+
+@pytest.mark.parametrize("op", ["SOFTMAX", "LOGISTIC", "TANH"])
+def test_int16_other_output_parameters_go_through_float(op):
+    """An int16 output quantized other than 1 / 32768 (LiteRT rejects it) still imports:
+    through float, within a step of the real function."""
+    fields = {"options": "SoftmaxOptions", "Beta": 1.0} if op == "SOFTMAX" else {}
+    blob = _model(op, "int16", (4, 64), (0.0005, 0), (1 / 256, 0), **fields)
+    x = _random("int16", (4, 64), 3)
+    mod, got = _ours(blob, x)
+    v = x.astype("float64") * np.float32(0.0005)
+    ref = {"SOFTMAX": lambda: np.exp(v - v.max(-1, keepdims=True)) /
+           np.exp(v - v.max(-1, keepdims=True)).sum(-1, keepdims=True),
+           "LOGISTIC": lambda: 1 / (1 + np.exp(-v)), "TANH": lambda: np.tanh(v)}[op]()
+    assert np.abs(got - np.round(ref * 256)).max() <= 1
+    assert "float32" in mod.astext()
+
+
+def test_16x8_conv_large_bias_takes_int64():
+    """Biases near 2**39 (sums past the float64 form's 2**38 bound): the int64 form, still
+    LiteRT's values."""
+    rng = np.random.default_rng(5)
+    b = ModelBuilder()
+    x = b.input("x", (1, 5, 5, 4), "int16", quant=(1e-5, 0))
+    w = b.constant("w", rng.integers(-127, 128, (3, 3, 3, 4)).astype("int8"),
+                   quant=(np.full(3, 1e-3, "float32"), np.zeros(3, "int64"), 0))
+    bias = b.constant("b", np.array([2**39, -(2**39) + 12345, 3], "int64"),
+                      quant=(np.full(3, 1e-8, "float32"), np.zeros(3, "int64"), 0))
+    y = b.tensor("y", (1, 5, 5, 3), "int16", quant=(0.5, 0))
+    b.operator("CONV_2D", [x, w, bias], [y], "Conv2DOptions", Padding=0, StrideW=1, StrideH=1,
+               DilationWFactor=1, DilationHFactor=1, FusedActivationFunction=0)
+    b.output(y)
+    mod = _check(b.finish(), _random("int16", (1, 5, 5, 4), 6))
+    assert "int64" in mod.astext()
+
+
+def test_16x8_fully_connected_with_a_zero_point():
+    """An int16 input zero point (LiteRT takes none): x - zp split in three bytes, against the
+    integer form in numpy."""
+    rng = np.random.default_rng(8)
+    w = rng.integers(-127, 128, (7, 33)).astype("int8")
+    b = ModelBuilder()
+    x = b.input("x", (5, 33), "int16", quant=(0.0003, 1234))
+    wi = b.constant("w", w, quant=(0.01, 0))
+    y = b.tensor("y", (5, 7), "int16", quant=(0.002, 0))
+    b.operator("FULLY_CONNECTED", [x, wi], [y], "FullyConnectedOptions",
+               FusedActivationFunction=0, KeepNumDims=False)
+    b.output(y)
+    xv = _random("int16", (5, 33), 9)
+    xv[0] = -32768
+    _, got = _ours(b.finish(), xv)
+    acc = (xv.astype("int64") - 1234) @ w.T.astype("int64")
+    v = acc * (np.float64(np.float32(0.0003)) * np.float64(np.float32(0.01)) /
+               np.float64(np.float32(0.002)))
+    np.testing.assert_array_equal(got, np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5),
+                                               -32768, 32767))

@@ -39,10 +39,16 @@ def _transform(name: str, output_min: np.float32, approximate: bool):
 def anchors(name: str, qi, qo, approximate: bool = False) -> np.ndarray:
     """LiteRT's LUTPopulate<int16_t>: the 513 anchors of ``name`` for input (scale, zero point)
     ``qi`` and output ``qo``."""
+    out_min = _F(qo[0]) * _F(-32768 - qo[1])
+    return populate(_transform(name, out_min, approximate), qi, qo)
+
+
+def populate(fn, qi, qo) -> np.ndarray:
+    """LUTPopulate<int16_t> of the float32 function ``fn``: 513 anchors over the int16 inputs
+    quantized as ``qi`` = (scale, zero point), in the output's ``qo``."""
     si, so = _F(qi[0]), _F(qo[0])
     in_min, in_max = si * _F(-32768 - qi[1]), si * _F(32767 - qi[1])
     out_min, out_max = so * _F(-32768 - qo[1]), so * _F(32767 - qo[1])
-    fn = _transform(name, out_min, approximate)
     step = (in_max - in_min) / _F(512)
     half = step / _F(2)
     inv = _F(65536) / (out_max - out_min)
@@ -59,9 +65,13 @@ def anchors(name: str, qi, qo, approximate: bool = False) -> np.ndarray:
 
 
 def table(name: str, qi, qo, approximate: bool = False) -> np.ndarray:
-    """The op's int16 result for every int16 value, lowest first: LiteRT's LUTLookup (the
-    anchor at 256 + (v >> 7) plus its slope times the low 7 bits, rounded half up)."""
-    lut = anchors(name, qi, qo, approximate)
+    """The op's int16 result for every int16 value, lowest first."""
+    return interpolate(anchors(name, qi, qo, approximate))
+
+
+def interpolate(lut: np.ndarray) -> np.ndarray:
+    """LiteRT's LUTLookup of every int16 value (lowest first) in the 513 anchors ``lut``: the
+    anchor at 256 + (v >> 7) plus its slope times the low 7 bits, rounded half up."""
     v = np.arange(-32768, 32768, dtype="int64")
     index, offset = 256 + (v >> 7), v & 0x7F
     base = lut[index]

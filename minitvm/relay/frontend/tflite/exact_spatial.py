@@ -1,5 +1,6 @@
 """Quantized averaging and resampling operators with LiteRT's own integer results
-(AVERAGE_POOL_2D, MEAN, SUM, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR on int8 / uint8).
+(AVERAGE_POOL_2D, MEAN, SUM, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR on int8 / uint8;
+AVERAGE_POOL_2D on int16 too).
 
 Each follows the arithmetic of the kernel LiteRT runs on x86 (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``):
 
@@ -50,9 +51,10 @@ def average_pool(x, dtype: str, layout: str, window, strides, pads, qlo: int, qh
     ``sign(q) * floor(|q| + 1/2 + e)``, ``e = 1 / (4 * window)``: the float error (a few units
     of the last place of |q| < 256: below 2**-14 in float32) is smaller than ``e``, so exact
     halves round away from zero, and a quotient off a half by at least 1 / (2 * count) stays on
-    its side. float64 beyond ``FLOAT32_WINDOW`` taps."""
+    its side. float64 beyond ``FLOAT32_WINDOW`` taps, and for int16 (|q| < 2**15: float32's
+    error there reaches 2**-9)."""
     taps = int(window[0]) * int(window[1])
-    ft = "float32" if taps <= FLOAT32_WINDOW else "float64"
+    ft = "float32" if taps <= FLOAT32_WINDOW and dtype != "int16" else "float64"
     q = _nn.avg_pool2d(_op.cast(x, ft), tuple(window), tuple(strides), (1, 1), tuple(pads),
                        layout=layout, count_include_pad=False)
     half = _c(0.5 + 1.0 / (4 * taps), ft)

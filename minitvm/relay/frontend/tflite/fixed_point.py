@@ -18,11 +18,21 @@ from .exact_binary import quantize_multiplier
 __all__ = ["quantize_multiplier", "multiply", "rounding_divide_by_pot",
            "rounding_doubling_high_mul16", "doubling_high_mul16", "saturating_left_shift16",
            "downscale_multiplier16", "multiply_expr", "inv_sqrt_multiplier_exp",
+           "reduced_multiplier", "multiply_wide", "multiply_wide_expr", "checked_log2",
            "NEON_BLOCK"]
 
 NEON_BLOCK = 16  # the 8-bit lanes of LiteRT's vectorized (NEON) requantizing loops
 
 I16 = (-32768, 32767)
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """TFLite's CheckedLog2 in float32: (is ``x`` a power of two within 1e-3 of its
+    log2, that log2 rounded half away from zero)."""
+    f = np.float32
+    lg = f(np.log(f(x))) * (f(1.0) / f(np.log(f(2.0))))
+    rounded = f(np.sign(lg) * np.floor(np.abs(lg) + f(0.5)))
+    return bool(abs(lg - rounded) < f(1e-3)), int(rounded)
 
 
 def rounding_divide_by_pot(x, exponent: int, half_up=False) -> np.ndarray:
@@ -136,3 +146,37 @@ def multiply_expr(acc, m0: int, shift: int, half_up=None):
             away = _op.multiply(away, _op.subtract(_i64(1), half_up))
         rounded = _op.add(rounded, away)
     return _op.right_shift(rounded, _i64(right))
+
+
+def reduced_multiplier(m0, shift) -> tuple[np.ndarray, np.ndarray]:
+    """The 64-bit MultiplyByQuantizedMultiplier's form of Q31 multipliers (int64 arrays
+    ``m0``, ``shift``): the significand rounded to Q15 (half up, 0x7FFF at the top) and the
+    right shift of the product, ``15 - shift``."""
+    m0 = np.asarray(m0, "int64")
+    return np.where(m0 < 0x7FFF0000, (m0 + (1 << 15)) >> 16, 0x7FFF), \
+        15 - np.asarray(shift, "int64")
+
+
+def multiply_wide(x, m0, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (its 16x8 convs and
+    fully connected layers): ``(x * reduced + 2**(total - 1)) >> total`` with the Q15
+    significand and total shift of ``reduced_multiplier``: one rounding, half up."""
+    reduced, total = reduced_multiplier(m0, shift)
+    return (np.asarray(x, "int64") * reduced + (1 << (total - 1))) >> total
+
+
+def multiply_wide_expr(acc, m0, shift, axis: int, ndim: int):
+    """``multiply_wide`` on the int64 Relay expression ``acc``, the multiplier per tensor or
+    per channel along ``axis`` of its ``ndim`` dimensions."""
+    reduced, total = reduced_multiplier(np.asarray(m0).reshape(-1),
+                                        np.asarray(shift).reshape(-1))
+
+    def c(v):
+        if v.size == 1 or np.all(v == v[0]):
+            return _i64(v[0])
+        shape = [1] * ndim
+        shape[axis] = v.size
+        return _expr.const(v.astype("int64").reshape(shape), "int64")
+
+    v = _op.add(_op.multiply(acc, c(reduced)), c(np.left_shift(1, total - 1)))
+    return _op.right_shift(v, c(total))

@@ -11,7 +11,8 @@ By what the op computes:
   exactly), the int32 bias added, then requantized with in_scale * w_scale / out_scale; a
   fused activation is a clamp in the quantized domain. The conv runs NCHW between two
   transposes (consecutive ones cancel in SimplifyExpr, so a chain of convs stays NCHW). With
-  int16 activations they take the float path below;
+  int16 activations (16x8) the sums of their high and low bytes' 8-bit products, exact,
+  requantized as LiteRT's int16 kernels (``_wide_requantize``);
 - ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on
   every input pair (``exact_binary``: a float32 form checked at import against TFLite's
   fixed point on all 256 x 256 pairs, else that fixed point itself); int16 ADD / SUB in that
@@ -28,7 +29,9 @@ By what the op computes:
 - QUANTIZE of a quantized tensor: TFLite's Requantize in its fixed point, exactly;
 - pools, reductions, resize and L2_NORMALIZATION as LiteRT's kernels (``exact_spatial``,
   ``exact_l2norm``);
-- the rest (SOFTMAX, int16 convs, the detection head, ...): dequantize the inputs (constant weights and
+- int16 SOFTMAX, LOGISTIC and TANH as LiteRT's integer kernels (``exact_softmax16``,
+  ``exact_sigmoid16``);
+- the rest (8-bit SOFTMAX, the detection head, ...): dequantize the inputs (constant weights and
   biases at import, per channel where they are so quantized), the float op's own converter,
   quantize the result (a step off TFLite's own fixed point on some values).
 
@@ -52,6 +55,8 @@ from . import (
     exact_div,
     exact_l2norm,
     exact_lut16,
+    exact_sigmoid16,
+    exact_softmax16,
     exact_spatial,
     exact_unary,
     fixed_point,
@@ -272,12 +277,15 @@ def _weight(ctx, k: int, out_axis: int):
     return e.data.numpy(), q
 
 
-def _bias(ctx, k: int):
+def _bias(ctx, k: int, wide: bool = False):
+    """The constant bias input ``k`` as int64 (None without one): int32, or with ``wide`` (16x8
+    operators) int32 or int64."""
     if len(ctx.inputs) <= k or ctx.inputs[k] is None:
         return None
     v = ctx.value(k, "the bias")
-    if v.dtype != np.int32:
-        raise ctx.fail(f"a quantized operator's bias must be int32, got {v.dtype}")
+    if v.dtype != np.int32 and not (wide and v.dtype == np.int64):
+        raise ctx.fail(f"a quantized operator's bias must be int32{' or int64' if wide else ''}"
+                       f", got {v.dtype}")
     return v.astype("int64")
 
 
@@ -391,6 +399,12 @@ def _conv(ctx, depthwise: bool):
     attrs = {"kernel_shape": [kh, kw], "strides": [sh, sw], "dilations": [dh, dw],
              "pads": list(pads), "group": groups}
     ictx = _IntContext(ctx)
+    if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
+        wc = _expr.const(np.ascontiguousarray(w_oihw))
+        acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
+            qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
+        out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 4, w_oihw)
+        return _op.transpose(out, (0, 2, 3, 1))
     acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
                            _expr.const(np.ascontiguousarray(w_oihw)),
                            _zp_expr(qw.zp, qw.dtype), attrs)
@@ -410,14 +424,100 @@ def _fully_connected(ctx):
     units, k = w.shape
     xs = infer_shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
-    acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
-                             _expr.const(np.ascontiguousarray(w.T)), _zp_expr(qw.zp, qw.dtype))
-    mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
-    out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
+    if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
+        wc = _expr.const(np.ascontiguousarray(w.T))
+        acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc, _zp_expr(
+            qw.zp, qw.dtype)), flat, qx, w, qw)
+        out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 2, w)
+    else:
+        acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
+                                 _expr.const(np.ascontiguousarray(w.T)),
+                                 _zp_expr(qw.zp, qw.dtype))
+        mult = (qx.s * qw.scale.astype("float64") / qo.s).reshape(-1)
+        out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
     opt = ctx.options()
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
         out = _op.reshape(out, xs[:-1] + (units,))
     return out
+
+
+def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
+    """The exact sums of int16 activations ``x`` times 8-bit weights, float64: ``product`` (an
+    8-bit integer product of one data expression: (sums, their dtype)) of the high bytes (int8)
+    and of the low bytes (uint8), 256 * high + low; the 8-bit kernels (VNNI, or float32 pieces
+    exact by construction) compute both. (float64 products were 15x slower on a 16x8
+    MobileNetV2.) A zero point (LiteRT takes none) is subtracted first, in int32 pieces of
+    the same split. ``w``: the weights, output channels first, to bound the sums."""
+    v = x if not qx.z else _op.subtract(_op.cast(x, "int32"), _expr.const(
+        np.array(qx.z, "int32"), "int32"))
+    dt = "int16" if not qx.z else "int32"
+    high = _op.cast(_op.right_shift(v, _expr.const(np.array(8, dt), dt)), "int8" if not qx.z
+                    else "int16")
+    low = _op.cast(_op.bitwise_and(v, _expr.const(np.array(255, dt), dt)), "uint8")
+    if qx.z:  # (x - zp in [-65535, 65535]: its high part past int8, split once more)
+        top = _op.cast(_op.right_shift(high, _expr.const(np.array(8, "int16"), "int16")),
+                       "int8")
+        mid = _op.cast(_op.bitwise_and(high, _expr.const(np.array(255, "int16"), "int16")),
+                       "uint8")
+        parts = [(top, 65536), (mid, 256), (low, 1)]
+    else:
+        parts = [(high, 256), (low, 1)]
+    # int32 where every partial sum fits (the parts' products stay int32 in memory: in
+    # float64 the materialized one cost 2.2x its conv), else float64 (exact below 2**53)
+    wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
+    narrow = not qx.z and int(wz.sum(axis=1).max(initial=0)) * (32768 + 255) < 2**31
+    dt = "int32" if narrow else "float64"
+    acc = None
+    for part, weight in parts:
+        s, _ = product(part)
+        s = _op.cast(s, dt)
+        if weight != 1:
+            s = _op.multiply(s, _expr.const(np.array(weight, dt), dt))
+        acc = s if acc is None else _op.add(acc, s)
+    return _op.cast(acc, "float64") if narrow else acc
+
+
+def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis: int,
+                     nd: int, w: np.ndarray):
+    """A 16x8 product's exact sums ``acc`` (float64) + the bias as LiteRT's int16 kernels
+    finish them, per channel along ``axis``: the convs through the 64-bit
+    MultiplyByQuantizedMultiplier (a Q15 multiplier, one rounding half up:
+    ``fixed_point.multiply_wide``), FULLY_CONNECTED in double (the sum times the real
+    multiplier, rounded half away from zero: 0 of 1.44M values off LiteRT; the Q15 form was
+    off on 5%, Q31 fixed point on 0.15%); + the zero point, clamped to the fused activation's
+    range. (float32, as the 8-bit products take it, was a step off on 2-4% of the outputs.)
+
+    In float64, exactly: the Q15 multiplier times 2**-shift is a float64, and its product
+    with a sum below 2**38 (bounded here from the weights ``w``, output channels first) is
+    exact, so ``floor(acc * m + 1/2)`` is the integer form's result (a 16x8 MobileNetV2 1.07
+    -> 1.00 ms against int64); past the bound, int64."""
+    mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
+    wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
+    bound = int(wz.sum(axis=1).max(initial=0)) * (32768 + abs(qx.z)) + (
+        0 if bias is None else int(np.abs(bias).max(initial=0)))
+    if bias is not None:
+        acc = _op.add(acc, _per_axis(bias.astype("float64"), axis, nd, "float64"))
+    if ctx.name == "FULLY_CONNECTED":
+        v = _op.multiply(acc, _per_axis(mult, axis, nd, "float64"))
+        v = _op.multiply(_op.sign(v), _op.floor(_op.add(
+            _op.abs(v), _expr.const(np.array(0.5, "float64"), "float64"))))
+    elif bound < 2**38:
+        reduced, total = fixed_point.reduced_multiplier(*quantize_multiplier(mult))
+        m = np.ldexp(reduced.astype("float64"), -total)
+        v = _op.floor(_op.add(_op.multiply(acc, _per_axis(m, axis, nd, "float64")),
+                              _expr.const(np.array(0.5, "float64"), "float64")))
+    else:
+        v = fixed_point.multiply_wide_expr(_op.cast(acc, "int64"), *quantize_multiplier(mult),
+                                           axis, nd)
+        v = _op.cast(v, "float64")
+    if qo.z:
+        v = _op.add(v, _expr.const(np.array(qo.z, "float64"), "float64"))
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    qlo, qhi = clamp_range(qo, *bounds)
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
 
 
 def _transpose_conv(ctx):
@@ -459,6 +559,16 @@ def _transpose_conv(ctx):
                        "RELU_N1_TO_1 or RELU6")
     qlo, qhi = clamp_range(qo, *bounds)
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+
+
+def _integer_product_applies(ctx) -> bool:
+    """8-bit input and output, or (16x8) both int16: LiteRT's integer kernels take one dtype
+    in and out (an int16 product to an 8-bit output goes through float)."""
+    qs = [qtensor(ctx, i) for i in (ctx.input_ids[0], int(ctx.op.Outputs(0)))]
+    if any(q is None for q in qs):
+        return True  # (the converter names what is missing)
+    wide = [q.dtype == "int16" for q in qs]
+    return all(wide) or not any(wide)
 
 
 INTEGER_OPS = {"CONV_2D": lambda ctx: _conv(ctx, False),
@@ -591,6 +701,31 @@ def _int16_lut(ctx):
         opt, "Approximate") else False
     t = exact_lut16.table(ctx.name, (qx.s, qx.z), (qo.s, qo.z), approximate)
     return exact_unary.lookup(x, t, "int16")
+
+
+def _int16_unit_output(ctx) -> bool:
+    """int16 in and out with the parameters LiteRT's int16 SOFTMAX / LOGISTIC / TANH require
+    (zero points 0, the output quantized 1 / 32768); other parameters, which LiteRT rejects,
+    go through float."""
+    if not _int16_to_int16(ctx):
+        return False
+    qx, qo = _in_q(ctx, 0), _out_q(ctx)
+    return not qx.z and not qo.z and qo.s == np.float32(1 / 32768)
+
+
+def _int16_softmax(ctx):
+    """int16 SOFTMAX as LiteRT's integer kernel (``exact_softmax16``)."""
+    qx = _in_q(ctx, 0)
+    opt = ctx.options()
+    beta = float(opt.Beta()) if opt is not None else 1.0
+    return exact_softmax16.softmax(ctx.inputs[0], qx.s, beta)
+
+
+def _int16_sigmoid(ctx):
+    """int16 LOGISTIC / TANH as LiteRT's kernels (``exact_sigmoid16``): one lookup in the
+    65536 results."""
+    qx = _in_q(ctx, 0)
+    return exact_unary.lookup(ctx.inputs[0], exact_sigmoid16.results(ctx.name, qx.s), "int16")
 
 
 def _requantize_op(ctx):
@@ -740,15 +875,17 @@ def _int16_add(ctx):
 
 def _int16_add_applies(ctx) -> bool:
     """Two inputs and the output quantized per tensor in int16, a clamp (or no) fused
-    activation, and the general-scale kernel (the options' pot_scale_int16 off or absent)."""
+    activation, and the general-scale kernel: the options' pot_scale_int16 off or absent, or
+    (as LiteRT falls back) set where a scale is not a power of two."""
     if len(ctx.inputs) != 2 or _fused_bounds(ctx) is None:
         return False
-    opt = ctx.options()
-    if opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16():
-        return False
     qs = [qtensor(ctx, i) for i in [*ctx.input_ids, int(ctx.op.Outputs(0))]]
-    return all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
-               for q in qs)
+    if not all(q is not None and q.dtype == "int16" and q.scale.size == 1 and q.zp.size <= 1
+               for q in qs):
+        return False
+    opt = ctx.options()
+    pot = opt is not None and hasattr(opt, "PotScaleInt16") and opt.PotScaleInt16()
+    return not pot or not all(fixed_point.checked_log2(q.s)[0] for q in qs)
 
 
 # ------------------------------------------------------------------ pools, reductions, resize
@@ -801,10 +938,13 @@ SPATIAL = {"AVERAGE_POOL_2D": _average_pool, "MEAN": _reduction, "SUM": _reducti
 
 
 def _spatial_applies(ctx) -> bool:
-    """8-bit per-tensor input and output of one dtype, a clamp (or no) fused activation, and
-    for the reductions constant axes."""
-    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx)) or \
-            _fused_bounds(ctx) is None:
+    """8-bit per-tensor input and output of one dtype (AVERAGE_POOL_2D: or int16), a clamp (or
+    no) fused activation, and for the reductions constant axes."""
+    if _fused_bounds(ctx) is None:
+        return False
+    if ctx.name == "AVERAGE_POOL_2D" and _int16_to_int16(ctx):
+        return True
+    if not (_eight_bit_to_eight_bit_first(ctx) and _same_dtype(ctx)):
         return False
     if ctx.name in ("MEAN", "SUM"):
         return const_value(ctx.importer.fold(ctx.inputs[1])) is not None
@@ -848,11 +988,7 @@ def converter(ctx):
     if ctx.name == "TRANSPOSE_CONV" and _transpose_conv_applies(ctx):
         return _transpose_conv
     if ctx.name in INTEGER_OPS:
-        # 16x8 (int16 activations): products of up to 2^22 that int32 sums may overflow, and
-        # TFLite sums in int64; computed through float32 (within a step of int16's 65536)
-        wide = any(q is not None and q.dtype == "int16" for q in
-                   (qtensor(ctx, i) for i in [*ctx.input_ids[:1], int(ctx.op.Outputs(0))]))
-        return _through_float if wide else INTEGER_OPS[ctx.name]
+        return INTEGER_OPS[ctx.name] if _integer_product_applies(ctx) else _through_float
     if ctx.name in exact_binary.OPS and _exact_binary_applies(ctx):
         return _exact_binary
     if ctx.name in ("ADD", "SUB") and _int16_add_applies(ctx):
@@ -874,6 +1010,10 @@ def converter(ctx):
         return _integer_table
     if ctx.name in exact_lut16.OPS and _int16_to_int16(ctx):
         return _int16_lut
+    if ctx.name == "SOFTMAX" and _int16_unit_output(ctx):
+        return _int16_softmax
+    if ctx.name in exact_sigmoid16.OPS and _int16_unit_output(ctx):
+        return _int16_sigmoid
     if ctx.name in SPATIAL and _spatial_applies(ctx):
         return SPATIAL[ctx.name]
     if ctx.name == "L2_NORMALIZATION" and _l2_normalize_applies(ctx):
