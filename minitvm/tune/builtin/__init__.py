@@ -13,12 +13,14 @@ builds with the schedules' defaults.
 Entries come from tuning runs only::
 
     python -m minitvm.tune.builtin RECORDS.jsonl [--isa avx2 | --cpu znver4] [--min-gain 0.05]
-                                   [--dry-run]
+                                   [--threads 1,2] [--dry-run]
 
 measures each workload's best record of a tuning run against the default knobs again, side by
 side (``verify``: interleaved rounds at 1 thread, thread CPU time, and at 2 threads, wall
 clock), and ``promote`` adds it to the table when it wins by ``min_gain`` at some thread count
 and loses at none; each line keeps the default's costs (``baseline``) and how it was made.
+On a machine other processes load, wall clock at 2 threads measures them (a 1 ms kernel timed
+at 14 ms); ``--threads 1`` then verifies on the thread's CPU time alone, and the line says so.
 """
 
 from __future__ import annotations
