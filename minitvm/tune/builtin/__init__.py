@@ -3,12 +3,16 @@
 ``avx2.jsonl`` and ``avx512.jsonl`` in this folder are records files (one JSON object a line, the
 format of ``minitvm.tune.records``) with one entry per workload; a CPU of ``CPUS`` (LLVM's name
 for it) may have its own, measured on it (``znver4.jsonl``: AVX-512 executed as two 256-bit
-halves, where the ISA's constants were measured on Intel's 512-bit units). A build outside any
-``apply_history_best`` / ``use_knobs`` block uses the table of the host's ISA with its CPU's
-laid over it (``minitvm.schedule.knobs.builtin_table``), so a user who never tunes still gets
-tuned knobs; ``apply_history_best`` lays the user's own records over it (theirs win per workload).
-``MINITVM_BUILTIN_KNOBS=0`` or ``PassContext(config={"schedule.use_builtin_knobs": False})``
-builds with the schedules' defaults.
+halves, where the ISA's constants were measured on Intel's 512-bit units). ``avx512.jsonl``'s
+entries were measured on such an Intel core, two 512-bit FMAs a cycle
+(``benchmarks/bench_fma_units.py``), which its hypervisor reports as a Rocket Lake (LLVM's
+"rocketlake": a client core with one 512-bit FMA unit), so they are the ISA's, not a CPU's
+table. A build outside any ``apply_history_best`` / ``use_knobs`` block uses the table of the
+host's ISA with its CPU's laid over it (``minitvm.schedule.knobs.builtin_table``), so a user
+who never tunes still gets tuned knobs; ``apply_history_best`` lays the user's own records over
+it (theirs win per workload). ``MINITVM_BUILTIN_KNOBS=0`` or
+``PassContext(config={"schedule.use_builtin_knobs": False})`` builds with the schedules'
+defaults.
 
 Entries come from tuning runs only::
 
