@@ -429,3 +429,33 @@ def test_cold_timing_reads_the_inputs_back_after_each_eviction(monkeypatch):
     workload.time_module(Module(), repeat=1, min_repeat_ms=0.0, cold=True)
     assert calls == ["run"] + ["flush", "a", "b", "run"] * 3
     assert workload.COLD_SEARCH  # the tuner's search times this way
+
+
+def test_cli_measures_at_the_thread_counts_asked_for(tmp_path, monkeypatch, capsys):
+    """``--threads 1`` (a loaded machine, where wall clock at 2 threads is noise) verifies at
+    one thread only, promotes on that measurement and says so on the line; a bad list is a
+    clear error."""
+    from minitvm.tune.builtin import __main__ as cli
+
+    monkeypatch.setattr(knobs_mod, "BUILTIN_DIR", tmp_path)
+    knobs_mod._builtin.cache_clear()
+    records = tmp_path / "run.jsonl"
+    records.write_text(_line(DENSE, BUILTIN_KNOBS, 1e-3) + "\n")
+    seen = {}
+
+    def fake_verify(recs, rounds, threads, runs, cold):
+        seen.update(threads=threads, n=len(recs))
+        return [(Record(list(DENSE), BUILTIN_KNOBS, [0.9e-3]),
+                 Record(list(DENSE), dict(BUILTIN_KNOBS, mr=6), [1.0e-3]))]
+
+    monkeypatch.setattr(cli, "verify", fake_verify)
+    assert cli.main([str(records), "--isa", "avx2", "--threads", "1", "--how", "a test"]) == 0
+    assert seen == {"threads": (1,), "n": 1}
+    assert "(1 threads); saved +10.0%" in capsys.readouterr().out
+    (line,) = [json.loads(ln) for ln in (tmp_path / "avx2.jsonl").read_text().splitlines()]
+    assert line["knobs"] == BUILTIN_KNOBS and line["baseline"] == [1.0e-3]
+    assert "threads=1 " in line["how"] and line["how"].startswith("a test; verified:")
+    for bad in ("one", "0", "1,,2"):
+        with pytest.raises(SystemExit):
+            cli.main([str(records), "--isa", "avx2", "--threads", bad])
+    knobs_mod._builtin.cache_clear()

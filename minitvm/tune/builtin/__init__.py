@@ -3,22 +3,31 @@
 ``avx2.jsonl`` and ``avx512.jsonl`` in this folder are records files (one JSON object a line, the
 format of ``minitvm.tune.records``) with one entry per workload; a CPU of ``CPUS`` (LLVM's name
 for it) may have its own, measured on it (``znver4.jsonl``: AVX-512 executed as two 256-bit
-halves, where the ISA's constants were measured on Intel's 512-bit units). A build outside any
-``apply_history_best`` / ``use_knobs`` block uses the table of the host's ISA with its CPU's
-laid over it (``minitvm.schedule.knobs.builtin_table``), so a user who never tunes still gets
-tuned knobs; ``apply_history_best`` lays the user's own records over it (theirs win per workload).
-``MINITVM_BUILTIN_KNOBS=0`` or ``PassContext(config={"schedule.use_builtin_knobs": False})``
-builds with the schedules' defaults.
+halves, where the ISA's constants were measured on Intel's 512-bit units). ``avx512.jsonl``'s
+entries were measured on such an Intel core, two 512-bit FMAs a cycle
+(``benchmarks/bench_fma_units.py``), which its hypervisor reports as a Rocket Lake (LLVM's
+"rocketlake": a client core with one 512-bit FMA unit), so they are the ISA's, not a CPU's
+table. Their kernels saved 7-32% alone (cold caches); in the whole models, at one thread, the
+table on against off is within the noise (``bench_whole_models.py --defaults``, 21 rounds:
+ResNet-50 53.4 -> 52.9 ms, BERT-base 153.9 -> 155.0; MobileNetV2, which has no entry, 6.22 ->
+6.17). A build outside any ``apply_history_best`` / ``use_knobs`` block uses the table of the
+host's ISA with its CPU's laid over it (``minitvm.schedule.knobs.builtin_table``), so a user
+who never tunes still gets tuned knobs; ``apply_history_best`` lays the user's own records over
+it (theirs win per workload). ``MINITVM_BUILTIN_KNOBS=0`` or
+``PassContext(config={"schedule.use_builtin_knobs": False})`` builds with the schedules'
+defaults.
 
 Entries come from tuning runs only::
 
     python -m minitvm.tune.builtin RECORDS.jsonl [--isa avx2 | --cpu znver4] [--min-gain 0.05]
-                                   [--dry-run]
+                                   [--threads 1,2] [--dry-run]
 
 measures each workload's best record of a tuning run against the default knobs again, side by
 side (``verify``: interleaved rounds at 1 thread, thread CPU time, and at 2 threads, wall
 clock), and ``promote`` adds it to the table when it wins by ``min_gain`` at some thread count
 and loses at none; each line keeps the default's costs (``baseline``) and how it was made.
+On a machine other processes load, wall clock at 2 threads measures them (a 1 ms kernel timed
+at 14 ms); ``--threads 1`` then verifies on the thread's CPU time alone, and the line says so.
 """
 
 from __future__ import annotations
