@@ -45,6 +45,21 @@ def vector_isa() -> str:
     return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
 
 
+def host_key(switch: dict) -> str:
+    """The key of per-host ``switch`` that applies here: the host CPU's LLVM name where the
+    switch has an entry for it (a value measured on that CPU only, e.g. ``"znver4"``, whose
+    AVX-512 runs as two 256-bit halves), else ``vector_isa()``."""
+    from ..runtime.jit import host_cpu
+
+    cpu = host_cpu()[0]
+    return cpu if cpu in switch else vector_isa()
+
+
+def host_switch(switch: dict):
+    """The value of per-host ``switch`` on this machine (``host_key``)."""
+    return switch[host_key(switch)]
+
+
 def num_threads() -> E.PrimExpr:
     """The threads a parallel loop placed here runs on (int32, evaluated at run time): the
     call's thread count, 1 inside a parallel loop or where parallel loops compile serial. A

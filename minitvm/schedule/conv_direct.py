@@ -41,6 +41,7 @@ from . import conv_lanes, conv_lanes_emit
 from .common import (
     allocated,
     divisor_near,
+    host_switch,
     int8_weight_conv,
     per_thread_slices,
     prefetch,
@@ -118,15 +119,21 @@ FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a strided conv in row mode whose output plane is at most this many pixels goes to
-# ``conv_lanes`` all the same (``lanes_candidate``). Zen 4, one thread, 3x3 stride 2 + bias +
-# relu, ms, here / there (ONNX Runtime), output 16x16: 64 -> 64 0.181 / 0.168 (0.186), 32 -> 32
-# 0.0468 / 0.0458 (0.054), 32 -> 64 0.0915 / 0.0889 (0.097), 96 -> 96 0.395 / 0.370 (0.393),
-# 128 -> 128 0.678 / 0.660 (0.686), 256 -> 256 2.78 / 2.67 (2.72), 64 -> 128 0.337 / 0.335
-# (0.350); at 32x32 it lost: 32 -> 64 0.355 / 0.50 (0.38), 64 -> 64 0.716 / 0.825 (0.736),
-# 16 -> 32 0.096 / 0.170 (0.107). AVX2 not measured: off. Only convs of at least
-# STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3 channels (ConvMixer's
-# 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table) stays here
-STRIDED_ROWS_LANES_MAX_PIXELS = {"avx512": 256, "avx2": 0}
+# ``conv_lanes`` all the same (``lanes_candidate``), on a Zen 4 only (``common.host_switch``).
+# Zen 4, one thread, 3x3 stride 2 + bias + relu, ms, here / there (ONNX Runtime), output
+# 16x16: 64 -> 64 0.181 / 0.168 (0.186), 32 -> 32 0.0468 / 0.0458 (0.054), 32 -> 64 0.0915 /
+# 0.0889 (0.097), 96 -> 96 0.395 / 0.370 (0.393), 128 -> 128 0.678 / 0.660 (0.686), 256 -> 256
+# 2.78 / 2.67 (2.72), 64 -> 128 0.337 / 0.335 (0.350); at 32x32 it lost: 32 -> 64 0.355 / 0.50
+# (0.38), 64 -> 64 0.716 / 0.825 (0.736), 16 -> 32 0.096 / 0.170 (0.107). On an Intel Xeon
+# (LLVM's "rocketlake": two 512-bit FMA ports) it lost at 16x16 too, so other AVX-512 hosts
+# keep row mode. There, one thread, A/B in one process, 9 interleaved rounds, ms, here / there
+# (ONNX Runtime): 64 -> 64 0.144 / 0.158 (0.143), 96 -> 96 0.302 / 0.356 (0.311), 256 -> 256
+# 2.34 / 3.27 (2.32), 128 -> 128 0.547 / 0.700 (0.598), 32 -> 64 0.080 / 0.091 (0.088), 32 ->
+# 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2 not measured: off. Only convs
+# of at least STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3
+# channels (ConvMixer's 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table)
+# stays here
+STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # a conv strided in width, in row mode, pads its phased rows to a whole number of vectors
 # (``_aligned_rows``), so that every phase plane and row starts on a 64-byte line: the pixel
@@ -353,7 +360,7 @@ def lanes_candidate(t, options) -> bool:
     return not g["rows_mode"] or \
         conv_lanes.row_segments(conv_lanes.geometry(t)) is not None or \
         g["sh"] * g["sw"] > 1 and g["c"] >= STRIDED_ROWS_LANES_MIN_CHANNELS and \
-        g["oh"] * g["ow"] <= STRIDED_ROWS_LANES_MAX_PIXELS[vector_isa()]
+        g["oh"] * g["ow"] <= host_switch(STRIDED_ROWS_LANES_MAX_PIXELS)
 
 
 def few_taps_grid(t) -> bool:

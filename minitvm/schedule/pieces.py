@@ -35,15 +35,36 @@ from .common import const_int, outer_loops, overlapping_vectors
 from .flat_index import Canon, flat_offset, positioned_loads
 
 
-def _cut_of(e, j) -> int | None:
-    """``c`` when ``e`` is ``if_then_else(j < c, ...)`` with a constant ``c``, else None."""
+def _cut_of(e, j, n: int | None = None) -> int | None:
+    """The position of ``j`` (an axis of extent ``n``) where ``e`` changes piece: ``c`` when
+    ``e`` is ``if_then_else(j < c, ...)`` with a constant ``c``, ``c * d`` when it tests
+    ``j // d < c`` (a concatenate of rows of ``d`` read through a flattening reshape:
+    ``_rows_of``), else None."""
     if not (isinstance(e, E.Call) and e.op_name == "tir.if_then_else"):
         return None
     cond = e.args[0]
     if not isinstance(cond, E.LT):
         return None
-    a = cond.a.value if isinstance(cond.a, E.Cast) else cond.a
-    return const_int(cond.b) if a is j else None
+    c = const_int(cond.b)
+    d = _rows_of(cond.a, j, n)
+    return None if c is None or d is None else c * d
+
+
+def _rows_of(a, j, n: int | None) -> int | None:
+    """``d`` when index ``a`` is ``j`` (1) or ``j // d`` for a constant ``d >= 1``, under casts,
+    also as ``(j // d) % m``, a reshape's unravelling, where ``j``'s axis of extent ``n`` holds
+    at most ``m`` rows of ``d`` (``m * d >= n``: the ``% m`` never wraps), else None. (RetinaNet's five heads, each ``[1, A, H, W]`` permuted
+    to ``[1, H*W*A/8, 8]``, concatenated and flattened: ``j // 8 % 3069 < 2880``.)"""
+    a = a.value if isinstance(a, E.Cast) else a
+    if isinstance(a, E.FloorMod):
+        m = const_int(a.b)
+        d = _rows_of(a.a, j, n) if m is not None and n is not None else None
+        return d if d is not None and n <= m * d else None
+    if isinstance(a, E.FloorDiv):
+        d = const_int(a.b)
+        inner = a.a.value if isinstance(a.a, E.Cast) else a.a
+        return d if inner is j and d is not None and d >= 1 else None
+    return 1 if a is j else None
 
 
 # at most this many starts from bound tests (a pad's border: ``j - 1 >= 0 and j - 1 < 224``)
@@ -84,7 +105,7 @@ def cuts(body, j, n: int) -> list[int]:
     thresholds of bound tests of ``j`` plus a constant (a pad's borders)."""
     found, bounds = set(), set()
     for e in post_order(body):
-        found.add(_cut_of(e, j))
+        found.add(_cut_of(e, j, n))
         test = _bound_test(e, j)
         if test is not None and 0 < test[0] < n:
             bounds.add(test[0])
@@ -124,7 +145,7 @@ def _decided(e, j, lo: int, hi: int):
     return e
 
 
-def resolve(body, j, lo: int, hi: int):
+def resolve(body, j, lo: int, hi: int, n: int | None = None):
     """``body`` for ``j`` in ``[lo, hi)`` (no cut inside): each ``if_then_else(j < c)`` is its
     taken branch, each ``min`` / ``max`` of indices that the range decides (the clamps that
     keep a piece's loads in bounds whichever piece a lane is in) its deciding operand, and each
@@ -132,12 +153,13 @@ def resolve(body, j, lo: int, hi: int):
 
     The walk goes down only the taken branch of a decided test: resolving each of ``k`` pieces
     of a tree that holds all ``k`` would otherwise rebuild (and bound every clamp of) the whole
-    tree ``k`` times (crnn's LSTM steps: 2 s of a cold build)."""
+    tree ``k`` times (crnn's LSTM steps: 2 s of a cold build). ``n``, the axis's extent, lets
+    a tree tested through ``(j // d) % m`` resolve as ``cuts`` found it (``_rows_of``)."""
     ana = Analyzer()
     ana.bind(j, E.Range.from_min_extent(E.IntImm(j.dtype, lo), E.IntImm(j.dtype, hi - lo)))
 
     def taken(e):
-        c = _cut_of(e, j)
+        c = _cut_of(e, j, n)
         if c is None:
             return None
         return e.args[1] if hi <= c else e.args[2] if lo >= c else None
@@ -189,7 +211,7 @@ def split_pieces(ctx, t, buf, body, outer: list, lanes: int) -> S.Stmt | None:
     bounds = [0, *points, n]
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        piece = resolve(body, j, lo, hi)
+        piece = resolve(body, j, lo, hi, n)
 
         def store(pos, piece=piece):
             idx = [*outer, pos]
@@ -226,7 +248,7 @@ def split_planes(ctx, t, buf, body, lanes: int, parallel: bool) -> S.Stmt | None
     bounds = [0, *points, shape[p]]
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        piece = resolve(body, axes[p], lo, hi)
+        piece = resolve(body, axes[p], lo, hi, shape[p])
         stmt = _flat_piece(ctx, t, buf, piece, p, lo, hi, lanes, parallel)
         if stmt is None:
             stmt = _across_piece(ctx, t, buf, piece, p, lo, hi, lanes, parallel)
@@ -380,7 +402,7 @@ def _across_piece(ctx, t, buf, piece, p: int, lo: int, hi: int, lanes: int, para
     others = [k for k in range(n - 1) if k != p]
     tcuts = cuts(body, last, shape[-1])
     tbounds = [0, *tcuts, shape[-1]]
-    parts_of = [(a, b, resolve(body, last, a, b) if tcuts else body)
+    parts_of = [(a, b, resolve(body, last, a, b, shape[-1]) if tcuts else body)
                 for a, b in zip(tbounds[:-1], tbounds[1:])]
 
     def per_block(idx):

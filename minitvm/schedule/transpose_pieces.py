@@ -38,7 +38,8 @@ def transpose_pieces(ctx, t, buf, body, p: int, tile: int, lanes: int) -> S.Stmt
     if not points:
         return None
     bounds = [0, *points, dl]
-    pieces = [(lo, hi, resolve(body, axes[-1], lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+    pieces = [(lo, hi, resolve(body, axes[-1], lo, hi, dl))
+              for lo, hi in zip(bounds, bounds[1:])]
     others = [k for k in range(n - 1) if k != p]
     dp = shape[p]
 

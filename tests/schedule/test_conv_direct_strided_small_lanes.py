@@ -1,16 +1,18 @@
 """A strided conv in ``conv_direct``'s row mode on a small output plane goes to ``conv_lanes``
-(``STRIDED_ROWS_LANES_MAX_PIXELS``, AVX-512): at 16x16 out the channel-lane tiles ran 2-7%
-faster on a Zen 4, at 32x32 12-60% slower; convs of fewer than 32 input channels (stems) stay.
-The routing and the numerics (epilogues, batches, channels not a multiple of 16) at the
-thresholds and either side of them."""
+on a Zen 4 only (``STRIDED_ROWS_LANES_MAX_PIXELS``, looked up by ``common.host_switch``): at
+16x16 out the channel-lane tiles ran 2-7% faster there, at 32x32 12-60% slower; on an Intel
+Xeon 5-40% slower at 16x16 too. Convs of fewer than 32 input channels (stems) stay. The routing
+and the numerics (epilogues, batches, channels not a multiple of 16) at the thresholds and
+either side of them, and the per-host lookup."""
 
 import numpy as np
 import pytest
 from conv_reference import build_conv, conv_kernel, run_graph
 
 from minitvm.backend import kernel_cache
-from minitvm.schedule import conv_direct
-from minitvm.schedule.common import vector_isa
+from minitvm.runtime import jit
+from minitvm.schedule import common, conv_direct
+from minitvm.schedule.common import host_key, host_switch
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order, walk_stmts
@@ -18,9 +20,10 @@ from minitvm.tir.stmt_functor import post_order, walk_stmts
 
 @pytest.fixture
 def small_planes_on_lanes(monkeypatch):
-    """The shipped AVX-512 threshold on whichever ISA the host has; kernels built meanwhile
-    stay out of other tests."""
-    monkeypatch.setitem(conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS, vector_isa(), 256)
+    """The shipped Zen 4 threshold on whichever host this is; kernels built meanwhile stay out
+    of other tests."""
+    table = conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS
+    monkeypatch.setitem(table, host_key(table), 256)
     kernel_cache.clear_cache()
     yield
     kernel_cache.clear_cache()
@@ -35,7 +38,7 @@ def _on_lanes(lib) -> bool:
 
 
 def test_shipped_thresholds():
-    assert conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS == {"avx512": 256, "avx2": 0}
+    assert conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS == {"znver4": 256, "avx512": 0, "avx2": 0}
     assert conv_direct.STRIDED_ROWS_LANES_MIN_CHANNELS == 32
 
 
@@ -61,7 +64,8 @@ def test_routing_and_numerics(case, small_planes_on_lanes):
 
 
 def test_off_keeps_row_mode(monkeypatch):
-    monkeypatch.setitem(conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS, vector_isa(), 0)
+    table = conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS
+    monkeypatch.setitem(table, host_key(table), 0)
     kernel_cache.clear_cache()
     try:
         lib, inputs, want = build_conv((1, 64, 32, 32), 64, 3, (2, 2), (1, 1),
@@ -70,3 +74,14 @@ def test_off_keeps_row_mode(monkeypatch):
         np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=1e-4, atol=1e-4)
     finally:
         kernel_cache.clear_cache()
+
+
+@pytest.mark.parametrize("cpu, want", [("znver4", 256), ("rocketlake", 0),
+                                       ("sapphirerapids", 0)])
+def test_host_switch_takes_the_cpu_then_the_isa(monkeypatch, cpu, want):
+    monkeypatch.setattr(jit, "host_cpu", lambda: (cpu, "+avx512f,+avx2"))
+    monkeypatch.setattr(common, "vector_isa", lambda: "avx512")
+    table = conv_direct.STRIDED_ROWS_LANES_MAX_PIXELS
+    assert host_key(table) == (cpu if cpu == "znver4" else "avx512")
+    assert host_switch(table) == want
+    assert host_switch({"avx512": 1, "avx2": 2}) == 1
