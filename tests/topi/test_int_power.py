@@ -129,6 +129,27 @@ def test_int_power_by_a_constant_matches_numpy(dtype):
         np.testing.assert_array_equal(got, want, err_msg=f"** {e}")
 
 
+@pytest.mark.parametrize("base_dtype,exp_dtype", [
+    ("int32", "int64"), ("int64", "int32"), ("int32", "uint8"), ("int16", "int64"),
+    ("uint32", "uint64"), ("int64", "int8")])
+def test_int_power_with_an_exponent_of_another_type_matches_pythons_pow(base_dtype, exp_dtype):
+    """The exponent's type narrower or wider than the base's: ``pow(a, b, 2**n)`` (negative
+    exponents truncate)."""
+    rng = np.random.default_rng(5)
+    info, einfo = np.iinfo(base_dtype), np.iinfo(exp_dtype)
+    a = rng.integers(max(info.min, -10 ** 6), min(info.max, 10 ** 6), 300).astype(base_dtype)
+    a[:150] |= 1  # odd bases
+    b = rng.integers(max(einfo.min, -5), einfo.max, 300, dtype=exp_dtype, endpoint=True)
+    b[:30] = einfo.max
+    b[30:80] = np.arange(50) + 40
+    mod = 1 << info.bits
+    want = [1 if x == 1 else (-1 if e % 2 else 1) if x == -1 else 0 if e < 0
+            else pow(x, e, mod) for x, e in zip(a.tolist(), b.tolist())]
+    want = np.array([w % mod for w in want], "uint64").astype(f"uint{info.bits}").view(
+        base_dtype)
+    np.testing.assert_array_equal(_topi_power(a, b), want)
+
+
 def test_int_power_by_a_negative_constant_truncates():
     a = np.array([-3, -1, 0, 1, 2, 5], "int32")
     exponents = (-1, -2, -7)
@@ -156,7 +177,7 @@ def test_legalized_integer_power_round_trips_through_tvmscript():
         bb.emit_func_output(c)
     mod = relax.transform.LegalizeOps()(bb.get())
     text = mod.script()
-    assert "T.Let(" in text and "pow_sq29 = T.int32()" in text
+    assert "T.Let(" in text and "pow_sq6 = T.int32()" in text and "pow_t3 = T.int32()" in text
     minitvm.ir.assert_structural_equal(minitvm.script.from_source(text), mod)
     a, b = _operands("int32", (4, 8))
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), minitvm.cpu())
