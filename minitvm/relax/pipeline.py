@@ -16,7 +16,8 @@ __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_
 # for weights passed as arguments: the matmul reads W untransposed (the NT-GEMM schedules).
 _ZERO = ("FoldConstant", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
          "FuseTIR")
-_LOWERING = ("FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
+# RemoveStopFusion: the fusion barriers FuseOps consumes, where a pipeline has no FuseOps
+_LOWERING = ("RemoveStopFusion", "FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
              "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMBuiltinLower",
              "VMShapeLower", "AttachGlobalSymbol")
 

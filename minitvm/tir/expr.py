@@ -284,6 +284,7 @@ class Let(PrimExpr):
     """``let var = value in body`` as an expression."""
 
     __slots__ = ("var", "value", "body")
+    _node_binders = frozenset({"var"})
 
     def __init__(self, var: Var, value, body, span=None):
         self.var = var

@@ -69,6 +69,7 @@ class NameTable:
 class _ExprPrinter:
     def __init__(self, names: NameTable):
         self.names = names
+        self.let_vars: list = []  # variables bound by T.Let, for the statement printer to declare
 
     def __call__(self, root) -> str:
         memo: dict[int, tuple[str, int]] = {}
@@ -126,6 +127,7 @@ class _ExprPrinter:
             return f"T.Broadcast({kids[0][0]}, {e.lanes})", _ATOM
         if t is E.Let:
             v = self.names.get(e.var)
+            self.let_vars.append(e.var)
             return f"T.Let({kids[1][0]}, where={{{v}: {kids[0][0]}}})", _ATOM
         if t is E.BufferLoad or t is E.ProducerLoad:
             obj = e.buffer if t is E.BufferLoad else e.producer
@@ -161,8 +163,17 @@ class _Printer:
         self.lines: list[str] = []
         self.loop_extent: dict[int, object] = {}
         self.param_data: dict[int, object] = {}  # id(data var) -> its parameter's buffer
+        self.declared: list[set[int]] = [set()]  # ids of T.Let variables declared, per body
 
     def out(self, ind: int, text: str) -> None:
+        """Append a line; T.Let variables its expressions bind are declared just before it
+        (``v = T.int32()``), in the body that holds it, as TVM's printer does."""
+        if self.expr.let_vars:
+            for v in reversed(self.expr.let_vars):  # (post-order: the outer Let's is last)
+                if not any(id(v) in scope for scope in self.declared):
+                    self.declared[-1].add(id(v))
+                    self.lines.append(f"{'    ' * ind}{self.names.get(v)} = T.{v.dtype}()")
+            self.expr.let_vars.clear()
         self.lines.append("    " * ind + text)
 
     # ----------------------------------------------------------------- helpers
@@ -280,6 +291,13 @@ class _Printer:
     # ----------------------------------------------------------------- statements
     def stmt(self, s, ind: int) -> None:
         """Print ``s``; sequences and let-chains loop, nesting recurses."""
+        self.declared.append(set())
+        try:
+            self._stmts(s, ind)
+        finally:
+            self.declared.pop()
+
+    def _stmts(self, s, ind: int) -> None:
         work = [s]
         while work:
             s = work.pop()
@@ -379,7 +397,13 @@ class _Printer:
     def block(self, r: S.BlockRealize, ind: int) -> None:
         b = r.block
         self.out(ind, f'with T.block("{b.name_hint}"):')
-        ind += 1
+        self.declared.append(set())  # the block's body: its T.axis / T.reads lines included
+        try:
+            self._block_body(r, b, ind + 1)
+        finally:
+            self.declared.pop()
+
+    def _block_body(self, r: S.BlockRealize, b: S.Block, ind: int) -> None:
         ivs, vals = b.iter_vars, r.iter_values
         remap = len(ivs) > 1 and all(
             isinstance(v, E.Var) and iv.iter_type in (E.IterVar.DataPar, E.IterVar.CommReduce)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from .int_power import int_power
 
 __all__ = [
     "broadcast_shape", "broadcast_load", "broadcast_to", "binary", "ax_names", "const_like",
@@ -116,41 +117,6 @@ def _floor_mod(a, b):
 
 def _divide(a, b):
     return a / b if a.dtype.startswith("float") else E.Div(a, b)
-
-
-#: exponent bits multiplied out by ``int_power``; a larger exponent overflows every integer
-#: type unless the base is 0 or +-1
-POWER_BITS = 6
-
-
-def int_power(a, b) -> E.PrimExpr:
-    """``a ** b`` of two integers without a per-element ``pow`` call (llvm has no integer pow,
-    and a float64 ``pow`` per element is slower than numpy): the product of ``a ** 2 ** k`` over
-    the set bits ``k`` of ``b`` below ``POWER_BITS``, which wraps exactly as numpy's repeated
-    squaring does (multiplication modulo ``2 ** n`` does not depend on the order). For ``b >=
-    2 ** POWER_BITS``: 0 for an even base (``a ** 64`` is 0 modulo ``2 ** 64``), exact for
-    ``a == +-1``; an odd ``|a| >= 3`` overflows, and gives ``a ** (b mod 64)`` wrapped (numpy's
-    value for 8-bit types). A negative exponent gives the truncated ``1 / a ** -b`` (1 for
-    ``a == 1``, +-1 for ``a == -1``, 0 otherwise; numpy refuses it)."""
-    dt, bt = a.dtype, b.dtype
-    one, zero = const_like(1, dt), const_like(0, dt)
-    acc, square = None, a
-    for k in range(POWER_BITS):
-        bit = E.NE(tir_op.bitwise_and(b, const_like(1 << k, bt)), const_like(0, bt))
-        term = E.Select(bit, square, one)
-        acc = term if acc is None else acc * term
-        if k + 1 < POWER_BITS:
-            square = square * square
-    even = E.EQ(tir_op.bitwise_and(a, const_like(1, dt)), zero)
-    big = E.GE(b, const_like(1 << POWER_BITS, bt))
-    v = E.Select(E.And(big, even), zero, acc)
-    if dt.startswith("uint") or bt.startswith("uint"):
-        return v
-    minus_one = const_like(-1, dt)
-    odd_exp = E.NE(tir_op.bitwise_and(b, const_like(1, bt)), const_like(0, bt))
-    neg = E.Select(E.EQ(a, one), one,
-                   E.Select(E.EQ(a, minus_one), E.Select(odd_exp, minus_one, one), zero))
-    return E.Select(b < const_like(0, bt), neg, v)
 
 
 def int_or_float_power(a, b):

@@ -69,7 +69,10 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
     ix = ctx.emit(_unnormalize(gx, w, align, padding, dt))
     iy = ctx.emit(_unnormalize(gy, h, align, padding, dt))
     positions = ctx.simplify(ho * wo)
-    rows = ctx.emit(_op.permute_dims(_op.reshape(x, ctx.shape_expr([n, c, h * w])), [0, 2, 1]))
+    # the pixel rows materialized once (a barrier): fused into each gather, every tap of every
+    # channel recomputed its position through the transposes that produced ``x``
+    rows = ctx.emit(_op.stop_fusion(
+        _op.permute_dims(_op.reshape(x, ctx.shape_expr([n, c, h * w])), [0, 2, 1])))
     out_rows = ctx.shape_expr([n, positions, c])
     per_position = ctx.shape_expr([n, positions, 1])
 
@@ -82,7 +85,8 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
             _op.logical_and(_op.greater_equal(xi, _c(0, "int64")), _op.less(xi, _c(w, "int64"))))
         idx = _op.add(_op.multiply(_op.clip(yi, 0, h - 1), _c(w, "int64")),
                       _op.clip(xi, 0, w - 1))
-        idx = ctx.emit(_op.reshape(idx, per_position))
+        # computed once per position (a barrier), not once per channel inside the gather
+        idx = ctx.emit(_op.stop_fusion(_op.reshape(idx, per_position)))
         val = ctx.emit(_op.gather_elements(rows, _op.broadcast_to(idx, out_rows), 1))
         ok = ctx.emit(_op.reshape(_op.astype(inside, dt), per_position))
         return val, ok
@@ -101,7 +105,8 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
             for b, xx in enumerate((x0, _op.add(x0, one))):
                 val, ok = tap(yy, xx)
                 wgt = ctx.emit(_op.reshape(_op.multiply(wy[a], wx[b]), per_position))
-                term = ctx.emit(_op.multiply(val, _op.multiply(wgt, ok)))
+                wgt = ctx.emit(_op.stop_fusion(_op.multiply(wgt, ok)))  # once per position
+                term = ctx.emit(_op.multiply(val, wgt))
                 out = term if out is None else ctx.emit(_op.add(out, term))
     out = ctx.emit(_op.permute_dims(out, [0, 2, 1]))
     return ctx.emit(_op.reshape(out, ctx.shape_expr([n, c, ho, wo])))

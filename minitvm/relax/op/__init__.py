@@ -47,3 +47,4 @@ from .set_ops import nonzero, unique
 from . import manipulate_extra, sorting, qdq, set_ops  # noqa: E402
 from .layout_transform import layout_transform  # noqa: E402
 from .vdevice import to_vdevice  # noqa: E402  (copy to a virtual device)
+from .stop_fusion import stop_fusion  # noqa: E402  (a fusion barrier)

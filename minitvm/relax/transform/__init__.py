@@ -38,6 +38,7 @@ from .vm_shape_lower import VMShapeLower  # noqa: F401
 from .fuse_ops import FuseOps  # noqa: F401
 from .fuse_tir import FuseTIR  # noqa: F401
 from .remove_purity_checking import RemovePurityChecking  # noqa: F401
+from .remove_stop_fusion import RemoveStopFusion  # noqa: F401
 from .fuse_ops_by_pattern import (  # noqa: F401
     FuseOpsByPattern, FusionPattern, PatternCheckContext,
 )

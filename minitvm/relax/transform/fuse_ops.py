@@ -18,7 +18,9 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    as those variables) and whose result is what the rest of the block uses; the block calls it
    at the group's last binding (bindings are reordered by group dependencies where needed,
    counting a use of a symbolic variable as a use of the match_cast defining it).
-Structurally equal groups share one function. Everything is iterative.
+Structurally equal groups share one function. An ``R.stop_fusion`` binding (minitvm's fusion
+barrier) is an opaque node, so no group crosses it, and is dropped once the groups are built
+(its uses read its input). Everything is iterative.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from ..expr import (
 )
 from ..expr_functor import ExprMutator
 from ..struct_info import ShapeStructInfo, TupleStructInfo
+from .remove_stop_fusion import remove_stop_fusion
 from .symbolic import bind
 from .utils import (
     expr_prim_fields,
@@ -631,6 +634,18 @@ def fuse_ops(mod: IRModule, fuse_opt_level: int = 2,
     return make_grouped_functions(mod, _partition_block(fuse_opt_level, max_depth))
 
 
+def _without_stop_fusion(mod: IRModule) -> IRModule:
+    """The ``R.stop_fusion`` barriers (opaque bindings the grouping did not cross) dropped."""
+    out = None
+    for gv, func in mod.functions.items():
+        if isinstance(func, Function):
+            new, removed = remove_stop_fusion(func, mod)
+            if removed:
+                out = out or mod.shallow_copy()
+                out[gv] = new
+    return mod if out is None else out
+
+
 @register_pass("relax.transform.FuseOps")  # Relay holds the bare name
 def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 - TVM's name
     """Module pass (opt 0): fuse ``call_tir`` bindings into ``Primitive`` functions.
@@ -649,6 +664,6 @@ def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 - TVM's name
         max_depth = int(ctx.config.get("relax.FuseOps.max_depth", DEFAULT_MAX_DEPTH))
         mod, added = fuse_ops(mod, level, max_depth)
         record_stat("fused functions", added)
-        return mod
+        return _without_stop_fusion(mod)
 
     return module_pass(run, opt_level=0, name="FuseOps")

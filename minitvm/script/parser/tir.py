@@ -5,7 +5,7 @@ Dtype constructors (``T.int64(784)`` an immediate, ``n = T.int64()`` a symbolic 
 loops (``T.grid``, ``T.serial``, ``T.parallel``, ``T.vectorized``, ``T.unroll``,
 ``T.thread_binding``), blocks (``T.block``, ``T.axis.*``, ``T.reads``, ``T.writes``,
 ``T.init``, ``T.where``, ``T.block_attr``), ``T.func_attr``, ``T.evaluate``, the expression
-nodes (``T.Cast``, ``T.Select``, ``T.Add``, ...) and the intrinsics of ``tir.op``
+nodes (``T.Cast``, ``T.Select``, ``T.Let``, ``T.Add``, ...) and the intrinsics of ``tir.op``
 (``T.max``, ``T.exp``, ``T.if_then_else``, ...), found by name when used. The ``@T.prim_func``
 decorator parses a Python function written this way into a ``tir.PrimFunc``.
 """
@@ -395,6 +395,19 @@ def Not(a):  # noqa: N802
 
 def Any():  # noqa: N802
     return _E.Any()
+
+
+def Let(expr, where: dict):  # noqa: N802
+    """``T.Let(body, where={v: value})``: the expression ``let v = value in body``, as TVM
+    prints a ``tir.Let``; ``v`` is declared before the statement (``v = T.int32()``)."""
+    if not isinstance(where, dict) or len(where) != 1:
+        raise ValueError(f"T.Let binds exactly one variable: where={{var: value}}, got "
+                         f"where={where!r}")
+    ((var, value),) = where.items()
+    if not isinstance(var, _E.Var):
+        raise TypeError(f"T.Let: the key of `where` is the bound variable (declare it first: "
+                        f"`v = T.int32()`), got {var!r}")
+    return _E.Let(var, value, expr)
 
 
 def index_map(mapping, *, inverse_index_map=None, index_dtype: str = "int64"):

@@ -23,8 +23,8 @@ def _make(name: str):
             return topi_bcast.binary(name, a, b, shape,
                                      None if name in CMP_OPS else dtype)
 
-        exponent = _scalar_exponent(call) if name == "power" and dtype == "float32" else None
-        if exponent is not None:  # inline: the codegen computes pow by a constant natively
+        exponent = _scalar_exponent(call, dtype) if name == "power" else None
+        if exponent is not None:  # inline: pow by a known exponent (fewer multiplications)
             return call_topi(bb, lambda a: topi_bcast.binary(name, a, exponent, shape, dtype),
                              call.args[0], name=name)
         return call_topi(bb, te_func, call.args[0], call.args[1], name=name)
@@ -33,18 +33,22 @@ def _make(name: str):
     return legalize
 
 
-def _scalar_exponent(call):
-    """The float32 exponent of ``power(x, c)`` where ``c`` is a constant of one element (as a
-    ``FloatImm``, so that the kernel reads ``pow(x, 0.75)`` and the code generator expands it
-    into square roots or exp/log instead of a ``powf`` per element), else None."""
+def _scalar_exponent(call, dtype: str):
+    """The exponent of ``power(x, c)`` where ``c`` is a constant of one element and of ``x``'s
+    dtype (float32 or an integer), as an immediate, else None: the code generator expands a
+    float32 ``pow(x, 0.75)`` into square roots or exp/log instead of a ``powf`` per element,
+    and ``int_power`` multiplies only the set bits of a known integer exponent."""
     c = call.args[1]
-    if not isinstance(c, Constant):
+    if not isinstance(c, Constant) or not (dtype == "float32" or dtype.startswith(("int",
+                                                                                    "uint"))):
         return None
     data = c.data.numpy()
     ndim = getattr(call.args[0].struct_info, "ndim", -1)
-    if data.size != 1 or data.dtype != np.float32 or (data.ndim and not 0 <= data.ndim <= ndim):
+    if data.size != 1 or data.dtype != np.dtype(dtype) or (data.ndim and
+                                                            not 0 <= data.ndim <= ndim):
         return None  # (a constant of more dims than x widens the result: the tensor form)
-    return E.FloatImm("float32", float(data.reshape(())))
+    value = data.reshape(()).item()
+    return E.FloatImm(dtype, float(value)) if dtype == "float32" else E.IntImm(dtype, value)
 
 
 for _name in ARITH_OPS + CMP_OPS:

@@ -35,6 +35,7 @@ _NO_WARNING = frozenset({
     "relax.call_tir_with_grad", "relax.invoke_closure", "relax.invoke_pure_closure",
     "relax.make_closure", "relax.null_value", "relax.shape_of", "relax.print", "relax.assert_op",
     "relax.call_builtin_with_ctx", "relax.call_inplace_packed", "relax.to_vdevice",
+    "relax.stop_fusion",  # (a fusion barrier: FuseOps consumes it)
 })
 #: families of lowering-level ops (memory, VM builtins): not computations, never warned about
 _NO_WARNING_PREFIXES = ("relax.builtin.", "relax.memory.", "relax.vm.")
