@@ -1,25 +1,36 @@
 """minitvm: Apache TVM's graph-level compiler in pure Python. ``import minitvm as tvm``."""
 
+import gc as _gc
 import sys as _sys
 
-from . import ir, tir, runtime
-from . import arith
-from .ir import IRModule
-from . import transform, instrument
-from .runtime import cpu, cuda, gpu, device
-from .runtime import ndarray as nd
-from . import te, topi, schedule, codegen, backend
-from . import relay, relax, target, testing, contrib, parser
-from . import script
-from .runtime import get_global_func, register_func  # noqa: E402,F401
-from .runtime import DataType, DataTypeCode  # noqa: E402,F401  (tvm.DataType)
-from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
-from . import compat
-from . import autotvm, meta_schedule  # noqa: E402  (TVM's tuning APIs, on minitvm.tune)
-from .meta_schedule import relax_passes as _relax_passes  # noqa: E402
-from . import dlight  # noqa: E402,F401  (tvm.dlight: GPU rules, a documented difference)
-from . import driver  # noqa: E402,F401  (tvm.driver.tvmc)
-from . import rpc  # noqa: E402,F401  (tvm.rpc: LocalSession; the network parts differ)
+# The cyclic GC is paused while the package loads: its ~700 modules' objects all live on, and
+# the full collections their allocations set off rescanned them for nothing (import CPU time,
+# bytecode cached: 0.375 -> 0.312 s)
+_gc_was_enabled = _gc.isenabled()
+_gc.disable()
+try:
+    from . import ir, tir, runtime
+    from . import arith
+    from .ir import IRModule
+    from . import transform, instrument
+    from .runtime import cpu, cuda, gpu, device
+    from .runtime import ndarray as nd
+    from . import te, topi, schedule, codegen, backend
+    from . import relay, relax, target, testing, contrib, parser
+    from . import script
+    from .runtime import get_global_func, register_func  # noqa: E402,F401
+    from .runtime import DataType, DataTypeCode  # noqa: E402,F401  (tvm.DataType)
+    from .relax.vm.build import compile  # noqa: E402,F401,A004  (tvm.compile)
+    from . import compat
+    from . import autotvm, meta_schedule  # noqa: E402  (TVM's tuning APIs, on minitvm.tune)
+    from .meta_schedule import relax_passes as _relax_passes  # noqa: E402
+    from . import dlight  # noqa: E402,F401  (tvm.dlight: GPU rules, a documented difference)
+    from . import driver  # noqa: E402,F401  (tvm.driver.tvmc)
+    from . import rpc  # noqa: E402,F401  (tvm.rpc: LocalSession; the network parts differ)
+finally:
+    if _gc_was_enabled:
+        _gc.enable()
+    del _gc_was_enabled
 
 # TVM's relax.transform.MetaScheduleTuneTIR / ApplyDatabase sit above the tuner they drive
 relax.transform.MetaScheduleTuneTIR = _relax_passes.MetaScheduleTuneTIR

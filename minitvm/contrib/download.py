@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 __all__ = ["download", "download_testdata", "TEST_DATA_ROOT_PATH"]
@@ -22,6 +20,10 @@ TEST_DATA_ROOT_PATH = Path(os.environ.get("TVM_TEST_DATA", Path.home() / ".tvm_t
 def download(url: str, path, overwrite: bool = False, size_compare: bool = False,
              retries: int = 3, timeout: float = 30.0) -> None:
     """Download ``url`` to ``path`` (kept when present unless ``overwrite``)."""
+    # (urllib.request pulls in http, ssl and email: loaded here, not by ``import minitvm``)
+    import urllib.error
+    import urllib.request
+
     path = Path(path)
     if path.is_file() and not overwrite:
         if not size_compare:

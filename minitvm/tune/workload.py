@@ -129,6 +129,12 @@ WARMUP_MS = 20.0
 FIRST_WARMUP_MS = 100.0
 _WARMED = [False]  # has this process timed a module yet
 
+# Timed runs in one cold sample at most. Each follows an eviction (``FLUSH_BYTES`` written:
+# 30-45 ms on a loaded 2-vCPU VM), so a small kernel filling ``min_repeat_ms`` with runs paid
+# hundreds of evictions: a 0.07 ms dense took 5-12 s per candidate, almost all of it
+# evicting. The median of a few individually timed runs is as steady.
+COLD_MAX_RUNS = 5
+
 
 def _warm_up(gm) -> None:
     budget = (WARMUP_MS if _WARMED[0] else FIRST_WARMUP_MS) / 1000.0
@@ -144,7 +150,8 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = F
     """Seconds per run of ``gm``: ``repeat`` samples, each the median of the runs (timed one by
     one, at least 3) that fill ``min_repeat_ms`` of run time, after untimed warm-up runs
     (``WARMUP_MS``); with ``cold``, the caches are evicted before each timed run
-    (``CacheFlusher``) and ``gm``'s inputs read back in (its constants stay evicted).
+    (``CacheFlusher``) and ``gm``'s inputs read back in (its constants stay evicted), and a
+    sample has at most ``COLD_MAX_RUNS`` runs.
 
     Runs are timed one by one and summarized by a median because on a shared machine a
     parallel kernel now and then waits a whole time slice for a descheduled worker: an average
@@ -158,6 +165,7 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = F
     # after an eviction the inputs are read back in: in a model they are the activations the
     # previous kernel has just written, while the weights (constants) come from memory
     inputs = [gm.get_input(n).numpy() for n in getattr(gm, "input_names", ())] if cold else []
+    max_runs = max(3, COLD_MAX_RUNS) if cold else 1000
     _warm_up(gm)
     costs = []
     for _ in range(repeat):
@@ -172,7 +180,7 @@ def time_module(gm, repeat: int = 5, min_repeat_ms: float = 10.0, cold: bool = F
             gm.run()
             runs.append(clock() - t0)
             spent += runs[-1]
-            if len(runs) >= 1000:
+            if len(runs) >= max_runs:
                 break
         runs.sort()
         costs.append(runs[len(runs) // 2])

@@ -367,6 +367,32 @@ def test_time_module_can_time_with_cold_caches(monkeypatch, cold):
     assert calls == ["run"] + (["flush", "run"] if cold else ["run"]) * 6
 
 
+def test_a_cold_sample_stops_after_a_few_runs(monkeypatch):
+    """A cold sample of a kernel far shorter than ``min_repeat_ms`` has ``COLD_MAX_RUNS`` runs
+    (each costs an eviction), where a warm one runs on until the budget is filled."""
+    from minitvm.tune import workload
+
+    calls = []
+
+    class Module:
+        def run(self):
+            calls.append("run")
+
+    monkeypatch.setattr(workload, "_FLUSHER", [])
+    monkeypatch.setattr(workload, "FLUSH_BYTES", 1 << 16)
+    monkeypatch.setattr(workload, "_WARMED", [True])
+    monkeypatch.setattr(workload, "WARMUP_MS", 0.0)
+    monkeypatch.setattr(workload, "COLD_MAX_RUNS", 4)
+    real_call = workload.CacheFlusher.__call__
+    monkeypatch.setattr(workload.CacheFlusher, "__call__",
+                        lambda self: (calls.append("flush"), real_call(self)))
+    workload.time_module(Module(), repeat=2, min_repeat_ms=1e6, cold=True)
+    assert calls == ["run"] + ["flush", "run"] * 2 * 4
+    calls.clear()
+    workload.time_module(Module(), repeat=1, min_repeat_ms=1e6, cold=False)
+    assert calls.count("run") == 1 + 1000 and "flush" not in calls  # (warm: the run cap)
+
+
 def test_time_module_warms_a_fresh_process_longer(monkeypatch):
     """The first timing in a process runs its module untimed for ``FIRST_WARMUP_MS`` (a new
     thread pool's worker joins no loop at first), later ones for ``WARMUP_MS``."""
