@@ -148,3 +148,57 @@ def test_plan_refuses_what_ort_kernel_does_not_cover():
     assert wide.wraps
     q = np.array([[-128, -128, -128, 127]], "int8")
     assert reference(q, wide)[0, 3] == np.int8(np.int64(254) - 256)
+
+
+def _masked_softmax(mask, quantized):
+    """x + mask -> Softmax over the last axis. ``quantized``: as onnxruntime's quantizer
+    writes it for a -inf mask (its calibrated range is infinite, so the scale is inf): x
+    through Q/DQ, the mask an int8 zeros initializer DequantizeLinear'd with scale inf (NaN
+    everywhere), the sum through Q/DQ of scale inf, the softmax through Q/DQ to int8."""
+    n = helper.make_node
+    if not quantized:
+        m = _model([n("Add", ["x", "mask"], ["s"]), n("Softmax", ["s"], ["y"], axis=-1)],
+                   {"mask": mask}, P.FLOAT, "y", P.FLOAT)
+        return m
+    nodes = [n("QuantizeLinear", ["x", "xs", "z"], ["q"]),
+             n("DequantizeLinear", ["q", "xs", "z"], ["d"]),
+             n("DequantizeLinear", ["mq", "inf", "z"], ["md"]),
+             n("Add", ["d", "md"], ["s"]),
+             n("QuantizeLinear", ["s", "inf", "z"], ["sq"]),
+             n("DequantizeLinear", ["sq", "inf", "z"], ["sd"]),
+             n("Softmax", ["sd"], ["p"], axis=-1),
+             n("QuantizeLinear", ["p", "ys", "yz"], ["pq"]),
+             n("DequantizeLinear", ["pq", "ys", "yz"], ["y"])]
+    inits = {"xs": np.float32(0.043), "z": np.array(0, "int8"), "inf": np.float32(np.inf),
+             "mq": np.zeros(mask.shape, "int8"), "ys": np.float32(1 / 255),
+             "yz": np.array(-128, "int8")}
+    return _model(nodes, inits, P.FLOAT, "y", P.FLOAT)
+
+
+def _causal_mask():
+    """-inf above a band of the diagonal; the last row masked whole (its softmax is NaN)."""
+    rows, cols = SHAPE[-2:]
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    mask = np.where(j > 3 * i + 2, -np.inf, 0.0).astype("float32")
+    mask[-1] = -np.inf
+    return mask
+
+
+def test_minus_inf_masked_softmax_equals_ort():
+    # the masked lanes are exp(-inf): native exp zeroes them without a denormal (a microcode
+    # assist per lane on Intel; benchmarks/sweep_quantized_options.py's gpt model)
+    m, x = _masked_softmax(_causal_mask(), quantized=False), _input()
+    want = _ort(m, x)
+    assert np.isnan(want[:, -1]).all() and np.isfinite(want[:, :-1]).all()
+    for run in (_relay, _relax):
+        np.testing.assert_allclose(run(m, x)[0], want, rtol=2e-6, atol=1e-7)
+
+
+def test_mask_quantized_with_infinite_scale_equals_ort():
+    # NaN + x is NaN, which quantizes to -128; dequantized with scale inf that is -inf, so
+    # every row is all -inf, its softmax NaN, quantized -128: the zero point (ORT agrees)
+    m, x = _masked_softmax(_causal_mask(), quantized=True), _input()
+    want = _ort(m, x)
+    assert (want == 0).all()
+    for run in (_relay, _relax):
+        np.testing.assert_array_equal(run(m, x)[0], want)
