@@ -83,46 +83,15 @@ def test_left_alone(make):
 
 
 def test_qdq_conv1d_chain_fuses_and_equals_ort():
-    onnx = pytest.importorskip("onnx", reason="the model is ONNX")
-    ort = pytest.importorskip("onnxruntime", reason="ORT is the reference")
-    from onnx import TensorProto as P
-    from onnx import helper, numpy_helper
+    pytest.importorskip("onnx", reason="the model is ONNX")
+    pytest.importorskip("onnxruntime", reason="ORT is the reference")
+    from onnx_qdq_conv1d_case import ort_output, qdq_conv1d_chain, steps_from
 
     from minitvm.contrib import graph_executor
 
-    rng = np.random.default_rng(0)
-    n = helper.make_node
-    nodes, inits = [], {"s": np.float32(0.05), "z": np.array(3, "int8")}
-
-    def qdq(name, scale="s"):
-        nodes.extend([n("QuantizeLinear", [name, scale, "z"], [name + "_q"]),
-                      n("DequantizeLinear", [name + "_q", scale, "z"], [name + "_d"])])
-        return name + "_d"
-
-    h = qdq("x")
-    for k, (cin, cout) in enumerate([(6, 16), (16, 16)]):
-        inits[f"w{k}"] = rng.integers(-90, 90, (cout, cin, 3)).astype("int8")
-        inits[f"ws{k}"] = np.float32(0.01)
-        inits[f"b{k}"] = rng.integers(-300, 300, cout).astype("int32")
-        inits[f"bs{k}"] = np.float32(0.05) * np.float32(0.01)  # (ORT fuses QLinearConv)
-        inits["z0"] = np.array(0, "int8")
-        inits["zi"] = np.array(0, "int32")
-        nodes += [n("DequantizeLinear", [f"w{k}", f"ws{k}", "z0"], [f"wd{k}"]),
-                  n("DequantizeLinear", [f"b{k}", f"bs{k}", "zi"], [f"bd{k}"]),
-                  n("Conv", [h, f"wd{k}", f"bd{k}"], [f"c{k}"], pads=[1, 1],
-                    kernel_shape=[3])]
-        h = qdq(f"c{k}")
-        nodes.append(n("Relu", [h], [f"r{k}"]))
-        h = qdq(f"r{k}")
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", P.FLOAT, [1, 6, 24])],
-                          [helper.make_tensor_value_info(h, P.FLOAT, [1, 16, 24])],
-                          initializer=[numpy_helper.from_array(np.asarray(v), k)
-                                       for k, v in inits.items()])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    x = rng.standard_normal((1, 6, 24)).astype("float32")
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = sess.run(None, {"x": x})[0]
-    mod, params = relay.frontend.from_onnx(onnx.load_from_string(model.SerializeToString()))
+    model, x = qdq_conv1d_chain()
+    want = ort_output(model, x)
+    mod, params = relay.frontend.from_onnx(model)
     outs, kernels = [], []
     for disabled in (["SinkUnitSqueeze"], []):
         with tvm.transform.PassContext(opt_level=3, disabled_pass=disabled):
@@ -140,5 +109,5 @@ def test_qdq_conv1d_chain_fuses_and_equals_ort():
     np.testing.assert_array_equal(outs[1], outs[0])
     # (Relay's requantize multiplies by the input and weight scales, then by 1 / the output
     # scale; ORT's QLinearConv by their one product: a value now and then a step apart)
-    steps = np.abs(outs[1] - want) / np.float32(0.05)
+    steps = steps_from(outs[1], want)
     assert steps.max() < 1.01 and np.mean(steps > 0.5) < 0.05
