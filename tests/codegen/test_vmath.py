@@ -111,6 +111,7 @@ def test_exp_underflow_edge_in_mixed_vectors(lanes):
     assert (out[zero] == 0).all() and (out[~zero] > 0).all()
     np.testing.assert_allclose(out[~zero], want[~zero], rtol=1e-6, atol=2e-45)
 
+
 def test_log_special_values():
     inf, nan = np.inf, np.nan
     x = [1.0, 0.0, -0.0, -1.0, inf, nan, 1e-40, 3e38]
