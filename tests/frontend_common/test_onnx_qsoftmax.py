@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
 from minitvm.contrib import graph_executor  # noqa: E402
-from minitvm.frontend_common.onnx_qsoftmax import qsoftmax_plan, reference  # noqa: E402
+from minitvm.frontend_common.onnx_qsoftmax import nan_rows, qsoftmax_plan, reference  # noqa: E402
 from minitvm.relax.frontend.onnx import from_onnx as relax_from_onnx  # noqa: E402
 
 SHAPE = (2, 3, 40)
@@ -202,3 +202,25 @@ def test_mask_quantized_with_infinite_scale_equals_ort():
     assert (want == 0).all()
     for run in (_relay, _relax):
         np.testing.assert_array_equal(run(m, x)[0], want)
+
+
+@pytest.mark.parametrize("dtype,xz,yz", [("uint8", 0, 7), ("int8", 5, -128)])
+def test_qlinear_softmax_of_infinite_scale_is_ort_zero(dtype, xz, yz):
+    # x_scale +inf (a QOperator model's -inf mask): ORT's exponentials are NaN at each row's
+    # maximum, so every result is NaN, which its cast makes 0 whatever the zero point
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                          domain="com.microsoft", axis=-1, opset=13)], "g",
+        [helper.make_tensor_value_info("x", P.UINT8 if dtype == "uint8" else P.INT8, SHAPE)],
+        [helper.make_tensor_value_info("y", P.UINT8 if dtype == "uint8" else P.INT8, SHAPE)],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in {
+            "xs": np.float32(np.inf), "xz": np.array(xz, dtype), "ys": np.float32(1 / 256),
+            "yz": np.array(yz, dtype)}.items()]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    x = _input(dtype)
+    want = _ort(m, x)
+    assert (want == 0).all() and nan_rows(np.float32(np.inf)) and not nan_rows(np.float32(3))
+    for run in (_relay, _relax):
+        got, text = run(m, x)
+        np.testing.assert_array_equal(got, want)
+        assert "softmax" not in text and "take" not in text
