@@ -89,7 +89,9 @@ class _Sinker(ExprMutator):
     def __init__(self, uses: dict[int, int]):
         super().__init__()
         self.uses = uses
-        self.sunk: dict[int, tuple] = {}  # id(new squeeze) -> (input, axes, input shape)
+        # id(squeeze) -> (input, axes, input shape, the squeeze: kept alive, so that its id
+        # is not reused by a later node while the table holds it)
+        self.sunk: dict[int, tuple] = {}
         self.moved = self.cancelled = 0
 
     def _squeezed(self, orig, new):
@@ -115,7 +117,7 @@ class _Sinker(ExprMutator):
             in_shape = _static_shape(call.args[0])
             axes = None if in_shape is None else _dropped_unit_axes(in_shape, out_shape)
             if axes:
-                self.sunk[id(new)] = (args[0], axes, in_shape)
+                self.sunk[id(new)] = (args[0], axes, in_shape, new)
             return new
         pattern = call.op.get_attr("TOpPattern") if isinstance(call.op, Op) else None
         if pattern is None or pattern > OpPattern.BROADCAST or _positional(call):
@@ -147,7 +149,7 @@ class _Sinker(ExprMutator):
                 return plain
         self.moved += 1
         out = squeeze(Call(call.op, new_args, call.attrs, call.type_args), list(axes))
-        self.sunk[id(out)] = (out.args[0], axes, full)
+        self.sunk[id(out)] = (out.args[0], axes, full, out)
         return out
 
 
