@@ -37,6 +37,7 @@ from .utils import register
 __all__ = ["SinkUnitSqueeze", "sink_unit_squeeze"]
 
 _RESHAPES = frozenset({"relax.squeeze", "relax.expand_dims", "relax.reshape"})
+_SQUEEZING = frozenset({"relax.squeeze", "relax.reshape"})
 # elementwise / broadcasting Relax ops with no axis: the same op over the unsqueezed tensor
 _ELEMENTWISE = frozenset({
     "relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.floor_divide",
@@ -184,6 +185,9 @@ class _Sinker(NormalizingMutator):
 def sink_unit_squeeze(func: Function, mod=None):
     """SinkUnitSqueeze on one normalized Relax function: ``(function, squeezes moved, pairs
     cancelled)``; squeezes left unused are removed, and ``gv = lv`` bindings elided."""
+    if not any(getattr(getattr(b.value, "op", None), "name", "") in _SQUEEZING
+               for block in getattr(func.body, "blocks", ()) for b in block.bindings):
+        return func, 0, 0  # (nothing squeezes: no walk)
     m = _Sinker(_use_counts(func), mod)
     out = m.visit_expr(func)
     if m.moved or m.cancelled:

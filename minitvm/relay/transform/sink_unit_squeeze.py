@@ -24,7 +24,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...transform.stats import record_stat
 from ..expr import Call, Constant
-from ..expr_functor import ExprMutator
+from ..expr_functor import ExprMutator, dataflow_post_order
 from ..op.transform import squeeze
 from ._pass_helpers import dataflow_use_counts, register
 from .function_pass import function_pass
@@ -156,6 +156,9 @@ class _Sinker(ExprMutator):
 def sink_unit_squeeze(func):
     """SinkUnitSqueeze on one type-checked function: ``(function, squeezes moved, pairs
     cancelled)``."""
+    if not any(type(e) is Call and getattr(e.op, "name", "") in ("squeeze", "reshape")
+               for e in dataflow_post_order(func.body)):
+        return func, 0, 0  # (nothing squeezes: no rewrite walk)
     m = _Sinker(dataflow_use_counts(func.body))
     out = m.visit(func)
     return out, m.moved, m.cancelled
