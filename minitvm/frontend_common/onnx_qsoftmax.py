@@ -84,6 +84,15 @@ def qsoftmax_plan(x_dtype: str, x_scale, y_dtype: str, y_scale, y_zp,
     return QSoftmaxPlan(exp_table(xs, int(reduce_len)), mult, zp, y_dtype, wraps)
 
 
+def nan_rows(x_scale) -> bool:
+    """Is ``x_scale`` +inf (onnxruntime's quantizer calibrates a -inf attention mask to it)?
+    Then ORT's exponentials are NaN at a row's maximum (``0 * inf``) and 0 elsewhere, every
+    row's sum is NaN and so is every result, which ORT's float-to-int cast makes 0 whatever
+    the zero point: the QLinearSoftmax is 0 everywhere, which the importers fold."""
+    a = None if x_scale is None else np.asarray(x_scale)
+    return a is not None and a.size == 1 and bool(np.isposinf(a.reshape(())))
+
+
 def reference(q: np.ndarray, plan: QSoftmaxPlan, axis: int = -1) -> np.ndarray:
     """numpy's run of ``plan`` over 8-bit ``q`` along ``axis`` (the row sums sequential, as
     ORT's loop adds them): what the tests compare the importers with."""

@@ -14,7 +14,9 @@ __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_
 # while after LegalizeOps it cannot fold ``call_tir`` (TVM builds the PrimFunc there), so bound
 # weights would otherwise be transposed on every call. FoldTransposeIntoConsumer does the same
 # for weights passed as arguments: the matmul reads W untransposed (the NT-GEMM schedules).
-_ZERO = ("FoldConstant", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
+# SinkUnitSqueeze (minitvm's): a Conv1d's squeeze (it runs as a conv2d) below its elementwise
+# epilogue, which then fuses into the conv.
+_ZERO = ("FoldConstant", "SinkUnitSqueeze", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
          "FuseTIR")
 # RemoveStopFusion: the fusion barriers FuseOps consumes, where a pipeline has no FuseOps
 _LOWERING = ("RemoveStopFusion", "FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
@@ -34,8 +36,8 @@ def _passes(names) -> list:
 
 
 def zero_pipeline(**kwargs) -> _transform.Pass:
-    """FoldConstant, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR (those
-    present)."""
+    """FoldConstant, SinkUnitSqueeze, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
+    FuseTIR (those present)."""
     return _transform.Sequential(_passes(_ZERO), opt_level=0, name="relax.zero_pipeline")
 
 

@@ -94,6 +94,24 @@ def test_exp_special_values():
     assert out[7] == 0 and out[8] == 0 and out[9] == inf and np.isnan(out[10])
 
 
+
+@pytest.mark.parametrize("lanes", [4, 8, 16, 48])
+def test_exp_underflow_edge_in_mixed_vectors(lanes):
+    # lanes below the edge (exp rounds to 0) are zeroed, not computed; next to them the last
+    # denormals and normal lanes keep their values, in vector chunks of each width (the
+    # zeroing mask of 4, 8 and 16 lanes, 48 as three 16-lane pieces) and the scalar tail
+    x = np.float32([-103.97, -103.973, -110.0, 1.5, -3e38, -103.9, -np.inf, -0.5, -87.0, -300.0,
+                    -1e30, 2.0, -103.972, np.nan] * 8)[:lanes + 3]
+    out = np.empty_like(x)
+    _kernel("exp", len(x), lanes)["main"](x, out)
+    assert np.isnan(out[np.isnan(x)]).all()
+    out, x = out[~np.isnan(x)], x[~np.isnan(x)]
+    want = np.exp(x.astype("float64"))
+    zero = x < np.float32(-103.97208404541016)
+    assert (out[zero] == 0).all() and (out[~zero] > 0).all()
+    np.testing.assert_allclose(out[~zero], want[~zero], rtol=1e-6, atol=2e-45)
+
+
 def test_log_special_values():
     inf, nan = np.inf, np.nan
     x = [1.0, 0.0, -0.0, -1.0, inf, nan, 1e-40, 3e38]

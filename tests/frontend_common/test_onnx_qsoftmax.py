@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
 from minitvm.contrib import graph_executor  # noqa: E402
-from minitvm.frontend_common.onnx_qsoftmax import qsoftmax_plan, reference  # noqa: E402
+from minitvm.frontend_common.onnx_qsoftmax import nan_rows, qsoftmax_plan, reference  # noqa: E402
 from minitvm.relax.frontend.onnx import from_onnx as relax_from_onnx  # noqa: E402
 
 SHAPE = (2, 3, 40)
@@ -148,3 +148,79 @@ def test_plan_refuses_what_ort_kernel_does_not_cover():
     assert wide.wraps
     q = np.array([[-128, -128, -128, 127]], "int8")
     assert reference(q, wide)[0, 3] == np.int8(np.int64(254) - 256)
+
+
+def _masked_softmax(mask, quantized):
+    """x + mask -> Softmax over the last axis. ``quantized``: as onnxruntime's quantizer
+    writes it for a -inf mask (its calibrated range is infinite, so the scale is inf): x
+    through Q/DQ, the mask an int8 zeros initializer DequantizeLinear'd with scale inf (NaN
+    everywhere), the sum through Q/DQ of scale inf, the softmax through Q/DQ to int8."""
+    n = helper.make_node
+    if not quantized:
+        m = _model([n("Add", ["x", "mask"], ["s"]), n("Softmax", ["s"], ["y"], axis=-1)],
+                   {"mask": mask}, P.FLOAT, "y", P.FLOAT)
+        return m
+    nodes = [n("QuantizeLinear", ["x", "xs", "z"], ["q"]),
+             n("DequantizeLinear", ["q", "xs", "z"], ["d"]),
+             n("DequantizeLinear", ["mq", "inf", "z"], ["md"]),
+             n("Add", ["d", "md"], ["s"]),
+             n("QuantizeLinear", ["s", "inf", "z"], ["sq"]),
+             n("DequantizeLinear", ["sq", "inf", "z"], ["sd"]),
+             n("Softmax", ["sd"], ["p"], axis=-1),
+             n("QuantizeLinear", ["p", "ys", "yz"], ["pq"]),
+             n("DequantizeLinear", ["pq", "ys", "yz"], ["y"])]
+    inits = {"xs": np.float32(0.043), "z": np.array(0, "int8"), "inf": np.float32(np.inf),
+             "mq": np.zeros(mask.shape, "int8"), "ys": np.float32(1 / 255),
+             "yz": np.array(-128, "int8")}
+    return _model(nodes, inits, P.FLOAT, "y", P.FLOAT)
+
+
+def _causal_mask():
+    """-inf above a band of the diagonal; the last row masked whole (its softmax is NaN)."""
+    rows, cols = SHAPE[-2:]
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    mask = np.where(j > 3 * i + 2, -np.inf, 0.0).astype("float32")
+    mask[-1] = -np.inf
+    return mask
+
+
+def test_minus_inf_masked_softmax_equals_ort():
+    # the masked lanes are exp(-inf): native exp zeroes them without a denormal (a microcode
+    # assist per lane on Intel; benchmarks/sweep_quantized_options.py's gpt model)
+    m, x = _masked_softmax(_causal_mask(), quantized=False), _input()
+    want = _ort(m, x)
+    assert np.isnan(want[:, -1]).all() and np.isfinite(want[:, :-1]).all()
+    for run in (_relay, _relax):
+        np.testing.assert_allclose(run(m, x)[0], want, rtol=2e-6, atol=1e-7)
+
+
+def test_mask_quantized_with_infinite_scale_equals_ort():
+    # NaN + x is NaN, which quantizes to -128; dequantized with scale inf that is -inf, so
+    # every row is all -inf, its softmax NaN, quantized -128: the zero point (ORT agrees)
+    m, x = _masked_softmax(_causal_mask(), quantized=True), _input()
+    want = _ort(m, x)
+    assert (want == 0).all()
+    for run in (_relay, _relax):
+        np.testing.assert_array_equal(run(m, x)[0], want)
+
+
+@pytest.mark.parametrize("dtype,xz,yz", [("uint8", 0, 7), ("int8", 5, -128)])
+def test_qlinear_softmax_of_infinite_scale_is_ort_zero(dtype, xz, yz):
+    # x_scale +inf (a QOperator model's -inf mask): ORT's exponentials are NaN at each row's
+    # maximum, so every result is NaN, which its cast makes 0 whatever the zero point
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                          domain="com.microsoft", axis=-1, opset=13)], "g",
+        [helper.make_tensor_value_info("x", P.UINT8 if dtype == "uint8" else P.INT8, SHAPE)],
+        [helper.make_tensor_value_info("y", P.UINT8 if dtype == "uint8" else P.INT8, SHAPE)],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in {
+            "xs": np.float32(np.inf), "xz": np.array(xz, dtype), "ys": np.float32(1 / 256),
+            "yz": np.array(yz, dtype)}.items()]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    x = _input(dtype)
+    want = _ort(m, x)
+    assert (want == 0).all() and nan_rows(np.float32(np.inf)) and not nan_rows(np.float32(3))
+    for run in (_relay, _relax):
+        got, text = run(m, x)
+        np.testing.assert_array_equal(got, want)
+        assert "softmax" not in text and "take" not in text

@@ -49,7 +49,7 @@ LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFun
 #: Relax passes whose TVM name Relay's pass of the same name already holds in the registry:
 #: registered as ``relax.transform.<Name>`` (their ``info.name`` stays TVM's bare name).
 SHARED_NAMES = frozenset({"DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant",
-                          "LambdaLift", "ToMixedPrecision"})
+                          "LambdaLift", "SinkUnitSqueeze", "ToMixedPrecision"})
 
 
 def registry_key(name: str) -> str:

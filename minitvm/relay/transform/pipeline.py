@@ -47,6 +47,9 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
         p("CanonicalizeCast"),
         p("CanonicalizeOps"),
         p("FlattenAtrousConv"),
+        # SinkUnitSqueeze (opt_level 3) is minitvm's: a Conv1d's squeeze (it runs as a conv2d)
+        # below its elementwise epilogue, which then fuses into the conv
+        p("SinkUnitSqueeze"),
     ]
     if homogeneous:
         if not is_vm:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ....frontend_common.onnx_qsoftmax import (
     QSoftmaxPlan,
+    nan_rows,
     noted_softmax_plan,
     qsoftmax_plan,
     softmax_axis,
@@ -55,6 +56,8 @@ def qlinear_softmax(ctx: Context, x, x_scale, y_scale, y_zp, attrs: dict):
     a known scalar or it normalizes over several axes (the float form then)."""
     axis = softmax_axis(ctx.shape(x), attrs, int(attrs.get("opset", 13)))
     out_dtype = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    if nan_rows(_known_scalar(ctx, x_scale)):  # (ORT's results are all NaN, cast to 0)
+        return ctx.emit(_op.zeros_like(ctx.expr(x), out_dtype))
     zv = None if y_zp is None else _known_scalar(ctx, y_zp)
     if axis is None or (y_zp is not None and zv is None):
         return None

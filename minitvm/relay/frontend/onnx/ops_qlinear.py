@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_qsoftmax import qsoftmax_plan, softmax_axis
+from ....frontend_common.onnx_qsoftmax import nan_rows, qsoftmax_plan, softmax_axis
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
 from .ops_extra import add_to_product, as_row_conv, int_conv, int_matmul
@@ -134,6 +134,8 @@ def _qlinear_softmax(ctx, ins, attrs):
         raise ctx.fail(error)
     axis = softmax_axis(ctx.shape(x), fl, int(attrs.get("opset", 13)))
     out_dtype = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    if nan_rows(ctx.maybe_value(x_s)):  # (ORT's results are all NaN, cast to 0)
+        return _op.cast(_op.zeros_like(x), out_dtype)
     zv = None if y_zp is None else ctx.maybe_value(y_zp)
     plan = None if axis is None or (y_zp is not None and zv is None) else qsoftmax_plan(
         ctx.dtype(x), ctx.maybe_value(x_s), out_dtype, ctx.maybe_value(y_s), zv,
