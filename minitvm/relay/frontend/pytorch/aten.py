@@ -1167,6 +1167,20 @@ def _prelu(ctx, args):
 
 @register("std", "var")
 def _std_var(ctx, args):
+    return _spread_and_mean(ctx, args, ctx.op_name == "std")[0]
+
+
+@register("std_mean", "var_mean")
+def _std_var_mean(ctx, args):
+    """``torch.var_mean`` / ``std_mean`` (the spread as ``var`` / ``std`` take it, then the
+    mean over the same axes): one centring shared by both results."""
+    return _spread_and_mean(ctx, args, ctx.op_name == "std_mean")
+
+
+def _spread_and_mean(ctx, args, std: bool):
+    """(standard deviation if ``std`` else variance, mean) over the axes of a std / var /
+    std_mean / var_mean call, in any of their schemas: (x, unbiased), (x, dim, unbiased,
+    keepdim), (x, dim, correction, keepdim)."""
     x = args[0]
     nd = len(ctx.shape(x))
     if len(args) == 2 and isinstance(args[1], bool):  # std(x, unbiased)
@@ -1178,10 +1192,11 @@ def _std_var(ctx, args):
         correction = 1 if corr is None else (int(corr) if isinstance(corr, bool) else corr)
     dims = _dims(dim, nd) or list(range(nd))
     n = int(np.prod([ctx.shape(x)[d] for d in dims]))
-    cen = _op.subtract(x, _op.mean(x, dims, keepdims=True))
+    mean = _op.mean(x, dims, keepdims=True)
+    cen = _op.subtract(x, mean)
     out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keepdims=keep),
                      _scalar_like(ctx, max(n - correction, 0), x))
-    return _op.sqrt(out) if ctx.op_name == "std" else out
+    return (_op.sqrt(out) if std else out), (mean if keep else _op.squeeze(mean, dims))
 
 
 def _vector_norm(ctx, x, p, dim, keep):
