@@ -1109,18 +1109,35 @@ def _static_count(ctx: AtenContext, x, dims) -> int:
 @register("var.correction", "std.correction", "var.dim", "std.dim")
 def _var(ctx: AtenContext, args):
     """Variance / std with any Bessel correction: sum((x - mean)^2) / (N - correction)."""
+    return _spread_and_mean(ctx, args)[0]
+
+
+@register("var_mean.correction", "std_mean.correction", "var_mean.dim", "std_mean.dim")
+def _var_mean(ctx: AtenContext, args):
+    """``torch.var_mean`` / ``std_mean``: the spread as ``_var`` takes it and the mean it was
+    centred by, over the same dims (keepdim or squeezed alike)."""
+    return _spread_and_mean(ctx, args)
+
+
+def _spread_and_mean(ctx: AtenContext, args):
+    """(std or variance, as the target's name says; the mean) of a var / std / var_mean /
+    std_mean call: (x, dim, unbiased, keepdim) for the ``.dim`` overloads, (x, dim, *,
+    correction, keepdim) for ``.correction``."""
     x, dims = args[0], args[1] if len(args) > 1 else None
     n = ctx.ndim(x)
     dims = [int(d) % n for d in dims] if dims else list(range(n))
-    if ctx.node.target.__name__.endswith("dim"):  # (x, dim, unbiased, keepdim)
+    name = ctx.node.target.__name__
+    if name.endswith("dim"):  # (x, dim, unbiased, keepdim)
         correction = 1 if len(args) < 3 or args[2] is None else int(bool(args[2]))
     else:  # (x, dim, *, correction, keepdim)
         correction = 1 if len(args) < 3 or args[2] is None else args[2]
     keep = bool(args[3]) if len(args) > 3 and args[3] is not None else False
     count = max(_static_count(ctx, x, dims) - correction, 0)
-    cen = ctx.emit(_op.subtract(x, _op.mean(x, dims, True)))
+    mean = ctx.emit(_op.mean(x, dims, True))
+    cen = ctx.emit(_op.subtract(x, mean))
     out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keep), ctx.tensor(float(count), x))
-    return ctx.emit(_op.sqrt(out) if "std" in ctx.node.target.__name__ else out)
+    spread = ctx.emit(_op.sqrt(out) if name.startswith("std") else out)
+    return spread, (mean if keep else ctx.emit(_op.squeeze(mean, dims)))
 
 
 @register("linalg_vector_norm.default")
