@@ -8,8 +8,9 @@ aggregation over an edge list by ``index_add``, a learnable ``1 + eps``, per-gra
 by ``scatter_add`` with a jumping-knowledge concat), a YOLOX decoupled head (separate class and
 box-objectness branches, grid decoding with ``exp`` strides), FNet (token mixing by the real
 part of a 2-D ``fft``), a Mixture-of-Depths block (a router picking the top-k tokens, the block
-run on those only, written back by ``scatter``), ECAPA-TDNN (SE-Res2Net 1-D blocks with
-dilations, multi-layer aggregation, attentive statistics pooling with a clamped ``sqrt``),
+run on those only, written back by ``scatter``), ECAPA-TDNN (a log-mel front end from the
+waveform by ``torch.stft`` with a ``hann_window``, SE-Res2Net 1-D blocks with dilations,
+multi-layer aggregation, attentive statistics pooling by ``torch.var_mean``),
 SASRec (a causal self-attentive recommender with a padding mask, the last real position picked
 by ``gather`` and scored against the item table, the ``topk`` kept by ``scatter``), neighborhood attention (each pixel
 attends to its k x k neighbours, keys and values by ``F.unfold``, a relative bias), a Point
@@ -384,14 +385,31 @@ def sixteenth_models():
             h = self.post(torch.cat(outs, 1))
             return x + h * self.se(h.mean(-1, keepdim=True))
 
-    class ECAPATDNN(nn.Module):
-        """Frames of filterbanks -> a TDNN, three SE-Res2 blocks (dilations 2, 3, 4), their
-        outputs concatenated, attentive statistics pooling (weighted mean and std with the
-        global context appended), an embedding."""
+    def mel_filterbank(n_fft, mels, rate, lo=20.0, hi=None):
+        """[n_fft // 2 + 1, mels] HTK-mel triangles (as torchaudio's ``melscale_fbanks``)."""
+        hi = rate / 2 if hi is None else hi
+        freqs = torch.linspace(0, rate / 2, n_fft // 2 + 1)
 
-        def __init__(self, mels=40, c=128, scale=4, attn=64, emb=96, dilations=(2, 3, 4)):
+        def mel(f):
+            return 2595.0 * math.log10(1.0 + f / 700.0)
+        pts = torch.linspace(mel(lo), mel(hi), mels + 2)
+        hz = 700.0 * (10 ** (pts / 2595.0) - 1.0)
+        up = (freqs[:, None] - hz[None, :-2]) / (hz[1:-1] - hz[:-2])
+        down = (hz[None, 2:] - freqs[:, None]) / (hz[2:] - hz[1:-1])
+        return torch.clamp(torch.minimum(up, down), min=0.0)
+
+    class ECAPATDNN(nn.Module):
+        """A waveform -> ``torch.stft`` power spectrum (a Hann window built in ``forward``) ->
+        log-mel with the mean over time removed -> a TDNN, SE-Res2 blocks (dilations 2, 3, 4),
+        their outputs concatenated, attentive statistics pooling (weighted mean and std, the
+        global context from ``torch.var_mean``), a normalized embedding."""
+
+        def __init__(self, mels=40, c=128, scale=4, attn=64, emb=96, dilations=(2, 3, 4),
+                     n_fft=400, hop=160, rate=16000):
             super().__init__()
             n = len(dilations)
+            self.n_fft, self.hop = n_fft, hop
+            self.register_buffer("fbank", mel_filterbank(n_fft, mels, rate))
             self.tdnn = nn.Sequential(nn.Conv1d(mels, c, 5, padding=2), nn.ReLU(),
                                       nn.BatchNorm1d(c))
             self.blocks = nn.ModuleList(SERes2Block(c, scale, d) for d in dilations)
@@ -401,7 +419,14 @@ def sixteenth_models():
             self.bn = nn.BatchNorm1d(2 * n * c)
             self.emb = nn.Linear(2 * n * c, emb)
 
-        def forward(self, feats):
+        def forward(self, wave):
+            # (real, imaginary) pairs rather than a complex tensor: torch's ONNX exporter
+            # takes only this form (older torchaudio-style front ends write it so too)
+            spec = torch.stft(wave, self.n_fft, self.hop, window=torch.hann_window(self.n_fft),
+                              return_complex=False)
+            power = spec.pow(2).sum(-1)                                       # (b, bins, t)
+            logmel = torch.log(torch.matmul(power.transpose(1, 2), self.fbank) + 1e-6)
+            feats = logmel - logmel.mean(1, keepdim=True)                     # (b, t, mels)
             x = self.tdnn(feats.transpose(1, 2))
             outs = []
             for blk in self.blocks:
@@ -409,9 +434,10 @@ def sixteenth_models():
                 outs.append(x)
             h = self.mfa(torch.cat(outs, 1))
             t = h.shape[-1]
-            mean = h.mean(-1, keepdim=True).expand(-1, -1, t)
-            std = h.var(-1, keepdim=True, unbiased=False).clamp(min=1e-4).sqrt().expand(-1, -1, t)
-            w = self.attn(torch.cat([h, mean, std], 1)).softmax(-1)
+            var, mean = torch.var_mean(h, -1, keepdim=True, correction=0)
+            std = var.clamp(min=1e-4).sqrt()
+            w = self.attn(torch.cat([h, mean.expand(-1, -1, t), std.expand(-1, -1, t)],
+                                    1)).softmax(-1)
             mu = (w * h).sum(-1)
             sg = ((w * h * h).sum(-1) - mu * mu).clamp(min=1e-4).sqrt()
             e = self.emb(self.bn(torch.cat([mu, sg], 1)))
@@ -605,7 +631,7 @@ def sixteenth_models():
 
     def ecapa_inputs():
         g = torch.Generator().manual_seed(94)
-        return {"feats": torch.randn(2, 200, 40, generator=g)}
+        return {"wave": 0.1 * torch.randn(2, 32000, generator=g)}                   # 2 s
 
     return {
         "swinv2_cpb": (SwinV2Mini, (1, 3, 64, 64)),
