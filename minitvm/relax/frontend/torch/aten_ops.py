@@ -10,6 +10,7 @@ from ....frontend_common import torch_math
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_take_along import take_along_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Constant, Expr, TupleGetItem, const
@@ -919,6 +920,34 @@ def _grid_sampler(ctx: AtenContext, args):
 def _gather(ctx: AtenContext, args):
     x, dim, index = args[0], args[1], args[2]
     return ctx.emit(_op.gather_elements(x, index, int(dim) % ctx.ndim(x)))
+
+
+@register("take_along_dim.default")
+def _take_along_dim(ctx: AtenContext, args):
+    """``torch.take_along_dim``: a gather after broadcasting the input and the indices off
+    ``dim`` (``frontend_common.torch_take_along``); without ``dim``, a take from the
+    flattened input. Negative indices count from the end."""
+    x, idx = args[0], args[1]
+    dim = args[2] if len(args) > 2 else None
+    if dim is None:
+        size = int(np.prod([int(d) for d in ctx.shape(x)]))
+        flat = ctx.emit(_op.reshape(x, (-1,)))
+        return ctx.emit(_op.take(flat, _wrap_negative(ctx, ctx.emit(_op.reshape(idx, (-1,))),
+                                                      size), 0))
+    plan = take_along_plan(ctx.shape(x), ctx.shape(idx), int(dim), ctx.fail)
+    size = int(ctx.shape(x)[plan.axis])
+    if plan.input_to is not None:
+        x = ctx.emit(_op.broadcast_to(x, plan.input_to))
+    if plan.index_to is not None:
+        idx = ctx.emit(_op.broadcast_to(idx, plan.index_to))
+    return ctx.emit(_op.gather_elements(x, _wrap_negative(ctx, idx, size), plan.axis))
+
+
+def _wrap_negative(ctx: AtenContext, idx, size: int):
+    """Indices below zero moved up by ``size`` (torch's count from the end)."""
+    dt = ctx.dtype(idx)
+    zero, n = ctx.emit(const(np.array(0, dt), dt)), ctx.emit(const(np.array(size, dt), dt))
+    return ctx.emit(_op.where(_op.less(idx, zero), _op.add(idx, n), idx))
 
 
 @register("topk.default")

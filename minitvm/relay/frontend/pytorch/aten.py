@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_take_along import take_along_plan
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -925,6 +926,31 @@ def _instance_norm(ctx, args):
 def _gather(ctx, args):
     x, dim, idx = args[:3]
     return _op.gather(x, _norm_dim(dim, len(ctx.shape(x))), idx)
+
+
+@register("take_along_dim")
+def _take_along_dim(ctx, args):
+    """``torch.take_along_dim(x, idx, dim)``: a gather after broadcasting ``x`` and ``idx``
+    against each other off ``dim`` (``frontend_common.torch_take_along``); without ``dim``, a
+    take from the flattened ``x``. Negative indices count from the end."""
+    x, idx = args[0], args[1]
+    dim = args[2] if len(args) > 2 else None
+    if dim is None:
+        size = int(np.prod(ctx.shape(x)))
+        return _op.take(_op.reshape(x, (-1,)),
+                        _wrap_negative(ctx, _op.reshape(idx, (-1,)), size), axis=0)
+    plan = take_along_plan(ctx.shape(x), ctx.shape(idx), int(dim), ctx.fail)
+    size = int(ctx.shape(x)[plan.axis])
+    x = x if plan.input_to is None else _op.broadcast_to(x, plan.input_to)
+    idx = idx if plan.index_to is None else _op.broadcast_to(idx, plan.index_to)
+    return _op.gather(x, plan.axis, _wrap_negative(ctx, idx, size))
+
+
+def _wrap_negative(ctx, idx, size: int):
+    """Indices below zero moved up by ``size`` (torch's count from the end)."""
+    dt = ctx.dtype(idx)
+    return _op.where(_op.less(idx, _expr.const(np.array(0, dt), dt)),
+                     _op.add(idx, _expr.const(np.array(size, dt), dt)), idx)
 
 
 @register("topk")

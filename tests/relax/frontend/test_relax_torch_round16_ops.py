@@ -1,0 +1,32 @@
+"""relax.frontend.torch.from_exported_program on the ops the sixteenth round of new-user
+models found missing: ``take_along_dim`` (a Mixture-of-Depths router's row pick, indices
+broadcast against the input as torch does); built and run on the Relax VM against PyTorch
+eager."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from .exported_program_run import run_exported as _run  # noqa: E402
+
+
+def _rand(*shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
+def _ints(high, *shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).integers(0, high, shape))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, i: torch.take_along_dim(x, i, 2),
+    lambda x, i: torch.take_along_dim(x, i[:, :1, :3], -1),
+    lambda x, i: torch.take_along_dim(x[:, :1], i, 2),
+    lambda x, i: torch.take_along_dim(x, i[..., :1] * 2 - 3, 1),
+    lambda x, i: torch.take_along_dim(x, i[0] * 5 + 7),
+], ids=["same-shape", "broadcast-indices", "broadcast-input", "negative", "flattened"])
+def test_take_along_dim(fn):
+    _run(fn, _rand(2, 6, 8), _ints(4, 2, 6, 8))

@@ -1,0 +1,48 @@
+"""The Relay PyTorch importers (TorchScript and torch.export) on the ops the sixteenth round
+of new-user models found missing: ``take_along_dim`` (a Mixture-of-Depths router picking its
+top-k rows, the indices broadcast against the input as torch does); checked against eager
+with every kernel native, plus the errors for shapes torch itself refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from frontend_models import Fn  # noqa: E402
+from frontend_models import check_both_importers as _check  # noqa: E402
+from frontend_models import seeded_ints as _ints  # noqa: E402
+from frontend_models import seeded_randn as _randn  # noqa: E402
+
+from minitvm.frontend_common.torch_take_along import take_along_plan  # noqa: E402
+from minitvm.relay.frontend.common import ImportError_  # noqa: E402
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, i: torch.take_along_dim(x, i, 2),
+    lambda x, i: torch.take_along_dim(x, i[:, :1, :3], -1),
+    lambda x, i: torch.take_along_dim(x[:, :1], i, 2),
+    lambda x, i: torch.take_along_dim(x, i[..., :1] * 2 - 3, 1),
+    lambda x, i: torch.take_along_dim(x, i[0] * 5 + 7),
+], ids=["same-shape", "broadcast-indices", "broadcast-input", "negative", "flattened"])
+def test_take_along_dim(fn):
+    _check(Fn(fn), _randn(2, 6, 8), _ints(4, 2, 6, 8))
+
+
+def test_take_along_dim_router_rows():
+    """Rows of a (batch, tokens, d) tensor at a top-k's sorted indices (``top_i[..., None]``:
+    the index broadcast over the features)."""
+    def fn(x, w):
+        top = w.topk(3, -1)[1].sort(-1)[0]
+        return torch.take_along_dim(x, top[..., None], 1)
+
+    mod = _check(Fn(fn), _randn(2, 7, 5), _randn(2, 7, seed=1))
+    assert "broadcast_to(" in mod.astext()
+
+
+def test_take_along_dim_shapes_torch_refuses_are_refused():
+    """(torch refuses these while tracing, so the plan both importers share is checked.)"""
+    with pytest.raises(ImportError_, match="must have the same rank"):
+        take_along_plan((2, 3), (2, 3, 1), 1, ImportError_)
+    with pytest.raises(ImportError_, match="do not broadcast off dim 1"):
+        take_along_plan((2, 3, 4), (3, 2, 4), 1, ImportError_)
