@@ -1,6 +1,7 @@
 """relax.frontend.torch.from_exported_program on the ops the sixteenth round of new-user
 models found missing: ``take_along_dim`` (a Mixture-of-Depths router's row pick, indices
-broadcast against the input as torch does); built and run on the Relax VM against PyTorch
+broadcast against the input as torch does) and ``rot90`` (test-time augmentation over
+rotated inputs); built and run on the Relax VM against PyTorch
 eager."""
 
 from __future__ import annotations
@@ -30,3 +31,9 @@ def _ints(high, *shape, seed=0):
 ], ids=["same-shape", "broadcast-indices", "broadcast-input", "negative", "flattened"])
 def test_take_along_dim(fn):
     _run(fn, _rand(2, 6, 8), _ints(4, 2, 6, 8))
+
+
+@pytest.mark.parametrize("k,dims", [(1, (0, 1)), (2, (1, 2)), (3, (2, 1)), (-1, (-2, -1)),
+                                    (4, (0, 2))])
+def test_rot90(k, dims):
+    _run(lambda x: torch.rot90(x, k, dims), _rand(2, 3, 4))

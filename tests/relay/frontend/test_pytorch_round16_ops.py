@@ -1,6 +1,7 @@
 """The Relay PyTorch importers (TorchScript and torch.export) on the ops the sixteenth round
 of new-user models found missing: ``take_along_dim`` (a Mixture-of-Depths router picking its
-top-k rows, the indices broadcast against the input as torch does); checked against eager
+top-k rows, the indices broadcast against the input as torch does) and ``rot90`` (a U-Net++
+averaged over rotated inputs, test-time augmentation); checked against eager
 with every kernel native, plus the errors for shapes torch itself refuses."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from frontend_models import check_both_importers as _check  # noqa: E402
 from frontend_models import seeded_ints as _ints  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 
+from minitvm.frontend_common.torch_rot90 import rot90_plan  # noqa: E402
 from minitvm.frontend_common.torch_take_along import take_along_plan  # noqa: E402
 from minitvm.relay.frontend.common import ImportError_  # noqa: E402
 
@@ -46,3 +48,34 @@ def test_take_along_dim_shapes_torch_refuses_are_refused():
         take_along_plan((2, 3), (2, 3, 1), 1, ImportError_)
     with pytest.raises(ImportError_, match="do not broadcast off dim 1"):
         take_along_plan((2, 3, 4), (3, 2, 4), 1, ImportError_)
+
+
+@pytest.mark.parametrize("k,dims", [(1, (0, 1)), (2, (1, 2)), (3, (2, 1)), (-1, (-2, -1)),
+                                    (4, (0, 2)), (5, (1, -1))])
+def test_rot90(k, dims):
+    _check(Fn(lambda x: torch.rot90(x, k, dims)), _randn(2, 3, 4))
+
+
+def test_rot90_test_time_augmentation_round_trip():
+    """A map averaged over the four rotations of its input, each rotated back."""
+    class Averaged(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(2)
+            self.conv = torch.nn.Conv2d(2, 3, 3, padding=1)
+
+        def forward(self, x):
+            outs = [torch.rot90(self.conv(torch.rot90(x, k, (2, 3))), -k, (2, 3))
+                    for k in range(4)]
+            return torch.stack(outs).mean(0)
+
+    mod = _check(Averaged(), _randn(1, 2, 5, 5), rtol=1e-5, atol=1e-5)
+    assert "reverse(" in mod.astext()
+
+
+def test_rot90_dims_torch_refuses_are_refused():
+    """(torch refuses these while tracing, so the plan both importers share is checked.)"""
+    with pytest.raises(ImportError_, match="name the same axis twice"):
+        rot90_plan(3, 1, (1, -2), ImportError_)
+    with pytest.raises(ImportError_, match="dims must name two axes"):
+        rot90_plan(3, 1, (0,), ImportError_)

@@ -10,6 +10,7 @@ from ....frontend_common import torch_math
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_rot90 import rot90_plan
 from ....frontend_common.torch_take_along import take_along_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
@@ -1062,6 +1063,18 @@ def _flip(ctx: AtenContext, args):
     for d in args[1]:
         x = ctx.emit(_op.flip(x, int(d) % ctx.ndim(x)))
     return x
+
+
+@register("rot90.default")
+def _rot90(ctx: AtenContext, args):
+    """``torch.rot90``: flips and an axis swap (``frontend_common.torch_rot90``)."""
+    x = args[0]
+    k = int(args[1]) if len(args) > 1 and args[1] is not None else 1
+    dims = args[2] if len(args) > 2 and args[2] is not None else [0, 1]
+    plan = rot90_plan(ctx.ndim(x), k, dims, ctx.fail)
+    for axis in plan.flips:
+        x = ctx.emit(_op.flip(x, axis))
+    return x if plan.perm is None else ctx.emit(_op.permute_dims(x, plan.perm))
 
 
 # ------------------------------------------------------------------ more models' ops

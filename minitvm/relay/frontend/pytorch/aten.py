@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_rot90 import rot90_plan
 from ....frontend_common.torch_take_along import take_along_plan
 from ... import expr as _expr
 from ... import op as _op
@@ -851,6 +852,19 @@ def _flip(ctx, args):
     for d in args[1]:
         x = _op.reverse(x, _norm_dim(d, nd))
     return x
+
+
+@register("rot90")
+def _rot90(ctx, args):
+    """``torch.rot90(x, k=1, dims=[0, 1])``: flips and an axis swap
+    (``frontend_common.torch_rot90``)."""
+    x = args[0]
+    k = int(args[1]) if len(args) > 1 and args[1] is not None else 1
+    dims = args[2] if len(args) > 2 and args[2] is not None else [0, 1]
+    plan = rot90_plan(len(ctx.shape(x)), k, dims, ctx.fail)
+    for axis in plan.flips:
+        x = _op.reverse(x, axis)
+    return x if plan.perm is None else _op.transpose(x, plan.perm)
 
 
 @register("cumsum", "cumprod")
