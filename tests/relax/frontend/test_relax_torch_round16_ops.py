@@ -1,7 +1,7 @@
 """relax.frontend.torch.from_exported_program on the ops the sixteenth round of new-user
 models found missing: ``take_along_dim`` (a Mixture-of-Depths router's row pick, indices
 broadcast against the input as torch does) and ``rot90`` (test-time augmentation over
-rotated inputs); built and run on the Relax VM against PyTorch
+rotated inputs) and ``count_nonzero`` (SASRec's sequence lengths); built and run on the Relax VM against PyTorch
 eager."""
 
 from __future__ import annotations
@@ -37,3 +37,13 @@ def test_take_along_dim(fn):
                                     (4, (0, 2))])
 def test_rot90(k, dims):
     _run(lambda x: torch.rot90(x, k, dims), _rand(2, 3, 4))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.count_nonzero(x),
+    lambda x: torch.count_nonzero(x, 1),
+    lambda x: torch.count_nonzero(x, (0, 2)),
+    lambda x: torch.count_nonzero(x > 0, -1),
+], ids=["all", "dim", "dims", "bool"])
+def test_count_nonzero(fn):
+    _run(fn, torch.relu(_rand(3, 4, 5)))

@@ -1,7 +1,8 @@
 """The Relay PyTorch importers (TorchScript and torch.export) on the ops the sixteenth round
 of new-user models found missing: ``take_along_dim`` (a Mixture-of-Depths router picking its
 top-k rows, the indices broadcast against the input as torch does) and ``rot90`` (a U-Net++
-averaged over rotated inputs, test-time augmentation); checked against eager
+averaged over rotated inputs, test-time augmentation) and ``count_nonzero`` (SASRec's last
+real position in right-padded sequences); checked against eager
 with every kernel native, plus the errors for shapes torch itself refuses."""
 
 from __future__ import annotations
@@ -79,3 +80,26 @@ def test_rot90_dims_torch_refuses_are_refused():
         rot90_plan(3, 1, (1, -2), ImportError_)
     with pytest.raises(ImportError_, match="dims must name two axes"):
         rot90_plan(3, 1, (0,), ImportError_)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.count_nonzero(x),
+    lambda x: torch.count_nonzero(x, 1),
+    lambda x: torch.count_nonzero(x, (0, 2)),
+    lambda x: torch.count_nonzero(x > 0, -1),
+], ids=["all", "dim", "dims", "bool"])
+def test_count_nonzero(fn):
+    x = torch.relu(_randn(3, 4, 5))
+    _check(Fn(fn), x)
+
+
+def test_count_nonzero_picks_last_item_of_right_padded_sequences():
+    """SASRec with right padding: the last real position is ``count_nonzero(seq, 1) - 1``."""
+    def fn(seq, h):
+        last = (torch.count_nonzero(seq, 1) - 1).clamp(min=0)
+        return h.gather(1, last[:, None, None].expand(-1, 1, h.shape[-1])).squeeze(1)
+
+    seq = _ints(9, 3, 6) + 1
+    seq[0, 4:] = 0
+    seq[1, 1:] = 0
+    _check(Fn(fn), seq, _randn(3, 6, 4))

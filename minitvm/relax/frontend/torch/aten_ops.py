@@ -1077,6 +1077,19 @@ def _rot90(ctx: AtenContext, args):
     return x if plan.perm is None else ctx.emit(_op.permute_dims(x, plan.perm))
 
 
+@register("count_nonzero.default", "count_nonzero.dim_IntList")
+def _count_nonzero(ctx: AtenContext, args):
+    """``torch.count_nonzero``: the int64 count of non-zero entries over ``dim`` (an int, a
+    list, or every axis)."""
+    x, n = args[0], ctx.ndim(args[0])
+    dim = args[1] if len(args) > 1 else None
+    dims = list(range(n)) if dim is None or dim == [] else [
+        int(d) % n for d in (dim if isinstance(dim, list | tuple) else [dim])]
+    dt = ctx.dtype(x)
+    nonzero = ctx.emit(_op.not_equal(x, ctx.emit(const(np.array(0, dt), dt))))
+    return ctx.emit(_op.sum(ctx.emit(_op.astype(nonzero, "int64")), dims))
+
+
 # ------------------------------------------------------------------ more models' ops
 register("remainder.Tensor", "remainder.Scalar")(_binary(_op.floor_mod, lambda a, b: a % b))
 register("fmod.Tensor", "fmod.Scalar")(_binary(_op.mod, lambda a, b: float(np.fmod(a, b))))

@@ -867,6 +867,18 @@ def _rot90(ctx, args):
     return x if plan.perm is None else _op.transpose(x, plan.perm)
 
 
+@register("count_nonzero")
+def _count_nonzero(ctx, args):
+    """``torch.count_nonzero(x, dim=None)``: the int64 count of non-zero entries over ``dim``
+    (an int, a list, or every axis)."""
+    x = args[0]
+    nd = len(ctx.shape(x))
+    dims = _dims(args[1] if len(args) > 1 else None, nd) or list(range(nd))
+    dt = ctx.dtype(x)
+    zero = _expr.const(np.array(0, "bool" if dt == "bool" else dt), dt)
+    return _op.sum(_op.cast(_op.not_equal(x, zero), "int64"), dims)
+
+
 @register("cumsum", "cumprod")
 def _cumsum(ctx, args):
     """(input, dim, dtype): Relay's cumsum or cumprod (one pass per row, ``schedule/scan.py``),
