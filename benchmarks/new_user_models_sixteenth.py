@@ -3,16 +3,17 @@ with a clamped learnable logit scale, a continuous position bias MLP over log-sp
 coordinates squashed by ``16 * sigmoid``, shifted windows by ``roll`` with an attention mask,
 residual post-norm), CoAtNet (MBConv stages with squeeze-excitation, then transformer stages
 with a relative-position bias table gathered by index), U-Net++ (nested dense skip nodes, deep
-supervision averaged over four heads, ``align_corners`` bilinear upsampling), GIN (sum
+supervision averaged over four heads, ``align_corners`` bilinear upsampling, test-time
+augmentation over ``rot90`` turns), GIN (sum
 aggregation over an edge list by ``index_add``, a learnable ``1 + eps``, per-graph sum readout
 by ``scatter_add`` with a jumping-knowledge concat), a YOLOX decoupled head (separate class and
 box-objectness branches, grid decoding with ``exp`` strides), FNet (token mixing by the real
-part of a 2-D ``fft``), a Mixture-of-Depths block (a router picking the top-k tokens, the block
-run on those only, written back by ``scatter``), ECAPA-TDNN (a log-mel front end from the
+part of a 2-D ``fft``), a Mixture-of-Depths block (a router picking the top-k tokens by
+``take_along_dim``, the block run on those only, written back by ``scatter_add``), ECAPA-TDNN (a log-mel front end from the
 waveform by ``torch.stft`` with a ``hann_window``, SE-Res2Net 1-D blocks with dilations,
 multi-layer aggregation, attentive statistics pooling by ``torch.var_mean``),
-SASRec (a causal self-attentive recommender with a padding mask, the last real position picked
-by ``gather`` and scored against the item table, the ``topk`` kept by ``scatter``), neighborhood attention (each pixel
+SASRec (a causal self-attentive recommender with right padding, the last real position found
+by ``count_nonzero`` and picked by ``gather`` and scored against the item table, the ``topk`` kept by ``scatter``), neighborhood attention (each pixel
 attends to its k x k neighbours, keys and values by ``F.unfold``, a relative bias), a Point
 Transformer layer (k nearest neighbours by ``cdist`` + ``topk``, vector attention over
 ``q - k + pos``, a softmax over neighbours) and DeepFM (a weighted ``EmbeddingBag`` with
@@ -198,9 +199,9 @@ def sixteenth_models():
         """Nodes X[i][j]: X[i][0] down the encoder, X[i][j] from every X[i][<j] plus the
         upsampled X[i+1][j-1]; four 1x1 heads on X[0][1..4] averaged (deep supervision)."""
 
-        def __init__(self, widths=(8, 16, 32, 64, 128), classes=2):
+        def __init__(self, widths=(8, 16, 32, 64, 128), classes=2, tta_turns=(0, 1)):
             super().__init__()
-            self.depth = len(widths)
+            self.depth, self.turns = len(widths), tta_turns
             self.nodes = nn.ModuleDict()
             for i in range(self.depth):
                 for j in range(self.depth - i):
@@ -211,6 +212,13 @@ def sixteenth_models():
                                        for _ in range(self.depth - 1))
 
         def forward(self, x):
+            """The mask averaged over quarter turns of the input, each turned back
+            (test-time augmentation)."""
+            outs = [torch.rot90(self.segment(torch.rot90(x, k, (2, 3))), -k, (2, 3))
+                    for k in self.turns]
+            return torch.stack(outs).mean(0)
+
+        def segment(self, x):
             grid = {}
             for i in range(self.depth):
                 src = x if i == 0 else F.max_pool2d(grid[i - 1, 0], 2)
@@ -339,11 +347,10 @@ def sixteenth_models():
             w = self.router(x).squeeze(-1)                                   # (b, n)
             top_w, top_i = w.topk(self.cap, -1)
             top_i, order = top_i.sort(-1)                                    # keep causal order
-            top_w = top_w.gather(1, order)
-            idx = top_i[..., None].expand(-1, -1, d)
-            chosen = x.gather(1, idx)
+            top_w = torch.take_along_dim(top_w, order, 1)
+            chosen = torch.take_along_dim(x, top_i[..., None], 1)           # (b, cap, d)
             delta = (self.block(chosen) - chosen) * torch.sigmoid(top_w)[..., None]
-            return x.scatter_add(1, idx, delta)
+            return x.scatter_add(1, top_i[..., None].expand(-1, -1, d), delta)
 
     class MoDLM(nn.Module):
         def __init__(self, vocab=512, d=96, heads=4, layers=4, n=96, capacity=0.25):
@@ -445,8 +452,9 @@ def sixteenth_models():
 
     # -- SASRec --------------------------------------------------------------------------
     class SASRec(nn.Module):
-        """Item ids (0 pads, left) -> causal self-attention blocks with the padding zeroed;
-        the last position's state scored against every item embedding, top-k ids + scores."""
+        """Item ids (0 pads, on the right) -> causal self-attention blocks with the padding
+        zeroed; the state at each sequence's last real item (``count_nonzero - 1``) scored
+        against every item embedding, the top-k scores kept."""
 
         def __init__(self, items=2000, d=64, heads=2, layers=2, n=50, k=10):
             super().__init__()
@@ -465,7 +473,8 @@ def sixteenth_models():
                  + self.pos(torch.arange(seq.shape[1]))) * keep
             for layer in self.layers:
                 x = layer(x, src_mask=self.causal) * keep
-            h = self.norm(x[:, -1])
+            last = (torch.count_nonzero(seq, 1) - 1).clamp(min=0)
+            h = self.norm(x.gather(1, last[:, None, None].expand(-1, 1, x.shape[-1]))[:, 0])
             scores = h @ self.item.weight[1:].t()
             top, ids = scores.topk(self.k, -1)
             return torch.zeros_like(scores).scatter(1, ids, top)           # the top-k kept
@@ -606,7 +615,7 @@ def sixteenth_models():
             g = torch.Generator().manual_seed(seed)
             seq = torch.randint(1, items + 1, (b, n), generator=g)
             lengths = torch.randint(n // 4, n + 1, (b,), generator=g)
-            pad = torch.arange(n)[None] < (n - lengths)[:, None]             # left padding
+            pad = torch.arange(n)[None] >= lengths[:, None]                  # right padding
             return {"seq": seq.masked_fill(pad, 0)}
         return make
 
