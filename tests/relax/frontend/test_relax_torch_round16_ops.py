@@ -1,8 +1,8 @@
 """relax.frontend.torch.from_exported_program on the ops the sixteenth round of new-user
 models found missing: ``take_along_dim`` (a Mixture-of-Depths router's row pick, indices
-broadcast against the input as torch does) and ``rot90`` (test-time augmentation over
-rotated inputs) and ``count_nonzero`` (SASRec's sequence lengths); built and run on the Relax VM against PyTorch
-eager."""
+broadcast against the input as torch does), ``rot90`` (test-time augmentation over rotated
+inputs), ``count_nonzero`` (SASRec's sequence lengths) and ``masked_scatter`` (a VLM's
+image-feature merge, from a probe of ops near the round's); built and run on the Relax VM against PyTorch eager."""
 
 from __future__ import annotations
 
@@ -47,3 +47,12 @@ def test_rot90(k, dims):
 ], ids=["all", "dim", "dims", "bool"])
 def test_count_nonzero(fn):
     _run(fn, torch.relu(_rand(3, 4, 5)))
+
+
+def test_masked_scatter():
+    ids = _ints(5, 2, 7)
+    ids[0, 1:4] = 3
+    n = int((ids == 3).sum())
+    _run(lambda e, i, f: e.masked_scatter((i == 3)[..., None], f), _rand(2, 7, 4), ids,
+         _rand(n + 2, 4, seed=1))
+    _run(lambda x: x.masked_scatter(x > 0, x.flip(0) * 10), _rand(3, 4, 5))

@@ -1,9 +1,10 @@
 """The Relay PyTorch importers (TorchScript and torch.export) on the ops the sixteenth round
 of new-user models found missing: ``take_along_dim`` (a Mixture-of-Depths router picking its
-top-k rows, the indices broadcast against the input as torch does) and ``rot90`` (a U-Net++
-averaged over rotated inputs, test-time augmentation) and ``count_nonzero`` (SASRec's last
-real position in right-padded sequences); checked against eager
-with every kernel native, plus the errors for shapes torch itself refuses."""
+top-k rows, the indices broadcast against the input as torch does), ``rot90`` (a U-Net++
+averaged over rotated inputs, test-time augmentation), ``count_nonzero`` (SASRec's last real
+position in right-padded sequences), and ``masked_scatter`` (a VLM merging image features
+into its token embeddings), which a probe of ops near the round's found missing too; checked
+against eager with every kernel native, plus the errors for shapes torch itself refuses."""
 
 from __future__ import annotations
 
@@ -103,3 +104,20 @@ def test_count_nonzero_picks_last_item_of_right_padded_sequences():
     seq[0, 4:] = 0
     seq[1, 1:] = 0
     _check(Fn(fn), seq, _randn(3, 6, 4))
+
+
+def test_masked_scatter_broadcast_mask():
+    """A VLM writing projected image features over the embeddings of its image tokens (the
+    mask one column wide, broadcast over the features)."""
+    def fn(emb, ids, feats):
+        return emb.masked_scatter((ids == 3)[..., None], feats)
+
+    ids = _ints(5, 2, 7)
+    ids[0, 1:4] = 3
+    n = int((ids == 3).sum())
+    _check(Fn(fn), _randn(2, 7, 4), ids, _randn(n + 2, 4, seed=1))
+
+
+def test_masked_scatter_full_mask():
+    mod = _check(Fn(lambda x: x.masked_scatter(x > 0, x.flip(0) * 10)), _randn(3, 4, 5))
+    assert "cumsum(" in mod.astext()

@@ -1065,6 +1065,25 @@ def _flip(ctx: AtenContext, args):
     return x
 
 
+@register("masked_scatter.default")
+def _masked_scatter(ctx: AtenContext, args):
+    """``x.masked_scatter(mask, source)``: masked positions (the mask broadcast to ``x``) take
+    ``source``'s leading elements in row-major order, each at the count of masked positions
+    before it (an exclusive cumsum, a take, a select); static shapes."""
+    x, mask, source = args[:3]
+    shape = [int(d) for d in ctx.shape(x)]
+    if [int(d) for d in ctx.shape(mask)] != shape:
+        mask = ctx.emit(_op.broadcast_to(mask, shape))
+    flat_mask = ctx.emit(_op.reshape(mask, (-1,)))
+    rank = ctx.emit(_op.cumsum(ctx.emit(_op.astype(flat_mask, "int64")), 0, exclusive=True))
+    src = ctx.emit(_op.reshape(source, (-1,)))
+    if ctx.dtype(source) != ctx.dtype(x):
+        src = ctx.emit(_op.astype(src, ctx.dtype(x)))
+    picked = ctx.emit(_op.take(src, rank, 0, mode="clip"))
+    flat = ctx.emit(_op.where(flat_mask, picked, ctx.emit(_op.reshape(x, (-1,)))))
+    return ctx.emit(_op.reshape(flat, shape))
+
+
 @register("rot90.default")
 def _rot90(ctx: AtenContext, args):
     """``torch.rot90``: flips and an axis swap (``frontend_common.torch_rot90``)."""

@@ -697,6 +697,25 @@ def _masked_fill(ctx, args):
     return _op.where(mask, v, x)
 
 
+@register("masked_scatter", "masked_scatter_")
+def _masked_scatter(ctx, args):
+    """``x.masked_scatter(mask, source)``: the positions where ``mask`` (broadcast to ``x``)
+    holds take ``source``'s leading elements in row-major order, the rest keep ``x`` (a VLM
+    writing its image features over the image-token embeddings). Each masked position's
+    source element is the running count of the mask before it: a cumsum, a take, a select."""
+    x, mask, source = args[:3]
+    shape = [int(d) for d in ctx.shape(x)]
+    if [int(d) for d in ctx.shape(mask)] != shape:
+        mask = _op.broadcast_to(mask, shape)
+    flat_mask = _op.reshape(mask, (-1,))
+    rank = _op.cumsum(_op.cast(flat_mask, "int64"), axis=0, exclusive=True)
+    src = _op.reshape(source, (-1,))
+    if ctx.dtype(source) != ctx.dtype(x):
+        src = _op.cast(src, ctx.dtype(x))
+    picked = _op.take(src, rank, axis=0, mode="clip")
+    return _op.reshape(_op.where(flat_mask, picked, _op.reshape(x, (-1,))), shape)
+
+
 @register("where")
 def _where(ctx, args):
     c, a, b = args[:3]
