@@ -1705,6 +1705,22 @@ def onnx_bytes(name, model, args, inputs) -> bytes:
     return buf.getvalue()
 
 
+def dynamo_onnx_bytes(model, args, inputs) -> bytes:
+    """The model through torch's dynamo ONNX exporter (``dynamo=True``, needs onnxscript): the
+    baseline's file when the TorchScript exporter has no symbolic for one of its ops
+    (``take_along_dim``, ``rot90``, ``count_nonzero``, ``fft_fft2``, ...)."""
+    import logging
+
+    import torch
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        prog = torch.onnx.export(model, args, dynamo=True, input_names=list(inputs),
+                                 verbose=False)
+    return prog.model_proto.SerializeToString()
+
+
 def import_relay(model, args, inputs):
     """(mod, params, Relay input names in ``inputs``' order, why torch.export was used): the
     TorchScript trace -> ``from_pytorch``, as most users import; a model torch.jit.trace
@@ -1753,9 +1769,13 @@ def measure(name, ctor, spec, rounds):
             model(*args)
 
     impls = {"minitvm": gm.run, "torch": eager}
-    no_ort = None
+    no_ort = via_dynamo = None
     try:  # torch's exporter or ORT may fail on the model: then it is timed against torch only
-        blob = onnx_bytes(name, model, args, inputs)
+        try:
+            blob = onnx_bytes(name, model, args, inputs)
+        except Exception as e:  # noqa: BLE001 - no TorchScript symbolic: the dynamo exporter
+            via_dynamo = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:70]}"
+            blob = dynamo_onnx_bytes(model, args, inputs)
         so = ort.SessionOptions()
         so.intra_op_num_threads = so.inter_op_num_threads = 1
         so.log_severity_level = 3  # errors only: not the exporter's Loop-renaming notes
@@ -1777,6 +1797,9 @@ def measure(name, ctor, spec, rounds):
               flush=True)
     if no_ort:
         print(f"{'':18s} (no ORT baseline: {no_ort})", flush=True)
+    elif via_dynamo:
+        print(f"{'':18s} (ORT runs the dynamo export: the TorchScript exporter fails: "
+              f"{via_dynamo})", flush=True)
 
 
 def one_thread_with_extras() -> bool:
