@@ -18,6 +18,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group thirteenth  # (..._thirteenth)
     python benchmarks/bench_new_user_models.py --group fourteenth  # (..._fourteenth)
     python benchmarks/bench_new_user_models.py --group fifteenth  # (..._fifteenth)
+    python benchmarks/bench_new_user_models.py --group sixteenth  # (..._sixteenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -46,6 +47,7 @@ from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
+from new_user_models_sixteenth import sixteenth_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
@@ -1703,6 +1705,22 @@ def onnx_bytes(name, model, args, inputs) -> bytes:
     return buf.getvalue()
 
 
+def dynamo_onnx_bytes(model, args, inputs) -> bytes:
+    """The model through torch's dynamo ONNX exporter (``dynamo=True``, needs onnxscript): the
+    baseline's file when the TorchScript exporter has no symbolic for one of its ops
+    (``take_along_dim``, ``rot90``, ``count_nonzero``, ``fft_fft2``, ...)."""
+    import logging
+
+    import torch
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        prog = torch.onnx.export(model, args, dynamo=True, input_names=list(inputs),
+                                 verbose=False)
+    return prog.model_proto.SerializeToString()
+
+
 def import_relay(model, args, inputs):
     """(mod, params, Relay input names in ``inputs``' order, why torch.export was used): the
     TorchScript trace -> ``from_pytorch``, as most users import; a model torch.jit.trace
@@ -1751,9 +1769,13 @@ def measure(name, ctor, spec, rounds):
             model(*args)
 
     impls = {"minitvm": gm.run, "torch": eager}
-    no_ort = None
+    no_ort = via_dynamo = None
     try:  # torch's exporter or ORT may fail on the model: then it is timed against torch only
-        blob = onnx_bytes(name, model, args, inputs)
+        try:
+            blob = onnx_bytes(name, model, args, inputs)
+        except Exception as e:  # noqa: BLE001 - no TorchScript symbolic: the dynamo exporter
+            via_dynamo = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:70]}"
+            blob = dynamo_onnx_bytes(model, args, inputs)
         so = ort.SessionOptions()
         so.intra_op_num_threads = so.inter_op_num_threads = 1
         so.log_severity_level = 3  # errors only: not the exporter's Loop-renaming notes
@@ -1775,6 +1797,9 @@ def measure(name, ctor, spec, rounds):
               flush=True)
     if no_ort:
         print(f"{'':18s} (no ORT baseline: {no_ort})", flush=True)
+    elif via_dynamo:
+        print(f"{'':18s} (ORT runs the dynamo export: the TorchScript exporter fails: "
+              f"{via_dynamo})", flush=True)
 
 
 def one_thread_with_extras() -> bool:
@@ -1802,7 +1827,7 @@ def main() -> int:
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
-                                        "all"),
+                                        "sixteenth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1849,7 +1874,12 @@ def main() -> int:
                     "the fifteenth (RetinaNet with FPN and anchor decoding, a Tacotron 2 "
                     "decoder, Reformer LSH attention, a causal Performer, Linformer, "
                     "Transformer-XL, a pi-GAN SIREN, a CfC liquid network, Slot Attention, S4D, "
-                    "TabNet with entmax, a ConvLSTM nowcaster); all")
+                    "TabNet with entmax, a ConvLSTM nowcaster); sixteenth: the 12 of the "
+                    "sixteenth (a Swin-V2 block with log-spaced continuous position bias, "
+                    "CoAtNet, U-Net++ with deep supervision, GIN by index_add / scatter_add, a "
+                    "YOLOX decoupled head, FNet's FFT mixing, a Mixture-of-Depths router, "
+                    "ECAPA-TDNN, SASRec with top-k, neighborhood attention by unfold, a Point "
+                    "Transformer layer, DeepFM with a weighted EmbeddingBag); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1861,14 +1891,15 @@ def main() -> int:
     fifth, sixth, seventh = fifth_models(), sixth_models(), seventh_models()
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
-    fourteenth, fifteenth = fourteenth_models(), fifteenth_models()
+    fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
-             **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth}
+             **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
+             **sixteenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
-             "all": table}[args.group]
+             "sixteenth": sixteenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

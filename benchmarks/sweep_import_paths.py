@@ -50,6 +50,7 @@ from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
+from new_user_models_sixteenth import sixteenth_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
@@ -77,7 +78,7 @@ def groups() -> dict:
               "ninth": ninth_models(), "tenth": tenth_models(),
               "eleventh": eleventh_models(), "twelfth": twelfth_models(),
               "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
-              "fifteenth": fifteenth_models()}
+              "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -322,7 +323,7 @@ def main() -> int:
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
-                             "fourteenth", "fifteenth",
+                             "fourteenth", "fifteenth", "sixteenth",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -77,7 +77,8 @@ def stft_plan(signal_shape, step: int, length: int | None, win: np.ndarray | Non
     """The plan of ``STFT`` on a signal of ``signal_shape`` [b, n, 1 or 2]; ``win`` is the
     window's value when known (folded into the matrices), ``win_len`` its length otherwise."""
     if len(signal_shape) != 3 or signal_shape[-1] not in (1, 2):
-        raise fail(f"the signal must be [batch, length, 1 or 2], got {list(signal_shape)}")
+        raise fail(f"the signal must be [batch, length, 1 or 2] (or [batch, length], real), "
+                   f"got {list(signal_shape)}")
     n = signal_shape[1]
     if not isinstance(n, int | np.integer):
         raise fail(f"the signal length must be static, got {n}")

@@ -93,3 +93,16 @@ def test_a_window_size_computed_from_a_graph_input_asks_for_it():
     mod = from_onnx(model, const_inputs={"n": np.array(7, "int64")})
     out = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())["main"]().numpy()
     np.testing.assert_allclose(out, np.sin(np.pi * np.arange(8) / 8) ** 2, atol=1e-6)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_stft_of_a_batch_length_signal(symbolic):
+    """A real signal [batch, length] without its trailing axis, as torch's exporter writes
+    ``torch.stft``'s input (ORT takes it; onnx's reference does not): the [b, n, 1] result."""
+    model = stft_model(((2, 48), 6, "hann", 12, 1), batch="n" if symbolic else None)
+    ref_model = stft_model(((2, 48, 1), 6, "hann", 12, 1))
+    mod = from_onnx(model)
+    for b in ((1, 3) if symbolic else (2,)):
+        feeds = stft_inputs(((2, 48), 6, "hann", 12, 1), b=b)
+        want = ReferenceEvaluator(ref_model).run(None, {"x": feeds["x"][..., None]})[0]
+        np.testing.assert_allclose(_run(mod, model, feeds), want, rtol=1e-4, atol=1e-4)

@@ -98,3 +98,16 @@ def test_mel_weight_matrix_needs_ordered_edges():
     model = mel_model((8, 16, 8192, 4096.0, 100.0))
     with pytest.raises(ImportError_, match="invalid mel bins"):
         relay.frontend.from_onnx(model, {"x": (3, 9)})
+
+
+@pytest.mark.parametrize("win", ["hann", None])
+def test_stft_of_a_batch_length_signal(win):
+    """A real signal [batch, length] without its trailing axis, as torch's exporter writes
+    ``torch.stft``'s input (ORT takes it; onnx's reference does not): the [b, n, 1] result."""
+    case = ((2, 48), 6, win, 12, 1)
+    model, feeds = stft_model(case), stft_inputs(case)
+    want = stft_inputs(((2, 48, 1), 6, win, 12, 1))
+    np.testing.assert_allclose(feeds["x"][..., None], want["x"])
+    got = _run(model, feeds)[1]
+    ref = ReferenceEvaluator(stft_model(((2, 48, 1), 6, win, 12, 1))).run(None, want)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -23,6 +23,9 @@ from .ops_signal import _combine
 def _stft(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     shape = ctx.shape(x)
+    if len(shape) == 2:  # [batch, length]: a real signal without its trailing axis (ORT
+        x = ctx.emit(_op.expand_dims(x, 2))  # takes it; torch's exporter writes it so)
+        shape = (*shape, 1)
     step = int(node_scalar(ctx, ins[1], "STFT's frame_step"))
     win = ins[2] if len(ins) > 2 else None
     length = ins[3] if len(ins) > 3 else None

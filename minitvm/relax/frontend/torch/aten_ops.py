@@ -10,6 +10,8 @@ from ....frontend_common import torch_math
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_rot90 import rot90_plan
+from ....frontend_common.torch_take_along import take_along_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import Constant, Expr, TupleGetItem, const
@@ -921,6 +923,34 @@ def _gather(ctx: AtenContext, args):
     return ctx.emit(_op.gather_elements(x, index, int(dim) % ctx.ndim(x)))
 
 
+@register("take_along_dim.default")
+def _take_along_dim(ctx: AtenContext, args):
+    """``torch.take_along_dim``: a gather after broadcasting the input and the indices off
+    ``dim`` (``frontend_common.torch_take_along``); without ``dim``, a take from the
+    flattened input. Negative indices count from the end."""
+    x, idx = args[0], args[1]
+    dim = args[2] if len(args) > 2 else None
+    if dim is None:
+        size = int(np.prod([int(d) for d in ctx.shape(x)]))
+        flat = ctx.emit(_op.reshape(x, (-1,)))
+        return ctx.emit(_op.take(flat, _wrap_negative(ctx, ctx.emit(_op.reshape(idx, (-1,))),
+                                                      size), 0))
+    plan = take_along_plan(ctx.shape(x), ctx.shape(idx), int(dim), ctx.fail)
+    size = int(ctx.shape(x)[plan.axis])
+    if plan.input_to is not None:
+        x = ctx.emit(_op.broadcast_to(x, plan.input_to))
+    if plan.index_to is not None:
+        idx = ctx.emit(_op.broadcast_to(idx, plan.index_to))
+    return ctx.emit(_op.gather_elements(x, _wrap_negative(ctx, idx, size), plan.axis))
+
+
+def _wrap_negative(ctx: AtenContext, idx, size: int):
+    """Indices below zero moved up by ``size`` (torch's count from the end)."""
+    dt = ctx.dtype(idx)
+    zero, n = ctx.emit(const(np.array(0, dt), dt)), ctx.emit(const(np.array(size, dt), dt))
+    return ctx.emit(_op.where(_op.less(idx, zero), _op.add(idx, n), idx))
+
+
 @register("topk.default")
 def _topk(ctx: AtenContext, args):
     x, k, dim, largest = args[0], int(args[1]), args[2], args[3]
@@ -1035,6 +1065,50 @@ def _flip(ctx: AtenContext, args):
     return x
 
 
+@register("masked_scatter.default")
+def _masked_scatter(ctx: AtenContext, args):
+    """``x.masked_scatter(mask, source)``: masked positions (the mask broadcast to ``x``) take
+    ``source``'s leading elements in row-major order, each at the count of masked positions
+    before it (an exclusive cumsum, a take, a select); static shapes."""
+    x, mask, source = args[:3]
+    shape = [int(d) for d in ctx.shape(x)]
+    if [int(d) for d in ctx.shape(mask)] != shape:
+        mask = ctx.emit(_op.broadcast_to(mask, shape))
+    flat_mask = ctx.emit(_op.reshape(mask, (-1,)))
+    rank = ctx.emit(_op.cumsum(ctx.emit(_op.astype(flat_mask, "int64")), 0, exclusive=True))
+    src = ctx.emit(_op.reshape(source, (-1,)))
+    if ctx.dtype(source) != ctx.dtype(x):
+        src = ctx.emit(_op.astype(src, ctx.dtype(x)))
+    picked = ctx.emit(_op.take(src, rank, 0, mode="clip"))
+    flat = ctx.emit(_op.where(flat_mask, picked, ctx.emit(_op.reshape(x, (-1,)))))
+    return ctx.emit(_op.reshape(flat, shape))
+
+
+@register("rot90.default")
+def _rot90(ctx: AtenContext, args):
+    """``torch.rot90``: flips and an axis swap (``frontend_common.torch_rot90``)."""
+    x = args[0]
+    k = int(args[1]) if len(args) > 1 and args[1] is not None else 1
+    dims = args[2] if len(args) > 2 and args[2] is not None else [0, 1]
+    plan = rot90_plan(ctx.ndim(x), k, dims, ctx.fail)
+    for axis in plan.flips:
+        x = ctx.emit(_op.flip(x, axis))
+    return x if plan.perm is None else ctx.emit(_op.permute_dims(x, plan.perm))
+
+
+@register("count_nonzero.default", "count_nonzero.dim_IntList")
+def _count_nonzero(ctx: AtenContext, args):
+    """``torch.count_nonzero``: the int64 count of non-zero entries over ``dim`` (an int, a
+    list, or every axis)."""
+    x, n = args[0], ctx.ndim(args[0])
+    dim = args[1] if len(args) > 1 else None
+    dims = list(range(n)) if dim is None or dim == [] else [
+        int(d) % n for d in (dim if isinstance(dim, list | tuple) else [dim])]
+    dt = ctx.dtype(x)
+    nonzero = ctx.emit(_op.not_equal(x, ctx.emit(const(np.array(0, dt), dt))))
+    return ctx.emit(_op.sum(ctx.emit(_op.astype(nonzero, "int64")), dims))
+
+
 # ------------------------------------------------------------------ more models' ops
 register("remainder.Tensor", "remainder.Scalar")(_binary(_op.floor_mod, lambda a, b: a % b))
 register("fmod.Tensor", "fmod.Scalar")(_binary(_op.mod, lambda a, b: float(np.fmod(a, b))))
@@ -1109,18 +1183,35 @@ def _static_count(ctx: AtenContext, x, dims) -> int:
 @register("var.correction", "std.correction", "var.dim", "std.dim")
 def _var(ctx: AtenContext, args):
     """Variance / std with any Bessel correction: sum((x - mean)^2) / (N - correction)."""
+    return _spread_and_mean(ctx, args)[0]
+
+
+@register("var_mean.correction", "std_mean.correction", "var_mean.dim", "std_mean.dim")
+def _var_mean(ctx: AtenContext, args):
+    """``torch.var_mean`` / ``std_mean``: the spread as ``_var`` takes it and the mean it was
+    centred by, over the same dims (keepdim or squeezed alike)."""
+    return _spread_and_mean(ctx, args)
+
+
+def _spread_and_mean(ctx: AtenContext, args):
+    """(std or variance, as the target's name says; the mean) of a var / std / var_mean /
+    std_mean call: (x, dim, unbiased, keepdim) for the ``.dim`` overloads, (x, dim, *,
+    correction, keepdim) for ``.correction``."""
     x, dims = args[0], args[1] if len(args) > 1 else None
     n = ctx.ndim(x)
     dims = [int(d) % n for d in dims] if dims else list(range(n))
-    if ctx.node.target.__name__.endswith("dim"):  # (x, dim, unbiased, keepdim)
+    name = ctx.node.target.__name__
+    if name.endswith("dim"):  # (x, dim, unbiased, keepdim)
         correction = 1 if len(args) < 3 or args[2] is None else int(bool(args[2]))
     else:  # (x, dim, *, correction, keepdim)
         correction = 1 if len(args) < 3 or args[2] is None else args[2]
     keep = bool(args[3]) if len(args) > 3 and args[3] is not None else False
     count = max(_static_count(ctx, x, dims) - correction, 0)
-    cen = ctx.emit(_op.subtract(x, _op.mean(x, dims, True)))
+    mean = ctx.emit(_op.mean(x, dims, True))
+    cen = ctx.emit(_op.subtract(x, mean))
     out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keep), ctx.tensor(float(count), x))
-    return ctx.emit(_op.sqrt(out) if "std" in ctx.node.target.__name__ else out)
+    spread = ctx.emit(_op.sqrt(out) if name.startswith("std") else out)
+    return spread, (mean if keep else ctx.emit(_op.squeeze(mean, dims)))
 
 
 @register("linalg_vector_norm.default")

@@ -20,6 +20,9 @@ from .registry import onnx_dtype, register
 def _stft(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
+    if len(shape) == 2:  # [batch, length]: a real signal without its trailing axis (ORT
+        x = _op.expand_dims(x, 2)  # takes it; torch's exporter writes it so)
+        shape = (*shape, 1)
     step = int(node_scalar(ctx, ins[1], "STFT's frame_step"))
     win = ins[2] if len(ins) > 2 else None
     length = ins[3] if len(ins) > 3 else None

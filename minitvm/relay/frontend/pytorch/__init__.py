@@ -2,7 +2,7 @@
 
 Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py``,
 ``aten_fft.py``, ``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_math.py``, ``aten_pool.py``,
-``aten_recurrent.py``, ``aten_windows.py`` and ``aten_transformer.py``); torch is imported only when an importer is called.
+``aten_recurrent.py``, ``aten_stft.py``, ``aten_windows.py`` and ``aten_transformer.py``); torch is imported only when an importer is called.
 """
 
 from . import aten_extra  # noqa: F401  (registers more converters into ATEN)
@@ -15,6 +15,7 @@ from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsu
 from . import aten_pool  # noqa: F401  (1-D and 2-D max / average / adaptive pools)
 from . import aten_recurrent  # noqa: F401  (lstm, gru and the recurrent cells)
 from . import aten_scatter  # noqa: F401  (scatter, scatter_reduce, index_add, index_put)
+from . import aten_stft  # noqa: F401  (torch.stft and the window factories)
 from . import aten_transformer  # noqa: F401  (the nn.TransformerEncoder fast paths)
 from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool)
 from . import aten_views  # noqa: F401  (copy_, fill_, slice_scatter: writes through views)

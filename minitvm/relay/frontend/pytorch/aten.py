@@ -14,6 +14,8 @@ import operator
 import numpy as np
 
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ....frontend_common.torch_rot90 import rot90_plan
+from ....frontend_common.torch_take_along import take_along_plan
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -695,6 +697,25 @@ def _masked_fill(ctx, args):
     return _op.where(mask, v, x)
 
 
+@register("masked_scatter", "masked_scatter_")
+def _masked_scatter(ctx, args):
+    """``x.masked_scatter(mask, source)``: the positions where ``mask`` (broadcast to ``x``)
+    holds take ``source``'s leading elements in row-major order, the rest keep ``x`` (a VLM
+    writing its image features over the image-token embeddings). Each masked position's
+    source element is the running count of the mask before it: a cumsum, a take, a select."""
+    x, mask, source = args[:3]
+    shape = [int(d) for d in ctx.shape(x)]
+    if [int(d) for d in ctx.shape(mask)] != shape:
+        mask = _op.broadcast_to(mask, shape)
+    flat_mask = _op.reshape(mask, (-1,))
+    rank = _op.cumsum(_op.cast(flat_mask, "int64"), axis=0, exclusive=True)
+    src = _op.reshape(source, (-1,))
+    if ctx.dtype(source) != ctx.dtype(x):
+        src = _op.cast(src, ctx.dtype(x))
+    picked = _op.take(src, rank, axis=0, mode="clip")
+    return _op.reshape(_op.where(flat_mask, picked, _op.reshape(x, (-1,))), shape)
+
+
 @register("where")
 def _where(ctx, args):
     c, a, b = args[:3]
@@ -852,6 +873,31 @@ def _flip(ctx, args):
     return x
 
 
+@register("rot90")
+def _rot90(ctx, args):
+    """``torch.rot90(x, k=1, dims=[0, 1])``: flips and an axis swap
+    (``frontend_common.torch_rot90``)."""
+    x = args[0]
+    k = int(args[1]) if len(args) > 1 and args[1] is not None else 1
+    dims = args[2] if len(args) > 2 and args[2] is not None else [0, 1]
+    plan = rot90_plan(len(ctx.shape(x)), k, dims, ctx.fail)
+    for axis in plan.flips:
+        x = _op.reverse(x, axis)
+    return x if plan.perm is None else _op.transpose(x, plan.perm)
+
+
+@register("count_nonzero")
+def _count_nonzero(ctx, args):
+    """``torch.count_nonzero(x, dim=None)``: the int64 count of non-zero entries over ``dim``
+    (an int, a list, or every axis)."""
+    x = args[0]
+    nd = len(ctx.shape(x))
+    dims = _dims(args[1] if len(args) > 1 else None, nd) or list(range(nd))
+    dt = ctx.dtype(x)
+    zero = _expr.const(np.array(0, "bool" if dt == "bool" else dt), dt)
+    return _op.sum(_op.cast(_op.not_equal(x, zero), "int64"), dims)
+
+
 @register("cumsum", "cumprod")
 def _cumsum(ctx, args):
     """(input, dim, dtype): Relay's cumsum or cumprod (one pass per row, ``schedule/scan.py``),
@@ -925,6 +971,31 @@ def _instance_norm(ctx, args):
 def _gather(ctx, args):
     x, dim, idx = args[:3]
     return _op.gather(x, _norm_dim(dim, len(ctx.shape(x))), idx)
+
+
+@register("take_along_dim")
+def _take_along_dim(ctx, args):
+    """``torch.take_along_dim(x, idx, dim)``: a gather after broadcasting ``x`` and ``idx``
+    against each other off ``dim`` (``frontend_common.torch_take_along``); without ``dim``, a
+    take from the flattened ``x``. Negative indices count from the end."""
+    x, idx = args[0], args[1]
+    dim = args[2] if len(args) > 2 else None
+    if dim is None:
+        size = int(np.prod(ctx.shape(x)))
+        return _op.take(_op.reshape(x, (-1,)),
+                        _wrap_negative(ctx, _op.reshape(idx, (-1,)), size), axis=0)
+    plan = take_along_plan(ctx.shape(x), ctx.shape(idx), int(dim), ctx.fail)
+    size = int(ctx.shape(x)[plan.axis])
+    x = x if plan.input_to is None else _op.broadcast_to(x, plan.input_to)
+    idx = idx if plan.index_to is None else _op.broadcast_to(idx, plan.index_to)
+    return _op.gather(x, plan.axis, _wrap_negative(ctx, idx, size))
+
+
+def _wrap_negative(ctx, idx, size: int):
+    """Indices below zero moved up by ``size`` (torch's count from the end)."""
+    dt = ctx.dtype(idx)
+    return _op.where(_op.less(idx, _expr.const(np.array(0, dt), dt)),
+                     _op.add(idx, _expr.const(np.array(size, dt), dt)), idx)
 
 
 @register("topk")
@@ -1167,6 +1238,20 @@ def _prelu(ctx, args):
 
 @register("std", "var")
 def _std_var(ctx, args):
+    return _spread_and_mean(ctx, args, ctx.op_name == "std")[0]
+
+
+@register("std_mean", "var_mean")
+def _std_var_mean(ctx, args):
+    """``torch.var_mean`` / ``std_mean`` (the spread as ``var`` / ``std`` take it, then the
+    mean over the same axes): one centring shared by both results."""
+    return _spread_and_mean(ctx, args, ctx.op_name == "std_mean")
+
+
+def _spread_and_mean(ctx, args, std: bool):
+    """(standard deviation if ``std`` else variance, mean) over the axes of a std / var /
+    std_mean / var_mean call, in any of their schemas: (x, unbiased), (x, dim, unbiased,
+    keepdim), (x, dim, correction, keepdim)."""
     x = args[0]
     nd = len(ctx.shape(x))
     if len(args) == 2 and isinstance(args[1], bool):  # std(x, unbiased)
@@ -1178,10 +1263,11 @@ def _std_var(ctx, args):
         correction = 1 if corr is None else (int(corr) if isinstance(corr, bool) else corr)
     dims = _dims(dim, nd) or list(range(nd))
     n = int(np.prod([ctx.shape(x)[d] for d in dims]))
-    cen = _op.subtract(x, _op.mean(x, dims, keepdims=True))
+    mean = _op.mean(x, dims, keepdims=True)
+    cen = _op.subtract(x, mean)
     out = _op.divide(_op.sum(_op.multiply(cen, cen), dims, keepdims=keep),
                      _scalar_like(ctx, max(n - correction, 0), x))
-    return _op.sqrt(out) if ctx.op_name == "std" else out
+    return (_op.sqrt(out) if std else out), (mean if keep else _op.squeeze(mean, dims))
 
 
 def _vector_norm(ctx, x, p, dim, keep):
