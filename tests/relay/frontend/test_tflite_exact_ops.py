@@ -464,6 +464,33 @@ def test_int16_add_sub(op, act):
     assert "float32" not in mod.astext()
 
 
+@pytest.mark.parametrize("scales,pair", [
+    ((0.0012104559, 0.00038262733, 0.0051579936), (-1045, 3407)),
+    ((6.4917942e-05, 0.00017434923, 0.00072537479), (8311, -5984)),
+    ((0.00037828888, 0.00047214323, 0.0016583422), (-2434, 7512)),
+    ((1e-7, 0.1, 0.2), (-91, 16085))])
+def test_int16_add_elementwise(scales, pair):
+    """int16 ADD of two same-shape tensors as LiteRT's elementwise kernel, which rounds each
+    input once (its right shift folded into the left shift, floor where 15 + shift < 0): the
+    pairs were a step off with twice-rounded inputs (the output's rounding a tie; at the last
+    scales the folded shift is -5, a floor shift of the input)."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.input("x", (2, 512), "int16", quant=(scales[0], 0))
+    x2 = b.input("x2", (2, 512), "int16", quant=(scales[1], 0))
+    y = b.tensor("y", (2, 512), "int16", quant=(scales[2], 0))
+    b.operator("ADD", [x, x2], [y], "AddOptions", FusedActivationFunction=0,
+               PotScaleInt16=False)
+    b.output(y)
+    blob = b.finish()
+    xs = [rng.integers(-32768, 32768, (2, 512)).astype("int16") for _ in range(2)]
+    xs[0][0, 0], xs[1][0, 0] = pair
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": xs[0], "x2": xs[1]})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, xs))
+    assert "float32" not in mod.astext()
+
+
 @pytest.mark.parametrize("op", ["ABS", "NEG", "LEAKY_RELU"])
 @pytest.mark.parametrize("scales", [(0.0005, 0.0004), (0.0003, 0.0003)])
 def test_int16_unary_every_value(op, scales):
