@@ -176,6 +176,16 @@ def _binary_case(op):
     return case
 
 
+def gelu_case(rng):
+    """int16 GELU (erf or tanh form) at random input and output scales."""
+    shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
+    si = _f32(10 ** rng.uniform(-4.5, -2.5))
+    so = _f32(si * 10 ** rng.uniform(-0.8, 0.3))
+    blob = _unary("GELU", shape, (si, 0), (so, 0), "GeluOptions",
+                  Approximate=bool(rng.integers(2)))
+    return blob, _input(rng, shape, 1.0)
+
+
 def _activation_case(op):
     def case(rng):
         shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
@@ -196,6 +206,7 @@ CASES = {
     "SOFTMAX": softmax_case,
     "LOGISTIC": _activation_case("LOGISTIC"),
     "TANH": _activation_case("TANH"),
+    "GELU": gelu_case,
     "ADD": _binary_case("ADD"),
     "SUB": _binary_case("SUB"),
 }

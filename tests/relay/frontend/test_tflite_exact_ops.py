@@ -5,6 +5,8 @@ delegate) where ``ai_edge_litert`` is installed; the tables and the IR forms wit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from frontend_models import build_and_run  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common.onnx_quant import QRANGE  # noqa: E402
-from minitvm.relay.frontend.tflite import exact_unary  # noqa: E402
+from minitvm.relay.frontend.tflite import exact_lut16, exact_unary  # noqa: E402
 from minitvm.relay.frontend.tflite import fixed_point as fp  # noqa: E402
 from minitvm.relay.frontend.tflite.builder import ModelBuilder  # noqa: E402
 
@@ -518,15 +520,28 @@ _LUT16_SCALES = [(0.0005, 0.0004), (0.0001, 0.00003), (0.002, 0.0011)]
 @pytest.mark.parametrize("op,fields,scales", [
     *[(op, f, sc) for op, f in (("LOG", {}), ("EXP", {}), ("GELU", _APPROX))
       for sc in _LUT16_SCALES],
-    ("GELU", {}, _LUT16_SCALES[0]), ("GELU", {}, _LUT16_SCALES[2])])
+    *[("GELU", {}, sc) for sc in _LUT16_SCALES],
+    ("GELU", _APPROX, (4.5772409e-05, 5.1084149e-05))])
 def test_int16_lut_every_value(op, fields, scales):
     """int16 LOG, EXP and GELU (exact and tanh form) as LiteRT's interpolated 513-anchor
     tables (``exact_lut16``), on every int16 value. (GELU's erf form at scales 0.0001 ->
-    0.00003 has one anchor a step off LiteRT's: 124 of 65536 values.)"""
+    0.00003 with erf in double, and the tanh form at the last scales with numpy's float32
+    tanh, had anchors a step off LiteRT's: 124 and 254 of 65536 values.)"""
     blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
     assert "take(" in mod.astext()
+
+
+def test_lut16_c_float_fallback():
+    """Where the C library lacks the function, ``exact_lut16._c_float`` rounds the double
+    fallback to float32; erfcf / tanhf load and stay within a float32 step of double."""
+    f = exact_lut16._c_float("no_such_function_f", math.erfc)
+    assert f(0.5) == np.float32(math.erfc(0.5)) and f(0.5).dtype == np.float32
+    for name, ref in (("erfcf", math.erfc), ("tanhf", math.tanh)):
+        g = exact_lut16._c_float(name, ref)
+        for v in (-2.5, -0.3, 0.0, 0.7, 3.0):
+            assert abs(float(g(v)) - ref(v)) <= 2 * abs(float(np.spacing(np.float32(ref(v)))))
 
 
 def _conv16x8(op, shape, o, k, stride, padding, act, seed):
