@@ -186,6 +186,17 @@ def gelu_case(rng):
     return blob, _input(rng, shape, 1.0)
 
 
+def _lut_case(op):
+    """int16 LOG / EXP at random input and output scales (EXP's inputs below about 1.5 so
+    its outputs fit)."""
+    def case(rng):
+        shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
+        si = _f32(10 ** rng.uniform(-4.5, -3.5 if op == "EXP" else -2.5))
+        so = _f32(10 ** rng.uniform(-4.5, -2.5))
+        return _unary(op, shape, (si, 0), (so, 0)), _input(rng, shape, 1.0)
+    return case
+
+
 def _activation_case(op):
     def case(rng):
         shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
@@ -207,6 +218,8 @@ CASES = {
     "LOGISTIC": _activation_case("LOGISTIC"),
     "TANH": _activation_case("TANH"),
     "GELU": gelu_case,
+    "LOG": _lut_case("LOG"),
+    "EXP": _lut_case("EXP"),
     "ADD": _binary_case("ADD"),
     "SUB": _binary_case("SUB"),
 }

@@ -521,12 +521,14 @@ _LUT16_SCALES = [(0.0005, 0.0004), (0.0001, 0.00003), (0.002, 0.0011)]
     *[(op, f, sc) for op, f in (("LOG", {}), ("EXP", {}), ("GELU", _APPROX))
       for sc in _LUT16_SCALES],
     *[("GELU", {}, sc) for sc in _LUT16_SCALES],
-    ("GELU", _APPROX, (4.5772409e-05, 5.1084149e-05))])
+    ("GELU", _APPROX, (4.5772409e-05, 5.1084149e-05)), ("LOG", {}, (0.0014302277, 0.00020816048)),
+    ("EXP", {}, (5.051905827713199e-05, 0.00010583435505395755))])
 def test_int16_lut_every_value(op, fields, scales):
     """int16 LOG, EXP and GELU (exact and tanh form) as LiteRT's interpolated 513-anchor
     tables (``exact_lut16``), on every int16 value. (GELU's erf form at scales 0.0001 ->
-    0.00003 with erf in double, and the tanh form at the last scales with numpy's float32
-    tanh, had anchors a step off LiteRT's: 124 and 254 of 65536 values.)"""
+    0.00003 with erf in double, and the last three scale pairs with numpy's float32 tanh,
+    log and exp, not the C library's, had anchors a step off LiteRT's: 124, 254, 130 and 248
+    of 65536 values.)"""
     blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
@@ -535,12 +537,14 @@ def test_int16_lut_every_value(op, fields, scales):
 
 def test_lut16_c_float_fallback():
     """Where the C library lacks the function, ``exact_lut16._c_float`` rounds the double
-    fallback to float32; erfcf / tanhf load and stay within a float32 step of double."""
+    fallback to float32; erfcf / tanhf / logf / expf load and stay within a float32 step of
+    double."""
     f = exact_lut16._c_float("no_such_function_f", math.erfc)
     assert f(0.5) == np.float32(math.erfc(0.5)) and f(0.5).dtype == np.float32
-    for name, ref in (("erfcf", math.erfc), ("tanhf", math.tanh)):
+    for name, ref in (("erfcf", math.erfc), ("tanhf", math.tanh), ("logf", math.log),
+                      ("expf", math.exp)):
         g = exact_lut16._c_float(name, ref)
-        for v in (-2.5, -0.3, 0.0, 0.7, 3.0):
+        for v in (0.3, 0.7, 3.0) if name == "logf" else (-2.5, -0.3, 0.0, 0.7, 3.0):
             assert abs(float(g(v)) - ref(v)) <= 2 * abs(float(np.spacing(np.float32(ref(v)))))
 
 

@@ -3,9 +3,9 @@
 linear interpolation between two anchors per value. The importer evaluates that for all 65536
 int16 values (numpy, float32 where LiteRT takes float) and the op becomes one ``take`` from
 those results. Through float these were off on 15-65% of values (LOG up to 32768 steps: its
-table maps log(0) to the output's lowest value). GELU is LiteRT's float32 transform:
-``0.5f * x * erfc(x * -sqrt(0.5f))`` or the tanh form, erfc and tanh the C library's ``erfcf``
-and ``tanhf`` (LiteRT's calls, loaded through ctypes; ``_c_float``)."""
+table maps log(0) to the output's lowest value). The transforms are LiteRT's, in float32:
+``logf``, ``expf``, GELU as ``0.5f * x * erfcf(x * -sqrt(0.5f))`` or its tanh form (``tanhf``),
+each C function the C library's own (LiteRT's calls, loaded through ctypes: ``_c_float``)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ def _round(x):
 
 def _transform(name: str, output_min: np.float32, approximate: bool):
     if name == "LOG":
-        return lambda v: output_min if v <= 0 else _F(np.log(_F(v)))
+        log = _c_float("logf", math.log)
+        return lambda v: output_min if v <= 0 else log(v)
     if name == "EXP":
-        return lambda v: _F(np.exp(_F(v)))
+        return _c_float("expf", math.exp)
     if approximate:
         c, tanh = _F(math.sqrt(2 / math.pi)), _c_float("tanhf", math.tanh)
         return lambda v: _F(_F(0.5) * v * (_F(1) + tanh(c * (v + _F(0.044715) * v * v * v))))
@@ -40,9 +41,10 @@ def _transform(name: str, output_min: np.float32, approximate: bool):
 
 @functools.cache
 def _c_float(name: str, fallback):
-    """The C library's float32 function ``name`` (``erfcf``, ``tanhf``), which LiteRT's GELU
-    tables call: glibc's are not correctly rounded, and about one anchor in 500 depends on
-    their last bit. Where no C math library loads, ``fallback`` in double rounded to float32."""
+    """The C library's float32 function ``name`` (``logf``, ``expf``, ``erfcf``, ``tanhf``),
+    which LiteRT's tables call: numpy's float32 ones and double rounded to float32 differ from
+    glibc's in the last bit now and then, enough to put one anchor in several thousand a step
+    off. Where no C math library loads, ``fallback`` in double rounded to float32."""
     for lib in (ctypes.util.find_library("m"), "libm.so.6", "ucrtbase"):
         try:
             fn = getattr(ctypes.CDLL(lib), name) if lib else None
