@@ -16,8 +16,8 @@ By what the op computes:
 - ADD, SUB, MUL (and int8 SQUARED_DIFFERENCE) of 8-bit tensors: TFLite's integer results on
   every input pair (``exact_binary``: a float32 form checked at import against TFLite's
   fixed point on all 256 x 256 pairs, else that fixed point itself); int16 ADD / SUB in that
-  fixed point; 8-bit DIV a lookup in its 256 x 256 results (``exact_div``); PRELU in fixed
-  point;
+  fixed point (same-shape ADD rounding each input once, as LiteRT's elementwise kernel);
+  8-bit DIV a lookup in its 256 x 256 results (``exact_div``); PRELU in fixed point;
 - data movement (RESHAPE, TRANSPOSE, PAD, MAX_POOL_2D, CONCATENATION, ...): the op on the
   quantized values themselves, copied as stored whatever the output's parameters where
   LiteRT's kernels copy them (``RAW_MOVES``), else (uint8 CONCATENATION) each input first
