@@ -21,19 +21,29 @@ from minitvm.relay.frontend.tflite.builder import ModelBuilder
 I16 = (-32768, 32767)
 
 
-def _litert(blob: bytes, x: np.ndarray) -> np.ndarray:
+def _inputs(x) -> list[np.ndarray]:
+    """A case's inputs: one array (named ``x``) or a tuple of them (``x``, ``x2``, ...)."""
+    return list(x) if isinstance(x, tuple) else [x]
+
+
+def _names(n: int) -> list[str]:
+    return ["x"] + [f"x{i + 1}" for i in range(1, n)]
+
+
+def _litert(blob: bytes, x) -> np.ndarray:
     from ai_edge_litert import interpreter as litert
 
     it = litert.Interpreter(
         model_content=blob, num_threads=1,
         experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
+    for d, v in zip(it.get_input_details(), _inputs(x), strict=True):
+        it.set_tensor(d["index"], v)
     it.invoke()
     return it.get_tensor(it.get_output_details()[0]["index"])
 
 
-def _ours(blob: bytes, x: np.ndarray) -> np.ndarray:
+def _ours(blob: bytes, x) -> np.ndarray:
     import minitvm as tvm
     from minitvm.contrib import graph_executor
 
@@ -41,7 +51,9 @@ def _ours(blob: bytes, x: np.ndarray) -> np.ndarray:
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    m.set_input("x", x)
+    xs = _inputs(x)
+    for name, v in zip(_names(len(xs)), xs, strict=True):
+        m.set_input(name, v)
     m.run()
     return m.get_output(0).numpy()
 
@@ -142,6 +154,49 @@ def softmax_case(rng):
     return blob, _input(rng, shape, rng.uniform(0.05, 1.0))
 
 
+def _binary_case(op):
+    """int16 ADD / SUB of two inputs at random scales: same shapes (LiteRT's elementwise
+    kernel) or the second broadcast along rows; pot_scale_int16 on or off (LiteRT takes its
+    general-scale kernel either way at these scales)."""
+    def case(rng):
+        shape = (int(rng.integers(1, 64)), int(rng.integers(1, 512)))
+        shape2 = (1, shape[1]) if rng.uniform() < 0.3 else shape
+        s1, s2 = (_f32(v) for v in 10 ** rng.uniform(-5, -2, 2))
+        so = _f32(max(s1, s2) * 10 ** rng.uniform(-0.3, 0.7))
+        b = ModelBuilder()
+        x = b.input("x", shape, "int16", quant=(s1, 0))
+        x2 = b.input("x2", shape2, "int16", quant=(s2, 0))
+        y = b.tensor("y", shape, "int16", quant=(so, 0))
+        b.operator(op, [x, x2], [y], f"{op.title()}Options",
+                   FusedActivationFunction=int(rng.choice([0, 0, 1, 3])),
+                   PotScaleInt16=bool(rng.integers(2)))
+        b.output(y)
+        return b.finish(), (_input(rng, shape, rng.uniform(0.05, 1.0)),
+                            _input(rng, shape2, rng.uniform(0.05, 1.0)))
+    return case
+
+
+def gelu_case(rng):
+    """int16 GELU (erf or tanh form) at random input and output scales."""
+    shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
+    si = _f32(10 ** rng.uniform(-4.5, -2.5))
+    so = _f32(si * 10 ** rng.uniform(-0.8, 0.3))
+    blob = _unary("GELU", shape, (si, 0), (so, 0), "GeluOptions",
+                  Approximate=bool(rng.integers(2)))
+    return blob, _input(rng, shape, 1.0)
+
+
+def _lut_case(op):
+    """int16 LOG / EXP at random input and output scales (EXP's inputs below about 1.5 so
+    its outputs fit)."""
+    def case(rng):
+        shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
+        si = _f32(10 ** rng.uniform(-4.5, -3.5 if op == "EXP" else -2.5))
+        so = _f32(10 ** rng.uniform(-4.5, -2.5))
+        return _unary(op, shape, (si, 0), (so, 0)), _input(rng, shape, 1.0)
+    return case
+
+
 def _activation_case(op):
     def case(rng):
         shape = (int(rng.integers(1, 8)), int(rng.integers(1, 300)))
@@ -162,6 +217,11 @@ CASES = {
     "SOFTMAX": softmax_case,
     "LOGISTIC": _activation_case("LOGISTIC"),
     "TANH": _activation_case("TANH"),
+    "GELU": gelu_case,
+    "LOG": _lut_case("LOG"),
+    "EXP": _lut_case("EXP"),
+    "ADD": _binary_case("ADD"),
+    "SUB": _binary_case("SUB"),
 }
 
 

@@ -5,6 +5,8 @@ delegate) where ``ai_edge_litert`` is installed; the tables and the IR forms wit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from frontend_models import build_and_run  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.frontend_common.onnx_quant import QRANGE  # noqa: E402
-from minitvm.relay.frontend.tflite import exact_unary  # noqa: E402
+from minitvm.relay.frontend.tflite import exact_lut16, exact_unary  # noqa: E402
 from minitvm.relay.frontend.tflite import fixed_point as fp  # noqa: E402
 from minitvm.relay.frontend.tflite.builder import ModelBuilder  # noqa: E402
 
@@ -464,6 +466,33 @@ def test_int16_add_sub(op, act):
     assert "float32" not in mod.astext()
 
 
+@pytest.mark.parametrize("scales,pair", [
+    ((0.0012104559, 0.00038262733, 0.0051579936), (-1045, 3407)),
+    ((6.4917942e-05, 0.00017434923, 0.00072537479), (8311, -5984)),
+    ((0.00037828888, 0.00047214323, 0.0016583422), (-2434, 7512)),
+    ((1e-7, 0.1, 0.2), (-91, 16085))])
+def test_int16_add_elementwise(scales, pair):
+    """int16 ADD of two same-shape tensors as LiteRT's elementwise kernel, which rounds each
+    input once (its right shift folded into the left shift, floor where 15 + shift < 0): the
+    pairs were a step off with twice-rounded inputs (the output's rounding a tie; at the last
+    scales the folded shift is -5, a floor shift of the input)."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.input("x", (2, 512), "int16", quant=(scales[0], 0))
+    x2 = b.input("x2", (2, 512), "int16", quant=(scales[1], 0))
+    y = b.tensor("y", (2, 512), "int16", quant=(scales[2], 0))
+    b.operator("ADD", [x, x2], [y], "AddOptions", FusedActivationFunction=0,
+               PotScaleInt16=False)
+    b.output(y)
+    blob = b.finish()
+    xs = [rng.integers(-32768, 32768, (2, 512)).astype("int16") for _ in range(2)]
+    xs[0][0, 0], xs[1][0, 0] = pair
+    mod, params = relay.frontend.from_tflite(blob)
+    got = build_and_run(mod, params, {"x": xs[0], "x2": xs[1]})[0]
+    np.testing.assert_array_equal(got, _litert_inputs(blob, xs))
+    assert "float32" not in mod.astext()
+
+
 @pytest.mark.parametrize("op", ["ABS", "NEG", "LEAKY_RELU"])
 @pytest.mark.parametrize("scales", [(0.0005, 0.0004), (0.0003, 0.0003)])
 def test_int16_unary_every_value(op, scales):
@@ -491,15 +520,32 @@ _LUT16_SCALES = [(0.0005, 0.0004), (0.0001, 0.00003), (0.002, 0.0011)]
 @pytest.mark.parametrize("op,fields,scales", [
     *[(op, f, sc) for op, f in (("LOG", {}), ("EXP", {}), ("GELU", _APPROX))
       for sc in _LUT16_SCALES],
-    ("GELU", {}, _LUT16_SCALES[0]), ("GELU", {}, _LUT16_SCALES[2])])
+    *[("GELU", {}, sc) for sc in _LUT16_SCALES],
+    ("GELU", _APPROX, (4.5772409e-05, 5.1084149e-05)), ("LOG", {}, (0.0014302277, 0.00020816048)),
+    ("EXP", {}, (5.051905827713199e-05, 0.00010583435505395755))])
 def test_int16_lut_every_value(op, fields, scales):
     """int16 LOG, EXP and GELU (exact and tanh form) as LiteRT's interpolated 513-anchor
     tables (``exact_lut16``), on every int16 value. (GELU's erf form at scales 0.0001 ->
-    0.00003 has one anchor a step off LiteRT's: 124 of 65536 values.)"""
+    0.00003 with erf in double, and the last three scale pairs with numpy's float32 tanh,
+    log and exp, not the C library's, had anchors a step off LiteRT's: 124, 254, 130 and 248
+    of 65536 values.)"""
     blob = _model(op, "int16", (256, 256), (scales[0], 0), (scales[1], 0), **fields)
     x = np.arange(-32768, 32768).astype("int16").reshape(256, 256)
     mod = _check(blob, x)
     assert "take(" in mod.astext()
+
+
+def test_lut16_c_float_fallback():
+    """Where the C library lacks the function, ``exact_lut16._c_float`` rounds the double
+    fallback to float32; erfcf / tanhf / logf / expf load and stay within a float32 step of
+    double."""
+    f = exact_lut16._c_float("no_such_function_f", math.erfc)
+    assert f(0.5) == np.float32(math.erfc(0.5)) and f(0.5).dtype == np.float32
+    for name, ref in (("erfcf", math.erfc), ("tanhf", math.tanh), ("logf", math.log),
+                      ("expf", math.exp)):
+        g = exact_lut16._c_float(name, ref)
+        for v in (0.3, 0.7, 3.0) if name == "logf" else (-2.5, -0.3, 0.0, 0.7, 3.0):
+            assert abs(float(g(v)) - ref(v)) <= 2 * abs(float(np.spacing(np.float32(ref(v)))))
 
 
 def _conv16x8(op, shape, o, k, stride, padding, act, seed):

@@ -245,9 +245,13 @@ def float_form(x1, x2, found, dtype: str, qlo: int, qhi: int):
     return _op.cast(_op.clip(v, float(qlo), float(qhi)), dtype)
 
 
-def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
+def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int,
+                 shift_folded: bool = False):
     """TFLite's fixed-point arithmetic itself, in int64 Relay ops (int16 ADD / SUB: 15 bits
-    of headroom, not 20)."""
+    of headroom, not 20). ``shift_folded``: LiteRT's elementwise (non-broadcast) int16 ADD,
+    which folds each input multiplier's right shift into the 15-bit left shift (one shift
+    by ``15 + shift``, arithmetic where negative) before the doubling high multiply, so the
+    inputs are rounded once, not twice (``_rescale_shift_folded``)."""
     shift = LEFT_SHIFT16 if dtype == "int16" else LEFT_SHIFT
     def i64(v):
         return _expr.const(np.array(v, "int64"), "int64")
@@ -273,10 +277,28 @@ def integer_form(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):
                          rescale(_op.left_shift(a2, i64(SQUARED_SHIFT)), mults[1]))
         raw = rescale(_op.multiply(d, d), mults[2])
     else:
-        r1 = rescale(_op.left_shift(a1, i64(shift)), mults[0])
-        r2 = rescale(_op.left_shift(a2, i64(shift)), mults[1])
+        if shift_folded:
+            r1, r2 = (_rescale_shift_folded(a, m, shift, i64) for a, m in
+                      ((a1, mults[0]), (a2, mults[1])))
+        else:
+            r1 = rescale(_op.left_shift(a1, i64(shift)), mults[0])
+            r2 = rescale(_op.left_shift(a2, i64(shift)), mults[1])
         raw = rescale(_op.add(r1, r2) if op == "ADD" else _op.subtract(r1, r2), mults[2])
     return _op.cast(_op.clip(_op.add(raw, i64(qo[1])), float(qlo), float(qhi)), dtype)
+
+
+def _rescale_shift_folded(a, m: float, left_shift: int, i64):
+    """``a << left_shift`` times the input multiplier ``m`` as LiteRT's elementwise int16 ADD
+    computes it: ``a`` shifted by ``left_shift + shift`` (``shift <= 0``, the multiplier's
+    exponent; a floor right shift where the sum is negative), then the doubling high multiply
+    rounding half up; no rounding right shift after it."""
+    m0, shift = quantize_multiplier(m)
+    k = left_shift + shift
+    if k > 0:
+        a = _op.left_shift(a, i64(k))
+    elif k < 0:
+        a = _op.right_shift(a, i64(-k))
+    return _op.right_shift(_op.add(_op.multiply(a, i64(m0)), i64(2**30)), i64(31))
 
 
 def convert(op: str, x1, x2, q1, q2, qo, dtype: str, qlo: int, qhi: int):

@@ -3,12 +3,15 @@
 linear interpolation between two anchors per value. The importer evaluates that for all 65536
 int16 values (numpy, float32 where LiteRT takes float) and the op becomes one ``take`` from
 those results. Through float these were off on 15-65% of values (LOG up to 32768 steps: its
-table maps log(0) to the output's lowest value). Exact on every value in the tests but for
-GELU's erf form at one of three scale pairs: one anchor of 513 a step off (124 of 65536
-values), from a float rounding not reproduced here."""
+table maps log(0) to the output's lowest value). The transforms are LiteRT's, in float32:
+``logf``, ``expf``, GELU as ``0.5f * x * erfcf(x * -sqrt(0.5f))`` or its tanh form (``tanhf``),
+each C function the C library's own (LiteRT's calls, loaded through ctypes: ``_c_float``)."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import math
 
 import numpy as np
@@ -25,15 +28,32 @@ def _round(x):
 
 def _transform(name: str, output_min: np.float32, approximate: bool):
     if name == "LOG":
-        return lambda v: output_min if v <= 0 else _F(np.log(_F(v)))
+        log = _c_float("logf", math.log)
+        return lambda v: output_min if v <= 0 else log(v)
     if name == "EXP":
-        return lambda v: _F(np.exp(_F(v)))
+        return _c_float("expf", math.exp)
     if approximate:
-        c = _F(math.sqrt(2 / math.pi))
-        return lambda v: _F(_F(0.5) * v * (_F(1) + _F(np.tanh(
-            c * (v + _F(0.044715) * v * v * v)))))
-    # (the exact form multiplies by the double M_SQRT1_2: erf and the rest run in double)
-    return lambda v: _F(float(_F(0.5) * _F(v)) * (1.0 + math.erf(float(v) * math.sqrt(0.5))))
+        c, tanh = _F(math.sqrt(2 / math.pi)), _c_float("tanhf", math.tanh)
+        return lambda v: _F(_F(0.5) * v * (_F(1) + tanh(c * (v + _F(0.044715) * v * v * v))))
+    erfc, k = _c_float("erfcf", math.erfc), _F(-math.sqrt(0.5))
+    return lambda v: _F(_F(0.5) * _F(v)) * erfc(_F(_F(v) * k))
+
+
+@functools.cache
+def _c_float(name: str, fallback):
+    """The C library's float32 function ``name`` (``logf``, ``expf``, ``erfcf``, ``tanhf``),
+    which LiteRT's tables call: numpy's float32 ones and double rounded to float32 differ from
+    glibc's in the last bit now and then, enough to put one anchor in several thousand a step
+    off. Where no C math library loads, ``fallback`` in double rounded to float32."""
+    for lib in (ctypes.util.find_library("m"), "libm.so.6", "ucrtbase"):
+        try:
+            fn = getattr(ctypes.CDLL(lib), name) if lib else None
+        except (OSError, AttributeError):
+            continue
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+            return lambda x: _F(fn(float(x)))
+    return lambda x: _F(fallback(float(x)))
 
 
 def anchors(name: str, qi, qo, approximate: bool = False) -> np.ndarray:
