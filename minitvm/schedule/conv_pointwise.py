@@ -25,7 +25,7 @@ Both tiles keep 10 or 12 accumulators in AVX2's 16 vector registers (``row_tiles
 5-row tiles), enough independent FMA chains to hide the FMA latency. On AVX-512 the tiles are
 32 lanes wide (``WIDTH``: two zmm a row; the pixel count of a pixel-vector panel, the output
 channels of a channel-vector panel, whose packed weights are then ``[O/32][C][32]``) and the
-channel-vector tiles 8 pixels high (``ROWS_WIDE_CHANNELS``; 12 for few output channels with
+channel-vector tiles 8 pixels high (12 on some hosts: ``ROWS_WIDE_CHANNELS``; 12 for few output channels with
 weights past L1: ``ROWS_WIDE_CHANNELS_FEW``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
@@ -67,6 +67,7 @@ from .common import (
     divisor_near,
     emit_with_epilogue,
     float32_conv2d,
+    host_switch,
     vector_isa,
 )
 from .common import imm as _i
@@ -106,7 +107,16 @@ WIDTHS = (16, 32)
 # 0.66 -> 0.62, 1024->256 at 14x14 0.57 -> 0.55) but took ResNet-50's cold build from 3.3 to
 # 3.9 CPU s (their 12 x 32 transposed stores), so they are left to tuning as well.
 ROWS = 6
-ROWS_WIDE_CHANNELS = 8
+# channel-vector tiles' pixels per host (``wide_channel_rows``): 8 (16 accumulators), but 12
+# (24 accumulators, 14 loads per 24 FMAs) on the Intel Xeon LLVM calls "rocketlake" (two
+# 512-bit FMA ports, 2 MB L2, 48 KB L1): a 32-channel weight panel of 432 input channels (55 KB)
+# is past L1, and each pixel tile reads it again from L2, so 12-pixel tiles read it 5 times at
+# 7x7 where 8-pixel tiles read it 7. Measured there in whole models (one thread, one process,
+# interleaved, thread CPU time, median of 15 rounds, load ~9 on 2 vCPUs, 8 -> 12, ms (ONNX
+# Runtime)): regnet_like 9.71 -> 9.17 (8.78) and 9.67 -> 9.32 (9.22), resnext50_32x4d 61.2 ->
+# 59.7 (68.2); per kernel regnet_like's 432->432 at 7x7 (+ residual + relu) 1.007 -> 0.960 for
+# its six. Other AVX-512 hosts (a Zen 4: not measured) keep 8
+ROWS_WIDE_CHANNELS = {"rocketlake": 12, "avx512": 8, "avx2": 8}
 ROWS_WIDE_PIXELS = 8
 ROWS_WIDE_PIXELS_DEEP = (12, 256)
 # channel vectors with pixel tiles outer, at most two panels of output channels and weights
@@ -321,7 +331,13 @@ def _rows(mode: str, width: int, c: int, o: int, p: int, knobs: dict | None) -> 
     rows, most_outputs, least_bytes = ROWS_WIDE_CHANNELS_FEW
     if o <= most_outputs and o <= p and c * o * 4 > least_bytes:  # (pixel tiles outer)
         return rows
-    return ROWS_WIDE_CHANNELS
+    return wide_channel_rows()
+
+
+def wide_channel_rows() -> int:
+    """The pixels of the tallest 32-lane channel-vector tiles on this host
+    (``ROWS_WIDE_CHANNELS``)."""
+    return host_switch(ROWS_WIDE_CHANNELS)
 
 
 def _at_least(value: int, bound: int | None) -> bool:

@@ -71,11 +71,11 @@ def test_few_output_channels_take_taller_pixel_tiles_on_wide_lanes():
     assert conv_pointwise._rows("channels", 32, 384, most, 169, None) == rows
     # more panels, weight panels outer, weights that fit L1 (256->32) or 16-lane tiles: as before
     assert conv_pointwise._rows("channels", 32, 256, 32, 729, None) == \
-        conv_pointwise.ROWS_WIDE_CHANNELS
+        conv_pointwise.wide_channel_rows()
     assert conv_pointwise._rows("channels", 32, 384, 96, 169, None) == \
-        conv_pointwise.ROWS_WIDE_CHANNELS
+        conv_pointwise.wide_channel_rows()
     assert conv_pointwise._rows("channels", 32, 384, 48, 25, None) == \
-        conv_pointwise.ROWS_WIDE_CHANNELS
+        conv_pointwise.wide_channel_rows()
     assert conv_pointwise._rows("channels", 16, 384, 48, 169, None) == conv_pointwise.ROWS
     # a knob still overrides it
     assert conv_pointwise._rows("channels", 32, 384, 48, 169, {"pw_rows": 8}) == 8
@@ -95,3 +95,14 @@ def test_few_output_channels_match_numpy(shape, o, epi):
              if isinstance(s, S.DeclBuffer) and s.buffer.name == "pw_acc"}
     want_tiles = {r for _, r, _ in conv_pointwise.row_tiles(g["p"], g["rows"])}
     assert g["mode"] == "channels" and tiles == want_tiles
+
+
+def test_channel_tile_height_follows_the_host(monkeypatch):
+    """``ROWS_WIDE_CHANNELS`` by host CPU name, else by vector ISA (``common.host_switch``)."""
+    from minitvm.runtime import jit
+
+    big = ("channels", 32, 432, 432, 49, None)  # 432->432 at 7x7: weight panels outer
+    monkeypatch.setattr(jit, "host_cpu", lambda: ("rocketlake", "+avx512f"))
+    assert conv_pointwise._rows(*big) == conv_pointwise.ROWS_WIDE_CHANNELS["rocketlake"] == 12
+    monkeypatch.setattr(jit, "host_cpu", lambda: ("znver4", "+avx512f"))
+    assert conv_pointwise._rows(*big) == conv_pointwise.ROWS_WIDE_CHANNELS[vector_isa()] == 8

@@ -89,7 +89,8 @@ def test_wide_tiles_match_numpy(case, wide):
 @pytest.mark.parametrize("rows", [4, 12])
 def test_wide_tiles_other_heights_match_numpy(rows, wide, monkeypatch):
     """The ``pw_rows`` heights (12: 10- and 9-pixel tiles at 7x7, 12 and 11 at 14x14)."""
-    monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_CHANNELS", rows)
+    monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_CHANNELS",
+                        dict.fromkeys(conv_pointwise.ROWS_WIDE_CHANNELS, rows))
     monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_PIXELS", rows)
     monkeypatch.setattr(conv_pointwise, "ROWS_WIDE_PIXELS_DEEP", (rows, 1))
     monkeypatch.setattr(conv_pointwise, "ROWS", rows)
@@ -142,7 +143,7 @@ def test_packed_weight_layout_per_width(wide):
 def test_geometry_width_and_rows(wide):
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 96))
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
-                                                  conv_pointwise.ROWS_WIDE_CHANNELS)
+                                                  conv_pointwise.wide_channel_rows())
     # at most two panels, pixel tiles outer, 64 KB of weights: 12-pixel tiles
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
