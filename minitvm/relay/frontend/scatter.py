@@ -1,8 +1,11 @@
 """Relay's ``scatter_elements`` as the importers (ONNX ScatterElements, PyTorch's scatter family)
 build it: a scatter along one axis whose index is known at import (an edge list held in a
 buffer or an initializer) becomes a gather and a reduction (``frontend_common.scatter_plan``),
-a small one with a runtime index a comparison of every position with every update; both lower
-natively in time linear in the updates. Only what is left keeps the ``scatter_elements`` op.
+one along the leading axis whose index is a broadcast of one index per row (torch's
+``index_add``, ``scatter_add`` of ``idx[:, None].expand(..)``: a graph network's message
+passing and per-graph readout) a ``scatter_nd`` of whole rows, a small one with a runtime index
+a comparison of every position with every update; all lower natively in time linear in the
+updates. Only what is left keeps the ``scatter_elements`` op.
 ``ctx`` is the importer's context: ``fold``, ``shape``, ``dtype``."""
 
 from __future__ import annotations
@@ -36,9 +39,30 @@ def scatter_elements(ctx, x, index, upd, axis: int, red: str):
     ishape = tuple(int(d) for d in ctx.shape(index))
     same_off_axis = len(ishape) == len(shape) and all(
         ishape[d] == shape[d] for d in range(len(shape)) if d != axis)
+    rows = _row_index(ctx, index, axis, ishape) if same_off_axis else None
+    if rows is not None:
+        return _op.scatter_nd(x, _op.reshape(rows, (1, ishape[0])), upd, red)
     if same_off_axis and int(np.prod(shape, dtype=np.int64)) * ishape[axis] <= _MAX_COMPARED:
         return _compared(ctx, x, index, upd, axis, red, shape, ishape)
     return _op.scatter_elements(x, index, upd, axis, red)
+
+
+def _row_index(ctx, index, axis: int, ishape: tuple):
+    """The one index per row that ``index`` broadcasts over its trailing dims, as a ``[rows]``
+    tensor, when the scatter is along axis 0 and ``index`` is a ``broadcast_to`` of a tensor
+    whose dims past the first are 1; else None. Such a scatter_elements moves whole rows: a
+    ``scatter_nd`` on the leading dim reads each row's index once and combines a contiguous
+    row (the element form reads and bounds-checks an index per element)."""
+    if axis != 0 or len(ishape) < 2 or not isinstance(index, _expr.Call):
+        return None
+    if getattr(index.op, "name", None) != "broadcast_to":
+        return None
+    src = index.args[0]
+    sshape = tuple(int(d) for d in ctx.shape(src))
+    padded = (1,) * (len(ishape) - len(sshape)) + sshape
+    if len(padded) != len(ishape) or padded[0] != ishape[0] or any(d != 1 for d in padded[1:]):
+        return None
+    return _op.reshape(src, (ishape[0],))
 
 
 def _compared(ctx, x, index, upd, axis, red, shape, ishape):
