@@ -12,11 +12,10 @@ without uses are removed. Outputs are unchanged: the same ops run over the same 
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...tir import expr as TE
 from ...tir.expr import PrimExpr
 from ...transform.stats import record_stat
+from ...transform.unit_axes import dropped_unit_axes, unsqueezed
 from ..expr import (
     Call,
     Constant,
@@ -57,27 +56,6 @@ def _static_shape(e) -> tuple[int, ...] | None:
             not all(isinstance(d, TE.IntImm) for d in shape.values):
         return None
     return tuple(int(d.value) for d in shape.values)
-
-
-def _dropped_unit_axes(shape_in, shape_out) -> tuple[int, ...] | None:
-    """The axes of ``shape_in`` (all of extent 1) whose removal gives ``shape_out``, else None
-    (greedy matching loses nothing: a dim equal to the next one wanted may as well be kept)."""
-    if len(shape_out) >= len(shape_in):
-        return None
-    axes, j = [], 0
-    for i, d in enumerate(shape_in):
-        if j < len(shape_out) and d == shape_out[j]:
-            j += 1
-        elif d == 1:
-            axes.append(i)
-        else:
-            return None
-    return tuple(axes) if j == len(shape_out) else None
-
-
-def _unsqueezed(value: np.ndarray, rank: int, axes, full_rank: int) -> np.ndarray:
-    dims = iter((1,) * (rank - value.ndim) + value.shape)
-    return value.reshape([1 if i in axes else next(dims) for i in range(full_rank)])
 
 
 def _use_counts(func: Function) -> dict:
@@ -140,7 +118,7 @@ class _Sinker(NormalizingMutator):
                                                              binding.span))
                 return None
             super().visit_var_binding_(binding)
-            axes = _dropped_unit_axes(_static_shape(args[0]) or (), out_shape)
+            axes = dropped_unit_axes(_static_shape(args[0]) or (), out_shape)
             if axes:
                 self.sunk[self.visit_expr(binding.var)] = (args[0], axes, _static_shape(args[0]))
             return None
@@ -173,7 +151,7 @@ class _Sinker(NormalizingMutator):
                     (isinstance(arg, Constant) and arg.data.numpy().ndim == 0):
                 new_args.append(arg)
             elif isinstance(arg, Constant) and arg.data.numpy().ndim <= len(out_shape):
-                value = _unsqueezed(arg.data.numpy(), len(out_shape), axes, len(full))
+                value = unsqueezed(arg.data.numpy(), len(out_shape), axes, len(full))
                 new_args.append(Constant(value))
             else:
                 return None

@@ -18,11 +18,10 @@ unchanged: the same elementwise ops run over the same values. Needs types (Infer
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...transform.stats import record_stat
+from ...transform.unit_axes import dropped_unit_axes, unsqueezed
 from ..expr import Call, Constant
 from ..expr_functor import ExprMutator, dataflow_post_order
 from ..op.transform import squeeze
@@ -44,30 +43,6 @@ def _static_shape(e) -> tuple[int, ...] | None:
         return tuple(int(d) for d in t.shape)
     except (TypeError, ValueError):
         return None
-
-
-def _dropped_unit_axes(shape_in, shape_out) -> tuple[int, ...] | None:
-    """The axes of ``shape_in`` (all of extent 1) whose removal gives ``shape_out``, else
-    None (a reshape that moves or merges dims). Matching greedily loses nothing: a dim equal
-    to the next one wanted is as good kept as dropped."""
-    if len(shape_out) >= len(shape_in):
-        return None
-    axes, j = [], 0
-    for i, d in enumerate(shape_in):
-        if j < len(shape_out) and d == shape_out[j]:
-            j += 1
-        elif d == 1:
-            axes.append(i)
-        else:
-            return None
-    return tuple(axes) if j == len(shape_out) else None
-
-
-def _unsqueezed(value: np.ndarray, rank: int, axes, full_rank: int) -> np.ndarray:
-    """``value`` (broadcastable to a tensor of ``rank`` dims) with the unit ``axes`` of a
-    ``full_rank``-dim tensor put back."""
-    dims = iter((1,) * (rank - value.ndim) + value.shape)
-    return value.reshape([1 if i in axes else next(dims) for i in range(full_rank)])
 
 
 def _constant_of(e):
@@ -115,7 +90,7 @@ class _Sinker(ExprMutator):
                 return found[0]
             new = call.with_fields(args=args)
             in_shape = _static_shape(call.args[0])
-            axes = None if in_shape is None else _dropped_unit_axes(in_shape, out_shape)
+            axes = None if in_shape is None else dropped_unit_axes(in_shape, out_shape)
             if axes:
                 self.sunk[id(new)] = (args[0], axes, in_shape, new)
             return new
@@ -144,7 +119,7 @@ class _Sinker(ExprMutator):
                 new_args.append(new)  # (a scalar broadcasts the same way at any rank)
             elif len(shape or ()) <= len(out_shape) and _constant_of(new) is not None:
                 value = _constant_of(new).data.numpy().reshape(shape)
-                new_args.append(Constant(_unsqueezed(value, len(out_shape), axes, len(full))))
+                new_args.append(Constant(unsqueezed(value, len(out_shape), axes, len(full))))
             else:
                 return plain
         self.moved += 1
