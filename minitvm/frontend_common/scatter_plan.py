@@ -68,3 +68,28 @@ def identity(reduction: str, dtype: str):
     big = np.inf if dt.kind == "f" else np.iinfo(dt).max
     small = -np.inf if dt.kind == "f" else np.iinfo(dt).min
     return {"add": 0, "mul": 1, "max": small, "min": big}[reduction]
+
+
+def broadcasts_one_index_per_row(source_shape, index_shape, data_shape, axis: int) -> bool:
+    """Whether a scatter along ``axis`` whose index is ``source`` broadcast to ``index_shape``
+    moves whole rows: the axis is the leading one, ``source`` (its shape padded on the left
+    with 1s) holds one index per row and 1s past it, and the index covers ``data``'s trailing
+    dims (torch's ``scatter_add`` of ``idx[:, None].expand(..)``). Such a scatter is a
+    ``scatter_nd`` of rows by ``source`` flattened. Dims are ints or symbolic sizes (the same
+    object counts as equal)."""
+    if axis != 0 or len(index_shape) < 2 or len(index_shape) != len(data_shape):
+        return False
+    if len(source_shape) > len(index_shape):
+        return False
+    padded = (1,) * (len(index_shape) - len(source_shape)) + tuple(source_shape)
+    return (_same_dim(padded[0], index_shape[0])
+            and all(_same_dim(d, 1) for d in padded[1:])
+            and all(_same_dim(a, b) for a, b in zip(index_shape[1:], data_shape[1:])))
+
+
+def _same_dim(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, int | np.integer) and isinstance(b, int | np.integer):
+        return int(a) == int(b)
+    return False

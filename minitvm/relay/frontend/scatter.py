@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...frontend_common.scatter_plan import identity, plan_scatter
+from ...frontend_common.scatter_plan import broadcasts_one_index_per_row, identity, plan_scatter
 from .. import expr as _expr
 from .. import op as _op
 
@@ -53,14 +53,11 @@ def _row_index(ctx, index, axis: int, ishape: tuple):
     whose dims past the first are 1; else None. Such a scatter_elements moves whole rows: a
     ``scatter_nd`` on the leading dim reads each row's index once and combines a contiguous
     row (the element form reads and bounds-checks an index per element)."""
-    if axis != 0 or len(ishape) < 2 or not isinstance(index, _expr.Call):
-        return None
-    if getattr(index.op, "name", None) != "broadcast_to":
+    if not isinstance(index, _expr.Call) or getattr(index.op, "name", None) != "broadcast_to":
         return None
     src = index.args[0]
     sshape = tuple(int(d) for d in ctx.shape(src))
-    padded = (1,) * (len(ishape) - len(sshape)) + sshape
-    if len(padded) != len(ishape) or padded[0] != ishape[0] or any(d != 1 for d in padded[1:]):
+    if not broadcasts_one_index_per_row(sshape, ishape, ishape, axis):
         return None
     return _op.reshape(src, (ishape[0],))
 

@@ -9,12 +9,13 @@ import numpy as np
 from ....frontend_common import torch_math
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.index_put_plan import plan_sliced_put
+from ....frontend_common.scatter_plan import broadcasts_one_index_per_row
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ....frontend_common.torch_rot90 import rot90_plan
 from ....frontend_common.torch_take_along import take_along_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
-from ...expr import Constant, Expr, TupleGetItem, const
+from ...expr import Call, Constant, Expr, TupleGetItem, const
 from ..common import crop_negative_pads
 from ..pool_indices import maxpool_indices
 from ..spatial import grid_sample_2d, grid_sample_kernel
@@ -789,11 +790,36 @@ def _sort(ctx: AtenContext, args):
             ctx.emit(_op.argsort(x, axis, desc, "int64")))
 
 
+def _scatter_elements(ctx: AtenContext, x, index, src, axis: int, red: str):
+    """A scatter along ``axis``; one along the leading axis whose index is a broadcast of one
+    index per row (``scatter_add(0, idx[:, None].expand(..), h)``: a graph network's per-graph
+    readout) as a ``scatter_nd`` of whole rows, which reads and bounds-checks one index per
+    row and combines a contiguous row where the element form does so per element."""
+    rows = _row_index(ctx, index, ctx.shape(x), axis)
+    if rows is not None and ctx.shape(src) == ctx.shape(index):
+        return ctx.emit(_op.scatter_nd(x, rows, src, red))
+    return ctx.emit(_op.scatter_elements(x, index, src, axis, red))
+
+
+def _row_index(ctx: AtenContext, index, shape, axis: int):
+    """The ``[rows, 1]`` index tuples of a row scatter when ``index`` is bound to a
+    ``broadcast_to`` of one index per row (``expand`` imports so), else None."""
+    bound = ctx.bb.lookup_binding(index)
+    if not isinstance(bound, Call) or getattr(bound.op, "name", None) != "relax.broadcast_to":
+        return None
+    source, ishape = bound.args[0], ctx.shape(index)
+    if not broadcasts_one_index_per_row(ctx.shape(source), ishape, shape, axis):
+        return None
+    if ctx.shape(source) == [ishape[0], 1]:
+        return source
+    return ctx.emit(_op.reshape(source, ctx.shape_expr([ishape[0], 1])))
+
+
 @register("scatter_add.default")
 def _scatter_add(ctx: AtenContext, args):
     """scatter_add(self, dim, index, src): a graph network's messages summed into nodes."""
     x, dim, index, src = args[:4]
-    return ctx.emit(_op.scatter_elements(x, index, src, int(dim) % ctx.ndim(x), "add"))
+    return _scatter_elements(ctx, x, index, src, int(dim) % ctx.ndim(x), "add")
 
 
 @register("scatter.src", "scatter.value", "scatter.reduce", "scatter.value_reduce")
@@ -814,7 +840,7 @@ def _scatter(ctx: AtenContext, args):
     modes = {None: "update", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul"}
     if reduce not in modes:
         raise ctx.fail(f"scatter with reduce={reduce!r} is not supported")
-    return ctx.emit(_op.scatter_elements(x, index, src, axis, modes[reduce]))
+    return _scatter_elements(ctx, x, index, src, axis, modes[reduce])
 
 
 # torch's scatter_reduce names -> scatter_elements' reductions and the value include_self=False
@@ -847,14 +873,14 @@ def _scatter_reduce(ctx: AtenContext, args):
 
     base = x
     if not include_self:
-        base = ctx.emit(_op.scatter_elements(x, index, filled(identity), axis, "update"))
-    out = ctx.emit(_op.scatter_elements(base, index, src, axis, red))
+        base = _scatter_elements(ctx, x, index, filled(identity), axis, "update")
+    out = _scatter_elements(ctx, base, index, src, axis, red)
     if reduce != "mean":
         return out
     start = ctx.emit(_op.ones_like(x))
     if not include_self:
-        start = ctx.emit(_op.scatter_elements(start, index, filled(0.0), axis, "update"))
-    count = ctx.emit(_op.scatter_elements(start, index, filled(1.0), axis, "add"))
+        start = _scatter_elements(ctx, start, index, filled(0.0), axis, "update")
+    count = _scatter_elements(ctx, start, index, filled(1.0), axis, "add")
     count = ctx.emit(_op.maximum(count, ctx.tensor(1.0, x)))
     fn = _op.divide if ctx.dtype(x).startswith("float") else _op.floor_divide
     return ctx.emit(fn(out, count))
