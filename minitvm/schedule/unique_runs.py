@@ -1,7 +1,8 @@
 """Native kernel of ``unique`` over consecutive runs (torch.unique_consecutive): one in-order
 pass over the 1-D input marking where a run starts (the element ``!=`` the one before, so each
-NaN is its own run and -0.0 joins 0.0, as torch's ``==``), counting the runs and filling each
-run's first index and length and each element's run as it goes; no sort, no key transform.
+NaN is its own run and -0.0 joins 0.0, as torch's ``==``), writing each run's first index and
+each element's run as it goes, then each run's length from where the next starts; no sort, no
+key transform.
 It writes the same [3 * N + 1] int32 table as ``schedule.unique_sort`` (first indices, inverse,
 counts, then the number of runs; zero past the runs), so both dialects read it off unchanged.
 """
@@ -30,15 +31,17 @@ def emit_unique_runs(ctx, data, table) -> S.Stmt:
                                         E.BufferLoad(x, [E.Max(s - imm(1), imm(0))])))
     counts = n * imm(2)
     walk = S.For(s, imm(0), n, S.ForKind.SERIAL, S.SeqStmt([
-        S.IfThenElse(starts, S.SeqStmt([
-            S.BufferStore(runs, last + imm(1), [imm(0)]),
-            S.BufferStore(out, s, [last]),
-            S.BufferStore(out, imm(0), [counts + last])])),
-        S.BufferStore(out, E.BufferLoad(out, [counts + last]) + imm(1), [counts + last]),
+        S.IfThenElse(starts, S.SeqStmt([S.BufferStore(runs, last + imm(1), [imm(0)]),
+                                        S.BufferStore(out, s, [last])])),
         S.BufferStore(out, last, [n + s])]))
+    # a run's length: where the next one starts (the last one's: the end) less its own start
+    g = ctx.fresh("g")
+    end = E.Select(E.EQ(g, last), n, E.BufferLoad(out, [E.Min(g + imm(1), n - imm(1))]))
+    lengths = S.For(g, imm(0), last + imm(1), S.ForKind.SERIAL, S.BufferStore(
+        out, end - E.BufferLoad(out, [g]), [counts + g]))
     pad = S.For(z, last + imm(1), n - last - imm(1), S.ForKind.SERIAL, S.SeqStmt([
         S.BufferStore(out, imm(0), [z]), S.BufferStore(out, imm(0), [counts + z])]))
-    body = S.SeqStmt([S.BufferStore(runs, imm(-1), [imm(0)]), walk, pad,
+    body = S.SeqStmt([S.BufferStore(runs, imm(-1), [imm(0)]), walk, lengths, pad,
                       S.BufferStore(out, last + imm(1), [n * imm(3)])])
     return allocated(runs, body)
 
