@@ -66,6 +66,12 @@ UNIQUE_CONSECUTIVE = {
     "single_element": (lambda x: torch.unique_consecutive(x, return_inverse=True,
                                                           return_counts=True),
                        torch.tensor([7], dtype=torch.int64)),
+    "float64_nan_runs": (lambda x: torch.unique_consecutive(x, return_inverse=True,
+                                                            return_counts=True),
+                         _runs(30, seed=2).double()),
+    "bool_matrix": (lambda x: torch.unique_consecutive(x, return_inverse=True,
+                                                       return_counts=True),
+                    _ints(2, 3, 9, seed=3, dtype=torch.bool)),
 }
 
 UNIQUE_NAN = {

@@ -6,9 +6,9 @@ sort and one scan), shared by both dialects' importers:
   each slice ranked column by column (each step the dense rank of ``rank * n + column rank``,
   below ``n ** 2``, int64; the last step's call gives the outputs), so the slices order
   lexicographically;
-- ``unique_consecutive``: runs of equal elements or slices (torch.unique_consecutive): the key
-  is the running count of "differs from the one before", already sorted, so the kernel's call
-  only reads off the groups.
+- ``unique_consecutive``: runs of equal elements or slices (torch.unique_consecutive): the
+  kernel's run pass (``schedule.unique_runs``, no sort) on the elements themselves, or for
+  slices on the running count of "differs from the one before".
 
 Each returns ``(values, first, inverse, counts)`` sliced to the data-dependent number of
 groups, the indices int64. With ``equal_nan`` False a NaN is its own value (torch's ``==``),
@@ -40,7 +40,8 @@ class UniqueBuilder(Protocol):
     def concat(self, parts: list, axis: int) -> Any: ...
     def take(self, x, indices, axis: int) -> Any: ...
     def rows(self, x, shape, axis: int) -> Any: ...  # [n, m]: the slices along axis as rows
-    def unique(self, key, n: int, is_sorted: bool, equal_nan: bool) -> Any: ...  # a handle
+    def unique(self, key, n: int, is_sorted: bool, equal_nan: bool,
+               consecutive: bool = False) -> Any: ...  # a handle; consecutive: runs of ==
     def unique_inverse(self, handle) -> Any: ...  # int64 [n]: each element's group
     def unique_outputs(self, handle, source, axis: int) -> tuple: ...  # (values, first, inv, counts)
 
@@ -124,7 +125,9 @@ def unique_consecutive(b: UniqueBuilder, x, shape, axis: int) -> tuple:
     ops = b.ops
     axis = normalize_dim(axis, len(shape))
     n, _ = _split(shape, axis)
-    if n == 1:
+    if len(shape) == 1:  # elements: the run pass compares them directly
+        key = x
+    elif n == 1:
         key = b.const(np.zeros(1, "int64"))
     else:
         rows = b.rows(x, shape, axis)
@@ -132,4 +135,4 @@ def unique_consecutive(b: UniqueBuilder, x, shape, axis: int) -> tuple:
         step = b.emit(ops.max(b.cast(differs, "int32"), axis=1))
         starts = b.emit(b.concat([b.const(np.ones(1, "int64")), b.cast(step, "int64")], 0))
         key = b.emit(ops.cumsum(starts, axis=0, dtype="int64"))
-    return b.unique_outputs(b.unique(key, n, True, True), x, axis)
+    return b.unique_outputs(b.unique(key, n, True, False, consecutive=True), x, axis)

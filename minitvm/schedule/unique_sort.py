@@ -24,6 +24,7 @@ from ..tir.op import bitwise_and, bitwise_xor, reinterpret, shift_right
 from ..topi.unique import UNIQUE_TABLE_TAG
 from .common import LowerCtx, allocated, const_int, imm
 from .lower import Rule, register_rule
+from .unique_runs import emit_unique_runs, unique_runs_prim_func
 
 __all__ = ["emit_unique", "unique_prim_func"]
 
@@ -112,7 +113,7 @@ def emit_unique(ctx, data, table, is_sorted: bool, equal_nan: bool = True) -> S.
 
     bits = 64 if data.dtype == "int64" else 32
     c = ctx.fresh("c")
-    check = S.SeqStmt([put(ORDERED, imm(1)), S.For(c, imm(1), E.Max(n, imm(1)), S.ForKind.SERIAL,
+    check = S.SeqStmt([put(ORDERED, imm(1)), S.For(c, imm(1), E.Max(n - imm(1), imm(0)), S.ForKind.SERIAL,
                                                    S.IfThenElse(E.LT(E.BufferLoad(ka, [c]),
                                                                      E.BufferLoad(ka, [c - imm(1)])),
                                                                 put(ORDERED, imm(0))))])
@@ -179,6 +180,8 @@ def _supported(t, options=None) -> bool:
 
 def _emit(ctx, t, out, bodies) -> S.Stmt:
     (data,) = t.op.attrs["operands"]
+    if t.op.attrs.get("consecutive", False):
+        return emit_unique_runs(ctx, ctx.buf[id(data)], out)
     return emit_unique(ctx, ctx.buf[id(data)], out, t.op.attrs["sorted"],
                        t.op.attrs.get("equal_nan", True))
 
@@ -188,8 +191,12 @@ register_rule(UNIQUE_TABLE_TAG, Rule("unique: radix sort, one scan", "unique_sor
 
 
 # ---------------------------------------------------------------------------------- Relax
-def unique_prim_func(n, dtype: str, is_sorted: bool, equal_nan: bool = True) -> PrimFunc:
-    """``(data [n], table [3 n + 1] int32)``: the kernel as a PrimFunc (``n`` may be a Var)."""
+def unique_prim_func(n, dtype: str, is_sorted: bool, equal_nan: bool = True,
+                     consecutive: bool = False) -> PrimFunc:
+    """``(data [n], table [3 n + 1] int32)``: the kernel as a PrimFunc (``n`` may be a Var);
+    ``consecutive``: the runs of equal elements (``schedule.unique_runs``), no sort."""
+    if consecutive:
+        return unique_runs_prim_func(n, dtype)
     data = decl_buffer((n,), dtype, "data")
     table = decl_buffer((n * 3 + 1,), "int32", "table")
     ctx = LowerCtx(own_temps=True)

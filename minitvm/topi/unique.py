@@ -14,24 +14,27 @@ UNIQUE_TABLE_TAG = "unique_sort"
 UNIQUE_DTYPES = ("float32", "int32", "int64")  # the key transforms the kernel has
 
 
-def unique_table(data, is_sorted: bool, equal_nan: bool = True):
+def unique_table(data, is_sorted: bool, equal_nan: bool = True, consecutive: bool = False):
     """The table stage of a 1-D ``data``: [first | inverse | counts | count] int32; with
-    ``equal_nan`` False each NaN is its own value (torch's ``unique``)."""
-    if data.dtype not in UNIQUE_DTYPES:
+    ``equal_nan`` False each NaN is its own value (torch's ``unique``); ``consecutive``: the
+    runs of equal elements instead (``schedule.unique_runs``: any type, each NaN its own run)."""
+    if not consecutive and data.dtype not in UNIQUE_DTYPES:
         raise ValueError(f"unique of {data.dtype} has no native kernel (takes "
                          f"{', '.join(UNIQUE_DTYPES)})")
     (n,) = data.shape
     return te.compute((n * 3 + 1,), lambda *_: E.const(0, "int32"), name="T_unique_table",
                       tag=UNIQUE_TABLE_TAG, attrs={"operands": (data,),
                                                    "sorted": bool(is_sorted),
-                                                   "equal_nan": bool(equal_nan)})
+                                                   "equal_nan": bool(equal_nan),
+                                                   "consecutive": bool(consecutive)})
 
 
 def unique_padded(data, is_sorted: bool = True, return_counts: bool = False,
-                  equal_nan: bool = True) -> list:
-    """[values, first indices, inverse indices, [count], counts?] as Relay's ``unique``."""
+                  equal_nan: bool = True, consecutive: bool = False) -> list:
+    """[values, first indices, inverse indices, [count], counts?] as Relay's ``unique``
+    (``consecutive``: of the runs of equal elements)."""
     (n,) = data.shape
-    table = unique_table(data, is_sorted, equal_nan)
+    table = unique_table(data, is_sorted, equal_nan, consecutive)
     count = te.compute((1,), lambda i: table[n * 3], name="T_unique_count")
 
     def value(k):

@@ -21,11 +21,13 @@ __all__ = ["RelaxUnique", "unique_flat", "unique_inverse", "unique_outputs", "un
 
 
 def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique",
-                 equal_nan: bool = True):
+                 equal_nan: bool = True, consecutive: bool = False):
     """The kernel's [first | inverse | counts | count] int32 table of 1-D ``flat`` of ``n``
-    (``equal_nan`` False: each NaN its own value, as torch's)."""
+    (``equal_nan`` False: each NaN its own value, as torch's; ``consecutive``: the runs of
+    equal neighbours, ``schedule.unique_runs``)."""
     dim = n if isinstance(n, int) else E.Var("n", "int64")
-    gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted, equal_nan), name)
+    gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted, equal_nan,
+                                          consecutive), name)
     return ctx.emit(_op.call_tir(gv, [flat], TensorStructInfo([n * 3 + 1], "int32")))
 
 
@@ -109,14 +111,14 @@ class RelaxUnique:
         moved = x if axis == 0 else self.ctx.emit(_op.permute_dims(x, perm))
         return self.ctx.emit(_op.reshape(moved, ShapeExpr([n, m])))
 
-    def unique(self, key, n: int, is_sorted: bool, equal_nan: bool):
+    def unique(self, key, n: int, is_sorted: bool, equal_nan: bool, consecutive: bool = False):
         key = self.emit(key)
-        if self.ctx.dtype(key) not in UNIQUE_DTYPES:
+        if not consecutive and self.ctx.dtype(key) not in UNIQUE_DTYPES:
             raise ValueError(f"unique of {self.ctx.dtype(key)}: the native kernel takes "
                              f"{', '.join(UNIQUE_DTYPES)} (and the integer and 16-bit float "
                              "types it widens)")
         return unique_table(self.ctx, key, n, is_sorted, self.name,
-                            equal_nan), n
+                            equal_nan, consecutive), n
 
     def unique_inverse(self, handle):
         table, n = handle

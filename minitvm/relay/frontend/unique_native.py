@@ -49,8 +49,8 @@ class RelayUnique:
         return _op.reshape(moved, [n, -1])
 
     @staticmethod
-    def unique(key, n: int, is_sorted: bool, equal_nan: bool):
-        return _op.unique(key, is_sorted, True, equal_nan)
+    def unique(key, n: int, is_sorted: bool, equal_nan: bool, consecutive: bool = False):
+        return _op.unique(key, is_sorted, True, equal_nan, consecutive)
 
     @staticmethod
     def unique_inverse(handle):

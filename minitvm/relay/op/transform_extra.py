@@ -30,7 +30,9 @@ class MeshgridAttrs(Attrs):
 class UniqueAttrs(Attrs):
     __slots__ = ()
     # equal_nan (a minitvm addition, numpy's name): False keeps each NaN its own value (torch)
-    _fields = (("sorted", True), ("return_counts", False), ("equal_nan", True))
+    # consecutive (a minitvm addition): the runs of equal elements (torch.unique_consecutive)
+    _fields = (("sorted", True), ("return_counts", False), ("equal_nan", True),
+               ("consecutive", False))
 
 
 class SlidingWindowAttrs(Attrs):
@@ -161,12 +163,15 @@ def argwhere(condition: Expr) -> Call:
 
 
 def unique(data: Expr, is_sorted: bool = True, return_counts: bool = False,
-           equal_nan: bool = True) -> TupleWrapper:
+           equal_nan: bool = True, consecutive: bool = False) -> TupleWrapper:
     """TVM's ``unique``; ``equal_nan=False`` (a minitvm addition) makes each NaN its own value,
-    as torch's ``unique`` does (numpy's and ORT's group them)."""
+    as torch's ``unique`` does (numpy's and ORT's group them); ``consecutive=True`` (also an
+    addition) groups only runs of equal neighbours (``==``: each NaN its own run), in order."""
     attrs = dict(sorted=bool(is_sorted), return_counts=bool(return_counts))
     if not equal_nan:
         attrs["equal_nan"] = False
+    if consecutive:
+        attrs["consecutive"] = True
     call = Call(Op.get("unique"), [data], UniqueAttrs(**attrs))
     return TupleWrapper(call, 5 if return_counts else 4)
 

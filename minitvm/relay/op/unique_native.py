@@ -10,11 +10,12 @@ from .op import register_compute
 
 def _unique_compute(attrs, inputs, out_type):
     (data,) = inputs
-    if data.dtype not in UNIQUE_DTYPES:
+    consecutive = bool(attrs.get("consecutive", False))
+    if not consecutive and data.dtype not in UNIQUE_DTYPES:
         raise NotImplementedError(f"unique of {data.dtype}: the native kernel takes "
                                   f"{', '.join(UNIQUE_DTYPES)}")
     return unique_padded(data, bool(attrs.sorted), bool(attrs.return_counts),
-                         bool(attrs.get("equal_nan", True)))
+                         bool(attrs.get("equal_nan", True)), consecutive)
 
 
 register_compute("unique", _unique_compute)

@@ -23,14 +23,27 @@ def _argwhere(attrs, args, out_type):
     return np.argwhere(args[0]).astype(out_type.dtype)
 
 
+def _runs(data: np.ndarray) -> tuple:
+    """(values, first, inverse, counts) of the runs of ``==`` neighbours (a NaN ends a run)."""
+    starts = np.ones(data.shape[0], bool)
+    starts[1:] = data[1:] != data[:-1]
+    first = np.flatnonzero(starts)
+    counts = np.diff(np.append(first, data.shape[0]))
+    return data[first], first, np.cumsum(starts) - 1, counts
+
+
 def unique_padded(data: np.ndarray, is_sorted: bool = True, return_counts: bool = False,
-                  equal_nan: bool = True):
+                  equal_nan: bool = True, consecutive: bool = False):
     """(unique, first indices, inverse indices, [num_unique], counts?) padded to len(data);
-    with ``equal_nan`` False each NaN is its own value, in the order of its position."""
+    with ``equal_nan`` False each NaN is its own value, in the order of its position;
+    ``consecutive``: of the runs of equal neighbours instead."""
     n = data.shape[0]
-    values, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True,
-                                               return_counts=True, equal_nan=equal_nan)
-    if not is_sorted:  # order of first occurrence
+    if consecutive:
+        values, first, inverse, counts = _runs(data)
+    else:
+        values, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True,
+                                                   return_counts=True, equal_nan=equal_nan)
+    if not is_sorted and not consecutive:  # order of first occurrence
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
@@ -53,7 +66,8 @@ def unique_padded(data: np.ndarray, is_sorted: bool = True, return_counts: bool 
 @reference("unique")
 def _unique(attrs, args, out_type):
     return unique_padded(args[0], bool(attrs.sorted), bool(attrs.return_counts),
-                         bool(attrs.get("equal_nan", True)))
+                         bool(attrs.get("equal_nan", True)),
+                         bool(attrs.get("consecutive", False)))
 
 
 @reference("adv_index")

@@ -77,7 +77,8 @@ def test_bincount_weights_keep_their_dtype():
 CASES = {**{f"dim_{k}": UNIQUE_DIM[k] for k in ("rows", "columns", "float_rows_nan_and_zero",
                                                 "uint8_rows")},
          **{f"consecutive_{k}": UNIQUE_CONSECUTIVE[k] for k in (
-             "floats_nan_zero", "rows", "matrix_inverse_shape", "single_element")},
+             "floats_nan_zero", "rows", "matrix_inverse_shape", "single_element",
+            "float64_nan_runs")},
          **{f"nan_{k}": v for k, v in UNIQUE_NAN.items()}}
 
 
