@@ -55,6 +55,7 @@ import numpy as np
 from ..tir import expr as E
 from .common import (
     divisor_near,
+    host_switch,
     int8_weight_conv,
     static_grouped_conv2d_dims,
     vector_isa,
@@ -143,8 +144,13 @@ CHANNEL_BLOCK_BYTES = 16 * 1024
 # a band is one output row, whose input rows (three, a dilation apart) and weights for all the
 # channels overflow L1. Sapphire Rapids, one thread, DeepLab's 256 -> 64 3x3 dilation 6 at
 # 32x32 + bias + relu, ms, 64-channel tiles (ONNX Runtime 1.51): one pass 1.98, blocks of 8
-# channels 1.75, 16 (this) 1.57, either order; 32-channel tiles 1.96-2.25 at any block
-ROW_TILES_CHANNEL_BLOCK_BYTES = 32 * 1024
+# channels 1.75, 16 (this) 1.57, either order; 32-channel tiles 1.96-2.25 at any block. On a
+# Rocket Lake (48 KB L1, 512 KB L2), the same conv alone, one thread, A/B one process, 9
+# interleaved rounds, thread CPU ms (ONNX Runtime 1.73-1.74), by bytes (``channel_block`` of
+# 64-channel tiles: 2304 bytes a channel): 32 KB (8 channels) 2.79-2.85, 64 KB (16 channels,
+# its entry) 2.13-2.15, 128 KB (32) 2.78, one pass 2.31
+ROW_TILES_CHANNEL_BLOCK_BYTES = {"rocketlake": 64 * 1024, "avx512": 32 * 1024,
+                                 "avx2": 32 * 1024}
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
 # in the "channels" order, each filter tap of a tile also prefetches its weights one block of
 # input channels on (without blocks, PREFETCH_CHANNELS on), so that weights coming from memory
@@ -281,7 +287,7 @@ def default_knobs(g) -> dict:
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if "ow" in g and row_segments(g) is not None:
-        knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
+        knobs["lanes_cblock"] = host_switch(ROW_TILES_CHANNEL_BLOCK_BYTES)
     if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
             g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
