@@ -151,6 +151,12 @@ CHANNEL_BLOCK_BYTES = 16 * 1024
 # its entry) 2.13-2.15, 128 KB (32) 2.78, one pass 2.31
 ROW_TILES_CHANNEL_BLOCK_BYTES = {"rocketlake": 64 * 1024, "avx512": 32 * 1024,
                                  "avx2": 32 * 1024}
+# ... and their filter columns unrolled (``lanes_unroll_kx``) or loops: a row tile runs each
+# run of columns with its own taps, so unrolled columns multiply its code. Rocket Lake, the same
+# conv alone (16-channel blocks, one thread, one process, 9 interleaved rounds, thread CPU ms;
+# ONNX Runtime 1.71-1.75): unrolled 2.13-2.18, loops 1.92 (the filter rows loops too: 1.89-2.00).
+# Elsewhere not measured: unrolled
+ROW_TILES_UNROLL_KX = {"rocketlake": False, "avx512": True, "avx2": True}
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
 # in the "channels" order, each filter tap of a tile also prefetches its weights one block of
 # input channels on (without blocks, PREFETCH_CHANNELS on), so that weights coming from memory
@@ -288,6 +294,7 @@ def default_knobs(g) -> dict:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = host_switch(ROW_TILES_CHANNEL_BLOCK_BYTES)
+        knobs["lanes_unroll_kx"] = knobs["lanes_unroll_kx"] and host_switch(ROW_TILES_UNROLL_KX)
     if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
             g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
