@@ -14,7 +14,7 @@ from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
 from minitvm.schedule import conv_lanes, conv_winograd
-from minitvm.schedule.common import host_switch, vector_isa
+from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -209,21 +209,12 @@ def test_row_tile_default_knobs_block_the_channels():
     its 256 channels in blocks; the same conv undilated (no row tiles) keeps its own."""
     g = _deeplab_geometry(6)
     knobs = conv_lanes.default_knobs(g)
-    assert knobs["lanes_cblock"] == host_switch(conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES)
+    assert knobs["lanes_cblock"] == conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES
     assert conv_lanes.channel_block(conv_lanes.with_knobs(g, knobs)) < g["c"]
     flat = _deeplab_geometry(1)
     assert conv_lanes.row_segments(flat) is None
     assert conv_lanes.default_knobs(flat)["lanes_cblock"] != \
-        host_switch(conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES)
-
-
-def test_row_tile_channel_block_per_host():
-    """Each host entry of the row tiles' channel block cuts DeepLab's 256 channels in blocks:
-    8 channels of 64-channel tiles a block by default, 16 on a Rocket Lake (its L1 / L2)."""
-    g = _deeplab_geometry(6)
-    blocks = {key: conv_lanes.channel_block(dict(g, lanes_width=64, lanes_cblock=value))
-              for key, value in conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES.items()}
-    assert blocks == {"rocketlake": 16, "avx512": 8, "avx2": 8}
+        conv_lanes.ROW_TILES_CHANNEL_BLOCK_BYTES
 
 
 @pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
