@@ -55,6 +55,7 @@ import numpy as np
 from ..tir import expr as E
 from .common import (
     divisor_near,
+    host_switch,
     int8_weight_conv,
     static_grouped_conv2d_dims,
     vector_isa,
@@ -143,8 +144,20 @@ CHANNEL_BLOCK_BYTES = 16 * 1024
 # a band is one output row, whose input rows (three, a dilation apart) and weights for all the
 # channels overflow L1. Sapphire Rapids, one thread, DeepLab's 256 -> 64 3x3 dilation 6 at
 # 32x32 + bias + relu, ms, 64-channel tiles (ONNX Runtime 1.51): one pass 1.98, blocks of 8
-# channels 1.75, 16 (this) 1.57, either order; 32-channel tiles 1.96-2.25 at any block
+# channels 1.75, 16 (this) 1.57, either order; 32-channel tiles 1.96-2.25 at any block. (At
+# 64-channel tiles, 2304 bytes a channel, ``channel_block`` makes these 32 KB 8-channel blocks.)
+# Rocket Lake, the same conv alone, one thread, A/B one process, 9 interleaved rounds, thread
+# CPU ms (ONNX Runtime 1.64-1.75): with the columns unrolled, blocks of 8 channels 2.79-2.85,
+# 16 2.13-2.15, 32 2.78, one pass 2.31; with them as loops (``ROW_TILES_UNROLL_KX``) 8
+# channels 1.82-1.87, 16 1.82-1.88, one pass 1.95 (kept)
 ROW_TILES_CHANNEL_BLOCK_BYTES = 32 * 1024
+# ... and their filter columns unrolled (``lanes_unroll_kx``) or loops: a row tile runs each
+# run of columns with its own taps, so unrolled columns multiply its code. Rocket Lake, the same
+# conv alone (16-channel blocks; 8 within the noise of it, above; one thread, one process, 9
+# interleaved rounds, thread CPU ms;
+# ONNX Runtime 1.71-1.75): unrolled 2.13-2.18, loops 1.92 (the filter rows loops too: 1.89-2.00).
+# Elsewhere not measured: unrolled
+ROW_TILES_UNROLL_KX = {"rocketlake": False, "avx512": True, "avx2": True}
 BLOCK_SUMS = 4096  # floats of partial sums per channel tile (a band of pixel tiles)
 # in the "channels" order, each filter tap of a tile also prefetches its weights one block of
 # input channels on (without blocks, PREFETCH_CHANNELS on), so that weights coming from memory
@@ -282,6 +295,7 @@ def default_knobs(g) -> dict:
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
+        knobs["lanes_unroll_kx"] = knobs["lanes_unroll_kx"] and host_switch(ROW_TILES_UNROLL_KX)
     if "ow" in g and knobs["lanes_rowstore"] and knobs["lanes_direct"] and \
             g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:

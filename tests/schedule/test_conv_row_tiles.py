@@ -218,6 +218,32 @@ def test_row_tile_default_knobs_block_the_channels():
 
 
 @pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
+@pytest.mark.parametrize("unroll", [False, True])
+def test_row_tile_columns_unrolled_per_host(monkeypatch, unroll):
+    """A row-tiled geometry's filter columns are unrolled or loops as its host's entry says
+    (``ROW_TILES_UNROLL_KX``); the same conv undilated keeps them unrolled (3 columns)."""
+    monkeypatch.setattr(conv_lanes, "ROW_TILES_UNROLL_KX", {"rocketlake": unroll,
+                                                            "avx512": unroll, "avx2": unroll})
+    assert conv_lanes.default_knobs(_deeplab_geometry(6))["lanes_unroll_kx"] is unroll
+    assert conv_lanes.default_knobs(_deeplab_geometry(1))["lanes_unroll_kx"] is True
+
+
+@pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
+@pytest.mark.parametrize("unroll", [False, True])
+def test_deeplab_branch_row_tiles_columns_as_loops_match_reference(monkeypatch, unroll):
+    """DeepLab-like dilation-6 branch (fewer channels) with the row tiles' filter columns as
+    loops or unrolled: both match float64."""
+    monkeypatch.setattr(conv_lanes, "ROW_TILES_UNROLL_KX", {"rocketlake": unroll,
+                                                            "avx512": unroll, "avx2": unroll})
+    kernel_cache.clear_cache()
+    lib, inputs, want = _build((1, 32, 32, 32), 32, 3, (1, 1), (6, 6, 6, 6), (6, 6))
+    kinds = {s.kind for s in walk_stmts(_kernel(lib).prim_func.body)
+             if isinstance(s, S.For) and s.loop_var.name.startswith("kx")}
+    assert kinds == {S.ForKind.UNROLLED if unroll else S.ForKind.SERIAL}
+    np.testing.assert_allclose(_run(lib, inputs), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not ROWS_ON, reason="row tiles are switched off for this ISA (ROW_TILES)")
 def test_deeplab_branch_row_tiles_in_channel_blocks_match_reference():
     """DeepLab's dilation-6 branch as built: row tiles over blocks of input channels, their
     partial sums in a scratch between blocks (``cl_sums``), matching float64."""
