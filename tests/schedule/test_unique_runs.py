@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import minitvm as tvm
 from minitvm import relay
@@ -18,6 +17,11 @@ from minitvm.relay.frontend.unique_native import RelayUnique
 from minitvm.schedule.unique_sort import unique_prim_func
 from minitvm.tir import stmt as S
 from minitvm.topi.reference.transform_extra import unique_padded
+
+try:  # torch is an optional extra: without it the runs are checked against the numpy reference
+    import torch
+except ImportError:
+    torch = None
 
 FLOATS = [0.0, -0.0, 1.5, np.nan, -np.inf]
 
@@ -52,6 +56,8 @@ def test_runs_match_torch_and_the_reference(dtype):
             assert a.dtype == w.dtype
             np.testing.assert_array_equal(a, w)
         k = int(got[3][0])
+        if torch is None:
+            continue
         values, inverse, counts = torch.unique_consecutive(
             torch.from_numpy(x), return_inverse=True, return_counts=True)
         np.testing.assert_array_equal(got[0][:k], values.numpy())
