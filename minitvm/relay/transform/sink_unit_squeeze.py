@@ -32,7 +32,7 @@ __all__ = ["SinkUnitSqueeze", "sink_unit_squeeze"]
 
 _RESHAPES = frozenset({"squeeze", "expand_dims", "reshape"})
 # attribute names that tie an op to positions in its operands' shapes
-_POSITIONAL = ("axis", "axes", "layout")
+_POSITIONAL = ("axis", "axes", "layout", "shape", "reps")
 
 
 def _static_shape(e) -> tuple[int, ...] | None:
@@ -54,6 +54,10 @@ def _constant_of(e):
 
 
 def _positional(call) -> bool:
+    """Does ``call`` name positions or extents of its operands' shapes (an axis, a target
+    shape such as ``broadcast_to``'s, ``tile``'s reps, or a ``dyn.`` op's shape operand)?"""
+    if getattr(call.op, "name", "").startswith("dyn."):
+        return True
     attrs = call.attrs
     if attrs is None:
         return False

@@ -68,16 +68,28 @@ def _positional_op():
                                                  relay.const(np.ones(8, "float32"))))
 
 
+def _shaped_op():
+    # broadcast_to names a target shape of the squeezed rank (round 13's static KV cache
+    # broadcast a squeezed cache to its own shape): moving the squeeze below it mistyped
+    x = relay.var("x", shape=SHAPE)
+    return relay.Function([x], relay.broadcast_to(relay.squeeze(x, axis=[2]), (1, 8, 10)))
+
+
+def _tiled():
+    x = relay.var("x", shape=SHAPE)
+    return relay.Function([x], relay.tile(relay.squeeze(x, axis=[2]), (1, 1, 1)))
+
+
 def _merging_reshape():
     x = relay.var("x", shape=(1, 8, 2, 5))
     return relay.Function([x], relay.nn.relu(relay.reshape(x, (1, 8, 10))))
 
 
 @pytest.mark.parametrize("make", [_shared_squeeze, _growing_broadcast, _positional_op,
-                                  _merging_reshape])
+                                  _shaped_op, _tiled, _merging_reshape])
 def test_left_alone(make):
     # a squeeze with two readers (the op would run twice), a broadcast that adds dims, an op
-    # with an axis, a reshape that merges dims: nothing to move
+    # with an axis, ops with a target shape or reps, a reshape that merges dims: nothing to move
     mod, out = _run(make())
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
 
