@@ -217,13 +217,15 @@ def test_tuner_tries_the_builtin_entry_right_after_the_default(builtin_dir):
 
 @pytest.fixture
 def schedules_for(monkeypatch):
-    """``schedules_for(isa)``: every schedule sizes its tiles and picks its switches as on
-    ``isa`` (the code generator keeps the host's features); kernels built meanwhile are
-    forgotten."""
+    """``schedules_for(isa, cpu=None)``: every schedule sizes its tiles and picks its switches
+    as on ``isa`` (the code generator keeps the host's features), and its per-host settings
+    (``common.host_switch``) as on ``cpu``, or on a CPU with no entries of its own; kernels
+    built meanwhile are forgotten."""
     from minitvm.backend import kernel_cache
     from minitvm.schedule import common, gemm_tb
 
-    def force(isa):
+    def force(isa, cpu=None):
+        monkeypatch.setattr(common, "host_key", lambda switch: cpu if cpu in switch else isa)
         host = common.vector_isa
         for mod in list(sys.modules.values()):
             if getattr(mod, "__name__", "").startswith("minitvm.") and \
@@ -241,7 +243,7 @@ def test_shipped_tables_are_declared_configurations(isa, schedules_for):
     """Every shipped entry (of an ISA's table or a CPU's) names a workload the schedules
     declare (on the table's ISA: the tiles differ), knobs inside its space, not the defaults,
     a measured cost below its baseline's, and the command that made it."""
-    schedules_for(CPUS.get(isa, isa))
+    schedules_for(CPUS.get(isa, isa), cpu=isa if isa in CPUS else None)
     knobs_mod._builtin.cache_clear()
     path = builtin_path(isa)
     text = open(path).read() if os.path.exists(path) else ""
