@@ -336,6 +336,23 @@ def fixed_point_multiply(acc, mult: np.ndarray, axis: int, nd: int, half_up=Fals
     return _op.right_shift(_op.add(_op.add(h, c(half)), sign), c(right))
 
 
+def _activation_bounds(ctx):
+    """The fused activation's (lo, hi) in real values, or a clear error for one LiteRT's
+    quantized kernels do not take."""
+    bounds = _fused_bounds(ctx)
+    if bounds is None:
+        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
+                       "RELU_N1_TO_1 or RELU6")
+    return bounds
+
+
+def _clamp_fused(ctx, v, qo: QTensor):
+    """``v`` (the requantized integers, any numeric dtype) clamped to the fused activation's
+    range in ``qo``'s grid, cast to ``qo``'s dtype."""
+    qlo, qhi = clamp_range(qo, *_activation_bounds(ctx))
+    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+
+
 def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_out: QTensor,
                     ties_away: bool = False):
     """round((acc + bias) * mult) + zero point, clamped to the fused activation's range;
@@ -348,10 +365,7 @@ def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_
         acc = add_to_product(acc, b, b.data.numpy())
     v = _op.cast(acc, "float32") if acc_dt != "float32" else acc
     v = _op.multiply(v, _per_axis(mult.astype("float32"), axis, nd, "float32"))
-    bounds = _fused_bounds(ctx)
-    if bounds is None:
-        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
-                       "RELU_N1_TO_1 or RELU6")
+    bounds = _activation_bounds(ctx)
     if DOUBLE_ROUNDING:
         e = _per_axis(double_rounding_offset(mult), axis, nd, "float32")
         if ties_away:  # (gemmlowp's second rounding: half away from zero, so - e below 0)
@@ -512,12 +526,7 @@ def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis
         v = _op.cast(v, "float64")
     if qo.z:
         v = _op.add(v, _expr.const(np.array(qo.z, "float64"), "float64"))
-    bounds = _fused_bounds(ctx)
-    if bounds is None:
-        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
-                       "RELU_N1_TO_1 or RELU6")
-    qlo, qhi = clamp_range(qo, *bounds)
-    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+    return _clamp_fused(ctx, v, qo)
 
 
 def _transpose_conv(ctx):
@@ -553,12 +562,7 @@ def _transpose_conv(ctx):
     v = fixed_point_multiply(acc, np.resize(mult, o), 3, 4, half_up)
     if qo.z:
         v = _op.add(v, _expr.const(np.array(qo.z, "int64"), "int64"))
-    bounds = _fused_bounds(ctx)
-    if bounds is None:
-        raise ctx.fail("a quantized operator's fused activation must be none, RELU, "
-                       "RELU_N1_TO_1 or RELU6")
-    qlo, qhi = clamp_range(qo, *bounds)
-    return _op.cast(_op.clip(v, float(qlo), float(qhi)), qo.dtype)
+    return _clamp_fused(ctx, v, qo)
 
 
 def _integer_product_applies(ctx) -> bool:
