@@ -40,8 +40,10 @@ fused function) and graph codegen, Relax FoldConstant, StaticPlanBlockMemory, VM
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -241,7 +243,9 @@ def _install(dialect: str):
     relax_build = importlib.import_module("minitvm.relax.vm.build")
     relay_fuse = importlib.import_module("minitvm.relay.transform.fuse_ops")
 
-    instrument = cp.install(tempfile.mkdtemp(prefix="minitvm-scaling-"))
+    worker_dir = tempfile.mkdtemp(prefix="minitvm-scaling-")
+    atexit.register(shutil.rmtree, worker_dir, True)  # (the phases are read before exit)
+    instrument = cp.install(worker_dir)
     for mod in (relay_fuse, relax_fuse):
         cp._wrap(mod, "partition_graph", "partition")
     cp._wrap(relax_build, "codegen", "VM codegen")
