@@ -37,7 +37,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
 from ..topi.utils import static_shape as _shape
-from . import conv_lanes, conv_lanes_emit
+from . import conv_lanes, conv_lanes_emit, conv_phase_fill
 from .common import (
     allocated,
     divisor_near,
@@ -191,6 +191,12 @@ PHASE_ROWS_IN_ORDER = {"avx512": True, "avx2": True}
 # 1.001x. Both ISAs (the Zen 4 measurement)
 PREFETCH_NEXT_CHANNEL = {"avx512": True, "avx2": True}
 PREFETCH_AHEAD = 1
+# the strided phase fill as ``conv_phase_fill.fill_strided``: the row phases unrolled in a loop
+# over (channel, phased row), each row's vector pieces unrolled with an overlapping last piece
+# and single stores for its padding columns, where ``_phase_strided`` divided its loop index
+# per phased row and looped over the pieces and a scalar tail (about 100 instructions a row of
+# a 3x3 stride-2 conv's 64-wide input)
+PHASE_ROW_RUNS = {"avx512": True, "avx2": False}
 BAND_SLOTS = 8
 # Images on the pool (``_by_image``) take one workspace slice per thread of the call, at most
 # this many (video3d's and tsm_nonlocal's per-image copies were malloc'd and freed per image)
@@ -603,6 +609,10 @@ def _phase(ctx, g, xph, x, nv) -> S.Stmt:
     kind = S.ForKind.PARALLEL if _parallel(g) and rows * wq >= (1 << 15) else S.ForKind.SERIAL
     if sw == 1:
         fill = S.For(r, 0, rows, kind, _phase_row(ctx, g, xph, x, nv, r, c, iy))
+    elif g["dw"] == 1 and PHASE_ROW_RUNS[vector_isa()] and \
+            (PHASE_ROWS_IN_ORDER[vector_isa()] or sh == 1):
+        ahead = PREFETCH_AHEAD if PREFETCH_NEXT_CHANNEL[vector_isa()] else 0
+        fill = conv_phase_fill.fill_strided(ctx, g, xph, x, nv, kind, _in_rows, ahead)
     elif g["dw"] == 1:
         fill = _phase_strided(ctx, g, xph, x, nv, kind)
     else:

@@ -498,6 +498,14 @@ def _merge_rows(ctx, form, x, y, outer, n, inner, largest) -> S.Stmt:
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
 
 
+# the scan past the first k elements compares each with the heap root's value (kept in a
+# variable, updated as the root changes) and computes the order key of only those not strictly
+# worse: on random data almost every element is, and its key (a bit cast, sign fixes, the
+# position) was most of the scan. Rocket Lake, one thread, float32 top-100 of 24552 (RetinaNet's
+# scores), us: 57 -> (ONNX Runtime 42)
+ROOT_VALUE_FILTER = True
+
+
 def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
     """Rows selected through a heap of their ``k`` best elements (see the module's doc)."""
     form = (_Keyed if _bits(dt) <= 32 else _Pairs)
@@ -549,7 +557,7 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
             v = E.BufferLoad(x, [base + p * imm(inner)])
             return items.item(v, p)
 
-        parts = []
+        parts, extra = [], []
         p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
         parts.append(S.For(p, imm(0), imm(k), S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
         if k > 1:
@@ -559,9 +567,23 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
                                bind(load(s0), lambda it: sink(s0, imm(k), it))))
         if n > k:  # later elements that beat the root replace it
             p = ctx.fresh("p")
-            parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, bind(
-                element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
-                                                    sink(imm(0), imm(k), it)))))
+            step = bind(element(p), lambda it: S.IfThenElse(
+                items.before(it, load(imm(0))), sink(imm(0), imm(k), it)))
+            if ROOT_VALUE_FILTER:
+                # the root's own value at hand: an element strictly worse than it (a number,
+                # compared as the element type) is passed over without its key
+                worst = decl_buffer((1,), dt, "heap_worst")
+                root = E.BufferLoad(x, [base + items.position(load(imm(0))) * imm(inner)])
+                keep = S.BufferStore(worst, root, [imm(0)])
+                v = E.BufferLoad(x, [base + p * imm(inner)])
+                w = E.BufferLoad(worst, [imm(0)])
+                step = S.IfThenElse(E.Not(E.LT(v, w) if largest else E.GT(v, w)), bind(
+                    element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
+                                                        S.SeqStmt([sink(imm(0), imm(k), it),
+                                                                   keep]))))
+                parts.append(keep)
+                extra.append(worst)
+            parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, step))
         # the kept items sorted by _sort_keys (no branch to mispredict)
         tmp = form.scratch(k, "heap_tmp")
         net, at = _sort_scratch(form, k)
@@ -579,7 +601,7 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
             y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
             [o * (k * inner) + s * imm(inner) + i])))
         stmt = S.SeqStmt(parts)
-        for b in [cur, *items.bufs, *scratch]:
+        for b in [cur, *items.bufs, *scratch, *extra]:
             stmt = allocated(b, stmt)
         return stmt
 

@@ -19,9 +19,11 @@ from minitvm.tir.stmt_functor import post_order, substitute, walk_stmts
 @pytest.fixture
 def order(monkeypatch, direct_conv_only):
     """Set ``PHASE_ROWS_IN_ORDER`` and ``PREFETCH_NEXT_CHANNEL`` on every ISA: ``order(True)``
-    / ``order(False)`` (``order(on, prefetch)`` sets the prefetch apart)."""
+    / ``order(False)`` (``order(on, prefetch)`` sets the prefetch apart), with the fill of
+    ``_phase_strided`` (``PHASE_ROW_RUNS`` off: ``test_conv_phase_fill`` covers the other)."""
     def put(on: bool, prefetch: bool | None = None):
         pf = on if prefetch is None else prefetch
+        monkeypatch.setattr(conv_direct, "PHASE_ROW_RUNS", {"avx512": False, "avx2": False})
         monkeypatch.setattr(conv_direct, "PHASE_ROWS_IN_ORDER", {"avx512": on, "avx2": on})
         monkeypatch.setattr(conv_direct, "PREFETCH_NEXT_CHANNEL", {"avx512": pf, "avx2": pf})
     return put

@@ -8,13 +8,14 @@ from conv_reference import conv_ref
 
 import minitvm as tvm
 from minitvm import relay
+from minitvm.arith import Analyzer
 from minitvm.contrib import graph_executor
 from minitvm.runtime import threadpool
 from minitvm.schedule import conv_direct
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
-from minitvm.tir.stmt_functor import post_order, walk_stmts
+from minitvm.tir.stmt_functor import post_order, substitute, walk_stmts
 
 
 def _build(shape, o, k, strides, pads, epi, rng, dil=(1, 1)):
@@ -112,16 +113,22 @@ def _xph_copies(prim):
 
 @pytest.mark.parametrize("k, copies", [((1, 1), 1), ((3, 3), 2)])
 def test_strided_phase_fill_copies_only_read_phases(k, copies, direct_conv_only):
-    """A 1x1 stride-2 conv reads one column phase of the input, a 3x3 one both: one strided
-    row copy per column phase read, with no per-element bounds checks (Select)."""
+    """A 1x1 stride-2 conv reads one column phase of the input, a 3x3 one both: strided row
+    copies of the column phases read only (the parity of the input column each copy starts
+    from), with no per-element bounds checks (Select)."""
     rng = np.random.default_rng(0)
     pads = (0, 0, 0, 0) if k == (1, 1) else (1, 1, 1, 1)
     lib, *_ = _build((1, 8, 20, 20), 8, k, (2, 2), pads, "none", rng)
     stores = _xph_copies(_conv_prim(lib))
-    assert len(stores) == copies
+    assert stores
+    parities = set()
     for s in stores:
         assert not any(isinstance(e, E.Select) for e in post_order(s.value))
         assert isinstance(s.value, E.BufferLoad)
+        col = s.value.indices[3]
+        free = {v: E.IntImm(v.dtype, 0) for v in post_order(col) if isinstance(v, E.Var)}
+        parities.add(int(Analyzer().simplify(substitute(col, free)).value) % 2)
+    assert len(parities) == copies
 
 
 @pytest.mark.skipif(not conv_direct.UNROLL_STRIDED_ROWS[vector_isa()],
