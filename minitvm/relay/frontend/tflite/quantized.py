@@ -60,6 +60,7 @@ from . import (
     exact_spatial,
     exact_unary,
     fixed_point,
+    products16,
 )
 from .importer import (
     _TENSOR_TYPES,
@@ -414,9 +415,15 @@ def _conv(ctx, depthwise: bool):
              "pads": list(pads), "group": groups}
     ictx = _IntContext(ctx)
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
-        wc = _expr.const(np.ascontiguousarray(w_oihw))
-        acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
-            qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
+        one = products16.sums_dtype(qx.z, w_oihw, qw.zp, depthwise) \
+            if depthwise or groups == 1 else None
+        if one is not None:  # (one op on the int16 data)
+            acc = products16.conv_sums(_op.transpose(x, (0, 3, 1, 2)), w_oihw, one, (sh, sw),
+                                       pads, (dh, dw), groups)
+        else:  # (the 8-bit kernels on the high and low bytes)
+            wc = _expr.const(np.ascontiguousarray(w_oihw))
+            acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
+                qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 4, w_oihw)
         return _op.transpose(out, (0, 2, 3, 1))
     acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
@@ -439,9 +446,12 @@ def _fully_connected(ctx):
     xs = infer_shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
-        wc = _expr.const(np.ascontiguousarray(w.T))
-        acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc, _zp_expr(
-            qw.zp, qw.dtype)), flat, qx, w, qw)
+        if products16.sums_dtype(qx.z, w, qw.zp, False) is not None:  # (one op)
+            acc = products16.dense_sums(flat, w)
+        else:  # (the 8-bit kernels on the high and low bytes)
+            wc = _expr.const(np.ascontiguousarray(w.T))
+            acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc,
+                                                     _zp_expr(qw.zp, qw.dtype)), flat, qx, w, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 2, w)
     else:
         acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),

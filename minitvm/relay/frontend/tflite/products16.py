@@ -1,0 +1,59 @@
+"""A 16x8 product (int16 activations, int8 weights) as one op on the int16 activations: the
+exact sums for ``quantized``'s 16x8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED, where they
+ran the 8-bit kernels twice, on the activations' high and low bytes (``_wide_sums``).
+
+- a conv of one group and FULLY_CONNECTED: an int32 ``nn.conv2d`` / ``nn.dense`` of the int16
+  data and the int8 weight, which ``schedule/conv_vnni`` / ``gemm_vnni`` run on words of two
+  int16 (``vpdpwssd``; ``vpmaddwd`` without VNNI), where the weights bound every sum below
+  2**31 (exact in int32) and the host runs those kernels (``conv_vnni.pairs_available``);
+- a depthwise conv: a float32 conv of the int16 data, widened as the depthwise schedule copies
+  it (``depthwise.widened_data``), where the weights bound every sum below 2**24 (exact in
+  float32; the depthwise kernels have no integer form).
+
+Either only without zero points (LiteRT's int16 activations and int8 weights are symmetric).
+A 16x8 MobileNetV2-like: see benchmarks/bench_tflite_16x8.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+
+# one op where ``sums_dtype`` allows (False: always the byte split; the benchmark's baseline)
+ONE_PASS = True
+INT16_SPAN = 32768  # the largest |value| of an int16 activation
+
+
+def sums_dtype(x_zp: int, w: np.ndarray, w_zp: np.ndarray, depthwise: bool) -> str | None:
+    """The dtype of the one op's exact sums of int16 activations (zero point ``x_zp``) times
+    the weight ``w`` (output channels first; zero points ``w_zp``): "int32" (a conv of one
+    group or a dense), "float32" (a depthwise conv), or None (the byte split: zero points, a
+    bound past the dtype's exact range, or a host without the int16 kernels)."""
+    from ....schedule import conv_vnni
+
+    if not ONE_PASS or x_zp or np.any(w_zp):
+        return None
+    per_channel = np.abs(w.reshape(w.shape[0], -1).astype("int64")).sum(axis=1)
+    bound = int(per_channel.max(initial=0)) * INT16_SPAN
+    if depthwise:
+        return "float32" if bound < 2**24 else None
+    return "int32" if bound < 2**31 and conv_vnni.pairs_available() else None
+
+
+def conv_sums(x_nchw, w_oihw: np.ndarray, dtype: str, strides, pads, dilation, groups: int):
+    """The float64 sums of ``sums_dtype``'s conv: ``x_nchw`` (int16) with the constant weight
+    ``[O, I, KH, KW]`` (int8 for int32 sums, else float32), pads (top, left, bottom, right)."""
+    o, _, kh, kw = w_oihw.shape
+    wc = np.ascontiguousarray(w_oihw.astype("int8" if dtype == "int32" else dtype))
+    acc = _op.nn.conv2d(x_nchw, _expr.const(wc), strides=tuple(strides), padding=tuple(pads),
+                        dilation=tuple(dilation), groups=groups, channels=o,
+                        kernel_size=(kh, kw), out_dtype=dtype)
+    return _op.cast(acc, "float64")
+
+
+def dense_sums(x, w: np.ndarray):
+    """The float64 sums of ``sums_dtype``'s dense: rows ``x`` (int16) times the int8 weight
+    ``[units, K]``."""
+    wc = _expr.const(np.ascontiguousarray(w.astype("int8")))
+    return _op.cast(_op.nn.dense(x, wc, out_dtype="int32"), "float64")
