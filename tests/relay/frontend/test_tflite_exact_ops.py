@@ -582,25 +582,27 @@ def _conv16x8(op, shape, o, k, stride, padding, act, seed, wmax=127):
 def test_16x8_conv(op, o, k, stride, padding, act, wmax):
     """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact sums, the 64-bit
     MultiplyByQuantizedMultiplier (a Q15 multiplier rounding half up). The sums are one op on
-    the int16 data where the weights bound them (``products16``: an int32 conv below 2**31, a
-    depthwise float32 one below 2**24: 3x3 taps up to 50, not all channels of taps up to
-    127), else the 8-bit products of the high and low bytes (``bitwise_and``)."""
+    the int16 data (``products16``): an int32 conv (weights bounding the sums below 2**31),
+    a float32 depthwise one, its filters as they are where they bound the sums below 2**24
+    (3x3 taps up to 50), else each split in a high and a low part (two output channels each:
+    taps up to 127)."""
     from minitvm.schedule import conv_vnni
 
     blob, x, wt = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride,
                             wmax)
     text = _check(blob, x).astext()
+    split = False
     if op == "CONV_2D":
         one = "int32" if conv_vnni.pairs_available() else None
     else:  # (each output channel's taps: the last axis of the TFLite depthwise weight)
-        bound = int(np.abs(wt.astype("int64")).sum(axis=(0, 1, 2)).max()) * 32768
-        one = "float32" if bound < 2**24 else None
-    if k == 3 and op != "CONV_2D":
-        assert (one is None) == (wmax == 127)
+        one = "float32"
+        split = int(np.abs(wt.astype("int64")).sum(axis=(0, 1, 2)).max()) * 32768 >= 2**24
+        assert split == (k == 3 and wmax == 127)
     if one is None:
         assert "bitwise_and" in text
     else:
         assert "bitwise_and" not in text and f'out_dtype="{one}"' in text
+        assert (f"channels={2 * o}" in text) == split
 
 
 def test_16x8_conv_sums_past_int32():
