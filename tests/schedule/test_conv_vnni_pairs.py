@@ -117,3 +117,32 @@ def test_pack_weight_pairs_layout():
     b = conv_vnni.PackWeight(24, 5, 2, 3, "int16", "int8")(w)
     assert b.shape == (2, 3, 2, 3, 16, 4) and b.dtype == np.int8
     np.testing.assert_array_equal(b.view("int16"), p)
+
+
+def test_int16_conv_on_an_avx2_host(monkeypatch):
+    """A host without AVX-512 (hidden from the schedule and the code generator): 16-channel
+    tiles (16 ymm), the products by AVX2's ``vpmaddwd`` on halves of each vector; exact."""
+    from minitvm import backend, codegen
+    from minitvm.runtime import jit
+
+    real = jit.host_has
+    monkeypatch.setattr(jit, "host_has", lambda *f: real(*f) and not any(
+        v.startswith("avx512") for v in f))
+    monkeypatch.setattr(conv_vnni, "vector_isa", lambda: "avx2")
+    backend.clear_cache()
+    codegen.clear_cache()
+    rng = np.random.default_rng(11)
+    shape, o = (1, 9, 7, 7), 32
+    w = rng.integers(-128, 128, (o, 9, 3, 3)).astype("int8")
+    x = relay.var("x", shape=shape, dtype="int16")
+    y = relay.nn.conv2d(x, relay.const(w), padding=(1, 1), channels=o, kernel_size=(3, 3),
+                        out_dtype="int32")
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.use_disk_cache": False}):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    xv = rng.integers(-32768, 32768, shape).astype("int16")
+    got = run_graph(lib, {"x": xv}, 1)
+    backend.clear_cache()
+    codegen.clear_cache()
+    np.testing.assert_array_equal(got, conv_int64(xv, w, (1, 1), (1, 1, 1, 1), (1, 1)))
+    ir = conv_kernel(lib).ir
+    assert "avx2.pmadd.wd" in ir and "vpdpwssd" not in ir and "avx512" not in ir

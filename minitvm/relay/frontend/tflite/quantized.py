@@ -466,7 +466,8 @@ def _fully_connected(ctx):
 
 
 def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
-    """The exact sums of int16 activations ``x`` times 8-bit weights, float64: ``product`` (an
+    """The exact sums of int16 activations ``x`` times 8-bit weights, float64, where
+    ``products16`` takes no one op (zero points, sums past its bounds): ``product`` (an
     8-bit integer product of one data expression: (sums, their dtype)) of the high bytes (int8)
     and of the low bytes (uint8), 256 * high + low; the 8-bit kernels (VNNI, or float32 pieces
     exact by construction) compute both. (float64 products were 15x slower on a 16x8
