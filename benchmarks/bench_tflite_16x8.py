@@ -7,7 +7,8 @@ interleaved (benchmarks/interleave.py), one thread, thread CPU time:
   (uint8) bytes (``tflite.products16.ONE_PASS`` off);
 - ``one pass``: one op on the int16 data where the weights bound the sums
   (``tflite.products16``: int32 convs / dense on ``conv_vnni``'s int16 words, float32
-  depthwise convs).
+  depthwise convs), the convs requantized in int32 (``quantized.INT32_REQUANTIZE``);
+- ``one pass f64``: the same sums requantized in float64 as the byte split's are.
 
 LiteRT's builtin kernels (``ai_edge_litert``, where installed) run the same file: its time and
 the outputs that differ from each (``off LiteRT``: 0 is LiteRT's integers exactly).
@@ -44,7 +45,7 @@ def main(argv=None) -> int:
     import minitvm as tvm
     from minitvm import relay
     from minitvm.contrib import graph_executor
-    from minitvm.relay.frontend.tflite import products16
+    from minitvm.relay.frontend.tflite import products16, quantized
     from minitvm.runtime import threadpool
 
     threadpool.set_num_threads(1)
@@ -52,20 +53,21 @@ def main(argv=None) -> int:
     blob = t.b.finish()
     x = t.inputs()["input"]
 
-    def build(one_pass: bool):
-        products16.ONE_PASS = one_pass
+    def build(one_pass: bool, int32_requantize: bool = True):
+        products16.ONE_PASS, quantized.INT32_REQUANTIZE = one_pass, int32_requantize
         try:
             mod, params = relay.frontend.from_tflite(blob)
         finally:
-            products16.ONE_PASS = True
+            products16.ONE_PASS = quantized.INT32_REQUANTIZE = True
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(mod, target="llvm", params=params)
         gm = graph_executor.GraphModule(lib["default"](tvm.cpu()))
         gm.set_input("input", x)
         gm.run()
-        return gm, mod.astext().count("bitwise_and")
+        return gm, mod.astext().count('dtype="uint8"')  # (the byte splits' low bytes)
 
-    runs = {"byte split": build(False), "one pass": build(True)}
+    runs = {"byte split": build(False), "one pass f64": build(True, False),
+            "one pass": build(True)}
     impls = {k: gm.run for k, (gm, _) in runs.items()}
     ref = None
     runner = litert_runner(blob, x, False)
@@ -77,7 +79,7 @@ def main(argv=None) -> int:
     print(f"16x8 MobileNetV2-like (5 blocks), {args.size}x{args.size}, stem {args.width} "
           f"x{args.mult} channels; one thread; thread CPU time; median of {args.rounds} "
           "interleaved rounds")
-    print(f"{'sums':<12}{'ms':>9}{'min ms':>9}{'byte splits':>13}{'off LiteRT':>12}")
+    print(f"{'sums':<14}{'ms':>9}{'min ms':>9}{'byte splits':>13}{'off LiteRT':>12}")
     for k, ts in times.items():
         splits, off = "", ""
         if k in runs:
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
             splits = str(count)
             if ref is not None:
                 off = str(int((gm.get_output(0).numpy() != ref).sum()))
-        print(f"{k:<12}{statistics.median(ts) * 1e3:9.3f}{min(ts) * 1e3:9.3f}{splits:>13}"
+        print(f"{k:<14}{statistics.median(ts) * 1e3:9.3f}{min(ts) * 1e3:9.3f}{splits:>13}"
               f"{off:>12}")
     return 0
 

@@ -11,7 +11,9 @@ ran the 8-bit kernels twice, on the activations' high and low bytes (``_wide_sum
   float32; the depthwise kernels have no integer form); past that bound (a 3x3 filter whose
   taps sum past 512 in magnitude), each filter split in two, ``w = SPLIT * high + low`` with
   ``low = w mod SPLIT``: two output channels of the one float32 conv (the data read once),
-  each exact (``split``: up to 32 taps), combined in float64.
+  each exact (``split``: up to 32 taps), combined in int32.
+
+A conv's sums come as int32, which ``quantized`` requantizes in int32 where it can.
 
 Either only without zero points (LiteRT's int16 activations and int8 weights are symmetric).
 A 16x8 MobileNetV2-like: see benchmarks/bench_tflite_16x8.py."""
@@ -56,8 +58,9 @@ def _bound(w: np.ndarray) -> int:
 
 
 def conv_sums(x_nchw, w_oihw: np.ndarray, dtype: str, strides, pads, dilation, groups: int):
-    """The float64 sums of ``sums_dtype``'s conv: ``x_nchw`` (int16) with the constant weight
-    ``[O, I, KH, KW]`` (int8 for int32 sums, else float32), pads (top, left, bottom, right)."""
+    """The int32 sums of ``sums_dtype``'s conv (each bounded below 2**31; float32 ones cast,
+    exactly): ``x_nchw`` (int16) with the constant weight ``[O, I, KH, KW]`` (int8 for int32
+    sums, else float32), pads (top, left, bottom, right)."""
     o, _, kh, kw = w_oihw.shape
     if dtype == "split":  # (output channel 2k: filter k's high part, 2k + 1 its low part)
         high, low = np.divmod(w_oihw.astype("int64"), SPLIT)
@@ -68,15 +71,15 @@ def conv_sums(x_nchw, w_oihw: np.ndarray, dtype: str, strides, pads, dilation, g
                         kernel_size=(kh, kw), out_dtype="int32" if dtype == "int32" else
                         "float32")
     if dtype != "split":
-        return _op.cast(acc, "float64")
+        return acc if dtype == "int32" else _op.cast(acc, "int32")
     n, _, oh, ow = infer_shape(acc)
     pairs = _op.reshape(acc, (n, o, 2, oh, ow))
 
     def part(k):
         return _op.cast(_op.squeeze(_op.strided_slice(pairs, [k], [k + 1], axes=[2]), [2]),
-                        "float64")
+                        "int32")
 
-    return _op.add(_op.multiply(part(0), _expr.const(np.array(SPLIT, "float64"), "float64")),
+    return _op.add(_op.multiply(part(0), _expr.const(np.array(SPLIT, "int32"), "int32")),
                    part(1))
 
 
