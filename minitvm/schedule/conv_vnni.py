@@ -15,7 +15,12 @@ count not a multiple of 4) are zero bytes in both; the conv's own padding is zer
 input with a nonzero zero point comes padded with it, by ``nn.pad``, from the importer).
 
 Only where the host has AVX-512 VNNI (``available``); elsewhere the importers keep their
-float32 convs. A weight not known at build time is packed by the kernel (``_pack_weight``)."""
+float32 convs. A weight not known at build time is packed by the kernel (``_pack_weight``).
+
+The same kernels take int16 data with an int16 or int8 weight (a 16x8 model's int16
+activations): their words hold 2 int16 values, not 4 bytes (``Words``: ``PAIRS``), multiplied
+pairwise by ``vpdpwssd`` (``tir.dot_s16s16x2``; ``vpmaddwd`` + add without VNNI, on AVX-512BW
+or AVX2: ``pairs_available``), an int8 weight sign-extended to int16 as it is packed."""
 
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from .common import static_conv2d_nchw_dims, vector_isa
 from .conv_lanes import PARALLEL_MIN_MACS, SIXES_MIN, even_tiles, pixel_tiles
 
 LANES = 16  # output channels a vector (16 int32)
-GROUP = 4  # input channels an int32 lane holds
+GROUP = 4  # input channels an int32 lane holds (of uint8 data; 2 of int16: ``Words``)
 # output channels of a tile (two zmm accumulators a pixel where they divide the channels: each
 # broadcast input value serves two vpdpbusd)
 WIDTH = 32
@@ -36,23 +41,65 @@ PIXELS = 6  # pixels of a tile (5 or 6: ``conv_lanes.pixel_tiles``), fewer on sm
 DOT = "tir.dot_u8s8x4"
 
 
+class Words:
+    """What the int32 words a dot instruction reads hold: ``per_word`` values of ``data`` (the
+    input's dtype, ``unsigned`` its bits read as unsigned) and of ``element`` (the packed
+    weight's; a weight of any of ``weights`` is converted to it as it is packed), multiplied
+    and summed into an int32 lane by ``dot``."""
+
+    __slots__ = ("data", "weights", "element", "per_word", "unsigned", "dot")
+
+    def __init__(self, data: str, weights: tuple, element: str, per_word: int, unsigned: str,
+                 dot: str):
+        self.data, self.weights, self.element = data, weights, element
+        self.per_word, self.unsigned, self.dot = per_word, unsigned, dot
+
+    def part(self, value, k: int) -> E.PrimExpr:
+        """Data ``value`` as the int32 holding it in part ``k`` of a word (others zero)."""
+        v = E.Cast("int32", value if value.dtype == self.unsigned else
+                   E.Cast(self.unsigned, value))
+        if not k:
+            return v
+        return E.Call("int32", "tir.shift_left", [v, _i32(32 // self.per_word * k)])
+
+
+BYTES = Words("uint8", ("int8",), "int8", GROUP, "uint8", DOT)  # vpdpbusd
+PAIRS = Words("int16", ("int16", "int8"), "int16", 2, "uint16", "tir.dot_s16s16x2")  # vpdpwssd
+WORDS = {w.data: w for w in (BYTES, PAIRS)}
+
+
 def available() -> bool:
-    """Does the host run this schedule (AVX-512 with VNNI)?"""
+    """Does the host run this schedule on uint8 data (AVX-512 with VNNI)?"""
     from ..codegen.llvm.dot import host_vnni
 
     return vector_isa() == "avx512" and host_vnni()
 
 
+def pairs_available() -> bool:
+    """Does the host run this schedule on int16 data (``vpdpwssd``, else ``vpmaddwd``: AVX-512
+    or AVX2)?"""
+    from ..runtime.jit import host_has
+
+    return host_has("avx512f", "avx512bw") if vector_isa() == "avx512" else host_has("avx2")
+
+
+def _words_available(words: Words) -> bool:
+    return available() if words is BYTES else pairs_available()
+
+
 def geometry(t) -> dict | None:
-    """Sizes of conv2d stage ``t`` when this schedule takes it: NCHW, data uint8, weight int8,
-    output int32, one group, static shapes; else None. (``o16``: the output channels rounded
-    up to a vector, as the packed weight holds them.)"""
+    """Sizes of conv2d stage ``t`` when this schedule takes it: NCHW, data uint8 and weight
+    int8 or data int16 and weight int16 or int8 (``words``), output int32, one group, static
+    shapes; else None. (``o16``: the output channels rounded up to a vector, as the packed
+    weight holds them; ``c4``: the words of input channels.)"""
     dims = static_conv2d_nchw_dims(t)
     if dims is None:
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    if (x.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32") or a["groups"] != 1:
+    words = WORDS.get(x.dtype)
+    if words is None or w.dtype not in words.weights or t.dtype != "int32" or \
+            a["groups"] != 1:
         return None
     n, c, h, wd, o, cw, kh, kw, _, _, oh, ow = dims
     if cw != c or oh * ow < 1:
@@ -60,44 +107,56 @@ def geometry(t) -> dict | None:
     sh, sw = (int(s) for s in a["strides"])
     dh, dw = (int(d) for d in a["dilation"])
     pt, pl = (int(p) for p in a["padding"][:2])
-    c4 = -(-c // GROUP)
-    return dict(n=n, c=c, c4=c4, h=h, w=wd, o=o, o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+    c4 = -(-c // words.per_word)
+    wide = vector_isa() == "avx512" and o % WIDTH == 0  # (AVX2: 16 ymm, one 16-lane vector)
+    return dict(words=words, wdtype=w.dtype, n=n, c=c, c4=c4, h=h, w=wd, o=o, o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
                 dh=dh, dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
                 wp=(ow - 1) * sw + (kw - 1) * dw + 1,
-                width=WIDTH if o % WIDTH == 0 else LANES,
+                width=WIDTH if wide else LANES,
                 parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
 
 
 def supported(t, options=None) -> bool:
     """Does this schedule take stage ``t`` (the host has VNNI, generated convs allowed)?"""
-    return (options is None or options.generated_conv) and available() and \
-        geometry(t) is not None
+    g = geometry(t) if options is None or options.generated_conv else None
+    return g is not None and _words_available(g["words"])
 
 
 class PackWeight:
-    """Picklable numpy transform of an int8 ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW,
-    16, 4]`` int8 (input channels past ``C`` and output channels past ``O`` zero; ``O/16``
-    rounded up)."""
+    """Picklable numpy transform of an ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW, 16,
+    4]`` int8 (``BYTES``; ``PAIRS``: ``[O/16, C/2, KH, KW, 16, 2]`` int16, seen as ``dtype``,
+    the weight's own: an int8 one's last axis is the 4 bytes of the 2 int16) (input channels
+    past ``C`` and output channels past ``O`` zero; ``O/16`` rounded up)."""
 
-    def __init__(self, o: int, c: int, kh: int, kw: int):
+    def __init__(self, o: int, c: int, kh: int, kw: int, words: str = "uint8",
+                 dtype: str = "int8"):
         self.o, self.c, self.kh, self.kw = o, c, kh, kw
+        self.words, self.dtype = words, dtype  # (the data's dtype, for pickling)
 
     def __call__(self, w):
-        w = np.asarray(w, "int8")
-        c4 = -(-self.c // GROUP)
-        if c4 * GROUP != self.c:
-            w = np.concatenate([w, np.zeros((self.o, c4 * GROUP - self.c, self.kh, self.kw),
-                                            "int8")], axis=1)
+        kind = WORDS[self.words]
+        per, el = kind.per_word, kind.element
+        w = np.asarray(w).astype(el)
+        c4 = -(-self.c // per)
+        if c4 * per != self.c:
+            w = np.concatenate([w, np.zeros((self.o, c4 * per - self.c, self.kh, self.kw),
+                                            el)], axis=1)
         o16 = -(-self.o // LANES) * LANES
         if o16 != self.o:
-            w = np.concatenate([w, np.zeros((o16 - self.o, c4 * GROUP, self.kh, self.kw),
-                                            "int8")], axis=0)
-        w = w.reshape(o16 // LANES, LANES, c4, GROUP, self.kh, self.kw)
-        return np.ascontiguousarray(w.transpose(0, 2, 4, 5, 1, 3))
+            w = np.concatenate([w, np.zeros((o16 - self.o, c4 * per, self.kh, self.kw),
+                                            el)], axis=0)
+        w = w.reshape(o16 // LANES, LANES, c4, per, self.kh, self.kw)
+        return np.ascontiguousarray(w.transpose(0, 2, 4, 5, 1, 3)).view(self.dtype)
+
+
+def word_bytes(dtype: str) -> int:
+    """Bytes of one ``dtype`` value (a packed weight's: int8 or int16)."""
+    return np.dtype(dtype).itemsize
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, GROUP)
+    """The prepacked weight's shape, in its own dtype (``PackWeight``)."""
+    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, 4 // word_bytes(g["wdtype"]))
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -106,7 +165,8 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_vnni.packed_weight: stage {t.name!r} is not a conv2d this "
                          "schedule takes")
-    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"])
+    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["words"].data,
+                                       g["wdtype"])
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -126,30 +186,34 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
 
 
-def packed_words(ctx, w, shape, pack, parts: list):
-    """The prepacked int8 weight ``w`` of ``shape`` seen as the int32 words ``vpdpbusd`` reads
-    (four int8 values a word); ``pack(temp)`` the statements packing it into a temporary when
-    it is not prepacked (appended to ``parts``), None when it is."""
+def packed_words(ctx, w, shape, pack, parts: list, element: str = "int8"):
+    """The prepacked weight ``w`` of ``shape`` seen as the int32 words ``vpdpbusd`` (four int8
+    values a word) or ``vpdpwssd`` (two int16) reads; ``pack(temp)`` the statements packing it
+    into a temporary of ``element`` values of ``shape`` when it is not prepacked (appended to
+    ``parts``), None when it is."""
     from ..tir.buffer import decl_buffer
 
     if pack is not None:
-        wpk = ctx.temp(shape, "int8", "w_vnni")
+        wpk = ctx.temp(shape, element, "w_vnni")
         parts.append(pack(wpk))
         w = wpk
-    size = int(np.prod(shape)) // GROUP
+    size = int(np.prod(shape)) * word_bytes(w.dtype) // 4
     wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
     ctx.ws_views.append(wv)
     return wv
 
 
 def conv(ctx, g, out, x, w, packed: bool, epilogue=None, epi=None) -> S.Stmt:
-    """Statements computing the conv of geometry ``g`` into ``out`` from uint8 input ``x`` and
-    weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH, KW]``):
+    """Statements computing the conv of geometry ``g`` into ``out`` from input ``x`` (uint8 or
+    int16) and weight ``w`` (prepacked by ``PackWeight`` when ``packed``, else ``[O, C, KH,
+    KW]``):
     ``epilogue(idx, value)`` the fused epilogue's value at output index ``idx``, or, for a
     ``pixel_lanes`` geometry, ``epi`` the epilogue's (body, axis vars)."""
     parts = []
-    wv = packed_words(ctx, w, packed_shape(g), None if packed else
-                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
+    kind = g["words"]
+    shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
+    wv = packed_words(ctx, w, shape, None if packed else
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
     lanes = pixel_lanes(g)
     # (pixel lanes: the last vector of a plane reads up to 15 words past it)
     xq = ctx.temp((g["c4"] * g["hp"] * g["wp"] + (LANES if lanes else 0),), "int32", "x_vnni")
@@ -166,34 +230,39 @@ def _i32(v: int) -> E.IntImm:
 
 
 def _pack_weight(ctx, g, w, wpk) -> S.Stmt:
-    """``wpk[ob, c4, ky, kx, l, k] = w[ob*16 + l, 4*c4 + k, ky, kx]`` (0 past the channels)."""
+    """``wpk[ob, c4, ky, kx, l, k] = w[ob*16 + l, per*c4 + k, ky, kx]`` (0 past the channels;
+    ``per`` values a word, of the packed weight's dtype)."""
+    kind = g["words"]
+    per, el = kind.per_word, kind.element
     o, c4 = ctx.fresh("po"), ctx.fresh("pc")
     ky, kx, k = ctx.fresh("pky"), ctx.fresh("pkx"), ctx.fresh("pk")
-    ci = c4 * GROUP + k
-    val = E.Call("int8", "tir.if_then_else", [
-        E.And(ci < g["c"], o < g["o"]),
-        w[E.Min(o, _i32(g["o"] - 1)), E.Min(ci, _i32(g["c"] - 1)), ky, kx], E.IntImm("int8", 0)])
+    ci = c4 * per + k
+    load = w[E.Min(o, _i32(g["o"] - 1)), E.Min(ci, _i32(g["c"] - 1)), ky, kx]
+    val = E.Call(el, "tir.if_then_else", [
+        E.And(ci < g["c"], o < g["o"]), load if load.dtype == el else E.Cast(el, load),
+        E.IntImm(el, 0)])
     store = S.BufferStore(wpk, val, [E.FloorDiv(o, LANES), c4, ky, kx, E.FloorMod(o, LANES), k])
     loops = store
-    for v, ext in ((k, GROUP), (kx, g["kw"]), (ky, g["kh"]), (c4, g["c4"]), (o, g["o16"])):
+    for v, ext in ((k, per), (kx, g["kw"]), (ky, g["kh"]), (c4, g["c4"]), (o, g["o16"])):
         loops = S.For(v, 0, ext, S.ForKind.SERIAL, loops)
     return loops
 
 
 def _pack(ctx, g, xq, x, nv) -> S.Stmt:
-    """``xq[c4, i, j]``: the bytes of input channels ``4*c4 .. 4*c4+3`` at padded row ``i``,
-    column ``j`` of image ``nv`` (zero bytes for padding and channels past the last)."""
+    """``xq[c4, i, j]``: the bytes (int16 halves) of input channels ``4*c4 .. 4*c4+3``
+    (``2*c4 .. 2*c4+1``) at padded row ``i``, column ``j`` of image ``nv`` (zeros for padding
+    and channels past the last)."""
     hp, wp, pl, pt, w, h = g["hp"], g["wp"], g["pl"], g["pt"], g["w"], g["h"]
     r, j = ctx.fresh("qr"), ctx.fresh("qj")
     c4, i = E.FloorDiv(r, hp), E.FloorMod(r, hp)
     iy = i - pt
+    kind = g["words"]
+    per = kind.per_word
 
     def word(jj, count):  # the int32 of ``count`` channels (a tail group: fewer)
         v = None
         for k in range(count):
-            b = E.Cast("int32", x[nv, c4 * GROUP + k, iy, jj - pl])
-            if k:
-                b = E.Call("int32", "tir.shift_left", [b, _i32(8 * k)])
+            b = kind.part(x[nv, c4 * per + k, iy, jj - pl], k)
             v = b if v is None else E.Call("int32", "tir.bitwise_or", [v, b])
         return v
 
@@ -214,10 +283,10 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         body = cols[0] if len(cols) == 1 else S.SeqStmt(cols)
         return S.IfThenElse(E.And(iy >= 0, iy < h), body, zero)
 
-    full, tail = g["c"] // GROUP, g["c"] % GROUP
+    full, tail = g["c"] // per, g["c"] % per
     loops = []
     if full:
-        loops.append(S.For(r, 0, full * hp, S.ForKind.SERIAL, row(GROUP)))
+        loops.append(S.For(r, 0, full * hp, S.ForKind.SERIAL, row(per)))
     if tail:
         r2 = ctx.fresh("qr")
         loops.append(S.For(r2, full * hp, hp, S.ForKind.SERIAL,
@@ -329,7 +398,7 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
     def tap(c4, ky, kx):
         xo, wo = ctx.fresh("xo"), ctx.fresh("wo")
         macs = [loop("ll", LANES, vec, lambda ll, jj=jj, v=v: S.BufferStore(acc, E.Call(
-            "int32", DOT, [acc[jj, v * LANES + ll], xq[xo + q[jj]],
+            "int32", g["words"].dot, [acc[jj, v * LANES + ll], xq[xo + q[jj]],
                            wv[wo + v * (g["c4"] * taps_w) + ll]]), [jj, v * LANES + ll]))
             for v in range(cw // LANES) for jj in range(pixels)]
         off = c4 * (hp * wp) + (ky * g["dh"]) * wp + kx * g["dw"]
@@ -550,7 +619,7 @@ def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.
         wi = (E.FloorDiv(o, LANES) * g["c4"] + c4) * LANES + E.FloorMod(o, LANES)
         for v in range(nvec):
             macs.append(loop("ll", LANES, vec, lambda ll, r=r, v=v, wi=wi: S.BufferStore(
-                acc, E.Call("int32", DOT, [acc[r, v * LANES + ll], xq[xo + v * LANES + ll],
+                acc, E.Call("int32", g["words"].dot, [acc[r, v * LANES + ll], xq[xo + v * LANES + ll],
                                             wv[wi]]), [r, v * LANES + ll])))
     red = S.For(c4, 0, g["c4"], S.ForKind.SERIAL, S.LetStmt(xo, c4 * npx + p0, S.SeqStmt(macs)))
     stores = []

@@ -117,12 +117,13 @@ def widened_data(t) -> bool:
     ``MAX_GROUP_TAPS`` taps) of uint8 or int8 data with a float32 weight and output: a
     quantized model's depthwise conv of its 8-bit activation (zero point 0: the zero padding is
     the zero point), read as it is and widened as the plane is copied (``_fill``), a quarter
-    of the float32 input's bytes? Its sums are the float32 conv's of the widened values."""
+    of the float32 input's bytes? Its sums are the float32 conv's of the widened values. (Or of
+    int16 data: a 16x8 model's, ``tflite.products16``.)"""
     dims = static_conv2d_nchw_dims(t)
     if dims is None:
         return False
     x, w = t.op.attrs["operands"]
-    if x.dtype not in ("uint8", "int8") or not (w.dtype == t.dtype == "float32"):
+    if x.dtype not in ("uint8", "int8", "int16") or not (w.dtype == t.dtype == "float32"):
         return False
     _, c, _, _, o, cg, kh, kw, _, _, _, _ = dims
     groups = t.op.attrs["groups"]

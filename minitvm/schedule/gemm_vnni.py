@@ -19,7 +19,12 @@ not known at build time is packed by the kernel (``_pack_weight``).
 A ``batch_matmul`` (both operands 8-bit activations: a quantized transformer's Q @ K^T and
 P @ V) is the same product once per batch: the rows of all batches are one matrix (A is
 contiguous), and each batch's B is packed into a temporary before its tiles run, a word at a
-time (``_pack_batch_words``: K a multiple of 4), else byte by byte."""
+time (``_pack_batch_words``: K a multiple of 4), else byte by byte.
+
+dense / matmul of int16 rows and an int16 or int8 weight (a 16x8 model's FULLY_CONNECTED) run
+the same tiles on words of two int16 (``conv_vnni.PAIRS``: ``vpdpwssd``, or ``vpmaddwd``
+without VNNI), the weight packed as ``[ceil(N/16), ceil(K/2), 16, 2]`` int16 (an int8 one
+sign-extended, its packed int16 seen as bytes)."""
 
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ from . import conv_vnni
 from .common import dims_of, emit_with_epilogue, epilogue_value, unravel
 from .common import outer_loops as _outer_loops
 from .conv_lanes import even_tiles
-from .conv_vnni import DOT, GROUP, LANES
+from .conv_vnni import GROUP, LANES, WORDS, packed_words, word_bytes
 
 # rows of a tile per vectors of its width: 24 (6 x 4) or 16 accumulators of the 32 zmm, the
 # rest for the weight vectors and the broadcast row words
@@ -41,7 +46,8 @@ PARALLEL_MIN_MACS = 1 << 21  # (as conv_lanes': below it one thread's column til
 
 def geometry(t) -> dict | None:
     """Sizes of dense / matmul / batch_matmul stage ``t`` when this schedule takes it: uint8
-    rows, an int8 weight (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise;
+    rows and an int8 weight, or (not a batch_matmul) int16 rows and an int16 or int8 weight
+    (``words``) (``[N, K]`` for dense and a transposed matmul, ``[K, N]`` otherwise;
     a batch_matmul's with the same leading batch axes as A and the output), int32 output,
     static shapes, A not transposed and (but for batch_matmul) B a matrix; else None.
     ``batch`` is the number of products (1 but for a batch_matmul, whose ``batch_dims`` are
@@ -50,7 +56,9 @@ def geometry(t) -> dict | None:
     if tag not in ("dense", "matmul", "batch_matmul"):
         return None
     a, w = t.op.attrs["operands"]
-    if (a.dtype, w.dtype, t.dtype) != ("uint8", "int8", "int32"):
+    words = WORDS.get(a.dtype)
+    if words is None or w.dtype not in words.weights or t.dtype != "int32" or \
+            (tag == "batch_matmul" and words is not conv_vnni.BYTES):
         return None
     if tag != "dense" and (t.op.attrs["transpose_a"] or len(a.shape) != len(t.shape)):
         return None
@@ -71,38 +79,47 @@ def geometry(t) -> dict | None:
         return None
     blocks = -(-n // LANES)
     vecs = 4 if blocks % 4 == 0 else 2 if blocks % 2 == 0 else 1
-    return dict(m=m, n=n, k=k, k4=-(-k // GROUP), blocks=blocks, tb=tb, vecs=vecs,
+    return dict(words=words, wdtype=w.dtype, m=m, n=n, k=k, k4=-(-k // words.per_word),
+                blocks=blocks, tb=tb, vecs=vecs,
                 lead=list(so[:-1]), batch=batch, batch_dims=batch_dims,
                 parallel=m * n * k >= PARALLEL_MIN_MACS)
 
 
 def supported(t, options=None) -> bool:
     """Does this schedule take stage ``t`` (the host has VNNI, generated dense allowed)?"""
-    return (options is None or options.generated_dense) and geometry(t) is not None and \
-        conv_vnni.available()
+    g = geometry(t) if options is None or options.generated_dense else None
+    return g is not None and (conv_vnni.available() if g["words"] is conv_vnni.BYTES else
+                              conv_vnni.pairs_available())
 
 
 class PackWeight:
-    """Picklable numpy transform of an int8 weight (``[N, K]`` when ``transpose_b``, else
-    ``[K, N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K); a constant
-    batch_matmul weight (leading batch axes) batch by batch, the packed ones stacked."""
+    """Picklable numpy transform of a weight (``[N, K]`` when ``transpose_b``, else ``[K,
+    N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K; of int16 rows
+    (``words``): ``[ceil(N/16), ceil(K/2), 16, 2]`` int16, seen as the weight's ``dtype``);
+    a constant batch_matmul weight (leading batch axes) batch by batch, the packed ones
+    stacked."""
 
-    def __init__(self, n: int, k: int, transpose_b: bool):
+    def __init__(self, n: int, k: int, transpose_b: bool, words: str = "uint8",
+                 dtype: str = "int8"):
         self.n, self.k, self.transpose_b = n, k, transpose_b
+        self.words, self.dtype = words, dtype
 
     def __call__(self, w):
-        w = np.asarray(w, "int8")
+        kind = WORDS[self.words]
+        per, el = kind.per_word, kind.element
+        w = np.asarray(w).astype(el)
         if w.ndim > 2:
             return np.stack([self(b) for b in w.reshape(-1, *w.shape[-2:])])
         w = w if self.transpose_b else w.T
-        blocks, k4 = -(-self.n // LANES), -(-self.k // GROUP)
-        full = np.zeros((blocks * LANES, k4 * GROUP), "int8")
+        blocks, k4 = -(-self.n // LANES), -(-self.k // per)
+        full = np.zeros((blocks * LANES, k4 * per), el)
         full[:self.n, :self.k] = w
-        return np.ascontiguousarray(full.reshape(blocks, LANES, k4, GROUP).transpose(0, 2, 1, 3))
+        return np.ascontiguousarray(full.reshape(blocks, LANES, k4, per).transpose(
+            0, 2, 1, 3)).view(self.dtype)
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    one = (g["blocks"], g["k4"], LANES, GROUP)
+    one = (g["blocks"], g["k4"], LANES, 4 // word_bytes(g["wdtype"]))
     return (g["batch"], *one) if g["batch_dims"] else one
 
 
@@ -112,7 +129,7 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"gemm_vnni.packed_weight: stage {t.name!r} is not an int8 product "
                          "this schedule takes")
-    return packed_shape(g), PackWeight(g["n"], g["k"], g["tb"])
+    return packed_shape(g), PackWeight(g["n"], g["k"], g["tb"], g["words"].data, g["wdtype"])
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -133,13 +150,14 @@ def _i32(v: int) -> E.IntImm:
 
 
 def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
-    """Statements computing the product of geometry ``g`` into ``out`` from uint8 rows ``a``
-    and weight ``w`` (prepacked by ``PackWeight`` when ``packed``)."""
+    """Statements computing the product of geometry ``g`` into ``out`` from uint8 (int16) rows
+    ``a`` and weight ``w`` (prepacked by ``PackWeight`` when ``packed``)."""
     from ..tir.buffer import decl_buffer
 
     parts = []
     rows = g["m"] * g["batch"]
-    if g["k"] % GROUP == 0 and _zero_offset(a):
+    kind = g["words"]
+    if g["k"] % kind.per_word == 0 and _zero_offset(a):
         av = decl_buffer((rows * g["k4"],), "int32", a.name + "_i32", data=a.data)
         ctx.ws_views.append(av)
     else:  # (a row length not a multiple of 4: a copy with zero bytes past K)
@@ -148,8 +166,9 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
     if g["batch_dims"]:
         parts.append(_batches(ctx, g, av, w, packed, out, epilogue))
         return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
-    wv = conv_vnni.packed_words(ctx, w, packed_shape(g), None if packed else
-                                lambda wpk: _pack_weight(ctx, g, w, wpk), parts)
+    shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
+    wv = packed_words(ctx, w, shape, None if packed else
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
     parts.append(_tiles(ctx, g, av, wv, out, epilogue))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
@@ -225,32 +244,35 @@ def _flat(buf, row, col):
 
 
 def _pack_weight(ctx, g, w, wpk, bv=None) -> S.Stmt:
-    """``wpk[nb, k4, l, j] = W[16*nb + l, 4*k4 + j]`` (0 past N and K), W the weight as
-    ``[N, K]`` (of batch ``bv`` for a batch_matmul)."""
+    """``wpk[nb, k4, l, j] = W[16*nb + l, per*k4 + j]`` (0 past N and K; ``per`` values a
+    word, of the packed weight's dtype), W the weight as ``[N, K]`` (of batch ``bv`` for a
+    batch_matmul)."""
+    per, el = g["words"].per_word, g["words"].element
     nb, k4, ll, j = ctx.fresh("pn"), ctx.fresh("pk"), ctx.fresh("pl"), ctx.fresh("pj")
-    col, red = nb * LANES + ll, k4 * GROUP + j
+    col, red = nb * LANES + ll, k4 * per + j
     ci, ri = E.Min(col, _i32(g["n"] - 1)), E.Min(red, _i32(g["k"] - 1))
     lead = [] if bv is None else unravel(bv, g["batch_dims"])
     load = w[(*lead, ci, ri)] if g["tb"] else w[(*lead, ri, ci)]
-    val = E.Call("int8", "tir.if_then_else", [
-        E.And(col < g["n"], red < g["k"]), load, E.IntImm("int8", 0)])
+    val = E.Call(el, "tir.if_then_else", [
+        E.And(col < g["n"], red < g["k"]), load if load.dtype == el else E.Cast(el, load),
+        E.IntImm(el, 0)])
     loops = S.BufferStore(wpk, val, [nb, k4, ll, j])
-    for v, ext in ((j, GROUP), (ll, LANES), (k4, g["k4"]), (nb, g["blocks"])):
+    for v, ext in ((j, per), (ll, LANES), (k4, g["k4"]), (nb, g["blocks"])):
         loops = S.For(v, 0, ext, S.ForKind.SERIAL, loops)
     return loops
 
 
 def _pack_rows(ctx, g, a, av) -> S.Stmt:
-    """``av[r * k4 + c]``: the int32 of row ``r``'s bytes ``4c .. 4c+3`` (zero past K)."""
+    """``av[r * k4 + c]``: the int32 of row ``r``'s bytes ``4c .. 4c+3`` (int16 values ``2c,
+    2c+1``; zero past K)."""
+    kind = g["words"]
     r, c = ctx.fresh("qr"), ctx.fresh("qc")
     word = None
-    for j in range(GROUP):
-        kk = c * GROUP + j
+    for j in range(kind.per_word):
+        kk = c * kind.per_word + j
         b = E.Call("int32", "tir.if_then_else", [
-            kk < g["k"], E.Cast("int32", a[tuple(_flat(a, r, E.Min(kk, _i32(g["k"] - 1))))]),
+            kk < g["k"], kind.part(a[tuple(_flat(a, r, E.Min(kk, _i32(g["k"] - 1))))], j),
             _i32(0)])
-        if j:
-            b = E.Call("int32", "tir.shift_left", [b, _i32(8 * j)])
         word = b if word is None else E.Call("int32", "tir.bitwise_or", [word, b])
     store = S.BufferStore(av, word, [r * g["k4"] + c])
     return S.For(r, 0, g["m"] * g["batch"], S.ForKind.SERIAL, S.For(c, 0, g["k4"], S.ForKind.SERIAL, store))
@@ -287,7 +309,8 @@ def _tiles(ctx, g, av, wv, out, epilogue, row0=None, wbase=None) -> S.Stmt:
 
 def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue, wbase=None) -> S.Stmt:
     """Rows ``r0 .. r0+rows`` x columns ``cb*width ..`` (``cols`` of them stored): int32
-    accumulators, one ``vpdpbusd`` per row and vector for each 4 reduction indices."""
+    accumulators, one ``vpdpbusd`` per row and vector for each 4 reduction indices (one
+    ``vpdpwssd`` for each 2 of int16 rows)."""
     from ..tir.buffer import decl_buffer
 
     vecs, k4 = g["vecs"], g["k4"]
@@ -306,7 +329,7 @@ def _tile(ctx, g, av, wv, out, cb, r0, rows: int, cols: int, epilogue, wbase=Non
     def step(c):
         wo = ctx.fresh("wo")
         macs = [loop("ll", LANES, vec, lambda ll, jj=jj, v=v: S.BufferStore(acc, E.Call(
-            "int32", DOT, [acc[jj, v * LANES + ll], av[ro + jj * k4 + c],
+            "int32", g["words"].dot, [acc[jj, v * LANES + ll], av[ro + jj * k4 + c],
                            wv[wo + v * (k4 * LANES) + ll]]), [jj, v * LANES + ll]))
             for v in range(vecs) for jj in range(rows)]
         first = (cb * vecs * k4 + c) * LANES

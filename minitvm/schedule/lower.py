@@ -228,10 +228,10 @@ def _grouped_supported(t, options=None) -> bool:
 
 _GROUPED = Rule("grouped conv, channel lanes", "grouped", _grouped_supported, _emit_grouped,
                 epilogue=True)
-_VNNI = Rule("conv uint8 x int8, vpdpbusd", "vnni", conv_vnni.supported, conv_vnni.emit,
-             epilogue=True)
-_VNNI_GEMM = Rule("dense / batch_matmul uint8 x int8, vpdpbusd", "vnni", gemm_vnni.supported,
-                  gemm_vnni.emit, epilogue=True)
+_VNNI = Rule("conv uint8 x int8 / int16 x int16|int8, vpdpbusd / vpdpwssd", "vnni",
+             conv_vnni.supported, conv_vnni.emit, epilogue=True)
+_VNNI_GEMM = Rule("dense / batch_matmul uint8 x int8 (int16 x int16|int8), vpdpbusd / vpdpwssd",
+                  "vnni", gemm_vnni.supported, gemm_vnni.emit, epilogue=True)
 # Rules whose stores apply their fused epilogue, so that it may store another dtype: int32 VNNI
 # sums, and depthwise convs, every mode of which stores through the epilogue (a quantized
 # model's float32 depthwise conv of uint8 data requantized to uint8 wrote its float32 conv to a

@@ -7,7 +7,9 @@ of a 5x5 plane, channels in the lanes for the smallest planes, stride 2 with ali
 phase rows, its copies reading even-width uint8 rows as 16-bit pairs), channel counts that are no multiple of a vector, odd and tiny planes, padding, a
 batch and a requantizing epilogue; one kernel that reads the 8-bit input (no float32 copy of
 it in memory), takes the depthwise schedule and, requantizing to uint8, applies the epilogue
-in its stores (``lower._EPILOGUE_STORES``: no float32 temporary)."""
+in its stores (``lower._EPILOGUE_STORES``: no float32 temporary). int16 data too (a 16x8
+model's, ``tflite.products16``): exact where the weights bound the sums below 2**24, also with
+two output channels a group (its filters split in a high and a low part)."""
 
 import numpy as np
 import pytest
@@ -39,7 +41,7 @@ CASES = [  # (input shape, kernel, stride, pads (t, l, b, r))
 def _build(shape, dtype, w, stride, pads, requantize):
     x = relay.var("x", shape=shape, dtype=dtype)
     y = relay.nn.conv2d(x, relay.const(w), strides=(stride, stride), padding=pads,
-                        groups=shape[1], channels=shape[1], kernel_size=w.shape[2:],
+                        groups=shape[1], channels=w.shape[0], kernel_size=w.shape[2:],
                         out_dtype="float32")
     if requantize:  # (bias, scale, round, zero point, saturate: the importer's epilogue)
         bias = np.arange(shape[1], dtype="float32").reshape(1, -1, 1, 1) * 7
@@ -81,6 +83,25 @@ def test_depthwise_of_8bit_data_is_exact(shape, k, stride, pads, dtype, requanti
     # (``depthwise.PAIR_FILL``; none of these strided planes has its channels in the lanes)
     pairs = dtype == "uint8" and stride == 2 and shape[3] % 2 == 0
     assert any(n.endswith("_pairs") for n in names) == pairs
+
+
+@pytest.mark.parametrize("shape, k, stride, pads", CASES[::3])
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_of_int16_data_is_exact(shape, k, stride, pads, multiplier):
+    """int16 data over the full range, taps bounding each sum below 2**24 (|w| <= 20 on 5x5)."""
+    rng = np.random.default_rng(shape[1] + k + multiplier)
+    c = shape[1]
+    w = rng.integers(-20, 21, (c * multiplier, 1, k, k)).astype("float32")
+    x = rng.integers(-32768, 32768, shape).astype("int16")
+    x.reshape(-1)[0] = -32768
+    lib = _build(shape, "int16", w, stride, pads, False)
+    want = grouped_conv_ref(x, w.astype("int64"), c, (stride, stride), pads)
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}, 1), want.astype("float32"))
+    assert len(lib.get_lib().kernels) == 1  # (no separate cast of the input)
+    prim = conv_kernel(lib).prim_func
+    assert prim.buffer_map[prim.params[0]].dtype == "int16"
+    names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+    assert names & {"dw_xph", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
 
 
 def test_widened_data_rule():

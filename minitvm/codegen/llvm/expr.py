@@ -558,6 +558,8 @@ class ExprEmitter:
         args = list(self._match(*args)) if args else args
         if short == dot.NAME:  # (schedule/conv_vnni)
             return dot.emit(self.builder, self._declare, *args)
+        if short == dot.PAIRS_NAME:  # (schedule/conv_vnni's int16 pairs)
+            return dot.emit_pairs(self.builder, self._declare, *args)
         dtype = e.args[0].dtype if e.args else e.dtype
         if short in LIBM and short not in LLVM_INTRINSICS and T.parse_dtype(dtype)[:2] == (
                 "float", 16):  # libm has no half versions: compute in float32, round back

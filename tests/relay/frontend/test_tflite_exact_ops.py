@@ -548,14 +548,18 @@ def test_lut16_c_float_fallback():
             assert abs(float(g(v)) - ref(v)) <= 2 * abs(float(np.spacing(np.float32(ref(v)))))
 
 
-def _conv16x8(op, shape, o, k, stride, padding, act, seed):
-    """A 16x8 CONV_2D / DEPTHWISE_CONV_2D: int16 activations, int8 weights per channel, an
-    int64 bias; (model, input)."""
+BYTE_SPLIT = 'dtype="uint8"'  # (a 16x8 product's low bytes, as the byte split casts them)
+
+
+def _conv16x8(op, shape, o, k, stride, padding, act, seed, wmax=127):
+    """A 16x8 CONV_2D / DEPTHWISE_CONV_2D: int16 activations, int8 weights per channel (up to
+    ``wmax``), an int64 bias; (model, input, the TFLite weight)."""
     rng = np.random.default_rng(seed)
     n, h, w, c = shape
     depthwise = op == "DEPTHWISE_CONV_2D"
     ws = rng.uniform(0.001, 0.03, o).astype("float32")
-    wt = rng.integers(-127, 128, (1, k, k, o) if depthwise else (o, k, k, c)).astype("int8")
+    wt = rng.integers(-wmax, wmax + 1, (1, k, k, o) if depthwise else (o, k, k, c)).astype(
+        "int8")
     si, so = 0.0003, 0.002
     b = ModelBuilder()
     x = b.input("x", shape, "int16", quant=(si, 0))
@@ -572,18 +576,37 @@ def _conv16x8(op, shape, o, k, stride, padding, act, seed):
     b.operator(op, [x, wi, bias], [y], "DepthwiseConv2DOptions" if depthwise else
                "Conv2DOptions", **fields)
     b.output(y)
-    return b.finish(), _random("int16", shape, seed + 1)
+    return b.finish(), _random("int16", shape, seed + 1), wt
 
 
 @pytest.mark.parametrize("op,o", [("CONV_2D", 10), ("DEPTHWISE_CONV_2D", 12)])
 @pytest.mark.parametrize("k,stride,padding,act", [(3, 1, 0, 0), (3, 2, 1, 3), (1, 1, 1, 1)])
-def test_16x8_conv(op, o, k, stride, padding, act):
-    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact sums (the 8-bit
-    products of the high and low bytes), the 64-bit MultiplyByQuantizedMultiplier (a Q15
-    multiplier rounding half up)."""
-    blob, x = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride)
-    mod = _check(blob, x)
-    assert "bitwise_and" in mod.astext()  # (the byte split)
+@pytest.mark.parametrize("wmax", [127, 50])
+def test_16x8_conv(op, o, k, stride, padding, act, wmax):
+    """16x8 CONV_2D / DEPTHWISE_CONV_2D as LiteRT's int16 kernels: exact sums, the 64-bit
+    MultiplyByQuantizedMultiplier (a Q15 multiplier rounding half up). The sums are one op on
+    the int16 data (``products16``): an int32 conv (weights bounding the sums below 2**31),
+    a float32 depthwise one, its filters as they are where they bound the sums below 2**24
+    (3x3 taps up to 50), else each split in a high and a low part (two output channels each:
+    taps up to 127)."""
+    from minitvm.schedule import conv_vnni
+
+    blob, x, wt = _conv16x8(op, (1, 7, 8, 6), o, k, stride, padding, act, k * 10 + stride,
+                            wmax)
+    text = _check(blob, x).astext()
+    split = False
+    if op == "CONV_2D":
+        one = "int32" if conv_vnni.pairs_available() else None
+    else:  # (each output channel's taps: the last axis of the TFLite depthwise weight)
+        one = "float32"
+        split = int(np.abs(wt.astype("int64")).sum(axis=(0, 1, 2)).max()) * 32768 >= 2**24
+        assert split == (k == 3 and wmax == 127)
+    if one is None:
+        assert BYTE_SPLIT in text
+    else:
+        assert BYTE_SPLIT not in text and f'out_dtype="{one}"' in text
+        assert "float64" not in text  # (requantized in int32: multiply_wide_int32_expr)
+        assert (f"channels={2 * o}" in text) == split
 
 
 def test_16x8_conv_sums_past_int32():
@@ -599,8 +622,9 @@ def test_16x8_conv_sums_past_int32():
     b.output(y)
     xv = np.full((1, 1, 2, 1024), 32767, "int16")
     xv[0, 0, 1] = -32768
-    _, got = _ours(b.finish(), xv)
+    mod, got = _ours(b.finish(), xv)
     np.testing.assert_array_equal(got.reshape(-1), [28408] * 3 + [-28409] * 3)
+    assert BYTE_SPLIT in mod.astext()  # (past int32: the byte split, not one int32 conv)
 
 
 def _fc16x8(shape, units, scales, act, seed, bias=True):
@@ -625,9 +649,16 @@ def _fc16x8(shape, units, scales, act, seed, bias=True):
     ((3, 5), 30, (0.001, 0.005, 0.0007), 0)])
 def test_16x8_fully_connected(shape, units, scales, act):
     """16x8 FULLY_CONNECTED as LiteRT's kernel: int64 sums, then the real multiplier in
-    double, rounded half away from zero."""
+    double, rounded half away from zero. The sums: one int32 dense of the int16 rows
+    (``products16``; 257 taps of 127 stay below 2**31)."""
+    from minitvm.schedule import conv_vnni
+
     blob = _fc16x8(shape, units, scales, act, units)
-    _check(blob, _random("int16", shape, units + 1))
+    text = _check(blob, _random("int16", shape, units + 1)).astext()
+    one = conv_vnni.pairs_available()
+    assert (BYTE_SPLIT in text) != one
+    dense = [ln for ln in text.splitlines() if "nn.dense(%x" in ln]  # (of the int16 rows)
+    assert (len(dense) == 1 and 'out_dtype="int32"' in dense[0]) == one
 
 
 def test_16x8_fully_connected_rounds_halves_away():

@@ -356,8 +356,9 @@ class QTwin:
         else:  # RELU6
             f = np.clip(xf, 0, 6)
         params = None
-        if op in ("SOFTMAX", "LOGISTIC"):  # TFLite's fixed output parameters
-            params = (1 / 256, -128 if self.dtype == "int8" else 0)
+        if op in ("SOFTMAX", "LOGISTIC"):  # TFLite's fixed output parameters (int16: 2**-15)
+            params = (1 / 32768, 0) if self.dtype == "int16" else \
+                (1 / 256, -128 if self.dtype == "int8" else 0)
         elif op in ("RELU", "RELU6"):
             params = self.qp[x]
         y = self._emit(f, op.lower(), params)

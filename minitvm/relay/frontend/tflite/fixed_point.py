@@ -180,3 +180,43 @@ def multiply_wide_expr(acc, m0, shift, axis: int, ndim: int):
 
     v = _op.add(_op.multiply(acc, c(reduced)), c(np.left_shift(1, total - 1)))
     return _op.right_shift(v, c(total))
+
+
+# the total shifts ``multiply_wide_int32_expr`` takes: from 17 (the product's low 16 bits are
+# shifted out whole) to 46 (its rounding term 2**(total - 17) stays below 2**30)
+INT32_SHIFTS = (17, 46)
+
+
+def int32_shifts(m0, shift) -> bool:
+    """Are the total shifts of these Q31 multipliers all within ``INT32_SHIFTS``?"""
+    _, total = reduced_multiplier(np.asarray(m0).reshape(-1), np.asarray(shift).reshape(-1))
+    return INT32_SHIFTS[0] <= int(total.min(initial=INT32_SHIFTS[0])) and \
+        int(total.max(initial=INT32_SHIFTS[1])) <= INT32_SHIFTS[1]
+
+
+def multiply_wide_int32_expr(acc, m0, shift, axis: int, ndim: int):
+    """``multiply_wide`` of the int32 Relay expression ``acc`` in int32 alone (no int64: twice
+    the lanes a vector), total shifts within ``INT32_SHIFTS`` (``int32_shifts``).
+    With ``acc = h * 2**16 + l`` (``l`` its low 16 bits, 0..65535) and the Q15 significand
+    ``r < 2**15``, ``floor((acc * r + 2**(t-1)) / 2**t)`` is ``(h * r + (l * r >> 16) +
+    2**(t-17)) >> (t-16)`` (floors of floors of powers of two; each term within int32)."""
+    if not int32_shifts(m0, shift):
+        raise ValueError("multiply_wide_int32_expr: a total shift is outside "
+                         f"{INT32_SHIFTS}")
+    reduced, total = reduced_multiplier(np.asarray(m0).reshape(-1),
+                                        np.asarray(shift).reshape(-1))
+
+    def c(v):
+        v = np.asarray(v, "int64")
+        if v.size == 1 or np.all(v == v[0]):
+            return _expr.const(np.array(v.reshape(-1)[0], "int32"), "int32")
+        shape = [1] * ndim
+        shape[axis] = v.size
+        return _expr.const(v.astype("int32").reshape(shape), "int32")
+
+    high = _op.right_shift(acc, c(16))
+    low = _op.bitwise_and(acc, c(0xFFFF))
+    v = _op.add(_op.multiply(high, c(reduced)),
+                _op.right_shift(_op.multiply(low, c(reduced)), c(16)))
+    v = _op.add(v, c(np.left_shift(1, total - 17)))
+    return _op.right_shift(v, c(total - 16))

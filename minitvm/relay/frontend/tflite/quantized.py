@@ -60,6 +60,7 @@ from . import (
     exact_spatial,
     exact_unary,
     fixed_point,
+    products16,
 )
 from .importer import (
     _TENSOR_TYPES,
@@ -376,6 +377,9 @@ def _requantize_acc(ctx, acc, acc_dt: str, bias, mult: np.ndarray, axis: int, q_
 
 # add TFLite's double-rounding offset before the conv requantization's round (see below)
 DOUBLE_ROUNDING = True
+# 16x8 convs requantize their int32 sums in int32 (``fixed_point.multiply_wide_int32_expr``)
+# where the bounds allow, else in float64 (False: always float64; the benchmark's baseline)
+INT32_REQUANTIZE = True
 
 
 def double_rounding_offset(mult: np.ndarray) -> np.ndarray:
@@ -414,9 +418,15 @@ def _conv(ctx, depthwise: bool):
              "pads": list(pads), "group": groups}
     ictx = _IntContext(ctx)
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
-        wc = _expr.const(np.ascontiguousarray(w_oihw))
-        acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
-            qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
+        one = products16.sums_dtype(qx.z, w_oihw, qw.zp, depthwise) \
+            if depthwise or groups == 1 else None
+        if one is not None:  # (one op on the int16 data)
+            acc = products16.conv_sums(_op.transpose(x, (0, 3, 1, 2)), w_oihw, one, (sh, sw),
+                                       pads, (dh, dw), groups)
+        else:  # (the 8-bit kernels on the high and low bytes)
+            wc = _expr.const(np.ascontiguousarray(w_oihw))
+            acc = _wide_sums(lambda part: int_conv(ictx, part, None, wc, _zp_expr(
+                qw.zp, qw.dtype), attrs), _op.transpose(x, (0, 3, 1, 2)), qx, w_oihw, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 4, w_oihw)
         return _op.transpose(out, (0, 2, 3, 1))
     acc, acc_dt = int_conv(ictx, _op.transpose(x, (0, 3, 1, 2)), _zp_expr(qx.zp, qx.dtype),
@@ -439,9 +449,12 @@ def _fully_connected(ctx):
     xs = infer_shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
     if qx.dtype == "int16":  # (16x8: int64 sums, LiteRT's 64-bit requantization)
-        wc = _expr.const(np.ascontiguousarray(w.T))
-        acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc, _zp_expr(
-            qw.zp, qw.dtype)), flat, qx, w, qw)
+        if products16.sums_dtype(qx.z, w, qw.zp, False) is not None:  # (one op)
+            acc = products16.dense_sums(flat, w)
+        else:  # (the 8-bit kernels on the high and low bytes)
+            wc = _expr.const(np.ascontiguousarray(w.T))
+            acc = _wide_sums(lambda part: int_matmul(_IntContext(ctx), part, None, wc,
+                                                     _zp_expr(qw.zp, qw.dtype)), flat, qx, w, qw)
         out = _wide_requantize(ctx, acc, _bias(ctx, 2, wide=True), qx, qw, qo, 1, 2, w)
     else:
         acc, acc_dt = int_matmul(_IntContext(ctx), flat, _zp_expr(qx.zp, qx.dtype),
@@ -456,7 +469,8 @@ def _fully_connected(ctx):
 
 
 def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
-    """The exact sums of int16 activations ``x`` times 8-bit weights, float64: ``product`` (an
+    """The exact sums of int16 activations ``x`` times 8-bit weights, float64, where
+    ``products16`` takes no one op (zero points, sums past its bounds): ``product`` (an
     8-bit integer product of one data expression: (sums, their dtype)) of the high bytes (int8)
     and of the low bytes (uint8), 256 * high + low; the 8-bit kernels (VNNI, or float32 pieces
     exact by construction) compute both. (float64 products were 15x slower on a 16x8
@@ -493,8 +507,8 @@ def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
 
 def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis: int,
                      nd: int, w: np.ndarray):
-    """A 16x8 product's exact sums ``acc`` (float64) + the bias as LiteRT's int16 kernels
-    finish them, per channel along ``axis``: the convs through the 64-bit
+    """A 16x8 product's exact sums ``acc`` (float64; a conv's int32) + the bias as LiteRT's
+    int16 kernels finish them, per channel along ``axis``: the convs through the 64-bit
     MultiplyByQuantizedMultiplier (a Q15 multiplier, one rounding half up:
     ``fixed_point.multiply_wide``), FULLY_CONNECTED in double (the sum times the real
     multiplier, rounded half away from zero: 0 of 1.44M values off LiteRT; the Q15 form was
@@ -504,11 +518,24 @@ def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis
     In float64, exactly: the Q15 multiplier times 2**-shift is a float64, and its product
     with a sum below 2**38 (bounded here from the weights ``w``, output channels first) is
     exact, so ``floor(acc * m + 1/2)`` is the integer form's result (a 16x8 MobileNetV2 1.07
-    -> 1.00 ms against int64); past the bound, int64."""
+    -> 1.00 ms against int64); past the bound, int64. A conv's int32 sums (``products16``)
+    bounded below 2**31 with the bias take the integer form in int32 alone
+    (``fixed_point.multiply_wide_int32_expr``: 16 lanes a vector where float64 has 8)."""
     mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
     wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
     bound = int(wz.sum(axis=1).max(initial=0)) * (32768 + abs(qx.z)) + (
         0 if bias is None else int(np.abs(bias).max(initial=0)))
+    if infer_dtype(acc) == "int32":  # (a conv's int32 sums: ``products16``)
+        m0, shift = quantize_multiplier(mult)
+        if INT32_REQUANTIZE and ctx.name != "FULLY_CONNECTED" and bound < 2**31 and \
+                fixed_point.int32_shifts(m0, shift):
+            if bias is not None:
+                acc = _op.add(acc, _per_axis(bias.astype("int32"), axis, nd, "int32"))
+            v = fixed_point.multiply_wide_int32_expr(acc, m0, shift, axis, nd)
+            if qo.z:
+                v = _op.add(v, _expr.const(np.array(qo.z, "int32"), "int32"))
+            return _clamp_fused(ctx, v, qo)
+        acc = _op.cast(acc, "float64")
     if bias is not None:
         acc = _op.add(acc, _per_axis(bias.astype("float64"), axis, nd, "float64"))
     if ctx.name == "FULLY_CONNECTED":

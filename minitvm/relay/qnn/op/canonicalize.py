@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ....ir.op import register_op_attr
 from ....topi.reference.qnn import dtype_range
-from ...expr import Tuple, TupleGetItem, const
+from ...expr import Constant, Tuple, TupleGetItem, const
 from ...op import tensor as _t
 from ...op import transform as _tr
 from ...op.nn import nn as _nn
@@ -93,12 +93,30 @@ def _simulated_dequantize(attrs, args, types):
                        _per_axis(scale, types[1], attrs.axis, nd))
 
 
+def _zero(e) -> bool:
+    """Is ``e`` a constant of zeros (a zero point)?"""
+    return isinstance(e, Constant) and not e.data.numpy().any()
+
+
+def _native_int16(types, izp, kzp) -> bool:
+    """int16 data and an int8 / int16 weight without zero points: the product of the values
+    as they are (``schedule/conv_vnni``'s and ``gemm_vnni``'s int16 words), not of int32
+    casts."""
+    return str(types[0].dtype) == "int16" and str(types[1].dtype) in ("int8", "int16") and \
+        _zero(izp) and _zero(kzp)
+
+
 @register_op_attr("qnn.conv2d", "FTVMQnnCanonicalize")
 def _conv2d(attrs, args, types):
     data, kernel, izp, kzp = args[:4]
     o_axis = attrs.kernel_layout.index("O")
-    x = _t.subtract(_t.cast(data, "int32"), izp)
-    w = _t.subtract(_t.cast(kernel, "int32"), _per_axis(kzp, types[3], o_axis, 4))
+    if _native_int16(types, izp, kzp) and attrs.groups == 1 and \
+            (attrs.out_dtype or "int32") == "int32" and attrs.data_layout == "NCHW" and \
+            attrs.kernel_layout == "OIHW":
+        x, w = data, kernel
+    else:
+        x = _t.subtract(_t.cast(data, "int32"), izp)
+        w = _t.subtract(_t.cast(kernel, "int32"), _per_axis(kzp, types[3], o_axis, 4))
     return _nn.conv2d(x, w, strides=attrs.strides, padding=attrs.padding,
                       dilation=attrs.dilation, groups=attrs.groups, channels=attrs.channels,
                       kernel_size=attrs.kernel_size, data_layout=attrs.data_layout,
@@ -109,6 +127,8 @@ def _conv2d(attrs, args, types):
 @register_op_attr("qnn.dense", "FTVMQnnCanonicalize")
 def _dense(attrs, args, types):
     data, weight, izp, kzp = args[:4]
+    if _native_int16(types, izp, kzp) and (attrs.out_dtype or "int32") == "int32":
+        return _nn.dense(data, weight, units=attrs.units, out_dtype="int32")
     x = _t.subtract(_t.cast(data, "int32"), izp)
     w = _t.subtract(_t.cast(weight, "int32"), _per_axis(kzp, types[3], 0, 2))
     return _nn.dense(x, w, units=attrs.units, out_dtype=attrs.out_dtype or "int32")
