@@ -50,6 +50,16 @@ and the 7x7 global pool sums its 49 contiguous floats in vectors, not 49 taps ga
 main thread 2.18 -> 1.61 s, workers 1.60 -> 1.08; ``--phases``: main thread 1.51 s (LLVM 0.58),
 worker 1.03 (LLVM 0.61). InstCombine went back into the minimal pipeline after these numbers:
 without it a conv_lanes 7x7 tile spilled an accumulator (``jit.MINIMAL_PIPELINE``).
+
+Stop 48 (a CPU timeline of the parent and its worker): 0.37 CPU s serial before the fork (Relay
+passes 0.25), 1.5 s each in the parallel part, 0.25 s serial after it, 0.20 of that the weight
+transforms (page faults and strided copies). Cuts: ``jit.host_cpu`` asked LLVM ~206 times
+(cached now), Python's young-generation GC ran 68+6 collections (``graph_build``'s threshold:
+4+0), and the weight transforms run on two threads beside the graph walk. Five interleaved
+rounds, load 10-13, same module: main thread 2.49 -> 1.98 s, process 2.65 -> 2.37, workers
+1.72 -> 1.55. LLVM options that would cut its time further (``-disable-lsr`` 20% of LLVM's,
+``-enable-misched=false`` plus ``-disable-machine-sink`` 4-10%) each made ResNet-50 5% slower
+to run; tail duplication off changed no object code and saved nothing measurable.
 """
 
 from __future__ import annotations

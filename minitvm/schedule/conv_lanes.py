@@ -427,7 +427,7 @@ class PackWeight:
 
     def __call__(self, w):
         w = np.asarray(w)
-        w = w if w.dtype == np.int8 else w.astype("float32")
+        w = w if w.dtype == np.int8 else w.astype("float32", copy=False)  # (no 2nd copy)
         groups = getattr(self, "groups", 1)  # (archives pickled before groups)
         if getattr(self, "real_o", self.o) != self.o:  # (archives pickled before real_o)
             w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])

@@ -9,6 +9,8 @@ compute, a symbolic shape) run through numpy inside the same graph executor; the
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 
 from ...backend import aot
@@ -92,6 +94,26 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     return factory
 
 
+# Allocations between two young-generation collections while a build lowers its kernels
+# (Python's default is 700). Lowering builds thousands of TE/TIR nodes a kernel, nearly all alive
+# until the kernel is compiled: at 700 a cold ResNet-50 build ran 68 young and 6 middle
+# collections, 0.09 of its 2.4 CPU s, for little garbage; at this threshold 4 and 0 (0.03 s).
+# Cyclic garbage still gets collected, after this many allocations instead of 700.
+BUILD_GC_THRESHOLD = 20000
+
+
+@contextlib.contextmanager
+def _fewer_collections():
+    """Python's young-generation GC threshold raised to ``BUILD_GC_THRESHOLD`` inside, restored
+    after (forked compile workers inherit it)."""
+    gen0, *older = gc.get_threshold()
+    gc.set_threshold(max(gen0, BUILD_GC_THRESHOLD), *older)
+    try:
+        yield
+    finally:
+        gc.set_threshold(gen0, *older)
+
+
 def _build(mod: IRModule, params, mod_name: str, options, t0: float
            ) -> GraphExecutorFactoryModule:
     """Optimize, lower, plan and emit (no whole-build cache)."""
@@ -100,7 +122,7 @@ def _build(mod: IRModule, params, mod_name: str, options, t0: float
 
     # the build's numpy work (constant folding, weight layout transforms) is small matrix
     # products: OpenBLAS's threads only slow them, 100x when the other cores are busy compiling
-    with blas.single_threaded():
+    with blas.single_threaded(), _fewer_collections():
         opt_mod, _ = optimize(mod, "llvm", params)
         opt_mod = host_program(opt_mod, "relay.build")
         cg = GraphCodegen(options)

@@ -121,3 +121,38 @@ def test_a_value_dependent_shape_names_the_node_and_the_vm():
     mod = tvm.IRModule.from_expr(relay.Function([x], found))
     with pytest.raises(GraphCodegenError, match=r"needs static shapes.*argwhere.*relay.vm.compile"):
         relay.build(mod, target="llvm")
+
+
+def test_weight_transforms_run_once_each_on_the_pack_threads(monkeypatch):
+    """The transforms start on the codegen's threads once the kernels are lowered, one per
+    (weight, layout), and the emit walk takes their results."""
+    calls = []
+    pack = gemm._PackB.__call__
+
+    def counted(self, w):
+        import threading
+
+        calls.append(threading.current_thread().name)
+        return pack(self, w)
+
+    monkeypatch.setattr(gemm._PackB, "__call__", counted)
+    rng = np.random.default_rng(2)
+    ws = [(rng.standard_normal((256, 256)) * 0.1).astype("float32") for _ in range(2)]
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.compile_jobs": 1}):
+        lib = relay.build(tvm.IRModule.from_expr(_rnn_steps(ws, 6)), target="llvm")
+    assert len(calls) == 2 and all(n.startswith("minitvm-pack") for n in calls), calls
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rng.standard_normal((1, 256)).astype("float32")
+    m.run(x=xv)
+    np.testing.assert_allclose(m.get_output(0).numpy(), _numpy_steps(xv, ws, 6), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_a_failing_weight_transform_fails_the_build(monkeypatch):
+    def broken(self, w):
+        raise ValueError("cannot pack this weight")
+
+    monkeypatch.setattr(gemm._PackB, "__call__", broken)
+    w = np.ones((256, 256), "float32")
+    with pytest.raises(ValueError, match="cannot pack this weight"):
+        _build(_rnn_steps([w], 2))
