@@ -71,13 +71,15 @@ class StepLoop:
     def __init__(self, steps: list[tuple[int, int]]):
         if not steps:
             raise ValueError("StepLoop: a graph with no kernel steps needs no step loop")
+        addresses = np.array([a for a, _ in steps], dtype=np.uint64)
+        missing = np.flatnonzero(addresses == 0)
+        if missing.size:
+            raise ValueError(f"StepLoop: step {int(missing[0])} has no kernel address")
+        nargs = np.array([n for _, n in steps], dtype=np.int64)
         rows = np.empty((len(steps), 2), dtype=np.int64)
-        off = 0
-        for k, (address, nargs) in enumerate(steps):
-            if not address:
-                raise ValueError(f"StepLoop: step {k} has no kernel address")
-            rows[k] = (address, off)
-            off += nargs
+        rows[:, 0] = addresses.view(np.int64)
+        rows[0, 1] = 0
+        np.cumsum(nargs[:-1], out=rows[1:, 1])
         self._steps = rows
         self._n = len(steps)
         self._fn = run_steps_function()

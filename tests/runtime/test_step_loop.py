@@ -47,7 +47,7 @@ def _run(lib, xv):
     return m, m.get_output(0).numpy()
 
 
-def test_large_graph_runs_through_the_step_loop(monkeypatch):
+def test_large_graph_runs_through_the_step_loop(monkeypatch, tmp_path):
     mod, ref = _chain(STEPS)
     xv = np.random.default_rng(0).standard_normal((3, 5)).astype("float32")
     with_entry = _build(mod)
@@ -69,6 +69,13 @@ def test_large_graph_runs_through_the_step_loop(monkeypatch):
     np.testing.assert_array_equal(out_loop, out_python)
     np.testing.assert_array_equal(out_loop, out_entry)
     np.testing.assert_allclose(out_loop, ref(xv.astype("float64")), rtol=1e-5, atol=1e-6)
+    assert "the native step loop" in big.get_lib().summary()
+
+    path = str(tmp_path / "big.so")  # exported and loaded, it still runs through the loop
+    big.export_library(path)
+    m_loaded, out_loaded = _run(tvm.runtime.load_module(path), xv)
+    assert m_loaded._step_loop is not None
+    np.testing.assert_array_equal(out_loaded, out_loop)
 
 
 def test_step_loop_follows_zero_copy_inputs(monkeypatch):
@@ -107,3 +114,29 @@ def test_step_loop_rejects_bad_steps():
         step_loop.StepLoop([])
     with pytest.raises(ValueError, match="step 1 has no kernel address"):
         step_loop.StepLoop([(1234, 1), (0, 2)])
+
+
+def test_step_loop_runs_100k_native_steps():
+    """The size the loop is for: 100,000 native kernel calls in one run (each adds its step's
+    number to a counter, so a skipped, repeated or misplaced step changes the sum)."""
+    from minitvm.runtime import jit
+
+    ir = """
+define void @mtvm_test_add_step(ptr %args, ptr %unused, i32 %nth) {
+  %counter = load ptr, ptr %args
+  %p1 = getelementptr ptr, ptr %args, i64 1
+  %step = load i64, ptr %p1
+  %old = load i64, ptr %counter
+  %new = add i64 %old, %step
+  store i64 %new, ptr %counter
+  ret void
+}
+"""
+    kernel = jit.compile_ir(ir, "mtvm_test_add_step", opt=1)
+    n = 100_000
+    counter = np.zeros(1, dtype=np.int64)
+    table = (ctypes.c_void_p * (2 * n))()
+    table[0::2] = [counter.ctypes.data] * n
+    table[1::2] = list(range(1, n + 1))
+    step_loop.StepLoop([(kernel.address, 2)] * n).run(table, 1)
+    assert counter[0] == n * (n + 1) // 2
