@@ -140,35 +140,3 @@ define void @mtvm_test_add_step(ptr %args, ptr %unused, i32 %nth) {
     table[1::2] = list(range(1, n + 1))
     step_loop.StepLoop([(kernel.address, 2)] * n).run(table, 1)
     assert counter[0] == n * (n + 1) // 2
-
-
-def test_large_graph_is_cached_without_an_entry(monkeypatch, tmp_path):
-    """A graph over the entry limit goes to the whole-build cache too; its hit has no entry and
-    runs through the step loop."""
-    from minitvm import codegen
-    from minitvm.backend import clear_cache, disk_cache
-
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MINITVM_DISABLE_DISK_CACHE", "MINITVM_DISABLE_BUILD_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(aot, "MAX_ENTRY_STEPS", 1)
-    mod, ref = _chain(STEPS)
-    xv = np.random.default_rng(2).standard_normal((3, 5)).astype("float32")
-    try:
-        clear_cache()
-        codegen.clear_cache()
-        with tvm.transform.PassContext(opt_level=0):
-            cold = relay.build(mod, target="llvm")
-            disk_cache.flush_all()
-            clear_cache()
-            codegen.clear_cache()
-            warm = relay.build(mod, target="llvm")
-    finally:
-        clear_cache()
-        codegen.clear_cache()
-    assert cold.get_lib().entry is None and not isinstance(cold, build_cache.CachedFactory)
-    assert isinstance(warm, build_cache.CachedFactory) and warm.get_lib().entry is None
-    m, out = _run(warm, xv)
-    assert m._step_loop is not None
-    np.testing.assert_array_equal(out, _run(cold, xv)[1])
-    np.testing.assert_allclose(out, ref(xv.astype("float64")), rtol=1e-5, atol=1e-6)
