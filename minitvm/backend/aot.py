@@ -39,7 +39,9 @@ def entry_ir(steps: list[tuple[str, int]]) -> tuple[str, str]:
     return "\n".join(lines) + "\n", symbol
 
 
-MAX_ENTRY_STEPS = 20000  # beyond this, run() loops in Python (LLVM time grows with the entry)
+# beyond this many steps no entry is compiled (its LLVM time grows with the steps: 100,000 took
+# 4.5 CPU s) and the graph executor runs the kernels through runtime.step_loop, compiled once
+MAX_ENTRY_STEPS = 20000
 
 
 def graph_entry(nodes: list[dict], kernels: dict):

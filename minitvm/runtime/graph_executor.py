@@ -3,7 +3,8 @@
 ``GraphModule(lib["default"](dev))`` checks the graph against its kernels (graph_check) and
 plans storage; ``set_input`` checks shape and dtype and copies into the input's storage; ``run``
 executes the kernels — as a single call of the whole-graph native entry when every kernel is
-native, else a flat loop of prepared native calls and numpy fallbacks. ``get_output`` returns a
+native (of the shared native step loop, ``step_loop``, when the graph is too large to have an
+entry), else a flat loop of prepared native calls and numpy fallbacks. ``get_output`` returns a
 view of the output storage.
 
 Threads: each thread that uses a GraphModule gets its own storage (allocated on its first call),
@@ -24,6 +25,7 @@ from . import blas, threadpool
 from .graph_check import check_graph, parse_graph_json
 from .module import GraphLib, Module, export_library, time_calls
 from .ndarray import NDArray, cpu
+from .step_loop import StepLoop
 
 ALIGN = 64
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)
@@ -118,6 +120,11 @@ class GraphModule:
             from .graph_check import check_entry
 
             check_entry(lib.entry[0], self._native_steps, where)
+        # no compiled entry (a graph over aot.MAX_ENTRY_STEPS): the shared native step loop
+        self._step_loop = None
+        if all_native and self._entry_addr is None and self._native_steps:
+            self._step_loop = StepLoop([(k.address, nargs) for (_, nargs), (_, k, _, _) in
+                                        zip(self._native_steps, plan["steps"], strict=True)])
         self._nthreads = threadpool.get_num_threads()
         # kernels that call BLAS split GEMMs over the thread pool themselves: BLAS runs on one
         # thread during run() only, the user's setting (numpy's) is restored afterwards
@@ -324,6 +331,9 @@ class GraphModule:
     def _run_kernels(self, st: _State) -> None:
         if st.entry is not None:
             st.entry(st.table, self._nthreads)
+            return
+        if self._step_loop is not None:
+            self._step_loop.run(st.table, self._nthreads)
             return
         for step in st.steps:
             if step[0] == "native":

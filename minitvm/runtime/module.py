@@ -195,7 +195,12 @@ class GraphLib(Module):
         for n, k in self.kernels.items():
             tail = "" if k.kind == "native" else f"  ({k.reason})"
             lines.append(f"{k.kind:8s} {n}{tail}")
-        entry = "yes" if self.entry is not None else "no (some kernels run in numpy)"
+        if self.entry is not None:
+            entry = "yes"
+        elif self.fallback_functions:
+            entry = "no (some kernels run in numpy)"
+        else:  # (too many steps to compile one: the executor runs runtime.step_loop)
+            entry = "no (a large graph: the native step loop runs its kernels)"
         lines.append(f"whole-graph native entry: {entry}; GEMM via {self.blas or 'generated code'}")
         return "\n".join(lines)
 

@@ -475,3 +475,31 @@ def test_the_entry_is_encoded_on_the_writer_thread(cache_dir, monkeypatch):
     cache.flush()
     cache.put_build("k2", lambda: None)
     assert cache.get_build("k") is None and cache.get_build("k2") is None
+
+
+def test_graph_without_an_entry_is_cached(cache_dir, monkeypatch):
+    """A graph over the entry limit (``aot.MAX_ENTRY_STEPS``) goes to the whole-build cache too;
+    its hit has no entry and runs through the native step loop."""
+    from minitvm.backend import aot
+
+    monkeypatch.setattr(aot, "MAX_ENTRY_STEPS", 1)
+    x = relay.var("x", shape=(3, 5))
+    y = relay.abs(relay.negative(relay.sigmoid(x)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    with tvm.transform.PassContext(opt_level=0):
+        cold = relay.build(mod, target="llvm")
+        disk_cache.flush_all()
+        _fresh()
+        warm = relay.build(mod, target="llvm")
+    assert cold.get_lib().entry is None and not isinstance(cold, build_cache.CachedFactory)
+    assert isinstance(warm, build_cache.CachedFactory) and warm.get_lib().entry is None
+    xv = np.random.default_rng(2).standard_normal((3, 5)).astype("float32")
+    outs = []
+    for lib in (cold, warm):
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.set_input("x", xv)
+        m.run()
+        outs.append(m.get_output(0).numpy())
+    assert m._step_loop is not None
+    np.testing.assert_array_equal(outs[1], outs[0])
+    np.testing.assert_allclose(outs[1], np.abs(1 / (1 + np.exp(-xv))), rtol=1e-6)

@@ -16,10 +16,11 @@ decides it:
 - ``MINITVM_*`` / ``TVM_*`` environment variables, except the cache's own settings.
 
 An entry holds the graph JSON, the parameters, each kernel's constants and workspace size, each
-distinct kernel's object code and LLVM IR, and the whole-graph entry's IR. A hit loads the
-object code into fresh MCJIT engines. What an entry does not carry (the optimized module
-``ir_mod``, kernels' PrimFuncs, Relay sources and callables) is rebuilt on first access by a
-normal build (through the per-kernel cache), so a cached factory behaves like a fresh one.
+distinct kernel's object code and LLVM IR, and the whole-graph entry's IR (if the graph has one:
+not over ``aot.MAX_ENTRY_STEPS`` steps). A hit loads the object code into fresh MCJIT engines.
+What an entry does not carry (the optimized module ``ir_mod``, kernels' PrimFuncs, Relay sources
+and callables) is rebuilt on first access by a normal build (through the per-kernel cache), so
+a cached factory behaves like a fresh one.
 
 Builds are not cached when the disk cache is off, with ``relay.backend.use_build_cache`` false
 or ``MINITVM_DISABLE_BUILD_CACHE=1``, under pass instruments or a tracing knob table, or when a
@@ -241,9 +242,7 @@ def store(cache: DiskCache, key: str, factory: GraphExecutorFactoryModule,
     while the caller goes on (compressing ResNet-50's kernel IR and finding its definitions took
     0.08 s of the build); the factory's weights must not be changed in place meanwhile."""
     lib = factory.get_lib()
-    if lib.entry is None:
-        return False
-    codes = {}
+    codes = {}  # (no entry: a graph too large for one runs through runtime.step_loop)
     for k in lib.kernels.values():
         if k.kind != "native" or k.compiled is None:
             return False
@@ -278,7 +277,7 @@ def _chunks(factory: GraphExecutorFactoryModule, codes: dict) -> list | None:
     payload = {"graph_json": factory.get_graph_json(), "blas": lib.blas,
                "params": {n: contiguous(_array(v))
                           for n, v in factory.get_params().items()},
-               "kernels": kernels, "objects": objects, "entry": lib.entry[:2]}
+               "kernels": kernels, "objects": objects, "entry": lib.entry[:2] if lib.entry is not None else None}
     raws: list = []
     try:  # a JSON header; arrays and bytes go out of band, so a load maps them in place
         head_json = json.dumps(_encode(payload, raws)).encode()
@@ -438,9 +437,11 @@ def load(cache: DiskCache, key: str, mod_name: str,
                              ws_bytes=ws, consts=consts, compiled=c)
             k._rebuild = lazy
             kernels[name] = k
-        ir, symbol = payload["entry"]
-        entry = (ir, symbol, jit.link_entry(ir, symbol, {s: c.address
-                                                         for s, c in compiled.items()}))
+        entry = None
+        if payload["entry"] is not None:
+            ir, symbol = payload["entry"]
+            entry = (ir, symbol, jit.link_entry(ir, symbol, {s: c.address
+                                                             for s, c in compiled.items()}))
         lib = GraphLib(kernels, entry, payload["blas"])
         return CachedFactory(payload["graph_json"], lib, payload["params"], mod_name, None,
                              0.0, rebuild=lazy)
