@@ -160,6 +160,14 @@ ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 BANDS = {"avx512": True, "avx2": True}
 BAND_MIN_BYTES = 1 << 20
 BAND_BYTES = 256 * 1024
+# ... and where no band fits BAND_BYTES (a tall filter: each band must have at least twice the
+# ``hq - oh`` rows the filter reaches below it), bands of up to this many bytes (``band_rows``)
+# rather than one copy of the whole image: that copy (4.5 MB for a 64 -> 128 5x5 stride-2 conv
+# at 128x128) did not fit L2 and, the channel tiles outer (``aliased_planes``), every tile read
+# it from L3 again. Intel Xeon (LLVM's "rocketlake", 2 MB L2), one thread, conv + bias + relu,
+# A/B in one process, 9 interleaved rounds, ms, whole copy -> bands (ONNX Runtime): 64 -> 128
+# 5x5 / 2 at 128x128 49.9 -> 13.0 (13.1). AVX2 not measured: 0 (off)
+BAND_BYTES_WIDE = {"avx512": 512 * 1024, "avx2": 0}
 # A band's copy (``xph_band``, 0.17-0.2 MB at DeepLab's head and the FPN's convs) is a slice of
 # the kernel's workspace, which the executor allocates once, not malloc'd and freed per band per
 # call. At these sizes glibc's default (dynamic) thresholds kept the malloc'd copy on the heap
@@ -277,7 +285,10 @@ def _aligned_rows(g) -> dict:
     al = dict(g, wq=wq, plane=g["hq"] * wq,
               xph_len=_xph_len(g["c"] * g["sh"] * g["sw"], g["hq"], wq, g["oh"], g["ow"],
                                g["nr"], True))
-    return g if band_rows(g) and not band_rows(al) else al
+    # (nor does the padding move a band split into the wider workspace, BAND_BYTES_WIDE)
+    bb = g["band_bytes"]
+    kept = band_rows(g) and not band_rows(al) or _rows_within(g, bb) and not _rows_within(al, bb)
+    return g if kept else al
 
 
 def _xph_len(planes: int, hq: int, wq: int, oh: int, ow: int, nr: int, rows_mode: bool) -> int:
@@ -494,14 +505,22 @@ def _by_image(ctx, g, x, w, dst) -> S.Stmt:
 def band_rows(g) -> int:
     """Output rows of a band (``BANDS``), or 0 for one phased copy of the whole image: the
     most rows dividing the output's whose phased rows (with the ``hq - oh`` more rows the
-    filter reaches) take at most ``band_bytes``, whose pixels are whole panels, and that are at
-    least twice those extra rows (each band copies them again)."""
+    filter reaches) take at most ``band_bytes`` (where none do, ``BAND_BYTES_WIDE``), whose
+    pixels are whole panels, and that are at least twice those extra rows (each band copies
+    them again)."""
     if not BANDS[vector_isa()] or g["xph_len"] * 4 <= BAND_MIN_BYTES:
         return 0
+    wide = host_switch(BAND_BYTES_WIDE)
+    return _rows_within(g, g["band_bytes"]) or \
+        (_rows_within(g, wide) if wide > g["band_bytes"] else 0)
+
+
+def _rows_within(g, cap: int) -> int:
+    """``band_rows``' choice for a workspace of ``cap`` bytes (0: no band fits)."""
     extra = g["hq"] - g["oh"]
     row_bytes = g["c"] * g["sh"] * g["sw"] * g["wq"] * 4
     for r in range(g["oh"] // 2, 0, -1):
-        if g["oh"] % r == 0 and (r + extra) * row_bytes <= g["band_bytes"] and \
+        if g["oh"] % r == 0 and (r + extra) * row_bytes <= cap and \
                 r * g["gw"] % g["nr"] == 0 and r >= 2 * extra:
             return r
     return 0
