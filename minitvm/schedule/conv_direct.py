@@ -159,14 +159,21 @@ ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 # at ``common.vector_isa``)
 BANDS = {"avx512": True, "avx2": True}
 BAND_MIN_BYTES = 1 << 20
-BAND_BYTES = 256 * 1024
+# The workspace by host (``common.host_switch``; an int: every host's, as tests set it): 512 KB
+# on the Intel Xeon LLVM calls "rocketlake" (2 MB L2), where bands of 4 output rows (5 phased
+# rows copied for 4) beat 256 KB's 2 (3 copied for 2). There, one thread, A/B in one process,
+# thread CPU time, ms, 256 KB -> 512 KB (ONNX Runtime): DeepLab's head (15 interleaved rounds,
+# two runs) 17.92 -> 17.30 (17.03) and 18.71 -> 18.35 (18.15); its 64 -> 128 3x3/2 at 128x128
+# alone (15 rounds) 4.53 -> 4.37 (5.18), 128 -> 256 at 64x64 4.26 -> 4.25 (4.72)
+BAND_BYTES = {"rocketlake": 512 * 1024, "avx512": 256 * 1024, "avx2": 256 * 1024}
 # ... and where no band fits BAND_BYTES (a tall filter: each band must have at least twice the
 # ``hq - oh`` rows the filter reaches below it), bands of up to this many bytes (``band_rows``)
 # rather than one copy of the whole image: that copy (4.5 MB for a 64 -> 128 5x5 stride-2 conv
 # at 128x128) did not fit L2 and, the channel tiles outer (``aliased_planes``), every tile read
 # it from L3 again. Intel Xeon (LLVM's "rocketlake", 2 MB L2), one thread, conv + bias + relu,
 # A/B in one process, 9 interleaved rounds, ms, whole copy -> bands (ONNX Runtime): 64 -> 128
-# 5x5 / 2 at 128x128 49.9 -> 13.0 (13.1). AVX2 not measured: 0 (off)
+# 5x5 / 2 at 128x128 49.9 -> 13.0 (13.1) (there BAND_BYTES itself is now 512 KB). AVX2 not
+# measured: 0 (off)
 BAND_BYTES_WIDE = {"avx512": 512 * 1024, "avx2": 0}
 # A band's copy (``xph_band``, 0.17-0.2 MB at DeepLab's head and the FPN's convs) is a slice of
 # the kernel's workspace, which the executor allocates once, not malloc'd and freed per band per
@@ -265,8 +272,13 @@ def geometry(t, knobs: dict | None = None) -> dict:
              pt=pt, pl=pl, hq=hq, wq=wq, grid=grid, panels=panels, plane=plane,
              xph_len=xph_len, mr=mr, nr=nr, min_macs=kn.get("min_macs", PARALLEL_MIN_MACS),
              unroll_kw=kn.get("unroll_kw", True), rows_mode=rows_mode, gw=gw,
-             band_bytes=kn.get("band_bytes", BAND_BYTES))
+             band_bytes=kn.get("band_bytes", band_bytes()))
     return _aligned_rows(g)
+
+
+def band_bytes() -> int:
+    """The bytes of a band's workspace on this host (``BAND_BYTES``)."""
+    return BAND_BYTES if isinstance(BAND_BYTES, int) else host_switch(BAND_BYTES)
 
 
 def _aligned_rows(g) -> dict:

@@ -130,8 +130,26 @@ def _geometry(shape, o, k, strides, pads):
 ])
 def test_band_rows_defaults(shape, o, stride, rows, monkeypatch):
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
     g = _geometry(shape, o, (3, 3), (stride, stride), (1, 1, 1, 1))
     assert conv_direct.band_rows(g) == rows
+
+
+def test_band_bytes_by_host(monkeypatch):
+    """The workspace follows the host CPU (``common.host_switch``): 512 KB on "rocketlake"
+    (bands of 4 rows for DeepLab's 64 -> 128 strided conv), else the vector ISA's 256 KB (2
+    rows); an int is every host's."""
+    from minitvm.runtime import jit
+
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    features = jit.host_cpu()[1]
+    for cpu, nbytes, rows in (("rocketlake", 512 * 1024, 4), ("testcpu", 256 * 1024, 2)):
+        monkeypatch.setattr(jit, "host_cpu", lambda cpu=cpu: (cpu, features))
+        assert conv_direct.band_bytes() == nbytes
+        g = _geometry((1, 64, 128, 128), 128, (3, 3), (2, 2), (1, 1, 1, 1))
+        assert g["band_bytes"] == nbytes and conv_direct.band_rows(g) == rows
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 100_000)
+    assert conv_direct.band_bytes() == 100_000
 
 
 def test_band_rows_rules(monkeypatch):
@@ -157,6 +175,7 @@ def test_band_rows_wide_workspace(monkeypatch):
     and its 2 extra ones), the bands take up to ``BAND_BYTES_WIDE``, not one copy of the whole
     image; a band that fits ``band_bytes`` keeps it."""
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
     wide = {"avx512": 512 * 1024, "avx2": 512 * 1024}
     g = _geometry((1, 64, 128, 128), 128, (5, 5), (2, 2), (2, 2, 2, 2))  # 66 x 66 phased
     row = 64 * 4 * 66 * 4
