@@ -224,7 +224,14 @@ L2_SET_BYTES, L2_WAYS = 64 * 1024, 16
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
 # memory of the thread), else one pass
-CHANNEL_BLOCK_SUMS_MAX = 16 * 1024
+# (by host, ``common.host_switch``). On the Intel Xeon LLVM calls "rocketlake" (48 KB L1) 4096
+# floats: a band's tile sums of 24-48 KB (a 5x5 stride-1 conv's bands of 8-16 rows at 64x64,
+# 16-32 pixel panels) were loaded and stored by every tile of every channel block, pushing its
+# input window and weights out of L1. There, one thread, A/B in one process, thread CPU ms,
+# 16384 -> 4096 (ONNX Runtime): 64 -> 128 5x5 at 64x64 + bias + relu (9 rounds) 14.21 -> 10.55
+# (10.59), with no channel blocks 10.51; 64 -> 128 3x3/2 at 128x128 (12 KB of sums) 4.25 ->
+# 4.22; fpn_upsample (abmodel, 15 rounds) 7.76 -> 6.91 (10.64). Other hosts not measured
+CHANNEL_BLOCK_SUMS_MAX = {"rocketlake": 4 * 1024, "avx512": 16 * 1024, "avx2": 16 * 1024}
 # convs computed by conv_lanes (``packs_weight``) read an operand laid out like the output (a
 # residual) in their fused epilogue, one output channel per lane (measured on a Zen 2 against
 # a separate pass: within the noise at 56x56 .. 7x7); it saves a pass over the output
@@ -747,7 +754,7 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
         tv = ctx.fresh("tile")
         size = mr * g["panels"] * nr
         kb = None
-        if kc < g["c"] and size <= CHANNEL_BLOCK_SUMS_MAX:
+        if kc < g["c"] and size <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
             # channel blocks: the tile's partial sums over all panels kept in a scratch
             kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
                   lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
@@ -771,7 +778,7 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
             body = S.Allocate(kb[3].data, "float32", [size], True, S.DeclBuffer(kb[3], body))
         return S.For(tv, 0, ntiles, kind, body)
     kb = None
-    if kc < g["c"] and o * nr <= CHANNEL_BLOCK_SUMS_MAX:
+    if kc < g["c"] and o * nr <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
         # channel blocks: partial sums of the panel's tiles kept in a scratch
         scratch = decl_buffer((o * nr,), "float32", "panel_sums")
         kb = (ctx.fresh("kb"), kc, g["c"] // kc, scratch,

@@ -221,3 +221,23 @@ def test_residual_fused_into_banded_tiles(bands, monkeypatch):
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.run(**inputs)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cpu, sums", [("rocketlake", False), ("testcpu", True)])
+def test_tile_sums_bound_by_host(cpu, sums, bands, monkeypatch):
+    """Banded channel tiles keep partial sums between channel blocks only while they take at
+    most ``CHANNEL_BLOCK_SUMS_MAX`` floats for the host: a 16-row band's (12,288 on AVX-512,
+    6,144 on AVX2) pass the 16,384 of other hosts, not rocketlake's 4,096 (one pass over the
+    channels instead). Both match numpy."""
+    from minitvm.schedule import common
+
+    isa = common.vector_isa()
+    monkeypatch.setattr(common, "host_key", lambda switch: cpu if cpu in switch else isa)
+    bands(64 * 68 * 20 * 4)  # 64 channels, 68 columns: bands of 16 output rows + 4
+    lib, inputs, want = build_conv((1, 64, 64, 64), 24, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1),
+                                   "bias_relu", np.random.default_rng(8))
+    prim = _conv_prim(lib)
+    assert _band_loops(prim), "the conv was not computed in bands"
+    names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+    assert ("tile_sums" in names) == sums
+    np.testing.assert_allclose(run_graph(lib, inputs, 1), want, rtol=1e-4, atol=1e-4)
