@@ -159,7 +159,22 @@ ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 # at ``common.vector_isa``)
 BANDS = {"avx512": True, "avx2": True}
 BAND_MIN_BYTES = 1 << 20
-BAND_BYTES = 256 * 1024
+# The workspace by host (``common.host_switch``; an int: every host's, as tests set it): 512 KB
+# on the Intel Xeon LLVM calls "rocketlake" (2 MB L2), where bands of 4 output rows (5 phased
+# rows copied for 4) beat 256 KB's 2 (3 copied for 2). There, one thread, A/B in one process,
+# thread CPU time, ms, 256 KB -> 512 KB (ONNX Runtime): DeepLab's head (15 interleaved rounds,
+# two runs) 17.92 -> 17.30 (17.03) and 18.71 -> 18.35 (18.15); its 64 -> 128 3x3/2 at 128x128
+# alone (15 rounds) 4.53 -> 4.37 (5.18), 128 -> 256 at 64x64 4.26 -> 4.25 (4.72)
+BAND_BYTES = {"rocketlake": 512 * 1024, "avx512": 256 * 1024, "avx2": 256 * 1024}
+# ... and where no band fits BAND_BYTES (a tall filter: each band must have at least twice the
+# ``hq - oh`` rows the filter reaches below it), bands of up to this many bytes (``band_rows``)
+# rather than one copy of the whole image: that copy (4.5 MB for a 64 -> 128 5x5 stride-2 conv
+# at 128x128) did not fit L2 and, the channel tiles outer (``aliased_planes``), every tile read
+# it from L3 again. Intel Xeon (LLVM's "rocketlake", 2 MB L2), one thread, conv + bias + relu,
+# A/B in one process, 9 interleaved rounds, ms, whole copy -> bands (ONNX Runtime): 64 -> 128
+# 5x5 / 2 at 128x128 49.9 -> 13.0 (13.1) (there BAND_BYTES itself is now 512 KB). AVX2 not
+# measured: 0 (off)
+BAND_BYTES_WIDE = {"avx512": 512 * 1024, "avx2": 0}
 # A band's copy (``xph_band``, 0.17-0.2 MB at DeepLab's head and the FPN's convs) is a slice of
 # the kernel's workspace, which the executor allocates once, not malloc'd and freed per band per
 # call. At these sizes glibc's default (dynamic) thresholds kept the malloc'd copy on the heap
@@ -215,7 +230,14 @@ L2_SET_BYTES, L2_WAYS = 64 * 1024, 16
 # the partial sums kept between channel blocks (a panel's over every channel tile, or with
 # the channel tiles outermost a tile's over every panel): at most this many floats (stack
 # memory of the thread), else one pass
-CHANNEL_BLOCK_SUMS_MAX = 16 * 1024
+# (by host, ``common.host_switch``). On the Intel Xeon LLVM calls "rocketlake" (48 KB L1) 4096
+# floats: a band's tile sums of 24-48 KB (a 5x5 stride-1 conv's bands of 8-16 rows at 64x64,
+# 16-32 pixel panels) were loaded and stored by every tile of every channel block, pushing its
+# input window and weights out of L1. There, one thread, A/B in one process, thread CPU ms,
+# 16384 -> 4096 (ONNX Runtime): 64 -> 128 5x5 at 64x64 + bias + relu (9 rounds) 14.21 -> 10.55
+# (10.59), with no channel blocks 10.51; 64 -> 128 3x3/2 at 128x128 (12 KB of sums) 4.25 ->
+# 4.22; fpn_upsample (abmodel, 15 rounds) 7.76 -> 6.91 (10.64). Other hosts not measured
+CHANNEL_BLOCK_SUMS_MAX = {"rocketlake": 4 * 1024, "avx512": 16 * 1024, "avx2": 16 * 1024}
 # convs computed by conv_lanes (``packs_weight``) read an operand laid out like the output (a
 # residual) in their fused epilogue, one output channel per lane (measured on a Zen 2 against
 # a separate pass: within the noise at 56x56 .. 7x7); it saves a pass over the output
@@ -263,8 +285,13 @@ def geometry(t, knobs: dict | None = None) -> dict:
              pt=pt, pl=pl, hq=hq, wq=wq, grid=grid, panels=panels, plane=plane,
              xph_len=xph_len, mr=mr, nr=nr, min_macs=kn.get("min_macs", PARALLEL_MIN_MACS),
              unroll_kw=kn.get("unroll_kw", True), rows_mode=rows_mode, gw=gw,
-             band_bytes=kn.get("band_bytes", BAND_BYTES))
+             band_bytes=kn.get("band_bytes", band_bytes()))
     return _aligned_rows(g)
+
+
+def band_bytes() -> int:
+    """The bytes of a band's workspace on this host (``BAND_BYTES``)."""
+    return BAND_BYTES if isinstance(BAND_BYTES, int) else host_switch(BAND_BYTES)
 
 
 def _aligned_rows(g) -> dict:
@@ -283,7 +310,10 @@ def _aligned_rows(g) -> dict:
     al = dict(g, wq=wq, plane=g["hq"] * wq,
               xph_len=_xph_len(g["c"] * g["sh"] * g["sw"], g["hq"], wq, g["oh"], g["ow"],
                                g["nr"], True))
-    return g if band_rows(g) and not band_rows(al) else al
+    # (nor does the padding move a band split into the wider workspace, BAND_BYTES_WIDE)
+    bb = g["band_bytes"]
+    kept = band_rows(g) and not band_rows(al) or _rows_within(g, bb) and not _rows_within(al, bb)
+    return g if kept else al
 
 
 def _xph_len(planes: int, hq: int, wq: int, oh: int, ow: int, nr: int, rows_mode: bool) -> int:
@@ -500,14 +530,22 @@ def _by_image(ctx, g, x, w, dst) -> S.Stmt:
 def band_rows(g) -> int:
     """Output rows of a band (``BANDS``), or 0 for one phased copy of the whole image: the
     most rows dividing the output's whose phased rows (with the ``hq - oh`` more rows the
-    filter reaches) take at most ``band_bytes``, whose pixels are whole panels, and that are at
-    least twice those extra rows (each band copies them again)."""
+    filter reaches) take at most ``band_bytes`` (where none do, ``BAND_BYTES_WIDE``), whose
+    pixels are whole panels, and that are at least twice those extra rows (each band copies
+    them again)."""
     if not BANDS[vector_isa()] or g["xph_len"] * 4 <= BAND_MIN_BYTES:
         return 0
+    wide = host_switch(BAND_BYTES_WIDE)
+    return _rows_within(g, g["band_bytes"]) or \
+        (_rows_within(g, wide) if wide > g["band_bytes"] else 0)
+
+
+def _rows_within(g, cap: int) -> int:
+    """``band_rows``' choice for a workspace of ``cap`` bytes (0: no band fits)."""
     extra = g["hq"] - g["oh"]
     row_bytes = g["c"] * g["sh"] * g["sw"] * g["wq"] * 4
     for r in range(g["oh"] // 2, 0, -1):
-        if g["oh"] % r == 0 and (r + extra) * row_bytes <= g["band_bytes"] and \
+        if g["oh"] % r == 0 and (r + extra) * row_bytes <= cap and \
                 r * g["gw"] % g["nr"] == 0 and r >= 2 * extra:
             return r
     return 0
@@ -726,7 +764,7 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
         tv = ctx.fresh("tile")
         size = mr * g["panels"] * nr
         kb = None
-        if kc < g["c"] and size <= CHANNEL_BLOCK_SUMS_MAX:
+        if kc < g["c"] and size <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
             # channel blocks: the tile's partial sums over all panels kept in a scratch
             kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
                   lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
@@ -750,7 +788,7 @@ def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
             body = S.Allocate(kb[3].data, "float32", [size], True, S.DeclBuffer(kb[3], body))
         return S.For(tv, 0, ntiles, kind, body)
     kb = None
-    if kc < g["c"] and o * nr <= CHANNEL_BLOCK_SUMS_MAX:
+    if kc < g["c"] and o * nr <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
         # channel blocks: partial sums of the panel's tiles kept in a scratch
         scratch = decl_buffer((o * nr,), "float32", "panel_sums")
         kb = (ctx.fresh("kb"), kc, g["c"] // kc, scratch,

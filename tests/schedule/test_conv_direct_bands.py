@@ -28,6 +28,7 @@ def bands(monkeypatch, direct_conv_only):
         monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
         monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
         monkeypatch.setattr(conv_direct, "BAND_BYTES", nbytes)
+        monkeypatch.setattr(conv_direct, "BAND_BYTES_WIDE", {"avx512": 0, "avx2": 0})
 
     yield force
     kernel_cache.clear_cache()
@@ -129,8 +130,26 @@ def _geometry(shape, o, k, strides, pads):
 ])
 def test_band_rows_defaults(shape, o, stride, rows, monkeypatch):
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
     g = _geometry(shape, o, (3, 3), (stride, stride), (1, 1, 1, 1))
     assert conv_direct.band_rows(g) == rows
+
+
+def test_band_bytes_by_host(monkeypatch):
+    """The workspace follows the host CPU (``common.host_switch``): 512 KB on "rocketlake"
+    (bands of 4 rows for DeepLab's 64 -> 128 strided conv), else the vector ISA's 256 KB (2
+    rows); an int is every host's."""
+    from minitvm.runtime import jit
+
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    features = jit.host_cpu()[1]
+    for cpu, nbytes, rows in (("rocketlake", 512 * 1024, 4), ("testcpu", 256 * 1024, 2)):
+        monkeypatch.setattr(jit, "host_cpu", lambda cpu=cpu: (cpu, features))
+        assert conv_direct.band_bytes() == nbytes
+        g = _geometry((1, 64, 128, 128), 128, (3, 3), (2, 2), (1, 1, 1, 1))
+        assert g["band_bytes"] == nbytes and conv_direct.band_rows(g) == rows
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 100_000)
+    assert conv_direct.band_bytes() == 100_000
 
 
 def test_band_rows_rules(monkeypatch):
@@ -138,6 +157,7 @@ def test_band_rows_rules(monkeypatch):
     filter reaches, within the workspace's bytes; none when bands are off."""
     monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES_WIDE", {"avx512": 0, "avx2": 0})
     g = _geometry((1, 4, 48, 48), 16, (3, 3), (1, 1), (1, 1, 1, 1))  # 48 rows, 2 extra
     row = 4 * 50 * 4
     assert conv_direct.band_rows(dict(g, band_bytes=26 * row)) == 24
@@ -148,6 +168,41 @@ def test_band_rows_rules(monkeypatch):
     assert conv_direct.band_rows(dict(g, band_bytes=14 * row, nr=128)) == 8  # 12 x 48 % 128
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": False, "avx2": False})
     assert conv_direct.band_rows(dict(g, band_bytes=26 * row)) == 0
+
+
+def test_band_rows_wide_workspace(monkeypatch):
+    """Where no band fits ``band_bytes`` (a 5x5 stride-2 conv: each band needs at least 4 rows
+    and its 2 extra ones), the bands take up to ``BAND_BYTES_WIDE``, not one copy of the whole
+    image; a band that fits ``band_bytes`` keeps it."""
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
+    wide = {"avx512": 512 * 1024, "avx2": 512 * 1024}
+    g = _geometry((1, 64, 128, 128), 128, (5, 5), (2, 2), (2, 2, 2, 2))  # 66 x 66 phased
+    row = 64 * 4 * 66 * 4
+    monkeypatch.setattr(conv_direct, "BAND_BYTES_WIDE", {"avx512": 0, "avx2": 0})
+    assert conv_direct.band_rows(g) == 0  # 4 + 2 rows take 396 KB
+    monkeypatch.setattr(conv_direct, "BAND_BYTES_WIDE", wide)
+    assert conv_direct.band_rows(g) == 4
+    assert conv_direct.band_rows(dict(g, band_bytes=11 * row)) == 8  # the workspace's own
+    # a 3x3 conv whose bands fit the workspace: unchanged
+    assert conv_direct.band_rows(_geometry((1, 64, 128, 128), 128, (3, 3), (2, 2),
+                                           (1, 1, 1, 1))) == 2
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_wide_bands_match_numpy(threads, bands, monkeypatch):
+    """A 5x5 stride-2 conv whose bands do not fit ``BAND_BYTES`` runs in bands of the wider
+    workspace (4 output rows + 2) and matches numpy."""
+    bands(4 * 4 * 34 * 5 * 4)  # 4 channels, 4 phases, 34 columns: 5 rows fit, 4 + 2 do not
+    monkeypatch.setattr(conv_direct, "BAND_BYTES_WIDE", {"avx512": 4 * 4 * 34 * 6 * 4,
+                                                         "avx2": 4 * 4 * 34 * 6 * 4})
+    lib, inputs, want = build_conv((1, 4, 64, 64), 16, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1),
+                                   "bias_relu", np.random.default_rng(7))
+    prim = _conv_prim(lib)
+    (loop,) = _band_loops(prim)
+    assert int(loop.extent) == 8  # 32 output rows in bands of 4
+    assert "xph" not in _workspaces(prim)
+    np.testing.assert_allclose(run_graph(lib, inputs, threads), want, rtol=1e-4, atol=1e-4)
 
 
 def test_residual_fused_into_banded_tiles(bands, monkeypatch):
@@ -166,3 +221,23 @@ def test_residual_fused_into_banded_tiles(bands, monkeypatch):
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.run(**inputs)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cpu, sums", [("rocketlake", False), ("testcpu", True)])
+def test_tile_sums_bound_by_host(cpu, sums, bands, monkeypatch):
+    """Banded channel tiles keep partial sums between channel blocks only while they take at
+    most ``CHANNEL_BLOCK_SUMS_MAX`` floats for the host: a 16-row band's (12,288 on AVX-512,
+    6,144 on AVX2) pass the 16,384 of other hosts, not rocketlake's 4,096 (one pass over the
+    channels instead). Both match numpy."""
+    from minitvm.schedule import common
+
+    isa = common.vector_isa()
+    monkeypatch.setattr(common, "host_key", lambda switch: cpu if cpu in switch else isa)
+    bands(64 * 68 * 20 * 4)  # 64 channels, 68 columns: bands of 16 output rows + 4
+    lib, inputs, want = build_conv((1, 64, 64, 64), 24, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1),
+                                   "bias_relu", np.random.default_rng(8))
+    prim = _conv_prim(lib)
+    assert _band_loops(prim), "the conv was not computed in bands"
+    names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+    assert ("tile_sums" in names) == sums
+    np.testing.assert_allclose(run_graph(lib, inputs, 1), want, rtol=1e-4, atol=1e-4)
