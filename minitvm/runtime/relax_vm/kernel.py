@@ -177,7 +177,8 @@ class NativeKernel:
     """A callable kernel: ``k(*arrays_and_scalars)``; checks kinds, dtypes, ranks and constant
     dimensions, then calls the machine code."""
 
-    __slots__ = ("name", "spec", "compiled", "_entry", "_py", "_fast", "_nbuf", "_bufpos",
+    __slots__ = ("name", "spec", "compiled", "direct", "_entry", "_py", "_fast", "_nbuf",
+                 "_bufpos",
                  "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
 
     def __init__(self, name: str, spec: dict, compiled):
@@ -208,10 +209,21 @@ class NativeKernel:
             args = ", ".join(f"a{k}" for k in range(len(params)))
             self._fast = eval(f"lambda {args}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
             self._py = (_PY_ENTRY_NOGIL if elems > GIL_RELEASE_ELEMS else _PY_ENTRY)(py_address)
+            # the same as ``__call__`` in one frame, for callers that hold it (generated code)
+            env.update(py=self._py, pool=threadpool, checked=self._call_checked)
+            src = (f"def call(*args):\n    if len(args) == {len(params)}:\n"
+                   f"        {f'{args}, = args' if params else 'pass'}\n"
+                   f"        if {' and '.join(conds) or 'True'}:\n"
+                   f"            py(args, pool.get_num_threads())\n            return None\n"
+                   f"    return checked(args)\n")
+            exec(compile(src, f"<relax kernel {name}>", "exec"), env)  # noqa: S102
+            self.direct = env["call"]
         self._sym = None
         if self._fast is None and LAYOUT_OK and params and self._bufpos and \
                 not any(self._float_vars):
             self._sym = self._symbolic_call()
+        if self._fast is None:
+            self.direct = self._sym if self._sym is not None else self.__call__
 
     def __call__(self, *args):
         if self._fast is not None and len(args) == self._nparams and self._fast(*args):

@@ -27,6 +27,7 @@ from .executable import (
     RET,
     VMFunction,
 )
+from .kernel import NativeKernel
 
 __all__ = ["MAX_INSTRUCTIONS", "straight_line_function"]
 
@@ -78,7 +79,8 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
                 args = [name_of(v) for v in tmpl]
                 for k, r in slots:
                     args[k] = reg(r)
-            lines.append(f"    r{dst} = {name_of(target)}({', '.join(args)})")
+            fn = target.direct if isinstance(target, NativeKernel) else target  # one frame
+            lines.append(f"    r{dst} = {name_of(fn)}({', '.join(args)})")
             written.add(dst)
         elif op == MOVE:
             kind, v = ins[2]

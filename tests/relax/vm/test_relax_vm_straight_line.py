@@ -106,3 +106,17 @@ def test_branches_and_missing_returns_stay_interpreted():
     assert straight_line_function(func, [], lambda k, v: v) is None
     ident = straight_line_function(func, [(RET, 0)], lambda k, v: v)
     assert ident(["value"]) == "value"
+
+
+def test_static_kernels_direct_call_runs_and_checks():
+    vm = _nonzero_vm(16)
+    static = [ins[3] for ins in vm._linked[id(vm._exec.functions["main"])]
+              if ins[0] == 0 and isinstance(ins[3], NativeKernel) and ins[3]._fast is not None]
+    assert static
+    k = next(k for k in static if k.name == "nonzero_count")  # (x [16], count [1] int64)
+    x = np.array([0, 1, -2, 0] * 4, "float32")
+    count = np.zeros(1, "int64")
+    assert k.direct(x, count) is None
+    assert count[0] == 8
+    with pytest.raises(ValueError, match=f"kernel {k.name!r}"):
+        k.direct(np.zeros(5, "float32"), count)
