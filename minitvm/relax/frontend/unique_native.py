@@ -10,14 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ...frontend_common import unique_plan
+from ...schedule.unique_runs import unique_runs_outputs_prim_func
 from ...schedule.unique_sort import unique_prim_func
 from ...tir import expr as E
 from ...topi.unique import UNIQUE_DTYPES
 from .. import op as _op
-from ..expr import Call, ShapeExpr, const
+from ..expr import Call, ShapeExpr, TupleGetItem, const
 from ..struct_info import TensorStructInfo
 
-__all__ = ["RelaxUnique", "unique_flat", "unique_inverse", "unique_outputs", "unique_table"]
+__all__ = ["RelaxUnique", "unique_flat", "unique_inverse", "unique_outputs", "unique_runs",
+           "unique_table"]
 
 
 def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique",
@@ -29,6 +31,26 @@ def unique_table(ctx, flat, n, is_sorted: bool, name: str = "onnx_unique",
     gv = ctx.bb.add_func(unique_prim_func(dim, ctx.dtype(flat), is_sorted, equal_nan,
                                           consecutive), name)
     return ctx.emit(_op.call_tir(gv, [flat], TensorStructInfo([n * 3 + 1], "int32")))
+
+
+def unique_runs(ctx, flat, n, name: str = "torch_unique_consecutive") -> list:
+    """[first, inverse, counts] int64 of the runs of equal neighbours of 1-D ``flat`` of ``n``:
+    one ``call_tir`` writing them into buffers of their own (``inverse`` whole, the others
+    padded to ``n``) and the number of runs, then leading slices of its length (``num_runs``,
+    bound by a match_cast) of ``first`` and ``counts``; nothing is cast or copied otherwise."""
+    dim = n if isinstance(n, int) else E.Var("n", "int64")
+    gv = ctx.bb.add_func(unique_runs_outputs_prim_func(dim, ctx.dtype(flat)), name)
+    sinfo = [TensorStructInfo([n], "int64")] * 3 + [TensorStructInfo([1], "int64")]
+    runs = ctx.emit(_op.call_tir(gv, [flat], sinfo))
+    first, inverse, counts, count = (ctx.emit(TupleGetItem(runs, k)) for k in range(4))
+    k = E.Var("num_runs", "int64")
+    zero, one = (const(np.asarray([v], "int64")) for v in (0, 1))
+
+    def leading(t):
+        rows = ctx.emit(_op.dynamic_strided_slice(t, zero, count, one))
+        return ctx.bb.match_cast(rows, TensorStructInfo([k], "int64"))
+
+    return [leading(first), inverse, leading(counts)]
 
 
 def unique_flat(ctx, x, is_sorted: bool, name: str = "onnx_unique",
@@ -113,6 +135,8 @@ class RelaxUnique:
 
     def unique(self, key, n: int, is_sorted: bool, equal_nan: bool, consecutive: bool = False):
         key = self.emit(key)
+        if consecutive:  # a handle of the runs' own outputs (``unique_runs``)
+            return "runs", unique_runs(self.ctx, key, n, self.name), n
         if not consecutive and self.ctx.dtype(key) not in UNIQUE_DTYPES:
             raise ValueError(f"unique of {self.ctx.dtype(key)}: the native kernel takes "
                              f"{', '.join(UNIQUE_DTYPES)} (and the integer and 16-bit float "
@@ -121,9 +145,14 @@ class RelaxUnique:
                             equal_nan, consecutive), n
 
     def unique_inverse(self, handle):
+        if handle[0] == "runs":
+            return handle[1][1]
         table, n = handle
         return self.ctx.emit(_op.astype(unique_inverse(self.ctx, table, n), "int64"))
 
     def unique_outputs(self, handle, source, axis: int) -> tuple:
+        if handle[0] == "runs":
+            first, inverse, counts = handle[1]
+            return self.ctx.emit(_op.take(self.emit(source), first, axis)), first, inverse, counts
         table, n = handle
         return tuple(unique_outputs(self.ctx, table, n, self.emit(source), axis))

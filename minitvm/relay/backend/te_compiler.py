@@ -129,7 +129,7 @@ def build_te(func: Function, compute_of=None):
 def _fallback(func: Function, name: str, reason: str, error: str = "") -> Kernel:
     """A kernel running ``func`` op by op in numpy; ``error``: the native lowering's failure."""
     return Kernel(name, "fallback", reason=reason, source=func, source_format="relay",
-                  run=lambda args: run_fallback(func, args), error=error)
+                  run=fallback_runner(func), error=error)
 
 
 def _report(kernel: Kernel, func: Function, options: LoweringOptions) -> Kernel:
@@ -309,15 +309,29 @@ def _pack(t, flat: list, pos: int):
     return flat[pos], pos + 1
 
 
-def run_fallback(func: Function, args: list) -> list[np.ndarray]:
+def fallback_runner(func: Function):
+    """``run_fallback`` of ``func`` as a function of ``args``, the expressions' order found at
+    its first call and kept (a dynamic-shape kernel runs in numpy on every call)."""
+    order: list = []
+
+    def run(args: list) -> list[np.ndarray]:
+        if not order:
+            order.extend(dataflow_post_order(func.body))
+        return run_fallback(func, args, order)
+
+    return run
+
+
+def run_fallback(func: Function, args: list, order: list | None = None) -> list[np.ndarray]:
     """Evaluate a primitive function with the ops' numpy references.
 
     ``args`` are the flattened tensors of the parameters; returns the flattened outputs.
+    ``order``: ``func``'s body in dataflow post-order, when the caller keeps it.
     """
     env, pos = {}, 0
     for p in func.params:
         env[id(p)], pos = _pack(p.checked_type, args, pos)
-    for e in dataflow_post_order(func.body):
+    for e in order if order is not None else dataflow_post_order(func.body):
         if id(e) in env:
             continue
         if isinstance(e, Constant):
@@ -357,7 +371,7 @@ def _read_kernel(text: str):
     from ..transform import InferType
 
     func = InferType()(parse(text))["main"]
-    return func, lambda args: run_fallback(func, args)
+    return func, fallback_runner(func)
 
 
 register_kernel_format("relay", _kernel_text, _read_kernel)

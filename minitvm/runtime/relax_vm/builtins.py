@@ -201,6 +201,22 @@ def shape_of(x):
     return ShapeTuple(x.shape)
 
 
+def shape_to_tensor(shape) -> np.ndarray:
+    """A shape value as a 1-D int64 tensor (``R.shape_to_tensor``)."""
+    return np.asarray([int(d) for d in shape], dtype="int64")
+
+
+def tensor_to_shape(t) -> ShapeTuple:
+    """A 1-D integer tensor's values as a shape value (``R.tensor_to_shape``): where a kernel's
+    result (a count, a length) becomes a symbolic size of what follows."""
+    arr = t if isinstance(t, np.ndarray) else np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+    if arr.ndim != 1:
+        raise ValueError(f"vm.builtin.tensor_to_shape: expects a 1-D tensor, got shape "
+                         f"{arr.shape}")
+    vals = arr.tolist()
+    return ShapeTuple(vals if arr.dtype.kind in "iu" else [int(v) for v in vals])
+
+
 def to_device(x, device_type, device_id):
     """``x`` copied to the device (``R.to_vdevice``); only the CPU (device type 1) exists."""
     if int(device_type) != 1:
@@ -298,6 +314,8 @@ BUILTINS = {
     "vm.builtin.make_prim_value": (make_prim_value, False),
     "vm.builtin.reshape": (reshape, False),
     "vm.builtin.shape_of": (shape_of, False),
+    "vm.builtin.shape_to_tensor": (shape_to_tensor, False),
+    "vm.builtin.tensor_to_shape": (tensor_to_shape, False),
     "vm.builtin.check_reshape": (check_reshape, False),
     "vm.builtin.null_value": (null_value, False),
     "vm.builtin.to_device": (to_device, False),

@@ -177,7 +177,8 @@ class NativeKernel:
     """A callable kernel: ``k(*arrays_and_scalars)``; checks kinds, dtypes, ranks and constant
     dimensions, then calls the machine code."""
 
-    __slots__ = ("name", "spec", "compiled", "_entry", "_py", "_fast", "_nbuf", "_bufpos",
+    __slots__ = ("name", "spec", "compiled", "direct", "_entry", "_py", "_fast", "_nbuf",
+                 "_bufpos",
                  "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
 
     def __init__(self, name: str, spec: dict, compiled):
@@ -208,32 +209,48 @@ class NativeKernel:
             args = ", ".join(f"a{k}" for k in range(len(params)))
             self._fast = eval(f"lambda {args}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
             self._py = (_PY_ENTRY_NOGIL if elems > GIL_RELEASE_ELEMS else _PY_ENTRY)(py_address)
+            # the same as ``__call__`` in one frame, for callers that hold it (generated code)
+            env.update(py=self._py, pool=threadpool, checked=self._call_checked)
+            src = (f"def call(*args):\n    if len(args) == {len(params)}:\n"
+                   f"        {f'{args}, = args' if params else 'pass'}\n"
+                   f"        if {' and '.join(conds) or 'True'}:\n"
+                   f"            py(args, pool.get_num_threads())\n            return None\n"
+                   f"    return checked(args)\n")
+            exec(compile(src, f"<relax kernel {name}>", "exec"), env)  # noqa: S102
+            self.direct = env["call"]
         self._sym = None
-        if self._fast is None and LAYOUT_OK and params and all(p[0] == "buf" for p in params):
+        if self._fast is None and LAYOUT_OK and params and self._bufpos and \
+                not any(self._float_vars):
             self._sym = self._symbolic_call()
+        if self._fast is None:
+            self.direct = self._sym if self._sym is not None else self.__call__
 
     def __call__(self, *args):
         if self._fast is not None and len(args) == self._nparams and self._fast(*args):
             self._py(args, threadpool.get_num_threads())
             return None
-        if self._sym is not None and len(args) == self._nparams:
+        if self._sym is not None:
             self._sym(*args)
             return None
         self._call_checked(args)
         return None
 
     def _symbolic_call(self):
-        """Generated code for a kernel whose buffers have symbolic dimensions: checks kinds,
+        """Generated code for a kernel with symbolic dimensions or integer scalar parameters
+        (call_tir's ``tir_vars``, which may arrive as one trailing shape value): checks kinds,
         dtypes, ranks, constant dimensions and the dimension relations in one expression,
-        then calls the entry through the tuple trampoline; anything else takes
+        then calls the entry through the tuple trampoline on the buffers; anything else takes
         ``_call_checked`` (which raises the errors)."""
         env = {"ND": _ND, "V": ctypes.c_int64 * max(1, len(self._vars)), "pool": threadpool,
-               "checked": self._call_checked,
+               "checked": self._call_checked, "INT": int,
                "fd": lambda a, b: -1 if b == 0 else a // b,
                "fm": lambda a, b: -1 if b == 0 else a % b}
         conds, size = [], []
         for k, p in enumerate(self.spec["params"]):
             a = f"a{k}"
+            if p[0] != "buf":  # an integer scalar: a Python int (a shape value's field)
+                conds.append(f"type({a}) is INT")
+                continue
             env[f"d{k}"] = self._dtypes[k]
             conds.append(f"type({a}) is ND and {a}.dtype is d{k} and {a}.ndim == {p[2]}")
             conds.extend(f"{a}.shape[{d}] == {w}" for d, w in enumerate(p[3]) if w != -1)
@@ -241,15 +258,24 @@ class NativeKernel:
             size.append(f"{a}.size")
         for k, d, enc, _text in self._checks:
             conds.append(f"a{k}.shape[{d}] == {_dim_source(enc)}")
-        kvars = ", ".join(f"a{v[1]}.shape[{v[2]}]" for v in self._vars)
+        kvars = ", ".join(f"a{v[1]}" if v[0] == "scalar" else f"a{v[1]}.shape[{v[2]}]"
+                          for v in self._vars)
         names = ", ".join(f"a{k}" for k in range(self._nparams))
+        bufs = "".join(f"a{k}, " for k in self._bufpos)
         gil, nogil = call_trampoline()
         env.update(gil=gil, nogil=nogil, addr=self.compiled.address)
-        src = (f"def call({names}):\n"
+        expand = ""
+        if self.spec["params"][-1][0] == "scalar":  # tir_vars as one trailing shape value
+            expand = ("    if args and isinstance(args[-1], tuple):\n"
+                      "        args = (*args[:-1], *args[-1])\n")
+        src = (f"def call(*args):\n{expand}"
+               f"    if len(args) != {self._nparams}:\n"
+               f"        return checked(args)\n"
+               f"    {names}, = args\n"
                f"    if not ({' and '.join(conds)}):\n"
-               f"        return checked(({names},))\n"
+               f"        return checked(args)\n"
                f"    run = nogil if {' + '.join(size)} > {GIL_RELEASE_ELEMS} else gil\n"
-               f"    run(({names},), {self._nparams}, addr, "
+               f"    run(({bufs}), {self._nbuf}, addr, "
                f"{f'V({kvars})' if kvars else 'None'}, pool.get_num_threads())\n")
         exec(compile(src, f"<relax kernel {self.name}>", "exec"), env)  # noqa: S102
         return env["call"]

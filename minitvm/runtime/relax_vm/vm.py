@@ -30,6 +30,7 @@ from .executable import (
     call_argv,
 )
 from .native_entry import MISS, RECORD, native_function
+from .straight_line import straight_line_function
 
 _VM, _KERNEL, _PACKED = range(3)
 _CPU = cpu(0)
@@ -200,6 +201,10 @@ class VirtualMachine:
         self._linked = {id(f): self._link(f) for f in exe.functions.values()}
         # straight-line functions get a native entry (native_entry.py); False turns it off
         self.native_entry = True
+        # the other straight-line functions run as generated Python (straight_line.py), made
+        # at their first call; False interprets them instruction by instruction
+        self.straight_line = True
+        self._straight: dict = {}
         self._native = {}
         for f in exe.functions.values():
             nf = native_function(f, self._linked[id(f)], self._consts)
@@ -295,11 +300,23 @@ class VirtualMachine:
             return self._call_value(f.func, list(f.captured) + list(args))
         return f(*args)
 
+    def _move_value(self, kind: int, v):
+        """A MOVE's operand other than a register: a constant, immediate, function or the VM."""
+        return self._consts[v] if kind == ARG_CONST else v if kind == ARG_IMM else \
+            self._table[v][1] if kind == ARG_FUNC else self
+
     def _run(self, func: VMFunction, args: list):
         if len(args) != len(func.params):
             raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
                             f"{len(args)}")
         consts, prof, linked = self._consts, self._profile, self._linked
+        if prof is None and self.straight_line:
+            fast = self._straight.get(id(func), MISS)
+            if fast is MISS:
+                fast = self._straight[id(func)] = straight_line_function(
+                    func, linked[id(func)], self._move_value)
+            if fast is not None:
+                return fast(args)
         regs = [None] * func.num_regs
         regs[:len(args)] = args
         code = linked[id(func)]

@@ -136,9 +136,39 @@ def _to_internal(value):
                     (np.asarray(v) if isinstance(v, np.generic) else v))
 
 
-def _to_external(value):
-    return _convert(value, lambda v: NDArray(v.copy() if v.base is not None else v)
+def _to_external(value, foreign: set):
+    """``value`` as the caller gets it: arrays as NDArrays, copied where they are views of
+    memory the VM does not hand out (ids in ``foreign``: arguments, constants, workspaces)
+    or of a storage they share."""
+    return _convert(value, lambda v: NDArray(_returned(v, foreign))
                     if isinstance(v, np.ndarray) else v)
+
+
+def _returned(v: np.ndarray, foreign: set) -> np.ndarray:
+    """``v`` itself when it owns its memory or fills a storage of its own that this call
+    allocated (an output written in place by its kernel: ALLOC_STORAGE's byte array, fresh
+    each call), else a copy."""
+    b = v.base
+    if b is None:
+        return v
+    if type(b) is np.ndarray and b.base is None and b.dtype == np.uint8 and b.ndim == 1 \
+            and b.nbytes == v.nbytes and id(b) not in foreign and v.flags.c_contiguous:
+        return v
+    return v.copy()
+
+
+def _leaves(values, out: set) -> set:
+    """``out`` with the ids of the arrays in ``values`` (nested tuples and ADTs) added."""
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, np.ndarray):
+            out.add(id(v))
+            if v.base is not None:
+                out.add(id(v.base))
+        elif isinstance(v, ADT | tuple | list):
+            stack.extend(v.fields if isinstance(v, ADT) else v)
+    return out
 
 
 def _scalar(v):
@@ -171,6 +201,11 @@ class VirtualMachine:
         self._fast = [getattr(getattr(k, "kernel", None), "_fast_call", None)
                       if k.kind == "native" else None for k in exe.kernels]
         self._workspaces: dict[int, np.ndarray] = {}
+        # arrays a result must not alias (it is copied instead): the constants and what they
+        # are views of
+        self._const_ids = _leaves(exe.constants, set())
+        for k in exe.kernels:
+            _leaves(getattr(k, "consts", ()) or (), self._const_ids)
         self._code = self._prepare()
         self.module = self
 
@@ -214,7 +249,10 @@ class VirtualMachine:
             values = self._check(func_name, (), {})
         done = threadpool.keep_warm()
         try:
-            return _to_external(self._execute(self.exe.global_map[func_name], values))
+            result = self._execute(self.exe.global_map[func_name], values)
+            foreign = _leaves(values, set(self._const_ids))
+            foreign.update(map(id, self._workspaces.values()))
+            return _to_external(result, foreign)
         finally:
             if done is not None:
                 done()

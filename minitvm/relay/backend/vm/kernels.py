@@ -24,7 +24,7 @@ from ....runtime.vm.vm import call_native
 from ....schedule import LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
 from ...expr_functor import dataflow_post_order
-from ..te_compiler import func_ops, lower_function, run_fallback, tensor_types
+from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
 
 __all__ = ["KernelTable", "is_static_type", "same_primitive"]
 
@@ -59,6 +59,7 @@ class ShapeSpecializer:
         self.name = name
         self.options = options
         self.cache: dict[tuple, tuple] = {}
+        self._fallback = None  # the numpy run, made at the first call that needs it
 
     def _specialize(self, shapes: list) -> tuple:
         pos, params = 0, []
@@ -81,7 +82,7 @@ class ShapeSpecializer:
                         for t in outs]
 
     def __call__(self, args: list) -> list:
-        key = tuple((a.shape, str(a.dtype)) for a in args)
+        key = tuple((a.shape, a.dtype) for a in args)  # (str(dtype) costs a microsecond)
         entry = self.cache.get(key)
         if entry is None:
             try:
@@ -94,7 +95,9 @@ class ShapeSpecializer:
             self.cache[key] = entry
         kernel, outs = entry
         if kernel is None:
-            return run_fallback(self.func, args)
+            if self._fallback is None:
+                self._fallback = fallback_runner(self.func)
+            return self._fallback(args)
         if kernel.kind != "native":
             return kernel.run(list(args) + list(kernel.consts))
         outputs = [np.empty(s, dtype=d) for s, d in outs]
