@@ -78,24 +78,42 @@ def expr_children(e) -> tuple:
     return get(e)
 
 
+_SLOTS: dict[type, tuple[str, ...]] = {}
+_UNSET = object()
+
+
+def _slots_of(t: type) -> tuple[str, ...]:
+    """Every data slot of ``t`` and its bases (read once per type: ``_copy`` runs for each
+    rebuilt node of every kernel)."""
+    names = _SLOTS.get(t)
+    if names is None:
+        names = _SLOTS[t] = tuple(slot for klass in t.__mro__
+                                  for slot in getattr(klass, "__slots__", ())
+                                  if slot != "__weakref__")
+    return names
+
+
 def _copy(node, **changes):
     new = object.__new__(type(node))
-    for klass in type(node).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if slot == "__weakref__":
-                continue
-            if slot in changes:
-                setattr(new, slot, changes[slot])
-            elif hasattr(node, slot):
-                setattr(new, slot, getattr(node, slot))
+    for slot in _slots_of(type(node)):
+        if slot in changes:
+            setattr(new, slot, changes[slot])
+        else:
+            value = getattr(node, slot, _UNSET)
+            if value is not _UNSET:
+                setattr(new, slot, value)
     return new
 
 
 def with_children(e, kids) -> E.PrimExpr:
     """``e`` rebuilt with new sub-expressions (``e`` itself when nothing changed)."""
-    old = expr_children(e)
-    if all(a is b for a, b in zip(old, kids)):
+    if all(a is b for a, b in zip(expr_children(e), kids)):
         return e
+    return _rebuilt(e, kids)
+
+
+def _rebuilt(e, kids) -> E.PrimExpr:
+    """A copy of ``e`` with sub-expressions ``kids`` (in ``expr_children`` order)."""
     if isinstance(e, E.BinaryOp):
         return _copy(e, a=kids[0], b=kids[1])
     if isinstance(e, (E.BufferLoad, E.ProducerLoad)):
@@ -139,14 +157,23 @@ def post_order(root) -> Iterator:
 def transform_expr(root, fpost: Callable, memo: dict | None = None):
     """Rebuild ``root`` bottom-up; ``fpost(node)`` may return a replacement or None."""
     memo = {} if memo is None else memo
+    getters, lookup = _GETTERS, memo.get
     for node in post_order(root):
-        if id(node) in memo:
+        nid = id(node)
+        if nid in memo:
             continue
-        kids = expr_children(node)
-        new = with_children(node, [memo.get(id(k), k) for k in kids]) if kids else node
+        get = getters.get(type(node)) or _children_getter(type(node))
+        kids = get(node)
+        new = node
+        if kids:
+            new_kids = [lookup(id(k), k) for k in kids]
+            for old, kid in zip(kids, new_kids):
+                if old is not kid:
+                    new = _rebuilt(node, new_kids)
+                    break
         rep = fpost(new)
-        memo[id(node)] = new if rep is None else rep
-    return memo.get(id(root), root)
+        memo[nid] = new if rep is None else rep
+    return lookup(id(root), root)
 
 
 # --------------------------------------------------------------------------- statements

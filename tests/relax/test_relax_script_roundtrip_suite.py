@@ -6,11 +6,16 @@ run (``MINITVM_RELAX_ROUNDTRIP=1 pytest tests/relax``) found."""
 import ast
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
-from script_roundtrip_hook import check_all, recording, roundtrip_failure
+from script_roundtrip_hook import (
+    ROUNDTRIP_EXCLUDED,
+    ROUNDTRIP_PATHS,
+    check_all,
+    recording,
+    roundtrip_checked,
+    roundtrip_failure,
+)
 
 import minitvm as tvm
 from minitvm import relax, te
@@ -18,7 +23,6 @@ from minitvm.ir.module import IRModule
 from minitvm.relax.frontend import nn
 
 HERE = pathlib.Path(__file__).parent
-REPO = HERE.parent.parent
 
 
 def _tvmscript_sources():
@@ -55,24 +59,21 @@ def test_tvmscript_of_the_tests_round_trips(name, text):
 
 
 def test_recorded_modules_of_test_files_round_trip():
-    """A child pytest run of fast Relax test files with the recording hook on: each test
-    fails if a well-formed Relax module it built does not round-trip. (The whole suite is run
-    the same way with ``MINITVM_RELAX_ROUNDTRIP=1 pytest tests/relax``.)"""
-    files = ["tests/relax/op", "tests/relax/frontend/test_nn.py",
-             "tests/relax/frontend/test_relax_nn_kv_cache.py", "tests/relax/analysis",
-             "tests/relax/transform/legalize/test_relax_legalize_pass.py",
-             "tests/relax/transform/test_relax_canonicalize_bindings.py",
-             "tests/relax/transform/test_relax_bind.py"]
-    # the 100k-binding legalization's modules are one op pair repeated: printing and parsing
-    # 100k bindings is tested in tests/script (test_script_parser_deep, test_relax_printer),
-    # and round-tripping these took 30 of the run's 54 s in CI
-    deep = "tests/relax/transform/legalize/test_relax_legalize_pass.py::" \
-        "test_100k_bindings_default_recursion_limit"
-    env = dict(os.environ, MINITVM_RELAX_ROUNDTRIP="1")
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                          *files, "--deselect", deep], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout[-4000:]
+    """The fast Relax test files that ``tests/relax/conftest.py`` checks in place: each of their
+    tests fails if a well-formed Relax module it built does not round-trip (the whole suite is
+    checked the same way with ``MINITVM_RELAX_ROUNDTRIP=1 pytest tests/relax``). The listed
+    files exist (a renamed file would silently drop out) and their tests are checked."""
+    for rel in ROUNDTRIP_PATHS:
+        path = HERE / rel
+        assert path.exists(), rel
+        files = sorted(path.rglob("test_*.py")) if path.is_dir() else [path]
+        assert files, rel
+        assert all(roundtrip_checked(f, "test_any") for f in files), rel
+    for entry in ROUNDTRIP_EXCLUDED:
+        rel, name = entry.split("::")
+        assert not roundtrip_checked(HERE / rel, name)
+    assert not roundtrip_checked(pathlib.Path(__file__), "test_any") or \
+        os.environ.get("MINITVM_RELAX_ROUNDTRIP") == "1"
 
 
 def test_recording_hook_sees_modules_built_by_passes():

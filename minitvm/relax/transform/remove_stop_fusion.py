@@ -11,7 +11,7 @@ from ...transform.stats import record_stat
 from ..expr import DataflowVar, Function, VarBinding
 from .function_pass import function_pass
 from .normalize import NormalizingMutator
-from .utils import register
+from .utils import iter_bindings, register
 
 __all__ = ["RemoveStopFusion", "remove_stop_fusion", "is_stop_fusion"]
 
@@ -40,6 +40,8 @@ class _Strip(NormalizingMutator):
 
 def remove_stop_fusion(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` without its ``stop_fusion`` bindings; and how many there were."""
+    if not any(is_stop_fusion(b.value) for b in iter_bindings(func)):
+        return func, 0  # nothing to strip: a scan, not a rebuild of every binding
     m = _Strip(mod)
     out = m.visit_expr(func)
     return (out if m.removed else func), m.removed

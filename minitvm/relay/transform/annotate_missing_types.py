@@ -71,10 +71,13 @@ class _Annotator(ExprMutator):
         return _copy_type(new, fn)
 
 
-def annotate_missing_types(fn: Function) -> Function:
-    """Return ``fn`` with inferred return types and var annotations filled in where missing."""
-    finder = _NeedsAnnotation()
-    finder.visit(fn)
-    if not finder.found:
-        return fn
+def annotate_missing_types(fn: Function, known_missing: bool = False) -> Function:
+    """Return ``fn`` with inferred return types and var annotations filled in where missing.
+    ``known_missing``: the caller knows something is missing (InferType's checker lists
+    them), so the walk that looks for one is skipped."""
+    if not known_missing:
+        finder = _NeedsAnnotation()
+        finder.visit(fn)
+        if not finder.found:
+            return fn
     return _Annotator().visit(fn)

@@ -399,6 +399,8 @@ def _gates(scale, value) -> bool:
     from_scale = _inputs_of(scale, GATE_SEARCH)
     if from_scale is None:
         return True
+    if not from_scale:  # a constant scale (the common case) shares nothing with the value
+        return False
     stack, seen = [value], set()
     while stack and len(seen) <= GATE_SEARCH:
         e = stack.pop()

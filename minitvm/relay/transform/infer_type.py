@@ -79,7 +79,7 @@ def _with_inferred_ret_type(mod: IRModule, gv, fn: Function, vars_, fns) -> Func
         typed = fn.with_fields(ret_type=fn._checked_type.ret_type)
         typed._checked_type = fn._checked_type
     else:
-        typed = annotate_missing_types(fn)
+        typed = annotate_missing_types(fn, known_missing=True)  # (the checker's list)
     if typed is not fn:
         mod.functions[gv] = typed
     return typed
