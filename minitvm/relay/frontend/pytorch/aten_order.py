@@ -1,5 +1,6 @@
 """ATen's order statistics and scans onto Relay: ``median`` / ``nanmedian`` (a stable argsort
-and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
+and a gather at the middle), ``quantile`` / ``nanquantile`` (gathers at the ranks around
+``q (n - 1)``, mixed as torch's lerp), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
 ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin) and ``pdist``
 (takes of constant row pairs), built by ``frontend_common.torch_order`` from ops
 with native computes."""
