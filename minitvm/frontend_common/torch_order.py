@@ -1,9 +1,10 @@
 """torch's order statistics and scans that neither dialect has as one operator: ``median`` /
 ``nanmedian`` (a stable sort and a gather at the middle position), ``quantile`` /
-``nanquantile`` (the same sort, gathers at the ranks below and above ``q (n - 1)``), ``cummax`` / ``cummin`` and
-``logcumsumexp`` (an inclusive scan in ``ceil(log2 n)`` shift-and-combine steps, so each stays
-native and ``O(n log n)``), ``mode`` (an all-pairs equality count), ``histc`` (bin numbers
-compared with every bin) and ``pdist`` (the distances of the row pairs ``i < j``).
+``nanquantile`` (the same sort, gathers at the ranks below and above ``q (n - 1)``),
+``cummax`` / ``cummin`` and ``logcumsumexp`` (an inclusive scan in ``ceil(log2 n)``
+shift-and-combine steps, so each stays native and ``O(n log n)``), ``mode`` (an all-pairs
+equality count), ``histc`` (bin numbers compared with every bin) and ``pdist`` (the distances
+of the row pairs ``i < j``).
 
 ``b`` is the dialect's builder (see ``OrderBuilder``): elementwise maths go through ``b.ops``
 (``relay.op`` or ``relax.op``, whose elementwise names agree); the few ops whose signatures
