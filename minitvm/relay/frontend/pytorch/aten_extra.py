@@ -655,15 +655,6 @@ def _l1_loss(ctx, args):
     return _loss_reduction(ctx, _op.abs(_op.subtract(args[0], args[1])), _opt(args, 2, 1))
 
 
-def _log1p(ctx, u):
-    """log(1 + u) accurate for small u (Relay has no log1p): log(w) * u / (w - 1) with
-    w = 1 + u rounded, u itself where w rounds to 1."""
-    one = _scalar_like(ctx, 1.0, u)
-    w = _op.add(one, u)
-    ratio = _op.divide(u, _op.subtract(w, one))
-    return _op.where(_op.equal(w, one), u, _op.multiply(_op.log(w), ratio))
-
-
 @register("binary_cross_entropy_with_logits")
 def _bce_with_logits(ctx, args):
     """(input, target, weight, pos_weight, reduction): ``(1 - t) x + (1 + (p - 1) t)
@@ -676,7 +667,7 @@ def _bce_with_logits(ctx, args):
     if ctx.dtype(t) != ctx.dtype(x):
         t = _op.cast(t, ctx.dtype(x))
     one, zero = _scalar_like(ctx, 1.0, x), _scalar_like(ctx, 0.0, x)
-    softplus_neg = _op.add(_log1p(ctx, _op.exp(_op.negative(_op.abs(x)))),
+    softplus_neg = _op.add(_log1p_expr(ctx, _op.exp(_op.negative(_op.abs(x)))),
                            _op.maximum(_op.negative(x), zero))
     if pos_weight is not None:
         log_weight = _op.add(one, _op.multiply(_op.subtract(pos_weight, one), t))
