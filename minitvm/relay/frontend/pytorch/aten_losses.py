@@ -1,0 +1,150 @@
+"""ATen's classification and regression losses onto Relay, for models whose forward returns
+its loss (a contrastive or self-supervised objective, a VAE, a distillation head):
+``cross_entropy_loss`` (class targets with ``weight``, ``ignore_index`` and label smoothing,
+or probability targets), ``nll_loss`` / ``nll_loss2d`` / ``nll_loss_nd``, ``kl_div``,
+``smooth_l1_loss`` and ``huber_loss``, each written as torch's reference formulas are (the
+normalizers of the weighted means included)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from .aten import _scalar_like, register
+from .aten_extra import _loss_reduction, _opt
+
+_IGNORE_DEFAULT = -100
+
+
+def _class_axis(ctx, x) -> int:
+    """torch's class dim: 0 for an unbatched [C] input, else 1."""
+    return 0 if len(ctx.shape(x)) == 1 else 1
+
+
+def _weight_along(w, axis: int, nd: int):
+    """A [C] weight shaped to broadcast along ``axis`` of an ``nd``-D tensor."""
+    return _op.reshape(w, [-1 if a == axis else 1 for a in range(nd)])
+
+
+def _picked(ctx, logp, target, weight, ignore_index: int):
+    """(-w[t] logp[t] per target position, w[t] per position), both 0 where t is ignored."""
+    axis = _class_axis(ctx, logp)
+    if ctx.dtype(target) not in ("int64", "int32"):
+        raise ctx.fail(f"class targets must be integers, got {ctx.dtype(target)}")
+    target = _op.cast(target, "int64")
+    ignore = _expr.const(ignore_index, "int64")
+    keep = _op.not_equal(target, ignore)
+    safe = _op.where(keep, target, _expr.const(0, "int64"))
+    value = _op.squeeze(_op.gather(logp, axis, _op.expand_dims(safe, axis)), [axis])
+    zero = _scalar_like(ctx, 0.0, logp)
+    w = _op.take(weight, safe, axis=0) if weight is not None else \
+        _op.ones_like(value)
+    w = _op.where(keep, w, zero)
+    return _op.negative(_op.multiply(w, value)), w
+
+
+def _nll(ctx, logp, target, weight, reduction: int, ignore_index: int):
+    loss, w = _picked(ctx, logp, target, weight, ignore_index)
+    if reduction == 1:
+        return _op.divide(_op.sum(loss), _op.sum(w))
+    return _loss_reduction(ctx, loss, reduction)
+
+
+@register("nll_loss", "nll_loss2d", "nll_loss_nd")
+def _nll_loss(ctx, args):
+    """(log-probabilities, class target, weight, reduction, ignore_index): the mean divides by
+    the summed weights of the kept targets, as torch does."""
+    return _nll(ctx, args[0], args[1], _opt(args, 2, None), int(_opt(args, 3, 1)),
+                int(_opt(args, 4, _IGNORE_DEFAULT)))
+
+
+@register("cross_entropy_loss")
+def _cross_entropy(ctx, args):
+    """(logits, target, weight, reduction, ignore_index, label_smoothing): log_softmax over
+    the class dim, then class targets (NLL, plus the smoothing term ``-sum_c w_c logp_c``
+    with torch's normalizers) or float probability targets (smoothed toward uniform)."""
+    x, target = args[0], args[1]
+    weight, reduction = _opt(args, 2, None), int(_opt(args, 3, 1))
+    ignore_index, smoothing = int(_opt(args, 4, _IGNORE_DEFAULT)), float(_opt(args, 5, 0.0))
+    if not ctx.dtype(x).startswith("float"):
+        raise ctx.fail(f"expects floating-point logits, got {ctx.dtype(x)}")
+    if reduction not in (0, 1, 2):
+        raise ctx.fail(f"unknown reduction {reduction}")
+    shape = ctx.shape(x)
+    nd, axis = len(shape), _class_axis(ctx, x)
+    classes = shape[axis]
+    logp = _nn.log_softmax(x, axis=axis)
+    if weight is not None:
+        weighted = _op.multiply(logp, _weight_along(weight, axis, nd))
+    else:
+        weighted = logp
+    if ctx.dtype(target).startswith("float"):
+        if smoothing > 0:
+            target = _op.add(_op.multiply(target, _scalar_like(ctx, 1 - smoothing, x)),
+                             _scalar_like(ctx, smoothing / classes, x))
+        per = _op.negative(_op.sum(_op.multiply(weighted, target), axis=[axis]))
+        if reduction == 1:
+            rows = int(np.prod(shape)) // classes
+            return _op.divide(_op.sum(per), _scalar_like(ctx, float(rows), x))
+        return _loss_reduction(ctx, per, reduction)
+    nll = _nll(ctx, logp, target, weight, reduction, ignore_index)
+    if smoothing <= 0:
+        return nll
+    _, w = _picked(ctx, logp, target, weight, ignore_index)
+    kept = _op.not_equal(_op.cast(target, "int64"),
+                         _expr.const(ignore_index, "int64"))
+    smooth = _op.where(kept, _op.negative(_op.sum(weighted, axis=[axis])),
+                       _scalar_like(ctx, 0.0, x))
+    if reduction == 1:
+        denom = _op.sum(w) if weight is not None else \
+            _op.sum(_op.cast(kept, ctx.dtype(x)))
+        smooth = _op.divide(_op.sum(smooth), denom)
+    else:
+        smooth = _loss_reduction(ctx, smooth, reduction)
+    return _op.add(_op.multiply(nll, _scalar_like(ctx, 1 - smoothing, x)),
+                   _op.multiply(smooth, _scalar_like(ctx, smoothing / classes, x)))
+
+
+@register("kl_div")
+def _kl_div(ctx, args):
+    """(input log-probabilities, target, reduction, log_target): ``t (log t - x)`` with
+    ``t log t`` taken as 0 where t is 0 (``xlogy``), or ``exp(t) (t - x)`` for a log
+    target. torch's 'batchmean' arrives as a sum the caller divides."""
+    x, t = args[0], args[1]
+    reduction, log_target = int(_opt(args, 2, 1)), bool(_opt(args, 3, False))
+    zero = _scalar_like(ctx, 0.0, x)
+    if log_target:
+        loss = _op.multiply(_op.exp(t), _op.subtract(t, x))
+    else:
+        safe = _op.where(_op.equal(t, zero), _scalar_like(ctx, 1.0, x), t)
+        loss = _op.subtract(_op.where(_op.equal(t, zero), zero, _op.multiply(t, _op.log(safe))),
+                            _op.multiply(t, x))
+    return _loss_reduction(ctx, loss, reduction)
+
+
+def _piecewise_quadratic(ctx, args, scale_by_delta: bool):
+    x, y = args[0], args[1]
+    reduction, delta = int(_opt(args, 2, 1)), float(_opt(args, 3, 1.0))
+    d = _op.abs(_op.subtract(x, y))
+    if delta == 0:
+        return _loss_reduction(ctx, d, reduction)
+    half, dl = _scalar_like(ctx, 0.5, x), _scalar_like(ctx, delta, x)
+    quad = _op.multiply(half, _op.multiply(d, d))
+    if scale_by_delta:  # huber: 0.5 d^2 below delta, delta (d - delta / 2) above
+        lin = _op.multiply(dl, _op.subtract(d, _op.multiply(half, dl)))
+    else:  # smooth L1: 0.5 d^2 / beta below beta, d - beta / 2 above
+        quad = _op.divide(quad, dl)
+        lin = _op.subtract(d, _op.multiply(half, dl))
+    return _loss_reduction(ctx, _op.where(_op.less(d, dl), quad, lin), reduction)
+
+
+@register("smooth_l1_loss")
+def _smooth_l1(ctx, args):
+    return _piecewise_quadratic(ctx, args, scale_by_delta=False)
+
+
+@register("huber_loss")
+def _huber(ctx, args):
+    return _piecewise_quadratic(ctx, args, scale_by_delta=True)
