@@ -2,7 +2,9 @@
 round 17's BYOL / VAE objectives): ``cross_entropy`` with class targets (``weight``,
 ``ignore_index``, label smoothing, every reduction; batched, unbatched and per-pixel) or
 probability targets, ``nll_loss``, ``kl_div`` (zero targets, ``log_target``),
-``smooth_l1_loss`` (beta 0 too) and ``huber_loss``; built native and compared with eager."""
+``smooth_l1_loss`` (beta 0 too), ``huber_loss``, ``poisson_nll_loss`` (log input or not, the
+Stirling term) and the margin losses (soft margin, margin ranking, hinge and cosine embedding,
+triplet with p = 1 and swap); built native and compared with eager."""
 
 from __future__ import annotations
 
@@ -103,3 +105,31 @@ def test_losses_through_torch_export():
                           F.smooth_l1_loss(x, x.flip(1)).reshape(1)])
 
     _check(Fn(fn), _randn(4, 5), _ints(5, 4), rtol=1e-5, atol=1e-6)
+
+
+def test_margin_losses():
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0])
+
+    def fn(a, b):
+        return torch.cat([
+            F.soft_margin_loss(a, torch.sign(b), reduction="none").flatten(),
+            F.margin_ranking_loss(a, b, torch.sign(a - b), margin=0.3, reduction="none")
+            .flatten(),
+            F.hinge_embedding_loss(a, torch.sign(b), margin=0.5, reduction="none").flatten(),
+            F.cosine_embedding_loss(a, b, y, margin=0.2, reduction="none"),
+            F.cosine_embedding_loss(a, b, y)[None],
+            F.triplet_margin_loss(a, b, a.flip(0), reduction="none"),
+            F.triplet_margin_loss(a, b, a.flip(0), p=1.0, swap=True, margin=2.0)[None]])
+
+    _check(Fn(fn), _randn(4, 6), _randn(4, 6, seed=1), exported=False, rtol=1e-5, atol=1e-6)
+
+
+def test_poisson_nll_log_and_full():
+    def fn(x, t):
+        t = t.abs() * 3
+        return torch.cat([F.poisson_nll_loss(x, t, reduction="none").flatten(),
+                          F.poisson_nll_loss(x.abs(), t, log_input=False, full=True,
+                                             reduction="none").flatten(),
+                          F.poisson_nll_loss(x, t, full=True)[None]])
+
+    _check(Fn(fn), _randn(3, 5), _randn(3, 5, seed=1), exported=False, rtol=1e-5, atol=1e-6)

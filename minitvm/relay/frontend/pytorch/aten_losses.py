@@ -2,7 +2,8 @@
 its loss (a contrastive or self-supervised objective, a VAE, a distillation head):
 ``cross_entropy_loss`` (class targets with ``weight``, ``ignore_index`` and label smoothing,
 or probability targets), ``nll_loss`` / ``nll_loss2d`` / ``nll_loss_nd``, ``kl_div``,
-``smooth_l1_loss`` and ``huber_loss``, each written as torch's reference formulas are (the
+``smooth_l1_loss``, ``huber_loss``, ``poisson_nll_loss`` and the margin losses (soft margin,
+margin ranking, hinge embedding, cosine embedding, triplet), each written as torch's reference formulas are (the
 normalizers of the weighted means included)."""
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _scalar_like, register
-from .aten_extra import _loss_reduction, _opt
+from .aten import _scalar_like, _vector_norm, register
+from .aten_extra import _log1p_expr, _loss_reduction, _opt
 
 _IGNORE_DEFAULT = -100
 
@@ -148,3 +149,104 @@ def _smooth_l1(ctx, args):
 @register("huber_loss")
 def _huber(ctx, args):
     return _piecewise_quadratic(ctx, args, scale_by_delta=True)
+
+
+@register("soft_margin_loss")
+def _soft_margin(ctx, args):
+    """``log1p(exp(-y x))``."""
+    x, y = args[0], args[1]
+    return _loss_reduction(ctx, _log1p_expr(ctx, _op.exp(_op.negative(_op.multiply(y, x)))),
+                           int(_opt(args, 2, 1)))
+
+
+@register("margin_ranking_loss")
+def _margin_ranking(ctx, args):
+    """``max(0, -y (x1 - x2) + margin)``."""
+    x1, x2, y = args[0], args[1], args[2]
+    margin, reduction = float(_opt(args, 3, 0.0)), int(_opt(args, 4, 1))
+    gap = _op.add(_op.negative(_op.multiply(y, _op.subtract(x1, x2))),
+                  _scalar_like(ctx, margin, x1))
+    return _loss_reduction(ctx, _op.maximum(gap, _scalar_like(ctx, 0.0, x1)), reduction)
+
+
+@register("hinge_embedding_loss")
+def _hinge_embedding(ctx, args):
+    """``x`` where y is not -1 plus ``max(0, margin - x)`` where y is not 1 (torch's sum of
+    both, so a y outside {1, -1} takes both terms)."""
+    x, y = args[0], args[1]
+    margin, reduction = float(_opt(args, 2, 1.0)), int(_opt(args, 3, 1))
+    zero = _scalar_like(ctx, 0.0, x)
+    if ctx.dtype(y) != ctx.dtype(x):
+        y = _op.cast(y, ctx.dtype(x))
+    clamp = _op.maximum(_op.subtract(_scalar_like(ctx, margin, x), x), zero)
+    out = _op.add(_op.where(_op.not_equal(y, _scalar_like(ctx, 1.0, x)), clamp, zero),
+                  _op.where(_op.not_equal(y, _scalar_like(ctx, -1.0, x)), x, zero))
+    return _loss_reduction(ctx, out, reduction)
+
+
+@register("poisson_nll_loss")
+def _poisson_nll(ctx, args):
+    """(input, target, log_input, full, eps, reduction): ``exp(x) - t x`` for a log input,
+    else ``x - t log(x + eps)``; ``full`` adds Stirling's ``t log t - t + log(2 pi t) / 2``
+    where t > 1."""
+    x, t = args[0], args[1]
+    log_input, full = bool(_opt(args, 2, True)), bool(_opt(args, 3, False))
+    eps, reduction = float(_opt(args, 4, 1e-8)), int(_opt(args, 5, 1))
+    if log_input:
+        loss = _op.subtract(_op.exp(x), _op.multiply(t, x))
+    else:
+        loss = _op.subtract(x, _op.multiply(t, _op.log(_op.add(x, _scalar_like(ctx, eps, x)))))
+    if full:
+        one = _scalar_like(ctx, 1.0, t)
+        safe = _op.where(_op.greater(t, one), t, one)
+        stirling = _op.add(_op.subtract(_op.multiply(safe, _op.log(safe)), safe),
+                           _op.multiply(_scalar_like(ctx, 0.5, t),
+                                        _op.log(_op.multiply(_scalar_like(ctx, 2 * np.pi, t),
+                                                             safe))))
+        loss = _op.add(loss, _op.where(_op.greater(t, one), stirling,
+                                       _scalar_like(ctx, 0.0, t)))
+    return _loss_reduction(ctx, loss, reduction)
+
+
+@register("cosine_embedding_loss")
+def _cosine_embedding(ctx, args):
+    """(x1, x2, y, margin, reduction): ``1 - cos`` where y is 1, ``max(0, cos - margin)``
+    where y is -1, cos over the last dim with 1e-12 added to each squared norm."""
+    x1, x2, y = args[0], args[1], args[2]
+    margin, reduction = float(_opt(args, 3, 0.0)), int(_opt(args, 4, 1))
+    axis = [len(ctx.shape(x1)) - 1]
+    tiny = _scalar_like(ctx, 1e-12, x1)
+    dot = _op.sum(_op.multiply(x1, x2), axis=axis)
+    m1 = _op.add(_op.sum(_op.multiply(x1, x1), axis=axis), tiny)
+    m2 = _op.add(_op.sum(_op.multiply(x2, x2), axis=axis), tiny)
+    cos = _op.divide(dot, _op.sqrt(_op.multiply(m1, m2)))
+    zero = _scalar_like(ctx, 0.0, x1)
+    if ctx.dtype(y) != ctx.dtype(x1):
+        y = _op.cast(y, ctx.dtype(x1))
+    pos = _op.where(_op.equal(y, _scalar_like(ctx, 1.0, x1)),
+                    _op.subtract(_scalar_like(ctx, 1.0, x1), cos), zero)
+    neg = _op.where(_op.equal(y, _scalar_like(ctx, -1.0, x1)),
+                    _op.maximum(_op.subtract(cos, _scalar_like(ctx, margin, x1)), zero), zero)
+    return _loss_reduction(ctx, _op.add(pos, neg), reduction)
+
+
+@register("triplet_margin_loss")
+def _triplet_margin(ctx, args):
+    """(anchor, positive, negative, margin, p, eps, swap, reduction): ``max(0, margin +
+    d(a, p) - d(a, n))`` with d the p-norm of ``a - b + eps`` over the last dim; ``swap``
+    takes the smaller of d(a, n) and d(p, n)."""
+    a, pos, neg = args[0], args[1], args[2]
+    margin, p = float(_opt(args, 3, 1.0)), float(_opt(args, 4, 2.0))
+    eps, swap, reduction = float(_opt(args, 5, 1e-6)), bool(_opt(args, 6, False)), \
+        int(_opt(args, 7, 1))
+    axis = len(ctx.shape(a)) - 1
+
+    def dist(u, v):
+        return _vector_norm(ctx, _op.add(_op.subtract(u, v), _scalar_like(ctx, eps, u)), p,
+                            [axis], False)
+
+    d_pos, d_neg = dist(a, pos), dist(a, neg)
+    if swap:
+        d_neg = _op.minimum(d_neg, dist(pos, neg))
+    gap = _op.add(_op.subtract(d_pos, d_neg), _scalar_like(ctx, margin, a))
+    return _loss_reduction(ctx, _op.maximum(gap, _scalar_like(ctx, 0.0, a)), reduction)
