@@ -1,0 +1,125 @@
+"""ATen's numeric helpers onto Relay, as torch's reference implementations compute them:
+``aminmax`` (both extremes at once), ``trapezoid`` / ``cumulative_trapezoid`` (a spacing or
+sample points ``x``), ``cov`` / ``corrcoef`` (variables in rows, a correction, no frequency
+or importance weights) and ``renorm`` (sub-tensors scaled down to a maximum norm)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from .aten import _is_expr, _norm_dim, _scalar_like, _vector_norm, register
+from .aten_extra import _opt
+
+
+@register("aminmax")
+def _aminmax(ctx, args):
+    """(input, dim=None, keepdim=False) -> (min, max): over every entry when dim is None."""
+    x = args[0]
+    dim, keep = _opt(args, 1, None), bool(_opt(args, 2, False))
+    axis = None if dim is None else [_norm_dim(int(dim), len(ctx.shape(x)))]
+    return _op.min(x, axis=axis, keepdims=keep), _op.max(x, axis=axis, keepdims=keep)
+
+
+def _trapezoid_parts(ctx, y, spacing, dim: int):
+    """(``dx * (y[1:] + y[:-1])`` along ``dim``, the 0.5 to scale its sum by), ``spacing`` a
+    number or a tensor of sample points (1-D along ``dim``, or y's rank)."""
+    nd = len(ctx.shape(y))
+    n = ctx.shape(y)[dim]
+    pair = _op.add(_op.strided_slice(y, [1], [n], axes=[dim]),
+                   _op.strided_slice(y, [0], [n - 1], axes=[dim]))
+    if _is_expr(spacing):
+        x = spacing
+        if ctx.dtype(x) != ctx.dtype(y):
+            x = _op.cast(x, ctx.dtype(y))
+        xd = len(ctx.shape(x))
+        x_dim = 0 if xd == 1 else dim
+        m = ctx.shape(x)[x_dim]
+        dx = _op.subtract(_op.strided_slice(x, [1], [m], axes=[x_dim]),
+                          _op.strided_slice(x, [0], [m - 1], axes=[x_dim]))
+        if xd == 1 and nd > 1:
+            dx = _op.reshape(dx, [-1 if a == dim else 1 for a in range(nd)])
+        return _op.multiply(dx, pair)
+    return _op.multiply(pair, _scalar_like(ctx, float(spacing), y))
+
+
+def _trapezoid_args(ctx, args):
+    y = args[0]
+    if not ctx.dtype(y).startswith("float"):
+        y = _op.cast(y, "float32")
+    spacing = _opt(args, 1, 1.0)
+    dim = _norm_dim(int(_opt(args, 2, -1)), len(ctx.shape(y)))
+    if ctx.shape(y)[dim] < 2:
+        raise ctx.fail(f"needs at least 2 samples along dim {dim}, got {ctx.shape(y)[dim]}")
+    return y, spacing, dim
+
+
+@register("trapezoid", "trapz")
+def _trapezoid(ctx, args):
+    y, spacing, dim = _trapezoid_args(ctx, args)
+    parts = _trapezoid_parts(ctx, y, spacing, dim)
+    return _op.multiply(_op.sum(parts, axis=[dim]), _scalar_like(ctx, 0.5, parts))
+
+
+@register("cumulative_trapezoid")
+def _cumulative_trapezoid(ctx, args):
+    y, spacing, dim = _trapezoid_args(ctx, args)
+    parts = _trapezoid_parts(ctx, y, spacing, dim)
+    return _op.cumsum(_op.multiply(parts, _scalar_like(ctx, 0.5, parts)), axis=dim)
+
+
+def _cov(ctx, x, correction):
+    if len(ctx.shape(x)) == 1:
+        x = _op.expand_dims(x, 0)
+    if len(ctx.shape(x)) != 2:
+        raise ctx.fail(f"expects a 1-D or 2-D input, got {len(ctx.shape(x))}-D")
+    if not ctx.dtype(x).startswith("float"):
+        x = _op.cast(x, "float32")
+    n = ctx.shape(x)[1]
+    centred = _op.subtract(x, _op.mean(x, axis=[1], keepdims=True))
+    prod = _nn.dense(centred, centred)
+    c = _op.divide(prod, _scalar_like(ctx, float(max(n - correction, 0)), prod))
+    return c
+
+
+@register("cov")
+def _cov_op(ctx, args):
+    """(input, correction=1, fweights=None, aweights=None): variables in rows, observations
+    in columns; a 1 x 1 result squeezed to 0-d as torch does."""
+    if _opt(args, 2, None) is not None or _opt(args, 3, None) is not None:
+        raise ctx.fail("fweights / aweights are not supported")
+    c = _cov(ctx, args[0], int(_opt(args, 1, 1)))
+    return _op.reshape(c, ()) if ctx.shape(c) == (1, 1) else c
+
+
+@register("corrcoef")
+def _corrcoef(ctx, args):
+    """The covariance divided by the outer product of the standard deviations, clipped to
+    [-1, 1] (a single variable gives c / c)."""
+    c = _cov(ctx, args[0], 1)
+    if ctx.shape(c) == (1, 1):
+        c = _op.reshape(c, ())
+        return _op.divide(c, c)
+    n = ctx.shape(c)[0]
+    eye = _expr.const(np.eye(n, dtype=ctx.dtype(c)), ctx.dtype(c))
+    std = _op.sqrt(_op.sum(_op.multiply(c, eye), axis=[1]))
+    c = _op.divide(c, _op.expand_dims(std, 1))
+    c = _op.divide(c, _op.expand_dims(std, 0))
+    return _op.clip(c, -1.0, 1.0)
+
+
+@register("renorm", "renorm_")
+def _renorm(ctx, args):
+    """(input, p, dim, maxnorm): each slice along ``dim`` whose p-norm passes maxnorm scaled
+    by ``maxnorm / (norm + 1e-7)``."""
+    x, p, dim, maxnorm = args[0], float(args[1]), int(args[2]), float(args[3])
+    nd = len(ctx.shape(x))
+    dim = _norm_dim(dim, nd)
+    norm = _vector_norm(ctx, x, p, [a for a in range(nd) if a != dim], True)
+    cap = _scalar_like(ctx, maxnorm, x)
+    factor = _op.where(_op.greater(norm, cap),
+                       _op.divide(cap, _op.add(norm, _scalar_like(ctx, 1e-7, x))),
+                       _scalar_like(ctx, 1.0, x))
+    return _op.multiply(x, factor)
