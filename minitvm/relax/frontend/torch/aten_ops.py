@@ -1163,6 +1163,12 @@ def _hypot(ctx: AtenContext, args):
     return ctx.emit(torch_math.hypot(_op, a, b, ctx.emit))
 
 
+@register("copysign.Tensor", "copysign.Scalar")
+def _copysign(ctx: AtenContext, args):
+    a, b, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.copysign(_op, a, b, scalar, ctx.emit))
+
+
 @register("lerp.Scalar", "lerp.Tensor")
 def _lerp(ctx: AtenContext, args):
     """StyleGAN's truncation trick, ``w_avg.lerp(w, psi)``, by torch's two-sided formula."""

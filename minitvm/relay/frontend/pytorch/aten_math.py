@@ -121,10 +121,5 @@ def _sinc(ctx, args):
 
 @register("copysign")
 def _copysign(ctx, args):
-    """``|a|`` with the sign of b (a -0.0 in b counts as negative: 1 / b is -inf)."""
     a, b, dt = _float_pair(ctx, args[0], args[1])
-    c = _const(dt)
-    negative = _op.logical_or(_op.less(b, c(0.0)),
-                              _op.logical_and(_op.equal(b, c(0.0)),
-                                              _op.less(_op.divide(c(1.0), b), c(0.0))))
-    return _op.where(negative, _op.negative(_op.abs(a)), _op.abs(a))
+    return torch_math.copysign(_op, a, b, _const(dt))
