@@ -1,7 +1,8 @@
 """relax.frontend.torch.from_exported_program on what probing ops near round 17's objectives
 found missing on the Relax path: ``copysign`` (a -0.0 sign, infinities, integer operands,
 a number) and ``empty_permuted`` (which torch.export's ``zeros_like`` / ``ones_like`` become,
-as in the hinge and cosine embedding losses); built and run on the Relax VM against eager."""
+as in the hinge and cosine embedding losses) and ``tril_indices`` / ``triu_indices`` (offsets,
+an int32 dtype); built and run on the Relax VM against eager."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ def test_embedding_losses_through_empty_permuted():
 
     gen = torch.Generator().manual_seed(0)
     _run(fn, torch.randn(4, 6, generator=gen), torch.randn(4, 6, generator=gen))
+
+
+@pytest.mark.parametrize("offset", [0, 1, -2])
+def test_tril_triu_indices_gather(offset):
+    """A pair-feature model's triangle of a [5, 7] matrix picked by tril / triu indices."""
+    def fn(x):
+        lo = torch.tril_indices(5, 7, offset)
+        hi = torch.triu_indices(5, 7, offset, dtype=torch.int32)
+        return torch.cat([x[lo[0], lo[1]], x[hi[0], hi[1]], hi[1].float()])
+
+    _run(fn, torch.randn(5, 7, generator=torch.Generator().manual_seed(1)))
