@@ -154,3 +154,12 @@ def test_complex_from_real_parts():
         return torch.fft.irfft2(torch.complex(re, im), s=(6, 6))
 
     _run(fn, _rand(2, 3, 6, 6))
+
+
+def test_polar_rotary_frequencies():
+    def fn(x):
+        angles = x[..., 0] * torch.arange(1, 5, dtype=torch.float32)
+        z = torch.polar(x[..., 1].abs() + 1.0, angles)
+        return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
+
+    _run(fn, _rand(2, 4, 2))

@@ -216,3 +216,14 @@ def test_complex_of_integer_parts_is_refused():
                                            "int32 and int32"):
         relay.frontend.from_pytorch(traced, [("x", ((2, 3), "int32")),
                                              ("y", ((2, 3), "int32"))])
+
+
+def test_polar_rotary_frequencies():
+    """torch.polar (a Llama rotary embedding's freqs_cis): magnitudes and angles from the
+    input, multiplied into a complex view of the input, back to real."""
+    def fn(x):
+        angles = x[..., 0] * torch.arange(1, 5, dtype=torch.float32)
+        z = torch.polar(x[..., 1].abs() + 1.0, angles)
+        return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
+
+    _check(Fn(fn), _randn(2, 4, 2), rtol=1e-5, atol=1e-6)

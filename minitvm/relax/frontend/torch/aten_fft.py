@@ -140,6 +140,19 @@ def _complex(ctx: AtenContext, args):
     return ComplexValue(re, im)
 
 
+@register("polar.default")
+def _polar(ctx: AtenContext, args):
+    """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)``."""
+    r, theta = args[0], args[1]
+    if not (isinstance(r, Expr) and isinstance(theta, Expr)):
+        raise ctx.fail("expects two real tensors (abs, angle)")
+    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    return ComplexValue(ctx.emit(_op.multiply(r, ctx.emit(_op.cos(theta)))),
+                        ctx.emit(_op.multiply(r, ctx.emit(_op.sin(theta)))))
+
+
 @register("view_as_real.default")
 @handles_complex
 def _view_as_real(ctx: AtenContext, args):

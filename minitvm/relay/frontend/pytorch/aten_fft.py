@@ -203,6 +203,19 @@ def _complex(ctx, args):
     return ComplexValue(re, im)
 
 
+@register("polar")
+def _polar(ctx, args):
+    """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)`` (a rotary embedding's
+    ``freqs_cis``)."""
+    r, theta = args[0], args[1]
+    if not (_is_expr(r) and _is_expr(theta)):
+        raise ctx.fail("expects two real tensors (abs, angle)")
+    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    return ComplexValue(_op.multiply(r, _op.cos(theta)), _op.multiply(r, _op.sin(theta)))
+
+
 @register("view_as_real")
 @handles_complex
 def _view_as_real(ctx, args):
