@@ -1,7 +1,8 @@
 """relay.frontend.from_pytorch on numeric helpers found missing while probing ops near round
 17's models: ``aminmax`` (global, along a dim, keepdim), ``trapezoid`` / ``cumulative_trapezoid``
 (a spacing, 1-D sample points, sample points of y's shape), ``cov`` (a correction, 1-D input)
-/ ``corrcoef`` and ``renorm`` (p = 1 and 2, slices above and below the cap); built native and
+/ ``corrcoef``, ``renorm`` (p = 1 and 2, slices above and below the cap), ``cartesian_prod``
+and ``block_diag`` (0-, 1- and 2-D blocks, an integer block promoted); built native and
 compared with eager, plus the weighted-cov error."""
 
 from __future__ import annotations
@@ -62,3 +63,17 @@ def test_weighted_cov_is_refused():
     traced = torch.jit.trace(Fn(lambda x: torch.cov(x, fweights=w)), (_randn(2, 4),))
     with pytest.raises(ImportError_, match="fweights / aweights are not supported"):
         relay.frontend.from_pytorch(traced, [("x", ((2, 4), "float32"))])
+
+
+def test_cartesian_prod_and_block_diag():
+    def fn(x):
+        pairs = torch.cartesian_prod(x[0, :3], x[1, :2], x[2, :2]).flatten()
+        blocks = torch.block_diag(x[:2, :3], x[2], x[3, 0], x[:1, :1]).flatten()
+        return torch.cat([pairs, blocks, torch.cartesian_prod(x[0])])
+
+    _check(Fn(fn), _randn(4, 5), exported=False)
+
+
+def test_block_diag_promotes_integer_blocks():
+    _check(Fn(lambda x: torch.block_diag(x, torch.arange(3).reshape(1, 3))), _randn(2, 2),
+           exported=False)

@@ -1,12 +1,16 @@
 """ATen's numeric helpers onto Relay, as torch's reference implementations compute them:
 ``aminmax`` (both extremes at once), ``trapezoid`` / ``cumulative_trapezoid`` (a spacing or
 sample points ``x``), ``cov`` / ``corrcoef`` (variables in rows, a correction, no frequency
-or importance weights) and ``renorm`` (sub-tensors scaled down to a maximum norm)."""
+or importance weights), ``renorm`` (sub-tensors scaled down to a maximum norm),
+``cartesian_prod`` and ``block_diag``."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ....frontend_common.torch_promote import tensors_dtype
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -123,3 +127,45 @@ def _renorm(ctx, args):
                        _op.divide(cap, _op.add(norm, _scalar_like(ctx, 1e-7, x))),
                        _scalar_like(ctx, 1.0, x))
     return _op.multiply(x, factor)
+
+
+@register("cartesian_prod")
+def _cartesian_prod(ctx, args):
+    """cartesian_prod(1-D tensors) -> [prod(n_i), k]: every combination in row-major order
+    (itertools.product's); one tensor is returned as it is."""
+    tensors = list(args[0])
+    shapes = [ctx.shape(t) for t in tensors]
+    if any(len(s) != 1 for s in shapes):
+        raise ctx.fail(f"expects 1-D tensors, got shapes {shapes}")
+    if len({ctx.dtype(t) for t in tensors}) != 1:
+        raise ctx.fail(f"expects tensors of one dtype, got {[ctx.dtype(t) for t in tensors]}")
+    if len(tensors) == 1:
+        return tensors[0]
+    full = [s[0] for s in shapes]
+    k = len(tensors)
+    columns = [_op.reshape(_op.broadcast_to(
+        _op.reshape(t, [-1 if a == i else 1 for a in range(k)]), full), [-1])
+        for i, t in enumerate(tensors)]
+    return _op.stack(columns, 1)
+
+
+@register("block_diag")
+def _block_diag(ctx, args):
+    """block_diag(tensors): 0-D, 1-D (one row) and 2-D blocks down the diagonal, zeros
+    elsewhere, in the blocks' promoted dtype."""
+    blocks = []
+    for t in args[0]:
+        nd = len(ctx.shape(t))
+        if nd > 2:
+            raise ctx.fail(f"expects tensors of at most 2 dims, got {nd}")
+        blocks.append(_op.reshape(t, (1, 1)) if nd == 0 else
+                      _op.expand_dims(t, 0) if nd == 1 else t)
+    dtype = functools.reduce(tensors_dtype, [ctx.dtype(b) for b in blocks])
+    widths = [ctx.shape(b)[1] for b in blocks]
+    total, left, rows = sum(widths), 0, []
+    for b, w in zip(blocks, widths, strict=True):
+        if ctx.dtype(b) != dtype:
+            b = _op.cast(b, dtype)
+        rows.append(_nn.pad(b, [(0, 0), (left, total - left - w)]))
+        left += w
+    return _op.concatenate(rows, 0)
