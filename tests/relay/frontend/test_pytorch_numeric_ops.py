@@ -2,7 +2,7 @@
 17's models: ``aminmax`` (global, along a dim, keepdim), ``trapezoid`` / ``cumulative_trapezoid``
 (a spacing, 1-D sample points, sample points of y's shape), ``cov`` (a correction, 1-D input)
 / ``corrcoef``, ``renorm`` (p = 1 and 2, slices above and below the cap), ``cartesian_prod``
-and ``block_diag`` (0-, 1- and 2-D blocks, an integer block promoted); built native and
+and ``block_diag`` (0-, 1- and 2-D blocks, an integer block promoted), ``vander``; built native and
 compared with eager, plus the weighted-cov error."""
 
 from __future__ import annotations
@@ -77,3 +77,12 @@ def test_cartesian_prod_and_block_diag():
 def test_block_diag_promotes_integer_blocks():
     _check(Fn(lambda x: torch.block_diag(x, torch.arange(3).reshape(1, 3))), _randn(2, 2),
            exported=False)
+
+
+def test_vander_orders_and_integers():
+    def fn(x):
+        return torch.cat([torch.vander(x[0]).flatten(), torch.vander(x[1], 3, True).flatten(),
+                          torch.vander(x[2, :2], 1).flatten()])
+
+    _check(Fn(fn), _randn(3, 4), exported=False)
+    _check(Fn(lambda i: torch.vander(i, 5)), torch.arange(-2, 3), exported=False)

@@ -2,7 +2,7 @@
 ``aminmax`` (both extremes at once), ``trapezoid`` / ``cumulative_trapezoid`` (a spacing or
 sample points ``x``), ``cov`` / ``corrcoef`` (variables in rows, a correction, no frequency
 or importance weights), ``renorm`` (sub-tensors scaled down to a maximum norm),
-``cartesian_prod`` and ``block_diag``."""
+``cartesian_prod``, ``block_diag`` and ``vander``."""
 
 from __future__ import annotations
 
@@ -169,3 +169,27 @@ def _block_diag(ctx, args):
         rows.append(_nn.pad(b, [(0, 0), (left, total - left - w)]))
         left += w
     return _op.concatenate(rows, 0)
+
+
+@register("vander")
+def _vander(ctx, args):
+    """vander(x, N=None, increasing=False) -> [n, N]: the powers x^0 .. x^(N-1) as torch
+    builds them (a cumulative product of x, so integer powers wrap alike), highest first
+    unless ``increasing``; integers widen to int64 as torch's does."""
+    x = args[0]
+    if len(ctx.shape(x)) != 1:
+        raise ctx.fail(f"expects a 1-D input, got {len(ctx.shape(x))}-D")
+    n = ctx.shape(x)[0]
+    cols = int(_opt(args, 1, n))
+    if cols < 0:
+        raise ctx.fail(f"N must be non-negative, got {cols}")
+    dtype = tensors_dtype(ctx.dtype(x), "int64")
+    if ctx.dtype(x) != dtype:
+        x = _op.cast(x, dtype)
+    ones = _expr.const(np.ones((n, min(cols, 1)), dtype), dtype)
+    if cols <= 1:
+        out = ones
+    else:
+        powers = _op.cumprod(_op.broadcast_to(_op.expand_dims(x, 1), (n, cols - 1)), axis=1)
+        out = _op.concatenate([ones, powers], 1)
+    return out if bool(_opt(args, 2, False)) or cols == 0 else _op.reverse(out, 1)
