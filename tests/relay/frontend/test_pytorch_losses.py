@@ -4,7 +4,8 @@ round 17's BYOL / VAE objectives): ``cross_entropy`` with class targets (``weigh
 probability targets, ``nll_loss``, ``kl_div`` (zero targets, ``log_target``),
 ``smooth_l1_loss`` (beta 0 too), ``huber_loss``, ``poisson_nll_loss`` (log input or not, the
 Stirling term) and the margin losses (soft margin, margin ranking, hinge and cosine embedding,
-triplet with p = 1 and swap); built native and compared with eager."""
+triplet with p = 1 and swap, multi-class margin with p = 2 and weights); built native and
+compared with eager."""
 
 from __future__ import annotations
 
@@ -133,3 +134,14 @@ def test_poisson_nll_log_and_full():
                           F.poisson_nll_loss(x, t, full=True)[None]])
 
     _check(Fn(fn), _randn(3, 5), _randn(3, 5, seed=1), exported=False, rtol=1e-5, atol=1e-6)
+
+
+def test_multi_margin_p_weight_unbatched():
+    t = _ints(5, 4, seed=6)
+
+    def fn(x):
+        return torch.cat([F.multi_margin_loss(x, t, reduction="none"),
+                          F.multi_margin_loss(x, t, p=2, margin=0.5, weight=_W)[None],
+                          F.multi_margin_loss(x[0], t[:1], reduction="sum")[None]])
+
+    _check(Fn(fn), _randn(4, 5), exported=False, rtol=1e-5, atol=1e-6)

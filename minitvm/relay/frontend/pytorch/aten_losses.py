@@ -3,7 +3,7 @@ its loss (a contrastive or self-supervised objective, a VAE, a distillation head
 ``cross_entropy_loss`` (class targets with ``weight``, ``ignore_index`` and label smoothing,
 or probability targets), ``nll_loss`` / ``nll_loss2d`` / ``nll_loss_nd``, ``kl_div``,
 ``smooth_l1_loss``, ``huber_loss``, ``poisson_nll_loss`` and the margin losses (soft margin,
-margin ranking, hinge embedding, cosine embedding, triplet), each written as torch's reference formulas are (the
+margin ranking, hinge embedding, cosine embedding, triplet, multi-class margin), each written as torch's reference formulas are (the
 normalizers of the weighted means included)."""
 
 from __future__ import annotations
@@ -250,3 +250,33 @@ def _triplet_margin(ctx, args):
         d_neg = _op.minimum(d_neg, dist(pos, neg))
     gap = _op.add(_op.subtract(d_pos, d_neg), _scalar_like(ctx, margin, a))
     return _loss_reduction(ctx, _op.maximum(gap, _scalar_like(ctx, 0.0, a)), reduction)
+
+
+@register("multi_margin_loss")
+def _multi_margin(ctx, args):
+    """(input [N, C] or [C], target, p, margin, weight, reduction): per sample the sum over
+    classes j other than y of ``max(0, margin - x[y] + x[j])^p``, each term times w[y],
+    divided by C."""
+    x, target = args[0], args[1]
+    p, margin = int(_opt(args, 2, 1)), float(_opt(args, 3, 1.0))
+    weight, reduction = _opt(args, 4, None), int(_opt(args, 5, 1))
+    if p not in (1, 2):
+        raise ctx.fail(f"p must be 1 or 2, got {p}")
+    axis = _class_axis(ctx, x)
+    classes = ctx.shape(x)[axis]
+    t = _op.cast(target, "int64")
+    if axis == 0:  # unbatched: one target, 0-d or of shape [1]
+        t = _op.reshape(t, ())
+    picked = _op.gather(x, axis, _op.expand_dims(t, axis))
+    z = _op.maximum(_op.add(_op.subtract(_scalar_like(ctx, margin, x), picked), x),
+                    _scalar_like(ctx, 0.0, x))
+    if p == 2:
+        z = _op.multiply(z, z)
+    others = _op.not_equal(_op.expand_dims(t, axis),
+                           _op.reshape(_expr.const(np.arange(classes), "int64"),
+                                       [-1 if a == axis else 1 for a in range(axis + 1)]))
+    z = _op.where(others, z, _scalar_like(ctx, 0.0, x))
+    if weight is not None:
+        z = _op.multiply(z, _op.expand_dims(_op.take(weight, t, axis=0), axis))
+    loss = _op.divide(_op.sum(z, axis=[axis]), _scalar_like(ctx, float(classes), x))
+    return _loss_reduction(ctx, loss, reduction)
