@@ -19,6 +19,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group fourteenth  # (..._fourteenth)
     python benchmarks/bench_new_user_models.py --group fifteenth  # (..._fifteenth)
     python benchmarks/bench_new_user_models.py --group sixteenth  # (..._sixteenth)
+    python benchmarks/bench_new_user_models.py --group seventeenth  # (..._seventeenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -46,6 +47,7 @@ from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
+from new_user_models_seventeenth import seventeenth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixteenth import sixteenth_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
@@ -1827,7 +1829,7 @@ def main() -> int:
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
-                                        "sixteenth", "all"),
+                                        "sixteenth", "seventeenth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1879,7 +1881,12 @@ def main() -> int:
                     "CoAtNet, U-Net++ with deep supervision, GIN by index_add / scatter_add, a "
                     "YOLOX decoupled head, FNet's FFT mixing, a Mixture-of-Depths router, "
                     "ECAPA-TDNN, SASRec with top-k, neighborhood attention by unfold, a Point "
-                    "Transformer layer, DeepFM with a weighted EmbeddingBag); all")
+                    "Transformer layer, DeepFM with a weighted EmbeddingBag); seventeenth: the "
+                    "12 of the seventeenth (EfficientFormer, CvT, a Funnel-Transformer "
+                    "encoder, BigBird block-sparse attention, a Fourier Neural Operator, "
+                    "DeepLabV3+, KPConv, a T5 decoder with causal relative buckets and "
+                    "cross-attention, BYOL, a VAE with reparameterization, a quantile "
+                    "forecaster by torch.quantile / sort, H3); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1892,14 +1899,15 @@ def main() -> int:
     eighth, ninth, tenth = eighth_models(), ninth_models(), tenth_models()
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
     fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
+    seventeenth = seventeenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
-             **sixteenth}
+             **sixteenth, **seventeenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
-             "sixteenth": sixteenth, "all": table}[args.group]
+             "sixteenth": sixteenth, "seventeenth": seventeenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

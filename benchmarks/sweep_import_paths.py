@@ -49,6 +49,7 @@ from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
+from new_user_models_seventeenth import seventeenth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
 from new_user_models_sixteenth import sixteenth_models  # noqa: E402
 from new_user_models_sixth import sixth_models  # noqa: E402
@@ -78,7 +79,8 @@ def groups() -> dict:
               "ninth": ninth_models(), "tenth": tenth_models(),
               "eleventh": eleventh_models(), "twelfth": twelfth_models(),
               "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
-              "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models()}
+              "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models(),
+              "seventeenth": seventeenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -323,7 +325,7 @@ def main() -> int:
     ap.add_argument("--group", default="all",
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
-                             "fourteenth", "fifteenth", "sixteenth",
+                             "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -38,6 +38,18 @@ def hypot(ops: Any, a, b, emit: Callable = lambda e: e):
     return ops.sqrt(ops.add(ops.multiply(a, a), ops.multiply(b, b)))
 
 
+def copysign(ops: Any, a, b, scalar: Callable, emit: Callable = lambda e: e):
+    """``|a|`` with the sign of ``b``; a -0.0 in ``b`` counts as negative (``1 / b`` is
+    -inf), as torch's ``copysign`` reads the sign bit."""
+    a, b = emit(a), emit(b)
+    zero = scalar(0.0)
+    negative = ops.logical_or(ops.less(b, zero),
+                              ops.logical_and(ops.equal(b, zero),
+                                              ops.less(ops.divide(scalar(1.0), b), zero)))
+    magnitude = emit(ops.abs(a))
+    return ops.where(emit(negative), ops.negative(magnitude), magnitude)
+
+
 def atan2(ops: Any, y, x, scalar: Callable, emit: Callable = lambda e: e):
     """The angle of ``(x, y)`` in ``[-pi, pi]``: the dialect's ``atan2`` where it has one, else
     ``atan(y / x)`` moved by ``pi`` into the left half-plane (``+pi`` for ``y >= 0``) and

@@ -1,8 +1,10 @@
 """torch's order statistics and scans that neither dialect has as one operator: ``median`` /
-``nanmedian`` (a stable sort and a gather at the middle position), ``cummax`` / ``cummin`` and
-``logcumsumexp`` (an inclusive scan in ``ceil(log2 n)`` shift-and-combine steps, so each stays
-native and ``O(n log n)``), ``mode`` (an all-pairs equality count), ``histc`` (bin numbers
-compared with every bin) and ``pdist`` (the distances of the row pairs ``i < j``).
+``nanmedian`` (a stable sort and a gather at the middle position), ``quantile`` /
+``nanquantile`` (the same sort, gathers at the ranks below and above ``q (n - 1)``),
+``cummax`` / ``cummin`` and ``logcumsumexp`` (an inclusive scan in ``ceil(log2 n)``
+shift-and-combine steps, so each stays native and ``O(n log n)``), ``mode`` (an all-pairs
+equality count), ``histc`` (bin numbers compared with every bin) and ``pdist`` (the distances
+of the row pairs ``i < j``).
 
 ``b`` is the dialect's builder (see ``OrderBuilder``): elementwise maths go through ``b.ops``
 (``relay.op`` or ``relax.op``, whose elementwise names agree); the few ops whose signatures
@@ -16,7 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["OrderBuilder", "cumulative_extreme", "histc", "logcumsumexp", "median", "mode", "pdist"]
+__all__ = ["OrderBuilder", "cumulative_extreme", "histc", "logcumsumexp", "median", "mode", "pdist",
+           "quantile"]
 
 
 class OrderBuilder(Protocol):
@@ -127,6 +130,68 @@ def median(b: OrderBuilder, x, shape, dtype: str, axis: int, ignore_nan: bool):
                                b.const(np.full(kept, n - 1, "int64")), middle)
     index = b.emit(b.gather(order, b.emit(middle), axis))
     return b.emit(b.gather(x, index, axis)), index
+
+
+QUANTILE_INTERPOLATIONS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _nan_last_order(b: OrderBuilder, x, nan, dtype: str, axis: int):
+    """The stable ascending order of ``x`` along ``axis`` with every NaN after +inf."""
+    ops = b.ops
+    by_nan = b.emit(b.argsort(b.cast(nan, "int32"), axis))
+    key = b.gather(ops.where(nan, b.const(np.array(np.inf, dtype)), x), by_nan, axis)
+    return b.emit(b.gather(by_nan, b.emit(b.argsort(b.emit(key), axis)), axis))
+
+
+def quantile(b: OrderBuilder, x, shape, dtype: str, axis: int, qs: list, interpolation: str,
+             ignore_nan: bool) -> list:
+    """torch.quantile (``ignore_nan`` False) / torch.nanquantile of a float ``x`` along
+    ``axis``, one result per scalar ``q`` expression in ``qs``, each keeping ``axis`` with size
+    1. As torch computes it: the slice sorted with NaN last, the rank ``q (n - 1)`` (n the
+    count of numbers for nanquantile; the last position, a NaN, where quantile's slice holds
+    one), rounded per ``interpolation``, and the values at the ranks below and above mixed by
+    torch's lerp (``a + w (b - a)`` below a weight of 0.5, ``b - (b - a)(1 - w)`` from it)."""
+    if interpolation not in QUANTILE_INTERPOLATIONS:
+        raise ValueError(f"quantile interpolation must be one of {QUANTILE_INTERPOLATIONS}, "
+                         f"got {interpolation!r}")
+    ops = b.ops
+    n = shape[axis]
+    kept = list(shape)
+    kept[axis] = 1
+    nan = b.emit(ops.isnan(x))
+    ordered = b.emit(b.gather(x, _nan_last_order(b, x, nan, dtype, axis), axis))
+    zero, half, one = (b.const(np.array(v, dtype)) for v in (0.0, 0.5, 1.0))
+    if ignore_nan:
+        count = ops.sum(b.cast(ops.logical_not(nan), dtype), axis=axis, keepdims=True)
+        last = b.emit(ops.subtract(count, one))
+    else:
+        has_nan = b.emit(ops.greater(ops.max(b.cast(nan, "int32"), axis=axis, keepdims=True),
+                                     b.const(np.array(0, "int32"))))
+        last = b.const(np.full(kept, n - 1, dtype))
+    out = []
+    for q in qs:
+        rank = ops.multiply(q, last)
+        if ignore_nan:
+            rank = ops.maximum(rank, zero)
+        else:
+            rank = ops.where(has_nan, last, rank)
+        rank = b.emit(rank)
+        rounding = {"lower": ops.floor, "higher": ops.ceil, "nearest": ops.round}.get(
+            interpolation)
+        if rounding is not None:
+            rank = b.emit(rounding(rank))
+        below = b.emit(b.gather(ordered, b.emit(b.cast(rank, "int64")), axis))
+        if interpolation not in ("linear", "midpoint"):
+            out.append(below)
+            continue
+        floor = b.cast(b.cast(rank, "int64"), dtype)
+        weight = half if interpolation == "midpoint" else b.emit(ops.subtract(rank, floor))
+        above = b.emit(b.gather(ordered, b.emit(b.cast(ops.ceil(rank), "int64")), axis))
+        step = b.emit(ops.subtract(above, below))
+        low_side = ops.add(below, ops.multiply(weight, step))
+        high_side = ops.subtract(above, ops.multiply(step, ops.subtract(one, weight)))
+        out.append(b.emit(ops.where(ops.less(ops.abs(weight), half), low_side, high_side)))
+    return out
 
 
 def pair_indices(n: int) -> tuple[np.ndarray, np.ndarray]:

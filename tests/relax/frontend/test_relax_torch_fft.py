@@ -142,3 +142,24 @@ def test_s4d_kernel_complex_exp_and_bmm():
         return torch.view_as_real(outer + z * torch.arange(z.shape[-1]))
 
     _run(fn, _rand(2, 8) * 0.5)
+
+
+def test_complex_from_real_parts():
+    """``torch.complex`` of two real parts (FNO's rebuilt spectrum, round 17), one broadcast
+    against the other, then ``irfft2``."""
+    def fn(x):
+        z = torch.fft.rfft2(x)
+        re = torch.nn.functional.pad(z.real[:, :, :2, :2] * 2.0, (0, 2, 0, 4))
+        im = torch.nn.functional.pad(z.imag[:1, :, :2, :2], (0, 2, 0, 4))
+        return torch.fft.irfft2(torch.complex(re, im), s=(6, 6))
+
+    _run(fn, _rand(2, 3, 6, 6))
+
+
+def test_polar_rotary_frequencies():
+    def fn(x):
+        angles = x[..., 0] * torch.arange(1, 5, dtype=torch.float32)
+        z = torch.polar(x[..., 1].abs() + 1.0, angles)
+        return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
+
+    _run(fn, _rand(2, 4, 2))

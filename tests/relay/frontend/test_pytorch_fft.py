@@ -179,3 +179,51 @@ def test_complex_exp_einsum_of_input_spectra():
 
     text = _check(Fn(fn), _randn(2, 8) * 0.5, rtol=1e-4, atol=1e-5).astext()
     assert "cos(" in text and "sin(" in text and text.count("nn.batch_matmul(") == 4
+
+
+def test_complex_from_real_parts_fno_spectral_conv():
+    """FNO's spectral convolution (round 17): the low modes of both signs mixed by complex
+    weights held as real (re, im) pairs, the output spectrum rebuilt by ``torch.complex`` of
+    zero-padded parts (one part broadcast against the other), ``irfft2`` back."""
+    torch.manual_seed(5)
+    w = torch.randn(2, 3, 3, 2, 2)
+
+    def fn(x):
+        z = torch.fft.rfft2(x)
+        re, im = z.real[:, :, :2, :2], z.imag[:, :, :2, :2]
+        out_re = torch.einsum("bixy,ioxy->boxy", re, w[0]) - \
+            torch.einsum("bixy,ioxy->boxy", im, w[1])
+        out_im = torch.einsum("bixy,ioxy->boxy", re, w[1]) + \
+            torch.einsum("bixy,ioxy->boxy", im, w[0])
+        pad = (0, 2, 0, 4)
+        spec = torch.complex(torch.nn.functional.pad(out_re, pad),
+                             torch.nn.functional.pad(out_im, pad)[:1])
+        return torch.fft.irfft2(spec, s=(6, 6))
+
+    text = _check(Fn(fn), _randn(1, 3, 6, 6), rtol=1e-4, atol=1e-5).astext()
+    assert "complex" not in text
+
+
+def test_complex_of_integer_parts_is_refused():
+    """torch.complex takes float parts of one dtype (float64 imports); integer parts, declared
+    so in the input infos, are refused with an error naming their dtypes."""
+    traced = torch.jit.trace(Fn(lambda x, y: torch.view_as_real(torch.complex(x, y))),
+                             (_randn(2, 3).double(), _randn(2, 3).double()))
+    mod, _ = relay.frontend.from_pytorch(traced, [("x", ((2, 3), "float64")),
+                                                  ("y", ((2, 3), "float64"))])
+    assert "stack(" in mod.astext()
+    with pytest.raises(ImportError_, match="two floating-point tensors of one dtype, got "
+                                           "int32 and int32"):
+        relay.frontend.from_pytorch(traced, [("x", ((2, 3), "int32")),
+                                             ("y", ((2, 3), "int32"))])
+
+
+def test_polar_rotary_frequencies():
+    """torch.polar (a Llama rotary embedding's freqs_cis): magnitudes and angles from the
+    input, multiplied into a complex view of the input, back to real."""
+    def fn(x):
+        angles = x[..., 0] * torch.arange(1, 5, dtype=torch.float32)
+        z = torch.polar(x[..., 1].abs() + 1.0, angles)
+        return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
+
+    _check(Fn(fn), _randn(2, 4, 2), rtol=1e-5, atol=1e-6)

@@ -126,3 +126,51 @@ def test_median_and_nanmedian_with_infinities_beside_nan():
                       [-inf, nan, 0.5, inf]])
     _check(Fn(lambda x: torch.cat([torch.median(x, 1)[0], torch.nanmedian(x, 1)[0],
                                    torch.nanmedian(x, 1)[1].float()])), x)
+
+
+def _quantile_input():
+    """Ties, a NaN in one row, a whole NaN column, an inf: every branch of torch's ranks."""
+    x = _ties(4, 7, 5, seed=2) + 0.25 * _perm(4, 7, 5) / 140
+    x = _with_nan(x, (0, 2, 1), (1, slice(None), 3))
+    x[2, 3, 0] = float("inf")
+    return x
+
+
+class _Quantiles(torch.nn.Module):
+    """A quantile forecaster's read-out (round 17): q a buffer (runtime data to the importer),
+    one of its entries, or a number."""
+
+    def __init__(self, fn, interpolation):
+        super().__init__()
+        self.fn, self.interpolation = fn, interpolation
+        self.register_buffer("q", torch.tensor([0.0, 0.1, 0.25, 0.5, 0.9, 1.0]))
+
+    def forward(self, x):
+        i = self.interpolation
+        return torch.cat([
+            self.fn(x, self.q, dim=1, interpolation=i).flatten(),
+            self.fn(x, self.q[3], dim=-1, keepdim=True, interpolation=i).flatten(),
+            self.fn(x, self.q, interpolation=i),
+            self.fn(x, 0.3, dim=0, interpolation=i).flatten(),
+            self.fn(x, 0.7, keepdim=True, interpolation=i).flatten()])
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "nearest", "midpoint"])
+@pytest.mark.parametrize("fn", [torch.quantile, torch.nanquantile])
+def test_quantile_interpolations_nan_q_forms(fn, interpolation):
+    text = _check(_Quantiles(fn, interpolation), _quantile_input(), exported=False).astext()
+    assert "argsort(" in text and "gather(" in text
+
+
+def test_quantile_through_torch_export():
+    _check(Fn(lambda x: torch.quantile(x, torch.tensor([0.2, 0.75]), dim=1)),
+           _quantile_input())
+
+
+def test_quantile_of_integers_is_refused():
+    from minitvm import relay
+    from minitvm.relay.frontend import ImportError_
+
+    traced = torch.jit.trace(Fn(lambda x: torch.quantile(x, 0.5, dim=0)), (_randn(3, 4),))
+    with pytest.raises(ImportError_, match="expects a floating-point input, got int32"):
+        relay.frontend.from_pytorch(traced, [("x", ((3, 4), "int32"))])

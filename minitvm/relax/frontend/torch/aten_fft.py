@@ -121,6 +121,38 @@ def _view_as_complex(ctx: AtenContext, args):
     return ComplexValue(*parts)
 
 
+@register("complex.default")
+def _complex(ctx: AtenContext, args):
+    """torch.complex(real, imag) (FNO's spectrum rebuilt from its parts; torch.export keeps
+    it as one op); the parts broadcast against each other as torch's do."""
+    re, im = args[0], args[1]
+    if not (isinstance(re, Expr) and isinstance(im, Expr)):
+        raise ctx.fail("expects two real tensors (real part, imaginary part)")
+    if ctx.dtype(re) != ctx.dtype(im) or not ctx.dtype(re).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(re)} and {ctx.dtype(im)}")
+    if ctx.shape(re) != ctx.shape(im):
+        shapes = (ctx.shape(re), ctx.shape(im))
+        if not all(isinstance(d, int) for s in shapes for d in s):
+            raise ctx.fail(f"parts of different symbolic shapes {shapes[0]} and {shapes[1]}")
+        out = ctx.shape_expr(list(np.broadcast_shapes(*shapes)))
+        re, im = ctx.emit(_op.broadcast_to(re, out)), ctx.emit(_op.broadcast_to(im, out))
+    return ComplexValue(re, im)
+
+
+@register("polar.default")
+def _polar(ctx: AtenContext, args):
+    """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)``."""
+    r, theta = args[0], args[1]
+    if not (isinstance(r, Expr) and isinstance(theta, Expr)):
+        raise ctx.fail("expects two real tensors (abs, angle)")
+    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    return ComplexValue(ctx.emit(_op.multiply(r, ctx.emit(_op.cos(theta)))),
+                        ctx.emit(_op.multiply(r, ctx.emit(_op.sin(theta)))))
+
+
 @register("view_as_real.default")
 @handles_complex
 def _view_as_real(ctx: AtenContext, args):

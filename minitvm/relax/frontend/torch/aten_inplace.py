@@ -18,13 +18,14 @@ from ...expr import const
 from .context import AtenContext, register, torch_dtype
 
 
-@register("empty.memory_format", "empty_strided.default", "new_empty.default")
+@register("empty.memory_format", "empty_strided.default", "empty_permuted.default",
+          "new_empty.default")
 def _empty(ctx: AtenContext, args):
     """A tensor whose contents torch leaves undefined: zeros (every later read of it follows a
     write in the programs that use it)."""
     name = ctx.node.target.__name__
     # schema order: empty(size, *, dtype), empty_strided(size, stride, *, dtype),
-    # new_empty(self, size, *, dtype)
+    # empty_permuted(size, physical_layout, *, dtype), new_empty(self, size, *, dtype)
     size = args[1] if name.startswith("new_empty") else args[0]
     k = 1 if name.startswith("empty.") else 2
     dtype = args[k] if len(args) > k else None

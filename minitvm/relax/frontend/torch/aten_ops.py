@@ -1163,6 +1163,12 @@ def _hypot(ctx: AtenContext, args):
     return ctx.emit(torch_math.hypot(_op, a, b, ctx.emit))
 
 
+@register("copysign.Tensor", "copysign.Scalar")
+def _copysign(ctx: AtenContext, args):
+    a, b, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.copysign(_op, a, b, scalar, ctx.emit))
+
+
 @register("lerp.Scalar", "lerp.Tensor")
 def _lerp(ctx: AtenContext, args):
     """StyleGAN's truncation trick, ``w_avg.lerp(w, psi)``, by torch's two-sided formula."""
@@ -1387,3 +1393,22 @@ def _assert_scalar(ctx: AtenContext, args):
     if isinstance(cond, bool | int) and not cond:
         raise ctx.fail(f"the exported program's assertion fails for these shapes: {args[1]}")
     return None
+
+
+@register("tril_indices.default", "triu_indices.default")
+def _tri_indices(ctx: AtenContext, args):
+    """tril_indices / triu_indices(row, col, offset=0, *, dtype=int64): the [2, N] row and
+    column indices of the lower / upper triangle in row-major order, a constant (every
+    argument is a number)."""
+    row, col = int(args[0]), int(args[1])
+    offset = int(args[2]) if len(args) > 2 and args[2] is not None else 0
+    dtype = args[3] if len(args) > 3 and args[3] is not None else "int64"
+    # the schema's default arrives as c10's ScalarType code (4: long), a keyword as a dtype
+    dtype = {3: "int32", 4: "int64"}.get(dtype, dtype) if isinstance(dtype, int) else dtype
+    dtype = dtype if isinstance(dtype, str) else torch_dtype(dtype)
+    if row < 0 or col < 0:
+        raise ctx.fail(f"row and col must be non-negative, got {row} and {col}")
+    lower = ctx.node.target.__name__.startswith("tril")
+    pick = np.tril_indices if lower else np.triu_indices
+    rows, cols = pick(row, offset, col)
+    return const(np.stack([rows, cols]).astype(dtype))

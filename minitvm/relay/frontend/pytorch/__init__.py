@@ -1,7 +1,7 @@
 """PyTorch -> Relay: TorchScript (``from_pytorch``) and ATen-level FX graphs (``from_fx``).
 
 Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py``,
-``aten_fft.py``, ``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_math.py``, ``aten_pool.py``,
+``aten_fft.py``, ``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_losses.py``, ``aten_numeric.py``, ``aten_math.py``, ``aten_pool.py``,
 ``aten_recurrent.py``, ``aten_stft.py``, ``aten_windows.py`` and ``aten_transformer.py``); torch is imported only when an importer is called.
 """
 
@@ -10,7 +10,9 @@ from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-depen
 from . import aten_fft  # noqa: F401  (torch.fft and complex values between FFTs)
 from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)
 from . import aten_logic  # noqa: F401  (~, &, |, ^ and logical_and / or / xor)
+from . import aten_losses  # noqa: F401  (cross_entropy, nll, kl_div, smooth L1 / Huber losses)
 from . import aten_math  # noqa: F401  (atan2, hypot, lerp)
+from . import aten_numeric  # noqa: F401  (aminmax, trapezoid, cov / corrcoef, renorm)
 from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsumexp, histc, pdist)
 from . import aten_pool  # noqa: F401  (1-D and 2-D max / average / adaptive pools)
 from . import aten_recurrent  # noqa: F401  (lstm, gru and the recurrent cells)

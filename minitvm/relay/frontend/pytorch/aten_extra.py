@@ -655,6 +655,49 @@ def _l1_loss(ctx, args):
     return _loss_reduction(ctx, _op.abs(_op.subtract(args[0], args[1])), _opt(args, 2, 1))
 
 
+@register("binary_cross_entropy_with_logits")
+def _bce_with_logits(ctx, args):
+    """(input, target, weight, pos_weight, reduction): ``(1 - t) x + (1 + (p - 1) t)
+    softplus(-x)`` per element, times ``weight``; softplus(-x) as
+    ``log1p(exp(-|x|)) + max(-x, 0)`` so no exp overflows (a VAE's reconstruction term)."""
+    x, t = args[0], args[1]
+    weight, pos_weight = _opt(args, 2, None), _opt(args, 3, None)
+    if not ctx.dtype(x).startswith("float"):
+        raise ctx.fail(f"expects floating-point logits, got {ctx.dtype(x)}")
+    if ctx.dtype(t) != ctx.dtype(x):
+        t = _op.cast(t, ctx.dtype(x))
+    one, zero = _scalar_like(ctx, 1.0, x), _scalar_like(ctx, 0.0, x)
+    softplus_neg = _op.add(_log1p_expr(ctx, _op.exp(_op.negative(_op.abs(x)))),
+                           _op.maximum(_op.negative(x), zero))
+    if pos_weight is not None:
+        log_weight = _op.add(one, _op.multiply(_op.subtract(pos_weight, one), t))
+        softplus_neg = _op.multiply(log_weight, softplus_neg)
+    loss = _op.add(_op.multiply(_op.subtract(one, t), x), softplus_neg)
+    if weight is not None:
+        loss = _op.multiply(loss, weight)
+    return _loss_reduction(ctx, loss, _opt(args, 4, 1))
+
+
+@register("binary_cross_entropy")
+def _bce(ctx, args):
+    """(input probabilities, target, weight, reduction): ``-(t log p + (1 - t) log(1 - p))``
+    with each log clamped at -100, as torch does, times ``weight``."""
+    p, t = args[0], args[1]
+    weight = _opt(args, 2, None)
+    if not ctx.dtype(p).startswith("float"):
+        raise ctx.fail(f"expects floating-point probabilities, got {ctx.dtype(p)}")
+    if ctx.dtype(t) != ctx.dtype(p):
+        t = _op.cast(t, ctx.dtype(p))
+    one, floor = _scalar_like(ctx, 1.0, p), _scalar_like(ctx, -100.0, p)
+    log_p = _op.maximum(_op.log(p), floor)
+    log_q = _op.maximum(_op.log(_op.subtract(one, p)), floor)
+    loss = _op.negative(_op.add(_op.multiply(t, log_p),
+                                _op.multiply(_op.subtract(one, t), log_q)))
+    if weight is not None:
+        loss = _op.multiply(loss, weight)
+    return _loss_reduction(ctx, loss, _opt(args, 3, 1))
+
+
 @register("cdist")
 def _cdist(ctx, args):
     """(x1 [.., P, M], x2 [.., R, M], p, compute_mode) -> [.., P, R]: the p-norm of every

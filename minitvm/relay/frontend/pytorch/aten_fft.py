@@ -187,6 +187,35 @@ def _view_as_complex(ctx, args):
                         _op.take(x, _expr.const(1, "int64"), axis=nd - 1))
 
 
+@register("complex")
+def _complex(ctx, args):
+    """torch.complex(real, imag): FNO's spectral weights written as two real tensors, or a
+    spectrum rebuilt from its parts; the parts broadcast against each other as torch's do."""
+    re, im = args[0], args[1]
+    if not (_is_expr(re) and _is_expr(im)):
+        raise ctx.fail("expects two real tensors (real part, imaginary part)")
+    if ctx.dtype(re) != ctx.dtype(im) or not ctx.dtype(re).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(re)} and {ctx.dtype(im)}")
+    if ctx.shape(re) != ctx.shape(im):
+        both = _op.add(re, im)
+        re, im = _op.broadcast_to_like(re, both), _op.broadcast_to_like(im, both)
+    return ComplexValue(re, im)
+
+
+@register("polar")
+def _polar(ctx, args):
+    """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)`` (a rotary embedding's
+    ``freqs_cis``)."""
+    r, theta = args[0], args[1]
+    if not (_is_expr(r) and _is_expr(theta)):
+        raise ctx.fail("expects two real tensors (abs, angle)")
+    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    return ComplexValue(_op.multiply(r, _op.cos(theta)), _op.multiply(r, _op.sin(theta)))
+
+
 @register("view_as_real")
 @handles_complex
 def _view_as_real(ctx, args):

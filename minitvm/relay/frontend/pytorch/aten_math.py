@@ -1,7 +1,8 @@
 """ATen converters for ``torch.atan2``, ``torch.hypot`` and ``torch.lerp`` (PointPillars'
 polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
-which the Relax importer shares. Integer operands divide into floats as torch's ``atan2``
-does; two Python numbers fold at import."""
+which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
+``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN). Integer
+operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ....frontend_common.torch_promote import true_divide_dtype
 from ... import expr as _expr
 from ... import op as _op
 from .aten import _is_expr, _pair, register
+from .aten_extra import _log1p_expr
 
 
 def _float_pair(ctx, a, b):
@@ -56,3 +58,68 @@ def _lerp(ctx, args):
     if _is_expr(weight) and ctx.dtype(weight) != dt:
         weight = _op.cast(weight, dt)
     return torch_math.lerp(_op, start, end, weight, _const(dt))
+
+
+def _float_operand(ctx, x):
+    """A tensor operand as a float tensor (integers promoted as torch's true division does)."""
+    dt = ctx.dtype(x)
+    target = true_divide_dtype(dt)
+    return (x if target == dt else _op.cast(x, target)), target
+
+
+@register("logaddexp")
+def _logaddexp(ctx, args):
+    """``max(a, b) + log1p(exp(-|a - b|))``; equal infinities give themselves, as torch's."""
+    a, b, dt = _float_pair(ctx, args[0], args[1])
+    gap = _op.negative(_op.abs(_op.subtract(a, b)))
+    out = _op.add(_op.maximum(a, b), _log1p_expr(ctx, _op.exp(gap)))
+    same_inf = _op.logical_and(_op.equal(a, b), _op.isinf(a))
+    return _op.where(same_inf, a, out)
+
+
+@register("xlogy", "special_xlogy")
+def _xlogy(ctx, args):
+    """``x log y``: NaN where y is NaN, else 0 where x is 0 (a VAE's or an entropy's 0 log 0)."""
+    x, y, dt = _float_pair(ctx, args[0], args[1])
+    c = _const(dt)
+    out = _op.where(_op.equal(x, c(0.0)), c(0.0), _op.multiply(x, _op.log(y)))
+    return _op.where(_op.isnan(y), c(np.nan), out)
+
+
+@register("special_entr")
+def _entr(ctx, args):
+    """``-x log x`` for x > 0, 0 at 0, -inf below 0, NaN kept."""
+    x, dt = _float_operand(ctx, args[0])
+    c = _const(dt)
+    pos = _op.greater(x, c(0.0))
+    safe = _op.where(pos, x, c(1.0))
+    out = _op.where(pos, _op.negative(_op.multiply(x, _op.log(safe))),
+                    _op.where(_op.equal(x, c(0.0)), c(0.0), c(-np.inf)))
+    return _op.where(_op.isnan(x), x, out)
+
+
+@register("logit", "logit_", "special_logit")
+def _logit(ctx, args):
+    """``log(z / (1 - z))`` with z the input clamped to [eps, 1 - eps] when eps is given."""
+    x, dt = _float_operand(ctx, args[0])
+    eps = args[1] if len(args) > 1 else None
+    if eps is not None:
+        x = _op.clip(x, float(eps), 1.0 - float(eps))
+    return _op.log(_op.divide(x, _op.subtract(_const(dt)(1.0), x)))
+
+
+@register("sinc", "special_sinc")
+def _sinc(ctx, args):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    x, dt = _float_operand(ctx, args[0])
+    c = _const(dt)
+    product = _op.multiply(x, c(math.pi))
+    zero = _op.equal(x, c(0.0))
+    safe = _op.where(zero, c(1.0), product)
+    return _op.where(zero, c(1.0), _op.divide(_op.sin(safe), safe))
+
+
+@register("copysign")
+def _copysign(ctx, args):
+    a, b, dt = _float_pair(ctx, args[0], args[1])
+    return torch_math.copysign(_op, a, b, _const(dt))

@@ -1,5 +1,6 @@
 """ATen's order statistics and scans onto Relay: ``median`` / ``nanmedian`` (a stable argsort
-and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
+and a gather at the middle), ``quantile`` / ``nanquantile`` (gathers at the ranks around
+``q (n - 1)``, mixed as torch's lerp), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
 ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin) and ``pdist``
 (takes of constant row pairs), built by ``frontend_common.torch_order`` from ops
 with native computes."""
@@ -76,6 +77,50 @@ def _median(ctx, args):
     if not bool(_opt(args, 2, False)):
         val, idx = _op.squeeze(val, [dim]), _op.squeeze(idx, [dim])
     return val, idx
+
+
+@register("quantile", "nanquantile")
+def _quantile(ctx, args):
+    """quantile / nanquantile(input, q, dim=None, keepdim=False, interpolation='linear'): q a
+    number, a 0-d or a 1-D tensor (its values may be runtime data, e.g. a buffer); a 1-D q puts
+    its axis first, as torch does."""
+    x, q = args[0], args[1]
+    dim, keepdim = _opt(args, 2, None), bool(_opt(args, 3, False))
+    interpolation = str(_opt(args, 4, "linear"))
+    if interpolation not in torch_order.QUANTILE_INTERPOLATIONS:
+        raise ctx.fail(f"interpolation must be one of {torch_order.QUANTILE_INTERPOLATIONS}, "
+                       f"got {interpolation!r}")
+    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    if not dtype.startswith("float"):
+        raise ctx.fail(f"expects a floating-point input, got {dtype}")
+    if isinstance(q, int | float):
+        if not 0 <= q <= 1:
+            raise ctx.fail(f"q must be in [0, 1], got {q}")
+        qs, q_axis = [_expr.const(np.array(q, dtype))], False
+    else:
+        q_shape = _static_shape(ctx, q)
+        if len(q_shape) > 1:
+            raise ctx.fail(f"q must be a number, a 0-d or a 1-D tensor, got shape {q_shape}")
+        if ctx.dtype(q) != dtype:
+            raise ctx.fail(f"q ({ctx.dtype(q)}) must have the input's dtype {dtype}")
+        q_axis = len(q_shape) == 1
+        qs = [_op.take(q, _expr.const(i, "int64")) for i in range(q_shape[0])] if q_axis \
+            else [q]
+    if dim is None:
+        flat = _op.reshape(x, (-1,))
+        size = int(np.prod(shape)) if shape else 1
+        vals = torch_order.quantile(_RelayOrder, flat, [size], dtype, 0, qs, interpolation,
+                                    ctx.op_name == "nanquantile")
+        vals = [_op.reshape(v, [1] * len(shape) if keepdim else ()) for v in vals]
+    else:
+        if not shape:
+            raise ctx.fail("a 0-d input has no dim to reduce")
+        axis = _norm_dim(int(dim), len(shape))
+        vals = torch_order.quantile(_RelayOrder, x, shape, dtype, axis, qs, interpolation,
+                                    ctx.op_name == "nanquantile")
+        if not keepdim:
+            vals = [_op.squeeze(v, [axis]) for v in vals]
+    return _op.stack(vals, 0) if q_axis else vals[0]
 
 
 @register("cummax", "cummin")
