@@ -121,16 +121,21 @@ def _view_as_complex(ctx: AtenContext, args):
     return ComplexValue(*parts)
 
 
+def _check_real_pair(ctx, a, b, what: str) -> None:
+    """The two parts of torch.complex / torch.polar: real tensors of one floating dtype."""
+    if not (isinstance(a, Expr) and isinstance(b, Expr)):
+        raise ctx.fail(f"expects two real tensors ({what})")
+    if ctx.dtype(a) != ctx.dtype(b) or not ctx.dtype(a).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(a)} and {ctx.dtype(b)}")
+
+
 @register("complex.default")
 def _complex(ctx: AtenContext, args):
     """torch.complex(real, imag) (FNO's spectrum rebuilt from its parts; torch.export keeps
     it as one op); the parts broadcast against each other as torch's do."""
     re, im = args[0], args[1]
-    if not (isinstance(re, Expr) and isinstance(im, Expr)):
-        raise ctx.fail("expects two real tensors (real part, imaginary part)")
-    if ctx.dtype(re) != ctx.dtype(im) or not ctx.dtype(re).startswith("float"):
-        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
-                       f"{ctx.dtype(re)} and {ctx.dtype(im)}")
+    _check_real_pair(ctx, re, im, "real part, imaginary part")
     if ctx.shape(re) != ctx.shape(im):
         shapes = (ctx.shape(re), ctx.shape(im))
         if not all(isinstance(d, int) for s in shapes for d in s):
@@ -144,11 +149,7 @@ def _complex(ctx: AtenContext, args):
 def _polar(ctx: AtenContext, args):
     """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)``."""
     r, theta = args[0], args[1]
-    if not (isinstance(r, Expr) and isinstance(theta, Expr)):
-        raise ctx.fail("expects two real tensors (abs, angle)")
-    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
-        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
-                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    _check_real_pair(ctx, r, theta, "abs, angle")
     return ComplexValue(ctx.emit(_op.multiply(r, ctx.emit(_op.cos(theta)))),
                         ctx.emit(_op.multiply(r, ctx.emit(_op.sin(theta)))))
 

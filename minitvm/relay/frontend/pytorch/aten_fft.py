@@ -187,16 +187,21 @@ def _view_as_complex(ctx, args):
                         _op.take(x, _expr.const(1, "int64"), axis=nd - 1))
 
 
+def _check_real_pair(ctx, a, b, what: str) -> None:
+    """The two parts of torch.complex / torch.polar: real tensors of one floating dtype."""
+    if not (_is_expr(a) and _is_expr(b)):
+        raise ctx.fail(f"expects two real tensors ({what})")
+    if ctx.dtype(a) != ctx.dtype(b) or not ctx.dtype(a).startswith("float"):
+        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
+                       f"{ctx.dtype(a)} and {ctx.dtype(b)}")
+
+
 @register("complex")
 def _complex(ctx, args):
     """torch.complex(real, imag): FNO's spectral weights written as two real tensors, or a
     spectrum rebuilt from its parts; the parts broadcast against each other as torch's do."""
     re, im = args[0], args[1]
-    if not (_is_expr(re) and _is_expr(im)):
-        raise ctx.fail("expects two real tensors (real part, imaginary part)")
-    if ctx.dtype(re) != ctx.dtype(im) or not ctx.dtype(re).startswith("float"):
-        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
-                       f"{ctx.dtype(re)} and {ctx.dtype(im)}")
+    _check_real_pair(ctx, re, im, "real part, imaginary part")
     if ctx.shape(re) != ctx.shape(im):
         both = _op.add(re, im)
         re, im = _op.broadcast_to_like(re, both), _op.broadcast_to_like(im, both)
@@ -208,11 +213,7 @@ def _polar(ctx, args):
     """torch.polar(abs, angle): ``abs cos(angle) + i abs sin(angle)`` (a rotary embedding's
     ``freqs_cis``)."""
     r, theta = args[0], args[1]
-    if not (_is_expr(r) and _is_expr(theta)):
-        raise ctx.fail("expects two real tensors (abs, angle)")
-    if ctx.dtype(r) != ctx.dtype(theta) or not ctx.dtype(r).startswith("float"):
-        raise ctx.fail(f"expects two floating-point tensors of one dtype, got "
-                       f"{ctx.dtype(r)} and {ctx.dtype(theta)}")
+    _check_real_pair(ctx, r, theta, "abs, angle")
     return ComplexValue(_op.multiply(r, _op.cos(theta)), _op.multiply(r, _op.sin(theta)))
 
 
