@@ -10,6 +10,13 @@ interleaved rounds, thread CPU time, medians.
 ``--per-kernel`` runs every graph node alone (min of repeats, wall clock) and sums the times by
 kind: convs (NCHW or NCHWc), layout transforms, the rest; then lists the convs whose time moved
 most between the two builds (paired in graph order).
+
+Measured on a Rocket Lake host, one thread, thread CPU ms (NCHW / NCHWc / ORT): regnet_like
+9.60 / 95.3 / 9.45, deeplab_head 16.0 / 86.0 / 16.1, det_postprocess 0.517 / 21.9 / 0.501,
+resnet50 58.2 / 452 / 62.7; outputs equal (max rel err <= 3e-7). The NCHWc builds are slow
+because ``nn.contrib_conv2d_NCHWc`` and ``nn.contrib_dense_pack`` have no compute (numpy
+fallbacks) and global pooling is native for NCHW only; the native layout transforms cost
+0.76 ms of regnet_like (34 of them: its grouped convs stay NCHW) and 1.76 ms of deeplab_head.
 """
 
 from __future__ import annotations
