@@ -18,7 +18,9 @@ runs each model of its tables through each of them and compares with PyTorch eag
 
 The default paths are the first four; ``--paths all`` adds the two dynamo ones.
 
-Relay builds are strict-native (a kernel that would fall back to numpy is a failure). A cell is
+Builds are strict-native: a Relay kernel that would fall back to numpy, or a Relax program that
+calls a packed function computing in numpy (``Executable.numpy_calls``: ``nonzero`` of an
+unknown shape, numpy's ``unique``), is a failure. A cell is
 ``ok`` with the largest error relative to eager's output, ``WRONG`` (error above ``--tol``),
 ``FAILED`` with the first line of the error, or ``skip: reason`` when the model cannot take
 the path for a reason outside minitvm (PyTorch cannot export it; the exported ONNX file itself
@@ -189,6 +191,19 @@ def batched(inputs: dict, batch: int) -> dict:
             for k, v in inputs.items()}
 
 
+def relax_vm(mod):
+    """A VM of ``mod`` built for the host, strict-native as Relay's builds are: a program that
+    calls a packed function computing in numpy (``Executable.numpy_calls``) is a failure."""
+    from minitvm.backend.fallback import NativeFallbackError
+
+    ex = relax.build(mod, "llvm")
+    calls = ex.numpy_calls()
+    if calls:
+        raise NativeFallbackError("runs in numpy: " + "; ".join(
+            f"{name} ({why})" for name, why in calls.items()))
+    return relax.VirtualMachine(ex, tvm.cpu())
+
+
 def path_onnx_dyn(name, model, inputs, ref, tol):
     """Export once with axis 0 of every input symbolic, build once, run at each batch size."""
     import onnx
@@ -219,8 +234,7 @@ def path_onnx_dyn(name, model, inputs, ref, tol):
     for b in DYN_BATCHES:
         check_ort(blob, onnx_feed(om, batched(inputs, b)), refs[b], tol,
                   f"dynamic-batch ONNX (batch {b})")
-    mod = relax.frontend.onnx.from_onnx(om)
-    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    vm = relax_vm(relax.frontend.onnx.from_onnx(om))
     errs = []
     for b in DYN_BATCHES:
         feed = onnx_feed(om, batched(inputs, b))
@@ -246,8 +260,7 @@ def path_ep_relax(name, model, inputs, ref, tol):
     from minitvm.relax.frontend.torch import from_exported_program
 
     args = tuple(inputs.values())
-    mod = from_exported_program(export(model, args))
-    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    vm = relax_vm(from_exported_program(export(model, args)))
     return rel_err(first_tensor(vm["main"](*[tvm.nd.array(a.numpy()) for a in args])), ref)
 
 
@@ -261,9 +274,26 @@ def path_ep_relay(name, model, inputs, ref, tol):
                                                                          strict=True)}), ref)
 
 
+_DYNAMO_FILES: dict = {}  # model name -> (model proto, feed) or the Skip: both paths share it
+
+
 def dynamo_onnx(name, model, inputs, ref, tol):
     """(model proto, feed): the file ``torch.onnx.export``'s default (dynamo) exporter writes,
-    as a user who calls it without options gets it; ORT checks it against eager."""
+    as a user who calls it without options gets it; ORT checks it against eager. Exported
+    once per model (``nu.prepare`` seeds its weights and inputs): the two dynamo paths share
+    the file."""
+    if name not in _DYNAMO_FILES:
+        try:
+            _DYNAMO_FILES[name] = dynamo_export(model, inputs, ref, tol)
+        except Skip as e:
+            _DYNAMO_FILES[name] = e
+    got = _DYNAMO_FILES[name]
+    if isinstance(got, Skip):
+        raise got
+    return got
+
+
+def dynamo_export(model, inputs, ref, tol):
     import logging
 
     import torch
@@ -293,7 +323,7 @@ def path_dynamo_relay(name, model, inputs, ref, tol):
 
 def path_dynamo_relax(name, model, inputs, ref, tol):
     om, feed = dynamo_onnx(name, model, inputs, ref, tol)
-    vm = relax.VirtualMachine(relax.build(relax.frontend.onnx.from_onnx(om), "llvm"), tvm.cpu())
+    vm = relax_vm(relax.frontend.onnx.from_onnx(om))
     return rel_err(first_tensor(vm["main"](*map(tvm.nd.array, feed.values()))), ref)
 
 

@@ -35,6 +35,7 @@ from ..module import (
 from ..ndarray import aligned
 from .builtins import ShapeTuple
 from .kernel import NativeKernel
+from .numpy_packed import numpy_reason
 
 FORMAT = "minitvm-relax-vm"
 VERSION = 2  # 2: members and the metadata carry SHA-256 digests
@@ -130,6 +131,17 @@ class Executable(Module):
             return getattr(self, name)
         raise AttributeError(f"executable has no kernel {name!r}; run Relax functions with "
                              "relax.VirtualMachine(ex, tvm.cpu())")
+
+    def numpy_calls(self) -> dict[str, str]:
+        """The packed functions this program calls that compute in numpy rather than native
+        code (``numpy_packed.mark_numpy_packed``): name -> reason; empty when every
+        computation is a native kernel (or an external module's function)."""
+        out = {}
+        for kind, name in self.func_table:
+            why = numpy_reason(name) if kind == "packed" else None
+            if why is not None and self.external_function(name) is None:
+                out[name] = why
+        return out
 
     def stats(self) -> str:
         lines = [f"Relax VM executable: {len(self.functions)} functions, "

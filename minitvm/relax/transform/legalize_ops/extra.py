@@ -380,10 +380,16 @@ def _run_unique(x, sorted_, return_index, return_inverse, return_counts, axis=No
 
 def _register_runtime_funcs():
     from ....runtime.registry import get_global_func, register_func
+    from ....runtime.relax_vm.numpy_packed import mark_numpy_packed
 
-    for name, fn in (("relax.run.nonzero", _run_nonzero), ("relax.run.unique", _run_unique)):
+    for name, fn, why in (
+            ("relax.run.nonzero", _run_nonzero,
+             "numpy's nonzero: the input's shape is not known at compile time"),
+            ("relax.run.unique", _run_unique, "numpy's unique (the importers emit the "
+             "native unique kernel where it takes the dtype and shape and is faster)")):
         if get_global_func(name, allow_missing=True) is None:
             register_func(name, fn)
+        mark_numpy_packed(name, why)
 
 
 _register_runtime_funcs()
