@@ -136,15 +136,15 @@ def _to_internal(value):
                     (np.asarray(v) if isinstance(v, np.generic) else v))
 
 
-def _to_external(value, foreign: set):
+def _to_external(value, foreign: tuple[set, ...]):
     """``value`` as the caller gets it: arrays as NDArrays, copied where they are views of
-    memory the VM does not hand out (ids in ``foreign``: arguments, constants, workspaces)
-    or of a storage they share."""
+    memory the VM does not hand out (ids in the sets ``foreign``: arguments, constants,
+    workspaces) or of a storage they share."""
     return _convert(value, lambda v: NDArray(_returned(v, foreign))
                     if isinstance(v, np.ndarray) else v)
 
 
-def _returned(v: np.ndarray, foreign: set) -> np.ndarray:
+def _returned(v: np.ndarray, foreign: tuple[set, ...]) -> np.ndarray:
     """``v`` itself when it owns its memory or fills a storage of its own that this call
     allocated (an output written in place by its kernel: ALLOC_STORAGE's byte array, fresh
     each call), else a copy."""
@@ -152,7 +152,8 @@ def _returned(v: np.ndarray, foreign: set) -> np.ndarray:
     if b is None:
         return v
     if type(b) is np.ndarray and b.base is None and b.dtype == np.uint8 and b.ndim == 1 \
-            and b.nbytes == v.nbytes and id(b) not in foreign and v.flags.c_contiguous:
+            and b.nbytes == v.nbytes and v.flags.c_contiguous and \
+            not any(id(b) in ids for ids in foreign):
         return v
     return v.copy()
 
@@ -250,9 +251,9 @@ class VirtualMachine:
         done = threadpool.keep_warm()
         try:
             result = self._execute(self.exe.global_map[func_name], values)
-            foreign = _leaves(values, set(self._const_ids))
-            foreign.update(map(id, self._workspaces.values()))
-            return _to_external(result, foreign)
+            # (the constants' ids are kept, not copied per call: a model holds thousands)
+            call_ids = _leaves(values, set(map(id, self._workspaces.values())))
+            return _to_external(result, (call_ids, self._const_ids))
         finally:
             if done is not None:
                 done()
