@@ -51,10 +51,18 @@ def sums_dtype(x_zp: int, w: np.ndarray, w_zp: np.ndarray, depthwise: bool) -> s
     return "int32" if bound < 2**31 and conv_vnni.pairs_available() else None
 
 
+def channel_weight_span(w: np.ndarray, zp=0) -> int:
+    """The largest sum over one output channel (``w``'s first axis) of ``|w - zp|`` (``zp``:
+    a scalar or one zero point per channel): times an activation's largest magnitude, the
+    largest |sum| that channel's products can reach."""
+    zp = np.asarray(zp, "int64").reshape(-1, 1)
+    per_channel = np.abs(w.reshape(w.shape[0], -1).astype("int64") - zp).sum(axis=1)
+    return int(per_channel.max(initial=0))
+
+
 def _bound(w: np.ndarray) -> int:
     """The largest |sum| of int16 activations times one output channel's weights."""
-    per_channel = np.abs(w.reshape(w.shape[0], -1).astype("int64")).sum(axis=1)
-    return int(per_channel.max(initial=0)) * INT16_SPAN
+    return channel_weight_span(w) * INT16_SPAN
 
 
 def conv_sums(x_nchw, w_oihw: np.ndarray, dtype: str, strides, pads, dilation, groups: int):

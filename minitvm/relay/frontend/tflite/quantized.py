@@ -492,8 +492,8 @@ def _wide_sums(product, x, qx: QTensor, w: np.ndarray, qw: QTensor):
         parts = [(high, 256), (low, 1)]
     # int32 where every partial sum fits (the parts' products stay int32 in memory: in
     # float64 the materialized one cost 2.2x its conv), else float64 (exact below 2**53)
-    wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
-    narrow = not qx.z and int(wz.sum(axis=1).max(initial=0)) * (32768 + 255) < 2**31
+    span = products16.channel_weight_span(w, qw.zp)
+    narrow = not qx.z and span * (32768 + 255) < 2**31
     dt = "int32" if narrow else "float64"
     acc = None
     for part, weight in parts:
@@ -522,8 +522,7 @@ def _wide_requantize(ctx, acc, bias, qx: QTensor, qw: QTensor, qo: QTensor, axis
     bounded below 2**31 with the bias take the integer form in int32 alone
     (``fixed_point.multiply_wide_int32_expr``: 16 lanes a vector where float64 has 8)."""
     mult = (np.float64(qx.s) * qw.scale.astype("float64") / np.float64(qo.s)).reshape(-1)
-    wz = np.abs(w.reshape(w.shape[0], -1).astype("int64") - qw.zp.reshape(-1, 1))
-    bound = int(wz.sum(axis=1).max(initial=0)) * (32768 + abs(qx.z)) + (
+    bound = products16.channel_weight_span(w, qw.zp) * (32768 + abs(qx.z)) + (
         0 if bias is None else int(np.abs(bias).max(initial=0)))
     if infer_dtype(acc) == "int32":  # (a conv's int32 sums: ``products16``)
         m0, shift = quantize_multiplier(mult)
