@@ -178,8 +178,7 @@ class NativeKernel:
     dimensions, then calls the machine code."""
 
     __slots__ = ("name", "spec", "compiled", "direct", "_entry", "_py", "_fast", "_nbuf",
-                 "_bufpos",
-                 "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
+                 "_bufpos", "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
 
     def __init__(self, name: str, spec: dict, compiled):
         self.name = name
