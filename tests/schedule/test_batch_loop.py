@@ -186,6 +186,34 @@ def test_deep_block_expression_does_not_recurse():
     assert isinstance(one, PrimFunc)
 
 
+def _elementwise(value_of):
+    """``y[n, 2] = value_of(x, batch axis var, other axis var)`` as one block."""
+    n = tir.Var("n", "int64")
+    x = decl_buffer((n, 2), "float32", "x")
+    y = decl_buffer((n, 2), "float32", "y")
+    ivs = [E.IterVar(E.Range.from_min_extent(E.IntImm("int64", 0), d), E.Var(f"v{k}", "int64"),
+                     E.IterVar.DataPar) for k, d in enumerate(x.shape)]
+    loops = [E.Var(f"i{k}", "int64") for k in range(2)]
+    value = value_of(x, *(iv.var for iv in ivs))
+    body = S.BlockRealize(loops, E.IntImm("bool", 1), S.Block(ivs, [], [], "b", S.BufferStore(
+        y, value, [iv.var for iv in ivs])))
+    for lv, d in reversed(list(zip(loops, x.shape))):
+        body = S.For(lv, E.IntImm("int64", 0), d, S.ForKind.SERIAL, body)
+    xp, yp = E.Var("xp", "handle"), E.Var("yp", "handle")
+    return PrimFunc([xp, yp], body, buffer_map={xp: x, yp: y}), n
+
+
+@pytest.mark.parametrize("value_of,own", [
+    (lambda x, b, c: x[b, c] * x[b, 1 - c], True),  # the image's own elements, shared loads
+    (lambda x, b, c: x[b, c] + E.Cast("float32", b), False),  # the image axis as a value
+    (lambda x, b, c: x[0, c], False),  # another image's element
+    (lambda x, b, c: x[b, c] + x[b, E.Min(b, 1)], False),  # the image axis in a later index
+])
+def test_block_values_read_their_own_image_only(value_of, own):
+    f, n = _elementwise(value_of)
+    assert batch_loop.separable(f, n) is own
+
+
 @pytest.mark.parametrize("batch", [1, 4])
 def test_dynamic_batch_onnx_style_residual_block(batch):
     """The form an ONNX import with a dynamic batch axis produces (``batch`` symbolic)."""
