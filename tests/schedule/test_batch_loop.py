@@ -208,6 +208,9 @@ def _elementwise(value_of):
     (lambda x, b, c: x[b, c] + E.Cast("float32", b), False),  # the image axis as a value
     (lambda x, b, c: x[0, c], False),  # another image's element
     (lambda x, b, c: x[b, c] + x[b, E.Min(b, 1)], False),  # the image axis in a later index
+    # a gather's form: an index read from the image's own data (a load in a load's index)
+    (lambda x, b, c: x[b, E.Cast("int64", x[b, c])], True),
+    (lambda x, b, c: x[b, E.Cast("int64", x[0, c])], False),  # ... from another image
 ])
 def test_block_values_read_their_own_image_only(value_of, own):
     f, n = _elementwise(value_of)
