@@ -7,7 +7,8 @@ over (batch, block of ``mc`` rows, column panel) fused, so a small M still split
 by columns; a GEMM under ``parallel_min_work`` multiply-adds runs on the calling thread.
 Leftover rows (and the whole of a one-row GEMV) use a one-row kernel whose reduction is split
 into ``ku`` interleaved partial sums, so the FMA chains do not wait on each other. A partial
-last panel is stored with a guarded scalar loop. The epilogue is applied in the micro-kernel's
+last panel stores its ``N % nr`` columns as one vector (each of its ``nr`` columns guarded when
+N is symbolic). The epilogue is applied in the micro-kernel's
 store.
 
 With ``BLOCKING`` (both ISAs) the schedule is cache blocked: K runs in blocks (C accumulates across
@@ -354,17 +355,27 @@ class GemmBuilder:
             parts.append(S.IfThenElse(below >= self.c(size), tile(rest - below, size)))
         return S.SeqStmt(parts) if len(parts) > 1 else parts[0]
 
-    def store_kind(self, full_panel: bool):
-        """The loop kind of a tile row's store: a vector store along a contiguous row of a
-        full panel; element by element, unrolled, when guarded (a rolled loop indexing the
-        accumulator by its variable kept the whole tile in memory instead of registers, its
-        K loop included: dense 196x192 -> 48 with 32-wide tiles, one thread, 96 -> 49 us).
-        With a symbolic M the store stays a loop: its row tail is a chain of ``mr - 1`` tiles,
-        and unrolled stores grew a dynamic-batch classifier's IR tenfold (1.2 -> 6-7 s of
-        LLVM, most of a cold EfficientNet-B0 ``relax.build``)."""
-        if not full_panel:
-            return S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
-        return S.ForKind.VECTORIZED
+    def store_columns(self, full_panel: bool) -> tuple[int, S.ForKind, bool]:
+        """(columns, loop kind, guarded) of a tile row's store. A full panel: a vector store
+        along its contiguous row. A partial panel of a static N (the last panel, ``jo == N //
+        nr``, wherever the schedule calls it): a vector store of its ``N % nr`` columns, unguarded
+        (static M 300 x 70 x 530 on AVX-512: the unrolled guarded scalar stores were 1152 of 12
+        x 32 per tile, 66k lines of LLVM IR and 4.4 s of LLVM for one kernel; now ~2k lines).
+        A symbolic N: each of the ``nr`` columns guarded by ``col < N``, element by element,
+        unrolled (a rolled loop indexing the accumulator by its variable kept the whole tile in
+        memory instead of registers, its K loop included: dense 196x192 -> 48 with 32-wide
+        tiles, one thread, 96 -> 49 us); with a symbolic M as well the store stays a loop: its
+        row tail is a chain of ``mr - 1`` tiles, and unrolled stores grew a dynamic-batch
+        classifier's IR tenfold (1.2 -> 6-7 s of LLVM, most of a cold EfficientNet-B0
+        ``relax.build``)."""
+        if full_panel:
+            return self.nr, S.ForKind.VECTORIZED, False
+        if isinstance(self.N, int):
+            part = self.N % self.nr
+            # (one column: unrolled, as a one-lane vector loop would be a rolled loop)
+            return part, S.ForKind.VECTORIZED if part > 1 else S.ForKind.UNROLLED, False
+        kind = S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
+        return self.nr, kind, True
 
     def split(self, q, sizes):
         """Mixed-radix digits of the fused loop index ``q`` for ``sizes`` (outer first)."""
@@ -480,10 +491,11 @@ class GemmBuilder:
                 v = self.epilogue(row0 + ii, col, v)
             idx = (b, row0 + ii, col) if self.batched else (row0 + ii, col)
             st = S.BufferStore(self.C, v, self.c_index(idx))
-            return st if full_panel else S.IfThenElse(col < self.N, st)
+            return S.IfThenElse(col < self.N, st) if guarded else st
 
+        cols, kind, guarded = self.store_columns(full_panel)
         parts.append(self.loop("ii", rows, unroll, lambda ii: self.loop(
-            "jj", nr, self.store_kind(full_panel), lambda jj: out(ii, jj))))
+            "jj", cols, kind, lambda jj: out(ii, jj))))
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
         return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
 
@@ -551,10 +563,11 @@ class GemmBuilder:
                 if epi and self.epilogue is not None:
                     v = self.epilogue(row0 + ii, col, v)
                 st = S.BufferStore(self.C, v, idx)
-                return st if full_panel else S.IfThenElse(col < self.N, st)
+                return S.IfThenElse(col < self.N, st) if guarded else st
 
+            cols, kind, guarded = self.store_columns(full_panel)
             return self.loop("ii", rows, unroll, lambda ii: self.loop(
-                "jj", nr, self.store_kind(full_panel), lambda jj: out(ii, jj)))
+                "jj", cols, kind, lambda jj: out(ii, jj)))
 
         epilogue = self.bias is not None or self.relu or self.epilogue is not None
         if nkb == 1:

@@ -5,6 +5,8 @@ model built for each batch size; functions that mix images, GEMMs over the batch
 functions with other symbolic dimensions keep the symbolic lowering. Relax conv weights bound
 as constants are packed at build time (``relax/vm/const_prepack.py``)."""
 
+import functools
+
 import numpy as np
 import pytest
 from conv_reference import conv_ref
@@ -52,16 +54,27 @@ def _run(mod, a):
     return vm["main"](tvm.nd.array(a)).numpy()
 
 
+@functools.cache
+def _built(batch, seed: int):
+    """``relax.build`` of ``_net`` at ``batch`` (an int, or the name of a symbolic batch
+    variable) with the weights of ``seed``: built once for the tests that run it."""
+    n = tir.Var(batch, "int64") if isinstance(batch, str) else batch
+    return relax.build(_net(n, np.random.default_rng(seed)), "llvm")
+
+
+def _run_net(batch, seed: int, a):
+    vm = relax.VirtualMachine(_built(batch, seed), tvm.cpu())
+    return vm["main"](tvm.nd.array(a)).numpy()
+
+
 def test_symbolic_batch_matches_static_builds():
-    n = tir.Var("n", "int64")
-    mod = _net(n, np.random.default_rng(0))
-    ex = relax.build(mod, "llvm")
+    ex = _built("n", 0)
     vm = relax.VirtualMachine(ex, tvm.cpu())
     rng = np.random.default_rng(1)
     for batch in (1, 3, 2):
         a = rng.standard_normal((batch, 8, 12, 12)).astype("float32")
         got = vm["main"](tvm.nd.array(a)).numpy()
-        want = _run(_net(batch, np.random.default_rng(0)), a)
+        want = _run_net(batch, 0, a)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         # each image alone gives the same rows
         for i in range(batch):
@@ -186,15 +199,43 @@ def test_deep_block_expression_does_not_recurse():
     assert isinstance(one, PrimFunc)
 
 
+def _elementwise(value_of):
+    """``y[n, 2] = value_of(x, batch axis var, other axis var)`` as one block."""
+    n = tir.Var("n", "int64")
+    x = decl_buffer((n, 2), "float32", "x")
+    y = decl_buffer((n, 2), "float32", "y")
+    ivs = [E.IterVar(E.Range.from_min_extent(E.IntImm("int64", 0), d), E.Var(f"v{k}", "int64"),
+                     E.IterVar.DataPar) for k, d in enumerate(x.shape)]
+    loops = [E.Var(f"i{k}", "int64") for k in range(2)]
+    value = value_of(x, *(iv.var for iv in ivs))
+    body = S.BlockRealize(loops, E.IntImm("bool", 1), S.Block(ivs, [], [], "b", S.BufferStore(
+        y, value, [iv.var for iv in ivs])))
+    for lv, d in reversed(list(zip(loops, x.shape))):
+        body = S.For(lv, E.IntImm("int64", 0), d, S.ForKind.SERIAL, body)
+    xp, yp = E.Var("xp", "handle"), E.Var("yp", "handle")
+    return PrimFunc([xp, yp], body, buffer_map={xp: x, yp: y}), n
+
+
+@pytest.mark.parametrize("value_of,own", [
+    (lambda x, b, c: x[b, c] * x[b, 1 - c], True),  # the image's own elements, shared loads
+    (lambda x, b, c: x[b, c] + E.Cast("float32", b), False),  # the image axis as a value
+    (lambda x, b, c: x[0, c], False),  # another image's element
+    (lambda x, b, c: x[b, c] + x[b, E.Min(b, 1)], False),  # the image axis in a later index
+    # a gather's form: an index read from the image's own data (a load in a load's index)
+    (lambda x, b, c: x[b, E.Cast("int64", x[b, c])], True),
+    (lambda x, b, c: x[b, E.Cast("int64", x[0, c])], False),  # ... from another image
+])
+def test_block_values_read_their_own_image_only(value_of, own):
+    f, n = _elementwise(value_of)
+    assert batch_loop.separable(f, n) is own
+
+
 @pytest.mark.parametrize("batch", [1, 4])
 def test_dynamic_batch_onnx_style_residual_block(batch):
     """The form an ONNX import with a dynamic batch axis produces (``batch`` symbolic)."""
-    n = tir.Var("batch", "int64")
-    rng = np.random.default_rng(5)
-    mod = _net(n, rng)
     a = np.random.default_rng(batch).standard_normal((batch, 8, 12, 12)).astype("float32")
-    np.testing.assert_allclose(_run(mod, a), _run(_net(batch, np.random.default_rng(5)), a),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_run_net("batch", 5, a), _run_net(batch, 5, a), rtol=1e-5,
+                               atol=1e-5)
 
 
 def _relu_plus_one(n):
@@ -250,9 +291,8 @@ def test_image_loop_is_one_parallel_instance_loop_compiled_once():
 
 def test_conv_net_kernels_are_compiled_once():
     """Every image kernel of the conv net holds as many multiply-adds as the one-image build's."""
-    n = tir.Var("n", "int64")
-    dyn = relax.build(_net(n, np.random.default_rng(0)), "llvm").kernels
-    one = relax.build(_net(1, np.random.default_rng(0)), "llvm").kernels
+    dyn = _built("n", 0).kernels
+    one = _built(1, 0).kernels
     looped = 0
     for name, (rec, _) in dyn.items():
         if not isinstance(rec.prim_func.body, S.For) or rec.prim_func.body.loop_var.name != "image":
@@ -270,11 +310,10 @@ def test_images_on_several_threads_match_static_builds(threads):
     builds' results."""
     from minitvm.runtime import threadpool
 
-    n = tir.Var("n", "int64")
-    vm = relax.VirtualMachine(relax.build(_net(n, np.random.default_rng(0)), "llvm"), tvm.cpu())
+    vm = relax.VirtualMachine(_built("n", 0), tvm.cpu())
     rng = np.random.default_rng(7)
     cases = [(b, rng.standard_normal((b, 8, 12, 12)).astype("float32")) for b in (1, 2, 5, 4)]
-    want = [_run(_net(b, np.random.default_rng(0)), a) for b, a in cases]
+    want = [_run_net(b, 0, a) for b, a in cases]
     old = threadpool.get_num_threads()
     threadpool.set_num_threads(threads)
     try:

@@ -99,11 +99,14 @@ def _run_gemm(m, n, k, transpose_b, bias, relu, seed=0):
                prepacked=True, seed=seed)
 
 
-@pytest.mark.parametrize("rest", range(12))
+@pytest.mark.parametrize("isa,rest", [(isa, rest) for isa in sorted(gemm_kernel.TILES)
+                                       for rest in range(gemm_kernel.TILES[isa][0])],
+                         indirect=["isa"])
 def test_every_row_tail_of_the_twelve_row_tile(isa, rest):
-    # 3 full tiles and every leftover row count (one multi-row tile), K over two blocks
+    # 3 full tiles and every leftover row count of the ISA's tile (one multi-row tile), K over
+    # two blocks, a partial panel
     mr, nr = gemm_kernel.default_tile()
-    _run_gemm(3 * mr + rest % mr, 2 * nr + 5, 530, transpose_b=True, bias=True, relu=True,
+    _run_gemm(3 * mr + rest, 2 * nr + 5, 530, transpose_b=True, bias=True, relu=True,
               seed=rest)
 
 

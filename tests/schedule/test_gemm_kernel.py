@@ -163,34 +163,46 @@ def test_batch_gemm_bad_batch():
         gemm_kernel.batch_gemm(0, 4, 4, 4)
 
 
-@pytest.mark.parametrize("rows", [1, 5])
-def test_partial_panel_store_is_unrolled(rows, rng):
-    """The guarded store of a panel only partly inside N is unrolled: a rolled loop indexing
-    the accumulator by its variable would keep the whole tile (and its K loop) in memory."""
-    n, k = 40, 8  # one full 32-wide panel and one of 8 columns
+@pytest.mark.parametrize("rows,n", [(1, 40), (5, 40), (5, 33)])
+def test_partial_panel_of_a_static_n_stores_its_columns_only(rows, n, rng):
+    """The last panel of a static N stores its ``N % nr`` columns, unguarded: one vector (8
+    columns), or an unrolled store of one column (a rolled one-column loop would index the
+    accumulator by its variable, keeping the tile in memory). Its 32 guarded scalar stores a
+    row were most of the LLVM IR of an odd-shaped GEMM (seconds of compile time)."""
+    k = 8  # one full 32-wide panel and one of n - 32 columns
     prim = gemm_kernel.gemm(rows, n, k, transpose_b=True, bias=True, relu=True, mr=4, nr=32,
                             prepacked_b=True)
-    lines = prim.script().splitlines()
-    guarded = [i for i, line in enumerate(lines) if f"+ jj < {n}:" in line]
-    assert guarded
-    for i in guarded:
-        assert "for jj in T.unroll(32)" in lines[i - 1]
+    text = prim.script()
+    assert f"jj < {n}" not in text
+    assert ("for jj in T.vectorized(8)" if n == 40 else "for jj in T.unroll(1)") in text
     f = codegen.build(prim)["gemm"]
     a = rng.standard_normal((rows, k), dtype=np.float32)
     w = rng.standard_normal((n, k), dtype=np.float32)
     bias = rng.standard_normal(n, dtype=np.float32)
-    c = np.empty((rows, n), np.float32)
+    c = np.full((rows, n), np.nan, np.float32)
     f(a, gemm_kernel.pack_b(w, 32, True), bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
 
 
-def test_partial_panel_store_stays_a_loop_for_a_symbolic_m():
-    """With a symbolic M the guarded store is not unrolled: the row tail is a chain of
-    ``mr - 1`` tiles, and unrolled stores multiplied a dynamic-batch classifier's IR."""
-    m = tir.Var("m", "int32")
-    prim = gemm_kernel.gemm(m, 40, 8, transpose_b=True, mr=4, nr=32, prepacked_b=True)
+@pytest.mark.parametrize("static_m", [True, False])
+def test_partial_panel_of_a_symbolic_n_guards_each_column(static_m, rng):
+    """With a symbolic N each of the partial panel's 32 columns is guarded by ``col < N``:
+    unrolled for a static M (a rolled loop would keep the tile in memory), a loop for a
+    symbolic M (its row tail is a chain of ``mr - 1`` tiles, and unrolled stores multiplied a
+    dynamic-batch classifier's IR)."""
+    m, n, k = 5, 40, 8
+    bld = gemm_kernel.GemmBuilder(None, m if static_m else tir.Var("m", "int32"),
+                                  tir.Var("n", "int32"), k, True, False, False, "float32", 4,
+                                  32, 64, True, False, False, gemm_kernel.PARALLEL_MIN_WORK)
+    prim = bld.build("gemm")
     lines = prim.script().splitlines()
-    guarded = [i for i, line in enumerate(lines) if "+ jj < 40:" in line]
+    guarded = [i for i, line in enumerate(lines) if "+ jj < n:" in line]
     assert guarded
     for i in guarded:
-        assert "for jj in range(32)" in lines[i - 1]
+        assert ("for jj in T.unroll(32)" if static_m else "for jj in range(32)") in lines[i - 1]
+    f = codegen.build(prim)["gemm"]
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    w = rng.standard_normal((n, k), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    f(a, gemm_kernel.pack_b(w, 32, True), c)
+    np.testing.assert_allclose(c, a @ w.T, rtol=1e-4, atol=1e-4)
