@@ -245,11 +245,19 @@ def test_cli_cache_info_and_clear(cache_dir, capsys):
 
 
 # ------------------------------------------------------------------------------ parallel
+# Six distinct kernels (dense layers of distinct widths): the probes lowered in process, then a
+# worker's share. The parallel tests lower MIN_TASKS to 6 (8 by default): every kernel is
+# compiled twice a test (cold, then cold again in parallel), so each one saved counts twice.
+PARALLEL_WIDTHS = tuple(range(12, 12 + 4 * 6, 4))
+
+
 def _spy_run_sharded(monkeypatch, module: str) -> list:
     """The workers each ``run_sharded`` call of ``module`` (a module's dotted name) forks, in
-    order, recorded as the calls run."""
+    order, recorded as the calls run (with ``MIN_TASKS`` lowered to ``PARALLEL_WIDTHS``'s
+    kernels)."""
     import sys
 
+    monkeypatch.setattr(parallel_compile, "MIN_TASKS", len(PARALLEL_WIDTHS))
     forked: list = []
     real = parallel_compile.run_sharded
     monkeypatch.setattr(sys.modules[module], "run_sharded",
@@ -258,8 +266,7 @@ def _spy_run_sharded(monkeypatch, module: str) -> list:
 
 
 def test_parallel_build_matches_sequential(cache_dir, monkeypatch):
-    widths = tuple(range(12, 12 + 4 * 10, 4))  # ten distinct kernels
-    mod, params = _mlp(widths)
+    mod, params = _mlp(PARALLEL_WIDTHS)
     seq = _build_run(mod, params)
     n = len(_entries(cache_dir))
     for p in _entries(cache_dir):
@@ -302,10 +309,10 @@ def _relax_build_run(mod):
 
 def test_parallel_relax_build_matches_sequential(cache_dir, monkeypatch):
     # relax.build shares a cold build's kernels among forked workers as relay.build does
-    mod = _relax_chain(tuple(range(12, 12 + 4 * 10, 4)))  # ten distinct kernels
+    mod = _relax_chain(PARALLEL_WIDTHS)
     seq = _relax_build_run(mod)
     n = len(_entries(cache_dir))
-    assert n >= 10
+    assert n >= len(PARALLEL_WIDTHS)
     for p in _entries(cache_dir):
         p.unlink()
     _fresh_process_caches()
@@ -343,7 +350,7 @@ def test_run_sharded_survives_crashing_and_hanging_workers(cache_dir, monkeypatc
 
 
 def test_warm_build_forks_no_worker(cache_dir, monkeypatch):
-    mod, params = _mlp(tuple(range(12, 12 + 4 * 10, 4)))
+    mod, params = _mlp(PARALLEL_WIDTHS)
     cold = _build_run(mod, params)
     _fresh_process_caches()
     monkeypatch.setenv("MINITVM_COMPILE_JOBS", "2")

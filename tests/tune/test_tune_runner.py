@@ -30,9 +30,17 @@ def _task():
     return Task(list(DENSE), SPACE, measure=broken_measure)
 
 
-def test_runner_survives_crash_hang_and_exception():
+@pytest.fixture
+def quick_settle(monkeypatch):
+    """Fresh workers settle OpenBLAS for 0.01 s, not 0.2 s: these tests restart a worker after
+    every crash and time-out, and check what the runner records, not how BLAS settles (the
+    settling itself is checked by test_workers_keep_the_processes_openblas_thread_count)."""
+    monkeypatch.setattr(tune_runner, "BLAS_SETTLE_S", 0.01)
+
+
+def test_runner_survives_crash_hang_and_exception(quick_settle):
     task = _task()
-    with LocalRunner(timeout=1.0) as runner:
+    with LocalRunner(timeout=0.5) as runner:
         ok = runner.measure(task, {"mode": "ok", "v": 2})
         assert ok.ok and ok.costs == [5e-4]
         crash = runner.measure(task, {"mode": "crash", "v": 1})
@@ -48,7 +56,7 @@ def test_runner_survives_crash_hang_and_exception():
         assert runner.restarts == 2
 
 
-def test_tuner_records_failures_and_keeps_the_best(tmp_path):
+def test_tuner_records_failures_and_keeps_the_best(tmp_path, quick_settle):
     path = tmp_path / "records.jsonl"
     db = tune_tasks([_task()], path, trials=SPACE.size(), timeout=0.5, progress="none",
                     strategy="random", confirm=2)
@@ -103,8 +111,8 @@ def test_workers_keep_the_processes_openblas_thread_count():
 def test_a_slow_worker_start_is_not_the_candidates_time(monkeypatch):
     # (a loaded machine: the fresh worker settles for longer than the candidate's time-out)
     # (the time-out leaves a crash on a loaded machine time to be seen as one)
-    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(2.5))
-    with LocalRunner(timeout=2.0) as runner:
+    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(1.0))
+    with LocalRunner(timeout=0.5) as runner:
         ok = runner.measure(_task(), {"mode": "ok", "v": 2})
         assert ok.ok and ok.costs == [5e-4]
         crash = runner.measure(_task(), {"mode": "crash", "v": 1})

@@ -25,7 +25,7 @@ def _check(clause_pat: Pattern, cand: Pattern) -> int:
     that depends on parts ``cand`` leaves open."""
     unspecified = False
     stack = [(clause_pat, cand)]
-    pop, push = stack.pop, stack.extend
+    pop, push, push_one = stack.pop, stack.extend, stack.append
     while stack:
         p, c = pop()
         tp = type(p)
@@ -41,8 +41,13 @@ def _check(clause_pat: Pattern, cand: Pattern) -> int:
                 continue
         else:  # a variable or a wildcard matches anything
             continue
-        _same_arity(p, c)
-        push(zip(p.patterns, c.patterns))
+        ps, cs = p.patterns, c.patterns
+        if len(ps) != len(cs):
+            _same_arity(p, c)
+        if len(ps) == 1:
+            push_one((ps[0], cs[0]))
+        else:
+            push(zip(ps, cs))
     return _UNSPECIFIED if unspecified else _MATCH
 
 
@@ -63,6 +68,8 @@ def _adt_constructors(ctor, mod) -> tuple:
 
 def _product(fields: list[list]) -> list[tuple]:
     """All choices of one entry per field, the first field varying fastest (TVM's order)."""
+    if len(fields) == 1:
+        return [(x,) for x in fields[0]]
     if all(len(f) == 1 for f in fields):
         return [tuple(f[0] for f in fields)]
     return [tuple(reversed(t)) for t in itertools.product(*reversed(fields))]
@@ -77,6 +84,10 @@ def _expand(clause_pat: Pattern, cand: Pattern, mod) -> list:
         p, c, ready = work.pop()
         if ready:
             n = len(p.patterns)
+            if n == 1 and type(c) is PatternConstructor:  # (a one-field constructor: in place)
+                ctor = c.constructor
+                done[-1] = [PatternConstructor(ctor, (x,)) for x in done[-1]]
+                continue
             fields = _product(done[len(done) - n:])
             del done[len(done) - n:]
             if type(c) is PatternConstructor:
@@ -98,9 +109,13 @@ def _expand(clause_pat: Pattern, cand: Pattern, mod) -> list:
             done.append([c])
             continue
         work.append((p, c, True))
-        if len(p.patterns) != len(c.patterns):
+        ps, cs = p.patterns, c.patterns
+        if len(ps) == 1 and len(cs) == 1:
+            work.append((ps[0], cs[0], False))
+            continue
+        if len(ps) != len(cs):
             _same_arity(p, c)
-        work.extend((sp, sc, False) for sp, sc in reversed(list(zip(p.patterns, c.patterns))))
+        work.extend((sp, sc, False) for sp, sc in reversed(list(zip(ps, cs))))
     return done[0]
 
 

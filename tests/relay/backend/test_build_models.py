@@ -1,5 +1,10 @@
 """relay.build on every relay.testing workload and the seed example, at opt_levels 0-3: the graph
-executor matches the interpreter to 1e-4 (relative to the output's scale)."""
+executor matches the interpreter to 1e-4 (relative to the output's scale).
+
+The two ImageNet ResNets are built at opt_levels 0 (every op its own kernel) and 3 (the whole
+pipeline: constant folding, scale-axis folding, layout alteration, fusion); the levels between
+(fusion without, then with, constant folding) are run on the smaller conv nets, whose conv + bn
++ relu + residual-add patterns are the same. Each ResNet level compiles 30-100 kernels cold."""
 
 import numpy as np
 import pytest
@@ -63,8 +68,12 @@ def references():
     return get
 
 
-@pytest.mark.parametrize("opt_level", [0, 1, 2, 3])
-@pytest.mark.parametrize("name", list(WORKLOADS))
+LARGE_WORKLOADS = ("resnet18", "resnet50")
+WORKLOAD_CASES = [(name, level) for name in WORKLOADS for level in range(4)
+                  if name not in LARGE_WORKLOADS or level in (0, 3)]
+
+
+@pytest.mark.parametrize("name,opt_level", WORKLOAD_CASES)
 def test_workload_matches_interpreter(references, name, opt_level):
     mod, params, inputs, ref = references(name)
     with tvm.transform.PassContext(opt_level=opt_level):
