@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conv_reference import grouped_conv_ref, run_graph, with_epilogue
+from conv_reference import grouped_conv_ref, knob_table, run_graph, with_epilogue
 
 import minitvm as tvm
 from minitvm import relax, relay, te
@@ -74,9 +74,7 @@ def _check(lib, inputs, want, atol):
 
 def _forced(mod, **values):
     """A knob table giving every conv of ``mod`` these knob values."""
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, tracer)
-    return knobs.KnobTable({k: dict(values) for k in tracer.seen})
+    return knob_table(mod, **values)
 
 
 WINOGRAD_CASES = [  # (input shape, output channels, groups, padding, epilogue, block sizes)
