@@ -75,6 +75,44 @@ def build_conv(shape, o, k, strides=(1, 1), pads=(1, 1, 1, 1), dil=(1, 1), epi="
     return lib, inputs, want
 
 
+def rotated_knobs(cases, widths, orders):
+    """``pytest.param(case, width, order)``: every case at every width, the orders taking turns
+    over the widths and, shifted by one, over the cases. Each case still runs in every width
+    and (given two widths or more) in both orders, and each width in both orders over several
+    cases, at a fraction of the full product's kernels (each one a compile of its own)."""
+    import pytest
+
+    return [pytest.param(case, width, orders[(i + j) % len(orders)],
+                         id=f"{orders[(i + j) % len(orders)]}-{width}-case{i}")
+            for i, case in enumerate(cases) for j, width in enumerate(widths)]
+
+
+def knob_table(mod, params=None, **values):
+    """A knob table giving every tunable workload of ``mod`` these knob values. The workloads
+    are ``tune.extract_tasks``' (it lowers ``mod``'s functions without compiling them; a
+    tracing build compiled each conv once more, under the default knobs)."""
+    from minitvm import tune
+    from minitvm.schedule import knobs
+
+    tasks = tune.extract_tasks(mod, params)
+    return knobs.KnobTable({knobs.key_text(t.workload): dict(values) for t in tasks})
+
+
+def taking_turns(cases, variants, per_case: int = 1, every=()):
+    """``pytest.param(case, variant)``: case ``i`` in ``per_case`` of the variants, from the
+    ``i * per_case``-th on (so the variants take turns over the cases), the cases whose indices
+    are in ``every`` in all of them."""
+    import pytest
+
+    n = len(variants)
+    out = []
+    for i, case in enumerate(cases):
+        picks = range(n) if i in every else sorted({(i * per_case + m) % n
+                                                    for m in range(per_case)})
+        out += [pytest.param(case, variants[j], id=f"{variants[j]}-case{i}") for j in picks]
+    return out
+
+
 def requantize_uint8(y):
     """``y`` (float32) requantized as the quantized importers end an int32 product: scaled by
     1/4096, rounded, a zero point of 100 added, saturated to uint8."""

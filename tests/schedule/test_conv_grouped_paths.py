@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conv_reference import grouped_conv_ref, run_graph, with_epilogue
+from conv_reference import grouped_conv_ref, knob_table, run_graph, taking_turns, with_epilogue
 
 import minitvm as tvm
 from minitvm import relax, relay, te
@@ -74,9 +74,7 @@ def _check(lib, inputs, want, atol):
 
 def _forced(mod, **values):
     """A knob table giving every conv of ``mod`` these knob values."""
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, tracer)
-    return knobs.KnobTable({k: dict(values) for k in tracer.seen})
+    return knob_table(mod, **values)
 
 
 WINOGRAD_CASES = [  # (input shape, output channels, groups, padding, epilogue, block sizes)
@@ -142,9 +140,11 @@ LANES_CASES = [
 ]
 
 
-@pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("shape,o,groups,strides,pads,dil,epi", LANES_CASES)
-def test_grouped_lanes_match_reference(shape, o, groups, strides, pads, dil, epi, dynamic):
+# (the weight constant, prepacked, or computed in the graph, packed per call, taking turns over
+# the cases; the padded groups of 24 channels both ways)
+@pytest.mark.parametrize("case, dynamic", taking_turns(LANES_CASES, [False, True], every={0}))
+def test_grouped_lanes_match_reference(case, dynamic):
+    shape, o, groups, strides, pads, dil, epi = case
     mod, inputs, want = _relay_conv(shape, o, groups, strides, pads, dil, epi, dynamic)
     lib = _build(mod, _forced(mod, impl="direct"))
     names = _conv_names(lib)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
-from conv_reference import build_conv
+from conv_reference import build_conv, rotated_knobs
 from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
@@ -55,9 +55,10 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
 ]
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("width", [16, 32])
-@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+# (each case at both widths, in both orders: "channels" at one width, "bands" at the other,
+# alternating over the cases, so each width x order pair runs on five or six of the geometries
+# above; the full product compiled 44 kernels)
+@pytest.mark.parametrize("case, width, order", rotated_knobs(CASES, [16, 32], conv_lanes.ORDERS))
 def test_direct_matches_numpy(case, width, order, force_knobs, restore_threads):
     """The tiles read the input itself (no ``xpad`` copy, the output through ``cl_opix``) and
     match numpy at one and two threads."""

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
-from conv_reference import build_conv
+from conv_reference import build_conv, rotated_knobs
 from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
@@ -78,9 +78,11 @@ CASES = [  # shape, output channels, filter, strides, padding, dilation, groups,
 ]
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("width", [16, 32, 48, 64])
-@pytest.mark.parametrize("order", conv_lanes.ORDERS)
+# (each case at every width, two in each order, the orders alternating over the widths and the
+# cases: each width x order pair runs on five or six of the geometries above; the full product
+# compiled 88 kernels)
+@pytest.mark.parametrize("case, width, order",
+                         rotated_knobs(CASES, [16, 32, 48, 64], conv_lanes.ORDERS))
 def test_each_width_matches_numpy(case, width, order, force_knobs, restore_threads):
     """Every width (where the ISA and the output channels allow it; else 16) in both loop
     orders, at one and two threads."""

@@ -9,7 +9,7 @@ has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as ex
 
 import numpy as np
 import pytest
-from conv_reference import conv_kernel, conv_ref, requantize_uint8, run_graph
+from conv_reference import conv_kernel, conv_ref, requantize_uint8, run_graph, taking_turns
 
 import minitvm as tvm
 from minitvm import relay
@@ -55,9 +55,12 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r), d
 ]
 
 
-@pytest.mark.parametrize("shape, o, k, s, pads, d", CASES)
-@pytest.mark.parametrize("epilogue", [False, True, "uint8"])
-def test_vnni_conv_is_exact(shape, o, k, s, pads, d, epilogue):
+# (the epilogues, none / float32 / requantized to uint8, take turns over the cases; the three
+# whose last tile is partly stored run with each)
+@pytest.mark.parametrize("case, epilogue", taking_turns(CASES, [False, True, "uint8"],
+                                                        every={7, 8, 9}))
+def test_vnni_conv_is_exact(case, epilogue):
+    shape, o, k, s, pads, d = case
     rng = np.random.default_rng(o + k + shape[1])
     w = rng.integers(-128, 128, (o, shape[1], k, k)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")
@@ -137,13 +140,15 @@ ROW_CASES = [  # (input shape, output channels, kernel width, stride, pads): one
 ]
 
 
-@pytest.mark.parametrize("shape, o, k, s, pads", ROW_CASES)
-@pytest.mark.parametrize("epilogue", [False, True, "uint8", "residual", "border"])
-def test_vnni_row_conv_stores_pixel_vectors(shape, o, k, s, pads, epilogue):
+# (each case with three of the five epilogues, in turn: each epilogue on three of the cases)
+@pytest.mark.parametrize("case, epilogue", taking_turns(
+    ROW_CASES, [False, True, "uint8", "residual", "border"], per_case=3))
+def test_vnni_row_conv_stores_pixel_vectors(case, epilogue):
     """A conv over one row (a Conv1d's, ``oh == 1``) stores each output channel as vectors of
     the tile's pixels after a transpose in registers (``ROW_STORE``: ``vr_src``), the epilogue
     before the transpose, or after it for one that reads an operand at the pixel (a residual
     add); exact as numpy."""
+    shape, o, k, s, pads = case
     rng = np.random.default_rng(o + k + shape[3])
     w = rng.integers(-128, 128, (o, shape[1], 1, k)).astype("int8")
     x = rng.integers(0, 256, shape).astype("uint8")

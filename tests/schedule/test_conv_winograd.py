@@ -7,7 +7,7 @@ geometry allows, is the default there, and is one more implementation in the tun
 
 import numpy as np
 import pytest
-from conv_reference import conv_ref
+from conv_reference import conv_ref, knob_table
 
 import minitvm as tvm
 from minitvm import relay
@@ -66,9 +66,7 @@ def _build(mod, params, table=None):
 
 def _winograd_table(mod, params, m):
     """A knob table putting every conv of ``mod`` on F(m x m, 3 x 3)."""
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, params, tracer)
-    return knobs.KnobTable({k: {"impl": "winograd", "wino_m": m} for k in tracer.seen})
+    return knob_table(mod, params, impl="winograd", wino_m=m)
 
 
 def _uses_winograd(lib) -> bool:

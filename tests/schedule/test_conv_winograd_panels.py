@@ -5,9 +5,10 @@ convs at both tile widths (16, 32), with bands whose tile count leaves no tail, 
 most 16 and one of more, match a float64 reference at one and two threads."""
 
 import pytest
+from conv_reference import knob_table
 from test_conv_winograd import _build, _check, _conv, _stage, _uses_winograd
 
-from minitvm.schedule import conv_winograd, knobs
+from minitvm.schedule import conv_winograd
 
 
 @pytest.mark.parametrize("left,nr,want", [
@@ -76,10 +77,7 @@ def test_panels_and_tails_match_reference(shape, o, m, left, nr, monkeypatch):
     if nr == 32:
         assert g["tiles"] % 32 == left
     mod, params, inputs, want = _conv(shape, o, 1, "residual_relu" if m == 4 else "bias_relu")
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, params, tracer)
-    table = knobs.KnobTable({k: {"impl": "winograd", "wino_m": m, "wino_nr": nr}
-                             for k in tracer.seen})
+    table = knob_table(mod, params, impl="winograd", wino_m=m, wino_nr=nr)
     lib = _build(mod, params, table)
     assert _uses_winograd(lib)
     _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
@@ -92,9 +90,7 @@ def test_both_gemm_loop_orders_match_reference(shape, o, m, left, inner, monkeyp
     whole one moved back), at the host's tile width."""
     monkeypatch.setitem(conv_winograd.CHANNEL_TILES_INNER, conv_winograd.vector_isa(), inner)
     mod, params, inputs, want = _conv(shape, o, 1, "residual_relu")
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, params, tracer)
-    table = knobs.KnobTable({k: {"impl": "winograd", "wino_m": m} for k in tracer.seen})
+    table = knob_table(mod, params, impl="winograd", wino_m=m)
     lib = _build(mod, params, table)
     assert _uses_winograd(lib)
     _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
@@ -116,9 +112,7 @@ def test_half_vector_tail_matches_reference(shape, o, m, half, monkeypatch):
     (``HALF_TAIL``, on for AVX-512), or a whole one moved back (AVX2's)."""
     monkeypatch.setitem(conv_winograd.HALF_TAIL, conv_winograd.vector_isa(), half)
     mod, params, inputs, want = _conv(shape, o, 1, "residual_relu")
-    tracer = knobs.KnobTable(trace=True)
-    _build(mod, params, tracer)
-    table = knobs.KnobTable({k: {"impl": "winograd", "wino_m": m} for k in tracer.seen})
+    table = knob_table(mod, params, impl="winograd", wino_m=m)
     lib = _build(mod, params, table)
     assert _uses_winograd(lib)
     _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)

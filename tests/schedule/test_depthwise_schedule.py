@@ -2,6 +2,7 @@
 loop nest it writes (phased copy, no bounds checks, epilogue fused into the conv's store), and
 its numbers against a numpy reference on odd shapes, strides, paddings and epilogues."""
 
+import conv_reference
 import numpy as np
 import pytest
 from depthwise_cases import depthwise_conv as _conv
@@ -516,14 +517,20 @@ def test_grouped_conv_with_many_taps_keeps_the_gemm():
 
 
 # --------------------------------------------- row blocks, narrow rows, channel blocks: numbers
-@pytest.mark.parametrize("epilogue", ["none", "bias", "relu6", "hardswish", "silu"])
-@pytest.mark.parametrize("k", [3, 5])
-@pytest.mark.parametrize("hw,stride", [(7, 1), (14, 1), (14, 2), (13, 1), (28, 1), (28, 2),
-                                       (56, 1), (30, 2)])
-def test_row_blocks_and_packed_planes_match_numpy(rng, epilogue, k, hw, stride):
+_PLANES = [(hw, stride, k) for hw, stride in [(7, 1), (14, 1), (14, 2), (13, 1), (28, 1), (28, 2),
+                                             (56, 1), (30, 2)] for k in (3, 5)]
+
+
+# (each plane and filter with two of the five epilogue kinds, in turn: each kind on six or
+# seven of them; the 7x7 planes, whose epilogues are deferred, with all five)
+@pytest.mark.parametrize("plane, epilogue", conv_reference.taking_turns(
+    _PLANES, ["none", "bias", "relu6", "hardswish", "silu"], per_case=2,
+    every={i for i, (hw, _, _) in enumerate(_PLANES) if hw == 7}))
+def test_row_blocks_and_packed_planes_match_numpy(rng, plane, epilogue):
     # every path of ``_channel`` against numpy, per epilogue kind and filter size: row blocks
     # (whole blocks and a shorter last one), narrow rows (7 and 14 wide), the packed plane's
     # epilogue pass, channel blocks (8 channels: 4 a task) and the deferred epilogues of 7x7
+    hw, stride, k = plane
     out, want, _ = _run((1, 8, hw, hw), rng, k=k, stride=stride, pad=k // 2, epilogue=epilogue)
     np.testing.assert_allclose(out, want, rtol=3e-5, atol=3e-5)
 

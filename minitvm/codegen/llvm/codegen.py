@@ -89,6 +89,11 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         for k, v in enumerate(sig.vars):
             impl.args[nb + k].name = v.name
             self.env[id(v)] = impl.args[nb + k]
+        # a buffer's size is never negative (the caller binds it from an array's shape, or
+        # checks it against one): floor division of index arithmetic over it by a positive
+        # constant is one unsigned division, not seven instructions (``_provably_nonneg``)
+        self.nonneg_vars().update(id(d) for _, b in sig.buffers for d in b.shape
+                                  if isinstance(d, E.Var))
         self.num_threads = impl.args[-1]
         self.function = impl
         self.entry_block = impl.append_basic_block("entry")

@@ -377,6 +377,11 @@ class ExprEmitter:
             # instead of eight; LLVM's optimizer spent much of its time removing them)
             return bld.udiv(a, b) if t is E.FloorDiv else bld.urem(a, b)
         if t in (E.Div, E.Mod, E.FloorDiv, E.FloorMod):
+            # both sides non-negative (a size and an index over it): the unsigned division,
+            # still guarded against a zero divisor, replaces the signed one's overflow guard
+            # and floor fix (four instructions instead of about fifteen)
+            if not unsigned and self._provably_nonneg(e.b) and self._provably_nonneg(e.a):
+                unsigned = True
             return self._int_division(t, a, b, unsigned)
         if t is E.Min:
             cmp = bld.icmp_unsigned if unsigned else bld.icmp_signed
