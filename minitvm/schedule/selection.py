@@ -28,6 +28,7 @@ heap. (64-bit keys took the heapsort until they had an order key: argsort of 10*
 
 from __future__ import annotations
 
+from ..codegen.build import NO_SLP_VECTORIZE
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -400,10 +401,10 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
         return S.SeqStmt(st)
 
     parts = []
-    if m // run:
+    if m // run:  # (LLVM's SLP vectorizer only costs time on networks: see NO_SLP_VECTORIZE)
         t = ctx.fresh("t")
         parts.append(S.For(t, imm(0), imm(m // run), S.ForKind.SERIAL,
-                           sorted_run(t * imm(run), run)))
+                           sorted_run(t * imm(run), run), annotations={NO_SLP_VECTORIZE: True}))
     if m % run:
         parts.append(sorted_run(imm(m - m % run), m % run))
 
