@@ -105,7 +105,8 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
             p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
             load = E.BufferLoad(x, [base + p * inner])
             step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
-            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step))
+            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
+                         annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
 
         init = []
         for s in range(k):  # empty slots (their values only need to be defined)
