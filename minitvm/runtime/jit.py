@@ -75,8 +75,9 @@ def _host_features() -> frozenset[str]:
 # registers.
 MINIMAL_PIPELINE = -1
 # The IR pipeline level of kernels whose schedule asks for LLVM's O3 pipeline without its SLP
-# vectorizer (``codegen.build.NO_SLP_VECTORIZE``): sorting networks, where SLP's trees through
-# chains of compare-selects took more than half of O3's time and vectorized nothing.
+# vectorizer (``codegen.build.NO_SLP_VECTORIZE``): sorting networks and top-k insertion chains,
+# where SLP's trees through chains of compare-selects took most of O3's time and vectorized
+# nothing.
 NO_SLP_PIPELINE = -2
 
 # LLVM code generator options for the kernels, on (the first spelling) while this module runs
