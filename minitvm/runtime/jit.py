@@ -74,6 +74,11 @@ def _host_features() -> frozenset[str]:
 # (tests/schedule/test_conv_lanes_width.py), the redundant address arithmetic it leaves holding
 # registers.
 MINIMAL_PIPELINE = -1
+# The IR pipeline level of kernels whose schedule asks for LLVM's O3 pipeline without its SLP
+# vectorizer (``codegen.build.NO_SLP_VECTORIZE``): sorting networks and top-k insertion chains,
+# where SLP's trees through chains of compare-selects took most of O3's time and vectorized
+# nothing.
+NO_SLP_PIPELINE = -2
 
 # LLVM code generator options for the kernels, on (the first spelling) while this module runs
 # LLVM's code generator and back to LLVM's default after, so that another llvmlite user in the
@@ -84,15 +89,15 @@ CODEGEN_OPTIONS = (("-disable-post-ra", "-disable-post-ra=false"),)
 
 
 def target_machine(opt: int = 3):
-    opt = 3 if opt == MINIMAL_PIPELINE else opt  # (its kernels get the full code generator)
+    opt = 3 if opt in (MINIMAL_PIPELINE, NO_SLP_PIPELINE) else opt  # (the full code generator)
     cpu, features = host_cpu()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
 
 
 def optimize(mod, tm, opt: int = 3) -> None:
-    """Run LLVM's standard O``opt`` module pipeline (with loop and SLP vectorization), or at
-    ``MINIMAL_PIPELINE`` its three passes."""
+    """Run LLVM's standard O``opt`` module pipeline (with loop and SLP vectorization), at
+    ``MINIMAL_PIPELINE`` its three passes, at ``NO_SLP_PIPELINE`` O3 without SLP."""
     if opt == MINIMAL_PIPELINE:
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
         mpm = llvm.create_new_module_pass_manager()
@@ -101,9 +106,11 @@ def optimize(mod, tm, opt: int = 3) -> None:
         mpm.add_simplify_cfg_pass()
         mpm.run(mod, pb)
         return
+    slp = opt != NO_SLP_PIPELINE
+    opt = 3 if opt == NO_SLP_PIPELINE else opt
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pto.loop_vectorization = opt >= 2
-    pto.slp_vectorization = opt >= 2
+    pto.slp_vectorization = opt >= 2 and slp
     pto.loop_unrolling = opt >= 2
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)

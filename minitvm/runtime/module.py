@@ -27,8 +27,9 @@ from .ndarray import aligned
 
 FORMAT = "minitvm-graph-lib"
 VERSION = 2  # 2: members carry SHA-256 digests
-# IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1)
-PIPELINE_LEVELS = (-1, 0, 1, 2, 3)
+# IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1,
+# ``jit.NO_SLP_PIPELINE`` -2)
+PIPELINE_LEVELS = (-2, -1, 0, 1, 2, 3)
 _IR_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 

@@ -24,10 +24,15 @@ sorting network (branch-free compare-exchanges in registers), then bottom-up mer
 branch-free steps, equal runs merged from both ends at once; whole rows (``k = n``) skip the
 heap. (64-bit keys took the heapsort until they had an order key: argsort of 10**6 int64 ran
 650 ms against 76 ms now, ONNX Runtime's TopK 206 ms.)
+
+The insertion chains' and the networks' loops carry ``NO_SLP_VECTORIZE``: LLVM's SLP vectorizer
+found nothing to vectorize in them and took most of the build (float32 top 64 of 24552: 4.7 ->
+0.6 CPU s without it, benchmarks/bench_selection_compile.py).
 """
 
 from __future__ import annotations
 
+from ..codegen.build import NO_SLP_VECTORIZE
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -104,7 +109,8 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
             p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
             load = E.BufferLoad(x, [base + p * inner])
             step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
-            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step))
+            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
+                         annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
 
         init = []
         for s in range(k):  # empty slots (their values only need to be defined)
@@ -400,10 +406,10 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
         return S.SeqStmt(st)
 
     parts = []
-    if m // run:
+    if m // run:  # (LLVM's SLP vectorizer only costs time on networks: see NO_SLP_VECTORIZE)
         t = ctx.fresh("t")
         parts.append(S.For(t, imm(0), imm(m // run), S.ForKind.SERIAL,
-                           sorted_run(t * imm(run), run)))
+                           sorted_run(t * imm(run), run), annotations={NO_SLP_VECTORIZE: True}))
     if m % run:
         parts.append(sorted_run(imm(m - m % run), m % run))
 

@@ -25,11 +25,9 @@ def _no_rank_form(monkeypatch):
 @pytest.fixture
 def _merge_form(monkeypatch):
     """Whole rows of 2 to 64 items sorted by the networks and merge passes (in a model such rows
-    take the rank form): the insertion form they would take here instead is for ``k`` of many
-    rows, and LLVM's SLP vectorizer takes seconds on its chains when ``k = n``."""
+    take the rank form), and a heap for any ``k > 1``: the insertion form they would take here
+    instead is for a small ``k`` of many rows (``k = n`` is no path of a model)."""
     monkeypatch.setattr(selection, "MAX_K", 1)
-
-_LENGTHS = [1, 2, RUN - 1, RUN, RUN + 1, 3 * RUN + 5, 8 * RUN, MAX_K + 1, 1000, 1025]
 
 
 def _data(dtype, shape, rng):
@@ -57,25 +55,49 @@ def _data(dtype, shape, rng):
     return x
 
 
-@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
-@pytest.mark.parametrize("n", _LENGTHS)
+# Row lengths, each once, the dtypes taking turns (the dtype changes only the order key,
+# ``_key64``; each meets short rows and rows of several merge passes): 1 and 2, a network
+# alone; RUN - 1, a short run padded above all; RUN, one whole run; RUN + 1, a run and a
+# shorter one merged from the front with bounds checks; 3 * RUN + 5, equal runs merged from
+# both ends, then a shorter one; 8 * RUN, only equal runs; MAX_K + 1, a lone run of one copied
+# along to the last pass; 1000 and 1025, many passes, lone runs copied, a last run of 1.
+_CASES = [(1, "int64"), (2, "uint64"), (RUN - 1, "float64"), (RUN, "int64"),
+          (RUN + 1, "uint64"), (3 * RUN + 5, "float64"), (8 * RUN, "uint64"),
+          (MAX_K + 1, "int64"), (1000, "float64"), (1025, "uint64")]
+
+
+@pytest.mark.parametrize("n,dtype", _CASES)
 @pytest.mark.usefixtures("_merge_form")
-def test_argsort_and_sort(dtype, n):
+def test_argsort(n, dtype):
     x = _data(dtype, (3, n), np.random.default_rng(n))
     for is_ascend in (True, False):
         (order,), kinds = build_run(
             lambda v, a=is_ascend: relay.argsort(v, axis=1, is_ascend=a, dtype="int64"), x)
         np.testing.assert_array_equal(order, selection_order_python(x, 1, is_ascend))
         assert kinds == ["native"]
-        (vals,), _ = build_run(lambda v, a=is_ascend: relay.sort(v, axis=1, is_ascend=a), x)
-        want = np.sort(x, axis=1, kind="stable")
-        np.testing.assert_array_equal(vals, want if is_ascend else want[:, ::-1])
 
 
 @pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
-@pytest.mark.parametrize("n,k", [(MAX_K + 1, MAX_K + 1), (300, MAX_K + 1), (300, 100),
-                                 (1000, 999), (1025, 517), (4099, 1000)])
-def test_topk_heap_then_sorted(dtype, n, k):
+@pytest.mark.usefixtures("_merge_form")
+def test_sort(dtype):
+    """``sort``: the ascending order's values, read back to front when descending (NaN first)."""
+    n = 3 * RUN + 5
+    x = _data(dtype, (3, n), np.random.default_rng(n))
+    want = np.sort(x, axis=1, kind="stable")
+    for is_ascend in (True, False):
+        (vals,), kinds = build_run(lambda v, a=is_ascend: relay.sort(v, axis=1, is_ascend=a), x)
+        np.testing.assert_array_equal(vals, want if is_ascend else want[:, ::-1])
+        assert kinds == ["native"]
+
+
+# (n, k), each once, the dtypes taking turns: k = n (the whole row merged, no heap); the
+# smallest heap (MAX_K + 1); a heap of a third of the row; one element past the heap; a heap
+# of half the row, kept items with a run tail; a long scan past a large heap.
+@pytest.mark.parametrize("n,k,dtype", [(MAX_K + 1, MAX_K + 1, "int64"),
+                                       (300, MAX_K + 1, "uint64"), (300, 100, "float64"),
+                                       (1000, 999, "int64"), (1025, 517, "uint64"),
+                                       (4099, 1000, "float64")])
+def test_topk_heap_then_sorted(n, k, dtype):
     x = _data(dtype, (2, n), np.random.default_rng(k))
     for is_ascend in (False, True):
         (vals, idx), kinds = build_run(lambda v, a=is_ascend: relay.topk(
@@ -86,16 +108,56 @@ def test_topk_heap_then_sorted(dtype, n, k):
         assert kinds == ["native"]
 
 
-@pytest.mark.parametrize("dtype", ["int64", "float64"])
-def test_inner_axis_sorted_and_constant_rows(dtype):
-    """The selected axis not innermost, rows sorted either way and constant (all ties: the
-    positions are the order)."""
-    n = 3 * RUN + 7
+def _inner_axis_rows(dtype):
+    """(2, n, 3) with the selected axis in the middle: rows ascending, descending, constant
+    (two runs: the other row lengths are test_argsort's)."""
+    n = 2 * RUN
     base = np.stack([np.arange(n), np.arange(n)[::-1], np.zeros(n)]).astype(dtype)
-    x = np.ascontiguousarray(np.stack([base, base + 1]).transpose(0, 2, 1))  # (2, n, 3)
+    return np.ascontiguousarray(np.stack([base, base + 1]).transpose(0, 2, 1))
+
+
+@pytest.mark.usefixtures("_merge_form")
+def test_inner_axis_sorted_and_constant_rows_merged():
+    """The selected axis not innermost, whole rows sorted either way and constant (all ties:
+    the positions are the order) through the networks and merges."""
+    x = _inner_axis_rows("int64")
     for is_ascend in (True, False):
         (order,), _ = build_run(lambda v, a=is_ascend: relay.argsort(v, axis=1, is_ascend=a), x)
         np.testing.assert_array_equal(order, selection_order_python(x, 1, is_ascend))
+
+
+@pytest.mark.usefixtures("_merge_form")
+def test_inner_axis_sorted_and_constant_rows_heap():
+    """The same rows through a heap of ``k < n`` (every later element beating the root, or
+    none; constant rows: none)."""
+    x, k = _inner_axis_rows("float64"), RUN + 3
+    for is_ascend in (True, False):
         (_, idx), _ = build_run(lambda v, a=is_ascend: relay.topk(
-            v, k=MAX_K + 3, axis=1, is_ascend=a).astuple(), x)
-        np.testing.assert_array_equal(idx, selection_order_python(x, 1, is_ascend)[:, :MAX_K + 3])
+            v, k=k, axis=1, is_ascend=a).astuple(), x)
+        np.testing.assert_array_equal(idx, selection_order_python(x, 1, is_ascend)[:, :k])
+
+
+def test_selection_kernels_skip_slp(tmp_path):
+    """The selection kernels (networks and merges; the insertion chain) take LLVM's O3 without
+    its SLP vectorizer, which cost seconds on their compare-select chains and vectorized
+    nothing; an exported library records that pipeline and loads through it again."""
+    import minitvm as tvm
+    from minitvm.contrib import graph_executor
+    from minitvm.runtime import jit
+
+    x = _data("float64", (2, RUN + 1), np.random.default_rng(5))
+    v = relay.var("x", shape=x.shape, dtype="float64")
+    y = relay.Tuple([relay.argsort(v, axis=1), relay.topk(v, k=2, ret_type="indices")])
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([v], y)), target="llvm")
+    built = {n: k.compiled.opt for n, k in lib.get_lib().kernels.items()}
+    assert sorted(built.values()) == [jit.NO_SLP_PIPELINE] * 2
+    lib.export_library(str(tmp_path / "sel.so"))
+    loaded = tvm.runtime.load_module(str(tmp_path / "sel.so"))
+    assert {n: loaded.get_lib().kernels[n].compiled.opt for n in built} == built
+    g = graph_executor.GraphModule(loaded["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    want = selection_order_python(x, 1, True)
+    np.testing.assert_array_equal(g.get_output(0).numpy(), want)
+    np.testing.assert_array_equal(g.get_output(1).numpy(), selection_order_python(x, 1, False)[:, :2])

@@ -33,18 +33,24 @@ def _data(dtype, shape, rng):
     return x
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32",
-                                   "int64", "uint8", "uint16", "uint32", "uint64"])
-@pytest.mark.parametrize("is_ascend", [False, True])
-def test_topk_heap_dtypes(dtype, is_ascend):
+_DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+           "uint32", "uint64"]
+# Every dtype both ways, ``k`` taking turns (the dtype and direction change only the order key,
+# the same for every k; each k meets 32- and 64-bit keys both ways): the smallest heap
+# (MAX_K + 1), a heap with one element past it (149), the whole row merged (150).
+_HEAP_CASES = [(dtype, is_ascend, (MAX_K + 1, 149, 150)[(2 * i + j) % 3])
+               for i, dtype in enumerate(_DTYPES) for j, is_ascend in enumerate((False, True))]
+
+
+@pytest.mark.parametrize("dtype,is_ascend,k", _HEAP_CASES)
+def test_topk_heap_dtypes(dtype, is_ascend, k):
     x = _data(dtype, (3, 150), np.random.default_rng(3))
-    for k in (MAX_K + 1, 149, 150):
-        (vals, idx), kinds = build_run(lambda v, k=k: relay.topk(
-            v, k=k, axis=1, is_ascend=is_ascend, dtype="int64").astuple(), x)
-        want = selection_order_python(x, 1, is_ascend)[:, :k]
-        np.testing.assert_array_equal(idx, want)
-        np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
-        assert kinds == ["native"]
+    (vals, idx), kinds = build_run(lambda v: relay.topk(
+        v, k=k, axis=1, is_ascend=is_ascend, dtype="int64").astuple(), x)
+    want = selection_order_python(x, 1, is_ascend)[:, :k]
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
+    assert kinds == ["native"]
 
 
 @pytest.mark.parametrize("is_ascend", [False, True])
