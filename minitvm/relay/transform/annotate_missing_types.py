@@ -61,9 +61,6 @@ class _Annotator(ExprMutator):
         new._virtual_device = getattr(v, "_virtual_device", None)
         return new
 
-    def visit(self, expr):
-        return _copy_type(super().visit(expr), expr)
-
     def visit_function(self, fn):
         new = super().visit_function(fn)
         if new.ret_type is None and fn._checked_type is not None:
@@ -80,4 +77,11 @@ def annotate_missing_types(fn: Function, known_missing: bool = False) -> Functio
         finder.visit(fn)
         if not finder.found:
             return fn
-    return _Annotator().visit(fn)
+    annotator = _Annotator()
+    out = annotator.visit(fn)
+    # every rebuilt node keeps its original's type: one sweep over the memo (old -> new) once
+    # the walk is done, rather than a wrapper around each of the walk's million visit calls
+    for old, new in annotator.memo_map.items():
+        if new is not old and new._checked_type is None:
+            new._checked_type = old._checked_type
+    return _copy_type(out, fn)

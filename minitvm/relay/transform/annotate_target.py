@@ -46,15 +46,35 @@ def _compiler(e) -> str:
     return e.attrs.compiler
 
 
+_ARITY: dict = {}  # predicate -> its number of parameters (inspect.signature costs 60 us)
+
+
+def _arity(pred) -> int:
+    try:
+        n = _ARITY.get(pred)
+    except TypeError:  # an unhashable callable: looked up every time
+        return _signature_arity(pred)
+    if n is None:
+        n = _signature_arity(pred)
+        if len(_ARITY) >= 256:
+            _ARITY.clear()
+        _ARITY[pred] = n
+    return n
+
+
+def _signature_arity(pred) -> int:
+    try:
+        return len(inspect.signature(pred).parameters)
+    except (TypeError, ValueError):
+        return 1
+
+
 def _accepts(pred, call: Call) -> bool:
     """Call a ``target.<name>`` predicate: ``pred(expr)`` (TVM >= 0.7) or the older
     ``pred(attrs, args)``; a plain bool is taken as is."""
     if isinstance(pred, bool):
         return pred
-    try:
-        n = len(inspect.signature(pred).parameters)
-    except (TypeError, ValueError):
-        n = 1
+    n = _arity(pred)
     return bool(pred(call.attrs, list(call.args)) if n == 2 else pred(call))
 
 

@@ -520,6 +520,32 @@ POST_ALTER_OP_REWRITES = (eliminate_identity, simplify_reshape, simplify_same_ca
                           simplify_consecutive_cast, simplify_clip_and_consecutive_cast,
                           simplify_clip)
 
+# The op names of the calls each rewrite can fire on (it returns None on any other call), so
+# that a call is offered only to the rewrites of its op: trying all 21 on every call was most
+# of a pass over a big program. A rewrite not listed here (full_elementwise: any broadcast op;
+# a caller's own) is offered every call.
+_ROOT_OPS = {
+    concretize_zeros_like: ("zeros_like", "ones_like"), concretize_full_like: ("full_like",),
+    concretize_reshape_like: ("reshape_like",),
+    concretize_collapse_sum_like: ("collapse_sum_like",),
+    concretize_broadcast_to_like: ("broadcast_to_like",), concretize_cast_like: ("cast_like",),
+    simplify_add: ("add",), simplify_rsqrt: ("divide",), eliminate_identity: tuple(_IDENTITY),
+    simplify_reshape: ("reshape", "contrib_reverse_reshape"),
+    simplify_transpose: ("transpose", "layout_transform"),
+    simplify_noop_transpose: ("transpose", "layout_transform"), simplify_same_cast: ("cast",),
+    simplify_consecutive_cast: ("cast",), switch_add_multiply: ("multiply",),
+    simplify_adjacent_multiply_or_add: ("multiply", "add"),
+    simplify_dq_arg: ("argmax", "argmin", "argsort"),
+    simplify_clip_and_consecutive_cast: ("cast",), simplify_clip: ("clip",),
+    simplify_binomial: ("add",),
+}
+
+
+def _rewrites_for(rewrites, op_name: str) -> tuple:
+    """The rewrites of ``rewrites`` (in order) that can fire on a call of ``op_name``."""
+    return tuple(r for r in rewrites
+                 if _ROOT_OPS.get(r) is None or op_name in _ROOT_OPS[r])
+
 
 # ----------------------------------------------------------------------------- driver
 def _type_new(e):
@@ -548,20 +574,39 @@ def _type_new(e):
     return False
 
 
+def _same_type_as_rebuilt(new, old) -> bool:
+    """Type ``new``, a rebuild of call ``old`` with the same op and attrs, with ``old``'s type
+    when every argument kept its type (a type relation depends on nothing else)."""
+    t = old._checked_type
+    if t is None or type(new) is not Call or new.op is not old.op or new.attrs is not old.attrs:
+        return False
+    for a, b in zip(new.args, old.args, strict=True):
+        ta, tb = a._checked_type, b._checked_type
+        if ta is None or (ta is not tb and ta != tb):
+            return False
+    new._checked_type = t
+    return True
+
+
 class _Simplifier(ExprMutator):
     def __init__(self, rewrites):
         super().__init__()
         self.rewrites = rewrites
         self.count = 0
+        self._by_op: dict = {}  # op -> the rewrites that can fire on its calls
 
     def visit_call(self, call):
         new = super().visit_call(call)
-        if new is not call:
+        if new is not call and not _same_type_as_rebuilt(new, call):
             _type_new(new)
+        by_op = self._by_op
         for _ in range(MAX_ITERATIONS):
             if not (isinstance(new, Call) and isinstance(new.op, Op)) or new._checked_type is None:
                 break
-            for rewrite in self.rewrites:
+            rewrites = by_op.get(new.op)
+            if rewrites is None:
+                rewrites = by_op[new.op] = _rewrites_for(self.rewrites, new.op.name)
+            for rewrite in rewrites:
                 out = rewrite(new)
                 if out is not None and out is not new:
                     if out._checked_type is None and not _type_new(out):
