@@ -430,6 +430,10 @@ class BlockBuilder:
             return expr
         if isinstance(expr, If):
             expr = self._if_with_seq_branches(expr)
+        elif isinstance(expr, Call) and isinstance(expr.op, Op) and all(
+                a._checked_type is not None and not isinstance(a, Tuple) for a in expr.args):
+            expr._checked_type = self._infer_call(expr)  # (nothing below it to fill: most calls)
+            return expr
         order = _post_order(expr)
         for e in order:
             if e._checked_type is not None:
@@ -522,6 +526,8 @@ def bind_operands(expr, emit):
     ``add(lv, x)``. Iterative; tuples stay inline with their fields bound."""
     if not isinstance(expr, Call | Tuple | TupleGetItem):
         return expr
+    if not any(isinstance(k, _NESTED) for k in _operands(expr)):
+        return expr  # (operands that are all leaves: most calls)
     done: dict[int, Expr] = {}
     stack = [(expr, False)]
     while stack:
@@ -549,6 +555,9 @@ def _operands(e) -> list:
     if isinstance(e, TupleGetItem):
         return [e.tuple_value]
     return []
+
+
+_NESTED = (Call, Tuple, TupleGetItem, If, SeqExpr)  # operands bind_operands looks into or binds
 
 
 def _needs_binding(e) -> bool:

@@ -153,8 +153,8 @@ def tir_vars_in(prims) -> list:
 
     seen, out = set(), []
     for p in prims:
-        if not isinstance(p, PrimExpr):
-            continue
+        if isinstance(p, IntImm) or not isinstance(p, PrimExpr):
+            continue  # (a static dimension: nothing to walk)
         for node in post_order(p):
             if isinstance(node, T.Var) and id(node) not in seen:
                 seen.add(id(node))
@@ -402,6 +402,9 @@ def used_symbolic_vars(func) -> list:
     return tir_vars_in(prims)
 
 
+_NO_PRIM_FIELDS = (Var, Constant, Op, GlobalVar, StringImm, DataTypeImm, ExternFunc)
+
+
 def expr_prim_fields(expr) -> list:
     """The PrimExprs an expression mentions: shape and prim values, call struct-info
     arguments, and inside its functions, branches and blocks their variables' struct info
@@ -421,8 +424,10 @@ def expr_prim_fields(expr) -> list:
         elif isinstance(e, Call):
             for s in e.sinfo_args:
                 prims.extend(sinfo_prim_fields(s))
-            stack.append(e.op)
-            stack.extend(e.args)
+            # (variables, constants and callees mention no PrimExpr: not pushed)
+            if not isinstance(e.op, _NO_PRIM_FIELDS):
+                stack.append(e.op)
+            stack.extend(a for a in e.args if not isinstance(a, _NO_PRIM_FIELDS))
         elif isinstance(e, Tuple):
             stack.extend(e.fields)
         elif isinstance(e, TupleGetItem):
