@@ -430,6 +430,13 @@ class BlockBuilder:
             return expr
         if isinstance(expr, If):
             expr = self._if_with_seq_branches(expr)
+        elif isinstance(expr, Call) and isinstance(expr.op, Op) and _typed_leaf_args(expr.args):
+            # (nothing below it but flat tuples to fill: most calls, call_tir's among them)
+            for a in expr.args:
+                if a._checked_type is None:
+                    a._checked_type = TupleStructInfo([f._checked_type for f in a.fields])
+            expr._checked_type = self._infer_call(expr)
+            return expr
         order = _post_order(expr)
         for e in order:
             if e._checked_type is not None:
@@ -522,6 +529,8 @@ def bind_operands(expr, emit):
     ``add(lv, x)``. Iterative; tuples stay inline with their fields bound."""
     if not isinstance(expr, Call | Tuple | TupleGetItem):
         return expr
+    if all(_is_flat(k) for k in _operands(expr)):
+        return expr  # (leaves and tuples of leaves: most calls, call_tir's among them)
     done: dict[int, Expr] = {}
     stack = [(expr, False)]
     while stack:
@@ -551,6 +560,16 @@ def _operands(e) -> list:
     return []
 
 
+_NESTED = (Call, Tuple, TupleGetItem, If, SeqExpr)  # operands bind_operands looks into or binds
+
+
+def _is_flat(e) -> bool:
+    """A leaf, or a tuple of leaves: an operand ``bind_operands`` leaves as it is."""
+    if isinstance(e, Tuple):
+        return not any(isinstance(f, _NESTED) for f in e.fields)
+    return not isinstance(e, _NESTED)
+
+
 def _needs_binding(e) -> bool:
     """An operand Relax wants bound to a variable: a call, a TupleGetItem, an If or a SeqExpr
     (leaves — vars, constants, shapes, prim values, functions — and tuples stay inline)."""
@@ -576,6 +595,19 @@ def prim_func_struct_info(f) -> FuncStructInfo:
     if ret is None or (isinstance(ret, TupleType) and not ret.fields):
         return FuncStructInfo.opaque_func(ret=TupleStructInfo([]))
     return FuncStructInfo.opaque_func()
+
+
+def _typed_leaf_args(args) -> bool:
+    """Whether every argument has struct info or is a tuple of fields that have (and are no
+    tuples): the arguments ``normalize`` fills without a walk."""
+    for a in args:
+        if isinstance(a, Tuple):
+            if not all(f._checked_type is not None and not isinstance(f, Tuple)
+                       for f in a.fields):
+                return False
+        elif a._checked_type is None:
+            return False
+    return True
 
 
 def _post_order(root) -> list:

@@ -52,10 +52,17 @@ _DATAFLOW = (Call, Tuple, TupleGetItem)
 _MISSING = object()
 
 
+_HOOK_OF: dict = dict(_HOOK)  # class -> its hook's name, subclasses added on first use
+
+
 def _hook_name(cls) -> str:
+    name = _HOOK_OF.get(cls)
+    if name is not None:
+        return name
     for c in cls.__mro__:
         name = _HOOK.get(c)
         if name is not None:
+            _HOOK_OF[cls] = name
             return name
     raise TypeError(f"{cls.__name__} is not a Relax expression")
 
@@ -76,13 +83,13 @@ class _Functor:
 
     def visit_expr(self, expr):
         if not isinstance(expr, _DATAFLOW):  # leaves and scopes: visited at every use
-            return getattr(self, _hook_name(type(expr)))(expr)
+            return getattr(self, _HOOK_OF.get(type(expr)) or _hook_name(type(expr)))(expr)
         memo = self.memo_map
         hit = memo.get(expr, _MISSING)
         if hit is not _MISSING:
             return hit
         self._pre_visit(expr)
-        res = getattr(self, _hook_name(type(expr)))(expr)
+        res = getattr(self, _HOOK_OF.get(type(expr)) or _hook_name(type(expr)))(expr)
         memo[expr] = res
         return res
 
@@ -101,7 +108,7 @@ class _Functor:
                 stack.extend((c, False) for c in reversed(node_operands(e))
                              if isinstance(c, _DATAFLOW) and c not in memo)
                 continue
-            memo[e] = getattr(self, _hook_name(type(e)))(e)
+            memo[e] = getattr(self, _HOOK_OF.get(type(e)) or _hook_name(type(e)))(e)
 
 
 class ExprVisitor(_Functor):
@@ -242,6 +249,8 @@ class ExprMutator(_Functor):
 
     def visit_expr(self, expr):
         res = super().visit_expr(expr)
+        if isinstance(res, Var) and res._checked_type is not None:
+            return res  # (a variable: nothing to normalize)
         return self.builder_.normalize(res) if isinstance(res, Expr) else res
 
     def visit_expr_post_order(self, expr):

@@ -22,6 +22,7 @@ from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import (
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
     ExternFunc,
@@ -59,8 +60,8 @@ def _globals_in(func) -> list:
         if isinstance(e, Var | ExternFunc) or not isinstance(e, Node):
             continue
         operands = node_operands(e)
-        if operands:  # Relax nodes declare theirs
-            stack.extend(operands)
+        if operands:  # Relax nodes declare theirs (variables and constants hold no global)
+            stack.extend(o for o in operands if not isinstance(o, Var | Constant))
         elif hasattr(e, "__slots__") and not isinstance(e, str):
             try:
                 stack.extend(c for c in node_children(e) if hasattr(c, "__slots__"))

@@ -115,6 +115,21 @@ def op_pattern_of(mod: IRModule, call: Call) -> int:
 
 def _leaves(expr) -> list:
     """Leaf values (variables, constants, shapes...) an expression uses, first-use order."""
+    # nearly every binding is an operator call (or a call_tir's tuple) on leaves: no walk
+    if isinstance(expr, Call) and not isinstance(expr.op, Expr):
+        kids = expr.args
+    elif isinstance(expr, Tuple):
+        kids = expr.fields
+    else:
+        kids = None
+    if kids is not None and all(isinstance(k, _LEAF_VALUES) for k in kids):
+        if len(kids) < 2:
+            return list(kids)
+        out = []
+        for k in kids:
+            if not any(k is o for o in out):
+                out.append(k)
+        return out
     out, seen, stack = [], set(), [expr]
     while stack:
         e = stack.pop()
@@ -159,6 +174,8 @@ def symbolic_definers(bindings, known=None) -> dict:
     use for a definition; the dependencies that adds follow the block's order, so they are
     harmless where an over-approximation will do (the fusion graph's edges).
     """
+    if not any(isinstance(b, MatchCast) for b in bindings):
+        return {}  # only a match_cast defines symbolic variables
     known = set(known or ())
     definer: dict = {}  # id(tir var) -> the defining match_cast's variable
     out: dict = {}

@@ -96,12 +96,18 @@ def is_impure_call(call: Call) -> bool:
     return True
 
 
+_CALL_FREE = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
+
+
 def contains_impure_call(expr, own_name=None) -> bool:
     """TVM's ContainsImpureCall: an impure call anywhere in ``expr`` except inside nested
     function literals (their bodies run only when called). ``own_name`` (a Var) is a recursive
     reference whose calls count as pure."""
     if isinstance(expr, Function):
         return contains_impure_call(expr.body, own_name)
+    if isinstance(expr, Call) and all(isinstance(a, _CALL_FREE) for a in expr.args):
+        # (a call of leaves, most bindings: the call is the only one there is)
+        return not (own_name is not None and expr.op is own_name) and is_impure_call(expr)
     stack = [expr]
     seen = set()
     while stack:
@@ -153,8 +159,8 @@ def tir_vars_in(prims) -> list:
 
     seen, out = set(), []
     for p in prims:
-        if not isinstance(p, PrimExpr):
-            continue
+        if isinstance(p, IntImm) or not isinstance(p, PrimExpr):
+            continue  # (a static dimension: nothing to walk)
         for node in post_order(p):
             if isinstance(node, T.Var) and id(node) not in seen:
                 seen.add(id(node))
@@ -402,6 +408,9 @@ def used_symbolic_vars(func) -> list:
     return tir_vars_in(prims)
 
 
+_NO_PRIM_FIELDS = (Var, Constant, Op, GlobalVar, StringImm, DataTypeImm, ExternFunc)
+
+
 def expr_prim_fields(expr) -> list:
     """The PrimExprs an expression mentions: shape and prim values, call struct-info
     arguments, and inside its functions, branches and blocks their variables' struct info
@@ -421,8 +430,10 @@ def expr_prim_fields(expr) -> list:
         elif isinstance(e, Call):
             for s in e.sinfo_args:
                 prims.extend(sinfo_prim_fields(s))
-            stack.append(e.op)
-            stack.extend(e.args)
+            # (variables, constants and callees mention no PrimExpr: not pushed)
+            if not isinstance(e.op, _NO_PRIM_FIELDS):
+                stack.append(e.op)
+            stack.extend(a for a in e.args if not isinstance(a, _NO_PRIM_FIELDS))
         elif isinstance(e, Tuple):
             stack.extend(e.fields)
         elif isinstance(e, TupleGetItem):
