@@ -377,6 +377,24 @@ class GemmBuilder:
         kind = S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
         return self.nr, kind, True
 
+    def store_tile(self, rows: int, jo, full_panel: bool, out) -> S.Stmt:
+        """The stores ``out(ii, jj)`` of a ``rows x nr`` register tile of panel ``jo``, as
+        ``store_columns`` says. Guarded (a symbolic N's partial panel): columns ``jo*nr + jj <
+        N`` only, and a transposed C (``c_transposed``) tests each column once, around its
+        ``rows`` stores (a row of C): not each element, whose unrolled branches were most of a
+        swapped GEMM's IR."""
+        unroll = S.ForKind.UNROLLED
+        cols, kind, guarded = self.store_columns(full_panel)
+        if not guarded:
+            return self.loop("ii", rows, unroll, lambda ii: self.loop(
+                "jj", cols, kind, lambda jj: out(ii, jj)))
+        if self.c_transposed:
+            return self.loop("jj", cols, kind, lambda jj: S.IfThenElse(
+                jo * self.nr + jj < self.N, self.loop("ii", rows, unroll, lambda ii: out(ii, jj))))
+        return self.loop("ii", rows, unroll, lambda ii: self.loop(
+            "jj", cols, kind, lambda jj: S.IfThenElse(jo * self.nr + jj < self.N,
+                                                      out(ii, jj))))
+
     def split(self, q, sizes):
         """Mixed-radix digits of the fused loop index ``q`` for ``sizes`` (outer first)."""
         out = []
@@ -397,10 +415,23 @@ class GemmBuilder:
 
         def body(q):
             digits = self.split(q, [sizes[k] for k in keep]) if keep else []
+            # digits by a symbolic size are bound once per iteration: written into every
+            # index they were recomputed (a division by a run-time value, with its guards) at
+            # each element of the tiles' stores
+            lets = []
+            if any(not isinstance(sizes[k], int) for k in keep[1:]):
+                for i, d in enumerate(digits):
+                    if d is not q:
+                        v = self.var(f"{name}_{i}")
+                        lets.append((v, d))
+                        digits[i] = v
             vals = [self.c(0)] * len(sizes)
             for k, d in zip(keep, digits):
                 vals[k] = d
-            return fbody(*vals)
+            out = fbody(*vals)
+            for v, d in reversed(lets):
+                out = S.LetStmt(v, d, out)
+            return out
 
         return self.par_loop(name, total, iter_work, body, min_work)
 
@@ -490,12 +521,9 @@ class GemmBuilder:
             if self.epilogue is not None:
                 v = self.epilogue(row0 + ii, col, v)
             idx = (b, row0 + ii, col) if self.batched else (row0 + ii, col)
-            st = S.BufferStore(self.C, v, self.c_index(idx))
-            return S.IfThenElse(col < self.N, st) if guarded else st
+            return S.BufferStore(self.C, v, self.c_index(idx))
 
-        cols, kind, guarded = self.store_columns(full_panel)
-        parts.append(self.loop("ii", rows, unroll, lambda ii: self.loop(
-            "jj", cols, kind, lambda jj: out(ii, jj))))
+        parts.append(self.store_tile(rows, jo, full_panel, out))
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
         return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
 
@@ -562,12 +590,9 @@ class GemmBuilder:
                     v = E.Max(v, zero)
                 if epi and self.epilogue is not None:
                     v = self.epilogue(row0 + ii, col, v)
-                st = S.BufferStore(self.C, v, idx)
-                return S.IfThenElse(col < self.N, st) if guarded else st
+                return S.BufferStore(self.C, v, idx)
 
-            cols, kind, guarded = self.store_columns(full_panel)
-            return self.loop("ii", rows, unroll, lambda ii: self.loop(
-                "jj", cols, kind, lambda jj: out(ii, jj)))
+            return self.store_tile(rows, jo, full_panel, out)
 
         epilogue = self.bias is not None or self.relu or self.epilogue is not None
         if nkb == 1:

@@ -229,6 +229,33 @@ def test_swapped_gemm_stores_its_tiles_transposed():
                    for e in post_order(s.indices[0])) for s in stores)
 
 
+def _divides_by_a_variable(e) -> bool:
+    return any(isinstance(x, E.FloorDiv | E.FloorMod) and not isinstance(x.b, E.IntImm)
+               for x in post_order(e))
+
+
+@pytest.mark.skipif(not SWAP, reason="the swapped GEMM is off for this ISA (SWAP_TB)")
+def test_swapped_gemm_over_symbolic_rows_stays_small():
+    # the fused loop's digits by the symbolic panel-group count are let-bound, not divided out
+    # in every index; a partial panel tests each row of C once, around that row's stores
+    g = optimize_prim_func(from_source(_source("bias_relu", 512, 1024)))
+    out = _out_buffer(g)
+    stmts = list(walk_stmts(g.body))
+    lets = [s for s in stmts if isinstance(s, S.LetStmt) and _divides_by_a_variable(s.value)]
+    assert lets  # q // groups and q % groups, once per iteration
+    for s in stmts:
+        if isinstance(s, S.BufferStore):
+            assert not any(_divides_by_a_variable(i) for i in s.indices)
+    guards = [s for s in stmts if isinstance(s, S.IfThenElse)
+              and any(isinstance(e, E.Var) and e.name == "jj" for e in post_order(s.condition))
+              and any(isinstance(st, S.BufferStore) and st.buffer.data is out.data
+                      for st in walk_stmts(s.then_case))]
+    assert guards
+    for s in guards:  # the tile's rows (ii) unrolled under one test of the column (jj)
+        assert isinstance(s.then_case, S.For) and s.then_case.kind == S.ForKind.UNROLLED
+        assert s.then_case.loop_var.name == "ii"
+
+
 # ---------------------------------------------------------------------------------- Relax
 def _relax_linear(k, h, lead):
     """main(x: (*lead, n, k), w: (h, k), b: (h,), r: (*lead, n, h)) = x @ w.T + b + r, and

@@ -460,8 +460,10 @@ class StmtEmitter:
             return [(_const_int(st) if _const_int(st) is not None
                      else self.to_i64(self.emit_scalar(st))) for st in buf.strides]
         out, acc = [], 1
-        for d in reversed(buf.shape):
+        for k, d in enumerate(reversed(buf.shape)):
             out.append(acc)
+            if k == len(buf.shape) - 1:
+                break  # (the whole buffer's size: no stride)
             c = _const_int(d)
             if acc is None or isinstance(acc, ir.Value) or c is None:
                 dv = self.to_i64(self.emit_scalar(d))

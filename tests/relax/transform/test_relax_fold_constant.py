@@ -8,6 +8,7 @@ from minitvm import relax
 from minitvm.instrument import PassTimingInstrument
 from minitvm.relax import op as R
 from minitvm.relax import transform as rt
+from minitvm.relax.transform.fold_constant import fold_constant
 
 
 def _build(params, fn):
@@ -81,6 +82,29 @@ def test_not_folded_outside_dataflow_or_with_variable_arguments():
     mod = _build([x], before)
     after = rt.FoldConstant()(mod)
     assert after["main"] is mod["main"]
+
+
+def test_nothing_to_fold_gives_the_function_back_without_its_unused_bindings():
+    # no constant, no shape value, no call of constants only: the folder's walk is skipped,
+    # the unused bindings are still removed
+    x = relax.Var("x", T(2, 3))
+
+    def before(unused: bool):
+        def body(bb):
+            with bb.dataflow():
+                lv0 = bb.emit(R.exp(x))
+                if unused:
+                    bb.emit(R.add(lv0, x))
+                gv = bb.emit_output(R.multiply(lv0, x))
+            return gv
+        return _build([x], body)["main"]
+
+    func = before(False)
+    assert fold_constant(func) == (func, 0)
+    out, n = fold_constant(before(True))
+    assert n == 0
+    assert [b.value.op.name for b in out.body.blocks[0].bindings] == ["relax.exp",
+                                                                       "relax.multiply"]
 
 
 def test_constant_variables_are_propagated_and_dropped():

@@ -275,6 +275,34 @@ def test_a_planning_failure_warns_and_interprets(mlp, monkeypatch):
     np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_paused_while_recording_and_restored(mlp, monkeypatch, enabled):
+    import gc
+
+    from minitvm.runtime.relax_vm import native_entry
+
+    ex, w = mlp
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    seen = []
+    plan = native_entry.NativeFunction._plan
+
+    def noting(self, *args):
+        seen.append(gc.isenabled())
+        return plan(self, *args)
+
+    monkeypatch.setattr(native_entry.NativeFunction, "_plan", noting)
+    x = np.random.rand(2, 16).astype("float32")
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        out = vm["main"](x)  # a new call shape: recorded
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen == [False]
+    np.testing.assert_allclose(out.numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
+
+
 def test_shape_and_scalar_arguments():
     """A shape argument is part of the call shape (a plan per value); a float argument keeps
     the function interpreted (a plan per value would never be reused)."""
