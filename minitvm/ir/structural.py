@@ -15,6 +15,7 @@ from operator import attrgetter
 import numpy as np
 
 from ..runtime.ndarray import NDArray
+from .gc_pause import gc_paused
 from .node import Node, node_fields
 from .virtual_device import VirtualDevice
 
@@ -265,6 +266,7 @@ def _node_keyed(a: dict, b: dict) -> bool:
     return any(isinstance(k, Node) for k in a) or any(isinstance(k, Node) for k in b)
 
 
+@gc_paused
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     """Whether two IR values are equal up to the renaming of bound variables."""
     try:
@@ -274,6 +276,7 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     return True
 
 
+@gc_paused
 def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
     """Raise ValueError showing the first place where the two programs differ."""
     try:
@@ -487,6 +490,7 @@ def _children(obj, kind: int) -> list:
     return keys + [obj[k] for k in keys]
 
 
+@gc_paused
 def structural_hash(node, map_free_vars: bool = False) -> int:
     """A hash consistent with structural_equal (alpha-equivalent programs hash alike).
 
