@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..runtime.script_printer import Scriptable
 from .dialect import find_hook, get_hook
 from .node import Node
+from .virtual_device import VirtualDevice
 
 
 class BaseExpr(Node, Scriptable):
@@ -23,21 +24,18 @@ class RelayExpr(BaseExpr):
     def __init__(self, span=None):
         self.span = span
         self._checked_type = None
+        self._virtual_device = None  # set: reading an unset slot raises (structural walks)
 
     @property
     def virtual_device_(self):
         """Where the value lives (TVM's ``virtual_device_``); fully unconstrained unless a
         device-planning pass or ``with_virtual_device`` set it."""
-        from .virtual_device import VirtualDevice
-
         vd = getattr(self, "_virtual_device", None)
         return vd if vd is not None else VirtualDevice.fully_unconstrained()
 
     @virtual_device_.setter
     def virtual_device_(self, value):
         """TVM code assigns ``expr.virtual_device_ = tvm.cpu()``: a Device or VirtualDevice."""
-        from .virtual_device import VirtualDevice
-
         self._virtual_device = value if value is None or isinstance(value, VirtualDevice) \
             else VirtualDevice(value)
 

@@ -24,6 +24,7 @@ from dataclasses import is_dataclass
 import numpy as np
 
 from ..runtime.ndarray import Device, NDArray
+from .gc_pause import gc_paused
 from .op import Op
 
 __all__ = ["save_json", "load_json"]
@@ -213,6 +214,7 @@ class _Writer:
         return {"type_key": _class_key(cls), "attrs": attrs}
 
 
+@gc_paused
 def save_json(node) -> str:
     """Serialize ``node`` (an expression, type, function, IRModule, attrs, ...) to JSON text.
 
@@ -232,6 +234,7 @@ def save_json(node) -> str:
 _IMMUTABLE = frozenset({"py.tuple", "py.enum", "py.strclass", "runtime.NDArray"})
 
 
+@gc_paused
 def load_json(json_str: str):
     """Rebuild the value ``save_json`` wrote.
 

@@ -10,12 +10,37 @@ from __future__ import annotations
 import hashlib
 import struct
 import threading
+from operator import attrgetter
 
 import numpy as np
 
 from ..runtime.ndarray import NDArray
+from .gc_pause import gc_paused
 from .node import Node, node_fields
 from .virtual_device import VirtualDevice
+
+_GETTERS: dict[type, object] = {}
+
+
+def _field_values(obj) -> tuple | list:
+    """The values of ``obj``'s structural fields (``None`` for an unset one), read by one
+    ``attrgetter`` per class: a list of ``getattr`` calls cost a third of hashing a chain."""
+    t = type(obj)
+    get = _GETTERS.get(t)
+    if get is None:
+        fields = node_fields(t)
+        if len(fields) > 1:
+            get = attrgetter(*fields)
+        elif fields:
+            one = attrgetter(fields[0])
+            get = lambda o: (one(o),)  # noqa: E731
+        else:
+            get = lambda o: ()  # noqa: E731
+        _GETTERS[t] = get
+    try:
+        return get(obj)
+    except AttributeError:  # a slot never set
+        return [getattr(obj, f, None) for f in node_fields(t)]
 
 
 def _kind(x) -> str | None:
@@ -86,6 +111,10 @@ def _array_equal(a, b) -> bool:
     b = np.asarray(b.numpy() if hasattr(b, "numpy") else b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if a.size <= 64 and a.dtype.kind in "biuf" and a.tobytes() == b.tobytes():
+        # the same bytes are the same values (a scalar constant: 1 us against np.array_equal's
+        # 10); different bytes may still be equal values (0.0 and -0.0, two NaNs)
+        return True
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
 
 
@@ -126,8 +155,9 @@ def _compare(lhs, rhs, map_free_vars: bool):
             keep.append((a, b))
             # the declared fields (annotation, dtype) are compared where the variable is
             # defined; symbolic variables first seen in them are defined there too
-            stack.extend(reversed([(getattr(a, f, None), getattr(b, f, None), (path, f),
-                                    is_def) for f in node_fields(type(a))]))
+            stack.extend(reversed([(va, vb, (path, f), is_def) for f, va, vb in
+                                   zip(node_fields(type(a)), _field_values(a),
+                                       _field_values(b))]))
             continue
         key = (id(a), id(b))
         if key in seen:
@@ -151,8 +181,7 @@ def _compare(lhs, rhs, map_free_vars: bool):
                 continue
             defs = type(a)._node_binders
             items = []
-            for f in node_fields(type(a)):
-                va, vb = getattr(a, f, None), getattr(b, f, None)
+            for f, va, vb in zip(node_fields(type(a)), _field_values(a), _field_values(b)):
                 t = type(va)
                 if t is type(vb) and t in plain and va == vb:
                     continue  # (NaN != NaN: pushed, and equal below)
@@ -237,6 +266,7 @@ def _node_keyed(a: dict, b: dict) -> bool:
     return any(isinstance(k, Node) for k in a) or any(isinstance(k, Node) for k in b)
 
 
+@gc_paused
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     """Whether two IR values are equal up to the renaming of bound variables."""
     try:
@@ -246,6 +276,7 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     return True
 
 
+@gc_paused
 def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
     """Raise ValueError showing the first place where the two programs differ."""
     try:
@@ -317,9 +348,26 @@ def hash_contents(arrays: list, threads: int = 2) -> None:
             t.join()
 
 
+_SMALL_ARRAY_CODES: dict[tuple, int] = {}  # (dtype, shape, bytes) -> code of a small array
+
+
+def _array_code(x: np.ndarray) -> int:
+    """``array_content_hash`` of ``x``; remembered for arrays of at most 64 bytes (a model's
+    scalar constants repeat: 1.0, 0.5, epsilons), whose SHA-1 and BLAKE2b cost 10 us each."""
+    if x.nbytes > 64 or x.dtype.kind not in "biuf":
+        return array_content_hash(x, array_sha1(x))
+    key = (x.dtype.str, x.shape, x.tobytes())
+    c = _SMALL_ARRAY_CODES.get(key)
+    if c is None:
+        if len(_SMALL_ARRAY_CODES) >= 1 << 14:
+            _SMALL_ARRAY_CODES.clear()
+        c = _SMALL_ARRAY_CODES[key] = array_content_hash(x, array_sha1(x))
+    return c
+
+
 def _leaf_hash(x) -> int:
     if isinstance(x, np.ndarray):
-        return array_content_hash(x, array_sha1(x))
+        return _array_code(x)
     if isinstance(x, bool):
         return _h("b", int(x))
     if isinstance(x, int | float):
@@ -429,7 +477,7 @@ def _placement_code(vd: VirtualDevice) -> int:
 def _children(obj, kind: int) -> list:
     """The values an object's hash combines, in order (``kind`` >= ``_COMPOSITE``)."""
     if kind == _FIELDS or kind == _IMM:
-        return [getattr(obj, f, None) for f in node_fields(type(obj))]
+        return _field_values(obj)
     if kind == _SEQ:
         return obj
     if kind == _VALUE:
@@ -442,6 +490,7 @@ def _children(obj, kind: int) -> list:
     return keys + [obj[k] for k in keys]
 
 
+@gc_paused
 def structural_hash(node, map_free_vars: bool = False) -> int:
     """A hash consistent with structural_equal (alpha-equivalent programs hash alike).
 
@@ -498,7 +547,7 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
                 memo[oid] = _num_code(v)
                 continue
         elif kind == _VAR:
-            fields = [getattr(obj, f, None) for f in node_fields(t)]
+            fields = _field_values(obj)
             if all(p is None or isinstance(p, str | int) for p in fields):
                 plain = [_leaf_code(p, kinds.get(type(p)) or _kind_of(type(p)))
                          for p in fields if p is not None]

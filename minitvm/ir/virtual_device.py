@@ -44,7 +44,13 @@ class VirtualDevice:
 
     @staticmethod
     def fully_unconstrained() -> VirtualDevice:
-        return VirtualDevice()
+        # set directly: every Relay variable's ``virtual_device_`` is one of these, and a
+        # structural hash or compare of a program reads it for each variable
+        vd = object.__new__(VirtualDevice)
+        vd.device_type_int = vd.virtual_device_id = _UNCONSTRAINED
+        vd.target = None
+        vd.memory_scope = ""
+        return vd
 
     def is_fully_unconstrained(self) -> bool:
         return (self.device_type_int == _UNCONSTRAINED and self.virtual_device_id < 0

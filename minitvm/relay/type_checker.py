@@ -120,6 +120,9 @@ class TypeChecker:
         self.functions_seen: list = []  # (function, root) for every function checked
         self._ctor_types: dict = {}
         self._rel_fast: dict = {}
+        # (shape, dtype) -> the one TensorType of the constants of that type: types are
+        # values, and sharing them lets ``_relate``'s identity cache answer calls on constants
+        self._const_types: dict = {}
         self._dispatch = {
             Var: self._visit_var, Constant: self._visit_constant, GlobalVar: self._visit_global,
             Op: self._visit_op, Constructor: self._visit_constructor, Call: self._visit_call,
@@ -245,7 +248,11 @@ class TypeChecker:
 
     def _visit_constant(self, c: Constant):
         data = c.data
-        self.types[c] = TensorType(data.shape, str(data.dtype))
+        key = (data.shape, data.dtype)
+        t = self._const_types.get(key)
+        if t is None:
+            t = self._const_types[key] = TensorType(data.shape, data.dtype)
+        self.types[c] = t
 
     def _visit_global(self, gv: GlobalVar):
         t = self.global_types.get(gv)

@@ -78,6 +78,19 @@ def device(dev_type, dev_id: int = 0) -> Device:
     return Device(dev_type, dev_id)
 
 
+# numpy dtype -> its name: ``str(np.dtype)`` runs Python code in numpy 2 (2 us), and the type
+# checker and printers ask every constant's dtype
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_name(dt: np.dtype) -> str:
+    """``str(dt)``, remembered per dtype."""
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt)
+    return name
+
+
 class NDArray:
     """An n-dimensional array on a device, backed by a C-contiguous numpy array."""
 
@@ -98,7 +111,7 @@ class NDArray:
 
     @property
     def dtype(self) -> str:
-        return str(self._data.dtype)
+        return dtype_name(self._data.dtype)
 
     @property
     def ndim(self) -> int:

@@ -7,6 +7,7 @@ Syntax errors raise ``ParseError`` (a ValueError) with the line, column and a ca
 
 from __future__ import annotations
 
+from ...ir.gc_pause import gc_paused
 from .errors import ParseError
 from .parser import Parser
 from .tokenizer import Source, tokenize
@@ -28,6 +29,7 @@ def _meta_table(init_meta_table) -> dict:
     return table
 
 
+@gc_paused
 def parse(source: str, source_name: str = "from_string", init_module=None,
           init_meta_table=None):
     """Parse a Relay module from text and type-check it.

@@ -23,6 +23,7 @@ from ...ir.type import (
     TypeCall,
     TypeVar,
 )
+from ...runtime.ndarray import NDArray
 from ...tir.expr import Any, FloatImm, IntImm
 from ..adt import (
     Clause,
@@ -62,6 +63,8 @@ _INT_ATTRS = frozenset((
     "num_outputs", "seq_axis", "batch_axis", "block_size", "output_padding", "stride"))
 _DTYPE_ATTRS = frozenset(("dtype", "out_dtype"))  # not ret_type: topk's is "both"/"values"/...
 _ARG_END = (",", ")")
+# the largest finite value of each float dtype: a literal within it needs no overflow check
+_FLOAT_MAX = {d: float(np.finfo(d).max) for d in ("float16", "float32", "float64")}
 MAX_ATTR_DEPTH = 64  # attribute values are small (lists of ints, maybe of lists)
 
 
@@ -468,6 +471,9 @@ class Parser:
                 raise self.error(f"literal {value} is out of range for {dtype} "
                                  f"[{info.min}, {info.max}]", tok)
         else:
+            limit = _FLOAT_MAX.get(dtype)
+            if limit is not None and -limit <= value <= limit:  # cannot overflow (nor is NaN)
+                return Constant(NDArray(np.array(value, dtype=dtype)), self.span(tok))
             with np.errstate(over="ignore"):
                 cast = np.array(value, dtype=dtype)
             if np.isinf(cast) and np.isfinite(value) or np.isinf(value):

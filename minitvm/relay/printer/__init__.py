@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...ir.gc_pause import gc_paused
 from .formatting import TypeAndAttrPrinter, format_float, scalar_to_str
 from .meta import MetaContext
 from .text_printer import RelayTextPrinter
@@ -34,6 +35,7 @@ def pretty_print(node) -> str:
     return text
 
 
+@gc_paused
 def astext(node, show_meta_data: bool = True, annotate: Callable | None = None) -> str:
     """The text format with its version header and, if meta refs exist, the metadata section.
 

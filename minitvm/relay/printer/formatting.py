@@ -32,15 +32,32 @@ SCALAR_SUFFIX = {
 }
 
 
+_FLOAT_TEXT: dict[tuple, str] = {}  # (value, dtype) -> text: a model repeats its scalars
+
+
 def format_float(value: float, dtype: str = "float64") -> str:
     """``%g`` text of a float; more digits only when %g would not read back exactly."""
+    value = float(value)
+    if value == 0.0 or not math.isfinite(value):  # -0.0 == 0.0 as a key; NaN != NaN
+        return _format_float(value, dtype)
+    key = (value, dtype)
+    text = _FLOAT_TEXT.get(key)
+    if text is None:
+        text = _format_float(value, dtype)
+        if len(_FLOAT_TEXT) >= 1 << 14:
+            _FLOAT_TEXT.clear()
+        _FLOAT_TEXT[key] = text
+    return text
+
+
+def _format_float(value: float, dtype: str) -> str:
     np_type = np.dtype(dtype).type
     target = np_type(value)
     for digits in range(6, 18):
-        text = f"{float(value):.{digits}g}"
+        text = f"{value:.{digits}g}"
         if np_type(float(text)) == target:
             return text
-    return repr(float(value))
+    return repr(value)
 
 
 def scalar_to_str(value, dtype: str) -> str | None:

@@ -248,7 +248,7 @@ class RelayTextPrinter:
             return self.memo[e]
         if isinstance(e, Constant):
             data = e.data.numpy()
-            literal = scalar_to_str(data[()], str(data.dtype)) if data.ndim == 0 else None
+            literal = scalar_to_str(data[()], e.data.dtype) if data.ndim == 0 else None
             if literal is not None:
                 text = literal + self._info(e)
             else:  # printed through the meta path and again by the caller, hence twice

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 
+from ...ir.gc_pause import gc_paused
 from ...ir.module import IRModule
 from ...transform import module_pass
 from ...transform.instrumented import register_bisect_exempt
@@ -42,6 +43,7 @@ def _reusable(functions: dict, relay_funcs: dict) -> set:
     return keep
 
 
+@gc_paused
 def infer_type_module(mod: IRModule) -> IRModule:
     """Type-check ``mod``'s Relay functions; returns a shallow copy holding the typed functions."""
     mod = mod.shallow_copy()
