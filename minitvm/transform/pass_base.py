@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ..ir.gc_pause import paused
 from .context import PassContext
 from .pass_info import PassInfo
 
@@ -27,6 +28,10 @@ class Pass:
         return self._info
 
     def __call__(self, mod, ctx: PassContext | None = None):
+        with paused():  # (IR is acyclic: the cyclic GC only rescans the nodes a pass makes)
+            return self._call(mod, ctx)
+
+    def _call(self, mod, ctx: PassContext | None):
         check_module_arg(self, mod)  # before properties, instruments or crash reports see it
         if ctx is None:
             ctx = PassContext.current()

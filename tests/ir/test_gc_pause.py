@@ -1,4 +1,5 @@
-"""gc_paused: the cyclic collector is off inside the decorated call and restored after it."""
+"""gc_paused / paused: the cyclic collector is off inside (a decorated call, a pass) and restored
+after it."""
 
 import gc
 
@@ -43,3 +44,30 @@ def test_keeps_the_name_and_docstring():
 
     assert structural_hash.__name__ == "structural_hash"
     assert "structural_equal" in structural_hash.__doc__
+
+
+def test_every_pass_runs_with_the_collector_paused():
+    """``Pass.__call__`` runs the pass paused (a module pass sees it off), and a pass that
+    raises leaves the collector on again."""
+    import minitvm as tvm
+    from minitvm import relay
+
+    seen = []
+
+    @tvm.transform.module_pass(opt_level=0, name="RecordGC")
+    def record(mod, ctx):
+        seen.append(gc.isenabled())
+        return mod
+
+    @tvm.transform.module_pass(opt_level=0, name="Raise")
+    def fail(mod, ctx):
+        raise KeyError("inside a pass")
+
+    x = relay.var("x", shape=(2,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], x))
+    record(mod)
+    tvm.transform.Sequential([record, record])(mod)
+    assert seen == [False, False, False] and gc.isenabled()
+    with pytest.raises(KeyError, match="inside a pass"):
+        fail(mod)
+    assert gc.isenabled()

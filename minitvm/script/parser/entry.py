@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import contextlib
-import gc
 import inspect
 import json
 import sys
 import textwrap
 
+from ...ir.gc_pause import paused
 from .core import ExprEvaluator, VarTable
 from .error import ParserError, Source
 
@@ -110,20 +109,6 @@ def _parse_def(top: _TopLevel, node, env: dict):
     raise top.unsupported(node, f"a top-level `{type(node).__name__}` statement")
 
 
-@contextlib.contextmanager
-def _gc_paused():
-    """Parsing allocates millions of long-lived objects (the ``ast`` and the IR); Python's
-    cyclic collector would rescan them all again and again (measured: ``ast.parse`` of
-    100,000 bindings 2.5x slower), so it waits until the parse is done."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def from_source(source: str, extra_vars: dict | None = None, source_name: str = "<string>"):
     """Parse TVMScript text: an ``@I.ir_module`` class gives an IRModule, an ``@R.function`` a
     ``relax.Function``, a ``@T.prim_func`` a ``tir.PrimFunc`` (``tvm.script.from_source``).
@@ -132,7 +117,7 @@ def from_source(source: str, extra_vars: dict | None = None, source_name: str = 
     """
     if not isinstance(source, str):
         raise TypeError(f"from_source takes TVMScript text, got {type(source).__name__}")
-    with _gc_paused():
+    with paused():
         return _from_source(source, extra_vars, source_name)
 
 
@@ -337,5 +322,5 @@ def parse(program, extra_vars: dict | None = None):
 
 def parse_definition(src: Source, node, env: dict):
     """Parse one decorated definition read from a Python file."""
-    with _gc_paused():
+    with paused():
         return _parse_def(_TopLevel(src, env), node, env)

@@ -10,6 +10,7 @@ is compiled to bytecode (``codegen.FunctionCompiler``) and every primitive funct
 from __future__ import annotations
 
 from ....backend.options import lowering_options
+from ....ir.gc_pause import paused
 from ....ir.module import IRModule
 from ....runtime.vm import Executable
 from ....target import Target
@@ -72,7 +73,7 @@ class VMCompiler:
         """The VM's optimization pipeline; returns ``(mod, params)``."""
         from ...transform import InferType, LambdaLift
         from ...transform.bind_params import bind_params_by_name
-        from ...transform.pipeline import _gc_paused, relay_build_pipeline
+        from ...transform.pipeline import relay_build_pipeline
         from ...transform.plan_devices import host_program
 
         if isinstance(mod, Function):
@@ -88,7 +89,7 @@ class VMCompiler:
             mod["main"] = bind_params_by_name(mod["main"], params)
         tgt = Target("llvm")
         seq = relay_build_pipeline(target=tgt, is_vm=True)
-        with _gc_paused(), tgt:
+        with paused(), tgt:
             mod = InferType()(seq(mod))
             mod = host_program(mod, "relay.vm.compile")
             if _has_local_functions(mod):
