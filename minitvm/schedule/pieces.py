@@ -209,18 +209,39 @@ def split_pieces(ctx, t, buf, body, outer: list, lanes: int) -> S.Stmt | None:
         return None
     axes = [iv.var for iv in t.op.axis]
     bounds = [0, *points, n]
+    many = len(points) >= MAX_PLANE_PIECES
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         piece = resolve(body, j, lo, hi, n)
 
-        def store(pos, piece=piece):
+        def store(pos, piece=piece, last=None):
+            """``piece`` at ``pos`` (read at ``min(pos, last)`` when ``last`` is given)."""
             idx = [*outer, pos]
+            at = idx if last is None else [*outer, E.Min(pos, E.IntImm(pos.dtype, last))]
             vals = {a: (i if i.dtype == a.dtype else E.Cast(a.dtype, i))
-                    for a, i in zip(axes, idx)}
+                    for a, i in zip(axes, at)}
             return S.BufferStore(buf, substitute(piece, vals), idx)
 
+        if many and hi - lo < NARROW_LANES and hi < n and lo + NARROW_LANES <= n:
+            # a piece narrower than a vector, not the last: one vector of NARROW_LANES from
+            # its start, the lanes past it repeating its last element into the next piece's
+            # first places, which that piece stores after (pieces in order)
+            v = ctx.fresh("vi")
+            parts.append(S.For(v, E.IntImm(v.dtype, 0), E.IntImm(v.dtype, NARROW_LANES),
+                               S.ForKind.VECTORIZED,
+                               store(v + E.IntImm(v.dtype, lo), last=hi - 1)))
+            continue
         parts += overlapping_vectors(ctx, lo, hi - lo, lanes, store)
     return S.SeqStmt(parts) if len(parts) > 1 else parts[0]
+
+
+# with ``MAX_PLANE_PIECES`` pieces or more, a piece narrower than this along the innermost axis
+# is stored with one vector of this many lanes (see split_pieces) instead of a scalar loop: a
+# concatenate of 300 ``[2, 3]`` sigmoids along their last axis was 300 scalar loops, 10-12 CPU
+# s in LLVM's O3 pipeline, now 1.0 (the kernel a vector one: the light pipeline), run time
+# 2.6-3.0 -> 3.4-3.8 us for the graph (the clamped reads are gathers). Fewer pieces keep the
+# scalar loops (O3 vectorizes them; the run time matters more than the compile there).
+NARROW_LANES = 4
 
 
 FLAT_CHUNK = 16384  # elements per task of a flat piece's copy (whole vectors; the pool's grain)
