@@ -62,14 +62,49 @@ _PATHS = [
 ]
 
 
-def test_names_import_under_install_as_tvm():
-    lines = [f"from {m} import {n}" for m, n in _PATHS]
-    script = "import minitvm\nminitvm.compat.install_as_tvm()\n" + "\n".join(lines) + \
-        "\nprint('ok')\n"
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300, cwd=os.path.dirname(os.path.dirname(tvm.__file__)))
+# the two checks that need a fresh process (``install_as_tvm`` in an interpreter that has not
+# imported ``tvm``) share one: starting one and importing the compiler costs about 1.5 s
+_TVM_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import tvm
+    from tvm import relay
+    from tvm.relay.op.nn.utils import get_pad_tuple2d
+    x = relay.var("x", shape=(2,))
+    f = relay.Function([x], relay.add(x, relay.const(1.0)))
+    text = tvm.ir.save_json(tvm.IRModule.from_expr(f))
+    mod = tvm.ir.load_json(text)
+    tvm.ir.assert_structural_equal(mod, tvm.IRModule.from_expr(f))
+    assert get_pad_tuple2d((1, 1)) == (1, 1, 1, 1)
+""")
+_FRESH_PROCESS = textwrap.dedent("""
+    import sys, traceback
+    import minitvm
+    minitvm.compat.install_as_tvm()
+    # (the script first: it meets ``tvm`` as a user's script does, nothing imported before)
+    for name, code in (("script", sys.argv[2]), ("names", sys.argv[1])):
+        try:
+            exec(code, {"__name__": "__main__"})
+            print(name, "ok")
+        except BaseException:
+            print(name, "FAILED")
+            traceback.print_exc()
+""")
+
+
+@pytest.fixture(scope="module")
+def fresh_install_as_tvm():
+    """stdout and stderr of one fresh interpreter running both parts under install_as_tvm."""
+    names = "\n".join(f"from {m} import {n}" for m, n in _PATHS)
+    res = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, names, _TVM_SCRIPT],
+                         capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(tvm.__file__)))
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip() == "ok"
+    return res.stdout.split("\n"), res.stderr
+
+
+def test_names_import_under_install_as_tvm(fresh_install_as_tvm):
+    out, err = fresh_install_as_tvm
+    assert "names ok" in out, err[-2000:]
 
 
 # ------------------------------------------------------------------------------ tvm.ir
@@ -571,23 +606,6 @@ def test_download_testdata_cache(tmp_path, monkeypatch):
     assert not (tmp_path / "a" / "b" / "missing.bin").exists()
 
 
-def test_subprocess_tvm_script_uses_new_names():
-    script = textwrap.dedent("""
-        import minitvm
-        minitvm.compat.install_as_tvm()
-        import numpy as np
-        import tvm
-        from tvm import relay
-        from tvm.relay.op.nn.utils import get_pad_tuple2d
-        x = relay.var("x", shape=(2,))
-        f = relay.Function([x], relay.add(x, relay.const(1.0)))
-        text = tvm.ir.save_json(tvm.IRModule.from_expr(f))
-        mod = tvm.ir.load_json(text)
-        tvm.ir.assert_structural_equal(mod, tvm.IRModule.from_expr(f))
-        assert get_pad_tuple2d((1, 1)) == (1, 1, 1, 1)
-        print("ok")
-    """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300, cwd=os.path.dirname(os.path.dirname(tvm.__file__)))
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip() == "ok"
+def test_subprocess_tvm_script_uses_new_names(fresh_install_as_tvm):
+    out, err = fresh_install_as_tvm
+    assert "script ok" in out, err[-2000:]

@@ -109,9 +109,10 @@ def test_workers_keep_the_processes_openblas_thread_count():
 
 
 def test_a_slow_worker_start_is_not_the_candidates_time(monkeypatch):
-    # (a loaded machine: the fresh worker settles for longer than the candidate's time-out)
+    # (a loaded machine: the fresh worker settles for longer than the candidate's time-out;
+    # 0.6 s against 0.5 s: a start counted as the candidate's time would time it out)
     # (the time-out leaves a crash on a loaded machine time to be seen as one)
-    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(1.0))
+    monkeypatch.setattr(tune_runner, "settle_blas", lambda: time.sleep(0.6))
     with LocalRunner(timeout=0.5) as runner:
         ok = runner.measure(_task(), {"mode": "ok", "v": 2})
         assert ok.ok and ok.costs == [5e-4]
