@@ -7,6 +7,9 @@ import pytest
 
 from minitvm.ir.gc_pause import gc_paused
 
+# the collector's own state is what these tests check: on, as outside the suite
+pytestmark = pytest.mark.cyclic_gc
+
 
 @gc_paused
 def _state(inner=None):

@@ -10,6 +10,9 @@ import pytest
 import minitvm as tvm
 from minitvm import relax
 
+# the collector's own state is what these tests check: on, as outside the suite
+pytestmark = pytest.mark.cyclic_gc
+
 
 def _ladder(steps: int = 40):
     """x_i = x_{i-1} - x_{i-2}: every value feeds two steps (period 6, bounded)."""
