@@ -22,7 +22,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import IterVar, Range
-from ..tir.stmt_functor import post_order, stmt_exprs, substitute, transform_expr, walk_stmts
+from ..tir.stmt_functor import post_order, stmt_exprs, transform_expr, walk_stmts
 from . import resize
 from .common import const_int, same_dims
 from .pool import POOL_TAG
@@ -107,11 +107,13 @@ def analyze_nest(stmt: S.Stmt) -> Nest:
     if (blk.init is None) != (not reduce) or st.value.dtype != out.dtype:
         return kept
     loop_ids = {id(lp.loop_var) for lp in loops}
-    for e in (st.value, *([blk.init.value] if blk.init is not None else [])):
-        if any(isinstance(v, E.Var) and id(v) in loop_ids for v in post_order(e)):
+    value_nodes = list(post_order(st.value))  # one walk, read for both checks below
+    inits = [list(post_order(blk.init.value))] if blk.init is not None else []
+    for nodes in (value_nodes, *inits):
+        if any(isinstance(v, E.Var) and id(v) in loop_ids for v in nodes):
             return kept  # the body reads a loop variable directly, not through the block's
     reads = []
-    for ld in _loads(st.value):
+    for ld in (n for n in value_nodes if isinstance(n, E.BufferLoad)):
         if not _buffer_plain(ld.buffer):
             return kept
         if ld.buffer is out and not reduce:
@@ -184,12 +186,16 @@ def raise_nest(nest: Nest, tensor_of) -> Tensor:
         (axis if iv.iter_type == IterVar.DataPar else raxis).append(new)
 
     def to_te(e):
+        # one rebuild: the block's iteration vars renamed, its loads read the raised tensors
+        # (a load's indices are renamed before the load itself is visited)
         def fpost(n):
+            if isinstance(n, E.Var):
+                return vmap.get(n)
             if isinstance(n, E.BufferLoad):
                 return E.ProducerLoad(tensor_of(n.buffer), n.indices)
             return None
 
-        return substitute(transform_expr(e, fpost), vmap)
+        return transform_expr(e, fpost)
 
     st = blk.body
     if raxis:

@@ -21,7 +21,7 @@ from ..te.tensor import ComputeOp, PlaceholderOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order, transform_expr
+from ..tir.stmt_functor import expr_children, post_order, transform_expr
 from .common import (
     at_own_position,
     const_int,
@@ -117,13 +117,13 @@ def epilogue(out, is_root):
         if not _elementwise(t) or not same_dims(t.shape, out.shape) or len(chain) > 16:
             return None
         axes = [iv.var for iv in t.op.axis]
-        srcs = {id(e.producer): e.producer for e in post_order(t.op.body)
-                if isinstance(e, E.ProducerLoad) and _scalar_const(e.producer) is None}
+        loads = [e for e in post_order(t.op.body) if isinstance(e, E.ProducerLoad)]  # one walk
+        srcs = {id(e.producer): e.producer for e in loads if _scalar_const(e.producer) is None}
         if len(srcs) != 1 or _reads_axes(t.op.body, axes):
             return None
         (src,) = srcs.values()
-        if any(isinstance(e, E.ProducerLoad) and e.producer is src and
-               not at_own_position(e.indices, axes, t.shape) for e in post_order(t.op.body)):
+        if any(e.producer is src and not at_own_position(e.indices, axes, t.shape)
+               for e in loads):
             return None
         chain.append(src)
     if len(chain) == 1:
@@ -150,9 +150,19 @@ def epilogue(out, is_root):
 def _reads_axes(body, axes) -> bool:
     """Does ``body`` use an axis var outside of its loads' indices (an epilogue may not)?"""
     ids = {id(a) for a in axes}
-    bare = transform_expr(body, lambda e: E.FloatImm("float32", 0.0)
-                          if isinstance(e, E.ProducerLoad) else None)
-    return any(isinstance(e, E.Var) and id(e) in ids for e in post_order(bare))
+    # one walk that does not enter the loads (no rebuilt copy of the body without them)
+    stack, seen = [body], {id(body)}
+    while stack:
+        e = stack.pop()
+        if isinstance(e, E.ProducerLoad):
+            continue
+        if isinstance(e, E.Var) and id(e) in ids:
+            return True
+        for c in expr_children(e):
+            if id(c) not in seen:
+                seen.add(id(c))
+                stack.append(c)
+    return False
 
 
 def _output_stage(inputs, outputs, is_root):

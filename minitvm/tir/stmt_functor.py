@@ -114,66 +114,132 @@ def with_children(e, kids) -> E.PrimExpr:
 
 def _rebuilt(e, kids) -> E.PrimExpr:
     """A copy of ``e`` with sub-expressions ``kids`` (in ``expr_children`` order)."""
-    if isinstance(e, E.BinaryOp):
-        return _copy(e, a=kids[0], b=kids[1])
-    if isinstance(e, (E.BufferLoad, E.ProducerLoad)):
-        return _copy(e, indices=tuple(kids))
-    if isinstance(e, E.Call):
-        return _copy(e, args=tuple(kids))
-    if isinstance(e, E.Reduce):
-        n = len(e.source)
-        return _copy(e, source=list(kids[:n]), condition=kids[n], init=list(kids[n + 1:]))
-    fields = _EXPR_FIELDS[type(e)]
-    return _copy(e, **dict(zip(fields, kids)))
+    rebuild = _REBUILDERS.get(type(e)) or _rebuilder(type(e))
+    return rebuild(e, kids)
 
 
-def post_order(root) -> Iterator:
+def _rebuilder(t: type) -> Callable:
+    """How to copy a node of type ``t`` with new sub-expressions (decided once per type)."""
+    if issubclass(t, E.BinaryOp):
+        rest = tuple(s for s in _slots_of(t) if s not in ("a", "b", "dtype"))
+
+        def rebuild(e, kids, _rest=rest):
+            # the hot case (every arithmetic node of a rewritten kernel): slots set directly
+            new = object.__new__(type(e))
+            new.a = kids[0]
+            new.b = kids[1]
+            new.dtype = e.dtype
+            for slot in _rest:
+                value = getattr(e, slot, _UNSET)
+                if value is not _UNSET:
+                    setattr(new, slot, value)
+            return new
+    elif issubclass(t, (E.BufferLoad, E.ProducerLoad)):
+        def rebuild(e, kids):
+            return _copy(e, indices=tuple(kids))
+    elif issubclass(t, E.Call):
+        def rebuild(e, kids):
+            return _copy(e, args=tuple(kids))
+    elif issubclass(t, E.Reduce):
+        def rebuild(e, kids):
+            n = len(e.source)
+            return _copy(e, source=list(kids[:n]), condition=kids[n], init=list(kids[n + 1:]))
+    else:
+        fields = _EXPR_FIELDS[t]
+
+        def rebuild(e, kids, _fields=fields):
+            return _copy(e, **dict(zip(_fields, kids)))
+    _REBUILDERS[t] = rebuild
+    return rebuild
+
+
+_REBUILDERS: dict[type, Callable] = {}
+
+
+def post_order(root, seen: set[int] | None = None) -> Iterator:
     """Yield every distinct sub-expression of ``root``, children before parents (left to
-    right; a node shared by several parents once, where the walk first reaches it)."""
+    right; a node shared by several parents once, where the walk first reaches it).
+
+    ``seen`` (ids of nodes already visited, e.g. by an earlier walk over another expression
+    of the same program) is skipped, not walked into, and the nodes yielded are added to it.
+    """
     getters = _GETTERS
+    if seen is not None:
+        if id(root) in seen:
+            return
+        seen.add(id(root))
     get = getters.get(type(root)) or _children_getter(type(root))
     if get is _no_children:  # a leaf: most loop bounds, indices and operands
         yield root
         return
-    seen = {id(root)}
+    if seen is None:
+        seen = {id(root)}
+    mark = seen.add
     stack = [(root, iter(get(root)))]
+    push, pop = stack.append, stack.pop
     while stack:
         node, kids = stack[-1]
         for c in kids:
             if id(c) in seen:
                 continue
-            seen.add(id(c))
+            mark(id(c))
             get = getters.get(type(c)) or _children_getter(type(c))
             if get is _no_children:
                 yield c
                 continue
-            stack.append((c, iter(get(c))))
+            push((c, iter(get(c))))
             break
         else:
-            stack.pop()
+            pop()
             yield node
 
 
 def transform_expr(root, fpost: Callable, memo: dict | None = None):
-    """Rebuild ``root`` bottom-up; ``fpost(node)`` may return a replacement or None."""
+    """Rebuild ``root`` bottom-up; ``fpost(node)`` may return a replacement or None.
+
+    ``memo`` maps ``id(old node)`` to its result; a node already there is taken as is (not
+    walked into), so one memo shared by many calls rebuilds each shared sub-expression once.
+    The walk is inlined here (no generator; the memo is the visited set): every rewrite of a
+    kernel runs it over each node.
+    """
     memo = {} if memo is None else memo
-    getters, lookup = _GETTERS, memo.get
-    for node in post_order(root):
-        nid = id(node)
-        if nid in memo:
-            continue
-        get = getters.get(type(node)) or _children_getter(type(node))
-        kids = get(node)
-        new = node
-        if kids:
+    rid = id(root)
+    if rid in memo:
+        return memo[rid]
+    getters, lookup, rebuilders = _GETTERS, memo.get, _REBUILDERS
+    kids = (getters.get(type(root)) or _children_getter(type(root)))(root)
+    if not kids:
+        rep = fpost(root)
+        new = memo[rid] = root if rep is None else rep
+        return new
+    # a node is memoized when it is finished; in a DAG nothing on the stack is reached again
+    # before then, so the memo doubles as the visited set
+    stack = [(root, kids, iter(kids))]
+    push, pop = stack.append, stack.pop
+    while stack:
+        node, kids, it = stack[-1]
+        for c in it:
+            cid = id(c)
+            if cid in memo:
+                continue
+            ckids = (getters.get(type(c)) or _children_getter(type(c)))(c)
+            if not ckids:
+                rep = fpost(c)
+                memo[cid] = c if rep is None else rep
+                continue
+            push((c, ckids, iter(ckids)))
+            break
+        else:
+            pop()
+            new = node
             new_kids = [lookup(id(k), k) for k in kids]
             for old, kid in zip(kids, new_kids):
                 if old is not kid:
-                    new = _rebuilt(node, new_kids)
+                    new = (rebuilders.get(type(node)) or _rebuilder(type(node)))(node, new_kids)
                     break
-        rep = fpost(new)
-        memo[nid] = new if rep is None else rep
-    return lookup(id(root), root)
+            rep = fpost(new)
+            memo[id(node)] = new if rep is None else rep
+    return memo[rid]
 
 
 # --------------------------------------------------------------------------- statements
@@ -249,10 +315,8 @@ def post_order_visit(node, fvisit: Callable) -> None:
         for c in reversed(stmt_children(s)):
             stack.append((c, False))
         for e in stmt_exprs(s):
-            for sub in post_order(e):
-                if id(sub) not in seen:
-                    seen.add(id(sub))
-                    fvisit(sub)
+            for sub in post_order(e, seen):  # what an earlier expression shared is skipped
+                fvisit(sub)
 
 
 def _rebuild_stmt(s, fe: Callable, kids: list):
