@@ -72,13 +72,17 @@ MACHINE_CODE_LEVEL = 1
 NO_SLP_VECTORIZE = "no_slp_vectorize"
 # A kernel whose whole run is tiny and known when it is compiled (every buffer shape and loop
 # extent a constant, at most this many statements executed: each statement counted once per
-# iteration of its enclosing loops) skips O3's loop vectorizer, unroller and SLP, which cost
-# tens of milliseconds per kernel to save a few microseconds per call: ``jit.MINIMAL_PIPELINE``,
-# or ``LIGHT_PIPELINE_LEVEL`` (O1, whose LICM keeps an accumulator in a register) when it has a
-# loop-invariant access worth hoisting. Legalized Relax/Relay operators on small shapes, shape
-# arithmetic, scalar epilogues. 4096 statements run in a few microseconds even unvectorized;
-# the models' real kernels are orders of magnitude larger.
+# iteration of its enclosing loops) and not explicitly vectorized skips O3's loop vectorizer, unroller and SLP, which cost
+# tens of milliseconds per kernel to save a few microseconds per call: ``LIGHT_PIPELINE_LEVEL``
+# (O1, whose LICM keeps an accumulator in a register), or ``jit.MINIMAL_PIPELINE`` when at most
+# ``MINIMAL_KERNEL_WORK`` statements run and no loop-invariant access is worth hoisting.
+# Legalized Relax/Relay operators on small shapes, shape arithmetic, scalar epilogues; the
+# models' real kernels are orders of magnitude larger (none of ResNet-50's, MobileNetV2's or
+# BERT's is tiny). Per call, before -> after (O3 -> O1 / minimal, Python's call included): a
+# 63x63 scalar elementwise kernel 11.3 -> 12.7 us (17.2 us minimal), 32x32 9.3 -> 9.3 us; 770
+# tiny kernels of four operator test files: IR pipeline 11.5 -> 1.5 (minimal) / 6.1 (O1) CPU s.
 TINY_KERNEL_WORK = 4096
+MINIMAL_KERNEL_WORK = 1024
 _CACHE: dict[str, tuple] = {}
 _STATS = {"hits": 0, "misses": 0}
 _OBJECTS: dict[str, tuple[bytes, int]] = {}  # symbol -> (object code, pipeline level)
@@ -178,8 +182,8 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     passes hoist: a Relax BERT layer of symbolic length ran 10x slower without them.) An
     ``INSTANCE_LOOP``'s extent, and a parameter's leading dimension equal to it, count as
     static: its body is a static kernel. A scalar kernel with a ``NO_SLP_VECTORIZE`` loop gets
-    ``jit.NO_SLP_PIPELINE`` at ``opt_level`` 3. Above ``LIGHT_PIPELINE_LEVEL`` a tiny static
-    kernel (``is_tiny_kernel``) takes one of the two light pipelines whatever its loops."""
+    ``jit.NO_SLP_PIPELINE`` at ``opt_level`` 3. Above ``LIGHT_PIPELINE_LEVEL`` a tiny scalar
+    kernel (``TINY_KERNEL_WORK``) takes one of the two light pipelines instead of O3."""
     count, vectorized, static, no_slp = 0, False, True, False
     instances: set[int] = set()  # ids of the extents of instance loops
     inside: set[int] = set()  # ids of the variables whose values the body computes itself
@@ -199,13 +203,15 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
                 and _computed_inside(s.extent, inside)
     if count > HUGE_FUNCTION_STMTS:
         return 0
-    if opt_level > LIGHT_PIPELINE_LEVEL and is_tiny_kernel(func):
-        return LIGHT_PIPELINE_LEVEL if hoistable_accesses(func) else jit.MINIMAL_PIPELINE
     static = static and all(isinstance(d, IntImm) or (k == 0 and id(d) in instances)
                             for b in func.buffer_map.values() for k, d in enumerate(b.shape))
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
         return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
             LIGHT_PIPELINE_LEVEL
+    work = static_work(func, TINY_KERNEL_WORK) if opt_level > LIGHT_PIPELINE_LEVEL else None
+    if work is not None:  # a tiny scalar kernel
+        return jit.MINIMAL_PIPELINE if work <= MINIMAL_KERNEL_WORK and \
+            not hoistable_accesses(func) else LIGHT_PIPELINE_LEVEL
     return jit.NO_SLP_PIPELINE if no_slp and opt_level == 3 else opt_level
 
 
@@ -230,11 +236,6 @@ def static_work(func: PrimFunc, limit: int) -> int | None:
             times *= max(int(s.extent.value), 0)
         stack.extend((kid, times) for kid in stmt_children(s))
     return total
-
-
-def is_tiny_kernel(func: PrimFunc) -> bool:
-    """Whether ``func``'s static work is at most ``TINY_KERNEL_WORK`` (``static_work``)."""
-    return static_work(func, TINY_KERNEL_WORK) is not None
 
 
 def _computed_inside(e, inside: set[int]) -> bool:

@@ -1,6 +1,6 @@
-"""Tiny static kernels (``codegen.build.TINY_KERNEL_WORK``) skip LLVM's O3 pipeline: the
-minimal one, or the light one when an access is worth hoisting out of its loop; kernels with
-more work or a run-time size keep O3. Each computes what numpy does."""
+"""Tiny static scalar kernels (``codegen.build.TINY_KERNEL_WORK``) skip LLVM's O3 pipeline: the
+minimal one when very small with nothing to hoist out of a loop, else the light one (O1);
+kernels with more work or a run-time size keep O3. Each computes what numpy does."""
 
 import sys
 
@@ -70,6 +70,8 @@ def test_static_work_counts_every_statement_per_iteration():
 def test_tiny_static_kernels_take_a_light_pipeline(monkeypatch):
     assert cg.ir_pipeline_level(_scale_add(4), 3) == jit.MINIMAL_PIPELINE  # nothing to hoist
     assert cg.ir_pipeline_level(_row_sums(4, 16), 3) == cg.LIGHT_PIPELINE_LEVEL  # S[i]
+    # 1641 statements: past MINIMAL_KERNEL_WORK, O1 bounds what each call loses
+    assert cg.ir_pipeline_level(_scale_add(40, 40), 3) == cg.LIGHT_PIPELINE_LEVEL
     # the threshold itself is inside the tier, one statement more is not
     work = cg.static_work(_scale_add(4), 10**6)
     monkeypatch.setattr(cg, "TINY_KERNEL_WORK", work)
@@ -91,7 +93,7 @@ def test_large_or_symbolic_kernels_keep_the_full_pipeline():
 @pytest.mark.parametrize("make, level", [
     (lambda: _scale_add(4), jit.MINIMAL_PIPELINE),  # minimal pipeline path
     (lambda: _row_sums(4, 16), cg.LIGHT_PIPELINE_LEVEL),  # light pipeline path
-])
+], ids=["minimal", "light"])
 def test_tiny_kernels_compute_what_numpy_does(make, level, fresh, rng):
     func = make()
     kernel, _ = cg.compile_prim_func(func, "f", object_cache=fresh)
