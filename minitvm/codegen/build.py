@@ -208,8 +208,9 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
         return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
             LIGHT_PIPELINE_LEVEL
-    work = static_work(func, TINY_KERNEL_WORK) if opt_level > LIGHT_PIPELINE_LEVEL else None
-    if work is not None:  # a tiny scalar kernel
+    work = static_work(func, TINY_KERNEL_WORK) if opt_level > LIGHT_PIPELINE_LEVEL and \
+        not no_slp else None
+    if work is not None:  # a tiny scalar kernel (a sort's keeps its own pipeline)
         return jit.MINIMAL_PIPELINE if work <= MINIMAL_KERNEL_WORK and \
             not hoistable_accesses(func) else LIGHT_PIPELINE_LEVEL
     return jit.NO_SLP_PIPELINE if no_slp and opt_level == 3 else opt_level
