@@ -19,14 +19,14 @@ from ..tir.expr import IntImm, Var
 from ..tir.function import PrimFunc
 from ..tir.printer import script
 from ..tir.stmt import For, ForKind, LetStmt
-from ..tir.stmt_functor import post_order, walk_stmts
+from ..tir.stmt_functor import post_order, stmt_children, walk_stmts
 from ..tir.transform import parallelize_outer_loops
 from ..tir.transform.lower_intrin import lower_intrin
 from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "24"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "25"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -46,6 +46,7 @@ CODEGEN_VERSION = "24"  # 3: float16 libm in float32; 4: loaded integer values w
 # 22: MINIMAL_PIPELINE runs InstCombine again (without it a conv_lanes tile spilled)
 # 23: float32 -> int casts of 4/8/16n lanes by x86's cvttps2dq (llvm/cvtt), no range test
 # 24: kernels with a ``NO_SLP_VECTORIZE`` loop take jit.NO_SLP_PIPELINE (sorting networks)
+# 25: tiny static kernels (TINY_KERNEL_WORK) take the minimal or light pipeline, not O3
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
@@ -69,6 +70,19 @@ MACHINE_CODE_LEVEL = 1
 # through and vectorizes nothing in. CPU s to build, O3 -> without SLP (the same kernel speed):
 # int64 argsort of 3 x 1000 1.87 -> 0.83; float32 top 64 of 24552 4.74 -> 0.61.
 NO_SLP_VECTORIZE = "no_slp_vectorize"
+# A kernel whose whole run is tiny and known when it is compiled (every buffer shape and loop
+# extent a constant, at most this many statements executed: each statement counted once per
+# iteration of its enclosing loops) and not explicitly vectorized skips O3's loop vectorizer, unroller and SLP, which cost
+# tens of milliseconds per kernel to save a few microseconds per call: ``LIGHT_PIPELINE_LEVEL``
+# (O1, whose LICM keeps an accumulator in a register), or ``jit.MINIMAL_PIPELINE`` when at most
+# ``MINIMAL_KERNEL_WORK`` statements run and no loop-invariant access is worth hoisting.
+# Legalized Relax/Relay operators on small shapes, shape arithmetic, scalar epilogues; the
+# models' real kernels are orders of magnitude larger (none of ResNet-50's, MobileNetV2's or
+# BERT's is tiny). Per call, before -> after (O3 -> O1 / minimal, Python's call included): a
+# 63x63 scalar elementwise kernel 11.3 -> 12.7 us (17.2 us minimal), 32x32 9.3 -> 9.3 us; 770
+# tiny kernels of four operator test files: IR pipeline 11.5 -> 1.5 (minimal) / 6.1 (O1) CPU s.
+TINY_KERNEL_WORK = 4096
+MINIMAL_KERNEL_WORK = 1024
 _CACHE: dict[str, tuple] = {}
 _STATS = {"hits": 0, "misses": 0}
 _OBJECTS: dict[str, tuple[bytes, int]] = {}  # symbol -> (object code, pipeline level)
@@ -168,7 +182,8 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     passes hoist: a Relax BERT layer of symbolic length ran 10x slower without them.) An
     ``INSTANCE_LOOP``'s extent, and a parameter's leading dimension equal to it, count as
     static: its body is a static kernel. A scalar kernel with a ``NO_SLP_VECTORIZE`` loop gets
-    ``jit.NO_SLP_PIPELINE`` at ``opt_level`` 3."""
+    ``jit.NO_SLP_PIPELINE`` at ``opt_level`` 3. Above ``LIGHT_PIPELINE_LEVEL`` a tiny scalar
+    kernel (``TINY_KERNEL_WORK``) takes one of the two light pipelines instead of O3."""
     count, vectorized, static, no_slp = 0, False, True, False
     instances: set[int] = set()  # ids of the extents of instance loops
     inside: set[int] = set()  # ids of the variables whose values the body computes itself
@@ -193,7 +208,35 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
         return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
             LIGHT_PIPELINE_LEVEL
+    work = static_work(func, TINY_KERNEL_WORK) if opt_level > LIGHT_PIPELINE_LEVEL and \
+        not no_slp else None
+    if work is not None:  # a tiny scalar kernel (a sort's keeps its own pipeline)
+        return jit.MINIMAL_PIPELINE if work <= MINIMAL_KERNEL_WORK and \
+            not hoistable_accesses(func) else LIGHT_PIPELINE_LEVEL
     return jit.NO_SLP_PIPELINE if no_slp and opt_level == 3 else opt_level
+
+
+def static_work(func: PrimFunc, limit: int) -> int | None:
+    """The statements ``func`` executes, each counted once per iteration of its enclosing
+    loops, when every buffer shape and loop extent is a constant; None when one is not or the
+    count passes ``limit`` (the walk stops there)."""
+    if not all(isinstance(d, IntImm) for b in func.buffer_map.values() for d in b.shape):
+        return None
+    total = 0
+    stack = [(func.body, 1)]  # (statement, how many times it runs)
+    while stack:
+        s, times = stack.pop()
+        if s is None:
+            continue
+        total += times
+        if total > limit:
+            return None
+        if isinstance(s, For):
+            if not isinstance(s.extent, IntImm):
+                return None
+            times *= max(int(s.extent.value), 0)
+        stack.extend((kid, times) for kid in stmt_children(s))
+    return total
 
 
 def _computed_inside(e, inside: set[int]) -> bool:

@@ -67,6 +67,9 @@ def _symbolic(extent_only: bool):
 
 
 def test_pipeline_level_follows_explicit_vectorization(monkeypatch):
+    # these 4 x 8 kernels are tiny (tests/codegen/test_tiny_kernel_pipeline.py): with the tiny
+    # tier off they stand for kernels of any static size
+    monkeypatch.setattr(cg, "TINY_KERNEL_WORK", 0)
     assert cg.ir_pipeline_level(_kernel(True), 3) == jit.MINIMAL_PIPELINE  # nothing to hoist
     assert cg.ir_pipeline_level(_row_sums(), 3) == cg.LIGHT_PIPELINE_LEVEL  # S[i] to hoist
     # symbolic sizes: run-time strides and bounds for LLVM's loop passes to hoist (a Relax
