@@ -13,8 +13,20 @@ from .prim_expr import FloatImm, IntImm
 _ATTRS_TYPES: dict[str, type] = {}
 
 
+# values kept as they are: checked by exact type first, the common case of every op constructor
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
 def _freeze(value):
     """Lists become tuples so attrs are hashable values; tir IntImm becomes int."""
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if t is tuple or t is list:
+        for v in value:
+            if type(v) not in _PLAIN:
+                return tuple(_freeze(v) for v in value)
+        return tuple(value)
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, IntImm):
@@ -43,15 +55,20 @@ class Attrs(Node):
         _ATTRS_TYPES[cls.__name__] = cls
 
     def __init__(self, **kwargs):
-        names = {n for n, _ in self._fields}
-        unknown = [k for k in kwargs if k not in names]
-        if unknown:
+        values = {}
+        given = 0
+        for name, default in self._fields:
+            if name in kwargs:
+                values[name] = _freeze(kwargs[name])
+                given += 1
+            else:
+                values[name] = default
+        if given != len(kwargs):
+            names = {n for n, _ in self._fields}
+            unknown = [k for k in kwargs if k not in names]
             raise AttributeError(
                 f"{type(self).__name__} has no field {unknown[0]!r}; fields are {sorted(names)}"
             )
-        values = {}
-        for name, default in self._fields:
-            values[name] = _freeze(kwargs[name]) if name in kwargs else default
         object.__setattr__(self, "_values", values)
 
     def __getattr__(self, name):

@@ -11,6 +11,7 @@ import numpy as np
 from ..ir.attrs import Attrs, DictAttrs
 from ..ir.expr import ArithmeticOperators, BaseFunc, GlobalVar, RelayExpr
 from ..ir.type import TensorType, TupleType, Type
+from ..runtime.ndarray import NDArray, array
 
 Expr = RelayExpr
 
@@ -113,8 +114,6 @@ class Constant(ExprWithOp):
     __slots__ = ("data",)
 
     def __init__(self, data, span=None):
-        from ..runtime.ndarray import NDArray, array
-
         super().__init__(span)
         self.data = data if isinstance(data, NDArray) else array(np.asarray(data))
 
@@ -376,8 +375,11 @@ def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32"
 def const(value, dtype: str | None = None, span=None) -> Constant:
     """Create a constant; without ``dtype``, 64-bit ints/floats (Python or numpy) narrow to
     int32/float32, as TVM's ``relay.const`` does; an NDArray keeps its dtype."""
-    from ..runtime.ndarray import NDArray
-
+    t = type(value)
+    if t is float:  # the common cases first: a fresh array, owned by the constant (no copy)
+        return Constant(NDArray(np.array(value, dtype=dtype or "float32")), span)
+    if t is int:
+        return Constant(NDArray(np.array(value, dtype=dtype or "int32")), span)
     if isinstance(value, NDArray):
         if dtype is not None and value.dtype != dtype:
             value = value.numpy().astype(dtype)

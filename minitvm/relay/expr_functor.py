@@ -168,23 +168,34 @@ class ExprFunctor:
     def _visit_dataflow(self, root):
         memo = self.memo_map
         scopes = _scope_types(type(self))
+        operands = _DATAFLOW_OPERANDS
         hooks: dict = {}  # node type -> this visitor's bound hook, looked up once per walk
         stack = [root]
+        pop, push = stack.pop, stack.extend
         while stack:
             node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            t = type(node)
-            if t in scopes:  # every child, in the hook's order
-                pending = [c for c in scope_children(node) if c not in memo]
+            if type(node) is tuple:  # ``(node,)``: its children are done; run its hook
+                pop()
+                node = node[0]
+                if node in memo:  # a hook's own walk may have reached it meanwhile
+                    continue
             else:
-                pending = [c for c in dataflow_children(node)
-                           if type(c) in _DATAFLOW and c not in memo]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-            stack.pop()
+                if node in memo:
+                    pop()
+                    continue
+                t = type(node)
+                if t in scopes:  # every child, in the hook's order
+                    pending = [c for c in scope_children(node) if c not in memo]
+                else:
+                    get = operands.get(t)
+                    pending = [] if get is None else [
+                        c for c in get(node) if type(c) in _DATAFLOW and c not in memo]
+                if pending:
+                    stack[-1] = (node,)
+                    push(reversed(pending))
+                    continue
+                pop()
+            t = type(node)
             hook = hooks.get(t)
             if hook is None:
                 hook = hooks[t] = getattr(self, _method_name(t))

@@ -35,7 +35,7 @@ from .expr import (
     TupleGetItem,
     Var,
 )
-from .type_solver import TypeSolver, UnifyError, is_ground
+from .type_solver import TypeSolver, UnifyError, is_ground, is_ground_memo
 
 __all__ = ["TypeChecker", "relation_cache_clear"]
 
@@ -120,6 +120,7 @@ class TypeChecker:
         self.functions_seen: list = []  # (function, root) for every function checked
         self._ctor_types: dict = {}
         self._rel_fast: dict = {}
+        self._op_rules: dict = {}
         # (shape, dtype) -> the one TensorType of the constants of that type: types are
         # values, and sharing them lets ``_relate``'s identity cache answer calls on constants
         self._const_types: dict = {}
@@ -310,19 +311,31 @@ class TypeChecker:
         if type(call.op) is not Op:
             push((self._visit, call.op))
 
+    def _op_rule(self, op: Op):
+        """``(num_inputs, FTypeRelation)`` of ``op``, looked up once per check."""
+        rule = self._op_rules.get(op)
+        if rule is None:
+            rule = self._op_rules[op] = (op.num_inputs, op.get_attr("FTypeRelation"))
+        return rule
+
     def _post_op_call(self, call: Call):
         op = call.op
-        types = self.types
-        n = op.num_inputs
-        if n is not None and n >= 0 and n != len(call.args):
+        args = call.args
+        n, rel = self._op_rule(op)
+        if n is not None and n >= 0 and n != len(args):
             self.error(call, f"operator {op.name} expects {n} argument(s) but is given "
-                             f"{len(call.args)}")
-        rel = op.get_attr("FTypeRelation")
+                             f"{len(args)}")
         if rel is None:
             self.error(call, f"operator {op.name} has no type relation (FTypeRelation)")
-        resolve = self.solver.resolve
-        arg_types = [resolve(types[a]) for a in call.args]
-        if all(is_ground(t) for t in arg_types):
+        types = self.types
+        arg_types = [types[a] for a in args]
+        ground = True
+        for i, t in enumerate(arg_types):
+            if type(t) is not TensorType:  # a tensor type is resolved and ground as it is
+                t = arg_types[i] = self.solver.resolve(t)
+                if ground and not is_ground(t):
+                    ground = False
+        if ground:
             types[call] = self._relate(call, rel, arg_types, self.root)
         else:
             out = IncompleteType()
@@ -330,18 +343,30 @@ class TypeChecker:
             self.pending.append(_Pending(call, self.root, out))
 
     def _relate(self, call: Call, rel, arg_types, root):
-        fast_key = (rel, id(call.attrs), *map(id, arg_types))
-        hit = self._rel_fast.get(fast_key)
+        # first by the attrs' values and the argument types' identities: a program's calls
+        # share a few type objects, and value-equal attrs (every ``relay.reshape(x, (1, 2))``
+        # builds its own) need no structural hash of the types
+        attrs = call.attrs
+        fast_key = None
+        if attrs is not None:
+            try:
+                fast_key = (rel, _attrs_key(attrs), *map(id, arg_types))
+                hit = self._rel_fast.get(fast_key)
+            except TypeError:  # unhashable attrs values: by the attrs' identity
+                fast_key = None
+        if fast_key is None:
+            fast_key = (rel, id(attrs), *map(id, arg_types))
+            hit = self._rel_fast.get(fast_key)
         if hit is not None:
             return hit[0]
         key = None
         try:
-            key = (rel, _attrs_key(call.attrs), tuple(arg_types))
+            key = (rel, _attrs_key(attrs), tuple(arg_types))
             hit = _REL_CACHE.get(key)
         except (TypeError, RecursionError):  # unhashable attrs values; a type nested
             key, hit = None, None  # thousands deep (Type.__hash__ recurses): skip the cache
         if hit is not None:
-            self._rel_fast[fast_key] = (hit, call.attrs, arg_types)
+            self._rel_fast[fast_key] = (hit, attrs, arg_types)  # keeps the id()s alive
             return hit
         msg, cause = None, None
         try:
@@ -364,7 +389,7 @@ class TypeChecker:
             if len(_REL_CACHE) >= _REL_CACHE_MAX:
                 _REL_CACHE.clear()
             _REL_CACHE[key] = out
-        self._rel_fast[fast_key] = (out, call.attrs, arg_types)  # keeps the id()s alive
+        self._rel_fast[fast_key] = (out, attrs, arg_types)  # keeps the id()s alive
         return out
 
     def _post_call(self, call: Call):
@@ -598,16 +623,23 @@ class TypeChecker:
         """Check that every type is known, then write ``_checked_type``; returns node->type."""
         self.solve()
         resolve = self.solver.resolve
+        # nothing is unified from here on: resolutions and ground checks are shared by all
+        # nodes (a chain of nested tuples has types nested as deep: linear, not quadratic)
+        done: dict = {}
+        ground: dict = {}
         for var, root in self.bound_order:
-            if not is_ground(resolve(self.var_types[var])):
+            if not is_ground_memo(resolve(self.var_types[var], done), ground):
                 self.error(var, f"cannot infer the type of %{var.name_hint}; "
                                 "add a type annotation", root)
         for p in self.pending:
             self.error(p.node, "cannot infer the types of this expression's operands", p.root)
         resolved = {}
         for node, t in self.types.items():
-            r = resolve(t)
-            if not is_ground(r):
+            if type(t) is TensorType:  # resolved and ground as it is
+                resolved[node] = t
+                continue
+            r = resolve(t, done)
+            if not is_ground_memo(r, ground):
                 self.error(node, f"cannot infer the type of this expression (got "
                                  f"{format_type(r)})")
             resolved[node] = r

@@ -134,6 +134,31 @@ def is_ground(t) -> bool:
     return not _any_node(t, _is_incomplete)
 
 
+def is_ground_memo(t, memo: dict) -> bool:
+    """``is_ground`` remembering the answer for every part of ``t`` in ``memo`` (id -> bool),
+    for calls on types that share parts (which must stay alive while ``memo`` is used)."""
+    if not _children(t):
+        return type(t) is not IncompleteType
+    known = memo.get(id(t))
+    if known is not None:
+        return known
+    stack = [(t, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if key in memo:
+            continue
+        kids = _children(node)
+        if not kids:
+            memo[key] = type(node) is not IncompleteType
+        elif expanded:
+            memo[key] = all(memo[id(c)] for c in kids)
+        else:
+            stack.append((node, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+    return memo[id(t)]
+
+
 def substitute(t, mapping: dict):
     """Replace TypeVars (and IncompleteTypes) in ``t`` by ``mapping``'s values."""
     if not mapping:
@@ -211,14 +236,22 @@ class TypeSolver:
         self.sub[id(inc)] = t
         self._keep.append(inc)
 
-    def resolve(self, t):
-        """``t`` with every bound IncompleteType replaced by what it is bound to."""
+    def resolve(self, t, memo: dict | None = None):
+        """``t`` with every bound IncompleteType replaced by what it is bound to.
+
+        ``memo`` (id of a type -> its resolution) may be shared by calls between which nothing
+        is unified, while the types passed stay alive: the types of a program's nested tuples
+        share their parts, and each is then resolved once instead of once per enclosing type.
+        """
         tt = type(t)
         if tt is TensorType or tt is TypeVar or tt is PrimType:
             return t
         if tt is not IncompleteType and not self.sub:
             return t
-        done: dict = {}
+        done: dict = {} if memo is None else memo
+        hit = done.get(id(t))
+        if hit is not None:
+            return hit
         stack = [(t, False)]
         while stack:
             node, expanded = stack.pop()

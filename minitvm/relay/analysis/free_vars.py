@@ -7,6 +7,7 @@ its value); ``relay.Function(free_vars(e), e)`` then has the parameter order TVM
 
 from __future__ import annotations
 
+from ...ir.op import Op
 from ...ir.type import (
     FuncType,
     GlobalTypeVar,
@@ -60,6 +61,11 @@ class _VarCollector:
             if id(e) in seen:
                 continue
             seen.add(id(e))
+            if type(e) is Call:  # the common node, inline; an operator holds no variables
+                stack.extend(reversed(e.args))
+                if type(e.op) is not Op:
+                    stack.append(e.op)
+                continue
             if isinstance(e, Var):
                 self.used.setdefault(e, None)
                 self.all.setdefault(e, None)

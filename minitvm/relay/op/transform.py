@@ -124,6 +124,15 @@ def _call(name: str, args, attrs=None) -> Call:
 
 def _ints(value, what: str) -> tuple:
     """A constant int list from ints, lists, numpy arrays or a Relay constant."""
+    t = type(value)
+    if t is tuple or t is list:  # the common case, a list of Python ints: no numpy round trip
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return tuple(value)
+    elif t is int:
+        return (value,)
     if isinstance(value, Constant):
         value = value.data.numpy()
     if isinstance(value, Expr):
