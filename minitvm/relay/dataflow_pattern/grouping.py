@@ -56,14 +56,21 @@ class _NameBuilder:
 
 
 class PatternGrouper:
-    """Group the matches of ``pattern`` in ``expr``."""
+    """Group the matches of ``pattern`` in ``expr``.
 
-    def __init__(self, pattern: DFPattern, check=None, var_prefix: str = "FunctionVar"):
+    ``build_functions=False`` leaves each group's ``function`` None and ``args`` empty: a
+    rewrite only needs the roots, node maps and matched nodes, and building a function per
+    match was most of its time on long chains.
+    """
+
+    def __init__(self, pattern: DFPattern, check=None, var_prefix: str = "FunctionVar",
+                 build_functions: bool = True):
         if not isinstance(pattern, DFPattern):
             raise TypeError(f"expected a DFPattern, got {type(pattern).__name__}")
         self.pattern = pattern
         self.check = check
         self.var_prefix = var_prefix
+        self.build_functions = build_functions
 
     def group(self, expr) -> list[Group]:
         order = post_order_all(expr)
@@ -115,6 +122,9 @@ class PatternGrouper:
                     return None  # an intermediate value escapes the group
         if self.check is not None and not self.check(root):
             return None
+        node_map = {p: list(v) for p, v in memo.items()}
+        if not self.build_functions:
+            return Group(root, None, [], node_map, internal)
         params, args, name = {}, [], []
         new = {}
         stack = [(root, False)]
@@ -141,7 +151,6 @@ class PatternGrouper:
         body = new[id(root)]
         fn = Function(list(params.values()), body,
                       attrs=DictAttrs({"PartitionedFromPattern": "".join(name)}))
-        node_map = {p: list(v) for p, v in memo.items()}
         return Group(root, fn, args, node_map, internal)
 
 

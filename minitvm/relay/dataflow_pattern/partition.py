@@ -7,6 +7,7 @@ region}`` with the ``PartitionedFromPattern`` attribute (the matched ops, '_'-jo
 
 from __future__ import annotations
 
+from ...ir.gc_pause import gc_paused
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from .grouping import PatternGrouper
@@ -74,6 +75,7 @@ def _method(e) -> str:
     return _method_name(type(e))
 
 
+@gc_paused
 def partition(pattern: DFPattern, expr, attrs: dict | None = None, check=None):
     """Partition every match of ``pattern`` in ``expr`` into a function.
 

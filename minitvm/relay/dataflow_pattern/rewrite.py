@@ -8,6 +8,7 @@ replaced by ``callback(pre, post, node_map)``. Rounds repeat until the expressio
 
 from __future__ import annotations
 
+from ...ir.gc_pause import gc_paused
 from ...ir.structural import structural_equal
 from ..expr_functor import ExprMutator
 from .grouping import PatternGrouper
@@ -99,6 +100,7 @@ def _infer(expr, mod):
     return expr
 
 
+@gc_paused
 def rewrite(callbacks, expr, mod=None):
     """Rewrite ``expr`` with one callback or a list of ``DFPatternCallback``.
 
@@ -130,7 +132,7 @@ def rewrite(callbacks, expr, mod=None):
         for cb in callbacks:
             if cb.require_type:
                 _infer(post, mod)
-            groups = PatternGrouper(cb.pattern).group(post)
+            groups = PatternGrouper(cb.pattern, build_functions=False).group(post)
             if groups:
                 post = _Rewriter(cb, groups).visit(post)
             rounds += 1

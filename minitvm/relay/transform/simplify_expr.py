@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.gc_pause import gc_paused
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from ...transform.stats import record_stat
@@ -631,6 +632,7 @@ class _Simplifier(ExprMutator):
         return new
 
 
+@gc_paused
 def simplify_expr(expr, rewrites=REWRITES):
     """Apply ``rewrites`` bottom-up until nothing changes (at most MAX_ITERATIONS rounds).
 
