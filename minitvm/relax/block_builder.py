@@ -430,8 +430,11 @@ class BlockBuilder:
             return expr
         if isinstance(expr, If):
             expr = self._if_with_seq_branches(expr)
-        elif isinstance(expr, Call) and isinstance(expr.op, Op) and _typed_leaf_args(expr.args):
-            # (nothing below it but flat tuples to fill: most calls, call_tir's among them)
+        elif isinstance(expr, Call) and (isinstance(expr.op, Op) or
+                                         expr.op._checked_type is not None) and \
+                _typed_leaf_args(expr.args):
+            # (nothing below it but flat tuples to fill: most calls, call_tir's among them, and
+            # the kernel / packed-function calls of the lowering passes)
             for a in expr.args:
                 if a._checked_type is None:
                     a._checked_type = TupleStructInfo([f._checked_type for f in a.fields])

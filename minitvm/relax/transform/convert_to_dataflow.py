@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from ...transform.sequential import Sequential
 from ...transform.stats import record_stat
-from ..expr import BindingBlock, Call, DataflowBlock, If, SeqExpr
+from ..expr import BindingBlock, Call, DataflowBlock, Function, If, SeqExpr, TupleGetItem, Var
 from .canonicalize_bindings import CanonicalizeBindings
 from .function_pass import function_pass
 from .normalize import NormalizingMutator, normalize_blocks
-from .utils import is_impure_call, register
+from .utils import is_flat_operand, is_impure_call, register
 
 __all__ = ["ConvertToDataflow", "convert_to_dataflow"]
 
@@ -104,8 +104,34 @@ def _same_blocks(new, old) -> bool:
 def convert_to_dataflow(func, min_size: int = 2, mod=None):
     """``func`` with runs of pure bindings in dataflow blocks (and how many blocks were made);
     CanonicalizeBindings is not applied."""
+    if not _has_plain_bindings(func):
+        return func, 0  # only dataflow blocks: nothing to extract (no rebuild of every binding)
     m = _Extractor(min_size, mod)
     return m.visit_expr(func), m.created
+
+
+def _has_plain_bindings(func) -> bool:
+    """Whether ``func`` may hold a binding outside a dataflow block (in its body, an ``If``
+    branch or a nested function); a value that nests anything else answers yes."""
+    stack = [func.body] if isinstance(func, Function) else [func]
+    while stack:
+        seq = stack.pop()
+        if not isinstance(seq, SeqExpr):
+            return True
+        for block in seq.blocks:
+            if not isinstance(block, DataflowBlock) and block.bindings:
+                return True
+            for b in block.bindings:
+                v = b.value
+                if isinstance(v, If):
+                    stack.extend((v.true_branch, v.false_branch))
+                elif isinstance(v, Function):
+                    stack.append(v.body)
+                elif not (isinstance(v, Call) and not isinstance(v.op, Function) and
+                           all(is_flat_operand(a) for a in v.args)
+                          or isinstance(v, TupleGetItem | Var) or is_flat_operand(v)):
+                    return True
+    return False
 
 
 @register("ConvertToDataflow")

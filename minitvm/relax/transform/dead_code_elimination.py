@@ -80,9 +80,18 @@ def _is_external(func) -> bool:
     return bool(attrs) and attrs.get("global_symbol") is not None
 
 
-def remove_unused_functions(mod, entries) -> tuple:
-    """``mod`` without the functions unreachable from ``entries`` (and how many went)."""
-    call_map = collect_call_map(mod)
+def remove_unused_functions(mod, entries, known: dict | None = None) -> tuple:
+    """``mod`` without the functions unreachable from ``entries`` (and how many went).
+    ``known`` (gv -> (function, its globals)) carries the walks of an earlier call over to
+    the functions that are still the same objects."""
+    if set(mod.functions) <= set(entries):
+        return mod, 0  # every function is an entry: nothing to walk (one 100k-binding main)
+    call_map = {}
+    for gv, f in mod.functions.items():
+        hit = known.get(gv) if known is not None else None
+        call_map[gv] = hit[1] if hit is not None and hit[0] is f else _globals_in(f)
+        if known is not None:
+            known[gv] = (f, call_map[gv])
     reachable = set(entries)
     todo = list(entries)
     all_in_module = True
@@ -253,7 +262,8 @@ def dead_code_elimination(mod, entry_functions=()):
     for gv, func in mod.functions.items():
         if isinstance(func, ExternFunc) or _is_external(func):
             entries.append(gv)
-    mod, n_funcs = remove_unused_functions(mod, entries)
+    known: dict = {}
+    mod, n_funcs = remove_unused_functions(mod, entries, known)
     n_bindings = 0
     for gv, func in list(mod.functions.items()):
         if isinstance(func, Function):
@@ -262,7 +272,7 @@ def dead_code_elimination(mod, entry_functions=()):
             n_bindings += n + m
             if new is not func:
                 mod.update_func(gv, new)
-    mod, more = remove_unused_functions(mod, entries)
+    mod, more = remove_unused_functions(mod, entries, known)
     return mod, (n_funcs + more, n_bindings)
 
 

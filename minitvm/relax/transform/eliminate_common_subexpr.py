@@ -55,6 +55,19 @@ def _key(e):
     return ("h", structural_hash(e))
 
 
+def _same_flat_call(a, b) -> bool:
+    """Whether ``a`` and ``b`` are calls of one callee on the very same variables with equal
+    attributes and no struct-info arguments: equal without a structural comparison (most
+    merged bindings; the table key already matched)."""
+    if not (isinstance(a, Call) and isinstance(b, Call)) or a.sinfo_args or b.sinfo_args:
+        return False
+    if a.op is not b.op or len(a.args) != len(b.args):
+        return False
+    if not all(x is y and isinstance(x, Var) for x, y in zip(a.args, b.args)):
+        return False
+    return a.attrs is b.attrs or structural_equal(a.attrs, b.attrs)
+
+
 class _Entry:
     __slots__ = ("value", "cast", "vars")
 
@@ -76,8 +89,8 @@ class _CSE(NormalizingMutator):
         for entry in self.table.get(key, ()):
             if (entry.cast is None) != (cast is None):
                 continue
-            if structural_equal(entry.value, value) and (
-                    cast is None or structural_equal(entry.cast, cast)):
+            if (_same_flat_call(entry.value, value) or structural_equal(entry.value, value)) \
+                    and (cast is None or structural_equal(entry.cast, cast)):
                 return entry
         return None
 

@@ -4,6 +4,7 @@ with an explicit stack), fresh variable names, struct-info filling, byte sizes o
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -119,6 +120,7 @@ def _fold_const(e):
     return IntImm(e.dtype, vals[id(e)])
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_bytes(dtype: str) -> int:
     """Bytes per element (bool takes a byte)."""
     if dtype == "bool":

@@ -72,6 +72,11 @@ def _is_op(v, name: str) -> bool:
 
 
 def _nbytes(shape_values, dtype: str, bounds: dict):
+    if all(isinstance(d, IntImm) for d in shape_values):  # a static shape: plain arithmetic
+        n = dtype_bytes(dtype)
+        for d in shape_values:
+            n *= d.value
+        return IntImm("int64", n), True
     size = IntImm("int64", dtype_bytes(dtype))
     for d in shape_values:
         size = size * d

@@ -99,14 +99,21 @@ def is_impure_call(call: Call) -> bool:
 _CALL_FREE = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
 
 
+def is_flat_operand(a) -> bool:
+    """A leaf, or a tuple of leaves: an operand holding no call, branch or function."""
+    return isinstance(a, _CALL_FREE) or (
+        isinstance(a, Tuple) and all(isinstance(f, _CALL_FREE) for f in a.fields))
+
+
 def contains_impure_call(expr, own_name=None) -> bool:
     """TVM's ContainsImpureCall: an impure call anywhere in ``expr`` except inside nested
     function literals (their bodies run only when called). ``own_name`` (a Var) is a recursive
     reference whose calls count as pure."""
     if isinstance(expr, Function):
         return contains_impure_call(expr.body, own_name)
-    if isinstance(expr, Call) and all(isinstance(a, _CALL_FREE) for a in expr.args):
-        # (a call of leaves, most bindings: the call is the only one there is)
+    if isinstance(expr, Call) and all(is_flat_operand(a) for a in expr.args):
+        # (a call of leaves or tuples of leaves, most bindings - a call_tir's argument tuple
+        # included: the call is the only one there is)
         return not (own_name is not None and expr.op is own_name) and is_impure_call(expr)
     stack = [expr]
     seen = set()

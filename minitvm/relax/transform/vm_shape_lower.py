@@ -51,7 +51,7 @@ from ..struct_info import (
     TupleStructInfo,
 )
 from .lower_utils import Namer, no_gc, normalized
-from .utils import has_relax_function, register
+from .utils import has_relax_function, register, sinfo_prim_fields
 
 __all__ = ["VMShapeLower", "MatchShapeCode", "MakeShapeCode", "vm_shape_lower"]
 
@@ -410,10 +410,8 @@ class _Lowerer:
         function returning a data-dependent shape): check the result and bind them."""
         if not isinstance(b.value, Call):
             return
-        from .utils import sinfo_prim_fields
-
-        fresh = [v for e in sinfo_prim_fields(b.var._struct_info) for v in _tir_vars(e)
-                 if self.key(v) not in self.bound]
+        fresh = [v for e in sinfo_prim_fields(b.var._struct_info) if not isinstance(e, IntImm)
+                 for v in _tir_vars(e) if self.key(v) not in self.bound]
         if not fresh:
             return
         deferred: list = []

@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
+import functools
+
+from ...ir.prim_expr import IntImm
 from ...relax import expr as rx
 from ...relax import struct_info as si
 from . import doc as D
+from .prim import _int
+
+
+@functools.lru_cache(maxsize=1024)
+def _static_tensor_text(tensor: str, dtype: str, dims: tuple) -> str:
+    """``R.Tensor((4, 8), dtype="float32")`` of constant ``dims`` ((value, dtype) pairs)."""
+    shape = D.tuple_text([_int(IntImm(t, v)) for v, t in dims])
+    kwargs = [("dtype", D.quote(dtype))] if dtype != "void" else []
+    return D.call_text(tensor, [shape], kwargs)
 
 
 class StructInfoPrinter:
@@ -13,6 +25,11 @@ class StructInfoPrinter:
 
     def tensor_sinfo(self, s, shape_doc=None):
         shape = s.shape
+        if shape_doc is None and s.vdevice is None and type(shape) is rx.ShapeExpr and \
+                all(type(v) is IntImm for v in shape.values):
+            # a static shape (most tensors of a large program): the text by value, cached
+            return _static_tensor_text(self.R("Tensor"), s.dtype,
+                                       tuple((v.value, v.dtype) for v in shape.values))
         if shape is not None and shape_doc is None:
             if not isinstance(shape, rx.ShapeExpr):
                 return self._tensor_sinfo_shape_var(s)
