@@ -46,12 +46,11 @@ def _collector_paused_in_the_test(request):
     if request.node.get_closest_marker("cyclic_gc") or not gc.isenabled():
         yield
         return
-    gc.disable()
-    try:
+    from minitvm.ir.gc_pause import paused
+
+    with paused():
         yield
-    finally:
-        gc.enable()
-        gc.collect(0)
+    gc.collect(0)
 
 
 def pytest_configure(config):

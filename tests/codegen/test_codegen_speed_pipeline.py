@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from minitvm import codegen, tir
-from minitvm.backend import disk_cache
 from minitvm.runtime import jit
 
 cg = sys.modules[codegen.__name__ + ".build"]  # the module (``codegen.build`` is the function)
@@ -24,14 +23,6 @@ def _kernel(vectorized: bool, lanes: int = 8, scale: float = 3.0):
     body = tir.For(i, 0, 4, 0, tir.For(j, 0, lanes, kind, tir.BufferStore(
         B, A[i, j] * tir.const(scale, "float32") + A[i, 0], [i, j])))
     return tir.PrimFunc([A, B], body, attrs={"tir.noalias": True})
-
-
-@pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    cg.clear_cache()
-    yield disk_cache.get_cache(tmp_path / "cache")
-    cg.clear_cache()
 
 
 def _row_sums(lanes: int = 8):

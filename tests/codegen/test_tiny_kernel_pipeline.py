@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from minitvm import codegen, tir
-from minitvm.backend import disk_cache
 from minitvm.runtime import jit
 
 cg = sys.modules[codegen.__name__ + ".build"]  # the module (``codegen.build`` is the function)
@@ -47,14 +46,6 @@ def _bounded_by(n: tir.Var):
     body = tir.For(i, 0, tir.Min(n, 4), 0, tir.For(j, 0, 8, 0, tir.BufferStore(
         B, A[i, j] * tir.const(3.0, F32) + A[i, 0], [i, j])))
     return tir.PrimFunc([A, B, n], body, attrs={"tir.noalias": True})
-
-
-@pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    cg.clear_cache()
-    yield disk_cache.get_cache(tmp_path / "cache")
-    cg.clear_cache()
 
 
 def test_static_work_counts_every_statement_per_iteration():
