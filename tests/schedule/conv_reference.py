@@ -87,6 +87,23 @@ def rotated_knobs(cases, widths, orders):
             for i, case in enumerate(cases) for j, width in enumerate(widths)]
 
 
+def rotated_distinct_widths(cases, widths, orders, out_channels_a_group):
+    """``rotated_knobs`` less the params that build a kernel an earlier param of the same case
+    already builds: a width that does not divide the case's output channels a group
+    (``out_channels_a_group(case)``) falls back to 16 (``conv_lanes.with_knobs``, AVX-512's
+    rule), so it is dropped where the case already runs 16 in that order. On AVX2 (16 only)
+    every case still runs in both orders: neighbouring widths take opposite orders."""
+    seen, out = set(), []
+    for p in rotated_knobs(cases, widths, orders):
+        case, width, order = p.values
+        og = out_channels_a_group(case)
+        key = (cases.index(case), width if og % width == 0 else 16, order)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
 def knob_table(mod, params=None, **values):
     """A knob table giving every tunable workload of ``mod`` these knob values. The workloads
     are ``tune.extract_tasks``' (it lowers ``mod``'s functions without compiling them; a
