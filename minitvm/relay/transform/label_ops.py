@@ -36,8 +36,10 @@ class _Calls(ExprVisitor):
         self.nested = nested
         self.found: dict = {}
         self.arrays: list = []  # the constants' arrays, hashed before the function is
+        self.has_nested = False  # whether the walk met a nested function
 
     def visit_function(self, fn):
+        self.has_nested = True
         self.found.update(self.nested.get(fn, {}))
 
     def visit_constant(self, c):
@@ -52,15 +54,16 @@ class _Calls(ExprVisitor):
                     self.found[k] = attrs[k]
 
 
-def _own_layouts(body, nested: dict) -> dict:
+def _own_layouts(body, nested: dict) -> tuple[dict, bool]:
     """Layout attributes of the calls in ``body``, the last in post order winning; a nested
     function contributes its recorded layouts (``nested``) where the walk meets it, without
     being walked again. The constants met on the way are hashed (on two threads where there
-    are several: ``main``'s weights) for the function's label."""
+    are several: ``main``'s weights) for the function's label. Also says whether ``body``
+    holds a nested function."""
     calls = _Calls(nested)
     calls.visit(body)
     hash_contents(calls.arrays, 2 if (os.cpu_count() or 1) > 1 else 1)
-    return calls.found
+    return calls.found, calls.has_nested
 
 
 class _Stubs(ExprMutator):
@@ -71,7 +74,9 @@ class _Stubs(ExprMutator):
         return GlobalVar(f"labelled_{fn.get_attr('hash') or structural_hash(fn):}")
 
 
-def _label_hash(fn) -> int:
+def _label_hash(fn, has_nested: bool) -> int:
+    if not has_nested:  # a fused primitive function: nothing to stub, no second walk
+        return structural_hash(fn)
     return structural_hash(Function(fn.params, _Stubs().visit(fn.body), fn.ret_type,
                                     fn.type_params, fn.attrs))
 
@@ -88,12 +93,12 @@ class _Labeler(ExprMutator):
 
     def visit_function(self, fn):
         new = super().visit_function(fn)
-        layouts = _own_layouts(new.body, self.layouts)
+        layouts, has_nested = _own_layouts(new.body, self.layouts)
         if new.get_attr("hash") is not None:
             self.layouts[new] = layouts
             return new
         self.count += 1
-        attrs = {"hash": f"{_label_hash(new):016x}"}
+        attrs = {"hash": f"{_label_hash(new, has_nested):016x}"}
         attrs.update(layouts)  # as TVM's WithAttr: the calls' values replace older ones
         out = new.with_attrs(attrs)
         self.layouts[out] = layouts
