@@ -20,6 +20,15 @@ def is_annotation(e, name: str) -> bool:
     return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
 
 
+def _annotation_name(e) -> str | None:
+    """BEGIN or END when ``e`` is that annotation call, else None."""
+    if isinstance(e, Call):
+        op = e.op
+        if isinstance(op, Op) and (op.name == BEGIN or op.name == END):
+            return op.name
+    return None
+
+
 def _inputs(e) -> tuple:
     if isinstance(e, Call):
         return e.args
@@ -49,41 +58,56 @@ class RegionSet:
 
     def __init__(self, body):
         self.order = dataflow_post_order(body)
-        self._parent: dict[int, int] = {}
-        self._node: dict[int, object] = {}
+        parent: dict[int, int] = {}
+        kind: dict[int, str] = {}  # id -> BEGIN / END, for the annotations inside regions
+        find = self._find
+        self._parent = parent
+        self._kind = kind
         for e in self.order:
-            if is_annotation(e, BEGIN):
-                self._make(e)
-            elif is_annotation(e, END):
-                if id(e.args[0]) in self._parent:
-                    self._make(e)
-                    self._union(e, e.args[0])
-                else:
+            ann = _annotation_name(e)
+            i = id(e)
+            if ann == BEGIN:
+                parent[i] = i
+                kind[i] = BEGIN
+            elif ann == END:
+                src = id(e.args[0])
+                if src not in parent:
                     raise ValueError(f"compiler_end({e.attrs.compiler!r}) closes an expression "
                                      "that no compiler_begin opened")
+                parent[i] = find(src)  # a new node joins its operand's region
+                kind[i] = END
             else:
-                ins = [a for a in _inputs(e) if id(a) in self._parent
-                       and not is_annotation(a, END)]
-                if ins:
-                    self._make(e)
-                    for a in ins:
-                        self._union(e, a)
+                root = None
+                for a in _inputs(e):
+                    j = id(a)
+                    if j not in parent or kind.get(j) == END:
+                        continue
+                    if root is None:
+                        root = parent[i] = find(j)
+                    else:
+                        rj = find(j)
+                        if rj != root:
+                            parent[rj] = root
         self.regions: list[Region] = []
-        self._region: dict[int, Region] = {}
+        region_of_root: dict[int, Region] = {}
+        self._of: dict[int, Region] = {}  # id(node) -> its region
         for e in self.order:
-            if id(e) not in self._parent:
+            i = id(e)
+            if i not in parent:
                 continue
-            root = self._find(id(e))
-            r = self._region.get(root)
+            root = find(i)
+            r = region_of_root.get(root)
             if r is None:
                 r = Region(len(self.regions), "")
                 self.regions.append(r)
-                self._region[root] = r
+                region_of_root[root] = r
+            self._of[i] = r
             r.nodes.append(e)
-            if is_annotation(e, BEGIN):
+            k = kind.get(i)
+            if k is BEGIN:
                 r.ins.append(e)
                 self._set_target(r, e)
-            elif is_annotation(e, END):
+            elif k is END:
                 r.outs.append(e)
                 self._set_target(r, e)
 
@@ -96,10 +120,6 @@ class RegionSet:
                              "must name the same compiler")
         r.target = t
 
-    def _make(self, e) -> None:
-        self._parent.setdefault(id(e), id(e))
-        self._node[id(e)] = e
-
     def _find(self, i: int) -> int:
         p = self._parent
         root = i
@@ -109,23 +129,17 @@ class RegionSet:
             p[i], i = root, p[i]
         return root
 
-    def _union(self, a, b) -> None:
-        ra, rb = self._find(id(a)), self._find(id(b))
-        if ra != rb:
-            self._parent[ra] = rb
-
     def region_of(self, e) -> Region | None:
-        if id(e) not in self._parent:
-            return None
-        return self._region[self._find(id(e))]
+        return self._of.get(id(e))
 
     def parents(self, r: Region) -> list[Region]:
         """Regions whose compiler_end feeds a compiler_begin of ``r`` (in first-use order)."""
         out, seen = [], set()
+        kind, of = self._kind, self._of
         for b in r.ins:
             src = b.args[0]
-            if is_annotation(src, END):
-                p = self.region_of(src)
+            if kind.get(id(src)) is END:
+                p = of[id(src)]
                 if p is not None and p is not r and p.id not in seen:
                     seen.add(p.id)
                     out.append(p)

@@ -87,7 +87,8 @@ class _Merger:
             restrictions[cur] = own
 
     def same(self, a, b) -> bool:
-        ra, rb = self.rs.region_of(a), self.rs.region_of(b)
+        of = self.rs._of
+        ra, rb = of.get(id(a)), of.get(id(b))
         return ra is not None and rb is not None and self.find(ra.id) == self.find(rb.id)
 
 
