@@ -140,6 +140,11 @@ def _compare(lhs, rhs, map_free_vars: bool):
             kb = _kind_of(type(b))
         if a is b and not is_def and ka != _VAR:
             continue
+        if ka == _LEAF and kb == _LEAF and type(a) is type(b) and not isinstance(a, np.ndarray):
+            # a leaf of one type (every Relay expression's VirtualDevice): its own equality,
+            # which the checks below reach last
+            if a == b:
+                continue
         if ka == _VAR or kb == _VAR:
             if type(a) is not type(b):
                 raise StructuralMismatch(path, a, b, "different kinds of node")
@@ -501,10 +506,11 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     Relax variable's struct info) as ``structural_equal`` compares them where they are bound:
     fused functions that differ only in their parameters' shapes hash apart."""
     kinds = _KINDS
-    memo: dict[int, int] = {}  # id -> code of every composite hashed so far
+    memo: dict[int, int | None] = {}  # id -> code of every composite hashed so far
+    memo_get = memo.get
+    getters = _GETTERS
     var_count = 0
     var_numbers: dict[int, int] = {}  # id -> number of the annotated variables met so far
-    open_ids: set[int] = set()  # entered and not yet left: met again, a cycle
     keep = []  # memoized objects stay alive, so their ids stay unique
     kind = kinds.get(type(node))
     if kind is None:
@@ -520,23 +526,21 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
             number = var_numbers.get(oid) if var_numbers else None
             codes = [_TYPE_CODES[t]] if number is None else [_VAR_CODE, number]
             for c in kids:
-                k = kinds.get(type(c))
-                if k is None:
-                    k = _kind_of(type(c))
-                if k >= _COMPOSITE or k == _IMM:
-                    code = memo.get(id(c))
-                    if code is None:
-                        if k == _IMM:
-                            code = _leaf_code(c, k)
-                        else:  # an ancestor still open: a back edge
-                            code = hash((_BACK_CODE, _TYPE_CODES[type(c)]))
-                    codes.append(code)
-                else:
-                    codes.append(_leaf_code(c, k))
+                # a memoized code first: the ids of live objects are unique, so a leaf child
+                # (alive as long as its parent) never finds a composite's code
+                code = memo_get(id(c))
+                if code is None:
+                    k = kinds.get(type(c))
+                    if k is None:
+                        k = _kind_of(type(c))
+                    if k >= _COMPOSITE:  # an ancestor still open (None in memo): a back edge
+                        code = hash((_BACK_CODE, _TYPE_CODES[type(c)]))
+                    else:
+                        code = _leaf_code(c, k)
+                codes.append(code)
             memo[oid] = hash(tuple(codes))
-            open_ids.discard(oid)
             continue
-        if oid in memo or oid in open_ids:
+        if oid in memo:  # hashed already, or open (an ancestor: None until it is left)
             continue
         t = type(obj)
         kind = kinds[t]
@@ -561,8 +565,18 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
         elif kind == _NAME:
             memo[oid] = hash((_TYPE_CODES[t], _str_code(str(_named_key(obj)))))
             continue
-        kids = fields if kind == _VAR else _children(obj, kind)
-        open_ids.add(oid)
+        if kind == _FIELDS:  # (most nodes: _children inlined)
+            get = getters.get(t)
+            if get is None:
+                kids = _field_values(obj)
+            else:
+                try:
+                    kids = get(obj)
+                except AttributeError:  # a slot never set
+                    kids = _field_values(obj)
+        else:
+            kids = fields if kind == _VAR else _children(obj, kind)
+        memo[oid] = None  # open: met again before it is left, a cycle
         stack.append((obj, kids))
         for c in reversed(kids):
             k = kinds.get(type(c))
