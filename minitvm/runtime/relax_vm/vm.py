@@ -4,6 +4,7 @@ registers holding numpy arrays, shapes, tuples, closures and storages."""
 
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
@@ -198,18 +199,27 @@ class VirtualMachine:
                     table.append((_PACKED, fn, name))
         self._table = table
         self._consts = exe.constants
-        self._linked = {id(f): self._link(f) for f in exe.functions.values()}
-        # straight-line functions get a native entry (native_entry.py); False turns it off
-        self.native_entry = True
-        # the other straight-line functions run as generated Python (straight_line.py), made
-        # at their first call; False interprets them instruction by instruction
-        self.straight_line = True
-        self._straight: dict = {}
-        self._native = {}
-        for f in exe.functions.values():
-            nf = native_function(f, self._linked[id(f)], self._consts)
-            if nf is not None:
-                self._native[f.name] = nf
+        # linking allocates a few acyclic tuples per instruction: the cyclic collector's full
+        # collections meanwhile rescanned the whole heap (the program's IR included) for nothing
+        # (100,000 calls: most of the VM's setup time)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._linked = {id(f): self._link(f) for f in exe.functions.values()}
+            # straight-line functions get a native entry (native_entry.py); False turns it off
+            self.native_entry = True
+            # the other straight-line functions run as generated Python (straight_line.py),
+            # made at their first call; False interprets them instruction by instruction
+            self.straight_line = True
+            self._straight: dict = {}
+            self._native = {}
+            for f in exe.functions.values():
+                nf = native_function(f, self._linked[id(f)], self._consts)
+                if nf is not None:
+                    self._native[f.name] = nf
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def _link(self, func: VMFunction) -> list:
         """Instructions with constants, immediates, functions and the VM resolved in advance:
