@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import gc
 import itertools
 import threading
 import time
@@ -36,6 +35,7 @@ import warnings
 import numpy as np
 
 from .. import threadpool
+from ..gc_pause import paused
 from ..ndarray import NDArray, cpu
 from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 from .builtins import BUILTINS, ShapeTuple
@@ -279,13 +279,8 @@ class NativeFunction:
         meanwhile, as in the VM's dispatch loop: the recording allocates a few objects per call
         (acyclic), and its collections rescanned the whole heap, the program's IR included (a
         100,000-call function: 5.5-7.0 CPU s with them, 2.6-3.1 without)."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused():
             return self._record(vals)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _record(self, vals: list):
         result, calls, heaps = self._interpret(vals)

@@ -4,12 +4,12 @@ registers holding numpy arrays, shapes, tuples, closures and storages."""
 
 from __future__ import annotations
 
-import gc
 import time
 
 import numpy as np
 
 from .. import threadpool
+from ..gc_pause import paused
 from ..module import time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from ..registry import get_global_func
@@ -202,9 +202,7 @@ class VirtualMachine:
         # linking allocates a few acyclic tuples per instruction: the cyclic collector's full
         # collections meanwhile rescanned the whole heap (the program's IR included) for nothing
         # (100,000 calls: most of the VM's setup time)
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused():
             self._linked = {id(f): self._link(f) for f in exe.functions.values()}
             # straight-line functions get a native entry (native_entry.py); False turns it off
             self.native_entry = True
@@ -217,9 +215,6 @@ class VirtualMachine:
                 nf = native_function(f, self._linked[id(f)], self._consts)
                 if nf is not None:
                     self._native[f.name] = nf
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _link(self, func: VMFunction) -> list:
         """Instructions with constants, immediates, functions and the VM resolved in advance:

@@ -10,13 +10,13 @@ Registers hold numpy arrays (tensors), ``ADT`` (tuples, constructor values), ``V
 from __future__ import annotations
 
 import ctypes
-import gc
 import math
 
 import numpy as np
 
 from .. import threadpool
 from ..container import ADT
+from ..gc_pause import paused
 from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
@@ -329,13 +329,8 @@ class VirtualMachine:
     def _execute(self, func_index: int, args: list):
         """Run function ``func_index``; Python's cyclic collector is paused meanwhile (VM values
         are acyclic, and a deep recursion would otherwise rescan its frames again and again)."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused():
             return self._loop(func_index, args)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _prepare(self) -> list[tuple]:
         """Per function: (instructions with kernel entries and dtypes resolved, register file
