@@ -6,12 +6,12 @@ name excluded), so identical kernels compile once however many names they have.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import threading
 
 from ..runtime import jit
+from ..runtime.gc_pause import paused
 from ..target.host_only import check_host_target
 from ..tir.analysis import verify_well_formed
 from ..tir.analysis.loop_invariant import hoistable_accesses
@@ -148,9 +148,7 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
                          gomp=bool(jit.threadpool.gomp_symbol_addresses()))
         # huge functions: O0 throughout, as before; the rest at most MACHINE_CODE_LEVEL
         codegen_opt = min(opt_level, MACHINE_CODE_LEVEL) if pipeline else 0
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # codegen builds many cyclic llvmlite objects; collecting them is O(n^2)
-        try:
+        with paused():  # codegen builds many cyclic llvmlite objects; collecting is O(n^2)
             ir_text = cg.generate()
             if object_cache is None:
                 compiled = jit.compile_ir(ir_text, symbol, pipeline, codegen_opt)
@@ -160,9 +158,6 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
                 object_cache.put(_disk_key(key), obj, ir_text)
                 with _LOCK:
                     _OBJECTS[symbol] = (obj, pipeline)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
         hit = (compiled, ir_text)
         with _LOCK:
             _CACHE[key] = hit
