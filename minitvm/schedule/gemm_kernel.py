@@ -377,6 +377,17 @@ class GemmBuilder:
         kind = S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
         return self.nr, kind, True
 
+    def finish(self, row, col, v):
+        """``v``, C's value at (``row``, ``col``), with the fused epilogue applied: the bias,
+        the ReLU, then the user's epilogue (each when the GEMM has it)."""
+        if self.bias is not None:
+            v = v + self.bias[col]
+        if self.relu:
+            v = E.Max(v, E.FloatImm(self.dtype, 0.0))
+        if self.epilogue is not None:
+            v = self.epilogue(row, col, v)
+        return v
+
     def store_tile(self, rows: int, jo, full_panel: bool, out) -> S.Stmt:
         """The stores ``out(ii, jj)`` of a ``rows x nr`` register tile of panel ``jo``, as
         ``store_columns`` says. Guarded (a symbolic N's partial panel): columns ``jo*nr + jj <
@@ -513,13 +524,7 @@ class GemmBuilder:
 
         def out(ii, jj):
             col = jo * nr + jj
-            v = acc[ii, jj]
-            if self.bias is not None:
-                v = v + self.bias[col]
-            if self.relu:
-                v = E.Max(v, zero)
-            if self.epilogue is not None:
-                v = self.epilogue(row0 + ii, col, v)
+            v = self.finish(row0 + ii, col, acc[ii, jj])
             idx = (b, row0 + ii, col) if self.batched else (row0 + ii, col)
             return S.BufferStore(self.C, v, self.c_index(idx))
 
@@ -590,13 +595,7 @@ class GemmBuilder:
                     v = v + E.Select(add_c, self.C[tuple(idx)], zero)
                 if epi is False:
                     return S.BufferStore(self.C, v, idx)
-                w = v
-                if self.bias is not None:
-                    w = w + self.bias[col]
-                if self.relu:
-                    w = E.Max(w, zero)
-                if self.epilogue is not None:
-                    w = self.epilogue(row0 + ii, col, w)
+                w = self.finish(row0 + ii, col, v)
                 return S.BufferStore(self.C, w if epi is True else E.Select(epi, w, v), idx)
 
             return self.store_tile(rows, jo, full_panel, out)
@@ -649,8 +648,8 @@ class GemmBuilder:
         # a transposed C of symbolic rows (the swapped GEMM's N) stores each tile column by
         # column, scalar either way: every panel takes the guarded store (a test per column of
         # the tile, 32 per 12 x 32 x K multiply-adds) rather than a copy of the whole tile for
-        # the full panels (symbolic-row 512 x 1024 matmul + bias: 27k -> 20k lines of LLVM IR, 2.3 -> 1.8 CPU s to compile; the
-        # same results bit for bit, run time equal within noise)
+        # the full panels (symbolic-row 512 x 1024 matmul + bias: 27k -> 20k lines of LLVM IR,
+        # 2.3 -> 1.8 CPU s to compile; the same results bit for bit, run time equal within noise)
         guarded_only = self.c_transposed and not static_n
 
         def rest_tiles(b, jo, full_panel, kb):
