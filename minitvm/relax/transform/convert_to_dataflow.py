@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from ...transform.sequential import Sequential
 from ...transform.stats import record_stat
-from ..expr import BindingBlock, Call, DataflowBlock, Function, If, SeqExpr, TupleGetItem, Var
+from ..expr import BindingBlock, Call, DataflowBlock, Function, If, SeqExpr
 from .canonicalize_bindings import CanonicalizeBindings
 from .function_pass import function_pass
 from .normalize import NormalizingMutator, normalize_blocks
-from .utils import is_flat_operand, is_impure_call, register
+from .utils import is_flat_value, is_impure_call, register
 
 __all__ = ["ConvertToDataflow", "convert_to_dataflow"]
 
@@ -127,9 +127,7 @@ def _has_plain_bindings(func) -> bool:
                     stack.extend((v.true_branch, v.false_branch))
                 elif isinstance(v, Function):
                     stack.append(v.body)
-                elif not (isinstance(v, Call) and not isinstance(v.op, Function) and
-                           all(is_flat_operand(a) for a in v.args)
-                          or isinstance(v, TupleGetItem | Var) or is_flat_operand(v)):
+                elif not is_flat_value(v):
                     return True
     return False
 

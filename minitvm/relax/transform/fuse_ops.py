@@ -53,7 +53,6 @@ from ..expr import (
     DataflowVar,
     DataTypeImm,
     Expr,
-    ExternFunc,
     Function,
     If,
     MatchCast,
@@ -74,7 +73,7 @@ from .utils import (
     expr_prim_fields,
     free_symbolic_vars,
     has_relax_function,
-    is_flat_operand,
+    is_flat_value,
     sinfo_prim_fields,
     tir_vars_in,
     used_symbolic_vars,
@@ -535,7 +534,7 @@ class _Fusor(ExprMutator):
                     infos[g] = _GroupInfo(self.lift_constants)
                 infos[g].add(b)
         if not infos:
-            if not self.var_remap_ and all(_is_flat_value(b.value) for b in block.bindings):
+            if not self.var_remap_ and all(is_flat_value(b.value) for b in block.bindings):
                 return block  # nothing fuses, and nothing in it could be rewritten
             return super().visit_dataflow_block_(block)
         bound = {b.var for b in block.bindings}
@@ -587,17 +586,6 @@ class _Fusor(ExprMutator):
                 self.set_var_remap(out, self.builder_.emit(item))
             else:
                 self.builder_.emit_normalized(VarBinding(out, self.builder_.normalize(item)))
-
-
-def _is_flat_value(v) -> bool:
-    """A binding value with no function, branch or nested call in it (a call of leaves, a
-    leaf, a tuple of leaves, an item of a variable): the mutator would give it back as is."""
-    if isinstance(v, Call):
-        return isinstance(v.op, Op | GlobalVar | ExternFunc | Var) and \
-            all(is_flat_operand(a) for a in v.args)
-    if isinstance(v, TupleGetItem):
-        return isinstance(v.tuple_value, Var)
-    return is_flat_operand(v)
 
 
 def _topo_sort(bindings, var2group, deps) -> list:

@@ -105,6 +105,18 @@ def is_flat_operand(a) -> bool:
         isinstance(a, Tuple) and all(isinstance(f, _CALL_FREE) for f in a.fields))
 
 
+def is_flat_value(v) -> bool:
+    """A binding value with no function, branch or nested call in it (a call of flat operands
+    by an operator, global, extern or variable; an item of a variable; a flat operand): a
+    mutator that rewrites only such nestings would give it back as it is."""
+    if isinstance(v, Call):
+        return isinstance(v.op, Op | GlobalVar | ExternFunc | Var) and \
+            all(is_flat_operand(a) for a in v.args)
+    if isinstance(v, TupleGetItem):
+        return isinstance(v.tuple_value, Var)
+    return is_flat_operand(v)
+
+
 def contains_impure_call(expr, own_name=None) -> bool:
     """TVM's ContainsImpureCall: an impure call anywhere in ``expr`` except inside nested
     function literals (their bodies run only when called). ``own_name`` (a Var) is a recursive
