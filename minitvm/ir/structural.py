@@ -508,7 +508,6 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     kinds = _KINDS
     memo: dict[int, int | None] = {}  # id -> code of every composite hashed so far
     memo_get = memo.get
-    getters = _GETTERS
     var_count = 0
     var_numbers: dict[int, int] = {}  # id -> number of the annotated variables met so far
     keep = []  # memoized objects stay alive, so their ids stay unique
@@ -565,15 +564,8 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
         elif kind == _NAME:
             memo[oid] = hash((_TYPE_CODES[t], _str_code(str(_named_key(obj)))))
             continue
-        if kind == _FIELDS:  # (most nodes: _children inlined)
-            get = getters.get(t)
-            if get is None:
-                kids = _field_values(obj)
-            else:
-                try:
-                    kids = get(obj)
-                except AttributeError:  # a slot never set
-                    kids = _field_values(obj)
+        if kind == _FIELDS:  # (most nodes: _children's first case, one call fewer)
+            kids = _field_values(obj)
         else:
             kids = fields if kind == _VAR else _children(obj, kind)
         memo[oid] = None  # open: met again before it is left, a cycle
