@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 from relay_functional_programs import HIGHER_ORDER_PROGRAM
@@ -250,15 +248,8 @@ def test_errors():
         gradient(r)
 
 
-@pytest.fixture
-def no_gc():
-    gc.disable()
-    yield
-    gc.enable()
-
-
 @pytest.mark.parametrize("mode", MODES)
-def test_deep_chain(mode, no_gc):
+def test_deep_chain(mode):
     x = relay.var("x", shape=(2,))
     e = x
     for _ in range(100_000):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 from pass_test_util import evaluate, infer, random_inputs, run_pass
@@ -114,14 +112,10 @@ def test_custom_registration_and_bad_arguments():
 
 
 def test_deep_chain():
-    gc.disable()
-    try:
-        x = relay.var("x", shape=(2,))
-        e = x
-        for _ in range(100_000):
-            e = relay.nn.relu(e)
-        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], e)))
-        out = ToMixedPrecision()(mod)
-        assert isinstance(out["main"], relay.Function)
-    finally:
-        gc.enable()
+    x = relay.var("x", shape=(2,))
+    e = x
+    for _ in range(100_000):
+        e = relay.nn.relu(e)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], e)))
+    out = ToMixedPrecision()(mod)
+    assert isinstance(out["main"], relay.Function)
