@@ -103,8 +103,13 @@ WIDE_STRIDED_MAX_PIXELS = 64
 # 0.888 -> 0.802 (0.936), 256 -> 256 at 28x28 1.684 -> 1.293 (1.433), 128 -> 128 at 56x56
 # 1.579 -> 1.366 (1.417); 512 -> 512 at 28x28 (in blocks) 8.58 -> 6.76 (6.57). In the "bands"
 # order 64-lane tiles lost at batch 4 (images on the pool): 32 -> 64 at 112x112 5.06 against
-# 3.94 in channels (16 in rows 4.22). Elsewhere not measured: off
+# 3.94 in channels (16 in rows 4.22). Elsewhere not measured: off. Only from
+# WIDE_STRIDED_MIN_CHANNELS input channels: with fewer, a 64 x 6 tile's 384 one-lane stores
+# (a pixel's channels, one plane each) weigh on few FMAs, and it was mixed (ms, 16 in rows -> 64
+# (ONNX Runtime), 9 rounds): 16 -> 64 at 112x112 0.387 -> 0.401 (0.453), 8 -> 64 0.211 -> 0.220
+# (0.236), 16 -> 64 at 56x56 0.099 -> 0.093 (0.094); 32 -> 64 at 56x56 0.187 -> 0.171 (0.184)
 WIDE_STRIDED_ANY_PLANE = {"rocketlake": True, "avx512": False, "avx2": False}
+WIDE_STRIDED_MIN_CHANNELS = 32
 # groups-1 convs whose output channels (rounded up to 16) are an odd number of 16s, at least
 # PAD_WIDTH_MIN_CHANNELS and not a multiple of ODD_WIDTH, on planes of at most
 # PAD_WIDTH_MAX_PIXELS output pixels, get 16 more zero channels for tiles of this width: a
@@ -330,10 +335,11 @@ def default_knobs(g) -> dict:
 
 def wide_strided_tiles(g) -> bool:
     """Does strided conv geometry ``g`` take ``WIDE`` tiles whatever its plane
-    (``WIDE_STRIDED_ANY_PLANE``, by host): groups 1, at most 9 taps a filter, output channels
-    a multiple of ``WIDE``?"""
+    (``WIDE_STRIDED_ANY_PLANE``, by host): groups 1, at most 9 taps a filter, at least
+    ``WIDE_STRIDED_MIN_CHANNELS`` input channels, output channels a multiple of ``WIDE``?"""
     wide = WIDE[vector_isa()]
     return bool(wide) and g["groups"] == 1 and g["sh"] * g["sw"] > 1 and \
+        g["c"] >= WIDE_STRIDED_MIN_CHANNELS and \
         g["kh"] * g["kw"] <= 9 and wide in widths(g) and host_switch(WIDE_STRIDED_ANY_PLANE)
 
 

@@ -1,8 +1,9 @@
 """``conv_lanes.WIDE_STRIDED_ANY_PLANE``: on the hosts that switch it on (Rocket Lake), a strided
-groups-1 conv of at most 9 taps a filter whose output channels are a multiple of ``WIDE`` takes
-64-lane tiles on a plane of any size, in the "channels" order, in one pass over the input
-channels where a tile's weights fit ``WIDE_MAX_TILE_WEIGHT_BYTES`` (else in channel blocks);
-with it off such a plane keeps 16-lane tiles in rows. The kernels match numpy at batch 1 and 4
+groups-1 conv of at most 9 taps a filter and at least 32 input channels, whose output channels
+are a multiple of ``WIDE``, takes 64-lane tiles on a plane of any size, in the "channels"
+order, in one pass over the input channels where a tile's weights fit
+``WIDE_MAX_TILE_WEIGHT_BYTES`` (else in channel blocks); with it off such a plane keeps 16-lane
+tiles in rows. The kernels match numpy at batch 1 and 4
 (images on the pool), on one and two threads, with a residual epilogue."""
 
 import numpy as np
@@ -38,6 +39,7 @@ def _switch(monkeypatch, on: bool) -> None:
     (dict(c=96, o=96, hw=56), (16, None, None), (16, None, None)),  # 96: not a multiple of 64
     (dict(c=64, o=64, hw=56, s=1), (64, 0, None), (64, 0, None)),  # stride 1: WIDE already
     (dict(c=32, o=64, hw=56, k=5, p=2), (32, None, None), (32, None, None)),  # 25 taps
+    (dict(c=16, o=64, hw=112), (16, None, None), (16, None, None)),  # 16 input channels
 ])
 def test_default_knobs(geometry, on, want, monkeypatch):
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
@@ -66,7 +68,7 @@ def _tile_widths(kernel) -> set[int]:
 
 @pytest.mark.parametrize("shape, o", [
     ((1, 32, 24, 24), 64),   # 12x12 output, one pass
-    ((4, 16, 20, 20), 64),   # batch 4: images on the pool
+    ((4, 32, 20, 20), 64),   # batch 4: images on the pool
     ((1, 288, 10, 10), 64),  # 288 x 9 x 64 floats a tile: blocks of channels
 ])
 def test_wide_strided_matches_numpy(shape, o, monkeypatch):
