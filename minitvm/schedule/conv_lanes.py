@@ -21,7 +21,8 @@ Measured on a Sapphire Rapids Xeon (two 512-bit FMA ports, one thread, conv + bi
 32 vs 16 channels a tile, ONNX Runtime): 512 -> 512 at 7x7 1.29 vs 1.89 (1.40), stride-2
 128 -> 128 at 56x56 1.34 vs 1.77 (1.25), 256 -> 256 at 28x28 1.27 vs 1.68 (1.27), 512 -> 512 at
 14x14 1.41 vs 1.94 (1.37). Stride-1 convs with small weights take 64 channels a tile (24
-accumulators) in one pass over the input channels (``WIDE``). A group of 48 output channels
+accumulators) in one pass over the input channels (``WIDE``), and so do strided ones on Rocket
+Lake, whose two FMA ports a 16-lane tile leaves waiting on loads (``WIDE_STRIDED_ANY_PLANE``). A group of 48 output channels
 (Inception's 1x7 / 7x1 convs) takes 48-channel tiles (``ODD_WIDTH``: three zmm a pixel, 18
 accumulators), and 16-channel tiles (RegNet's grouped convs, 16 channels a group) hold 12 pixels
 rather than 6 (``NARROW_PIXELS``: 12 accumulators where 6 left the two FMA ports waiting on the
