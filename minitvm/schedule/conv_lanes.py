@@ -21,7 +21,8 @@ Measured on a Sapphire Rapids Xeon (two 512-bit FMA ports, one thread, conv + bi
 32 vs 16 channels a tile, ONNX Runtime): 512 -> 512 at 7x7 1.29 vs 1.89 (1.40), stride-2
 128 -> 128 at 56x56 1.34 vs 1.77 (1.25), 256 -> 256 at 28x28 1.27 vs 1.68 (1.27), 512 -> 512 at
 14x14 1.41 vs 1.94 (1.37). Stride-1 convs with small weights take 64 channels a tile (24
-accumulators) in one pass over the input channels (``WIDE``). A group of 48 output channels
+accumulators) in one pass over the input channels (``WIDE``), and so do strided ones on Rocket
+Lake, whose two FMA ports a 16-lane tile leaves waiting on loads (``WIDE_STRIDED_ANY_PLANE``). A group of 48 output channels
 (Inception's 1x7 / 7x1 convs) takes 48-channel tiles (``ODD_WIDTH``: three zmm a pixel, 18
 accumulators), and 16-channel tiles (RegNet's grouped convs, 16 channels a group) hold 12 pixels
 rather than 6 (``NARROW_PIXELS``: 12 accumulators where 6 left the two FMA ports waiting on the
@@ -92,6 +93,24 @@ WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # (ORT): 128 -> 256 0.075 -> 0.066 (0.066), 96 -> 192 0.044 -> 0.040 (0.038), 256 -> 512 0.355
 # -> 0.324 (0.366)
 WIDE_STRIDED_MAX_PIXELS = 64
+# ... and on these hosts (``common.host_switch``) a strided groups-1 conv of at most 9 taps a
+# filter takes them on a plane of any size (``wide_strided``), in the "channels" order, in one
+# pass where the weights allow (else in blocks of channels), rather than 16-lane tiles in rows
+# (``ROW_STORE``). On the Intel Xeon LLVM calls "rocketlake" (two 512-bit FMA ports) a 16-lane
+# tile of 12 pixels loads 13 values (12 broadcasts) per 12 FMAs, bound on the two load ports;
+# 64 x 6 loads 10 per 24. There, one thread, 3x3 / 2 + bias + relu, A/B in one process, 5-7
+# interleaved rounds, thread CPU ms, 16 in rows -> 64 in one pass (ONNX Runtime): 128 -> 256 at
+# 28x28 0.850 -> 0.627 (0.778), 64 -> 128 at 56x56 0.755 -> 0.648 (0.736), 32 -> 64 at 112x112
+# 0.888 -> 0.802 (0.936), 256 -> 256 at 28x28 1.684 -> 1.293 (1.433), 128 -> 128 at 56x56
+# 1.579 -> 1.366 (1.417); 512 -> 512 at 28x28 (in blocks) 8.58 -> 6.76 (6.57). In the "bands"
+# order 64-lane tiles lost at batch 4 (images on the pool): 32 -> 64 at 112x112 5.06 against
+# 3.94 in channels (16 in rows 4.22). Elsewhere not measured: off. Only from
+# WIDE_STRIDED_MIN_CHANNELS input channels: with fewer, a 64 x 6 tile's 384 one-lane stores
+# (a pixel's channels, one plane each) weigh on few FMAs, and it was mixed (ms, 16 in rows -> 64
+# (ONNX Runtime), 9 rounds): 16 -> 64 at 112x112 0.387 -> 0.401 (0.453), 8 -> 64 0.211 -> 0.220
+# (0.236), 16 -> 64 at 56x56 0.099 -> 0.093 (0.094); 32 -> 64 at 56x56 0.187 -> 0.171 (0.184)
+WIDE_STRIDED_ANY_PLANE = {"rocketlake": True, "avx512": False, "avx2": False}
+WIDE_STRIDED_MIN_CHANNELS = 32
 # groups-1 convs whose output channels (rounded up to 16) are an odd number of 16s, at least
 # PAD_WIDTH_MIN_CHANNELS and not a multiple of ODD_WIDTH, on planes of at most
 # PAD_WIDTH_MAX_PIXELS output pixels, get 16 more zero channels for tiles of this width: a
@@ -300,15 +319,29 @@ def default_knobs(g) -> dict:
             g["sh"] * g["sw"] > 1 and g["kh"] * g["kw"] <= 9 and LANES in widths(g) and \
             max(k[3] for k in pixel_classes(g)) >= ROW_STORE_MIN_COLUMNS:
         knobs["lanes_width"] = LANES  # (strided: 16-lane tiles in rows, ROW_STORE)
+    wide_strided = "ow" in g and wide_strided_tiles(g)
+    if wide_strided:
+        one_pass = g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES
+        knobs.update(lanes_width=wide, lanes_cblock=0 if one_pass else CHANNEL_BLOCK_BYTES)
     if knobs["lanes_direct"] and g["grid"] <= DIRECT_MODEL_MAX_PIXELS and "oh" in g and \
             tap_cycles(dict(g, **knobs), True) > \
             DIRECT_MODEL_MARGIN * tap_cycles(dict(g, **knobs), False):
         knobs["lanes_direct"] = False  # (a small plane's classes make tiles too small)
-    if weights <= BANDS_MAX_WEIGHT_BYTES and \
+    if weights <= BANDS_MAX_WEIGHT_BYTES and not wide_strided and \
             band_split(dict(g, **knobs), plane_tiles(dict(g, **knobs), g["grid"])[0][2])[0] \
             >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
+
+
+def wide_strided_tiles(g) -> bool:
+    """Does strided conv geometry ``g`` take ``WIDE`` tiles whatever its plane
+    (``WIDE_STRIDED_ANY_PLANE``, by host): groups 1, at most 9 taps a filter, at least
+    ``WIDE_STRIDED_MIN_CHANNELS`` input channels, output channels a multiple of ``WIDE``?"""
+    wide = WIDE[vector_isa()]
+    return bool(wide) and g["groups"] == 1 and g["sh"] * g["sw"] > 1 and \
+        g["c"] >= WIDE_STRIDED_MIN_CHANNELS and \
+        g["kh"] * g["kw"] <= 9 and wide in widths(g) and host_switch(WIDE_STRIDED_ANY_PLANE)
 
 
 def tap_cycles(g, direct: bool) -> float:
