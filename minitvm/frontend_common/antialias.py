@@ -68,17 +68,17 @@ def filter_taps(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx.astype("int64"), weights[np.arange(n_out)[:, None], idx]
 
 
-def separable_plan(planes: int, wh: np.ndarray, ww: np.ndarray) -> str:
-    """How to apply the [oh, h] and [ow, w] filters to ``planes`` images of h x w (the cheapest
-    by the costs above): ``"dense"`` (two matrix products), ``"rows_first"`` (taps along the
+def separable_plan(wh: np.ndarray, ww: np.ndarray) -> str:
+    """How to apply the [oh, h] and [ow, w] filters to h x w images (the cheapest per image by
+    the costs above): ``"dense"`` (two matrix products), ``"rows_first"`` (taps along the
     height, then along the width) or ``"cols_first"``. The taps win when each output reads few
     inputs (a downscale by 2-8x: 240x320 -> 112x112 0.55 -> 0.16 ms); the products when the
     filters span most of a short input."""
     (oh, h), (ow, w) = wh.shape, ww.shape
     kh, kw = filter_taps(wh)[0].shape[1], filter_taps(ww)[0].shape[1]
     costs = {
-        "dense": planes * (h * w * ow + ow * h * oh) * DENSE_MAC_COST,
-        "rows_first": planes * (oh * w * kh * OUTER_TAP_COST + oh * ow * kw * LAST_TAP_COST),
-        "cols_first": planes * (h * ow * kw * LAST_TAP_COST + oh * ow * kh * OUTER_TAP_COST),
+        "dense": (h * w * ow + ow * h * oh) * DENSE_MAC_COST,
+        "rows_first": oh * w * kh * OUTER_TAP_COST + oh * ow * kw * LAST_TAP_COST,
+        "cols_first": h * ow * kw * LAST_TAP_COST + oh * ow * kh * OUTER_TAP_COST,
     }
     return min(costs, key=costs.get)

@@ -25,7 +25,7 @@ def test_separable_plan_picks_taps_for_a_camera_frame():
     first (vectorized over the width), then along the width; a 20 -> 4 bicubic filter spans
     the input: dense."""
     def plan(h, w, oh, ow, mode):
-        return separable_plan(3, antialias_weights(h, oh, mode), antialias_weights(w, ow, mode))
+        return separable_plan(antialias_weights(h, oh, mode), antialias_weights(w, ow, mode))
 
     assert plan(240, 320, 112, 112, "bilinear") == "rows_first"
     assert plan(64, 64, 128, 128, "bilinear") == "cols_first"

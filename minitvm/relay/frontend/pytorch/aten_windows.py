@@ -75,7 +75,7 @@ def _upsample_aa(ctx, args):
     dtype = ctx.dtype(x)
     wh = antialias_weights(h, oh, mode, scales[0]).astype(dtype)
     ww = antialias_weights(w, ow, mode, scales[1]).astype(dtype)
-    plan = separable_plan(n * c, wh, ww)
+    plan = separable_plan(wh, ww)
     if plan != "dense":
         # both passes materialized: fused, the second pass would recompute every tap of the
         # first (and the producer of x) once per tap of its own (240x320 -> 112x112: 0.58 ms
