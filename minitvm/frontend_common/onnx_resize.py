@@ -11,7 +11,11 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["axis_taps", "resize2d_params", "resize_plan"]
+__all__ = ["FUSED_TAPS", "axis_taps", "resize2d_params", "resize_plan"]
+
+# the importers' per-axis passes of more taps than this read their input materialized: fused,
+# each tap would recompute the previous axis's whole pass (both importers' ``stop_fusion``)
+FUSED_TAPS = 2
 
 
 def _source_coords(mode, out_n, in_n, scale, roi_lo, roi_hi):

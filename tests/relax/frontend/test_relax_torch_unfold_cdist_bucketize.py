@@ -93,16 +93,26 @@ def _run_close(fn, x, tol=1e-5):
     return mod.script()
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
-@pytest.mark.parametrize("kw", [dict(size=(16, 20)), dict(scale_factor=0.5), dict(size=(50, 64)),
-                                dict(scale_factor=(0.3, 1.5))])
-def test_antialiased_resize_as_two_matmuls(mode, kw):
-    """torchvision's Resize on tensors: F.interpolate(antialias=True), down and up."""
+@pytest.mark.parametrize("mode,kw,lowering", [
+    ("bilinear", dict(size=(16, 20)), "taps"),        # a downscale: 5-tap bands
+    ("bilinear", dict(scale_factor=0.5), "taps"),
+    ("bilinear", dict(size=(50, 64)), "taps"),        # an upscale: 2-tap bands, width first
+    ("bicubic", dict(scale_factor=(0.3, 1.5)), "taps"),
+    ("bicubic", dict(size=(16, 20)), "dense"),        # 10-tap bands over a short input
+    ("bicubic", dict(scale_factor=0.5), "dense"),
+])
+def test_antialiased_resize(mode, kw, lowering):
+    """torchvision's Resize on tensors: F.interpolate(antialias=True), down and up: per axis a
+    sum of gathered filter taps, both passes materialized, or two matmuls."""
     import torch.nn.functional as F
 
     text = _run_close(lambda x: F.interpolate(x, mode=mode, antialias=True, **kw),
                       _rand(2, 3, 37, 50))
-    assert text.count("R.matmul") == 2
+    if lowering == "dense":
+        assert text.count("R.matmul") == 2 and "R.take" not in text
+    else:
+        assert "R.matmul" not in text and "R.take" in text
+        assert text.count("R.stop_fusion") == 2
 
 
 def test_antialiased_resize_with_aligned_corners_is_an_error():

@@ -261,6 +261,19 @@ def test_resize_antialias(mode, scales):
     check(m, {"x": rng.standard_normal((1, 2, 9, 11)).astype("float32")})
 
 
+@pytest.mark.parametrize("scales,materialized", [([1.0, 1.0, 0.6, 0.45], 2),  # 4 and 6 taps
+                                                 ([1.0, 1.0, 1.5, 0.7], 1)])  # 2 and 4 taps
+def test_resize_antialias_materializes_wide_passes(scales, materialized):
+    """A pass of more than two taps reads its input materialized (stop_fusion), so it does not
+    recompute the previous axis's pass once per tap; the upscale's 2-tap pass reads fused. The
+    graph executor's result still matches ONNX Runtime."""
+    m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
+              [vi("x", F, (1, 2, 9, 11))], ["y"], {"s": np.array(scales, "float32")})
+    mod, _ = relay.frontend.from_onnx(m, {"x": (1, 2, 9, 11)})
+    assert mod.astext().count("annotation.stop_fusion(") == materialized
+    check(m, {"x": rng.standard_normal((1, 2, 9, 11)).astype("float32")}, kind="graph")
+
+
 def test_lp_normalization_of_a_zero_vector_is_zero():
     m = model([helper.make_node("LpNormalization", ["x"], ["y"], axis=0, p=2)],
               [vi("x", F, (2, 3))], ["y"], opset=13)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_resize import axis_taps, resize2d_params, resize_plan
+from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ....ir.prim_expr import PrimExpr
 from ....tir import Var
 from ... import op as _op
@@ -432,7 +432,8 @@ def _symbolic_resize2d(ctx: Context, x, dims, attrs, sizes_v, scales_v):
 
 def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):
     """Separable interpolation: per resized axis, a weighted sum of gathers at constant
-    indices (exact for every coordinate-transformation mode)."""
+    indices (exact for every coordinate-transformation mode); the input of a pass of more
+    than ``FUSED_TAPS`` taps materialized, as the Relay importer does (its ``ops_resize``)."""
     shape = ctx.shape(x)
     nd, dt = len(shape), ctx.dtype(x)
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
@@ -447,6 +448,8 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):
             raise ctx.fail(str(e)) from e
         bshape = [1] * nd
         bshape[a] = out_shape[a]
+        if len(taps) > FUSED_TAPS:
+            x = ctx.emit(_op.stop_fusion(x))
         acc = None
         for idx, w in taps:
             term = _op.take(x, const(idx), a)

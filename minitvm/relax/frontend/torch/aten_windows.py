@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.antialias import antialias_weights
+from ....frontend_common.antialias import antialias_weights, filter_taps, separable_plan
 from ....frontend_common.aten_windows import pair, size_axis_last, unfold_index
 from ... import op as _op
 from ...expr import const
@@ -55,8 +55,9 @@ def _col2im(ctx: AtenContext, args):
 @register("_upsample_bilinear2d_aa.default", "_upsample_bicubic2d_aa.default")
 def _upsample_aa(ctx: AtenContext, args):
     """F.interpolate(..., antialias=True): (input, output_size, align_corners, scales_h,
-    scales_w) as Wh . x . Ww^T, the constant filter matrices of ``frontend_common.antialias``
-    (two matmuls)."""
+    scales_w) with the constant [out, in] filter matrices of ``frontend_common.antialias``: per
+    axis a sum of gathered taps, both passes materialized, or Wh . x . Ww^T (two matmuls) where
+    those are cheaper (``separable_plan``, as the Relay importer)."""
     x, size, align = args[0], [int(v) for v in args[1]], bool(args[2])
     if align:
         raise ctx.fail("antialias=True with align_corners=True is not supported")
@@ -69,8 +70,27 @@ def _upsample_aa(ctx: AtenContext, args):
     dtype = ctx.dtype(x)
     wh = antialias_weights(shape[2], size[0], mode, scales[0]).astype(dtype)
     ww = antialias_weights(shape[3], size[1], mode, scales[1]).astype(dtype)
+    plan = separable_plan(wh, ww)
+    if plan != "dense":
+        first, second = ((2, wh), (3, ww)) if plan == "rows_first" else ((3, ww), (2, wh))
+        y = _sum_of_taps(ctx, ctx.emit(_op.stop_fusion(x)), first[1], first[0])
+        return _sum_of_taps(ctx, ctx.emit(_op.stop_fusion(y)), second[1], second[0])
     y = ctx.emit(_op.matmul(x, const(np.ascontiguousarray(ww.T))))
     return ctx.emit(_op.matmul(const(wh), y))
+
+
+def _sum_of_taps(ctx: AtenContext, x, weights, axis):
+    """``weights`` [out, in] applied along ``axis`` of 4-D ``x``: sum_t take(x, idx_t, axis) *
+    w_t over the band of taps of ``filter_taps`` (one injective kernel once fused)."""
+    idx, w = filter_taps(weights)
+    shape = [1, 1, 1, 1]
+    shape[axis] = idx.shape[0]
+    acc = None
+    for t in range(idx.shape[1]):
+        term = _op.multiply(_op.take(x, const(idx[:, t].copy()), axis),
+                            const(w[:, t].reshape(shape).copy()))
+        acc = ctx.emit(term if acc is None else _op.add(acc, term))
+    return acc
 
 
 def _euclid_by_mm(ctx: AtenContext, x1, x2, mode) -> bool:
