@@ -412,11 +412,28 @@ def _injective_loops(ctx, t, buf, body):
             return S.BufferStore(buf, substitute(split_body, vals), idx)
 
         return S.For(jo, 0, shape[-1] // c, S.ForKind.SERIAL,
-                     _vector_inner(ctx, c, lanes, at_split))
+                     _split_row(ctx, c, lanes, at_split))
 
     if _is_static(shape):
         return _outer_loops(ctx, list(shape[:-1]), _prod(shape) >= PARALLEL_MIN_WORK, store)
     return _outer_loops(ctx, list(shape[:-1]), True, store, _static_part(shape[-1:]))
+
+
+def _split_row(ctx, c: int, lanes: int, body_fn):
+    """One row of ``c`` values of a split innermost axis: whole vectors, then a half vector
+    where at least half a vector is left, then scalars (a row of 24 floats: 16 + 8 lanes, not
+    16 lanes and 8 scalar stores)."""
+    whole = c // lanes * lanes
+    half = lanes // 2
+    if c - whole < half or half < 4:
+        return _vector_inner(ctx, c, lanes, body_fn)
+    parts = [_vector_inner(ctx, whole, lanes, body_fn)]
+    vi = ctx.fresh("vh")
+    parts.append(S.For(vi, 0, half, S.ForKind.VECTORIZED, body_fn(vi + whole)))
+    if c - whole - half:
+        t = ctx.fresh("t")
+        parts.append(S.For(t, whole + half, c - whole - half, S.ForKind.SERIAL, body_fn(t)))
+    return S.SeqStmt(parts)
 
 
 def _split_inner(t, body, lanes: int, whole_vectors: bool = True):

@@ -1,7 +1,8 @@
 """An injective stage whose innermost axis a merging reshape divides by a constant that is no
 whole number of vectors (``[.., 3, 18]`` read as ``[.., 54]``: ST-GCN's einsum operand moved to
-``n c t k v`` and flattened): looped as ``j // c`` outer and ``j % c`` in a vector plus a scalar
-tail, so no vector load divides its lane variable (the gathers it was). IR and numerics against numpy."""
+``n c t k v`` and flattened): looped as ``j // c`` outer and ``j % c`` in whole vectors, a half
+vector where half a vector is left, and scalars, so no vector load divides its lane variable
+(each lane gathered before). IR and numerics against numpy."""
 
 import numpy as np
 import pytest
@@ -41,17 +42,21 @@ def _flattened_transpose(x, shape):
     return relay.reshape(relay.transpose(x, (0, 2, 3, 1, 4)), (1, n * c * t, k * v))
 
 
-@pytest.mark.parametrize("v", [17, 18, 40])
+@pytest.mark.parametrize("v", [17, 18, 24, 40])
 def test_tail_divisor_loops_without_divided_loads(v):
     shape = (2, 3, 4, 8, v)
     x = relay.var("x", shape=shape)
     func = _lowered(relay.Function([x], _flattened_transpose(x, shape)))
     vectors = [s for s in _inner_loops(func) if s.kind == S.ForKind.VECTORIZED]
     assert vectors and sum(_divided_loads(s) for s in vectors) == 0
+    # a tail of at least half a vector is written as a half vector (24 floats: 16 + 8 lanes)
+    assert any(int(s.extent.value if hasattr(s.extent, "value") else s.extent) == 8
+               for s in vectors) == (v % 16 >= 8)
 
 
-@pytest.mark.parametrize("v,dtype", [(17, "float32"), (18, "float32"), (40, "float32"),
-                                     (18, "int8"), (33, "int8")])
+@pytest.mark.parametrize("v,dtype", [(17, "float32"), (18, "float32"), (24, "float32"),
+                                     (31, "float32"), (40, "float32"), (18, "int8"),
+                                     (33, "int8"), (100, "int8")])
 def test_tail_divisor_matches_numpy(v, dtype):
     shape = (2, 3, 4, 8, v)
     a = (np.random.default_rng(v).standard_normal(shape) * 20).astype(dtype)
