@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 import bench_new_user_models as nu  # noqa: E402
+from new_user_models_eighteenth import eighteenth_models  # noqa: E402
 from new_user_models_eighth import eighth_models  # noqa: E402
 from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifteenth import fifteenth_models  # noqa: E402
@@ -82,7 +83,7 @@ def groups() -> dict:
               "eleventh": eleventh_models(), "twelfth": twelfth_models(),
               "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
               "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models(),
-              "seventeenth": seventeenth_models()}
+              "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -356,7 +357,7 @@ def main() -> int:
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
-                             "all"))
+                             "eighteenth", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ComplexValue", "Arith", "handles_complex", "refuse_complex", "complex_aware",
-           "per_part", "complex_product", "complex_sum", "complex_quotient", "complex_abs",
+           "per_part", "complex_conjugate", "complex_product", "complex_sum", "complex_quotient", "complex_abs",
            "complex_exp", "complex_multilinear", "operand_pair"]
 
 
@@ -100,6 +100,14 @@ def operand_pair(args, as_complex: Callable[[Any, ComplexValue], ComplexValue]):
         z = ComplexValue(next(v for v in pair if not isinstance(v, int | float | complex)),
                          None)
     return [v if isinstance(v, ComplexValue) else as_complex(v, z) for v in pair]
+
+
+def complex_conjugate(z, ar: Arith):
+    """``conj(z)``: the imaginary part negated; a real tensor (not a ComplexValue, or one
+    with no imaginary part) is its own conjugate, as torch's ``conj`` of a real tensor."""
+    if not isinstance(z, ComplexValue) or z.im is None:
+        return z
+    return ComplexValue(z.re, ar.negative(z.im))
 
 
 def complex_product(a: ComplexValue, b: ComplexValue, ar: Arith) -> ComplexValue:

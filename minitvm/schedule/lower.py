@@ -391,6 +391,8 @@ def _injective_loops(ctx, t, buf, body):
         planes = split_planes(ctx, t, buf, body, lanes, _prod(shape) >= PARALLEL_MIN_WORK)
         if planes is not None:
             return planes
+    if split is None:  # (a divisor that is no whole number of vectors: a tail each row)
+        split = _split_inner(t, body, lanes, whole_vectors=False)
 
     def store(outer):
         def at(j):
@@ -410,22 +412,42 @@ def _injective_loops(ctx, t, buf, body):
             return S.BufferStore(buf, substitute(split_body, vals), idx)
 
         return S.For(jo, 0, shape[-1] // c, S.ForKind.SERIAL,
-                     _vector_inner(ctx, c, lanes, at_split))
+                     _split_row(ctx, c, lanes, at_split))
 
     if _is_static(shape):
         return _outer_loops(ctx, list(shape[:-1]), _prod(shape) >= PARALLEL_MIN_WORK, store)
     return _outer_loops(ctx, list(shape[:-1]), True, store, _static_part(shape[-1:]))
 
 
-def _split_inner(t, body, lanes: int):
+def _split_row(ctx, c: int, lanes: int, body_fn):
+    """One row of ``c`` values of a split innermost axis: whole vectors, then a half vector
+    where at least half a vector is left, then scalars (a row of 24 floats: 16 + 8 lanes, not
+    16 lanes and 8 scalar stores)."""
+    whole = c // lanes * lanes
+    half = lanes // 2
+    if c - whole < half or half < 4:
+        return _vector_inner(ctx, c, lanes, body_fn)
+    parts = [_vector_inner(ctx, whole, lanes, body_fn)]
+    vi = ctx.fresh("vh")
+    parts.append(S.For(vi, 0, half, S.ForKind.VECTORIZED, body_fn(vi + whole)))
+    if c - whole - half:
+        t = ctx.fresh("t")
+        parts.append(S.For(t, whole + half, c - whole - half, S.ForKind.SERIAL, body_fn(t)))
+    return S.SeqStmt(parts)
+
+
+def _split_inner(t, body, lanes: int, whole_vectors: bool = True):
     """``(c, jo, ji, body')`` when ``body`` divides stage ``t``'s innermost axis ``j`` by one
     constant ``c`` (``j // c``, ``j % c``: a reshape that merges axes, as ``[.., 12, 64]``
-    read as ``[.., 768]``) that is a whole number of vectors dividing the axis; ``body'`` reads
-    ``jo`` for ``j // c``, ``ji`` for ``j % c`` and ``jo * c + ji`` for ``j``. Else None.
+    read as ``[.., 768]``) that is a whole number of vectors dividing the axis (or, without
+    ``whole_vectors``, at least one vector); ``body'`` reads ``jo`` for ``j // c``, ``ji`` for
+    ``j % c`` and ``jo * c + ji`` for ``j``. Else None.
 
     Looped as ``jo`` outer and ``ji`` vectorized, the loads are contiguous vectors; with ``j``
     vectorized, every lane's ``j // c`` and ``j % c`` were computed and the load gathered
-    (BERT's merge of the heads at seq 128: 90 us, the split of the heads, its mirror: 37 us).
+    (BERT's merge of the heads at seq 128: 90 us, the split of the heads, its mirror: 37 us;
+    ST-GCN's einsum operand ``[2, 3, 32, 64, 18] -> [.., 3 * 18]`` with ``c`` 18, a vector and a
+    two-element tail a row: 170 -> 48 us).
     """
     n = _const_int(_shape(t)[-1])
     last = t.op.axis[-1].var
@@ -438,7 +460,7 @@ def _split_inner(t, body, lanes: int):
     if n is None or len(divisors) != 1:
         return None
     c = divisors.pop()
-    if c is None or c < lanes or c % lanes or n % c or c == n:
+    if c is None or c < lanes or (whole_vectors and c % lanes) or n % c or c == n:
         return None
     jo, ji = E.Var("jo", last.dtype), E.Var("ji", last.dtype)
 

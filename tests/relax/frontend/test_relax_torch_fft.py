@@ -163,3 +163,16 @@ def test_polar_rotary_frequencies():
         return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
 
     _run(fn, _rand(2, 4, 2))
+
+
+def test_conj_auto_correlation():
+    """Autoformer's ``irfft(rfft(q) * conj(rfft(k)))``: torch.export records ``_conj``; conj of
+    a real tensor is the tensor; ``resolve_conj`` materializes nothing."""
+    def fn(q, k):
+        corr = torch.fft.irfft(torch.fft.rfft(q, dim=-1) * torch.conj(torch.fft.rfft(k, dim=-1)),
+                               n=q.shape[-1], dim=-1)
+        z = torch.fft.rfft(q - k, dim=-1).conj().resolve_conj()
+        return torch.cat([corr + torch.conj(q), torch.view_as_real(z).flatten(-2)], -1)
+
+    text = _run(fn, _rand(2, 3, 12), _rand(2, 3, 12, seed=1))
+    assert "R.negative(" in text

@@ -227,3 +227,16 @@ def test_polar_rotary_frequencies():
         return torch.view_as_real(torch.view_as_complex(x.reshape(2, 4, 2)) * z)
 
     _check(Fn(fn), _randn(2, 4, 2), rtol=1e-5, atol=1e-6)
+
+
+def test_conj_auto_correlation():
+    """Autoformer's auto-correlation ``irfft(rfft(q) * conj(rfft(k)))`` (the tracer records the
+    lazy ``aten::_conj``), conj of a real tensor (itself) and ``resolve_conj``."""
+    def fn(q, k):
+        corr = torch.fft.irfft(torch.fft.rfft(q, dim=-1) * torch.conj(torch.fft.rfft(k, dim=-1)),
+                               n=q.shape[-1], dim=-1)
+        z = torch.fft.rfft(q - k, dim=-1).conj().resolve_conj()
+        return torch.cat([corr + torch.conj(q), torch.view_as_real(z).flatten(-2)], -1)
+
+    mod = _check(Fn(fn), _randn(2, 3, 12), _randn(2, 3, 12, seed=1), rtol=1e-4, atol=1e-5)
+    assert "negative(" in mod.astext()

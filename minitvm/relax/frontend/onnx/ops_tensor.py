@@ -392,10 +392,14 @@ def _resize(ctx: Context, ins, attrs):
     sizes_v = known(3, "Resize's sizes")
     scales_v = known(2, "Resize's scales")
     if not all(isinstance(d, int) for d in dims):
-        fast = _symbolic_resize2d(ctx, x, dims, attrs, sizes_v, scales_v)
-        if fast is None:
-            raise ctx.fail(f"this Resize needs static input dims, got {dims}")
-        return fast
+        out = _symbolic_resize2d(ctx, x, dims, attrs, sizes_v, scales_v)
+        if out is None:
+            out = _symbolic_kept_axes(ctx, x, dims, attrs, known(1, "Resize's roi"), sizes_v,
+                                      scales_v)
+        if out is None:
+            raise ctx.fail(f"this Resize resizes a symbolic axis, or is not a plain NCHW "
+                           f"resize2d; it needs static input dims there, got {dims}")
+        return out
     out, scales, roi = resize_plan(dims, attrs, known(1, "Resize's roi"), scales_v, sizes_v,
                                    ctx.fail)
     params = resize2d_params(attrs, dims, out, scales, ctx.dtype(x))
@@ -430,11 +434,39 @@ def _symbolic_resize2d(ctx: Context, x, dims, attrs, sizes_v, scales_v):
         float(attrs.get("extrapolation_value", 0.0))))
 
 
-def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi):
+def _symbolic_kept_axes(ctx: Context, x, dims, attrs, roi_v, sizes_v, scales_v):
+    """A Resize whose symbolic axes keep their size (a dynamic batch; a PSMNet cost volume's
+    5-D trilinear upsampling): the static axes by taps as with static shapes, each symbolic
+    axis planned as a stand-in of size 1 that is not resized. None where a symbolic axis may
+    change size."""
+    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" or \
+            "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return None
+    symbolic = [a for a, d in enumerate(dims) if not isinstance(d, int)]
+    if sizes_v is not None and sizes_v.size:
+        sizes = list(sizes_v.reshape(-1))
+        if len(sizes) != len(dims) or any(
+                not isinstance(sizes[a], PrimExpr) or ctx.simplify(sizes[a] - dims[a]) != 0
+                for a in symbolic):
+            return None
+        sizes_v = np.array([1 if a in symbolic else int(v) for a, v in enumerate(sizes)],
+                           "int64")
+    elif scales_v is not None and scales_v.size:
+        if len(scales_v.reshape(-1)) != len(dims) or any(
+                float(scales_v.reshape(-1)[a]) != 1.0 for a in symbolic):
+            return None
+    stand_in = [1 if a in symbolic else d for a, d in enumerate(dims)]
+    out, scales, roi = resize_plan(stand_in, attrs, roi_v, scales_v, sizes_v, ctx.fail)
+    return _resize_taps(ctx, x, attrs, out, scales, roi, shape=stand_in)
+
+
+def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
     """Separable interpolation: per resized axis, a weighted sum of gathers at constant
     indices (exact for every coordinate-transformation mode); the input of a pass of more
-    than ``FUSED_TAPS`` taps materialized, as the Relay importer does (its ``ops_resize``)."""
-    shape = ctx.shape(x)
+    than ``FUSED_TAPS`` taps materialized, as the Relay importer does (its ``ops_resize``).
+    ``shape``: the input's static dims, 1 for a symbolic axis that keeps its size (default: the
+    input's shape)."""
+    shape = ctx.shape(x) if shape is None else shape
     nd, dt = len(shape), ctx.dtype(x)
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     mask = np.zeros(out_shape, dtype=bool)

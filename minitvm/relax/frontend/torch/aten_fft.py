@@ -154,6 +154,17 @@ def _polar(ctx: AtenContext, args):
                         ctx.emit(_op.multiply(r, ctx.emit(_op.sin(theta)))))
 
 
+@register("conj.default", "_conj.default", "conj_physical.default",
+          "resolve_conj.default")
+@handles_complex
+def _conj(ctx: AtenContext, args):
+    """``torch.conj`` of a spectrum (Autoformer's ``rfft(q) * conj(rfft(k))``); the exporter
+    records the lazy ``_conj``, and ``resolve_conj`` has nothing left to materialize."""
+    if str(ctx.node.target) == "aten.resolve_conj.default":
+        return args[0]
+    return cv.complex_conjugate(args[0], _arith(ctx))
+
+
 @register("view_as_real.default")
 @handles_complex
 def _view_as_real(ctx: AtenContext, args):

@@ -249,7 +249,8 @@ def _convolution(ctx: AtenContext, args):
     pads = [int(p) for p in padding] * 2
     stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
     if transposed:
-        fns = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose}
+        fns = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose,
+               3: _op.nn.conv3d_transpose}
         if n not in fns:
             raise ctx.fail(f"{n}-D transposed convolution is not supported")
         y = fns[n](x, w, stride, pads, [int(p) for p in out_pad], dilation, int(groups))

@@ -420,7 +420,7 @@ def _matmul(ctx, a, b):
     return _matmul(ctx, _op.broadcast_to(a, sb[:-2] + sa), b)
 
 
-@register("matmul", "mm", "bmm")
+@register("matmul", "mm", "bmm", "mv", "dot")
 def _matmul_op(ctx, args):
     return _matmul(ctx, args[0], args[1])
 

@@ -237,6 +237,17 @@ def _real_imag(ctx, args):
     return z.re if ctx.op_name == "real" else z.im
 
 
+@register("conj", "_conj", "conj_physical", "resolve_conj")
+@handles_complex
+def _conj(ctx, args):
+    """``torch.conj`` of a spectrum (Autoformer's auto-correlation ``rfft(q) * conj(rfft(k))``);
+    ``_conj`` is the lazy conjugate the tracer records, ``resolve_conj`` materializes it
+    (nothing to do here: the negation is already an expression)."""
+    if ctx.op_name == "resolve_conj":
+        return args[0]
+    return cv.complex_conjugate(args[0], _ARITH)
+
+
 def _as_complex(ctx, v, other):
     """An operand as a ComplexValue; ``im`` None for a real tensor or number (Python numbers
     take the dtype of ``other``, the complex operand)."""
