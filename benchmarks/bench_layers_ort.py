@@ -2,7 +2,7 @@
 ONNX model (ResNet-50 or MobileNetV2 at 1x3x224x224, fp32, batch 1), at one thread.
 
     python benchmarks/bench_layers_ort.py [--model resnet50|mobilenetv2|FILE.onnx]
-                                          [--repeat 20] [--save FILE.onnx]
+                                          [--repeat 20] [--save FILE.onnx] [--alone]
 
 Prints the whole model's latency (thread CPU time, median and best of ``--repeat`` interleaved
 rounds, and the ratio to ONNX Runtime), then one row per minitvm kernel in execution order: its
@@ -10,7 +10,10 @@ time (thread CPU time, median of 9 calls in graph order) next to ONNX Runtime's 
 same layer (its per-node profile, ``SessionOptions.enable_profiling``: median of 15 runs). A
 conv kernel pairs with the first unpaired ORT Conv node of the same data input and output
 shapes (both fuse a conv with its bias, activation and residual add into one node); pooling,
-the classifier's dense and the rest pair by op kind.
+the classifier's dense and the rest pair by op kind. ``--alone`` adds each kernel's time called
+again and again on its own (its input, output and scratch stay in cache; median of 9 calls after
+one) and the ratio in graph order / alone: what the cache state the layers before it leave costs
+that kernel (its input or its output's lines out of L2, its scratch evicted).
 ORT's profile times are wall clock: on a loaded machine read the per-layer ratios with care
 (the whole-model ratio is robust). ``--save`` writes the model and exits.
 """
@@ -94,6 +97,24 @@ def kernel_times(gmod, reps: int = 9) -> list[tuple[str, str, float, list, tuple
     return rows
 
 
+def alone_times(gmod, reps: int = 9) -> list[float]:
+    """Per step of ``gmod`` in execution order, the median seconds (thread CPU time) of ``reps``
+    calls of that step in a row after a first one: the kernel with its data hot in cache."""
+    st = gmod._state()
+    out = []
+    for step in st.steps:
+        ts = []
+        for _ in range(reps + 1):
+            t0 = time.thread_time()
+            if step[0] == "native":
+                step[1](step[2], None, 1)
+            else:
+                gmod._run_fallback(st, step)
+            ts.append(time.thread_time() - t0)
+        out.append(float(np.median(ts[1:])))
+    return out
+
+
 def wide_filter(weight_elements: int, data_shape: tuple, out_shape: tuple) -> bool:
     """Does a conv's weight (as given or as a kernel prepacked it: Winograd's transformed
     tiles, channel vectors) hold at least two values per input x output channel pair, i.e. is
@@ -142,6 +163,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--save", default=None, metavar="FILE.onnx")
+    ap.add_argument("--alone", action="store_true",
+                    help="also time each kernel called alone, its data hot in cache")
     args = ap.parse_args(argv)
     blob = model_bytes(args.model)
     if args.save:
@@ -206,6 +229,7 @@ def main(argv=None) -> int:
               f"best/ORT {best[who] / best['onnxruntime']:.3f}")
 
     kernels = kernel_times(g)
+    alone = alone_times(g) if args.alone else None
     nodes = ort_node_times(blob, feeds)
     convs = [(t, xs, ys, wide_filter(w, xs, ys)) for _, op, t, xs, ys, w in nodes
              if op == "Conv"]
@@ -213,9 +237,10 @@ def main(argv=None) -> int:
     for _, op, t, _, _, _ in nodes:
         if op != "Conv":
             by_kind.setdefault(op, []).append(t)
-    print("per layer (ms): minitvm  ORT  minitvm/ORT  kernel  shapes")
+    print("per layer (ms): minitvm  ORT  minitvm/ORT" +
+          ("  alone  graph/alone" if alone else "") + "  kernel  shapes")
     total = [0.0, 0.0]
-    for kname, desc, t, ins, out, w in kernels:
+    for k, (kname, desc, t, ins, out, w) in enumerate(kernels):
         o = None
         if "conv2d" in kname:  # the first unmatched Conv node with this data input and output,
             # of a filter as wide (1x1 or not), else of any filter
@@ -232,10 +257,13 @@ def main(argv=None) -> int:
         total[1] += o or 0.0
         ratio = f"{t / o:5.2f}" if o else "    -"
         ort_ms = f"{o * 1e3:7.3f}" if o else "      -"
-        print(f"  {t * 1e3:7.3f} {ort_ms} {ratio}  {kname}  {desc}")
+        hot = f"  {alone[k] * 1e3:7.3f} {t / alone[k]:5.2f}" if alone and alone[k] > 0 else \
+            "        -     -" if alone else ""
+        print(f"  {t * 1e3:7.3f} {ort_ms} {ratio}{hot}  {kname}  {desc}")
     rest = sum(t for ts in by_kind.values() for t in ts) + sum(c[0] for c in convs)
     print(f"  sums: minitvm {total[0] * 1e3:.2f} ms, ORT {(total[1] + rest) * 1e3:.2f} ms "
-          f"(of which {rest * 1e3:.2f} ms in ORT nodes without a minitvm kernel)")
+          f"(of which {rest * 1e3:.2f} ms in ORT nodes without a minitvm kernel)" +
+          (f", minitvm kernels alone {sum(alone) * 1e3:.2f} ms" if alone else ""))
     return 0
 
 
