@@ -654,7 +654,9 @@ def _trailing_units(shape) -> int:
 # 4) ran 1.77x slower flat. Measured on a Zen 4 (one thread, A/B in one process): ResNet-50's
 # 2048-channel 7x7 pool LLVM 0.155 -> 0.013 CPU s, 16.4 -> 7.8 us; MobileNet's 1024-channel
 # one 0.157 -> 0.010 s, 8.8 -> 4.1 us; mean over 2048 x 4x8 11.1 -> 5.4 us, 8x8 22.2 -> 6.8;
-# max over 1024 x 7x7 8.9 -> 6.1, 4x8 6.2 -> 4.5.
+# max over 1024 x 7x7 8.9 -> 6.1, 4x8 6.2 -> 4.5. A one-axis reduction along the last
+# (contiguous) axis is such a run as it is (``_contiguous_last_axis``): ConvNeXt's NHWC layer
+# norm over 64 channels at 56x56, LLVM 7.5 -> 0.13 CPU s, 187 -> 75 us.
 FLAT_VECTORS = True
 
 

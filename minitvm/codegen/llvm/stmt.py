@@ -58,7 +58,6 @@ def _uses_var(e, var) -> bool:
     return any(n is var for n in post_order(e))
 
 
-
 class StmtEmitter:
     """Mixin of CodeGenLLVM: ``emit_stmt(stmt)``."""
 
@@ -247,7 +246,8 @@ class StmtEmitter:
         addr = self.builder.ptrtoint(ptr, T.I64)
         aligned = self.builder.and_(self.builder.add(addr, ir.Constant(T.I64, 63)),
                                     ir.Constant(T.I64, ~63))
-        start = self.builder.gep(ptr, [self.builder.sub(aligned, addr)], source_etype=ir.IntType(8))
+        start = self.builder.gep(ptr, [self.builder.sub(aligned, addr)],
+                                 source_etype=ir.IntType(8))
         return start, (lambda: self.builder.call(free, [ptr]))
 
     # ---------------------------------------------------------------- loops
