@@ -15,9 +15,10 @@ __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_
 # weights would otherwise be transposed on every call. FoldTransposeIntoConsumer does the same
 # for weights passed as arguments: the matmul reads W untransposed (the NT-GEMM schedules).
 # SinkUnitSqueeze (minitvm's): a Conv1d's squeeze (it runs as a conv2d) below its elementwise
-# epilogue, which then fuses into the conv.
-_ZERO = ("FoldConstant", "SinkUnitSqueeze", "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps",
-         "FuseTIR")
+# epilogue, which then fuses into the conv. SplitConvPool (minitvm's, as Relay's): a stem conv's
+# large map read only by a pool, in channel parts whose maps stay in L2 for their pools.
+_ZERO = ("FoldConstant", "SinkUnitSqueeze", "SplitConvPool", "LegalizeOps",
+         "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
 # RemoveStopFusion: the fusion barriers FuseOps consumes, where a pipeline has no FuseOps
 _LOWERING = ("RemoveStopFusion", "FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
              "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMBuiltinLower",
@@ -36,8 +37,8 @@ def _passes(names) -> list:
 
 
 def zero_pipeline(**kwargs) -> _transform.Pass:
-    """FoldConstant, SinkUnitSqueeze, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
-    FuseTIR (those present)."""
+    """FoldConstant, SinkUnitSqueeze, SplitConvPool, LegalizeOps, AnnotateTIROpPattern,
+    FoldConstant, FuseOps, FuseTIR (those present)."""
     return _transform.Sequential(_passes(_ZERO), opt_level=0, name="relax.zero_pipeline")
 
 

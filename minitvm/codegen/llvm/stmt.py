@@ -21,6 +21,8 @@ from .expr import RampVal, fold_int, fold_int_cast, lanes_of
 MAX_UNROLL = 64
 MAX_VECTOR_LANES = 64
 STACK_LIMIT_BYTES = 128 * 1024
+# larger temporaries come from malloc, each at the first 64-byte boundary of its block
+ALIGN_HEAP_TEMPS = True
 # For-loop annotation: a parallel loop with fewer iterations than this runs on the calling thread
 PARALLEL_MIN_EXTENT = "parallel_min_extent"
 # For-loop annotation: a parallel loop over instances of one static kernel, each on its own slice
@@ -237,7 +239,16 @@ class StmtEmitter:
         malloc = self._declare("malloc", T.PTR, [T.I64])
         free = self._declare("free", T.VOID, [T.PTR])
         ptr = self.builder.call(malloc, [nbytes], name=name)
-        return ptr, (lambda: self.builder.call(free, [ptr]))
+        if not ALIGN_HEAP_TEMPS:
+            return ptr, (lambda: self.builder.call(free, [ptr]))
+        # the block's first 64-byte boundary (the 64 spare bytes above): malloc's 16-byte
+        # alignment split every other 64-byte vector access across two cache lines
+        addr = self.builder.ptrtoint(ptr, T.I64)
+        aligned = self.builder.and_(self.builder.add(addr, ir.Constant(T.I64, 63)),
+                                    ir.Constant(T.I64, ~63))
+        start = self.builder.gep(ptr, [self.builder.sub(aligned, addr)],
+                                 source_etype=ir.IntType(8))
+        return start, (lambda: self.builder.call(free, [ptr]))
 
     # ---------------------------------------------------------------- loops
     def emit_for(self, s: S.For) -> None:

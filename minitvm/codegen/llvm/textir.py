@@ -548,6 +548,9 @@ class IRBuilder:
     def bitcast(self, v, typ, name=""):
         return self._cast("bitcast", v, typ, name)
 
+    def ptrtoint(self, v, typ, name=""):
+        return self._cast("ptrtoint", v, typ, name)
+
     def fptoui(self, v, typ, name=""):
         return self._cast("fptoui", v, typ, name)
 

@@ -31,7 +31,7 @@ from ..op.manipulate import squeeze
 from .dead_code_elimination import elide_intermediate_dataflow_vars, remove_all_unused
 from .function_pass import function_pass
 from .normalize import NormalizingMutator
-from .utils import register
+from .utils import binding_use_counts, register
 
 __all__ = ["SinkUnitSqueeze", "sink_unit_squeeze"]
 
@@ -56,30 +56,6 @@ def _static_shape(e) -> tuple[int, ...] | None:
             not all(isinstance(d, TE.IntImm) for d in shape.values):
         return None
     return tuple(int(d.value) for d in shape.values)
-
-
-def _use_counts(func: Function) -> dict:
-    """Var -> how many binding values (and the function's result) name it, one level deep
-    (calls' arguments, tuples' fields): what the pass asks about bound squeezes."""
-    counts: dict = {}
-
-    def count(e):
-        stack = [e]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, Var):
-                counts[e] = counts.get(e, 0) + 1
-            elif isinstance(e, Call):
-                stack.extend(e.args)
-            elif hasattr(e, "fields"):
-                stack.extend(e.fields)
-
-    body = func.body
-    for block in getattr(body, "blocks", ()):
-        for b in block.bindings:
-            count(b.value)
-    count(getattr(body, "body", body))
-    return counts
 
 
 class _Sinker(NormalizingMutator):
@@ -166,7 +142,7 @@ def sink_unit_squeeze(func: Function, mod=None):
     if not any(getattr(getattr(b.value, "op", None), "name", "") in _SQUEEZING
                for block in getattr(func.body, "blocks", ()) for b in block.bindings):
         return func, 0, 0  # (nothing squeezes: no walk)
-    m = _Sinker(_use_counts(func), mod)
+    m = _Sinker(binding_use_counts(func), mod)
     out = m.visit_expr(func)
     if m.moved or m.cancelled:
         out, _ = remove_all_unused(out, mod)

@@ -38,6 +38,7 @@ from ..struct_info import (
 
 __all__ = [
     "register", "is_leaf", "is_leaf_or_tuple", "is_impure_call", "contains_impure_call",
+    "binding_use_counts",
     "sinfo_prim_fields", "substitute_prim", "substitute_sinfo", "simplify_prim",
     "bound_value", "tir_vars_in",
 ]
@@ -49,7 +50,7 @@ LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFun
 #: Relax passes whose TVM name Relay's pass of the same name already holds in the registry:
 #: registered as ``relax.transform.<Name>`` (their ``info.name`` stays TVM's bare name).
 SHARED_NAMES = frozenset({"DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant",
-                          "LambdaLift", "SinkUnitSqueeze", "ToMixedPrecision"})
+                          "LambdaLift", "SinkUnitSqueeze", "SplitConvPool", "ToMixedPrecision"})
 
 
 def registry_key(name: str) -> str:
@@ -491,3 +492,28 @@ def free_symbolic_vars(func) -> list:
     """TIR variables a function uses but does not define (TVM's FreeSymbolicVars)."""
     defined = {id(v) for v in defined_symbolic_vars(func)}
     return [v for v in used_symbolic_vars(func) if id(v) not in defined]
+
+
+def binding_use_counts(func: Function) -> dict:
+    """Var -> how many binding values (and the function's result) name it, one level deep
+    (calls' arguments, tuples' fields): what SinkUnitSqueeze and SplitConvPool ask about a
+    bound value."""
+    counts: dict = {}
+
+    def count(e):
+        stack = [e]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Var):
+                counts[e] = counts.get(e, 0) + 1
+            elif isinstance(e, Call):
+                stack.extend(e.args)
+            elif hasattr(e, "fields"):
+                stack.extend(e.fields)
+
+    body = func.body
+    for block in getattr(body, "blocks", ()):
+        for b in block.bindings:
+            count(b.value)
+    count(getattr(body, "body", body))
+    return counts

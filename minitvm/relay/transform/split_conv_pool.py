@@ -29,6 +29,7 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.type import TensorType
+from ...transform import channel_parts as channel_parts_
 from ...transform.stats import record_stat
 from ..expr import Call, Constant, const
 from ..expr_functor import ExprMutator
@@ -39,9 +40,9 @@ from .function_pass import function_pass
 
 __all__ = ["SplitConvPool", "split_conv_pool"]
 
-MIN_BYTES = 2 << 20  # conv outputs of at least this many bytes are split (a core's L2: 2 MB)
-PART_BYTES = 1 << 20  # ... into parts of at most this many bytes (where channels allow)
-CHANNEL_MULTIPLE = 16
+MIN_BYTES = channel_parts_.MIN_BYTES  # conv outputs of at least this many bytes are split
+PART_BYTES = channel_parts_.PART_BYTES  # ... into parts of at most this many bytes
+CHANNEL_MULTIPLE = channel_parts_.CHANNEL_MULTIPLE
 
 _POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d"})
 _UNARY = frozenset({"nn.relu", "clip", "sigmoid", "tanh", "nn.leaky_relu", "negative"})
@@ -144,13 +145,7 @@ def match(pool, counts: dict[int, int]):
 def parts(o: int, nbytes: int) -> list[tuple[int, int]]:
     """The channel ranges of a conv output of ``o`` channels and ``nbytes`` bytes (one range:
     not split)."""
-    if nbytes < MIN_BYTES:
-        return [(0, o)]
-    want = -(-nbytes // PART_BYTES)
-    per = max(CHANNEL_MULTIPLE, -(-o // want) // CHANNEL_MULTIPLE * CHANNEL_MULTIPLE)
-    if per >= o:
-        return [(0, o)]
-    return [(lo, min(lo + per, o)) for lo in range(0, o, per)]
+    return channel_parts_.channel_parts(o, nbytes, MIN_BYTES, PART_BYTES)
 
 
 class _Split(ExprMutator):
