@@ -357,6 +357,20 @@ class NormalizingMutator(ExprMutator):
         return new
 
 
+class DataflowTrackingMutator(NormalizingMutator):
+    """A NormalizingMutator that knows whether it is inside a dataflow block
+    (``self.in_dataflow``): passes that rewrite only pure dataflow bindings check it."""
+
+    in_dataflow = False
+
+    def visit_dataflow_block_(self, block):
+        self.in_dataflow = True
+        try:
+            return super().visit_dataflow_block_(block)
+        finally:
+            self.in_dataflow = False
+
+
 def normalize_expr(expr, mod=None):
     """The normal form of a function or expression (module ``mod`` types called globals)."""
     n = Normalizer(mod)

@@ -19,7 +19,6 @@ from ...transform.unit_axes import dropped_unit_axes, unsqueezed
 from ..expr import (
     Call,
     Constant,
-    DataflowBlock,
     DataflowVar,
     Function,
     PrimValue,
@@ -30,7 +29,7 @@ from ..expr import (
 from ..op.manipulate import squeeze
 from .dead_code_elimination import elide_intermediate_dataflow_vars, remove_all_unused
 from .function_pass import function_pass
-from .normalize import NormalizingMutator
+from .normalize import DataflowTrackingMutator
 from .utils import binding_use_counts, register
 
 __all__ = ["SinkUnitSqueeze", "sink_unit_squeeze"]
@@ -58,20 +57,12 @@ def _static_shape(e) -> tuple[int, ...] | None:
     return tuple(int(d.value) for d in shape.values)
 
 
-class _Sinker(NormalizingMutator):
+class _Sinker(DataflowTrackingMutator):
     def __init__(self, uses: dict, mod=None):
         super().__init__(mod)
         self.uses = uses
         self.sunk: dict = {}  # bound var of a squeeze -> (its input, axes, input shape)
         self.moved = self.cancelled = 0
-        self.in_dataflow = False
-
-    def visit_dataflow_block_(self, block: DataflowBlock):
-        self.in_dataflow = True
-        try:
-            return super().visit_dataflow_block_(block)
-        finally:
-            self.in_dataflow = False
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         value = binding.value

@@ -26,7 +26,7 @@ from ..expr import Call, Constant, DataflowBlock, Function, ShapeExpr, Var, VarB
 from ..op.manipulate import concat
 from .dead_code_elimination import remove_all_unused
 from .function_pass import function_pass
-from .normalize import NormalizingMutator
+from .normalize import DataflowTrackingMutator
 from .utils import binding_use_counts, register
 
 __all__ = ["SplitConvPool", "split_conv_pool"]
@@ -123,20 +123,12 @@ def match(pool, bound: dict, uses: dict):
     return conv, chain, shape
 
 
-class _Splitter(NormalizingMutator):
+class _Splitter(DataflowTrackingMutator):
     def __init__(self, bound: dict, uses: dict, mod=None):
         super().__init__(mod)
         self.bound = bound
         self.uses = uses
         self.count = 0
-        self.in_dataflow = False
-
-    def visit_dataflow_block_(self, block: DataflowBlock):
-        self.in_dataflow = True
-        try:
-            return super().visit_dataflow_block_(block)
-        finally:
-            self.in_dataflow = False
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         found = match(binding.value, self.bound, self.uses) if self.in_dataflow else None
