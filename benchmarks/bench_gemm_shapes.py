@@ -6,12 +6,18 @@ on the same model (thread CPU time, interleaved settled rounds, median of per-ro
     python benchmarks/bench_gemm_shapes.py [--only gemv_4096,clip_77] [--rounds 5]
     python benchmarks/bench_gemm_shapes.py --group decode   # decode, clip, odd, skinny, attn,
                                                             # batch, input_w, guard
+    python benchmarks/bench_gemm_shapes.py --ab gemm.RUNTIME_W_AS_MATMUL --group input_w,guard
 
 Each call is end to end like a user's: set the inputs, run, read the output. Shapes are
 ``MxNxK`` (``BxMxNxK`` for batch matmuls). The one-row GEMVs are memory bound: their rows also
 give the weight's read bandwidth (GB/s) on each side. ``guard`` holds the named models'
 shapes (BERT-base seq 128, the MLP at batch 1 and 64), which a schedule change must not slow.
 The ratio column is minitvm / ORT time (below 1: minitvm faster).
+
+``--ab MODULE.SWITCH`` (a per-host switch dict of ``minitvm.schedule``) builds each case twice,
+A with the host's entry of the switch flipped and B as it stands, and times A, B and ORT in the
+same interleaved rounds: columns A, B, B/A and B/ORT. ``--ab PassName`` (no dot): A builds with
+that Relay pass disabled.
 """
 
 from __future__ import annotations
@@ -140,48 +146,92 @@ def weight_bytes(kind: str, shape: tuple) -> int:
     return 4 * int(np.prod(shape[:-3])) * shape[-2] * shape[-1]
 
 
-def run_case(case, rounds: int, rng) -> dict:
+def _flipped(switch_name: str):
+    """A context manager flipping the host's entry of per-host switch ``MODULE.SWITCH``."""
+    import contextlib
+    import importlib
+
+    from minitvm.schedule.common import host_key
+
+    mod_name, attr = switch_name.rsplit(".", 1)
+    switch = getattr(importlib.import_module(f"minitvm.schedule.{mod_name}"), attr)
+    key = host_key(switch)
+
+    @contextlib.contextmanager
+    def flipped():
+        old = switch[key]
+        switch[key] = not old
+        try:
+            yield
+        finally:
+            switch[key] = old
+
+    return flipped
+
+
+def _graph_runner(blob: bytes, feeds: dict, disk_cache: bool = True, disabled=()):
+    """(a call running minitvm's build of the model end to end, build seconds). An A/B builds
+    without the disk cache, whose whole-build entries are keyed by the compiler's sources, not
+    by a switch flipped in memory."""
     import onnx
-    import onnxruntime as ort
 
     import minitvm as tvm
     from minitvm import relay
+    from minitvm.backend.kernel_cache import clear_cache
     from minitvm.contrib import graph_executor
 
-    name, _, kind, shape, epilogue = case
-    blob, feeds, ref = build_onnx(kind, shape, epilogue, rng)
+    clear_cache()  # (the in-process kernel cache is keyed by the Relay function: an A/B's two
+    # builds of one model must each lower their own)
     mod, params = relay.frontend.from_onnx(onnx.load_from_string(blob),
                                            shape={k: v.shape for k, v in feeds.items()})
     t0 = time.perf_counter()
-    with tvm.transform.PassContext(opt_level=3):
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled), config={
+            "relay.backend.use_disk_cache": disk_cache}):
         lib = relay.build(mod, target="llvm", params=params)
     build_s = time.perf_counter() - t0
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
 
-    def run_tvm():
+    def run():
         for key, val in feeds.items():
             g.set_input(key, val)
         g.run()
         return g.get_output(0).numpy()
 
+    return run, build_s
+
+
+def run_case(case, rounds: int, rng, ab: str = "") -> dict:
+    import onnxruntime as ort
+
+    name, _, kind, shape, epilogue = case
+    blob, feeds, ref = build_onnx(kind, shape, epilogue, rng)
+    impls = {}
+    if ab and "." not in ab:
+        impls["A"], _ = _graph_runner(blob, feeds, False, [ab])
+    elif ab:
+        with _flipped(ab)():
+            impls["A"], _ = _graph_runner(blob, feeds, False)
+    impls["minitvm"], build_s = _graph_runner(blob, feeds, not ab)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
+
     def run_ort():
         return sess.run(None, feeds)[0]
 
+    impls["ort"] = run_ort
     scale = float(np.abs(ref).max()) or 1.0
-    err = float(np.abs(run_tvm() - ref).max()) / scale
+    err = max(float(np.abs(impls[k]() - ref).max()) for k in impls if k != "ort") / scale
     t_once = time.perf_counter()
     run_ort()
     t_once = time.perf_counter() - t_once
     reps = max(3, min(200, int(0.03 / max(t_once, 1e-6))))
-    times = settled_rounds({"minitvm": run_tvm, "ort": run_ort}, rounds, reps,
-                           clock=time.thread_time)
+    times = settled_rounds(impls, rounds, reps, clock=time.thread_time)
     med = {k: statistics.median(v) for k, v in times.items()}
     return dict(name=name, kind=kind, shape=shape, epilogue=epilogue, err=err, build_s=build_s,
-                tvm=med["minitvm"], ort=med["ort"], wbytes=weight_bytes(kind, shape))
+                tvm=med["minitvm"], ort=med["ort"], a=med.get("A"),
+                wbytes=weight_bytes(kind, shape))
 
 
 def main(argv=None) -> int:
@@ -189,6 +239,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--group", default="", help="comma-separated groups")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--ab", default="", metavar="MODULE.SWITCH",
+                    help="A/B a per-host switch of minitvm.schedule (A: flipped, B: as is) "
+                    "or a Relay pass (A: disabled)")
     args = ap.parse_args(argv)
     from minitvm.runtime import threadpool
 
@@ -200,6 +253,18 @@ def main(argv=None) -> int:
         raise SystemExit(f"no case matches --only {args.only!r} --group {args.group!r}; "
                          f"cases: {', '.join(c[0] for c in CASES)}")
     print("one thread, fp32, thread CPU time, median of per-round medians; ratio = minitvm / ORT")
+    if args.ab:
+        print(f"A/B of {args.ab}: A flipped, B as it stands")
+        print(f"{'case':<22} {'shape':<16} {'epilogue':<9} {'A us':>9} {'B us':>9} {'B/A':>5} "
+              f"{'ORT us':>9} {'A/ORT':>6} {'B/ORT':>6}")
+        rng = np.random.default_rng(0)
+        for case in cases:
+            r = run_case(case, args.rounds, rng, args.ab)
+            print(f"{r['name']:<22} {'x'.join(map(str, r['shape'])):<16} "
+                  f"{r['epilogue'] or '-':<9} {r['a'] * 1e6:>9.1f} {r['tvm'] * 1e6:>9.1f} "
+                  f"{r['tvm'] / r['a']:>5.2f} {r['ort'] * 1e6:>9.1f} {r['a'] / r['ort']:>6.2f} "
+                  f"{r['tvm'] / r['ort']:>6.2f}", flush=True)
+        return 0
     print(f"{'case':<22} {'kind':<9} {'shape':<16} {'epilogue':<9} {'minitvm us':>10} "
           f"{'ORT us':>9} {'ratio':>6} {'GB/s ours':>9} {'GB/s ORT':>8} {'rel err':>8} "
           f"{'build s':>7}")

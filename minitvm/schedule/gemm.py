@@ -420,10 +420,26 @@ def packed_matmul_weight(t, options: LoweringOptions | None = None):
     return (-(-n // nr), k, nr), _PackB(nr, bool(t.op.attrs["transpose_b"]))
 
 
+# per vector ISA: whether a dense whose ``[N, K]`` weight arrives at run time (a graph input,
+# or computed: ONNX MatMul / Gemm of two activations, torch's F.linear with a weight argument)
+# takes ``_gen_matmul``'s rules for a transposed B (read in place for few rows, the swapped
+# ``C.T = W @ A.T``, or W packed K block by K block as the tiles use it) instead of packing all
+# of W into panels on every call. Measured (AVX-512, one thread, thread CPU time, the dense
+# kernel alone, us, packed per call -> matmul rules): 1x768x768 289 -> 67, 4x4096x1024 4685 ->
+# 1245, 64x768x768 799 -> 587, 64x3072x768 4176 -> 3522. AVX2: the gemm_tb measurements (in
+# place beat packing per call at every size measured on a Zen 2) are the ones these rules
+# already follow for a matmul.
+RUNTIME_W_AS_MATMUL = {"avx512": True, "avx2": True}
+
+
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
-    """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels (weight prepacked at build
-    time when it is a constant, else packed per call)."""
+    """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels, the weight prepacked at
+    build time when it is a constant; a weight given at run time goes by ``_gen_matmul``'s
+    rules for ``[N, K]`` B (``RUNTIME_W_AS_MATMUL``), else it is packed per call."""
     m, n, k = _gemm_dims(t)
+    prepacked = id(t) in ctx.packed
+    if not prepacked and RUNTIME_W_AS_MATMUL[vector_isa()] and gemm_tb.supported(m, n, k):
+        return _gen_matmul(ctx, t, out, a, w, transpose_b=True)
     kn = _knobs(ctx.options, t)
     nr = kn["nr"]
     bld = GemmBuilder(None, m, n, k, True, False, False, "float32", kn["mr"], nr, kn["mc"], False,
@@ -432,7 +448,7 @@ def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
     bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
-    if id(t) in ctx.packed:
+    if prepacked:
         bld.Bp = w
         return bld.compute()
     bld.Bp = ctx.temp((bld.np, k, nr), "float32", "dense_wpack")
@@ -558,17 +574,18 @@ SWAP_MIN_ROWS = 16
 SWAP_MIN_WEIGHT = 1 << 19
 
 
-def _gen_matmul(ctx, t, out, a, b, epilogue=None) -> S.Stmt:
+def _gen_matmul(ctx, t, out, a, b, epilogue=None, transpose_b=None) -> S.Stmt:
     """``out = a @ op(b)`` by ``gemm_kernel``'s micro-kernels.
 
     A ``[K, N]`` B whose width splits into whole register tiles is read in place when there
     are few rows (a GEMV-like call: packing would cost more than the product) or B is small;
     otherwise it is packed into panels per call. With a symbolic row count both variants are
     generated and the row count picks one at run time. ``epilogue(row, col, value)`` (from
-    ``emit_fused``) is applied to each value as it is stored.
+    ``emit_fused``) is applied to each value as it is stored. ``transpose_b`` overrides the
+    stage's own attribute (a dense: always True).
     """
     m, n, k = _gemm_dims(t)
-    tb = bool(t.op.attrs["transpose_b"])
+    tb = bool(t.op.attrs["transpose_b"]) if transpose_b is None else transpose_b
     a2 = _view(ctx, a, (m, k), "matmul_a") if len(a.shape) != 2 else a
     c2 = _view(ctx, out, (m, n), "matmul_c") if len(out.shape) != 2 else out
     kn = _knobs(ctx.options, t)
