@@ -254,7 +254,8 @@ def main(argv=None) -> int:
                          f"cases: {', '.join(c[0] for c in CASES)}")
     print("one thread, fp32, thread CPU time, median of per-round medians; ratio = minitvm / ORT")
     if args.ab:
-        print(f"A/B of {args.ab}: A flipped, B as it stands")
+        print(f"A/B of {args.ab}: A " + ("flipped" if "." in args.ab else "without it")
+              + ", B as it stands")
         print(f"{'case':<22} {'shape':<16} {'epilogue':<9} {'A us':>9} {'B us':>9} {'B/A':>5} "
               f"{'ORT us':>9} {'A/ORT':>6} {'B/ORT':>6}")
         rng = np.random.default_rng(0)
