@@ -64,6 +64,7 @@ CASES = [
     ("bert_qkv", "guard", "dense", (128, 768, 768), "bias"),
     ("bert_ffn1", "guard", "dense", (128, 3072, 768), "bias_gelu"),
     ("bert_ffn2", "guard", "dense", (128, 768, 3072), "bias"),
+    ("bert_scores_t", "guard", "bmm_t", (12, 128, 128, 64), ""),
     ("mlp_b64", "guard", "dense", (64, 128, 784), "bias_relu"),
     ("mlp_b1", "guard", "dense", (1, 128, 784), "bias_relu"),
 ]
