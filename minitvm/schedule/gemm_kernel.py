@@ -111,6 +111,20 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
 # 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
 PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
+# by vector ISA: how many K positions ahead the cache-blocked schedule's tiles prefetch their
+# own panel of the packed B (2 lines of a 32-wide panel a K step: 32 positions = 4 KiB ahead)
+# when a static M has 2 to PREFETCH_AHEAD_MAX_ROWS rows, or 0. Few rows make the GEMM a
+# stream through B (a small batch of decode steps) and the out-of-order window then reaches
+# fewer lines ahead as rows add FMAs per line. AVX-512, one thread, thread CPU time, prepacked
+# constant B, us, none -> 32 ahead (B's read GB/s): 4096x4096 at 4/8/12 rows 6595 -> 5455
+# (10.2 -> 12.3), 8046 -> 6162, 9239 -> 6579; 768 -> 3072 at 4 rows 385 -> 353; 768 -> 768 at
+# 16 rows 126 -> 111; at 32 rows no gain (4096x4096 10704 -> 10730, 768 -> 3072 914 -> 1002:
+# off there). (8 and 16 positions ahead gained less at 4 rows: 5912, 5830; 64: 5679.) One row
+# (its K loop already four partial sums deep) gained alone (4096x4096 4934 -> 4684) but lost
+# in the built graph (bench_gemm_shapes' gemv_4096 4613 -> 5041, twice): off. AVX2 not
+# measured: off.
+PREFETCH_AHEAD = {"avx512": 32, "avx2": 0}
+PREFETCH_AHEAD_MAX_ROWS = 16
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
 # up to this K (or a symbolic K, run as one block) a row tile runs over the group's panels in
@@ -296,6 +310,11 @@ class GemmBuilder:
         # whether the blocked schedule's first row tiles prefetch B (``PREFETCH_NEXT_PIECE``)
         self.prefetch_b = PREFETCH_NEXT_PIECE[vector_isa()]
         self.next_piece = None  # (panel, first K) of the piece such a tile prefetches, while built
+        # K positions ahead at which the blocked schedule's tiles prefetch their own panel of
+        # B (``PREFETCH_AHEAD``: a static M of few rows), or 0
+        ahead = PREFETCH_AHEAD[vector_isa()]
+        self.prefetch_ahead = ahead if isinstance(M, int) and \
+            1 < M <= PREFETCH_AHEAD_MAX_ROWS else 0
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -610,6 +629,14 @@ class GemmBuilder:
                     acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
                     * self.bp_at(b, jo, k if self.bp_block_local else k0 + k, jj),
                     [slot + ii, jj])))
+            if self.prefetch_ahead and not self.bp_block_local and not self.direct_b:
+                # (clamped into the panel: the prefetch names an element of Bp)
+                line = 64 // np.dtype(self.dtype).itemsize
+                pre = (b,) if self.b_batched else ()
+                last = self.c(K - 1) if isinstance(K, int) else K - self.c(1)
+                at = E.Min(k0 + k + self.c(self.prefetch_ahead), last)
+                pfs = [prefetch(self.Bp[(*pre, jo, at, self.c(j))]) for j in range(0, nr, line)]
+                body = S.SeqStmt([*pfs, body])
             if self.next_piece is None:
                 return body
             njo, nk0 = self.next_piece
