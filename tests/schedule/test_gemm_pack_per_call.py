@@ -1,7 +1,9 @@
-"""The packing of an ``[N, K]`` B by 16 x 16 blocks transposed in registers
-(``gemm_kernel.PACK_TB_TRANSPOSE``, AVX-512): batched products ``A @ B^T`` against numpy where
-N leaves a partial panel (its columns past N packed as zeros), K leaves a tail of positions
-(gathered) or is under one block, and the panels are 16, 32 or 64 wide."""
+"""B packed per call (an activation): an ``[N, K]`` B by 16 x 16 blocks transposed in
+registers (``gemm_kernel.PACK_TB_TRANSPOSE``, AVX-512), batched products ``A @ B^T`` against
+numpy where N leaves a partial panel (its columns past N packed as zeros), K leaves a tail of
+positions (gathered) or is under one block, and the panels are 16, 32 or 64 wide; a ``[K, N]``
+B with a partial last panel copies its other panels by vectors
+(``PACK_FULL_PANELS_BY_VECTORS``)."""
 
 import numpy as np
 import pytest
@@ -11,10 +13,12 @@ from minitvm.runtime import threadpool
 from minitvm.schedule import gemm_kernel
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
 from minitvm.tir.function import PrimFunc
 from minitvm.tir.stmt_functor import post_order, walk_stmts
 
 ON = gemm_kernel.PACK_TB_TRANSPOSE[vector_isa()]
+BY_VECTORS = gemm_kernel.PACK_FULL_PANELS_BY_VECTORS[vector_isa()]
 
 
 def _shuffles(stmt) -> int:
@@ -61,3 +65,25 @@ def test_packed_panel_past_n_is_zero():
     codegen.build(prim)["pack"](w, packed)
     np.testing.assert_array_equal(packed[0, :, :n], w.T)
     np.testing.assert_array_equal(packed[0, :, n:], 0)
+
+
+@pytest.mark.parametrize("batch,m,n,k,nr", [
+    (3, 20, 197, 64, 32),   # ViT's 197 tokens: 6 panels by vectors, the 7th 5 columns wide
+    (2, 5, 40, 9, 16),      # 2 panels by vectors, the last 8 wide
+    (2, 4, 13, 7, 16),      # under one panel: element by element only
+])
+def test_batch_gemm_row_major_b_partial_panel_matches_numpy(batch, m, n, k, nr):
+    rng = np.random.default_rng(batch * 100 + n)
+    a = rng.standard_normal((batch, m, k)).astype("float32")
+    b = rng.standard_normal((batch, k, n)).astype("float32")
+    c = np.full((batch, m, n), np.nan, np.float32)
+    prim = gemm_kernel.batch_gemm(batch, m, n, k, transpose_b=False, mr=12, nr=nr, mc=144)
+    copies = [s for s in walk_stmts(prim.body) if isinstance(s, S.For) and
+              s.kind == S.ForKind.VECTORIZED and any(
+                  isinstance(t, S.BufferStore) and t.buffer.name == "B_packed"
+                  for t in walk_stmts(s.body))]
+    assert bool(copies) == (BY_VECTORS and n >= nr)
+    threadpool.set_num_threads(1)
+    codegen.build(prim)["batch_gemm"](a, b, c)
+    want = a.astype("float64") @ b.astype("float64")
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
