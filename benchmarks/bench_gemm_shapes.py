@@ -8,7 +8,9 @@ on the same model (thread CPU time, interleaved settled rounds, median of per-ro
                                                             # batch, input_w, guard
     python benchmarks/bench_gemm_shapes.py --ab gemm.RUNTIME_W_AS_MATMUL --group input_w,guard
 
-Each call is end to end like a user's: set the inputs, run, read the output. Shapes are
+Each call is end to end like a user's: set the inputs, run, read the output. ``set_input``
+copies each input (ORT's ``run`` reads the caller's arrays): ``--zero-copy`` binds them with
+``set_input_zero_copy`` instead, which shows the kernels' share. Shapes are
 ``MxNxK`` (``BxMxNxK`` for batch matmuls). The one-row GEMVs are memory bound: their rows also
 give the weight's read bandwidth (GB/s) on each side. ``guard`` holds the named models'
 shapes (BERT-base seq 128, the MLP at batch 1 and 64), which a schedule change must not slow.
@@ -170,7 +172,8 @@ def _flipped(switch_name: str):
     return flipped
 
 
-def _graph_runner(blob: bytes, feeds: dict, disk_cache: bool = True, disabled=()):
+def _graph_runner(blob: bytes, feeds: dict, disk_cache: bool = True, disabled=(),
+                  zero_copy: bool = False):
     """(a call running minitvm's build of the model end to end, build seconds). An A/B builds
     without the disk cache, whose whole-build entries are keyed by the compiler's sources, not
     by a switch flipped in memory."""
@@ -192,27 +195,29 @@ def _graph_runner(blob: bytes, feeds: dict, disk_cache: bool = True, disabled=()
     build_s = time.perf_counter() - t0
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
+    set_input = g.set_input_zero_copy if zero_copy else g.set_input
+
     def run():
         for key, val in feeds.items():
-            g.set_input(key, val)
+            set_input(key, val)
         g.run()
         return g.get_output(0).numpy()
 
     return run, build_s
 
 
-def run_case(case, rounds: int, rng, ab: str = "") -> dict:
+def run_case(case, rounds: int, rng, ab: str = "", zero_copy: bool = False) -> dict:
     import onnxruntime as ort
 
     name, _, kind, shape, epilogue = case
     blob, feeds, ref = build_onnx(kind, shape, epilogue, rng)
     impls = {}
     if ab and "." not in ab:
-        impls["A"], _ = _graph_runner(blob, feeds, False, [ab])
+        impls["A"], _ = _graph_runner(blob, feeds, False, [ab], zero_copy)
     elif ab:
         with _flipped(ab)():
-            impls["A"], _ = _graph_runner(blob, feeds, False)
-    impls["minitvm"], build_s = _graph_runner(blob, feeds, not ab)
+            impls["A"], _ = _graph_runner(blob, feeds, False, zero_copy=zero_copy)
+    impls["minitvm"], build_s = _graph_runner(blob, feeds, not ab, zero_copy=zero_copy)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -240,6 +245,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--group", default="", help="comma-separated groups")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--zero-copy", action="store_true",
+                    help="minitvm reads the inputs in place (set_input_zero_copy), as ORT does")
     ap.add_argument("--ab", default="", metavar="MODULE.SWITCH",
                     help="A/B a per-host switch of minitvm.schedule (A: flipped, B: as is) "
                     "or a Relay pass (A: disabled)")
@@ -253,7 +260,8 @@ def main(argv=None) -> int:
     if not cases:
         raise SystemExit(f"no case matches --only {args.only!r} --group {args.group!r}; "
                          f"cases: {', '.join(c[0] for c in CASES)}")
-    print("one thread, fp32, thread CPU time, median of per-round medians; ratio = minitvm / ORT")
+    print("one thread, fp32, thread CPU time, median of per-round medians; ratio = minitvm / ORT"
+          + ("; minitvm's inputs set zero-copy" if args.zero_copy else ""))
     if args.ab:
         print(f"A/B of {args.ab}: A " + ("flipped" if "." in args.ab else "without it")
               + ", B as it stands")
@@ -261,7 +269,7 @@ def main(argv=None) -> int:
               f"{'ORT us':>9} {'A/ORT':>6} {'B/ORT':>6}")
         rng = np.random.default_rng(0)
         for case in cases:
-            r = run_case(case, args.rounds, rng, args.ab)
+            r = run_case(case, args.rounds, rng, args.ab, args.zero_copy)
             print(f"{r['name']:<22} {'x'.join(map(str, r['shape'])):<16} "
                   f"{r['epilogue'] or '-':<9} {r['a'] * 1e6:>9.1f} {r['tvm'] * 1e6:>9.1f} "
                   f"{r['tvm'] / r['a']:>5.2f} {r['ort'] * 1e6:>9.1f} {r['a'] / r['ort']:>6.2f} "
@@ -272,7 +280,7 @@ def main(argv=None) -> int:
           f"{'build s':>7}")
     rng = np.random.default_rng(0)
     for case in cases:
-        r = run_case(case, args.rounds, rng)
+        r = run_case(case, args.rounds, rng, zero_copy=args.zero_copy)
         bw = ""
         if r["kind"] in ("dense", "matmul_in") and r["shape"][0] == 1:
             bw = f"{r['wbytes'] / r['tvm'] / 1e9:>9.1f} {r['wbytes'] / r['ort'] / 1e9:>8.1f}"
