@@ -370,6 +370,14 @@ DENSE_PARALLEL_MIN_WORK = 1 << 20
 
 # up to this N a half-width tile that divides N replaces a full width that does not (below)
 HALF_WIDTH_MAX_N = 2048
+# per vector ISA: the half width is also taken where the full width's padded columns exceed
+# the half width's by at least this fraction of them (N of 33..47, 65..79 with 32-wide tiles),
+# or None. AVX-512, one thread, thread CPU time, ONNX graphs (bench_gemm_shapes' run_case, inputs
+# zero-copy), us, 32 -> 16 wide: CLIP text attention scores 8x77x64 @ (8x77x64)^T 54.6 -> 49.2
+# (ORT 46.4), 16x40x64 @ (16x40x64)^T 38.6 -> 34.4, dense 1x512 -> 77 3.9 -> 3.4, 128x768 -> 40
+# (+bias, relu) 67.1 -> 63.1, 300x530 -> 70 159.7 -> 158.4, 64x256 -> 77 18.8 -> 19.8;
+# 8x77x64 @ 8x64x77 57.2 -> 56.5. AVX2 (16 wide: no half) off.
+HALF_WIDTH_PAD_SAVING = {"avx512": 0.15, "avx2": None}
 
 
 def _dense_nr(n) -> int:
@@ -389,6 +397,10 @@ def _dense_nr(n) -> int:
         return nr
     half = max(16, nr // 2)
     if n < nr or (n % nr and n % half == 0 and n < HALF_WIDTH_MAX_N):
+        return half
+    saving = HALF_WIDTH_PAD_SAVING[vector_isa()]
+    padded, padded_half = -(-n // nr) * nr, -(-n // half) * half
+    if saving and half < nr and padded - padded_half >= saving * padded:
         return half
     return nr
 
