@@ -20,6 +20,13 @@ The ratio column is minitvm / ORT time (below 1: minitvm faster).
 A with the host's entry of the switch flipped and B as it stands, and times A, B and ORT in the
 same interleaved rounds: columns A, B, B/A and B/ORT. ``--ab PassName`` (no dot): A builds with
 that Relay pass disabled.
+
+Stop 51 (AVX-512, 2 shared cores, one thread, ratio minitvm / ORT, with set_input's copies ->
+after; --zero-copy in brackets): weight an input 1x768x768 7.30 -> 3.67 [0.97], 64x768x768
+1.71 -> 1.20 [0.97]; CLIP scores 8x77x77x64 (B transposed) 1.74 -> 1.33 [1.11], ViT attention
+12x197 1.29 -> 1.26 [1.02], batch-4 decode 4x4096x4096 1.13 -> 0.93; the rest were and stay at
+or under ~1.0 but for small inputs whose copy is the gap (tall-skinny 4096x64x64 1.09 [0.78],
+1000x10x10 [1.15], 100x300x500 [1.01]). Numbers move ~5% between runs on that machine.
 """
 
 from __future__ import annotations
