@@ -370,6 +370,14 @@ DENSE_PARALLEL_MIN_WORK = 1 << 20
 
 # up to this N a half-width tile that divides N replaces a full width that does not (below)
 HALF_WIDTH_MAX_N = 2048
+# per vector ISA: the half width is also taken where the full width's padded columns exceed
+# the half width's by at least this fraction of them (N of 33..47, 65..79 with 32-wide tiles),
+# or None. AVX-512, one thread, thread CPU time, ONNX graphs (bench_gemm_shapes' run_case, inputs
+# zero-copy), us, 32 -> 16 wide: CLIP text attention scores 8x77x64 @ (8x77x64)^T 54.6 -> 49.2
+# (ORT 46.4), 16x40x64 @ (16x40x64)^T 38.6 -> 34.4, dense 1x512 -> 77 3.9 -> 3.4, 128x768 -> 40
+# (+bias, relu) 67.1 -> 63.1, 300x530 -> 70 159.7 -> 158.4, 64x256 -> 77 18.8 -> 19.8;
+# 8x77x64 @ 8x64x77 57.2 -> 56.5. AVX2 (16 wide: no half) off.
+HALF_WIDTH_PAD_SAVING = {"avx512": 0.15, "avx2": None}
 
 
 def _dense_nr(n) -> int:
@@ -389,6 +397,10 @@ def _dense_nr(n) -> int:
         return nr
     half = max(16, nr // 2)
     if n < nr or (n % nr and n % half == 0 and n < HALF_WIDTH_MAX_N):
+        return half
+    saving = HALF_WIDTH_PAD_SAVING[vector_isa()]
+    padded, padded_half = -(-n // nr) * nr, -(-n // half) * half
+    if saving and half < nr and padded - padded_half >= saving * padded:
         return half
     return nr
 
@@ -420,10 +432,26 @@ def packed_matmul_weight(t, options: LoweringOptions | None = None):
     return (-(-n // nr), k, nr), _PackB(nr, bool(t.op.attrs["transpose_b"]))
 
 
+# per vector ISA: whether a dense whose ``[N, K]`` weight arrives at run time (a graph input,
+# or computed: ONNX MatMul / Gemm of two activations, torch's F.linear with a weight argument)
+# takes ``_gen_matmul``'s rules for a transposed B (read in place for few rows, the swapped
+# ``C.T = W @ A.T``, or W packed K block by K block as the tiles use it) instead of packing all
+# of W into panels on every call. Measured (AVX-512, one thread, thread CPU time, the dense
+# kernel alone, us, packed per call -> matmul rules): 1x768x768 289 -> 67, 4x4096x1024 4685 ->
+# 1245, 64x768x768 799 -> 587, 64x3072x768 4176 -> 3522. AVX2: the gemm_tb measurements (in
+# place beat packing per call at every size measured on a Zen 2) are the ones these rules
+# already follow for a matmul.
+RUNTIME_W_AS_MATMUL = {"avx512": True, "avx2": True}
+
+
 def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
-    """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels (weight prepacked at build
-    time when it is a constant, else packed per call)."""
+    """``out = a @ w.T`` by ``gemm_kernel``'s packed micro-kernels, the weight prepacked at
+    build time when it is a constant; a weight given at run time goes by ``_gen_matmul``'s
+    rules for ``[N, K]`` B (``RUNTIME_W_AS_MATMUL``), else it is packed per call."""
     m, n, k = _gemm_dims(t)
+    prepacked = id(t) in ctx.packed
+    if not prepacked and RUNTIME_W_AS_MATMUL[vector_isa()] and gemm_tb.supported(m, n, k):
+        return _gen_matmul(ctx, t, out, a, w, transpose_b=True)
     kn = _knobs(ctx.options, t)
     nr = kn["nr"]
     bld = GemmBuilder(None, m, n, k, True, False, False, "float32", kn["mr"], nr, kn["mc"], False,
@@ -432,7 +460,7 @@ def _gen_dense(ctx, t, out, a, w) -> S.Stmt:
     bld.A = _view(ctx, a, (m, k), "dense_a") if len(a.shape) != 2 else a
     bld.B = w
     bld.C = _view(ctx, out, (m, n), "dense_c") if len(out.shape) != 2 else out
-    if id(t) in ctx.packed:
+    if prepacked:
         bld.Bp = w
         return bld.compute()
     bld.Bp = ctx.temp((bld.np, k, nr), "float32", "dense_wpack")
@@ -466,6 +494,16 @@ DIRECT_B_MAX_ROWS_LONG_K = 16
 DIRECT_B_LONG_K = 1024
 # ... and the packing is skipped for any row count when B is this small (cache resident)
 DIRECT_B_MAX_BYTES = 512 * 1024
+
+
+# per vector ISA: (tile width, partial sums) of a one-row matmul reading a ``[K, N]`` B in place
+# when the width divides N, or None. Each K step of the one-row tile reads a run of ``nr``
+# floats from a row of B, the next step N floats on: at 32 wide (128 bytes) the hardware
+# prefetcher streams B poorly once it leaves the caches; 64 wide reads 256 bytes a row, and
+# its 4 accumulators need no interleaved partial sums. AVX-512, one thread, thread CPU time, us,
+# 32 wide 4 sums -> 64 wide 1 sum (1 x N x K): 1x768x768 69.1 -> 57.8, 1x3072x768 862 -> 396,
+# 1x768x3072 484 -> 436, 1x1024x4096 903 -> 766, 1x4096x4096 4587 -> 3552. AVX2 not measured.
+DIRECT_GEMV_TILE = {"avx512": (64, 1), "avx2": None}
 
 
 def _int_as(v, dtype):
@@ -558,17 +596,18 @@ SWAP_MIN_ROWS = 16
 SWAP_MIN_WEIGHT = 1 << 19
 
 
-def _gen_matmul(ctx, t, out, a, b, epilogue=None) -> S.Stmt:
+def _gen_matmul(ctx, t, out, a, b, epilogue=None, transpose_b=None) -> S.Stmt:
     """``out = a @ op(b)`` by ``gemm_kernel``'s micro-kernels.
 
     A ``[K, N]`` B whose width splits into whole register tiles is read in place when there
     are few rows (a GEMV-like call: packing would cost more than the product) or B is small;
     otherwise it is packed into panels per call. With a symbolic row count both variants are
     generated and the row count picks one at run time. ``epilogue(row, col, value)`` (from
-    ``emit_fused``) is applied to each value as it is stored.
+    ``emit_fused``) is applied to each value as it is stored. ``transpose_b`` overrides the
+    stage's own attribute (a dense: always True).
     """
     m, n, k = _gemm_dims(t)
-    tb = bool(t.op.attrs["transpose_b"])
+    tb = bool(t.op.attrs["transpose_b"]) if transpose_b is None else transpose_b
     a2 = _view(ctx, a, (m, k), "matmul_a") if len(a.shape) != 2 else a
     c2 = _view(ctx, out, (m, n), "matmul_c") if len(out.shape) != 2 else out
     kn = _knobs(ctx.options, t)
@@ -603,8 +642,14 @@ def _gen_matmul(ctx, t, out, a, b, epilogue=None) -> S.Stmt:
         return S.SeqStmt([pack(), bld.compute()])
 
     def direct(nr):
+        split = None
+        wide = DIRECT_GEMV_TILE[vector_isa()]
+        if wide and isinstance(m, int) and m == 1 and n % wide[0] == 0:
+            nr, split = wide  # (one row: a wider tile reads longer runs of each row of B)
         bld = builder(nr)
         bld.direct_b = True
+        if split is not None:
+            bld.gemv_split = split
         return bld.compute()
 
     def swapped(own=True):

@@ -32,6 +32,8 @@ from ..tir.expr import IntImm, Var
 from ..tir.function import PrimFunc
 from ..tir.op import if_then_else
 from .common import prefetch, vector_isa
+from .lane_transpose import LANES as TRANSPOSE_LANES
+from .lane_transpose import transpose16_of
 
 PARALLEL_MIN_WORK = 1 << 18  # multiply-adds below which a GEMM stays on the calling thread
 # elements copied below which the packing of B stays on the calling thread: a copy, not
@@ -49,6 +51,22 @@ PACK_PARALLEL_MIN_WORK = 1 << 15
 # 64x128 -> 384 88 -> 71, 128x768 -> 768 2513 -> 2056, 197x192 -> 576 483 -> 502. AVX2 not
 # measured: it keeps the element order.
 PACK_TB_GATHER = {"avx512": True, "avx2": False}
+# whether that gathered packing instead moves 16 x 16 blocks of B (16 of its rows, 16 K
+# positions each: 16 vector loads) through an in-register transpose (``lane_transpose``) into
+# 16 vector stores, for K's whole blocks of 16 (the rest gathered as above), by vector ISA
+# (16-lane vectors: AVX-512 only). AVX-512, one thread, thread CPU time, us, gathered ->
+# transposed: batch_matmul 8x77x64 @ (8x77x64)^T (CLIP text attention scores) 76.9 -> 57.6
+# (kernel alone; the packing 35 -> 12), the ONNX graph 89.7 -> 60.6 (ORT 46.3); BERT's
+# 12x128x64 @ (12x128x64)^T 210.7 -> 209.0 (its 64-wide panels), constant-weight GEMMs
+# untouched.
+PACK_TB_TRANSPOSE = {"avx512": True, "avx2": False}
+# whether a ``[K, N]`` B of a static N that leaves a partial last panel is packed with its
+# panels inside N copied by vectors, only the last one tested per element (before: every
+# element of every panel under a ``col < N`` test, which kept the copy scalar), by vector ISA.
+# AVX-512, one thread, thread CPU time, us, ONNX graph (bench_gemm_shapes): ViT attention
+# 12x197x64 @ 12x64x197 662 -> 573 (ORT 475; the packing alone ~108 -> ~51). AVX2 not
+# measured: off.
+PACK_FULL_PANELS_BY_VECTORS = {"avx512": True, "avx2": False}
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # the compiler's default register tile (mr rows x nr columns) by vector ISA: its mr * nr / lanes
 # accumulators plus the nr / lanes B vectors loaded per step must fit the register file. 8x32
@@ -100,6 +118,20 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
 # 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
 PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
+# by vector ISA: how many K positions ahead the cache-blocked schedule's tiles prefetch their
+# own panel of the packed B (2 lines of a 32-wide panel a K step: 32 positions = 4 KiB ahead)
+# when a static M has 2 to PREFETCH_AHEAD_MAX_ROWS rows, or 0. Few rows make the GEMM a
+# stream through B (a small batch of decode steps) and the out-of-order window then reaches
+# fewer lines ahead as rows add FMAs per line. AVX-512, one thread, thread CPU time, prepacked
+# constant B, us, none -> 32 ahead (B's read GB/s): 4096x4096 at 4/8/12 rows 6595 -> 5455
+# (10.2 -> 12.3), 8046 -> 6162, 9239 -> 6579; 768 -> 3072 at 4 rows 385 -> 353; 768 -> 768 at
+# 16 rows 126 -> 111; at 32 rows no gain (4096x4096 10704 -> 10730, 768 -> 3072 914 -> 1002:
+# off there). (8 and 16 positions ahead gained less at 4 rows: 5912, 5830; 64: 5679.) One row
+# (its K loop already four partial sums deep) gained alone (4096x4096 4934 -> 4684) but lost
+# in the built graph (bench_gemm_shapes' gemv_4096 4613 -> 5041, twice): off. AVX2 not
+# measured: off.
+PREFETCH_AHEAD = {"avx512": 32, "avx2": 0}
+PREFETCH_AHEAD_MAX_ROWS = 16
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
 # up to this K (or a symbolic K, run as one block) a row tile runs over the group's panels in
@@ -285,6 +317,11 @@ class GemmBuilder:
         # whether the blocked schedule's first row tiles prefetch B (``PREFETCH_NEXT_PIECE``)
         self.prefetch_b = PREFETCH_NEXT_PIECE[vector_isa()]
         self.next_piece = None  # (panel, first K) of the piece such a tile prefetches, while built
+        # K positions ahead at which the blocked schedule's tiles prefetch their own panel of
+        # B (``PREFETCH_AHEAD``: a static M of few rows), or 0
+        ahead = PREFETCH_AHEAD[vector_isa()]
+        self.prefetch_ahead = ahead if isinstance(M, int) and \
+            1 < M <= PREFETCH_AHEAD_MAX_ROWS else 0
 
     # ---------------------------------------------------------------- helpers
     def var(self, name: str) -> Var:
@@ -455,27 +492,80 @@ class GemmBuilder:
         gather = self.transpose_b and PACK_TB_GATHER[vector_isa()]
         partial = not isinstance(N, int) or N % nr
 
-        def inner(b, jo, k, jj):
+        def inner(b, jo, k, jj, guard=partial):
             col = jo * nr + jj
             pre = (b,) if self.b_batched else ()
             # (a vector select loads every lane: past N the gathered row is clamped into B)
             row = E.Min(col, self.c(N) - self.c(1)) if gather and partial else col
             src = self.B[(*pre, row, k)] if self.transpose_b else self.B[(*pre, k, col)]
-            if partial:
+            if guard:
                 src = if_then_else(col < N, src, E.FloatImm(self.dtype, 0.0))
             return S.BufferStore(self.Bp, src, [*pre, jo, k, jj])
 
+        def rows_copy(b, jo, guard, kind):
+            return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
+                "jj", nr, kind, lambda jj: inner(b, jo, k, jj, guard)))
+
+        blocks = K // TRANSPOSE_LANES if gather and self.transposing_pack() else 0
+
         def panel(b, jo):
+            if blocks:
+                tail = self.loop("k", K - blocks * TRANSPOSE_LANES, S.ForKind.SERIAL,
+                                 lambda k: self.loop("jj", nr, S.ForKind.VECTORIZED,
+                                                     lambda jj: inner(b, jo, k, jj)),
+                                 lo=blocks * TRANSPOSE_LANES)
+                body = self.loop("q", blocks, S.ForKind.SERIAL, lambda q: S.SeqStmt([
+                    self.transposed_block(b, jo, h, q) for h in range(nr // TRANSPOSE_LANES)]))
+                return body if K % TRANSPOSE_LANES == 0 else S.SeqStmt([body, tail])
             if gather:
                 return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
                     "jj", nr, S.ForKind.VECTORIZED, lambda jj: inner(b, jo, k, jj)))
             if self.transpose_b:
                 return self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: self.loop(
                     "k", K, S.ForKind.SERIAL, lambda k: inner(b, jo, k, jj)))
-            return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
-                "jj", nr, S.ForKind.SERIAL, lambda jj: inner(b, jo, k, jj)))
+            if PACK_FULL_PANELS_BY_VECTORS[vector_isa()] and isinstance(N, int) and partial \
+                    and N >= nr:
+                # the panels inside N copied by vectors (no test per element), the last one
+                # (partly past N) element by element, zero past N
+                return S.IfThenElse(jo < self.c(N // nr),
+                                    rows_copy(b, jo, False, S.ForKind.VECTORIZED),
+                                    rows_copy(b, jo, True, S.ForKind.SERIAL))
+            return rows_copy(b, jo, partial, S.ForKind.SERIAL)
 
         return self.fused("pb", [nb, self.np], K * nr, panel, self.pack_min_work())
+
+    def transposing_pack(self) -> bool:
+        """Does ``pack`` move an ``[N, K]`` B in transposed 16 x 16 blocks
+        (``PACK_TB_TRANSPOSE``)? Static N and K of at least one block, whole 16-lane halves of
+        the panel."""
+        return PACK_TB_TRANSPOSE[vector_isa()] and isinstance(self.N, int) and \
+            isinstance(self.K, int) and self.K >= TRANSPOSE_LANES and \
+            self.nr % TRANSPOSE_LANES == 0 and self.dtype == "float32"
+
+    def transposed_block(self, b, jo, h, q) -> S.Stmt:
+        """Packed panel ``jo``'s columns ``16h .. 16h + 15`` at K positions ``16q .. 16q + 15``:
+        16 rows of B loaded as vectors, transposed in registers, stored as 16 vectors (columns
+        past N read B's last row and store zeros, as the gathered packing does)."""
+        lanes, N = TRANSPOSE_LANES, self.N
+        pre = (b,) if self.b_batched else ()
+        col0 = jo * self.nr + h * lanes
+        k0 = q * lanes
+        partial = N % self.nr != 0
+        ramp = E.Ramp(self.c(k0) if isinstance(k0, int) else k0, self.c(1), lanes)
+        rows = [E.Min(col0 + i, self.c(N - 1)) if partial else col0 + i for i in range(lanes)]
+        vectors = [self.B[(*pre, r, ramp)] for r in rows]
+
+        def consumer(buf):
+            def lane(j, jj):
+                v = buf[j, jj]
+                if partial:
+                    v = if_then_else(col0 + jj < N, v, E.FloatImm(self.dtype, 0.0))
+                return S.BufferStore(self.Bp, v, [*pre, jo, k0 + j, h * lanes + jj])
+
+            return self.loop("j", lanes, S.ForKind.UNROLLED, lambda j: self.loop(
+                "jj", lanes, S.ForKind.VECTORIZED, lambda jj: lane(j, jj)))
+
+        return transpose16_of(vectors, self.dtype, consumer)
 
     def pack_min_work(self) -> int:
         """The parallel threshold (elements copied) of the packing loop: as the GEMM, the
@@ -556,6 +646,14 @@ class GemmBuilder:
                     acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
                     * self.bp_at(b, jo, k if self.bp_block_local else k0 + k, jj),
                     [slot + ii, jj])))
+            if self.prefetch_ahead and not self.bp_block_local and not self.direct_b:
+                # (clamped into the panel: the prefetch names an element of Bp)
+                line = 64 // np.dtype(self.dtype).itemsize
+                pre = (b,) if self.b_batched else ()
+                last = self.c(K - 1) if isinstance(K, int) else K - self.c(1)
+                at = E.Min(k0 + k + self.c(self.prefetch_ahead), last)
+                pfs = [prefetch(self.Bp[(*pre, jo, at, self.c(j))]) for j in range(0, nr, line)]
+                body = S.SeqStmt([*pfs, body])
             if self.next_piece is None:
                 return body
             njo, nk0 = self.next_piece

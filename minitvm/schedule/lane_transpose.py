@@ -28,24 +28,35 @@ def transpose16(src, rows: int, consumer) -> S.Stmt:
         raise ValueError(f"lane_transpose.transpose16: {rows} rows of 16 lanes do not transpose "
                          "into 16 vectors")
     ramp = E.Ramp(E.IntImm("int32", 0), E.IntImm("int32", 1), LANES)
-    cur = [E.BufferLoad(src, [E.IntImm("int32", i if i < rows else 0), ramp])
-           for i in range(LANES)]
+    return transpose16_of([E.BufferLoad(src, [E.IntImm("int32", i if i < rows else 0), ramp])
+                           for i in range(LANES)], src.dtype, consumer)
+
+
+def transpose16_of(vectors: list, dtype: str, consumer) -> S.Stmt:
+    """``transpose16`` of 16 given 16-lane vectors (row ``i`` of the tile is ``vectors[i]``,
+    e.g. loads from 16 rows of a matrix): ``consumer(buffer)`` reads the ``[16, 16]``
+    transpose from a local buffer."""
+    if len(vectors) != LANES:
+        raise ValueError(f"lane_transpose.transpose16_of: {len(vectors)} vectors given, 16 "
+                         "transpose into 16")
+    ramp = E.Ramp(E.IntImm("int32", 0), E.IntImm("int32", 1), LANES)
+    cur = list(vectors)
     stmts, bufs = [], []
     for k in range(4):
         d = 1 << k
-        buf = decl_buffer((LANES, LANES), src.dtype, f"cl_tr{k}", scope="local")
+        buf = decl_buffer((LANES, LANES), dtype, f"cl_tr{k}", scope="local")
         for i in range(LANES):
             up = 1 if i & d else 0  # (the upper row of the pair takes the odd half)
             mask = [((lane | d) if up else (lane & ~d)) + (LANES if lane & d else 0)
                     for lane in range(LANES)]
-            stmts.append(S.BufferStore(buf, E.Call(f"{src.dtype}x{LANES}", "tir.vector_shuffle", [
+            stmts.append(S.BufferStore(buf, E.Call(f"{dtype}x{LANES}", "tir.vector_shuffle", [
                 cur[i & ~d], cur[i | d], *[E.IntImm("int32", m) for m in mask]]),
                 [E.IntImm("int32", i), ramp]))
         cur = [E.BufferLoad(buf, [E.IntImm("int32", i), ramp]) for i in range(LANES)]
         bufs.append(buf)
     body = S.SeqStmt([*stmts, consumer(bufs[-1])])
     for buf in reversed(bufs):
-        body = S.Allocate(buf.data, src.dtype, [LANES * LANES], True, S.DeclBuffer(buf, body))
+        body = S.Allocate(buf.data, dtype, [LANES * LANES], True, S.DeclBuffer(buf, body))
     return body
 
 

@@ -84,6 +84,9 @@ def test_each_row_blocks_first_tile_prefetches(monkeypatch):
 
 def test_no_prefetch_for_short_k_symbolic_rows_or_b_in_place(monkeypatch):
     monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: "avx512")
+    # (the next-piece prefetch only: one row tile streaming B prefetches ahead in its own
+    # panel, test_few_rows_prefetch_their_own_panel_ahead)
+    monkeypatch.setitem(gemm_kernel.PREFETCH_AHEAD, "avx512", 0)
     mr, nr = gemm_kernel.default_tile()
     # K <= PANELS_INNER_MAX_K (tiles outer), a symbolic M (no peeled tile), one row tile
     for m, k in ((5 * mr, 200), (Var("m", "int64"), 700), (mr, 700)):
@@ -92,6 +95,30 @@ def test_no_prefetch_for_short_k_symbolic_rows_or_b_in_place(monkeypatch):
                                   mr, nr, 144, False, False, False, 1 << 40)
     bld.direct_b = True
     assert not _prefetches(bld.compute())
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 12, 16, 17])
+def test_few_rows_prefetch_their_own_panel_ahead(monkeypatch, m):
+    """2 to PREFETCH_AHEAD_MAX_ROWS rows (no next-piece prefetch: K under two blocks) prefetch
+    each line of their panel PREFETCH_AHEAD positions on, clamped to the panel's last row; one
+    row and more rows prefetch nothing; the results match numpy."""
+    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: "avx512")
+    mr, nr = gemm_kernel.default_tile()
+    ahead = gemm_kernel.PREFETCH_AHEAD["avx512"]
+    func = gemm_kernel.gemm(m, 3 * nr, 300, mr=mr, nr=nr, prepacked_b=True)
+    pfs = _prefetches(func)
+    if not 1 < m <= gemm_kernel.PREFETCH_AHEAD_MAX_ROWS or not ahead:
+        assert not pfs
+        return
+    assert pfs
+    for pf in pfs:
+        (load,) = pf.value.args
+        clamp = load.indices[1]
+        assert isinstance(clamp, E.Min) and int(clamp.b.value) == 300 - 1
+        assert int(load.indices[2].value) % 16 == 0
+    if common.vector_isa() == "avx512":
+        check_gemm(gemm_kernel.gemm, m, 3 * nr, 300, transpose_b=True, bias=True, relu=False,
+                   prepacked=True, seed=m)
 
 
 def _run_gemm(m, n, k, transpose_b, bias, relu, seed=0):

@@ -11,6 +11,7 @@ from minitvm.contrib import graph_executor
 from minitvm.relay.backend.te_compiler import build_te
 from minitvm.relay.transform.pipeline import optimize
 from minitvm.schedule import LoweringOptions, gemm, gemm_kernel
+from minitvm.schedule.common import vector_isa
 from minitvm.schedule.knobs import space_of
 from minitvm.transform.context import PassContext
 from minitvm.tune.task import _primitive_calls
@@ -66,8 +67,9 @@ def test_default_knobs_and_widths_follow_the_isa(isa):
     assert gemm._dense_nr(4 * nr + 3) == nr
     assert gemm._dense_nr(10) == max(16, nr // 2)
     assert gemm._direct_nr(3 * gemm_kernel.direct_widths()[0]) == gemm_kernel.direct_widths()[0]
+    # (an N the full width pads by no more than the half width: HALF_WIDTH_PAD_SAVING)
     x = relay.var("x", shape=(29, 31))
-    w = relay.const(np.ones((37, 31), "float32"))
+    w = relay.const(np.ones((4 * nr + 3, 31), "float32"))
     space = space_of(_anchor(relay.Function([x], relay.nn.dense(x, w))), LoweringOptions())[1]
     assert (space.default()["mr"], space.default()["nr"]) == (mr, nr)
     assert mr in space.values("mr") and nr in space.values("nr")
@@ -172,3 +174,13 @@ def test_half_width_default_matches_numpy(n):
     _, got = _build_run(relay.Function([q, k, m1, m2], body), feeds)
     want = feeds["q"] @ feeds["k"].transpose(0, 2, 1) + feeds["m1"] + feeds["m2"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_half_width_where_the_full_width_pads_far_more():
+    """``HALF_WIDTH_PAD_SAVING`` (on for the host's ISA or not): 77 columns pad to 96 in 32-wide
+    panels, to 80 in 16-wide ones; 197 pad to 224 or 208, under the saving."""
+    saving = gemm.HALF_WIDTH_PAD_SAVING[vector_isa()]
+    nr = gemm_kernel.default_tile()[1]
+    half = max(16, nr // 2)
+    assert gemm._dense_nr(197) == nr
+    assert gemm._dense_nr(77) == (half if saving and half < nr else nr)

@@ -69,6 +69,7 @@ from .conv2d_to_sparse import Conv2dToSparse, Conv2dToSparse2  # noqa: E402,F401
 from .manifest_lifetimes import ManifestLifetimes  # noqa: E402,F401
 from .batching_ops import BatchingOps  # noqa: E402,F401
 from .sink_unit_squeeze import SinkUnitSqueeze  # noqa: E402,F401
+from .dense_of_transpose import DenseOfTransposeToMatmul  # noqa: E402,F401
 
 from ...transform.registry import register_factory_names as _register_factory_names  # noqa: E402
 

@@ -53,7 +53,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
         if not is_vm:
             passes.append(p("InferType"))
         passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
-    passes += [p("FastMath"), p("FoldConstant")]
+    # DenseOfTransposeToMatmul (opt_level 3) is minitvm's: ``a @ b`` of a run-time ``b``, which
+    # the importers write as a dense of b's transpose, reads b in place (no transpose kernel);
+    # after the FoldConstant that folds a weight's transpose
+    passes += [p("FastMath"), p("FoldConstant"), p("DenseOfTransposeToMatmul")]
     max_args = getattr(target, "max_function_args", 0) if target is not None else 0
     if homogeneous:
         passes.append(p("SplitArgs", max_function_args=max_args))
