@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..codegen.build import LOOP_PASSES as _LOOP_PASSES_ANNOTATION
 from ..codegen.llvm.stmt import MASKED_STORES
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -242,6 +243,18 @@ CHANNEL_BLOCK_SUMS_MAX = {"rocketlake": 4 * 1024, "avx512": 16 * 1024, "avx2": 1
 # residual) in their fused epilogue, one output channel per lane (measured on a Zen 2 against
 # a separate pass: within the noise at 56x56 .. 7x7); it saves a pass over the output
 LANES_PLANE_OPERANDS = True
+# a tile whose accumulators and the pixel vectors of its unrolled filter columns (with a
+# broadcast weight) take more than the vector registers has its channel loop marked
+# ``codegen.build.LOOP_PASSES`` (``loop_passes``): LLVM's O1 pipeline rather than the minimal
+# one. From the minimal pipeline's IR the code generator hoisted all of a filter row's pixel
+# loads to its top and spilled the accumulators to the stack and back each filter row (50-54
+# stack moves a row of a 12 x 32 tile of 5x5 and 7x7 filters, whether it did depended on the
+# address arithmetic); from O1's it keeps them in registers. Intel Xeon (LLVM's "rocketlake"),
+# one thread, conv + bias + relu, A/B in one process, ms, minimal -> O1 (ONNX Runtime):
+# 32 -> 64 5x5 at 112x112 10.9 -> 7.0 (7.3), 16 -> 32 7x7 at 112x112 5.1 -> 3.4 (4.1).
+# AVX2 (16 registers, 6 x 16 tiles) not measured: off
+LOOP_PASSES = {"avx512": True, "avx2": False}
+VECTOR_REGISTERS = {"avx512": 32, "avx2": 16}
 
 
 def default_tile(t=None) -> tuple[int, int]:
@@ -964,6 +977,9 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     else:
         taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: ky_loop(lambda ky: loop(
             "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
+    if loop_passes(g, rows, g["kw"] if kw_kind == unroll else 1):
+        taps = S.For(taps.loop_var, taps.min, taps.extent, taps.kind, taps.body,
+                     annotations={_LOOP_PASSES_ANNOTATION: True})
     grid = g["grid"]
     full = grid % nr == 0
 
@@ -1007,6 +1023,16 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
             body = S.LetStmt(roff[jr], E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"]),
                              body)
     return S.Allocate(acc.data, "float32", [rows * nr], True, body)
+
+
+def loop_passes(g, rows: int, columns: int) -> bool:
+    """Does a ``rows``-row tile of geometry ``g`` with ``columns`` filter columns unrolled take
+    LLVM's O1 pipeline (``LOOP_PASSES``): its accumulators, the pixel vectors of those columns
+    and a broadcast weight more than the vector registers?"""
+    if not host_switch(LOOP_PASSES):
+        return False
+    vectors = -(-g["nr"] // _piece())
+    return (rows + columns) * vectors + 1 > host_switch(VECTOR_REGISTERS)
 
 
 def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
