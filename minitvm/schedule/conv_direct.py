@@ -118,6 +118,17 @@ FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 # accumulators as in 12 x 32. Sapphire Rapids, one thread, SqueezeNet's stem, ms, 12 x 32 /
 # 6 x 64 / 4 x 64 / 8 x 32 (ONNX Runtime, its NCHW output): 0.386 / 0.355 / 0.357 / 0.377 (0.54)
 FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
+# a conv of at least WIDE_FILTER_COLUMNS filter columns (5x5, 7x7, 1x7) takes this register tile
+# by default (None: ``TILES``'), by host (``common.host_switch``): on the Intel Xeon LLVM calls
+# "rocketlake" 14 output channels x 32 pixels, 28 accumulators with the 2 pixel vectors and a
+# broadcast in 31 of the 32 zmm registers, 28 FMAs per 16 loads where 12 x 32 did 24 per 14.
+# There, one thread, conv + bias + relu, A/B in one process, 9 interleaved rounds, ms, 12 x 32 ->
+# 14 x 32 (ONNX Runtime): 32 -> 64 5x5 at 112x112 7.05 -> 6.72 (7.47), 64 -> 128 5x5 at 64x64
+# 8.86 -> 8.54 (9.41), 64 -> 128 5x5 / 2 at 128x128 10.39 -> 10.02 (10.49), 32 -> 48 1x7 at
+# 32x32 0.125 -> 0.120 (0.142); within the noise: 16 -> 32 7x7 at 112x112 3.32 / 3.33, 64 -> 64
+# 5x5 at 56x56, 128 -> 128 5x5 at 28x28, ResNet's 7x7 / 2 stem. Other hosts not measured: off
+WIDE_FILTER_TILE = {"rocketlake": (14, 32), "avx512": None, "avx2": None}
+WIDE_FILTER_COLUMNS = 5
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a strided conv in row mode whose output plane is at most this many pixels goes to
 # ``conv_lanes`` all the same (``lanes_candidate``), on a Zen 4 only (``common.host_switch``).
@@ -259,9 +270,12 @@ VECTOR_REGISTERS = {"avx512": 32, "avx2": 16}
 
 def default_tile(t=None) -> tuple[int, int]:
     """(mr, nr): the register tile of this machine's vector ISA (``TILES``); for conv2d stage
-    ``t``, when given, ``FEW_TAPS_TILE``'s where ``few_taps_grid``."""
+    ``t``, when given, ``FEW_TAPS_TILE``'s where ``few_taps_grid``, else ``WIDE_FILTER_TILE``'s
+    for a filter of at least ``WIDE_FILTER_COLUMNS`` columns."""
     few = FEW_TAPS_TILE[vector_isa()] if t is not None and few_taps_grid(t) else None
-    return few or TILES[vector_isa()]
+    wide = host_switch(WIDE_FILTER_TILE) if t is not None and \
+        _shape(t.op.attrs["operands"][1])[3] >= WIDE_FILTER_COLUMNS else None
+    return few or wide or TILES[vector_isa()]
 
 
 def _parallel(g) -> bool:

@@ -1,6 +1,7 @@
-"""conv_direct tiles whose accumulators and unrolled filter columns' pixel vectors fill the
-vector registers ask for LLVM's O1 pipeline (``conv_direct.LOOP_PASSES``): their filter-row
-loop keeps the accumulators in registers, and the conv still matches numpy."""
+"""conv_direct's wide filters (5x5, 7x7, 1x7): tiles whose accumulators and unrolled filter
+columns' pixel vectors fill the vector registers ask for LLVM's O1 pipeline
+(``conv_direct.LOOP_PASSES``), so their filter-row loop keeps the accumulators in registers;
+on a Rocket Lake host they take 14 x 32 tiles (``WIDE_FILTER_TILE``); the convs match numpy."""
 
 import sys
 
@@ -10,6 +11,8 @@ from asm_loops import fma_loops
 from conv_reference import build_conv, run_graph
 from conv_reference import conv_kernel as _conv_kernel
 
+import minitvm as tvm
+from minitvm import relay
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
 from minitvm.runtime import jit
 from minitvm.schedule import common, conv_direct
@@ -73,3 +76,41 @@ def test_light_pipeline_tiles_match_numpy():
                              ((2, 3, 48, 48), 24, 7, "bias_relu")):
         lib, inputs, want = build_conv(shape, o, k, pads=(k // 2, k // 2), epi=epi, rng=rng)
         np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=1e-4, atol=1e-4)
+
+
+def _conv_stage(k):
+    """The conv2d stage of a 16 -> 64 ``k`` conv at 32x32."""
+    from minitvm.relay.backend import te_compiler
+
+    x, w = relay.var("x", shape=(1, 16, 32, 32)), relay.var("w", shape=(64, 16, *k))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x, w], relay.nn.conv2d(x, w, padding=(k[0] // 2, k[1] // 2)))))
+    _, _, (conv,) = te_compiler.build_te(mod["main"])
+    return conv
+
+
+@pytest.mark.parametrize("cpu, k, want", [
+    ("rocketlake", (5, 5), (14, 32)), ("rocketlake", (1, 7), (14, 32)),
+    ("rocketlake", (3, 3), None), ("rocketlake", (7, 1), None), ("sapphirerapids", (5, 5), None)])
+def test_wide_filter_tile_by_host(cpu, k, want, monkeypatch):
+    """Filters of 5 or more columns take ``WIDE_FILTER_TILE``'s tile on a Rocket Lake host;
+    other filters and hosts the ISA's (``TILES``)."""
+    monkeypatch.setattr(jit, "host_cpu", lambda: (cpu, "+avx512f,+avx2"))
+    monkeypatch.setattr(common, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(conv_direct, "vector_isa", lambda: "avx512")
+    assert conv_direct.default_tile(_conv_stage(k)) == (want or conv_direct.TILES["avx512"])
+
+
+@pytest.mark.parametrize("o", [64, 32])
+def test_fourteen_row_tiles_match_numpy(o, monkeypatch):
+    """14-row tiles with their short tails (64 channels: 14 x 4 + 8; 32: 14 + two of 9) of a
+    5x5 conv with a residual epilogue match numpy."""
+    monkeypatch.setattr(conv_direct, "WIDE_FILTER_TILE",
+                        {"avx512": (14, 32), "avx2": None, "rocketlake": (14, 32)})
+    lib, inputs, want = build_conv((1, 8, 48, 48), o, 5, pads=(2, 2), epi="residual_relu",
+                                   rng=np.random.default_rng(3))
+    if AVX512:
+        rows = {int(s.buffer.shape[0]) for s in walk_stmts(_conv_kernel(lib).prim_func.body)
+                if isinstance(s, S.DeclBuffer) and s.buffer.name == "acc"}
+        assert 14 in rows
+    np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=1e-4, atol=1e-4)
