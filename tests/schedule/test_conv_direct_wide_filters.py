@@ -15,7 +15,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
 from minitvm.runtime import jit
-from minitvm.schedule import common, conv_direct
+from minitvm.schedule import common, conv_direct, conv_lanes
 from minitvm.schedule.common import vector_isa
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -114,3 +114,26 @@ def test_fourteen_row_tiles_match_numpy(o, monkeypatch):
                 if isinstance(s, S.DeclBuffer) and s.buffer.name == "acc"}
         assert 14 in rows
     np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cpu, kw, want", [
+    ("rocketlake", 5, True), ("rocketlake", 7, True), ("rocketlake", 3, True),
+    ("sapphirerapids", 5, False), ("sapphirerapids", 3, True)])
+def test_lanes_columns_unrolled_by_host(cpu, kw, want, monkeypatch):
+    """``conv_lanes`` unrolls filters of up to 7 columns by default on a Rocket Lake host
+    (``UNROLL_COLUMNS``), up to 3 elsewhere (``UNROLL_TAPS``)."""
+    monkeypatch.setattr(jit, "host_cpu", lambda: (cpu, "+avx512f,+avx2"))
+    monkeypatch.setattr(common, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    g = conv_lanes.geometry(_conv_stage((kw, kw)))
+    assert conv_lanes.default_knobs(g)["lanes_unroll_kx"] is want
+
+
+def test_lanes_unrolled_columns_match_numpy(monkeypatch):
+    """A 5x5 and a 7x7 conv on ``conv_lanes`` (output planes not whole vectors) with their
+    columns unrolled, 32- and 64-channel tiles, batch 2: the outputs match numpy."""
+    monkeypatch.setattr(conv_lanes, "UNROLL_COLUMNS", {"rocketlake": 7, "avx512": 7, "avx2": 7})
+    rng = np.random.default_rng(4)
+    for shape, o, k in (((2, 16, 20, 20), 64, 5), ((1, 8, 18, 18), 32, 7)):
+        lib, inputs, want = build_conv(shape, o, k, pads=(k // 2, k // 2), rng=rng)
+        np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=1e-4, atol=1e-4)
