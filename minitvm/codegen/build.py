@@ -26,7 +26,7 @@ from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "26"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "27"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -48,6 +48,7 @@ CODEGEN_VERSION = "26"  # 3: float16 libm in float32; 4: loaded integer values w
 # 24: kernels with a ``NO_SLP_VECTORIZE`` loop take jit.NO_SLP_PIPELINE (sorting networks)
 # 25: tiny static kernels (TINY_KERNEL_WORK) take the minimal or light pipeline, not O3
 # 26: malloc'd temporaries start at a 64-byte boundary (stmt.ALIGN_HEAP_TEMPS)
+# 27: vectorized kernels with a ``LOOP_PASSES`` loop take the light pipeline, not the minimal one
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
@@ -71,6 +72,14 @@ MACHINE_CODE_LEVEL = 1
 # through and vectorizes nothing in. CPU s to build, O3 -> without SLP (the same kernel speed):
 # int64 argsort of 3 x 1000 1.87 -> 0.83; float32 top 64 of 24552 4.74 -> 0.61.
 NO_SLP_VECTORIZE = "no_slp_vectorize"
+# For-loop annotation: an explicitly vectorized static kernel holding the loop gets
+# ``LIGHT_PIPELINE_LEVEL`` (O1: CSE, LICM and the loop passes over its address arithmetic)
+# rather than ``jit.MINIMAL_PIPELINE``. A conv_direct tile whose unrolled filter columns load more
+# pixel vectors than the registers its accumulators leave (``conv_direct.LOOP_PASSES``): from the
+# minimal pipeline's IR the code generator hoisted every column's loads to the top of the filter
+# row and spilled the accumulators to the stack each row (a 32 -> 64 5x5 conv at 112x112 ran
+# 1.5x slower); from O1's it does not.
+LOOP_PASSES = "loop_passes"
 # A kernel whose whole run is tiny and known when it is compiled (every buffer shape and loop
 # extent a constant, at most this many statements executed: each statement counted once per
 # iteration of its enclosing loops) and not explicitly vectorized skips O3's loop vectorizer, unroller and SLP, which cost
@@ -173,14 +182,15 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     a constant size, every loop's bounds are computed inside the function (constants, enclosing
     loop variables, let-bound values: a conv window clipped at the padded border) and no memory
     access that stays put in its loop is worth hoisting (``hoistable_accesses``: nothing for
-    LLVM's loop passes to do), else ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops
+    LLVM's loop passes to do) and no loop asks for them (``LOOP_PASSES``), else
+    ``LIGHT_PIPELINE_LEVEL``; ``opt_level`` for the rest. (Loops
     bounded by a symbolic size index with run-time strides and divisions that LLVM's loop
     passes hoist: a Relax BERT layer of symbolic length ran 10x slower without them.) An
     ``INSTANCE_LOOP``'s extent, and a parameter's leading dimension equal to it, count as
     static: its body is a static kernel. A scalar kernel with a ``NO_SLP_VECTORIZE`` loop gets
     ``jit.NO_SLP_PIPELINE`` at ``opt_level`` 3. Above ``LIGHT_PIPELINE_LEVEL`` a tiny scalar
     kernel (``TINY_KERNEL_WORK``) takes one of the two light pipelines instead of O3."""
-    count, vectorized, static, no_slp = 0, False, True, False
+    count, vectorized, static, no_slp, loop_passes = 0, False, True, False, False
     instances: set[int] = set()  # ids of the extents of instance loops
     inside: set[int] = set()  # ids of the variables whose values the body computes itself
     for s in walk_stmts(func.body):  # (pre-order: a binding comes before its uses)
@@ -192,6 +202,7 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
             inside.add(id(s.loop_var))
             vectorized = vectorized or s.kind == ForKind.VECTORIZED
             no_slp = no_slp or bool(s.annotations.get(NO_SLP_VECTORIZE))
+            loop_passes = loop_passes or bool(s.annotations.get(LOOP_PASSES))
             if s.annotations.get(INSTANCE_LOOP) and isinstance(s.min, IntImm):
                 instances.add(id(s.extent))
                 continue
@@ -202,8 +213,8 @@ def ir_pipeline_level(func: PrimFunc, opt_level: int) -> int:
     static = static and all(isinstance(d, IntImm) or (k == 0 and id(d) in instances)
                             for b in func.buffer_map.values() for k, d in enumerate(b.shape))
     if vectorized and opt_level > LIGHT_PIPELINE_LEVEL:
-        return jit.MINIMAL_PIPELINE if static and not hoistable_accesses(func) else \
-            LIGHT_PIPELINE_LEVEL
+        return jit.MINIMAL_PIPELINE if static and not loop_passes and \
+            not hoistable_accesses(func) else LIGHT_PIPELINE_LEVEL
     work = static_work(func, TINY_KERNEL_WORK) if opt_level > LIGHT_PIPELINE_LEVEL and \
         not no_slp else None
     if work is not None:  # a tiny scalar kernel (a sort's keeps its own pipeline)

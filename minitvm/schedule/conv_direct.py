@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..codegen.build import LOOP_PASSES as _LOOP_PASSES_ANNOTATION
 from ..codegen.llvm.stmt import MASKED_STORES
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -117,6 +118,17 @@ FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 # accumulators as in 12 x 32. Sapphire Rapids, one thread, SqueezeNet's stem, ms, 12 x 32 /
 # 6 x 64 / 4 x 64 / 8 x 32 (ONNX Runtime, its NCHW output): 0.386 / 0.355 / 0.357 / 0.377 (0.54)
 FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
+# a conv of at least WIDE_FILTER_COLUMNS filter columns (5x5, 7x7, 1x7) takes this register tile
+# by default (None: ``TILES``'), by host (``common.host_switch``): on the Intel Xeon LLVM calls
+# "rocketlake" 14 output channels x 32 pixels, 28 accumulators with the 2 pixel vectors and a
+# broadcast in 31 of the 32 zmm registers, 28 FMAs per 16 loads where 12 x 32 did 24 per 14.
+# There, one thread, conv + bias + relu, A/B in one process, 9 interleaved rounds, ms, 12 x 32 ->
+# 14 x 32 (ONNX Runtime): 32 -> 64 5x5 at 112x112 7.05 -> 6.72 (7.47), 64 -> 128 5x5 at 64x64
+# 8.86 -> 8.54 (9.41), 64 -> 128 5x5 / 2 at 128x128 10.39 -> 10.02 (10.49), 32 -> 48 1x7 at
+# 32x32 0.125 -> 0.120 (0.142); within the noise: 16 -> 32 7x7 at 112x112 3.32 / 3.33, 64 -> 64
+# 5x5 at 56x56, 128 -> 128 5x5 at 28x28, ResNet's 7x7 / 2 stem. Other hosts not measured: off
+WIDE_FILTER_TILE = {"rocketlake": (14, 32), "avx512": None, "avx2": None}
+WIDE_FILTER_COLUMNS = 5
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a strided conv in row mode whose output plane is at most this many pixels goes to
 # ``conv_lanes`` all the same (``lanes_candidate``), on a Zen 4 only (``common.host_switch``).
@@ -242,13 +254,28 @@ CHANNEL_BLOCK_SUMS_MAX = {"rocketlake": 4 * 1024, "avx512": 16 * 1024, "avx2": 1
 # residual) in their fused epilogue, one output channel per lane (measured on a Zen 2 against
 # a separate pass: within the noise at 56x56 .. 7x7); it saves a pass over the output
 LANES_PLANE_OPERANDS = True
+# a tile whose accumulators and the pixel vectors of its unrolled filter columns (with a
+# broadcast weight) take more than the vector registers has its channel loop marked
+# ``codegen.build.LOOP_PASSES`` (``loop_passes``): LLVM's O1 pipeline rather than the minimal
+# one. From the minimal pipeline's IR the code generator hoisted all of a filter row's pixel
+# loads to its top and spilled the accumulators to the stack and back each filter row (50-54
+# stack moves a row of a 12 x 32 tile of 5x5 and 7x7 filters, whether it did depended on the
+# address arithmetic); from O1's it keeps them in registers. Intel Xeon (LLVM's "rocketlake"),
+# one thread, conv + bias + relu, A/B in one process, ms, minimal -> O1 (ONNX Runtime):
+# 32 -> 64 5x5 at 112x112 10.9 -> 7.0 (7.3), 16 -> 32 7x7 at 112x112 5.1 -> 3.4 (4.1).
+# AVX2 (16 registers, 6 x 16 tiles) not measured: off
+LOOP_PASSES = {"avx512": True, "avx2": False}
+VECTOR_REGISTERS = {"avx512": 32, "avx2": 16}
 
 
 def default_tile(t=None) -> tuple[int, int]:
     """(mr, nr): the register tile of this machine's vector ISA (``TILES``); for conv2d stage
-    ``t``, when given, ``FEW_TAPS_TILE``'s where ``few_taps_grid``."""
+    ``t``, when given, ``FEW_TAPS_TILE``'s where ``few_taps_grid``, else ``WIDE_FILTER_TILE``'s
+    for a filter of at least ``WIDE_FILTER_COLUMNS`` columns."""
     few = FEW_TAPS_TILE[vector_isa()] if t is not None and few_taps_grid(t) else None
-    return few or TILES[vector_isa()]
+    wide = host_switch(WIDE_FILTER_TILE) if t is not None and \
+        _shape(t.op.attrs["operands"][1])[3] >= WIDE_FILTER_COLUMNS else None
+    return few or wide or TILES[vector_isa()]
 
 
 def _parallel(g) -> bool:
@@ -964,6 +991,9 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     else:
         taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: ky_loop(lambda ky: loop(
             "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
+    if loop_passes(g, rows, g["kw"] if kw_kind == unroll else 1):
+        taps = S.For(taps.loop_var, taps.min, taps.extent, taps.kind, taps.body,
+                     annotations={_LOOP_PASSES_ANNOTATION: True})
     grid = g["grid"]
     full = grid % nr == 0
 
@@ -1007,6 +1037,16 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
             body = S.LetStmt(roff[jr], E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"]),
                              body)
     return S.Allocate(acc.data, "float32", [rows * nr], True, body)
+
+
+def loop_passes(g, rows: int, columns: int) -> bool:
+    """Does a ``rows``-row tile of geometry ``g`` with ``columns`` filter columns unrolled take
+    LLVM's O1 pipeline (``LOOP_PASSES``): its accumulators, the pixel vectors of those columns
+    and a broadcast weight more than the vector registers?"""
+    if not host_switch(LOOP_PASSES):
+        return False
+    vectors = -(-g["nr"] // _piece())
+    return (rows + columns) * vectors + 1 > host_switch(VECTOR_REGISTERS)
 
 
 def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:

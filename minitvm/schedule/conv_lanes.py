@@ -154,6 +154,12 @@ GROUPED_MIN_TAPS = 100
 # 3.48 -> 2.92 (2.93), 256->256 at 14x14 3.46 -> 3.05 (3.08), 512->512 at 7x7 5.64 -> 4.36
 # (4.47); at two threads 2.21 -> 1.72 ms at 14x14, 3.06 -> 2.28 at 7x7.
 UNROLL_TAPS = 3
+# ... and by host (``common.host_switch``) the widest filter whose columns are unrolled by
+# default (``lanes_unroll_kx``): on the Intel Xeon LLVM calls "rocketlake" up to 7 columns.
+# There, one thread, conv + bias + relu, A/B in one process, 7 interleaved rounds, ms, columns
+# as a loop -> unrolled (ONNX Runtime): 128 -> 128 5x5 at 28x28 3.56 -> 3.23 (3.85), 64 -> 64
+# 5x5 at 56x56 3.64 -> 3.36 (3.88). Other hosts not measured: UNROLL_TAPS
+UNROLL_COLUMNS = {"rocketlake": 7, "avx512": UNROLL_TAPS, "avx2": UNROLL_TAPS}
 # a convolution of at least this many multiply-adds per image splits over the thread pool
 PARALLEL_MIN_MACS = 1 << 21
 # the weights of a block of input channels (``channel_block``; 0: one pass over them all)
@@ -306,7 +312,8 @@ def default_knobs(g) -> dict:
     weights = g["o"] * g["c"] * g["kh"] * g["kw"] * 4
     knobs = dict(lanes_order="channels", lanes_cblock=CHANNEL_BLOCK_BYTES,
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
-                 lanes_unroll_kx=g["kw"] <= UNROLL_TAPS, lanes_width=widths(g)[-1],
+                 lanes_unroll_kx=g["kw"] <= host_switch(UNROLL_COLUMNS),
+                 lanes_width=widths(g)[-1],
                  lanes_direct=DIRECT[vector_isa()], lanes_rowstore=ROW_STORE[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \

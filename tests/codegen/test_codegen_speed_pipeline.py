@@ -74,6 +74,20 @@ def test_pipeline_level_follows_explicit_vectorization(monkeypatch):
     assert cg.ir_pipeline_level(_kernel(True), 3) == 0  # huge: O0 as before
 
 
+def test_loop_passes_annotation_asks_for_the_light_pipeline(monkeypatch):
+    """A static vectorized kernel with nothing to hoist takes the minimal pipeline unless one
+    of its loops carries ``LOOP_PASSES`` (conv_direct's register-bound tiles)."""
+    monkeypatch.setattr(cg, "TINY_KERNEL_WORK", 0)
+    plain = _kernel(True)
+    loop = plain.body
+    marked = tir.PrimFunc(plain.params, tir.For(loop.loop_var, loop.min, loop.extent, loop.kind,
+                                                loop.body, annotations={cg.LOOP_PASSES: True}),
+                          buffer_map=plain.buffer_map, attrs=plain.attrs)
+    assert cg.ir_pipeline_level(plain, 3) == jit.MINIMAL_PIPELINE
+    assert cg.ir_pipeline_level(marked, 3) == cg.LIGHT_PIPELINE_LEVEL
+    assert cg.ir_pipeline_level(marked, 1) == 1  # never raised above the request
+
+
 @pytest.mark.parametrize("vectorized", [True, False])
 def test_light_and_full_pipeline_compute_the_same(vectorized, fresh, rng):
     a = rng.standard_normal((4, 8)).astype("float32")
