@@ -8,6 +8,7 @@ from ....frontend_common import onnx_model as _om
 from ....frontend_common import onnx_sequence as _seq
 from ....frontend_common.onnx_finite import finite_tensors
 from ....ir.module import IRModule
+from ....ir.prim_expr import Any
 from ....runtime.ndarray import NDArray
 from ... import expr as _expr
 from ...analysis import free_vars
@@ -42,9 +43,10 @@ class GraphProto(_om.GraphImporterBase):
             return proto_dtype
         return self.dtype or "float32"
 
-    def _input_shape(self, vi) -> tuple[int, ...]:
+    def _input_shape(self, vi) -> tuple:
         if vi.name in self.shape:
-            return tuple(int(d) for d in self.shape[vi.name])
+            # relay.Any() in the given shape keeps that axis dynamic (one build, any size)
+            return tuple(d if isinstance(d, Any) else int(d) for d in self.shape[vi.name])
         dims, symbolic = [], []
         for i, d in enumerate(_om.input_dims(vi, ImportError_, "shape")):
             if isinstance(d, int):

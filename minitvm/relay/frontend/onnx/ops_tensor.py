@@ -12,11 +12,29 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
+from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
 
 
 def _ints(arr) -> list[int]:
     return [int(v) for v in np.asarray(arr).reshape(-1)]
+
+
+def dynamic_reshape_target(in_shape, target, allowzero: bool = False) -> list[int]:
+    """A Relay reshape's new shape for ONNX Reshape of an input with dynamic dimensions:
+    0 copies the input's dim (as in Relay), -1 is inferred at run time. Every dynamic input
+    dim must be copied by a 0 or absorbed by the -1, or the output's size is unknowable."""
+    target = [int(d) for d in target]
+    if allowzero and 0 in target:
+        raise ValueError(f"Reshape with allowzero of a dynamic shape {tuple(in_shape)}")
+    if target.count(-1) > 1:
+        raise ValueError(f"Reshape: more than one -1 in the target shape {target}")
+    copied = {i for i, d in enumerate(target) if d == 0}
+    lost = [i for i, d in enumerate(in_shape) if isinstance(d, DynamicDim) and i not in copied]
+    if lost and -1 not in target:
+        raise ValueError(f"Reshape of the dynamic shape {tuple(in_shape)} into {target}: the "
+                         f"dynamic axes {lost} are neither copied (0) nor inferred (-1)")
+    return target
 
 
 def reshape_target(in_shape, target, allowzero: bool = False) -> tuple[int, ...]:
@@ -40,7 +58,11 @@ def _reshape(ctx, ins, attrs):
     x = ins[0]
     target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
         attrs["shape"])
-    out = reshape_target(ctx.shape(x), target, bool(attrs.get("allowzero", 0)))
+    in_shape = ctx.shape(x)
+    if has_dynamic(in_shape):
+        return _op.reshape(x, dynamic_reshape_target(in_shape, target,
+                                                     bool(attrs.get("allowzero", 0))))
+    out = reshape_target(in_shape, target, bool(attrs.get("allowzero", 0)))
     # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
     return _op.reshape(x, out, allowzero=0 in out)
 
@@ -50,6 +72,12 @@ def _flatten(ctx, ins, attrs):
     shape = ctx.shape(ins[0])
     axis = int(attrs.get("axis", 1))
     axis = axis + len(shape) if axis < 0 else axis
+    if has_dynamic(shape):  # the dynamic side is inferred: (-1, cols) or (rows, -1)
+        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):
+            raise ctx.fail(f"Flatten at axis {axis} of shape {shape}: both sides dynamic")
+        if has_dynamic(shape[axis:]):
+            return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
+        return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
     rows = int(np.prod(shape[:axis])) if axis else 1
     return _op.reshape(ins[0], (rows, int(np.prod(shape[axis:]))))
 
@@ -213,6 +241,9 @@ def _shape(ctx, ins, attrs):
     end = attrs.get("end", nd)
     start = min(max(start + nd if start < 0 else start, 0), nd)
     end = min(max(end + nd if end < 0 else end, 0), nd)
+    if has_dynamic(shape[start:end]):  # computed at run time
+        out = _op.shape_of(ins[0], "int64")
+        return out if (start, end) == (0, nd) else _op.strided_slice(out, [start], [end])
     return ctx.const(np.array(shape[start:end], dtype="int64"))
 
 

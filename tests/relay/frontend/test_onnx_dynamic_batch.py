@@ -1,0 +1,84 @@
+"""ONNX models imported with a dynamic batch (``relay.Any()`` in ``shape=``), compiled once for
+the Relay VM and run at several batch sizes against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitvm.relay.frontend.common import ImportError_
+from minitvm.relay.frontend.onnx.dynamic_dim import DynamicDim, has_dynamic, relay_dims
+from minitvm.relay.frontend.onnx.ops_tensor import dynamic_reshape_target
+
+
+def test_dynamic_dim_refuses_arithmetic_and_equals_only_itself():
+    d = DynamicDim(0)
+    shape = (d, 3, 4)
+    assert has_dynamic(shape) and not has_dynamic(shape[1:])
+    assert 0 not in shape and shape[0] != 1 and shape == (DynamicDim(0), 3, 4)
+    assert str(relay_dims(shape)) == "(?, 3, 4)"
+    for bad in (lambda: int(d), lambda: d * 2, lambda: np.prod(shape), lambda: d < 3):
+        with pytest.raises(ImportError_, match="static size of axis 0.*relay.Any"):
+            bad()
+
+
+def test_dynamic_reshape_target_copies_or_infers_the_dynamic_axis():
+    shape = (DynamicDim(0), 2, 6)
+    assert dynamic_reshape_target(shape, [0, 12]) == [0, 12]
+    assert dynamic_reshape_target(shape, [-1, 4, 3]) == [-1, 4, 3]
+    with pytest.raises(ValueError, match=r"dynamic axes \[0\] are neither copied"):
+        dynamic_reshape_target(shape, [3, 4, 2])
+
+
+onnx = pytest.importorskip("onnx", reason="these ONNX models need the `onnx` package")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relay  # noqa: E402
+from minitvm.runtime import vm as runtime_vm  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def _model(nodes, inits, out_shape):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["N", 2, 5, 5])],
+                          [helper.make_tensor_value_info("y", F, out_shape)],
+                          initializer=[numpy_helper.from_array(v, n) for n, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _conv_relu(x, w):
+    n, c, h, wd = x.shape
+    cols = np.stack([x[:, :, i:i + h - 2, j:j + wd - 2] for i in range(3) for j in range(3)], 2)
+    out = np.einsum("nckhw,ock->nohw", cols, w.reshape(w.shape[0], c, 9))
+    return np.maximum(out, 0)
+
+
+def test_conv_flatten_gemm_and_shape_reshape_at_three_batches():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 2, 3, 3)).astype("float32")
+    fc = rng.standard_normal((3, 36)).astype("float32")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Shape", ["r"], ["s"]),  # (N, 4, 3, 3) at run time
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Reshape", ["r", "flat"], ["r2"]),  # (N, 4, 9) by copying N
+             helper.make_node("Flatten", ["r2"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc"], ["y"], transB=1)]
+    inits = {"w": w, "fc": fc, "zero": np.array(0, "int64"),
+             "flat": np.array([0, 4, 9], "int64")}
+    mod, params = relay.frontend.from_onnx(_model(nodes, inits, ["N", 3]),
+                                           shape={"x": [relay.Any(), 2, 5, 5]})
+    assert str(mod["main"].ret_type) == "Tensor[(?, 3), float32]"
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params), tvm.cpu())
+    for batch in (1, 4, 3):
+        x = rng.standard_normal((batch, 2, 5, 5)).astype("float32")
+        ref = _conv_relu(x, w).reshape(batch, -1) @ fc.T
+        np.testing.assert_allclose(vm.run(x).numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_an_operator_needing_the_batch_size_is_a_clear_error():
+    nodes = [helper.make_node("Reshape", ["x", "to"], ["y"])]
+    model = _model(nodes, {"to": np.array([5, 10, 5], "int64")}, [5, 10, 5])
+    with pytest.raises(ImportError_, match=r"dynamic axes \[0\] are neither copied"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 5, 5]})
