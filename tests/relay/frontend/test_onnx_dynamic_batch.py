@@ -82,3 +82,15 @@ def test_an_operator_needing_the_batch_size_is_a_clear_error():
     model = _model(nodes, {"to": np.array([5, 10, 5], "int64")}, [5, 10, 5])
     with pytest.raises(ImportError_, match=r"dynamic axes \[0\] are neither copied"):
         relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 5, 5]})
+
+
+def test_matmul_of_a_dynamic_batch_by_a_weight():
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((5, 3)).astype("float32")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    mod, params = relay.frontend.from_onnx(_model(nodes, {"w": w}, ["N", 2, 5, 3]),
+                                           shape={"x": [relay.Any(), 2, 5, 5]})
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params), tvm.cpu())
+    for batch in (2, 1):
+        x = rng.standard_normal((batch, 2, 5, 5)).astype("float32")
+        np.testing.assert_allclose(vm.run(x).numpy(), x @ w, rtol=1e-5, atol=1e-5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ....ir.prim_expr import Any
 from ..common import ImportError_
 
-__all__ = ["DynamicDim", "has_dynamic", "relay_dims"]
+__all__ = ["DynamicDim", "has_dynamic", "relay_dims", "reshape_dims"]
 
 
 class DynamicDim:
@@ -53,3 +53,11 @@ def has_dynamic(shape) -> bool:
 def relay_dims(shape) -> tuple:
     """``shape`` with every ``DynamicDim`` as ``relay.Any()`` (for a Relay type)."""
     return tuple(Any() if isinstance(d, DynamicDim) else int(d) for d in shape)
+
+
+def reshape_dims(shape) -> tuple:
+    """``shape`` as a Relay reshape's new shape: its one dynamic dim (if any) inferred (-1)."""
+    dynamic = [i for i, d in enumerate(shape) if isinstance(d, DynamicDim)]
+    if len(dynamic) > 1:
+        raise ImportError_(f"a reshape to {tuple(shape)} with several dynamic axes {dynamic}")
+    return tuple(-1 if isinstance(d, DynamicDim) else int(d) for d in shape)

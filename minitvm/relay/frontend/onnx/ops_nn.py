@@ -11,6 +11,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
+from .dynamic_dim import reshape_dims
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -159,7 +160,7 @@ def matmul(ctx, a, b):
         flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
         out = _nn.dense(flat, _op.transpose(b, (1, 0)))
         if len(sa) != 2:
-            out = _op.reshape(out, sa[:-1] + (n,))
+            out = _op.reshape(out, reshape_dims(sa[:-1] + (n,)))
         out_shape = sa[:-1] + (n,)
     else:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
