@@ -18,6 +18,7 @@ from ....ir.module import IRModule
 from ....ir.op import Op
 from ....ir.structural import structural_equal
 from ....ir.type import TensorType, TupleType
+from ....runtime import threadpool
 from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....runtime.vm.vm import call_native
@@ -112,8 +113,12 @@ class ShapeSpecializer:
             pk = (key, pos, id(args[pos]))
             held = self._packs.get(pk)
             if held is None or held[0] is not args[pos]:
-                held = self._packs[pk] = (args[pos], transform(ins[pos]))
+                held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
             ins[pos] = held[1]
+        fast = getattr(kernel.kernel, "_fast_call", None) if not kernel.ws_bytes else None
+        if fast is not None:  # compiled for exactly these shapes and dtypes: no checks needed
+            fast((*ins, *kernel.consts, *outputs), threadpool.get_num_threads())
+            return outputs
         return call_native(kernel, ins, outputs)
 
 
