@@ -94,3 +94,37 @@ def test_matmul_of_a_dynamic_batch_by_a_weight():
     for batch in (2, 1):
         x = rng.standard_normal((batch, 2, 5, 5)).astype("float32")
         np.testing.assert_allclose(vm.run(x).numpy(), x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_pytorch_style_shape_chains_expand_and_4d_matmul():
+    """x.reshape(B, 2, 5, 5) with B from Shape, a token expanded to (B, 1, 5) (the -1 test of
+    torch's expand through Equal/Where), and a 4-D MatMul over the run-time batch."""
+    rng = np.random.default_rng(2)
+    cls = rng.standard_normal((1, 1, 5)).astype("float32")
+    i64 = lambda *v: np.array(v, "int64")  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+             helper.make_node("Concat", ["b1", "rest"], ["t"], axis=0),     # (B, 2, 5, 5)
+             helper.make_node("Reshape", ["x", "t"], ["r"]),
+             helper.make_node("MatMul", ["r", "r"], ["mm"]),                 # (B, 2, 5, 5)
+             helper.make_node("Concat", ["b1", "m1", "m1"], ["e"], axis=0),  # (B, -1, -1)
+             helper.make_node("Equal", ["e", "m1"], ["eq"]),
+             helper.make_node("Where", ["eq", "one3", "e"], ["e2"]),         # (B, 1, 1)
+             helper.make_node("Expand", ["cls", "e2"], ["c"]),               # (B, 1, 5)
+             helper.make_node("Gather", ["s", "two"], ["h"], axis=0),        # 5, static
+             helper.make_node("Unsqueeze", ["h", "ax0"], ["h1"]),
+             helper.make_node("Concat", ["b1", "ten", "h1"], ["t2"], axis=0),
+             helper.make_node("Reshape", ["mm", "t2"], ["mm2"]),             # (B, 10, 5)
+             helper.make_node("Concat", ["c", "mm2"], ["y"], axis=1)]        # (B, 11, 5)
+    inits = {"zero": np.array(0, "int64"), "two": np.array(2, "int64"), "ax0": i64(0),
+             "rest": i64(2, 5, 5), "m1": i64(-1), "ten": i64(10), "one3": i64(1, 1, 1), "cls": cls}
+    mod, params = relay.frontend.from_onnx(_model(nodes, inits, ["N", 11, 5]),
+                                           shape={"x": [relay.Any(), 2, 5, 5]})
+    assert str(mod["main"].ret_type) == "Tensor[(?, 11, 5), float32]"
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params), tvm.cpu())
+    for batch in (3, 1):
+        x = rng.standard_normal((batch, 2, 5, 5)).astype("float32")
+        ref = np.concatenate([np.broadcast_to(cls, (batch, 1, 5)),
+                              (x @ x).reshape(batch, 10, 5)], axis=1)
+        np.testing.assert_allclose(vm.run(x).numpy(), ref, rtol=1e-4, atol=1e-4)

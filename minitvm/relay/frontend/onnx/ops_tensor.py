@@ -12,8 +12,9 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .dynamic_dim import DynamicDim, has_dynamic
+from .dynamic_dim import DynamicDim, has_dynamic, reshape_dims
 from .registry import register
+from .shape_values import SizeOf, evaluate
 
 
 def _ints(arr) -> list[int]:
@@ -56,15 +57,41 @@ def reshape_target(in_shape, target, allowzero: bool = False) -> tuple[int, ...]
 @register("Reshape")
 def _reshape(ctx, ins, attrs):
     x = ins[0]
+    in_shape = ctx.shape(x)
+    allowzero = bool(attrs.get("allowzero", 0))
+    if len(ins) > 1 and has_dynamic(in_shape) and ctx.maybe_value(ins[1]) is None:
+        return _op.reshape(x, dynamic_reshape_target(in_shape, _run_time_target(
+            ctx, x, ins[1], "Reshape"), allowzero))
     target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
         attrs["shape"])
-    in_shape = ctx.shape(x)
     if has_dynamic(in_shape):
-        return _op.reshape(x, dynamic_reshape_target(in_shape, target,
-                                                     bool(attrs.get("allowzero", 0))))
-    out = reshape_target(in_shape, target, bool(attrs.get("allowzero", 0)))
+        return _op.reshape(x, dynamic_reshape_target(in_shape, target, allowzero))
+    out = reshape_target(in_shape, target, allowzero)
     # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
     return _op.reshape(x, out, allowzero=0 in out)
+
+
+def _run_time_target(ctx, x, shape, what: str) -> list[int]:
+    """A target shape computed from run-time sizes (``shape_values``) as a Relay reshape's:
+    a size that is ``x``'s own at that axis is copied (0), one other run-time size is inferred
+    (-1)."""
+    elems = evaluate(ctx.fold(shape))
+    if elems is None:
+        ctx.value(shape, f"{what}'s shape")  # (raises its clear error)
+    out, unknown = [], []
+    for i, v in enumerate(elems.ravel()):
+        if isinstance(v, SizeOf):
+            if v.tensor is x and v.axis == i:
+                out.append(0)
+                continue
+            unknown.append(i)
+            out.append(-1)
+        else:
+            out.append(int(v))
+    if len(unknown) > 1 or (unknown and out.count(-1) > 1):
+        raise ctx.fail(f"{what}'s shape {['?' if isinstance(v, SizeOf) else int(v) for v in elems.ravel()]} "
+                       "has more than one size known only at run time")
+    return out
 
 
 @register("Flatten")
@@ -207,7 +234,7 @@ def _unsqueeze(ctx, ins, attrs):
     nd = len(shape) + len(axes)
     for a in sorted(a % nd for a in axes):
         shape.insert(a, 1)
-    return _op.reshape(ins[0], shape)
+    return _op.reshape(ins[0], reshape_dims(shape) if has_dynamic(shape) else shape)
 
 
 @register("Squeeze")
@@ -217,15 +244,55 @@ def _squeeze(ctx, ins, attrs):
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(a % len(shape) for a in axes)
-    return _op.reshape(ins[0], [d for i, d in enumerate(shape) if i not in axes])
+    kept = [d for i, d in enumerate(shape) if i not in axes]
+    return _op.reshape(ins[0], reshape_dims(kept) if has_dynamic(kept) else kept)
 
 
 @register("Expand")
 def _expand(ctx, ins, attrs):
     x = ins[0]
+    if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
+        return _expand_run_time(ctx, x, evaluate(ctx.fold(ins[1])).ravel())
     target = _ints(ctx.value(ins[1], "Expand's shape"))
     out = tuple(np.broadcast_shapes(ctx.shape(x), tuple(target)))
     return x if out == ctx.shape(x) else _op.broadcast_to(x, out)
+
+
+def has_dynamic_source(ctx, shape) -> bool:
+    elems = evaluate(ctx.fold(shape))
+    return elems is not None and any(isinstance(v, SizeOf) for v in elems.ravel())
+
+
+def _expand_run_time(ctx, x, target):
+    """Expand to a shape with run-time sizes: each one that is axis ``a`` of a tensor ``t``
+    grows a size-1 axis of ``x`` by taking index 0 once per element of ``t`` along ``a``."""
+    shape = list(ctx.shape(x))
+    nd = max(len(shape), len(target))
+    if len(shape) < nd:
+        x = _op.reshape(x, [1] * (nd - len(shape)) + shape)
+        shape = [1] * (nd - len(shape)) + shape
+    target = [1] * (nd - len(target)) + list(target)
+    static = [1 if isinstance(t, SizeOf) else max(int(t), 1) if s == 1 else s
+              for s, t in zip(shape, target)]
+    if tuple(static) != tuple(shape) and not has_dynamic(shape):
+        x = _op.broadcast_to(x, tuple(int(d) for d in np.broadcast_shapes(shape, static)))
+    for axis, t in enumerate(target):
+        if not isinstance(t, SizeOf) or shape[axis] != 1:
+            continue
+        if t.tensor is None:
+            raise ctx.fail("Expand's shape has a size computed at run time")
+        # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to that size
+        line = _first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
+    return x
+
+
+def _first_line(t, axis: int, nd: int):
+    """The elements of ``t`` along ``axis`` at index 0 of every other axis (1-D)."""
+    for a in reversed(range(nd)):
+        if a != axis:
+            t = _op.take(t, _expr.const(np.array(0, "int64")), axis=a)
+    return t
 
 
 @register("Tile")
