@@ -4,7 +4,9 @@
 3, 224, 224]})``) a shape holding a ``DynamicDim`` there. Converters that read only the other
 dimensions (a Conv's channels, a pooling's plane) work unchanged; any arithmetic or ``int()`` on
 the dynamic one raises a clear ``ImportError_`` naming the operator instead of a wrong constant.
-It equals only itself: ``0 in shape`` and ``shape[0] == 1`` are False (not known to be so).
+It equals only another dynamic dimension (two run-time sizes are taken as equal, as a batch
+is; the kernels check the sizes when they run): ``0 in shape`` and ``shape[0] == 1`` are False
+(not known to be so).
 """
 
 from __future__ import annotations
