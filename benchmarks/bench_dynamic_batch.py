@@ -6,7 +6,13 @@ the same ONNX file. One thread, interleaved rounds, thread CPU time (with ``--th
 threads for both, wall-clock time).
 
     python benchmarks/bench_dynamic_batch.py [--models resnet18,mobilenetv3_small] [--batches 1,4]
-                                             [--rounds 5] [--threads 1]
+                                             [--rounds 5] [--threads 1] [--dialect relay]
+
+``--dialect relay`` also imports each model with ``relay.frontend.from_onnx(model, shape={"x":
+[relay.Any(), ...]})``, compiles it once with ``relay.vm.compile`` and times the Relay VM in the
+same interleaved rounds (its columns: ``relay`` ms, its ratio to ORT, its build seconds and its
+largest error relative to ORT's output; its kernels compile at the first call of each batch
+size, outside the build seconds and the timing).
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
 input (rounds one to seven and nine to eleven) plus a ResNet-18. Prints, per model and batch
@@ -107,7 +113,31 @@ def model_table() -> dict:
     return table
 
 
-def measure(name, ctor, shape, batches, rounds, threads=1):
+def relay_vm(onnx_model, shape):
+    """(the Relay VM of ``onnx_model`` imported with a dynamic batch, its build seconds)."""
+    from minitvm import relay
+    from minitvm.runtime import vm as runtime_vm
+
+    t0 = time.perf_counter()
+    mod, params = relay.frontend.from_onnx(onnx_model, shape={"x": [relay.Any(), *shape[1:]]})
+    exe = relay.vm.compile(mod, target="llvm", params=params)
+    return runtime_vm.VirtualMachine(exe, tvm.cpu()), time.perf_counter() - t0
+
+
+def _relay_cells(name, rvm, x, xt, ort_out):
+    """The Relay VM's output at this batch (its first call compiles its kernels for the shape)
+    and its largest error relative to ORT's; None (printed) when it fails."""
+    try:
+        out = rvm.invoke("main", xt)
+        out = (out if hasattr(out, "numpy") else out[0]).numpy()
+    except Exception as e:  # noqa: BLE001 - report and go on with the other columns
+        print(f"{name:18s} {x.shape[0]:5d} relay FAILED: {type(e).__name__}: "
+              f"{str(e).strip().splitlines()[0][:140]}", flush=True)
+        return None
+    return float(np.abs(out - ort_out).max() / max(np.abs(ort_out).max(), 1e-6))
+
+
+def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax"):
     import onnx
     import onnxruntime as ort
     import torch
@@ -120,6 +150,13 @@ def measure(name, ctor, shape, batches, rounds, threads=1):
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     sess = ort.InferenceSession(buf.getvalue(), so, providers=["CPUExecutionProvider"])
+    rvm = None
+    if dialect == "relay":
+        try:
+            rvm, rbuild = relay_vm(onnx.load_from_string(buf.getvalue()), shape)
+        except Exception as e:  # noqa: BLE001 - the Relax and ORT columns still print
+            print(f"{name:18s} relay import/build FAILED: {type(e).__name__}: "
+                  f"{str(e).strip().splitlines()[0][:140]}", flush=True)
     for batch in batches:
         x = np.random.default_rng(batch).standard_normal((batch, *shape[1:])).astype("float32")
         with torch.no_grad():
@@ -128,12 +165,20 @@ def measure(name, ctor, shape, batches, rounds, threads=1):
         out = vm["main"](xt)
         out = (out if hasattr(out, "numpy") else out[0]).numpy()
         err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-6))
-        times = settled_rounds({"minitvm": lambda xt=xt: vm["main"](xt),
-                                "ort": lambda x=x: sess.run(None, {"x": x})}, rounds, 3,
+        runs = {"minitvm": lambda xt=xt: vm["main"](xt),
+                "ort": lambda x=x: sess.run(None, {"x": x})}
+        rerr = None if rvm is None else _relay_cells(name, rvm, x, xt, sess.run(None, {"x": x})[0])
+        if rerr is not None:
+            runs["relay"] = lambda xt=xt: rvm.invoke("main", xt)
+        times = settled_rounds(runs, rounds, 3,
                                clock=time.thread_time if threads == 1 else time.perf_counter)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-        print(f"{name:18s} {batch:5d} {med['minitvm']:9.2f} {med['ort']:9.2f} "
-              f"{med['minitvm'] / med['ort']:8.2f}x {build:7.1f} {err:9.1e}", flush=True)
+        line = (f"{name:18s} {batch:5d} {med['minitvm']:9.2f} {med['ort']:9.2f} "
+                f"{med['minitvm'] / med['ort']:8.2f}x {build:7.1f} {err:9.1e}")
+        if rerr is not None:
+            line += (f" {med['relay']:9.2f} {med['relay'] / med['ort']:8.2f}x {rbuild:7.1f} "
+                     f"{rerr:9.1e}")
+        print(line, flush=True)
 
 
 def main() -> int:
@@ -142,6 +187,8 @@ def main() -> int:
     ap.add_argument("--batches", default="1,4", help="comma-separated batch sizes")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="threads for both (>1: wall clock)")
+    ap.add_argument("--dialect", choices=("relax", "relay"), default="relax",
+                    help="relay: also time the Relay VM (ONNX importer, relay.Any() batch)")
     args = ap.parse_args()
     try:
         import onnx  # noqa: F401
@@ -165,11 +212,13 @@ def main() -> int:
           f"{args.rounds} interleaved rounds of median-of-3; one relax.build per model serves "
           "every batch size")
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
-          f"{'build s':>7s} {'max rel err':>9s}")
+          f"{'build s':>7s} {'max rel err':>9s}" + (
+              f" {'relay':>9s} {'vs ORT':>9s} {'build s':>7s} {'err v ORT':>9s}"
+              if args.dialect == "relay" else ""))
     failed = []
     for name in names:
         try:
-            measure(name, *table[name], batches, args.rounds, args.threads)
+            measure(name, *table[name], batches, args.rounds, args.threads, args.dialect)
         except Exception as e:  # noqa: BLE001 - report (an export torch cannot do) and go on
             failed.append(name)
             print(f"{name:18s} FAILED: {type(e).__name__}: {str(e).strip().splitlines()[0][:160]}",

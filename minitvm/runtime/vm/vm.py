@@ -21,9 +21,14 @@ from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
+from .liveness import kill_points
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
 
+# drop each register after its last use (``liveness.kill_points``): intermediate tensors are
+# freed during the call, and later kernels reuse their memory while it is still in cache
+KILL_DEAD_REGISTERS = True
+_KILL = -1  # the prepared code's pseudo-instruction (_KILL, registers)
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
 
@@ -339,7 +344,10 @@ class VirtualMachine:
         prepared = []
         for f in self.exe.functions:
             code = []
-            for ins in f.instructions:
+            kills = kill_points(f.instructions) if KILL_DEAD_REGISTERS else None
+            for pc, ins in enumerate(f.instructions):
+                if kills is not None and pc and kills[pc - 1]:
+                    code.append((_KILL, kills[pc - 1]))
                 op = ins[0]
                 if op == B.INVOKE_PACKED:
                     _, idx, arity, nout, args, dyn = ins
@@ -386,6 +394,10 @@ class VirtualMachine:
                 pc += 1
             elif op == ALLOC_STORAGE:
                 regs[ins[4]] = empty(ins[1], uint8)
+                pc += 1
+            elif op == _KILL:
+                for r in ins[1]:
+                    regs[r] = None
                 pc += 1
             elif op == ALLOC_TENSOR:
                 off = ins[2]

@@ -82,6 +82,7 @@ class FunctionCompiler:
         self.globals_index = globals_index
         self.kernels = kernels
         self.constants = constants
+        self.const_index: dict[int, int] = {}  # id(Constant) -> its index in ``constants``
         self.code: list[tuple] = []
         self.nreg = 0
         self.var_reg: dict[int, int] = {}
@@ -160,6 +161,7 @@ class FunctionCompiler:
             self.constants.append(e.data.numpy())
             r = self.reg()
             self.emit(B.LOAD_CONST, len(self.constants) - 1, r)
+            self.const_index[id(e)] = len(self.constants) - 1
             self.remember(e, r)
             vals.append(r)
         elif isinstance(e, GlobalVar):
@@ -390,7 +392,11 @@ class FunctionCompiler:
             regs = vals[len(vals) - n:] if n else []
             del vals[len(vals) - n:]
             ins = [x for a, r in zip(args, regs) for x in self._flatten(r, a.checked_type)]
-            idx = self.kernels.index(func)
+            const = frozenset(k for k, a in enumerate(args) if isinstance(a, Constant))
+            if len(ins) != len(args):  # a tuple argument: positions would not line up
+                const = frozenset()
+            idx = self.kernels.index(func, const)
+            self._packed_weights(self.kernels.kernels[idx], args, ins)
             out_types = tensor_types(e.checked_type)
             static = is_static_type(e.checked_type)
             outs = []
@@ -409,6 +415,18 @@ class FunctionCompiler:
             vals.append(r)
         work.append(("do", done))
         work.extend(("eval", a) for a in reversed(args))
+
+    def _packed_weights(self, kernel, args: list, ins: list) -> None:
+        """A static kernel that takes a constant (a weight) in another layout
+        (``Kernel.input_packs``) reads a copy transformed here, once, into the constant pool."""
+        for pos, transform in getattr(kernel, "input_packs", {}).items():
+            ci = self.const_index.get(id(args[pos]))
+            if ci is None:
+                continue
+            self.constants.append(transform(self.constants[ci]))
+            r = self.reg()
+            self.emit(B.LOAD_CONST, len(self.constants) - 1, r)
+            ins[pos] = r
 
     def _pack(self, t, outs: list[int]) -> int:
         """The register of value of type ``t`` built from flat output registers."""

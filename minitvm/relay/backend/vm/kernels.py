@@ -18,6 +18,7 @@ from ....ir.module import IRModule
 from ....ir.op import Op
 from ....ir.structural import structural_equal
 from ....ir.type import TensorType, TupleType
+from ....runtime import threadpool
 from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....runtime.vm.vm import call_native
@@ -54,11 +55,16 @@ def _rebuild_type(t, shapes: list, pos: int):
 class ShapeSpecializer:
     """``run(args)`` for a primitive function with dynamic shapes: compile per input shapes."""
 
-    def __init__(self, func: Function, name: str, options: LoweringOptions):
+    def __init__(self, func: Function, name: str, options: LoweringOptions,
+                 const_inputs: frozenset = frozenset()):
         self.func = func
         self.name = name
         self.options = options
+        self.const_inputs = const_inputs  # input positions that always receive constants
         self.cache: dict[tuple, tuple] = {}
+        # (shape key, position, id of the constant) -> (the constant, its transformed copy): a
+        # specialization that takes a weight in another layout (``Kernel.input_packs``)
+        self._packs: dict[tuple, tuple] = {}
         self._fallback = None  # the numpy run, made at the first call that needs it
 
     def _specialize(self, shapes: list) -> tuple:
@@ -76,7 +82,8 @@ class ShapeSpecializer:
         spec = InferType()(IRModule.from_expr(spec))["main"]
         if not is_static_type(spec.body.checked_type):
             return None, None  # the output's shape depends on values (arange): numpy, by design
-        kernel = lower_function(spec, f"{self.name}_{len(self.cache)}", self.options)
+        kernel = lower_function(spec, f"{self.name}_{len(self.cache)}", self.options,
+                                self.const_inputs)
         outs = tensor_types(spec.body.checked_type)
         return kernel, [(tuple(int(getattr(d, "value", d)) for d in t.shape), t.dtype)
                         for t in outs]
@@ -101,7 +108,18 @@ class ShapeSpecializer:
         if kernel.kind != "native":
             return kernel.run(list(args) + list(kernel.consts))
         outputs = [np.empty(s, dtype=d) for s, d in outs]
-        return call_native(kernel, [contiguous(a) for a in args], outputs)
+        ins = [contiguous(a) for a in args]
+        for pos, transform in kernel.input_packs.items():
+            pk = (key, pos, id(args[pos]))
+            held = self._packs.get(pk)
+            if held is None or held[0] is not args[pos]:
+                held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
+            ins[pos] = held[1]
+        fast = getattr(kernel.kernel, "_fast_call", None) if not kernel.ws_bytes else None
+        if fast is not None:  # compiled for exactly these shapes and dtypes: no checks needed
+            fast((*ins, *kernel.consts, *outputs), threadpool.get_num_threads())
+            return outputs
+        return call_native(kernel, ins, outputs)
 
 
 def _attrs_equal(a, b) -> bool:
@@ -187,14 +205,16 @@ class KernelTable:
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
 
-    def index(self, func: Function) -> int:
-        """The kernel index of primitive function ``func`` (lowering it the first time)."""
+    def index(self, func: Function, const_inputs: frozenset = frozenset()) -> int:
+        """The kernel index of primitive function ``func`` (lowering it the first time);
+        ``const_inputs``: the input positions that receive constants (weights), which a kernel
+        may take in another layout."""
         # a cheap key narrows the search; structural equality decides (hashing every fused
         # function of a long program costs more than comparing it with its bucket's members)
         order = _order(func)
         ops = tuple(e.op.name for e in order[0] if isinstance(e, Call) and isinstance(e.op, Op))
         h = (ops, tuple(_type_key(p.checked_type) for p in func.params),
-             _type_key(func.body.checked_type))
+             _type_key(func.body.checked_type), const_inputs)
         bucket = self._buckets.setdefault(h, [])
         for f, forder, k in bucket:
             if f is func or same_primitive(f, func, forder, order):
@@ -203,11 +223,11 @@ class KernelTable:
         static = all(is_static_type(p.checked_type) for p in func.params) and \
             is_static_type(func.body.checked_type)
         if static:
-            kernel = lower_function(func, name, self.options)
+            kernel = lower_function(func, name, self.options, const_inputs)
         else:
             kernel = Kernel(name, "fallback", reason="dynamic shapes: compiled per input shape",
                             source=func, source_format="relay",
-                            run=ShapeSpecializer(func, name, self.options))
+                            run=ShapeSpecializer(func, name, self.options, const_inputs))
         self.kernels.append(kernel)
         bucket.append((func, order, len(self.kernels) - 1))
         return len(self.kernels) - 1

@@ -8,13 +8,31 @@ from ....frontend_common import onnx_model as _om
 from ....frontend_common import onnx_sequence as _seq
 from ....frontend_common.onnx_finite import finite_tensors
 from ....ir.module import IRModule
+from ....ir.prim_expr import Any
+from ....ir.type import TensorType
 from ....runtime.ndarray import NDArray
 from ... import expr as _expr
 from ...analysis import free_vars
-from ...expr import Function, Tuple, TupleWrapper
+from ...expr import Call, Function, Tuple, TupleWrapper
 from ...transform.infer_type import InferType
-from ..common import Folder, ImportError_, unsupported_error
+from ..common import Folder, ImportError_, infer_type, unsupported_error
 from .registry import CONVERTERS, Context
+from .shape_values import SizeOf, evaluate
+
+
+def _static_shape_value(value):
+    """``value`` as a constant when it is shape arithmetic over ``shape_of`` of a dynamic
+    tensor whose elements are all static (a Gather of a static axis of a dynamic-batch shape)."""
+    if not isinstance(value, Call) or getattr(value.op, "name", None) == "shape_of":
+        return value
+    elems = evaluate(value)  # (None at once for a tensor operation)
+    if elems is None or elems.size > 64 or any(isinstance(v, SizeOf) for v in elems.ravel()):
+        return value
+    t = infer_type(value)
+    if not isinstance(t, TensorType) or not t.is_static() or \
+            t.concrete_shape != elems.shape or str(t.dtype)[:3] not in ("int", "uin"):
+        return value
+    return _expr.const(elems.astype(str(t.dtype)), str(t.dtype))
 
 
 class GraphProto(_om.GraphImporterBase):
@@ -42,9 +60,10 @@ class GraphProto(_om.GraphImporterBase):
             return proto_dtype
         return self.dtype or "float32"
 
-    def _input_shape(self, vi) -> tuple[int, ...]:
+    def _input_shape(self, vi) -> tuple:
         if vi.name in self.shape:
-            return tuple(int(d) for d in self.shape[vi.name])
+            # relay.Any() in the given shape keeps that axis dynamic (one build, any size)
+            return tuple(d if isinstance(d, Any) else int(d) for d in self.shape[vi.name])
         dims, symbolic = [], []
         for i, d in enumerate(_om.input_dims(vi, ImportError_, "shape")):
             if isinstance(d, int):
@@ -145,4 +164,4 @@ class GraphProto(_om.GraphImporterBase):
         if isinstance(value, _seq.OnnxSequence | _seq.OnnxOptional):
             structure, leaves = _seq.flatten(value)
             return _seq.unflatten(structure, [self.fold(v) for v in leaves])
-        return self.fold(value)
+        return _static_shape_value(self.fold(value))

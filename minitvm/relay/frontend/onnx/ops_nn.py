@@ -11,6 +11,7 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
+from .dynamic_dim import has_dynamic, reshape_dims
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -159,8 +160,23 @@ def matmul(ctx, a, b):
         flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
         out = _nn.dense(flat, _op.transpose(b, (1, 0)))
         if len(sa) != 2:
-            out = _op.reshape(out, sa[:-1] + (n,))
+            out = _op.reshape(out, reshape_dims(sa[:-1] + (n,)))
         out_shape = sa[:-1] + (n,)
+    elif has_dynamic(sa[:-2]) or has_dynamic(sb[:-2]):
+        # a run-time batch (attention's batch x heads): the same batch axes on both sides (their
+        # sizes checked by batch_matmul when it runs), flattened into one
+        if len(sa) != len(sb) or sa[:-2] != sb[:-2]:
+            raise ctx.fail(f"MatMul of {sa} by {sb}: a dynamic batch needs the same batch "
+                           "axes on both operands")
+        bt = last_two_swapped(b)
+        b = b if bt is None else bt
+        if len(sa) > 3:
+            a = _op.reshape(a, (-1, m, k))
+            b = _op.reshape(b, (-1, k, n) if bt is None else (-1, n, k))
+        out = _nn.batch_matmul(a, b, transpose_b=bt is not None)
+        out_shape = sa[:-1] + (n,)
+        if len(sa) > 3:
+            out = _op.reshape(out, reshape_dims(out_shape))
     else:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
         nb = int(np.prod(batch)) if batch else 1

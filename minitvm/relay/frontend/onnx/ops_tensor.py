@@ -12,11 +12,30 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
+from .dynamic_dim import DynamicDim, has_dynamic, reshape_dims
 from .registry import register
+from .shape_values import SizeOf, evaluate
 
 
 def _ints(arr) -> list[int]:
     return [int(v) for v in np.asarray(arr).reshape(-1)]
+
+
+def dynamic_reshape_target(in_shape, target, allowzero: bool = False) -> list[int]:
+    """A Relay reshape's new shape for ONNX Reshape of an input with dynamic dimensions:
+    0 copies the input's dim (as in Relay), -1 is inferred at run time. Every dynamic input
+    dim must be copied by a 0 or absorbed by the -1, or the output's size is unknowable."""
+    target = [int(d) for d in target]
+    if allowzero and 0 in target:
+        raise ValueError(f"Reshape with allowzero of a dynamic shape {tuple(in_shape)}")
+    if target.count(-1) > 1:
+        raise ValueError(f"Reshape: more than one -1 in the target shape {target}")
+    copied = {i for i, d in enumerate(target) if d == 0}
+    lost = [i for i, d in enumerate(in_shape) if isinstance(d, DynamicDim) and i not in copied]
+    if lost and -1 not in target:
+        raise ValueError(f"Reshape of the dynamic shape {tuple(in_shape)} into {target}: the "
+                         f"dynamic axes {lost} are neither copied (0) nor inferred (-1)")
+    return target
 
 
 def reshape_target(in_shape, target, allowzero: bool = False) -> tuple[int, ...]:
@@ -38,11 +57,41 @@ def reshape_target(in_shape, target, allowzero: bool = False) -> tuple[int, ...]
 @register("Reshape")
 def _reshape(ctx, ins, attrs):
     x = ins[0]
+    in_shape = ctx.shape(x)
+    allowzero = bool(attrs.get("allowzero", 0))
+    if len(ins) > 1 and has_dynamic(in_shape) and ctx.maybe_value(ins[1]) is None:
+        return _op.reshape(x, dynamic_reshape_target(in_shape, _run_time_target(
+            ctx, x, ins[1], "Reshape"), allowzero))
     target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
         attrs["shape"])
-    out = reshape_target(ctx.shape(x), target, bool(attrs.get("allowzero", 0)))
+    if has_dynamic(in_shape):
+        return _op.reshape(x, dynamic_reshape_target(in_shape, target, allowzero))
+    out = reshape_target(in_shape, target, allowzero)
     # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
     return _op.reshape(x, out, allowzero=0 in out)
+
+
+def _run_time_target(ctx, x, shape, what: str) -> list[int]:
+    """A target shape computed from run-time sizes (``shape_values``) as a Relay reshape's:
+    a size that is ``x``'s own at that axis is copied (0), one other run-time size is inferred
+    (-1)."""
+    elems = evaluate(ctx.fold(shape))
+    if elems is None:
+        ctx.value(shape, f"{what}'s shape")  # (raises its clear error)
+    out, unknown = [], []
+    for i, v in enumerate(elems.ravel()):
+        if isinstance(v, SizeOf):
+            if v.tensor is x and v.axis == i:
+                out.append(0)
+                continue
+            unknown.append(i)
+            out.append(-1)
+        else:
+            out.append(int(v))
+    if len(unknown) > 1 or (unknown and out.count(-1) > 1):
+        raise ctx.fail(f"{what}'s shape {['?' if isinstance(v, SizeOf) else int(v) for v in elems.ravel()]} "
+                       "has more than one size known only at run time")
+    return out
 
 
 @register("Flatten")
@@ -50,6 +99,12 @@ def _flatten(ctx, ins, attrs):
     shape = ctx.shape(ins[0])
     axis = int(attrs.get("axis", 1))
     axis = axis + len(shape) if axis < 0 else axis
+    if has_dynamic(shape):  # the dynamic side is inferred: (-1, cols) or (rows, -1)
+        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):
+            raise ctx.fail(f"Flatten at axis {axis} of shape {shape}: both sides dynamic")
+        if has_dynamic(shape[axis:]):
+            return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
+        return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
     rows = int(np.prod(shape[:axis])) if axis else 1
     return _op.reshape(ins[0], (rows, int(np.prod(shape[axis:]))))
 
@@ -179,7 +234,7 @@ def _unsqueeze(ctx, ins, attrs):
     nd = len(shape) + len(axes)
     for a in sorted(a % nd for a in axes):
         shape.insert(a, 1)
-    return _op.reshape(ins[0], shape)
+    return _op.reshape(ins[0], reshape_dims(shape) if has_dynamic(shape) else shape)
 
 
 @register("Squeeze")
@@ -189,15 +244,55 @@ def _squeeze(ctx, ins, attrs):
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(a % len(shape) for a in axes)
-    return _op.reshape(ins[0], [d for i, d in enumerate(shape) if i not in axes])
+    kept = [d for i, d in enumerate(shape) if i not in axes]
+    return _op.reshape(ins[0], reshape_dims(kept) if has_dynamic(kept) else kept)
 
 
 @register("Expand")
 def _expand(ctx, ins, attrs):
     x = ins[0]
+    if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
+        return _expand_run_time(ctx, x, evaluate(ctx.fold(ins[1])).ravel())
     target = _ints(ctx.value(ins[1], "Expand's shape"))
     out = tuple(np.broadcast_shapes(ctx.shape(x), tuple(target)))
     return x if out == ctx.shape(x) else _op.broadcast_to(x, out)
+
+
+def has_dynamic_source(ctx, shape) -> bool:
+    elems = evaluate(ctx.fold(shape))
+    return elems is not None and any(isinstance(v, SizeOf) for v in elems.ravel())
+
+
+def _expand_run_time(ctx, x, target):
+    """Expand to a shape with run-time sizes: each one that is axis ``a`` of a tensor ``t``
+    grows a size-1 axis of ``x`` by taking index 0 once per element of ``t`` along ``a``."""
+    shape = list(ctx.shape(x))
+    nd = max(len(shape), len(target))
+    if len(shape) < nd:
+        x = _op.reshape(x, [1] * (nd - len(shape)) + shape)
+        shape = [1] * (nd - len(shape)) + shape
+    target = [1] * (nd - len(target)) + list(target)
+    static = [1 if isinstance(t, SizeOf) else max(int(t), 1) if s == 1 else s
+              for s, t in zip(shape, target)]
+    if tuple(static) != tuple(shape) and not has_dynamic(shape):
+        x = _op.broadcast_to(x, tuple(int(d) for d in np.broadcast_shapes(shape, static)))
+    for axis, t in enumerate(target):
+        if not isinstance(t, SizeOf) or shape[axis] != 1:
+            continue
+        if t.tensor is None:
+            raise ctx.fail("Expand's shape has a size computed at run time")
+        # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to that size
+        line = _first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
+    return x
+
+
+def _first_line(t, axis: int, nd: int):
+    """The elements of ``t`` along ``axis`` at index 0 of every other axis (1-D)."""
+    for a in reversed(range(nd)):
+        if a != axis:
+            t = _op.take(t, _expr.const(np.array(0, "int64")), axis=a)
+    return t
 
 
 @register("Tile")
@@ -213,6 +308,9 @@ def _shape(ctx, ins, attrs):
     end = attrs.get("end", nd)
     start = min(max(start + nd if start < 0 else start, 0), nd)
     end = min(max(end + nd if end < 0 else end, 0), nd)
+    if has_dynamic(shape[start:end]):  # computed at run time
+        out = _op.shape_of(ins[0], "int64")
+        return out if (start, end) == (0, nd) else _op.strided_slice(out, [start], [end])
     return ctx.const(np.array(shape[start:end], dtype="int64"))
 
 

@@ -6,8 +6,11 @@ import numpy as np
 
 from ....frontend_common.onnx_model import ConverterTable, NodeContext
 from ....frontend_common.onnx_model import onnx_dtype as _onnx_dtype
+from ....ir.prim_expr import Any
+from ....ir.type import TensorType
 from ... import expr as _expr
-from ..common import ImportError_, const_value, infer_dtype, infer_shape
+from ..common import ImportError_, const_value, infer_dtype, infer_shape, infer_type
+from .dynamic_dim import DynamicDim
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
 
@@ -65,11 +68,17 @@ class Context(NodeContext):
         # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
         self.softmax_inputs: dict = {}
 
-    def shape(self, e) -> tuple[int, ...]:
+    def shape(self, e) -> tuple:
+        """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis."""
+        t = infer_type(e)
+        if isinstance(t, TensorType) and not t.is_static() and \
+                all(isinstance(d, int | Any) for d in t.shape):
+            return tuple(DynamicDim(i) if isinstance(d, Any) else d
+                         for i, d in enumerate(t.shape))
         return infer_shape(e)
 
     def ndim(self, e) -> int:
-        return len(infer_shape(e))
+        return len(self.shape(e))
 
     def dtype(self, e) -> str:
         return infer_dtype(e)

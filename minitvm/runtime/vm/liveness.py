@@ -1,0 +1,63 @@
+"""Where each register of a Relay VM function dies, so the VM can drop it there.
+
+A register file keeps every intermediate tensor of a call alive until the call returns: a CNN's
+activations then all stay allocated at once (tens of MB), and each kernel writes fresh memory
+instead of a buffer just freed and still in cache. ``kill_points`` gives, per instruction, the
+registers last used there (TVM's ``KillRegister``), for straight-line functions (a function
+with ``If``/``Goto`` keeps its registers: its uses depend on the branch taken).
+"""
+
+from __future__ import annotations
+
+from . import bytecode as B
+
+__all__ = ["kill_points"]
+
+
+def _uses(ins: tuple) -> list[int] | None:
+    """Every register ``ins`` reads or writes; None for an instruction that branches."""
+    op = ins[0]
+    if op in (B.MOVE, B.GET_TAG, B.SHAPE_OF):
+        return [ins[1], ins[2]]
+    if op in (B.LOAD_CONST, B.LOAD_CONSTI):  # (operand 1 is a constant, not a register)
+        return [ins[2]]
+    if op == B.RET:
+        return [ins[1]]
+    if op == B.FATAL:
+        return []
+    if op == B.INVOKE:
+        return [*ins[2], ins[3]]
+    if op == B.INVOKE_CLOSURE:
+        return [ins[1], *ins[2], ins[3]]
+    if op == B.INVOKE_PACKED:
+        return list(ins[4])
+    if op == B.ALLOC_STORAGE:
+        return [ins[4]]
+    if op == B.ALLOC_TENSOR:
+        return [ins[1], ins[5]]
+    if op == B.ALLOC_TENSOR_REG:
+        return [ins[1], ins[3], ins[5]]
+    if op in (B.ALLOC_ADT, B.ALLOC_CLOSURE):
+        return [*ins[2], ins[3]]
+    if op == B.GET_FIELD:
+        return [ins[1], ins[3]]
+    if op == B.RESHAPE_TENSOR:
+        return [ins[1], ins[2], ins[3]]
+    return None  # If, Goto, or an opcode this analysis does not know
+
+
+def kill_points(instructions: list[tuple]) -> list[tuple[int, ...]] | None:
+    """Per instruction, the registers used there for the last time (nothing after ``Ret``,
+    whose frame goes anyway); None when the function branches."""
+    last: dict[int, int] = {}
+    for pc, ins in enumerate(instructions):
+        regs = _uses(ins)
+        if regs is None:
+            return None
+        for r in regs:
+            last[r] = pc
+    kills: list[list[int]] = [[] for _ in instructions]
+    for r, pc in last.items():
+        if instructions[pc][0] != B.RET:
+            kills[pc].append(r)
+    return [tuple(sorted(k)) for k in kills]
