@@ -7,8 +7,11 @@ optionally the same conv under other schedule knobs, timed side by side in one p
 
 Each shape is ``C`` input and ``O`` output channels on an ``HW x HW`` image (batch 1, fp32), a
 ``K x K`` filter; a trailing ``1`` adds a residual input. ``K`` and ``PAD`` may be ``KHxKW`` and
-``PHxPW`` (Inception's 1x7 / 7x1 filters: ``32,48,23,7x1,1,3x0``); ``g=`` groups the conv
-(``g=C`` is depthwise) and ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``).
+``PHxPW`` (Inception's 1x7 / 7x1 filters: ``32,48,23,7x1,1,3x0``), and ``HW`` and ``STRIDE``
+``HxW`` and ``SHxSW`` (a conv1d as the conv2d over one row it is legalized to:
+``96,96,1x48,1x5,1,0x2``; ST-GCN's temporal conv ``64,64,64x18,9x1,2x1,4x0,n=2``); ``g=`` groups
+the conv (``g=C`` is depthwise), ``d=`` dilates it (DeepLab's branches: ``256,64,32,3,1,6,d=6``)
+and ``n=`` batches it.
 ``--knobs`` builds a second minitvm kernel with those knob values for the conv's workload (the
 rest at their defaults: see ``minitvm.schedule.tunable``). ``--set`` adds a model's convs
 (``SETS``: ResNeXt-50 32x4d's and regnet_like's grouped 3x3 convs). ``--against DIR`` also runs the conv
@@ -68,40 +71,43 @@ def parse_shape(text: str) -> dict:
     """The conv of a ``C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]`` argument."""
     pos = [v for v in text.split(",") if "=" not in v]
     named = dict(v.split("=") for v in text.split(",") if "=" in v)
-    unknown = set(named) - {"g", "d"}
+    unknown = set(named) - {"g", "d", "n"}
     if unknown or len(pos) not in (6, 7):
-        raise ValueError(f"bad conv {text!r}: C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
-    c, o, hw = (int(v) for v in pos[:3])
-    return dict(c=c, o=o, hw=hw, k=_pair(pos[3]), s=int(pos[4]), p=_pair(pos[5]),
+        raise ValueError(f"bad conv {text!r}: C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D][,n=N]")
+    c, o = (int(v) for v in pos[:2])
+    return dict(c=c, o=o, hw=_pair(pos[2]), k=_pair(pos[3]), s=_pair(pos[4]), p=_pair(pos[5]),
                 res=len(pos) == 7 and bool(int(pos[6])), g=int(named.get("g", 1)),
-                d=int(named.get("d", 1)))
+                d=int(named.get("d", 1)), n=int(named.get("n", 1)))
 
 
 def conv_label(sh: dict) -> str:
-    (kh, kw), extra = sh["k"], ""
+    (kh, kw), (h, w), (sh_, sw), extra = sh["k"], sh["hw"], sh["s"], ""
     extra += f" g{sh['g']}" if sh["g"] != 1 else ""
     extra += f" d{sh['d']}" if sh["d"] != 1 else ""
-    return (f"{sh['c']}->{sh['o']} {kh}x{kw}/{sh['s']}{extra} at {sh['hw']}x{sh['hw']}" +
+    extra += f" n{sh['n']}" if sh["n"] != 1 else ""
+    stride = sh_ if sh_ == sw else f"{sh_}x{sw}"
+    return (f"{sh['c']}->{sh['o']} {kh}x{kw}/{stride}{extra} at {h}x{w}" +
             (" +res" if sh["res"] else ""))
 
 
 def conv_model(sh: dict, rng):
     """(Relay module, feeds) of the conv ``sh`` (``parse_shape``)."""
-    c, o, hw, (kh, kw), s, (ph, pw), g, d = (sh[n] for n in "c o hw k s p g d".split())
+    c, o, (h, wd), (kh, kw), (sh_, sw), (ph, pw), g, d, n = (
+        sh[k] for k in "c o hw k s p g d n".split())
     w = (rng.random((o, c // g, kh, kw), dtype=np.float32) - 0.5)
     b = rng.random(o, dtype=np.float32)
-    oh = (hw + 2 * ph - d * (kh - 1) - 1) // s + 1
-    ow = (hw + 2 * pw - d * (kw - 1) - 1) // s + 1
-    x = relay.var("x", shape=(1, c, hw, hw))
-    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), strides=(s, s), padding=(ph, pw),
+    oh = (h + 2 * ph - d * (kh - 1) - 1) // sh_ + 1
+    ow = (wd + 2 * pw - d * (kw - 1) - 1) // sw + 1
+    x = relay.var("x", shape=(n, c, h, wd))
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), strides=(sh_, sw), padding=(ph, pw),
                                           dilation=(d, d), groups=g, kernel_size=(kh, kw),
                                           channels=o), relay.const(b))
-    params, feeds = [x], {"x": rng.random((1, c, hw, hw), dtype=np.float32)}
+    params, feeds = [x], {"x": rng.random((n, c, h, wd), dtype=np.float32)}
     if sh["res"]:
-        r = relay.var("r", shape=(1, o, oh, ow))
+        r = relay.var("r", shape=(n, o, oh, ow))
         y = relay.add(y, r)
         params.append(r)
-        feeds["r"] = rng.random((1, o, oh, ow), dtype=np.float32)
+        feeds["r"] = rng.random((n, o, oh, ow), dtype=np.float32)
     y = relay.nn.relu(y)
     return tvm.IRModule.from_expr(relay.Function(params, y)), feeds
 
@@ -171,7 +177,7 @@ def ort_runner(mod, feeds, threads: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("shapes", nargs="*", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D]")
+    ap.add_argument("shapes", nargs="*", help="C,O,HW,K,STRIDE,PAD[,RESIDUAL][,g=G][,d=D][,n=N]")
     ap.add_argument("--set", action="append", default=[], choices=sorted(SETS),
                     help="also time a model's grouped convs (SETS)")
     ap.add_argument("--threads", type=int, default=1)

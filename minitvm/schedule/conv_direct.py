@@ -147,6 +147,16 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # stays here
 STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
+# a conv in row mode whose pixel panels overhang its output grid by at least 1 / this of it (a
+# 1-D conv over 48 pixels: panels of 32 compute 64) goes to ``conv_lanes`` (``row_overhang``),
+# whose tiles cover the plane exactly; 0: never. On the Intel Xeon LLVM calls "rocketlake", one
+# thread, conv + bias + relu, A/B in one process, 7 interleaved rounds, ms, here / there (ONNX
+# Runtime), 1-D convs as conv2d over one row: 96 -> 96 k5 at 48 0.040 / 0.030 (0.034), k7
+# 0.049 / 0.043 (0.046), k3 0.027 / 0.019 (0.023), 192 -> 192 k3 at 48 0.081 / 0.061 (0.067),
+# 64 -> 64 k5 at 16 0.009 / 0.006 (0.013); a smaller overhang even: 96 -> 96 k5 at 80 (a fifth)
+# 0.057 / 0.057, at 112 0.068 / 0.068; none (64 -> 64 k7 at 256) lost there, 0.089 / 0.121.
+# Other hosts not measured: off
+ROW_OVERHANG_LANES = {"rocketlake": 4, "avx512": 0, "avx2": 0}
 # a conv strided in width, in row mode, pads its phased rows to a whole number of vectors
 # (``_aligned_rows``), so that every phase plane and row starts on a 64-byte line: the pixel
 # vectors of the taps that read a phase from its column 0 (two of the three filter columns of a
@@ -415,15 +425,23 @@ def lanes_candidate(t, options) -> bool:
     """Would ``conv_lanes`` compute supported conv2d ``t`` given a prepacked weight (whatever
     the knobs): a shape ``conv_lanes`` takes, not in row mode unless ``conv_lanes`` skips the
     filter columns that read padding (``conv_lanes.row_segments``: a dilated conv on a small
-    plane, whose pixel vectors here compute them) or the conv is strided on a small output plane
+    plane, whose pixel vectors here compute them), the panels here overhang the grid by much
+    (``row_overhang``) or the conv is strided on a small output plane
     with enough input channels (``STRIDED_ROWS_LANES_MAX_PIXELS``)."""
     if not conv_lanes.supported(t, options) or few_taps_grid(t):
         return False
     g = geometry(t)
-    return not g["rows_mode"] or \
+    return not g["rows_mode"] or row_overhang(g) or \
         conv_lanes.row_segments(conv_lanes.geometry(t)) is not None or \
         g["sh"] * g["sw"] > 1 and g["c"] >= STRIDED_ROWS_LANES_MIN_CHANNELS and \
         g["oh"] * g["ow"] <= host_switch(STRIDED_ROWS_LANES_MAX_PIXELS)
+
+
+def row_overhang(g) -> bool:
+    """Do the pixel panels of row-mode geometry ``g`` compute past its output grid at least
+    ``1 / ROW_OVERHANG_LANES`` of it (``host_switch``), so that ``conv_lanes`` takes it?"""
+    part = host_switch(ROW_OVERHANG_LANES)
+    return bool(part) and g["rows_mode"] and part * (g["panels"] * g["nr"] - g["grid"]) >= g["grid"]
 
 
 def few_taps_grid(t) -> bool:
@@ -913,9 +931,10 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         init = S.IfThenElse(E.EQ(kv, _i(0)), init, loop("ii", rows, unroll, lambda ii: loop(
             "jj", nr, vec, lambda jj: S.BufferStore(acc, sums[at(row0, q, ii, jj)], [ii, jj]))))
     base = q * nr
+    wv = _tile_weights(w, row0, rows)
 
     def wt(ii, c, ky, kx):  # the weight of output channel row0 + ii at tap (c, ky, kx)
-        return w[row0 + ii, c, ky, kx]
+        return wv[ii, c, ky, kx]
 
     def tap(c, ky, kx):
         ry, rx = ky * dh, kx * dw
@@ -1029,7 +1048,7 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     if kb is not None:
         out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: loop(
             "jj", nr, vec, lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
-    body = S.DeclBuffer(acc, S.SeqStmt([init, taps, out]))
+    body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, taps, out])))
     if compact:
         body = S.Allocate(xv.data, "float32", [nr], True, S.DeclBuffer(xv, body))
         for jr in range(len(roff) - 1, -1, -1):
@@ -1047,6 +1066,18 @@ def loop_passes(g, rows: int, columns: int) -> bool:
         return False
     vectors = -(-g["nr"] // _piece())
     return (rows + columns) * vectors + 1 > host_switch(VECTOR_REGISTERS)
+
+
+def _tile_weights(w, row0, rows: int):
+    """The weights of a tile's output channels ``row0 ..`` as a buffer of their own from an
+    element offset, so that a tap reads row ``ii`` at a constant distance from one address. With
+    ``w[row0 + ii, ...]`` each row's index was an int32 sum sign-extended apart, which LLVM
+    folds only where it sees ``row0``'s range: not in a parallel loop's outlined body, where the
+    twelve row addresses then held registers and spilled the tile (a 96 -> 96 1x5 conv over 48
+    pixels ran 1.7x slower on the pool's code path than serial, even at one thread)."""
+    _, c, kh, kw = _dims(w)
+    return decl_buffer((rows, c, kh, kw), w.dtype, "w_tile", data=w.data,
+                       elem_offset=w.elem_offset + row0 * (c * kh * kw))
 
 
 def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
