@@ -18,6 +18,8 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    as those variables) and whose result is what the rest of the block uses; the block calls it
    at the group's last binding (bindings are reordered by group dependencies where needed,
    counting a use of a symbolic variable as a use of the match_cast defining it).
+Before step 1 each dataflow alias ``y = x`` goes, ``y``'s uses reading ``x`` (otherwise an
+opaque node no group crosses: ``inline_dataflow_aliases``; Relay has no such variable).
 Structurally equal groups share one function. An ``R.stop_fusion`` binding (minitvm's fusion
 barrier) is an opaque node, so no group crosses it, and is dropped once the groups are built
 (its uses read its input). Everything is iterative.
@@ -67,6 +69,7 @@ from ..expr import (
 )
 from ..expr_functor import ExprMutator
 from ..struct_info import ShapeStructInfo, TupleStructInfo
+from .inline_dataflow_aliases import inline_dataflow_aliases
 from .remove_stop_fusion import remove_stop_fusion
 from .symbolic import bind
 from .utils import (
@@ -651,7 +654,23 @@ def make_grouped_functions(mod: IRModule, partition,
 def fuse_ops(mod: IRModule, fuse_opt_level: int = 2,
              max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[IRModule, int]:
     """The pass body: the fused module and how many grouped functions were added."""
+    if fuse_opt_level != 0:
+        mod = _without_dataflow_aliases(mod)
     return make_grouped_functions(mod, _partition_block(fuse_opt_level, max_depth))
+
+
+def _without_dataflow_aliases(mod: IRModule) -> IRModule:
+    """The dataflow aliases ``y = x`` of the non-primitive functions inlined (an alias is no
+    call the graph can fuse: left in, it would be a barrier; ``inline_dataflow_aliases``)."""
+    out = None
+    for gv, func in mod.functions.items():
+        if isinstance(func, Function) and not _nonzero_attr(func, "Primitive") \
+                and not _nonzero_attr(func, "Codegen"):
+            new, removed = inline_dataflow_aliases(func, mod)
+            if removed:
+                out = out or mod.shallow_copy()
+                out[gv] = new
+    return mod if out is None else out
 
 
 def _without_stop_fusion(mod: IRModule) -> IRModule:
