@@ -106,7 +106,8 @@ BAND_BYTES = 1024 * 1024
 # 1.16); quiet, both 0.66-0.68. AVX2 as measured before
 BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
 # a band's products ``M`` (``a*a * O * T`` floats) are computed and transformed back a chunk of
-# output channels at a time where all of them would take more than this (``out_chunk``). With
+# output channels at a time where all of them would take more than this and more than the
+# band's transformed input ``V`` (``out_chunk``: each chunk reads all of ``V`` again). With
 # few input channels and many output channels ``M`` dominates the scratch: SqueezeNet's 16->64
 # expand convs at 55x55 (F(4x4), bands of 98 tiles) wrote 884 KB of products a band, 1.2 MB of
 # scratch with ``V`` and the input rows, which evicted from the 2 MB L2 what the next layers read
@@ -245,7 +246,7 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     alpha = m + 2
     nr = knobs.get("wino_nr", NR[vector_isa()])
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
-    oc = out_chunk(og, alpha * alpha * rows * tw * 4)
+    oc = out_chunk(og, alpha * alpha * rows * tw * 4, alpha * alpha * c * rows * tw * 4)
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
                 tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
@@ -254,14 +255,16 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
                 parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
 
 
-def out_chunk(og: int, channel_bytes: int) -> int:
-    """Output channels a chunk of a band's GEMMs and output transform takes (``M_CHUNK_BYTES``):
-    ``og`` where their products (``channel_bytes`` each) fit, else the most of the divisors of
-    ``og`` of at least ``MIN_CHUNK_CHANNELS`` whose products fit (none fits: the fewest)."""
-    if og * channel_bytes <= M_CHUNK_BYTES:
+def out_chunk(og: int, channel_bytes: int, v_bytes: int = 0) -> int:
+    """Output channels a chunk of a band's GEMMs and output transform takes: ``og`` where their
+    products (``channel_bytes`` each) fit ``M_CHUNK_BYTES`` or the band's transformed input
+    (``v_bytes``, which every chunk reads again), else the most of the divisors of ``og`` of at
+    least ``MIN_CHUNK_CHANNELS`` whose products fit (none fits: the fewest)."""
+    limit = max(M_CHUNK_BYTES, v_bytes)
+    if og * channel_bytes <= limit:
         return og
     sizes = [d for d in range(MIN_CHUNK_CHANNELS, og) if og % d == 0]
-    fit = [d for d in sizes if d * channel_bytes <= M_CHUNK_BYTES]
+    fit = [d for d in sizes if d * channel_bytes <= limit]
     return max(fit) if fit else min(sizes, default=og)
 
 

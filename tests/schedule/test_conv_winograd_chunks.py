@@ -1,5 +1,5 @@
 """``conv_winograd`` computes a band's products a chunk of output channels at a time where all
-of them would pass ``M_CHUNK_BYTES`` (``out_chunk``): the chunk sizes divide the channels and
+of them would pass ``M_CHUNK_BYTES`` and the band's transformed input (``out_chunk``): the chunk sizes divide the channels and
 fit the budget; a chunked conv loops over its chunks with a chunk's products as scratch, and
 matches a float64 reference (F(2x2) and F(4x4), batch 2, a grouped conv, a weight computed in
 the graph, one and two threads)."""
@@ -28,16 +28,18 @@ def small_chunks(monkeypatch):
     kernel_cache.clear_cache()
 
 
-@pytest.mark.parametrize("og,channel_bytes,want", [
-    (64, 36 * 98 * 4, 16),  # SqueezeNet's 16->64 expand conv at 55x55, F(4x4): 884 KB in all
-    (64, 1024, 64),  # fits: one chunk
-    (128, 36 * 49 * 4, 32),  # 32 * 7 KB fits 256 KB, 64 does not
-    (48, 64 * 1024, 16),  # none fits: the fewest of at least MIN_CHUNK_CHANNELS
-    (20, 64 * 1024, 20),  # no divisor of at least 16 below 20: all of them
+@pytest.mark.parametrize("og,channel_bytes,c,want", [
+    (64, 36 * 98 * 4, 16, 16),  # SqueezeNet's 16->64 expand at 55x55, F(4x4): 884 KB in all
+    (64, 1024, 64, 64),  # fits: one chunk
+    (128, 36 * 49 * 4, 32, 32),  # 32 * 7 KB fits 256 KB, 64 does not
+    (128, 36 * 49 * 4, 128, 128),  # as many input channels: the products fit V's 884 KB
+    (256, 36 * 32 * 4, 128, 128),  # half of them fit V
+    (48, 64 * 1024, 16, 16),  # none fits: the fewest of at least MIN_CHUNK_CHANNELS
+    (20, 64 * 1024, 16, 20),  # no divisor of at least 16 below 20: all of them
 ])
-def test_out_chunk_divides_within_the_budget(og, channel_bytes, want, monkeypatch):
+def test_out_chunk_divides_within_the_budget(og, channel_bytes, c, want, monkeypatch):
     monkeypatch.setattr(conv_winograd, "M_CHUNK_BYTES", 256 * 1024)
-    assert conv_winograd.out_chunk(og, channel_bytes) == want
+    assert conv_winograd.out_chunk(og, channel_bytes, c * channel_bytes) == want
 
 
 def _chunk_loops(prim) -> list:
