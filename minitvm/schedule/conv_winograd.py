@@ -106,8 +106,13 @@ BAND_BYTES = 1024 * 1024
 # 1.16); quiet, both 0.66-0.68. AVX2 as measured before
 BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
 # a band's products ``M`` (``a*a * O * T`` floats) are computed and transformed back a chunk of
-# output channels at a time where all of them would take more than this and more than the
-# band's transformed input ``V`` (``out_chunk``: each chunk reads all of ``V`` again). With
+# output channels at a time where all of them would take more than this and more than twice the
+# band's transformed input ``V`` (``out_chunk``: each chunk reads all of ``V`` again, and its
+# register tiles are the chunk's, ``row_tiles``: 64 channels in 9 tiles of 6 and 2 of 5, a chunk
+# of 32 in 2 of 6 and 4 of 5). Measured on an Intel Xeon (2 MB L2), one thread, whole models
+# (``bench_winograd_chunks.py``), ms, unbounded -> chunked: chunking every conv past 256 KB,
+# UNet 21.40 -> 23.02, SqueezeNet 4.11 -> 3.97; past V too, UNet's 32->64, 64->128 and 128->256
+# convs in two chunks, 19.52 -> 20.03 (11 rounds). With
 # few input channels and many output channels ``M`` dominates the scratch: SqueezeNet's 16->64
 # expand convs at 55x55 (F(4x4), bands of 98 tiles) wrote 884 KB of products a band, 1.2 MB of
 # scratch with ``V`` and the input rows, which evicted from the 2 MB L2 what the next layers read
@@ -257,12 +262,13 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
 
 def out_chunk(og: int, channel_bytes: int, v_bytes: int = 0) -> int:
     """Output channels a chunk of a band's GEMMs and output transform takes: ``og`` where their
-    products (``channel_bytes`` each) fit ``M_CHUNK_BYTES`` or the band's transformed input
-    (``v_bytes``, which every chunk reads again), else the most of the divisors of ``og`` of at
-    least ``MIN_CHUNK_CHANNELS`` whose products fit (none fits: the fewest)."""
-    limit = max(M_CHUNK_BYTES, v_bytes)
-    if og * channel_bytes <= limit:
+    products (``channel_bytes`` each) fit ``M_CHUNK_BYTES`` or twice the band's transformed
+    input (``v_bytes``, which every chunk reads again), else the most of the divisors of ``og``
+    of at least ``MIN_CHUNK_CHANNELS`` whose products fit ``M_CHUNK_BYTES`` or ``v_bytes`` (none
+    fits: the fewest)."""
+    if og * channel_bytes <= max(M_CHUNK_BYTES, 2 * v_bytes):
         return og
+    limit = max(M_CHUNK_BYTES, v_bytes)
     sizes = [d for d in range(MIN_CHUNK_CHANNELS, og) if og % d == 0]
     fit = [d for d in sizes if d * channel_bytes <= limit]
     return max(fit) if fit else min(sizes, default=og)
