@@ -107,17 +107,22 @@ BAND_BYTES = 1024 * 1024
 BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
 # a band's products ``M`` (``a*a * O * T`` floats) are computed and transformed back a chunk of
 # output channels at a time where all of them would take more than this and more than twice the
-# band's transformed input ``V`` (``out_chunk``: each chunk reads all of ``V`` again, and its
-# register tiles are the chunk's, ``row_tiles``: 64 channels in 9 tiles of 6 and 2 of 5, a chunk
-# of 32 in 2 of 6 and 4 of 5). Measured on an Intel Xeon (2 MB L2), one thread, whole models
-# (``bench_winograd_chunks.py``), ms, unbounded -> chunked: chunking every conv past 256 KB,
-# UNet 21.40 -> 23.02, SqueezeNet 4.11 -> 3.97; past V too, UNet's 32->64, 64->128 and 128->256
-# convs in two chunks, 19.52 -> 20.03 (11 rounds). With
-# few input channels and many output channels ``M`` dominates the scratch: SqueezeNet's 16->64
-# expand convs at 55x55 (F(4x4), bands of 98 tiles) wrote 884 KB of products a band, 1.2 MB of
-# scratch with ``V`` and the input rows, which evicted from the 2 MB L2 what the next layers read
-# (the 128->16 squeeze conv after them 0.139 ms in the model, 0.082 alone). Each chunk reads the
-# band's ``V`` again (from L2); the chunk's ``M`` is read back while still in L2.
+# band's transformed input ``V`` (``out_chunk``). With few input and many output channels ``M``
+# dominates the scratch: SqueezeNet's 16->64 expand convs at 55x55 (F(4x4), bands of 98 tiles)
+# wrote 884 KB of products a band, 1.2 MB of scratch with ``V`` and the input rows, evicting from
+# the 2 MB L2 what the next layers read (the 128->16 squeeze conv after them 0.139 ms in the
+# model, 0.082 alone); in chunks of 16 channels, 221 KB, read back while still in L2. But each
+# chunk reads all of ``V`` again, and its register tiles are the chunk's (``row_tiles``: 64
+# channels in 9 tiles of 6 rows and 2 of 5, a chunk of 32 in 2 of 6 and 4 of 5). Measured on an
+# Intel Xeon (2 MB L2), one thread, whole models (``bench_winograd_chunks.py``), ms, unbounded ->
+# chunked: every conv past 256 KB in chunks, UNet 21.40 -> 23.02, SqueezeNet 4.11 -> 3.97; past
+# ``V`` too (UNet's 32->64, 64->128, 128->256 convs in two chunks) UNet 19.52 -> 20.03. As kept
+# (only SqueezeNet's expand convs, 16->64 .. 64->256, in chunks of 16-64 channels): SqueezeNet
+# chunked / whole over six runs 0.97-1.00, median 0.986 (ORT 3.8-3.9 ms; two identical builds
+# side by side differ by up to 2%); the convs alone (``bench_conv_ort.py --against``, before ->
+# after): 16->64 at 55x55 0.332 -> 0.322, 32->128 at 27x27 0.241 -> 0.239, 48->192 at 13x13
+# 0.143 -> 0.145, 64->256 at 13x13 0.264 -> 0.257; convs of as many input as output channels
+# (ResNet's, UNet's) keep their kernels.
 M_CHUNK_BYTES = 256 * 1024
 MIN_CHUNK_CHANNELS = 16  # a chunk's output channels at least (its register tiles stay full)
 # the transforms store (read) a tile vector to (from) all ``a * a`` matrices ``V[xi]`` (``M[xi]``)
