@@ -16,10 +16,12 @@ tile rows of each image; a band
 1. copies its input rows, zero padded, into a scratch (``wg_x``) in ``m`` column phases;
 2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
    lanes: the ``d`` values of 4, 8 or 16 neighbouring tiles are contiguous in a phase);
-3. runs the ``a * a`` GEMMs into ``M[xi][O][T]``, per ``xi`` and panel of ``nr`` tiles a
-   register tile of each 5 or 6 output channels x the panel; then transforms ``M`` back to
-   ``m x m`` output blocks, interleaves each output row's ``m`` phases in registers, applies
-   the fused elementwise epilogue (bias, residual add, relu) and stores the row.
+3. per chunk of output channels (``out_chunk``: all of them unless their products would pass
+   ``M_CHUNK_BYTES``), runs the ``a * a`` GEMMs into ``M[xi][O][T]``, per ``xi`` and panel of
+   ``nr`` tiles a register tile of each 5 or 6 output channels x the panel; then transforms
+   ``M`` back to ``m x m`` output blocks, interleaves each output row's ``m`` phases in
+   registers, applies the fused elementwise epilogue (bias, residual add, relu) and stores the
+   row.
 
 A band's scratch (``wg_x``, ``V``, ``M``) is a slice of the kernel's workspace: one per thread of
 the call where bands run on the pool (``SCRATCH_SLOTS``).
@@ -103,6 +105,26 @@ BAND_BYTES = 1024 * 1024
 # bands of 8 tile rows) took 1.54 ms, in bands of 3 rows (7% more tiles) 0.68 (ONNX Runtime
 # 1.16); quiet, both 0.66-0.68. AVX2 as measured before
 BAND_SLACK = {"avx512": 0.1, "avx2": 0.0}
+# a band's products ``M`` (``a*a * O * T`` floats) are computed and transformed back a chunk of
+# output channels at a time where all of them would take more than this and more than twice the
+# band's transformed input ``V`` (``out_chunk``). With few input and many output channels ``M``
+# dominates the scratch: SqueezeNet's 16->64 expand convs at 55x55 (F(4x4), bands of 98 tiles)
+# wrote 884 KB of products a band, 1.2 MB of scratch with ``V`` and the input rows, evicting from
+# the 2 MB L2 what the next layers read (the 128->16 squeeze conv after them 0.139 ms in the
+# model, 0.082 alone); in chunks of 16 channels, 221 KB, read back while still in L2. But each
+# chunk reads all of ``V`` again, and its register tiles are the chunk's (``row_tiles``: 64
+# channels in 9 tiles of 6 rows and 2 of 5, a chunk of 32 in 2 of 6 and 4 of 5). Measured on an
+# Intel Xeon (2 MB L2), one thread, whole models (``bench_winograd_chunks.py``), ms, unbounded ->
+# chunked: every conv past 256 KB in chunks, UNet 21.40 -> 23.02, SqueezeNet 4.11 -> 3.97; past
+# ``V`` too (UNet's 32->64, 64->128, 128->256 convs in two chunks) UNet 19.52 -> 20.03. As kept
+# (only SqueezeNet's expand convs, 16->64 .. 64->256, in chunks of 16-64 channels): SqueezeNet
+# chunked / whole over six runs 0.97-1.00, median 0.986 (ORT 3.8-3.9 ms; two identical builds
+# side by side differ by up to 2%); the convs alone (``bench_conv_ort.py --against``, before ->
+# after): 16->64 at 55x55 0.332 -> 0.322, 32->128 at 27x27 0.241 -> 0.239, 48->192 at 13x13
+# 0.143 -> 0.145, 64->256 at 13x13 0.264 -> 0.257; convs of as many input as output channels
+# (ResNet's, UNet's) keep their kernels.
+M_CHUNK_BYTES = 256 * 1024
+MIN_CHUNK_CHANNELS = 16  # a chunk's output channels at least (its register tiles stay full)
 # the transforms store (read) a tile vector to (from) all ``a * a`` matrices ``V[xi]`` (``M[xi]``)
 # at once: where a matrix (``C`` or ``O`` x the band's tiles) is a multiple of 4 KB, those
 # ``a * a`` streams fall in one set of the L1 cache. Where set for the vector ISA, each matrix
@@ -234,12 +256,27 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     alpha = m + 2
     nr = knobs.get("wino_nr", NR[vector_isa()])
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
+    oc = out_chunk(og, alpha * alpha * rows * tw * 4, alpha * alpha * c * rows * tw * 4)
     pt, pl = (int(p) for p in a["padding"][:2])
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
                 tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
-                vstride=padded(c * rows * tw), mstride=padded(og * rows * tw),
-                xrows=rows * m + 2, wq=tw + 1, groups=groups, og=og,
+                vstride=padded(c * rows * tw), mstride=padded(oc * rows * tw),
+                xrows=rows * m + 2, wq=tw + 1, groups=groups, og=og, oc=oc,
                 parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
+
+
+def out_chunk(og: int, channel_bytes: int, v_bytes: int = 0) -> int:
+    """Output channels a chunk of a band's GEMMs and output transform takes: ``og`` where their
+    products (``channel_bytes`` each) fit ``M_CHUNK_BYTES`` or twice the band's transformed
+    input (``v_bytes``, which every chunk reads again), else the most of the divisors of ``og``
+    of at least ``MIN_CHUNK_CHANNELS`` whose products fit ``M_CHUNK_BYTES`` or ``v_bytes`` (none
+    fits: the fewest)."""
+    if og * channel_bytes <= max(M_CHUNK_BYTES, 2 * v_bytes):
+        return og
+    limit = max(M_CHUNK_BYTES, v_bytes)
+    sizes = [d for d in range(MIN_CHUNK_CHANNELS, og) if og % d == 0]
+    fit = [d for d in sizes if d * channel_bytes <= limit]
+    return max(fit) if fit else min(sizes, default=og)
 
 
 def padded(n: int) -> int:
@@ -344,10 +381,12 @@ class PackWeight:
     """Picklable numpy transform of a ``[O, C, 3, 3]`` weight to ``U = G g G^T``, packed
     ``[a*a][O * C]`` tile by tile of output channels (``[C][rows]`` each, ``row_tiles``); with
     ``groups``, each group's ``O / groups`` output channels tiled on their own, group after
-    group (``C`` the channels of a group)."""
+    group (``C`` the channels of a group); with ``chunk``, each chunk of that many of a group's
+    output channels tiled on its own (``out_chunk``)."""
 
-    def __init__(self, m: int, o: int, c: int, groups: int = 1):
+    def __init__(self, m: int, o: int, c: int, groups: int = 1, chunk: int | None = None):
         self.m, self.o, self.c, self.groups = m, o, c, groups
+        self.chunk = o // groups if chunk is None else chunk
 
     def __call__(self, w):
         g = np.array(MATRICES[self.m][1], dtype="float64")
@@ -357,6 +396,7 @@ class PackWeight:
         # (G kron G) [a*a, 9] @ [9, O*C]
         taps = np.empty((self.o * self.c, 9), dtype="float32")
         og = self.o // getattr(self, "groups", 1)  # (archives pickled before groups: 1)
+        og = getattr(self, "chunk", og)  # (before chunks: a group's channels together)
         for g0 in range(0, self.o, og):
             for start, rows, count in row_tiles(og):
                 first = g0 + start
@@ -375,7 +415,8 @@ def packed_weight(t, options=None) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_winograd.packed_weight: stage {t.name!r} is not a conv this "
                          "schedule takes")
-    return (g["alpha"] ** 2, g["o"] * g["c"]), PackWeight(g["m"], g["o"], g["c"], g["groups"])
+    return (g["alpha"] ** 2, g["o"] * g["c"]), PackWeight(g["m"], g["o"], g["c"], g["groups"],
+                                                          g["oc"])
 
 
 # ---------------------------------------------------------------------------------- emit
@@ -407,9 +448,9 @@ def transform_at_run_time(ctx, g, w):
     alpha, c, og = g["alpha"], g["c"], g["og"]
     u = ctx.temp((alpha * alpha, g["o"] * c), "float32", "wg_u")
     parts = []
-    for start, rows, count in row_tiles(og):
-        def filt(gi, k, ci, ii, start=start, rows=rows):
-            first = start + k * rows if gi is None else gi * og + (start + k * rows)
+    for start, rows, count in row_tiles(g["oc"]):
+        def filt(gi, ch, k, ci, ii, start=start, rows=rows):
+            first = _offset(_first(g, ch, start + k * rows), gi, og)
             o, pos = first + ii, first * c + ci * rows + ii
             f = decl_buffer((9,), "float32", "wg_f", scope="local")
             tt = decl_buffer((alpha * 3,), "float32", "wg_gf", scope="local")
@@ -422,14 +463,31 @@ def transform_at_run_time(ctx, g, w):
                   for j in range(alpha)]
             return _allocated(f, _allocated(tt, _seq(loads + gf + us)))
 
-        def one(gi, filt=filt, rows=rows, count=count):
+        def chunk(gi, ch, filt=filt, rows=rows, count=count):
             return _loop(ctx, "uk", count, S.ForKind.SERIAL, lambda k: _loop(
                 ctx, "uc", c, S.ForKind.SERIAL, lambda ci: _loop(
-                    ctx, "ui", rows, S.ForKind.SERIAL, lambda ii: filt(gi, k, ci, ii))))
+                    ctx, "ui", rows, S.ForKind.SERIAL, lambda ii: filt(gi, ch, k, ci, ii))))
+
+        def one(gi, chunk=chunk):
+            return _over_out_chunks(ctx, g, lambda ch: chunk(gi, ch), "uch")
 
         parts.append(one(None) if g["groups"] == 1 else
                      _loop(ctx, "ug", g["groups"], S.ForKind.SERIAL, one))
     return _seq(parts), u
+
+
+def _first(g, ch, o):
+    """Output channel ``o`` of chunk ``ch`` as a channel of its group (``ch`` None: one chunk)."""
+    return o if ch is None else ch * g["oc"] + o
+
+
+def _over_out_chunks(ctx, g, fbody, name: str = "wg_oc") -> S.Stmt:
+    """``fbody(ch)`` for each chunk ``ch`` of a group's output channels (``out_chunk``), in turn;
+    ``fbody(None)`` where one chunk holds them all."""
+    chunks = g["og"] // g["oc"]
+    if chunks == 1:
+        return fbody(None)
+    return _loop(ctx, name, chunks, S.ForKind.SERIAL, fbody)
 
 
 def _seq(parts) -> S.Stmt:
@@ -510,8 +568,9 @@ def _emit(ctx, g, t, out, epi, u=None) -> S.Stmt:
         def group(gi):  # (one group's dense conv; gi None: the conv has one group)
             return _seq([_copy_rows(ctx, g, xf, xb, nv, b, kind, gi),
                          _input_transform(ctx, g, xb, v, kind),
-                         _gemms(ctx, g, w, v, mt, kind, gi),
-                         _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi)])
+                         _over_out_chunks(ctx, g, lambda ch: _seq([
+                             _gemms(ctx, g, w, v, mt, kind, gi, ch),
+                             _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi, ch)]))])
 
         body = group(None) if g["groups"] == 1 else \
             _loop(ctx, "wg_g", g["groups"], S.ForKind.SERIAL, group)
@@ -525,7 +584,7 @@ def _emit(ctx, g, t, out, epi, u=None) -> S.Stmt:
 
 def scratch_sizes(g) -> tuple[int, int, int]:
     """Floats of a band's scratch ``wg_x``, ``wg_v``, ``wg_m`` (each a whole number of 64-byte
-    lines): its input rows, transformed input and products."""
+    lines): its input rows, transformed input and products (of a chunk of output channels)."""
     a2 = g["alpha"] ** 2  # (one group's: a grouped conv's groups run in turn)
     sizes = (g["c"] * g["xrows"] * g["m"] * g["wq"], a2 * g["vstride"], a2 * g["mstride"])
     return tuple(-(-n // 16) * 16 for n in sizes)
@@ -616,7 +675,7 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
             ctx, g, lambda tx0, lx: tile_vector(ci, r, tx0, lx))))
 
 
-def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
+def _gemms(ctx, g, w, v, mt, kind, gi=None, ch=None) -> S.Stmt:
     """``M[xi][o][t] = sum_c U[xi][o][c] V[xi][c][t]``: where ``CHANNEL_TILES_INNER``, per
     ``xi`` (the loop of ``kind``), per panel of ``nr`` tiles (then a tail panel of the tiles
     left, ``tail_width``, moved back to end at the last tile), a register tile of each
@@ -627,7 +686,8 @@ def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
     tiles outermost, each re-reading all of ``V`` from L2, ms, ONNX Runtime beside: 32->64 at
     47x47 0.449 -> 0.425 (0.442), 64->64 at 56x56 0.735 -> 0.676 (1.141), 128->128 at 28x28
     0.625 -> 0.561 (1.054), 256->256 at 14x14 0.971 -> 0.889 (1.077)). Of a grouped conv,
-    group ``gi``'s: its ``og`` output channels' ``U`` rows, its channels' ``V`` (the band's)."""
+    group ``gi``'s: its ``og`` output channels' ``U`` rows, its channels' ``V`` (the band's).
+    Of chunk ``ch`` of the output channels (``out_chunk``; None: all), that chunk's."""
     c, tiles, nr = g["c"], g["tiles"], g["nr"]
     unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
@@ -637,10 +697,12 @@ def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
             ctx, "jj", width, vec, lambda jj: S.BufferStore(acc, E.FloatImm("float32", 0.0),
                                                             [ii, jj])))
 
+        first = _offset(_first(g, ch, o0), gi, g["og"])  # (of U's rows)
+
         def mac(ci):
             return _loop(ctx, "ii", rows, unroll, lambda ii: _loop(
                 ctx, "jj", width, vec, lambda jj: S.BufferStore(
-                    acc, acc[ii, jj] + w[xi, _offset(o0, gi, g["og"]) * c + ci * rows + ii] *
+                    acc, acc[ii, jj] + w[xi, first * c + ci * rows + ii] *
                     v[xi * g["vstride"] + ci * tiles + base + jj], [ii, jj])))
 
         macs = _loop(ctx, "c", c, S.ForKind.SERIAL, mac)
@@ -652,7 +714,7 @@ def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
     def channel_tiles(xi, base, width: int):
         return _seq([_loop(ctx, "ot", count, S.ForKind.SERIAL, lambda k, s=start, r=rows:
                            panel(xi, base, width, s + k * r, r))
-                     for start, rows, count in row_tiles(g["og"])])
+                     for start, rows, count in row_tiles(g["oc"])])
 
     whole, tail = tiles // nr, tail_width(tiles % nr, nr)
 
@@ -673,13 +735,14 @@ def _gemms(ctx, g, w, v, mt, kind, gi=None) -> S.Stmt:
 
         return _seq([_loop(ctx, "ot", count, kind, lambda k, s=start, r=rows: _loop(
             ctx, "xi", a2, S.ForKind.SERIAL, lambda xi: moved_back(xi, s + k * r, r)))
-            for start, rows, count in row_tiles(g["og"])])
+            for start, rows, count in row_tiles(g["oc"])])
     return _loop(ctx, "xi", a2, kind, lambda xi: panels(
         xi, lambda base, width: channel_tiles(xi, base, width)))
 
 
-def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None) -> S.Stmt:
-    """``Y = A^T M A`` of every tile of the band and output channel (of group ``gi``), through
+def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None, ch=None) -> S.Stmt:
+    """``Y = A^T M A`` of every tile of the band and output channel (of group ``gi``, of chunk
+    ``ch`` of its output channels), through
     the epilogue, stored as ``m x m`` output blocks (tile rows past the plane skipped)."""
     at = MATRICES[g["m"]][2]
     m, alpha, tiles = g["m"], g["alpha"], g["tiles"]
@@ -705,13 +768,14 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None) -> S.Stmt:
                 y, _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)]),
                 [ln * m + bb])) for bb in range(m)]
             row.append(_row_store(ctx, g, tx0, lx, lambda q, oy=oy, y=y: _store(
-                ctx, g, out, epi, nv, _offset(o, gi, g["og"]), oy, tx0 * m + q, y[q])))
+                ctx, g, out, epi, nv, _offset(_first(g, ch, o), gi, g["og"]), oy, tx0 * m + q,
+                y[q])))
             row = _allocated(y, _seq(row))
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), row, None)
                           if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"] else row)
         return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
 
-    return _loop(ctx, "o", g["og"], kind, lambda o: _loop(
+    return _loop(ctx, "o", g["oc"], kind, lambda o: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
             ctx, g, lambda tx0, lx: tile_vector(o, r, tx0, lx))))
 
