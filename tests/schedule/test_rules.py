@@ -107,12 +107,14 @@ def test_pool_rule_and_none_for_elementwise_and_inputs():
 
 
 def test_lower_te_uses_the_selected_rule():
-    # the generated dense writes packed micro-kernels; the plain one a reduction loop nest
+    # the generated dense writes register-tiled micro-kernels (its weight, a run-time input
+    # here, read in place by the transposed-B tiles: gemm.RUNTIME_W_AS_MATMUL); the plain one a
+    # reduction loop nest
     ins, _, outs = _dense_te()
     gen = lower_te(ins, outs, "f", options=GENERATED)[0].script()
     plain = lower_te(ins, outs, "f", options=PLAIN)[0].script()
     assert gen != plain
-    assert "dense_wpack" in gen and "dense_wpack" not in plain
+    assert "nt_acc" in gen and "nt_acc" not in plain
 
 
 # ------------------------------------------------------------------------------ register_rule
