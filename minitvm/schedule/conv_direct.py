@@ -24,6 +24,12 @@ measurement at ``common.vector_isa``) the micro-kernel also applies the conv's f
 elementwise epilogue (bias, residual add, relu) to its register tile and stores the output once
 (no grid buffer, crop or epilogue pass), and sums the input channels in blocks whose input
 window stays in L1.
+
+This module holds the entry points (``emit``, ``supported``, ``fuses_epilogue``, ...), the
+geometry, the knob and host-switch tables and the choices made from them; the phased copy and
+its bands are ``conv_direct_phase``'s, the register micro-kernel ``conv_direct_micro``'s, its
+stores and the crop ``conv_direct_store``'s. Those read the tables here at call time, so a
+switch set on this module (as tests do) reaches them.
 """
 
 from __future__ import annotations
@@ -31,28 +37,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..codegen.build import LOOP_PASSES as _LOOP_PASSES_ANNOTATION
-from ..codegen.llvm.stmt import MASKED_STORES
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order_visit, substitute, transform_expr
+from ..tir.stmt_functor import post_order_visit
 from ..topi.utils import static_shape as _shape
-from . import conv_lanes, conv_lanes_emit, conv_phase_fill
-from .common import (
-    allocated,
-    divisor_near,
-    host_switch,
-    int8_weight_conv,
-    per_thread_slices,
-    prefetch,
-    vector_isa,
-)
+from . import conv_lanes, conv_lanes_emit
 from .common import const_int as _const_int
 from .common import dims_of as _dims
+from .common import divisor_near, host_switch, int8_weight_conv, per_thread_slices, vector_isa
 from .common import imm as _i
-from .common import lanes as _lanes
-from .common import vector_inner as _vector_inner
+from .conv_direct_micro import _gemm
+from .conv_direct_phase import _bands, _phase
+from .conv_direct_store import _crop
 from .knobs import select as _knobs
 
 MR, NR = 12, 32  # register tile: output channels x pixels (nr a multiple of the vector width)
@@ -610,47 +607,6 @@ def _band(g, rows: int, b) -> dict:
                 min_macs=1 << 62)
 
 
-def _bands(ctx, g, x, w, dst, nv, parallel: bool, xph=None) -> S.Stmt:
-    """Image ``nv`` band by band (``band_rows``): each band's phased rows copied into a
-    scratch copy, then its panels. The copy is a slice of the kernel's workspace
-    (``BAND_SLICES``): bands on the pool take one slice per thread of the call, each thread's
-    bands in turn; serial bands share one. ``xph``: the serial bands' copy, given (the image's
-    slice when the images run on the pool, ``_by_image``)."""
-    rows = band_rows(g)
-    bands = g["oh"] // rows
-    b = ctx.fresh("band")
-    gb = _band(g, rows, b)
-    size = gb["xph_len"]
-
-    def body(xph):
-        return S.SeqStmt([_phase(ctx, gb, xph, x, nv), _gemm(ctx, gb, xph, w, dst, nv)])
-
-    if xph is not None:
-        return S.For(b, 0, bands, S.ForKind.SERIAL, body(xph))
-    if parallel and not BAND_SLICES[vector_isa()]:
-        xph = decl_buffer((size,), "float32", "xph_band")
-        if parallel:
-            return S.For(b, 0, bands, S.ForKind.PARALLEL, allocated(xph, body(xph)))
-        return allocated(xph, S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
-    stride = -(-size // 16) * 16  # slices on 64-byte lines
-    slots = min(bands, BAND_SLOTS) if parallel else 1
-    scratch = ctx.temp((slots * stride,), "float32", "xph_bands")
-
-    def view(slot):
-        return decl_buffer((size,), "float32", "xph_band", data=scratch.data,
-                           elem_offset=scratch.elem_offset + slot * stride)
-
-    if slots == 1:
-        xph = view(_i(0))
-        return S.DeclBuffer(xph, S.For(b, 0, bands, S.ForKind.SERIAL, body(xph)))
-    # one slice per thread of the call (one thread: one slice, the bands in order)
-    def one(task, p):
-        xph = view(p)
-        return S.LetStmt(b, task, S.DeclBuffer(xph, body(xph)))
-
-    return per_thread_slices(ctx, bands, slots, one, "band")
-
-
 def _in_rows(g, i, py):
     """Input row of phased row ``i`` of phase ``py`` (of a band: from its first row ``y0``)."""
     if g.get("y0") is not None:
@@ -666,197 +622,6 @@ def _opix(g, p):
 def _orow(g, r):
     """Output row of band row ``r``."""
     return r if g.get("y0") is None else r + g["y0"]
-
-
-def _phase(ctx, g, xph, x, nv) -> S.Stmt:
-    """``xph[((c*sh + py)*sw + px)*plane + i*wq + j] = x_padded[n, c, i*sh+py, j*sw+px]``."""
-    sh, sw, hq, wq = g["sh"], g["sw"], g["hq"], g["wq"]
-    rows = g["c"] * sh * sw * hq
-    r = ctx.fresh("pr")
-    i = E.FloorMod(r, hq)
-    ph = E.FloorDiv(r, hq)
-    px = E.FloorMod(ph, sw) if sw > 1 else _i(0)
-    py = E.FloorMod(E.FloorDiv(ph, sw), sh) if sh > 1 else _i(0)
-    c = E.FloorDiv(ph, sw * sh) if sw * sh > 1 else ph
-    iy = _in_rows(g, i, py)
-    zero = _i(0)
-
-    def at(j):
-        ix = j * sw + px - g["pl"]
-        ok = E.And(E.And(iy >= 0, iy < g["h"]), E.And(ix >= 0, ix < g["w"]))
-        cy = E.Max(E.Min(iy, _i(g["h"] - 1)), zero)
-        cx = E.Max(E.Min(ix, _i(g["w"] - 1)), zero)
-        val = E.Select(ok, x[nv, c, cy, cx], E.FloatImm("float32", 0.0))
-        return S.BufferStore(xph, val, [r * wq + j])
-
-    kind = S.ForKind.PARALLEL if _parallel(g) and rows * wq >= (1 << 15) else S.ForKind.SERIAL
-    if sw == 1:
-        fill = S.For(r, 0, rows, kind, _phase_row(ctx, g, xph, x, nv, r, c, iy))
-    elif g["dw"] == 1 and PHASE_ROW_RUNS[vector_isa()] and \
-            (PHASE_ROWS_IN_ORDER[vector_isa()] or sh == 1):
-        ahead = PREFETCH_AHEAD if PREFETCH_NEXT_CHANNEL[vector_isa()] else 0
-        fill = conv_phase_fill.fill_strided(ctx, g, xph, x, nv, kind, _in_rows, ahead)
-    elif g["dw"] == 1:
-        fill = _phase_strided(ctx, g, xph, x, nv, kind)
-    else:
-        fill = S.For(r, 0, rows, kind, _vector_inner(ctx, wq, _lanes("float32"), at))
-    tail_start = rows * wq
-    tail = g["xph_len"] - tail_start
-    z = ctx.fresh("z")
-    zero_tail = S.For(z, 0, tail, S.ForKind.SERIAL,
-                      S.BufferStore(xph, E.FloatImm("float32", 0.0), [tail_start + z]))
-    return S.SeqStmt([fill, zero_tail])
-
-
-def _phase_row(ctx, g, xph, x, nv, r, c, iy) -> S.Stmt:
-    """One phased row of a stride-1 (in width) conv: the input row copied with contiguous
-    vectors between its zero padding columns, or zeros for a padding row (the general fill
-    gathers every element through clamped, bounds-checked indices)."""
-    wq, pl, lanes = g["wq"], g["pl"], _lanes("float32")
-    width = max(0, min(g["w"], wq - pl))  # input columns the row holds
-    zero = E.FloatImm("float32", 0.0)
-
-    def put(j0, n, value):
-        return _vector_inner(ctx, n, lanes, lambda j: S.BufferStore(
-            xph, value(j), [r * wq + j0 + j]))
-
-    parts = [put(0, min(pl, wq), lambda j: zero)] if pl > 0 else []
-    if width:
-        parts.append(put(pl, width, lambda j: x[nv, c, iy, j]))
-    if wq - pl - width > 0:
-        parts.append(put(pl + width, wq - pl - width, lambda j: zero))
-    row = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
-    return S.IfThenElse(E.And(iy >= 0, iy < g["h"]), row, put(0, wq, lambda j: zero))
-
-
-def _phase_strided(ctx, g, xph, x, nv, kind) -> S.Stmt:
-    """The phased rows of a conv strided in width: per input row, its ``sw`` column phases
-    (each one's valid columns known at build time), each a strided copy between zero padding
-    columns, or zeros for a padding row (instead of the general per-element bounds checks).
-    Phases no filter tap reads (three of the four of a 1x1 stride-2 conv) are not filled. The
-    rows are taken in input order where ``PHASE_ROWS_IN_ORDER`` (and strided in height), each
-    after prefetching its row of a later channel where ``PREFETCH_NEXT_CHANNEL``."""
-    sh, sw, hq, wq, pl, w = g["sh"], g["sw"], g["hq"], g["wq"], g["pl"], g["w"]
-    used_py = sorted({(ky * g["dh"]) % sh for ky in range(g["kh"])})
-    used_px = sorted({(kx * g["dw"]) % sw for kx in range(g["kw"])})
-    r = ctx.fresh("pr")
-    if PHASE_ROWS_IN_ORDER[vector_isa()] and sh > 1:  # r = (c * hq + i) * sh + py
-        py = E.FloorMod(r, sh)
-        i = E.FloorMod(E.FloorDiv(r, sh), hq)
-        c = E.FloorDiv(r, sh * hq)
-        ph = c * sh + py
-    else:  # r = (c * sh + py) * hq + i
-        i = E.FloorMod(r, hq)
-        ph = E.FloorDiv(r, hq)  # c * sh + py
-        py = E.FloorMod(ph, sh) if sh > 1 else _i(0)
-        c = E.FloorDiv(ph, sh) if sh > 1 else ph
-    iy = _in_rows(g, i, py)
-    lanes = _lanes("float32")
-    zero = E.FloatImm("float32", 0.0)
-    inside, pad = [], []
-    for px in used_px:
-        row = ((ph * sw + px) * hq + i) * wq
-
-        def put(j0, n, value, row=row):
-            return _vector_inner(ctx, n, lanes, lambda j: S.BufferStore(
-                xph, value(j0 + j), [row + j0 + j]))
-
-        j0 = min(wq, max(0, -(-(pl - px) // sw)))  # first column reading x[.., ix >= 0]
-        j1 = min(wq, max(j0, (w - 1 - px + pl) // sw + 1))  # one past the last ix < w
-        parts = [put(0, j0, lambda j: zero)] if j0 else []
-        if j1 > j0:
-            parts.append(put(j0, j1 - j0, lambda j, px=px: x[nv, c, iy, j * sw + px - pl]))
-        if wq > j1:
-            parts.append(put(j1, wq - j1, lambda j: zero))
-        inside.extend(parts)
-        pad.append(put(0, wq, lambda j: zero))
-    body = S.IfThenElse(E.And(iy >= 0, iy < g["h"]), S.SeqStmt(inside), S.SeqStmt(pad))
-    if PREFETCH_NEXT_CHANNEL[vector_isa()] and g["c"] > 1:
-        # the same input row PREFETCH_AHEAD channels on, line by line (clamped to the image)
-        cn = E.Min(c + PREFETCH_AHEAD, _i(g["c"] - 1))
-        cy = E.Max(E.Min(iy, _i(g["h"] - 1)), _i(0))
-        body = S.SeqStmt([*(prefetch(x[nv, cn, cy, _i(j)]) for j in range(0, w, 16)), body])
-    if len(used_py) < sh:  # rows of phases no tap reads are skipped
-        used = E.EQ(py, _i(used_py[0]))
-        for v in used_py[1:]:
-            used = E.Or(used, E.EQ(py, _i(v)))
-        body = S.IfThenElse(used, body)
-    return S.For(r, 0, g["c"] * sh * hq, kind, body)
-
-
-def _gemm(ctx, g, xph, w, dst, nv) -> S.Stmt:
-    """``mr``-channel tiles x pixel panels, all taps accumulated in registers.
-
-    When the weights are larger than the phased image (deep layers: 512 channels of 7x7 pixels
-    carry 9.4 MB of weights for a 0.2 MB image) the channel tiles are the outer, parallel loop:
-    each tile's weights are read once and stay in cache over every panel, and each thread reads
-    only its own tiles' weights. Otherwise the panels are (the image is read once per tile).
-    """
-    o, mr = g["o"], g["mr"]
-    q = ctx.fresh("panel")
-    full_tiles, rest = o // mr, o % mr
-    tails = [(full_tiles * mr, rest)] if rest else []  # (first channel, rows) of short tiles
-    if SPLIT_SHORT_TILE[vector_isa()] and 0 < rest <= mr // 3 and full_tiles:
-        # a tile of one or two rows waits on its few accumulators' FMA latency: the last full
-        # tile and it become two of about equal height (128 channels: ... 6, 4, 4 not 6, 6, 2)
-        full_tiles -= 1
-        a = (mr + rest + 1) // 2
-        tails = [(full_tiles * mr, a), (full_tiles * mr + a, mr + rest - a)]
-    par = _parallel(g)
-    kc = channel_block(g)
-    nr = g["nr"]
-    if weights_outer(g):
-        tv = ctx.fresh("tile")
-        size = mr * g["panels"] * nr
-        kb = None
-        if kc < g["c"] and size <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
-            # channel blocks: the tile's partial sums over all panels kept in a scratch
-            kb = (ctx.fresh("kb"), kc, g["c"] // kc, decl_buffer((size,), "float32", "tile_sums"),
-                  lambda row0, q, ii, jj: (q * mr + ii) * nr + jj)
-        tile = _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)
-        if _equal_tails(tails):  # the two short tiles: one kernel, its first row computed
-            first, rows = tails[0]
-            tile = S.IfThenElse(tv < full_tiles, tile, _micro(
-                ctx, g, xph, w, dst, nv, _i(first) + (tv - full_tiles) * rows, q, rows, kb))
-        elif tails:  # tile full_tiles + k is the k-th short one
-            shorts = [_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb)
-                      for first, rows in tails]
-            chain = shorts[-1]
-            for k in range(len(shorts) - 2, -1, -1):
-                chain = S.IfThenElse(tv < full_tiles + k + 1, shorts[k], chain)
-            tile = S.IfThenElse(tv < full_tiles, tile, chain) if full_tiles else chain
-        ntiles = full_tiles + len(tails)
-        kind = S.ForKind.PARALLEL if par and ntiles > 1 else S.ForKind.SERIAL
-        body = S.For(q, 0, g["panels"], S.ForKind.SERIAL, tile)
-        if kb is not None:
-            body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)
-            body = S.Allocate(kb[3].data, "float32", [size], True, S.DeclBuffer(kb[3], body))
-        return S.For(tv, 0, ntiles, kind, body)
-    kb = None
-    if kc < g["c"] and o * nr <= host_switch(CHANNEL_BLOCK_SUMS_MAX):
-        # channel blocks: partial sums of the panel's tiles kept in a scratch
-        scratch = decl_buffer((o * nr,), "float32", "panel_sums")
-        kb = (ctx.fresh("kb"), kc, g["c"] // kc, scratch,
-              lambda row0, q, ii, jj: (row0 + ii) * nr + jj)
-    parts = []
-    if full_tiles:
-        tv = ctx.fresh("tile")
-        parts.append(S.For(tv, 0, full_tiles, S.ForKind.SERIAL,
-                           _micro(ctx, g, xph, w, dst, nv, tv * mr, q, mr, kb)))
-    if _equal_tails(tails):
-        tv = ctx.fresh("short")
-        first, rows = tails[0]
-        parts.append(S.For(tv, 0, len(tails), S.ForKind.SERIAL, _micro(
-            ctx, g, xph, w, dst, nv, _i(first) + tv * rows, q, rows, kb)))
-    else:
-        for first, rows in tails:
-            parts.append(_micro(ctx, g, xph, w, dst, nv, _i(first), q, rows, kb))
-    body = S.SeqStmt(parts) if len(parts) > 1 else parts[0]
-    if kb is not None:
-        body = S.For(kb[0], 0, kb[2], S.ForKind.SERIAL, body)
-        body = S.Allocate(kb[3].data, "float32", [o * g["nr"]], True, S.DeclBuffer(kb[3], body))
-    kind = S.ForKind.PARALLEL if g["panels"] > 1 and par else S.ForKind.SERIAL
-    return S.For(q, 0, g["panels"], kind, body)
 
 
 def _equal_tails(tails) -> bool:
@@ -905,159 +670,6 @@ def aliased_planes(g) -> bool:
     return g["o"] > L2_WAYS // 2 * sets
 
 
-def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
-    """One ``rows x nr`` register tile: output channels ``row0 ..`` of pixel panel ``q``.
-
-    ``kb = (block var, channels per block, blocks, scratch, index)``: the tile sums one block of
-    input channels, starting from (and, but for the last block, ending in) its partial sums in
-    the scratch, at ``index(row0, q, ii, jj)``.
-    """
-    out_grid = g.get("out_grid", g["grid"])
-    flat = _flat(ctx, dst, g["n"] * g["o"] * out_grid, dst.name + "_flat")
-    sh, sw, dh, dw, wq, plane = g["sh"], g["sw"], g["dh"], g["dw"], g["wq"], g["plane"]
-    nr = g["nr"]
-    acc = decl_buffer((rows, nr), "float32", "acc", scope="local")
-    zero = E.FloatImm("float32", 0.0)
-    unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-
-    def loop(name, extent, kind, fbody):
-        v = ctx.fresh(name)
-        return S.For(v, 0, extent, kind, fbody(v))
-
-    init = loop("ii", rows, unroll, lambda ii: loop(
-        "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
-    if kb is not None:
-        kv, kc, nkb, sums, at = kb
-        init = S.IfThenElse(E.EQ(kv, _i(0)), init, loop("ii", rows, unroll, lambda ii: loop(
-            "jj", nr, vec, lambda jj: S.BufferStore(acc, sums[at(row0, q, ii, jj)], [ii, jj]))))
-    base = q * nr
-    wv = _tile_weights(w, row0, rows)
-
-    def wt(ii, c, ky, kx):  # the weight of output channel row0 + ii at tap (c, ky, kx)
-        return wv[ii, c, ky, kx]
-
-    def tap(c, ky, kx):
-        ry, rx = ky * dh, kx * dw
-        py, px = (E.FloorMod(ry, sh), E.FloorMod(rx, sw)) if sh * sw > 1 else (_i(0), _i(0))
-        oy, ox = (E.FloorDiv(ry, sh), E.FloorDiv(rx, sw)) if sh * sw > 1 else (ry, rx)
-        chan = ((c * sh + py) * sw + px) * plane + oy * wq + ox
-        if g["rows_mode"] and nr % ROW_LANES == 0:
-            # each vector: one contiguous piece of output row (base + jr*lanes) // OW
-            def piece(ii, jr):
-                p0 = base + jr * ROW_LANES
-                roff = chan + E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"])
-                return loop("jl", ROW_LANES, vec, lambda jl: S.BufferStore(
-                    acc, acc[ii, jr * ROW_LANES + jl] + wt(ii, c, ky, kx) *
-                    xph[roff + jl], [ii, jr * ROW_LANES + jl]))
-
-            return loop("ii", rows, unroll, lambda ii: loop(
-                "jr", nr // ROW_LANES, unroll, lambda jr: piece(ii, jr)))
-        if g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
-            return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-                acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[
-                    chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
-                [ii, jj])))
-        off = chan + base
-        return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[off + jj], [ii, jj])))
-
-    compact = COMPACT[vector_isa()]
-    xv = decl_buffer((nr,), "float32", "xv", scope="local")  # a tap's pixels (compact)
-    pieces = nr // ROW_LANES if g["rows_mode"] and nr % ROW_LANES == 0 else 0
-    # (compact, row mode) where each vector piece of the tile starts in the phased plane
-    roff = [ctx.fresh("roff") for _ in range(pieces)] if compact else []
-
-    def tap_compact(c, ky, kx):
-        """The tap's pixel vectors loaded once (into ``xv``) for all the tile's rows."""
-        ry, rx = ky * dh, kx * dw
-        py, px = (E.FloorMod(ry, sh), E.FloorMod(rx, sw)) if sh * sw > 1 else (_i(0), _i(0))
-        oy, ox = (E.FloorDiv(ry, sh), E.FloorDiv(rx, sw)) if sh * sw > 1 else (ry, rx)
-        chan = ctx.fresh("chan")
-        if pieces:
-            loads = [loop("jl", ROW_LANES, vec, lambda jl, jr=jr: S.BufferStore(
-                xv, xph[chan + roff[jr] + jl], [jr * ROW_LANES + jl])) for jr in range(pieces)]
-        elif g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
-            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[
-                chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
-                [jj]))]
-        else:
-            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[chan + base + jj],
-                                                                    [jj]))]
-        macs = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            acc, acc[ii, jj] + wt(ii, c, ky, kx) * xv[jj], [ii, jj])))
-        return S.LetStmt(chan, ((c * sh + py) * sw + px) * plane + oy * wq + ox,
-                         S.SeqStmt([*loads, macs]))
-
-    tap_of = tap_compact if compact else tap
-    kw_kind = unroll if g["kw"] <= 7 and g["unroll_kw"] else S.ForKind.SERIAL
-    # strided: the filter rows unrolled too, so each tap's phase plane and row offset
-    # (ky mod sh, ky div sh) are constants rather than integer arithmetic in the inner loop
-    ky_kind = unroll if kw_kind == unroll and sh > 1 and g["kh"] * g["kw"] <= 9 and \
-        UNROLL_STRIDED_ROWS[vector_isa()] \
-        else S.ForKind.SERIAL
-
-    def ky_loop(fbody):  # the filter rows the panel's output rows need (conv_lanes.trims_rows)
-        if ky_kind == unroll or not conv_lanes.trims_rows(g):
-            return loop("ky", g["kh"], ky_kind, fbody)
-        v = ctx.fresh("ky")
-        first, count = conv_lanes.tap_rows(g, _orow(g, E.FloorDiv(base, g["gw"])),
-                                           _orow(g, E.FloorDiv(base + (nr - 1), g["gw"])))
-        return S.For(v, first, count, ky_kind, fbody(v))
-
-    if kb is not None:
-        taps = loop("c", kc, S.ForKind.SERIAL, lambda cc: ky_loop(lambda ky: loop(
-            "kx", g["kw"], kw_kind, lambda kx: tap_of(kv * kc + cc, ky, kx))))
-    else:
-        taps = loop("c", g["c"], S.ForKind.SERIAL, lambda c: ky_loop(lambda ky: loop(
-            "kx", g["kw"], kw_kind, lambda kx: tap_of(c, ky, kx))))
-    if loop_passes(g, rows, g["kw"] if kw_kind == unroll else 1):
-        taps = S.For(taps.loop_var, taps.min, taps.extent, taps.kind, taps.body,
-                     annotations={_LOOP_PASSES_ANNOTATION: True})
-    grid = g["grid"]
-    full = grid % nr == 0
-
-    def store(ii, jj, src=acc):
-        col = _opix(g, base + jj)
-        oy, ox = E.FloorDiv(col, g["gw"]), E.FloorMod(col, g["gw"])
-        return S.BufferStore(dst, src[ii, jj], [nv, row0 + ii, oy, ox])
-
-    if full:
-        # the flat index is contiguous: store through the flattened position directly
-        out = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * out_grid + _opix(g, base + jj)])))
-    else:
-        last = g["panels"] - 1
-        fast = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
-            flat, acc[ii, jj], [(nv * g["o"] + row0 + ii) * out_grid + _opix(g, base + jj)])))
-
-        def slow_of(src):
-            return loop("ii", rows, S.ForKind.SERIAL, lambda ii: loop(
-                "jj", nr, S.ForKind.SERIAL, lambda jj: S.IfThenElse(
-                    base + jj < grid, store(ii, jj, src))))
-
-        slow = slow_of(acc)
-        if compact:  # read from a copy of the tile: the accumulators stay in registers
-            res = decl_buffer((rows, nr), "float32", "tile_res")
-            copy = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj:
-                        S.BufferStore(res, acc[ii, jj], [ii, jj])))
-            slow = S.Allocate(res.data, "float32", [rows * nr], True, S.DeclBuffer(
-                res, S.SeqStmt([copy, slow_of(res)])))
-        out = S.IfThenElse(q < last, fast, slow)
-    if g.get("epi") is not None:
-        out = _fused_store(ctx, g, acc, dst, nv, row0, base, rows)
-    if kb is not None:
-        out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: loop(
-            "jj", nr, vec, lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
-    body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, taps, out])))
-    if compact:
-        body = S.Allocate(xv.data, "float32", [nr], True, S.DeclBuffer(xv, body))
-        for jr in range(len(roff) - 1, -1, -1):
-            p0 = base + jr * ROW_LANES
-            body = S.LetStmt(roff[jr], E.FloorDiv(p0, g["ow"]) * wq + E.FloorMod(p0, g["ow"]),
-                             body)
-    return S.Allocate(acc.data, "float32", [rows * nr], True, body)
-
-
 def loop_passes(g, rows: int, columns: int) -> bool:
     """Does a ``rows``-row tile of geometry ``g`` with ``columns`` filter columns unrolled take
     LLVM's O1 pipeline (``LOOP_PASSES``): its accumulators, the pixel vectors of those columns
@@ -1066,66 +678,6 @@ def loop_passes(g, rows: int, columns: int) -> bool:
         return False
     vectors = -(-g["nr"] // _piece())
     return (rows + columns) * vectors + 1 > host_switch(VECTOR_REGISTERS)
-
-
-def _tile_weights(w, row0, rows: int):
-    """The weights of a tile's output channels ``row0 ..`` as a buffer of their own from an
-    element offset, so that a tap reads row ``ii`` at a constant distance from one address. With
-    ``w[row0 + ii, ...]`` each row's index was an int32 sum sign-extended apart, which LLVM
-    folds only where it sees ``row0``'s range: not in a parallel loop's outlined body, where the
-    twelve row addresses then held registers and spilled the tile (a 96 -> 96 1x5 conv over 48
-    pixels ran 1.7x slower on the pool's code path than serial, even at one thread)."""
-    _, c, kh, kw = _dims(w)
-    return decl_buffer((rows, c, kh, kw), w.dtype, "w_tile", data=w.data,
-                       elem_offset=w.elem_offset + row0 * (c * kh * kw))
-
-
-def _fused_store(ctx, g, acc, dst, nv, row0, base, rows: int) -> S.Stmt:
-    """The register tile through the fused epilogue into ``dst`` (``[N, O, OH, OW]``), in
-    pieces of one vector: a piece inside one output row is one vector store (with vector
-    loads of the epilogue's other operands); one that spans the grid's padding columns or a
-    row end, or runs past the grid, is stored element by element where it is an output pixel.
-    A grid without padding columns is the output itself: ``_fused_store_flat``.
-    """
-    lanes, ow, gw, grid, fn = _piece(), g["ow"], g["gw"], g["grid"], g["epi"]
-
-    def loop(name, extent, kind, fbody):
-        v = ctx.fresh(name)
-        return S.For(v, 0, extent, kind, fbody(v))
-
-    if gw == ow:  # no padding columns: the tile's pixels are contiguous in `dst`
-        return _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows, loop)
-
-    def piece(ii, k):
-        p0 = base + k * lanes  # (of the band: grid is the band's)
-        oy, x0 = E.FloorDiv(_opix(g, p0), gw), E.FloorMod(_opix(g, p0), gw)
-        o = row0 + ii
-
-        def put(jl):
-            idx = [nv, o, oy, x0 + jl]
-            return S.BufferStore(dst, fn(idx, acc[ii, k * lanes + jl]), idx)
-
-        vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
-        inside = p0 + lanes <= grid
-
-        def one(jl):
-            p = _opix(g, p0 + jl)
-            idx = [nv, o, E.FloorDiv(p, gw), E.FloorMod(p, gw)]
-            return S.IfThenElse(E.And(E.FloorMod(p, gw) < ow, p0 + jl < grid), S.BufferStore(
-                dst, fn(idx, acc[ii, k * lanes + jl]), idx))
-
-        if row_tails:  # a row's last piece: one masked vector store
-            jv = ctx.fresh("jl")
-            tail = S.For(jv, 0, lanes, S.ForKind.VECTORIZED,
-                         S.IfThenElse(x0 + jv < ow, put(jv)), annotations={MASKED_STORES: True})
-            return S.IfThenElse(inside, S.IfThenElse(x0 + lanes <= ow, vec, tail))
-        return S.IfThenElse(E.And(x0 + lanes <= ow, inside), vec,
-                            loop("jl", lanes, S.ForKind.SERIAL, one))
-
-    row_tails = row_tail_stores(g, gw, lanes)
-    unroll = S.ForKind.UNROLLED
-    return loop("ii", rows, unroll, lambda ii: loop(
-        "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
 
 
 def row_tail_stores(g, gw: int, lanes: int) -> bool:
@@ -1149,97 +701,3 @@ def _uses(e, vars_) -> bool:
     return bool(found)
 
 
-def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.Stmt:
-    """The fused store when the grid is the output (row mode, or no padding columns): pixel
-    ``p`` of the tile is element ``p`` of its output plane, so each piece is one vector store
-    through a flat view, even across row ends, and so is each epilogue operand laid out like the
-    output plane (a residual); only a piece running past the grid is stored element by
-    element."""
-    lanes, ow, grid, fn = _piece(), g["ow"], g["grid"], g["epi"]
-    out_grid = g.get("out_grid", grid)  # (grid: the band's pixels, out_grid: the plane's)
-    oy_v, ox_v = E.Var("oy", "int32"), E.Var("ox", "int32")
-    flat_of = ctx.flat_view
-
-    def value(o, p, v):
-        e = fn([nv, o, oy_v, ox_v], v)
-
-        def fpost(n):  # buf[..., oy, ox] of a buffer whose last dims are the output plane
-            if not (isinstance(n, E.BufferLoad) and len(n.indices) >= 2 and
-                    n.indices[-2] is oy_v and n.indices[-1] is ox_v and
-                    [_const_int(d) for d in n.buffer.shape[-2:]] == [g["oh"], ow]):
-                return None
-            lead = _i(0)
-            for i, d in zip(n.indices[:-2], n.buffer.shape[:-2]):
-                lead = lead * d + i
-            return E.BufferLoad(flat_of(n.buffer), [lead * out_grid + p])
-
-        e = transform_expr(e, fpost)
-        return substitute(e, {oy_v: E.FloorDiv(p, ow), ox_v: E.FloorMod(p, ow)})
-
-    out = flat_of(dst)
-
-    def piece(ii, k):
-        p0 = base + k * lanes
-        o = row0 + ii
-
-        def put(jl):
-            p = _opix(g, p0 + jl)
-            return S.BufferStore(out, value(o, p, acc[ii, k * lanes + jl]),
-                                 [(nv * g["o"] + o) * out_grid + p])
-
-        vec = loop("jl", lanes, S.ForKind.VECTORIZED, put)
-        if grid % g["nr"] == 0 or COMPACT[vector_isa()]:
-            return vec
-        return S.IfThenElse(p0 + lanes <= grid, vec, loop(
-            "jl", lanes, S.ForKind.SERIAL, lambda jl: S.IfThenElse(p0 + jl < grid, put(jl))))
-
-    unroll = S.ForKind.UNROLLED
-    whole = loop("ii", rows, unroll, lambda ii: loop(
-        "k", g["nr"] // lanes, unroll, lambda k: piece(ii, k)))
-    if grid % g["nr"] == 0 or not COMPACT[vector_isa()]:
-        return whole
-    # compact: a panel running past the grid (the last) is stored pixel by pixel from a copy
-    # of the tile, one loop instead of every vector with its element-wise fallback. (The rows
-    # of the other panels stay unrolled: in a loop over a copy of the tile, the small strided
-    # 1x1 convs of ResNet-50 measured 2-3% slower on a Zen 2)
-    nr = g["nr"]
-    res = decl_buffer((rows, nr), "float32", "tile_res")
-    ii, jj = ctx.fresh("ii"), ctx.fresh("jj")
-    p = _opix(g, base + jj)
-    one = S.BufferStore(out, value(row0 + ii, p, res[ii, jj]), [(nv * g["o"] + row0 + ii) *
-                                                                out_grid + p])
-    ragged = S.SeqStmt([
-        loop("ii", rows, unroll, lambda i: loop("jj", nr, S.ForKind.VECTORIZED, lambda j:
-             S.BufferStore(res, acc[i, j], [i, j]))),
-        S.For(ii, 0, rows, S.ForKind.SERIAL, S.For(jj, 0, E.Min(_i(nr), grid - base),
-                                                   S.ForKind.SERIAL, one))])
-    ragged = S.Allocate(res.data, "float32", [rows * nr], True, S.DeclBuffer(res, ragged))
-    return S.IfThenElse(base + nr <= grid, whole, ragged)
-
-
-def _flat(ctx, buf, length: int, name: str):
-    """A 1-d view of ``buf`` (declared once per lowering, at the function's top)."""
-    view = decl_buffer((length,), "float32", name, data=buf.data, elem_offset=buf.elem_offset)
-    ctx.ws_views.append(view)
-    return view
-
-
-def _crop(ctx, g, src, out) -> S.Stmt:
-    """``out[n, o, oy, ox] = grid[n, o, oy, ox]`` for ``ox < OW``."""
-    rows = g["n"] * g["o"] * g["oh"]
-    ow, wq = g["ow"], g["gw"]
-    sflat = _flat(ctx, src, rows * wq, "grid_flat")
-    oflat = _flat(ctx, out, rows * ow, "out_flat")
-    if not isinstance(rows, int):  # symbolic batch: parallel once there are enough rows
-        r = ctx.fresh("cr", rows.dtype)
-        inner = _vector_inner(ctx, ow, _lanes("float32"),
-                              lambda j: S.BufferStore(oflat, sflat[r * wq + j], [r * ow + j]))
-        return S.For(r, E.IntImm(rows.dtype, 0), rows, S.ForKind.PARALLEL, inner,
-                     annotations={"parallel_min_extent": max(2, -(-(1 << 16) // ow))})
-    r = ctx.fresh("cr")
-
-    def at(j):
-        return S.BufferStore(oflat, sflat[r * wq + j], [r * ow + j])
-
-    kind = S.ForKind.PARALLEL if rows * ow >= (1 << 16) else S.ForKind.SERIAL
-    return S.For(r, 0, rows, kind, _vector_inner(ctx, ow, _lanes("float32"), at))
