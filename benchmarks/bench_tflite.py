@@ -23,10 +23,16 @@ One thread each, thread CPU time, rounds interleaved (benchmarks/interleave.py).
 
     python benchmarks/bench_tflite.py [--size 112] [--mult 2] [--width 16] [--full]
         [--rounds 5] [--reps 20] [--models mobilenet,transformer] [--tokens 128] [--dim 256]
-        [--layers 2]
+        [--layers 2] [--kernels]
 
 MobileNetV2 1.0 (TFLite's mobilenet_v2_1.0_224_quant's layers): ``--size 224 --mult 1 --width 32
 --full``; its first five blocks only without ``--full``.
+
+``--kernels``: for the MobileNetV2-like models, also each conv kernel's time (thread CPU time,
+median of 9 calls in graph order; ``bench_layers_ort.kernel_times``) beside ONNX Runtime's
+QLinearConv node for the same layer (its per-node profile, wall clock; a residual's QLinearAdd,
+which minitvm fuses into the projection conv's kernel, added to the conv before it), the
+layer's multiply-adds and both rates: which layers lose to ORT.
 
 ``--models detection``: the SSD head alone (TFLite_Detection_PostProcess at ssd_mobilenet's size:
 1917 anchors, 90 classes and a background column, 10 detections, score threshold 1e-8, IoU
@@ -315,6 +321,50 @@ def detection_head(regular: bool, anchors: int = 1917, classes: int = 90):
     return b.finish(), enc, cls
 
 
+def packed_macs(gm) -> list[int]:
+    """Per step of ``gm``: the multiply-adds of its conv where its weight is packed for the
+    VNNI kernels (``[O/16][C/4][KH][KW][16][4]``: output channels rounded up to a vector,
+    input channels to a word) times its output pixels, else 0 (stem, depthwise)."""
+    entries = gm._plan["entries"]
+    out = []
+    for _, kern, ins, outs in gm._plan["steps"]:
+        shapes = [tuple(entries[e][2]) for e in ins] + [tuple(c.shape) for c in kern.consts]
+        packed = [sh for sh in shapes if len(sh) == 6]
+        pixels = int(np.prod(entries[outs[0]][2][2:]))
+        out.append(int(np.prod(packed[0])) * pixels if packed else 0)
+    return out
+
+
+def print_kernels(label: str, gm, proto, x_nchw: np.ndarray) -> None:
+    """Each conv kernel of ``gm`` in graph order beside ORT's QLinearConv node of the same
+    layer (the n-th conv with the n-th; a QLinearAdd added to the conv before it)."""
+    from bench_layers_ort import kernel_times, ort_node_times
+
+    ours = [(*r, m) for r, m in zip(kernel_times(gm), packed_macs(gm))
+            if m or "conv2d" in r[0]]  # (a long fused name is cut: the conv in it unnamed)
+    theirs: list[list] = []
+    for _, op, t, _, _, _ in ort_node_times(proto.SerializeToString(), {"input": x_nchw}):
+        if op == "QLinearConv":
+            theirs.append([t, 0.0])
+        elif op == "QLinearAdd" and theirs:
+            theirs[-1][1] += t
+    print(f"{label}: conv kernels (minitvm, graph order) beside ORT's nodes")
+    print(f"{'kernel':<48}{'data -> output':>32}{'ours us':>9}{'ORT us':>8}{'(+add)':>7}"
+          f"{'ours/ORT':>9}{'GMAC/s':>8}")
+    print("  (GMAC/s: minitvm's rate on the VNNI convs' packed weights)")
+    for k, (name, desc, t, _, _, _, macs) in enumerate(ours):
+        ort_t, add = theirs[k] if k < len(theirs) else (None, 0.0)
+        rate = f"{macs / t / 1e9:8.0f}" if macs and t else f"{'-':>8}"
+        if ort_t is None:
+            print(f"{name[:48]:<48}{desc:>32}{t * 1e6:9.0f}{'-':>8}{'':>7}{'-':>9}{rate}")
+            continue
+        total = ort_t + add
+        print(f"{name[:48]:<48}{desc:>32}{t * 1e6:9.0f}{ort_t * 1e6:8.0f}"
+              f"{f'+{add * 1e6:.0f}' if add else '':>7}{t / total:9.2f}{rate}")
+    print(f"{'sum':<80}{sum(r[2] for r in ours) * 1e6:9.0f}"
+          f"{sum(a + b for a, b in theirs) * 1e6:8.0f}")
+
+
 def litert_runner(blob: bytes, x: np.ndarray, delegates: bool):
     """A LiteRT interpreter of ``blob`` at one thread with input ``x`` set: (invoke, output),
     or None without ``ai_edge_litert``. ``delegates``: its default XNNPACK delegate, else the
@@ -351,6 +401,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=128, help="transformer sequence length")
     ap.add_argument("--dim", type=int, default=256, help="transformer width (4 heads)")
     ap.add_argument("--layers", type=int, default=2, help="transformer layers")
+    ap.add_argument("--kernels", action="store_true",
+                    help="per-conv-kernel times beside ORT's nodes (MobileNetV2-like models)")
     args = ap.parse_args(argv)
 
     import onnxruntime as ort
@@ -421,6 +473,8 @@ def main(argv=None) -> int:
         gx.run()
         ref = sess.run(None, {"input": x_nchw})[0]
         err = float(np.abs(gm.get_output(0).numpy().astype("float64") - ref).max())
+        if args.kernels and label.startswith("mobilenet") and quantized:
+            print_kernels(label, gm, proto, x_nchw)
         impls = {"tflite": gm.run, "onnx": gx.run,
                  "ort": lambda s=sess, x=x_nchw: s.run(None, {"input": x})}
         off = None

@@ -530,10 +530,15 @@ def _row_store(ctx, g, out, nv, ob, p0, pixels: int, res, epilogue, stored: int)
 # Zen 4, one thread, the conv alone + requantize to uint8 (us, channel lanes -> pixel lanes):
 # 32 -> 192 at 56x56 335 -> 133, 48 -> 288 at 28x28 146 -> 66, 288 -> 48 at 28x28 85 -> 59,
 # 64 -> 384 at 14x14 55 -> 29, 384 -> 64 at 14x14 31 -> 28, 64 -> 128 at 14x14 19 -> 11 (tiles
-# of 4 or 8 channels x 1, 2 or 3 vectors measured within noise of each other: 4 x 1 kept).
+# of 4 or 8 channels x 1, 2 or 3 vectors measured within noise of each other there). On a Xeon
+# (AVX-512 VNNI), 4 x 1 was bound by the latency of its 4 accumulators' vpdpbusd chains: the
+# same convs, one thread, 4 x 1 -> 8 x 3 (us): 32 -> 192 at 112x112 690 -> 500, 192 -> 48 at
+# 56x56 180 -> 114, 48 -> 288 at 56x56 265 -> 219, 192 -> 1152 at 14x14 250 -> 148, 1152 ->
+# 192 at 14x14 290 -> 164, 128 -> 768 at 14x14 110 -> 76 (8 x 2 and 12 x 2 between; 16 x 1,
+# 6 x 2 and 4 x 3 behind 8 x 3). 24 accumulators, 3 data vectors and a broadcast: 28 zmm.
 PIXEL_LANES = True
-PIXEL_ROWS = 4  # output channels of a pixel-lanes tile
-PIXEL_VECTORS = 1  # 16-pixel vectors of a pixel-lanes tile
+PIXEL_ROWS = 8  # output channels of a pixel-lanes tile
+PIXEL_VECTORS = 3  # 16-pixel vectors of a pixel-lanes tile
 PIXEL_STORE_BASE = True
 # Planes whose last vector leaves more than PIXEL_MAX_IDLE of the plane's pixels idle keep the
 # channel lanes: a 7x7 plane is 4 vectors for 49 pixels (a last one of 1), the channel tiles'

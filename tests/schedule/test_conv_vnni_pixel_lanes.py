@@ -66,8 +66,8 @@ def _names(lib) -> set[str]:
     ((1, 33, 6, 11), 48),    # 66 pixels: 4 vectors and 2
     ((1, 48, 28, 28), 96),   # large enough for the thread pool
     ((1, 40, 28, 28), 24),   # MobileNetV2's 24 output channels: a weight of 32 (zero rows)
-    ((2, 20, 5, 9), 10),     # 10 channels: two blocks of 4 and one of 2
-    ((1, 16, 5, 13), 3),     # 3 channels: one block of fewer than 4
+    ((2, 20, 5, 9), 10),     # 10 channels: a block of 8 and one of 2
+    ((1, 16, 5, 13), 3),     # 3 channels: one block of fewer than 8
     ((1, 8, 3, 117), 16),    # rows of 117 packed 16 words a vector (7 and 5 words)
 ])
 @pytest.mark.parametrize("epilogue", [None, "float32", "uint8", "residual"])
@@ -126,3 +126,23 @@ def test_pixel_lanes_rule():
     assert not conv_vnni.pixel_lanes({**g, "h": 7, "w": 7, "hp": 7, "wp": 7, "oh": 7, "ow": 7})
     assert conv_vnni.pixel_lanes({**g, "h": 10, "w": 10, "hp": 10, "wp": 10, "oh": 10,
                                   "ow": 10})  # (12 of 112 lanes idle)
+
+
+@pytest.mark.skipif(not conv_vnni.available(), reason="needs AVX-512 VNNI")
+def test_pixel_tile_holds_rows_by_vectors_accumulators():
+    """A 1x1 conv of 196 pixels x 64 output channels runs full tiles of ``PIXEL_ROWS``
+    channels x ``PIXEL_VECTORS`` pixel vectors (8 x 3: 24 accumulators, where 4 x 1 was bound
+    by the latency of its 4 vpdpbusd chains) and a last one of the 4 pixels past 3 x 48."""
+    shape, o = (1, 32, 14, 14), 64
+    rng = np.random.default_rng(3)
+    w = rng.integers(-128, 128, (o, shape[1], 1, 1)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    lib = _build(shape, w, epilogue="uint8")
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w, "uint8"))
+    tiles = {tuple(int(d) for d in s.buffer.shape)
+             for s in walk_stmts(conv_kernel(lib).prim_func.body)
+             if isinstance(s, S.DeclBuffer) and s.buffer.name == "vp_acc"}
+    rows, vectors = conv_vnni.PIXEL_ROWS, conv_vnni.PIXEL_VECTORS
+    assert (rows, vectors) == (8, 3)
+    assert (rows, vectors * conv_vnni.LANES) in tiles
+    assert all(r <= rows and n <= vectors * conv_vnni.LANES for r, n in tiles)
