@@ -502,24 +502,20 @@ class GemmBuilder:
                 src = if_then_else(col < N, src, E.FloatImm(self.dtype, 0.0))
             return S.BufferStore(self.Bp, src, [*pre, jo, k, jj])
 
-        def rows_copy(b, jo, guard, kind):
-            return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
-                "jj", nr, kind, lambda jj: inner(b, jo, k, jj, guard)))
+        def rows_copy(b, jo, guard, kind, lo=0):  # (K positions lo .. K - 1)
+            return self.loop("k", K - lo if lo else K, S.ForKind.SERIAL, lambda k: self.loop(
+                "jj", nr, kind, lambda jj: inner(b, jo, k, jj, guard)), lo=lo)
 
         blocks = K // TRANSPOSE_LANES if gather and self.transposing_pack() else 0
 
         def panel(b, jo):
             if blocks:
-                tail = self.loop("k", K - blocks * TRANSPOSE_LANES, S.ForKind.SERIAL,
-                                 lambda k: self.loop("jj", nr, S.ForKind.VECTORIZED,
-                                                     lambda jj: inner(b, jo, k, jj)),
-                                 lo=blocks * TRANSPOSE_LANES)
+                tail = rows_copy(b, jo, partial, S.ForKind.VECTORIZED, blocks * TRANSPOSE_LANES)
                 body = self.loop("q", blocks, S.ForKind.SERIAL, lambda q: S.SeqStmt([
                     self.transposed_block(b, jo, h, q) for h in range(nr // TRANSPOSE_LANES)]))
                 return body if K % TRANSPOSE_LANES == 0 else S.SeqStmt([body, tail])
             if gather:
-                return self.loop("k", K, S.ForKind.SERIAL, lambda k: self.loop(
-                    "jj", nr, S.ForKind.VECTORIZED, lambda jj: inner(b, jo, k, jj)))
+                return rows_copy(b, jo, partial, S.ForKind.VECTORIZED)
             if self.transpose_b:
                 return self.loop("jj", nr, S.ForKind.SERIAL, lambda jj: self.loop(
                     "k", K, S.ForKind.SERIAL, lambda k: inner(b, jo, k, jj)))
