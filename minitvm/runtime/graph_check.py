@@ -9,6 +9,7 @@ and member) and the field, never a KeyError/IndexError, a bad allocation or a me
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -39,6 +40,9 @@ def _list(obj, key: str, where: str, kind: str = "list") -> list:
 
 
 def _int_list(v, what: str, where: str, lo: int = 0, hi: int | None = None) -> list:
+    if type(v) is list and all(type(x) is int for x in v) and (
+            not v or (min(v) >= lo and (hi is None or max(v) < hi))):
+        return v  # (the common case, checked without a call per item; below: which item fails)
     if not isinstance(v, list):
         raise _fail(where, f"{what} must be a list of integers, got {type(v).__name__}")
     for x in v:
@@ -67,6 +71,9 @@ def parse_graph_json(text, where: str = "graph.json") -> dict:
 
 
 def _edge(v, n_nodes: int, what: str, where: str) -> tuple[int, int]:
+    if type(v) is list and 2 <= len(v) <= 3 and all(type(x) is int for x in v) and \
+            0 <= v[0] < n_nodes and v[1] >= 0:
+        return v[0], v[1]  # (the common case; below: what is wrong)
     if not (isinstance(v, list) and len(v) in (2, 3) and all(_is_int(x) for x in v)):
         raise _fail(where, f"{what} must be [node id, output index, version], got {v!r}")
     if not 0 <= v[0] < n_nodes or v[1] < 0:
@@ -107,14 +114,13 @@ def check_graph(g: dict, kernels: dict, where: str = "graph.json") -> dict:
     if total > MAX_TOTAL_BYTES:
         raise _fail(where, f"the memory plan asks for {total} bytes, beyond any real model")
     entries = []
+    dtype_of = {name: np.dtype(name) for name in _DTYPES}
     for e in range(n_entries):
         shape = _int_list(shapes[e], f"the shape of entry {e}", where)
-        if dtypes[e] not in _DTYPES:
+        dt = dtype_of.get(dtypes[e]) if type(dtypes[e]) is str else None
+        if dt is None:
             raise _fail(where, f"entry {e} has the unsupported dtype {dtypes[e]!r}")
-        dt = np.dtype(dtypes[e])
-        nbytes = dt.itemsize
-        for d in shape:
-            nbytes *= d
+        nbytes = dt.itemsize * math.prod(shape)
         if offsets[e] + nbytes > sizes[sids[e]]:
             raise _fail(where, f"entry {e} ({dtypes[e]}{shape}) needs {nbytes} bytes at offset "
                                f"{offsets[e]} but its storage {sids[e]} has {sizes[sids[e]]}")

@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from . import blas, threadpool
+from .gc_pause import gc_paused, paused
 from .graph_check import check_graph, parse_graph_json
 from .module import GraphLib, Module, export_library, time_calls
 from .ndarray import NDArray, cpu
@@ -30,6 +31,7 @@ from .step_loop import StepLoop
 ALIGN = 64
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_WHERE = "graph executor: graph.json"
 
 
 def _aligned(nbytes: int) -> np.ndarray:
@@ -70,8 +72,8 @@ class _BlasGuard:
 class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
-    __slots__ = ("storage", "workspace", "views", "steps", "table", "entry", "keep", "unset",
-                 "family", "slots", "planned", "outputs", "__weakref__")
+    __slots__ = ("storage", "workspace", "views", "steps", "spans", "table", "entry", "keep",
+                 "unset", "family", "slots", "planned", "outputs", "__weakref__")
 
 
 class GraphModule:
@@ -91,15 +93,23 @@ class GraphModule:
     @classmethod
     def from_factory(cls, factory, dev=None) -> GraphModule:
         self = object.__new__(cls)
-        self._setup(factory.get_graph_json(), factory.get_lib(), factory.get_params(), dev)
+        checked = factory.checked_graph() if isinstance(factory, GraphExecutorFactoryModule) \
+            else None
+        self._setup(factory.get_graph_json(), factory.get_lib(), factory.get_params(), dev,
+                    checked=checked)
         return self
 
     # ------------------------------------------------------------------ setup
-    def _setup(self, graph_json: str, lib, params: dict, dev,
-               where: str = "graph executor: graph.json") -> None:
+    @gc_paused
+    def _setup(self, graph_json: str, lib, params: dict, dev, where: str = _WHERE,
+               checked: tuple[dict, dict] | None = None) -> None:
+        """``checked``: the graph JSON parsed and checked against ``lib`` already (the
+        factory's ``checked_graph()``)."""
         self.device = dev or cpu(0)
-        g = parse_graph_json(graph_json, where)
-        plan = check_graph(g, lib.kernels, where)
+        if checked is None:
+            g = parse_graph_json(graph_json, where)
+            checked = g, check_graph(g, lib.kernels, where)
+        g, plan = checked
         self.graph = g
         self.lib = lib
         self._plan = plan
@@ -147,15 +157,18 @@ class GraphModule:
                 self._states.add(st)
         return st
 
+    @gc_paused  # (100k-step graphs: a full collection rescans every view and step made here)
     def _new_state(self) -> _State:
         plan = self._plan
         st = _State()
         st.storage = [_aligned(n) for n in plan["sizes"]]
         st.workspace = _aligned(max(plan["ws_bytes"], 64))
         st.views = []
+        base = [a.ctypes.data for a in st.storage]
+        ptr_of = []  # entry -> its address (what a.ctypes.data of its view gives, computed)
         for (sid, dt, shape), off in zip(plan["entries"], plan["offsets"], strict=True):
-            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            st.views.append(st.storage[sid][off:off + n * dt.itemsize].view(dt).reshape(shape))
+            st.views.append(np.ndarray(shape, dt, st.storage[sid], off))
+            ptr_of.append(base[sid] + off)
         with self._states_lock:
             params = dict(self._params)
         for name, value in params.items():
@@ -164,7 +177,7 @@ class GraphModule:
         st.outputs = {}  # output index -> the NDArray get_output last returned
         # set_input_zero_copy rebinds an input and the reshape views of it (the entries in
         # its storage: the memory plan gives an input storage of its own): their views, and
-        # the pointer slots (cptrs, position, table position) kernels read them through
+        # the pointer table slots kernels read them through
         inputs = {self._input_index[n] for n in self.input_names}
         sid_of = {plan["entries"][e][0]: e for e in inputs}
         st.family = {e: [] for e in inputs}
@@ -173,28 +186,50 @@ class GraphModule:
                 st.family[sid_of[sid]].append(a)
         st.planned = {e: st.views[e] for e in inputs}
         st.slots = {a: [] for fam in st.family.values() for a in fam}
-        st.keep, st.steps, table = [], [], []
-        for name, k, ins, outs in plan["steps"]:
-            if k.kind == "native":
-                arrays = [st.views[e] for e in ins] + list(k.consts) + \
-                    [st.views[e] for e in outs]
-                if k.ws_bytes:
-                    arrays.append(st.workspace)
-                ptrs = [a.ctypes.data for a in arrays]
-                st.keep.extend(k.consts)
-                cptrs = (ctypes.c_void_p * len(ptrs))(*ptrs)
-                for j, e in enumerate(ins):
-                    if e in st.slots:
-                        st.slots[e].append((cptrs, j, len(table) + j))
-                table.extend(ptrs)
-                fn = _KERNEL(k.address)
-                st.keep.extend((cptrs, fn))
-                st.steps.append(("native", fn, cptrs, name))
-            else:
-                st.steps.append(("fallback", k, ins, outs, name))
+        ws_ptr = st.workspace.ctypes.data
+        const_ptrs: dict[str, list[int]] = {}
+        table, spans = [], []
+        for _, k, ins, outs in plan["steps"]:
+            if k.kind != "native":
+                spans.append(None)
+                continue
+            cp = const_ptrs.get(k.name)
+            if cp is None:
+                cp = const_ptrs[k.name] = [c.ctypes.data for c in k.consts]
+            start = len(table)
+            for j, e in enumerate(ins):
+                if e in st.slots:
+                    st.slots[e].append(start + j)
+            table.extend([ptr_of[e] for e in ins])
+            table.extend(cp)
+            table.extend([ptr_of[e] for e in outs])
+            if k.ws_bytes:
+                table.append(ws_ptr)
+            spans.append((start, len(table) - start))
+        st.keep = [c for k in {k.name: k for _, k, _, _ in plan["steps"]}.values()
+                   for c in k.consts]
         st.table = (ctypes.c_void_p * max(1, len(table)))(*table)
+        st.spans = spans
+        st.steps = None  # the per-kernel calls, made when first needed (_kernel_calls)
         st.entry = _ENTRY(self._entry_addr) if self._entry_addr is not None else None
         return st
+
+    def _kernel_calls(self, st: _State) -> list:
+        """``st``'s steps for a Python loop over kernels (no entry or step loop, or a debug
+        run): ("native", function, its argument pointers: a slice of ``st.table``, node name)
+        or ("fallback", kernel, input entries, output entries, node name)."""
+        if st.steps is None:
+            steps = []
+            size = ctypes.sizeof(ctypes.c_void_p)
+            for (name, k, ins, outs), span in zip(self._plan["steps"], st.spans, strict=True):
+                if span is None:
+                    steps.append(("fallback", k, ins, outs, name))
+                    continue
+                start, n = span
+                cptrs = (ctypes.c_void_p * n).from_buffer(st.table, start * size)
+                steps.append(("native", _KERNEL(k.address), cptrs, name))
+            st.steps = steps
+        return st.steps
 
     # ------------------------------------------------------------------ API
     def _input_entry(self, key, what: str) -> tuple[str, int]:
@@ -255,8 +290,7 @@ class GraphModule:
         ptr = array.ctypes.data
         for a in st.family[e]:
             st.views[a] = array if a == e else array.reshape(self._plan["entries"][a][2])
-            for cptrs, j, t in st.slots[a]:
-                cptrs[j] = ptr
+            for t in st.slots[a]:  # (a step's argument pointers are a slice of the table)
                 st.table[t] = ptr
 
     def set_input_zero_copy(self, key=None, value=None, **params) -> None:
@@ -335,7 +369,7 @@ class GraphModule:
         if self._step_loop is not None:
             self._step_loop.run(st.table, self._nthreads)
             return
-        for step in st.steps:
+        for step in self._kernel_calls(st):
             if step[0] == "native":
                 step[1](step[2], None, self._nthreads)
             else:
@@ -506,6 +540,23 @@ class GraphExecutorFactoryModule(Module):
         self.libmod_name = libmod_name
         self.ir_mod = ir_mod
         self.build_seconds = build_seconds
+        self._checked = None  # (graph_json, lib, parsed graph, plan): see checked_graph
+
+    def checked_graph(self) -> tuple[dict, dict]:
+        """The graph JSON parsed and validated against the kernels (``check_graph``'s plan),
+        computed once per graph and library, not per executor made from this factory: a
+        100k-step graph takes about half a second to check."""
+        c = getattr(self, "_checked", None)
+        if c is None or c[0] is not self.graph_json or c[1] is not self.lib:
+            with paused():
+                g = parse_graph_json(self.graph_json, _WHERE)
+                c = (self.graph_json, self.lib, g, check_graph(g, self.lib.kernels, _WHERE))
+            self._checked = c
+        return c[2], c[3]
+
+    def _set_checked(self, g: dict, plan: dict) -> None:
+        """Record what ``load_module`` already parsed and checked."""
+        self._checked = (self.graph_json, self.lib, g, plan)
 
     def get_graph_json(self) -> str:
         return self.graph_json

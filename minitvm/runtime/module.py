@@ -23,6 +23,7 @@ import zipfile
 
 import numpy as np
 
+from .gc_pause import gc_paused
 from .ndarray import aligned
 
 FORMAT = "minitvm-graph-lib"
@@ -446,6 +447,7 @@ def _load_arrays(data: bytes, path: str) -> dict:
     return arrays
 
 
+@gc_paused  # (a 100k-step graph: its JSON, plan and kernels are millions of objects)
 def load_module(path: str, fmt: str = ""):
     """Load a library written by ``export_library``: the graph executor factory (or the
     kernels alone, for a library exported from a GraphLib)."""
@@ -536,8 +538,8 @@ def load_module(path: str, fmt: str = ""):
     if kernels_only is not True and kernels_only is not False:
         raise ValueError(f"{where_meta}: field 'kernels_only' must be a boolean")
     where_graph = f"load_module: {path!r} member 'graph.json'"
-    plan = None if kernels_only else \
-        check_graph(parse_graph_json(graph_json, where_graph), kernels, where_graph)
+    graph = None if kernels_only else parse_graph_json(graph_json, where_graph)
+    plan = None if kernels_only else check_graph(graph, kernels, where_graph)
     entry = None
     symbol = meta.get("entry_symbol")
     if symbol is not None:
@@ -567,4 +569,6 @@ def load_module(path: str, fmt: str = ""):
                              f"has shape {value.shape} {value.dtype}, the graph expects "
                              f"{plan['entries'][e][2]} {plan['entries'][e][1]}")
     _verify_digests(meta, raw, path)
-    return GraphExecutorFactoryModule(graph_json, lib, params, "default")
+    factory = GraphExecutorFactoryModule(graph_json, lib, params, "default")
+    factory._set_checked(graph, plan)
+    return factory

@@ -47,7 +47,8 @@ class GraphModuleDebug(GraphModule):
     # ------------------------------------------------------------------ stepping
     def _steps(self):
         st = self._state()
-        for step, (name, _, _, outs) in zip(st.steps, self._plan["steps"], strict=True):
+        calls = self._kernel_calls(st)
+        for step, (name, _, _, outs) in zip(calls, self._plan["steps"], strict=True):
             yield st, step, name, outs
 
     def _run_step(self, st, step) -> None:
