@@ -15,6 +15,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, const_like
 from .utils import i64 as _i64
+from .utils import pick_piece
 
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
@@ -98,17 +99,18 @@ def tile(x, reps):
 
 
 def stack(xs, axis: int):
-    """The tensors ``xs`` (one shape) stacked along a new dim ``axis``."""
+    """The tensors ``xs`` (one shape) stacked along a new dim ``axis``. The element picks its
+    input by ``pick_piece``'s ``if_then_else`` tree, as Relay's ``stack``: with the new dim
+    outside the vector loop that is a branch and one load, where a ``Select`` chain loaded
+    every input (a transposed conv's phases interleaved by two stacks read 4 inputs for 1)."""
     nd = len(xs[0].shape) + 1
     axis %= nd
     shape = list(xs[0].shape[:axis]) + [E.IntImm("int64", len(xs))] + list(xs[0].shape[axis:])
 
     def body(*i):
         rest = tuple(i[:axis]) + tuple(i[axis + 1:])
-        val = xs[-1][rest]
-        for k in range(len(xs) - 2, -1, -1):
-            val = E.Select(E.EQ(i[axis], E.IntImm("int64", k)), xs[k][rest], val)
-        return val
+        starts = [E.IntImm("int64", k) for k in range(len(xs))]
+        return pick_piece(i[axis], starts, lambda k: xs[k][rest])
 
     return _compute(shape, body, "T_stack")
 
