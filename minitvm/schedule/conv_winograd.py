@@ -224,6 +224,13 @@ RUN_TIME_MIN_PIXELS = 1024
 # 55x55 0.463 -> 0.476). But in SqueezeNet's run order, both builds side by side in one
 # process, the two 16->64 convs went 0.429 / 0.389 -> 0.439 / 0.357 and 0.447 / 0.344, the
 # model 4.285 -> 4.280 and 4.247 -> 4.252 ms: no gain. Not kept.)
+# (Tried on the Intel Xeon LLVM calls "rocketlake", one thread, one process, interleaved, ms:
+# SqueezeNet's 16-input-channel 3x3 convs on the direct conv (``MIN_CHANNELS`` 17), the model
+# 4.19 -> 4.45 (ONNX Runtime 4.34); F(2x2) only, in graph order, its 16->64 at 55x55 0.407 /
+# 0.394 -> 0.433 / 0.366, all its kernels 4.07 -> 4.14; DeepLab's dilation-2 branch (256->64
+# at 4x16x16 after space-to-batch, F(4x4): 2.4 MB of transformed weights) 1.44 -> 1.31 in graph
+# order, but alone after a 4 MB flush 0.97 -> 1.12, the model 14.17 -> 13.93 (ORT 14.11),
+# within its noise. Not changed.)
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
