@@ -18,7 +18,11 @@ the same as four. Re-measured on the Intel Xeon LLVM calls "rocketlake" (one thr
 process, 11 interleaved rounds, thread CPU ms, four parts / two parts of 32 channels / not split
 (ONNX Runtime)): regnet_like 8.16 / 8.15 / 8.35 (8.29), squeezenet 4.26 / 4.29 / 4.38 (4.22).
 There the 3 -> 16 7x7 / 2 part alone (its 14 x 32 tile split into two of 8 x 32) runs at the
-same multiply-adds a second as the whole 3 -> 64 conv (0.36 against 1.42 ms).
+same multiply-adds a second as the whole 3 -> 64 conv (0.36 against 1.42 ms). (Tried there:
+leaving whole a conv whose input is over 1 MB, which every part reads again: Xception's 128 ->
+128 1x1 at 64x64 (2 MB in and out) before its pool. xception_mini split / whole, one process,
+interleaved, ms: 4.80 / 4.75, 4.95 / 4.84, then 4.69 / 4.73; those kernels in graph order 1.23 /
+1.22. Within the noise: not kept.)
 
 The conv must be a float32 NCHW / OIHW conv of batch 1 and groups 1 with a constant weight;
 each op between it and the pool (NCHW ``nn.max_pool2d`` / ``nn.avg_pool2d``) takes the chain
