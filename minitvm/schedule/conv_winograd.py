@@ -212,7 +212,11 @@ NARROW_WEIGHT = 0.85
 # 96 g6 at 28x28 0.204 / 0.149 (0.207) 1.97, 128 g8 at 28x28 0.272 / 0.194 (0.297) 1.97, 160
 # g10 at 20x20 0.164 / 0.130 (0.159) 2.01; kept on F(2x2), 128 g8 at 32x32 0.219 / 0.306
 # (0.388) 2.25, at 24x24 0.161 / 0.144 (0.221) 2.25, at 16x16 0.072 / 0.071 (0.094) 2.25, 48 g3
-# at 56x56 0.320 / 0.307 (0.439) 2.25
+# at 56x56 0.320 / 0.307 (0.439) 2.25. (At a gain of 2.25 neither wins everywhere: after a 4 MB
+# flush, F(2x2) / conv_lanes, 48 g3 at 56x56 0.40 / 0.36, 96 g6 at 56x56 0.76 / 0.72, 128 g8 at
+# 24x24 0.22 / 0.20, 256 g16 at 16x16 0.20 / 0.19, but 64 g4 at 48x48 0.34 / 0.36, 128 g8 at
+# 32x32 0.29 / 0.35 and 64 g4 at 64x64 0.54 / 0.65, planes whose rows alias in L1; in
+# regnet_like's graph order its 48 g3 at 56x56 0.427 / 0.356.)
 GROUPED_NARROW_CHANNELS = 32
 GROUPED_NARROW_MIN_GAIN = {"rocketlake": 2.1, "avx512": 1.95, "avx2": 1.95}
 # a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
