@@ -141,7 +141,9 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2 not measured: off. Only convs
 # of at least STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3
 # channels (ConvMixer's 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table)
-# stays here
+# stays here. (On Rocket Lake, one thread, A/B in one process, 9 interleaved rounds, ms, here /
+# on conv_lanes (ONNX Runtime): 3 -> 16 7x7 / 2 at 224x224 0.36 / 0.42 (0.51), 3 -> 64 1.42 /
+# 1.71 (1.66), 3 -> 64 3x3 / 2 0.400 / 0.394 (0.62): the 7x7 stems stay here there too.)
 STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # a conv in row mode whose pixel panels overhang its output grid by at least 1 / this of it (a

@@ -48,7 +48,13 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute, transform_expr
 from .common import allocated as _allocated
-from .common import emit_with_epilogue, per_thread_slices, static_grouped_conv2d_dims, vector_isa
+from .common import (
+    emit_with_epilogue,
+    host_switch,
+    per_thread_slices,
+    static_grouped_conv2d_dims,
+    vector_isa,
+)
 from .common import imm as _i
 from .conv_pointwise import row_tiles
 from .knobs import select as _knobs
@@ -199,8 +205,20 @@ NARROW_WEIGHT = 0.85
 # lost, 144 g9 at 18x18 0.115 / 0.120 (0.161) 1.90, at 14x14 (1.72) 208 g13 0.101 / 0.113
 # (0.132), 256 g16 0.123 / 0.145 (0.163), 512 g32 0.250 / 0.282 (0.307). 32 a group at
 # 14x14, 256 g8 0.251 / 0.211 (0.267); 64 at 14x14, 512 g8 1.026 / 0.729 (1.145)
+# By host (``common.host_switch``): on the Intel Xeon LLVM calls "rocketlake" (two 512-bit FMA
+# ports), where conv_lanes' 16-channel tiles of 12 pixels run these groups faster, only a gain
+# of 2.1 (every computed tile real, or nearly). There, one thread, conv + bias + relu, A/B in
+# one process, 9 interleaved rounds, thread CPU ms, F(2x2) / conv_lanes (ONNX Runtime), gain:
+# 96 g6 at 28x28 0.204 / 0.149 (0.207) 1.97, 128 g8 at 28x28 0.272 / 0.194 (0.297) 1.97, 160
+# g10 at 20x20 0.164 / 0.130 (0.159) 2.01; kept on F(2x2), 128 g8 at 32x32 0.219 / 0.306
+# (0.388) 2.25, at 24x24 0.161 / 0.144 (0.221) 2.25, at 16x16 0.072 / 0.071 (0.094) 2.25, 48 g3
+# at 56x56 0.320 / 0.307 (0.439) 2.25. (At a gain of 2.25 neither wins everywhere: after a 4 MB
+# flush, F(2x2) / conv_lanes, 48 g3 at 56x56 0.40 / 0.36, 96 g6 at 56x56 0.76 / 0.72, 128 g8 at
+# 24x24 0.22 / 0.20, 256 g16 at 16x16 0.20 / 0.19, but 64 g4 at 48x48 0.34 / 0.36, 128 g8 at
+# 32x32 0.29 / 0.35 and 64 g4 at 64x64 0.54 / 0.65, planes whose rows alias in L1; in
+# regnet_like's graph order its 48 g3 at 56x56 0.427 / 0.356.)
 GROUPED_NARROW_CHANNELS = 32
-GROUPED_NARROW_MIN_GAIN = 1.95
+GROUPED_NARROW_MIN_GAIN = {"rocketlake": 2.1, "avx512": 1.95, "avx2": 1.95}
 # a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
 # groups) has the weight transformed per call (``transform_at_run_time``, scalar code: about
 # 130 multiply-adds and a2 scattered stores a filter) on planes of at least
@@ -224,6 +242,13 @@ RUN_TIME_MIN_PIXELS = 1024
 # 55x55 0.463 -> 0.476). But in SqueezeNet's run order, both builds side by side in one
 # process, the two 16->64 convs went 0.429 / 0.389 -> 0.439 / 0.357 and 0.447 / 0.344, the
 # model 4.285 -> 4.280 and 4.247 -> 4.252 ms: no gain. Not kept.)
+# (Tried on the Intel Xeon LLVM calls "rocketlake", one thread, one process, interleaved, ms:
+# SqueezeNet's 16-input-channel 3x3 convs on the direct conv (``MIN_CHANNELS`` 17), the model
+# 4.19 -> 4.45 (ONNX Runtime 4.34); F(2x2) only, in graph order, its 16->64 at 55x55 0.407 /
+# 0.394 -> 0.433 / 0.366, all its kernels 4.07 -> 4.14; DeepLab's dilation-2 branch (256->64
+# at 4x16x16 after space-to-batch, F(4x4): 2.4 MB of transformed weights) 1.44 -> 1.31 in graph
+# order, but alone after a 4 MB flush 0.97 -> 1.12, the model 14.17 -> 13.93 (ORT 14.11),
+# within its noise. Not changed.)
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
@@ -348,7 +373,7 @@ def default_knobs(t) -> dict:
     gain, m, nr = default_choice(t, sizes)
     out.update(wino_m=m, wino_nr=nr)
     macs = n * c * o * 9 * oh * ow
-    least = max(MIN_GAIN[isa], GROUPED_NARROW_MIN_GAIN) if narrow else MIN_GAIN[isa]
+    least = max(MIN_GAIN[isa], host_switch(GROUPED_NARROW_MIN_GAIN)) if narrow else MIN_GAIN[isa]
     if DEFAULT_ON and gain >= least and macs >= MIN_DEFAULT_MACS[isa]:
         out["impl"] = "winograd"
     return out

@@ -15,7 +15,7 @@ from conv_reference import grouped_conv_ref, knob_table, run_graph, taking_turns
 import minitvm as tvm
 from minitvm import relax, relay, te
 from minitvm.backend import kernel_cache
-from minitvm.schedule import conv_lanes, conv_winograd, knobs, tunable
+from minitvm.schedule import common, conv_lanes, conv_winograd, knobs, tunable
 from minitvm.schedule.lower import LoweringOptions
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -185,9 +185,38 @@ def test_grouped_geometries():
 def test_grouped_winograd_default(monkeypatch, shape, wshape, groups, want):
     """AVX-512's default (``default_choice``; AVX2 takes Winograd wherever it applies)."""
     monkeypatch.setattr(conv_winograd, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(common, "host_key", lambda switch: "avx512")  # not a listed CPU
     t = _stage(shape, wshape, groups)
     k = conv_winograd.default_knobs(t)
     assert (k.get("impl", "direct"), k["wino_m"]) == want
+
+
+@pytest.mark.parametrize("shape,wshape,groups,want", [
+    ((1, 128, 28, 28), (128, 16, 3, 3), 8, "direct"),  # gain 1.97: channel lanes there
+    ((1, 160, 20, 20), (160, 16, 3, 3), 10, "direct"),  # 2.01
+    ((1, 128, 32, 32), (128, 16, 3, 3), 8, "winograd"),  # 2.25: every computed tile real
+    ((1, 128, 28, 28), (128, 32, 3, 3), 4, "winograd"),  # wide groups: the dense default
+])
+def test_grouped_winograd_default_on_rocketlake(monkeypatch, shape, wshape, groups, want):
+    """On the Intel Xeon LLVM calls "rocketlake" narrow groups need a larger gain
+    (``GROUPED_NARROW_MIN_GAIN``'s entry for it)."""
+    monkeypatch.setattr(conv_winograd, "vector_isa", lambda: "avx512")
+    monkeypatch.setattr(common, "host_key", lambda switch: "rocketlake"
+                        if "rocketlake" in switch else "avx512")
+    k = conv_winograd.default_knobs(_stage(shape, wshape, groups))
+    assert k.get("impl", "direct") == want
+
+
+def test_rocketlake_narrow_groups_build_on_lanes(monkeypatch):
+    """The untuned build there: 3 groups of 16 at 20x20 (gain 2.01) on channel lanes, matching
+    the reference at one and two threads."""
+    isa = common.vector_isa()  # (an AVX2 host keeps its own switches: Winograd there)
+    monkeypatch.setattr(common, "host_key", lambda switch: "rocketlake"
+                        if "rocketlake" in switch and isa == "avx512" else isa)
+    mod, inputs, want = _relay_conv((1, 48, 20, 20), 48, 3)
+    lib = _build(mod)
+    assert _schedule(_conv_names(lib)) == ("lanes" if isa == "avx512" else "winograd")
+    _check(lib, inputs, want, 1e-5)
 
 
 def test_grouped_workloads_are_tunable():

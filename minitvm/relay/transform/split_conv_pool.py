@@ -14,7 +14,15 @@ one thread, a loaded machine, the model's kernels in graph order, ms, stem conv 
 in four parts: regnet_like 1.84 + 0.24 -> 1.64 + 0.17, squeezenet 0.56 + 0.22 -> 0.52 + 0.14;
 whole models, the pass off -> on in one process: regnet_like 0.948-0.962x, squeezenet
 0.980-0.984x, resnext50_32x4d 0.98-1.00x, xception_mini 1.00x. Two parts of 1.6 MB measured
-the same as four.
+the same as four. Re-measured on the Intel Xeon LLVM calls "rocketlake" (one thread, one
+process, 11 interleaved rounds, thread CPU ms, four parts / two parts of 32 channels / not split
+(ONNX Runtime)): regnet_like 8.16 / 8.15 / 8.35 (8.29), squeezenet 4.26 / 4.29 / 4.38 (4.22).
+There the 3 -> 16 7x7 / 2 part alone (its 14 x 32 tile split into two of 8 x 32) runs at the
+same multiply-adds a second as the whole 3 -> 64 conv (0.36 against 1.42 ms). (Tried there:
+leaving whole a conv whose input is over 1 MB, which every part reads again: Xception's 128 ->
+128 1x1 at 64x64 (2 MB in and out) before its pool. xception_mini split / whole, one process,
+interleaved, ms: 4.80 / 4.75, 4.95 / 4.84, then 4.69 / 4.73; those kernels in graph order 1.23 /
+1.22. Within the noise: not kept.)
 
 The conv must be a float32 NCHW / OIHW conv of batch 1 and groups 1 with a constant weight;
 each op between it and the pool (NCHW ``nn.max_pool2d`` / ``nn.avg_pool2d``) takes the chain
