@@ -18,10 +18,10 @@ import threading
 
 import numpy as np
 
-from .py_layout import ARRAY_DATA_OFFSET, TUPLE_ITEMS_OFFSET
+from .py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
-__all__ = ["GIL_RELEASE_BYTES", "HEADER", "aligned_buffer", "arena_offsets", "one_step_words",
-           "plan_words", "root", "run_plan_address"]
+__all__ = ["GIL_RELEASE_BYTES", "HEADER", "aligned_buffer", "arena_offsets", "data_address",
+           "one_step_words", "plan_words", "root", "run_plan_address"]
 
 GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
 HEADER = 4  # plan words: npatch, nsteps, table address, vars address
@@ -112,6 +112,17 @@ def root(a: np.ndarray) -> np.ndarray:
     return a
 
 
+_VOID_AT = ctypes.c_void_p.from_address
+
+
+def data_address(a: np.ndarray) -> int:
+    """``a.ctypes.data``, read from the array object (``py_layout``: eight times faster, for
+    recordings that take the address of every buffer of every kernel call)."""
+    if LAYOUT_OK:
+        return _VOID_AT(id(a) + ARRAY_DATA_OFFSET).value or 0
+    return a.ctypes.data
+
+
 def aligned_buffer(nbytes: int) -> tuple[np.ndarray, int]:
     """A fresh buffer of at least ``nbytes`` and the 64-byte-aligned address inside it."""
     buf = np.empty(nbytes + ALIGN, np.uint8)
@@ -163,35 +174,42 @@ def arena_offsets(intervals: list[tuple[int, int, int]]) -> tuple[list[int], int
     arena: walking the steps in order, the buffers first used at a step take the best-fitting
     free block (else the arena grows) before those last used there are freed, so a step's
     outputs never overlap its inputs; offsets are multiples of ``ALIGN``."""
-    starts: dict[int, list[int]] = {}
-    ends: dict[int, list[int]] = {}
-    for i, (_, first, last) in enumerate(intervals):
-        starts.setdefault(first, []).append(i)
-        ends.setdefault(last, []).append(i)
-    offsets = [0] * len(intervals)
+    n = len(intervals)
+    sizes = [-(-max(b, 1) // ALIGN) * ALIGN for b, _, _ in intervals]
+    by_first = sorted(range(n), key=lambda i: intervals[i][1])
+    by_last = sorted(range(n), key=lambda i: intervals[i][2])
+    offsets = [0] * n
     free: list[list[int]] = []  # [offset, bytes], sorted by offset, neighbours merged
     top = 0
-    for step in sorted(set(starts) | set(ends)):
-        for i in starts.get(step, ()):
-            need = -(-max(intervals[i][0], 1) // ALIGN) * ALIGN
-            fits = [b for b in free if b[1] >= need]
-            if fits:
-                block = min(fits, key=lambda b: b[1])
-                offsets[i] = block[0]
-                block[0] += need
-                block[1] -= need
-                if block[1] == 0:
-                    free.remove(block)
+    a = e = 0
+    while a < n or e < n:
+        # the next step where something happens: allocations there come before releases
+        step = min(intervals[by_first[a]][1] if a < n else 1 << 62,
+                   intervals[by_last[e]][2] if e < n else 1 << 62)
+        while a < n and intervals[by_first[a]][1] == step:
+            i = by_first[a]
+            a += 1
+            need = sizes[i]
+            best = None
+            for b in free:
+                if b[1] >= need and (best is None or b[1] < best[1]):
+                    best = b
+            if best is not None:
+                offsets[i] = best[0]
+                best[0] += need
+                best[1] -= need
+                if best[1] == 0:
+                    free.remove(best)
             elif free and free[-1][0] + free[-1][1] == top:  # grow the free block at the top
-                offsets[i] = free[-1][0]
+                offsets[i] = free.pop()[0]
                 top = offsets[i] + need
-                free.pop()
             else:
                 offsets[i] = top
                 top += need
-        for i in ends.get(step, ()):
-            need = -(-max(intervals[i][0], 1) // ALIGN) * ALIGN
-            _release(free, offsets[i], need)
+        while e < n and intervals[by_last[e]][2] == step:
+            i = by_last[e]
+            e += 1
+            _release(free, offsets[i], sizes[i])
     return offsets, top
 
 

@@ -3,12 +3,14 @@
 A function without control flow (no ``If``/``Goto``/``Match``, no calls of VM functions or
 closures) is, for one *call shape* (its arguments' shapes), a fixed sequence of kernel calls:
 the shapes of every intermediate follow from the arguments', dynamic-shape kernels pick the
-specialization of those shapes, and allocations only make room. So the first call at a shape
-runs in Python and is recorded; the record becomes a plan (``native_plan``): the kernels in
-order, argument and output pointers patched per call, and every intermediate placed by liveness
-in one arena the plan keeps (``native_plan.arena_offsets``: storage reused across calls and
-inside a call, as relay.build's memory plan does). Later calls at that shape allocate the
-outputs and make one call of ``mtvm_relax_run_plan``.
+specialization of those shapes, and allocations only make room. So the second call at a shape
+runs in Python and is recorded (the first runs in the dispatch loop: a shape called once is not
+worth a record, which costs about five loop runs of a 100,000-kernel function). The record
+becomes a plan (``native_plan``): the kernels in order, argument and output pointers patched
+per call, and every intermediate placed by liveness in one arena the plan keeps
+(``native_plan.arena_offsets``: storage reused across calls and inside a call, as relay.build's
+memory plan does). Later calls at that shape allocate the outputs and make one call of
+``mtvm_relax_run_plan``.
 
 A call shape stays interpreted (``NO_PLAN``) when its record shows data deciding shapes (a
 ``ReshapeTensor``/``AllocTensorReg`` whose shape was computed from argument data), a kernel run
@@ -31,6 +33,7 @@ from ..native_plan import (
     GIL_RELEASE_BYTES,
     aligned_buffer,
     arena_offsets,
+    data_address,
     plan_words,
     root,
     run_plan_address,
@@ -62,7 +65,8 @@ class _Token:
 
 
 MISS = _Token("MISS")  # the plan does not apply to this call: interpret
-RECORD = _Token("RECORD")  # a new call shape: record it
+RECORD = _Token("RECORD")  # a call shape seen once before: record it
+SEEN = _Token("SEEN")  # a call shape seen once (recorded at its second call)
 NO_PLAN = _Token("NO_PLAN")  # recorded, not plannable: this shape always interprets
 
 
@@ -87,26 +91,31 @@ class _Recorder:
     """The kernel calls of one interpreted call and the buffers they touch."""
 
     def __init__(self, args: list):
-        self.ranges = [(a.ctypes.data, a.ctypes.data + a.nbytes, i) for i, a in enumerate(args)]
+        self.ranges = [(data_address(a), data_address(a) + a.nbytes, i)
+                       for i, a in enumerate(args)]
         self.roots: list[_Root] = []
         self.live: dict[int, int] = {}  # id(array) -> index in ``roots`` while it lives
         self._weak: list = []
         self.steps: list[tuple] = []  # (address, refs, name)
         self.touched = 0
 
-    def in_args(self, ptr: int, nbytes: int):
+    def in_args(self, ptr: int, nbytes: int) -> tuple[int, int] | None:
+        """(argument index, byte offset) of the buffer at ``ptr`` inside an argument."""
         for s, e, i in self.ranges:
             if s <= ptr and ptr + nbytes <= e:
                 return i, ptr - s
         return None
 
     def root_of(self, a: np.ndarray) -> int:
-        r = root(a)
-        k = self.live.get(id(r))
+        r = a
+        while isinstance(r.base, np.ndarray):
+            r = r.base
+        rid = id(r)
+        k = self.live.get(rid)
         if k is None:
             k = len(self.roots)
-            self.roots.append(_Root(r.ctypes.data, r.nbytes))
-            rid, live = id(r), self.live
+            self.roots.append(_Root(data_address(r), r.nbytes))
+            live = self.live
             live[rid] = k
             # a freed buffer's id may be reused by a later one: forget it when it dies
             self._weak.append(weakref.ref(r, lambda _, rid=rid, k=k, live=live:
@@ -118,20 +127,28 @@ class _Recorder:
         it?"""
         if not isinstance(v, np.ndarray):
             return False
-        if self.in_args(v.ctypes.data, v.nbytes) is not None:
+        if self.in_args(data_address(v), v.nbytes) is not None:
             return True
         return self.roots[self.root_of(v)].data
 
-    def step(self, address: int, arrays: list, nread: int, name: str) -> None:
-        """Record a kernel call: ``arrays[:nread]`` are read, the rest written."""
+    def step(self, address: int, arrays: list, nread: int, name: str) -> list[int]:
+        """Record a kernel call: ``arrays[:nread]`` are read, the rest written. Returns the
+        arrays' addresses."""
         k = len(self.steps)
-        refs, data = [], False
+        refs, ptrs, data = [], [], False
+        roots, ranges = self.roots, self.ranges
         for q, a in enumerate(arrays):
             if not a.flags.c_contiguous:
                 raise _Unplannable
-            ptr, n = a.ctypes.data, a.nbytes
+            ptr, n = data_address(a), a.nbytes
+            ptrs.append(ptr)
             self.touched += n
-            hit = self.in_args(ptr, n) if n else None
+            hit = None
+            if n:
+                for lo, hi, i in ranges:
+                    if lo <= ptr and ptr + n <= hi:
+                        hit = (i, ptr - lo)
+                        break
             if hit is not None:
                 if q >= nread:
                     raise _Unplannable  # a kernel writing an argument
@@ -139,13 +156,13 @@ class _Recorder:
                 data = True
                 continue
             i = self.root_of(a)
-            info = self.roots[i]
+            info = roots[i]
             if q < nread:
                 if not info.written:
                     if info.keep is None:
                         info.keep = root(a)  # constants, shapes: read as they are
-                else:
-                    data = data or info.data
+                elif info.data:
+                    data = True
             elif info.keep is not None:
                 raise _Unplannable  # written after being read as a fixed buffer
             else:
@@ -154,11 +171,12 @@ class _Recorder:
                 info.first = k
             info.last = k
             refs.append(("root", i, ptr - info.base))
-        for q in range(nread, len(arrays)):
-            ref = refs[q]
-            if ref[0] == "root":
-                self.roots[ref[1]].data = self.roots[ref[1]].data or data
+        if data:
+            for ref in refs[nread:]:
+                if ref[0] == "root":
+                    roots[ref[1]].data = True
         self.steps.append((address, refs, name))
+        return ptrs
 
 
 class _Plan:
@@ -192,7 +210,10 @@ class NativeFunction:
     def try_call(self, args: list):
         key = tuple(a.shape for a in args)
         plan = self.plans.get(key)
-        if plan is None:
+        if plan is None or plan is SEEN:
+            if plan is None:
+                self._keep(key, SEEN)
+                return MISS
             return RECORD
         if plan is NO_PLAN or not plan.lock.acquire(False):
             return MISS
@@ -244,6 +265,7 @@ class NativeFunction:
         regs = [None] * nreg
         regs[:len(args)] = args
         rec = _Recorder(args)
+        entries: dict = {}  # kernel address -> its ctypes function
         for ins in code:
             op = ins[0]
             if op == B.INVOKE_PACKED:
@@ -257,17 +279,24 @@ class NativeFunction:
                     kernel, inputs, outs = got
                     for r, v in zip(ins[3], outs, strict=True):
                         regs[r] = v
+                    fast = getattr(kernel.kernel, "_fast_call", None)
                 else:
                     if k.kind != "native":
                         raise _Unplannable
-                    kernel, outs = k, [regs[r] for r in ins[3]]
+                    kernel, outs, fast = k, [regs[r] for r in ins[3]], ins[5]
                 arrays = [*inputs, *kernel.consts, *outs]
                 nread = len(arrays) - len(outs)
                 if kernel.ws_bytes:
                     arrays.append(np.empty(kernel.ws_bytes, np.uint8))
-                rec.step(kernel.address, arrays, nread, kernel.name)
-                ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-                _KERNEL(kernel.address)(ptrs, None, nthreads)
+                    fast = None
+                ptrs = rec.step(kernel.address, arrays, nread, kernel.name)
+                if fast is not None:  # the entry reading the arrays' data pointers itself
+                    fast(tuple(arrays), nthreads)
+                else:
+                    entry = entries.get(kernel.address)
+                    if entry is None:
+                        entry = entries[kernel.address] = _KERNEL(kernel.address)
+                    entry((ctypes.c_void_p * len(ptrs))(*ptrs), None, nthreads)
             elif op == B.ALLOC_STORAGE:
                 regs[ins[4]] = np.empty(ins[1], np.uint8)
             elif op == B.ALLOC_TENSOR:
@@ -317,7 +346,7 @@ class NativeFunction:
             if not v.flags.c_contiguous:
                 raise _Unplannable
             shape, dtype = v.shape, v.dtype
-            hit = rec.in_args(v.ctypes.data, v.nbytes) if v.nbytes else None
+            hit = rec.in_args(data_address(v), v.nbytes) if v.nbytes else None
             if hit is not None:
                 i, off = hit
                 return lambda a, o: np.ndarray(shape, dtype, a[i], off)
@@ -329,7 +358,7 @@ class NativeFunction:
                 owners[k] = len(out_sizes)
                 out_sizes.append(info.nbytes)
                 info.output = True
-            j, off = owners[k], v.ctypes.data - info.base
+            j, off = owners[k], data_address(v) - info.base
             if off == 0 and v.nbytes == info.nbytes:
                 return lambda a, o: o[j].view(dtype).reshape(shape)
             return lambda a, o: np.ndarray(shape, dtype, o[j], off)
