@@ -200,7 +200,7 @@ class NativeFunction:
     shape. ``try_call(args)`` returns the result, ``MISS`` or ``RECORD``."""
 
     def __init__(self, vm, func_index: int):
-        self.vm = vm
+        self._vm = weakref.ref(vm)  # (the VM holds its native entries: no reference cycle)
         self.func_index = func_index
         self.plans: dict = {}
         self.used: dict = {}  # call shape -> tick of its last call
@@ -237,14 +237,15 @@ class NativeFunction:
                 result, rec = self._interpret(args)
                 plan = self._plan(args, rec, result)
             except _Unplannable:
-                plan, result = NO_PLAN, None
+                plan = NO_PLAN
         self._keep(key, plan)
-        if result is None:
-            return self.vm._execute_loop(self.func_index, args)
+        if plan is NO_PLAN:  # (kernels are pure: the loop runs the call again from the start)
+            return self._vm()._execute_loop(self.func_index, args)
         return result
 
     def _keep(self, key, plan) -> None:
         with self._lock:
+            self.plans.pop(key, None)  # (a plan replacing the shape's SEEN mark)
             held = sum(getattr(p, "nbytes", 0) for p in self.plans.values())
             need = getattr(plan, "nbytes", 0)
             while self.plans and (len(self.plans) >= MAX_PLANS or
@@ -257,7 +258,7 @@ class NativeFunction:
 
     # ------------------------------------------------------------------ recording
     def _interpret(self, args: list):
-        vm = self.vm
+        vm = self._vm()
         code, nreg, _, _ = vm._code[self.func_index]
         kernels = vm.exe.kernels
         consts = vm.exe.constants
