@@ -7,12 +7,15 @@ threads for both, wall-clock time).
 
     python benchmarks/bench_dynamic_batch.py [--models resnet18,mobilenetv3_small] [--batches 1,4]
                                              [--rounds 5] [--threads 1] [--dialect relay]
+                                             [--relay-loop]
 
 ``--dialect relay`` also imports each model with ``relay.frontend.from_onnx(model, shape={"x":
 [relay.Any(), ...]})``, compiles it once with ``relay.vm.compile`` and times the Relay VM in the
 same interleaved rounds (its columns: ``relay`` ms, its ratio to ORT, its build seconds and its
 largest error relative to ORT's output; its kernels compile at the first call of each batch
-size, outside the build seconds and the timing).
+size, outside the build seconds and the timing). ``--relay-loop`` adds a column timing the same
+executable with the VM's native entry off (``vm.native_entry = False``: every call in the
+bytecode dispatch loop, as before the native entry), in the same rounds.
 
 Needs the ``torch`` and ``onnx`` extras. The models are ``bench_new_user_models``' of one image
 input (rounds one to seven and nine to eleven) plus a ResNet-18. Prints, per model and batch
@@ -137,7 +140,7 @@ def _relay_cells(name, rvm, x, xt, ort_out):
     return float(np.abs(out - ort_out).max() / max(np.abs(ort_out).max(), 1e-6))
 
 
-def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax"):
+def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax", loop=False):
     import onnx
     import onnxruntime as ort
     import torch
@@ -170,6 +173,10 @@ def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax"):
         rerr = None if rvm is None else _relay_cells(name, rvm, x, xt, sess.run(None, {"x": x})[0])
         if rerr is not None:
             runs["relay"] = lambda xt=xt: rvm.invoke("main", xt)
+            if loop:
+                lvm = type(rvm)(rvm.exe, tvm.cpu())
+                lvm.native_entry = False  # the bytecode dispatch loop for every call
+                runs["loop"] = lambda xt=xt, lvm=lvm: lvm.invoke("main", xt)
         times = settled_rounds(runs, rounds, 3,
                                clock=time.thread_time if threads == 1 else time.perf_counter)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
@@ -178,6 +185,8 @@ def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax"):
         if rerr is not None:
             line += (f" {med['relay']:9.2f} {med['relay'] / med['ort']:8.2f}x {rbuild:7.1f} "
                      f"{rerr:9.1e}")
+            if loop:
+                line += f" {med['loop']:9.2f} {med['loop'] / med['ort']:8.2f}x"
         print(line, flush=True)
 
 
@@ -189,6 +198,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="threads for both (>1: wall clock)")
     ap.add_argument("--dialect", choices=("relax", "relay"), default="relax",
                     help="relay: also time the Relay VM (ONNX importer, relay.Any() batch)")
+    ap.add_argument("--relay-loop", action="store_true",
+                    help="with --dialect relay: also time the Relay VM without its native entry")
     args = ap.parse_args()
     try:
         import onnx  # noqa: F401
@@ -214,11 +225,14 @@ def main() -> int:
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
           f"{'build s':>7s} {'max rel err':>9s}" + (
               f" {'relay':>9s} {'vs ORT':>9s} {'build s':>7s} {'err v ORT':>9s}"
-              if args.dialect == "relay" else ""))
+              if args.dialect == "relay" else "") +
+          (f" {'loop':>9s} {'vs ORT':>9s}" if args.dialect == "relay" and args.relay_loop
+           else ""))
     failed = []
     for name in names:
         try:
-            measure(name, *table[name], batches, args.rounds, args.threads, args.dialect)
+            measure(name, *table[name], batches, args.rounds, args.threads, args.dialect,
+                    args.relay_loop)
         except Exception as e:  # noqa: BLE001 - report (an export torch cannot do) and go on
             failed.append(name)
             print(f"{name:18s} FAILED: {type(e).__name__}: {str(e).strip().splitlines()[0][:160]}",

@@ -33,6 +33,7 @@ class VirtualMachineProfiler(VirtualMachine):
     def __init__(self, exe, device=None, memory_cfg=None):
         super().__init__(exe, device, memory_cfg)
         self._records: list[dict] | None = None
+        self.native_entry = False  # every call in the dispatch loop, where kernels are timed
 
     def _prepare(self) -> list[tuple]:
         """Every kernel call goes through ``_invoke_packed`` (no direct fast entry), where it

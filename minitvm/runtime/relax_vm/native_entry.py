@@ -26,7 +26,6 @@ allocation builtins) always run in the interpreter.
 from __future__ import annotations
 
 import bisect
-import ctypes
 import itertools
 import threading
 import time
@@ -36,8 +35,12 @@ import numpy as np
 
 from .. import threadpool
 from ..gc_pause import paused
+from ..native_plan import GIL_RELEASE_BYTES, plan_words, run_plan_address
+from ..native_plan import aligned_buffer as _aligned_buffer
+from ..native_plan import one_step_words as _one_step_words
+from ..native_plan import root as _root
 from ..ndarray import NDArray, cpu
-from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
+from ..py_layout import LAYOUT_OK
 from .builtins import BUILTINS, ShapeTuple
 from .executable import ARG_CONST, ARG_IMM, ARG_REG, CALL, KILL, MOVE, RET, call_argv
 from .image_major import image_major
@@ -61,8 +64,6 @@ PLANNABLE_BUILTINS = frozenset({
 MAX_PLANS = 64  # call shapes remembered per function (least recently used dropped first)
 MAX_PLAN_BYTES = 1 << 30  # and at most this much intermediate memory held by them together
 MAX_RESULT_DEPTH = 32  # nesting of tuples in a result the fast path rebuilds
-GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
-_HEADER = 4  # plan words: npatch, nsteps, table address, vars address
 
 
 class _Token:
@@ -78,90 +79,6 @@ class _Token:
 MISS = _Token("MISS")  # the fast path does not apply: interpret
 RECORD = _Token("RECORD")  # a new call shape: interpret once and record a plan
 _NO_PLAN = _Token("NO_PLAN")  # recorded, but not plannable: always interpret this shape
-
-_RUN_PLAN_IR = f"""
-define void @mtvm_relax_run_plan(ptr %tup, ptr %plan, i32 %nth) {{
-entry:
-  %np = load i64, ptr %plan
-  %h1 = getelementptr i64, ptr %plan, i64 1
-  %ns = load i64, ptr %h1
-  %h2 = getelementptr i64, ptr %plan, i64 2
-  %table = load ptr, ptr %h2
-  %h3 = getelementptr i64, ptr %plan, i64 3
-  %vars = load ptr, ptr %h3
-  %patches = getelementptr i64, ptr %plan, i64 {_HEADER}
-  %anyp = icmp sgt i64 %np, 0
-  br i1 %anyp, label %patch, label %patched
-patch:
-  %i = phi i64 [ 0, %entry ], [ %inext, %patch ]
-  %pi = mul i64 %i, 3
-  %q0 = getelementptr i64, ptr %patches, i64 %pi
-  %slot = load i64, ptr %q0
-  %q1 = getelementptr i64, ptr %q0, i64 1
-  %idx = load i64, ptr %q1
-  %q2 = getelementptr i64, ptr %q0, i64 2
-  %off = load i64, ptr %q2
-  %ib = mul i64 %idx, 8
-  %ioff = add i64 %ib, {TUPLE_ITEMS_OFFSET}
-  %itemp = getelementptr i8, ptr %tup, i64 %ioff
-  %item = load ptr, ptr %itemp
-  %datap = getelementptr i8, ptr %item, i64 {ARRAY_DATA_OFFSET}
-  %data = load ptr, ptr %datap
-  %dst = getelementptr i8, ptr %data, i64 %off
-  %slotp = getelementptr ptr, ptr %table, i64 %slot
-  store ptr %dst, ptr %slotp
-  %inext = add i64 %i, 1
-  %pmore = icmp slt i64 %inext, %np
-  br i1 %pmore, label %patch, label %patched
-patched:
-  %np3 = mul i64 %np, 3
-  %steps = getelementptr i64, ptr %patches, i64 %np3
-  %anys = icmp sgt i64 %ns, 0
-  br i1 %anys, label %step, label %done
-step:
-  %j = phi i64 [ 0, %patched ], [ %jnext, %step ]
-  %sj = mul i64 %j, 3
-  %r0 = getelementptr i64, ptr %steps, i64 %sj
-  %fn = load ptr, ptr %r0
-  %r1 = getelementptr i64, ptr %r0, i64 1
-  %toff = load i64, ptr %r1
-  %r2 = getelementptr i64, ptr %r0, i64 2
-  %voff = load i64, ptr %r2
-  %targs = getelementptr ptr, ptr %table, i64 %toff
-  %vargs = getelementptr i64, ptr %vars, i64 %voff
-  call void %fn(ptr %targs, ptr %vargs, i32 %nth)
-  %jnext = add i64 %j, 1
-  %smore = icmp slt i64 %jnext, %ns
-  br i1 %smore, label %step, label %done
-done:
-  ret void
-}}
-"""
-
-_RUN_PLAN = None
-_RUN_PLAN_LOCK = threading.Lock()
-_PY_RUN = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_int32)
-_NOGIL_RUN = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_int32)
-
-
-def run_plan_address() -> tuple[object, object]:
-    """(GIL-holding, GIL-releasing) ctypes functions of ``mtvm_relax_run_plan``: JIT-compiled
-    once per process."""
-    global _RUN_PLAN
-    with _RUN_PLAN_LOCK:
-        if _RUN_PLAN is None:
-            from .. import jit
-
-            compiled = jit.compile_ir(_RUN_PLAN_IR, "mtvm_relax_run_plan", opt=2)
-            _RUN_PLAN = (compiled, _PY_RUN(compiled.address), _NOGIL_RUN(compiled.address))
-        return _RUN_PLAN[1], _RUN_PLAN[2]
-
-
-def _root(a: np.ndarray) -> np.ndarray:
-    """The array owning ``a``'s memory (numpy views point at their owner, or at a view of it)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
 
 
 def _wrap(a: np.ndarray) -> NDArray:
@@ -219,19 +136,6 @@ class _Plan:
         if self._steps is None:
             self._steps = _one_step_words(self.words)
         return self._steps
-
-
-def _one_step_words(w) -> list:
-    """One plan per step of plan words ``w`` (all the patches, then that step alone), sharing
-    its pointer table and vars."""
-    npatch, nsteps = int(w[0]), int(w[1])
-    head = _HEADER + 3 * npatch
-    out = []
-    for j in range(nsteps):
-        one = np.concatenate([w[:head], w[head + 3 * j:head + 3 * j + 3]])
-        one[1] = 1
-        out.append(one)
-    return out
 
 
 class NativeFunction:
@@ -564,44 +468,18 @@ class NativeFunction:
 
 
 def _plan_words(steps: list, out_roots: dict, owner_index: dict, nargs: int) -> np.ndarray:
-    """The words ``mtvm_relax_run_plan`` reads for ``steps``: the header, the patches of the
-    argument and output refs, each step's (kernel, table offset, vars offset), the pointer
-    table and the vars (see ``_RUN_PLAN_IR``)."""
-    patches, table, kv = [], [], []
-    step_words = []
-    for address, refs, kvars, _name in steps:
-        step_words.append((address, len(table), len(kv)))
-        for kind, a, b in refs:
-            if kind == "arg":
-                patches.append((len(table), a, b))
-                table.append(0)
-            elif kind == "out":
-                lo = out_roots[a][1]
-                patches.append((len(table), nargs + owner_index[a], b - lo))
-                table.append(0)
-            else:
-                table.append(a)
-        kv.extend(kvars)
-    head = _HEADER + 3 * len(patches) + 3 * len(step_words)
-    words = np.zeros(head + len(table) + len(kv), np.int64)
-    words[0], words[1] = len(patches), len(step_words)
-    words[2] = words.ctypes.data + 8 * head
-    words[3] = words.ctypes.data + 8 * (head + len(table))
-    flat = [x for p in patches for x in p] + [x for s in step_words for x in s]
-    words[_HEADER:head] = np.array(flat, np.uint64).view(np.int64) if flat else 0
-    words[head:head + len(table)] = np.array(table, np.uint64).view(np.int64) if table else 0
-    words[head + len(table):] = kv
-    return words
+    """The words ``mtvm_relax_run_plan`` reads for ``steps`` (``native_plan.plan_words``), an
+    output ref patched from its owner, the call tuple's item after the arguments."""
+    def patched(step):
+        address, refs, kvars, name = step
+        refs = [("arg", nargs + owner_index[a], b - out_roots[a][1]) if kind == "out"
+                else (kind, a, b) for kind, a, b in refs]
+        return address, refs, kvars, name
+    return plan_words([patched(st) for st in steps])
 
 
 def _overlaps(span, lo: int, hi: int) -> bool:
     return span[1] > 0 and span[0] < hi and lo < span[0] + span[1]
-
-
-def _aligned_buffer(nbytes: int) -> tuple[np.ndarray, int]:
-    """A fresh buffer of at least ``nbytes`` and the 64-byte-aligned address inside it."""
-    buf = np.empty(nbytes + 64, np.uint8)
-    return buf, buf.ctypes.data + (-buf.ctypes.data) % 64
 
 
 def _concats_in_place(steps: list, touched: list, keep: list, arena=()) -> list:

@@ -22,13 +22,14 @@ from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
 from .liveness import kill_points
+from .native_entry import KILL, MISS, RECORD, native_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
 
 # drop each register after its last use (``liveness.kill_points``): intermediate tensors are
 # freed during the call, and later kernels reuse their memory while it is still in cache
 KILL_DEAD_REGISTERS = True
-_KILL = -1  # the prepared code's pseudo-instruction (_KILL, registers)
+_KILL = KILL  # the prepared code's pseudo-instruction (_KILL, registers)
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
 
@@ -213,6 +214,10 @@ class VirtualMachine:
         for k in exe.kernels:
             _leaves(getattr(k, "consts", ()) or (), self._const_ids)
         self._code = self._prepare()
+        # straight-line functions get a native entry (native_entry.py): one native call per
+        # run at a call shape seen before; False runs every call in the dispatch loop
+        self.native_entry = True
+        self._native = [native_function(self, k) for k in range(len(exe.functions))]
         self.module = self
 
     # ------------------------------------------------------------------ API
@@ -332,8 +337,21 @@ class VirtualMachine:
 
     # ------------------------------------------------------------------ dispatch loop
     def _execute(self, func_index: int, args: list):
-        """Run function ``func_index``; Python's cyclic collector is paused meanwhile (VM values
-        are acyclic, and a deep recursion would otherwise rescan its frames again and again)."""
+        """Run function ``func_index``: through its native entry's plan for this call shape when
+        it has one (recording it at a new shape), else in the dispatch loop."""
+        nf = self._native[func_index] if self.native_entry else None
+        if nf is not None:
+            got = nf.try_call(args)
+            if got is RECORD:
+                return nf.record(args)
+            if got is not MISS:
+                return got
+        return self._execute_loop(func_index, args)
+
+    def _execute_loop(self, func_index: int, args: list):
+        """Run function ``func_index`` in the dispatch loop; Python's cyclic collector is paused
+        meanwhile (VM values are acyclic, and a deep recursion would otherwise rescan its frames
+        again and again)."""
         with paused():
             return self._loop(func_index, args)
 

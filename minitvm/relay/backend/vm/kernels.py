@@ -88,7 +88,9 @@ class ShapeSpecializer:
         return kernel, [(tuple(int(getattr(d, "value", d)) for d in t.shape), t.dtype)
                         for t in outs]
 
-    def __call__(self, args: list) -> list:
+    def _entry(self, args: list) -> tuple:
+        """``(key, kernel, output (shape, dtype)s)`` for ``args``: the specialization for
+        their shapes, made at the first call with them; kernel None: the numpy references."""
         key = tuple((a.shape, a.dtype) for a in args)  # (str(dtype) costs a microsecond)
         entry = self.cache.get(key)
         if entry is None:
@@ -100,14 +102,15 @@ class ShapeSpecializer:
                                 self.options.strict_native)
                 entry = (None, None)  # the ops' numpy references run it
             self.cache[key] = entry
-        kernel, outs = entry
-        if kernel is None:
-            if self._fallback is None:
-                self._fallback = fallback_runner(self.func)
-            return self._fallback(args)
-        if kernel.kind != "native":
-            return kernel.run(list(args) + list(kernel.consts))
-        outputs = [np.empty(s, dtype=d) for s, d in outs]
+        return (key, *entry)
+
+    def native_call(self, args: list) -> tuple | None:
+        """``(kernel, inputs, outputs)`` of the native call that runs ``args`` (inputs with
+        their weights packed, fresh outputs), or None when numpy runs them: the Relay VM's
+        native entry records the call (``runtime.vm.native_entry``)."""
+        key, kernel, outs = self._entry(args)
+        if kernel is None or kernel.kind != "native":
+            return None
         ins = [contiguous(a) for a in args]
         for pos, transform in kernel.input_packs.items():
             pk = (key, pos, id(args[pos]))
@@ -115,6 +118,18 @@ class ShapeSpecializer:
             if held is None or held[0] is not args[pos]:
                 held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
             ins[pos] = held[1]
+        return kernel, ins, [np.empty(s, dtype=d) for s, d in outs]
+
+    def __call__(self, args: list) -> list:
+        got = self.native_call(args)
+        if got is None:
+            _, kernel, _ = self._entry(args)
+            if kernel is None:
+                if self._fallback is None:
+                    self._fallback = fallback_runner(self.func)
+                return self._fallback(args)
+            return kernel.run(list(args) + list(kernel.consts))
+        kernel, ins, outputs = got
         fast = getattr(kernel.kernel, "_fast_call", None) if not kernel.ws_bytes else None
         if fast is not None:  # compiled for exactly these shapes and dtypes: no checks needed
             fast((*ins, *kernel.consts, *outputs), threadpool.get_num_threads())
