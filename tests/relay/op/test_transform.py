@@ -134,6 +134,12 @@ def test_concatenate_errors_and_any():
         rel([TupleType([TensorType((2, 3)), TensorType((2, 3), "int32")])], attrs)
     out = rel([TupleType([TensorType((relay.Any(), 3)), TensorType((2, 5))])], attrs)
     assert out.shape == (2, 8)
+    # an unknown dim off the axis is the same in every input when it runs: the result keeps it
+    n, m = relay.Any(), relay.Any()
+    out = rel([TupleType([TensorType((n, 3)), TensorType((n, 5))])], attrs)
+    assert out.shape[0] is n and out.shape[1] == 8
+    on_axis = rel([TupleType([TensorType((3, n)), TensorType((3, m))])], attrs).shape[1]
+    assert isinstance(on_axis, tvm.tir.Any) and on_axis is not n and on_axis is not m
     with pytest.raises(ValueError, match="non-empty"):
         relay.concatenate([], 0)
 

@@ -12,7 +12,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .dynamic_dim import DynamicDim, has_dynamic, reshape_dims
+from .dynamic_dim import DynamicDim, has_dynamic
+from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
 from .shape_values import SizeOf, evaluate
 
@@ -60,8 +61,7 @@ def _reshape(ctx, ins, attrs):
     in_shape = ctx.shape(x)
     allowzero = bool(attrs.get("allowzero", 0))
     if len(ins) > 1 and has_dynamic(in_shape) and ctx.maybe_value(ins[1]) is None:
-        return _op.reshape(x, dynamic_reshape_target(in_shape, _run_time_target(
-            ctx, x, ins[1], "Reshape"), allowzero))
+        return _reshape_run_time(ctx, x, in_shape, ins[1], allowzero)
     target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
         attrs["shape"])
     if has_dynamic(in_shape):
@@ -71,27 +71,32 @@ def _reshape(ctx, ins, attrs):
     return _op.reshape(x, out, allowzero=0 in out)
 
 
-def _run_time_target(ctx, x, shape, what: str) -> list[int]:
-    """A target shape computed from run-time sizes (``shape_values``) as a Relay reshape's:
-    a size that is ``x``'s own at that axis is copied (0), one other run-time size is inferred
-    (-1)."""
+def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
+    """Reshape to a target computed from run-time sizes (``shape_values``): each size that is a
+    tensor's axis becomes that axis's ``DynamicDim``, so sizes the input has at the same place
+    are copied and the rest inferred or read (``dynamic_reshape.reshape_to``); what the type
+    cannot say is reshaped by the model's own shape tensor at run time (``dyn.reshape``)."""
     elems = evaluate(ctx.fold(shape))
     if elems is None:
-        ctx.value(shape, f"{what}'s shape")  # (raises its clear error)
-    out, unknown = [], []
+        ctx.value(shape, "Reshape's shape")  # (raises its clear error)
+    run_time = ctx.fold(shape)
+    target = []
     for i, v in enumerate(elems.ravel()):
-        if isinstance(v, SizeOf):
-            if v.tensor is x and v.axis == i:
-                out.append(0)
-                continue
-            unknown.append(i)
-            out.append(-1)
+        if isinstance(v, SizeOf):  # (a size computed from others has no axis to read: fresh)
+            target.append(DynamicDim(i) if v.tensor is None else ctx.shape(v.tensor)[v.axis])
+        elif int(v) == 0 and not allowzero and i < len(in_shape):
+            target.append(in_shape[i])  # ONNX's 0 copies the input's size
         else:
-            out.append(int(v))
-    if len(unknown) > 1 or (unknown and out.count(-1) > 1):
-        raise ctx.fail(f"{what}'s shape {['?' if isinstance(v, SizeOf) else int(v) for v in elems.ravel()]} "
-                       "has more than one size known only at run time")
-    return out
+            target.append(int(v))
+    ints = [d for d in target if not isinstance(d, DynamicDim)]
+    if allowzero and 0 in ints:
+        return _op.reshape(x, run_time, allowzero=True)
+    if -1 in ints:
+        codes = copy_codes(in_shape, target)
+        if has_dynamic(codes):  # an unknown size besides the -1
+            return _op.reshape(x, run_time)
+        return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
+    return reshape_to(ctx.shape, x, in_shape, target, run_time)
 
 
 @register("Flatten")
@@ -100,8 +105,8 @@ def _flatten(ctx, ins, attrs):
     axis = int(attrs.get("axis", 1))
     axis = axis + len(shape) if axis < 0 else axis
     if has_dynamic(shape):  # the dynamic side is inferred: (-1, cols) or (rows, -1)
-        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):
-            raise ctx.fail(f"Flatten at axis {axis} of shape {shape}: both sides dynamic")
+        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):  # rows merged, cols inferred
+            return _op.reshape(merge_leading(ins[0], axis), (0, -1))
         if has_dynamic(shape[axis:]):
             return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
         return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
@@ -232,9 +237,14 @@ def _unsqueeze(ctx, ins, attrs):
     shape = list(ctx.shape(ins[0]))
     axes = _axes_arg(ctx, ins, attrs, "Unsqueeze")
     nd = len(shape) + len(axes)
+    if has_dynamic(shape):  # expand_dims keeps each dynamic size's identity in the type
+        out = ins[0]
+        for a in sorted(a % nd for a in axes):
+            out = _op.expand_dims(out, a)
+        return out
     for a in sorted(a % nd for a in axes):
         shape.insert(a, 1)
-    return _op.reshape(ins[0], reshape_dims(shape) if has_dynamic(shape) else shape)
+    return _op.reshape(ins[0], shape)
 
 
 @register("Squeeze")
@@ -244,8 +254,9 @@ def _squeeze(ctx, ins, attrs):
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(a % len(shape) for a in axes)
-    kept = [d for i, d in enumerate(shape) if i not in axes]
-    return _op.reshape(ins[0], reshape_dims(kept) if has_dynamic(kept) else kept)
+    if has_dynamic(shape):  # (a dynamic size squeezed is checked to be 1 when it runs)
+        return _op.squeeze(ins[0], axis=axes)
+    return _op.reshape(ins[0], [d for i, d in enumerate(shape) if i not in axes])
 
 
 @register("Expand")

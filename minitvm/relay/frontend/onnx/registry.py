@@ -67,14 +67,17 @@ class Context(NodeContext):
         # ... -> (q, scale, axis) of a Softmax over a DequantizeLinear'd 8-bit activation that
         # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
         self.softmax_inputs: dict = {}
+        # id of a relay.Any() in a graph input's type -> the ONNX dim_param it stands for
+        self.dim_names: dict[int, str] = {}
 
     def shape(self, e) -> tuple:
-        """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis."""
+        """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
+        ``Any`` object is its identity, so a size shared through the types compares equal)."""
         t = infer_type(e)
         if isinstance(t, TensorType) and not t.is_static() and \
                 all(isinstance(d, int | Any) for d in t.shape):
-            return tuple(DynamicDim(i) if isinstance(d, Any) else d
-                         for i, d in enumerate(t.shape))
+            return tuple(DynamicDim(i, d, e, self.dim_names.get(id(d), ""))
+                         if isinstance(d, Any) else d for i, d in enumerate(t.shape))
         return infer_shape(e)
 
     def ndim(self, e) -> int:
