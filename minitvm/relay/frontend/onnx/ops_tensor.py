@@ -155,6 +155,9 @@ def _split(ctx, ins, attrs):
 def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
+    if len(ins) > 1 and any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v)
+                            for v in ins[1:3]):
+        return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
         ends = _ints(ctx.value(ins[2], "Slice's ends"))
@@ -167,6 +170,43 @@ def _slice(ctx, ins, attrs):
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
     return slice_axes(x, shape, starts, ends, axes, steps)
+
+
+def _slice_run_time(ctx, x, nd: int, ins):
+    """Slice whose starts or ends are run-time sizes (``mask[:, :, :t, :t]`` for a dynamic seq
+    length ``t``): one ``dyn.strided_slice`` over every axis, the unsliced ones whole."""
+    n = len(ctx.shape(ins[1]))
+    n = int(ctx.shape(ins[1])[0]) if n else 1
+    axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
+        else list(range(n))
+    steps = _ints(ctx.value(ins[4], "Slice's steps")) if len(ins) > 4 and ins[4] is not None \
+        else [1] * n
+    if any(st <= 0 for st in steps):
+        raise ctx.fail(f"Slice with starts/ends known only at run time needs positive steps, "
+                       f"got {steps}")
+    axes = [a % nd for a in axes]
+    dims = _op.shape_of(x, "int64")
+
+    def element(v, j):
+        return _op.cast(_op.strided_slice(_op.reshape(v, [-1]), [j], [j + 1]), "int64")
+
+    begin, end = [], []
+    for a in range(nd):
+        if a in axes:
+            j = axes.index(a)
+            begin.append(element(ins[1], j))
+            end.append(element(ins[2], j))
+        else:
+            begin.append(ctx.const(np.array([0], "int64")))
+            end.append(_op.strided_slice(dims, [a], [a + 1]))
+    strides = [steps[axes.index(a)] if a in axes else 1 for a in range(nd)]
+    out = _op.strided_slice(x, _op.concatenate(begin, 0), _op.concatenate(end, 0),
+                            ctx.const(np.array(strides, "int64")))
+    # dyn.strided_slice's type knows no size: the static axes it left whole get theirs back
+    shape = ctx.shape(x)
+    keep = [0 if a in axes or isinstance(shape[a], DynamicDim) else int(shape[a])
+            for a in range(nd)]
+    return out if not any(keep) else _op.reshape(out, keep)
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):
@@ -356,6 +396,9 @@ def _identity(ctx, ins, attrs):
 
 @register("Range")
 def _range(ctx, ins, attrs):
+    if any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v) for v in ins):
+        # up to a run-time size (positions 0..seq): Relay's arange of that many, at run time
+        return _op.arange(*(ctx.fold(v) for v in ins), dtype=ctx.dtype(ins[0]))
     # the output length depends on the values: they must be static for a static shape
     start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in
                            zip(ins, ("start", "limit", "delta")))
