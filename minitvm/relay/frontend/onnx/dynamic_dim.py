@@ -19,7 +19,7 @@ from __future__ import annotations
 from ....ir.prim_expr import Any
 from ..common import ImportError_
 
-__all__ = ["DynamicDim", "has_dynamic", "relay_dims"]
+__all__ = ["DynamicDim", "has_dynamic", "one_inferred", "relay_dims"]
 
 
 class DynamicDim:
@@ -65,3 +65,11 @@ def has_dynamic(shape) -> bool:
 def relay_dims(shape) -> tuple:
     """``shape`` as a Relay type's dims: each ``DynamicDim`` as its own ``relay.Any()``."""
     return tuple(d.symbol if isinstance(d, DynamicDim) else int(d) for d in shape)
+
+
+def one_inferred(shape) -> tuple | None:
+    """``shape`` as a Relay reshape's new shape with its one dynamic dim inferred (-1); None
+    when it has several (their sizes must then come from elsewhere: ``dynamic_reshape``)."""
+    if sum(isinstance(d, DynamicDim) for d in shape) > 1:
+        return None
+    return tuple(-1 if isinstance(d, DynamicDim) else int(d) for d in shape)

@@ -12,7 +12,7 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .dynamic_dim import DynamicDim, has_dynamic
+from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
 from .shape_values import SizeOf, evaluate
@@ -277,14 +277,15 @@ def _unsqueeze(ctx, ins, attrs):
     shape = list(ctx.shape(ins[0]))
     axes = _axes_arg(ctx, ins, attrs, "Unsqueeze")
     nd = len(shape) + len(axes)
-    if has_dynamic(shape):  # expand_dims keeps each dynamic size's identity in the type
+    new_shape = list(shape)
+    for a in sorted(a % nd for a in axes):
+        new_shape.insert(a, 1)
+    if one_inferred(new_shape) is None:  # expand_dims keeps each dynamic size in the type
         out = ins[0]
         for a in sorted(a % nd for a in axes):
             out = _op.expand_dims(out, a)
         return out
-    for a in sorted(a % nd for a in axes):
-        shape.insert(a, 1)
-    return _op.reshape(ins[0], shape)
+    return _op.reshape(ins[0], one_inferred(new_shape))
 
 
 @register("Squeeze")
@@ -294,9 +295,10 @@ def _squeeze(ctx, ins, attrs):
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(a % len(shape) for a in axes)
-    if has_dynamic(shape):  # (a dynamic size squeezed is checked to be 1 when it runs)
+    kept = one_inferred([d for i, d in enumerate(shape) if i not in axes])
+    if kept is None:  # several dynamic sizes: squeeze keeps each in the type
         return _op.squeeze(ins[0], axis=axes)
-    return _op.reshape(ins[0], [d for i, d in enumerate(shape) if i not in axes])
+    return _op.reshape(ins[0], kept)
 
 
 @register("Expand")
