@@ -163,3 +163,12 @@ def test_relax_imports_the_same_files_with_named_tir_vars(build, sizes):
         outs = _as_list(vm["main"](*[tvm.nd.array(v) for v in feeds.values()]))
         for got, want in zip(outs, sess.run(None, feeds), strict=True):
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_freeze_params_false_keeps_the_weights_as_parameters():
+    with pytest.warns(UserWarning, match="dynamic dimensions"):
+        mod, params = relay.frontend.from_onnx(conv_classifier(), freeze_params=False)
+    assert sorted(params) == ["fc", "w"]
+    names = [p.name_hint for p in mod["main"].params]
+    assert names[0] == "x" and sorted(names[1:]) == ["fc", "w"]
+    assert str(mod["main"].params[0].type_annotation) == "Tensor[(?, 3, 6, 6), float32]"

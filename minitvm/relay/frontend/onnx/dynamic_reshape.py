@@ -16,7 +16,7 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ..common import ImportError_
-from .dynamic_dim import DynamicDim
+from .dynamic_dim import DynamicDim, one_inferred
 
 __all__ = ["copy_codes", "merge_leading", "reshape_to", "run_time_shape"]
 
@@ -74,6 +74,11 @@ def reshape_to(shape_of, x, in_shape, target, fallback=None):
 
     ``shape_of`` is ``Context.shape``; ``fallback`` a run-time shape tensor to use when the
     type cannot keep the sizes (by default one built by ``run_time_shape``)."""
+    own = [0 if isinstance(d, DynamicDim) and d.tensor is x and d.axis == i else d
+           for i, d in enumerate(target)]  # (x's own sizes in place: copied)
+    single = one_inferred(own)
+    if single is not None and -1 in single:  # one other run-time size: inferred (-1)
+        return _op.reshape(x, single)
     codes = copy_codes(in_shape, target)
     unknown = [i for i, c in enumerate(codes) if isinstance(c, DynamicDim)]
     if len(unknown) <= 1:
