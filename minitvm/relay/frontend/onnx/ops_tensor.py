@@ -174,9 +174,10 @@ def _slice(ctx, ins, attrs):
 
 def _slice_run_time(ctx, x, nd: int, ins):
     """Slice whose starts or ends are run-time sizes (``mask[:, :, :t, :t]`` for a dynamic seq
-    length ``t``): one ``dyn.strided_slice`` over every axis, the unsliced ones whole."""
-    n = len(ctx.shape(ins[1]))
-    n = int(ctx.shape(ins[1])[0]) if n else 1
+    length ``t``): per sliced axis, a take of the positions ONNX's clamped start:end:step
+    selects (an arange at run time), which keeps every other axis's size in the type."""
+    starts_shape = ctx.shape(ins[1])
+    n = int(starts_shape[0]) if starts_shape else 1
     axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
         else list(range(n))
     steps = _ints(ctx.value(ins[4], "Slice's steps")) if len(ins) > 4 and ins[4] is not None \
@@ -184,29 +185,25 @@ def _slice_run_time(ctx, x, nd: int, ins):
     if any(st <= 0 for st in steps):
         raise ctx.fail(f"Slice with starts/ends known only at run time needs positive steps, "
                        f"got {steps}")
-    axes = [a % nd for a in axes]
-    dims = _op.shape_of(x, "int64")
 
-    def element(v, j):
-        return _op.cast(_op.strided_slice(_op.reshape(v, [-1]), [j], [j + 1]), "int64")
+    def scalar(v, j):
+        return _op.cast(_op.take(_op.reshape(v, [-1]), ctx.const(np.array(j, "int64"))),
+                        "int64")
 
-    begin, end = [], []
-    for a in range(nd):
-        if a in axes:
-            j = axes.index(a)
-            begin.append(element(ins[1], j))
-            end.append(element(ins[2], j))
-        else:
-            begin.append(ctx.const(np.array([0], "int64")))
-            end.append(_op.strided_slice(dims, [a], [a + 1]))
-    strides = [steps[axes.index(a)] if a in axes else 1 for a in range(nd)]
-    out = _op.strided_slice(x, _op.concatenate(begin, 0), _op.concatenate(end, 0),
-                            ctx.const(np.array(strides, "int64")))
-    # dyn.strided_slice's type knows no size: the static axes it left whole get theirs back
-    shape = ctx.shape(x)
-    keep = [0 if a in axes or isinstance(shape[a], DynamicDim) else int(shape[a])
-            for a in range(nd)]
-    return out if not any(keep) else _op.reshape(out, keep)
+    zero = ctx.const(np.array(0, "int64"))
+    out = x
+    for j, a in enumerate(a % nd for a in axes):
+        dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
+
+        def clamped(v, dim=dim):  # ONNX: a negative index counts from the end; then [0, dim]
+            v = _op.where(_op.less(v, zero), _op.add(v, dim), v)
+            return _op.minimum(_op.maximum(v, zero), dim)
+
+        begin = clamped(scalar(ins[1], j))
+        end = _op.maximum(clamped(scalar(ins[2], j)), begin)
+        positions = _op.arange(begin, end, ctx.const(np.array(steps[j], "int64")), "int64")
+        out = _op.take(out, positions, axis=a)
+    return out
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):
