@@ -105,6 +105,20 @@ def positions_to_seq():
     return _model(nodes, [("x", ["batch", "seq", 4])], [("y", ["batch", "seq", 4])], inits)
 
 
+def expand_beside_batch():
+    """``x[:, None].expand(b, 2, k)`` as PyTorch exports it: a size-1 axis grows to 2 beside the
+    symbolic batch the target shape reads at run time (then a gather along the last axis)."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "zero"], ["b"], axis=0),
+             node("Unsqueeze", ["b", "ax0"], ["b1"]),
+             node("Concat", ["b1", "two_k"], ["to"], axis=0),
+             node("Unsqueeze", ["x", "ax1"], ["x1"]),                # (batch, 1, 3)
+             node("Expand", ["x1", "to"], ["e"]),                    # (batch, 2, 3)
+             node("Mul", ["e", "scale"], ["y"])]
+    inits = {"zero": np.array(0, "int64"), "ax0": _ints(0), "ax1": _ints(1),
+             "two_k": _ints(2, 3), "scale": np.array([1.0, -2.0, 0.5], "float32")}
+    return _model(nodes, [("x", ["batch", 3])], [("y", ["batch", 2, 3])], inits)
+
+
 def _feeds(model, sizes: dict, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -121,7 +135,8 @@ def _as_list(out):
 CASES = [(conv_classifier, [{"batch": 1}, {"batch": 4}]),
          (attention_block, [{"batch": 2, "seq": 5}, {"batch": 3, "seq": 7}]),
          (concat_on_symbolic_axes, [{"n": 2, "m": 3}, {"n": 5, "m": 1}]),
-         (positions_to_seq, [{"batch": 2, "seq": 5}, {"batch": 1, "seq": 9}])]
+         (positions_to_seq, [{"batch": 2, "seq": 5}, {"batch": 1, "seq": 9}]),
+         (expand_beside_batch, [{"batch": 3}, {"batch": 1}])]
 
 
 @pytest.mark.parametrize("build, sizes", CASES, ids=lambda c: getattr(c, "__name__", ""))

@@ -326,6 +326,10 @@ def _expand_run_time(ctx, x, target):
               for s, t in zip(shape, target)]
     if tuple(static) != tuple(shape) and not has_dynamic(shape):
         x = _op.broadcast_to(x, tuple(int(d) for d in np.broadcast_shapes(shape, static)))
+    elif has_dynamic(shape):  # (broadcast_to needs every size: repeat each static 1 -> n)
+        for axis, (s, n) in enumerate(zip(shape, static, strict=True)):
+            if not isinstance(s, DynamicDim) and s == 1 and n != 1:
+                x = _op.repeat(x, int(n), axis)
     for axis, t in enumerate(target):
         if not isinstance(t, SizeOf) or shape[axis] != 1:
             continue
