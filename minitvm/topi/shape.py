@@ -138,6 +138,12 @@ def infer_reshape(shape, newshape, allowzero: bool = False) -> tuple:
             raise ValueError(f"reshape: cannot reshape {shape_str(shape)} into "
                              f"{list(newshape)}: {in_rest} is not divisible by {out_rest}")
         oshape[infer_idx] = div_dim(in_rest, out_rest)
+        rest = [d for k, d in enumerate(shape) if k not in used_in]
+        unknown = [d for d in rest if isinstance(d, Any)]
+        if len(unknown) == 1 and is_static_dim(out_rest) and \
+                dims_product([d for d in rest if d is not unknown[0]]) == out_rest:
+            # the one unknown size times the same static rest: the -1 is that size itself
+            oshape[infer_idx] = unknown[0]
     else:
         a, b = dims_product(shape), dims_product(oshape)
         if is_static_dim(a) and is_static_dim(b) and a != b:

@@ -298,7 +298,7 @@ def _concatenate_rel(arg_types, attrs):
             if not dims_equal(d, known[0]):
                 raise TypeError(f"concatenate: dimension {k} differs between inputs: "
                                 f"{', '.join(type_str(f) for f in fields)}")
-        out.append(known[0] if known else Any())
+        out.append(known[0] if known else dims[0])  # (all equal when it runs: any one says it)
     return TensorType(tuple(out), fields[0].dtype)
 
 

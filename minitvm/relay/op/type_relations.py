@@ -72,6 +72,8 @@ def broadcast_shapes(s1: Sequence, s2: Sequence, op_name: str = "broadcast") -> 
             out.append(b)
         elif is_static_dim(b) and b == 1:
             out.append(a)
+        elif isinstance(a, Any) and isinstance(b, Any) and a is not b:
+            out.append(Any())  # (either may be 1 at run time: the result is neither, known)
         elif isinstance(a, Any):
             out.append(b)
         elif isinstance(b, Any):

@@ -1,24 +1,31 @@
-"""The ONNX importer's view of a dynamic (relay.Any()) dimension: ``DynamicDim`` and the
-reshape targets it allows (no ``onnx`` package needed)."""
+"""The ONNX importer's view of a dynamic (relay.Any()) dimension: ``DynamicDim`` (equal only to a
+dim of the same size identity) and the reshapes it allows (no ``onnx`` package needed)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from minitvm.relay.frontend.common import ImportError_
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.frontend.common import Folder, ImportError_
 from minitvm.relay.frontend.onnx.dynamic_dim import DynamicDim, has_dynamic, relay_dims
+from minitvm.relay.frontend.onnx.dynamic_reshape import merge_leading, reshape_to
 from minitvm.relay.frontend.onnx.ops_tensor import dynamic_reshape_target
+from minitvm.relay.frontend.onnx.registry import Context
+from minitvm.runtime import vm as runtime_vm
 
 
-def test_dynamic_dim_refuses_arithmetic_and_equals_only_dynamic_dims():
-    d = DynamicDim(0)
+def test_dynamic_dims_are_equal_only_when_they_share_a_size():
+    batch, seq = relay.Any(), relay.Any()
+    d = DynamicDim(0, batch, name="batch")
     shape = (d, 3, 4)
     assert has_dynamic(shape) and not has_dynamic(shape[1:])
-    assert 0 not in shape and shape[0] != 1 and shape == (DynamicDim(0), 3, 4)
-    assert str(relay_dims(shape)) == "(?, 3, 4)"
+    assert 0 not in shape and shape[0] != 1 and shape == (DynamicDim(0, batch), 3, 4)
+    assert d != DynamicDim(0, seq) and d != DynamicDim(0) and hash(d) == hash(DynamicDim(2, batch))
+    assert repr(shape) == "(batch, 3, 4)" and relay_dims(shape)[0] is batch
     for bad in (lambda: int(d), lambda: d * 2, lambda: np.prod(shape), lambda: d < 3):
-        with pytest.raises(ImportError_, match="static size of axis 0.*relay.Any"):
+        with pytest.raises(ImportError_, match=r"static size of axis 0 \(batch\).*relay.Any"):
             bad()
 
 
@@ -28,3 +35,54 @@ def test_dynamic_reshape_target_copies_or_infers_the_dynamic_axis():
     assert dynamic_reshape_target(shape, [-1, 4, 3]) == [-1, 4, 3]
     with pytest.raises(ValueError, match=r"dynamic axes \[0\] are neither copied"):
         dynamic_reshape_target(shape, [3, 4, 2])
+
+
+def _ctx():
+    return Context(17, Folder())
+
+
+def test_reshape_to_keeps_each_size_it_can():
+    """(batch*seq, 16) -> (batch, seq, 16) reads both sizes from ``x`` (reshape_like); one
+    unknown size is inferred (-1); sizes of two unrelated tensors go through dyn.reshape."""
+    ctx = _ctx()
+    b, s = relay.Any(), relay.Any()
+    x = relay.var("x", shape=(b, s, 16))
+    rows = relay.var("rows", shape=(relay.Any(), 16))
+    back = reshape_to(ctx.shape, rows, ctx.shape(rows), ctx.shape(x))
+    assert back.op.name == "reshape_like"
+    out = ctx.shape(back)
+    assert out == ctx.shape(x) and out[0].symbol is b and out[1].symbol is s
+
+    split = reshape_to(ctx.shape, x, ctx.shape(x), ctx.shape(x)[:2] + (2, 8))
+    assert split.op.name == "reshape" and list(split.attrs.newshape) == [0, 0, 2, 8]
+    assert ctx.shape(split)[:2] == ctx.shape(x)[:2]
+
+    one = reshape_to(ctx.shape, rows, ctx.shape(rows), (ctx.shape(x)[0], 4, 4))
+    assert list(one.attrs.newshape) == [-1, 4, 4]
+
+    y = relay.var("y", shape=(relay.Any(), 3))
+    mixed = reshape_to(ctx.shape, rows, ctx.shape(rows), (ctx.shape(x)[0], ctx.shape(y)[0], 16))
+    assert mixed.op.name == "dyn.reshape"
+
+    with pytest.raises(ImportError_, match=r"axes \[0\] of the input are neither copied"):
+        reshape_to(ctx.shape, rows, ctx.shape(rows), (4, 4, 4))
+
+
+def test_reshapes_of_two_dynamic_sizes_run_at_two_sizes():
+    ctx = _ctx()
+    x = relay.var("x", shape=(relay.Any(), relay.Any(), 16))
+    merged = merge_leading(x, 2)  # (batch*seq, 16)
+    assert str(ctx.shape(merged)) == "(?, 16)"
+    split = reshape_to(ctx.shape, x, ctx.shape(x), ctx.shape(x)[:2] + (2, 8))
+    back = reshape_to(ctx.shape, merged, ctx.shape(merged), ctx.shape(x))
+    y = relay.var("y", shape=(relay.Any(), 16))
+    other = reshape_to(ctx.shape, y, ctx.shape(y), ctx.shape(x))  # (read at run time)
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.Tuple([split, back, other])))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(0)
+    for n, t in ((2, 3), (1, 5)):
+        xv = rng.standard_normal((n, t, 16)).astype("float32")
+        out = vm.run(xv, xv.reshape(n * t, 16))
+        np.testing.assert_array_equal(out[0].numpy(), xv.reshape(n, t, 2, 8))
+        np.testing.assert_array_equal(out[1].numpy(), xv)
+        np.testing.assert_array_equal(out[2].numpy(), xv)

@@ -309,12 +309,13 @@ def test_not_a_model():
         relay.frontend.from_onnx(42)
 
 
-def test_dynamic_dim_needs_shape():
+def test_dynamic_dim_imports_as_any_or_takes_shape():
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, ["N", 3])],
                        [("y", F, ["N", 3])])
-    with pytest.raises(ImportError_, match=r"'x' has dynamic dimensions at axes 0 \(N\).*"
-                                           r"shape=\{'x': \(1, 3\)\}"):
-        relay.frontend.from_onnx(model)
+    with pytest.warns(UserWarning, match=r"'x' has dynamic dimensions at axes 0 \(N\).*"
+                                         r"relay.Any\(\)"):
+        mod, _ = relay.frontend.from_onnx(model)
+    assert str(mod["main"].params[0].type_annotation) == "Tensor[(?, 3), float32]"
     mod, _ = relay.frontend.from_onnx(model, shape={"x": (5, 3)})
     assert mod["main"].params[0].type_annotation.concrete_shape == (5, 3)
 

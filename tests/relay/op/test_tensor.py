@@ -132,6 +132,16 @@ def test_broadcast_shapes_rules():
     assert broadcast_shapes((n, 3), (n, 1))[0] is n
 
 
+def test_broadcast_of_unknown_dims_keeps_an_identity_only_when_it_is_one():
+    """A relay.Any() broadcast with itself stays that Any (the ONNX importer reads it as the
+    same size); two different ones give a fresh Any, since either may be 1 when it runs."""
+    b, s = relay.Any(), relay.Any()
+    out = broadcast_shapes((b, 2, s, s), (b, 1, 1, s))
+    assert out[0] is b and out[1] == 2 and out[2] is s and out[3] is s
+    mixed = broadcast_shapes((b, 3), (s, 3))[0]
+    assert isinstance(mixed, tvm.tir.Any) and mixed is not b and mixed is not s
+
+
 def test_broadcast_failure_names_both_shapes():
     rel = Op.get("add").get_attr("FTypeRelation")
     with pytest.raises(TypeError, match=r"add: incompatible broadcast shapes \(2, 3\) and \(4,\)"):

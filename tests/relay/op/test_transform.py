@@ -74,6 +74,18 @@ def test_reshape_symbolic_dims():
     assert str(out[0]) in ("(n * 4)", "n*4") or isinstance(out[0], tvm.tir.PrimExpr)
 
 
+def test_reshape_infers_an_unknown_dim_as_itself_only_beside_the_same_static_rest():
+    """(B, 3, 4) -> (-1, 12) is B again (the ONNX importer then knows it is the batch); -1 over
+    (B, 3, 4) -> (-1, 4) is B*3, a new unknown; -3 merges into a new one; 0 copies it."""
+    b = relay.Any()
+    assert infer_reshape((b, 3, 4), (-1, 12))[0] is b
+    assert infer_reshape((b, 12), (-1, 3, 4))[0] is b
+    assert infer_reshape((b, 3, 4), (0, -1)) == (b, 12)
+    for out in (infer_reshape((b, 3, 4), (-1, 4))[0], infer_reshape((b, 3, 4), (-3, 4))[0],
+                infer_reshape((b, relay.Any(), 4), (-1, 4))[0]):
+        assert isinstance(out, tvm.tir.Any) and out is not b
+
+
 def test_reshape_like():
     like = np.zeros((4, 6), "int8")
     check(relay.reshape_like(relay.var("x"), relay.var("l")), [X, like], X.reshape(4, 6))
@@ -134,6 +146,12 @@ def test_concatenate_errors_and_any():
         rel([TupleType([TensorType((2, 3)), TensorType((2, 3), "int32")])], attrs)
     out = rel([TupleType([TensorType((relay.Any(), 3)), TensorType((2, 5))])], attrs)
     assert out.shape == (2, 8)
+    # an unknown dim off the axis is the same in every input when it runs: the result keeps it
+    n, m = relay.Any(), relay.Any()
+    out = rel([TupleType([TensorType((n, 3)), TensorType((n, 5))])], attrs)
+    assert out.shape[0] is n and out.shape[1] == 8
+    on_axis = rel([TupleType([TensorType((3, n)), TensorType((3, m))])], attrs).shape[1]
+    assert isinstance(on_axis, tvm.tir.Any) and on_axis is not n and on_axis is not m
     with pytest.raises(ValueError, match="non-empty"):
         relay.concatenate([], 0)
 

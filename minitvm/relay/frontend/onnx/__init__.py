@@ -47,7 +47,9 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     model : onnx.ModelProto or str
         The model, or the path of an ``.onnx`` file.
     shape : dict of str to tuple, optional
-        Input shapes; required for inputs whose dimensions are symbolic in the model. A
+        Input shapes. A dimension symbolic in the model and not given here (or given as
+        ``relay.Any()``) is ``relay.Any()``: one per dim_param name, compiled with
+        ``relay.vm.compile`` for any size. A
         sequence-typed input takes a list of element shapes (it becomes one parameter per
         element, ``NAME_0``, ``NAME_1``, ...); an optional-typed one its element's shape, or
         None when it is empty.

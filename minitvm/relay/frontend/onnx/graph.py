@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ....frontend_common import onnx_model as _om
@@ -52,6 +54,8 @@ class GraphProto(_om.GraphImporterBase):
         super().__init__()
         self.params: dict[str, NDArray] = {}
         self.fold = Folder()
+        self.dim_symbols: dict[str, Any] = {}  # ONNX dim_param -> its relay.Any()
+        self.dim_names: dict[int, str] = {}  # id of that relay.Any() -> the dim_param
 
     def _input_dtype(self, name: str, proto_dtype: str | None) -> str:
         if isinstance(self.dtype, dict):
@@ -61,22 +65,35 @@ class GraphProto(_om.GraphImporterBase):
         return self.dtype or "float32"
 
     def _input_shape(self, vi) -> tuple:
-        if vi.name in self.shape:
-            # relay.Any() in the given shape keeps that axis dynamic (one build, any size)
-            return tuple(d if isinstance(d, Any) else int(d) for d in self.shape[vi.name])
-        dims, symbolic = [], []
-        for i, d in enumerate(_om.input_dims(vi, ImportError_, "shape")):
-            if isinstance(d, int):
-                dims.append(d)
-            else:
-                symbolic.append(f"{i} ({d or '?'})")
-                dims.append(-1)
-        if symbolic:
-            raise ImportError_(
-                f"graph input {vi.name!r} has dynamic dimensions at axes {', '.join(symbolic)}; "
-                f"pass shape={{'{vi.name}': {tuple(d if d > 0 else 1 for d in dims)}}} (or the "
-                "shape you need) to from_onnx")
-        return tuple(dims)
+        """A graph input's Relay dims. A dynamic dim (an ONNX dim_param, an unnamed dim, or
+        relay.Any() in ``shape=``) is a ``relay.Any()``, one object per dim_param name (ONNX:
+        one name is one size in a model), so converters can tell which sizes are the same."""
+        given = self.shape.get(vi.name)
+        if given is not None and not any(isinstance(d, Any) for d in given):
+            return tuple(int(d) for d in given)
+        declared = _om.input_dims(vi, ImportError_, "shape") if given is None or \
+            vi.type.tensor_type.HasField("shape") else []
+        if given is None:
+            dynamic = [f"{i} ({d or '?'})" for i, d in enumerate(declared) if isinstance(d, str)]
+            if dynamic:
+                warnings.warn(f"graph input {vi.name!r} has dynamic dimensions at axes "
+                              f"{', '.join(dynamic)}: imported as relay.Any() (compile with "
+                              "relay.vm.compile); pass shape= with static sizes for a static "
+                              "build", stacklevel=5)
+            return tuple(d if isinstance(d, int) else self._symbol(d) for d in declared)
+        names = declared if len(declared) == len(given) else [""] * len(given)
+        # a relay.Any() given where the model names the axis takes that name's identity
+        return tuple((self._symbol(n) if isinstance(n, str) and n else d) if isinstance(d, Any)
+                     else int(d) for d, n in zip(given, names, strict=True))
+
+    def _symbol(self, name: str) -> Any:
+        """The relay.Any() standing for the dim_param ``name`` (a fresh one when unnamed)."""
+        if not name:
+            return Any()
+        if name not in self.dim_symbols:
+            self.dim_symbols[name] = Any()
+            self.dim_names[id(self.dim_symbols[name])] = name
+        return self.dim_symbols[name]
 
     def from_onnx(self, graph) -> tuple[IRModule, dict]:
         missing = _om.unsupported_ops(graph, CONVERTERS)
@@ -110,6 +127,7 @@ class GraphProto(_om.GraphImporterBase):
             inputs.append(v)
         ctx = Context(self.opset, self.fold, inputs)
         ctx.finite = finite_tensors(graph)
+        ctx.dim_names = self.dim_names
         ctx.uses = _om.tensor_reads(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:

@@ -11,7 +11,8 @@ from ... import op as _op
 from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
-from .dynamic_dim import has_dynamic, reshape_dims
+from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
+from .dynamic_reshape import merge_leading, reshape_to
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -145,6 +146,19 @@ def _conv_transpose(ctx, ins, attrs):
 
 
 # ------------------------------------------------------------------ matrix products
+def _same_batch(da, db) -> bool:
+    """Whether two batch shapes are known to be equal once batch_matmul has checked that their
+    products are: the same sizes, or one dynamic axis at the same place beside equal static
+    ones (equal products then make it equal too)."""
+    if da == db:
+        return True
+    dynamic = [i for i, (x, y) in enumerate(zip(da, db, strict=True))
+               if isinstance(x, DynamicDim) or isinstance(y, DynamicDim)]
+    return len(dynamic) == 1 and all(
+        isinstance(da[i], DynamicDim) and isinstance(db[i], DynamicDim) for i in dynamic) and \
+        all(da[i] == db[i] for i in range(len(da)) if i not in dynamic)
+
+
 def matmul(ctx, a, b):
     """numpy.matmul semantics on Relay's dense / batch_matmul."""
     sa, sb = ctx.shape(a), ctx.shape(b)
@@ -159,24 +173,32 @@ def matmul(ctx, a, b):
     if len(sb) == 2:
         flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
         out = _nn.dense(flat, _op.transpose(b, (1, 0)))
-        if len(sa) != 2:
-            out = _op.reshape(out, reshape_dims(sa[:-1] + (n,)))
         out_shape = sa[:-1] + (n,)
+        if len(sa) != 2:
+            out = reshape_to(ctx.shape, out, ctx.shape(out), out_shape)
     elif has_dynamic(sa[:-2]) or has_dynamic(sb[:-2]):
         # a run-time batch (attention's batch x heads): the same batch axes on both sides (their
-        # sizes checked by batch_matmul when it runs), flattened into one
-        if len(sa) != len(sb) or sa[:-2] != sb[:-2]:
+        # sizes checked by batch_matmul when it runs), merged into one and split back like ``a``
+        if len(sa) != len(sb) or not _same_batch(sa[:-2], sb[:-2]):
             raise ctx.fail(f"MatMul of {sa} by {sb}: a dynamic batch needs the same batch "
-                           "axes on both operands")
+                           "axes on both operands (the same sizes, not just both dynamic)")
         bt = last_two_swapped(b)
         b = b if bt is None else bt
-        if len(sa) > 3:
-            a = _op.reshape(a, (-1, m, k))
-            b = _op.reshape(b, (-1, k, n) if bt is None else (-1, n, k))
-        out = _nn.batch_matmul(a, b, transpose_b=bt is not None)
         out_shape = sa[:-1] + (n,)
-        if len(sa) > 3:
-            out = _op.reshape(out, reshape_dims(out_shape))
+        if one_inferred(sa[:-2]) is not None and not has_dynamic((m, k, n)):
+            # (only one batch axis is dynamic: -1 says it)
+            if len(sa) > 3:
+                a = _op.reshape(a, (-1, m, k))
+                b = _op.reshape(b, (-1, k, n) if bt is None else (-1, n, k))
+            out = _nn.batch_matmul(a, b, transpose_b=bt is not None)
+            if len(sa) > 3:
+                out = _op.reshape(out, one_inferred(out_shape))
+        else:  # (a dynamic seq too: merged with -3, split back like ``a``)
+            out = _nn.batch_matmul(merge_leading(a, len(sa) - 2), merge_leading(b, len(sb) - 2),
+                                   transpose_b=bt is not None)
+            if len(sa) > 3:
+                out = _op.reshape_like(out, a, lhs_begin=0, lhs_end=1, rhs_begin=0,
+                                       rhs_end=len(sa) - 2)
     else:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
         nb = int(np.prod(batch)) if batch else 1

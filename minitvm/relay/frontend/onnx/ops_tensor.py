@@ -12,7 +12,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .dynamic_dim import DynamicDim, has_dynamic, reshape_dims
+from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
+from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
 from .shape_values import SizeOf, evaluate
 
@@ -60,8 +61,7 @@ def _reshape(ctx, ins, attrs):
     in_shape = ctx.shape(x)
     allowzero = bool(attrs.get("allowzero", 0))
     if len(ins) > 1 and has_dynamic(in_shape) and ctx.maybe_value(ins[1]) is None:
-        return _op.reshape(x, dynamic_reshape_target(in_shape, _run_time_target(
-            ctx, x, ins[1], "Reshape"), allowzero))
+        return _reshape_run_time(ctx, x, in_shape, ins[1], allowzero)
     target = _ints(ctx.value(ins[1], "Reshape's shape")) if len(ins) > 1 else list(
         attrs["shape"])
     if has_dynamic(in_shape):
@@ -71,27 +71,32 @@ def _reshape(ctx, ins, attrs):
     return _op.reshape(x, out, allowzero=0 in out)
 
 
-def _run_time_target(ctx, x, shape, what: str) -> list[int]:
-    """A target shape computed from run-time sizes (``shape_values``) as a Relay reshape's:
-    a size that is ``x``'s own at that axis is copied (0), one other run-time size is inferred
-    (-1)."""
+def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
+    """Reshape to a target computed from run-time sizes (``shape_values``): each size that is a
+    tensor's axis becomes that axis's ``DynamicDim``, so sizes the input has at the same place
+    are copied and the rest inferred or read (``dynamic_reshape.reshape_to``); what the type
+    cannot say is reshaped by the model's own shape tensor at run time (``dyn.reshape``)."""
     elems = evaluate(ctx.fold(shape))
     if elems is None:
-        ctx.value(shape, f"{what}'s shape")  # (raises its clear error)
-    out, unknown = [], []
+        ctx.value(shape, "Reshape's shape")  # (raises its clear error)
+    run_time = ctx.fold(shape)
+    target = []
     for i, v in enumerate(elems.ravel()):
-        if isinstance(v, SizeOf):
-            if v.tensor is x and v.axis == i:
-                out.append(0)
-                continue
-            unknown.append(i)
-            out.append(-1)
+        if isinstance(v, SizeOf):  # (a size computed from others has no axis to read: fresh)
+            target.append(DynamicDim(i) if v.tensor is None else ctx.shape(v.tensor)[v.axis])
+        elif int(v) == 0 and not allowzero and i < len(in_shape):
+            target.append(in_shape[i])  # ONNX's 0 copies the input's size
         else:
-            out.append(int(v))
-    if len(unknown) > 1 or (unknown and out.count(-1) > 1):
-        raise ctx.fail(f"{what}'s shape {['?' if isinstance(v, SizeOf) else int(v) for v in elems.ravel()]} "
-                       "has more than one size known only at run time")
-    return out
+            target.append(int(v))
+    ints = [d for d in target if not isinstance(d, DynamicDim)]
+    if allowzero and 0 in ints:
+        return _op.reshape(x, run_time, allowzero=True)
+    if -1 in ints:
+        codes = copy_codes(in_shape, target)
+        if has_dynamic(codes):  # an unknown size besides the -1
+            return _op.reshape(x, run_time)
+        return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
+    return reshape_to(ctx.shape, x, in_shape, target, run_time)
 
 
 @register("Flatten")
@@ -100,8 +105,8 @@ def _flatten(ctx, ins, attrs):
     axis = int(attrs.get("axis", 1))
     axis = axis + len(shape) if axis < 0 else axis
     if has_dynamic(shape):  # the dynamic side is inferred: (-1, cols) or (rows, -1)
-        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):
-            raise ctx.fail(f"Flatten at axis {axis} of shape {shape}: both sides dynamic")
+        if has_dynamic(shape[:axis]) and has_dynamic(shape[axis:]):  # rows merged, cols inferred
+            return _op.reshape(merge_leading(ins[0], axis), (0, -1))
         if has_dynamic(shape[axis:]):
             return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
         return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
@@ -150,6 +155,9 @@ def _split(ctx, ins, attrs):
 def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
+    if len(ins) > 1 and any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v)
+                            for v in ins[1:3]):
+        return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
         ends = _ints(ctx.value(ins[2], "Slice's ends"))
@@ -162,6 +170,40 @@ def _slice(ctx, ins, attrs):
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
     return slice_axes(x, shape, starts, ends, axes, steps)
+
+
+def _slice_run_time(ctx, x, nd: int, ins):
+    """Slice whose starts or ends are run-time sizes (``mask[:, :, :t, :t]`` for a dynamic seq
+    length ``t``): per sliced axis, a take of the positions ONNX's clamped start:end:step
+    selects (an arange at run time), which keeps every other axis's size in the type."""
+    starts_shape = ctx.shape(ins[1])
+    n = int(starts_shape[0]) if starts_shape else 1
+    axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
+        else list(range(n))
+    steps = _ints(ctx.value(ins[4], "Slice's steps")) if len(ins) > 4 and ins[4] is not None \
+        else [1] * n
+    if any(st <= 0 for st in steps):
+        raise ctx.fail(f"Slice with starts/ends known only at run time needs positive steps, "
+                       f"got {steps}")
+
+    def scalar(v, j):
+        return _op.cast(_op.take(_op.reshape(v, [-1]), ctx.const(np.array(j, "int64"))),
+                        "int64")
+
+    zero = ctx.const(np.array(0, "int64"))
+    out = x
+    for j, a in enumerate(a % nd for a in axes):
+        dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
+
+        def clamped(v, dim=dim):  # ONNX: a negative index counts from the end; then [0, dim]
+            v = _op.where(_op.less(v, zero), _op.add(v, dim), v)
+            return _op.minimum(_op.maximum(v, zero), dim)
+
+        begin = clamped(scalar(ins[1], j))
+        end = _op.maximum(clamped(scalar(ins[2], j)), begin)
+        positions = _op.arange(begin, end, ctx.const(np.array(steps[j], "int64")), "int64")
+        out = _op.take(out, positions, axis=a)
+    return out
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):
@@ -232,9 +274,15 @@ def _unsqueeze(ctx, ins, attrs):
     shape = list(ctx.shape(ins[0]))
     axes = _axes_arg(ctx, ins, attrs, "Unsqueeze")
     nd = len(shape) + len(axes)
+    new_shape = list(shape)
     for a in sorted(a % nd for a in axes):
-        shape.insert(a, 1)
-    return _op.reshape(ins[0], reshape_dims(shape) if has_dynamic(shape) else shape)
+        new_shape.insert(a, 1)
+    if one_inferred(new_shape) is None:  # expand_dims keeps each dynamic size in the type
+        out = ins[0]
+        for a in sorted(a % nd for a in axes):
+            out = _op.expand_dims(out, a)
+        return out
+    return _op.reshape(ins[0], one_inferred(new_shape))
 
 
 @register("Squeeze")
@@ -244,8 +292,10 @@ def _squeeze(ctx, ins, attrs):
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(a % len(shape) for a in axes)
-    kept = [d for i, d in enumerate(shape) if i not in axes]
-    return _op.reshape(ins[0], reshape_dims(kept) if has_dynamic(kept) else kept)
+    kept = one_inferred([d for i, d in enumerate(shape) if i not in axes])
+    if kept is None:  # several dynamic sizes: squeeze keeps each in the type
+        return _op.squeeze(ins[0], axis=axes)
+    return _op.reshape(ins[0], kept)
 
 
 @register("Expand")
@@ -276,6 +326,10 @@ def _expand_run_time(ctx, x, target):
               for s, t in zip(shape, target)]
     if tuple(static) != tuple(shape) and not has_dynamic(shape):
         x = _op.broadcast_to(x, tuple(int(d) for d in np.broadcast_shapes(shape, static)))
+    elif has_dynamic(shape):  # (broadcast_to needs every size: repeat each static 1 -> n)
+        for axis, (s, n) in enumerate(zip(shape, static, strict=True)):
+            if not isinstance(s, DynamicDim) and s == 1 and n != 1:
+                x = _op.repeat(x, int(n), axis)
     for axis, t in enumerate(target):
         if not isinstance(t, SizeOf) or shape[axis] != 1:
             continue
@@ -345,6 +399,9 @@ def _identity(ctx, ins, attrs):
 
 @register("Range")
 def _range(ctx, ins, attrs):
+    if any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v) for v in ins):
+        # up to a run-time size (positions 0..seq): Relay's arange of that many, at run time
+        return _op.arange(*(ctx.fold(v) for v in ins), dtype=ctx.dtype(ins[0]))
     # the output length depends on the values: they must be static for a static shape
     start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in
                            zip(ins, ("start", "limit", "delta")))

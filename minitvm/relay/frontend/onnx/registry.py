@@ -11,6 +11,7 @@ from ....ir.type import TensorType
 from ... import expr as _expr
 from ..common import ImportError_, const_value, infer_dtype, infer_shape, infer_type
 from .dynamic_dim import DynamicDim
+from .shape_values import SizeOf, evaluate
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
 
@@ -67,14 +68,17 @@ class Context(NodeContext):
         # ... -> (q, scale, axis) of a Softmax over a DequantizeLinear'd 8-bit activation that
         # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
         self.softmax_inputs: dict = {}
+        # id of a relay.Any() in a graph input's type -> the ONNX dim_param it stands for
+        self.dim_names: dict[int, str] = {}
 
     def shape(self, e) -> tuple:
-        """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis."""
+        """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
+        ``Any`` object is its identity, so a size shared through the types compares equal)."""
         t = infer_type(e)
         if isinstance(t, TensorType) and not t.is_static() and \
                 all(isinstance(d, int | Any) for d in t.shape):
-            return tuple(DynamicDim(i) if isinstance(d, Any) else d
-                         for i, d in enumerate(t.shape))
+            return tuple(DynamicDim(i, d, e, self.dim_names.get(id(d), ""))
+                         if isinstance(d, Any) else d for i, d in enumerate(t.shape))
         return infer_shape(e)
 
     def ndim(self, e) -> int:
@@ -93,6 +97,11 @@ class Context(NodeContext):
                 f"{e.name_hint!r}: bind it with from_onnx(..., const_inputs={{"
                 f"'{e.name_hint}': value}})", e.name_hint)
         if v is None:
+            sizes = self._dynamic_sizes_in(e)
+            if sizes:  # computed from run-time sizes (a Range to a dynamic seq length)
+                raise self.fail(
+                    f"{what} must be a constant, but it is computed from the dynamic size(s) "
+                    f"{', '.join(sizes)}; pass static sizes for them in from_onnx's shape=")
             deps = self._graph_inputs_of(e)
             if deps:  # computed from graph inputs (EmbeddingBag offsets -> a Loop's slices)
                 names = ", ".join(repr(d.name_hint) for d in deps)
@@ -104,6 +113,22 @@ class Context(NodeContext):
             raise self.fail(f"{what} must be a constant (or computable from static shapes); "
                             "dynamic values are not supported")
         return v
+
+    def _dynamic_sizes_in(self, e) -> list[str]:
+        """The tensor axes of dynamic size that ``e`` (shape arithmetic) is computed from,
+        as "axis 1 (seq) of 'x'" (on the error path only)."""
+        elems = evaluate(e)
+        if elems is None:
+            return []
+        out = []
+        for v in elems.ravel():
+            if isinstance(v, SizeOf) and v.tensor is not None:
+                d = self.shape(v.tensor)[v.axis]
+                of = f" of {v.tensor.name_hint!r}" if hasattr(v.tensor, "name_hint") else ""
+                text = f"axis {v.axis}{f' ({d.name})' if getattr(d, 'name', '') else ''}{of}"
+                if text not in out:
+                    out.append(text)
+        return out
 
     def _graph_inputs_of(self, e) -> list:
         """The graph inputs a value is computed from (on the error path only)."""
