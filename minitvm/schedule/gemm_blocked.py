@@ -29,6 +29,7 @@ class BlockedSchedule(GemmLoops):
         long, the last one possibly shorter): block 0 stores its sum, later blocks add theirs
         to C, the last one applies the epilogue."""
         nr, K = self.nr, self.K
+        lanes = self.tile_lanes(full_panel)  # (nr, or fewer in a partial panel)
         k0 = kb * kc if not isinstance(kb, int) else self.c(kb * kc)
         if not isinstance(K, int):  # a symbolic K is one block
             kext = K
@@ -36,13 +37,13 @@ class BlockedSchedule(GemmLoops):
             kext = kc if K % kc == 0 else E.Min(self.c(kc), self.c(K) - k0)
         short = isinstance(kext, int) and kext < 2 * self.gemv_split
         ku = self.gemv_split if rows == 1 and not short else 1
-        acc = decl_buffer((ku * rows, nr), self.dtype, "acc", scope="local")
+        acc = decl_buffer((ku * rows, lanes), self.dtype, "acc", scope="local")
         zero = E.FloatImm(self.dtype, 0.0)
         unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
 
         def fma(slot, k):
             body = self.loop("ii", rows, unroll, lambda ii: self.loop(
-                "jj", nr, vec, lambda jj: S.BufferStore(
+                "jj", lanes, vec, lambda jj: S.BufferStore(
                     acc, acc[slot + ii, jj] + self.a_at(b, row0 + ii, k0 + k)
                     * self.bp_at(b, jo, k if self.bp_block_local else k0 + k, jj),
                     [slot + ii, jj])))
@@ -63,7 +64,7 @@ class BlockedSchedule(GemmLoops):
             return S.SeqStmt([*pfs, body])
 
         parts = [self.loop("ii", ku * rows, unroll, lambda ii: self.loop(
-            "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))]
+            "jj", lanes, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))]
         if ku > 1:
             kq = kext // ku if isinstance(kext, int) else E.FloorDiv(kext, self.c(ku))
             parts.append(self.loop("k0", kq, S.ForKind.SERIAL, lambda q: self.loop(
@@ -75,7 +76,7 @@ class BlockedSchedule(GemmLoops):
                 parts.append(self.loop("k", kext % ku, S.ForKind.SERIAL,
                                        lambda k: fma(0, k), lo=kext - kext % ku))
             parts.append(self.loop("u", ku - 1, unroll, lambda u: self.loop(
-                "ii", rows, unroll, lambda ii: self.loop("jj", nr, vec, lambda jj: S.BufferStore(
+                "ii", rows, unroll, lambda ii: self.loop("jj", lanes, vec, lambda jj: S.BufferStore(
                     acc, acc[ii, jj] + acc[(u + 1) * rows + ii, jj], [ii, jj])))))
         else:
             parts.append(self.loop("k", kext, S.ForKind.SERIAL, lambda k: fma(0, k)))
@@ -119,7 +120,7 @@ class BlockedSchedule(GemmLoops):
             parts.append(S.IfThenElse(self.eq(kb, 0), store(False, False), S.IfThenElse(
                 self.eq(kb, nkb - 1), store(True, True), store(True, False))))
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
-        return S.Allocate(acc.data, self.dtype, [ku * rows * nr], True, body)
+        return S.Allocate(acc.data, self.dtype, [ku * rows * lanes], True, body)
 
     def compute_blocked(self) -> S.Stmt:
         """The cache-blocked schedule (``BLOCKING``): parallel over (batch, row block, panel

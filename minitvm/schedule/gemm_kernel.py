@@ -139,6 +139,11 @@ PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
 # measured: off.
 PREFETCH_AHEAD = {"avx512": 32, "avx2": 0}
 PREFETCH_AHEAD_MAX_ROWS = 16
+# whether the cache-blocked schedule's tiles over the partial last panel of a static N keep
+# only the power of two of lanes (4 at least) that holds its ``N % nr`` columns instead of
+# ``nr`` (zeros past N), by vector ISA (``GemmLoops.tile_lanes``): ViT's attention
+# 12x197x64 @ 12x64x197 runs 5 columns of its 7th panel as 8 lanes, not 32. AVX2 not measured: off.
+NARROW_PARTIAL_PANEL = {"avx512": True, "avx2": False}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
 # up to this K (or a symbolic K, run as one block) a row tile runs over the group's panels in
@@ -247,6 +252,8 @@ class GemmBuilder(PanelPacking, InlinePackSchedule, UnblockedSchedule):
         ahead = PREFETCH_AHEAD[vector_isa()]
         self.prefetch_ahead = ahead if isinstance(M, int) and \
             1 < M <= PREFETCH_AHEAD_MAX_ROWS else 0
+        # the partial panel's tiles narrowed to its columns (``NARROW_PARTIAL_PANEL``)
+        self.narrow_partial = NARROW_PARTIAL_PANEL[vector_isa()]
 
     def compute(self) -> S.Stmt:
         """The GEMM's statements: the cache-blocked schedule (``BLOCKING``), else the

@@ -165,6 +165,18 @@ class GemmLoops:
         kind = S.ForKind.UNROLLED if isinstance(self.M, int) else S.ForKind.SERIAL
         return self.nr, kind, True
 
+    def tile_lanes(self, full_panel: bool) -> int:
+        """Columns of a tile's accumulators: ``nr``, but in the partial last panel of a static
+        N (``NARROW_PARTIAL_PANEL``) the power of two (4 at least) holding its ``N % nr``
+        columns, so a panel of 5 columns multiplies 8-lane vectors, not two 16-lane ones."""
+        part = self.N % self.nr if isinstance(self.N, int) else 0
+        if full_panel or not self.narrow_partial or not part:
+            return self.nr
+        lanes = 4
+        while lanes < part:
+            lanes *= 2
+        return min(lanes, self.nr)
+
     def finish(self, row, col, v):
         """``v``, C's value at (``row``, ``col``), with the fused epilogue applied: the bias,
         the ReLU, then the user's epilogue (each when the GEMM has it)."""
