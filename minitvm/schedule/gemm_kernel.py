@@ -36,7 +36,7 @@ from ..tir.function import PrimFunc
 from .common import vector_isa
 from .gemm_inline_pack import InlinePackSchedule
 from .gemm_loops import _balanced as _balanced
-from .gemm_loops import _ceil_div, row_rests
+from .gemm_loops import _ceil_div, partial_lanes, row_rests
 from .gemm_loops import row_step as row_step
 from .gemm_pack import PanelPacking
 from .gemm_pack import pack_b as pack_b
@@ -176,6 +176,16 @@ def default_mc() -> int:
 def direct_widths() -> tuple[int, ...]:
     """Register tile widths for a B read in place, widest first (``DIRECT_WIDTHS``)."""
     return DIRECT_WIDTHS[vector_isa()]
+
+
+def computed_width(n: int, nr: int) -> int:
+    """Columns the cache-blocked GEMM's tiles compute for ``n`` columns in panels of ``nr``:
+    whole panels, the partial last one at its narrowed lanes under ``NARROW_PARTIAL_PANEL``
+    (else padded to ``nr``)."""
+    part = n % nr
+    if part and NARROW_PARTIAL_PANEL[vector_isa()]:
+        return n - part + partial_lanes(part, nr)
+    return -(-n // nr) * nr
 
 
 def _check(batch, M, N, K, dtype, mr, nr, mc) -> None:

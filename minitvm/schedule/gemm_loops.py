@@ -71,6 +71,15 @@ def row_rests(M, mr: int) -> list[int]:
     return [r for r in range(1, mr) if r % step == 0]
 
 
+def partial_lanes(part: int, nr: int) -> int:
+    """Lanes of a narrowed partial panel of ``part`` columns (``GemmLoops.tile_lanes``): the
+    power of two holding them, 4 at least, ``nr`` at most."""
+    lanes = 4
+    while lanes < part:
+        lanes *= 2
+    return min(lanes, nr)
+
+
 class GemmLoops:
     """Loop, index and store helpers of ``GemmBuilder`` (the fields they read are set by its
     ``__init__``)."""
@@ -172,10 +181,7 @@ class GemmLoops:
         part = self.N % self.nr if isinstance(self.N, int) else 0
         if full_panel or not self.narrow_partial or not part:
             return self.nr
-        lanes = 4
-        while lanes < part:
-            lanes *= 2
-        return min(lanes, self.nr)
+        return partial_lanes(part, self.nr)
 
     def finish(self, row, col, v):
         """``v``, C's value at (``row``, ``col``), with the fused epilogue applied: the bias,
