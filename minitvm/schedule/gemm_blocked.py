@@ -76,8 +76,9 @@ class BlockedSchedule(GemmLoops):
                 parts.append(self.loop("k", kext % ku, S.ForKind.SERIAL,
                                        lambda k: fma(0, k), lo=kext - kext % ku))
             parts.append(self.loop("u", ku - 1, unroll, lambda u: self.loop(
-                "ii", rows, unroll, lambda ii: self.loop("jj", lanes, vec, lambda jj: S.BufferStore(
-                    acc, acc[ii, jj] + acc[(u + 1) * rows + ii, jj], [ii, jj])))))
+                "ii", rows, unroll, lambda ii: self.loop(
+                    "jj", lanes, vec, lambda jj: S.BufferStore(
+                        acc, acc[ii, jj] + acc[(u + 1) * rows + ii, jj], [ii, jj])))))
         else:
             parts.append(self.loop("k", kext, S.ForKind.SERIAL, lambda k: fma(0, k)))
 
