@@ -27,6 +27,13 @@ after; --zero-copy in brackets): weight an input 1x768x768 7.30 -> 3.67 [0.97], 
 12x197 1.29 -> 1.26 [1.02], batch-4 decode 4x4096x4096 1.13 -> 0.93; the rest were and stay at
 or under ~1.0 but for small inputs whose copy is the gap (tall-skinny 4096x64x64 1.09 [0.78],
 1000x10x10 [1.15], 100x300x500 [1.01]). Numbers move ~5% between runs on that machine.
+
+Stop 52 (same machine, load ~10, --zero-copy, ratio before -> after): a partial last panel's
+tiles narrowed to its columns (``gemm_kernel.NARROW_PARTIAL_PANEL``), which keeps 77 columns
+32 wide: CLIP scores 8x77x77x64 (B transposed) 1.04 -> 0.93, ViT attention 12x197 1.03 -> 0.97,
+100x300x500 0.96 -> 0.95; BERT scores 0.92 -> 0.91 (the avx512 table's 6x64 entry dropped).
+1000x10x10 (0.88-0.91) and the dense shapes (0.75-0.98) were already at or under 1.0; the
+unchanged vit_197_mlp read 0.96-1.06 over three runs.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from .common import is_static as _is_static
 from .common import lanes as _lanes
 from .common import prod_dims as _prod_dims
 from .common import vector_inner as _vector_inner
-from .gemm_kernel import GemmBuilder, default_tile, direct_widths, pack_b
+from .gemm_kernel import GemmBuilder, computed_width, default_tile, direct_widths, pack_b
 from .knobs import select as _knobs
 from .options import LoweringOptions
 
@@ -376,7 +376,13 @@ HALF_WIDTH_MAX_N = 2048
 # zero-copy), us, 32 -> 16 wide: CLIP text attention scores 8x77x64 @ (8x77x64)^T 54.6 -> 49.2
 # (ORT 46.4), 16x40x64 @ (16x40x64)^T 38.6 -> 34.4, dense 1x512 -> 77 3.9 -> 3.4, 128x768 -> 40
 # (+bias, relu) 67.1 -> 63.1, 300x530 -> 70 159.7 -> 158.4, 64x256 -> 77 18.8 -> 19.8;
-# 8x77x64 @ 8x64x77 57.2 -> 56.5. AVX2 (16 wide: no half) off.
+# 8x77x64 @ 8x64x77 57.2 -> 56.5. AVX2 (16 wide: no half) off. The full width's padding
+# counts its partial panel at the lanes ``gemm_kernel.NARROW_PARTIAL_PANEL`` narrows it to
+# (77: 64 + 16 = 80, as many as 16-wide panels: the full width; 33..47 and 65..79 all stay
+# full). AVX-512, one thread, relay graphs, both narrowed, us, 16 -> 32 wide: 8x77x64 @
+# (8x77x64)^T 50.2 -> 44.0, 16x40x64 @ (16x40x64)^T 32.8 -> 31.8, 8x77x64 @ 8x64x77 56.1 ->
+# 52.4, dense 128x768 -> 40 (+bias, relu) 59.0 -> 52.5, 300x530 -> 70 167.9 -> 149.8,
+# 64x256 -> 77 18.4 -> 15.8, 1x512 -> 77 2.8 -> 2.9.
 HALF_WIDTH_PAD_SAVING = {"avx512": 0.15, "avx2": None}
 
 
@@ -399,7 +405,7 @@ def _dense_nr(n) -> int:
     if n < nr or (n % nr and n % half == 0 and n < HALF_WIDTH_MAX_N):
         return half
     saving = HALF_WIDTH_PAD_SAVING[vector_isa()]
-    padded, padded_half = -(-n // nr) * nr, -(-n // half) * half
+    padded, padded_half = computed_width(n, nr), -(-n // half) * half
     if saving and half < nr and padded - padded_half >= saving * padded:
         return half
     return nr

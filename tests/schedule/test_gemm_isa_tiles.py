@@ -178,9 +178,15 @@ def test_half_width_default_matches_numpy(n):
 
 def test_half_width_where_the_full_width_pads_far_more():
     """``HALF_WIDTH_PAD_SAVING`` (on for the host's ISA or not): 77 columns pad to 96 in 32-wide
-    panels, to 80 in 16-wide ones; 197 pad to 224 or 208, under the saving."""
+    panels, to 80 in 16-wide ones; 197 pad to 224 or 208, under the saving. A partial panel
+    narrowed to its lanes (``NARROW_PARTIAL_PANEL``) computes 64 + 16 = 80 columns at 32 wide:
+    no saving, the full width."""
     saving = gemm.HALF_WIDTH_PAD_SAVING[vector_isa()]
+    narrowed = gemm_kernel.NARROW_PARTIAL_PANEL[vector_isa()]
     nr = gemm_kernel.default_tile()[1]
     half = max(16, nr // 2)
     assert gemm._dense_nr(197) == nr
-    assert gemm._dense_nr(77) == (half if saving and half < nr else nr)
+    assert gemm._dense_nr(77) == (half if saving and half < nr and not narrowed else nr)
+    assert gemm_kernel.computed_width(77, 32) == (80 if narrowed else 96)
+    assert gemm_kernel.computed_width(197, 32) == (200 if narrowed else 224)
+    assert gemm_kernel.computed_width(64, 32) == 64
