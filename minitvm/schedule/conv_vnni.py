@@ -29,7 +29,7 @@ import numpy as np
 from ..tir import expr as E
 from ..tir import stmt as S
 from .common import outer_loops as _outer_loops
-from .common import static_conv2d_nchw_dims, vector_isa
+from .common import prefetch, static_conv2d_nchw_dims, vector_isa
 from .conv_lanes import PARALLEL_MIN_MACS, SIXES_MIN, even_tiles, pixel_tiles
 
 LANES = 16  # output channels a vector (16 int32)
@@ -284,6 +284,8 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         return S.IfThenElse(E.And(iy >= 0, iy < h), body, zero)
 
     full, tail = g["c"] // per, g["c"] % per
+    if PACK_PLANES and (hp, wp, pt, pl) == (h, w, 0, 0):
+        return _pack_planes(ctx, g, xq, x, nv)
     loops = []
     if full:
         loops.append(S.For(r, 0, full * hp, S.ForKind.SERIAL, row(per)))
@@ -291,6 +293,43 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         r2 = ctx.fresh("qr")
         loops.append(S.For(r2, full * hp, hp, S.ForKind.SERIAL,
                            _rename(row(tail), r, r2)))
+    return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+
+# An input read whole (no padding, every row and column: 1x1 convs at stride 1) is packed a
+# plane at a time, as one run of words across its rows, where it went row by row: a 14x14
+# plane's rows were each a vector of 14 words behind a test of the row's padding. Sapphire
+# Rapids, one thread, interleaved, us, rows -> planes: the packing copy alone 1152 channels
+# at 14x14 14.9 -> 6.9, 768 at 14x14 11.0 -> 5.0, 1920 at 7x7 13.1 -> 3.6, 192 at 56x56 17.4
+# -> 14.8, 32 at 112x112 10.5 -> 10.3; the conv + requantize to uint8: 1152 -> 192 at 14x14
+# 162.5 -> 153.0, 768 -> 192 113.2 -> 104.0, 1920 -> 320 at 7x7 141.4 -> 128.9.
+PACK_PLANES = True
+
+
+def _pack_planes(ctx, g, xq, x, nv) -> S.Stmt:
+    """``_pack`` of an input without padding whose planes the conv reads whole: ``xq[c4 *
+    plane + p]`` the word of input channels ``per*c4 ..`` at flat pixel ``p`` (a tail group of
+    fewer channels: zero bytes past the last)."""
+    kind = g["words"]
+    per, c, plane = kind.per_word, g["c"], g["h"] * g["w"]
+    xf = ctx.flat_view(x)
+
+    def run(c4, count):
+        def store(p):
+            v = None
+            for k in range(count):
+                b = kind.part(xf[(nv * c + c4 * per + k) * plane + p], k)
+                v = b if v is None else E.Call("int32", "tir.bitwise_or", [v, b])
+            return S.BufferStore(xq, v, [c4 * plane + p])
+        return _pack_run(ctx, 0, plane, store)
+
+    full, tail = c // per, c % per
+    loops = []
+    if full:
+        c4 = ctx.fresh("qc")
+        loops.append(S.For(c4, 0, full, S.ForKind.SERIAL, run(c4, per)))
+    if tail:
+        loops.append(run(_i32(full), tail))
     return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
 
@@ -355,31 +394,57 @@ def tile_groups(g, epilogue, nv) -> list[tuple[int, int, int]]:
     return pixel_tiles(grid) if grid >= SIXES_MIN else even_tiles(grid, PIXELS)
 
 
+# The channel-lanes tiles of a channel tile read its weight from memory (or L2) in the first
+# pixel tile and from L1 in the others (a 7x7 plane: 9 tiles), which left the memory idle while
+# those ran and the next channel tile's first one waiting on it. So the first pixel tile of
+# each channel tile but the last also prefetches the next one's weight, the line of it
+# matching each line it reads (as ``gemm_kernel``'s ``PREFETCH_NEXT_PIECE``). Sapphire
+# Rapids, one thread, + requantize to uint8, interleaved, us, off -> on, the weight in cache /
+# evicted before each call (as in a model): 7x7 320 -> 1920 148 -> 139 / 185 -> 165, 1920 ->
+# 320 128 -> 121 / 161 -> 147, 1152 -> 320 86 -> 79 / 107 -> 104, 1920 -> 640 269 -> 247 /
+# 327 -> 293, 640 -> 2560 396 -> 370 / 461 -> 428.
+PREFETCH_NEXT_CHANNELS = True
+
+
 def _tiles(ctx, g, xq, wv, out, nv, epilogue) -> S.Stmt:
     """Channel tiles (the outer loop, parallel for a large conv) x pixel tiles."""
     cw = g["width"]
     groups = tile_groups(g, epilogue, nv)
+    full, rest = divmod(g["o"], cw)  # (a last tile of fewer channels: their lanes stored)
+    fetch = PREFETCH_NEXT_CHANNELS and full + (1 if rest else 0) > 1 and \
+        sum(count for _, _, count in groups) > 1
 
-    def per_ob(ob, stored):
+    def per_ob(ob, stored, ahead: bool):
         loops = []
-        for first, pixels, count in groups:
+        for n, (first, pixels, count) in enumerate(groups):
             k = ctx.fresh("pt")
-            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
-                ctx, g, xq, wv, out, nv, ob, first + k * pixels, pixels, epilogue, stored)))
+
+            def tile(p0, fetch_next=False, pixels=pixels):
+                return _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels, epilogue, stored,
+                             fetch_next)
+            if n == 0 and ahead:  # (the first tile prefetches the next channel tile's weight)
+                loops.append(tile(_i32(first), True))
+                if count > 1:
+                    loops.append(S.For(k, 1, count - 1, S.ForKind.SERIAL,
+                                       tile(first + k * pixels)))
+                continue
+            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, tile(first + k * pixels)))
         return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
-    full, rest = divmod(g["o"], cw)  # (a last tile of fewer channels: their lanes stored)
-    parts = [_outer_loops(ctx, [full], g["parallel"], lambda idx: per_ob(idx[0], cw))] \
+    parts = [_outer_loops(ctx, [full], g["parallel"], lambda idx: per_ob(idx[0], cw, fetch))] \
         if full else []
     if rest:
-        parts.append(per_ob(_i32(full), rest))
+        parts.append(per_ob(_i32(full), rest, False))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -> S.Stmt:
+def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int,
+          fetch_next: bool = False) -> S.Stmt:
     """Output channels ``ob*width ..`` x output pixels ``p0 .. p0+pixels`` (flattened): int32
     accumulators, one ``vpdpbusd`` per pixel, 16 channels and tap of 4 input channels; the
-    first ``stored`` channels of the tile stored."""
+    first ``stored`` channels of the tile stored. ``fetch_next``: each tap also prefetches
+    the lines of the next channel tile's weight matching those it reads (clamped to the
+    weight's end)."""
     from ..tir.buffer import decl_buffer
 
     cw, ow, hp, wp = g["width"], g["ow"], g["hp"], g["wp"]
@@ -403,6 +468,10 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
             for v in range(cw // LANES) for jj in range(pixels)]
         off = c4 * (hp * wp) + (ky * g["dh"]) * wp + kx * g["dw"]
         woff = ((ob * (cw // LANES)) * g["c4"] + c4) * taps_w + (ky * g["kw"] + kx) * LANES
+        if fetch_next:
+            last = g["o16"] // LANES * g["c4"] * taps_w - LANES  # (the weight's last vector)
+            macs = macs + [prefetch(wv[E.Min(wo + (cw // LANES + v) * (g["c4"] * taps_w),
+                                             _i32(last))]) for v in range(cw // LANES)]
         return S.LetStmt(xo, off, S.LetStmt(wo, woff, S.SeqStmt(macs)))
 
     macs = loop("c", g["c4"], S.ForKind.SERIAL, lambda c4: loop(

@@ -1,0 +1,100 @@
+"""How ``conv_vnni`` streams its operands: an input read whole (a 1x1 stride-1 conv without
+padding) packed a plane at a time (``PACK_PLANES``, no test of padding rows), and the
+channel-lanes tiles' prefetch of the next channel tile's weight (``PREFETCH_NEXT_CHANNELS``).
+Exact against numpy's integer conv: channel counts not a multiple
+of 4 (a tail word), a batch, planes of pixel and of channel lanes, a last channel tile of fewer
+channels, one and two threads."""
+
+import numpy as np
+import pytest
+from conv_reference import conv_kernel, conv_ref, run_graph
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.schedule import conv_vnni
+from minitvm.tir import expr as E
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _build(x_shape, w, pads=(0, 0, 0, 0)):
+    """A uint8 x int8 conv summed in int32, requantized to uint8 in its epilogue."""
+    x = relay.var("x", shape=x_shape, dtype="uint8")
+    y = relay.nn.conv2d(x, relay.const(w), padding=pads, channels=w.shape[0],
+                        kernel_size=w.shape[2:], out_dtype="int32")
+    y = relay.add(relay.round(relay.multiply(relay.cast(y, "float32"),
+                                             relay.const(np.float32(1 / 4096)))),
+                  relay.const(np.float32(100)))
+    y = relay.cast(relay.clip(y, 0, 255), "uint8")
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+
+
+def _want(x, w, pads=(0, 0, 0, 0)):
+    y = conv_ref(x, w, pads=pads).astype("int32").astype("float32")
+    return np.clip(np.round(y * np.float32(1 / 4096)) + np.float32(100), 0, 255).astype("uint8")
+
+
+def _case(shape, o, k, seed):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-128, 128, (o, shape[1], k, k)).astype("int8")
+    x = rng.integers(0, 256, shape).astype("uint8")
+    x[0, -1, -1, -1], w[-1, -1, 0, 0] = 255, -128  # (the extremes, in the tail word)
+    return x, w
+
+
+def _calls(lib, name: str) -> int:
+    """``tir.<name>`` calls in the conv kernel's statements."""
+    n = 0
+    for s in walk_stmts(conv_kernel(lib).prim_func.body):
+        if isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and \
+                s.value.op_name == f"tir.{name}":
+            n += 1
+    return n
+
+
+def _branches(lib) -> int:
+    return sum(isinstance(s, S.IfThenElse) for s in walk_stmts(conv_kernel(lib).prim_func.body))
+
+
+@pytest.mark.parametrize("shape, o, planes", [
+    ((1, 18, 14, 14), 32, True),   # pixel lanes: 196 pixels, a tail word of 2 channels
+    ((2, 33, 7, 7), 64, True),     # channel lanes (a 7x7 plane), a batch, a tail word of 1
+])
+def test_plane_packing_is_exact(monkeypatch, shape, o, planes):
+    monkeypatch.setattr(conv_vnni, "PACK_PLANES", planes)
+    x, w = _case(shape, o, 1, o + shape[1])
+    lib = _build(shape, w)
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w))
+    if conv_vnni.available():  # (rows are packed behind a test of the padding rows)
+        assert (_branches(lib) == 0) == planes
+
+
+def test_padded_input_keeps_row_packing():
+    """A padded input is packed row by row, zero rows and columns around the plane."""
+    x, w = _case((1, 20, 6, 6), 32, 1, 1)
+    pads = (1, 1, 1, 1)
+    lib = _build(x.shape, w, pads)
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w, pads))
+    if conv_vnni.available():
+        assert _branches(lib) > 0
+
+
+@pytest.mark.parametrize("o, k, tiles, fetch", [
+    (96, 1, 3, True),   # three channel tiles of 32: the first two prefetch
+    (48, 3, 3, True),   # 3x3 taps, channel tiles of 16 (48 is no multiple of 32)
+    (40, 1, 3, True),   # tiles of 16, the last of 8 channels (it does not prefetch)
+    (32, 1, 1, True),   # one channel tile: nothing to prefetch
+])
+def test_next_channel_prefetch_is_exact(monkeypatch, o, k, tiles, fetch):
+    monkeypatch.setattr(conv_vnni, "PREFETCH_NEXT_CHANNELS", fetch)
+    x, w = _case((1, 36, 7, 7), o, k, o + k)
+    pads = (k // 2,) * 4
+    lib = _build(x.shape, w, pads)
+    want = _want(x, w, pads)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(run_graph(lib, {"x": x}, threads), want)
+    if conv_vnni.available():  # (the first pixel tile's taps: a prefetch per weight vector)
+        width = 32 if o % 32 == 0 else 16
+        fetched = fetch and tiles > 1
+        assert _calls(lib, "prefetch") == (width // 16 if fetched else 0)
