@@ -98,3 +98,24 @@ def test_next_channel_prefetch_is_exact(monkeypatch, o, k, tiles, fetch):
         width = 32 if o % 32 == 0 else 16
         fetched = fetch and tiles > 1
         assert _calls(lib, "prefetch") == (width // 16 if fetched else 0)
+
+
+def test_pixel_tile_stores_channel_by_channel(monkeypatch):
+    """A pixel tile stores each output channel's vectors together (``PIXEL_STORE_ROWS``): its
+    unrolled loop over the tile's channels holds one vector store per pixel vector; exact with
+    a per-channel requantization in the stores."""
+    monkeypatch.setattr(conv_vnni, "PIXEL_STORE_ROWS", True)
+    x, w = _case((1, 20, 10, 10), 16, 1, 7)
+    lib = _build(x.shape, w)
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w))
+    if not conv_vnni.available():
+        return
+    body = conv_kernel(lib).prim_func.body
+    rows = [s for s in walk_stmts(body) if isinstance(s, S.For) and
+            s.kind == S.ForKind.UNROLLED and s.loop_var.name.startswith("rr") and
+            any(isinstance(t, S.BufferStore) and t.buffer.name.endswith("_flat")
+                for t in walk_stmts(s.body))]
+    # (100 pixels: blocks of PIXEL_VECTORS vectors, then one of the 4 pixels past them)
+    per_row = sorted(sum(isinstance(s, S.For) and s.kind == S.ForKind.VECTORIZED
+                         for s in walk_stmts(r.body)) for r in rows)
+    assert per_row == [1, conv_vnni.PIXEL_VECTORS]
