@@ -119,3 +119,52 @@ def test_pixel_tile_stores_channel_by_channel(monkeypatch):
     per_row = sorted(sum(isinstance(s, S.For) and s.kind == S.ForKind.VECTORIZED
                          for s in walk_stmts(r.body)) for r in rows)
     assert per_row == [1, conv_vnni.PIXEL_VECTORS]
+
+
+def _offset_build(x, w, kind):
+    """A pixel-lanes conv whose epilogue first adds an int32 per output channel (``sub``:
+    subtracts it; ``radd``: adds it on the left) or a per-pixel int32 plane (``plane``), then
+    requantizes to uint8."""
+    o = w.shape[0]
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+    params, feeds = [xv], {"x": x}
+    y = relay.nn.conv2d(xv, relay.const(w), channels=o, kernel_size=(1, 1), out_dtype="int32")
+    c = (np.arange(o, dtype="int32") * 977 - 20000).reshape(1, -1, 1, 1)
+    if kind == "plane":
+        c = np.random.default_rng(2).integers(-30000, 30000, (1, o) + x.shape[2:]).astype("int32")
+        r = relay.var("r", shape=c.shape, dtype="int32")
+        params.append(r)
+        feeds["r"] = c
+        y = relay.add(y, r)
+    elif kind == "sub":
+        y = relay.subtract(y, relay.const(c))
+    else:
+        y = relay.add(relay.const(c), y)
+    y = relay.add(relay.round(relay.multiply(relay.cast(y, "float32"),
+                                             relay.const(np.float32(1 / 4096)))),
+                  relay.const(np.float32(100)))
+    y = relay.cast(relay.clip(y, 0, 255), "uint8")
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(params, y)), target="llvm")
+    s = conv_ref(x, w) + (-c if kind == "sub" else c)
+    s = s.astype("int32").astype("float32")
+    want = np.clip(np.round(s * np.float32(1 / 4096)) + np.float32(100), 0, 255).astype("uint8")
+    return lib, feeds, want
+
+
+@pytest.mark.parametrize("kind", ["sub", "radd", "plane"])
+def test_per_channel_offset_starts_the_accumulators(kind):
+    """An int32 added (or subtracted) per output channel at the head of a pixel tile's epilogue
+    is where its accumulators start (``PIXEL_OFFSET_INIT``); one laid out like the output
+    plane stays in the stores. Exact either way."""
+    x, w = _case((1, 24, 8, 8), 24, 1, 11)
+    lib, feeds, want = _offset_build(x, w, kind)
+    np.testing.assert_array_equal(run_graph(lib, feeds), want)
+    if not conv_vnni.available():
+        return
+    starts = [s.value for s in walk_stmts(conv_kernel(lib).prim_func.body)
+              if isinstance(s, S.BufferStore) and s.buffer.name == "vp_acc" and
+              not (isinstance(s.value, E.Call) and s.value.op_name == conv_vnni.DOT)]
+    assert starts
+    zero = all(isinstance(v, E.IntImm) and v.value == 0 for v in starts)
+    assert zero == (kind == "plane")
