@@ -1,9 +1,10 @@
 """How ``conv_vnni`` streams its operands: an input read whole (a 1x1 stride-1 conv without
-padding) packed a plane at a time (``PACK_PLANES``, no test of padding rows), and the
-channel-lanes tiles' prefetch of the next channel tile's weight (``PREFETCH_NEXT_CHANNELS``).
-Exact against numpy's integer conv: channel counts not a multiple
-of 4 (a tail word), a batch, planes of pixel and of channel lanes, a last channel tile of fewer
-channels, one and two threads."""
+padding) packed a plane at a time (``PACK_PLANES``, no test of padding rows), the
+channel-lanes tiles' prefetch of the next channel tile's weight (``PREFETCH_NEXT_CHANNELS``),
+and the pixel tiles' accumulators started from a per-channel offset of the epilogue
+(``PIXEL_OFFSET_INIT``) and stored channel by channel (``PIXEL_STORE_ROWS``). Exact against
+numpy's integer conv: channel counts not a multiple of 4 (a tail word), a batch, planes of
+pixel and of channel lanes, a last channel tile of fewer channels, one and two threads."""
 
 import numpy as np
 import pytest
@@ -57,37 +58,23 @@ def _branches(lib) -> int:
     return sum(isinstance(s, S.IfThenElse) for s in walk_stmts(conv_kernel(lib).prim_func.body))
 
 
-@pytest.mark.parametrize("shape, o, planes", [
-    ((1, 18, 14, 14), 32, True),   # pixel lanes: 196 pixels, a tail word of 2 channels
-    ((2, 33, 7, 7), 64, True),     # channel lanes (a 7x7 plane), a batch, a tail word of 1
+@pytest.mark.parametrize("shape, o", [
+    ((1, 18, 14, 14), 32),   # pixel lanes: 196 pixels, a tail word of 2 channels
+    ((2, 33, 7, 7), 64),     # channel lanes (a 7x7 plane), a batch, a tail word of 1
 ])
-def test_plane_packing_is_exact(monkeypatch, shape, o, planes):
-    monkeypatch.setattr(conv_vnni, "PACK_PLANES", planes)
+def test_plane_packing_is_exact(shape, o):
     x, w = _case(shape, o, 1, o + shape[1])
     lib = _build(shape, w)
     np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w))
     if conv_vnni.available():  # (rows are packed behind a test of the padding rows)
-        assert (_branches(lib) == 0) == planes
+        assert (_branches(lib) == 0) == conv_vnni.PACK_PLANES
 
 
-def test_padded_input_keeps_row_packing():
-    """A padded input is packed row by row, zero rows and columns around the plane."""
-    x, w = _case((1, 20, 6, 6), 32, 1, 1)
-    pads = (1, 1, 1, 1)
-    lib = _build(x.shape, w, pads)
-    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w, pads))
-    if conv_vnni.available():
-        assert _branches(lib) > 0
-
-
-@pytest.mark.parametrize("o, k, tiles, fetch", [
-    (96, 1, 3, True),   # three channel tiles of 32: the first two prefetch
-    (48, 3, 3, True),   # 3x3 taps, channel tiles of 16 (48 is no multiple of 32)
-    (40, 1, 3, True),   # tiles of 16, the last of 8 channels (it does not prefetch)
-    (32, 1, 1, True),   # one channel tile: nothing to prefetch
+@pytest.mark.parametrize("o, k", [
+    (96, 1),  # three channel tiles of 32: the first two prefetch
+    (40, 3),  # 3x3 taps (a padded input), tiles of 16, the last of 8 channels (no prefetch)
 ])
-def test_next_channel_prefetch_is_exact(monkeypatch, o, k, tiles, fetch):
-    monkeypatch.setattr(conv_vnni, "PREFETCH_NEXT_CHANNELS", fetch)
+def test_next_channel_prefetch_is_exact(o, k):
     x, w = _case((1, 36, 7, 7), o, k, o + k)
     pads = (k // 2,) * 4
     lib = _build(x.shape, w, pads)
@@ -96,29 +83,9 @@ def test_next_channel_prefetch_is_exact(monkeypatch, o, k, tiles, fetch):
         np.testing.assert_array_equal(run_graph(lib, {"x": x}, threads), want)
     if conv_vnni.available():  # (the first pixel tile's taps: a prefetch per weight vector)
         width = 32 if o % 32 == 0 else 16
-        fetched = fetch and tiles > 1
-        assert _calls(lib, "prefetch") == (width // 16 if fetched else 0)
-
-
-def test_pixel_tile_stores_channel_by_channel(monkeypatch):
-    """A pixel tile stores each output channel's vectors together (``PIXEL_STORE_ROWS``): its
-    unrolled loop over the tile's channels holds one vector store per pixel vector; exact with
-    a per-channel requantization in the stores."""
-    monkeypatch.setattr(conv_vnni, "PIXEL_STORE_ROWS", True)
-    x, w = _case((1, 20, 10, 10), 16, 1, 7)
-    lib = _build(x.shape, w)
-    np.testing.assert_array_equal(run_graph(lib, {"x": x}), _want(x, w))
-    if not conv_vnni.available():
-        return
-    body = conv_kernel(lib).prim_func.body
-    rows = [s for s in walk_stmts(body) if isinstance(s, S.For) and
-            s.kind == S.ForKind.UNROLLED and s.loop_var.name.startswith("rr") and
-            any(isinstance(t, S.BufferStore) and t.buffer.name.endswith("_flat")
-                for t in walk_stmts(s.body))]
-    # (100 pixels: blocks of PIXEL_VECTORS vectors, then one of the 4 pixels past them)
-    per_row = sorted(sum(isinstance(s, S.For) and s.kind == S.ForKind.VECTORIZED
-                         for s in walk_stmts(r.body)) for r in rows)
-    assert per_row == [1, conv_vnni.PIXEL_VECTORS]
+        assert _calls(lib, "prefetch") == (width // 16 if conv_vnni.PREFETCH_NEXT_CHANNELS
+                                           else 0)
+        assert (_branches(lib) > 0) == (k > 1)  # (a padded input: packed row by row)
 
 
 def _offset_build(x, w, kind):
@@ -156,7 +123,9 @@ def _offset_build(x, w, kind):
 def test_per_channel_offset_starts_the_accumulators(kind):
     """An int32 added (or subtracted) per output channel at the head of a pixel tile's epilogue
     is where its accumulators start (``PIXEL_OFFSET_INIT``); one laid out like the output
-    plane stays in the stores. Exact either way."""
+    plane stays in the stores. Exact either way. The tile stores channel by channel
+    (``PIXEL_STORE_ROWS``): its unrolled loop over the channels holds one vector store per
+    pixel vector."""
     x, w = _case((1, 24, 8, 8), 24, 1, 11)
     lib, feeds, want = _offset_build(x, w, kind)
     np.testing.assert_array_equal(run_graph(lib, feeds), want)
@@ -167,4 +136,13 @@ def test_per_channel_offset_starts_the_accumulators(kind):
               not (isinstance(s.value, E.Call) and s.value.op_name == conv_vnni.DOT)]
     assert starts
     zero = all(isinstance(v, E.IntImm) and v.value == 0 for v in starts)
-    assert zero == (kind == "plane")
+    assert zero == (kind == "plane" or not conv_vnni.PIXEL_OFFSET_INIT)
+    rows = [s for s in walk_stmts(conv_kernel(lib).prim_func.body) if isinstance(s, S.For) and
+            s.kind == S.ForKind.UNROLLED and s.loop_var.name.startswith("rr") and
+            any(isinstance(t, S.BufferStore) and t.buffer.name.endswith("_flat")
+                for t in walk_stmts(s.body))]
+    # (64 pixels: a block of PIXEL_VECTORS vectors, then one of the 16 pixels past it)
+    per_row = sorted(sum(isinstance(s, S.For) and s.kind == S.ForKind.VECTORIZED
+                         for s in walk_stmts(r.body)) for r in rows)
+    assert per_row == [1, conv_vnni.PIXEL_VECTORS] if conv_vnni.PIXEL_STORE_ROWS else \
+        set(per_row) == {1}
