@@ -28,8 +28,9 @@ import numpy as np
 
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from .common import outer_loops as _outer_loops
-from .common import static_conv2d_nchw_dims, vector_isa
+from .common import prefetch, static_conv2d_nchw_dims, vector_isa
 from .conv_lanes import PARALLEL_MIN_MACS, SIXES_MIN, even_tiles, pixel_tiles
 
 LANES = 16  # output channels a vector (16 int32)
@@ -284,6 +285,8 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         return S.IfThenElse(E.And(iy >= 0, iy < h), body, zero)
 
     full, tail = g["c"] // per, g["c"] % per
+    if PACK_PLANES and (hp, wp, pt, pl) == (h, w, 0, 0):
+        return _pack_planes(ctx, g, xq, x, nv)
     loops = []
     if full:
         loops.append(S.For(r, 0, full * hp, S.ForKind.SERIAL, row(per)))
@@ -291,6 +294,43 @@ def _pack(ctx, g, xq, x, nv) -> S.Stmt:
         r2 = ctx.fresh("qr")
         loops.append(S.For(r2, full * hp, hp, S.ForKind.SERIAL,
                            _rename(row(tail), r, r2)))
+    return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
+
+
+# An input read whole (no padding, every row and column: 1x1 convs at stride 1) is packed a
+# plane at a time, as one run of words across its rows, where it went row by row: a 14x14
+# plane's rows were each a vector of 14 words behind a test of the row's padding. Sapphire
+# Rapids, one thread, interleaved, us, rows -> planes: the packing copy alone 1152 channels
+# at 14x14 14.9 -> 6.9, 768 at 14x14 11.0 -> 5.0, 1920 at 7x7 13.1 -> 3.6, 192 at 56x56 17.4
+# -> 14.8, 32 at 112x112 10.5 -> 10.3; the conv + requantize to uint8: 1152 -> 192 at 14x14
+# 162.5 -> 153.0, 768 -> 192 113.2 -> 104.0, 1920 -> 320 at 7x7 141.4 -> 128.9.
+PACK_PLANES = True
+
+
+def _pack_planes(ctx, g, xq, x, nv) -> S.Stmt:
+    """``_pack`` of an input without padding whose planes the conv reads whole: ``xq[c4 *
+    plane + p]`` the word of input channels ``per*c4 ..`` at flat pixel ``p`` (a tail group of
+    fewer channels: zero bytes past the last)."""
+    kind = g["words"]
+    per, c, plane = kind.per_word, g["c"], g["h"] * g["w"]
+    xf = ctx.flat_view(x)
+
+    def run(c4, count):
+        def store(p):
+            v = None
+            for k in range(count):
+                b = kind.part(xf[(nv * c + c4 * per + k) * plane + p], k)
+                v = b if v is None else E.Call("int32", "tir.bitwise_or", [v, b])
+            return S.BufferStore(xq, v, [c4 * plane + p])
+        return _pack_run(ctx, 0, plane, store)
+
+    full, tail = c // per, c % per
+    loops = []
+    if full:
+        c4 = ctx.fresh("qc")
+        loops.append(S.For(c4, 0, full, S.ForKind.SERIAL, run(c4, per)))
+    if tail:
+        loops.append(run(_i32(full), tail))
     return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
 
@@ -355,31 +395,57 @@ def tile_groups(g, epilogue, nv) -> list[tuple[int, int, int]]:
     return pixel_tiles(grid) if grid >= SIXES_MIN else even_tiles(grid, PIXELS)
 
 
+# The channel-lanes tiles of a channel tile read its weight from memory (or L2) in the first
+# pixel tile and from L1 in the others (a 7x7 plane: 9 tiles), which left the memory idle while
+# those ran and the next channel tile's first one waiting on it. So the first pixel tile of
+# each channel tile but the last also prefetches the next one's weight, the line of it
+# matching each line it reads (as ``gemm_kernel``'s ``PREFETCH_NEXT_PIECE``). Sapphire
+# Rapids, one thread, + requantize to uint8, interleaved, us, off -> on, the weight in cache /
+# evicted before each call (as in a model): 7x7 320 -> 1920 148 -> 139 / 185 -> 165, 1920 ->
+# 320 128 -> 121 / 161 -> 147, 1152 -> 320 86 -> 79 / 107 -> 104, 1920 -> 640 269 -> 247 /
+# 327 -> 293, 640 -> 2560 396 -> 370 / 461 -> 428.
+PREFETCH_NEXT_CHANNELS = True
+
+
 def _tiles(ctx, g, xq, wv, out, nv, epilogue) -> S.Stmt:
     """Channel tiles (the outer loop, parallel for a large conv) x pixel tiles."""
     cw = g["width"]
     groups = tile_groups(g, epilogue, nv)
+    full, rest = divmod(g["o"], cw)  # (a last tile of fewer channels: their lanes stored)
+    fetch = PREFETCH_NEXT_CHANNELS and full + (1 if rest else 0) > 1 and \
+        sum(count for _, _, count in groups) > 1
 
-    def per_ob(ob, stored):
+    def per_ob(ob, stored, ahead: bool):
         loops = []
-        for first, pixels, count in groups:
+        for n, (first, pixels, count) in enumerate(groups):
             k = ctx.fresh("pt")
-            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, _tile(
-                ctx, g, xq, wv, out, nv, ob, first + k * pixels, pixels, epilogue, stored)))
+
+            def tile(p0, fetch_next=False, pixels=pixels):
+                return _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels, epilogue, stored,
+                             fetch_next)
+            if n == 0 and ahead:  # (the first tile prefetches the next channel tile's weight)
+                loops.append(tile(_i32(first), True))
+                if count > 1:
+                    loops.append(S.For(k, 1, count - 1, S.ForKind.SERIAL,
+                                       tile(first + k * pixels)))
+                continue
+            loops.append(S.For(k, 0, count, S.ForKind.SERIAL, tile(first + k * pixels)))
         return loops[0] if len(loops) == 1 else S.SeqStmt(loops)
 
-    full, rest = divmod(g["o"], cw)  # (a last tile of fewer channels: their lanes stored)
-    parts = [_outer_loops(ctx, [full], g["parallel"], lambda idx: per_ob(idx[0], cw))] \
+    parts = [_outer_loops(ctx, [full], g["parallel"], lambda idx: per_ob(idx[0], cw, fetch))] \
         if full else []
     if rest:
-        parts.append(per_ob(_i32(full), rest))
+        parts.append(per_ob(_i32(full), rest, False))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -> S.Stmt:
+def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int,
+          fetch_next: bool = False) -> S.Stmt:
     """Output channels ``ob*width ..`` x output pixels ``p0 .. p0+pixels`` (flattened): int32
     accumulators, one ``vpdpbusd`` per pixel, 16 channels and tap of 4 input channels; the
-    first ``stored`` channels of the tile stored."""
+    first ``stored`` channels of the tile stored. ``fetch_next``: each tap also prefetches
+    the lines of the next channel tile's weight matching those it reads (clamped to the
+    weight's end)."""
     from ..tir.buffer import decl_buffer
 
     cw, ow, hp, wp = g["width"], g["ow"], g["hp"], g["wp"]
@@ -403,6 +469,10 @@ def _tile(ctx, g, xq, wv, out, nv, ob, p0, pixels: int, epilogue, stored: int) -
             for v in range(cw // LANES) for jj in range(pixels)]
         off = c4 * (hp * wp) + (ky * g["dh"]) * wp + kx * g["dw"]
         woff = ((ob * (cw // LANES)) * g["c4"] + c4) * taps_w + (ky * g["kw"] + kx) * LANES
+        if fetch_next:
+            last = g["o16"] // LANES * g["c4"] * taps_w - LANES  # (the weight's last vector)
+            macs = macs + [prefetch(wv[E.Min(wo + (cw // LANES + v) * (g["c4"] * taps_w),
+                                             _i32(last))]) for v in range(cw // LANES)]
         return S.LetStmt(xo, off, S.LetStmt(wo, woff, S.SeqStmt(macs)))
 
     macs = loop("c", g["c4"], S.ForKind.SERIAL, lambda c4: loop(
@@ -540,6 +610,14 @@ PIXEL_LANES = True
 PIXEL_ROWS = 8  # output channels of a pixel-lanes tile
 PIXEL_VECTORS = 3  # 16-pixel vectors of a pixel-lanes tile
 PIXEL_STORE_BASE = True
+# The pixel tile stores row by row, each output channel's vectors together (its epilogue's
+# per-channel operands broadcast once, then dead), where it stored vector by vector: each
+# channel's broadcast operands then stayed live beside the 24 accumulators and LLVM spilled
+# them (a requantizing epilogue of per-channel scale, bias and zero-point sums: 20 zmm stores
+# and 20 loads on the stack a tile, none now). SPR, one thread, interleaved, us, vectors ->
+# rows: 32 -> 192 at 112x112 529 -> 522, 48 -> 288 at 56x56 210 -> 208, 128 -> 768 at 14x14
+# 78.8 -> 75.9, 192 -> 48 at 56x56 and 768 -> 192 at 14x14 within the noise.
+PIXEL_STORE_ROWS = True
 # Planes whose last vector leaves more than PIXEL_MAX_IDLE of the plane's pixels idle keep the
 # channel lanes: a 7x7 plane is 4 vectors for 49 pixels (a last one of 1), the channel tiles'
 # 6-pixel rows 54. Zen 4, one thread, + requantize to uint8, interleaved (us, pixel -> channel
@@ -560,6 +638,66 @@ def pixel_lanes(g) -> bool:
         npx >= LANES and (-npx) % LANES <= PIXEL_MAX_IDLE * npx
 
 
+# A pixel tile's epilogue that starts by adding an int32 per output channel to the conv's sum
+# (the zero point's share of a quantized conv, ``onnx_quant.zero_point_sums``, subtracted, or
+# a bias added) starts the channel's accumulators from that value instead of 0
+# (``channel_offset``): a vector add per 16 outputs less in the stores, a broadcast per
+# channel moved into the tile's start. The sums are the same int32 values (two's complement
+# addition in any order). SPR, one thread, interleaved, + (sums - zero point's share) * scale
+# + bias per channel requantized to uint8, us, off -> on: 32 -> 192 at 112x112 510.6 ->
+# 477.3, 48 -> 288 at 56x56 189.7 -> 182.2, 128 -> 768 at 14x14 77.1 -> 73.7, 768 -> 192 at
+# 14x14 105.5 -> 101.6, 192 -> 48 at 56x56 102.8 -> 101.6.
+PIXEL_OFFSET_INIT = True
+
+
+def channel_offset(epi, out):
+    """``(epilogue, offset)``: for an epilogue (body, axis vars: image, channel, row, column)
+    reading the conv (``out``) once, as ``conv + c`` or ``conv - c`` in int32 with ``c`` read
+    per output channel only, the epilogue with that sum replaced by the conv itself and
+    ``offset(n, o)`` the int32 ``+c`` / ``-c`` of image ``n``'s output channel ``o``;
+    else ``(epi, None)``."""
+    from .common import loads_of
+
+    if epi is None:
+        return epi, None
+    body, axes = epi
+    # (the conv's int32 sums are read from ``out``, the epilogue's own output buffer, whose
+    # loads carry that buffer's dtype)
+    if len(loads_of(body, out)) != 1 or len(axes) != 4:
+        return epi, None
+    found = []
+
+    def is_conv(e) -> bool:  # (the walk rebuilds nodes: the conv's load by its buffer)
+        return isinstance(e, E.BufferLoad) and e.buffer is out
+
+    def per_channel(e) -> bool:
+        if e.dtype != "int32":
+            return False
+        leaves = [n for n in post_order(e) if isinstance(n, E.Var)]
+        return not loads_of(e, out) and all(v is axes[0] or v is axes[1] for v in leaves)
+
+    def fpost(e):
+        if found or not isinstance(e, (E.Add, E.Sub)) or e.dtype != "int32":
+            return None
+        if is_conv(e.a) and per_channel(e.b):
+            found.append((e.b, isinstance(e, E.Sub)))
+            return e.a
+        if isinstance(e, E.Add) and is_conv(e.b) and per_channel(e.a):
+            found.append((e.a, False))
+            return e.b
+        return None
+
+    rest = transform_expr(body, fpost)
+    if not found:
+        return epi, None
+    c, negate = found[0]
+
+    def offset(n, o):
+        v = substitute(c, {axes[0]: n, axes[1]: o})
+        return E.Sub(_i32(0), v) if negate else v
+    return (rest, axes), offset
+
+
 def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     """Pixel blocks of ``PIXEL_VECTORS`` vectors (the outer loop, parallel for a large conv; a
     last narrower block for the rest) x blocks of ``PIXEL_ROWS`` output channels."""
@@ -570,6 +708,7 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     full, rest = npx // block, npx % block
     gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
     of = ctx.flat_view(out)
+    epi, offset = channel_offset(epi, out) if PIXEL_OFFSET_INIT else (epi, None)
 
     def put(o, p, value, pos):
         return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value), [pos])
@@ -579,7 +718,8 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
 
         def per(o0, nrows):
             return _pixel_tile(ctx, g, xq, wv, put, o0, nrows, p0, count,
-                               (nv * g["o"] + o0) * npx + p0)
+                               (nv * g["o"] + o0) * npx + p0,
+                               None if offset is None else lambda o: offset(nv, o))
         k = ctx.fresh("pr")
         full, rest = divmod(g["o"], rows)  # (a last block of fewer output channels)
         loops = [S.For(k, 0, full, S.ForKind.SERIAL, per(k * rows, rows))] if full else []
@@ -596,12 +736,14 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.Stmt:
+def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first,
+                offset=None) -> S.Stmt:
     """Output channels ``o0 .. o0+rows`` x pixels ``p0 .. p0+count`` (flattened; ``count`` at
     most ``PIXEL_VECTORS`` vectors, the last one partly stored): int32 accumulators, one
     ``vpdpbusd`` per channel and vector of 16 pixels and input word (4 channels). ``put(o, p,
     value, pos)`` stores at ``pos`` in the flat output, ``first`` that of (``o0``, ``p0``):
-    each store is at a constant offset from it (``PIXEL_STORE_BASE``)."""
+    each store is at a constant offset from it (``PIXEL_STORE_BASE``). ``offset(o)``: the
+    int32 each accumulator of output channel ``o`` starts from (``channel_offset``), else 0."""
     from ..tir.buffer import decl_buffer
 
     nvec = -(-count // LANES)
@@ -613,8 +755,10 @@ def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.
         v = ctx.fresh(name)
         return S.For(v, 0, extent, kind, fbody(v))
 
+    def start(r):
+        return _i32(0) if offset is None else offset(o0 + r)
     init = S.SeqStmt([loop("rr", rows, unroll, lambda r, v=v: loop("ll", LANES, vec, lambda ll: (
-        S.BufferStore(acc, _i32(0), [r, v * LANES + ll])))) for v in range(nvec)])
+        S.BufferStore(acc, start(r), [r, v * LANES + ll])))) for v in range(nvec)])
     c4 = ctx.fresh("c")
     xo = ctx.fresh("xo")
     macs = []
@@ -627,16 +771,20 @@ def _pixel_tile(ctx, g, xq, wv, put, o0, rows: int, p0, count: int, first) -> S.
                 acc, E.Call("int32", g["words"].dot, [acc[r, v * LANES + ll], xq[xo + v * LANES + ll],
                                             wv[wi]]), [r, v * LANES + ll])))
     red = S.For(c4, 0, g["c4"], S.ForKind.SERIAL, S.LetStmt(xo, c4 * npx + p0, S.SeqStmt(macs)))
-    stores = []
     base = ctx.fresh("vb")
     plane = g["oh"] * g["ow"]
-    for v in range(nvec):
+
+    def store(r, v):
         width = min(LANES, count - v * LANES)
-        stores.append(loop("rr", rows, unroll, lambda r, v=v, width=width: loop(
-            "ll", width, vec, lambda ll: put(
-                o0 + r, p0 + v * LANES + ll, acc[r, v * LANES + ll],
-                base + (r * plane + v * LANES) + ll if PIXEL_STORE_BASE else
-                first + r * plane + v * LANES + ll))))
+        return loop("ll", width, vec, lambda ll: put(
+            o0 + r, p0 + v * LANES + ll, acc[r, v * LANES + ll],
+            base + (r * plane + v * LANES) + ll if PIXEL_STORE_BASE else
+            first + r * plane + v * LANES + ll))
+    if PIXEL_STORE_ROWS:
+        stores = [loop("rr", rows, unroll, lambda r: S.SeqStmt([store(r, v)
+                                                               for v in range(nvec)]))]
+    else:
+        stores = [loop("rr", rows, unroll, lambda r, v=v: store(r, v)) for v in range(nvec)]
     body = S.DeclBuffer(acc, S.SeqStmt([init, red, *stores]))
     return S.LetStmt(base, first, S.Allocate(acc.data, "int32", [rows * nvec * LANES], True,
                                              body))
