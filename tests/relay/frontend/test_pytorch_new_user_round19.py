@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
 import pytest
+
+import minitvm as tvm
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from frontend_models import check_both_importers as _check_both  # noqa: E402
 from frontend_models import check_traced_native as _run  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 
@@ -22,6 +26,10 @@ from new_user_models_nineteenth import nineteenth_models  # noqa: E402
 def _model(name, **small):
     torch.manual_seed(1)
     return nineteenth_models()[name][0](**small).eval()
+
+
+def _rand(*shape, seed=0):
+    return (_randn(*shape, seed=seed) * 0.3 + 0.5).clamp(0, 1)
 
 
 def test_gru_state_into_gru_cell_left_unfrozen():
@@ -48,3 +56,59 @@ def test_gru_state_into_gru_cell_left_unfrozen():
     torch._C._jit_pass_inline(graph)
     assert any(n.kind() == "prim::GetAttr" for n in graph.nodes())  # the case this covers
     _run(m, x, rtol=1e-5, atol=1e-6)
+
+
+class _FakeQuantOps(torch.nn.Module):
+    """Per tensor with Python and with tensor qparams, per channel along dim 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ch_scale", torch.tensor([0.02, 0.05, 0.1, 0.25]))
+        self.register_buffer("ch_zp", torch.tensor([0, 1, -2, 3], dtype=torch.int32))
+        self.register_buffer("t_scale", torch.tensor([0.25]))
+        self.register_buffer("t_zp", torch.tensor([2], dtype=torch.int32))
+
+    def forward(self, x):
+        a = torch.fake_quantize_per_tensor_affine(x, 0.25, 128, 0, 255)
+        b = torch.fake_quantize_per_tensor_affine(x, self.t_scale, self.t_zp, -8, 7)
+        c = torch.fake_quantize_per_channel_affine(x, self.ch_scale, self.ch_zp, 1, -127, 127)
+        return torch.stack([a, b, c])
+
+
+def _tie_ramp():
+    """Values on a 1/8 grid (x / 0.25 lands on exact halves: torch rounds them to even) from
+    -3 past the clamps to 3, shuffled over (2, 4, 5, 6)."""
+    ramp = torch.arange(240, dtype=torch.float32) * 0.025 - 3.0
+    ramp[::2] = torch.round(ramp[::2] * 8) / 8
+    return ramp[torch.randperm(240, generator=torch.Generator().manual_seed(4))].view(
+        2, 4, 5, 6)
+
+
+def test_fake_quantize_relay_importers():
+    """fake_quantize_per_tensor_affine (float / tensor qparams) and _per_channel_affine
+    through from_pytorch and the Relay torch.export importer (OpNotImplemented before)."""
+    mod = _check_both(_FakeQuantOps(), _tie_ramp(), rtol=0, atol=0)
+    assert "round(" in mod.astext()
+
+
+def test_fake_quantize_relax_importer():
+    """The same through the Relax torch.export importer (its cachemask forms, the tensor
+    qparams' with fake_quant_enabled), built native, equal to eager."""
+    from minitvm import relax
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    m, x = _FakeQuantOps().eval(), _tie_ramp()
+    with torch.no_grad():
+        ref = m(x).numpy()
+        mod = from_exported_program(torch.export.export(m, (x,)))
+    ex = relax.build(mod, "llvm")
+    assert ex.numpy_calls() == {}
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    out = vm["main"](tvm.nd.array(x.numpy()))
+    out = (out[0] if not hasattr(out, "numpy") else out).numpy()
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_qat_fakequant_resnet():
+    m = _model("qat_fakequant", widths=(8, 16), classes=3)
+    _run(m, _rand(1, 3, 16, 16), rtol=1e-5, atol=1e-5)
