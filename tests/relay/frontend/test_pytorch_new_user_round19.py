@@ -112,3 +112,37 @@ def test_fake_quantize_relax_importer():
 def test_qat_fakequant_resnet():
     m = _model("qat_fakequant", widths=(8, 16), classes=3)
     _run(m, _rand(1, 3, 16, 16), rtol=1e-5, atol=1e-5)
+
+
+class _ComplexRotary(torch.nn.Module):
+    """DeepSeek / Llama-style rotary: pairs as complex numbers times a ``torch.polar`` buffer."""
+
+    def __init__(self, t=6, d=8):
+        super().__init__()
+        ang = torch.outer(torch.arange(t).float(), 1.0 / 100 ** (torch.arange(0, d, 2) / d))
+        self.register_buffer("freqs", torch.polar(torch.ones_like(ang), ang))
+
+    def forward(self, x):                                   # (b, t, h, d)
+        z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        z = z * self.freqs[:x.shape[1]].view(1, x.shape[1], 1, -1)
+        return torch.view_as_real(z).flatten(3)
+
+
+def test_complex_buffer_torch_export_importers():
+    """A complex64 buffer reaches both torch.export importers as a constant (NDArray refused
+    complex64 before: 'numpy dtype complex64 is not a tensor data type'); it becomes the pair
+    of float constants complex values are, in Relay and in Relax."""
+    from minitvm import relax
+    from minitvm.relax.frontend.torch import from_exported_program as relax_import
+
+    torch.manual_seed(5)
+    m, x = _ComplexRotary().eval(), _randn(2, 6, 3, 8)
+    _check_both(m, x, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        ref = m(x).numpy()
+        mod = relax_import(torch.export.export(m, (x,)))
+    ex = relax.build(mod, "llvm")
+    assert ex.numpy_calls() == {}
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x.numpy()))
+    out = (out[0] if not hasattr(out, "numpy") else out).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)

@@ -18,7 +18,7 @@ from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
-from .aten_fft import ComplexValue, refuse_complex
+from .aten_fft import ComplexValue, array_constant, refuse_complex
 from .aten_views import written_into
 
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
@@ -215,12 +215,7 @@ def _constant(v):
     """A TorchScript constant (or attribute) as the importer holds it: a tensor as a Relay
     constant (a complex one as its two parts), a list of tensors as a list of them."""
     if hasattr(v, "detach"):
-        arr = _numpy(v)
-        if np.iscomplexobj(arr):  # a frozen complex weight (view_as_complex folded)
-            part = np.float64 if arr.dtype == np.complex128 else np.float32
-            return ComplexValue(_expr.const(arr.real.astype(part)),
-                                _expr.const(arr.imag.astype(part)))
-        return _expr.const(arr, str(arr.dtype))
+        return array_constant(_numpy(v))  # (a frozen complex weight: its two parts)
     if isinstance(v, list | tuple) and any(hasattr(t, "detach") for t in v):
         return [_expr.const(_numpy(t), str(_numpy(t).dtype)) if hasattr(t, "detach") else t
                 for t in v]  # a frozen Tensor[] constant (an RNN's weights)
