@@ -240,7 +240,7 @@ def nineteenth_models():
 
         def forward(self, x):
             w = torch.fake_quantize_per_channel_affine(self.conv.weight, self.w_scale,
-                                                       self.w_zp, 0, -127, 127)
+                                                       self.w_zp, 0, -128, 127)
             y = F.conv2d(x, w, self.conv.bias, self.conv.stride, self.conv.padding)
             if self.relu:
                 return torch.fake_quantize_per_tensor_affine(F.relu(y), self.act_scale, 0, 0,
@@ -272,7 +272,7 @@ def nineteenth_models():
                                                           0, 255)
             x = F.adaptive_avg_pool2d(x, 1).flatten(1)
             w = torch.fake_quantize_per_channel_affine(self.fc.weight, self.fc_scale,
-                                                       self.fc_zp, 0, -127, 127)
+                                                       self.fc_zp, 0, -128, 127)
             return F.linear(x, w, self.fc.bias)
 
     # -- SimCLR with NT-Xent --------------------------------------------------------------
