@@ -205,10 +205,10 @@ def nineteenth_models():
             return torch.einsum("bmd,bnm->bnd", y, combine)
 
     class SoftMoEViT(nn.Module):
-        def __init__(self, d=128, heads=4, depth=2, patch=4, classes=100):
+        def __init__(self, d=128, heads=4, depth=2, patch=4, classes=100, tokens=256):
             super().__init__()
             self.patch = nn.Conv2d(3, d, patch, patch)
-            self.pos = nn.Parameter(torch.randn(1, 256, d) * 0.02)
+            self.pos = nn.Parameter(torch.randn(1, tokens, d) * 0.02)
             self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
             self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
             self.attn = nn.ModuleList([nn.MultiheadAttention(d, heads, batch_first=True)
@@ -480,18 +480,18 @@ def nineteenth_models():
             return shortcut + y * self.alpha * self.skip_gain
 
     class NFResNetMini(nn.Module):
-        def __init__(self, classes=100, alpha=0.2):
+        def __init__(self, classes=100, alpha=0.2, width=32):
             super().__init__()
-            self.stem = nn.Sequential(ScaledStdConv2d(3, 16, 3, 2), nn.ReLU(),
-                                      ScaledStdConv2d(16, 32, 3, 1), nn.ReLU(),
-                                      ScaledStdConv2d(32, 32, 3, 2))
+            w = width
+            self.stem = nn.Sequential(ScaledStdConv2d(3, w // 2, 3, 2), nn.ReLU(),
+                                      ScaledStdConv2d(w // 2, w, 3, 1), nn.ReLU(),
+                                      ScaledStdConv2d(w, w, 3, 2))
             blocks, expected_var = [], 1.0
-            for cin, stride in ((32, 1), (32, 2), (64, 1), (64, 2)):
-                blocks.append(NFBlock(cin, 32 if cin == 32 else 64, stride,
-                                      expected_var ** 0.5, alpha))
+            for cin, stride in ((w, 1), (w, 2), (2 * w, 1), (2 * w, 2)):
+                blocks.append(NFBlock(cin, cin, stride, expected_var ** 0.5, alpha))
                 expected_var = 1.0 if stride > 1 else expected_var + alpha ** 2
             self.blocks = nn.Sequential(*blocks)
-            self.fc = nn.Linear(128, classes)
+            self.fc = nn.Linear(4 * w, classes)
 
         def forward(self, x):
             y = F.relu(self.blocks(self.stem(x))) * GAMMA_RELU

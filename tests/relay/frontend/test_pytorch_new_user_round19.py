@@ -146,3 +146,63 @@ def test_complex_buffer_torch_export_importers():
     out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x.numpy()))
     out = (out[0] if not hasattr(out, "numpy") else out).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def _ints(high, *shape, seed=0, low=0):
+    return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_bilstm_crf_viterbi_decode():
+    m = _model("bilstm_crf", vocab=50, emb=8, hidden=8, tags=4)
+    _run(m, _ints(50, 2, 6))
+
+
+def test_cornernet_cummax_corner_pooling():
+    m = _model("cornernet_mini", c=16, classes=2)
+    _run(m, _rand(1, 3, 32, 32), rtol=1e-4, atol=1e-5)
+
+
+def test_deepseek_latent_attention_complex_rotary():
+    m = _model("deepseek_mla", vocab=50, d=32, heads=2, layers=1, max_len=16)
+    _run(m, _ints(50, 1, 8), rtol=1e-4, atol=1e-5)
+
+
+def test_soft_moe_slots():
+    m = _model("soft_moe_vit", d=32, heads=2, depth=1, patch=8, classes=5, tokens=16)
+    _run(m, _rand(1, 3, 32, 32), rtol=1e-4, atol=1e-5)
+
+
+def test_simclr_nt_xent_loss():
+    m = _model("simclr_ntxent", width=8, proj=8)
+    _run(m, _rand(4, 3, 16, 16), _rand(4, 3, 16, 16, seed=1), rtol=1e-4, atol=1e-5)
+
+
+def test_focal_dice_loss_heads():
+    m = _model("seg_focal_dice", c=8)
+    mask = (_rand(1, 1, 16, 16, seed=2) > 0.5).float()
+    _run(m, _rand(1, 3, 16, 16), mask, rtol=1e-4, atol=1e-6)
+
+
+def test_resnest_split_attention():
+    m = _model("resnest_mini", widths=(8, 8, 8), classes=5)
+    _run(m, _rand(1, 3, 32, 32), rtol=1e-4, atol=1e-5)
+
+
+def test_gru_beam_search_topk_floor_div():
+    m = _model("beam_search_gru", vocab=30, d=16, beams=3, steps=3)
+    _run(m, _ints(30, 2, 5, low=2))
+
+
+def test_pointrend_topk_grid_sample_scatter():
+    m = _model("pointrend_mini", c=8, classes=3, points=8, steps=1)
+    _run(m, _rand(1, 3, 32, 32), rtol=1e-4, atol=1e-5)
+
+
+def test_nfnet_scaled_weight_standardization():
+    m = _model("nfnet_mini", classes=5, width=16)
+    _run(m, _rand(1, 3, 16, 16), rtol=1e-4, atol=1e-5)
+
+
+def test_ntm_content_shift_addressing():
+    m = _model("ntm_copy", inp=4, out=4, ctrl=16, n=8, m=6)
+    _run(m, (_rand(2, 3, 4) > 0.5).float(), rtol=1e-4, atol=1e-5)
