@@ -21,6 +21,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group sixteenth  # (..._sixteenth)
     python benchmarks/bench_new_user_models.py --group seventeenth  # (..._seventeenth)
     python benchmarks/bench_new_user_models.py --group eighteenth  # (..._eighteenth)
+    python benchmarks/bench_new_user_models.py --group nineteenth  # (..._nineteenth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -48,6 +49,7 @@ from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
+from new_user_models_nineteenth import nineteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventeenth import seventeenth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
@@ -1842,7 +1844,8 @@ def main() -> int:
     ap.add_argument("--group", choices=("first", "second", "third", "fourth", "fifth", "sixth",
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
-                                        "sixteenth", "seventeenth", "eighteenth", "all"),
+                                        "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1904,7 +1907,12 @@ def main() -> int:
                     "volume, SuperGlue with log-Sinkhorn, Autoformer auto-correlation, CCNet "
                     "criss-cross attention, a SAC policy through torch.distributions, DIN with "
                     "Dice, a growing neural cellular automaton, ST-GCN, TensoRF, a SPADE "
-                    "generator, an RNN-T joint); all")
+                    "generator, an RNN-T joint); nineteenth: the 12 of the nineteenth (a "
+                    "BiLSTM-CRF Viterbi decode, CornerNet corner pooling by cummax, DeepSeek "
+                    "multi-head latent attention, Soft MoE, a QAT fake-quantized CNN, SimCLR "
+                    "NT-Xent, focal / Dice loss heads, ResNeSt split attention, GRU beam "
+                    "search, PointRend, NF-ResNet scaled weight standardization, a Neural "
+                    "Turing Machine); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1918,15 +1926,16 @@ def main() -> int:
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
     fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
+    nineteenth = nineteenth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
-             **sixteenth, **seventeenth, **eighteenth}
+             **sixteenth, **seventeenth, **eighteenth, **nineteenth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
              "sixteenth": sixteenth, "seventeenth": seventeenth,
-             "eighteenth": eighteenth, "all": table}[args.group]
+             "eighteenth": eighteenth, "nineteenth": nineteenth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

@@ -51,6 +51,7 @@ from new_user_models_eleventh import eleventh_models  # noqa: E402
 from new_user_models_fifteenth import fifteenth_models  # noqa: E402
 from new_user_models_fifth import fifth_models  # noqa: E402
 from new_user_models_fourteenth import fourteenth_models  # noqa: E402
+from new_user_models_nineteenth import nineteenth_models  # noqa: E402
 from new_user_models_ninth import ninth_models  # noqa: E402
 from new_user_models_seventeenth import seventeenth_models  # noqa: E402
 from new_user_models_seventh import seventh_models  # noqa: E402
@@ -83,7 +84,8 @@ def groups() -> dict:
               "eleventh": eleventh_models(), "twelfth": twelfth_models(),
               "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
               "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models(),
-              "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models()}
+              "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models(),
+              "nineteenth": nineteenth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -357,7 +359,7 @@ def main() -> int:
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
-                             "eighteenth", "all"))
+                             "eighteenth", "nineteenth", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")

@@ -45,9 +45,19 @@ def _rvar(extent, name: str):
 
 
 def clamp_index(j, n) -> E.PrimExpr:
-    """``j`` (negative counts from the end) clamped into ``[0, n)``, as int64."""
+    """``j`` (negative counts from the end) clamped into ``[0, n)``, as int64. A computed ``j``
+    is let-bound: the wrap reads it three times, so a chain of gathers each indexed by the
+    last one's output (a Viterbi back-trace), inlined into one kernel, would otherwise grow
+    as 3 ** depth."""
     j = _i64(j)
     n = _i64(n)
+    if isinstance(j, E.Var | E.IntImm):
+        return _wrap_clamp(j, n)
+    bound = E.Var("gather_index", "int64")
+    return E.Let(bound, j, _wrap_clamp(bound, n))
+
+
+def _wrap_clamp(j, n) -> E.PrimExpr:
     j = E.Select(j < _zero(), j + n, j)
     return E.Max(E.Min(j, n - E.IntImm("int64", 1)), _zero())
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_control,
     ops_detection,
     ops_extra,
+    ops_loss,
     ops_image,
     ops_math,
     ops_misc2,

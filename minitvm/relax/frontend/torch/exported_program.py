@@ -60,6 +60,15 @@ def _numpy(t) -> np.ndarray:
     return tensor_to_numpy(t)  # bfloat16 widened to float32 (frontend_common.torch_arrays)
 
 
+def _constant(arr: np.ndarray):
+    """A constant of the program: a complex one (a rotary embedding's ``torch.polar``
+    frequencies kept as a buffer) as the pair of float tensors complex values are here."""
+    if np.iscomplexobj(arr):
+        part = np.float64 if arr.dtype == np.complex128 else np.float32
+        return ComplexValue(const(arr.real.astype(part)), const(arr.imag.astype(part)))
+    return const(arr)
+
+
 def _var_name(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
@@ -103,7 +112,7 @@ class ExportedProgramImporter:
         if isinstance(a, list | tuple):
             return type(a)(self._value(x) for x in a)
         if isinstance(a, torch.Tensor):
-            return const(_numpy(a))
+            return _constant(_numpy(a))
         return a
 
     def from_exported_program(self, ep) -> IRModule:
@@ -143,14 +152,14 @@ class ExportedProgramImporter:
                 self.env[node] = value
                 continue
             arr = _numpy(value)
-            if self.keep_params and spec.kind.name == "PARAMETER":
+            if self.keep_params and spec.kind.name == "PARAMETER" and not np.iscomplexobj(arr):
                 v = Var(_var_name(spec.target), TensorStructInfo(list(arr.shape),
                                                                  str(arr.dtype)))
                 params.append(v)
                 param_values.append(NDArray(arr))
                 self.env[node] = v
             else:
-                self.env[node] = const(arr)
+                self.env[node] = _constant(arr)
         attrs = {"num_input": len(inputs)}
         if self.keep_params:
             attrs["params"] = param_values
@@ -164,7 +173,7 @@ class ExportedProgramImporter:
                         obj = gm
                         for part in n.target.split("."):
                             obj = getattr(obj, part)
-                        self.env[n] = const(_numpy(obj))
+                        self.env[n] = _constant(_numpy(obj))
                     elif n.op == "output":
                         outputs = self._value(n.args[0])
                 flat = list(outputs) if isinstance(outputs, list | tuple) else [outputs]

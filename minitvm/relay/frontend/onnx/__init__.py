@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (register the converters)
     ops_detection,
     ops_elemwise,
     ops_extra,
+    ops_loss,
     ops_grid,
     ops_misc2,
     ops_nn,

@@ -1,11 +1,12 @@
 """PyTorch -> Relay: TorchScript (``from_pytorch``) and ATen-level FX graphs (``from_fx``).
 
 Both go through one table of ATen converters (``aten.py``, extended by ``aten_extra.py``,
-``aten_fft.py``, ``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_losses.py``, ``aten_numeric.py``, ``aten_math.py``, ``aten_pool.py``,
+``aten_fake_quant.py``, ``aten_fft.py``, ``aten_scatter.py``, ``aten_grid.py``, ``aten_logic.py``, ``aten_losses.py``, ``aten_numeric.py``, ``aten_math.py``, ``aten_pool.py``,
 ``aten_recurrent.py``, ``aten_stft.py``, ``aten_windows.py`` and ``aten_transformer.py``); torch is imported only when an importer is called.
 """
 
 from . import aten_extra  # noqa: F401  (registers more converters into ATEN)
+from . import aten_fake_quant  # noqa: F401  (fake_quantize_per_tensor / per_channel_affine)
 from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_fft  # noqa: F401  (torch.fft and complex values between FFTs)
 from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)

@@ -28,6 +28,15 @@ from .aten import ATEN, _is_expr, _norm_dim, register
 _ARITH = cv.Arith(_op.add, _op.subtract, _op.multiply, _op.negative, _op.sqrt, _op.divide)
 
 
+def array_constant(arr: np.ndarray):
+    """A numpy array as a Relay constant; a complex one (a buffer of ``torch.polar``
+    frequencies, a folded complex weight) as the :class:`ComplexValue` pair of its parts."""
+    if np.iscomplexobj(arr):
+        part = np.float64 if arr.dtype == np.complex128 else np.float32
+        return ComplexValue(_expr.const(arr.real.astype(part)), _expr.const(arr.imag.astype(part)))
+    return _expr.const(arr, str(arr.dtype))
+
+
 def refuse_complex(ctx, fn, args) -> None:
     """Raise a clear error when ``fn``, a converter that does not take complex values, is
     given one (directly or in a list argument)."""

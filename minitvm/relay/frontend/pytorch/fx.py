@@ -20,7 +20,7 @@ from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
-from .aten_fft import refuse_complex
+from .aten_fft import array_constant, refuse_complex
 
 
 def _aten_name(target) -> str | None:
@@ -59,8 +59,7 @@ def _value(env, a):
     if isinstance(a, torch.dtype):
         return DType(torch_dtype(a))
     if isinstance(a, torch.Tensor):
-        arr = _numpy(a)
-        return _expr.const(arr, str(arr.dtype))
+        return array_constant(_numpy(a))
     return a
 
 
@@ -101,8 +100,7 @@ def from_fx(gm, input_infos, constants: dict | None = None):
             if placeholder in constants:
                 value = constants[placeholder]
                 if isinstance(value, torch.Tensor):
-                    arr = _numpy(value)
-                    value = _expr.const(arr, str(arr.dtype))
+                    value = array_constant(_numpy(value))
                 env[n] = value  # a tensor constant, or a Python number baked into the trace
             else:
                 name, shape, dtype = input_infos[placeholder]
@@ -116,8 +114,7 @@ def from_fx(gm, input_infos, constants: dict | None = None):
                 obj = getattr(obj, part)
             if not isinstance(obj, torch.Tensor):
                 raise ImportError_(f"get_attr {n.target!r} is not a tensor")
-            arr = _numpy(obj)
-            env[n] = _expr.const(arr, str(arr.dtype))
+            env[n] = array_constant(_numpy(obj))
         elif n.op == "call_function":
             if n.target is operator.getitem:
                 seq = env[n.args[0]]

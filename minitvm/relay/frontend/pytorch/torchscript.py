@@ -18,7 +18,7 @@ from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
 from .aten import ATEN, AtenContext, DType, torch_dtype
-from .aten_fft import ComplexValue, refuse_complex
+from .aten_fft import ComplexValue, array_constant, refuse_complex
 from .aten_views import written_into
 
 _PRIM = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
@@ -48,11 +48,15 @@ def _scalar_type_args(node) -> set[int]:
 
 
 def _graph_of(module):
+    """(the inlined graph, the module its ``self`` input stands for, or None for a function).
+    Freezing folds the parameters into constants; what it leaves (an attribute read in a way
+    its alias analysis cannot prove unmutated, e.g. a GRU's weights in a traced beam-search
+    loop) stays ``prim::GetAttr`` off ``self``, read from the module at conversion."""
     import torch
 
     if isinstance(module, torch.jit.ScriptFunction):
         graph = module.graph.copy()
-        has_self = False
+        owner = None
     elif isinstance(module, torch.jit.ScriptModule):
         frozen = module if not module.training else module.eval()
         try:
@@ -60,13 +64,13 @@ def _graph_of(module):
         except Exception:  # noqa: BLE001 - freezing fails on some modules; keep attributes
             pass
         graph = frozen.graph.copy()
-        has_self = True
+        owner = frozen
     else:
         raise TypeError(f"from_pytorch expects a TorchScript module (torch.jit.trace or "
                         f"torch.jit.script), got {type(module).__name__}; trace it first: "
                         "torch.jit.trace(model.eval(), example_inputs)")
     torch._C._jit_pass_inline(graph)
-    return graph, has_self
+    return graph, owner
 
 
 def _table_name(kind: str) -> str:
@@ -75,11 +79,11 @@ def _table_name(kind: str) -> str:
     return kind[6:] if kind.startswith("aten::") else kind
 
 
-def _check_supported(graph, table) -> None:
+def _check_supported(graph, table, has_self: bool) -> None:
     counts: collections.Counter = collections.Counter()
     for node in graph.nodes():
         kind = node.kind()
-        if kind in _PRIM:
+        if kind in _PRIM or (has_self and kind == "prim::GetAttr"):
             continue
         if not kind.startswith("prim::") and _table_name(kind) in table:
             continue
@@ -107,16 +111,16 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     mod : tvm.IRModule
     params : dict of str to tvm.nd.NDArray (empty: parameters are embedded as constants)
     """
-    graph, has_self = _graph_of(script_module)
+    graph, owner = _graph_of(script_module)
     table = dict(ATEN)
     table.update({k.replace("aten::", ""): v for k, v in (custom_convert_map or {}).items()})
-    _check_supported(graph, table)
-    inputs = list(graph.inputs())[1 if has_self else 0:]
+    _check_supported(graph, table, owner is not None)
+    inputs = list(graph.inputs())[0 if owner is None else 1:]
     infos = list(input_infos)
     if len(infos) != len(inputs):
         raise ImportError_(f"the TorchScript graph takes {len(inputs)} inputs, input_infos "
                            f"describes {len(infos)}")
-    env: dict = {}
+    env: dict = {} if owner is None else {next(graph.inputs()): owner}
     params = []
     for value, info in zip(inputs, infos):
         name, spec = info
@@ -207,24 +211,27 @@ def _to_expr(value):
     raise ImportError_(f"the model returns a non-tensor value {value!r}")
 
 
+def _constant(v):
+    """A TorchScript constant (or attribute) as the importer holds it: a tensor as a Relay
+    constant (a complex one as its two parts), a list of tensors as a list of them."""
+    if hasattr(v, "detach"):
+        return array_constant(_numpy(v))  # (a frozen complex weight: its two parts)
+    if isinstance(v, list | tuple) and any(hasattr(t, "detach") for t in v):
+        return [_expr.const(_numpy(t), str(_numpy(t).dtype)) if hasattr(t, "detach") else t
+                for t in v]  # a frozen Tensor[] constant (an RNN's weights)
+    return v
+
+
 def _convert(ctx, node, env, table) -> None:
     kind = node.kind()
     outs = list(node.outputs())
     ins = [env.get(i) for i in node.inputs()]
     if kind == "prim::Constant":
         v = outs[0].toIValue() if outs[0].type().kind() != "NoneType" else None
-        if hasattr(v, "detach"):
-            arr = _numpy(v)
-            if np.iscomplexobj(arr):  # a frozen complex weight (view_as_complex folded)
-                part = np.float64 if arr.dtype == np.complex128 else np.float32
-                v = ComplexValue(_expr.const(arr.real.astype(part)),
-                                 _expr.const(arr.imag.astype(part)))
-            else:
-                v = _expr.const(arr, str(arr.dtype))
-        elif isinstance(v, list | tuple) and any(hasattr(t, "detach") for t in v):
-            v = [_expr.const(_numpy(t), str(_numpy(t).dtype)) if hasattr(t, "detach") else t
-                 for t in v]  # a frozen Tensor[] constant (an RNN's weights)
-        env[outs[0]] = v
+        env[outs[0]] = _constant(v)
+        return
+    if kind == "prim::GetAttr":  # what freezing left: a submodule, or a tensor to embed
+        env[outs[0]] = _constant(getattr(ins[0], node.s("name")))
         return
     if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
         env[outs[0]] = list(ins) if kind == "prim::ListConstruct" else tuple(ins)

@@ -1,0 +1,74 @@
+"""Core-ATen fake quantization onto ``relax.op`` (a QAT model exported before conversion):
+``fake_quantize_per_tensor_affine`` / ``_per_channel_affine`` and the ``_cachemask`` forms
+torch.export's decompositions leave (the output and the in-range mask), built as float
+arithmetic by ``frontend_common.torch_fake_quant``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize
+from ... import op as _op
+from ...expr import Expr, const
+from .context import AtenContext, register
+
+
+def _float_operand(ctx: AtenContext, v, dt: str):
+    """A scale or zero point as a Relax value of ``x``'s float dtype."""
+    if isinstance(v, Expr):
+        return v if ctx.dtype(v) == dt else ctx.emit(_op.astype(v, dt))
+    return const(np.array(v, dtype=dt), dt)
+
+
+def _inverse(ctx: AtenContext, scale, dt: str):
+    """``1 / scale`` in ``dt``, folded here for a Python number (torch's ``1.0f / scale``)."""
+    if isinstance(scale, Expr):
+        return ctx.emit(_op.divide(const(np.array(1.0, dtype=dt), dt), scale))
+    return const(np.array(1.0, dtype=dt) / np.array(scale, dtype=dt), dt)
+
+
+def _float_input(ctx: AtenContext, x) -> str:
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        raise ctx.fail(f"fake quantization takes a float tensor, got {dt}")
+    return dt
+
+
+def _finish(ctx: AtenContext, dt, x, inv, scale, zero_point, qmin, qmax, with_mask: bool):
+    out, mask = fake_quantize(_op, x, inv, scale, zero_point, int(qmin), int(qmax),
+                              lambda v: const(np.array(v, dtype=dt), dt), ctx.emit)
+    out = ctx.emit(out)
+    return (out, ctx.emit(mask)) if with_mask else out
+
+
+@register("fake_quantize_per_tensor_affine.default",
+          "fake_quantize_per_tensor_affine.tensor_qparams",
+          "fake_quantize_per_tensor_affine_cachemask.default",
+          "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default")
+def _fake_quantize_per_tensor(ctx: AtenContext, args):
+    """The ``_tensor_qparams`` cachemask form also takes ``fake_quant_enabled`` (a one-element
+    tensor, ones where the plain op calls it): where it is 0, ``x`` passes unchanged."""
+    target = str(ctx.node.target)
+    x, scale, zero_point = args[0], args[1], args[2]
+    qmin, qmax = args[-2:]
+    dt = _float_input(ctx, x)
+    out = _finish(ctx, dt, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
+                  _float_operand(ctx, zero_point, dt), qmin, qmax, "cachemask" in target)
+    if len(args) < 6:
+        return out
+    enabled = ctx.emit(_op.not_equal(args[3], const(np.array(0, dtype=ctx.dtype(args[3])))))
+    quantized, mask = out
+    return (ctx.emit(_op.where(enabled, quantized, x)),
+            ctx.emit(_op.logical_or(mask, _op.logical_not(enabled))))
+
+
+@register("fake_quantize_per_channel_affine.default",
+          "fake_quantize_per_channel_affine_cachemask.default")
+def _fake_quantize_per_channel(ctx: AtenContext, args):
+    x, scale, zero_point, axis, qmin, qmax = args[:6]
+    dt = _float_input(ctx, x)
+    shape = channel_shape(ctx.ndim(x), int(axis), int(ctx.shape(scale)[0]))
+    scale = ctx.emit(_op.reshape(_float_operand(ctx, scale, dt), shape))
+    zero_point = ctx.emit(_op.reshape(_float_operand(ctx, zero_point, dt), shape))
+    return _finish(ctx, dt, x, _inverse(ctx, scale, dt), scale, zero_point, qmin, qmax,
+                   "cachemask" in str(ctx.node.target))
