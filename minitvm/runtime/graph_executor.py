@@ -72,8 +72,28 @@ class _BlasGuard:
 class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
-    __slots__ = ("storage", "workspace", "views", "steps", "spans", "table", "entry", "keep",
-                 "unset", "family", "slots", "planned", "outputs", "__weakref__")
+    __slots__ = ("storage", "workspace", "views", "spans", "table", "entry", "keep", "unset",
+                 "family", "slots", "planned", "outputs", "_steps", "_plan_steps",
+                 "__weakref__")
+
+    @property
+    def steps(self) -> list:
+        """The steps of a Python loop over kernels (no entry or step loop, a debug run): each
+        ("native", function, its argument pointers: a slice of ``table``, node name) or
+        ("fallback", kernel, input entries, output entries, node name). Made at the first use:
+        a run through the entry or the step loop needs none (100k steps: 100k ctypes objects)."""
+        if self._steps is None:
+            steps = []
+            size = ctypes.sizeof(ctypes.c_void_p)
+            for (name, k, ins, outs), span in zip(self._plan_steps, self.spans, strict=True):
+                if span is None:
+                    steps.append(("fallback", k, ins, outs, name))
+                    continue
+                start, n = span
+                cptrs = (ctypes.c_void_p * n).from_buffer(self.table, start * size)
+                steps.append(("native", _KERNEL(k.address), cptrs, name))
+            self._steps = steps
+        return self._steps
 
 
 class GraphModule:
@@ -210,25 +230,12 @@ class GraphModule:
                    for c in k.consts]
         st.table = (ctypes.c_void_p * max(1, len(table)))(*table)
         st.spans = spans
-        st.steps = None  # the per-kernel calls, made when first needed (_kernel_calls)
+        st._steps, st._plan_steps = None, plan["steps"]  # (st.steps: made at the first use)
         st.entry = _ENTRY(self._entry_addr) if self._entry_addr is not None else None
         return st
 
     def _kernel_calls(self, st: _State) -> list:
-        """``st``'s steps for a Python loop over kernels (no entry or step loop, or a debug
-        run): ("native", function, its argument pointers: a slice of ``st.table``, node name)
-        or ("fallback", kernel, input entries, output entries, node name)."""
-        if st.steps is None:
-            steps = []
-            size = ctypes.sizeof(ctypes.c_void_p)
-            for (name, k, ins, outs), span in zip(self._plan["steps"], st.spans, strict=True):
-                if span is None:
-                    steps.append(("fallback", k, ins, outs, name))
-                    continue
-                start, n = span
-                cptrs = (ctypes.c_void_p * n).from_buffer(st.table, start * size)
-                steps.append(("native", _KERNEL(k.address), cptrs, name))
-            st.steps = steps
+        """``st.steps`` (made at their first use)."""
         return st.steps
 
     # ------------------------------------------------------------------ API

@@ -57,11 +57,11 @@ def test_per_kernel_calls_are_made_only_for_a_python_loop_run():
     lib = _add_relu()
     m = GraphModule(lib["default"](tvm.cpu(0)))
     st = m._state()
-    assert st.entry is not None and st.steps is None  # the whole-graph entry needs none
+    assert st.entry is not None and st._steps is None  # the whole-graph entry needs none
     xv = np.full((2, 3), -1.0, "float32")
     m.set_input("x", xv)
     m.run()
-    assert st.steps is None
+    assert st._steps is None
     st.entry = None  # kernel by kernel: each step's argument pointers are a slice of the table
     steps = m._kernel_calls(st)
     assert [s[0] for s in steps] == ["native", "native"]
