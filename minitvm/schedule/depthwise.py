@@ -30,7 +30,8 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
 Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
 plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
 ``STREAM_STRIDED_MIN_WIDTH``) copy their phase rows block by block, right before the row block
-reading them (``STREAM_FILL``).
+reading them (``STREAM_FILL``); strided ones into a window of the block's rows only, which
+stays in L1 (``STREAM_WINDOW``).
 
 Depthwise convs on the smallest planes (``LANES_MAX_PLANE``: 2x2 to 5x5) instead put 16
 channels in the vector lanes (``channel_lanes``), each pixel summing only its taps that read
