@@ -102,7 +102,7 @@ def alone_times(gmod, reps: int = 9) -> list[float]:
     calls of that step in a row after a first one: the kernel with its data hot in cache."""
     st = gmod._state()
     out = []
-    for step in st.steps:
+    for step in gmod._kernel_calls(st):
         ts = []
         for _ in range(reps + 1):
             t0 = time.thread_time()

@@ -114,9 +114,10 @@ def step_times(gmod, reps: int) -> list[list[float]]:
     """Per step of ``gmod`` in execution order, the seconds of each of ``reps`` calls, every
     prepared step called alone on this thread in graph order (thread CPU time)."""
     st = gmod._state()
-    times: list[list[float]] = [[] for _ in st.steps]
+    steps = gmod._kernel_calls(st)  # (made on first use)
+    times: list[list[float]] = [[] for _ in steps]
     for _ in range(reps):
-        for k, step in enumerate(st.steps):
+        for k, step in enumerate(steps):
             t0 = time.thread_time()
             if step[0] == "native":
                 step[1](step[2], None, 1)

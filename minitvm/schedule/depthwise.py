@@ -30,7 +30,8 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
 Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
 plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
 ``STREAM_STRIDED_MIN_WIDTH``) copy their phase rows block by block, right before the row block
-reading them (``STREAM_FILL``).
+reading them (``STREAM_FILL``); strided ones into a window of the block's rows only, which
+stays in L1 (``STREAM_WINDOW``).
 
 Depthwise convs on the smallest planes (``LANES_MAX_PLANE``: 2x2 to 5x5) instead put 16
 channels in the vector lanes (``channel_lanes``), each pixel summing only its taps that read
@@ -56,6 +57,8 @@ from .common import (
     at_own_position,
     emit_with_epilogue,
     epilogue_value,
+    host_switch,
+    prefetch,
     static_conv2d_nchw_dims,
     static_grouped_conv2d_dims,
     vector_isa,
@@ -254,8 +257,8 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
             if _streams(g, epi):  # (the padding zeroed before the loop)
                 d = _reach_rows(g)
                 parts = [_fill(ctx, g, xph, x, b, gi, False, (_i(0), d)), _channel(
-                    ctx, g, [xph], w, out, b, gi, epi, lambda oy, nrows: _fill(
-                        ctx, g, xph, x, b, gi, False, (oy + d, nrows)))]
+                    ctx, g, [xph], w, out, b, gi, epi, lambda oy, nrows: _streamed_fill(
+                        ctx, g, xph, x, b, gi, oy + d, nrows, False))]
             else:
                 parts = [_fill(ctx, g, xph, x, b, gi, False)]
                 for mi in range(g["m"]):
@@ -272,10 +275,13 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
         planes = [xph] if cg == 1 else [
             decl_buffer((size,), "float32", f"dw_xph{ci}", data=xph.data, elem_offset=ci * size)
             for ci in range(cg)]
+        if _windowed(g, epi):
+            return _window_task(ctx, g, x, w, out, b, gi, epi)
         if _streams(g, epi):  # the phase rows copied block by block, just before their use
             parts = [_fill(ctx, g, xph, x, b, gi, rows=(_i(0), _reach_rows(g)))]
-            parts.append(_channel(ctx, g, planes, w, out, b, gi, epi, lambda oy, nrows: _fill(
-                ctx, g, xph, x, b, gi, rows=(oy + _reach_rows(g), nrows))))
+            parts.append(_channel(ctx, g, planes, w, out, b, gi, epi, lambda oy, nrows:
+                                  _streamed_fill(ctx, g, xph, x, b, gi, oy + _reach_rows(g),
+                                                 nrows)))
         elif depthwise_grouped.applies(g):  # (a transcendental epilogue fused too)
             parts = [_fill(ctx, g, plane, x, b, gi * cg + ci) for ci, plane in enumerate(planes)]
             parts.append(depthwise_grouped.emit_group(
@@ -503,25 +509,26 @@ def _seq(parts) -> S.Stmt | None:
     return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 
 
-def _fill(ctx, g, xph, x, b, ic, pad: bool = True, rows=None) -> S.Stmt:
+def _fill(ctx, g, xph, x, b, ic, pad: bool = True, rows=None, window=None) -> S.Stmt:
     """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
     columns of each phase read inside the input is known here, so the copy has no per-element
     test. ``rows`` ``(first, count)``: only phase rows ``first ... first + count - 1`` of each
     row phase (``first`` may be symbolic: a test a row then picks a copy or a zero row), the
-    extra zeros past the phases with the rows from 0."""
+    extra zeros past the phases with the rows from 0. ``window`` (its phase planes' floats):
+    those rows stored from row 0 of a window's phase planes (``_window_task``)."""
     sh, hq = g["sh"], g["hq"]
     parts = []
     for py in range(sh):
         i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
         i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
         if rows is not None:
-            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows, pad))
+            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows, pad, window))
             continue
         for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
             if inside or pad:
                 parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
                     ctx, g, xph, x, b, ic, py, i, inside, pad)))
-    if pad and (rows is None or _is_zero(rows[0])):
+    if pad and window is None and (rows is None or _is_zero(rows[0])):
         done = sh * g["sw"] * g["plane"]
         parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
     return _seq(parts)
@@ -532,22 +539,28 @@ def _is_zero(e) -> bool:
 
 
 def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count: int,
-                 pad: bool = True):
+                 pad: bool = True, window=None):
     """Rows ``first ... first + count - 1`` of row phase ``py`` (``_fill``): rows ``[i0, i1)``
-    read the input, the others are zeros (without ``pad``: left as they are)."""
+    read the input, the others are zeros (without ``pad``: left as they are); ``window``: into
+    rows ``0 ... count - 1`` of planes that many floats apart."""
     if count <= 0:
         return None
+
+    def dst(i):
+        return None if window is None else (window, i - first)
+
     if isinstance(first, E.IntImm):  # a known window: its inside and padding runs
         lo, hi = first.value, first.value + count
         return _seq([_rows(ctx, max(lo, a), min(hi, z), lambda i, inside=inside: _row(
-            ctx, g, xph, x, b, ic, py, i, inside, pad)) for a, z, inside in
+            ctx, g, xph, x, b, ic, py, i, inside, pad, dst(i))) for a, z, inside in
             ((0, i0, False), (i0, i1, True), (i1, g["hq"], False)) if inside or pad])
     t = ctx.fresh("df")
     i = first + t
-    inside = _row(ctx, g, xph, x, b, ic, py, i, True, pad)
+    at = None if window is None else (window, t)
+    inside = _row(ctx, g, xph, x, b, ic, py, i, True, pad, at)
     if i0 > 0 or i1 < g["hq"]:
         body = S.IfThenElse(E.And(E.GE(i, _i(i0)), E.LT(i, _i(i1))), inside,
-                            _row(ctx, g, xph, x, b, ic, py, i, False) if pad else None)
+                            _row(ctx, g, xph, x, b, ic, py, i, False, True, at) if pad else None)
     else:
         body = inside
     return S.For(t, 0, count, S.ForKind.SERIAL, body)
@@ -590,6 +603,79 @@ def _reach_rows(g) -> int:
     return max(t[3] for t in g["taps"])
 
 
+# A streamed copy (``_streams``) also prefetches the input rows the row block
+# STREAM_PREFETCH_BLOCKS blocks on will copy, a cache line a prefetch: a plane's rows come from
+# L3 (MobileNetV2's 192 at 112x112, 2.4 MB of uint8, passes L2), and a block's few lines in
+# flight left the copy waiting on each (uint8 data: 6.7 GB/s). 0: no prefetch.
+STREAM_PREFETCH_BLOCKS = 1
+_ELEMENT_BYTES = {"float32": 4, "int16": 2, "uint8": 1, "int8": 1}
+
+
+def _streamed_fill(ctx, g, xph, x, b, ic, first, nrows: int, pad: bool = True,
+                   window=None, step=None) -> S.Stmt:
+    """Phase rows ``first ... first + nrows - 1`` of the streamed copy (``_fill``; ``window``:
+    into a window's rows from 0), then the prefetches of the input rows
+    ``STREAM_PREFETCH_BLOCKS`` row blocks further on, ``step`` phase rows a block (default
+    ``nrows``; past the plane's last row: the next plane's first, a prefetch past the
+    buffer's end reads nothing)."""
+    copy = _fill(ctx, g, xph, x, b, ic, pad, (first, nrows), window)
+    step = nrows if step is None else step
+    if not STREAM_PREFETCH_BLOCKS:
+        return copy
+    src = x.buf if isinstance(x, depthwise_flat.FloatReads) else x
+    per_line = 64 // _ELEMENT_BYTES.get(src.dtype, 4)
+    row0 = (first + nrows + step * (STREAM_PREFETCH_BLOCKS - 1)) * g["sh"] - g["pt"]
+    lines = -(-(step * g["sh"] * g["w"]) // per_line)
+    t = ctx.fresh("dp")
+    ahead = S.For(t, 0, lines, S.ForKind.UNROLLED if lines <= MAX_UNROLL else S.ForKind.SERIAL,
+                  prefetch(src[b, ic, E.Max(row0, _i(0)), t * per_line]))
+    return S.SeqStmt([copy, ahead])
+
+
+# A strided streamed conv (``_streams``) copies each row block's phase rows, with the rows
+# its taps reach past the block, into a window of that many rows a phase (``_window_task``),
+# not into the whole phased plane: the window stays in L1, where a 112x112 plane's phases (57
+# rows of 64 floats, 58 KB) each channel wrote over lines that L1 had evicted to L2: the copy
+# was 90% of the kernel. The reach rows are copied twice (a 3x3 filter's: 5 rows a block of 4).
+# Xeon (Rocket Lake, AVX-512), one thread, kernel alone with the uint8 requantizing epilogue,
+# interleaved (us, whole plane -> window; + ``STREAM_PREFETCH_BLOCKS``): 3x3 stride 2, 192 at
+# 112x112 uint8 414 -> 302 (292), 96 at 112x112 uint8 207 -> 146 (142), int8 data 355 -> 345
+# (341), float32 data 677 -> 526 (452). (AVX2 streams no copy: ``STREAM_FILL``.)
+STREAM_WINDOW = {"avx512": True, "avx2": True}
+
+
+def _windowed(g, epi) -> bool:
+    """Does a strided streamed conv of geometry ``g`` copy into a window (``STREAM_WINDOW``)?"""
+    return (host_switch(STREAM_WINDOW) and g["sh"] != 1 and g["cg"] == 1 and g["m"] == 1
+            and _streams(g, epi))
+
+
+def _read_row(g, oy):
+    """The row of the taps' plane holding phase row ``oy``: 0 in a window (``_window_task``)."""
+    return _i(0) if g.get("window") else oy
+
+
+def _window_task(ctx, g, x, w, out, b, ic, epi) -> S.Stmt:
+    """Channel ``ic`` of image ``b`` (``_windowed``): per row block, its phase rows and those
+    its taps reach past it copied into rows ``0 ...`` of each phase's window, the taps reading
+    the window from row 0."""
+    reach = _reach_rows(g)
+    rows = _row_block(g) + reach
+    wq = g["wq"]
+    plane = rows * wq
+    taps = []
+    for ky, kx, _, dy in g["taps"]:
+        ry, rx = ky * g["dh"], kx * g["dw"]
+        phase = (ry % g["sh"]) * g["sw"] + rx % g["sw"]
+        taps.append((ky, kx, phase * plane + dy * wq + rx // g["sw"], dy))
+    gw = dict(g, taps=taps, plane=plane, window=True)
+    size = -(-(g["sh"] * g["sw"] * plane) // g["lanes"]) * g["lanes"]
+    xph = decl_buffer((size,), "float32", "dw_win")
+    body = _channel(ctx, gw, [xph], w, out, b, ic, epi, lambda oy, nrows: _streamed_fill(
+        ctx, g, xph, x, b, ic, oy, nrows + reach, True, plane, nrows))
+    return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
+
+
 def _stream_min_width(g) -> int:
     """The narrowest rows of geometry ``g`` that stream (``STREAM_*``)."""
     if g["sh"] != 1:
@@ -605,15 +691,18 @@ def _streams(g, epi) -> bool:
             and not _split_epilogue(g, epi))
 
 
-def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True) -> S.Stmt:
+def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True, dst=None) -> S.Stmt:
     """Row ``i`` of row phase ``py``, in each column phase: zeros (a padding row), else the
     input row's columns ``j*sw + px`` between zero padding columns (with a stride in width,
-    vector loads at that stride: the code generator makes them whole loads and shuffles)."""
+    vector loads at that stride: the code generator makes them whole loads and shuffles).
+    ``dst`` ``(plane, row)``: stored at row ``row`` of phase planes ``plane`` floats apart (a
+    window, ``_window_task``), not at row ``i`` of ``g``'s plane."""
     sh, sw, wq, lanes, pl = g["sh"], g["sw"], g["wq"], g["lanes"], g["pl"]
     parts = []
     iy = i * sh + (py - g["pt"])
+    plane, at = (g["plane"], i) if dst is None else dst
     for px in range(sw):
-        base = (py * sw + px) * g["plane"] + i * wq
+        base = (py * sw + px) * plane + at * wq
         if not inside:  # (columns past ``cols``, alignment only, are never read)
             parts.append(_zeros(ctx, xph, base, g["cols"], lanes))
             continue
@@ -747,7 +836,7 @@ def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
             v = loads.get(key)
             if v is None:
                 v = loads[key] = ctx.fresh("dw_in", "float32")
-                lets.append((v, planes[ci][(oy + (i + dy)) * wq + j + (off - dy * wq)]))
+                lets.append((v, planes[ci][(_read_row(g, oy) + (i + dy)) * wq + j + (off - dy * wq)]))
             rk = (ci, ky)
             rows[rk] = tap * v if rk not in rows else rows[rk] + tap * v
         values.append(_tree(list(rows.values())))
@@ -800,7 +889,7 @@ def _block_accumulate(ctx, g, plane, taps, oy, nrows: int, j, store_fn) -> S.Stm
     acc: list = [None] * nrows
     for (r, col), reads in sorted(uses.items(), key=lambda kv: kv[0]):
         v = ctx.fresh("dw_in", "float32")
-        lets.append((v, plane[(oy + r) * wq + j + col]))
+        lets.append((v, plane[(_read_row(g, oy) + r) * wq + j + col]))
         for i, tap in reads:
             s = ctx.fresh("dw_acc", "float32")
             lets.append((s, tap * v if acc[i] is None else acc[i] + tap * v))
@@ -886,7 +975,7 @@ def _tile_accumulate(ctx, g, plane, taps, oy, nrows: int, segs, store_fn) -> S.S
         vs = []
         for j, lanes in segs:
             v = ctx.fresh("dw_in", f"float32x{lanes}")
-            lets.append((v, plane[E.Ramp((oy + r) * wq + (j + col), 1, lanes)]))
+            lets.append((v, plane[E.Ramp((_read_row(g, oy) + r) * wq + (j + col), 1, lanes)]))
             vs.append(v)
         for i, tap in reads:
             for s, v in enumerate(vs):

@@ -31,10 +31,11 @@ def _stage(shape, **kw):
 
 
 def _xph_offsets(prim) -> set:
-    """The element offsets of the phased-plane buffers (``dw_xph``) the kernel declares."""
+    """The element offsets of the phased-plane buffers (``dw_xph``; a strided streamed conv's
+    window, ``dw_win``) the kernel declares."""
     return {getattr(n.buffer.elem_offset, "value", n.buffer.elem_offset) or 0
             for n in _nodes(prim.body)
-            if isinstance(n, S.DeclBuffer) and n.buffer.name == "dw_xph"}
+            if isinstance(n, S.DeclBuffer) and n.buffer.name in ("dw_xph", "dw_win")}
 
 
 @pytest.fixture

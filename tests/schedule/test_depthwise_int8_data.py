@@ -78,7 +78,7 @@ def test_depthwise_of_8bit_data_is_exact(shape, k, stride, pads, dtype, requanti
     if requantize:  # the uint8 epilogue in the conv's stores: no float32 conv in memory
         assert conv_kernel(lib).ws_bytes == 0
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
-    assert names & {"dw_xph", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
+    assert names & {"dw_xph", "dw_win", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
     # stride-2 phase copies of uint8 rows of an even width read the input as 16-bit pairs
     # (``depthwise.PAIR_FILL``; none of these strided planes has its channels in the lanes)
     pairs = dtype == "uint8" and stride == 2 and shape[3] % 2 == 0
@@ -101,7 +101,7 @@ def test_depthwise_of_int16_data_is_exact(shape, k, stride, pads, multiplier):
     prim = conv_kernel(lib).prim_func
     assert prim.buffer_map[prim.params[0]].dtype == "int16"
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
-    assert names & {"dw_xph", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
+    assert names & {"dw_xph", "dw_win", "dw_xt", "dw_flat"}  # (the depthwise schedule's copies)
 
 
 def test_widened_data_rule():
