@@ -64,7 +64,8 @@ def relay_steps(onnx_model, x):
     state = inner._state()
     names = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
              if n["op"] == "tvm_op"]
-    steps = [lambda s=s: s[1](s[2], None, 1) for s in state.steps if s[0] == "native"]
+    steps = [lambda s=s: s[1](s[2], None, 1) for s in inner._kernel_calls(state)
+             if s[0] == "native"]
     return names, steps, g.run
 
 
