@@ -21,7 +21,7 @@ import numpy as np
 from .py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
 __all__ = ["GIL_RELEASE_BYTES", "HEADER", "aligned_buffer", "arena_offsets", "data_address",
-           "one_step_words", "plan_words", "root", "run_plan_address"]
+           "keep_plan", "one_step_words", "plan_words", "root", "run_plan_address"]
 
 GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
 HEADER = 4  # plan words: npatch, nsteps, table address, vars address
@@ -227,3 +227,22 @@ def _release(free: list[list[int]], offset: int, nbytes: int) -> None:
         free[lo][1] += free.pop(lo + 1)[1]
     if lo > 0 and free[lo - 1][0] + free[lo - 1][1] == free[lo][0]:
         free[lo - 1][1] += free.pop(lo)[1]
+
+
+def keep_plan(plans: dict, used: dict, tick, key, plan, max_plans: int, max_bytes: int) -> None:
+    """Store ``plan`` for call shape ``key`` in ``plans``, first dropping the least recently used
+    (``used``: call shape -> the ``tick`` count of its last call) while ``max_plans`` plans or
+    more than ``max_bytes`` of their arenas (``nbytes``) would be held. Both VMs' native entries
+    keep their plans so; the caller holds its lock."""
+    plans.pop(key, None)  # (a plan replacing a mark, or an older plan, for the same shape)
+    held = sum(getattr(p, "nbytes", 0) for p in plans.values())
+    need = getattr(plan, "nbytes", 0)
+    while plans and (len(plans) >= max_plans or held + need > max_bytes):
+        old = min(plans, key=lambda k: used.get(k, -1))
+        used.pop(old, None)
+        held -= getattr(plans.pop(old), "nbytes", 0)
+    plans[key] = plan
+    used[key] = next(tick)
+    if len(used) > 2 * len(plans):  # ticks of shapes dropped meanwhile
+        for k in [k for k in used if k not in plans]:
+            del used[k]

@@ -36,7 +36,13 @@ import numpy as np
 
 from .. import threadpool
 from ..gc_pause import paused
-from ..native_plan import GIL_RELEASE_BYTES, arena_offsets, plan_words, run_plan_address
+from ..native_plan import (
+    GIL_RELEASE_BYTES,
+    arena_offsets,
+    keep_plan,
+    plan_words,
+    run_plan_address,
+)
 from ..native_plan import aligned_buffer as _aligned_buffer
 from ..native_plan import one_step_words as _one_step_words
 from ..native_plan import root as _root
@@ -212,17 +218,8 @@ class NativeFunction:
                               "shape", RuntimeWarning, stacklevel=3)
                 plan = _NO_PLAN
             with self._lock:
-                held = sum(getattr(p, "nbytes", 0) for p in self.plans.values())
-                need = getattr(plan, "nbytes", 0)
-                while self.plans and (len(self.plans) >= MAX_PLANS or
-                                      held + need > MAX_PLAN_BYTES):
-                    old = min(self.plans, key=lambda k: self.used.get(k, -1))
-                    self.used.pop(old, None)
-                    held -= getattr(self.plans.pop(old), "nbytes", 0)
-                self.plans[key] = plan
-                self.used[key] = next(self._tick)
-                if len(self.used) > 2 * len(self.plans):  # ticks of shapes dropped meanwhile
-                    self.used = {k: t for k, t in list(self.used.items()) if k in self.plans}
+                keep_plan(self.plans, self.used, self._tick, key, plan, MAX_PLANS,
+                          MAX_PLAN_BYTES)
         return result
 
     def profile(self, args):

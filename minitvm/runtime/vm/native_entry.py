@@ -34,6 +34,7 @@ from ..native_plan import (
     aligned_buffer,
     arena_offsets,
     data_address,
+    keep_plan,
     plan_words,
     root,
     run_plan_address,
@@ -244,17 +245,8 @@ class NativeFunction:
         return result
 
     def _keep(self, key, plan) -> None:
-        with self._lock:
-            self.plans.pop(key, None)  # (a plan replacing the shape's SEEN mark)
-            held = sum(getattr(p, "nbytes", 0) for p in self.plans.values())
-            need = getattr(plan, "nbytes", 0)
-            while self.plans and (len(self.plans) >= MAX_PLANS or
-                                  held + need > MAX_PLAN_BYTES):
-                old = min(self.plans, key=lambda k: self.used.get(k, -1))
-                self.used.pop(old, None)
-                held -= getattr(self.plans.pop(old), "nbytes", 0)
-            self.plans[key] = plan
-            self.used[key] = next(self._tick)
+        with self._lock:  # (a plan replacing the shape's SEEN mark)
+            keep_plan(self.plans, self.used, self._tick, key, plan, MAX_PLANS, MAX_PLAN_BYTES)
 
     # ------------------------------------------------------------------ recording
     def _interpret(self, args: list):
