@@ -1,7 +1,9 @@
 """torch's special functions that neither dialect has as one operator: ``erfc`` / ``erfcx``,
 ``special.log_ndtr``, ``special.ndtri``, ``i0`` and ``frexp`` (plus a full-precision
 ``log1p``), composed for the importers of both dialects from the operators they share, with
-float32 numerics matching torch's over the whole input range (far tails included).
+float32 numerics matching torch's over the whole input range (far tails included). The
+approximations are sized for float32: float64 operands get float32-grade results (measured
+relative error against torch's double: log_ndtr 1.2e-7, i0 3.3e-9, ndtri 1.1e-9; frexp exact).
 
 ``ops`` is the dialect's operator namespace (``relay.op`` or ``relax.op``); ``scalar(v)`` makes
 a constant of the operand's float dtype; ``emit`` binds a value used more than once (Relax's
