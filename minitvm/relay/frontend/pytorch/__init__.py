@@ -12,7 +12,7 @@ from . import aten_fft  # noqa: F401  (torch.fft and complex values between FFTs
 from . import aten_grid  # noqa: F401  (affine_grid, grid_sample)
 from . import aten_logic  # noqa: F401  (~, &, |, ^ and logical_and / or / xor)
 from . import aten_losses  # noqa: F401  (cross_entropy, nll, kl_div, smooth L1 / Huber losses)
-from . import aten_math  # noqa: F401  (atan2, hypot, lerp)
+from . import aten_math  # noqa: F401  (atan2, hypot, lerp, log_ndtr, ndtri, i0, frexp)
 from . import aten_numeric  # noqa: F401  (aminmax, trapezoid, cov / corrcoef, renorm)
 from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsumexp, histc, pdist)
 from . import aten_pool  # noqa: F401  (1-D and 2-D max / average / adaptive pools)

@@ -1,7 +1,9 @@
 """ATen converters for ``torch.atan2``, ``torch.hypot`` and ``torch.lerp`` (PointPillars'
 polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
 which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
-``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN). Integer
+``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
+``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0`` and ``frexp``
+(``frontend_common.torch_special``, shared with Relax as well). Integer
 operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 
 import numpy as np
 
-from ....frontend_common import torch_math
+from ....frontend_common import torch_math, torch_special
 from ....frontend_common.torch_promote import true_divide_dtype
 from ... import expr as _expr
 from ... import op as _op
@@ -123,3 +125,38 @@ def _sinc(ctx, args):
 def _copysign(ctx, args):
     a, b, dt = _float_pair(ctx, args[0], args[1])
     return torch_math.copysign(_op, a, b, _const(dt))
+
+
+def _special_unary(compose):
+    """A converter of one float operand (integers promoted) through ``torch_special``."""
+    def convert(ctx, args):
+        x, dt = _float_operand(ctx, args[0])
+        return compose(_op, x, _const(dt))
+    return convert
+
+
+register("erfc", "erfc_", "special_erfc")(_special_unary(torch_special.erfc))
+register("special_erfcx")(_special_unary(torch_special.erfcx))
+register("special_log_ndtr")(_special_unary(torch_special.log_ndtr))
+
+
+@register("special_ndtri")
+def _ndtri(ctx, args):
+    """Evaluated in float64 (``torch_special.ndtri``'s rationals cancel in float32)."""
+    x, dt = _float_operand(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    out = torch_special.ndtri(_op, _op.cast(x, wide), _const(wide))
+    return _op.cast(out, dt)
+
+
+register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
+
+
+@register("frexp")
+def _frexp(ctx, args):
+    """(mantissa in the input's float dtype, int32 exponent)."""
+    x = args[0]
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        raise TypeError(f"frexp: torch.frexp takes a float tensor, got {dt}")
+    return torch_special.frexp(_op, x, _const(dt))
