@@ -6,7 +6,9 @@ load:
 
 - elementwise: a load indexed by exactly the store's index expressions;
 - broadcast: the load's indices appear among the store's, in order (unit dims read at 0 skipped);
-- injective: the store is indexed by plain variables and every load uses only those;
+- injective: the store is indexed by plain variables and every load uses only those (a
+  variable a ``Let`` of the block binds stands for the variables of its value: a gather whose
+  computed index is let-bound before its negative-index wrap stays injective);
 - otherwise, when the block has reduction iterators: a multiply-accumulate whose operands reuse
   data (matmul, conv) or a reduction that does not read its reduction variables directly
   (pooling) is output-elementwise-fusable, any other reduction a commutative reduce;
@@ -67,11 +69,22 @@ def _store_vars(store) -> set | None:
     return out
 
 
-def _injective(store, load) -> bool:
+def _injective(store, load, lets: dict) -> bool:
     vs = _store_vars(store)
     if vs is None:
         return False
-    return all(id(v) in vs for idx in load.indices for v in _vars_in(idx))
+    todo = [v for idx in load.indices for v in _vars_in(idx)]
+    seen = set()
+    while todo:  # (a let-bound variable: the variables of its value, iteratively)
+        v = todo.pop()
+        if id(v) in vs or id(v) in seen:
+            continue
+        seen.add(id(v))
+        value = lets.get(id(v))
+        if value is None:
+            return False
+        todo.extend(_vars_in(value))
+    return True
 
 
 def _allows_reuse(store, load) -> bool:
@@ -121,8 +134,9 @@ def _pure_reduce(reduce_vars, indices) -> bool:
 
 
 def _block_accesses(block: S.Block):
-    """Stores and loads of ``block``'s body (its init and nested blocks excluded)."""
-    stores, loads = [], []
+    """Stores, loads and ``Let`` bindings (id of the variable -> its value) of ``block``'s body
+    (its init and nested blocks excluded)."""
+    stores, loads, lets = [], [], {}
     stack = [block.body]
     while stack:
         s = stack.pop()
@@ -131,9 +145,13 @@ def _block_accesses(block: S.Block):
         if isinstance(s, S.BufferStore):
             stores.append(s)
         for e in stmt_exprs(s):
-            loads.extend(n for n in post_order(e) if isinstance(n, E.BufferLoad))
+            for n in post_order(e):
+                if isinstance(n, E.BufferLoad):
+                    loads.append(n)
+                elif isinstance(n, E.Let):
+                    lets[id(n.var)] = n.value
         stack.extend(reversed(stmt_children(s)))
-    return stores, loads
+    return stores, loads, lets
 
 
 def _blocks(func: PrimFunc):
@@ -158,7 +176,7 @@ def analyze_op_pattern_kind(func: PrimFunc) -> int:
     for block in _blocks(func):
         if block.name_hint == "root":
             continue
-        stores, loads = _block_accesses(block)
+        stores, loads, lets = _block_accesses(block)
         if not stores:
             kind = OpPattern.OPAQUE
             continue
@@ -171,7 +189,7 @@ def analyze_op_pattern_kind(func: PrimFunc) -> int:
                 has_elem = True
             elif _broadcast(store, ld):
                 pattern = max(pattern, OpPattern.BROADCAST)
-            elif _injective(store, ld):
+            elif _injective(store, ld, lets):
                 pattern = max(pattern, OpPattern.INJECTIVE)
             else:
                 pattern = OpPattern.OPAQUE

@@ -184,3 +184,19 @@ def test_many_blocks_iterative():
         t = step(t, k)
     f = te.create_prim_func([a, t])
     assert analyze_op_pattern_kind(f) == OpPattern.ELEMWISE
+
+
+def test_gathers_with_let_bound_indices_stay_injective():
+    """A computed gather index is let-bound before its negative-index wrap (``topi``'s
+    ``clamp_index``); the variable stands for its value's variables, so the gather stays
+    injective and fuses with its producers and consumers as before."""
+    x = relax.Var("x", relax.TensorStructInfo([4, 5], "float32"))
+    idx = relax.Var("idx", relax.TensorStructInfo([4, 5], "int64"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, idx]):
+        g = bb.emit(R.gather_elements(x, idx, axis=1))
+        bb.emit_func_output(g)
+    mod = AnnotateTIROpPattern()(LegalizeOps()(bb.get()))
+    prims = [f for f in mod.functions.values() if isinstance(f, tir.PrimFunc)]
+    assert "T.let" in prims[0].script() or "gather_index" in prims[0].script()
+    assert [int(f.attrs["op_pattern"]) for f in prims] == [OpPattern.INJECTIVE]
