@@ -20,12 +20,24 @@ import numpy as np
 
 from .py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
-__all__ = ["GIL_RELEASE_BYTES", "HEADER", "aligned_buffer", "arena_offsets", "data_address",
+__all__ = ["GIL_RELEASE_BYTES", "HEADER", "Token", "aligned_buffer", "arena_offsets", "data_address",
            "keep_plan", "one_step_words", "plan_words", "root", "run_plan_address"]
 
 GIL_RELEASE_BYTES = 1 << 18  # plans touching more bytes than this release the GIL
 HEADER = 4  # plan words: npatch, nsteps, table address, vars address
 ALIGN = 64  # byte alignment of every intermediate placed in an arena
+
+class Token:
+    """A named marker a native entry returns or stores in place of a plan (MISS, RECORD, ...)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
 
 _RUN_PLAN_IR = f"""
 define void @mtvm_relax_run_plan(ptr %tup, ptr %plan, i32 %nth) {{

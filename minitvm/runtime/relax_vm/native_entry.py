@@ -38,6 +38,7 @@ from .. import threadpool
 from ..gc_pause import paused
 from ..native_plan import (
     GIL_RELEASE_BYTES,
+    Token,
     arena_offsets,
     keep_plan,
     plan_words,
@@ -80,19 +81,9 @@ MAX_RESULT_DEPTH = 32  # nesting of tuples in a result the fast path rebuilds
 PACK_ARENA = True
 
 
-class _Token:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-
-MISS = _Token("MISS")  # the fast path does not apply: interpret
-RECORD = _Token("RECORD")  # a new call shape: interpret once and record a plan
-_NO_PLAN = _Token("NO_PLAN")  # recorded, but not plannable: always interpret this shape
+MISS = Token("MISS")  # the fast path does not apply: interpret
+RECORD = Token("RECORD")  # a new call shape: interpret once and record a plan
+_NO_PLAN = Token("NO_PLAN")  # recorded, but not plannable: always interpret this shape
 
 
 def _wrap(a: np.ndarray) -> NDArray:

@@ -31,6 +31,7 @@ from ..container import ADT
 from ..gc_pause import paused
 from ..native_plan import (
     GIL_RELEASE_BYTES,
+    Token,
     aligned_buffer,
     arena_offsets,
     data_address,
@@ -55,20 +56,10 @@ STRAIGHT_LINE = frozenset({B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.A
                            B.SHAPE_OF, B.RESHAPE_TENSOR, B.RET, KILL})
 
 
-class _Token:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-
-MISS = _Token("MISS")  # the plan does not apply to this call: interpret
-RECORD = _Token("RECORD")  # a call shape seen once before: record it
-SEEN = _Token("SEEN")  # a call shape seen once (recorded at its second call)
-NO_PLAN = _Token("NO_PLAN")  # recorded, not plannable: this shape always interprets
+MISS = Token("MISS")  # the plan does not apply to this call: interpret
+RECORD = Token("RECORD")  # a call shape seen once before: record it
+SEEN = Token("SEEN")  # a call shape seen once (recorded at its second call)
+NO_PLAN = Token("NO_PLAN")  # recorded, not plannable: this shape always interprets
 
 
 class _Unplannable(Exception):
