@@ -1,0 +1,66 @@
+"""Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
+``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp`` and an accurate ``log1p``, composed by
+``frontend_common.torch_special``, which the Relay importer shares."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common import torch_special
+from ....frontend_common.torch_promote import true_divide_dtype
+from ... import op as _op
+from ...expr import const
+from .context import AtenContext, register
+
+
+def _float_unary(ctx: AtenContext, x):
+    """``x`` as a float tensor (integers promoted as torch's unary float functions do) and a
+    constant maker of its dtype."""
+    dt = true_divide_dtype(ctx.dtype(x))
+    if dt != ctx.dtype(x):
+        x = ctx.emit(_op.astype(x, dt))
+    return x, lambda v: const(np.array(v, dtype=dt), dt)
+
+
+def _special_unary(compose):
+    """A converter of one float operand through ``frontend_common.torch_special``."""
+    def convert(ctx: AtenContext, args):
+        x, scalar = _float_unary(ctx, args[0])
+        return ctx.emit(compose(_op, x, scalar, ctx.emit))
+    return convert
+
+
+register("erfc.default", "special_erfc.default")(_special_unary(torch_special.erfc))
+register("special_erfcx.default")(_special_unary(torch_special.erfcx))
+register("special_log_ndtr.default")(_special_unary(torch_special.log_ndtr))
+register("i0.default", "special_i0.default")(_special_unary(torch_special.i0))
+
+
+@register("special_ndtri.default")
+def _ndtri(ctx: AtenContext, args):
+    """Evaluated in float64 (``torch_special.ndtri``'s rationals cancel in float32)."""
+    x, _ = _float_unary(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    out = torch_special.ndtri(_op, ctx.emit(_op.astype(x, wide)),
+                              lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
+    return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
+
+
+@register("frexp.Tensor")
+def _frexp(ctx: AtenContext, args):
+    """(mantissa in the input's float dtype, int32 exponent)."""
+    x = args[0]
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        raise ctx.fail(f"torch.frexp takes a float tensor, got {dt}")
+    mantissa, exponent = torch_special.frexp(_op, x, lambda v: const(np.array(v, dtype=dt), dt),
+                                             emit=ctx.emit)
+    return ctx.emit(mantissa), ctx.emit(exponent)
+
+
+@register("log1p.default")
+def _log1p(ctx: AtenContext, args):
+    """Full precision for tiny operands (``log(1 + x)`` rounds 1 + x first: log_ndtr's
+    decomposition takes ``log1p(-erfc(x) / 2)`` of values below float32's epsilon)."""
+    x, scalar = _float_unary(ctx, args[0])
+    return ctx.emit(torch_special.log1p(_op, x, scalar, ctx.emit))
