@@ -108,6 +108,11 @@ def _native_int16(types, izp, kzp) -> bool:
 
 @register_op_attr("qnn.conv2d", "FTVMQnnCanonicalize")
 def _conv2d(attrs, args, types):
+    from .canonicalize_fast_conv import fast_conv2d
+
+    fast = fast_conv2d(attrs, args, types)
+    if fast is not None:
+        return fast
     data, kernel, izp, kzp = args[:4]
     o_axis = attrs.kernel_layout.index("O")
     if _native_int16(types, izp, kzp) and attrs.groups == 1 and \
