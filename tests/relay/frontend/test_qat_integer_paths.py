@@ -1,7 +1,9 @@
-"""A QAT model's integer path as a TVM user takes it: torch's fake quantization exported to ONNX
-(QuantizeLinear / DequantizeLinear pairs), ``from_onnx(convert_config={"qdq_as_qnn": True})``
-(qnn.quantize / qnn.dequantize), ``FakeQuantizationToInteger``, ``relay.build`` -- compared with
-ONNX Runtime's run of the same file (which runs the integer convs too) and with torch eager."""
+"""A QAT model's integer paths: torch's fake quantization exported to ONNX (QuantizeLinear /
+DequantizeLinear pairs) and imported by ``from_onnx(convert_config={"qdq_as_qnn": True})``, or
+traced and imported by ``from_pytorch(..., fake_quantize_as_qnn=True)`` -- qnn.quantize /
+qnn.dequantize pairs either way --, then ``FakeQuantizationToInteger`` and ``relay.build``,
+compared with ONNX Runtime's run of the export (which runs the integer convs too) and with
+torch eager; and both importers' default, the float fake quantization equal to eager."""
 
 from __future__ import annotations
 
@@ -61,16 +63,26 @@ def _ops(mod) -> list:
     return calls
 
 
-def test_qdq_export_through_fq2i_matches_onnxruntime():
+def _import_qnn(route: str, model, x, blob):
+    if route == "onnx":
+        return relay.frontend.from_onnx(onnx.load_from_string(blob), {"x": (1, 3, 12, 12)},
+                                        convert_config={"qdq_as_qnn": True})
+    return relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                       [("x", ((1, 3, 12, 12), "float32"))],
+                                       fake_quantize_as_qnn=True)
+
+
+@pytest.mark.parametrize("route", ["onnx", "torch"])
+def test_fq2i_integer_path_matches_onnxruntime(route):
     torch.manual_seed(0)
     model = FakeQuantBlock().eval()
     x = torch.randn(1, 3, 12, 12)
     with torch.no_grad():
         ref = model(x).numpy()
     blob = _export(model, x)
-    mod, params = relay.frontend.from_onnx(onnx.load_from_string(blob), {"x": (1, 3, 12, 12)},
-                                           convert_config={"qdq_as_qnn": True})
+    mod, params = _import_qnn(route, model, x, blob)
     names = [op for op, _ in _ops(mod)]
+    # activations: the input, three convs, the block; weights: three convs and the head
     assert names.count("qnn.quantize") == 5 and names.count("qnn.dequantize") == 9
     mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
     calls = _ops(mod)
@@ -98,15 +110,21 @@ def test_qdq_export_through_fq2i_matches_onnxruntime():
     assert np.abs(out - ref).max() <= 1.5 * np.abs(expected - ref).max() + 1e-6 * scale
 
 
-def test_default_import_keeps_the_float_fake_quantization():
-    """Without the option the pairs import as float arithmetic (no qnn ops) that equals eager."""
+@pytest.mark.parametrize("route", ["onnx", "torch"])
+def test_default_import_keeps_the_float_fake_quantization(route):
+    """Without the options fake quantization imports as float arithmetic (no qnn ops) that
+    equals eager."""
     torch.manual_seed(1)
     model = FakeQuantBlock().eval()
     x = torch.randn(1, 3, 12, 12)
     with torch.no_grad():
         ref = model(x).numpy()
-    mod, params = relay.frontend.from_onnx(onnx.load_from_string(_export(model, x)),
-                                           {"x": (1, 3, 12, 12)})
+    if route == "onnx":
+        mod, params = relay.frontend.from_onnx(onnx.load_from_string(_export(model, x)),
+                                               {"x": (1, 3, 12, 12)})
+    else:
+        mod, params = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                                  [("x", ((1, 3, 12, 12), "float32"))])
     assert not any(op.startswith("qnn.") for op, _ in _ops(mod))
     with tvm.transform.PassContext(opt_level=3):
         out = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(
