@@ -130,3 +130,43 @@ def test_default_import_keeps_the_float_fake_quantization(route):
         out = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(
             x.numpy(), **params).numpy()
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+class _Ranges(torch.nn.Module):
+    """uint8, a narrow signed range with tensor qparams, and per-channel int8 with zero points."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("s", torch.tensor([0.2]))
+        self.register_buffer("z", torch.tensor([1], dtype=torch.int32))
+        self.register_buffer("cs", torch.tensor([0.05, 0.1, 0.3]))
+        self.register_buffer("cz", torch.tensor([0, -3, 4], dtype=torch.int32))
+
+    def forward(self, x):
+        return torch.stack([torch.fake_quantize_per_tensor_affine(x, 0.25, 128, 0, 255),
+                            torch.fake_quantize_per_tensor_affine(x, self.s, self.z, -8, 7),
+                            torch.fake_quantize_per_channel_affine(x, self.cs, self.cz, 1, -127,
+                                                                   127)])
+
+
+def test_fake_quantize_as_qnn_pairs_alone_equal_eager():
+    """A qnn pair by itself is the fake quantization (ties to even, a narrow range clipped
+    between quantize and dequantize): equal to eager except where x / scale is within float32
+    rounding of a tie -- qnn.quantize divides by the scale, torch multiplies by its float32
+    reciprocal -- and there one step apart."""
+    x = (torch.arange(90, dtype=torch.float32) * 0.0625 - 2.8).view(1, 3, 5, 6)
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(_Ranges(), (x,)),
+                                         [("x", ((1, 3, 5, 6), "float32"))],
+                                         fake_quantize_as_qnn=True)
+    names = [op for op, _ in _ops(mod)]
+    assert names.count("qnn.quantize") == 3 and names.count("clip") == 2
+    with tvm.transform.PassContext(opt_level=3):
+        out = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(
+            x.numpy()).numpy()
+    ref = _Ranges()(x).numpy()
+    shape = (1, 3, 5, 6)
+    step = np.stack([np.full(shape, 0.25), np.full(shape, 0.2),
+                     np.broadcast_to(np.array([0.05, 0.1, 0.3]).reshape(1, 3, 1, 1), shape)])
+    diff = np.abs(out - ref)
+    assert np.all((diff == 0) | np.isclose(diff, step, rtol=1e-5))
+    assert np.count_nonzero(diff) <= 2
