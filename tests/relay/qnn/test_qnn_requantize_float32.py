@@ -1,0 +1,67 @@
+"""compute_dtype="float32" requantization (the call's attribute or ``requantize_config``'s,
+which qnn.add follows too): canonicalized to float32 arithmetic, within one step of the float64
+reference (equal away from rounding boundaries)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.analysis import post_order_visit
+
+qnn = relay.qnn.op
+RNG = np.random.default_rng(5)
+
+
+def _float_dtypes(mod) -> set:
+    mod = relay.qnn.transform.CanonicalizeOps()(relay.transform.InferType()(mod))
+    found = set()
+    post_order_visit(mod["main"], lambda e: found.add(e.checked_type.dtype)
+                     if isinstance(e, relay.Call) else None)
+    return {d for d in found if d.startswith("float")}
+
+
+def _requantize_mod(compute="None"):
+    x = relay.var("x", shape=(4000,), dtype="int32")
+    y = qnn.requantize(x, relay.const(np.float32(0.0123)), relay.const(np.int32(3)),
+                       relay.const(np.float32(0.05)), relay.const(np.int32(128)),
+                       compute_dtype=compute, out_dtype="uint8")
+    return tvm.IRModule.from_expr(relay.Function([x], y))
+
+
+def _build_run(mod, x):
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.create_executor("graph", mod=mod, target="llvm").evaluate()(x).numpy()
+
+
+@pytest.mark.parametrize("how", ["attribute", "config"])
+def test_requantize_in_float32(how):
+    x = RNG.integers(-20000, 20000, size=4000).astype("int32")
+    ref = _build_run(_requantize_mod(), x)
+    if how == "attribute":
+        mod = _requantize_mod("float32")
+        assert _float_dtypes(mod) == {"float32"}
+        got = _build_run(mod, x)
+    else:
+        with relay.qnn.op.requantize_config(compute_dtype="float32"):
+            assert _float_dtypes(_requantize_mod()) == {"float32"}
+            got = _build_run(_requantize_mod(), x)
+    assert _float_dtypes(_requantize_mod()) == {"float64"}
+    diff = np.abs(got.astype(int) - ref.astype(int))
+    assert diff.max() <= 1 and np.count_nonzero(diff) <= 4
+
+
+def test_qnn_add_follows_the_config():
+    a, b = (relay.var(n, shape=(64,), dtype="uint8") for n in "ab")
+    c = relay.const
+    y = qnn.add(a, b, c(np.float32(0.05)), c(np.int32(128)), c(np.float32(0.07)),
+                c(np.int32(100)), c(np.float32(0.1)), c(np.int32(0)))
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], y))
+    av, bv = (RNG.integers(0, 256, size=64).astype("uint8") for _ in range(2))
+    with relay.qnn.op.requantize_config(compute_dtype="float32"):
+        assert _float_dtypes(mod) == {"float32"}
+        with tvm.transform.PassContext(opt_level=3):
+            got = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(av, bv)
+    exact = np.clip(np.floor((av - 128.0) * 0.5 + 0.5) + np.floor((bv - 100.0) * 0.7 + 0.5),
+                    0, 255)
+    assert np.abs(got.numpy().astype(int) - exact).max() <= 1
