@@ -1749,11 +1749,25 @@ def import_relay(model, args, inputs):
     return mod, params, list(inputs), None
 
 
-def integer_qdq_path(blob: bytes, feed: dict):
+def _integer_build(mod, params, feed: dict, requantize: str):
+    """FakeQuantizationToInteger, then ``relay.build`` with ``requantize`` as the
+    requantization's compute dtype; a ``GraphModule`` with the inputs set, run once."""
+    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
+    with relay.qnn.op.requantize_config(compute_dtype=requantize), \
+            tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in feed.items():
+        gm.set_input_zero_copy(k, v)
+    gm.run()
+    return gm
+
+
+def integer_qdq_path(blob: bytes, feed: dict, requantize: str = "int64"):
     """The integer path a TVM user takes for a QAT model's QDQ export (fake quantization as
     QuantizeLinear / DequantizeLinear pairs): ``from_onnx(convert_config={"qdq_as_qnn": True})``
-    (qnn.quantize / qnn.dequantize), ``FakeQuantizationToInteger``, ``relay.build``. A
-    ``GraphModule`` with the inputs set, or None when the export has no QuantizeLinear."""
+    (qnn.quantize / qnn.dequantize), ``FakeQuantizationToInteger``, ``relay.build``. None
+    when the export has no QuantizeLinear."""
     import onnx
 
     model = onnx.load_from_string(blob)
@@ -1761,17 +1775,10 @@ def integer_qdq_path(blob: bytes, feed: dict):
         return None
     shapes = {k: v.shape for k, v in feed.items()}
     mod, params = relay.frontend.from_onnx(model, shapes, convert_config={"qdq_as_qnn": True})
-    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, v in feed.items():
-        gm.set_input_zero_copy(k, v)
-    gm.run()
-    return gm
+    return _integer_build(mod, params, feed, requantize)
 
 
-def integer_torch_path(model, args, inputs, feed: dict):
+def integer_torch_path(model, args, inputs, feed: dict, requantize: str = "int64"):
     """The same integer path from the traced model: ``from_pytorch(...,
     fake_quantize_as_qnn=True)``, ``FakeQuantizationToInteger``, ``relay.build``."""
     import torch
@@ -1779,14 +1786,7 @@ def integer_torch_path(model, args, inputs, feed: dict):
     traced = torch.jit.trace(model, args, check_trace=False)
     mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs),
                                               fake_quantize_as_qnn=True)
-    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, v in feed.items():
-        gm.set_input_zero_copy(k, v)
-    gm.run()
-    return gm
+    return _integer_build(mod, params, feed, requantize)
 
 
 def measure(name, ctor, spec, rounds):
