@@ -65,3 +65,29 @@ def test_qnn_add_follows_the_config():
     exact = np.clip(np.floor((av - 128.0) * 0.5 + 0.5) + np.floor((bv - 100.0) * 0.7 + 0.5),
                     0, 255)
     assert np.abs(got.numpy().astype(int) - exact).max() <= 1
+
+
+def test_whole_build_cache_keys_on_the_requantize_config():
+    """A build under requantize_config is not the cached build of the same module without it
+    (relay.build's whole-build cache had keyed only on the PassContext)."""
+    from minitvm.backend.options import LoweringOptions
+    from minitvm.relay.backend.build_cache import build_key
+
+    x = relay.var("x", shape=(2,), dtype="int32")
+    one = relay.const(np.float32(1.0))
+    y = qnn.requantize(x, one, relay.const(np.int32(0)), one, relay.const(np.int32(0)),
+                       out_dtype="int32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    with tvm.transform.PassContext(opt_level=3):
+        plain = build_key(mod, {}, "llvm", LoweringOptions())
+        with relay.qnn.op.requantize_config(compute_dtype="float32"):
+            f32 = build_key(mod, {}, "llvm", LoweringOptions())
+        with relay.qnn.op.requantize_config(rounding="TONEAREST"):
+            nearest = build_key(mod, {}, "llvm", LoweringOptions())
+    assert plain is not None and len({plain, f32, nearest}) == 3
+    # built after the plain build (cached), the float32 one still computes in float32: 2**25 + 1
+    # has no float32 of its own
+    v = np.array([2**25 + 1, 5], "int32")
+    np.testing.assert_array_equal(_build_run(mod, v), v)
+    with relay.qnn.op.requantize_config(compute_dtype="float32"):
+        np.testing.assert_array_equal(_build_run(mod, v), [2**25, 5])
