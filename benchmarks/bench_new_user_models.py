@@ -1847,7 +1847,10 @@ def measure(name, ctor, spec, rounds):
     integer = {}
     if qdq is not None:  # (a QAT model: the integer paths beside the exact float one)
         integer = {"  ONNX QDQ + FQ2I": qdq,
-                   "  torch qnn + FQ2I": integer_torch_path(model, args, inputs, feed)}
+                   "  ONNX, f32 rq": integer_qdq_path(blob, feed, "float32"),
+                   "  torch qnn + FQ2I": integer_torch_path(model, args, inputs, feed),
+                   "  torch, f32 rq": integer_torch_path(model, args, inputs, feed,
+                                                         "float32")}
         impls.update({k: gm.run for k, gm in integer.items()})
     times = settled_rounds(impls, rounds, 5, clock=time.thread_time)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
@@ -1869,7 +1872,9 @@ def measure(name, ctor, spec, rounds):
                     for gm in integer.values())
         print(f"{'':18s} (integer: the export through from_onnx(convert_config={{'qdq_as_qnn': "
               f"True}}), or from_pytorch(fake_quantize_as_qnn=True), then "
-              f"FakeQuantizationToInteger; ORT's error vs torch "
+              f"FakeQuantizationToInteger; f32 rq: built under "
+              f"relay.qnn.op.requantize_config(compute_dtype='float32'), as ORT requantizes; "
+              f"ORT's error vs torch "
               f"{float(np.abs(ort_out - ref).max()) / scale:.1e}, these paths' vs ORT "
               f"{apart:.1e})", flush=True)
     if via_export:
