@@ -1,6 +1,7 @@
 """qnn.conv2d's fast canonical forms (``qnn/op/canonicalize_fast_conv``): the VNNI int32 conv of
 the 8-bit data and int8 weight as they are (on a VNNI host), or an exact float32 conv where
-every partial sum stays under 2**24 -- both give the integer conv's result exactly."""
+every partial sum stays under 2**24 -- both give the integer conv's result exactly; and
+qnn.add / subtract of inputs in the output's scale as an int32 sum."""
 
 import numpy as np
 import pytest
@@ -72,3 +73,23 @@ def test_vnni_form_reads_the_bytes():
     conv = next(c for c in calls if c.op.name == "nn.conv2d")
     assert conv.args[0].checked_type.dtype == "uint8"
     assert conv.args[1].checked_type.dtype == "int8" and conv.attrs.out_dtype == "int32"
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_add_of_one_scale_is_an_int32_sum(sign):
+    """qnn.add / qnn.subtract whose inputs share the output's scale (a residual add of one
+    quantization) canonicalize to the int32 sum, no float step, equal to the reference."""
+    a, b = (relay.var(n, shape=(2, 50), dtype="uint8") for n in "ab")
+    c, s = relay.const, np.float32(0.05)
+    make = qnn.add if sign > 0 else qnn.subtract
+    y = make(a, b, c(s), c(np.int32(128)), c(s), c(np.int32(100)), c(s), c(np.int32(3)))
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], y))
+    calls = _canonical_calls(mod)
+    assert not any(str(e.checked_type.dtype).startswith("float") for e in calls)
+    av, bv = (RNG.integers(0, 256, size=(2, 50)).astype("uint8") for _ in range(2))
+    ref = relay.create_executor("debug", mod=mod).evaluate()(av, bv).numpy()
+    with tvm.transform.PassContext(opt_level=3):
+        got = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(av, bv).numpy()
+    exact = np.clip((av - 128.0) + sign * (bv - 100.0) + 3, 0, 255)
+    np.testing.assert_array_equal(got, exact)
+    np.testing.assert_array_equal(got, ref)

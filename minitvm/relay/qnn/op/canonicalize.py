@@ -160,10 +160,36 @@ def _dense(attrs, args, types):
     return _nn.dense(x, w, units=attrs.units, out_dtype=attrs.out_dtype or "int32")
 
 
+def _same_scale(a, b) -> bool:
+    """Are ``a`` and ``b`` one scalar float32 constant's value (the requantization between
+    them multiplies by exactly 1)?"""
+    return all(isinstance(e, Constant) and e.data.numpy().size == 1 for e in (a, b)) and \
+        a.data.numpy().astype("float32").item() == b.data.numpy().astype("float32").item()
+
+
+def _int_side(data, dtype_in: str, scale, zp, out_scale):
+    """An 8/16-bit input already in the output's scale as the int32 ``data - zp`` (exact: no
+    rounding); None otherwise."""
+    if str(dtype_in) not in ("uint8", "int8", "uint16", "int16") or \
+            not _same_scale(scale, out_scale) or not isinstance(zp, Constant) or \
+            zp.data.numpy().size != 1:
+        return None
+    return _t.subtract(_t.cast(data, "int32"), const(int(zp.data.numpy().item()), "int32"))
+
+
 def _addsub(sign: int):
     def canon(attrs, args, types):
         lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
         nl, nr = len(types[0].shape), len(types[1].shape)
+        combine = _t.add if sign > 0 else _t.subtract
+        inverse = _t.subtract if sign > 0 else _t.add
+        a_int = _int_side(lhs, types[0].dtype, ls, lzp, os_)
+        b_int = _int_side(rhs, types[1].dtype, rs, rzp, os_)
+        if a_int is not None and b_int is not None:
+            # both inputs in the output's scale (a residual add of one quantization): the
+            # integer sum, exact, in int32
+            return _saturate(_t.add(combine(a_int, b_int), _t.cast(ozp, "int32")),
+                             types[0].dtype)
         compute = _compute_dtype()
         a = _requant_f64(lhs, types[0].dtype, _per_axis(ls, types[2], attrs.lhs_axis, nl),
                          _per_axis(lzp, types[3], attrs.lhs_axis, nl), os_, ozp,
@@ -171,8 +197,6 @@ def _addsub(sign: int):
         b = _requant_f64(rhs, types[1].dtype, _per_axis(rs, types[4], attrs.rhs_axis, nr),
                          _per_axis(rzp, types[5], attrs.rhs_axis, nr), os_, ozp,
                          compute=compute)
-        combine = _t.add if sign > 0 else _t.subtract
-        inverse = _t.subtract if sign > 0 else _t.add
         zp = _t.cast(ozp, "float32") if compute == "float32" else _f64(ozp)
         return _saturate(inverse(combine(a, b), zp), types[0].dtype)
 
