@@ -1749,6 +1749,46 @@ def import_relay(model, args, inputs):
     return mod, params, list(inputs), None
 
 
+def _integer_build(mod, params, feed: dict, requantize: str):
+    """FakeQuantizationToInteger, then ``relay.build`` with ``requantize`` as the
+    requantization's compute dtype; a ``GraphModule`` with the inputs set, run once."""
+    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
+    with relay.qnn.op.requantize_config(compute_dtype=requantize), \
+            tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in feed.items():
+        gm.set_input_zero_copy(k, v)
+    gm.run()
+    return gm
+
+
+def integer_qdq_path(blob: bytes, feed: dict, requantize: str = "int64"):
+    """The integer path a TVM user takes for a QAT model's QDQ export (fake quantization as
+    QuantizeLinear / DequantizeLinear pairs): ``from_onnx(convert_config={"qdq_as_qnn": True})``
+    (qnn.quantize / qnn.dequantize), ``FakeQuantizationToInteger``, ``relay.build``. None
+    when the export has no QuantizeLinear."""
+    import onnx
+
+    model = onnx.load_from_string(blob)
+    if not any(n.op_type == "QuantizeLinear" for n in model.graph.node):
+        return None
+    shapes = {k: v.shape for k, v in feed.items()}
+    mod, params = relay.frontend.from_onnx(model, shapes, convert_config={"qdq_as_qnn": True})
+    return _integer_build(mod, params, feed, requantize)
+
+
+def integer_torch_path(model, args, inputs, feed: dict, requantize: str = "int64"):
+    """The same integer path from the traced model: ``from_pytorch(...,
+    fake_quantize_as_qnn=True)``, ``FakeQuantizationToInteger``, ``relay.build``."""
+    import torch
+
+    traced = torch.jit.trace(model, args, check_trace=False)
+    mod, params = relay.frontend.from_pytorch(traced, input_infos(inputs),
+                                              fake_quantize_as_qnn=True)
+    return _integer_build(mod, params, feed, requantize)
+
+
 def measure(name, ctor, spec, rounds):
     import onnxruntime as ort
     import torch
@@ -1803,6 +1843,15 @@ def measure(name, ctor, spec, rounds):
             impls["ort"] = ort_run(dynamo_onnx_bytes(model, args, inputs))
     except Exception as e:  # noqa: BLE001 - the baseline's failure, not minitvm's
         no_ort = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:90]}"
+    qdq = None if no_ort or via_dynamo else integer_qdq_path(blob, feed)
+    integer = {}
+    if qdq is not None:  # (a QAT model: the integer paths beside the exact float one)
+        integer = {"  ONNX QDQ + FQ2I": qdq,
+                   "  ONNX, f32 rq": integer_qdq_path(blob, feed, "float32"),
+                   "  torch qnn + FQ2I": integer_torch_path(model, args, inputs, feed),
+                   "  torch, f32 rq": integer_torch_path(model, args, inputs, feed,
+                                                         "float32")}
+        impls.update({k: gm.run for k, gm in integer.items()})
     times = settled_rounds(impls, rounds, 5, clock=time.thread_time)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     ort_ms = f"{med['ort']:9.3f}" if "ort" in med else f"{'n/a':>9s}"
@@ -1810,6 +1859,24 @@ def measure(name, ctor, spec, rounds):
     print(f"{name:18s} {med['minitvm']:9.3f} {ort_ms} {med['torch']:9.3f} "
           f"{vs_ort} {med['minitvm'] / med['torch']:8.2f}x "
           f"{t1 - t0:7.1f} {t2 - t1:7.1f} {err:9.1e}", flush=True)
+    for label, gm in integer.items():
+        q_ms, out = med[label], gm.get_output(0).numpy()
+        q_err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-6))
+        print(f"{label:18s} {q_ms:9.3f} {ort_ms} {med['torch']:9.3f} "
+              f"{q_ms / med['ort']:8.2f}x {q_ms / med['torch']:8.2f}x {'':7s} {'':7s} "
+              f"{q_err:9.1e}", flush=True)
+    if integer:
+        scale = max(np.abs(ref).max(), 1e-6)
+        ort_out = impls["ort"]()[0]
+        apart = max(float(np.abs(gm.get_output(0).numpy() - ort_out).max()) / scale
+                    for gm in integer.values())
+        print(f"{'':18s} (integer: the export through from_onnx(convert_config={{'qdq_as_qnn': "
+              f"True}}), or from_pytorch(fake_quantize_as_qnn=True), then "
+              f"FakeQuantizationToInteger; f32 rq: built under "
+              f"relay.qnn.op.requantize_config(compute_dtype='float32'), as ORT requantizes; "
+              f"ORT's error vs torch "
+              f"{float(np.abs(ort_out - ref).max()) / scale:.1e}, these paths' vs ORT "
+              f"{apart:.1e})", flush=True)
     if via_export:
         print(f"{'':18s} (imported by torch.export: torch.jit.trace fails: {via_export})",
               flush=True)

@@ -156,8 +156,11 @@ def _global_pool(kind):
                        name=f"global_{kind}_pool")
         if kind == "max":
             return [s]
-        return [te.compute(shape, lambda b, c, y, xx: s[b, c, y, xx] /
-                           E.FloatImm(t.dtype, float(h * wd)), name="global_avg_pool2d")]
+        # (an integer mean divides by an integer count, truncating as the reference does)
+        count = E.FloatImm(t.dtype, float(h * wd)) if t.dtype.startswith(("float", "bfloat")) \
+            else E.IntImm(t.dtype, h * wd)
+        return [te.compute(shape, lambda b, c, y, xx: s[b, c, y, xx] / count,
+                           name="global_avg_pool2d")]
 
     return fcompute
 

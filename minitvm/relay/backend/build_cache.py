@@ -8,7 +8,9 @@ decides it:
 - the input module (``ir.fingerprint``: every field of every node, variables' names and
   constants' bytes included) and every parameter's name, dtype, shape and bytes;
 - the PassContext (opt level, required and disabled passes, config), the lowering options
-  (BLAS, generated kernels, the tuned knob table in effect), the target kind;
+  (BLAS, generated kernels, the tuned knob table in effect), the target kind, the
+  ``relay.qnn.op.requantize_config`` in effect (its rounding and compute dtype decide how
+  QnnCanonicalize writes requantizations);
 - the compiler itself: every file of the ``minitvm`` package, the code generator's version,
   the host CPU and LLVM (``runtime.jit.object_fingerprint``), and the registered op attributes
   (a build is not cached when one of them comes from outside the package, e.g. a user's
@@ -207,7 +209,9 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     except Unfingerprintable:  # it holds code or a handle: build it normally
         return None
     from ...runtime import blas
+    from ..qnn.op.qnn import current_requantize_config
 
+    requantize = current_requantize_config()
     head = json.dumps({
         "format": FORMAT_VERSION, "codegen": CODEGEN_VERSION,
         "package": package_fingerprint(), "host": jit.object_fingerprint(), "ops": ops,
@@ -217,6 +221,7 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
         "knobs": sorted((k, sorted(v.items())) for k, v in knobs.entries.items())
         if knobs is not None else None,
         "env": env, "module": digest,
+        "requantize": [requantize.rounding, requantize.compute_dtype],
     }, sort_keys=True, default=repr)
     h = hashlib.sha256(head.encode())
     h.update(params_digest().encode())

@@ -83,6 +83,7 @@ class Folder:
     def __init__(self, max_elements: int = 1 << 26):
         self.memo: dict = {}
         self.max_elements = max_elements
+        self.keep: frozenset = frozenset()  # names of ops never folded
 
     def __call__(self, expr):
         if not isinstance(expr, Call | Tuple | TupleGetItem):
@@ -121,7 +122,8 @@ class Folder:
         new = node if all(a is b for a, b in zip(kids, node.args)) else Call(
             node.op, kids, node.attrs, node.type_args)
         op = new.op
-        if not isinstance(op, Op) or not kids or op.get_attr("TOpIsStateful"):
+        if not isinstance(op, Op) or not kids or op.get_attr("TOpIsStateful") or \
+                op.name in self.keep:
             return new
         if op.name in ("shape_of", "ndarray_size"):
             return self._fold_shape(new)

@@ -60,6 +60,12 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
         Override the default-domain opset the model declares.
     freeze_params : bool
         Embed initializers as constants (True) or keep them as parameters (False).
+    convert_config : dict, optional
+        ``{"qdq_as_qnn": True}`` (minitvm): QuantizeLinear / DequantizeLinear become
+        ``qnn.quantize`` / ``qnn.dequantize``, as TVM imports them, for
+        ``relay.transform.FakeQuantizationToInteger`` to turn a QDQ model's convs, adds and
+        pools into integer ops. By default each pair is float arithmetic with ONNX Runtime's
+        numerics (convs of 8-bit tensors already read them as integers on VNNI).
     const_inputs : dict of str to numpy.ndarray, optional
         Graph inputs to bind to known values (minitvm extension): a shape or axes tensor fed
         as an input becomes a constant, so the shapes it computes are static.
@@ -71,4 +77,5 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     """
     model = load_model(model, ImportError_)
     g = GraphProto(shape, dtype, freeze_params, default_opset(model, opset), const_inputs)
+    g.qdq_as_qnn = bool((convert_config or {}).get("qdq_as_qnn", False))
     return g.from_onnx(model.graph)

@@ -43,6 +43,7 @@ class GraphProto(_om.GraphImporterBase):
     error = ImportError_
     multi = (TupleWrapper,)
     converters = CONVERTERS
+    qdq_as_qnn = False  # (from_onnx's convert_config "qdq_as_qnn")
 
     def __init__(self, shape: dict | None, dtype, freeze_params: bool, opset: int,
                  const_inputs: dict | None = None):
@@ -127,6 +128,9 @@ class GraphProto(_om.GraphImporterBase):
             inputs.append(v)
         ctx = Context(self.opset, self.fold, inputs)
         ctx.finite = finite_tensors(graph)
+        ctx.qdq_as_qnn = self.qdq_as_qnn
+        if self.qdq_as_qnn:  # (a dequantized constant weight stays one for FQ2I's qnn.conv2d)
+            self.fold.keep = frozenset({"qnn.dequantize"})
         ctx.dim_names = self.dim_names
         ctx.uses = _om.tensor_reads(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)

@@ -28,6 +28,8 @@ from ... import op as _op
 from ..common import dynamic_quantize_uint8
 from ..fold import col2im
 from .ops_nn import _conv_common, matmul
+from .qdq_qnn import dequantize_linear as _qnn_dequantize
+from .qdq_qnn import quantize_linear as _qnn_quantize
 from .qdq_softmax import quantized_softmax
 from .qdq_weight import as_row, vnni_batch_int_matmul, vnni_int_conv, vnni_int_matmul
 from .qdq_weight import remember as remember_int8_weight
@@ -55,6 +57,8 @@ def _along(ctx, param, ndim: int, axis: int, x_shape=None, block: int = 0):
 
 @register("QuantizeLinear")
 def _quantize_linear(ctx, ins, attrs):
+    if ctx.qdq_as_qnn:
+        return _qnn_quantize(ctx, ins, attrs)
     x, scale = ins[0], ins[1]
     zp = ins[2] if len(ins) > 2 else None
     out_dtype = ctx.dtype(zp) if zp is not None else "uint8"
@@ -116,6 +120,8 @@ def _fake_quant(ctx, scale, zp, bs: int):
 
 @register("DequantizeLinear")
 def _dequantize_linear(ctx, ins, attrs):
+    if ctx.qdq_as_qnn:
+        return _qnn_dequantize(ctx, ins, attrs)
     x, scale = ins[0], ins[1]
     zp = ins[2] if len(ins) > 2 else None
     shape, bs = ctx.shape(x), int(attrs.get("block_size", 0))

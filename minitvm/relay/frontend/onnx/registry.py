@@ -68,6 +68,9 @@ class Context(NodeContext):
         # ... -> (q, scale, axis) of a Softmax over a DequantizeLinear'd 8-bit activation that
         # only a QuantizeLinear reads (``qdq_softmax``: ORT's integer softmax)
         self.softmax_inputs: dict = {}
+        # QuantizeLinear / DequantizeLinear as qnn.quantize / qnn.dequantize (TVM's form, for
+        # FakeQuantizationToInteger; from_onnx's convert_config "qdq_as_qnn")
+        self.qdq_as_qnn = False
         # id of a relay.Any() in a graph input's type -> the ONNX dim_param it stands for
         self.dim_names: dict[int, str] = {}
 

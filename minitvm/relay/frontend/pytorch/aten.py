@@ -64,6 +64,9 @@ class AtenContext:
     def __init__(self):
         self.fold = Folder()
         self.op_name = "?"
+        # fake quantization as qnn.quantize / qnn.dequantize pairs (from_pytorch's
+        # fake_quantize_as_qnn, for FakeQuantizationToInteger; ``aten_fake_quant``)
+        self.fake_quantize_as_qnn = False
         # max-pool indices built so far -> their pool's (kernel, stride, padding, dilation),
         # for max_unpool's gather form (frontend_common.unpool_plan)
         self.pool_geometry: dict = {}

@@ -1,7 +1,18 @@
 """ATen converters for torch's fake quantization (a QAT model exported before conversion):
 ``fake_quantize_per_tensor_affine`` (a float / int or tensor scale and zero point),
 ``fake_quantize_per_channel_affine`` and the ``_cachemask`` forms torch.export keeps, built as
-float arithmetic by ``frontend_common.torch_fake_quant``."""
+float arithmetic by ``frontend_common.torch_fake_quant`` -- equal to eager, float convs.
+
+The integer path: ``from_pytorch(..., fake_quantize_as_qnn=True)`` (a minitvm option) writes
+each fake quantization over an 8-bit range as ``qnn.dequantize(qnn.quantize(x))`` (a narrower
+range clips the integers between them), as TVM's ONNX importer writes a QDQ pair, so that
+``relay.transform.FakeQuantizationToInteger`` turns the convs, adds and pools between the
+pairs into integer ops (VNNI int8 convs on a host that has them). Its numerics are the
+integer program's, not eager's: each conv's sum is requantized once from int32 (as ONNX
+Runtime's integer kernels do) where eager rounds the float conv of dequantized values;
+``qnn.quantize`` divides by the scale where torch multiplies by its float32 reciprocal. The
+same path goes through the model's ONNX export: ``from_onnx(..., convert_config=
+{"qdq_as_qnn": True})``."""
 
 from __future__ import annotations
 
@@ -38,10 +49,38 @@ def _scalar(dt):
     return lambda v: _expr.const(np.array(v, dtype=dt), dt)
 
 
+def _qnn_pair(ctx, x, scale, zero_point, axis: int, qmin: int, qmax: int):
+    """``fake_quantize_as_qnn``'s ``qnn.dequantize(qnn.quantize(x))`` where the range fits
+    uint8 or int8, else None (the float form stays)."""
+    if not getattr(ctx, "fake_quantize_as_qnn", False) or ctx.op_name.endswith("_cachemask"):
+        return None
+    dtype = "uint8" if 0 <= qmin and qmax <= 255 else "int8" if -128 <= qmin and qmax <= 127 \
+        else None
+    if dtype is None:
+        return None
+    from ...qnn import op as _qnn
+
+    if _is_expr(scale):
+        scale = scale if ctx.dtype(scale) == "float32" else _op.cast(scale, "float32")
+    else:
+        scale = _expr.const(np.float32(scale))
+    zero_point = _op.cast(zero_point, "int32") if _is_expr(zero_point) else \
+        _expr.const(np.int32(zero_point))
+    q = _qnn.quantize(x, scale, zero_point, axis=axis, out_dtype=dtype)
+    info = np.iinfo(dtype)
+    if (qmin, qmax) != (info.min, info.max):
+        q = _op.clip(q, qmin, qmax)
+    return _qnn.dequantize(q, scale, zero_point, axis=axis)
+
+
 @register("fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine_cachemask")
 def _fake_quantize_per_tensor(ctx, args):
     x, scale, zero_point, qmin, qmax = args[:5]
     dt = _check_float(ctx, x)
+    pair = None if dt != "float32" else _qnn_pair(ctx, x, scale, zero_point, 1, int(qmin),
+                                                   int(qmax))
+    if pair is not None:
+        return pair
     out, mask = fake_quantize(_op, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
                               _float_operand(ctx, zero_point, dt), int(qmin), int(qmax),
                               _scalar(dt))
@@ -52,6 +91,11 @@ def _fake_quantize_per_tensor(ctx, args):
 def _fake_quantize_per_channel(ctx, args):
     x, scale, zero_point, axis, qmin, qmax = args[:6]
     dt = _check_float(ctx, x)
+    pair = None if dt != "float32" else _qnn_pair(ctx, x, scale, zero_point,
+                                                   int(axis) % len(ctx.shape(x)), int(qmin),
+                                                   int(qmax))
+    if pair is not None:
+        return pair
     shape = channel_shape(len(ctx.shape(x)), int(axis), int(ctx.shape(scale)[0]))
     scale = _op.reshape(_float_operand(ctx, scale, dt), shape)
     zero_point = _op.reshape(_float_operand(ctx, zero_point, dt), shape)

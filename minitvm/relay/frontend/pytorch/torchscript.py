@@ -47,11 +47,13 @@ def _scalar_type_args(node) -> set[int]:
     return {i for i, n in enumerate(names) if n in dtype_names}
 
 
-def _graph_of(module):
+def _graph_of(module, freeze: bool = True):
     """(the inlined graph, the module its ``self`` input stands for, or None for a function).
     Freezing folds the parameters into constants; what it leaves (an attribute read in a way
     its alias analysis cannot prove unmutated, e.g. a GRU's weights in a traced beam-search
-    loop) stays ``prim::GetAttr`` off ``self``, read from the module at conversion."""
+    loop) stays ``prim::GetAttr`` off ``self``, read from the module at conversion. Without
+    ``freeze`` every parameter is read so (freezing would also fold a weight's fake
+    quantization into float values, which ``fake_quantize_as_qnn`` keeps as qnn ops)."""
     import torch
 
     if isinstance(module, torch.jit.ScriptFunction):
@@ -60,7 +62,7 @@ def _graph_of(module):
     elif isinstance(module, torch.jit.ScriptModule):
         frozen = module if not module.training else module.eval()
         try:
-            frozen = torch.jit.freeze(frozen)
+            frozen = torch.jit.freeze(frozen) if freeze else frozen
         except Exception:  # noqa: BLE001 - freezing fails on some modules; keep attributes
             pass
         graph = frozen.graph.copy()
@@ -94,7 +96,7 @@ def _check_supported(graph, table, has_self: bool) -> None:
 
 def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dtype="float32",
                  use_parser_friendly_name=False, keep_quantized_weight=False,
-                 export_renamed_c_graph_path=None):
+                 export_renamed_c_graph_path=None, fake_quantize_as_qnn: bool = False):
     """Convert a TorchScript module (traced or scripted) into a Relay module.
 
     Parameters
@@ -105,13 +107,18 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     custom_convert_map : dict of str to callable, optional
         Extra converters by ATen name (without the ``aten::`` prefix), called as
         ``fn(ctx, args)``.
+    fake_quantize_as_qnn : bool
+        (minitvm) Import ``torch.fake_quantize_per_tensor_affine`` / ``..._per_channel_affine``
+        over an 8-bit range as ``qnn.quantize`` -> ``qnn.dequantize`` pairs, for
+        ``relay.transform.FakeQuantizationToInteger`` (the integer path of a QAT model;
+        numerics: ``aten_fake_quant``). By default they are float arithmetic equal to eager.
 
     Returns
     -------
     mod : tvm.IRModule
     params : dict of str to tvm.nd.NDArray (empty: parameters are embedded as constants)
     """
-    graph, owner = _graph_of(script_module)
+    graph, owner = _graph_of(script_module, freeze=not fake_quantize_as_qnn)
     table = dict(ATEN)
     table.update({k.replace("aten::", ""): v for k, v in (custom_convert_map or {}).items()})
     _check_supported(graph, table, owner is not None)
@@ -132,6 +139,9 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
         env[value] = v
         params.append(v)
     ctx = AtenContext()
+    if fake_quantize_as_qnn:  # (a dequantized constant weight stays one for qnn.conv2d)
+        ctx.fake_quantize_as_qnn = True
+        ctx.fold.keep = frozenset({"qnn.dequantize"})
     views: dict = {}
     for node in graph.nodes():
         _convert(ctx, node, env, table)

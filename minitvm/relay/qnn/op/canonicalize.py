@@ -1,6 +1,11 @@
 """FTVMQnnCanonicalize of every ``qnn.*`` op: the same computation in plain integer / float
 Relay (QnnCanonicalize runs these in relay.build). Requantization is computed in float64, which
-is exact for every int32 input and matches ``topi.reference.qnn`` bit for bit."""
+is exact for every int32 input and matches ``topi.reference.qnn`` bit for bit -- for the
+``int64`` and ``float64`` compute dtypes. ``compute_dtype="float32"`` (the call's, or
+``requantize_config``'s, which qnn.add / qnn.subtract follow too, as TVM's) computes in float32,
+as ONNX Runtime's integer kernels requantize: half the vector width of float64's work, exact
+while ``|data - zero point|`` stays under 2**24, and otherwise (or where the product lands
+within float32 rounding of a rounding boundary) one step apart at most."""
 
 from __future__ import annotations
 
@@ -26,18 +31,33 @@ def _f64(e):
     return _t.cast(e, "float64")
 
 
-def _round(v, rounding: str):
-    half = const(0.5, "float64")
+def _round(v, rounding: str, dtype: str = "float64"):
+    half = const(0.5, dtype)
     if rounding == "TONEAREST":
         return _t.multiply(_t.sign(v), _t.floor(_t.add(_t.abs(v), half)))
     return _t.floor(_t.add(v, half))
 
 
-def _requant_f64(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding="UPWARD"):
-    """(data - in_zp) * in_scale / out_scale, rounded, + out_zp, in float64 (no saturation)."""
+def _requant_f64(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding="UPWARD",
+                 compute: str = "float64"):
+    """(data - in_zp) * in_scale / out_scale, rounded, + out_zp, in float64 (float32 where
+    ``compute`` says so; no saturation). The result's dtype is the one computed in."""
+    if compute == "float32":
+        f32 = lambda e: _t.cast(e, "float32")  # noqa: E731
+        shifted = _t.subtract(f32(data), f32(in_zp))
+        mult = _t.divide(f32(in_scale), f32(out_scale))
+        return _t.add(_round(_t.multiply(shifted, mult), rounding, "float32"), f32(out_zp))
     shifted = _t.subtract(_t.cast(data, "int64"), _t.cast(in_zp, "int64"))
     mult = _t.divide(_f64(in_scale), _f64(out_scale))
     return _t.add(_round(_t.multiply(_f64(shifted), mult), rounding), _f64(out_zp))
+
+
+def _compute_dtype(attrs=None) -> str:
+    """A requantization's compute dtype: the call's, else ``requantize_config``'s."""
+    from .qnn import current_requantize_config
+
+    own = getattr(attrs, "compute_dtype", None) if attrs is not None else None
+    return own if own not in (None, "None") else current_requantize_config().compute_dtype
 
 
 def _saturate(v, dtype: str):
@@ -71,7 +91,8 @@ def _requantize(attrs, args, types):
 
     rounding = requantize_rounding(attrs)
     v = _requant_f64(data, types[0].dtype, _per_axis(in_scale, types[1], attrs.axis, nd),
-                     _per_axis(in_zp, types[2], attrs.axis, nd), out_scale, out_zp, rounding)
+                     _per_axis(in_zp, types[2], attrs.axis, nd), out_scale, out_zp, rounding,
+                     _compute_dtype(attrs))
     return _saturate(v, attrs.out_dtype)
 
 
@@ -108,6 +129,11 @@ def _native_int16(types, izp, kzp) -> bool:
 
 @register_op_attr("qnn.conv2d", "FTVMQnnCanonicalize")
 def _conv2d(attrs, args, types):
+    from .canonicalize_fast_conv import fast_conv2d
+
+    fast = fast_conv2d(attrs, args, types)
+    if fast is not None:
+        return fast
     data, kernel, izp, kzp = args[:4]
     o_axis = attrs.kernel_layout.index("O")
     if _native_int16(types, izp, kzp) and attrs.groups == 1 and \
@@ -134,17 +160,45 @@ def _dense(attrs, args, types):
     return _nn.dense(x, w, units=attrs.units, out_dtype=attrs.out_dtype or "int32")
 
 
+def _same_scale(a, b) -> bool:
+    """Are ``a`` and ``b`` one scalar float32 constant's value (the requantization between
+    them multiplies by exactly 1)?"""
+    return all(isinstance(e, Constant) and e.data.numpy().size == 1 for e in (a, b)) and \
+        a.data.numpy().astype("float32").item() == b.data.numpy().astype("float32").item()
+
+
+def _int_side(data, dtype_in: str, scale, zp, out_scale):
+    """An 8/16-bit input already in the output's scale as the int32 ``data - zp`` (exact: no
+    rounding); None otherwise."""
+    if str(dtype_in) not in ("uint8", "int8", "uint16", "int16") or \
+            not _same_scale(scale, out_scale) or not isinstance(zp, Constant) or \
+            zp.data.numpy().size != 1:
+        return None
+    return _t.subtract(_t.cast(data, "int32"), const(int(zp.data.numpy().item()), "int32"))
+
+
 def _addsub(sign: int):
     def canon(attrs, args, types):
         lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
         nl, nr = len(types[0].shape), len(types[1].shape)
-        a = _requant_f64(lhs, types[0].dtype, _per_axis(ls, types[2], attrs.lhs_axis, nl),
-                         _per_axis(lzp, types[3], attrs.lhs_axis, nl), os_, ozp)
-        b = _requant_f64(rhs, types[1].dtype, _per_axis(rs, types[4], attrs.rhs_axis, nr),
-                         _per_axis(rzp, types[5], attrs.rhs_axis, nr), os_, ozp)
         combine = _t.add if sign > 0 else _t.subtract
         inverse = _t.subtract if sign > 0 else _t.add
-        return _saturate(inverse(combine(a, b), _f64(ozp)), types[0].dtype)
+        a_int = _int_side(lhs, types[0].dtype, ls, lzp, os_)
+        b_int = _int_side(rhs, types[1].dtype, rs, rzp, os_)
+        if a_int is not None and b_int is not None:
+            # both inputs in the output's scale (a residual add of one quantization): the
+            # integer sum, exact, in int32
+            return _saturate(_t.add(combine(a_int, b_int), _t.cast(ozp, "int32")),
+                             types[0].dtype)
+        compute = _compute_dtype()
+        a = _requant_f64(lhs, types[0].dtype, _per_axis(ls, types[2], attrs.lhs_axis, nl),
+                         _per_axis(lzp, types[3], attrs.lhs_axis, nl), os_, ozp,
+                         compute=compute)
+        b = _requant_f64(rhs, types[1].dtype, _per_axis(rs, types[4], attrs.rhs_axis, nr),
+                         _per_axis(rzp, types[5], attrs.rhs_axis, nr), os_, ozp,
+                         compute=compute)
+        zp = _t.cast(ozp, "float32") if compute == "float32" else _f64(ozp)
+        return _saturate(inverse(combine(a, b), zp), types[0].dtype)
 
     return canon
 
