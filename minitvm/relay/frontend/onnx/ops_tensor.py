@@ -375,10 +375,32 @@ def _size(ctx, ins, attrs):
 
 @register("ConstantOfShape")
 def _constant_of_shape(ctx, ins, attrs):
-    shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
     value = attrs.get("value", np.zeros(1, "float32"))
     value = np.asarray(value).reshape(-1)
+    if ctx.maybe_value(ins[0]) is None and has_dynamic_source(ctx, ins[0]):
+        return _run_time_full(ctx, value[0], ins[0])
+    shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
+
+
+def _run_time_full(ctx, value: np.generic, shape):
+    """``value`` broadcast to ``shape``, shape arithmetic holding run-time sizes: a constant
+    with 1 at each run-time size, grown along that axis by a take of index 0 once per element of
+    the tensor axis that size is read from (the type keeps that axis's ``relay.Any()``), or of
+    ``arange(size)`` for a size computed from others (a product of sizes)."""
+    elems = evaluate(ctx.fold(shape)).ravel()
+    x = ctx.const(np.full([1 if isinstance(v, SizeOf) else int(v) for v in elems], value))
+    sizes = _op.cast(ctx.fold(shape), "int64")
+    for axis, v in enumerate(elems):
+        if not isinstance(v, SizeOf):
+            continue
+        if v.tensor is not None:
+            line = _first_line(v.tensor, v.axis, len(ctx.shape(v.tensor)))
+        else:
+            line = _op.arange(_op.take(sizes, _expr.const(np.array(axis, "int64"))),
+                              dtype="int64")
+        x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
+    return x
 
 
 @register("Constant")
@@ -410,6 +432,9 @@ def _range(ctx, ins, attrs):
     return ctx.const((start + np.arange(n) * delta).astype(dt))
 
 
+_UNTIL_END = 2**62  # a strided_slice end past any axis (clipped to its size)
+
+
 @register("Pad")
 def _pad(ctx, ins, attrs):
     x = ins[0]
@@ -433,11 +458,13 @@ def _pad(ctx, ins, attrs):
         width[a % nd] = [pads[i], pads[i + k]]
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
-    # negative pads crop
+    # negative pads crop (a dynamic axis's end counted from its end)
     starts = [-min(b, 0) for b, _ in width]
-    ends = [shape[i] + min(e, 0) for i, (_, e) in enumerate(width)]
-    if any(s for s in starts) or any(e != d for e, d in zip(ends, shape)):
-        x = _op.strided_slice(x, starts, ends)
+    ends = [(d if e >= 0 else e) if isinstance(d, DynamicDim) else d + min(e, 0)
+            for d, (_, e) in zip(shape, width)]
+    if any(s for s in starts) or any(e is not d and e != d for e, d in zip(ends, shape)):
+        x = _op.strided_slice(x, starts, [_UNTIL_END if isinstance(e, DynamicDim) else e
+                                          for e in ends])
     width = [(max(b, 0), max(e, 0)) for b, e in width]
     if not any(b or e for b, e in width):
         return x
@@ -446,6 +473,9 @@ def _pad(ctx, ins, attrs):
         # taken modulo its length
         for a, (b, e) in enumerate(width):
             if b or e:
+                if isinstance(shape[a], DynamicDim):
+                    raise ctx.fail(f"wrap padding of the dynamic axis {a} of {shape} needs its "
+                                   "static size; pass it in from_onnx's shape=")
                 n = ends[a] - starts[a]
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x

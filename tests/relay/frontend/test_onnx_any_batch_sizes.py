@@ -1,0 +1,131 @@
+"""ONNX operators whose size arguments a PyTorch export computes from the (dynamic) batch, imported
+with ``shape={"x": [relay.Any(), ...]}``: Resize to ``Concat(Shape(x)[:2], sizes)`` or by scales,
+ConstantOfShape of a shape holding the batch, Pad of a dynamic-batch tensor. Each model is
+compiled once with ``relay.vm.compile`` and run at two batch sizes against onnxruntime."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="these ONNX models need the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relay  # noqa: E402
+from minitvm.relay.frontend.common import ImportError_  # noqa: E402
+from minitvm.runtime import vm as runtime_vm  # noqa: E402
+
+F = TensorProto.FLOAT
+node = helper.make_node
+
+
+def _model(nodes, x_shape, y_shape, inits, opset=17):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, x_shape)],
+        [helper.make_tensor_value_info("y", F, y_shape)],
+        initializer=[numpy_helper.from_array(v, n) for n, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _batch_of_shape(nodes, src="x"):
+    """Nodes computing ``b1`` = [batch of ``src``] as PyTorch exports it."""
+    return nodes + [node("Shape", [src], ["s"]), node("Gather", ["s", "zero"], ["b"], axis=0),
+                    node("Unsqueeze", ["b", "ax0"], ["b1"])]
+
+
+SHAPE_INITS = {"zero": np.array(0, "int64"), "ax0": np.array([0], "int64")}
+
+
+def _check_two_batches(model, rest, batches=(1, 3)):
+    """Import with an Any batch, one compile, run at each batch size against onnxruntime."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod, params = relay.frontend.from_onnx(model, shape={"x": [relay.Any(), *rest]})
+        exe = relay.vm.compile(mod, target="llvm", params=params)
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in batches:
+        x = np.random.default_rng(b).standard_normal((b, *rest)).astype("float32")
+        want = sess.run(None, {"x": x})[0]
+        got = vm.invoke("main", tvm.nd.array(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    return mod
+
+
+def test_resize_to_sizes_concatenated_with_the_run_time_batch_and_channels():
+    """F.interpolate(x, size=(7, 5)): sizes = Concat(Shape(x)[:2], [7, 5])."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Slice", ["s", "st", "en"], ["nc"]),
+             node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                  coordinate_transformation_mode="half_pixel")]
+    inits = {"st": np.array([0], "int64"), "en": np.array([2], "int64"),
+             "hw": np.array([7, 5], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 2, 4, 3], ["N", 2, 7, 5], inits), [2, 4, 3])
+    out = mod["main"].ret_type.shape
+    assert [int(d) for d in out[1:]] == [2, 7, 5]  # only the batch is unknown in the type
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_by_scales_of_a_dynamic_batch_input(mode):
+    """Scales of 1 on the batch and channels; cubic asymmetric takes the per-axis taps path."""
+    ctm = "asymmetric" if mode == "cubic" else "half_pixel"
+    nodes = [node("Resize", ["x", "", "sc"], ["y"], mode=mode,
+                  coordinate_transformation_mode=ctm)]
+    inits = {"sc": np.array([1.0, 1.0, 2.0, 1.5], "float32")}
+    _check_two_batches(_model(nodes, ["N", 2, 3, 4], ["N", 2, 6, 6], inits), [2, 3, 4])
+
+
+def test_upsample_of_a_dynamic_batch_input():
+    nodes = [node("Upsample", ["x", "sc"], ["y"], mode="nearest")]
+    inits = {"sc": np.array([1.0, 1.0, 2.0, 3.0], "float32")}
+    _check_two_batches(_model(nodes, ["N", 2, 3, 4], ["N", 2, 6, 12], inits, opset=9),
+                       [2, 3, 4])
+
+
+def test_resizing_the_dynamic_batch_is_a_clear_error():
+    nodes = [node("Resize", ["x", "", "sc"], ["y"], mode="nearest")]
+    model = _model(nodes, ["N", 2, 3, 4], ["M", 2, 3, 4],
+                   {"sc": np.array([2.0, 1.0, 1.0, 1.0], "float32")})
+    with pytest.raises(ImportError_, match="dynamic axis 0"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 3, 4]})
+
+
+def test_constant_of_shape_holding_the_batch():
+    """An RNN-style initial state: zeros of (2, batch, 4) added to x's rows."""
+    nodes = _batch_of_shape([]) + [
+        node("Concat", ["two", "b1", "four"], ["hs"], axis=0),
+        node("ConstantOfShape", ["hs"], ["h"],
+             value=numpy_helper.from_array(np.array([0.5], "float32"))),
+        node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]), node("Add", ["xt", "h"], ["y"])]
+    inits = {**SHAPE_INITS, "two": np.array([2], "int64"), "four": np.array([4], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 2, 4], [2, "N", 4], inits), [2, 4])
+    text = mod.astext()
+    assert "arange" not in text  # the batch is read from x's axis, kept in the type
+
+
+def test_constant_of_shape_of_a_computed_size():
+    """A size computed from the batch (batch * 2) is no axis of a tensor: an arange of it
+    gives the axis its length."""
+    nodes = _batch_of_shape([]) + [
+        node("Mul", ["b1", "two"], ["b2"]), node("Concat", ["b2", "four"], ["hs"], axis=0),
+        node("ConstantOfShape", ["hs"], ["h"],
+             value=numpy_helper.from_array(np.array([1.5], "float32"))),
+        node("Reshape", ["x", "rows"], ["xr"]), node("Add", ["xr", "h"], ["y"])]
+    inits = {**SHAPE_INITS, "two": np.array([2], "int64"), "four": np.array([4], "int64"),
+             "rows": np.array([-1, 4], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 2, 4], ["M", 4], inits), [2, 4])
+    assert "arange" in mod.astext()
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_of_a_dynamic_batch_tensor_with_a_crop(mode):
+    """Pads on the spatial axes (one negative: a crop), none on the batch."""
+    nodes = [node("Pad", ["x", "pads", "cv"], ["y"], mode=mode)]
+    inits = {"pads": np.array([0, 0, 1, -1, 0, 0, 2, 1], "int64"),
+             "cv": np.array(0.25, "float32")}
+    _check_two_batches(_model(nodes, ["N", 2, 5, 6], ["N", 2, 8, 6], inits), [2, 5, 6])
