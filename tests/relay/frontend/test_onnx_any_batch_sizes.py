@@ -129,3 +129,13 @@ def test_pad_of_a_dynamic_batch_tensor_with_a_crop(mode):
     inits = {"pads": np.array([0, 0, 1, -1, 0, 0, 2, 1], "int64"),
              "cv": np.array(0.25, "float32")}
     _check_two_batches(_model(nodes, ["N", 2, 5, 6], ["N", 2, 8, 6], inits), [2, 5, 6])
+
+
+@pytest.mark.parametrize("op,mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"),
+                                     ("SpaceToDepth", "DCR")])
+def test_depth_space_rearrangements_of_a_dynamic_batch(op, mode):
+    """The batch is copied (reshape code 0) through the reshape-transpose-reshape."""
+    attrs = {"mode": mode} if op == "DepthToSpace" else {}
+    nodes = [node(op, ["x"], ["y"], blocksize=2, **attrs)]
+    out = ["N", 2, 8, 8] if op == "DepthToSpace" else ["N", 32, 2, 2]
+    _check_two_batches(_model(nodes, ["N", 8, 4, 4], out, {}), [8, 4, 4])

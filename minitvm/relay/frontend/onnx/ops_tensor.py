@@ -482,6 +482,12 @@ def _pad(ctx, ins, attrs):
     return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
 
 
+def _copied_batch(n):
+    """A rearrangement's batch in its reshapes: 0 (copied from axis 0, which every step keeps
+    in place) when it is dynamic."""
+    return 0 if isinstance(n, DynamicDim) else n
+
+
 @register("DepthToSpace")
 def _depth_to_space(ctx, ins, attrs):
     x = ins[0]
@@ -489,6 +495,7 @@ def _depth_to_space(ctx, ins, attrs):
     b = int(attrs["blocksize"])
     if all(isinstance(d, int) for d in (n, c, h, w)):  # one injective kernel (topi.rearrange)
         return _nn.depth_to_space(x, b, mode=attrs.get("mode", "DCR"))
+    n = _copied_batch(n)
     if attrs.get("mode", "DCR") == "DCR":
         y = _op.reshape(x, (n, b, b, c // (b * b), h, w))
         y = _op.transpose(y, (0, 3, 4, 1, 5, 2))
@@ -506,6 +513,7 @@ def _space_to_depth(ctx, ins, attrs):
     crd = attrs.get("mode", "DCR") == "CRD"
     if not crd and all(isinstance(d, int) for d in (n, c, h, w)):
         return _nn.space_to_depth(x, b)  # one injective kernel (topi.rearrange)
+    n = _copied_batch(n)
     y = _op.reshape(x, (n, c, h // b, b, w // b, b))
     y = _op.transpose(y, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
     return _op.reshape(y, (n, c * b * b, h // b, w // b))
