@@ -139,3 +139,55 @@ def test_depth_space_rearrangements_of_a_dynamic_batch(op, mode):
     nodes = [node(op, ["x"], ["y"], blocksize=2, **attrs)]
     out = ["N", 2, 8, 8] if op == "DepthToSpace" else ["N", 32, 2, 2]
     _check_two_batches(_model(nodes, ["N", 8, 4, 4], out, {}), [8, 4, 4])
+
+
+def _shape_initializer_model():
+    """A PyTorch-style head whose shape arguments are all initializers (as exporters that fold
+    Constant nodes write them): Gather index and Unsqueeze axes of a Shape chain, a Reshape's
+    shape, a Slice's starts / ends, and a float weight."""
+    rng = np.random.default_rng(0)
+    inits = {**SHAPE_INITS, "rows": np.array([-1, 12], "int64"),
+             "st": np.array([1], "int64"), "en": np.array([4], "int64"),
+             "ax": np.array([1], "int64"), "tail": np.array([3, 5], "int64"),
+             "w": rng.standard_normal((12, 15)).astype("float32")}
+    nodes = _batch_of_shape([]) + [
+        node("Reshape", ["x", "rows"], ["r"]), node("MatMul", ["r", "w"], ["m"]),
+        node("Concat", ["b1", "tail"], ["to"], axis=0), node("Reshape", ["m", "to"], ["m3"]),
+        node("Slice", ["m3", "st", "en", "ax"], ["y"])]
+    return _model(nodes, ["N", 3, 4], ["N", 2, 5], inits)
+
+
+@pytest.mark.parametrize("batch", ["any", "static"])
+def test_freeze_params_false_reads_shape_initializers_as_constants(batch):
+    """As TVM reads a Reshape's shape from its params: the integer initializers a shape is
+    computed from fold to constants and leave the function; the weight stays a parameter."""
+    model = _shape_initializer_model()
+    if batch == "any":
+        mod = _check_two_batches_params(model, [3, 4])
+    else:
+        mod, params = relay.frontend.from_onnx(model, shape={"x": [2, 3, 4]},
+                                               freeze_params=False)
+        assert set(params) == {"w"}
+        x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype("float32")
+        exe = relay.vm.compile(mod, target="llvm", params=params)
+        got = runtime_vm.VirtualMachine(exe, tvm.cpu()).invoke("main", tvm.nd.array(x))
+        sess = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(got.numpy(), sess.run(None, {"x": x})[0], rtol=1e-5,
+                                   atol=1e-5)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w"]
+
+
+def _check_two_batches_params(model, rest):
+    """``_check_two_batches`` with freeze_params=False (the weights passed as params)."""
+    mod, params = relay.frontend.from_onnx(model, shape={"x": [relay.Any(), *rest]},
+                                           freeze_params=False)
+    assert set(params) == {"w"}
+    exe = relay.vm.compile(mod, target="llvm", params=params)
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = np.random.default_rng(b).standard_normal((b, *rest)).astype("float32")
+        np.testing.assert_allclose(vm.invoke("main", tvm.nd.array(x)).numpy(),
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    return mod

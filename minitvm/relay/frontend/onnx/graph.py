@@ -18,6 +18,7 @@ from ...analysis import free_vars
 from ...expr import Call, Function, Tuple, TupleWrapper
 from ...transform.infer_type import InferType
 from ..common import Folder, ImportError_, infer_type, unsupported_error
+from .param_values import param_constants, with_param_values
 from .registry import CONVERTERS, Context
 from .shape_values import SizeOf, evaluate
 
@@ -56,6 +57,7 @@ class GraphProto(_om.GraphImporterBase):
         self.fold = Folder()
         self.dim_symbols: dict[str, Any] = {}  # ONNX dim_param -> its relay.Any()
         self.dim_names: dict[int, str] = {}  # id of that relay.Any() -> the dim_param
+        self.param_consts: dict = {}  # (freeze_params=False) parameter Var -> its Constant
 
     def _input_dtype(self, name: str, proto_dtype: str | None) -> str:
         if isinstance(self.dtype, dict):
@@ -129,6 +131,7 @@ class GraphProto(_om.GraphImporterBase):
         ctx.finite = finite_tensors(graph)
         ctx.dim_names = self.dim_names
         ctx.uses = _om.tensor_reads(graph)
+        ctx.param_consts = self.param_consts = param_constants(self.params, self.values)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:
             self.convert_node(ctx, node)
@@ -182,4 +185,7 @@ class GraphProto(_om.GraphImporterBase):
         if isinstance(value, _seq.OnnxSequence | _seq.OnnxOptional):
             structure, leaves = _seq.flatten(value)
             return _seq.unflatten(structure, [self.fold(v) for v in leaves])
+        if self.param_consts:  # (shape arithmetic over integer initializers kept parameters)
+            value = with_param_values(value, self.param_consts, integer_only=True,
+                                      shape_arithmetic=True)
         return _static_shape_value(self.fold(value))

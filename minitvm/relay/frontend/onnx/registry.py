@@ -11,6 +11,7 @@ from ....ir.type import TensorType
 from ... import expr as _expr
 from ..common import ImportError_, const_value, infer_dtype, infer_shape, infer_type
 from .dynamic_dim import DynamicDim
+from .param_values import with_param_values
 from .shape_values import SizeOf, evaluate
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
@@ -70,6 +71,9 @@ class Context(NodeContext):
         self.softmax_inputs: dict = {}
         # id of a relay.Any() in a graph input's type -> the ONNX dim_param it stands for
         self.dim_names: dict[int, str] = {}
+        # parameter Var -> its value as a Constant, for each initializer kept a parameter
+        # (freeze_params=False): read where a converter needs a constant (``param_values``)
+        self.param_consts: dict = {}
 
     def shape(self, e) -> tuple:
         """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
@@ -88,8 +92,9 @@ class Context(NodeContext):
         return infer_dtype(e)
 
     def value(self, e, what: str) -> np.ndarray:
-        """The constant value of an input, or a clear error saying it must be constant."""
-        e = self.fold(e)
+        """The constant value of an input, or a clear error saying it must be constant. An
+        input computed from initializers kept as parameters alone reads their values."""
+        e = self.fold(with_param_values(e, self.param_consts))
         v = const_value(e)
         if v is None and e in self.graph_inputs:
             raise NeedsConstantInput(
@@ -137,7 +142,11 @@ class Context(NodeContext):
         return [v for v in free_vars(e) if v in self.graph_inputs]
 
     def maybe_value(self, e) -> np.ndarray | None:
-        return None if e is None else const_value(self.fold(e))
+        """The constant value of ``e``, or None; integer initializers kept as parameters (a
+        shape) read as their values, float ones (weights) stay parameters."""
+        if e is None:
+            return None
+        return const_value(self.fold(with_param_values(e, self.param_consts, integer_only=True)))
 
     @staticmethod
     def const(value, dtype: str | None = None):
