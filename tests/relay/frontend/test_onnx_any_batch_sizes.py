@@ -191,3 +191,38 @@ def _check_two_batches_params(model, rest):
         np.testing.assert_allclose(vm.invoke("main", tvm.nd.array(x)).numpy(),
                                    sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
     return mod
+
+
+def test_expand_by_a_constant_shape_of_a_dynamic_batch_tensor():
+    """Expand (batch, 5, 1) by [1, 1, 4] and by a longer [2, 1, 1, 3]: the batch kept."""
+    nodes = [node("Expand", ["x", "t1"], ["e1"]), node("Expand", ["e1", "t2"], ["y"])]
+    inits = {"t1": np.array([1, 1, 4], "int64"), "t2": np.array([2, 1, 1, 4], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 5, 1], [2, "N", 5, 4], inits), [5, 1])
+    assert [str(d) for d in mod["main"].ret_type.shape] == ["2", "?", "5", "4"]
+
+
+def test_max_pool_3d_of_a_dynamic_batch():
+    """3-D pooling as two 2-D passes: the batch copied through the reshapes between them."""
+    nodes = [node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3, 3], strides=[1, 2, 2],
+                  pads=[0, 1, 1, 0, 1, 1])]
+    _check_two_batches(_model(nodes, ["N", 2, 3, 6, 6], ["N", 2, 2, 3, 3], {}), [2, 3, 6, 6])
+
+
+@pytest.mark.parametrize("equation,w_shape", [("bqc,bchw->bqhw", None),
+                                              ("bnd,shde->sbhne", (3, 2, 8, 5)),
+                                              ("bij,jk->bik", (8, 6))])
+def test_einsum_with_a_dynamic_batch_letter(equation, w_shape):
+    """The batch letter as a batch_matmul batch (both operands: the second's batch is computed
+    from x), as a free letter of one operand, and beside a static weight."""
+    rng = np.random.default_rng(0)
+    if w_shape is None:  # the second operand: x's own rows, transposed and reshaped
+        nodes = [node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+                 node("Reshape", ["xt", "to4"], ["w"]), node("Einsum", ["x", "w"], ["y"],
+                                                            equation=equation)]
+        inits = {"to4": np.array([0, 8, 2, 2], "int64")}
+        out = ["N", 4, 2, 2]
+    else:
+        nodes = [node("Einsum", ["x", "w"], ["y"], equation=equation)]
+        inits = {"w": rng.standard_normal(w_shape).astype("float32")}
+        out = ["N", 4, 6] if equation.startswith("bij") else [3, "N", 2, 4, 5]
+    _check_two_batches(_model(nodes, ["N", 4, 8], out, inits), [4, 8])

@@ -400,6 +400,7 @@ def _pool_nd(ctx, x, kind, n, kernel, strides, dil, begin, end, ceil, inc):
     # 3-D: a box window is separable (max of maxes; sums and pad-aware counts multiply),
     # so pool (H, W) with the depth folded into channels, then pool D as a 2-D (kd, 1)
     nb, c, d, h, w = shape
+    nb = 0 if isinstance(nb, DynamicDim) else nb  # (a dynamic batch: copied by each reshape)
     y = _pool2d(ctx, _op.reshape(x, (nb, c * d, h, w)), kind, kernel[1:], strides[1:],
                 dil[1:], begin[1:], end[1:], ceil, inc)
     oh, ow = ctx.shape(y)[2:]

@@ -304,6 +304,8 @@ def _expand(ctx, ins, attrs):
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
         return _expand_run_time(ctx, x, evaluate(ctx.fold(ins[1])).ravel())
     target = _ints(ctx.value(ins[1], "Expand's shape"))
+    if has_dynamic(ctx.shape(x)):  # (a dynamic axis keeps its size: a target is 1 there)
+        return _expand_run_time(ctx, x, target)
     out = tuple(np.broadcast_shapes(ctx.shape(x), tuple(target)))
     return x if out == ctx.shape(x) else _op.broadcast_to(x, out)
 
@@ -319,7 +321,7 @@ def _expand_run_time(ctx, x, target):
     shape = list(ctx.shape(x))
     nd = max(len(shape), len(target))
     if len(shape) < nd:
-        x = _op.reshape(x, [1] * (nd - len(shape)) + shape)
+        x = _op.expand_dims(x, 0, nd - len(shape))
         shape = [1] * (nd - len(shape)) + shape
     target = [1] * (nd - len(target)) + list(target)
     static = [1 if isinstance(t, SizeOf) else max(int(t), 1) if s == 1 else s
