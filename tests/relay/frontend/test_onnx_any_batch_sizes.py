@@ -226,3 +226,15 @@ def test_einsum_with_a_dynamic_batch_letter(equation, w_shape):
         inits = {"w": rng.standard_normal(w_shape).astype("float32")}
         out = ["N", 4, 6] if equation.startswith("bij") else [3, "N", 2, 4, 5]
     _check_two_batches(_model(nodes, ["N", 4, 8], out, inits), [4, 8])
+
+
+def test_tile_a_learned_query_to_the_run_time_batch():
+    """DETR's ``query.repeat(B, 2, 1)``: repeats = Concat([batch], [2, 1]), added to x."""
+    rng = np.random.default_rng(0)
+    nodes = _batch_of_shape([]) + [
+        node("Concat", ["b1", "two_one"], ["reps"], axis=0),
+        node("Tile", ["query", "reps"], ["q"]), node("Add", ["q", "x"], ["y"])]
+    inits = {**SHAPE_INITS, "two_one": np.array([2, 1], "int64"),
+             "query": rng.standard_normal((1, 3, 5)).astype("float32")}
+    mod = _check_two_batches(_model(nodes, ["N", 6, 5], ["N", 6, 5], inits), [6, 5])
+    assert "dyn.tile" not in mod.astext()

@@ -353,7 +353,27 @@ def _first_line(t, axis: int, nd: int):
 
 @register("Tile")
 def _tile(ctx, ins, attrs):
+    if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
+        return _tile_run_time(ctx, ins[0], evaluate(ctx.fold(ins[1])).ravel())
     return _op.tile(ins[0], _ints(ctx.value(ins[1], "Tile's repeats")))
+
+
+def _tile_run_time(ctx, x, reps):
+    """Tile by repeats holding run-time sizes (a learned query tiled to the batch,
+    ``q.repeat(B, 1, 1)``): the static repeats tile, and an axis of size 1 repeated a run-time
+    number of times grows as Expand grows it (the type keeps that size's ``relay.Any()``)."""
+    shape = ctx.shape(x)
+    if len(reps) != len(shape):
+        raise ctx.fail(f"{len(reps)} repeats for a rank-{len(shape)} input")
+    for axis, r in enumerate(reps):
+        if isinstance(r, SizeOf) and (shape[axis] != 1 or r.tensor is None):
+            raise ctx.fail(f"a run-time repeat count at axis {axis} of {shape}: only an axis "
+                           "of size 1 repeated as many times as a tensor axis is long is "
+                           "supported; pass static sizes in from_onnx's shape=")
+    static = [1 if isinstance(r, SizeOf) else int(r) for r in reps]
+    if any(r != 1 for r in static):
+        x = _op.tile(x, static)
+    return _expand_run_time(ctx, x, list(reps))
 
 
 @register("Shape")
