@@ -238,3 +238,46 @@ def test_tile_a_learned_query_to_the_run_time_batch():
              "query": rng.standard_normal((1, 3, 5)).astype("float32")}
     mod = _check_two_batches(_model(nodes, ["N", 6, 5], ["N", 6, 5], inits), [6, 5])
     assert "dyn.tile" not in mod.astext()
+
+
+@pytest.mark.parametrize("kind,extra", [
+    ("LSTM", {}), ("GRU", {"linear_before_reset": 1}), ("GRU", {}),
+    ("RNN", {"direction": "bidirectional"})])
+def test_recurrent_layers_over_a_dynamic_batch(kind, extra):
+    """Unrolled over a static sequence of 3 steps with the batch (x's axis 1) a run-time size:
+    reshapes infer it, gate slices run to its end; PyTorch's zero initial state is a
+    ConstantOfShape of (directions, batch, hidden)."""
+    rng = np.random.default_rng(0)
+    gates, hid = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind], 5
+    dirs = 2 if extra.get("direction") == "bidirectional" else 1
+    inits = {**SHAPE_INITS, "w": rng.standard_normal((dirs, gates * hid, 4)).astype("float32"),
+             "r": rng.standard_normal((dirs, gates * hid, hid)).astype("float32"),
+             "bias": rng.standard_normal((dirs, 2 * gates * hid)).astype("float32"),
+             "dirs": np.array([dirs], "int64"), "hid": np.array([hid], "int64"),
+             "zero": np.array(1, "int64")}  # (the batch: axis 1 of x)
+    nodes = _batch_of_shape([]) + [
+        node("Concat", ["dirs", "b1", "hid"], ["hs"], axis=0),
+        node("ConstantOfShape", ["hs"], ["h0"]),
+        node(kind, ["x", "w", "r", "bias", "", "h0"], ["seq_out", "y"], hidden_size=hid,
+             **extra)]
+    model = _model(nodes, [3, "N", 4], [dirs, "N", hid], inits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod, params = relay.frontend.from_onnx(model, shape={"x": [3, relay.Any(), 4]})
+        exe = relay.vm.compile(mod, target="llvm", params=params)
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = np.random.default_rng(b).standard_normal((3, b, 4)).astype("float32")
+        np.testing.assert_allclose(vm.invoke("main", tvm.nd.array(x)).numpy(),
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_recurrent_layer_over_a_run_time_sequence_length_is_a_clear_error():
+    rng = np.random.default_rng(0)
+    inits = {"w": rng.standard_normal((1, 5, 4)).astype("float32"),
+             "r": rng.standard_normal((1, 5, 5)).astype("float32")}
+    model = _model([node("RNN", ["x", "w", "r"], ["seq_out", "y"], hidden_size=5)],
+                   ["T", 2, 4], [1, 2, 5], inits)
+    with pytest.raises(ImportError_, match="sequence of run-time length"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 4]})
