@@ -281,3 +281,13 @@ def test_a_recurrent_layer_over_a_run_time_sequence_length_is_a_clear_error():
                    ["T", 2, 4], [1, 2, 5], inits)
     with pytest.raises(ImportError_, match="sequence of run-time length"):
         relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 4]})
+
+
+def test_matmul_broadcasting_batch_axes_against_the_dynamic_batch():
+    """CapsNet's routing product: W (1, 6, 3, 4, 2) @ u (batch, 6, 1, 2, 1): W's 1 grows to
+    the batch (a take keeping its relay.Any()), u's 1 repeats to 3."""
+    rng = np.random.default_rng(0)
+    nodes = [node("Unsqueeze", ["x", "axes"], ["u"]), node("MatMul", ["w", "u"], ["y"])]
+    inits = {"axes": np.array([2, 4], "int64"),
+             "w": rng.standard_normal((1, 6, 3, 4, 2)).astype("float32")}
+    _check_two_batches(_model(nodes, ["N", 6, 2], ["N", 6, 3, 4, 1], inits), [6, 2])

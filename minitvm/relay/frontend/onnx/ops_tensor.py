@@ -338,12 +338,12 @@ def _expand_run_time(ctx, x, target):
         if t.tensor is None:
             raise ctx.fail("Expand's shape has a size computed at run time")
         # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to that size
-        line = _first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        line = first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
         x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
     return x
 
 
-def _first_line(t, axis: int, nd: int):
+def first_line(t, axis: int, nd: int):
     """The elements of ``t`` along ``axis`` at index 0 of every other axis (1-D)."""
     for a in reversed(range(nd)):
         if a != axis:
@@ -417,7 +417,7 @@ def _run_time_full(ctx, value: np.generic, shape):
         if not isinstance(v, SizeOf):
             continue
         if v.tensor is not None:
-            line = _first_line(v.tensor, v.axis, len(ctx.shape(v.tensor)))
+            line = first_line(v.tensor, v.axis, len(ctx.shape(v.tensor)))
         else:
             line = _op.arange(_op.take(sizes, _expr.const(np.array(axis, "int64"))),
                               dtype="int64")
