@@ -291,3 +291,35 @@ def test_matmul_broadcasting_batch_axes_against_the_dynamic_batch():
     inits = {"axes": np.array([2, 4], "int64"),
              "w": rng.standard_normal((1, 6, 3, 4, 2)).astype("float32")}
     _check_two_batches(_model(nodes, ["N", 6, 2], ["N", 6, 3, 4, 1], inits), [6, 2])
+
+
+def test_reshape_back_from_merged_batch_rows_keeps_the_static_sizes():
+    """LeViT's Flatten (batch*4, 6) -> reshape (batch, 4, -1): the -1 is 6 because the merged
+    rows are batch * 4 (``size_factors``), so the type keeps (?, 4, 6) and the Split after it
+    (which needs the axis's static size) imports; no dyn.reshape."""
+    nodes = _batch_of_shape([]) + [
+        node("Flatten", ["x"], ["f"], axis=2), node("Relu", ["f"], ["r"]),
+        node("Concat", ["b1", "four", "minus1"], ["to"], axis=0),
+        node("Reshape", ["r", "to"], ["back"]),
+        node("Split", ["back", "parts"], ["p0", "p1"], axis=2),
+        node("Mul", ["p0", "p1"], ["y"])]
+    inits = {**SHAPE_INITS, "four": np.array([4], "int64"), "minus1": np.array([-1], "int64"),
+             "parts": np.array([3, 3], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 4, 6], ["N", 4, 3], inits), [4, 6])
+    assert "dyn.reshape" not in mod.astext()
+    assert [str(d) for d in mod["main"].ret_type.shape] == ["?", "4", "3"]
+
+
+def test_slice_to_the_run_time_batch_and_scatter_elements_over_it():
+    """A GCN's ``x[:batch]`` (ends = Shape(x)) is no slice at all; then a ScatterElements with
+    a computed index over the dynamic batch (the comparison of every position with every
+    update, per batch element)."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Slice", ["x", "zeros3", "s"], ["xs"]),
+             node("ArgMax", ["xs"], ["idx"], axis=1, keepdims=1),
+             node("ReduceMax", ["xs"], ["upd"], axes=[1], keepdims=1),
+             node("ScatterElements", ["x", "idx", "upd"], ["y"], axis=1, reduction="add")]
+    inits = {"zeros3": np.array([0, 0, 0], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 3, 5], ["N", 3, 5], inits), [3, 5])
+    text = mod.astext()
+    assert "strided_slice" not in text and "arange" not in text
+    assert "scatter" not in text

@@ -94,9 +94,29 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     if -1 in ints:
         codes = copy_codes(in_shape, target)
         if has_dynamic(codes):  # an unknown size besides the -1
+            static = _static_inferred(ctx, in_shape, target)
+            if static is not None:
+                return reshape_to(ctx.shape, x, in_shape, static, run_time)
             return _op.reshape(x, run_time)
         return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
     return reshape_to(ctx.shape, x, in_shape, target, run_time)
+
+
+def _static_inferred(ctx, in_shape, target) -> list | None:
+    """``target`` with its -1 as the static size it must be, when the input's run-time sizes
+    and the target's multiply the same graph-input sizes (``size_factors``): ``(batch * 64,
+    C)`` to ``(batch, 64, -1)`` infers C; else None."""
+    factors = ctx.size_factors
+
+    def dims(shape):
+        return [d.symbol if isinstance(d, DynamicDim) else d for d in shape]
+
+    bases_in, k_in = factors.expand(dims(in_shape))
+    bases_t, k_t = factors.expand(dims([d for d in target
+                                        if isinstance(d, DynamicDim) or d != -1]))
+    if not bases_in or not factors.same_sizes(bases_in, bases_t) or k_t <= 0 or k_in % k_t:
+        return None
+    return [k_in // k_t if not isinstance(d, DynamicDim) and d == -1 else d for d in target]
 
 
 @register("Flatten")
@@ -192,7 +212,11 @@ def _slice_run_time(ctx, x, nd: int, ins):
 
     zero = ctx.const(np.array(0, "int64"))
     out = x
+    shape = ctx.shape(x)
+    begins, ends = (evaluate(ctx.fold(v)) for v in ins[1:3])
     for j, a in enumerate(a % nd for a in axes):
+        if _whole_axis(ctx, shape[a], begins, ends, j, steps[j]):
+            continue  # (x[:, :n] with n x's own run-time size: nothing to slice)
         dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
 
         def clamped(v, dim=dim):  # ONNX: a negative index counts from the end; then [0, dim]
@@ -204,6 +228,20 @@ def _slice_run_time(ctx, x, nd: int, ins):
         positions = _op.arange(begin, end, ctx.const(np.array(steps[j], "int64")), "int64")
         out = _op.take(out, positions, axis=a)
     return out
+
+
+def _whole_axis(ctx, size, begins, ends, j: int, step: int) -> bool:
+    """Whether a slice takes all of an axis of ``size``: from 0 (or a start at or before it),
+    step 1, to a static end at or past a static size, or to that run-time size itself."""
+    if begins is None or ends is None or step != 1:
+        return False
+    b, e = begins.ravel()[j], ends.ravel()[j]
+    if isinstance(b, SizeOf) or int(b) != 0:
+        return False
+    if isinstance(e, SizeOf):
+        return e.tensor is not None and ctx.shape(e.tensor)[e.axis] == size and \
+            isinstance(size, DynamicDim)
+    return not isinstance(size, DynamicDim) and int(e) >= size
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):

@@ -13,6 +13,7 @@ from ..common import ImportError_, const_value, infer_dtype, infer_shape, infer_
 from .dynamic_dim import DynamicDim
 from .param_values import with_param_values
 from .shape_values import SizeOf, evaluate
+from .size_factors import SizeFactors
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
 
@@ -74,14 +75,18 @@ class Context(NodeContext):
         # parameter Var -> its value as a Constant, for each initializer kept a parameter
         # (freeze_params=False): read where a converter needs a constant (``param_values``)
         self.param_consts: dict = {}
+        # what each run-time size a reshape computed is the product of (``size_factors``)
+        self.size_factors = SizeFactors()
 
     def shape(self, e) -> tuple:
         """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
-        ``Any`` object is its identity, so a size shared through the types compares equal)."""
+        ``Any`` object is its identity, so a size shared through the types compares equal; a
+        reshape's size that is exactly another, ``batch * 1``, takes that one's)."""
         t = infer_type(e)
         if isinstance(t, TensorType) and not t.is_static() and \
                 all(isinstance(d, int | Any) for d in t.shape):
-            return tuple(DynamicDim(i, d, e, self.dim_names.get(id(d), ""))
+            canon = self.size_factors.canonical
+            return tuple(DynamicDim(i, canon(d), e, self.dim_names.get(id(canon(d)), ""))
                          if isinstance(d, Any) else d for i, d in enumerate(t.shape))
         return infer_shape(e)
 
