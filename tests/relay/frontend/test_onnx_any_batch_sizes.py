@@ -323,3 +323,39 @@ def test_slice_to_the_run_time_batch_and_scatter_elements_over_it():
     text = mod.astext()
     assert "strided_slice" not in text and "arange" not in text
     assert "scatter" not in text
+
+
+def test_sum_of_two_batch_sized_tensors_reshaped_by_the_batch():
+    """Perceiver's latents tiled to the batch plus an attention output: the add's batch is a
+    fresh relay.Any() of the type relation, noted as the batch (``size_factors``), so a reshape
+    to (batch, 4, 1, -1) infers -1 = 6 and the MatMul after it sees the same batch."""
+    rng = np.random.default_rng(0)
+    nodes = _batch_of_shape([]) + [
+        node("Concat", ["b1", "one_one"], ["reps"], axis=0),
+        node("Tile", ["lat", "reps"], ["lt"]),                      # (batch, 4, 6)
+        node("Flatten", ["x"], ["xf"], axis=2), node("Reshape", ["xf", "back"], ["xb"]),
+        node("Add", ["lt", "xb"], ["sm"]),
+        node("Concat", ["b1", "four_one_m1"], ["to"], axis=0),
+        node("Reshape", ["sm", "to"], ["s4"]),                      # (batch, 4, 1, 6)
+        node("Transpose", ["s4"], ["s4t"], perm=[0, 2, 3, 1]),      # (batch, 1, 6, 4)
+        node("MatMul", ["s4", "s4t"], ["y"])]                       # (batch, 4, 1, 4)
+    inits = {**SHAPE_INITS, "one_one": np.array([1, 1], "int64"),
+             "lat": rng.standard_normal((1, 4, 6)).astype("float32"),
+             "back": np.array([-1, 4, 6], "int64"), "four_one_m1": np.array([4, 1, -1], "int64")}
+    mod = _check_two_batches(_model(nodes, ["N", 4, 6], ["N", 4, 1, 4], inits), [4, 6])
+    assert "dyn.reshape" not in mod.astext()
+
+
+def test_grid_sample_of_a_dynamic_batch():
+    """The gather-based bilinear sampling needs a static batch: a run-time one takes
+    image.grid_sample."""
+    rng = np.random.default_rng(0)
+    inits = {"g": rng.uniform(-1.1, 1.1, (1, 3, 4, 2)).astype("float32")}
+    # the grid's batch (1) is expanded to x's by an Expand to Shape(x)[0]
+    nodes = _batch_of_shape([]) + [
+        node("Concat", ["b1", "grid_rest"], ["gs"], axis=0), node("Expand", ["g", "gs"], ["gb"]),
+        node("GridSample", ["x", "gb"], ["y"], mode="bilinear", padding_mode="zeros",
+             align_corners=0)]
+    inits.update(SHAPE_INITS, grid_rest=np.array([3, 4, 2], "int64"))
+    _check_two_batches(_model(nodes, ["N", 2, 5, 6], ["N", 2, 3, 4], inits, opset=17),
+                       [2, 5, 6])

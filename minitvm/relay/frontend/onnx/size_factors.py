@@ -6,11 +6,14 @@ it is ``batch * 64`` the importer cannot tell that the final -1 is ``C`` (it fel
 ``dyn.reshape`` whose type knows no sizes). ``SizeFactors`` notes, for each new ``relay.Any()``
 of a reshape's output, the sizes it is the product of (the input's run-time sizes, each a
 graph-input ``relay.Any()``) times a static factor. A size that is exactly one other size
-(``batch * 1``: a flatten of ``(batch, 1, C)``) is the same size (``canonical``).
+(``batch * 1``: a flatten of ``(batch, 1, C)``) is the same size (``canonical``). An
+elementwise broadcast of two tensors whose batch sizes are separate ``relay.Any()`` objects gets
+a fresh one too: it is noted as what the inputs agree it is made of.
 """
 
 from __future__ import annotations
 
+from ....ir.op import OpPattern
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType
 from ...expr import Call, Tuple, TupleGetItem
@@ -19,6 +22,7 @@ from ..common import infer_type
 __all__ = ["SizeFactors"]
 
 _SIZE_PRESERVING = ("reshape", "nn.batch_flatten")  # (element count in == element count out)
+_BROADCASTING = (OpPattern.ELEMWISE, OpPattern.BROADCAST)  # (numpy broadcasting of the args)
 
 
 def _remove(bases: list, items: list) -> list | None:
@@ -84,8 +88,37 @@ class SizeFactors:
                 [e.tuple_value]
             stack.extend((k, False) for k in kids)
         for e in order:
-            if isinstance(e, Call) and getattr(e.op, "name", None) in _SIZE_PRESERVING:
+            if not isinstance(e, Call) or not hasattr(e.op, "get_attr"):
+                continue
+            if e.op.name in _SIZE_PRESERVING:
                 self._note_reshape(e)
+            elif e.op.get_attr("TOpPattern") in _BROADCASTING:
+                self._note_broadcast(e)
+
+    def _key(self, d: Any) -> tuple:
+        bases, k = self.of(d)
+        return tuple(sorted(id(b) for b in bases)), k
+
+    def _note_broadcast(self, call: Call) -> None:
+        """A new run-time size of an elementwise broadcast (two tensors whose batch sizes are
+        separate ``relay.Any()`` objects): the inputs' size there when they all agree on what
+        it is made of (and the others are 1)."""
+        tout = infer_type(call)
+        args = [infer_type(a) for a in call.args]
+        if not isinstance(tout, TensorType) or not all(isinstance(t, TensorType) for t in args):
+            return
+        nd = len(tout.shape)
+        for i, d in enumerate(tout.shape):
+            if not isinstance(d, Any) or id(d) in self.table:
+                continue
+            aligned = [t.shape[i - nd + len(t.shape)] for t in args if i - nd + len(t.shape) >= 0]
+            if any(a is d for a in aligned):
+                continue
+            anys = [a for a in aligned if isinstance(a, Any)]
+            if not anys or any(not isinstance(a, Any) and a != 1 for a in aligned):
+                continue
+            if len({self._key(a) for a in anys}) == 1:
+                self.table[id(d)] = self.of(anys[0])
 
     def _note_reshape(self, call: Call) -> None:
         tin, tout = infer_type(call.args[0]), infer_type(call)
