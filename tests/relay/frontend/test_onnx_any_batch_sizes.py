@@ -359,3 +359,14 @@ def test_grid_sample_of_a_dynamic_batch():
     inits.update(SHAPE_INITS, grid_rest=np.array([3, 4, 2], "int64"))
     _check_two_batches(_model(nodes, ["N", 2, 5, 6], ["N", 2, 3, 4], inits, opset=17),
                        [2, 5, 6])
+
+
+def test_freeze_params_false_run_time_slice_reads_initializer_starts():
+    """``x[:batch]`` whose starts are an initializer kept as a parameter: read as shape
+    arithmetic (no slice), as with freeze_params=True."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Slice", ["x", "zeros3", "s"], ["xs"]),
+             node("Mul", ["xs", "w"], ["y"])]
+    inits = {"zeros3": np.array([0, 0, 0], "int64"),
+             "w": np.random.default_rng(0).standard_normal((3, 5)).astype("float32")}
+    mod = _check_two_batches_params(_model(nodes, ["N", 3, 5], ["N", 3, 5], inits), [3, 5])
+    assert "arange" not in mod.astext()

@@ -25,7 +25,7 @@ from ... import op as _op
 from ...op import annotation as _annotation
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
-from .shape_values import SizeOf, evaluate
+from .shape_values import SizeOf
 
 
 def _as_resize2d(ctx, x, attrs, out_shape, scales):
@@ -76,7 +76,7 @@ def resize(ctx, x, attrs, out_shape, scales, roi):
 def _own_sizes(ctx, shape, sizes):
     """The elements of ``sizes`` (shape arithmetic, not a constant), each a dynamic axis's own
     run-time size replaced by the placeholder 1; None when one is any other run-time size."""
-    elems = evaluate(ctx.fold(sizes))
+    elems = ctx.elements(sizes)
     if elems is None:
         return None
     out = []

@@ -15,7 +15,7 @@ from ...op import nn as _nn
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
-from .shape_values import SizeOf, evaluate
+from .shape_values import SizeOf
 
 
 def _ints(arr) -> list[int]:
@@ -76,7 +76,7 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     tensor's axis becomes that axis's ``DynamicDim``, so sizes the input has at the same place
     are copied and the rest inferred or read (``dynamic_reshape.reshape_to``); what the type
     cannot say is reshaped by the model's own shape tensor at run time (``dyn.reshape``)."""
-    elems = evaluate(ctx.fold(shape))
+    elems = ctx.elements(shape)
     if elems is None:
         ctx.value(shape, "Reshape's shape")  # (raises its clear error)
     run_time = ctx.fold(shape)
@@ -213,7 +213,7 @@ def _slice_run_time(ctx, x, nd: int, ins):
     zero = ctx.const(np.array(0, "int64"))
     out = x
     shape = ctx.shape(x)
-    begins, ends = (evaluate(ctx.fold(v)) for v in ins[1:3])
+    begins, ends = (ctx.elements(v) for v in ins[1:3])
     for j, a in enumerate(a % nd for a in axes):
         if _whole_axis(ctx, shape[a], begins, ends, j, steps[j]):
             continue  # (x[:, :n] with n x's own run-time size: nothing to slice)
@@ -340,7 +340,7 @@ def _squeeze(ctx, ins, attrs):
 def _expand(ctx, ins, attrs):
     x = ins[0]
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
-        return _expand_run_time(ctx, x, evaluate(ctx.fold(ins[1])).ravel())
+        return _expand_run_time(ctx, x, ctx.elements(ins[1]).ravel())
     target = _ints(ctx.value(ins[1], "Expand's shape"))
     if has_dynamic(ctx.shape(x)):  # (a dynamic axis keeps its size: a target is 1 there)
         return _expand_run_time(ctx, x, target)
@@ -349,7 +349,7 @@ def _expand(ctx, ins, attrs):
 
 
 def has_dynamic_source(ctx, shape) -> bool:
-    elems = evaluate(ctx.fold(shape))
+    elems = ctx.elements(shape)
     return elems is not None and any(isinstance(v, SizeOf) for v in elems.ravel())
 
 
@@ -392,7 +392,7 @@ def first_line(t, axis: int, nd: int):
 @register("Tile")
 def _tile(ctx, ins, attrs):
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
-        return _tile_run_time(ctx, ins[0], evaluate(ctx.fold(ins[1])).ravel())
+        return _tile_run_time(ctx, ins[0], ctx.elements(ins[1]).ravel())
     return _op.tile(ins[0], _ints(ctx.value(ins[1], "Tile's repeats")))
 
 
@@ -448,7 +448,7 @@ def _run_time_full(ctx, value: np.generic, shape):
     with 1 at each run-time size, grown along that axis by a take of index 0 once per element of
     the tensor axis that size is read from (the type keeps that axis's ``relay.Any()``), or of
     ``arange(size)`` for a size computed from others (a product of sizes)."""
-    elems = evaluate(ctx.fold(shape)).ravel()
+    elems = ctx.elements(shape).ravel()
     x = ctx.const(np.full([1 if isinstance(v, SizeOf) else int(v) for v in elems], value))
     sizes = _op.cast(ctx.fold(shape), "int64")
     for axis, v in enumerate(elems):

@@ -146,6 +146,13 @@ class Context(NodeContext):
 
         return [v for v in free_vars(e) if v in self.graph_inputs]
 
+    def elements(self, e) -> np.ndarray | None:
+        """The elements of the small integer tensor ``e`` as shape arithmetic gives them (ints
+        and run-time ``SizeOf``s, ``shape_values.evaluate``), integer initializers kept as
+        parameters read as their values; None when it is not shape arithmetic."""
+        return evaluate(self.fold(with_param_values(e, self.param_consts, integer_only=True,
+                                                    shape_arithmetic=True)))
+
     def maybe_value(self, e) -> np.ndarray | None:
         """The constant value of ``e``, or None; integer initializers kept as parameters (a
         shape) read as their values, float ones (weights) stay parameters."""
