@@ -349,7 +349,8 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
             ys = ops.reverse_sequence(ops.stack(ys, 0), lens)
         ys_all.append(ys)
         hs.append(h if h is not None else ops.zeros((batch, spec.hidden)))
-        cs.append(c if c is not None else ops.zeros((batch, spec.hidden)))
+        if spec.kind == "LSTM":  # (only an LSTM has a cell state to return)
+            cs.append(c if c is not None else ops.zeros((batch, spec.hidden)))
     ndir, hid = len(spec.directions), spec.hidden
     if reversed_lens:  # some directions are [seq, batch, H] tensors already
         y = ops.stack([v if not isinstance(v, list) else ops.stack(v, 0) for v in ys_all], 1)

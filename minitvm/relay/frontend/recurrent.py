@@ -6,12 +6,47 @@ from __future__ import annotations
 import numpy as np
 
 from ...frontend_common.onnx_rnn import unary_op
+from ...ir.prim_expr import Any
+from ...ir.type import TensorType
 from .. import expr as _expr
 from .. import op as _op
 from ..op import nn as _nn
-from .common import dynamic_quantize_uint8, infer_dtype, infer_shape
+from .common import ImportError_, dynamic_quantize_uint8, infer_dtype, infer_shape, infer_type
 
-__all__ = ["RelayRecurrentOps"]
+__all__ = ["RelayRecurrentOps", "RunTimeSize"]
+
+UNTIL_END = 2**62  # a strided_slice end past any axis (clipped to its size)
+
+
+class RunTimeSize:
+    """A size known at run time only (a ``relay.Any()`` batch) in the shared unrolling's shape
+    arithmetic: its products with static sizes stay run-time sizes, a reshape infers it (-1),
+    a slice runs to the axis's end; using it as a count (a sequence length) is an error."""
+
+    def __mul__(self, other):
+        if isinstance(other, int | RunTimeSize):
+            return RunTimeSize()
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __index__(self):
+        raise ImportError_("a recurrent layer over a sequence of run-time length cannot be "
+                           "unrolled; pass a static sequence length in shape=")
+
+    __int__ = __index__
+
+    def __repr__(self) -> str:
+        return "?"
+
+
+def run_time_codes(shape) -> list:
+    """A reshape's new shape with its run-time size inferred (-1); an error for two."""
+    shape = list(shape)
+    if sum(isinstance(d, RunTimeSize) for d in shape) > 1:
+        raise ImportError_(f"a recurrent layer's reshape to {tuple(shape)}: more than one "
+                           "run-time size; pass static sizes in shape=")
+    return [-1 if isinstance(d, RunTimeSize) else d for d in shape]
 
 
 def _dialect_op(name: str):
@@ -38,6 +73,12 @@ class RelayRecurrentOps:
         return got[1:]
 
     def shape(self, x):
+        """``x``'s static shape; a ``RunTimeSize`` for each ``relay.Any()`` axis (the batch of
+        a dynamic-batch import)."""
+        t = infer_type(x)
+        if isinstance(t, TensorType) and not t.is_static() and \
+                all(isinstance(d, int | Any) for d in t.shape):
+            return tuple(RunTimeSize() if isinstance(d, Any) else int(d) for d in t.shape)
         return infer_shape(x)
 
     def scalar(self, value):
@@ -56,7 +97,7 @@ class RelayRecurrentOps:
         return _nn.dense(x, w)
 
     def reshape(self, x, shape):
-        return _op.reshape(x, shape)
+        return _op.reshape(x, run_time_codes(shape))
 
     def transpose(self, x, axes):
         return _op.transpose(x, axes)
@@ -71,7 +112,8 @@ class RelayRecurrentOps:
         return list(_op.split(x, parts, axis))
 
     def slice(self, x, begin, end, strides):
-        return _op.strided_slice(x, list(begin), list(end), list(strides),
+        end = [UNTIL_END if isinstance(e, RunTimeSize) else e for e in end]
+        return _op.strided_slice(x, list(begin), end, list(strides),
                                  axes=list(range(len(begin))))
 
     def concat(self, xs, axis):
@@ -81,6 +123,9 @@ class RelayRecurrentOps:
         return _op.stack(xs, axis)
 
     def zeros(self, shape):  # a constant: FoldConstant does not fold the zeros op
+        if any(isinstance(d, RunTimeSize) for d in shape):
+            raise ImportError_("a recurrent layer's zero state of a run-time batch (a "
+                               "sequence of length 0); pass a static batch in shape=")
         return _expr.const(np.zeros(shape, self.dtype), self.dtype)
 
     def reverse(self, x, axis):

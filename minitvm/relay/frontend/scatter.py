@@ -30,6 +30,8 @@ def scatter_elements(ctx, x, index, upd, axis: int, red: str):
     """scatter_elements, as a gather plus a reduction when the index is known at import, as a
     comparison of every position with every update along the axis when that is small (a
     mixture of experts' top-k routing), else the scatter itself (its compute runs as numpy)."""
+    if not all(isinstance(d, int) for d in (*ctx.shape(x), *ctx.shape(index))):
+        return _run_time_sized(ctx, x, index, upd, axis, red)
     shape = tuple(int(d) for d in ctx.shape(x))
     folded = ctx.fold(index)
     if isinstance(folded, _expr.Constant):
@@ -43,6 +45,21 @@ def scatter_elements(ctx, x, index, upd, axis: int, red: str):
     if rows is not None:
         return _op.scatter_nd(x, _op.reshape(rows, (1, ishape[0])), upd, red)
     if same_off_axis and int(np.prod(shape, dtype=np.int64)) * ishape[axis] <= _MAX_COMPARED:
+        return _compared(ctx, x, index, upd, axis, red, shape, ishape)
+    return _op.scatter_elements(x, index, upd, axis, red)
+
+
+def _run_time_sized(ctx, x, index, upd, axis: int, red: str):
+    """scatter_elements of tensors with run-time sizes (the ONNX importer's dynamic batch:
+    ``ctx.shape`` gives them as non-ints): the comparison of every position with every update
+    when the scattered axis and the index's are static, the other axes the same sizes and one
+    batch element's comparison small; else the scatter itself."""
+    shape, ishape = tuple(ctx.shape(x)), tuple(ctx.shape(index))
+    static = [d for d in shape if isinstance(d, int)]
+    if len(ishape) == len(shape) and isinstance(shape[axis], int) and \
+            isinstance(ishape[axis], int) and \
+            all(ishape[d] == shape[d] for d in range(len(shape)) if d != axis) and \
+            int(np.prod(static, dtype=np.int64)) * ishape[axis] <= _MAX_COMPARED:
         return _compared(ctx, x, index, upd, axis, red, shape, ishape)
     return _op.scatter_elements(x, index, upd, axis, red)
 

@@ -53,10 +53,11 @@ def _unnormalize(g, size, align, padding, dt):
 def grid_sample(data, grid, shape, dt: str, mode: str, padding: str, align: bool):
     """Sample ``data`` (static ``shape``, N C spatial...) at ``grid`` (N, out spatial..., nd)
     holding (x, y[, z]) in [-1, 1]; mode bilinear / nearest / bicubic, padding zeros / border /
-    reflection."""
-    shape = [int(d) for d in shape]
+    reflection. A run-time N (not an int) takes Relay's ``image.grid_sample``."""
     nd = len(shape) - 2
-    if nd != 2 or mode == "bicubic" or padding == "reflection":
+    run_time_batch = not isinstance(shape[0], int)  # (the ONNX importer's dynamic batch)
+    shape = [shape[0]] + [int(d) for d in shape[1:]]
+    if nd != 2 or mode == "bicubic" or padding == "reflection" or run_time_batch:
         layout = {2: "NCHW", 3: "NCDHW"}.get(nd)
         if layout is None:
             raise ValueError(f"grid_sample: expects 4-D or 5-D input, got {len(shape)}-D")

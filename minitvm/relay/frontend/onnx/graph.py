@@ -18,6 +18,7 @@ from ...analysis import free_vars
 from ...expr import Call, Function, Tuple, TupleWrapper
 from ...transform.infer_type import InferType
 from ..common import Folder, ImportError_, infer_type, unsupported_error
+from .param_values import param_constants, with_param_values
 from .registry import CONVERTERS, Context
 from .shape_values import SizeOf, evaluate
 
@@ -57,6 +58,8 @@ class GraphProto(_om.GraphImporterBase):
         self.fold = Folder()
         self.dim_symbols: dict[str, Any] = {}  # ONNX dim_param -> its relay.Any()
         self.dim_names: dict[int, str] = {}  # id of that relay.Any() -> the dim_param
+        self.param_consts: dict = {}  # (freeze_params=False) parameter Var -> its Constant
+        self.size_factors = None  # (a dynamic-shape import: the context's SizeFactors)
 
     def _input_dtype(self, name: str, proto_dtype: str | None) -> str:
         if isinstance(self.dtype, dict):
@@ -133,6 +136,10 @@ class GraphProto(_om.GraphImporterBase):
             self.fold.keep = frozenset({"qnn.dequantize"})
         ctx.dim_names = self.dim_names
         ctx.uses = _om.tensor_reads(graph)
+        ctx.param_consts = self.param_consts = param_constants(self.params, self.values)
+        if any(not isinstance(infer_type(v), TensorType) or not infer_type(v).is_static()
+               for v in inputs):  # (run-time sizes: note what reshapes make of them)
+            self.size_factors = ctx.size_factors
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         for node in graph.node:
             self.convert_node(ctx, node)
@@ -186,4 +193,10 @@ class GraphProto(_om.GraphImporterBase):
         if isinstance(value, _seq.OnnxSequence | _seq.OnnxOptional):
             structure, leaves = _seq.flatten(value)
             return _seq.unflatten(structure, [self.fold(v) for v in leaves])
-        return _static_shape_value(self.fold(value))
+        if self.param_consts:  # (shape arithmetic over integer initializers kept parameters)
+            value = with_param_values(value, self.param_consts, integer_only=True,
+                                      shape_arithmetic=True)
+        value = _static_shape_value(self.fold(value))
+        if self.size_factors is not None:
+            self.size_factors.note(value)
+        return value

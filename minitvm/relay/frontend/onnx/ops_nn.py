@@ -13,6 +13,7 @@ from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import merge_leading, reshape_to
+from .ops_tensor import first_line
 from .qdq_weight import (
     depthwise_qdq_conv,
     int8_weight_and_scale,
@@ -159,6 +160,37 @@ def _same_batch(da, db) -> bool:
         all(da[i] == db[i] for i in range(len(da)) if i not in dynamic)
 
 
+def _broadcast_batches(ctx, a, b):
+    """``a`` and ``b`` (rank 3 or more) broadcast to the same batch axes where each axis of
+    size 1 meets one size: a static one repeats, a run-time one grows by a take along the other
+    operand's axis (keeping its ``relay.Any()``); unchanged where two sizes differ otherwise."""
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    nd = max(len(sa), len(sb))
+    if len(sa) < nd:
+        a, sa = _op.expand_dims(a, 0, nd - len(sa)), (1,) * (nd - len(sa)) + sa
+    if len(sb) < nd:
+        b, sb = _op.expand_dims(b, 0, nd - len(sb)), (1,) * (nd - len(sb)) + sb
+
+    def grow(t, axis, size, src):  # t's axis of size 1 to ``size``, read from src's axis
+        if isinstance(size, DynamicDim):
+            line = first_line(src, axis, nd)
+            return _op.take(t, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
+        return _op.repeat(t, int(size), axis)
+
+    def is_one(d):
+        return not isinstance(d, DynamicDim) and d == 1
+
+    for axis in range(nd - 2):
+        x, y = sa[axis], sb[axis]
+        if isinstance(x, DynamicDim) == isinstance(y, DynamicDim) and x == y:
+            continue
+        if is_one(y):
+            b = grow(b, axis, x, a)
+        elif is_one(x):
+            a = grow(a, axis, y, b)
+    return a, b
+
+
 def matmul(ctx, a, b):
     """numpy.matmul semantics on Relay's dense / batch_matmul."""
     sa, sb = ctx.shape(a), ctx.shape(b)
@@ -179,6 +211,9 @@ def matmul(ctx, a, b):
     elif has_dynamic(sa[:-2]) or has_dynamic(sb[:-2]):
         # a run-time batch (attention's batch x heads): the same batch axes on both sides (their
         # sizes checked by batch_matmul when it runs), merged into one and split back like ``a``
+        if len(sa) != len(sb) or not _same_batch(sa[:-2], sb[:-2]):
+            a, b = _broadcast_batches(ctx, a, b)
+            sa, sb = ctx.shape(a), ctx.shape(b)
         if len(sa) != len(sb) or not _same_batch(sa[:-2], sb[:-2]):
             raise ctx.fail(f"MatMul of {sa} by {sb}: a dynamic batch needs the same batch "
                            "axes on both operands (the same sizes, not just both dynamic)")
@@ -400,6 +435,7 @@ def _pool_nd(ctx, x, kind, n, kernel, strides, dil, begin, end, ceil, inc):
     # 3-D: a box window is separable (max of maxes; sums and pad-aware counts multiply),
     # so pool (H, W) with the depth folded into channels, then pool D as a 2-D (kd, 1)
     nb, c, d, h, w = shape
+    nb = 0 if isinstance(nb, DynamicDim) else nb  # (a dynamic batch: copied by each reshape)
     y = _pool2d(ctx, _op.reshape(x, (nb, c * d, h, w)), kind, kernel[1:], strides[1:],
                 dil[1:], begin[1:], end[1:], ceil, inc)
     oh, ow = ctx.shape(y)[2:]

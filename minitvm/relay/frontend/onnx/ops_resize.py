@@ -9,6 +9,11 @@ a pass of more than ``FUSED_TAPS`` taps (an antialiased downscale: 5-7 for 240x3
 is materialized (``stop_fusion``): fused, every tap of the pass would recompute the previous
 axis's pass (or x's producer), all its taps included (one thread, 240x320 -> 112x112 linear
 antialiased: 0.76 ms as one kernel, ORT 0.29 ms).
+
+A dynamic (``relay.Any()``) axis, the batch of an exported model, resizes only by 1: a scale of
+1.0, or a ``sizes`` element that is that axis's own run-time size (PyTorch exports
+``F.interpolate(x, size=...)`` as ``Concat(Shape(x)[:2], sizes)``). It then passes through with
+its size unknown at import (``dynamic_resize_plan``); any other resize of it is an error.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import numpy as np
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ... import op as _op
 from ...op import annotation as _annotation
+from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
+from .shape_values import SizeOf
 
 
 def _as_resize2d(ctx, x, attrs, out_shape, scales):
@@ -37,7 +44,8 @@ def resize(ctx, x, attrs, out_shape, scales, roi):
     shape = ctx.shape(x)
     nd = len(shape)
     dt = ctx.dtype(x)
-    outside_mask = np.zeros(out_shape, dtype=bool)
+    # (a dynamic axis is never resized: the mask broadcasts along it)
+    outside_mask = np.zeros([1 if isinstance(d, DynamicDim) else d for d in out_shape], bool)
     any_outside = False
     for a in range(nd):
         in_n, out_n, scale = shape[a], out_shape[a], scales[a]
@@ -65,35 +73,90 @@ def resize(ctx, x, attrs, out_shape, scales, roi):
     return x
 
 
+def _own_sizes(ctx, shape, sizes):
+    """The elements of ``sizes`` (shape arithmetic, not a constant), each a dynamic axis's own
+    run-time size replaced by the placeholder 1; None when one is any other run-time size."""
+    elems = ctx.elements(sizes)
+    if elems is None:
+        return None
+    out = []
+    for a, v in enumerate(elems.ravel()):
+        if isinstance(v, SizeOf):
+            if v.tensor is None or a >= len(shape) or \
+                    ctx.shape(v.tensor)[v.axis] != shape[a]:
+                return None
+            out.append(1)
+        else:
+            out.append(int(v))
+    return np.array(out, "int64")
+
+
+def dynamic_resize_plan(ctx, shape, attrs, roi_v, scales_v, sizes_v):
+    """``resize_plan`` of an input with dynamic axes: planned on a placeholder size of 1 for
+    each (it must come out unresized), which the output shape then holds as the input's own
+    ``DynamicDim``."""
+    nd = len(shape)
+    dynamic = [a for a, d in enumerate(shape) if isinstance(d, DynamicDim)]
+    axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if sizes_v is not None and sizes_v.size and \
+            attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch" and \
+            any(a in axes for a in dynamic):
+        raise ctx.fail(f"a keep_aspect_ratio_policy over the dynamic axes {dynamic} of "
+                       f"{tuple(shape)} needs their static sizes; pass them in from_onnx's shape=")
+    proxy = [1 if isinstance(d, DynamicDim) else d for d in shape]
+    out, scales, roi = resize_plan(proxy, attrs, roi_v, scales_v, sizes_v, ctx.fail)
+    for a in dynamic:
+        if out[a] != 1 or scales[a] != 1.0 or ctm == "tf_crop_and_resize":
+            raise ctx.fail(f"resizing the dynamic axis {a} of {tuple(shape)} (scale "
+                           f"{scales[a]}) needs its static size; pass it in from_onnx's shape=")
+        out[a] = shape[a]
+    return out, scales, roi
+
+
 @register("Resize")
 def _resize(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    nd = len(shape)
     if ctx.opset < 11:
         scales = [float(s) for s in ctx.value(ins[1], "Resize's scales")]
         attrs = dict(attrs)
         attrs.setdefault("coordinate_transformation_mode", "asymmetric")
         attrs.setdefault("nearest_mode", "floor")
-        out = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
-        return resize(ctx, x, attrs, out, scales, [0.0] * nd + [1.0] * nd)
+        return _by_scales(ctx, x, attrs, scales)
     roi_v = ctx.value(ins[1], "Resize's roi") if len(ins) > 1 and ins[1] is not None else None
     scales_v = ctx.value(ins[2], "Resize's scales") if len(ins) > 2 and ins[2] is not None \
         else None
-    sizes_v = ctx.value(ins[3], "Resize's sizes") if len(ins) > 3 and ins[3] is not None \
-        else None
-    out, scales, roi = resize_plan(shape, attrs, roi_v, scales_v, sizes_v, ctx.fail)
+    sizes_v = None
+    if len(ins) > 3 and ins[3] is not None:
+        if has_dynamic(shape) and ctx.maybe_value(ins[3]) is None:
+            sizes_v = _own_sizes(ctx, shape, ins[3])
+        if sizes_v is None:
+            sizes_v = ctx.value(ins[3], "Resize's sizes")
+    if has_dynamic(shape):
+        out, scales, roi = dynamic_resize_plan(ctx, shape, attrs, roi_v, scales_v, sizes_v)
+    else:
+        out, scales, roi = resize_plan(shape, attrs, roi_v, scales_v, sizes_v, ctx.fail)
     return resize(ctx, x, attrs, out, scales, roi)
 
 
 @register("Upsample")
 def _upsample(ctx, ins, attrs):
     x = ins[0]
-    shape = ctx.shape(x)
-    nd = len(shape)
     scales = [float(s) for s in (ctx.value(ins[1], "Upsample's scales") if len(ins) > 1
                                   else attrs["scales"])]
     a = {"mode": attrs.get("mode", "nearest"), "coordinate_transformation_mode": "asymmetric",
          "nearest_mode": "floor"}
+    return _by_scales(ctx, x, a, scales)
+
+
+def _by_scales(ctx, x, attrs, scales):
+    """A resize of ``x`` by one scale per axis (Upsample; Resize before opset 11)."""
+    shape = ctx.shape(x)
+    nd = len(shape)
+    if has_dynamic(shape):
+        out, scales, roi = dynamic_resize_plan(ctx, shape, {**attrs, "axes": range(nd)},
+                                               None, np.array(scales), None)
+        return resize(ctx, x, attrs, out, scales, roi)
     out = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
-    return resize(ctx, x, a, out, scales, [0.0] * nd + [1.0] * nd)
+    return resize(ctx, x, attrs, out, scales, [0.0] * nd + [1.0] * nd)

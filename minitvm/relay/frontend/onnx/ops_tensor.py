@@ -15,7 +15,7 @@ from ...op import nn as _nn
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
-from .shape_values import SizeOf, evaluate
+from .shape_values import SizeOf
 
 
 def _ints(arr) -> list[int]:
@@ -76,7 +76,7 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     tensor's axis becomes that axis's ``DynamicDim``, so sizes the input has at the same place
     are copied and the rest inferred or read (``dynamic_reshape.reshape_to``); what the type
     cannot say is reshaped by the model's own shape tensor at run time (``dyn.reshape``)."""
-    elems = evaluate(ctx.fold(shape))
+    elems = ctx.elements(shape)
     if elems is None:
         ctx.value(shape, "Reshape's shape")  # (raises its clear error)
     run_time = ctx.fold(shape)
@@ -94,9 +94,29 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     if -1 in ints:
         codes = copy_codes(in_shape, target)
         if has_dynamic(codes):  # an unknown size besides the -1
+            static = _static_inferred(ctx, in_shape, target)
+            if static is not None:
+                return reshape_to(ctx.shape, x, in_shape, static, run_time)
             return _op.reshape(x, run_time)
         return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
     return reshape_to(ctx.shape, x, in_shape, target, run_time)
+
+
+def _static_inferred(ctx, in_shape, target) -> list | None:
+    """``target`` with its -1 as the static size it must be, when the input's run-time sizes
+    and the target's multiply the same graph-input sizes (``size_factors``): ``(batch * 64,
+    C)`` to ``(batch, 64, -1)`` infers C; else None."""
+    factors = ctx.size_factors
+
+    def dims(shape):
+        return [d.symbol if isinstance(d, DynamicDim) else d for d in shape]
+
+    bases_in, k_in = factors.expand(dims(in_shape))
+    bases_t, k_t = factors.expand(dims([d for d in target
+                                        if isinstance(d, DynamicDim) or d != -1]))
+    if not bases_in or not factors.same_sizes(bases_in, bases_t) or k_t <= 0 or k_in % k_t:
+        return None
+    return [k_in // k_t if not isinstance(d, DynamicDim) and d == -1 else d for d in target]
 
 
 @register("Flatten")
@@ -192,7 +212,11 @@ def _slice_run_time(ctx, x, nd: int, ins):
 
     zero = ctx.const(np.array(0, "int64"))
     out = x
+    shape = ctx.shape(x)
+    begins, ends = (ctx.elements(v) for v in ins[1:3])
     for j, a in enumerate(a % nd for a in axes):
+        if _whole_axis(ctx, shape[a], begins, ends, j, steps[j]):
+            continue  # (x[:, :n] with n x's own run-time size: nothing to slice)
         dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
 
         def clamped(v, dim=dim):  # ONNX: a negative index counts from the end; then [0, dim]
@@ -204,6 +228,20 @@ def _slice_run_time(ctx, x, nd: int, ins):
         positions = _op.arange(begin, end, ctx.const(np.array(steps[j], "int64")), "int64")
         out = _op.take(out, positions, axis=a)
     return out
+
+
+def _whole_axis(ctx, size, begins, ends, j: int, step: int) -> bool:
+    """Whether a slice takes all of an axis of ``size``: from 0 (or a start at or before it),
+    step 1, to a static end at or past a static size, or to that run-time size itself."""
+    if begins is None or ends is None or step != 1:
+        return False
+    b, e = begins.ravel()[j], ends.ravel()[j]
+    if isinstance(b, SizeOf) or int(b) != 0:
+        return False
+    if isinstance(e, SizeOf):
+        return e.tensor is not None and ctx.shape(e.tensor)[e.axis] == size and \
+            isinstance(size, DynamicDim)
+    return not isinstance(size, DynamicDim) and int(e) >= size
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):
@@ -302,14 +340,16 @@ def _squeeze(ctx, ins, attrs):
 def _expand(ctx, ins, attrs):
     x = ins[0]
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
-        return _expand_run_time(ctx, x, evaluate(ctx.fold(ins[1])).ravel())
+        return _expand_run_time(ctx, x, ctx.elements(ins[1]).ravel())
     target = _ints(ctx.value(ins[1], "Expand's shape"))
+    if has_dynamic(ctx.shape(x)):  # (a dynamic axis keeps its size: a target is 1 there)
+        return _expand_run_time(ctx, x, target)
     out = tuple(np.broadcast_shapes(ctx.shape(x), tuple(target)))
     return x if out == ctx.shape(x) else _op.broadcast_to(x, out)
 
 
 def has_dynamic_source(ctx, shape) -> bool:
-    elems = evaluate(ctx.fold(shape))
+    elems = ctx.elements(shape)
     return elems is not None and any(isinstance(v, SizeOf) for v in elems.ravel())
 
 
@@ -319,7 +359,7 @@ def _expand_run_time(ctx, x, target):
     shape = list(ctx.shape(x))
     nd = max(len(shape), len(target))
     if len(shape) < nd:
-        x = _op.reshape(x, [1] * (nd - len(shape)) + shape)
+        x = _op.expand_dims(x, 0, nd - len(shape))
         shape = [1] * (nd - len(shape)) + shape
     target = [1] * (nd - len(target)) + list(target)
     static = [1 if isinstance(t, SizeOf) else max(int(t), 1) if s == 1 else s
@@ -336,12 +376,12 @@ def _expand_run_time(ctx, x, target):
         if t.tensor is None:
             raise ctx.fail("Expand's shape has a size computed at run time")
         # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to that size
-        line = _first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        line = first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
         x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
     return x
 
 
-def _first_line(t, axis: int, nd: int):
+def first_line(t, axis: int, nd: int):
     """The elements of ``t`` along ``axis`` at index 0 of every other axis (1-D)."""
     for a in reversed(range(nd)):
         if a != axis:
@@ -351,7 +391,27 @@ def _first_line(t, axis: int, nd: int):
 
 @register("Tile")
 def _tile(ctx, ins, attrs):
+    if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
+        return _tile_run_time(ctx, ins[0], ctx.elements(ins[1]).ravel())
     return _op.tile(ins[0], _ints(ctx.value(ins[1], "Tile's repeats")))
+
+
+def _tile_run_time(ctx, x, reps):
+    """Tile by repeats holding run-time sizes (a learned query tiled to the batch,
+    ``q.repeat(B, 1, 1)``): the static repeats tile, and an axis of size 1 repeated a run-time
+    number of times grows as Expand grows it (the type keeps that size's ``relay.Any()``)."""
+    shape = ctx.shape(x)
+    if len(reps) != len(shape):
+        raise ctx.fail(f"{len(reps)} repeats for a rank-{len(shape)} input")
+    for axis, r in enumerate(reps):
+        if isinstance(r, SizeOf) and (shape[axis] != 1 or r.tensor is None):
+            raise ctx.fail(f"a run-time repeat count at axis {axis} of {shape}: only an axis "
+                           "of size 1 repeated as many times as a tensor axis is long is "
+                           "supported; pass static sizes in from_onnx's shape=")
+    static = [1 if isinstance(r, SizeOf) else int(r) for r in reps]
+    if any(r != 1 for r in static):
+        x = _op.tile(x, static)
+    return _expand_run_time(ctx, x, list(reps))
 
 
 @register("Shape")
@@ -375,10 +435,32 @@ def _size(ctx, ins, attrs):
 
 @register("ConstantOfShape")
 def _constant_of_shape(ctx, ins, attrs):
-    shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
     value = attrs.get("value", np.zeros(1, "float32"))
     value = np.asarray(value).reshape(-1)
+    if ctx.maybe_value(ins[0]) is None and has_dynamic_source(ctx, ins[0]):
+        return _run_time_full(ctx, value[0], ins[0])
+    shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
+
+
+def _run_time_full(ctx, value: np.generic, shape):
+    """``value`` broadcast to ``shape``, shape arithmetic holding run-time sizes: a constant
+    with 1 at each run-time size, grown along that axis by a take of index 0 once per element of
+    the tensor axis that size is read from (the type keeps that axis's ``relay.Any()``), or of
+    ``arange(size)`` for a size computed from others (a product of sizes)."""
+    elems = ctx.elements(shape).ravel()
+    x = ctx.const(np.full([1 if isinstance(v, SizeOf) else int(v) for v in elems], value))
+    sizes = _op.cast(ctx.fold(shape), "int64")
+    for axis, v in enumerate(elems):
+        if not isinstance(v, SizeOf):
+            continue
+        if v.tensor is not None:
+            line = first_line(v.tensor, v.axis, len(ctx.shape(v.tensor)))
+        else:
+            line = _op.arange(_op.take(sizes, _expr.const(np.array(axis, "int64"))),
+                              dtype="int64")
+        x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
+    return x
 
 
 @register("Constant")
@@ -410,6 +492,9 @@ def _range(ctx, ins, attrs):
     return ctx.const((start + np.arange(n) * delta).astype(dt))
 
 
+_UNTIL_END = 2**62  # a strided_slice end past any axis (clipped to its size)
+
+
 @register("Pad")
 def _pad(ctx, ins, attrs):
     x = ins[0]
@@ -433,11 +518,13 @@ def _pad(ctx, ins, attrs):
         width[a % nd] = [pads[i], pads[i + k]]
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
-    # negative pads crop
+    # negative pads crop (a dynamic axis's end counted from its end)
     starts = [-min(b, 0) for b, _ in width]
-    ends = [shape[i] + min(e, 0) for i, (_, e) in enumerate(width)]
-    if any(s for s in starts) or any(e != d for e, d in zip(ends, shape)):
-        x = _op.strided_slice(x, starts, ends)
+    ends = [(d if e >= 0 else e) if isinstance(d, DynamicDim) else d + min(e, 0)
+            for d, (_, e) in zip(shape, width)]
+    if any(s for s in starts) or any(e is not d and e != d for e, d in zip(ends, shape)):
+        x = _op.strided_slice(x, starts, [_UNTIL_END if isinstance(e, DynamicDim) else e
+                                          for e in ends])
     width = [(max(b, 0), max(e, 0)) for b, e in width]
     if not any(b or e for b, e in width):
         return x
@@ -446,10 +533,19 @@ def _pad(ctx, ins, attrs):
         # taken modulo its length
         for a, (b, e) in enumerate(width):
             if b or e:
+                if isinstance(shape[a], DynamicDim):
+                    raise ctx.fail(f"wrap padding of the dynamic axis {a} of {shape} needs its "
+                                   "static size; pass it in from_onnx's shape=")
                 n = ends[a] - starts[a]
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
     return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
+
+
+def _copied_batch(n):
+    """A rearrangement's batch in its reshapes: 0 (copied from axis 0, which every step keeps
+    in place) when it is dynamic."""
+    return 0 if isinstance(n, DynamicDim) else n
 
 
 @register("DepthToSpace")
@@ -459,6 +555,7 @@ def _depth_to_space(ctx, ins, attrs):
     b = int(attrs["blocksize"])
     if all(isinstance(d, int) for d in (n, c, h, w)):  # one injective kernel (topi.rearrange)
         return _nn.depth_to_space(x, b, mode=attrs.get("mode", "DCR"))
+    n = _copied_batch(n)
     if attrs.get("mode", "DCR") == "DCR":
         y = _op.reshape(x, (n, b, b, c // (b * b), h, w))
         y = _op.transpose(y, (0, 3, 4, 1, 5, 2))
@@ -476,6 +573,7 @@ def _space_to_depth(ctx, ins, attrs):
     crd = attrs.get("mode", "DCR") == "CRD"
     if not crd and all(isinstance(d, int) for d in (n, c, h, w)):
         return _nn.space_to_depth(x, b)  # one injective kernel (topi.rearrange)
+    n = _copied_batch(n)
     y = _op.reshape(x, (n, c, h // b, b, w // b, b))
     y = _op.transpose(y, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
     return _op.reshape(y, (n, c * b * b, h // b, w // b))

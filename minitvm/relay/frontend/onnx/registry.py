@@ -11,7 +11,9 @@ from ....ir.type import TensorType
 from ... import expr as _expr
 from ..common import ImportError_, const_value, infer_dtype, infer_shape, infer_type
 from .dynamic_dim import DynamicDim
+from .param_values import with_param_values
 from .shape_values import SizeOf, evaluate
+from .size_factors import SizeFactors
 
 __all__ = ["CONVERTERS", "register", "Context", "onnx_dtype", "NeedsConstantInput"]
 
@@ -73,14 +75,21 @@ class Context(NodeContext):
         self.qdq_as_qnn = False
         # id of a relay.Any() in a graph input's type -> the ONNX dim_param it stands for
         self.dim_names: dict[int, str] = {}
+        # parameter Var -> its value as a Constant, for each initializer kept a parameter
+        # (freeze_params=False): read where a converter needs a constant (``param_values``)
+        self.param_consts: dict = {}
+        # what each run-time size a reshape computed is the product of (``size_factors``)
+        self.size_factors = SizeFactors()
 
     def shape(self, e) -> tuple:
         """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
-        ``Any`` object is its identity, so a size shared through the types compares equal)."""
+        ``Any`` object is its identity, so a size shared through the types compares equal; a
+        reshape's size that is exactly another, ``batch * 1``, takes that one's)."""
         t = infer_type(e)
         if isinstance(t, TensorType) and not t.is_static() and \
                 all(isinstance(d, int | Any) for d in t.shape):
-            return tuple(DynamicDim(i, d, e, self.dim_names.get(id(d), ""))
+            canon = self.size_factors.canonical
+            return tuple(DynamicDim(i, canon(d), e, self.dim_names.get(id(canon(d)), ""))
                          if isinstance(d, Any) else d for i, d in enumerate(t.shape))
         return infer_shape(e)
 
@@ -91,8 +100,9 @@ class Context(NodeContext):
         return infer_dtype(e)
 
     def value(self, e, what: str) -> np.ndarray:
-        """The constant value of an input, or a clear error saying it must be constant."""
-        e = self.fold(e)
+        """The constant value of an input, or a clear error saying it must be constant. An
+        input computed from initializers kept as parameters alone reads their values."""
+        e = self.fold(with_param_values(e, self.param_consts))
         v = const_value(e)
         if v is None and e in self.graph_inputs:
             raise NeedsConstantInput(
@@ -139,8 +149,19 @@ class Context(NodeContext):
 
         return [v for v in free_vars(e) if v in self.graph_inputs]
 
+    def elements(self, e) -> np.ndarray | None:
+        """The elements of the small integer tensor ``e`` as shape arithmetic gives them (ints
+        and run-time ``SizeOf``s, ``shape_values.evaluate``), integer initializers kept as
+        parameters read as their values; None when it is not shape arithmetic."""
+        return evaluate(self.fold(with_param_values(e, self.param_consts, integer_only=True,
+                                                    shape_arithmetic=True)))
+
     def maybe_value(self, e) -> np.ndarray | None:
-        return None if e is None else const_value(self.fold(e))
+        """The constant value of ``e``, or None; integer initializers kept as parameters (a
+        shape) read as their values, float ones (weights) stay parameters."""
+        if e is None:
+            return None
+        return const_value(self.fold(with_param_values(e, self.param_consts, integer_only=True)))
 
     @staticmethod
     def const(value, dtype: str | None = None):

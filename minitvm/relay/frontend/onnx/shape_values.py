@@ -17,7 +17,7 @@ from ....ir.type import TensorType
 from ...expr import Call, Constant, Tuple
 from ..common import infer_type
 
-__all__ = ["SizeOf", "evaluate"]
+__all__ = ["SHAPE_OPS", "SizeOf", "evaluate"]
 
 MAX_NODES = 64  # a shape chain is a handful of ops; anything larger is not one
 
@@ -37,7 +37,7 @@ _BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
            "equal": np.equal}
 
 
-_KNOWN = {"shape_of", "where", "cast", "reshape", "expand_dims", "squeeze", "concatenate", "take",
+SHAPE_OPS = _KNOWN = {"shape_of", "where", "cast", "reshape", "expand_dims", "squeeze", "concatenate", "take",
           "strided_slice", *_BINARY}
 
 
