@@ -24,6 +24,7 @@ import numpy as np
 from ....backend.compile import compile_symbolic_te
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
+from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType, TupleType
 from ....runtime import threadpool
@@ -31,7 +32,8 @@ from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
-from ...expr import Function, Var, bind
+from ....topi import nn_te
+from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types
 
 __all__ = ["SymbolicKernel", "lower_symbolic"]
@@ -41,15 +43,16 @@ _VARS = ctypes.c_int64
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
 
-def _with_vars(t, sizes: dict):
-    """``t`` with each ``Any`` dimension replaced by its variable (one per Any object)."""
+def _with_vars(t, sizes: dict, keep: frozenset = frozenset()):
+    """``t`` with each ``Any`` dimension replaced by its size (one variable per Any object, made
+    at its first sight, or the expression ``sizes`` holds); the Anys in ``keep`` stay."""
     if isinstance(t, TupleType):
-        return TupleType([_with_vars(f, sizes) for f in t.fields])
+        return TupleType([_with_vars(f, sizes, keep) for f in t.fields])
     if not isinstance(t, TensorType):
         raise LoweringError(f"parameter of type {t} in a primitive function")
     dims = []
     for d in t.shape:
-        if isinstance(d, Any):
+        if isinstance(d, Any) and id(d) not in keep:
             v = sizes.get(id(d))
             if v is None:
                 v = sizes[id(d)] = (d, E.Var(f"n{len(sizes)}", "int64"))
@@ -70,22 +73,100 @@ def _has_any(e) -> bool:
     return False
 
 
-def symbolic_function(func: Function) -> tuple[Function, list]:
-    """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, and
-    those variables; raises ``LoweringError`` when a result dimension stays unknown (an output
-    whose size depends on values: arange, nonzero, a shape computed from data)."""
+def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Function:
+    """``func`` with its parameters' Any dims replaced (``_with_vars``), re-typed."""
     from ...transform import InferType
 
-    sizes: dict = {}
-    params = [Var(p.name_hint, _with_vars(p.checked_type, sizes)) for p in func.params]
+    params = [Var(p.name_hint, _with_vars(p.checked_type, sizes, keep)) for p in func.params]
     body = bind(func.body, dict(zip(func.params, params, strict=True)))
     typed = InferType()(IRModule.from_expr(Function(params, body)))["main"]
     typed = Function(typed.params, typed.body, typed.ret_type, attrs=DictAttrs({"Primitive": 1}))
-    typed = InferType()(IRModule.from_expr(typed))["main"]
+    return InferType()(IRModule.from_expr(typed))["main"]
+
+
+def _broadcast_resolved(typed: Function, kept: set) -> dict:
+    """id(Any) -> the expression a broadcast op's typing matched it with: a call of broadcast
+    pattern whose argument has the Any where its result has an expression (``(n*8)//48`` for
+    the fresh Any a reshape gave the same batch)."""
+    from ...expr_functor import dataflow_post_order
+
+    found: dict = {}
+    for e in dataflow_post_order(typed.body):
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            continue
+        if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+            continue
+        out = e.checked_type
+        if not isinstance(out, TensorType):
+            continue
+        for a in e.args:
+            at = a.checked_type
+            if not isinstance(at, TensorType):
+                continue
+            lead = len(out.shape) - len(at.shape)
+            for k, d in enumerate(at.shape):
+                o = out.shape[lead + k] if lead + k >= 0 else None
+                if id(d) in kept and id(d) not in found and isinstance(o, E.PrimExpr) and \
+                        not isinstance(o, E.IntImm) and not _has_any(o):
+                    found[id(d)] = o
+    return found
+
+
+def symbolic_function(func: Function) -> tuple[Function, list]:
+    """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, and
+    those variables; raises ``LoweringError`` when a result dimension stays unknown (an output
+    whose size depends on values: arange, nonzero, a shape computed from data).
+
+    Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
+    batch) do not broadcast together; then the Anys of every parameter but the first are typed as
+    Any, and each is given the expression a broadcast op matched it with (the kernel checks at
+    each call that the sizes agree, and specializes where they do not)."""
+    sizes: dict = {}
+    try:
+        typed = _typed(func, sizes)
+    except TypeError as err:
+        first = {id(d) for t in tensor_types(func.params[0].checked_type) for d in t.shape
+                 if isinstance(d, Any)} if func.params else set()
+        later = {id(d) for p in func.params[1:] for t in tensor_types(p.checked_type)
+                 for d in t.shape if isinstance(d, Any) and id(d) not in first}
+        if not later:
+            raise
+        sizes = {}
+        loose = _typed(func, sizes, frozenset(later))
+        resolved = _broadcast_resolved(loose, later)
+        if set(resolved) != later:
+            raise LoweringError(f"sizes the typing could not match: {err}") from err
+        anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
+                for d in t.shape if isinstance(d, Any)}
+        for k, expr in resolved.items():
+            sizes[k] = (anys[k], expr)
+        typed = _typed(func, sizes)
     for t in tensor_types(typed.body.checked_type):
         if any(_has_any(d) for d in t.shape):
             raise LoweringError(f"the result type {typed.body.checked_type} depends on values")
-    return typed, [v for _, v in sizes.values()]
+    return typed, [v for _, v in sizes.values() if isinstance(v, E.Var)]
+
+
+def _conv2d(attrs, inputs, out_type):
+    """``nn.conv2d`` as ``topi.nn_te.conv`` writes it (a ``pad_temp`` stage, then the plain
+    window sum), the form the PrimFunc schedules recognize as a convolution
+    (``schedule.raise_patterns``); Relay's own compute folds the padding into guarded loads,
+    which only Relay's static lowering schedules."""
+    dtype = out_type.dtype if isinstance(out_type, TensorType) else None
+    x, w = inputs
+    return [nn_te.conv(x, w, list(attrs.strides), list(attrs.padding), list(attrs.dilation),
+                       int(attrs.groups), attrs.data_layout, attrs.kernel_layout,
+                       attrs.out_layout or attrs.data_layout, dtype)]
+
+
+# ops whose PrimFunc must take the form the shared PrimFunc schedules recognize
+_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d}
+
+
+def _compute_of(call: Call):
+    """The compute of ``call`` in a symbolic kernel: its FTECompute, or the form of
+    ``_PRIM_FUNC_COMPUTES``."""
+    return _PRIM_FUNC_COMPUTES.get(call.op.name) or call.op.get_attr("FTECompute")
 
 
 def lower_symbolic(func: Function, name: str, options: LoweringOptions,
@@ -98,14 +179,16 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
     if func.attrs is not None and func.attrs.get("Compiler") is not None:
         raise LoweringError("partitioned for an external codegen")
     typed, variables = symbolic_function(func)
-    inputs, consts, outputs = build_te(typed, symbolic=True)
+    inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
     native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
                                  source=typed)
     out_shapes = [(tuple(t.shape), t.dtype) for t in tensor_types(typed.body.checked_type)]
     in_shapes = [tuple(t.shape) for p in typed.params for t in tensor_types(p.checked_type)]
     run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
+    # (weights it takes in another layout are packed by ``run``, once per constant: an exported
+    # executable keeps the function's own constants, for the numpy run it loads as)
     return Kernel(name, "fallback", reason="dynamic shapes: one symbolic kernel", source=func,
-                  source_format="relay", run=run, input_packs=native.input_packs)
+                  source_format="relay", run=run)
 
 
 def _eval_dim(e, env: dict) -> int:
@@ -149,8 +232,6 @@ class SymbolicKernel:
         self.out_shapes = out_shapes
         where = {}
         for k, shape in enumerate(in_shapes):
-            if k in kernel.input_packs:
-                continue
             for d, dim in enumerate(shape):
                 if isinstance(dim, E.Var) and id(dim) not in where:
                     where[id(dim)] = (k, d)
@@ -165,6 +246,7 @@ class SymbolicKernel:
         self._entry = _ENTRY(kernel.address)
         self._calls: dict = {}  # input shapes -> (kernel vars, output (shape, dtype)s) | None
         self._fallback = None  # the per-shape specialization, for shapes the typing got wrong
+        self._packs: dict = {}  # (position, id) -> (the constant, its packed copy)
         self._spec_args = (func, kernel.name, options, const_inputs)
 
     def _shapes_for(self, shapes: tuple):
@@ -175,11 +257,10 @@ class SymbolicKernel:
             return hit
         env = {id(v): shapes[k][d] for v, (k, d) in zip(self.variables, self._where,
                                                         strict=True)}
-        packed = self.kernel.input_packs  # (weights the VM passes in the kernel's layout)
         ok = len(shapes) == len(self.in_shapes) and all(
-            k in packed or (len(s) == len(want) and all(
-                _eval_dim(w, env) == g for w, g in zip(want, s, strict=True)))
-            for k, (s, want) in enumerate(zip(shapes, self.in_shapes, strict=True)))
+            len(s) == len(want) and all(_eval_dim(w, env) == g for w, g in
+                                        zip(want, s, strict=True))
+            for s, want in zip(shapes, self.in_shapes, strict=True))
         got = None
         if ok:
             outs = [(tuple(_eval_dim(d, env) for d in s), dt) for s, dt in self.out_shapes]
@@ -192,9 +273,6 @@ class SymbolicKernel:
         return got
 
     def _specializer(self):
-        if self.kernel.input_packs:  # (the VM passes those weights packed for this kernel)
-            raise ValueError(f"{self.kernel.name}: input shapes break the equal sizes its "
-                             "symbolic kernel assumed")
         if self._fallback is None:
             from .kernels import ShapeSpecializer
 
@@ -208,8 +286,19 @@ class SymbolicKernel:
         if got is None:
             return self._specializer().native_call(args)
         kv, outs = got
-        return (self.kernel, [contiguous(a) for a in args],
-                [np.empty(s, dtype=d) for s, d in outs], kv)
+        return (self.kernel, self._inputs(args), [np.empty(s, dtype=d) for s, d in outs], kv)
+
+    def _inputs(self, args: list) -> list:
+        """``args`` contiguous, the weights the kernel takes packed in its layout (each packed
+        once, kept while the VM passes the same constant)."""
+        ins = [contiguous(a) for a in args]
+        for pos, transform in self.kernel.input_packs.items():
+            key = (pos, id(args[pos]))  # (a kernel shared by layers gets each one's weight)
+            held = self._packs.get(key)
+            if held is None or held[0] is not args[pos]:
+                held = self._packs[key] = (args[pos], contiguous(transform(ins[pos])))
+            ins[pos] = held[1]
+        return ins
 
     def __call__(self, args: list) -> list:
         got = self._shapes_for(tuple(a.shape for a in args))
@@ -217,7 +306,7 @@ class SymbolicKernel:
             return self._specializer()(args)
         kv, outs = got
         outputs = [np.empty(s, dtype=d) for s, d in outs]
-        arrays = [*(contiguous(a) for a in args), *self.kernel.consts, *outputs]
+        arrays = [*self._inputs(args), *self.kernel.consts, *outputs]
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         self._entry(ptrs, kv, threadpool.get_num_threads())
         return outputs
