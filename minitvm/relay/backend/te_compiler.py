@@ -113,7 +113,7 @@ def build_te(func: Function, compute_of=None, symbolic: bool = False):
             raise LoweringError(f"free variable {e.name_hint} in a primitive function")
         if isinstance(e, Constant):
             arr = e.data.numpy()
-            if arr.ndim == 0:
+            if arr.ndim == 0 and not symbolic:
                 val = _const_expr(e)
                 env[id(e)] = [te.compute((), _constant_fn(val), name="const")]
             else:

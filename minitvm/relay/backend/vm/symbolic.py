@@ -84,17 +84,23 @@ def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Functi
     return InferType()(IRModule.from_expr(typed))["main"]
 
 
-def _broadcast_resolved(typed: Function, kept: set) -> dict:
-    """id(Any) -> the expression a broadcast op's typing matched it with: a call of broadcast
-    pattern whose argument has the Any where its result has an expression (``(n*8)//48`` for
-    the fresh Any a reshape gave the same batch)."""
+# ops whose result's dims line up with their arguments' (right-aligned) where both are sizes:
+# a broadcast, and batch_matmul's batch (whose typing takes two unknown batches as equal)
+_ALIGNED_OPS = frozenset({"nn.batch_matmul"})
+
+
+def _aligned_resolved(typed: Function, kept: set) -> dict:
+    """id(Any) -> the expression an aligned op's typing matched it with: a call whose argument
+    has the Any where its result has an expression (``(n*8)//48`` for the fresh Any a reshape
+    gave the same batch)."""
     from ...expr_functor import dataflow_post_order
 
     found: dict = {}
     for e in dataflow_post_order(typed.body):
         if not (isinstance(e, Call) and isinstance(e.op, Op)):
             continue
-        if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+        if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
+                e.op.name not in _ALIGNED_OPS:
             continue
         out = e.checked_type
         if not isinstance(out, TensorType):
@@ -118,29 +124,25 @@ def symbolic_function(func: Function) -> tuple[Function, list]:
     whose size depends on values: arange, nonzero, a shape computed from data).
 
     Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
-    batch) do not broadcast together; then the Anys of every parameter but the first are typed as
-    Any, and each is given the expression a broadcast op matched it with (the kernel checks at
-    each call that the sizes agree, and specializes where they do not)."""
+    batch) would not broadcast together, or a batch_matmul's typing would take them equal
+    unchecked: so the Anys of the parameters after the first are first typed as Any, and each
+    one an aligned op matches with an expression (``_aligned_resolved``) is given that
+    expression; the kernel checks at each call that the sizes agree (and runs the shape's
+    specialization where they do not). The others get their own variables."""
+    anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
+            for d in t.shape if isinstance(d, Any)}
+    first = {id(d) for t in tensor_types(func.params[0].checked_type) for d in t.shape
+             if isinstance(d, Any)} if func.params else set()
+    later = frozenset(k for k in anys if k not in first)
     sizes: dict = {}
-    try:
-        typed = _typed(func, sizes)
-    except TypeError as err:
-        first = {id(d) for t in tensor_types(func.params[0].checked_type) for d in t.shape
-                 if isinstance(d, Any)} if func.params else set()
-        later = {id(d) for p in func.params[1:] for t in tensor_types(p.checked_type)
-                 for d in t.shape if isinstance(d, Any) and id(d) not in first}
-        if not later:
-            raise
-        sizes = {}
-        loose = _typed(func, sizes, frozenset(later))
-        resolved = _broadcast_resolved(loose, later)
-        if set(resolved) != later:
-            raise LoweringError(f"sizes the typing could not match: {err}") from err
-        anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
-                for d in t.shape if isinstance(d, Any)}
+    if later:
+        try:
+            resolved = _aligned_resolved(_typed(func, sizes, later), later)
+        except TypeError:
+            resolved = {}
         for k, expr in resolved.items():
             sizes[k] = (anys[k], expr)
-        typed = _typed(func, sizes)
+    typed = _typed(func, sizes)
     for t in tensor_types(typed.body.checked_type):
         if any(_has_any(d) for d in t.shape):
             raise LoweringError(f"the result type {typed.body.checked_type} depends on values")
