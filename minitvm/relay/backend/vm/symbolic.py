@@ -34,7 +34,7 @@ from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
 from ...expr import Call, Function, Var, bind
-from ..te_compiler import build_te, tensor_types
+from ..te_compiler import build_te, tensor_types, user_strategies
 
 __all__ = ["SymbolicKernel", "lower_symbolic"]
 
@@ -180,6 +180,8 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
         raise LoweringError("native lowering disabled")
     if func.attrs is not None and func.attrs.get("Compiler") is not None:
         raise LoweringError("partitioned for an external codegen")
+    if user_strategies(func):  # (the static lowering of each shape honours them)
+        raise LoweringError("an op carries a user strategy")
     typed, variables = symbolic_function(func)
     inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
     native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
@@ -289,6 +291,13 @@ class SymbolicKernel:
             return self._specializer().native_call(args)
         kv, outs = got
         return (self.kernel, self._inputs(args), [np.empty(s, dtype=d) for s, d in outs], kv)
+
+    def prepack(self, pos: int, const: np.ndarray) -> None:
+        """Pack constant ``const`` (the weight the VM passes at input ``pos``) now, at build
+        time, when the kernel takes it in another layout (else the first call would)."""
+        transform = self.kernel.input_packs.get(pos)
+        if transform is not None and (pos, id(const)) not in self._packs:
+            self._packs[(pos, id(const))] = (const, contiguous(transform(contiguous(const))))
 
     def _inputs(self, args: list) -> list:
         """``args`` contiguous, the weights the kernel takes packed in its layout (each packed
