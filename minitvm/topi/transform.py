@@ -18,9 +18,36 @@ from .utils import (
 from .utils import i32 as _i
 
 
+def _same_size(a, b) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    if a is b:
+        return True
+    from ..arith import Analyzer
+
+    return Analyzer().can_prove_equal(a, b)
+
+
+def _kept_prefix(in_shape, out_shape) -> int:
+    """How many leading dimensions a reshape with symbolic sizes keeps (0 for static shapes,
+    indexed as they always were): those index the input as they are, so the flat index over
+    the rest divides by no symbolic size where it need not (a sequence-first ``(197, n, 576) ->
+    (197, n, 3, 192)``: none)."""
+    if all(isinstance(d, int) for d in (*in_shape, *out_shape)):
+        return 0
+    k = 0
+    while k < min(len(in_shape), len(out_shape)) and _same_size(in_shape[k], out_shape[k]):
+        k += 1
+    return k
+
+
 def reshape_index(in_shape, out_shape, out_idx) -> list:
     """Indices into a tensor of ``in_shape`` for element ``out_idx`` of its reshape."""
     in_shape, out_shape = list(in_shape), list(out_shape)
+    keep = _kept_prefix(in_shape, out_shape)
+    if keep:
+        return list(out_idx[:keep]) + reshape_index(in_shape[keep:], out_shape[keep:],
+                                                    list(out_idx[keep:]))
     tail = []
     while in_shape and out_shape and in_shape[-1] == out_shape[-1]:
         in_shape.pop()

@@ -161,8 +161,14 @@ def _conv2d(attrs, inputs, out_type):
                        attrs.out_layout or attrs.data_layout, dtype)]
 
 
+def _softmax(attrs, inputs, out_type):
+    """``nn.softmax`` as ``topi.nn_te.softmax`` writes it: the row kernel's form
+    (``schedule.softmax_rows``) in a PrimFunc."""
+    return [nn_te.softmax(inputs[0], int(attrs.axis))]
+
+
 # ops whose PrimFunc must take the form the shared PrimFunc schedules recognize
-_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d}
+_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d, "nn.softmax": _softmax}
 
 
 def _compute_of(call: Call):
