@@ -16,6 +16,7 @@ from minitvm.relay.backend.vm.symbolic import SymbolicKernel, symbolic_function
 from minitvm.runtime.vm import Executable, VirtualMachine
 from minitvm.schedule import LoweringOptions
 from minitvm.tir import expr as E
+from minitvm.topi.transform import reshape_index
 
 
 def _compiles() -> int:
@@ -166,3 +167,24 @@ def test_100k_chain_of_symbolic_kernels():
     for size in (2,):
         np.testing.assert_array_equal(vm.run(np.zeros(size, "float32")).numpy(),
                                       np.full(size, n, "float32"))
+
+
+def test_sequence_first_reshapes_keep_the_symbolic_axis():
+    """``(seq, n, 3 * d) -> (seq, n, 3, d)``: the kept leading axes index the input as they are
+    (no division by the symbolic size); the static reshape of the same sizes is unchanged."""
+    n = E.Var("n", "int64")
+    i = [E.Var(f"i{k}", "int64") for k in range(4)]
+    got = reshape_index([5, n, 12], [5, n, 3, 4], i)
+    assert got[0] is i[0] and got[1] is i[1]
+    static = reshape_index([5, 2, 12], [5, 2, 3, 4], i)  # (flattened, as it always was)
+    assert len(static) == 3 and static[0] is not i[0]
+    x = relay.var("x", shape=(5, relay.Any(), 12), dtype="float32")
+    y = relay.transpose(relay.reshape(relay.exp(x), (5, 0, 3, 4)), (1, 2, 0, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels)["specialized"] == 0
+    vm = VirtualMachine(exe, tvm.cpu())
+    for b in (1, 3):
+        xv = np.random.default_rng(b).standard_normal((5, b, 12)).astype("float32")
+        want = np.exp(xv).reshape(5, b, 3, 4).transpose(1, 2, 0, 3)
+        np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-6)
