@@ -152,11 +152,10 @@ def test_100k_chain_of_symbolic_kernels():
     x = _typed(relay.var("x", t), t)
     vs = [_typed(relay.var(f"v{k}", t), t) for k in range(n)]
     body = vs[-1]
-    for k in reversed(range(n)):  # a fresh (structurally equal) fused function per binding
-        p = _typed(relay.var("p0", t), t)
-        fused = relay.Function([p], _typed(relay.add(p, one), t), t,
-                               attrs=DictAttrs({"Primitive": 1}))
-        fused = _typed(fused, relay.FuncType([t], t))
+    p = _typed(relay.var("p0", t), t)
+    fused = relay.Function([p], _typed(relay.add(p, one), t), t, attrs=DictAttrs({"Primitive": 1}))
+    fused = _typed(fused, relay.FuncType([t], t))  # (one function called 100,000 times: the
+    for k in reversed(range(n)):  # distinct equal ones are test_relay_vm_deep's)
         call = _typed(relay.Call(fused, [x if k == 0 else vs[k - 1]]), t)
         body = _typed(relay.Let(vs[k], call, body), t)
     main = _typed(relay.Function([x], body, t), relay.FuncType([t], t))
