@@ -125,23 +125,31 @@ def symbolic_function(func: Function) -> tuple[Function, list]:
 
     Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
     batch) would not broadcast together, or a batch_matmul's typing would take them equal
-    unchecked: so the Anys of the parameters after the first are first typed as Any, and each
-    one an aligned op matches with an expression (``_aligned_resolved``) is given that
-    expression; the kernel checks at each call that the sizes agree (and runs the shape's
-    specialization where they do not). The others get their own variables."""
+    unchecked: so the Anys of the parameters but one (the first, or the first whose sizes match
+    all the others) are first typed as Any, and each one an aligned op matches with an
+    expression (``_aligned_resolved``) is given that expression; the kernel checks at each call
+    that the sizes agree (and runs the shape's specialization where they do not). The others
+    get their own variables."""
     anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
             for d in t.shape if isinstance(d, Any)}
-    first = {id(d) for t in tensor_types(func.params[0].checked_type) for d in t.shape
-             if isinstance(d, Any)} if func.params else set()
-    later = frozenset(k for k in anys if k not in first)
     sizes: dict = {}
-    if later:
+    for k, p in enumerate(func.params):  # each parameter with Anys in turn defines them
+        first = {id(d) for t in tensor_types(p.checked_type) for d in t.shape
+                 if isinstance(d, Any)}
+        later = frozenset(a for a in anys if a not in first)
+        if not first and k + 1 < len(func.params):
+            continue
+        trial: dict = {}
         try:
-            resolved = _aligned_resolved(_typed(func, sizes, later), later)
+            resolved = _aligned_resolved(_typed(func, trial, later), later) if later else {}
         except TypeError:
             resolved = {}
-        for k, expr in resolved.items():
-            sizes[k] = (anys[k], expr)
+        for a, expr in resolved.items():
+            trial[a] = (anys[a], expr)
+        if not sizes or len(resolved) == len(later):
+            sizes = trial  # (the first parameter's, unless another one resolves them all)
+        if len(resolved) == len(later):
+            break
     typed = _typed(func, sizes)
     for t in tensor_types(typed.body.checked_type):
         if any(_has_any(d) for d in t.shape):
