@@ -7,6 +7,7 @@ from ..runtime.module import Kernel
 from ..schedule import LoweringError, LoweringOptions, lower_te
 from ..schedule.prim_func import optimize_prim_func_prepacked
 from ..te.symbolic_prim_func import make_te_prim_func
+from ..tir.transform.inline_scalars import inline_scalars
 from .disk_cache import active_cache
 
 
@@ -41,6 +42,10 @@ def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOpt
     prim, extra = make_te_prim_func(list(inputs) + [c[0] for c in consts], outputs)
     if extra:
         raise LoweringError(f"sizes {[v.name for v in extra]} are no input's dimension")
+    scalars = {len(inputs) + k: arr for k, (_, arr) in enumerate(consts)
+               if arr.ndim == 0 and arr.dtype.kind in "fiu"}
+    if scalars:  # (a scalar constant is a rank-0 input, read as an immediate)
+        prim = inline_scalars(prim, scalars)
     fast, packs = optimize_prim_func_prepacked(prim, options, sorted(const_inputs))
     try:
         kernel, ir_text = compile_prim_func(fast, name, object_cache=active_cache())

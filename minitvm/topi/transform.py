@@ -41,6 +41,43 @@ def _kept_prefix(in_shape, out_shape) -> int:
     return k
 
 
+def _product(dims):
+    out = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def _size_groups(in_shape, out_shape) -> list | None:
+    """The shapes cut, from the right, into runs of equal size (``(197, n, 3, 64) -> (197 * n,
+    192)``: ``[197, n] | [3, 64]`` and ``[197 * n] | [192]``) as ``[(in run, out run)]``, or
+    None when a run's sizes cannot be proved equal."""
+    groups: list = []
+    i, j = len(in_shape), len(out_shape)
+    while i > 0 and j > 0:
+        a, b = [in_shape[i - 1]], [out_shape[j - 1]]
+        i, j = i - 1, j - 1
+        while not _same_size(_product(a), _product(b)):
+            pa, pb = _product(a), _product(b)
+            grow_in = i > 0 and (j == 0 or not isinstance(pa, int) or not isinstance(pb, int)
+                                 or pa < pb)
+            if grow_in:
+                a.insert(0, in_shape[i - 1])
+                i -= 1
+            elif j > 0:
+                b.insert(0, out_shape[j - 1])
+                j -= 1
+            else:
+                return None
+        groups.append((a, b))
+    if any(d != 1 for d in in_shape[:i]) or any(d != 1 for d in out_shape[:j]):
+        return None
+    if groups:  # (leading unit dims join the first run)
+        groups[-1] = (list(in_shape[:i]) + groups[-1][0], list(out_shape[:j]) + groups[-1][1])
+    groups.reverse()
+    return groups
+
+
 def reshape_index(in_shape, out_shape, out_idx) -> list:
     """Indices into a tensor of ``in_shape`` for element ``out_idx`` of its reshape."""
     in_shape, out_shape = list(in_shape), list(out_shape)
@@ -48,6 +85,21 @@ def reshape_index(in_shape, out_shape, out_idx) -> list:
     if keep:
         return list(out_idx[:keep]) + reshape_index(in_shape[keep:], out_shape[keep:],
                                                     list(out_idx[keep:]))
+    groups = None if all(isinstance(d, int) for d in (*in_shape, *out_shape)) else \
+        _size_groups(in_shape, out_shape)
+    if groups is not None and len(groups) > 1:  # symbolic sizes: each run on its own
+        out, at = [], 0
+        for a, b in groups:
+            out += _flat_reshape_index(a, b, list(out_idx[at:at + len(b)]))
+            at += len(b)
+        return out
+    return _flat_reshape_index(in_shape, out_shape, out_idx)
+
+
+def _flat_reshape_index(in_shape, out_shape, out_idx) -> list:
+    """``reshape_index`` through the flat index of the element (after the equal trailing
+    dims)."""
+    in_shape, out_shape = list(in_shape), list(out_shape)
     tail = []
     while in_shape and out_shape and in_shape[-1] == out_shape[-1]:
         in_shape.pop()
