@@ -187,3 +187,25 @@ def test_sequence_first_reshapes_keep_the_symbolic_axis():
         xv = np.random.default_rng(b).standard_normal((5, b, 12)).astype("float32")
         want = np.exp(xv).reshape(5, b, 3, 4).transpose(1, 2, 0, 3)
         np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-6)
+
+
+def test_reshape_runs_of_equal_size():
+    """``(5, n, 3, 4) -> (5 * n, 12)``: the runs ``[5, n] | [3, 4]`` map on their own (no flat
+    index divided by ``n``); numerics at two sizes."""
+    n = E.Var("n", "int64")
+    i = [E.Var(f"i{k}", "int64") for k in range(2)]
+    got = reshape_index([5, n, 3, 4], [5 * n, 12], i)
+    assert len(got) == 4 and all(i[0] not in _vars(g) for g in got[2:])  # (run [3, 4]: i1)
+    x = relay.var("x", shape=(5, relay.Any(), 12), dtype="float32")
+    y = relay.reshape(relay.reshape(relay.exp(x), (5, 0, 3, 4)), (-1, 12))
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    vm = VirtualMachine(exe, tvm.cpu())
+    for b in (2, 3):
+        xv = np.random.default_rng(b).standard_normal((5, b, 12)).astype("float32")
+        np.testing.assert_allclose(vm.run(xv).numpy(), np.exp(xv).reshape(-1, 12), rtol=1e-6)
+
+
+def _vars(e) -> list:
+    from minitvm.tir.stmt_functor import post_order
+
+    return [v for v in post_order(e) if isinstance(v, E.Var)]
