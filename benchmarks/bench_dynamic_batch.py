@@ -11,9 +11,10 @@ threads for both, wall-clock time).
 
 ``--dialect relay`` also imports each model with ``relay.frontend.from_onnx(model, shape={"x":
 [relay.Any(), ...]})``, compiles it once with ``relay.vm.compile`` and times the Relay VM in the
-same interleaved rounds (its columns: ``relay`` ms, its ratio to ORT, its build seconds and its
-largest error relative to ORT's output; its kernels compile at the first call of each batch
-size, outside the build seconds and the timing). ``--relay-loop`` adds a column timing the same
+same interleaved rounds (its columns: ``relay`` ms, its ratio to ORT, its build seconds, its
+largest error relative to ORT's output and ``1st ms``, the wall time of its first call at the
+batch size: a kernel the build could not make symbolic compiles then, outside the build seconds
+and the timing; a line per model says how many kernels are symbolic / specialized). ``--relay-loop`` adds a column timing the same
 executable with the VM's native entry off (``vm.native_entry = False``: every call in the
 bytecode dispatch loop, as before the native entry), in the same rounds.
 
@@ -127,17 +128,31 @@ def relay_vm(onnx_model, shape):
     return runtime_vm.VirtualMachine(exe, tvm.cpu()), time.perf_counter() - t0
 
 
-def _relay_cells(name, rvm, x, xt, ort_out):
-    """The Relay VM's output at this batch (its first call compiles its kernels for the shape)
-    and its largest error relative to ORT's; None (printed) when it fails."""
+def kernel_counts(exe) -> str:
+    """How the Relay executable's dynamic-shape kernels run: one symbolic kernel for every
+    size, or specialized (compiled at the first call of each input shape)."""
     try:
+        from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+    except ImportError:  # (a tree from before symbolic kernels: every one specialized)
+        return "symbolic ?"
+    c = dynamic_kernel_counts(exe.kernels)
+    return f"symbolic {c['symbolic']} / specialized {c['specialized']}"
+
+
+def _relay_cells(name, rvm, x, xt, ort_out):
+    """The Relay VM's output at this batch, its largest error relative to ORT's and the wall
+    seconds of that first call at the batch size (with specialized kernels it compiles them);
+    None (printed) when it fails."""
+    try:
+        t0 = time.perf_counter()
         out = rvm.invoke("main", xt)
+        first = time.perf_counter() - t0
         out = (out if hasattr(out, "numpy") else out[0]).numpy()
     except Exception as e:  # noqa: BLE001 - report and go on with the other columns
         print(f"{name:18s} {x.shape[0]:5d} relay FAILED: {type(e).__name__}: "
               f"{str(e).strip().splitlines()[0][:140]}", flush=True)
         return None
-    return float(np.abs(out - ort_out).max() / max(np.abs(ort_out).max(), 1e-6))
+    return float(np.abs(out - ort_out).max() / max(np.abs(ort_out).max(), 1e-6)), first
 
 
 def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax", loop=False):
@@ -157,6 +172,7 @@ def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax", loop
     if dialect == "relay":
         try:
             rvm, rbuild = relay_vm(onnx.load_from_string(buf.getvalue()), shape)
+            print(f"{name:18s} relay kernels: {kernel_counts(rvm.exe)}", flush=True)
         except Exception as e:  # noqa: BLE001 - the Relax and ORT columns still print
             print(f"{name:18s} relay import/build FAILED: {type(e).__name__}: "
                   f"{str(e).strip().splitlines()[0][:140]}", flush=True)
@@ -170,7 +186,9 @@ def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax", loop
         err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-6))
         runs = {"minitvm": lambda xt=xt: vm["main"](xt),
                 "ort": lambda x=x: sess.run(None, {"x": x})}
-        rerr = None if rvm is None else _relay_cells(name, rvm, x, xt, sess.run(None, {"x": x})[0])
+        cells = None if rvm is None else _relay_cells(name, rvm, x, xt,
+                                                      sess.run(None, {"x": x})[0])
+        rerr, rfirst = (None, None) if cells is None else cells
         if rerr is not None:
             runs["relay"] = lambda xt=xt: rvm.invoke("main", xt)
             if loop:
@@ -184,7 +202,7 @@ def measure(name, ctor, shape, batches, rounds, threads=1, dialect="relax", loop
                 f"{med['minitvm'] / med['ort']:8.2f}x {build:7.1f} {err:9.1e}")
         if rerr is not None:
             line += (f" {med['relay']:9.2f} {med['relay'] / med['ort']:8.2f}x {rbuild:7.1f} "
-                     f"{rerr:9.1e}")
+                     f"{rerr:9.1e} {rfirst * 1e3:9.1f}")
             if loop:
                 line += f" {med['loop']:9.2f} {med['loop'] / med['ort']:8.2f}x"
         print(line, flush=True)
@@ -224,7 +242,7 @@ def main() -> int:
           "every batch size")
     print(f"{'model':18s} {'batch':>5s} {'minitvm':>9s} {'ORT':>9s} {'vs ORT':>9s} "
           f"{'build s':>7s} {'max rel err':>9s}" + (
-              f" {'relay':>9s} {'vs ORT':>9s} {'build s':>7s} {'err v ORT':>9s}"
+              f" {'relay':>9s} {'vs ORT':>9s} {'build s':>7s} {'err v ORT':>9s} {'1st ms':>9s}"
               if args.dialect == "relay" else "") +
           (f" {'loop':>9s} {'vs ORT':>9s}" if args.dialect == "relay" and args.relay_loop
            else ""))

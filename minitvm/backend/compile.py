@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..codegen.build import compile_prim_func
 from ..runtime.module import Kernel
 from ..schedule import LoweringError, LoweringOptions, lower_te
+from ..schedule.prim_func import optimize_prim_func_prepacked
+from ..te.symbolic_prim_func import make_te_prim_func
+from ..tir.transform.inline_scalars import inline_scalars
 from .disk_cache import active_cache
 
 
@@ -26,4 +29,29 @@ def compile_te(inputs, consts, outputs, name: str, options: LoweringOptions,
     compiled = kernel._compiled
     return Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir_text,
                   ws_bytes=ws, consts=[c[1] for c in consts], kernel=kernel, prim_func=prim,
+                  input_packs=packs, source=source, compiled=compiled)
+
+
+def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOptions,
+                        const_inputs: frozenset = frozenset(), source=None) -> Kernel:
+    """``compile_te`` for tensor expressions with symbolic dimensions: one kernel for every size,
+    made as Relax's are (``te.make_te_prim_func``, ``schedule.optimize_prim_func``; a symbolic
+    batch runs the static schedules once per image). Every variable must be a dimension of an
+    input, from which the kernel reads it; the kernel's entry takes ``(buffers, int64 vars,
+    threads)``, the vars as its signature lists them (``KernelSignature.vars``)."""
+    prim, extra = make_te_prim_func(list(inputs) + [c[0] for c in consts], outputs)
+    if extra:
+        raise LoweringError(f"sizes {[v.name for v in extra]} are no input's dimension")
+    scalars = {len(inputs) + k: arr for k, (_, arr) in enumerate(consts)
+               if arr.ndim == 0 and arr.dtype.kind in "fiu"}
+    if scalars:  # (a scalar constant is a rank-0 input, read as an immediate)
+        prim = inline_scalars(prim, scalars)
+    fast, packs = optimize_prim_func_prepacked(prim, options, sorted(const_inputs))
+    try:
+        kernel, ir_text = compile_prim_func(fast, name, object_cache=active_cache())
+    except (ValueError, NotImplementedError, KeyError) as err:
+        raise LoweringError(f"codegen failed: {err}") from err
+    compiled = kernel._compiled
+    return Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir_text,
+                  consts=[c[1] for c in consts], kernel=kernel, prim_func=fast,
                   input_packs=packs, source=source, compiled=compiled)

@@ -10,13 +10,13 @@ from ..tir import expr as E
 from . import transform_extra as tx
 from .manipulation import trilu as _trilu
 from .scatter_linear import scatter_elements_stage, scatter_nd_stage
-from .utils import compute, fconst, ishape, out_tensor_types, static_shape
+from .utils import compute, dims, fconst, out_dims, out_tensor_types
 from .utils import i64 as _i64
 
 
 def _out(out_type):
     t = out_tensor_types(out_type)[0]
-    return list(static_shape(t)), str(t.dtype)
+    return list(out_dims(t)), str(t.dtype)
 
 
 @compute("one_hot")
@@ -31,11 +31,11 @@ def _scatter_nd(attrs, inputs, out_type):
     """Relay puts the index tuple on the FIRST dim of ``indices`` (as its gather_nd);
     ``transform_extra.scatter_nd`` takes it on the last, so the indices are moved there."""
     data, ind, upd = inputs
-    ins = ishape(ind)
+    ins = dims(ind)
     mode = str(attrs.mode)
     if len(ins) == 1:  # one index tuple: a (1, M) list, updates gain the unit dim
         last = te.compute([1, ins[0]], lambda _, k: ind[k], name="scatter_nd_indices")
-        upd = te.compute([1, *ishape(upd)], lambda _, *r: upd[r], name="scatter_nd_updates")
+        upd = te.compute([1, *dims(upd)], lambda _, *r: upd[r], name="scatter_nd_updates")
     else:
         last = te.compute([*ins[1:], ins[0]], lambda *i: ind[(i[-1], *i[:-1])],
                           name="scatter_nd_indices")
@@ -87,7 +87,7 @@ def _matrix_set_diag(attrs, inputs, out_type):
     ``min(r, c)`` (with several bands: band ``k2 - d``, shifted by ``width - length`` where that
     side of the diagonals is right-aligned); other elements keep ``x``."""
     x, diag = inputs
-    xs, ds = ishape(x), ishape(diag)
+    xs, ds = dims(x), dims(diag)
     k1, k2 = int(attrs.k1), int(attrs.k2)
     rows, cols = xs[-2], xs[-1]
     width = ds[-1]
@@ -134,7 +134,7 @@ def _searchsorted(attrs, inputs, out_type):
     ``<= v`` (right). A 1-d sequence is shared by every value."""
     shape, dtype = _out(out_type)
     seq, vals = inputs
-    ss = ishape(seq)
+    ss = dims(seq)
     right = bool(attrs.right)
 
     def body(*i):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, fast_exp, ieee_max, ishape, out_tensor_types, static_shape
+from .utils import compute, dims, fast_exp, ieee_max, out_dims, out_tensor_types
 from .utils import i32 as _i
 
 
@@ -21,7 +21,7 @@ def _acc(x, dtype):
 
 @compute("nn.bias_add")
 def _bias_add(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x, b = inputs
     axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
     return [te.compute(shape, lambda *i: x[i] + b[i[axis]], name="bias_add")]
@@ -30,9 +30,9 @@ def _bias_add(attrs, inputs, out_type):
 @compute("nn.dense")
 def _dense(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     x, w = inputs
-    k = ishape(x)[-1]
+    k = dims(x)[-1]
     r = te.reduce_axis((0, k), name="k")
     lead = len(shape) - 1
     return [te.compute(shape, lambda *i: te.sum(_acc(x[(*i[:lead], r)], t.dtype) *
@@ -44,10 +44,10 @@ def _dense(attrs, inputs, out_type):
 @compute("nn.matmul")
 def _matmul(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     a, b = inputs
     ta, tb = bool(attrs.transpose_a), bool(attrs.transpose_b)
-    k = ishape(a)[0] if ta else ishape(a)[-1]
+    k = dims(a)[0] if ta else dims(a)[-1]
     r = te.reduce_axis((0, k), name="k")
 
     def body(i, j):
@@ -64,12 +64,12 @@ def _matmul(attrs, inputs, out_type):
 @compute("nn.batch_matmul")
 def _batch_matmul(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     a, b = inputs
     ta, tb = bool(attrs.transpose_a), bool(attrs.transpose_b)
-    k = ishape(a)[1] if ta else ishape(a)[2]
+    k = dims(a)[1] if ta else dims(a)[2]
     r = te.reduce_axis((0, k), name="k")
-    ab, bb = ishape(a)[0], ishape(b)[0]
+    ab, bb = dims(a)[0], dims(b)[0]
 
     def body(n, i, j):
         na = n if ab != 1 else _i(0)
@@ -105,12 +105,12 @@ def padded_load(x, idx, hw_axes, sizes):
 @compute("nn.conv2d")
 def _conv2d(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     x, w = inputs
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
         raise ValueError("conv2d is lowered natively for NCHW/OIHW only")
-    n, c, h, wd = ishape(x)
-    o, cg, kh, kw = ishape(w)
+    n, c, h, wd = dims(x)
+    o, cg, kh, kw = dims(w)
     groups = int(attrs.groups)
     og = o // groups
     sh, sw = attrs.strides
@@ -144,11 +144,11 @@ from . import pooling  # noqa: E402,F401
 def _global_pool(kind):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
+        shape = out_dims(t)
         x = inputs[0]
         if attrs.layout != "NCHW":
             raise ValueError("global pooling is lowered natively for NCHW only")
-        _, _, h, wd = ishape(x)
+        _, _, h, wd = dims(x)
         ry = te.reduce_axis((0, h), name="ry")
         rx = te.reduce_axis((0, wd), name="rx")
         red = ieee_max if kind == "max" else te.sum
@@ -171,7 +171,7 @@ compute("nn.global_max_pool2d")(_global_pool("max"))
 
 def _softmax_parts(attrs, inputs, out_type, exp=None):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     x = inputs[0]
     nd = len(shape)
     axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
@@ -196,7 +196,7 @@ def _softmax_with(exp):
     def fcompute(attrs, inputs, out_type):
         shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type, exp)
         one = E.FloatImm(x.dtype, 1.0)
-        inv = te.compute(ishape(ex), lambda *i: one / ex[i], name="softmax_inv")
+        inv = te.compute(dims(ex), lambda *i: one / ex[i], name="softmax_inv")
         return [te.compute(shape, lambda *i: exp(x[i] - mx[red_idx(i)]) * inv[red_idx(i)],
                            name="softmax")]
 
@@ -210,14 +210,14 @@ compute("nn.fast_softmax")(_softmax_with(fast_exp))
 @compute("nn.log_softmax")
 def _log_softmax(attrs, inputs, out_type):
     shape, x, mx, ex, red_idx = _softmax_parts(attrs, inputs, out_type)
-    lg = te.compute(ishape(ex), lambda *i: tir_op.log(ex[i]), name="log_softmax_log")
+    lg = te.compute(dims(ex), lambda *i: tir_op.log(ex[i]), name="log_softmax_log")
     return [te.compute(shape, lambda *i: x[i] - mx[red_idx(i)] - lg[red_idx(i)],
                        name="log_softmax")]
 
 
 @compute("nn.prelu")
 def _prelu(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x, a = inputs
     axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
     zero = E.const(0, x.dtype)
@@ -229,11 +229,11 @@ def _prelu(attrs, inputs, out_type):
 def _dropout(attrs, inputs, out_type):
     ts = out_tensor_types(out_type)
     x = inputs[0]
-    shape = static_shape(ts[0])
+    shape = out_dims(ts[0])
     out = te.compute(shape, lambda *i: x[i], name="dropout")
     if len(ts) == 1:
         return [out]
-    mask = te.compute(static_shape(ts[1]), lambda *i: E.FloatImm(ts[1].dtype, 1.0),
+    mask = te.compute(out_dims(ts[1]), lambda *i: E.FloatImm(ts[1].dtype, 1.0),
                       name="dropout_mask")
     return [out, mask]
 

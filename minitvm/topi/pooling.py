@@ -27,12 +27,12 @@ from ..tir import op as tir_op
 from .shape import pool_tuple, spatial_axes
 from .utils import (
     compute,
+    dims,
     ieee_max,
-    ishape,
     lowest,
+    out_dims,
     out_tensor_types,
     pad_tuple,
-    static_shape,
 )
 from .utils import i32 as _i
 
@@ -88,7 +88,7 @@ def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: 
     padding holds the dtype's lowest finite value (TVM's topi); an average divides by its
     in-bounds taps, or with ``count_include_pad`` by its taps inside the padded input."""
     nd = len(axes)
-    xs = ishape(x)
+    xs = dims(x)
     sizes = [xs[a] for a in axes]
     outs = [shape[a] for a in axes]
     before, after = list(pads[:nd]), list(pads[nd:])
@@ -184,10 +184,10 @@ def _window_compute(kind: str, spatial: str):
     op_name = f"nn.{kind}_pool{len(spatial)}d"
 
     def fcompute(attrs, inputs, out_type):
-        shape = static_shape(out_tensor_types(out_type)[0])
+        shape = out_dims(out_tensor_types(out_type)[0])
         x = inputs[0]
         nd = len(spatial)
-        axes = spatial_axes(attrs.layout, len(ishape(x)), spatial, op_name)
+        axes = spatial_axes(attrs.layout, len(dims(x)), spatial, op_name)
         ks, st, dl = (pool_tuple(v, nd) for v in (attrs.pool_size, attrs.strides, attrs.dilation))
         pads = pad_tuple(attrs.padding, nd, op_name)
         _check_window(op_name, nd, ks, st, dl, pads)
@@ -207,7 +207,7 @@ def adaptive_bins(n: int, o: int) -> tuple:
 def _global_pool(x, kind: str, shape, axes, name: str):
     """Pooling of whole axes (an adaptive pool to size 1): a plain reduction, which the
     lowering runs over the flattened trailing axes with vector partial results."""
-    xs = ishape(x)
+    xs = dims(x)
     rk = {a: te.reduce_axis((0, xs[a]), name=f"r{q}") for q, a in enumerate(axes)}
 
     def load(idx):
@@ -225,7 +225,7 @@ def _global_pool(x, kind: str, shape, axes, name: str):
 
 def adaptive_pool(x, kind: str, shape, axes, name: str):
     """Adaptive max or average pooling of te tensor ``x`` into ``shape`` over ``axes``."""
-    xs = ishape(x)
+    xs = dims(x)
     sizes = [xs[a] for a in axes]
     outs = [shape[a] for a in axes]
     for n, o in zip(sizes, outs, strict=True):
@@ -293,9 +293,9 @@ def _adaptive_compute(kind: str, spatial: str):
     op_name = f"nn.adaptive_{kind}_pool{len(spatial)}d"
 
     def fcompute(attrs, inputs, out_type):
-        shape = static_shape(out_tensor_types(out_type)[0])
+        shape = out_dims(out_tensor_types(out_type)[0])
         x = inputs[0]
-        axes = spatial_axes(attrs.layout, len(ishape(x)), spatial, op_name)
+        axes = spatial_axes(attrs.layout, len(dims(x)), spatial, op_name)
         return adaptive_pool(x, kind, shape, axes, f"adaptive_{kind}_pool{len(spatial)}d")
 
     fcompute.__name__ = f"compute_adaptive_{kind}_pool{len(spatial)}d"

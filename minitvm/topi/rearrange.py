@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
-from .utils import compute, out_tensor_types, static_shape
+from .utils import compute, out_dims, out_tensor_types
 from .utils import i32 as _i
 
 
@@ -72,11 +72,11 @@ def space_to_depth(x, block_size: int, layout: str = "NCHW", shape=None):
 
 @compute("nn.depth_to_space")
 def _depth_to_space(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     return [depth_to_space(inputs[0], int(attrs.block_size), attrs.layout, attrs.mode, shape)]
 
 
 @compute("nn.space_to_depth")
 def _space_to_depth(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     return [space_to_depth(inputs[0], int(attrs.block_size), attrs.layout, shape)]

@@ -7,13 +7,13 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .utils import (
     compute,
+    dims,
     fconst,
     ieee_max,
     ieee_min,
-    ishape,
+    out_dims,
     out_tensor_types,
     reduce_axes,
-    static_shape,
 )
 
 
@@ -37,9 +37,9 @@ def _reduce_index(x, attrs, out_idx, rvars):
 def _reduction(reducer, name, post=None, prep=None):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
+        shape = out_dims(t)
         x = inputs[0]
-        xs = ishape(x)
+        xs = dims(x)
         axes = reduce_axes(len(xs), attrs.axis, attrs.exclude)
         if not axes:
             red = te.compute(shape, lambda *i: x[tuple(i)] if i else x[()], name=name)
@@ -91,9 +91,9 @@ compute("any")(_reduction(_any, "any", prep=_to_bool))
 @compute("variance")
 def _variance(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     x, m = inputs
-    xs = ishape(x)
+    xs = dims(x)
     axes = reduce_axes(len(xs), attrs.axis, attrs.exclude)
     count = 1
     for a in axes:
@@ -119,7 +119,7 @@ def _arg_reduction(kind: str):
 
         t = out_tensor_types(out_type)[0]
         x = inputs[0]
-        axes = reduce_axes(len(ishape(x)), attrs.axis, attrs.exclude)
+        axes = reduce_axes(len(dims(x)), attrs.axis, attrs.exclude)
         return [arg_reduce(kind, x, axes, bool(attrs.keepdims),
                            bool(attrs.select_last_index), t.dtype)]
 
@@ -138,5 +138,5 @@ def _collapse_sum_to(attrs, inputs, out_type):
     (gradients of broadcast operands)."""
     from .transform_extra import collapse_sum
 
-    target = [E.IntImm("int64", d) for d in static_shape(out_tensor_types(out_type)[0])]
+    target = [E.IntImm("int64", d) for d in out_dims(out_tensor_types(out_type)[0])]
     return [collapse_sum(inputs[0], target)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
-from .utils import compute, fconst, ishape, out_tensor_types, static_shape
+from .utils import compute, dims, fconst, out_dims, out_tensor_types
 from .utils import i32 as _i
 
 
@@ -27,7 +27,7 @@ def space_to_batch_nd(x, block_shape, paddings, pad_value: float = 0.0, shape=No
     (``pad_value`` outside ``x``); ``o`` is the block offset, leading the batch."""
     block = [int(b) for b in block_shape]
     pads = [(int(lo), int(hi)) for lo, hi in paddings]
-    xs = ishape(x)
+    xs = dims(x)
     m, n = len(block), xs[0]
     if shape is None:
         shape = [n * _prod(block)] + [(xs[1 + k] + lo + hi) // b for k, (b, (lo, hi))
@@ -62,7 +62,7 @@ def batch_to_space_nd(x, block_shape, crops, shape=None):
     ``u_i = y_i + crop_lo_i`` and ``o_i = u_i % b_i``."""
     block = [int(b) for b in block_shape]
     crops = [(int(lo), int(hi)) for lo, hi in crops]
-    xs = ishape(x)
+    xs = dims(x)
     m = len(block)
     n = xs[0] // _prod(block)
     if shape is None:
@@ -89,12 +89,12 @@ def _prod(vals) -> int:
 
 @compute("nn.space_to_batch_nd")
 def _space_to_batch_nd(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     return [space_to_batch_nd(inputs[0], attrs.block_shape, attrs.paddings,
                               float(attrs.pad_value), shape)]
 
 
 @compute("nn.batch_to_space_nd")
 def _batch_to_space_nd(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     return [batch_to_space_nd(inputs[0], attrs.block_shape, attrs.crops, shape)]

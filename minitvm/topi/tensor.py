@@ -15,8 +15,8 @@ from .utils import (
     fast_tanh,
     fconst,
     load_bcast,
+    out_dims,
     out_tensor_types,
-    static_shape,
 )
 
 
@@ -91,7 +91,7 @@ _BINARY = {
 
 def _out(out_type):
     t = out_tensor_types(out_type)[0]
-    return static_shape(t), t.dtype
+    return out_dims(t), t.dtype
 
 
 def _make_unary(name, f):

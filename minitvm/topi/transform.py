@@ -8,18 +8,97 @@ from ..tir import op as tir_op
 from .layout import Layout, primal_extents, primal_groups
 from .utils import (
     compute,
-    ishape,
+    dims,
     load_bcast,
+    out_dims,
     out_tensor_types,
     pick_piece,
     slice_params,
-    static_shape,
 )
 from .utils import i32 as _i
 
 
+def _same_size(a, b) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    if a is b:
+        return True
+    from ..arith import Analyzer
+
+    return Analyzer().can_prove_equal(a, b)
+
+
+def _kept_prefix(in_shape, out_shape) -> int:
+    """How many leading dimensions a reshape with symbolic sizes keeps (0 for static shapes,
+    indexed as they always were): those index the input as they are, so the flat index over
+    the rest divides by no symbolic size where it need not (a sequence-first ``(197, n, 576) ->
+    (197, n, 3, 192)``: none)."""
+    if all(isinstance(d, int) for d in (*in_shape, *out_shape)):
+        return 0
+    k = 0
+    while k < min(len(in_shape), len(out_shape)) and _same_size(in_shape[k], out_shape[k]):
+        k += 1
+    return k
+
+
+def _product(dims):
+    out = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def _size_groups(in_shape, out_shape) -> list | None:
+    """The shapes cut, from the right, into runs of equal size (``(197, n, 3, 64) -> (197 * n,
+    192)``: ``[197, n] | [3, 64]`` and ``[197 * n] | [192]``) as ``[(in run, out run)]``, or
+    None when a run's sizes cannot be proved equal."""
+    groups: list = []
+    i, j = len(in_shape), len(out_shape)
+    while i > 0 and j > 0:
+        a, b = [in_shape[i - 1]], [out_shape[j - 1]]
+        i, j = i - 1, j - 1
+        while not _same_size(_product(a), _product(b)):
+            pa, pb = _product(a), _product(b)
+            grow_in = i > 0 and (j == 0 or not isinstance(pa, int) or not isinstance(pb, int)
+                                 or pa < pb)
+            if grow_in:
+                a.insert(0, in_shape[i - 1])
+                i -= 1
+            elif j > 0:
+                b.insert(0, out_shape[j - 1])
+                j -= 1
+            else:
+                return None
+        groups.append((a, b))
+    if any(d != 1 for d in in_shape[:i]) or any(d != 1 for d in out_shape[:j]):
+        return None
+    if groups:  # (leading unit dims join the first run)
+        groups[-1] = (list(in_shape[:i]) + groups[-1][0], list(out_shape[:j]) + groups[-1][1])
+    groups.reverse()
+    return groups
+
+
 def reshape_index(in_shape, out_shape, out_idx) -> list:
     """Indices into a tensor of ``in_shape`` for element ``out_idx`` of its reshape."""
+    in_shape, out_shape = list(in_shape), list(out_shape)
+    keep = _kept_prefix(in_shape, out_shape)
+    if keep:
+        return list(out_idx[:keep]) + reshape_index(in_shape[keep:], out_shape[keep:],
+                                                    list(out_idx[keep:]))
+    groups = None if all(isinstance(d, int) for d in (*in_shape, *out_shape)) else \
+        _size_groups(in_shape, out_shape)
+    if groups is not None and len(groups) > 1:  # symbolic sizes: each run on its own
+        out, at = [], 0
+        for a, b in groups:
+            out += _flat_reshape_index(a, b, list(out_idx[at:at + len(b)]))
+            at += len(b)
+        return out
+    return _flat_reshape_index(in_shape, out_shape, out_idx)
+
+
+def _flat_reshape_index(in_shape, out_shape, out_idx) -> list:
+    """``reshape_index`` through the flat index of the element (after the equal trailing
+    dims)."""
     in_shape, out_shape = list(in_shape), list(out_shape)
     tail = []
     while in_shape and out_shape and in_shape[-1] == out_shape[-1]:
@@ -50,9 +129,9 @@ def reshape_index(in_shape, out_shape, out_idx) -> list:
 
 def _reshape(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)
     x = inputs[0]
-    xs = ishape(x)
+    xs = dims(x)
     return [te.compute(shape, lambda *i: x[tuple(reshape_index(xs, shape, list(i)))] if xs
                        else x[()], name="reshape")]
 
@@ -64,7 +143,7 @@ for _n in ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_lik
 
 @compute("transpose")
 def _transpose(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     nd = len(shape)
     axes = list(attrs.axes) if attrs.axes else list(range(nd))[::-1]
@@ -77,7 +156,7 @@ def _transpose(attrs, inputs, out_type):
 
 
 def _broadcast(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     return [te.compute(shape, lambda *i: load_bcast(x, i), name="broadcast_to")]
 
@@ -88,19 +167,19 @@ compute("broadcast_to_like")(_broadcast)
 
 @compute("concatenate")
 def _concatenate(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     nd = len(shape)
     axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
     offsets, acc = [], 0
     for x in inputs:
         offsets.append(acc)
-        acc += ishape(x)[axis]
+        acc += dims(x)[axis]
 
     def body(*i):
         def load(k):
             # indices clamped so every load is in bounds: a vector condition (the axis inside
             # the vector loop) evaluates both sides
-            x, n = inputs[k], ishape(inputs[k])[axis]
+            x, n = inputs[k], dims(inputs[k])[axis]
             j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
             return x[tuple(j if d == axis else i[d] for d in range(nd))]
 
@@ -112,9 +191,9 @@ def _concatenate(attrs, inputs, out_type):
 @compute("strided_slice")
 def _strided_slice(attrs, inputs, out_type):
 
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
-    xs = ishape(x)
+    xs = dims(x)
     params = slice_params(xs, attrs)
     starts, steps = [], []
     for d, n in enumerate(xs):
@@ -133,11 +212,11 @@ def _strided_slice(attrs, inputs, out_type):
 @compute("split")
 def _split(attrs, inputs, out_type):
     x = inputs[0]
-    xs = ishape(x)
+    xs = dims(x)
     axis = attrs.axis + len(xs) if attrs.axis < 0 else attrs.axis
     outs, start = [], 0
     for k, t in enumerate(out_tensor_types(out_type)):
-        shape = static_shape(t)
+        shape = out_dims(t)
         outs.append(te.compute(shape, lambda *i, s=start: x[tuple(
             i[d] + s if d == axis and s else i[d] for d in range(len(xs)))], name=f"split{k}"))
         start += shape[axis]
@@ -146,9 +225,9 @@ def _split(attrs, inputs, out_type):
 
 @compute("take")
 def _take(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     data, ind = inputs
-    ds, ins = ishape(data), ishape(ind)
+    ds, ins = dims(data), dims(ind)
     if attrs.axis is None:
         return [_take_flat(data, ind, shape, getattr(attrs, "mode", "clip") or "clip")]
     axis = attrs.axis + len(ds) if attrs.axis < 0 else attrs.axis
@@ -171,7 +250,7 @@ def _take(attrs, inputs, out_type):
 
 def _take_flat(data, ind, shape, mode: str):
     """``take`` without an axis: each index picks from the flattened ``data``."""
-    ds, ins = ishape(data), ishape(ind)
+    ds, ins = dims(data), dims(ind)
     size = 1
     for d in ds:
         size *= d
@@ -196,17 +275,18 @@ def _take_flat(data, ind, shape, mode: str):
 @compute("shape_of")
 def _shape_of(attrs, inputs, out_type):
     """The (static) shape of the input as a 1-D tensor: a select over constants."""
-    dims = ishape(inputs[0])
+    sizes = dims(inputs[0])
     out = out_tensor_types(out_type)[0]
     dtype = str(out.dtype)
 
     def body(i):
         v = E.const(0, dtype)
-        for k, d in enumerate(dims):
-            v = E.Select(E.EQ(i, _i(k)), E.const(d, dtype), v)
+        for k, d in enumerate(sizes):  # (a symbolic size: the kernel's own variable)
+            d = E.const(d, dtype) if isinstance(d, int) else E.Cast(dtype, d)
+            v = E.Select(E.EQ(i, _i(k)), d, v)
         return v
 
-    return [te.compute((len(dims),), body, name="shape_of")]
+    return [te.compute((len(sizes),), body, name="shape_of")]
 
 
 @compute("layout_transform")
@@ -216,8 +296,8 @@ def _layout_transform(attrs, inputs, out_type):
     its sub-axes), which is split again over the source layout's axes."""
     x = inputs[0]
     src, dst = Layout(str(attrs.src_layout)), Layout(str(attrs.dst_layout))
-    xs = ishape(x)
-    shape = static_shape(out_tensor_types(out_type)[0])
+    xs = dims(x)
+    shape = out_dims(out_tensor_types(out_type)[0])
     primal_extents(src, xs)  # checks the rank
     src_groups, dst_groups = primal_groups(src), primal_groups(dst)
 
@@ -239,10 +319,10 @@ def _layout_transform(attrs, inputs, out_type):
 
 @compute("nn.pad")
 def _pad(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     pad_value = inputs[1] if len(inputs) > 1 else None
-    xs = ishape(x)
+    xs = dims(x)
     mode = attrs.pad_mode or "constant"
     if mode != "constant":
         return [_mirrored(x, attrs.pad_width, mode, shape)]
@@ -285,7 +365,7 @@ def _mirrored(x, pad_width, mode: str, shape):
     """``x`` padded by repeating or mirroring its borders (``mode``: edge, reflect, symmetric)."""
     if mode not in ("edge", "reflect", "symmetric"):
         raise ValueError(f"pad mode {mode!r} is not one of constant, edge, reflect, symmetric")
-    xs = ishape(x)
+    xs = dims(x)
     before = [int(p[0]) for p in pad_width]
 
     def body(*i):
@@ -301,13 +381,13 @@ def _mirrored(x, pad_width, mode: str, shape):
 @compute("nn.mirror_pad")
 def _mirror_pad(attrs, inputs, out_type):
     """TVM's mirror_pad: REFLECT or SYMMETRIC padding of every axis."""
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     return [_mirrored(inputs[0], attrs.pad_width, str(attrs.mode).lower(), shape)]
 
 
 @compute("reverse")
 def _reverse(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
     return [te.compute(shape, lambda *i: x[tuple(shape[d] - 1 - i[d] if d == axis else i[d]
@@ -316,9 +396,9 @@ def _reverse(attrs, inputs, out_type):
 
 @compute("tile")
 def _tile(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
-    xs = ishape(x)
+    xs = dims(x)
     lead = len(shape) - len(xs)
     return [te.compute(shape, lambda *i: x[tuple(E.FloorMod(i[lead + d], xs[d]) if xs[d] != 1
                                                  else _i(0) for d in range(len(xs)))],
@@ -328,7 +408,7 @@ def _tile(attrs, inputs, out_type):
 @compute("repeat")
 def _repeat(attrs, inputs, out_type):
     """Every element ``repeats`` times along ``axis``: out[.., i, ..] = x[.., i // repeats, ..]."""
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     axis = attrs.axis + len(shape) if attrs.axis < 0 else attrs.axis
     r = int(attrs.repeats)
@@ -338,7 +418,7 @@ def _repeat(attrs, inputs, out_type):
 
 @compute("stack")
 def _stack(attrs, inputs, out_type):
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     nd = len(shape)
     axis = attrs.axis + nd if attrs.axis < 0 else attrs.axis
 
@@ -358,11 +438,11 @@ def _gather(attrs, inputs, out_type):
     GatherElements); a negative index counts from the end, as the numpy reference's."""
     from .transform_extra import clamp_index
 
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     data, ind = inputs
-    nd = len(ishape(data))
+    nd = len(dims(data))
     axis = int(attrs.axis) % nd
-    n = ishape(data)[axis]
+    n = dims(data)[axis]
 
     def body(*i):
         j = clamp_index(ind[i], n)
@@ -377,9 +457,9 @@ def _gather_nd(attrs, inputs, out_type):
     on the FIRST dim of ``indices`` (``batch_dims`` leading dims shared after it)."""
     from .transform_extra import clamp_index
 
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     data, ind = inputs
-    ds, ins = ishape(data), ishape(ind)
+    ds, ins = dims(data), dims(ind)
     m, bd = ins[0], int(attrs.batch_dims)
     ny = len(ins) - 1  # the (batch + y) dims of the index tensor, which lead the output
 
@@ -394,7 +474,7 @@ def _gather_nd(attrs, inputs, out_type):
 @compute("nn.dilate")
 def _dilate(attrs, inputs, out_type):
     """``x`` spread out by ``strides`` per axis, ``dilation_value`` in the holes."""
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x = inputs[0]
     strides = [int(s) for s in attrs.strides]
     fill = E.const(float(attrs.dilation_value), x.dtype) if x.dtype.startswith("float") else \
@@ -419,9 +499,9 @@ def _unravel_index(attrs, inputs, out_type):
     tensor, numpy's row-major unravel (an index past the end gives a first coordinate past
     its axis, where numpy raises)."""
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
-    idx, dims = inputs
-    ndim = ishape(dims)[0]
+    shape = out_dims(t)
+    idx, shape_t = inputs
+    ndim = dims(shape_t)[0]
     dt = str(t.dtype)
 
     def body(k, *j):
@@ -431,10 +511,10 @@ def _unravel_index(attrs, inputs, out_type):
         for a in range(ndim):  # coordinate a: flat // prod(dims[a+1:]) % dims[a]
             inner = flat
             for b in range(ndim - 1, a, -1):
-                d = dims[(_i(b),)]
+                d = shape_t[(_i(b),)]
                 inner = E.FloorDiv(inner, d if d.dtype == dt else E.Cast(dt, d))
             if a:
-                d = dims[(_i(a),)]
+                d = shape_t[(_i(a),)]
                 inner = E.FloorMod(inner, d if d.dtype == dt else E.Cast(dt, d))
             out = E.Select(E.EQ(k, _i(a)), inner, out)
         return out
@@ -446,7 +526,7 @@ def _unravel_index(attrs, inputs, out_type):
 def _reverse_sequence(attrs, inputs, out_type):
     """Along ``seq_axis``, the first ``lengths[b]`` elements of batch ``b`` reversed (a length
     is clamped into ``[0, n]``), the rest kept."""
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     x, lengths = inputs
     nd = len(shape)
     seq, bat = int(attrs.seq_axis) % nd, int(attrs.batch_axis) % nd
@@ -470,6 +550,6 @@ def _adv_index(attrs, inputs, out_type):
     from .transform_extra import index_tensor
 
     data, *indices = inputs
-    shape = static_shape(out_tensor_types(out_type)[0])
-    nb = len(shape) - (len(ishape(data)) - len(indices))
+    shape = out_dims(out_tensor_types(out_type)[0])
+    nb = len(shape) - (len(dims(data)) - len(indices))
     return [index_tensor(data, indices, shape[:nb])]

@@ -254,6 +254,29 @@ def static_shape(t) -> tuple[int, ...]:
     return tuple(out)
 
 
+def out_dims(t) -> tuple:
+    """The shape of a TensorType for a compute: ints where static (then the same as
+    ``static_shape``), the ``tir`` expression where symbolic (a Relay function lowered over
+    symbolic sizes: ``relay.backend.vm.symbolic``); raises ValueError for an unknown dim."""
+    out = []
+    for d in t.shape:
+        if isinstance(d, E.IntImm):
+            out.append(d.value)
+        elif isinstance(d, int):
+            out.append(d)
+        elif isinstance(d, E.PrimExpr) and type(d).__name__ != "Any":
+            out.append(d)
+        else:
+            raise ValueError(f"the native back end needs known shapes, got {t}")
+    return tuple(out)
+
+
+def dims(t) -> tuple:
+    """The shape of a te.Tensor: ints where static (then the same as ``ishape``), the ``tir``
+    expression where symbolic."""
+    return tuple(d.value if isinstance(d, E.IntImm) else d for d in t.shape)
+
+
 def prod(xs) -> int:
     """The product of integer-valued dims (1 for none)."""
     out = 1
@@ -273,7 +296,7 @@ def ishape(t) -> tuple[int, ...]:
 
 def broadcast_index(t, out_idx) -> list:
     """Indices into ``t`` for the output element ``out_idx`` (numpy broadcasting rules)."""
-    shape = ishape(t)
+    shape = dims(t)
     lead = len(out_idx) - len(shape)
     return [E.IntImm(out_idx[lead + k].dtype if hasattr(out_idx[lead + k], "dtype") else "int32",
                      0) if shape[k] == 1 else out_idx[lead + k] for k in range(len(shape))]

@@ -12,9 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...runtime.relax_vm.executable import ARG_CONST
-from ...tir import expr as E
-from ...tir.function import PrimFunc
-from ...tir.stmt_functor import transform_expr, transform_stmt
+from ...tir.transform.inline_scalars import inline_scalars
 
 __all__ = ["scalar_params", "inline_scalars"]
 
@@ -49,24 +47,3 @@ def scalar_params(sites: dict, constants: list, prims: dict, as_value=frozenset(
 def _same(c, first) -> bool:
     return isinstance(c, np.ndarray) and c.ndim == 0 and c.dtype == first.dtype and \
         np.array_equal(c, first, equal_nan=first.dtype.kind == "f")
-
-
-def inline_scalars(func: PrimFunc, values: dict) -> PrimFunc:
-    """``func`` with every load of its rank-0 buffer parameters at positions ``values``
-    (position -> numpy scalar of the buffer's dtype) replaced by that value."""
-    imm = {}
-    for k, v in values.items():
-        buf = func.buffer_map.get(func.params[k])
-        if buf is None or len(buf.shape) != 0 or str(buf.dtype) != str(v.dtype):
-            continue
-        imm[id(buf)] = E.FloatImm(str(v.dtype), float(v)) if v.dtype.kind == "f" else \
-            E.IntImm(str(v.dtype), int(v))
-    if not imm:
-        return func
-
-    def fexpr(e):
-        return transform_expr(e, lambda n: imm.get(id(n.buffer)) if isinstance(
-            n, E.BufferLoad) else None)
-
-    body = transform_stmt(func.body, fexpr)
-    return func if body is func.body else func.with_body(body)

@@ -79,14 +79,31 @@ def _constant_fn(val):
     return lambda: val
 
 
-def build_te(func: Function, compute_of=None):
+def _symbolic(t) -> tuple:
+    """The shape of a TensorType whose dims may be ``tir`` expressions (not ``Any``)."""
+    out = []
+    for d in t.shape:
+        if isinstance(d, E.IntImm):
+            out.append(d.value)
+        elif isinstance(d, int):
+            out.append(d)
+        elif isinstance(d, E.PrimExpr) and type(d).__name__ != "Any":
+            out.append(d)
+        else:
+            raise LoweringError(f"dimension {d} of {t} is unknown")
+    return tuple(out)
+
+
+def build_te(func: Function, compute_of=None, symbolic: bool = False):
     """TE placeholders, extra constant inputs (with values) and outputs of ``func``;
-    ``compute_of(call)`` (optional) chooses each op call's compute instead of its FTECompute."""
+    ``compute_of(call)`` (optional) chooses each op call's compute instead of its FTECompute.
+    ``symbolic``: the parameters' shapes may hold ``tir`` variables (``vm.symbolic``)."""
     inputs, consts, env = [], [], {}
+    shape_of = _symbolic if symbolic else _static
     for p in func.params:
         phs = []
         for t in tensor_types(p.checked_type):
-            phs.append(te.placeholder(_static(t), t.dtype, f"p{len(inputs) + len(phs)}"))
+            phs.append(te.placeholder(shape_of(t), t.dtype, f"p{len(inputs) + len(phs)}"))
         inputs.extend(phs)
         env[id(p)] = phs
     for e in dataflow_post_order(func.body):
@@ -96,7 +113,7 @@ def build_te(func: Function, compute_of=None):
             raise LoweringError(f"free variable {e.name_hint} in a primitive function")
         if isinstance(e, Constant):
             arr = e.data.numpy()
-            if arr.ndim == 0:
+            if arr.ndim == 0 and not symbolic:
                 val = _const_expr(e)
                 env[id(e)] = [te.compute((), _constant_fn(val), name="const")]
             else:

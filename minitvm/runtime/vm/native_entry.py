@@ -88,7 +88,7 @@ class _Recorder:
         self.roots: list[_Root] = []
         self.live: dict[int, int] = {}  # id(array) -> index in ``roots`` while it lives
         self._weak: list = []
-        self.steps: list[tuple] = []  # (address, refs, name)
+        self.steps: list[tuple] = []  # (address, refs, kernel vars, name)
         self.touched = 0
 
     def in_args(self, ptr: int, nbytes: int) -> tuple[int, int] | None:
@@ -123,9 +123,10 @@ class _Recorder:
             return True
         return self.roots[self.root_of(v)].data
 
-    def step(self, address: int, arrays: list, nread: int, name: str) -> list[int]:
-        """Record a kernel call: ``arrays[:nread]`` are read, the rest written. Returns the
-        arrays' addresses."""
+    def step(self, address: int, arrays: list, nread: int, name: str,
+             kvars: tuple = ()) -> list[int]:
+        """Record a kernel call: ``arrays[:nread]`` are read, the rest written; ``kvars``: the
+        kernel's int64 size arguments (a symbolic kernel's). Returns the arrays' addresses."""
         k = len(self.steps)
         refs, ptrs, data = [], [], False
         roots, ranges = self.roots, self.ranges
@@ -167,7 +168,7 @@ class _Recorder:
             for ref in refs[nread:]:
                 if ref[0] == "root":
                     roots[ref[1]].data = True
-        self.steps.append((address, refs, name))
+        self.steps.append((address, refs, kvars, name))
         return ptrs
 
 
@@ -260,27 +261,28 @@ class NativeFunction:
                     got = native_call(inputs) if native_call is not None else None
                     if got is None:
                         raise _Unplannable  # numpy runs it
-                    kernel, inputs, outs = got
+                    kernel, inputs, outs, kvars = got
                     for r, v in zip(ins[3], outs, strict=True):
                         regs[r] = v
-                    fast = getattr(kernel.kernel, "_fast_call", None)
+                    fast = getattr(kernel.kernel, "_fast_call", None) if kvars is None else None
                 else:
                     if k.kind != "native":
                         raise _Unplannable
-                    kernel, outs, fast = k, [regs[r] for r in ins[3]], ins[5]
+                    kernel, outs, fast, kvars = k, [regs[r] for r in ins[3]], ins[5], None
                 arrays = [*inputs, *kernel.consts, *outs]
                 nread = len(arrays) - len(outs)
                 if kernel.ws_bytes:
                     arrays.append(np.empty(kernel.ws_bytes, np.uint8))
                     fast = None
-                ptrs = rec.step(kernel.address, arrays, nread, kernel.name)
+                ptrs = rec.step(kernel.address, arrays, nread, kernel.name,
+                                () if kvars is None else tuple(kvars))
                 if fast is not None:  # the entry reading the arrays' data pointers itself
                     fast(tuple(arrays), nthreads)
                 else:
                     entry = entries.get(kernel.address)
                     if entry is None:
                         entry = entries[kernel.address] = _KERNEL(kernel.address)
-                    entry((ctypes.c_void_p * len(ptrs))(*ptrs), None, nthreads)
+                    entry((ctypes.c_void_p * len(ptrs))(*ptrs), kvars, nthreads)
             elif op == B.ALLOC_STORAGE:
                 regs[ins[4]] = np.empty(ins[1], np.uint8)
             elif op == B.ALLOC_TENSOR:
@@ -364,7 +366,7 @@ class NativeFunction:
         where = {k: base + off for k, off in zip(inner, offsets, strict=True)}
         keep = [arena] + [r.keep for r in rec.roots if r.keep is not None]
         steps = []
-        for address, refs, name in rec.steps:
+        for address, refs, kvars, name in rec.steps:
             out = []
             for kind, a, b in refs:
                 if kind == "arg":
@@ -377,7 +379,7 @@ class NativeFunction:
                     out.append(("fixed", where[a] + b, 0))
                 else:
                     out.append(("fixed", info.base + b, 0))
-            steps.append((address, out, (), name))
+            steps.append((address, out, kvars, name))
         words = plan_words(steps)
         py_run, nogil_run = run_plan_address()
         run = nogil_run if rec.touched > GIL_RELEASE_BYTES else py_run

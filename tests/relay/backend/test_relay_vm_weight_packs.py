@@ -1,5 +1,5 @@
 """Relay VM kernels that take a constant weight in another layout (``Kernel.input_packs``) read
-a copy transformed once (in the constant pool, or per shape for dynamic shapes), as relay.build's
+a copy transformed once (in the constant pool, or kept by a dynamic-shape kernel), as relay.build's
 graph does, instead of the weight as written."""
 
 import numpy as np
@@ -37,7 +37,7 @@ def test_static_and_dynamic_conv_weights_are_packed_once():
         if isinstance(batch, int):
             assert kernel.input_packs, "the conv kernel takes its weight in another layout"
         else:
-            packs = kernel.run._packs
-            assert len(packs) == 2  # one transformed weight per input shape
+            packs = kernel.run._packs  # (a symbolic kernel: packed at build, for every shape)
+            assert len(packs) == 1  # one transformed weight serves both input shapes
             assert all(p[1].shape != w.shape or not np.array_equal(p[1], w)
                        for p in packs.values())

@@ -418,7 +418,14 @@ class FunctionCompiler:
 
     def _packed_weights(self, kernel, args: list, ins: list) -> None:
         """A static kernel that takes a constant (a weight) in another layout
-        (``Kernel.input_packs``) reads a copy transformed here, once, into the constant pool."""
+        (``Kernel.input_packs``) reads a copy transformed here, once, into the constant pool;
+        a symbolic one (``SymbolicKernel.prepack``) keeps its copy itself, made here too."""
+        prepack = getattr(kernel.run, "prepack", None)
+        if prepack is not None and len(ins) == len(args):  # (no tuple argument)
+            for pos, a in enumerate(args):
+                ci = self.const_index.get(id(a))
+                if ci is not None:
+                    prepack(pos, self.constants[ci])
         for pos, transform in getattr(kernel, "input_packs", {}).items():
             ci = self.const_index.get(id(args[pos]))
             if ci is None:

@@ -1,14 +1,17 @@
 """Primitive (fused) functions of a Relay VM program to kernels.
 
 A function whose tensors all have static shapes is lowered once by the te_compiler (native code,
-or its numpy fallback). One with ``Any`` dimensions becomes a *shape-specializing* kernel: at each
-call it binds the concrete input shapes, re-infers types and lowers that specialization natively,
+or its numpy fallback). One with ``Any`` dimensions becomes one native kernel over symbolic sizes
+that serves every shape (``symbolic``) where its ops lower so; otherwise it is a
+*shape-specializing* kernel: at each call it binds the concrete input shapes, re-infers types and lowers that specialization natively,
 cached per shape signature (falling back to the ops' numpy references, with a warning, when that
 fails; a strict build raises instead).
 Structurally equal functions share one kernel.
 """
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 
@@ -22,12 +25,15 @@ from ....runtime import threadpool
 from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....runtime.vm.vm import call_native
-from ....schedule import LoweringOptions
+from ....schedule import LoweringError, LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
 from ...expr_functor import dataflow_post_order
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
+from .symbolic import lower_symbolic
 
-__all__ = ["KernelTable", "is_static_type", "same_primitive"]
+LOG = logging.getLogger(__name__)
+
+__all__ = ["KernelTable", "dynamic_kernel_counts", "is_static_type", "same_primitive"]
 
 
 def is_static_type(t) -> bool:
@@ -105,12 +111,17 @@ class ShapeSpecializer:
         return (key, *entry)
 
     def native_call(self, args: list) -> tuple | None:
-        """``(kernel, inputs, outputs)`` of the native call that runs ``args`` (inputs with
-        their weights packed, fresh outputs), or None when numpy runs them: the Relay VM's
-        native entry records the call (``runtime.vm.native_entry``)."""
+        """``(kernel, inputs, outputs, vars)`` of the native call that runs ``args`` (inputs
+        with their weights packed, fresh outputs; vars None: the kernel takes none), or None
+        when numpy runs them: the Relay VM's native entry records the call
+        (``runtime.vm.native_entry``)."""
         key, kernel, outs = self._entry(args)
         if kernel is None or kernel.kind != "native":
             return None
+        ins = self._packed_inputs(key, kernel, args)
+        return kernel, ins, [np.empty(s, dtype=d) for s, d in outs], None
+
+    def _packed_inputs(self, key, kernel, args: list) -> list:
         ins = [contiguous(a) for a in args]
         for pos, transform in kernel.input_packs.items():
             pk = (key, pos, id(args[pos]))
@@ -118,7 +129,7 @@ class ShapeSpecializer:
             if held is None or held[0] is not args[pos]:
                 held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
             ins[pos] = held[1]
-        return kernel, ins, [np.empty(s, dtype=d) for s, d in outs]
+        return ins
 
     def __call__(self, args: list) -> list:
         got = self.native_call(args)
@@ -129,7 +140,7 @@ class ShapeSpecializer:
                     self._fallback = fallback_runner(self.func)
                 return self._fallback(args)
             return kernel.run(list(args) + list(kernel.consts))
-        kernel, ins, outputs = got
+        kernel, ins, outputs, _ = got
         fast = getattr(kernel.kernel, "_fast_call", None) if not kernel.ws_bytes else None
         if fast is not None:  # compiled for exactly these shapes and dtypes: no checks needed
             fast((*ins, *kernel.consts, *outputs), threadpool.get_num_threads())
@@ -219,6 +230,24 @@ class KernelTable:
         self.kernels: list[Kernel] = []
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
+        # how each distinct kernel runs: static, one symbolic kernel for every size, or
+        # specialized (compiled at the first call of each input shape)
+        self.stats = {"static": 0, "symbolic": 0, "specialized": 0}
+
+    def _dynamic(self, func: Function, name: str, const_inputs: frozenset) -> Kernel:
+        """The kernel of a function with ``Any`` dimensions: one symbolic native kernel when
+        every op lowers so, else a ``ShapeSpecializer`` (logged at debug level, with why)."""
+        try:
+            kernel = lower_symbolic(func, name, self.options, const_inputs)
+            self.stats["symbolic"] += 1
+            return kernel
+        except (LoweringError, ValueError, TypeError, NotImplementedError, KeyError) as err:
+            LOG.debug("%s (%s): specialized per shape: %s: %s", name,
+                      ", ".join(func_ops(func)), type(err).__name__, err)
+        self.stats["specialized"] += 1
+        return Kernel(name, "fallback", reason="dynamic shapes: compiled per input shape",
+                      source=func, source_format="relay",
+                      run=ShapeSpecializer(func, name, self.options, const_inputs))
 
     def index(self, func: Function, const_inputs: frozenset = frozenset()) -> int:
         """The kernel index of primitive function ``func`` (lowering it the first time);
@@ -239,10 +268,9 @@ class KernelTable:
             is_static_type(func.body.checked_type)
         if static:
             kernel = lower_function(func, name, self.options, const_inputs)
+            self.stats["static"] += 1
         else:
-            kernel = Kernel(name, "fallback", reason="dynamic shapes: compiled per input shape",
-                            source=func, source_format="relay",
-                            run=ShapeSpecializer(func, name, self.options, const_inputs))
+            kernel = self._dynamic(func, name, const_inputs)
         self.kernels.append(kernel)
         bucket.append((func, order, len(self.kernels) - 1))
         return len(self.kernels) - 1
@@ -254,3 +282,13 @@ class KernelTable:
         self._names[base] = n + 1
         return base if n == 0 else f"{base}_{n}"
 
+
+
+def dynamic_kernel_counts(kernels: list) -> dict:
+    """How many of ``kernels`` (an executable's) with dynamic shapes are one symbolic kernel
+    for every size, and how many compile per input shape (``ShapeSpecializer``)."""
+    from .symbolic import SymbolicKernel
+
+    runs = [getattr(k, "run", None) for k in kernels]
+    return {"symbolic": sum(isinstance(r, SymbolicKernel) for r in runs),
+            "specialized": sum(isinstance(r, ShapeSpecializer) for r in runs)}

@@ -1,0 +1,358 @@
+"""A primitive function with ``Any`` dimensions as ONE native kernel for every size.
+
+Each distinct ``relay.Any()`` of the parameters' types (an ONNX dim_param, a ``relay.Any()``
+the user wrote) becomes a ``tir.Var``; type inference then gives every intermediate and output
+its shape as an expression of those variables (``n``, ``n * 49``), and each op's compute builds
+its tensor expression over them. The TE graph becomes a PrimFunc the way Relax's kernels are
+made (``te.make_te_prim_func``, ``schedule.optimize_prim_func``: a symbolic batch runs the static
+schedules once per image), compiled once: the kernel reads the sizes from its input buffers.
+
+``SymbolicKernel`` runs it from the VM: per input shapes it binds the variables, checks every
+input dimension against them (a size that the typing took equal to another and is not, e.g. a
+dynamic axis broadcast at size 1, runs the per-shape specialization instead) and allocates the
+outputs. A function whose output shape depends on values, or with an op not lowered
+symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import numpy as np
+
+from ....backend.compile import compile_symbolic_te
+from ....ir.attrs import DictAttrs
+from ....ir.module import IRModule
+from ....ir.op import Op, OpPattern
+from ....ir.prim_expr import Any
+from ....ir.type import TensorType, TupleType
+from ....runtime import threadpool
+from ....runtime.module import Kernel
+from ....runtime.ndarray import contiguous
+from ....schedule import LoweringError, LoweringOptions
+from ....tir import expr as E
+from ....topi import nn_te
+from ...expr import Call, Function, Var, bind
+from ..te_compiler import build_te, tensor_types, user_strategies
+
+__all__ = ["SymbolicKernel", "lower_symbolic"]
+
+LOG = logging.getLogger(__name__)
+_VARS = ctypes.c_int64
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+def _with_vars(t, sizes: dict, keep: frozenset = frozenset()):
+    """``t`` with each ``Any`` dimension replaced by its size (one variable per Any object, made
+    at its first sight, or the expression ``sizes`` holds); the Anys in ``keep`` stay."""
+    if isinstance(t, TupleType):
+        return TupleType([_with_vars(f, sizes, keep) for f in t.fields])
+    if not isinstance(t, TensorType):
+        raise LoweringError(f"parameter of type {t} in a primitive function")
+    dims = []
+    for d in t.shape:
+        if isinstance(d, Any) and id(d) not in keep:
+            v = sizes.get(id(d))
+            if v is None:
+                v = sizes[id(d)] = (d, E.Var(f"n{len(sizes)}", "int64"))
+            dims.append(v[1])
+        else:
+            dims.append(d)
+    return TensorType(dims, t.dtype)
+
+
+def _has_any(e) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Any):
+            return True
+        if isinstance(x, E.PrimExpr):
+            stack.extend(getattr(x, k) for k in ("a", "b", "value") if hasattr(x, k))
+    return False
+
+
+def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Function:
+    """``func`` with its parameters' Any dims replaced (``_with_vars``), re-typed."""
+    from ...transform import InferType
+
+    params = [Var(p.name_hint, _with_vars(p.checked_type, sizes, keep)) for p in func.params]
+    body = bind(func.body, dict(zip(func.params, params, strict=True)))
+    typed = InferType()(IRModule.from_expr(Function(params, body)))["main"]
+    typed = Function(typed.params, typed.body, typed.ret_type, attrs=DictAttrs({"Primitive": 1}))
+    return InferType()(IRModule.from_expr(typed))["main"]
+
+
+# ops whose result's dims line up with their arguments' (right-aligned) where both are sizes:
+# a broadcast, and batch_matmul's batch (whose typing takes two unknown batches as equal)
+_ALIGNED_OPS = frozenset({"nn.batch_matmul"})
+
+
+def _aligned_resolved(typed: Function, kept: set) -> dict:
+    """id(Any) -> the expression an aligned op's typing matched it with: a call whose argument
+    has the Any where its result has an expression (``(n*8)//48`` for the fresh Any a reshape
+    gave the same batch)."""
+    from ...expr_functor import dataflow_post_order
+
+    found: dict = {}
+    for e in dataflow_post_order(typed.body):
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            continue
+        if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
+                e.op.name not in _ALIGNED_OPS:
+            continue
+        out = e.checked_type
+        if not isinstance(out, TensorType):
+            continue
+        for a in e.args:
+            at = a.checked_type
+            if not isinstance(at, TensorType):
+                continue
+            lead = len(out.shape) - len(at.shape)
+            for k, d in enumerate(at.shape):
+                o = out.shape[lead + k] if lead + k >= 0 else None
+                if id(d) in kept and id(d) not in found and isinstance(o, E.PrimExpr) and \
+                        not isinstance(o, E.IntImm) and not _has_any(o):
+                    found[id(d)] = o
+    return found
+
+
+def symbolic_function(func: Function) -> tuple[Function, list]:
+    """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, and
+    those variables; raises ``LoweringError`` when a result dimension stays unknown (an output
+    whose size depends on values: arange, nonzero, a shape computed from data).
+
+    Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
+    batch) would not broadcast together, or a batch_matmul's typing would take them equal
+    unchecked: so the Anys of the parameters but one (the first, or the first whose sizes match
+    all the others) are first typed as Any, and each one an aligned op matches with an
+    expression (``_aligned_resolved``) is given that expression; the kernel checks at each call
+    that the sizes agree (and runs the shape's specialization where they do not). The others
+    get their own variables."""
+    anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
+            for d in t.shape if isinstance(d, Any)}
+    sizes: dict = {}
+    for k, p in enumerate(func.params):  # each parameter with Anys in turn defines them
+        first = {id(d) for t in tensor_types(p.checked_type) for d in t.shape
+                 if isinstance(d, Any)}
+        later = frozenset(a for a in anys if a not in first)
+        if not first and k + 1 < len(func.params):
+            continue
+        trial: dict = {}
+        try:
+            resolved = _aligned_resolved(_typed(func, trial, later), later) if later else {}
+        except TypeError:
+            resolved = {}
+        for a, expr in resolved.items():
+            trial[a] = (anys[a], expr)
+        if not sizes or len(resolved) == len(later):
+            sizes = trial  # (the first parameter's, unless another one resolves them all)
+        if len(resolved) == len(later):
+            break
+    typed = _typed(func, sizes)
+    for t in tensor_types(typed.body.checked_type):
+        if any(_has_any(d) for d in t.shape):
+            raise LoweringError(f"the result type {typed.body.checked_type} depends on values")
+    return typed, [v for _, v in sizes.values() if isinstance(v, E.Var)]
+
+
+def _conv2d(attrs, inputs, out_type):
+    """``nn.conv2d`` as ``topi.nn_te.conv`` writes it (a ``pad_temp`` stage, then the plain
+    window sum), the form the PrimFunc schedules recognize as a convolution
+    (``schedule.raise_patterns``); Relay's own compute folds the padding into guarded loads,
+    which only Relay's static lowering schedules."""
+    dtype = out_type.dtype if isinstance(out_type, TensorType) else None
+    x, w = inputs
+    return [nn_te.conv(x, w, list(attrs.strides), list(attrs.padding), list(attrs.dilation),
+                       int(attrs.groups), attrs.data_layout, attrs.kernel_layout,
+                       attrs.out_layout or attrs.data_layout, dtype)]
+
+
+def _softmax(attrs, inputs, out_type):
+    """``nn.softmax`` as ``topi.nn_te.softmax`` writes it: the row kernel's form
+    (``schedule.softmax_rows``) in a PrimFunc."""
+    return [nn_te.softmax(inputs[0], int(attrs.axis))]
+
+
+# ops whose PrimFunc must take the form the shared PrimFunc schedules recognize
+_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d, "nn.softmax": _softmax}
+
+
+def _compute_of(call: Call):
+    """The compute of ``call`` in a symbolic kernel: its FTECompute, or the form of
+    ``_PRIM_FUNC_COMPUTES``."""
+    return _PRIM_FUNC_COMPUTES.get(call.op.name) or call.op.get_attr("FTECompute")
+
+
+def lower_symbolic(func: Function, name: str, options: LoweringOptions,
+                   const_inputs: frozenset = frozenset()) -> Kernel:
+    """One native kernel for ``func`` at every size of its ``Any`` dimensions (a ``Kernel``
+    whose ``run`` is a ``SymbolicKernel``). Raises ``LoweringError`` (or the compute's
+    ValueError / TypeError / NotImplementedError) when it cannot be lowered so."""
+    if not options.native:
+        raise LoweringError("native lowering disabled")
+    if func.attrs is not None and func.attrs.get("Compiler") is not None:
+        raise LoweringError("partitioned for an external codegen")
+    if user_strategies(func):  # (the static lowering of each shape honours them)
+        raise LoweringError("an op carries a user strategy")
+    typed, variables = symbolic_function(func)
+    inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+    native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
+                                 source=typed)
+    out_shapes = [(tuple(t.shape), t.dtype) for t in tensor_types(typed.body.checked_type)]
+    in_shapes = [tuple(t.shape) for p in typed.params for t in tensor_types(p.checked_type)]
+    run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
+    # (weights it takes in another layout are packed by ``run``, once per constant: an exported
+    # executable keeps the function's own constants, for the numpy run it loads as)
+    return Kernel(name, "fallback", reason="dynamic shapes: one symbolic kernel", source=func,
+                  source_format="relay", run=run)
+
+
+def _eval_dim(e, env: dict) -> int:
+    """The value of dimension expression ``e`` for variable values ``env`` (id -> int)."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, E.IntImm):
+        return int(e.value)
+    if isinstance(e, E.Var):
+        return env[id(e)]
+    if isinstance(e, E.Cast):
+        return _eval_dim(e.value, env)
+    a, b = _eval_dim(e.a, env), _eval_dim(e.b, env)
+    kind = type(e).__name__
+    if kind == "Add":
+        return a + b
+    if kind == "Sub":
+        return a - b
+    if kind == "Mul":
+        return a * b
+    if kind in ("FloorDiv", "Div"):
+        return a // b if b else -1
+    if kind in ("FloorMod", "Mod"):
+        return a % b if b else -1
+    if kind == "Min":
+        return min(a, b)
+    if kind == "Max":
+        return max(a, b)
+    raise LoweringError(f"dimension expression {e} cannot be evaluated")
+
+
+class SymbolicKernel:
+    """``run(args)`` of a primitive function with dynamic shapes through one symbolic kernel;
+    ``native_call(args)`` gives the VM's native entry the call to record."""
+
+    def __init__(self, kernel: Kernel, variables: list, in_shapes: list, out_shapes: list,
+                 func: Function, options: LoweringOptions, const_inputs: frozenset):
+        self.kernel = kernel
+        self.variables = variables
+        self.in_shapes = in_shapes
+        self.out_shapes = out_shapes
+        where = {}
+        for k, shape in enumerate(in_shapes):
+            for d, dim in enumerate(shape):
+                if isinstance(dim, E.Var) and id(dim) not in where:
+                    where[id(dim)] = (k, d)
+        missing = [v.name for v in variables if id(v) not in where]
+        if missing:
+            raise LoweringError(f"sizes {missing} are no input's dimension")
+        self._where = [where[id(v)] for v in variables]
+        # the kernel's own scalar arguments: its signature's variables, read from its buffers
+        self._kvars = _kernel_var_places(kernel)
+        if any(k >= len(in_shapes) for k, _ in self._kvars):
+            raise LoweringError(f"kernel {kernel.name}: a size is read from no input")
+        self._entry = _ENTRY(kernel.address)
+        self._calls: dict = {}  # input shapes -> (kernel vars, output (shape, dtype)s) | None
+        self._fallback = None  # the per-shape specialization, for shapes the typing got wrong
+        self._packs: dict = {}  # (position, id) -> (the constant, its packed copy)
+        self._spec_args = (func, kernel.name, options, const_inputs)
+
+    def _shapes_for(self, shapes: tuple):
+        """(the kernel's int64 vars, the outputs' (shape, dtype)s) for input ``shapes``; None
+        when those shapes break an equality the symbolic typing assumed."""
+        hit = self._calls.get(shapes)
+        if hit is not None or shapes in self._calls:
+            return hit
+        env = {id(v): shapes[k][d] for v, (k, d) in zip(self.variables, self._where,
+                                                        strict=True)}
+        ok = len(shapes) == len(self.in_shapes) and all(
+            len(s) == len(want) and all(_eval_dim(w, env) == g for w, g in
+                                        zip(want, s, strict=True))
+            for s, want in zip(shapes, self.in_shapes, strict=True))
+        got = None
+        if ok:
+            outs = [(tuple(_eval_dim(d, env) for d in s), dt) for s, dt in self.out_shapes]
+            kv = (_VARS * max(1, len(self._kvars)))(*[shapes[k][d] for k, d in self._kvars])
+            got = (kv, outs)
+        else:
+            LOG.debug("%s: input shapes %s break the symbolic typing: specialized",
+                      self.kernel.name, shapes)
+        self._calls[shapes] = got
+        return got
+
+    def _specializer(self):
+        if self._fallback is None:
+            from .kernels import ShapeSpecializer
+
+            func, name, options, const_inputs = self._spec_args
+            self._fallback = ShapeSpecializer(func, name, options, const_inputs)
+        return self._fallback
+
+    def native_call(self, args: list) -> tuple | None:
+        """``(kernel, inputs, outputs, vars)`` of the native call that runs ``args``."""
+        got = self._shapes_for(tuple(a.shape for a in args))
+        if got is None:
+            return self._specializer().native_call(args)
+        kv, outs = got
+        return (self.kernel, self._inputs(args), [np.empty(s, dtype=d) for s, d in outs], kv)
+
+    def prepack(self, pos: int, const: np.ndarray) -> None:
+        """Pack constant ``const`` (the weight the VM passes at input ``pos``) now, at build
+        time, when the kernel takes it in another layout (else the first call would)."""
+        transform = self.kernel.input_packs.get(pos)
+        if transform is not None and (pos, id(const)) not in self._packs:
+            self._packs[(pos, id(const))] = (const, contiguous(transform(contiguous(const))))
+
+    def _inputs(self, args: list) -> list:
+        """``args`` contiguous, the weights the kernel takes packed in its layout (each packed
+        once, kept while the VM passes the same constant)."""
+        ins = [contiguous(a) for a in args]
+        for pos, transform in self.kernel.input_packs.items():
+            key = (pos, id(args[pos]))  # (a kernel shared by layers gets each one's weight)
+            held = self._packs.get(key)
+            if held is None or held[0] is not args[pos]:
+                held = self._packs[key] = (args[pos], contiguous(transform(ins[pos])))
+            ins[pos] = held[1]
+        return ins
+
+    def __call__(self, args: list) -> list:
+        got = self._shapes_for(tuple(a.shape for a in args))
+        if got is None:
+            return self._specializer()(args)
+        kv, outs = got
+        outputs = [np.empty(s, dtype=d) for s, d in outs]
+        arrays = [*self._inputs(args), *self.kernel.consts, *outputs]
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        self._entry(ptrs, kv, threadpool.get_num_threads())
+        return outputs
+
+
+def _kernel_var_places(kernel: Kernel) -> list:
+    """(buffer parameter, axis) the kernel's entry reads each of its scalar vars from (the
+    entry takes ``(buffers, int64 vars, threads)``)."""
+    sig = kernel.kernel.sig
+    bufs = dict(sig.buffers)
+    where = {}
+    for k, p in enumerate(sig.params):
+        b = bufs.get(p)
+        if b is None:
+            raise LoweringError(f"kernel {kernel.name}: scalar parameter {p}")
+        for d, dim in enumerate(b.shape):
+            if isinstance(dim, E.Var) and id(dim) not in where:
+                where[id(dim)] = (k, d)
+    places = []
+    for v in sig.vars:
+        if id(v) not in where:
+            raise LoweringError(f"kernel {kernel.name}: size {v.name} is no buffer's dimension")
+        places.append(where[id(v)])
+    return places
