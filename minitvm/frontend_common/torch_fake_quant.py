@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["fake_quantize", "channel_shape"]
+__all__ = ["fake_quantize", "fake_quantize_parts", "channel_shape"]
 
 
 def fake_quantize(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: int,
@@ -23,11 +23,22 @@ def fake_quantize(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: in
     the ``_cachemask`` variants return it). ``inv_scale``, ``scale`` and ``zero_point`` are float
     expressions that broadcast against ``x`` (0-d per tensor, shaped along the channel axis per
     channel)."""
+    out, mask, _ = fake_quantize_parts(ops, x, inv_scale, scale, zero_point, qmin, qmax, scalar,
+                                       emit)
+    return out, mask
+
+
+def fake_quantize_parts(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: int,
+                        scalar: Callable, emit: Callable = lambda e: e):
+    """``fake_quantize``'s (output, mask) and the integers it rounds ``x`` to, clamped to
+    ``[qmin, qmax]`` (float values of ``x``'s dtype): what a conv that reads the integers
+    themselves (Relay's ``fake_quant_conv``) casts to 8 bits."""
     q = emit(ops.add(ops.round(ops.multiply(x, inv_scale)), zero_point))
     lo, hi = scalar(float(qmin)), scalar(float(qmax))
-    out = ops.multiply(ops.subtract(ops.minimum(ops.maximum(q, lo), hi), zero_point), scale)
+    clamped = ops.minimum(ops.maximum(q, lo), hi)
+    out = ops.multiply(ops.subtract(clamped, zero_point), scale)
     mask = ops.logical_and(ops.greater_equal(q, lo), ops.less_equal(q, hi))
-    return out, mask
+    return out, mask, clamped
 
 
 def channel_shape(ndim: int, axis: int, channels: int) -> tuple[int, ...]:
