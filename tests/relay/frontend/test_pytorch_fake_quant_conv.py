@@ -117,3 +117,39 @@ def test_weight_from_an_input_keeps_the_float_conv():
                                           ("scale", ((16,), "float32"))])
     assert _convs(mod) == [("float32", "float32")]
     _check_close(_run(mod, x.numpy(), w.numpy(), scale.numpy()), qat_conv(x, w, scale).numpy())
+
+
+class QatLinear(torch.nn.Module):
+    """A linear of an 8-bit fake-quantized input (``bits``: its range) and per-channel int8
+    weights (with zero points)."""
+
+    def __init__(self, bits=(0, 255, 128)):
+        super().__init__()
+        self.fc, self.bits = torch.nn.Linear(32, 16), bits
+
+    def forward(self, x):
+        lo, hi, zp = self.bits
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, zp, lo, hi)
+        scale = self.fc.weight.detach().abs().amax(1) / 100
+        w = torch.fake_quantize_per_channel_affine(
+            self.fc.weight, scale, torch.arange(16, dtype=torch.int32) % 5 - 2, 0, -128, 127)
+        return F.linear(x, w, self.fc.bias)
+
+
+@pytest.mark.parametrize("bits", [(0, 255, 128), (-128, 127, -3), (0, 511, 0)],
+                         ids=["uint8", "int8", "9-bit"])
+def test_qat_linear_runs_the_integer_dense(bits):
+    torch.manual_seed(3)
+    model = QatLinear(bits).eval()
+    x = torch.randn(2, 3, 32) * (4 if bits[1] > 255 else 1)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", ((2, 3, 32), "float32"))])
+    dense = []
+    post_order_visit(mod["main"], lambda e: dense.append(
+        (e.args[0].checked_type.dtype, e.checked_type.dtype))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
+    integer = vnni_available() and bits[1] <= 255
+    assert dense == [("uint8", "int32") if integer else ("float32", "float32")]
+    _check_close(_run(mod, x.numpy()), ref)

@@ -26,7 +26,6 @@ from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
     BatchMatmulVnniPlan,
-    MatmulVnniPlan,
     activation_qparams,
     conv_output_scale,
     depthwise_data,
@@ -41,7 +40,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import expr as _expr
 from ... import op as _op
-from ..vnni_conv import vnni_int_conv
+from ..vnni_int import vnni_int_conv, vnni_int_matmul
 
 
 def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
@@ -180,30 +179,6 @@ def vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs):
         return None
     return vnni_int_conv(ctx, x, x_zv, None, wv, strides, dil, begin, end, groups, kernel,
                          ctx.dtype(w), w_zv)
-
-
-def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
-    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): ``nn.dense`` (int32) of the
-    uint8 rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N),
-    numpy, of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp``
-    (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the weight's column sums
-    (``schedule/gemm_vnni`` applies it in its stores), and the weight's zero point ``b_zv``
-    (value) times the rows' sums."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
-    if plan.shift:
-        a = _op.cast(_op.add(_op.cast(a, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
-    y = _op.nn.dense(a, ctx.const(plan.weight_t), units=int(bv.shape[1]), out_dtype="int32")
-    if plan.row_sum_weight is not None:
-        sums = _op.sum(_op.cast(a, "int32"), axis=[-1], keepdims=True)
-        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.row_sum_weight)))
-    if plan.constant_correction is not None:
-        return _op.subtract(y, ctx.const(plan.constant_correction))
-    if not plan.runtime_zero_point:
-        return y
-    zp = _op.reshape(_op.cast(a_zp, "int32"), ())
-    if plan.zero_point_offset:
-        zp = _op.add(zp, ctx.const(np.array(plan.zero_point_offset, "int32")))
-    return _op.subtract(y, _op.multiply(zp, ctx.const(plan.column_sums)))
 
 
 def vnni_qdq_matmul(ctx, a, trans_b: bool):

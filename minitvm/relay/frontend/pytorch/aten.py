@@ -20,7 +20,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
-from .aten_fake_quant_conv import fake_quant_conv
+from .aten_fake_quant_conv import fake_quant_conv, fake_quant_dense
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
 
@@ -438,7 +438,7 @@ def _linear(ctx, args):
     b = args[2] if len(args) > 2 else None
     xs = ctx.shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, xs[-1]))
-    out = _nn.dense(flat, w)
+    out = fake_quant_dense(ctx, x, flat, w)  # (a QAT linear of 8-bit values: integer)
     if b is not None:
         out = _nn.bias_add(out, b, axis=-1)
     return out if len(xs) == 2 else _op.reshape(out, xs[:-1] + (ctx.shape(w)[0],))

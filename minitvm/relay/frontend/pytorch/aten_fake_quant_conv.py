@@ -1,30 +1,33 @@
-"""A QAT model's fake-quantized conv as the integer conv it simulates (the default import).
+"""A QAT model's fake-quantized conv (or linear) as the integer op it simulates (the default
+import).
 
 ``torch.fake_quantize_per_tensor_affine`` over an 8-bit range gives values ``(q - z) * s`` of
 8-bit integers ``q``; a constant weight fake-quantized per tensor or per output channel gives
 ``(q_w - z_w) * s_w``. A conv2d of the two is ``s * s_w * conv(q - z, q_w - z_w)``: the integer
 conv of the 8-bit values, scaled after, which ``frontend_common.onnx_quant.vnni_conv`` runs on
-the host's VNNI instructions (``relay/frontend/vnni_conv``), as the ONNX importer runs a QDQ
-model's Conv. The integer sum is exact; eager's float conv rounds its sum, so the two differ
+the host's VNNI instructions (``relay/frontend/vnni_int``), as the ONNX importer runs a QDQ
+model's Conv; a linear of the two likewise (``vnni_matmul``: the int32 dense). The integer sum is exact; eager's float conv rounds its sum, so the two differ
 by float rounding only (what the ONNX import of the model's QDQ export gives).
 
 The fake-quantize converters (``aten_fake_quant``) note what they make
 (``note_activation``, ``note_weight``: the 8-bit tensor or values and their scale and zero
 point, by output expression); the conv converter asks ``fake_quant_conv``, which declines
 (None: the float conv stays) where ``vnni_conv`` does not take the conv -- a range wider than
-8 bits, a weight that is not a constant, a grouped conv, too few channels, no VNNI."""
+8 bits, a weight that is not a constant, a grouped conv, too few channels, no VNNI --, and
+the linear converter ``fake_quant_dense``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import conv_output_scale, vnni_conv
+from ....frontend_common.onnx_quant import conv_output_scale, vnni_conv, vnni_matmul
 from ... import expr as _expr
 from ... import op as _op
 from ..common import const_value
-from ..vnni_conv import vnni_int_conv
+from ..vnni_int import vnni_int_conv, vnni_int_matmul
 
-__all__ = ["note_activation", "note_weight", "fake_quant_conv", "eight_bit_dtype"]
+__all__ = ["note_activation", "note_weight", "fake_quant_conv", "fake_quant_dense",
+           "eight_bit_dtype"]
 
 
 def eight_bit_dtype(qmin: int, qmax: int) -> str | None:
@@ -72,14 +75,14 @@ def note_activation(ctx, out, clamped, scale, zero_point, qmin: int, qmax: int) 
 
 def note_weight(ctx, x, out, scale, zero_point, axis: int | None, qmin: int, qmax: int):
     """``out`` folded; when it is a constant (``x`` a constant weight) over an 8-bit range with
-    known scales and zero points, one or one per index of axis 0 (a conv's output channels),
-    note its integers (int64 ``q_w``), dtype, zero points and float32 scales, after checking
+    known scales and zero points, one or one per index of axis 0 (a conv's output channels, a
+    linear's output features), note its integers (int64 ``q_w``), dtype, zero points and float32 scales, after checking
     that ``(q_w - z_w) * s_w`` is the folded value."""
     out = ctx.fold(out)
     xv, dtype = const_value(x), eight_bit_dtype(qmin, qmax)
     s, z = _known(scale), _known(zero_point)
     if xv is None or dtype is None or s is None or z is None or \
-            not isinstance(out, _expr.Constant) or xv.dtype != np.float32 or xv.ndim != 4:
+            not isinstance(out, _expr.Constant) or xv.dtype != np.float32 or xv.ndim not in (2, 4):
         return out
     if axis is not None and axis % xv.ndim != 0:
         return out
@@ -116,3 +119,23 @@ def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
                       list(wv.shape[2:]), w_dtype, zw)
     scale = conv_output_scale((sw * sx).astype(np.float32), channels)
     return _op.multiply(_op.cast(y, "float32"), _expr.const(scale, "float32"))
+
+
+def fake_quant_dense(ctx, x, flat, w):
+    """``linear``'s product of ``flat`` (``x`` as 2-D rows) and the weight ``w`` ``[N, K]``: the
+    float32 result of ``vnni_int_matmul``'s int32 dense of the 8-bit values scaled by
+    ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
+    fake-quantized weight that ``vnni_matmul`` takes; else the float ``nn.dense``."""
+    act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
+    if act is not None and wgt is not None and wgt[0].ndim == 2:
+        q, sx, zx = act
+        wv, w_dtype, zw, sw = wgt
+        b = np.ascontiguousarray(wv.T)
+        if vnni_matmul(ctx.dtype(q), np.int64(zx), True, w_dtype, b, zw):
+            rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
+            y = vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw)
+            scale = (sw * sx).astype(np.float32)
+            return _op.multiply(_op.cast(y, "float32"),
+                                _expr.const(scale.reshape(()) if scale.size == 1 else scale,
+                                            "float32"))
+    return _op.nn.dense(flat, w)

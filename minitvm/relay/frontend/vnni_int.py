@@ -1,9 +1,10 @@
-"""The Relay form of ``frontend_common.onnx_quant.VnniConvPlan``: an integer conv of an 8-bit
-input (less its zero point) and a constant 8-bit weight (less its zero points) as the int32
-``nn.conv2d`` of the uint8 input and the int8 weight that ``schedule/conv_vnni`` runs on VNNI,
-with the zero points' shares subtracted after. Shared by the importers that find such convs:
-ONNX's (QLinearConv, ConvInteger, a QDQ model's Conv: ``onnx/qdq_weight``) and TorchScript's
-(a QAT model's fake-quantized conv: ``pytorch/aten_fake_quant_conv``).
+"""The Relay forms of ``frontend_common.onnx_quant.VnniConvPlan`` and ``MatmulVnniPlan``: an
+integer conv (or matmul) of an 8-bit input (less its zero point) and a constant 8-bit weight
+(less its zero points) as the int32 ``nn.conv2d`` (``nn.dense``) of the uint8 input and the
+int8 weight that ``schedule/conv_vnni`` (``gemm_vnni``) runs on VNNI, with the zero points'
+shares subtracted after. Shared by the importers that find them: ONNX's (QLinearConv,
+ConvInteger, MatMulInteger, a QDQ model's Conv / MatMul: ``onnx/qdq_weight``) and
+TorchScript's (a QAT model's fake-quantized conv / linear: ``pytorch/aten_fake_quant_conv``).
 
 ``ctx`` is any importer context with ``dtype(expr)`` and ``shape(expr)``."""
 
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...frontend_common.onnx_quant import VnniConvPlan
+from ...frontend_common.onnx_quant import MatmulVnniPlan, VnniConvPlan
 from .. import expr as _expr
 from .. import op as _op
 
-__all__ = ["vnni_int_conv", "window_sums", "shifted_uint8"]
+__all__ = ["vnni_int_conv", "vnni_int_matmul", "window_sums", "shifted_uint8"]
 
 
 def _const(value, dtype: str):
@@ -76,3 +77,28 @@ def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel,
         y = _op.subtract(y, _op.multiply(sums, _expr.const(plan.window_weight, "int32")))
     sums = plan.zero_point_sums
     return y if sums is None else _op.subtract(y, _expr.const(sums, "int32"))
+
+
+def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
+    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): ``nn.dense`` (int32) of the
+    uint8 rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N),
+    numpy, of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp``
+    (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the weight's column sums
+    (``schedule/gemm_vnni`` applies it in its stores), and the weight's zero point ``b_zv``
+    (value) times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
+    if plan.shift:
+        a = shifted_uint8(a)
+    y = _op.nn.dense(a, _expr.const(plan.weight_t, "int8"), units=int(bv.shape[1]),
+                     out_dtype="int32")
+    if plan.row_sum_weight is not None:
+        sums = _op.sum(_op.cast(a, "int32"), axis=[-1], keepdims=True)
+        y = _op.subtract(y, _op.multiply(sums, _expr.const(plan.row_sum_weight, "int32")))
+    if plan.constant_correction is not None:
+        return _op.subtract(y, _expr.const(plan.constant_correction, "int32"))
+    if not plan.runtime_zero_point:
+        return y
+    zp = _op.reshape(_op.cast(a_zp, "int32"), ())
+    if plan.zero_point_offset:
+        zp = _op.add(zp, _const(plan.zero_point_offset, "int32"))
+    return _op.subtract(y, _op.multiply(zp, _expr.const(plan.column_sums, "int32")))
