@@ -21,22 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_quant import conv_output_scale, vnni_conv, vnni_matmul
+from ....frontend_common.torch_fake_quant import eight_bit_dtype, weight_integers
 from ... import expr as _expr
 from ... import op as _op
 from ..common import const_value
 from ..vnni_int import vnni_int_conv, vnni_int_matmul
 
-__all__ = ["note_activation", "note_weight", "fake_quant_conv", "fake_quant_dense",
-           "eight_bit_dtype"]
-
-
-def eight_bit_dtype(qmin: int, qmax: int) -> str | None:
-    """The 8-bit dtype holding the integers ``[qmin, qmax]`` (uint8 first), else None."""
-    if 0 <= qmin and qmax <= 255:
-        return "uint8"
-    if -128 <= qmin and qmax <= 127:
-        return "int8"
-    return None
+__all__ = ["note_activation", "note_weight", "fake_quant_conv", "fake_quant_dense"]
 
 
 def _notes(ctx, name: str) -> dict:
@@ -76,25 +67,17 @@ def note_activation(ctx, out, clamped, scale, zero_point, qmin: int, qmax: int) 
 def note_weight(ctx, x, out, scale, zero_point, axis: int | None, qmin: int, qmax: int):
     """``out`` folded; when it is a constant (``x`` a constant weight) over an 8-bit range with
     known scales and zero points, one or one per index of axis 0 (a conv's output channels, a
-    linear's output features), note its integers (int64 ``q_w``), dtype, zero points and float32 scales, after checking
-    that ``(q_w - z_w) * s_w`` is the folded value."""
+    linear's output features), note its integers (int64 ``q_w``), dtype, zero points and
+    float32 scales, after checking that ``(q_w - z_w) * s_w`` is the folded value
+    (``torch_fake_quant.weight_integers``)."""
     out = ctx.fold(out)
-    xv, dtype = const_value(x), eight_bit_dtype(qmin, qmax)
-    s, z = _known(scale), _known(zero_point)
-    if xv is None or dtype is None or s is None or z is None or \
-            not isinstance(out, _expr.Constant) or xv.dtype != np.float32 or xv.ndim not in (2, 4):
+    xv, s, z = const_value(x), _known(scale), _known(zero_point)
+    if xv is None or s is None or z is None or not isinstance(out, _expr.Constant):
         return out
-    if axis is not None and axis % xv.ndim != 0:
-        return out
-    shape = (-1,) + (1,) * (xv.ndim - 1)
-    s = np.asarray(s, np.float32).reshape(shape)
-    zf = np.asarray(z, np.float32).reshape(shape)
-    q = np.clip(np.round(xv * (np.float32(1) / s)) + zf, np.float32(qmin), np.float32(qmax))
-    if not np.array_equal((q - zf) * s, const_value(out)):
+    found = weight_integers(xv, s, z, axis, qmin, qmax)
+    if found is None or not np.array_equal(found[4], const_value(out)):
         return out  # (not torch's arithmetic: leave the float conv)
-    zv = np.asarray(z, np.int64).reshape(-1)
-    _notes(ctx, "fake_quant_weights")[id(out)] = (
-        out, (q.astype(np.int64), dtype, zv if np.any(zv) else None, s.reshape(-1)))
+    _notes(ctx, "fake_quant_weights")[id(out)] = (out, found[:4])
     return out
 
 
