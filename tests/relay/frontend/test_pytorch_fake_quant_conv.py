@@ -1,7 +1,8 @@
-"""The default ``from_pytorch`` import of a QAT conv (``aten_fake_quant_conv``): a conv2d of an
-8-bit fake-quantized input and a constant fake-quantized weight becomes the int32 conv of the
-8-bit values scaled after (on a VNNI host), equal to eager up to float rounding; a range wider
-than 8 bits, or a weight that is not a constant, keeps the float conv."""
+"""The default ``from_pytorch`` import of a QAT conv or linear (``aten_fake_quant_conv``): a
+conv2d (linear) of an 8-bit fake-quantized input and a constant fake-quantized weight becomes
+the int32 conv (dense) of the 8-bit values scaled after (on a VNNI host), equal to eager up to
+float rounding; a range wider than 8 bits, or a weight that is not a constant, keeps the float
+op."""
 
 from __future__ import annotations
 

@@ -120,7 +120,9 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
         (minitvm) Import ``torch.fake_quantize_per_tensor_affine`` / ``..._per_channel_affine``
         over an 8-bit range as ``qnn.quantize`` -> ``qnn.dequantize`` pairs, for
         ``relay.transform.FakeQuantizationToInteger`` (the integer path of a QAT model;
-        numerics: ``aten_fake_quant``). By default they are float arithmetic equal to eager.
+        numerics: ``aten_fake_quant``). By default they are float arithmetic equal to eager,
+        and a conv2d / linear of an 8-bit fake-quantized input and a constant fake-quantized
+        weight is the integer op of the 8-bit values, scaled after (``aten_fake_quant_conv``).
 
     Returns
     -------
