@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["fake_quantize", "channel_shape"]
+import numpy as np
+
+__all__ = ["fake_quantize", "fake_quantize_parts", "channel_shape", "eight_bit_dtype",
+           "weight_integers"]
 
 
 def fake_quantize(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: int,
@@ -23,11 +26,22 @@ def fake_quantize(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: in
     the ``_cachemask`` variants return it). ``inv_scale``, ``scale`` and ``zero_point`` are float
     expressions that broadcast against ``x`` (0-d per tensor, shaped along the channel axis per
     channel)."""
+    out, mask, _ = fake_quantize_parts(ops, x, inv_scale, scale, zero_point, qmin, qmax, scalar,
+                                       emit)
+    return out, mask
+
+
+def fake_quantize_parts(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: int,
+                        scalar: Callable, emit: Callable = lambda e: e):
+    """``fake_quantize``'s (output, mask) and the integers it rounds ``x`` to, clamped to
+    ``[qmin, qmax]`` (float values of ``x``'s dtype): what a conv that reads the integers
+    themselves (Relay's ``fake_quant_conv``) casts to 8 bits."""
     q = emit(ops.add(ops.round(ops.multiply(x, inv_scale)), zero_point))
     lo, hi = scalar(float(qmin)), scalar(float(qmax))
-    out = ops.multiply(ops.subtract(ops.minimum(ops.maximum(q, lo), hi), zero_point), scale)
+    clamped = ops.minimum(ops.maximum(q, lo), hi)
+    out = ops.multiply(ops.subtract(clamped, zero_point), scale)
     mask = ops.logical_and(ops.greater_equal(q, lo), ops.less_equal(q, hi))
-    return out, mask
+    return out, mask, clamped
 
 
 def channel_shape(ndim: int, axis: int, channels: int) -> tuple[int, ...]:
@@ -35,3 +49,32 @@ def channel_shape(ndim: int, axis: int, channels: int) -> tuple[int, ...]:
     tensor."""
     axis %= ndim
     return (channels,) + (1,) * (ndim - 1 - axis)
+
+
+def eight_bit_dtype(qmin: int, qmax: int) -> str | None:
+    """The 8-bit dtype holding the integers ``[qmin, qmax]`` (uint8 first), else None."""
+    if 0 <= qmin and qmax <= 255:
+        return "uint8"
+    if -128 <= qmin and qmax <= 127:
+        return "int8"
+    return None
+
+
+def weight_integers(w, scale, zero_point, axis: int | None, qmin: int, qmax: int):
+    """A constant float32 weight ``w`` (numpy, 2-D or 4-D: a linear's or a conv's) fake-quantized
+    over an 8-bit range with known scales and zero points, one (``axis`` None) or one per index
+    of axis 0, as a conv or dense reads it: ``(q, dtype, zero points or None when all 0,
+    float32 scales (n,), the fake-quantized values)``, ``q`` the int64 integers by torch's
+    arithmetic (``nearbyint(w * (1.0f / s)) + z``, clamped). None otherwise."""
+    dtype = eight_bit_dtype(qmin, qmax)
+    if dtype is None or w.dtype != np.float32 or w.ndim not in (2, 4) or \
+            (axis is not None and axis % w.ndim != 0):
+        return None
+    shape = (-1,) + (1,) * (w.ndim - 1)
+    s = np.asarray(scale, np.float32).reshape(shape)
+    zf = np.asarray(zero_point, np.float32).reshape(shape)
+    if s.shape[0] not in (1, w.shape[0]) or zf.shape[0] not in (1, w.shape[0]):
+        return None
+    q = np.clip(np.round(w * (np.float32(1) / s)) + zf, np.float32(qmin), np.float32(qmax))
+    zv = np.asarray(zero_point, np.int64).reshape(-1)
+    return q.astype(np.int64), dtype, zv if np.any(zv) else None, s.reshape(-1), (q - zf) * s

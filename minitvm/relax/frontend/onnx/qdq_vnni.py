@@ -20,7 +20,6 @@ from ....frontend_common.onnx_quant import (
     UNKNOWN,
     BatchMatmulVnniPlan,
     MatmulVnniPlan,
-    VnniConvPlan,
     activation_qparams,
     conv_output_scale,
     depthwise_data,
@@ -32,6 +31,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import op as _op
 from ...expr import Call, PrimValue, Var, const
+from ..vnni_int import int_conv
 from .context import Context
 
 
@@ -45,45 +45,6 @@ def remember_activation(ctx: Context, q, scale, zp, block: int) -> None:
                              UNKNOWN if zv is None else zv, block)
     if act is not None:
         ctx.act_inputs[ctx.node.output[0]] = (ctx.expr(q), *act)
-
-
-def window_sums(ctx: Context, x, kernel, strides, pads, dil):
-    """The int32 sums of the uint8 ``x`` (NCHW) over each output pixel's window (all input
-    channels x the filter's taps; the conv's zero ``pads``, ONNX-ordered): ``[N, 1, OH, OW]``,
-    what a weight zero point multiplies (``VnniConvPlan.window_weight``). The channels are
-    summed first, then the taps by a one-channel int32 conv of ones."""
-    sums = ctx.emit(_op.sum(_op.astype(x, "int32"), axis=[1], keepdims=True))
-    if list(kernel) == [1, 1] and list(strides) == [1, 1] and not any(pads):
-        return sums
-    ones = const(np.ones((1, 1, *kernel), "int32"))
-    return ctx.emit(_op.nn.conv2d(sums, ones, strides, list(pads), dil, 1, out_dtype="int32"))
-
-
-def int_conv(ctx: Context, x, x_zv, wv, strides, pads, dil, w_dtype: str = "int8",
-             w_zv=None):
-    """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input
-    ``x`` (an int8 one shifted into uint8), padded with its zero point ``x_zv`` where that is
-    not 0 (or, a small output, by the conv with zero bytes, the zero point's share subtracted
-    per output element), and the constant 8-bit weight ``wv`` (numpy, of ``w_dtype``, zero points ``w_zv``:
-    the plan's int8 weight), less ``x_zp * sum(w)`` per output channel and the weight's zero
-    points times the input's window sums. ``pads`` ONNX's (top, left, bottom, right)."""
-    hw = ctx.shape(x)[2:]
-    geometry = ([int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]) \
-        if all(isinstance(d, (int, np.integer)) for d in hw) else None
-    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, pads, w_dtype, w_zv, geometry)
-    if plan.shift:
-        x = ctx.emit(_op.astype(_op.add(_op.astype(x, "int16"), const(np.array(128, "int16"))),
-                                "uint8"))
-    if plan.pad_value is not None:
-        t, left, b, r = plan.pads
-        x = ctx.emit(_op.nn.pad(x, [0, 0, 0, 0, t, b, left, r], float(plan.pad_value)))
-    y = ctx.emit(_op.nn.conv2d(x, const(plan.weight), strides, list(plan.conv_pads), dil, 1,
-                               out_dtype="int32"))
-    if plan.window_weight is not None:
-        sums = window_sums(ctx, x, np.shape(wv)[2:], strides, plan.conv_pads, dil)
-        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.window_weight))))
-    sums = plan.zero_point_sums
-    return y if sums is None else ctx.emit(_op.subtract(y, const(sums)))
 
 
 def squeezed(ctx: Context, x):

@@ -1,15 +1,18 @@
 """Core-ATen fake quantization onto ``relax.op`` (a QAT model exported before conversion):
 ``fake_quantize_per_tensor_affine`` / ``_per_channel_affine`` and the ``_cachemask`` forms
 torch.export's decompositions leave (the output and the in-range mask), built as float
-arithmetic by ``frontend_common.torch_fake_quant``."""
+arithmetic by ``frontend_common.torch_fake_quant``. A conv of an 8-bit fake-quantized input and a
+constant fake-quantized weight runs as the integer conv of their 8-bit values, scaled after
+(``aten_fake_quant_conv``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize
+from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize_parts
 from ... import op as _op
 from ...expr import Expr, const
+from .aten_fake_quant_conv import note_activation, note_weight
 from .context import AtenContext, register
 
 
@@ -34,10 +37,20 @@ def _float_input(ctx: AtenContext, x) -> str:
     return dt
 
 
-def _finish(ctx: AtenContext, dt, x, inv, scale, zero_point, qmin, qmax, with_mask: bool):
-    out, mask = fake_quantize(_op, x, inv, scale, zero_point, int(qmin), int(qmax),
-                              lambda v: const(np.array(v, dtype=dt), dt), ctx.emit)
+def _finish(ctx: AtenContext, dt, x, inv, scale, zero_point, qmin, qmax, with_mask: bool,
+            qparams=None):
+    """``fake_quantize``'s output (and mask), bound; ``qparams`` (scale, zero point, axis: None
+    per tensor) as given, for ``aten_fake_quant_conv``'s notes (float32 only)."""
+    out, mask, clamped = fake_quantize_parts(_op, x, inv, scale, zero_point, int(qmin),
+                                             int(qmax),
+                                             lambda v: const(np.array(v, dtype=dt), dt),
+                                             ctx.emit)
     out = ctx.emit(out)
+    if qparams is not None and dt == "float32":
+        s, z, axis = qparams
+        note_weight(ctx, x, out, s, z, axis, int(qmin), int(qmax))
+        if axis is None:
+            note_activation(ctx, out, clamped, s, z, int(qmin), int(qmax))
     return (out, ctx.emit(mask)) if with_mask else out
 
 
@@ -53,7 +66,8 @@ def _fake_quantize_per_tensor(ctx: AtenContext, args):
     qmin, qmax = args[-2:]
     dt = _float_input(ctx, x)
     out = _finish(ctx, dt, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
-                  _float_operand(ctx, zero_point, dt), qmin, qmax, "cachemask" in target)
+                  _float_operand(ctx, zero_point, dt), qmin, qmax, "cachemask" in target,
+                  None if len(args) >= 6 else (scale, zero_point, None))
     if len(args) < 6:
         return out
     enabled = ctx.emit(_op.not_equal(args[3], const(np.array(0, dtype=ctx.dtype(args[3])))))
@@ -68,7 +82,7 @@ def _fake_quantize_per_channel(ctx: AtenContext, args):
     x, scale, zero_point, axis, qmin, qmax = args[:6]
     dt = _float_input(ctx, x)
     shape = channel_shape(ctx.ndim(x), int(axis), int(ctx.shape(scale)[0]))
-    scale = ctx.emit(_op.reshape(_float_operand(ctx, scale, dt), shape))
-    zero_point = ctx.emit(_op.reshape(_float_operand(ctx, zero_point, dt), shape))
-    return _finish(ctx, dt, x, _inverse(ctx, scale, dt), scale, zero_point, qmin, qmax,
-                   "cachemask" in str(ctx.node.target))
+    s = ctx.emit(_op.reshape(_float_operand(ctx, scale, dt), shape))
+    z = ctx.emit(_op.reshape(_float_operand(ctx, zero_point, dt), shape))
+    return _finish(ctx, dt, x, _inverse(ctx, s, dt), s, z, qmin, qmax,
+                   "cachemask" in str(ctx.node.target), (scale, zero_point, int(axis)))

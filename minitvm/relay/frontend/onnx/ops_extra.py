@@ -27,11 +27,12 @@ from ... import expr as _expr
 from ... import op as _op
 from ..common import dynamic_quantize_uint8
 from ..fold import col2im
+from ..vnni_int import vnni_int_conv, vnni_int_matmul
 from .ops_nn import _conv_common, matmul
 from .qdq_qnn import dequantize_linear as _qnn_dequantize
 from .qdq_qnn import quantize_linear as _qnn_quantize
 from .qdq_softmax import quantized_softmax
-from .qdq_weight import as_row, vnni_batch_int_matmul, vnni_int_conv, vnni_int_matmul
+from .qdq_weight import as_row, vnni_batch_int_matmul
 from .qdq_weight import remember as remember_int8_weight
 from .registry import onnx_dtype, register
 

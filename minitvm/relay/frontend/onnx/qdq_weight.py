@@ -26,8 +26,6 @@ from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
     BatchMatmulVnniPlan,
-    MatmulVnniPlan,
-    VnniConvPlan,
     activation_qparams,
     conv_output_scale,
     depthwise_data,
@@ -42,6 +40,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import expr as _expr
 from ... import op as _op
+from ..vnni_int import vnni_int_conv, vnni_int_matmul
 
 
 def remember(ctx, q, scale, zp, axis: int, block: int) -> None:
@@ -157,56 +156,6 @@ def depthwise_qdq_conv(ctx, strides, dil, begin, end, groups: int, kernel):
     return _op.multiply(y, ctx.const(scale))
 
 
-def window_sums(ctx, x, kernel, strides, dil, pads):
-    """The int32 sums of the uint8 ``x`` (NCHW) over each output pixel's window (all input
-    channels x the filter's taps; the conv's zero ``pads``): ``[N, 1, OH, OW]``, what a
-    weight zero point multiplies (``VnniConvPlan.window_weight``). The channels are summed
-    first, then the taps by a one-channel int32 conv of ones."""
-    sums = _op.sum(_op.cast(x, "int32"), axis=[1], keepdims=True)
-    if list(kernel) == [1, 1] and list(strides) == [1, 1] and not any(pads):
-        return sums
-    ones = ctx.const(np.ones((1, 1, *kernel), "int32"))
-    return _op.nn.conv2d(sums, ones, strides=strides, padding=tuple(pads), dilation=dil,
-                         channels=1, kernel_size=kernel, out_dtype="int32")
-
-
-def _geometry(shape, strides, dil):
-    """``VnniConvPlan``'s geometry of an NCHW input of static ``shape``, else None."""
-    hw = [d for d in shape[2:]]
-    if len(hw) != 2 or not all(isinstance(d, (int, np.integer)) for d in hw):
-        return None
-    return [int(d) for d in hw], [int(v) for v in strides], [int(v) for v in dil]
-
-
-def vnni_int_conv(ctx, x, x_zv, w, wv, strides, dil, begin, end, groups, kernel,
-                  w_dtype: str = "int8", w_zv=None):
-    """``onnx_quant.vnni_conv``'s form (``VnniConvPlan``): the int32 conv of the uint8 input,
-    padded with its zero point ``x_zv`` (``nn.pad``; by the conv itself when that is 0, or
-    when the plan subtracts the zero point's share per output element), and
-    the int8 weight (``w``, value ``wv``; a constant made from the plan's weight when ``w`` is
-    None or the weight has zero points ``w_zv``, of ``w_dtype``), less ``x_zp * sum(w)`` per
-    output channel, and the weight's zero points times the input's window sums. An int8 input
-    is shifted into uint8 first (``x + 128``, with its zero point: the difference is the
-    same)."""
-    plan = VnniConvPlan(ctx.dtype(x), x_zv, wv, (begin[0], begin[1], end[0], end[1]),
-                        w_dtype, w_zv, _geometry(ctx.shape(x), strides, dil))
-    if w is None or w_dtype != "int8" or w_zv is not None:
-        w = ctx.const(plan.weight)
-    if plan.shift:
-        x = _op.cast(_op.add(_op.cast(x, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
-    if plan.pad_value is not None:
-        t, left, b, r = plan.pads
-        x = _op.nn.pad(x, ((0, 0), (0, 0), (t, b), (left, r)),
-                       pad_value=ctx.const(np.array(plan.pad_value, "uint8")))
-    y = _op.nn.conv2d(x, w, strides=strides, padding=plan.conv_pads, dilation=dil, groups=groups,
-                      channels=plan.weight.shape[0], kernel_size=kernel, out_dtype="int32")
-    if plan.window_weight is not None:
-        sums = window_sums(ctx, x, kernel, strides, dil, plan.conv_pads)
-        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.window_weight)))
-    sums = plan.zero_point_sums
-    return y if sums is None else _op.subtract(y, ctx.const(sums))
-
-
 def vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs):
     """A QLinearConv's integer conv (``ops_qlinear``) whose constant weight has nonzero zero
     points (weight_type=QUInt8, WeightSymmetric=False) as ``vnni_int_conv``'s int32 conv with
@@ -230,30 +179,6 @@ def vnni_zp_int_conv(ctx, x, x_zp, w, w_zp, attrs):
         return None
     return vnni_int_conv(ctx, x, x_zv, None, wv, strides, dil, begin, end, groups, kernel,
                          ctx.dtype(w), w_zv)
-
-
-def vnni_int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
-    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): ``nn.dense`` (int32) of the
-    uint8 rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N),
-    numpy, of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp``
-    (value ``a_zv``: ``UNKNOWN`` when known only at run time) times the weight's column sums
-    (``schedule/gemm_vnni`` applies it in its stores), and the weight's zero point ``b_zv``
-    (value) times the rows' sums."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
-    if plan.shift:
-        a = _op.cast(_op.add(_op.cast(a, "int16"), ctx.const(np.array(128, "int16"))), "uint8")
-    y = _op.nn.dense(a, ctx.const(plan.weight_t), units=int(bv.shape[1]), out_dtype="int32")
-    if plan.row_sum_weight is not None:
-        sums = _op.sum(_op.cast(a, "int32"), axis=[-1], keepdims=True)
-        y = _op.subtract(y, _op.multiply(sums, ctx.const(plan.row_sum_weight)))
-    if plan.constant_correction is not None:
-        return _op.subtract(y, ctx.const(plan.constant_correction))
-    if not plan.runtime_zero_point:
-        return y
-    zp = _op.reshape(_op.cast(a_zp, "int32"), ())
-    if plan.zero_point_offset:
-        zp = _op.add(zp, ctx.const(np.array(plan.zero_point_offset, "int32")))
-    return _op.subtract(y, _op.multiply(zp, ctx.const(plan.column_sums)))
 
 
 def vnni_qdq_matmul(ctx, a, trans_b: bool):

@@ -20,6 +20,7 @@ from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from ..common import Folder, ImportError_, infer_dtype, infer_shape, last_two_swapped
+from .aten_fake_quant_conv import fake_quant_conv, fake_quant_dense
 
 __all__ = ["ATEN", "AtenContext", "DType", "torch_dtype"]
 
@@ -265,6 +266,9 @@ def _conv(ctx, x, w, b, stride, padding, dilation, transposed, output_padding, g
         return v * nd if len(v) == 1 else v
 
     stride, padding, dilation = per(stride), per(padding, 0), per(dilation)
+    q = None if transposed else fake_quant_conv(ctx, x, w, stride, padding, dilation, groups)
+    if q is not None:  # (a QAT conv of 8-bit values: aten_fake_quant_conv)
+        return q if b is None else _nn.bias_add(q, b, axis=1)
     wshape = ctx.shape(w)
     if transposed and nd == 1:  # a 1-row 2-D transposed convolution
         out = _conv(ctx, _op.expand_dims(x, 2), _op.expand_dims(w, 2), None, [1] + per(stride),
@@ -434,7 +438,7 @@ def _linear(ctx, args):
     b = args[2] if len(args) > 2 else None
     xs = ctx.shape(x)
     flat = x if len(xs) == 2 else _op.reshape(x, (-1, xs[-1]))
-    out = _nn.dense(flat, w)
+    out = fake_quant_dense(ctx, x, flat, w)  # (a QAT linear of 8-bit values: integer)
     if b is not None:
         out = _nn.bias_add(out, b, axis=-1)
     return out if len(xs) == 2 else _op.reshape(out, xs[:-1] + (ctx.shape(w)[0],))

@@ -1,7 +1,9 @@
 """ATen converters for torch's fake quantization (a QAT model exported before conversion):
 ``fake_quantize_per_tensor_affine`` (a float / int or tensor scale and zero point),
 ``fake_quantize_per_channel_affine`` and the ``_cachemask`` forms torch.export keeps, built as
-float arithmetic by ``frontend_common.torch_fake_quant`` -- equal to eager, float convs.
+float arithmetic by ``frontend_common.torch_fake_quant`` -- equal to eager. A conv2d of an 8-bit
+fake-quantized input and a constant fake-quantized weight runs as the integer conv of their
+8-bit values, scaled after (``aten_fake_quant_conv``; float rounding apart, eager's values).
 
 The integer path: ``from_pytorch(..., fake_quantize_as_qnn=True)`` (a minitvm option) writes
 each fake quantization over an 8-bit range as ``qnn.dequantize(qnn.quantize(x))`` (a narrower
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize
+from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize_parts
 from ... import expr as _expr
 from ... import op as _op
 from .aten import _is_expr, register
+from .aten_fake_quant_conv import note_activation, note_weight
 
 
 def _float_operand(ctx, v, dt):
@@ -81,9 +84,13 @@ def _fake_quantize_per_tensor(ctx, args):
                                                    int(qmax))
     if pair is not None:
         return pair
-    out, mask = fake_quantize(_op, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
-                              _float_operand(ctx, zero_point, dt), int(qmin), int(qmax),
-                              _scalar(dt))
+    out, mask, clamped = fake_quantize_parts(_op, x, _inverse(ctx, scale, dt),
+                                             _float_operand(ctx, scale, dt),
+                                             _float_operand(ctx, zero_point, dt), int(qmin),
+                                             int(qmax), _scalar(dt))
+    if dt == "float32":  # (a conv may read the 8-bit integers, or a constant weight's)
+        out = note_weight(ctx, x, out, scale, zero_point, None, int(qmin), int(qmax))
+        note_activation(ctx, out, clamped, scale, zero_point, int(qmin), int(qmax))
     return (out, mask) if ctx.op_name.endswith("_cachemask") else out
 
 
@@ -97,8 +104,10 @@ def _fake_quantize_per_channel(ctx, args):
     if pair is not None:
         return pair
     shape = channel_shape(len(ctx.shape(x)), int(axis), int(ctx.shape(scale)[0]))
-    scale = _op.reshape(_float_operand(ctx, scale, dt), shape)
-    zero_point = _op.reshape(_float_operand(ctx, zero_point, dt), shape)
-    out, mask = fake_quantize(_op, x, _inverse(ctx, scale, dt), scale, zero_point, int(qmin),
-                              int(qmax), _scalar(dt))
+    s = _op.reshape(_float_operand(ctx, scale, dt), shape)
+    z = _op.reshape(_float_operand(ctx, zero_point, dt), shape)
+    out, mask, _ = fake_quantize_parts(_op, x, _inverse(ctx, s, dt), s, z, int(qmin), int(qmax),
+                                       _scalar(dt))
+    if dt == "float32":  # (a conv may read a constant weight's 8-bit integers)
+        out = note_weight(ctx, x, out, scale, zero_point, int(axis), int(qmin), int(qmax))
     return (out, mask) if ctx.op_name.endswith("_cachemask") else out

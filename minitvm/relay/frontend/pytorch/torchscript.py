@@ -75,6 +75,15 @@ def _graph_of(module, freeze: bool = True):
     return graph, owner
 
 
+def _fake_quantizes(module) -> bool:
+    """Does the module fake-quantize a tensor (a QAT model)? Then it is not frozen: freezing
+    folds a weight's fake quantization into float values, where the importer notes the 8-bit
+    integers for the conv that reads them (``aten_fake_quant_conv``)."""
+    graph = getattr(module, "inlined_graph", None)
+    return graph is not None and any(n.kind().startswith("aten::fake_quantize_per_")
+                                     for n in graph.nodes())
+
+
 def _table_name(kind: str) -> str:
     """A node kind's key in the converter table: ATen ops by their bare name, other
     namespaces' ops (``torchvision::roi_align``) by their full one."""
@@ -111,14 +120,17 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
         (minitvm) Import ``torch.fake_quantize_per_tensor_affine`` / ``..._per_channel_affine``
         over an 8-bit range as ``qnn.quantize`` -> ``qnn.dequantize`` pairs, for
         ``relay.transform.FakeQuantizationToInteger`` (the integer path of a QAT model;
-        numerics: ``aten_fake_quant``). By default they are float arithmetic equal to eager.
+        numerics: ``aten_fake_quant``). By default they are float arithmetic equal to eager,
+        and a conv2d / linear of an 8-bit fake-quantized input and a constant fake-quantized
+        weight is the integer op of the 8-bit values, scaled after (``aten_fake_quant_conv``).
 
     Returns
     -------
     mod : tvm.IRModule
     params : dict of str to tvm.nd.NDArray (empty: parameters are embedded as constants)
     """
-    graph, owner = _graph_of(script_module, freeze=not fake_quantize_as_qnn)
+    graph, owner = _graph_of(script_module, freeze=not fake_quantize_as_qnn and
+                             not _fake_quantizes(script_module))
     table = dict(ATEN)
     table.update({k.replace("aten::", ""): v for k, v in (custom_convert_map or {}).items()})
     _check_supported(graph, table, owner is not None)

@@ -1,0 +1,124 @@
+"""A QAT model's fake-quantized conv (or linear) as the integer op it simulates (the default
+import).
+
+``torch.fake_quantize_per_tensor_affine`` over an 8-bit range gives values ``(q - z) * s`` of
+8-bit integers ``q``; a constant weight fake-quantized per tensor or per output channel gives
+``(q_w - z_w) * s_w``. A conv2d of the two is ``s * s_w * conv(q - z, q_w - z_w)``: the integer
+conv of the 8-bit values, scaled after, which ``frontend_common.onnx_quant.vnni_conv`` runs on
+the host's VNNI instructions (``relay/frontend/vnni_int``), as the ONNX importer runs a QDQ
+model's Conv; a linear of the two likewise (``vnni_matmul``: the int32 dense). The integer sum is exact; eager's float conv rounds its sum, so the two differ
+by float rounding only (what the ONNX import of the model's QDQ export gives).
+
+The fake-quantize converters (``aten_fake_quant``) note what they make
+(``note_activation``, ``note_weight``: the 8-bit tensor or values and their scale and zero
+point, by output expression); the conv converter asks ``fake_quant_conv``, which declines
+(None: the float conv stays) where ``vnni_conv`` does not take the conv -- a range wider than
+8 bits, a weight that is not a constant, a grouped conv, too few channels, no VNNI --, and
+the linear converter ``fake_quant_dense``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common.onnx_quant import conv_output_scale, vnni_conv, vnni_matmul
+from ....frontend_common.torch_fake_quant import eight_bit_dtype, weight_integers
+from ... import expr as _expr
+from ... import op as _op
+from ..common import const_value
+from ..vnni_int import vnni_int_conv, vnni_int_matmul
+
+__all__ = ["note_activation", "note_weight", "fake_quant_conv", "fake_quant_dense"]
+
+
+def _notes(ctx, name: str) -> dict:
+    """The context's table ``name``: id of an output expression -> (expression, facts)."""
+    table = getattr(ctx, name, None)
+    if table is None:
+        table = {}
+        setattr(ctx, name, table)
+    return table
+
+
+def _lookup(ctx, name: str, e):
+    found = _notes(ctx, name).get(id(e))
+    return None if found is None or found[0] is not e else found[1]
+
+
+def _known(v) -> np.ndarray | None:
+    """A scale or zero point's value (a Python number or a constant), else None."""
+    if isinstance(v, _expr.Expr):
+        return const_value(v)
+    return None if v is None else np.asarray(v)
+
+
+def note_activation(ctx, out, clamped, scale, zero_point, qmin: int, qmax: int) -> None:
+    """Note the per-tensor fake quantization ``out`` of a float32 tensor whose clamped integers
+    (float32 values) are ``clamped``, when its range is 8-bit and its scale and zero point are
+    known scalars: a conv may read ``cast(clamped, uint8 / int8)`` instead."""
+    dtype = eight_bit_dtype(qmin, qmax)
+    s, z = _known(scale), _known(zero_point)
+    if dtype is None or s is None or z is None or s.size != 1 or z.size != 1:
+        return
+    q = _op.cast(clamped, dtype)
+    _notes(ctx, "fake_quant_activations")[id(out)] = (
+        out, (q, np.float32(s.reshape(())), int(z.reshape(()))))
+
+
+def note_weight(ctx, x, out, scale, zero_point, axis: int | None, qmin: int, qmax: int):
+    """``out`` folded; when it is a constant (``x`` a constant weight) over an 8-bit range with
+    known scales and zero points, one or one per index of axis 0 (a conv's output channels, a
+    linear's output features), note its integers (int64 ``q_w``), dtype, zero points and
+    float32 scales, after checking that ``(q_w - z_w) * s_w`` is the folded value
+    (``torch_fake_quant.weight_integers``)."""
+    out = ctx.fold(out)
+    xv, s, z = const_value(x), _known(scale), _known(zero_point)
+    if xv is None or s is None or z is None or not isinstance(out, _expr.Constant):
+        return out
+    found = weight_integers(xv, s, z, axis, qmin, qmax)
+    if found is None or not np.array_equal(found[4], const_value(out)):
+        return out  # (not torch's arithmetic: leave the float conv)
+    _notes(ctx, "fake_quant_weights")[id(out)] = (out, found[:4])
+    return out
+
+
+def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
+    """The 2-D conv of ``x`` and ``w`` (normalized ``strides`` / ``dilation``, ``padding`` of 2 or
+    4 values) as the float32 result of ``vnni_int_conv``'s integer conv scaled by ``s * s_w``
+    when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant fake-quantized
+    weight that ``vnni_conv`` takes; else None."""
+    act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
+    if act is None or wgt is None or len(ctx.shape(x)) != 4:
+        return None
+    q, sx, zx = act
+    wv, w_dtype, zw, sw = wgt
+    channels = int(wv.shape[0])
+    if not vnni_conv(ctx.dtype(q), np.int64(zx), w_dtype, wv, zw, int(groups or 1), channels,
+                     weight_zero_points=True):
+        return None
+    pads = [int(p) for p in padding]
+    begin, end = (pads, pads) if len(pads) == 2 else (pads[:2], pads[2:])
+    y = vnni_int_conv(ctx, q, np.int64(zx), None, wv, [int(v) for v in strides],
+                      [int(v) for v in dilation], begin, end, int(groups or 1),
+                      list(wv.shape[2:]), w_dtype, zw)
+    scale = conv_output_scale((sw * sx).astype(np.float32), channels)
+    return _op.multiply(_op.cast(y, "float32"), _expr.const(scale, "float32"))
+
+
+def fake_quant_dense(ctx, x, flat, w):
+    """``linear``'s product of ``flat`` (``x`` as 2-D rows) and the weight ``w`` ``[N, K]``: the
+    float32 result of ``vnni_int_matmul``'s int32 dense of the 8-bit values scaled by
+    ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
+    fake-quantized weight that ``vnni_matmul`` takes; else the float ``nn.dense``."""
+    act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
+    if act is not None and wgt is not None and wgt[0].ndim == 2:
+        q, sx, zx = act
+        wv, w_dtype, zw, sw = wgt
+        b = np.ascontiguousarray(wv.T)
+        if vnni_matmul(ctx.dtype(q), np.int64(zx), True, w_dtype, b, zw):
+            rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
+            y = vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw)
+            scale = (sw * sx).astype(np.float32)
+            return _op.multiply(_op.cast(y, "float32"),
+                                _expr.const(scale.reshape(()) if scale.size == 1 else scale,
+                                            "float32"))
+    return _op.nn.dense(flat, w)
