@@ -2,8 +2,8 @@
 polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
 which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
 ``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
-``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0`` and ``frexp``
-(``frontend_common.torch_special``, shared with Relax as well). Integer
+``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp``,
+``lgamma`` and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well). Integer
 operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
@@ -150,6 +150,21 @@ def _ndtri(ctx, args):
 
 
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
+
+
+def _gamma_function(compose):
+    """A converter evaluating ``compose`` (lgamma / digamma) in float64
+    (``torch_special.GAMMA_WORKING_DTYPE``), cast back to the operand's float dtype."""
+    def convert(ctx, args):
+        x, dt = _float_operand(ctx, args[0])
+        wide = torch_special.GAMMA_WORKING_DTYPE
+        return _op.cast(compose(_op, _op.cast(x, wide), _const(wide)), dt)
+    return convert
+
+
+register("lgamma", "lgamma_", "special_gammaln")(_gamma_function(torch_special.lgamma))
+register("digamma", "digamma_", "special_digamma", "special_psi")(
+    _gamma_function(torch_special.digamma))
 
 
 @register("frexp")
