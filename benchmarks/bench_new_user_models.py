@@ -1918,7 +1918,8 @@ def main() -> int:
                     "segmenter with ConvTranspose3d, SOLOv2 with Matrix NMS, BiDAF, a "
                     "pointer-generator with coverage, ConvE, SCINet, a Decision Transformer, a "
                     "Universal Transformer with ACT halting, XCiT cross-covariance attention, "
-                    "PNA, Graves handwriting synthesis, FocalNet); all")
+                    "PNA, Graves handwriting synthesis, DeepAR with a negative-binomial NLL by "
+                    "lgamma); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "

@@ -16,8 +16,9 @@ attention over channels with L2-normalized queries and keys, local patch interac
 depthwise convs, class-attention layers), PNA over an edge list (mean / max / min / std
 aggregators by ``scatter_reduce``, degree scalers), Graves' handwriting synthesis (an
 attention window of Gaussians over the characters, a mixture density head's negative log
-likelihood by ``logsumexp``) and FocalNet (focal modulation: a stack of depthwise convs
-gated and summed with a global context). Kept apart so the main script stays readable."""
+likelihood by ``logsumexp``) and DeepAR (an LSTM over scaled lagged counts, covariates and
+a series embedding; a negative-binomial negative log likelihood written with
+``torch.lgamma``). Kept apart so the main script stays readable."""
 
 from __future__ import annotations
 
@@ -529,58 +530,30 @@ def twentieth_models():
                                                      reduction="none")
             return nll + bce
 
-    # -- FocalNet -------------------------------------------------------------------------
-    class FocalModulation(nn.Module):
-        def __init__(self, d, levels=3, k0=3):
+    # -- DeepAR with a negative-binomial likelihood -------------------------------------
+    class DeepARNegBin(nn.Module):
+        """An LSTM over the scaled lagged counts, covariates and a series embedding; each
+        step's mean and shape through softplus; the counts' negative-binomial NLL written out
+        with ``torch.lgamma`` as in the DeepAR paper."""
+
+        def __init__(self, series=100, cov=4, emb=8, hidden=40, layers=2):
             super().__init__()
-            self.levels = levels
-            self.f = nn.Linear(d, 2 * d + levels + 1)
-            self.h = nn.Conv2d(d, d, 1)
-            self.proj = nn.Linear(d, d)
-            self.focal = nn.ModuleList([nn.Sequential(
-                nn.Conv2d(d, d, k0 + 2 * i, padding=(k0 + 2 * i) // 2, groups=d, bias=False),
-                nn.GELU()) for i in range(levels)])
+            self.emb = nn.Embedding(series, emb)
+            self.lstm = nn.LSTM(1 + cov + emb, hidden, layers, batch_first=True)
+            self.mu, self.alpha = nn.Linear(hidden, 1), nn.Linear(hidden, 1)
 
-        def forward(self, x):                                        # (b, h, w, d)
-            d = x.shape[-1]
-            q, ctx, gates = self.f(x).permute(0, 3, 1, 2).split([d, d, self.levels + 1], 1)
-            ctx_all = 0
-            for i, layer in enumerate(self.focal):
-                ctx = layer(ctx)
-                ctx_all = ctx_all + ctx * gates[:, i:i + 1]
-            glob = F.gelu(ctx.mean((2, 3), keepdim=True))
-            ctx_all = ctx_all + glob * gates[:, self.levels:]
-            out = q * self.h(ctx_all)
-            return self.proj(out.permute(0, 2, 3, 1))
-
-    class FocalBlock(nn.Module):
-        def __init__(self, d):
-            super().__init__()
-            self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.mod = FocalModulation(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-            self.g1, self.g2 = nn.Parameter(0.5 * torch.ones(d)), nn.Parameter(0.5 * torch.ones(d))
-
-        def forward(self, x):
-            x = x + self.g1 * self.mod(self.n1(x))
-            return x + self.g2 * self.mlp(self.n2(x))
-
-    class FocalNetMini(nn.Module):
-        def __init__(self, dims=(32, 64, 128), depths=(1, 2, 1), classes=10):
-            super().__init__()
-            self.downs = nn.ModuleList()
-            self.stages = nn.ModuleList()
-            cin = 3
-            for i, (d, n) in enumerate(zip(dims, depths, strict=True)):
-                self.downs.append(nn.Conv2d(cin, d, 4 if i == 0 else 2, 4 if i == 0 else 2))
-                self.stages.append(nn.Sequential(*[FocalBlock(d) for _ in range(n)]))
-                cin = d
-            self.norm, self.head = nn.LayerNorm(dims[-1]), nn.Linear(dims[-1], classes)
-
-        def forward(self, x):
-            for down, stage in zip(self.downs, self.stages, strict=True):
-                x = stage(down(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-            return self.head(self.norm(x.mean((2, 3))))
+        def forward(self, counts, covariates, series_id):      # (b, t), (b, t, cov), (b,)
+            scale = 1 + counts.mean(1, keepdim=True)
+            lagged = F.pad(counts[:, :-1], (1, 0)) / scale
+            e = self.emb(series_id).unsqueeze(1).expand(-1, counts.shape[1], -1)
+            h = self.lstm(torch.cat([lagged.unsqueeze(-1), covariates, e], -1))[0]
+            mu = F.softplus(self.mu(h)).squeeze(-1) * scale
+            alpha = F.softplus(self.alpha(h)).squeeze(-1) / scale.sqrt()
+            r = 1 / alpha
+            log_p = (torch.lgamma(counts + r) - torch.lgamma(counts + 1) - torch.lgamma(r)
+                     - r * torch.log1p(alpha * mu)
+                     + counts * (torch.log(alpha * mu) - torch.log1p(alpha * mu)))
+            return -log_p
 
     # -- inputs ---------------------------------------------------------------------------
     def gen(seed):
@@ -631,6 +604,15 @@ def twentieth_models():
                     "edge_index": torch.randint(0, n, (2, e), generator=g)}
         return make
 
+    def demand(b=8, t=48, cov=4, series=100, seed=108):
+        def make():
+            g = gen(seed)
+            rate = torch.rand(b, 1, generator=g) * 20 + 1
+            return {"counts": torch.poisson(rate.expand(b, t), generator=g),
+                    "covariates": torch.randn(b, t, cov, generator=g),
+                    "series_id": torch.randint(0, series, (b,), generator=g)}
+        return make
+
     def pen(b=2, t=40, u=12, alphabet=60, seed=107):
         def make():
             g = gen(seed)
@@ -652,5 +634,5 @@ def twentieth_models():
         "xcit_mini": (XCiTMini, (1, 3, 64, 64)),
         "pna_graph": (PNANet, graph()),
         "graves_handwriting": (HandwritingSynthesis, pen()),
-        "focalnet_mini": (FocalNetMini, (1, 3, 64, 64)),
+        "deepar_negbin": (DeepARNegBin, demand()),
     }

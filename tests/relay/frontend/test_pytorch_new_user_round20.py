@@ -90,6 +90,7 @@ def test_graves_soft_window_mixture_nll():
     _run(m, strokes, _ints(10, 2, 4, seed=2), rtol=1e-4, atol=1e-5)
 
 
-def test_focalnet_modulation():
-    m = _model("focalnet_mini", dims=(8, 16), depths=(1, 1), classes=3)
-    _run(m, _rand(1, 3, 32, 32), rtol=1e-4, atol=1e-5)
+def test_deepar_negative_binomial_lgamma():
+    m = _model("deepar_negbin", series=5, cov=2, emb=3, hidden=8, layers=1)
+    counts = torch.poisson(torch.full((2, 6), 4.0), generator=torch.Generator().manual_seed(0))
+    _run(m, counts, _randn(2, 6, 2, seed=1), _ints(5, 2, seed=2), rtol=1e-4, atol=1e-5)
