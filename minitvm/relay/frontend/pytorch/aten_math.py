@@ -3,7 +3,7 @@ polar point features, StyleGAN's truncation trick), built by ``frontend_common.t
 which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
 ``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
 ``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp``,
-``lgamma`` and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well). Integer
+``lgamma``, ``mvlgamma`` and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well). Integer
 operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
@@ -165,6 +165,21 @@ def _gamma_function(compose):
 register("lgamma", "lgamma_", "special_gammaln")(_gamma_function(torch_special.lgamma))
 register("digamma", "digamma_", "special_digamma", "special_psi")(
     _gamma_function(torch_special.digamma))
+
+
+@register("mvlgamma", "mvlgamma_", "special_multigammaln")
+def _mvlgamma(ctx, args):
+    """The multivariate log-gamma of order ``p``: ``sum_i lgamma(x - i / 2) + p (p - 1) / 4
+    log(pi)`` (a Wishart log density's normalizer)."""
+    x, dt = _float_operand(ctx, args[0])
+    order = int(args[1])
+    wide = torch_special.GAMMA_WORKING_DTYPE
+    c = _const(wide)
+    xw = _op.cast(x, wide)
+    total = c(order * (order - 1) / 4 * math.log(math.pi))
+    for i in range(order):
+        total = _op.add(total, torch_special.lgamma(_op, _op.subtract(xw, c(i / 2)), c))
+    return _op.cast(total, dt)
 
 
 @register("frexp")
