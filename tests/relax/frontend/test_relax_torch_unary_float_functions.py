@@ -42,3 +42,10 @@ def test_integer_operands(name):
 
 def test_rrelu_eval_is_a_leaky_relu():
     run_exported(lambda v: F.rrelu(v, 0.1, 0.3, training=False), _inputs())
+
+
+def test_logaddexp2_through_isinf():
+    """torch decomposes logaddexp2 with an isinf test (equal infinities)."""
+    a, b = _inputs(), torch.flip(_inputs(), [0])
+    run_exported(torch.logaddexp2, a, b)
+    run_exported(lambda v: torch.isinf(v), a)

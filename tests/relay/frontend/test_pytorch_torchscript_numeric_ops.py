@@ -1,6 +1,7 @@
 """ATen calls TorchScript keeps that torch.export decomposes (so from_pytorch refused them with
 OpNotImplemented while from_exported_program took them): ``addcmul`` / ``addcdiv``, ``nanmean``,
-``kron``, ``linalg.matrix_norm``, ``frac``, ``heaviside`` and ``mvlgamma``. Each through
+``kron``, ``linalg.matrix_norm``, ``frac``, ``heaviside``, ``mvlgamma``, ``movedim`` /
+``moveaxis``, ``tensor_split``, ``float_power``, ``isin`` and ``logaddexp2``. Each through
 from_pytorch and the Relay torch.export importer, built native, equal to eager (NaNs and
 infinities at the same places)."""
 
@@ -79,3 +80,31 @@ def test_frac_and_heaviside_special_values():
 def test_mvlgamma_order_three():
     x = _randn(4, 5).abs() * 4 + 1.01
     _converts(lambda v: torch.special.multigammaln(v, 3), x, rtol=1e-6, atol=1e-5)
+
+
+def test_movedim_and_moveaxis():
+    x = _randn(2, 3, 4, 5)
+    _converts(lambda v: torch.movedim(v, (0, 1), (3, 0)), x)
+    _converts(lambda v: torch.moveaxis(v, -1, 1), x)
+
+
+@pytest.mark.parametrize("how", [3, [1, 5], [-3, 20]], ids=["sections", "indices", "clamped"])
+def test_tensor_split_pieces(how):
+    x = _randn(4, 8)
+    for k in range(3):
+        _converts(lambda v, k=k: torch.tensor_split(v, how, dim=1)[k] * 2, x)
+
+
+def test_float_power_is_float64():
+    _converts(lambda v: torch.float_power(v.abs(), 1.5), _randn(3, 4))
+
+
+def test_isin_tensor_and_number():
+    x = torch.arange(12).reshape(3, 4) % 7
+    _converts(lambda v, t: torch.isin(v, t), x, torch.tensor([[1, 3], [5, 9]]))
+    _converts(lambda v, t: torch.isin(v, t, invert=True), x, torch.tensor([0, 2]))
+
+
+def test_logaddexp2_with_infinities():
+    a, b = _with_specials(3, 8), _with_specials(3, 8).flip(1)
+    _converts(torch.logaddexp2, a, b)

@@ -1,7 +1,7 @@
 """Core-ATen unary functions ``relax.op`` has as operators but ``aten_ops``' table leaves out
 (``tan``, the inverse trigonometric and the hyperbolic functions, ``trunc``), and those it
 composes: ``log2`` / ``log10`` (in float64, so exact powers come out exact), ``exp2``,
-``signbit`` and ``rrelu`` in eval mode. Integer operands promote to float, as torch's float
+``signbit``, ``isinf`` and ``rrelu`` in eval mode. Integer operands promote to float, as torch's float
 functions do."""
 
 from __future__ import annotations
@@ -85,3 +85,12 @@ def _rrelu(ctx: AtenContext, args):
         raise ctx.fail("rrelu in training mode draws random slopes; export the model in eval "
                        "mode (model.eval())")
     return ctx.emit(_op.nn.leakyrelu(x, (lower + upper) / 2)), noise
+
+
+@register("isinf.default")
+def _isinf(ctx: AtenContext, args):
+    """Infinite entries of a float tensor; none of an integer one."""
+    x = args[0]
+    if ctx.dtype(x).startswith("float"):
+        return ctx.emit(_op.isinf(x))
+    return ctx.emit(_op.not_equal(x, x))

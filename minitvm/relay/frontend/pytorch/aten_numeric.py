@@ -4,7 +4,8 @@ sample points ``x``), ``cov`` / ``corrcoef`` (variables in rows, a correction, n
 or importance weights), ``renorm`` (sub-tensors scaled down to a maximum norm),
 ``cartesian_prod``, ``block_diag`` and ``vander``; and ``addcmul`` / ``addcdiv``, ``nanmean``,
 ``kron``, ``linalg.matrix_norm`` (Frobenius, 1, inf and their negatives), ``frac`` and
-``heaviside``, which torch.export decomposes but TorchScript keeps as ATen calls."""
+``heaviside``, which torch.export decomposes but TorchScript keeps as ATen calls; likewise
+``movedim`` / ``moveaxis``, ``tensor_split``, ``float_power``, ``isin`` and ``logaddexp2``."""
 
 from __future__ import annotations
 
@@ -282,3 +283,83 @@ def _heaviside(ctx, args):
     zero = _scalar_like(ctx, 0.0, x)
     step = _op.where(_op.greater(x, zero), _scalar_like(ctx, 1.0, x), zero)
     return _op.where(_op.equal(x, zero), _op.add(values, _op.zeros_like(x)), step)
+
+
+@register("movedim", "moveaxis")
+def _movedim(ctx, args):
+    """The ``source`` axes moved to ``destination``, the others keeping their order."""
+    x = args[0]
+    nd = len(ctx.shape(x))
+    src = args[1] if isinstance(args[1], list | tuple) else [args[1]]
+    dst = args[2] if isinstance(args[2], list | tuple) else [args[2]]
+    src, dst = [_norm_dim(int(d), nd) for d in src], [_norm_dim(int(d), nd) for d in dst]
+    order: list = [None] * nd
+    for a, b in zip(src, dst, strict=True):
+        order[b] = a
+    rest = iter(a for a in range(nd) if a not in src)
+    perm = [a if a is not None else next(rest) for a in order]
+    return x if perm == list(range(nd)) else _op.transpose(x, perm)
+
+
+@register("tensor_split")
+def _tensor_split(ctx, args):
+    """(input, sections or indices, dim): ``n`` sections of which the first ``size % n`` hold
+    one more, or the pieces between the given indices (clamped to the axis, as torch's)."""
+    x, how = args[0], args[1]
+    dim = _norm_dim(int(_opt(args, 2, 0)), len(ctx.shape(x)))
+    size = int(ctx.shape(x)[dim])
+    if _is_expr(how):
+        raise ctx.fail("tensor_split with a tensor of indices or sections needs them as Python "
+                       "ints (a traced constant)")
+    if isinstance(how, list | tuple):
+        bounds = [min(max(int(i) if i >= 0 else int(i) + size, 0), size) for i in how]
+        bounds = [0, *bounds, size]
+    else:
+        n = int(how)
+        if n < 1:
+            raise ctx.fail(f"tensor_split into {n} sections: at least 1")
+        step, extra = divmod(size, n)
+        bounds = [0]
+        for k in range(n):
+            bounds.append(bounds[-1] + step + (1 if k < extra else 0))
+    return tuple(_op.strided_slice(x, [lo], [max(lo, hi)], axes=[dim])
+                 for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+@register("float_power", "float_power_")
+def _float_power(ctx, args):
+    """``base ** exponent`` in float64, as torch's float_power."""
+    def wide(v):
+        if _is_expr(v):
+            return v if ctx.dtype(v) == "float64" else _op.cast(v, "float64")
+        return _expr.const(np.array(float(v), "float64"), "float64")
+    return _op.power(wide(args[0]), wide(args[1]))
+
+
+@register("isin")
+def _isin(ctx, args):
+    """(elements, test_elements, assume_unique, invert): each element's equality with any test
+    element (a tensor, flattened, or a number)."""
+    x, test = args[0], args[1]
+    invert = bool(_opt(args, 3, False))
+    if _is_expr(test):
+        flat = _op.reshape(test, [-1])
+        if ctx.dtype(flat) != ctx.dtype(x):
+            flat = _op.cast(flat, ctx.dtype(x))
+        found = _op.max(_op.cast(_op.equal(_op.expand_dims(x, -1), flat), "int32"), [-1])
+        found = _op.cast(found, "bool")
+    else:
+        found = _op.equal(x, _scalar_like(ctx, test, x))
+    return _op.logical_not(found) if invert else found
+
+
+@register("logaddexp2")
+def _logaddexp2(ctx, args):
+    """``log2(2^a + 2^b)`` = ``max + log2(1 + 2^-|a - b|)``; equal infinities give themselves."""
+    a, b = _pair(ctx, args[0], args[1])
+    dt = ctx.dtype(a)
+    gap = _op.power(_scalar_like(ctx, 2.0, a), _op.negative(_op.abs(_op.subtract(a, b))))
+    out = _op.add(_op.maximum(a, b), _op.multiply(
+        _op.log(_op.add(_scalar_like(ctx, 1.0, a), gap)), _expr.const(
+            np.array(1 / math.log(2.0), dt), dt)))
+    return _op.where(_op.logical_and(_op.equal(a, b), _op.isinf(a)), a, out)
