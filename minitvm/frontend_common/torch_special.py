@@ -1,9 +1,10 @@
 """torch's special functions that neither dialect has as one operator: ``erfc`` / ``erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp``, ``lgamma`` and ``digamma`` (plus a
-full-precision ``log1p``), composed for the importers of both dialects from the operators they share, with
-float32 numerics matching torch's over the whole input range (far tails included). The
-approximations are sized for float32: float64 operands get float32-grade results (measured
-relative error against torch's double: log_ndtr 1.2e-7, i0 3.3e-9, ndtri 1.1e-9; frexp exact).
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma`` and
+``digamma`` (plus a full-precision ``log1p``), composed for the importers of both dialects
+from the operators they share, with float32 numerics matching torch's over the whole input
+range (far tails included). The approximations are sized for float32: float64 operands get
+float32-grade results (measured relative error against torch's double: log_ndtr 1.2e-7, i0
+3.3e-9, ndtri 1.1e-9; frexp exact).
 
 ``ops`` is the dialect's operator namespace (``relay.op`` or ``relax.op``); ``scalar(v)`` makes
 a constant of the operand's float dtype; ``emit`` binds a value used more than once (Relax's
@@ -16,8 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["GAMMA_WORKING_DTYPE", "NDTRI_WORKING_DTYPE", "digamma", "erfc", "erfcx", "frexp",
-           "i0", "lgamma", "log1p", "log_ndtr", "ndtri"]
+__all__ = ["GAMMA_WORKING_DTYPE", "NDTRI_WORKING_DTYPE", "digamma", "erfc", "erfcx", "erfinv",
+           "frexp", "i0", "lgamma", "log1p", "log_ndtr", "ndtri"]
 
 _Emit = Callable[[Any], Any]
 
@@ -159,6 +160,23 @@ def ndtri(ops: Any, p, scalar: Callable, emit: _Emit = lambda e: e):
     return ops.where(outside, scalar(math.nan), out)
 
 
+# below this |y|, erfinv's Maclaurin series (sqrt(pi) / 2) (y + pi y^3 / 12) is exact to
+# float64 rounding, where (1 + y) / 2 would round y away
+_ERFINV_SERIES_BELOW = 1e-4
+
+
+def erfinv(ops: Any, y, scalar: Callable, emit: _Emit = lambda e: e):
+    """The x with ``erf(x) = y``: ``ndtri((1 + y) / 2) / sqrt(2)``, so inf at 1, -inf at -1,
+    NaN outside [-1, 1] (as torch's); the series near 0. Float64 operands
+    (``NDTRI_WORKING_DTYPE``), as ``ndtri``'s."""
+    y = emit(y)
+    p = ops.multiply(ops.add(y, scalar(1.0)), scalar(0.5))
+    via_ndtri = ops.multiply(ndtri(ops, p, scalar, emit), scalar(math.sqrt(0.5)))
+    series = ops.multiply(ops.multiply(y, scalar(math.sqrt(math.pi) / 2)), ops.add(
+        scalar(1.0), ops.multiply(ops.multiply(y, y), scalar(math.pi / 12))))
+    return ops.where(ops.less(ops.abs(y), scalar(_ERFINV_SERIES_BELOW)), series, via_ndtri)
+
+
 def i0(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
     """The modified Bessel function of order 0 (even in x): the power series in ``x^2`` up to
     |x| = 12, the asymptotic series beyond, scaled by ``e^|x|`` (so inf where that overflows,
@@ -255,8 +273,8 @@ def lgamma(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
 
 def digamma(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
     """``d/dx log Gamma(x)``: -inf at 0 (inf at -0), NaN at the negative integers and at -inf,
-    inf at inf (as torch's). The asymptotic series at ``z >= 8``, less ``sum 1 / (x + k)`` for shifted
-    arguments, and ``digamma(1 - x) - pi / tan(pi x)`` below 1/2. Float64 operands
+    inf at inf (as torch's). The asymptotic series at ``z >= 8``, less ``sum 1 / (x + k)`` for
+    shifted arguments, and ``digamma(1 - x) - pi / tan(pi x)`` below 1/2. Float64 operands
     (``GAMMA_WORKING_DTYPE``), as ``lgamma``'s."""
     x = emit(x)
     reflect, pole, pos, small, z, phase = _gamma_parts(ops, x, scalar, emit)

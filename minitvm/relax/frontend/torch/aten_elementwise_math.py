@@ -1,8 +1,8 @@
 """Core-ATen unary functions ``relax.op`` has as operators but ``aten_ops``' table leaves out
 (``tan``, the inverse trigonometric and the hyperbolic functions, ``trunc``), and those it
 composes: ``log2`` / ``log10`` (in float64, so exact powers come out exact), ``exp2``,
-``signbit``, ``isinf`` and ``rrelu`` in eval mode. Integer operands promote to float, as torch's float
-functions do."""
+``signbit``, ``isinf`` and ``rrelu`` in eval mode. Integer operands promote to float, as
+torch's float functions do."""
 
 from __future__ import annotations
 

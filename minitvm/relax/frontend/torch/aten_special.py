@@ -1,7 +1,7 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp``, ``lgamma``, ``digamma`` and an
-accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay importer
-shares."""
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``
+and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
+importer shares."""
 
 from __future__ import annotations
 
@@ -62,6 +62,16 @@ def _gamma_function(compose):
 register("lgamma.default", "special_gammaln.default")(_gamma_function(torch_special.lgamma))
 register("digamma.default", "special_digamma.default", "special_psi.default")(
     _gamma_function(torch_special.digamma))
+
+
+@register("erfinv.default", "special_erfinv.default")
+def _erfinv(ctx: AtenContext, args):
+    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
+    x, _ = _float_unary(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    out = torch_special.erfinv(_op, ctx.emit(_op.astype(x, wide)),
+                               lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
+    return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
 
 
 @register("frexp.Tensor")

@@ -2,11 +2,11 @@
 polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
 which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
 ``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
-``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp``,
-``lgamma``, ``mvlgamma`` and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well),
-and the unary float functions both dialects have as operators (``tan``, the inverse
-trigonometric and the hyperbolic functions, ``log2``, ``log10``) or compose (``exp2``,
-``deg2rad``, ``rad2deg``, ``signbit``, ``sgn``, ``positive``). Integer
+``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``,
+``frexp``, ``lgamma``, ``mvlgamma`` and ``digamma`` (``frontend_common.torch_special``, shared
+with Relax as well), and the unary float functions both dialects have as operators
+(``tan``, the inverse trigonometric and the hyperbolic functions, ``log2``, ``log10``) or
+compose (``exp2``, ``deg2rad``, ``rad2deg``, ``signbit``, ``sgn``, ``positive``). Integer
 operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
@@ -153,6 +153,14 @@ def _ndtri(ctx, args):
 
 
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
+
+
+@register("erfinv", "erfinv_", "special_erfinv")
+def _erfinv(ctx, args):
+    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
+    x, dt = _float_operand(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    return _op.cast(torch_special.erfinv(_op, _op.cast(x, wide), _const(wide)), dt)
 
 
 def _gamma_function(compose):
