@@ -22,6 +22,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group seventeenth  # (..._seventeenth)
     python benchmarks/bench_new_user_models.py --group eighteenth  # (..._eighteenth)
     python benchmarks/bench_new_user_models.py --group nineteenth  # (..._nineteenth)
+    python benchmarks/bench_new_user_models.py --group twentieth  # (..._twentieth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -58,6 +59,7 @@ from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
+from new_user_models_twentieth import twentieth_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1912,7 +1914,7 @@ def main() -> int:
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-                                        "all"),
+                                        "twentieth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1979,7 +1981,12 @@ def main() -> int:
                     "multi-head latent attention, Soft MoE, a QAT fake-quantized CNN, SimCLR "
                     "NT-Xent, focal / Dice loss heads, ResNeSt split attention, GRU beam "
                     "search, PointRend, NF-ResNet scaled weight standardization, a Neural "
-                    "Turing Machine); all")
+                    "Turing Machine); twentieth: the 12 of the twentieth (a V-Net 3D "
+                    "segmenter with ConvTranspose3d, SOLOv2 with Matrix NMS, BiDAF, a "
+                    "pointer-generator with coverage, ConvE, SCINet, a Decision Transformer, a "
+                    "Universal Transformer with ACT halting, XCiT cross-covariance attention, "
+                    "PNA, Graves handwriting synthesis, DeepAR with a negative-binomial NLL by "
+                    "lgamma); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -1993,16 +2000,17 @@ def main() -> int:
     eleventh, twelfth, thirteenth = eleventh_models(), twelfth_models(), thirteenth_models()
     fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
-    nineteenth = nineteenth_models()
+    nineteenth, twentieth = nineteenth_models(), twentieth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
-             **sixteenth, **seventeenth, **eighteenth, **nineteenth}
+             **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
              "sixteenth": sixteenth, "seventeenth": seventeenth,
-             "eighteenth": eighteenth, "nineteenth": nineteenth, "all": table}[args.group]
+             "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

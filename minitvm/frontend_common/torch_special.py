@@ -1,9 +1,10 @@
 """torch's special functions that neither dialect has as one operator: ``erfc`` / ``erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``i0`` and ``frexp`` (plus a full-precision
-``log1p``), composed for the importers of both dialects from the operators they share, with
-float32 numerics matching torch's over the whole input range (far tails included). The
-approximations are sized for float32: float64 operands get float32-grade results (measured
-relative error against torch's double: log_ndtr 1.2e-7, i0 3.3e-9, ndtri 1.1e-9; frexp exact).
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma`` and
+``digamma`` (plus a full-precision ``log1p``), composed for the importers of both dialects
+from the operators they share, with float32 numerics matching torch's over the whole input
+range (far tails included). The approximations are sized for float32: float64 operands get
+float32-grade results (measured relative error against torch's double: log_ndtr 1.2e-7, i0
+3.3e-9, ndtri 1.1e-9; frexp exact).
 
 ``ops`` is the dialect's operator namespace (``relay.op`` or ``relax.op``); ``scalar(v)`` makes
 a constant of the operand's float dtype; ``emit`` binds a value used more than once (Relax's
@@ -16,7 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["NDTRI_WORKING_DTYPE", "erfc", "erfcx", "frexp", "i0", "log1p", "log_ndtr", "ndtri"]
+__all__ = ["GAMMA_WORKING_DTYPE", "NDTRI_WORKING_DTYPE", "digamma", "erfc", "erfcx", "erfinv",
+           "frexp", "i0", "lgamma", "log1p", "log_ndtr", "ndtri"]
 
 _Emit = Callable[[Any], Any]
 
@@ -158,6 +160,23 @@ def ndtri(ops: Any, p, scalar: Callable, emit: _Emit = lambda e: e):
     return ops.where(outside, scalar(math.nan), out)
 
 
+# below this |y|, erfinv's Maclaurin series (sqrt(pi) / 2) (y + pi y^3 / 12) is exact to
+# float64 rounding, where (1 + y) / 2 would round y away
+_ERFINV_SERIES_BELOW = 1e-4
+
+
+def erfinv(ops: Any, y, scalar: Callable, emit: _Emit = lambda e: e):
+    """The x with ``erf(x) = y``: ``ndtri((1 + y) / 2) / sqrt(2)``, so inf at 1, -inf at -1,
+    NaN outside [-1, 1] (as torch's); the series near 0. Float64 operands
+    (``NDTRI_WORKING_DTYPE``), as ``ndtri``'s."""
+    y = emit(y)
+    p = ops.multiply(ops.add(y, scalar(1.0)), scalar(0.5))
+    via_ndtri = ops.multiply(ndtri(ops, p, scalar, emit), scalar(math.sqrt(0.5)))
+    series = ops.multiply(ops.multiply(y, scalar(math.sqrt(math.pi) / 2)), ops.add(
+        scalar(1.0), ops.multiply(ops.multiply(y, y), scalar(math.pi / 12))))
+    return ops.where(ops.less(ops.abs(y), scalar(_ERFINV_SERIES_BELOW)), series, via_ndtri)
+
+
 def i0(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
     """The modified Bessel function of order 0 (even in x): the power series in ``x^2`` up to
     |x| = 12, the asymptotic series beyond, scaled by ``e^|x|`` (so inf where that overflows,
@@ -197,6 +216,90 @@ def frexp(ops: Any, x, scalar: Callable, exponent_dtype: str = "int32",
     mantissa = ops.where(regular, m, x)
     exponent = ops.where(regular, e, scalar(0.0))
     return mantissa, _astype(ops, exponent, exponent_dtype)
+
+
+# lgamma / digamma: arguments below GAMMA_SHIFT_BELOW are raised by the recurrence
+# Gamma(x + 1) = x Gamma(x), GAMMA_SHIFT steps, into the range of the asymptotic (Stirling)
+# series, whose first omitted term is below 1e-12 from 8 on; reflection covers x < 1/2
+GAMMA_WORKING_DTYPE = "float64"
+_GAMMA_SHIFT = 8
+_GAMMA_SHIFT_BELOW = 8.0
+# (B_2k / (2k (2k - 1))): lgamma(z) ~ (z - 1/2) log z - z + log(2 pi) / 2 + sum c_k / z^(2k-1)
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188)
+# (B_2k / 2k): digamma(z) ~ log z - 1 / (2z) - sum c_k / z^(2k)
+_DIGAMMA_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132)
+
+
+def _gamma_parts(ops: Any, x, scalar: Callable, emit: _Emit):
+    """(reflected, the nonpositive-integer poles, the argument at least 1/2, whether it is
+    shifted, z = the shifted argument >= 8, x - 2 round(x / 2)): ``x`` below 1/2 reflects to
+    ``1 - x``; the reflection's sine and cosine take ``x`` less its nearest even integer,
+    exact in floating point and in [-1, 1], so that a large ``x`` keeps its phase and a tiny
+    one its digits."""
+    reflect = emit(ops.less(x, scalar(0.5)))
+    pole = emit(ops.logical_and(ops.less_equal(x, scalar(0.0)), ops.equal(x, ops.floor(x))))
+    pos = emit(ops.where(reflect, ops.subtract(scalar(1.0), x), x))
+    small = emit(ops.less(pos, scalar(_GAMMA_SHIFT_BELOW)))
+    z = emit(ops.where(small, ops.add(pos, scalar(float(_GAMMA_SHIFT))), pos))
+    phase = emit(ops.subtract(x, ops.multiply(ops.round(ops.multiply(x, scalar(0.5))),
+                                              scalar(2.0))))
+    return reflect, pole, pos, small, z, phase
+
+
+def lgamma(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
+    """``log|Gamma(x)|``: inf at 0, the negative integers and both infinities, NaN kept (as
+    torch's). Stirling's series at ``z >= 8``, less the log of the product of the recurrence's
+    factors for smaller arguments, and ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` below 1/2.
+    Give it float64 operands (``GAMMA_WORKING_DTYPE``): the recurrence subtracts logs of about
+    10 near lgamma's zeros at 1 and 2, 1e-6 absolute error in float32."""
+    x = emit(x)
+    reflect, pole, pos, small, z, phase = _gamma_parts(ops, x, scalar, emit)
+    sine = ops.sin(ops.multiply(phase, scalar(math.pi)))
+    product = pos
+    for k in range(1, _GAMMA_SHIFT):
+        product = ops.multiply(product, ops.add(pos, scalar(float(k))))
+    shifted_by = ops.where(small, ops.log(ops.where(small, product, scalar(1.0))), scalar(0.0))
+    inv = emit(ops.divide(scalar(1.0), z))
+    series = ops.multiply(_horner(ops, emit(ops.multiply(inv, inv)), _STIRLING[::-1], scalar), inv)
+    stirling = ops.add(ops.subtract(ops.multiply(ops.subtract(z, scalar(0.5)), ops.log(z)), z),
+                       ops.add(scalar(0.5 * math.log(2 * math.pi)), series))
+    positive = emit(ops.subtract(stirling, shifted_by))
+    safe_sine = ops.where(pole, scalar(1.0), ops.abs(sine))
+    reflected = ops.subtract(ops.subtract(scalar(math.log(math.pi)), ops.log(safe_sine)),
+                             positive)
+    out = ops.where(reflect, reflected, positive)
+    return ops.where(ops.logical_or(pole, ops.isinf(x)), scalar(math.inf), out)
+
+
+def digamma(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
+    """``d/dx log Gamma(x)``: -inf at 0 (inf at -0), NaN at the negative integers and at -inf,
+    inf at inf (as torch's). The asymptotic series at ``z >= 8``, less ``sum 1 / (x + k)`` for
+    shifted arguments, and ``digamma(1 - x) - pi / tan(pi x)`` below 1/2. Float64 operands
+    (``GAMMA_WORKING_DTYPE``), as ``lgamma``'s."""
+    x = emit(x)
+    reflect, pole, pos, small, z, phase = _gamma_parts(ops, x, scalar, emit)
+    harmonic = ops.divide(scalar(1.0), pos)
+    for k in range(1, _GAMMA_SHIFT):
+        harmonic = ops.add(harmonic, ops.divide(scalar(1.0), ops.add(pos, scalar(float(k)))))
+    shifted_by = ops.where(small, harmonic, scalar(0.0))
+    inv = emit(ops.divide(scalar(1.0), z))
+    inv2 = emit(ops.multiply(inv, inv))
+    series = ops.multiply(_horner(ops, inv2, _DIGAMMA_ASYMPTOTIC[::-1], scalar), inv2)
+    asymptotic = ops.subtract(ops.subtract(ops.log(z), ops.multiply(inv, scalar(0.5))), series)
+    positive = emit(ops.subtract(asymptotic, shifted_by))
+    # pi / tan(pi x) = pi cos(pi x) / sin(pi x), both of the reduced phase
+    angle = emit(ops.multiply(phase, scalar(math.pi)))
+    cosine = ops.cos(angle)
+    safe_sine = ops.where(pole, scalar(1.0), ops.sin(angle))
+    reflected = ops.subtract(positive, ops.divide(ops.multiply(cosine, scalar(math.pi)),
+                                                  safe_sine))
+    out = ops.where(reflect, reflected, positive)
+    out = ops.where(pole, scalar(math.nan), out)
+    below_zero = ops.less(ops.divide(scalar(1.0), x), scalar(0.0))  # (-0.0 gives +inf)
+    out = ops.where(ops.equal(x, scalar(0.0)),
+                    ops.where(below_zero, scalar(math.inf), scalar(-math.inf)), out)
+    out = ops.where(ops.equal(x, scalar(math.inf)), scalar(math.inf), out)
+    return ops.where(ops.equal(x, scalar(-math.inf)), scalar(math.nan), out)
 
 
 def _astype(ops: Any, x, dtype: str):

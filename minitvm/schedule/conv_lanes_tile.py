@@ -64,11 +64,27 @@ def row_store(ctx, g, out, nv, ob, first, pixels: int, res, epilogue) -> S.Stmt:
     fills = []
     for jj in range(pixels):  # (the epilogue on each pixel's 16 channels)
         ll = ctx.fresh("ll")
-        idx = [nv, lanes.out_channel(g, ob, ll), oy, ox + jj]
+        idx = [nv, real_channel(g, ob, ll), oy, ox + jj]
         fills.append(S.For(ll, 0, lanes.LANES, S.ForKind.VECTORIZED, S.BufferStore(
             pre, epilogue(idx, res[jj, ll]), [jj, ll])))
     body = S.SeqStmt([*fills, transpose16(pre, pixels, stores)])
     return S.Allocate(pre.data, dtype, [pixels * lanes.LANES], True, S.DeclBuffer(pre, body))
+
+
+def real_channel(g, ob, ll):
+    """``lanes.out_channel``, but a padding lane of a last tile reads the tile's last real
+    channel: an epilogue run on all 16 lanes before the transpose reads its per-channel
+    operands (a bias) there, and past the conv's channels they lie outside the operand (a
+    7-channel conv read 9 floats past its bias: garbage, denormal there, made a fused tanh /
+    exp 20x slower; the padding lanes are never stored)."""
+    if lanes.tile_tail(g, ob) is None:
+        return lanes.out_channel(g, ob, ll)
+    cw = lanes.width(g)
+    if g["groups"] == 1:
+        return E.Min(ob * cw + ll, E.IntImm("int32", g["real_o"] - 1))
+    gi = E.FloorDiv(ob * cw, g["og"])
+    return gi * g["real_og"] + E.Min(E.FloorMod(ob * cw, g["og"]) + ll,
+                                     E.IntImm("int32", g["real_og"] - 1))
 
 
 def pieces(count: int) -> list[tuple[int, int]]:

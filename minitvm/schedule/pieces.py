@@ -39,15 +39,43 @@ def _cut_of(e, j, n: int | None = None) -> int | None:
     """The position of ``j`` (an axis of extent ``n``) where ``e`` changes piece: ``c`` when
     ``e`` is ``if_then_else(j < c, ...)`` with a constant ``c``, ``c * d`` when it tests
     ``j // d < c`` (a concatenate of rows of ``d`` read through a flattening reshape:
-    ``_rows_of``), else None."""
+    ``_rows_of``), ``c - k`` when it tests ``j + k < c``, the offset clamped or not (a
+    concatenate inside a piece of another, read at that piece's offset: PNA's four aggregators
+    concatenated, then concatenated scaled three ways), else None."""
     if not (isinstance(e, E.Call) and e.op_name == "tir.if_then_else"):
         return None
     cond = e.args[0]
     if not isinstance(cond, E.LT):
         return None
     c = const_int(cond.b)
+    if c is None:
+        return None
     d = _rows_of(cond.a, j, n)
-    return None if c is None or d is None else c * d
+    if d is not None:
+        return c * d
+    clamped = _clamped_offset(cond.a, j)
+    if clamped is None:
+        return None
+    k, low, high = clamped  # clamp(j + k, low, high) < c changes truth at j + k == c
+    return c - k if low < c <= high else None
+
+
+def _clamped_offset(e, j) -> tuple[int, float, float] | None:
+    """``(k, low, high)`` when ``e`` is ``j + k`` clamped by constant ``min`` / ``max`` bounds
+    (the clamps a piece tree's reads keep in bounds with: ``max(min(j - 48, 191), 0)``), any
+    of them absent (an infinite bound), else None."""
+    low, high = -float("inf"), float("inf")
+    while isinstance(e, (E.Min, E.Max)):
+        bound = const_int(e.b)
+        if bound is None:
+            return None
+        if isinstance(e, E.Min):
+            high = min(high, bound)
+        else:
+            low = max(low, bound)
+        e = e.a
+    k = _offset_of(e, j)
+    return None if k is None else (k, low, high)
 
 
 def _rows_of(a, j, n: int | None) -> int | None:

@@ -1,6 +1,7 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``i0``, ``frexp`` and an accurate ``log1p``, composed by
-``frontend_common.torch_special``, which the Relay importer shares."""
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``
+and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
+importer shares."""
 
 from __future__ import annotations
 
@@ -43,6 +44,33 @@ def _ndtri(ctx: AtenContext, args):
     wide = torch_special.NDTRI_WORKING_DTYPE
     out = torch_special.ndtri(_op, ctx.emit(_op.astype(x, wide)),
                               lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
+    return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
+
+
+def _gamma_function(compose):
+    """A converter evaluating ``compose`` (lgamma / digamma) in float64
+    (``torch_special.GAMMA_WORKING_DTYPE``), cast back to the operand's float dtype."""
+    def convert(ctx: AtenContext, args):
+        x, _ = _float_unary(ctx, args[0])
+        wide = torch_special.GAMMA_WORKING_DTYPE
+        out = compose(_op, ctx.emit(_op.astype(x, wide)),
+                      lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
+        return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
+    return convert
+
+
+register("lgamma.default", "special_gammaln.default")(_gamma_function(torch_special.lgamma))
+register("digamma.default", "special_digamma.default", "special_psi.default")(
+    _gamma_function(torch_special.digamma))
+
+
+@register("erfinv.default", "special_erfinv.default")
+def _erfinv(ctx: AtenContext, args):
+    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
+    x, _ = _float_unary(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    out = torch_special.erfinv(_op, ctx.emit(_op.astype(x, wide)),
+                               lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
     return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
 
 

@@ -516,7 +516,11 @@ def _bilinear(ctx, args):
 # ------------------------------------------------------------------ elementwise math
 @register("sign")
 def _sign(ctx, args):
-    return _op.sign(args[0])
+    """0 at NaN, as torch's (Relay's ``sign`` keeps NaN)."""
+    x = args[0]
+    if not ctx.dtype(x).startswith("float"):
+        return _op.sign(x)
+    return _op.where(_op.isnan(x), _scalar_like(ctx, 0.0, x), _op.sign(x))
 
 
 @register("trunc")

@@ -2,8 +2,11 @@
 polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
 which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
 ``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
-``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``i0`` and ``frexp``
-(``frontend_common.torch_special``, shared with Relax as well). Integer
+``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``,
+``frexp``, ``lgamma``, ``mvlgamma`` and ``digamma`` (``frontend_common.torch_special``, shared
+with Relax as well), and the unary float functions both dialects have as operators
+(``tan``, the inverse trigonometric and the hyperbolic functions, ``log2``, ``log10``) or
+compose (``exp2``, ``deg2rad``, ``rad2deg``, ``signbit``, ``sgn``, ``positive``). Integer
 operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
 
 from __future__ import annotations
@@ -152,6 +155,44 @@ def _ndtri(ctx, args):
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
 
 
+@register("erfinv", "erfinv_", "special_erfinv")
+def _erfinv(ctx, args):
+    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
+    x, dt = _float_operand(ctx, args[0])
+    wide = torch_special.NDTRI_WORKING_DTYPE
+    return _op.cast(torch_special.erfinv(_op, _op.cast(x, wide), _const(wide)), dt)
+
+
+def _gamma_function(compose):
+    """A converter evaluating ``compose`` (lgamma / digamma) in float64
+    (``torch_special.GAMMA_WORKING_DTYPE``), cast back to the operand's float dtype."""
+    def convert(ctx, args):
+        x, dt = _float_operand(ctx, args[0])
+        wide = torch_special.GAMMA_WORKING_DTYPE
+        return _op.cast(compose(_op, _op.cast(x, wide), _const(wide)), dt)
+    return convert
+
+
+register("lgamma", "lgamma_", "special_gammaln")(_gamma_function(torch_special.lgamma))
+register("digamma", "digamma_", "special_digamma", "special_psi")(
+    _gamma_function(torch_special.digamma))
+
+
+@register("mvlgamma", "mvlgamma_", "special_multigammaln")
+def _mvlgamma(ctx, args):
+    """The multivariate log-gamma of order ``p``: ``sum_i lgamma(x - i / 2) + p (p - 1) / 4
+    log(pi)`` (a Wishart log density's normalizer)."""
+    x, dt = _float_operand(ctx, args[0])
+    order = int(args[1])
+    wide = torch_special.GAMMA_WORKING_DTYPE
+    c = _const(wide)
+    xw = _op.cast(x, wide)
+    total = c(order * (order - 1) / 4 * math.log(math.pi))
+    for i in range(order):
+        total = _op.add(total, torch_special.lgamma(_op, _op.subtract(xw, c(i / 2)), c))
+    return _op.cast(total, dt)
+
+
 @register("frexp")
 def _frexp(ctx, args):
     """(mantissa in the input's float dtype, int32 exponent)."""
@@ -160,3 +201,71 @@ def _frexp(ctx, args):
     if not dt.startswith("float"):
         raise TypeError(f"frexp: torch.frexp takes a float tensor, got {dt}")
     return torch_special.frexp(_op, x, _const(dt))
+
+
+_FLOAT_UNARY = {"tan": _op.tan, "asin": _op.asin, "acos": _op.acos, "atan": _op.atan,
+                "sinh": _op.sinh, "cosh": _op.cosh, "asinh": _op.asinh, "acosh": _op.acosh,
+                "atanh": _op.atanh, "log2": _op.log2, "log10": _op.log10}
+_ALIASES = {"asin": ("arcsin",), "acos": ("arccos",), "atan": ("arctan",),
+            "asinh": ("arcsinh",), "acosh": ("arccosh",), "atanh": ("arctanh",)}
+
+
+def _float_unary(fn):
+    """A converter of one operand (integers promoted to float, as torch's float functions)."""
+    def convert(ctx, args):
+        return fn(_float_operand(ctx, args[0])[0])
+    return convert
+
+
+for _name, _fn in _FLOAT_UNARY.items():
+    _names = (_name, *_ALIASES.get(_name, ()))
+    register(*_names, *(n + "_" for n in _names))(_float_unary(_fn))
+
+
+@register("exp2", "exp2_", "special_exp2")
+def _exp2(ctx, args):
+    x, dt = _float_operand(ctx, args[0])
+    return _op.power(_const(dt)(2.0), x)
+
+
+@register("deg2rad", "deg2rad_")
+def _deg2rad(ctx, args):
+    x, dt = _float_operand(ctx, args[0])
+    return _op.multiply(x, _const(dt)(math.pi / 180.0))
+
+
+@register("rad2deg", "rad2deg_")
+def _rad2deg(ctx, args):
+    x, dt = _float_operand(ctx, args[0])
+    return _op.multiply(x, _const(dt)(180.0 / math.pi))
+
+
+@register("signbit")
+def _signbit(ctx, args):
+    """True below zero and at -0.0 (whose reciprocal is -inf); NaN reads False."""
+    x = args[0]
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        return _op.less(x, _expr.const(np.array(0, dtype=dt), dt))
+    zero = _const(dt)(0.0)
+    negative_zero = _op.logical_and(_op.equal(x, zero),
+                                    _op.less(_op.divide(_const(dt)(1.0), x), zero))
+    return _op.logical_or(_op.less(x, zero), negative_zero)
+
+
+@register("sgn", "sgn_")
+def _sgn(ctx, args):
+    """``sign`` of a real tensor (complex tensors do not reach the Relay importer)."""
+    return _sign_of(ctx, args[0])
+
+
+def _sign_of(ctx, x):
+    """-1, 0 or 1; 0 at NaN, as torch's ``(0 < x) - (x < 0)`` (Relay's ``sign`` keeps NaN)."""
+    if not ctx.dtype(x).startswith("float"):
+        return _op.sign(x)
+    return _op.where(_op.isnan(x), _const(ctx.dtype(x))(0.0), _op.sign(x))
+
+
+@register("positive")
+def _positive(ctx, args):
+    return args[0]

@@ -2,11 +2,15 @@
 ``aminmax`` (both extremes at once), ``trapezoid`` / ``cumulative_trapezoid`` (a spacing or
 sample points ``x``), ``cov`` / ``corrcoef`` (variables in rows, a correction, no frequency
 or importance weights), ``renorm`` (sub-tensors scaled down to a maximum norm),
-``cartesian_prod``, ``block_diag`` and ``vander``."""
+``cartesian_prod``, ``block_diag`` and ``vander``; and ``addcmul`` / ``addcdiv``, ``nanmean``,
+``kron``, ``linalg.matrix_norm`` (Frobenius, 1, inf and their negatives), ``frac`` and
+``heaviside``, which torch.export decomposes but TorchScript keeps as ATen calls; likewise
+``movedim`` / ``moveaxis``, ``tensor_split``, ``float_power``, ``isin`` and ``logaddexp2``."""
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -14,7 +18,7 @@ from ....frontend_common.torch_promote import tensors_dtype
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _is_expr, _norm_dim, _scalar_like, _vector_norm, register
+from .aten import _is_expr, _norm_dim, _pair, _scalar_like, _vector_norm, register
 from .aten_extra import _opt
 
 
@@ -193,3 +197,169 @@ def _vander(ctx, args):
         powers = _op.cumprod(_op.broadcast_to(_op.expand_dims(x, 1), (n, cols - 1)), axis=1)
         out = _op.concatenate([ones, powers], 1)
     return out if bool(_opt(args, 2, False)) or cols == 0 else _op.reverse(out, 1)
+
+
+def _pointwise_scaled(combine):
+    """``input + value * combine(tensor1, tensor2)`` (addcmul / addcdiv), in the operands'
+    promoted dtype."""
+    def convert(ctx, args):
+        x, t1, t2 = args[0], args[1], args[2]
+        value = _opt(args, 3, 1)
+        t1, t2 = _pair(ctx, t1, t2)
+        term = combine(t1, t2)
+        if _is_expr(value) or value != 1:
+            term = _op.multiply(*_pair(ctx, term, value))
+        return _op.add(*_pair(ctx, x, term))
+    return convert
+
+
+register("addcmul", "addcmul_")(_pointwise_scaled(_op.multiply))
+register("addcdiv", "addcdiv_")(_pointwise_scaled(_op.divide))
+
+
+@register("nanmean")
+def _nanmean(ctx, args):
+    """The mean of the entries that are not NaN (NaN where all are): (input, dim, keepdim,
+    dtype)."""
+    x = args[0]
+    if len(args) > 3 and args[3] is not None:
+        x = _op.cast(x, str(args[3]))
+    nd = len(ctx.shape(x))
+    dim = _opt(args, 1, None)
+    dims = None if dim is None or dim == [] else [
+        _norm_dim(int(d), nd) for d in (dim if isinstance(dim, list | tuple) else [dim])]
+    keep = bool(_opt(args, 2, False))
+    present = _op.logical_not(_op.isnan(x))
+    total = _op.sum(_op.where(present, x, _scalar_like(ctx, 0.0, x)), dims, keepdims=keep)
+    count = _op.sum(_op.cast(present, ctx.dtype(x)), dims, keepdims=keep)
+    return _op.divide(total, count)
+
+
+@register("kron")
+def _kron(ctx, args):
+    """Every product ``a[i] * b[j]`` at ``i * b.shape + j`` per axis: both operands raised to
+    one rank, interleaved as (a0, 1, a1, 1, ..) x (1, b0, 1, b1, ..), multiplied, merged."""
+    a, b = _pair(ctx, args[0], args[1])
+    sa, sb = list(ctx.shape(a)), list(ctx.shape(b))
+    nd = max(len(sa), len(sb))
+    sa, sb = [1] * (nd - len(sa)) + sa, [1] * (nd - len(sb)) + sb
+    a = _op.reshape(a, [d for n in sa for d in (n, 1)])
+    b = _op.reshape(b, [d for n in sb for d in (1, n)])
+    return _op.reshape(_op.multiply(a, b), [m * n for m, n in zip(sa, sb, strict=True)])
+
+
+@register("linalg_matrix_norm")
+def _matrix_norm(ctx, args):
+    """(input, ord, dim, keepdim, dtype): "fro", or 1 / -1 (the largest / smallest column sum
+    of magnitudes) and inf / -inf (row sums); 2, -2 and "nuc" need singular values."""
+    x, order = args[0], _opt(args, 1, "fro")
+    if len(args) > 4 and args[4] is not None:
+        x = _op.cast(x, str(args[4]))
+    nd = len(ctx.shape(x))
+    rows, cols = (_norm_dim(int(d), nd) for d in _opt(args, 2, [-2, -1]))
+    keep = bool(_opt(args, 3, False))
+    if order == "fro":
+        return _op.sqrt(_op.sum(_op.multiply(x, x), [rows, cols], keepdims=keep))
+    if order in (1, -1, math.inf, -math.inf):
+        summed, other = (rows, cols) if order in (1, -1) else (cols, rows)
+        sums = _op.sum(_op.abs(x), [summed], keepdims=True)
+        pick = _op.max if order > 0 else _op.min
+        out = pick(sums, [other], keepdims=True)
+        return out if keep else _op.squeeze(out, sorted([rows, cols]))
+    raise ctx.fail(f"linalg.matrix_norm with ord={order!r} needs singular values, which the "
+                   f"importer does not compute (it takes 'fro', 1, -1, inf and -inf)")
+
+
+@register("frac", "frac_")
+def _frac(ctx, args):
+    """``x - trunc(x)``: the sign of ``x``, NaN at the infinities."""
+    return _op.subtract(args[0], _op.trunc(args[0]))
+
+
+@register("heaviside", "heaviside_")
+def _heaviside(ctx, args):
+    """0 below zero (and at NaN), 1 above, ``values`` at zero."""
+    x, values = _pair(ctx, args[0], args[1])
+    zero = _scalar_like(ctx, 0.0, x)
+    step = _op.where(_op.greater(x, zero), _scalar_like(ctx, 1.0, x), zero)
+    return _op.where(_op.equal(x, zero), _op.add(values, _op.zeros_like(x)), step)
+
+
+@register("movedim", "moveaxis")
+def _movedim(ctx, args):
+    """The ``source`` axes moved to ``destination``, the others keeping their order."""
+    x = args[0]
+    nd = len(ctx.shape(x))
+    src = args[1] if isinstance(args[1], list | tuple) else [args[1]]
+    dst = args[2] if isinstance(args[2], list | tuple) else [args[2]]
+    src, dst = [_norm_dim(int(d), nd) for d in src], [_norm_dim(int(d), nd) for d in dst]
+    order: list = [None] * nd
+    for a, b in zip(src, dst, strict=True):
+        order[b] = a
+    rest = iter(a for a in range(nd) if a not in src)
+    perm = [a if a is not None else next(rest) for a in order]
+    return x if perm == list(range(nd)) else _op.transpose(x, perm)
+
+
+@register("tensor_split")
+def _tensor_split(ctx, args):
+    """(input, sections or indices, dim): ``n`` sections of which the first ``size % n`` hold
+    one more, or the pieces between the given indices (clamped to the axis, as torch's)."""
+    x, how = args[0], args[1]
+    dim = _norm_dim(int(_opt(args, 2, 0)), len(ctx.shape(x)))
+    size = int(ctx.shape(x)[dim])
+    if _is_expr(how):
+        raise ctx.fail("tensor_split with a tensor of indices or sections needs them as Python "
+                       "ints (a traced constant)")
+    if isinstance(how, list | tuple):
+        bounds = [min(max(int(i) if i >= 0 else int(i) + size, 0), size) for i in how]
+        bounds = [0, *bounds, size]
+    else:
+        n = int(how)
+        if n < 1:
+            raise ctx.fail(f"tensor_split into {n} sections: at least 1")
+        step, extra = divmod(size, n)
+        bounds = [0]
+        for k in range(n):
+            bounds.append(bounds[-1] + step + (1 if k < extra else 0))
+    return tuple(_op.strided_slice(x, [lo], [max(lo, hi)], axes=[dim])
+                 for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+@register("float_power", "float_power_")
+def _float_power(ctx, args):
+    """``base ** exponent`` in float64, as torch's float_power."""
+    def wide(v):
+        if _is_expr(v):
+            return v if ctx.dtype(v) == "float64" else _op.cast(v, "float64")
+        return _expr.const(np.array(float(v), "float64"), "float64")
+    return _op.power(wide(args[0]), wide(args[1]))
+
+
+@register("isin")
+def _isin(ctx, args):
+    """(elements, test_elements, assume_unique, invert): each element's equality with any test
+    element (a tensor, flattened, or a number)."""
+    x, test = args[0], args[1]
+    invert = bool(_opt(args, 3, False))
+    if _is_expr(test):
+        flat = _op.reshape(test, [-1])
+        if ctx.dtype(flat) != ctx.dtype(x):
+            flat = _op.cast(flat, ctx.dtype(x))
+        found = _op.max(_op.cast(_op.equal(_op.expand_dims(x, -1), flat), "int32"), [-1])
+        found = _op.cast(found, "bool")
+    else:
+        found = _op.equal(x, _scalar_like(ctx, test, x))
+    return _op.logical_not(found) if invert else found
+
+
+@register("logaddexp2")
+def _logaddexp2(ctx, args):
+    """``log2(2^a + 2^b)`` = ``max + log2(1 + 2^-|a - b|)``; equal infinities give themselves."""
+    a, b = _pair(ctx, args[0], args[1])
+    dt = ctx.dtype(a)
+    gap = _op.power(_scalar_like(ctx, 2.0, a), _op.negative(_op.abs(_op.subtract(a, b))))
+    out = _op.add(_op.maximum(a, b), _op.multiply(
+        _op.log(_op.add(_scalar_like(ctx, 1.0, a), gap)), _expr.const(
+            np.array(1 / math.log(2.0), dt), dt)))
+    return _op.where(_op.logical_and(_op.equal(a, b), _op.isinf(a)), a, out)
