@@ -44,6 +44,15 @@ a small-window reduction with clamped, bounds-checked gathers, is 10-30x slower 
 The epilogue is fused when the lowering driver names it (``ctx.epilogues[id(stage)]``: the one
 elementwise output stage reading this conv, which then shares its output buffer). Should it read
 the conv away from its own position, the conv goes to a temporary the epilogue then reads.
+
+This module holds the entry points (``supported``, ``widened_data``, ``geometry``, ``emit``),
+every switch and constant (hosts and tests set them here; the parts read them from here at call
+time) and the choices made from them (``_streams``, ``_tiled``, ``_row_block``, ...). The code
+is in parts: ``depthwise_copy`` (the phased copy, streamed and windowed), ``depthwise_taps``
+(row blocks and tiles of multiply-adds), ``depthwise_channel`` (one output channel's modes and
+its epilogue stores), ``depthwise_block`` (channel blocks), ``depthwise_lanes`` (channels in
+the lanes), ``depthwise_loops`` (vector loops and tails), ``depthwise_flat`` (flat mode) and
+``depthwise_grouped`` (grouped convs' channel tiles).
 """
 
 from __future__ import annotations
@@ -51,21 +60,24 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import post_order, substitute, transform_expr
+from ..tir.stmt_functor import post_order
 from . import depthwise_flat, depthwise_grouped
+from .common import const_int as _const_int
 from .common import (
-    at_own_position,
     emit_with_epilogue,
-    epilogue_value,
     host_switch,
-    prefetch,
     static_conv2d_nchw_dims,
     static_grouped_conv2d_dims,
     vector_isa,
 )
-from .common import const_int as _const_int
 from .common import imm as _i
 from .common import outer_loops as _outer_loops
+from .depthwise_block import _channel_blocks
+from .depthwise_channel import _channel, _flat_store, _store, _with_taps
+from .depthwise_copy import _fill, _streamed_fill, _window_task, _xph
+from .depthwise_lanes import _channel_lanes
+from .depthwise_loops import _segments, _seq, _vec, _zeros
+from .depthwise_taps import _tree
 
 # tasks (image x channel planes) go to the thread pool from this many multiply-adds in all
 PARALLEL_MIN_MACS = 1 << 19
@@ -210,15 +222,6 @@ def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg, taps: in
     return sh == 1 and sw == 1 and ow >= max(lanes, ALIGN_MIN_WIDTH)
 
 
-def _xph(g, count: int, name: str = "dw_xph"):
-    """(buffer, wrap): a phased-plane buffer of ``count`` floats ``g["lead"]`` floats into its
-    allocation, and ``wrap(body)`` allocating and declaring it around ``body``."""
-    lead = g["lead"]
-    buf = decl_buffer((count,), "float32", name, elem_offset=lead or None)
-    return buf, lambda body: S.Allocate(buf.data, "float32", [count + lead], True,
-                                        S.DeclBuffer(buf, body))
-
-
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing depthwise stage ``t`` (and its fused epilogue) into ``out``."""
     return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, t, buf, epi),
@@ -242,31 +245,7 @@ def _emit(ctx, t, out, epi) -> S.Stmt:
 
     cb = _channel_block(g)
     if cb > 1:
-        def block(idx):
-            b, gb = idx
-            xph, wrap = _xph(g, size)
-            k = ctx.fresh("dc")
-            gi = gb * cb + k
-            zero = _zeros(ctx, xph, 0, size, g["lanes"])
-            if _deferred(g, epi):
-                if _fills_first(g):  # (all the block's planes zeroed at once)
-                    xph, wrap = _xph(g, cb * size)
-                    zero = _zeros(ctx, xph, 0, cb * size, g["lanes"])
-                return wrap(_seq([zero, _deferred_block(ctx, g, x, w, out, xph, b, gb, cb,
-                                                        epi)]))
-            if _streams(g, epi):  # (the padding zeroed before the loop)
-                d = _reach_rows(g)
-                parts = [_fill(ctx, g, xph, x, b, gi, False, (_i(0), d)), _channel(
-                    ctx, g, [xph], w, out, b, gi, epi, lambda oy, nrows: _streamed_fill(
-                        ctx, g, xph, x, b, gi, oy + d, nrows, False))]
-            else:
-                parts = [_fill(ctx, g, xph, x, b, gi, False)]
-                for mi in range(g["m"]):
-                    oc = gi * g["m"] + mi if g["m"] > 1 else gi
-                    parts.append(_channel(ctx, g, [xph], w, out, b, oc, epi))
-            return wrap(S.SeqStmt([zero, S.For(k, 0, cb, S.ForKind.SERIAL, S.SeqStmt(parts))]))
-
-        return _outer_loops(ctx, [g["n"], g["groups"] // cb], macs >= PARALLEL_MIN_MACS, block)
+        return _channel_blocks(ctx, g, x, w, out, epi, cb, macs >= PARALLEL_MIN_MACS)
 
     def task(idx):
         b, gi = idx
@@ -322,55 +301,6 @@ def channel_lanes(g) -> bool:
         g["oh"] * g["ow"] <= LANES_MAX_PLANE and g["h"] * g["w"] <= LANES_MAX_INPUT
 
 
-def _channel_lanes(ctx, g, x, w, out, epi) -> S.Stmt:
-    """Blocks of 16 (else 8) channels, each: its input planes transposed into ``dw_xt[pixel,
-    lane]`` and its taps into ``dw_wt[tap, lane]`` (strided gathers, once per block), then per
-    output pixel an accumulator vector summing its taps that read input (the rest read
-    padding: never computed), stored one channel a lane through the fused epilogue."""
-    cl = 16 if g["c"] % 16 == 0 else 8
-    h, wd, kh, kw = g["h"], g["w"], g["kh"], g["kw"]
-    sh, sw, dh, dw, pt, pl = (int(g[k]) for k in ("sh", "sw", "dh", "dw", "pt", "pl"))
-    macs = g["n"] * g["c"] * g["oh"] * g["ow"] * kh * kw
-    vec = S.ForKind.VECTORIZED
-
-    def lanes(fbody):
-        v = ctx.fresh("dl")
-        return S.For(v, _i(0), _i(cl), vec, fbody(v))
-
-    def block(idx):
-        b, cb = idx
-        c0 = cb * cl
-        xt = decl_buffer((h * wd * cl,), "float32", "dw_xt")
-        wt = decl_buffer((kh * kw * cl,), "float32", "dw_wt")
-        acc = decl_buffer((cl,), "float32", "dw_acc", scope="local")
-        pi, ti = ctx.fresh("dp"), ctx.fresh("dt")
-        fill = [S.For(pi, _i(0), _i(h * wd), S.ForKind.SERIAL, lanes(lambda ll: S.BufferStore(
-                    xt, x[b, c0 + ll, E.FloorDiv(pi, wd), E.FloorMod(pi, wd)],
-                    [pi * cl + ll]))),
-                S.For(ti, _i(0), _i(kh * kw), S.ForKind.SERIAL, lanes(lambda ll: S.BufferStore(
-                    wt, w[c0 + ll, 0, E.FloorDiv(ti, kw), E.FloorMod(ti, kw)],
-                    [ti * cl + ll])))]
-        pixels = []
-        for oy in range(g["oh"]):
-            for ox in range(g["ow"]):
-                taps = [(ky * kw + kx, iy * wd + ix) for ky in range(kh) for kx in range(kw)
-                        for iy, ix in [(oy * sh - pt + ky * dh, ox * sw - pl + kx * dw)]
-                        if 0 <= iy < h and 0 <= ix < wd]
-                parts = [lanes(lambda ll: S.BufferStore(acc, E.FloatImm("float32", 0.0), [ll]))]
-                parts += [lanes(lambda ll, t=t, q=q: S.BufferStore(
-                    acc, acc[ll] + wt[t * cl + ll] * xt[q * cl + ll], [ll])) for t, q in taps]
-                parts.append(lanes(lambda ll, oy=oy, ox=ox: _store(
-                    out, acc[ll], [b, c0 + ll, _i(oy), _i(ox)], epi)))
-                pixels.append(S.SeqStmt(parts))
-        body = S.DeclBuffer(acc, S.SeqStmt([*fill, *pixels]))
-        body = S.Allocate(acc.data, "float32", [cl], True, body)
-        for buf, n in ((wt, kh * kw * cl), (xt, h * wd * cl)):
-            body = S.Allocate(buf.data, "float32", [n], True, S.DeclBuffer(buf, body))
-        return body
-
-    return _outer_loops(ctx, [g["n"], g["c"] // cl], macs >= PARALLEL_MIN_MACS, block)
-
-
 def flat_mode(g) -> bool:
     """Does geometry ``g`` run in flat mode (``depthwise_flat``): a plane that would otherwise
     fall to the grid (neither row mode nor narrow rows), or take narrow rows in blocks
@@ -416,154 +346,9 @@ def _fills_first(g) -> bool:
     return FILLS_FIRST[vector_isa()] and g["sh"] == 1 and g["sw"] == 1
 
 
-def _deferred_block(ctx, g, x, w, out, xph, b, gb, cb: int, epi) -> S.Stmt:
-    """Channels ``gb * cb ...`` of a block: each channel's interior copy and conv into its own
-    packed plane of ``dw_convs``, then, in a second loop, each plane's epilogue into ``out``
-    (``_fills_first``: the copies, each into its plane of ``xph``, in a loop before the convs)."""
-    nw = _narrow_lanes(g)
-    csz = g["oh"] * g["ow"] + (nw - g["ow"] if nw else 0)
-    convs = decl_buffer((cb * csz,), "float32", "dw_convs")
-    loops = []
-    size = g["xph_len"]
-    first = _fills_first(g)
-    if first:
-        k = ctx.fresh("dc")
-        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data,
-                            elem_offset=k * size + g["lead"])
-        loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(
-            plane, _fill(ctx, g, plane, x, b, gb * cb + k, False))))
-    for conv_pass in (True, False):
-        k = ctx.fresh("dc")
-        oc = gb * cb + k
-        view = decl_buffer((csz,), "float32", "dw_conv", data=convs.data, elem_offset=k * csz)
-        plane = decl_buffer((size,), "float32", "dw_xphk", data=xph.data,
-                            elem_offset=k * size + g["lead"]) if first else xph
-        taps = [ctx.fresh("dw_tap", w.dtype) for _ in g["taps"]]
-        sums, epilogue = _packed(ctx, g, [plane], taps, out, b, oc, epi, nw, nw is not None, view)
-        if not conv_pass:
-            body = epilogue
-        elif first:
-            body = S.DeclBuffer(plane, _with_taps(g, taps, w, oc, sums))
-        else:
-            body = S.SeqStmt([_fill(ctx, g, xph, x, b, oc, False), _with_taps(g, taps, w, oc, sums)])
-        loops.append(S.For(k, 0, cb, S.ForKind.SERIAL, S.DeclBuffer(view, body)))
-    return S.Allocate(convs.data, "float32", [cb * csz], True,
-                      S.DeclBuffer(convs, S.SeqStmt(loops)))
-
-
 def _overlap(bit: int) -> bool:
     """Are the tails of this kind (``OVERLAP_TAILS`` bit) overlapping vectors on this host?"""
     return bool(OVERLAP_TAILS[vector_isa()] & bit)
-
-
-def _zeros(ctx, buf, start, count: int, lanes: int) -> S.Stmt | None:
-    """``buf[start : start + count] = 0`` in vectors plus a scalar tail (None when empty)."""
-    if count <= 0:
-        return None
-    return _vec(ctx, count, lanes, lambda j: S.BufferStore(
-        buf, E.FloatImm("float32", 0.0), [start + j]), _overlap(1))
-
-
-def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt:
-    """``for j in [0, extent)``: vectors of ``lanes`` then a scalar tail. With ``overlap``
-    (a body that may run twice at a position: it reads nothing it writes) the tail is instead
-    one more vector ending at ``extent``, over the last positions of the vectors before it, of
-    ``_tail_lanes`` (rows of 56 end in 8 lanes, of 28 in 16); an extent under ``lanes`` takes
-    the widest power-of-two vector it holds: rows of 14 become two overlapping 8-lane vectors,
-    rows of 5-7 (7x7 planes and their phases) two 4-lane ones."""
-    if overlap and extent % lanes and extent > 4 and lanes > 4:
-        vl = min(lanes, 1 << (extent.bit_length() - 1))  # 14 -> 8, 7 -> 4, 56 -> 16
-        tl = _tail_lanes(extent % vl, vl) if extent > lanes else vl
-        vi = ctx.fresh("dl")
-        tail = S.For(vi, 0, tl, S.ForKind.VECTORIZED, body_fn(vi + (extent - tl)))
-        return S.SeqStmt([_vec(ctx, extent // vl * vl, vl, body_fn), tail])
-    parts = []
-    nvec = extent // lanes
-    if nvec:
-        vo, vi = ctx.fresh("dv"), ctx.fresh("dl")
-        inner = S.For(vi, 0, lanes, S.ForKind.VECTORIZED, body_fn(vo * lanes + vi))
-        kind = S.ForKind.UNROLLED if nvec <= MAX_UNROLL else S.ForKind.SERIAL
-        parts.append(S.For(vo, 0, nvec, kind, inner) if nvec > 1 else
-                     substitute(inner, {vo: _i(0)}))
-    done = nvec * lanes
-    if extent - done >= 4 and lanes > 4:  # a half (or quarter) vector before the scalar tail
-        vi = ctx.fresh("dl")
-        parts.append(S.For(vi, 0, 4, S.ForKind.VECTORIZED, body_fn(vi + done)))
-        done += 4
-    if extent - done:
-        tv = ctx.fresh("dt")
-        parts.append(S.For(tv, done, extent - done, S.ForKind.SERIAL, body_fn(tv)))
-    return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
-
-
-def _rows(ctx, lo: int, hi: int, body_fn) -> S.Stmt | None:
-    """``for i in [lo, hi): body_fn(i)`` (None when empty)."""
-    if hi <= lo:
-        return None
-    i = ctx.fresh("dr")
-    return S.For(i, lo, hi - lo, S.ForKind.SERIAL, body_fn(i))
-
-
-def _seq(parts) -> S.Stmt | None:
-    parts = [p for p in parts if p is not None]
-    return None if not parts else parts[0] if len(parts) == 1 else S.SeqStmt(parts)
-
-
-def _fill(ctx, g, xph, x, b, ic, pad: bool = True, rows=None, window=None) -> S.Stmt:
-    """The zero-padded phased copy of plane ``x[b, ic]``, row phase by row phase. Which rows and
-    columns of each phase read inside the input is known here, so the copy has no per-element
-    test. ``rows`` ``(first, count)``: only phase rows ``first ... first + count - 1`` of each
-    row phase (``first`` may be symbolic: a test a row then picks a copy or a zero row), the
-    extra zeros past the phases with the rows from 0. ``window`` (its phase planes' floats):
-    those rows stored from row 0 of a window's phase planes (``_window_task``)."""
-    sh, hq = g["sh"], g["hq"]
-    parts = []
-    for py in range(sh):
-        i0 = min(hq, max(0, -(-(g["pt"] - py) // sh)))  # rows [i0, i1) read an input row
-        i1 = min(hq, max(i0, (g["h"] - 1 + g["pt"] - py) // sh + 1))
-        if rows is not None:
-            parts.append(_fill_window(ctx, g, xph, x, b, ic, py, i0, i1, *rows, pad, window))
-            continue
-        for a, z, inside in ((0, i0, False), (i0, i1, True), (i1, hq, False)):
-            if inside or pad:
-                parts.append(_rows(ctx, a, z, lambda i, py=py, inside=inside: _row(
-                    ctx, g, xph, x, b, ic, py, i, inside, pad)))
-    if pad and window is None and (rows is None or _is_zero(rows[0])):
-        done = sh * g["sw"] * g["plane"]
-        parts.append(_zeros(ctx, xph, done, g["xph_len"] - done, g["lanes"]))
-    return _seq(parts)
-
-
-def _is_zero(e) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 0
-
-
-def _fill_window(ctx, g, xph, x, b, ic, py: int, i0: int, i1: int, first, count: int,
-                 pad: bool = True, window=None):
-    """Rows ``first ... first + count - 1`` of row phase ``py`` (``_fill``): rows ``[i0, i1)``
-    read the input, the others are zeros (without ``pad``: left as they are); ``window``: into
-    rows ``0 ... count - 1`` of planes that many floats apart."""
-    if count <= 0:
-        return None
-
-    def dst(i):
-        return None if window is None else (window, i - first)
-
-    if isinstance(first, E.IntImm):  # a known window: its inside and padding runs
-        lo, hi = first.value, first.value + count
-        return _seq([_rows(ctx, max(lo, a), min(hi, z), lambda i, inside=inside: _row(
-            ctx, g, xph, x, b, ic, py, i, inside, pad, dst(i))) for a, z, inside in
-            ((0, i0, False), (i0, i1, True), (i1, g["hq"], False)) if inside or pad])
-    t = ctx.fresh("df")
-    i = first + t
-    at = None if window is None else (window, t)
-    inside = _row(ctx, g, xph, x, b, ic, py, i, True, pad, at)
-    if i0 > 0 or i1 < g["hq"]:
-        body = S.IfThenElse(E.And(E.GE(i, _i(i0)), E.LT(i, _i(i1))), inside,
-                            _row(ctx, g, xph, x, b, ic, py, i, False, True, at) if pad else None)
-    else:
-        body = inside
-    return S.For(t, 0, count, S.ForKind.SERIAL, body)
 
 
 # Rows of at least STREAM_MIN_WIDTH pixels (112x112 and 56x56 planes) copy their phase rows
@@ -608,28 +393,6 @@ def _reach_rows(g) -> int:
 # L3 (MobileNetV2's 192 at 112x112, 2.4 MB of uint8, passes L2), and a block's few lines in
 # flight left the copy waiting on each (uint8 data: 6.7 GB/s). 0: no prefetch.
 STREAM_PREFETCH_BLOCKS = 1
-_ELEMENT_BYTES = {"float32": 4, "int16": 2, "uint8": 1, "int8": 1}
-
-
-def _streamed_fill(ctx, g, xph, x, b, ic, first, nrows: int, pad: bool = True,
-                   window=None, step=None) -> S.Stmt:
-    """Phase rows ``first ... first + nrows - 1`` of the streamed copy (``_fill``; ``window``:
-    into a window's rows from 0), then the prefetches of the input rows
-    ``STREAM_PREFETCH_BLOCKS`` row blocks further on, ``step`` phase rows a block (default
-    ``nrows``; past the plane's last row: the next plane's first, a prefetch past the
-    buffer's end reads nothing)."""
-    copy = _fill(ctx, g, xph, x, b, ic, pad, (first, nrows), window)
-    step = nrows if step is None else step
-    if not STREAM_PREFETCH_BLOCKS:
-        return copy
-    src = x.buf if isinstance(x, depthwise_flat.FloatReads) else x
-    per_line = 64 // _ELEMENT_BYTES.get(src.dtype, 4)
-    row0 = (first + nrows + step * (STREAM_PREFETCH_BLOCKS - 1)) * g["sh"] - g["pt"]
-    lines = -(-(step * g["sh"] * g["w"]) // per_line)
-    t = ctx.fresh("dp")
-    ahead = S.For(t, 0, lines, S.ForKind.UNROLLED if lines <= MAX_UNROLL else S.ForKind.SERIAL,
-                  prefetch(src[b, ic, E.Max(row0, _i(0)), t * per_line]))
-    return S.SeqStmt([copy, ahead])
 
 
 # A strided streamed conv (``_streams``) copies each row block's phase rows, with the rows
@@ -650,32 +413,6 @@ def _windowed(g, epi) -> bool:
             and _streams(g, epi))
 
 
-def _read_row(g, oy):
-    """The row of the taps' plane holding phase row ``oy``: 0 in a window (``_window_task``)."""
-    return _i(0) if g.get("window") else oy
-
-
-def _window_task(ctx, g, x, w, out, b, ic, epi) -> S.Stmt:
-    """Channel ``ic`` of image ``b`` (``_windowed``): per row block, its phase rows and those
-    its taps reach past it copied into rows ``0 ...`` of each phase's window, the taps reading
-    the window from row 0."""
-    reach = _reach_rows(g)
-    rows = _row_block(g) + reach
-    wq = g["wq"]
-    plane = rows * wq
-    taps = []
-    for ky, kx, _, dy in g["taps"]:
-        ry, rx = ky * g["dh"], kx * g["dw"]
-        phase = (ry % g["sh"]) * g["sw"] + rx % g["sw"]
-        taps.append((ky, kx, phase * plane + dy * wq + rx // g["sw"], dy))
-    gw = dict(g, taps=taps, plane=plane, window=True)
-    size = -(-(g["sh"] * g["sw"] * plane) // g["lanes"]) * g["lanes"]
-    xph = decl_buffer((size,), "float32", "dw_win")
-    body = _channel(ctx, gw, [xph], w, out, b, ic, epi, lambda oy, nrows: _streamed_fill(
-        ctx, g, xph, x, b, ic, oy, nrows + reach, True, plane, nrows))
-    return S.Allocate(xph.data, "float32", [size], True, S.DeclBuffer(xph, body))
-
-
 def _stream_min_width(g) -> int:
     """The narrowest rows of geometry ``g`` that stream (``STREAM_*``)."""
     if g["sh"] != 1:
@@ -691,41 +428,6 @@ def _streams(g, epi) -> bool:
             and not _split_epilogue(g, epi))
 
 
-def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True, dst=None) -> S.Stmt:
-    """Row ``i`` of row phase ``py``, in each column phase: zeros (a padding row), else the
-    input row's columns ``j*sw + px`` between zero padding columns (with a stride in width,
-    vector loads at that stride: the code generator makes them whole loads and shuffles).
-    ``dst`` ``(plane, row)``: stored at row ``row`` of phase planes ``plane`` floats apart (a
-    window, ``_window_task``), not at row ``i`` of ``g``'s plane."""
-    sh, sw, wq, lanes, pl = g["sh"], g["sw"], g["wq"], g["lanes"], g["pl"]
-    parts = []
-    iy = i * sh + (py - g["pt"])
-    plane, at = (g["plane"], i) if dst is None else dst
-    for px in range(sw):
-        base = (py * sw + px) * plane + at * wq
-        if not inside:  # (columns past ``cols``, alignment only, are never read)
-            parts.append(_zeros(ctx, xph, base, g["cols"], lanes))
-            continue
-        cols = g["cols"]
-        j0 = min(cols, max(0, -(-(pl - px) // sw)))  # columns [j0, j1) read an input column
-        j1 = min(cols, max(j0, (g["w"] - 1 + pl - px) // sw + 1))
-        if pad:
-            parts += [_zeros(ctx, xph, base, j0, lanes),
-                      _zeros(ctx, xph, base + j1, cols - j1, lanes)]
-        pairs = _pairs(ctx, g, x) if j1 > j0 else None
-        if pairs is not None:  # (column 2j + d is byte d % 2 of pair j + d // 2)
-            d = px - pl
-            first = ((b * g["c"] + ic) * g["h"] + iy) * (g["w"] // 2) + (j0 + d // 2)
-            parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, j0=j0, d=d, first=first,
-                              pairs=pairs: S.BufferStore(
-                                  xph, _pair_byte(pairs[first + j], d % 2), [base + j0 + j]),
-                              _overlap(1)))
-        elif j1 > j0:
-            parts.append(_vec(ctx, j1 - j0, lanes, lambda j, base=base, px=px, j0=j0: S.BufferStore(
-                xph, x[b, ic, iy, (j + j0) * sw + (px - pl)], [base + j0 + j]), _overlap(1)))
-    return _seq(parts)
-
-
 # A stride-2 copy of uint8 data (``widened_data``) reads its rows as 16-bit pairs of columns
 # (``_pairs``): each column phase takes the low or the high byte of consecutive pairs, one
 # contiguous load of 32 bytes and a shift for 16 values, where a stride-2 byte load is two
@@ -735,56 +437,6 @@ def _row(ctx, g, xph, x, b, ic, py, i, inside: bool, pad: bool = True, dst=None)
 # 14.9, 96 at 112x112 141 -> 131; 5x5 96 at 56x56 72.0 -> 72.3. int8 data gained nothing (192
 # at 56x56 83.3 -> 84.3), so it keeps the strided loads.
 PAIR_FILL = True
-
-
-def _pairs(ctx, g, x):
-    """The uint8 input behind ``x`` (``depthwise_flat.FloatReads``) seen as uint16 pairs of
-    columns (a flat view, declared once per lowering), for a stride-2 copy (``PAIR_FILL``) of
-    rows of an even width (each row starts a pair); else None."""
-    if not (PAIR_FILL and g["sw"] == 2 and isinstance(x, depthwise_flat.FloatReads)
-            and x.buf.dtype == "uint8" and g["w"] % 2 == 0
-            and _const_int(x.buf.elem_offset or _i(0)) == 0):
-        return None
-    key = ("pairs", id(x.buf))
-    view = ctx.flat_views.get(key)
-    if view is None:
-        size = g["n"] * g["c"] * g["h"] * g["w"] // 2
-        view = decl_buffer((size,), "uint16", x.buf.name + "_pairs", data=x.buf.data)
-        ctx.ws_views.append(view)
-        ctx.flat_views[key] = view
-    return view
-
-
-def _pair_byte(pair, high: int):
-    """Byte ``high`` (0: the low one, the even column) of uint16 ``pair`` as float32."""
-    byte = E.Call(pair.dtype, "tir.shift_right", [pair, E.IntImm(pair.dtype, 8)]) if high \
-        else pair
-    return E.Cast("float32", E.Cast("uint8", byte))
-
-
-def _tree(sums):
-    """A balanced sum of ``sums``: short dependency chains."""
-    while len(sums) > 1:
-        sums = [sums[k] + sums[k + 1] if k + 1 < len(sums) else sums[k]
-                for k in range(0, len(sums), 2)]
-    return sums[0]
-
-
-def _taps_sum(g, planes, taps, pos):
-    """The conv's value at grid position ``pos`` (a vector lane expression) from the filter
-    ``taps`` (one scalar per input channel of the group and ``g["taps"]`` entry, channel
-    major) over the group's phased ``planes``.
-
-    One multiply-add chain per filter row of each plane, the rows then summed pairwise: a single
-    chain of ``kh * kw`` dependent FMAs per vector fills the FP scheduler and runs 2-3x slower."""
-    rows: dict[tuple, object] = {}
-    per = len(g["taps"])
-    for k, tap in enumerate(taps):
-        ci, (ky, _, off, _) = divmod(k, per)[0], g["taps"][k % per]
-        term = tap * planes[ci][pos + off]
-        key = (ci, ky)
-        rows[key] = term if key not in rows else rows[key] + term
-    return _tree(list(rows.values()))
 
 
 # Output rows computed ROW_BLOCK at a time (``_block``): each input vector the block's taps read
@@ -817,35 +469,6 @@ def _row_block(g) -> int:
     return ROW_BLOCK_STRIDED if g["kh"] <= 3 else 1
 
 
-def _block(ctx, g, planes, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
-    """Output rows ``oy .. oy + nrows - 1`` at vector position ``j`` of their rows: every
-    input vector the rows' taps read is loaded once into a let-bound variable the rows share;
-    ``store_fn(i, value)`` stores row ``oy + i``'s conv value."""
-    per, wq = len(g["taps"]), g["wq"]
-    if _accumulates(g) and nrows >= ACCUMULATE_MIN_ROWS:
-        return _block_accumulate(ctx, g, planes[0], taps, oy, nrows, j, store_fn)
-    loads: dict = {}
-    lets = []
-    values = []
-    for i in range(nrows):
-        rows: dict = {}
-        for k, tap in enumerate(taps):
-            ci, (ky, _, off, dy) = k // per, g["taps"][k % per]
-            # (a tap at row offset dy of its phase plane reads the input row oy + i + dy)
-            key = (ci, off - dy * wq, i + dy)
-            v = loads.get(key)
-            if v is None:
-                v = loads[key] = ctx.fresh("dw_in", "float32")
-                lets.append((v, planes[ci][(_read_row(g, oy) + (i + dy)) * wq + j + (off - dy * wq)]))
-            rk = (ci, ky)
-            rows[rk] = tap * v if rk not in rows else rows[rk] + tap * v
-        values.append(_tree(list(rows.values())))
-    body = S.SeqStmt([store_fn(i, values[i]) for i in range(nrows)])
-    for v, val in reversed(lets):
-        body = S.LetStmt(v, val, body)
-    return body
-
-
 # Filters of at least ACCUMULATE_MIN_TAPS taps (5x5, 7x7) take ``_block_accumulate``: the block's
 # input vectors are loaded input row by input row, each one multiplied into the accumulators of
 # every output row it reaches right after its load, so only the rows' accumulators and one input
@@ -873,33 +496,6 @@ def _accumulates(g) -> bool:
                                      ACCUMULATE_MIN_TAPS_8)
 
 
-def _block_accumulate(ctx, g, plane, taps, oy, nrows: int, j, store_fn) -> S.Stmt:
-    """``_block`` for one input channel a group, its multiply-adds in input-row order: a chain
-    of let-bound partial sums per output row (the rows' chains interleaved, so independent
-    multiply-adds follow each other), each input vector let-bound just before its uses."""
-    wq = g["wq"]
-    # at stride 1, a block at a known row skips the taps reading padding rows (its first and last)
-    first = oy.value if isinstance(oy, E.IntImm) and g["sh"] == 1 and g["dh"] == 1 else None
-    uses: dict = {}  # (input row, column offset) -> [(output row, tap)]
-    for k, (_, _, off, dy) in enumerate(g["taps"]):
-        for i in range(nrows):
-            if first is None or g["pt"] <= first + i + dy < g["pt"] + g["h"]:
-                uses.setdefault((i + dy, off - dy * wq), []).append((i, taps[k]))
-    lets = []
-    acc: list = [None] * nrows
-    for (r, col), reads in sorted(uses.items(), key=lambda kv: kv[0]):
-        v = ctx.fresh("dw_in", "float32")
-        lets.append((v, plane[(_read_row(g, oy) + r) * wq + j + col]))
-        for i, tap in reads:
-            s = ctx.fresh("dw_acc", "float32")
-            lets.append((s, tap * v if acc[i] is None else acc[i] + tap * v))
-            acc[i] = s
-    body = S.SeqStmt([store_fn(i, acc[i]) for i in range(nrows)])
-    for v, val in reversed(lets):
-        body = S.LetStmt(v, val, body)
-    return body
-
-
 # Rows of at least one vector (stride 1, or stride 2 with at least TILE_STRIDED_MIN_TAPS taps)
 # take ``_tile_accumulate``: a tile of output rows over all of a row's vectors at once, in
 # input-row order like ``_block_accumulate``, so each broadcast filter tap (49 of a 7x7: more
@@ -918,22 +514,6 @@ TILE_MAX_ACCS = 16  # accumulators of one tile (rows x vectors); wider rows spli
 TILE_ROWS = (4, 8)  # the fewest and most rows of a tile
 
 
-def _tail_lanes(rest: int, lanes: int) -> int:
-    """Lanes of the vector ending a row after its whole vectors: the fewest, a power of two of
-    at least 4, holding the ``rest`` pixels (``NARROW_TAILS``; else a whole vector)."""
-    return min(lanes, max(4, 1 << (rest - 1).bit_length())) if NARROW_TAILS else lanes
-
-
-def _segments(ow: int, lanes: int) -> list:
-    """(start, lanes) of the vectors covering a row of ``ow >= lanes`` pixels: whole vectors,
-    then one of ``_tail_lanes`` ending at the row's end (over the last pixels before it)."""
-    segs = [(k * lanes, lanes) for k in range(ow // lanes)]
-    if ow % lanes:
-        tl = _tail_lanes(ow % lanes, lanes)
-        segs.append((ow - tl, tl))
-    return segs
-
-
 def _tiled(g) -> bool:
     """Do the row blocks of geometry ``g`` take ``_tile_accumulate`` (``TILED``)?"""
     taps = len(g["taps"])
@@ -946,67 +526,6 @@ def _tile_height(g) -> int:
     vectors, within ``TILE_ROWS`` (rows of 56: 4, rows of 28: 8)."""
     lo, hi = TILE_ROWS
     return min(hi, max(lo, TILE_MAX_ACCS // len(_segments(g["ow"], g["lanes"]))))
-
-
-def _tile_rows(ctx, g, plane, taps, oy, nrows: int, store_fn) -> S.Stmt:
-    """Output rows ``oy .. oy + nrows - 1``, whole, in tiles of at most ``TILE_MAX_ACCS``
-    accumulators (a wider row splits into several); ``store_fn(i, j, lanes, value)`` stores row
-    ``oy + i``'s vector at ``j ...``."""
-    segs = _segments(g["ow"], g["lanes"])
-    per = max(1, TILE_MAX_ACCS // max(nrows, _tile_height(g)))
-    return _seq([_tile_accumulate(ctx, g, plane, taps, oy, nrows, segs[k:k + per], store_fn)
-                 for k in range(0, len(segs), per)])
-
-
-def _tile_accumulate(ctx, g, plane, taps, oy, nrows: int, segs, store_fn) -> S.Stmt:
-    """``_block_accumulate`` over the vectors ``segs`` ((start, lanes) pairs) of the rows at
-    once: each (input row, column offset) loads one vector per segment, then multiplies them
-    into the accumulators of every output row reading it, one broadcast tap a row."""
-    wq = g["wq"]
-    first = oy.value if isinstance(oy, E.IntImm) and g["sh"] == 1 and g["dh"] == 1 else None
-    uses: dict = {}
-    for k, (_, _, off, dy) in enumerate(g["taps"]):
-        for i in range(nrows):
-            if first is None or g["pt"] <= first + i + dy < g["pt"] + g["h"]:
-                uses.setdefault((i + dy, off - dy * wq), []).append((i, taps[k]))
-    lets = []
-    acc: dict = {}
-    for (r, col), reads in sorted(uses.items(), key=lambda kv: kv[0]):
-        vs = []
-        for j, lanes in segs:
-            v = ctx.fresh("dw_in", f"float32x{lanes}")
-            lets.append((v, plane[E.Ramp((_read_row(g, oy) + r) * wq + (j + col), 1, lanes)]))
-            vs.append(v)
-        for i, tap in reads:
-            for s, v in enumerate(vs):
-                a = ctx.fresh("dw_acc", v.dtype)
-                prev = acc.get((i, s))
-                lets.append((a, tap * v if prev is None else prev + tap * v))
-                acc[i, s] = a
-    body = S.SeqStmt([store_fn(i, j, lanes, acc[i, s]) for i in range(nrows)
-                      for s, (j, lanes) in enumerate(segs)])
-    for v, val in reversed(lets):
-        body = S.LetStmt(v, val, body)
-    return body
-
-
-def _row_blocks(ctx, g, body_fn) -> S.Stmt:
-    """``body_fn(oy, nrows)`` for the output rows in blocks of ``_row_block(g)``."""
-    r, oh = _row_block(g), g["oh"]
-    parts = []
-    peel = int(oh // r > 1 and r >= ACCUMULATE_MIN_ROWS and g["sh"] == 1 and (
-        _accumulates(g) or _tiled(g)))
-    if peel:  # the first block at a known row: it skips its taps on padding rows
-        parts.append(body_fn(_i(0), r))
-    if oh // r - peel == 1:  # (one block: at its known row too)
-        parts.append(body_fn(_i(peel * r), r))
-    elif oh // r - peel:
-        v = ctx.fresh("db")
-        parts.append(S.For(v, 0, oh // r - peel, S.ForKind.SERIAL,
-                           body_fn(v * r + peel * r, r)))
-    if oh % r:
-        parts.append(body_fn(_i(oh // r * r), oh % r))
-    return _seq(parts)
 
 
 # A transcendental epilogue (SiLU's sigmoid, GELU's erf) on rows of at most SPLIT_MAX_WIDTH
@@ -1067,149 +586,3 @@ def _narrow_lanes(g) -> int | None:
 FLAT_OWN_POSITION = True
 
 
-def _flat_epilogue(ctx, g, out, b, oc, epi, dense=None, any_epi=False):
-    """(``dw_dense`` buffer, statement): epilogue ``epi`` over output channel ``oc``'s plane as
-    one run of ``OH * OW`` values read from ``dense`` (the conv's values packed densely; a new
-    buffer when None), in whole vectors, the last one overlapping; None unless the epilogue
-    (``any_epi``: any or none, else a transcendental one) can be applied so (``_flat_store``)."""
-    if not (any_epi or _transcendental(epi)):
-        return None
-    put = _flat_store(ctx, g, out, epi)
-    if put is None:
-        return None
-    plane = g["oh"] * g["ow"]
-    dense = decl_buffer((plane,), "float32", "dw_dense") if dense is None else dense
-    return dense, _vec(ctx, plane, g["lanes"], lambda p: put(b, oc, p, dense[p]), True)
-
-
-def _flat_store(ctx, g, out, epi):
-    """``put(b, oc, p, value)``: the statement storing conv ``value`` of pixel ``p`` (counted
-    across the rows of output channel ``oc``'s plane; a vector lane expression) through epilogue
-    ``epi`` into ``out``; None unless the epilogue reads no operand per pixel but the conv,
-    per-channel values and (``FLAT_OWN_POSITION``) operands of the output's shape at the pixel's
-    own position."""
-    plane = g["oh"] * g["ow"]
-    shape = [g["n"], g["o"], g["oh"], g["ow"]]
-    own: dict = {}  # loads of an output-shaped operand at the pixel's own position
-    if epi is not None:
-        body, axes = epi
-        spatial = {id(axes[2]), id(axes[3])}
-        for n in post_order(body):
-            if isinstance(n, E.BufferLoad) and n.buffer is not out and any(
-                    isinstance(v, E.Var) and id(v) in spatial for i in n.indices
-                    for v in post_order(i)):
-                if [_const_int(d) for d in n.buffer.shape] != shape or not at_own_position(
-                        n.indices, axes, shape):
-                    return None
-                own[id(n.buffer)] = n.buffer
-        if own and not FLAT_OWN_POSITION:
-            return None
-    flat = {k: ctx.flat_view(buf) for k, buf in own.items()}
-    of = ctx.flat_view(out)
-
-    def put(b, oc, p, value):
-        pos = (b * g["o"] + oc) * plane + p
-        if epi is None:
-            return S.BufferStore(of, value, [pos])
-        body, axes = epi
-        if own:  # (ConvMixer's residual) read through its flat view at the pixel's position
-            body = transform_expr(body, lambda e: E.BufferLoad(flat[id(e.buffer)], [pos]) if (
-                isinstance(e, E.BufferLoad) and id(e.buffer) in flat
-                and at_own_position(e.indices, axes, shape)) else None)
-        # (the epilogue reads nothing per pixel but the conv and own: any position will do)
-        return S.BufferStore(of, epilogue_value((body, axes), out, [b, oc, _i(0), _i(0)],
-                                                value), [pos])
-
-    return put
-
-
-def _store(out, value, idx, epi) -> S.Stmt:
-    """``out[idx] = epilogue(value)``, the conv's ``value`` inlined into the epilogue. An
-    epilogue reading the conv twice (SiLU, ``y * sigmoid(y)``) gets the same expression object
-    at both reads, which the code generator emits once. (Storing the conv and reading it back
-    kept such convs off the row mode: EfficientNet's 144-channel 3x3 at 56x56 with SiLU took
-    542 us, 307 us so, on a Zen 4 at one thread; with ReLU6 193 us.)"""
-    return S.BufferStore(out, value if epi is None else epilogue_value(epi, out, idx, value),
-                         idx)
-
-
-def _packed(ctx, g, planes, taps, out, b, oc, epi, nw, any_epi, conv=None):
-    """The conv into ``dw_conv`` (the plane packed densely, rows of ``nw``-lane vectors from
-    ``_block``; ``nw`` None: the rows' own vectors), then the epilogue from it into ``out``:
-    over the plane in whole vectors where ``_flat_epilogue`` (``any_epi``) takes it, else row
-    by row. With ``conv`` (a plane the caller allocates): the two statements, not run one
-    after the other here."""
-    lanes, ow, oh = g["lanes"], g["ow"], g["oh"]
-    size = oh * ow + (nw - ow if nw else 0)
-    own = conv is None
-    conv = decl_buffer((size,), "float32", "dw_conv") if own else conv
-
-    def block(oy, nrows):
-        if nw is None and _tiled(g):
-            return _tile_rows(ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val:
-                              S.BufferStore(conv, val, [E.Ramp((oy + i) * ow + j, 1, vl)]))
-
-        def one(j):
-            return _block(ctx, g, planes, taps, oy, nrows, j,
-                          lambda i, val: S.BufferStore(conv, val, [(oy + i) * ow + j]))
-        return _vec(ctx, nw, nw, one) if nw else _vec(ctx, ow, lanes, one, True)
-
-    flat = _flat_epilogue(ctx, g, out, b, oc, epi, conv, any_epi)
-    epilogue = flat[1] if flat is not None else _rows(
-        ctx, 0, oh, lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-            out, conv[oy * ow + j], [b, oc, oy, j], epi), _overlap(2)))
-    if not own:
-        return _row_blocks(ctx, g, block), epilogue
-    return S.Allocate(conv.data, "float32", [size], True, S.DeclBuffer(
-        conv, S.SeqStmt([_row_blocks(ctx, g, block), epilogue])))
-
-
-def _channel(ctx, g, planes, w, out, b, oc, epi, before=None) -> S.Stmt:
-    """Output channel ``oc`` of image ``b`` from the phased plane ``xph``. The filter taps are
-    loaded once, before the loops, into scalars: the code needs no loop-invariant code motion
-    from LLVM (``jit.MINIMAL_PIPELINE``, which such kernels get, has none). ``before(oy,
-    nrows)``: a statement run before each row block (row mode only; ``_streams``)."""
-    lanes, wq, ow = g["lanes"], g["wq"], g["ow"]
-    taps = [ctx.fresh("dw_tap", w.dtype) for _ in range(g["cg"] * len(g["taps"]))]
-    nw = _narrow_lanes(g)
-    if nw is not None:
-        body = _packed(ctx, g, planes, taps, out, b, oc, epi, nw, True)
-    elif _row_mode(g):
-        if _split_epilogue(g, epi):
-            body = _packed(ctx, g, planes, taps, out, b, oc, epi, None, False)
-        else:
-            body = _row_blocks(ctx, g, lambda oy, nrows: _seq([
-                before(oy, nrows) if before else None, _tile_rows(
-                    ctx, g, planes[0], taps, oy, nrows, lambda i, j, vl, val: _store(
-                        out, val, [b, oc, oy + i, E.Ramp(j, 1, vl)], epi))
-                if _tiled(g) else
-                _vec(ctx, ow, lanes, lambda j: _block(
-                    ctx, g, planes, taps, oy, nrows, j,
-                    lambda i, val: _store(out, val, [b, oc, oy + i, j], epi)), True)]))
-    else:
-        grid = decl_buffer((g["grid"],), "float32", "dw_grid")
-        fill = _vec(ctx, g["grid"], lanes, lambda p: S.BufferStore(
-            grid, _taps_sum(g, planes, taps, p), [p]))
-        flat = _flat_epilogue(ctx, g, out, b, oc, epi) if FLAT_GRID_EPILOGUE else None
-        if flat is None:
-            crop = _rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j: _store(
-                out, grid[oy * wq + j], [b, oc, oy, j], epi), _overlap(2)))
-        else:  # the grid's rows packed densely, then the epilogue over the plane's vectors
-            dense, epilogue = flat
-            crop = S.SeqStmt([_rows(ctx, 0, g["oh"], lambda oy: _vec(ctx, ow, lanes, lambda j:
-                                    S.BufferStore(dense, grid[oy * wq + j], [oy * ow + j]),
-                                    _overlap(2))), epilogue])
-            crop = S.Allocate(dense.data, "float32", [g["oh"] * ow], True,
-                              S.DeclBuffer(dense, crop))
-        body = S.Allocate(grid.data, "float32", [g["grid"]], True,
-                          S.DeclBuffer(grid, S.SeqStmt([fill, crop])))
-    return _with_taps(g, taps, w, oc, body)
-
-
-def _with_taps(g, taps, w, oc, body) -> S.Stmt:
-    """``body`` inside the let bindings of output channel ``oc``'s filter ``taps``."""
-    per = len(g["taps"])
-    for k in range(len(taps) - 1, -1, -1):
-        ky, kx = g["taps"][k % per][:2]
-        body = S.LetStmt(taps[k], w[oc, k // per, ky, kx], body)
-    return body

@@ -2,10 +2,11 @@
 phased planes, several output channels of a group at once.
 
 The depthwise schedule copies a group's ``cg`` input planes into zero-padded, stride-phased
-planes (``depthwise._fill``); each output channel of the group is then the sum over those planes
-of ``cg x taps`` broadcast weights times contiguous vector loads. Computed one output channel
-after another (``depthwise._channel``), every load serves a single multiply-add, and the loads
-(most of them across two cache lines: the taps' offsets are not vector-aligned) are the limit.
+planes (``depthwise_copy._fill``); each output channel of the group is then the sum over those
+planes of ``cg x taps`` broadcast weights times contiguous vector loads. Computed one output
+channel after another (``depthwise_channel._channel``), every load serves a single
+multiply-add, and the loads (most of them across two cache lines: the taps' offsets are not
+vector-aligned) are the limit.
 Here an output row is a tile of ``channels x row vectors`` accumulators instead
 (``tile_shape``): each input vector is loaded once and multiplied into every output channel of
 the tile, one broadcast weight per channel, so a load serves ``channels`` multiply-adds. The

@@ -14,7 +14,7 @@ from conv_reference import build_conv, conv_prim, grouped_conv_ref, run_graph
 import minitvm as tvm
 from minitvm import relax
 from minitvm.backend import kernel_cache
-from minitvm.schedule import depthwise, depthwise_grouped
+from minitvm.schedule import depthwise_grouped, depthwise_loops
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -95,7 +95,7 @@ def test_row_lanes(ow, want):
 def test_tile_shape(monkeypatch, m, ow, oh, want):
     monkeypatch.setattr(depthwise_grouped, "vector_isa", lambda: "avx512")
     g = {"m": m, "ow": ow, "oh": oh, "lanes": 16}
-    assert depthwise_grouped.tile_shape(g, len(depthwise._segments(ow, 16))) == want
+    assert depthwise_grouped.tile_shape(g, len(depthwise_loops._segments(ow, 16))) == want
 
 
 @pytest.mark.parametrize("stride,hw", [(1, 24), (2, 40)])

@@ -1,4 +1,4 @@
-"""Overlapping tail vectors in the depthwise schedule (``schedule/depthwise.py``, ``_vec`` with
+"""Overlapping tail vectors in the depthwise schedule (``depthwise_loops._vec`` with
 ``OVERLAP_TAILS``): rows whose length is not a whole number of vectors (7x7 planes, stride
 phases of 7) end in one more vector over the last positions instead of a scalar loop. Numbers
 against numpy on odd widths, strides and epilogues; the same numbers with the tails off; no
@@ -12,7 +12,7 @@ import pytest
 import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import depthwise, lower_te
+from minitvm.schedule import depthwise, depthwise_loops, lower_te
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import post_order_visit
@@ -149,7 +149,7 @@ def test_vec_covers_each_position():
 
     buf = decl_buffer((64,), "int32", "seen")
     for extent in range(1, 40):
-        stmt = depthwise._vec(LowerCtx(), extent, 8, lambda j: S.BufferStore(
+        stmt = depthwise_loops._vec(LowerCtx(), extent, 8, lambda j: S.BufferStore(
             buf, E.BufferLoad(buf, [j]) + 1, [j]), overlap=True)
         prim = tvm.tir.PrimFunc([buf.data], stmt, buffer_map={buf.data: buf})
         seen = np.zeros(64, np.int32)

@@ -12,7 +12,7 @@ from depthwise_cases import nodes as _nodes
 import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import depthwise, lower_te
+from minitvm.schedule import depthwise, depthwise_loops, lower_te
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 
@@ -64,7 +64,7 @@ def _tiles(prim):
     (25, 8, [(0, 8), (8, 8), (16, 8), (21, 4)]),
 ])
 def test_segments_cover_the_row_with_a_narrow_last_vector(ow, lanes, want):
-    segs = depthwise._segments(ow, lanes)
+    segs = depthwise_loops._segments(ow, lanes)
     assert segs == want
     covered = np.zeros(ow, bool)
     for j, n in segs:
@@ -75,7 +75,7 @@ def test_segments_cover_the_row_with_a_narrow_last_vector(ow, lanes, want):
 
 def test_segments_without_narrow_tails(monkeypatch):
     monkeypatch.setattr(depthwise, "NARROW_TAILS", False)
-    assert depthwise._segments(56, 16) == [(0, 16), (16, 16), (32, 16), (40, 16)]
+    assert depthwise_loops._segments(56, 16) == [(0, 16), (16, 16), (32, 16), (40, 16)]
 
 
 @pytest.mark.parametrize("shape,k,epilogue", [

@@ -41,7 +41,7 @@ def test_constant_pad_negative_only_crop_has_no_pad():
 
 def test_negative_pad_in_reflect_mode_is_an_error():
     """torch itself refuses a negative reflect pad; the importer's converter says which mode."""
-    from minitvm.relay.frontend.pytorch.aten import _pad_expr
+    from minitvm.relay.frontend.pytorch.aten_pad import _pad_expr
 
     class Ctx:
         op_name = "pad"

@@ -3,7 +3,18 @@ programs (core ATen after decomposition); a dynamic ``Dim`` becomes a symbolic `
 
 from __future__ import annotations
 
-from . import aten_ops  # noqa: F401  (registers the converters)
+from . import aten_math  # noqa: F401  (arithmetic, unary functions, atan2 / hypot / lerp)
+from . import aten_logic  # noqa: F401  (where, ~ & | ^, shifts)
+from . import aten_nn  # noqa: F401  (activations, matmuls, convolutions, norms, attention)
+from . import aten_pool  # noqa: F401  (max / average / adaptive pools)
+from . import aten_resample  # noqa: F401  (upsampling, grid_sample)
+from . import aten_reduce  # noqa: F401  (sum, mean, max, var, norms, cumsum)
+from . import aten_sort  # noqa: F401  (sort, topk, kthvalue)
+from . import aten_scatter  # noqa: F401  (scatter, scatter_reduce, index_put, masked_scatter)
+from . import aten_index  # noqa: F401  (index_select, gather, take_along_dim, x[i, j])
+from . import aten_shape  # noqa: F401  (views, permutes, cat, slices, padding)
+from . import aten_create  # noqa: F401  (full, arange, scalar_tensor, tril_indices)
+from . import aten_symbolic  # noqa: F401  (size arithmetic, sym_size, assertions)
 from . import aten_fft  # noqa: F401  (FFTs and complex values between them; wraps add/mul)
 from . import aten_inplace  # noqa: F401  (empty, copy, slice_scatter: in-place writes)
 from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize, searchsorted)

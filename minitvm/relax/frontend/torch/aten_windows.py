@@ -13,7 +13,7 @@ from ....frontend_common.aten_windows import pair, size_axis_last, unfold_index
 from ... import op as _op
 from ...expr import const
 from ..fold import col2im
-from .aten_ops import _vector_norm
+from .aten_reduce import _vector_norm
 from .context import AtenContext, register
 
 

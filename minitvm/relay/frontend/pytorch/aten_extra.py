@@ -14,20 +14,12 @@ from ....frontend_common.aten_windows import pair
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import (
-    DType,
-    _dims,
-    _elu,
-    _is_expr,
-    _norm_dim,
-    _pad_expr,
-    _resize_plan,
-    _scalar_like,
-    _upsample_scales,
-    _vector_norm,
-    register,
-)
+from .aten import DType, _is_expr, _norm_dim, _scalar_like, register
+from .aten_activation import _elu
+from .aten_pad import _pad_expr
 from .aten_pool import _pool_indices
+from .aten_reduce import _dims, _vector_norm
+from .aten_resample import _resize_plan, _upsample_scales
 
 # SELU's constants (Klambauer et al.), as torch defines them
 _SELU_ALPHA = 1.6732632423543772848170429916717

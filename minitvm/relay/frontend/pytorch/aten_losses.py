@@ -13,8 +13,9 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _scalar_like, _vector_norm, register
+from .aten import _scalar_like, register
 from .aten_extra import _log1p_expr, _loss_reduction, _opt
+from .aten_reduce import _vector_norm
 
 _IGNORE_DEFAULT = -100
 

@@ -1,17 +1,21 @@
-"""ATen converters for ``torch.atan2``, ``torch.hypot`` and ``torch.lerp`` (PointPillars'
-polar point features, StyleGAN's truncation trick), built by ``frontend_common.torch_math``,
-which the Relax importer shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``,
-``sinc`` and ``copysign`` (with torch's special values at 0, infinities and NaN), and for
-``erfc``, ``special.erfcx``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``,
-``frexp``, ``lgamma``, ``mvlgamma`` and ``digamma`` (``frontend_common.torch_special``, shared
-with Relax as well), and the unary float functions both dialects have as operators
-(``tan``, the inverse trigonometric and the hyperbolic functions, ``log2``, ``log10``) or
-compose (``exp2``, ``deg2rad``, ``rad2deg``, ``signbit``, ``sgn``, ``positive``). Integer
-operands divide into floats as torch's ``atan2`` does; two Python numbers fold at import."""
+"""ATen arithmetic onto Relay: the binary operators and comparisons with torch's type promotion
+(``add`` ... ``minimum``), ``div`` with its rounding modes, ``rsub``, ``remainder`` / ``fmod``,
+the unary functions, ``reciprocal``, ``isnan`` and ``nan_to_num``; and converters for
+``torch.atan2``, ``torch.hypot`` and ``torch.lerp`` (PointPillars' polar point features,
+StyleGAN's truncation trick), built by ``frontend_common.torch_math``, which the Relax importer
+shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``, ``sinc`` and ``copysign``
+(with torch's special values at 0, infinities and NaN), and for ``erfc``, ``special.erfcx``,
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``mvlgamma``
+and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well), and the unary
+float functions both dialects have as operators (``tan``, the inverse trigonometric and the
+hyperbolic functions, ``log2``, ``log10``) or compose (``exp2``, ``deg2rad``, ``rad2deg``,
+``signbit``, ``sgn``, ``positive``). Integer operands divide into floats as torch's ``atan2``
+does; two Python numbers fold at import."""
 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -19,7 +23,8 @@ from ....frontend_common import torch_math, torch_special
 from ....frontend_common.torch_promote import true_divide_dtype
 from ... import expr as _expr
 from ... import op as _op
-from .aten import _is_expr, _pair, register
+from ...op import nn as _nn
+from .aten import _binary, _is_expr, _pair, _scalar_like, register
 from .aten_extra import _log1p_expr
 
 
@@ -201,6 +206,87 @@ def _frexp(ctx, args):
     if not dt.startswith("float"):
         raise TypeError(f"frexp: torch.frexp takes a float tensor, got {dt}")
     return torch_special.frexp(_op, x, _const(dt))
+
+
+register("add", "add_")(_binary(_op.add, operator.add))
+register("sub", "sub_")(_binary(_op.subtract, operator.sub))
+register("mul", "mul_")(_binary(_op.multiply, operator.mul))
+register("floor_divide")(_binary(_op.floor_divide, operator.floordiv))
+register("pow")(_binary(_op.power, operator.pow))
+register("eq")(_binary(_op.equal, operator.eq))
+register("ne")(_binary(_op.not_equal, operator.ne))
+register("lt")(_binary(_op.less, operator.lt))
+register("gt")(_binary(_op.greater, operator.gt))
+register("le")(_binary(_op.less_equal, operator.le))
+register("ge")(_binary(_op.greater_equal, operator.ge))
+register("maximum")(_binary(_op.maximum, max))
+register("minimum")(_binary(_op.minimum, min))
+
+
+@register("div", "div_")
+def _div(ctx, args):
+    a, b = args[0], args[1]
+    mode = args[2] if len(args) > 2 else None
+    if not _is_expr(a) and not _is_expr(b):
+        return a // b if mode == "floor" else (int(a / b) if mode == "trunc" else a / b)
+    a, b = _pair(ctx, a, b)
+    if mode == "floor":
+        return _op.floor_divide(a, b)
+    dt = ctx.dtype(a)
+    if mode is None and true_divide_dtype(dt) != dt:  # integers divide as floats in torch
+        a, b = _op.cast(a, true_divide_dtype(dt)), _op.cast(b, true_divide_dtype(dt))
+    out = _op.divide(a, b)
+    return _op.trunc(out) if mode == "trunc" and ctx.dtype(a).startswith("float") else out
+
+
+@register("rsub")
+def _rsub(ctx, args):
+    alpha = args[2] if len(args) > 2 else 1
+    return _binary(_op.subtract, operator.sub)(ctx, [args[1], args[0], alpha])
+
+
+_UNARY = {
+    "relu": _nn.relu, "relu_": _nn.relu, "sigmoid": _op.sigmoid, "sigmoid_": _op.sigmoid,
+    "tanh": _op.tanh, "tanh_": _op.tanh, "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt,
+    "rsqrt": _op.rsqrt, "neg": _op.negative, "abs": _op.abs, "erf": _op.erf, "sin": _op.sin,
+    "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil, "round": _op.round,
+}
+
+
+for _n, _f in _UNARY.items():
+    register(_n)(lambda ctx, args, _f=_f: _f(args[0]))
+
+
+@register("reciprocal")
+def _reciprocal(ctx, args):
+    if not _is_expr(args[0]):
+        return 1.0 / args[0]
+    return _op.divide(_scalar_like(ctx, 1.0, args[0]), args[0])
+
+
+@register("isnan")
+def _isnan(ctx, args):
+    return _op.isnan(args[0])
+
+
+register("remainder")(_binary(_op.floor_mod, operator.mod))
+register("fmod")(_binary(_op.mod, math.fmod))
+
+
+@register("nan_to_num", "nan_to_num_")
+def _nan_to_num(ctx, args):
+    x = args[0]
+    dt = ctx.dtype(x)
+    if not dt.startswith("float"):
+        return x
+    info = np.finfo(dt)
+    nan = 0.0 if len(args) < 2 or args[1] is None else float(args[1])
+    pos = float(info.max) if len(args) < 3 or args[2] is None else float(args[2])
+    neg = float(info.min) if len(args) < 4 or args[3] is None else float(args[3])
+    inf = _scalar_like(ctx, np.inf, x)
+    out = _op.where(_op.equal(x, inf), _scalar_like(ctx, pos, x), x)
+    out = _op.where(_op.equal(x, _op.negative(inf)), _scalar_like(ctx, neg, x), out)
+    return _op.where(_op.isnan(x), _scalar_like(ctx, nan, x), out)
 
 
 _FLOAT_UNARY = {"tan": _op.tan, "asin": _op.asin, "acos": _op.acos, "atan": _op.atan,

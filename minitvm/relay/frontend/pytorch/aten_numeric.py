@@ -18,8 +18,9 @@ from ....frontend_common.torch_promote import tensors_dtype
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _is_expr, _norm_dim, _pair, _scalar_like, _vector_norm, register
+from .aten import _is_expr, _norm_dim, _pair, _scalar_like, register
 from .aten_extra import _opt
+from .aten_reduce import _vector_norm
 
 
 @register("aminmax")

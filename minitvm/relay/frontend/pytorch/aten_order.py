@@ -1,9 +1,9 @@
-"""ATen's order statistics and scans onto Relay: ``median`` / ``nanmedian`` (a stable argsort
-and a gather at the middle), ``quantile`` / ``nanquantile`` (gathers at the ranks around
-``q (n - 1)``, mixed as torch's lerp), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step scans),
-``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin) and ``pdist``
-(takes of constant row pairs), built by ``frontend_common.torch_order`` from ops
-with native computes."""
+"""ATen's order statistics and scans onto Relay: ``topk``, ``median`` / ``nanmedian`` (a stable
+argsort and a gather at the middle), ``quantile`` / ``nanquantile`` (gathers at the ranks around
+``q (n - 1)``, mixed as torch's lerp), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step
+scans), ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin) and
+``pdist`` (takes of constant row pairs), the last six built by ``frontend_common.torch_order``
+from ops with native computes."""
 
 from __future__ import annotations
 
@@ -190,3 +190,13 @@ def _histc(ctx, args):
         raise ctx.fail(f"needs bins > 0 and min <= max, got bins={bins}, min={lo}, max={hi}")
     flat = _op.reshape(x, (-1,))
     return torch_order.histc(_RelayOrder, flat, dtype, bins, lo, hi)
+
+
+@register("topk")
+def _topk(ctx, args):
+    x, k = args[0], int(args[1])
+    dim = args[2] if len(args) > 2 else -1
+    largest = bool(args[3]) if len(args) > 3 else True
+    out = _op.topk(x, k, axis=_norm_dim(dim, len(ctx.shape(x))), ret_type="both",
+                   is_ascend=not largest, dtype="int64")
+    return out[0], out[1]

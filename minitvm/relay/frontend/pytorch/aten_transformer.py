@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _gelu, _native_mha, _scalar_like, register
+from .aten import _scalar_like, register
+from .aten_activation import _gelu
+from .aten_attention import _native_mha
 
 
 class NestedFromMask:

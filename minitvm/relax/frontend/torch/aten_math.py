@@ -1,0 +1,181 @@
+"""Core-ATen arithmetic onto ``relax.op``: the binary operators and comparisons with torch's
+type promotion (a Python number on either side; two numbers are size arithmetic), the unary
+functions, ``pow`` / ``rsub`` / ``div`` with a rounding mode, ``remainder`` / ``fmod``, and
+``atan2`` / ``hypot`` / ``copysign`` / ``lerp`` composed by ``frontend_common.torch_math``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....frontend_common import torch_math
+from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
+from ... import op as _op
+from ...expr import Expr, const
+from .context import AtenContext, register
+
+
+def _promote(ctx: AtenContext, x, y):
+    """torch's type promotion for two tensors of different dtypes
+    (``frontend_common.torch_promote``: the higher category wins, then the wider, a 0-dim
+    tensor never widening one with dimensions)."""
+    dx, dy = ctx.dtype(x), ctx.dtype(y)
+    if dx == dy:
+        return x, y
+    target = tensors_dtype(dx, dy, ctx.ndim(x) == 0, ctx.ndim(y) == 0)
+    return (x if dx == target else _op.astype(x, target)), (y if dy == target else
+                                                             _op.astype(y, target))
+
+
+def _operands(ctx: AtenContext, a, b):
+    """Two operands (tensors or Python numbers, one at least a tensor) as Relax tensors of the
+    dtype torch gives their result: a float number lifts an integer tensor to float32."""
+    like = a if isinstance(a, Expr) else b
+    number = b if like is a else a
+    if isinstance(number, bool | int | float):
+        target = with_number_dtype(ctx.dtype(like), number)
+        if target != ctx.dtype(like):
+            like = ctx.emit(_op.astype(like, target))
+            a, b = (like, b) if isinstance(a, Expr) else (a, like)
+    return _promote(ctx, ctx.tensor(a, like), ctx.tensor(b, like))
+
+
+def _binary(rop, pyop):
+    def convert(ctx: AtenContext, args):
+        a, b = args[0], args[1]
+        if not isinstance(a, Expr) and not isinstance(b, Expr):
+            return ctx.simplify(pyop(a, b))  # size arithmetic
+        x, y = _operands(ctx, a, b)
+        if rop is _op.divide and true_divide_dtype(ctx.dtype(x)) != ctx.dtype(x):
+            x, y = (ctx.emit(_op.astype(v, true_divide_dtype(ctx.dtype(x)))) for v in (x, y))
+        if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
+            y = _op.multiply(y, ctx.tensor(args[2], y))
+        return ctx.emit(rop(x, y))
+
+    return convert
+
+
+for _names, _rop, _py in [
+    (("add.Tensor", "add.Scalar"), _op.add, lambda a, b: a + b),
+    (("sub.Tensor", "sub.Scalar"), _op.subtract, lambda a, b: a - b),
+    (("mul.Tensor", "mul.Scalar"), _op.multiply, lambda a, b: a * b),
+    (("div.Tensor", "div.Scalar"), _op.divide, lambda a, b: a / b),
+    (("pow.Tensor_Scalar", "pow.Tensor_Tensor"), _op.power, lambda a, b: a**b),
+    (("maximum.default",), _op.maximum, max), (("minimum.default",), _op.minimum, min),
+    (("eq.Tensor", "eq.Scalar"), _op.equal, lambda a, b: a == b),
+    (("ne.Tensor", "ne.Scalar"), _op.not_equal, lambda a, b: a != b),
+    (("lt.Tensor", "lt.Scalar"), _op.less, lambda a, b: a < b),
+    (("le.Tensor", "le.Scalar"), _op.less_equal, lambda a, b: a <= b),
+    (("gt.Tensor", "gt.Scalar"), _op.greater, lambda a, b: a > b),
+    (("ge.Tensor", "ge.Scalar"), _op.greater_equal, lambda a, b: a >= b),
+    (("logical_and.default",), _op.logical_and, lambda a, b: a and b),
+]:
+    register(*_names)(_binary(_rop, _py))
+
+
+@register("pow.Scalar")
+def _pow_scalar(ctx: AtenContext, args):
+    """``base ** tensor`` with a Python-number base (RoPE's ``10000 ** (-2i / d)``): a float
+    base over an integer exponent gives float32, as in torch."""
+    base, e = args[0], args[1]
+    if isinstance(base, float) and not ctx.dtype(e).startswith("float"):
+        e = ctx.emit(_op.astype(e, "float32"))
+    return ctx.emit(_op.power(ctx.tensor(base, e), e))
+
+
+@register("rsub.Scalar")
+def _rsub(ctx: AtenContext, args):
+    x = args[0]
+    return ctx.emit(_op.subtract(ctx.tensor(args[1], x), x))
+
+
+@register("div.Tensor_mode")
+def _div_mode(ctx: AtenContext, args):
+    x, y, mode = args[0], args[1], args[2]
+    like = x if isinstance(x, Expr) else y
+    q = _op.divide(ctx.tensor(x, like), ctx.tensor(y, like))
+    if mode == "floor":
+        q = _op.floor(q)
+    elif mode == "trunc":
+        q = _op.trunc(q)
+    return ctx.emit(q)
+
+
+_UNARY = {
+    "relu": _op.nn.relu, "sigmoid": _op.sigmoid, "tanh": _op.tanh, "erf": _op.erf,
+    "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt, "rsqrt": _op.rsqrt, "neg": _op.negative,
+    "abs": _op.abs, "sin": _op.sin, "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil,
+    "round": _op.round, "silu": _op.nn.silu, "logical_not": _op.logical_not,
+    "sign": _op.sign, "reciprocal": None,
+}
+
+
+def _unary(rop):
+    def convert(ctx: AtenContext, args):
+        return ctx.emit(rop(args[0]))
+
+    return convert
+
+
+for _name, _rop in _UNARY.items():
+    if _rop is not None:
+        register(f"{_name}.default")(_unary(_rop))
+
+
+@register("reciprocal.default")
+def _reciprocal(ctx: AtenContext, args):
+    return ctx.emit(_op.divide(ctx.tensor(1.0, args[0]), args[0]))
+
+
+@register("expm1.default")
+def _expm1(ctx: AtenContext, args):
+    return ctx.emit(_op.subtract(_op.exp(args[0]), ctx.tensor(1.0, args[0])))
+
+
+register("remainder.Tensor", "remainder.Scalar")(_binary(_op.floor_mod, lambda a, b: a % b))
+register("fmod.Tensor", "fmod.Scalar")(_binary(_op.mod, lambda a, b: float(np.fmod(a, b))))
+
+
+def _float_operands(ctx: AtenContext, a, b):
+    """``a`` and ``b`` as Relax tensors of one float dtype (integers promoted as torch's
+    ``atan2`` / ``hypot`` do) and a constant maker of that dtype."""
+    x, y = _operands(ctx, a, b)
+    dt = true_divide_dtype(ctx.dtype(x))
+    if dt != ctx.dtype(x):
+        x, y = (ctx.emit(_op.astype(v, dt)) for v in (x, y))
+    return x, y, lambda v: const(np.array(v, dtype=dt), dt)
+
+
+@register("atan2.default")
+def _atan2(ctx: AtenContext, args):
+    """PointPillars' azimuth feature: composed from ``atan`` (Relax has no ``atan2``)."""
+    y, x, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.atan2(_op, y, x, scalar, ctx.emit))
+
+
+@register("hypot.default")
+def _hypot(ctx: AtenContext, args):
+    a, b, _ = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.hypot(_op, a, b, ctx.emit))
+
+
+@register("copysign.Tensor", "copysign.Scalar")
+def _copysign(ctx: AtenContext, args):
+    a, b, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(torch_math.copysign(_op, a, b, scalar, ctx.emit))
+
+
+@register("lerp.Scalar", "lerp.Tensor")
+def _lerp(ctx: AtenContext, args):
+    """StyleGAN's truncation trick, ``w_avg.lerp(w, psi)``, by torch's two-sided formula."""
+    start, end = _operands(ctx, args[0], args[1])
+    dt = ctx.dtype(start)
+    weight = args[2]
+    if isinstance(weight, Expr) and ctx.dtype(weight) != dt:
+        weight = ctx.emit(_op.astype(weight, dt))
+    return ctx.emit(torch_math.lerp(_op, start, end, weight,
+                                    lambda v: const(np.array(v, dtype=dt), dt), ctx.emit))
+
+
+@register("isnan.default")
+def _isnan(ctx: AtenContext, args):
+    return ctx.emit(_op.isnan(args[0]))

@@ -1,0 +1,92 @@
+"""Core-ATen pooling onto ``relax.op``: 2-D and 3-D max pools (with the indices when the
+program reads them), average pools, and adaptive average and max pools."""
+
+from __future__ import annotations
+
+import operator
+
+from ... import op as _op
+from ..pool_indices import maxpool_indices
+from .context import AtenContext, register
+
+
+def _per_axis(v, n: int) -> list[int]:
+    """A pooling argument (an int or one value per spatial axis) as ``n`` ints."""
+    v = [int(p) for p in (v if isinstance(v, list | tuple) else [v])]
+    return v * n if len(v) == 1 else v
+
+
+@register("max_pool2d_with_indices.default", "max_pool2d.default",
+          "max_pool3d_with_indices.default", "max_pool3d.default")
+def _max_pool(ctx: AtenContext, args):
+    """2-D and 3-D max pooling (the number of kernel sizes says which); the ``_with_indices``
+    form's indices (each output's flat position in its N, C plane) only when the program reads
+    them (decomposition turns every max pool into the ``_with_indices`` form)."""
+    x, kernel, stride, padding, dilation, ceil = args
+    kernel = [int(k) for k in kernel]
+    n = len(kernel)
+    stride = [int(s) for s in stride] or kernel
+    pads, dil = _per_axis(padding, n), _per_axis(dilation, n)
+    fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
+    y = ctx.emit(fn(x, kernel, stride, pads * 2, dil, bool(ceil)))
+    if "indices" not in ctx.node.target.__name__:
+        return y
+    if not any(u.target is operator.getitem and u.args[1] == 1 for u in ctx.node.users):
+        return (y, None)
+    shape = ctx.shape(x)
+    if len(shape) != n + 2 or not all(isinstance(d, int) for d in shape):
+        raise ctx.fail("max-pool indices need a batched input of static shape")
+    idx = maxpool_indices(ctx.emit, shape, ctx.dtype(x), x, ctx.shape(y)[2:], kernel, stride,
+                          dil, pads, pads, per_plane=True)
+    return (y, idx)
+
+
+@register("avg_pool2d.default", "avg_pool3d.default")
+def _avg_pool(ctx: AtenContext, args):
+    x, kernel, stride, padding, ceil, include, divisor = args
+    if divisor is not None:
+        raise ctx.fail("divisor_override is not supported")
+    kernel = [int(k) for k in kernel]
+    n = len(kernel)
+    stride = [int(s) for s in stride] or kernel
+    fn = {2: _op.nn.avg_pool2d, 3: _op.nn.avg_pool3d}[n]
+    return ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, [1] * n, bool(ceil),
+                       bool(include)))
+
+
+@register("_adaptive_avg_pool2d.default", "adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(ctx: AtenContext, args):
+    x, size = args
+    size = [int(s) for s in size]
+    if size == [1, 1]:
+        return ctx.emit(_op.mean(x, [2, 3], True))
+    return ctx.emit(_op.nn.adaptive_avg_pool2d(x, size))
+
+
+@register("adaptive_max_pool2d.default")
+def _adaptive_max_pool2d(ctx: AtenContext, args):
+    """Adaptive max pooling: a plain max_pool2d when the sizes divide, else one max per cell."""
+    x, size = args[0], [int(s) for s in args[1]]
+    h, w = ctx.shape(x)[2:]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise ctx.fail("adaptive max pooling needs static spatial dims")
+    if h % size[0] == 0 and w % size[1] == 0:
+        k = [h // size[0], w // size[1]]
+        return (ctx.emit(_op.nn.max_pool2d(x, k, k)), None)
+    if size[0] * size[1] > 256:
+        raise ctx.fail(f"adaptive max pooling {h}x{w} -> {size} (not divisible) has too many "
+                       "cells to unroll")
+
+    def cell(i, n, out):  # torch's window [floor(i*n/out), ceil((i+1)*n/out))
+        return i * n // out, -(-(i + 1) * n // out)
+
+    rows = []
+    for i in range(size[0]):
+        h0, h1 = cell(i, h, size[0])
+        cols = []
+        for j in range(size[1]):
+            w0, w1 = cell(j, w, size[1])
+            part = _op.strided_slice(x, [2, 3], [h0, w0], [h1, w1])
+            cols.append(ctx.emit(_op.max(part, [2, 3], True)))
+        rows.append(ctx.emit(_op.concat(cols, 3)) if len(cols) > 1 else cols[0])
+    return (ctx.emit(_op.concat(rows, 2)) if len(rows) > 1 else rows[0], None)

@@ -1,0 +1,84 @@
+"""ATen matrix products onto Relay: ``matmul`` / ``mm`` / ``bmm`` / ``mv`` / ``dot``, ``linear``,
+``addmm``, ``baddbmm`` and ``einsum``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from ...op import nn as _nn
+from ..common import last_two_swapped
+from .aten import _scalar_like, register
+from .aten_fake_quant_conv import fake_quant_dense
+
+
+def _matmul(ctx, a, b):
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    if len(sa) >= 2 and len(sb) == 2:
+        k, n = sb
+        flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
+        out = _nn.dense(flat, _op.transpose(b, (1, 0)))
+        return out if len(sa) == 2 else _op.reshape(out, sa[:-1] + (n,))
+    if len(sa) >= 3 and len(sb) >= 3:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+        nb = int(np.prod(batch))
+        bt = last_two_swapped(b)  # (k.transpose(-2, -1): batch_matmul's own transpose_b)
+        b, sb = (b, sb) if bt is None else (bt, sb[:-2] + (sb[-1], sb[-2]))
+        a = a if sa[:-2] == batch else _op.broadcast_to(a, batch + sa[-2:])
+        b = b if sb[:-2] == batch else _op.broadcast_to(b, batch + sb[-2:])
+        a3 = a if len(batch) == 1 else _op.reshape(a, (nb,) + sa[-2:])
+        b3 = b if len(batch) == 1 else _op.reshape(b, (nb,) + sb[-2:])
+        out = _nn.batch_matmul(a3, b3, transpose_b=bt is not None)
+        n = sb[-1] if bt is None else sb[-2]
+        return out if len(batch) == 1 else _op.reshape(out, batch + (sa[-2], n))
+    if len(sa) == 1 and len(sb) == 1:
+        return _op.sum(_op.multiply(a, b))
+    if len(sa) == 1:
+        return _op.squeeze(_matmul(ctx, _op.expand_dims(a, 0), b), axis=[-2 + len(sb)])
+    if len(sb) == 1:
+        return _op.squeeze(_matmul(ctx, a, _op.expand_dims(b, 1)), axis=[len(sa) - 1])
+    # 2-D @ N-D
+    return _matmul(ctx, _op.broadcast_to(a, sb[:-2] + sa), b)
+
+
+@register("matmul", "mm", "bmm", "mv", "dot")
+def _matmul_op(ctx, args):
+    return _matmul(ctx, args[0], args[1])
+
+
+@register("linear")
+def _linear(ctx, args):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    xs = ctx.shape(x)
+    flat = x if len(xs) == 2 else _op.reshape(x, (-1, xs[-1]))
+    out = fake_quant_dense(ctx, x, flat, w)  # (a QAT linear of 8-bit values: integer)
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=-1)
+    return out if len(xs) == 2 else _op.reshape(out, xs[:-1] + (ctx.shape(w)[0],))
+
+
+@register("addmm")
+def _addmm(ctx, args):
+    c, a, b = args[:3]
+    beta = args[3] if len(args) > 3 else 1
+    alpha = args[4] if len(args) > 4 else 1
+    out = _matmul(ctx, a, b)
+    if alpha != 1:
+        out = _op.multiply(out, _scalar_like(ctx, alpha, out))
+    if beta != 0:
+        c = c if beta == 1 else _op.multiply(c, _scalar_like(ctx, beta, c))
+        out = _op.add(out, c)
+    return out
+
+
+@register("einsum")
+def _einsum(ctx, args):
+    from ..einsum import einsum
+
+    return einsum(args[0], list(args[1]))
+
+
+@register("baddbmm")
+def _baddbmm(ctx, args):
+    return _addmm(ctx, list(args))
