@@ -39,3 +39,14 @@ def test_adaptive_max_pool3d(size):
     text = run_exported(lambda v: F.adaptive_max_pool3d(v, size), _randn(2, 3, 4, 6, 10))
     if size == (2, 2, 2):
         assert "max_pool3d" in text
+
+
+def test_heaviside_promotes_where_branches_and_sign_is_zero_at_nan():
+    """torch decomposes ``heaviside`` into a ``where`` of a float32 and an int64 branch, which
+    torch promotes; ``sign`` of NaN is 0 in torch (Relax's operator keeps NaN)."""
+    x = _randn(3, 7) * 2
+    x[0, :4] = torch.tensor([0.0, -0.0, float("nan"), float("inf")])
+    values = torch.full((3, 7), 0.25)
+    run_exported(torch.heaviside, x, values)
+    text = run_exported(torch.sign, x)
+    assert "isnan" in text

@@ -21,8 +21,6 @@ from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize, searchsorte
 from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsumexp, histc, pdist)
 from . import aten_fake_quant  # noqa: F401  (fake_quantize_per_tensor / per_channel_affine)
 from . import aten_special  # noqa: F401  (erfc, erfcx, ndtri, i0, frexp, lgamma, digamma, ...)
-from . import aten_logical  # noqa: F401  (logical_or / logical_xor, adaptive_max_pool3d)
-from . import aten_elementwise_math  # noqa: F401  (tan, asin, sinh, log2, exp2, signbit, ...)
 from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool)
 from .context import ATEN, OpNotImplemented, TorchImportError

@@ -1,5 +1,7 @@
-"""Core-ATen selection and bit operators onto ``relax.op``: ``where``, ``~`` / ``&`` / ``|`` /
-``^`` (logical on bool tensors, bitwise on integers) and the shifts ``>>`` / ``<<``."""
+"""Core-ATen selection, logical and bit operators onto ``relax.op``: ``where``, ``~`` / ``&`` /
+``|`` / ``^`` (logical on bool tensors, bitwise on integers), the shifts ``>>`` / ``<<``, and
+``logical_or`` / ``logical_xor`` of any dtype (a NaN-safe mask's ``|``: torch decomposes
+``heaviside`` into one; ``logical_and`` is with the arithmetic binaries in ``aten_math``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from .context import AtenContext, register
 def _where(ctx: AtenContext, args):
     c, a, b = args
     like = a if isinstance(a, Expr) else b
-    return ctx.emit(_op.where(c, ctx.tensor(a, like), ctx.tensor(b, like)))
+    x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+    dx, dy = ctx.dtype(x), ctx.dtype(y)
+    if dx != dy:  # (torch promotes the two branches: heaviside's float32 / int64 pair)
+        target = tensors_dtype(dx, dy, ctx.ndim(x) == 0, ctx.ndim(y) == 0)
+        x = x if dx == target else ctx.emit(_op.astype(x, target))
+        y = y if dy == target else ctx.emit(_op.astype(y, target))
+    return ctx.emit(_op.where(c, x, y))
 
 
 @register("bitwise_not.default")
@@ -77,3 +85,21 @@ register("__rshift__.Scalar", "__rshift__.Tensor", "bitwise_right_shift.Tensor",
          "bitwise_right_shift.Tensor_Scalar", "bitwise_right_shift.Scalar_Tensor")(_shift(False))
 register("__lshift__.Scalar", "__lshift__.Tensor", "bitwise_left_shift.Tensor",
          "bitwise_left_shift.Tensor_Scalar", "bitwise_left_shift.Scalar_Tensor")(_shift(True))
+
+
+
+def _truth(ctx: AtenContext, x):
+    """``x`` as bool: nonzero is True, as torch's logical functions read any dtype."""
+    if ctx.dtype(x) == "bool":
+        return x
+    return ctx.emit(_op.not_equal(x, ctx.tensor(0, x)))
+
+
+def _logical(rop):
+    def convert(ctx: AtenContext, args):
+        return ctx.emit(rop(_truth(ctx, args[0]), _truth(ctx, args[1])))
+    return convert
+
+
+register("logical_or.default")(_logical(_op.logical_or))
+register("logical_xor.default")(_logical(_op.logical_xor))
