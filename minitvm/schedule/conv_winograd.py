@@ -251,7 +251,7 @@ RUN_TIME_MIN_PIXELS = 1024
 # within its noise. Not changed. Again there, both builds in one process, 15 interleaved rounds
 # of a median of 5 runs, thread CPU ms: F(2x2) for that branch (every conv whose F(4x4) ``U``
 # would pass 2 MB), the model 13.62 -> 14.03, F(2x2) faster in 4 of 15; the same rule on
-# ResNet-50 (its twelve 128->128 convs at 28x28, 11 rounds) 50.52 -> 52.68. That conv's in-model
+# ResNet-50 (its 128->128 3x3 convs at 28x28, 11 rounds) 50.52 -> 52.68. That conv's in-model
 # loss is its data out of the caches the other layers leave (``bench_cache_state.py``: graph
 # 1.21 / hot 0.91 / after a 32 MB pass 0.87 / after the other kernels 1.16 ms), which F(2x2)'s
 # 1 MB ``U`` does not win back.)
