@@ -248,7 +248,13 @@ RUN_TIME_MIN_PIXELS = 1024
 # 0.394 -> 0.433 / 0.366, all its kernels 4.07 -> 4.14; DeepLab's dilation-2 branch (256->64
 # at 4x16x16 after space-to-batch, F(4x4): 2.4 MB of transformed weights) 1.44 -> 1.31 in graph
 # order, but alone after a 4 MB flush 0.97 -> 1.12, the model 14.17 -> 13.93 (ORT 14.11),
-# within its noise. Not changed.)
+# within its noise. Not changed. Again there, both builds in one process, 15 interleaved rounds
+# of a median of 5 runs, thread CPU ms: F(2x2) for that branch (every conv whose F(4x4) ``U``
+# would pass 2 MB), the model 13.62 -> 14.03, F(2x2) faster in 4 of 15; the same rule on
+# ResNet-50 (its 128->128 3x3 convs at 28x28, 11 rounds) 50.52 -> 52.68. That conv's in-model
+# loss is its data out of the caches the other layers leave (``bench_cache_state.py``: graph
+# 1.21 / hot 0.91 / after a 32 MB pass 0.87 / after the other kernels 1.16 ms), which F(2x2)'s
+# 1 MB ``U`` does not win back.)
 
 
 def geometry(t, knobs: dict | None = None) -> dict | None:
