@@ -75,7 +75,12 @@ def _flat(ops: Any, x, shape: Sequence[int], batch: tuple[int, ...]):
     shape = tuple(shape)
     if shape[:-2] != batch:
         x = ops.broadcast_to(x, batch + shape[-2:])
-    return ops.reshape(x, (-1,) + shape[-2:])
+    return ops.reshape(x, (_count(batch),) + shape[-2:])
+
+
+def _count(batch: tuple[int, ...]) -> int:
+    """The number of matrices in a batch."""
+    return int(np.prod(batch, dtype=np.int64))
 
 
 def _index(const: Callable, k: int):
@@ -207,7 +212,7 @@ def inverse(ops: Any, a, shape: Sequence[int], dtype: str, const: Callable,
     a3 = _flat(ops, a, shape, batch)
     factors = lu_factor(ops, a3, n, dtype, const, emit)
     identity = ops.broadcast_to(const(np.eye(n, dtype=dtype)[None]),
-                                (int(np.prod(batch, dtype=np.int64)), n, n))
+                                (_count(batch), n, n))
     return ops.reshape(_lu_solve(ops, factors, identity, n, dtype, const, emit), shape)
 
 
@@ -226,7 +231,7 @@ def slogdet(ops: Any, a, shape: Sequence[int], dtype: str, const: Callable,
     n, batch = shape[-1], tuple(shape[:-2])
     factors = lu_factor(ops, _flat(ops, a, shape, batch), n, dtype, const, emit)
     diagonal = emit(_diagonal(ops, factors.lu, n, dtype, const))
-    sign = ops.multiply(ops.reshape(factors.parity, (-1,)),
+    sign = ops.multiply(ops.reshape(factors.parity, (_count(batch),)),
                         ops.prod(ops.sign(diagonal), axis=1))
     log_abs = ops.sum(ops.log(ops.abs(diagonal)), axis=1)
     return (ops.reshape(sign, batch), ops.reshape(log_abs, batch),
@@ -241,7 +246,7 @@ def det(ops: Any, a, shape: Sequence[int], dtype: str, const: Callable,
     n, batch = shape[-1], tuple(shape[:-2])
     factors = lu_factor(ops, _flat(ops, a, shape, batch), n, dtype, const, emit)
     diagonal = _diagonal(ops, factors.lu, n, dtype, const)
-    value = ops.multiply(ops.reshape(factors.parity, (-1,)), ops.prod(diagonal, axis=1))
+    value = ops.multiply(ops.reshape(factors.parity, (_count(batch),)), ops.prod(diagonal, axis=1))
     return (ops.reshape(value, batch), ops.reshape(factors.lu, shape),
             _pivots(ops, factors, batch, n, const))
 
@@ -253,8 +258,7 @@ def _pivots(ops: Any, factors: LUFactors, batch: tuple[int, ...], n: int, const:
     for k, pivot in enumerate(factors.pivot_rows):  # pivot: (B, 1, 1)
         term = ops.multiply(ops.take(one_hot_steps, _index(const, k), axis=1), pivot)
         total = term if total is None else ops.add(total, term)
-    pivots = ops.add(ops.reshape(total, (-1, n)), const(np.array(1, "int32")))
-    return ops.reshape(pivots, batch + (n,))
+    return ops.add(ops.reshape(total, batch + (n,)), const(np.array(1, "int32")))
 
 
 def cholesky(ops: Any, a, shape: Sequence[int], dtype: str, const: Callable,
