@@ -55,7 +55,7 @@ def _gaussian_process_and_flow(a, b, s):
     factor = torch.linalg.cholesky(s)
     sign, log_abs = torch.linalg.slogdet(a)
     return (factor, torch.linalg.cholesky(s, upper=True), torch.cholesky_solve(b, factor),
-            torch.cholesky_solve(b, factor.transpose(-1, -2), upper=True), torch.logdet(s),
+            torch.cholesky_solve(b, factor.mT, upper=True), torch.logdet(s),
             torch.linalg.solve(a, b), torch.linalg.inv(a), sign, log_abs, torch.linalg.det(a))
 
 
@@ -72,7 +72,7 @@ def test_factorizations_match_eager_on_batches():
 
 def _pivoted(a, b, singular):
     return (torch.linalg.solve(a, b), torch.linalg.solve(a, b[..., 0]),
-            torch.linalg.solve(a, b.transpose(-1, -2), left=False), torch.linalg.det(a),
+            torch.linalg.solve(a, b.mT, left=False), torch.linalg.det(a),
             *torch.linalg.slogdet(singular), torch.linalg.det(singular))
 
 
