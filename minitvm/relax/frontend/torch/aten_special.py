@@ -1,5 +1,5 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``, ``polygamma``
 and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
 importer shares."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common import torch_special
+from ....frontend_common import torch_polygamma, torch_special
 from ....frontend_common.torch_promote import true_divide_dtype
 from ... import op as _op
 from ...expr import const
@@ -62,6 +62,19 @@ def _gamma_function(compose):
 register("lgamma.default", "special_gammaln.default")(_gamma_function(torch_special.lgamma))
 register("digamma.default", "special_digamma.default", "special_psi.default")(
     _gamma_function(torch_special.digamma))
+
+
+@register("polygamma.default", "special_polygamma.default")
+def _polygamma(ctx: AtenContext, args):
+    """``polygamma(n, x)`` for a static ``n`` (``frontend_common.torch_polygamma``; 0 is
+    digamma), in float64 as the other gamma functions."""
+    n, x = args[0], args[1]
+    if not isinstance(n, int) or n < 0:
+        raise ctx.fail(f"polygamma: the order must be a non-negative int, got {n!r}")
+    if n == 0:
+        return _gamma_function(torch_special.digamma)(ctx, [x])
+    return _gamma_function(lambda ops, v, scalar, emit: torch_polygamma.polygamma(
+        ops, n, v, scalar, emit))(ctx, [x])
 
 
 @register("erfinv.default", "special_erfinv.default")
