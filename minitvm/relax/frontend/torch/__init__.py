@@ -21,6 +21,7 @@ from . import aten_windows  # noqa: F401  (unfold, cdist, bucketize, searchsorte
 from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsumexp, histc, pdist)
 from . import aten_fake_quant  # noqa: F401  (fake_quantize_per_tensor / per_channel_affine)
 from . import aten_special  # noqa: F401  (erfc, erfcx, ndtri, i0, frexp, lgamma, digamma, ...)
+from . import aten_linalg_solve  # noqa: F401  (cholesky, cholesky_solve, solve, inv, slogdet, det)
 from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool)
 from .context import ATEN, OpNotImplemented, TorchImportError
@@ -45,10 +46,13 @@ def supported_ops() -> list[str]:
 # channels-last tensor, as ConvNeXt's after its permutes, becomes mean + as_strided; col2im an
 # index_put accumulating over skipped leading axes, where relax.frontend.fold gathers; bilinear
 # a 4-operand broadcast product, where one matmul does; max_unpool an index_put over the whole
-# output, where a gather from the pool's windows does)
+# output, where a gather from the pool's windows does; the linalg factorizations and solves
+# would otherwise become their ``_ex`` forms with an effectful run-time error check)
 _KEEP = ("matmul.default", "linear.default", "scaled_dot_product_attention.default",
          "adaptive_avg_pool2d.default", "col2im.default", "bilinear.default",
-         "max_unpool2d.default", "max_unpool3d.default")
+         "max_unpool2d.default", "max_unpool3d.default", "linalg_cholesky.default",
+         "linalg_solve.default", "linalg_inv.default", "linalg_slogdet.default",
+         "linalg_det.default", "cholesky_solve.default", "logdet.default")
 
 
 def _decomposition_table():

@@ -34,6 +34,13 @@ def _transpose(ctx: AtenContext, args):
     return ctx.emit(_op.permute_dims(x, perm))
 
 
+@register("mT.default", "mH.default", "adjoint.default")
+def _matrix_transpose(ctx: AtenContext, args):
+    """``x.mT`` (and, for real tensors, ``mH`` / ``adjoint``): the last two axes swapped."""
+    n = ctx.ndim(args[0])
+    return ctx.emit(_op.permute_dims(args[0], list(range(n - 2)) + [n - 1, n - 2]))
+
+
 @register("t.default")
 def _t(ctx: AtenContext, args):
     return ctx.emit(_op.permute_dims(args[0], [1, 0])) if ctx.ndim(args[0]) == 2 else args[0]

@@ -1,5 +1,5 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``
+``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma`` / ``igammac``
 and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
 importer shares."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common import torch_special
+from ....frontend_common import torch_igamma, torch_polygamma, torch_special
 from ....frontend_common.torch_promote import true_divide_dtype
 from ... import op as _op
-from ...expr import const
+from ...expr import Expr, const
 from .context import AtenContext, register
 
 
@@ -62,6 +62,39 @@ def _gamma_function(compose):
 register("lgamma.default", "special_gammaln.default")(_gamma_function(torch_special.lgamma))
 register("digamma.default", "special_digamma.default", "special_psi.default")(
     _gamma_function(torch_special.digamma))
+
+
+def _incomplete_gamma(compose):
+    """A converter of ``(a, x)`` through ``frontend_common.torch_igamma`` in float64, cast back
+    to the operands' promoted float dtype."""
+    def convert(ctx: AtenContext, args):
+        a, x = (ctx.tensor(v, like=args[0] if isinstance(args[0], Expr) else args[1])
+                for v in args[:2])
+        floats = sorted(d for d in (ctx.dtype(a), ctx.dtype(x)) if d.startswith("float"))
+        dt = floats[-1] if floats else true_divide_dtype(ctx.dtype(a))  # (float64 > float32)
+        wide = torch_special.GAMMA_WORKING_DTYPE
+        a, x = (ctx.emit(_op.astype(v, wide)) for v in (a, x))
+        out = compose(_op, a, x, lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
+        return ctx.emit(_op.astype(ctx.emit(out), dt))
+    return convert
+
+
+register("igamma.default", "special_gammainc.default")(_incomplete_gamma(torch_igamma.igamma))
+register("igammac.default", "special_gammaincc.default")(
+    _incomplete_gamma(torch_igamma.igammac))
+
+
+@register("polygamma.default", "special_polygamma.default")
+def _polygamma(ctx: AtenContext, args):
+    """``polygamma(n, x)`` for a static ``n`` (``frontend_common.torch_polygamma``; 0 is
+    digamma), in float64 as the other gamma functions."""
+    n, x = args[0], args[1]
+    if not isinstance(n, int) or n < 0:
+        raise ctx.fail(f"polygamma: the order must be a non-negative int, got {n!r}")
+    if n == 0:
+        return _gamma_function(torch_special.digamma)(ctx, [x])
+    return _gamma_function(lambda ops, v, scalar, emit: torch_polygamma.polygamma(
+        ops, n, v, scalar, emit))(ctx, [x])
 
 
 @register("erfinv.default", "special_erfinv.default")

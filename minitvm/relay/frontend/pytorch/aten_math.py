@@ -6,7 +6,8 @@ StyleGAN's truncation trick), built by ``frontend_common.torch_math``, which the
 shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``, ``sinc`` and ``copysign``
 (with torch's special values at 0, infinities and NaN), and for ``erfc``, ``special.erfcx``,
 ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``mvlgamma``
-and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well), and the unary
+and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well), ``polygamma``
+(``frontend_common.torch_polygamma``), ``igamma`` / ``igammac`` (``torch_igamma``), and the unary
 float functions both dialects have as operators (``tan``, the inverse trigonometric and the
 hyperbolic functions, ``log2``, ``log10``) or compose (``exp2``, ``deg2rad``, ``rad2deg``,
 ``signbit``, ``sgn``, ``positive``). Integer operands divide into floats as torch's ``atan2``
@@ -19,7 +20,7 @@ import operator
 
 import numpy as np
 
-from ....frontend_common import torch_math, torch_special
+from ....frontend_common import torch_igamma, torch_math, torch_polygamma, torch_special
 from ....frontend_common.torch_promote import true_divide_dtype
 from ... import expr as _expr
 from ... import op as _op
@@ -181,6 +182,33 @@ def _gamma_function(compose):
 register("lgamma", "lgamma_", "special_gammaln")(_gamma_function(torch_special.lgamma))
 register("digamma", "digamma_", "special_digamma", "special_psi")(
     _gamma_function(torch_special.digamma))
+
+
+def _incomplete_gamma(compose):
+    """A converter of ``(a, x)`` through ``frontend_common.torch_igamma`` in float64, cast back
+    to the operands' promoted float dtype."""
+    def convert(ctx, args):
+        a, x, dt = _float_pair(ctx, args[0], args[1])
+        wide = torch_special.GAMMA_WORKING_DTYPE
+        return _op.cast(compose(_op, _op.cast(a, wide), _op.cast(x, wide), _const(wide)), dt)
+    return convert
+
+
+register("igamma", "igamma_", "special_gammainc")(_incomplete_gamma(torch_igamma.igamma))
+register("igammac", "igammac_", "special_gammaincc")(_incomplete_gamma(torch_igamma.igammac))
+
+
+@register("polygamma", "special_polygamma")
+def _polygamma(ctx, args):
+    """``polygamma(n, x)`` for a static ``n`` (``frontend_common.torch_polygamma``; 0 is
+    digamma), in float64 as the other gamma functions."""
+    n, x = args[0], args[1]
+    if not isinstance(n, int) or n < 0:
+        raise ctx.fail(f"polygamma: the order must be a non-negative int, got {n!r}")
+    if n == 0:
+        return _gamma_function(torch_special.digamma)(ctx, [x])
+    return _gamma_function(lambda ops, v, scalar: torch_polygamma.polygamma(ops, n, v, scalar))(
+        ctx, [x])
 
 
 @register("mvlgamma", "mvlgamma_", "special_multigammaln")

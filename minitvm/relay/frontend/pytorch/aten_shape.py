@@ -66,6 +66,13 @@ def _transpose(ctx, args):
     return _op.transpose(args[0], perm)
 
 
+@register("mT", "mH", "adjoint")
+def _matrix_transpose(ctx, args):
+    """``x.mT`` (and, for real tensors, ``mH`` / ``adjoint``): the last two axes swapped."""
+    nd = len(ctx.shape(args[0]))
+    return _op.transpose(args[0], list(range(nd - 2)) + [nd - 1, nd - 2])
+
+
 @register("permute")
 def _permute(ctx, args):
     nd = len(ctx.shape(args[0]))

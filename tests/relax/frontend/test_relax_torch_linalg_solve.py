@@ -1,0 +1,99 @@
+"""torch.linalg's small-matrix factorizations and solves through the Relax torch.export
+importer (``frontend_common.torch_linalg``, shared with Relay: unrolled Cholesky and LU with
+partial pivoting), decomposed and whole: each op against eager on random well-conditioned
+batches, a system needing row exchanges, an exactly singular matrix, and the refusals of a
+symbolic order and of one past the unroll limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relax  # noqa: E402
+from minitvm.frontend_common.torch_linalg import MAX_ORDER  # noqa: E402
+from minitvm.relax.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
+
+from .exported_program_run import Fn  # noqa: E402
+
+_RNG = np.random.default_rng(1)
+
+
+def _well_conditioned(*shape: int) -> torch.Tensor:
+    a = _RNG.standard_normal(shape).astype("float32")
+    return torch.from_numpy(a + np.float32(3) * np.eye(shape[-1], dtype="float32"))
+
+
+def _positive_definite(*shape: int) -> torch.Tensor:
+    a = _RNG.standard_normal(shape).astype("float32")
+    eye = np.eye(shape[-1], dtype="float32")
+    return torch.from_numpy(a @ np.swapaxes(a, -1, -2) + shape[-1] * eye)
+
+
+def _check(fn, *xs, decompose: bool, rtol: float = 2e-5):
+    """Every output of ``fn`` built native by Relax equals eager's (dtype, shape, value)."""
+    model = Fn(fn).eval()
+    with torch.no_grad():
+        ref = model(*xs)
+    ref = [r.numpy() for r in (ref if isinstance(ref, tuple) else (ref,))]
+    mod = from_exported_program(torch.export.export(model, xs), run_ep_decomposition=decompose)
+    ex = relax.build(mod, "llvm")
+    assert ex.numpy_calls() == {}
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](*[tvm.nd.array(x.numpy()) for x in xs])
+    out = [o.numpy() for o in out]
+    assert len(out) == len(ref)
+    for o, r in zip(out, ref, strict=True):
+        assert o.shape == r.shape and o.dtype == r.dtype
+        scale = max(np.abs(r[np.isfinite(r)]).max(initial=1.0), 1.0)
+        np.testing.assert_allclose(o, r, rtol=rtol, atol=rtol * 0.1 * scale)
+
+
+def _gaussian_process_and_flow(a, b, s):
+    factor = torch.linalg.cholesky(s)
+    sign, log_abs = torch.linalg.slogdet(a)
+    return (factor, torch.linalg.cholesky(s, upper=True), torch.cholesky_solve(b, factor),
+            torch.cholesky_solve(b, factor.mT, upper=True), torch.logdet(s),
+            torch.linalg.solve(a, b), torch.linalg.inv(a), sign, log_abs, torch.linalg.det(a))
+
+
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
+def test_factorizations_match_eager_on_batches(decompose):
+    a, b = _well_conditioned(3, 2, 4, 4), torch.randn(3, 2, 4, 3)
+    _check(_gaussian_process_and_flow, a, b, _positive_definite(3, 2, 4, 4),
+           decompose=decompose)
+
+
+def _pivoted(a, b, singular):
+    return (torch.linalg.solve(a, b), torch.linalg.solve(a, b[..., 0]),
+            torch.linalg.solve(a, b.mT, left=False), torch.linalg.det(a),
+            *torch.linalg.slogdet(singular), torch.linalg.det(singular))
+
+
+def test_pivoting_vectors_left_false_and_singular():
+    """Zero and tiny leading pivots (elimination without row exchanges divides by them), a
+    vector right-hand side, ``X A = B``, and a zero column (det 0, slogdet ``(0, -inf)``)."""
+    a = _well_conditioned(2, 5, 5)
+    a[0, 0, 0], a[1, 0, 0] = 0.0, 1e-7
+    a[1] = a[1][[4, 0, 1, 3, 2]]
+    singular = torch.randn(2, 5, 5)
+    singular[:, :, 1] = 0.0
+    _check(_pivoted, a, torch.randn(2, 5, 2), singular, decompose=True, rtol=1e-5)
+
+
+class _Inverse(torch.nn.Module):
+    def forward(self, a):
+        return torch.linalg.inv(a)
+
+
+def test_symbolic_and_oversized_orders_are_refused():
+    n = MAX_ORDER + 1
+    big = torch.export.export(_Inverse(), (_well_conditioned(n, n),))
+    with pytest.raises(TorchImportError, match=f"order {n} exceeds the unrolled limit"):
+        from_exported_program(big)
+    order = torch.export.Dim("n", min=2, max=8)
+    symbolic = torch.export.export(_Inverse(), (_well_conditioned(4, 4),),
+                                   dynamic_shapes=({0: order, 1: order},))
+    with pytest.raises(TorchImportError, match="symbolic"):
+        from_exported_program(symbolic)
