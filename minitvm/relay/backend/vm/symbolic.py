@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
+from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
 from ....runtime import threadpool
 from ....runtime.module import Kernel
@@ -196,17 +198,60 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
         raise LoweringError("partitioned for an external codegen")
     if user_strategies(func):  # (the static lowering of each shape honours them)
         raise LoweringError("an op carries a user strategy")
-    typed, variables = symbolic_function(func)
-    inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
-    native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
-                                 source=typed)
-    out_shapes = [(tuple(t.shape), t.dtype) for t in tensor_types(typed.body.checked_type)]
-    in_shapes = [tuple(t.shape) for p in typed.params for t in tensor_types(p.checked_type)]
+    native, variables, in_shapes, out_shapes = _compiled(func, name, options, const_inputs)
     run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
     return Kernel(name, "fallback", reason="dynamic shapes: one symbolic kernel", source=func,
                   source_format="relay", run=run)
+
+
+# (structural hash, options, const inputs) -> [(function, (native kernel, variables, input
+# shapes, output (shape, dtype)s) or the error its lowering raised)]: a function lowered again
+# (the sequential VM codegen after a parallel prefetch, a second relay.vm.compile) is not
+# scheduled again. Functions that differ only in which Anys are the same object share an
+# entry: the kernel checks the sizes at each call, and specializes where they break it.
+_COMPILED: dict = {}
+_COMPILED_LOCK = threading.Lock()
+_LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
+
+
+def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
+    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
+    symbolic kernel, from the in-process cache or made now (its object code through the disk
+    cache); a lowering error is remembered and raised again."""
+    key = (structural_hash(func), options, const_inputs)
+    got = None
+    with _COMPILED_LOCK:
+        for cand, made in _COMPILED.get(key, ()):
+            if cand is func or structural_equal(cand, func):
+                got = made
+                break
+    if got is None:
+        try:
+            typed, variables = symbolic_function(func)
+            inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+            native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
+                                         source=typed)
+            out_shapes = [(tuple(t.shape), t.dtype)
+                          for t in tensor_types(typed.body.checked_type)]
+            in_shapes = [tuple(t.shape) for p in typed.params
+                         for t in tensor_types(p.checked_type)]
+            got = (native, variables, in_shapes, out_shapes)
+        except _LOWERING_ERRORS as err:
+            got = err
+        with _COMPILED_LOCK:
+            _COMPILED.setdefault(key, []).append((func, got))
+    if isinstance(got, Exception):
+        raise got
+    native = got[0]
+    return (native.renamed(name, native.source), *got[1:])
+
+
+def clear_symbolic_cache() -> None:
+    """Forget the symbolic kernels lowered in this process."""
+    with _COMPILED_LOCK:
+        _COMPILED.clear()
 
 
 def _eval_dim(e, env: dict) -> int:
