@@ -17,6 +17,7 @@ symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecia
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import threading
 
@@ -30,7 +31,7 @@ from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
 from ....runtime import threadpool
-from ....runtime.module import Kernel
+from ....runtime.module import Kernel, register_kernel_format
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
@@ -202,8 +203,49 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
     run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
-    return Kernel(name, "fallback", reason="dynamic shapes: one symbolic kernel", source=func,
-                  source_format="relay", run=run)
+    return Kernel(name, "fallback", reason=SYMBOLIC_REASON, source=func,
+                  source_format=SAVED_FORMAT, run=run)
+
+
+# ------------------------------------------------------------------------------ saved kernels
+SYMBOLIC_REASON = "dynamic shapes: one symbolic kernel"
+SAVED_FORMAT = "relay_symbolic"
+_SAVED_HEADER = "// minitvm relay_symbolic "
+
+
+def _saved_text(kernel: Kernel) -> str:
+    """A symbolic kernel as saved: a header line (its name and the input positions fed by
+    constants, which it may take packed) and its Relay function (``te_compiler``'s text)."""
+    from ..te_compiler import _kernel_text
+
+    run = kernel.run
+    const_inputs = sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []
+    head = json.dumps({"name": kernel.name, "const_inputs": const_inputs})
+    return f"{_SAVED_HEADER}{head}\n{_kernel_text(kernel.source)}"
+
+
+def _read_saved(text: str):
+    """``(function, run)`` of a saved symbolic kernel: lowered again to one native kernel
+    (its object code from the disk cache where a build left it), or, where that fails here,
+    the ops' numpy references with a warning."""
+    from ..te_compiler import _read_kernel
+
+    head, _, body = text.partition("\n")
+    if not head.startswith(_SAVED_HEADER):
+        raise ValueError("not a relay_symbolic kernel (no header line)")
+    meta = json.loads(head[len(_SAVED_HEADER):])
+    func, numpy_run = _read_kernel(body)
+    func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
+    try:
+        return func, lower_symbolic(func, str(meta["name"]), LoweringOptions(),
+                                    frozenset(int(k) for k in meta["const_inputs"])).run
+    except _LOWERING_ERRORS as err:
+        LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],
+                    type(err).__name__, err)
+        return func, numpy_run
+
+
+register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True)
 
 
 # (structural hash, options, const inputs) -> [(function, (native kernel, variables, input
