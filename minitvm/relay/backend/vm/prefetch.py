@@ -20,7 +20,7 @@ from ...expr_functor import dataflow_children, dataflow_post_order
 from ..graph_executor_codegen import _is_primitive
 from ..te_compiler import _lower_cached, compile_cost, func_ops, user_strategies
 from .kernels import is_static_type
-from .symbolic import lower_symbolic
+from .symbolic import lower_symbolic, schedule_symbolic
 
 __all__ = ["primitive_calls", "prefetch_vm_kernels"]
 
@@ -68,11 +68,14 @@ def _tuple_typed(a) -> bool:
     return isinstance(a.checked_type, TupleType)
 
 
+def _is_static(func: Function) -> bool:
+    return all(is_static_type(p.checked_type) for p in func.params) and \
+        is_static_type(func.body.checked_type)
+
+
 def _lower_one(task, options: LoweringOptions) -> None:
     func, const = task
-    static = all(is_static_type(p.checked_type) for p in func.params) and \
-        is_static_type(func.body.checked_type)
-    if static:
+    if _is_static(func):
         _lower_cached(func, "prefetch", options, const, None)
     else:
         lower_symbolic(func, "prefetch", options, const)
@@ -91,6 +94,10 @@ def prefetch_vm_kernels(mod: IRModule, options: LoweringOptions) -> int:
             continue
         seen.add((id(func), const))
         tasks.append((func, const))
+
+    for func, const in tasks:  # symbolic kernels scheduled here, once: the workers inherit
+        if not _is_static(func):  # the schedules and only generate code
+            schedule_symbolic(func, options, const)
 
     def group(task):  # structurally equal functions share a group (cheaper than hashing)
         f, c = task

@@ -23,7 +23,7 @@ import threading
 
 import numpy as np
 
-from ....backend.compile import compile_symbolic_te
+from ....backend.compile import compile_scheduled, schedule_symbolic_te
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op, OpPattern
@@ -248,46 +248,65 @@ def _read_saved(text: str):
 register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True)
 
 
-# (structural hash, options, const inputs) -> [(function, (native kernel, variables, input
-# shapes, output (shape, dtype)s) or the error its lowering raised)]: a function lowered again
-# (the sequential VM codegen after a parallel prefetch, a second relay.vm.compile) is not
-# scheduled again. Functions that differ only in which Anys are the same object share an
-# entry: the kernel checks the sizes at each call, and specializes where they break it.
+# (structural hash, options, const inputs) -> [(function, its record)]: a function lowered
+# again (the sequential VM codegen after a parallel prefetch, a second relay.vm.compile) is not
+# scheduled nor compiled again. A record holds the schedule (``_Scheduled``) or the error its
+# lowering raised, then the native kernel. Functions that differ only in which Anys are the same
+# object share a record: the kernel checks the sizes at each call, and specializes where they
+# break it.
 _COMPILED: dict = {}
 _COMPILED_LOCK = threading.Lock()
 _LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
 
-def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
-    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
-    symbolic kernel, from the in-process cache or made now (its object code through the disk
-    cache); a lowering error is remembered and raised again."""
+class _Scheduled:
+    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand."""
+
+    __slots__ = ("variables", "in_shapes", "out_shapes", "fast", "packs", "consts", "source",
+                 "native")
+
+    def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
+        typed, self.variables = symbolic_function(func)
+        inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
+                                                     const_inputs)
+        self.consts = consts
+        self.source = typed
+        self.out_shapes = [(tuple(t.shape), t.dtype)
+                           for t in tensor_types(typed.body.checked_type)]
+        self.in_shapes = [tuple(t.shape) for p in typed.params
+                          for t in tensor_types(p.checked_type)]
+        self.native = None
+
+
+def schedule_symbolic(func: Function, options: LoweringOptions,
+                      const_inputs: frozenset = frozenset()):
+    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache or
+    made now; the error its lowering raises instead, returned (not raised)."""
     key = (structural_hash(func), options, const_inputs)
-    got = None
     with _COMPILED_LOCK:
         for cand, made in _COMPILED.get(key, ()):
             if cand is func or structural_equal(cand, func):
-                got = made
-                break
-    if got is None:
-        try:
-            typed, variables = symbolic_function(func)
-            inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
-            native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
-                                         source=typed)
-            out_shapes = [(tuple(t.shape), t.dtype)
-                          for t in tensor_types(typed.body.checked_type)]
-            in_shapes = [tuple(t.shape) for p in typed.params
-                         for t in tensor_types(p.checked_type)]
-            got = (native, variables, in_shapes, out_shapes)
-        except _LOWERING_ERRORS as err:
-            got = err
-        with _COMPILED_LOCK:
-            _COMPILED.setdefault(key, []).append((func, got))
-    if isinstance(got, Exception):
-        raise got
-    native = got[0]
-    return (native.renamed(name, native.source), *got[1:])
+                return made
+    try:
+        made = _Scheduled(func, options, const_inputs)
+    except _LOWERING_ERRORS as err:
+        made = err
+    with _COMPILED_LOCK:
+        _COMPILED.setdefault(key, []).append((func, made))
+    return made
+
+
+def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
+    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
+    symbolic kernel (its object code through the disk cache); raises its lowering error."""
+    made = schedule_symbolic(func, options, const_inputs)
+    if isinstance(made, Exception):
+        raise made
+    if made.native is None:
+        made.native = compile_scheduled(made.fast, made.packs, made.consts, name, made.source)
+    return (made.native.renamed(name, made.native.source), made.variables, made.in_shapes,
+            made.out_shapes)
 
 
 def clear_symbolic_cache() -> None:
