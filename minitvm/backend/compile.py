@@ -39,6 +39,15 @@ def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOpt
     batch runs the static schedules once per image). Every variable must be a dimension of an
     input, from which the kernel reads it; the kernel's entry takes ``(buffers, int64 vars,
     threads)``, the vars as its signature lists them (``KernelSignature.vars``)."""
+    fast, packs = schedule_symbolic_te(inputs, consts, outputs, options, const_inputs)
+    return compile_scheduled(fast, packs, consts, name, source)
+
+
+def schedule_symbolic_te(inputs, consts, outputs, options: LoweringOptions,
+                         const_inputs: frozenset = frozenset()) -> tuple:
+    """The first half of ``compile_symbolic_te``: ``(the scheduled PrimFunc, its input packs)``
+    (a parallel build schedules every kernel before its workers fork, which then only generate
+    code)."""
     prim, extra = make_te_prim_func(list(inputs) + [c[0] for c in consts], outputs)
     if extra:
         raise LoweringError(f"sizes {[v.name for v in extra]} are no input's dimension")
@@ -46,7 +55,12 @@ def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOpt
                if arr.ndim == 0 and arr.dtype.kind in "fiu"}
     if scalars:  # (a scalar constant is a rank-0 input, read as an immediate)
         prim = inline_scalars(prim, scalars)
-    fast, packs = optimize_prim_func_prepacked(prim, options, sorted(const_inputs))
+    return optimize_prim_func_prepacked(prim, options, sorted(const_inputs))
+
+
+def compile_scheduled(fast, packs: dict, consts, name: str, source=None) -> Kernel:
+    """The second half of ``compile_symbolic_te``: the native ``Kernel`` of scheduled PrimFunc
+    ``fast`` (through the code caches)."""
     try:
         kernel, ir_text = compile_prim_func(fast, name, object_cache=active_cache())
     except (ValueError, NotImplementedError, KeyError) as err:

@@ -145,14 +145,16 @@ class Kernel:
         return f"Kernel({self.name!r}, {self.kind})"
 
 
-# kernel source format name -> (write(source) -> text, read(text) -> (source, run))
+# kernel source format name -> (write(source) -> text, read(text) -> (source, run), whether
+# write takes the whole Kernel)
 _KERNEL_FORMATS: dict[str, tuple] = {}
 
 
-def register_kernel_format(name: str, write, read) -> None:
-    """How fallback kernels of one dialect are saved: ``write(source) -> str`` and
+def register_kernel_format(name: str, write, read, whole_kernel: bool = False) -> None:
+    """How fallback kernels of one dialect are saved: ``write(source) -> str`` (with
+    ``whole_kernel``: ``write(kernel)``, for a format that records more than the source) and
     ``read(text) -> (source, run)``, ``run`` mapping a list of input arrays to the outputs."""
-    _KERNEL_FORMATS[name] = (write, read)
+    _KERNEL_FORMATS[name] = (write, read, whole_kernel)
 
 
 class GraphLib(Module):
@@ -254,7 +256,7 @@ def export_library(factory, path: str) -> None:
                 raise ValueError(f"export_library: fallback kernel {name!r} has no saveable "
                                  f"source (format {k.source_format!r} is not registered)")
             info["format"] = k.source_format
-            files[f"kernels/{name}.{k.source_format}"] = fmt[0](k.source)
+            files[f"kernels/{name}.{k.source_format}"] = fmt[0](k if fmt[2] else k.source)
         table[name] = info
     if lib.entry is not None:
         files["entry.ll"] = lib.entry[0]

@@ -19,6 +19,7 @@ from ....transform.context import PassContext
 from ...expr import Function
 from .codegen import FunctionCompiler
 from .kernels import KernelTable
+from .prefetch import prefetch_vm_kernels
 
 __all__ = ["VMCompiler", "compile"]
 
@@ -102,6 +103,7 @@ class VMCompiler:
         self.optimized_mod = opt
         options = lowering_options(PassContext.current())
         kernels = KernelTable(options)
+        prefetch_vm_kernels(opt, options)  # (in parallel: the codegen below finds them ready)
         constants: list = []
         names = sorted((gv.name_hint for gv, f in opt.functions.items()
                         if isinstance(f, Function)), key=lambda n: (n != "main", n))

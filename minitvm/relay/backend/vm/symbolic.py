@@ -17,18 +17,21 @@ symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecia
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
+import threading
 
 import numpy as np
 
-from ....backend.compile import compile_symbolic_te
+from ....backend.compile import compile_scheduled, schedule_symbolic_te
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
+from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
 from ....runtime import threadpool
-from ....runtime.module import Kernel
+from ....runtime.module import Kernel, register_kernel_format
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
@@ -196,17 +199,120 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
         raise LoweringError("partitioned for an external codegen")
     if user_strategies(func):  # (the static lowering of each shape honours them)
         raise LoweringError("an op carries a user strategy")
-    typed, variables = symbolic_function(func)
-    inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
-    native = compile_symbolic_te(inputs, consts, outputs, name, options, const_inputs,
-                                 source=typed)
-    out_shapes = [(tuple(t.shape), t.dtype) for t in tensor_types(typed.body.checked_type)]
-    in_shapes = [tuple(t.shape) for p in typed.params for t in tensor_types(p.checked_type)]
+    native, variables, in_shapes, out_shapes = _compiled(func, name, options, const_inputs)
     run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
-    return Kernel(name, "fallback", reason="dynamic shapes: one symbolic kernel", source=func,
-                  source_format="relay", run=run)
+    return Kernel(name, "fallback", reason=SYMBOLIC_REASON, source=func,
+                  source_format=SAVED_FORMAT, run=run)
+
+
+# ------------------------------------------------------------------------------ saved kernels
+SYMBOLIC_REASON = "dynamic shapes: one symbolic kernel"
+SAVED_FORMAT = "relay_symbolic"
+_SAVED_HEADER = "// minitvm relay_symbolic "
+
+
+def _saved_text(kernel: Kernel) -> str:
+    """A symbolic kernel as saved: a header line (its name and the input positions fed by
+    constants, which it may take packed) and its Relay function (``te_compiler``'s text)."""
+    from ..te_compiler import _kernel_text
+
+    run = kernel.run
+    const_inputs = sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []
+    head = json.dumps({"name": kernel.name, "const_inputs": const_inputs})
+    return f"{_SAVED_HEADER}{head}\n{_kernel_text(kernel.source)}"
+
+
+def _read_saved(text: str):
+    """``(function, run)`` of a saved symbolic kernel: lowered again to one native kernel
+    (its object code from the disk cache where a build left it), or, where that fails here,
+    the ops' numpy references with a warning."""
+    from ..te_compiler import _read_kernel
+
+    head, _, body = text.partition("\n")
+    if not head.startswith(_SAVED_HEADER):
+        raise ValueError("not a relay_symbolic kernel (no header line)")
+    meta = json.loads(head[len(_SAVED_HEADER):])
+    func, numpy_run = _read_kernel(body)
+    func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
+    try:
+        return func, lower_symbolic(func, str(meta["name"]), LoweringOptions(),
+                                    frozenset(int(k) for k in meta["const_inputs"])).run
+    except _LOWERING_ERRORS as err:
+        LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],
+                    type(err).__name__, err)
+        return func, numpy_run
+
+
+register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True)
+
+
+# (structural hash, options, const inputs) -> [(function, its record)]: a function lowered
+# again (the sequential VM codegen after a parallel prefetch, a second relay.vm.compile) is not
+# scheduled nor compiled again. A record holds the schedule (``_Scheduled``) or the error its
+# lowering raised, then the native kernel. Functions that differ only in which Anys are the same
+# object share a record: the kernel checks the sizes at each call, and specializes where they
+# break it.
+_COMPILED: dict = {}
+_COMPILED_LOCK = threading.Lock()
+_LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
+
+
+class _Scheduled:
+    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand."""
+
+    __slots__ = ("variables", "in_shapes", "out_shapes", "fast", "packs", "consts", "source",
+                 "native")
+
+    def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
+        typed, self.variables = symbolic_function(func)
+        inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
+                                                     const_inputs)
+        self.consts = consts
+        self.source = typed
+        self.out_shapes = [(tuple(t.shape), t.dtype)
+                           for t in tensor_types(typed.body.checked_type)]
+        self.in_shapes = [tuple(t.shape) for p in typed.params
+                          for t in tensor_types(p.checked_type)]
+        self.native = None
+
+
+def schedule_symbolic(func: Function, options: LoweringOptions,
+                      const_inputs: frozenset = frozenset()):
+    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache or
+    made now; the error its lowering raises instead, returned (not raised)."""
+    key = (structural_hash(func), options, const_inputs)
+    with _COMPILED_LOCK:
+        for cand, made in _COMPILED.get(key, ()):
+            if cand is func or structural_equal(cand, func):
+                return made
+    try:
+        made = _Scheduled(func, options, const_inputs)
+    except _LOWERING_ERRORS as err:
+        made = err
+    with _COMPILED_LOCK:
+        _COMPILED.setdefault(key, []).append((func, made))
+    return made
+
+
+def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
+    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
+    symbolic kernel (its object code through the disk cache); raises its lowering error."""
+    made = schedule_symbolic(func, options, const_inputs)
+    if isinstance(made, Exception):
+        raise made
+    if made.native is None:
+        made.native = compile_scheduled(made.fast, made.packs, made.consts, name, made.source)
+    return (made.native.renamed(name, made.native.source), made.variables, made.in_shapes,
+            made.out_shapes)
+
+
+def clear_symbolic_cache() -> None:
+    """Forget the symbolic kernels lowered in this process."""
+    with _COMPILED_LOCK:
+        _COMPILED.clear()
 
 
 def _eval_dim(e, env: dict) -> int:
