@@ -22,14 +22,7 @@ def compile_te(inputs, consts, outputs, name: str, options: LoweringOptions,
     packs: dict = {}
     prim, ws = lower_te(list(inputs) + [c[0] for c in consts], outputs, name,
                         prepack=const_inputs, packs=packs, options=options)
-    try:
-        kernel, ir_text = compile_prim_func(prim, name, object_cache=active_cache())
-    except (ValueError, NotImplementedError, KeyError) as err:
-        raise LoweringError(f"codegen failed: {err}") from err
-    compiled = kernel._compiled
-    return Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir_text,
-                  ws_bytes=ws, consts=[c[1] for c in consts], kernel=kernel, prim_func=prim,
-                  input_packs=packs, source=source, compiled=compiled)
+    return compile_scheduled(prim, packs, consts, name, source, ws)
 
 
 def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOptions,
@@ -58,14 +51,15 @@ def schedule_symbolic_te(inputs, consts, outputs, options: LoweringOptions,
     return optimize_prim_func_prepacked(prim, options, sorted(const_inputs))
 
 
-def compile_scheduled(fast, packs: dict, consts, name: str, source=None) -> Kernel:
-    """The second half of ``compile_symbolic_te``: the native ``Kernel`` of scheduled PrimFunc
-    ``fast`` (through the code caches)."""
+def compile_scheduled(fast, packs: dict, consts, name: str, source=None,
+                      ws_bytes: int = 0) -> Kernel:
+    """The native ``Kernel`` of scheduled PrimFunc ``fast`` (through the code caches): the
+    second half of ``compile_te`` and ``compile_symbolic_te``."""
     try:
         kernel, ir_text = compile_prim_func(fast, name, object_cache=active_cache())
     except (ValueError, NotImplementedError, KeyError) as err:
         raise LoweringError(f"codegen failed: {err}") from err
     compiled = kernel._compiled
     return Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir_text,
-                  consts=[c[1] for c in consts], kernel=kernel, prim_func=fast,
+                  ws_bytes=ws_bytes, consts=[c[1] for c in consts], kernel=kernel, prim_func=fast,
                   input_packs=packs, source=source, compiled=compiled)
