@@ -29,7 +29,7 @@ from ...runtime.object import Object
 from ...runtime.registry import get_global_func, register_func
 from ...schedule import LoweringError, LoweringOptions
 from ...tir import expr as E
-from ...topi.utils import static_shape
+from ...topi.utils import out_dims, static_shape
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_post_order
 
@@ -81,17 +81,10 @@ def _constant_fn(val):
 
 def _symbolic(t) -> tuple:
     """The shape of a TensorType whose dims may be ``tir`` expressions (not ``Any``)."""
-    out = []
-    for d in t.shape:
-        if isinstance(d, E.IntImm):
-            out.append(d.value)
-        elif isinstance(d, int):
-            out.append(d)
-        elif isinstance(d, E.PrimExpr) and type(d).__name__ != "Any":
-            out.append(d)
-        else:
-            raise LoweringError(f"dimension {d} of {t} is unknown")
-    return tuple(out)
+    try:
+        return out_dims(t)
+    except ValueError as err:
+        raise LoweringError(f"a dimension of {t} is unknown") from err
 
 
 def build_te(func: Function, compute_of=None, symbolic: bool = False):
