@@ -243,31 +243,28 @@ def pick_piece(idx, starts, load):
 
 def static_shape(t) -> tuple[int, ...]:
     """The shape of a TensorType as ints; raises ValueError for symbolic dims."""
-    out = []
-    for d in t.shape:
-        if isinstance(d, E.IntImm):
-            out.append(d.value)
-        elif isinstance(d, int):
-            out.append(d)
-        else:
-            raise ValueError(f"the native back end needs static shapes, got {t}")
-    return tuple(out)
+    return _shape_of(t, symbolic=False)
 
 
 def out_dims(t) -> tuple:
     """The shape of a TensorType for a compute: ints where static (then the same as
     ``static_shape``), the ``tir`` expression where symbolic (a Relay function lowered over
     symbolic sizes: ``relay.backend.vm.symbolic``); raises ValueError for an unknown dim."""
+    return _shape_of(t, symbolic=True)
+
+
+def _shape_of(t, symbolic: bool) -> tuple:
     out = []
     for d in t.shape:
         if isinstance(d, E.IntImm):
             out.append(d.value)
         elif isinstance(d, int):
             out.append(d)
-        elif isinstance(d, E.PrimExpr) and type(d).__name__ != "Any":
+        elif symbolic and isinstance(d, E.PrimExpr) and type(d).__name__ != "Any":
             out.append(d)
         else:
-            raise ValueError(f"the native back end needs known shapes, got {t}")
+            raise ValueError(f"the native back end needs {'known' if symbolic else 'static'} "
+                             f"shapes, got {t}")
     return tuple(out)
 
 
