@@ -252,10 +252,17 @@ RULES: dict[str, list[Rule]] = {
 }
 
 
+# tags of the stages whose loops a rule registered by ``register_rule`` writes (scatters in one
+# pass, top-k, unique, NMS, RoI pooling, scans): their te body may only stand in for those loops,
+# so a lowering that does not apply these rules (a PrimFunc over symbolic sizes) must refuse them
+RULE_EMITTED_TAGS: set[str] = set()
+
+
 def register_rule(tag: str, rule: Rule) -> None:
     """Try ``rule`` first for stages tagged ``tag``. Kernels already in the kernel cache keep
     their schedule (``minitvm.backend.clear_cache()`` forgets them)."""
     RULES.setdefault(tag, []).insert(0, rule)
+    RULE_EMITTED_TAGS.add(tag)
 
 
 def select_rule(t, options: LoweringOptions) -> Rule | None:

@@ -140,6 +140,30 @@ def test_op_not_converted_still_specializes_natively():
     assert all(entry[0].kind == "native" for r in spec for entry in r.cache.values())
 
 
+@pytest.mark.parametrize("reduction", ["add", "update"])
+def test_scatter_into_a_dynamic_size_specializes_and_scatters(reduction):
+    """A one-pass scatter's stage is emitted by a lowering rule the symbolic kernel does not
+    apply (its te body, compiled as written, copied the data and dropped every update: a
+    bincount into a data-dependent length came out all zeros): it is specialized per shape."""
+    d = relay.var("d", shape=(relay.Any(),), dtype="int64")
+    i = relay.var("i", shape=(8,), dtype="int64")
+    u = relay.var("u", shape=(8,), dtype="int64")
+    f = relay.Function([d, i, u], relay.scatter_elements(d, i, u, reduction=reduction))
+    exe = relay.vm.compile(tvm.IRModule.from_expr(f), target="llvm")
+    assert any(isinstance(k.run, ShapeSpecializer) for k in exe.kernels)
+    vm = VirtualMachine(exe, tvm.cpu())
+    iv = np.array([0, 1, 1, 3, 5, 5, 5, 2], "int64")
+    uv = np.arange(1, 9, dtype="int64")
+    for n in (6, 9):
+        dv = np.full(n, 10, "int64")
+        want = dv.copy()
+        if reduction == "add":
+            np.add.at(want, iv, uv)
+        else:
+            want[iv] = uv
+        np.testing.assert_array_equal(vm.run(dv, iv, uv).numpy(), want)
+
+
 def _typed(e, t):
     e._checked_type = t
     return e

@@ -259,6 +259,27 @@ _COMPILED_LOCK = threading.Lock()
 _LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
 
+def _refuse_rule_stages(outputs) -> None:
+    """Raise LoweringError when a stage of the te graph is one only a registered lowering rule
+    emits (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in
+    that, compiled as written, copies the data and drops every update): the PrimFunc path of a
+    symbolic kernel applies no such rule, so those functions are specialized per shape."""
+    from ....schedule.lower import RULE_EMITTED_TAGS
+
+    seen, stack = set(), list(outputs)
+    while stack:
+        t = stack.pop()
+        op = t.op
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        tag = getattr(op, "tag", "")
+        if tag in RULE_EMITTED_TAGS:
+            raise LoweringError(f"stage {op.name!r} (tag {tag!r}) is emitted by a lowering rule "
+                                "that symbolic kernels do not apply")
+        stack.extend(getattr(op, "input_tensors", ()))
+
+
 class _Scheduled:
     """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand."""
 
@@ -268,6 +289,7 @@ class _Scheduled:
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
         typed, self.variables = symbolic_function(func)
         inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        _refuse_rule_stages(outputs)
         self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
                                                      const_inputs)
         self.consts = consts
