@@ -37,26 +37,29 @@ register("special_log_ndtr.default")(_special_unary(torch_special.log_ndtr))
 register("i0.default", "special_i0.default")(_special_unary(torch_special.i0))
 
 
-@register("special_ndtri.default")
-def _ndtri(ctx: AtenContext, args):
-    """Evaluated in float64 (``torch_special.ndtri``'s rationals cancel in float32)."""
-    x, _ = _float_unary(ctx, args[0])
-    wide = torch_special.NDTRI_WORKING_DTYPE
-    out = torch_special.ndtri(_op, ctx.emit(_op.astype(x, wide)),
-                              lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
-    return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
-
-
-def _gamma_function(compose):
-    """A converter evaluating ``compose`` (lgamma / digamma) in float64
-    (``torch_special.GAMMA_WORKING_DTYPE``), cast back to the operand's float dtype."""
+def _wide_unary(compose, wide: str):
+    """A converter evaluating ``compose(ops, x, scalar, emit)`` on its operand cast to ``wide``
+    (float64: the rational and series approximations cancel in float32), cast back to the
+    operand's float dtype."""
     def convert(ctx: AtenContext, args):
         x, _ = _float_unary(ctx, args[0])
-        wide = torch_special.GAMMA_WORKING_DTYPE
         out = compose(_op, ctx.emit(_op.astype(x, wide)),
                       lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
         return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
     return convert
+
+
+# ndtri in float64: its rationals cancel in float32; erfinv goes through ndtri
+register("special_ndtri.default")(
+    _wide_unary(torch_special.ndtri, torch_special.NDTRI_WORKING_DTYPE))
+register("erfinv.default", "special_erfinv.default")(
+    _wide_unary(torch_special.erfinv, torch_special.NDTRI_WORKING_DTYPE))
+
+
+def _gamma_function(compose):
+    """A converter evaluating ``compose`` (lgamma / digamma / polygamma) in
+    ``torch_special.GAMMA_WORKING_DTYPE``."""
+    return _wide_unary(compose, torch_special.GAMMA_WORKING_DTYPE)
 
 
 register("lgamma.default", "special_gammaln.default")(_gamma_function(torch_special.lgamma))
@@ -95,16 +98,6 @@ def _polygamma(ctx: AtenContext, args):
         return _gamma_function(torch_special.digamma)(ctx, [x])
     return _gamma_function(lambda ops, v, scalar, emit: torch_polygamma.polygamma(
         ops, n, v, scalar, emit))(ctx, [x])
-
-
-@register("erfinv.default", "special_erfinv.default")
-def _erfinv(ctx: AtenContext, args):
-    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
-    x, _ = _float_unary(ctx, args[0])
-    wide = torch_special.NDTRI_WORKING_DTYPE
-    out = torch_special.erfinv(_op, ctx.emit(_op.astype(x, wide)),
-                               lambda v: const(np.array(v, dtype=wide), wide), ctx.emit)
-    return ctx.emit(_op.astype(ctx.emit(out), ctx.dtype(x)))
 
 
 @register("frexp.Tensor")

@@ -149,34 +149,29 @@ register("special_erfcx")(_special_unary(torch_special.erfcx))
 register("special_log_ndtr")(_special_unary(torch_special.log_ndtr))
 
 
-@register("special_ndtri")
-def _ndtri(ctx, args):
-    """Evaluated in float64 (``torch_special.ndtri``'s rationals cancel in float32)."""
-    x, dt = _float_operand(ctx, args[0])
-    wide = torch_special.NDTRI_WORKING_DTYPE
-    out = torch_special.ndtri(_op, _op.cast(x, wide), _const(wide))
-    return _op.cast(out, dt)
-
-
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
 
 
-@register("erfinv", "erfinv_", "special_erfinv")
-def _erfinv(ctx, args):
-    """Evaluated in float64, through ``ndtri`` (``torch_special.erfinv``)."""
-    x, dt = _float_operand(ctx, args[0])
-    wide = torch_special.NDTRI_WORKING_DTYPE
-    return _op.cast(torch_special.erfinv(_op, _op.cast(x, wide), _const(wide)), dt)
+def _wide_unary(compose, wide: str):
+    """A converter evaluating ``compose(ops, x, scalar)`` on its operand cast to ``wide``
+    (float64: the rational and series approximations cancel in float32), cast back to the
+    operand's float dtype."""
+    def convert(ctx, args):
+        x, dt = _float_operand(ctx, args[0])
+        return _op.cast(compose(_op, _op.cast(x, wide), _const(wide)), dt)
+    return convert
+
+
+# ndtri in float64: its rationals cancel in float32; erfinv goes through ndtri
+register("special_ndtri")(_wide_unary(torch_special.ndtri, torch_special.NDTRI_WORKING_DTYPE))
+register("erfinv", "erfinv_", "special_erfinv")(
+    _wide_unary(torch_special.erfinv, torch_special.NDTRI_WORKING_DTYPE))
 
 
 def _gamma_function(compose):
-    """A converter evaluating ``compose`` (lgamma / digamma) in float64
-    (``torch_special.GAMMA_WORKING_DTYPE``), cast back to the operand's float dtype."""
-    def convert(ctx, args):
-        x, dt = _float_operand(ctx, args[0])
-        wide = torch_special.GAMMA_WORKING_DTYPE
-        return _op.cast(compose(_op, _op.cast(x, wide), _const(wide)), dt)
-    return convert
+    """A converter evaluating ``compose`` (lgamma / digamma / polygamma) in
+    ``torch_special.GAMMA_WORKING_DTYPE``."""
+    return _wide_unary(compose, torch_special.GAMMA_WORKING_DTYPE)
 
 
 register("lgamma", "lgamma_", "special_gammaln")(_gamma_function(torch_special.lgamma))
