@@ -8,7 +8,8 @@ integer kernels want.
 - CUDA: both operands int8;
 - x86/ARM without fast int8: no qnn op left — operands cast to int16 minus their (scalar
   constant) zero points, then ``nn.conv2d`` / ``nn.dense``;
-- no current target, or other targets: unchanged.
+- no current target, or other targets: unchanged; nor are 16-bit operands (a dense of a QAT
+  global pool's int16 sums), which QnnCanonicalize takes as they are.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ def _legalize(op_name: str, make_float):
 
     def rule(attrs, inputs, types):
         t = _target()
-        if t is None:
-            return None
+        if t is None or any(str(ty.dtype) not in ("int8", "uint8") for ty in types[:2]):
+            return None  # (16-bit data, a QAT pool's sums: QnnCanonicalize's int32 form)
         kind = t.kind.name
         if kind == "cuda":
             return _to_dtypes(call_op, attrs, inputs, types, "int8", "int8")
