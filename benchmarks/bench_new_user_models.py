@@ -1752,9 +1752,12 @@ def import_relay(model, args, inputs):
 
 
 def _integer_build(mod, params, feed: dict, requantize: str):
-    """FakeQuantizationToInteger, then ``relay.build`` with ``requantize`` as the
-    requantization's compute dtype; a ``GraphModule`` with the inputs set, run once."""
-    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
+    """FakeQuantizationToInteger in QAT mode (``use_qat=True``: a head that nothing quantizes
+    after, a global pool and the dense reading it, becomes integer too where exact), then
+    ``relay.build`` with ``requantize`` as the requantization's compute dtype; a
+    ``GraphModule`` with the inputs set, run once."""
+    mod = relay.transform.FakeQuantizationToInteger(use_qat=True)(
+        relay.transform.InferType()(mod))
     with relay.qnn.op.requantize_config(compute_dtype=requantize), \
             tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)

@@ -10,12 +10,16 @@ integers so that no float rounding moves a tie. (A truncating integer mean, TVM'
 ``avg_pool2d`` of int32, is half a step low on average: a QAT CNN's head pooled so was 0.17
 off relative to eager.)
 
-In QAT mode (``use_qat=True``: one pool of a dequantized tensor, nothing quantizing its
-result), a global pool has no output parameters to round to; its result is the exact sum of
-the values less the zero point with the scale divided by the window's size -- no rounding at
-all --, stored as int16 where the sums provably fit (so a dense head reading them is the
-int16 x int8 ``qnn.dense``, ``fake_quantization_to_integer_rules.dense``), else int32. A
-windowed pool in QAT mode stays float (its mean would round)."""
+That holds where the region's output parameters are the pool's input's (dequantize -> pool
+-> quantize of one quantization). Where they differ -- the pool feeds more ops of the region,
+a dense head whose output is quantized --, and in QAT mode (``use_qat=True``: one pool of a
+dequantized tensor, nothing quantizing its result), the pool's result is instead the exact
+sum of the values less the zero point with the scale divided by the window's size -- no
+rounding at all; its consumer requantizes or scales it once --, stored as int16 where the
+sums provably fit (so a dense head reading them is the int16 x int8 ``qnn.dense``,
+``fake_quantization_to_integer_rules.dense``), else int32. (TVM gives such a pool the
+region's output parameters: the pooled activations requantized into, say, a linear head's
+output scale, a QAT MobileNet's 7.4e-3 from eager became 5.1e-2.)"""
 
 from __future__ import annotations
 
@@ -27,7 +31,13 @@ from ..op import op as _reg
 from ..op import reduce as _reduce
 from ..op import tensor as _t
 from ..op.nn import nn as _nn
-from .fake_quantization_to_integer_rules import _to_int32, fold_constant, get_zeros, infer_shape
+from .fake_quantization_to_integer_rules import (
+    _same_params,
+    _to_int32,
+    fold_constant,
+    get_zeros,
+    infer_shape,
+)
 
 register = _reg.register_fake_quantization_to_integer
 
@@ -91,51 +101,73 @@ def _window(attrs, ndim: int) -> int | None:
     return int(np.prod([int(k) for k in attrs.pool_size]))
 
 
+def _float_window_sum(x, attrs, count: int):
+    """The int32 window sums of the int32 ``x`` (every window ``count`` elements): the float32
+    mean times ``count``, rounded (exact for sums below 2**22: ``MAX_FLOAT_WINDOW``)."""
+    a = attrs
+    mean = _nn.avg_pool2d(_t.cast(x, "float32"), a.pool_size, a.strides, a.dilation, a.padding,
+                          a.layout, a.out_layout, a.ceil_mode, a.count_include_pad)
+    return _t.cast(_t.round(_t.multiply(mean, const(np.float32(count), "float32"))), "int32")
+
+
+def _spatial_sum(x, attrs, shape):
+    """The int32 sum of ``x`` over H and W (kept as size-1 axes) and the window's size."""
+    layout = str(attrs.layout)
+    axes = [layout.index("H"), layout.index("W")]
+    return _reduce.sum(x, axes, keepdims=True), int(shape[axes[0]]) * int(shape[axes[1]])
+
+
+def _exact_sum(arg, t: TensorAffineType, window, count: int, float_sum: bool):
+    """``[sums, type]``: the window sums of ``arg``'s 8- or 16-bit values less their (scalar)
+    zero point (``window(x)``), with the scale divided by ``count`` -- the mean exactly, no
+    rounding --, stored as the narrowest of ``QAT_SUM_DTYPES`` that holds them."""
+    zp = _scalar_int(t.zero_point)
+    if zp is None or t.dtype not in ("int8", "uint8", "int16", "uint16"):
+        raise ValueError("an exact integer pool needs 8- or 16-bit values and a scalar "
+                         "constant zero point")
+    info = np.iinfo(t.dtype)
+    bound = count * max(int(info.max) - zp, zp - int(info.min))
+    if float_sum and bound >= 1 << 22:
+        raise ValueError("the window sums may be too large for an exact float32 sum")
+    dtype = next((d for d in QAT_SUM_DTYPES if bound <= np.iinfo(d).max), None)
+    if dtype is None:
+        raise ValueError("the window sums may overflow int32")
+    x = _t.cast(arg, "int32")
+    total = window(x if zp == 0 else _t.subtract(x, const(np.int32(zp), "int32")))
+    scale = fold_constant(_t.divide(t.scale, const(np.float32(count), "float32")))
+    out = total if dtype == "int32" else _t.cast(total, dtype)
+    return [out, TensorAffineType(scale, get_zeros(scale), dtype, t.axis)]
+
+
+def _pool(arg, t, out_t, window, count: int, float_sum: bool):
+    """The pool's integer form: with the region's output parameters the same as its input's,
+    the rounded mean (one rounding, as quantize rounds the float mean); otherwise (other
+    parameters, or QAT mode: ``out_t`` None) the exact sums (``_exact_sum``), which the
+    consumer requantizes or scales once; an input of wider values (a conv's int32 sums)
+    requantized into the output's parameters, then the rounded mean."""
+    if out_t is not None and _same_params(t, out_t) or \
+            out_t is not None and t.dtype not in ("int8", "uint8", "int16", "uint16"):
+        x, zp = _centered(arg, t, out_t)
+        return _uncentered(rounded_mean(window(x), count), zp, out_t)
+    return _exact_sum(arg, t, window, count, float_sum)
+
+
 @register("nn.avg_pool2d")
 def avgpool2d(expr, type_map):
     arg = expr.args[0]
-    out_t = type_map.get(expr)
-    if out_t is None:
-        raise ValueError("nn.avg_pool2d: a QAT conversion would round the mean (stays float)")
     count = _window(expr.attrs, len(infer_shape(arg)))
     if count is None or count > MAX_FLOAT_WINDOW:
         raise ValueError("nn.avg_pool2d: windows of different sizes have no integer form here")
-    x, zp = _centered(arg, type_map[arg], out_t)
-    a = expr.attrs
-    mean = _nn.avg_pool2d(_t.cast(x, "float32"), a.pool_size, a.strides, a.dilation,
-                          a.padding, a.layout, a.out_layout, a.ceil_mode, a.count_include_pad)
-    total = _t.cast(_t.round(_t.multiply(mean, const(np.float32(count), "float32"))), "int32")
-    return _uncentered(rounded_mean(total, count), zp, out_t)
-
-
-def _spatial_sum(x, layout: str, shape):
-    """The int32 sum of ``x`` over H and W (kept as size-1 axes) and the window's size."""
-    axes = [layout.index("H"), layout.index("W")]
-    return _reduce.sum(x, axes, keepdims=True), int(shape[axes[0]]) * int(shape[axes[1]])
+    return _pool(arg, type_map[arg], type_map.get(expr),
+                 lambda x: _float_window_sum(x, expr.attrs, count), count, True)
 
 
 @register("nn.global_avg_pool2d")
 def global_avgpool2d(expr, type_map):
     arg = expr.args[0]
-    t, out_t = type_map[arg], type_map.get(expr)
-    layout = str(expr.attrs.layout)
-    shape = infer_shape(arg)
-    if out_t is not None:
-        x, zp = _centered(arg, t, out_t)
-        total, count = _spatial_sum(x, layout, shape)
-        return _uncentered(rounded_mean(total, count), zp, out_t)
-    zp = _scalar_int(t.zero_point)
-    if zp is None:
-        raise ValueError("nn.global_avg_pool2d: a QAT sum needs a scalar constant zero point")
-    x = _t.cast(arg, "int32")
-    total, count = _spatial_sum(x if zp == 0 else _t.subtract(x, const(np.int32(zp), "int32")),
-                                layout, shape)
-    info = np.iinfo(t.dtype)
-    bound = count * max(int(info.max) - zp, zp - int(info.min))
-    dtype = next(d for d in QAT_SUM_DTYPES if bound <= np.iinfo(d).max)
-    scale = fold_constant(_t.divide(t.scale, const(np.float32(count), "float32")))
-    out = total if dtype == "int32" else _t.cast(total, dtype)
-    return [out, TensorAffineType(scale, get_zeros(scale), dtype, t.axis)]
+    _, count = _spatial_sum(arg, expr.attrs, infer_shape(arg))
+    return _pool(arg, type_map[arg], type_map.get(expr),
+                 lambda x: _spatial_sum(x, expr.attrs, infer_shape(arg))[0], count, False)
 
 
 @register("nn.adaptive_avg_pool1d")

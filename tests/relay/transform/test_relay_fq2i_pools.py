@@ -96,15 +96,16 @@ def _head(hw: int, zp: int = 0, windowed: bool = False):
     return relay.nn.bias_add(y, _c(RNG.normal(0, 0.3, 10), "float32"), axis=-1), x
 
 
-@pytest.mark.parametrize("zp", [0, 128])
-def test_qat_head_is_integer_and_exact(zp):
-    """8x8 planes: sums of 64 values of at most 255 fit int16, the dense's int32 sums provably
-    do not overflow: int16 sums, qnn.dense, the float bias quantized to the product's scale."""
-    expr, _ = _head(8, zp)
+@pytest.mark.parametrize("zp, windowed", [(0, False), (128, False), (3, True)])
+def test_qat_head_is_integer_and_exact(zp, windowed):
+    """8x8 planes: sums of 64 (or 4) values of at most 255 fit int16, the dense's int32 sums
+    provably do not overflow: int16 sums, qnn.dense, the float bias quantized to the
+    product's scale."""
+    expr, _ = _head(8, zp, windowed)
     mod, out = _fq2i(expr, use_qat=True)
     ops = _ops(out)
     assert "nn.global_avg_pool2d" not in ops and "nn.dense" not in ops
-    assert ops.get("qnn.dense") == 1 and ops.get("sum") == 1
+    assert ops.get("qnn.dense") == 1 and ops.get("sum" if not windowed else "round") == 1
     assert "int16" in out.astext(show_meta_data=False)
     data = RNG.integers(0, 256, size=(2, 32, 8, 8)).astype("uint8")
     ref = _run(mod, data)
@@ -115,7 +116,7 @@ def test_qat_head_is_integer_and_exact(zp):
 
 def test_qat_head_refusals():
     """A 16x16 plane's sums need int32 (the dense stays float, the pool's exact sum stays); a
-    windowed QAT pool would round (stays float, and the dense after it)."""
+    QAT pool with windows of different sizes stays float, and the dense after it."""
     expr, _ = _head(16)
     mod, out = _fq2i(expr, use_qat=True)
     ops = _ops(out)
@@ -123,6 +124,22 @@ def test_qat_head_refusals():
     data = RNG.integers(0, 256, size=(2, 32, 16, 16)).astype("uint8")
     ref = _run(mod, data)
     np.testing.assert_allclose(_run(out, data), ref, rtol=0, atol=2e-6 * np.abs(ref).max())
-    expr, _ = _head(8, windowed=True)
-    _, out = _fq2i(expr, use_qat=True)
-    assert "nn.avg_pool2d" in _ops(out) and "nn.dense" in _ops(out)
+    x = relay.var("x", shape=(1, 4, 4, 4), dtype="uint8")
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
+                            count_include_pad=False)
+    _, out = _fq2i(f, use_qat=True)
+    assert "nn.avg_pool2d" in _ops(out) and "qnn.dequantize" in _ops(out)
+
+
+def test_region_pool_feeding_a_quantized_dense_sums_exactly():
+    """dequantize -> global pool -> flatten -> dense -> bias -> quantize (a linear head whose
+    output is fake-quantized): the pool's exact int16 sums feed qnn.dense, and the region's
+    one rounding is the final requantize: equal to the float program (a pool requantized into
+    the head's output scale, as TVM types it, was far off)."""
+    expr, _ = _head(8, 0)
+    mod, out = _fq2i(_q(expr, 0.02, 128), use_qat=False)
+    ops = _ops(out)
+    assert ops.get("qnn.dense") == 1 and ops.get("sum") == 1 and "nn.dense" not in ops
+    data = RNG.integers(0, 256, size=(2, 32, 8, 8)).astype("uint8")
+    ref = _run(mod, data).astype("int32")
+    assert np.abs(_run(out, data, built=True).astype("int32") - ref).max() <= 1
