@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="building the QAT model needs `torch`")
 
+from torch_qat_nets import default_qconfig_qat_net  # noqa: E402
+
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
@@ -180,3 +182,24 @@ def test_disabled_fake_quantization_keeps_the_float_conv():
     assert _conv_dtypes(mod) == ["void"]
     np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
                                atol=2e-6 * np.abs(ref).max())
+
+
+def test_torch_ao_default_qconfig_exports_and_runs_integer_convs():
+    """torch.ao's default QAT qconfig (``FusedMovingAvgObsFakeQuantize``) exports as
+    ``_fused_moving_avg_obs_fq_helper_functional`` over the modules' buffers: with the
+    observers disabled it is the fake quantization (the pointwise conv the int32 conv on
+    VNNI, the depthwise one a float32 conv of the 8-bit input); with them on, refused."""
+    torch.manual_seed(10)
+    model = default_qconfig_qat_net(SHAPE)
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = _products(mod)
+    assert found[1] == ("nn.conv2d", "uint8", "float32", 16)
+    assert found[2][2] == ("int32" if vnni_available() else "float32")
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())
+    observing = default_qconfig_qat_net(SHAPE, observe=True)
+    with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
+        from_exported_program(torch.export.export(observing, (x,)))

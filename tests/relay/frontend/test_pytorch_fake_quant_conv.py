@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="building the QAT model needs `torch`")
 
+from torch_qat_nets import default_qconfig_qat_net, qat_mobile_net  # noqa: E402
+
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
@@ -257,45 +259,9 @@ def test_grouped_conv_past_exact_float_sums_or_wider_range_stays_float():
     _check_close(_run(mod, x.numpy()), ref)
 
 
-def _torch_ao_qat_mobile():
-    """A depthwise + pointwise + linear net made quantization-aware by torch.ao's eager
-    workflow (eval-mode conv + BN + ReLU fusion, ``prepare_qat`` with the qnnpack qconfig,
-    observers run on two batches then disabled): FakeQuantize modules calling
-    ``fake_quantize_per_tensor_affine`` with their scale / zero point buffers."""
-    import torch.ao.quantization as tq
-    from torch import nn
-
-    def cbr(cin, cout, k, groups=1):
-        return nn.Sequential(nn.Conv2d(cin, cout, k, 1, k // 2, groups=groups, bias=False),
-                             nn.BatchNorm2d(cout), nn.ReLU())
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
-            self.features = nn.Sequential(cbr(16, 16, 3, 16), cbr(16, 32, 1))
-            self.fc = nn.Linear(32, 10)
-
-        def forward(self, x):
-            x = self.features(self.quant(x))
-            return self.dequant(self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1)))
-
-    m = Net().eval()
-    for block in m.features:
-        tq.fuse_modules(block, [["0", "1", "2"]], inplace=True)
-    m.train()
-    m.qconfig = tq.get_default_qat_qconfig("qnnpack", version=0)
-    tq.prepare_qat(m, inplace=True)
-    with torch.no_grad():
-        for _ in range(2):
-            m(torch.randn(4, *SHAPE[1:]))
-    m.apply(tq.disable_observer)
-    return m.eval()
-
-
 def test_torch_ao_qat_mobile_block_runs_integer_convs():
     torch.manual_seed(8)
-    model = _torch_ao_qat_mobile()
+    model = qat_mobile_net(SHAPE)
     x = torch.randn(*SHAPE)
     with torch.no_grad():
         ref = model(x).numpy()
@@ -307,3 +273,24 @@ def test_torch_ao_qat_mobile_block_runs_integer_convs():
     assert convs[1] == (("uint8", "int8", "int32", 1) if vnni_available() else
                         ("float32", "float32", "float32", 1))
     _check_close(_run(mod, x.numpy()), ref)
+
+
+def test_torch_ao_default_qconfig_fused_fake_quant():
+    """``fused_moving_avg_obs_fake_quant`` with its observer off is the fake quantization by
+    its buffers: the depthwise conv reads 8 bits, the pointwise one is the int32 conv; eager's
+    values up to rounding. With the observer on the import is refused, naming the fix."""
+    torch.manual_seed(9)
+    model = default_qconfig_qat_net(SHAPE)
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (SHAPE, "float32"))])
+    convs = _conv_calls(mod)
+    assert convs[1] == ("uint8", "float32", "float32", 16)
+    assert convs[2][2] == ("int32" if vnni_available() else "float32")
+    _check_close(_run(mod, x.numpy()), ref)
+    observing = default_qconfig_qat_net(SHAPE, observe=True)
+    with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
+        relay.frontend.from_pytorch(torch.jit.trace(observing, (x,), check_trace=False),
+                                    [("x", (SHAPE, "float32"))])
